@@ -1,0 +1,393 @@
+/* tessera.h — the one public header of Tessera, a device-aware deep-learning library in C. */
+#ifndef TESSERA_H
+#define TESSERA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TS_VERSION_MAJOR 0
+#define TS_VERSION_MINOR 1
+#define TS_VERSION_PATCH 0
+
+/* ===================================================================== errors */
+typedef enum ts_status {
+    TS_OK = 0,
+    TS_ERR_DEVICE,      /* operands on different devices, device not available */
+    TS_ERR_SHAPE,       /* shapes that do not fit the op */
+    TS_ERR_DTYPE,       /* dtypes the op does not accept */
+    TS_ERR_ARG,         /* bad argument value (dim out of range, NULL, negative size...) */
+    TS_ERR_OOM,         /* allocation failed even after freeing the cache */
+    TS_ERR_IO,          /* file system error */
+    TS_ERR_FORMAT,      /* malformed file */
+    TS_ERR_CUDA,        /* CUDA runtime / library failure */
+    TS_ERR_UNSUPPORTED, /* valid request this build or device cannot do */
+    TS_ERR_STATE,       /* call in the wrong state (scope underflow, backward twice...) */
+} ts_status;
+
+/* First error wins until cleared; thread-local. */
+ts_status ts_error(void);
+const char *ts_error_message(void); /* "" when no error */
+void ts_error_clear(void);
+const char *ts_status_string(ts_status s); /* "TS_ERR_DEVICE" ... */
+
+/* ==================================================================== devices */
+typedef enum ts_device_type {
+    TS_DEVICE_DEFAULT = 0, /* use the thread's default device */
+    TS_CPU,
+    TS_CUDA,
+    TS_SIM,
+} ts_device_type;
+
+typedef struct ts_device {
+    ts_device_type type;
+    int index; /* -1 means "current" for cuda; 0 for cpu */
+} ts_device;
+
+ts_device ts_cpu(void);
+ts_device ts_cuda(int i);
+ts_device ts_sim(int i);
+bool ts_device_equal(ts_device a, ts_device b); /* after resolving default and current */
+/* PyTorch's rules: "cpu", "cuda", "cuda:1", "sim:0"; "cuda:01", "cuda:", "gpu", "cpu:1x" are errors */
+ts_status ts_device_parse(const char *s, ts_device *out);
+const char *ts_device_str(ts_device d); /* "cpu", "cuda:0", "sim:1" (thread-local ring buffer) */
+int ts_device_count(ts_device_type t);
+bool ts_device_is_available(ts_device d);
+bool ts_cuda_is_available(void);
+/* Thread-local default-device stack, like `with torch.device(d)` / `with tf.device(d)`. */
+void ts_device_push(ts_device d);
+void ts_device_pop(void); /* TS_ERR_STATE on underflow */
+ts_device ts_default_device(void);
+/* Simulated devices sim:0..count-1; capacity 0 = unlimited. Re-configuring with live tensors on
+ * sim devices is TS_ERR_STATE. TS_SIM_DEVICES=N in the environment configures at start-up. */
+ts_status ts_sim_configure(int count, size_t capacity_bytes);
+/* Log each op with its device to stderr (also TS_LOG_PLACEMENT=1). */
+void ts_log_placement(bool on);
+/* Threads used by CPU kernels (OpenMP); 0 = library default. */
+void ts_set_num_threads(int n);
+int ts_get_num_threads(void);
+
+/* ===================================================================== dtypes */
+typedef enum ts_dtype {
+    TS_DTYPE_DEFAULT = 0, /* f32 */
+    TS_F32,
+    TS_F64,
+    TS_F16,
+    TS_BF16,
+    TS_I64,
+    TS_I32,
+    TS_U8,
+    TS_BOOL,
+    TS_DTYPE_COUNT
+} ts_dtype;
+
+size_t ts_dtype_size(ts_dtype dt);
+const char *ts_dtype_name(ts_dtype dt); /* PyTorch's: "float32", "int64", "bool" ... */
+bool ts_dtype_is_floating(ts_dtype dt);
+ts_dtype ts_promote_types(ts_dtype a, ts_dtype b); /* torch.promote_types */
+
+/* ===================================================================== shapes */
+#define TS_MAX_DIMS 8
+typedef struct ts_shape {
+    int ndim;
+    int64_t dims[TS_MAX_DIMS];
+} ts_shape;
+
+/* Builds a shape from the given dims; more than TS_MAX_DIMS dims gives ndim > TS_MAX_DIMS, which
+ * every op rejects with TS_ERR_SHAPE. */
+static inline ts_shape ts_shape_make(size_t ndim, const int64_t *dims) {
+    ts_shape s;
+    s.ndim = (int)ndim;
+    for (size_t i = 0; i < TS_MAX_DIMS; i++) s.dims[i] = i < ndim ? dims[i] : 0;
+    return s;
+}
+/* TS_SHAPE(2, 3) is a 2x3 shape; TS_SHAPE() is the 0-dim shape of a scalar. */
+#define TS_SHAPE(...)                                                                              \
+    ts_shape_make(sizeof((int64_t[]){0, __VA_ARGS__}) / sizeof(int64_t) - 1,                      \
+                  (const int64_t[]){0, __VA_ARGS__} + 1)
+/* A list of ints (dims for permute, reductions...). */
+typedef struct ts_dims {
+    int n;
+    int d[TS_MAX_DIMS];
+} ts_dims;
+#define TS_DIMS(...)                                                                               \
+    ((ts_dims){.n = (int)(sizeof((int[]){0, __VA_ARGS__}) / sizeof(int) - 1), .d = {__VA_ARGS__}})
+
+/* ==================================================================== tensors */
+typedef struct ts_tensor ts_tensor;
+
+/* Zero means default: (ts_opts){0} is f32 on the default device. */
+typedef struct ts_opts {
+    ts_dtype dtype;
+    ts_device device;
+    bool requires_grad;
+    bool pin_memory;
+} ts_opts;
+
+/* memory: every tensor returned by a public function belongs to the innermost open scope of the
+ * calling thread; outside any scope the caller owns it. */
+ts_tensor *ts_retain(ts_tensor *t); /* NULL-safe; returns t */
+void ts_release(ts_tensor *t);      /* NULL-safe */
+void ts_scope_begin(void);
+void ts_scope_end(void);             /* TS_ERR_STATE when no scope is open */
+ts_tensor *ts_keep(ts_tensor *t);    /* move t to the enclosing scope (or to the caller) */
+int ts_scope_depth(void);
+
+/* creation */
+ts_tensor *ts_empty(ts_shape s, ts_opts o);
+ts_tensor *ts_zeros(ts_shape s, ts_opts o);
+ts_tensor *ts_ones(ts_shape s, ts_opts o);
+ts_tensor *ts_full(ts_shape s, double v, ts_opts o);
+ts_tensor *ts_scalar(double v, ts_opts o); /* 0-dim tensor */
+ts_tensor *ts_arange(double start, double end, double step, ts_opts o);
+ts_tensor *ts_linspace(double start, double end, int64_t steps, ts_opts o);
+ts_tensor *ts_eye(int64_t n, int64_t m, ts_opts o); /* m <= 0 means n */
+ts_tensor *ts_from_data(ts_shape s, ts_dtype dt, const void *host_data, ts_opts o); /* copies */
+ts_tensor *ts_tensor_f32(ts_shape s, const float *host_data, ts_opts o);
+ts_tensor *ts_tensor_f64(ts_shape s, const double *host_data, ts_opts o);
+ts_tensor *ts_tensor_i64(ts_shape s, const int64_t *host_data, ts_opts o);
+ts_tensor *ts_tensor_i32(ts_shape s, const int32_t *host_data, ts_opts o);
+/* *_like: same shape, dtype and device as t */
+ts_tensor *ts_empty_like(ts_tensor *t);
+ts_tensor *ts_zeros_like(ts_tensor *t);
+ts_tensor *ts_ones_like(ts_tensor *t);
+ts_tensor *ts_full_like(ts_tensor *t, double v);
+ts_tensor *ts_rand_like(ts_tensor *t);
+ts_tensor *ts_randn_like(ts_tensor *t);
+
+/* random: counter-based Philox; a seed gives the same numbers on every device and thread count */
+void ts_manual_seed(uint64_t seed);
+uint64_t ts_initial_seed(void);
+typedef struct ts_rng_state {
+    uint64_t seed, offset;
+} ts_rng_state;
+ts_rng_state ts_rng_get_state(void);
+void ts_rng_set_state(ts_rng_state s);
+ts_tensor *ts_rand(ts_shape s, ts_opts o);  /* U[0, 1) */
+ts_tensor *ts_randn(ts_shape s, ts_opts o); /* N(0, 1) */
+ts_tensor *ts_randint(int64_t low, int64_t high, ts_shape s, ts_opts o); /* default dtype i64 */
+ts_tensor *ts_randperm(int64_t n, ts_opts o);                          /* default dtype i64 */
+ts_tensor *ts_bernoulli(ts_tensor *p);          /* each element 1 with probability p */
+ts_tensor *ts_bernoulli_p(ts_tensor *t, double p); /* like t, 1 with probability p */
+ts_tensor *ts_normal_(ts_tensor *t, double mean, double std);
+ts_tensor *ts_uniform_(ts_tensor *t, double low, double high);
+
+/* queries */
+ts_device ts_device_of(ts_tensor *t);
+ts_dtype ts_dtype_of(ts_tensor *t);
+ts_shape ts_shape_of(ts_tensor *t);
+int ts_ndim(ts_tensor *t);
+int64_t ts_size(ts_tensor *t, int dim); /* negative dims count from the end */
+int64_t ts_stride(ts_tensor *t, int dim);
+int64_t ts_numel(ts_tensor *t);
+size_t ts_element_size(ts_tensor *t);
+size_t ts_nbytes(ts_tensor *t);
+int64_t ts_storage_offset(ts_tensor *t);
+bool ts_is_contiguous(ts_tensor *t);
+bool ts_is_pinned(ts_tensor *t);
+bool ts_shares_storage(ts_tensor *a, ts_tensor *b);
+double ts_item(ts_tensor *t); /* one-element tensor -> double; NAN and TS_ERR_SHAPE otherwise */
+ts_status ts_copy_to_host(ts_tensor *t, void *dst, size_t dst_bytes); /* contiguous, same dtype */
+/* printing in PyTorch's format: tensor([2., 4., 6.], device='sim:0') */
+void ts_print(ts_tensor *t);
+char *ts_to_string(ts_tensor *t); /* malloc'ed; free() it */
+ts_status ts_print_options(int precision, int threshold, int edgeitems, int linewidth);
+
+/* transfers */
+ts_tensor *ts_to(ts_tensor *t, ts_device d); /* t itself (retained) when already there */
+ts_tensor *ts_to_async(ts_tensor *t, ts_device d);
+ts_tensor *ts_to_dtype(ts_tensor *t, ts_dtype dt);
+ts_tensor *ts_pin_memory(ts_tensor *t);
+ts_tensor *ts_clone(ts_tensor *t);
+ts_tensor *ts_copy_(ts_tensor *dst, ts_tensor *src); /* same device; broadcasts and casts src */
+
+/* views (share storage with their input) */
+ts_tensor *ts_view(ts_tensor *t, ts_shape s);    /* one dim may be -1; needs compatible strides */
+ts_tensor *ts_reshape(ts_tensor *t, ts_shape s); /* view when possible, else a copy */
+ts_tensor *ts_flatten(ts_tensor *t, int start_dim, int end_dim);
+ts_tensor *ts_permute(ts_tensor *t, ts_dims dims);
+ts_tensor *ts_transpose(ts_tensor *t, int d0, int d1);
+ts_tensor *ts_t(ts_tensor *t); /* 2-D transpose (0- and 1-D returned as they are) */
+ts_tensor *ts_squeeze(ts_tensor *t);           /* all size-1 dims */
+ts_tensor *ts_squeeze_dim(ts_tensor *t, int dim);
+ts_tensor *ts_unsqueeze(ts_tensor *t, int dim);
+ts_tensor *ts_narrow(ts_tensor *t, int dim, int64_t start, int64_t length);
+/* t[start:end:step] along dim, Python's rules: negative start/end count from the end, clamped */
+ts_tensor *ts_slice(ts_tensor *t, int dim, int64_t start, int64_t end, int64_t step);
+ts_tensor *ts_select(ts_tensor *t, int dim, int64_t index); /* removes dim */
+ts_tensor *ts_expand(ts_tensor *t, ts_shape s);            /* -1 keeps a dim */
+ts_tensor *ts_expand_as(ts_tensor *t, ts_tensor *other);
+ts_tensor *ts_contiguous(ts_tensor *t); /* t itself (retained) when already contiguous */
+
+/* ================================================================== elementwise ops */
+ts_tensor *ts_neg(ts_tensor *t);
+ts_tensor *ts_abs(ts_tensor *t);
+ts_tensor *ts_exp(ts_tensor *t);
+ts_tensor *ts_log(ts_tensor *t);
+ts_tensor *ts_log1p(ts_tensor *t);
+ts_tensor *ts_sqrt(ts_tensor *t);
+ts_tensor *ts_rsqrt(ts_tensor *t);
+ts_tensor *ts_sin(ts_tensor *t);
+ts_tensor *ts_cos(ts_tensor *t);
+ts_tensor *ts_tanh(ts_tensor *t);
+ts_tensor *ts_sigmoid(ts_tensor *t);
+ts_tensor *ts_relu(ts_tensor *t);
+ts_tensor *ts_gelu(ts_tensor *t); /* exact (erf) form, PyTorch's default */
+ts_tensor *ts_silu(ts_tensor *t);
+ts_tensor *ts_softplus(ts_tensor *t); /* beta 1, threshold 20 */
+ts_tensor *ts_sign(ts_tensor *t);
+ts_tensor *ts_floor(ts_tensor *t);
+ts_tensor *ts_ceil(ts_tensor *t);
+ts_tensor *ts_round(ts_tensor *t); /* half to even */
+ts_tensor *ts_reciprocal(ts_tensor *t);
+ts_tensor *ts_square(ts_tensor *t);
+ts_tensor *ts_logical_not(ts_tensor *t);
+/* in place: return t (retained into the scope) or NULL */
+ts_tensor *ts_neg_(ts_tensor *t);
+ts_tensor *ts_abs_(ts_tensor *t);
+ts_tensor *ts_exp_(ts_tensor *t);
+ts_tensor *ts_log_(ts_tensor *t);
+ts_tensor *ts_sqrt_(ts_tensor *t);
+ts_tensor *ts_sigmoid_(ts_tensor *t);
+ts_tensor *ts_relu_(ts_tensor *t);
+ts_tensor *ts_tanh_(ts_tensor *t);
+ts_tensor *ts_zero_(ts_tensor *t);
+ts_tensor *ts_fill_(ts_tensor *t, double v);
+
+/* binary, with broadcasting and PyTorch's type promotion */
+ts_tensor *ts_add(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_sub(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_mul(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_div(ts_tensor *a, ts_tensor *b); /* true division */
+ts_tensor *ts_pow(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_maximum(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_minimum(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_fmod(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_eq(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_ne(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_lt(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_le(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_gt(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_ge(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_logical_and(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_logical_or(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_add_alpha(ts_tensor *a, ts_tensor *b, double alpha); /* a + alpha*b */
+/* scalar forms: the scalar is a "weak" Python number: an integral value keeps integer tensors
+ * integer, a fractional one promotes them to the default float dtype; float tensors keep theirs. */
+ts_tensor *ts_add_scalar(ts_tensor *a, double s);
+ts_tensor *ts_sub_scalar(ts_tensor *a, double s);
+ts_tensor *ts_rsub_scalar(ts_tensor *a, double s); /* s - a */
+ts_tensor *ts_mul_scalar(ts_tensor *a, double s);
+ts_tensor *ts_div_scalar(ts_tensor *a, double s);
+ts_tensor *ts_pow_scalar(ts_tensor *a, double s);
+ts_tensor *ts_rpow_scalar(ts_tensor *a, double s); /* s ** a */
+ts_tensor *ts_maximum_scalar(ts_tensor *a, double s);
+ts_tensor *ts_minimum_scalar(ts_tensor *a, double s);
+ts_tensor *ts_fmod_scalar(ts_tensor *a, double s);
+ts_tensor *ts_eq_scalar(ts_tensor *a, double s);
+ts_tensor *ts_ne_scalar(ts_tensor *a, double s);
+ts_tensor *ts_lt_scalar(ts_tensor *a, double s);
+ts_tensor *ts_le_scalar(ts_tensor *a, double s);
+ts_tensor *ts_gt_scalar(ts_tensor *a, double s);
+ts_tensor *ts_ge_scalar(ts_tensor *a, double s);
+/* in place: the result must keep a's dtype and shape (PyTorch's rules) */
+ts_tensor *ts_add_(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_sub_(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_mul_(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_div_(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_pow_(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_add_scalar_(ts_tensor *a, double s);
+ts_tensor *ts_sub_scalar_(ts_tensor *a, double s);
+ts_tensor *ts_mul_scalar_(ts_tensor *a, double s);
+ts_tensor *ts_div_scalar_(ts_tensor *a, double s);
+ts_tensor *ts_pow_scalar_(ts_tensor *a, double s);
+ts_tensor *ts_clamp_(ts_tensor *t, double min, double max);
+
+ts_tensor *ts_where(ts_tensor *cond, ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_clamp(ts_tensor *t, double min, double max); /* NAN = no bound on that side */
+ts_tensor *ts_clamp_min(ts_tensor *t, double min);
+ts_tensor *ts_clamp_max(ts_tensor *t, double max);
+ts_tensor *ts_masked_fill(ts_tensor *t, ts_tensor *mask, double v);
+ts_tensor *ts_masked_fill_(ts_tensor *t, ts_tensor *mask, double v);
+
+/* ================================================================= reductions */
+/* dims: TS_DIMS(0, 2); an empty ts_dims reduces over all dims */
+ts_tensor *ts_sum(ts_tensor *t); /* over all elements: 0-dim result */
+ts_tensor *ts_mean(ts_tensor *t);
+ts_tensor *ts_prod(ts_tensor *t);
+ts_tensor *ts_max(ts_tensor *t);
+ts_tensor *ts_min(ts_tensor *t);
+ts_tensor *ts_var(ts_tensor *t);  /* correction 1 */
+ts_tensor *ts_std(ts_tensor *t);  /* correction 1 */
+ts_tensor *ts_argmax(ts_tensor *t); /* index into the flattened tensor */
+ts_tensor *ts_argmin(ts_tensor *t);
+ts_tensor *ts_logsumexp(ts_tensor *t);
+ts_tensor *ts_sum_dim(ts_tensor *t, int dim, bool keepdim);
+ts_tensor *ts_mean_dim(ts_tensor *t, int dim, bool keepdim);
+ts_tensor *ts_prod_dim(ts_tensor *t, int dim, bool keepdim);
+ts_tensor *ts_amax_dim(ts_tensor *t, int dim, bool keepdim);
+ts_tensor *ts_amin_dim(ts_tensor *t, int dim, bool keepdim);
+/* torch.max(t, dim): values and (when indices != NULL) indices, both owned like any result */
+ts_tensor *ts_max_dim(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices);
+ts_tensor *ts_min_dim(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices);
+ts_tensor *ts_argmax_dim(ts_tensor *t, int dim, bool keepdim);
+ts_tensor *ts_argmin_dim(ts_tensor *t, int dim, bool keepdim);
+ts_tensor *ts_var_dim(ts_tensor *t, int dim, bool keepdim, double correction);
+ts_tensor *ts_std_dim(ts_tensor *t, int dim, bool keepdim, double correction);
+ts_tensor *ts_logsumexp_dim(ts_tensor *t, int dim, bool keepdim);
+ts_tensor *ts_sum_dims(ts_tensor *t, ts_dims dims, bool keepdim);
+ts_tensor *ts_mean_dims(ts_tensor *t, ts_dims dims, bool keepdim);
+ts_tensor *ts_amax_dims(ts_tensor *t, ts_dims dims, bool keepdim);
+ts_tensor *ts_amin_dims(ts_tensor *t, ts_dims dims, bool keepdim);
+ts_tensor *ts_var_dims(ts_tensor *t, ts_dims dims, bool keepdim, double correction);
+ts_tensor *ts_std_dims(ts_tensor *t, ts_dims dims, bool keepdim, double correction);
+ts_tensor *ts_logsumexp_dims(ts_tensor *t, ts_dims dims, bool keepdim);
+
+/* ==================================================================== linear algebra */
+ts_tensor *ts_mm(ts_tensor *a, ts_tensor *b);     /* [n,k] @ [k,m] */
+ts_tensor *ts_bmm(ts_tensor *a, ts_tensor *b);    /* [B,n,k] @ [B,k,m] */
+ts_tensor *ts_matmul(ts_tensor *a, ts_tensor *b); /* torch.matmul, batch dims broadcast */
+
+/* ==================================================================== joining, indexing */
+ts_tensor *ts_cat(ts_tensor *const *ts, int n, int dim);
+ts_tensor *ts_stack(ts_tensor *const *ts, int n, int dim);
+/* split into pieces of split_size along dim (the last may be smaller); writes up to max_out views
+ * into out and returns how many pieces there are (-1 on error) */
+int ts_split(ts_tensor *t, int64_t split_size, int dim, ts_tensor **out, int max_out);
+int ts_chunk(ts_tensor *t, int chunks, int dim, ts_tensor **out, int max_out);
+ts_tensor *ts_index_select(ts_tensor *t, int dim, ts_tensor *index);
+ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index);
+ts_tensor *ts_scatter_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src);
+ts_tensor *ts_scatter_add_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src);
+ts_tensor *ts_one_hot(ts_tensor *index, int64_t num_classes); /* -1: max+1; result i64 */
+ts_tensor *ts_softmax(ts_tensor *t, int dim);
+ts_tensor *ts_log_softmax(ts_tensor *t, int dim);
+
+/* ===================================================================== memory */
+typedef struct ts_mem_stats {
+    size_t allocated, peak_allocated, reserved, peak_reserved;
+    uint64_t alloc_count, oom_count;
+    int64_t live_tensors;
+} ts_mem_stats;
+ts_status ts_memory_stats(ts_device d, ts_mem_stats *out);
+ts_status ts_memory_reset_peak(ts_device d);
+ts_status ts_empty_cache(ts_device d);
+/* bytes a device has in all and free (capacity - reserved for sim; RAM for cpu) */
+ts_status ts_device_memory(ts_device d, size_t *free_bytes, size_t *total_bytes);
+
+/* ============================================================== autograd (fields exist; engine
+ * arrives with the autograd issue) */
+void ts_set_requires_grad(ts_tensor *t, bool on);
+bool ts_requires_grad(ts_tensor *t);
+ts_tensor *ts_grad(ts_tensor *t); /* borrowed; NULL when none */
+bool ts_is_leaf(ts_tensor *t);
+uint64_t ts_version(ts_tensor *t); /* bumped by every in-place op on the storage */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TESSERA_H */

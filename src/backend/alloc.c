@@ -1,0 +1,377 @@
+/* alloc.c — PyTorch's caching allocator scheme (pools, best fit, split/merge) over any backend. */
+#include "backend/alloc.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KIB ((size_t)1024)
+#define MIB (KIB * KIB)
+
+/* PyTorch's constants (c10/cuda/CUDACachingAllocator.cpp). */
+#define MIN_BLOCK    ((size_t)512)
+#define SMALL_SIZE   MIB        /* largest request served by the small pool */
+#define SMALL_BUFFER (2 * MIB)  /* small-pool segment */
+#define LARGE_BUFFER (20 * MIB) /* large-pool segment for requests below MIN_LARGE */
+#define MIN_LARGE    (10 * MIB)
+#define ROUND_LARGE  (2 * MIB)
+#define SLAB_BLOCKS  64
+#define POOL_SMALL   0
+#define POOL_LARGE   1
+/* Past this, rounding would overflow; such a request cannot succeed anyway. */
+#define MAX_REQUEST (SIZE_MAX / 2)
+
+/* A block is a piece of one segment. Blocks of a segment form an address-ordered doubly linked
+ * list, so merging on release needs no search; the segment's raw pointer is its head block's ptr.
+ * Free blocks also live in their pool's treap keyed by (size, ptr): best fit in O(log n). */
+struct ts_block {
+    char *ptr;
+    size_t size;
+    ts_block *prev, *next;  /* neighbours in the segment */
+    ts_block *left, *right; /* treap children while free; `right` links the struct free list */
+    uint32_t prio;
+    uint8_t pool;
+    bool allocated;
+};
+
+typedef struct slab {
+    struct slab *next;
+    ts_block blocks[SLAB_BLOCKS];
+} slab;
+
+struct ts_allocator {
+    pthread_mutex_t mu;
+    const ts_backend *be;
+    int index;
+    ts_block *free_tree[2]; /* per pool */
+    ts_block *spare;        /* recycled block structs, so the fast path never mallocs */
+    slab *slabs;
+    uint32_t rng;
+    size_t allocated, peak_allocated, reserved, peak_reserved;
+    uint64_t alloc_count, oom_count;
+};
+
+/* ------------------------------------------------------------------ treap of free blocks */
+static inline bool key_less(const ts_block *a, const ts_block *b) {
+    return a->size < b->size || (a->size == b->size && (uintptr_t)a->ptr < (uintptr_t)b->ptr);
+}
+
+/* Splits t into keys < k (into *l) and keys > k (into *r); k itself is never in t. */
+static void treap_split(ts_block *t, const ts_block *k, ts_block **l, ts_block **r) {
+    while (t) {
+        if (key_less(t, k)) {
+            *l = t;
+            l = &t->right;
+            t = t->right;
+        } else {
+            *r = t;
+            r = &t->left;
+            t = t->left;
+        }
+    }
+    *l = *r = NULL;
+}
+
+/* Every key of l is below every key of r. */
+static ts_block *treap_merge(ts_block *l, ts_block *r) {
+    ts_block *root = NULL, **p = &root;
+    while (l && r) {
+        if (l->prio > r->prio) {
+            *p = l;
+            p = &l->right;
+            l = l->right;
+        } else {
+            *p = r;
+            p = &r->left;
+            r = r->left;
+        }
+    }
+    *p = l ? l : r;
+    return root;
+}
+
+static void treap_insert(ts_block **root, ts_block *n) {
+    ts_block **p = root;
+    while (*p && (*p)->prio >= n->prio) p = key_less(n, *p) ? &(*p)->left : &(*p)->right;
+    treap_split(*p, n, &n->left, &n->right);
+    *p = n;
+}
+
+static void treap_remove(ts_block **root, ts_block *n) {
+    ts_block **p = root;
+    while (*p != n) p = key_less(n, *p) ? &(*p)->left : &(*p)->right;
+    *p = treap_merge(n->left, n->right);
+}
+
+/* Smallest free block with size >= size; among equal sizes the lowest address (PyTorch's order). */
+static ts_block *treap_lower_bound(ts_block *t, size_t size) {
+    ts_block *best = NULL;
+    while (t) {
+        if (t->size >= size) {
+            best = t;
+            t = t->left;
+        } else {
+            t = t->right;
+        }
+    }
+    return best;
+}
+
+/* ------------------------------------------------------------------ block structs */
+static ts_block *block_new(ts_allocator *a) {
+    if (!a->spare) {
+        slab *s = malloc(sizeof *s);
+        if (!s) return NULL;
+        s->next = a->slabs;
+        a->slabs = s;
+        for (int i = 0; i < SLAB_BLOCKS; i++) {
+            s->blocks[i].right = a->spare;
+            a->spare = &s->blocks[i];
+        }
+    }
+    ts_block *b = a->spare;
+    a->spare = b->right;
+    /* xorshift32: treap priorities only need to look random */
+    uint32_t x = a->rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    a->rng = x;
+    b->prio = x;
+    b->left = b->right = NULL;
+    return b;
+}
+
+static inline void block_recycle(ts_allocator *a, ts_block *b) {
+    b->right = a->spare;
+    a->spare = b;
+}
+
+static inline void free_insert(ts_allocator *a, ts_block *b) {
+    b->left = b->right = NULL;
+    treap_insert(&a->free_tree[b->pool], b);
+}
+
+/* ------------------------------------------------------------------ sizes */
+static inline size_t round_size(size_t n) {
+    return n < MIN_BLOCK ? MIN_BLOCK : (n + MIN_BLOCK - 1) & ~(MIN_BLOCK - 1);
+}
+
+static inline size_t segment_size(size_t rounded) {
+    if (rounded <= SMALL_SIZE) return SMALL_BUFFER;
+    if (rounded < MIN_LARGE) return LARGE_BUFFER;
+    return (rounded + ROUND_LARGE - 1) & ~(ROUND_LARGE - 1);
+}
+
+void ts_format_bytes(size_t n, char *buf, size_t len) {
+    if (!buf || len == 0) return;
+    if (n < KIB)
+        snprintf(buf, len, "%zu B", n);
+    else if (n < MIB)
+        snprintf(buf, len, "%.2f KiB", (double)n / (double)KIB);
+    else if (n < MIB * KIB)
+        snprintf(buf, len, "%.2f MiB", (double)n / (double)MIB);
+    else
+        snprintf(buf, len, "%.2f GiB", (double)n / (double)(MIB * KIB));
+}
+
+/* ------------------------------------------------------------------ segments */
+/* Collects the free blocks that span a whole segment into a list linked through `next` (NULL for
+ * such blocks, and not a treap link, so the tree stays intact for the removals that follow). */
+static void collect_whole(ts_block *t, ts_block **list) {
+    while (t) {
+        collect_whole(t->left, list);
+        if (!t->prev && !t->next) {
+            t->next = *list; /* each node is visited once, so its changed `next` is never read */
+            *list = t;
+        }
+        t = t->right;
+    }
+}
+
+static void release_cached(ts_allocator *a) {
+    for (int pool = 0; pool < 2; pool++) {
+        ts_block *list = NULL;
+        collect_whole(a->free_tree[pool], &list);
+        while (list) {
+            ts_block *b = list;
+            list = b->next;
+            treap_remove(&a->free_tree[pool], b);
+            a->be->raw_free(a->be, a->index, b->ptr, b->size);
+            a->reserved -= b->size;
+            block_recycle(a, b);
+        }
+    }
+}
+
+static ts_block *new_segment(ts_allocator *a, size_t size, int pool) {
+    ts_block *b = block_new(a);
+    if (!b) return NULL;
+    void *p = a->be->raw_alloc(a->be, a->index, size);
+    if (!p) {
+        block_recycle(a, b);
+        return NULL;
+    }
+    b->ptr = p;
+    b->size = size;
+    b->prev = b->next = NULL;
+    b->pool = (uint8_t)pool;
+    b->allocated = false;
+    a->reserved += size;
+    if (a->reserved > a->peak_reserved) a->peak_reserved = a->reserved;
+    return b;
+}
+
+static void format_oom(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len) {
+    if (!msg || msg_len == 0) return;
+    char req[32], alloc[32], res[32], cap[32];
+    size_t free_b = 0, total_b = 0;
+    if (a->be->memory_info) a->be->memory_info(a->be, a->index, &free_b, &total_b);
+    ts_format_bytes(nbytes, req, sizeof req);
+    ts_format_bytes(a->allocated, alloc, sizeof alloc);
+    ts_format_bytes(a->reserved, res, sizeof res);
+    if (total_b)
+        ts_format_bytes(total_b, cap, sizeof cap);
+    else
+        snprintf(cap, sizeof cap, "unlimited");
+    snprintf(msg, msg_len, "tried to allocate %s; %s allocated, %s reserved, capacity %s", req,
+             alloc, res, cap);
+}
+
+/* ------------------------------------------------------------------ public */
+ts_allocator *ts_allocator_new(const ts_backend *be, int index) {
+    if (!be || !be->raw_alloc || !be->raw_free) return NULL;
+    ts_allocator *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    if (pthread_mutex_init(&a->mu, NULL) != 0) {
+        free(a);
+        return NULL;
+    }
+    a->be = be;
+    a->index = index;
+    a->rng = 0x9E3779B9u ^ (uint32_t)index;
+    return a;
+}
+
+void ts_allocator_destroy(ts_allocator *a) {
+    if (!a) return;
+    pthread_mutex_lock(&a->mu);
+    release_cached(a);
+    pthread_mutex_unlock(&a->mu);
+    for (slab *s = a->slabs, *n; s; s = n) {
+        n = s->next;
+        free(s);
+    }
+    pthread_mutex_destroy(&a->mu);
+    free(a);
+}
+
+ts_block *ts_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len) {
+    pthread_mutex_lock(&a->mu);
+    if (nbytes > MAX_REQUEST) goto oom;
+    size_t size = round_size(nbytes);
+    int pool = size <= SMALL_SIZE ? POOL_SMALL : POOL_LARGE;
+
+    ts_block *b = treap_lower_bound(a->free_tree[pool], size);
+    if (b) {
+        treap_remove(&a->free_tree[pool], b);
+    } else {
+        size_t seg = segment_size(size);
+        b = new_segment(a, seg, pool);
+        /* A device smaller than a 20 MiB segment (a small sim device) may still hold the request
+         * itself; PyTorch never meets this on a real GPU. Tried before flushing the cache. */
+        if (!b && seg > size) b = new_segment(a, size, pool);
+        if (!b) {
+            release_cached(a);
+            b = new_segment(a, seg, pool);
+            if (!b && seg > size) b = new_segment(a, size, pool);
+        }
+        if (!b) goto oom;
+    }
+
+    size_t rest = b->size - size;
+    if (pool == POOL_SMALL ? rest >= MIN_BLOCK : rest > SMALL_SIZE) {
+        ts_block *r = block_new(a);
+        if (r) { /* no struct for the remainder: hand out the whole block instead */
+            r->ptr = b->ptr + size;
+            r->size = rest;
+            r->pool = b->pool;
+            r->allocated = false;
+            r->prev = b;
+            r->next = b->next;
+            if (b->next) b->next->prev = r;
+            b->next = r;
+            b->size = size;
+            free_insert(a, r);
+        }
+    }
+    b->allocated = true;
+    a->allocated += b->size;
+    if (a->allocated > a->peak_allocated) a->peak_allocated = a->allocated;
+    a->alloc_count++;
+    pthread_mutex_unlock(&a->mu);
+    return b;
+
+oom:
+    a->oom_count++;
+    format_oom(a, nbytes, msg, msg_len);
+    pthread_mutex_unlock(&a->mu);
+    return NULL;
+}
+
+void ts_allocator_release(ts_allocator *a, ts_block *b) {
+    if (!b) return;
+    pthread_mutex_lock(&a->mu);
+    b->allocated = false;
+    a->allocated -= b->size;
+    ts_block **tree = &a->free_tree[b->pool];
+    ts_block *n = b->next;
+    if (n && !n->allocated) {
+        treap_remove(tree, n);
+        b->size += n->size;
+        b->next = n->next;
+        if (n->next) n->next->prev = b;
+        block_recycle(a, n);
+    }
+    ts_block *p = b->prev;
+    if (p && !p->allocated) {
+        treap_remove(tree, p);
+        p->size += b->size;
+        p->next = b->next;
+        if (b->next) b->next->prev = p;
+        block_recycle(a, b);
+        b = p;
+    }
+    free_insert(a, b);
+    pthread_mutex_unlock(&a->mu);
+}
+
+void *ts_block_ptr(const ts_block *b) { return b ? b->ptr : NULL; }
+size_t ts_block_size(const ts_block *b) { return b ? b->size : 0; }
+
+void ts_allocator_stats(ts_allocator *a, ts_mem_stats *out) {
+    pthread_mutex_lock(&a->mu);
+    memset(out, 0, sizeof *out);
+    out->allocated = a->allocated;
+    out->peak_allocated = a->peak_allocated;
+    out->reserved = a->reserved;
+    out->peak_reserved = a->peak_reserved;
+    out->alloc_count = a->alloc_count;
+    out->oom_count = a->oom_count;
+    pthread_mutex_unlock(&a->mu);
+}
+
+void ts_allocator_reset_peak(ts_allocator *a) {
+    pthread_mutex_lock(&a->mu);
+    a->peak_allocated = a->allocated;
+    a->peak_reserved = a->reserved;
+    pthread_mutex_unlock(&a->mu);
+}
+
+void ts_allocator_empty_cache(ts_allocator *a) {
+    pthread_mutex_lock(&a->mu);
+    release_cached(a);
+    pthread_mutex_unlock(&a->mu);
+}

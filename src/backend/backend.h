@@ -1,0 +1,128 @@
+/* backend.h — the interface every device backend implements: memory and kernels over raw pointers. */
+#ifndef TS_BACKEND_H
+#define TS_BACKEND_H
+
+#include "tessera.h"
+
+/* Kernels see raw memory through views: already validated, already on the backend's device.
+ * `data` points at element 0 of the view (storage base + offset applied); strides are in elements
+ * and may be 0 (broadcast) but never negative. Kernels never validate user input. */
+typedef struct ts_kview {
+    char *data;
+    ts_dtype dtype; /* never TS_DTYPE_DEFAULT */
+    int ndim;
+    int64_t shape[TS_MAX_DIMS];
+    int64_t strides[TS_MAX_DIMS];
+} ts_kview;
+
+typedef enum ts_unary_op {
+    TS_U_NEG, TS_U_ABS, TS_U_EXP, TS_U_LOG, TS_U_LOG1P, TS_U_SQRT, TS_U_RSQRT, TS_U_SIN, TS_U_COS,
+    TS_U_TANH, TS_U_SIGMOID, TS_U_RELU, TS_U_GELU, TS_U_SILU, TS_U_SOFTPLUS, TS_U_SIGN, TS_U_FLOOR,
+    TS_U_CEIL, TS_U_ROUND, TS_U_RECIPROCAL, TS_U_SQUARE, TS_U_LOGICAL_NOT,
+    TS_U_CLAMP, /* p0 = min, p1 = max; NAN = unbounded side */
+    TS_U_COUNT
+} ts_unary_op;
+
+typedef enum ts_binary_op {
+    TS_B_ADD, TS_B_SUB, TS_B_MUL, TS_B_DIV, TS_B_POW, TS_B_MAX, TS_B_MIN, TS_B_FMOD,
+    TS_B_EQ, TS_B_NE, TS_B_LT, TS_B_LE, TS_B_GT, TS_B_GE, /* out dtype TS_BOOL */
+    TS_B_AND, TS_B_OR,                                    /* out dtype TS_BOOL */
+    TS_B_RSUB, TS_B_RDIV, TS_B_RPOW, /* reversed: s - a, s / a, s ** a (scalar forms) */
+    TS_B_COUNT
+} ts_binary_op;
+
+typedef enum ts_reduce_op {
+    TS_R_SUM, TS_R_PROD, TS_R_MEAN, TS_R_MAX, TS_R_MIN,
+    TS_R_VAR,       /* param = correction (Bessel: 1) */
+    TS_R_STD,       /* param = correction */
+    TS_R_LOGSUMEXP,
+    TS_R_ARGMAX, TS_R_ARGMIN, /* out dtype TS_I64; index within the flattened reduced dims; first
+                                 occurrence; NaN counts as the maximum/minimum like PyTorch */
+    TS_R_COUNT
+} ts_reduce_op;
+
+typedef enum ts_random_kind {
+    TS_RAND_UNIFORM,   /* p0 = low, p1 = high: [low, high) */
+    TS_RAND_NORMAL,    /* p0 = mean, p1 = std */
+    TS_RAND_BERNOULLI, /* p0 = probability; writes 0/1 */
+    TS_RAND_RANDINT,   /* p0 = low, p1 = high: integers in [low, high) */
+} ts_random_kind;
+
+typedef struct ts_backend ts_backend;
+
+struct ts_backend {
+    const char *name; /* "cpu", "sim", "cuda" */
+    ts_device_type type;
+    void *ctx;
+
+    /* ---- device queries */
+    int (*device_count)(const ts_backend *be);
+    /* total and free bytes; free may be an estimate */
+    void (*memory_info)(const ts_backend *be, int index, size_t *free_bytes, size_t *total_bytes);
+
+    /* ---- raw memory (the caching allocator sits on top of these) */
+    void *(*raw_alloc)(const ts_backend *be, int index, size_t nbytes); /* NULL on failure */
+    void (*raw_free)(const ts_backend *be, int index, void *p, size_t nbytes);
+    void (*copy_h2d)(const ts_backend *be, int index, void *dst, const void *src, size_t n);
+    void (*copy_d2h)(const ts_backend *be, int index, void *dst, const void *src, size_t n);
+    /* device -> device on the same backend (possibly different indices) */
+    void (*copy_d2d)(const ts_backend *be, int dst_index, void *dst, int src_index,
+                     const void *src, size_t n);
+    void (*memset_zero)(const ts_backend *be, int index, void *p, size_t n);
+    void (*synchronize)(const ts_backend *be, int index);
+
+    /* ---- kernels (all on device `index`; views on that device) */
+    /* dst[i] = (dst.dtype) src[i]; same shape; strided; any dtype pair */
+    void (*copy)(const ts_backend *be, int index, const ts_kview *dst, const ts_kview *src);
+    void (*fill)(const ts_backend *be, int index, const ts_kview *dst, double value);
+    /* out = op(a); same shape; a.dtype == out.dtype except TS_U_LOGICAL_NOT (out TS_BOOL);
+     * float dtypes compute in f32 (f64 for f64); integer dtypes in int64 */
+    void (*unary)(const ts_backend *be, int index, ts_unary_op op, const ts_kview *out,
+                  const ts_kview *a, double p0, double p1);
+    /* out = a op b; a, b already broadcast to out's shape (stride 0) and of one dtype;
+     * out.dtype == a.dtype, or TS_BOOL for comparisons and logical ops */
+    void (*binary)(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                   const ts_kview *a, const ts_kview *b);
+    /* out = a op s */
+    void (*binary_scalar)(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                          const ts_kview *a, double s);
+    /* out = cond ? a : b; cond TS_BOOL; a, b, out one dtype; all broadcast to out's shape */
+    void (*where)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *cond,
+                  const ts_kview *a, const ts_kview *b);
+    /* Reduce the last `nred` dims of `in`; out has in.ndim - nred dims equal to in's leading dims.
+     * Floats accumulate in double. out.dtype: float ops keep in's float dtype; SUM/PROD of integer
+     * or bool input write TS_I64; ARGMAX/ARGMIN write TS_I64; MAX/MIN keep in.dtype.
+     * A reduction over zero elements: SUM 0, PROD 1, MEAN/VAR/STD NaN, LOGSUMEXP -inf
+     * (the front end rejects MAX/MIN/ARG* over empty). */
+    void (*reduce)(const ts_backend *be, int index, ts_reduce_op op, const ts_kview *out,
+                   const ts_kview *in, int nred, double param);
+    /* out[b] = op(a[b]) @ op(b[b]); 3-D views [B,M,K] x [B,K,N] -> [B,M,N], any strides (a batch
+     * stride may be 0 for broadcast). Same dtype everywhere; f16/bf16 compute in f32. */
+    void (*matmul)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
+                   const ts_kview *b);
+    /* out = in.index_select(dim, idx); idx 1-D TS_I64 with values already checked in range */
+    void (*index_select)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                         int dim, const ts_kview *idx);
+    /* out = in.gather(dim, idx); idx TS_I64 of out's shape, values in range */
+    void (*gather)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                   int dim, const ts_kview *idx);
+    /* dst.scatter_add_(dim, idx, src) in place; idx TS_I64 of src's shape (or smaller, PyTorch) */
+    void (*scatter_add)(const ts_backend *be, int index, const ts_kview *dst, int dim,
+                        const ts_kview *idx, const ts_kview *src);
+    /* softmax / log_softmax along dim; out and in same shape and float dtype */
+    void (*softmax)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                    int dim, bool log);
+    /* Philox-4x32-10: element i (in row-major order of out) uses counter (offset + i) under key
+     * seed, so the numbers do not depend on threads or device. */
+    void (*random)(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
+                   double p0, double p1, uint64_t seed, uint64_t offset);
+};
+
+/* The registry: one backend per device type; NULL when the type is not built or not present. */
+const ts_backend *ts_backend_for(ts_device_type type);
+void ts_backend_register(const ts_backend *be);
+
+/* The CPU kernels, shared by the cpu and sim backends. */
+void ts_cpu_kernels_install(ts_backend *be);
+
+#endif /* TS_BACKEND_H */

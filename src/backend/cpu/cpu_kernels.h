@@ -1,0 +1,40 @@
+/* cpu_kernels.h — the CPU kernel entry points (shared by the cpu and sim backends). */
+#ifndef TS_CPU_KERNELS_H
+#define TS_CPU_KERNELS_H
+
+#include "backend/backend.h"
+
+/* kern_copy.c */
+void ts_cpu_copy(const ts_backend *be, int index, const ts_kview *dst, const ts_kview *src);
+void ts_cpu_fill(const ts_backend *be, int index, const ts_kview *dst, double value);
+/* kern_unary.c */
+void ts_cpu_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kview *out,
+                  const ts_kview *a, double p0, double p1);
+/* kern_binary.c */
+void ts_cpu_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                   const ts_kview *a, const ts_kview *b);
+void ts_cpu_binary_scalar(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                          const ts_kview *a, double s);
+void ts_cpu_where(const ts_backend *be, int index, const ts_kview *out, const ts_kview *cond,
+                  const ts_kview *a, const ts_kview *b);
+/* kern_reduce.c */
+void ts_cpu_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview *out,
+                   const ts_kview *in, int nred, double param);
+/* kern_matmul.c (OpenBLAS when built with it, else gemm_blocked.c) */
+void ts_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
+                   const ts_kview *b);
+/* kern_index.c */
+void ts_cpu_index_select(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                         int dim, const ts_kview *idx);
+void ts_cpu_gather(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in, int dim,
+                   const ts_kview *idx);
+void ts_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, int dim,
+                        const ts_kview *idx, const ts_kview *src);
+/* kern_softmax.c */
+void ts_cpu_softmax(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                    int dim, bool log);
+/* kern_random.c */
+void ts_cpu_random(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
+                   double p0, double p1, uint64_t seed, uint64_t offset);
+
+#endif /* TS_CPU_KERNELS_H */

@@ -1,0 +1,415 @@
+/* kern_binary.c — CPU elementwise binary ops (tensor-tensor and tensor-scalar) and where. */
+#include <math.h>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/cpu_loops.h"
+
+#define ID(x)      (x)
+#define TO_B8(x)   ((uint8_t)((x) != 0))
+#define LD_B8(x)   ((int64_t)((x) != 0))
+#define LD_I(x)    ((int64_t)(x))
+#define ST_I64(x)  (x)
+#define ST_I32(x)  ((int32_t)(x))
+#define ST_U8(x)   ((uint8_t)(x))
+#define LD_F16(x)  ts_f16_to_f32(x)
+#define ST_F16(x)  ts_f32_to_f16(x)
+#define LD_BF16(x) ts_bf16_to_f32(x)
+#define ST_BF16(x) ts_f32_to_bf16(x)
+#define M_f_POW    powf
+#define M_d_POW    pow
+#define M_f_SQRT   sqrtf
+#define M_d_SQRT   sqrt
+
+/* Wrapping integer arithmetic (signed overflow is undefined in C, two's complement in PyTorch). */
+#define IADD(x, y) ((int64_t)((uint64_t)(x) + (uint64_t)(y)))
+#define ISUB(x, y) ((int64_t)((uint64_t)(x) - (uint64_t)(y)))
+#define IMUL(x, y) ((int64_t)((uint64_t)(x) * (uint64_t)(y)))
+
+/* ---------------------------------------------------------------- loops
+ * Each takes the output storage type OT and its store ST, and an expression in a and b (of the
+ * compute type CT). The caller's scope provides T, CT, LD, p, s, n (and bval for scalars). */
+
+/* tensor-tensor: p[0] out, p[1] a, p[2] b. Dense runs and a broadcast (stride 0) operand get
+ * loops of their own so the common cases vectorise. */
+#define BIN_LOOP(OT, ST, EXPR)                                                                     \
+    do {                                                                                           \
+        const int64_t so_ = s[0], sa_ = s[1], sb_ = s[2];                                          \
+        if (so_ == (int64_t)sizeof(OT) && sa_ == (int64_t)sizeof(T) &&                             \
+            sb_ == (int64_t)sizeof(T)) {                                                           \
+            OT *o_ = (OT *)p[0];                                                                   \
+            const T *x_ = (const T *)p[1], *y_ = (const T *)p[2];                                  \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                const CT a = LD(x_[i]), b = LD(y_[i]);                                             \
+                o_[i] = ST(EXPR);                                                                  \
+            }                                                                                      \
+        } else if (so_ == (int64_t)sizeof(OT) && sa_ == (int64_t)sizeof(T) && sb_ == 0) {          \
+            OT *o_ = (OT *)p[0];                                                                   \
+            const T *x_ = (const T *)p[1];                                                         \
+            const CT b = LD(*(const T *)p[2]);                                                     \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                const CT a = LD(x_[i]);                                                            \
+                o_[i] = ST(EXPR);                                                                  \
+            }                                                                                      \
+        } else if (so_ == (int64_t)sizeof(OT) && sa_ == 0 && sb_ == (int64_t)sizeof(T)) {          \
+            OT *o_ = (OT *)p[0];                                                                   \
+            const T *y_ = (const T *)p[2];                                                         \
+            const CT a = LD(*(const T *)p[1]);                                                     \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                const CT b = LD(y_[i]);                                                            \
+                o_[i] = ST(EXPR);                                                                  \
+            }                                                                                      \
+        } else {                                                                                   \
+            char *o_ = p[0];                                                                       \
+            const char *x_ = p[1], *y_ = p[2];                                                     \
+            for (int64_t i = 0; i < n; i++, o_ += so_, x_ += sa_, y_ += sb_) {                     \
+                const CT a = LD(*(const T *)x_), b = LD(*(const T *)y_);                           \
+                *(OT *)o_ = ST(EXPR);                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* tensor-scalar: p[0] out, p[1] a; b is the scalar bval (already in CT). */
+#define SCALAR_LOOP(OT, ST, EXPR)                                                                  \
+    do {                                                                                           \
+        const CT b = bval;                                                                         \
+        (void)b;                                                                                   \
+        if (s[0] == (int64_t)sizeof(OT) && s[1] == (int64_t)sizeof(T)) {                           \
+            OT *o_ = (OT *)p[0];                                                                   \
+            const T *x_ = (const T *)p[1];                                                         \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                const CT a = LD(x_[i]);                                                            \
+                o_[i] = ST(EXPR);                                                                  \
+            }                                                                                      \
+        } else {                                                                                   \
+            char *o_ = p[0];                                                                       \
+            const char *x_ = p[1];                                                                 \
+            for (int64_t i = 0; i < n; i++, o_ += s[0], x_ += s[1]) {                              \
+                const CT a = LD(*(const T *)x_);                                                   \
+                *(OT *)o_ = ST(EXPR);                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* The op switches shared by both forms; comparisons and logical ops write bool. */
+#define CMP_CASES(LOOP)                                                                            \
+    case TS_B_EQ:                                                                                  \
+        LOOP(uint8_t, ID, (uint8_t)(a == b));                                                      \
+        break;                                                                                     \
+    case TS_B_NE:                                                                                  \
+        LOOP(uint8_t, ID, (uint8_t)(a != b));                                                      \
+        break;                                                                                     \
+    case TS_B_LT:                                                                                  \
+        LOOP(uint8_t, ID, (uint8_t)(a < b));                                                       \
+        break;                                                                                     \
+    case TS_B_LE:                                                                                  \
+        LOOP(uint8_t, ID, (uint8_t)(a <= b));                                                      \
+        break;                                                                                     \
+    case TS_B_GT:                                                                                  \
+        LOOP(uint8_t, ID, (uint8_t)(a > b));                                                       \
+        break;                                                                                     \
+    case TS_B_GE:                                                                                  \
+        LOOP(uint8_t, ID, (uint8_t)(a >= b));                                                      \
+        break;                                                                                     \
+    case TS_B_AND:                                                                                 \
+        LOOP(uint8_t, ID, (uint8_t)((a != 0) & (b != 0)));                                         \
+        break;                                                                                     \
+    case TS_B_OR:                                                                                  \
+        LOOP(uint8_t, ID, (uint8_t)((a != 0) | (b != 0)));                                         \
+        break;
+
+/* everything but POW and the comparisons */
+#define FLOAT_CASES(LOOP, FAM)                                                                     \
+    case TS_B_ADD:                                                                                 \
+        LOOP(T, ST, a + b);                                                                        \
+        break;                                                                                     \
+    case TS_B_SUB:                                                                                 \
+        LOOP(T, ST, a - b);                                                                        \
+        break;                                                                                     \
+    case TS_B_MUL:                                                                                 \
+        LOOP(T, ST, a *b);                                                                         \
+        break;                                                                                     \
+    case TS_B_DIV:                                                                                 \
+        LOOP(T, ST, a / b);                                                                        \
+        break;                                                                                     \
+    case TS_B_MAX:                                                                                 \
+        LOOP(T, ST, ts_maximum_##FAM(a, b));                                                       \
+        break;                                                                                     \
+    case TS_B_MIN:                                                                                 \
+        LOOP(T, ST, ts_minimum_##FAM(a, b));                                                       \
+        break;                                                                                     \
+    case TS_B_FMOD:                                                                                \
+        LOOP(T, ST, ts_fmod_##FAM(a, b));                                                          \
+        break;                                                                                     \
+    case TS_B_RSUB:                                                                                \
+        LOOP(T, ST, b - a);                                                                        \
+        break;                                                                                     \
+    case TS_B_RDIV:                                                                                \
+        LOOP(T, ST, b / a);                                                                        \
+        break;                                                                                     \
+    case TS_B_RPOW:                                                                                \
+        LOOP(T, ST, M_##FAM##_POW(b, a));                                                          \
+        break;
+
+/* Integers: division and modulo by zero give 0 (PyTorch raises; a kernel must not trap). */
+#define INT_CASES(LOOP)                                                                            \
+    case TS_B_ADD:                                                                                 \
+        LOOP(T, ST, IADD(a, b));                                                                   \
+        break;                                                                                     \
+    case TS_B_SUB:                                                                                 \
+        LOOP(T, ST, ISUB(a, b));                                                                   \
+        break;                                                                                     \
+    case TS_B_MUL:                                                                                 \
+        LOOP(T, ST, IMUL(a, b));                                                                   \
+        break;                                                                                     \
+    case TS_B_DIV:                                                                                 \
+        LOOP(T, ST, ts_idiv_i64(a, b));                                                            \
+        break;                                                                                     \
+    case TS_B_POW:                                                                                 \
+        LOOP(T, ST, ts_ipow_i64(a, b));                                                            \
+        break;                                                                                     \
+    case TS_B_MAX:                                                                                 \
+        LOOP(T, ST, a > b ? a : b);                                                                \
+        break;                                                                                     \
+    case TS_B_MIN:                                                                                 \
+        LOOP(T, ST, a < b ? a : b);                                                                \
+        break;                                                                                     \
+    case TS_B_FMOD:                                                                                \
+        LOOP(T, ST, ts_imod_i64(a, b));                                                            \
+        break;                                                                                     \
+    case TS_B_RSUB:                                                                                \
+        LOOP(T, ST, ISUB(b, a));                                                                   \
+        break;                                                                                     \
+    case TS_B_RDIV:                                                                                \
+        LOOP(T, ST, ts_idiv_i64(b, a));                                                            \
+        break;                                                                                     \
+    case TS_B_RPOW:                                                                                \
+        LOOP(T, ST, ts_ipow_i64(b, a));                                                            \
+        break;                                                                                     \
+        CMP_CASES(LOOP)
+
+/* ---------------------------------------------------------------- per-dtype runs
+ * LD / ST (load into and store from the compute type) are defined around each instantiation. */
+typedef struct bin_ctx {
+    ts_binary_op op;
+    int pow_kind; /* scalar POW on floats: one of POW_* */
+    double sd;    /* the scalar for f64 */
+    float sf;     /* the scalar for f32, f16, bf16 (PyTorch's opmath: not rounded to f16) */
+    float sf_cmp; /* comparisons: the scalar rounded to the tensor's dtype, as PyTorch casts it */
+    int64_t si;   /* integers and bool: the scalar cast to the tensor's dtype */
+} bin_ctx;
+
+/* PyTorch's pow_tensor_scalar shortcuts (faster; sqrt/rsqrt where PyTorch uses them) */
+enum { POW_GENERIC, POW_SQRT, POW_SQUARE, POW_CUBE, POW_RSQRT, POW_RECIP, POW_RECIP_SQUARE };
+
+static bool is_cmp(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_GE; }
+
+#define DEFINE_FLOAT(TAG, CT_, FAM, BVAL, BCMP)                                                    \
+    static void binary_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
+        typedef ts_cpu_t_##TAG T;                                                                  \
+        typedef CT_ CT;                                                                            \
+        switch (((const bin_ctx *)vctx)->op) {                                                     \
+        case TS_B_POW:                                                                             \
+            BIN_LOOP(T, ST, M_##FAM##_POW(a, b));                                                  \
+            break;                                                                                 \
+            FLOAT_CASES(BIN_LOOP, FAM)                                                             \
+            CMP_CASES(BIN_LOOP)                                                                    \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    }                                                                                              \
+    static void scalar_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
+        typedef ts_cpu_t_##TAG T;                                                                  \
+        typedef CT_ CT;                                                                            \
+        const bin_ctx *ctx = (const bin_ctx *)vctx;                                                \
+        const CT bval = is_cmp(ctx->op) ? (CT)ctx->BCMP : (CT)ctx->BVAL;                           \
+        switch (ctx->op) {                                                                         \
+        case TS_B_POW:                                                                             \
+            switch (ctx->pow_kind) {                                                               \
+            case POW_SQRT:                                                                         \
+                SCALAR_LOOP(T, ST, M_##FAM##_SQRT(a));                                             \
+                break;                                                                             \
+            case POW_SQUARE:                                                                       \
+                SCALAR_LOOP(T, ST, a *a);                                                          \
+                break;                                                                             \
+            case POW_CUBE:                                                                         \
+                SCALAR_LOOP(T, ST, a *a *a);                                                       \
+                break;                                                                             \
+            case POW_RSQRT:                                                                        \
+                SCALAR_LOOP(T, ST, ts_rsqrt_##FAM(a));                                             \
+                break;                                                                             \
+            case POW_RECIP:                                                                        \
+                SCALAR_LOOP(T, ST, (CT)1 / a);                                                     \
+                break;                                                                             \
+            case POW_RECIP_SQUARE:                                                                 \
+                SCALAR_LOOP(T, ST, (CT)1 / (a * a));                                               \
+                break;                                                                             \
+            default:                                                                               \
+                SCALAR_LOOP(T, ST, M_##FAM##_POW(a, b));                                           \
+                break;                                                                             \
+            }                                                                                      \
+            break;                                                                                 \
+            FLOAT_CASES(SCALAR_LOOP, FAM)                                                          \
+            CMP_CASES(SCALAR_LOOP)                                                                 \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+
+#define DEFINE_INT(TAG)                                                                            \
+    static void binary_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
+        typedef ts_cpu_t_##TAG T;                                                                  \
+        typedef int64_t CT;                                                                        \
+        switch (((const bin_ctx *)vctx)->op) {                                                     \
+            INT_CASES(BIN_LOOP)                                                                    \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    }                                                                                              \
+    static void scalar_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
+        typedef ts_cpu_t_##TAG T;                                                                  \
+        typedef int64_t CT;                                                                        \
+        const bin_ctx *ctx = (const bin_ctx *)vctx;                                                \
+        const CT bval = ctx->si;                                                                   \
+        switch (ctx->op) {                                                                         \
+            INT_CASES(SCALAR_LOOP)                                                                 \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+
+#define LD ID
+#define ST ID
+DEFINE_FLOAT(f32, float, f, sf, sf)
+DEFINE_FLOAT(f64, double, d, sd, sd)
+#undef LD
+#undef ST
+#define LD LD_F16
+#define ST ST_F16
+DEFINE_FLOAT(f16, float, f, sf, sf_cmp)
+#undef LD
+#undef ST
+#define LD LD_BF16
+#define ST ST_BF16
+DEFINE_FLOAT(bf16, float, f, sf, sf_cmp)
+#undef LD
+#undef ST
+#define LD LD_I
+#define ST ST_I64
+DEFINE_INT(i64)
+#undef ST
+#define ST ST_I32
+DEFINE_INT(i32)
+#undef ST
+#define ST ST_U8
+DEFINE_INT(u8)
+#undef LD
+#undef ST
+/* bool: ADD is logical or, MUL logical and (the sum / product stored as != 0) */
+#define LD LD_B8
+#define ST TO_B8
+DEFINE_INT(b8)
+#undef LD
+#undef ST
+
+static const ts_cpu_seg_fn binary_fns[8] = {binary_f32, binary_f64, binary_f16, binary_bf16,
+                                            binary_i64, binary_i32, binary_u8,  binary_b8};
+static const ts_cpu_seg_fn scalar_fns[8] = {scalar_f32, scalar_f64, scalar_f16, scalar_bf16,
+                                            scalar_i64, scalar_i32, scalar_u8,  scalar_b8};
+
+void ts_cpu_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                   const ts_kview *a, const ts_kview *b) {
+    (void)be;
+    (void)index;
+    bin_ctx ctx = {.op = op};
+    const ts_kview *views[3] = {out, a, b};
+    ts_cpu_iter it;
+    ts_cpu_iter_init(&it, 3, views);
+    ts_cpu_iter_run(&it, binary_fns[a->dtype - TS_F32], &ctx);
+}
+
+/* The scalar in the tensor's integer dtype (PyTorch casts a wrapped scalar to the common dtype). */
+static int64_t scalar_as_int(ts_dtype dt, double s) {
+    int64_t v = ts_d2i64(s);
+    switch (dt) {
+    case TS_I32:
+        return (int32_t)v;
+    case TS_U8:
+        return (uint8_t)v;
+    case TS_BOOL:
+        return s != 0;
+    default:
+        return v;
+    }
+}
+
+void ts_cpu_binary_scalar(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                          const ts_kview *a, double s) {
+    (void)be;
+    (void)index;
+    bin_ctx ctx = {.op = op, .pow_kind = POW_GENERIC, .sd = s, .sf = (float)s, .sf_cmp = (float)s};
+    if (a->dtype == TS_F16) ctx.sf_cmp = ts_f16_to_f32(ts_f32_to_f16((float)s));
+    if (a->dtype == TS_BF16) ctx.sf_cmp = ts_bf16_to_f32(ts_f32_to_bf16((float)s));
+    if (!(a->dtype == TS_F32 || a->dtype == TS_F64 || a->dtype == TS_F16 || a->dtype == TS_BF16))
+        ctx.si = scalar_as_int(a->dtype, s);
+    if (op == TS_B_POW) {
+        ctx.pow_kind = s == 0.5    ? POW_SQRT
+                       : s == 2.0  ? POW_SQUARE
+                       : s == 3.0  ? POW_CUBE
+                       : s == -0.5 ? POW_RSQRT
+                       : s == -1.0 ? POW_RECIP
+                       : s == -2.0 ? POW_RECIP_SQUARE
+                                   : POW_GENERIC;
+    }
+    const ts_kview *views[2] = {out, a};
+    ts_cpu_iter it;
+    ts_cpu_iter_init(&it, 2, views);
+    ts_cpu_iter_run(&it, scalar_fns[a->dtype - TS_F32], &ctx);
+}
+
+/* ---------------------------------------------------------------- where */
+/* p[0] out, p[1] cond (bool), p[2] a, p[3] b: a bit select by element size. */
+#define WHERE_SEG(NAME, T)                                                                         \
+    static void NAME(void *ctx, char *const *p, const int64_t *s, int64_t n) {                     \
+        (void)ctx;                                                                                 \
+        if (s[0] == (int64_t)sizeof(T) && s[1] == 1 && s[2] == (int64_t)sizeof(T) &&               \
+            s[3] == (int64_t)sizeof(T)) {                                                          \
+            T *o = (T *)p[0];                                                                      \
+            const uint8_t *c = (const uint8_t *)p[1];                                              \
+            const T *x = (const T *)p[2], *y = (const T *)p[3];                                    \
+            for (int64_t i = 0; i < n; i++) o[i] = c[i] ? x[i] : y[i];                             \
+        } else {                                                                                   \
+            char *o = p[0];                                                                        \
+            const char *c = p[1], *x = p[2], *y = p[3];                                            \
+            for (int64_t i = 0; i < n; i++, o += s[0], c += s[1], x += s[2], y += s[3])            \
+                *(T *)o = *(const uint8_t *)c ? *(const T *)x : *(const T *)y;                     \
+        }                                                                                          \
+    }
+WHERE_SEG(where1, uint8_t)
+WHERE_SEG(where2, uint16_t)
+WHERE_SEG(where4, uint32_t)
+WHERE_SEG(where8, uint64_t)
+
+void ts_cpu_where(const ts_backend *be, int index, const ts_kview *out, const ts_kview *cond,
+                  const ts_kview *a, const ts_kview *b) {
+    (void)be;
+    (void)index;
+    const ts_kview *views[4] = {out, cond, a, b};
+    ts_cpu_iter it;
+    ts_cpu_iter_init(&it, 4, views);
+    ts_cpu_seg_fn fn;
+    switch (ts_cpu_dtype_size(out->dtype)) {
+    case 8:
+        fn = where8;
+        break;
+    case 4:
+        fn = where4;
+        break;
+    case 2:
+        fn = where2;
+        break;
+    default:
+        fn = where1;
+        break;
+    }
+    ts_cpu_iter_run(&it, fn, NULL);
+}

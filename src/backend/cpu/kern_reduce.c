@@ -1,0 +1,109 @@
+/* kern_reduce.c — CPU reductions over the trailing dims (sum, prod, mean, max/min, var/std,
+ * logsumexp, arg-max/min): path choice and the row path. */
+#include <stdlib.h>
+
+#include "backend/cpu/kern_reduce.h"
+
+/* Partial over reduced positions [p0, p1) of output o. */
+static void row_partial(const ts_cpu_rplan *P, int64_t o, int64_t p0, int64_t p1, ts_cpu_fstate *fs,
+                        ts_cpu_istate *is) {
+    double dbuf[RED_CHUNK];
+    int64_t ibuf[RED_CHUNK];
+    const char *base = P->base + (size_t)ts_cpu_red_lin_offset(&P->lead, o) * P->es;
+    for (int64_t p = p0; p < p1; p += RED_CHUNK) {
+        int64_t m = p1 - p < RED_CHUNK ? p1 - p : RED_CHUNK;
+        if (P->ints) {
+            ts_cpu_red_fetch(NULL, ibuf, base, P->dt, &P->red, p, m);
+            ts_cpu_red_is_fold(P->op, is, ibuf, m, p);
+        } else {
+            ts_cpu_red_fetch(dbuf, NULL, base, P->dt, &P->red, p, m);
+            ts_cpu_red_fs_fold(P->op, fs, dbuf, m, p);
+        }
+    }
+}
+
+/* One output per reduced row (contiguous or gathered through strides). */
+static void reduce_rows(const ts_cpu_rplan *P) {
+    int64_t nb = 1;
+    if (P->outputs < RED_FEW_ITEMS && P->n >= 2 * RED_BLOCK)
+        nb = (P->n + RED_BLOCK - 1) / RED_BLOCK;
+    bool par = P->outputs * P->n >= RED_PAR_MIN;
+    (void)par;
+    if (nb == 1) {
+#ifdef TS_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (par)
+#endif
+        for (int64_t o = 0; o < P->outputs; o++) {
+            ts_cpu_fstate fs = ts_cpu_red_fs_init(P->op);
+            ts_cpu_istate is = ts_cpu_red_is_init(P->op);
+            row_partial(P, o, 0, P->n, &fs, &is);
+            if (P->ints)
+                ts_cpu_red_is_store(P->op, P->out, o, &is);
+            else
+                ts_cpu_red_fs_store(P->op, P->out, o, &fs, P->n, P->corr);
+        }
+        return;
+    }
+    int64_t items = P->outputs * nb;
+    ts_cpu_fstate *fs = P->ints ? NULL : malloc((size_t)items * sizeof *fs);
+    ts_cpu_istate *is = P->ints ? malloc((size_t)items * sizeof *is) : NULL;
+    if (!fs && !is) return; /* out of host memory: nothing sensible left to do */
+#ifdef TS_HAVE_OPENMP
+#pragma omp parallel for schedule(dynamic, 1)
+#endif
+    for (int64_t w = 0; w < items; w++) {
+        int64_t o = w / nb, b = w % nb;
+        int64_t p0 = b * RED_BLOCK, p1 = p0 + RED_BLOCK < P->n ? p0 + RED_BLOCK : P->n;
+        ts_cpu_fstate f = ts_cpu_red_fs_init(P->op);
+        ts_cpu_istate i = ts_cpu_red_is_init(P->op);
+        row_partial(P, o, p0, p1, &f, &i);
+        if (fs)
+            fs[w] = f;
+        else
+            is[w] = i;
+    }
+    for (int64_t o = 0; o < P->outputs; o++) {
+        if (fs) {
+            for (int64_t b = 1; b < nb; b++)
+                ts_cpu_red_fs_combine(P->op, &fs[o * nb], &fs[o * nb + b]);
+            ts_cpu_red_fs_store(P->op, P->out, o, &fs[o * nb], P->n, P->corr);
+        } else {
+            for (int64_t b = 1; b < nb; b++)
+                ts_cpu_red_is_combine(P->op, &is[o * nb], &is[o * nb + b]);
+            ts_cpu_red_is_store(P->op, P->out, o, &is[o * nb]);
+        }
+    }
+    free(fs);
+    free(is);
+}
+
+void ts_cpu_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview *out,
+                   const ts_kview *in, int nred, double param) {
+    (void)be;
+    (void)index;
+    int nl = in->ndim - nred;
+    ts_cpu_rplan P;
+    P.op = op;
+    P.out = out;
+    P.base = in->data;
+    P.dt = in->dtype;
+    P.es = ts_cpu_red_elem_size(in->dtype);
+    P.corr = param;
+    P.outputs = 1;
+    P.n = 1;
+    for (int d = 0; d < nl; d++) P.outputs *= in->shape[d];
+    for (int d = nl; d < in->ndim; d++) P.n *= in->shape[d];
+    if (P.outputs == 0) return;
+    P.lead = ts_cpu_red_coalesce(nl, in->shape, in->strides);
+    P.red = ts_cpu_red_coalesce(nred, in->shape + nl, in->strides + nl);
+    P.ints = !(in->dtype == TS_F32 || in->dtype == TS_F64 || in->dtype == TS_F16 ||
+               in->dtype == TS_BF16) &&
+             (op == TS_R_SUM || op == TS_R_PROD || op == TS_R_MAX || op == TS_R_MIN ||
+              ts_cpu_red_is_arg(op));
+    int ll = P.lead.nd - 1;
+    bool row_contig = P.red.nd == 1 && P.red.strides[0] == 1;
+    if (!row_contig && P.n > 1 && P.lead.strides[ll] == 1 && P.lead.shape[ll] >= RED_COL_MIN)
+        ts_cpu_red_cols(&P);
+    else
+        reduce_rows(&P);
+}

@@ -1,0 +1,502 @@
+/* kern_reduce_state.c — CPU reduction building blocks: strided loads, output stores and the
+ * mergeable partial states of every reduce op. */
+#include <math.h>
+
+#include "backend/cpu/kern_reduce.h"
+#include "backend/kernel_math.h"
+
+size_t ts_cpu_red_elem_size(ts_dtype dt) {
+    switch (dt) {
+    case TS_F64:
+    case TS_I64:
+        return 8;
+    case TS_F32:
+    case TS_I32:
+        return 4;
+    case TS_F16:
+    case TS_BF16:
+        return 2;
+    default:
+        return 1;
+    }
+}
+
+/* Drops size-1 dims and merges neighbours that are contiguous with each other; row-major linear
+ * indices are unchanged. An empty or 0-dim input gives one dim (size 0 or 1). */
+ts_cpu_rdims ts_cpu_red_coalesce(int nd, const int64_t *shape, const int64_t *strides) {
+    ts_cpu_rdims r;
+    r.nd = 0;
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] == 0) {
+            r.nd = 1;
+            r.shape[0] = 0;
+            r.strides[0] = 0;
+            return r;
+        }
+    }
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] == 1) continue;
+        if (r.nd > 0 && r.strides[r.nd - 1] == strides[d] * shape[d]) {
+            r.shape[r.nd - 1] *= shape[d];
+            r.strides[r.nd - 1] = strides[d];
+        } else {
+            r.shape[r.nd] = shape[d];
+            r.strides[r.nd] = strides[d];
+            r.nd++;
+        }
+    }
+    if (r.nd == 0) {
+        r.nd = 1;
+        r.shape[0] = 1;
+        r.strides[0] = 0;
+    }
+    return r;
+}
+
+int64_t ts_cpu_red_lin_offset(const ts_cpu_rdims *r, int64_t lin) {
+    int64_t off = 0;
+    for (int d = r->nd - 1; d >= 0; d--) {
+        off += (lin % r->shape[d]) * r->strides[d];
+        lin /= r->shape[d];
+    }
+    return off;
+}
+
+void ts_cpu_red_odo_init(ts_cpu_odo *o, const ts_cpu_rdims *r, int64_t lin) {
+    o->off = 0;
+    for (int d = r->nd - 1; d >= 0; d--) {
+        o->idx[d] = lin % r->shape[d];
+        lin /= r->shape[d];
+        o->off += o->idx[d] * r->strides[d];
+    }
+}
+
+/* ------------------------------------------------------------------ loading */
+#define CONV_LOOP(T, EXPR)                                                                         \
+    do {                                                                                           \
+        const T *q = (const T *)p;                                                                 \
+        if (s == 1)                                                                                \
+            for (int64_t k = 0; k < n; k++) dst[k] = EXPR(q[k]);                                   \
+        else                                                                                       \
+            for (int64_t k = 0; k < n; k++) dst[k] = EXPR(q[k * s]);                               \
+    } while (0)
+#define AS_D(v)   ((double)(v))
+#define F16_D(v)  ((double)ts_f16_to_f32(v))
+#define BF16_D(v) ((double)ts_bf16_to_f32(v))
+#define AS_I(v)   ((int64_t)(v))
+#define BOOL_I(v) ((int64_t)((v) != 0))
+
+void ts_cpu_red_conv_run_f64(double *dst, const char *p, ts_dtype dt, int64_t s, int64_t n) {
+    switch (dt) {
+    case TS_F32:
+        CONV_LOOP(float, AS_D);
+        break;
+    case TS_F64:
+        CONV_LOOP(double, AS_D);
+        break;
+    case TS_F16:
+        CONV_LOOP(uint16_t, F16_D);
+        break;
+    case TS_BF16:
+        CONV_LOOP(uint16_t, BF16_D);
+        break;
+    case TS_I64:
+        CONV_LOOP(int64_t, AS_D);
+        break;
+    case TS_I32:
+        CONV_LOOP(int32_t, AS_D);
+        break;
+    case TS_U8:
+        CONV_LOOP(uint8_t, AS_D);
+        break;
+    case TS_BOOL:
+        CONV_LOOP(uint8_t, (double)BOOL_I);
+        break;
+    default:
+        break;
+    }
+}
+
+void ts_cpu_red_conv_run_i64(int64_t *dst, const char *p, ts_dtype dt, int64_t s, int64_t n) {
+    switch (dt) {
+    case TS_I64:
+        CONV_LOOP(int64_t, AS_I);
+        break;
+    case TS_I32:
+        CONV_LOOP(int32_t, AS_I);
+        break;
+    case TS_U8:
+        CONV_LOOP(uint8_t, AS_I);
+        break;
+    case TS_BOOL:
+        CONV_LOOP(uint8_t, BOOL_I);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Loads the reduced elements at positions pos .. pos+m-1 (row-major over `r`) starting from base;
+ * into dd (as double) or di (as int64). */
+void ts_cpu_red_fetch(double *dd, int64_t *di, const char *base, ts_dtype dt, const ts_cpu_rdims *r,
+                      int64_t pos, int64_t m) {
+    size_t es = ts_cpu_red_elem_size(dt);
+    int last = r->nd - 1;
+    int64_t ls = r->strides[last];
+    if (r->nd == 1) {
+        const char *p = base + (size_t)(pos * ls) * es;
+        if (dd)
+            ts_cpu_red_conv_run_f64(dd, p, dt, ls, m);
+        else
+            ts_cpu_red_conv_run_i64(di, p, dt, ls, m);
+        return;
+    }
+    ts_cpu_odo o;
+    ts_cpu_red_odo_init(&o, r, pos);
+    int64_t done = 0;
+    while (done < m) {
+        int64_t run = r->shape[last] - o.idx[last];
+        if (run > m - done) run = m - done;
+        const char *p = base + (size_t)o.off * es;
+        if (dd)
+            ts_cpu_red_conv_run_f64(dd + done, p, dt, ls, run);
+        else
+            ts_cpu_red_conv_run_i64(di + done, p, dt, ls, run);
+        done += run;
+        if (done >= m) break;
+        o.idx[last] += run - 1;
+        o.off += (run - 1) * ls;
+        ts_cpu_odo_next(&o, r);
+    }
+}
+
+/* ------------------------------------------------------------------ storing one output */
+static int64_t out_offset(const ts_kview *out, int64_t o) {
+    int64_t off = 0;
+    for (int d = out->ndim - 1; d >= 0; d--) {
+        off += (o % out->shape[d]) * out->strides[d];
+        o /= out->shape[d];
+    }
+    return off;
+}
+
+void ts_cpu_red_store_d(const ts_kview *out, int64_t o, double v) {
+    char *p = out->data + (size_t)out_offset(out, o) * ts_cpu_red_elem_size(out->dtype);
+    switch (out->dtype) {
+    case TS_F32:
+        *(float *)p = (float)v;
+        break;
+    case TS_F64:
+        *(double *)p = v;
+        break;
+    case TS_F16:
+        *(uint16_t *)p = ts_f32_to_f16((float)v);
+        break;
+    case TS_BF16:
+        *(uint16_t *)p = ts_f32_to_bf16((float)v);
+        break;
+    case TS_I64:
+        *(int64_t *)p = ts_d2i64(v);
+        break;
+    case TS_I32:
+        *(int32_t *)p = ts_d2i32(v);
+        break;
+    case TS_U8:
+        *(uint8_t *)p = ts_d2u8(v);
+        break;
+    case TS_BOOL:
+        *(uint8_t *)p = v != 0.0;
+        break;
+    default:
+        break;
+    }
+}
+
+void ts_cpu_red_store_i(const ts_kview *out, int64_t o, int64_t v) {
+    char *p = out->data + (size_t)out_offset(out, o) * ts_cpu_red_elem_size(out->dtype);
+    switch (out->dtype) {
+    case TS_F32:
+        *(float *)p = (float)v;
+        break;
+    case TS_F64:
+        *(double *)p = (double)v;
+        break;
+    case TS_F16:
+        *(uint16_t *)p = ts_f32_to_f16((float)v);
+        break;
+    case TS_BF16:
+        *(uint16_t *)p = ts_f32_to_bf16((float)v);
+        break;
+    case TS_I64:
+        *(int64_t *)p = v;
+        break;
+    case TS_I32:
+        *(int32_t *)p = (int32_t)v;
+        break;
+    case TS_U8:
+        *(uint8_t *)p = (uint8_t)v;
+        break;
+    case TS_BOOL:
+        *(uint8_t *)p = v != 0;
+        break;
+    default:
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ float states */
+
+ts_cpu_fstate ts_cpu_red_fs_init(ts_reduce_op op) {
+    ts_cpu_fstate s = {0.0, 0.0, 0, -1};
+    if (op == TS_R_PROD)
+        s.a = 1.0;
+    else if (op == TS_R_MAX || op == TS_R_LOGSUMEXP)
+        s.a = -INFINITY;
+    else if (op == TS_R_MIN)
+        s.a = INFINITY;
+    return s;
+}
+
+/* logsumexp partials keep (max, sum exp(x - max)); infinite or NaN maxima settle the answer. */
+ts_cpu_fstate ts_cpu_red_lse_make(double m, double s) {
+    ts_cpu_fstate r = {m, s, 0, -1};
+    if (m != m)
+        r.b = NAN;
+    else if (m == -INFINITY)
+        r.b = 0.0;
+    else if (m == INFINITY)
+        r.b = 1.0;
+    return r;
+}
+
+/* Merges the partial R (later positions) into L (earlier positions). */
+void ts_cpu_red_fs_combine(ts_reduce_op op, ts_cpu_fstate *L, const ts_cpu_fstate *R) {
+    switch (op) {
+    case TS_R_SUM:
+    case TS_R_MEAN:
+        L->a += R->a;
+        break;
+    case TS_R_PROD:
+        L->a *= R->a;
+        break;
+    case TS_R_MAX:
+        L->a = (R->a > L->a || R->a != R->a) ? R->a : L->a;
+        break;
+    case TS_R_MIN:
+        L->a = (R->a < L->a || R->a != R->a) ? R->a : L->a;
+        break;
+    case TS_R_VAR:
+    case TS_R_STD: {
+        if (R->n == 0) break;
+        if (L->n == 0) {
+            *L = *R;
+            break;
+        }
+        double n = (double)(L->n + R->n), delta = R->a - L->a;
+        L->a += delta * ((double)R->n / n);
+        L->b += R->b + delta * delta * ((double)L->n * (double)R->n / n);
+        L->n += R->n;
+        break;
+    }
+    case TS_R_LOGSUMEXP: {
+        if (L->a != L->a || R->a != R->a) {
+            *L = ts_cpu_red_lse_make(NAN, NAN);
+        } else if (L->a == -INFINITY) {
+            *L = *R;
+        } else if (R->a != -INFINITY) {
+            double m = L->a > R->a ? L->a : R->a;
+            if (m == INFINITY)
+                *L = ts_cpu_red_lse_make(m, 1.0);
+            else
+                *L = ts_cpu_red_lse_make(m, L->b * exp(L->a - m) + R->b * exp(R->a - m));
+        }
+        break;
+    }
+    case TS_R_ARGMAX:
+    case TS_R_ARGMIN:
+        if (R->idx < 0 || L->a != L->a) break;
+        if (L->idx < 0 || R->a != R->a || (op == TS_R_ARGMAX ? R->a > L->a : R->a < L->a)) *L = *R;
+        break;
+    default:
+        break;
+    }
+}
+
+static double sum_d(const double *x, int64_t m) {
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t k = 0;
+    for (; k + 8 <= m; k += 8)
+        for (int u = 0; u < 8; u++) acc[u] += x[k + u];
+    double tail = 0.0;
+    for (; k < m; k++) tail += x[k];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+}
+
+static double max_d(const double *x, int64_t m, bool want_max) {
+    double r = want_max ? -INFINITY : INFINITY;
+    bool nan = false;
+    if (want_max)
+        for (int64_t k = 0; k < m; k++) r = x[k] > r ? x[k] : r;
+    else
+        for (int64_t k = 0; k < m; k++) r = x[k] < r ? x[k] : r;
+    for (int64_t k = 0; k < m; k++) nan |= x[k] != x[k];
+    return nan ? NAN : r;
+}
+
+/* Folds x[0..m), at reduced positions pos.., into st. */
+void ts_cpu_red_fs_fold(ts_reduce_op op, ts_cpu_fstate *st, const double *x, int64_t m,
+                        int64_t pos) {
+    ts_cpu_fstate c = ts_cpu_red_fs_init(op);
+    switch (op) {
+    case TS_R_SUM:
+    case TS_R_MEAN:
+        c.a = sum_d(x, m);
+        break;
+    case TS_R_PROD:
+        for (int64_t k = 0; k < m; k++) c.a *= x[k];
+        break;
+    case TS_R_MAX:
+    case TS_R_MIN:
+        c.a = max_d(x, m, op == TS_R_MAX);
+        break;
+    case TS_R_VAR:
+    case TS_R_STD: {
+        double mean = sum_d(x, m) / (double)m, m2 = 0.0;
+        for (int64_t k = 0; k < m; k++) m2 += (x[k] - mean) * (x[k] - mean);
+        c.a = mean;
+        c.b = m2;
+        c.n = m;
+        break;
+    }
+    case TS_R_LOGSUMEXP: {
+        double mx = max_d(x, m, true), s = 0.0;
+        if (isfinite(mx))
+            for (int64_t k = 0; k < m; k++) s += exp(x[k] - mx);
+        c = ts_cpu_red_lse_make(mx, s);
+        break;
+    }
+    case TS_R_ARGMAX:
+    case TS_R_ARGMIN: {
+        bool mx = op == TS_R_ARGMAX;
+        for (int64_t k = 0; k < m; k++) {
+            double v = x[k];
+            if (c.idx < 0 || v != v || (mx ? v > c.a : v < c.a)) {
+                c.a = v;
+                c.idx = pos + k;
+                if (v != v) break; /* the first NaN wins */
+            }
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    ts_cpu_red_fs_combine(op, st, &c);
+}
+
+void ts_cpu_red_fs_store(ts_reduce_op op, const ts_kview *out, int64_t o, const ts_cpu_fstate *st,
+                         int64_t n, double corr) {
+    double v = st->a;
+    switch (op) {
+    case TS_R_ARGMAX:
+    case TS_R_ARGMIN:
+        ts_cpu_red_store_i(out, o, st->idx);
+        return;
+    case TS_R_MEAN:
+        v = n > 0 ? st->a / (double)n : NAN;
+        break;
+    case TS_R_VAR:
+    case TS_R_STD: {
+        double div = (double)n - corr;
+        v = st->b / (div > 0.0 ? div : 0.0); /* 0/0 = NaN, x/0 = inf, as PyTorch */
+        if (op == TS_R_STD) v = sqrt(v);
+        break;
+    }
+    case TS_R_LOGSUMEXP:
+        if (isfinite(st->a)) v = st->a + log(st->b);
+        break;
+    default:
+        break;
+    }
+    ts_cpu_red_store_d(out, o, v);
+}
+
+/* ------------------------------------------------------------------ integer states */
+
+ts_cpu_istate ts_cpu_red_is_init(ts_reduce_op op) {
+    ts_cpu_istate s = {0, -1};
+    if (op == TS_R_PROD)
+        s.v = 1;
+    else if (op == TS_R_MAX)
+        s.v = INT64_MIN;
+    else if (op == TS_R_MIN)
+        s.v = INT64_MAX;
+    return s;
+}
+
+/* Sums and products wrap (two's complement) like PyTorch instead of overflowing into UB. */
+void ts_cpu_red_is_combine(ts_reduce_op op, ts_cpu_istate *L, const ts_cpu_istate *R) {
+    switch (op) {
+    case TS_R_SUM:
+        L->v = (int64_t)((uint64_t)L->v + (uint64_t)R->v);
+        break;
+    case TS_R_PROD:
+        L->v = (int64_t)((uint64_t)L->v * (uint64_t)R->v);
+        break;
+    case TS_R_MAX:
+        L->v = R->v > L->v ? R->v : L->v;
+        break;
+    case TS_R_MIN:
+        L->v = R->v < L->v ? R->v : L->v;
+        break;
+    case TS_R_ARGMAX:
+        if (R->idx >= 0 && (L->idx < 0 || R->v > L->v)) *L = *R;
+        break;
+    case TS_R_ARGMIN:
+        if (R->idx >= 0 && (L->idx < 0 || R->v < L->v)) *L = *R;
+        break;
+    default:
+        break;
+    }
+}
+
+void ts_cpu_red_is_fold(ts_reduce_op op, ts_cpu_istate *st, const int64_t *x, int64_t m,
+                        int64_t pos) {
+    ts_cpu_istate c = ts_cpu_red_is_init(op);
+    switch (op) {
+    case TS_R_SUM: {
+        uint64_t s = 0;
+        for (int64_t k = 0; k < m; k++) s += (uint64_t)x[k];
+        c.v = (int64_t)s;
+        break;
+    }
+    case TS_R_PROD: {
+        uint64_t p = 1;
+        for (int64_t k = 0; k < m; k++) p *= (uint64_t)x[k];
+        c.v = (int64_t)p;
+        break;
+    }
+    case TS_R_MAX:
+        for (int64_t k = 0; k < m; k++) c.v = x[k] > c.v ? x[k] : c.v;
+        break;
+    case TS_R_MIN:
+        for (int64_t k = 0; k < m; k++) c.v = x[k] < c.v ? x[k] : c.v;
+        break;
+    case TS_R_ARGMAX:
+    case TS_R_ARGMIN:
+        for (int64_t k = 0; k < m; k++) {
+            if (c.idx < 0 || (op == TS_R_ARGMAX ? x[k] > c.v : x[k] < c.v)) {
+                c.v = x[k];
+                c.idx = pos + k;
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    ts_cpu_red_is_combine(op, st, &c);
+}
+
+void ts_cpu_red_is_store(ts_reduce_op op, const ts_kview *out, int64_t o, const ts_cpu_istate *st) {
+    ts_cpu_red_store_i(out, o, ts_cpu_red_is_arg(op) ? st->idx : st->v);
+}

@@ -1,0 +1,281 @@
+/* kern_unary.c — CPU elementwise unary ops (ts_unary_op) for every dtype. */
+#include <math.h>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/cpu_loops.h"
+
+typedef struct unary_ctx {
+    ts_unary_op op;
+    double p0, p1;
+} unary_ctx;
+
+#define ID(x)      (x)
+#define TO_B8(x)   ((uint8_t)((x) != 0))
+#define LD_B8(x)   ((int64_t)((x) != 0))
+#define LD_I(x)    ((int64_t)(x))
+#define ST_I64(x)  (x)
+#define ST_I32(x)  ((int32_t)(x))
+#define ST_U8(x)   ((uint8_t)(x))
+#define LD_F16(x)  ts_f16_to_f32(x)
+#define ST_F16(x)  ts_f32_to_f16(x)
+#define LD_BF16(x) ts_bf16_to_f32(x)
+#define ST_BF16(x) ts_f32_to_bf16(x)
+
+/* libm by compute type: f for float, d for double */
+#define M_f_ABS   fabsf
+#define M_d_ABS   fabs
+#define M_f_EXP   expf
+#define M_d_EXP   exp
+#define M_f_LOG   logf
+#define M_d_LOG   log
+#define M_f_LOG1P log1pf
+#define M_d_LOG1P log1p
+#define M_f_SQRT  sqrtf
+#define M_d_SQRT  sqrt
+#define M_f_SIN   sinf
+#define M_d_SIN   sin
+#define M_f_COS   cosf
+#define M_d_COS   cos
+#define M_f_TANH  tanhf
+#define M_d_TANH  tanh
+#define M_f_FLOOR floorf
+#define M_d_FLOOR floor
+#define M_f_CEIL  ceilf
+#define M_d_CEIL  ceil
+
+/* One run: a dense fast path the compiler can vectorise, and the strided walk. p[0] out, p[1] a. */
+#define UN_LOOP(OT, T, CT, LD, ST, EXPR)                                                           \
+    do {                                                                                           \
+        if (s[0] == (int64_t)sizeof(OT) && s[1] == (int64_t)sizeof(T)) {                           \
+            OT *o_ = (OT *)p[0];                                                                   \
+            const T *x_ = (const T *)p[1];                                                         \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                const CT a = LD(x_[i]);                                                            \
+                o_[i] = ST(EXPR);                                                                  \
+            }                                                                                      \
+        } else {                                                                                   \
+            char *o_ = p[0];                                                                       \
+            const char *x_ = p[1];                                                                 \
+            for (int64_t i = 0; i < n; i++, o_ += s[0], x_ += s[1]) {                              \
+                const CT a = LD(*(const T *)x_);                                                   \
+                *(OT *)o_ = ST(EXPR);                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* Float dtypes: f32/f16/bf16 compute in float (FAM f), f64 in double (FAM d). */
+#define UNARY_FLOAT(TAG, CT, FAM, LD, ST)                                                          \
+    static void unary_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {             \
+        const unary_ctx *ctx = (const unary_ctx *)vctx;                                            \
+        typedef ts_cpu_t_##TAG T;                                                                  \
+        switch (ctx->op) {                                                                         \
+        case TS_U_NEG:                                                                             \
+            UN_LOOP(T, T, CT, LD, ST, -a);                                                         \
+            break;                                                                                 \
+        case TS_U_ABS:                                                                             \
+            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_ABS(a));                                           \
+            break;                                                                                 \
+        case TS_U_EXP:                                                                             \
+            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_EXP(a));                                           \
+            break;                                                                                 \
+        case TS_U_LOG:                                                                             \
+            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_LOG(a));                                           \
+            break;                                                                                 \
+        case TS_U_LOG1P:                                                                           \
+            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_LOG1P(a));                                         \
+            break;                                                                                 \
+        case TS_U_SQRT:                                                                            \
+            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_SQRT(a));                                          \
+            break;                                                                                 \
+        case TS_U_RSQRT:                                                                           \
+            UN_LOOP(T, T, CT, LD, ST, ts_rsqrt_##FAM(a));                                          \
+            break;                                                                                 \
+        case TS_U_SIN:                                                                             \
+            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_SIN(a));                                           \
+            break;                                                                                 \
+        case TS_U_COS:                                                                             \
+            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_COS(a));                                           \
+            break;                                                                                 \
+        case TS_U_TANH:                                                                            \
+            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_TANH(a));                                          \
+            break;                                                                                 \
+        case TS_U_SIGMOID:                                                                         \
+            UN_LOOP(T, T, CT, LD, ST, ts_sigmoid_##FAM(a));                                        \
+            break;                                                                                 \
+        case TS_U_RELU:                                                                            \
+            UN_LOOP(T, T, CT, LD, ST, ts_relu_##FAM(a));                                           \
+            break;                                                                                 \
+        case TS_U_GELU:                                                                            \
+            UN_LOOP(T, T, CT, LD, ST, ts_gelu_##FAM(a));                                           \
+            break;                                                                                 \
+        case TS_U_SILU:                                                                            \
+            UN_LOOP(T, T, CT, LD, ST, ts_silu_##FAM(a));                                           \
+            break;                                                                                 \
+        case TS_U_SOFTPLUS:                                                                        \
+            UN_LOOP(T, T, CT, LD, ST, ts_softplus_##FAM(a));                                       \
+            break;                                                                                 \
+        case TS_U_SIGN:                                                                            \
+            UN_LOOP(T, T, CT, LD, ST, ts_sign_##FAM(a));                                           \
+            break;                                                                                 \
+        case TS_U_FLOOR:                                                                           \
+            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_FLOOR(a));                                         \
+            break;                                                                                 \
+        case TS_U_CEIL:                                                                            \
+            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_CEIL(a));                                          \
+            break;                                                                                 \
+        case TS_U_ROUND:                                                                           \
+            UN_LOOP(T, T, CT, LD, ST, ts_round_even_##FAM(a));                                     \
+            break;                                                                                 \
+        case TS_U_RECIPROCAL:                                                                      \
+            UN_LOOP(T, T, CT, LD, ST, ts_reciprocal_##FAM(a));                                     \
+            break;                                                                                 \
+        case TS_U_SQUARE:                                                                          \
+            UN_LOOP(T, T, CT, LD, ST, a *a);                                                       \
+            break;                                                                                 \
+        case TS_U_LOGICAL_NOT:                                                                     \
+            UN_LOOP(ts_cpu_t_b8, T, CT, LD, ID, (uint8_t)(a == 0));                                \
+            break;                                                                                 \
+        case TS_U_CLAMP: {                                                                         \
+            const CT lo = isnan(ctx->p0) ? (CT)-INFINITY : (CT)ctx->p0;                            \
+            const CT hi = isnan(ctx->p1) ? (CT)INFINITY : (CT)ctx->p1;                             \
+            UN_LOOP(T, T, CT, LD, ST, ts_clamp_##FAM(a, lo, hi));                                  \
+            break;                                                                                 \
+        }                                                                                          \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+
+UNARY_FLOAT(f32, float, f, ID, ID)
+UNARY_FLOAT(f64, double, d, ID, ID)
+UNARY_FLOAT(f16, float, f, LD_F16, ST_F16)
+UNARY_FLOAT(bf16, float, f, LD_BF16, ST_BF16)
+
+/* Float-only ops reached with an integer dtype (the front ends promote first, so this is off
+ * the contract): computed in double and truncated, never crashing. */
+static double unary_fallback_d(ts_unary_op op, double x) {
+    switch (op) {
+    case TS_U_EXP:
+        return exp(x);
+    case TS_U_LOG:
+        return log(x);
+    case TS_U_LOG1P:
+        return log1p(x);
+    case TS_U_SQRT:
+        return sqrt(x);
+    case TS_U_RSQRT:
+        return ts_rsqrt_d(x);
+    case TS_U_SIN:
+        return sin(x);
+    case TS_U_COS:
+        return cos(x);
+    case TS_U_TANH:
+        return tanh(x);
+    case TS_U_SIGMOID:
+        return ts_sigmoid_d(x);
+    case TS_U_GELU:
+        return ts_gelu_d(x);
+    case TS_U_SILU:
+        return ts_silu_d(x);
+    case TS_U_SOFTPLUS:
+        return ts_softplus_d(x);
+    case TS_U_RECIPROCAL:
+        return ts_reciprocal_d(x);
+    default:
+        return x;
+    }
+}
+
+/* Bounds for integer clamp: NaN is unbounded; out-of-range bounds saturate. */
+static int64_t clamp_bound_i64(double v, int64_t unbounded) {
+    if (isnan(v)) return unbounded;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    return (int64_t)v;
+}
+
+/* Integer dtypes and bool compute in int64 with wrapping arithmetic (PyTorch's overflow). */
+#define UNARY_INT(TAG, LD, ST)                                                                     \
+    static void unary_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {             \
+        const unary_ctx *ctx = (const unary_ctx *)vctx;                                            \
+        typedef ts_cpu_t_##TAG T;                                                                  \
+        switch (ctx->op) {                                                                         \
+        case TS_U_NEG:                                                                             \
+            UN_LOOP(T, T, int64_t, LD, ST, (int64_t)(0u - (uint64_t)a));                           \
+            break;                                                                                 \
+        case TS_U_ABS:                                                                             \
+            UN_LOOP(T, T, int64_t, LD, ST, a < 0 ? (int64_t)(0u - (uint64_t)a) : a);               \
+            break;                                                                                 \
+        case TS_U_SIGN:                                                                            \
+            UN_LOOP(T, T, int64_t, LD, ST, (int64_t)((a > 0) - (a < 0)));                          \
+            break;                                                                                 \
+        case TS_U_SQUARE:                                                                          \
+            UN_LOOP(T, T, int64_t, LD, ST, (int64_t)((uint64_t)a * (uint64_t)a));                  \
+            break;                                                                                 \
+        case TS_U_RELU:                                                                            \
+            UN_LOOP(T, T, int64_t, LD, ST, a < 0 ? 0 : a);                                         \
+            break;                                                                                 \
+        case TS_U_FLOOR:                                                                           \
+        case TS_U_CEIL:                                                                            \
+        case TS_U_ROUND:                                                                           \
+            UN_LOOP(T, T, int64_t, LD, ST, a);                                                     \
+            break;                                                                                 \
+        case TS_U_LOGICAL_NOT:                                                                     \
+            UN_LOOP(ts_cpu_t_b8, T, int64_t, LD, ID, (uint8_t)(a == 0));                           \
+            break;                                                                                 \
+        case TS_U_CLAMP: {                                                                         \
+            const int64_t lo = clamp_bound_i64(ctx->p0, INT64_MIN);                                \
+            const int64_t hi = clamp_bound_i64(ctx->p1, INT64_MAX);                                \
+            UN_LOOP(T, T, int64_t, LD, ST, ts_clamp_i64(a, lo, hi));                               \
+            break;                                                                                 \
+        }                                                                                          \
+        default: {                                                                                 \
+            const ts_unary_op op = ctx->op;                                                        \
+            UN_LOOP(T, T, int64_t, LD, ST, ts_d2i64(unary_fallback_d(op, (double)a)));             \
+            break;                                                                                 \
+        }                                                                                          \
+        }                                                                                          \
+    }
+
+UNARY_INT(i64, LD_I, ST_I64)
+UNARY_INT(i32, LD_I, ST_I32)
+UNARY_INT(u8, LD_I, ST_U8)
+UNARY_INT(b8, LD_B8, TO_B8)
+
+void ts_cpu_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kview *out,
+                  const ts_kview *a, double p0, double p1) {
+    (void)be;
+    (void)index;
+    unary_ctx ctx = {op, p0, p1};
+    const ts_kview *views[2] = {out, a};
+    ts_cpu_iter it;
+    ts_cpu_iter_init(&it, 2, views);
+    ts_cpu_seg_fn fn;
+    switch (a->dtype) {
+    case TS_F32:
+        fn = unary_f32;
+        break;
+    case TS_F64:
+        fn = unary_f64;
+        break;
+    case TS_F16:
+        fn = unary_f16;
+        break;
+    case TS_BF16:
+        fn = unary_bf16;
+        break;
+    case TS_I64:
+        fn = unary_i64;
+        break;
+    case TS_I32:
+        fn = unary_i32;
+        break;
+    case TS_U8:
+        fn = unary_u8;
+        break;
+    default:
+        fn = unary_b8;
+        break;
+    }
+    ts_cpu_iter_run(&it, fn, &ctx);
+}

@@ -1,0 +1,193 @@
+/* kernel_math.h — the one definition of each scalar math function, shared by CPU loops and CUDA. */
+#ifndef TS_KERNEL_MATH_H
+#define TS_KERNEL_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Host+device marker: the same inline bodies compile into CPU loops and CUDA kernels, so the two
+ * backends cannot drift apart numerically. */
+#ifdef __CUDACC__
+#define TS_HD __host__ __device__
+#else
+#define TS_HD
+#endif
+
+typedef uint16_t ts_f16_bits;
+typedef uint16_t ts_bf16_bits;
+
+/* ------------------------------------------------------------------ bit casts */
+static inline TS_HD uint32_t ts_f32_as_u32(float f) {
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(f);
+#else
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+#endif
+}
+
+static inline TS_HD float ts_u32_as_f32(uint32_t u) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+#endif
+}
+
+/* ------------------------------------------------------------------ f16 / bf16 */
+/* Round to nearest even by integer arithmetic, so the result does not depend on the FPU's
+ * flush-to-zero or rounding mode; NaN stays a (quiet) NaN with its sign. */
+static inline TS_HD ts_f16_bits ts_f32_to_f16(float f) {
+    uint32_t x = ts_f32_as_u32(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) /* Inf or NaN */
+        return (ts_f16_bits)(sign | 0x7c00u |
+                             (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0));
+    if (ax >= 0x477ff000u) return (ts_f16_bits)(sign | 0x7c00u); /* >= 65520 rounds to Inf */
+    if (ax < 0x38800000u) {                                      /* below 2^-14: half subnormal */
+        uint32_t e = ax >> 23;
+        if (e < 102) return (ts_f16_bits)sign; /* below 2^-25: rounds to zero */
+        uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+        uint32_t shift = 126 - e; /* 14..24: value / 2^-24 = m >> shift */
+        uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1u))) r++; /* a carry into 0x400 is the min normal */
+        return (ts_f16_bits)(sign | r);
+    }
+    uint32_t h = (ax >> 13) - (112u << 10); /* rebias 127 -> 15 */
+    uint32_t rem = ax & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
+    return (ts_f16_bits)(sign | h);
+}
+
+static inline TS_HD float ts_f16_to_f32(ts_f16_bits h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return ts_u32_as_f32(sign | 0x7f800000u | (m << 13));
+    if (e == 0) { /* zero or subnormal: m * 2^-24 is exact in f32 */
+        float v = (float)m * 5.9604644775390625e-08f;
+        return sign ? -v : v;
+    }
+    return ts_u32_as_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+static inline TS_HD ts_bf16_bits ts_f32_to_bf16(float f) {
+    uint32_t x = ts_f32_as_u32(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (ts_bf16_bits)((x >> 16) | 0x40u); /* quiet NaN */
+    x += 0x7fffu + ((x >> 16) & 1u); /* ties to even; overflow carries into Inf */
+    return (ts_bf16_bits)(x >> 16);
+}
+
+static inline TS_HD float ts_bf16_to_f32(ts_bf16_bits b) {
+    return ts_u32_as_f32((uint32_t)b << 16);
+}
+
+/* ------------------------------------------------------------------ float -> integer */
+/* C leaves out-of-range float->int casts undefined; these give x86's answer (the "integer
+ * indefinite" minimum) for NaN and out-of-range values, which is what PyTorch produces on CPU. */
+static inline TS_HD int64_t ts_d2i64(double x) {
+    return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN;
+}
+static inline TS_HD int32_t ts_d2i32(double x) {
+    return (x > -2147483649.0 && x < 2147483648.0) ? (int32_t)x : INT32_MIN;
+}
+/* PyTorch casts float to uint8 through int64 so negative values wrap consistently. */
+static inline TS_HD uint8_t ts_d2u8(double x) { return (uint8_t)(uint64_t)ts_d2i64(x); }
+
+/* ------------------------------------------------------------------ activations (f32) */
+static inline TS_HD float ts_relu_f(float x) { return x > 0.0f ? x : (x != x ? x : 0.0f); }
+/* exact erf form, PyTorch's default gelu */
+static inline TS_HD float ts_gelu_f(float x) {
+    return x * 0.5f * (1.0f + erff(x * 0.70710678118654752440f));
+}
+/* never evaluates exp of a large positive number, so no overflow to Inf/Inf */
+static inline TS_HD float ts_sigmoid_f(float x) {
+    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+static inline TS_HD float ts_silu_f(float x) { return x * ts_sigmoid_f(x); }
+/* beta 1, threshold 20 like torch.nn.functional.softplus */
+static inline TS_HD float ts_softplus_f(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+/* PyTorch: sign(NaN) = 0 and sign(-0) = 0 */
+static inline TS_HD float ts_sign_f(float x) { return (float)((x > 0.0f) - (x < 0.0f)); }
+/* half to even under the default rounding mode (nearbyint semantics) */
+static inline TS_HD float ts_round_even_f(float x) { return rintf(x); }
+static inline TS_HD float ts_rsqrt_f(float x) { return 1.0f / sqrtf(x); }
+static inline TS_HD float ts_reciprocal_f(float x) { return 1.0f / x; }
+/* C fmod = torch.fmod: result has the sign of the dividend */
+static inline TS_HD float ts_fmod_f(float a, float b) { return fmodf(a, b); }
+
+/* ------------------------------------------------------------------ activations (f64) */
+static inline TS_HD double ts_relu_d(double x) { return x > 0.0 ? x : (x != x ? x : 0.0); }
+static inline TS_HD double ts_gelu_d(double x) {
+    return x * 0.5 * (1.0 + erf(x * 0.70710678118654752440));
+}
+static inline TS_HD double ts_sigmoid_d(double x) {
+    if (x >= 0.0) return 1.0 / (1.0 + exp(-x));
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+static inline TS_HD double ts_silu_d(double x) { return x * ts_sigmoid_d(x); }
+static inline TS_HD double ts_softplus_d(double x) { return x > 20.0 ? x : log1p(exp(x)); }
+static inline TS_HD double ts_sign_d(double x) { return (double)((x > 0.0) - (x < 0.0)); }
+static inline TS_HD double ts_round_even_d(double x) { return rint(x); }
+static inline TS_HD double ts_rsqrt_d(double x) { return 1.0 / sqrt(x); }
+static inline TS_HD double ts_reciprocal_d(double x) { return 1.0 / x; }
+static inline TS_HD double ts_fmod_d(double a, double b) { return fmod(a, b); }
+
+/* ------------------------------------------------------------------ clamp, maximum, minimum */
+/* min(max(x, lo), hi) like torch.clamp: a NaN x stays NaN, lo > hi gives hi. Pass -inf / +inf
+ * (or the integer limits) for an unbounded side. */
+static inline TS_HD float ts_clamp_f(float x, float lo, float hi) {
+    float v = x < lo ? lo : x;
+    return v > hi ? hi : v;
+}
+static inline TS_HD double ts_clamp_d(double x, double lo, double hi) {
+    double v = x < lo ? lo : x;
+    return v > hi ? hi : v;
+}
+static inline TS_HD int64_t ts_clamp_i64(int64_t x, int64_t lo, int64_t hi) {
+    int64_t v = x < lo ? lo : x;
+    return v > hi ? hi : v;
+}
+/* torch.maximum / torch.minimum: NaN in either operand gives NaN */
+static inline TS_HD float ts_maximum_f(float a, float b) { return (a > b || a != a) ? a : b; }
+static inline TS_HD float ts_minimum_f(float a, float b) { return (a < b || a != a) ? a : b; }
+static inline TS_HD double ts_maximum_d(double a, double b) { return (a > b || a != a) ? a : b; }
+static inline TS_HD double ts_minimum_d(double a, double b) { return (a < b || a != a) ? a : b; }
+
+/* ------------------------------------------------------------------ integers */
+/* Wrapping (two's complement) arithmetic: signed overflow would be undefined in C. */
+static inline TS_HD int64_t ts_ipow_i64(int64_t base, int64_t exp) {
+    if (exp < 0) { /* torch: 1 ** -n = 1, (-1) ** -n = +-1, anything else 0 */
+        if (base == 1) return 1;
+        if (base == -1) return (exp & 1) ? -1 : 1;
+        return 0;
+    }
+    uint64_t r = 1, b = (uint64_t)base;
+    uint64_t e = (uint64_t)exp;
+    while (e) {
+        if (e & 1u) r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return (int64_t)r;
+}
+/* Truncating division. Division by zero gives 0 instead of trapping; INT64_MIN / -1 wraps. */
+static inline TS_HD int64_t ts_idiv_i64(int64_t a, int64_t b) {
+    if (b == 0) return 0;
+    if (b == -1) return (int64_t)(0u - (uint64_t)a);
+    return a / b;
+}
+/* C % (sign of the dividend, = torch.fmod on integers). x % 0 gives 0 instead of trapping. */
+static inline TS_HD int64_t ts_imod_i64(int64_t a, int64_t b) {
+    if (b == 0 || b == -1) return 0;
+    return a % b;
+}
+
+#endif /* TS_KERNEL_MATH_H */

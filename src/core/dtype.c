@@ -1,0 +1,63 @@
+/* dtype.c — element types: sizes, PyTorch names and torch.promote_types. */
+#include "core/internal.h"
+
+static const size_t dtype_sizes[TS_DTYPE_COUNT] = {
+    [TS_DTYPE_DEFAULT] = 4, [TS_F32] = 4, [TS_F64] = 8, [TS_F16] = 2, [TS_BF16] = 2,
+    [TS_I64] = 8,           [TS_I32] = 4, [TS_U8] = 1,  [TS_BOOL] = 1,
+};
+
+size_t tsi_dtype_size(ts_dtype d) { return (unsigned)d < TS_DTYPE_COUNT ? dtype_sizes[d] : 0; }
+size_t ts_dtype_size(ts_dtype d) { return tsi_dtype_size(d); }
+
+const char *ts_dtype_name(ts_dtype d) {
+    switch (d) {
+    case TS_DTYPE_DEFAULT:
+    case TS_F32: return "float32";
+    case TS_F64: return "float64";
+    case TS_F16: return "float16";
+    case TS_BF16: return "bfloat16";
+    case TS_I64: return "int64";
+    case TS_I32: return "int32";
+    case TS_U8: return "uint8";
+    case TS_BOOL: return "bool";
+    default: return "invalid";
+    }
+}
+
+bool ts_dtype_is_floating(ts_dtype d) { return tsi_is_float(tsi_resolve_dtype(d)); }
+
+/* rank within a category decides the winner; f16 with bf16 meets at f32 like torch */
+static int float_rank(ts_dtype d) {
+    switch (d) {
+    case TS_F16:
+    case TS_BF16: return 1;
+    case TS_F32: return 2;
+    case TS_F64: return 3;
+    default: return 0;
+    }
+}
+static int int_rank(ts_dtype d) {
+    switch (d) {
+    case TS_U8: return 1;
+    case TS_I32: return 2;
+    case TS_I64: return 3;
+    default: return 0;
+    }
+}
+
+ts_dtype ts_promote_types(ts_dtype a, ts_dtype b) {
+    a = tsi_resolve_dtype(a);
+    b = tsi_resolve_dtype(b);
+    if (a == b) return a;
+    if (a == TS_BOOL) return b;
+    if (b == TS_BOOL) return a;
+    bool fa = tsi_is_float(a), fb = tsi_is_float(b);
+    if (fa && !fb) return a;
+    if (fb && !fa) return b;
+    if (fa) {
+        int ra = float_rank(a), rb = float_rank(b);
+        if (ra == rb) return TS_F32; /* f16 with bf16 */
+        return ra > rb ? a : b;
+    }
+    return int_rank(a) > int_rank(b) ? a : b;
+}

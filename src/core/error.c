@@ -1,0 +1,58 @@
+/* error.c — sticky thread-local error state: the first error wins until cleared. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+#define TSI_ERR_MSG_LEN 1024
+
+static _Thread_local ts_status err_code = TS_OK;
+static _Thread_local char err_msg[TSI_ERR_MSG_LEN];
+
+ts_status ts_error(void) { return err_code; }
+
+const char *ts_error_message(void) { return err_code == TS_OK ? "" : err_msg; }
+
+void ts_error_clear(void) {
+    err_code = TS_OK;
+    err_msg[0] = '\0';
+}
+
+const char *ts_status_string(ts_status s) {
+    switch (s) {
+    case TS_OK: return "TS_OK";
+    case TS_ERR_DEVICE: return "TS_ERR_DEVICE";
+    case TS_ERR_SHAPE: return "TS_ERR_SHAPE";
+    case TS_ERR_DTYPE: return "TS_ERR_DTYPE";
+    case TS_ERR_ARG: return "TS_ERR_ARG";
+    case TS_ERR_OOM: return "TS_ERR_OOM";
+    case TS_ERR_IO: return "TS_ERR_IO";
+    case TS_ERR_FORMAT: return "TS_ERR_FORMAT";
+    case TS_ERR_CUDA: return "TS_ERR_CUDA";
+    case TS_ERR_UNSUPPORTED: return "TS_ERR_UNSUPPORTED";
+    case TS_ERR_STATE: return "TS_ERR_STATE";
+    }
+    return "TS_ERR_UNKNOWN";
+}
+
+ts_status tsi_error_set(ts_status code, const char *fmt, ...) {
+    if (err_code != TS_OK) return code; /* first error wins */
+    err_code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+bool tsi_check_input(const char *op, const ts_tensor *t, const char *what) {
+    if (t) return true;
+    if (err_code == TS_OK) tsi_error_set(TS_ERR_ARG, "%s: %s is NULL", op, what);
+    return false;
+}
+
+char *tsi_fmt_buf(void) {
+    static _Thread_local char ring[16][TSI_FMT_BUF_LEN];
+    static _Thread_local unsigned next;
+    return ring[next++ % 16];
+}

@@ -1,0 +1,75 @@
+/* init.c — library start-up: backends, environment variables (TS_SIM_DEVICES, TS_LOG_PLACEMENT,
+ * TS_NUM_THREADS), and the CPU thread count. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/sim/sim_backend.h"
+#include "core/internal.h"
+
+#ifdef TS_HAVE_OPENMP
+#include <omp.h>
+#endif
+#ifdef TS_HAVE_CBLAS
+void openblas_set_num_threads(int n); /* OpenBLAS extension; declared here to avoid its header */
+#endif
+
+atomic_bool tsi_initialised;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static long env_long(const char *name, long fallback) {
+    const char *v = getenv(name);
+    if (!v || !*v) return fallback;
+    char *end;
+    long x = strtol(v, &end, 10);
+    return *end ? fallback : x;
+}
+
+static size_t env_size(const char *name) {
+    const char *v = getenv(name);
+    if (!v || !*v) return 0;
+    char *end;
+    double x = strtod(v, &end);
+    double mul = 1;
+    if (*end == 'k' || *end == 'K') mul = 1024.0;
+    else if (*end == 'm' || *end == 'M') mul = 1024.0 * 1024;
+    else if (*end == 'g' || *end == 'G') mul = 1024.0 * 1024 * 1024;
+    return x > 0 ? (size_t)(x * mul) : 0;
+}
+
+static void init_body(void) {
+    ts_cpu_backend_init();
+    ts_sim_backend_init();
+    tsi_memory_init();
+    long sims = env_long("TS_SIM_DEVICES", 0);
+    if (sims > 0 && sims <= 64) ts_sim_backend_configure((int)sims, env_size("TS_SIM_CAPACITY"));
+    if (env_long("TS_LOG_PLACEMENT", 0) > 0) atomic_store(&tsi_placement_on, true);
+    long threads = env_long("TS_NUM_THREADS", 0);
+    if (threads > 0) ts_set_num_threads((int)threads);
+    atomic_store_explicit(&tsi_initialised, true, memory_order_release);
+}
+
+void tsi_init_once(void) { pthread_once(&init_once, init_body); }
+
+static atomic_int num_threads;
+
+void ts_set_num_threads(int n) {
+#ifdef TS_HAVE_OPENMP
+    if (n <= 0) n = omp_get_num_procs();
+    omp_set_num_threads(n);
+#endif
+#ifdef TS_HAVE_CBLAS
+    openblas_set_num_threads(n <= 0 ? 1 : n);
+#endif
+    atomic_store(&num_threads, n);
+}
+
+int ts_get_num_threads(void) {
+#ifdef TS_HAVE_OPENMP
+    int n = atomic_load(&num_threads);
+    return n > 0 ? n : omp_get_max_threads();
+#else
+    return 1;
+#endif
+}

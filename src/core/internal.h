@@ -1,0 +1,146 @@
+/* internal.h — tensor and storage layout plus the helpers every op front end uses (not public). */
+#ifndef TS_CORE_INTERNAL_H
+#define TS_CORE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#include "backend/alloc.h"
+#include "backend/backend.h"
+#include "tessera.h"
+
+/* ------------------------------------------------------------------ objects */
+typedef struct ts_storage {
+    atomic_int refs;
+    ts_device device; /* resolved: never TS_DEVICE_DEFAULT, cuda index >= 0 */
+    const ts_backend *be;
+    ts_allocator *alloc;
+    ts_block *block;
+    char *data; /* device pointer (host pointer for cpu and sim) */
+    size_t nbytes;
+    atomic_uint_fast64_t version; /* shared by every view: bumped by in-place ops */
+    bool pinned;
+} ts_storage;
+
+struct ts_node; /* autograd graph node (autograd issue) */
+
+struct ts_tensor {
+    atomic_int refs;
+    ts_dtype dtype; /* never TS_DTYPE_DEFAULT */
+    bool requires_grad;
+    ts_storage *storage;
+    int64_t offset; /* in elements */
+    ts_shape shape;
+    int64_t strides[TS_MAX_DIMS]; /* in elements, never negative */
+    ts_tensor *grad;
+    struct ts_node *grad_fn;
+    int output_nr;
+};
+
+/* ------------------------------------------------------------------ errors */
+/* Records the error unless one is already pending (first wins); returns code. Message is
+ * printf-formatted and should start with the op's name: "add: ...". */
+ts_status tsi_error_set(ts_status code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Checks an input pointer: NULL with no pending error records TS_ERR_ARG "<op>: <what> is NULL";
+ * NULL with a pending error keeps it. Returns t != NULL. */
+bool tsi_check_input(const char *op, const ts_tensor *t, const char *what);
+
+/* Thread-local ring of formatting buffers for messages: valid until ~16 more calls. */
+char *tsi_fmt_buf(void);
+#define TSI_FMT_BUF_LEN 256
+const char *tsi_shape_str(ts_shape s);   /* "[2, 3]" */
+const char *tsi_desc(const ts_tensor *t); /* "float32 [2, 3] on sim:0" */
+
+/* ------------------------------------------------------------------ scopes */
+/* Hands a tensor the caller holds one reference to over to the innermost scope (or to the user
+ * when no scope is open). Every public function returning a tensor ends with `return tsi_own(t)`.
+ * NULL-safe. */
+ts_tensor *tsi_own(ts_tensor *t);
+
+/* ------------------------------------------------------------------ devices, dtypes, shapes */
+ts_device tsi_resolve_device(ts_device d); /* default -> thread default; cuda -1 -> current */
+/* TS_ERR_DEVICE "<op>: device sim:5 is not available (2 sim devices)" when absent */
+bool tsi_check_device(const char *op, ts_device d);
+static inline ts_dtype tsi_resolve_dtype(ts_dtype d) { return d == TS_DTYPE_DEFAULT ? TS_F32 : d; }
+bool tsi_device_eq(ts_device a, ts_device b); /* both resolved */
+/* All non-NULL tensors on one device; a 0-dim cpu tensor may join others when allow_cpu_scalar.
+ * Error: "<op>: expected all tensors to be on the same device, but found at least two devices,
+ * sim:0 and cpu". *dev gets the common device. */
+bool tsi_same_device(const char *op, ts_tensor *const *ts, int n, bool allow_cpu_scalar,
+                     ts_device *dev);
+
+static inline bool tsi_is_float(ts_dtype d) {
+    return d == TS_F32 || d == TS_F64 || d == TS_F16 || d == TS_BF16;
+}
+static inline bool tsi_is_int(ts_dtype d) { return d == TS_I64 || d == TS_I32 || d == TS_U8; }
+size_t tsi_dtype_size(ts_dtype d);
+
+int64_t tsi_numel(ts_shape s);
+/* ndim in [0, 8], dims >= 0 (or -1 where allow_infer), numel without overflow; TS_ERR_SHAPE */
+bool tsi_check_shape(const char *op, ts_shape s);
+void tsi_contiguous_strides(const ts_shape *s, int64_t *strides);
+bool tsi_is_contiguous(const ts_tensor *t);
+/* Broadcast two shapes (numpy rules); TS_ERR_SHAPE "<op>: shapes [2, 3] and [4] cannot be
+ * broadcast together" */
+bool tsi_broadcast_shapes(const char *op, ts_shape a, ts_shape b, ts_shape *out);
+/* Normalise a possibly negative dim for a tensor of ndim dims (0-dim tensors accept -1 and 0, like
+ * PyTorch). Returns -1 and records TS_ERR_ARG "<op>: dimension 3 out of range (expected to be in
+ * range of [-2, 1])" when out of range. */
+int tsi_wrap_dim(const char *op, int dim, int ndim);
+
+/* ------------------------------------------------------------------ tensors */
+/* New contiguous tensor, uninitialised, one reference held by the caller, not in any scope.
+ * NULL + TS_ERR_OOM ("<op>: out of memory on sim:0: tried to allocate ...") on failure. */
+ts_tensor *tsi_new(const char *op, ts_shape s, ts_dtype dt, ts_device dev);
+/* View sharing t's storage: one reference held by the caller, not in any scope. */
+ts_tensor *tsi_view_of(ts_tensor *t, ts_shape s, const int64_t *strides, int64_t offset);
+/* The kernel view of a tensor, and the same broadcast to `to` (stride 0 on expanded dims;
+ * the caller has checked that the shapes broadcast). */
+ts_kview tsi_kview(const ts_tensor *t);
+ts_kview tsi_kview_broadcast(const ts_tensor *t, ts_shape to);
+static inline const ts_backend *tsi_be(const ts_tensor *t) { return t->storage->be; }
+static inline int tsi_dev_index(const ts_tensor *t) { return t->storage->device.index; }
+static inline ts_device tsi_device(const ts_tensor *t) { return t->storage->device; }
+/* Copy of t with the given dtype on the same device (new reference, not in a scope); when t already
+ * has that dtype, returns t retained. */
+ts_tensor *tsi_cast(const char *op, ts_tensor *t, ts_dtype dt);
+/* Contiguous copy (or t retained when already contiguous); not in a scope. */
+ts_tensor *tsi_contiguous(const char *op, ts_tensor *t);
+/* Copy t to device d (new reference, not in a scope; t retained when already there). */
+ts_tensor *tsi_to_device(const char *op, ts_tensor *t, ts_device d);
+/* In-place ops on a leaf that requires grad are errors (PyTorch); TS_ERR_STATE. */
+bool tsi_check_inplace(const char *op, ts_tensor *t);
+/* Mark t's storage as modified in place. */
+/* Set by the autograd engine: releases a node when its output tensor dies. */
+extern void (*tsi_grad_fn_release)(struct ts_node *node);
+static inline void tsi_bump_version(ts_tensor *t) { atomic_fetch_add(&t->storage->version, 1); }
+
+/* ------------------------------------------------------------------ memory accounting */
+ts_allocator *tsi_allocator(ts_device d); /* d resolved; created on first use */
+void tsi_live_tensors_add(ts_device d, int delta);
+int64_t tsi_live_tensors(ts_device d);
+/* Destroy the allocators of every device of a type (nothing may be live there). */
+void tsi_memory_drop_allocators(ts_device_type t);
+void tsi_memory_init(void); /* start-up: the debug leak report */
+
+/* ------------------------------------------------------------------ misc */
+/* Placement log: one cheap branch when off. */
+extern atomic_bool tsi_placement_on;
+void tsi_log_placement_emit(const char *op, ts_device d);
+static inline void tsi_log_op(const char *op, ts_device d) {
+    if (atomic_load_explicit(&tsi_placement_on, memory_order_relaxed)) tsi_log_placement_emit(op, d);
+}
+/* Reserve n Philox counters from the global generator (thread-safe): returns seed and the first
+ * offset. Counters are consumed in multiples of 4 (one Philox block gives 4 numbers). */
+void tsi_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset);
+
+/* library start-up (environment variables, backends); idempotent, called by every entry point
+ * that needs it through tsi_init() */
+void tsi_init_once(void);
+extern atomic_bool tsi_initialised;
+static inline void tsi_init(void) {
+    if (!atomic_load_explicit(&tsi_initialised, memory_order_acquire)) tsi_init_once();
+}
+
+#endif /* TS_CORE_INTERNAL_H */

@@ -1,0 +1,110 @@
+/* memory.c — one caching allocator per device, live-tensor counts and the memory-statistics API. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/internal.h"
+
+#define TSI_MAX_INDEX 64
+#define TSI_TYPES 4 /* indexed by ts_device_type */
+
+static _Atomic(ts_allocator *) allocators[TSI_TYPES][TSI_MAX_INDEX];
+static atomic_int_fast64_t live[TSI_TYPES][TSI_MAX_INDEX];
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool slot_ok(ts_device d) {
+    return d.type > TS_DEVICE_DEFAULT && d.type < TSI_TYPES && d.index >= 0 &&
+           d.index < TSI_MAX_INDEX;
+}
+
+ts_allocator *tsi_allocator(ts_device d) {
+    if (!slot_ok(d)) return NULL;
+    ts_allocator *a = atomic_load_explicit(&allocators[d.type][d.index], memory_order_acquire);
+    if (a) return a;
+    pthread_mutex_lock(&create_lock);
+    a = atomic_load(&allocators[d.type][d.index]);
+    if (!a) {
+        const ts_backend *be = ts_backend_for(d.type);
+        if (be) a = ts_allocator_new(be, d.index);
+        atomic_store_explicit(&allocators[d.type][d.index], a, memory_order_release);
+    }
+    pthread_mutex_unlock(&create_lock);
+    return a;
+}
+
+void tsi_memory_drop_allocators(ts_device_type t) {
+    pthread_mutex_lock(&create_lock);
+    for (int i = 0; i < TSI_MAX_INDEX; i++) {
+        ts_allocator *a = atomic_exchange(&allocators[t][i], NULL);
+        if (a) ts_allocator_destroy(a);
+    }
+    pthread_mutex_unlock(&create_lock);
+}
+
+void tsi_live_tensors_add(ts_device d, int delta) {
+    if (slot_ok(d)) atomic_fetch_add_explicit(&live[d.type][d.index], delta, memory_order_relaxed);
+}
+
+int64_t tsi_live_tensors(ts_device d) {
+    return slot_ok(d) ? (int64_t)atomic_load(&live[d.type][d.index]) : 0;
+}
+
+static bool check_mem_device(const char *op, ts_device *d) {
+    tsi_init();
+    *d = tsi_resolve_device(*d);
+    return tsi_check_device(op, *d);
+}
+
+ts_status ts_memory_stats(ts_device d, ts_mem_stats *out) {
+    if (!out) return tsi_error_set(TS_ERR_ARG, "memory_stats: out is NULL");
+    if (!check_mem_device("memory_stats", &d)) return ts_error();
+    *out = (ts_mem_stats){0};
+    ts_allocator *a = tsi_allocator(d);
+    if (a) ts_allocator_stats(a, out);
+    out->live_tensors = tsi_live_tensors(d);
+    return TS_OK;
+}
+
+ts_status ts_memory_reset_peak(ts_device d) {
+    if (!check_mem_device("memory_reset_peak", &d)) return ts_error();
+    ts_allocator *a = tsi_allocator(d);
+    if (a) ts_allocator_reset_peak(a);
+    return TS_OK;
+}
+
+ts_status ts_empty_cache(ts_device d) {
+    if (!check_mem_device("empty_cache", &d)) return ts_error();
+    ts_allocator *a = tsi_allocator(d);
+    if (a) ts_allocator_empty_cache(a);
+    return TS_OK;
+}
+
+ts_status ts_device_memory(ts_device d, size_t *free_bytes, size_t *total_bytes) {
+    if (!check_mem_device("device_memory", &d)) return ts_error();
+    const ts_backend *be = ts_backend_for(d.type);
+    size_t f = 0, t = 0;
+    be->memory_info(be, d.index, &f, &t);
+    if (free_bytes) *free_bytes = f;
+    if (total_bytes) *total_bytes = t;
+    return TS_OK;
+}
+
+/* Debug builds report tensors still alive at exit (the user forgot a release or a scope). */
+static void report_leaks(void) {
+    for (int t = 1; t < TSI_TYPES; t++)
+        for (int i = 0; i < TSI_MAX_INDEX; i++) {
+            int64_t n = (int64_t)atomic_load(&live[t][i]);
+            if (n > 0)
+                fprintf(stderr, "tessera: %lld tensor%s still alive at exit on %s\n",
+                        (long long)n, n == 1 ? "" : "s",
+                        ts_device_str((ts_device){(ts_device_type)t, i}));
+        }
+}
+
+void tsi_memory_init(void) {
+#ifndef NDEBUG
+    atexit(report_leaks);
+#else
+    if (getenv("TS_REPORT_LEAKS")) atexit(report_leaks);
+#endif
+}

@@ -1,0 +1,46 @@
+/* rng.c — the global Philox generator state: one seed and a counter offset shared by all devices, so
+ * a seed gives the same numbers wherever they are drawn. */
+#include <pthread.h>
+
+#include "core/internal.h"
+
+#define TSI_DEFAULT_SEED 67280421310721ULL /* PyTorch's default_rng_seed_val */
+
+static pthread_mutex_t rng_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t rng_seed = TSI_DEFAULT_SEED, rng_offset;
+
+void ts_manual_seed(uint64_t seed) {
+    pthread_mutex_lock(&rng_lock);
+    rng_seed = seed;
+    rng_offset = 0;
+    pthread_mutex_unlock(&rng_lock);
+}
+
+uint64_t ts_initial_seed(void) {
+    pthread_mutex_lock(&rng_lock);
+    uint64_t s = rng_seed;
+    pthread_mutex_unlock(&rng_lock);
+    return s;
+}
+
+ts_rng_state ts_rng_get_state(void) {
+    pthread_mutex_lock(&rng_lock);
+    ts_rng_state s = {rng_seed, rng_offset};
+    pthread_mutex_unlock(&rng_lock);
+    return s;
+}
+
+void ts_rng_set_state(ts_rng_state s) {
+    pthread_mutex_lock(&rng_lock);
+    rng_seed = s.seed;
+    rng_offset = (s.offset + 3) & ~(uint64_t)3;
+    pthread_mutex_unlock(&rng_lock);
+}
+
+void tsi_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset) {
+    pthread_mutex_lock(&rng_lock);
+    *seed = rng_seed;
+    *offset = rng_offset;
+    rng_offset += (n + 3) & ~(uint64_t)3;
+    pthread_mutex_unlock(&rng_lock);
+}

@@ -1,0 +1,257 @@
+/* tensor.c — tensor and storage lifetimes, kernel views, queries, reading values back to the host. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+void (*tsi_grad_fn_release)(struct ts_node *node);
+
+/* ------------------------------------------------------------------ storage */
+static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
+    ts_allocator *a = tsi_allocator(dev);
+    if (!a) {
+        tsi_error_set(TS_ERR_DEVICE, "%s: no allocator for device %s", op, ts_device_str(dev));
+        return NULL;
+    }
+    ts_storage *s = malloc(sizeof *s);
+    if (!s) {
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+        return NULL;
+    }
+    char msg[200];
+    ts_block *b = ts_allocator_alloc(a, nbytes, msg, sizeof msg);
+    if (!b) {
+        free(s);
+        tsi_error_set(TS_ERR_OOM, "%s: out of memory on %s: %s", op, ts_device_str(dev), msg);
+        return NULL;
+    }
+    atomic_init(&s->refs, 1);
+    s->device = dev;
+    s->be = ts_backend_for(dev.type);
+    s->alloc = a;
+    s->block = b;
+    s->data = ts_block_ptr(b);
+    s->nbytes = nbytes;
+    atomic_init(&s->version, 0);
+    s->pinned = false;
+    return s;
+}
+
+static void storage_release(ts_storage *s) {
+    if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1) return;
+    ts_allocator_release(s->alloc, s->block);
+    free(s);
+}
+
+/* ------------------------------------------------------------------ tensors */
+static ts_tensor *tensor_alloc(const char *op, ts_storage *st, ts_dtype dt) {
+    ts_tensor *t = malloc(sizeof *t);
+    if (!t) {
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+        return NULL;
+    }
+    atomic_init(&t->refs, 1);
+    t->dtype = dt;
+    t->requires_grad = false;
+    t->storage = st;
+    t->offset = 0;
+    t->grad = NULL;
+    t->grad_fn = NULL;
+    t->output_nr = 0;
+    tsi_live_tensors_add(st->device, 1);
+    return t;
+}
+
+ts_tensor *tsi_new(const char *op, ts_shape s, ts_dtype dt, ts_device dev) {
+    tsi_init();
+    dt = tsi_resolve_dtype(dt);
+    if (!tsi_check_shape(op, s)) return NULL;
+    if ((unsigned)dt >= TS_DTYPE_COUNT)
+        return tsi_error_set(TS_ERR_DTYPE, "%s: invalid dtype %d", op, (int)dt), NULL;
+    dev = tsi_resolve_device(dev);
+    if (dev.type != TS_CPU && !tsi_check_device(op, dev)) return NULL;
+    int64_t numel = tsi_numel(s);
+    size_t es = tsi_dtype_size(dt);
+    if (numel > 0 && (uint64_t)numel > SIZE_MAX / es)
+        return tsi_error_set(TS_ERR_OOM, "%s: %s of %s is too large", op, tsi_shape_str(s),
+                             ts_dtype_name(dt)),
+               NULL;
+    ts_storage *st = storage_new(op, (size_t)numel * es, dev);
+    if (!st) return NULL;
+    ts_tensor *t = tensor_alloc(op, st, dt);
+    if (!t) {
+        storage_release(st);
+        return NULL;
+    }
+    t->shape = s;
+    tsi_contiguous_strides(&s, t->strides);
+    return t;
+}
+
+ts_tensor *tsi_view_of(ts_tensor *base, ts_shape s, const int64_t *strides, int64_t offset) {
+    atomic_fetch_add_explicit(&base->storage->refs, 1, memory_order_relaxed);
+    ts_tensor *t = tensor_alloc("view", base->storage, base->dtype);
+    if (!t) {
+        storage_release(base->storage);
+        return NULL;
+    }
+    t->shape = s;
+    for (int i = 0; i < TS_MAX_DIMS; i++) t->strides[i] = i < s.ndim ? strides[i] : 0;
+    t->offset = offset;
+    return t;
+}
+
+ts_tensor *ts_retain(ts_tensor *t) {
+    if (t) atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    return t;
+}
+
+void ts_release(ts_tensor *t) {
+    if (!t) return;
+    if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) return;
+    ts_release(t->grad);
+    if (t->grad_fn && tsi_grad_fn_release) tsi_grad_fn_release(t->grad_fn);
+    tsi_live_tensors_add(t->storage->device, -1);
+    storage_release(t->storage);
+    free(t);
+}
+
+/* ------------------------------------------------------------------ kernel views */
+ts_kview tsi_kview(const ts_tensor *t) {
+    ts_kview v;
+    v.data = t->storage->data + t->offset * (int64_t)tsi_dtype_size(t->dtype);
+    v.dtype = t->dtype;
+    v.ndim = t->shape.ndim;
+    for (int i = 0; i < TS_MAX_DIMS; i++) {
+        v.shape[i] = i < v.ndim ? t->shape.dims[i] : 1;
+        v.strides[i] = i < v.ndim ? t->strides[i] : 0;
+    }
+    return v;
+}
+
+ts_kview tsi_kview_broadcast(const ts_tensor *t, ts_shape to) {
+    ts_kview v = tsi_kview(t);
+    int lead = to.ndim - t->shape.ndim;
+    for (int i = to.ndim - 1; i >= 0; i--) {
+        int j = i - lead;
+        bool expanded = j < 0 || (t->shape.dims[j] == 1 && to.dims[i] != 1);
+        v.strides[i] = expanded ? 0 : t->strides[j];
+        v.shape[i] = to.dims[i];
+    }
+    v.ndim = to.ndim;
+    return v;
+}
+
+/* ------------------------------------------------------------------ queries */
+ts_device ts_device_of(ts_tensor *t) {
+    if (!tsi_check_input("device_of", t, "tensor")) return (ts_device){TS_DEVICE_DEFAULT, 0};
+    return t->storage->device;
+}
+ts_dtype ts_dtype_of(ts_tensor *t) {
+    return tsi_check_input("dtype_of", t, "tensor") ? t->dtype : TS_DTYPE_DEFAULT;
+}
+ts_shape ts_shape_of(ts_tensor *t) {
+    return tsi_check_input("shape_of", t, "tensor") ? t->shape : (ts_shape){0};
+}
+int ts_ndim(ts_tensor *t) { return tsi_check_input("ndim", t, "tensor") ? t->shape.ndim : -1; }
+int64_t ts_size(ts_tensor *t, int dim) {
+    if (!tsi_check_input("size", t, "tensor")) return -1;
+    int d = tsi_wrap_dim("size", dim, t->shape.ndim);
+    if (d < 0) return -1;
+    return t->shape.ndim ? t->shape.dims[d] : 1;
+}
+int64_t ts_stride(ts_tensor *t, int dim) {
+    if (!tsi_check_input("stride", t, "tensor")) return -1;
+    int d = tsi_wrap_dim("stride", dim, t->shape.ndim);
+    if (d < 0) return -1;
+    return t->shape.ndim ? t->strides[d] : 1;
+}
+int64_t ts_numel(ts_tensor *t) {
+    return tsi_check_input("numel", t, "tensor") ? tsi_numel(t->shape) : -1;
+}
+size_t ts_element_size(ts_tensor *t) {
+    return tsi_check_input("element_size", t, "tensor") ? tsi_dtype_size(t->dtype) : 0;
+}
+size_t ts_nbytes(ts_tensor *t) {
+    return tsi_check_input("nbytes", t, "tensor")
+               ? (size_t)tsi_numel(t->shape) * tsi_dtype_size(t->dtype)
+               : 0;
+}
+int64_t ts_storage_offset(ts_tensor *t) {
+    return tsi_check_input("storage_offset", t, "tensor") ? t->offset : -1;
+}
+bool ts_is_contiguous(ts_tensor *t) {
+    return tsi_check_input("is_contiguous", t, "tensor") && tsi_is_contiguous(t);
+}
+bool ts_is_pinned(ts_tensor *t) { return t && t->storage->pinned; }
+bool ts_shares_storage(ts_tensor *a, ts_tensor *b) {
+    return a && b && a->storage == b->storage;
+}
+
+/* ------------------------------------------------------------------ values back to the host */
+/* Converts one element already on the host to double through the CPU copy kernel, which owns the
+ * single definition of every dtype conversion. */
+static double host_element_to_double(const void *src, ts_dtype dt) {
+    double out = 0;
+    ts_kview dv = {.data = (char *)&out, .dtype = TS_F64, .ndim = 0};
+    ts_kview sv = {.data = (char *)src, .dtype = dt, .ndim = 0};
+    const ts_backend *cpu = ts_backend_for(TS_CPU);
+    cpu->copy(cpu, 0, &dv, &sv);
+    return out;
+}
+
+double ts_item(ts_tensor *t) {
+    if (!tsi_check_input("item", t, "tensor")) return NAN;
+    int64_t n = tsi_numel(t->shape);
+    if (n != 1)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "item: a Tensor with %lld elements cannot be converted to Scalar",
+                             (long long)n),
+               NAN;
+    unsigned char buf[8];
+    ts_kview v = tsi_kview(t);
+    tsi_be(t)->copy_d2h(tsi_be(t), tsi_dev_index(t), buf, v.data, tsi_dtype_size(t->dtype));
+    return host_element_to_double(buf, t->dtype);
+}
+
+ts_status ts_copy_to_host(ts_tensor *t, void *dst, size_t dst_bytes) {
+    if (!tsi_check_input("copy_to_host", t, "tensor")) return ts_error();
+    size_t need = (size_t)tsi_numel(t->shape) * tsi_dtype_size(t->dtype);
+    if (!dst && need)
+        return tsi_error_set(TS_ERR_ARG, "copy_to_host: destination is NULL for %s",
+                             tsi_desc(t));
+    if (dst_bytes < need)
+        return tsi_error_set(TS_ERR_ARG,
+                             "copy_to_host: destination holds %zu bytes but %s needs %zu", dst_bytes,
+                             tsi_desc(t), need);
+    if (need == 0) return TS_OK;
+    ts_tensor *c = tsi_contiguous("copy_to_host", t);
+    if (!c) return ts_error();
+    tsi_be(c)->copy_d2h(tsi_be(c), tsi_dev_index(c), dst, tsi_kview(c).data, need);
+    ts_release(c);
+    return TS_OK;
+}
+
+/* ------------------------------------------------------------------ autograd fields */
+void ts_set_requires_grad(ts_tensor *t, bool on) {
+    if (!tsi_check_input("set_requires_grad", t, "tensor")) return;
+    if (on && !tsi_is_float(t->dtype)) {
+        tsi_error_set(TS_ERR_DTYPE,
+                      "set_requires_grad: only tensors of floating point dtype can require "
+                      "gradients, got %s",
+                      tsi_desc(t));
+        return;
+    }
+    if (!on && t->grad_fn) {
+        tsi_error_set(TS_ERR_STATE,
+                      "set_requires_grad: you can only change requires_grad flags of leaf "
+                      "variables");
+        return;
+    }
+    t->requires_grad = on;
+}
+bool ts_requires_grad(ts_tensor *t) { return t && t->requires_grad; }
+ts_tensor *ts_grad(ts_tensor *t) { return t ? t->grad : NULL; }
+bool ts_is_leaf(ts_tensor *t) { return t && t->grad_fn == NULL; }
+uint64_t ts_version(ts_tensor *t) { return t ? (uint64_t)atomic_load(&t->storage->version) : 0; }

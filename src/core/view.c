@@ -1,0 +1,337 @@
+/* view.c — views that share storage: view/reshape, permute, transpose, squeeze, narrow, expand... */
+#include <string.h>
+
+#include "core/internal.h"
+
+static ts_tensor *make_view(ts_tensor *t, ts_shape s, const int64_t *strides, int64_t offset) {
+    return tsi_own(tsi_view_of(t, s, strides, offset));
+}
+
+/* Replace a single -1 by what the element count implies. */
+static bool infer_shape(const char *op, ts_shape *s, int64_t numel) {
+    if (!(s->ndim >= 0 && s->ndim <= TS_MAX_DIMS))
+        return tsi_check_shape(op, *s);
+    int infer = -1;
+    int64_t known = 1;
+    for (int i = 0; i < s->ndim; i++) {
+        if (s->dims[i] == -1) {
+            if (infer >= 0)
+                return tsi_error_set(TS_ERR_SHAPE, "%s: only one dimension can be inferred", op),
+                       false;
+            infer = i;
+        } else if (s->dims[i] < 0) {
+            return tsi_error_set(TS_ERR_SHAPE, "%s: invalid shape dimension %lld", op,
+                                 (long long)s->dims[i]),
+                   false;
+        } else {
+            known *= s->dims[i];
+        }
+    }
+    if (infer >= 0) {
+        if (known == 0 || numel % known != 0)
+            return tsi_error_set(TS_ERR_SHAPE, "%s: shape '%s' is invalid for input of size %lld",
+                                 op, tsi_shape_str(*s), (long long)numel),
+                   false;
+        s->dims[infer] = numel / known;
+    } else if (known != numel) {
+        return tsi_error_set(TS_ERR_SHAPE, "%s: shape '%s' is invalid for input of size %lld", op,
+                             tsi_shape_str(*s), (long long)numel),
+               false;
+    }
+    return true;
+}
+
+/* ATen's computeStride: strides for viewing t as shape s without a copy, if any exist. */
+static bool view_strides(const ts_tensor *t, const ts_shape *s, int64_t *ns) {
+    const ts_shape *os = &t->shape;
+    const int64_t *ost = t->strides;
+    if (tsi_numel(*os) == 0 || os->ndim == 0) {
+        tsi_contiguous_strides(s, ns);
+        return true;
+    }
+    int view_d = s->ndim - 1;
+    int64_t chunk_base = ost[os->ndim - 1], tensor_numel = 1, view_numel = 1;
+    for (int td = os->ndim - 1; td >= 0; td--) {
+        tensor_numel *= os->dims[td];
+        if (td == 0 || (os->dims[td - 1] != 1 && ost[td - 1] != tensor_numel * chunk_base)) {
+            while (view_d >= 0 && (view_numel < tensor_numel || s->dims[view_d] == 1)) {
+                ns[view_d] = view_numel * chunk_base;
+                view_numel *= s->dims[view_d];
+                view_d--;
+            }
+            if (view_numel != tensor_numel) return false;
+            if (td > 0) {
+                chunk_base = ost[td - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    return view_d == -1;
+}
+
+ts_tensor *ts_view(ts_tensor *t, ts_shape s) {
+    if (!tsi_check_input("view", t, "tensor")) return NULL;
+    if (!infer_shape("view", &s, tsi_numel(t->shape)) || !tsi_check_shape("view", s)) return NULL;
+    int64_t st[TS_MAX_DIMS];
+    if (!view_strides(t, &s, st))
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "view: view size %s is not compatible with input tensor's size and "
+                             "stride (%s; at least one dimension spans across two contiguous "
+                             "subspaces). Use ts_reshape instead.",
+                             tsi_shape_str(s), tsi_desc(t)),
+               NULL;
+    return make_view(t, s, st, t->offset);
+}
+
+ts_tensor *ts_reshape(ts_tensor *t, ts_shape s) {
+    if (!tsi_check_input("reshape", t, "tensor")) return NULL;
+    if (!infer_shape("reshape", &s, tsi_numel(t->shape)) || !tsi_check_shape("reshape", s))
+        return NULL;
+    int64_t st[TS_MAX_DIMS];
+    if (view_strides(t, &s, st)) return make_view(t, s, st, t->offset);
+    ts_tensor *c = tsi_contiguous("reshape", t);
+    if (!c) return NULL;
+    tsi_contiguous_strides(&s, st);
+    ts_tensor *r = tsi_view_of(c, s, st, 0);
+    ts_release(c);
+    return tsi_own(r);
+}
+
+ts_tensor *ts_flatten(ts_tensor *t, int start_dim, int end_dim) {
+    if (!tsi_check_input("flatten", t, "tensor")) return NULL;
+    int n = t->shape.ndim;
+    if (n == 0) return ts_reshape(t, TS_SHAPE(1));
+    int a = tsi_wrap_dim("flatten", start_dim, n), b = tsi_wrap_dim("flatten", end_dim, n);
+    if (a < 0 || b < 0) return NULL;
+    if (a > b)
+        return tsi_error_set(TS_ERR_ARG, "flatten: start_dim %d cannot come after end_dim %d",
+                             start_dim, end_dim),
+               NULL;
+    ts_shape s = {.ndim = n - (b - a)};
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (i <= a || i > b) s.dims[k++] = t->shape.dims[i];
+        else s.dims[k - 1] *= t->shape.dims[i];
+    }
+    return ts_reshape(t, s);
+}
+
+ts_tensor *ts_permute(ts_tensor *t, ts_dims dims) {
+    if (!tsi_check_input("permute", t, "tensor")) return NULL;
+    int n = t->shape.ndim;
+    if (dims.n != n)
+        return tsi_error_set(TS_ERR_ARG,
+                             "permute: number of dims don't match in permute (input has %d, %d "
+                             "given)",
+                             n, dims.n),
+               NULL;
+    ts_shape s = {.ndim = n};
+    int64_t st[TS_MAX_DIMS];
+    bool seen[TS_MAX_DIMS] = {false};
+    for (int i = 0; i < n; i++) {
+        int d = tsi_wrap_dim("permute", dims.d[i], n);
+        if (d < 0) return NULL;
+        if (seen[d])
+            return tsi_error_set(TS_ERR_ARG, "permute: repeated dim %d in permute", dims.d[i]),
+                   NULL;
+        seen[d] = true;
+        s.dims[i] = t->shape.dims[d];
+        st[i] = t->strides[d];
+    }
+    return make_view(t, s, st, t->offset);
+}
+
+ts_tensor *ts_transpose(ts_tensor *t, int d0, int d1) {
+    if (!tsi_check_input("transpose", t, "tensor")) return NULL;
+    int n = t->shape.ndim;
+    int a = tsi_wrap_dim("transpose", d0, n), b = tsi_wrap_dim("transpose", d1, n);
+    if (a < 0 || b < 0) return NULL;
+    ts_shape s = t->shape;
+    int64_t st[TS_MAX_DIMS];
+    memcpy(st, t->strides, sizeof st);
+    if (n > 0) {
+        s.dims[a] = t->shape.dims[b];
+        s.dims[b] = t->shape.dims[a];
+        st[a] = t->strides[b];
+        st[b] = t->strides[a];
+    }
+    return make_view(t, s, st, t->offset);
+}
+
+ts_tensor *ts_t(ts_tensor *t) {
+    if (!tsi_check_input("t", t, "tensor")) return NULL;
+    if (t->shape.ndim > 2)
+        return tsi_error_set(TS_ERR_SHAPE, "t: expects a tensor with <= 2 dimensions, but got %s",
+                             tsi_desc(t)),
+               NULL;
+    if (t->shape.ndim < 2) return make_view(t, t->shape, t->strides, t->offset);
+    return ts_transpose(t, 0, 1);
+}
+
+static ts_tensor *squeeze_mask(ts_tensor *t, const bool *drop) {
+    ts_shape s = {.ndim = 0};
+    int64_t st[TS_MAX_DIMS];
+    for (int i = 0; i < t->shape.ndim; i++) {
+        if (drop[i]) continue;
+        st[s.ndim] = t->strides[i];
+        s.dims[s.ndim++] = t->shape.dims[i];
+    }
+    return make_view(t, s, st, t->offset);
+}
+
+ts_tensor *ts_squeeze(ts_tensor *t) {
+    if (!tsi_check_input("squeeze", t, "tensor")) return NULL;
+    bool drop[TS_MAX_DIMS];
+    for (int i = 0; i < t->shape.ndim; i++) drop[i] = t->shape.dims[i] == 1;
+    return squeeze_mask(t, drop);
+}
+
+ts_tensor *ts_squeeze_dim(ts_tensor *t, int dim) {
+    if (!tsi_check_input("squeeze", t, "tensor")) return NULL;
+    int d = tsi_wrap_dim("squeeze", dim, t->shape.ndim);
+    if (d < 0) return NULL;
+    bool drop[TS_MAX_DIMS] = {false};
+    if (t->shape.ndim > 0) drop[d] = t->shape.dims[d] == 1;
+    return squeeze_mask(t, drop);
+}
+
+ts_tensor *ts_unsqueeze(ts_tensor *t, int dim) {
+    if (!tsi_check_input("unsqueeze", t, "tensor")) return NULL;
+    int n = t->shape.ndim;
+    if (n >= TS_MAX_DIMS)
+        return tsi_error_set(TS_ERR_SHAPE, "unsqueeze: %s already has the maximum of %d dims",
+                             tsi_desc(t), TS_MAX_DIMS),
+               NULL;
+    int d = tsi_wrap_dim("unsqueeze", dim, n + 1);
+    if (d < 0) return NULL;
+    ts_shape s = {.ndim = n + 1};
+    int64_t st[TS_MAX_DIMS];
+    for (int i = 0, j = 0; i <= n; i++) {
+        if (i == d) {
+            s.dims[i] = 1;
+            st[i] = d < n ? t->shape.dims[d] * t->strides[d] : 1;
+        } else {
+            s.dims[i] = t->shape.dims[j];
+            st[i] = t->strides[j++];
+        }
+    }
+    return make_view(t, s, st, t->offset);
+}
+
+ts_tensor *ts_slice(ts_tensor *t, int dim, int64_t start, int64_t end, int64_t step) {
+    if (!tsi_check_input("slice", t, "tensor")) return NULL;
+    if (t->shape.ndim == 0)
+        return tsi_error_set(TS_ERR_SHAPE, "slice: cannot slice a 0-dim tensor"), NULL;
+    int d = tsi_wrap_dim("slice", dim, t->shape.ndim);
+    if (d < 0) return NULL;
+    if (step <= 0)
+        return tsi_error_set(TS_ERR_ARG, "slice: step must be greater than zero, got %lld",
+                             (long long)step),
+               NULL;
+    int64_t size = t->shape.dims[d];
+    if (start < 0) start += size;
+    if (end < 0) end += size;
+    start = start < 0 ? 0 : start > size ? size : start;
+    end = end < start ? start : end > size ? size : end;
+    ts_shape s = t->shape;
+    int64_t st[TS_MAX_DIMS];
+    memcpy(st, t->strides, sizeof st);
+    s.dims[d] = (end - start + step - 1) / step;
+    st[d] = t->strides[d] * step;
+    return make_view(t, s, st, t->offset + start * t->strides[d]);
+}
+
+ts_tensor *ts_narrow(ts_tensor *t, int dim, int64_t start, int64_t length) {
+    if (!tsi_check_input("narrow", t, "tensor")) return NULL;
+    if (t->shape.ndim == 0)
+        return tsi_error_set(TS_ERR_SHAPE, "narrow: cannot be applied to a 0-dim tensor"), NULL;
+    int d = tsi_wrap_dim("narrow", dim, t->shape.ndim);
+    if (d < 0) return NULL;
+    int64_t size = t->shape.dims[d];
+    if (start < -size || start > size)
+        return tsi_error_set(TS_ERR_ARG, "narrow: start %lld out of range for dimension %d of size %lld",
+                             (long long)start, dim, (long long)size),
+               NULL;
+    if (start < 0) start += size;
+    if (length < 0 || start + length > size)
+        return tsi_error_set(TS_ERR_ARG,
+                             "narrow: start (%lld) + length (%lld) exceeds dimension size (%lld)",
+                             (long long)start, (long long)length, (long long)size),
+               NULL;
+    ts_shape s = t->shape;
+    s.dims[d] = length;
+    return make_view(t, s, t->strides, t->offset + start * t->strides[d]);
+}
+
+ts_tensor *ts_select(ts_tensor *t, int dim, int64_t index) {
+    if (!tsi_check_input("select", t, "tensor")) return NULL;
+    if (t->shape.ndim == 0)
+        return tsi_error_set(TS_ERR_SHAPE, "select: cannot be applied to a 0-dim tensor"), NULL;
+    int d = tsi_wrap_dim("select", dim, t->shape.ndim);
+    if (d < 0) return NULL;
+    int64_t size = t->shape.dims[d];
+    if (index < -size || index >= size)
+        return tsi_error_set(TS_ERR_ARG,
+                             "select: index %lld out of range for tensor of size %s at dimension %d",
+                             (long long)index, tsi_shape_str(t->shape), dim),
+               NULL;
+    if (index < 0) index += size;
+    ts_shape s = {.ndim = t->shape.ndim - 1};
+    int64_t st[TS_MAX_DIMS];
+    for (int i = 0, j = 0; i < t->shape.ndim; i++) {
+        if (i == d) continue;
+        s.dims[j] = t->shape.dims[i];
+        st[j++] = t->strides[i];
+    }
+    return make_view(t, s, st, t->offset + index * t->strides[d]);
+}
+
+ts_tensor *ts_expand(ts_tensor *t, ts_shape s) {
+    if (!tsi_check_input("expand", t, "tensor")) return NULL;
+    if (s.ndim < 0 || s.ndim > TS_MAX_DIMS) return tsi_check_shape("expand", s), NULL;
+    int n = t->shape.ndim, lead = s.ndim - n;
+    if (lead < 0)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "expand: the number of sizes provided (%d) must be greater or equal "
+                             "to the number of dimensions in the tensor (%d)",
+                             s.ndim, n),
+               NULL;
+    int64_t st[TS_MAX_DIMS];
+    for (int i = 0; i < s.ndim; i++) {
+        int j = i - lead;
+        if (j < 0) {
+            if (s.dims[i] < 0)
+                return tsi_error_set(TS_ERR_SHAPE,
+                                     "expand: the expanded size of the tensor (-1) isn't allowed "
+                                     "in a leading, non-existing dimension %d",
+                                     i),
+                       NULL;
+            st[i] = 0;
+            continue;
+        }
+        int64_t have = t->shape.dims[j];
+        if (s.dims[i] == -1) s.dims[i] = have;
+        if (s.dims[i] == have) st[i] = t->strides[j];
+        else if (have == 1 && s.dims[i] >= 0) st[i] = 0;
+        else
+            return tsi_error_set(TS_ERR_SHAPE,
+                                 "expand: the expanded size of the tensor (%lld) must match the "
+                                 "existing size (%lld) at non-singleton dimension %d.  Target "
+                                 "sizes: %s.  Tensor sizes: %s",
+                                 (long long)s.dims[i], (long long)have, i, tsi_shape_str(s),
+                                 tsi_shape_str(t->shape)),
+                   NULL;
+    }
+    return make_view(t, s, st, t->offset);
+}
+
+ts_tensor *ts_expand_as(ts_tensor *t, ts_tensor *other) {
+    if (!tsi_check_input("expand_as", other, "other")) return NULL;
+    return ts_expand(t, other->shape);
+}
+
+ts_tensor *ts_contiguous(ts_tensor *t) {
+    if (!tsi_check_input("contiguous", t, "tensor")) return NULL;
+    return tsi_own(tsi_contiguous("contiguous", t));
+}

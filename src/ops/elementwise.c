@@ -1,0 +1,109 @@
+/* elementwise.c — checks shared by the elementwise front ends (in-place rules, PyTorch's dtype
+ * errors, overlap). */
+#include <stdio.h>
+
+#include "ops/elementwise.h"
+
+const char *tsi_ew_scalar_type_name(ts_dtype d) {
+    switch (d) {
+    case TS_F32: return "Float";
+    case TS_F64: return "Double";
+    case TS_F16: return "Half";
+    case TS_BF16: return "BFloat16";
+    case TS_I64: return "Long";
+    case TS_I32: return "Int";
+    case TS_U8: return "Byte";
+    case TS_BOOL: return "Bool";
+    default: return "Undefined";
+    }
+}
+
+/* First and one-past-last byte a view can touch (strides are never negative). */
+static void byte_span(const ts_tensor *t, uintptr_t *lo, uintptr_t *hi) {
+    size_t es = tsi_dtype_size(t->dtype);
+    int64_t last = 0;
+    for (int i = 0; i < t->shape.ndim; i++) last += (t->shape.dims[i] - 1) * t->strides[i];
+    *lo = (uintptr_t)(t->storage->data + t->offset * (int64_t)es);
+    *hi = *lo + (uintptr_t)(last * (int64_t)es) + es;
+}
+
+bool tsi_ew_overlaps(const ts_tensor *a, const ts_tensor *b) {
+    if (a->storage != b->storage || tsi_ew_same_view(a, b)) return false;
+    if (tsi_numel(a->shape) == 0 || tsi_numel(b->shape) == 0) return false;
+    uintptr_t alo, ahi, blo, bhi;
+    byte_span(a, &alo, &ahi);
+    byte_span(b, &blo, &bhi);
+    return alo < bhi && blo < ahi;
+}
+
+bool tsi_ew_check_inplace(const char *op, const ts_tensor *dst, ts_dtype result,
+                          const ts_shape *bshape) {
+    if (dst->requires_grad && dst->grad_fn == NULL)
+        return tsi_error_set(TS_ERR_STATE,
+                             "%s: a leaf Variable that requires grad is being used in an in-place "
+                             "operation.",
+                             op),
+               false;
+    for (int i = 0; i < dst->shape.ndim; i++)
+        if (dst->shape.dims[i] > 1 && dst->strides[i] == 0)
+            return tsi_error_set(TS_ERR_ARG,
+                                 "%s: unsupported operation: more than one element of the "
+                                 "written-to tensor refers to a single memory location. Please "
+                                 "clone() the tensor before performing the operation (output %s)",
+                                 op, tsi_desc(dst)),
+                   false;
+    if (!tsi_ew_can_cast(result, dst->dtype))
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: result type %s can't be cast to the desired output type %s "
+                             "(output %s)",
+                             op, tsi_ew_scalar_type_name(result),
+                             tsi_ew_scalar_type_name(dst->dtype), tsi_desc(dst)),
+               false;
+    if (bshape && !tsi_ew_shape_eq(bshape, &dst->shape))
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: output with shape %s doesn't match the broadcast shape %s", op,
+                             tsi_shape_str(dst->shape), tsi_shape_str(*bshape)),
+               false;
+    return true;
+}
+
+/* "(a: float32 [3] on cpu, b: bool [3] on cpu)" or "(a: bool [3] on cpu)" */
+static const char *operands_str(const ts_tensor *a, const ts_tensor *b) {
+    char *buf = tsi_fmt_buf();
+    if (b)
+        snprintf(buf, TSI_FMT_BUF_LEN, "(a: %s, b: %s)", tsi_desc(a), tsi_desc(b));
+    else
+        snprintf(buf, TSI_FMT_BUF_LEN, "(a: %s)", tsi_desc(a));
+    return buf;
+}
+
+bool tsi_ew_check_binary_dtypes(const char *op, ts_binary_op bop, const ts_tensor *a,
+                                const ts_tensor *b, ts_dtype r) {
+    switch (bop) {
+    case TS_B_SUB:
+    case TS_B_RSUB:
+        if (a->dtype == TS_BOOL && b && b->dtype == TS_BOOL)
+            return tsi_error_set(TS_ERR_DTYPE,
+                                 "%s: Subtraction, the `-` operator, with two bool tensors is not "
+                                 "supported. Use the `^` or `logical_xor()` operator instead. %s",
+                                 op, operands_str(a, b)),
+                   false;
+        if (a->dtype == TS_BOOL || (b && b->dtype == TS_BOOL))
+            return tsi_error_set(TS_ERR_DTYPE,
+                                 "%s: Subtraction, the `-` operator, with a bool tensor is not "
+                                 "supported. If you are trying to invert a mask, use the `~` or "
+                                 "`logical_not()` operator instead. %s",
+                                 op, operands_str(a, b)),
+                   false;
+        return true;
+    case TS_B_POW:
+    case TS_B_RPOW:
+    case TS_B_FMOD:
+        if (r == TS_BOOL)
+            return tsi_error_set(TS_ERR_DTYPE, "%s: not implemented for 'Bool' %s", op,
+                                 operands_str(a, b)),
+                   false;
+        return true;
+    default: return true;
+    }
+}

@@ -1,0 +1,321 @@
+/* index.c — indexing front ends: index_select, gather, scatter_add(_), one_hot. */
+#include <stdlib.h>
+
+#include "core/internal.h"
+
+#define SMALL_INDEX 256 /* index lists up to this long are checked without a heap buffer */
+
+/* A kernel view with at least one dim: PyTorch treats a 0-dim operand of these ops as size [1]. */
+static ts_kview kview1(const ts_tensor *t) {
+    ts_kview v = tsi_kview(t);
+    if (v.ndim == 0) {
+        v.ndim = 1;
+        v.shape[0] = 1;
+        v.strides[0] = 1;
+    }
+    return v;
+}
+static int ndim1(const ts_tensor *t) { return t->shape.ndim > 0 ? t->shape.ndim : 1; }
+static int64_t size1(const ts_tensor *t, int d) { return t->shape.ndim > 0 ? t->shape.dims[d] : 1; }
+
+/* The values of an integer index tensor on the host (cast to i64): `small` when they fit, else a
+ * malloc'ed buffer the caller frees. */
+static int64_t *index_to_host(const char *op, ts_tensor *idx, int64_t n, int64_t *small) {
+    ts_tensor *c = tsi_cast(op, idx, TS_I64);
+    if (!c) return NULL;
+    ts_tensor *cc = tsi_contiguous(op, c);
+    ts_release(c);
+    if (!cc) return NULL;
+    int64_t *buf = n <= SMALL_INDEX ? small : malloc((size_t)n * sizeof(int64_t));
+    if (!buf) {
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %lld indices", op, (long long)n);
+    } else if (n > 0 && ts_copy_to_host(cc, buf, (size_t)n * sizeof(int64_t)) != TS_OK) {
+        if (buf != small) free(buf);
+        buf = NULL;
+    }
+    ts_release(cc);
+    return buf;
+}
+static void free_host(int64_t *buf, int64_t *small) {
+    if (buf != small) free(buf);
+}
+
+/* Every index value in [0, size): a min/max pass (vectorises), then a search only on failure. */
+static bool check_range(const char *op, ts_tensor *idx, int d, int64_t size) {
+    int64_t n = tsi_numel(idx->shape);
+    if (n == 0) return true;
+    int64_t small[SMALL_INDEX];
+    int64_t *v = index_to_host(op, idx, n, small);
+    if (!v) return false;
+    int64_t lo = v[0], hi = v[0];
+    for (int64_t i = 1; i < n; i++) {
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
+    }
+    bool ok = lo >= 0 && hi < size;
+    if (!ok) {
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            if (v[i] < 0 || v[i] >= size) {
+                bad = v[i];
+                break;
+            }
+        }
+        tsi_error_set(TS_ERR_ARG, "%s: index %lld is out of bounds for dimension %d with size %lld",
+                      op, (long long)bad, d, (long long)size);
+    }
+    free_host(v, small);
+    return ok;
+}
+
+/* PyTorch also refuses in-place writes to self-overlapping (expanded) views. */
+static bool check_inplace(const char *op, ts_tensor *t) {
+    if (!tsi_check_inplace(op, t)) return false;
+    for (int d = 0; d < t->shape.ndim; d++) {
+        if (t->strides[d] == 0 && t->shape.dims[d] > 1) {
+            tsi_error_set(TS_ERR_ARG,
+                          "%s: unsupported operation: more than one element of the written-to "
+                          "tensor refers to a single memory location. Please clone() the tensor "
+                          "before performing the operation.",
+                          op);
+            return false;
+        }
+    }
+    return true;
+}
+
+ts_tensor *ts_index_select(ts_tensor *t, int dim, ts_tensor *index) {
+    const char *op = "index_select";
+    tsi_init();
+    if (!tsi_check_input(op, t, "input") || !tsi_check_input(op, index, "index")) return NULL;
+    ts_tensor *ops[2] = {t, index};
+    ts_device dev;
+    if (!tsi_same_device(op, ops, 2, false, &dev)) return NULL;
+    if (index->dtype != TS_I64 && index->dtype != TS_I32) {
+        tsi_error_set(TS_ERR_DTYPE, "%s(): Expected dtype int32 or int64 for index, got %s", op,
+                      ts_dtype_name(index->dtype));
+        return NULL;
+    }
+    if (index->shape.ndim > 1) {
+        tsi_error_set(TS_ERR_SHAPE, "%s(): Index is supposed to be a vector, got shape %s", op,
+                      tsi_shape_str(index->shape));
+        return NULL;
+    }
+    const int d = tsi_wrap_dim(op, dim, t->shape.ndim);
+    if (d < 0) return NULL;
+    const int64_t n = tsi_numel(index->shape);
+    if (t->shape.ndim == 0 && n != 1) {
+        tsi_error_set(TS_ERR_SHAPE,
+                      "%s(): Index to scalar can have only 1 value, got %lld value(s)", op,
+                      (long long)n);
+        return NULL;
+    }
+    if (!check_range(op, index, d, size1(t, d))) return NULL;
+    ts_tensor *idx = tsi_cast(op, index, TS_I64);
+    if (!idx) return NULL;
+    ts_shape os = t->shape;
+    if (os.ndim > 0) os.dims[d] = n;
+    tsi_log_op(op, dev);
+    ts_tensor *out = tsi_new(op, os, t->dtype, dev);
+    if (out && tsi_numel(os) > 0) {
+        ts_kview ko = kview1(out), ki = kview1(t), kx = kview1(idx);
+        tsi_be(t)->index_select(tsi_be(t), tsi_dev_index(t), &ko, &ki, d, &kx);
+    }
+    ts_release(idx);
+    return tsi_own(out);
+}
+
+ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index) {
+    const char *op = "gather";
+    tsi_init();
+    if (!tsi_check_input(op, t, "input") || !tsi_check_input(op, index, "index")) return NULL;
+    ts_tensor *ops[2] = {t, index};
+    ts_device dev;
+    if (!tsi_same_device(op, ops, 2, false, &dev)) return NULL;
+    if (index->dtype != TS_I64) {
+        tsi_error_set(TS_ERR_DTYPE, "%s(): Expected dtype int64 for index, got %s", op,
+                      ts_dtype_name(index->dtype));
+        return NULL;
+    }
+    const int d = tsi_wrap_dim(op, dim, t->shape.ndim);
+    if (d < 0) return NULL;
+    if (ndim1(index) != ndim1(t)) {
+        tsi_error_set(TS_ERR_SHAPE,
+                      "%s(): Index tensor must have the same number of dimensions as input tensor "
+                      "(got %s and %s)",
+                      op, tsi_shape_str(index->shape), tsi_shape_str(t->shape));
+        return NULL;
+    }
+    for (int k = 0; k < ndim1(t); k++) {
+        if (k == d || size1(index, k) <= size1(t, k)) continue;
+        const char *si = tsi_shape_str(index->shape);
+        tsi_error_set(TS_ERR_SHAPE,
+                      "%s: Size does not match at dimension %d expected index %s to be no larger "
+                      "than self %s apart from dimension %d",
+                      op, k, si, tsi_shape_str(t->shape), d);
+        return NULL;
+    }
+    if (!check_range(op, index, d, size1(t, d))) return NULL;
+    tsi_log_op(op, dev);
+    ts_tensor *out = tsi_new(op, index->shape, t->dtype, dev);
+    if (out && tsi_numel(index->shape) > 0) {
+        ts_kview ko = kview1(out), ki = kview1(t), kx = kview1(index);
+        tsi_be(t)->gather(tsi_be(t), tsi_dev_index(t), &ko, &ki, d, &kx);
+    }
+    return tsi_own(out);
+}
+
+/* Checks for scatter_add(_): returns the wrapped dim or -1. */
+static int scatter_check(const char *op, ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
+    tsi_init();
+    if (!tsi_check_input(op, t, "self") || !tsi_check_input(op, index, "index") ||
+        !tsi_check_input(op, src, "src"))
+        return -1;
+    ts_tensor *ops[3] = {t, index, src};
+    ts_device dev;
+    if (!tsi_same_device(op, ops, 3, false, &dev)) return -1;
+    if (index->dtype != TS_I64) {
+        tsi_error_set(TS_ERR_DTYPE, "%s(): Expected dtype int64 for index, got %s", op,
+                      ts_dtype_name(index->dtype));
+        return -1;
+    }
+    if (t->dtype != src->dtype) {
+        tsi_error_set(TS_ERR_DTYPE,
+                      "%s(): Expected self.dtype to be equal to src.dtype (got %s and %s)", op,
+                      ts_dtype_name(t->dtype), ts_dtype_name(src->dtype));
+        return -1;
+    }
+    const int d = tsi_wrap_dim(op, dim, t->shape.ndim);
+    if (d < 0) return -1;
+    if (tsi_numel(index->shape) == 0) return d; /* nothing to scatter: PyTorch checks no more */
+    if (ndim1(index) != ndim1(t) || ndim1(index) != ndim1(src)) {
+        const char *si = tsi_shape_str(index->shape), *st = tsi_shape_str(t->shape);
+        tsi_error_set(TS_ERR_SHAPE,
+                      "%s: Index tensor must have the same number of dimensions as self and src "
+                      "tensors (got index %s, self %s, src %s)",
+                      op, si, st, tsi_shape_str(src->shape));
+        return -1;
+    }
+    for (int k = 0; k < ndim1(t); k++) {
+        int64_t ik = size1(index, k);
+        if (ik <= size1(src, k) && (k == d || ik <= size1(t, k))) continue;
+        const char *si = tsi_shape_str(index->shape), *st = tsi_shape_str(t->shape);
+        tsi_error_set(TS_ERR_SHAPE,
+                      "%s: Expected index %s to be no larger than self %s apart from dimension %d "
+                      "and to be no larger size than src %s",
+                      op, si, st, d, tsi_shape_str(src->shape));
+        return -1;
+    }
+    if (!check_range(op, index, d, size1(t, d))) return -1;
+    return d;
+}
+
+static void scatter_run(ts_tensor *dst, int d, ts_tensor *index, ts_tensor *src) {
+    if (tsi_numel(index->shape) == 0) return;
+    ts_kview kd = kview1(dst), kx = kview1(index), ks = kview1(src);
+    tsi_be(dst)->scatter_add(tsi_be(dst), tsi_dev_index(dst), &kd, d, &kx, &ks);
+}
+
+ts_tensor *ts_scatter_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
+    const char *op = "scatter_add";
+    const int d = scatter_check(op, t, dim, index, src);
+    if (d < 0) return NULL;
+    tsi_log_op(op, tsi_device(t));
+    ts_tensor *out = tsi_new(op, t->shape, t->dtype, tsi_device(t));
+    if (!out) return NULL;
+    if (tsi_numel(t->shape) > 0) {
+        ts_kview ko = tsi_kview(out), kt = tsi_kview(t);
+        tsi_be(t)->copy(tsi_be(t), tsi_dev_index(t), &ko, &kt);
+    }
+    scatter_run(out, d, index, src);
+    return tsi_own(out);
+}
+
+ts_tensor *ts_scatter_add_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
+    const char *op = "scatter_add_";
+    const int d = scatter_check(op, t, dim, index, src);
+    if (d < 0 || !check_inplace(op, t)) return NULL;
+    tsi_log_op(op, tsi_device(t));
+    scatter_run(t, d, index, src);
+    tsi_bump_version(t);
+    return tsi_own(ts_retain(t));
+}
+
+ts_tensor *ts_one_hot(ts_tensor *index, int64_t num_classes) {
+    const char *op = "one_hot";
+    tsi_init();
+    if (!tsi_check_input(op, index, "index")) return NULL;
+    if (index->dtype != TS_I64) {
+        tsi_error_set(TS_ERR_DTYPE,
+                      "%s: one_hot is only applicable to index tensor of type LongTensor (got %s).",
+                      op, ts_dtype_name(index->dtype));
+        return NULL;
+    }
+    if (num_classes < -1) {
+        tsi_error_set(TS_ERR_ARG, "%s: num_classes should be -1 or non-negative, got %lld", op,
+                      (long long)num_classes);
+        return NULL;
+    }
+    if (index->shape.ndim + 1 > TS_MAX_DIMS) {
+        tsi_error_set(TS_ERR_SHAPE, "%s: result would have %d dims (at most %d)", op,
+                      index->shape.ndim + 1, TS_MAX_DIMS);
+        return NULL;
+    }
+    const int64_t n = tsi_numel(index->shape);
+    int64_t classes = num_classes;
+    if (n == 0) {
+        if (classes == -1) {
+            tsi_error_set(TS_ERR_ARG,
+                          "%s: Can not infer total number of classes from empty tensor.", op);
+            return NULL;
+        }
+    } else {
+        int64_t small[SMALL_INDEX];
+        int64_t *v = index_to_host(op, index, n, small);
+        if (!v) return NULL;
+        int64_t lo = v[0], hi = v[0];
+        for (int64_t i = 1; i < n; i++) {
+            lo = v[i] < lo ? v[i] : lo;
+            hi = v[i] > hi ? v[i] : hi;
+        }
+        free_host(v, small);
+        if (lo < 0) {
+            tsi_error_set(TS_ERR_ARG, "%s: Class values must be non-negative.", op);
+            return NULL;
+        }
+        if (classes == -1) classes = hi + 1;
+        if (hi >= classes) {
+            tsi_error_set(TS_ERR_ARG, "%s: Class values must be smaller than num_classes.", op);
+            return NULL;
+        }
+    }
+    ts_shape os = index->shape;
+    os.dims[os.ndim++] = classes;
+    const ts_device dev = tsi_device(index);
+    const ts_backend *be = tsi_be(index);
+    const int di = tsi_dev_index(index);
+    tsi_log_op(op, dev);
+    ts_tensor *out = tsi_new(op, os, TS_I64, dev);
+    if (!out || tsi_numel(os) == 0) return tsi_own(out);
+    ts_kview ko = tsi_kview(out);
+    be->fill(be, di, &ko, 0.0);
+    /* scatter a broadcast 1 along the new last dim at each index value */
+    ts_tensor *one = tsi_new(op, TS_SHAPE(), TS_I64, dev);
+    if (!one) {
+        ts_release(out);
+        return NULL;
+    }
+    ts_kview k1 = tsi_kview(one), kx = tsi_kview(index);
+    be->fill(be, di, &k1, 1.0);
+    kx.shape[kx.ndim] = 1;
+    kx.strides[kx.ndim] = 0;
+    kx.ndim++;
+    k1.ndim = kx.ndim;
+    for (int k = 0; k < kx.ndim; k++) {
+        k1.shape[k] = kx.shape[k];
+        k1.strides[k] = 0;
+    }
+    be->scatter_add(be, di, &ko, kx.ndim - 1, &kx, &k1);
+    ts_release(one);
+    return tsi_own(out);
+}

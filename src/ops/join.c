@@ -1,0 +1,228 @@
+/* join.c — joining and splitting front ends: cat, stack, split, chunk. */
+#include <limits.h>
+#include <stdio.h>
+
+#include "core/internal.h"
+
+static bool shape_eq(ts_shape a, ts_shape b) {
+    if (a.ndim != b.ndim) return false;
+    for (int i = 0; i < a.ndim; i++)
+        if (a.dims[i] != b.dims[i]) return false;
+    return true;
+}
+
+/* NULL checks for a list of operands, naming the offending entry */
+static bool check_list(const char *op, ts_tensor *const *ts, int n) {
+    if (!ts || n <= 0) {
+        tsi_error_set(TS_ERR_ARG, "%s: expected a non-empty list of tensors", op);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        if (ts[i]) continue;
+        char what[32];
+        snprintf(what, sizeof what, "tensors[%d]", i);
+        tsi_check_input(op, ts[i], what);
+        return false;
+    }
+    return true;
+}
+
+/* torch.cat skips legacy 1-D empty tensors whatever their dtype */
+static bool cat_skip(const ts_tensor *t) { return t->shape.ndim == 1 && t->shape.dims[0] == 0; }
+
+ts_tensor *ts_cat(ts_tensor *const *ts, int n, int dim) {
+    const char *op = "cat";
+    tsi_init();
+    if (!check_list(op, ts, n)) return NULL;
+    ts_device dev;
+    if (!tsi_same_device(op, ts, n, false, &dev)) return NULL;
+    ts_dtype dt = ts[0]->dtype;
+    int ref = -1;
+    for (int i = 0; i < n; i++) {
+        if (ts[i]->shape.ndim == 0) {
+            tsi_error_set(TS_ERR_SHAPE,
+                          "%s: zero-dimensional tensor (at position %d) cannot be concatenated", op,
+                          i);
+            return NULL;
+        }
+        dt = ts_promote_types(dt, ts[i]->dtype);
+        if (ref < 0 && !cat_skip(ts[i])) ref = i;
+    }
+    if (ref < 0) { /* only legacy empties: the result is one too */
+        if (tsi_wrap_dim(op, dim, 1) < 0) return NULL;
+        tsi_log_op(op, dev);
+        return tsi_own(tsi_new(op, TS_SHAPE(0), dt, dev));
+    }
+    const int nd = ts[ref]->shape.ndim;
+    const int d = tsi_wrap_dim(op, dim, nd);
+    if (d < 0) return NULL;
+    ts_shape os = ts[ref]->shape;
+    os.dims[d] = 0;
+    for (int i = 0; i < n; i++) {
+        const ts_tensor *t = ts[i];
+        if (cat_skip(t)) continue;
+        if (t->shape.ndim != nd) {
+            tsi_error_set(TS_ERR_SHAPE,
+                          "%s: Tensors must have same number of dimensions: got %d and %d", op, nd,
+                          t->shape.ndim);
+            return NULL;
+        }
+        for (int k = 0; k < nd; k++) {
+            if (k == d || t->shape.dims[k] == os.dims[k]) continue;
+            tsi_error_set(TS_ERR_SHAPE,
+                          "%s: Sizes of tensors must match except in dimension %d. Expected size "
+                          "%lld but got size %lld for tensor number %d in the list.",
+                          op, d, (long long)os.dims[k], (long long)t->shape.dims[k], i);
+            return NULL;
+        }
+        os.dims[d] += t->shape.dims[d];
+    }
+    tsi_log_op(op, dev);
+    ts_tensor *out = tsi_new(op, os, dt, dev);
+    if (!out) return NULL;
+    /* each input is copied (and cast) into its slice of the output */
+    const ts_kview ko = tsi_kview(out);
+    const size_t es = tsi_dtype_size(dt);
+    const ts_backend *be = tsi_be(out);
+    int64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        const ts_tensor *t = ts[i];
+        if (cat_skip(t)) continue;
+        int64_t len = t->shape.dims[d];
+        if (tsi_numel(t->shape) > 0) {
+            ts_kview dst = ko, src = tsi_kview(t);
+            dst.shape[d] = len;
+            dst.data += (size_t)(off * ko.strides[d]) * es;
+            be->copy(be, tsi_dev_index(out), &dst, &src);
+        }
+        off += len;
+    }
+    return tsi_own(out);
+}
+
+ts_tensor *ts_stack(ts_tensor *const *ts, int n, int dim) {
+    const char *op = "stack";
+    tsi_init();
+    if (!check_list(op, ts, n)) return NULL;
+    ts_device dev;
+    if (!tsi_same_device(op, ts, n, false, &dev)) return NULL;
+    const ts_shape s = ts[0]->shape;
+    ts_dtype dt = ts[0]->dtype;
+    for (int i = 1; i < n; i++) {
+        if (!shape_eq(ts[i]->shape, s)) {
+            const char *s0 = tsi_shape_str(s);
+            tsi_error_set(TS_ERR_SHAPE,
+                          "%s: stack expects each tensor to be equal size, but got %s at entry 0 "
+                          "and %s at entry %d",
+                          op, s0, tsi_shape_str(ts[i]->shape), i);
+            return NULL;
+        }
+        dt = ts_promote_types(dt, ts[i]->dtype);
+    }
+    const int d = tsi_wrap_dim(op, dim, s.ndim + 1);
+    if (d < 0) return NULL;
+    if (s.ndim + 1 > TS_MAX_DIMS) {
+        tsi_error_set(TS_ERR_SHAPE, "%s: result would have %d dims (at most %d)", op, s.ndim + 1,
+                      TS_MAX_DIMS);
+        return NULL;
+    }
+    ts_shape os = {.ndim = s.ndim + 1};
+    for (int k = 0, j = 0; k < os.ndim; k++) os.dims[k] = k == d ? n : s.dims[j++];
+    tsi_log_op(op, dev);
+    ts_tensor *out = tsi_new(op, os, dt, dev);
+    if (!out) return NULL;
+    const ts_kview ko = tsi_kview(out);
+    const size_t es = tsi_dtype_size(dt);
+    const ts_backend *be = tsi_be(out);
+    if (tsi_numel(s) > 0) {
+        /* entry i goes to out.select(d, i): drop dim d from the output's view */
+        ts_kview dst = ko;
+        dst.ndim = s.ndim;
+        for (int k = 0, j = 0; k < os.ndim; k++) {
+            if (k == d) continue;
+            dst.shape[j] = ko.shape[k];
+            dst.strides[j] = ko.strides[k];
+            j++;
+        }
+        for (int i = 0; i < n; i++) {
+            ts_kview di = dst, src = tsi_kview(ts[i]);
+            di.data = ko.data + (size_t)(i * ko.strides[d]) * es;
+            be->copy(be, tsi_dev_index(out), &di, &src);
+        }
+    }
+    return tsi_own(out);
+}
+
+/* Writes up to max_out narrow views of `len` elements each (the last possibly shorter) and
+ * returns how many pieces there are. */
+static int emit_pieces(const char *op, ts_tensor *t, int d, int64_t count, int64_t len,
+                       ts_tensor **out, int max_out) {
+    if (count > INT_MAX) {
+        tsi_error_set(TS_ERR_ARG, "%s: %lld pieces are too many", op, (long long)count);
+        return -1;
+    }
+    const int64_t size = t->shape.dims[d];
+    for (int64_t i = 0; i < count && i < max_out; i++) {
+        int64_t start = i * len < size ? i * len : size;
+        int64_t l = size - start < len ? size - start : len;
+        out[i] = ts_narrow(t, d, start, l);
+        if (!out[i]) return -1;
+    }
+    return (int)count;
+}
+
+static bool check_split_args(const char *op, ts_tensor *t, ts_tensor **out, int max_out) {
+    tsi_init();
+    if (!tsi_check_input(op, t, "input")) return false;
+    if (max_out < 0 || (max_out > 0 && !out)) {
+        tsi_error_set(TS_ERR_ARG, "%s: out is NULL or max_out (%d) is negative", op, max_out);
+        return false;
+    }
+    if (t->shape.ndim == 0) {
+        tsi_error_set(TS_ERR_SHAPE, "%s: %s expects at least a 1-dimensional tensor", op, op);
+        return false;
+    }
+    return true;
+}
+
+int ts_split(ts_tensor *t, int64_t split_size, int dim, ts_tensor **out, int max_out) {
+    const char *op = "split";
+    if (!check_split_args(op, t, out, max_out)) return -1;
+    const int d = tsi_wrap_dim(op, dim, t->shape.ndim);
+    if (d < 0) return -1;
+    const int64_t size = t->shape.dims[d];
+    if (split_size < 0) {
+        tsi_error_set(TS_ERR_ARG,
+                      "%s: split expects split_size be non-negative, but got split_size=%lld", op,
+                      (long long)split_size);
+        return -1;
+    }
+    if (split_size == 0 && size != 0) {
+        tsi_error_set(TS_ERR_ARG,
+                      "%s: split_size can only be 0 if dimension size is 0, but got dimension "
+                      "size of %lld",
+                      op, (long long)size);
+        return -1;
+    }
+    int64_t count = split_size == 0 ? 1 : (size + split_size - 1) / split_size;
+    if (count < 1) count = 1;
+    return emit_pieces(op, t, d, count, split_size, out, max_out);
+}
+
+int ts_chunk(ts_tensor *t, int chunks, int dim, ts_tensor **out, int max_out) {
+    const char *op = "chunk";
+    if (!check_split_args(op, t, out, max_out)) return -1;
+    if (chunks <= 0) {
+        tsi_error_set(TS_ERR_ARG, "%s: chunk expects `chunks` to be greater than 0, got: %d", op,
+                      chunks);
+        return -1;
+    }
+    const int d = tsi_wrap_dim(op, dim, t->shape.ndim);
+    if (d < 0) return -1;
+    const int64_t size = t->shape.dims[d];
+    const int64_t len = (size + chunks - 1) / chunks;
+    /* torch.chunk: an empty dim still gives `chunks` (empty) pieces; otherwise pieces of ceil(n /
+     * chunks), which may be fewer than asked for */
+    int64_t count = len == 0 ? chunks : (size + len - 1) / len;
+    return emit_pieces(op, t, d, count, len, out, max_out);
+}

@@ -1,0 +1,276 @@
+/* reduce.c — reduction front ends: sum, mean, prod, max/min, arg*, var/std, logsumexp. */
+#include "core/internal.h"
+
+/* PyTorch's ScalarType names, used where we copy its messages word for word. */
+static const char *torch_type_name(ts_dtype d) {
+    switch (d) {
+    case TS_F32:
+        return "Float";
+    case TS_F64:
+        return "Double";
+    case TS_F16:
+        return "Half";
+    case TS_BF16:
+        return "BFloat16";
+    case TS_I64:
+        return "Long";
+    case TS_I32:
+        return "Int";
+    case TS_U8:
+        return "Byte";
+    case TS_BOOL:
+        return "Bool";
+    default:
+        return "Undefined";
+    }
+}
+
+static bool needs_nonempty(ts_reduce_op rop) {
+    return rop == TS_R_MAX || rop == TS_R_MIN || rop == TS_R_ARGMAX || rop == TS_R_ARGMIN;
+}
+
+/* Result dtype of a reduction over `in`, or TS_DTYPE_DEFAULT after recording a dtype error.
+ * *compute gets the dtype the kernel reads (logsumexp promotes integers like torch 2.x). */
+static ts_dtype result_dtype(const char *op, ts_reduce_op rop, ts_dtype in, ts_dtype *compute) {
+    bool fl = tsi_is_float(in);
+    *compute = in;
+    switch (rop) {
+    case TS_R_SUM:
+    case TS_R_PROD:
+        return fl ? in : TS_I64;
+    case TS_R_MEAN:
+        if (fl) return in;
+        tsi_error_set(TS_ERR_DTYPE,
+                      "%s(): could not infer output dtype. Input dtype must be either a floating "
+                      "point or complex dtype. Got: %s",
+                      op, torch_type_name(in));
+        return TS_DTYPE_DEFAULT;
+    case TS_R_VAR:
+    case TS_R_STD:
+        if (fl) return in;
+        tsi_error_set(TS_ERR_DTYPE,
+                      "%s: std and var only support floating point and complex dtypes, got %s", op,
+                      ts_dtype_name(in));
+        return TS_DTYPE_DEFAULT;
+    case TS_R_LOGSUMEXP:
+        /* torch 2.x computes logsumexp of integer (and bool) input in the default float dtype */
+        if (!fl) *compute = TS_F32;
+        return *compute;
+    case TS_R_MAX:
+    case TS_R_MIN:
+        return in;
+    case TS_R_ARGMAX:
+    case TS_R_ARGMIN:
+        return TS_I64;
+    default:
+        break;
+    }
+    tsi_error_set(TS_ERR_ARG, "%s: unknown reduction", op);
+    return TS_DTYPE_DEFAULT;
+}
+
+/* The reduction itself: `dims`/`ndims` name the reduced dims (all of them when `all`). Returns a
+ * new tensor (not in a scope) or NULL with the error recorded. */
+static ts_tensor *reduce_op(const char *op, ts_reduce_op rop, ts_tensor *t, const int *dims,
+                            int ndims, bool all, bool keepdim, double param) {
+    tsi_init();
+    if (!tsi_check_input(op, t, "input")) return NULL;
+    const int nd = t->shape.ndim;
+    bool red[TS_MAX_DIMS] = {false};
+    if (!all) {
+        if (ndims < 0 || ndims > TS_MAX_DIMS) {
+            tsi_error_set(TS_ERR_ARG, "%s: %d dims given (at most %d)", op, ndims, TS_MAX_DIMS);
+            return NULL;
+        }
+        for (int i = 0; i < ndims; i++) {
+            int d = tsi_wrap_dim(op, dims[i], nd);
+            if (d < 0) return NULL;
+            if (red[d]) {
+                tsi_error_set(TS_ERR_ARG, "%s: dim %d appears multiple times in the list of dims",
+                              op, d);
+                return NULL;
+            }
+            red[d] = true;
+        }
+    } else {
+        for (int d = 0; d < nd; d++) red[d] = true;
+    }
+
+    ts_dtype compute;
+    ts_dtype out_dt = result_dtype(op, rop, t->dtype, &compute);
+    if (out_dt == TS_DTYPE_DEFAULT) return NULL;
+
+    if (needs_nonempty(rop)) {
+        if (all && tsi_numel(t->shape) == 0) {
+            tsi_error_set(TS_ERR_ARG,
+                          "%s(): Expected reduction dim to be specified for input.numel() == 0. "
+                          "Specify the reduction dim with the 'dim' argument.",
+                          op);
+            return NULL;
+        }
+        for (int d = 0; d < nd; d++) {
+            if (red[d] && t->shape.dims[d] == 0) {
+                tsi_error_set(TS_ERR_ARG, "%s(): Expected reduction dim %d to have non-zero size.",
+                              op, d);
+                return NULL;
+            }
+        }
+    }
+
+    ts_tensor *src = t, *cast = NULL;
+    if (compute != t->dtype) {
+        cast = tsi_cast(op, t, compute);
+        if (!cast) return NULL;
+        src = cast;
+    }
+
+    /* kernel input: kept dims first, then reduced dims, both in their original order (so argmax
+     * over everything indexes the flattened tensor) */
+    ts_kview full = tsi_kview(src), in = full;
+    ts_shape out_shape = {0}, kept = {0};
+    int k = 0, nred = 0;
+    for (int d = 0; d < nd; d++) {
+        if (red[d]) continue;
+        in.shape[k] = full.shape[d];
+        in.strides[k] = full.strides[d];
+        k++;
+        kept.dims[kept.ndim++] = t->shape.dims[d];
+    }
+    for (int d = 0; d < nd; d++) {
+        if (!red[d]) continue;
+        in.shape[k] = full.shape[d];
+        in.strides[k] = full.strides[d];
+        k++;
+        nred++;
+    }
+    in.ndim = k;
+    for (int d = 0; d < nd; d++) {
+        if (red[d] && !keepdim) continue;
+        out_shape.dims[out_shape.ndim++] = red[d] ? 1 : t->shape.dims[d];
+    }
+    if (nred == 0) {
+        /* reducing nothing (a 0-dim input, or an empty dims list on one): give the kernel one
+         * size-1 reduced dim so every op sees exactly one element per output */
+        in.shape[in.ndim] = 1;
+        in.strides[in.ndim] = 1;
+        in.ndim++;
+        nred = 1;
+    }
+
+    ts_device dev = tsi_device(t);
+    tsi_log_op(op, dev);
+    ts_tensor *out = tsi_new(op, out_shape, out_dt, dev);
+    if (out) {
+        ts_kview ko = tsi_kview(out);
+        ko.ndim = kept.ndim;
+        for (int d = 0; d < kept.ndim; d++) ko.shape[d] = kept.dims[d];
+        tsi_contiguous_strides(&kept, ko.strides);
+        if (tsi_numel(out_shape) > 0)
+            tsi_be(src)->reduce(tsi_be(src), tsi_dev_index(src), rop, &ko, &in, nred, param);
+    }
+    ts_release(cast);
+    return out;
+}
+
+static ts_tensor *red_all(const char *op, ts_reduce_op rop, ts_tensor *t, double param) {
+    return tsi_own(reduce_op(op, rop, t, NULL, 0, true, false, param));
+}
+static ts_tensor *red_dim(const char *op, ts_reduce_op rop, ts_tensor *t, int dim, bool keepdim,
+                          double param) {
+    return tsi_own(reduce_op(op, rop, t, &dim, 1, false, keepdim, param));
+}
+/* an empty dims list means all dims */
+static ts_tensor *red_dims(const char *op, ts_reduce_op rop, ts_tensor *t, ts_dims dims,
+                           bool keepdim, double param) {
+    return tsi_own(reduce_op(op, rop, t, dims.d, dims.n, dims.n == 0, keepdim, param));
+}
+
+/* ----------------------------------------------------------------- over all elements */
+ts_tensor *ts_sum(ts_tensor *t) { return red_all("sum", TS_R_SUM, t, 0); }
+ts_tensor *ts_mean(ts_tensor *t) { return red_all("mean", TS_R_MEAN, t, 0); }
+ts_tensor *ts_prod(ts_tensor *t) { return red_all("prod", TS_R_PROD, t, 0); }
+ts_tensor *ts_max(ts_tensor *t) { return red_all("max", TS_R_MAX, t, 0); }
+ts_tensor *ts_min(ts_tensor *t) { return red_all("min", TS_R_MIN, t, 0); }
+ts_tensor *ts_var(ts_tensor *t) { return red_all("var", TS_R_VAR, t, 1.0); }
+ts_tensor *ts_std(ts_tensor *t) { return red_all("std", TS_R_STD, t, 1.0); }
+ts_tensor *ts_argmax(ts_tensor *t) { return red_all("argmax", TS_R_ARGMAX, t, 0); }
+ts_tensor *ts_argmin(ts_tensor *t) { return red_all("argmin", TS_R_ARGMIN, t, 0); }
+ts_tensor *ts_logsumexp(ts_tensor *t) { return red_all("logsumexp", TS_R_LOGSUMEXP, t, 0); }
+
+/* ----------------------------------------------------------------- over one dim */
+ts_tensor *ts_sum_dim(ts_tensor *t, int dim, bool keepdim) {
+    return red_dim("sum", TS_R_SUM, t, dim, keepdim, 0);
+}
+ts_tensor *ts_mean_dim(ts_tensor *t, int dim, bool keepdim) {
+    return red_dim("mean", TS_R_MEAN, t, dim, keepdim, 0);
+}
+ts_tensor *ts_prod_dim(ts_tensor *t, int dim, bool keepdim) {
+    return red_dim("prod", TS_R_PROD, t, dim, keepdim, 0);
+}
+ts_tensor *ts_amax_dim(ts_tensor *t, int dim, bool keepdim) {
+    return red_dim("amax", TS_R_MAX, t, dim, keepdim, 0);
+}
+ts_tensor *ts_amin_dim(ts_tensor *t, int dim, bool keepdim) {
+    return red_dim("amin", TS_R_MIN, t, dim, keepdim, 0);
+}
+ts_tensor *ts_argmax_dim(ts_tensor *t, int dim, bool keepdim) {
+    return red_dim("argmax", TS_R_ARGMAX, t, dim, keepdim, 0);
+}
+ts_tensor *ts_argmin_dim(ts_tensor *t, int dim, bool keepdim) {
+    return red_dim("argmin", TS_R_ARGMIN, t, dim, keepdim, 0);
+}
+ts_tensor *ts_var_dim(ts_tensor *t, int dim, bool keepdim, double correction) {
+    return red_dim("var", TS_R_VAR, t, dim, keepdim, correction);
+}
+ts_tensor *ts_std_dim(ts_tensor *t, int dim, bool keepdim, double correction) {
+    return red_dim("std", TS_R_STD, t, dim, keepdim, correction);
+}
+ts_tensor *ts_logsumexp_dim(ts_tensor *t, int dim, bool keepdim) {
+    return red_dim("logsumexp", TS_R_LOGSUMEXP, t, dim, keepdim, 0);
+}
+
+/* values and indices: two kernel passes, which keeps the kernel interface to one output */
+static ts_tensor *minmax_dim(const char *op, ts_reduce_op vop, ts_reduce_op iop, ts_tensor *t,
+                             int dim, bool keepdim, ts_tensor **indices) {
+    if (indices) *indices = NULL;
+    ts_tensor *v = reduce_op(op, vop, t, &dim, 1, false, keepdim, 0);
+    if (!v) return NULL;
+    if (indices) {
+        ts_tensor *i = reduce_op(op, iop, t, &dim, 1, false, keepdim, 0);
+        if (!i) {
+            ts_release(v);
+            return NULL;
+        }
+        *indices = tsi_own(i);
+    }
+    return tsi_own(v);
+}
+ts_tensor *ts_max_dim(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices) {
+    return minmax_dim("max", TS_R_MAX, TS_R_ARGMAX, t, dim, keepdim, indices);
+}
+ts_tensor *ts_min_dim(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices) {
+    return minmax_dim("min", TS_R_MIN, TS_R_ARGMIN, t, dim, keepdim, indices);
+}
+
+/* ----------------------------------------------------------------- over several dims */
+ts_tensor *ts_sum_dims(ts_tensor *t, ts_dims dims, bool keepdim) {
+    return red_dims("sum", TS_R_SUM, t, dims, keepdim, 0);
+}
+ts_tensor *ts_mean_dims(ts_tensor *t, ts_dims dims, bool keepdim) {
+    return red_dims("mean", TS_R_MEAN, t, dims, keepdim, 0);
+}
+ts_tensor *ts_amax_dims(ts_tensor *t, ts_dims dims, bool keepdim) {
+    return red_dims("amax", TS_R_MAX, t, dims, keepdim, 0);
+}
+ts_tensor *ts_amin_dims(ts_tensor *t, ts_dims dims, bool keepdim) {
+    return red_dims("amin", TS_R_MIN, t, dims, keepdim, 0);
+}
+ts_tensor *ts_var_dims(ts_tensor *t, ts_dims dims, bool keepdim, double correction) {
+    return red_dims("var", TS_R_VAR, t, dims, keepdim, correction);
+}
+ts_tensor *ts_std_dims(ts_tensor *t, ts_dims dims, bool keepdim, double correction) {
+    return red_dims("std", TS_R_STD, t, dims, keepdim, correction);
+}
+ts_tensor *ts_logsumexp_dims(ts_tensor *t, ts_dims dims, bool keepdim) {
+    return red_dims("logsumexp", TS_R_LOGSUMEXP, t, dims, keepdim, 0);
+}

@@ -1,0 +1,29 @@
+/* softmax.c — softmax and log_softmax front ends. */
+#include "core/internal.h"
+
+static ts_tensor *softmax_op(const char *op, ts_tensor *t, int dim, bool log) {
+    tsi_init();
+    if (!tsi_check_input(op, t, "input")) return NULL;
+    const int d = tsi_wrap_dim(op, dim, t->shape.ndim);
+    if (d < 0) return NULL;
+    /* integer and bool inputs compute in the default float dtype */
+    ts_tensor *src = tsi_cast(op, t, tsi_is_float(t->dtype) ? t->dtype : TS_F32);
+    if (!src) return NULL;
+    ts_device dev = tsi_device(t);
+    tsi_log_op(op, dev);
+    ts_tensor *out = tsi_new(op, t->shape, src->dtype, dev);
+    if (out && tsi_numel(t->shape) > 0) {
+        ts_kview ko = tsi_kview(out), ki = tsi_kview(src);
+        if (ko.ndim == 0) { /* a 0-dim tensor is softmaxed as one row of one element */
+            ko.ndim = ki.ndim = 1;
+            ko.shape[0] = ki.shape[0] = 1;
+            ko.strides[0] = ki.strides[0] = 1;
+        }
+        tsi_be(src)->softmax(tsi_be(src), tsi_dev_index(src), &ko, &ki, d, log);
+    }
+    ts_release(src);
+    return tsi_own(out);
+}
+
+ts_tensor *ts_softmax(ts_tensor *t, int dim) { return softmax_op("softmax", t, dim, false); }
+ts_tensor *ts_log_softmax(ts_tensor *t, int dim) { return softmax_op("log_softmax", t, dim, true); }
