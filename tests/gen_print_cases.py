@@ -73,6 +73,8 @@ CASES = [
     ("sum_1d", None, "torch.arange(2000)", None),
     ("sum_2d_sci", None, "torch.arange(2000.).reshape(40, 50)", None),
     ("sum_3d", None, "torch.arange(1100.).reshape(10, 11, 10) / 7", None),
+    ("sum_transposed", None, "torch.arange(2000.).reshape(40, 50).t()", None),
+    ("sum_expanded", None, "torch.tensor([1., -2., 3.5]).expand(500, 3)", None),
     ("sum_rows_only_cols", None, "torch.arange(2000.).reshape(2, 1000) / 1000", None),
     ("wrap_f64", None, "torch.arange(30, dtype=f64) / 29", None),
     ("wrap_int", None, "torch.arange(100)", None),

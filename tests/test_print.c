@@ -225,6 +225,30 @@ static const pcase CASES[] = {
      "          1.5543e+02, 1.5557e+02],\n"
      "         [1.5571e+02, 1.5586e+02, 1.5600e+02,  ..., 1.5671e+02,\n"
      "          1.5686e+02, 1.5700e+02]]])"},
+    /* torch.arange(2000.).reshape(40, 50).t() */
+    {"sum_transposed", 4, 1000, 3, 80,
+     "tensor([[0.0000e+00, 5.0000e+01, 1.0000e+02,  ..., 1.8500e+03, 1.9000e+03,\n"
+     "         1.9500e+03],\n"
+     "        [1.0000e+00, 5.1000e+01, 1.0100e+02,  ..., 1.8510e+03, 1.9010e+03,\n"
+     "         1.9510e+03],\n"
+     "        [2.0000e+00, 5.2000e+01, 1.0200e+02,  ..., 1.8520e+03, 1.9020e+03,\n"
+     "         1.9520e+03],\n"
+     "        ...,\n"
+     "        [4.7000e+01, 9.7000e+01, 1.4700e+02,  ..., 1.8970e+03, 1.9470e+03,\n"
+     "         1.9970e+03],\n"
+     "        [4.8000e+01, 9.8000e+01, 1.4800e+02,  ..., 1.8980e+03, 1.9480e+03,\n"
+     "         1.9980e+03],\n"
+     "        [4.9000e+01, 9.9000e+01, 1.4900e+02,  ..., 1.8990e+03, 1.9490e+03,\n"
+     "         1.9990e+03]])"},
+    /* torch.tensor([1., -2., 3.5]).expand(500, 3) */
+    {"sum_expanded", 4, 1000, 3, 80,
+     "tensor([[ 1.0000, -2.0000,  3.5000],\n"
+     "        [ 1.0000, -2.0000,  3.5000],\n"
+     "        [ 1.0000, -2.0000,  3.5000],\n"
+     "        ...,\n"
+     "        [ 1.0000, -2.0000,  3.5000],\n"
+     "        [ 1.0000, -2.0000,  3.5000],\n"
+     "        [ 1.0000, -2.0000,  3.5000]])"},
     /* torch.arange(2000.).reshape(2, 1000) / 1000 */
     {"sum_rows_only_cols", 4, 1000, 3, 80,
      "tensor([[0.0000e+00, 1.0000e-03, 2.0000e-03,  ..., 9.9700e-01, 9.9800e-01,\n"
@@ -413,6 +437,8 @@ static ts_tensor *make_case(const char *name) {
     if (IS("sum_1d")) return arange_i64(TS_SHAPE(2000));
     if (IS("sum_2d_sci")) return arange_f32_div(TS_SHAPE(40, 50), 1);
     if (IS("sum_3d")) return arange_f32_div(TS_SHAPE(10, 11, 10), 7);
+    if (IS("sum_transposed")) return ts_t(arange_f32_div(TS_SHAPE(40, 50), 1));
+    if (IS("sum_expanded")) return ts_expand(VF(1, -2, 3.5), TS_SHAPE(500, 3));
     if (IS("sum_rows_only_cols")) return arange_f32_div(TS_SHAPE(2, 1000), 1000);
     if (IS("wrap_f64")) return arange_f64_div(TS_SHAPE(30), 29, F64);
     if (IS("wrap_int")) return arange_i64(TS_SHAPE(100));

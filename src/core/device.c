@@ -23,7 +23,8 @@ void ts_device_push(ts_device d) {
         return;
     }
     /* resolve now so that a pushed TS_DEVICE_DEFAULT means "what is default at push time" */
-    dev_stack[dev_depth++] = tsi_resolve_device(d);
+    ts_device r = tsi_resolve_device(d); /* before dev_depth moves: it reads the stack top */
+    dev_stack[dev_depth++] = r;
 }
 
 void ts_device_pop(void) {

@@ -158,6 +158,7 @@ ts_tensor *ts_linspace(double start, double end, int64_t steps, ts_opts o) {
     int64_t half = steps / 2; /* PyTorch fills the second half from the end for symmetry */
     for (int64_t i = 0; i < steps; i++)
         v[i] = i < half ? start + step * (double)i : end - step * (double)(steps - 1 - i);
+    if (steps == 1) v[0] = start; /* torch.linspace(3, 7, 1) is [3.] */
     ts_tensor *t = from_doubles("linspace", TS_SHAPE(steps), v, o.dtype, o);
     free(v);
     return tsi_own(t);

@@ -151,7 +151,10 @@ static void format_value(sbuf *b, const formatter *fm, const double *f, const in
         len = fmt_float(buf, f[i], 'e', fm->precision);
     } else if (fm->int_mode) {
         len = fmt_float(buf, f[i], 'f', 0);
-        if (isfinite(f[i])) buf[len++] = '.', buf[len] = '\0';
+        if (isfinite(f[i])) {
+            buf[len++] = '.';
+            buf[len] = '\0';
+        }
     } else {
         len = fmt_float(buf, f[i], 'f', fm->precision);
     }

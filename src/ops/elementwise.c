@@ -6,15 +6,24 @@
 
 const char *tsi_ew_scalar_type_name(ts_dtype d) {
     switch (d) {
-    case TS_F32: return "Float";
-    case TS_F64: return "Double";
-    case TS_F16: return "Half";
-    case TS_BF16: return "BFloat16";
-    case TS_I64: return "Long";
-    case TS_I32: return "Int";
-    case TS_U8: return "Byte";
-    case TS_BOOL: return "Bool";
-    default: return "Undefined";
+    case TS_F32:
+        return "Float";
+    case TS_F64:
+        return "Double";
+    case TS_F16:
+        return "Half";
+    case TS_BF16:
+        return "BFloat16";
+    case TS_I64:
+        return "Long";
+    case TS_I32:
+        return "Int";
+    case TS_U8:
+        return "Byte";
+    case TS_BOOL:
+        return "Bool";
+    default:
+        return "Undefined";
     }
 }
 
@@ -104,6 +113,7 @@ bool tsi_ew_check_binary_dtypes(const char *op, ts_binary_op bop, const ts_tenso
                                  operands_str(a, b)),
                    false;
         return true;
-    default: return true;
+    default:
+        return true;
     }
 }

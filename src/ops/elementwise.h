@@ -29,17 +29,19 @@ static inline ts_dtype tsi_ew_combine(ts_dtype higher, ts_dtype lower) {
 static inline ts_dtype tsi_ew_result_type2(const ts_tensor *a, const ts_tensor *b) {
     if (a->dtype == b->dtype) return a->dtype;
     ts_dtype dim = TS_DTYPE_DEFAULT, zero = TS_DTYPE_DEFAULT;
-    if (a->shape.ndim) dim = a->dtype;
-    else zero = a->dtype;
-    if (b->shape.ndim) dim = tsi_ew_promote(dim, b->dtype);
-    else zero = tsi_ew_promote(zero, b->dtype);
+    if (a->shape.ndim)
+        dim = a->dtype;
+    else
+        zero = a->dtype;
+    if (b->shape.ndim)
+        dim = tsi_ew_promote(dim, b->dtype);
+    else
+        zero = tsi_ew_promote(zero, b->dtype);
     return tsi_ew_combine(dim, zero);
 }
 
 /* A double stands for a Python int when it is integral and fits int64, else for a Python float. */
-static inline bool tsi_ew_integral(double s) {
-    return fabs(s) < 9.2e18 && s == (double)(int64_t)s;
-}
+static inline bool tsi_ew_integral(double s) { return fabs(s) < 9.2e18 && s == (double)(int64_t)s; }
 
 /* torch.result_type(tensor of dtype t, Python number s): ints are int64, floats the default f32. */
 static inline ts_dtype tsi_ew_scalar_result(ts_dtype t, double s) {
@@ -63,6 +65,11 @@ static inline bool tsi_ew_shape_eq(const ts_shape *a, const ts_shape *b) {
     for (int i = 0; i < a->ndim; i++)
         if (a->dims[i] != b->dims[i]) return false;
     return true;
+}
+
+/* t's kernel view broadcast to s (the plain view when t already has shape s: cheaper). */
+static inline ts_kview tsi_ew_kview_to(const ts_tensor *t, const ts_shape *s) {
+    return tsi_ew_shape_eq(&t->shape, s) ? tsi_kview(t) : tsi_kview_broadcast(t, *s);
 }
 
 /* Same device, on-device data, shape and strides: an elementwise kernel may read one and write the

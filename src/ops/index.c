@@ -21,10 +21,7 @@ static int64_t size1(const ts_tensor *t, int d) { return t->shape.ndim > 0 ? t->
 /* The values of an integer index tensor on the host (cast to i64): `small` when they fit, else a
  * malloc'ed buffer the caller frees. */
 static int64_t *index_to_host(const char *op, ts_tensor *idx, int64_t n, int64_t *small) {
-    ts_tensor *c = tsi_cast(op, idx, TS_I64);
-    if (!c) return NULL;
-    ts_tensor *cc = tsi_contiguous(op, c);
-    ts_release(c);
+    ts_tensor *cc = tsi_cast(op, idx, TS_I64);
     if (!cc) return NULL;
     int64_t *buf = n <= SMALL_INDEX ? small : malloc((size_t)n * sizeof(int64_t));
     if (!buf) {

@@ -1,5 +1,4 @@
-/* random.c — random tensor front ends on the global Philox stream (rand, randn, randint, randperm,
- * bernoulli, normal_, uniform_). */
+/* random.c — random tensor front ends on the global Philox stream: rand, randint, randperm, ... */
 #include <math.h>
 #include <stdlib.h>
 

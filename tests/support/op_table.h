@@ -8,12 +8,12 @@
 #include "backend/backend.h"
 #include "tessera.h"
 
-#define OT_MAX_IN 4
+#define OT_MAX_IN  4
 #define OT_BIT(dt) (1u << (unsigned)(dt))
-#define OT_FLOATS (OT_BIT(TS_F32) | OT_BIT(TS_F64) | OT_BIT(TS_F16) | OT_BIT(TS_BF16))
-#define OT_INTS (OT_BIT(TS_I64) | OT_BIT(TS_I32) | OT_BIT(TS_U8))
+#define OT_FLOATS  (OT_BIT(TS_F32) | OT_BIT(TS_F64) | OT_BIT(TS_F16) | OT_BIT(TS_BF16))
+#define OT_INTS    (OT_BIT(TS_I64) | OT_BIT(TS_I32) | OT_BIT(TS_U8))
 #define OT_NUMERIC (OT_FLOATS | OT_INTS)
-#define OT_ALL (OT_NUMERIC | OT_BIT(TS_BOOL))
+#define OT_ALL     (OT_NUMERIC | OT_BIT(TS_BOOL))
 
 /* How an input tensor is laid out in memory; every layout has the same logical shape. */
 typedef enum ot_layout {
@@ -113,7 +113,7 @@ typedef struct ot_ref_in {
 
 typedef struct ot_ref_out {
     ts_shape shape;
-    double *v;   /* room for cap elements */
+    double *v; /* room for cap elements */
     int64_t cap;
     ts_dtype dtype; /* the expected output dtype (set by the harness before the call) */
 } ot_ref_out;
@@ -135,6 +135,9 @@ struct ot_row {
     double scalars[3]; /* OT_S_SCALAR: the scalars tried (nscalars of them) */
     int nscalars;
     bool specials; /* also run NaN / inf / signed-zero inputs */
+    /* In place: the op must return in[0] itself holding the result; samples where in[0] is an
+     * expanded view or would change shape are skipped. */
+    bool inplace;
     /* ---- gradcheck (DESIGN §9.1: f64, eps 1e-6, atol 1e-5, rtol 1e-3): RESERVED for the
      * autograd issue. The harness does not run it yet; it will differentiate the inputs set in
      * this mask with ts_gradcheck once the engine lands. */
@@ -145,16 +148,22 @@ struct ot_row {
  * (op, device, dtype) group and "N passed, N failed". Returns the exit code. */
 int ot_run_table(const ot_row *rows, int n);
 
+/* ---- the sample sets (op_samples.c): fills out with up to max samples, returns the count */
+#define OT_MAX_SAMPLES 48
+int ot_make_samples(const ot_row *row, ot_sample *out, int max);
+/* The bigger shape whose view gives in's layout. */
+ts_shape ot_base_shape(const ot_in *in);
+
 /* ---- f64 references (op_ref.c), shared by the rows */
 bool ot_ref_unary(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out);
 bool ot_ref_binary(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out);
 bool ot_ref_binary_scalar(const ot_row *row, const ot_ref_in *in, const ot_args *a,
                           ot_ref_out *out);
+/* alpha = row->scalars[0] */
 bool ot_ref_add_alpha(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out);
 bool ot_ref_clamp(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out);
 bool ot_ref_where(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out);
-bool ot_ref_masked_fill(const ot_row *row, const ot_ref_in *in, const ot_args *a,
-                        ot_ref_out *out);
+bool ot_ref_masked_fill(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out);
 /* op: ts_reduce_op; OT_REF_MAX_IDX / OT_REF_MIN_IDX select torch.max/min(dim)'s indices */
 #define OT_REF_MAX_IDX 100
 #define OT_REF_MIN_IDX 101
@@ -162,11 +171,9 @@ bool ot_ref_reduce(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_
 bool ot_ref_matmul(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out);
 bool ot_ref_cat(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out);
 bool ot_ref_stack(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out);
-bool ot_ref_index_select(const ot_row *row, const ot_ref_in *in, const ot_args *a,
-                         ot_ref_out *out);
+bool ot_ref_index_select(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out);
 bool ot_ref_gather(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out);
-bool ot_ref_scatter_add(const ot_row *row, const ot_ref_in *in, const ot_args *a,
-                        ot_ref_out *out);
+bool ot_ref_scatter_add(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out);
 bool ot_ref_softmax(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out);
 bool ot_ref_one_hot(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out);
 

@@ -98,7 +98,7 @@ static const gemm_kernel kernels_f32[ISA_COUNT] = {
     {"generic", 6, 8, 256, 240, 4096, ukr_f32_generic},
 #ifdef TS_GEMM_X86
     {"avx2", 6, 16, 256, 240, 4096, ukr_f32_avx2},
-    {"avx512", 12, 32, 256, 192, 4096, ukr_f32_avx512},
+    {"avx512", 12, 32, 384, 96, 4096, ukr_f32_avx512},
 #endif
 };
 static const gemm_kernel kernels_f64[ISA_COUNT] = {

@@ -90,101 +90,44 @@
         }                                                                                          \
     } while (0)
 
+/* clang-format off */
 /* The op switches shared by both forms; comparisons and logical ops write bool. */
 #define CMP_CASES(LOOP)                                                                            \
-    case TS_B_EQ:                                                                                  \
-        LOOP(uint8_t, ID, (uint8_t)(a == b));                                                      \
-        break;                                                                                     \
-    case TS_B_NE:                                                                                  \
-        LOOP(uint8_t, ID, (uint8_t)(a != b));                                                      \
-        break;                                                                                     \
-    case TS_B_LT:                                                                                  \
-        LOOP(uint8_t, ID, (uint8_t)(a < b));                                                       \
-        break;                                                                                     \
-    case TS_B_LE:                                                                                  \
-        LOOP(uint8_t, ID, (uint8_t)(a <= b));                                                      \
-        break;                                                                                     \
-    case TS_B_GT:                                                                                  \
-        LOOP(uint8_t, ID, (uint8_t)(a > b));                                                       \
-        break;                                                                                     \
-    case TS_B_GE:                                                                                  \
-        LOOP(uint8_t, ID, (uint8_t)(a >= b));                                                      \
-        break;                                                                                     \
-    case TS_B_AND:                                                                                 \
-        LOOP(uint8_t, ID, (uint8_t)((a != 0) & (b != 0)));                                         \
-        break;                                                                                     \
-    case TS_B_OR:                                                                                  \
-        LOOP(uint8_t, ID, (uint8_t)((a != 0) | (b != 0)));                                         \
-        break;
+    case TS_B_EQ: LOOP(uint8_t, ID, (uint8_t)(a == b)); break;                                     \
+    case TS_B_NE: LOOP(uint8_t, ID, (uint8_t)(a != b)); break;                                     \
+    case TS_B_LT: LOOP(uint8_t, ID, (uint8_t)(a < b)); break;                                      \
+    case TS_B_LE: LOOP(uint8_t, ID, (uint8_t)(a <= b)); break;                                     \
+    case TS_B_GT: LOOP(uint8_t, ID, (uint8_t)(a > b)); break;                                      \
+    case TS_B_GE: LOOP(uint8_t, ID, (uint8_t)(a >= b)); break;                                     \
+    case TS_B_AND: LOOP(uint8_t, ID, (uint8_t)((a != 0) & (b != 0))); break;                       \
+    case TS_B_OR: LOOP(uint8_t, ID, (uint8_t)((a != 0) | (b != 0))); break;
 
 /* everything but POW and the comparisons */
 #define FLOAT_CASES(LOOP, FAM)                                                                     \
-    case TS_B_ADD:                                                                                 \
-        LOOP(T, ST, a + b);                                                                        \
-        break;                                                                                     \
-    case TS_B_SUB:                                                                                 \
-        LOOP(T, ST, a - b);                                                                        \
-        break;                                                                                     \
-    case TS_B_MUL:                                                                                 \
-        LOOP(T, ST, a *b);                                                                         \
-        break;                                                                                     \
-    case TS_B_DIV:                                                                                 \
-        LOOP(T, ST, a / b);                                                                        \
-        break;                                                                                     \
-    case TS_B_MAX:                                                                                 \
-        LOOP(T, ST, ts_maximum_##FAM(a, b));                                                       \
-        break;                                                                                     \
-    case TS_B_MIN:                                                                                 \
-        LOOP(T, ST, ts_minimum_##FAM(a, b));                                                       \
-        break;                                                                                     \
-    case TS_B_FMOD:                                                                                \
-        LOOP(T, ST, ts_fmod_##FAM(a, b));                                                          \
-        break;                                                                                     \
-    case TS_B_RSUB:                                                                                \
-        LOOP(T, ST, b - a);                                                                        \
-        break;                                                                                     \
-    case TS_B_RDIV:                                                                                \
-        LOOP(T, ST, b / a);                                                                        \
-        break;                                                                                     \
-    case TS_B_RPOW:                                                                                \
-        LOOP(T, ST, M_##FAM##_POW(b, a));                                                          \
-        break;
+    case TS_B_ADD: LOOP(T, ST, a + b); break;                                                      \
+    case TS_B_SUB: LOOP(T, ST, a - b); break;                                                      \
+    case TS_B_MUL: LOOP(T, ST, a * b); break;                                                      \
+    case TS_B_DIV: LOOP(T, ST, a / b); break;                                                      \
+    case TS_B_MAX: LOOP(T, ST, ts_maximum_##FAM(a, b)); break;                                     \
+    case TS_B_MIN: LOOP(T, ST, ts_minimum_##FAM(a, b)); break;                                     \
+    case TS_B_FMOD: LOOP(T, ST, ts_fmod_##FAM(a, b)); break;                                       \
+    case TS_B_RSUB: LOOP(T, ST, b - a); break;                                                     \
+    case TS_B_RDIV: LOOP(T, ST, b / a); break;                                                     \
+    case TS_B_RPOW: LOOP(T, ST, M_##FAM##_POW(b, a)); break;
 
 /* Integers: division and modulo by zero give 0 (PyTorch raises; a kernel must not trap). */
 #define INT_CASES(LOOP)                                                                            \
-    case TS_B_ADD:                                                                                 \
-        LOOP(T, ST, IADD(a, b));                                                                   \
-        break;                                                                                     \
-    case TS_B_SUB:                                                                                 \
-        LOOP(T, ST, ISUB(a, b));                                                                   \
-        break;                                                                                     \
-    case TS_B_MUL:                                                                                 \
-        LOOP(T, ST, IMUL(a, b));                                                                   \
-        break;                                                                                     \
-    case TS_B_DIV:                                                                                 \
-        LOOP(T, ST, ts_idiv_i64(a, b));                                                            \
-        break;                                                                                     \
-    case TS_B_POW:                                                                                 \
-        LOOP(T, ST, ts_ipow_i64(a, b));                                                            \
-        break;                                                                                     \
-    case TS_B_MAX:                                                                                 \
-        LOOP(T, ST, a > b ? a : b);                                                                \
-        break;                                                                                     \
-    case TS_B_MIN:                                                                                 \
-        LOOP(T, ST, a < b ? a : b);                                                                \
-        break;                                                                                     \
-    case TS_B_FMOD:                                                                                \
-        LOOP(T, ST, ts_imod_i64(a, b));                                                            \
-        break;                                                                                     \
-    case TS_B_RSUB:                                                                                \
-        LOOP(T, ST, ISUB(b, a));                                                                   \
-        break;                                                                                     \
-    case TS_B_RDIV:                                                                                \
-        LOOP(T, ST, ts_idiv_i64(b, a));                                                            \
-        break;                                                                                     \
-    case TS_B_RPOW:                                                                                \
-        LOOP(T, ST, ts_ipow_i64(b, a));                                                            \
-        break;                                                                                     \
+    case TS_B_ADD: LOOP(T, ST, IADD(a, b)); break;                                                 \
+    case TS_B_SUB: LOOP(T, ST, ISUB(a, b)); break;                                                 \
+    case TS_B_MUL: LOOP(T, ST, IMUL(a, b)); break;                                                 \
+    case TS_B_DIV: LOOP(T, ST, ts_idiv_i64(a, b)); break;                                          \
+    case TS_B_POW: LOOP(T, ST, ts_ipow_i64(a, b)); break;                                          \
+    case TS_B_MAX: LOOP(T, ST, a > b ? a : b); break;                                              \
+    case TS_B_MIN: LOOP(T, ST, a < b ? a : b); break;                                              \
+    case TS_B_FMOD: LOOP(T, ST, ts_imod_i64(a, b)); break;                                         \
+    case TS_B_RSUB: LOOP(T, ST, ISUB(b, a)); break;                                                \
+    case TS_B_RDIV: LOOP(T, ST, ts_idiv_i64(b, a)); break;                                         \
+    case TS_B_RPOW: LOOP(T, ST, ts_ipow_i64(b, a)); break;                                         \
         CMP_CASES(LOOP)
 
 /* ---------------------------------------------------------------- per-dtype runs
@@ -208,9 +151,7 @@ static bool is_cmp(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_GE; }
         typedef ts_cpu_t_##TAG T;                                                                  \
         typedef CT_ CT;                                                                            \
         switch (((const bin_ctx *)vctx)->op) {                                                     \
-        case TS_B_POW:                                                                             \
-            BIN_LOOP(T, ST, M_##FAM##_POW(a, b));                                                  \
-            break;                                                                                 \
+        case TS_B_POW: BIN_LOOP(T, ST, M_##FAM##_POW(a, b)); break;                                \
             FLOAT_CASES(BIN_LOOP, FAM)                                                             \
             CMP_CASES(BIN_LOOP)                                                                    \
         default:                                                                                   \
@@ -225,24 +166,12 @@ static bool is_cmp(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_GE; }
         switch (ctx->op) {                                                                         \
         case TS_B_POW:                                                                             \
             switch (ctx->pow_kind) {                                                               \
-            case POW_SQRT:                                                                         \
-                SCALAR_LOOP(T, ST, M_##FAM##_SQRT(a));                                             \
-                break;                                                                             \
-            case POW_SQUARE:                                                                       \
-                SCALAR_LOOP(T, ST, a *a);                                                          \
-                break;                                                                             \
-            case POW_CUBE:                                                                         \
-                SCALAR_LOOP(T, ST, a *a *a);                                                       \
-                break;                                                                             \
-            case POW_RSQRT:                                                                        \
-                SCALAR_LOOP(T, ST, ts_rsqrt_##FAM(a));                                             \
-                break;                                                                             \
-            case POW_RECIP:                                                                        \
-                SCALAR_LOOP(T, ST, (CT)1 / a);                                                     \
-                break;                                                                             \
-            case POW_RECIP_SQUARE:                                                                 \
-                SCALAR_LOOP(T, ST, (CT)1 / (a * a));                                               \
-                break;                                                                             \
+            case POW_SQRT: SCALAR_LOOP(T, ST, M_##FAM##_SQRT(a)); break;                           \
+            case POW_SQUARE: SCALAR_LOOP(T, ST, a * a); break;                                     \
+            case POW_CUBE: SCALAR_LOOP(T, ST, a * a * a); break;                                   \
+            case POW_RSQRT: SCALAR_LOOP(T, ST, ts_rsqrt_##FAM(a)); break;                          \
+            case POW_RECIP: SCALAR_LOOP(T, ST, (CT)1 / a); break;                                  \
+            case POW_RECIP_SQUARE: SCALAR_LOOP(T, ST, (CT)1 / (a * a)); break;                     \
             default:                                                                               \
                 SCALAR_LOOP(T, ST, M_##FAM##_POW(a, b));                                           \
                 break;                                                                             \
@@ -277,6 +206,7 @@ static bool is_cmp(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_GE; }
         }                                                                                          \
     }
 
+/* clang-format on */
 #define LD ID
 #define ST ID
 DEFINE_FLOAT(f32, float, f, sf, sf)

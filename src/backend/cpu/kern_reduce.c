@@ -77,6 +77,49 @@ static void reduce_rows(const ts_cpu_rplan *P) {
     free(is);
 }
 
+/* Many short rows of a contiguous input (e.g. a sum over a last dim of 4): one load and one
+ * store per batch of rows, so the per-output overhead does not dominate. */
+static void reduce_small_rows(const ts_cpu_rplan *P) {
+    int64_t n = P->n, per = RED_CHUNK / n, nbatch = (P->outputs + per - 1) / per;
+    bool par = P->outputs * n >= RED_PAR_MIN;
+    (void)par;
+#ifdef TS_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (par)
+#endif
+    for (int64_t b = 0; b < nbatch; b++) {
+        double dbuf[RED_CHUNK], res[RED_CHUNK];
+        int64_t ibuf[RED_CHUNK], ires[RED_CHUNK];
+        int64_t o0 = b * per, cnt = P->outputs - o0 < per ? P->outputs - o0 : per;
+        const char *base = P->base + (size_t)(o0 * n) * P->es;
+        if (P->ints) {
+            ts_cpu_red_conv_run_i64(ibuf, base, P->dt, 1, cnt * n);
+            for (int64_t j = 0; j < cnt; j++) {
+                ts_cpu_istate st = ts_cpu_red_is_init(P->op);
+                ts_cpu_red_is_fold(P->op, &st, ibuf + j * n, n, 0);
+                ires[j] = ts_cpu_red_is_arg(P->op) ? st.idx : st.v;
+            }
+            ts_cpu_red_store_run_i(P->out, o0, ires, cnt);
+            continue;
+        }
+        ts_cpu_red_conv_run_f64(dbuf, base, P->dt, 1, cnt * n);
+        if (P->op == TS_R_SUM || P->op == TS_R_MEAN) {
+            double scale = P->op == TS_R_MEAN ? 1.0 / (double)n : 1.0;
+            for (int64_t j = 0; j < cnt; j++) {
+                double s = 0.0;
+                for (int64_t k = 0; k < n; k++) s += dbuf[j * n + k];
+                res[j] = P->op == TS_R_MEAN ? s * scale : s;
+            }
+        } else {
+            for (int64_t j = 0; j < cnt; j++) {
+                ts_cpu_fstate st = ts_cpu_red_fs_init(P->op);
+                ts_cpu_red_fs_fold(P->op, &st, dbuf + j * n, n, 0);
+                res[j] = ts_cpu_red_fs_finish(P->op, &st, n, P->corr);
+            }
+        }
+        ts_cpu_red_store_run_d(P->out, o0, res, cnt);
+    }
+}
+
 void ts_cpu_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview *out,
                    const ts_kview *in, int nred, double param) {
     (void)be;
@@ -102,7 +145,10 @@ void ts_cpu_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kv
               ts_cpu_red_is_arg(op));
     int ll = P.lead.nd - 1;
     bool row_contig = P.red.nd == 1 && P.red.strides[0] == 1;
-    if (!row_contig && P.n > 1 && P.lead.strides[ll] == 1 && P.lead.shape[ll] >= RED_COL_MIN)
+    bool all_contig = (row_contig || P.n == 1) && P.lead.nd == 1 && P.lead.strides[0] == P.n;
+    if (all_contig && P.n >= 1 && P.n <= RED_SMALL_ROW && P.outputs > 1)
+        reduce_small_rows(&P);
+    else if (!row_contig && P.n > 1 && P.lead.strides[ll] == 1 && P.lead.shape[ll] >= RED_COL_MIN)
         ts_cpu_red_cols(&P);
     else
         reduce_rows(&P);

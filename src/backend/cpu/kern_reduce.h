@@ -4,14 +4,17 @@
 
 #include "backend/cpu/cpu_kernels.h"
 
-#define RED_CHUNK      1024 /* elements converted to double at a time (stays in L1) */
-#define RED_BLOCK      32768 /* elements per partial result when one output is split across threads */
-#define RED_TILE       256   /* columns per tile in the "reduce outer, keep inner" path */
+#define RED_CHUNK      1024  /* elements converted to double at a time (stays in L1) */
+#define RED_BLOCK      32768 /* elements per partial when one output is split across threads */
 #define RED_PAR_MIN    32768 /* below this many input elements everything runs on one thread */
 #define RED_FEW_ITEMS  16    /* fewer independent work items than this: also split the reduction */
 #define RED_COL_MIN    16    /* kept contiguous dim at least this long to use the column path */
 #define RED_COL_BLOCKS 32    /* at most this many position blocks in a split column reduction */
 #define RED_COL_BLOCK  256   /* at least this many positions per such block */
+#define RED_SMALL_ROW  64    /* contiguous rows up to this long are batched, many per load */
+/* Columns per tile in the "reduce outer, keep inner" path. Reading whole rows (up to 16 KiB of
+ * f32) per position keeps the reads streaming; tiles that cut rows into pieces ran 3-8x slower. */
+#define RED_TILE 4096
 
 /* Every split depends only on shapes, never on the thread count, and partial results are combined
  * in a fixed order, so the output does not change with the number of threads. */
@@ -80,6 +83,10 @@ void ts_cpu_red_conv_run_i64(int64_t *dst, const char *p, ts_dtype dt, int64_t s
 void ts_cpu_red_fetch(double *dd, int64_t *di, const char *base, ts_dtype dt, const ts_cpu_rdims *r,
                       int64_t pos, int64_t m);
 
+/* Writes outputs o0 .. o0+n-1 (row-major over out), converting to out's dtype. */
+void ts_cpu_red_store_run_d(const ts_kview *out, int64_t o0, const double *v, int64_t n);
+void ts_cpu_red_store_run_i(const ts_kview *out, int64_t o0, const int64_t *v, int64_t n);
+
 ts_cpu_fstate ts_cpu_red_fs_init(ts_reduce_op op);
 ts_cpu_fstate ts_cpu_red_lse_make(double m, double s);
 /* Merges the partial R (later positions) into L (earlier positions). */
@@ -87,7 +94,9 @@ void ts_cpu_red_fs_combine(ts_reduce_op op, ts_cpu_fstate *L, const ts_cpu_fstat
 /* Folds x[0..m), at reduced positions pos.., into st. */
 void ts_cpu_red_fs_fold(ts_reduce_op op, ts_cpu_fstate *st, const double *x, int64_t m,
                         int64_t pos);
-/* Finishes (mean, var, ...) and writes output o; n is the full reduced count. */
+/* The result (mean, var, ...; arg ops: the index) of a state; n is the full reduced count. */
+double ts_cpu_red_fs_finish(ts_reduce_op op, const ts_cpu_fstate *st, int64_t n, double corr);
+/* Finishes and writes output o. */
 void ts_cpu_red_fs_store(ts_reduce_op op, const ts_kview *out, int64_t o, const ts_cpu_fstate *st,
                          int64_t n, double corr);
 ts_cpu_istate ts_cpu_red_is_init(ts_reduce_op op);

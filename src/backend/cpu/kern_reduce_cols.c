@@ -5,16 +5,19 @@
 
 #include "backend/cpu/kern_reduce.h"
 
-/* ------------------------------------------------------------------ column path */
 /* "Reduce the outer dims, keep a contiguous inner dim": each reduced position contributes one
  * contiguous row of tn kept columns, accumulated into per-column arrays (vectorisable), instead of
- * a strided walk per output. Columns of base .. base+tn-1, reduced positions [p0, p1). */
+ * a strided walk per output. Columns of base .. base+tn-1 (outputs o0 ..), reduced positions
+ * [p0, p1). The partial states go to fs / is when given, else the results straight to out. */
 static void col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int64_t p0, int64_t p1,
-                        ts_cpu_fstate *fs, ts_cpu_istate *is) {
+                        ts_cpu_fstate *fs, ts_cpu_istate *is, int64_t o0) {
     ts_reduce_op op = P->op;
     ts_cpu_odo o;
+    /* on the heap: a tile of 4096 columns needs 128 KiB, too much for a worker thread's stack */
+    char *mem = malloc((size_t)tn * 4 * sizeof(double));
+    if (!mem) return; /* out of host memory: nothing sensible left to do */
     if (P->ints) {
-        int64_t V[RED_TILE], I[RED_TILE], x[RED_TILE];
+        int64_t *V = (int64_t *)mem, *I = V + tn, *x = I + tn;
         ts_cpu_istate init = ts_cpu_red_is_init(op);
         for (int64_t c = 0; c < tn; c++) V[c] = init.v, I[c] = -1;
         ts_cpu_red_odo_init(&o, &P->red, p0);
@@ -40,16 +43,35 @@ static void col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
                 break;
             }
         }
-        for (int64_t c = 0; c < tn; c++) is[c] = (ts_cpu_istate){V[c], I[c]};
+        for (int64_t c = 0; c < tn; c++) {
+            ts_cpu_istate st = {V[c], I[c]};
+            if (is)
+                is[c] = st;
+            else
+                ts_cpu_red_is_store(op, P->out, o0 + c, &st);
+        }
+        free(mem);
         return;
     }
-    double A[RED_TILE], B[RED_TILE], x[RED_TILE];
-    int64_t I[RED_TILE];
+    double *A = (double *)mem, *B = A + tn, *x = B + tn;
+    int64_t *I = (int64_t *)(x + tn);
     ts_cpu_fstate init = ts_cpu_red_fs_init(op);
     for (int64_t c = 0; c < tn; c++) A[c] = init.a, B[c] = 0.0, I[c] = -1;
     ts_cpu_red_odo_init(&o, &P->red, p0);
+    /* sums of f32/f64 read the input directly: a converted copy would double the bytes that must
+     * stay in L1 next to the accumulators */
+    bool direct = (op == TS_R_SUM || op == TS_R_MEAN || op == TS_R_VAR || op == TS_R_STD) &&
+                  (P->dt == TS_F32 || P->dt == TS_F64);
     for (int64_t p = p0; p < p1; p++, ts_cpu_odo_next(&o, &P->red)) {
-        ts_cpu_red_conv_run_f64(x, base + (size_t)o.off * P->es, P->dt, 1, tn);
+        const char *row = base + (size_t)o.off * P->es;
+        if (direct) {
+            if (P->dt == TS_F32)
+                for (int64_t c = 0; c < tn; c++) A[c] += (double)((const float *)row)[c];
+            else
+                for (int64_t c = 0; c < tn; c++) A[c] += ((const double *)row)[c];
+            continue;
+        }
+        ts_cpu_red_conv_run_f64(x, row, P->dt, 1, tn);
         switch (op) {
         case TS_R_SUM:
         case TS_R_MEAN:
@@ -92,11 +114,14 @@ static void col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
         }
     }
     for (int64_t c = 0; c < tn; c++) {
-        if (op == TS_R_LOGSUMEXP)
-            fs[c] = ts_cpu_red_lse_make(A[c], B[c]);
+        ts_cpu_fstate st = op == TS_R_LOGSUMEXP ? ts_cpu_red_lse_make(A[c], B[c])
+                                                : (ts_cpu_fstate){A[c], B[c], cnt, I[c]};
+        if (fs)
+            fs[c] = st;
         else
-            fs[c] = (ts_cpu_fstate){A[c], B[c], cnt, I[c]};
+            ts_cpu_red_fs_store(op, P->out, o0 + c, &st, P->n, P->corr);
     }
+    free(mem);
 }
 
 void ts_cpu_red_cols(const ts_cpu_rplan *P) {
@@ -104,6 +129,7 @@ void ts_cpu_red_cols(const ts_cpu_rplan *P) {
     ts_cpu_rdims rest = P->lead;
     rest.nd--;
     int64_t nq = P->outputs / C, ntiles = (C + RED_TILE - 1) / RED_TILE, items = nq * ntiles;
+    int64_t tw = C < RED_TILE ? C : RED_TILE; /* partial states kept per work item */
     int64_t nb = 1, bs = P->n;
     if (items < RED_FEW_ITEMS && P->outputs * P->n >= 2 * RED_PAR_MIN) {
         nb = (P->n + RED_COL_BLOCK - 1) / RED_COL_BLOCK;
@@ -117,9 +143,9 @@ void ts_cpu_red_cols(const ts_cpu_rplan *P) {
     ts_cpu_istate *is = NULL;
     if (nb > 1) {
         if (P->ints)
-            is = malloc((size_t)(items * nb * RED_TILE) * sizeof *is);
+            is = malloc((size_t)(items * nb * tw) * sizeof *is);
         else
-            fs = malloc((size_t)(items * nb * RED_TILE) * sizeof *fs);
+            fs = malloc((size_t)(items * nb * tw) * sizeof *fs);
         if (!fs && !is) return; /* out of host memory */
     }
 #ifdef TS_HAVE_OPENMP
@@ -130,32 +156,20 @@ void ts_cpu_red_cols(const ts_cpu_rplan *P) {
         int64_t tn = C - c0 < RED_TILE ? C - c0 : RED_TILE;
         int64_t p0 = b * bs, p1 = p0 + bs < P->n ? p0 + bs : P->n;
         const char *base = P->base + (size_t)(ts_cpu_red_lin_offset(&rest, q) + c0) * P->es;
-        if (nb > 1) {
-            col_partial(P, base, tn, p0, p1, fs ? fs + w * RED_TILE : NULL,
-                        is ? is + w * RED_TILE : NULL);
-            continue;
-        }
-        ts_cpu_fstate lf[RED_TILE];
-        ts_cpu_istate li[RED_TILE];
-        col_partial(P, base, tn, p0, p1, lf, li);
-        for (int64_t c = 0; c < tn; c++) {
-            if (P->ints)
-                ts_cpu_red_is_store(P->op, P->out, q * C + c0 + c, &li[c]);
-            else
-                ts_cpu_red_fs_store(P->op, P->out, q * C + c0 + c, &lf[c], P->n, P->corr);
-        }
+        col_partial(P, base, tn, p0, p1, fs ? fs + w * tw : NULL, is ? is + w * tw : NULL,
+                    q * C + c0);
     }
     if (nb == 1) return;
     for (int64_t it = 0; it < items; it++) {
         int64_t q = it / ntiles, c0 = (it % ntiles) * RED_TILE;
         int64_t tn = C - c0 < RED_TILE ? C - c0 : RED_TILE;
         for (int64_t c = 0; c < tn; c++) {
-            int64_t first = it * nb * RED_TILE + c;
+            int64_t first = it * nb * tw + c;
             for (int64_t b = 1; b < nb; b++) {
                 if (fs)
-                    ts_cpu_red_fs_combine(P->op, &fs[first], &fs[first + b * RED_TILE]);
+                    ts_cpu_red_fs_combine(P->op, &fs[first], &fs[first + b * tw]);
                 else
-                    ts_cpu_red_is_combine(P->op, &is[first], &is[first + b * RED_TILE]);
+                    ts_cpu_red_is_combine(P->op, &is[first], &is[first + b * tw]);
             }
             if (fs)
                 ts_cpu_red_fs_store(P->op, P->out, q * C + c0 + c, &fs[first], P->n, P->corr);

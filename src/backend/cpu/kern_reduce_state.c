@@ -171,77 +171,128 @@ void ts_cpu_red_fetch(double *dd, int64_t *di, const char *base, ts_dtype dt, co
 }
 
 /* ------------------------------------------------------------------ storing one output */
-static int64_t out_offset(const ts_kview *out, int64_t o) {
-    int64_t off = 0;
-    for (int d = out->ndim - 1; d >= 0; d--) {
-        off += (o % out->shape[d]) * out->strides[d];
-        o /= out->shape[d];
-    }
-    return off;
-}
+#define PUT_RUN(T, EXPR)                                                                           \
+    do {                                                                                           \
+        T *q = (T *)p;                                                                             \
+        for (int64_t k = 0; k < n; k++) q[k * s] = EXPR(v[k]);                                     \
+    } while (0)
+#define CAST_F(x)   ((float)(x))
+#define CAST_D(x)   ((double)(x))
+#define TO_F16(x)   ts_f32_to_f16((float)(x))
+#define TO_BF16(x)  ts_f32_to_bf16((float)(x))
+#define CAST_I64(x) ((int64_t)(x))
+#define CAST_I32(x) ((int32_t)(x))
+#define CAST_U8(x)  ((uint8_t)(x))
+#define NONZERO(x)  ((uint8_t)((x) != 0))
 
-void ts_cpu_red_store_d(const ts_kview *out, int64_t o, double v) {
-    char *p = out->data + (size_t)out_offset(out, o) * ts_cpu_red_elem_size(out->dtype);
-    switch (out->dtype) {
+static void put_run_d(char *p, ts_dtype dt, int64_t s, const double *v, int64_t n) {
+    switch (dt) {
     case TS_F32:
-        *(float *)p = (float)v;
+        PUT_RUN(float, CAST_F);
         break;
     case TS_F64:
-        *(double *)p = v;
+        PUT_RUN(double, CAST_D);
         break;
     case TS_F16:
-        *(uint16_t *)p = ts_f32_to_f16((float)v);
+        PUT_RUN(uint16_t, TO_F16);
         break;
     case TS_BF16:
-        *(uint16_t *)p = ts_f32_to_bf16((float)v);
+        PUT_RUN(uint16_t, TO_BF16);
         break;
     case TS_I64:
-        *(int64_t *)p = ts_d2i64(v);
+        PUT_RUN(int64_t, ts_d2i64);
         break;
     case TS_I32:
-        *(int32_t *)p = ts_d2i32(v);
+        PUT_RUN(int32_t, ts_d2i32);
         break;
     case TS_U8:
-        *(uint8_t *)p = ts_d2u8(v);
+        PUT_RUN(uint8_t, ts_d2u8);
         break;
     case TS_BOOL:
-        *(uint8_t *)p = v != 0.0;
+        PUT_RUN(uint8_t, NONZERO);
         break;
     default:
         break;
     }
 }
 
-void ts_cpu_red_store_i(const ts_kview *out, int64_t o, int64_t v) {
-    char *p = out->data + (size_t)out_offset(out, o) * ts_cpu_red_elem_size(out->dtype);
-    switch (out->dtype) {
+static void put_run_i(char *p, ts_dtype dt, int64_t s, const int64_t *v, int64_t n) {
+    switch (dt) {
     case TS_F32:
-        *(float *)p = (float)v;
+        PUT_RUN(float, CAST_F);
         break;
     case TS_F64:
-        *(double *)p = (double)v;
+        PUT_RUN(double, CAST_D);
         break;
     case TS_F16:
-        *(uint16_t *)p = ts_f32_to_f16((float)v);
+        PUT_RUN(uint16_t, TO_F16);
         break;
     case TS_BF16:
-        *(uint16_t *)p = ts_f32_to_bf16((float)v);
+        PUT_RUN(uint16_t, TO_BF16);
         break;
     case TS_I64:
-        *(int64_t *)p = v;
+        PUT_RUN(int64_t, CAST_I64);
         break;
     case TS_I32:
-        *(int32_t *)p = (int32_t)v;
+        PUT_RUN(int32_t, CAST_I32);
         break;
     case TS_U8:
-        *(uint8_t *)p = (uint8_t)v;
+        PUT_RUN(uint8_t, CAST_U8);
         break;
     case TS_BOOL:
-        *(uint8_t *)p = v != 0;
+        PUT_RUN(uint8_t, NONZERO);
         break;
     default:
         break;
     }
+}
+
+/* Writes outputs o0 .. o0+n-1 (row-major over out) from vd (double) or vi (int64). */
+static void store_run(const ts_kview *out, int64_t o0, const double *vd, const int64_t *vi,
+                      int64_t n) {
+    int nd = out->ndim;
+    size_t es = ts_cpu_red_elem_size(out->dtype);
+    if (nd == 0) {
+        if (vd)
+            put_run_d(out->data, out->dtype, 0, vd, n);
+        else
+            put_run_i(out->data, out->dtype, 0, vi, n);
+        return;
+    }
+    int64_t idx[TS_MAX_DIMS], rem = o0, off = 0;
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = rem % out->shape[d];
+        rem /= out->shape[d];
+        off += idx[d] * out->strides[d];
+    }
+    int64_t last = out->shape[nd - 1], ls = out->strides[nd - 1], done = 0;
+    while (done < n) {
+        int64_t run = last - idx[nd - 1];
+        if (run > n - done) run = n - done;
+        char *p = out->data + (size_t)off * es;
+        if (vd)
+            put_run_d(p, out->dtype, ls, vd + done, run);
+        else
+            put_run_i(p, out->dtype, ls, vi + done, run);
+        done += run;
+        if (done >= n) break;
+        off += (last - idx[nd - 1]) * ls; /* end of the last dim: carry into the leading dims */
+        idx[nd - 1] = last;
+        for (int d = nd - 1; d > 0 && idx[d] == out->shape[d]; d--) {
+            off -= idx[d] * out->strides[d];
+            idx[d] = 0;
+            idx[d - 1]++;
+            off += out->strides[d - 1];
+        }
+    }
+}
+
+void ts_cpu_red_store_run_d(const ts_kview *out, int64_t o0, const double *v, int64_t n) {
+    store_run(out, o0, v, NULL, n);
+}
+
+void ts_cpu_red_store_run_i(const ts_kview *out, int64_t o0, const int64_t *v, int64_t n) {
+    store_run(out, o0, NULL, v, n);
 }
 
 /* ------------------------------------------------------------------ float states */
@@ -332,15 +383,42 @@ static double sum_d(const double *x, int64_t m) {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
 }
 
+/* Eight independent lanes (like sum_d) so the compiler can keep several in flight; NaNs are
+ * counted apart from the comparisons, which ignore them. */
 static double max_d(const double *x, int64_t m, bool want_max) {
-    double r = want_max ? -INFINITY : INFINITY;
-    bool nan = false;
+    double r[8], nn[8], res = want_max ? -INFINITY : INFINITY, anynan = 0;
+    for (int u = 0; u < 8; u++) r[u] = res, nn[u] = 0;
+    int64_t k = 0;
     if (want_max)
-        for (int64_t k = 0; k < m; k++) r = x[k] > r ? x[k] : r;
+        for (; k + 8 <= m; k += 8)
+            for (int u = 0; u < 8; u++) {
+                r[u] = x[k + u] > r[u] ? x[k + u] : r[u];
+                nn[u] += x[k + u] != x[k + u];
+            }
     else
-        for (int64_t k = 0; k < m; k++) r = x[k] < r ? x[k] : r;
-    for (int64_t k = 0; k < m; k++) nan |= x[k] != x[k];
-    return nan ? NAN : r;
+        for (; k + 8 <= m; k += 8)
+            for (int u = 0; u < 8; u++) {
+                r[u] = x[k + u] < r[u] ? x[k + u] : r[u];
+                nn[u] += x[k + u] != x[k + u];
+            }
+    for (; k < m; k++) {
+        res = (want_max ? x[k] > res : x[k] < res) ? x[k] : res;
+        anynan += x[k] != x[k];
+    }
+    for (int u = 0; u < 8; u++) {
+        res = (want_max ? r[u] > res : r[u] < res) ? r[u] : res;
+        anynan += nn[u];
+    }
+    return anynan != 0 ? NAN : res;
+}
+
+static double prod_d(const double *x, int64_t m) {
+    double r[8] = {1, 1, 1, 1, 1, 1, 1, 1}, tail = 1;
+    int64_t k = 0;
+    for (; k + 8 <= m; k += 8)
+        for (int u = 0; u < 8; u++) r[u] *= x[k + u];
+    for (; k < m; k++) tail *= x[k];
+    return ((r[0] * r[1]) * (r[2] * r[3])) * ((r[4] * r[5]) * (r[6] * r[7])) * tail;
 }
 
 /* Folds x[0..m), at reduced positions pos.., into st. */
@@ -353,7 +431,7 @@ void ts_cpu_red_fs_fold(ts_reduce_op op, ts_cpu_fstate *st, const double *x, int
         c.a = sum_d(x, m);
         break;
     case TS_R_PROD:
-        for (int64_t k = 0; k < m; k++) c.a *= x[k];
+        c.a = prod_d(x, m);
         break;
     case TS_R_MAX:
     case TS_R_MIN:
@@ -394,31 +472,30 @@ void ts_cpu_red_fs_fold(ts_reduce_op op, ts_cpu_fstate *st, const double *x, int
     ts_cpu_red_fs_combine(op, st, &c);
 }
 
-void ts_cpu_red_fs_store(ts_reduce_op op, const ts_kview *out, int64_t o, const ts_cpu_fstate *st,
-                         int64_t n, double corr) {
-    double v = st->a;
+double ts_cpu_red_fs_finish(ts_reduce_op op, const ts_cpu_fstate *st, int64_t n, double corr) {
     switch (op) {
     case TS_R_ARGMAX:
     case TS_R_ARGMIN:
-        ts_cpu_red_store_i(out, o, st->idx);
-        return;
+        return (double)st->idx; /* exact: indices stay far below 2^53 */
     case TS_R_MEAN:
-        v = n > 0 ? st->a / (double)n : NAN;
-        break;
+        return n > 0 ? st->a / (double)n : NAN;
     case TS_R_VAR:
     case TS_R_STD: {
         double div = (double)n - corr;
-        v = st->b / (div > 0.0 ? div : 0.0); /* 0/0 = NaN, x/0 = inf, as PyTorch */
-        if (op == TS_R_STD) v = sqrt(v);
-        break;
+        double v = st->b / (div > 0.0 ? div : 0.0); /* 0/0 = NaN, x/0 = inf, as PyTorch */
+        return op == TS_R_STD ? sqrt(v) : v;
     }
     case TS_R_LOGSUMEXP:
-        if (isfinite(st->a)) v = st->a + log(st->b);
-        break;
+        return isfinite(st->a) ? st->a + log(st->b) : st->a;
     default:
-        break;
+        return st->a;
     }
-    ts_cpu_red_store_d(out, o, v);
+}
+
+void ts_cpu_red_fs_store(ts_reduce_op op, const ts_kview *out, int64_t o, const ts_cpu_fstate *st,
+                         int64_t n, double corr) {
+    double v = ts_cpu_red_fs_finish(op, st, n, corr);
+    store_run(out, o, &v, NULL, 1);
 }
 
 /* ------------------------------------------------------------------ integer states */
@@ -498,5 +575,6 @@ void ts_cpu_red_is_fold(ts_reduce_op op, ts_cpu_istate *st, const int64_t *x, in
 }
 
 void ts_cpu_red_is_store(ts_reduce_op op, const ts_kview *out, int64_t o, const ts_cpu_istate *st) {
-    ts_cpu_red_store_i(out, o, ts_cpu_red_is_arg(op) ? st->idx : st->v);
+    int64_t v = ts_cpu_red_is_arg(op) ? st->idx : st->v;
+    store_run(out, o, NULL, &v, 1);
 }

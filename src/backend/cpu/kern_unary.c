@@ -63,78 +63,35 @@ typedef struct unary_ctx {
         }                                                                                          \
     } while (0)
 
+/* clang-format off */
 /* Float dtypes: f32/f16/bf16 compute in float (FAM f), f64 in double (FAM d). */
 #define UNARY_FLOAT(TAG, CT, FAM, LD, ST)                                                          \
     static void unary_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {             \
         const unary_ctx *ctx = (const unary_ctx *)vctx;                                            \
         typedef ts_cpu_t_##TAG T;                                                                  \
         switch (ctx->op) {                                                                         \
-        case TS_U_NEG:                                                                             \
-            UN_LOOP(T, T, CT, LD, ST, -a);                                                         \
-            break;                                                                                 \
-        case TS_U_ABS:                                                                             \
-            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_ABS(a));                                           \
-            break;                                                                                 \
-        case TS_U_EXP:                                                                             \
-            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_EXP(a));                                           \
-            break;                                                                                 \
-        case TS_U_LOG:                                                                             \
-            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_LOG(a));                                           \
-            break;                                                                                 \
-        case TS_U_LOG1P:                                                                           \
-            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_LOG1P(a));                                         \
-            break;                                                                                 \
-        case TS_U_SQRT:                                                                            \
-            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_SQRT(a));                                          \
-            break;                                                                                 \
-        case TS_U_RSQRT:                                                                           \
-            UN_LOOP(T, T, CT, LD, ST, ts_rsqrt_##FAM(a));                                          \
-            break;                                                                                 \
-        case TS_U_SIN:                                                                             \
-            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_SIN(a));                                           \
-            break;                                                                                 \
-        case TS_U_COS:                                                                             \
-            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_COS(a));                                           \
-            break;                                                                                 \
-        case TS_U_TANH:                                                                            \
-            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_TANH(a));                                          \
-            break;                                                                                 \
-        case TS_U_SIGMOID:                                                                         \
-            UN_LOOP(T, T, CT, LD, ST, ts_sigmoid_##FAM(a));                                        \
-            break;                                                                                 \
-        case TS_U_RELU:                                                                            \
-            UN_LOOP(T, T, CT, LD, ST, ts_relu_##FAM(a));                                           \
-            break;                                                                                 \
-        case TS_U_GELU:                                                                            \
-            UN_LOOP(T, T, CT, LD, ST, ts_gelu_##FAM(a));                                           \
-            break;                                                                                 \
-        case TS_U_SILU:                                                                            \
-            UN_LOOP(T, T, CT, LD, ST, ts_silu_##FAM(a));                                           \
-            break;                                                                                 \
-        case TS_U_SOFTPLUS:                                                                        \
-            UN_LOOP(T, T, CT, LD, ST, ts_softplus_##FAM(a));                                       \
-            break;                                                                                 \
-        case TS_U_SIGN:                                                                            \
-            UN_LOOP(T, T, CT, LD, ST, ts_sign_##FAM(a));                                           \
-            break;                                                                                 \
-        case TS_U_FLOOR:                                                                           \
-            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_FLOOR(a));                                         \
-            break;                                                                                 \
-        case TS_U_CEIL:                                                                            \
-            UN_LOOP(T, T, CT, LD, ST, M_##FAM##_CEIL(a));                                          \
-            break;                                                                                 \
-        case TS_U_ROUND:                                                                           \
-            UN_LOOP(T, T, CT, LD, ST, ts_round_even_##FAM(a));                                     \
-            break;                                                                                 \
-        case TS_U_RECIPROCAL:                                                                      \
-            UN_LOOP(T, T, CT, LD, ST, ts_reciprocal_##FAM(a));                                     \
-            break;                                                                                 \
-        case TS_U_SQUARE:                                                                          \
-            UN_LOOP(T, T, CT, LD, ST, a *a);                                                       \
-            break;                                                                                 \
-        case TS_U_LOGICAL_NOT:                                                                     \
-            UN_LOOP(ts_cpu_t_b8, T, CT, LD, ID, (uint8_t)(a == 0));                                \
-            break;                                                                                 \
+        case TS_U_NEG: UN_LOOP(T, T, CT, LD, ST, -a); break;                                       \
+        case TS_U_ABS: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_ABS(a)); break;                         \
+        case TS_U_EXP: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_EXP(a)); break;                         \
+        case TS_U_LOG: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_LOG(a)); break;                         \
+        case TS_U_LOG1P: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_LOG1P(a)); break;                     \
+        case TS_U_SQRT: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_SQRT(a)); break;                       \
+        case TS_U_RSQRT: UN_LOOP(T, T, CT, LD, ST, ts_rsqrt_##FAM(a)); break;                      \
+        case TS_U_SIN: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_SIN(a)); break;                         \
+        case TS_U_COS: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_COS(a)); break;                         \
+        case TS_U_TANH: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_TANH(a)); break;                       \
+        case TS_U_SIGMOID: UN_LOOP(T, T, CT, LD, ST, ts_sigmoid_##FAM(a)); break;                  \
+        case TS_U_RELU: UN_LOOP(T, T, CT, LD, ST, ts_relu_##FAM(a)); break;                        \
+        case TS_U_GELU: UN_LOOP(T, T, CT, LD, ST, ts_gelu_##FAM(a)); break;                        \
+        case TS_U_SILU: UN_LOOP(T, T, CT, LD, ST, ts_silu_##FAM(a)); break;                        \
+        case TS_U_SOFTPLUS: UN_LOOP(T, T, CT, LD, ST, ts_softplus_##FAM(a)); break;                \
+        case TS_U_SIGN: UN_LOOP(T, T, CT, LD, ST, ts_sign_##FAM(a)); break;                        \
+        case TS_U_FLOOR: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_FLOOR(a)); break;                     \
+        case TS_U_CEIL: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_CEIL(a)); break;                       \
+        case TS_U_ROUND: UN_LOOP(T, T, CT, LD, ST, ts_round_even_##FAM(a)); break;                 \
+        case TS_U_RECIPROCAL: UN_LOOP(T, T, CT, LD, ST, ts_reciprocal_##FAM(a)); break;            \
+        case TS_U_SQUARE: UN_LOOP(T, T, CT, LD, ST, a * a); break;                                 \
+        case TS_U_LOGICAL_NOT: UN_LOOP(ts_cpu_t_b8, T, CT, LD, ID, (uint8_t)(a == 0)); break;      \
         case TS_U_CLAMP: {                                                                         \
             const CT lo = isnan(ctx->p0) ? (CT)-INFINITY : (CT)ctx->p0;                            \
             const CT hi = isnan(ctx->p1) ? (CT)INFINITY : (CT)ctx->p1;                             \
@@ -146,6 +103,7 @@ typedef struct unary_ctx {
         }                                                                                          \
     }
 
+/* clang-format on */
 UNARY_FLOAT(f32, float, f, ID, ID)
 UNARY_FLOAT(f64, double, d, ID, ID)
 UNARY_FLOAT(f16, float, f, LD_F16, ST_F16)

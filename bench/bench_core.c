@@ -1,0 +1,77 @@
+/* bench_core.c — per-op cost of ts_add on tiny tensors and f32 matmul GFLOP/s, printed as
+ * "name value" lines for bench/run.sh to set beside PyTorch. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tessera.h"
+
+static double now_s(void) {
+    struct timespec t;
+    timespec_get(&t, TIME_UTC);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void die_on_error(const char *what) {
+    if (ts_error() == TS_OK) return;
+    fprintf(stderr, "bench_core: %s: %s\n", what, ts_error_message());
+    exit(1);
+}
+
+/* ns per ts_add: batches of 1000 ops, each batch inside its own scope so the results are freed
+ * the way a training step frees them; best of `repeats` timings of `batches` batches. */
+static double bench_add(int64_t n, int batches, int repeats) {
+    ts_tensor *a = ts_full(TS_SHAPE(n), 1.5, (ts_opts){0});
+    ts_tensor *b = ts_full(TS_SHAPE(n), 2.5, (ts_opts){0});
+    die_on_error("add setup");
+    double best = 1e30;
+    for (int r = 0; r < repeats + 1; r++) { /* the first round warms the caches and allocator */
+        double t0 = now_s();
+        for (int i = 0; i < batches; i++) {
+            ts_scope_begin();
+            for (int j = 0; j < 1000; j++) ts_add(a, b);
+            ts_scope_end();
+        }
+        double dt = (now_s() - t0) / ((double)batches * 1000.0);
+        if (r > 0 && dt < best) best = dt;
+    }
+    die_on_error("add");
+    ts_release(a);
+    ts_release(b);
+    return best * 1e9;
+}
+
+/* GFLOP/s of an n x n by n x n f32 mm, best of `repeats` timings of `iters` products. */
+static double bench_mm(int64_t n, int iters, int repeats) {
+    ts_manual_seed(1);
+    ts_tensor *a = ts_randn(TS_SHAPE(n, n), (ts_opts){0});
+    ts_tensor *b = ts_randn(TS_SHAPE(n, n), (ts_opts){0});
+    die_on_error("mm setup");
+    double best = 1e30;
+    for (int r = 0; r < repeats + 1; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < iters; i++) {
+            ts_scope_begin();
+            ts_mm(a, b);
+            ts_scope_end();
+        }
+        double dt = (now_s() - t0) / iters;
+        if (r > 0 && dt < best) best = dt;
+    }
+    die_on_error("mm");
+    ts_release(a);
+    ts_release(b);
+    return 2.0 * (double)n * (double)n * (double)n / best * 1e-9;
+}
+
+int main(int argc, char **argv) {
+    /* "quick" makes a smoke run (fewer iterations, same output format) */
+    int q = argc > 1 && strcmp(argv[1], "quick") == 0 ? 10 : 1;
+    printf("add_1 %.1f\n", bench_add(1, 200 / q, 7));
+    printf("add_1000 %.1f\n", bench_add(1000, 200 / q, 7));
+    printf("matmul_256 %.2f\n", bench_mm(256, 50 / q, 5));
+    printf("matmul_1024 %.2f\n", bench_mm(1024, 10 / q > 0 ? 10 / q : 1, 5));
+    printf("matmul_2048 %.2f\n", bench_mm(2048, 2, q > 1 ? 1 : 5));
+    return 0;
+}

@@ -1,0 +1,324 @@
+/* kern_matmul.c — batched matmul on the CPU: OpenBLAS (or the built-in blocked GEMM) for floats,
+ * f16/bf16 through f32 scratch, a plain loop with int64 accumulation for integers. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/gemm_blocked.h"
+#include "backend/kernel_math.h"
+
+#ifdef TS_HAVE_CBLAS
+#include <cblas.h>
+#endif
+#ifdef TS_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+/* One batch of the problem: C[m,n] = A[m,k] @ B[k,n], strides in elements. */
+typedef struct mm_desc {
+    int64_t bsz, m, n, k;
+    int64_t sa[3], sb[3], sc[3]; /* batch, row, column strides */
+} mm_desc;
+
+static mm_desc mm_desc_of(const ts_kview *out, const ts_kview *a, const ts_kview *b) {
+    mm_desc d = {.bsz = out->shape[0], .m = out->shape[1], .n = out->shape[2], .k = a->shape[2]};
+    for (int i = 0; i < 3; i++) {
+        d.sa[i] = a->strides[i];
+        d.sb[i] = b->strides[i];
+        d.sc[i] = out->strides[i];
+    }
+    return d;
+}
+
+static bool run_in_parallel(double work) {
+#ifdef TS_HAVE_OPENMP
+    return work > 32768 && omp_get_max_threads() > 1 && !omp_in_parallel();
+#else
+    (void)work;
+    return false;
+#endif
+}
+
+/* ------------------------------------------------------------------ f32 / f64 */
+#ifdef TS_HAVE_CBLAS
+/* A rows x cols matrix BLAS can read in place: row-major (ld = row stride) or column-major
+ * (ld = column stride). A stride of a size-1 dim is arbitrary and so is ignored. */
+typedef enum { LAYOUT_NONE, LAYOUT_ROW, LAYOUT_COL } mat_layout;
+
+static mat_layout layout_of(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int *ld) {
+    int64_t r1 = rows > 1 ? rows : 1, c1 = cols > 1 ? cols : 1;
+    if ((cs == 1 || cols == 1) && (rows == 1 || rs >= c1) && (rows == 1 ? c1 : rs) <= INT_MAX) {
+        *ld = (int)(rows == 1 ? c1 : rs);
+        return LAYOUT_ROW;
+    }
+    if ((rs == 1 || rows == 1) && (cols == 1 || cs >= r1) && (cols == 1 ? r1 : cs) <= INT_MAX) {
+        *ld = (int)(cols == 1 ? r1 : cs);
+        return LAYOUT_COL;
+    }
+    return LAYOUT_NONE;
+}
+
+/* Copy a strided matrix into contiguous row-major scratch. */
+static void *pack_rows(const char *p, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                       size_t es) {
+    char *dst = malloc((size_t)(rows * cols) * es + 1);
+    if (!dst) return NULL;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            memcpy(dst + (size_t)(i * cols + j) * es, p + (size_t)(i * rs + j * cs) * es, es);
+    return dst;
+}
+
+/* One GEMM through BLAS; false when BLAS cannot take it (sizes beyond int, no scratch memory),
+ * leaving the caller to use the blocked GEMM. */
+static bool blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, int64_t rsa,
+                      int64_t csa, const char *b, int64_t rsb, int64_t csb, char *c, int64_t rsc,
+                      int64_t csc) {
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX) return false;
+    const size_t es = dbl ? sizeof(double) : sizeof(float);
+    int lda, ldb, ldc;
+    mat_layout la = layout_of(m, k, rsa, csa, &lda), lb = layout_of(k, n, rsb, csb, &ldb);
+    mat_layout lc = layout_of(m, n, rsc, csc, &ldc);
+    if (lc == LAYOUT_NONE) return false; /* only for exotic outputs: blocked GEMM writes any */
+    void *sa = NULL, *sb = NULL;
+    if (la == LAYOUT_NONE) {
+        if (!(sa = pack_rows(a, m, k, rsa, csa, es))) return false;
+        a = sa, la = LAYOUT_ROW, lda = (int)(k > 1 ? k : 1);
+    }
+    if (lb == LAYOUT_NONE) {
+        if (!(sb = pack_rows(b, k, n, rsb, csb, es))) {
+            free(sa);
+            return false;
+        }
+        b = sb, lb = LAYOUT_ROW, ldb = (int)(n > 1 ? n : 1);
+    }
+    /* In C's own order an operand stored the same way is "no transpose". */
+    mat_layout want = lc;
+    enum CBLAS_ORDER order = lc == LAYOUT_ROW ? CblasRowMajor : CblasColMajor;
+    enum CBLAS_TRANSPOSE ta = la == want ? CblasNoTrans : CblasTrans;
+    enum CBLAS_TRANSPOSE tb = lb == want ? CblasNoTrans : CblasTrans;
+    if (dbl)
+        cblas_dgemm(order, ta, tb, (int)m, (int)n, (int)k, 1.0, (const double *)a, lda,
+                    (const double *)b, ldb, 0.0, (double *)c, ldc);
+    else
+        cblas_sgemm(order, ta, tb, (int)m, (int)n, (int)k, 1.0f, (const float *)a, lda,
+                    (const float *)b, ldb, 0.0f, (float *)c, ldc);
+    free(sa);
+    free(sb);
+    return true;
+}
+#endif
+
+static void gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, char *c,
+                     bool parallel) {
+#ifdef TS_HAVE_CBLAS
+    if (blas_gemm(dbl, d->m, d->n, d->k, a, d->sa[1], d->sa[2], b, d->sb[1], d->sb[2], c, d->sc[1],
+                  d->sc[2]))
+        return;
+#endif
+    if (dbl)
+        ts_gemm_blocked_f64(d->m, d->n, d->k, (const double *)a, d->sa[1], d->sa[2],
+                            (const double *)b, d->sb[1], d->sb[2], (double *)c, d->sc[1], d->sc[2],
+                            parallel);
+    else
+        ts_gemm_blocked_f32(d->m, d->n, d->k, (const float *)a, d->sa[1], d->sa[2],
+                            (const float *)b, d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
+                            parallel);
+}
+
+static void zero_out(const mm_desc *d, char *c, size_t es) {
+    for (int64_t bi = 0; bi < d->bsz; bi++)
+        for (int64_t i = 0; i < d->m; i++)
+            for (int64_t j = 0; j < d->n; j++)
+                memset(c + (size_t)(bi * d->sc[0] + i * d->sc[1] + j * d->sc[2]) * es, 0, es);
+}
+
+static void matmul_float(bool dbl, const mm_desc *d, const char *a, const char *b, char *c) {
+    const size_t es = dbl ? sizeof(double) : sizeof(float);
+    if (d->bsz == 0 || d->m == 0 || d->n == 0) return;
+    if (d->k == 0) {
+        zero_out(d, c, es);
+        return;
+    }
+    const double flops = (double)d->m * (double)d->n * (double)d->k;
+    /* Many small matrices: one GEMM per thread beats threading each GEMM. One big GEMM keeps the
+     * library's own threads. */
+    if (d->bsz > 1 && flops < 4e6 && run_in_parallel(flops * (double)d->bsz)) {
+#ifdef TS_HAVE_OPENMP
+#if defined(TS_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+        int saved = openblas_get_num_threads();
+        openblas_set_num_threads(1);
+#endif
+        const int64_t bsz = d->bsz;
+#pragma omp parallel for schedule(static)
+        for (int64_t bi = 0; bi < bsz; bi++)
+            gemm_one(dbl, d, a + (size_t)(bi * d->sa[0]) * es, b + (size_t)(bi * d->sb[0]) * es,
+                     c + (size_t)(bi * d->sc[0]) * es, false);
+#if defined(TS_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+        openblas_set_num_threads(saved);
+#endif
+        return;
+#endif
+    }
+    for (int64_t bi = 0; bi < d->bsz; bi++)
+        gemm_one(dbl, d, a + (size_t)(bi * d->sa[0]) * es, b + (size_t)(bi * d->sb[0]) * es,
+                 c + (size_t)(bi * d->sc[0]) * es, true);
+}
+
+/* ------------------------------------------------------------------ f16 / bf16 */
+static inline float half_load(const char *p, bool bf) {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return bf ? ts_bf16_to_f32(h) : ts_f16_to_f32(h);
+}
+
+static inline void half_store(char *p, float v, bool bf) {
+    uint16_t h = bf ? ts_f32_to_bf16(v) : ts_f32_to_f16(v);
+    memcpy(p, &h, sizeof h);
+}
+
+/* [nb, rows, cols] strided halves -> contiguous f32 (nb is 1 for a broadcast operand). */
+static float *halves_to_f32(const char *p, bool bf, int64_t nb, int64_t rows, int64_t cols,
+                            const int64_t *s) {
+    float *dst = malloc((size_t)(nb * rows * cols) * sizeof(float) + 1);
+    if (!dst) return NULL;
+    const int64_t total_rows = nb * rows;
+#ifdef TS_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (run_in_parallel((double)(total_rows * cols)))
+#endif
+    for (int64_t r = 0; r < total_rows; r++) {
+        const char *src = p + 2 * (size_t)((r / rows) * s[0] + (r % rows) * s[1]);
+        float *row = dst + r * cols;
+        if (s[2] == 1)
+            for (int64_t j = 0; j < cols; j++) row[j] = half_load(src + 2 * (size_t)j, bf);
+        else
+            for (int64_t j = 0; j < cols; j++) row[j] = half_load(src + 2 * (size_t)(j * s[2]), bf);
+    }
+    return dst;
+}
+
+/* Without scratch memory: a slow but allocation-free loop. */
+static void matmul_half_direct(bool bf, const mm_desc *d, const char *a, const char *b, char *c) {
+    for (int64_t bi = 0; bi < d->bsz; bi++)
+        for (int64_t i = 0; i < d->m; i++)
+            for (int64_t j = 0; j < d->n; j++) {
+                float s = 0;
+                for (int64_t p = 0; p < d->k; p++)
+                    s += half_load(a + 2 * (size_t)(bi * d->sa[0] + i * d->sa[1] + p * d->sa[2]),
+                                   bf) *
+                         half_load(b + 2 * (size_t)(bi * d->sb[0] + p * d->sb[1] + j * d->sb[2]),
+                                   bf);
+                half_store(c + 2 * (size_t)(bi * d->sc[0] + i * d->sc[1] + j * d->sc[2]), s, bf);
+            }
+}
+
+static void matmul_half(bool bf, const mm_desc *d, const char *a, const char *b, char *c) {
+    if (d->bsz == 0 || d->m == 0 || d->n == 0) return;
+    const int64_t nba = d->sa[0] == 0 ? 1 : d->bsz, nbb = d->sb[0] == 0 ? 1 : d->bsz;
+    float *fa = halves_to_f32(a, bf, nba, d->m, d->k, d->sa);
+    float *fb = fa ? halves_to_f32(b, bf, nbb, d->k, d->n, d->sb) : NULL;
+    float *fc = fb ? malloc((size_t)(d->bsz * d->m * d->n) * sizeof(float) + 1) : NULL;
+    if (!fc) {
+        free(fa);
+        free(fb);
+        matmul_half_direct(bf, d, a, b, c);
+        return;
+    }
+    mm_desc f = {.bsz = d->bsz, .m = d->m, .n = d->n, .k = d->k};
+    f.sa[0] = nba == 1 ? 0 : d->m * d->k, f.sa[1] = d->k, f.sa[2] = 1;
+    f.sb[0] = nbb == 1 ? 0 : d->k * d->n, f.sb[1] = d->n, f.sb[2] = 1;
+    f.sc[0] = d->m * d->n, f.sc[1] = d->n, f.sc[2] = 1;
+    matmul_float(false, &f, (const char *)fa, (const char *)fb, (char *)fc);
+    const int64_t rows = d->bsz * d->m, n = d->n;
+#ifdef TS_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (run_in_parallel((double)(rows * n)))
+#endif
+    for (int64_t r = 0; r < rows; r++) {
+        char *dst = c + 2 * (size_t)((r / d->m) * d->sc[0] + (r % d->m) * d->sc[1]);
+        for (int64_t j = 0; j < n; j++)
+            half_store(dst + 2 * (size_t)(j * d->sc[2]), fc[r * n + j], bf);
+    }
+    free(fa);
+    free(fb);
+    free(fc);
+}
+
+/* ------------------------------------------------------------------ integers */
+/* PyTorch's integer mm wraps on overflow; unsigned arithmetic gives that without UB. Rows
+ * [r0, r1) of the flattened [bsz * m] output. */
+#define TS_DEFINE_INT_MM(NAME, T)                                                                  \
+    static void NAME(const mm_desc *d, const char *a_, const char *b_, char *c_, int64_t r0,       \
+                     int64_t r1) {                                                                 \
+        const T *a = (const T *)a_, *b = (const T *)b_;                                            \
+        T *c = (T *)c_;                                                                            \
+        for (int64_t r = r0; r < r1; r++) {                                                        \
+            const int64_t bi = r / d->m, i = r % d->m;                                             \
+            const T *ar = a + bi * d->sa[0] + i * d->sa[1];                                        \
+            const T *bb = b + bi * d->sb[0];                                                       \
+            T *cr = c + bi * d->sc[0] + i * d->sc[1];                                              \
+            for (int64_t j = 0; j < d->n; j++) {                                                   \
+                uint64_t s = 0;                                                                    \
+                for (int64_t p = 0; p < d->k; p++)                                                 \
+                    s += (uint64_t)(int64_t)ar[p * d->sa[2]] *                                     \
+                         (uint64_t)(int64_t)bb[p * d->sb[1] + j * d->sb[2]];                       \
+                cr[j * d->sc[2]] = (T)(int64_t)s;                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+TS_DEFINE_INT_MM(int_rows_i64, int64_t)
+TS_DEFINE_INT_MM(int_rows_i32, int32_t)
+TS_DEFINE_INT_MM(int_rows_u8, uint8_t)
+
+typedef void (*int_rows_fn)(const mm_desc *d, const char *a, const char *b, char *c, int64_t r0,
+                            int64_t r1);
+
+static void matmul_int(int_rows_fn fn, const mm_desc *d, const char *a, const char *b, char *c) {
+    const int64_t rows = d->bsz * d->m;
+    if (rows == 0 || d->n == 0) return;
+#ifdef TS_HAVE_OPENMP
+    if (run_in_parallel((double)rows * (double)d->n * (double)d->k)) {
+#pragma omp parallel
+        {
+            int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+            int64_t chunk = (rows + nt - 1) / nt, r0 = t * chunk;
+            int64_t r1 = r0 + chunk < rows ? r0 + chunk : rows;
+            if (r0 < r1) fn(d, a, b, c, r0, r1);
+        }
+        return;
+    }
+#endif
+    fn(d, a, b, c, 0, rows);
+}
+
+void ts_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
+                   const ts_kview *b) {
+    (void)be, (void)index;
+    mm_desc d = mm_desc_of(out, a, b);
+    switch (out->dtype) {
+    case TS_F32:
+        matmul_float(false, &d, a->data, b->data, out->data);
+        break;
+    case TS_F64:
+        matmul_float(true, &d, a->data, b->data, out->data);
+        break;
+    case TS_F16:
+        matmul_half(false, &d, a->data, b->data, out->data);
+        break;
+    case TS_BF16:
+        matmul_half(true, &d, a->data, b->data, out->data);
+        break;
+    case TS_I64:
+        matmul_int(int_rows_i64, &d, a->data, b->data, out->data);
+        break;
+    case TS_I32:
+        matmul_int(int_rows_i32, &d, a->data, b->data, out->data);
+        break;
+    case TS_U8:
+        matmul_int(int_rows_u8, &d, a->data, b->data, out->data);
+        break;
+    default: /* bool and others are rejected by the front end */
+        break;
+    }
+}

@@ -1,0 +1,233 @@
+/* binary.c — tensor-tensor elementwise front ends with broadcasting and PyTorch's type promotion
+ * (add, mul, eq, logical_and...), their in-place forms and add_alpha. */
+#include "ops/elementwise.h"
+
+static inline bool dev_eq(ts_device a, ts_device b) {
+    return a.type == b.type && a.index == b.index;
+}
+
+/* New tensor a op b of shape s and dtype o, computed in c. An operand that needs a cast and already
+ * has the full shape is cast through the output, which saves a temporary. */
+static ts_tensor *binary_new(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
+                             ts_dtype c, ts_dtype o, ts_shape s) {
+    ts_tensor *out = tsi_new(op, s, o, tsi_device(a));
+    if (!out || tsi_numel(s) == 0) return out;
+    const ts_backend *be = tsi_be(out);
+    const int idx = tsi_dev_index(out);
+    ts_kview ko = tsi_kview(out), ka = tsi_ew_kview_to(a, &s), kb = tsi_ew_kview_to(b, &s);
+    ts_tensor *ta = NULL, *tb = NULL;
+    bool out_used = false;
+    if (a->dtype != c) {
+        if (o == c && tsi_ew_shape_eq(&a->shape, &s)) {
+            be->copy(be, idx, &ko, &ka);
+            ka = ko;
+            out_used = true;
+        } else {
+            if (!(ta = tsi_cast(op, a, c))) goto fail;
+            ka = tsi_ew_kview_to(ta, &s);
+        }
+    }
+    if (b->dtype != c) {
+        if (o == c && !out_used && tsi_ew_shape_eq(&b->shape, &s)) {
+            be->copy(be, idx, &ko, &kb);
+            kb = ko;
+        } else {
+            if (!(tb = tsi_cast(op, b, c))) goto fail;
+            kb = tsi_ew_kview_to(tb, &s);
+        }
+    }
+    be->binary(be, idx, bop, &ko, &ka, &kb);
+    ts_release(ta);
+    ts_release(tb);
+    return out;
+fail:
+    ts_release(ta);
+    ts_release(out);
+    return NULL;
+}
+
+/* dst op= b: straight into dst when it has the compute dtype and b does not partly overlap it. */
+static ts_tensor *binary_inplace(const char *op, ts_binary_op bop, ts_tensor *dst, ts_tensor *b,
+                                 ts_dtype c, ts_dtype o, ts_shape s) {
+    const ts_backend *be = tsi_be(dst);
+    const int idx = tsi_dev_index(dst);
+    const bool any = tsi_numel(s) > 0;
+    if (o == dst->dtype && c == dst->dtype) {
+        ts_tensor *tb = NULL;
+        const ts_tensor *cb = b;
+        if (b->dtype != c) {
+            if (!(tb = tsi_cast(op, b, c))) return NULL;
+            cb = tb;
+        }
+        if (!tsi_ew_overlaps(dst, cb)) {
+            if (any) {
+                ts_kview kd = tsi_kview(dst), kb = tsi_ew_kview_to(cb, &s);
+                be->binary(be, idx, bop, &kd, &kd, &kb);
+            }
+            ts_release(tb);
+            tsi_bump_version(dst);
+            return ts_retain(dst);
+        }
+        ts_release(tb);
+    }
+    ts_tensor *out = binary_new(op, bop, dst, b, c, o, s);
+    if (!out) return NULL;
+    if (any) {
+        ts_kview kd = tsi_kview(dst), ko = tsi_kview(out);
+        be->copy(be, idx, &kd, &ko);
+    }
+    ts_release(out);
+    tsi_bump_version(dst);
+    return ts_retain(dst);
+}
+
+/* Both operands on one device; r is their result type. */
+static ts_tensor *binary_core(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
+                              ts_dtype r, ts_tensor *dst) {
+    const ts_dtype c = tsi_ew_compute_dtype(bop, r);
+    const ts_dtype o = tsi_ew_bool_out(bop) ? TS_BOOL : c;
+    ts_shape s;
+    if (tsi_ew_shape_eq(&a->shape, &b->shape))
+        s = a->shape;
+    else if (!tsi_broadcast_shapes(op, a->shape, b->shape, &s))
+        return NULL;
+    if (dst && !tsi_ew_check_inplace(op, dst, o, &s)) return NULL;
+    tsi_log_op(op, tsi_device(a));
+    return dst ? binary_inplace(op, bop, dst, b, c, o, s) : binary_new(op, bop, a, b, c, o, s);
+}
+
+/* The op a 0-dim cpu operand turns into when it is read as a number (a op s); false when the
+ * kernels have none. */
+static bool scalar_form(ts_binary_op bop, bool scalar_is_a, ts_binary_op *out) {
+    *out = bop;
+    switch (bop) {
+    case TS_B_ADD:
+    case TS_B_MUL:
+    case TS_B_MAX:
+    case TS_B_MIN:
+    case TS_B_EQ:
+    case TS_B_NE:
+        return true;
+    case TS_B_FMOD:
+        return !scalar_is_a;
+    case TS_B_SUB:
+        *out = scalar_is_a ? TS_B_RSUB : bop;
+        return true;
+    case TS_B_DIV:
+        *out = scalar_is_a ? TS_B_RDIV : bop;
+        return true;
+    case TS_B_POW:
+        *out = scalar_is_a ? TS_B_RPOW : bop;
+        return true;
+    case TS_B_LT:
+        *out = scalar_is_a ? TS_B_GT : bop;
+        return true;
+    case TS_B_LE:
+        *out = scalar_is_a ? TS_B_GE : bop;
+        return true;
+    case TS_B_GT:
+        *out = scalar_is_a ? TS_B_LT : bop;
+        return true;
+    case TS_B_GE:
+        *out = scalar_is_a ? TS_B_LE : bop;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* One operand is a 0-dim cpu tensor and the other lives on dev (PyTorch allows this): use its value
+ * as a number when that is exact, else copy it over. */
+static ts_tensor *binary_mixed(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
+                               ts_dtype r, ts_tensor *dst, ts_device dev, bool a_is_cpu) {
+    ts_tensor *x = a_is_cpu ? a : b, *t = a_is_cpu ? b : a;
+    ts_binary_op sop;
+    if (scalar_form(bop, a_is_cpu, &sop)) {
+        const double v = ts_item(x);
+        if (tsi_is_float(x->dtype) || fabs(v) <= 9007199254740992.0)
+            return tsi_ew_scalar(op, sop, t, v, r, dst);
+    }
+    ts_tensor *xd = tsi_to_device(op, x, dev);
+    if (!xd) return NULL;
+    ts_tensor *res = binary_core(op, bop, a_is_cpu ? xd : a, a_is_cpu ? b : xd, r, dst);
+    ts_release(xd);
+    return res;
+}
+
+/* Validates, promotes and dispatches; a new reference (not in a scope) or NULL. */
+static ts_tensor *binary_run(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
+                             bool inplace) {
+    tsi_init();
+    if (!tsi_check_input(op, a, "a") || !tsi_check_input(op, b, "b")) return NULL;
+    ts_tensor *const ts[2] = {a, b};
+    ts_device dev;
+    if (!tsi_same_device(op, ts, 2, true, &dev)) return NULL;
+    const ts_dtype r = tsi_ew_result_type2(a, b);
+    if (!tsi_ew_check_binary_dtypes(op, bop, a, b, r)) return NULL;
+    const bool a_off = !dev_eq(tsi_device(a), dev), b_off = !dev_eq(tsi_device(b), dev);
+    if (a_off || b_off) {
+        if (inplace && a_off) { /* the destination decides the device: report the mismatch */
+            tsi_same_device(op, ts, 2, false, &dev);
+            return NULL;
+        }
+        return binary_mixed(op, bop, a, b, r, inplace ? a : NULL, dev, a_off);
+    }
+    return binary_core(op, bop, a, b, r, inplace ? a : NULL);
+}
+
+#define BINARY(NAME, BOP)                                                                          \
+    ts_tensor *ts_##NAME(ts_tensor *a, ts_tensor *b) {                                             \
+        return tsi_own(binary_run(#NAME, BOP, a, b, false));                                       \
+    }
+BINARY(add, TS_B_ADD)
+BINARY(sub, TS_B_SUB)
+BINARY(mul, TS_B_MUL)
+BINARY(div, TS_B_DIV)
+BINARY(pow, TS_B_POW)
+BINARY(maximum, TS_B_MAX)
+BINARY(minimum, TS_B_MIN)
+BINARY(fmod, TS_B_FMOD)
+BINARY(eq, TS_B_EQ)
+BINARY(ne, TS_B_NE)
+BINARY(lt, TS_B_LT)
+BINARY(le, TS_B_LE)
+BINARY(gt, TS_B_GT)
+BINARY(ge, TS_B_GE)
+BINARY(logical_and, TS_B_AND)
+BINARY(logical_or, TS_B_OR)
+#undef BINARY
+
+#define BINARY_INPLACE(NAME, BOP)                                                                  \
+    ts_tensor *ts_##NAME##_(ts_tensor *a, ts_tensor *b) {                                          \
+        return tsi_own(binary_run(#NAME "_", BOP, a, b, true));                                    \
+    }
+BINARY_INPLACE(add, TS_B_ADD)
+BINARY_INPLACE(sub, TS_B_SUB)
+BINARY_INPLACE(mul, TS_B_MUL)
+BINARY_INPLACE(div, TS_B_DIV)
+BINARY_INPLACE(pow, TS_B_POW)
+#undef BINARY_INPLACE
+
+ts_tensor *ts_add_alpha(ts_tensor *a, ts_tensor *b, double alpha) {
+    const char *op = "add_alpha";
+    tsi_init();
+    if (!tsi_check_input(op, a, "a") || !tsi_check_input(op, b, "b")) return NULL;
+    ts_tensor *const ts[2] = {a, b};
+    ts_device dev;
+    if (!tsi_same_device(op, ts, 2, true, &dev)) return NULL;
+    const ts_dtype r = tsi_ew_result_type2(a, b);
+    if (!tsi_is_float(r) && !tsi_ew_integral(alpha))
+        return tsi_error_set(
+                   TS_ERR_ARG,
+                   "%s: For integral input tensors, argument alpha must not be a floating "
+                   "point number. (alpha %g, a: %s, b: %s)",
+                   op, alpha, tsi_desc(a), tsi_desc(b)),
+               NULL;
+    if (alpha == 1) return tsi_own(binary_run(op, TS_B_ADD, a, b, false));
+    /* b * alpha in the result dtype keeps the promotion of (a, scaled) equal to that of (a, b) */
+    ts_tensor *scaled = tsi_ew_scalar(op, TS_B_MUL, b, alpha, r, NULL);
+    if (!scaled) return NULL;
+    ts_tensor *out = binary_run(op, TS_B_ADD, a, scaled, false);
+    ts_release(scaled);
+    return tsi_own(out);
+}

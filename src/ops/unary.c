@@ -1,0 +1,186 @@
+/* unary.c — unary elementwise front ends (neg, exp, sigmoid, ...), their in-place forms and clamp.
+ */
+#include "ops/elementwise.h"
+
+/* The result dtype of u on t (PyTorch's): float functions make integers f32, rounding is the
+ * identity on integers. *copy_only: the result is t converted, no kernel to run. */
+static bool unary_dtype(const char *op, ts_unary_op u, const ts_tensor *t, ts_dtype *r,
+                        bool *copy_only) {
+    const ts_dtype d = t->dtype;
+    *r = d;
+    *copy_only = false;
+    switch (u) {
+    case TS_U_LOGICAL_NOT:
+        *r = TS_BOOL;
+        return true;
+    case TS_U_EXP:
+    case TS_U_LOG:
+    case TS_U_LOG1P:
+    case TS_U_SQRT:
+    case TS_U_RSQRT:
+    case TS_U_SIN:
+    case TS_U_COS:
+    case TS_U_TANH:
+    case TS_U_SIGMOID:
+    case TS_U_RECIPROCAL:
+        if (!tsi_is_float(d)) *r = TS_F32;
+        return true;
+    case TS_U_GELU:
+    case TS_U_SILU:
+    case TS_U_SOFTPLUS:
+        if (tsi_is_float(d)) return true;
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: not implemented for '%s': expected a floating point tensor "
+                             "(input: %s)",
+                             op, tsi_ew_scalar_type_name(d), tsi_desc(t)),
+               false;
+    case TS_U_NEG:
+        if (d != TS_BOOL) return true;
+        return tsi_error_set(
+                   TS_ERR_DTYPE,
+                   "%s: Negation, the `-` operator, on a bool tensor is not supported. If "
+                   "you are trying to invert a mask, use the `~` or `logical_not()` "
+                   "operator instead. (input: %s)",
+                   op, tsi_desc(t)),
+               false;
+    case TS_U_FLOOR:
+    case TS_U_CEIL:
+    case TS_U_ROUND:
+        *copy_only = tsi_is_int(d); /* fall through */
+    case TS_U_ABS:
+    case TS_U_RELU:
+        if (d != TS_BOOL) return true;
+        return tsi_error_set(TS_ERR_DTYPE, "%s: not implemented for 'Bool' (input: %s)", op,
+                             tsi_desc(t)),
+               false;
+    case TS_U_SIGN:
+        *copy_only = d == TS_BOOL;
+        return true;
+    case TS_U_SQUARE: /* pow(t, 2): bool with a Python int is int64 */
+        if (d == TS_BOOL) *r = TS_I64;
+        return true;
+    default:
+        return true;
+    }
+}
+
+/* New tensor u(t) of dtype r; a t of another dtype is cast through the output first. */
+static ts_tensor *unary_new(const char *op, ts_unary_op u, ts_tensor *t, ts_dtype r, bool copy_only,
+                            double p0, double p1) {
+    ts_tensor *out = tsi_new(op, t->shape, r, tsi_device(t));
+    if (!out || tsi_numel(t->shape) == 0) return out;
+    const ts_backend *be = tsi_be(t);
+    const int idx = tsi_dev_index(t);
+    ts_kview ko = tsi_kview(out), kt = tsi_kview(t);
+    if (copy_only) {
+        be->copy(be, idx, &ko, &kt);
+    } else if (t->dtype == r || u == TS_U_LOGICAL_NOT) {
+        be->unary(be, idx, u, &ko, &kt, p0, p1);
+    } else {
+        be->copy(be, idx, &ko, &kt);
+        be->unary(be, idx, u, &ko, &ko, p0, p1);
+    }
+    return out;
+}
+
+/* Runs u with result dtype r on t, or in place into t. */
+static ts_tensor *unary_exec(const char *op, ts_unary_op u, ts_tensor *t, ts_dtype r,
+                             bool copy_only, bool inplace, double p0, double p1) {
+    if (inplace && !tsi_ew_check_inplace(op, t, r, NULL)) return NULL;
+    tsi_log_op(op, tsi_device(t));
+    if (!inplace) return unary_new(op, u, t, r, copy_only, p0, p1);
+    if (tsi_numel(t->shape) > 0 && !copy_only) {
+        const ts_backend *be = tsi_be(t);
+        const int idx = tsi_dev_index(t);
+        ts_kview kt = tsi_kview(t);
+        if (r == t->dtype) {
+            be->unary(be, idx, u, &kt, &kt, p0, p1);
+        } else { /* castable but wider: compute there, round back */
+            ts_tensor *out = unary_new(op, u, t, r, copy_only, p0, p1);
+            if (!out) return NULL;
+            ts_kview ko = tsi_kview(out);
+            be->copy(be, idx, &kt, &ko);
+            ts_release(out);
+        }
+    }
+    tsi_bump_version(t);
+    return ts_retain(t);
+}
+
+static ts_tensor *unary_op(const char *op, ts_unary_op u, ts_tensor *t, bool inplace) {
+    tsi_init();
+    if (!tsi_check_input(op, t, "input")) return NULL;
+    ts_dtype r;
+    bool copy_only;
+    if (!unary_dtype(op, u, t, &r, &copy_only)) return NULL;
+    return tsi_own(unary_exec(op, u, t, r, copy_only, inplace, 0, 0));
+}
+
+#define UNARY(NAME, U)                                                                             \
+    ts_tensor *ts_##NAME(ts_tensor *t) { return unary_op(#NAME, U, t, false); }
+UNARY(neg, TS_U_NEG)
+UNARY(abs, TS_U_ABS)
+UNARY(exp, TS_U_EXP)
+UNARY(log, TS_U_LOG)
+UNARY(log1p, TS_U_LOG1P)
+UNARY(sqrt, TS_U_SQRT)
+UNARY(rsqrt, TS_U_RSQRT)
+UNARY(sin, TS_U_SIN)
+UNARY(cos, TS_U_COS)
+UNARY(tanh, TS_U_TANH)
+UNARY(sigmoid, TS_U_SIGMOID)
+UNARY(relu, TS_U_RELU)
+UNARY(gelu, TS_U_GELU)
+UNARY(silu, TS_U_SILU)
+UNARY(softplus, TS_U_SOFTPLUS)
+UNARY(sign, TS_U_SIGN)
+UNARY(floor, TS_U_FLOOR)
+UNARY(ceil, TS_U_CEIL)
+UNARY(round, TS_U_ROUND)
+UNARY(reciprocal, TS_U_RECIPROCAL)
+UNARY(square, TS_U_SQUARE)
+UNARY(logical_not, TS_U_LOGICAL_NOT)
+#undef UNARY
+
+#define UNARY_INPLACE(NAME, U)                                                                     \
+    ts_tensor *ts_##NAME##_(ts_tensor *t) { return unary_op(#NAME "_", U, t, true); }
+UNARY_INPLACE(neg, TS_U_NEG)
+UNARY_INPLACE(abs, TS_U_ABS)
+UNARY_INPLACE(exp, TS_U_EXP)
+UNARY_INPLACE(log, TS_U_LOG)
+UNARY_INPLACE(sqrt, TS_U_SQRT)
+UNARY_INPLACE(sigmoid, TS_U_SIGMOID)
+UNARY_INPLACE(relu, TS_U_RELU)
+UNARY_INPLACE(tanh, TS_U_TANH)
+#undef UNARY_INPLACE
+
+/* ------------------------------------------------------------------ clamp */
+/* torch.clamp: the bounds are Python numbers, so they take part in the promotion (an integer
+ * tensor clamped to 0.5 becomes f32); NAN leaves a side unbounded. */
+static ts_tensor *clamp_op(const char *op, ts_tensor *t, double lo, double hi, bool inplace) {
+    tsi_init();
+    if (!tsi_check_input(op, t, "input")) return NULL;
+    if (isnan(lo) && isnan(hi))
+        return tsi_error_set(
+                   TS_ERR_ARG,
+                   "%s: At least one of 'min' or 'max' must not be None (NAN) (input: %s)", op,
+                   tsi_desc(t)),
+               NULL;
+    ts_dtype r = t->dtype;
+    if (!isnan(lo)) r = tsi_ew_scalar_result(r, lo);
+    if (!isnan(hi)) r = tsi_ew_scalar_result(r, hi);
+    return tsi_own(unary_exec(op, TS_U_CLAMP, t, r, false, inplace, lo, hi));
+}
+
+ts_tensor *ts_clamp(ts_tensor *t, double min, double max) {
+    return clamp_op("clamp", t, min, max, false);
+}
+ts_tensor *ts_clamp_min(ts_tensor *t, double min) {
+    return clamp_op("clamp_min", t, min, NAN, false);
+}
+ts_tensor *ts_clamp_max(ts_tensor *t, double max) {
+    return clamp_op("clamp_max", t, NAN, max, false);
+}
+ts_tensor *ts_clamp_(ts_tensor *t, double min, double max) {
+    return clamp_op("clamp_", t, min, max, true);
+}

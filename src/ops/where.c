@@ -1,0 +1,163 @@
+/* where.c — where and masked_fill front ends (both run the backend's where kernel). */
+#include <float.h>
+
+#include "ops/elementwise.h"
+
+static inline bool dev_eq(ts_device a, ts_device b) {
+    return a.type == b.type && a.index == b.index;
+}
+
+/* x on dev with dtype dt: x itself (*tmp NULL) or a temporary left in *tmp for the caller to
+ * release; NULL on error. Only a 0-dim cpu tensor can be off dev here (tsi_same_device). */
+static ts_tensor *prepare(const char *op, ts_tensor *x, ts_device dev, ts_dtype dt,
+                          ts_tensor **tmp) {
+    *tmp = NULL;
+    if (dev_eq(tsi_device(x), dev) && x->dtype == dt) return x;
+    ts_tensor *moved = tsi_to_device(op, x, dev);
+    if (!moved) return NULL;
+    *tmp = tsi_cast(op, moved, dt);
+    ts_release(moved);
+    return *tmp;
+}
+
+/* torch's where / masked_fill accept uint8 conditions (deprecated) besides bool */
+static bool check_condition(const char *op, const ts_tensor *cond, const char *what) {
+    if (cond->dtype == TS_BOOL || cond->dtype == TS_U8) return true;
+    return tsi_error_set(TS_ERR_DTYPE,
+                         "%s: expected %s to be a boolean tensor, but got a tensor with dtype %s "
+                         "(%s: %s)",
+                         op, what, tsi_ew_scalar_type_name(cond->dtype), what, tsi_desc(cond)),
+           false;
+}
+
+ts_tensor *ts_where(ts_tensor *cond, ts_tensor *a, ts_tensor *b) {
+    const char *op = "where";
+    tsi_init();
+    if (!tsi_check_input(op, cond, "cond") || !tsi_check_input(op, a, "a") ||
+        !tsi_check_input(op, b, "b"))
+        return NULL;
+    ts_tensor *const ts[3] = {cond, a, b};
+    ts_device dev;
+    if (!tsi_same_device(op, ts, 3, true, &dev)) return NULL;
+    if (!check_condition(op, cond, "condition")) return NULL;
+    const ts_dtype r = tsi_ew_result_type2(a, b);
+    ts_shape s1, s;
+    if (!tsi_broadcast_shapes(op, cond->shape, a->shape, &s1) ||
+        !tsi_broadcast_shapes(op, s1, b->shape, &s))
+        return NULL;
+    tsi_log_op(op, dev);
+    ts_tensor *tc = NULL, *ta = NULL, *tb = NULL, *out = NULL;
+    ts_tensor *c2 = prepare(op, cond, dev, TS_BOOL, &tc);
+    ts_tensor *a2 = c2 ? prepare(op, a, dev, r, &ta) : NULL;
+    ts_tensor *b2 = a2 ? prepare(op, b, dev, r, &tb) : NULL;
+    if (b2) out = tsi_new(op, s, r, dev);
+    if (out && tsi_numel(s) > 0) {
+        ts_kview ko = tsi_kview(out), kc = tsi_ew_kview_to(c2, &s), ka = tsi_ew_kview_to(a2, &s),
+                 kb = tsi_ew_kview_to(b2, &s);
+        tsi_be(out)->where(tsi_be(out), tsi_dev_index(out), &ko, &kc, &ka, &kb);
+    }
+    ts_release(tc);
+    ts_release(ta);
+    ts_release(tb);
+    return tsi_own(out);
+}
+
+/* ------------------------------------------------------------------ masked_fill */
+/* PyTorch refuses a fill value the tensor's dtype cannot hold (infinities and NaN are fine for
+ * floats; bool takes anything). */
+static bool value_fits(ts_dtype dt, double v) {
+    switch (dt) {
+    case TS_F32:
+        return !isfinite(v) || fabs(v) <= FLT_MAX;
+    case TS_F16:
+        return !isfinite(v) || fabs(v) <= 65504.0;
+    case TS_BF16:
+        return !isfinite(v) || fabs(v) <= 3.3895313892515355e38;
+    case TS_I64:
+        return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+    case TS_I32:
+        return v >= -2147483648.0 && v <= 2147483647.0;
+    case TS_U8:
+        return v >= 0.0 && v <= 255.0;
+    default:
+        return true;
+    }
+}
+
+/* Fresh copy of x (same device and dtype), for a mask that partly overlaps the destination. */
+static ts_tensor *clone_of(const char *op, ts_tensor *x) {
+    ts_tensor *c = tsi_new(op, x->shape, x->dtype, tsi_device(x));
+    if (c && tsi_numel(x->shape) > 0) {
+        ts_kview kc = tsi_kview(c), kx = tsi_kview(x);
+        tsi_be(x)->copy(tsi_be(x), tsi_dev_index(x), &kc, &kx);
+    }
+    return c;
+}
+
+static ts_tensor *masked_fill_op(const char *op, ts_tensor *t, ts_tensor *mask, double v,
+                                 bool inplace) {
+    tsi_init();
+    if (!tsi_check_input(op, t, "input") || !tsi_check_input(op, mask, "mask")) return NULL;
+    ts_tensor *const ts[2] = {t, mask};
+    ts_device dev;
+    if (!tsi_same_device(op, ts, 2, true, &dev)) return NULL;
+    if (inplace && !dev_eq(tsi_device(t), dev)) { /* the destination decides the device */
+        tsi_same_device(op, ts, 2, false, &dev);
+        return NULL;
+    }
+    if (!check_condition(op, mask, "mask")) return NULL;
+    if (!value_fits(t->dtype, v))
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: value cannot be converted to type %s without overflow (value "
+                             "%g, input: %s)",
+                             op, ts_dtype_name(t->dtype), v, tsi_desc(t)),
+               NULL;
+    ts_shape s;
+    if (!tsi_broadcast_shapes(op, t->shape, mask->shape, &s)) return NULL;
+    if (inplace && !tsi_ew_check_inplace(op, t, t->dtype, &s)) return NULL;
+    tsi_log_op(op, dev);
+
+    ts_tensor *tm, *tt = NULL, *vt = NULL, *out = NULL;
+    ts_tensor *m2 = prepare(op, mask, dev, TS_BOOL, &tm);
+    if (!m2) return NULL;
+    const bool any = tsi_numel(s) > 0;
+    if (!inplace) {
+        ts_tensor *t2 = prepare(op, t, dev, t->dtype, &tt);
+        if (t2) out = tsi_new(op, s, t->dtype, dev);
+        if (out && any) { /* fill, then keep t where the mask is false */
+            const ts_backend *be = tsi_be(out);
+            const int idx = tsi_dev_index(out);
+            ts_kview ko = tsi_kview(out), km = tsi_ew_kview_to(m2, &s),
+                     kt = tsi_ew_kview_to(t2, &s);
+            be->fill(be, idx, &ko, v);
+            be->where(be, idx, &ko, &km, &ko, &kt);
+        }
+    } else {
+        if (!tm && tsi_ew_overlaps(t, m2)) m2 = tm = clone_of(op, mask);
+        if (m2) vt = tsi_new(op, (ts_shape){0}, t->dtype, dev);
+        if (vt) {
+            const ts_backend *be = tsi_be(t);
+            const int idx = tsi_dev_index(t);
+            ts_kview kv = tsi_kview(vt);
+            be->fill(be, idx, &kv, v);
+            if (any) {
+                ts_kview kt = tsi_kview(t), km = tsi_ew_kview_to(m2, &s);
+                kv = tsi_ew_kview_to(vt, &s);
+                be->where(be, idx, &kt, &km, &kv, &kt);
+            }
+            tsi_bump_version(t);
+            out = ts_retain(t);
+        }
+    }
+    ts_release(tm);
+    ts_release(tt);
+    ts_release(vt);
+    return tsi_own(out);
+}
+
+ts_tensor *ts_masked_fill(ts_tensor *t, ts_tensor *mask, double v) {
+    return masked_fill_op("masked_fill", t, mask, v, false);
+}
+ts_tensor *ts_masked_fill_(ts_tensor *t, ts_tensor *mask, double v) {
+    return masked_fill_op("masked_fill_", t, mask, v, true);
+}

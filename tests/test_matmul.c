@@ -1,0 +1,551 @@
+/* test_matmul.c — mm, bmm and matmul (every 1-D/2-D/N-D combination, strided and broadcast inputs,
+ * all dtypes, cpu and sim:0, empty dims, error paths) and the blocked GEMM, against naive doubles.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/gemm_blocked.h"
+#include "ts_test.h"
+
+/* ------------------------------------------------------------------ data and references */
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next_u64(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return rng;
+}
+/* Values exact in every dtype: k/8 with |k| <= 24 for floats, small integers otherwise, so the
+ * sums below are exact in f32 and only the final rounding to f16/bf16 differs from the reference.
+ */
+static double sample(ts_dtype dt) {
+    int64_t r = (int64_t)(next_u64() % 49) - 24;
+    if (dt == TS_U8) return (double)((r + 24) % 4);
+    if (dt == TS_I64 || dt == TS_I32) return (double)(r % 4);
+    return (double)r / 8.0;
+}
+static double uniform(void) { return (double)(next_u64() >> 11) / 9007199254740992.0 * 2.0 - 1.0; }
+/* uniform in [-1, 1] on a 1/256 grid: exact in f16 and bf16 too */
+static double grid_uniform(void) { return nearbyint(uniform() * 256.0) / 256.0; }
+
+static int64_t numel(ts_shape s) {
+    int64_t n = 1;
+    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
+    return n;
+}
+
+/* torch.matmul on row-major doubles, written from the documentation independently of the
+ * library: 1-D operands are promoted and the added dim dropped; batch dims broadcast. Returns the
+ * output shape; fills out (values) and mag (sum of |a||b|, for tolerances). */
+static ts_shape ref_matmul(ts_shape sa, const double *a, ts_shape sb, const double *b, double *out,
+                           double *mag) {
+    int64_t m = sa.ndim >= 2 ? sa.dims[sa.ndim - 2] : 1, k = sa.dims[sa.ndim - 1];
+    int64_t n = sb.ndim >= 2 ? sb.dims[sb.ndim - 1] : 1;
+    int nba = sa.ndim > 2 ? sa.ndim - 2 : 0, nbb = sb.ndim > 2 ? sb.ndim - 2 : 0;
+    int nb = nba > nbb ? nba : nbb;
+    int64_t bd[TS_MAX_DIMS], bda[TS_MAX_DIMS], bdb[TS_MAX_DIMS];
+    for (int i = 0; i < nb; i++) {
+        int ia = i - (nb - nba), ib = i - (nb - nbb);
+        bda[i] = ia >= 0 ? sa.dims[ia] : 1;
+        bdb[i] = ib >= 0 ? sb.dims[ib] : 1;
+        bd[i] = bda[i] == 1 ? bdb[i] : bda[i]; /* 1 broadcasts, 0 does not */
+    }
+    ts_shape os = {.ndim = 0};
+    int64_t nbatch = 1;
+    for (int i = 0; i < nb; i++) os.dims[os.ndim++] = bd[i], nbatch *= bd[i];
+    if (sa.ndim >= 2) os.dims[os.ndim++] = m;
+    if (sb.ndim >= 2) os.dims[os.ndim++] = n;
+    for (int64_t t = 0; t < nbatch; t++) {
+        int64_t rem = t, ia = 0, ib = 0, pa = 1, pb = 1;
+        for (int i = nb - 1; i >= 0; i--) {
+            int64_t idx = rem % bd[i];
+            rem /= bd[i];
+            ia += (bda[i] == 1 ? 0 : idx) * pa, pa *= bda[i];
+            ib += (bdb[i] == 1 ? 0 : idx) * pb, pb *= bdb[i];
+        }
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double s = 0, g = 0;
+                for (int64_t p = 0; p < k; p++) {
+                    double x = a[ia * m * k + i * k + p], y = b[ib * k * n + p * n + j];
+                    s += x * y, g += fabs(x * y);
+                }
+                out[(t * m + i) * n + j] = s;
+                if (mag) mag[(t * m + i) * n + j] = g;
+            }
+    }
+    return os;
+}
+
+static double reround(double v, ts_dtype dt) {
+    switch (dt) {
+    case TS_F32:
+        return (float)v;
+    case TS_I32:
+        return (double)(int32_t)(int64_t)v;
+    case TS_U8:
+        return (double)(uint8_t)(int64_t)v;
+    default:
+        return v;
+    }
+}
+
+/* PyTorch's test tolerances, plus f32 rounding of long sums of inexact values */
+static bool close_enough(double got, double want, double mag, ts_dtype dt) {
+    double rtol = 0, atol = 0;
+    switch (dt) {
+    case TS_F32:
+        rtol = 1.3e-6, atol = 1e-5 + 2e-6 * mag;
+        break;
+    case TS_F64:
+        rtol = 1e-12, atol = 1e-12 * (1 + mag);
+        break;
+    case TS_F16:
+        rtol = 1e-3, atol = 1e-5 + 1e-3 * mag;
+        break;
+    case TS_BF16:
+        rtol = 1.6e-2, atol = 1e-5 + 8e-3 * mag;
+        break;
+    default:
+        return got == reround(want, dt);
+    }
+    return fabs(got - want) <= atol + rtol * fabs(want);
+}
+
+/* ------------------------------------------------------------------ tensors */
+enum layout { L_CONTIG, L_TRANSPOSED, L_STRIDED, L_COUNT };
+static const char *layout_name[L_COUNT] = {"contiguous", "transposed", "strided"};
+
+/* A tensor with logical shape s and row-major values v, laid out as asked: L_TRANSPOSED stores
+ * the last two dims swapped and returns the transposed view, L_STRIDED stores every element
+ * twice along the last dim and returns the step-2 slice (neither row- nor column-major). */
+static ts_tensor *make(ts_shape s, const double *v, ts_dtype dt, ts_device dev, enum layout lay) {
+    const int nd = s.ndim;
+    if (lay == L_TRANSPOSED && nd < 2) lay = L_CONTIG;
+    int64_t n = numel(s);
+    ts_shape ps = s;
+    if (lay == L_TRANSPOSED) ps.dims[nd - 1] = s.dims[nd - 2], ps.dims[nd - 2] = s.dims[nd - 1];
+    if (lay == L_STRIDED) ps.dims[nd - 1] *= 2;
+    double *p = malloc(sizeof(double) * (size_t)(numel(ps) + 1));
+    for (int64_t i = 0; i < numel(ps); i++) p[i] = 99; /* never read through the view */
+    int64_t last = nd > 0 ? s.dims[nd - 1] : 1, prev = nd > 1 ? s.dims[nd - 2] : 1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = i % last, r = (i / last) % prev, outer = i / (last * prev);
+        if (lay == L_CONTIG)
+            p[i] = v[i];
+        else if (lay == L_TRANSPOSED)
+            p[(outer * last + j) * prev + r] = v[i];
+        else
+            p[2 * i] = v[i];
+    }
+    ts_tensor *t = ts_to(ts_to_dtype(ts_tensor_f64(ps, p, (ts_opts){0}), dt), dev);
+    free(p);
+    if (lay == L_TRANSPOSED) t = ts_transpose(t, nd - 2, nd - 1);
+    if (lay == L_STRIDED) t = ts_slice(t, nd - 1, 0, ps.dims[nd - 1], 2);
+    return t;
+}
+
+/* Values of any tensor as row-major doubles (through cpu and f64). */
+static bool fetch(ts_tensor *t, double *out) {
+    ts_tensor *c = ts_contiguous(ts_to_dtype(ts_to(t, ts_cpu()), TS_F64));
+    return c && ts_copy_to_host(c, out, sizeof(double) * (size_t)ts_numel(c)) == TS_OK;
+}
+
+static bool shape_eq(ts_shape a, ts_shape b) {
+    if (a.ndim != b.ndim) return false;
+    for (int i = 0; i < a.ndim; i++)
+        if (a.dims[i] != b.dims[i]) return false;
+    return true;
+}
+
+static const char *shape_str(ts_shape s, char *buf) {
+    int len = sprintf(buf, "[");
+    for (int i = 0; i < s.ndim; i++)
+        len += sprintf(buf + len, i ? ", %lld" : "%lld", (long long)s.dims[i]);
+    sprintf(buf + len, "]");
+    return buf;
+}
+
+typedef ts_tensor *(*mm_fn)(ts_tensor *, ts_tensor *);
+
+/* Runs fn on operands of shapes sa, sb with the given layouts; checks shape, dtype, device and
+ * every value against the reference. `want` (when ndim >= 0) is PyTorch's result shape. */
+static void check_case(const char *name, mm_fn fn, ts_shape sa, ts_shape sb, ts_shape want,
+                       ts_dtype dt, ts_device dev, enum layout la, enum layout lb,
+                       bool fractional) {
+    ts_scope_begin();
+    int64_t na = numel(sa), nb = numel(sb);
+    double *va = malloc(sizeof(double) * (size_t)(na + 1));
+    double *vb = malloc(sizeof(double) * (size_t)(nb + 1));
+    for (int64_t i = 0; i < na; i++) va[i] = fractional ? grid_uniform() : sample(dt);
+    for (int64_t i = 0; i < nb; i++) vb[i] = fractional ? grid_uniform() : sample(dt);
+    int64_t max_out = 1;
+    for (int i = 0; i < sa.ndim - 1; i++) max_out *= sa.dims[i] > 0 ? sa.dims[i] : 1;
+    for (int i = 0; i < sb.ndim; i++) max_out *= sb.dims[i] > 0 ? sb.dims[i] : 1;
+    double *ref = malloc(sizeof(double) * (size_t)(max_out + 1));
+    double *mag = malloc(sizeof(double) * (size_t)(max_out + 1));
+    double *got = malloc(sizeof(double) * (size_t)(max_out + 1));
+    ts_shape rs = ref_matmul(sa, va, sb, vb, ref, mag);
+    ts_tensor *a = make(sa, va, dt, dev, la), *b = make(sb, vb, dt, dev, lb);
+    CHECK_OK();
+    ts_tensor *c = fn(a, b);
+    bool ok = c != NULL;
+    if (!ok) {
+        printf("  %s failed: %s\n", name, ts_error_message());
+        ts_error_clear();
+    }
+    if (ok && want.ndim >= 0) ok = shape_eq(ts_shape_of(c), want) && shape_eq(rs, want);
+    if (ok) ok = shape_eq(ts_shape_of(c), rs) && ts_dtype_of(c) == dt && ts_is_contiguous(c);
+    if (ok) ok = ts_device_equal(ts_device_of(c), dev) && fetch(c, got);
+    int64_t nout = ok ? numel(rs) : 0;
+    for (int64_t i = 0; i < nout && ok; i++) {
+        ok = close_enough(got[i], ref[i], mag[i], dt);
+        if (!ok) printf("  element %lld: got %.9g want %.9g\n", (long long)i, got[i], ref[i]);
+    }
+    if (!ok) {
+        char ba[128], bb[128];
+        printf("  %s: %s @ %s (%s, %s) as %s/%s\n", name, shape_str(sa, ba), shape_str(sb, bb),
+               ts_dtype_name(dt), ts_device_str(dev), layout_name[la], layout_name[lb]);
+    }
+    CHECK(ok);
+    CHECK_OK();
+    free(va), free(vb), free(ref), free(mag), free(got);
+    ts_scope_end();
+}
+
+#define SH(...) TS_SHAPE(__VA_ARGS__)
+
+/* ------------------------------------------------------------------ front-end tests */
+typedef struct shape_case {
+    ts_shape a, b, want;
+} shape_case;
+
+static void test_matmul_shapes(ts_dtype dt, ts_device dev) {
+    /* result shapes as torch.matmul gives them */
+    const shape_case cases[] = {
+        {SH(3), SH(3), SH()},
+        {SH(2, 3), SH(3), SH(2)},
+        {SH(3), SH(3, 4), SH(4)},
+        {SH(2, 3), SH(3, 4), SH(2, 4)},
+        {SH(4, 2, 3), SH(3), SH(4, 2)},
+        {SH(3), SH(4, 3, 2), SH(4, 2)},
+        {SH(4, 2, 3), SH(3, 5), SH(4, 2, 5)},
+        {SH(2, 3), SH(4, 3, 5), SH(4, 2, 5)},
+        {SH(4, 2, 3), SH(4, 3, 5), SH(4, 2, 5)},
+        {SH(4, 2, 3), SH(1, 3, 5), SH(4, 2, 5)},
+        {SH(1, 2, 3), SH(4, 3, 5), SH(4, 2, 5)},
+        {SH(2, 1, 2, 3), SH(3, 3, 4), SH(2, 3, 2, 4)},
+        {SH(5, 1, 2, 3), SH(4, 3, 2), SH(5, 4, 2, 2)},
+        {SH(2, 1, 3, 2, 3), SH(1, 4, 1, 3, 2), SH(2, 4, 3, 2, 2)},
+        {SH(1, 3), SH(3), SH(1)},
+        {SH(3), SH(3, 1), SH(1)},
+        {SH(1, 1, 3), SH(3), SH(1, 1)},
+        {SH(2, 2, 1, 3), SH(3, 1), SH(2, 2, 1, 1)},
+        {SH(3, 1, 1, 4), SH(2, 4, 3), SH(3, 2, 1, 3)},
+    };
+    const int ncases = (int)(sizeof cases / sizeof cases[0]);
+    for (int c = 0; c < ncases; c++)
+        for (int la = 0; la < L_COUNT; la++)
+            for (int lb = 0; lb < L_COUNT; lb++)
+                check_case("matmul", ts_matmul, cases[c].a, cases[c].b, cases[c].want, dt, dev,
+                           (enum layout)la, (enum layout)lb, false);
+}
+
+static void test_mm_bmm(ts_dtype dt, ts_device dev) {
+    for (int la = 0; la < L_COUNT; la++)
+        for (int lb = 0; lb < L_COUNT; lb++) {
+            enum layout a = (enum layout)la, b = (enum layout)lb;
+            check_case("mm", ts_mm, SH(2, 3), SH(3, 4), SH(2, 4), dt, dev, a, b, false);
+            check_case("mm", ts_mm, SH(1, 1), SH(1, 1), SH(1, 1), dt, dev, a, b, false);
+            check_case("mm", ts_mm, SH(5, 7), SH(7, 1), SH(5, 1), dt, dev, a, b, false);
+            check_case("mm", ts_mm, SH(1, 6), SH(6, 9), SH(1, 9), dt, dev, a, b, false);
+            check_case("mm", ts_mm, SH(17, 9), SH(9, 13), SH(17, 13), dt, dev, a, b, false);
+            check_case("bmm", ts_bmm, SH(4, 2, 3), SH(4, 3, 5), SH(4, 2, 5), dt, dev, a, b, false);
+            check_case("bmm", ts_bmm, SH(1, 3, 3), SH(1, 3, 1), SH(1, 3, 1), dt, dev, a, b, false);
+        }
+}
+
+/* Broadcast batch operands made by expand (stride 0, no copy) */
+static void test_expanded(ts_dtype dt, ts_device dev) {
+    ts_scope_begin();
+    double va[2 * 3], vb[3 * 4], ref[4 * 2 * 4], got[4 * 2 * 4];
+    for (int i = 0; i < 6; i++) va[i] = sample(dt);
+    for (int i = 0; i < 12; i++) vb[i] = sample(dt);
+    ts_tensor *a = ts_expand(make(SH(1, 2, 3), va, dt, dev, L_CONTIG), SH(4, 2, 3));
+    ts_tensor *b = ts_expand(make(SH(1, 3, 4), vb, dt, dev, L_TRANSPOSED), SH(4, 3, 4));
+    CHECK(ts_stride(a, 0) == 0 && ts_stride(b, 0) == 0);
+    ref_matmul(SH(2, 3), va, SH(3, 4), vb, ref, NULL);
+    ts_tensor *outs[2] = {ts_bmm(a, b), ts_matmul(a, b)};
+    for (int o = 0; o < 2; o++) {
+        CHECK(outs[o] && shape_eq(ts_shape_of(outs[o]), SH(4, 2, 4)));
+        if (!outs[o] || !fetch(outs[o], got)) continue;
+        bool ok = true;
+        for (int i = 0; i < 32; i++) ok = ok && close_enough(got[i], ref[i % 8], 0, dt);
+        CHECK(ok);
+    }
+    /* a row vector expanded along m: stride 0 inside the matrix */
+    ts_tensor *row = ts_expand(make(SH(1, 3), va, dt, dev, L_CONTIG), SH(5, 3));
+    ts_tensor *r = ts_mm(row, make(SH(3, 4), vb, dt, dev, L_CONTIG));
+    ref_matmul(SH(1, 3), va, SH(3, 4), vb, ref, NULL);
+    CHECK(r && fetch(r, got));
+    bool ok = r != NULL;
+    for (int i = 0; ok && i < 20; i++) ok = close_enough(got[i], ref[i % 4], 0, dt);
+    CHECK(ok);
+    CHECK_OK();
+    ts_scope_end();
+}
+
+/* Sizes large enough to reach the threaded paths: BLAS or blocked GEMM, batch-parallel bmm, the
+ * folded [B, m, k] @ [k, n] case, f16 through f32 scratch. */
+static void test_large(ts_device dev) {
+    const ts_dtype fdt[4] = {TS_F32, TS_F64, TS_F16, TS_BF16};
+    for (int d = 0; d < 4; d++) {
+        check_case("mm", ts_mm, SH(130, 257), SH(257, 70), SH(130, 70), fdt[d], dev, L_CONTIG,
+                   L_TRANSPOSED, true);
+        check_case("bmm", ts_bmm, SH(64, 16, 12), SH(64, 12, 16), SH(64, 16, 16), fdt[d], dev,
+                   L_TRANSPOSED, L_CONTIG, true);
+        check_case("matmul", ts_matmul, SH(8, 50, 40), SH(40, 30), SH(8, 50, 30), fdt[d], dev,
+                   L_CONTIG, L_CONTIG, true);
+        check_case("matmul", ts_matmul, SH(3, 1, 40, 33), SH(2, 33, 20), SH(3, 2, 40, 20), fdt[d],
+                   dev, L_STRIDED, L_TRANSPOSED, true);
+    }
+    check_case("mm", ts_mm, SH(300, 301), SH(301, 302), SH(300, 302), TS_F32, dev, L_CONTIG,
+               L_CONTIG, true);
+    check_case("mm", ts_mm, SH(33, 40), SH(40, 50), SH(33, 50), TS_I64, dev, L_TRANSPOSED,
+               L_STRIDED, false);
+    check_case("bmm", ts_bmm, SH(40, 9, 10), SH(40, 10, 11), SH(40, 9, 11), TS_I32, dev, L_CONTIG,
+               L_CONTIG, false);
+}
+
+static void test_empty(ts_device dev) {
+    const ts_dtype dts[3] = {TS_F32, TS_F16, TS_I64};
+    for (int d = 0; d < 3; d++) {
+        ts_dtype dt = dts[d];
+        check_case("mm", ts_mm, SH(0, 3), SH(3, 4), SH(0, 4), dt, dev, L_CONTIG, L_CONTIG, false);
+        check_case("mm", ts_mm, SH(2, 3), SH(3, 0), SH(2, 0), dt, dev, L_CONTIG, L_CONTIG, false);
+        /* k == 0: a matrix of zeros */
+        check_case("mm", ts_mm, SH(2, 0), SH(0, 3), SH(2, 3), dt, dev, L_CONTIG, L_CONTIG, false);
+        check_case("bmm", ts_bmm, SH(0, 2, 3), SH(0, 3, 4), SH(0, 2, 4), dt, dev, L_CONTIG,
+                   L_CONTIG, false);
+        check_case("bmm", ts_bmm, SH(3, 2, 0), SH(3, 0, 4), SH(3, 2, 4), dt, dev, L_CONTIG,
+                   L_CONTIG, false);
+        check_case("matmul", ts_matmul, SH(0), SH(0), SH(), dt, dev, L_CONTIG, L_CONTIG, false);
+        check_case("matmul", ts_matmul, SH(0, 2, 3), SH(3), SH(0, 2), dt, dev, L_CONTIG, L_CONTIG,
+                   false);
+        check_case("matmul", ts_matmul, SH(2, 0, 3), SH(5, 1, 3, 2), SH(5, 2, 0, 2), dt, dev,
+                   L_CONTIG, L_CONTIG, false);
+    }
+}
+
+/* uint8 and int32 wrap like PyTorch's integer mm */
+static void test_int_wrap(ts_device dev) {
+    ts_scope_begin();
+    uint8_t a8[2] = {200, 100}, b8[2] = {2, 1};
+    ts_tensor *c = ts_mm(ts_from_data(SH(1, 2), TS_U8, a8, (ts_opts){.device = dev}),
+                         ts_from_data(SH(2, 1), TS_U8, b8, (ts_opts){.device = dev}));
+    CHECK(c && ts_dtype_of(c) == TS_U8 && ts_item(c) == (double)((200 * 2 + 100) % 256));
+    int64_t a64[2] = {INT64_C(1) << 62, 3}, b64[2] = {4, 5};
+    c = ts_matmul(ts_tensor_i64(SH(2), a64, (ts_opts){.device = dev}),
+                  ts_tensor_i64(SH(2), b64, (ts_opts){.device = dev}));
+    CHECK(c && ts_ndim(c) == 0 && ts_item(c) == 15.0); /* 2^64 wraps away */
+    CHECK_OK();
+    ts_scope_end();
+}
+
+/* ------------------------------------------------------------------ errors */
+static bool msg_has(const char *s) { return strstr(ts_error_message(), s) != NULL; }
+
+#define CHECK_FAILS(expr, code, text)                                                              \
+    do {                                                                                           \
+        CHECK((expr) == NULL);                                                                     \
+        CHECK(msg_has(text));                                                                      \
+        if (!msg_has(text)) printf("  message was: %s\n", ts_error_message());                     \
+        CHECK_ERR(code);                                                                           \
+    } while (0)
+
+static void test_errors(void) {
+    ts_scope_begin();
+    ts_opts f32 = {0}, f64 = {.dtype = TS_F64}, b8 = {.dtype = TS_BOOL};
+    ts_tensor *m23 = ts_ones(SH(2, 3), f32), *m45 = ts_ones(SH(4, 5), f32);
+    ts_tensor *m34 = ts_ones(SH(3, 4), f32), *v3 = ts_ones(SH(3), f32), *v4 = ts_ones(SH(4), f32);
+    CHECK_FAILS(ts_mm(m23, m45), TS_ERR_SHAPE,
+                "mm: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)");
+    CHECK_FAILS(ts_mm(m23, v3), TS_ERR_SHAPE, "mm: ");
+    CHECK_FAILS(ts_mm(ts_ones(SH(2, 2, 3), f32), m34), TS_ERR_SHAPE, "mm: ");
+    CHECK_FAILS(ts_mm(m23, ts_ones(SH(3, 4), f64)), TS_ERR_DTYPE,
+                "mm: expected m1 and m2 to have the same dtype, but got: float != double");
+    CHECK_FAILS(ts_mm(ts_ones(SH(2, 2), b8), ts_ones(SH(2, 2), b8)), TS_ERR_DTYPE, "mm: ");
+    CHECK_FAILS(ts_bmm(m23, m34), TS_ERR_SHAPE, "bmm: ");
+    CHECK_FAILS(ts_bmm(ts_ones(SH(2, 2, 3), f32), ts_ones(SH(3, 3, 4), f32)), TS_ERR_SHAPE,
+                "bmm: ");
+    CHECK_FAILS(ts_bmm(ts_ones(SH(2, 2, 3), f32), ts_ones(SH(2, 4, 4), f32)), TS_ERR_SHAPE,
+                "bmm: batch1 and batch2 shapes cannot be multiplied");
+    CHECK_FAILS(ts_bmm(ts_ones(SH(2, 2, 3), b8), ts_ones(SH(2, 3, 4), b8)), TS_ERR_DTYPE, "bmm: ");
+    CHECK_FAILS(ts_matmul(v3, v4), TS_ERR_SHAPE, "matmul: ");
+    CHECK_FAILS(ts_matmul(m23, v4), TS_ERR_SHAPE,
+                "matmul: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x1)");
+    CHECK_FAILS(ts_matmul(v4, m34), TS_ERR_SHAPE,
+                "matmul: mat1 and mat2 shapes cannot be multiplied (1x4 and 3x4)");
+    CHECK_FAILS(ts_matmul(ts_ones(SH(2, 2, 3), f32), ts_ones(SH(3, 4, 4), f32)), TS_ERR_SHAPE,
+                "matmul: ");
+    CHECK_FAILS(ts_matmul(ts_ones(SH(2, 2, 3), f32), ts_ones(SH(3, 3, 4), f32)), TS_ERR_SHAPE,
+                "matmul: ");
+    CHECK_FAILS(ts_matmul(ts_scalar(2, f32), m23), TS_ERR_SHAPE, "matmul: ");
+    CHECK_FAILS(ts_matmul(v3, ts_ones(SH(3), f64)), TS_ERR_DTYPE, "matmul: ");
+    CHECK_FAILS(ts_matmul(ts_ones(SH(3), b8), ts_ones(SH(3), b8)), TS_ERR_DTYPE, "matmul: ");
+    CHECK_FAILS(ts_mm(NULL, m34), TS_ERR_ARG, "mm: ");
+    CHECK_FAILS(ts_matmul(m23, NULL), TS_ERR_ARG, "matmul: ");
+    /* a NULL input keeps the error that produced it */
+    ts_mm(m23, m45);
+    CHECK(ts_matmul(ts_mm(m23, m45), m34) == NULL);
+    CHECK(msg_has("mm: mat1 and mat2 shapes"));
+    CHECK_ERR(TS_ERR_SHAPE);
+    if (ts_device_count(TS_SIM) >= 2) {
+        ts_tensor *s0 = ts_ones(SH(3, 4), (ts_opts){.device = ts_sim(0)});
+        ts_tensor *s1 = ts_ones(SH(3, 4), (ts_opts){.device = ts_sim(1)});
+        CHECK_FAILS(ts_mm(m23, s0), TS_ERR_DEVICE,
+                    "mm: expected all tensors to be on the same device");
+        CHECK_FAILS(ts_matmul(ts_t(s0), s1), TS_ERR_DEVICE, "matmul: ");
+        CHECK_FAILS(ts_bmm(ts_ones(SH(1, 2, 3), f32), ts_unsqueeze(s0, 0)), TS_ERR_DEVICE, "bmm: ");
+        CHECK_FAILS(ts_matmul(v3, ts_ones(SH(3), (ts_opts){.device = ts_sim(0)})), TS_ERR_DEVICE,
+                    "matmul: ");
+    }
+    ts_scope_end();
+}
+
+/* ------------------------------------------------------------------ blocked GEMM */
+/* C = A @ B through the blocked GEMM with the given element strides, against the naive sum. */
+static bool blocked_case(bool dbl, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool tc,
+                         bool bcast, bool parallel) {
+    int64_t na = m * k, nb = k * n;
+    double *ra = malloc(sizeof(double) * (size_t)(na + 1)),
+           *rb = malloc(sizeof(double) * (size_t)(nb + 1));
+    for (int64_t i = 0; i < na; i++) ra[i] = uniform();
+    for (int64_t i = 0; i < nb; i++) rb[i] = uniform();
+    if (bcast) /* every row of A the same: row stride 0 */
+        for (int64_t i = 0; i < na; i++) ra[i] = ra[i % k];
+    int64_t rsa = ta ? 1 : k, csa = ta ? m : 1, rsb = tb ? 1 : n, csb = tb ? k : 1;
+    if (bcast) rsa = 0, csa = 1;
+    /* C sits in a larger buffer with guard values around and between its elements */
+    int64_t rsc = tc ? 1 : n + 3, csc = tc ? m + 2 : 1;
+    int64_t cspan = tc ? (n * (m + 2)) : m * (n + 3);
+    size_t es = dbl ? 8 : 4;
+    char *a = malloc(es * (size_t)(na + 1)), *b = malloc(es * (size_t)(nb + 1));
+    char *c = malloc(es * (size_t)(cspan + 16));
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t p = 0; p < k; p++) {
+            double v = ra[i * k + p];
+            int64_t off = i * rsa + p * csa;
+            if (dbl)
+                ((double *)a)[off] = v;
+            else
+                ((float *)a)[off] = (float)v;
+        }
+    for (int64_t p = 0; p < k; p++)
+        for (int64_t j = 0; j < n; j++) {
+            double v = rb[p * n + j];
+            int64_t off = p * rsb + j * csb;
+            if (dbl)
+                ((double *)b)[off] = v;
+            else
+                ((float *)b)[off] = (float)v;
+        }
+    for (int64_t i = 0; i < cspan + 16; i++) {
+        if (dbl)
+            ((double *)c)[i] = 12345.0;
+        else
+            ((float *)c)[i] = 12345.0f;
+    }
+    char *c0 = c + 8 * es; /* 8 guard elements before C */
+    if (dbl)
+        ts_gemm_blocked_f64(m, n, k, (double *)a, rsa, csa, (double *)b, rsb, csb, (double *)c0,
+                            rsc, csc, parallel);
+    else
+        ts_gemm_blocked_f32(m, n, k, (float *)a, rsa, csa, (float *)b, rsb, csb, (float *)c0, rsc,
+                            csc, parallel);
+    bool ok = true;
+    char *inside = calloc((size_t)(cspan + 16), 1);
+    for (int64_t i = 0; i < m && ok; i++)
+        for (int64_t j = 0; j < n && ok; j++) {
+            double s = 0, g = 0;
+            for (int64_t p = 0; p < k; p++) {
+                double x = dbl ? ra[i * k + p] : (float)ra[i * k + p];
+                double y = dbl ? rb[p * n + j] : (float)rb[p * n + j];
+                s += x * y, g += fabs(x * y);
+            }
+            int64_t off = i * rsc + j * csc;
+            inside[8 + off] = 1;
+            double got = dbl ? ((double *)c0)[off] : ((float *)c0)[off];
+            /* the worst-case bound of a k-term sum; any misplaced product is far above it */
+            double tol = (double)(k + 1) * (dbl ? 1.2e-16 : 6e-8) * g + (dbl ? 1e-14 : 1e-6);
+            if (!(fabs(got - s) <= tol)) {
+                printf("  blocked %s m=%lld n=%lld k=%lld ta=%d tb=%d tc=%d bc=%d (%lld,%lld): "
+                       "%.9g vs %.9g\n",
+                       dbl ? "f64" : "f32", (long long)m, (long long)n, (long long)k, ta, tb, tc,
+                       bcast, (long long)i, (long long)j, got, s);
+                ok = false;
+            }
+        }
+    for (int64_t i = 0; i < cspan + 16 && ok; i++) /* nothing written outside C */
+        if (!inside[i]) ok = (dbl ? ((double *)c)[i] : ((float *)c)[i]) == 12345.0;
+    free(inside), free(ra), free(rb), free(a), free(b), free(c);
+    return ok;
+}
+
+static void test_blocked_gemm(void) {
+    const char *isas[3] = {"generic", "avx2", "avx512"};
+    const int64_t sizes[5] = {1, 7, 63, 129, 257};
+    for (int is = 0; is < 3; is++) {
+        if (!ts_gemm_blocked_force_isa(isas[is])) {
+            printf("blocked GEMM: %s not supported here, skipped\n", isas[is]);
+            continue;
+        }
+        CHECK_STREQ(ts_gemm_blocked_isa(), isas[is]);
+        int cnt = 0, bad = 0;
+        for (int im = 0; im < 5; im++)
+            for (int in = 0; in < 5; in++)
+                for (int ik = 0; ik < 5; ik++) {
+                    int64_t m = sizes[im], n = sizes[in], k = sizes[ik];
+                    if (m * n * k > 300000 && (im + in + ik) % 3 != 0) continue; /* keep it short */
+                    int v = im + 2 * in + 3 * ik;
+                    bool ok = blocked_case(v % 2, m, n, k, v % 3 == 0, v % 5 < 2, v % 7 == 3,
+                                           v % 11 == 4, v % 4 != 1);
+                    cnt++, bad += !ok;
+                }
+        /* k spanning several kc blocks, n beyond one nc block, k == 0 */
+        bad += !blocked_case(false, 37, 41, 900, false, true, false, false, true);
+        bad += !blocked_case(true, 37, 41, 700, true, false, true, false, true);
+        bad += !blocked_case(false, 3, 4500, 5, false, false, false, false, true);
+        bad += !blocked_case(true, 5, 9, 0, false, false, true, false, false);
+        bad += !blocked_case(false, 300, 310, 320, false, false, false, false, true);
+        printf("blocked GEMM %s: %d cases, %d bad\n", isas[is], cnt + 5, bad);
+        CHECK_EQ(bad, 0);
+    }
+    CHECK(ts_gemm_blocked_force_isa(NULL));
+    CHECK(!ts_gemm_blocked_force_isa("sse9"));
+}
+
+int main(void) {
+    if (ts_device_count(TS_SIM) < 2) ts_sim_configure(4, 0);
+    test_blocked_gemm();
+    const ts_dtype dts[7] = {TS_F32, TS_F64, TS_F16, TS_BF16, TS_I64, TS_I32, TS_U8};
+    const ts_device devs[2] = {ts_cpu(), ts_sim(0)};
+    for (int d = 0; d < 2; d++) {
+        ts_mem_stats before, after;
+        ts_memory_stats(devs[d], &before);
+        for (int t = 0; t < 7; t++) {
+            test_matmul_shapes(dts[t], devs[d]);
+            test_mm_bmm(dts[t], devs[d]);
+            test_expanded(dts[t], devs[d]);
+        }
+        test_large(devs[d]);
+        test_empty(devs[d]);
+        test_int_wrap(devs[d]);
+        ts_memory_stats(devs[d], &after);
+        CHECK_EQ(after.live_tensors, before.live_tensors);
+        CHECK_EQ(after.allocated, before.allocated);
+    }
+    test_errors();
+    CHECK_EQ(ts_scope_depth(), 0);
+    return ts_test_finish();
+}
