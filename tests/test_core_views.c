@@ -139,6 +139,34 @@ static void test_view_reshape(ts_device dev) {
     ts_scope_end();
 }
 
+/* ATen's computeStride on expanded and sliced inputs; expected strides printed by torch 1.13 */
+static void test_view_strides(ts_device dev) {
+    ts_scope_begin();
+    ts_tensor *e = ts_expand(ts_arange(0, 4, 1, (ts_opts){.device = dev}), TS_SHAPE(3, 4));
+    CHECK(ts_view(e, TS_SHAPE(12)) == NULL);
+    CHECK_ERR(TS_ERR_SHAPE);
+    CHECK(STRIDES(ts_view(e, TS_SHAPE(3, 2, 2)), 0, 2, 1));
+    CHECK(STRIDES(ts_view(e, TS_SHAPE(1, 3, 4, 1)), 0, 0, 1, 1));
+    CHECK(STRIDES(ts_view(e, TS_SHAPE(3, 4)), 0, 1));
+    ts_tensor *z = ts_expand(ts_zeros(TS_SHAPE(1), (ts_opts){.device = dev}), TS_SHAPE(3, 4));
+    CHECK(STRIDES(ts_view(z, TS_SHAPE(12)), 0));
+    CHECK(STRIDES(ts_view(z, TS_SHAPE(4, 3)), 0, 0));
+    CHECK(STRIDES(ts_view(z, TS_SHAPE(2, 6)), 0, 0));
+    ts_tensor *x = ts_slice(base_on(dev), 1, 1, 3, 1); /* [2, 2, 4] strides (12, 4, 1) */
+    CHECK(STRIDES(ts_view(x, TS_SHAPE(2, 8)), 12, 1));
+    CHECK(STRIDES(ts_view(x, TS_SHAPE(2, 2, 2, 2)), 12, 4, 2, 1));
+    CHECK(ts_view(x, TS_SHAPE(4, 4)) == NULL);
+    CHECK_ERR(TS_ERR_SHAPE);
+    CHECK(ts_view(x, TS_SHAPE(16)) == NULL);
+    CHECK_ERR(TS_ERR_SHAPE);
+    ts_tensor *r = ts_reshape(x, TS_SHAPE(4, 4)); /* a copy, in x's logical order */
+    double v[16];
+    CHECK(r && !ts_shares_storage(r, x) && read_all(r, v, 16) == 16);
+    CHECK(v[0] == 4 && v[7] == 11 && v[8] == 16 && v[15] == 23);
+    CHECK_OK();
+    ts_scope_end();
+}
+
 static void test_permute_transpose(ts_device dev) {
     ts_scope_begin();
     ts_tensor *b = base_on(dev);
@@ -289,6 +317,16 @@ static void test_expand_contiguous(ts_device dev) {
     CHECK(shape_is(ea, TS_SHAPE(5, 3, 4)) && STRIDES(ea, 0, 0, 1));
     CHECK(ts_expand_as(row, NULL) == NULL);
     CHECK_ERR(TS_ERR_ARG);
+    /* writing through an expanded view: fill_ is fine (torch too), copy_ is refused */
+    ts_tensor *cell = ts_zeros(TS_SHAPE(1), (ts_opts){.device = dev});
+    CHECK(ts_fill_(ts_expand(cell, TS_SHAPE(3)), 4) != NULL && ts_item(cell) == 4);
+    CHECK(ts_copy_(ts_expand(cell, TS_SHAPE(3)), ts_narrow(row, 0, 0, 3)) == NULL);
+    CHECK(ts_error() == TS_ERR_ARG && strstr(ts_error_message(), "copy_") &&
+          strstr(ts_error_message(), "single memory location"));
+    ts_error_clear();
+    CHECK(ts_item(cell) == 4);
+    CHECK(ts_copy_(ts_expand(cell, TS_SHAPE(1)), ts_full(TS_SHAPE(1), 6, (ts_opts){0})) != NULL);
+    CHECK(ts_item(cell) == 6);
     /* contiguous: the tensor itself when already contiguous, a copy otherwise */
     ts_tensor *c0 = ts_contiguous(row);
     CHECK(c0 == row);
@@ -353,12 +391,13 @@ static void test_sharing_versions(ts_device dev) {
 }
 
 int main(void) {
-    if (ts_device_count(TS_SIM) < 1) ts_sim_configure(4, 0);
+    if (ts_device_count(TS_SIM) < 4) ts_sim_configure(4, 0);
     const ts_device devs[3] = {ts_cpu(), ts_sim(0), ts_sim(3)};
     for (int i = 0; i < 3; i++) {
         ts_mem_stats before, after;
         ts_memory_stats(devs[i], &before);
         test_view_reshape(devs[i]);
+        test_view_strides(devs[i]);
         test_permute_transpose(devs[i]);
         test_squeeze_unsqueeze(devs[i]);
         test_narrow_slice_select(devs[i]);

@@ -279,9 +279,12 @@ static void test_sim_configure(void) {
     CHECK_EQ(ts_sim_configure(4, 0), TS_OK);
     ts_mem_stats st;
     CHECK(ts_memory_stats(ts_sim(3), &st) == TS_OK && st.allocated == 0 && st.live_tensors == 0);
+    ts_scope_begin();
     ts_tensor *again = ts_ones(TS_SHAPE(2), (ts_opts){.device = ts_sim(3)});
     CHECK(again && ts_item(ts_select(again, 0, 1)) == 1);
-    ts_release(again);
+    ts_scope_end();
+    CHECK_EQ(ts_memory_stats(ts_sim(3), &st), TS_OK);
+    CHECK_EQ(st.live_tensors, 0);
     CHECK_OK();
 }
 
@@ -316,7 +319,7 @@ static void first_call(void) { ts_release(ts_ones(TS_SHAPE(1), (ts_opts){.device
 int main(void) {
     /* TS_LOG_PLACEMENT=1 is read at start-up: the very first call logs */
     setenv("TS_LOG_PLACEMENT", "1", 1);
-    if (!getenv("TS_SIM_DEVICES")) setenv("TS_SIM_DEVICES", "4", 1);
+    setenv("TS_SIM_DEVICES", "4", 1); /* the checks below count on sim:0..3 */
     const char *log = capture_stderr(first_call);
     CHECK(strstr(log, "ones") && strstr(log, "sim:0"));
     ts_log_placement(false);

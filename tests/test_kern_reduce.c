@@ -1,5 +1,5 @@
-/* test_kern_reduce.c — the CPU reduce, softmax, index and random kernels called directly on
- * hand-built views, against plain double-precision references written here. */
+/* test_kern_reduce.c — the CPU reduce, softmax and index kernels called directly on hand-built
+ * views, against plain double-precision references written here (random: test_kern_random.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,76 +5,151 @@
 #include "op_table.h"
 
 /* ------------------------------------------------------------------ apply wrappers */
+/* each wrapper ends in a declaration so that a use reads like one: AP1(ts_neg); */
+#define OT_END extern int ot_wrapper_end_
 #define AP1(fn)                                                                                    \
     static ts_tensor *ap_##fn(ts_tensor **in, const ot_args *a) {                                  \
         (void)a;                                                                                   \
         return fn(in[0]);                                                                          \
-    }
+    }                                                                                              \
+    OT_END
 #define AP2(fn)                                                                                    \
     static ts_tensor *ap_##fn(ts_tensor **in, const ot_args *a) {                                  \
         (void)a;                                                                                   \
         return fn(in[0], in[1]);                                                                   \
-    }
+    }                                                                                              \
+    OT_END
 #define APS(fn)                                                                                    \
-    static ts_tensor *ap_##fn(ts_tensor **in, const ot_args *a) { return fn(in[0], a->s); }
+    static ts_tensor *ap_##fn(ts_tensor **in, const ot_args *a) { return fn(in[0], a->s); }        \
+    OT_END
 #define APDIM(fn)                                                                                  \
     static ts_tensor *ap_##fn(ts_tensor **in, const ot_args *a) {                                  \
         return fn(in[0], a->dim, a->keepdim);                                                      \
-    }
+    }                                                                                              \
+    OT_END
 #define APDIMS(fn)                                                                                 \
     static ts_tensor *ap_##fn(ts_tensor **in, const ot_args *a) {                                  \
         return fn(in[0], a->dims, a->keepdim);                                                     \
-    }
+    }                                                                                              \
+    OT_END
 #define APCORR(fn)                                                                                 \
     static ts_tensor *ap_##fn(ts_tensor **in, const ot_args *a) {                                  \
         return fn(in[0], a->dim, a->keepdim, a->s);                                                \
-    }
+    }                                                                                              \
+    OT_END
 #define APCORRS(fn)                                                                                \
     static ts_tensor *ap_##fn(ts_tensor **in, const ot_args *a) {                                  \
         return fn(in[0], a->dims, a->keepdim, a->s);                                               \
-    }
+    }                                                                                              \
+    OT_END
 
-AP1(ts_neg)
-AP1(ts_abs)
-AP1(ts_exp)
-AP1(ts_log)
-AP1(ts_log1p) AP1(ts_sqrt) AP1(ts_rsqrt) AP1(ts_sin) AP1(ts_cos) AP1(ts_tanh) AP1(ts_sigmoid) AP1(
-    ts_relu) AP1(ts_gelu) AP1(ts_silu) AP1(ts_softplus) AP1(ts_sign) AP1(ts_floor) AP1(ts_ceil)
-    AP1(ts_round) AP1(ts_reciprocal) AP1(ts_square) AP1(ts_logical_not) AP1(ts_neg_) AP1(ts_abs_)
-        AP1(ts_exp_) AP1(ts_log_) AP1(ts_sqrt_) AP1(ts_sigmoid_) AP1(ts_relu_) AP1(ts_tanh_) AP1(
-            ts_zero_) APS(ts_fill_)
-
-            AP2(ts_add) AP2(ts_sub) AP2(ts_mul) AP2(ts_div) AP2(ts_pow) AP2(ts_maximum) AP2(
-                ts_minimum) AP2(ts_fmod) AP2(ts_eq) AP2(ts_ne) AP2(ts_lt) AP2(ts_le) AP2(ts_gt)
-                AP2(ts_ge) AP2(ts_logical_and) AP2(ts_logical_or) AP2(ts_add_) AP2(ts_sub_) AP2(
-                    ts_mul_) AP2(ts_div_) AP2(ts_pow_)
-
-                    APS(ts_add_scalar) APS(ts_sub_scalar) APS(ts_rsub_scalar) APS(
-                        ts_mul_scalar) APS(ts_div_scalar) APS(ts_pow_scalar) APS(ts_rpow_scalar)
-                        APS(ts_maximum_scalar) APS(ts_minimum_scalar) APS(ts_fmod_scalar) APS(
-                            ts_eq_scalar) APS(ts_ne_scalar) APS(ts_lt_scalar) APS(ts_le_scalar)
-                            APS(ts_gt_scalar) APS(ts_ge_scalar) APS(ts_add_scalar_)
-                                APS(ts_sub_scalar_) APS(ts_mul_scalar_) APS(ts_div_scalar_) APS(
-                                    ts_pow_scalar_)
-
-                                    AP1(ts_sum) AP1(ts_mean) AP1(ts_prod) AP1(ts_max) AP1(
-                                        ts_min) AP1(ts_var) AP1(ts_std) AP1(ts_argmax)
-                                        AP1(ts_argmin) AP1(ts_logsumexp) APDIM(ts_sum_dim) APDIM(
-                                            ts_mean_dim) APDIM(ts_prod_dim) APDIM(ts_amax_dim)
-                                            APDIM(ts_amin_dim) APDIM(ts_argmax_dim) APDIM(
-                                                ts_argmin_dim) APDIM(ts_logsumexp_dim)
-                                                APDIMS(ts_sum_dims) APDIMS(ts_mean_dims) APDIMS(
-                                                    ts_amax_dims) APDIMS(ts_amin_dims)
-                                                    APDIMS(ts_logsumexp_dims) APCORR(ts_var_dim)
-                                                        APCORR(ts_std_dim) APCORRS(
-                                                            ts_var_dims) APCORRS(ts_std_dims)
-
-                                                            AP2(ts_mm) AP2(ts_bmm) AP2(ts_matmul)
+AP1(ts_neg);
+AP1(ts_abs);
+AP1(ts_exp);
+AP1(ts_log);
+AP1(ts_log1p);
+AP1(ts_sqrt);
+AP1(ts_rsqrt);
+AP1(ts_sin);
+AP1(ts_cos);
+AP1(ts_tanh);
+AP1(ts_sigmoid);
+AP1(ts_relu);
+AP1(ts_gelu);
+AP1(ts_silu);
+AP1(ts_softplus);
+AP1(ts_sign);
+AP1(ts_floor);
+AP1(ts_ceil);
+AP1(ts_round);
+AP1(ts_reciprocal);
+AP1(ts_square);
+AP1(ts_logical_not);
+AP1(ts_neg_);
+AP1(ts_abs_);
+AP1(ts_exp_);
+AP1(ts_log_);
+AP1(ts_sqrt_);
+AP1(ts_sigmoid_);
+AP1(ts_relu_);
+AP1(ts_tanh_);
+AP1(ts_zero_);
+APS(ts_fill_);
+AP2(ts_add);
+AP2(ts_sub);
+AP2(ts_mul);
+AP2(ts_div);
+AP2(ts_pow);
+AP2(ts_maximum);
+AP2(ts_minimum);
+AP2(ts_fmod);
+AP2(ts_eq);
+AP2(ts_ne);
+AP2(ts_lt);
+AP2(ts_le);
+AP2(ts_gt);
+AP2(ts_ge);
+AP2(ts_logical_and);
+AP2(ts_logical_or);
+AP2(ts_add_);
+AP2(ts_sub_);
+AP2(ts_mul_);
+AP2(ts_div_);
+AP2(ts_pow_);
+APS(ts_add_scalar);
+APS(ts_sub_scalar);
+APS(ts_rsub_scalar);
+APS(ts_mul_scalar);
+APS(ts_div_scalar);
+APS(ts_pow_scalar);
+APS(ts_rpow_scalar);
+APS(ts_maximum_scalar);
+APS(ts_minimum_scalar);
+APS(ts_fmod_scalar);
+APS(ts_eq_scalar);
+APS(ts_ne_scalar);
+APS(ts_lt_scalar);
+APS(ts_le_scalar);
+APS(ts_gt_scalar);
+APS(ts_ge_scalar);
+APS(ts_add_scalar_);
+APS(ts_sub_scalar_);
+APS(ts_mul_scalar_);
+APS(ts_div_scalar_);
+APS(ts_pow_scalar_);
+AP1(ts_sum);
+AP1(ts_mean);
+AP1(ts_prod);
+AP1(ts_max);
+AP1(ts_min);
+AP1(ts_var);
+AP1(ts_std);
+AP1(ts_argmax);
+AP1(ts_argmin);
+AP1(ts_logsumexp);
+APDIM(ts_sum_dim);
+APDIM(ts_mean_dim);
+APDIM(ts_prod_dim);
+APDIM(ts_amax_dim);
+APDIM(ts_amin_dim);
+APDIM(ts_argmax_dim);
+APDIM(ts_argmin_dim);
+APDIM(ts_logsumexp_dim);
+APDIMS(ts_sum_dims);
+APDIMS(ts_mean_dims);
+APDIMS(ts_amax_dims);
+APDIMS(ts_amin_dims);
+APDIMS(ts_logsumexp_dims);
+APCORR(ts_var_dim);
+APCORR(ts_std_dim);
+APCORRS(ts_var_dims);
+APCORRS(ts_std_dims);
+AP2(ts_mm);
+AP2(ts_bmm);
+AP2(ts_matmul);
 
 #define ALPHA 2.0
-                                                                static ts_tensor *ap_add_alpha(
-                                                                    ts_tensor **in,
-                                                                    const ot_args *a) {
+static ts_tensor *ap_add_alpha(ts_tensor **in, const ot_args *a) {
     (void)a;
     return ts_add_alpha(in[0], in[1], ALPHA);
 }
@@ -152,13 +227,13 @@ static bool ref_clamp_min(const ot_row *row, const ot_ref_in *in, const ot_args 
                           ot_ref_out *out) {
     ot_args c = *a;
     c.s2 = NAN;
-    return ot_ref_clamp(row, in, &c, out);
+    return !isnan(a->s) && ot_ref_clamp(row, in, &c, out); /* no bound at all: PyTorch's error */
 }
 static bool ref_clamp_max(const ot_row *row, const ot_ref_in *in, const ot_args *a,
                           ot_ref_out *out) {
     ot_args c = *a;
     c.s = NAN;
-    return ot_ref_clamp(row, in, &c, out);
+    return !isnan(a->s2) && ot_ref_clamp(row, in, &c, out);
 }
 
 /* ------------------------------------------------------------------ the table */

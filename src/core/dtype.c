@@ -1,12 +1,11 @@
 /* dtype.c — element types: sizes, PyTorch names and torch.promote_types. */
 #include "core/internal.h"
 
-static const size_t dtype_sizes[TS_DTYPE_COUNT] = {
+const size_t tsi_dtype_sizes[TS_DTYPE_COUNT] = {
     [TS_DTYPE_DEFAULT] = 4, [TS_F32] = 4, [TS_F64] = 8, [TS_F16] = 2, [TS_BF16] = 2,
     [TS_I64] = 8,           [TS_I32] = 4, [TS_U8] = 1,  [TS_BOOL] = 1,
 };
 
-size_t tsi_dtype_size(ts_dtype d) { return (unsigned)d < TS_DTYPE_COUNT ? dtype_sizes[d] : 0; }
 size_t ts_dtype_size(ts_dtype d) { return tsi_dtype_size(d); }
 
 const char *ts_dtype_name(ts_dtype d) {

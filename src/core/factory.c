@@ -81,12 +81,11 @@ static ts_tensor *from_host(const char *op, ts_shape s, ts_dtype src_dt, const v
     }
     if (o.requires_grad) {
         if (!tsi_is_float(t->dtype)) {
-            ts_release(t);
-            return tsi_error_set(TS_ERR_DTYPE,
-                                 "%s: only tensors of floating point dtype can require gradients, "
-                                 "got %s",
-                                 op, ts_dtype_name(t->dtype)),
-                   NULL;
+            tsi_error_set(TS_ERR_DTYPE,
+                          "%s: only tensors of floating point dtype can require gradients, got %s",
+                          op, ts_dtype_name(t->dtype));
+            ts_release(t); /* after the message, which reads t */
+            return NULL;
         }
         t->requires_grad = true;
     }

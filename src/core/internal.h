@@ -74,7 +74,10 @@ static inline bool tsi_is_float(ts_dtype d) {
     return d == TS_F32 || d == TS_F64 || d == TS_F16 || d == TS_BF16;
 }
 static inline bool tsi_is_int(ts_dtype d) { return d == TS_I64 || d == TS_I32 || d == TS_U8; }
-size_t tsi_dtype_size(ts_dtype d);
+extern const size_t tsi_dtype_sizes[TS_DTYPE_COUNT];
+static inline size_t tsi_dtype_size(ts_dtype d) {
+    return (unsigned)d < TS_DTYPE_COUNT ? tsi_dtype_sizes[d] : 0;
+}
 
 int64_t tsi_numel(ts_shape s);
 /* ndim in [0, 8], dims >= 0 (or -1 where allow_infer), numel without overflow; TS_ERR_SHAPE */
@@ -97,8 +100,29 @@ ts_tensor *tsi_new(const char *op, ts_shape s, ts_dtype dt, ts_device dev);
 ts_tensor *tsi_view_of(ts_tensor *t, ts_shape s, const int64_t *strides, int64_t offset);
 /* The kernel view of a tensor, and the same broadcast to `to` (stride 0 on expanded dims;
  * the caller has checked that the shapes broadcast). */
-ts_kview tsi_kview(const ts_tensor *t);
-ts_kview tsi_kview_broadcast(const ts_tensor *t, ts_shape to);
+static inline ts_kview tsi_kview(const ts_tensor *t) {
+    ts_kview v;
+    v.data = t->storage->data + t->offset * (int64_t)tsi_dtype_size(t->dtype);
+    v.dtype = t->dtype;
+    v.ndim = t->shape.ndim;
+    for (int i = 0; i < TS_MAX_DIMS; i++) {
+        v.shape[i] = i < v.ndim ? t->shape.dims[i] : 1;
+        v.strides[i] = i < v.ndim ? t->strides[i] : 0;
+    }
+    return v;
+}
+static inline ts_kview tsi_kview_broadcast(const ts_tensor *t, ts_shape to) {
+    ts_kview v = tsi_kview(t);
+    int lead = to.ndim - t->shape.ndim;
+    for (int i = to.ndim - 1; i >= 0; i--) {
+        int j = i - lead;
+        bool expanded = j < 0 || (t->shape.dims[j] == 1 && to.dims[i] != 1);
+        v.strides[i] = expanded ? 0 : t->strides[j];
+        v.shape[i] = to.dims[i];
+    }
+    v.ndim = to.ndim;
+    return v;
+}
 static inline const ts_backend *tsi_be(const ts_tensor *t) { return t->storage->be; }
 static inline int tsi_dev_index(const ts_tensor *t) { return t->storage->device.index; }
 static inline ts_device tsi_device(const ts_tensor *t) { return t->storage->device; }

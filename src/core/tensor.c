@@ -117,32 +117,6 @@ void ts_release(ts_tensor *t) {
     free(t);
 }
 
-/* ------------------------------------------------------------------ kernel views */
-ts_kview tsi_kview(const ts_tensor *t) {
-    ts_kview v;
-    v.data = t->storage->data + t->offset * (int64_t)tsi_dtype_size(t->dtype);
-    v.dtype = t->dtype;
-    v.ndim = t->shape.ndim;
-    for (int i = 0; i < TS_MAX_DIMS; i++) {
-        v.shape[i] = i < v.ndim ? t->shape.dims[i] : 1;
-        v.strides[i] = i < v.ndim ? t->strides[i] : 0;
-    }
-    return v;
-}
-
-ts_kview tsi_kview_broadcast(const ts_tensor *t, ts_shape to) {
-    ts_kview v = tsi_kview(t);
-    int lead = to.ndim - t->shape.ndim;
-    for (int i = to.ndim - 1; i >= 0; i--) {
-        int j = i - lead;
-        bool expanded = j < 0 || (t->shape.dims[j] == 1 && to.dims[i] != 1);
-        v.strides[i] = expanded ? 0 : t->strides[j];
-        v.shape[i] = to.dims[i];
-    }
-    v.ndim = to.ndim;
-    return v;
-}
-
 /* ------------------------------------------------------------------ queries */
 ts_device ts_device_of(ts_tensor *t) {
     if (!tsi_check_input("device_of", t, "tensor")) return (ts_device){TS_DEVICE_DEFAULT, 0};

@@ -6,9 +6,13 @@ static ts_tensor *softmax_op(const char *op, ts_tensor *t, int dim, bool log) {
     if (!tsi_check_input(op, t, "input")) return NULL;
     const int d = tsi_wrap_dim(op, dim, t->shape.ndim);
     if (d < 0) return NULL;
-    /* integer and bool inputs compute in the default float dtype */
-    ts_tensor *src = tsi_cast(op, t, tsi_is_float(t->dtype) ? t->dtype : TS_F32);
-    if (!src) return NULL;
+    /* PyTorch has no integer softmax kernel and refuses such inputs; so do we */
+    if (!tsi_is_float(t->dtype))
+        return tsi_error_set(TS_ERR_DTYPE, "%s: not implemented for %s; convert it to a floating "
+                                           "dtype first (ts_to_dtype)",
+                             op, tsi_desc(t)),
+               NULL;
+    ts_tensor *src = ts_retain(t);
     ts_device dev = tsi_device(t);
     tsi_log_op(op, dev);
     ts_tensor *out = tsi_new(op, t->shape, src->dtype, dev);

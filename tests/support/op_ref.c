@@ -171,6 +171,7 @@ bool ot_ref_binary_scalar(const ot_row *row, const ot_ref_in *in, const ot_args 
 
 bool ot_ref_clamp(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_ref_out *out) {
     (void)row;
+    if (isnan(a->s) && isnan(a->s2)) return false; /* torch.clamp(min=None, max=None) */
     int64_t n = ot_numel(in->shape[0]);
     out->shape = in->shape[0];
     for (int64_t i = 0; i < n; i++) {
@@ -206,8 +207,19 @@ static int wrap_dim(int d, int ndim) {
     return d < 0 ? d + n : d;
 }
 
-static double reduce_values(int op, const double *x, int64_t n, double corr) {
+/* Integer sums and products wrap like PyTorch's int64 accumulation. */
+static double int_reduce(int op, const double *x, int64_t n) {
+    uint64_t acc = op == TS_R_SUM ? 0 : 1;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t v = (uint64_t)(int64_t)x[i];
+        acc = op == TS_R_SUM ? acc + v : acc * v;
+    }
+    return (double)(int64_t)acc;
+}
+
+static double reduce_values(int op, const double *x, int64_t n, double corr, ts_dtype out) {
     double acc;
+    if ((op == TS_R_SUM || op == TS_R_PROD) && out == TS_I64) return int_reduce(op, x, n);
     switch (op) {
     case TS_R_SUM:
         acc = 0;
@@ -301,7 +313,7 @@ bool ot_ref_reduce(const ot_row *row, const ot_ref_in *in, const ot_args *a, ot_
             buf[r] = in->v[0][off];
             ot_next_index(rs, ri);
         }
-        out->v[o] = reduce_values(op, buf, nr, a->s);
+        out->v[o] = reduce_values(op, buf, nr, a->s, out->dtype);
         ot_next_index(kept, ki);
     }
     free(buf);
@@ -433,7 +445,9 @@ bool ot_ref_scatter_add(const ot_row *row, const ot_ref_in *in, const ot_args *a
     int64_t n = ot_numel(is), idx[TS_MAX_DIMS] = {0};
     for (int64_t k = 0; k < n; k++) {
         int64_t soff = offset_with(ss, idx, -1, 0);
-        out->v[offset_with(s, idx, d, (int64_t)in->v[1][k])] += in->v[2][soff];
+        double *dst = &out->v[offset_with(s, idx, d, (int64_t)in->v[1][k])];
+        /* each add rounds to the dtype, in index order, as PyTorch's cpu loop does */
+        *dst = ot_cast(*dst + in->v[2][soff], out->dtype);
         ot_next_index(is, idx);
     }
     return true;

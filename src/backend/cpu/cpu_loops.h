@@ -1,5 +1,4 @@
-/* cpu_loops.h — strided N-d iteration for the CPU elementwise kernels: coalescing, segments,
- * OpenMP. */
+/* cpu_loops.h — strided N-d iteration for the CPU elementwise kernels (merge, walk, OpenMP). */
 #ifndef TS_CPU_LOOPS_H
 #define TS_CPU_LOOPS_H
 
@@ -60,8 +59,21 @@ static inline size_t ts_cpu_dtype_size(ts_dtype dt) {
     }
 }
 
-/* All views have views[0]'s shape (broadcast operands carry stride 0). Size-1 dims are dropped and
- * adjacent dims merged when every operand is jointly contiguous across them. */
+/* True when inner dim i should be walked outside dim o: the first operand with both strides
+ * non-zero decides (the output first), as in PyTorch's TensorIterator. */
+static inline bool ts_cpu_dim_outer(const ts_cpu_iter *it, int o, int i) {
+    for (int k = 0; k < it->nops; k++) {
+        int64_t so = it->strides[k][o], si = it->strides[k][i];
+        if (so == 0 || si == 0) continue;
+        return si > so;
+    }
+    return false;
+}
+
+/* All views have views[0]'s shape (broadcast operands carry stride 0). Size-1 dims are dropped,
+ * dims are ordered by decreasing output stride (so an in-place op on a transposed view still
+ * walks memory in order), then adjacent dims merged where every operand is jointly contiguous.
+ * Elementwise kernels do not depend on the visiting order. */
 static inline void ts_cpu_iter_init(ts_cpu_iter *it, int nops, const ts_kview *const *views) {
     const ts_kview *v0 = views[0];
     it->nops = nops;
@@ -69,32 +81,42 @@ static inline void ts_cpu_iter_init(ts_cpu_iter *it, int nops, const ts_kview *c
     for (int k = 0; k < nops; k++) it->data[k] = views[k]->data;
     int nd = 0;
     for (int d = 0; d < v0->ndim; d++) {
-        int64_t size = v0->shape[d];
-        it->numel *= size;
-        if (size == 1) continue;
-        bool merge = nd > 0;
-        for (int k = 0; k < nops && merge; k++) {
-            int64_t esz = (int64_t)ts_cpu_dtype_size(views[k]->dtype);
-            merge = it->strides[k][nd - 1] == views[k]->strides[d] * esz * size;
-        }
-        if (merge) {
-            it->shape[nd - 1] *= size;
-            for (int k = 0; k < nops; k++)
-                it->strides[k][nd - 1] =
-                    views[k]->strides[d] * (int64_t)ts_cpu_dtype_size(views[k]->dtype);
-            continue;
-        }
-        it->shape[nd] = size;
+        it->numel *= v0->shape[d];
+        if (v0->shape[d] == 1) continue;
+        it->shape[nd] = v0->shape[d];
         for (int k = 0; k < nops; k++)
             it->strides[k][nd] = views[k]->strides[d] * (int64_t)ts_cpu_dtype_size(views[k]->dtype);
         nd++;
     }
-    if (nd == 0) { /* 0-dim or all sizes 1: one element */
+    for (int i = 1; i < nd; i++) { /* insertion sort: stable, and a no-op for row-major outputs */
+        for (int j = i; j > 0 && ts_cpu_dim_outer(it, j - 1, j); j--) {
+            int64_t t = it->shape[j];
+            it->shape[j] = it->shape[j - 1], it->shape[j - 1] = t;
+            for (int k = 0; k < nops; k++) {
+                t = it->strides[k][j];
+                it->strides[k][j] = it->strides[k][j - 1], it->strides[k][j - 1] = t;
+            }
+        }
+    }
+    int m = 0; /* merge dim d into the run ending at m - 1 when every operand allows it */
+    for (int d = 0; d < nd; d++) {
+        bool merge = m > 0;
+        for (int k = 0; k < nops && merge; k++)
+            merge = it->strides[k][m - 1] == it->strides[k][d] * it->shape[d];
+        if (merge) {
+            it->shape[m - 1] *= it->shape[d];
+        } else {
+            it->shape[m] = it->shape[d];
+            m++;
+        }
+        for (int k = 0; k < nops; k++) it->strides[k][m - 1] = it->strides[k][d];
+    }
+    if (m == 0) { /* 0-dim or all sizes 1: one element */
         it->shape[0] = 1;
         for (int k = 0; k < nops; k++) it->strides[k][0] = 0;
-        nd = 1;
+        m = 1;
     }
-    it->ndim = nd;
+    it->ndim = m;
 }
 
 /* True when every operand is one dense run with its own element size (after coalescing). */
@@ -105,7 +127,8 @@ static inline bool ts_cpu_iter_contiguous(const ts_cpu_iter *it, const size_t *e
     return true;
 }
 
-/* Visits elements [begin, end) in row-major order, one innermost run at a time. */
+/* Visits elements [begin, end) of the (reordered, merged) iteration space, one innermost run at a
+ * time. */
 static inline void ts_cpu_iter_walk(const ts_cpu_iter *it, int64_t begin, int64_t end,
                                     ts_cpu_seg_fn fn, void *ctx) {
     const int nd = it->ndim, nops = it->nops;
@@ -113,9 +136,9 @@ static inline void ts_cpu_iter_walk(const ts_cpu_iter *it, int64_t begin, int64_
     char *p[TS_CPU_MAX_OPS];
     int64_t s[TS_CPU_MAX_OPS];
     int64_t rem = begin;
-    for (int d = nd - 1; d >= 0; d--) {
-        idx[d] = rem % it->shape[d];
-        rem /= it->shape[d];
+    for (int d = nd - 1; d >= 0; d--) { /* no divisions on the common begin = 0 */
+        idx[d] = rem ? rem % it->shape[d] : 0;
+        rem = rem ? rem / it->shape[d] : 0;
     }
     for (int k = 0; k < nops; k++) {
         p[k] = it->data[k];

@@ -119,19 +119,13 @@ static bool isa_supported(int isa) {
     return isa == ISA_GENERIC;
 }
 
+/* No cached answer: __builtin_cpu_supports only reads a table, and nothing is shared between
+ * threads. */
 static int current_isa(void) {
     if (forced_isa >= 0) return forced_isa;
-    static int detected = -1; /* a benign race: every thread computes the same value */
-    if (detected < 0) {
-        int best = ISA_GENERIC;
-        for (int i = ISA_COUNT - 1; i > ISA_GENERIC; i--)
-            if (isa_supported(i)) {
-                best = i;
-                break;
-            }
-        detected = best;
-    }
-    return detected;
+    for (int i = ISA_COUNT - 1; i > ISA_GENERIC; i--)
+        if (isa_supported(i)) return i;
+    return ISA_GENERIC;
 }
 
 const char *ts_gemm_blocked_isa(void) { return kernels_f32[current_isa()].isa; }
@@ -229,7 +223,8 @@ gemm_driver(const gemm_kernel *kd, size_t es, int64_t m, int64_t n, int64_t k, c
     (void)parallel;
 #ifdef TS_HAVE_OPENMP
     /* below ~2 MFLOP the fork/join costs more than a second thread gains */
-    if (parallel && (double)m * (double)n * (double)k >= 1e6) nthreads = omp_get_max_threads();
+    if (parallel && (double)m * (double)n * (double)k >= 1e6 && !omp_in_parallel())
+        nthreads = omp_get_max_threads();
 #endif
     size_t b_bytes = (size_t)(kcb * ncb) * es;
     size_t a_bytes = (size_t)(kcb * mcb) * es;
@@ -289,7 +284,7 @@ gemm_driver(const gemm_kernel *kd, size_t es, int64_t m, int64_t n, int64_t k, c
                 }
                 int64_t packed_ic = -1;
 #ifdef TS_HAVE_OPENMP
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic)
 #endif
                 for (int64_t t = 0; t < n_tiles; t++) {
                     const int64_t ic_i = t / n_jchunks, jchunk = t % n_jchunks;

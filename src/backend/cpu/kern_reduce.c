@@ -103,11 +103,10 @@ static void reduce_small_rows(const ts_cpu_rplan *P) {
         }
         ts_cpu_red_conv_run_f64(dbuf, base, P->dt, 1, cnt * n);
         if (P->op == TS_R_SUM || P->op == TS_R_MEAN) {
-            double scale = P->op == TS_R_MEAN ? 1.0 / (double)n : 1.0;
             for (int64_t j = 0; j < cnt; j++) {
                 double s = 0.0;
                 for (int64_t k = 0; k < n; k++) s += dbuf[j * n + k];
-                res[j] = P->op == TS_R_MEAN ? s * scale : s;
+                res[j] = P->op == TS_R_MEAN ? s / (double)n : s;
             }
         } else {
             for (int64_t j = 0; j < cnt; j++) {
