@@ -1,5 +1,5 @@
-/* bench_core.c — per-op cost of ts_add on tiny tensors and f32 matmul GFLOP/s, printed as
- * "name value" lines for bench/run.sh to set beside PyTorch. */
+/* bench_core.c — per-op cost of ts_add on tiny tensors and f32 matmul GFLOP/s, for run.sh. */
+/* Prints "name value" lines that bench/run.sh sets beside PyTorch's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

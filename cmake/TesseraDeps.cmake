@@ -1,4 +1,4 @@
-# TesseraDeps.cmake — finds threads, OpenMP, a CPU BLAS and CUDA; sets TS_DEP_LIBS / TS_DEP_DEFS.
+# TesseraDeps.cmake — finds threads, OpenMP, a CPU BLAS, cJSON and CUDA; sets TS_DEP_LIBS / TS_DEP_DEFS.
 set(TS_DEP_LIBS "")
 set(TS_DEP_DEFS "")
 set(TS_PC_LIBS "-lm -lpthread")
@@ -15,6 +15,19 @@ if(OpenMP_C_FOUND)
 else()
   message(STATUS "Tessera: OpenMP not found: CPU kernels run on one thread")
 endif()
+
+# cJSON parses safetensors headers (Debian: libcjson-dev, header <cjson/cJSON.h>)
+find_path(TS_CJSON_INCLUDE cjson/cJSON.h)
+find_library(TS_CJSON_LIB NAMES cjson)
+if(NOT TS_CJSON_INCLUDE OR NOT TS_CJSON_LIB)
+  message(FATAL_ERROR "Tessera needs cJSON for safetensors files: install libcjson-dev "
+                      "(apt-get install libcjson-dev, or `make deps`), or point CMAKE_PREFIX_PATH at "
+                      "a cJSON install providing cjson/cJSON.h and libcjson")
+endif()
+list(APPEND TS_DEP_LIBS ${TS_CJSON_LIB})
+include_directories(SYSTEM ${TS_CJSON_INCLUDE})
+set(TS_PC_LIBS "${TS_PC_LIBS} -lcjson")
+message(STATUS "Tessera: cJSON ${TS_CJSON_LIB}")
 
 set(TS_HAVE_CBLAS OFF)
 if(TS_BLAS)

@@ -379,13 +379,45 @@ ts_status ts_empty_cache(ts_device d);
 /* bytes a device has in all and free (capacity - reserved for sim; RAM for cpu) */
 ts_status ts_device_memory(ts_device d, size_t *free_bytes, size_t *total_bytes);
 
-/* ============================================================== autograd (fields exist; engine
- * arrives with the autograd issue) */
+/* =================================================================== autograd */
 void ts_set_requires_grad(ts_tensor *t, bool on);
 bool ts_requires_grad(ts_tensor *t);
 ts_tensor *ts_grad(ts_tensor *t); /* borrowed; NULL when none */
+ts_status ts_set_grad(ts_tensor *t, ts_tensor *grad); /* NULL clears (zero_grad set_to_none) */
 bool ts_is_leaf(ts_tensor *t);
 uint64_t ts_version(ts_tensor *t); /* bumped by every in-place op on the storage */
+const char *ts_grad_fn_name(ts_tensor *t); /* "AddBackward0", or NULL for leaves */
+/* Backpropagate from a one-element tensor (gradient 1). */
+void ts_backward(ts_tensor *loss);
+/* Backpropagate from t with the given gradient (same shape as t). */
+void ts_backward_with(ts_tensor *t, ts_tensor *grad);
+typedef struct ts_backward_opts {
+    bool retain_graph; /* keep saved tensors so backward can run through the graph again */
+} ts_backward_opts;
+void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o); /* grad NULL: ones */
+/* Thread-local, nestable: ops record no graph inside. */
+void ts_no_grad_begin(void);
+void ts_no_grad_end(void);
+bool ts_grad_enabled(void);
+ts_tensor *ts_detach(ts_tensor *t); /* shares storage, no graph */
+/* Anomaly mode (also TS_DETECT_ANOMALY=1): backward fails with TS_ERR_STATE naming the forward op
+ * whose backward produced NaN/Inf. */
+void ts_detect_anomaly(bool on);
+/* Gradient check by f64 central differences: compares the analytical vector-Jacobian product of a
+ * random vector with the numerical one for every element of every input that requires grad. */
+typedef ts_tensor *(*ts_gradcheck_fn)(ts_tensor *const *inputs, int n, void *ctx);
+typedef struct ts_gradcheck_opts {
+    double eps;  /* 0 -> 1e-6 */
+    double atol; /* 0 -> 1e-5 */
+    double rtol; /* 0 -> 1e-3 */
+    bool verbose;
+} ts_gradcheck_opts;
+bool ts_gradcheck(ts_gradcheck_fn f, void *ctx, ts_tensor *const *inputs, int n,
+                  ts_gradcheck_opts o);
+
+#include "tessera/nn.h"
+#include "tessera/optim.h"
+#include "tessera/io.h"
 
 #ifdef __cplusplus
 }

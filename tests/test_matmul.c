@@ -1,6 +1,6 @@
-/* test_matmul.c — mm, bmm and matmul (every 1-D/2-D/N-D combination, strided and broadcast inputs,
- * all dtypes, cpu and sim:0, empty dims, error paths) and the blocked GEMM, against naive doubles.
- */
+/* test_matmul.c — mm, bmm, matmul and the blocked GEMM against a naive double reference. */
+/* Covers every 1-D/2-D/N-D combination, strided and broadcast inputs, all dtypes, cpu and sim:0,
+ * empty dims and the error paths. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

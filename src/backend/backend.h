@@ -48,6 +48,24 @@ typedef enum ts_random_kind {
     TS_RAND_RANDINT,   /* p0 = low, p1 = high: integers in [low, high) */
 } ts_random_kind;
 
+typedef struct ts_conv2d_params {
+    int stride[2], padding[2], dilation[2], groups;
+} ts_conv2d_params;
+
+typedef enum ts_pool_kind {
+    TS_POOL_MAX,             /* writes argmax indices (flat h*W+w within the plane) when given */
+    TS_POOL_AVG,             /* count_include_pad=True */
+    TS_POOL_AVG_EXCLUDE_PAD, /* count_include_pad=False */
+    TS_POOL_ADAPTIVE_AVG,    /* windows [floor(i*H/OH), ceil((i+1)*H/OH)); kernel/stride unused */
+} ts_pool_kind;
+
+typedef struct ts_pool2d_params {
+    int kernel[2], stride[2], padding[2], dilation[2];
+    ts_pool_kind kind;
+} ts_pool2d_params;
+
+struct ts_optim_step_args; /* src/backend/optim_step.h */
+
 typedef struct ts_backend ts_backend;
 
 struct ts_backend {
@@ -116,6 +134,27 @@ struct ts_backend {
      * seed, so the numbers do not depend on threads or device. */
     void (*random)(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
                    double p0, double p1, uint64_t seed, uint64_t offset);
+    /* out [N,O,OH,OW] = conv2d(x [N,C,H,W], w [O,C/groups,KH,KW]) + bias [O] (bias may be NULL).
+     * All views contiguous and of one float dtype; output sizes already computed by the front end.*/
+    void (*conv2d)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                   const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p);
+    /* gx [N,C,H,W] = gradient of the input (overwritten) */
+    void (*conv2d_backward_data)(const ts_backend *be, int index, const ts_kview *gx,
+                                 const ts_kview *gout, const ts_kview *w,
+                                 const ts_conv2d_params *p);
+    /* gw [O,C/groups,KH,KW] = gradient of the weight (overwritten) */
+    void (*conv2d_backward_weight)(const ts_backend *be, int index, const ts_kview *gw,
+                                   const ts_kview *gout, const ts_kview *x,
+                                   const ts_conv2d_params *p);
+    /* out [N,C,OH,OW] from x [N,C,H,W]; indices (TS_I64, out's shape) for TS_POOL_MAX or NULL */
+    void (*pool2d)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                   const ts_kview *indices, const ts_pool2d_params *p);
+    /* gx [N,C,H,W] (overwritten) from gout; max pooling uses the saved indices */
+    void (*pool2d_backward)(const ts_backend *be, int index, const ts_kview *gx,
+                            const ts_kview *gout, const ts_kview *indices,
+                            const ts_pool2d_params *p);
+    /* one fused optimizer step over many tensors (SGD/Adam/AdamW/RMSprop) */
+    void (*optim_step)(const ts_backend *be, int index, const struct ts_optim_step_args *args);
 };
 
 /* The registry: one backend per device type; NULL when the type is not built or not present. */

@@ -32,6 +32,7 @@ struct ts_tensor {
     int64_t offset; /* in elements */
     ts_shape shape;
     int64_t strides[TS_MAX_DIMS]; /* in elements, never negative */
+    bool is_view; /* shares storage with the tensor it was made from */
     ts_tensor *grad;
     struct ts_node *grad_fn;
     int output_nr;
@@ -133,7 +134,10 @@ ts_tensor *tsi_cast(const char *op, ts_tensor *t, ts_dtype dt);
 ts_tensor *tsi_contiguous(const char *op, ts_tensor *t);
 /* Copy t to device d (new reference, not in a scope; t retained when already there). */
 ts_tensor *tsi_to_device(const char *op, ts_tensor *t, ts_device d);
-/* In-place ops on a leaf that requires grad are errors (PyTorch); TS_ERR_STATE. */
+/* Grad mode (thread-local, ts_no_grad_begin/end): autograd records only while it is on. */
+bool tsi_grad_mode(void);
+/* In-place ops with grad mode on: a leaf that requires grad is an error (PyTorch; TS_ERR_STATE),
+ * and so is a view of a tensor that requires grad (TS_ERR_UNSUPPORTED: no CopySlices yet). */
 bool tsi_check_inplace(const char *op, ts_tensor *t);
 /* Mark t's storage as modified in place. */
 /* Set by the autograd engine: releases a node when its output tensor dies. */
@@ -166,5 +170,12 @@ extern atomic_bool tsi_initialised;
 static inline void tsi_init(void) {
     if (!atomic_load_explicit(&tsi_initialised, memory_order_acquire)) tsi_init_once();
 }
+
+/* ------------------------------------------------------------------ in-place storage moves */
+/* Give t a contiguous copy of its data on device d (or in dtype dt) in place: the handle, shape,
+ * requires_grad, grad and version stay; t stops being a view. No-op when already there. Used by
+ * ts_module_to / ts_module_to_dtype (src/core/tensor_move.c). */
+ts_status tsi_tensor_move_storage(ts_tensor *t, ts_device d);
+ts_status tsi_tensor_cast_storage(ts_tensor *t, ts_dtype dt);
 
 #endif /* TS_CORE_INTERNAL_H */

@@ -56,6 +56,7 @@ static ts_tensor *tensor_alloc(const char *op, ts_storage *st, ts_dtype dt) {
     t->requires_grad = false;
     t->storage = st;
     t->offset = 0;
+    t->is_view = false;
     t->grad = NULL;
     t->grad_fn = NULL;
     t->output_nr = 0;
@@ -99,6 +100,7 @@ ts_tensor *tsi_view_of(ts_tensor *base, ts_shape s, const int64_t *strides, int6
     t->shape = s;
     for (int i = 0; i < TS_MAX_DIMS; i++) t->strides[i] = i < s.ndim ? strides[i] : 0;
     t->offset = offset;
+    t->is_view = true;
     return t;
 }
 

@@ -175,10 +175,20 @@ static ts_tensor *binary_run(const char *op, ts_binary_op bop, ts_tensor *a, ts_
     return binary_core(op, bop, a, b, r, inplace ? a : NULL);
 }
 
+/* binary_run plus the autograd node when the graph needs one (in place: made before the op). */
+static ts_tensor *binary_op(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
+                            bool inplace) {
+    ts_tensor *const ins[2] = {a, b};
+    if (!a || !b || tsi_ew_bool_out(bop) || !tsi_needs_graph(ins, 2))
+        return tsi_own(binary_run(op, bop, a, b, inplace));
+    if (!inplace)
+        return tsi_own(tsi_ew_record_binary(op, bop, a, b, binary_run(op, bop, a, b, false), 1));
+    ts_node *n = tsi_ew_begin_binary(op, bop, a, b);
+    return n ? tsi_own(tsi_ew_finish(n, binary_run(op, bop, a, b, true))) : NULL;
+}
+
 #define BINARY(NAME, BOP)                                                                          \
-    ts_tensor *ts_##NAME(ts_tensor *a, ts_tensor *b) {                                             \
-        return tsi_own(binary_run(#NAME, BOP, a, b, false));                                       \
-    }
+    ts_tensor *ts_##NAME(ts_tensor *a, ts_tensor *b) { return binary_op(#NAME, BOP, a, b, false); }
 BINARY(add, TS_B_ADD)
 BINARY(sub, TS_B_SUB)
 BINARY(mul, TS_B_MUL)
@@ -199,7 +209,7 @@ BINARY(logical_or, TS_B_OR)
 
 #define BINARY_INPLACE(NAME, BOP)                                                                  \
     ts_tensor *ts_##NAME##_(ts_tensor *a, ts_tensor *b) {                                          \
-        return tsi_own(binary_run(#NAME "_", BOP, a, b, true));                                    \
+        return binary_op(#NAME "_", BOP, a, b, true);                                              \
     }
 BINARY_INPLACE(add, TS_B_ADD)
 BINARY_INPLACE(sub, TS_B_SUB)
@@ -223,11 +233,17 @@ ts_tensor *ts_add_alpha(ts_tensor *a, ts_tensor *b, double alpha) {
                    "point number. (alpha %g, a: %s, b: %s)",
                    op, alpha, tsi_desc(a), tsi_desc(b)),
                NULL;
-    if (alpha == 1) return tsi_own(binary_run(op, TS_B_ADD, a, b, false));
-    /* b * alpha in the result dtype keeps the promotion of (a, scaled) equal to that of (a, b) */
-    ts_tensor *scaled = tsi_ew_scalar(op, TS_B_MUL, b, alpha, r, NULL);
-    if (!scaled) return NULL;
-    ts_tensor *out = binary_run(op, TS_B_ADD, a, scaled, false);
-    ts_release(scaled);
+    ts_tensor *out;
+    if (alpha == 1) {
+        out = binary_run(op, TS_B_ADD, a, b, false);
+    } else {
+        /* b * alpha in the result dtype keeps the promotion of (a, scaled) equal to that of (a, b)
+         */
+        ts_tensor *scaled = tsi_ew_scalar(op, TS_B_MUL, b, alpha, r, NULL);
+        if (!scaled) return NULL;
+        out = binary_run(op, TS_B_ADD, a, scaled, false);
+        ts_release(scaled);
+    }
+    if (tsi_needs_graph(ts, 2)) out = tsi_ew_record_binary(op, TS_B_ADD, a, b, out, alpha);
     return tsi_own(out);
 }

@@ -76,7 +76,12 @@ static ts_tensor *scalar_op(const char *op, ts_binary_op bop, ts_tensor *a, doub
     if (!tsi_check_input(op, a, "a")) return NULL;
     const ts_dtype r = tsi_ew_scalar_result(a->dtype, s);
     if (!tsi_ew_check_binary_dtypes(op, bop, a, NULL, r)) return NULL;
-    return tsi_own(tsi_ew_scalar(op, bop, a, s, r, inplace ? a : NULL));
+    if (tsi_ew_bool_out(bop) || !tsi_needs_graph(&a, 1))
+        return tsi_own(tsi_ew_scalar(op, bop, a, s, r, inplace ? a : NULL));
+    if (!inplace)
+        return tsi_own(tsi_ew_record_scalar(op, bop, a, s, tsi_ew_scalar(op, bop, a, s, r, NULL)));
+    ts_node *n = tsi_ew_begin_scalar(op, bop, a, s);
+    return n ? tsi_own(tsi_ew_finish(n, tsi_ew_scalar(op, bop, a, s, r, a))) : NULL;
 }
 
 ts_tensor *ts_add_scalar(ts_tensor *a, double s) {

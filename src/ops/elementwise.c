@@ -45,14 +45,17 @@ bool tsi_ew_overlaps(const ts_tensor *a, const ts_tensor *b) {
     return alo < bhi && blo < ahi;
 }
 
-bool tsi_ew_check_inplace(const char *op, const ts_tensor *dst, ts_dtype result,
-                          const ts_shape *bshape) {
-    if (dst->requires_grad && dst->grad_fn == NULL)
-        return tsi_error_set(TS_ERR_STATE,
-                             "%s: a leaf Variable that requires grad is being used in an in-place "
-                             "operation.",
-                             op),
-               false;
+ts_tensor *tsi_ew_clone(const char *op, ts_tensor *x) {
+    ts_tensor *c = tsi_new(op, x->shape, x->dtype, tsi_device(x));
+    if (c && tsi_numel(x->shape) > 0) {
+        ts_kview kc = tsi_kview(c), kx = tsi_kview(x);
+        tsi_be(x)->copy(tsi_be(x), tsi_dev_index(x), &kc, &kx);
+    }
+    return c;
+}
+
+bool tsi_ew_check_inplace(const char *op, ts_tensor *dst, ts_dtype result, const ts_shape *bshape) {
+    if (!tsi_check_inplace(op, dst)) return false; /* leaves that require grad (grad mode on) */
     for (int i = 0; i < dst->shape.ndim; i++)
         if (dst->shape.dims[i] > 1 && dst->strides[i] == 0)
             return tsi_error_set(TS_ERR_ARG,

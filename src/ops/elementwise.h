@@ -5,6 +5,7 @@
 
 #include <math.h>
 
+#include "autograd/autograd.h"
 #include "core/internal.h"
 
 /* ------------------------------------------------------------------ type promotion
@@ -91,8 +92,7 @@ bool tsi_ew_overlaps(const ts_tensor *a, const ts_tensor *b);
 /* The destination of an in-place op: not a leaf that requires grad, no element reachable twice
  * (stride 0), the op's result dtype castable to it, and (when bshape is given) the broadcast shape
  * equal to its shape. Records the error and returns false otherwise. */
-bool tsi_ew_check_inplace(const char *op, const ts_tensor *dst, ts_dtype result,
-                          const ts_shape *bshape);
+bool tsi_ew_check_inplace(const char *op, ts_tensor *dst, ts_dtype result, const ts_shape *bshape);
 
 /* "sub" with a bool operand, "pow" / "fmod" computing in bool: PyTorch's errors. b_dtype is
  * TS_DTYPE_DEFAULT for a scalar operand. */
@@ -110,5 +110,29 @@ static inline ts_dtype tsi_ew_compute_dtype(ts_binary_op op, ts_dtype r) {
  * the output, or dst retained. */
 ts_tensor *tsi_ew_scalar(const char *op, ts_binary_op bop, ts_tensor *a, double s, ts_dtype r,
                          ts_tensor *dst);
+
+/* Fresh contiguous copy of x on its device, no graph (a new reference, not in a scope). */
+ts_tensor *tsi_ew_clone(const char *op, ts_tensor *x);
+
+/* ------------------------------------------------------------------ autograd (elementwise_grad.c)
+ * Callers check tsi_needs_graph() first. An out-of-place op computes, then records: record_* take
+ * the new output (NULL passes through) and return it, or NULL with the output released when the
+ * node cannot be made. An in-place op makes its node before it runs, so that the node's inputs
+ * are the destination's pre-op state (begin_*: NULL + error on failure), then hands the op's
+ * result to tsi_ew_finish, which rebases the destination onto the node (NULL: the op failed, the
+ * node is dropped). Ops whose result is not floating record nothing. */
+ts_tensor *tsi_ew_record_unary(const char *op, ts_unary_op u, ts_tensor *t, ts_tensor *out,
+                               double p0, double p1);
+ts_tensor *tsi_ew_record_binary(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
+                                ts_tensor *out, double alpha);
+ts_tensor *tsi_ew_record_scalar(const char *op, ts_binary_op bop, ts_tensor *a, double s,
+                                ts_tensor *out);
+ts_tensor *tsi_ew_record_where(ts_tensor *cond, ts_tensor *a, ts_tensor *b, ts_tensor *out);
+ts_tensor *tsi_ew_record_masked_fill(const char *op, ts_tensor *t, ts_tensor *mask, ts_tensor *out);
+ts_node *tsi_ew_begin_unary(const char *op, ts_unary_op u, ts_tensor *t, double p0, double p1);
+ts_node *tsi_ew_begin_binary(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b);
+ts_node *tsi_ew_begin_scalar(const char *op, ts_binary_op bop, ts_tensor *a, double s);
+ts_node *tsi_ew_begin_masked_fill(const char *op, ts_tensor *t, ts_tensor *mask);
+ts_tensor *tsi_ew_finish(ts_node *n, ts_tensor *res);
 
 #endif /* TS_OPS_ELEMENTWISE_H */

@@ -1,7 +1,8 @@
 /* index.c — indexing front ends: index_select, gather, scatter_add(_), one_hot. */
 #include <stdlib.h>
 
-#include "core/internal.h"
+#include "autograd/autograd.h"
+#include "ops/shape_grad.h"
 
 #define SMALL_INDEX 256 /* index lists up to this long are checked without a heap buffer */
 
@@ -81,6 +82,14 @@ static bool check_inplace(const char *op, ts_tensor *t) {
     return true;
 }
 
+/* Records an op whose gradient flows to t through the (i64) index along dim d. */
+static void record_indexed(const char *name, const char *op, tsi_backward_fn fn, ts_tensor *t,
+                           ts_tensor *out, ts_tensor *idx, int d) {
+    if (!out || !tsi_is_float(out->dtype)) return;
+    ts_node *n = tsi_record(name, op, fn, &t, 1, out, &idx, 1);
+    if (n) n->ip[0] = d;
+}
+
 ts_tensor *ts_index_select(ts_tensor *t, int dim, ts_tensor *index) {
     const char *op = "index_select";
     tsi_init();
@@ -118,6 +127,7 @@ ts_tensor *ts_index_select(ts_tensor *t, int dim, ts_tensor *index) {
         ts_kview ko = kview1(out), ki = kview1(t), kx = kview1(idx);
         tsi_be(t)->index_select(tsi_be(t), tsi_dev_index(t), &ko, &ki, d, &kx);
     }
+    record_indexed("IndexSelectBackward0", op, tsi_index_select_backward, t, out, idx, d);
     ts_release(idx);
     return tsi_own(out);
 }
@@ -159,6 +169,7 @@ ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index) {
         ts_kview ko = kview1(out), ki = kview1(t), kx = kview1(index);
         tsi_be(t)->gather(tsi_be(t), tsi_dev_index(t), &ko, &ki, d, &kx);
     }
+    record_indexed("GatherBackward0", op, tsi_gather_backward, t, out, index, d);
     return tsi_own(out);
 }
 
@@ -213,6 +224,15 @@ static void scatter_run(ts_tensor *dst, int d, ts_tensor *index, ts_tensor *src)
     tsi_be(dst)->scatter_add(tsi_be(dst), tsi_dev_index(dst), &kd, d, &kx, &ks);
 }
 
+static void record_scatter(const char *op, ts_tensor *t, ts_tensor *index, ts_tensor *src,
+                           ts_tensor *out, int d) {
+    ts_tensor *ins[2] = {t, src};
+    if (!tsi_is_float(out->dtype) || !tsi_needs_graph(ins, 2)) return;
+    ts_node *n =
+        tsi_record("ScatterAddBackward0", op, tsi_scatter_add_backward, ins, 2, out, &index, 1);
+    if (n) n->ip[0] = d;
+}
+
 ts_tensor *ts_scatter_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
     const char *op = "scatter_add";
     const int d = scatter_check(op, t, dim, index, src);
@@ -225,6 +245,7 @@ ts_tensor *ts_scatter_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *sr
         tsi_be(t)->copy(tsi_be(t), tsi_dev_index(t), &ko, &kt);
     }
     scatter_run(out, d, index, src);
+    record_scatter(op, t, index, src, out, d);
     return tsi_own(out);
 }
 
@@ -235,6 +256,7 @@ ts_tensor *ts_scatter_add_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *s
     tsi_log_op(op, tsi_device(t));
     scatter_run(t, d, index, src);
     tsi_bump_version(t);
+    record_scatter(op, t, index, src, t, d); /* t's history now continues from this node */
     return tsi_own(ts_retain(t));
 }
 

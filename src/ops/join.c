@@ -2,7 +2,8 @@
 #include <limits.h>
 #include <stdio.h>
 
-#include "core/internal.h"
+#include "autograd/autograd.h"
+#include "ops/shape_grad.h"
 
 static bool shape_eq(ts_shape a, ts_shape b) {
     if (a.ndim != b.ndim) return false;
@@ -25,6 +26,16 @@ static bool check_list(const char *op, ts_tensor *const *ts, int n) {
         return false;
     }
     return true;
+}
+
+/* Records cat/stack over the n inputs (dim d) when the graph needs it; returns out owned. */
+static ts_tensor *record_join(const char *name, const char *op, tsi_backward_fn fn,
+                              ts_tensor *const *ts, int n, ts_tensor *out, int d) {
+    if (out && tsi_is_float(out->dtype) && tsi_needs_graph(ts, n)) {
+        ts_node *node = tsi_record(name, op, fn, ts, n, out, NULL, 0);
+        if (node) node->ip[0] = d;
+    }
+    return tsi_own(out);
 }
 
 /* torch.cat skips legacy 1-D empty tensors whatever their dtype */
@@ -51,7 +62,8 @@ ts_tensor *ts_cat(ts_tensor *const *ts, int n, int dim) {
     if (ref < 0) { /* only legacy empties: the result is one too */
         if (tsi_wrap_dim(op, dim, 1) < 0) return NULL;
         tsi_log_op(op, dev);
-        return tsi_own(tsi_new(op, TS_SHAPE(0), dt, dev));
+        ts_tensor *out = tsi_new(op, TS_SHAPE(0), dt, dev);
+        return record_join("CatBackward0", op, tsi_cat_backward, ts, n, out, 0);
     }
     const int nd = ts[ref]->shape.ndim;
     const int d = tsi_wrap_dim(op, dim, nd);
@@ -97,7 +109,7 @@ ts_tensor *ts_cat(ts_tensor *const *ts, int n, int dim) {
         }
         off += len;
     }
-    return tsi_own(out);
+    return record_join("CatBackward0", op, tsi_cat_backward, ts, n, out, d);
 }
 
 ts_tensor *ts_stack(ts_tensor *const *ts, int n, int dim) {
@@ -150,7 +162,7 @@ ts_tensor *ts_stack(ts_tensor *const *ts, int n, int dim) {
             be->copy(be, tsi_dev_index(out), &di, &src);
         }
     }
-    return tsi_own(out);
+    return record_join("StackBackward0", op, tsi_stack_backward, ts, n, out, d);
 }
 
 /* Writes up to max_out narrow views of `len` elements each (the last possibly shorter) and
@@ -167,6 +179,16 @@ static int emit_pieces(const char *op, ts_tensor *t, int d, int64_t count, int64
         int64_t l = size - start < len ? size - start : len;
         out[i] = ts_narrow(t, d, start, l);
         if (!out[i]) return -1;
+    }
+    /* one node for all the pieces (PyTorch's SplitBackward0) rather than a narrow per piece: its
+     * backward joins the pieces' gradients in one pass */
+    if (max_out > 0 && tsi_is_float(t->dtype) && tsi_needs_graph(&t, 1)) {
+        ts_node *n = tsi_node_new("SplitBackward0", op, tsi_split_backward, &t, 1, (int)count, 0);
+        if (!n) return -1;
+        n->ip[0] = d;
+        n->ip[1] = len;
+        for (int64_t i = 0; i < count && i < max_out; i++) tsi_node_set_output(n, out[i], (int)i);
+        tsi_node_release(n);
     }
     return (int)count;
 }

@@ -2,7 +2,8 @@
  * stride 0, one batched kernel call over 3-D views (no copies). */
 #include <stdio.h>
 
-#include "core/internal.h"
+#include "autograd/autograd.h"
+#include "ops/shape_grad.h"
 
 typedef enum mm_kind { MM_MM, MM_BMM, MM_MATMUL } mm_kind;
 
@@ -120,7 +121,8 @@ static void run_batches(const ts_backend *be, int index, ts_kview *ko, ts_kview 
     }
 }
 
-static ts_tensor *matmul_op(const char *op, mm_kind kind, ts_tensor *a, ts_tensor *b) {
+/* The product (a new reference, not in a scope) or NULL with the error recorded. */
+static ts_tensor *matmul_compute(const char *op, mm_kind kind, ts_tensor *a, ts_tensor *b) {
     tsi_init();
     bool ok = tsi_check_input(op, a, kind == MM_BMM ? "batch1" : "mat1");
     ok = tsi_check_input(op, b, kind == MM_BMM ? "batch2" : "mat2") && ok;
@@ -147,7 +149,7 @@ static ts_tensor *matmul_op(const char *op, mm_kind kind, ts_tensor *a, ts_tenso
 
     tsi_log_op(op, dev);
     ts_tensor *out = tsi_new(op, os, a->dtype, dev);
-    if (!out || tsi_numel(os) == 0) return tsi_own(out);
+    if (!out || tsi_numel(os) == 0) return out;
     const ts_backend *be = tsi_be(a);
     if (!be->matmul) {
         ts_release(out);
@@ -197,6 +199,30 @@ static ts_tensor *matmul_op(const char *op, mm_kind kind, ts_tensor *a, ts_tenso
         nd = 0;
     }
     run_batches(be, tsi_dev_index(a), &ko, &ka, &kb, dims, nd, tsi_dtype_size(a->dtype));
+    return out;
+}
+
+/* The name PyTorch's matmul gives the last node of its decomposition into mm/mv/dot/bmm. */
+static const char *matmul_grad_name(mm_kind kind, int da, int db) {
+    if (kind == MM_MM) return "MmBackward0";
+    if (kind == MM_BMM) return "BmmBackward0";
+    if (da == 1 && db == 1) return "DotBackward0";
+    if (da == 2 && db == 1) return "MvBackward0";
+    if (da == 2 && db == 2) return "MmBackward0";
+    if (da == 1 && db == 2) return "SqueezeBackward3";
+    if (da == 2) return "CloneBackward0";
+    return "UnsafeViewBackward0";
+}
+
+static ts_tensor *matmul_op(const char *op, mm_kind kind, ts_tensor *a, ts_tensor *b) {
+    ts_tensor *out = matmul_compute(op, kind, a, b);
+    ts_tensor *ins[2] = {a, b};
+    if (out && tsi_is_float(out->dtype) && tsi_needs_graph(ins, 2)) {
+        /* each operand's gradient needs only the other operand */
+        ts_tensor *saves[2] = {b->requires_grad ? a : NULL, a->requires_grad ? b : NULL};
+        tsi_record(matmul_grad_name(kind, a->shape.ndim, b->shape.ndim), op, tsi_matmul_backward,
+                   ins, 2, out, saves, 2);
+    }
     return tsi_own(out);
 }
 

@@ -1,5 +1,6 @@
 /* reduce.c — reduction front ends: sum, mean, prod, max/min, arg*, var/std, logsumexp. */
-#include "core/internal.h"
+#include "autograd/autograd.h"
+#include "ops/reduce_grad.h"
 
 /* PyTorch's ScalarType names, used where we copy its messages word for word. */
 static const char *torch_type_name(ts_dtype d) {
@@ -70,9 +71,9 @@ static ts_dtype result_dtype(const char *op, ts_reduce_op rop, ts_dtype in, ts_d
 }
 
 /* The reduction itself: `dims`/`ndims` name the reduced dims (all of them when `all`). Returns a
- * new tensor (not in a scope) or NULL with the error recorded. */
+ * new tensor (not in a scope) or NULL with the error recorded; *mask gets the reduced dims. */
 static ts_tensor *reduce_op(const char *op, ts_reduce_op rop, ts_tensor *t, const int *dims,
-                            int ndims, bool all, bool keepdim, double param) {
+                            int ndims, bool all, bool keepdim, double param, unsigned *mask) {
     tsi_init();
     if (!tsi_check_input(op, t, "input")) return NULL;
     const int nd = t->shape.ndim;
@@ -95,6 +96,9 @@ static ts_tensor *reduce_op(const char *op, ts_reduce_op rop, ts_tensor *t, cons
     } else {
         for (int d = 0; d < nd; d++) red[d] = true;
     }
+
+    *mask = 0;
+    for (int d = 0; d < nd; d++) *mask |= red[d] ? 1u << d : 0;
 
     ts_dtype compute;
     ts_dtype out_dt = result_dtype(op, rop, t->dtype, &compute);
@@ -172,17 +176,77 @@ static ts_tensor *reduce_op(const char *op, ts_reduce_op rop, ts_tensor *t, cons
     return out;
 }
 
+/* Records the backward of a reduction (input t, result out) when the graph needs it. Names are
+ * PyTorch's: the whole-tensor overloads of sum/mean/prod are Backward0, the dim ones Backward1;
+ * max()/min() over everything are Backward1 (their dim overloads, with indices, Backward0). */
+static void record(ts_reduce_op rop, bool all, ts_tensor *t, ts_tensor *out, unsigned mask,
+                   bool keepdim, double param, const char *op) {
+    if (!out || !tsi_is_float(out->dtype) || !tsi_needs_graph(&t, 1)) return;
+    const char *name;
+    tsi_backward_fn fn;
+    ts_tensor *x = NULL; /* the saved input */
+    bool save_out = false;
+    switch (rop) {
+    case TS_R_SUM:
+        name = all ? "SumBackward0" : "SumBackward1", fn = tsi_sum_backward;
+        break;
+    case TS_R_MEAN:
+        name = all ? "MeanBackward0" : "MeanBackward1", fn = tsi_mean_backward;
+        break;
+    case TS_R_PROD:
+        name = all ? "ProdBackward0" : "ProdBackward1", fn = tsi_prod_backward;
+        x = t, save_out = true;
+        break;
+    case TS_R_MAX:
+    case TS_R_MIN:
+        if (all)
+            name = rop == TS_R_MAX ? "MaxBackward1" : "MinBackward1";
+        else
+            name = rop == TS_R_MAX ? "AmaxBackward0" : "AminBackward0";
+        fn = tsi_amax_backward, x = t, save_out = true;
+        break;
+    case TS_R_VAR:
+        name = "VarBackward0", fn = tsi_var_backward, x = t;
+        break;
+    case TS_R_STD:
+        name = "StdBackward0", fn = tsi_std_backward, x = t, save_out = true;
+        break;
+    case TS_R_LOGSUMEXP:
+        name = "LogsumexpBackward0", fn = tsi_logsumexp_backward, x = t, save_out = true;
+        break;
+    default:
+        return; /* argmax/argmin: not differentiable */
+    }
+    ts_tensor *saves[2] = {x, NULL};
+    ts_node *n = tsi_record(name, op, fn, &t, 1, out, saves, 2);
+    if (!n) return;
+    if (save_out) tsi_node_save_output(n, 1, out);
+    n->ip[0] = mask;
+    n->ip[1] = keepdim;
+    n->p[0] = param;
+}
+
+static ts_tensor *reduce_rec(const char *op, ts_reduce_op rop, ts_tensor *t, const int *dims,
+                             int ndims, bool all, bool keepdim, double param) {
+    unsigned mask;
+    ts_tensor *out = reduce_op(op, rop, t, dims, ndims, all, keepdim, param, &mask);
+    record(rop, all, t, out, mask, keepdim, param, op);
+    return tsi_own(out);
+}
 static ts_tensor *red_all(const char *op, ts_reduce_op rop, ts_tensor *t, double param) {
-    return tsi_own(reduce_op(op, rop, t, NULL, 0, true, false, param));
+    return reduce_rec(op, rop, t, NULL, 0, true, false, param);
 }
 static ts_tensor *red_dim(const char *op, ts_reduce_op rop, ts_tensor *t, int dim, bool keepdim,
                           double param) {
-    return tsi_own(reduce_op(op, rop, t, &dim, 1, false, keepdim, param));
+    return reduce_rec(op, rop, t, &dim, 1, false, keepdim, param);
 }
-/* an empty dims list means all dims */
+/* an empty dims list means all dims (and is recorded as a dim overload, as PyTorch does) */
 static ts_tensor *red_dims(const char *op, ts_reduce_op rop, ts_tensor *t, ts_dims dims,
                            bool keepdim, double param) {
-    return tsi_own(reduce_op(op, rop, t, dims.d, dims.n, dims.n == 0, keepdim, param));
+    unsigned mask;
+    ts_tensor *out = reduce_op(op, rop, t, dims.d, dims.n, dims.n == 0, keepdim, param, &mask);
+    record(rop, false, t, out, mask, keepdim, param, op);
+    return tsi_own(out);
 }
 
 /* ----------------------------------------------------------------- over all elements */
@@ -229,20 +293,32 @@ ts_tensor *ts_logsumexp_dim(ts_tensor *t, int dim, bool keepdim) {
     return red_dim("logsumexp", TS_R_LOGSUMEXP, t, dim, keepdim, 0);
 }
 
-/* values and indices: two kernel passes, which keeps the kernel interface to one output */
+/* values and indices: two kernel passes, which keeps the kernel interface to one output. The
+ * indices are computed for the graph even when the caller does not want them. */
 static ts_tensor *minmax_dim(const char *op, ts_reduce_op vop, ts_reduce_op iop, ts_tensor *t,
                              int dim, bool keepdim, ts_tensor **indices) {
     if (indices) *indices = NULL;
-    ts_tensor *v = reduce_op(op, vop, t, &dim, 1, false, keepdim, 0);
+    unsigned mask;
+    ts_tensor *v = reduce_op(op, vop, t, &dim, 1, false, keepdim, 0, &mask);
     if (!v) return NULL;
-    if (indices) {
-        ts_tensor *i = reduce_op(op, iop, t, &dim, 1, false, keepdim, 0);
+    const bool graph = tsi_is_float(v->dtype) && tsi_needs_graph(&t, 1);
+    ts_tensor *i = NULL;
+    if (indices || graph) {
+        i = reduce_op(op, iop, t, &dim, 1, false, keepdim, 0, &mask);
         if (!i) {
             ts_release(v);
             return NULL;
         }
-        *indices = tsi_own(i);
     }
+    if (graph) {
+        const char *name = vop == TS_R_MAX ? "MaxBackward0" : "MinBackward0";
+        ts_node *n = tsi_record(name, op, tsi_max_dim_backward, &t, 1, v, &i, 1);
+        if (n) n->ip[0] = mask, n->ip[1] = keepdim;
+    }
+    if (indices)
+        *indices = tsi_own(i);
+    else
+        ts_release(i);
     return tsi_own(v);
 }
 ts_tensor *ts_max_dim(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices) {

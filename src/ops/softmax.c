@@ -1,5 +1,6 @@
 /* softmax.c — softmax and log_softmax front ends. */
-#include "core/internal.h"
+#include "autograd/autograd.h"
+#include "ops/reduce_grad.h"
 
 static ts_tensor *softmax_op(const char *op, ts_tensor *t, int dim, bool log) {
     tsi_init();
@@ -8,8 +9,9 @@ static ts_tensor *softmax_op(const char *op, ts_tensor *t, int dim, bool log) {
     if (d < 0) return NULL;
     /* PyTorch has no integer softmax kernel and refuses such inputs; so do we */
     if (!tsi_is_float(t->dtype))
-        return tsi_error_set(TS_ERR_DTYPE, "%s: not implemented for %s; convert it to a floating "
-                                           "dtype first (ts_to_dtype)",
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: not implemented for %s; convert it to a floating "
+                             "dtype first (ts_to_dtype)",
                              op, tsi_desc(t)),
                NULL;
     ts_tensor *src = ts_retain(t);
@@ -26,6 +28,16 @@ static ts_tensor *softmax_op(const char *op, ts_tensor *t, int dim, bool log) {
         tsi_be(src)->softmax(tsi_be(src), tsi_dev_index(src), &ko, &ki, d, log);
     }
     ts_release(src);
+    if (out && tsi_needs_graph(&t, 1)) {
+        ts_tensor *none = NULL;
+        ts_node *n =
+            tsi_record(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", op,
+                       log ? tsi_log_softmax_backward : tsi_softmax_backward, &t, 1, out, &none, 1);
+        if (n) {
+            tsi_node_save_output(n, 0, out);
+            n->ip[0] = d;
+        }
+    }
     return tsi_own(out);
 }
 

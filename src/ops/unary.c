@@ -107,13 +107,25 @@ static ts_tensor *unary_exec(const char *op, ts_unary_op u, ts_tensor *t, ts_dty
     return ts_retain(t);
 }
 
+/* unary_exec plus the autograd node when the graph needs one (in place: made before the op). */
+static ts_tensor *unary_run(const char *op, ts_unary_op u, ts_tensor *t, ts_dtype r, bool copy_only,
+                            bool inplace, double p0, double p1) {
+    if (!tsi_is_float(r) || !tsi_needs_graph(&t, 1))
+        return unary_exec(op, u, t, r, copy_only, inplace, p0, p1);
+    if (!inplace)
+        return tsi_ew_record_unary(op, u, t, unary_exec(op, u, t, r, copy_only, false, p0, p1), p0,
+                                   p1);
+    ts_node *n = tsi_ew_begin_unary(op, u, t, p0, p1);
+    return n ? tsi_ew_finish(n, unary_exec(op, u, t, r, copy_only, true, p0, p1)) : NULL;
+}
+
 static ts_tensor *unary_op(const char *op, ts_unary_op u, ts_tensor *t, bool inplace) {
     tsi_init();
     if (!tsi_check_input(op, t, "input")) return NULL;
     ts_dtype r;
     bool copy_only;
     if (!unary_dtype(op, u, t, &r, &copy_only)) return NULL;
-    return tsi_own(unary_exec(op, u, t, r, copy_only, inplace, 0, 0));
+    return tsi_own(unary_run(op, u, t, r, copy_only, inplace, 0, 0));
 }
 
 #define UNARY(NAME, U)                                                                             \
@@ -169,7 +181,7 @@ static ts_tensor *clamp_op(const char *op, ts_tensor *t, double lo, double hi, b
     ts_dtype r = t->dtype;
     if (!isnan(lo)) r = tsi_ew_scalar_result(r, lo);
     if (!isnan(hi)) r = tsi_ew_scalar_result(r, hi);
-    return tsi_own(unary_exec(op, TS_U_CLAMP, t, r, false, inplace, lo, hi));
+    return tsi_own(unary_run(op, TS_U_CLAMP, t, r, false, inplace, lo, hi));
 }
 
 ts_tensor *ts_clamp(ts_tensor *t, double min, double max) {

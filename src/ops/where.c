@@ -59,6 +59,8 @@ ts_tensor *ts_where(ts_tensor *cond, ts_tensor *a, ts_tensor *b) {
     ts_release(tc);
     ts_release(ta);
     ts_release(tb);
+    ts_tensor *const ins[2] = {a, b};
+    if (tsi_needs_graph(ins, 2)) out = tsi_ew_record_where(cond, a, b, out);
     return tsi_own(out);
 }
 
@@ -84,16 +86,7 @@ static bool value_fits(ts_dtype dt, double v) {
     }
 }
 
-/* Fresh copy of x (same device and dtype), for a mask that partly overlaps the destination. */
-static ts_tensor *clone_of(const char *op, ts_tensor *x) {
-    ts_tensor *c = tsi_new(op, x->shape, x->dtype, tsi_device(x));
-    if (c && tsi_numel(x->shape) > 0) {
-        ts_kview kc = tsi_kview(c), kx = tsi_kview(x);
-        tsi_be(x)->copy(tsi_be(x), tsi_dev_index(x), &kc, &kx);
-    }
-    return c;
-}
-
+/* A new reference (not in a scope), or NULL. */
 static ts_tensor *masked_fill_op(const char *op, ts_tensor *t, ts_tensor *mask, double v,
                                  bool inplace) {
     tsi_init();
@@ -133,7 +126,7 @@ static ts_tensor *masked_fill_op(const char *op, ts_tensor *t, ts_tensor *mask, 
             be->where(be, idx, &ko, &km, &ko, &kt);
         }
     } else {
-        if (!tm && tsi_ew_overlaps(t, m2)) m2 = tm = clone_of(op, mask);
+        if (!tm && tsi_ew_overlaps(t, m2)) m2 = tm = tsi_ew_clone(op, mask); /* partly overlaps */
         if (m2) vt = tsi_new(op, (ts_shape){0}, t->dtype, dev);
         if (vt) {
             const ts_backend *be = tsi_be(t);
@@ -152,12 +145,22 @@ static ts_tensor *masked_fill_op(const char *op, ts_tensor *t, ts_tensor *mask, 
     ts_release(tm);
     ts_release(tt);
     ts_release(vt);
-    return tsi_own(out);
+    return out;
+}
+
+/* Records the node when the graph needs one (in place: made before the op runs). */
+static ts_tensor *masked_fill_run(const char *op, ts_tensor *t, ts_tensor *mask, double v,
+                                  bool inplace) {
+    if (!t || !mask || !tsi_needs_graph(&t, 1)) return masked_fill_op(op, t, mask, v, inplace);
+    if (!inplace)
+        return tsi_ew_record_masked_fill(op, t, mask, masked_fill_op(op, t, mask, v, false));
+    ts_node *n = tsi_ew_begin_masked_fill(op, t, mask);
+    return n ? tsi_ew_finish(n, masked_fill_op(op, t, mask, v, true)) : NULL;
 }
 
 ts_tensor *ts_masked_fill(ts_tensor *t, ts_tensor *mask, double v) {
-    return masked_fill_op("masked_fill", t, mask, v, false);
+    return tsi_own(masked_fill_run("masked_fill", t, mask, v, false));
 }
 ts_tensor *ts_masked_fill_(ts_tensor *t, ts_tensor *mask, double v) {
-    return masked_fill_op("masked_fill_", t, mask, v, true);
+    return tsi_own(masked_fill_run("masked_fill_", t, mask, v, true));
 }

@@ -46,6 +46,8 @@ static void cpu_memset_zero(const ts_backend *be, int index, void *p, size_t n) 
 
 static void cpu_synchronize(const ts_backend *be, int index) {}
 
+/* TEMPORARY: weak until kern_conv.c, kern_pool.c and kern_optim.c land */
+
 void ts_cpu_kernels_install(ts_backend *be) {
     be->copy = ts_cpu_copy;
     be->fill = ts_cpu_fill;
@@ -60,6 +62,12 @@ void ts_cpu_kernels_install(ts_backend *be) {
     be->scatter_add = ts_cpu_scatter_add;
     be->softmax = ts_cpu_softmax;
     be->random = ts_cpu_random;
+    be->conv2d = ts_cpu_conv2d;
+    be->conv2d_backward_data = ts_cpu_conv2d_backward_data;
+    be->conv2d_backward_weight = ts_cpu_conv2d_backward_weight;
+    be->pool2d = ts_cpu_pool2d;
+    be->pool2d_backward = ts_cpu_pool2d_backward;
+    be->optim_step = ts_cpu_optim_step;
 }
 
 static ts_backend cpu_backend = {

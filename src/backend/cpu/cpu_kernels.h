@@ -37,4 +37,22 @@ void ts_cpu_softmax(const ts_backend *be, int index, const ts_kview *out, const 
 void ts_cpu_random(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
                    double p0, double p1, uint64_t seed, uint64_t offset);
 
+/* kern_conv.c */
+void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                   const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p);
+void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview *gx,
+                                 const ts_kview *gout, const ts_kview *w,
+                                 const ts_conv2d_params *p);
+void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kview *gw,
+                                   const ts_kview *gout, const ts_kview *x,
+                                   const ts_conv2d_params *p);
+/* kern_pool.c */
+void ts_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                   const ts_kview *indices, const ts_pool2d_params *p);
+void ts_cpu_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx,
+                            const ts_kview *gout, const ts_kview *indices,
+                            const ts_pool2d_params *p);
+/* kern_optim.c */
+void ts_cpu_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args);
+
 #endif /* TS_CPU_KERNELS_H */

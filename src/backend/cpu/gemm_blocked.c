@@ -1,5 +1,4 @@
-/* gemm_blocked.c — built-in GEMM: BLIS-style cache blocking, packed panels, vector micro-kernels.
- */
+/* gemm_blocked.c — built-in GEMM: BLIS-style blocking, packed panels, vector micro-kernels. */
 /* The library is built for the baseline ISA, so each micro-kernel is compiled several times with
  * per-function target attributes and picked at run time. ISO C mode turns off FMA contraction,
  * which the micro-kernels need for full speed; rounding then matches what BLAS libraries do. */
@@ -98,7 +97,7 @@ static const gemm_kernel kernels_f32[ISA_COUNT] = {
     {"generic", 6, 8, 256, 240, 4096, ukr_f32_generic},
 #ifdef TS_GEMM_X86
     {"avx2", 6, 16, 256, 240, 4096, ukr_f32_avx2},
-    {"avx512", 12, 32, 384, 96, 4096, ukr_f32_avx512},
+    {"avx512", 12, 32, 384, 144, 4096, ukr_f32_avx512},
 #endif
 };
 static const gemm_kernel kernels_f64[ISA_COUNT] = {
@@ -143,50 +142,66 @@ bool ts_gemm_blocked_force_isa(const char *name) {
     return false;
 }
 
-/* Element-size-generic copies: the drivers are inlined with es a constant, so these become plain
- * loads and stores. */
-static inline __attribute__((always_inline)) void put(char *dst, const char *src, size_t es) {
-    memcpy(dst, src, es);
-}
+/* Packing, typed so the copies are plain (vectorisable) loads and stores; each loop reads its
+ * source along the contiguous direction when there is one. */
+#define TS_DEFINE_PACK(SUF, T)                                                                     \
+    /* rows [0, m) x cols [0, kc) of A into mr-row panels: panel r holds A[r*mr + i, p] at         \
+     * [p*mr + i], zero-padded to whole panels */                                                  \
+    static void pack_a_##SUF(T *restrict dst, const T *restrict a, int64_t rsa, int64_t csa,       \
+                             int64_t m, int64_t kc, int mr) {                                      \
+        for (int64_t r = 0; r < m; r += mr) {                                                      \
+            const int64_t rows = m - r < mr ? m - r : mr;                                          \
+            T *pd = dst + r * kc;                                                                  \
+            const T *pa = a + r * rsa;                                                             \
+            if (rsa == 1) {                                                                        \
+                for (int64_t p = 0; p < kc; p++)                                                   \
+                    for (int64_t i = 0; i < rows; i++) pd[p * mr + i] = pa[p * csa + i];           \
+            } else if (csa == 1) {                                                                 \
+                for (int64_t i = 0; i < rows; i++)                                                 \
+                    for (int64_t p = 0; p < kc; p++) pd[p * mr + i] = pa[i * rsa + p];             \
+            } else {                                                                               \
+                for (int64_t p = 0; p < kc; p++)                                                   \
+                    for (int64_t i = 0; i < rows; i++) pd[p * mr + i] = pa[i * rsa + p * csa];     \
+            }                                                                                      \
+            if (rows < mr)                                                                         \
+                for (int64_t p = 0; p < kc; p++)                                                   \
+                    for (int64_t i = rows; i < mr; i++) pd[p * mr + i] = 0;                        \
+        }                                                                                          \
+    }                                                                                              \
+    /* one kc x nr panel of B (cols [0, cols) valid) as [p*nr + j], zero-padded */                 \
+    static void pack_b_##SUF(T *restrict dst, const T *restrict b, int64_t rsb, int64_t csb,       \
+                             int64_t kc, int64_t cols, int nr) {                                   \
+        if (csb == 1 || rsb != 1) {                                                                \
+            for (int64_t p = 0; p < kc; p++)                                                       \
+                for (int64_t j = 0; j < cols; j++) dst[p * nr + j] = b[p * rsb + j * csb];         \
+        } else {                                                                                   \
+            for (int64_t j = 0; j < cols; j++)                                                     \
+                for (int64_t p = 0; p < kc; p++) dst[p * nr + j] = b[p + j * csb];                 \
+        }                                                                                          \
+        if (cols < nr)                                                                             \
+            for (int64_t p = 0; p < kc; p++)                                                       \
+                for (int64_t j = cols; j < nr; j++) dst[p * nr + j] = 0;                           \
+    }
 
-/* Pack rows [0, m) x cols [0, kc) of A (already offset) into mr-row panels: panel r holds
- * A[r*mr + i, p] at [p*mr + i], zero-padded to a whole panel. */
+TS_DEFINE_PACK(f32, float)
+TS_DEFINE_PACK(f64, double)
+
 static inline __attribute__((always_inline)) void pack_a(char *dst, const char *a, int64_t rsa,
                                                          int64_t csa, int64_t m, int64_t kc, int mr,
                                                          size_t es) {
-    for (int64_t r = 0; r < m; r += mr) {
-        int64_t rows = m - r < mr ? m - r : mr;
-        char *pd = dst + (size_t)(r * kc) * es;
-        const char *pa = a + (size_t)(r * rsa) * es;
-        if (rows == mr && rsa == 1) {
-            for (int64_t p = 0; p < kc; p++)
-                memcpy(pd + (size_t)(p * mr) * es, pa + (size_t)(p * csa) * es, (size_t)mr * es);
-            continue;
-        }
-        for (int64_t p = 0; p < kc; p++) {
-            char *q = pd + (size_t)(p * mr) * es;
-            for (int64_t i = 0; i < rows; i++)
-                put(q + (size_t)i * es, pa + (size_t)(i * rsa + p * csa) * es, es);
-            memset(q + (size_t)rows * es, 0, (size_t)(mr - rows) * es);
-        }
-    }
+    if (es == sizeof(float))
+        pack_a_f32((float *)dst, (const float *)a, rsa, csa, m, kc, mr);
+    else
+        pack_a_f64((double *)dst, (const double *)a, rsa, csa, m, kc, mr);
 }
 
-/* Pack one kc x nr panel of B (cols [0, cols) valid) as [p*nr + j], zero-padded. */
 static inline __attribute__((always_inline)) void pack_b_panel(char *dst, const char *b,
                                                                int64_t rsb, int64_t csb, int64_t kc,
                                                                int64_t cols, int nr, size_t es) {
-    if (cols == nr && csb == 1) {
-        for (int64_t p = 0; p < kc; p++)
-            memcpy(dst + (size_t)(p * nr) * es, b + (size_t)(p * rsb) * es, (size_t)nr * es);
-        return;
-    }
-    for (int64_t p = 0; p < kc; p++) {
-        char *q = dst + (size_t)(p * nr) * es;
-        for (int64_t j = 0; j < cols; j++)
-            put(q + (size_t)j * es, b + (size_t)(p * rsb + j * csb) * es, es);
-        memset(q + (size_t)cols * es, 0, (size_t)(nr - cols) * es);
-    }
+    if (es == sizeof(float))
+        pack_b_f32((float *)dst, (const float *)b, rsb, csb, kc, cols, nr);
+    else
+        pack_b_f64((double *)dst, (const double *)b, rsb, csb, kc, cols, nr);
 }
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -202,8 +217,90 @@ static void zero_c(char *c, int64_t m, int64_t n, int64_t rsc, int64_t csc, size
     }
 }
 
-/* The five-loop driver. Threads share the packed B block and split the (A block, column chunk)
- * tiles; each thread packs the A blocks of its own tiles. */
+/* Packing buffers: small ones are kept per calling thread, because for a GEMM of a few hundred
+ * rows a fresh mmap'ed buffer (page faults on first touch) costs a tenth of the multiply. Large
+ * ones come and go with the call, their allocation being lost in the work. */
+#define TS_GEMM_KEEP_BYTES ((size_t)4 << 20)
+static _Thread_local char *scratch_cache;
+static _Thread_local size_t scratch_cache_bytes;
+static _Thread_local bool scratch_in_use;
+
+static char *scratch_get(size_t bytes) {
+    bytes = (bytes + 63) & ~(size_t)63;
+    if (bytes > TS_GEMM_KEEP_BYTES || scratch_in_use) return aligned_alloc(64, bytes);
+    if (scratch_cache_bytes < bytes) {
+        free(scratch_cache);
+        scratch_cache = aligned_alloc(64, bytes);
+        scratch_cache_bytes = scratch_cache ? bytes : 0;
+        if (!scratch_cache) return NULL;
+    }
+    scratch_in_use = true;
+    return scratch_cache;
+}
+
+static void scratch_put(char *p) {
+    if (p == scratch_cache)
+        scratch_in_use = false;
+    else
+        free(p);
+}
+
+/* No memory for packed panels: a plain loop still gives the right answer. */
+static void gemm_naive(size_t es, int64_t m, int64_t n, int64_t k, const char *a, int64_t rsa,
+                       int64_t csa, const char *b, int64_t rsb, int64_t csb, char *c, int64_t rsc,
+                       int64_t csc) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0;
+            for (int64_t p = 0; p < k; p++) {
+                const char *x = a + (size_t)(i * rsa + p * csa) * es;
+                const char *y = b + (size_t)(p * rsb + j * csb) * es;
+                s += es == 4 ? (double)*(const float *)x * *(const float *)y
+                             : *(const double *)x * *(const double *)y;
+            }
+            char *z = c + (size_t)(i * rsc + j * csc) * es;
+            if (es == 4)
+                *(float *)z = (float)s;
+            else
+                *(double *)z = s;
+        }
+}
+
+/* The five loops on one thread, with its own packing buffers (ap: mcb x kcb, bp: kcb x ncb). */
+static inline __attribute__((always_inline)) void
+gemm_serial(const gemm_kernel *kd, size_t es, int64_t m, int64_t n, int64_t k, const char *a,
+            int64_t rsa, int64_t csa, const char *b, int64_t rsb, int64_t csb, char *c, int64_t rsc,
+            int64_t csc, int64_t mcb, int64_t kcb, int64_t ncb, char *ap, char *bp) {
+    const int mr = kd->mr, nr = kd->nr;
+    for (int64_t jc = 0; jc < n; jc += ncb) {
+        const int64_t nc = min64(ncb, n - jc);
+        for (int64_t pc = 0; pc < k; pc += kcb) {
+            const int64_t kc = min64(kcb, k - pc);
+            const bool acc_c = pc > 0;
+            for (int64_t jr = 0; jr < nc; jr += nr)
+                pack_b_panel(bp + (size_t)(jr * kc) * es,
+                             b + (size_t)(pc * rsb + (jc + jr) * csb) * es, rsb, csb, kc,
+                             min64(nr, nc - jr), nr, es);
+            for (int64_t ic = 0; ic < m; ic += mcb) {
+                const int64_t mc = min64(mcb, m - ic);
+                pack_a(ap, a + (size_t)(ic * rsa + pc * csa) * es, rsa, csa, mc, kc, mr, es);
+                for (int64_t jr = 0; jr < nc; jr += nr) {
+                    const int ncols = (int)min64(nr, nc - jr);
+                    const char *bq = bp + (size_t)(jr * kc) * es;
+                    for (int64_t ir = 0; ir < mc; ir += mr)
+                        kd->fn(kc, ap + (size_t)(ir * kc) * es, bq,
+                               c + (size_t)((ic + ir) * rsc + (jc + jr) * csc) * es, rsc, csc,
+                               acc_c, (int)min64(mr, mc - ir), ncols);
+                }
+            }
+        }
+    }
+}
+
+/* Threads split C into equal rectangles (whole micro-panels; columns first, which keeps each
+ * thread's A block in its own L2) and run the serial loops on them independently: no barrier
+ * inside, so a thread that loses its core for a while holds up nobody but the final join. Each
+ * thread packs the A rows it needs, a small price next to its share of the multiply. */
 static inline __attribute__((always_inline)) void
 gemm_driver(const gemm_kernel *kd, size_t es, int64_t m, int64_t n, int64_t k, const char *a,
             int64_t rsa, int64_t csa, const char *b, int64_t rsb, int64_t csb, char *c, int64_t rsc,
@@ -214,11 +311,7 @@ gemm_driver(const gemm_kernel *kd, size_t es, int64_t m, int64_t n, int64_t k, c
         return;
     }
     const int mr = kd->mr, nr = kd->nr;
-    const int64_t kcb = min64(kd->kc, k);
-    /* equal-sized A blocks, so threads splitting them get equal work */
-    const int64_t n_ic = (m + kd->mc - 1) / kd->mc;
-    const int64_t mcb = round_up((m + n_ic - 1) / n_ic, mr);
-    const int64_t ncb = min64(kd->nc, round_up(n, nr));
+    const int64_t units_m = (m + mr - 1) / mr, units_n = (n + nr - 1) / nr;
     int nthreads = 1;
     (void)parallel;
 #ifdef TS_HAVE_OPENMP
@@ -226,29 +319,20 @@ gemm_driver(const gemm_kernel *kd, size_t es, int64_t m, int64_t n, int64_t k, c
     if (parallel && (double)m * (double)n * (double)k >= 1e6 && !omp_in_parallel())
         nthreads = omp_get_max_threads();
 #endif
-    size_t b_bytes = (size_t)(kcb * ncb) * es;
-    size_t a_bytes = (size_t)(kcb * mcb) * es;
-    char *bp = aligned_alloc(64, (size_t)round_up((int64_t)b_bytes, 64));
-    char *ap_all = aligned_alloc(64, (size_t)round_up((int64_t)a_bytes, 64) * (size_t)nthreads);
-    if (!bp || !ap_all) {
-        /* no memory for panels: a plain loop still gives the right answer */
-        free(bp);
-        free(ap_all);
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) {
-                double s = 0;
-                for (int64_t p = 0; p < k; p++) {
-                    const char *x = a + (size_t)(i * rsa + p * csa) * es;
-                    const char *y = b + (size_t)(p * rsb + j * csb) * es;
-                    s += es == 4 ? (double)*(const float *)x * *(const float *)y
-                                 : *(const double *)x * *(const double *)y;
-                }
-                char *z = c + (size_t)(i * rsc + j * csc) * es;
-                if (es == 4)
-                    *(float *)z = (float)s;
-                else
-                    *(double *)z = s;
-            }
+    int tn = (int)min64(nthreads, units_n), tm = (int)min64(nthreads / tn, units_m);
+    nthreads = tm * tn;
+    /* per-thread block sizes: A blocks of equal height, B no wider than a thread's share */
+    const int64_t kcb = min64(kd->kc, k);
+    const int64_t rows = ((units_m + tm - 1) / tm) * mr, cols = ((units_n + tn - 1) / tn) * nr;
+    const int64_t n_ic = (rows + kd->mc - 1) / kd->mc;
+    const int64_t mcb = round_up((rows + n_ic - 1) / n_ic, mr);
+    const int64_t ncb = min64(kd->nc, cols);
+    const size_t a_bytes = (size_t)round_up((int64_t)((size_t)(kcb * mcb) * es), 64);
+    const size_t b_bytes = (size_t)round_up((int64_t)((size_t)(kcb * ncb) * es), 64);
+    const size_t buf_bytes = (a_bytes + b_bytes) * (size_t)nthreads;
+    char *buf = scratch_get(buf_bytes);
+    if (!buf) {
+        gemm_naive(es, m, n, k, a, rsa, csa, b, rsb, csb, c, rsc, csc);
         return;
     }
 #ifdef TS_HAVE_OPENMP
@@ -259,59 +343,16 @@ gemm_driver(const gemm_kernel *kd, size_t es, int64_t m, int64_t n, int64_t k, c
 #ifdef TS_HAVE_OPENMP
         tid = omp_get_thread_num();
 #endif
-        char *ap = ap_all + (size_t)round_up((int64_t)a_bytes, 64) * (size_t)tid;
-        for (int64_t jc = 0; jc < n; jc += ncb) {
-            const int64_t nc = min64(ncb, n - jc);
-            const int64_t n_panels = (nc + nr - 1) / nr;
-            /* enough column chunks that every thread gets a few tiles */
-            int64_t n_jchunks = (4 * (int64_t)nthreads + n_ic - 1) / n_ic;
-            if (nthreads == 1) n_jchunks = 1;
-            if (n_jchunks > n_panels) n_jchunks = n_panels;
-            const int64_t chunk_panels = (n_panels + n_jchunks - 1) / n_jchunks;
-            n_jchunks = (n_panels + chunk_panels - 1) / chunk_panels;
-            const int64_t n_tiles = n_ic * n_jchunks;
-            for (int64_t pc = 0; pc < k; pc += kcb) {
-                const int64_t kc = min64(kcb, k - pc);
-                const bool acc_c = pc > 0;
-#ifdef TS_HAVE_OPENMP
-#pragma omp for schedule(static)
-#endif
-                for (int64_t q = 0; q < n_panels; q++) {
-                    int64_t cols = min64(nr, nc - q * nr);
-                    pack_b_panel(bp + (size_t)(q * nr * kc) * es,
-                                 b + (size_t)(pc * rsb + (jc + q * nr) * csb) * es, rsb, csb, kc,
-                                 cols, nr, es);
-                }
-                int64_t packed_ic = -1;
-#ifdef TS_HAVE_OPENMP
-#pragma omp for schedule(dynamic)
-#endif
-                for (int64_t t = 0; t < n_tiles; t++) {
-                    const int64_t ic_i = t / n_jchunks, jchunk = t % n_jchunks;
-                    const int64_t ic = ic_i * mcb, mc = min64(mcb, m - ic);
-                    if (ic_i != packed_ic) {
-                        pack_a(ap, a + (size_t)(ic * rsa + pc * csa) * es, rsa, csa, mc, kc, mr,
-                               es);
-                        packed_ic = ic_i;
-                    }
-                    const int64_t q_end = min64(n_panels, (jchunk + 1) * chunk_panels);
-                    for (int64_t q = jchunk * chunk_panels; q < q_end; q++) {
-                        const int64_t jr = q * nr;
-                        const int ncols = (int)min64(nr, nc - jr);
-                        const char *bq = bp + (size_t)(jr * kc) * es;
-                        for (int64_t ir = 0; ir < mc; ir += mr) {
-                            const int nrows = (int)min64(mr, mc - ir);
-                            char *cp = c + (size_t)((ic + ir) * rsc + (jc + jr) * csc) * es;
-                            kd->fn(kc, ap + (size_t)(ir * kc) * es, bq, cp, rsc, csc, acc_c, nrows,
-                                   ncols);
-                        }
-                    }
-                }
-            }
-        }
+        const int64_t it_m = tid / tn, it_n = tid % tn;
+        const int64_t r0 = units_m * it_m / tm * mr, r1 = min64(m, units_m * (it_m + 1) / tm * mr);
+        const int64_t c0 = units_n * it_n / tn * nr, c1 = min64(n, units_n * (it_n + 1) / tn * nr);
+        char *ap = buf + (a_bytes + b_bytes) * (size_t)tid, *bp = ap + a_bytes;
+        if (r0 < r1 && c0 < c1)
+            gemm_serial(kd, es, r1 - r0, c1 - c0, k, a + (size_t)(r0 * rsa) * es, rsa, csa,
+                        b + (size_t)(c0 * csb) * es, rsb, csb,
+                        c + (size_t)(r0 * rsc + c0 * csc) * es, rsc, csc, mcb, kcb, ncb, ap, bp);
     }
-    free(bp);
-    free(ap_all);
+    scratch_put(buf);
 }
 
 void ts_gemm_blocked_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa, int64_t csa,

@@ -1,5 +1,5 @@
-/* kern_matmul.c — batched matmul on the CPU: OpenBLAS (or the built-in blocked GEMM) for floats,
- * f16/bf16 through f32 scratch, a plain loop with int64 accumulation for integers. */
+/* kern_matmul.c — the CPU batched matmul kernel: BLAS or blocked GEMM, f16 via f32, integers. */
+/* f16/bf16 go through f32 scratch; integers use a plain loop with int64 (wrapping) accumulation. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>

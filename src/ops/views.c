@@ -1,11 +1,20 @@
-/* view.c — views that share storage: view/reshape, permute, transpose, squeeze, narrow, expand... */
+/* views.c — views that share storage (view/reshape, permute, transpose, squeeze, narrow, expand...),
+ * each recording its backward (view_grad.c). */
 #include <string.h>
 
-#include "core/internal.h"
+#include "autograd/autograd.h"
+#include "ops/view_grad.h"
 
-static ts_tensor *make_view(ts_tensor *t, ts_shape s, const int64_t *strides, int64_t offset) {
-    return tsi_own(tsi_view_of(t, s, strides, offset));
+/* A view of t, recorded with the backward `fn` and integer parameters ip (may be NULL). */
+static ts_tensor *record_view(ts_tensor *t, ts_tensor *out, const char *name, const char *op,
+                              tsi_backward_fn fn, const int64_t *ip, int nip) {
+    if (!out) return NULL;
+    ts_node *n = tsi_record(name, op, fn, &t, 1, out, NULL, 0);
+    if (n && ip) memcpy(n->ip, ip, sizeof(int64_t) * (size_t)nip);
+    return tsi_own(out);
 }
+
+#define RESHAPED(t, v, name, op) record_view(t, v, name, op, tsi_reshape_backward, NULL, 0)
 
 /* Replace a single -1 by what the element count implies. */
 static bool infer_shape(const char *op, ts_shape *s, int64_t numel) {
@@ -81,7 +90,7 @@ ts_tensor *ts_view(ts_tensor *t, ts_shape s) {
                              "subspaces). Use ts_reshape instead.",
                              tsi_shape_str(s), tsi_desc(t)),
                NULL;
-    return make_view(t, s, st, t->offset);
+    return RESHAPED(t, tsi_view_of(t, s, st, t->offset), "ViewBackward0", "view");
 }
 
 ts_tensor *ts_reshape(ts_tensor *t, ts_shape s) {
@@ -89,13 +98,15 @@ ts_tensor *ts_reshape(ts_tensor *t, ts_shape s) {
     if (!infer_shape("reshape", &s, tsi_numel(t->shape)) || !tsi_check_shape("reshape", s))
         return NULL;
     int64_t st[TS_MAX_DIMS];
-    if (view_strides(t, &s, st)) return make_view(t, s, st, t->offset);
+    if (view_strides(t, &s, st))
+        return RESHAPED(t, tsi_view_of(t, s, st, t->offset), "ViewBackward0", "reshape");
     ts_tensor *c = tsi_contiguous("reshape", t);
     if (!c) return NULL;
     tsi_contiguous_strides(&s, st);
     ts_tensor *r = tsi_view_of(c, s, st, 0);
     ts_release(c);
-    return tsi_own(r);
+    if (r) r->is_view = false; /* a fresh copy: nobody else sees its storage */
+    return RESHAPED(t, r, "UnsafeViewBackward0", "reshape");
 }
 
 ts_tensor *ts_flatten(ts_tensor *t, int start_dim, int end_dim) {
@@ -127,7 +138,7 @@ ts_tensor *ts_permute(ts_tensor *t, ts_dims dims) {
                              n, dims.n),
                NULL;
     ts_shape s = {.ndim = n};
-    int64_t st[TS_MAX_DIMS];
+    int64_t st[TS_MAX_DIMS], ip[TS_MAX_DIMS];
     bool seen[TS_MAX_DIMS] = {false};
     for (int i = 0; i < n; i++) {
         int d = tsi_wrap_dim("permute", dims.d[i], n);
@@ -138,8 +149,10 @@ ts_tensor *ts_permute(ts_tensor *t, ts_dims dims) {
         seen[d] = true;
         s.dims[i] = t->shape.dims[d];
         st[i] = t->strides[d];
+        ip[i] = d;
     }
-    return make_view(t, s, st, t->offset);
+    return record_view(t, tsi_view_of(t, s, st, t->offset), "PermuteBackward0", "permute",
+                       tsi_permute_backward, ip, n);
 }
 
 ts_tensor *ts_transpose(ts_tensor *t, int d0, int d1) {
@@ -156,7 +169,8 @@ ts_tensor *ts_transpose(ts_tensor *t, int d0, int d1) {
         st[a] = t->strides[b];
         st[b] = t->strides[a];
     }
-    return make_view(t, s, st, t->offset);
+    return record_view(t, tsi_view_of(t, s, st, t->offset), "TransposeBackward0", "transpose",
+                       tsi_transpose_backward, (int64_t[]){a, b}, 2);
 }
 
 ts_tensor *ts_t(ts_tensor *t) {
@@ -165,7 +179,8 @@ ts_tensor *ts_t(ts_tensor *t) {
         return tsi_error_set(TS_ERR_SHAPE, "t: expects a tensor with <= 2 dimensions, but got %s",
                              tsi_desc(t)),
                NULL;
-    if (t->shape.ndim < 2) return make_view(t, t->shape, t->strides, t->offset);
+    if (t->shape.ndim < 2)
+        return RESHAPED(t, tsi_view_of(t, t->shape, t->strides, t->offset), "TBackward0", "t");
     return ts_transpose(t, 0, 1);
 }
 
@@ -177,7 +192,7 @@ static ts_tensor *squeeze_mask(ts_tensor *t, const bool *drop) {
         st[s.ndim] = t->strides[i];
         s.dims[s.ndim++] = t->shape.dims[i];
     }
-    return make_view(t, s, st, t->offset);
+    return RESHAPED(t, tsi_view_of(t, s, st, t->offset), "SqueezeBackward0", "squeeze");
 }
 
 ts_tensor *ts_squeeze(ts_tensor *t) {
@@ -216,7 +231,7 @@ ts_tensor *ts_unsqueeze(ts_tensor *t, int dim) {
             st[i] = t->strides[j++];
         }
     }
-    return make_view(t, s, st, t->offset);
+    return RESHAPED(t, tsi_view_of(t, s, st, t->offset), "UnsqueezeBackward0", "unsqueeze");
 }
 
 ts_tensor *ts_slice(ts_tensor *t, int dim, int64_t start, int64_t end, int64_t step) {
@@ -239,7 +254,9 @@ ts_tensor *ts_slice(ts_tensor *t, int dim, int64_t start, int64_t end, int64_t s
     memcpy(st, t->strides, sizeof st);
     s.dims[d] = (end - start + step - 1) / step;
     st[d] = t->strides[d] * step;
-    return make_view(t, s, st, t->offset + start * t->strides[d]);
+    return record_view(t, tsi_view_of(t, s, st, t->offset + start * t->strides[d]),
+                       "SliceBackward0", "slice", tsi_slice_backward,
+                       (int64_t[]){d, start, step, 0}, 4);
 }
 
 ts_tensor *ts_narrow(ts_tensor *t, int dim, int64_t start, int64_t length) {
@@ -261,7 +278,9 @@ ts_tensor *ts_narrow(ts_tensor *t, int dim, int64_t start, int64_t length) {
                NULL;
     ts_shape s = t->shape;
     s.dims[d] = length;
-    return make_view(t, s, t->strides, t->offset + start * t->strides[d]);
+    return record_view(t, tsi_view_of(t, s, t->strides, t->offset + start * t->strides[d]),
+                       "SliceBackward0", "narrow", tsi_slice_backward,
+                       (int64_t[]){d, start, 1, 0}, 4);
 }
 
 ts_tensor *ts_select(ts_tensor *t, int dim, int64_t index) {
@@ -284,7 +303,9 @@ ts_tensor *ts_select(ts_tensor *t, int dim, int64_t index) {
         s.dims[j] = t->shape.dims[i];
         st[j++] = t->strides[i];
     }
-    return make_view(t, s, st, t->offset + index * t->strides[d]);
+    return record_view(t, tsi_view_of(t, s, st, t->offset + index * t->strides[d]),
+                       "SelectBackward0", "select", tsi_slice_backward,
+                       (int64_t[]){d, index, 1, 1}, 4);
 }
 
 ts_tensor *ts_expand(ts_tensor *t, ts_shape s) {
@@ -323,7 +344,8 @@ ts_tensor *ts_expand(ts_tensor *t, ts_shape s) {
                                  tsi_shape_str(t->shape)),
                    NULL;
     }
-    return make_view(t, s, st, t->offset);
+    return record_view(t, tsi_view_of(t, s, st, t->offset), "ExpandBackward0", "expand",
+                       tsi_expand_backward, NULL, 0);
 }
 
 ts_tensor *ts_expand_as(ts_tensor *t, ts_tensor *other) {
@@ -333,5 +355,7 @@ ts_tensor *ts_expand_as(ts_tensor *t, ts_tensor *other) {
 
 ts_tensor *ts_contiguous(ts_tensor *t) {
     if (!tsi_check_input("contiguous", t, "tensor")) return NULL;
-    return tsi_own(tsi_contiguous("contiguous", t));
+    ts_tensor *c = tsi_contiguous("contiguous", t);
+    if (c == t) return tsi_own(c);
+    return record_view(t, c, "CloneBackward0", "contiguous", tsi_identity_backward, NULL, 0);
 }

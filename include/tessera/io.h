@@ -1,0 +1,28 @@
+/* tessera/io.h — safetensors files and training checkpoints (included by tessera.h). */
+#ifndef TESSERA_IO_H
+#define TESSERA_IO_H
+
+/* Writes tensors in the safetensors format (names as given; metadata may be NULL, otherwise
+ * pairs of strings meta[0]=key, meta[1]=value, ... n_meta pairs). The write is atomic: a temporary
+ * file in the same folder, fsync, rename, fsync of the folder. */
+ts_status ts_safetensors_save(const char *path, const ts_tensor_list *tensors,
+                              const char *const *meta, int n_meta);
+/* Reads and validates a safetensors file (header <= 100 MB, offsets contiguous from 0 to the end of
+ * the file, sizes = numel x dtype size, no duplicates, overflow-checked); tensors land on dev.
+ * Malformed files give TS_ERR_FORMAT with a precise message. */
+ts_status ts_safetensors_load(const char *path, ts_device dev, ts_tensor_list *out);
+/* The same from memory (used by the fuzzer). */
+ts_status ts_safetensors_parse(const void *data, size_t size, ts_device dev, ts_tensor_list *out);
+/* Metadata value of a loaded file's "__metadata__" (NULL when absent); malloc'ed. */
+char *ts_safetensors_metadata(const char *path, const char *key);
+
+/* Module weights with PyTorch's names (module.state_dict()). */
+ts_status ts_module_save(ts_module *m, const char *path);
+ts_status ts_module_load(ts_module *m, const char *path, bool strict);
+
+/* A training checkpoint: model ("model.<name>"), optimizer state ("optim.<name>"), step and RNG
+ * state, in one safetensors file; loads into a model on any device. opt may be NULL. */
+ts_status ts_checkpoint_save(const char *path, ts_module *m, ts_optim *opt, int64_t step);
+ts_status ts_checkpoint_load(const char *path, ts_module *m, ts_optim *opt, int64_t *step);
+
+#endif /* TESSERA_IO_H */

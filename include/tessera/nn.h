@@ -1,0 +1,181 @@
+/* tessera/nn.h — neural-network functions, losses and modules (included by tessera.h). */
+#ifndef TESSERA_NN_H
+#define TESSERA_NN_H
+
+/* ========================================================== functional layers */
+/* y = x @ w^T + b; x [..., in], w [out, in], b [out] or NULL */
+ts_tensor *ts_linear(ts_tensor *x, ts_tensor *w, ts_tensor *b);
+
+/* Zero means PyTorch's default: stride 1, padding 0, dilation 1, groups 1. */
+typedef struct ts_conv2d_opts {
+    int stride[2], padding[2], dilation[2];
+    int groups;
+    bool no_bias; /* modules only: create no bias parameter */
+} ts_conv2d_opts;
+/* x [N, C, H, W], w [O, C/groups, kh, kw], b [O] or NULL */
+ts_tensor *ts_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o);
+
+/* kernel is required; stride 0 means the kernel size; padding 0; dilation 0 means 1. */
+typedef struct ts_pool2d_opts {
+    int kernel[2], stride[2], padding[2], dilation[2];
+    bool ceil_mode;
+    bool exclude_pad; /* avg_pool2d: count_include_pad=False */
+} ts_pool2d_opts;
+ts_tensor *ts_max_pool2d(ts_tensor *x, ts_pool2d_opts o);
+ts_tensor *ts_avg_pool2d(ts_tensor *x, ts_pool2d_opts o);
+ts_tensor *ts_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w);
+ts_tensor *ts_dropout(ts_tensor *x, double p, bool training);
+/* x [N, C] or [N, C, L] (1d) or [N, C, H, W] (2d). In training, batch statistics are used and the
+ * running statistics (may be NULL) are updated in place with momentum (0 -> 0.1); in eval, the
+ * running statistics are used. w, b may be NULL. eps 0 -> 1e-5. */
+ts_tensor *ts_batch_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *running_var,
+                         ts_tensor *w, ts_tensor *b, bool training, double momentum, double eps);
+/* normalises over the last normalized_shape.ndim dims; w, b of normalized_shape or NULL;
+ * eps 0 -> 1e-5 */
+ts_tensor *ts_layer_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, ts_tensor *b,
+                         double eps);
+/* weight [num, dim], indices integer tensor of any shape -> indices.shape + [dim] */
+ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices);
+
+/* ===================================================================== losses */
+typedef enum ts_reduction { TS_REDUCTION_MEAN = 0, TS_REDUCTION_SUM, TS_REDUCTION_NONE } ts_reduction;
+typedef struct ts_loss_opts {
+    ts_reduction reduction;
+    ts_tensor *weight;       /* per-class weight [C] (cross_entropy, nll) or per-element (bce) */
+    bool has_ignore_index;   /* false: PyTorch's default ignore_index = -100 */
+    int64_t ignore_index;
+    double label_smoothing;  /* cross_entropy */
+    double beta;             /* smooth_l1: 0 -> 1.0 */
+    ts_tensor *pos_weight;   /* bce_with_logits */
+} ts_loss_opts;
+/* logits [N, C] or [N, C, d1...]; target class indices (i64 [N, d1...]) or probabilities (float,
+ * logits' shape) */
+ts_tensor *ts_cross_entropy(ts_tensor *logits, ts_tensor *target);
+ts_tensor *ts_cross_entropy_ex(ts_tensor *logits, ts_tensor *target, ts_loss_opts o);
+ts_tensor *ts_nll_loss(ts_tensor *log_probs, ts_tensor *target, ts_loss_opts o);
+ts_tensor *ts_mse_loss(ts_tensor *input, ts_tensor *target); /* mean */
+ts_tensor *ts_mse_loss_ex(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
+ts_tensor *ts_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
+ts_tensor *ts_smooth_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
+ts_tensor *ts_bce_with_logits(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
+
+/* ==================================================================== modules */
+typedef struct ts_module ts_module;
+typedef ts_tensor *(*ts_forward_fn)(ts_module *self, ts_tensor *x);
+
+/* The base every module embeds as its FIRST member (user modules too):
+ *   typedef struct { ts_module base; ts_module *fc1, *fc2; } mlp;
+ *   mlp *m = ts_module_alloc(sizeof *m, "MLP", mlp_forward);
+ *   m->fc1 = ts_module_add(&m->base, "fc1", ts_linear_new(784, 128));
+ * Fields below are read-only for users; use the functions. */
+struct ts_module {
+    const char *type_name; /* "Linear", "Conv2d", user's name */
+    ts_forward_fn forward;
+    /* optional hooks */
+    void (*destroy)(ts_module *self);                       /* free user-owned extras */
+    void (*extra_repr)(ts_module *self, char *buf, size_t n); /* "3, 6, kernel_size=(5, 5)" */
+    bool training;
+    struct ts_module_impl *impl; /* children, parameters, buffers (private) */
+};
+
+/* Allocates a zeroed module of `size` bytes (>= sizeof(ts_module)) with the given type name
+ * (copied) and forward function. Free with ts_module_free. */
+void *ts_module_alloc(size_t size, const char *type_name, ts_forward_fn forward);
+/* Registers child under name (owned by parent from now on) and returns it. NULL-safe. On failure
+ * (bad or clashing name, NULL parent) the child is freed, unless it already belongs to a module. */
+void *ts_module_add(ts_module *parent, const char *name, ts_module *child);
+/* Registers a parameter (requires_grad is set; floating leaf tensors only) or a buffer under a name
+ * without "."; the same name again replaces the tensor in place. Ownership: outside any scope the
+ * module takes over the caller's reference; inside a scope it takes a reference of its own (the
+ * scope keeps its one). So `ts_module_param(m, "weight", ts_empty(...))` never leaks either way.
+ * The reference is consumed the same way on failure (NULL). Returns t, borrowed. */
+ts_tensor *ts_module_param(ts_module *m, const char *name, ts_tensor *t);
+ts_tensor *ts_module_buffer(ts_module *m, const char *name, ts_tensor *t);
+ts_tensor *ts_module_get(ts_module *m, const char *name); /* "conv1.weight"; borrowed */
+ts_module *ts_module_child(ts_module *m, const char *name); /* "features.0"; borrowed */
+/* Recursive; NULL-safe. Only root modules: a child is freed by its parent (TS_ERR_STATE). */
+void ts_module_free(ts_module *m);
+/* Runs m->forward inside a scope of its own: its intermediates are released on return (autograd
+ * keeps what backward needs) and the result belongs to the caller's scope (or to the caller). */
+ts_tensor *ts_forward(ts_module *m, ts_tensor *x);
+/* Moves parameters, their gradients and buffers in place (their ts_tensor handles stay the same, as
+ * in PyTorch); returns m, also on failure (error pending) so `net = ts_module_to(net, d)` cannot
+ * lose the model. ts_module_to_dtype converts floating tensors only (num_batches_tracked stays
+ * int64) and accepts floating dtypes only. */
+ts_module *ts_module_to(ts_module *m, ts_device d);
+ts_module *ts_module_to_dtype(ts_module *m, ts_dtype dt);
+void ts_module_train(ts_module *m, bool on); /* recursive */
+void ts_module_eval(ts_module *m);
+int64_t ts_module_num_parameters(ts_module *m); /* elements; a shared tensor counts once */
+
+/* A list of named tensors (names owned by the list; each tensor retained by it). */
+typedef struct ts_tensor_list {
+    int n, cap;
+    char **names;
+    ts_tensor **tensors;
+} ts_tensor_list;
+ts_status ts_tensor_list_add(ts_tensor_list *l, const char *name, ts_tensor *t); /* retains */
+ts_tensor *ts_tensor_list_get(const ts_tensor_list *l, const char *name); /* borrowed; NULL if absent */
+void ts_tensor_list_free(ts_tensor_list *l); /* releases and empties */
+/* PyTorch's order and names: a module's parameters, then its buffers, then each child's.
+ * named_parameters/named_buffers list a shared tensor once (PyTorch's remove_duplicate). */
+ts_tensor_list ts_module_named_parameters(ts_module *m);
+ts_tensor_list ts_module_named_buffers(ts_module *m);
+ts_tensor_list ts_module_state_dict(ts_module *m); /* parameters and buffers */
+/* Copies values into the module's tensors (any source device/dtype), without a graph. strict:
+ * every key must match both ways (TS_ERR_ARG, PyTorch's "Missing key(s) in state_dict: ..."
+ * message); shapes must agree in both modes (TS_ERR_SHAPE naming the key and both shapes). Nothing
+ * is copied when it fails. */
+ts_status ts_module_load_state_dict(ts_module *m, const ts_tensor_list *sd, bool strict);
+/* PyTorch's repr: "SimpleCNN(\n  (conv1): Conv2d(3, 6, kernel_size=(5, 5), stride=(1, 1))\n..." */
+char *ts_module_repr(ts_module *m); /* malloc'ed */
+void ts_module_summary(ts_module *m); /* repr, "Total parameters: N", "Trainable parameters: N" */
+
+/* built-in modules (parameters initialised as PyTorch's defaults from the global generator, on the
+ * default device) */
+typedef struct ts_linear_opts {
+    bool no_bias;
+    ts_dtype dtype;
+    ts_device device;
+} ts_linear_opts;
+ts_module *ts_linear_new(int64_t in_features, int64_t out_features);
+ts_module *ts_linear_new_ex(int64_t in_features, int64_t out_features, ts_linear_opts o);
+ts_module *ts_conv2d_new(int64_t in_channels, int64_t out_channels, int kernel_size,
+                         ts_conv2d_opts o);
+ts_module *ts_conv2d_new2(int64_t in_channels, int64_t out_channels, int kh, int kw,
+                          ts_conv2d_opts o);
+/* reprs print an equal pair as one int (nn.MaxPool2d(2, 2)); AdaptiveAvgPool2d prints a tuple */
+ts_module *ts_max_pool2d_new(ts_pool2d_opts o);
+ts_module *ts_avg_pool2d_new(ts_pool2d_opts o);
+ts_module *ts_adaptive_avg_pool2d_new(int64_t out_h, int64_t out_w);
+ts_module *ts_relu_new(void);
+ts_module *ts_gelu_new(void);
+ts_module *ts_sigmoid_new(void);
+ts_module *ts_tanh_new(void);
+ts_module *ts_softmax_new(int dim);
+ts_module *ts_flatten_new(int start_dim, int end_dim); /* nn.Flatten(): 1, -1 */
+ts_module *ts_dropout_new(double p);
+typedef struct ts_norm_opts {
+    double eps;      /* 0 -> 1e-5 */
+    double momentum; /* 0 -> 0.1 */
+    bool no_affine;
+    bool no_running_stats;
+} ts_norm_opts;
+ts_module *ts_batch_norm1d_new(int64_t num_features, ts_norm_opts o);
+ts_module *ts_batch_norm2d_new(int64_t num_features, ts_norm_opts o);
+ts_module *ts_layer_norm_new(ts_shape normalized_shape, ts_norm_opts o);
+ts_module *ts_embedding_new(int64_t num_embeddings, int64_t embedding_dim);
+/* children named "0", "1", ... like nn.Sequential */
+ts_module *ts_sequential_new(int n, ts_module *const *modules);
+ts_module *ts_sequential_append(ts_module *seq, ts_module *m);
+
+/* init (in place, no graph, from the global generator), PyTorch's formulas; return t (borrowed: no
+ * new reference, unlike the in-place ops) or NULL. kaiming_uniform_ is mode fan_in, leaky_relu. */
+ts_tensor *ts_init_kaiming_uniform_(ts_tensor *t, double a);
+ts_tensor *ts_init_uniform_(ts_tensor *t, double low, double high);
+ts_tensor *ts_init_normal_(ts_tensor *t, double mean, double std);
+ts_tensor *ts_init_xavier_uniform_(ts_tensor *t, double gain);
+ts_tensor *ts_init_zeros_(ts_tensor *t);
+ts_tensor *ts_init_ones_(ts_tensor *t);
+
+#endif /* TESSERA_NN_H */

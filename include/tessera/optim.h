@@ -1,0 +1,68 @@
+/* tessera/optim.h — optimizers, learning-rate schedulers and gradient clipping (via tessera.h). */
+#ifndef TESSERA_OPTIM_H
+#define TESSERA_OPTIM_H
+
+typedef struct ts_optim ts_optim;
+
+/* Zero is PyTorch's default for every field except lr (required, > 0). */
+typedef struct ts_sgd_opts {
+    double lr, momentum, dampening, weight_decay;
+    bool nesterov, maximize;
+} ts_sgd_opts;
+typedef struct ts_adam_opts {
+    double lr;           /* 0 -> 1e-3 */
+    double beta1, beta2; /* 0 -> 0.9, 0.999 */
+    double eps;          /* 0 -> 1e-8 */
+    double weight_decay; /* literal value; AdamW: PyTorch's default is 0.01 — pass it */
+    bool amsgrad, maximize;
+} ts_adam_opts;
+typedef struct ts_rmsprop_opts {
+    double lr;    /* 0 -> 1e-2 */
+    double alpha; /* 0 -> 0.99 */
+    double eps;   /* 0 -> 1e-8 */
+    double weight_decay, momentum;
+    bool centered, maximize;
+} ts_rmsprop_opts;
+
+/* Over every parameter of a module (one group), or over an explicit list. */
+ts_optim *ts_sgd(ts_module *m, ts_sgd_opts o);
+ts_optim *ts_sgd_params(ts_tensor *const *params, int n, ts_sgd_opts o);
+ts_optim *ts_adam(ts_module *m, ts_adam_opts o);
+ts_optim *ts_adam_params(ts_tensor *const *params, int n, ts_adam_opts o);
+ts_optim *ts_adamw(ts_module *m, ts_adam_opts o);
+ts_optim *ts_adamw_params(ts_tensor *const *params, int n, ts_adam_opts o);
+ts_optim *ts_rmsprop(ts_module *m, ts_rmsprop_opts o);
+ts_optim *ts_rmsprop_params(ts_tensor *const *params, int n, ts_rmsprop_opts o);
+/* A further parameter group with its own learning rate (other options as the first group). */
+ts_status ts_optim_add_param_group(ts_optim *opt, ts_tensor *const *params, int n, double lr);
+int ts_optim_num_groups(ts_optim *opt);
+double ts_optim_get_lr(ts_optim *opt, int group);
+ts_status ts_optim_set_lr(ts_optim *opt, int group, double lr);
+void ts_optim_zero_grad(ts_optim *opt); /* set_to_none, PyTorch 2's default */
+ts_status ts_optim_step(ts_optim *opt);
+void ts_optim_free(ts_optim *opt);
+/* State as named tensors: "state.<i>.<name>" (i = parameter index over all groups, PyTorch's
+ * numbering; e.g. momentum_buffer, exp_avg, exp_avg_sq, step) and "param_groups.<g>.lr". */
+ts_tensor_list ts_optim_state_dict(ts_optim *opt);
+ts_status ts_optim_load_state_dict(ts_optim *opt, const ts_tensor_list *sd);
+
+/* Learning-rate schedulers: step once per epoch (or per batch for one-cycle / warm-up). */
+typedef struct ts_lr_scheduler ts_lr_scheduler;
+ts_lr_scheduler *ts_step_lr(ts_optim *opt, int step_size, double gamma);
+ts_lr_scheduler *ts_multistep_lr(ts_optim *opt, const int *milestones, int n, double gamma);
+ts_lr_scheduler *ts_cosine_lr(ts_optim *opt, int t_max, double eta_min);
+/* LinearLR: factor goes from start_factor to end_factor over total_iters steps */
+ts_lr_scheduler *ts_linear_lr(ts_optim *opt, double start_factor, double end_factor,
+                              int total_iters);
+/* OneCycleLR with cosine annealing, pct_start 0.3, div_factor 25, final_div_factor 1e4 */
+ts_lr_scheduler *ts_onecycle_lr(ts_optim *opt, double max_lr, int total_steps);
+void ts_scheduler_step(ts_lr_scheduler *s);
+int ts_scheduler_last_epoch(ts_lr_scheduler *s);
+void ts_scheduler_free(ts_lr_scheduler *s);
+
+/* Scales gradients in place so their total norm is at most max_norm; returns the norm before
+ * clipping (NAN on error). norm_type 0 -> 2; INFINITY for the max norm. */
+double ts_clip_grad_norm(ts_tensor *const *params, int n, double max_norm, double norm_type);
+double ts_clip_grad_norm_module(ts_module *m, double max_norm);
+
+#endif /* TESSERA_OPTIM_H */

@@ -1,0 +1,88 @@
+/* autograd.h — graph nodes and the recording API op front ends use (internal). */
+#ifndef TS_AUTOGRAD_H
+#define TS_AUTOGRAD_H
+
+#include "core/internal.h"
+
+/* Where the gradient of one forward input goes: another node's output, or a leaf's .grad. */
+typedef struct tsi_edge {
+    struct ts_node *fn; /* retained */
+    int output_nr;
+    ts_tensor *leaf; /* retained; leaf that requires grad (AccumulateGrad) */
+} tsi_edge;
+
+typedef struct tsi_saved {
+    ts_tensor *t; /* retained; never has this node as grad_fn (no reference cycles) */
+    uint64_t version;
+} tsi_saved;
+
+/* Computes the gradients of the inputs from those of the outputs.
+ * grad_out[i]: gradient of output i, NULL when none reached it (treat as zeros).
+ * grad_in[j]: set for every input j with tsi_node_needs(node, j); leave NULL for "no gradient".
+ * Runs with grad mode off, inside a scope the engine opens: results may be scope-owned.
+ * On failure set an error (tsi_error_set) and return. */
+typedef void (*tsi_backward_fn)(struct ts_node *node, ts_tensor *const *grad_out,
+                                ts_tensor **grad_in);
+
+typedef struct ts_node {
+    atomic_int refs;
+    const char *name;    /* PyTorch's grad_fn name: "AddBackward0" */
+    const char *op;      /* the forward op: "add" (anomaly messages) */
+    tsi_backward_fn backward;
+    int n_in, n_out, n_saved;
+    tsi_edge *next;      /* [n_in] */
+    ts_shape *in_shape;  /* [n_in] forward inputs' shapes, dtypes and devices */
+    ts_dtype *in_dtype;
+    ts_device *in_device;
+    tsi_saved *saved;    /* [n_saved] */
+    double p[4];         /* op parameters (scalars, dims...) */
+    int64_t ip[TS_MAX_DIMS * 2];
+    void *ctx;           /* extra state, freed with ctx_free */
+    void (*ctx_free)(void *ctx);
+    /* engine scratch */
+    int deps;
+    ts_tensor **grad_acc; /* [n_out] */
+    bool released;        /* saved tensors freed after a backward without retain_graph */
+    uint64_t visit;       /* the backward pass that last visited this node */
+} ts_node;
+
+/* Grad mode on and some non-NULL input requires grad: the op must record a node. */
+static inline bool tsi_needs_graph(ts_tensor *const *ins, int n) {
+    if (!tsi_grad_mode()) return false;
+    for (int i = 0; i < n; i++)
+        if (ins[i] && ins[i]->requires_grad) return true;
+    return false;
+}
+
+/* A node for an op with these forward inputs (NULL entries allowed: no gradient) and n_out
+ * outputs; the caller holds one reference. NULL + TS_ERR_OOM on failure. */
+ts_node *tsi_node_new(const char *name, const char *op, tsi_backward_fn fn, ts_tensor *const *ins,
+                      int n_in, int n_out, int n_saved);
+static inline bool tsi_node_needs(const ts_node *n, int i) {
+    return n->next[i].fn != NULL || n->next[i].leaf != NULL;
+}
+/* Save an input (or any tensor that does not have this node as grad_fn): retained, version noted. */
+void tsi_node_save(ts_node *n, int slot, ts_tensor *t);
+/* Save one of this node's outputs: stores an alias without grad_fn, so there is no cycle. */
+void tsi_node_save_output(ts_node *n, int slot, ts_tensor *out);
+/* The saved tensor; NULL + TS_ERR_STATE (PyTorch's "modified by an inplace operation" message)
+ * when it changed since it was saved, or when the graph was already freed. */
+ts_tensor *tsi_node_saved(ts_node *n, int slot);
+/* Make out the node's output output_nr: out->grad_fn = n (retained), out->requires_grad = true.
+ * For in-place ops this rebases out's history onto n. */
+void tsi_node_set_output(ts_node *n, ts_tensor *out, int output_nr);
+ts_node *tsi_node_retain(ts_node *n);
+void tsi_node_release(ts_node *n);
+
+/* Record a one-output op in one call: creates the node, saves `saves` (inputs; NULL allowed),
+ * sets out as output 0, stores p0/p1 in node->p. Returns the node (borrowed; owned by out) so the
+ * caller may fill more fields, or NULL when no graph is needed or on failure. */
+ts_node *tsi_record(const char *name, const char *op, tsi_backward_fn fn, ts_tensor *const *ins,
+                    int n_in, ts_tensor *out, ts_tensor *const *saves, int n_saves);
+
+/* Gradient helpers for backward functions (grad mode is off there). */
+/* Sum grad over the dims that were broadcast so it has `shape` (returns grad itself, retained into
+ * the scope, when the shapes already match). */
+ts_tensor *tsi_sum_to(ts_tensor *grad, ts_shape shape);
+
+#endif /* TS_AUTOGRAD_H */

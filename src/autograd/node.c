@@ -1,0 +1,160 @@
+/* node.c — graph nodes: creation from an op's inputs, saved tensors with version checks, lifetime. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd/autograd.h"
+
+ts_node *tsi_node_retain(ts_node *n) {
+    if (n) atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
+    return n;
+}
+
+static void free_saved(ts_node *n) {
+    for (int i = 0; i < n->n_saved; i++) {
+        ts_release(n->saved[i].t);
+        n->saved[i].t = NULL;
+    }
+    if (n->ctx_free && n->ctx) n->ctx_free(n->ctx);
+    n->ctx = NULL;
+}
+
+/* Iterative, so that releasing the head of a long chain of nodes does not recurse per node. */
+void tsi_node_release(ts_node *n) {
+    ts_node *stack_small[64], **stack = stack_small;
+    size_t top = 0, cap = 64;
+    while (n) {
+        if (atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) == 1) {
+            free_saved(n);
+            for (int i = 0; i < n->n_out; i++) ts_release(n->grad_acc[i]);
+            for (int i = 0; i < n->n_in; i++) {
+                ts_release(n->next[i].leaf);
+                ts_node *next = n->next[i].fn;
+                if (!next) continue;
+                if (top == cap) {
+                    ts_node **grown = malloc(2 * cap * sizeof *grown);
+                    if (!grown) { /* fall back to recursion rather than leak */
+                        tsi_node_release(next);
+                        continue;
+                    }
+                    memcpy(grown, stack, top * sizeof *grown);
+                    if (stack != stack_small) free(stack);
+                    stack = grown;
+                    cap *= 2;
+                }
+                stack[top++] = next;
+            }
+            free(n);
+        }
+        n = top ? stack[--top] : NULL;
+    }
+    if (stack != stack_small) free(stack);
+}
+
+static void release_hook(struct ts_node *n) { tsi_node_release(n); }
+
+ts_node *tsi_node_new(const char *name, const char *op, tsi_backward_fn fn, ts_tensor *const *ins,
+                      int n_in, int n_out, int n_saved) {
+    tsi_grad_fn_release = release_hook;
+    /* one block: the node, then its arrays ordered by alignment */
+    size_t sz = sizeof(ts_node) + (size_t)n_in * (sizeof(tsi_edge) + sizeof(ts_shape)) +
+                (size_t)n_saved * sizeof(tsi_saved) + (size_t)n_out * sizeof(ts_tensor *) +
+                (size_t)n_in * (sizeof(ts_device) + sizeof(ts_dtype));
+    ts_node *n = calloc(1, sz);
+    if (!n) {
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory recording the graph", op);
+        return NULL;
+    }
+    char *p = (char *)(n + 1);
+    n->next = (tsi_edge *)p;
+    p += (size_t)n_in * sizeof(tsi_edge);
+    n->in_shape = (ts_shape *)p;
+    p += (size_t)n_in * sizeof(ts_shape);
+    n->saved = (tsi_saved *)p;
+    p += (size_t)n_saved * sizeof(tsi_saved);
+    n->grad_acc = (ts_tensor **)p;
+    p += (size_t)n_out * sizeof(ts_tensor *);
+    n->in_device = (ts_device *)p;
+    p += (size_t)n_in * sizeof(ts_device);
+    n->in_dtype = (ts_dtype *)p;
+    atomic_init(&n->refs, 1);
+    n->name = name;
+    n->op = op;
+    n->backward = fn;
+    n->n_in = n_in;
+    n->n_out = n_out;
+    n->n_saved = n_saved;
+    for (int i = 0; i < n_in; i++) {
+        ts_tensor *t = ins[i];
+        if (!t) continue;
+        n->in_shape[i] = t->shape;
+        n->in_dtype[i] = t->dtype;
+        n->in_device[i] = tsi_device(t);
+        if (!t->requires_grad) continue;
+        if (t->grad_fn) {
+            n->next[i].fn = tsi_node_retain(t->grad_fn);
+            n->next[i].output_nr = t->output_nr;
+        } else {
+            n->next[i].leaf = ts_retain(t);
+        }
+    }
+    return n;
+}
+
+void tsi_node_save(ts_node *n, int slot, ts_tensor *t) {
+    if (!t) return;
+    n->saved[slot].t = ts_retain(t);
+    n->saved[slot].version = atomic_load(&t->storage->version);
+}
+
+void tsi_node_save_output(ts_node *n, int slot, ts_tensor *out) {
+    ts_tensor *alias = tsi_view_of(out, out->shape, out->strides, out->offset);
+    if (!alias) return;
+    alias->is_view = out->is_view;
+    n->saved[slot].t = alias;
+    n->saved[slot].version = atomic_load(&out->storage->version);
+}
+
+ts_tensor *tsi_node_saved(ts_node *n, int slot) {
+    if (n->released) {
+        tsi_error_set(TS_ERR_STATE,
+                      "backward: trying to backward through the graph a second time (or directly "
+                      "access saved tensors after they have already been freed). Saved "
+                      "intermediate values of the graph are freed when you call backward. Specify "
+                      "retain_graph=true if you need to backward through the graph a second time "
+                      "(node %s of %s).",
+                      n->name, n->op);
+        return NULL;
+    }
+    tsi_saved *s = &n->saved[slot];
+    if (!s->t) return NULL;
+    uint64_t now = atomic_load(&s->t->storage->version);
+    if (now != s->version) {
+        tsi_error_set(TS_ERR_STATE,
+                      "backward: one of the variables needed for gradient computation has been "
+                      "modified by an inplace operation: [%s], which is saved by %s (%s), is at "
+                      "version %llu; expected version %llu instead.",
+                      tsi_desc(s->t), n->name, n->op, (unsigned long long)now,
+                      (unsigned long long)s->version);
+        return NULL;
+    }
+    return s->t;
+}
+
+void tsi_node_set_output(ts_node *n, ts_tensor *out, int output_nr) {
+    ts_node *old = out->grad_fn;
+    out->grad_fn = tsi_node_retain(n);
+    out->output_nr = output_nr;
+    out->requires_grad = true;
+    if (old) tsi_node_release(old);
+}
+
+ts_node *tsi_record(const char *name, const char *op, tsi_backward_fn fn, ts_tensor *const *ins,
+                    int n_in, ts_tensor *out, ts_tensor *const *saves, int n_saves) {
+    if (!out || !tsi_needs_graph(ins, n_in)) return NULL;
+    ts_node *n = tsi_node_new(name, op, fn, ins, n_in, 1, n_saves);
+    if (!n) return NULL;
+    for (int i = 0; i < n_saves; i++) tsi_node_save(n, i, saves[i]);
+    tsi_node_set_output(n, out, 0);
+    tsi_node_release(n); /* out owns it now */
+    return n;
+}

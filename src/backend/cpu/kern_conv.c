@@ -1,0 +1,573 @@
+/* kern_conv.c — 2-D convolution on the CPU: im2col + GEMM (OpenBLAS or the built-in blocked GEMM),
+ * parallel over the batch; f16/bf16 through f32 scratch. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/gemm_blocked.h"
+#include "backend/kernel_math.h"
+
+#ifdef TS_HAVE_CBLAS
+#include <cblas.h>
+#endif
+#ifdef TS_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+/* ------------------------------------------------------------------ geometry */
+typedef struct cgeom {
+    int64_t n, c, h, w, o, oh, ow, kh, kw;
+    int64_t sh, sw, ph, pw, dh, dw, g;
+    int64_t cg, og; /* input channels and outputs per group */
+    int64_t k, p;   /* rows of the column matrix (cg*kh*kw) and output pixels (oh*ow) */
+    bool direct;    /* 1x1, stride 1, unpadded: the input already is its column matrix */
+} cgeom;
+
+static cgeom geom_of(const ts_kview *x, const ts_kview *w, const ts_kview *y,
+                     const ts_conv2d_params *p) {
+    cgeom g = {.n = x->shape[0],
+               .c = x->shape[1],
+               .h = x->shape[2],
+               .w = x->shape[3],
+               .o = w->shape[0],
+               .oh = y->shape[2],
+               .ow = y->shape[3],
+               .kh = w->shape[2],
+               .kw = w->shape[3],
+               .sh = p->stride[0],
+               .sw = p->stride[1],
+               .ph = p->padding[0],
+               .pw = p->padding[1],
+               .dh = p->dilation[0],
+               .dw = p->dilation[1],
+               .g = p->groups > 0 ? p->groups : 1};
+    g.cg = g.c / g.g;
+    g.og = g.o / g.g;
+    g.k = g.cg * g.kh * g.kw;
+    g.p = g.oh * g.ow;
+    g.direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+    return g;
+}
+
+/* Output columns ox whose input column ox*s + off lies in [0, w): [*lo, *hi). */
+static void valid_range(int64_t off, int64_t s, int64_t w, int64_t ow, int64_t *lo, int64_t *hi) {
+    int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t h = w - off > 0 ? (w - off + s - 1) / s : 0;
+    if (l > ow) l = ow;
+    if (h > ow) h = ow;
+    if (h < l) h = l;
+    *lo = l, *hi = h;
+}
+
+/* ------------------------------------------------------------------ threads */
+static int max_threads(void) {
+#ifdef TS_HAVE_OPENMP
+    return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+/* Many small images: one image per thread with single-threaded GEMMs. Few large ones: images in
+ * turn, each GEMM using every thread. Never both levels at once. */
+static bool batch_parallel(const cgeom *g, int nt) {
+    if (nt <= 1 || g->n <= 1) return false;
+    const double flops = 2.0 * (double)g->o * (double)g->k * (double)g->p;
+    return g->n >= nt || flops < 2e7;
+}
+
+#ifdef TS_HAVE_OPENMP
+/* OpenBLAS's own threads must stay out of GEMMs issued from inside an OpenMP region. */
+static int blas_single_begin(void) {
+#if defined(TS_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+    int saved = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    return saved;
+#else
+    return 0;
+#endif
+}
+
+static void blas_single_end(int saved) {
+#if defined(TS_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+    openblas_set_num_threads(saved);
+#else
+    (void)saved;
+#endif
+}
+#endif
+
+/* ------------------------------------------------------------------ GEMM */
+/* C[m,n] (row stride ldc) = op(A) @ op(B), plus C when acc. op(A) is A [m,k] (ld lda), or, when
+ * ta, A stored [k,m]; likewise B. Without BLAS an accumulating call computes into tmp [m,n]. */
+#define DEFINE_GEMM(T, S, CBLAS_FN)                                                                \
+    static void gemm_##S(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,            \
+                         int64_t lda, const T *b, int64_t ldb, bool acc, T *c, int64_t ldc,        \
+                         bool par, T *tmp) {                                                       \
+        if (m == 0 || n == 0) return;                                                              \
+        if (k == 0) { /* no input channels: the product is zero */                                 \
+            for (int64_t i = 0; !acc && i < m; i++) memset(c + i * ldc, 0, (size_t)n * sizeof(T)); \
+            return;                                                                                \
+        }                                                                                          \
+        if (CBLAS_OK && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX &&          \
+            ldb <= INT_MAX && ldc <= INT_MAX) {                                                    \
+            CBLAS_FN(m, n, k, ta, tb, a, lda, b, ldb, acc, c, ldc);                                \
+            return;                                                                                \
+        }                                                                                          \
+        T *dst = acc ? tmp : c;                                                                    \
+        const int64_t ldd = acc ? n : ldc;                                                         \
+        ts_gemm_blocked_##S(m, n, k, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb, tb ? ldb : 1, \
+                            dst, ldd, 1, par);                                                     \
+        if (acc)                                                                                   \
+            for (int64_t i = 0; i < m; i++)                                                        \
+                for (int64_t j = 0; j < n; j++) c[i * ldc + j] += tmp[i * n + j];                  \
+    }
+
+#ifdef TS_HAVE_CBLAS
+#define CBLAS_OK 1
+#define CBLAS_CALL(FN, T)                                                                          \
+    FN(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m,      \
+       (int)n, (int)k, (T)1, a, (int)lda, b, (int)ldb, acc ? (T)1 : (T)0, c, (int)ldc)
+#define SGEMM_CALL(m, n, k, ta, tb, a, lda, b, ldb, acc, c, ldc) CBLAS_CALL(cblas_sgemm, float)
+#define DGEMM_CALL(m, n, k, ta, tb, a, lda, b, ldb, acc, c, ldc) CBLAS_CALL(cblas_dgemm, double)
+#else
+#define CBLAS_OK        0
+#define SGEMM_CALL(...) (void)0
+#define DGEMM_CALL(...) (void)0
+#endif
+
+DEFINE_GEMM(float, f32, SGEMM_CALL)
+DEFINE_GEMM(double, f64, DGEMM_CALL)
+
+/* ------------------------------------------------------------------ per-image work, per type */
+/* x: one group's channels of one image [cg, h, w]; col: [k, p]. */
+#define DEFINE_CONV_TYPE(T, S)                                                                     \
+    static void im2col_##S(const cgeom *g, const T *x, T *col) {                                   \
+        for (int64_t c = 0; c < g->cg; c++)                                                        \
+            for (int64_t i = 0; i < g->kh; i++)                                                    \
+                for (int64_t j = 0; j < g->kw; j++) {                                              \
+                    T *row = col + ((c * g->kh + i) * g->kw + j) * g->p;                           \
+                    const T *xc = x + c * g->h * g->w;                                             \
+                    const int64_t woff = j * g->dw - g->pw;                                        \
+                    int64_t lo, hi;                                                                \
+                    valid_range(woff, g->sw, g->w, g->ow, &lo, &hi);                               \
+                    for (int64_t oy = 0; oy < g->oh; oy++) {                                       \
+                        T *r = row + oy * g->ow;                                                   \
+                        const int64_t iy = oy * g->sh - g->ph + i * g->dh;                         \
+                        if (iy < 0 || iy >= g->h) {                                                \
+                            memset(r, 0, (size_t)g->ow * sizeof(T));                               \
+                            continue;                                                              \
+                        }                                                                          \
+                        const T *xr = xc + iy * g->w + woff;                                       \
+                        for (int64_t ox = 0; ox < lo; ox++) r[ox] = 0;                             \
+                        if (g->sw == 1) /* rows are short: a loop beats a memcpy call */           \
+                            for (int64_t ox = lo; ox < hi; ox++) r[ox] = xr[ox];                   \
+                        else                                                                       \
+                            for (int64_t ox = lo; ox < hi; ox++) r[ox] = xr[ox * g->sw];           \
+                        for (int64_t ox = hi; ox < g->ow; ox++) r[ox] = 0;                         \
+                    }                                                                              \
+                }                                                                                  \
+    }                                                                                              \
+    /* x [cg, h, w] += the column matrix folded back (x zeroed by the caller) */                   \
+    static void col2im_##S(const cgeom *g, const T *col, T *x) {                                   \
+        for (int64_t c = 0; c < g->cg; c++)                                                        \
+            for (int64_t i = 0; i < g->kh; i++)                                                    \
+                for (int64_t j = 0; j < g->kw; j++) {                                              \
+                    const T *row = col + ((c * g->kh + i) * g->kw + j) * g->p;                     \
+                    T *xc = x + c * g->h * g->w;                                                   \
+                    const int64_t woff = j * g->dw - g->pw;                                        \
+                    int64_t lo, hi;                                                                \
+                    valid_range(woff, g->sw, g->w, g->ow, &lo, &hi);                               \
+                    for (int64_t oy = 0; oy < g->oh; oy++) {                                       \
+                        const int64_t iy = oy * g->sh - g->ph + i * g->dh;                         \
+                        if (iy < 0 || iy >= g->h) continue;                                        \
+                        const T *r = row + oy * g->ow;                                             \
+                        T *xr = xc + iy * g->w + woff;                                             \
+                        if (g->sw == 1)                                                            \
+                            for (int64_t ox = lo; ox < hi; ox++) xr[ox] += r[ox];                  \
+                        else                                                                       \
+                            for (int64_t ox = lo; ox < hi; ox++) xr[ox * g->sw] += r[ox];          \
+                    }                                                                              \
+                }                                                                                  \
+    }                                                                                              \
+    static void fwd_image_##S(const cgeom *g, const void *x_, const void *w_, const void *b_,      \
+                              void *y_, void *col_, bool par) {                                    \
+        const T *x = x_, *w = w_, *b = b_;                                                         \
+        T *y = y_, *col = col_;                                                                    \
+        for (int64_t gi = 0; gi < g->g; gi++) {                                                    \
+            const T *xg = x + gi * g->cg * g->h * g->w;                                            \
+            if (!g->direct) im2col_##S(g, xg, col);                                                \
+            T *yg = y + gi * g->og * g->p;                                                         \
+            gemm_##S(false, false, g->og, g->p, g->k, w + gi * g->og * g->k, g->k,                 \
+                     g->direct ? xg : col, g->p, false, yg, g->p, par, NULL);                      \
+            if (b)                                                                                 \
+                for (int64_t o = 0; o < g->og; o++) {                                              \
+                    const T bo = b[gi * g->og + o];                                                \
+                    T *yr = yg + o * g->p;                                                         \
+                    for (int64_t q = 0; q < g->p; q++) yr[q] += bo;                                \
+                }                                                                                  \
+        }                                                                                          \
+    }                                                                                              \
+    static void bwd_data_image_##S(const cgeom *g, const void *gy_, const void *w_, void *gx_,     \
+                                   void *col_, bool par) {                                         \
+        const T *gy = gy_, *w = w_;                                                                \
+        T *gx = gx_, *col = col_;                                                                  \
+        for (int64_t gi = 0; gi < g->g; gi++) {                                                    \
+            T *gxg = gx + gi * g->cg * g->h * g->w;                                                \
+            const T *wg = w + gi * g->og * g->k, *gyg = gy + gi * g->og * g->p;                    \
+            if (g->direct) {                                                                       \
+                gemm_##S(true, false, g->k, g->p, g->og, wg, g->k, gyg, g->p, false, gxg, g->p,    \
+                         par, NULL);                                                               \
+                continue;                                                                          \
+            }                                                                                      \
+            gemm_##S(true, false, g->k, g->p, g->og, wg, g->k, gyg, g->p, false, col, g->p, par,   \
+                     NULL);                                                                        \
+            memset(gxg, 0, (size_t)(g->cg * g->h * g->w) * sizeof(T));                             \
+            col2im_##S(g, col, gxg);                                                               \
+        }                                                                                          \
+    }                                                                                              \
+    /* gw (+)= gy @ im2col(x)^T for one image */                                                   \
+    static void bwd_weight_image_##S(const cgeom *g, const void *gy_, const void *x_, void *gw_,   \
+                                     void *col_, void *tmp_, bool acc, bool par) {                 \
+        const T *gy = gy_, *x = x_;                                                                \
+        T *gw = gw_, *col = col_, *tmp = tmp_;                                                     \
+        for (int64_t gi = 0; gi < g->g; gi++) {                                                    \
+            const T *xg = x + gi * g->cg * g->h * g->w;                                            \
+            if (!g->direct) im2col_##S(g, xg, col);                                                \
+            gemm_##S(false, true, g->og, g->k, g->p, gy + gi * g->og * g->p, g->p,                 \
+                     g->direct ? xg : col, g->p, acc, gw + gi * g->og * g->k, g->k, par, tmp);     \
+        }                                                                                          \
+    }
+
+DEFINE_CONV_TYPE(float, f32)
+DEFINE_CONV_TYPE(double, f64)
+
+typedef struct conv_fns {
+    size_t es;
+    void (*fwd)(const cgeom *g, const void *x, const void *w, const void *b, void *y, void *col,
+                bool par);
+    void (*bwd_data)(const cgeom *g, const void *gy, const void *w, void *gx, void *col, bool par);
+    void (*bwd_weight)(const cgeom *g, const void *gy, const void *x, void *gw, void *col,
+                       void *tmp, bool acc, bool par);
+    void (*sum_parts)(const void *parts, int64_t nparts, int64_t len, void *dst);
+} conv_fns;
+
+/* dst[e] = parts[0][e] + parts[1][e] + ... in part order, so the sum never depends on threads */
+#define DEFINE_SUM_PARTS(T, S)                                                                     \
+    static void sum_parts_##S(const void *parts_, int64_t nparts, int64_t len, void *dst_) {       \
+        const T *parts = parts_;                                                                   \
+        T *dst = dst_;                                                                             \
+        for (int64_t e = 0; e < len; e++) {                                                        \
+            T s = parts[e];                                                                        \
+            for (int64_t q = 1; q < nparts; q++) s += parts[q * len + e];                          \
+            dst[e] = s;                                                                            \
+        }                                                                                          \
+    }
+DEFINE_SUM_PARTS(float, f32)
+DEFINE_SUM_PARTS(double, f64)
+
+#define CONV_FNS(T, S)                                                                             \
+    { sizeof(T), fwd_image_##S, bwd_data_image_##S, bwd_weight_image_##S, sum_parts_##S }
+static const conv_fns fns_f32 = CONV_FNS(float, f32);
+static const conv_fns fns_f64 = CONV_FNS(double, f64);
+
+/* ------------------------------------------------------------------ naive fallback */
+/* Used only when scratch memory cannot be had: allocation-free loops, slow but correct. */
+static double load_el(ts_dtype dt, const char *p, int64_t i) {
+    switch (dt) {
+    case TS_F64:
+        return ((const double *)p)[i];
+    case TS_F16:
+        return ts_f16_to_f32(((const uint16_t *)p)[i]);
+    case TS_BF16:
+        return ts_bf16_to_f32(((const uint16_t *)p)[i]);
+    default:
+        return ((const float *)p)[i];
+    }
+}
+
+static void store_el(ts_dtype dt, char *p, int64_t i, double v) {
+    switch (dt) {
+    case TS_F64:
+        ((double *)p)[i] = v;
+        break;
+    case TS_F16:
+        ((uint16_t *)p)[i] = ts_f32_to_f16((float)v);
+        break;
+    case TS_BF16:
+        ((uint16_t *)p)[i] = ts_f32_to_bf16((float)v);
+        break;
+    default:
+        ((float *)p)[i] = (float)v;
+        break;
+    }
+}
+
+/* Calls BODY(xi, wi, yi) for every (input, weight, output) element triple that meets. */
+#define FOR_EACH_TAP(g, BODY)                                                                      \
+    for (int64_t n = 0; n < (g)->n; n++)                                                           \
+        for (int64_t o = 0; o < (g)->o; o++)                                                       \
+            for (int64_t oy = 0; oy < (g)->oh; oy++)                                               \
+                for (int64_t ox = 0; ox < (g)->ow; ox++) {                                         \
+                    const int64_t yi = ((n * (g)->o + o) * (g)->oh + oy) * (g)->ow + ox;           \
+                    const int64_t gi = o / (g)->og;                                                \
+                    for (int64_t c = 0; c < (g)->cg; c++)                                          \
+                        for (int64_t i = 0; i < (g)->kh; i++) {                                    \
+                            const int64_t iy = oy * (g)->sh - (g)->ph + i * (g)->dh;               \
+                            if (iy < 0 || iy >= (g)->h) continue;                                  \
+                            for (int64_t j = 0; j < (g)->kw; j++) {                                \
+                                const int64_t ix = ox * (g)->sw - (g)->pw + j * (g)->dw;           \
+                                if (ix < 0 || ix >= (g)->w) continue;                              \
+                                const int64_t xi =                                                 \
+                                    ((n * (g)->c + gi * (g)->cg + c) * (g)->h + iy) * (g)->w + ix; \
+                                const int64_t wi =                                                 \
+                                    ((o * (g)->cg + c) * (g)->kh + i) * (g)->kw + j;               \
+                                BODY;                                                              \
+                            }                                                                      \
+                        }                                                                          \
+                }
+
+static void naive_fill0(ts_dtype dt, char *p, int64_t n) {
+    for (int64_t i = 0; i < n; i++) store_el(dt, p, i, 0.0);
+}
+
+static void naive_forward(const cgeom *g, ts_dtype dt, const char *x, const char *w, const char *b,
+                          char *y) {
+    for (int64_t yi = 0; yi < g->n * g->o * g->p; yi++)
+        store_el(dt, y, yi, b ? load_el(dt, b, (yi / g->p) % g->o) : 0.0);
+    FOR_EACH_TAP(g,
+                 store_el(dt, y, yi, load_el(dt, y, yi) + load_el(dt, x, xi) * load_el(dt, w, wi)))
+}
+
+static void naive_backward_data(const cgeom *g, ts_dtype dt, const char *gy, const char *w,
+                                char *gx) {
+    naive_fill0(dt, gx, g->n * g->c * g->h * g->w);
+    FOR_EACH_TAP(
+        g, store_el(dt, gx, xi, load_el(dt, gx, xi) + load_el(dt, gy, yi) * load_el(dt, w, wi)))
+}
+
+static void naive_backward_weight(const cgeom *g, ts_dtype dt, const char *gy, const char *x,
+                                  char *gw) {
+    naive_fill0(dt, gw, g->o * g->k);
+    FOR_EACH_TAP(
+        g, store_el(dt, gw, wi, load_el(dt, gw, wi) + load_el(dt, gy, yi) * load_el(dt, x, xi)))
+}
+
+/* ------------------------------------------------------------------ drivers (f32 / f64) */
+/* Returns false when scratch memory is missing (the caller falls back to the naive loops). */
+static bool run_forward(const conv_fns *f, const cgeom *g, const char *x, const char *w,
+                        const char *b, char *y) {
+    const int nt = max_threads();
+    const bool bp = batch_parallel(g, nt);
+    const int nscratch = bp ? nt : 1;
+    const size_t col_bytes = g->direct ? 0 : (size_t)(g->k * g->p) * f->es;
+    char *scratch = col_bytes ? malloc(col_bytes * (size_t)nscratch) : NULL;
+    if (col_bytes && !scratch) return false;
+    const size_t xs = (size_t)(g->c * g->h * g->w) * f->es, ys = (size_t)(g->o * g->p) * f->es;
+    if (bp) {
+#ifdef TS_HAVE_OPENMP
+        const int saved = blas_single_begin();
+        const int64_t n = g->n;
+#pragma omp parallel num_threads(nt)
+        {
+            char *col = scratch ? scratch + col_bytes * (size_t)omp_get_thread_num() : NULL;
+#pragma omp for schedule(static)
+            for (int64_t i = 0; i < n; i++)
+                f->fwd(g, x + xs * (size_t)i, w, b, y + ys * (size_t)i, col, false);
+        }
+        blas_single_end(saved);
+#endif
+    } else {
+        for (int64_t i = 0; i < g->n; i++)
+            f->fwd(g, x + xs * (size_t)i, w, b, y + ys * (size_t)i, scratch, true);
+    }
+    free(scratch);
+    return true;
+}
+
+static bool run_backward_data(const conv_fns *f, const cgeom *g, const char *gy, const char *w,
+                              char *gx) {
+    const int nt = max_threads();
+    const bool bp = batch_parallel(g, nt);
+    const int nscratch = bp ? nt : 1;
+    const size_t col_bytes = g->direct ? 0 : (size_t)(g->k * g->p) * f->es;
+    char *scratch = col_bytes ? malloc(col_bytes * (size_t)nscratch) : NULL;
+    if (col_bytes && !scratch) return false;
+    const size_t xs = (size_t)(g->c * g->h * g->w) * f->es, ys = (size_t)(g->o * g->p) * f->es;
+    if (bp) {
+#ifdef TS_HAVE_OPENMP
+        const int saved = blas_single_begin();
+        const int64_t n = g->n;
+#pragma omp parallel num_threads(nt)
+        {
+            char *col = scratch ? scratch + col_bytes * (size_t)omp_get_thread_num() : NULL;
+#pragma omp for schedule(static)
+            for (int64_t i = 0; i < n; i++)
+                f->bwd_data(g, gy + ys * (size_t)i, w, gx + xs * (size_t)i, col, false);
+        }
+        blas_single_end(saved);
+#endif
+    } else {
+        for (int64_t i = 0; i < g->n; i++)
+            f->bwd_data(g, gy + ys * (size_t)i, w, gx + xs * (size_t)i, scratch, true);
+    }
+    free(scratch);
+    return true;
+}
+
+/* The batch is cut into a number of chunks that depends only on the shapes; each chunk sums its
+ * images in order into its own partial gradient and the partials are added in chunk order, so
+ * the result is the same for any thread count. */
+static int64_t weight_chunks(const cgeom *g, size_t es) {
+    int64_t nc = g->n < 16 ? g->n : 16;
+    const double part_bytes = (double)(g->o * g->k) * (double)es;
+    while (nc > 1 && part_bytes * (double)nc > 64.0 * 1024 * 1024) nc /= 2;
+    return nc < 1 ? 1 : nc;
+}
+
+static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *gy, const char *x,
+                                char *gw) {
+    const int64_t wlen = g->o * g->k;
+    if (g->n == 0) {
+        memset(gw, 0, (size_t)wlen * f->es);
+        return true;
+    }
+    const int nt = max_threads();
+    const bool bp = batch_parallel(g, nt);
+    const int nscratch = bp ? nt : 1;
+    const int64_t nc = weight_chunks(g, f->es);
+    const size_t col_bytes = g->direct ? 0 : (size_t)(g->k * g->p) * f->es;
+    const size_t tmp_bytes = CBLAS_OK ? 0 : (size_t)(g->og * g->k) * f->es;
+    const size_t per_thread = col_bytes + tmp_bytes;
+    char *scratch = per_thread ? malloc(per_thread * (size_t)nscratch) : NULL;
+    char *parts = nc > 1 ? malloc((size_t)(nc * wlen) * f->es) : gw;
+    if ((per_thread && !scratch) || !parts) {
+        free(scratch);
+        if (parts != gw) free(parts);
+        return false;
+    }
+    const size_t xs = (size_t)(g->c * g->h * g->w) * f->es, ys = (size_t)(g->o * g->p) * f->es;
+    const size_t ps = (size_t)wlen * f->es;
+#ifdef TS_HAVE_OPENMP
+    const int saved = bp ? blas_single_begin() : 0;
+#pragma omp parallel num_threads(nt) if (bp)
+#endif
+    {
+#ifdef TS_HAVE_OPENMP
+        char *sc = scratch ? scratch + per_thread * (size_t)omp_get_thread_num() : NULL;
+#pragma omp for schedule(static)
+#else
+        char *sc = scratch;
+#endif
+        for (int64_t ci = 0; ci < nc; ci++) {
+            const int64_t n0 = ci * g->n / nc, n1 = (ci + 1) * g->n / nc;
+            for (int64_t i = n0; i < n1; i++)
+                f->bwd_weight(g, gy + ys * (size_t)i, x + xs * (size_t)i, parts + ps * (size_t)ci,
+                              sc, sc ? sc + col_bytes : NULL, i > n0, !bp);
+        }
+    }
+#ifdef TS_HAVE_OPENMP
+    if (bp) blas_single_end(saved);
+#endif
+    if (nc > 1) {
+        f->sum_parts(parts, nc, wlen, gw);
+        free(parts);
+    }
+    free(scratch);
+    return true;
+}
+
+/* ------------------------------------------------------------------ f16 / bf16 */
+static float *to_f32(const ts_kview *v, int64_t n) {
+    float *dst = malloc((size_t)n * sizeof(float) + 1);
+    if (!dst) return NULL;
+    const uint16_t *src = (const uint16_t *)v->data;
+    if (v->dtype == TS_BF16)
+        for (int64_t i = 0; i < n; i++) dst[i] = ts_bf16_to_f32(src[i]);
+    else
+        for (int64_t i = 0; i < n; i++) dst[i] = ts_f16_to_f32(src[i]);
+    return dst;
+}
+
+static void from_f32(const float *src, int64_t n, const ts_kview *v) {
+    uint16_t *dst = (uint16_t *)v->data;
+    if (v->dtype == TS_BF16)
+        for (int64_t i = 0; i < n; i++) dst[i] = ts_f32_to_bf16(src[i]);
+    else
+        for (int64_t i = 0; i < n; i++) dst[i] = ts_f32_to_f16(src[i]);
+}
+
+static int64_t numel4(const ts_kview *v) {
+    return v->shape[0] * v->shape[1] * v->shape[2] * v->shape[3];
+}
+
+static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
+
+/* ------------------------------------------------------------------ entry points */
+void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                   const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p) {
+    (void)be, (void)index;
+    const cgeom g = geom_of(x, w, out, p);
+    if (numel4(out) == 0) return;
+    const ts_dtype dt = out->dtype;
+    const char *bd = bias ? bias->data : NULL;
+    if (!is_half(dt)) {
+        if (!run_forward(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, x->data, w->data, bd, out->data))
+            naive_forward(&g, dt, x->data, w->data, bd, out->data);
+        return;
+    }
+    float *fx = to_f32(x, numel4(x)), *fw = fx ? to_f32(w, numel4(w)) : NULL;
+    float *fb = fw && bias ? to_f32(bias, bias->shape[0]) : NULL;
+    float *fy = fw && (fb || !bias) ? malloc((size_t)numel4(out) * sizeof(float)) : NULL;
+    if (fy &&
+        run_forward(&fns_f32, &g, (const char *)fx, (const char *)fw, (const char *)fb, (char *)fy))
+        from_f32(fy, numel4(out), out);
+    else
+        naive_forward(&g, dt, x->data, w->data, bd, out->data);
+    free(fx), free(fw), free(fb), free(fy);
+}
+
+void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview *gx,
+                                 const ts_kview *gout, const ts_kview *w,
+                                 const ts_conv2d_params *p) {
+    (void)be, (void)index;
+    const cgeom g = geom_of(gx, w, gout, p);
+    if (numel4(gx) == 0) return;
+    const ts_dtype dt = gx->dtype;
+    if (!is_half(dt)) {
+        if (!run_backward_data(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, gout->data, w->data,
+                               gx->data))
+            naive_backward_data(&g, dt, gout->data, w->data, gx->data);
+        return;
+    }
+    float *fy = to_f32(gout, numel4(gout)), *fw = fy ? to_f32(w, numel4(w)) : NULL;
+    float *fx = fw ? malloc((size_t)numel4(gx) * sizeof(float)) : NULL;
+    if (fx && run_backward_data(&fns_f32, &g, (const char *)fy, (const char *)fw, (char *)fx))
+        from_f32(fx, numel4(gx), gx);
+    else
+        naive_backward_data(&g, dt, gout->data, w->data, gx->data);
+    free(fx), free(fw), free(fy);
+}
+
+void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kview *gw,
+                                   const ts_kview *gout, const ts_kview *x,
+                                   const ts_conv2d_params *p) {
+    (void)be, (void)index;
+    const cgeom g = geom_of(x, gw, gout, p);
+    if (numel4(gw) == 0) return;
+    const ts_dtype dt = gw->dtype;
+    if (!is_half(dt)) {
+        if (!run_backward_weight(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, gout->data, x->data,
+                                 gw->data))
+            naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
+        return;
+    }
+    float *fy = to_f32(gout, numel4(gout)), *fx = fy ? to_f32(x, numel4(x)) : NULL;
+    float *fw = fx ? malloc((size_t)numel4(gw) * sizeof(float)) : NULL;
+    if (fw && run_backward_weight(&fns_f32, &g, (const char *)fy, (const char *)fx, (char *)fw))
+        from_f32(fw, numel4(gw), gw);
+    else
+        naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
+    free(fx), free(fw), free(fy);
+}

@@ -1,0 +1,248 @@
+/* kern_pool.c — 2-D max, average and adaptive average pooling and their backward passes on the CPU,
+ * one [H, W] plane per OpenMP iteration; window rules follow PyTorch's CPU kernels. */
+#include <math.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/kernel_math.h"
+
+#ifdef TS_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+typedef struct pgeom {
+    int64_t planes, h, w, oh, ow;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    ts_pool_kind kind;
+} pgeom;
+
+static pgeom pgeom_of(const ts_kview *x, const ts_kview *y, const ts_pool2d_params *p) {
+    pgeom g = {.planes = x->shape[0] * x->shape[1],
+               .h = x->shape[2],
+               .w = x->shape[3],
+               .oh = y->shape[2],
+               .ow = y->shape[3],
+               .kh = p->kernel[0],
+               .kw = p->kernel[1],
+               .sh = p->stride[0],
+               .sw = p->stride[1],
+               .ph = p->padding[0],
+               .pw = p->padding[1],
+               .dh = p->dilation[0] > 0 ? p->dilation[0] : 1,
+               .dw = p->dilation[1] > 0 ? p->dilation[1] : 1,
+               .kind = p->kind};
+    return g;
+}
+
+/* An average window: the clamped bounds [*y0, *y1) x [*x0, *x1) and the divisor; PyTorch counts the
+ * padding that falls inside the window (but never beyond it) when count_include_pad. */
+static void avg_window(const pgeom *g, int64_t oy, int64_t ox, int64_t *y0, int64_t *y1,
+                       int64_t *x0, int64_t *x1, int64_t *div) {
+    int64_t a = oy * g->sh - g->ph, b = ox * g->sw - g->pw;
+    int64_t ae = a + g->kh < g->h + g->ph ? a + g->kh : g->h + g->ph;
+    int64_t be = b + g->kw < g->w + g->pw ? b + g->kw : g->w + g->pw;
+    const int64_t pool_size = (ae - a) * (be - b);
+    if (a < 0) a = 0;
+    if (b < 0) b = 0;
+    if (ae > g->h) ae = g->h;
+    if (be > g->w) be = g->w;
+    *y0 = a, *y1 = ae, *x0 = b, *x1 = be;
+    *div = g->kind == TS_POOL_AVG ? pool_size : (ae - a) * (be - b);
+}
+
+/* Adaptive windows: [floor(i*in/out), ceil((i+1)*in/out)). */
+static inline int64_t ad_start(int64_t i, int64_t in, int64_t out) { return i * in / out; }
+static inline int64_t ad_end(int64_t i, int64_t in, int64_t out) {
+    return ((i + 1) * in + out - 1) / out;
+}
+
+#define LOAD_F(v)   (v)
+#define STORE_F(v)  (v)
+#define LOAD_H(v)   ts_f16_to_f32(v)
+#define STORE_H(v)  ts_f32_to_f16(v)
+#define LOAD_BF(v)  ts_bf16_to_f32(v)
+#define STORE_BF(v) ts_f32_to_bf16(v)
+#define STORE_D(v)  (v)
+
+/* One plane forward and backward for storage type T computed in ACC. */
+#define DEFINE_POOL(S, T, ACC, LOAD, STORE)                                                        \
+    static void fwd_plane_##S(const pgeom *g, const T *x, T *y, int64_t *idx) {                    \
+        for (int64_t oy = 0; oy < g->oh; oy++)                                                     \
+            for (int64_t ox = 0; ox < g->ow; ox++) {                                               \
+                const int64_t q = oy * g->ow + ox;                                                 \
+                if (g->kind == TS_POOL_MAX) {                                                      \
+                    int64_t y0 = oy * g->sh - g->ph, x0 = ox * g->sw - g->pw;                      \
+                    const int64_t ye0 = y0 + (g->kh - 1) * g->dh + 1;                              \
+                    const int64_t xe0 = x0 + (g->kw - 1) * g->dw + 1;                              \
+                    const int64_t y1 = ye0 < g->h ? ye0 : g->h, x1 = xe0 < g->w ? xe0 : g->w;      \
+                    while (y0 < 0) y0 += g->dh;                                                    \
+                    while (x0 < 0) x0 += g->dw;                                                    \
+                    int64_t best = y0 * g->w + x0;                                                 \
+                    ACC m = -(ACC)INFINITY;                                                        \
+                    for (int64_t iy = y0; iy < y1; iy += g->dh)                                    \
+                        for (int64_t ix = x0; ix < x1; ix += g->dw) {                              \
+                            const ACC v = LOAD(x[iy * g->w + ix]);                                 \
+                            if (v > m || v != v) m = v, best = iy * g->w + ix;                     \
+                        }                                                                          \
+                    y[q] = STORE(m);                                                               \
+                    if (idx) idx[q] = best;                                                        \
+                    continue;                                                                      \
+                }                                                                                  \
+                int64_t y0, y1, x0, x1, div;                                                       \
+                if (g->kind == TS_POOL_ADAPTIVE_AVG) {                                             \
+                    y0 = ad_start(oy, g->h, g->oh), y1 = ad_end(oy, g->h, g->oh);                  \
+                    x0 = ad_start(ox, g->w, g->ow), x1 = ad_end(ox, g->w, g->ow);                  \
+                    div = (y1 - y0) * (x1 - x0);                                                   \
+                } else {                                                                           \
+                    avg_window(g, oy, ox, &y0, &y1, &x0, &x1, &div);                               \
+                }                                                                                  \
+                if (y0 >= y1 || x0 >= x1) {                                                        \
+                    y[q] = STORE((ACC)0);                                                          \
+                    continue;                                                                      \
+                }                                                                                  \
+                ACC s = 0;                                                                         \
+                for (int64_t iy = y0; iy < y1; iy++)                                               \
+                    for (int64_t ix = x0; ix < x1; ix++) s += LOAD(x[iy * g->w + ix]);             \
+                y[q] = STORE(s / (ACC)div);                                                        \
+            }                                                                                      \
+    }                                                                                              \
+    static void bwd_plane_##S(const pgeom *g, const T *gy, const int64_t *idx, T *gx) {            \
+        memset(gx, 0, (size_t)(g->h * g->w) * sizeof(T));                                          \
+        for (int64_t oy = 0; oy < g->oh; oy++)                                                     \
+            for (int64_t ox = 0; ox < g->ow; ox++) {                                               \
+                const int64_t q = oy * g->ow + ox;                                                 \
+                if (g->kind == TS_POOL_MAX) {                                                      \
+                    const int64_t t = idx[q];                                                      \
+                    if (t >= 0 && t < g->h * g->w) gx[t] = STORE(LOAD(gx[t]) + LOAD(gy[q]));       \
+                    continue;                                                                      \
+                }                                                                                  \
+                int64_t y0, y1, x0, x1, div;                                                       \
+                if (g->kind == TS_POOL_ADAPTIVE_AVG) {                                             \
+                    y0 = ad_start(oy, g->h, g->oh), y1 = ad_end(oy, g->h, g->oh);                  \
+                    x0 = ad_start(ox, g->w, g->ow), x1 = ad_end(ox, g->w, g->ow);                  \
+                    div = (y1 - y0) * (x1 - x0);                                                   \
+                } else {                                                                           \
+                    avg_window(g, oy, ox, &y0, &y1, &x0, &x1, &div);                               \
+                }                                                                                  \
+                if (y0 >= y1 || x0 >= x1) continue;                                                \
+                const ACC v = LOAD(gy[q]) / (ACC)div;                                              \
+                for (int64_t iy = y0; iy < y1; iy++)                                               \
+                    for (int64_t ix = x0; ix < x1; ix++)                                           \
+                        gx[iy * g->w + ix] = STORE(LOAD(gx[iy * g->w + ix]) + v);                  \
+            }                                                                                      \
+    }
+
+DEFINE_POOL(f32, float, float, LOAD_F, STORE_F)
+DEFINE_POOL(f64, double, double, LOAD_F, STORE_D)
+DEFINE_POOL(f16, uint16_t, float, LOAD_H, STORE_H)
+DEFINE_POOL(bf16, uint16_t, float, LOAD_BF, STORE_BF)
+
+/* Fast path for the common max pool (no padding, no dilation, stride = kernel = 2): the generic
+ * loop's result (NaN wins, ties keep the first) computed with selects instead of branches, which
+ * random data would mispredict half the time. */
+#define MAX2_STEP(v, off)                                                                          \
+    do {                                                                                           \
+        const int t = ((v) > m) | ((v) != (v));                                                    \
+        m = t ? (v) : m;                                                                           \
+        k = t ? (off) : k;                                                                         \
+    } while (0)
+
+static void max2x2_plane_f32(const pgeom *g, const float *x, float *y, int64_t *idx) {
+    const int64_t w = g->w, ow = g->ow;
+    for (int64_t oy = 0; oy < g->oh; oy++) {
+        const float *r0 = x + 2 * oy * w, *r1 = r0 + w;
+        float *yr = y + oy * ow;
+        if (!idx) {
+            for (int64_t ox = 0; ox < ow; ox++) {
+                float m = r0[2 * ox], a = r0[2 * ox + 1], b = r1[2 * ox], c = r1[2 * ox + 1];
+                m = (a > m) | (a != a) ? a : m;
+                m = (b > m) | (b != b) ? b : m;
+                m = (c > m) | (c != c) ? c : m;
+                yr[ox] = m;
+            }
+            continue;
+        }
+        int64_t *ir = idx + oy * ow;
+        const int64_t base = 2 * oy * w;
+        for (int64_t ox = 0; ox < ow; ox++) {
+            float m = r0[2 * ox];
+            const float a = r0[2 * ox + 1], b = r1[2 * ox], c = r1[2 * ox + 1];
+            int64_t k = 0;
+            MAX2_STEP(a, 1);
+            MAX2_STEP(b, w);
+            MAX2_STEP(c, w + 1);
+            yr[ox] = m;
+            ir[ox] = base + 2 * ox + k;
+        }
+    }
+}
+
+static bool is_max2x2(const pgeom *g) {
+    return g->kind == TS_POOL_MAX && g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 &&
+           g->ph == 0 && g->pw == 0 && g->dh == 1 && g->dw == 1;
+}
+
+#ifdef TS_HAVE_OPENMP
+static bool pool_parallel(const pgeom *g) {
+    return g->planes > 1 && (double)g->planes * (double)(g->h * g->w + g->oh * g->ow) > 32768 &&
+           omp_get_max_threads() > 1 && !omp_in_parallel();
+}
+#endif
+
+void ts_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                   const ts_kview *indices, const ts_pool2d_params *p) {
+    (void)be, (void)index;
+    const pgeom g = pgeom_of(x, out, p);
+    if (g.planes == 0 || g.oh * g.ow == 0) return;
+    const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow, planes = g.planes;
+    const ts_dtype dt = out->dtype;
+    const size_t es = dt == TS_F64 ? 8 : dt == TS_F32 ? 4 : 2;
+    const bool fast = dt == TS_F32 && is_max2x2(&g);
+    int64_t *idx = indices && g.kind == TS_POOL_MAX ? (int64_t *)indices->data : NULL;
+#ifdef TS_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (pool_parallel(&g))
+#endif
+    for (int64_t i = 0; i < planes; i++) {
+        const char *xp = x->data + (size_t)(i * in_plane) * es;
+        char *yp = out->data + (size_t)(i * out_plane) * es;
+        int64_t *ip = idx ? idx + i * out_plane : NULL;
+        if (fast)
+            max2x2_plane_f32(&g, (const float *)xp, (float *)yp, ip);
+        else if (dt == TS_F32)
+            fwd_plane_f32(&g, (const float *)xp, (float *)yp, ip);
+        else if (dt == TS_F64)
+            fwd_plane_f64(&g, (const double *)xp, (double *)yp, ip);
+        else if (dt == TS_F16)
+            fwd_plane_f16(&g, (const uint16_t *)xp, (uint16_t *)yp, ip);
+        else
+            fwd_plane_bf16(&g, (const uint16_t *)xp, (uint16_t *)yp, ip);
+    }
+}
+
+void ts_cpu_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx,
+                            const ts_kview *gout, const ts_kview *indices,
+                            const ts_pool2d_params *p) {
+    (void)be, (void)index;
+    const pgeom g = pgeom_of(gx, gout, p);
+    const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow, planes = g.planes;
+    const ts_dtype dt = gx->dtype;
+    const size_t es = dt == TS_F64 ? 8 : dt == TS_F32 ? 4 : 2;
+    if (planes == 0 || in_plane == 0) return;
+    const int64_t *idx = g.kind == TS_POOL_MAX ? (const int64_t *)indices->data : NULL;
+#ifdef TS_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (pool_parallel(&g))
+#endif
+    for (int64_t i = 0; i < planes; i++) {
+        const char *gyp = gout->data + (size_t)(i * out_plane) * es;
+        char *gxp = gx->data + (size_t)(i * in_plane) * es;
+        const int64_t *ip = idx ? idx + i * out_plane : NULL;
+        if (dt == TS_F32)
+            bwd_plane_f32(&g, (const float *)gyp, ip, (float *)gxp);
+        else if (dt == TS_F64)
+            bwd_plane_f64(&g, (const double *)gyp, ip, (double *)gxp);
+        else if (dt == TS_F16)
+            bwd_plane_f16(&g, (const uint16_t *)gyp, ip, (uint16_t *)gxp);
+        else
+            bwd_plane_bf16(&g, (const uint16_t *)gyp, ip, (uint16_t *)gxp);
+    }
+}

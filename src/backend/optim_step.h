@@ -1,0 +1,54 @@
+/* optim_step.h — the arguments of the fused optimizer step, the backend entry `optim_step`. */
+#ifndef TS_OPTIM_STEP_H
+#define TS_OPTIM_STEP_H
+
+#include <stdbool.h>
+
+#include "backend/backend.h"
+
+typedef enum ts_optim_kind {
+    TS_OPTIM_SGD,
+    TS_OPTIM_ADAM,
+    TS_OPTIM_ADAMW,
+    TS_OPTIM_RMSPROP,
+} ts_optim_kind;
+
+/* One parameter group's hyper-parameters (torch.optim's names). */
+typedef struct ts_optim_hparams {
+    ts_optim_kind kind;
+    double lr;
+    double momentum;     /* SGD, RMSprop */
+    double dampening;    /* SGD */
+    double weight_decay; /* all; AdamW's is decoupled */
+    double beta1, beta2; /* Adam, AdamW */
+    double eps;          /* Adam, AdamW, RMSprop */
+    double alpha;        /* RMSprop */
+    bool nesterov;       /* SGD */
+    bool amsgrad;        /* Adam, AdamW */
+    bool centered;       /* RMSprop */
+    bool maximize;
+} ts_optim_hparams;
+
+/* State buffers per parameter, by slot:
+ *   SGD      0 momentum_buffer
+ *   Adam(W)  0 exp_avg, 1 exp_avg_sq, 2 max_exp_avg_sq (amsgrad)
+ *   RMSprop  0 square_avg, 1 momentum_buffer (momentum > 0), 2 grad_avg (centered) */
+#define TS_OPTIM_SLOTS 3
+
+/* Every view is contiguous; a parameter's grad and state have its shape and dtype (a float dtype;
+ * f16/bf16 compute in f32). Parameters are updated in place, state too. */
+struct ts_optim_step_args {
+    ts_optim_hparams h;
+    int n;                 /* tensors */
+    const ts_kview *param; /* [n] */
+    const ts_kview *grad;  /* [n] */
+    /* state[k][i]: slot k of parameter i; the slots the options use are present (data != NULL) */
+    const ts_kview *state[TS_OPTIM_SLOTS];
+    /* Adam/AdamW: the step count including this step, per tensor (bias corrections) */
+    const double *step;
+    /* SGD with momentum: the buffer holds nothing yet and is set to the gradient, as torch does on
+     * a parameter's first step */
+    const bool *fresh;
+};
+
+#endif /* TS_OPTIM_STEP_H */

@@ -1,0 +1,206 @@
+/* conv.c — the conv2d front end: PyTorch's checks and output size, the backend kernels, and the
+ * ConvolutionBackward0 node. */
+#include "autograd/autograd.h"
+
+/* A contiguous tensor's data seen as [n, c, h, w] (unbatched tensors get n = 1). */
+static ts_kview kview4(const ts_tensor *t, int64_t n, int64_t c, int64_t h, int64_t w) {
+    ts_kview v = tsi_kview(t);
+    const int64_t d[4] = {n, c, h, w};
+    v.ndim = 4;
+    for (int i = 0; i < TS_MAX_DIMS; i++) {
+        v.shape[i] = i < 4 ? d[i] : 1;
+        v.strides[i] = 0;
+    }
+    v.strides[3] = 1, v.strides[2] = w, v.strides[1] = h * w, v.strides[0] = c * h * w;
+    return v;
+}
+
+typedef struct conv_geom {
+    ts_conv2d_params p;
+    bool unbatched;
+    int64_t n, c, h, w, o, kh, kw, oh, ow;
+} conv_geom;
+
+/* Zero means the default (1) for stride, dilation and groups; negative values are errors. */
+static bool conv_params(const char *op, ts_conv2d_opts o, ts_conv2d_params *p) {
+    for (int i = 0; i < 2; i++) {
+        if (o.stride[i] < 0)
+            return tsi_error_set(TS_ERR_ARG, "%s: non-positive stride is not supported", op), false;
+        if (o.padding[i] < 0)
+            return tsi_error_set(TS_ERR_ARG, "%s: negative padding is not supported", op), false;
+        if (o.dilation[i] < 0)
+            return tsi_error_set(TS_ERR_ARG, "%s: non-positive dilation is not supported", op),
+                   false;
+        p->stride[i] = o.stride[i] ? o.stride[i] : 1;
+        p->padding[i] = o.padding[i];
+        p->dilation[i] = o.dilation[i] ? o.dilation[i] : 1;
+    }
+    if (o.groups < 0)
+        return tsi_error_set(TS_ERR_ARG, "%s: non-positive groups is not supported", op), false;
+    p->groups = o.groups ? o.groups : 1;
+    return true;
+}
+
+static bool conv_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
+                       conv_geom *g, ts_device *dev) {
+    if (!tsi_check_input(op, x, "input") || !tsi_check_input(op, w, "weight")) return false;
+    ts_tensor *all[3] = {x, w, b};
+    if (!tsi_same_device(op, all, b ? 3 : 2, false, dev)) return false;
+    if (!tsi_is_float(x->dtype))
+        return tsi_error_set(TS_ERR_DTYPE, "%s: expected a floating input, but got %s", op,
+                             tsi_desc(x)),
+               false;
+    if (w->dtype != x->dtype)
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: input type (%s) and weight type (%s) should be the same", op,
+                             ts_dtype_name(x->dtype), ts_dtype_name(w->dtype)),
+               false;
+    if (b && b->dtype != x->dtype)
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: input type (%s) and bias type (%s) should be the same", op,
+                             ts_dtype_name(x->dtype), ts_dtype_name(b->dtype)),
+               false;
+    const ts_shape xs = x->shape, ws = w->shape;
+    if (xs.ndim != 3 && xs.ndim != 4)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: expected 3D (unbatched) or 4D (batched) input to conv2d, but got "
+                             "input of size: %s",
+                             op, tsi_shape_str(xs)),
+               false;
+    if (ws.ndim != 4 || ws.dims[2] < 1 || ws.dims[3] < 1)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: expected a 4-D weight [out_channels, in_channels/groups, kH, kW] "
+                             "with a non-empty kernel, but got weight of size %s",
+                             op, tsi_shape_str(ws)),
+               false;
+    if (!conv_params(op, o, &g->p)) return false;
+    g->unbatched = xs.ndim == 3;
+    const int lead = g->unbatched ? 0 : 1;
+    g->n = g->unbatched ? 1 : xs.dims[0];
+    g->c = xs.dims[lead], g->h = xs.dims[lead + 1], g->w = xs.dims[lead + 2];
+    g->o = ws.dims[0], g->kh = ws.dims[2], g->kw = ws.dims[3];
+    const int64_t groups = g->p.groups;
+    if (g->o % groups != 0)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: given groups=%lld, expected weight to be divisible by %lld at "
+                             "dimension 0, but got weight of size %s instead",
+                             op, (long long)groups, (long long)groups, tsi_shape_str(ws)),
+               false;
+    if (g->c != ws.dims[1] * groups)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: given groups=%lld, weight of size %s, expected input%s to have "
+                             "%lld channels, but got %lld channels instead",
+                             op, (long long)groups, tsi_shape_str(ws), tsi_shape_str(xs),
+                             (long long)(ws.dims[1] * groups), (long long)g->c),
+               false;
+    if (b && (b->shape.ndim != 1 || b->shape.dims[0] != g->o))
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: given weight of size %s, expected bias to be 1-dimensional with "
+                             "%lld elements, but got bias of size %s instead",
+                             op, tsi_shape_str(ws), (long long)g->o, tsi_shape_str(b->shape)),
+               false;
+    const int64_t ph = g->h + 2 * (int64_t)g->p.padding[0],
+                  pw = g->w + 2 * (int64_t)g->p.padding[1];
+    const int64_t eh = (int64_t)g->p.dilation[0] * (g->kh - 1) + 1;
+    const int64_t ew = (int64_t)g->p.dilation[1] * (g->kw - 1) + 1;
+    if (ph < eh || pw < ew)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: calculated padded input size per channel: (%lld x %lld). Kernel "
+                             "size: (%lld x %lld). Kernel size can't be greater than actual input "
+                             "size",
+                             op, (long long)ph, (long long)pw, (long long)eh, (long long)ew),
+               false;
+    g->oh = (ph - eh) / g->p.stride[0] + 1;
+    g->ow = (pw - ew) / g->p.stride[1] + 1;
+    return true;
+}
+
+/* node->ip: stride, padding, dilation (2 each), groups */
+static void params_store(ts_node *n, const ts_conv2d_params *p) {
+    for (int i = 0; i < 2; i++) {
+        n->ip[i] = p->stride[i];
+        n->ip[2 + i] = p->padding[i];
+        n->ip[4 + i] = p->dilation[i];
+    }
+    n->ip[6] = p->groups;
+}
+
+static ts_conv2d_params params_load(const ts_node *n) {
+    ts_conv2d_params p;
+    for (int i = 0; i < 2; i++) {
+        p.stride[i] = (int)n->ip[i];
+        p.padding[i] = (int)n->ip[2 + i];
+        p.dilation[i] = (int)n->ip[4 + i];
+    }
+    p.groups = (int)n->ip[6];
+    return p;
+}
+
+static void conv_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    const char *op = "conv2d_backward";
+    if (!go[0]) return;
+    const ts_conv2d_params p = params_load(n);
+    const ts_shape xs = n->in_shape[0], ws = n->in_shape[1];
+    const bool unbatched = xs.ndim == 3;
+    const int lead = unbatched ? 0 : 1;
+    const int64_t N = unbatched ? 1 : xs.dims[0], C = xs.dims[lead], H = xs.dims[lead + 1],
+                  W = xs.dims[lead + 2], O = ws.dims[0];
+    const int64_t OH = go[0]->shape.dims[lead + 1], OW = go[0]->shape.dims[lead + 2];
+    ts_tensor *gc = tsi_cast(op, go[0], n->in_dtype[0]);
+    ts_tensor *g = gc ? tsi_contiguous(op, gc) : NULL;
+    ts_release(gc);
+    if (!g) return;
+    const ts_backend *be = tsi_be(g);
+    const ts_kview kg = kview4(g, N, O, OH, OW);
+    if (tsi_node_needs(n, 0)) {
+        ts_tensor *w = tsi_node_saved(n, 1);
+        ts_tensor *gx = w ? tsi_new(op, xs, n->in_dtype[0], tsi_device(g)) : NULL;
+        if (gx && tsi_numel(xs) > 0) {
+            const ts_kview kx = kview4(gx, N, C, H, W), kw = tsi_kview(w);
+            be->conv2d_backward_data(be, tsi_dev_index(g), &kx, &kg, &kw, &p);
+        }
+        gi[0] = tsi_own(gx);
+    }
+    if (tsi_node_needs(n, 1)) {
+        ts_tensor *x = tsi_node_saved(n, 0);
+        ts_tensor *gw = x ? tsi_new(op, ws, n->in_dtype[1], tsi_device(g)) : NULL;
+        if (gw && tsi_numel(ws) > 0) {
+            const ts_kview kw = tsi_kview(gw), kx = kview4(x, N, C, H, W);
+            be->conv2d_backward_weight(be, tsi_dev_index(g), &kw, &kg, &kx, &p);
+        }
+        gi[1] = tsi_own(gw);
+    }
+    if (tsi_node_needs(n, 2))
+        gi[2] = unbatched ? ts_sum_dims(g, TS_DIMS(1, 2), false)
+                          : ts_sum_dims(g, TS_DIMS(0, 2, 3), false);
+    ts_release(g);
+}
+
+ts_tensor *ts_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o) {
+    const char *op = "conv2d";
+    tsi_init();
+    conv_geom g;
+    ts_device dev;
+    if (!conv_check(op, x, w, b, o, &g, &dev)) return NULL;
+    tsi_log_op(op, dev);
+    ts_tensor *xc = tsi_contiguous(op, x), *wc = xc ? tsi_contiguous(op, w) : NULL;
+    ts_tensor *bc = wc && b ? tsi_contiguous(op, b) : NULL;
+    const ts_shape os = g.unbatched ? TS_SHAPE(g.o, g.oh, g.ow) : TS_SHAPE(g.n, g.o, g.oh, g.ow);
+    ts_tensor *out = wc && (bc || !b) ? tsi_new(op, os, x->dtype, dev) : NULL;
+    if (out && tsi_numel(os) > 0) {
+        const ts_kview ko = kview4(out, g.n, g.o, g.oh, g.ow), kx = kview4(xc, g.n, g.c, g.h, g.w);
+        const ts_kview kw = tsi_kview(wc), kb = bc ? tsi_kview(bc) : kw;
+        tsi_be(xc)->conv2d(tsi_be(xc), tsi_dev_index(xc), &ko, &kx, &kw, bc ? &kb : NULL, &g.p);
+    }
+    if (out) {
+        /* the input is needed only for the weight's gradient and the weight only for the input's */
+        ts_tensor *ins[3] = {x, w, b};
+        ts_tensor *saves[2] = {w->requires_grad ? xc : NULL, x->requires_grad ? wc : NULL};
+        ts_node *n = tsi_record("ConvolutionBackward0", op, conv_backward, ins, 3, out, saves, 2);
+        if (n) params_store(n, &g.p);
+    }
+    ts_release(xc);
+    ts_release(wc);
+    ts_release(bc);
+    return tsi_own(out);
+}

@@ -1,0 +1,202 @@
+/* functional.c — linear, dropout and embedding, composed from differentiable primitives, and the
+ * helpers the norms and losses share. */
+#include <stdlib.h>
+
+#include "nn/functional_internal.h"
+
+/* ------------------------------------------------------------------ shared helpers */
+bool tsi_nn_index_scan(const char *op, ts_tensor *idx, int64_t size, bool has_ignore,
+                       int64_t ignore, int64_t *n_ignored, int64_t *bad) {
+    int64_t n = tsi_numel(idx->shape), small[256], ign = 0;
+    *bad = 0;
+    if (n_ignored) *n_ignored = 0;
+    if (n == 0) return true;
+    ts_tensor *c = tsi_cast(op, idx, TS_I64);
+    int64_t *v = n <= 256 ? small : malloc((size_t)n * sizeof *v);
+    if (!c || !v) {
+        if (c && !v)
+            tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %lld indices", op, (long long)n);
+        ts_release(c);
+        if (v != small) free(v);
+        return false;
+    }
+    bool ok = ts_copy_to_host(c, v, (size_t)n * sizeof *v) == TS_OK;
+    ts_release(c);
+    for (int64_t i = 0; ok && i < n; i++) {
+        if (has_ignore && v[i] == ignore) {
+            ign++;
+        } else if (v[i] < 0 || v[i] >= size) {
+            *bad = v[i];
+            ok = false;
+        }
+    }
+    if (n_ignored) *n_ignored = ign;
+    if (v != small) free(v);
+    return ok;
+}
+
+ts_tensor *tsi_loss_reduce(ts_tensor *loss, ts_reduction r) {
+    switch (r) {
+    case TS_REDUCTION_SUM:
+        return ts_sum(loss);
+    case TS_REDUCTION_MEAN:
+        return ts_mean(loss);
+    default:
+        return loss;
+    }
+}
+
+bool tsi_check_reduction(const char *op, ts_reduction r) {
+    if (r == TS_REDUCTION_MEAN || r == TS_REDUCTION_SUM || r == TS_REDUCTION_NONE) return true;
+    tsi_error_set(TS_ERR_ARG, "%s: %d is not a valid value for reduction (mean, sum or none)", op,
+                  (int)r);
+    return false;
+}
+
+static bool can_write_into(ts_tensor *a, ts_tensor *b) {
+    if (!a || !b || a->dtype != b->dtype || b->shape.ndim > a->shape.ndim) return false;
+    ts_tensor *both[2] = {a, b};
+    if (tsi_needs_graph(both, 2)) return false;
+    for (int i = 1; i <= b->shape.ndim; i++) {
+        int64_t db = b->shape.dims[b->shape.ndim - i];
+        if (db != 1 && db != a->shape.dims[a->shape.ndim - i]) return false;
+    }
+    return true;
+}
+
+ts_tensor *tsi_nn_mul_into(ts_tensor *a, ts_tensor *b) {
+    return can_write_into(a, b) ? ts_mul_(a, b) : ts_mul(a, b);
+}
+
+ts_tensor *tsi_nn_add_into(ts_tensor *a, ts_tensor *b) {
+    return can_write_into(a, b) ? ts_add_(a, b) : ts_add(a, b);
+}
+
+/* ------------------------------------------------------------------ linear */
+static bool linear_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b) {
+    if (!tsi_check_input(op, x, "input") || !tsi_check_input(op, w, "weight")) return false;
+    ts_tensor *all[3] = {x, w, b};
+    ts_device dev;
+    if (!tsi_same_device(op, all, 3, false, &dev)) return false;
+    if (w->shape.ndim != 2)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: weight must be 2-D [out_features, in_features], got %s", op,
+                             tsi_desc(w)),
+               false;
+    if (x->shape.ndim == 0 || x->shape.dims[x->shape.ndim - 1] != w->shape.dims[1])
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: input %s does not fit weight %s (expected input [..., %lld])", op,
+                             tsi_shape_str(x->shape), tsi_shape_str(w->shape),
+                             (long long)w->shape.dims[1]),
+               false;
+    if (b && (b->shape.ndim != 1 || b->shape.dims[0] != w->shape.dims[0]))
+        return tsi_error_set(TS_ERR_SHAPE, "%s: bias %s does not fit weight %s (expected [%lld])",
+                             op, tsi_shape_str(b->shape), tsi_shape_str(w->shape),
+                             (long long)w->shape.dims[0]),
+               false;
+    if (x->dtype != w->dtype || (b && b->dtype != x->dtype))
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: expected input, weight and bias of one dtype, got %s, %s and %s",
+                             op, ts_dtype_name(x->dtype), ts_dtype_name(w->dtype),
+                             b ? ts_dtype_name(b->dtype) : "(none)"),
+               false;
+    return true;
+}
+
+ts_tensor *ts_linear(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
+    const char *op = "linear";
+    tsi_init();
+    if (!linear_check(op, x, w, b)) return NULL;
+    const int nd = x->shape.ndim;
+    const int64_t in = w->shape.dims[1], out_f = w->shape.dims[0];
+    ts_scope_begin();
+    /* the bias goes in place into the fresh product, before any view of it: one output buffer
+     * as PyTorch's addmm (the product's backward needs only x and w, so autograd allows it) */
+    ts_tensor *wt = ts_t(w), *y;
+    if (nd <= 2) {
+        y = nd == 2 ? ts_mm(x, wt) : ts_matmul(x, wt);
+        if (b) y = ts_add_(y, b);
+    } else {
+        /* fold the leading dims into rows: one GEMM instead of a batch of small ones */
+        int64_t rows = 1;
+        for (int i = 0; i < nd - 1; i++) rows *= x->shape.dims[i];
+        ts_tensor *y2 = ts_mm(ts_reshape(x, TS_SHAPE(rows, in)), wt);
+        if (b) y2 = ts_add_(y2, b);
+        ts_shape os = x->shape;
+        os.dims[nd - 1] = out_f;
+        y = ts_view(y2, os);
+    }
+    ts_keep(y);
+    ts_scope_end();
+    return y;
+}
+
+/* ------------------------------------------------------------------ dropout */
+ts_tensor *ts_dropout(ts_tensor *x, double p, bool training) {
+    const char *op = "dropout";
+    tsi_init();
+    if (!tsi_check_input(op, x, "input")) return NULL;
+    if (!(p >= 0 && p <= 1))
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: dropout probability has to be between 0 and 1, but got %g", op,
+                             p),
+               NULL;
+    if (!tsi_is_float(x->dtype))
+        return tsi_error_set(TS_ERR_DTYPE, "%s: expected a floating point input, got %s", op,
+                             tsi_desc(x)),
+               NULL;
+    /* PyTorch returns the input itself when nothing is dropped */
+    if (!training || p == 0 || tsi_numel(x->shape) == 0) return tsi_own(ts_retain(x));
+    ts_scope_begin();
+    ts_tensor *y;
+    if (p == 1) {
+        y = ts_mul_scalar(x, 0.0); /* keeps NaN and the graph, as PyTorch's input * 0 */
+    } else {
+        ts_tensor *noise = ts_bernoulli_p(x, 1 - p);
+        ts_div_scalar_(noise, 1 - p);
+        y = ts_mul(x, noise);
+    }
+    ts_keep(y);
+    ts_scope_end();
+    return y;
+}
+
+/* ------------------------------------------------------------------ embedding */
+ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices) {
+    const char *op = "embedding";
+    tsi_init();
+    if (!tsi_check_input(op, weight, "weight") || !tsi_check_input(op, indices, "indices"))
+        return NULL;
+    ts_tensor *all[2] = {weight, indices};
+    ts_device dev;
+    if (!tsi_same_device(op, all, 2, false, &dev)) return NULL;
+    if (weight->shape.ndim != 2)
+        return tsi_error_set(TS_ERR_SHAPE, "%s: weight must be 2-D [num_embeddings, dim], got %s",
+                             op, tsi_desc(weight)),
+               NULL;
+    if (indices->dtype != TS_I64 && indices->dtype != TS_I32)
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: expected indices of dtype int64 or int32, but got %s", op,
+                             tsi_desc(indices)),
+               NULL;
+    ts_shape os = indices->shape;
+    if (os.ndim + 1 > TS_MAX_DIMS)
+        return tsi_error_set(TS_ERR_SHAPE, "%s: indices %s would give more than %d dims", op,
+                             tsi_shape_str(os), TS_MAX_DIMS),
+               NULL;
+    int64_t bad;
+    if (!tsi_nn_index_scan(op, indices, weight->shape.dims[0], false, 0, NULL, &bad)) {
+        tsi_error_set(TS_ERR_ARG,
+                      "%s: index %lld is out of range for weight %s (index out of "
+                      "range in self)",
+                      op, (long long)bad, tsi_shape_str(weight->shape));
+        return NULL;
+    }
+    os.dims[os.ndim++] = weight->shape.dims[1];
+    ts_scope_begin();
+    ts_tensor *flat = ts_reshape(indices, TS_SHAPE(tsi_numel(indices->shape)));
+    ts_tensor *y = ts_view(ts_index_select(weight, 0, flat), os);
+    ts_keep(y);
+    ts_scope_end();
+    return y;
+}

@@ -1,0 +1,22 @@
+/* functional_internal.h — helpers shared by the functional nn ops and the losses (not public). */
+#ifndef TS_NN_FUNCTIONAL_INTERNAL_H
+#define TS_NN_FUNCTIONAL_INTERNAL_H
+
+#include "autograd/autograd.h"
+
+/* Scans an integer index tensor on the host. Values equal to `ignore` (when has_ignore) are
+ * counted in *n_ignored; *bad gets the first other value outside [0, size). Returns false when such
+ * a value exists (*bad set; the caller words the error) or the copy failed (error recorded). */
+bool tsi_nn_index_scan(const char *op, ts_tensor *idx, int64_t size, bool has_ignore,
+                       int64_t ignore, int64_t *n_ignored, int64_t *bad);
+
+/* The loss reduction: the tensor itself (none), its sum or its mean (0-dim). NULL-safe. */
+ts_tensor *tsi_loss_reduce(ts_tensor *loss, ts_reduction r);
+bool tsi_check_reduction(const char *op, ts_reduction r);
+
+/* a * b, written into a when no graph is recorded and a (a temporary the caller made) keeps its
+ * dtype and shape: saves an allocation and a pass over memory in inference. */
+ts_tensor *tsi_nn_mul_into(ts_tensor *a, ts_tensor *b);
+ts_tensor *tsi_nn_add_into(ts_tensor *a, ts_tensor *b);
+
+#endif /* TS_NN_FUNCTIONAL_INTERNAL_H */

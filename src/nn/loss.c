@@ -1,0 +1,129 @@
+/* loss.c — the regression losses (mse, l1, smooth_l1) and binary_cross_entropy_with_logits,
+ * composed from differentiable primitives. */
+#include "nn/functional_internal.h"
+
+/* input and target on one device, broadcastable (PyTorch warns when the shapes differ and
+ * broadcasts), of a floating result dtype. */
+static bool pointwise_check(const char *op, ts_tensor *in, ts_tensor *tg, ts_reduction r) {
+    if (!tsi_check_input(op, in, "input") || !tsi_check_input(op, tg, "target")) return false;
+    ts_tensor *all[2] = {in, tg};
+    ts_device dev;
+    ts_shape bs;
+    if (!tsi_same_device(op, all, 2, true, &dev) || !tsi_check_reduction(op, r) ||
+        !tsi_broadcast_shapes(op, in->shape, tg->shape, &bs))
+        return false;
+    if (!tsi_is_float(ts_promote_types(in->dtype, tg->dtype)))
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: expected floating point input or target, got %s and %s", op,
+                             tsi_desc(in), tsi_desc(tg)),
+               false;
+    return true;
+}
+
+ts_tensor *ts_mse_loss_ex(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+    const char *op = "mse_loss";
+    tsi_init();
+    if (!pointwise_check(op, input, target, o.reduction)) return NULL;
+    ts_scope_begin();
+    ts_tensor *d = ts_sub(input, target);
+    ts_tensor *y = tsi_loss_reduce(tsi_nn_mul_into(d, d), o.reduction);
+    ts_keep(y);
+    ts_scope_end();
+    return y;
+}
+
+ts_tensor *ts_mse_loss(ts_tensor *input, ts_tensor *target) {
+    return ts_mse_loss_ex(input, target, (ts_loss_opts){0});
+}
+
+/* |input - target|, in place on the difference when no graph is recorded */
+static ts_tensor *abs_diff(ts_tensor *input, ts_tensor *target) {
+    ts_tensor *d = ts_sub(input, target);
+    ts_tensor *both[2] = {input, target};
+    return tsi_needs_graph(both, 2) ? ts_abs(d) : ts_abs_(d);
+}
+
+ts_tensor *ts_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+    const char *op = "l1_loss";
+    tsi_init();
+    if (!pointwise_check(op, input, target, o.reduction)) return NULL;
+    ts_scope_begin();
+    ts_tensor *y = tsi_loss_reduce(abs_diff(input, target), o.reduction);
+    ts_keep(y);
+    ts_scope_end();
+    return y;
+}
+
+ts_tensor *ts_smooth_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+    const char *op = "smooth_l1_loss";
+    tsi_init();
+    if (!pointwise_check(op, input, target, o.reduction)) return NULL;
+    if (!(o.beta >= 0))
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: smooth_l1_loss does not support negative values for "
+                             "beta (got %g).",
+                             op, o.beta),
+               NULL;
+    const double beta = o.beta == 0 ? 1.0 : o.beta;
+    ts_scope_begin();
+    /* with m = min(z, beta): m * (z - m / 2) / beta is z^2 / (2 beta) below beta and
+     * z - beta / 2 above, with the right gradient on both sides, in four passes and no mask */
+    ts_tensor *z = abs_diff(input, target);
+    ts_tensor *m = ts_clamp_max(z, beta);
+    ts_tensor *y = tsi_loss_reduce(ts_mul(m, ts_add_alpha(z, m, -0.5)), o.reduction);
+    if (beta != 1) y = ts_div_scalar(y, beta);
+    ts_keep(y);
+    ts_scope_end();
+    return y;
+}
+
+static bool bce_check(const char *op, ts_tensor *x, ts_tensor *y, ts_loss_opts o) {
+    if (!tsi_check_input(op, x, "input") || !tsi_check_input(op, y, "target")) return false;
+    ts_tensor *all[4] = {x, y, o.weight, o.pos_weight};
+    ts_device dev;
+    if (!tsi_same_device(op, all, 4, false, &dev) || !tsi_check_reduction(op, o.reduction))
+        return false;
+    bool same = x->shape.ndim == y->shape.ndim;
+    for (int i = 0; same && i < x->shape.ndim; i++) same = x->shape.dims[i] == y->shape.dims[i];
+    if (!same)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: Target size (%s) must be the same as input size (%s)", op,
+                             tsi_shape_str(y->shape), tsi_shape_str(x->shape)),
+               false;
+    ts_tensor *ts[4] = {x, y, o.weight, o.pos_weight};
+    const char *names[4] = {"input", "target", "weight", "pos_weight"};
+    for (int i = 0; i < 4; i++) {
+        if (!ts[i]) continue;
+        if (!tsi_is_float(ts[i]->dtype))
+            return tsi_error_set(TS_ERR_DTYPE, "%s: expected a floating point %s, got %s", op,
+                                 names[i], tsi_desc(ts[i])),
+                   false;
+        ts_shape bs;
+        if (i >= 2 &&
+            (!tsi_broadcast_shapes(op, x->shape, ts[i]->shape, &bs) || bs.ndim != x->shape.ndim))
+            return tsi_error_set(TS_ERR_SHAPE,
+                                 "%s: %s %s does not broadcast to the input's shape %s", op,
+                                 names[i], tsi_shape_str(ts[i]->shape), tsi_shape_str(x->shape)),
+                   false;
+    }
+    return true;
+}
+
+ts_tensor *ts_bce_with_logits(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+    const char *op = "binary_cross_entropy_with_logits";
+    tsi_init();
+    if (!bce_check(op, input, target, o)) return NULL;
+    ts_scope_begin();
+    /* (1 - y) x + lw log(1 + e^-x), lw = 1 + (pos_weight - 1) y; softplus(-x) is log(1 + e^-x)
+     * without overflow, and unlike PyTorch's max-shifted form it keeps its relative precision
+     * for large positive x */
+    ts_tensor *sp = ts_softplus(ts_neg(input));
+    if (o.pos_weight)
+        sp = ts_mul(ts_add_scalar(ts_mul(ts_sub_scalar(o.pos_weight, 1), target), 1), sp);
+    ts_tensor *loss = ts_add(ts_mul(ts_rsub_scalar(target, 1), input), sp);
+    if (o.weight) loss = ts_mul(loss, o.weight);
+    ts_tensor *y = tsi_loss_reduce(loss, o.reduction);
+    ts_keep(y);
+    ts_scope_end();
+    return y;
+}

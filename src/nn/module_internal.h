@@ -1,0 +1,63 @@
+/* module_internal.h — the module registry (children, parameters, buffers) shared by src/nn. */
+#ifndef TS_NN_MODULE_INTERNAL_H
+#define TS_NN_MODULE_INTERNAL_H
+
+#include <stdio.h>
+
+#include "core/internal.h"
+
+/* Names and items in insertion order (PyTorch's OrderedDicts); re-registering a name replaces the
+ * item in place, so positions ("slots") never move. */
+typedef struct tsi_named {
+    int n, cap;
+    char **names;
+    void **items;
+} tsi_named;
+
+struct ts_module_impl {
+    char *type_name;
+    ts_module *parent;  /* NULL for a root; a module has at most one owner */
+    tsi_named children; /* ts_module * */
+    tsi_named params;   /* ts_tensor *, one reference each */
+    tsi_named buffers;  /* ts_tensor *, one reference each */
+};
+
+int tsi_named_find(const tsi_named *l, const char *name); /* index or -1 */
+char *tsi_strdup(const char *s);                          /* NULL on OOM */
+
+/* Built-in layers keep the slot of each tensor they own: a lookup that survives re-registration
+ * and costs no string compare per forward. */
+static inline ts_tensor *tsi_param_at(ts_module *m, int slot) {
+    return slot >= 0 ? (ts_tensor *)m->impl->params.items[slot] : NULL;
+}
+static inline ts_tensor *tsi_buffer_at(ts_module *m, int slot) {
+    return slot >= 0 ? (ts_tensor *)m->impl->buffers.items[slot] : NULL;
+}
+
+/* Registers t under the public ownership rules and returns its slot, or -1 on failure. */
+static inline int tsi_register_slot(ts_module *m, const char *name, ts_tensor *t, bool param) {
+    if (!(param ? ts_module_param(m, name, t) : ts_module_buffer(m, name, t))) return -1;
+    return tsi_named_find(param ? &m->impl->params : &m->impl->buffers, name);
+}
+
+/* ts_scope_begin that reports whether a scope really opened (it cannot on OOM, and a later
+ * ts_scope_end would then close the caller's). */
+static inline bool tsi_scope_open(void) {
+    int depth = ts_scope_depth();
+    ts_scope_begin();
+    return ts_scope_depth() == depth + 1;
+}
+
+/* Python's repr(float): "1e-05", "0.1", "1.0". */
+void tsi_py_float(double v, char *out, size_t n);
+
+/* A growable string for reprs and long error messages; on OOM it sets `failed` and stops. */
+typedef struct tsi_strbuf {
+    char *s;
+    size_t len, cap;
+    bool failed;
+} tsi_strbuf;
+void tsi_sb_puts(tsi_strbuf *b, const char *s);
+void tsi_sb_printf(tsi_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif /* TS_NN_MODULE_INTERNAL_H */

@@ -1,0 +1,164 @@
+/* norm.c — batch_norm and layer_norm, composed from differentiable primitives. */
+#include "nn/functional_internal.h"
+
+/* A per-channel tensor ([C] or NULL) fits channel count c. */
+static bool check_channel(const char *op, ts_tensor *t, const char *what, int64_t c) {
+    if (!t || (t->shape.ndim == 1 && t->shape.dims[0] == c)) return true;
+    tsi_error_set(TS_ERR_SHAPE, "%s: %s should contain %lld elements, got %s", op, what,
+                  (long long)c, tsi_desc(t));
+    return false;
+}
+
+static bool check_float(const char *op, ts_tensor *t, const char *what) {
+    if (!t || tsi_is_float(t->dtype)) return true;
+    tsi_error_set(TS_ERR_DTYPE, "%s: expected a floating point %s, got %s", op, what, tsi_desc(t));
+    return false;
+}
+
+static bool batch_norm_check(const char *op, ts_tensor *x, ts_tensor *rm, ts_tensor *rv,
+                             ts_tensor *w, ts_tensor *b, bool training) {
+    if (!tsi_check_input(op, x, "input")) return false;
+    ts_tensor *all[5] = {x, rm, rv, w, b};
+    ts_device dev;
+    if (!tsi_same_device(op, all, 5, false, &dev)) return false;
+    if (x->shape.ndim < 2)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: expected an input [N, C, ...] of 2 or more dims, got %s", op,
+                             tsi_desc(x)),
+               false;
+    const int64_t c = x->shape.dims[1];
+    if (!check_channel(op, rm, "running_mean", c) || !check_channel(op, rv, "running_var", c) ||
+        !check_channel(op, w, "weight", c) || !check_channel(op, b, "bias", c))
+        return false;
+    if (!check_float(op, x, "input") || !check_float(op, rm, "running_mean") ||
+        !check_float(op, rv, "running_var") || !check_float(op, w, "weight") ||
+        !check_float(op, b, "bias"))
+        return false;
+    if (!training && (!rm || !rv))
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: running_mean and running_var must be defined in "
+                             "evaluation mode",
+                             op),
+               false;
+    if (training && c > 0 && tsi_numel(x->shape) / c == 1)
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: Expected more than 1 value per channel when training, got input "
+                             "size %s",
+                             op, tsi_shape_str(x->shape)),
+               false;
+    return true;
+}
+
+/* running = (1 - momentum) * running + factor * stat, in place and outside the graph */
+static void update_running(ts_tensor *running, ts_tensor *stat, double momentum, double factor) {
+    if (!running) return;
+    ts_tensor *s = ts_mul_scalar(ts_reshape(stat, running->shape), momentum * factor);
+    ts_mul_scalar_(running, 1 - momentum);
+    ts_add_(running, s);
+}
+
+ts_tensor *ts_batch_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *running_var,
+                         ts_tensor *w, ts_tensor *b, bool training, double momentum, double eps) {
+    const char *op = "batch_norm";
+    tsi_init();
+    if (!batch_norm_check(op, x, running_mean, running_var, w, b, training)) return NULL;
+    if (momentum == 0) momentum = 0.1;
+    if (eps == 0) eps = 1e-5;
+    const int nd = x->shape.ndim;
+    const int64_t c = x->shape.dims[1], count = c > 0 ? tsi_numel(x->shape) / c : 0;
+    ts_dims red = {.n = 0};
+    ts_shape cshape = {.ndim = nd}; /* [1, C, 1, ...]: per-channel values broadcast over x */
+    for (int i = 0; i < nd; i++) {
+        cshape.dims[i] = i == 1 ? c : 1;
+        if (i != 1) red.d[red.n++] = i;
+    }
+
+    ts_scope_begin();
+    ts_tensor *mean, *var;
+    if (training) {
+        mean = ts_mean_dims(x, red, true);
+        var = ts_var_dims(x, red, true, 0); /* biased: what normalises the batch */
+        if (running_mean || running_var) {
+            ts_no_grad_begin();
+            update_running(running_mean, mean, momentum, 1.0);
+            /* the running variance is the unbiased estimate, as PyTorch's */
+            update_running(running_var, var, momentum, (double)count / (double)(count - 1));
+            ts_no_grad_end();
+        }
+    } else {
+        mean = ts_reshape(running_mean, cshape);
+        var = ts_reshape(running_var, cshape);
+    }
+    /* y = x * scale + shift with per-channel scale = w / sqrt(var + eps) and
+     * shift = b - mean * scale: two passes over x, as PyTorch's CPU kernel */
+    ts_tensor *scale = ts_rsqrt(ts_add_scalar(var, eps));
+    if (w) scale = ts_mul(scale, ts_reshape(w, cshape));
+    ts_tensor *shift = ts_mul(mean, scale);
+    shift = b ? ts_sub(ts_reshape(b, cshape), shift) : ts_neg(shift);
+    ts_tensor *y = tsi_nn_add_into(ts_mul(x, scale), shift);
+    /* f32 statistics or parameters with a half input: the result keeps the input's dtype */
+    if (y && y->dtype != x->dtype) y = ts_to_dtype(y, x->dtype);
+    ts_keep(y);
+    ts_scope_end();
+    return y;
+}
+
+static bool layer_norm_check(const char *op, ts_tensor *x, ts_shape ns, ts_tensor *w,
+                             ts_tensor *b) {
+    if (!tsi_check_input(op, x, "input")) return false;
+    ts_tensor *all[3] = {x, w, b};
+    ts_device dev;
+    if (!tsi_same_device(op, all, 3, false, &dev)) return false;
+    if (ns.ndim < 1 || ns.ndim > TS_MAX_DIMS)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: Expected normalized_shape to be at least 1-dimensional (and at "
+                             "most %d), but got normalized_shape = %s",
+                             op, TS_MAX_DIMS, ns.ndim > TS_MAX_DIMS ? "(too many dims)" : "[]"),
+               false;
+    bool fits = ns.ndim <= x->shape.ndim;
+    for (int i = 1; fits && i <= ns.ndim; i++)
+        fits = ns.dims[ns.ndim - i] == x->shape.dims[x->shape.ndim - i];
+    if (!fits)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: Given normalized_shape=%s, expected input with shape [*, ...%s], "
+                             "but got input of size %s",
+                             op, tsi_shape_str(ns), tsi_shape_str(ns), tsi_shape_str(x->shape)),
+               false;
+    ts_tensor *wb[2] = {w, b};
+    const char *names[2] = {"weight", "bias"};
+    for (int k = 0; k < 2; k++) {
+        ts_tensor *t = wb[k];
+        bool same = !t || t->shape.ndim == ns.ndim;
+        for (int i = 0; same && t && i < ns.ndim; i++) same = t->shape.dims[i] == ns.dims[i];
+        if (!same)
+            return tsi_error_set(TS_ERR_SHAPE,
+                                 "%s: Expected %s to be of same shape as normalized_shape, but got "
+                                 "%s of shape %s and normalized_shape = %s",
+                                 op, names[k], names[k], tsi_shape_str(t->shape),
+                                 tsi_shape_str(ns)),
+                   false;
+        if (!check_float(op, t, names[k])) return false;
+    }
+    return check_float(op, x, "input");
+}
+
+ts_tensor *ts_layer_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, ts_tensor *b,
+                         double eps) {
+    const char *op = "layer_norm";
+    tsi_init();
+    if (!layer_norm_check(op, x, normalized_shape, w, b)) return NULL;
+    if (eps == 0) eps = 1e-5;
+    ts_dims red = {.n = normalized_shape.ndim};
+    for (int i = 0; i < red.n; i++) red.d[i] = x->shape.ndim - red.n + i;
+
+    ts_scope_begin();
+    ts_tensor *mean = ts_mean_dims(x, red, true);
+    ts_tensor *rstd = ts_rsqrt(ts_add_scalar(ts_var_dims(x, red, true, 0), eps));
+    ts_tensor *y = tsi_nn_mul_into(ts_sub(x, mean), rstd);
+    if (w) y = tsi_nn_mul_into(y, w);
+    if (b) y = tsi_nn_add_into(y, b);
+    if (y && y->dtype != x->dtype) y = ts_to_dtype(y, x->dtype);
+    ts_keep(y);
+    ts_scope_end();
+    return y;
+}

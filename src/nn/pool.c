@@ -1,0 +1,226 @@
+/* pool.c — max_pool2d, avg_pool2d and adaptive_avg_pool2d front ends: PyTorch's checks and output
+ * sizes (ceil_mode included), the backend kernels, and their backward nodes. */
+#include "autograd/autograd.h"
+
+typedef struct pool_geom {
+    ts_pool2d_params p;
+    bool unbatched;
+    int64_t n, c, h, w, oh, ow;
+} pool_geom;
+
+/* A contiguous tensor's data seen as [n, c, h, w]. */
+static ts_kview kview4(const ts_tensor *t, int64_t n, int64_t c, int64_t h, int64_t w) {
+    ts_kview v = tsi_kview(t);
+    const int64_t d[4] = {n, c, h, w};
+    v.ndim = 4;
+    for (int i = 0; i < TS_MAX_DIMS; i++) {
+        v.shape[i] = i < 4 ? d[i] : 1;
+        v.strides[i] = 0;
+    }
+    v.strides[3] = 1, v.strides[2] = w, v.strides[1] = h * w, v.strides[0] = c * h * w;
+    return v;
+}
+
+/* PyTorch's pooling_output_shape: floor or ceil division, and in ceil mode the last window must
+ * start inside the input or its left padding. */
+static int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, bool ceil) {
+    int64_t num = in + 2 * pad - d * (k - 1) - 1 + (ceil ? s - 1 : 0);
+    int64_t q = num / s;
+    if (num % s != 0 && num < 0) q--; /* round toward -inf */
+    int64_t out = q + 1;
+    if (ceil && (out - 1) * s >= in + pad) out--;
+    return out;
+}
+
+/* Input rank and sizes: 3-D [C, H, W] or 4-D [N, C, H, W]; only N may be 0 (C too when
+ * allow_empty_c, as adaptive pooling allows). */
+static bool pool_input(const char *op, ts_tensor *x, bool allow_empty_c, pool_geom *g) {
+    if (!tsi_check_input(op, x, "input")) return false;
+    if (!tsi_is_float(x->dtype))
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: not implemented for %s; convert it to a floating "
+                             "dtype first (ts_to_dtype)",
+                             op, tsi_desc(x)),
+               false;
+    const ts_shape s = x->shape;
+    const int lead = s.ndim == 3 ? 0 : 1;
+    if ((s.ndim != 3 && s.ndim != 4) || (s.dims[lead] == 0 && !allow_empty_c) ||
+        s.dims[lead + 1] == 0 || s.dims[lead + 2] == 0)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: expected 3D or 4D (batch mode) tensor with optional 0 dim batch "
+                             "size for input, but got: %s",
+                             op, tsi_shape_str(s)),
+               false;
+    g->unbatched = s.ndim == 3;
+    g->n = g->unbatched ? 1 : s.dims[0];
+    g->c = s.dims[lead], g->h = s.dims[lead + 1], g->w = s.dims[lead + 2];
+    return true;
+}
+
+static bool pool_check(const char *op, ts_tensor *x, ts_pool2d_opts o, ts_pool_kind kind,
+                       pool_geom *g) {
+    if (!pool_input(op, x, false, g)) return false;
+    ts_pool2d_params *p = &g->p;
+    p->kind = kind;
+    if (o.kernel[0] <= 0 || o.kernel[1] <= 0)
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: kernel size should be greater than zero, but got kH: %d kW: %d",
+                             op, o.kernel[0], o.kernel[1]),
+               false;
+    if (o.stride[0] < 0 || o.stride[1] < 0)
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: stride should be greater than zero, but got dH: %d dW: %d", op,
+                             o.stride[0], o.stride[1]),
+               false;
+    if (o.padding[0] < 0 || o.padding[1] < 0)
+        return tsi_error_set(TS_ERR_ARG, "%s: pad must be non-negative, but got pad: (%d, %d)", op,
+                             o.padding[0], o.padding[1]),
+               false;
+    if (o.dilation[0] < 0 || o.dilation[1] < 0)
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: dilation should be greater than zero, but got dilationH: %d "
+                             "dilationW: %d",
+                             op, o.dilation[0], o.dilation[1]),
+               false;
+    for (int i = 0; i < 2; i++) {
+        p->kernel[i] = o.kernel[i];
+        p->stride[i] = o.stride[i] ? o.stride[i] : o.kernel[i];
+        p->padding[i] = o.padding[i];
+        p->dilation[i] = o.dilation[i] ? o.dilation[i] : 1;
+    }
+    if (kind != TS_POOL_MAX && (p->dilation[0] != 1 || p->dilation[1] != 1))
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: dilation is not supported (PyTorch's avg_pool2d has none), but "
+                             "got dilation (%d, %d)",
+                             op, p->dilation[0], p->dilation[1]),
+               false;
+    for (int i = 0; i < 2; i++)
+        if (p->padding[i] > p->kernel[i] / 2)
+            return tsi_error_set(TS_ERR_ARG,
+                                 "%s: pad should be at most half of kernel size, but got pad=%d "
+                                 "and kernel_size=%d",
+                                 op, p->padding[i], p->kernel[i]),
+                   false;
+    g->oh =
+        pool_out_size(g->h, p->kernel[0], p->padding[0], p->stride[0], p->dilation[0], o.ceil_mode);
+    g->ow =
+        pool_out_size(g->w, p->kernel[1], p->padding[1], p->stride[1], p->dilation[1], o.ceil_mode);
+    if (g->oh < 1 || g->ow < 1)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: given input size: (%lldx%lldx%lld). Calculated output size: "
+                             "(%lldx%lldx%lld). Output size is too small",
+                             op, (long long)g->c, (long long)g->h, (long long)g->w, (long long)g->c,
+                             (long long)g->oh, (long long)g->ow),
+               false;
+    return true;
+}
+
+/* node->ip: kernel, stride, padding, dilation (2 each), kind */
+static void params_store(ts_node *n, const ts_pool2d_params *p) {
+    for (int i = 0; i < 2; i++) {
+        n->ip[i] = p->kernel[i];
+        n->ip[2 + i] = p->stride[i];
+        n->ip[4 + i] = p->padding[i];
+        n->ip[6 + i] = p->dilation[i];
+    }
+    n->ip[8] = p->kind;
+}
+
+static ts_pool2d_params params_load(const ts_node *n) {
+    ts_pool2d_params p;
+    for (int i = 0; i < 2; i++) {
+        p.kernel[i] = (int)n->ip[i];
+        p.stride[i] = (int)n->ip[2 + i];
+        p.padding[i] = (int)n->ip[4 + i];
+        p.dilation[i] = (int)n->ip[6 + i];
+    }
+    p.kind = (ts_pool_kind)n->ip[8];
+    return p;
+}
+
+/* One backward for the three kinds: max pooling scatters through its saved indices, the averages
+ * spread each gradient over its window. */
+static void pool_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    const char *op = "pool2d_backward";
+    if (!go[0] || !tsi_node_needs(n, 0)) return;
+    const ts_pool2d_params p = params_load(n);
+    ts_tensor *idx = NULL;
+    if (p.kind == TS_POOL_MAX && !(idx = tsi_node_saved(n, 0))) return;
+    const ts_shape xs = n->in_shape[0];
+    const int lead = xs.ndim == 3 ? 0 : 1;
+    const int64_t N = xs.ndim == 3 ? 1 : xs.dims[0], C = xs.dims[lead], H = xs.dims[lead + 1],
+                  W = xs.dims[lead + 2];
+    const int64_t OH = go[0]->shape.dims[lead + 1], OW = go[0]->shape.dims[lead + 2];
+    ts_tensor *gc = tsi_cast(op, go[0], n->in_dtype[0]);
+    ts_tensor *g = gc ? tsi_contiguous(op, gc) : NULL;
+    ts_release(gc);
+    ts_tensor *gx = g ? tsi_new(op, xs, n->in_dtype[0], tsi_device(g)) : NULL;
+    if (gx && tsi_numel(xs) > 0) {
+        const ts_kview kx = kview4(gx, N, C, H, W), kg = kview4(g, N, C, OH, OW);
+        const ts_kview ki = idx ? kview4(idx, N, C, OH, OW) : kg;
+        tsi_be(g)->pool2d_backward(tsi_be(g), tsi_dev_index(g), &kx, &kg, idx ? &ki : NULL, &p);
+    }
+    ts_release(g);
+    gi[0] = tsi_own(gx);
+}
+
+static ts_tensor *pool_forward(const char *op, const char *node_name, ts_tensor *x,
+                               const pool_geom *g) {
+    const ts_device dev = tsi_device(x);
+    tsi_log_op(op, dev);
+    const bool max = g->p.kind == TS_POOL_MAX;
+    const bool graph = tsi_needs_graph(&x, 1);
+    const ts_shape os =
+        g->unbatched ? TS_SHAPE(g->c, g->oh, g->ow) : TS_SHAPE(g->n, g->c, g->oh, g->ow);
+    ts_tensor *xc = tsi_contiguous(op, x);
+    ts_tensor *out = xc ? tsi_new(op, os, x->dtype, dev) : NULL;
+    /* indices only when backward will need them */
+    ts_tensor *idx = out && max && graph ? tsi_new(op, os, TS_I64, dev) : NULL;
+    if (out && (idx || !(max && graph)) && tsi_numel(os) > 0) {
+        const ts_kview ko = kview4(out, g->n, g->c, g->oh, g->ow);
+        const ts_kview kx = kview4(xc, g->n, g->c, g->h, g->w);
+        const ts_kview ki = idx ? kview4(idx, g->n, g->c, g->oh, g->ow) : ko;
+        tsi_be(xc)->pool2d(tsi_be(xc), tsi_dev_index(xc), &ko, &kx, idx ? &ki : NULL, &g->p);
+    }
+    if (out && max && graph && !idx) { /* the indices could not be allocated */
+        ts_release(out);
+        out = NULL;
+    }
+    if (out) {
+        ts_node *n = tsi_record(node_name, op, pool_backward, &x, 1, out, &idx, idx ? 1 : 0);
+        if (n) params_store(n, &g->p);
+    }
+    ts_release(idx);
+    ts_release(xc);
+    return tsi_own(out);
+}
+
+ts_tensor *ts_max_pool2d(ts_tensor *x, ts_pool2d_opts o) {
+    tsi_init();
+    pool_geom g;
+    if (!pool_check("max_pool2d", x, o, TS_POOL_MAX, &g)) return NULL;
+    return pool_forward("max_pool2d", "MaxPool2DWithIndicesBackward0", x, &g);
+}
+
+ts_tensor *ts_avg_pool2d(ts_tensor *x, ts_pool2d_opts o) {
+    tsi_init();
+    pool_geom g;
+    const ts_pool_kind kind = o.exclude_pad ? TS_POOL_AVG_EXCLUDE_PAD : TS_POOL_AVG;
+    if (!pool_check("avg_pool2d", x, o, kind, &g)) return NULL;
+    return pool_forward("avg_pool2d", "AvgPool2DBackward0", x, &g);
+}
+
+ts_tensor *ts_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w) {
+    const char *op = "adaptive_avg_pool2d";
+    tsi_init();
+    pool_geom g = {.p = {.kind = TS_POOL_ADAPTIVE_AVG}};
+    if (!pool_input(op, x, true, &g)) return NULL;
+    if (out_h < 0 || out_w < 0)
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: elements of output_size must be greater than or equal to 0 but "
+                             "received {%lld, %lld}",
+                             op, (long long)out_h, (long long)out_w),
+               NULL;
+    g.oh = out_h, g.ow = out_w;
+    return pool_forward(op, "AdaptiveAvgPool2DBackward0", x, &g);
+}

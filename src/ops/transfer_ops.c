@@ -1,0 +1,110 @@
+/* transfer_ops.c — the public copies: ts_to (device), ts_to_dtype, clone, pin_memory, copy_, each
+ * differentiable (ts_to's backward sends the gradient back to the source device). */
+#include <string.h>
+
+#include "autograd/autograd.h"
+#include "ops/view_grad.h"
+
+ts_tensor *ts_to(ts_tensor *t, ts_device d) {
+    tsi_init();
+    if (!tsi_check_input("to", t, "tensor")) return NULL;
+    ts_device rd = tsi_resolve_device(d);
+    tsi_log_op("to", rd);
+    ts_tensor *out = tsi_to_device("to", t, rd);
+    if (out && out != t) tsi_record("ToCopyBackward0", "to", tsi_to_backward, &t, 1, out, NULL, 0);
+    return tsi_own(out);
+}
+
+/* Without a CUDA stream to overlap with, the async form is the synchronous copy. */
+ts_tensor *ts_to_async(ts_tensor *t, ts_device d) { return ts_to(t, d); }
+
+ts_tensor *ts_to_dtype(ts_tensor *t, ts_dtype dt) {
+    tsi_init();
+    if (!tsi_check_input("to_dtype", t, "tensor")) return NULL;
+    if ((unsigned)dt >= TS_DTYPE_COUNT)
+        return tsi_error_set(TS_ERR_DTYPE, "to_dtype: invalid dtype %d", (int)dt), NULL;
+    tsi_log_op("to_dtype", tsi_device(t));
+    ts_tensor *out = tsi_cast("to_dtype", t, dt);
+    if (out && out != t && tsi_is_float(out->dtype))
+        tsi_record("ToCopyBackward0", "to_dtype", tsi_identity_backward, &t, 1, out, NULL, 0);
+    return tsi_own(out);
+}
+
+ts_tensor *ts_pin_memory(ts_tensor *t) {
+    tsi_init();
+    if (!tsi_check_input("pin_memory", t, "tensor")) return NULL;
+    if (tsi_device(t).type != TS_CPU)
+        return tsi_error_set(TS_ERR_DEVICE,
+                             "pin_memory: cannot pin %s: only cpu tensors can be pinned",
+                             tsi_desc(t)),
+               NULL;
+    if (t->storage->pinned) return tsi_own(ts_retain(t));
+    /* real page-locking arrives with the CUDA backend; until then pinned is a flag on a copy */
+    ts_tensor *out = tsi_new("pin_memory", t->shape, t->dtype, ts_cpu());
+    if (!out) return NULL;
+    ts_kview dv = tsi_kview(out), sv = tsi_kview(t);
+    tsi_be(t)->copy(tsi_be(t), 0, &dv, &sv);
+    out->storage->pinned = true;
+    return tsi_own(out);
+}
+
+ts_tensor *ts_clone(ts_tensor *t) {
+    tsi_init();
+    if (!tsi_check_input("clone", t, "tensor")) return NULL;
+    tsi_log_op("clone", tsi_device(t));
+    ts_tensor *out = tsi_new("clone", t->shape, t->dtype, tsi_device(t));
+    if (!out) return NULL;
+    ts_kview dv = tsi_kview(out), sv = tsi_kview(t);
+    tsi_be(t)->copy(tsi_be(t), tsi_dev_index(t), &dv, &sv);
+    tsi_record("CloneBackward0", "clone", tsi_identity_backward, &t, 1, out, NULL, 0);
+    return tsi_own(out);
+}
+
+ts_tensor *ts_copy_(ts_tensor *dst, ts_tensor *src) {
+    tsi_init();
+    if (!tsi_check_input("copy_", dst, "destination") || !tsi_check_input("copy_", src, "source"))
+        return NULL;
+    if (!tsi_check_inplace("copy_", dst)) return NULL;
+    /* several elements of an expanded destination share one location: which source value lands
+     * there would be arbitrary (and a data race under OpenMP), so PyTorch refuses it */
+    for (int i = 0; i < dst->shape.ndim; i++)
+        if (dst->shape.dims[i] > 1 && dst->strides[i] == 0)
+            return tsi_error_set(TS_ERR_ARG,
+                                 "copy_: unsupported operation: more than one element of the "
+                                 "written-to tensor refers to a single memory location. Please "
+                                 "clone() the tensor before performing the operation (destination "
+                                 "%s)",
+                                 tsi_desc(dst)),
+                   NULL;
+    ts_shape bs;
+    if (!tsi_broadcast_shapes("copy_", dst->shape, src->shape, &bs)) return NULL;
+    if (bs.ndim != dst->shape.ndim || memcmp(bs.dims, dst->shape.dims, sizeof bs.dims) != 0)
+        return tsi_error_set(TS_ERR_SHAPE, "copy_: source %s cannot be broadcast to destination %s",
+                             tsi_desc(src), tsi_desc(dst)),
+               NULL;
+    ts_tensor *ins[2] = {dst, src};
+    ts_node *node = tsi_needs_graph(ins, 2) ? tsi_node_new("CopyBackwards", "copy_",
+                                                            tsi_copy_backward, ins, 2, 1, 0)
+                                             : NULL;
+    tsi_log_op("copy_", tsi_device(dst));
+    /* copy_ is an explicit transfer, like PyTorch's: the source may live on another device */
+    ts_tensor *s = tsi_to_device("copy_", src, tsi_device(dst));
+    if (!s) return tsi_node_release(node), NULL;
+    if (s->storage == dst->storage) { /* may overlap: go through a private copy */
+        ts_tensor *c = tsi_new("copy_", s->shape, s->dtype, tsi_device(s));
+        if (!c) return ts_release(s), tsi_node_release(node), NULL;
+        ts_kview cv = tsi_kview(c), sv = tsi_kview(s);
+        tsi_be(s)->copy(tsi_be(s), tsi_dev_index(s), &cv, &sv);
+        ts_release(s);
+        s = c;
+    }
+    ts_kview dv = tsi_kview(dst), sv = tsi_kview_broadcast(s, dst->shape);
+    tsi_be(dst)->copy(tsi_be(dst), tsi_dev_index(dst), &dv, &sv);
+    ts_release(s);
+    tsi_bump_version(dst);
+    if (node) {
+        tsi_node_set_output(node, dst, 0);
+        tsi_node_release(node);
+    }
+    return tsi_own(ts_retain(dst));
+}

@@ -1,0 +1,363 @@
+/* optim.c — the optimizer object: parameter groups, learning rates, zero_grad, the fused step. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd/autograd.h"
+#include "optim/optim_internal.h"
+
+/* ------------------------------------------------------------------ construction */
+static bool grow_params(ts_optim *o, int need) {
+    if (need <= o->cap_params) return true;
+    int cap = o->cap_params ? o->cap_params : 8;
+    while (cap < need) cap *= 2;
+    tsi_optim_param *np = realloc(o->params, (size_t)cap * sizeof *np);
+    if (!np) return false;
+    o->params = np;
+    o->cap_params = cap;
+    return true;
+}
+
+static bool grow_groups(ts_optim *o) {
+    if (o->n_groups < o->cap_groups) return true;
+    int cap = o->cap_groups ? o->cap_groups * 2 : 2;
+    tsi_optim_group *ng = realloc(o->groups, (size_t)cap * sizeof *ng);
+    if (!ng) return false;
+    o->groups = ng;
+    o->cap_groups = cap;
+    return true;
+}
+
+/* The scratch a step uses, sized for every parameter: a step then never allocates. */
+static bool grow_scratch(ts_optim *o) {
+    if (o->scratch_cap >= o->n_params) return true;
+    int cap = o->cap_params;
+    ts_kview *kv = malloc((size_t)(2 + TS_OPTIM_SLOTS) * (size_t)cap * sizeof *kv);
+    double *steps = malloc((size_t)cap * sizeof *steps);
+    bool *fresh = malloc((size_t)cap * sizeof *fresh);
+    int *sel = malloc((size_t)cap * sizeof *sel);
+    if (!kv || !steps || !fresh || !sel) {
+        free(kv), free(steps), free(fresh), free(sel);
+        return false;
+    }
+    free(o->kv), free(o->steps), free(o->fresh), free(o->sel);
+    o->kv = kv, o->steps = steps, o->fresh = fresh, o->sel = sel;
+    o->scratch_cap = cap;
+    return true;
+}
+
+/* Parameters must be float leaves, each in one group only (torch's rules). */
+static bool check_params(const char *op, ts_optim *o, ts_tensor *const *params, int n) {
+    if (n < 0 || (n > 0 && !params))
+        return tsi_error_set(TS_ERR_ARG, "%s: invalid parameter list (%d tensors at %p)", op, n,
+                             (const void *)params),
+               false;
+    if (n == 0) return tsi_error_set(TS_ERR_ARG, "%s: got an empty parameter list", op), false;
+    for (int i = 0; i < n; i++) {
+        ts_tensor *t = params[i];
+        if (!tsi_check_input(op, t, "a parameter")) return false;
+        if (!tsi_is_float(t->dtype))
+            return tsi_error_set(TS_ERR_DTYPE, "%s: parameter %d (%s) is not floating point", op, i,
+                                 tsi_desc(t)),
+                   false;
+        if (t->grad_fn)
+            return tsi_error_set(TS_ERR_ARG,
+                                 "%s: can't optimize a non-leaf tensor (parameter %d, "
+                                 "%s, comes from %s)",
+                                 op, i, tsi_desc(t), t->grad_fn->name),
+                   false;
+        for (int j = 0; j < i; j++)
+            if (params[j] == t)
+                return tsi_error_set(TS_ERR_ARG,
+                                     "%s: parameter %d appears twice in the list (also "
+                                     "at %d)",
+                                     op, i, j),
+                       false;
+        for (int j = 0; o && j < o->n_params; j++)
+            if (o->params[j].p == t)
+                return tsi_error_set(TS_ERR_ARG,
+                                     "%s: parameter %d is already in a parameter group "
+                                     "of this optimizer (index %d)",
+                                     op, i, j),
+                       false;
+    }
+    return true;
+}
+
+/* Appends a group (params already checked). */
+static bool add_group(const char *op, ts_optim *o, ts_tensor *const *params, int n,
+                      ts_optim_hparams h) {
+    if (!grow_groups(o) || !grow_params(o, o->n_params + n))
+        return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), false;
+    tsi_optim_group *g = &o->groups[o->n_groups];
+    memset(g, 0, sizeof *g);
+    g->h = h;
+    g->first = o->n_params;
+    g->n = n;
+    for (int i = 0; i < n; i++) {
+        tsi_optim_param *pp = &o->params[o->n_params + i];
+        memset(pp, 0, sizeof *pp);
+        pp->p = ts_retain(params[i]);
+    }
+    o->n_params += n;
+    o->n_groups++;
+    if (!grow_scratch(o)) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), false;
+    return true;
+}
+
+ts_optim *tsi_optim_new(const char *op, const tsi_optim_kind_info *info, ts_optim_hparams h,
+                        ts_tensor *const *params, int n) {
+    tsi_init();
+    if (!check_params(op, NULL, params, n)) return NULL;
+    ts_optim *o = calloc(1, sizeof *o);
+    if (!o) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), NULL;
+    o->info = info;
+    o->defaults = h;
+    if (!add_group(op, o, params, n, h)) {
+        ts_optim_free(o);
+        return NULL;
+    }
+    return o;
+}
+
+ts_optim *tsi_optim_new_module(const char *op, const tsi_optim_kind_info *info, ts_optim_hparams h,
+                               ts_module *m) {
+    tsi_init();
+    if (!m) return tsi_error_set(TS_ERR_ARG, "%s: module is NULL", op), NULL;
+    ts_tensor_list l = ts_module_named_parameters(m);
+    ts_optim *o = tsi_optim_new(op, info, h, l.tensors, l.n);
+    ts_tensor_list_free(&l);
+    return o;
+}
+
+ts_status ts_optim_add_param_group(ts_optim *opt, ts_tensor *const *params, int n, double lr) {
+    static const char op[] = "optim_add_param_group";
+    tsi_init();
+    if (!opt) return tsi_error_set(TS_ERR_ARG, "%s: optimizer is NULL", op);
+    if (!(lr >= 0)) return tsi_error_set(TS_ERR_ARG, "%s: invalid learning rate %g", op, lr);
+    if (!check_params(op, opt, params, n)) return ts_error();
+    ts_optim_hparams h = opt->defaults;
+    h.lr = lr;
+    return add_group(op, opt, params, n, h) ? TS_OK : ts_error();
+}
+
+void tsi_optim_param_clear(tsi_optim_param *pp) {
+    for (int k = 0; k < TS_OPTIM_SLOTS; k++) {
+        ts_release(pp->state[k]);
+        pp->state[k] = NULL;
+        pp->fresh[k] = false;
+    }
+    pp->step = 0;
+    pp->has_state = false;
+}
+
+void ts_optim_free(ts_optim *opt) {
+    if (!opt) return;
+    for (int i = 0; i < opt->n_params; i++) {
+        tsi_optim_param_clear(&opt->params[i]);
+        ts_release(opt->params[i].p);
+    }
+    free(opt->params);
+    free(opt->groups);
+    free(opt->kv), free(opt->steps), free(opt->fresh), free(opt->sel);
+    free(opt);
+}
+
+/* ------------------------------------------------------------------ groups, lr, zero_grad */
+int ts_optim_num_groups(ts_optim *opt) {
+    if (!opt) return tsi_error_set(TS_ERR_ARG, "optim_num_groups: optimizer is NULL"), 0;
+    return opt->n_groups;
+}
+
+static bool check_group(const char *op, ts_optim *opt, int group) {
+    if (!opt) return tsi_error_set(TS_ERR_ARG, "%s: optimizer is NULL", op), false;
+    if (group < 0 || group >= opt->n_groups)
+        return tsi_error_set(TS_ERR_ARG, "%s: group %d out of range (the optimizer has %d)", op,
+                             group, opt->n_groups),
+               false;
+    return true;
+}
+
+double ts_optim_get_lr(ts_optim *opt, int group) {
+    if (!check_group("optim_get_lr", opt, group)) return NAN;
+    return opt->groups[group].h.lr;
+}
+
+ts_status ts_optim_set_lr(ts_optim *opt, int group, double lr) {
+    if (!check_group("optim_set_lr", opt, group)) return ts_error();
+    if (!(lr >= 0)) return tsi_error_set(TS_ERR_ARG, "optim_set_lr: invalid learning rate %g", lr);
+    opt->groups[group].h.lr = lr;
+    return TS_OK;
+}
+
+void ts_optim_zero_grad(ts_optim *opt) {
+    if (!opt) {
+        tsi_error_set(TS_ERR_ARG, "optim_zero_grad: optimizer is NULL");
+        return;
+    }
+    for (int i = 0; i < opt->n_params; i++)
+        if (opt->params[i].p->grad) ts_set_grad(opt->params[i].p, NULL);
+}
+
+/* ------------------------------------------------------------------ step */
+static bool same_shape(ts_shape a, ts_shape b) {
+    if (a.ndim != b.ndim) return false;
+    for (int d = 0; d < a.ndim; d++)
+        if (a.dims[d] != b.dims[d]) return false;
+    return true;
+}
+
+/* Creates the slots the options use and moves existing state to the parameter's device and dtype
+ * (after the model moved, or after a load). */
+static bool prepare_state(const char *op, ts_optim *o, const ts_optim_hparams *h,
+                          tsi_optim_param *pp) {
+    ts_tensor *p = pp->p;
+    for (int k = 0; k < TS_OPTIM_SLOTS; k++) {
+        ts_tensor *s = pp->state[k];
+        if (s && tsi_device_eq(tsi_device(s), tsi_device(p)) && s->dtype == p->dtype &&
+            tsi_is_contiguous(s))
+            continue;
+        if (s) {
+            ts_tensor *a = tsi_to_device(op, s, tsi_device(p));
+            ts_tensor *b = a ? tsi_cast(op, a, p->dtype) : NULL;
+            ts_tensor *c = b ? tsi_contiguous(op, b) : NULL;
+            ts_release(a), ts_release(b);
+            if (!c) return false;
+            ts_release(s);
+            pp->state[k] = c;
+            continue;
+        }
+        if (!o->info->slot_used(h, k)) continue;
+        s = tsi_new(op, p->shape, p->dtype, tsi_device(p));
+        if (!s) return false;
+        /* SGD's buffer starts as the first gradient: no need to clear it */
+        pp->fresh[k] = h->kind == TS_OPTIM_SGD;
+        if (!pp->fresh[k] && tsi_numel(s->shape) > 0)
+            tsi_be(s)->memset_zero(tsi_be(s), tsi_dev_index(s), s->storage->data,
+                                   (size_t)tsi_numel(s->shape) * tsi_dtype_size(s->dtype));
+        pp->state[k] = s;
+    }
+    return true;
+}
+
+/* One backend call over the parameters sel[0..n) (one device, one dtype, all contiguous). */
+static void run_batch(const char *op, ts_optim *o, const ts_optim_hparams *h, const int *sel,
+                      int n) {
+    const int cap = o->scratch_cap;
+    ts_kview *kp = o->kv, *kg = o->kv + cap;
+    struct ts_optim_step_args args = {.h = *h, .n = n, .param = kp, .grad = kg};
+    for (int k = 0; k < TS_OPTIM_SLOTS; k++)
+        args.state[k] = o->info->slot_used(h, k) ? o->kv + (size_t)(2 + k) * (size_t)cap : NULL;
+    args.step = o->steps;
+    args.fresh = o->fresh;
+    for (int j = 0; j < n; j++) {
+        tsi_optim_param *pp = &o->params[sel[j]];
+        kp[j] = tsi_kview(pp->p);
+        kg[j] = tsi_kview(pp->p->grad);
+        for (int k = 0; k < TS_OPTIM_SLOTS; k++)
+            if (args.state[k])
+                o->kv[(size_t)(2 + k) * (size_t)cap + (size_t)j] = tsi_kview(pp->state[k]);
+        o->steps[j] = pp->step + 1;
+        o->fresh[j] = pp->fresh[0];
+    }
+    ts_tensor *p0 = o->params[sel[0]].p;
+    tsi_log_op(op, tsi_device(p0));
+    tsi_be(p0)->optim_step(tsi_be(p0), tsi_dev_index(p0), &args);
+    for (int j = 0; j < n; j++) {
+        tsi_optim_param *pp = &o->params[sel[j]];
+        pp->step += 1;
+        pp->has_state = true;
+        for (int k = 0; k < TS_OPTIM_SLOTS; k++) pp->fresh[k] = false;
+        tsi_bump_version(pp->p);
+    }
+}
+
+/* A parameter or gradient that is not contiguous: step contiguous copies, then copy back. */
+static bool run_strided(const char *op, ts_optim *o, const ts_optim_hparams *h, int idx) {
+    tsi_optim_param *pp = &o->params[idx];
+    ts_tensor *p = pp->p, *g = p->grad;
+    ts_tensor *pc = tsi_new(op, p->shape, p->dtype, tsi_device(p));
+    ts_tensor *gc = pc ? tsi_contiguous(op, g) : NULL;
+    if (!gc) {
+        ts_release(pc);
+        return false;
+    }
+    ts_kview kp = tsi_kview(p), kpc = tsi_kview(pc);
+    tsi_be(p)->copy(tsi_be(p), tsi_dev_index(p), &kpc, &kp);
+    /* stand the copies in for the parameter and its grad during the call */
+    ts_tensor *saved_grad = pc->grad;
+    pc->grad = gc;
+    pp->p = pc;
+    run_batch(op, o, h, &idx, 1);
+    pp->p = p;
+    pc->grad = saved_grad;
+    kpc = tsi_kview(pc);
+    tsi_be(p)->copy(tsi_be(p), tsi_dev_index(p), &kp, &kpc);
+    tsi_bump_version(p);
+    ts_release(gc);
+    ts_release(pc);
+    return true;
+}
+
+ts_status ts_optim_step(ts_optim *opt) {
+    static const char op[] = "optim_step";
+    tsi_init();
+    if (!opt) return tsi_error_set(TS_ERR_ARG, "%s: optimizer is NULL", op);
+    /* check everything before the first update, so a failed step changes nothing */
+    for (int i = 0; i < opt->n_params; i++) {
+        ts_tensor *p = opt->params[i].p, *g = p->grad;
+        if (!g) continue;
+        if (!tsi_device_eq(tsi_device(g), tsi_device(p)) || g->dtype != p->dtype ||
+            !same_shape(g->shape, p->shape))
+            return tsi_error_set(TS_ERR_ARG,
+                                 "%s: the gradient of parameter %d (%s) does not "
+                                 "match it (%s)",
+                                 op, i, tsi_desc(g), tsi_desc(p));
+        if (!tsi_be(p)->optim_step)
+            return tsi_error_set(TS_ERR_UNSUPPORTED, "%s: no fused optimizer step on %s", op,
+                                 ts_device_str(tsi_device(p)));
+    }
+    for (int gi = 0; gi < opt->n_groups; gi++) {
+        const tsi_optim_group *g = &opt->groups[gi];
+        for (int i = g->first; i < g->first + g->n; i++)
+            if (opt->params[i].p->grad && !prepare_state(op, opt, &g->h, &opt->params[i]))
+                return ts_error();
+    }
+    for (int gi = 0; gi < opt->n_groups; gi++) {
+        const tsi_optim_group *g = &opt->groups[gi];
+        int *sel = opt->sel, m = 0;
+        for (int i = g->first; i < g->first + g->n; i++) {
+            ts_tensor *p = opt->params[i].p;
+            if (!p->grad) continue; /* torch skips parameters without a gradient */
+            if (tsi_is_contiguous(p) && tsi_is_contiguous(p->grad)) {
+                sel[m++] = i;
+            } else if (!run_strided(op, opt, &g->h, i)) {
+                return ts_error();
+            }
+        }
+        /* one call per (device, dtype): move the matching ones to the front, run them, repeat */
+        while (m > 0) {
+            ts_tensor *p0 = opt->params[sel[0]].p;
+            int k = 0;
+            for (int j = 0; j < m; j++) {
+                ts_tensor *p = opt->params[sel[j]].p;
+                if (p->dtype == p0->dtype && tsi_device_eq(tsi_device(p), tsi_device(p0))) {
+                    int t = sel[k];
+                    sel[k++] = sel[j];
+                    sel[j] = t;
+                }
+            }
+            run_batch(op, opt, &g->h, sel, k);
+            sel += k;
+            m -= k;
+        }
+    }
+    return TS_OK;
+}
+
+/* ------------------------------------------------------------------ helpers */
+ts_tensor *tsi_optim_scalar(const char *op, double v) {
+    ts_tensor *t = tsi_new(op, TS_SHAPE(), TS_F64, ts_cpu());
+    if (t) *(double *)(t->storage->data + t->offset * (int64_t)sizeof(double)) = v;
+    return t;
+}

@@ -1,0 +1,64 @@
+/* optim_internal.h — the optimizer object shared by the optimizers, schedulers and state dicts. */
+#ifndef TS_OPTIM_INTERNAL_H
+#define TS_OPTIM_INTERNAL_H
+
+#include "backend/optim_step.h"
+#include "core/internal.h"
+
+/* One parameter and the state the optimizer keeps for it (on the parameter's device, owned by the
+ * optimizer, never by a scope). */
+typedef struct tsi_optim_param {
+    ts_tensor *p;                     /* retained */
+    ts_tensor *state[TS_OPTIM_SLOTS]; /* NULL until needed */
+    bool fresh[TS_OPTIM_SLOTS];       /* allocated but not yet written (SGD's momentum) */
+    double step;                      /* steps taken (Adam, AdamW, RMSprop) */
+    bool has_state;
+} tsi_optim_param;
+
+typedef struct tsi_optim_group {
+    ts_optim_hparams h; /* lr and (one-cycle) momentum / beta1 change during training */
+    double initial_lr;  /* the schedulers' base lr, set by the first scheduler */
+    bool has_initial_lr;
+    int first, n; /* parameters [first, first + n) of ts_optim.params */
+} tsi_optim_group;
+
+/* What differs between the kinds. */
+typedef struct tsi_optim_kind_info {
+    const char *name;                       /* "SGD": error messages */
+    const char *slot_names[TS_OPTIM_SLOTS]; /* state dict names; NULL: slot unused by the kind */
+    bool has_step;                          /* "step" in the state */
+    /* the slot is used with these options (and must exist before a step) */
+    bool (*slot_used)(const ts_optim_hparams *h, int slot);
+} tsi_optim_kind_info;
+
+struct ts_optim {
+    const tsi_optim_kind_info *info;
+    ts_optim_hparams defaults; /* the first group's options; later groups copy them */
+    tsi_optim_group *groups;
+    int n_groups, cap_groups;
+    tsi_optim_param *params;
+    int n_params, cap_params;
+    /* step scratch, grown with the parameter count so a step does not allocate */
+    ts_kview *kv;  /* [(2 + TS_OPTIM_SLOTS) * cap_params] */
+    double *steps; /* [cap_params] */
+    bool *fresh;   /* [cap_params] */
+    int *sel;      /* [cap_params] */
+    int scratch_cap;
+};
+
+extern const tsi_optim_kind_info tsi_sgd_info, tsi_adam_info, tsi_adamw_info, tsi_rmsprop_info;
+
+/* A new optimizer over params (one group); NULL with the error recorded. */
+ts_optim *tsi_optim_new(const char *op, const tsi_optim_kind_info *info, ts_optim_hparams h,
+                        ts_tensor *const *params, int n);
+/* The same over a module's parameters. */
+ts_optim *tsi_optim_new_module(const char *op, const tsi_optim_kind_info *info, ts_optim_hparams h,
+                               ts_module *m);
+
+/* Drops a parameter's state. */
+void tsi_optim_param_clear(tsi_optim_param *pp);
+
+/* A caller-held 0-dim f64 cpu tensor holding v (state dict scalars). */
+ts_tensor *tsi_optim_scalar(const char *op, double v);
+
+#endif /* TS_OPTIM_INTERNAL_H */

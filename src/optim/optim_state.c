@@ -1,0 +1,204 @@
+/* optim_state.c — optimizer state to and from named tensors (PyTorch's state_dict numbering). */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optim/optim_internal.h"
+
+/* A caller-held contiguous copy of t with the given dtype on device dev. */
+static ts_tensor *copy_to(const char *op, ts_tensor *t, ts_device dev, ts_dtype dt) {
+    ts_tensor *a = tsi_to_device(op, t, dev);
+    ts_tensor *b = a ? tsi_cast(op, a, dt) : NULL;
+    ts_release(a);
+    if (!b || (b != t && tsi_is_contiguous(b))) return b; /* already a private copy */
+    ts_tensor *c = tsi_new(op, b->shape, dt, dev);
+    if (c && tsi_numel(c->shape) > 0) {
+        ts_kview kc = tsi_kview(c), kb = tsi_kview(b);
+        tsi_be(c)->copy(tsi_be(c), tsi_dev_index(c), &kc, &kb);
+    }
+    ts_release(b);
+    return c;
+}
+
+static bool add_entry(const char *op, ts_tensor_list *l, const char *name, ts_tensor *t) {
+    if (!t) return false;
+    ts_status s = ts_tensor_list_add(l, name, t);
+    ts_release(t);
+    if (s != TS_OK) tsi_error_set(s, "%s: could not add %s", op, name);
+    return s == TS_OK;
+}
+
+ts_tensor_list ts_optim_state_dict(ts_optim *opt) {
+    static const char op[] = "optim_state_dict";
+    ts_tensor_list l = {0};
+    tsi_init();
+    if (!opt) {
+        tsi_error_set(TS_ERR_ARG, "%s: optimizer is NULL", op);
+        return l;
+    }
+    char name[96];
+    bool ok = true;
+    for (int i = 0; ok && i < opt->n_params; i++) {
+        tsi_optim_param *pp = &opt->params[i];
+        if (!pp->has_state) continue;
+        if (opt->info->has_step) {
+            snprintf(name, sizeof name, "state.%d.step", i);
+            ok = add_entry(op, &l, name, tsi_optim_scalar(op, pp->step));
+        }
+        for (int k = 0; ok && k < TS_OPTIM_SLOTS; k++) {
+            ts_tensor *s = pp->state[k];
+            if (!s || pp->fresh[k]) continue;
+            snprintf(name, sizeof name, "state.%d.%s", i, opt->info->slot_names[k]);
+            /* a snapshot: later steps must not change a saved state */
+            ok = add_entry(op, &l, name, copy_to(op, s, tsi_device(s), s->dtype));
+        }
+    }
+    for (int g = 0; ok && g < opt->n_groups; g++) {
+        snprintf(name, sizeof name, "param_groups.%d.lr", g);
+        ok = add_entry(op, &l, name, tsi_optim_scalar(op, opt->groups[g].h.lr));
+    }
+    if (!ok) ts_tensor_list_free(&l);
+    return l;
+}
+
+/* "<prefix><index>.<rest>": the index (decimal digits only) and the rest; false otherwise. */
+static bool parse_key(const char *key, const char *prefix, int *index, const char **rest) {
+    size_t n = strlen(prefix);
+    if (strncmp(key, prefix, n) != 0 || !isdigit((unsigned char)key[n])) return false;
+    char *end;
+    long v = strtol(key + n, &end, 10);
+    if (*end != '.' || v > 1000000000L) return false;
+    *index = (int)v;
+    *rest = end + 1;
+    return true;
+}
+
+typedef struct staged_state {
+    ts_tensor *src[TS_OPTIM_SLOTS]; /* borrowed from the dict */
+    ts_tensor *copy[TS_OPTIM_SLOTS];
+    double step;
+    bool any, has_step;
+} staged_state;
+
+/* Checks one entry and notes it in st / lrs. */
+static bool stage_entry(const char *op, ts_optim *opt, const char *key, ts_tensor *t,
+                        staged_state *st, double *lrs) {
+    int idx;
+    const char *rest;
+    if (!tsi_check_input(op, t, key)) return false;
+    if (parse_key(key, "param_groups.", &idx, &rest) && strcmp(rest, "lr") == 0) {
+        if (idx >= opt->n_groups)
+            return tsi_error_set(TS_ERR_ARG, "%s: %s: group %d out of range (the optimizer has %d)",
+                                 op, key, idx, opt->n_groups),
+                   false;
+        double lr = tsi_numel(t->shape) == 1 ? ts_item(t) : NAN;
+        if (!(lr >= 0))
+            return tsi_error_set(TS_ERR_ARG, "%s: %s is not a valid learning rate (%s)", op, key,
+                                 tsi_desc(t)),
+                   false;
+        lrs[idx] = lr;
+        return true;
+    }
+    if (!parse_key(key, "state.", &idx, &rest))
+        return tsi_error_set(TS_ERR_ARG, "%s: unexpected key \"%s\"", op, key), false;
+    if (idx >= opt->n_params)
+        return tsi_error_set(TS_ERR_ARG, "%s: %s: parameter %d out of range (the optimizer has %d)",
+                             op, key, idx, opt->n_params),
+               false;
+    staged_state *s = &st[idx];
+    ts_tensor *p = opt->params[idx].p;
+    if (opt->info->has_step && strcmp(rest, "step") == 0) {
+        double v = tsi_numel(t->shape) == 1 ? ts_item(t) : NAN;
+        if (!(v >= 0))
+            return tsi_error_set(TS_ERR_ARG, "%s: %s is not a valid step count (%s)", op, key,
+                                 tsi_desc(t)),
+                   false;
+        s->step = v;
+        s->has_step = s->any = true;
+        return true;
+    }
+    for (int k = 0; k < TS_OPTIM_SLOTS; k++) {
+        const char *sn = opt->info->slot_names[k];
+        if (!sn || strcmp(rest, sn) != 0) continue;
+        if (!tsi_is_float(t->dtype))
+            return tsi_error_set(TS_ERR_DTYPE, "%s: %s is %s, expected a floating dtype", op, key,
+                                 tsi_desc(t)),
+                   false;
+        if (t->shape.ndim != p->shape.ndim || tsi_numel(t->shape) != tsi_numel(p->shape) ||
+            memcmp(t->shape.dims, p->shape.dims, sizeof(int64_t) * (size_t)p->shape.ndim) != 0)
+            return tsi_error_set(TS_ERR_SHAPE, "%s: %s has shape %s but parameter %d has %s", op,
+                                 key, tsi_shape_str(t->shape), idx, tsi_shape_str(p->shape)),
+                   false;
+        s->src[k] = t;
+        s->any = true;
+        return true;
+    }
+    return tsi_error_set(TS_ERR_ARG, "%s: unexpected key \"%s\" (%s keeps no state of that name)",
+                         op, key, opt->info->name),
+           false;
+}
+
+/* Every parameter with state has all the state its group's options use. */
+static bool check_complete(const char *op, ts_optim *opt, const staged_state *st) {
+    for (int g = 0; g < opt->n_groups; g++) {
+        const tsi_optim_group *grp = &opt->groups[g];
+        for (int i = grp->first; i < grp->first + grp->n; i++) {
+            if (!st[i].any) continue;
+            if (opt->info->has_step && !st[i].has_step)
+                return tsi_error_set(TS_ERR_ARG, "%s: state.%d.step is missing", op, i), false;
+            for (int k = 0; k < TS_OPTIM_SLOTS; k++)
+                if (opt->info->slot_used(&grp->h, k) && !st[i].src[k])
+                    return tsi_error_set(TS_ERR_ARG, "%s: state.%d.%s is missing", op, i,
+                                         opt->info->slot_names[k]),
+                           false;
+        }
+    }
+    return true;
+}
+
+ts_status ts_optim_load_state_dict(ts_optim *opt, const ts_tensor_list *sd) {
+    static const char op[] = "optim_load_state_dict";
+    tsi_init();
+    if (!opt) return tsi_error_set(TS_ERR_ARG, "%s: optimizer is NULL", op);
+    if (!sd) return tsi_error_set(TS_ERR_ARG, "%s: state dict is NULL", op);
+    staged_state *st = calloc((size_t)opt->n_params, sizeof *st);
+    double *lrs = malloc((size_t)opt->n_groups * sizeof *lrs);
+    if (!st || !lrs) {
+        free(st), free(lrs);
+        return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+    }
+    for (int g = 0; g < opt->n_groups; g++) lrs[g] = NAN;
+    bool ok = true;
+    for (int e = 0; ok && e < sd->n; e++)
+        ok = stage_entry(op, opt, sd->names[e] ? sd->names[e] : "(null)", sd->tensors[e], st, lrs);
+    ok = ok && check_complete(op, opt, st);
+    /* copies onto the parameters' devices and dtypes before anything changes */
+    for (int i = 0; ok && i < opt->n_params; i++) {
+        ts_tensor *p = opt->params[i].p;
+        for (int k = 0; ok && k < TS_OPTIM_SLOTS; k++)
+            if (st[i].src[k])
+                ok = (st[i].copy[k] = copy_to(op, st[i].src[k], tsi_device(p), p->dtype)) != NULL;
+    }
+    if (ok) {
+        for (int i = 0; i < opt->n_params; i++) {
+            tsi_optim_param *pp = &opt->params[i];
+            tsi_optim_param_clear(pp); /* torch replaces the state wholesale */
+            if (!st[i].any) continue;
+            for (int k = 0; k < TS_OPTIM_SLOTS; k++) {
+                pp->state[k] = st[i].copy[k];
+                st[i].copy[k] = NULL;
+            }
+            pp->step = st[i].step;
+            pp->has_state = true;
+        }
+        for (int g = 0; g < opt->n_groups; g++)
+            if (lrs[g] == lrs[g]) opt->groups[g].h.lr = lrs[g];
+    }
+    for (int i = 0; i < opt->n_params; i++)
+        for (int k = 0; k < TS_OPTIM_SLOTS; k++) ts_release(st[i].copy[k]);
+    free(st);
+    free(lrs);
+    return ok ? TS_OK : ts_error();
+}
