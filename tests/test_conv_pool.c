@@ -208,38 +208,20 @@ static void run_conv_case(const conv_case *k, ts_device dev, ts_dtype dt) {
     ts_scope_end();
 }
 
+/* clang-format off */
 static const conv_case conv_cases[] = {
     {2, 3, 7, 6, 4, 3, 3, {.groups = 0}, true, false, false},
-    {2,
-     4,
-     8,
-     7,
-     6,
-     3,
-     2,
-     {.stride = {2, 1}, .padding = {1, 2}, .dilation = {1, 2}, .groups = 2},
-     true,
-     false,
-     false},
+    {2, 4, 8, 7, 6, 3, 2, {.stride = {2, 1}, .padding = {1, 2}, .dilation = {1, 2}, .groups = 2}, true, false, false},
     {1, 4, 6, 6, 4, 3, 3, {.padding = {1, 1}, .groups = 4}, false, false, true}, /* depthwise */
     {3, 6, 9, 9, 6, 5, 5, {.stride = {2, 2}, .padding = {2, 2}, .groups = 3}, true, false, false},
-    {2, 5, 4, 3, 3, 1, 1, {.groups = 1}, true, false, false},       /* 1x1 direct */
-    {2, 5, 4, 3, 3, 1, 1, {.groups = 1}, true, false, true},        /* 1x1, strided x */
+    {2, 5, 4, 3, 3, 1, 1, {.groups = 1}, true, false, false}, /* 1x1 direct */
+    {2, 5, 4, 3, 3, 1, 1, {.groups = 1}, true, false, true}, /* 1x1, strided x */
     {2, 3, 5, 5, 4, 1, 1, {.stride = {2, 2}}, false, false, false}, /* 1x1 strided */
-    {2,
-     2,
-     10,
-     10,
-     3,
-     3,
-     3,
-     {.stride = {3, 3}, .padding = {3, 3}, .dilation = {2, 2}},
-     true,
-     false,
-     false},
+    {2, 2, 10, 10, 3, 3, 3, {.stride = {3, 3}, .padding = {3, 3}, .dilation = {2, 2}}, true, false, false},
     {1, 2, 5, 5, 3, 3, 3, {.padding = {1, 1}}, true, true, false}, /* unbatched */
-    {9, 3, 16, 16, 6, 5, 5, {.groups = 1}, true, false, false},    /* batch-parallel */
+    {9, 3, 16, 16, 6, 5, 5, {.groups = 1}, true, false, false}, /* batch-parallel */
 };
+/* clang-format on */
 #define N_CONV_CASES ((int)(sizeof conv_cases / sizeof conv_cases[0]))
 
 /* ------------------------------------------------------------------ pool reference */
@@ -375,46 +357,15 @@ static void run_pool_case(const pool_case *k, ts_device dev, ts_dtype dt, int na
     ts_scope_end();
 }
 
+/* clang-format off */
 static const pool_case pool_cases[] = {
     {2, 3, 7, 6, P_MAX, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}, 0, 0, false},
-    {2,
-     2,
-     9,
-     8,
-     P_MAX,
-     {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}, .dilation = {2, 1}, .ceil_mode = true},
-     0,
-     0,
-     false},
+    {2, 2, 9, 8, P_MAX, {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}, .dilation = {2, 1}, .ceil_mode = true}, 0, 0, false},
     {2, 3, 8, 6, P_MAX, {.kernel = {2, 2}}, 0, 0, false}, /* the 2x2 fast path */
-    {1,
-     1,
-     5,
-     5,
-     P_MAX,
-     {.kernel = {3, 3}, .stride = {3, 3}, .padding = {1, 1}, .ceil_mode = true},
-     0,
-     0,
-     false},
+    {1, 1, 5, 5, P_MAX, {.kernel = {3, 3}, .stride = {3, 3}, .padding = {1, 1}, .ceil_mode = true}, 0, 0, false},
     {1, 3, 7, 5, P_MAX, {.kernel = {2, 3}, .stride = {1, 2}, .padding = {1, 1}}, 0, 0, true},
-    {2,
-     3,
-     6,
-     6,
-     P_AVG,
-     {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .ceil_mode = true},
-     0,
-     0,
-     false},
-    {2,
-     3,
-     6,
-     6,
-     P_AVG_EX,
-     {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .ceil_mode = true},
-     0,
-     0,
-     false},
+    {2, 3, 6, 6, P_AVG, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .ceil_mode = true}, 0, 0, false},
+    {2, 3, 6, 6, P_AVG_EX, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .ceil_mode = true}, 0, 0, false},
     {2, 2, 5, 7, P_AVG, {.kernel = {2, 3}, .stride = {1, 2}, .padding = {1, 1}}, 0, 0, false},
     {2, 2, 5, 7, P_AVG_EX, {.kernel = {2, 3}, .stride = {1, 2}, .padding = {1, 1}}, 0, 0, false},
     {2, 2, 7, 5, P_ADAPT, {.kernel = {0}}, 3, 2, false},
@@ -423,6 +374,7 @@ static const pool_case pool_cases[] = {
     {2, 2, 5, 6, P_ADAPT, {.kernel = {0}}, 1, 1, false},
     {1, 5, 7, 4, P_ADAPT, {.kernel = {0}}, 2, 3, true},
 };
+/* clang-format on */
 #define N_POOL_CASES ((int)(sizeof pool_cases / sizeof pool_cases[0]))
 
 /* ------------------------------------------------------------------ PyTorch values */
@@ -513,39 +465,14 @@ static void test_gradcheck(ts_device dev) {
         CHECK_OK();
         free(x), free(w), free(b);
     }
+    /* clang-format off */
     const pool_case pcs[4] = {
-        {2,
-         2,
-         6,
-         5,
-         P_MAX,
-         {.kernel = {3, 2},
-          .stride = {2, 1},
-          .padding = {1, 1},
-          .dilation = {1, 2},
-          .ceil_mode = true},
-         0,
-         0,
-         false},
-        {2,
-         2,
-         6,
-         5,
-         P_AVG,
-         {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .ceil_mode = true},
-         0,
-         0,
-         false},
-        {2,
-         2,
-         6,
-         5,
-         P_AVG_EX,
-         {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .ceil_mode = true},
-         0,
-         0,
-         false},
-        {2, 2, 6, 5, P_ADAPT, {.kernel = {0}}, 4, 3, false}};
+        {2, 2, 6, 5, P_MAX, {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}, .ceil_mode = true}, 0, 0, false},
+        {2, 2, 6, 5, P_AVG, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .ceil_mode = true}, 0, 0, false},
+        {2, 2, 6, 5, P_AVG_EX, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .ceil_mode = true}, 0, 0, false},
+        {2, 2, 6, 5, P_ADAPT, {.kernel = {0}}, 4, 3, false}
+    };
+    /* clang-format on */
     for (int i = 0; i < 4; i++) {
         double *x = rand_vec(2 * 2 * 6 * 5);
         ts_tensor *in = leaf(TS_SHAPE(2, 2, 6, 5), x, TS_F64, dev, true);
@@ -624,69 +551,43 @@ static void test_errors(void) {
     ts_tensor *x = ts_ones(TS_SHAPE(2, 3, 8, 8), f), *w = ts_ones(TS_SHAPE(6, 3, 3, 3), f);
     ts_conv2d_opts o0 = {0};
     ts_pool2d_opts k2 = {.kernel = {2, 2}};
+    /* clang-format off */
     CHECK_FAILS(ts_conv2d(NULL, w, NULL, o0), TS_ERR_ARG, "conv2d");
     CHECK_FAILS(ts_conv2d(x, NULL, NULL, o0), TS_ERR_ARG, "weight");
-    CHECK_FAILS(
-        ts_conv2d(ts_ones(TS_SHAPE(3, 8), f), w, NULL, o0), TS_ERR_SHAPE,
-        "expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: [3, 8]");
-    CHECK_FAILS(ts_conv2d(x, ts_ones(TS_SHAPE(6, 3, 3), f), NULL, o0), TS_ERR_SHAPE,
-                "weight of size [6, 3, 3]");
-    CHECK_FAILS(ts_conv2d(x, ts_ones(TS_SHAPE(6, 4, 3, 3), f), NULL, o0), TS_ERR_SHAPE,
-                "given groups=1, weight of size [6, 4, 3, 3], expected input[2, 3, 8, 8] to have 4 "
-                "channels, but got 3 channels instead");
-    CHECK_FAILS(ts_conv2d(ts_ones(TS_SHAPE(2, 4, 8, 8), f), ts_ones(TS_SHAPE(5, 2, 3, 3), f), NULL,
-                          (ts_conv2d_opts){.groups = 2}),
-                TS_ERR_SHAPE, "expected weight to be divisible by 2 at dimension 0");
-    CHECK_FAILS(ts_conv2d(x, w, ts_ones(TS_SHAPE(5), f), o0), TS_ERR_SHAPE,
-                "expected bias to be 1-dimensional with 6 elements, but got bias of size [5]");
-    CHECK_FAILS(
-        ts_conv2d(x, ts_ones(TS_SHAPE(6, 3, 9, 9), f), NULL, o0), TS_ERR_SHAPE,
-        "(8 x 8). Kernel size: (9 x 9). Kernel size can't be greater than actual input size");
-    CHECK_FAILS(ts_conv2d(x, w, NULL, (ts_conv2d_opts){.dilation = {4, 4}}), TS_ERR_SHAPE,
-                "Kernel size: (9 x 9)");
-    CHECK_FAILS(ts_conv2d(x, w, NULL, (ts_conv2d_opts){.stride = {-1, 1}}), TS_ERR_ARG,
-                "non-positive stride");
-    CHECK_FAILS(ts_conv2d(x, w, NULL, (ts_conv2d_opts){.padding = {0, -1}}), TS_ERR_ARG,
-                "negative padding");
-    CHECK_FAILS(ts_conv2d(x, w, NULL, (ts_conv2d_opts){.dilation = {-2, 1}}), TS_ERR_ARG,
-                "non-positive dilation");
-    CHECK_FAILS(ts_conv2d(x, w, NULL, (ts_conv2d_opts){.groups = -1}), TS_ERR_ARG,
-                "non-positive groups");
-    CHECK_FAILS(ts_conv2d(ts_to_dtype(x, TS_F64), w, NULL, o0), TS_ERR_DTYPE,
-                "input type (float64) and weight type (float32) should be the same");
+    CHECK_FAILS( ts_conv2d(ts_ones(TS_SHAPE(3, 8), f), w, NULL, o0), TS_ERR_SHAPE, "expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: [3, 8]");
+    CHECK_FAILS(ts_conv2d(x, ts_ones(TS_SHAPE(6, 3, 3), f), NULL, o0), TS_ERR_SHAPE, "weight of size [6, 3, 3]");
+    CHECK_FAILS(ts_conv2d(x, ts_ones(TS_SHAPE(6, 4, 3, 3), f), NULL, o0), TS_ERR_SHAPE, "given groups=1, weight of size [6, 4, 3, 3], expected input[2, 3, 8, 8] to have 4 channels, but got 3 channels instead");
+    CHECK_FAILS(ts_conv2d(ts_ones(TS_SHAPE(2, 4, 8, 8), f), ts_ones(TS_SHAPE(5, 2, 3, 3), f), NULL, (ts_conv2d_opts){.groups = 2}), TS_ERR_SHAPE, "expected weight to be divisible by 2 at dimension 0");
+    CHECK_FAILS(ts_conv2d(x, w, ts_ones(TS_SHAPE(5), f), o0), TS_ERR_SHAPE, "expected bias to be 1-dimensional with 6 elements, but got bias of size [5]");
+    CHECK_FAILS( ts_conv2d(x, ts_ones(TS_SHAPE(6, 3, 9, 9), f), NULL, o0), TS_ERR_SHAPE, "(8 x 8). Kernel size: (9 x 9). Kernel size can't be greater than actual input size");
+    CHECK_FAILS(ts_conv2d(x, w, NULL, (ts_conv2d_opts){.dilation = {4, 4}}), TS_ERR_SHAPE, "Kernel size: (9 x 9)");
+    CHECK_FAILS(ts_conv2d(x, w, NULL, (ts_conv2d_opts){.stride = {-1, 1}}), TS_ERR_ARG, "non-positive stride");
+    CHECK_FAILS(ts_conv2d(x, w, NULL, (ts_conv2d_opts){.padding = {0, -1}}), TS_ERR_ARG, "negative padding");
+    CHECK_FAILS(ts_conv2d(x, w, NULL, (ts_conv2d_opts){.dilation = {-2, 1}}), TS_ERR_ARG, "non-positive dilation");
+    CHECK_FAILS(ts_conv2d(x, w, NULL, (ts_conv2d_opts){.groups = -1}), TS_ERR_ARG, "non-positive groups");
+    CHECK_FAILS(ts_conv2d(ts_to_dtype(x, TS_F64), w, NULL, o0), TS_ERR_DTYPE, "input type (float64) and weight type (float32) should be the same");
     CHECK_FAILS(ts_conv2d(x, w, ts_ones(TS_SHAPE(6), d), o0), TS_ERR_DTYPE, "bias type (float64)");
-    CHECK_FAILS(ts_conv2d(ts_to_dtype(x, TS_I64), ts_to_dtype(w, TS_I64), NULL, o0), TS_ERR_DTYPE,
-                "floating");
+    CHECK_FAILS(ts_conv2d(ts_to_dtype(x, TS_I64), ts_to_dtype(w, TS_I64), NULL, o0), TS_ERR_DTYPE, "floating");
     CHECK_FAILS(ts_conv2d(ts_to(x, ts_sim(0)), w, NULL, o0), TS_ERR_DEVICE, "sim:0");
     CHECK_FAILS(ts_conv2d(x, w, ts_ones(TS_SHAPE(6), s), o0), TS_ERR_DEVICE, "same device");
     CHECK_FAILS(ts_max_pool2d(NULL, k2), TS_ERR_ARG, "max_pool2d");
-    CHECK_FAILS(ts_max_pool2d(x, (ts_pool2d_opts){0}), TS_ERR_ARG,
-                "kernel size should be greater than zero");
-    CHECK_FAILS(ts_max_pool2d(x, (ts_pool2d_opts){.kernel = {3, 3}, .padding = {2, 2}}), TS_ERR_ARG,
-                "pad should be at most half of kernel size, but got pad=2 and kernel_size=3");
-    CHECK_FAILS(ts_max_pool2d(x, (ts_pool2d_opts){.kernel = {2, 2}, .stride = {-1, 2}}), TS_ERR_ARG,
-                "stride should be greater than zero");
-    CHECK_FAILS(ts_max_pool2d(x, (ts_pool2d_opts){.kernel = {2, 2}, .padding = {-1, 0}}),
-                TS_ERR_ARG, "pad must be non-negative");
-    CHECK_FAILS(ts_max_pool2d(x, (ts_pool2d_opts){.kernel = {2, 2}, .dilation = {-1, 0}}),
-                TS_ERR_ARG, "dilation should be greater than zero");
-    CHECK_FAILS(
-        ts_max_pool2d(x, (ts_pool2d_opts){.kernel = {9, 9}}), TS_ERR_SHAPE,
-        "given input size: (3x8x8). Calculated output size: (3x0x0). Output size is too small");
+    CHECK_FAILS(ts_max_pool2d(x, (ts_pool2d_opts){0}), TS_ERR_ARG, "kernel size should be greater than zero");
+    CHECK_FAILS(ts_max_pool2d(x, (ts_pool2d_opts){.kernel = {3, 3}, .padding = {2, 2}}), TS_ERR_ARG, "pad should be at most half of kernel size, but got pad=2 and kernel_size=3");
+    CHECK_FAILS(ts_max_pool2d(x, (ts_pool2d_opts){.kernel = {2, 2}, .stride = {-1, 2}}), TS_ERR_ARG, "stride should be greater than zero");
+    CHECK_FAILS(ts_max_pool2d(x, (ts_pool2d_opts){.kernel = {2, 2}, .padding = {-1, 0}}), TS_ERR_ARG, "pad must be non-negative");
+    CHECK_FAILS(ts_max_pool2d(x, (ts_pool2d_opts){.kernel = {2, 2}, .dilation = {-1, 0}}), TS_ERR_ARG, "dilation should be greater than zero");
+    CHECK_FAILS( ts_max_pool2d(x, (ts_pool2d_opts){.kernel = {9, 9}}), TS_ERR_SHAPE, "given input size: (3x8x8). Calculated output size: (3x0x0). Output size is too small");
     CHECK_FAILS(ts_max_pool2d(ts_ones(TS_SHAPE(8, 8), f), k2), TS_ERR_SHAPE, "3D or 4D");
     CHECK_FAILS(ts_max_pool2d(ts_ones(TS_SHAPE(2, 0, 8, 8), f), k2), TS_ERR_SHAPE, "[2, 0, 8, 8]");
     CHECK_FAILS(ts_max_pool2d(ts_to_dtype(x, TS_I64), k2), TS_ERR_DTYPE, "int64");
     CHECK_FAILS(ts_avg_pool2d(ts_to_dtype(x, TS_U8), k2), TS_ERR_DTYPE, "avg_pool2d");
-    CHECK_FAILS(ts_avg_pool2d(x, (ts_pool2d_opts){.kernel = {2, 2}, .dilation = {2, 2}}),
-                TS_ERR_ARG, "dilation is not supported");
-    CHECK_FAILS(ts_avg_pool2d(x, (ts_pool2d_opts){.kernel = {3, 3}, .padding = {2, 0}}), TS_ERR_ARG,
-                "pad should be at most half");
-    CHECK_FAILS(ts_adaptive_avg_pool2d(x, -1, 2), TS_ERR_ARG,
-                "elements of output_size must be greater than or equal to 0 but received {-1, 2}");
+    CHECK_FAILS(ts_avg_pool2d(x, (ts_pool2d_opts){.kernel = {2, 2}, .dilation = {2, 2}}), TS_ERR_ARG, "dilation is not supported");
+    CHECK_FAILS(ts_avg_pool2d(x, (ts_pool2d_opts){.kernel = {3, 3}, .padding = {2, 0}}), TS_ERR_ARG, "pad should be at most half");
+    CHECK_FAILS(ts_adaptive_avg_pool2d(x, -1, 2), TS_ERR_ARG, "elements of output_size must be greater than or equal to 0 but received {-1, 2}");
     CHECK_FAILS(ts_adaptive_avg_pool2d(ts_ones(TS_SHAPE(8, 8), f), 2, 2), TS_ERR_SHAPE, "3D or 4D");
-    CHECK_FAILS(ts_adaptive_avg_pool2d(ts_ones(TS_SHAPE(2, 3, 0, 8), f), 2, 2), TS_ERR_SHAPE,
-                "[2, 3, 0, 8]");
+    CHECK_FAILS(ts_adaptive_avg_pool2d(ts_ones(TS_SHAPE(2, 3, 0, 8), f), 2, 2), TS_ERR_SHAPE, "[2, 3, 0, 8]");
     CHECK_FAILS(ts_adaptive_avg_pool2d(NULL, 2, 2), TS_ERR_ARG, "adaptive_avg_pool2d");
+    /* clang-format on */
     ts_scope_end();
 }
 

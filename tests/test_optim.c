@@ -554,6 +554,27 @@ static void test_errors(void) {
     CHECK_OK();
 }
 
+/* Out of memory while creating Adam's state: the step fails with TS_ERR_OOM and changes nothing. */
+static void test_oom(void) {
+    /* 20 MB: the 8 MB parameter and its 8 MB grad fit, their two 8 MB state buffers do not */
+    CHECK_EQ(ts_sim_configure(1, (size_t)20 << 20), TS_OK);
+    ts_scope_begin();
+    ts_opts o = {.dtype = TS_F64, .device = ts_sim(0), .requires_grad = true};
+    ts_tensor *p = ts_ones(TS_SHAPE(1 << 20), o);
+    ts_optim *opt = ts_adam_params(&p, 1, (ts_adam_opts){.lr = 0.1});
+    ts_set_grad(p, ts_ones(TS_SHAPE(1 << 20), (ts_opts){.dtype = TS_F64, .device = ts_sim(0)}));
+    CHECK_EQ(ts_optim_step(opt), TS_ERR_OOM);
+    CHECK(strstr(ts_error_message(), "optim_step") != NULL);
+    ts_error_clear();
+    CHECK_NEAR(ts_item(ts_sum(ts_to(p, ts_cpu()))), 1 << 20, 0); /* unchanged */
+    ts_tensor_list sd = ts_optim_state_dict(opt);
+    CHECK_EQ(sd.n, 1); /* param_groups.0.lr only */
+    ts_tensor_list_free(&sd);
+    ts_optim_free(opt);
+    ts_scope_end();
+    CHECK_OK();
+}
+
 int main(void) {
     test_cases();
     test_groups_and_skip();
@@ -564,5 +585,6 @@ int main(void) {
     test_clip();
     test_module();
     test_errors();
+    test_oom(); /* last: it reconfigures the sim devices */
     return ts_test_finish();
 }

@@ -189,15 +189,3 @@ ts_tensor *ts_empty_like(ts_tensor *t) { return like("empty_like", t, false, 0);
 ts_tensor *ts_zeros_like(ts_tensor *t) { return like("zeros_like", t, true, 0); }
 ts_tensor *ts_ones_like(ts_tensor *t) { return like("ones_like", t, true, 1); }
 ts_tensor *ts_full_like(ts_tensor *t, double v) { return like("full_like", t, true, v); }
-
-ts_tensor *ts_fill_(ts_tensor *t, double v) {
-    if (!tsi_check_input("fill_", t, "tensor") || !tsi_check_inplace("fill_", t)) return NULL;
-    tsi_log_op("fill_", tsi_device(t));
-    if (tsi_numel(t->shape)) {
-        ts_kview kv = tsi_kview(t);
-        tsi_be(t)->fill(tsi_be(t), tsi_dev_index(t), &kv, v);
-    }
-    tsi_bump_version(t);
-    return tsi_own(ts_retain(t));
-}
-ts_tensor *ts_zero_(ts_tensor *t) { return ts_fill_(t, 0); }

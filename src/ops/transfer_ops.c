@@ -45,6 +45,7 @@ ts_tensor *ts_pin_memory(ts_tensor *t) {
     ts_kview dv = tsi_kview(out), sv = tsi_kview(t);
     tsi_be(t)->copy(tsi_be(t), 0, &dv, &sv);
     out->storage->pinned = true;
+    tsi_record("ToCopyBackward0", "pin_memory", tsi_identity_backward, &t, 1, out, NULL, 0);
     return tsi_own(out);
 }
 

@@ -1,0 +1,168 @@
+/* bench_train.c — training-step time and training-time memory growth of the issue's models on the
+ * cpu: linear regression (seed), SimpleNN 784-128-10 b64, SimpleCNN b64, MLP 784-1024-1024-10 b256.
+ * Prints "name ms_per_step peak_mb" lines that bench/run_train.sh sets beside PyTorch's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tessera.h"
+
+static double now_s(void) {
+    struct timespec t;
+    timespec_get(&t, TIME_UTC);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void die_on_error(const char *what) {
+    if (ts_error() == TS_OK) return;
+    fprintf(stderr, "bench_train: %s: %s\n", what, ts_error_message());
+    exit(1);
+}
+
+/* Resident-set growth while training: clear the kernel's peak, then read the high-water mark. */
+static long status_kb(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    size_t n = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n)) v = strtol(line + n + 1, NULL, 10);
+    if (f) fclose(f);
+    return v;
+}
+static long rss_reset(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) {
+        fputs("5", f);
+        fclose(f);
+    }
+    return status_kb("VmRSS:");
+}
+
+typedef struct {
+    ts_module base;
+    ts_module *seq;
+} wrap;
+
+static ts_tensor *wrap_forward(ts_module *self, ts_tensor *x) {
+    return ts_forward(((wrap *)self)->seq, x);
+}
+
+typedef struct {
+    ts_module base;
+    ts_module *conv1, *pool, *conv2, *fc1, *fc2, *fc3;
+} simple_cnn;
+static ts_tensor *simple_cnn_forward(ts_module *self, ts_tensor *x) {
+    simple_cnn *m = (simple_cnn *)self;
+    x = ts_forward(m->pool, ts_relu(ts_forward(m->conv1, x)));
+    x = ts_forward(m->pool, ts_relu(ts_forward(m->conv2, x)));
+    x = ts_view(x, TS_SHAPE(-1, 400));
+    x = ts_relu(ts_forward(m->fc1, x));
+    x = ts_relu(ts_forward(m->fc2, x));
+    return ts_forward(m->fc3, x);
+}
+static ts_module *simple_cnn_new(void) {
+    simple_cnn *m = ts_module_alloc(sizeof *m, "SimpleCNN", simple_cnn_forward);
+    m->conv1 = ts_module_add(&m->base, "conv1", ts_conv2d_new(3, 6, 5, (ts_conv2d_opts){0}));
+    m->pool = ts_module_add(&m->base, "pool",
+                            ts_max_pool2d_new((ts_pool2d_opts){.kernel = {2, 2}, .stride = {2, 2}}));
+    m->conv2 = ts_module_add(&m->base, "conv2", ts_conv2d_new(6, 16, 5, (ts_conv2d_opts){0}));
+    m->fc1 = ts_module_add(&m->base, "fc1", ts_linear_new(400, 120));
+    m->fc2 = ts_module_add(&m->base, "fc2", ts_linear_new(120, 84));
+    m->fc3 = ts_module_add(&m->base, "fc3", ts_linear_new(84, 10));
+    return &m->base;
+}
+
+static ts_module *mlp_new(const int64_t *sizes, int n) {
+    ts_module *seq = ts_sequential_new(0, NULL);
+    for (int i = 0; i + 1 < n; i++) {
+        ts_sequential_append(seq, ts_linear_new(sizes[i], sizes[i + 1]));
+        if (i + 2 < n) ts_sequential_append(seq, ts_relu_new());
+    }
+    wrap *w = ts_module_alloc(sizeof *w, "MLP", wrap_forward);
+    w->seq = ts_module_add(&w->base, "seq", seq);
+    return &w->base;
+}
+
+/* ms per step: best of `repeats` means over `steps` steps, after warm-up */
+static void bench_model(const char *name, ts_module *m, ts_tensor *x, ts_tensor *y, double lr,
+                        double momentum, int steps, int repeats) {
+    ts_optim *opt = ts_sgd(m, (ts_sgd_opts){.lr = lr, .momentum = momentum});
+    long rss0 = rss_reset();
+    double best = 1e30;
+    for (int r = 0; r <= repeats; r++) {
+        double t0 = now_s();
+        for (int s = 0; s < steps; s++) {
+            ts_scope_begin();
+            ts_optim_zero_grad(opt);
+            ts_tensor *loss = ts_cross_entropy(ts_forward(m, x), y);
+            ts_backward(loss);
+            ts_optim_step(opt);
+            ts_scope_end();
+        }
+        double dt = (now_s() - t0) / steps * 1e3;
+        if (r > 0 && dt < best) best = dt; /* round 0 warms caches and the allocator */
+    }
+    long peak = status_kb("VmHWM:");
+    die_on_error(name);
+    printf("%s %.4f %.2f\n", name, best, (double)(peak - rss0) / 1024.0);
+    fflush(stdout);
+    ts_optim_free(opt);
+    ts_module_free(m);
+}
+
+static void bench_linreg(int steps, int repeats) {
+    ts_tensor *X = ts_rand(TS_SHAPE(100, 10), (ts_opts){0});
+    ts_tensor *y = ts_rand(TS_SHAPE(100, 1), (ts_opts){0});
+    ts_tensor *W = ts_rand(TS_SHAPE(10, 1), (ts_opts){.requires_grad = true});
+    ts_optim *opt = ts_sgd_params(&W, 1, (ts_sgd_opts){.lr = 0.01});
+    long rss0 = rss_reset();
+    double best = 1e30;
+    for (int r = 0; r <= repeats; r++) {
+        double t0 = now_s();
+        for (int s = 0; s < steps; s++) {
+            ts_scope_begin();
+            ts_optim_zero_grad(opt);
+            ts_tensor *error = ts_sub(ts_mm(X, W), y);
+            ts_tensor *loss = ts_mean(ts_pow_scalar(error, 2));
+            ts_backward(loss);
+            ts_optim_step(opt);
+            ts_scope_end();
+        }
+        double dt = (now_s() - t0) / steps * 1e3;
+        if (r > 0 && dt < best) best = dt;
+    }
+    long peak = status_kb("VmHWM:");
+    die_on_error("linreg");
+    printf("linreg %.4f %.2f\n", best, (double)(peak - rss0) / 1024.0);
+    fflush(stdout);
+    ts_optim_free(opt);
+    ts_release(X);
+    ts_release(y);
+    ts_release(W);
+}
+
+int main(int argc, char **argv) {
+    int quick = argc > 1 && !strcmp(argv[1], "quick");
+    int scale = quick ? 1 : 4;
+    ts_manual_seed(0);
+    bench_linreg(500 * scale, 3);
+
+    ts_tensor *x = ts_randn(TS_SHAPE(64, 784), (ts_opts){0});
+    ts_tensor *y = ts_randint(0, 10, TS_SHAPE(64), (ts_opts){0});
+    bench_model("simplenn", mlp_new((int64_t[]){784, 128, 10}, 3), x, y, 0.01, 0, 50 * scale, 3);
+
+    ts_tensor *img = ts_randn(TS_SHAPE(64, 3, 32, 32), (ts_opts){0});
+    bench_model("simplecnn", simple_cnn_new(), img, y, 0.001, 0.9, 10 * scale, 3);
+
+    ts_tensor *xb = ts_randn(TS_SHAPE(256, 784), (ts_opts){0});
+    ts_tensor *yb = ts_randint(0, 10, TS_SHAPE(256), (ts_opts){0});
+    bench_model("mlp", mlp_new((int64_t[]){784, 1024, 1024, 10}, 4), xb, yb, 0.01, 0, 5 * scale, 3);
+    ts_release(x);
+    ts_release(y);
+    ts_release(img);
+    ts_release(xb);
+    ts_release(yb);
+    return 0;
+}
