@@ -2,8 +2,8 @@
 BUILD     ?= build
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
-DEB_PKGS  := build-essential cmake pkg-config libopenblas-dev zlib1g-dev libcjson-dev libomp-dev \
-             clang libclang-rt-dev
+DEB_PKGS  := build-essential cmake pkg-config libopenblas-openmp-dev zlib1g-dev libcjson-dev \
+             libomp-dev clang libclang-rt-dev
 
 .PHONY: all deps configure build run test asan clean
 

@@ -65,8 +65,8 @@ static ts_tensor *simple_cnn_forward(ts_module *self, ts_tensor *x) {
 static ts_module *simple_cnn_new(void) {
     simple_cnn *m = ts_module_alloc(sizeof *m, "SimpleCNN", simple_cnn_forward);
     m->conv1 = ts_module_add(&m->base, "conv1", ts_conv2d_new(3, 6, 5, (ts_conv2d_opts){0}));
-    m->pool = ts_module_add(&m->base, "pool",
-                            ts_max_pool2d_new((ts_pool2d_opts){.kernel = {2, 2}, .stride = {2, 2}}));
+    m->pool = ts_module_add(
+        &m->base, "pool", ts_max_pool2d_new((ts_pool2d_opts){.kernel = {2, 2}, .stride = {2, 2}}));
     m->conv2 = ts_module_add(&m->base, "conv2", ts_conv2d_new(6, 16, 5, (ts_conv2d_opts){0}));
     m->fc1 = ts_module_add(&m->base, "fc1", ts_linear_new(400, 120));
     m->fc2 = ts_module_add(&m->base, "fc2", ts_linear_new(120, 84));

@@ -31,8 +31,14 @@ message(STATUS "Tessera: cJSON ${TS_CJSON_LIB}")
 
 set(TS_HAVE_CBLAS OFF)
 if(TS_BLAS)
-  find_path(TS_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas openblas-pthread openblas-openmp)
-  find_library(TS_OPENBLAS_LIB NAMES openblas openblasp openblaso)
+  # Prefer OpenBLAS built with OpenMP (Debian's libopenblas-openmp-dev): it shares libgomp's thread
+  # pool with Tessera's kernels, where the pthreads build runs a second pool that fights it.
+  find_path(TS_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas-openmp openblas openblas-pthread)
+  find_library(TS_OPENBLAS_LIB NAMES openblas openblaso openblasp
+               PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp NO_DEFAULT_PATH)
+  if(NOT TS_OPENBLAS_LIB)
+    find_library(TS_OPENBLAS_LIB NAMES openblas openblaso openblasp)
+  endif()
   if(TS_CBLAS_INCLUDE AND TS_OPENBLAS_LIB)
     set(TS_HAVE_CBLAS ON)
     list(APPEND TS_DEP_LIBS ${TS_OPENBLAS_LIB})

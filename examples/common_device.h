@@ -1,4 +1,5 @@
-/* common_device.h — picks the accelerator for the examples: cuda:0 when present, else sim:0 (said). */
+/* common_device.h — picks the accelerator for the examples: cuda:0 when present, else sim:0 (said).
+ */
 #ifndef EXAMPLES_COMMON_DEVICE_H
 #define EXAMPLES_COMMON_DEVICE_H
 #include <stdio.h>

@@ -23,7 +23,8 @@ static double hand_gradient(ts_tensor *X, ts_tensor *y, ts_tensor *W) {
 static double with_autograd(ts_device dev, ts_tensor *Xc, ts_tensor *yc) {
     ts_scope_begin();
     ts_tensor *X = ts_keep(ts_to(Xc, dev)), *y = ts_keep(ts_to(yc, dev));
-    ts_tensor *W = ts_keep(ts_rand(TS_SHAPE(10, 1), (ts_opts){.device = dev, .requires_grad = true}));
+    ts_tensor *W =
+        ts_keep(ts_rand(TS_SHAPE(10, 1), (ts_opts){.device = dev, .requires_grad = true}));
     ts_scope_end();
     ts_optim *opt = ts_sgd_params(&W, 1, (ts_sgd_opts){.lr = 0.01});
     double loss = 0;

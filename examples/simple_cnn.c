@@ -21,8 +21,8 @@ static ts_tensor *simple_cnn_forward(ts_module *self, ts_tensor *x) {
 static ts_module *simple_cnn_new(void) {
     simple_cnn *m = ts_module_alloc(sizeof *m, "SimpleCNN", simple_cnn_forward);
     m->conv1 = ts_module_add(&m->base, "conv1", ts_conv2d_new(3, 6, 5, (ts_conv2d_opts){0}));
-    m->pool = ts_module_add(&m->base, "pool",
-                            ts_max_pool2d_new((ts_pool2d_opts){.kernel = {2, 2}, .stride = {2, 2}}));
+    m->pool = ts_module_add(
+        &m->base, "pool", ts_max_pool2d_new((ts_pool2d_opts){.kernel = {2, 2}, .stride = {2, 2}}));
     m->conv2 = ts_module_add(&m->base, "conv2", ts_conv2d_new(6, 16, 5, (ts_conv2d_opts){0}));
     m->fc1 = ts_module_add(&m->base, "fc1", ts_linear_new(16 * 5 * 5, 120));
     m->fc2 = ts_module_add(&m->base, "fc2", ts_linear_new(120, 84));
@@ -37,7 +37,8 @@ int main(void) {
     ts_module_summary(net);
     ts_optim *opt = ts_sgd(net, (ts_sgd_opts){.lr = 0.001, .momentum = 0.9});
     /* four fixed "mini-batches" of 16 images, normalised to [-1, 1] like the seed's transform */
-    ts_tensor *images = ts_sub_scalar(ts_mul_scalar(ts_rand(TS_SHAPE(4, 16, 3, 32, 32), (ts_opts){0}), 2), 1);
+    ts_tensor *images =
+        ts_sub_scalar(ts_mul_scalar(ts_rand(TS_SHAPE(4, 16, 3, 32, 32), (ts_opts){0}), 2), 1);
     ts_tensor *labels = ts_randint(0, 10, TS_SHAPE(4, 16), (ts_opts){0});
     double first = 0, last = 0;
     for (int epoch = 0; epoch < 2; epoch++) {

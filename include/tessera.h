@@ -52,7 +52,8 @@ ts_device ts_cpu(void);
 ts_device ts_cuda(int i);
 ts_device ts_sim(int i);
 bool ts_device_equal(ts_device a, ts_device b); /* after resolving default and current */
-/* PyTorch's rules: "cpu", "cuda", "cuda:1", "sim:0"; "cuda:01", "cuda:", "gpu", "cpu:1x" are errors */
+/* PyTorch's rules: "cpu", "cuda", "cuda:1", "sim:0"; "cuda:01", "cuda:", "gpu", "cpu:1x" are errors
+ */
 ts_status ts_device_parse(const char *s, ts_device *out);
 const char *ts_device_str(ts_device d); /* "cpu", "cuda:0", "sim:1" (thread-local ring buffer) */
 int ts_device_count(ts_device_type t);
@@ -107,7 +108,7 @@ static inline ts_shape ts_shape_make(size_t ndim, const int64_t *dims) {
 }
 /* TS_SHAPE(2, 3) is a 2x3 shape; TS_SHAPE() is the 0-dim shape of a scalar. */
 #define TS_SHAPE(...)                                                                              \
-    ts_shape_make(sizeof((int64_t[]){0, __VA_ARGS__}) / sizeof(int64_t) - 1,                      \
+    ts_shape_make(sizeof((int64_t[]){0, __VA_ARGS__}) / sizeof(int64_t) - 1,                       \
                   (const int64_t[]){0, __VA_ARGS__} + 1)
 /* A list of ints (dims for permute, reductions...). */
 typedef struct ts_dims {
@@ -133,8 +134,8 @@ typedef struct ts_opts {
 ts_tensor *ts_retain(ts_tensor *t); /* NULL-safe; returns t */
 void ts_release(ts_tensor *t);      /* NULL-safe */
 void ts_scope_begin(void);
-void ts_scope_end(void);             /* TS_ERR_STATE when no scope is open */
-ts_tensor *ts_keep(ts_tensor *t);    /* move t to the enclosing scope (or to the caller) */
+void ts_scope_end(void);          /* TS_ERR_STATE when no scope is open */
+ts_tensor *ts_keep(ts_tensor *t); /* move t to the enclosing scope (or to the caller) */
 int ts_scope_depth(void);
 
 /* creation */
@@ -167,11 +168,11 @@ typedef struct ts_rng_state {
 } ts_rng_state;
 ts_rng_state ts_rng_get_state(void);
 void ts_rng_set_state(ts_rng_state s);
-ts_tensor *ts_rand(ts_shape s, ts_opts o);  /* U[0, 1) */
-ts_tensor *ts_randn(ts_shape s, ts_opts o); /* N(0, 1) */
+ts_tensor *ts_rand(ts_shape s, ts_opts o);                               /* U[0, 1) */
+ts_tensor *ts_randn(ts_shape s, ts_opts o);                              /* N(0, 1) */
 ts_tensor *ts_randint(int64_t low, int64_t high, ts_shape s, ts_opts o); /* default dtype i64 */
-ts_tensor *ts_randperm(int64_t n, ts_opts o);                          /* default dtype i64 */
-ts_tensor *ts_bernoulli(ts_tensor *p);          /* each element 1 with probability p */
+ts_tensor *ts_randperm(int64_t n, ts_opts o);                            /* default dtype i64 */
+ts_tensor *ts_bernoulli(ts_tensor *p);             /* each element 1 with probability p */
 ts_tensor *ts_bernoulli_p(ts_tensor *t, double p); /* like t, 1 with probability p */
 ts_tensor *ts_normal_(ts_tensor *t, double mean, double std);
 ts_tensor *ts_uniform_(ts_tensor *t, double low, double high);
@@ -211,15 +212,15 @@ ts_tensor *ts_reshape(ts_tensor *t, ts_shape s); /* view when possible, else a c
 ts_tensor *ts_flatten(ts_tensor *t, int start_dim, int end_dim);
 ts_tensor *ts_permute(ts_tensor *t, ts_dims dims);
 ts_tensor *ts_transpose(ts_tensor *t, int d0, int d1);
-ts_tensor *ts_t(ts_tensor *t); /* 2-D transpose (0- and 1-D returned as they are) */
-ts_tensor *ts_squeeze(ts_tensor *t);           /* all size-1 dims */
+ts_tensor *ts_t(ts_tensor *t);       /* 2-D transpose (0- and 1-D returned as they are) */
+ts_tensor *ts_squeeze(ts_tensor *t); /* all size-1 dims */
 ts_tensor *ts_squeeze_dim(ts_tensor *t, int dim);
 ts_tensor *ts_unsqueeze(ts_tensor *t, int dim);
 ts_tensor *ts_narrow(ts_tensor *t, int dim, int64_t start, int64_t length);
 /* t[start:end:step] along dim, Python's rules: negative start/end count from the end, clamped */
 ts_tensor *ts_slice(ts_tensor *t, int dim, int64_t start, int64_t end, int64_t step);
 ts_tensor *ts_select(ts_tensor *t, int dim, int64_t index); /* removes dim */
-ts_tensor *ts_expand(ts_tensor *t, ts_shape s);            /* -1 keeps a dim */
+ts_tensor *ts_expand(ts_tensor *t, ts_shape s);             /* -1 keeps a dim */
 ts_tensor *ts_expand_as(ts_tensor *t, ts_tensor *other);
 ts_tensor *ts_contiguous(ts_tensor *t); /* t itself (retained) when already contiguous */
 
@@ -321,8 +322,8 @@ ts_tensor *ts_mean(ts_tensor *t);
 ts_tensor *ts_prod(ts_tensor *t);
 ts_tensor *ts_max(ts_tensor *t);
 ts_tensor *ts_min(ts_tensor *t);
-ts_tensor *ts_var(ts_tensor *t);  /* correction 1 */
-ts_tensor *ts_std(ts_tensor *t);  /* correction 1 */
+ts_tensor *ts_var(ts_tensor *t);    /* correction 1 */
+ts_tensor *ts_std(ts_tensor *t);    /* correction 1 */
 ts_tensor *ts_argmax(ts_tensor *t); /* index into the flattened tensor */
 ts_tensor *ts_argmin(ts_tensor *t);
 ts_tensor *ts_logsumexp(ts_tensor *t);
@@ -382,10 +383,10 @@ ts_status ts_device_memory(ts_device d, size_t *free_bytes, size_t *total_bytes)
 /* =================================================================== autograd */
 void ts_set_requires_grad(ts_tensor *t, bool on);
 bool ts_requires_grad(ts_tensor *t);
-ts_tensor *ts_grad(ts_tensor *t); /* borrowed; NULL when none */
+ts_tensor *ts_grad(ts_tensor *t);                     /* borrowed; NULL when none */
 ts_status ts_set_grad(ts_tensor *t, ts_tensor *grad); /* NULL clears (zero_grad set_to_none) */
 bool ts_is_leaf(ts_tensor *t);
-uint64_t ts_version(ts_tensor *t); /* bumped by every in-place op on the storage */
+uint64_t ts_version(ts_tensor *t);         /* bumped by every in-place op on the storage */
 const char *ts_grad_fn_name(ts_tensor *t); /* "AddBackward0", or NULL for leaves */
 /* Backpropagate from a one-element tensor (gradient 1). */
 void ts_backward(ts_tensor *loss);
@@ -415,9 +416,9 @@ typedef struct ts_gradcheck_opts {
 bool ts_gradcheck(ts_gradcheck_fn f, void *ctx, ts_tensor *const *inputs, int n,
                   ts_gradcheck_opts o);
 
+#include "tessera/io.h"
 #include "tessera/nn.h"
 #include "tessera/optim.h"
-#include "tessera/io.h"
 
 #ifdef __cplusplus
 }

@@ -29,8 +29,8 @@ static void check_values(ts_tensor *t, const double *want, int n) {
 static void cross_device(ts_device dev) {
     ts_scope_begin();
     ts_tensor *c = ts_tensor_f32(TS_SHAPE(3), (float[]){1, 2, 3}, (ts_opts){.requires_grad = true});
-    ts_tensor *g =
-        ts_tensor_f32(TS_SHAPE(3), (float[]){4, 5, 6}, (ts_opts){.device = dev, .requires_grad = true});
+    ts_tensor *g = ts_tensor_f32(TS_SHAPE(3), (float[]){4, 5, 6},
+                                 (ts_opts){.device = dev, .requires_grad = true});
     ts_tensor *r = ts_add(g, ts_to(c, dev));
     CHECK(ts_device_equal(ts_device_of(r), dev));
     CHECK_STREQ(ts_grad_fn_name(r), "AddBackward0");
@@ -74,7 +74,8 @@ static void accumulation_and_retain(void) {
 
 static void versions_and_inplace(void) {
     ts_scope_begin();
-    ts_tensor *x = ts_tensor_f64(TS_SHAPE(3), (double[]){0, 1, 2}, (ts_opts){.requires_grad = true});
+    ts_tensor *x =
+        ts_tensor_f64(TS_SHAPE(3), (double[]){0, 1, 2}, (ts_opts){.requires_grad = true});
     /* in-place on a leaf that requires grad */
     CHECK(ts_add_scalar_(x, 1) == NULL);
     CHECK(strstr(ts_error_message(), "leaf Variable that requires grad") != NULL);
@@ -146,9 +147,9 @@ static void anomaly(void) {
 static ts_tensor *f_views(ts_tensor *const *in, int n, void *ctx) {
     (void)n;
     ts_device dev = *(ts_device *)ctx;
-    ts_tensor *x = ts_to(in[0], dev); /* cpu leaf -> device */
-    ts_tensor *a = ts_transpose(ts_reshape(x, TS_SHAPE(3, 4)), 0, 1);      /* [4, 3] */
-    ts_tensor *b = ts_slice(ts_unsqueeze(a, 0), 1, 1, 4, 2);                /* [1, 2, 3] */
+    ts_tensor *x = ts_to(in[0], dev);                                 /* cpu leaf -> device */
+    ts_tensor *a = ts_transpose(ts_reshape(x, TS_SHAPE(3, 4)), 0, 1); /* [4, 3] */
+    ts_tensor *b = ts_slice(ts_unsqueeze(a, 0), 1, 1, 4, 2);          /* [1, 2, 3] */
     ts_tensor *c = ts_expand(b, TS_SHAPE(2, 2, 3));
     ts_tensor *d = ts_select(ts_permute(c, TS_DIMS(2, 0, 1)), 0, 2);        /* [2, 2] */
     ts_tensor *e = ts_narrow(ts_flatten(ts_contiguous(a), 0, -1), 0, 2, 5); /* [5] */
@@ -184,7 +185,8 @@ static ts_tensor *f_wrong(ts_tensor *const *in, int n, void *ctx) {
 
 static void gradcheck_catches_errors(void) {
     ts_scope_begin();
-    ts_tensor *x = ts_tensor_f64(TS_SHAPE(3), (double[]){1, 2, 3}, (ts_opts){.requires_grad = true});
+    ts_tensor *x =
+        ts_tensor_f64(TS_SHAPE(3), (double[]){1, 2, 3}, (ts_opts){.requires_grad = true});
     ts_tensor *ins[1] = {x};
     CHECK(!ts_gradcheck(f_wrong, NULL, ins, 1, (ts_gradcheck_opts){0}));
     ts_error_clear();

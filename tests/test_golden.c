@@ -9,7 +9,8 @@
 
 #include "ts_test.h"
 
-/* ------------------------------------------------------------------ the models, as in the script */
+/* ------------------------------------------------------------------ the models, as in the script
+ */
 typedef struct {
     ts_module base;
     ts_module *fc1, *fc2;
@@ -41,8 +42,8 @@ static ts_tensor *simple_cnn_forward(ts_module *self, ts_tensor *x) {
 static ts_module *simple_cnn_new(void) {
     simple_cnn *m = ts_module_alloc(sizeof *m, "SimpleCNN", simple_cnn_forward);
     m->conv1 = ts_module_add(&m->base, "conv1", ts_conv2d_new(3, 6, 5, (ts_conv2d_opts){0}));
-    m->pool = ts_module_add(&m->base, "pool",
-                            ts_max_pool2d_new((ts_pool2d_opts){.kernel = {2, 2}, .stride = {2, 2}}));
+    m->pool = ts_module_add(
+        &m->base, "pool", ts_max_pool2d_new((ts_pool2d_opts){.kernel = {2, 2}, .stride = {2, 2}}));
     m->conv2 = ts_module_add(&m->base, "conv2", ts_conv2d_new(6, 16, 5, (ts_conv2d_opts){0}));
     m->fc1 = ts_module_add(&m->base, "fc1", ts_linear_new(400, 120));
     m->fc2 = ts_module_add(&m->base, "fc2", ts_linear_new(120, 84));
@@ -77,7 +78,8 @@ static ts_module *conv_bn_new(void) {
     m->conv = ts_module_add(&m->base, "conv",
                             ts_conv2d_new(1, 4, 3, (ts_conv2d_opts){.padding = {1, 1}}));
     m->bn = ts_module_add(&m->base, "bn", ts_batch_norm2d_new(4, (ts_norm_opts){0}));
-    m->pool = ts_module_add(&m->base, "pool", ts_max_pool2d_new((ts_pool2d_opts){.kernel = {2, 2}}));
+    m->pool =
+        ts_module_add(&m->base, "pool", ts_max_pool2d_new((ts_pool2d_opts){.kernel = {2, 2}}));
     m->fc = ts_module_add(&m->base, "fc", ts_linear_new(64, 3));
     return &m->base;
 }
@@ -120,8 +122,9 @@ static bool close_to(const char *what, ts_tensor *got, ts_tensor *want, double r
         if (err > tol) ok = false;
         if (err / tol > worst) worst = err / tol;
     }
-    if (!ok) printf("  %s: mismatch (%lld vs %lld elements, worst err/tol %.3g)\n", what,
-                    (long long)ng, (long long)nw, worst);
+    if (!ok)
+        printf("  %s: mismatch (%lld vs %lld elements, worst err/tol %.3g)\n", what, (long long)ng,
+               (long long)nw, worst);
     free(g);
     free(w);
     return ok;

@@ -554,6 +554,40 @@ static void test_errors(void) {
     CHECK_OK();
 }
 
+/* Tensors large enough to be split over threads: element j of a 70002-element parameter holding
+ * P0[j % 6] with gradients G0[j % 6] * C[s] - 0.2 s ends where the reference's element j % 6 does.
+ */
+static void test_large(void) {
+    enum { N = 70002 };
+    static const int which[] = {3, 7, 15}; /* SGD nesterov, Adam amsgrad, RMSprop centered */
+    double *v = malloc(N * sizeof *v), *g = malloc(N * sizeof *g);
+    int old = ts_get_num_threads();
+    ts_set_num_threads(2);
+    for (int w = 0; w < 3; w++) {
+        const optim_case *c = &cases[which[w]];
+        ts_scope_begin();
+        for (int j = 0; j < N; j++) v[j] = P0[j % 6];
+        ts_tensor *p =
+            ts_tensor_f64(TS_SHAPE(N), v, (ts_opts){.dtype = TS_F64, .requires_grad = true});
+        ts_optim *opt = make(c, &p, 1);
+        for (int s = 0; s < 5; s++) {
+            for (int j = 0; j < N; j++) g[j] = G0[j % 6] * C[s] - 0.2 * s;
+            ts_set_grad(p, ts_tensor_f64(TS_SHAPE(N), g, (ts_opts){.dtype = TS_F64}));
+            CHECK_EQ(ts_optim_step(opt), TS_OK);
+        }
+        ts_copy_to_host(p, v, N * sizeof *v);
+        int bad = 0;
+        for (int j = 0; j < N; j++) bad += !(fabs(v[j] - c->ref[j % 6]) <= 1e-12);
+        if (bad) printf("  large %s: %d elements differ\n", c->name, bad);
+        CHECK_EQ(bad, 0);
+        ts_optim_free(opt);
+        ts_scope_end();
+    }
+    ts_set_num_threads(old);
+    free(v), free(g);
+    CHECK_OK();
+}
+
 /* Out of memory while creating Adam's state: the step fails with TS_ERR_OOM and changes nothing. */
 static void test_oom(void) {
     /* 20 MB: the 8 MB parameter and its 8 MB grad fit, their two 8 MB state buffers do not */
@@ -585,6 +619,7 @@ int main(void) {
     test_clip();
     test_module();
     test_errors();
+    test_large();
     test_oom(); /* last: it reconfigures the sim devices */
     return ts_test_finish();
 }

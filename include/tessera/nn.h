@@ -38,15 +38,19 @@ ts_tensor *ts_layer_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, 
 ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices);
 
 /* ===================================================================== losses */
-typedef enum ts_reduction { TS_REDUCTION_MEAN = 0, TS_REDUCTION_SUM, TS_REDUCTION_NONE } ts_reduction;
+typedef enum ts_reduction {
+    TS_REDUCTION_MEAN = 0,
+    TS_REDUCTION_SUM,
+    TS_REDUCTION_NONE
+} ts_reduction;
 typedef struct ts_loss_opts {
     ts_reduction reduction;
-    ts_tensor *weight;       /* per-class weight [C] (cross_entropy, nll) or per-element (bce) */
-    bool has_ignore_index;   /* false: PyTorch's default ignore_index = -100 */
+    ts_tensor *weight;     /* per-class weight [C] (cross_entropy, nll) or per-element (bce) */
+    bool has_ignore_index; /* false: PyTorch's default ignore_index = -100 */
     int64_t ignore_index;
-    double label_smoothing;  /* cross_entropy */
-    double beta;             /* smooth_l1: 0 -> 1.0 */
-    ts_tensor *pos_weight;   /* bce_with_logits */
+    double label_smoothing; /* cross_entropy */
+    double beta;            /* smooth_l1: 0 -> 1.0 */
+    ts_tensor *pos_weight;  /* bce_with_logits */
 } ts_loss_opts;
 /* logits [N, C] or [N, C, d1...]; target class indices (i64 [N, d1...]) or probabilities (float,
  * logits' shape) */
@@ -72,7 +76,7 @@ struct ts_module {
     const char *type_name; /* "Linear", "Conv2d", user's name */
     ts_forward_fn forward;
     /* optional hooks */
-    void (*destroy)(ts_module *self);                       /* free user-owned extras */
+    void (*destroy)(ts_module *self);                         /* free user-owned extras */
     void (*extra_repr)(ts_module *self, char *buf, size_t n); /* "3, 6, kernel_size=(5, 5)" */
     bool training;
     struct ts_module_impl *impl; /* children, parameters, buffers (private) */
@@ -91,7 +95,7 @@ void *ts_module_add(ts_module *parent, const char *name, ts_module *child);
  * The reference is consumed the same way on failure (NULL). Returns t, borrowed. */
 ts_tensor *ts_module_param(ts_module *m, const char *name, ts_tensor *t);
 ts_tensor *ts_module_buffer(ts_module *m, const char *name, ts_tensor *t);
-ts_tensor *ts_module_get(ts_module *m, const char *name); /* "conv1.weight"; borrowed */
+ts_tensor *ts_module_get(ts_module *m, const char *name);   /* "conv1.weight"; borrowed */
 ts_module *ts_module_child(ts_module *m, const char *name); /* "features.0"; borrowed */
 /* Recursive; NULL-safe. Only root modules: a child is freed by its parent (TS_ERR_STATE). */
 void ts_module_free(ts_module *m);
@@ -115,8 +119,9 @@ typedef struct ts_tensor_list {
     ts_tensor **tensors;
 } ts_tensor_list;
 ts_status ts_tensor_list_add(ts_tensor_list *l, const char *name, ts_tensor *t); /* retains */
-ts_tensor *ts_tensor_list_get(const ts_tensor_list *l, const char *name); /* borrowed; NULL if absent */
-void ts_tensor_list_free(ts_tensor_list *l); /* releases and empties */
+ts_tensor *ts_tensor_list_get(const ts_tensor_list *l,
+                              const char *name); /* borrowed; NULL if absent */
+void ts_tensor_list_free(ts_tensor_list *l);     /* releases and empties */
 /* PyTorch's order and names: a module's parameters, then its buffers, then each child's.
  * named_parameters/named_buffers list a shared tensor once (PyTorch's remove_duplicate). */
 ts_tensor_list ts_module_named_parameters(ts_module *m);
@@ -128,7 +133,7 @@ ts_tensor_list ts_module_state_dict(ts_module *m); /* parameters and buffers */
  * is copied when it fails. */
 ts_status ts_module_load_state_dict(ts_module *m, const ts_tensor_list *sd, bool strict);
 /* PyTorch's repr: "SimpleCNN(\n  (conv1): Conv2d(3, 6, kernel_size=(5, 5), stride=(1, 1))\n..." */
-char *ts_module_repr(ts_module *m); /* malloc'ed */
+char *ts_module_repr(ts_module *m);   /* malloc'ed */
 void ts_module_summary(ts_module *m); /* repr, "Total parameters: N", "Trainable parameters: N" */
 
 /* built-in modules (parameters initialised as PyTorch's defaults from the global generator, on the

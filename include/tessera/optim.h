@@ -42,11 +42,15 @@ void ts_optim_zero_grad(ts_optim *opt); /* set_to_none, PyTorch 2's default */
 ts_status ts_optim_step(ts_optim *opt);
 void ts_optim_free(ts_optim *opt);
 /* State as named tensors: "state.<i>.<name>" (i = parameter index over all groups, PyTorch's
- * numbering; e.g. momentum_buffer, exp_avg, exp_avg_sq, step) and "param_groups.<g>.lr". */
+ * numbering; e.g. momentum_buffer, exp_avg, exp_avg_sq, step) and "param_groups.<g>.lr"; step and
+ * lr are 0-dim f64 cpu tensors. The list holds copies (later steps do not change it); free it with
+ * ts_tensor_list_free. Loading copies the state onto the parameters' devices and dtypes and
+ * replaces all state; a bad key, shape or missing buffer changes nothing. */
 ts_tensor_list ts_optim_state_dict(ts_optim *opt);
 ts_status ts_optim_load_state_dict(ts_optim *opt, const ts_tensor_list *sd);
 
-/* Learning-rate schedulers: step once per epoch (or per batch for one-cycle / warm-up). */
+/* Learning-rate schedulers: step once per epoch (or per batch for one-cycle / warm-up). They use
+ * torch's recursive forms, so several may be chained on one optimizer; free them before it. */
 typedef struct ts_lr_scheduler ts_lr_scheduler;
 ts_lr_scheduler *ts_step_lr(ts_optim *opt, int step_size, double gamma);
 ts_lr_scheduler *ts_multistep_lr(ts_optim *opt, const int *milestones, int n, double gamma);
@@ -54,7 +58,9 @@ ts_lr_scheduler *ts_cosine_lr(ts_optim *opt, int t_max, double eta_min);
 /* LinearLR: factor goes from start_factor to end_factor over total_iters steps */
 ts_lr_scheduler *ts_linear_lr(ts_optim *opt, double start_factor, double end_factor,
                               int total_iters);
-/* OneCycleLR with cosine annealing, pct_start 0.3, div_factor 25, final_div_factor 1e4 */
+/* OneCycleLR with cosine annealing, pct_start 0.3, div_factor 25, final_div_factor 1e4; like
+ * torch's default (cycle_momentum) it also cycles momentum (Adam: beta1) between 0.95 and 0.85.
+ * Stepping past total_steps is TS_ERR_STATE. */
 ts_lr_scheduler *ts_onecycle_lr(ts_optim *opt, double max_lr, int total_steps);
 void ts_scheduler_step(ts_lr_scheduler *s);
 int ts_scheduler_last_epoch(ts_lr_scheduler *s);

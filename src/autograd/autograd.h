@@ -26,18 +26,18 @@ typedef void (*tsi_backward_fn)(struct ts_node *node, ts_tensor *const *grad_out
 
 typedef struct ts_node {
     atomic_int refs;
-    const char *name;    /* PyTorch's grad_fn name: "AddBackward0" */
-    const char *op;      /* the forward op: "add" (anomaly messages) */
+    const char *name; /* PyTorch's grad_fn name: "AddBackward0" */
+    const char *op;   /* the forward op: "add" (anomaly messages) */
     tsi_backward_fn backward;
     int n_in, n_out, n_saved;
-    tsi_edge *next;      /* [n_in] */
-    ts_shape *in_shape;  /* [n_in] forward inputs' shapes, dtypes and devices */
+    tsi_edge *next;     /* [n_in] */
+    ts_shape *in_shape; /* [n_in] forward inputs' shapes, dtypes and devices */
     ts_dtype *in_dtype;
     ts_device *in_device;
-    tsi_saved *saved;    /* [n_saved] */
-    double p[4];         /* op parameters (scalars, dims...) */
+    tsi_saved *saved; /* [n_saved] */
+    double p[4];      /* op parameters (scalars, dims...) */
     int64_t ip[TS_MAX_DIMS * 2];
-    void *ctx;           /* extra state, freed with ctx_free */
+    void *ctx; /* extra state, freed with ctx_free */
     void (*ctx_free)(void *ctx);
     /* engine scratch */
     int deps;
@@ -61,7 +61,8 @@ ts_node *tsi_node_new(const char *name, const char *op, tsi_backward_fn fn, ts_t
 static inline bool tsi_node_needs(const ts_node *n, int i) {
     return n->next[i].fn != NULL || n->next[i].leaf != NULL;
 }
-/* Save an input (or any tensor that does not have this node as grad_fn): retained, version noted. */
+/* Save an input (or any tensor that does not have this node as grad_fn): retained, version noted.
+ */
 void tsi_node_save(ts_node *n, int slot, ts_tensor *t);
 /* Save one of this node's outputs: stores an alias without grad_fn, so there is no cycle. */
 void tsi_node_save_output(ts_node *n, int slot, ts_tensor *out);

@@ -142,8 +142,9 @@ static bool run_node(ts_node *n, bool anomaly) {
     if (n->released) {
         tsi_node_saved(n, 0); /* records the "backward through the graph a second time" error */
         if (!ts_error())
-            tsi_error_set(TS_ERR_STATE, "backward: the graph of %s was already freed; use "
-                                        "retain_graph=true to backward through it twice",
+            tsi_error_set(TS_ERR_STATE,
+                          "backward: the graph of %s was already freed; use "
+                          "retain_graph=true to backward through it twice",
                           n->name);
         if (grad_in != grad_in_small) free(grad_in);
         return false;
@@ -164,8 +165,9 @@ static bool run_node(ts_node *n, bool anomaly) {
         }
         if (!tsi_device_eq(tsi_device(g), n->in_device[j])) {
             ok = false;
-            tsi_error_set(TS_ERR_DEVICE, "backward: %s produced a gradient on %s for an input on %s",
-                          n->name, ts_device_str(tsi_device(g)), ts_device_str(n->in_device[j]));
+            tsi_error_set(TS_ERR_DEVICE,
+                          "backward: %s produced a gradient on %s for an input on %s", n->name,
+                          ts_device_str(tsi_device(g)), ts_device_str(n->in_device[j]));
             ts_release(g);
             continue;
         }
@@ -186,8 +188,10 @@ static bool run_node(ts_node *n, bool anomaly) {
                 continue;
             }
         }
-        if (e->leaf) accumulate_leaf(e->leaf, g);
-        else accumulate_node(e->fn, e->output_nr, g);
+        if (e->leaf)
+            accumulate_leaf(e->leaf, g);
+        else
+            accumulate_node(e->fn, e->output_nr, g);
     }
     if (grad_in != grad_in_small) free(grad_in);
     return ok;
@@ -197,16 +201,18 @@ void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o) {
     tsi_init();
     if (!tsi_check_input("backward", t, "tensor")) return;
     if (!t->requires_grad) {
-        tsi_error_set(TS_ERR_STATE, "backward: element 0 of tensors does not require grad and "
-                                    "does not have a grad_fn (%s)",
+        tsi_error_set(TS_ERR_STATE,
+                      "backward: element 0 of tensors does not require grad and "
+                      "does not have a grad_fn (%s)",
                       tsi_desc(t));
         return;
     }
     ts_tensor *g;
     if (!grad) {
         if (tsi_numel(t->shape) != 1) {
-            tsi_error_set(TS_ERR_SHAPE, "backward: grad can be implicitly created only for scalar "
-                                        "outputs, got %s",
+            tsi_error_set(TS_ERR_SHAPE,
+                          "backward: grad can be implicitly created only for scalar "
+                          "outputs, got %s",
                           tsi_desc(t));
             return;
         }

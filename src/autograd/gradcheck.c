@@ -1,4 +1,5 @@
-/* gradcheck.c — ts_gradcheck: analytical vector-Jacobian products against f64 central differences. */
+/* gradcheck.c — ts_gradcheck: analytical vector-Jacobian products against f64 central differences.
+ */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,9 +77,9 @@ bool ts_gradcheck(ts_gradcheck_fn f, void *ctx, ts_tensor *const *inputs, int n,
         v[i] = (double)(state >> 11) / 9007199254740992.0 * 2 - 1;
     }
     if (ok && v && y->requires_grad) {
-        ts_tensor *vt = ts_to(ts_to_dtype(ts_tensor_f64(y->shape, v, (ts_opts){.device = ts_cpu()}),
-                                          y->dtype),
-                              tsi_device(y));
+        ts_tensor *vt =
+            ts_to(ts_to_dtype(ts_tensor_f64(y->shape, v, (ts_opts){.device = ts_cpu()}), y->dtype),
+                  tsi_device(y));
         ts_backward_with(y, vt);
         ok = ts_error() == TS_OK;
     }

@@ -1,4 +1,5 @@
-/* node.c — graph nodes: creation from an op's inputs, saved tensors with version checks, lifetime. */
+/* node.c — graph nodes: creation from an op's inputs, saved tensors with version checks, lifetime.
+ */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,5 @@
-/* device.c — devices: constructors, PyTorch-style parsing and printing, the default-device stack. */
+/* device.c — devices: constructors, PyTorch-style parsing and printing, the default-device stack.
+ */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,10 +54,14 @@ bool ts_device_equal(ts_device a, ts_device b) {
 /* ------------------------------------------------------------- names */
 static const char *type_name(ts_device_type t) {
     switch (t) {
-    case TS_CPU: return "cpu";
-    case TS_CUDA: return "cuda";
-    case TS_SIM: return "sim";
-    default: return "default";
+    case TS_CPU:
+        return "cpu";
+    case TS_CUDA:
+        return "cuda";
+    case TS_SIM:
+        return "sim";
+    default:
+        return "default";
     }
 }
 
@@ -76,9 +81,12 @@ ts_status ts_device_parse(const char *s, ts_device *out) {
     size_t n = 0;
     while (isalpha((unsigned char)s[n]) || s[n] == '_') n++;
     ts_device_type type = TS_DEVICE_DEFAULT;
-    if (n == 3 && !strncmp(s, "cpu", 3)) type = TS_CPU;
-    else if (n == 4 && !strncmp(s, "cuda", 4)) type = TS_CUDA;
-    else if (n == 3 && !strncmp(s, "sim", 3)) type = TS_SIM;
+    if (n == 3 && !strncmp(s, "cpu", 3))
+        type = TS_CPU;
+    else if (n == 4 && !strncmp(s, "cuda", 4))
+        type = TS_CUDA;
+    else if (n == 3 && !strncmp(s, "sim", 3))
+        type = TS_SIM;
     if (type == TS_DEVICE_DEFAULT)
         return tsi_error_set(TS_ERR_ARG,
                              "device_parse: expected one of cpu, cuda, sim device type at start of "
@@ -95,9 +103,8 @@ ts_status ts_device_parse(const char *s, ts_device *out) {
             return tsi_error_set(TS_ERR_ARG, "device_parse: invalid device string: '%s'", s);
         index = strtol(digits, NULL, 10);
         if (type == TS_CPU && index != 0)
-            return tsi_error_set(TS_ERR_ARG,
-                                 "device_parse: CPU device index must be -1 or zero, got %ld",
-                                 index);
+            return tsi_error_set(
+                TS_ERR_ARG, "device_parse: CPU device index must be -1 or zero, got %ld", index);
     } else if (*p != '\0') {
         return tsi_error_set(TS_ERR_ARG, "device_parse: invalid device string: '%s'", s);
     }
@@ -129,8 +136,8 @@ bool tsi_check_device(const char *op, ts_device d) {
     int n = ts_device_count(d.type);
     if (d.type == TS_CUDA && !ts_backend_for(TS_CUDA))
         tsi_error_set(TS_ERR_DEVICE,
-                      "%s: device %s is not available: Tessera was built without CUDA support",
-                      op, ts_device_str(d));
+                      "%s: device %s is not available: Tessera was built without CUDA support", op,
+                      ts_device_str(d));
     else if (d.type == TS_SIM && n == 0)
         tsi_error_set(TS_ERR_DEVICE,
                       "%s: device %s is not available: no sim devices are configured "

@@ -2,7 +2,7 @@
 #include "core/internal.h"
 
 const size_t tsi_dtype_sizes[TS_DTYPE_COUNT] = {
-    [TS_DTYPE_DEFAULT] = 4, [TS_F32] = 4, [TS_F64] = 8, [TS_F16] = 2, [TS_BF16] = 2,
+    [TS_DTYPE_DEFAULT] = 4, [TS_F32] = 4, [TS_F64] = 8, [TS_F16] = 2,  [TS_BF16] = 2,
     [TS_I64] = 8,           [TS_I32] = 4, [TS_U8] = 1,  [TS_BOOL] = 1,
 };
 
@@ -11,15 +11,24 @@ size_t ts_dtype_size(ts_dtype d) { return tsi_dtype_size(d); }
 const char *ts_dtype_name(ts_dtype d) {
     switch (d) {
     case TS_DTYPE_DEFAULT:
-    case TS_F32: return "float32";
-    case TS_F64: return "float64";
-    case TS_F16: return "float16";
-    case TS_BF16: return "bfloat16";
-    case TS_I64: return "int64";
-    case TS_I32: return "int32";
-    case TS_U8: return "uint8";
-    case TS_BOOL: return "bool";
-    default: return "invalid";
+    case TS_F32:
+        return "float32";
+    case TS_F64:
+        return "float64";
+    case TS_F16:
+        return "float16";
+    case TS_BF16:
+        return "bfloat16";
+    case TS_I64:
+        return "int64";
+    case TS_I32:
+        return "int32";
+    case TS_U8:
+        return "uint8";
+    case TS_BOOL:
+        return "bool";
+    default:
+        return "invalid";
     }
 }
 
@@ -29,18 +38,26 @@ bool ts_dtype_is_floating(ts_dtype d) { return tsi_is_float(tsi_resolve_dtype(d)
 static int float_rank(ts_dtype d) {
     switch (d) {
     case TS_F16:
-    case TS_BF16: return 1;
-    case TS_F32: return 2;
-    case TS_F64: return 3;
-    default: return 0;
+    case TS_BF16:
+        return 1;
+    case TS_F32:
+        return 2;
+    case TS_F64:
+        return 3;
+    default:
+        return 0;
     }
 }
 static int int_rank(ts_dtype d) {
     switch (d) {
-    case TS_U8: return 1;
-    case TS_I32: return 2;
-    case TS_I64: return 3;
-    default: return 0;
+    case TS_U8:
+        return 1;
+    case TS_I32:
+        return 2;
+    case TS_I64:
+        return 3;
+    default:
+        return 0;
     }
 }
 

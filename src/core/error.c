@@ -20,17 +20,28 @@ void ts_error_clear(void) {
 
 const char *ts_status_string(ts_status s) {
     switch (s) {
-    case TS_OK: return "TS_OK";
-    case TS_ERR_DEVICE: return "TS_ERR_DEVICE";
-    case TS_ERR_SHAPE: return "TS_ERR_SHAPE";
-    case TS_ERR_DTYPE: return "TS_ERR_DTYPE";
-    case TS_ERR_ARG: return "TS_ERR_ARG";
-    case TS_ERR_OOM: return "TS_ERR_OOM";
-    case TS_ERR_IO: return "TS_ERR_IO";
-    case TS_ERR_FORMAT: return "TS_ERR_FORMAT";
-    case TS_ERR_CUDA: return "TS_ERR_CUDA";
-    case TS_ERR_UNSUPPORTED: return "TS_ERR_UNSUPPORTED";
-    case TS_ERR_STATE: return "TS_ERR_STATE";
+    case TS_OK:
+        return "TS_OK";
+    case TS_ERR_DEVICE:
+        return "TS_ERR_DEVICE";
+    case TS_ERR_SHAPE:
+        return "TS_ERR_SHAPE";
+    case TS_ERR_DTYPE:
+        return "TS_ERR_DTYPE";
+    case TS_ERR_ARG:
+        return "TS_ERR_ARG";
+    case TS_ERR_OOM:
+        return "TS_ERR_OOM";
+    case TS_ERR_IO:
+        return "TS_ERR_IO";
+    case TS_ERR_FORMAT:
+        return "TS_ERR_FORMAT";
+    case TS_ERR_CUDA:
+        return "TS_ERR_CUDA";
+    case TS_ERR_UNSUPPORTED:
+        return "TS_ERR_UNSUPPORTED";
+    case TS_ERR_STATE:
+        return "TS_ERR_STATE";
     }
     return "TS_ERR_UNKNOWN";
 }

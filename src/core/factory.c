@@ -1,4 +1,5 @@
-/* factory.c — creating tensors: empty/zeros/ones/full, ranges, eye, from host data, *_like, fill_. */
+/* factory.c — creating tensors: empty/zeros/ones/full, ranges, eye, from host data, *_like, fill_.
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,8 @@ ts_tensor *ts_tensor_i32(ts_shape s, const int32_t *d, ts_opts o) {
 }
 
 /* Ranges are computed on the host in double, as PyTorch's CPU kernels do, then converted. */
-static ts_tensor *from_doubles(const char *op, ts_shape s, const double *v, ts_dtype dt, ts_opts o) {
+static ts_tensor *from_doubles(const char *op, ts_shape s, const double *v, ts_dtype dt,
+                               ts_opts o) {
     return from_host(op, s, TS_F64, v, dt, o);
 }
 
@@ -120,8 +122,9 @@ static bool is_integral(double x) { return isfinite(x) && x == floor(x); }
 
 ts_tensor *ts_arange(double start, double end, double step, ts_opts o) {
     if (step == 0 || !isfinite(step) || !isfinite(start) || !isfinite(end))
-        return tsi_error_set(TS_ERR_ARG, "arange: step must be nonzero and bounds finite (start %g, "
-                                         "end %g, step %g)",
+        return tsi_error_set(TS_ERR_ARG,
+                             "arange: step must be nonzero and bounds finite (start %g, "
+                             "end %g, step %g)",
                              start, end, step),
                NULL;
     if ((step > 0 && end < start) || (step < 0 && end > start))
@@ -135,9 +138,9 @@ ts_tensor *ts_arange(double start, double end, double step, ts_opts o) {
         return tsi_error_set(TS_ERR_ARG, "arange: %g elements are too many", count), NULL;
     int64_t n = (int64_t)count;
     /* PyTorch infers int64 when every bound is integral and no dtype is given */
-    ts_dtype dt = o.dtype ? o.dtype
-                          : (is_integral(start) && is_integral(end) && is_integral(step) ? TS_I64
-                                                                                         : TS_F32);
+    ts_dtype dt =
+        o.dtype ? o.dtype
+                : (is_integral(start) && is_integral(end) && is_integral(step) ? TS_I64 : TS_F32);
     double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
     if (!v) return tsi_error_set(TS_ERR_OOM, "arange: out of host memory"), NULL;
     for (int64_t i = 0; i < n; i++) v[i] = start + (double)i * step;
@@ -165,7 +168,9 @@ ts_tensor *ts_linspace(double start, double end, int64_t steps, ts_opts o) {
 
 ts_tensor *ts_eye(int64_t n, int64_t m, ts_opts o) {
     if (m <= 0) m = n;
-    if (n < 0) return tsi_error_set(TS_ERR_ARG, "eye: n must be non-negative, got %lld", (long long)n), NULL;
+    if (n < 0)
+        return tsi_error_set(TS_ERR_ARG, "eye: n must be non-negative, got %lld", (long long)n),
+               NULL;
     ts_tensor *t = make("eye", TS_SHAPE(n, m), o.dtype, o);
     if (!t) return NULL;
     fill_raw(t, 0);

@@ -32,9 +32,12 @@ static size_t env_size(const char *name) {
     char *end;
     double x = strtod(v, &end);
     double mul = 1;
-    if (*end == 'k' || *end == 'K') mul = 1024.0;
-    else if (*end == 'm' || *end == 'M') mul = 1024.0 * 1024;
-    else if (*end == 'g' || *end == 'G') mul = 1024.0 * 1024 * 1024;
+    if (*end == 'k' || *end == 'K')
+        mul = 1024.0;
+    else if (*end == 'm' || *end == 'M')
+        mul = 1024.0 * 1024;
+    else if (*end == 'g' || *end == 'G')
+        mul = 1024.0 * 1024 * 1024;
     return x > 0 ? (size_t)(x * mul) : 0;
 }
 

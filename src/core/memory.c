@@ -6,7 +6,7 @@
 #include "core/internal.h"
 
 #define TSI_MAX_INDEX 64
-#define TSI_TYPES 4 /* indexed by ts_device_type */
+#define TSI_TYPES     4 /* indexed by ts_device_type */
 
 static _Atomic(ts_allocator *) allocators[TSI_TYPES][TSI_MAX_INDEX];
 static atomic_int_fast64_t live[TSI_TYPES][TSI_MAX_INDEX];
@@ -95,9 +95,8 @@ static void report_leaks(void) {
         for (int i = 0; i < TSI_MAX_INDEX; i++) {
             int64_t n = (int64_t)atomic_load(&live[t][i]);
             if (n > 0)
-                fprintf(stderr, "tessera: %lld tensor%s still alive at exit on %s\n",
-                        (long long)n, n == 1 ? "" : "s",
-                        ts_device_str((ts_device){(ts_device_type)t, i}));
+                fprintf(stderr, "tessera: %lld tensor%s still alive at exit on %s\n", (long long)n,
+                        n == 1 ? "" : "s", ts_device_str((ts_device){(ts_device_type)t, i}));
         }
 }
 

@@ -1,5 +1,5 @@
-/* rng.c — the global Philox generator state: one seed and a counter offset shared by all devices, so
- * a seed gives the same numbers wherever they are drawn. */
+/* rng.c — the global Philox generator state: one seed and a counter offset shared by all devices,
+ * so a seed gives the same numbers wherever they are drawn. */
 #include <pthread.h>
 
 #include "core/internal.h"

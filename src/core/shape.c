@@ -70,9 +70,10 @@ bool tsi_broadcast_shapes(const char *op, ts_shape a, ts_shape b, ts_shape *out)
 int tsi_wrap_dim(const char *op, int dim, int ndim) {
     int n = ndim > 0 ? ndim : 1; /* 0-dim tensors accept dims -1 and 0 */
     if (dim < -n || dim >= n) {
-        tsi_error_set(TS_ERR_ARG,
-                      "%s: dimension out of range (expected to be in range of [%d, %d], but got %d)",
-                      op, -n, n - 1, dim);
+        tsi_error_set(
+            TS_ERR_ARG,
+            "%s: dimension out of range (expected to be in range of [%d, %d], but got %d)", op, -n,
+            n - 1, dim);
         return -1;
     }
     return dim < 0 ? dim + n : dim;

@@ -36,8 +36,8 @@ static bool move_bytes(const char *op, ts_device dd, void *dst, ts_device sd, co
         dbe->copy_d2d(dbe, dd.index, dst, sd.index, src, n);
     } else {
         void *stage = malloc(n ? n : 1);
-        if (!stage) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory staging a copy", op),
-                      false;
+        if (!stage)
+            return tsi_error_set(TS_ERR_OOM, "%s: out of host memory staging a copy", op), false;
         sbe->copy_d2h(sbe, sd.index, stage, src, n);
         dbe->copy_h2d(dbe, dd.index, dst, stage, n);
         free(stage);

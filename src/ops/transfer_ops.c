@@ -84,9 +84,9 @@ ts_tensor *ts_copy_(ts_tensor *dst, ts_tensor *src) {
                              tsi_desc(src), tsi_desc(dst)),
                NULL;
     ts_tensor *ins[2] = {dst, src};
-    ts_node *node = tsi_needs_graph(ins, 2) ? tsi_node_new("CopyBackwards", "copy_",
-                                                            tsi_copy_backward, ins, 2, 1, 0)
-                                             : NULL;
+    ts_node *node = tsi_needs_graph(ins, 2)
+                        ? tsi_node_new("CopyBackwards", "copy_", tsi_copy_backward, ins, 2, 1, 0)
+                        : NULL;
     tsi_log_op("copy_", tsi_device(dst));
     /* copy_ is an explicit transfer, like PyTorch's: the source may live on another device */
     ts_tensor *s = tsi_to_device("copy_", src, tsi_device(dst));

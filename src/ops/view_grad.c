@@ -22,9 +22,9 @@ void tsi_slice_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_tensor *z = ts_zeros(n->in_shape[0], (ts_opts){.dtype = g->dtype, .device = tsi_device(g)});
     if (!z) return;
     int dim = (int)n->ip[0];
-    ts_tensor *part = n->ip[3] ? ts_select(z, dim, n->ip[1])
-                               : ts_slice(z, dim, n->ip[1], n->ip[1] + g->shape.dims[dim] * n->ip[2],
-                                          n->ip[2]);
+    ts_tensor *part =
+        n->ip[3] ? ts_select(z, dim, n->ip[1])
+                 : ts_slice(z, dim, n->ip[1], n->ip[1] + g->shape.dims[dim] * n->ip[2], n->ip[2]);
     if (ts_copy_(part, g)) gi[0] = z;
 }
 

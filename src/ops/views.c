@@ -1,5 +1,5 @@
-/* views.c — views that share storage (view/reshape, permute, transpose, squeeze, narrow, expand...),
- * each recording its backward (view_grad.c). */
+/* views.c — views that share storage (view/reshape, permute, transpose, squeeze, narrow,
+ * expand...), each recording its backward (view_grad.c). */
 #include <string.h>
 
 #include "autograd/autograd.h"
@@ -18,8 +18,7 @@ static ts_tensor *record_view(ts_tensor *t, ts_tensor *out, const char *name, co
 
 /* Replace a single -1 by what the element count implies. */
 static bool infer_shape(const char *op, ts_shape *s, int64_t numel) {
-    if (!(s->ndim >= 0 && s->ndim <= TS_MAX_DIMS))
-        return tsi_check_shape(op, *s);
+    if (!(s->ndim >= 0 && s->ndim <= TS_MAX_DIMS)) return tsi_check_shape(op, *s);
     int infer = -1;
     int64_t known = 1;
     for (int i = 0; i < s->ndim; i++) {
@@ -122,8 +121,10 @@ ts_tensor *ts_flatten(ts_tensor *t, int start_dim, int end_dim) {
     ts_shape s = {.ndim = n - (b - a)};
     int k = 0;
     for (int i = 0; i < n; i++) {
-        if (i <= a || i > b) s.dims[k++] = t->shape.dims[i];
-        else s.dims[k - 1] *= t->shape.dims[i];
+        if (i <= a || i > b)
+            s.dims[k++] = t->shape.dims[i];
+        else
+            s.dims[k - 1] *= t->shape.dims[i];
     }
     return ts_reshape(t, s);
 }
@@ -267,7 +268,8 @@ ts_tensor *ts_narrow(ts_tensor *t, int dim, int64_t start, int64_t length) {
     if (d < 0) return NULL;
     int64_t size = t->shape.dims[d];
     if (start < -size || start > size)
-        return tsi_error_set(TS_ERR_ARG, "narrow: start %lld out of range for dimension %d of size %lld",
+        return tsi_error_set(TS_ERR_ARG,
+                             "narrow: start %lld out of range for dimension %d of size %lld",
                              (long long)start, dim, (long long)size),
                NULL;
     if (start < 0) start += size;
@@ -279,8 +281,8 @@ ts_tensor *ts_narrow(ts_tensor *t, int dim, int64_t start, int64_t length) {
     ts_shape s = t->shape;
     s.dims[d] = length;
     return record_view(t, tsi_view_of(t, s, t->strides, t->offset + start * t->strides[d]),
-                       "SliceBackward0", "narrow", tsi_slice_backward,
-                       (int64_t[]){d, start, 1, 0}, 4);
+                       "SliceBackward0", "narrow", tsi_slice_backward, (int64_t[]){d, start, 1, 0},
+                       4);
 }
 
 ts_tensor *ts_select(ts_tensor *t, int dim, int64_t index) {
@@ -291,9 +293,10 @@ ts_tensor *ts_select(ts_tensor *t, int dim, int64_t index) {
     if (d < 0) return NULL;
     int64_t size = t->shape.dims[d];
     if (index < -size || index >= size)
-        return tsi_error_set(TS_ERR_ARG,
-                             "select: index %lld out of range for tensor of size %s at dimension %d",
-                             (long long)index, tsi_shape_str(t->shape), dim),
+        return tsi_error_set(
+                   TS_ERR_ARG,
+                   "select: index %lld out of range for tensor of size %s at dimension %d",
+                   (long long)index, tsi_shape_str(t->shape), dim),
                NULL;
     if (index < 0) index += size;
     ts_shape s = {.ndim = t->shape.ndim - 1};
@@ -304,8 +307,8 @@ ts_tensor *ts_select(ts_tensor *t, int dim, int64_t index) {
         st[j++] = t->strides[i];
     }
     return record_view(t, tsi_view_of(t, s, st, t->offset + index * t->strides[d]),
-                       "SelectBackward0", "select", tsi_slice_backward,
-                       (int64_t[]){d, index, 1, 1}, 4);
+                       "SelectBackward0", "select", tsi_slice_backward, (int64_t[]){d, index, 1, 1},
+                       4);
 }
 
 ts_tensor *ts_expand(ts_tensor *t, ts_shape s) {
@@ -333,8 +336,10 @@ ts_tensor *ts_expand(ts_tensor *t, ts_shape s) {
         }
         int64_t have = t->shape.dims[j];
         if (s.dims[i] == -1) s.dims[i] = have;
-        if (s.dims[i] == have) st[i] = t->strides[j];
-        else if (have == 1 && s.dims[i] >= 0) st[i] = 0;
+        if (s.dims[i] == have)
+            st[i] = t->strides[j];
+        else if (have == 1 && s.dims[i] >= 0)
+            st[i] = 0;
         else
             return tsi_error_set(TS_ERR_SHAPE,
                                  "expand: the expanded size of the tensor (%lld) must match the "

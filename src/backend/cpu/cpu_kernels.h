@@ -26,8 +26,8 @@ void ts_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const t
 /* kern_index.c */
 void ts_cpu_index_select(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                          int dim, const ts_kview *idx);
-void ts_cpu_gather(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in, int dim,
-                   const ts_kview *idx);
+void ts_cpu_gather(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                   int dim, const ts_kview *idx);
 void ts_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, int dim,
                         const ts_kview *idx, const ts_kview *src);
 /* kern_softmax.c */

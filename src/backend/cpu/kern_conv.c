@@ -6,6 +6,7 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
+#include "backend/cpu/kern_conv.h"
 #include "backend/kernel_math.h"
 
 #ifdef TS_HAVE_CBLAS
@@ -16,13 +17,7 @@
 #endif
 
 /* ------------------------------------------------------------------ geometry */
-typedef struct cgeom {
-    int64_t n, c, h, w, o, oh, ow, kh, kw;
-    int64_t sh, sw, ph, pw, dh, dw, g;
-    int64_t cg, og; /* input channels and outputs per group */
-    int64_t k, p;   /* rows of the column matrix (cg*kh*kw) and output pixels (oh*ow) */
-    bool direct;    /* 1x1, stride 1, unpadded: the input already is its column matrix */
-} cgeom;
+typedef ts_cgeom cgeom;
 
 static cgeom geom_of(const ts_kview *x, const ts_kview *w, const ts_kview *y,
                      const ts_conv2d_params *p) {
@@ -361,28 +356,44 @@ static bool run_forward(const conv_fns *f, const cgeom *g, const char *x, const 
     const int nt = max_threads();
     const bool bp = batch_parallel(g, nt);
     const int nscratch = bp ? nt : 1;
-    const size_t col_bytes = g->direct ? 0 : (size_t)(g->k * g->p) * f->es;
+    const ts_conv_direct *d = f == &fns_f32 ? ts_conv_direct_for(g) : NULL;
+    float *wpk = d ? ts_conv_direct_pack(d, g, (const float *)w) : NULL;
+    if (!wpk) d = NULL; /* no memory for the packed weights: im2col still works */
+    const size_t col_bytes = d           ? (size_t)ts_conv_direct_scratch(d, g) * sizeof(float)
+                             : g->direct ? 0
+                                         : (size_t)(g->k * g->p) * f->es;
     char *scratch = col_bytes ? malloc(col_bytes * (size_t)nscratch) : NULL;
-    if (col_bytes && !scratch) return false;
-    const size_t xs = (size_t)(g->c * g->h * g->w) * f->es, ys = (size_t)(g->o * g->p) * f->es;
-    if (bp) {
-#ifdef TS_HAVE_OPENMP
-        const int saved = blas_single_begin();
-        const int64_t n = g->n;
-#pragma omp parallel num_threads(nt)
-        {
-            char *col = scratch ? scratch + col_bytes * (size_t)omp_get_thread_num() : NULL;
-#pragma omp for schedule(static)
-            for (int64_t i = 0; i < n; i++)
-                f->fwd(g, x + xs * (size_t)i, w, b, y + ys * (size_t)i, col, false);
-        }
-        blas_single_end(saved);
-#endif
-    } else {
-        for (int64_t i = 0; i < g->n; i++)
-            f->fwd(g, x + xs * (size_t)i, w, b, y + ys * (size_t)i, scratch, true);
+    if (col_bytes && !scratch) {
+        free(wpk);
+        return false;
     }
+    const size_t xs = (size_t)(g->c * g->h * g->w) * f->es, ys = (size_t)(g->o * g->p) * f->es;
+#ifdef TS_HAVE_OPENMP
+    const int saved = bp ? blas_single_begin() : 0;
+    const int64_t n = g->n;
+#pragma omp parallel num_threads(nt) if (bp)
+    {
+        char *col = scratch ? scratch + col_bytes * (size_t)omp_get_thread_num() : NULL;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < n; i++) {
+#else
+    {
+        char *col = scratch;
+        for (int64_t i = 0; i < g->n; i++) {
+#endif
+            if (d)
+                ts_conv_direct_forward(d, g, (const float *)(x + xs * (size_t)i), wpk,
+                                       (const float *)b, (float *)(y + ys * (size_t)i),
+                                       (float *)col);
+            else
+                f->fwd(g, x + xs * (size_t)i, w, b, y + ys * (size_t)i, col, !bp);
+        }
+    }
+#ifdef TS_HAVE_OPENMP
+    if (bp) blas_single_end(saved);
+#endif
     free(scratch);
+    free(wpk);
     return true;
 }
 
@@ -437,8 +448,11 @@ static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *g
     const bool bp = batch_parallel(g, nt);
     const int nscratch = bp ? nt : 1;
     const int64_t nc = weight_chunks(g, f->es);
-    const size_t col_bytes = g->direct ? 0 : (size_t)(g->k * g->p) * f->es;
-    const size_t tmp_bytes = CBLAS_OK ? 0 : (size_t)(g->og * g->k) * f->es;
+    const ts_conv_direct *d = f == &fns_f32 ? ts_conv_direct_for(g) : NULL;
+    const size_t col_bytes = d           ? (size_t)ts_conv_direct_scratch(d, g) * sizeof(float)
+                             : g->direct ? 0
+                                         : (size_t)(g->k * g->p) * f->es;
+    const size_t tmp_bytes = CBLAS_OK || d ? 0 : (size_t)(g->og * g->k) * f->es;
     const size_t per_thread = col_bytes + tmp_bytes;
     char *scratch = per_thread ? malloc(per_thread * (size_t)nscratch) : NULL;
     char *parts = nc > 1 ? malloc((size_t)(nc * wlen) * f->es) : gw;
@@ -463,8 +477,14 @@ static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *g
         for (int64_t ci = 0; ci < nc; ci++) {
             const int64_t n0 = ci * g->n / nc, n1 = (ci + 1) * g->n / nc;
             for (int64_t i = n0; i < n1; i++)
-                f->bwd_weight(g, gy + ys * (size_t)i, x + xs * (size_t)i, parts + ps * (size_t)ci,
-                              sc, sc ? sc + col_bytes : NULL, i > n0, !bp);
+                if (d)
+                    ts_conv_direct_weight(d, g, (const float *)(gy + ys * (size_t)i),
+                                          (const float *)(x + xs * (size_t)i),
+                                          (float *)(parts + ps * (size_t)ci), (float *)sc, i > n0);
+                else
+                    f->bwd_weight(g, gy + ys * (size_t)i, x + xs * (size_t)i,
+                                  parts + ps * (size_t)ci, sc, sc ? sc + col_bytes : NULL, i > n0,
+                                  !bp);
         }
     }
 #ifdef TS_HAVE_OPENMP

@@ -19,45 +19,67 @@
 
 /* torch.maximum: NaN in either operand wins */
 #define MAX_NAN(a, b) ((a) != (a) || (a) > (b) ? (a) : (b))
+#define INLINE        static inline __attribute__((always_inline))
 
+/* Each loop is a function of constant flags, always inlined into calls with literal flags: every
+ * option combination gets its own branch-free (vectorizable) loop. maximize is a multiplication by
+ * -1, which is exact. */
 #define OPTIM_KERNELS(SUF, T, CT, LD, ST, SQRT)                                                    \
-    static void sgd_##SUF(const ts_optim_hparams *h, T *restrict p, const T *restrict g,           \
-                          T *restrict buf, bool fresh, int64_t b, int64_t e) {                     \
-        const CT wd = (CT)h->weight_decay, mom = (CT)h->momentum;                                  \
+    INLINE void sgd_loop_##SUF(const ts_optim_hparams *h, T *restrict p, const T *restrict g,      \
+                               T *restrict buf, int64_t b, int64_t e, const bool WD,               \
+                               const bool MOM, const bool FRESH, const bool NEST) {                \
+        const CT sg = h->maximize ? -1 : 1, wd = (CT)h->weight_decay, mom = (CT)h->momentum;       \
         const CT damp1 = (CT)(1.0 - h->dampening), nlr = (CT)(-h->lr);                             \
-        const bool use_wd = h->weight_decay != 0, use_mom = h->momentum != 0;                      \
         for (int64_t i = b; i < e; i++) {                                                          \
-            CT pv = LD(p[i]), d = LD(g[i]);                                                        \
-            if (h->maximize) d = -d;                                                               \
-            if (use_wd) d = d + wd * pv;                                                           \
-            if (use_mom) {                                                                         \
-                CT bv = fresh ? d : LD(buf[i]) * mom + damp1 * d;                                  \
+            CT pv = LD(p[i]), d = sg * LD(g[i]);                                                   \
+            if (WD) d = d + wd * pv;                                                               \
+            if (MOM) {                                                                             \
+                CT bv = FRESH ? d : LD(buf[i]) * mom + damp1 * d;                                  \
                 buf[i] = ST(bv);                                                                   \
-                d = h->nesterov ? d + mom * bv : bv;                                               \
+                d = NEST ? d + mom * bv : bv;                                                      \
             }                                                                                      \
             p[i] = ST(pv + nlr * d);                                                               \
         }                                                                                          \
     }                                                                                              \
-    static void adam_##SUF(const ts_optim_hparams *h, double step, T *restrict p,                  \
-                           const T *restrict g, T *restrict ma, T *restrict va, T *restrict xa,    \
-                           int64_t b, int64_t e) {                                                 \
+    static void sgd_##SUF(const ts_optim_hparams *h, T *p, const T *g, T *buf, bool fresh,         \
+                          int64_t b, int64_t e) {                                                  \
+        const bool wd = h->weight_decay != 0, mom = h->momentum != 0, nest = h->nesterov;          \
+        if (!mom && wd)                                                                            \
+            sgd_loop_##SUF(h, p, g, buf, b, e, true, false, false, false);                         \
+        else if (!mom)                                                                             \
+            sgd_loop_##SUF(h, p, g, buf, b, e, false, false, false, false);                        \
+        else if (wd && fresh)                                                                      \
+            sgd_loop_##SUF(h, p, g, buf, b, e, true, true, true, nest);                            \
+        else if (fresh)                                                                            \
+            sgd_loop_##SUF(h, p, g, buf, b, e, false, true, true, nest);                           \
+        else if (wd && nest)                                                                       \
+            sgd_loop_##SUF(h, p, g, buf, b, e, true, true, false, true);                           \
+        else if (wd)                                                                               \
+            sgd_loop_##SUF(h, p, g, buf, b, e, true, true, false, false);                          \
+        else if (nest)                                                                             \
+            sgd_loop_##SUF(h, p, g, buf, b, e, false, true, false, true);                          \
+        else                                                                                       \
+            sgd_loop_##SUF(h, p, g, buf, b, e, false, true, false, false);                         \
+    }                                                                                              \
+    INLINE void adam_loop_##SUF(const ts_optim_hparams *h, double step, T *restrict p,             \
+                                const T *restrict g, T *restrict ma, T *restrict va,               \
+                                T *restrict xa, int64_t b, int64_t e, const bool ADAMW,            \
+                                const bool WD, const bool AMS) {                                   \
         const double bc1 = 1.0 - pow(h->beta1, step), bc2 = 1.0 - pow(h->beta2, step);             \
         const CT nstep = (CT)(-(h->lr / bc1)), bc2s = (CT)sqrt(bc2);                               \
         const CT b1 = (CT)h->beta1, omb1 = (CT)(1.0 - h->beta1);                                   \
         const CT b2 = (CT)h->beta2, omb2 = (CT)(1.0 - h->beta2);                                   \
-        const CT wd = (CT)h->weight_decay, eps = (CT)h->eps;                                       \
+        const CT sg = h->maximize ? -1 : 1, wd = (CT)h->weight_decay, eps = (CT)h->eps;            \
         const CT decay = (CT)(1.0 - h->lr * h->weight_decay);                                      \
-        const bool adamw = h->kind == TS_OPTIM_ADAMW, use_wd = !adamw && h->weight_decay != 0;     \
         for (int64_t i = b; i < e; i++) {                                                          \
-            CT pv = LD(p[i]), d = LD(g[i]);                                                        \
-            if (h->maximize) d = -d;                                                               \
-            if (adamw) pv = pv * decay;                                                            \
-            if (use_wd) d = d + wd * pv;                                                           \
+            CT pv = LD(p[i]), d = sg * LD(g[i]);                                                   \
+            if (ADAMW) pv = pv * decay;                                                            \
+            if (WD) d = d + wd * pv;                                                               \
             CT m = LD(ma[i]) * b1 + omb1 * d;                                                      \
             CT v = LD(va[i]) * b2 + (omb2 * d) * d;                                                \
             ma[i] = ST(m);                                                                         \
             va[i] = ST(v);                                                                         \
-            if (h->amsgrad) {                                                                      \
+            if (AMS) {                                                                             \
                 CT mx = LD(xa[i]);                                                                 \
                 v = MAX_NAN(v, mx);                                                                \
                 xa[i] = ST(v);                                                                     \
@@ -66,20 +88,36 @@
             p[i] = ST(pv + (nstep * m) / den);                                                     \
         }                                                                                          \
     }                                                                                              \
-    static void rmsprop_##SUF(const ts_optim_hparams *h, T *restrict p, const T *restrict g,       \
-                              T *restrict sa, T *restrict ba, T *restrict ga, int64_t b,           \
-                              int64_t e) {                                                         \
+    static void adam_##SUF(const ts_optim_hparams *h, double step, T *p, const T *g, T *ma, T *va, \
+                           T *xa, int64_t b, int64_t e) {                                          \
+        const bool adamw = h->kind == TS_OPTIM_ADAMW, wd = !adamw && h->weight_decay != 0;         \
+        if (adamw && h->amsgrad)                                                                   \
+            adam_loop_##SUF(h, step, p, g, ma, va, xa, b, e, 1, 0, 1);                             \
+        else if (adamw)                                                                            \
+            adam_loop_##SUF(h, step, p, g, ma, va, xa, b, e, 1, 0, 0);                             \
+        else if (wd && h->amsgrad)                                                                 \
+            adam_loop_##SUF(h, step, p, g, ma, va, xa, b, e, 0, 1, 1);                             \
+        else if (wd)                                                                               \
+            adam_loop_##SUF(h, step, p, g, ma, va, xa, b, e, 0, 1, 0);                             \
+        else if (h->amsgrad)                                                                       \
+            adam_loop_##SUF(h, step, p, g, ma, va, xa, b, e, 0, 0, 1);                             \
+        else                                                                                       \
+            adam_loop_##SUF(h, step, p, g, ma, va, xa, b, e, 0, 0, 0);                             \
+    }                                                                                              \
+    INLINE void rmsprop_loop_##SUF(const ts_optim_hparams *h, T *restrict p, const T *restrict g,  \
+                                   T *restrict sa, T *restrict ba, T *restrict ga, int64_t b,      \
+                                   int64_t e, const bool WD, const bool CENTERED,                  \
+                                   const bool MOM) {                                               \
         const CT a = (CT)h->alpha, oma = (CT)(1.0 - h->alpha), eps = (CT)h->eps;                   \
-        const CT wd = (CT)h->weight_decay, mom = (CT)h->momentum, nlr = (CT)(-h->lr);              \
-        const bool use_wd = h->weight_decay != 0, use_mom = h->momentum > 0;                       \
+        const CT sg = h->maximize ? -1 : 1, wd = (CT)h->weight_decay, mom = (CT)h->momentum;       \
+        const CT nlr = (CT)(-h->lr);                                                               \
         for (int64_t i = b; i < e; i++) {                                                          \
-            CT pv = LD(p[i]), d = LD(g[i]);                                                        \
-            if (h->maximize) d = -d;                                                               \
-            if (use_wd) d = d + wd * pv;                                                           \
+            CT pv = LD(p[i]), d = sg * LD(g[i]);                                                   \
+            if (WD) d = d + wd * pv;                                                               \
             CT sq = LD(sa[i]) * a + (oma * d) * d;                                                 \
             sa[i] = ST(sq);                                                                        \
             CT avg;                                                                                \
-            if (h->centered) {                                                                     \
+            if (CENTERED) {                                                                        \
                 CT gv = LD(ga[i]) * a + oma * d;                                                   \
                 ga[i] = ST(gv);                                                                    \
                 avg = SQRT(sq + ((CT)-1 * gv) * gv);                                               \
@@ -87,7 +125,7 @@
                 avg = SQRT(sq);                                                                    \
             }                                                                                      \
             avg = avg + eps;                                                                       \
-            if (use_mom) {                                                                         \
+            if (MOM) {                                                                             \
                 CT bv = LD(ba[i]) * mom + d / avg;                                                 \
                 ba[i] = ST(bv);                                                                    \
                 p[i] = ST(pv + nlr * bv);                                                          \
@@ -95,6 +133,26 @@
                 p[i] = ST(pv + (nlr * d) / avg);                                                   \
             }                                                                                      \
         }                                                                                          \
+    }                                                                                              \
+    static void rmsprop_##SUF(const ts_optim_hparams *h, T *p, const T *g, T *sa, T *ba, T *ga,    \
+                              int64_t b, int64_t e) {                                              \
+        const bool wd = h->weight_decay != 0, c = h->centered, m = h->momentum > 0;                \
+        if (wd && c && m)                                                                          \
+            rmsprop_loop_##SUF(h, p, g, sa, ba, ga, b, e, 1, 1, 1);                                \
+        else if (wd && c)                                                                          \
+            rmsprop_loop_##SUF(h, p, g, sa, ba, ga, b, e, 1, 1, 0);                                \
+        else if (wd && m)                                                                          \
+            rmsprop_loop_##SUF(h, p, g, sa, ba, ga, b, e, 1, 0, 1);                                \
+        else if (wd)                                                                               \
+            rmsprop_loop_##SUF(h, p, g, sa, ba, ga, b, e, 1, 0, 0);                                \
+        else if (c && m)                                                                           \
+            rmsprop_loop_##SUF(h, p, g, sa, ba, ga, b, e, 0, 1, 1);                                \
+        else if (c)                                                                                \
+            rmsprop_loop_##SUF(h, p, g, sa, ba, ga, b, e, 0, 1, 0);                                \
+        else if (m)                                                                                \
+            rmsprop_loop_##SUF(h, p, g, sa, ba, ga, b, e, 0, 0, 1);                                \
+        else                                                                                       \
+            rmsprop_loop_##SUF(h, p, g, sa, ba, ga, b, e, 0, 0, 0);                                \
     }
 
 OPTIM_KERNELS(f32, float, float, LD_SAME, ST_SAME, sqrtf)

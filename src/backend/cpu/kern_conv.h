@@ -1,0 +1,33 @@
+/* kern_conv.h — convolution geometry shared by the im2col kernels and the direct f32 kernels. */
+#ifndef TS_KERN_CONV_H
+#define TS_KERN_CONV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct ts_cgeom {
+    int64_t n, c, h, w, o, oh, ow, kh, kw;
+    int64_t sh, sw, ph, pw, dh, dw, g;
+    int64_t cg, og; /* input channels and outputs per group */
+    int64_t k, p;   /* rows of the column matrix (cg*kh*kw) and output pixels (oh*ow) */
+    bool direct;    /* 1x1, stride 1, unpadded: the input already is its column matrix */
+} ts_cgeom;
+
+/* Direct convolution (no column matrix) for f32 with unit horizontal stride and few outputs per
+ * group, where im2col's copies cost more than the arithmetic. Vectorised along output rows with
+ * the widest ISA this CPU has (AVX-512, AVX2; none elsewhere). */
+typedef struct ts_conv_direct ts_conv_direct;
+/* The kernels for g, or NULL when the im2col path should be used. */
+const ts_conv_direct *ts_conv_direct_for(const ts_cgeom *g);
+/* floats of per-thread scratch the image functions need */
+int64_t ts_conv_direct_scratch(const ts_conv_direct *d, const ts_cgeom *g);
+/* Weights rearranged for the forward kernel: malloc'ed, NULL when out of memory. */
+float *ts_conv_direct_pack(const ts_conv_direct *d, const ts_cgeom *g, const float *w);
+/* y [o, oh, ow] = conv(x [c, h, w]) + b for one image (b may be NULL). */
+void ts_conv_direct_forward(const ts_conv_direct *d, const ts_cgeom *g, const float *x,
+                            const float *wpk, const float *b, float *y, float *scratch);
+/* gw [o, cg, kh, kw] = (gw +, when acc) gy [o, oh, ow] correlated with x [c, h, w], one image. */
+void ts_conv_direct_weight(const ts_conv_direct *d, const ts_cgeom *g, const float *gy,
+                           const float *x, float *gw, float *scratch, bool acc);
+
+#endif /* TS_KERN_CONV_H */

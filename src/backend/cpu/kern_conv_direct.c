@@ -1,0 +1,246 @@
+/* kern_conv_direct.c — im2col-free f32 convolution for few outputs per group and unit horizontal
+ * stride: register-blocked vector loops along output rows, built per ISA and picked at run time. */
+/* The library is built for the baseline ISA, so the kernels carry target attributes; ISO C mode
+ * turns off FMA contraction, which they need for full speed. */
+#if defined(__clang__)
+#pragma clang fp contract(fast)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=fast")
+#endif
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/kern_conv.h"
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define TS_CONV_X86 1
+#endif
+
+struct ts_conv_direct {
+    int vl, ob; /* vector width; outputs per block of the forward kernel (the packing) */
+    void (*fwd)(const ts_cgeom *g, const float *x, const float *wpk, const float *b, float *y,
+                float *xp);
+    void (*wgt)(const ts_cgeom *g, const float *gy, const float *x, float *gw, float *xp, bool acc);
+};
+
+/* One group's input [cg, h, w] zero-padded into [cg, hp, ws]; ws leaves 2*vl spare columns so the
+ * vector loads of a row never leave the buffer. */
+static int64_t pad_stride(const ts_cgeom *g, int vl) { return g->w + 2 * g->pw + 2 * vl; }
+static void pad_input(const ts_cgeom *g, int vl, const float *x, float *xp) {
+    const int64_t hp = g->h + 2 * g->ph, ws = pad_stride(g, vl);
+    memset(xp, 0, sizeof(float) * (size_t)(g->cg * hp * ws));
+    for (int64_t c = 0; c < g->cg; c++)
+        for (int64_t iy = 0; iy < g->h; iy++)
+            memcpy(xp + (c * hp + iy + g->ph) * ws + g->pw, x + (c * g->h + iy) * g->w,
+                   sizeof(float) * (size_t)g->w);
+}
+
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+#define TS_INLINE inline __attribute__((always_inline))
+
+/* Forward: NOB output channels x NXC vectors of one output row stay in registers while every
+ * (c, i, j) tap adds a broadcast weight times a shifted input row. NOB and NXC are constants at
+ * each call site (see FWD_CASE), so the loops unroll without guards. */
+#define DEFINE_FWD(NAME, ATTR, V, VL, OB)                                                          \
+    ATTR static TS_INLINE void NAME##_tile(                                                        \
+        const ts_cgeom *g, const float *row0, int64_t cstride, int64_t ws, const float *wb,        \
+        const float *bias, float *yp, int64_t ow_left, const int NOB, const int NXC) {             \
+        V acc[OB][2];                                                                              \
+        for (int ob = 0; ob < NOB; ob++)                                                           \
+            for (int xc = 0; xc < NXC; xc++) acc[ob][xc] = (V){0} + bias[ob];                      \
+        const float *wr = wb;                                                                      \
+        for (int64_t c = 0; c < g->cg; c++)                                                        \
+            for (int64_t i = 0; i < g->kh; i++) {                                                  \
+                const float *row = row0 + c * cstride + i * g->dh * ws;                            \
+                for (int64_t j = 0; j < g->kw; j++, wr += OB) {                                    \
+                    V xv[2];                                                                       \
+                    for (int xc = 0; xc < NXC; xc++)                                               \
+                        memcpy(&xv[xc], row + j * g->dw + xc * VL, sizeof(V));                     \
+                    for (int ob = 0; ob < NOB; ob++)                                               \
+                        for (int xc = 0; xc < NXC; xc++) acc[ob][xc] += wr[ob] * xv[xc];           \
+                }                                                                                  \
+            }                                                                                      \
+        for (int ob = 0; ob < NOB; ob++)                                                           \
+            for (int xc = 0; xc < NXC; xc++) {                                                     \
+                float *d = yp + ob * g->oh * g->ow + xc * VL;                                      \
+                const int64_t n = ow_left - xc * VL < VL ? ow_left - xc * VL : VL;                 \
+                if (n == VL) {                                                                     \
+                    memcpy(d, &acc[ob][xc], sizeof(V));                                            \
+                } else { /* a constant-size copy keeps acc in registers */                         \
+                    float t[VL];                                                                   \
+                    memcpy(t, &acc[ob][xc], sizeof(V));                                            \
+                    memcpy(d, t, sizeof(float) * (size_t)n);                                       \
+                }                                                                                  \
+            }                                                                                      \
+    }                                                                                              \
+    ATTR static void NAME(const ts_cgeom *g, const float *x, const float *wpk, const float *b,     \
+                          float *y, float *xp) {                                                   \
+        const int64_t hp = g->h + 2 * g->ph, ws = pad_stride(g, VL);                               \
+        const int64_t taps = g->cg * g->kh * g->kw, nblk = (g->og + OB - 1) / OB;                  \
+        for (int64_t gi = 0; gi < g->g; gi++) {                                                    \
+            pad_input(g, VL, x + gi * g->cg * g->h * g->w, xp);                                    \
+            for (int64_t bi = 0; bi < nblk; bi++) {                                                \
+                const int64_t o0 = gi * g->og + bi * OB;                                           \
+                const int nob = (int)min64(OB, g->og - bi * OB);                                   \
+                const float *wb = wpk + (gi * nblk + bi) * taps * OB;                              \
+                float bias[OB];                                                                    \
+                for (int ob = 0; ob < OB; ob++) bias[ob] = b && ob < nob ? b[o0 + ob] : 0.0f;      \
+                for (int64_t oy = 0; oy < g->oh; oy++)                                             \
+                    for (int64_t ox0 = 0; ox0 < g->ow; ox0 += 2 * VL) {                            \
+                        const int64_t left = g->ow - ox0;                                          \
+                        const float *row0 = xp + oy * g->sh * ws + ox0;                            \
+                        float *yp = y + (o0 * g->oh + oy) * g->ow + ox0;                           \
+                        const bool two = left > VL;                                                \
+                        switch (nob) { FWD_CASES(NAME##_tile, OB) }                                \
+                    }                                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+#define FWD_CASE(TILE, K)                                                                          \
+    case K:                                                                                        \
+        if (two)                                                                                   \
+            TILE(g, row0, hp *ws, ws, wb, bias, yp, left, K, 2);                                   \
+        else                                                                                       \
+            TILE(g, row0, hp *ws, ws, wb, bias, yp, left, K, 1);                                   \
+        break;
+#define FWD_CASES4(TILE) FWD_CASE(TILE, 1) FWD_CASE(TILE, 2) FWD_CASE(TILE, 3) FWD_CASE(TILE, 4)
+#define FWD_CASES8(TILE)                                                                           \
+    FWD_CASES4(TILE) FWD_CASE(TILE, 5) FWD_CASE(TILE, 6) FWD_CASE(TILE, 7) FWD_CASE(TILE, 8)
+#define FWD_CASES(TILE, OB) FWD_CASES##OB(TILE)
+
+/* Weight gradient: for one (c, i) a NOB x NJ block of taps accumulates gy rows times shifted input
+ * rows in registers over the whole image. gy comes from a copy whose rows are padded with zeros to
+ * whole vectors, and in a row's last chunk the input lanes past the row are masked to zero, so no
+ * product outside the image is formed (an infinite input there would otherwise give NaN). */
+#define DEFINE_WGT(NAME, ATTR, V, VI, VL, OBW)                                                     \
+    ATTR static TS_INLINE void NAME##_tile(                                                        \
+        const ts_cgeom *g, const float *xr0, int64_t ws, const float *gyb, int64_t growv,          \
+        VI tmask, float *gw, int64_t gstride, bool accum, const int NOB, const int NJ) {           \
+        const int64_t nch = growv / VL;                                                            \
+        V acc[OBW][2];                                                                             \
+        for (int ob = 0; ob < OBW; ob++) acc[ob][0] = acc[ob][1] = (V){0};                         \
+        for (int64_t oy = 0; oy < g->oh; oy++) {                                                   \
+            const float *xr = xr0 + oy * g->sh * ws, *gr = gyb + oy * growv;                       \
+            for (int64_t ch = 0; ch < nch; ch++) {                                                 \
+                V gv[OBW], xv[2];                                                                  \
+                for (int ob = 0; ob < NOB; ob++)                                                   \
+                    memcpy(&gv[ob], gr + ob * g->oh * growv + ch * VL, sizeof(V));                 \
+                for (int jj = 0; jj < NJ; jj++) {                                                  \
+                    memcpy(&xv[jj], xr + ch * VL + jj * g->dw, sizeof(V));                         \
+                    if (ch == nch - 1) xv[jj] = (V)((VI)xv[jj] & tmask);                           \
+                }                                                                                  \
+                for (int ob = 0; ob < NOB; ob++)                                                   \
+                    for (int jj = 0; jj < NJ; jj++) acc[ob][jj] += gv[ob] * xv[jj];                \
+            }                                                                                      \
+        }                                                                                          \
+        for (int ob = 0; ob < NOB; ob++)                                                           \
+            for (int jj = 0; jj < NJ; jj++) {                                                      \
+                float s = 0;                                                                       \
+                for (int l = 0; l < VL; l++) s += acc[ob][jj][l];                                  \
+                float *d = gw + ob * gstride + jj;                                                 \
+                *d = accum ? *d + s : s;                                                           \
+            }                                                                                      \
+    }                                                                                              \
+    ATTR static void NAME(const ts_cgeom *g, const float *gy, const float *x, float *gw,           \
+                          float *xp, bool accum) {                                                 \
+        const int64_t hp = g->h + 2 * g->ph, ws = pad_stride(g, VL);                               \
+        const int64_t nch = (g->ow + VL - 1) / VL, tail = g->ow - (nch - 1) * VL;                  \
+        const int64_t growv = nch * VL, gplane = g->oh * growv, taps = g->cg * g->kh * g->kw;      \
+        float *gyp = xp + g->cg * hp * ws; /* [og, oh, growv] */                                   \
+        VI tmask;                                                                                  \
+        for (int l = 0; l < VL; l++) tmask[l] = l < tail ? -1 : 0;                                 \
+        for (int64_t gi = 0; gi < g->g; gi++) {                                                    \
+            pad_input(g, VL, x + gi * g->cg * g->h * g->w, xp);                                    \
+            for (int64_t o = 0; o < g->og; o++)                                                    \
+                for (int64_t oy = 0; oy < g->oh; oy++) {                                           \
+                    float *d = gyp + (o * g->oh + oy) * growv;                                     \
+                    memcpy(d, gy + ((gi * g->og + o) * g->oh + oy) * g->ow,                        \
+                           sizeof(float) * (size_t)g->ow);                                         \
+                    memset(d + g->ow, 0, sizeof(float) * (size_t)(growv - g->ow));                 \
+                }                                                                                  \
+            for (int64_t o0 = 0; o0 < g->og; o0 += OBW) {                                          \
+                const int nob = (int)min64(OBW, g->og - o0);                                       \
+                const float *gyb = gyp + o0 * gplane;                                              \
+                for (int64_t c = 0; c < g->cg; c++)                                                \
+                    for (int64_t i = 0; i < g->kh; i++)                                            \
+                        for (int64_t j0 = 0; j0 < g->kw; j0 += 2) {                                \
+                            const float *xr0 = xp + (c * hp + i * g->dh) * ws + j0 * g->dw;        \
+                            float *gwp =                                                           \
+                                gw + (gi * g->og + o0) * taps + (c * g->kh + i) * g->kw + j0;      \
+                            const bool two = j0 + 1 < g->kw;                                       \
+                            switch (nob) { WGT_CASES(NAME##_tile, OBW) }                           \
+                        }                                                                          \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+#define WGT_CASE(TILE, K)                                                                          \
+    case K:                                                                                        \
+        if (two)                                                                                   \
+            TILE(g, xr0, ws, gyb, growv, tmask, gwp, taps, accum, K, 2);                           \
+        else                                                                                       \
+            TILE(g, xr0, ws, gyb, growv, tmask, gwp, taps, accum, K, 1);                           \
+        break;
+#define WGT_CASES4(TILE) WGT_CASE(TILE, 1) WGT_CASE(TILE, 2) WGT_CASE(TILE, 3) WGT_CASE(TILE, 4)
+#define WGT_CASES8(TILE)                                                                           \
+    WGT_CASES4(TILE) WGT_CASE(TILE, 5) WGT_CASE(TILE, 6) WGT_CASE(TILE, 7) WGT_CASE(TILE, 8)
+#define WGT_CASES(TILE, OB) WGT_CASES##OB(TILE)
+
+#ifdef TS_CONV_X86
+typedef float ts_cv8f __attribute__((vector_size(32)));
+typedef float ts_cv16f __attribute__((vector_size(64)));
+typedef int32_t ts_cv8i __attribute__((vector_size(32)));
+typedef int32_t ts_cv16i __attribute__((vector_size(64)));
+DEFINE_FWD(fwd_avx2, __attribute__((target("avx2,fma"))), ts_cv8f, 8, 4)
+DEFINE_WGT(wgt_avx2, __attribute__((target("avx2,fma"))), ts_cv8f, ts_cv8i, 8, 4)
+DEFINE_FWD(fwd_avx512, __attribute__((target("avx512f,avx2,fma"))), ts_cv16f, 16, 8)
+DEFINE_WGT(wgt_avx512, __attribute__((target("avx512f,avx2,fma"))), ts_cv16f, ts_cv16i, 16, 8)
+
+static const ts_conv_direct direct_avx2 = {8, 4, fwd_avx2, wgt_avx2};
+static const ts_conv_direct direct_avx512 = {16, 8, fwd_avx512, wgt_avx512};
+#endif
+
+/* Beyond 16 outputs per group the GEMM's arithmetic dominates and BLAS does it better. */
+const ts_conv_direct *ts_conv_direct_for(const ts_cgeom *g) {
+    if (g->sw != 1 || g->direct || g->og > 16 || g->ow < 4) return NULL;
+#ifdef TS_CONV_X86
+    if (__builtin_cpu_supports("avx512f")) return &direct_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &direct_avx2;
+#endif
+    return NULL;
+}
+
+/* the padded input, then (weight gradient) the padded gy rows */
+int64_t ts_conv_direct_scratch(const ts_conv_direct *d, const ts_cgeom *g) {
+    const int64_t growv = (g->ow + d->vl - 1) / d->vl * d->vl;
+    return g->cg * (g->h + 2 * g->ph) * pad_stride(g, d->vl) + g->og * g->oh * growv;
+}
+
+/* [group][block][c][i][j][ob]: each tap's OB weights sit together for the broadcasts */
+float *ts_conv_direct_pack(const ts_conv_direct *d, const ts_cgeom *g, const float *w) {
+    const int64_t ob = d->ob, nblk = (g->og + ob - 1) / ob, taps = g->cg * g->kh * g->kw;
+    float *p = malloc(sizeof(float) * (size_t)(g->g * nblk * taps * ob) + 1);
+    if (!p) return NULL;
+    for (int64_t gi = 0; gi < g->g; gi++)
+        for (int64_t bi = 0; bi < nblk; bi++)
+            for (int64_t t = 0; t < taps; t++)
+                for (int64_t k = 0; k < ob; k++) {
+                    const int64_t o = bi * ob + k;
+                    p[((gi * nblk + bi) * taps + t) * ob + k] =
+                        o < g->og ? w[(gi * g->og + o) * taps + t] : 0.0f;
+                }
+    return p;
+}
+
+void ts_conv_direct_forward(const ts_conv_direct *d, const ts_cgeom *g, const float *x,
+                            const float *wpk, const float *b, float *y, float *scratch) {
+    d->fwd(g, x, wpk, b, y, scratch);
+}
+
+void ts_conv_direct_weight(const ts_conv_direct *d, const ts_cgeom *g, const float *gy,
+                           const float *x, float *gw, float *scratch, bool acc) {
+    d->wgt(g, gy, x, gw, scratch, acc);
+}
