@@ -416,9 +416,12 @@ typedef struct ts_gradcheck_opts {
 bool ts_gradcheck(ts_gradcheck_fn f, void *ctx, ts_tensor *const *inputs, int n,
                   ts_gradcheck_opts o);
 
-#include "tessera/io.h"
+/* in this order: each section uses the types of the one before */
 #include "tessera/nn.h"
+
 #include "tessera/optim.h"
+
+#include "tessera/io.h"
 
 #ifdef __cplusplus
 }

@@ -116,6 +116,14 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
  * whole vectors, and in a row's last chunk the input lanes past the row are masked to zero, so no
  * product outside the image is formed (an infinite input there would otherwise give NaN). */
 #define DEFINE_WGT(NAME, ATTR, V, VI, VL, OBW)                                                     \
+    /* halving tree: short dependency chains, a fixed order */                                     \
+    ATTR static TS_INLINE float hsum_##NAME(V v) {                                                 \
+        float t[VL];                                                                               \
+        memcpy(t, &v, sizeof t);                                                                   \
+        for (int w = VL / 2; w > 0; w /= 2)                                                        \
+            for (int l = 0; l < w; l++) t[l] += t[l + w];                                          \
+        return t[0];                                                                               \
+    }                                                                                              \
     ATTR static TS_INLINE void NAME##_tile(                                                        \
         const ts_cgeom *g, const float *xr0, int64_t ws, const float *gyb, int64_t growv,          \
         VI tmask, float *gw, int64_t gstride, bool accum, const int NOB, const int NJ) {           \
@@ -138,8 +146,7 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
         }                                                                                          \
         for (int ob = 0; ob < NOB; ob++)                                                           \
             for (int jj = 0; jj < NJ; jj++) {                                                      \
-                float s = 0;                                                                       \
-                for (int l = 0; l < VL; l++) s += acc[ob][jj][l];                                  \
+                const float s = hsum_##NAME(acc[ob][jj]);                                          \
                 float *d = gw + ob * gstride + jj;                                                 \
                 *d = accum ? *d + s : s;                                                           \
             }                                                                                      \
