@@ -46,7 +46,6 @@ static void cpu_memset_zero(const ts_backend *be, int index, void *p, size_t n) 
 
 static void cpu_synchronize(const ts_backend *be, int index) {}
 
-/* TEMPORARY: weak until kern_conv.c, kern_pool.c and kern_optim.c land */
 
 void ts_cpu_kernels_install(ts_backend *be) {
     be->copy = ts_cpu_copy;
