@@ -46,7 +46,6 @@ static void cpu_memset_zero(const ts_backend *be, int index, void *p, size_t n) 
 
 static void cpu_synchronize(const ts_backend *be, int index) {}
 
-
 void ts_cpu_kernels_install(ts_backend *be) {
     be->copy = ts_cpu_copy;
     be->fill = ts_cpu_fill;
