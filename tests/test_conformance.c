@@ -181,9 +181,11 @@ static void test_unary(void) {
     bc_kernel_end("unary");
 }
 
-static const char *binary_names[] = {"add",  "sub", "mul",  "div",  "pow", "max", "min",
-                                     "fmod", "eq",  "ne",   "lt",   "le",  "gt",  "ge",
-                                     "and",  "or",  "rsub", "rdiv", "rpow"};
+static const char *binary_names[] = {
+    "add",  "sub",  "mul",  "div",      "pow",         "max",      "min",      "fmod",
+    "eq",   "ne",   "lt",   "le",       "gt",          "ge",       "and",      "or",
+    "rsub", "rdiv", "rpow", "relu_bwd", "sigmoid_bwd", "tanh_bwd", "gelu_bwd", "silu_bwd"};
+_Static_assert(sizeof binary_names / sizeof *binary_names == TS_B_COUNT, "a name per binary op");
 
 static bool is_cmp(int op) { return op >= TS_B_EQ && op <= TS_B_OR; }
 

@@ -455,6 +455,25 @@ static double ipow_ref(int64_t b, int64_t e, ts_dtype dt) {
     for (int64_t i = 0; i < e; i++) r *= (uint64_t)b;
     return dt == TS_I64 ? (double)(int64_t)r : (double)(int32_t)(uint32_t)r;
 }
+/* The fused activation backwards from their textbook derivatives: a is the gradient, b the saved
+ * output (sigmoid, tanh) or input (gelu, silu). */
+static double ref_bwd(ts_binary_op op, double a, double b) {
+    const double pi = 3.14159265358979323846;
+    double s;
+    switch (op) {
+    case TS_B_SIGMOID_BWD: /* d sigmoid = y (1 - y) */
+        return a * b * (1 - b);
+    case TS_B_TANH_BWD: /* d tanh = 1 - y^2 */
+        return a * (1 - b * b);
+    case TS_B_GELU_BWD: /* d (x Phi(x)) = Phi(x) + x phi(x) */
+        return a * (0.5 * erfc(-b / sqrt(2)) + b * exp(-b * b / 2) / sqrt(2 * pi));
+    case TS_B_SILU_BWD: /* d (x s(x)) = s + x s (1 - s) */
+        s = 1 / (1 + exp(-b));
+        return a * (s + b * s * (1 - s));
+    default:
+        return NAN;
+    }
+}
 static double ref_binary(ts_binary_op op, double a, double b, ts_dtype dt) {
     bool isint = !isflt(dt);
     switch (op) {
@@ -496,8 +515,10 @@ static double ref_binary(ts_binary_op op, double a, double b, ts_dtype dt) {
         return isint ? (a == 0 ? 0 : trunc(b / a)) : b / a;
     case TS_B_RPOW:
         return isint ? ipow_ref((int64_t)b, (int64_t)a, dt) : pow(b, a);
-    default:
-        return NAN;
+    case TS_B_RELU_BWD:
+        return isnan(b) || b > 0 ? a : 0;
+    default: /* the other backwards: in double, truncated on integers (the kernel's fallback) */
+        return isint ? trunc(ref_bwd(op, a, b)) : ref_bwd(op, a, b);
     }
 }
 static ts_dtype out_dtype(ts_binary_op op, ts_dtype dt) {
@@ -605,6 +626,73 @@ static void test_binary(void) {
     CHECK_EQ(eq[0], 1);
 }
 
+/* ------------------------------------------------------------------ fused activation backwards */
+/* PyTorch 1.13's own gradients at a few points, f32 (NaN included: threshold_backward passes the
+ * gradient of a NaN input):
+ *   x = torch.tensor([-3.0, -1.25, -0.5, 0.0, 0.375, 1.0, 2.5, nan])
+ *   g = torch.tensor([0.5, -2.0, 1.5, 3.0, -0.75, 1.25, 2.0, 1.0])
+ *   xx = x.clone().requires_grad_(); f(xx).backward(g); xx.grad
+ * for f in relu, sigmoid, tanh, gelu, silu; and torch.sigmoid(x), torch.tanh(x) as the saved
+ * outputs. */
+static void test_activation_backward(void) {
+    static const float X[8] = {-3.0f, -1.25f, -0.5f, 0.0f, 0.375f, 1.0f, 2.5f, NAN};
+    static const float G[8] = {0.5f, -2.0f, 1.5f, 3.0f, -0.75f, 1.25f, 2.0f, 1.0f};
+    static const float SIG[8] = {
+        0.04742587357759476f, 0.22270013391971588f, 0.3775406777858734f, 0.5f,
+        0.5926666259765625f,  0.7310585975646973f,  0.9241418242454529f, NAN};
+    static const float TANH[8] = {
+        -0.9950547814369202f, -0.8482836484909058f, -0.46211716532707214f, 0.0f,
+        0.35835739970207214f, 0.7615941762924194f,  0.9866142868995667f,   NAN};
+    static const double WANT[5][8] = {
+        {0.0, 0.0, 0.0, 0.0, -0.75, 1.25, 2.0, 1.0},
+        {0.022588329389691353, -0.3462095856666565, 0.35250556468963623, 0.75, -0.18105967342853546,
+         0.24576491117477417, 0.1402074247598648, NAN},
+        {0.00493299076333642, -0.5608296990394592, 1.1796715259552002, 3.0, -0.6536849737167358,
+         0.5249678492546082, 0.053184498101472855, NAN},
+        {-0.005972802639007568, 0.24532294273376465, 0.1987573653459549, 1.5, -0.5892114639282227,
+         1.3541442155838013, 2.0752220153808594, NAN},
+        {-0.04405205324292183, -0.01263829879462719, 0.3900582194328308, 1.5, -0.5123973488807678,
+         1.159588098526001, 2.1988022327423096, NAN}};
+    static const ts_binary_op OPS[5] = {TS_B_RELU_BWD, TS_B_SIGMOID_BWD, TS_B_TANH_BWD,
+                                        TS_B_GELU_BWD, TS_B_SILU_BWD};
+    const float *saved[5] = {X, SIG, TANH, X, X};
+    for (int k = 0; k < 5; k++) {
+        float out[8];
+        ts_kview vo = kv1(out, TS_F32, 8), vg = kv1((void *)G, TS_F32, 8),
+                 vs = kv1((void *)saved[k], TS_F32, 8);
+        ts_cpu_binary(NULL, 0, OPS[k], &vo, &vg, &vs);
+        for (int i = 0; i < 8; i++) expect_val(out[i], WANT[k][i], TS_F32, "torch backward", i);
+        group_done();
+    }
+    /* long dense runs (the vector loops and their tails) and a broadcast gradient, f32 and f64,
+     * against the double reference */
+    enum { N = 1003 };
+    static float a32[N], b32[N], o32[N];
+    static double a64[N], b64[N], o64[N];
+    for (int i = 0; i < N; i++) {
+        a64[i] = a32[i] = (float)(((i * 37) % 101) - 50) / 16.0f;
+        b64[i] = b32[i] = (float)(((i * 53) % 97) - 48) / 24.0f;
+    }
+    for (int k = 0; k < 5; k++) {
+        ts_binary_op op = OPS[k];
+        bool sat = op == TS_B_SIGMOID_BWD || op == TS_B_TANH_BWD; /* saved outputs in (-1, 1) */
+        for (int i = 0; i < N; i++) b64[i] = b32[i] = sat ? b32[i] / 2.5f : b32[i];
+        ts_kview vo = kv1(o32, TS_F32, N), va = kv1(a32, TS_F32, N), vb = kv1(b32, TS_F32, N);
+        ts_cpu_binary(NULL, 0, op, &vo, &va, &vb);
+        for (int i = 0; i < N; i++)
+            expect_val(o32[i], ref_binary(op, a32[i], b32[i], TS_F32), TS_F32, "long f32", i);
+        group_done();
+        int64_t n = N, zero = 0;
+        vo = kv1(o64, TS_F64, N), vb = kv1(b64, TS_F64, N);
+        va = kv(a64, TS_F64, 1, &n, &zero); /* one gradient value for every element */
+        ts_cpu_binary(NULL, 0, op, &vo, &va, &vb);
+        for (int i = 0; i < N; i++)
+            expect_val(o64[i], ref_binary(op, a64[0], b64[i], TS_F64), TS_F64, "long f64", i);
+        group_done();
+        for (int i = 0; i < N; i++) b64[i] = b32[i] = sat ? b32[i] * 2.5f : b32[i];
+    }
+}
+
 /* ------------------------------------------------------------------ where */
 static void test_where(void) {
     for (int k = 0; k < NDT; k++) {
@@ -707,6 +795,7 @@ int main(void) {
     test_fill();
     test_unary();
     test_binary();
+    test_activation_backward();
     test_where();
     test_large();
     return ts_test_finish();

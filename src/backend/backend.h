@@ -28,6 +28,9 @@ typedef enum ts_binary_op {
     TS_B_EQ, TS_B_NE, TS_B_LT, TS_B_LE, TS_B_GT, TS_B_GE, /* out dtype TS_BOOL */
     TS_B_AND, TS_B_OR,                                    /* out dtype TS_BOOL */
     TS_B_RSUB, TS_B_RDIV, TS_B_RPOW, /* reversed: s - a, s / a, s ** a (scalar forms) */
+    /* fused activation backwards, float dtypes (kernel_math.h): a = the incoming gradient,
+     * b = relu output, sigmoid output, tanh output, gelu input, silu input */
+    TS_B_RELU_BWD, TS_B_SIGMOID_BWD, TS_B_TANH_BWD, TS_B_GELU_BWD, TS_B_SILU_BWD,
     TS_B_COUNT
 } ts_binary_op;
 

@@ -140,6 +140,40 @@ static inline TS_HD double ts_rsqrt_d(double x) { return 1.0 / sqrt(x); }
 static inline TS_HD double ts_reciprocal_d(double x) { return 1.0 / x; }
 static inline TS_HD double ts_fmod_d(double a, double b) { return fmod(a, b); }
 
+/* ------------------------------------------------------------------ activation backwards
+ * g is the incoming gradient; the second operand is what the forward saved (named below). The
+ * formulas and their order of operations are PyTorch's CPU kernels (threshold_backward,
+ * sigmoid_backward, tanh_backward, GeluBackward, silu_backward), so f32 results round alike. */
+/* y = relu output (or input: same sign); a NaN passes the gradient like threshold_backward */
+static inline TS_HD float ts_relu_bwd_f(float g, float y) { return y <= 0.0f ? 0.0f : g; }
+static inline TS_HD double ts_relu_bwd_d(double g, double y) { return y <= 0.0 ? 0.0 : g; }
+/* y = sigmoid output */
+static inline TS_HD float ts_sigmoid_bwd_f(float g, float y) { return g * (1.0f - y) * y; }
+static inline TS_HD double ts_sigmoid_bwd_d(double g, double y) { return g * (1.0 - y) * y; }
+/* y = tanh output */
+static inline TS_HD float ts_tanh_bwd_f(float g, float y) { return g * (1.0f - y * y); }
+static inline TS_HD double ts_tanh_bwd_d(double g, double y) { return g * (1.0 - y * y); }
+/* x = gelu input; exact erf form: g * (Phi(x) + x * phi(x)) */
+static inline TS_HD float ts_gelu_bwd_f(float g, float x) {
+    const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752440f));
+    const float pdf = 0.39894228040143267794f * expf(x * x * -0.5f);
+    return g * (cdf + x * pdf);
+}
+static inline TS_HD double ts_gelu_bwd_d(double g, double x) {
+    const double cdf = 0.5 * (1.0 + erf(x * 0.70710678118654752440));
+    const double pdf = 0.39894228040143267794 * exp(x * x * -0.5);
+    return g * (cdf + x * pdf);
+}
+/* x = silu input: g * s * (1 + x * (1 - s)), s = sigmoid(x) */
+static inline TS_HD float ts_silu_bwd_f(float g, float x) {
+    const float s = ts_sigmoid_f(x);
+    return g * s * (1.0f + x * (1.0f - s));
+}
+static inline TS_HD double ts_silu_bwd_d(double g, double x) {
+    const double s = ts_sigmoid_d(x);
+    return g * s * (1.0 + x * (1.0 - s));
+}
+
 /* ------------------------------------------------------------------ clamp, maximum, minimum */
 /* min(max(x, lo), hi) like torch.clamp: a NaN x stays NaN, lo > hi gives hi. Pass -inf / +inf
  * (or the integer limits) for an unbounded side. */

@@ -32,7 +32,7 @@ struct ts_tensor {
     int64_t offset; /* in elements */
     ts_shape shape;
     int64_t strides[TS_MAX_DIMS]; /* in elements, never negative */
-    bool is_view; /* shares storage with the tensor it was made from */
+    bool is_view;                 /* shares storage with the tensor it was made from */
     ts_tensor *grad;
     struct ts_node *grad_fn;
     int output_nr;
@@ -41,8 +41,7 @@ struct ts_tensor {
 /* ------------------------------------------------------------------ errors */
 /* Records the error unless one is already pending (first wins); returns code. Message is
  * printf-formatted and should start with the op's name: "add: ...". */
-ts_status tsi_error_set(ts_status code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+ts_status tsi_error_set(ts_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Checks an input pointer: NULL with no pending error records TS_ERR_ARG "<op>: <what> is NULL";
  * NULL with a pending error keeps it. Returns t != NULL. */
 bool tsi_check_input(const char *op, const ts_tensor *t, const char *what);
@@ -50,7 +49,7 @@ bool tsi_check_input(const char *op, const ts_tensor *t, const char *what);
 /* Thread-local ring of formatting buffers for messages: valid until ~16 more calls. */
 char *tsi_fmt_buf(void);
 #define TSI_FMT_BUF_LEN 256
-const char *tsi_shape_str(ts_shape s);   /* "[2, 3]" */
+const char *tsi_shape_str(ts_shape s);    /* "[2, 3]" */
 const char *tsi_desc(const ts_tensor *t); /* "float32 [2, 3] on sim:0" */
 
 /* ------------------------------------------------------------------ scopes */
@@ -100,28 +99,36 @@ ts_tensor *tsi_new(const char *op, ts_shape s, ts_dtype dt, ts_device dev);
 /* View sharing t's storage: one reference held by the caller, not in any scope. */
 ts_tensor *tsi_view_of(ts_tensor *t, ts_shape s, const int64_t *strides, int64_t offset);
 /* The kernel view of a tensor, and the same broadcast to `to` (stride 0 on expanded dims;
- * the caller has checked that the shapes broadcast). */
+ * the caller has checked that the shapes broadcast). The _fill forms write straight into *v: hot
+ * front ends build their views in place instead of copying 144-byte structs around. */
+static inline void tsi_kview_fill(ts_kview *v, const ts_tensor *t) {
+    v->data = t->storage->data + t->offset * (int64_t)tsi_dtype_size(t->dtype);
+    v->dtype = t->dtype;
+    v->ndim = t->shape.ndim;
+    for (int i = 0; i < TS_MAX_DIMS; i++) {
+        v->shape[i] = i < t->shape.ndim ? t->shape.dims[i] : 1;
+        v->strides[i] = i < t->shape.ndim ? t->strides[i] : 0;
+    }
+}
+static inline void tsi_kview_fill_broadcast(ts_kview *v, const ts_tensor *t, const ts_shape *to) {
+    tsi_kview_fill(v, t);
+    int lead = to->ndim - t->shape.ndim;
+    for (int i = to->ndim - 1; i >= 0; i--) {
+        int j = i - lead;
+        bool expanded = j < 0 || (t->shape.dims[j] == 1 && to->dims[i] != 1);
+        v->strides[i] = expanded ? 0 : t->strides[j];
+        v->shape[i] = to->dims[i];
+    }
+    v->ndim = to->ndim;
+}
 static inline ts_kview tsi_kview(const ts_tensor *t) {
     ts_kview v;
-    v.data = t->storage->data + t->offset * (int64_t)tsi_dtype_size(t->dtype);
-    v.dtype = t->dtype;
-    v.ndim = t->shape.ndim;
-    for (int i = 0; i < TS_MAX_DIMS; i++) {
-        v.shape[i] = i < v.ndim ? t->shape.dims[i] : 1;
-        v.strides[i] = i < v.ndim ? t->strides[i] : 0;
-    }
+    tsi_kview_fill(&v, t);
     return v;
 }
 static inline ts_kview tsi_kview_broadcast(const ts_tensor *t, ts_shape to) {
-    ts_kview v = tsi_kview(t);
-    int lead = to.ndim - t->shape.ndim;
-    for (int i = to.ndim - 1; i >= 0; i--) {
-        int j = i - lead;
-        bool expanded = j < 0 || (t->shape.dims[j] == 1 && to.dims[i] != 1);
-        v.strides[i] = expanded ? 0 : t->strides[j];
-        v.shape[i] = to.dims[i];
-    }
-    v.ndim = to.ndim;
+    ts_kview v;
+    tsi_kview_fill_broadcast(&v, t, &to);
     return v;
 }
 static inline const ts_backend *tsi_be(const ts_tensor *t) { return t->storage->be; }
@@ -157,7 +164,8 @@ void tsi_memory_init(void); /* start-up: the debug leak report */
 extern atomic_bool tsi_placement_on;
 void tsi_log_placement_emit(const char *op, ts_device d);
 static inline void tsi_log_op(const char *op, ts_device d) {
-    if (atomic_load_explicit(&tsi_placement_on, memory_order_relaxed)) tsi_log_placement_emit(op, d);
+    if (atomic_load_explicit(&tsi_placement_on, memory_order_relaxed))
+        tsi_log_placement_emit(op, d);
 }
 /* Reserve n Philox counters from the global generator (thread-safe): returns seed and the first
  * offset. Counters are consumed in multiples of 4 (one Philox block gives 4 numbers). */

@@ -158,11 +158,9 @@ static ts_status parse_entry(const st_header *h, const cJSON *obj, uint64_t data
         !json_uint(offs->child->next, &en))
         return st_fail(TS_ERR_FORMAT, h, name, "data_offsets is not [begin, end]");
     if (b > en)
-        return st_fail(TS_ERR_FORMAT, h, name,
-                       "data_offsets [%llu, %llu] end before they "
-                       "begin",
+        return st_fail(TS_ERR_FORMAT, h, name, "data_offsets [%llu, %llu] end before they begin",
                        (unsigned long long)b, (unsigned long long)en);
-    if (en > data_size + 1000000)
+    if (en > data_size)
         return st_fail(TS_ERR_FORMAT, h, name,
                        "data_offsets [%llu, %llu] pass the end of the %llu-byte data section",
                        (unsigned long long)b, (unsigned long long)en,
@@ -307,7 +305,7 @@ static ts_status header_parse(st_header *h, const char *file, const char *hdr, s
             at = e->end;
             prev = e;
         }
-        if (!st && at < data_size)
+        if (!st && at != data_size)
             st = st_fail(TS_ERR_FORMAT, h, NULL,
                          "the tensors end at offset %llu but the data section holds %llu bytes",
                          (unsigned long long)at, (unsigned long long)data_size);

@@ -6,37 +6,48 @@ static inline bool dev_eq(ts_device a, ts_device b) {
     return a.type == b.type && a.index == b.index;
 }
 
+/* t's kernel view broadcast to s, written in place (the plain view when t already has shape s). */
+static inline void kview_to(ts_kview *v, const ts_tensor *t, const ts_shape *s) {
+    if (tsi_ew_shape_eq(&t->shape, s))
+        tsi_kview_fill(v, t);
+    else
+        tsi_kview_fill_broadcast(v, t, s);
+}
+
 /* New tensor a op b of shape s and dtype o, computed in c. An operand that needs a cast and already
- * has the full shape is cast through the output, which saves a temporary. */
+ * has the full shape is cast through the output, which saves a temporary. The views are built in
+ * place and passed by pointer: on a small op, copying them costs as much as the arithmetic. */
 static ts_tensor *binary_new(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
                              ts_dtype c, ts_dtype o, ts_shape s) {
     ts_tensor *out = tsi_new(op, s, o, tsi_device(a));
     if (!out || tsi_numel(s) == 0) return out;
     const ts_backend *be = tsi_be(out);
     const int idx = tsi_dev_index(out);
-    ts_kview ko = tsi_kview(out), ka = tsi_ew_kview_to(a, &s), kb = tsi_ew_kview_to(b, &s);
+    ts_kview ko, ka, kb;
+    tsi_kview_fill(&ko, out);
+    kview_to(&ka, a, &s);
+    kview_to(&kb, b, &s);
+    const ts_kview *pa = &ka, *pb = &kb;
     ts_tensor *ta = NULL, *tb = NULL;
-    bool out_used = false;
     if (a->dtype != c) {
         if (o == c && tsi_ew_shape_eq(&a->shape, &s)) {
             be->copy(be, idx, &ko, &ka);
-            ka = ko;
-            out_used = true;
+            pa = &ko;
         } else {
             if (!(ta = tsi_cast(op, a, c))) goto fail;
-            ka = tsi_ew_kview_to(ta, &s);
+            kview_to(&ka, ta, &s);
         }
     }
     if (b->dtype != c) {
-        if (o == c && !out_used && tsi_ew_shape_eq(&b->shape, &s)) {
+        if (o == c && pa != &ko && tsi_ew_shape_eq(&b->shape, &s)) {
             be->copy(be, idx, &ko, &kb);
-            kb = ko;
+            pb = &ko;
         } else {
             if (!(tb = tsi_cast(op, b, c))) goto fail;
-            kb = tsi_ew_kview_to(tb, &s);
+            kview_to(&kb, tb, &s);
         }
     }
-    be->binary(be, idx, bop, &ko, &ka, &kb);
+    be->binary(be, idx, bop, &ko, pa, pb);
     ts_release(ta);
     ts_release(tb);
     return out;
@@ -61,7 +72,9 @@ static ts_tensor *binary_inplace(const char *op, ts_binary_op bop, ts_tensor *ds
         }
         if (!tsi_ew_overlaps(dst, cb)) {
             if (any) {
-                ts_kview kd = tsi_kview(dst), kb = tsi_ew_kview_to(cb, &s);
+                ts_kview kd, kb;
+                tsi_kview_fill(&kd, dst);
+                kview_to(&kb, cb, &s);
                 be->binary(be, idx, bop, &kd, &kd, &kb);
             }
             ts_release(tb);

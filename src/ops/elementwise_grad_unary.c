@@ -1,5 +1,5 @@
 /* elementwise_grad_unary.c — backward of the unary elementwise ops and clamp (PyTorch's
- * derivatives.yaml formulas), computed with public ops. */
+ * derivatives.yaml formulas): public ops, and the backend's fused kernels for the activations. */
 #include <string.h>
 
 #include "ops/elementwise_grad.h"
@@ -85,38 +85,32 @@ unsigned tsi_ew_unary_saves(ts_unary_op u) {
     }
 }
 
-/* g * (Phi(x) + x * phi(x)), PyTorch's GeluBackward (erf form). No op gives erf, so this runs on
- * the host: one pass over contiguous f32/f64 data on cpu (other devices copy there and back). */
-static ts_tensor *gelu_grad(ts_tensor *g, ts_tensor *x) {
-    const ts_dtype hd = g->dtype == TS_F64 ? TS_F64 : TS_F32;
-    const ts_device cpu = ts_cpu();
-    ts_tensor *gh = ts_contiguous(ts_to_dtype(ts_to(g, cpu), hd));
-    ts_tensor *xh = ts_contiguous(ts_to_dtype(ts_to(x, cpu), hd));
-    ts_tensor *r = gh && xh ? ts_empty(g->shape, (ts_opts){.dtype = hd, .device = cpu}) : NULL;
-    if (!r) return NULL;
-    const int64_t n = tsi_numel(r->shape);
-    const double k_beta = 0.3989422804014327,
-                 k_sqrt1_2 = 0.7071067811865476; /* 1/sqrt(2pi), 1/sqrt(2) */
-    if (hd == TS_F64) {
-        const double *pg = (const double *)gh->storage->data + gh->offset;
-        const double *px = (const double *)xh->storage->data + xh->offset;
-        double *pr = (double *)r->storage->data + r->offset;
-        for (int64_t i = 0; i < n; i++) {
-            const double v = px[i];
-            const double cdf = 0.5 * (1.0 + erf(v * k_sqrt1_2));
-            pr[i] = pg[i] * (cdf + v * k_beta * exp(-0.5 * v * v));
-        }
-    } else {
-        const float *pg = (const float *)gh->storage->data + gh->offset;
-        const float *px = (const float *)xh->storage->data + xh->offset;
-        float *pr = (float *)r->storage->data + r->offset;
-        for (int64_t i = 0; i < n; i++) {
-            const double v = px[i];
-            const double cdf = 0.5 * (1.0 + erf(v * k_sqrt1_2));
-            pr[i] = (float)(pg[i] * (cdf + v * k_beta * exp(-0.5 * v * v)));
-        }
-    }
-    return ts_to_dtype(ts_to(r, tsi_device(g)), g->dtype);
+/* bop(g, v) in one pass of the device's binary kernel: the fused activation backwards
+ * (TS_B_*_BWD, kernel_math.h) instead of a chain of public ops, each a pass and a temporary. g
+ * joins v's dtype and device when it arrives otherwise. */
+static ts_tensor *fused_grad(const char *op, ts_binary_op bop, ts_tensor *g, ts_tensor *v) {
+    ts_tensor *gd = NULL, *gc = NULL, *out = NULL;
+    if (!(gd = tsi_to_device(op, g, tsi_device(v))) || !(gc = tsi_cast(op, gd, v->dtype)))
+        goto done;
+    ts_shape s = v->shape;
+    if (!tsi_ew_shape_eq(&gc->shape, &s) && !tsi_broadcast_shapes(op, gc->shape, v->shape, &s))
+        goto done;
+    if (!(out = tsi_new(op, s, v->dtype, tsi_device(v))) || tsi_numel(s) == 0) goto done;
+    ts_kview ko, kg, kv;
+    tsi_kview_fill(&ko, out);
+    if (tsi_ew_shape_eq(&gc->shape, &s))
+        tsi_kview_fill(&kg, gc);
+    else
+        tsi_kview_fill_broadcast(&kg, gc, &s);
+    if (tsi_ew_shape_eq(&v->shape, &s))
+        tsi_kview_fill(&kv, v);
+    else
+        tsi_kview_fill_broadcast(&kv, v, &s);
+    tsi_be(v)->binary(tsi_be(v), tsi_dev_index(v), bop, &ko, &kg, &kv);
+done:
+    ts_release(gc);
+    ts_release(gd);
+    return tsi_own(out);
 }
 
 /* g where lo <= x <= hi (inclusive; a NAN bound is absent), else 0: PyTorch's clamp_backward. */
@@ -131,7 +125,7 @@ static ts_tensor *clamp_grad(ts_tensor *g, ts_tensor *x, double lo, double hi) {
 }
 
 void tsi_ew_unary_backward(ts_node *n, ts_tensor *const *grad_out, ts_tensor **grad_in) {
-    ts_tensor *g = grad_out[0], *x = NULL, *y = NULL, *r = NULL, *s;
+    ts_tensor *g = grad_out[0], *x = NULL, *y = NULL, *r = NULL;
     if (!g || !tsi_node_needs(n, 0)) return;
     const ts_unary_op u = (ts_unary_op)n->ip[0];
     const unsigned saves = tsi_ew_unary_saves(u);
@@ -166,20 +160,19 @@ void tsi_ew_unary_backward(ts_node *n, ts_tensor *const *grad_out, ts_tensor **g
         r = ts_mul(g, ts_neg(ts_sin(x)));
         break;
     case TS_U_TANH:
-        r = ts_mul(g, ts_rsub_scalar(ts_mul(y, y), 1));
+        r = fused_grad("tanh_backward", TS_B_TANH_BWD, g, y);
         break;
     case TS_U_SIGMOID:
-        r = ts_mul(g, ts_mul(y, ts_rsub_scalar(y, 1)));
+        r = fused_grad("sigmoid_backward", TS_B_SIGMOID_BWD, g, y);
         break;
     case TS_U_RELU: /* 0 at 0 (threshold_backward on the result) */
-        r = ts_where(ts_gt_scalar(y, 0), g, tsi_ew_grad_zero(g));
+        r = fused_grad("threshold_backward", TS_B_RELU_BWD, g, y);
         break;
     case TS_U_GELU:
-        r = gelu_grad(g, x);
+        r = fused_grad("gelu_backward", TS_B_GELU_BWD, g, x);
         break;
-    case TS_U_SILU: /* s (1 + x (1 - s)) */
-        s = ts_sigmoid(x);
-        r = ts_mul(g, ts_mul(s, ts_add_scalar(ts_mul(x, ts_rsub_scalar(s, 1)), 1)));
+    case TS_U_SILU:
+        r = fused_grad("silu_backward", TS_B_SILU_BWD, g, x);
         break;
     case TS_U_SOFTPLUS: /* beta 1, threshold 20: linear above the threshold */
         r = ts_where(ts_gt_scalar(x, 20), g, ts_mul(g, ts_sigmoid(x)));

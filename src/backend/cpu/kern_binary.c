@@ -113,7 +113,26 @@
     case TS_B_FMOD: LOOP(T, ST, ts_fmod_##FAM(a, b)); break;                                       \
     case TS_B_RSUB: LOOP(T, ST, b - a); break;                                                     \
     case TS_B_RDIV: LOOP(T, ST, b / a); break;                                                     \
-    case TS_B_RPOW: LOOP(T, ST, M_##FAM##_POW(b, a)); break;
+    case TS_B_RPOW: LOOP(T, ST, M_##FAM##_POW(b, a)); break;                                       \
+        BWD_CASES(LOOP, FAM)
+
+/* Fused activation backwards: a is the gradient, b what the forward saved (kernel_math.h). */
+#define BWD_CASES(LOOP, FAM)                                                                       \
+    case TS_B_RELU_BWD: LOOP(T, ST, ts_relu_bwd_##FAM(a, b)); break;                               \
+    case TS_B_SIGMOID_BWD: LOOP(T, ST, ts_sigmoid_bwd_##FAM(a, b)); break;                         \
+    case TS_B_TANH_BWD: LOOP(T, ST, ts_tanh_bwd_##FAM(a, b)); break;                               \
+    case TS_B_GELU_BWD: LOOP(T, ST, ts_gelu_bwd_##FAM(a, b)); break;                               \
+    case TS_B_SILU_BWD: LOOP(T, ST, ts_silu_bwd_##FAM(a, b)); break;
+
+/* The backwards are float ops; on integers (off the contract) they compute in double and truncate
+ * so that the kernel stays total. */
+#define INT_BWD(FN) ts_d2i64(ts_##FN##_bwd_d((double)a, (double)b))
+#define INT_BWD_CASES(LOOP)                                                                        \
+    case TS_B_RELU_BWD: LOOP(T, ST, b <= 0 ? 0 : a); break;                                        \
+    case TS_B_SIGMOID_BWD: LOOP(T, ST, INT_BWD(sigmoid)); break;                                   \
+    case TS_B_TANH_BWD: LOOP(T, ST, INT_BWD(tanh)); break;                                         \
+    case TS_B_GELU_BWD: LOOP(T, ST, INT_BWD(gelu)); break;                                         \
+    case TS_B_SILU_BWD: LOOP(T, ST, INT_BWD(silu)); break;
 
 /* Integers: division and modulo by zero give 0 (PyTorch raises; a kernel must not trap). */
 #define INT_CASES(LOOP)                                                                            \
@@ -128,7 +147,8 @@
     case TS_B_RSUB: LOOP(T, ST, ISUB(b, a)); break;                                                \
     case TS_B_RDIV: LOOP(T, ST, ts_idiv_i64(b, a)); break;                                         \
     case TS_B_RPOW: LOOP(T, ST, ts_ipow_i64(b, a)); break;                                         \
-        CMP_CASES(LOOP)
+        CMP_CASES(LOOP)                                                                            \
+        INT_BWD_CASES(LOOP)
 
 /* ---------------------------------------------------------------- per-dtype runs
  * LD / ST (load into and store from the compute type) are defined around each instantiation. */
@@ -147,7 +167,7 @@ enum { POW_GENERIC, POW_SQRT, POW_SQUARE, POW_CUBE, POW_RSQRT, POW_RECIP, POW_RE
 static bool is_cmp(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_GE; }
 
 #define DEFINE_FLOAT(TAG, CT_, FAM, BVAL, BCMP)                                                    \
-    static void binary_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
+    TS_CPU_CLONES static void binary_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
         typedef ts_cpu_t_##TAG T;                                                                  \
         typedef CT_ CT;                                                                            \
         switch (((const bin_ctx *)vctx)->op) {                                                     \
@@ -158,7 +178,8 @@ static bool is_cmp(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_GE; }
             break;                                                                                 \
         }                                                                                          \
     }                                                                                              \
-    static void scalar_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
+    TS_CPU_CLONES static void scalar_##TAG(void *vctx, char *const *p, const int64_t *s,          \
+                                           int64_t n) {                                            \
         typedef ts_cpu_t_##TAG T;                                                                  \
         typedef CT_ CT;                                                                            \
         const bin_ctx *ctx = (const bin_ctx *)vctx;                                                \
@@ -185,7 +206,7 @@ static bool is_cmp(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_GE; }
     }
 
 #define DEFINE_INT(TAG)                                                                            \
-    static void binary_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
+    TS_CPU_CLONES static void binary_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
         typedef ts_cpu_t_##TAG T;                                                                  \
         typedef int64_t CT;                                                                        \
         switch (((const bin_ctx *)vctx)->op) {                                                     \

@@ -356,7 +356,7 @@ static bool run_forward(const conv_fns *f, const cgeom *g, const char *x, const 
     const int nt = max_threads();
     const bool bp = batch_parallel(g, nt);
     const int nscratch = bp ? nt : 1;
-    const ts_conv_direct *d = f == &fns_f32 ? ts_conv_direct_for(g) : NULL;
+    const ts_conv_direct *d = f == &fns_f32 ? ts_conv_direct_for(g, false) : NULL;
     float *wpk = d ? ts_conv_direct_pack(d, g, (const float *)w) : NULL;
     if (!wpk) d = NULL; /* no memory for the packed weights: im2col still works */
     const size_t col_bytes = d           ? (size_t)ts_conv_direct_scratch(d, g) * sizeof(float)
@@ -397,33 +397,84 @@ static bool run_forward(const conv_fns *f, const cgeom *g, const char *x, const 
     return true;
 }
 
+/* With unit strides the input gradient is itself a convolution: gy, padded by the kernel's reach
+ * less the forward padding, correlated with the weights flipped and their channel dims swapped.
+ * (Padding zeros then meet every weight, so an infinite weight gives NaN where col2im would
+ * give +-inf.) */
+static bool transposed_geom(const cgeom *g, cgeom *t) {
+    const int64_t ph = (g->kh - 1) * g->dh - g->ph, pw = (g->kw - 1) * g->dw - g->pw;
+    if (g->sh != 1 || g->sw != 1 || g->direct || ph < 0 || pw < 0) return false;
+    /* unpadded forward: the padded gy is mostly zeros, and col2im does half the work */
+    if (4 * g->h * g->w > 5 * g->oh * g->ow) return false;
+    *t = *g;
+    t->c = g->o, t->h = g->oh, t->w = g->ow, t->o = g->c, t->oh = g->h, t->ow = g->w;
+    t->ph = ph, t->pw = pw, t->cg = g->og, t->og = g->cg;
+    t->k = t->cg * t->kh * t->kw, t->p = t->oh * t->ow;
+    return true;
+}
+
+/* The transposed problem's packed weights, or NULL (then im2col + col2im is used). */
+static float *transposed_weights(const ts_conv_direct *d, const cgeom *g, const cgeom *t,
+                                 const float *w) {
+    float *wt = malloc(sizeof(float) * (size_t)(g->o * g->k) + 1);
+    if (!wt) return NULL;
+    for (int64_t gi = 0; gi < g->g; gi++)
+        for (int64_t o = 0; o < g->og; o++)
+            for (int64_t c = 0; c < g->cg; c++)
+                for (int64_t i = 0; i < g->kh; i++)
+                    for (int64_t j = 0; j < g->kw; j++)
+                        wt[(((gi * g->cg + c) * g->og + o) * g->kh + (g->kh - 1 - i)) * g->kw +
+                           (g->kw - 1 - j)] =
+                            w[(((gi * g->og + o) * g->cg + c) * g->kh + i) * g->kw + j];
+    float *wpk = ts_conv_direct_pack(d, t, wt);
+    free(wt);
+    return wpk;
+}
+
 static bool run_backward_data(const conv_fns *f, const cgeom *g, const char *gy, const char *w,
                               char *gx) {
     const int nt = max_threads();
     const bool bp = batch_parallel(g, nt);
     const int nscratch = bp ? nt : 1;
-    const size_t col_bytes = g->direct ? 0 : (size_t)(g->k * g->p) * f->es;
+    cgeom t;
+    const ts_conv_direct *d =
+        f == &fns_f32 && transposed_geom(g, &t) ? ts_conv_direct_for(&t, false) : NULL;
+    float *wpk = d ? transposed_weights(d, g, &t, (const float *)w) : NULL;
+    if (!wpk) d = NULL;
+    const size_t col_bytes = d           ? (size_t)ts_conv_direct_scratch(d, &t) * sizeof(float)
+                             : g->direct ? 0
+                                         : (size_t)(g->k * g->p) * f->es;
     char *scratch = col_bytes ? malloc(col_bytes * (size_t)nscratch) : NULL;
-    if (col_bytes && !scratch) return false;
-    const size_t xs = (size_t)(g->c * g->h * g->w) * f->es, ys = (size_t)(g->o * g->p) * f->es;
-    if (bp) {
-#ifdef TS_HAVE_OPENMP
-        const int saved = blas_single_begin();
-        const int64_t n = g->n;
-#pragma omp parallel num_threads(nt)
-        {
-            char *col = scratch ? scratch + col_bytes * (size_t)omp_get_thread_num() : NULL;
-#pragma omp for schedule(static)
-            for (int64_t i = 0; i < n; i++)
-                f->bwd_data(g, gy + ys * (size_t)i, w, gx + xs * (size_t)i, col, false);
-        }
-        blas_single_end(saved);
-#endif
-    } else {
-        for (int64_t i = 0; i < g->n; i++)
-            f->bwd_data(g, gy + ys * (size_t)i, w, gx + xs * (size_t)i, scratch, true);
+    if (col_bytes && !scratch) {
+        free(wpk);
+        return false;
     }
+    const size_t xs = (size_t)(g->c * g->h * g->w) * f->es, ys = (size_t)(g->o * g->p) * f->es;
+#ifdef TS_HAVE_OPENMP
+    const int saved = bp ? blas_single_begin() : 0;
+    const int64_t n = g->n;
+#pragma omp parallel num_threads(nt) if (bp)
+    {
+        char *col = scratch ? scratch + col_bytes * (size_t)omp_get_thread_num() : NULL;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < n; i++) {
+#else
+    {
+        char *col = scratch;
+        for (int64_t i = 0; i < g->n; i++) {
+#endif
+            if (d)
+                ts_conv_direct_forward(d, &t, (const float *)(gy + ys * (size_t)i), wpk, NULL,
+                                       (float *)(gx + xs * (size_t)i), (float *)col);
+            else
+                f->bwd_data(g, gy + ys * (size_t)i, w, gx + xs * (size_t)i, col, !bp);
+        }
+    }
+#ifdef TS_HAVE_OPENMP
+    if (bp) blas_single_end(saved);
+#endif
     free(scratch);
+    free(wpk);
     return true;
 }
 
@@ -448,7 +499,7 @@ static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *g
     const bool bp = batch_parallel(g, nt);
     const int nscratch = bp ? nt : 1;
     const int64_t nc = weight_chunks(g, f->es);
-    const ts_conv_direct *d = f == &fns_f32 ? ts_conv_direct_for(g) : NULL;
+    const ts_conv_direct *d = f == &fns_f32 ? ts_conv_direct_for(g, true) : NULL;
     const size_t col_bytes = d           ? (size_t)ts_conv_direct_scratch(d, g) * sizeof(float)
                              : g->direct ? 0
                                          : (size_t)(g->k * g->p) * f->es;

@@ -17,8 +17,8 @@ typedef struct ts_cgeom {
  * group, where im2col's copies cost more than the arithmetic. Vectorised along output rows with
  * the widest ISA this CPU has (AVX-512, AVX2; none elsewhere). */
 typedef struct ts_conv_direct ts_conv_direct;
-/* The kernels for g, or NULL when the im2col path should be used. */
-const ts_conv_direct *ts_conv_direct_for(const ts_cgeom *g);
+/* The kernels for g's forward pass (or weight gradient), or NULL when im2col is the better path. */
+const ts_conv_direct *ts_conv_direct_for(const ts_cgeom *g, bool weight_grad);
 /* floats of per-thread scratch the image functions need */
 int64_t ts_conv_direct_scratch(const ts_conv_direct *d, const ts_cgeom *g);
 /* Weights rearranged for the forward kernel: malloc'ed, NULL when out of memory. */

@@ -40,38 +40,40 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 #define TS_INLINE inline __attribute__((always_inline))
 
-/* Forward: NOB output channels x NXC vectors of one output row stay in registers while every
- * (c, i, j) tap adds a broadcast weight times a shifted input row. NOB and NXC are constants at
- * each call site (see FWD_CASE), so the loops unroll without guards. */
+/* Forward: NOB output channels x NV vectors of output stay in registers while every (c, i, j)
+ * tap adds a broadcast weight times shifted input. A vector is VL outputs of one row; the output
+ * plane is cut into such pieces row by row and consecutive pieces are paired, so narrow rows
+ * pair up instead of leaving a half-empty second vector. NOB and NV are constants at each call
+ * site (see FWD_CASE), so the loops unroll without guards. */
 #define DEFINE_FWD(NAME, ATTR, V, VL, OB)                                                          \
-    ATTR static TS_INLINE void NAME##_tile(                                                        \
-        const ts_cgeom *g, const float *row0, int64_t cstride, int64_t ws, const float *wb,        \
-        const float *bias, float *yp, int64_t ow_left, const int NOB, const int NXC) {             \
+    ATTR static TS_INLINE void NAME##_tile(const ts_cgeom *g, const float *in0, const float *in1,  \
+                                           int64_t cstride, int64_t ws, const float *wb,           \
+                                           const float *bias, float *const *out,                   \
+                                           const int64_t *len, const int NOB, const int NV) {      \
         V acc[OB][2];                                                                              \
         for (int ob = 0; ob < NOB; ob++)                                                           \
-            for (int xc = 0; xc < NXC; xc++) acc[ob][xc] = (V){0} + bias[ob];                      \
+            for (int v = 0; v < NV; v++) acc[ob][v] = (V){0} + bias[ob];                           \
         const float *wr = wb;                                                                      \
         for (int64_t c = 0; c < g->cg; c++)                                                        \
             for (int64_t i = 0; i < g->kh; i++) {                                                  \
-                const float *row = row0 + c * cstride + i * g->dh * ws;                            \
+                const int64_t off = c * cstride + i * g->dh * ws;                                  \
                 for (int64_t j = 0; j < g->kw; j++, wr += OB) {                                    \
                     V xv[2];                                                                       \
-                    for (int xc = 0; xc < NXC; xc++)                                               \
-                        memcpy(&xv[xc], row + j * g->dw + xc * VL, sizeof(V));                     \
+                    memcpy(&xv[0], in0 + off + j * g->dw, sizeof(V));                              \
+                    if (NV > 1) memcpy(&xv[1], in1 + off + j * g->dw, sizeof(V));                  \
                     for (int ob = 0; ob < NOB; ob++)                                               \
-                        for (int xc = 0; xc < NXC; xc++) acc[ob][xc] += wr[ob] * xv[xc];           \
+                        for (int v = 0; v < NV; v++) acc[ob][v] += wr[ob] * xv[v];                 \
                 }                                                                                  \
             }                                                                                      \
         for (int ob = 0; ob < NOB; ob++)                                                           \
-            for (int xc = 0; xc < NXC; xc++) {                                                     \
-                float *d = yp + ob * g->oh * g->ow + xc * VL;                                      \
-                const int64_t n = ow_left - xc * VL < VL ? ow_left - xc * VL : VL;                 \
-                if (n == VL) {                                                                     \
-                    memcpy(d, &acc[ob][xc], sizeof(V));                                            \
+            for (int v = 0; v < NV; v++) {                                                         \
+                float *d = out[v] + ob * g->oh * g->ow;                                            \
+                if (len[v] == VL) {                                                                \
+                    memcpy(d, &acc[ob][v], sizeof(V));                                             \
                 } else { /* a constant-size copy keeps acc in registers */                         \
                     float t[VL];                                                                   \
-                    memcpy(t, &acc[ob][xc], sizeof(V));                                            \
-                    memcpy(d, t, sizeof(float) * (size_t)n);                                       \
+                    memcpy(t, &acc[ob][v], sizeof(V));                                             \
+                    memcpy(d, t, sizeof(float) * (size_t)len[v]);                                  \
                 }                                                                                  \
             }                                                                                      \
     }                                                                                              \
@@ -79,6 +81,7 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
                           float *y, float *xp) {                                                   \
         const int64_t hp = g->h + 2 * g->ph, ws = pad_stride(g, VL);                               \
         const int64_t taps = g->cg * g->kh * g->kw, nblk = (g->og + OB - 1) / OB;                  \
+        const int64_t per_row = (g->ow + VL - 1) / VL, pieces = g->oh * per_row;                   \
         for (int64_t gi = 0; gi < g->g; gi++) {                                                    \
             pad_input(g, VL, x + gi * g->cg * g->h * g->w, xp);                                    \
             for (int64_t bi = 0; bi < nblk; bi++) {                                                \
@@ -87,14 +90,20 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
                 const float *wb = wpk + (gi * nblk + bi) * taps * OB;                              \
                 float bias[OB];                                                                    \
                 for (int ob = 0; ob < OB; ob++) bias[ob] = b && ob < nob ? b[o0 + ob] : 0.0f;      \
-                for (int64_t oy = 0; oy < g->oh; oy++)                                             \
-                    for (int64_t ox0 = 0; ox0 < g->ow; ox0 += 2 * VL) {                            \
-                        const int64_t left = g->ow - ox0;                                          \
-                        const float *row0 = xp + oy * g->sh * ws + ox0;                            \
-                        float *yp = y + (o0 * g->oh + oy) * g->ow + ox0;                           \
-                        const bool two = left > VL;                                                \
-                        switch (nob) { FWD_CASES(NAME##_tile, OB) }                                \
+                for (int64_t q = 0; q < pieces; q += 2) {                                          \
+                    const float *in[2];                                                            \
+                    float *out[2];                                                                 \
+                    int64_t len[2] = {0, 0};                                                       \
+                    const bool two = q + 1 < pieces;                                               \
+                    for (int v = 0; v < 2; v++) {                                                  \
+                        const int64_t p = two || v == 0 ? q + v : q;                               \
+                        const int64_t oy = p / per_row, ox = p % per_row * VL;                     \
+                        in[v] = xp + oy * g->sh * ws + ox;                                         \
+                        out[v] = y + (o0 * g->oh + oy) * g->ow + ox;                               \
+                        len[v] = min64(VL, g->ow - ox);                                            \
                     }                                                                              \
+                    switch (nob) { FWD_CASES(NAME##_tile, OB) }                                    \
+                }                                                                                  \
             }                                                                                      \
         }                                                                                          \
     }
@@ -102,9 +111,9 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 #define FWD_CASE(TILE, K)                                                                          \
     case K:                                                                                        \
         if (two)                                                                                   \
-            TILE(g, row0, hp *ws, ws, wb, bias, yp, left, K, 2);                                   \
+            TILE(g, in[0], in[1], hp *ws, ws, wb, bias, out, len, K, 2);                           \
         else                                                                                       \
-            TILE(g, row0, hp *ws, ws, wb, bias, yp, left, K, 1);                                   \
+            TILE(g, in[0], in[1], hp *ws, ws, wb, bias, out, len, K, 1);                           \
         break;
 #define FWD_CASES4(TILE) FWD_CASE(TILE, 1) FWD_CASE(TILE, 2) FWD_CASE(TILE, 3) FWD_CASE(TILE, 4)
 #define FWD_CASES8(TILE)                                                                           \
@@ -210,9 +219,7 @@ static const ts_conv_direct direct_avx2 = {8, 4, fwd_avx2, wgt_avx2};
 static const ts_conv_direct direct_avx512 = {16, 8, fwd_avx512, wgt_avx512};
 #endif
 
-/* Beyond 16 outputs per group the GEMM's arithmetic dominates and BLAS does it better. */
-const ts_conv_direct *ts_conv_direct_for(const ts_cgeom *g) {
-    if (g->sw != 1 || g->direct || g->og > 16 || g->ow < 4) return NULL;
+static const ts_conv_direct *best_isa(void) {
 #ifdef TS_CONV_X86
     if (__builtin_cpu_supports("avx512f")) return &direct_avx512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &direct_avx2;
@@ -220,7 +227,17 @@ const ts_conv_direct *ts_conv_direct_for(const ts_cgeom *g) {
     return NULL;
 }
 
-/* the padded input, then (weight gradient) the padded gy rows */
+/* Beyond 16 outputs per group the GEMM's arithmetic dominates and BLAS does it better. The weight
+ * gradient reduces each register tile once per image, which pays off only over rows that fill
+ * their vectors well. */
+const ts_conv_direct *ts_conv_direct_for(const ts_cgeom *g, bool weight_grad) {
+    if (g->sw != 1 || g->direct || g->og > 16 || g->ow < 4) return NULL;
+    const ts_conv_direct *d = best_isa();
+    if (!d || !weight_grad) return d;
+    const int64_t lanes = (g->ow + d->vl - 1) / d->vl * d->vl;
+    return 4 * g->ow >= 3 * lanes && g->oh * lanes >= 8 * d->vl ? d : NULL;
+}
+
 int64_t ts_conv_direct_scratch(const ts_conv_direct *d, const ts_cgeom *g) {
     const int64_t growv = (g->ow + d->vl - 1) / d->vl * d->vl;
     return g->cg * (g->h + 2 * g->ph) * pad_stride(g, d->vl) + g->og * g->oh * growv;

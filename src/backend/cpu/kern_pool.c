@@ -142,10 +142,21 @@ DEFINE_POOL(bf16, uint16_t, float, LOAD_BF, STORE_BF)
  * random data would mispredict half the time. */
 #define MAX2_STEP(v, off)                                                                          \
     do {                                                                                           \
-        const int t = ((v) > m) | ((v) != (v));                                                    \
-        m = t ? (v) : m;                                                                           \
-        k = t ? (off) : k;                                                                         \
+        const uint32_t t = 0u - (uint32_t)(((v) > m) | ((v) != (v)));                              \
+        m = sel_f32(t, (v), m);                                                                    \
+        k = (int64_t)(((uint64_t)k & ~(uint64_t)(int32_t)t) |                                      \
+                      ((uint64_t)(off) & (uint64_t)(int32_t)t));                                   \
     } while (0)
+
+/* t all ones: a, else b; bitwise, because compilers turn a ternary here into a branch */
+static inline float sel_f32(uint32_t t, float a, float b) {
+    uint32_t ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    ua = (ua & t) | (ub & ~t);
+    memcpy(&a, &ua, sizeof a);
+    return a;
+}
 
 static void max2x2_plane_f32(const pgeom *g, const float *x, float *y, int64_t *idx) {
     const int64_t w = g->w, ow = g->ow;
@@ -155,9 +166,9 @@ static void max2x2_plane_f32(const pgeom *g, const float *x, float *y, int64_t *
         if (!idx) {
             for (int64_t ox = 0; ox < ow; ox++) {
                 float m = r0[2 * ox], a = r0[2 * ox + 1], b = r1[2 * ox], c = r1[2 * ox + 1];
-                m = (a > m) | (a != a) ? a : m;
-                m = (b > m) | (b != b) ? b : m;
-                m = (c > m) | (c != c) ? c : m;
+                m = sel_f32(0u - (uint32_t)((a > m) | (a != a)), a, m);
+                m = sel_f32(0u - (uint32_t)((b > m) | (b != b)), b, m);
+                m = sel_f32(0u - (uint32_t)((c > m) | (c != c)), c, m);
                 yr[ox] = m;
             }
             continue;

@@ -66,7 +66,7 @@ typedef struct unary_ctx {
 /* clang-format off */
 /* Float dtypes: f32/f16/bf16 compute in float (FAM f), f64 in double (FAM d). */
 #define UNARY_FLOAT(TAG, CT, FAM, LD, ST)                                                          \
-    static void unary_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {             \
+    TS_CPU_CLONES static void unary_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {             \
         const unary_ctx *ctx = (const unary_ctx *)vctx;                                            \
         typedef ts_cpu_t_##TAG T;                                                                  \
         switch (ctx->op) {                                                                         \
