@@ -423,6 +423,10 @@ bool ts_gradcheck(ts_gradcheck_fn f, void *ctx, ts_tensor *const *inputs, int n,
 
 #include "tessera/io.h"
 
+#include "tessera/data.h"
+
+#include "tessera/log.h"
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/kern_conv.h"
 #include "ts_test.h"
 
 /* PyTorch 1.13 float64 values, from this script (inputs are exact binary fractions, made the same
@@ -101,6 +102,8 @@ typedef struct conv_case {
 } conv_case;
 
 static int dflt(int v, int d) { return v ? v : d; }
+/* >= 0: rows 0 and 1 of the first input plane get +-inf in this column */
+static int conv_inf_col = -1;
 
 static void conv_out_size(const conv_case *k, int *oh, int *ow) {
     const ts_conv2d_opts *o = &k->opt;
@@ -176,6 +179,7 @@ static void run_conv_case(const conv_case *k, ts_device dev, ts_dtype dt) {
                   nw = (int64_t)k->o * (k->c / G) * k->kh * k->kw;
     const int64_t ny = (int64_t)k->n * k->o * oh * ow;
     double *x = rand_vec(nx), *w = rand_vec(nw), *b = rand_vec(k->o), *gy = rand_vec(ny);
+    if (conv_inf_col >= 0) x[conv_inf_col] = INFINITY, x[k->w + conv_inf_col] = -INFINITY;
     /* what the low-precision dtypes can hold, so the reference sees the same inputs */
     ts_tensor *tx = conv_input(k, x, dt, dev);
     ts_tensor *tw = leaf(TS_SHAPE(k->o, k->c / G, k->kh, k->kw), w, dt, dev, true);
@@ -617,9 +621,23 @@ int main(void) {
         run_pool_case(&pool_cases[2], ts_cpu(), dts[t], 13);
         run_pool_case(&pool_cases[0], ts_cpu(), dts[t], 20);
     }
-    /* SimpleCNN's first layer at a small batch (batch-parallel im2col + GEMM) */
+    /* f32 through each kernel family this CPU has: direct AVX-512 / AVX2, im2col + GEMM */
     const conv_case cnn = {8, 3, 32, 32, 6, 5, 5, {.groups = 0}, true, false, false};
-    run_conv_case(&cnn, ts_cpu(), TS_F32);
+    const char *isas[3] = {"avx512", "avx2", "none"};
+    for (int is = 0; is < 3; is++) {
+        if (!ts_conv_direct_force_isa(isas[is])) continue;
+        printf("conv kernels: %s\n", isas[is]);
+        for (int i = 0; i < N_CONV_CASES; i++) run_conv_case(&conv_cases[i], ts_cpu(), TS_F32);
+        run_conv_case(&cnn, ts_cpu(), TS_F32); /* SimpleCNN's first layer */
+        /* infinite inputs near a row's end must not leak NaN into unrelated weight gradients */
+        conv_inf_col = 30;
+        run_conv_case(&cnn, ts_cpu(), TS_F32);
+        conv_inf_col = 4;
+        run_conv_case(&conv_cases[1], ts_cpu(), TS_F64);
+        conv_inf_col = -1;
+    }
+    CHECK(ts_conv_direct_force_isa(NULL));
+    CHECK(!ts_conv_direct_force_isa("sse9"));
     test_thread_independence();
     test_errors();
     return ts_test_finish();

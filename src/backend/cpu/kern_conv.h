@@ -19,6 +19,9 @@ typedef struct ts_cgeom {
 typedef struct ts_conv_direct ts_conv_direct;
 /* The kernels for g's forward pass (or weight gradient), or NULL when im2col is the better path. */
 const ts_conv_direct *ts_conv_direct_for(const ts_cgeom *g, bool weight_grad);
+/* Tests: force "avx512", "avx2" or "none" (im2col only); false when this CPU lacks it. NULL
+ * restores the automatic choice. Not thread-safe: call while no convolution runs. */
+bool ts_conv_direct_force_isa(const char *name);
 /* floats of per-thread scratch the image functions need */
 int64_t ts_conv_direct_scratch(const ts_conv_direct *d, const ts_cgeom *g);
 /* Weights rearranged for the forward kernel: malloc'ed, NULL when out of memory. */

@@ -219,12 +219,29 @@ static const ts_conv_direct direct_avx2 = {8, 4, fwd_avx2, wgt_avx2};
 static const ts_conv_direct direct_avx512 = {16, 8, fwd_avx512, wgt_avx512};
 #endif
 
+static int forced = -1; /* -1 automatic, 0 none (im2col only), 1 avx2, 2 avx512 */
+
 static const ts_conv_direct *best_isa(void) {
 #ifdef TS_CONV_X86
-    if (__builtin_cpu_supports("avx512f")) return &direct_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &direct_avx2;
+    const bool has512 = __builtin_cpu_supports("avx512f");
+    const bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (forced >= 0) return forced == 2 ? &direct_avx512 : forced == 1 ? &direct_avx2 : NULL;
+    if (has512) return &direct_avx512;
+    if (has2) return &direct_avx2;
 #endif
     return NULL;
+}
+
+bool ts_conv_direct_force_isa(const char *name) {
+    if (!name) return forced = -1, true;
+    if (strcmp(name, "none") == 0) return forced = 0, true;
+#ifdef TS_CONV_X86
+    if (strcmp(name, "avx2") == 0 && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma"))
+        return forced = 1, true;
+    if (strcmp(name, "avx512") == 0 && __builtin_cpu_supports("avx512f")) return forced = 2, true;
+#endif
+    return false;
 }
 
 /* Beyond 16 outputs per group the GEMM's arithmetic dominates and BLAS does it better. The weight

@@ -1,0 +1,115 @@
+/* tessera/data.h — datasets, transforms and the data loader (included by tessera.h). */
+#ifndef TESSERA_DATA_H
+#define TESSERA_DATA_H
+
+/* ==================================================================== datasets */
+/* One sample: x and y are cpu tensors; the receiver owns one reference to each (ts_release). */
+typedef struct ts_sample {
+    ts_tensor *x, *y;
+} ts_sample;
+
+/* A dataset is a length and an item-by-index function. get must be thread-safe (the loader calls
+ * it from its workers); it returns TS_OK or an error status with ts_error set. */
+typedef struct ts_dataset_ops {
+    int64_t (*len)(void *ctx);
+    ts_status (*get)(void *ctx, int64_t index, ts_sample *out);
+    void (*free)(void *ctx); /* may be NULL */
+} ts_dataset_ops;
+typedef struct ts_dataset ts_dataset;
+
+ts_dataset *ts_dataset_new(const ts_dataset_ops *ops, void *ctx);
+int64_t ts_dataset_len(ts_dataset *d);
+ts_status ts_dataset_get(ts_dataset *d, int64_t index, ts_sample *out); /* index in [0, len) */
+void ts_dataset_free(ts_dataset *d);                                     /* NULL-safe */
+/* number of classes when the dataset knows it (MNIST 10, image folder: subfolders), else 0 */
+int64_t ts_dataset_num_classes(ts_dataset *d);
+void ts_dataset_set_num_classes(ts_dataset *d, int64_t n);
+
+typedef enum ts_data_split { TS_SPLIT_TRAIN = 0, TS_SPLIT_TEST } ts_data_split;
+
+/* Samples are the rows (first dim) of x and y (y may be NULL: y becomes an empty i64 tensor).
+ * The dataset keeps its own references. */
+ts_dataset *ts_tensor_dataset(ts_tensor *x, ts_tensor *y);
+/* IDX files (plain or .gz): images u8 [N, H, W] -> x u8 [H, W, 1] (HWC), labels u8 [N] -> y i64 0-dim */
+ts_dataset *ts_idx_dataset(const char *images_path, const char *labels_path);
+/* MNIST / Fashion-MNIST folder: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] */
+ts_dataset *ts_mnist(const char *dir, ts_data_split split);
+/* CIFAR-10 binary batches (3,073-byte records): data_batch_1..5.bin / test_batch.bin;
+ * x u8 [32, 32, 3] (HWC), y i64 0-dim */
+ts_dataset *ts_cifar10(const char *dir, ts_data_split split);
+typedef struct ts_csv_opts {
+    int target_column;          /* index of the target column; -1 = last */
+    const char *target_name;    /* or by header name (overrides target_column) */
+    bool no_header;             /* default: the first line is a header when it is not numeric */
+    bool regression;            /* target as f32 (default: class index i64, values must be ints) */
+    char delimiter;             /* 0 -> ',' */
+} ts_csv_opts;
+/* numeric columns -> x f32 [features], y i64 0-dim (or f32 [1] for regression) */
+ts_dataset *ts_csv_dataset(const char *path, ts_csv_opts o);
+/* root/<class>/<image>: classes are the sorted subfolder names; x u8 [H, W, C]. Available when
+ * built with an image library (stb); else TS_ERR_UNSUPPORTED. */
+ts_dataset *ts_image_folder(const char *root);
+
+/* =================================================================== transforms */
+/* Randomness of a transform comes from Philox keyed by (seed, epoch, sample index), so a sample's
+ * augmentation does not depend on the number of workers. ts_transform_uniform gives the k-th
+ * uniform number in [0, 1) of that key. */
+typedef struct ts_transform_ctx {
+    uint64_t seed;
+    int64_t epoch, index;
+} ts_transform_ctx;
+double ts_transform_uniform(const ts_transform_ctx *c, int k);
+
+/* apply: takes x (the callee releases or returns it) and returns the transformed sample x (a new
+ * reference), or NULL with an error set. Runs on loader worker threads. */
+typedef ts_tensor *(*ts_transform_fn)(ts_tensor *x, const ts_transform_ctx *c, void *user);
+typedef struct ts_transform ts_transform;
+ts_transform *ts_transform_new(ts_transform_fn fn, void *user, void (*free_user)(void *));
+ts_tensor *ts_transform_apply(ts_transform *t, ts_tensor *x, const ts_transform_ctx *c);
+void ts_transform_free(ts_transform *t); /* NULL-safe; frees composed children */
+/* u8 HWC -> f32 CHW / 255 (other dtypes: converted to f32, layout kept) */
+ts_transform *ts_to_tensor(void);
+/* per channel (dim 0 of CHW): (x - mean[c]) / std[c] */
+ts_transform *ts_normalize(int channels, const float *mean, const float *std);
+ts_transform *ts_normalize3(float m0, float m1, float m2, float s0, float s1, float s2);
+/* on CHW or HWC-u8 images: pad by `padding` zeros each side, then crop size x size at random */
+ts_transform *ts_random_crop(int size, int padding);
+ts_transform *ts_random_hflip(double p);
+/* applies each in order; takes ownership of the given transforms */
+ts_transform *ts_compose(int n, ts_transform *const *ts);
+
+/* ===================================================================== loader */
+typedef struct ts_loader_opts {
+    int batch_size;          /* 0 -> 1 */
+    bool shuffle;            /* a permutation from Philox keyed by (seed, epoch) */
+    bool drop_last;
+    int workers;             /* 0: batches are made on the calling thread */
+    int prefetch;            /* batches ready ahead per worker; 0 -> 2 */
+    bool pin_memory;
+    ts_device device;        /* TS_DEVICE_DEFAULT (0): leave batches on the cpu; else copy there */
+    uint64_t seed;           /* shuffle and transforms */
+    ts_transform *transform; /* applied to x of each sample; the loader takes ownership */
+} ts_loader_opts;
+
+typedef struct ts_loader ts_loader;
+/* A batch: x stacked on a new first dim, y likewise. Both belong to the loader and stay valid until
+ * the next ts_loader_next / ts_loader_free (ts_retain to keep them longer). */
+typedef struct ts_batch {
+    ts_tensor *x, *y;
+    int64_t index; /* batch number within the epoch */
+    int64_t epoch;
+} ts_batch;
+
+/* The loader does not own the dataset (free it after the loader). */
+ts_loader *ts_loader_new(ts_dataset *d, ts_loader_opts o);
+/* Next batch of the current epoch: true, or false at the end of the epoch (the next call starts
+ * the next epoch) or on error (ts_error() set, e.g. a worker's error with its message). The same
+ * batches arrive in the same order whatever the number of workers. */
+bool ts_loader_next(ts_loader *l, ts_batch *b);
+int64_t ts_loader_num_batches(ts_loader *l); /* per epoch */
+/* Start at this epoch (resume); stops the current epoch cleanly if one is running. */
+ts_status ts_loader_set_epoch(ts_loader *l, int64_t epoch);
+int64_t ts_loader_epoch(ts_loader *l);
+void ts_loader_free(ts_loader *l); /* stops workers cleanly, also mid-epoch; NULL-safe */
+
+#endif /* TESSERA_DATA_H */
