@@ -3,7 +3,7 @@ BUILD     ?= build
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 DEB_PKGS  := build-essential cmake pkg-config libopenblas-openmp-dev zlib1g-dev libcjson-dev \
-             libomp-dev clang libclang-rt-dev
+             libomp-dev clang libclang-rt-dev libstb-dev dataset-fashion-mnist
 
 .PHONY: all deps configure build run test asan clean
 
@@ -25,8 +25,9 @@ configure: deps
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# LeNet-5 on Fashion-MNIST for 2 epochs on the best device present; prints the test accuracy.
 run: build
-	$(BUILD)/quickstart
+	$(BUILD)/tessera train --model lenet --data fashion-mnist --epochs 2
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

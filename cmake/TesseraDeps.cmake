@@ -29,6 +29,28 @@ include_directories(SYSTEM ${TS_CJSON_INCLUDE})
 set(TS_PC_LIBS "${TS_PC_LIBS} -lcjson")
 message(STATUS "Tessera: cJSON ${TS_CJSON_LIB}")
 
+# zlib reads gzip'ed IDX files (Debian: zlib1g-dev); stb_image, when present, decodes the images of
+# ts_image_folder (Debian: libstb-dev, header <stb/stb_image.h>, library -lstb).
+find_package(ZLIB)
+if(NOT ZLIB_FOUND)
+  message(FATAL_ERROR "Tessera needs zlib for gzip'ed datasets: install zlib1g-dev "
+                      "(apt-get install zlib1g-dev, or `make deps`)")
+endif()
+list(APPEND TS_DEP_LIBS ${ZLIB_LIBRARIES})
+include_directories(SYSTEM ${ZLIB_INCLUDE_DIRS})
+set(TS_PC_LIBS "${TS_PC_LIBS} -lz")
+find_path(TS_STB_INCLUDE stb/stb_image.h)
+find_library(TS_STB_LIB NAMES stb)
+if(TS_STB_INCLUDE AND TS_STB_LIB)
+  list(APPEND TS_DEP_LIBS ${TS_STB_LIB})
+  list(APPEND TS_DEP_DEFS TS_HAVE_STB=1)
+  include_directories(SYSTEM ${TS_STB_INCLUDE})
+  set(TS_PC_LIBS "${TS_PC_LIBS} -lstb")
+  message(STATUS "Tessera: stb_image ${TS_STB_LIB} (image folders)")
+else()
+  message(STATUS "Tessera: no stb_image (libstb-dev): ts_image_folder is unsupported")
+endif()
+
 set(TS_HAVE_CBLAS OFF)
 if(TS_BLAS)
   # Prefer OpenBLAS built with OpenMP (Debian's libopenblas-openmp-dev): it shares libgomp's thread

@@ -37,8 +37,10 @@ int main(void) {
     ts_module_summary(net);
     ts_optim *opt = ts_sgd(net, (ts_sgd_opts){.lr = 0.001, .momentum = 0.9});
     /* four fixed "mini-batches" of 16 images, normalised to [-1, 1] like the seed's transform */
-    ts_tensor *images =
-        ts_sub_scalar(ts_mul_scalar(ts_rand(TS_SHAPE(4, 16, 3, 32, 32), (ts_opts){0}), 2), 1);
+    ts_scope_begin(); /* keep only the final images, not the intermediate tensors */
+    ts_tensor *images = ts_keep(
+        ts_sub_scalar(ts_mul_scalar(ts_rand(TS_SHAPE(4, 16, 3, 32, 32), (ts_opts){0}), 2), 1));
+    ts_scope_end();
     ts_tensor *labels = ts_randint(0, 10, TS_SHAPE(4, 16), (ts_opts){0});
     double first = 0, last = 0;
     for (int epoch = 0; epoch < 2; epoch++) {

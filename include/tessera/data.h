@@ -17,6 +17,7 @@ typedef struct ts_dataset_ops {
 } ts_dataset_ops;
 typedef struct ts_dataset ts_dataset;
 
+/* On failure (NULL, error set) ops->free(ctx) has already been called: ctx never leaks. */
 ts_dataset *ts_dataset_new(const ts_dataset_ops *ops, void *ctx);
 int64_t ts_dataset_len(ts_dataset *d);
 ts_status ts_dataset_get(ts_dataset *d, int64_t index, ts_sample *out); /* index in [0, len) */
@@ -32,10 +33,11 @@ typedef enum ts_data_split { TS_SPLIT_TRAIN = 0, TS_SPLIT_TEST } ts_data_split;
 ts_dataset *ts_tensor_dataset(ts_tensor *x, ts_tensor *y);
 /* IDX files (plain or .gz): images u8 [N, H, W] -> x u8 [H, W, 1] (HWC), labels u8 [N] -> y i64 0-dim */
 ts_dataset *ts_idx_dataset(const char *images_path, const char *labels_path);
-/* MNIST / Fashion-MNIST folder: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] */
+/* MNIST / Fashion-MNIST folder: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]; dir NULL means
+ * Debian's /usr/share/datasets/fashion-mnist. Labels must be < 10. */
 ts_dataset *ts_mnist(const char *dir, ts_data_split split);
-/* CIFAR-10 binary batches (3,073-byte records): data_batch_1..5.bin / test_batch.bin;
- * x u8 [32, 32, 3] (HWC), y i64 0-dim */
+/* CIFAR-10 binary batches (3,073-byte records): data_batch_1..5.bin / test_batch.bin in dir or in
+ * dir/cifar-10-batches-bin; x u8 [32, 32, 3] (HWC), y i64 0-dim */
 ts_dataset *ts_cifar10(const char *dir, ts_data_split split);
 typedef struct ts_csv_opts {
     int target_column;          /* index of the target column; -1 = last */
@@ -58,13 +60,20 @@ typedef struct ts_transform_ctx {
     uint64_t seed;
     int64_t epoch, index;
 } ts_transform_ctx;
+/* Layout (k >= 0): one Philox-4x32-10 block (src/backend/philox.h) under key seed with counter
+ * {(uint32)index, (uint32)(index >> 32), (uint32)epoch, (uint32)k}; u = (((uint64)word1 << 32 |
+ * word0) >> 11) * 2^-53. The loader's shuffle reads k = 0xFFFFFFFF, which no transform reaches. */
 double ts_transform_uniform(const ts_transform_ctx *c, int k);
 
 /* apply: takes x (the callee releases or returns it) and returns the transformed sample x (a new
  * reference), or NULL with an error set. Runs on loader worker threads. */
 typedef ts_tensor *(*ts_transform_fn)(ts_tensor *x, const ts_transform_ctx *c, void *user);
 typedef struct ts_transform ts_transform;
+/* fn runs inside a scope of its own (its temporaries die after it): return an op's result with
+ * ts_retain. The transform owns user (free_user(user) on free, also when the call fails). */
 ts_transform *ts_transform_new(ts_transform_fn fn, void *user, void (*free_user)(void *));
+/* Like fn: takes a reference to x (ts_retain it to keep your own) and returns a reference the
+ * caller holds (not in a scope), or NULL with an error set. */
 ts_tensor *ts_transform_apply(ts_transform *t, ts_tensor *x, const ts_transform_ctx *c);
 void ts_transform_free(ts_transform *t); /* NULL-safe; frees composed children */
 /* u8 HWC -> f32 CHW / 255 (other dtypes: converted to f32, layout kept) */
@@ -75,7 +84,9 @@ ts_transform *ts_normalize3(float m0, float m1, float m2, float s0, float s1, fl
 /* on CHW or HWC-u8 images: pad by `padding` zeros each side, then crop size x size at random */
 ts_transform *ts_random_crop(int size, int padding);
 ts_transform *ts_random_hflip(double p);
-/* applies each in order; takes ownership of the given transforms */
+/* applies each in order; takes ownership of the given transforms (also when it fails). Child i
+ * draws with seed + i * 0x9E3779B97F4A7C15, so a crop and a flip in one compose are independent.
+ * The built-ins work on cpu tensors. */
 ts_transform *ts_compose(int n, ts_transform *const *ts);
 
 /* ===================================================================== loader */
@@ -100,7 +111,9 @@ typedef struct ts_batch {
     int64_t epoch;
 } ts_batch;
 
-/* The loader does not own the dataset (free it after the loader). */
+/* The loader does not own the dataset (free it after the loader). It calls the dataset's get and
+ * the transform inside a scope of its own, on its worker threads (workers > 0): a get built from
+ * ops hands over ts_retain(result). On failure it frees o.transform too. */
 ts_loader *ts_loader_new(ts_dataset *d, ts_loader_opts o);
 /* Next batch of the current epoch: true, or false at the end of the epoch (the next call starts
  * the next epoch) or on error (ts_error() set, e.g. a worker's error with its message). The same

@@ -71,7 +71,9 @@ static ts_tensor *unary_new(const char *op, ts_unary_op u, ts_tensor *t, ts_dtyp
     if (!out || tsi_numel(t->shape) == 0) return out;
     const ts_backend *be = tsi_be(t);
     const int idx = tsi_dev_index(t);
-    ts_kview ko = tsi_kview(out), kt = tsi_kview(t);
+    ts_kview ko, kt;
+    tsi_kview_fill(&ko, out);
+    tsi_kview_fill(&kt, t);
     if (copy_only) {
         be->copy(be, idx, &ko, &kt);
     } else if (t->dtype == r || u == TS_U_LOGICAL_NOT) {
@@ -92,7 +94,8 @@ static ts_tensor *unary_exec(const char *op, ts_unary_op u, ts_tensor *t, ts_dty
     if (tsi_numel(t->shape) > 0 && !copy_only) {
         const ts_backend *be = tsi_be(t);
         const int idx = tsi_dev_index(t);
-        ts_kview kt = tsi_kview(t);
+        ts_kview kt;
+        tsi_kview_fill(&kt, t);
         if (r == t->dtype) {
             be->unary(be, idx, u, &kt, &kt, p0, p1);
         } else { /* castable but wider: compute there, round back */

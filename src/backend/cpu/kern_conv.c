@@ -1,5 +1,6 @@
-/* kern_conv.c — 2-D convolution on the CPU: im2col + GEMM (OpenBLAS or the built-in blocked GEMM),
- * parallel over the batch; f16/bf16 through f32 scratch. */
+/* kern_conv.c — 2-D convolution on the CPU: im2col + GEMM (OpenBLAS or the built-in blocked GEMM)
+ * or, for f32 with few outputs per group, the direct kernels of kern_conv_direct.c; parallel over
+ * the batch; f16/bf16 through f32 scratch. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,88 +268,6 @@ DEFINE_SUM_PARTS(double, f64)
 static const conv_fns fns_f32 = CONV_FNS(float, f32);
 static const conv_fns fns_f64 = CONV_FNS(double, f64);
 
-/* ------------------------------------------------------------------ naive fallback */
-/* Used only when scratch memory cannot be had: allocation-free loops, slow but correct. */
-static double load_el(ts_dtype dt, const char *p, int64_t i) {
-    switch (dt) {
-    case TS_F64:
-        return ((const double *)p)[i];
-    case TS_F16:
-        return ts_f16_to_f32(((const uint16_t *)p)[i]);
-    case TS_BF16:
-        return ts_bf16_to_f32(((const uint16_t *)p)[i]);
-    default:
-        return ((const float *)p)[i];
-    }
-}
-
-static void store_el(ts_dtype dt, char *p, int64_t i, double v) {
-    switch (dt) {
-    case TS_F64:
-        ((double *)p)[i] = v;
-        break;
-    case TS_F16:
-        ((uint16_t *)p)[i] = ts_f32_to_f16((float)v);
-        break;
-    case TS_BF16:
-        ((uint16_t *)p)[i] = ts_f32_to_bf16((float)v);
-        break;
-    default:
-        ((float *)p)[i] = (float)v;
-        break;
-    }
-}
-
-/* Calls BODY(xi, wi, yi) for every (input, weight, output) element triple that meets. */
-#define FOR_EACH_TAP(g, BODY)                                                                      \
-    for (int64_t n = 0; n < (g)->n; n++)                                                           \
-        for (int64_t o = 0; o < (g)->o; o++)                                                       \
-            for (int64_t oy = 0; oy < (g)->oh; oy++)                                               \
-                for (int64_t ox = 0; ox < (g)->ow; ox++) {                                         \
-                    const int64_t yi = ((n * (g)->o + o) * (g)->oh + oy) * (g)->ow + ox;           \
-                    const int64_t gi = o / (g)->og;                                                \
-                    for (int64_t c = 0; c < (g)->cg; c++)                                          \
-                        for (int64_t i = 0; i < (g)->kh; i++) {                                    \
-                            const int64_t iy = oy * (g)->sh - (g)->ph + i * (g)->dh;               \
-                            if (iy < 0 || iy >= (g)->h) continue;                                  \
-                            for (int64_t j = 0; j < (g)->kw; j++) {                                \
-                                const int64_t ix = ox * (g)->sw - (g)->pw + j * (g)->dw;           \
-                                if (ix < 0 || ix >= (g)->w) continue;                              \
-                                const int64_t xi =                                                 \
-                                    ((n * (g)->c + gi * (g)->cg + c) * (g)->h + iy) * (g)->w + ix; \
-                                const int64_t wi =                                                 \
-                                    ((o * (g)->cg + c) * (g)->kh + i) * (g)->kw + j;               \
-                                BODY;                                                              \
-                            }                                                                      \
-                        }                                                                          \
-                }
-
-static void naive_fill0(ts_dtype dt, char *p, int64_t n) {
-    for (int64_t i = 0; i < n; i++) store_el(dt, p, i, 0.0);
-}
-
-static void naive_forward(const cgeom *g, ts_dtype dt, const char *x, const char *w, const char *b,
-                          char *y) {
-    for (int64_t yi = 0; yi < g->n * g->o * g->p; yi++)
-        store_el(dt, y, yi, b ? load_el(dt, b, (yi / g->p) % g->o) : 0.0);
-    FOR_EACH_TAP(g,
-                 store_el(dt, y, yi, load_el(dt, y, yi) + load_el(dt, x, xi) * load_el(dt, w, wi)))
-}
-
-static void naive_backward_data(const cgeom *g, ts_dtype dt, const char *gy, const char *w,
-                                char *gx) {
-    naive_fill0(dt, gx, g->n * g->c * g->h * g->w);
-    FOR_EACH_TAP(
-        g, store_el(dt, gx, xi, load_el(dt, gx, xi) + load_el(dt, gy, yi) * load_el(dt, w, wi)))
-}
-
-static void naive_backward_weight(const cgeom *g, ts_dtype dt, const char *gy, const char *x,
-                                  char *gw) {
-    naive_fill0(dt, gw, g->o * g->k);
-    FOR_EACH_TAP(
-        g, store_el(dt, gw, wi, load_el(dt, gw, wi) + load_el(dt, gy, yi) * load_el(dt, x, xi)))
-}
-
 /* ------------------------------------------------------------------ drivers (f32 / f64) */
 /* Returns false when scratch memory is missing (the caller falls back to the naive loops). */
 static bool run_forward(const conv_fns *f, const cgeom *g, const char *x, const char *w,
@@ -585,7 +504,7 @@ void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const t
     const char *bd = bias ? bias->data : NULL;
     if (!is_half(dt)) {
         if (!run_forward(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, x->data, w->data, bd, out->data))
-            naive_forward(&g, dt, x->data, w->data, bd, out->data);
+            ts_conv_naive_forward(&g, dt, x->data, w->data, bd, out->data);
         return;
     }
     float *fx = to_f32(x, numel4(x)), *fw = fx ? to_f32(w, numel4(w)) : NULL;
@@ -595,7 +514,7 @@ void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const t
         run_forward(&fns_f32, &g, (const char *)fx, (const char *)fw, (const char *)fb, (char *)fy))
         from_f32(fy, numel4(out), out);
     else
-        naive_forward(&g, dt, x->data, w->data, bd, out->data);
+        ts_conv_naive_forward(&g, dt, x->data, w->data, bd, out->data);
     free(fx), free(fw), free(fb), free(fy);
 }
 
@@ -609,7 +528,7 @@ void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview
     if (!is_half(dt)) {
         if (!run_backward_data(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, gout->data, w->data,
                                gx->data))
-            naive_backward_data(&g, dt, gout->data, w->data, gx->data);
+            ts_conv_naive_backward_data(&g, dt, gout->data, w->data, gx->data);
         return;
     }
     float *fy = to_f32(gout, numel4(gout)), *fw = fy ? to_f32(w, numel4(w)) : NULL;
@@ -617,7 +536,7 @@ void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview
     if (fx && run_backward_data(&fns_f32, &g, (const char *)fy, (const char *)fw, (char *)fx))
         from_f32(fx, numel4(gx), gx);
     else
-        naive_backward_data(&g, dt, gout->data, w->data, gx->data);
+        ts_conv_naive_backward_data(&g, dt, gout->data, w->data, gx->data);
     free(fx), free(fw), free(fy);
 }
 
@@ -631,7 +550,7 @@ void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kvi
     if (!is_half(dt)) {
         if (!run_backward_weight(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, gout->data, x->data,
                                  gw->data))
-            naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
+            ts_conv_naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
         return;
     }
     float *fy = to_f32(gout, numel4(gout)), *fx = fy ? to_f32(x, numel4(x)) : NULL;
@@ -639,6 +558,6 @@ void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kvi
     if (fw && run_backward_weight(&fns_f32, &g, (const char *)fy, (const char *)fx, (char *)fw))
         from_f32(fw, numel4(gw), gw);
     else
-        naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
+        ts_conv_naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
     free(fx), free(fw), free(fy);
 }

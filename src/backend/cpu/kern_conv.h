@@ -2,8 +2,7 @@
 #ifndef TS_KERN_CONV_H
 #define TS_KERN_CONV_H
 
-#include <stdbool.h>
-#include <stdint.h>
+#include "backend/backend.h"
 
 typedef struct ts_cgeom {
     int64_t n, c, h, w, o, oh, ow, kh, kw;
@@ -32,5 +31,13 @@ void ts_conv_direct_forward(const ts_conv_direct *d, const ts_cgeom *g, const fl
 /* gw [o, cg, kh, kw] = (gw +, when acc) gy [o, oh, ow] correlated with x [c, h, w], one image. */
 void ts_conv_direct_weight(const ts_conv_direct *d, const ts_cgeom *g, const float *gy,
                            const float *x, float *gw, float *scratch, bool acc);
+
+/* kern_conv_naive.c: the fallback without scratch memory (contiguous views of dtype dt) */
+void ts_conv_naive_forward(const ts_cgeom *g, ts_dtype dt, const char *x, const char *w,
+                           const char *b, char *y);
+void ts_conv_naive_backward_data(const ts_cgeom *g, ts_dtype dt, const char *gy, const char *w,
+                                 char *gx);
+void ts_conv_naive_backward_weight(const ts_cgeom *g, ts_dtype dt, const char *gy, const char *x,
+                                   char *gw);
 
 #endif /* TS_KERN_CONV_H */

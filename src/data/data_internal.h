@@ -1,0 +1,71 @@
+/* data_internal.h — the dataset object and the in-memory readers the fuzz targets drive (not
+ * public).
+ */
+#ifndef TS_DATA_INTERNAL_H
+#define TS_DATA_INTERNAL_H
+
+#include "core/internal.h"
+
+struct ts_dataset {
+    ts_dataset_ops ops;
+    void *ctx;
+    int64_t num_classes;
+};
+
+/* A cpu tensor of the given shape and dtype, filled from host bytes: one reference held by the
+ * caller (a sample's x). */
+ts_tensor *tsi_sample_tensor(const char *op, ts_shape s, ts_dtype dt, const void *bytes);
+/* A 0-dim i64 cpu tensor (a sample's class index). */
+ts_tensor *tsi_sample_label(const char *op, int64_t label);
+
+/* ------------------------------------------------------------------ IDX (idx.c) */
+#define TSI_IDX_IMAGES 0x00000803u /* u8, 3 dims: N x H x W */
+#define TSI_IDX_LABELS 0x00000801u /* u8, 1 dim: N */
+
+/* One checked IDX file: the header agrees with the payload to the byte. */
+typedef struct tsi_idx {
+    uint32_t magic;
+    int ndim;
+    int64_t dims[3];
+    const uint8_t *payload;
+    size_t payload_bytes;
+    uint8_t
+        *mem; /* malloc'ed copy of the whole file; NULL when payload borrows the caller's bytes */
+} tsi_idx;
+
+/* An IDX file held in memory, plain (payload borrows buf) or gzip (decompressed into x->mem, never
+ * beyond what the header implies). name starts every message. */
+ts_status tsi_idx_parse(const void *buf, size_t size, const char *name, tsi_idx *out);
+/* The same for a file on disk (plain or gzip, told apart by content). */
+ts_status tsi_idx_read(const char *path, tsi_idx *out);
+void tsi_idx_release(tsi_idx *x); /* NULL-safe; leaves *x zeroed */
+/* Pairs an images file with a labels file: equal counts, labels < classes (classes <= 0: any
+ * label; num_classes is then max + 1). Takes both *images and *labels (zeroed, also on failure). */
+ts_dataset *tsi_idx_dataset_from(tsi_idx *images, tsi_idx *labels, const char *images_name,
+                                 const char *labels_name, int64_t classes);
+
+/* ------------------------------------------------------------------ CIFAR-10 (cifar.c) */
+#define TSI_CIFAR_RECORD 3073 /* 1 label byte + 3 x 32 x 32 pixel bytes (planes R, G, B) */
+
+/* A batch in memory: a non-empty whole number of records, each label < 10; *records gets the count.
+ */
+ts_status tsi_cifar_check(const void *buf, size_t size, const char *name, int64_t *records);
+/* Dataset over n checked records; with own, the dataset frees mem (also when this fails). */
+ts_dataset *tsi_cifar_dataset_from(uint8_t *mem, int64_t n, bool own);
+
+/* ------------------------------------------------------------------ CSV (csv.c) */
+typedef struct tsi_csv {
+    int64_t rows, features, num_classes;
+    float *x;     /* rows x features */
+    int64_t *cls; /* rows: class indices (classification) */
+    float *reg;   /* rows: targets (regression) */
+} tsi_csv;
+
+/* A CSV file held in memory (need not end in NUL). */
+ts_status tsi_csv_parse(const char *buf, size_t size, const char *name, const ts_csv_opts *o,
+                        tsi_csv *out);
+void tsi_csv_release(tsi_csv *c); /* NULL-safe */
+/* Takes the arrays of *c (zeroed, also on failure). */
+ts_dataset *tsi_csv_dataset_from(tsi_csv *c);
+
+#endif /* TS_DATA_INTERNAL_H */

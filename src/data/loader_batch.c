@@ -1,0 +1,181 @@
+/* loader_batch.c — the loader's per-batch work: epoch permutations, fetching and transforming
+ * samples, stacking them into one batch tensor, and the copy to the target device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/philox.h"
+#include "data/loader_internal.h"
+
+int64_t *tsi_loader_permutation(uint64_t seed, int64_t epoch, int64_t n) {
+    int64_t *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    if (!p) {
+        tsi_error_set(TS_ERR_OOM, "loader: out of host memory for a permutation of %lld",
+                      (long long)n);
+        return NULL;
+    }
+    /* Keys for positions 2b and 2b+1 are the words of the Philox block under key `seed` with
+     * counter {(uint32)b, (uint32)(b >> 32), (uint32)epoch, 0xFFFFFFFF} (a stream no transform
+     * draw reaches, see transform.c); then ts_randperm's inside-out Fisher-Yates shuffle. */
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    for (int64_t i = 0; i < n; i += 2) {
+        uint64_t b = (uint64_t)i >> 1;
+        uint32_t ctr[4] = {(uint32_t)b, (uint32_t)(b >> 32), (uint32_t)epoch, 0xFFFFFFFFu}, w[4];
+        ts_philox4x32_10(ctr, key, w);
+        for (int64_t h = 0; h < 2 && i + h < n; h++) {
+            const int64_t at = i + h;
+            uint64_t r = ((uint64_t)w[2 * h + 1] << 32) | w[2 * h];
+            int64_t j = (int64_t)(r % (uint64_t)(at + 1));
+            if (j != at) p[at] = p[j];
+            p[j] = at;
+        }
+    }
+    return p;
+}
+
+static inline char *host_ptr(ts_tensor *t) {
+    return t->storage->data + t->offset * (int64_t)tsi_dtype_size(t->dtype);
+}
+
+/* What a batch is made of: the first sample's dtype and shape for x and y. */
+typedef struct layout {
+    ts_dtype dt;
+    ts_shape s;
+} layout;
+
+static layout layout_of(ts_tensor *t) {
+    return t ? (layout){t->dtype, t->shape} : (layout){TS_I64, TS_SHAPE(0)};
+}
+
+static bool same_layout(layout a, layout b) {
+    if (a.dt != b.dt || a.s.ndim != b.s.ndim) return false;
+    for (int i = 0; i < a.s.ndim; i++)
+        if (a.s.dims[i] != b.s.dims[i]) return false;
+    return true;
+}
+
+static const char *layout_str(layout a) {
+    char *buf = tsi_fmt_buf();
+    snprintf(buf, TSI_FMT_BUF_LEN, "%s %s", ts_dtype_name(a.dt), tsi_shape_str(a.s));
+    return buf;
+}
+
+/* The batch tensor for count samples of layout a: allocated once, samples are copied into its
+ * rows. Through the public factory so pin_memory gets whatever pinning the build provides. */
+static ts_tensor *batch_new(ts_loader *l, layout a, int64_t count) {
+    if (a.s.ndim >= TS_MAX_DIMS) {
+        tsi_error_set(TS_ERR_SHAPE, "loader: samples of %d dims leave no room for the batch dim",
+                      a.s.ndim);
+        return NULL;
+    }
+    ts_shape s;
+    s.ndim = a.s.ndim + 1;
+    s.dims[0] = count;
+    for (int i = 1; i < TS_MAX_DIMS; i++) s.dims[i] = i <= a.s.ndim ? a.s.dims[i - 1] : 0;
+    ts_opts o = {.dtype = a.dt, .device = ts_cpu(), .pin_memory = l->pin_memory};
+    return ts_retain(ts_empty(s, o)); /* the build's scope holds the other reference */
+}
+
+/* Copies sample t into row i of batch b (same dtype and element count, checked). */
+static void put_row(ts_tensor *b, int64_t i, ts_tensor *t) {
+    const int64_t per = tsi_numel(t->shape);
+    if (per == 0) return;
+    const size_t es = tsi_dtype_size(t->dtype);
+    char *dst = host_ptr(b) + (size_t)(i * per) * es;
+    if (tsi_is_contiguous(t)) {
+        memcpy(dst, host_ptr(t), (size_t)per * es);
+        return;
+    }
+    ts_kview sv = tsi_kview(t), dv = sv;
+    dv.data = dst;
+    tsi_contiguous_strides(&t->shape, dv.strides);
+    tsi_be(t)->copy(tsi_be(t), 0, &dv, &sv);
+}
+
+static bool check_sample(ts_tensor *t, const char *what, int64_t idx) {
+    if (tsi_device(t).type == TS_CPU) return true;
+    tsi_error_set(TS_ERR_DEVICE, "loader: sample %lld: %s is %s; datasets give cpu tensors",
+                  (long long)idx, what, tsi_desc(t));
+    return false;
+}
+
+/* Fetches, transforms and stores sample `idx` as row i of the batch (allocating the batch tensors
+ * at row 0). Releases everything it got. */
+static bool add_sample(ts_loader *l, int64_t epoch, int64_t k, int64_t i, int64_t count,
+                       int64_t idx, ts_tensor **bx, ts_tensor **by, layout *lx, layout *ly) {
+    ts_sample s = {0};
+    ts_status st = ts_dataset_get(l->ds, idx, &s);
+    if (st != TS_OK || !s.x) {
+        if (ts_error() == TS_OK)
+            tsi_error_set(st != TS_OK ? st : TS_ERR_STATE, "loader: dataset get(%lld) failed%s",
+                          (long long)idx, st != TS_OK ? "" : ": it gave no x");
+        ts_release(s.x);
+        ts_release(s.y);
+        return false;
+    }
+    ts_tensor *x = s.x, *y = s.y;
+    bool ok = check_sample(x, "x", idx) && (!y || check_sample(y, "y", idx));
+    if (ok && l->transform) {
+        ts_transform_ctx c = {.seed = l->seed, .epoch = epoch, .index = idx};
+        x = ts_transform_apply(l->transform, x, &c);
+        ok = x && check_sample(x, "transformed x", idx);
+    }
+    if (ok && i == 0) {
+        *lx = layout_of(x);
+        *ly = layout_of(y);
+        ok = (*bx = batch_new(l, *lx, count)) && (*by = batch_new(l, *ly, count));
+    } else if (ok) {
+        layout ax = layout_of(x), ay = layout_of(y);
+        bool okx = same_layout(ax, *lx), oky = same_layout(ay, *ly);
+        if (!okx || !oky) {
+            tsi_error_set(TS_ERR_SHAPE,
+                          "loader: batch %lld: sample %lld has %s %s, but the batch's first sample "
+                          "has %s; samples of a batch must match",
+                          (long long)k, (long long)idx, okx ? "y" : "x", layout_str(okx ? ay : ax),
+                          layout_str(okx ? *ly : *lx));
+            ok = false;
+        }
+    }
+    if (ok) {
+        put_row(*bx, i, x);
+        if (y) put_row(*by, i, y);
+    }
+    ts_release(x);
+    ts_release(y);
+    return ok;
+}
+
+ts_status tsi_loader_build(ts_loader *l, int64_t epoch, int64_t k, ts_tensor **x, ts_tensor **y) {
+    *x = *y = NULL;
+    const int64_t start = k * l->batch_size;
+    const int64_t count = l->n - start < l->batch_size ? l->n - start : l->batch_size;
+    ts_tensor *bx = NULL, *by = NULL;
+    layout lx, ly;
+    bool ok = true;
+    /* datasets and user transforms may make scope-owned temporaries: they die with the batch */
+    ts_scope_begin();
+    for (int64_t i = 0; i < count && ok; i++) {
+        const int64_t idx = l->order ? l->order[start + i] : start + i;
+        ok = add_sample(l, epoch, k, i, count, idx, &bx, &by, &lx, &ly);
+    }
+    ts_scope_end();
+    if (ok && l->to_device) {
+        ts_tensor *dx = tsi_to_device("loader", bx, l->device);
+        ts_tensor *dy = dx ? tsi_to_device("loader", by, l->device) : NULL;
+        ts_release(bx);
+        ts_release(by);
+        bx = dx;
+        by = dy;
+        ok = dx && dy;
+    }
+    if (!ok) {
+        ts_release(bx);
+        ts_release(by);
+        if (ts_error() == TS_OK)
+            tsi_error_set(TS_ERR_STATE, "loader: batch %lld failed", (long long)k);
+        return ts_error();
+    }
+    *x = bx;
+    *y = by;
+    return TS_OK;
+}

@@ -1,0 +1,480 @@
+/* test_trainer.c — the `tessera` command end to end: training on cpu and sim:0 over a synthetic IDX
+ * data set, its output lines and exit statuses, one-line errors, eval, devices, logs, and exact
+ * resume after SIGKILL mid-epoch and mid-checkpoint. */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ts_test.h"
+
+#ifndef TS_TESSERA_BIN
+#error "TS_TESSERA_BIN must name the tessera executable"
+#endif
+
+enum { NTRAIN = 512, NTEST = 128, SIDE = 28, CLASSES = 10 };
+static char tmp[256];
+
+/* ------------------------------------------------------------ synthetic data */
+static uint32_t lcg(uint32_t *s) { return *s = *s * 1664525u + 1013904223u; }
+
+/* Class k: a bright 6x6 block at a place of its own on a noisy background, so a small model
+ * learns it within two epochs. */
+static void make_images(uint8_t *img, uint8_t *lab, int n, uint32_t seed) {
+    for (int i = 0; i < n; i++) {
+        int k = (int)(lcg(&seed) >> 8) % CLASSES;
+        lab[i] = (uint8_t)k;
+        uint8_t *p = img + (size_t)i * SIDE * SIDE;
+        for (int j = 0; j < SIDE * SIDE; j++) p[j] = (uint8_t)(lcg(&seed) >> 26);
+        int r0 = 2 + (k / 5) * 12, c0 = 2 + (k % 5) * 5;
+        for (int r = r0; r < r0 + 6; r++)
+            for (int c = c0; c < c0 + 4; c++) p[r * SIDE + c] = (uint8_t)(180 + (lcg(&seed) >> 27));
+    }
+}
+
+static void put_be32(FILE *f, uint32_t v) {
+    uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+    fwrite(b, 1, 4, f);
+}
+
+static void write_idx(const char *name, const uint8_t *img, const uint8_t *lab, int n) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/data/%s-images-idx3-ubyte", tmp, name);
+    FILE *f = fopen(path, "wb");
+    put_be32(f, 0x803), put_be32(f, (uint32_t)n), put_be32(f, SIDE), put_be32(f, SIDE);
+    fwrite(img, 1, (size_t)n * SIDE * SIDE, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/data/%s-labels-idx1-ubyte", tmp, name);
+    f = fopen(path, "wb");
+    put_be32(f, 0x801), put_be32(f, (uint32_t)n);
+    fwrite(lab, 1, (size_t)n, f);
+    fclose(f);
+}
+
+static uint8_t test_img[NTEST * SIDE * SIDE], test_lab[NTEST];
+
+/* ------------------------------------------------------------ running tessera */
+typedef struct result {
+    int status; /* waitpid's */
+    char *out, *err;
+} result;
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = 0;
+    fclose(f);
+    if (len) *len = got;
+    return s;
+}
+
+/* Runs tessera with the arguments (NULL-terminated) and extra "K=V" environment entries. */
+static result run_env(const char *const *env, const char *const *args) {
+    char out[512], err[512];
+    snprintf(out, sizeof out, "%s/stdout", tmp);
+    snprintf(err, sizeof err, "%s/stderr", tmp);
+    const char *argv[64] = {TS_TESSERA_BIN};
+    int n = 1;
+    for (; args[n - 1]; n++) argv[n] = args[n - 1];
+    argv[n] = NULL;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fo, 1), dup2(fe, 2);
+        close(fo), close(fe);
+        for (int i = 0; env && env[i]; i++) {
+            char kv[256];
+            snprintf(kv, sizeof kv, "%s", env[i]);
+            char *eq = strchr(kv, '=');
+            *eq = 0;
+            setenv(kv, eq + 1, 1);
+        }
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    result r = {0};
+    waitpid(pid, &r.status, 0);
+    r.out = slurp(out, NULL);
+    r.err = slurp(err, NULL);
+    return r;
+}
+#define RUN(...) run_env(NULL, (const char *const[]){__VA_ARGS__, NULL})
+#define RUN_ENV(env, ...)                                                                          \
+    run_env((const char *const[]){env, NULL}, (const char *const[]){__VA_ARGS__, NULL})
+
+static void result_free(result *r) {
+    free(r->out);
+    free(r->err);
+}
+static int exit_code(const result *r) { return WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1; }
+static bool killed(const result *r) {
+    return WIFSIGNALED(r->status) && WTERMSIG(r->status) == SIGKILL;
+}
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; s && *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* A user's mistake: status 2, nothing on stdout, one "tessera: ..." line on stderr. */
+static void check_usage_error(result r, const char *expect) {
+    CHECK_EQ(exit_code(&r), 2);
+    CHECK(r.out && !*r.out);
+    CHECK(r.err && !strncmp(r.err, "tessera: ", 9));
+    CHECK_EQ(count_lines(r.err), 1);
+    if (expect) CHECK_STREQ(r.err, expect);
+    if (exit_code(&r) != 2 || count_lines(r.err) != 1) fprintf(stderr, "  got: %s", r.err);
+    result_free(&r);
+}
+
+/* ------------------------------------------------------------ output lines */
+typedef struct epoch_line {
+    int epoch, epochs;
+    double train_loss, train_acc, test_loss, test_acc, secs;
+} epoch_line;
+
+/* The "epoch E/N  train loss L acc A  test loss L acc A  time Ts" lines, in order. */
+static int parse_epochs(const char *out, epoch_line *ls, int max) {
+    int n = 0;
+    for (const char *p = out; p && *p && n < max;) {
+        epoch_line e;
+        if (sscanf(p, "epoch %d/%d  train loss %lf acc %lf  test loss %lf acc %lf  time %lfs",
+                   &e.epoch, &e.epochs, &e.train_loss, &e.train_acc, &e.test_loss, &e.test_acc,
+                   &e.secs) == 7)
+            ls[n++] = e;
+        const char *nl = strchr(p, '\n');
+        p = nl ? nl + 1 : NULL;
+    }
+    return n;
+}
+
+static double final_accuracy(const char *out) {
+    const char *p = out ? strstr(out, "test accuracy: ") : NULL;
+    return p ? strtod(p + 15, NULL) : -1;
+}
+
+static char *path_in(const char *sub, const char *file) {
+    static char buf[4][512];
+    static int k;
+    char *b = buf[k++ % 4];
+    snprintf(b, 512, "%s/%s%s%s", tmp, sub, file ? "/" : "", file ? file : "");
+    return b;
+}
+
+static bool same_file(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    char *x = slurp(a, &na), *y = slurp(b, &nb);
+    bool same = x && y && na == nb && !memcmp(x, y, na);
+    free(x);
+    free(y);
+    return same;
+}
+
+/* Accuracy of the saved MLP on the test images, computed here in double precision from the
+ * weights file: an independent check of what the trainer printed. */
+static double mlp_reference_accuracy(const char *weights) {
+    ts_tensor_list l = {0};
+    if (ts_safetensors_load(weights, ts_cpu(), &l)) return -1;
+    static float w1[128 * 784], b1[128], w2[10 * 128], b2[10];
+    ts_copy_to_host(ts_tensor_list_get(&l, "fc1.weight"), w1, sizeof w1);
+    ts_copy_to_host(ts_tensor_list_get(&l, "fc1.bias"), b1, sizeof b1);
+    ts_copy_to_host(ts_tensor_list_get(&l, "fc2.weight"), w2, sizeof w2);
+    ts_copy_to_host(ts_tensor_list_get(&l, "fc2.bias"), b2, sizeof b2);
+    ts_tensor_list_free(&l);
+    int correct = 0;
+    for (int i = 0; i < NTEST; i++) {
+        double x[784], h[128], best = -INFINITY;
+        int arg = -1;
+        for (int j = 0; j < 784; j++) /* --data mnist: MNIST's mean and std */
+            x[j] = ((double)(float)(test_img[i * 784 + j] / 255.0f) - 0.1307) / 0.3081;
+        for (int u = 0; u < 128; u++) {
+            double s = b1[u];
+            for (int j = 0; j < 784; j++) s += (double)w1[u * 784 + j] * x[j];
+            h[u] = s > 0 ? s : 0;
+        }
+        for (int c = 0; c < 10; c++) {
+            double s = b2[c];
+            for (int u = 0; u < 128; u++) s += (double)w2[c * 128 + u] * h[u];
+            if (s > best) best = s, arg = c;
+        }
+        correct += arg == test_lab[i];
+    }
+    return (double)correct / NTEST;
+}
+
+static bool has_tmp_file(const char *dir) {
+    DIR *d = opendir(dir);
+    bool found = false;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (!strncmp(e->d_name, ".latest.safetensors.tmp", 23)) found = true;
+    if (d) closedir(d);
+    return found;
+}
+
+static int64_t checkpoint_step(const char *path) {
+    ts_tensor_list l = {0};
+    int64_t step = -1;
+    if (!ts_safetensors_load(path, ts_cpu(), &l)) {
+        ts_tensor *t = ts_tensor_list_get(&l, "step");
+        if (t) ts_copy_to_host(t, &step, sizeof step);
+    }
+    ts_error_clear();
+    ts_tensor_list_free(&l);
+    return step;
+}
+
+/* ------------------------------------------------------------ the tests */
+#define DATA "--data", "mnist", "--data-dir", path_in("data", NULL)
+
+static void test_help_and_errors(void) {
+    result r = RUN("--help");
+    CHECK_EQ(exit_code(&r), 0);
+    const char *opts[] = {"train",         "eval",         "devices",      "--model",
+                          "mlp",           "lenet",        "simplecnn",    "--data",
+                          "fashion-mnist", "cifar10",      "csv",          "--data-dir",
+                          "--device",      "sim:N",        "--epochs",     "--batch-size",
+                          "--lr",          "--momentum",   "--optimizer",  "adam",
+                          "--seed",        "--workers",    "--checkpoint", "--resume",
+                          "--log",         "--csv-target", "--threads",    "dataset-fashion-mnist"};
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++) {
+        bool in = r.out && strstr(r.out, opts[i]);
+        CHECK(in);
+        if (!in) fprintf(stderr, "  --help lacks %s\n", opts[i]);
+    }
+    result_free(&r);
+    r = RUN("train", "--help");
+    CHECK_EQ(exit_code(&r), 0);
+    CHECK(r.out && strstr(r.out, "usage: tessera"));
+    result_free(&r);
+
+    check_usage_error(RUN("train", "--epochs", "x"),
+                      "tessera: --epochs: expected a positive integer, got 'x'\n");
+    check_usage_error(RUN("train", "--epochs=0"),
+                      "tessera: --epochs: expected a positive integer, got '0'\n");
+    check_usage_error(RUN("train", "--lr", "-1"),
+                      "tessera: --lr: expected a positive number, got '-1'\n");
+    check_usage_error(RUN("train", "--momentum", "1.5"), NULL);
+    check_usage_error(RUN("train", "--batch-size", "12abc"), NULL);
+    check_usage_error(RUN("train", "--model", "resnet"),
+                      "tessera: --model: expected mlp, lenet or simplecnn, got 'resnet'\n");
+    check_usage_error(RUN("train", "--optimizer", "lbfgs"), NULL);
+    check_usage_error(RUN("train", "--device", "gpu"), NULL);
+    check_usage_error(RUN("train", "--device", "cuda:7"), NULL);
+    check_usage_error(RUN("train", "--frobnicate"),
+                      "tessera: unknown option '--frobnicate' (see tessera --help)\n");
+    check_usage_error(RUN("train", "--lr"), "tessera: --lr: missing value\n");
+    check_usage_error(RUN("train", "stray"), NULL);
+    check_usage_error(RUN("train", "--resume"), NULL);
+    check_usage_error(RUN("eval", "--model", "mlp"), NULL);
+    check_usage_error(RUN("eval", "--epochs", "3", "--checkpoint", tmp), NULL);
+    check_usage_error(RUN("fly"), NULL);
+    check_usage_error(RUN_ENV("TS_SIM_DEVICES=0", "devices", "--epochs", "1"), NULL);
+    {
+        const char *const none[] = {NULL};
+        check_usage_error(run_env(NULL, none), NULL);
+    }
+    /* missing data: a folder that is not there, a folder without the files, mnist's default */
+    check_usage_error(RUN("train", "--data-dir", path_in("nowhere", NULL)), NULL);
+    check_usage_error(RUN("train", "--data", "mnist", "--data-dir", path_in("empty", NULL)), NULL);
+    check_usage_error(RUN("train", "--data", "cifar10", "--data-dir", path_in("empty", NULL)),
+                      NULL);
+    check_usage_error(RUN("train", "--data", "csv", "--data-dir", path_in("empty", "x.csv")), NULL);
+    check_usage_error(RUN("train", "--data", "mnist"), NULL);
+    /* the lenet model of a checkpoint trained as an mlp: refused, the checkpoint untouched */
+}
+
+static void check_training_output(const result *r, const char *dev) {
+    CHECK_EQ(exit_code(r), 0);
+    if (exit_code(r) != 0) fprintf(stderr, "  %s: stderr: %s\n", dev, r->err ? r->err : "");
+    CHECK(r->out && strstr(r->out, "MLP (101770 parameters) on MNIST (512 train / 128 test) on "));
+    CHECK(r->out && strstr(r->out, dev));
+    epoch_line e[4];
+    int n = parse_epochs(r->out, e, 4);
+    CHECK_EQ(n, 2);
+    if (n != 2) return;
+    CHECK(e[0].epoch == 1 && e[1].epoch == 2 && e[0].epochs == 2);
+    /* from chance (ln 10 = 2.30) down, and the data is easy */
+    CHECK(e[0].train_loss < 2.3 && e[1].train_loss < e[0].train_loss);
+    CHECK(e[1].test_loss < e[0].test_loss);
+    CHECK(e[1].test_acc >= 0.9);
+    CHECK(e[0].secs >= 0 && e[1].secs >= 0);
+    CHECK_NEAR(final_accuracy(r->out), e[1].test_acc, 1e-9);
+    CHECK_EQ(count_lines(r->out), 5); /* two header lines, two epochs, the final accuracy */
+}
+
+static void test_train_cpu_and_sim(void) {
+    result r = RUN("train", "--model", "mlp", DATA, "--device", "cpu", "--progress", "none",
+                   "--checkpoint", path_in("cpu", NULL), "--log", path_in("cpu", "log"));
+    check_training_output(&r, "cpu");
+    double printed = final_accuracy(r.out);
+    result_free(&r);
+    /* the printed accuracy is that of the saved weights, recomputed here independently */
+    double ref = mlp_reference_accuracy(path_in("cpu", "model.safetensors"));
+    CHECK_NEAR(ref, printed, 1.5 / NTEST);
+    CHECK_OK();
+
+    /* --log: every epoch's scalars */
+    char *log = slurp(path_in("cpu", "log/metrics.jsonl"), NULL);
+    const char *tags[] = {"train/loss", "train/accuracy", "test/loss", "test/accuracy", "\"lr\""};
+    for (int i = 0; i < 5; i++) CHECK(log && strstr(log, tags[i]));
+    free(log);
+    DIR *d = opendir(path_in("cpu", "log"));
+    bool events = false;
+    struct dirent *e;
+    while (d && (e = readdir(d))) events |= !strncmp(e->d_name, "events.out.tfevents.", 20);
+    if (d) closedir(d);
+    CHECK(events);
+
+    /* eval of the checkpoint prints the same accuracy */
+    r = RUN("eval", "--model", "mlp", DATA, "--checkpoint", path_in("cpu", NULL));
+    CHECK_EQ(exit_code(&r), 0);
+    const char *p = r.out ? strstr(r.out, "test accuracy ") : NULL;
+    CHECK(p && fabs(strtod(p + 14, NULL) - printed) < 1e-9);
+    result_free(&r);
+
+    /* sim:0 runs the same arithmetic: the same weights to the bit */
+    r = RUN("train", "--model", "mlp", DATA, "--device", "sim:0", "--progress", "none",
+            "--checkpoint", path_in("sim", NULL), "--workers", "0");
+    check_training_output(&r, "sim:0");
+    result_free(&r);
+    CHECK(same_file(path_in("cpu", "model.safetensors"), path_in("sim", "model.safetensors")));
+
+    /* LeNet-5 and SimpleCNN build and train on the same images */
+    r = RUN("train", "--model", "lenet", DATA, "--epochs", "1", "--progress", "lines");
+    CHECK_EQ(exit_code(&r), 0);
+    CHECK(r.out && strstr(r.out, "LeNet-5 (61706 parameters)"));
+    epoch_line el;
+    CHECK_EQ(parse_epochs(r.out, &el, 1), 1);
+    result_free(&r);
+    r = RUN("train", "--model", "simplecnn", DATA, "--epochs", "1", "--device", "sim:1",
+            "--batch-size", "128", "--optimizer", "adam");
+    CHECK_EQ(exit_code(&r), 0);
+    CHECK(r.out && strstr(r.out, "Adam lr 0.001"));
+    result_free(&r);
+
+    /* a checkpoint of another model: one line, status 2 */
+    check_usage_error(
+        RUN("train", "--model", "lenet", DATA, "--checkpoint", path_in("cpu", NULL), "--resume"),
+        NULL);
+    check_usage_error(RUN("train", "--model", "mlp", DATA, "--checkpoint", path_in("cpu", NULL),
+                          "--resume", "--batch-size", "100"),
+                      NULL);
+}
+
+static void test_devices(void) {
+    result r = RUN_ENV("TS_SIM_DEVICES=2", "devices");
+    CHECK_EQ(exit_code(&r), 0);
+    CHECK(r.out && !strncmp(r.out, "cpu ", 4) && strstr(r.out, "GiB total"));
+    CHECK(r.out && strstr(r.out, "\nsim:0 ") && strstr(r.out, "\nsim:1 ") &&
+          !strstr(r.out, "sim:2"));
+    result_free(&r);
+}
+
+/* Killed by SIGKILL in epoch 2, resumed: the final checkpoint equals an uninterrupted run's, byte
+ * for byte (weights, optimizer state, step, RNG state), whatever the number of workers. */
+static void test_resume(void) {
+#define RUN3(dir, workers)                                                                         \
+    "train", "--model", "mlp", DATA, "--epochs", "3", "--seed", "7", "--progress", "none",         \
+        "--checkpoint", path_in(dir, NULL), "--workers", workers
+    result r = RUN(RUN3("full", "2"));
+    CHECK_EQ(exit_code(&r), 0);
+    result_free(&r);
+
+    /* 8 batches an epoch: the 12th is in the middle of epoch 2 */
+    r = RUN_ENV("TS_TRAIN_KILL_AFTER_BATCHES=12", RUN3("killed", "1"));
+    CHECK(killed(&r));
+    epoch_line e[3];
+    CHECK_EQ(parse_epochs(r.out, e, 3), 1);
+    result_free(&r);
+    CHECK_EQ(checkpoint_step(path_in("killed", "latest.safetensors")), 8);
+    CHECK(
+        !same_file(path_in("full", "latest.safetensors"), path_in("killed", "latest.safetensors")));
+
+    r = RUN(RUN3("killed", "0"), "--resume");
+    CHECK_EQ(exit_code(&r), 0);
+    CHECK(r.out && strstr(r.out, "1 epoch done (step 8)"));
+    CHECK_EQ(parse_epochs(r.out, e, 3), 2);
+    CHECK(e[0].epoch == 2 && e[1].epoch == 3);
+    result_free(&r);
+    CHECK(
+        same_file(path_in("full", "latest.safetensors"), path_in("killed", "latest.safetensors")));
+    CHECK(same_file(path_in("full", "model.safetensors"), path_in("killed", "model.safetensors")));
+
+    /* killed while writing epoch 2's checkpoint: epoch 1's stays whole and loadable */
+    r = RUN_ENV("TS_TRAIN_KILL_IN_SAVE=2", RUN3("midsave", "2"));
+    CHECK(killed(&r));
+    CHECK(r.out && strstr(r.out, "epoch 2/3"));
+    result_free(&r);
+    CHECK(has_tmp_file(path_in("midsave", NULL))); /* the cut-short temporary file */
+    CHECK_EQ(checkpoint_step(path_in("midsave", "latest.safetensors")), 8);
+    r = RUN("eval", "--model", "mlp", DATA, "--checkpoint", path_in("midsave", NULL));
+    CHECK_EQ(exit_code(&r), 0);
+    CHECK(r.out && strstr(r.out, "(step 8)"));
+    result_free(&r);
+    r = RUN(RUN3("midsave", "2"), "--resume");
+    CHECK_EQ(exit_code(&r), 0);
+    result_free(&r);
+    CHECK(!has_tmp_file(path_in("midsave", NULL)));
+    CHECK(
+        same_file(path_in("full", "latest.safetensors"), path_in("midsave", "latest.safetensors")));
+
+    /* resuming a finished run trains nothing and reports the accuracy */
+    r = RUN(RUN3("full", "2"), "--resume");
+    CHECK_EQ(exit_code(&r), 0);
+    CHECK_EQ(parse_epochs(r.out, e, 3), 0);
+    CHECK(final_accuracy(r.out) >= 0.9);
+    result_free(&r);
+#undef RUN3
+}
+
+static void remove_tree(const char *path) {
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char sub[1024];
+        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+        struct stat sb;
+        if (lstat(sub, &sb) == 0 && S_ISDIR(sb.st_mode))
+            remove_tree(sub);
+        else
+            remove(sub);
+    }
+    if (d) closedir(d);
+    rmdir(path);
+}
+
+int main(void) {
+    const char *base = getenv("TMPDIR");
+    snprintf(tmp, sizeof tmp, "%s/tessera_trainer_XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(tmp)) return ts_test_skip("cannot create a temporary folder");
+    mkdir(path_in("data", NULL), 0777);
+    mkdir(path_in("empty", NULL), 0777);
+    static uint8_t img[NTRAIN * SIDE * SIDE], lab[NTRAIN];
+    make_images(img, lab, NTRAIN, 1);
+    make_images(test_img, test_lab, NTEST, 2);
+    write_idx("train", img, lab, NTRAIN);
+    write_idx("t10k", test_img, test_lab, NTEST);
+
+    test_help_and_errors();
+    test_devices();
+    test_train_cpu_and_sim();
+    test_resume();
+    remove_tree(tmp);
+    return ts_test_finish();
+}

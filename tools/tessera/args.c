@@ -1,0 +1,344 @@
+/* args.c — the `tessera` command line: flags, their values and checks, and --help. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void tcli_usage(FILE *f) {
+    fputs(
+        "usage: tessera <command> [options]\n"
+        "\n"
+        "commands:\n"
+        "  train     train a model, evaluating on the test split after every epoch\n"
+        "  eval      load a checkpoint and print the test loss and accuracy\n"
+        "  devices   list the devices (cpu, cuda:N, sim:N) with their memory\n"
+        "\n"
+        "options of train and eval:\n"
+        "  --model NAME        mlp (784-128-10 style: input, 128 hidden, classes), lenet "
+        "(LeNet-5),\n"
+        "                      simplecnn (the CIFAR-10 tutorial CNN); default lenet\n"
+        "  --data NAME         fashion-mnist (default), mnist, cifar10 or csv\n"
+        "  --data-dir PATH     where the data is; defaults: fashion-mnist\n"
+        "                      /usr/share/datasets/fashion-mnist (Debian's "
+        "dataset-fashion-mnist),\n"
+        "                      mnist data/mnist, cifar10 data/cifar-10-batches-bin, csv data.csv.\n"
+        "                      MNIST-style folders hold "
+        "{train,t10k}-{images-idx3,labels-idx1}-ubyte\n"
+        "                      (or .gz); cifar10 the binary batches data_batch_1..5.bin and\n"
+        "                      test_batch.bin; csv is a folder with train.csv and test.csv or one\n"
+        "                      .csv file split by --test-fraction\n"
+        "  --csv-target COL    csv: the target column, by header name or 0-based index (default:\n"
+        "                      the last); its values are class numbers 0..K-1; the other columns\n"
+        "                      are numeric features, standardised with the training set's "
+        "mean/std\n"
+        "  --test-fraction X   csv from one file: the share of rows held out for testing (0.2)\n"
+        "  --device DEV        cpu, cuda, cuda:N or sim:N (default: cuda when present, else cpu)\n"
+        "  --batch-size N      samples per batch (64)\n"
+        "  --workers N         loader threads preparing batches ahead (2; 0 = none)\n"
+        "  --threads N         threads of the cpu kernels (default: the library's choice)\n"
+        "  --checkpoint DIR    train: save DIR/latest.safetensors atomically after every epoch\n"
+        "                      (model, optimizer, step, RNG) and DIR/model.safetensors at the "
+        "end;\n"
+        "                      eval: the checkpoint to load (a folder or a .safetensors file)\n"
+        "  --seed N            seeds initialisation, shuffling and the csv split (0)\n"
+        "\n"
+        "options of train:\n"
+        "  --epochs N          passes over the training set (2)\n"
+        "  --optimizer NAME    sgd (default) or adam\n"
+        "  --lr X              learning rate (sgd: 0.01; adam: 0.001)\n"
+        "  --momentum X        sgd momentum in [0, 1) (0.9)\n"
+        "  --weight-decay X    L2 penalty (0)\n"
+        "  --resume            continue from DIR/latest.safetensors of --checkpoint exactly where "
+        "it\n"
+        "                      stopped (same weights, optimizer state, epoch and batch order as "
+        "an\n"
+        "                      uninterrupted run); starts afresh when there is no checkpoint yet\n"
+        "  --log DIR           write metrics to DIR: metrics.jsonl and a TensorBoard event file\n"
+        "                      (train/loss, train/accuracy, test/loss, test/accuracy, lr per "
+        "epoch,\n"
+        "                      train/batch_loss every --log-every batches)\n"
+        "  --log-every N       batches between train/batch_loss records (50)\n"
+        "  --progress MODE     auto (a bar on a terminal, else plain lines), bar, lines or none\n"
+        "\n"
+        "  -h, --help          this help\n"
+        "\n"
+        "Every epoch prints its train loss/accuracy, test loss/accuracy and time; the last line "
+        "is\n"
+        "the final test accuracy. A mistake in the options or missing data ends with one line on\n"
+        "stderr and exit status 2; a failure while training with status 1.\n"
+        "\n"
+        "examples:\n"
+        "  tessera train                                  # LeNet-5 on Fashion-MNIST, 2 epochs\n"
+        "  tessera train --model mlp --epochs 5 --checkpoint runs/mlp --log runs/mlp\n"
+        "  tessera train --model mlp --checkpoint runs/mlp --resume   # after a crash\n"
+        "  tessera eval --model mlp --checkpoint runs/mlp\n"
+        "  tessera train --model mlp --data csv --data-dir iris.csv --csv-target species\n"
+        "  TS_SIM_DEVICES=2 tessera devices\n",
+        f);
+}
+
+enum kind {
+    K_POS_INT,
+    K_NONNEG_INT,
+    K_POS_REAL,
+    K_NONNEG_REAL,
+    K_UNIT_REAL,
+    K_FRACTION,
+    K_SEED,
+    K_STRING,
+    K_CHOICE,
+    K_FLAG,
+    K_PROGRESS
+};
+enum { FOR_TRAIN = 1, FOR_EVAL = 2 };
+
+typedef struct opt_spec {
+    const char *name;
+    enum kind kind;
+    int commands;
+    size_t offset;
+    const char *choices; /* K_CHOICE: "a|b|c" */
+} opt_spec;
+
+#define OFF(f) offsetof(tcli_opts, f)
+static const opt_spec specs[] = {
+    {"--model", K_CHOICE, FOR_TRAIN | FOR_EVAL, OFF(model), "mlp|lenet|simplecnn"},
+    {"--data", K_CHOICE, FOR_TRAIN | FOR_EVAL, OFF(data), "fashion-mnist|mnist|cifar10|csv"},
+    {"--data-dir", K_STRING, FOR_TRAIN | FOR_EVAL, OFF(data_dir), NULL},
+    {"--csv-target", K_STRING, FOR_TRAIN | FOR_EVAL, OFF(csv_target), NULL},
+    {"--test-fraction", K_FRACTION, FOR_TRAIN | FOR_EVAL, OFF(test_fraction), NULL},
+    {"--device", K_STRING, FOR_TRAIN | FOR_EVAL, OFF(device), NULL},
+    {"--batch-size", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(batch_size), NULL},
+    {"--workers", K_NONNEG_INT, FOR_TRAIN | FOR_EVAL, OFF(workers), NULL},
+    {"--threads", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(threads), NULL},
+    {"--checkpoint", K_STRING, FOR_TRAIN | FOR_EVAL, OFF(checkpoint), NULL},
+    {"--seed", K_SEED, FOR_TRAIN | FOR_EVAL, OFF(seed), NULL},
+    {"--epochs", K_POS_INT, FOR_TRAIN, OFF(epochs), NULL},
+    {"--optimizer", K_CHOICE, FOR_TRAIN, OFF(optimizer), "sgd|adam"},
+    {"--lr", K_POS_REAL, FOR_TRAIN, OFF(lr), NULL},
+    {"--momentum", K_UNIT_REAL, FOR_TRAIN, OFF(momentum), NULL},
+    {"--weight-decay", K_NONNEG_REAL, FOR_TRAIN, OFF(weight_decay), NULL},
+    {"--resume", K_FLAG, FOR_TRAIN, OFF(resume), NULL},
+    {"--log", K_STRING, FOR_TRAIN, OFF(log), NULL},
+    {"--log-every", K_POS_INT, FOR_TRAIN, OFF(log_every), NULL},
+    {"--progress", K_PROGRESS, FOR_TRAIN, OFF(progress), NULL},
+};
+
+static int parse_int(const char *name, const char *v, long long min, long long max,
+                     const char *what, long long *out) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || errno || x < min || x > max)
+        return tcli_fail(TCLI_USAGE, "%s: expected %s, got '%s'", name, what, v);
+    *out = x;
+    return -1;
+}
+
+static int parse_real(const char *name, const char *v, double min, double max, bool max_open,
+                      const char *what, double *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (!*v || *end || errno || !isfinite(x) || x < min || x > max || (max_open && x == max) ||
+        (min > 0 && x <= 0))
+        return tcli_fail(TCLI_USAGE, "%s: expected %s, got '%s'", name, what, v);
+    *out = x;
+    return -1;
+}
+
+/* "a|b|c" contains v as a whole entry */
+static bool in_choices(const char *choices, const char *v) {
+    size_t n = strlen(v);
+    for (const char *p = choices; p && *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && !strncmp(p, v, n)) return true;
+        p = bar ? bar + 1 : NULL;
+    }
+    return false;
+}
+
+static int set_value(const opt_spec *s, const char *v, tcli_opts *o) {
+    char *field = (char *)o + s->offset;
+    long long i = 0;
+    double r = 0;
+    int rc = -1;
+    switch (s->kind) {
+    case K_POS_INT:
+        rc = parse_int(s->name, v, 1, INT_MAX, "a positive integer", &i);
+        if (rc < 0) *(int *)field = (int)i;
+        break;
+    case K_NONNEG_INT:
+        rc = parse_int(s->name, v, 0, 1024, "an integer from 0 to 1024", &i);
+        if (rc < 0) *(int *)field = (int)i;
+        break;
+    case K_SEED:
+        rc = parse_int(s->name, v, 0, LLONG_MAX, "a non-negative integer", &i);
+        if (rc < 0) *(uint64_t *)field = (uint64_t)i;
+        break;
+    case K_POS_REAL:
+        rc = parse_real(s->name, v, 1e-300, 1e6, false, "a positive number", &r);
+        if (rc < 0) *(double *)field = r;
+        break;
+    case K_NONNEG_REAL:
+        rc = parse_real(s->name, v, 0, 1e6, false, "a number >= 0", &r);
+        if (rc < 0) *(double *)field = r;
+        break;
+    case K_UNIT_REAL:
+        rc = parse_real(s->name, v, 0, 1, true, "a number in [0, 1)", &r);
+        if (rc < 0) *(double *)field = r;
+        break;
+    case K_FRACTION:
+        rc = parse_real(s->name, v, 1e-300, 1, true, "a number in (0, 1)", &r);
+        if (rc < 0) *(double *)field = r;
+        break;
+    case K_STRING:
+        if (!*v) return tcli_fail(TCLI_USAGE, "%s: expected a value, got ''", s->name);
+        *(const char **)field = v;
+        break;
+    case K_CHOICE:
+        if (!in_choices(s->choices, v)) {
+            char list[128];
+            snprintf(list, sizeof list, "%s", s->choices);
+            /* "a|b|c" reads better as "a, b or c" */
+            char *last = strrchr(list, '|');
+            char out[160] = "";
+            for (char *p = list; p;) {
+                char *bar = strchr(p, '|');
+                if (bar) *bar = 0;
+                strcat(out, p);
+                if (bar) strcat(out, bar == last ? " or " : ", ");
+                p = bar ? bar + 1 : NULL;
+            }
+            return tcli_fail(TCLI_USAGE, "%s: expected %s, got '%s'", s->name, out, v);
+        }
+        *(const char **)field = v;
+        break;
+    case K_PROGRESS:
+        if (!strcmp(v, "auto"))
+            o->progress = TCLI_PROGRESS_AUTO;
+        else if (!strcmp(v, "bar"))
+            o->progress = TCLI_PROGRESS_BAR;
+        else if (!strcmp(v, "lines"))
+            o->progress = TCLI_PROGRESS_LINES;
+        else if (!strcmp(v, "none"))
+            o->progress = TCLI_PROGRESS_NONE;
+        else
+            return tcli_fail(TCLI_USAGE, "%s: expected auto, bar, lines or none, got '%s'", s->name,
+                             v);
+        break;
+    case K_FLAG:
+        *(bool *)field = true;
+        break;
+    }
+    return rc;
+}
+
+static bool is_help(const char *a) {
+    return !strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "help");
+}
+
+int tcli_parse(int argc, char **argv, tcli_opts *o) {
+    *o = (tcli_opts){.model = "lenet",
+                     .data = "fashion-mnist",
+                     .test_fraction = 0.2,
+                     .epochs = 2,
+                     .batch_size = 64,
+                     .workers = 2,
+                     .log_every = 50,
+                     .lr = -1,
+                     .momentum = 0.9,
+                     .optimizer = "sgd"};
+    if (argc < 2)
+        return tcli_fail(TCLI_USAGE,
+                         "missing command: train, eval or devices (see tessera --help)");
+    const char *cmd = argv[1];
+    if (is_help(cmd)) {
+        tcli_usage(stdout);
+        return TCLI_OK;
+    }
+    int mask = !strcmp(cmd, "train") ? FOR_TRAIN : !strcmp(cmd, "eval") ? FOR_EVAL : 0;
+    if (!mask && strcmp(cmd, "devices"))
+        return tcli_fail(
+            TCLI_USAGE,
+            "unknown command '%s': expected train, eval or devices (see tessera --help)", cmd);
+    o->command = cmd;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (is_help(a)) {
+            tcli_usage(stdout);
+            return TCLI_OK;
+        }
+        if (strncmp(a, "--", 2))
+            return tcli_fail(TCLI_USAGE,
+                             "unexpected argument '%s' (options start with --; see tessera --help)",
+                             a);
+        const char *eq = strchr(a, '=');
+        size_t n = eq ? (size_t)(eq - a) : strlen(a);
+        const opt_spec *s = NULL;
+        for (size_t k = 0; k < sizeof specs / sizeof *specs; k++)
+            if (strlen(specs[k].name) == n && !strncmp(specs[k].name, a, n)) s = &specs[k];
+        if (!s)
+            return tcli_fail(TCLI_USAGE, "unknown option '%.*s' (see tessera --help)", (int)n, a);
+        if (!(s->commands & mask))
+            return tcli_fail(TCLI_USAGE, "%s: not an option of 'tessera %s' (see tessera --help)",
+                             s->name, cmd);
+        const char *v;
+        if (s->kind == K_FLAG) {
+            if (eq) return tcli_fail(TCLI_USAGE, "%s: takes no value, got '%s'", s->name, eq + 1);
+            v = "";
+        } else if (eq) {
+            v = eq + 1;
+        } else {
+            if (i + 1 >= argc) return tcli_fail(TCLI_USAGE, "%s: missing value", s->name);
+            v = argv[++i];
+        }
+        int rc = set_value(s, v, o);
+        if (rc >= 0) return rc;
+    }
+    if (o->resume && !o->checkpoint)
+        return tcli_fail(TCLI_USAGE,
+                         "--resume: needs --checkpoint DIR (the folder to resume from)");
+    if (mask == FOR_EVAL && !o->checkpoint)
+        return tcli_fail(TCLI_USAGE, "eval: needs --checkpoint DIR (or a .safetensors file)");
+    if (strcmp(o->data, "csv") && (o->csv_target))
+        return tcli_fail(TCLI_USAGE, "--csv-target: only for --data csv");
+    return -1;
+}
+
+double tcli_default_lr(const tcli_opts *o) {
+    if (o->lr > 0) return o->lr;
+    return strcmp(o->optimizer, "adam") ? 0.01 : 0.001;
+}
+
+int tcli_resolve_device(const tcli_opts *o, ts_device *out) {
+    if (!o->device) {
+        *out = ts_cuda_is_available() ? ts_cuda(0) : ts_cpu();
+        return -1;
+    }
+    ts_device d;
+    if (ts_device_parse(o->device, &d)) {
+        ts_error_clear();
+        return tcli_fail(TCLI_USAGE, "--device: expected cpu, cuda, cuda:N or sim:N, got '%s'",
+                         o->device);
+    }
+    if (d.type == TS_CUDA && d.index < 0) d.index = 0;
+    /* a simulated device needs no hardware: make it exist rather than ask for TS_SIM_DEVICES */
+    if (d.type == TS_SIM && ts_device_count(TS_SIM) <= d.index && d.index < 64) {
+        if (ts_sim_configure(d.index + 1, 0)) ts_error_clear();
+    }
+    if (!ts_device_is_available(d)) {
+        ts_error_clear();
+        if (d.type == TS_CUDA)
+            return tcli_fail(TCLI_USAGE, "--device: %s is not available (%d CUDA device%s present)",
+                             o->device, ts_device_count(TS_CUDA),
+                             ts_device_count(TS_CUDA) == 1 ? "" : "s");
+        return tcli_fail(TCLI_USAGE, "--device: %s is not available", o->device);
+    }
+    *out = d;
+    return -1;
+}

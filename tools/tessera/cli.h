@@ -1,0 +1,94 @@
+/* cli.h — the `tessera` command's internal interface: options, data, models, progress, commands. */
+#ifndef TESSERA_CLI_H
+#define TESSERA_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tessera.h"
+
+/* Exit statuses: 2 for a user's mistake (bad flag, bad value, missing data), 1 for a failure. */
+enum { TCLI_OK = 0, TCLI_FAIL = 1, TCLI_USAGE = 2 };
+
+typedef enum {
+    TCLI_PROGRESS_AUTO = 0,
+    TCLI_PROGRESS_BAR,
+    TCLI_PROGRESS_LINES,
+    TCLI_PROGRESS_NONE
+} tcli_progress_mode;
+
+typedef struct tcli_opts {
+    const char *command; /* "train", "eval", "devices" */
+    const char *model;   /* mlp, lenet, simplecnn */
+    const char *data;    /* fashion-mnist, mnist, cifar10, csv */
+    const char *data_dir;
+    const char *csv_target; /* column name or index; NULL = last column */
+    double test_fraction;   /* csv from one file: rows held out for testing */
+    const char *device;     /* NULL = best present */
+    int epochs, batch_size, workers, threads, log_every;
+    double lr, momentum, weight_decay; /* lr < 0: the optimizer's default */
+    const char *optimizer;             /* sgd, adam */
+    uint64_t seed;
+    const char *checkpoint, *log;
+    bool resume;
+    tcli_progress_mode progress;
+} tcli_opts;
+
+/* Prints "tessera: <message>" as one line on stderr and returns status. */
+int tcli_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The pending library error as a failure line (and clears it). */
+int tcli_fail_ts(int status, const char *what);
+
+/* args.c: fills o from argv; returns -1 to go on, or an exit status (0 after --help). */
+int tcli_parse(int argc, char **argv, tcli_opts *o);
+void tcli_usage(FILE *f);
+double tcli_default_lr(const tcli_opts *o);
+/* the device named by --device (checked to exist), or the best present */
+int tcli_resolve_device(const tcli_opts *o, ts_device *out);
+
+/* data.c: the chosen data set, opened for training and testing */
+typedef struct tcli_data {
+    ts_dataset *train, *test; /* train is NULL when not asked for (eval of image data) */
+    ts_dataset *whole;        /* csv from one file: the dataset train and test are subsets of */
+    int64_t channels, height, width; /* images; 0 for tabular data */
+    int64_t features;                /* numel of one transformed sample */
+    int64_t classes;
+    float mean[3], std[3]; /* images: per-channel normalisation */
+    float *fmean, *fstd;   /* tabular: per-feature standardisation (malloc'ed) */
+    const char *title;     /* "Fashion-MNIST" */
+} tcli_data;
+int tcli_data_open(const tcli_opts *o, bool need_train, tcli_data *d); /* -1 or exit status */
+ts_transform *tcli_data_transform(const tcli_data *d); /* a fresh one for each loader */
+void tcli_data_close(tcli_data *d);
+
+/* models.c */
+ts_module *tcli_model_new(const char *name, const tcli_data *d);
+const char *tcli_model_title(const char *name); /* "LeNet-5" */
+
+/* progress.c: a bar with rate and ETA on a terminal, else plain lines */
+typedef struct tcli_progress tcli_progress;
+tcli_progress *tcli_progress_new(tcli_progress_mode mode, int64_t epoch, int64_t epochs,
+                                 int64_t batches);
+/* After batch `done` (1-based); wants_stats says whether to pass fresh loss/accuracy now. */
+bool tcli_progress_due(tcli_progress *p, int64_t done);
+void tcli_progress_update(tcli_progress *p, int64_t done, double loss, double acc);
+void tcli_progress_end(tcli_progress *p); /* clears the bar; frees */
+
+/* eval.c: mean loss and accuracy of net over a loader's epoch */
+ts_status tcli_evaluate(ts_module *net, ts_loader *l, double *loss, double *acc, int64_t *count);
+ts_loader *tcli_test_loader(const tcli_opts *o, const tcli_data *d, ts_device dev);
+
+/* checkpoint.c */
+char *tcli_checkpoint_path(const char *dir);  /* malloc'ed "<dir>/latest.safetensors" */
+int tcli_checkpoint_prepare(const char *dir); /* mkdir -p; removes stale temporaries */
+ts_status tcli_checkpoint_save(const char *dir, ts_module *net, ts_optim *opt, int64_t step,
+                               int64_t epoch);
+void tcli_test_hooks_batch(void); /* TS_TRAIN_KILL_AFTER_BATCHES */
+
+/* commands */
+int tcli_train(const tcli_opts *o);
+int tcli_eval(const tcli_opts *o);
+int tcli_devices(const tcli_opts *o);
+
+#endif /* TESSERA_CLI_H */
