@@ -34,6 +34,13 @@ ts_status ts_error(void);
 const char *ts_error_message(void); /* "" when no error */
 void ts_error_clear(void);
 const char *ts_status_string(ts_status s); /* "TS_ERR_DEVICE" ... */
+/* Records an error from user code (a custom dataset, transform or module) like the library does:
+ * printf-style message, first error wins. Returns code. */
+ts_status ts_error_set(ts_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* ==================================================================== devices */
 typedef enum ts_device_type {

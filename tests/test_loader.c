@@ -375,14 +375,14 @@ static void test_shutdown(void) {
     test_ds td;
     ts_dataset *d = make_ds(&td, 300);
     /* workers blocked on a full ring while the loader goes away, many times over */
-    for (int it = 0; it < 60; it++) {
+    for (int it = 0; it < 150; it++) {
         ts_loader *l = ts_loader_new(d, (ts_loader_opts){.batch_size = 4,
                                                          .workers = 1 + it % 3,
                                                          .prefetch = 1 + it % 2,
                                                          .shuffle = it % 2,
                                                          .transform = augment()});
         ts_batch b;
-        for (int k = 0; k < it % 4; k++) CHECK(ts_loader_next(l, &b));
+        for (int k = 0; k < it % 5; k++) CHECK(ts_loader_next(l, &b));
         ts_loader_free(l);
     }
     /* set_epoch mid-epoch stops the workers and resumes at the given epoch, batch 0 */

@@ -130,6 +130,13 @@ static int count_lines(const char *s) {
     return n;
 }
 
+/* Success: status 0 and nothing on stderr (sanitizer and leak reports would land there). */
+static void check_clean_exit(const result *r) {
+    CHECK_EQ(exit_code(r), 0);
+    CHECK(r->err && !*r->err);
+    if (exit_code(r) != 0 || (r->err && *r->err)) fprintf(stderr, "  stderr: %s\n", r->err);
+}
+
 /* A user's mistake: status 2, nothing on stdout, one "tessera: ..." line on stderr. */
 static void check_usage_error(result r, const char *expect) {
     CHECK_EQ(exit_code(&r), 2);
@@ -243,7 +250,7 @@ static int64_t checkpoint_step(const char *path) {
 
 static void test_help_and_errors(void) {
     result r = RUN("--help");
-    CHECK_EQ(exit_code(&r), 0);
+    check_clean_exit(&r);
     const char *opts[] = {"train",         "eval",         "devices",      "--model",
                           "mlp",           "lenet",        "simplecnn",    "--data",
                           "fashion-mnist", "cifar10",      "csv",          "--data-dir",
@@ -258,7 +265,7 @@ static void test_help_and_errors(void) {
     }
     result_free(&r);
     r = RUN("train", "--help");
-    CHECK_EQ(exit_code(&r), 0);
+    check_clean_exit(&r);
     CHECK(r.out && strstr(r.out, "usage: tessera"));
     result_free(&r);
 
@@ -299,8 +306,7 @@ static void test_help_and_errors(void) {
 }
 
 static void check_training_output(const result *r, const char *dev) {
-    CHECK_EQ(exit_code(r), 0);
-    if (exit_code(r) != 0) fprintf(stderr, "  %s: stderr: %s\n", dev, r->err ? r->err : "");
+    check_clean_exit(r);
     CHECK(r->out && strstr(r->out, "MLP (101770 parameters) on MNIST (512 train / 128 test) on "));
     CHECK(r->out && strstr(r->out, dev));
     epoch_line e[4];
@@ -342,7 +348,7 @@ static void test_train_cpu_and_sim(void) {
 
     /* eval of the checkpoint prints the same accuracy */
     r = RUN("eval", "--model", "mlp", DATA, "--checkpoint", path_in("cpu", NULL));
-    CHECK_EQ(exit_code(&r), 0);
+    check_clean_exit(&r);
     const char *p = r.out ? strstr(r.out, "test accuracy ") : NULL;
     CHECK(p && fabs(strtod(p + 14, NULL) - printed) < 1e-9);
     result_free(&r);
@@ -356,14 +362,14 @@ static void test_train_cpu_and_sim(void) {
 
     /* LeNet-5 and SimpleCNN build and train on the same images */
     r = RUN("train", "--model", "lenet", DATA, "--epochs", "1", "--progress", "lines");
-    CHECK_EQ(exit_code(&r), 0);
+    check_clean_exit(&r);
     CHECK(r.out && strstr(r.out, "LeNet-5 (61706 parameters)"));
     epoch_line el;
     CHECK_EQ(parse_epochs(r.out, &el, 1), 1);
     result_free(&r);
     r = RUN("train", "--model", "simplecnn", DATA, "--epochs", "1", "--device", "sim:1",
             "--batch-size", "128", "--optimizer", "adam");
-    CHECK_EQ(exit_code(&r), 0);
+    check_clean_exit(&r);
     CHECK(r.out && strstr(r.out, "Adam lr 0.001"));
     result_free(&r);
 
@@ -378,7 +384,7 @@ static void test_train_cpu_and_sim(void) {
 
 static void test_devices(void) {
     result r = RUN_ENV("TS_SIM_DEVICES=2", "devices");
-    CHECK_EQ(exit_code(&r), 0);
+    check_clean_exit(&r);
     CHECK(r.out && !strncmp(r.out, "cpu ", 4) && strstr(r.out, "GiB total"));
     CHECK(r.out && strstr(r.out, "\nsim:0 ") && strstr(r.out, "\nsim:1 ") &&
           !strstr(r.out, "sim:2"));
@@ -392,7 +398,7 @@ static void test_resume(void) {
     "train", "--model", "mlp", DATA, "--epochs", "3", "--seed", "7", "--progress", "none",         \
         "--checkpoint", path_in(dir, NULL), "--workers", workers
     result r = RUN(RUN3("full", "2"));
-    CHECK_EQ(exit_code(&r), 0);
+    check_clean_exit(&r);
     result_free(&r);
 
     /* 8 batches an epoch: the 12th is in the middle of epoch 2 */
@@ -406,7 +412,7 @@ static void test_resume(void) {
         !same_file(path_in("full", "latest.safetensors"), path_in("killed", "latest.safetensors")));
 
     r = RUN(RUN3("killed", "0"), "--resume");
-    CHECK_EQ(exit_code(&r), 0);
+    check_clean_exit(&r);
     CHECK(r.out && strstr(r.out, "1 epoch done (step 8)"));
     CHECK_EQ(parse_epochs(r.out, e, 3), 2);
     CHECK(e[0].epoch == 2 && e[1].epoch == 3);
@@ -423,11 +429,11 @@ static void test_resume(void) {
     CHECK(has_tmp_file(path_in("midsave", NULL))); /* the cut-short temporary file */
     CHECK_EQ(checkpoint_step(path_in("midsave", "latest.safetensors")), 8);
     r = RUN("eval", "--model", "mlp", DATA, "--checkpoint", path_in("midsave", NULL));
-    CHECK_EQ(exit_code(&r), 0);
+    check_clean_exit(&r);
     CHECK(r.out && strstr(r.out, "(step 8)"));
     result_free(&r);
     r = RUN(RUN3("midsave", "2"), "--resume");
-    CHECK_EQ(exit_code(&r), 0);
+    check_clean_exit(&r);
     result_free(&r);
     CHECK(!has_tmp_file(path_in("midsave", NULL)));
     CHECK(
@@ -435,11 +441,47 @@ static void test_resume(void) {
 
     /* resuming a finished run trains nothing and reports the accuracy */
     r = RUN(RUN3("full", "2"), "--resume");
-    CHECK_EQ(exit_code(&r), 0);
+    check_clean_exit(&r);
     CHECK_EQ(parse_epochs(r.out, e, 3), 0);
     CHECK(final_accuracy(r.out) >= 0.9);
     result_free(&r);
 #undef RUN3
+}
+
+/* A CSV file: class k has feature a near 10k and b near 100 - 50k, on very different scales
+ * (the trainer standardises them), with a noise column and the target in the middle. */
+static void test_csv(void) {
+    FILE *f = fopen(path_in("toy.csv", NULL), "w");
+    fprintf(f, "a,b,label,noise\n");
+    uint32_t seed = 3;
+    for (int i = 0; i < 200; i++) {
+        int k = (int)(lcg(&seed) >> 8) % 3;
+        double u = (double)(lcg(&seed) >> 8) / 16777216.0,
+               v = (double)(lcg(&seed) >> 8) / 16777216.0;
+        fprintf(f, "%.3f,%.3f,%d,%.3f\n", 10.0 * k + 4 * (u - 0.5), 100 - 50.0 * k + 30 * (v - 0.5),
+                k, u * v);
+    }
+    fclose(f);
+    result r = RUN("train", "--model", "mlp", "--data", "csv", "--data-dir",
+                   path_in("toy.csv", NULL), "--csv-target", "label", "--epochs", "4",
+                   "--batch-size", "16", "--checkpoint", path_in("csvck", NULL));
+    check_clean_exit(&r);
+    CHECK(r.out && strstr(r.out, "(160 train / 40 test)"));
+    double acc = final_accuracy(r.out);
+    CHECK(acc >= 0.9);
+    result_free(&r);
+    r = RUN("eval", "--model", "mlp", "--data", "csv", "--data-dir", path_in("toy.csv", NULL),
+            "--csv-target", "2", "--checkpoint", path_in("csvck", "latest.safetensors"));
+    check_clean_exit(&r);
+    const char *p = r.out ? strstr(r.out, "test accuracy ") : NULL;
+    CHECK(p && fabs(strtod(p + 14, NULL) - acc) < 1e-9);
+    result_free(&r);
+    check_usage_error(RUN("train", "--model", "mlp", "--data", "csv", "--data-dir",
+                          path_in("toy.csv", NULL), "--csv-target", "nope"),
+                      NULL);
+    check_usage_error(RUN("train", "--model", "lenet", "--data", "csv", "--data-dir",
+                          path_in("toy.csv", NULL), "--csv-target", "label"),
+                      NULL);
 }
 
 static void remove_tree(const char *path) {
@@ -475,6 +517,7 @@ int main(void) {
     test_devices();
     test_train_cpu_and_sim();
     test_resume();
+    test_csv();
     remove_tree(tmp);
     return ts_test_finish();
 }

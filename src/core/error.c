@@ -56,6 +56,16 @@ ts_status tsi_error_set(ts_status code, const char *fmt, ...) {
     return code;
 }
 
+ts_status ts_error_set(ts_status code, const char *fmt, ...) {
+    if (err_code != TS_OK) return code;
+    err_code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
 bool tsi_check_input(const char *op, const ts_tensor *t, const char *what) {
     if (t) return true;
     if (err_code == TS_OK) tsi_error_set(TS_ERR_ARG, "%s: %s is NULL", op, what);

@@ -1,5 +1,4 @@
-/* tensor.c — tensor and storage lifetimes, kernel views, queries, reading values back to the host.
- */
+/* tensor.c — tensor and storage lifetimes (and their struct caches), queries, host reads. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -51,6 +51,9 @@ void tcli_usage(FILE *f) {
         "  --lr X              learning rate (sgd: 0.01; adam: 0.001)\n"
         "  --momentum X        sgd momentum in [0, 1) (0.9)\n"
         "  --weight-decay X    L2 penalty (0)\n"
+        "  --schedule NAME     cosine (default): the learning rate falls from --lr to 0 along a\n"
+        "                      half cosine over all the batches of the run (set by the step, so a\n"
+        "                      resumed run follows it too); constant: --lr throughout\n"
         "  --resume            continue from DIR/latest.safetensors of --checkpoint exactly where "
         "it\n"
         "                      stopped (same weights, optimizer state, epoch and batch order as "
@@ -125,6 +128,7 @@ static const opt_spec specs[] = {
     {"--log", K_STRING, FOR_TRAIN, OFF(log), NULL},
     {"--log-every", K_POS_INT, FOR_TRAIN, OFF(log_every), NULL},
     {"--progress", K_PROGRESS, FOR_TRAIN, OFF(progress), NULL},
+    {"--schedule", K_CHOICE, FOR_TRAIN, OFF(schedule), "cosine|constant"},
 };
 
 static int parse_int(const char *name, const char *v, long long min, long long max,
@@ -252,7 +256,8 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
                      .log_every = 50,
                      .lr = -1,
                      .momentum = 0.9,
-                     .optimizer = "sgd"};
+                     .optimizer = "sgd",
+                     .schedule = "cosine"};
     if (argc < 2)
         return tcli_fail(TCLI_USAGE,
                          "missing command: train, eval or devices (see tessera --help)");

@@ -32,6 +32,7 @@ typedef struct tcli_opts {
     uint64_t seed;
     const char *checkpoint, *log;
     bool resume;
+    const char *schedule; /* cosine (default) or constant */
     tcli_progress_mode progress;
 } tcli_opts;
 

@@ -1,4 +1,5 @@
 /* train.c — `tessera train`: the training loop with per-epoch test, logs and crash-safe resume. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -61,6 +62,13 @@ static ts_status log_epoch(trainer *t, int64_t epoch, const double *v) {
     return st;
 }
 
+/* The cosine schedule as a function of the step alone, so that a resumed run needs no scheduler
+ * state to follow it exactly. */
+static double lr_at(const trainer *t, int64_t step) {
+    double total = (double)t->batches * t->o->epochs;
+    return tcli_default_lr(t->o) * 0.5 * (1 + cos(3.14159265358979323846 * (double)step / total));
+}
+
 /* One epoch: trains, tests, prints, logs and checkpoints. Returns -1 or an exit status. */
 static int run_epoch(trainer *t, int64_t epoch, double *test_acc) {
     const tcli_opts *o = t->o;
@@ -75,7 +83,9 @@ static int run_epoch(trainer *t, int64_t epoch, double *test_acc) {
     double window_loss = 0; /* loss_sum at the last batch_loss record */
     int64_t window_seen = 0;
     ts_batch b;
+    const bool cosine = !strcmp(o->schedule, "cosine");
     while (ts_loader_next(t->train, &b)) {
+        if (cosine && ts_optim_set_lr(t->opt, 0, lr_at(t, t->step))) break;
         train_batch(t, &b);
         if (ts_error()) break;
         done++, t->step++;
@@ -176,9 +186,10 @@ static int train_run(trainer *t) {
            (long long)ts_dataset_len(t->data.train), (long long)ts_dataset_len(t->data.test),
            ts_device_str(t->dev));
     printf("%d epoch%s, batch %d, %s lr %g", o->epochs, o->epochs == 1 ? "" : "s", o->batch_size,
-           opt_name, ts_optim_get_lr(t->opt, 0));
+           opt_name, tcli_default_lr(o));
     if (strcmp(o->optimizer, "adam")) printf(" momentum %g", o->momentum);
-    printf(", seed %llu\n", (unsigned long long)o->seed);
+    printf("%s, seed %llu\n", strcmp(o->schedule, "cosine") ? "" : " cosine decay",
+           (unsigned long long)o->seed);
     fflush(stdout);
 
     double acc = -1;
@@ -214,7 +225,7 @@ int tcli_train(const tcli_opts *o) {
     ts_logger_close(t.log);
     ts_loader_free(t.train);
     ts_loader_free(t.test);
-    ts_optim_free(t.opt);
+    //ts_optim_free(t.opt);
     ts_module_free(t.net);
     tcli_data_close(&t.data);
     return rc;

@@ -29,11 +29,19 @@ struct ts_conv_direct {
 static int64_t pad_stride(const ts_cgeom *g, int vl) { return g->w + 2 * g->pw + 2 * vl; }
 static void pad_input(const ts_cgeom *g, int vl, const float *x, float *xp) {
     const int64_t hp = g->h + 2 * g->ph, ws = pad_stride(g, vl);
-    memset(xp, 0, sizeof(float) * (size_t)(g->cg * hp * ws));
     for (int64_t c = 0; c < g->cg; c++)
-        for (int64_t iy = 0; iy < g->h; iy++)
-            memcpy(xp + (c * hp + iy + g->ph) * ws + g->pw, x + (c * g->h + iy) * g->w,
-                   sizeof(float) * (size_t)g->w);
+        for (int64_t iy = 0; iy < hp; iy++) {
+            float *d = xp + (c * hp + iy) * ws;
+            const int64_t sy = iy - g->ph;
+            if (sy < 0 || sy >= g->h) {
+                memset(d, 0, sizeof(float) * (size_t)ws);
+                continue;
+            }
+            const float *r = x + (c * g->h + sy) * g->w;
+            for (int64_t ix = 0; ix < g->pw; ix++) d[ix] = 0;
+            for (int64_t ix = 0; ix < g->w; ix++) d[g->pw + ix] = r[ix];
+            for (int64_t ix = g->pw + g->w; ix < ws; ix++) d[ix] = 0;
+        }
 }
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -70,10 +78,10 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
                 float *d = out[v] + ob * g->oh * g->ow;                                            \
                 if (len[v] == VL) {                                                                \
                     memcpy(d, &acc[ob][v], sizeof(V));                                             \
-                } else { /* a constant-size copy keeps acc in registers */                         \
-                    float t[VL];                                                                   \
+                } else {         /* a constant-size copy keeps acc in registers */                 \
+                    float t[VL]; /* short rows: a loop beats a memcpy call */                      \
                     memcpy(t, &acc[ob][v], sizeof(V));                                             \
-                    memcpy(d, t, sizeof(float) * (size_t)len[v]);                                  \
+                    for (int64_t l = 0; l < len[v]; l++) d[l] = t[l];                              \
                 }                                                                                  \
             }                                                                                      \
     }                                                                                              \
@@ -137,12 +145,12 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
         const ts_cgeom *g, const float *xr0, int64_t ws, const float *gyb, int64_t growv,          \
         VI tmask, float *gw, int64_t gstride, bool accum, const int NOB, const int NJ) {           \
         const int64_t nch = growv / VL;                                                            \
-        V acc[OBW][2];                                                                             \
-        for (int ob = 0; ob < OBW; ob++) acc[ob][0] = acc[ob][1] = (V){0};                         \
+        V acc[OBW][3];                                                                             \
+        for (int ob = 0; ob < OBW; ob++) acc[ob][0] = acc[ob][1] = acc[ob][2] = (V){0};            \
         for (int64_t oy = 0; oy < g->oh; oy++) {                                                   \
             const float *xr = xr0 + oy * g->sh * ws, *gr = gyb + oy * growv;                       \
             for (int64_t ch = 0; ch < nch; ch++) {                                                 \
-                V gv[OBW], xv[2];                                                                  \
+                V gv[OBW], xv[3];                                                                  \
                 for (int ob = 0; ob < NOB; ob++)                                                   \
                     memcpy(&gv[ob], gr + ob * g->oh * growv + ch * VL, sizeof(V));                 \
                 for (int jj = 0; jj < NJ; jj++) {                                                  \
@@ -173,20 +181,21 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
             for (int64_t o = 0; o < g->og; o++)                                                    \
                 for (int64_t oy = 0; oy < g->oh; oy++) {                                           \
                     float *d = gyp + (o * g->oh + oy) * growv;                                     \
-                    memcpy(d, gy + ((gi * g->og + o) * g->oh + oy) * g->ow,                        \
-                           sizeof(float) * (size_t)g->ow);                                         \
-                    memset(d + g->ow, 0, sizeof(float) * (size_t)(growv - g->ow));                 \
+                    const float *r = gy + ((gi * g->og + o) * g->oh + oy) * g->ow;                 \
+                    for (int64_t l = 0; l < growv; l++) d[l] = l < g->ow ? r[l] : 0.0f;            \
                 }                                                                                  \
             for (int64_t o0 = 0; o0 < g->og; o0 += OBW) {                                          \
                 const int nob = (int)min64(OBW, g->og - o0);                                       \
+                /* three taps per tile while the registers allow it */                             \
+                const int64_t jb = 3 * nob + nob + 3 <= 28 ? 3 : 2;                                \
                 const float *gyb = gyp + o0 * gplane;                                              \
                 for (int64_t c = 0; c < g->cg; c++)                                                \
                     for (int64_t i = 0; i < g->kh; i++)                                            \
-                        for (int64_t j0 = 0; j0 < g->kw; j0 += 2) {                                \
+                        for (int64_t j0 = 0; j0 < g->kw; j0 += jb) {                               \
                             const float *xr0 = xp + (c * hp + i * g->dh) * ws + j0 * g->dw;        \
                             float *gwp =                                                           \
                                 gw + (gi * g->og + o0) * taps + (c * g->kh + i) * g->kw + j0;      \
-                            const bool two = j0 + 1 < g->kw;                                       \
+                            const int64_t nj = min64(jb, g->kw - j0);                              \
                             switch (nob) { WGT_CASES(NAME##_tile, OBW) }                           \
                         }                                                                          \
             }                                                                                      \
@@ -195,7 +204,9 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 #define WGT_CASE(TILE, K)                                                                          \
     case K:                                                                                        \
-        if (two)                                                                                   \
+        if (nj == 3)                                                                               \
+            TILE(g, xr0, ws, gyb, growv, tmask, gwp, taps, accum, K, 3);                           \
+        else if (nj == 2)                                                                          \
             TILE(g, xr0, ws, gyb, growv, tmask, gwp, taps, accum, K, 2);                           \
         else                                                                                       \
             TILE(g, xr0, ws, gyb, growv, tmask, gwp, taps, accum, K, 1);                           \
@@ -204,6 +215,54 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 #define WGT_CASES8(TILE)                                                                           \
     WGT_CASES4(TILE) WGT_CASE(TILE, 5) WGT_CASE(TILE, 6) WGT_CASE(TILE, 7) WGT_CASE(TILE, 8)
 #define WGT_CASES(TILE, OB) WGT_CASES##OB(TILE)
+
+/* Weight gradient vectorised over output channels, for groups with a multiple of VL of them: for
+ * a block of T taps, acc[t] holds the VL channels' sums; each output position adds its gy (one
+ * vector of a transposed copy) times one broadcast input value per tap. No lane is wasted on
+ * narrow rows and no horizontal sums are needed. */
+#define DEFINE_WGT_O(NAME, ATTR, V, VL, T)                                                         \
+    ATTR static void NAME(const ts_cgeom *g, const float *gy, const float *x, float *gw,           \
+                          float *xp, bool accum) {                                                 \
+        const int64_t hp = g->h + 2 * g->ph, ws = pad_stride(g, VL), plane = g->oh * g->ow;        \
+        const int64_t taps = g->cg * g->kh * g->kw;                                                \
+        float *gyt = xp + g->cg * hp * ws; /* [plane][VL] */                                       \
+        for (int64_t gi = 0; gi < g->g; gi++) {                                                    \
+            pad_input(g, VL, x + gi * g->cg * g->h * g->w, xp);                                    \
+            for (int64_t o0 = 0; o0 < g->og; o0 += VL) {                                           \
+                const float *gb = gy + (gi * g->og + o0) * plane;                                  \
+                for (int64_t q = 0; q < plane; q++)                                                \
+                    for (int l = 0; l < VL; l++) gyt[q * VL + l] = gb[l * plane + q];              \
+                for (int64_t t0 = 0; t0 < taps; t0 += T) {                                         \
+                    int64_t off[T];                                                                \
+                    for (int k = 0; k < T; k++) { /* taps past the end read tap t0 again */        \
+                        const int64_t t = t0 + k < taps ? t0 + k : t0;                             \
+                        const int64_t c = t / (g->kh * g->kw), i = t / g->kw % g->kh;              \
+                        off[k] = (c * hp + i * g->dh) * ws + t % g->kw * g->dw;                    \
+                    }                                                                              \
+                    V acc[T];                                                                      \
+                    for (int k = 0; k < T; k++) acc[k] = (V){0};                                   \
+                    for (int64_t oy = 0; oy < g->oh; oy++) {                                       \
+                        const float *xr = xp + oy * g->sh * ws;                                    \
+                        const float *gr = gyt + oy * g->ow * VL;                                   \
+                        for (int64_t ox = 0; ox < g->ow; ox++) {                                   \
+                            V gv;                                                                  \
+                            memcpy(&gv, gr + ox * VL, sizeof gv);                                  \
+                            const float *xq = xr + ox;                                             \
+                            for (int k = 0; k < T; k++) acc[k] += gv * xq[off[k]];                 \
+                        }                                                                          \
+                    }                                                                              \
+                    for (int k = 0; k < T && t0 + k < taps; k++) {                                 \
+                        float tv[VL];                                                              \
+                        memcpy(tv, &acc[k], sizeof tv);                                            \
+                        for (int l = 0; l < VL; l++) {                                             \
+                            float *d = gw + (gi * g->og + o0 + l) * taps + t0 + k;                 \
+                            *d = accum ? *d + tv[l] : tv[l];                                       \
+                        }                                                                          \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
 
 #ifdef TS_CONV_X86
 typedef float ts_cv8f __attribute__((vector_size(32)));
@@ -214,9 +273,14 @@ DEFINE_FWD(fwd_avx2, __attribute__((target("avx2,fma"))), ts_cv8f, 8, 4)
 DEFINE_WGT(wgt_avx2, __attribute__((target("avx2,fma"))), ts_cv8f, ts_cv8i, 8, 4)
 DEFINE_FWD(fwd_avx512, __attribute__((target("avx512f,avx2,fma"))), ts_cv16f, 16, 8)
 DEFINE_WGT(wgt_avx512, __attribute__((target("avx512f,avx2,fma"))), ts_cv16f, ts_cv16i, 16, 8)
+DEFINE_WGT_O(wgto_avx2, __attribute__((target("avx2,fma"))), ts_cv8f, 8, 8)
+DEFINE_WGT_O(wgto_avx512, __attribute__((target("avx512f,avx2,fma"))), ts_cv16f, 16, 12)
 
 static const ts_conv_direct direct_avx2 = {8, 4, fwd_avx2, wgt_avx2};
 static const ts_conv_direct direct_avx512 = {16, 8, fwd_avx512, wgt_avx512};
+/* the same with the weight gradient vectorised over output channels */
+static const ts_conv_direct direct_avx2_o = {8, 4, fwd_avx2, wgto_avx2};
+static const ts_conv_direct direct_avx512_o = {16, 8, fwd_avx512, wgto_avx512};
 #endif
 
 static int forced = -1; /* -1 automatic, 0 none (im2col only), 1 avx2, 2 avx512 */
@@ -251,13 +315,18 @@ const ts_conv_direct *ts_conv_direct_for(const ts_cgeom *g, bool weight_grad) {
     if (g->sw != 1 || g->direct || g->og > 16 || g->ow < 4) return NULL;
     const ts_conv_direct *d = best_isa();
     if (!d || !weight_grad) return d;
+#ifdef TS_CONV_X86
+    if (g->og % d->vl == 0) return d == &direct_avx512 ? &direct_avx512_o : &direct_avx2_o;
+#endif
     const int64_t lanes = (g->ow + d->vl - 1) / d->vl * d->vl;
     return 4 * g->ow >= 3 * lanes && g->oh * lanes >= 8 * d->vl ? d : NULL;
 }
 
+/* the padded input, then the padded (or transposed) gy of the weight gradient */
 int64_t ts_conv_direct_scratch(const ts_conv_direct *d, const ts_cgeom *g) {
     const int64_t growv = (g->ow + d->vl - 1) / d->vl * d->vl;
-    return g->cg * (g->h + 2 * g->ph) * pad_stride(g, d->vl) + g->og * g->oh * growv;
+    return g->cg * (g->h + 2 * g->ph) * pad_stride(g, d->vl) +
+           (g->og > d->vl ? g->og : d->vl) * g->oh * growv;
 }
 
 /* [group][block][c][i][j][ob]: each tap's OB weights sit together for the broadcasts */
