@@ -146,19 +146,26 @@ static void bench_linreg(int steps, int repeats) {
 int main(int argc, char **argv) {
     int quick = argc > 1 && !strcmp(argv[1], "quick");
     int scale = quick ? 1 : 4;
+    const char *only = argc > 2 ? argv[2] : NULL; /* one model, for profiling */
+#define WANT(name) (!only || !strcmp(only, name))
     ts_manual_seed(0);
-    bench_linreg(500 * scale, 3);
+    if (WANT("linreg")) bench_linreg(500 * scale, 3);
 
     ts_tensor *x = ts_randn(TS_SHAPE(64, 784), (ts_opts){0});
     ts_tensor *y = ts_randint(0, 10, TS_SHAPE(64), (ts_opts){0});
-    bench_model("simplenn", mlp_new((int64_t[]){784, 128, 10}, 3), x, y, 0.01, 0, 50 * scale, 3);
+    if (WANT("simplenn"))
+        bench_model("simplenn", mlp_new((int64_t[]){784, 128, 10}, 3), x, y, 0.01, 0, 50 * scale,
+                    3);
 
     ts_tensor *img = ts_randn(TS_SHAPE(64, 3, 32, 32), (ts_opts){0});
-    bench_model("simplecnn", simple_cnn_new(), img, y, 0.001, 0.9, 10 * scale, 3);
+    if (WANT("simplecnn"))
+        bench_model("simplecnn", simple_cnn_new(), img, y, 0.001, 0.9, 10 * scale, 3);
 
     ts_tensor *xb = ts_randn(TS_SHAPE(256, 784), (ts_opts){0});
     ts_tensor *yb = ts_randint(0, 10, TS_SHAPE(256), (ts_opts){0});
-    bench_model("mlp", mlp_new((int64_t[]){784, 1024, 1024, 10}, 4), xb, yb, 0.01, 0, 5 * scale, 3);
+    if (WANT("mlp"))
+        bench_model("mlp", mlp_new((int64_t[]){784, 1024, 1024, 10}, 4), xb, yb, 0.01, 0, 5 * scale,
+                    3);
     ts_release(x);
     ts_release(y);
     ts_release(img);

@@ -154,6 +154,12 @@ static bool run_node(ts_node *n, bool anomaly) {
     n->backward(n, n->grad_acc, grad_in);
     for (int j = 0; j < n->n_in; j++) ts_retain(grad_in[j]);
     ts_scope_end();
+    /* the incoming gradients are spent: dropping them now lets a leaf adopt a gradient that is a
+     * view of one (a transpose's backward) without a copy */
+    for (int i = 0; i < n->n_out; i++) {
+        ts_release(n->grad_acc[i]);
+        n->grad_acc[i] = NULL;
+    }
     bool ok = ts_error() == before || before != TS_OK;
     for (int j = 0; j < n->n_in; j++) {
         ts_tensor *g = grad_in[j];

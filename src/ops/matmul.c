@@ -220,8 +220,13 @@ static ts_tensor *matmul_op(const char *op, mm_kind kind, ts_tensor *a, ts_tenso
     if (out && tsi_is_float(out->dtype) && tsi_needs_graph(ins, 2)) {
         /* each operand's gradient needs only the other operand */
         ts_tensor *saves[2] = {b->requires_grad ? a : NULL, a->requires_grad ? b : NULL};
-        tsi_record(matmul_grad_name(kind, a->shape.ndim, b->shape.ndim), op, tsi_matmul_backward,
-                   ins, 2, out, saves, 2);
+        ts_node *n = tsi_record(matmul_grad_name(kind, a->shape.ndim, b->shape.ndim), op,
+                                tsi_matmul_backward, ins, 2, out, saves, 2);
+        /* b's layout, for a gradient in the same layout (b itself may not be saved) */
+        if (n)
+            n->ip[0] = b->shape.ndim == 2 && b->strides[0] == 1 &&
+                       b->strides[1] == b->shape.dims[0] && b->shape.dims[0] > 1 &&
+                       b->shape.dims[1] > 1;
     }
     return tsi_own(out);
 }

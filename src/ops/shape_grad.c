@@ -31,11 +31,18 @@ void tsi_matmul_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
         if (!a) return;
         if (da == 1) a = ts_unsqueeze(a, 0);
         ts_tensor *gb;
+        /* PyTorch's mm_mat2_backward: when b is a transposed matrix (a linear layer's weight
+         * seen through t(); the forward noted it in ip[0]), compute (g^T a)^T so the gradient has
+         * b's layout and the transpose's backward hands the weight a contiguous gradient */
+        bool b_transposed = db == 2 && n->ip[0] != 0;
         if (da > 2 && db <= 2) {
             /* b was shared by every batch: one GEMM over all the rows instead of a batch of small
              * ones and a sum */
             const int64_t k = n->in_shape[0].dims[da - 1], cols = g->shape.dims[g->shape.ndim - 1];
-            gb = ts_mm(ts_t(ts_reshape(a, TS_SHAPE(-1, k))), ts_reshape(g, TS_SHAPE(-1, cols)));
+            ts_tensor *af = ts_reshape(a, TS_SHAPE(-1, k)), *gf = ts_reshape(g, TS_SHAPE(-1, cols));
+            gb = b_transposed ? ts_t(ts_mm(ts_t(gf), af)) : ts_mm(ts_t(af), gf);
+        } else if (b_transposed && da <= 2) {
+            gb = ts_t(ts_mm(ts_t(g), a));
         } else {
             gb = ts_matmul(ts_transpose(a, -1, -2), g);
         }

@@ -48,7 +48,7 @@ void tcli_usage(FILE *f) {
         "options of train:\n"
         "  --epochs N          passes over the training set (2)\n"
         "  --optimizer NAME    sgd (default) or adam\n"
-        "  --lr X              learning rate (sgd: 0.01; adam: 0.001)\n"
+        "  --lr X              learning rate (sgd: 0.02; adam: 0.001)\n"
         "  --momentum X        sgd momentum in [0, 1) (0.9)\n"
         "  --weight-decay X    L2 penalty (0)\n"
         "  --schedule NAME     cosine (default): the learning rate falls from --lr to 0 along a\n"
@@ -317,7 +317,7 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
 
 double tcli_default_lr(const tcli_opts *o) {
     if (o->lr > 0) return o->lr;
-    return strcmp(o->optimizer, "adam") ? 0.01 : 0.001;
+    return strcmp(o->optimizer, "adam") ? 0.02 : 0.001;
 }
 
 int tcli_resolve_device(const tcli_opts *o, ts_device *out) {

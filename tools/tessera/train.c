@@ -225,7 +225,7 @@ int tcli_train(const tcli_opts *o) {
     ts_logger_close(t.log);
     ts_loader_free(t.train);
     ts_loader_free(t.test);
-    //ts_optim_free(t.opt);
+    ts_optim_free(t.opt);
     ts_module_free(t.net);
     tcli_data_close(&t.data);
     return rc;

@@ -1,0 +1,34 @@
+#!/bin/sh
+# run_train.sh — training-step time and training-time memory growth of the issue's models on the
+# cpu, Tessera (bench_train) beside PyTorch (bench_train_torch.py, best of 1 and 2 threads).
+# Usage: bench/run_train.sh [BUILD_DIR] [quick]   (builds nothing; BUILD_DIR defaults to "build")
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-build}
+mode=${2:-}
+python=${PYTHON:-/usr/bin/python3}
+bin="$build/bench/bench_train"
+[ -x "$bin" ] || { echo "run_train.sh: $bin not found; build first" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# Tessera: best of 1 and 2 threads too, per model
+TS_NUM_THREADS=1 "$bin" $mode >"$tmp/t1.txt"
+TS_NUM_THREADS=2 "$bin" $mode >"$tmp/t2.txt"
+"$python" "$here/bench_train_torch.py" $mode >"$tmp/torch.txt"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+awk '
+    FILENAME ~ /t1.txt/ { t[$1] = $2; m[$1] = $3; order[++n] = $1; next }
+    FILENAME ~ /t2.txt/ { if ($2 < t[$1]) t[$1] = $2; if ($3 > m[$1]) m[$1] = $3; next }
+    { pt[$1] = $2; pm[$1] = $3 }
+    END {
+        goal["linreg"] = 10; goal["simplenn"] = 2; goal["simplecnn"] = 2; goal["mlp"] = 1.3
+        printf "%-10s %12s %12s %8s %7s %s | %9s %9s %s\n", "model", "Tessera ms", "PyTorch ms",
+               "speedup", "goal", "met", "Ts MB", "PT MB", "mem<=PT"
+        for (i = 1; i <= n; i++) {
+            k = order[i]; r = pt[k] / t[k]
+            printf "%-10s %12.4f %12.4f %7.2fx %6.1fx %-3s | %9.2f %9.2f %s\n", k, t[k], pt[k], r,
+                   goal[k], (r >= goal[k] ? "yes" : "NO"), m[k], pm[k], (m[k] <= pm[k] ? "yes" : "NO")
+        }
+        print "ms per training step (best of 1 and 2 threads on each side); MB = resident-set growth"
+        print "during the timed steps (peak RSS minus RSS before them, /proc/self/status VmHWM)"
+    }' "$tmp/t1.txt" "$tmp/t2.txt" "$tmp/torch.txt"
