@@ -1,6 +1,7 @@
 """train_fashion_torch.py — the PyTorch twin of `tessera train` on Fashion-MNIST: the same models
 (MLP 784-128-10, LeNet-5), preprocessing (x / 255, normalised with mean 0.2860, std 0.3530), batch
-64, SGD momentum 0.9, lr 0.01 on the trainer's cosine schedule, a seeded shuffle every epoch, and a
+64, SGD with momentum at the trainer's lr on its cosine schedule (run_fashion.sh passes the lr,
+momentum and schedule that `tessera train` printed), a seeded shuffle every epoch, and a
 test pass (batches of 500, no grad) after each epoch. The input path is the cheapest fair one:
 the whole set pre-loaded and pre-normalised as tensors, each batch an index_select of a shuffled
 permutation. Each model is trained with torch.set_num_threads(1) and (2).
@@ -10,7 +11,8 @@ Prints, per model, thread count and epoch:
 (TRAIN_S: the training batches; EPOCH_S: training + test pass, as the trainer's "time"), and per
 model the best thread count:
     best MODEL THREADS TRAIN_S_PER_EPOCH EPOCH_S_PER_EPOCH FINAL_TEST_ACC
-Usage: train_fashion_torch.py [--epochs N] [--models mlp,lenet] [--threads 1,2] [--data-dir DIR]
+Usage: train_fashion_torch.py [--epochs N] [--models mlp,lenet] [--threads 1,2] [--lr X]
+       [--momentum X] [--schedule cosine|constant] [--seed N] [--data-dir DIR]
 """
 import argparse
 import gzip
@@ -96,7 +98,7 @@ def evaluate(net, x, y):
     return correct / x.shape[0]
 
 
-def train(model, threads, epochs, seed, lr, momentum, train_set, test_set):
+def train(model, threads, epochs, seed, lr, momentum, cosine, train_set, test_set):
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     net = MLP() if model == "mlp" else LeNet5()
@@ -118,9 +120,9 @@ def train(model, threads, epochs, seed, lr, momentum, train_set, test_set):
         for b in range(batches):
             idx = perm[b * BATCH:(b + 1) * BATCH]
             xb, yb = x.index_select(0, idx), y.index_select(0, idx)
-            # the trainer's cosine schedule, set by the step
-            for g in opt.param_groups:
-                g["lr"] = lr * 0.5 * (1 + math.cos(math.pi * step / total))
+            if cosine:  # the trainer's schedule, set by the step (tools/tessera/train.c lr_at)
+                for g in opt.param_groups:
+                    g["lr"] = lr * 0.5 * (1 + math.cos(math.pi * step / total))
             opt.zero_grad()
             logits = net(xb)
             loss = F.cross_entropy(logits, yb)
@@ -150,6 +152,7 @@ def main():
     ap.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--momentum", type=float, default=0.9)
+    ap.add_argument("--schedule", choices=("cosine", "constant"), default="cosine")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     train_set = load_split(a.data_dir, "train")
@@ -157,7 +160,8 @@ def main():
     for model in a.models.split(","):
         best = None
         for threads in (int(t) for t in a.threads.split(",")):
-            rows = train(model, threads, a.epochs, a.seed, a.lr, a.momentum, train_set, test_set)
+            rows = train(model, threads, a.epochs, a.seed, a.lr, a.momentum,
+                         a.schedule == "cosine", train_set, test_set)
             tr = sum(r[0] for r in rows) / len(rows)
             ep = sum(r[1] for r in rows) / len(rows)
             if best is None or ep < best[2]:

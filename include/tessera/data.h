@@ -21,7 +21,7 @@ typedef struct ts_dataset ts_dataset;
 ts_dataset *ts_dataset_new(const ts_dataset_ops *ops, void *ctx);
 int64_t ts_dataset_len(ts_dataset *d);
 ts_status ts_dataset_get(ts_dataset *d, int64_t index, ts_sample *out); /* index in [0, len) */
-void ts_dataset_free(ts_dataset *d);                                     /* NULL-safe */
+void ts_dataset_free(ts_dataset *d);                                    /* NULL-safe */
 /* number of classes when the dataset knows it (MNIST 10, image folder: subfolders), else 0 */
 int64_t ts_dataset_num_classes(ts_dataset *d);
 void ts_dataset_set_num_classes(ts_dataset *d, int64_t n);
@@ -31,7 +31,8 @@ typedef enum ts_data_split { TS_SPLIT_TRAIN = 0, TS_SPLIT_TEST } ts_data_split;
 /* Samples are the rows (first dim) of x and y (y may be NULL: y becomes an empty i64 tensor).
  * The dataset keeps its own references. */
 ts_dataset *ts_tensor_dataset(ts_tensor *x, ts_tensor *y);
-/* IDX files (plain or .gz): images u8 [N, H, W] -> x u8 [H, W, 1] (HWC), labels u8 [N] -> y i64 0-dim */
+/* IDX files (plain or .gz): images u8 [N, H, W] -> x u8 [H, W, 1] (HWC), labels u8 [N] -> y i64
+ * 0-dim */
 ts_dataset *ts_idx_dataset(const char *images_path, const char *labels_path);
 /* MNIST / Fashion-MNIST folder: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]; dir NULL means
  * Debian's /usr/share/datasets/fashion-mnist. Labels must be < 10. */
@@ -40,11 +41,11 @@ ts_dataset *ts_mnist(const char *dir, ts_data_split split);
  * dir/cifar-10-batches-bin; x u8 [32, 32, 3] (HWC), y i64 0-dim */
 ts_dataset *ts_cifar10(const char *dir, ts_data_split split);
 typedef struct ts_csv_opts {
-    int target_column;          /* index of the target column; -1 = last */
-    const char *target_name;    /* or by header name (overrides target_column) */
-    bool no_header;             /* default: the first line is a header when it is not numeric */
-    bool regression;            /* target as f32 (default: class index i64, values must be ints) */
-    char delimiter;             /* 0 -> ',' */
+    int target_column; /* 0-based index of the target column (a zeroed opts: column 0); -1 = last */
+    const char *target_name; /* or by header name (overrides target_column) */
+    bool no_header;          /* default: the first line is a header when it is not numeric */
+    bool regression;         /* target as f32 (default: class index i64, values must be ints) */
+    char delimiter;          /* 0 -> ',' */
 } ts_csv_opts;
 /* numeric columns -> x f32 [features], y i64 0-dim (or f32 [1] for regression) */
 ts_dataset *ts_csv_dataset(const char *path, ts_csv_opts o);
@@ -91,11 +92,11 @@ ts_transform *ts_compose(int n, ts_transform *const *ts);
 
 /* ===================================================================== loader */
 typedef struct ts_loader_opts {
-    int batch_size;          /* 0 -> 1 */
-    bool shuffle;            /* a permutation from Philox keyed by (seed, epoch) */
+    int batch_size; /* 0 -> 1 */
+    bool shuffle;   /* a permutation from Philox keyed by (seed, epoch) */
     bool drop_last;
-    int workers;             /* 0: batches are made on the calling thread */
-    int prefetch;            /* batches ready ahead per worker; 0 -> 2 */
+    int workers;  /* 0: batches are made on the calling thread */
+    int prefetch; /* batches ready ahead per worker; 0 -> 2 */
     bool pin_memory;
     ts_device device;        /* TS_DEVICE_DEFAULT (0): leave batches on the cpu; else copy there */
     uint64_t seed;           /* shuffle and transforms */

@@ -17,9 +17,10 @@ void tcli_usage(FILE *f) {
         "  devices   list the devices (cpu, cuda:N, sim:N) with their memory\n"
         "\n"
         "options of train and eval:\n"
-        "  --model NAME        mlp (784-128-10 style: input, 128 hidden, classes), lenet "
-        "(LeNet-5),\n"
-        "                      simplecnn (the CIFAR-10 tutorial CNN); default lenet\n"
+        "  --model NAME        lenet (LeNet-5, the default), mlp (inputs-128-classes, 784-128-10 "
+        "on\n"
+        "                      MNIST) or simplecnn (the CIFAR-10 tutorial's CNN); sized from the "
+        "data\n"
         "  --data NAME         fashion-mnist (default), mnist, cifar10 or csv\n"
         "  --data-dir PATH     where the data is; defaults: fashion-mnist\n"
         "                      /usr/share/datasets/fashion-mnist (Debian's "
@@ -58,7 +59,9 @@ void tcli_usage(FILE *f) {
         "it\n"
         "                      stopped (same weights, optimizer state, epoch and batch order as "
         "an\n"
-        "                      uninterrupted run); starts afresh when there is no checkpoint yet\n"
+        "                      uninterrupted run); starts afresh when there is no checkpoint yet.\n"
+        "                      A larger --epochs than before trains on (the cosine schedule then\n"
+        "                      spans the new total)\n"
         "  --log DIR           write metrics to DIR: metrics.jsonl and a TensorBoard event file\n"
         "                      (train/loss, train/accuracy, test/loss, test/accuracy, lr per "
         "epoch,\n"
@@ -78,8 +81,12 @@ void tcli_usage(FILE *f) {
         "  tessera train --model mlp --epochs 5 --checkpoint runs/mlp --log runs/mlp\n"
         "  tessera train --model mlp --checkpoint runs/mlp --resume   # after a crash\n"
         "  tessera eval --model mlp --checkpoint runs/mlp\n"
-        "  tessera train --model mlp --data csv --data-dir iris.csv --csv-target species\n"
-        "  TS_SIM_DEVICES=2 tessera devices\n",
+        "  tessera train --model mlp --data csv --data-dir mydata.csv --csv-target label\n"
+        "  TS_SIM_DEVICES=2 tessera devices\n"
+        "\n"
+        "environment: TS_SIM_DEVICES=N adds simulated devices sim:0..N-1; for crash tests,\n"
+        "TS_TRAIN_KILL_AFTER_BATCHES=N kills the trainer (SIGKILL) after its N-th batch and\n"
+        "TS_TRAIN_KILL_IN_SAVE=E while it writes the checkpoint of epoch E.\n",
         f);
 }
 

@@ -124,31 +124,32 @@ static int run_epoch(trainer *t, int64_t epoch, double *test_acc) {
 }
 
 /* --resume: model, optimizer, step and RNG from latest.safetensors; the epoch follows from the
- * step, and the loader's order from (seed, epoch). Returns the epoch to start at, or -(status+1).
- */
-static int64_t resume(trainer *t) {
+ * step, and the loader's order from (seed, epoch). Returns -1 or an exit status. */
+static int resume(trainer *t, int64_t *start_epoch) {
     char *path = tcli_checkpoint_path(t->o->checkpoint);
-    if (!path) return -(tcli_fail(TCLI_FAIL, "out of memory") + 1);
+    if (!path) return tcli_fail(TCLI_FAIL, "out of memory");
     struct stat sb;
-    int64_t epoch = 0;
+    int rc = -1;
     if (stat(path, &sb) != 0) {
         fprintf(stderr, "tessera: --resume: no checkpoint in %s yet; starting from epoch 1\n",
                 t->o->checkpoint);
     } else if (ts_checkpoint_load(path, t->net, t->opt, &t->step)) {
-        epoch = -(tcli_fail_ts(ts_error() == TS_ERR_IO ? TCLI_FAIL : TCLI_USAGE, "--resume") + 1);
+        /* another model, or a broken file: not something training could fix */
+        rc = tcli_fail_ts(ts_error() == TS_ERR_IO || ts_error() == TS_ERR_OOM ? TCLI_FAIL
+                                                                              : TCLI_USAGE,
+                          "--resume");
     } else if (t->step < 0 || t->step % t->batches) {
-        epoch = -(tcli_fail(TCLI_USAGE,
-                            "--resume: %s ends at step %lld, not at the end of an epoch of %lld "
-                            "batches: resume with the data and --batch-size it was trained with",
-                            path, (long long)t->step, (long long)t->batches) +
-                  1);
+        rc = tcli_fail(TCLI_USAGE,
+                       "--resume: %s ends at step %lld, not at the end of an epoch of %lld "
+                       "batches: resume with the data and --batch-size it was trained with",
+                       path, (long long)t->step, (long long)t->batches);
     } else {
-        epoch = t->step / t->batches;
-        printf("resumed from %s: %lld epoch%s done (step %lld)\n", path, (long long)epoch,
-               epoch == 1 ? "" : "s", (long long)t->step);
+        *start_epoch = t->step / t->batches;
+        printf("resumed from %s: %lld epoch%s done (step %lld)\n", path, (long long)*start_epoch,
+               *start_epoch == 1 ? "" : "s", (long long)t->step);
     }
     free(path);
-    return epoch;
+    return rc;
 }
 
 static int train_run(trainer *t) {
@@ -177,7 +178,7 @@ static int train_run(trainer *t) {
     t->correct = ts_zeros(TS_SHAPE(), (ts_opts){.dtype = TS_I64, .device = t->dev});
     if (ts_error()) return tcli_fail_ts(TCLI_FAIL, NULL);
     int64_t start = 0;
-    if (o->resume && (start = resume(t)) < 0) return (int)(-start - 1);
+    if (o->resume && (rc = resume(t, &start)) >= 0) return rc;
     if (o->log && !(t->log = ts_logger_open(o->log))) return tcli_fail_ts(TCLI_USAGE, "--log");
 
     const char *opt_name = strcmp(o->optimizer, "adam") ? "SGD" : "Adam";
