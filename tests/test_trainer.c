@@ -15,8 +15,8 @@
 
 #include "ts_test.h"
 
-#ifndef TS_TESSERA_BIN
-#error "TS_TESSERA_BIN must name the tessera executable"
+#if !defined(TS_TESSERA_BIN) || !defined(TS_TESSERA_NODATA_BIN)
+#error "TS_TESSERA_BIN and TS_TESSERA_NODATA_BIN must name the tessera executables"
 #endif
 
 enum { NTRAIN = 512, NTEST = 128, SIDE = 28, CLASSES = 10 };
@@ -80,15 +80,11 @@ static char *slurp(const char *path, size_t *len) {
     return s;
 }
 
-/* Runs tessera with the arguments (NULL-terminated) and extra "K=V" environment entries. */
-static result run_env(const char *const *env, const char *const *args) {
+/* Runs argv (NULL-terminated, argv[0] the program) with extra "K=V" environment entries. */
+static result run_argv(const char *const *env, const char *const *argv) {
     char out[512], err[512];
     snprintf(out, sizeof out, "%s/stdout", tmp);
     snprintf(err, sizeof err, "%s/stderr", tmp);
-    const char *argv[64] = {TS_TESSERA_BIN};
-    int n = 1;
-    for (; args[n - 1]; n++) argv[n] = args[n - 1];
-    argv[n] = NULL;
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
@@ -111,6 +107,14 @@ static result run_env(const char *const *env, const char *const *args) {
     r.out = slurp(out, NULL);
     r.err = slurp(err, NULL);
     return r;
+}
+/* Runs tessera with the arguments (NULL-terminated) and extra "K=V" environment entries. */
+static result run_env(const char *const *env, const char *const *args) {
+    const char *argv[64] = {TS_TESSERA_BIN};
+    int n = 1;
+    for (; args[n - 1] && n < 63; n++) argv[n] = args[n - 1];
+    argv[n] = NULL;
+    return run_argv(env, argv);
 }
 #define RUN(...) run_env(NULL, (const char *const[]){__VA_ARGS__, NULL})
 #define RUN_ENV(env, ...)                                                                          \
@@ -302,6 +306,13 @@ static void test_help_and_errors(void) {
                       NULL);
     check_usage_error(RUN("train", "--data", "csv", "--data-dir", path_in("empty", "x.csv")), NULL);
     check_usage_error(RUN("train", "--data", "mnist"), NULL);
+    /* Fashion-MNIST's default folder absent: the message says how to install it */
+    {
+        const char *argv[] = {TS_TESSERA_NODATA_BIN, "train", NULL};
+        result r2 = run_argv(NULL, argv);
+        CHECK(r2.err && strstr(r2.err, "apt-get install dataset-fashion-mnist"));
+        check_usage_error(r2, NULL);
+    }
     /* the lenet model of a checkpoint trained as an mlp: refused, the checkpoint untouched */
 }
 

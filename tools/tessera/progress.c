@@ -1,5 +1,7 @@
 /* progress.c — training progress: a bar with rate and ETA on a terminal, else plain lines. */
 #include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +43,12 @@ bool tcli_progress_due(tcli_progress *p, int64_t done) {
     return false;
 }
 
+static int terminal_width(void) {
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) return ws.ws_col;
+    return 80;
+}
+
 static void fmt_time(char *buf, size_t n, double s) {
     long t = s < 0 ? 0 : (long)(s + 0.5);
     if (t >= 3600)
@@ -56,14 +64,23 @@ void tcli_progress_update(tcli_progress *p, int64_t done, double loss, double ac
     fmt_time(eta, sizeof eta, rate > 0 ? (double)(p->batches - done) / rate : 0);
     fmt_time(spent, sizeof spent, el);
     if (p->mode == TCLI_PROGRESS_BAR) {
-        enum { W = 24 };
-        char bar[W + 1];
-        int fill = (int)((double)W * (double)done / (double)(p->batches ? p->batches : 1));
-        for (int i = 0; i < W; i++) bar[i] = i < fill ? '#' : i == fill ? '>' : '.';
-        bar[W] = 0;
-        printf("\r\033[Kepoch %lld/%lld [%s] %lld/%lld  %.1f batch/s  loss %.4f  acc %.4f  %s<%s",
-               (long long)p->epoch, (long long)p->epochs, bar, (long long)done,
-               (long long)p->batches, rate, loss, acc, spent, eta);
+        char head[64], tail[160], bar[64];
+        snprintf(head, sizeof head, "epoch %lld/%lld ", (long long)p->epoch, (long long)p->epochs);
+        snprintf(tail, sizeof tail, " %lld/%lld  %.1f batch/s  loss %.4f  acc %.4f  %s<%s",
+                 (long long)done, (long long)p->batches, rate, loss, acc, spent, eta);
+        /* the bar takes what the terminal's width leaves, so the line never wraps */
+        int w = terminal_width() - 1 - (int)strlen(head) - (int)strlen(tail) - 2;
+        w = w > 30 ? 30 : w;
+        bar[0] = 0;
+        if (w >= 5) {
+            int fill = (int)((double)w * (double)done / (double)(p->batches ? p->batches : 1));
+            bar[0] = '[';
+            for (int i = 0; i < w; i++) bar[i + 1] = i < fill ? '#' : i == fill ? '>' : '.';
+            bar[w + 1] = ']';
+            bar[w + 2] = 0;
+        }
+        printf("\r\033[K%s%s%.*s", head, bar,
+               terminal_width() - 1 - (int)strlen(head) - (int)strlen(bar), tail);
         p->drawn = true;
         p->last_draw = t;
     } else if (p->mode == TCLI_PROGRESS_LINES) {
