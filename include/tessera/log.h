@@ -1,4 +1,5 @@
-/* tessera/log.h — training logs: metrics as JSON lines and TensorBoard event files (via tessera.h). */
+/* tessera/log.h — training logs: metrics as JSON lines and TensorBoard event files (via tessera.h).
+ */
 #ifndef TESSERA_LOG_H
 #define TESSERA_LOG_H
 

@@ -1,4 +1,5 @@
-/* backend.h — the interface every device backend implements: memory and kernels over raw pointers. */
+/* backend.h — the interface every device backend implements: memory and kernels over raw pointers.
+ */
 #ifndef TS_BACKEND_H
 #define TS_BACKEND_H
 
@@ -16,31 +17,74 @@ typedef struct ts_kview {
 } ts_kview;
 
 typedef enum ts_unary_op {
-    TS_U_NEG, TS_U_ABS, TS_U_EXP, TS_U_LOG, TS_U_LOG1P, TS_U_SQRT, TS_U_RSQRT, TS_U_SIN, TS_U_COS,
-    TS_U_TANH, TS_U_SIGMOID, TS_U_RELU, TS_U_GELU, TS_U_SILU, TS_U_SOFTPLUS, TS_U_SIGN, TS_U_FLOOR,
-    TS_U_CEIL, TS_U_ROUND, TS_U_RECIPROCAL, TS_U_SQUARE, TS_U_LOGICAL_NOT,
+    TS_U_NEG,
+    TS_U_ABS,
+    TS_U_EXP,
+    TS_U_LOG,
+    TS_U_LOG1P,
+    TS_U_SQRT,
+    TS_U_RSQRT,
+    TS_U_SIN,
+    TS_U_COS,
+    TS_U_TANH,
+    TS_U_SIGMOID,
+    TS_U_RELU,
+    TS_U_GELU,
+    TS_U_SILU,
+    TS_U_SOFTPLUS,
+    TS_U_SIGN,
+    TS_U_FLOOR,
+    TS_U_CEIL,
+    TS_U_ROUND,
+    TS_U_RECIPROCAL,
+    TS_U_SQUARE,
+    TS_U_LOGICAL_NOT,
     TS_U_CLAMP, /* p0 = min, p1 = max; NAN = unbounded side */
     TS_U_COUNT
 } ts_unary_op;
 
 typedef enum ts_binary_op {
-    TS_B_ADD, TS_B_SUB, TS_B_MUL, TS_B_DIV, TS_B_POW, TS_B_MAX, TS_B_MIN, TS_B_FMOD,
-    TS_B_EQ, TS_B_NE, TS_B_LT, TS_B_LE, TS_B_GT, TS_B_GE, /* out dtype TS_BOOL */
-    TS_B_AND, TS_B_OR,                                    /* out dtype TS_BOOL */
-    TS_B_RSUB, TS_B_RDIV, TS_B_RPOW, /* reversed: s - a, s / a, s ** a (scalar forms) */
+    TS_B_ADD,
+    TS_B_SUB,
+    TS_B_MUL,
+    TS_B_DIV,
+    TS_B_POW,
+    TS_B_MAX,
+    TS_B_MIN,
+    TS_B_FMOD,
+    TS_B_EQ,
+    TS_B_NE,
+    TS_B_LT,
+    TS_B_LE,
+    TS_B_GT,
+    TS_B_GE, /* out dtype TS_BOOL */
+    TS_B_AND,
+    TS_B_OR, /* out dtype TS_BOOL */
+    TS_B_RSUB,
+    TS_B_RDIV,
+    TS_B_RPOW, /* reversed: s - a, s / a, s ** a (scalar forms) */
     /* fused activation backwards, float dtypes (kernel_math.h): a = the incoming gradient,
      * b = relu output, sigmoid output, tanh output, gelu input, silu input */
-    TS_B_RELU_BWD, TS_B_SIGMOID_BWD, TS_B_TANH_BWD, TS_B_GELU_BWD, TS_B_SILU_BWD,
+    TS_B_RELU_BWD,
+    TS_B_SIGMOID_BWD,
+    TS_B_TANH_BWD,
+    TS_B_GELU_BWD,
+    TS_B_SILU_BWD,
     TS_B_COUNT
 } ts_binary_op;
 
 typedef enum ts_reduce_op {
-    TS_R_SUM, TS_R_PROD, TS_R_MEAN, TS_R_MAX, TS_R_MIN,
-    TS_R_VAR,       /* param = correction (Bessel: 1) */
-    TS_R_STD,       /* param = correction */
+    TS_R_SUM,
+    TS_R_PROD,
+    TS_R_MEAN,
+    TS_R_MAX,
+    TS_R_MIN,
+    TS_R_VAR, /* param = correction (Bessel: 1) */
+    TS_R_STD, /* param = correction */
     TS_R_LOGSUMEXP,
-    TS_R_ARGMAX, TS_R_ARGMIN, /* out dtype TS_I64; index within the flattened reduced dims; first
-                                 occurrence; NaN counts as the maximum/minimum like PyTorch */
+    TS_R_ARGMAX,
+    TS_R_ARGMIN, /* out dtype TS_I64; index within the flattened reduced dims; first
+                    occurrence; NaN counts as the maximum/minimum like PyTorch */
     TS_R_COUNT
 } ts_reduce_op;
 
@@ -87,8 +131,8 @@ struct ts_backend {
     void (*copy_h2d)(const ts_backend *be, int index, void *dst, const void *src, size_t n);
     void (*copy_d2h)(const ts_backend *be, int index, void *dst, const void *src, size_t n);
     /* device -> device on the same backend (possibly different indices) */
-    void (*copy_d2d)(const ts_backend *be, int dst_index, void *dst, int src_index,
-                     const void *src, size_t n);
+    void (*copy_d2d)(const ts_backend *be, int dst_index, void *dst, int src_index, const void *src,
+                     size_t n);
     void (*memset_zero)(const ts_backend *be, int index, void *p, size_t n);
     void (*synchronize)(const ts_backend *be, int index);
 
@@ -138,7 +182,8 @@ struct ts_backend {
     void (*random)(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
                    double p0, double p1, uint64_t seed, uint64_t offset);
     /* out [N,O,OH,OW] = conv2d(x [N,C,H,W], w [O,C/groups,KH,KW]) + bias [O] (bias may be NULL).
-     * All views contiguous and of one float dtype; output sizes already computed by the front end.*/
+     * All views contiguous and of one float dtype; output sizes already computed by the front
+     * end.*/
     void (*conv2d)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p);
     /* gx [N,C,H,W] = gradient of the input (overwritten) */
