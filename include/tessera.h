@@ -424,9 +424,15 @@ bool ts_gradcheck(ts_gradcheck_fn f, void *ctx, ts_tensor *const *inputs, int n,
                   ts_gradcheck_opts o);
 
 /* in this order: each section uses the types of the one before */
+#include "tessera/cuda.h"
+
 #include "tessera/nn.h"
 
+#include "tessera/parallel.h"
+
 #include "tessera/optim.h"
+
+#include "tessera/amp.h"
 
 #include "tessera/io.h"
 

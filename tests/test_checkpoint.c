@@ -1,6 +1,7 @@
-/* test_checkpoint.c — training checkpoints (model, optimizer, step, RNG) saved on the CPU and
- * resumed on sim:0 with identical continued training; ts_module_save/load; and the errors. */
+/* test_checkpoint.c — training checkpoints (model, optimizer, grad scaler, step, RNG) saved on the
+ * CPU and resumed on sim:0 with identical continued training; ts_module_save/load; the errors. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,13 +180,115 @@ static void test_module_files(void) {
     CHECK_OK();
 }
 
+/* One scaled (mixed-precision style) SGD step through a grad scaler. */
+static void amp_step(ts_module *net, ts_optim *opt, ts_grad_scaler *sc) {
+    static const float x[2 * 4] = {0.5f, -1, 2, 0.25f, 1, 1, -0.5f, 3};
+    static const float y[2 * 2] = {1, 0, 0, 1};
+    ts_scope_begin();
+    ts_tensor *xt = ts_tensor_f32(TS_SHAPE(2, 4), x, (ts_opts){0});
+    ts_tensor *yt = ts_tensor_f32(TS_SHAPE(2, 2), y, (ts_opts){0});
+    ts_optim_zero_grad(opt);
+    ts_backward(ts_grad_scaler_scale(sc, ts_mse_loss(ts_forward(net, xt), yt)));
+    ts_grad_scaler_step(sc, opt, NULL);
+    ts_grad_scaler_update(sc);
+    ts_scope_end();
+}
+
+static void test_checkpoint_scaler(void) {
+    ts_module *net = make_net(5);
+    ts_optim *opt = ts_sgd(net, (ts_sgd_opts){.lr = 0.01});
+    ts_grad_scaler *sc = ts_grad_scaler_new((ts_grad_scaler_opts){
+        .init_scale = 512, .growth_factor = 4, .backoff_factor = 0.25, .growth_interval = 3});
+    for (int i = 0; i < 4; i++) amp_step(net, opt, sc); /* grew once (2048), tracker 1 */
+    CHECK_OK();
+    CHECK_NEAR(ts_grad_scaler_get_scale(sc), 2048, 0);
+    CHECK_EQ(ts_grad_scaler_growth_tracker(sc), 1);
+    const char *path = tmp_path("amp.safetensors");
+    ts_checkpoint_parts parts = {net, opt, sc, 4};
+    CHECK(ts_checkpoint_save_parts(path, &parts) == TS_OK);
+
+    /* the file: the scaler under scaler. with PyTorch's keys, as 0-dim f64 */
+    ts_tensor_list f = {0};
+    CHECK(ts_safetensors_load(path, ts_cpu(), &f) == TS_OK);
+    static const char *const keys[] = {"scaler.scale", "scaler.growth_factor",
+                                       "scaler.backoff_factor", "scaler.growth_interval",
+                                       "scaler._growth_tracker"};
+    static const double want[] = {2048, 4, 0.25, 3, 1};
+    for (int k = 0; k < 5; k++) {
+        ts_tensor *t = ts_tensor_list_get(&f, keys[k]);
+        CHECK(t && ts_dtype_of(t) == TS_F64 && ts_ndim(t) == 0);
+        CHECK_NEAR(t ? ts_item(t) : NAN, want[k], 0);
+    }
+    CHECK_EQ(i64_of(&f, "step"), 4);
+
+    /* resumed on sim:0 into a default scaler: same scaler state, and training continues alike */
+    ts_module *net2 = ts_module_to(make_net(6), ts_sim(0));
+    ts_optim *opt2 = ts_sgd(net2, (ts_sgd_opts){.lr = 0.01});
+    ts_grad_scaler *sc2 = ts_grad_scaler_new((ts_grad_scaler_opts){0});
+    ts_checkpoint_parts in = {net2, opt2, sc2, -1};
+    CHECK(ts_checkpoint_load_parts(path, &in) == TS_OK);
+    CHECK_EQ(in.step, 4);
+    CHECK(same_state(net, net2));
+    CHECK_NEAR(ts_grad_scaler_get_scale(sc2), 2048, 0);
+    CHECK_EQ(ts_grad_scaler_growth_tracker(sc2), 1);
+    ts_module_to(net2, ts_cpu());
+    for (int i = 0; i < 2; i++) amp_step(net, opt, sc), amp_step(net2, opt2, sc2);
+    CHECK_NEAR(ts_grad_scaler_get_scale(sc2), 8192, 0); /* grew with the saved factor 4 */
+    CHECK_NEAR(ts_grad_scaler_get_scale(sc), ts_grad_scaler_get_scale(sc2), 0);
+    CHECK(same_state(net, net2));
+
+    /* a file without scaler state (a float32 run) leaves the scaler as it is */
+    CHECK(ts_checkpoint_save(tmp_path("f32.safetensors"), net, opt, 9) == TS_OK);
+    ts_grad_scaler *fresh = ts_grad_scaler_new((ts_grad_scaler_opts){0});
+    ts_checkpoint_parts in2 = {net2, opt2, fresh, 0};
+    CHECK(ts_checkpoint_load_parts(tmp_path("f32.safetensors"), &in2) == TS_OK);
+    CHECK_EQ(in2.step, 9);
+    CHECK_NEAR(ts_grad_scaler_get_scale(fresh), 65536, 0);
+    /* scaler state without a scaler is ignored; the old entry point still reads the file */
+    int64_t step = 0;
+    CHECK(ts_checkpoint_load(path, net2, opt2, &step) == TS_OK);
+    CHECK_EQ(step, 4);
+
+    /* a bad scaler value is refused before the model changes */
+    ts_module *net3 = make_net(7);
+    ts_optim *opt3 = ts_sgd(net3, (ts_sgd_opts){.lr = 0.01});
+    ts_tensor_list bad = {0};
+    ts_scope_begin();
+    for (int i = 0; i < f.n; i++)
+        ts_tensor_list_add(&bad, f.names[i],
+                           strcmp(f.names[i], "scaler.growth_factor")
+                               ? f.tensors[i]
+                               : ts_scalar(0.5, (ts_opts){.dtype = TS_F64}));
+    ts_scope_end();
+    CHECK(ts_safetensors_save(tmp_path("bad.safetensors"), &bad, NULL, 0) == TS_OK);
+    ts_checkpoint_parts in3 = {net3, opt3, fresh, 0};
+    CHECK(ts_checkpoint_load_parts(tmp_path("bad.safetensors"), &in3) == TS_ERR_ARG);
+    CHECK(strstr(ts_error_message(), "growth_factor must be > 1.0") != NULL);
+    CHECK_ERR(TS_ERR_ARG);
+    CHECK(differ(net, net3));
+    CHECK_NEAR(ts_grad_scaler_get_scale(fresh), 65536, 0);
+    CHECK(ts_checkpoint_load_parts(path, NULL) == TS_ERR_ARG);
+    CHECK_ERR(TS_ERR_ARG);
+    CHECK(ts_checkpoint_save_parts(path, NULL) == TS_ERR_ARG);
+    CHECK_ERR(TS_ERR_ARG);
+
+    ts_tensor_list_free(&bad);
+    ts_tensor_list_free(&f);
+    ts_grad_scaler_free(sc), ts_grad_scaler_free(sc2), ts_grad_scaler_free(fresh);
+    ts_optim_free(opt), ts_optim_free(opt2), ts_optim_free(opt3);
+    ts_module_free(net), ts_module_free(net2), ts_module_free(net3);
+    CHECK_OK();
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ts_checkpoint_XXXXXX");
     if (!mkdtemp(tmpdir)) return ts_test_skip("cannot create a scratch folder");
     test_checkpoint_resume();
     test_module_files();
-    const char *files[] = {"ckpt.safetensors", "no_opt.safetensors", "model.safetensors"};
-    for (int i = 0; i < 3; i++) unlink(tmp_path(files[i]));
+    test_checkpoint_scaler();
+    const char *files[] = {"ckpt.safetensors", "no_opt.safetensors", "model.safetensors",
+                           "amp.safetensors",  "f32.safetensors",    "bad.safetensors"};
+    for (int i = 0; i < 6; i++) unlink(tmp_path(files[i]));
     rmdir(tmpdir);
     return ts_test_finish();
 }

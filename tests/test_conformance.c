@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "backend_check.h"
+#include "op_table.h"
 #include "ts_test.h"
 
 /* ------------------------------------------------------------------ launchers */
@@ -80,6 +81,16 @@ static void l_memset(const ts_backend *b, const ts_kview *o, const ts_kview *i, 
 static void l_d2d(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
     KC(p);
     b->copy_d2d(b, 0, o[0].data, 0, i[0].data, k->bytes);
+}
+
+static void l_amp_unscale(const ts_backend *b, const ts_kview *o, const ts_kview *i,
+                          const void *p) {
+    KC(p); /* k->op gradients in o[0..op), found_inf in o[op], inv_scale in i[0] */
+    b->amp_unscale(b, 0, o, k->op, &o[k->op], &i[0]);
+}
+static void l_amp_update(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
+    KC(p); /* scale o[0], growth tracker o[1], found_inf i[0]; interval in k->dim */
+    b->amp_update_scale(b, 0, &o[0], &o[1], &i[0], k->p0, k->p1, k->dim);
 }
 
 /* ------------------------------------------------------------------ cases */
@@ -480,6 +491,102 @@ static void test_random(void) {
     bc_kernel_end("random");
 }
 
+/* ------------------------------------------------------------------ grad scaler kernels */
+/* Writes v into the first (where 0) or last (where 1) element of the view's host data. */
+static void plant(bc_spec *s, int where, double v) {
+    int64_t off = 0;
+    for (int i = 0; where && i < s->nd; i++) off += (s->shape[i] - 1) * s->strides[i];
+    if (bc_numel(s) > 0) ot_store(s->host + off * (int64_t)bc_esz(s->dt), s->dt, v);
+}
+
+/* One-element f32 view holding v (found_inf, inv_scale, scale); tracker as i32. */
+static bc_spec one_value(ts_dtype dt, double v) {
+    bc_spec s = bc_mk(dt, 1, (int64_t[]){1}, 0);
+    bc_fill_host(&s, BC_ANY, 0);
+    ot_store(s.host, dt, v);
+    return s;
+}
+
+/* Gradients g[0..n) (filled here), found_inf starting at found0, inv_scale inv; then the planted
+ * non-finite values: bad[j] (0: none, 1: Inf, 2: -Inf, 3: NaN) in gradient j, last element. */
+static void unscale_case(const char *what, int n, bc_spec *g, double found0, double inv,
+                         const int *bad) {
+    bc_call c = {.nout = n + 1, .nin = 1};
+    for (int j = 0; j < n; j++) {
+        c.out[j] = g[j];
+        bc_fill_host(&c.out[j], BC_ANY, 0);
+        if (bad && bad[j])
+            plant(&c.out[j], 1, bad[j] == 1 ? INFINITY : bad[j] == 2 ? -INFINITY : NAN);
+    }
+    c.out[n] = one_value(TS_F32, found0);
+    c.in[0] = one_value(TS_F32, inv);
+    kctx k = {.op = n};
+    bc_check(what, &c, l_amp_unscale, &k);
+}
+
+static void test_amp_unscale(void) {
+    if (!bc_present("amp_unscale", bc_state.dev->amp_unscale)) return;
+    bc_kernel_begin();
+    static const double invs[] = {0x1p-16, 0.37, 1.0}; /* power of two, rounding, identity */
+    for (int a = 0; a < 4; a++)                        /* the float bc_dtypes */
+        for (int lay = 0; lay < 3; lay++)
+            for (int vi = 0; vi < 3; vi++)
+                for (int bad = 0; bad < 4; bad++) {
+                    ts_dtype dt = bc_dtypes[a];
+                    bc_spec g[3] = {bc_mk(dt, 2, S57, lay), bc_mk(dt, 2, S34, 0),
+                                    bc_mk(dt, 1, (int64_t[]){9}, lay == 2 ? 2 : 0)};
+                    int b3[3] = {0, bad, 0};
+                    unscale_case(bc_what("%s layout %d inv %g non-finite kind %d",
+                                         ts_dtype_name(dt), lay, invs[vi], bad),
+                                 3, g, 0, invs[vi], b3);
+                }
+    /* found_inf is only ever set, never cleared */
+    bc_spec g1[1] = {bc_mk(TS_F32, 2, S57, 0)};
+    unscale_case("found_inf stays 1 over clean gradients", 1, g1, 1, 0.5, NULL);
+    /* several dtypes in one call, a NaN in the last one */
+    bc_spec gm[3] = {bc_mk(TS_F64, 2, S57, 1), bc_mk(TS_BF16, 2, S34, 2),
+                     bc_mk(TS_F16, 1, (int64_t[]){7}, 0)};
+    unscale_case("f64, bf16, f16 in one call, NaN last", 3, gm, 0, 0.25, (int[]){0, 0, 3});
+    unscale_case("f64, bf16, f16 in one call, clean", 3, gm, 0, 0.25, NULL);
+    /* 0-dim and empty gradients */
+    bc_spec g0[2] = {BC_MK0(TS_F32), bc_mk(TS_F32, 2, (int64_t[]){3, 0}, 0)};
+    unscale_case("0-dim and empty", 2, g0, 0, 0.125, (int[]){1, 0});
+    /* large: the OpenMP split, with the Inf in the last thread's share */
+    for (int a = 0; a < 4; a++)
+        for (int bad = 0; bad < 2; bad++) {
+            ts_dtype dt = bc_dtypes[a];
+            bc_spec gl[2] = {bc_mk(dt, 2, SBIG, 1), bc_mk(dt, 2, SBIG, 0)};
+            unscale_case(bc_what("%s large, Inf %d", ts_dtype_name(dt), bad), 2, gl, 0, 0.37,
+                         (int[]){0, bad});
+        }
+    bc_kernel_end("amp_unscale");
+}
+
+static void test_amp_update_scale(void) {
+    if (!bc_present("amp_update_scale", bc_state.dev->amp_update_scale)) return;
+    bc_kernel_begin();
+    static const double founds[] = {0, 1, 2, NAN};
+    static const double scales[] = {65536, 3e38, 1e-30};
+    static const int intervals[] = {1, 3, 2000};
+    for (int f = 0; f < 4; f++)
+        for (int sc = 0; sc < 3; sc++)
+            for (int iv = 0; iv < 3; iv++)
+                for (int tr = 0; tr < 3; tr++) {
+                    int interval = intervals[iv];
+                    int tracker = tr == 0 ? 0 : interval - (tr == 1 ? 2 : 1);
+                    if (tracker < 0) continue;
+                    bc_call c = {.nout = 2,
+                                 .nin = 1,
+                                 .out = {one_value(TS_F32, scales[sc]), one_value(TS_I32, tracker)},
+                                 .in = {one_value(TS_F32, founds[f])}};
+                    kctx k = {.p0 = 2.0, .p1 = 0.5, .dim = interval};
+                    bc_check(bc_what("found %g scale %g interval %d tracker %d", founds[f],
+                                     scales[sc], interval, tracker),
+                             &c, l_amp_update, &k);
+                }
+    bc_kernel_end("amp_update_scale");
+}
+
 static void run_backend(const ts_backend *be, const char *name, bool bitwise) {
     bc_state.dev = be, bc_state.dev_name = name, bc_state.exact = bitwise;
     printf("== %s backend against cpu (%s)\n", be->name,
@@ -496,6 +603,8 @@ static void run_backend(const ts_backend *be, const char *name, bool bitwise) {
     test_indexing();
     test_softmax();
     test_random();
+    test_amp_unscale();
+    test_amp_update_scale();
 }
 
 /* ------------------------------------------------------------------ self-check
@@ -563,6 +672,14 @@ int main(void) {
     if (sim && nsim >= 1) {
         self_check(sim);
         run_backend(sim, "sim:0", true);
+    }
+    /* the CUDA kernels' logic, run on the host: bit for bit the cpu's (vector, scalar, strided,
+     * 64-bit paths) */
+    for (int mode = 0; mode < 8; mode += 7) {
+        const ts_backend *emu = bc_cuda_emulation(mode);
+        if (emu)
+            run_backend(
+                emu, mode ? "cuda-emulation:0 (scalar, strided 64-bit)" : "cuda-emulation:0", true);
     }
     const ts_backend *cuda = ts_cuda_is_available() ? ts_backend_for(TS_CUDA) : NULL;
     if (cuda)

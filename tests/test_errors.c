@@ -72,8 +72,13 @@ static void test_device_errors(void) {
     /* factories and transfers name the device they cannot use */
     CHECK(ts_zeros(TS_SHAPE(2), (ts_opts){.device = ts_sim(9)}) == NULL);
     CHECK(ERR_IS(TS_ERR_DEVICE, "zeros", "sim:9"));
-    CHECK(ts_to(a, ts_cuda(1)) == NULL);
-    CHECK(ERR_IS(TS_ERR_DEVICE, "to", "cuda:1", "CUDA"));
+    {
+        ts_device absent = ts_cuda(ts_device_count(TS_CUDA)); /* the first GPU not present */
+        char name[16];
+        snprintf(name, sizeof name, "%s", ts_device_str(absent));
+        CHECK(ts_to(a, absent) == NULL);
+        CHECK(ERR_IS(TS_ERR_DEVICE, "to", name, "CUDA"));
+    }
     CHECK(ts_pin_memory(a) == NULL);
     CHECK(ERR_IS(TS_ERR_DEVICE, "pin_memory", "sim:0"));
     ts_scope_end();

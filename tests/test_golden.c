@@ -1,6 +1,7 @@
 /* test_golden.c — Tessera against PyTorch on the seed models (files from tools/gen_golden.py): the
  * logits, loss and every gradient within f32 tolerance, batch-norm buffers, and 10-step loss
- * trajectories with SGD-momentum and Adam within 1e-4 relative, on cpu and sim:0. */
+ * trajectories with SGD-momentum and Adam within 1e-4 relative, on cpu, sim:0 and cuda:0 when
+ * present (tests/support/test_devices.c). */
 #include <libgen.h>
 #include <math.h>
 #include <stdio.h>
@@ -219,7 +220,8 @@ int main(void) {
     char src[4096];
     snprintf(src, sizeof src, "%s", __FILE__);
     const char *dir = dirname(src);
-    ts_device devices[2] = {ts_cpu(), ts_sim(0)};
+    ts_device devices[TS_TEST_MAX_DEVICES];
+    const int ndev = ts_test_devices(devices, TS_TEST_MAX_DEVICES);
     for (size_t k = 0; k < sizeof MODELS / sizeof *MODELS; k++) {
         char path[4200];
         snprintf(path, sizeof path, "%s/golden/%s.safetensors", dir, MODELS[k].name);
@@ -229,7 +231,7 @@ int main(void) {
             CHECK_OK();
             continue;
         }
-        for (int d = 0; d < 2; d++) {
+        for (int d = 0; d < ndev; d++) {
             check_step(&MODELS[k], &file, devices[d]);
             check_trajectory(&MODELS[k], &file, devices[d], false);
             check_trajectory(&MODELS[k], &file, devices[d], true);

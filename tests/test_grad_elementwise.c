@@ -1,8 +1,8 @@
 /* test_grad_elementwise.c — backward of every differentiable elementwise op: gradcheck (f64 central
  * differences) of unary, binary (broadcast), scalar, where, clamp, masked_fill and in-place forms
- * on cpu and sim:0, printing one line per op, plus hand-computed gradients, PyTorch's special
- * points (relu/abs at 0, maximum ties, inclusive clamp, pow at 0), dtypes, devices and the in-place
- * version error. */
+ * on cpu, sim:0 (and cuda:0), printing one line per op, plus hand-computed gradients, PyTorch's
+ * special points (relu/abs at 0, maximum ties, inclusive clamp, pow at 0), dtypes, devices and the
+ * in-place version error. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -519,9 +519,8 @@ static void test_inplace_errors(ts_device dev) {
 }
 
 int main(void) {
-    ts_device devs[2] = {ts_cpu(), ts_sim(0)};
-    int ndev = ts_device_count(TS_SIM) > 0 ? 2 : 1;
-    if (ndev == 1) printf("note: no sim devices (TS_SIM_DEVICES unset): cpu only\n");
+    ts_device devs[TS_TEST_MAX_DEVICES];
+    int ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     for (int i = 0; i < ndev; i++) {
         test_gradcheck(devs[i]);
         test_exact(devs[i]);

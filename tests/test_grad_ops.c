@@ -1,6 +1,6 @@
 /* test_grad_ops.c — backward of reductions, softmax, matmul, index and joining ops: gradcheck (f64
- * central differences) over dims, keepdim, broadcast and 1-D cases on cpu and sim:0, plus exact
- * gradients computed by hand, PyTorch's grad_fn names and the graph's edge cases. */
+ * central differences) over dims, keepdim, broadcast and 1-D cases on cpu, sim:0 (and cuda:0),
+ * plus exact gradients computed by hand, PyTorch's grad_fn names and the graph's edge cases. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -606,9 +606,8 @@ static void test_graph(ts_device dev) {
 }
 
 int main(void) {
-    ts_device devs[2] = {ts_cpu(), ts_sim(0)};
-    int ndev = ts_device_count(TS_SIM) > 0 ? 2 : 1;
-    if (ndev == 1) printf("note: no sim devices (TS_SIM_DEVICES unset): cpu only\n");
+    ts_device devs[TS_TEST_MAX_DEVICES];
+    int ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     for (int i = 0; i < ndev; i++) {
         printf("device %s\n", ts_device_str(devs[i]));
         test_reductions(devs[i]);

@@ -1,7 +1,7 @@
 /* test_gradcheck_list.c — gradcheck (f64 central differences) of every differentiable public op on
- * cpu and sim:0, one table row per op form; prints "gradcheck <op> <device>: ok|FAILED" for each
- * and a summary. Detailed gradient tests live in test_grad_*.c; this is the complete list. To add
- * an op: write a one-line FN below and a row in `rows`. */
+ * cpu, sim:0 and cuda:0 when present, one table row per op form; prints "gradcheck <op> <device>:
+ * ok|FAILED" for each and a summary. Detailed gradient tests live in test_grad_*.c; this is the
+ * complete list. To add an op: write a one-line FN below and a row in `rows`. */
 #include <stdio.h>
 #include <string.h>
 
@@ -430,9 +430,8 @@ static ts_tensor *make_input(ts_shape s, char kind, ts_device dev) {
 }
 
 int main(void) {
-    ts_device devs[2] = {ts_cpu(), ts_sim(0)};
-    const int ndev = ts_device_count(TS_SIM) > 0 ? 2 : 1;
-    if (ndev == 1) printf("note: no sim devices (TS_SIM_DEVICES unset): cpu only\n");
+    ts_device devs[TS_TEST_MAX_DEVICES];
+    const int ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     static row rows[256];
     const int nrows = table(rows);
     int ran = 0, failed = 0;

@@ -261,7 +261,8 @@ static void test_help_and_errors(void) {
                           "--device",      "sim:N",        "--epochs",     "--batch-size",
                           "--lr",          "--momentum",   "--optimizer",  "adam",
                           "--seed",        "--workers",    "--checkpoint", "--resume",
-                          "--log",         "--csv-target", "--threads",    "dataset-fashion-mnist"};
+                          "--log",         "--csv-target", "--threads",    "dataset-fashion-mnist",
+                          "--devices",     "--amp",        "--amp-dtype"};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++) {
         bool in = r.out && strstr(r.out, opts[i]);
         CHECK(in);
@@ -391,6 +392,60 @@ static void test_train_cpu_and_sim(void) {
     check_usage_error(RUN("train", "--model", "mlp", DATA, "--checkpoint", path_in("cpu", NULL),
                           "--resume", "--batch-size", "100"),
                       NULL);
+}
+
+/* --devices (data parallel) and --amp (autocast, grad scaling for float16) */
+static void test_parallel_and_amp(void) {
+    check_usage_error(RUN("train", "--devices", "sim:0,sim:0"),
+                      "tessera: --devices: sim:0 appears twice\n");
+    check_usage_error(RUN("train", "--devices", "sim:0,,sim:1"), NULL);
+    check_usage_error(RUN("train", "--devices", "sim:0,gpu"), NULL);
+    check_usage_error(RUN("train", "--device", "cpu", "--devices", "sim:0,sim:1"),
+                      "tessera: --devices: give either --device or --devices, not both\n");
+    check_usage_error(RUN("train", "--amp-dtype", "f16"),
+                      "tessera: --amp-dtype: only with --amp\n");
+    check_usage_error(RUN("train", "--amp", "--amp-dtype", "f32"), NULL);
+    check_usage_error(RUN("eval", "--devices", "sim:0,sim:1", "--checkpoint", tmp), NULL);
+
+    /* data parallel over two sim devices trains as well as one device, and its checkpoint holds
+     * the plain model: a single-device eval loads it */
+    result r = RUN("train", "--model", "mlp", DATA, "--devices", "sim:0,sim:1", "--progress",
+                   "none", "--checkpoint", path_in("dp", NULL));
+    check_training_output(&r, "on sim:0,sim:1 (data parallel)");
+    double printed = final_accuracy(r.out);
+    result_free(&r);
+    CHECK_NEAR(mlp_reference_accuracy(path_in("dp", "model.safetensors")), printed, 1.5 / NTEST);
+    r = RUN("eval", "--model", "mlp", DATA, "--checkpoint", path_in("dp", NULL), "--device",
+            "sim:1");
+    check_clean_exit(&r);
+    const char *p = r.out ? strstr(r.out, "test accuracy ") : NULL;
+    CHECK(p && fabs(strtod(p + 14, NULL) - printed) < 1e-9);
+    result_free(&r);
+
+    /* bfloat16 autocast on sim:0 (no scaler), and float16 with grad scaling on cpu whose scale
+     * goes into the checkpoint */
+    r = RUN("train", "--model", "mlp", DATA, "--device", "sim:0", "--amp", "--progress", "none");
+    check_training_output(&r, "on sim:0, mixed precision bfloat16\n");
+    result_free(&r);
+    r = RUN("train", "--model", "lenet", DATA, "--epochs", "1", "--amp", "--amp-dtype", "f16",
+            "--devices", "sim:0,sim:1", "--progress", "none", "--checkpoint", path_in("amp", NULL));
+    check_clean_exit(&r);
+    CHECK(r.out && strstr(r.out, "(data parallel), mixed precision float16 with grad scaling"));
+    result_free(&r);
+    ts_tensor_list sd = {0};
+    ts_safetensors_load(path_in("amp", "latest.safetensors"), ts_cpu(), &sd);
+    CHECK_OK();
+    ts_tensor *scale = ts_tensor_list_get(&sd, "scaler.scale");
+    CHECK(scale != NULL);
+    if (scale) CHECK(ts_item(scale) > 0 && ts_item(scale) <= 65536.0);
+    CHECK(ts_tensor_list_get(&sd, "model.conv1.weight") != NULL);
+    ts_tensor_list_free(&sd);
+    /* and resuming restores it */
+    r = RUN("train", "--model", "lenet", DATA, "--epochs", "1", "--amp", "--amp-dtype", "f16",
+            "--progress", "none", "--checkpoint", path_in("amp", NULL), "--resume");
+    check_clean_exit(&r);
+    CHECK(r.out && strstr(r.out, "resumed from"));
+    result_free(&r);
 }
 
 static void test_devices(void) {
@@ -528,6 +583,7 @@ int main(void) {
     test_devices();
     test_train_cpu_and_sim();
     test_resume();
+    test_parallel_and_amp();
     test_csv();
     remove_tree(tmp);
     return ts_test_finish();

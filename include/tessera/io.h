@@ -20,8 +20,21 @@ char *ts_safetensors_metadata(const char *path, const char *key);
 ts_status ts_module_save(ts_module *m, const char *path);
 ts_status ts_module_load(ts_module *m, const char *path, bool strict);
 
-/* A training checkpoint: model ("model.<name>"), optimizer state ("optim.<name>"), step and RNG
- * state, in one safetensors file; loads into a model on any device. opt may be NULL. */
+/* A training checkpoint: model ("model.<name>"), optimizer state ("optim.<name>"), grad scaler
+ * state ("scaler.<name>", PyTorch's GradScaler keys), step and RNG state, in one safetensors file;
+ * loads into a model on any device. optim and scaler may be NULL. Loading checks the whole file
+ * before the model changes. A file without scaler state leaves the given scaler as it is (a float32
+ * run can resume with mixed precision from the scaler's defaults); scaler state in the file is
+ * ignored when no scaler is given. */
+typedef struct ts_checkpoint_parts {
+    ts_module *model;
+    ts_optim *optim;
+    ts_grad_scaler *scaler;
+    int64_t step; /* saved; set by a successful load */
+} ts_checkpoint_parts;
+ts_status ts_checkpoint_save_parts(const char *path, const ts_checkpoint_parts *p);
+ts_status ts_checkpoint_load_parts(const char *path, ts_checkpoint_parts *p);
+/* The same without a scaler. */
 ts_status ts_checkpoint_save(const char *path, ts_module *m, ts_optim *opt, int64_t step);
 ts_status ts_checkpoint_load(const char *path, ts_module *m, ts_optim *opt, int64_t *step);
 

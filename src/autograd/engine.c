@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amp/autocast.h"
 #include "autograd/autograd.h"
 
 static atomic_bool anomaly_on, anomaly_env_read;
@@ -246,6 +247,10 @@ void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o) {
         return;
     }
     ts_no_grad_begin();
+    /* backward ops run in the dtypes of their forward ops, never under autocast (a backward
+     * called inside a region must not cast again) */
+    tsi_autocast_state autocast = tsi_autocast_state_get(), autocast_off = {0};
+    tsi_autocast_state_set(&autocast_off);
     uint64_t pass = atomic_fetch_add(&pass_counter, 1) + 1;
     node_list all = {0}, ready = {0};
     ts_node *root = t->grad_fn;
@@ -287,6 +292,7 @@ void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o) {
     }
     free(all.v);
     free(ready.v);
+    tsi_autocast_state_set(&autocast);
     ts_no_grad_end();
 }
 

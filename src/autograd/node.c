@@ -55,7 +55,8 @@ static void release_hook(struct ts_node *n) { tsi_node_release(n); }
 
 ts_node *tsi_node_new(const char *name, const char *op, tsi_backward_fn fn, ts_tensor *const *ins,
                       int n_in, int n_out, int n_saved) {
-    tsi_grad_fn_release = release_hook;
+    /* written once: later nodes (made in data-parallel worker threads too) only read it */
+    if (tsi_grad_fn_release != release_hook) tsi_grad_fn_release = release_hook;
     /* one block: the node, then its arrays ordered by alignment */
     size_t sz = sizeof(ts_node) + (size_t)n_in * (sizeof(tsi_edge) + sizeof(ts_shape)) +
                 (size_t)n_saved * sizeof(tsi_saved) + (size_t)n_out * sizeof(ts_tensor *) +

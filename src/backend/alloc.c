@@ -22,6 +22,8 @@
 #define POOL_LARGE   1
 /* Past this, rounding would overflow; such a request cannot succeed anyway. */
 #define MAX_REQUEST (SIZE_MAX / 2)
+/* Streams remembered per block; a block used by more makes its next user wait for the device. */
+#define MAX_STREAMS 4
 
 /* A block is a piece of one segment. Blocks of a segment form an address-ordered doubly linked
  * list, so merging on release needs no search; the segment's raw pointer is its head block's ptr.
@@ -34,6 +36,9 @@ struct ts_block {
     uint32_t prio;
     uint8_t pool;
     bool allocated;
+    uint8_t nstreams;      /* streams that used the memory since its last stream-ordered reuse */
+    bool streams_overflow; /* more than MAX_STREAMS of them */
+    uintptr_t streams[MAX_STREAMS];
 };
 
 typedef struct slab {
@@ -51,6 +56,7 @@ struct ts_allocator {
     uint32_t rng;
     size_t allocated, peak_allocated, reserved, peak_reserved;
     uint64_t alloc_count, oom_count;
+    const ts_alloc_hooks *hooks; /* NULL: host memory, nothing to order (cpu, sim) */
 };
 
 /* ------------------------------------------------------------------ treap of free blocks */
@@ -154,6 +160,39 @@ static inline void free_insert(ts_allocator *a, ts_block *b) {
     treap_insert(&a->free_tree[b->pool], b);
 }
 
+/* ------------------------------------------------------------------ streams */
+static void streams_add(ts_block *b, uintptr_t stream) {
+    if (stream == 0) return; /* the host: its work is already done */
+    for (int i = 0; i < b->nstreams; i++)
+        if (b->streams[i] == stream) return;
+    if (b->nstreams < MAX_STREAMS)
+        b->streams[b->nstreams++] = stream;
+    else
+        b->streams_overflow = true;
+}
+
+static void streams_merge(ts_block *into, const ts_block *from) {
+    for (int i = 0; i < from->nstreams; i++) streams_add(into, from->streams[i]);
+    into->streams_overflow |= from->streams_overflow;
+}
+
+static void streams_reset(ts_block *b, uintptr_t stream) {
+    b->nstreams = 0;
+    b->streams_overflow = false;
+    streams_add(b, stream);
+}
+
+/* Before b's memory is handed to `cur`: cur waits for whatever the earlier users queued. */
+static void streams_order_reuse(ts_allocator *a, ts_block *b, uintptr_t cur) {
+    if (b->streams_overflow) {
+        a->hooks->device_wait(a->index);
+    } else {
+        for (int i = 0; i < b->nstreams; i++)
+            if (b->streams[i] != cur) a->hooks->stream_wait(a->index, b->streams[i], cur);
+    }
+    streams_reset(b, cur);
+}
+
 /* ------------------------------------------------------------------ sizes */
 static inline size_t round_size(size_t n) {
     return n < MIN_BLOCK ? MIN_BLOCK : (n + MIN_BLOCK - 1) & ~(MIN_BLOCK - 1);
@@ -192,6 +231,9 @@ static void collect_whole(ts_block *t, ts_block **list) {
 }
 
 static void release_cached(ts_allocator *a) {
+    /* the driver may not take memory back while queued work still uses it */
+    if (a->hooks && (a->free_tree[POOL_SMALL] || a->free_tree[POOL_LARGE]))
+        a->hooks->device_wait(a->index);
     for (int pool = 0; pool < 2; pool++) {
         ts_block *list = NULL;
         collect_whole(a->free_tree[pool], &list);
@@ -219,6 +261,8 @@ static ts_block *new_segment(ts_allocator *a, size_t size, int pool) {
     b->prev = b->next = NULL;
     b->pool = (uint8_t)pool;
     b->allocated = false;
+    b->nstreams = 0; /* fresh memory: no queued work uses it */
+    b->streams_overflow = false;
     a->reserved += size;
     if (a->reserved > a->peak_reserved) a->peak_reserved = a->reserved;
     return b;
@@ -226,12 +270,19 @@ static ts_block *new_segment(ts_allocator *a, size_t size, int pool) {
 
 static void format_oom(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len) {
     if (!msg || msg_len == 0) return;
-    char req[32], alloc[32], res[32], cap[32];
+    char req[32], alloc[32], res[32], cap[32], fre[32];
     size_t free_b = 0, total_b = 0;
     if (a->be->memory_info) a->be->memory_info(a->be, a->index, &free_b, &total_b);
     ts_format_bytes(nbytes, req, sizeof req);
     ts_format_bytes(a->allocated, alloc, sizeof alloc);
     ts_format_bytes(a->reserved, res, sizeof res);
+    if (a->hooks && a->hooks->report_free) {
+        ts_format_bytes(free_b, fre, sizeof fre);
+        ts_format_bytes(total_b, cap, sizeof cap);
+        snprintf(msg, msg_len, "tried to allocate %s; %s allocated, %s reserved, %s free, %s total",
+                 req, alloc, res, fre, cap);
+        return;
+    }
     if (total_b)
         ts_format_bytes(total_b, cap, sizeof cap);
     else
@@ -273,6 +324,7 @@ ts_block *ts_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t m
     if (nbytes > MAX_REQUEST) goto oom;
     size_t size = round_size(nbytes);
     int pool = size <= SMALL_SIZE ? POOL_SMALL : POOL_LARGE;
+    uintptr_t cur = a->hooks ? a->hooks->current_stream(a->index) : 0;
 
     ts_block *b = treap_lower_bound(a->free_tree[pool], size);
     if (b) {
@@ -301,12 +353,16 @@ ts_block *ts_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t m
             r->allocated = false;
             r->prev = b;
             r->next = b->next;
+            r->nstreams = b->nstreams; /* the remainder keeps its history */
+            r->streams_overflow = b->streams_overflow;
+            memcpy(r->streams, b->streams, sizeof r->streams);
             if (b->next) b->next->prev = r;
             b->next = r;
             b->size = size;
             free_insert(a, r);
         }
     }
+    if (a->hooks) streams_order_reuse(a, b, cur);
     b->allocated = true;
     a->allocated += b->size;
     if (a->allocated > a->peak_allocated) a->peak_allocated = a->allocated;
@@ -323,13 +379,17 @@ oom:
 
 void ts_allocator_release(ts_allocator *a, ts_block *b) {
     if (!b) return;
+    /* the releasing thread's stream may have used the block last (outside the lock: a TLS read) */
+    uintptr_t cur = a->hooks ? a->hooks->current_stream(a->index) : 0;
     pthread_mutex_lock(&a->mu);
     b->allocated = false;
     a->allocated -= b->size;
+    streams_add(b, cur);
     ts_block **tree = &a->free_tree[b->pool];
     ts_block *n = b->next;
     if (n && !n->allocated) {
         treap_remove(tree, n);
+        streams_merge(b, n);
         b->size += n->size;
         b->next = n->next;
         if (n->next) n->next->prev = b;
@@ -338,6 +398,7 @@ void ts_allocator_release(ts_allocator *a, ts_block *b) {
     ts_block *p = b->prev;
     if (p && !p->allocated) {
         treap_remove(tree, p);
+        streams_merge(p, b);
         p->size += b->size;
         p->next = b->next;
         if (b->next) b->next->prev = p;
@@ -373,5 +434,16 @@ void ts_allocator_reset_peak(ts_allocator *a) {
 void ts_allocator_empty_cache(ts_allocator *a) {
     pthread_mutex_lock(&a->mu);
     release_cached(a);
+    pthread_mutex_unlock(&a->mu);
+}
+
+void ts_allocator_set_hooks(ts_allocator *a, const ts_alloc_hooks *h) {
+    if (a) a->hooks = h && h->current_stream && h->stream_wait && h->device_wait ? h : NULL;
+}
+
+void ts_allocator_record_stream(ts_allocator *a, ts_block *b, uintptr_t stream) {
+    if (!a || !b || !a->hooks) return;
+    pthread_mutex_lock(&a->mu);
+    streams_add(b, stream);
     pthread_mutex_unlock(&a->mu);
 }

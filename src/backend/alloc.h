@@ -2,7 +2,13 @@
 #ifndef TS_ALLOC_H
 #define TS_ALLOC_H
 
-#include "backend/backend.h"
+#include "tessera.h"
+
+#ifdef __cplusplus
+extern "C" { /* the CUDA backend (C++) allocates its scratch memory here too */
+#endif
+
+#include "backend/backend.h" /* inside: backend.h declares C functions with no linkage of its own */
 
 typedef struct ts_allocator ts_allocator;
 typedef struct ts_block ts_block; /* one allocation handed out; opaque */
@@ -15,7 +21,8 @@ void ts_allocator_destroy(ts_allocator *a);
 /* Rounds like PyTorch (512-byte granularity; small pool <= 1 MiB carved from 2 MiB segments; large
  * requests from 20 MiB segments below 10 MiB, else rounded to 2 MiB), best-fit, splits and merges.
  * On raw failure: frees the cache, retries; then returns NULL, counts an OOM and writes into msg
- * "tried to allocate X; N allocated, M reserved, capacity C" (sizes human-readable). */
+ * "tried to allocate X; N allocated, M reserved, capacity C" (sizes human-readable), or with
+ * hooks that report free memory "tried to allocate X; N allocated, M reserved, F free, T total". */
 ts_block *ts_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len);
 void ts_allocator_release(ts_allocator *a, ts_block *b);
 void *ts_block_ptr(const ts_block *b);
@@ -26,5 +33,34 @@ void ts_allocator_reset_peak(ts_allocator *a);
 void ts_allocator_empty_cache(ts_allocator *a);
 /* "1.50 MiB" style formatting used in OOM messages */
 void ts_format_bytes(size_t n, char *buf, size_t len);
+
+/* Stream-ordered reuse, for devices whose work runs asynchronously on streams (CUDA). A block
+ * remembers the streams that used it: the one it was allocated on, the one current when it was
+ * released, and any recorded with ts_allocator_record_stream. Reusing it from another stream first
+ * makes that stream wait for the work those streams had queued (an event, no host wait), so a block
+ * freed on stream S is reused on S at no cost and elsewhere safely. Stream ids are opaque and
+ * non-zero; 0 stands for the host (a pinned host allocator's own allocations), which never needs
+ * waiting for since host work is synchronous. */
+typedef struct ts_alloc_hooks {
+    /* the calling thread's current stream on device `index` */
+    uintptr_t (*current_stream)(int index);
+    /* `to` waits for the work queued on `from` so far; to == 0: the host waits */
+    void (*stream_wait)(int index, uintptr_t from, uintptr_t to);
+    /* the host waits for all work on the device (a block used by too many streams, and before
+     * cached segments go back to the driver) */
+    void (*device_wait)(int index);
+    /* the out-of-memory message gives the device's free and total memory (memory_info) */
+    bool report_free;
+} ts_alloc_hooks;
+
+/* Installs hooks before the allocator is first used (not thread-safe against allocations). */
+void ts_allocator_set_hooks(ts_allocator *a, const ts_alloc_hooks *h);
+/* A live block is also used by `stream` (PyTorch's record_stream): whoever reuses it after its
+ * release waits for that stream's work too. */
+void ts_allocator_record_stream(ts_allocator *a, ts_block *b, uintptr_t stream);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TS_ALLOC_H */

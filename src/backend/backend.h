@@ -203,6 +203,20 @@ struct ts_backend {
                             const ts_pool2d_params *p);
     /* one fused optimizer step over many tensors (SGD/Adam/AdamW/RMSprop) */
     void (*optim_step)(const ts_backend *be, int index, const struct ts_optim_step_args *args);
+
+    /* ---- mixed precision (GradScaler), PyTorch's _amp_foreach_non_finite_check_and_unscale_ and
+     * _amp_update_scale_. found_inf, inv_scale, scale: one-element f32 views on the device;
+     * growth_tracker: one-element i32 view. */
+    /* Multiplies every element of each grads[i] (float dtypes, any strides) by *inv_scale in place
+     * and sets *found_inf = 1.0f when any element of any of them is Inf or NaN (it never resets
+     * found_inf to 0). */
+    void (*amp_unscale)(const ts_backend *be, int index, const ts_kview *grads, int n,
+                        const ts_kview *found_inf, const ts_kview *inv_scale);
+    /* found_inf != 0: scale *= backoff, tracker = 0; otherwise tracker += 1 and when it reaches
+     * growth_interval: scale *= growth (only while the result stays finite), tracker = 0. */
+    void (*amp_update_scale)(const ts_backend *be, int index, const ts_kview *scale,
+                             const ts_kview *growth_tracker, const ts_kview *found_inf,
+                             double growth_factor, double backoff_factor, int growth_interval);
 };
 
 /* The registry: one backend per device type; NULL when the type is not built or not present. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda/cuda_bridge.h"
 #include "backend/sim/sim_backend.h"
 #include "core/internal.h"
 
@@ -41,7 +42,7 @@ ts_device ts_default_device(void) { return dev_depth ? dev_stack[dev_depth - 1] 
 ts_device tsi_resolve_device(ts_device d) {
     if (d.type == TS_DEVICE_DEFAULT) return ts_default_device();
     if (d.type == TS_CPU) d.index = 0;
-    if (d.type == TS_CUDA && d.index < 0) d.index = 0; /* current device: 0 until CUDA lands */
+    if (d.type == TS_CUDA && d.index < 0) d.index = tsc_current_device(); /* ts_cuda_set_device */
     return d;
 }
 
@@ -134,10 +135,9 @@ bool tsi_check_device(const char *op, ts_device d) {
         return tsi_error_set(TS_ERR_DEVICE, "%s: invalid device type %d", op, (int)d.type), false;
     if (ts_device_is_available(d)) return true;
     int n = ts_device_count(d.type);
-    if (d.type == TS_CUDA && !ts_backend_for(TS_CUDA))
-        tsi_error_set(TS_ERR_DEVICE,
-                      "%s: device %s is not available: Tessera was built without CUDA support", op,
-                      ts_device_str(d));
+    if (d.type == TS_CUDA && n == 0)
+        tsi_error_set(TS_ERR_DEVICE, "%s: device %s is not available: CUDA is not available (%s)",
+                      op, ts_device_str(d), tsc_unavailable_reason());
     else if (d.type == TS_SIM && n == 0)
         tsi_error_set(TS_ERR_DEVICE,
                       "%s: device %s is not available: no sim devices are configured "

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/pinned.h"
 
 /* The common tail of every factory: resolve and check the device, allocate, apply the flags. */
 static ts_tensor *make(const char *op, ts_shape s, ts_dtype dt, ts_opts o) {
@@ -25,7 +26,7 @@ static ts_tensor *make(const char *op, ts_shape s, ts_dtype dt, ts_opts o) {
     ts_tensor *t = tsi_new(op, s, dt, dev);
     if (!t) return NULL;
     t->requires_grad = o.requires_grad;
-    t->storage->pinned = o.pin_memory;
+    if (o.pin_memory && !tsi_storage_pin(op, t)) return ts_release(t), NULL;
     return t;
 }
 

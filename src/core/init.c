@@ -1,10 +1,12 @@
-/* init.c — library start-up: backends, environment variables (TS_SIM_DEVICES, TS_LOG_PLACEMENT,
- * TS_NUM_THREADS), and the CPU thread count. */
+/* init.c — library start-up: backends (cpu, sim, cuda when the runtime reports a device),
+ * environment variables (TS_SIM_DEVICES, TS_LOG_PLACEMENT, TS_NUM_THREADS), the CPU thread count.
+ */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/cuda_bridge.h"
 #include "backend/sim/sim_backend.h"
 #include "core/internal.h"
 
@@ -44,6 +46,9 @@ static size_t env_size(const char *name) {
 static void init_body(void) {
     ts_cpu_backend_init();
     ts_sim_backend_init();
+    /* registers "cuda" only with a device; without one (or without CUDA in the build) cuda:N is
+     * "not available" with the reason (tsc_unavailable_reason) */
+    tsc_backend_init();
     tsi_memory_init();
     long sims = env_long("TS_SIM_DEVICES", 0);
     if (sims > 0 && sims <= 64) ts_sim_backend_configure((int)sims, env_size("TS_SIM_CAPACITY"));

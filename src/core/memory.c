@@ -1,14 +1,18 @@
-/* memory.c — one caching allocator per device, live-tensor counts and the memory-statistics API. */
+/* memory.c — one caching allocator per device (and one for pinned host memory), live-tensor
+ * counts and the memory-statistics API. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backend/cuda/cuda_bridge.h"
 #include "core/internal.h"
+#include "core/pinned.h"
 
 #define TSI_MAX_INDEX 64
 #define TSI_TYPES     4 /* indexed by ts_device_type */
 
 static _Atomic(ts_allocator *) allocators[TSI_TYPES][TSI_MAX_INDEX];
+static _Atomic(ts_allocator *) pinned_allocator; /* page-locked host memory (CUDA) */
 static atomic_int_fast64_t live[TSI_TYPES][TSI_MAX_INDEX];
 static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -26,10 +30,64 @@ ts_allocator *tsi_allocator(ts_device d) {
     if (!a) {
         const ts_backend *be = ts_backend_for(d.type);
         if (be) a = ts_allocator_new(be, d.index);
+        /* cuda work is asynchronous: blocks are reused in stream order */
+        if (a && d.type == TS_CUDA) ts_allocator_set_hooks(a, tsc_device_alloc_hooks());
         atomic_store_explicit(&allocators[d.type][d.index], a, memory_order_release);
     }
     pthread_mutex_unlock(&create_lock);
     return a;
+}
+
+ts_allocator *tsi_cuda_allocator(int index) { return tsi_allocator(ts_cuda(index)); }
+
+/* The pinned allocator exists once CUDA has a device; NULL otherwise ("pinned" is then a flag). */
+static ts_allocator *pinned(void) {
+    ts_allocator *a = atomic_load_explicit(&pinned_allocator, memory_order_acquire);
+    if (a) return a;
+    tsi_init();
+    const ts_backend *be = tsc_pinned_backend();
+    if (!be) return NULL;
+    pthread_mutex_lock(&create_lock);
+    a = atomic_load(&pinned_allocator);
+    if (!a) {
+        a = ts_allocator_new(be, 0);
+        /* a block an asynchronous copy still reads is not handed out again until it is done */
+        if (a) ts_allocator_set_hooks(a, tsc_pinned_alloc_hooks());
+        atomic_store_explicit(&pinned_allocator, a, memory_order_release);
+    }
+    pthread_mutex_unlock(&create_lock);
+    return a;
+}
+
+bool tsi_storage_pin(const char *op, ts_tensor *t) {
+    ts_storage *s = t->storage;
+    if (s->pinned) return true;
+    ts_allocator *a = pinned();
+    if (a) {
+        char msg[200];
+        ts_block *b = ts_allocator_alloc(a, s->nbytes, msg, sizeof msg);
+        if (!b)
+            return tsi_error_set(TS_ERR_OOM, "%s: out of pinned host memory: %s", op, msg), false;
+        ts_allocator_release(s->alloc, s->block);
+        s->alloc = a;
+        s->block = b;
+        s->data = ts_block_ptr(b);
+    }
+    s->pinned = true;
+    return true;
+}
+
+void tsi_storage_record_stream(ts_tensor *t, uintptr_t stream) {
+    ts_storage *s = t->storage;
+    ts_allocator_record_stream(s->alloc, s->block, stream);
+}
+
+ts_status ts_cuda_pinned_memory_stats(ts_mem_stats *out) {
+    if (!out) return tsi_error_set(TS_ERR_ARG, "cuda_pinned_memory_stats: out is NULL");
+    *out = (ts_mem_stats){0};
+    ts_allocator *a = pinned();
+    if (a) ts_allocator_stats(a, out);
+    return TS_OK;
 }
 
 void tsi_memory_drop_allocators(ts_device_type t) {
@@ -76,6 +134,9 @@ ts_status ts_empty_cache(ts_device d) {
     if (!check_mem_device("empty_cache", &d)) return ts_error();
     ts_allocator *a = tsi_allocator(d);
     if (a) ts_allocator_empty_cache(a);
+    /* the cpu's cache includes the page-locked one */
+    ts_allocator *p = atomic_load_explicit(&pinned_allocator, memory_order_acquire);
+    if (d.type == TS_CPU && p) ts_allocator_empty_cache(p);
     return TS_OK;
 }
 

@@ -1,8 +1,11 @@
-/* transfer.c — copies: between devices (ts_to), between dtypes, to contiguous memory, in place. */
+/* transfer.c — copies: between devices (ts_to, and ts_to_async's pinned path), between dtypes,
+ * to contiguous memory, in place. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda/cuda_bridge.h"
 #include "core/internal.h"
+#include "core/pinned.h"
 
 ts_tensor *tsi_contiguous(const char *op, ts_tensor *t) {
     if (tsi_is_contiguous(t)) return ts_retain(t);
@@ -60,6 +63,25 @@ ts_tensor *tsi_to_device(const char *op, ts_tensor *t, ts_device d) {
         }
     }
     ts_release(src);
+    return out;
+}
+
+ts_tensor *tsi_to_device_async(const char *op, ts_tensor *t, ts_device d) {
+    d = tsi_resolve_device(d);
+    /* only a dense pinned source can be read by the copy engine while the host moves on */
+    bool async = d.type == TS_CUDA && tsi_device(t).type == TS_CPU && t->storage->pinned &&
+                 tsi_is_contiguous(t) && tsi_numel(t->shape) > 0;
+    if (!async) return tsi_to_device(op, t, d);
+    if (!tsi_check_device(op, d)) return NULL;
+    ts_tensor *out = tsi_new(op, t->shape, t->dtype, d);
+    if (!out) return NULL;
+    size_t n = (size_t)tsi_numel(t->shape) * tsi_dtype_size(t->dtype);
+    if (!tsc_copy_h2d_async(d.index, tsi_kview(out).data, tsi_kview(t).data, n)) {
+        ts_release(out);
+        return NULL;
+    }
+    /* whoever gets the pinned block next waits for this copy */
+    tsi_storage_record_stream(t, tsc_current_stream_id(d.index));
     return out;
 }
 

@@ -1,5 +1,5 @@
-/* checkpoint.c — module weights and training checkpoints (model, optimizer, step, RNG) as
- * safetensors files, loadable into a model on any device. */
+/* checkpoint.c — module weights and training checkpoints (model, optimizer, grad scaler, step,
+ * RNG) as safetensors files, loadable into a model on any device. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,19 +62,26 @@ static ts_tensor *i64_scalar(uint64_t bits) {
     return ts_tensor_i64(TS_SHAPE(), &v, (ts_opts){.device = ts_cpu()});
 }
 
-ts_status ts_checkpoint_save(const char *path, ts_module *m, ts_optim *opt, int64_t step) {
+ts_status ts_checkpoint_save_parts(const char *path, const ts_checkpoint_parts *p) {
     const char *op = "checkpoint_save";
-    ts_status st = check_module(op, m, path);
+    if (!p) {
+        tsi_init();
+        return tsi_error_set(TS_ERR_ARG, "%s: parts is NULL", op);
+    }
+    ts_status st = check_module(op, p->model, path);
     if (st) return st;
     ts_status before = ts_error();
-    ts_tensor_list all = {0}, sd = ts_module_state_dict(m), osd = {0};
-    if (opt) osd = ts_optim_state_dict(opt);
+    ts_tensor_list all = {0}, sd = ts_module_state_dict(p->model), osd = {0}, ssd = {0};
+    if (p->optim) osd = ts_optim_state_dict(p->optim);
+    /* a disabled scaler has an empty state (PyTorch's {}), so the file holds no scaler.* */
+    if (p->scaler) ssd = ts_grad_scaler_state_dict(p->scaler);
     if (!before && ts_error()) st = ts_error();
     ts_scope_begin();
     ts_rng_state rng = ts_rng_get_state();
     if (!st) st = add_prefixed(op, &all, "model.", &sd);
     if (!st) st = add_prefixed(op, &all, "optim.", &osd);
-    if (!st) st = ts_tensor_list_add(&all, "step", i64_scalar((uint64_t)step));
+    if (!st) st = add_prefixed(op, &all, "scaler.", &ssd);
+    if (!st) st = ts_tensor_list_add(&all, "step", i64_scalar((uint64_t)p->step));
     if (!st) st = ts_tensor_list_add(&all, "rng.seed", i64_scalar(rng.seed));
     if (!st) st = ts_tensor_list_add(&all, "rng.offset", i64_scalar(rng.offset));
     ts_scope_end();
@@ -83,7 +90,13 @@ ts_status ts_checkpoint_save(const char *path, ts_module *m, ts_optim *opt, int6
     ts_tensor_list_free(&all);
     ts_tensor_list_free(&sd);
     ts_tensor_list_free(&osd);
+    ts_tensor_list_free(&ssd);
     return st;
+}
+
+ts_status ts_checkpoint_save(const char *path, ts_module *m, ts_optim *opt, int64_t step) {
+    ts_checkpoint_parts p = {.model = m, .optim = opt, .step = step};
+    return ts_checkpoint_save_parts(path, &p);
 }
 
 /* The value of a 0-dim I64 entry that a checkpoint must have. */
@@ -101,11 +114,23 @@ static ts_status read_i64(const char *op, const char *path, const ts_tensor_list
     return st;
 }
 
-ts_status ts_checkpoint_load(const char *path, ts_module *m, ts_optim *opt, int64_t *step) {
+/* Checks a scaler state before anything is loaded: into a scratch scaler, which validates it. */
+static ts_status check_scaler_state(const ts_tensor_list *ssd) {
+    ts_grad_scaler *scratch = ts_grad_scaler_new((ts_grad_scaler_opts){0});
+    ts_status st = scratch ? ts_grad_scaler_load_state_dict(scratch, ssd) : ts_error();
+    ts_grad_scaler_free(scratch);
+    return st;
+}
+
+ts_status ts_checkpoint_load_parts(const char *path, ts_checkpoint_parts *p) {
     const char *op = "checkpoint_load";
-    ts_status st = check_module(op, m, path);
+    if (!p) {
+        tsi_init();
+        return tsi_error_set(TS_ERR_ARG, "%s: parts is NULL", op);
+    }
+    ts_status st = check_module(op, p->model, path);
     if (st) return st;
-    ts_tensor_list all = {0}, model = {0}, optim = {0};
+    ts_tensor_list all = {0}, model = {0}, optim = {0}, scaler = {0};
     st = ts_safetensors_load(path, ts_cpu(), &all);
     /* everything of the file is checked before the model or the optimizer changes */
     for (int i = 0; i < all.n && !st; i++) {
@@ -114,10 +139,12 @@ ts_status ts_checkpoint_load(const char *path, ts_module *m, ts_optim *opt, int6
             st = ts_tensor_list_add(&model, name + 6, all.tensors[i]);
         else if (!strncmp(name, "optim.", 6))
             st = ts_tensor_list_add(&optim, name + 6, all.tensors[i]);
+        else if (!strncmp(name, "scaler.", 7))
+            st = ts_tensor_list_add(&scaler, name + 7, all.tensors[i]);
         else if (strcmp(name, "step") && strcmp(name, "rng.seed") && strcmp(name, "rng.offset"))
             st = tsi_error_set(TS_ERR_FORMAT,
                                "%s: %s: unexpected tensor '%.200s' (a checkpoint holds model.*, "
-                               "optim.*, step, rng.seed and rng.offset)",
+                               "optim.*, scaler.*, step, rng.seed and rng.offset)",
                                op, path, name);
     }
     uint64_t stp = 0;
@@ -125,18 +152,31 @@ ts_status ts_checkpoint_load(const char *path, ts_module *m, ts_optim *opt, int6
     if (!st) st = read_i64(op, path, &all, "step", &stp);
     if (!st) st = read_i64(op, path, &all, "rng.seed", &rng.seed);
     if (!st) st = read_i64(op, path, &all, "rng.offset", &rng.offset);
-    if (!st && opt && optim.n == 0)
+    if (!st && p->optim && optim.n == 0)
         st = tsi_error_set(TS_ERR_FORMAT,
                            "%s: %s holds no optimizer state (it was saved without an optimizer)",
                            op, path);
-    if (!st) st = ts_module_load_state_dict(m, &model, true);
-    if (!st && opt) st = ts_optim_load_state_dict(opt, &optim);
+    /* A file without scaler state leaves the scaler as it is (a float32 run resumed with mixed
+     * precision starts from the scaler's defaults); scaler state without a scaler is ignored. */
+    bool load_scaler = p->scaler && scaler.n > 0;
+    if (!st && load_scaler) st = check_scaler_state(&scaler);
+    if (!st) st = ts_module_load_state_dict(p->model, &model, true);
+    if (!st && p->optim) st = ts_optim_load_state_dict(p->optim, &optim);
+    if (!st && load_scaler) st = ts_grad_scaler_load_state_dict(p->scaler, &scaler);
     if (!st) {
         ts_rng_set_state(rng);
-        if (step) *step = (int64_t)stp;
+        p->step = (int64_t)stp;
     }
     ts_tensor_list_free(&model);
     ts_tensor_list_free(&optim);
+    ts_tensor_list_free(&scaler);
     ts_tensor_list_free(&all);
+    return st;
+}
+
+ts_status ts_checkpoint_load(const char *path, ts_module *m, ts_optim *opt, int64_t *step) {
+    ts_checkpoint_parts p = {.model = m, .optim = opt};
+    ts_status st = ts_checkpoint_load_parts(path, &p);
+    if (!st && step) *step = p.step;
     return st;
 }

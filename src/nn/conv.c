@@ -1,5 +1,6 @@
 /* conv.c — the conv2d front end: PyTorch's checks and output size, the backend kernels, and the
  * ConvolutionBackward0 node. */
+#include "amp/autocast.h"
 #include "autograd/autograd.h"
 
 /* A contiguous tensor's data seen as [n, c, h, w] (unbatched tensors get n = 1). */
@@ -176,7 +177,7 @@ static void conv_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_release(g);
 }
 
-ts_tensor *ts_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o) {
+static ts_tensor *conv2d_op(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o) {
     const char *op = "conv2d";
     tsi_init();
     conv_geom g;
@@ -203,4 +204,10 @@ ts_tensor *ts_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o)
     ts_release(wc);
     ts_release(bc);
     return tsi_own(out);
+}
+
+ts_tensor *ts_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o) {
+    tsi_ac_frame ac; /* autocast: lower precision */
+    TSI_AUTOCAST_ENTER(&ac, "conv2d", &x, &w, &b);
+    return tsi_autocast_exit(&ac, conv2d_op(x, w, b, o));
 }

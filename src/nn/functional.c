@@ -2,6 +2,7 @@
  * helpers the norms and losses share. */
 #include <stdlib.h>
 
+#include "amp/autocast.h"
 #include "nn/functional_internal.h"
 
 /* ------------------------------------------------------------------ shared helpers */
@@ -103,7 +104,7 @@ static bool linear_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *
     return true;
 }
 
-ts_tensor *ts_linear(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
+static ts_tensor *linear_op(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
     const char *op = "linear";
     tsi_init();
     if (!linear_check(op, x, w, b)) return NULL;
@@ -129,6 +130,12 @@ ts_tensor *ts_linear(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
     ts_keep(y);
     ts_scope_end();
     return y;
+}
+
+ts_tensor *ts_linear(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
+    tsi_ac_frame ac; /* autocast: lower precision */
+    TSI_AUTOCAST_ENTER(&ac, "linear", &x, &w, &b);
+    return tsi_autocast_exit(&ac, linear_op(x, w, b));
 }
 
 /* ------------------------------------------------------------------ dropout */

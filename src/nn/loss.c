@@ -1,5 +1,6 @@
 /* loss.c — the regression losses (mse, l1, smooth_l1) and binary_cross_entropy_with_logits,
  * composed from differentiable primitives. */
+#include "amp/autocast.h"
 #include "nn/functional_internal.h"
 
 /* input and target on one device, broadcastable (PyTorch warns when the shapes differ and
@@ -20,7 +21,7 @@ static bool pointwise_check(const char *op, ts_tensor *in, ts_tensor *tg, ts_red
     return true;
 }
 
-ts_tensor *ts_mse_loss_ex(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+static ts_tensor *mse_loss_op(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
     const char *op = "mse_loss";
     tsi_init();
     if (!pointwise_check(op, input, target, o.reduction)) return NULL;
@@ -30,6 +31,12 @@ ts_tensor *ts_mse_loss_ex(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
     ts_keep(y);
     ts_scope_end();
     return y;
+}
+
+ts_tensor *ts_mse_loss_ex(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+    tsi_ac_frame ac; /* autocast: float32 */
+    TSI_AUTOCAST_ENTER(&ac, "mse_loss", &input, &target);
+    return tsi_autocast_exit(&ac, mse_loss_op(input, target, o));
 }
 
 ts_tensor *ts_mse_loss(ts_tensor *input, ts_tensor *target) {
@@ -43,7 +50,7 @@ static ts_tensor *abs_diff(ts_tensor *input, ts_tensor *target) {
     return tsi_needs_graph(both, 2) ? ts_abs(d) : ts_abs_(d);
 }
 
-ts_tensor *ts_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+static ts_tensor *l1_loss_op(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
     const char *op = "l1_loss";
     tsi_init();
     if (!pointwise_check(op, input, target, o.reduction)) return NULL;
@@ -54,7 +61,13 @@ ts_tensor *ts_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
     return y;
 }
 
-ts_tensor *ts_smooth_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+ts_tensor *ts_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+    tsi_ac_frame ac; /* autocast: float32 */
+    TSI_AUTOCAST_ENTER(&ac, "l1_loss", &input, &target);
+    return tsi_autocast_exit(&ac, l1_loss_op(input, target, o));
+}
+
+static ts_tensor *smooth_l1_loss_op(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
     const char *op = "smooth_l1_loss";
     tsi_init();
     if (!pointwise_check(op, input, target, o.reduction)) return NULL;
@@ -75,6 +88,12 @@ ts_tensor *ts_smooth_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o
     ts_keep(y);
     ts_scope_end();
     return y;
+}
+
+ts_tensor *ts_smooth_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+    tsi_ac_frame ac; /* autocast: float32 */
+    TSI_AUTOCAST_ENTER(&ac, "smooth_l1_loss", &input, &target);
+    return tsi_autocast_exit(&ac, smooth_l1_loss_op(input, target, o));
 }
 
 static bool bce_check(const char *op, ts_tensor *x, ts_tensor *y, ts_loss_opts o) {
@@ -109,7 +128,7 @@ static bool bce_check(const char *op, ts_tensor *x, ts_tensor *y, ts_loss_opts o
     return true;
 }
 
-ts_tensor *ts_bce_with_logits(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+static ts_tensor *bce_with_logits_op(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
     const char *op = "binary_cross_entropy_with_logits";
     tsi_init();
     if (!bce_check(op, input, target, o)) return NULL;
@@ -126,4 +145,11 @@ ts_tensor *ts_bce_with_logits(ts_tensor *input, ts_tensor *target, ts_loss_opts 
     ts_keep(y);
     ts_scope_end();
     return y;
+}
+
+ts_tensor *ts_bce_with_logits(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+    tsi_ac_frame ac; /* autocast: float32, the weights too */
+    TSI_AUTOCAST_ENTER(&ac, "binary_cross_entropy_with_logits", &input, &target, &o.weight,
+                       &o.pos_weight);
+    return tsi_autocast_exit(&ac, bce_with_logits_op(input, target, o));
 }

@@ -1,5 +1,6 @@
 /* loss_ce.c — cross_entropy (class indices or probabilities, label smoothing) and nll_loss,
  * composed from log_softmax, gather and reductions. */
+#include "amp/autocast.h"
 #include "nn/functional_internal.h"
 
 /* PyTorch's scalar type names, so its dtype errors read the same here */
@@ -142,7 +143,7 @@ static ts_tensor *nll_core(ts_tensor *lp, ts_reduction r, const nll_ctx *c) {
     }
 }
 
-ts_tensor *ts_nll_loss(ts_tensor *log_probs, ts_tensor *target, ts_loss_opts o) {
+static ts_tensor *nll_loss_op(ts_tensor *log_probs, ts_tensor *target, ts_loss_opts o) {
     const char *op = "nll_loss";
     tsi_init();
     nll_ctx c;
@@ -154,6 +155,12 @@ ts_tensor *ts_nll_loss(ts_tensor *log_probs, ts_tensor *target, ts_loss_opts o) 
     ts_keep(y);
     ts_scope_end();
     return y;
+}
+
+ts_tensor *ts_nll_loss(ts_tensor *log_probs, ts_tensor *target, ts_loss_opts o) {
+    tsi_ac_frame ac; /* autocast: float32, the class weights too */
+    TSI_AUTOCAST_ENTER(&ac, "nll_loss", &log_probs, &target, &o.weight);
+    return tsi_autocast_exit(&ac, nll_loss_op(log_probs, target, o));
 }
 
 /* [1, C, 1, ...] (or [C] unbatched): class weights broadcast along the class dim */
@@ -206,7 +213,7 @@ static ts_tensor *ce_indices(ts_tensor *x, ts_tensor *tg, ts_loss_opts o, nll_ct
     return ts_add(ts_mul_scalar(nll, 1 - ls), ts_mul_scalar(smooth, ls / classes));
 }
 
-ts_tensor *ts_cross_entropy_ex(ts_tensor *logits, ts_tensor *target, ts_loss_opts o) {
+static ts_tensor *cross_entropy_op(ts_tensor *logits, ts_tensor *target, ts_loss_opts o) {
     const char *op = "cross_entropy";
     tsi_init();
     if (!check_common(op, logits, target, o)) return NULL;
@@ -231,6 +238,12 @@ ts_tensor *ts_cross_entropy_ex(ts_tensor *logits, ts_tensor *target, ts_loss_opt
     ts_keep(y);
     ts_scope_end();
     return y;
+}
+
+ts_tensor *ts_cross_entropy_ex(ts_tensor *logits, ts_tensor *target, ts_loss_opts o) {
+    tsi_ac_frame ac; /* autocast: float32, the class weights too */
+    TSI_AUTOCAST_ENTER(&ac, "cross_entropy", &logits, &target, &o.weight);
+    return tsi_autocast_exit(&ac, cross_entropy_op(logits, target, o));
 }
 
 ts_tensor *ts_cross_entropy(ts_tensor *logits, ts_tensor *target) {

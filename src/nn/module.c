@@ -66,6 +66,7 @@ void *ts_module_alloc(size_t size, const char *type_name, ts_forward_fn forward)
         return NULL;
     }
     impl->type_name = name;
+    impl->alloc_size = size;
     m->impl = impl;
     m->type_name = name;
     m->forward = forward;
@@ -74,7 +75,7 @@ void *ts_module_alloc(size_t size, const char *type_name, ts_forward_fn forward)
 }
 
 static void module_destroy(ts_module *m) {
-    if (m->destroy) m->destroy(m);
+    if (m->destroy && !m->impl->replica) m->destroy(m); /* a replica's extras are the original's */
     struct ts_module_impl *impl = m->impl;
     for (int i = 0; i < impl->children.n; i++) {
         ts_module *c = impl->children.items[i];

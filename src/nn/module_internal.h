@@ -20,6 +20,8 @@ struct ts_module_impl {
     tsi_named children; /* ts_module * */
     tsi_named params;   /* ts_tensor *, one reference each */
     tsi_named buffers;  /* ts_tensor *, one reference each */
+    size_t alloc_size;  /* the size given to ts_module_alloc: what a replica copies */
+    bool replica;       /* made by tsi_module_replicate: never runs the user's destroy hook */
 };
 
 int tsi_named_find(const tsi_named *l, const char *name); /* index or -1 */
@@ -47,6 +49,23 @@ static inline bool tsi_scope_open(void) {
     ts_scope_begin();
     return ts_scope_depth() == depth + 1;
 }
+
+/* ------------------------------------------------------------------ replicas (data parallel)
+ * A replica of a module tree is a copy of every module struct (alloc_size bytes) with an impl of
+ * its own: the same names in the same order (so built-in layers' slots stay valid), the children
+ * replaced by their replicas and each parameter and buffer by what `map` returns for it. Pointer-
+ * sized, pointer-aligned words of the user part (after the ts_module base) that equal the address
+ * of a module or tensor of the original tree are relocated to its replica's counterpart; every
+ * other field is shared with the original, as Python's shallow copy in nn.Module's
+ * _replicate_for_data_parallel shares them. A replica never runs the destroy hook (the extras
+ * belong to the original). */
+/* Returns the replica's tensor for an original parameter or buffer: a reference the replica
+ * takes over, or NULL with an error set. Called once per distinct tensor (a tensor shared by two
+ * modules maps to one replica tensor). */
+typedef ts_tensor *(*tsi_replica_map_fn)(ts_tensor *orig, bool is_param, void *ctx);
+/* The replica of the tree rooted at m (a root of its own: free it with ts_module_free), or NULL
+ * with an error set. */
+ts_module *tsi_module_replicate(ts_module *m, tsi_replica_map_fn map, void *ctx);
 
 /* Python's repr(float): "1e-05", "0.1", "1.0". */
 void tsi_py_float(double v, char *out, size_t n);

@@ -1,4 +1,5 @@
 /* norm.c — batch_norm and layer_norm, composed from differentiable primitives. */
+#include "amp/autocast.h"
 #include "nn/functional_internal.h"
 
 /* A per-channel tensor ([C] or NULL) fits channel count c. */
@@ -57,8 +58,9 @@ static void update_running(ts_tensor *running, ts_tensor *stat, double momentum,
     ts_add_(running, s);
 }
 
-ts_tensor *ts_batch_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *running_var,
-                         ts_tensor *w, ts_tensor *b, bool training, double momentum, double eps) {
+static ts_tensor *batch_norm_op(ts_tensor *x, ts_tensor *running_mean, ts_tensor *running_var,
+                                ts_tensor *w, ts_tensor *b, bool training, double momentum,
+                                double eps) {
     const char *op = "batch_norm";
     tsi_init();
     if (!batch_norm_check(op, x, running_mean, running_var, w, b, training)) return NULL;
@@ -103,6 +105,16 @@ ts_tensor *ts_batch_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *runni
     return y;
 }
 
+ts_tensor *ts_batch_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *running_var,
+                         ts_tensor *w, ts_tensor *b, bool training, double momentum, double eps) {
+    /* autocast: float32 for the input and the affine parameters; the running statistics are
+     * updated in place, so they are never replaced by copies */
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, "batch_norm", &x, &w, &b);
+    return tsi_autocast_exit(
+        &ac, batch_norm_op(x, running_mean, running_var, w, b, training, momentum, eps));
+}
+
 static bool layer_norm_check(const char *op, ts_tensor *x, ts_shape ns, ts_tensor *w,
                              ts_tensor *b) {
     if (!tsi_check_input(op, x, "input")) return false;
@@ -142,8 +154,8 @@ static bool layer_norm_check(const char *op, ts_tensor *x, ts_shape ns, ts_tenso
     return check_float(op, x, "input");
 }
 
-ts_tensor *ts_layer_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, ts_tensor *b,
-                         double eps) {
+static ts_tensor *layer_norm_op(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, ts_tensor *b,
+                                double eps) {
     const char *op = "layer_norm";
     tsi_init();
     if (!layer_norm_check(op, x, normalized_shape, w, b)) return NULL;
@@ -161,4 +173,11 @@ ts_tensor *ts_layer_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, 
     ts_keep(y);
     ts_scope_end();
     return y;
+}
+
+ts_tensor *ts_layer_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, ts_tensor *b,
+                         double eps) {
+    tsi_ac_frame ac; /* autocast: float32 */
+    TSI_AUTOCAST_ENTER(&ac, "layer_norm", &x, &w, &b);
+    return tsi_autocast_exit(&ac, layer_norm_op(x, normalized_shape, w, b, eps));
 }

@@ -1,5 +1,6 @@
 /* binary.c — tensor-tensor elementwise front ends with broadcasting and PyTorch's type promotion
  * (add, mul, eq, logical_and...), their in-place forms and add_alpha. */
+#include "amp/autocast.h"
 #include "ops/elementwise.h"
 
 static inline bool dev_eq(ts_device a, ts_device b) {
@@ -189,8 +190,8 @@ static ts_tensor *binary_run(const char *op, ts_binary_op bop, ts_tensor *a, ts_
 }
 
 /* binary_run plus the autograd node when the graph needs one (in place: made before the op). */
-static ts_tensor *binary_op(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
-                            bool inplace) {
+static ts_tensor *binary_rec(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
+                             bool inplace) {
     ts_tensor *const ins[2] = {a, b};
     if (!a || !b || tsi_ew_bool_out(bop) || !tsi_needs_graph(ins, 2))
         return tsi_own(binary_run(op, bop, a, b, inplace));
@@ -198,6 +199,14 @@ static ts_tensor *binary_op(const char *op, ts_binary_op bop, ts_tensor *a, ts_t
         return tsi_own(tsi_ew_record_binary(op, bop, a, b, binary_run(op, bop, a, b, false), 1));
     ts_node *n = tsi_ew_begin_binary(op, bop, a, b);
     return n ? tsi_own(tsi_ew_finish(n, binary_run(op, bop, a, b, true))) : NULL;
+}
+
+/* autocast's policy decides by name (pow runs in f32; the others promote by themselves) */
+static ts_tensor *binary_op(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
+                            bool inplace) {
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, op, &a, &b);
+    return tsi_autocast_exit(&ac, binary_rec(op, bop, a, b, inplace));
 }
 
 #define BINARY(NAME, BOP)                                                                          \

@@ -1,5 +1,6 @@
 /* binary_scalar.c — tensor-with-number front ends (add_scalar, pow_scalar, eq_scalar...), their
  * in-place forms, and the scalar core that binary ops also use for a 0-dim cpu operand. */
+#include "amp/autocast.h"
 #include "ops/elementwise.h"
 
 /* New tensor a op s: a computes in c (through the output when the output has dtype c). */
@@ -70,8 +71,8 @@ ts_tensor *tsi_ew_scalar(const char *op, ts_binary_op bop, ts_tensor *a, double 
     return ts_retain(dst);
 }
 
-static ts_tensor *scalar_op(const char *op, ts_binary_op bop, ts_tensor *a, double s,
-                            bool inplace) {
+static ts_tensor *scalar_rec(const char *op, ts_binary_op bop, ts_tensor *a, double s,
+                             bool inplace) {
     tsi_init();
     if (!tsi_check_input(op, a, "a")) return NULL;
     const ts_dtype r = tsi_ew_scalar_result(a->dtype, s);
@@ -82,6 +83,14 @@ static ts_tensor *scalar_op(const char *op, ts_binary_op bop, ts_tensor *a, doub
         return tsi_own(tsi_ew_record_scalar(op, bop, a, s, tsi_ew_scalar(op, bop, a, s, r, NULL)));
     ts_node *n = tsi_ew_begin_scalar(op, bop, a, s);
     return n ? tsi_own(tsi_ew_finish(n, tsi_ew_scalar(op, bop, a, s, r, a))) : NULL;
+}
+
+/* autocast's policy decides by name (pow_scalar and rpow_scalar run in f32) */
+static ts_tensor *scalar_op(const char *op, ts_binary_op bop, ts_tensor *a, double s,
+                            bool inplace) {
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, op, &a);
+    return tsi_autocast_exit(&ac, scalar_rec(op, bop, a, s, inplace));
 }
 
 ts_tensor *ts_add_scalar(ts_tensor *a, double s) {

@@ -1,6 +1,7 @@
 /* index.c — indexing front ends: index_select, gather, scatter_add(_), one_hot. */
 #include <stdlib.h>
 
+#include "amp/autocast.h"
 #include "autograd/autograd.h"
 #include "ops/shape_grad.h"
 
@@ -233,7 +234,7 @@ static void record_scatter(const char *op, ts_tensor *t, ts_tensor *index, ts_te
     if (n) n->ip[0] = d;
 }
 
-ts_tensor *ts_scatter_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
+static ts_tensor *scatter_add_op(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
     const char *op = "scatter_add";
     const int d = scatter_check(op, t, dim, index, src);
     if (d < 0) return NULL;
@@ -247,6 +248,13 @@ ts_tensor *ts_scatter_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *sr
     scatter_run(out, d, index, src);
     record_scatter(op, t, index, src, out, d);
     return tsi_own(out);
+}
+
+ts_tensor *ts_scatter_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
+    /* autocast's promote policy: t and src in the wider of their floating dtypes */
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, "scatter_add", &t, &src);
+    return tsi_autocast_exit(&ac, scatter_add_op(t, dim, index, src));
 }
 
 ts_tensor *ts_scatter_add_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {

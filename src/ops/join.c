@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "amp/autocast.h"
 #include "autograd/autograd.h"
 #include "ops/shape_grad.h"
 
@@ -41,7 +42,7 @@ static ts_tensor *record_join(const char *name, const char *op, tsi_backward_fn 
 /* torch.cat skips legacy 1-D empty tensors whatever their dtype */
 static bool cat_skip(const ts_tensor *t) { return t->shape.ndim == 1 && t->shape.dims[0] == 0; }
 
-ts_tensor *ts_cat(ts_tensor *const *ts, int n, int dim) {
+static ts_tensor *cat_op(ts_tensor *const *ts, int n, int dim) {
     const char *op = "cat";
     tsi_init();
     if (!check_list(op, ts, n)) return NULL;
@@ -112,7 +113,7 @@ ts_tensor *ts_cat(ts_tensor *const *ts, int n, int dim) {
     return record_join("CatBackward0", op, tsi_cat_backward, ts, n, out, d);
 }
 
-ts_tensor *ts_stack(ts_tensor *const *ts, int n, int dim) {
+static ts_tensor *stack_op(ts_tensor *const *ts, int n, int dim) {
     const char *op = "stack";
     tsi_init();
     if (!check_list(op, ts, n)) return NULL;
@@ -163,6 +164,19 @@ ts_tensor *ts_stack(ts_tensor *const *ts, int n, int dim) {
         }
     }
     return record_join("StackBackward0", op, tsi_stack_backward, ts, n, out, d);
+}
+
+/* autocast's promote policy: the inputs in the widest of their floating dtypes */
+ts_tensor *ts_cat(ts_tensor *const *ts, int n, int dim) {
+    tsi_ac_frame ac;
+    tsi_autocast_enter_list(&ac, "cat", &ts, n);
+    return tsi_autocast_exit(&ac, cat_op(ts, n, dim));
+}
+
+ts_tensor *ts_stack(ts_tensor *const *ts, int n, int dim) {
+    tsi_ac_frame ac;
+    tsi_autocast_enter_list(&ac, "stack", &ts, n);
+    return tsi_autocast_exit(&ac, stack_op(ts, n, dim));
 }
 
 /* Writes up to max_out narrow views of `len` elements each (the last possibly shorter) and

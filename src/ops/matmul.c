@@ -2,6 +2,7 @@
  * stride 0, one batched kernel call over 3-D views (no copies). */
 #include <stdio.h>
 
+#include "amp/autocast.h"
 #include "autograd/autograd.h"
 #include "ops/shape_grad.h"
 
@@ -214,7 +215,7 @@ static const char *matmul_grad_name(mm_kind kind, int da, int db) {
     return "UnsafeViewBackward0";
 }
 
-static ts_tensor *matmul_op(const char *op, mm_kind kind, ts_tensor *a, ts_tensor *b) {
+static ts_tensor *matmul_record(const char *op, mm_kind kind, ts_tensor *a, ts_tensor *b) {
     ts_tensor *out = matmul_compute(op, kind, a, b);
     ts_tensor *ins[2] = {a, b};
     if (out && tsi_is_float(out->dtype) && tsi_needs_graph(ins, 2)) {
@@ -229,6 +230,12 @@ static ts_tensor *matmul_op(const char *op, mm_kind kind, ts_tensor *a, ts_tenso
                        b->shape.dims[1] > 1;
     }
     return tsi_own(out);
+}
+
+static ts_tensor *matmul_op(const char *op, mm_kind kind, ts_tensor *a, ts_tensor *b) {
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, op, &a, &b);
+    return tsi_autocast_exit(&ac, matmul_record(op, kind, a, b));
 }
 
 ts_tensor *ts_mm(ts_tensor *a, ts_tensor *b) { return matmul_op("mm", MM_MM, a, b); }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "core/pinned.h"
 
 /* Fills t from the next numel counters of the global stream. Counters are reserved in blocks of 4
  * so that every tensor starts on a Philox block boundary, whatever the device or thread count. */
@@ -35,7 +36,7 @@ static ts_tensor *make(const char *op, ts_shape s, ts_dtype dt, ts_opts o) {
     ts_tensor *t = tsi_new(op, s, dt, dev);
     if (!t) return NULL;
     t->requires_grad = o.requires_grad;
-    t->storage->pinned = o.pin_memory;
+    if (o.pin_memory && !tsi_storage_pin(op, t)) return ts_release(t), NULL;
     return t;
 }
 

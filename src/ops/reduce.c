@@ -1,4 +1,5 @@
 /* reduce.c — reduction front ends: sum, mean, prod, max/min, arg*, var/std, logsumexp. */
+#include "amp/autocast.h"
 #include "autograd/autograd.h"
 #include "ops/reduce_grad.h"
 
@@ -226,27 +227,28 @@ static void record(ts_reduce_op rop, bool all, ts_tensor *t, ts_tensor *out, uns
     n->p[0] = param;
 }
 
+/* `recorded_all`: the graph names the whole-tensor overload (an empty dims list reduces over
+ * everything but is recorded as a dim overload, as PyTorch does). */
 static ts_tensor *reduce_rec(const char *op, ts_reduce_op rop, ts_tensor *t, const int *dims,
-                             int ndims, bool all, bool keepdim, double param) {
+                             int ndims, bool all, bool recorded_all, bool keepdim, double param) {
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, op, &t);
     unsigned mask;
     ts_tensor *out = reduce_op(op, rop, t, dims, ndims, all, keepdim, param, &mask);
-    record(rop, all, t, out, mask, keepdim, param, op);
-    return tsi_own(out);
+    record(rop, recorded_all, t, out, mask, keepdim, param, op);
+    return tsi_autocast_exit(&ac, tsi_own(out));
 }
 static ts_tensor *red_all(const char *op, ts_reduce_op rop, ts_tensor *t, double param) {
-    return reduce_rec(op, rop, t, NULL, 0, true, false, param);
+    return reduce_rec(op, rop, t, NULL, 0, true, true, false, param);
 }
 static ts_tensor *red_dim(const char *op, ts_reduce_op rop, ts_tensor *t, int dim, bool keepdim,
                           double param) {
-    return reduce_rec(op, rop, t, &dim, 1, false, keepdim, param);
+    return reduce_rec(op, rop, t, &dim, 1, false, false, keepdim, param);
 }
 /* an empty dims list means all dims (and is recorded as a dim overload, as PyTorch does) */
 static ts_tensor *red_dims(const char *op, ts_reduce_op rop, ts_tensor *t, ts_dims dims,
                            bool keepdim, double param) {
-    unsigned mask;
-    ts_tensor *out = reduce_op(op, rop, t, dims.d, dims.n, dims.n == 0, keepdim, param, &mask);
-    record(rop, false, t, out, mask, keepdim, param, op);
-    return tsi_own(out);
+    return reduce_rec(op, rop, t, dims.d, dims.n, dims.n == 0, false, keepdim, param);
 }
 
 /* ----------------------------------------------------------------- over all elements */

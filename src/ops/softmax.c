@@ -1,8 +1,9 @@
 /* softmax.c — softmax and log_softmax front ends. */
+#include "amp/autocast.h"
 #include "autograd/autograd.h"
 #include "ops/reduce_grad.h"
 
-static ts_tensor *softmax_op(const char *op, ts_tensor *t, int dim, bool log) {
+static ts_tensor *softmax_run(const char *op, ts_tensor *t, int dim, bool log) {
     tsi_init();
     if (!tsi_check_input(op, t, "input")) return NULL;
     const int d = tsi_wrap_dim(op, dim, t->shape.ndim);
@@ -39,6 +40,12 @@ static ts_tensor *softmax_op(const char *op, ts_tensor *t, int dim, bool log) {
         }
     }
     return tsi_own(out);
+}
+
+static ts_tensor *softmax_op(const char *op, ts_tensor *t, int dim, bool log) {
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, op, &t);
+    return tsi_autocast_exit(&ac, softmax_run(op, t, dim, log));
 }
 
 ts_tensor *ts_softmax(ts_tensor *t, int dim) { return softmax_op("softmax", t, dim, false); }

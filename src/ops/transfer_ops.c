@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "core/pinned.h"
 #include "ops/view_grad.h"
 
 ts_tensor *ts_to(ts_tensor *t, ts_device d) {
@@ -15,8 +16,17 @@ ts_tensor *ts_to(ts_tensor *t, ts_device d) {
     return tsi_own(out);
 }
 
-/* Without a CUDA stream to overlap with, the async form is the synchronous copy. */
-ts_tensor *ts_to_async(ts_tensor *t, ts_device d) { return ts_to(t, d); }
+/* From pinned memory to cuda the copy is queued on the current stream and overlaps with compute;
+ * every other pair is ts_to's synchronous copy (src/core/transfer.c). */
+ts_tensor *ts_to_async(ts_tensor *t, ts_device d) {
+    tsi_init();
+    if (!tsi_check_input("to", t, "tensor")) return NULL;
+    ts_device rd = tsi_resolve_device(d);
+    tsi_log_op("to", rd);
+    ts_tensor *out = tsi_to_device_async("to", t, rd);
+    if (out && out != t) tsi_record("ToCopyBackward0", "to", tsi_to_backward, &t, 1, out, NULL, 0);
+    return tsi_own(out);
+}
 
 ts_tensor *ts_to_dtype(ts_tensor *t, ts_dtype dt) {
     tsi_init();
@@ -39,12 +49,12 @@ ts_tensor *ts_pin_memory(ts_tensor *t) {
                              tsi_desc(t)),
                NULL;
     if (t->storage->pinned) return tsi_own(ts_retain(t));
-    /* real page-locking arrives with the CUDA backend; until then pinned is a flag on a copy */
+    /* page-locked memory when CUDA is available, else a copy flagged pinned */
     ts_tensor *out = tsi_new("pin_memory", t->shape, t->dtype, ts_cpu());
     if (!out) return NULL;
+    if (!tsi_storage_pin("pin_memory", out)) return ts_release(out), NULL;
     ts_kview dv = tsi_kview(out), sv = tsi_kview(t);
     tsi_be(t)->copy(tsi_be(t), 0, &dv, &sv);
-    out->storage->pinned = true;
     tsi_record("ToCopyBackward0", "pin_memory", tsi_identity_backward, &t, 1, out, NULL, 0);
     return tsi_own(out);
 }

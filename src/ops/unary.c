@@ -1,5 +1,6 @@
 /* unary.c — unary elementwise front ends (neg, exp, sigmoid, ...), their in-place forms and clamp.
  */
+#include "amp/autocast.h"
 #include "ops/elementwise.h"
 
 /* The result dtype of u on t (PyTorch's): float functions make integers f32, rounding is the
@@ -122,13 +123,20 @@ static ts_tensor *unary_run(const char *op, ts_unary_op u, ts_tensor *t, ts_dtyp
     return n ? tsi_ew_finish(n, unary_exec(op, u, t, r, copy_only, true, p0, p1)) : NULL;
 }
 
-static ts_tensor *unary_op(const char *op, ts_unary_op u, ts_tensor *t, bool inplace) {
+static ts_tensor *unary_checked(const char *op, ts_unary_op u, ts_tensor *t, bool inplace) {
     tsi_init();
     if (!tsi_check_input(op, t, "input")) return NULL;
     ts_dtype r;
     bool copy_only;
     if (!unary_dtype(op, u, t, &r, &copy_only)) return NULL;
     return tsi_own(unary_run(op, u, t, r, copy_only, inplace, 0, 0));
+}
+
+/* autocast's policy decides by name: exp, log, rsqrt... run in f32; in-place forms never cast */
+static ts_tensor *unary_op(const char *op, ts_unary_op u, ts_tensor *t, bool inplace) {
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, op, &t);
+    return tsi_autocast_exit(&ac, unary_checked(op, u, t, inplace));
 }
 
 #define UNARY(NAME, U)                                                                             \

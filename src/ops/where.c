@@ -1,6 +1,7 @@
 /* where.c — where and masked_fill front ends (both run the backend's where kernel). */
 #include <float.h>
 
+#include "amp/autocast.h"
 #include "ops/elementwise.h"
 
 static inline bool dev_eq(ts_device a, ts_device b) {
@@ -30,7 +31,7 @@ static bool check_condition(const char *op, const ts_tensor *cond, const char *w
            false;
 }
 
-ts_tensor *ts_where(ts_tensor *cond, ts_tensor *a, ts_tensor *b) {
+static ts_tensor *where_op(ts_tensor *cond, ts_tensor *a, ts_tensor *b) {
     const char *op = "where";
     tsi_init();
     if (!tsi_check_input(op, cond, "cond") || !tsi_check_input(op, a, "a") ||
@@ -62,6 +63,13 @@ ts_tensor *ts_where(ts_tensor *cond, ts_tensor *a, ts_tensor *b) {
     ts_tensor *const ins[2] = {a, b};
     if (tsi_needs_graph(ins, 2)) out = tsi_ew_record_where(cond, a, b, out);
     return tsi_own(out);
+}
+
+ts_tensor *ts_where(ts_tensor *cond, ts_tensor *a, ts_tensor *b) {
+    /* autocast's promote policy: a and b in the wider of their floating dtypes */
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, "where", &a, &b);
+    return tsi_autocast_exit(&ac, where_op(cond, a, b));
 }
 
 /* ------------------------------------------------------------------ masked_fill */

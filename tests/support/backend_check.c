@@ -260,3 +260,10 @@ const char *bc_what(const char *fmt, ...) {
     va_end(ap);
     return what_buf;
 }
+
+#ifndef TS_TEST_CUDA_EMULATION /* built without CUDA: support/cuda_emulation.cu is not compiled */
+const ts_backend *bc_cuda_emulation(int mode) {
+    (void)mode;
+    return NULL;
+}
+#endif

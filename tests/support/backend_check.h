@@ -57,6 +57,10 @@ void bc_check(const char *what, bc_call *c, bc_launch fn, const void *ctx);
 void bc_kernel_begin(void);
 void bc_kernel_end(const char *name); /* one line per kernel; one pass/fail in ts_test */
 bool bc_present(const char *name, const void *entry);
+/* The cpu backend with the CUDA backend's elementwise kernels run on the host
+ * (support/cuda_emulation.cu); NULL in a build without CUDA. mode: bit 0 no vector accesses, bit 1
+ * no linear kernel, bit 2 64-bit offsets. */
+const ts_backend *bc_cuda_emulation(int mode);
 const char *bc_what(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool bc_is_float(ts_dtype d);
 size_t bc_esz(ts_dtype d);

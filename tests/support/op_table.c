@@ -457,13 +457,8 @@ static void run_group(const ot_row *row, ts_device dev, ts_dtype d0, ts_dtype d1
 }
 
 int ot_run_table(const ot_row *rows, int n) {
-    ts_device devs[3];
-    int nd = 0;
-    devs[nd++] = ts_cpu();
-    if (ts_device_count(TS_SIM) < 1) ts_sim_configure(1, 0);
-    if (ts_device_count(TS_SIM) >= 1) devs[nd++] = ts_sim(0);
-    if (ts_cuda_is_available()) devs[nd++] = ts_cuda(0);
-    ts_error_clear();
+    ts_device devs[TS_TEST_MAX_DEVICES];
+    int nd = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     ot_sample *samples = malloc(sizeof(ot_sample) * OT_MAX_SAMPLES);
     for (int r = 0; r < n; r++) {
         const ot_row *row = &rows[r];

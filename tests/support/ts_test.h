@@ -21,6 +21,11 @@ int ts_test_finish(void);
 /* Prints "SKIP: <why>" and returns 77, ctest's skip code: `return ts_test_skip("no GPU");`. */
 int ts_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The devices a multi-device test runs on (tests/support/test_devices.c): cpu, sim:0 (configured
+ * if need be) and cuda:0 when a CUDA device is present; prints them once. Returns how many. */
+#define TS_TEST_MAX_DEVICES 3
+int ts_test_devices(ts_device *out, int max);
+
 /* The pending Tessera error, rendered for failure messages ("" when none). */
 const char *ts_test_error_str(void);
 

@@ -68,6 +68,14 @@ void tcli_usage(FILE *f) {
         "                      train/batch_loss every --log-every batches)\n"
         "  --log-every N       batches between train/batch_loss records (50)\n"
         "  --progress MODE     auto (a bar on a terminal, else plain lines), bar, lines or none\n"
+        "  --devices LIST      data parallel over several devices, e.g. sim:0,sim:1 or\n"
+        "                      cuda:0,cuda:1: each batch is split along its first dimension, the\n"
+        "                      replicas run in threads and the gradients are summed on the first\n"
+        "                      device (instead of --device)\n"
+        "  --amp               mixed precision: autocast (matmul, linear and conv in a 16-bit\n"
+        "                      type, losses and reductions in float32) with grad scaling for\n"
+        "                      float16\n"
+        "  --amp-dtype T       bf16 or f16 (default: f16 on cuda, bf16 on cpu and sim)\n"
         "\n"
         "  -h, --help          this help\n"
         "\n"
@@ -82,6 +90,7 @@ void tcli_usage(FILE *f) {
         "  tessera train --model mlp --checkpoint runs/mlp --resume   # after a crash\n"
         "  tessera eval --model mlp --checkpoint runs/mlp\n"
         "  tessera train --model mlp --data csv --data-dir mydata.csv --csv-target label\n"
+        "  tessera train --devices sim:0,sim:1 --amp      # data parallel, mixed precision\n"
         "  TS_SIM_DEVICES=2 tessera devices\n"
         "\n"
         "environment: TS_SIM_DEVICES=N adds simulated devices sim:0..N-1; for crash tests,\n"
@@ -136,6 +145,9 @@ static const opt_spec specs[] = {
     {"--log-every", K_POS_INT, FOR_TRAIN, OFF(log_every), NULL},
     {"--progress", K_PROGRESS, FOR_TRAIN, OFF(progress), NULL},
     {"--schedule", K_CHOICE, FOR_TRAIN, OFF(schedule), "cosine|constant"},
+    {"--devices", K_STRING, FOR_TRAIN, OFF(devices), NULL},
+    {"--amp", K_FLAG, FOR_TRAIN, OFF(amp), NULL},
+    {"--amp-dtype", K_CHOICE, FOR_TRAIN, OFF(amp_dtype), "bf16|f16"},
 };
 
 static int parse_int(const char *name, const char *v, long long min, long long max,
@@ -317,6 +329,9 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
                          "--resume: needs --checkpoint DIR (the folder to resume from)");
     if (mask == FOR_EVAL && !o->checkpoint)
         return tcli_fail(TCLI_USAGE, "eval: needs --checkpoint DIR (or a .safetensors file)");
+    if (o->devices && o->device)
+        return tcli_fail(TCLI_USAGE, "--devices: give either --device or --devices, not both");
+    if (o->amp_dtype && !o->amp) return tcli_fail(TCLI_USAGE, "--amp-dtype: only with --amp");
     if (strcmp(o->data, "csv") && (o->csv_target))
         return tcli_fail(TCLI_USAGE, "--csv-target: only for --data csv");
     return -1;
@@ -327,16 +342,13 @@ double tcli_default_lr(const tcli_opts *o) {
     return strcmp(o->optimizer, "adam") ? 0.02 : 0.001;
 }
 
-int tcli_resolve_device(const tcli_opts *o, ts_device *out) {
-    if (!o->device) {
-        *out = ts_cuda_is_available() ? ts_cuda(0) : ts_cpu();
-        return -1;
-    }
+/* One device name of --device or --devices, checked to exist. */
+static int resolve_one(const char *flag, const char *name, ts_device *out) {
     ts_device d;
-    if (ts_device_parse(o->device, &d)) {
+    if (ts_device_parse(name, &d)) {
         ts_error_clear();
-        return tcli_fail(TCLI_USAGE, "--device: expected cpu, cuda, cuda:N or sim:N, got '%s'",
-                         o->device);
+        return tcli_fail(TCLI_USAGE, "%s: expected cpu, cuda, cuda:N or sim:N, got '%s'", flag,
+                         name);
     }
     if (d.type == TS_CUDA && d.index < 0) d.index = 0;
     /* a simulated device needs no hardware: make it exist rather than ask for TS_SIM_DEVICES */
@@ -346,11 +358,51 @@ int tcli_resolve_device(const tcli_opts *o, ts_device *out) {
     if (!ts_device_is_available(d)) {
         ts_error_clear();
         if (d.type == TS_CUDA)
-            return tcli_fail(TCLI_USAGE, "--device: %s is not available (%d CUDA device%s present)",
-                             o->device, ts_device_count(TS_CUDA),
+            return tcli_fail(TCLI_USAGE, "%s: %s is not available (%d CUDA device%s present)", flag,
+                             name, ts_device_count(TS_CUDA),
                              ts_device_count(TS_CUDA) == 1 ? "" : "s");
-        return tcli_fail(TCLI_USAGE, "--device: %s is not available", o->device);
+        return tcli_fail(TCLI_USAGE, "%s: %s is not available", flag, name);
     }
     *out = d;
+    return -1;
+}
+
+int tcli_resolve_device(const tcli_opts *o, ts_device *out) {
+    if (!o->device) {
+        *out = ts_cuda_is_available() ? ts_cuda(0) : ts_cpu();
+        return -1;
+    }
+    return resolve_one("--device", o->device, out);
+}
+
+int tcli_resolve_devices(const tcli_opts *o, ts_device *out, int *n) {
+    *n = 0;
+    if (!o->devices) {
+        *n = 1;
+        return tcli_resolve_device(o, out);
+    }
+    const char *p = o->devices;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char name[32];
+        if (len == 0 || len >= sizeof name)
+            return tcli_fail(TCLI_USAGE,
+                             "--devices: expected a comma-separated list such as sim:0,sim:1, "
+                             "got '%s'",
+                             o->devices);
+        if (*n == TCLI_MAX_DEVICES)
+            return tcli_fail(TCLI_USAGE, "--devices: at most %d devices", TCLI_MAX_DEVICES);
+        memcpy(name, p, len);
+        name[len] = 0;
+        int rc = resolve_one("--devices", name, &out[*n]);
+        if (rc >= 0) return rc;
+        for (int i = 0; i < *n; i++)
+            if (ts_device_equal(out[i], out[*n]))
+                return tcli_fail(TCLI_USAGE, "--devices: %s appears twice", name);
+        ++*n;
+        if (!comma) break;
+        p = comma + 1;
+    }
     return -1;
 }

@@ -73,8 +73,7 @@ static void kill_now(int sig) {
     raise(SIGKILL);
 }
 
-ts_status tcli_checkpoint_save(const char *dir, ts_module *net, ts_optim *opt, int64_t step,
-                               int64_t epoch) {
+ts_status tcli_checkpoint_save(const char *dir, const ts_checkpoint_parts *parts, int64_t epoch) {
     char *path = tcli_checkpoint_path(dir);
     if (!path) return TS_ERR_OOM;
     long kill_epoch = env_long("TS_TRAIN_KILL_IN_SAVE");
@@ -85,7 +84,7 @@ ts_status tcli_checkpoint_save(const char *dir, ts_module *net, ts_optim *opt, i
         fflush(stdout);
         setrlimit(RLIMIT_FSIZE, &fsize);
     }
-    ts_status st = ts_checkpoint_save(path, net, opt, step);
+    ts_status st = ts_checkpoint_save_parts(path, parts);
     free(path);
     return st;
 }

@@ -26,6 +26,9 @@ typedef struct tcli_opts {
     const char *csv_target; /* column name or index; NULL = last column */
     double test_fraction;   /* csv from one file: rows held out for testing */
     const char *device;     /* NULL = best present */
+    const char *devices;    /* train: "sim:0,sim:1" for data parallel; NULL = --device alone */
+    bool amp;               /* train: autocast (+ grad scaling for float16) */
+    const char *amp_dtype;  /* "bf16", "f16" or NULL: the device type's default */
     int epochs, batch_size, workers, threads, log_every;
     double lr, momentum, weight_decay; /* lr < 0: the optimizer's default */
     const char *optimizer;             /* sgd, adam */
@@ -47,6 +50,9 @@ void tcli_usage(FILE *f);
 double tcli_default_lr(const tcli_opts *o);
 /* the device named by --device (checked to exist), or the best present */
 int tcli_resolve_device(const tcli_opts *o, ts_device *out);
+/* the devices of --devices (checked to exist, no repeats), or the one of --device */
+#define TCLI_MAX_DEVICES 16
+int tcli_resolve_devices(const tcli_opts *o, ts_device *out, int *n);
 
 /* data.c: the chosen data set, opened for training and testing */
 typedef struct tcli_data {
@@ -83,8 +89,7 @@ ts_loader *tcli_test_loader(const tcli_opts *o, const tcli_data *d, ts_device de
 /* checkpoint.c */
 char *tcli_checkpoint_path(const char *dir);  /* malloc'ed "<dir>/latest.safetensors" */
 int tcli_checkpoint_prepare(const char *dir); /* mkdir -p; removes stale temporaries */
-ts_status tcli_checkpoint_save(const char *dir, ts_module *net, ts_optim *opt, int64_t step,
-                               int64_t epoch);
+ts_status tcli_checkpoint_save(const char *dir, const ts_checkpoint_parts *parts, int64_t epoch);
 void tcli_test_hooks_batch(void); /* TS_TRAIN_KILL_AFTER_BATCHES */
 
 /* commands */

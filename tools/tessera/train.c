@@ -15,10 +15,15 @@ static double now_s(void) {
 
 typedef struct trainer {
     const tcli_opts *o;
-    ts_device dev;
+    ts_device dev; /* where the model lives and batches arrive: the first of devs */
+    ts_device devs[TCLI_MAX_DEVICES];
+    int ndev; /* > 1: data parallel over devs */
     tcli_data data;
-    ts_module *net;
+    ts_module *model; /* the model itself: what checkpoints hold */
+    ts_module *net;   /* what runs: the model, or its DataParallel wrapper (which owns it) */
     ts_optim *opt;
+    ts_dtype amp;           /* TS_DTYPE_DEFAULT: no autocast */
+    ts_grad_scaler *scaler; /* float16 autocast only */
     ts_loader *train, *test;
     ts_logger *log;
     int64_t step, batches; /* step: batches trained so far, over all epochs */
@@ -34,14 +39,31 @@ static ts_optim *make_optim(const tcli_opts *o, ts_module *net) {
         net, (ts_sgd_opts){.lr = lr, .momentum = o->momentum, .weight_decay = o->weight_decay});
 }
 
+/* Autocast around the forward pass and the loss with --amp (begin/end always pair). */
+static void amp_begin(const trainer *t) {
+    if (t->amp != TS_DTYPE_DEFAULT) ts_autocast_begin(t->dev.type, t->amp);
+}
+static void amp_end(const trainer *t) {
+    if (t->amp != TS_DTYPE_DEFAULT) ts_autocast_end();
+}
+
 /* One optimizer step on a batch; adds its loss x size and its correct predictions to the sums. */
 static void train_batch(trainer *t, ts_batch *b) {
     ts_scope_begin();
     ts_optim_zero_grad(t->opt);
+    amp_begin(t);
     ts_tensor *logits = ts_forward(t->net, b->x);
     ts_tensor *loss = ts_cross_entropy(logits, b->y);
-    ts_backward(loss);
-    ts_optim_step(t->opt);
+    amp_end(t);
+    if (t->scaler) {
+        /* a step with Inf/NaN gradients is skipped and the scale backs off */
+        ts_backward(ts_grad_scaler_scale(t->scaler, loss));
+        ts_grad_scaler_step(t->scaler, t->opt, NULL);
+        ts_grad_scaler_update(t->scaler);
+    } else {
+        ts_backward(loss);
+        ts_optim_step(t->opt);
+    }
     ts_no_grad_begin();
     ts_add_(t->loss_sum, ts_mul_scalar(loss, (double)ts_size(b->y, 0)));
     ts_add_(t->correct, ts_sum(ts_eq(ts_argmax_dim(logits, 1, false), b->y)));
@@ -107,8 +129,10 @@ static int run_epoch(trainer *t, int64_t epoch, double *test_acc) {
     double train_loss = ts_item(t->loss_sum) / (double)(seen ? seen : 1);
     double train_acc = ts_item(t->correct) / (double)(seen ? seen : 1);
     double test_loss, acc;
-    if (tcli_evaluate(t->net, t->test, &test_loss, &acc, NULL))
-        return tcli_fail_ts(TCLI_FAIL, "test");
+    amp_begin(t);
+    ts_status st = tcli_evaluate(t->net, t->test, &test_loss, &acc, NULL);
+    amp_end(t);
+    if (st) return tcli_fail_ts(TCLI_FAIL, "test");
     double secs = now_s() - t0;
     printf("epoch %lld/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  time %.1fs\n",
            (long long)epoch + 1, o->epochs, train_loss, train_acc, test_loss, acc, secs);
@@ -118,9 +142,17 @@ static int run_epoch(trainer *t, int64_t epoch, double *test_acc) {
         double v[6] = {train_loss, train_acc, test_loss, acc, ts_optim_get_lr(t->opt, 0), secs};
         if (log_epoch(t, epoch + 1, v)) return tcli_fail_ts(TCLI_FAIL, "--log");
     }
-    if (o->checkpoint && tcli_checkpoint_save(o->checkpoint, t->net, t->opt, t->step, epoch + 1))
+    ts_checkpoint_parts parts = {t->model, t->opt, t->scaler, t->step};
+    if (o->checkpoint && tcli_checkpoint_save(o->checkpoint, &parts, epoch + 1))
         return tcli_fail_ts(TCLI_FAIL, "--checkpoint");
     return -1;
+}
+
+static ts_status load_checkpoint(trainer *t, const char *path) {
+    ts_checkpoint_parts parts = {t->model, t->opt, t->scaler, 0};
+    ts_status st = ts_checkpoint_load_parts(path, &parts);
+    t->step = parts.step;
+    return st;
 }
 
 /* --resume: model, optimizer, step and RNG from latest.safetensors; the epoch follows from the
@@ -133,7 +165,7 @@ static int resume(trainer *t, int64_t *start_epoch) {
     if (stat(path, &sb) != 0) {
         fprintf(stderr, "tessera: --resume: no checkpoint in %s yet; starting from epoch 1\n",
                 t->o->checkpoint);
-    } else if (ts_checkpoint_load(path, t->net, t->opt, &t->step)) {
+    } else if (load_checkpoint(t, path)) {
         /* another model, or a broken file: not something training could fix */
         rc = tcli_fail_ts(ts_error() == TS_ERR_IO || ts_error() == TS_ERR_OOM ? TCLI_FAIL
                                                                               : TCLI_USAGE,
@@ -158,10 +190,26 @@ static int train_run(trainer *t) {
     if (rc >= 0) return rc;
     if (o->checkpoint && (rc = tcli_checkpoint_prepare(o->checkpoint)) >= 0) return rc;
     ts_manual_seed(o->seed);
-    if (!(t->net = tcli_model_new(o->model, &t->data)))
+    if (!(t->net = t->model = tcli_model_new(o->model, &t->data)))
         return ts_error() ? tcli_fail_ts(TCLI_FAIL, "model") : TCLI_USAGE;
-    t->net = ts_module_to(t->net, t->dev);
-    if (ts_error() || !(t->opt = make_optim(o, t->net))) return tcli_fail_ts(TCLI_FAIL, "model");
+    t->net = t->model = ts_module_to(t->model, t->dev);
+    if (ts_error() || !(t->opt = make_optim(o, t->model))) return tcli_fail_ts(TCLI_FAIL, "model");
+    if (t->ndev > 1) {
+        /* the wrapper owns the model from now on (and frees it even on failure) */
+        t->net = ts_data_parallel(t->model, t->devs, t->ndev, t->dev);
+        if (!t->net) {
+            t->model = NULL;
+            return tcli_fail_ts(TCLI_FAIL, "--devices");
+        }
+    }
+    if (o->amp) {
+        t->amp = !o->amp_dtype                  ? ts_autocast_get_dtype(t->dev.type)
+                 : !strcmp(o->amp_dtype, "f16") ? TS_F16
+                                                : TS_BF16;
+        /* bfloat16 has float32's range: its gradients need no scaling (PyTorch's advice) */
+        if (t->amp == TS_F16 && !(t->scaler = ts_grad_scaler_new((ts_grad_scaler_opts){0})))
+            return tcli_fail_ts(TCLI_FAIL, "--amp");
+    }
     t->train =
         ts_loader_new(t->data.train, (ts_loader_opts){.batch_size = o->batch_size,
                                                       .shuffle = true,
@@ -182,10 +230,15 @@ static int train_run(trainer *t) {
     if (o->log && !(t->log = ts_logger_open(o->log))) return tcli_fail_ts(TCLI_USAGE, "--log");
 
     const char *opt_name = strcmp(o->optimizer, "adam") ? "SGD" : "Adam";
-    printf("%s (%lld parameters) on %s (%lld train / %lld test) on %s\n",
-           tcli_model_title(o->model), (long long)ts_module_num_parameters(t->net), t->data.title,
-           (long long)ts_dataset_len(t->data.train), (long long)ts_dataset_len(t->data.test),
-           ts_device_str(t->dev));
+    printf("%s (%lld parameters) on %s (%lld train / %lld test) on ", tcli_model_title(o->model),
+           (long long)ts_module_num_parameters(t->model), t->data.title,
+           (long long)ts_dataset_len(t->data.train), (long long)ts_dataset_len(t->data.test));
+    for (int i = 0; i < t->ndev; i++) printf("%s%s", i ? "," : "", ts_device_str(t->devs[i]));
+    printf("%s", t->ndev > 1 ? " (data parallel)" : "");
+    if (t->amp != TS_DTYPE_DEFAULT)
+        printf(", mixed precision %s%s", ts_dtype_name(t->amp),
+               t->scaler ? " with grad scaling" : "");
+    printf("\n");
     printf("%d epoch%s, batch %d, %s lr %g", o->epochs, o->epochs == 1 ? "" : "s", o->batch_size,
            opt_name, tcli_default_lr(o));
     if (strcmp(o->optimizer, "adam")) printf(" momentum %g", o->momentum);
@@ -198,15 +251,17 @@ static int train_run(trainer *t) {
         if ((rc = run_epoch(t, e, &acc)) >= 0) return rc;
     if (acc < 0) { /* resumed after the last epoch: nothing left to train */
         double loss;
-        if (tcli_evaluate(t->net, t->test, &loss, &acc, NULL))
-            return tcli_fail_ts(TCLI_FAIL, "test");
+        amp_begin(t);
+        ts_status st = tcli_evaluate(t->net, t->test, &loss, &acc, NULL);
+        amp_end(t);
+        if (st) return tcli_fail_ts(TCLI_FAIL, "test");
     }
     if (o->checkpoint) {
         size_t n = strlen(o->checkpoint) + 32;
         char *path = malloc(n);
         if (!path) return tcli_fail(TCLI_FAIL, "out of memory");
         snprintf(path, n, "%s/model.safetensors", o->checkpoint);
-        ts_status st = ts_module_save(t->net, path);
+        ts_status st = ts_module_save(t->model, path);
         free(path);
         if (st) return tcli_fail_ts(TCLI_FAIL, "--checkpoint");
     }
@@ -217,8 +272,9 @@ static int train_run(trainer *t) {
 
 int tcli_train(const tcli_opts *o) {
     trainer t = {.o = o};
-    int rc = tcli_resolve_device(o, &t.dev);
+    int rc = tcli_resolve_devices(o, t.devs, &t.ndev);
     if (rc >= 0) return rc;
+    t.dev = t.devs[0];
     if (o->threads) ts_set_num_threads(o->threads);
     rc = train_run(&t);
     ts_release(t.loss_sum);
@@ -227,7 +283,8 @@ int tcli_train(const tcli_opts *o) {
     ts_loader_free(t.train);
     ts_loader_free(t.test);
     ts_optim_free(t.opt);
-    ts_module_free(t.net);
+    ts_grad_scaler_free(t.scaler);
+    ts_module_free(t.net); /* the DataParallel wrapper frees the model with it */
     tcli_data_close(&t.data);
     return rc;
 }

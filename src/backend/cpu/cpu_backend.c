@@ -66,6 +66,8 @@ void ts_cpu_kernels_install(ts_backend *be) {
     be->pool2d = ts_cpu_pool2d;
     be->pool2d_backward = ts_cpu_pool2d_backward;
     be->optim_step = ts_cpu_optim_step;
+    be->amp_unscale = ts_cpu_amp_unscale;
+    be->amp_update_scale = ts_cpu_amp_update_scale;
 }
 
 static ts_backend cpu_backend = {

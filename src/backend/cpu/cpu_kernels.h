@@ -54,5 +54,11 @@ void ts_cpu_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx,
                             const ts_pool2d_params *p);
 /* kern_optim.c */
 void ts_cpu_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args);
+/* kern_amp.c */
+void ts_cpu_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, int n,
+                        const ts_kview *found_inf, const ts_kview *inv_scale);
+void ts_cpu_amp_update_scale(const ts_backend *be, int index, const ts_kview *scale,
+                             const ts_kview *growth_tracker, const ts_kview *found_inf,
+                             double growth_factor, double backoff_factor, int growth_interval);
 
 #endif /* TS_CPU_KERNELS_H */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/blas_threads.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/kern_conv.h"
@@ -74,23 +75,16 @@ static bool batch_parallel(const cgeom *g, int nt) {
 }
 
 #ifdef TS_HAVE_OPENMP
-/* OpenBLAS's own threads must stay out of GEMMs issued from inside an OpenMP region. */
+/* OpenBLAS's own threads must stay out of GEMMs issued from inside an OpenMP region (one switch
+ * shared by every thread: backend/cpu/blas_threads.c). */
 static int blas_single_begin(void) {
-#if defined(TS_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
-    int saved = openblas_get_num_threads();
-    openblas_set_num_threads(1);
-    return saved;
-#else
+    tsi_blas_single_begin();
     return 0;
-#endif
 }
 
 static void blas_single_end(int saved) {
-#if defined(TS_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
-    openblas_set_num_threads(saved);
-#else
     (void)saved;
-#endif
+    tsi_blas_single_end();
 }
 #endif
 
@@ -469,23 +463,41 @@ static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *g
 }
 
 /* ------------------------------------------------------------------ f16 / bf16 */
+/* The conversions run on every thread for large tensors: serial, they held back f16/bf16
+ * convolutions (autocast's) on more than one core. */
+#define CONVERT_PARALLEL(n) ((n) >= 32768 && max_threads() > 1)
+
 static float *to_f32(const ts_kview *v, int64_t n) {
     float *dst = malloc((size_t)n * sizeof(float) + 1);
     if (!dst) return NULL;
     const uint16_t *src = (const uint16_t *)v->data;
-    if (v->dtype == TS_BF16)
+    if (v->dtype == TS_BF16) {
+#ifdef TS_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (CONVERT_PARALLEL(n))
+#endif
         for (int64_t i = 0; i < n; i++) dst[i] = ts_bf16_to_f32(src[i]);
-    else
+    } else {
+#ifdef TS_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (CONVERT_PARALLEL(n))
+#endif
         for (int64_t i = 0; i < n; i++) dst[i] = ts_f16_to_f32(src[i]);
+    }
     return dst;
 }
 
 static void from_f32(const float *src, int64_t n, const ts_kview *v) {
     uint16_t *dst = (uint16_t *)v->data;
-    if (v->dtype == TS_BF16)
+    if (v->dtype == TS_BF16) {
+#ifdef TS_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (CONVERT_PARALLEL(n))
+#endif
         for (int64_t i = 0; i < n; i++) dst[i] = ts_f32_to_bf16(src[i]);
-    else
+    } else {
+#ifdef TS_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (CONVERT_PARALLEL(n))
+#endif
         for (int64_t i = 0; i < n; i++) dst[i] = ts_f32_to_f16(src[i]);
+    }
 }
 
 static int64_t numel4(const ts_kview *v) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/blas_threads.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/kernel_math.h"
@@ -146,18 +147,13 @@ static void matmul_float(bool dbl, const mm_desc *d, const char *a, const char *
      * library's own threads. */
     if (d->bsz > 1 && flops < 4e6 && run_in_parallel(flops * (double)d->bsz)) {
 #ifdef TS_HAVE_OPENMP
-#if defined(TS_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
-        int saved = openblas_get_num_threads();
-        openblas_set_num_threads(1);
-#endif
+        tsi_blas_single_begin(); /* one GEMM per thread: OpenBLAS's own threads stay out */
         const int64_t bsz = d->bsz;
 #pragma omp parallel for schedule(static)
         for (int64_t bi = 0; bi < bsz; bi++)
             gemm_one(dbl, d, a + (size_t)(bi * d->sa[0]) * es, b + (size_t)(bi * d->sb[0]) * es,
                      c + (size_t)(bi * d->sc[0]) * es, false);
-#if defined(TS_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
-        openblas_set_num_threads(saved);
-#endif
+        tsi_blas_single_end();
         return;
 #endif
     }

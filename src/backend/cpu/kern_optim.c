@@ -4,11 +4,12 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loops.h"
 #include "backend/kernel_math.h"
+#include "backend/optim_math.h"
 #include "backend/optim_step.h"
 
-/* Each update follows torch.optim's _single_tensor_* functions op by op, rounding to the compute
- * type where torch rounds, so f32 and f64 results track PyTorch's to the last bits: addcmul is
- * self + (value * t1) * t2 and addcdiv self + (value * t1) / t2, as ATen evaluates them. */
+/* The per-element updates live in optim_math.h (shared with the CUDA kernel): each follows
+ * torch.optim's _single_tensor_* functions op by op, rounding to the compute type where torch
+ * rounds, so f32 and f64 results track PyTorch's to the last bits. */
 
 #define LD_SAME(x) (x)
 #define ST_SAME(x) (x)
@@ -17,28 +18,20 @@
 #define LD_BF16(x) ts_bf16_to_f32(x)
 #define ST_BF16(x) ts_f32_to_bf16(x)
 
-/* torch.maximum: NaN in either operand wins */
-#define MAX_NAN(a, b) ((a) != (a) || (a) > (b) ? (a) : (b))
-#define INLINE        static inline __attribute__((always_inline))
+#define INLINE static inline __attribute__((always_inline))
 
 /* Each loop is a function of constant flags, always inlined into calls with literal flags: every
  * option combination gets its own branch-free (vectorizable) loop. maximize is a multiplication by
  * -1, which is exact. */
-#define OPTIM_KERNELS(SUF, T, CT, LD, ST, SQRT)                                                    \
+#define OPTIM_KERNELS(SUF, T, CT, MS, LD, ST)                                                      \
     INLINE void sgd_loop_##SUF(const ts_optim_hparams *h, T *restrict p, const T *restrict g,      \
                                T *restrict buf, int64_t b, int64_t e, const bool WD,               \
                                const bool MOM, const bool FRESH, const bool NEST) {                \
-        const CT sg = h->maximize ? -1 : 1, wd = (CT)h->weight_decay, mom = (CT)h->momentum;       \
-        const CT damp1 = (CT)(1.0 - h->dampening), nlr = (CT)(-h->lr);                             \
+        const ts_om_k_##MS k = ts_om_consts_##MS(h);                                               \
         for (int64_t i = b; i < e; i++) {                                                          \
-            CT pv = LD(p[i]), d = sg * LD(g[i]);                                                   \
-            if (WD) d = d + wd * pv;                                                               \
-            if (MOM) {                                                                             \
-                CT bv = FRESH ? d : LD(buf[i]) * mom + damp1 * d;                                  \
-                buf[i] = ST(bv);                                                                   \
-                d = NEST ? d + mom * bv : bv;                                                      \
-            }                                                                                      \
-            p[i] = ST(pv + nlr * d);                                                               \
+            CT bv = MOM && !FRESH ? LD(buf[i]) : (CT)0;                                            \
+            p[i] = ST(ts_om_sgd_##MS(&k, LD(p[i]), LD(g[i]), &bv, WD, MOM, FRESH, NEST));          \
+            if (MOM) buf[i] = ST(bv);                                                              \
         }                                                                                          \
     }                                                                                              \
     static void sgd_##SUF(const ts_optim_hparams *h, T *p, const T *g, T *buf, bool fresh,         \
@@ -65,27 +58,16 @@
                                 const T *restrict g, T *restrict ma, T *restrict va,               \
                                 T *restrict xa, int64_t b, int64_t e, const bool ADAMW,            \
                                 const bool WD, const bool AMS) {                                   \
-        const double bc1 = 1.0 - pow(h->beta1, step), bc2 = 1.0 - pow(h->beta2, step);             \
-        const CT nstep = (CT)(-(h->lr / bc1)), bc2s = (CT)sqrt(bc2);                               \
-        const CT b1 = (CT)h->beta1, omb1 = (CT)(1.0 - h->beta1);                                   \
-        const CT b2 = (CT)h->beta2, omb2 = (CT)(1.0 - h->beta2);                                   \
-        const CT sg = h->maximize ? -1 : 1, wd = (CT)h->weight_decay, eps = (CT)h->eps;            \
-        const CT decay = (CT)(1.0 - h->lr * h->weight_decay);                                      \
+        const ts_om_k_##MS k = ts_om_consts_##MS(h);                                               \
+        CT nstep, bc2s;                                                                            \
+        ts_om_adam_bias_##MS(h, step, &nstep, &bc2s);                                              \
         for (int64_t i = b; i < e; i++) {                                                          \
-            CT pv = LD(p[i]), d = sg * LD(g[i]);                                                   \
-            if (ADAMW) pv = pv * decay;                                                            \
-            if (WD) d = d + wd * pv;                                                               \
-            CT m = LD(ma[i]) * b1 + omb1 * d;                                                      \
-            CT v = LD(va[i]) * b2 + (omb2 * d) * d;                                                \
+            CT m = LD(ma[i]), v = LD(va[i]), mx = AMS ? LD(xa[i]) : (CT)0;                         \
+            p[i] = ST(ts_om_adam_##MS(&k, nstep, bc2s, LD(p[i]), LD(g[i]), &m, &v, &mx, ADAMW, WD, \
+                                      AMS));                                                       \
             ma[i] = ST(m);                                                                         \
             va[i] = ST(v);                                                                         \
-            if (AMS) {                                                                             \
-                CT mx = LD(xa[i]);                                                                 \
-                v = MAX_NAN(v, mx);                                                                \
-                xa[i] = ST(v);                                                                     \
-            }                                                                                      \
-            CT den = SQRT(v) / bc2s + eps;                                                         \
-            p[i] = ST(pv + (nstep * m) / den);                                                     \
+            if (AMS) xa[i] = ST(mx);                                                               \
         }                                                                                          \
     }                                                                                              \
     static void adam_##SUF(const ts_optim_hparams *h, double step, T *p, const T *g, T *ma, T *va, \
@@ -108,30 +90,14 @@
                                    T *restrict sa, T *restrict ba, T *restrict ga, int64_t b,      \
                                    int64_t e, const bool WD, const bool CENTERED,                  \
                                    const bool MOM) {                                               \
-        const CT a = (CT)h->alpha, oma = (CT)(1.0 - h->alpha), eps = (CT)h->eps;                   \
-        const CT sg = h->maximize ? -1 : 1, wd = (CT)h->weight_decay, mom = (CT)h->momentum;       \
-        const CT nlr = (CT)(-h->lr);                                                               \
+        const ts_om_k_##MS k = ts_om_consts_##MS(h);                                               \
         for (int64_t i = b; i < e; i++) {                                                          \
-            CT pv = LD(p[i]), d = sg * LD(g[i]);                                                   \
-            if (WD) d = d + wd * pv;                                                               \
-            CT sq = LD(sa[i]) * a + (oma * d) * d;                                                 \
+            CT sq = LD(sa[i]), bv = MOM ? LD(ba[i]) : (CT)0, gv = CENTERED ? LD(ga[i]) : (CT)0;    \
+            p[i] =                                                                                 \
+                ST(ts_om_rmsprop_##MS(&k, LD(p[i]), LD(g[i]), &sq, &bv, &gv, WD, CENTERED, MOM));  \
             sa[i] = ST(sq);                                                                        \
-            CT avg;                                                                                \
-            if (CENTERED) {                                                                        \
-                CT gv = LD(ga[i]) * a + oma * d;                                                   \
-                ga[i] = ST(gv);                                                                    \
-                avg = SQRT(sq + ((CT)-1 * gv) * gv);                                               \
-            } else {                                                                               \
-                avg = SQRT(sq);                                                                    \
-            }                                                                                      \
-            avg = avg + eps;                                                                       \
-            if (MOM) {                                                                             \
-                CT bv = LD(ba[i]) * mom + d / avg;                                                 \
-                ba[i] = ST(bv);                                                                    \
-                p[i] = ST(pv + nlr * bv);                                                          \
-            } else {                                                                               \
-                p[i] = ST(pv + (nlr * d) / avg);                                                   \
-            }                                                                                      \
+            if (CENTERED) ga[i] = ST(gv);                                                          \
+            if (MOM) ba[i] = ST(bv);                                                               \
         }                                                                                          \
     }                                                                                              \
     static void rmsprop_##SUF(const ts_optim_hparams *h, T *p, const T *g, T *sa, T *ba, T *ga,    \
@@ -155,10 +121,10 @@
             rmsprop_loop_##SUF(h, p, g, sa, ba, ga, b, e, 0, 0, 0);                                \
     }
 
-OPTIM_KERNELS(f32, float, float, LD_SAME, ST_SAME, sqrtf)
-OPTIM_KERNELS(f64, double, double, LD_SAME, ST_SAME, sqrt)
-OPTIM_KERNELS(f16, ts_f16_bits, float, LD_F16, ST_F16, sqrtf)
-OPTIM_KERNELS(bf16, ts_bf16_bits, float, LD_BF16, ST_BF16, sqrtf)
+OPTIM_KERNELS(f32, float, float, f, LD_SAME, ST_SAME)
+OPTIM_KERNELS(f64, double, double, d, LD_SAME, ST_SAME)
+OPTIM_KERNELS(f16, ts_f16_bits, float, f, LD_F16, ST_F16)
+OPTIM_KERNELS(bf16, ts_bf16_bits, float, f, LD_BF16, ST_BF16)
 
 #define DISPATCH_KIND(SUF, T)                                                                      \
     do {                                                                                           \

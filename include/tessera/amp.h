@@ -1,0 +1,64 @@
+/* tessera/amp.h — mixed precision: autocast regions and the gradient scaler (via tessera.h). */
+#ifndef TESSERA_AMP_H
+#define TESSERA_AMP_H
+
+/* ===================================================================== autocast
+ * Inside a region, ops on tensors of `device_type` run in PyTorch's autocast policy:
+ *   lower precision (dtype): mm, bmm, matmul, linear, conv2d;
+ *   float32: softmax, log_softmax, cross_entropy, nll_loss, mse_loss (and the other losses), sum,
+ *            prod, logsumexp, exp, log, log1p, rsqrt, reciprocal, softplus, pow, layer_norm,
+ *            batch_norm (docs/AMP.md has the lists and the reasons; mean is on none of them);
+ *   widest input type: cat, stack, where, scatter_add, and binary ops (by type promotion).
+ * Only floating inputs other than float64 are cast. Regions nest and are thread-local; a nested
+ * region replaces the state for its device type until its end. Casts of leaf tensors that require
+ * grad (parameters) are cached until the outermost region of the thread ends. */
+typedef struct ts_autocast_opts {
+    ts_dtype dtype; /* TS_DTYPE_DEFAULT: f16 on cuda, bf16 on cpu and sim */
+    bool disabled;  /* a region with autocast off (torch.autocast(enabled=False)) */
+    bool no_cache;  /* cache_enabled=False */
+} ts_autocast_opts;
+/* device_type: TS_CPU, TS_CUDA or TS_SIM (TS_DEVICE_DEFAULT: the default device's type). dtype
+ * must be TS_F16, TS_BF16 or TS_DTYPE_DEFAULT (TS_ERR_DTYPE otherwise; the region still opens so
+ * begin/end stay paired). */
+void ts_autocast_begin(ts_device_type device_type, ts_dtype dtype);
+void ts_autocast_begin_ex(ts_device_type device_type, ts_autocast_opts o);
+void ts_autocast_end(void); /* TS_ERR_STATE when no region is open */
+bool ts_autocast_is_enabled(ts_device_type device_type);
+ts_dtype ts_autocast_get_dtype(ts_device_type device_type); /* the region's (or default) dtype */
+void ts_autocast_clear_cache(void);
+
+/* ================================================================= grad scaler
+ * PyTorch's torch.cuda.amp.GradScaler:
+ *   ts_backward(ts_grad_scaler_scale(s, loss));
+ *   ts_grad_scaler_unscale_(s, opt);            // optional, e.g. before clipping
+ *   ts_grad_scaler_step(s, opt, &stepped);      // skipped when a gradient is Inf/NaN
+ *   ts_grad_scaler_update(s);
+ * The scale lives on the device of the first loss it scales. */
+typedef struct ts_grad_scaler ts_grad_scaler;
+typedef struct ts_grad_scaler_opts {
+    double init_scale;     /* 0 -> 65536 (2^16) */
+    double growth_factor;  /* 0 -> 2.0 */
+    double backoff_factor; /* 0 -> 0.5 */
+    int growth_interval;   /* 0 -> 2000 */
+    bool disabled;         /* enabled=False: scale/unscale/update do nothing, step just steps */
+} ts_grad_scaler_opts;
+ts_grad_scaler *ts_grad_scaler_new(ts_grad_scaler_opts o);
+void ts_grad_scaler_free(ts_grad_scaler *s);
+ts_tensor *ts_grad_scaler_scale(ts_grad_scaler *s, ts_tensor *loss); /* loss * scale */
+/* Divides the optimizer's gradients by the scale in place and records whether any is Inf/NaN; a
+ * second call before update is TS_ERR_STATE, like PyTorch. */
+ts_status ts_grad_scaler_unscale_(ts_grad_scaler *s, ts_optim *opt);
+/* Unscales if not done yet, then steps unless an Inf/NaN was found; *stepped (may be NULL) tells.
+ */
+ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped);
+/* Backs off (Inf/NaN seen since the last update) or grows (growth_interval clean steps). */
+ts_status ts_grad_scaler_update(ts_grad_scaler *s);
+ts_status ts_grad_scaler_set_scale(ts_grad_scaler *s, double new_scale); /* update(new_scale) */
+double ts_grad_scaler_get_scale(ts_grad_scaler *s); /* 1.0 when disabled, NAN on error */
+int ts_grad_scaler_growth_tracker(ts_grad_scaler *s);
+/* PyTorch's state_dict keys: scale, growth_factor, backoff_factor, growth_interval,
+ * _growth_tracker (0-dim f64 cpu tensors). */
+ts_tensor_list ts_grad_scaler_state_dict(ts_grad_scaler *s);
+ts_status ts_grad_scaler_load_state_dict(ts_grad_scaler *s, const ts_tensor_list *sd);
+
+#endif /* TESSERA_AMP_H */

@@ -1,0 +1,90 @@
+/* tessera/cuda.h — CUDA devices, streams and events (via tessera.h). Every function works in a
+ * build without CUDA and on machines without a GPU: counts are 0 and the rest give TS_ERR_DEVICE
+ * or TS_ERR_UNSUPPORTED with a message saying why. */
+#ifndef TESSERA_CUDA_H
+#define TESSERA_CUDA_H
+
+/* ------------------------------------------------------------------ devices */
+typedef struct ts_cuda_props {
+    char name[256];                 /* "NVIDIA H100 80GB HBM3" */
+    size_t total_memory;            /* bytes */
+    int multiprocessor_count;       /* SMs */
+    int major, minor;               /* compute capability: 9.0 on Hopper */
+    int max_threads_per_block;      /* 1024 */
+    int warp_size;                  /* 32 */
+    size_t shared_memory_per_block; /* bytes a block may use by default */
+    int l2_cache_size;              /* bytes */
+    int pci_bus_id, pci_device_id;
+} ts_cuda_props;
+
+/* Devices the CUDA runtime reports (honours CUDA_VISIBLE_DEVICES); 0 without CUDA. Same as
+ * ts_device_count(TS_CUDA). */
+int ts_cuda_device_count(void);
+ts_status ts_cuda_get_properties(int device, ts_cuda_props *out);
+/* The calling thread's current device: what ts_cuda(-1) and the device string "cuda" mean, and
+ * where streams and events are made by default. Each thread starts on device 0. */
+ts_status ts_cuda_set_device(int device);
+int ts_cuda_current_device(void); /* -1 and TS_ERR_DEVICE when CUDA is not available */
+/* Waits until every stream of the device has finished its work; device -1: the current device. */
+ts_status ts_cuda_synchronize(int device);
+
+/* ------------------------------------------------------------------ streams
+ * Kernels and copies run asynchronously, in order, on the calling thread's current stream of
+ * their device: the legacy default stream until ts_cuda_set_stream selects another. Reading a
+ * result on the host (ts_item, ts_copy_to_host, ts_to(t, ts_cpu())) waits for it. Memory freed by
+ * work on one stream is reused by another only after that stream waited for the work (the caching
+ * allocator records an event), so tensors may be shared between streams as long as the user orders
+ * the work that reads and writes them (ts_cuda_stream_wait_event), as with PyTorch's streams. */
+typedef struct ts_cuda_stream ts_cuda_stream;
+typedef struct ts_cuda_event ts_cuda_event;
+
+/* A new stream on device (-1: the current one) that does not synchronise with the legacy default
+ * stream. Streams are pooled: ts_cuda_stream_free hands it back for reuse. NULL + error. */
+ts_cuda_stream *ts_cuda_stream_new(int device);
+/* Frees a stream from ts_cuda_stream_new (its queued work still runs). The default streams and
+ * NULL are accepted and ignored. A thread whose current stream it is goes back to the default
+ * stream; other threads must stop using it first. */
+ts_status ts_cuda_stream_free(ts_cuda_stream *s);
+/* The legacy default stream of device (-1: current). */
+ts_cuda_stream *ts_cuda_default_stream(int device);
+/* Makes s the calling thread's current stream on s's device (NULL: back to the default stream of
+ * the current device). Other threads and devices keep theirs. */
+ts_status ts_cuda_set_stream(ts_cuda_stream *s);
+ts_cuda_stream *ts_cuda_current_stream(int device); /* never NULL when CUDA is available */
+int ts_cuda_stream_device(ts_cuda_stream *s);       /* -1 for NULL */
+ts_status ts_cuda_stream_synchronize(ts_cuda_stream *s);
+/* True when all work queued on s has finished (false also on error). */
+bool ts_cuda_stream_query(ts_cuda_stream *s);
+/* Work queued on s from now on waits until e's recorded work is done (no host wait). */
+ts_status ts_cuda_stream_wait_event(ts_cuda_stream *s, ts_cuda_event *e);
+/* The cudaStream_t, for launching one's own kernels in order with Tessera's. */
+void *ts_cuda_stream_handle(ts_cuda_stream *s);
+
+/* ------------------------------------------------------------------ events */
+/* An event; with timing, ts_cuda_event_elapsed_ms can measure between two of them. It belongs to
+ * the device of the first stream it is recorded on. */
+ts_cuda_event *ts_cuda_event_new(bool enable_timing);
+/* Captures the work queued on s so far (NULL: the current stream of the current device). */
+ts_status ts_cuda_event_record(ts_cuda_event *e, ts_cuda_stream *s);
+ts_status ts_cuda_event_synchronize(ts_cuda_event *e); /* waits for the captured work */
+bool ts_cuda_event_query(ts_cuda_event *e); /* true when it is done (or never recorded) */
+/* Milliseconds between two recorded timing events of one device; waits for `end` first. */
+ts_status ts_cuda_event_elapsed_ms(ts_cuda_event *start, ts_cuda_event *end, float *ms);
+void ts_cuda_event_free(ts_cuda_event *e); /* NULL is fine */
+
+/* ------------------------------------------------------------------ pinned host memory
+ * ts_pin_memory(t) and ts_opts.pin_memory allocate page-locked memory (cudaHostAlloc) from a
+ * caching allocator of its own when CUDA is available; ts_to_async(pinned, cuda) then copies
+ * asynchronously on the current stream, overlapping with compute. Without CUDA "pinned" is only a
+ * flag. Statistics of that cache (live_tensors is 0); ts_empty_cache(ts_cpu()) releases it. */
+ts_status ts_cuda_pinned_memory_stats(ts_mem_stats *out);
+
+/* ------------------------------------------------------------------ TF32 (cudacompute)
+ * float32 matmuls and convolutions on CUDA use TF32 tensor cores only when this is on (products of
+ * 10-bit mantissas: about 1e-3 relative error, several times the speed). Off by default, like
+ * torch.backends.cuda.matmul.allow_tf32; f16/bf16 always use tensor cores. Process-wide; available
+ * (and harmless) in builds without CUDA. */
+void ts_cuda_set_allow_tf32(bool allow);
+bool ts_cuda_allow_tf32(void);
+
+#endif /* TESSERA_CUDA_H */

@@ -1,0 +1,179 @@
+/* autocast_policy.c — which ops autocast casts, and to what: PyTorch's lists (CUDA's, from
+ * aten/src/ATen/autocast_mode.cpp, applied on every device type) for the ops Tessera has, and the
+ * casting of an op's arguments that the front ends call (tsi_autocast_enter/exit). docs/AMP.md
+ * explains each choice. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/autocast.h"
+
+typedef struct policy_entry {
+    const char *op; /* the front end's op name, as in its error messages */
+    tsi_ac_policy policy;
+} policy_entry;
+
+/* Sorted by name (bsearch). Not listed (NONE): everything else, e.g. mean, var, sqrt, relu, the
+ * pools, add/mul (which promote by type promotion anyway) and every in-place op, as in PyTorch. */
+static const policy_entry table[] = {
+    /* fp32: CUDA's list is binary_cross_entropy_with_logits, l1/smooth_l1/mse/nll loss ...;
+     * batch_norm is on MPS's fp32 list (Tessera's composite batch norm would otherwise compute
+     * its statistics in bf16; cudnn computes them in f32) */
+    {"batch_norm", TSI_AC_FP32},
+    {"binary_cross_entropy_with_logits", TSI_AC_FP32},
+    {"bmm", TSI_AC_LOWER},
+    /* promote: cat and stack are on PyTorch's CPU promote list (CUDA's cat promotes natively) */
+    {"cat", TSI_AC_PROMOTE},
+    {"conv2d", TSI_AC_LOWER},
+    /* cross_entropy is log_softmax + nll_loss in PyTorch, both fp32; the CPU list names it */
+    {"cross_entropy", TSI_AC_FP32},
+    {"exp", TSI_AC_FP32},
+    {"l1_loss", TSI_AC_FP32},
+    {"layer_norm", TSI_AC_FP32},
+    {"linear", TSI_AC_LOWER},
+    {"log", TSI_AC_FP32},
+    {"log1p", TSI_AC_FP32},
+    {"log_softmax", TSI_AC_FP32}, /* fp32_set_opt_dtype */
+    {"logsumexp", TSI_AC_FP32},
+    {"matmul", TSI_AC_LOWER},
+    {"mm", TSI_AC_LOWER},
+    {"mse_loss", TSI_AC_FP32},
+    {"nll_loss", TSI_AC_FP32},
+    {"pow", TSI_AC_FP32},        /* pow.Tensor_Tensor */
+    {"pow_scalar", TSI_AC_FP32}, /* pow.Tensor_Scalar */
+    {"prod", TSI_AC_FP32},       /* fp32_set_opt_dtype, all overloads */
+    {"reciprocal", TSI_AC_FP32},
+    {"rpow_scalar", TSI_AC_FP32}, /* pow.Scalar: a number to a tensor's powers */
+    {"rsqrt", TSI_AC_FP32},
+    {"scatter_add", TSI_AC_PROMOTE},
+    {"smooth_l1_loss", TSI_AC_FP32},
+    {"softmax", TSI_AC_FP32}, /* fp32_set_opt_dtype */
+    {"softplus", TSI_AC_FP32},
+    {"stack", TSI_AC_PROMOTE},
+    {"sum", TSI_AC_FP32}, /* fp32_set_opt_dtype, all overloads */
+    /* where promotes natively in PyTorch; listing it gives the same dtypes */
+    {"where", TSI_AC_PROMOTE},
+};
+#define N_TABLE (sizeof table / sizeof table[0])
+
+static int cmp_entry(const void *key, const void *e) {
+    return strcmp((const char *)key, ((const policy_entry *)e)->op);
+}
+
+tsi_ac_policy tsi_autocast_policy(const char *op) {
+    const policy_entry *e = bsearch(op, table, N_TABLE, sizeof table[0], cmp_entry);
+    return e ? e->policy : TSI_AC_NONE;
+}
+
+/* ------------------------------------------------------------------ argument casting */
+/* The device type whose autocast state governs the op: that of the first tensor argument that is
+ * not a 0-dim cpu tensor (those may join ops on other devices as numbers), else the first one. */
+static bool op_device(ts_tensor *const *ts, int n, ts_device *dev) {
+    int first = -1;
+    for (int i = 0; i < n; i++) {
+        if (!ts[i]) continue;
+        if (first < 0) first = i;
+        ts_device d = tsi_device(ts[i]);
+        if (d.type != TS_CPU || ts[i]->shape.ndim > 0) {
+            *dev = d;
+            return true;
+        }
+    }
+    if (first < 0) return false;
+    *dev = tsi_device(ts[first]);
+    return true;
+}
+
+/* PyTorch's is_eligible: floating, not float64, on the op's device type. */
+static bool eligible(const ts_tensor *t, ts_device_type type) {
+    return t && tsi_is_float(t->dtype) && t->dtype != TS_F64 && tsi_device(t).type == type;
+}
+
+/* The dtype the policy casts eligible arguments to; TS_DTYPE_DEFAULT: cast nothing. */
+static ts_dtype target_dtype(tsi_ac_policy p, ts_dtype lower, ts_tensor *const *ts, int n,
+                             ts_device_type type) {
+    switch (p) {
+    case TSI_AC_LOWER:
+        return lower;
+    case TSI_AC_FP32:
+        return TS_F32;
+    case TSI_AC_PROMOTE: {
+        /* PyTorch's promote_type: f32 wins over the lower dtype; float64 arguments are ignored.
+         * PyTorch refuses f16 with bf16 ("Unexpected floating ScalarType"); we take f32 for
+         * them, which is what type promotion gives. */
+        ts_dtype r = TS_DTYPE_DEFAULT;
+        for (int i = 0; i < n; i++) {
+            if (!eligible(ts[i], type)) continue;
+            if (r == TS_DTYPE_DEFAULT)
+                r = ts[i]->dtype;
+            else if (r != ts[i]->dtype)
+                r = TS_F32;
+        }
+        return r;
+    }
+    default:
+        return TS_DTYPE_DEFAULT;
+    }
+}
+
+/* Casts the eligible arguments in ts[0..n) in place, keeping the casts in the frame. */
+static bool cast_args(tsi_ac_frame *f, const char *op, ts_tensor **ts, int n) {
+    ts_device dev;
+    ts_dtype lower;
+    tsi_ac_policy p = tsi_autocast_policy(op);
+    if (p == TSI_AC_NONE || !op_device(ts, n, &dev) || !tsi_autocast_active(dev, &lower))
+        return false;
+    const ts_dtype to = target_dtype(p, lower, ts, n, dev.type);
+    f->owned = n <= TSI_AC_FRAME_SMALL ? f->small : malloc((size_t)n * sizeof *f->owned);
+    if (!f->owned) {
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %d autocast arguments", op, n);
+        return false;
+    }
+    f->n_owned = 0;
+    for (int i = 0; to != TS_DTYPE_DEFAULT && i < n; i++) {
+        if (!eligible(ts[i], dev.type) || ts[i]->dtype == to) continue;
+        /* a failed cast leaves NULL (error recorded): the op then returns NULL, as with any
+         * NULL input while an error is pending */
+        ts[i] = f->owned[f->n_owned++] = tsi_autocast_cast(op, ts[i], to);
+    }
+    /* PyTorch's ExcludeDispatchKeyGuard: the ops this one is made of run as they are */
+    f->saved_any = tsi_autocast_any;
+    tsi_autocast_any = 0;
+    f->active = true;
+    return true;
+}
+
+void tsi_autocast_enter_slow(tsi_ac_frame *f, const char *op, ts_tensor **const *slots, int n) {
+    ts_tensor *ts[TSI_AC_FRAME_SMALL];
+    if (n > TSI_AC_FRAME_SMALL) return; /* front ends pass at most a few arguments */
+    for (int i = 0; i < n; i++) ts[i] = *slots[i];
+    f->list = NULL;
+    if (!cast_args(f, op, ts, n)) return;
+    for (int i = 0; i < n; i++) *slots[i] = ts[i];
+}
+
+void tsi_autocast_enter_list_slow(tsi_ac_frame *f, const char *op, ts_tensor *const **list, int n) {
+    f->list = NULL;
+    /* invalid lists are the op's to report */
+    if (!*list || n <= 0 || tsi_autocast_policy(op) == TSI_AC_NONE) return;
+    ts_tensor **copy = malloc((size_t)n * sizeof *copy);
+    if (!copy) {
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %d autocast arguments", op, n);
+        return;
+    }
+    memcpy(copy, *list, (size_t)n * sizeof *copy);
+    if (!cast_args(f, op, copy, n)) {
+        free(copy);
+        return;
+    }
+    f->list = copy;
+    *list = copy;
+}
+
+ts_tensor *tsi_autocast_exit_slow(tsi_ac_frame *f, ts_tensor *result) {
+    tsi_autocast_any = f->saved_any;
+    for (int i = 0; i < f->n_owned; i++) ts_release(f->owned[i]);
+    if (f->owned != f->small) free(f->owned);
+    free(f->list);
+    f->active = false;
+    return result;
+}

@@ -1,0 +1,53 @@
+/* cuda_compute.cu — installs the CUDA compute kernels (reduce, matmul, index ops, softmax, conv2d,
+ * pooling, optimizer steps, amp) into the backend table, and the helpers they share. */
+#include "backend/cuda/cuda_compute.h"
+
+tsc_dims tsc_coalesce(int nd, const int64_t *shape, const int64_t *s0, const int64_t *s1) {
+    tsc_dims r;
+    r.nd = 0;
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] == 0) {
+            r.nd = 1;
+            r.shape[0] = 0;
+            r.s0[0] = r.s1[0] = 0;
+            return r;
+        }
+    }
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] == 1) continue;
+        const int64_t t1 = s1 ? s1[d] : 0;
+        if (r.nd > 0 && r.s0[r.nd - 1] == s0[d] * shape[d] && r.s1[r.nd - 1] == t1 * shape[d]) {
+            r.shape[r.nd - 1] *= shape[d];
+            r.s0[r.nd - 1] = s0[d];
+            r.s1[r.nd - 1] = t1;
+        } else {
+            r.shape[r.nd] = shape[d];
+            r.s0[r.nd] = s0[d];
+            r.s1[r.nd] = t1;
+            r.nd++;
+        }
+    }
+    if (r.nd == 0) {
+        r.nd = 1;
+        r.shape[0] = 1;
+        r.s0[0] = r.s1[0] = 0;
+    }
+    return r;
+}
+
+void tsc_install_compute_kernels(ts_backend *be) {
+    be->reduce = tsc_reduce;
+    be->matmul = tsc_matmul;
+    be->index_select = tsc_index_select;
+    be->gather = tsc_gather;
+    be->scatter_add = tsc_scatter_add;
+    be->softmax = tsc_softmax;
+    be->conv2d = tsc_conv2d;
+    be->conv2d_backward_data = tsc_conv2d_backward_data;
+    be->conv2d_backward_weight = tsc_conv2d_backward_weight;
+    be->pool2d = tsc_pool2d;
+    be->pool2d_backward = tsc_pool2d_backward;
+    be->optim_step = tsc_optim_step;
+    be->amp_unscale = tsc_amp_unscale;
+    be->amp_update_scale = tsc_amp_update_scale;
+}

@@ -1,0 +1,337 @@
+/* cuda_conv.cu — conv2d forward, backward data and backward weight on CUDA: cuDNN when the build
+ * has it (TS_HAVE_CUDNN), else, or when cuDNN declines a configuration, im2col + cuBLAS
+ * (cuda_conv_im2col.cu).
+ *
+ * cuDNN path: NCHW descriptors, groups and dilation in the convolution descriptor, f32 compute for
+ * f32/f16/bf16 and f64 for f64. The algorithm comes from cuDNN's ranked heuristics
+ * (cudnnGet*Algorithm_v7), the first one that succeeds with a workspace of at most
+ * CONV_WS_LIMIT, and is cached per shape, dtype, parameters and TF32 setting. f32 uses FMA math
+ * (no TF32) unless ts_cuda_set_allow_tf32(true); f16/bf16 use tensor cores. Workspaces come from
+ * the caching allocator (tsc_scratch_alloc). */
+#include <pthread.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_compute_conv.h"
+
+#ifdef TS_HAVE_CUDNN
+/* after kernel_math.h: cuda_fp16.h's global `half` would shadow a local of that name there */
+#include <cudnn.h>
+#endif
+
+#ifdef TS_HAVE_CUDNN
+namespace {
+
+#define CONV_WS_LIMIT ((size_t)1 << 30) /* largest workspace an algorithm may ask for */
+#define CONV_CACHE    256               /* cached algorithm choices (direct-mapped) */
+#define CONV_POOL     8                 /* idle cuDNN handles kept per device */
+
+enum ConvDir { DIR_FWD, DIR_BWD_DATA, DIR_BWD_FILTER };
+enum ConvResult { CONV_DONE, CONV_FALLBACK, CONV_FAILED };
+
+/* ------------------------------------------------------------------ handles */
+static pthread_mutex_t g_dnn_lock = PTHREAD_MUTEX_INITIALIZER;
+static cudnnHandle_t g_dnn_idle[TSC_MAX_DEVICES][CONV_POOL];
+static int g_dnn_nidle[TSC_MAX_DEVICES];
+
+/* A handle of the current device on the current stream; NULL when cuDNN cannot start (then the
+ * im2col path runs instead, nothing recorded). */
+static cudnnHandle_t dnn_acquire(int index) {
+    cudnnHandle_t h = NULL;
+    if (index < 0 || index >= TSC_MAX_DEVICES) return NULL;
+    pthread_mutex_lock(&g_dnn_lock);
+    if (g_dnn_nidle[index] > 0) h = g_dnn_idle[index][--g_dnn_nidle[index]];
+    pthread_mutex_unlock(&g_dnn_lock);
+    if (!h && cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) return NULL;
+    if (cudnnSetStream(h, tsc_stream(index)) != CUDNN_STATUS_SUCCESS) {
+        cudnnDestroy(h);
+        return NULL;
+    }
+    return h;
+}
+
+static void dnn_release(int index, cudnnHandle_t h) {
+    pthread_mutex_lock(&g_dnn_lock);
+    const bool kept = g_dnn_nidle[index] < CONV_POOL;
+    if (kept) g_dnn_idle[index][g_dnn_nidle[index]++] = h;
+    pthread_mutex_unlock(&g_dnn_lock);
+    if (!kept) cudnnDestroy(h);
+}
+
+/* ------------------------------------------------------------------ algorithm cache */
+typedef struct ConvKey {
+    int64_t dims[16]; /* n c h w o kh kw sh sw ph pw dh dw g, dtype, dir */
+    int device, tf32;
+} ConvKey;
+
+typedef struct ConvChoice {
+    int valid;
+    ConvKey key;
+    int algo;
+    cudnnMathType_t math;
+    size_t ws;
+} ConvChoice;
+
+static pthread_mutex_t g_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static ConvChoice g_cache[CONV_CACHE];
+
+static ConvKey conv_key(const tsc_cgeom *g, ts_dtype dt, ConvDir dir, int index, bool tf32) {
+    ConvKey k;
+    memset(&k, 0, sizeof k);
+    const int64_t v[16] = {g->n,  g->c,  g->h,  g->w,  g->o,  g->kh, g->kw,       g->sh,
+                           g->sw, g->ph, g->pw, g->dh, g->dw, g->g,  (int64_t)dt, (int64_t)dir};
+    memcpy(k.dims, v, sizeof v);
+    k.device = index;
+    k.tf32 = tf32;
+    return k;
+}
+
+static unsigned conv_slot(const ConvKey *k) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the key's bytes */
+    const unsigned char *p = (const unsigned char *)k;
+    for (size_t i = 0; i < sizeof *k; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return (unsigned)(h % CONV_CACHE);
+}
+
+static bool cache_get(const ConvKey *k, ConvChoice *out) {
+    const unsigned s = conv_slot(k);
+    pthread_mutex_lock(&g_cache_lock);
+    const bool hit = g_cache[s].valid && memcmp(&g_cache[s].key, k, sizeof *k) == 0;
+    if (hit) *out = g_cache[s];
+    pthread_mutex_unlock(&g_cache_lock);
+    return hit;
+}
+
+static void cache_put(const ConvChoice *c) {
+    const unsigned s = conv_slot(&c->key);
+    pthread_mutex_lock(&g_cache_lock);
+    g_cache[s] = *c;
+    pthread_mutex_unlock(&g_cache_lock);
+}
+
+/* ------------------------------------------------------------------ descriptors */
+typedef struct ConvDescs {
+    cudnnTensorDescriptor_t x, y, b;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+} ConvDescs;
+
+static cudnnDataType_t dnn_type(ts_dtype dt) {
+    switch (dt) {
+    case TS_F64:
+        return CUDNN_DATA_DOUBLE;
+    case TS_F16:
+        return CUDNN_DATA_HALF;
+    case TS_BF16:
+        return CUDNN_DATA_BFLOAT16;
+    default:
+        return CUDNN_DATA_FLOAT;
+    }
+}
+
+static bool fits_int(const tsc_cgeom *g) {
+    const int64_t lim = 2147483647;
+    const int64_t v[] = {g->n * g->c * g->h * g->w,
+                         g->n * g->o * g->p,
+                         g->o * g->k,
+                         g->ph,
+                         g->pw,
+                         g->sh,
+                         g->sw,
+                         g->dh,
+                         g->dw};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        if (v[i] > lim) return false;
+    return true;
+}
+
+static void descs_free(ConvDescs *d) {
+    if (d->x) cudnnDestroyTensorDescriptor(d->x);
+    if (d->y) cudnnDestroyTensorDescriptor(d->y);
+    if (d->b) cudnnDestroyTensorDescriptor(d->b);
+    if (d->w) cudnnDestroyFilterDescriptor(d->w);
+    if (d->conv) cudnnDestroyConvolutionDescriptor(d->conv);
+}
+
+/* The call's descriptors with the math type the dtype and the TF32 switch allow. */
+static bool descs_make(ConvDescs *d, const tsc_cgeom *g, ts_dtype dt, bool tf32) {
+    memset(d, 0, sizeof *d);
+    const cudnnDataType_t ty = dnn_type(dt);
+    const cudnnDataType_t compute = dt == TS_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+    if (dt == TS_F16 || dt == TS_BF16)
+        math = CUDNN_TENSOR_OP_MATH;
+    else if (dt == TS_F32)
+        math = tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH; /* DEFAULT lets Ampere+ use TF32 */
+    return cudnnCreateTensorDescriptor(&d->x) == CUDNN_STATUS_SUCCESS &&
+           cudnnCreateTensorDescriptor(&d->y) == CUDNN_STATUS_SUCCESS &&
+           cudnnCreateTensorDescriptor(&d->b) == CUDNN_STATUS_SUCCESS &&
+           cudnnCreateFilterDescriptor(&d->w) == CUDNN_STATUS_SUCCESS &&
+           cudnnCreateConvolutionDescriptor(&d->conv) == CUDNN_STATUS_SUCCESS &&
+           cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, ty, (int)g->n, (int)g->c, (int)g->h,
+                                      (int)g->w) == CUDNN_STATUS_SUCCESS &&
+           cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, ty, (int)g->n, (int)g->o, (int)g->oh,
+                                      (int)g->ow) == CUDNN_STATUS_SUCCESS &&
+           cudnnSetTensor4dDescriptor(d->b, CUDNN_TENSOR_NCHW, ty, 1, (int)g->o, 1, 1) ==
+               CUDNN_STATUS_SUCCESS &&
+           cudnnSetFilter4dDescriptor(d->w, ty, CUDNN_TENSOR_NCHW, (int)g->o, (int)g->cg,
+                                      (int)g->kh, (int)g->kw) == CUDNN_STATUS_SUCCESS &&
+           cudnnSetConvolution2dDescriptor(d->conv, (int)g->ph, (int)g->pw, (int)g->sh, (int)g->sw,
+                                           (int)g->dh, (int)g->dw, CUDNN_CROSS_CORRELATION,
+                                           compute) == CUDNN_STATUS_SUCCESS &&
+           cudnnSetConvolutionGroupCount(d->conv, (int)g->g) == CUDNN_STATUS_SUCCESS &&
+           cudnnSetConvolutionMathType(d->conv, math) == CUDNN_STATUS_SUCCESS;
+}
+
+/* A ranked candidate is usable when it succeeded, fits the workspace limit and keeps f32 in full
+ * precision unless TF32 is allowed. */
+static bool usable(cudnnStatus_t st, size_t mem, cudnnMathType_t math, ts_dtype dt, bool tf32) {
+    if (st != CUDNN_STATUS_SUCCESS || mem > CONV_WS_LIMIT) return false;
+    return dt != TS_F32 || tf32 || math == CUDNN_FMA_MATH;
+}
+
+/* The cached or freshly ranked algorithm of a call; false: cuDNN offers none. */
+static bool choose(cudnnHandle_t h, const ConvDescs *d, const ConvKey *key, ConvDir dir,
+                   ts_dtype dt, bool tf32, ConvChoice *c) {
+    if (cache_get(key, c)) return true;
+    memset(c, 0, sizeof *c);
+    c->key = *key;
+    int got = 0;
+    bool found = false;
+    if (dir == DIR_FWD) {
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        if (cudnnGetConvolutionForwardAlgorithm_v7(h, d->x, d->w, d->conv, d->y,
+                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got,
+                                                   perf) != CUDNN_STATUS_SUCCESS)
+            return false;
+        for (int i = 0; i < got && !found; i++)
+            if ((found = usable(perf[i].status, perf[i].memory, perf[i].mathType, dt, tf32)))
+                c->algo = perf[i].algo, c->math = perf[i].mathType, c->ws = perf[i].memory;
+    } else if (dir == DIR_BWD_DATA) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        if (cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d->w, d->y, d->conv, d->x,
+                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got,
+                                                        perf) != CUDNN_STATUS_SUCCESS)
+            return false;
+        for (int i = 0; i < got && !found; i++)
+            if ((found = usable(perf[i].status, perf[i].memory, perf[i].mathType, dt, tf32)))
+                c->algo = perf[i].algo, c->math = perf[i].mathType, c->ws = perf[i].memory;
+    } else {
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        if (cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d->x, d->y, d->conv, d->w,
+                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+                                                          &got, perf) != CUDNN_STATUS_SUCCESS)
+            return false;
+        for (int i = 0; i < got && !found; i++)
+            if ((found = usable(perf[i].status, perf[i].memory, perf[i].mathType, dt, tf32)))
+                c->algo = perf[i].algo, c->math = perf[i].mathType, c->ws = perf[i].memory;
+    }
+    if (!found) return false;
+    c->valid = 1;
+    cache_put(c);
+    return true;
+}
+
+static bool dnn_declined(cudnnStatus_t s) {
+    return s >= CUDNN_STATUS_NOT_SUPPORTED && s < CUDNN_STATUS_INTERNAL_ERROR;
+}
+
+/* Runs one direction through cuDNN. CONV_FALLBACK when cuDNN cannot (the im2col path then
+ * overwrites the whole output); CONV_FAILED with the error recorded. */
+static ConvResult conv_cudnn(int index, ConvDir dir, const tsc_cgeom *g, ts_dtype dt, const void *a,
+                             const void *b, const void *bias, void *out) {
+    if (!fits_int(g)) return CONV_FALLBACK;
+    const bool tf32 = dt == TS_F32 && ts_cuda_allow_tf32();
+    cudnnHandle_t h = dnn_acquire(index);
+    if (!h) return CONV_FALLBACK;
+    ConvDescs d;
+    ConvChoice c;
+    const ConvKey key = conv_key(g, dt, dir, index, tf32);
+    ConvResult res = CONV_FALLBACK;
+    void *ws = NULL;
+    if (descs_make(&d, g, dt, tf32) && choose(h, &d, &key, dir, dt, tf32, &c) &&
+        cudnnSetConvolutionMathType(d.conv, c.math) == CUDNN_STATUS_SUCCESS) {
+        res = CONV_FAILED;
+        if (c.ws == 0 || (ws = tsc_scratch_alloc(index, c.ws)) != NULL) {
+            const float one_f = 1.0f, zero_f = 0.0f;
+            const double one_d = 1.0, zero_d = 0.0;
+            const void *one = dt == TS_F64 ? (const void *)&one_d : &one_f;
+            const void *zero = dt == TS_F64 ? (const void *)&zero_d : &zero_f;
+            cudnnStatus_t s;
+            if (dir == DIR_FWD) {
+                s = cudnnConvolutionForward(h, one, d.x, a, d.w, b, d.conv,
+                                            (cudnnConvolutionFwdAlgo_t)c.algo, ws, c.ws, zero, d.y,
+                                            out);
+                if (s == CUDNN_STATUS_SUCCESS && bias)
+                    s = cudnnAddTensor(h, one, d.b, bias, one, d.y, out);
+            } else if (dir == DIR_BWD_DATA) { /* a = gy, b = w */
+                s = cudnnConvolutionBackwardData(h, one, d.w, b, d.y, a, d.conv,
+                                                 (cudnnConvolutionBwdDataAlgo_t)c.algo, ws, c.ws,
+                                                 zero, d.x, out);
+            } else { /* a = gy, b = x */
+                s = cudnnConvolutionBackwardFilter(h, one, d.x, b, d.y, a, d.conv,
+                                                   (cudnnConvolutionBwdFilterAlgo_t)c.algo, ws,
+                                                   c.ws, zero, d.w, out);
+            }
+            if (s == CUDNN_STATUS_SUCCESS)
+                res = CONV_DONE;
+            else if (dnn_declined(s)) /* im2col recomputes the whole output */
+                res = CONV_FALLBACK;
+            else
+                tsi_error_set(TS_ERR_CUDA, "%s: cuDNN: %s (cuda:%d)",
+                              dir == DIR_FWD        ? "conv2d"
+                              : dir == DIR_BWD_DATA ? "conv2d_backward_data"
+                                                    : "conv2d_backward_weight",
+                              cudnnGetErrorString(s), index);
+            if (ws) tsc_scratch_free(index, ws);
+        }
+    }
+    descs_free(&d);
+    dnn_release(index, h);
+    return res;
+}
+
+} /* namespace */
+#endif /* TS_HAVE_CUDNN */
+
+void tsc_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p) {
+    (void)be;
+    const tsc_cgeom g = tsc_cgeom_of(x, w, out, p);
+    if (g.n * g.o * g.p == 0 || !tsc_begin(index)) return;
+    const char *bp = bias ? bias->data : NULL;
+#ifdef TS_HAVE_CUDNN
+    if (g.c > 0 && conv_cudnn(index, DIR_FWD, &g, out->dtype, x->data, w->data, bp, out->data) !=
+                       CONV_FALLBACK)
+        return;
+#endif
+    tsc_conv_im2col_forward(index, &g, out->dtype, x->data, w->data, bp, out->data);
+}
+
+void tsc_conv2d_backward_data(const ts_backend *be, int index, const ts_kview *gx,
+                              const ts_kview *gout, const ts_kview *w, const ts_conv2d_params *p) {
+    (void)be;
+    const tsc_cgeom g = tsc_cgeom_of(gx, w, gout, p);
+    if (g.n * g.c * g.h * g.w == 0 || !tsc_begin(index)) return;
+#ifdef TS_HAVE_CUDNN
+    if (g.p > 0 && g.o > 0 &&
+        conv_cudnn(index, DIR_BWD_DATA, &g, gx->dtype, gout->data, w->data, NULL, gx->data) !=
+            CONV_FALLBACK)
+        return;
+#endif
+    tsc_conv_im2col_backward_data(index, &g, gx->dtype, gout->data, w->data, gx->data);
+}
+
+void tsc_conv2d_backward_weight(const ts_backend *be, int index, const ts_kview *gw,
+                                const ts_kview *gout, const ts_kview *x,
+                                const ts_conv2d_params *p) {
+    (void)be;
+    const tsc_cgeom g = tsc_cgeom_of(x, gw, gout, p);
+    if (g.o * g.k == 0 || !tsc_begin(index)) return;
+#ifdef TS_HAVE_CUDNN
+    if (g.n > 0 && g.p > 0 &&
+        conv_cudnn(index, DIR_BWD_FILTER, &g, gw->dtype, gout->data, x->data, NULL, gw->data) !=
+            CONV_FALLBACK)
+        return;
+#endif
+    tsc_conv_im2col_backward_weight(index, &g, gw->dtype, gout->data, x->data, gw->data);
+}

@@ -1,0 +1,155 @@
+/* cuda_device.cu — the CUDA runtime's devices: start-up probe, properties, error checks, the
+ * current device per thread, launch checks, and the public device functions of tessera/cuda.h. */
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cuda/cuda_bridge.h"
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_internal.h"
+
+/* Written once during library start-up (under tsi_init's pthread_once), read-only afterwards. */
+static int g_count;
+static char g_reason[256] = "no CUDA device";
+static cudaDeviceProp g_props[TSC_MAX_DEVICES];
+static bool g_sync_launches; /* TS_CUDA_SYNC=1 */
+
+/* What the user selected with ts_cuda_set_device: the meaning of "cuda" / ts_cuda(-1). */
+static thread_local int tl_user_device;
+
+int tsc_runtime_probe(void) {
+    const char *sync = getenv("TS_CUDA_SYNC");
+    g_sync_launches = sync && *sync && strcmp(sync, "0") != 0;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n <= 0) {
+        /* no driver, no device, CUDA_VISIBLE_DEVICES="": not an error, CUDA is just absent */
+        snprintf(g_reason, sizeof g_reason, "no CUDA device: %s",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "the runtime reports none");
+        (void)cudaGetLastError();
+        g_count = 0;
+        return 0;
+    }
+    if (n > TSC_MAX_DEVICES) n = TSC_MAX_DEVICES;
+    for (int i = 0; i < n; i++) {
+        e = cudaGetDeviceProperties(&g_props[i], i);
+        if (e != cudaSuccess) {
+            snprintf(g_reason, sizeof g_reason,
+                     "no CUDA device: reading the properties of device %d: %s", i,
+                     cudaGetErrorString(e));
+            (void)cudaGetLastError();
+            g_count = 0;
+            return 0;
+        }
+    }
+    g_count = n;
+    return n;
+}
+
+int tsc_device_count(void) { return g_count; }
+
+const cudaDeviceProp *tsc_props(int index) {
+    return index >= 0 && index < g_count ? &g_props[index] : nullptr;
+}
+
+bool tsc_check(cudaError_t e, const char *what, int device) {
+    if (e == cudaSuccess) return true;
+    (void)cudaGetLastError(); /* a non-sticky error must not be reported again by the next check */
+    tsi_error_set(TS_ERR_CUDA, "%s: %s [%s] (cuda:%d)", what, cudaGetErrorString(e),
+                  cudaGetErrorName(e), device);
+    return false;
+}
+
+bool tsc_set_device(int index) {
+    int cur = -1;
+    /* asked rather than cached: user code may call cudaSetDevice behind our back */
+    if (cudaGetDevice(&cur) == cudaSuccess && cur == index) return true;
+    return tsc_check(cudaSetDevice(index), "cudaSetDevice", index);
+}
+
+bool tsc_launch_check(const char *kernel, int device) {
+    if (!tsc_check(cudaGetLastError(), kernel, device)) return false;
+    if (!g_sync_launches) return true;
+    return tsc_check(cudaStreamSynchronize(tsc_stream(device)), kernel, device);
+}
+
+unsigned tsc_grid_size(int index, int64_t items, unsigned threads) {
+    const cudaDeviceProp *p = tsc_props(index);
+    /* enough resident blocks to fill every SM several times over; grid-stride loops do the rest */
+    int64_t cap = (int64_t)(p ? p->multiProcessorCount : 80) * 32;
+    int64_t need = (items + threads - 1) / threads;
+    if (need < 1) need = 1;
+    return (unsigned)(need < cap ? need : cap);
+}
+
+/* ------------------------------------------------------------------ for the core (cuda_bridge.h)
+ */
+extern "C" const char *tsc_unavailable_reason(void) { return g_reason; }
+
+extern "C" int tsc_current_device(void) { return tl_user_device; }
+
+/* ------------------------------------------------------------------ public API helpers */
+bool tsc_api_available(const char *op) {
+    tsi_init_once();
+    if (g_count > 0) return true;
+    tsi_error_set(TS_ERR_DEVICE, "%s: CUDA is not available (%s)", op, g_reason);
+    return false;
+}
+
+bool tsc_api_device(const char *op, int *device) {
+    if (!tsc_api_available(op)) return false;
+    if (*device == -1) *device = tl_user_device;
+    if (*device < 0 || *device >= g_count) {
+        tsi_error_set(TS_ERR_DEVICE, "%s: invalid device cuda:%d (%d CUDA device%s)", op, *device,
+                      g_count, g_count == 1 ? "" : "s");
+        return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ public API: devices */
+extern "C" int ts_cuda_device_count(void) {
+    tsi_init_once();
+    return g_count;
+}
+
+extern "C" ts_status ts_cuda_get_properties(int device, ts_cuda_props *out) {
+    if (!out) return tsi_error_set(TS_ERR_ARG, "cuda_get_properties: out is NULL");
+    if (!tsc_api_device("cuda_get_properties", &device)) return TS_ERR_DEVICE;
+    const cudaDeviceProp *p = &g_props[device];
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", p->name);
+    out->total_memory = p->totalGlobalMem;
+    out->multiprocessor_count = p->multiProcessorCount;
+    out->major = p->major;
+    out->minor = p->minor;
+    out->max_threads_per_block = p->maxThreadsPerBlock;
+    out->warp_size = p->warpSize;
+    out->shared_memory_per_block = p->sharedMemPerBlock;
+    out->l2_cache_size = p->l2CacheSize;
+    out->pci_bus_id = p->pciBusID;
+    out->pci_device_id = p->pciDeviceID;
+    return TS_OK;
+}
+
+extern "C" ts_status ts_cuda_set_device(int device) {
+    if (device < 0) { /* -1 means "current" elsewhere; here it selects nothing */
+        if (!tsc_api_available("cuda_set_device")) return TS_ERR_DEVICE;
+        return tsi_error_set(TS_ERR_DEVICE, "cuda_set_device: invalid device index %d", device);
+    }
+    if (!tsc_api_device("cuda_set_device", &device)) return TS_ERR_DEVICE;
+    if (!tsc_set_device(device)) return TS_ERR_CUDA;
+    tl_user_device = device;
+    return TS_OK;
+}
+
+extern "C" int ts_cuda_current_device(void) {
+    if (!tsc_api_available("cuda_current_device")) return -1;
+    return tl_user_device;
+}
+
+extern "C" ts_status ts_cuda_synchronize(int device) {
+    if (!tsc_api_device("cuda_synchronize", &device)) return TS_ERR_DEVICE;
+    if (!tsc_set_device(device)) return TS_ERR_CUDA;
+    return tsc_check(cudaDeviceSynchronize(), "cuda_synchronize", device) ? TS_OK : TS_ERR_CUDA;
+}

@@ -1,0 +1,171 @@
+/* cuda_dtype.cuh — storage types per dtype and the conversions between them, for the CUDA
+ * elementwise kernels. The rules are kern_copy.c's (CPU), built on kernel_math.h: each dtype loads
+ * into float (f32, f16, bf16), double (f64) or int64 (integers, bool), and stores from any of the
+ * three. */
+#ifndef TS_CUDA_DTYPE_CUH
+#define TS_CUDA_DTYPE_CUH
+
+#include <cstdint>
+
+#include "backend/cuda/cuda_internal.h"
+
+/* "#pragma unroll" for loops in __host__ __device__ code: the host compiler does not know it. */
+#ifdef __CUDA_ARCH__
+#define TSC_UNROLL _Pragma("unroll")
+#else
+#define TSC_UNROLL
+#endif
+
+/* f16, bf16 and bool get types of their own so that overloads tell them apart from uint16/uint8. */
+struct tsc_f16 {
+    uint16_t bits;
+};
+struct tsc_bf16 {
+    uint16_t bits;
+};
+struct tsc_b8 {
+    uint8_t v;
+};
+
+/* ------------------------------------------------------------------ loads (compute type) */
+TS_HD inline float tsc_ld(float x) { return x; }
+TS_HD inline double tsc_ld(double x) { return x; }
+TS_HD inline float tsc_ld(tsc_f16 x) { return ts_f16_to_f32(x.bits); }
+TS_HD inline float tsc_ld(tsc_bf16 x) { return ts_bf16_to_f32(x.bits); }
+TS_HD inline int64_t tsc_ld(int64_t x) { return x; }
+TS_HD inline int64_t tsc_ld(int32_t x) { return x; }
+TS_HD inline int64_t tsc_ld(uint8_t x) { return x; }
+TS_HD inline int64_t tsc_ld(tsc_b8 x) { return x.v != 0; }
+
+/* The compute type of storage type T: float, double or int64_t (backend.h's rules). */
+template <typename T> using tsc_ct = decltype(tsc_ld(T{}));
+
+/* ------------------------------------------------------------------ stores */
+template <typename D> struct tsc_to;
+template <> struct tsc_to<float> {
+    TS_HD static float from(float x) { return x; }
+    TS_HD static float from(double x) { return (float)x; }
+    TS_HD static float from(int64_t x) { return (float)x; }
+};
+template <> struct tsc_to<double> {
+    TS_HD static double from(float x) { return (double)x; }
+    TS_HD static double from(double x) { return x; }
+    TS_HD static double from(int64_t x) { return (double)x; }
+};
+/* through float, as c10::Half and c10::BFloat16 are built */
+template <> struct tsc_to<tsc_f16> {
+    TS_HD static tsc_f16 from(float x) { return {ts_f32_to_f16(x)}; }
+    TS_HD static tsc_f16 from(double x) { return {ts_f32_to_f16((float)x)}; }
+    TS_HD static tsc_f16 from(int64_t x) { return {ts_f32_to_f16((float)x)}; }
+};
+template <> struct tsc_to<tsc_bf16> {
+    TS_HD static tsc_bf16 from(float x) { return {ts_f32_to_bf16(x)}; }
+    TS_HD static tsc_bf16 from(double x) { return {ts_f32_to_bf16((float)x)}; }
+    TS_HD static tsc_bf16 from(int64_t x) { return {ts_f32_to_bf16((float)x)}; }
+};
+template <> struct tsc_to<int64_t> {
+    TS_HD static int64_t from(float x) { return ts_d2i64((double)x); }
+    TS_HD static int64_t from(double x) { return ts_d2i64(x); }
+    TS_HD static int64_t from(int64_t x) { return x; }
+};
+template <> struct tsc_to<int32_t> {
+    TS_HD static int32_t from(float x) { return ts_d2i32((double)x); }
+    TS_HD static int32_t from(double x) { return ts_d2i32(x); }
+    TS_HD static int32_t from(int64_t x) { return (int32_t)x; }
+};
+template <> struct tsc_to<uint8_t> {
+    TS_HD static uint8_t from(float x) { return ts_d2u8((double)x); }
+    TS_HD static uint8_t from(double x) { return ts_d2u8(x); }
+    TS_HD static uint8_t from(int64_t x) { return (uint8_t)x; }
+};
+template <> struct tsc_to<tsc_b8> {
+    TS_HD static tsc_b8 from(float x) { return {(uint8_t)(x != 0)}; }
+    TS_HD static tsc_b8 from(double x) { return {(uint8_t)(x != 0)}; }
+    TS_HD static tsc_b8 from(int64_t x) { return {(uint8_t)(x != 0)}; }
+};
+
+template <typename D, typename C> TS_HD inline D tsc_st(C c) { return tsc_to<D>::from(c); }
+
+/* dst = (dst dtype) src for any pair (kern_copy.c's CONVERT). */
+template <typename D, typename S> TS_HD inline D tsc_convert(S x) { return tsc_st<D>(tsc_ld(x)); }
+
+/* ------------------------------------------------------------------ host dispatch */
+inline size_t tsc_dtype_size(ts_dtype dt) {
+    switch (dt) {
+    case TS_F64:
+    case TS_I64:
+        return 8;
+    case TS_F32:
+    case TS_I32:
+        return 4;
+    case TS_F16:
+    case TS_BF16:
+        return 2;
+    default:
+        return 1;
+    }
+}
+
+/* Runs BODY with T the storage type of dtype DT. */
+#define TSC_DISPATCH(DT, T, ...)                                                                   \
+    do {                                                                                           \
+        switch (DT) {                                                                              \
+        case TS_F32: {                                                                             \
+            using T = float;                                                                       \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        case TS_F64: {                                                                             \
+            using T = double;                                                                      \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        case TS_F16: {                                                                             \
+            using T = tsc_f16;                                                                     \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        case TS_BF16: {                                                                            \
+            using T = tsc_bf16;                                                                    \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        case TS_I64: {                                                                             \
+            using T = int64_t;                                                                     \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        case TS_I32: {                                                                             \
+            using T = int32_t;                                                                     \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        case TS_U8: {                                                                              \
+            using T = uint8_t;                                                                     \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        default: {                                                                                 \
+            using T = tsc_b8;                                                                      \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        }                                                                                          \
+    } while (0)
+
+/* Runs BODY with U the unsigned integer type of DT's element size (bit copies). */
+#define TSC_DISPATCH_BITS(DT, U, ...)                                                              \
+    do {                                                                                           \
+        switch (tsc_dtype_size(DT)) {                                                              \
+        case 8: {                                                                                  \
+            using U = uint64_t;                                                                    \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        case 4: {                                                                                  \
+            using U = uint32_t;                                                                    \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        case 2: {                                                                                  \
+            using U = uint16_t;                                                                    \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        default: {                                                                                 \
+            using U = uint8_t;                                                                     \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        }                                                                                          \
+    } while (0)
+
+#endif /* TS_CUDA_DTYPE_CUH */

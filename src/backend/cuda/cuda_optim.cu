@@ -1,0 +1,200 @@
+/* cuda_optim.cu — the fused optimizer step on CUDA: one kernel launch updates every tensor of a
+ * call (PyTorch's multi_tensor_apply idea). A table of the tensors (pointers, sizes, per-tensor
+ * bias corrections and flags) goes to device memory with one copy; the launch covers every tensor's
+ * chunks, and each block finds its tensor by a binary search over the chunk offsets.
+ *
+ * The per-element math is optim_math.h, shared with the CPU loops; it multiplies, divides and takes
+ * square roots through the _rn intrinsics, so a CUDA step rounds exactly like the CPU step. */
+#include <stdlib.h>
+
+#include "backend/cuda/cuda_compute.h"
+#include "backend/optim_math.h"
+
+namespace {
+
+#define OPT_CHUNK 4096 /* elements per block chunk (16 per thread) */
+
+/* One tensor of the table. nstep / bc2s hold Adam's bias corrections already rounded to the
+ * compute type (exact in double). */
+struct OTensor {
+    void *p;
+    const void *g;
+    void *s[TS_OPTIM_SLOTS];
+    int64_t numel;
+    int64_t chunk0; /* index of the tensor's first chunk over the whole launch */
+    double nstep, bc2s;
+    int fresh;
+};
+
+struct OArgs {
+    ts_om_k_f kf;
+    ts_om_k_d kd;
+    int kind; /* ts_optim_kind */
+    bool wd, mom, nest, adamw, ams, centered;
+};
+
+template <typename CT> struct OM;
+template <> struct OM<float> {
+    static __device__ __forceinline__ const ts_om_k_f *k(const OArgs &a) { return &a.kf; }
+    static __device__ __forceinline__ float sgd(const ts_om_k_f *k, float pv, float g, float *buf,
+                                                bool wd, bool mom, bool fresh, bool nest) {
+        return ts_om_sgd_f(k, pv, g, buf, wd, mom, fresh, nest);
+    }
+    static __device__ __forceinline__ float adam(const ts_om_k_f *k, float nstep, float bc2s,
+                                                 float pv, float g, float *m, float *v, float *mx,
+                                                 bool adamw, bool wd, bool ams) {
+        return ts_om_adam_f(k, nstep, bc2s, pv, g, m, v, mx, adamw, wd, ams);
+    }
+    static __device__ __forceinline__ float rmsprop(const ts_om_k_f *k, float pv, float g,
+                                                    float *sq, float *buf, float *ga, bool wd,
+                                                    bool centered, bool mom) {
+        return ts_om_rmsprop_f(k, pv, g, sq, buf, ga, wd, centered, mom);
+    }
+};
+template <> struct OM<double> {
+    static __device__ __forceinline__ const ts_om_k_d *k(const OArgs &a) { return &a.kd; }
+    static __device__ __forceinline__ double sgd(const ts_om_k_d *k, double pv, double g,
+                                                 double *buf, bool wd, bool mom, bool fresh,
+                                                 bool nest) {
+        return ts_om_sgd_d(k, pv, g, buf, wd, mom, fresh, nest);
+    }
+    static __device__ __forceinline__ double adam(const ts_om_k_d *k, double nstep, double bc2s,
+                                                  double pv, double g, double *m, double *v,
+                                                  double *mx, bool adamw, bool wd, bool ams) {
+        return ts_om_adam_d(k, nstep, bc2s, pv, g, m, v, mx, adamw, wd, ams);
+    }
+    static __device__ __forceinline__ double rmsprop(const ts_om_k_d *k, double pv, double g,
+                                                     double *sq, double *buf, double *ga, bool wd,
+                                                     bool centered, bool mom) {
+        return ts_om_rmsprop_d(k, pv, g, sq, buf, ga, wd, centered, mom);
+    }
+};
+
+template <typename T>
+__global__ void optim_kernel(OArgs a, const OTensor *tab, int n, int64_t nchunks) {
+    typedef typename tsc_acc<T>::type CT;
+    typedef OM<CT> M;
+    const auto *k = M::k(a);
+    for (int64_t c = blockIdx.x; c < nchunks; c += gridDim.x) {
+        int lo = 0, hi = n - 1; /* the last tensor whose first chunk is <= c */
+        while (lo < hi) {
+            const int mid = (lo + hi + 1) / 2;
+            if (tab[mid].chunk0 <= c)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        const OTensor t = tab[lo];
+        T *p = (T *)t.p;
+        const T *g = (const T *)t.g;
+        T *s0 = (T *)t.s[0], *s1 = (T *)t.s[1], *s2 = (T *)t.s[2];
+        const int64_t b = (c - t.chunk0) * OPT_CHUNK;
+        const int64_t e = b + OPT_CHUNK < t.numel ? b + OPT_CHUNK : t.numel;
+        for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) {
+            const CT pv = tsc_load_acc(p[i]), gv = tsc_load_acc(g[i]);
+            if (a.kind == TS_OPTIM_SGD) {
+                const bool fresh = t.fresh != 0;
+                CT bv = a.mom && !fresh ? tsc_load_acc(s0[i]) : (CT)0;
+                p[i] = tsc_from_acc<T>(M::sgd(k, pv, gv, &bv, a.wd, a.mom, fresh, a.nest));
+                if (a.mom) s0[i] = tsc_from_acc<T>(bv);
+            } else if (a.kind == TS_OPTIM_RMSPROP) {
+                CT sq = tsc_load_acc(s0[i]);
+                CT bv = a.mom ? tsc_load_acc(s1[i]) : (CT)0;
+                CT ga = a.centered ? tsc_load_acc(s2[i]) : (CT)0;
+                p[i] =
+                    tsc_from_acc<T>(M::rmsprop(k, pv, gv, &sq, &bv, &ga, a.wd, a.centered, a.mom));
+                s0[i] = tsc_from_acc<T>(sq);
+                if (a.mom) s1[i] = tsc_from_acc<T>(bv);
+                if (a.centered) s2[i] = tsc_from_acc<T>(ga);
+            } else {
+                CT m = tsc_load_acc(s0[i]), v = tsc_load_acc(s1[i]);
+                CT mx = a.ams ? tsc_load_acc(s2[i]) : (CT)0;
+                p[i] = tsc_from_acc<T>(
+                    M::adam(k, (CT)t.nstep, (CT)t.bc2s, pv, gv, &m, &v, &mx, a.adamw, a.wd, a.ams));
+                s0[i] = tsc_from_acc<T>(m);
+                s1[i] = tsc_from_acc<T>(v);
+                if (a.ams) s2[i] = tsc_from_acc<T>(mx);
+            }
+        }
+    }
+}
+
+/* The tensors of args with dtype dt (usually all of them): one table, one copy, one launch. */
+static void optim_launch(int index, const struct ts_optim_step_args *args, ts_dtype dt) {
+    const ts_optim_hparams *h = &args->h;
+    OTensor *tab = (OTensor *)malloc((size_t)args->n * sizeof(OTensor));
+    if (!tab) {
+        tsi_error_set(TS_ERR_OOM, "optim_step: out of host memory for the tensor table");
+        return;
+    }
+    int n = 0;
+    int64_t nchunks = 0;
+    for (int i = 0; i < args->n; i++) {
+        const ts_kview *pv = &args->param[i];
+        if (pv->dtype != dt) continue;
+        int64_t numel = 1;
+        for (int d = 0; d < pv->ndim; d++) numel *= pv->shape[d];
+        if (numel <= 0) continue;
+        OTensor t;
+        t.p = pv->data;
+        t.g = args->grad[i].data;
+        for (int k = 0; k < TS_OPTIM_SLOTS; k++)
+            t.s[k] = args->state[k] ? (void *)args->state[k][i].data : NULL;
+        t.numel = numel;
+        t.chunk0 = nchunks;
+        t.fresh = args->fresh && args->fresh[i];
+        t.nstep = t.bc2s = 0;
+        if (h->kind == TS_OPTIM_ADAM || h->kind == TS_OPTIM_ADAMW) {
+            if (dt == TS_F64) {
+                ts_om_adam_bias_d(h, args->step[i], &t.nstep, &t.bc2s);
+            } else {
+                float ns, bs;
+                ts_om_adam_bias_f(h, args->step[i], &ns, &bs);
+                t.nstep = ns;
+                t.bc2s = bs;
+            }
+        }
+        tab[n++] = t;
+        nchunks += (numel + OPT_CHUNK - 1) / OPT_CHUNK;
+    }
+    if (n == 0) {
+        free(tab);
+        return;
+    }
+    OArgs a;
+    a.kf = ts_om_consts_f(h);
+    a.kd = ts_om_consts_d(h);
+    a.kind = (int)h->kind;
+    a.adamw = h->kind == TS_OPTIM_ADAMW;
+    a.wd = h->weight_decay != 0 && !a.adamw; /* AdamW's decay is decoupled (adamw flag) */
+    a.mom = h->kind == TS_OPTIM_RMSPROP ? h->momentum > 0 : h->momentum != 0;
+    a.nest = h->nesterov;
+    a.ams = h->amsgrad;
+    a.centered = h->centered;
+    cudaStream_t st = tsc_stream(index);
+    const size_t bytes = (size_t)n * sizeof(OTensor);
+    OTensor *dtab = (OTensor *)tsc_scratch_alloc(index, bytes);
+    /* from pageable memory the copy has taken the bytes when it returns, so tab can go */
+    if (dtab && tsc_check(cudaMemcpyAsync(dtab, tab, bytes, cudaMemcpyHostToDevice, st),
+                          "optim_step: copying the tensor table", index)) {
+        const unsigned grid = (unsigned)(nchunks < TSC_MAX_BLOCKS ? nchunks : TSC_MAX_BLOCKS);
+        TSC_FLOAT_SWITCH(dt, T, optim_kernel<T><<<grid, TSC_THREADS, 0, st>>>(a, dtab, n, nchunks))
+        tsc_launch_check("optim_step", index);
+    }
+    if (dtab) tsc_scratch_free(index, dtab);
+    free(tab);
+}
+
+} /* namespace */
+
+void tsc_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args) {
+    (void)be;
+    if (args->n <= 0 || !tsc_begin(index)) return;
+    /* the front end groups by dtype, so this is one launch; mixed calls get one per dtype */
+    const ts_dtype dts[4] = {TS_F32, TS_F64, TS_F16, TS_BF16};
+    for (int k = 0; k < 4; k++) {
+        bool any = false;
+        for (int i = 0; i < args->n && !any; i++) any = args->param[i].dtype == dts[k];
+        if (any) optim_launch(index, args, dts[k]);
+    }
+}

@@ -1,0 +1,831 @@
+/* test_autocast.c — autocast regions: the op policy table (output dtypes on cpu bf16, sim bf16 and
+ * sim f16 for f32, lower-precision, mixed, f64 and integer inputs), values against float32,
+ * gradients reaching float32 parameters, nesting, disabled regions, device types, threads, the
+ * parameter-cast cache (hits, no_grad, stale sources, release, no leaks) and the error paths; then
+ * a LeNet-5 step under autocast against the same step in float32. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "amp/autocast.h"
+#include "ts_test.h"
+
+/* ==================================================================== helpers */
+static ts_device cfg_dev;    /* the device of the configuration under test */
+static ts_dtype cfg_lower;   /* its region dtype */
+static ts_dtype cfg_other;   /* the other half dtype */
+static const char *cfg_name; /* "cpu bf16" ... */
+
+static ts_tensor *randu(ts_shape s, ts_dtype dt, double lo, double hi) {
+    ts_tensor *t = ts_rand(s, (ts_opts){.device = cfg_dev});
+    t = ts_add_scalar(ts_mul_scalar(t, hi - lo), lo);
+    return ts_to_dtype(t, dt);
+}
+
+/* n values of t as doubles (t on any device, any dtype) */
+static void host(ts_tensor *t, double *out, int64_t n) {
+    ts_scope_begin();
+    ts_tensor *c = ts_contiguous(ts_to(ts_to_dtype(t, TS_F64), ts_cpu()));
+    CHECK(c && ts_numel(c) == n);
+    if (c && ts_numel(c) == n) ts_copy_to_host(c, out, (size_t)n * sizeof *out);
+    ts_scope_end();
+}
+
+/* max |a - b| over two tensors of n elements */
+static double max_diff(ts_tensor *a, ts_tensor *b, int64_t n) {
+    double *x = calloc((size_t)n, sizeof *x), *y = calloc((size_t)n, sizeof *y), m = 0;
+    host(a, x, n);
+    host(b, y, n);
+    for (int64_t i = 0; i < n; i++) m = fmax(m, fabs(x[i] - y[i]));
+    free(x);
+    free(y);
+    return m;
+}
+
+/* ==================================================================== the policy table
+ * Input classes: F32 (every floating input f32), LOW (every floating input in the region's dtype),
+ * MIX (two-input ops: the first in the region's dtype, the others f32; one-input ops: the input in
+ * the *other* half dtype, f16 in a bf16 region), F64, INT (int64).
+ * Expected result letters: L region dtype, O the other half dtype, F f32, D f64, I int64, X the op
+ * refuses its inputs (a dtype error, with or without autocast).
+ *
+ * The letters are PyTorch's lists (aten/src/ATen/autocast_mode.cpp, the CUDA registrations, which
+ * Tessera applies on every device type):
+ *   lower_precision_fp: mm, bmm, matmul, linear, conv2d                      -> F32/LOW/MIX: L
+ *   fp32: exp, log, log1p, reciprocal, rsqrt, pow (Tensor_Tensor, Tensor_Scalar, Scalar), softplus,
+ *         layer_norm, nll_loss, l1_loss, smooth_l1_loss, mse_loss,
+ * binary_cross_entropy_with_logits, logsumexp; fp32_set_opt_dtype: sum, prod, softmax, log_softmax;
+ * cross_entropy (PyTorch's composite of log_softmax + nll_loss, both fp32); batch_norm (MPS's fp32
+ * list; see docs/AMP.md)                                                      -> F32/LOW/MIX: F
+ *   promote: scatter_add (CUDA), cat and stack (CPU's promote list), where (promotes natively)
+ *                                                                             -> F32 F, LOW L, MIX
+ * F not listed (mean, var, sqrt, relu, add): run on their inputs as they are. Only floating inputs
+ * other than float64 are cast (is_eligible): F64 and INT give what the op gives without autocast.
+ * PyTorch 1.13's torch.autocast('cpu', dtype=torch.bfloat16) confirms every row whose op is on both
+ * its CPU and CUDA lists (mm, bmm, matmul, linear, conv2d, prod, the losses, cat, stack) and the
+ * unlisted add/where/mean rows; conv2d INT differs (PyTorch's CPU conv takes integers, Tessera's
+ * refuses them with or without autocast). */
+typedef enum { K_MM, K_BMM, K_LINEAR, K_CONV, K_UNARY, K_BINARY, K_CE, K_NORM, K_WHERE } kind;
+typedef ts_tensor *(*apply_fn)(ts_tensor **in);
+
+static ts_tensor *a_mm(ts_tensor **in) { return ts_mm(in[0], in[1]); }
+static ts_tensor *a_bmm(ts_tensor **in) { return ts_bmm(in[0], in[1]); }
+static ts_tensor *a_matmul(ts_tensor **in) { return ts_matmul(in[0], in[1]); }
+static ts_tensor *a_linear(ts_tensor **in) { return ts_linear(in[0], in[1], in[2]); }
+static ts_tensor *a_conv(ts_tensor **in) {
+    return ts_conv2d(in[0], in[1], in[2], (ts_conv2d_opts){0});
+}
+static ts_tensor *a_softmax(ts_tensor **in) { return ts_softmax(in[0], 1); }
+static ts_tensor *a_log_softmax(ts_tensor **in) { return ts_log_softmax(in[0], 1); }
+static ts_tensor *a_sum(ts_tensor **in) { return ts_sum(in[0]); }
+static ts_tensor *a_sum_dim(ts_tensor **in) { return ts_sum_dim(in[0], 1, false); }
+static ts_tensor *a_sum_dims(ts_tensor **in) { return ts_sum_dims(in[0], TS_DIMS(0, 1), true); }
+static ts_tensor *a_prod(ts_tensor **in) { return ts_prod(in[0]); }
+static ts_tensor *a_prod_dim(ts_tensor **in) { return ts_prod_dim(in[0], 0, true); }
+static ts_tensor *a_logsumexp(ts_tensor **in) { return ts_logsumexp(in[0]); }
+static ts_tensor *a_logsumexp_dim(ts_tensor **in) { return ts_logsumexp_dim(in[0], 1, false); }
+static ts_tensor *a_exp(ts_tensor **in) { return ts_exp(in[0]); }
+static ts_tensor *a_log(ts_tensor **in) { return ts_log(in[0]); }
+static ts_tensor *a_log1p(ts_tensor **in) { return ts_log1p(in[0]); }
+static ts_tensor *a_rsqrt(ts_tensor **in) { return ts_rsqrt(in[0]); }
+static ts_tensor *a_reciprocal(ts_tensor **in) { return ts_reciprocal(in[0]); }
+static ts_tensor *a_softplus(ts_tensor **in) { return ts_softplus(in[0]); }
+static ts_tensor *a_pow_scalar(ts_tensor **in) { return ts_pow_scalar(in[0], 2.0); }
+static ts_tensor *a_rpow_scalar(ts_tensor **in) { return ts_rpow_scalar(in[0], 2.0); }
+static ts_tensor *a_pow(ts_tensor **in) { return ts_pow(in[0], in[1]); }
+static ts_tensor *a_mse(ts_tensor **in) { return ts_mse_loss(in[0], in[1]); }
+static ts_tensor *a_l1(ts_tensor **in) { return ts_l1_loss(in[0], in[1], (ts_loss_opts){0}); }
+static ts_tensor *a_smooth_l1(ts_tensor **in) {
+    return ts_smooth_l1_loss(in[0], in[1], (ts_loss_opts){0});
+}
+static ts_tensor *a_bce(ts_tensor **in) {
+    return ts_bce_with_logits(in[0], in[1], (ts_loss_opts){0});
+}
+static ts_tensor *a_ce(ts_tensor **in) { return ts_cross_entropy(in[0], in[1]); }
+static ts_tensor *a_nll(ts_tensor **in) { return ts_nll_loss(in[0], in[1], (ts_loss_opts){0}); }
+static ts_tensor *a_layer_norm(ts_tensor **in) {
+    return ts_layer_norm(in[0], TS_SHAPE(3), in[1], in[2], 0);
+}
+static ts_tensor *a_batch_norm(ts_tensor **in) {
+    return ts_batch_norm(in[0], in[3], in[4], in[1], in[2], true, 0, 0);
+}
+static ts_tensor *a_cat(ts_tensor **in) { return ts_cat(in, 2, 0); }
+static ts_tensor *a_stack(ts_tensor **in) { return ts_stack(in, 2, 1); }
+static ts_tensor *a_where(ts_tensor **in) { return ts_where(in[2], in[0], in[1]); }
+static ts_tensor *a_scatter_add(ts_tensor **in) {
+    ts_tensor *idx = ts_tensor_i64(TS_SHAPE(2, 3), (const int64_t[]){1, 0, 1, 0, 0, 1},
+                                   (ts_opts){.device = cfg_dev});
+    return ts_scatter_add(in[0], 0, idx, in[1]);
+}
+static ts_tensor *a_mean(ts_tensor **in) { return ts_mean(in[0]); }
+static ts_tensor *a_var(ts_tensor **in) { return ts_var(in[0]); }
+static ts_tensor *a_sqrt(ts_tensor **in) { return ts_sqrt(in[0]); }
+static ts_tensor *a_relu(ts_tensor **in) { return ts_relu(in[0]); }
+static ts_tensor *a_add(ts_tensor **in) { return ts_add(in[0], in[1]); }
+
+typedef struct row {
+    const char *name;
+    kind k;
+    apply_fn fn;
+    const char *expect; /* one letter per class: F32 LOW MIX F64 INT */
+} row;
+
+static const row rows[] = {
+    /* lower_precision_fp */
+    {"mm", K_MM, a_mm, "LLLDI"},
+    {"bmm", K_BMM, a_bmm, "LLLDI"},
+    {"matmul", K_MM, a_matmul, "LLLDI"},
+    {"linear", K_LINEAR, a_linear, "LLLDI"},
+    {"conv2d", K_CONV, a_conv, "LLLDX"},
+    /* fp32 (integer inputs: what the op gives them, e.g. exp(int) is f32, sum(int) int64) */
+    {"softmax", K_UNARY, a_softmax, "FFFDX"},
+    {"log_softmax", K_UNARY, a_log_softmax, "FFFDX"},
+    {"sum", K_UNARY, a_sum, "FFFDI"},
+    {"sum_dim", K_UNARY, a_sum_dim, "FFFDI"},
+    {"sum_dims", K_UNARY, a_sum_dims, "FFFDI"},
+    {"prod", K_UNARY, a_prod, "FFFDI"},
+    {"prod_dim", K_UNARY, a_prod_dim, "FFFDI"},
+    {"logsumexp", K_UNARY, a_logsumexp, "FFFDF"},
+    {"logsumexp_dim", K_UNARY, a_logsumexp_dim, "FFFDF"},
+    {"exp", K_UNARY, a_exp, "FFFDF"},
+    {"log", K_UNARY, a_log, "FFFDF"},
+    {"log1p", K_UNARY, a_log1p, "FFFDF"},
+    {"rsqrt", K_UNARY, a_rsqrt, "FFFDF"},
+    {"reciprocal", K_UNARY, a_reciprocal, "FFFDF"},
+    {"softplus", K_UNARY, a_softplus, "FFFDX"},
+    {"pow_scalar", K_UNARY, a_pow_scalar, "FFFDI"},
+    {"rpow_scalar", K_UNARY, a_rpow_scalar, "FFFDI"},
+    {"pow", K_BINARY, a_pow, "FFFDI"},
+    {"mse_loss", K_BINARY, a_mse, "FFFDX"},
+    {"l1_loss", K_BINARY, a_l1, "FFFDX"},
+    {"smooth_l1_loss", K_BINARY, a_smooth_l1, "FFFDX"},
+    {"bce_with_logits", K_BINARY, a_bce, "FFFDX"},
+    {"cross_entropy", K_CE, a_ce, "FFFDX"},
+    {"nll_loss", K_CE, a_nll, "FFFDX"},
+    {"layer_norm", K_NORM, a_layer_norm, "FFFDX"},
+    {"batch_norm", K_NORM, a_batch_norm, "FFFDX"},
+    /* promote */
+    {"cat", K_BINARY, a_cat, "FLFDI"},
+    {"stack", K_BINARY, a_stack, "FLFDI"},
+    {"where", K_WHERE, a_where, "FLFDI"},
+    {"scatter_add", K_BINARY, a_scatter_add, "FLFDI"},
+    /* not listed: untouched */
+    {"mean", K_UNARY, a_mean, "FLODX"},
+    {"var", K_UNARY, a_var, "FLODX"},
+    {"sqrt", K_UNARY, a_sqrt, "FLODF"},
+    {"relu", K_UNARY, a_relu, "FLODI"},
+    {"add", K_BINARY, a_add, "FLFDI"},
+};
+
+enum { C_F32, C_LOW, C_MIX, C_F64, C_INT, N_CLASSES };
+static const char *class_names[N_CLASSES] = {"f32", "low", "mixed", "f64", "int"};
+
+/* The dtype of input i (i = 0 first, i > 0 the others) in class c for a row of kind k. */
+static ts_dtype input_dtype(int c, int i, bool one_input) {
+    switch (c) {
+    case C_F32:
+        return TS_F32;
+    case C_LOW:
+        return cfg_lower;
+    case C_MIX:
+        return one_input ? cfg_other : i == 0 ? cfg_lower : TS_F32;
+    case C_F64:
+        return TS_F64;
+    default:
+        return TS_I64;
+    }
+}
+
+static ts_tensor *make(ts_shape s, ts_dtype dt) {
+    if (dt == TS_I64) return ts_randint(1, 4, s, (ts_opts){.device = cfg_dev});
+    return randu(s, dt, 0.5, 1.5);
+}
+
+/* The inputs of a row in class c (5 slots at most). */
+static void make_inputs(kind k, int c, ts_tensor **in) {
+    const bool one = k == K_UNARY;
+    ts_dtype d0 = input_dtype(c, 0, one), d1 = input_dtype(c, 1, one);
+    switch (k) {
+    case K_MM:
+        in[0] = make(TS_SHAPE(2, 3), d0), in[1] = make(TS_SHAPE(3, 4), d1);
+        break;
+    case K_BMM:
+        in[0] = make(TS_SHAPE(2, 2, 3), d0), in[1] = make(TS_SHAPE(2, 3, 4), d1);
+        break;
+    case K_LINEAR:
+        in[0] = make(TS_SHAPE(2, 3), d0), in[1] = make(TS_SHAPE(4, 3), d1);
+        in[2] = make(TS_SHAPE(4), d1);
+        break;
+    case K_CONV:
+        in[0] = make(TS_SHAPE(1, 1, 4, 4), d0), in[1] = make(TS_SHAPE(1, 1, 3, 3), d1);
+        in[2] = make(TS_SHAPE(1), d1);
+        break;
+    case K_UNARY:
+        in[0] = make(TS_SHAPE(2, 3), d0);
+        break;
+    case K_BINARY:
+        in[0] = make(TS_SHAPE(2, 3), d0), in[1] = make(TS_SHAPE(2, 3), d1);
+        break;
+    case K_CE:
+        in[0] = make(TS_SHAPE(2, 3), d0);
+        in[1] = ts_tensor_i64(TS_SHAPE(2), (const int64_t[]){0, 2}, (ts_opts){.device = cfg_dev});
+        break;
+    case K_NORM: /* x, weight, bias, running_mean, running_var */
+        in[0] = make(TS_SHAPE(2, 3), d0);
+        for (int i = 1; i < 5; i++) in[i] = make(TS_SHAPE(3), d1);
+        break;
+    case K_WHERE:
+        in[0] = make(TS_SHAPE(2, 3), d0), in[1] = make(TS_SHAPE(2, 3), d1);
+        in[2] = ts_tensor_i64(TS_SHAPE(2, 3), (const int64_t[]){1, 0, 1, 1, 0, 0},
+                              (ts_opts){.device = cfg_dev});
+        in[2] = ts_to_dtype(in[2], TS_BOOL);
+        break;
+    }
+}
+
+static ts_dtype letter_dtype(char l) {
+    switch (l) {
+    case 'L':
+        return cfg_lower;
+    case 'O':
+        return cfg_other;
+    case 'F':
+        return TS_F32;
+    case 'D':
+        return TS_F64;
+    case 'I':
+        return TS_I64;
+    default:
+        return TS_DTYPE_DEFAULT;
+    }
+}
+
+static void test_policy_table(void) {
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        for (int c = 0; c < N_CLASSES; c++) {
+            ts_scope_begin();
+            ts_tensor *in[5] = {0};
+            make_inputs(rows[r].k, c, in);
+            CHECK_OK();
+            ts_autocast_begin(cfg_dev.type, cfg_lower);
+            ts_tensor *y = rows[r].fn(in);
+            ts_autocast_end();
+            const char want = rows[r].expect[c];
+            bool ok = want == 'X' ? !y && ts_error() != TS_OK
+                                  : y && ts_dtype_of(y) == letter_dtype(want) && !ts_error();
+            ts_test_record(ok);
+            if (!ok)
+                ts_test_failf(__FILE__, __LINE__, "%s: %s with %s inputs: expected %c, got %s%s",
+                              cfg_name, rows[r].name, class_names[c], want,
+                              y ? ts_dtype_name(ts_dtype_of(y)) : "NULL", ts_test_error_str());
+            ts_error_clear();
+            ts_scope_end();
+        }
+    }
+}
+
+/* ==================================================================== values */
+/* Lower-precision ops against float32: within bf16's rounding of inputs and output. */
+static void test_lower_values(void) {
+    ts_scope_begin();
+    ts_tensor *a = randu(TS_SHAPE(8, 16), TS_F32, -1, 1),
+              *b = randu(TS_SHAPE(16, 5), TS_F32, -1, 1);
+    ts_tensor *x = randu(TS_SHAPE(2, 3, 9, 9), TS_F32, -1, 1);
+    ts_tensor *w = randu(TS_SHAPE(4, 3, 3, 3), TS_F32, -1, 1),
+              *cb = randu(TS_SHAPE(4), TS_F32, -1, 1);
+    ts_tensor *lb = randu(TS_SHAPE(5), TS_F32, -1, 1);
+    ts_tensor *lw = ts_contiguous(ts_t(b));
+    ts_tensor *ref_mm = ts_mm(a, b), *ref_lin = ts_linear(a, lw, lb);
+    ts_tensor *ref_conv = ts_conv2d(x, w, cb, (ts_conv2d_opts){.padding = {1, 1}});
+    ts_autocast_begin(cfg_dev.type, cfg_lower);
+    ts_tensor *y_mm = ts_mm(a, b), *y_lin = ts_linear(a, lw, lb);
+    ts_tensor *y_conv = ts_conv2d(x, w, cb, (ts_conv2d_opts){.padding = {1, 1}});
+    ts_autocast_end();
+    CHECK_OK();
+    CHECK(ts_dtype_of(y_mm) == cfg_lower && ts_dtype_of(y_conv) == cfg_lower);
+    /* |sum of 16 products of |v| <= 1| <= 16; bf16 keeps 8 significant bits */
+    const double tol = cfg_lower == TS_BF16 ? 0.15 : 0.02;
+    CHECK(max_diff(y_mm, ref_mm, 40) < tol);
+    CHECK(max_diff(y_lin, ref_lin, 40) < tol);
+    CHECK(max_diff(y_conv, ref_conv, ts_numel(ref_conv)) < 2 * tol);
+    CHECK(max_diff(y_mm, ref_mm, 40) > 0); /* it did run in lower precision */
+    ts_scope_end();
+}
+
+/* fp32 ops on lower-precision input compute in f32: the result equals the f32 op on the same
+ * (exactly widened) values, which a lower-precision computation would miss by ~1e-3. */
+static void test_fp32_values(void) {
+    ts_scope_begin();
+    ts_tensor *x = randu(TS_SHAPE(4, 33), cfg_lower, -3, 3);
+    ts_tensor *xf = ts_to_dtype(x, TS_F32);
+    ts_tensor *ref_sm = ts_softmax(xf, 1), *ref_sum = ts_sum_dim(xf, 1, false);
+    ts_tensor *ref_exp = ts_exp(xf);
+    ts_autocast_begin(cfg_dev.type, cfg_lower);
+    ts_tensor *sm = ts_softmax(x, 1), *sum = ts_sum_dim(x, 1, false), *e = ts_exp(x);
+    ts_autocast_end();
+    CHECK_OK();
+    CHECK(max_diff(sm, ref_sm, 4 * 33) < 1e-6);
+    CHECK(max_diff(sum, ref_sum, 4) < 1e-4);
+    CHECK(max_diff(e, ref_exp, 4 * 33) < 1e-4);
+    /* and without autocast the same ops stay in lower precision */
+    CHECK(ts_dtype_of(ts_softmax(x, 1)) == cfg_lower);
+    ts_scope_end();
+}
+
+/* Binary elementwise ops take mixed f32 / lower inputs by type promotion, in and out of regions,
+ * and send each input its gradient in its own dtype. */
+static void test_binary_mixed(void) {
+    ts_scope_begin();
+    for (int region = 0; region < 2; region++) {
+        ts_tensor *a = randu(TS_SHAPE(3, 4), TS_F32, -1, 1);
+        ts_tensor *b = randu(TS_SHAPE(3, 4), cfg_lower, -1, 1);
+        ts_set_requires_grad(a, true);
+        ts_set_requires_grad(b, true);
+        if (region) ts_autocast_begin(cfg_dev.type, cfg_lower);
+        ts_tensor *y = ts_add(ts_mul(a, b), ts_sub(b, a));
+        ts_tensor *loss = ts_sum(y);
+        if (region) ts_autocast_end();
+        CHECK(ts_dtype_of(y) == TS_F32);
+        ts_backward(loss);
+        CHECK_OK();
+        CHECK(ts_grad(a) && ts_dtype_of(ts_grad(a)) == TS_F32);
+        CHECK(ts_grad(b) && ts_dtype_of(ts_grad(b)) == cfg_lower);
+        /* d/da = b - 1, d/db = a + 1 */
+        CHECK(max_diff(ts_grad(a), ts_sub_scalar(ts_to_dtype(b, TS_F32), 1), 12) < 1e-6);
+        CHECK(max_diff(ts_grad(b), ts_add_scalar(a, 1), 12) < 2e-2);
+    }
+    ts_scope_end();
+}
+
+/* The f16/bf16 max-pool fast path (kernel 2, stride 2) gives the f32 pool's values and argmax on
+ * the same values: ties (frequent after rounding) keep the first element, NaN wins. */
+static void test_half_max_pool(void) {
+    ts_scope_begin();
+    ts_tensor *x = ts_div_scalar(ts_round(randu(TS_SHAPE(2, 3, 8, 9), TS_F32, -4, 4)), 4);
+    bool nan_at[2 * 3 * 8 * 9] = {false};
+    nan_at[5] = nan_at[77] = nan_at[78] = true; /* a NaN, and two in one window */
+    ts_tensor *mask =
+        ts_from_data(TS_SHAPE(2, 3, 8, 9), TS_BOOL, nan_at, (ts_opts){.device = cfg_dev});
+    x = ts_to_dtype(ts_masked_fill(x, mask, NAN), cfg_lower);
+    ts_tensor *xf = ts_to_dtype(x, TS_F32);
+    ts_set_requires_grad(x, true);
+    ts_set_requires_grad(xf, true);
+    ts_pool2d_opts o = {.kernel = {2, 2}};
+    ts_tensor *y = ts_max_pool2d(x, o), *yf = ts_max_pool2d(xf, o);
+    CHECK(y && ts_dtype_of(y) == cfg_lower);
+    /* the gradient of the sum marks each window's argmax */
+    ts_backward(ts_sum(ts_to_dtype(ts_where(ts_ne(y, y), ts_zeros_like(y), y), TS_F32)));
+    ts_backward(ts_sum(ts_where(ts_ne(yf, yf), ts_zeros_like(yf), yf)));
+    CHECK_OK();
+    const int64_t ny = 2 * 3 * 4 * 4, nx = 2 * 3 * 8 * 9;
+    double a[2 * 3 * 8 * 9], b[2 * 3 * 8 * 9];
+    host(y, a, ny);
+    host(yf, b, ny);
+    bool same = true;
+    for (int64_t i = 0; i < ny; i++) same &= isnan(a[i]) ? isnan(b[i]) : a[i] == b[i];
+    CHECK(same);
+    host(ts_grad(x), a, nx);
+    host(ts_grad(xf), b, nx);
+    same = true;
+    for (int64_t i = 0; i < nx; i++) same &= a[i] == b[i];
+    CHECK(same);
+    ts_scope_end();
+}
+
+/* ==================================================================== gradients */
+/* The casts are differentiable: a linear layer's f32 parameters get f32 gradients. */
+static void test_gradients(void) {
+    ts_scope_begin();
+    ts_tensor *x = randu(TS_SHAPE(5, 3), TS_F32, -1, 1);
+    ts_tensor *w = randu(TS_SHAPE(4, 3), TS_F32, -1, 1), *b = randu(TS_SHAPE(4), TS_F32, -1, 1);
+    ts_set_requires_grad(x, true);
+    ts_set_requires_grad(w, true);
+    ts_set_requires_grad(b, true);
+    ts_autocast_begin(cfg_dev.type, cfg_lower);
+    ts_tensor *y = ts_linear(x, w, b);
+    ts_tensor *loss = ts_sum(y); /* fp32 */
+    ts_autocast_end();
+    CHECK(ts_dtype_of(y) == cfg_lower && ts_dtype_of(loss) == TS_F32);
+    CHECK_STREQ(ts_grad_fn_name(loss), "SumBackward0");
+    ts_backward(loss);
+    CHECK_OK();
+    ts_tensor *gw = ts_grad(w), *gb = ts_grad(b), *gx = ts_grad(x);
+    CHECK(gw && gb && gx);
+    if (gw && gb && gx) {
+        CHECK(ts_dtype_of(gw) == TS_F32 && ts_dtype_of(gb) == TS_F32 && ts_dtype_of(gx) == TS_F32);
+        /* d sum(x w^T + b) / dw[o, k] = sum_i x[i, k]; / db = 5; / dx[i, k] = sum_o w[o, k] */
+        double xs[15], ws[12], g[15];
+        host(x, xs, 15);
+        host(w, ws, 12);
+        host(gw, g, 12);
+        for (int o = 0; o < 4; o++)
+            for (int k = 0; k < 3; k++) {
+                double s = 0;
+                for (int i = 0; i < 5; i++) s += xs[i * 3 + k];
+                CHECK_NEAR(g[o * 3 + k], s, 0.05);
+            }
+        host(gb, g, 4);
+        for (int o = 0; o < 4; o++) CHECK_NEAR(g[o], 5.0, 1e-6);
+        host(gx, g, 15);
+        for (int i = 0; i < 5; i++)
+            for (int k = 0; k < 3; k++) {
+                double s = 0;
+                for (int o = 0; o < 4; o++) s += ws[o * 3 + k];
+                CHECK_NEAR(g[i * 3 + k], s, 0.05);
+            }
+    }
+    ts_scope_end();
+}
+
+/* ts_backward inside a region (not what PyTorch recommends, but allowed): the gradients still
+ * reach the parameters in their dtype. */
+static void test_backward_in_region(void) {
+    ts_scope_begin();
+    ts_tensor *x = randu(TS_SHAPE(4, 6), TS_F32, -1, 1);
+    ts_tensor *w = randu(TS_SHAPE(3, 6), TS_F32, -1, 1), *b = randu(TS_SHAPE(3), TS_F32, -1, 1);
+    ts_set_requires_grad(w, true);
+    ts_set_requires_grad(b, true);
+    ts_autocast_begin(cfg_dev.type, cfg_lower);
+    ts_tensor *logits = ts_linear(ts_exp(x), w, b);
+    ts_tensor *loss =
+        ts_cross_entropy(logits, ts_tensor_i64(TS_SHAPE(4), (const int64_t[]){0, 2, 1, 1},
+                                               (ts_opts){.device = cfg_dev}));
+    ts_backward(loss);
+    ts_autocast_end();
+    CHECK_OK();
+    CHECK(ts_grad(w) && ts_dtype_of(ts_grad(w)) == TS_F32);
+    CHECK(ts_grad(b) && ts_dtype_of(ts_grad(b)) == TS_F32);
+    ts_scope_end();
+}
+
+/* cat's argument list of any length: more tensors than the frame keeps inline */
+static void test_long_list(void) {
+    ts_scope_begin();
+    ts_tensor *ts[11];
+    for (int i = 0; i < 11; i++) {
+        ts[i] = randu(TS_SHAPE(1, 2), i % 3 ? cfg_lower : TS_F32, -1, 1);
+        ts_set_requires_grad(ts[i], true);
+    }
+    ts_autocast_begin(cfg_dev.type, cfg_lower);
+    ts_tensor *c = ts_cat(ts, 11, 0), *all_low = ts_stack(ts + 1, 2, 0);
+    ts_autocast_end();
+    CHECK(c && ts_dtype_of(c) == TS_F32 && ts_size(c, 0) == 11);
+    CHECK(all_low && ts_dtype_of(all_low) == cfg_lower);
+    ts_backward(ts_sum(c));
+    CHECK_OK();
+    for (int i = 0; i < 11; i++)
+        CHECK(ts_grad(ts[i]) && ts_dtype_of(ts_grad(ts[i])) == ts_dtype_of(ts[i]));
+    ts_scope_end();
+}
+
+/* ==================================================================== regions */
+static void test_nesting(void) {
+    ts_scope_begin();
+    ts_tensor *a = randu(TS_SHAPE(2, 3), TS_F32, -1, 1), *b = randu(TS_SHAPE(3, 2), TS_F32, -1, 1);
+    const ts_device_type t = cfg_dev.type;
+    CHECK(!ts_autocast_is_enabled(t));
+    ts_autocast_begin(t, cfg_lower);
+    CHECK(ts_autocast_is_enabled(t) && ts_autocast_get_dtype(t) == cfg_lower);
+    CHECK(ts_dtype_of(ts_mm(a, b)) == cfg_lower);
+    ts_autocast_begin_ex(t, (ts_autocast_opts){.disabled = true}); /* enabled=False */
+    CHECK(!ts_autocast_is_enabled(t));
+    CHECK(ts_dtype_of(ts_mm(a, b)) == TS_F32);
+    ts_autocast_begin(t, cfg_other); /* a nested region with the other dtype */
+    CHECK(ts_dtype_of(ts_mm(a, b)) == cfg_other);
+    ts_autocast_end();
+    CHECK(ts_dtype_of(ts_mm(a, b)) == TS_F32);
+    ts_autocast_end();
+    CHECK(ts_dtype_of(ts_mm(a, b)) == cfg_lower);
+    ts_autocast_end();
+    CHECK(!ts_autocast_is_enabled(t));
+    CHECK(ts_dtype_of(ts_mm(a, b)) == TS_F32);
+    CHECK_OK();
+    ts_scope_end();
+}
+
+/* A region for one device type leaves ops on the others alone. */
+static void test_device_types(void) {
+    ts_scope_begin();
+    ts_tensor *ac = ts_rand(TS_SHAPE(2, 3), (ts_opts){0}),
+              *bc = ts_rand(TS_SHAPE(3, 2), (ts_opts){0});
+    ts_tensor *as = ts_to(ac, ts_sim(1)), *bs = ts_to(bc, ts_sim(1));
+    ts_autocast_begin(TS_SIM, TS_DTYPE_DEFAULT);
+    CHECK(ts_dtype_of(ts_mm(as, bs)) == TS_BF16); /* the default on sim */
+    CHECK(ts_dtype_of(ts_mm(ac, bc)) == TS_F32);
+    CHECK(!ts_autocast_is_enabled(TS_CPU));
+    ts_autocast_end();
+    ts_autocast_begin(TS_CPU, TS_DTYPE_DEFAULT);
+    CHECK(ts_dtype_of(ts_mm(ac, bc)) == TS_BF16);
+    CHECK(ts_dtype_of(ts_mm(as, bs)) == TS_F32);
+    ts_autocast_end();
+    /* TS_DEVICE_DEFAULT is the default device's type */
+    ts_device_push(ts_sim(0));
+    ts_autocast_begin(TS_DEVICE_DEFAULT, TS_F16);
+    CHECK(ts_autocast_is_enabled(TS_SIM) && !ts_autocast_is_enabled(TS_CPU));
+    CHECK(ts_dtype_of(ts_mm(as, bs)) == TS_F16);
+    ts_autocast_end();
+    ts_device_pop();
+    CHECK(ts_autocast_get_dtype(TS_CPU) == TS_BF16 && ts_autocast_get_dtype(TS_SIM) == TS_BF16 &&
+          ts_autocast_get_dtype(TS_CUDA) == TS_F16);
+    CHECK_OK();
+    ts_scope_end();
+}
+
+typedef struct thread_arg {
+    ts_device dev;
+    bool enabled_seen;
+    ts_dtype dtype_seen;
+    bool carry_state;
+    tsi_autocast_state state;
+    ts_tensor *param;
+} thread_arg;
+
+static void *other_thread(void *p) {
+    thread_arg *t = p;
+    if (t->carry_state) tsi_autocast_state_set(&t->state);
+    ts_scope_begin();
+    t->enabled_seen = ts_autocast_is_enabled(t->dev.type);
+    ts_tensor *x = ts_rand(TS_SHAPE(2, 3), (ts_opts){.device = t->dev});
+    ts_tensor *w = t->param ? t->param : ts_rand(TS_SHAPE(4, 3), (ts_opts){.device = t->dev});
+    t->dtype_seen = ts_dtype_of(ts_linear(x, w, NULL));
+    ts_scope_end();
+    /* a worker handed a state and never cleared: its cache goes with the thread */
+    return NULL;
+}
+
+/* Regions are per thread; the data-parallel hand-over (tsi_autocast_state_get/set) carries one. */
+static void test_threads(void) {
+    ts_scope_begin();
+    ts_mem_stats before, after;
+    ts_memory_stats(cfg_dev, &before);
+    ts_tensor *w = randu(TS_SHAPE(4, 3), TS_F32, -1, 1);
+    ts_set_requires_grad(w, true);
+    ts_autocast_begin(cfg_dev.type, cfg_lower);
+    thread_arg a = {.dev = cfg_dev, .param = w};
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, other_thread, &a), 0);
+    pthread_join(th, NULL);
+    CHECK(!a.enabled_seen && a.dtype_seen == TS_F32);
+    thread_arg b = {.dev = cfg_dev, .param = w, .carry_state = true};
+    b.state = tsi_autocast_state_get();
+    CHECK_EQ(pthread_create(&th, NULL, other_thread, &b), 0);
+    pthread_join(th, NULL);
+    CHECK(b.enabled_seen && b.dtype_seen == cfg_lower);
+    ts_autocast_end();
+    /* and a region in another thread does not reach this one */
+    CHECK(!ts_autocast_is_enabled(cfg_dev.type));
+    ts_scope_end();
+    /* the worker's cached cast of w (and w) are gone: nothing outlives the threads */
+    ts_memory_stats(cfg_dev, &after);
+    CHECK_EQ(after.live_tensors, before.live_tensors);
+    CHECK_OK();
+}
+
+/* ==================================================================== the cache */
+static void test_cache(void) {
+    ts_mem_stats before, after;
+    ts_memory_stats(cfg_dev, &before);
+    ts_scope_begin();
+    ts_tensor *x = randu(TS_SHAPE(5, 3), TS_F32, -1, 1), *x2 = randu(TS_SHAPE(2, 3), TS_F32, -1, 1);
+    ts_tensor *w = randu(TS_SHAPE(4, 3), TS_F32, -1, 1);
+    ts_set_requires_grad(w, true);
+
+    /* the same parameter used twice in a region is cast once: the inputs (no grad) each time */
+    ts_autocast_begin(cfg_dev.type, cfg_lower);
+    uint64_t c0 = tsi_autocast_cast_count;
+    ts_tensor *y1 = ts_linear(x, w, NULL), *y2 = ts_linear(x2, w, NULL);
+    CHECK_EQ(tsi_autocast_cast_count - c0, 3);
+    CHECK_EQ(tsi_autocast_cache_size(), 1);
+    ts_tensor *k1 = tsi_autocast_cast("test", w, cfg_lower),
+              *k2 = tsi_autocast_cast("test", w, cfg_lower);
+    CHECK(k1 && k1 == k2); /* the same tensor object */
+    CHECK_STREQ(ts_grad_fn_name(k1), "ToCopyBackward0");
+    ts_release(k1);
+    ts_release(k2);
+    /* a nested region's end keeps the cache; only the outermost one releases it */
+    ts_autocast_begin(cfg_dev.type, cfg_lower);
+    ts_autocast_end();
+    CHECK_EQ(tsi_autocast_cache_size(), 1);
+    ts_tensor *loss = ts_add(ts_sum(y1), ts_sum(y2));
+    ts_autocast_end();
+    CHECK_EQ(tsi_autocast_cache_size(), 0);
+    /* both uses reach w: grad[o, k] = sum of x's and x2's column k */
+    ts_backward(loss);
+    CHECK(ts_grad(w) && ts_dtype_of(ts_grad(w)) == TS_F32);
+    if (ts_grad(w)) {
+        ts_tensor *colsum = ts_add(ts_sum_dim(x, 0, true), ts_sum_dim(x2, 0, true));
+        CHECK(max_diff(ts_grad(w), ts_expand(colsum, TS_SHAPE(4, 3)), 12) < 0.05);
+    }
+    ts_set_grad(w, NULL);
+
+    /* cache_enabled=False: every use casts */
+    ts_autocast_begin_ex(cfg_dev.type, (ts_autocast_opts){.dtype = cfg_lower, .no_cache = true});
+    c0 = tsi_autocast_cast_count;
+    ts_linear(x, w, NULL);
+    ts_linear(x, w, NULL);
+    CHECK_EQ(tsi_autocast_cast_count - c0, 4);
+    CHECK_EQ(tsi_autocast_cache_size(), 0);
+    ts_autocast_end();
+
+    /* ts_autocast_clear_cache inside a region: the next use casts again */
+    ts_autocast_begin(cfg_dev.type, cfg_lower);
+    ts_linear(x, w, NULL);
+    ts_autocast_clear_cache();
+    CHECK_EQ(tsi_autocast_cache_size(), 0);
+    c0 = tsi_autocast_cast_count;
+    ts_linear(x, w, NULL);
+    CHECK_EQ(tsi_autocast_cast_count - c0, 2);
+    ts_autocast_end();
+
+    /* a cast first made under no_grad still carries the graph for a later use with grad on */
+    ts_autocast_begin(cfg_dev.type, cfg_lower);
+    ts_no_grad_begin();
+    ts_tensor *yn = ts_linear(x, w, NULL);
+    ts_no_grad_end();
+    CHECK(!ts_requires_grad(yn));
+    c0 = tsi_autocast_cast_count;
+    ts_tensor *yg = ts_linear(x, w, NULL);
+    CHECK_EQ(tsi_autocast_cast_count - c0, 1); /* x only: w's cast came from the cache */
+    ts_tensor *lg = ts_sum(yg);
+    ts_autocast_end();
+    ts_backward(lg);
+    CHECK(ts_grad(w) != NULL);
+    if (ts_grad(w))
+        CHECK(max_diff(ts_grad(w), ts_expand(ts_sum_dim(x, 0, true), TS_SHAPE(4, 3)), 12) < 0.05);
+
+    /* a parameter changed in place (an optimizer step) is cast again, never served stale */
+    ts_autocast_begin(cfg_dev.type, cfg_lower);
+    ts_tensor *before_step = ts_linear(x, w, NULL);
+    ts_no_grad_begin();
+    ts_mul_scalar_(w, 2.0);
+    ts_no_grad_end();
+    c0 = tsi_autocast_cast_count;
+    ts_tensor *after_step = ts_linear(x, w, NULL);
+    CHECK_EQ(tsi_autocast_cast_count - c0, 2);
+    CHECK_EQ(tsi_autocast_cache_size(), 1);
+    ts_autocast_end();
+    CHECK(max_diff(after_step, ts_mul_scalar(before_step, 2), 20) < 1e-6);
+
+    /* what is not a parameter is not cached: a non-leaf, a view, a tensor without grad */
+    ts_autocast_begin(cfg_dev.type, cfg_lower);
+    ts_linear(x, ts_mul_scalar(w, 1.0), NULL);
+    ts_linear(x, ts_narrow(w, 0, 0, 2), NULL);
+    ts_linear(x, x, NULL);
+    CHECK_EQ(tsi_autocast_cache_size(), 0);
+    ts_autocast_end();
+    CHECK_OK();
+    ts_scope_end();
+    /* nothing cached outlives the regions */
+    ts_memory_stats(cfg_dev, &after);
+    CHECK_EQ(after.live_tensors, before.live_tensors);
+}
+
+/* ==================================================================== errors */
+static void test_errors(void) {
+    ts_autocast_end();
+    CHECK_ERR(TS_ERR_STATE);
+    ts_autocast_begin(TS_CPU, TS_F64);
+    CHECK_ERR(TS_ERR_DTYPE);
+    CHECK(!ts_autocast_is_enabled(TS_CPU));
+    ts_autocast_end(); /* the failed begin still opened a region: begin/end stay paired */
+    CHECK_OK();
+    ts_autocast_begin(TS_SIM, TS_I32);
+    CHECK_ERR(TS_ERR_DTYPE);
+    ts_autocast_end();
+    ts_autocast_begin((ts_device_type)9, TS_BF16);
+    CHECK_ERR(TS_ERR_ARG);
+    ts_autocast_end();
+    CHECK_OK();
+    ts_autocast_end();
+    CHECK_ERR(TS_ERR_STATE);
+    /* NULL inputs and pending errors pass through a region like anywhere else */
+    ts_autocast_begin(TS_CPU, TS_BF16);
+    CHECK(ts_mm(NULL, NULL) == NULL);
+    CHECK_ERR(TS_ERR_ARG);
+    ts_autocast_end();
+    CHECK_EQ(tsi_autocast_any, 0);
+}
+
+/* ==================================================================== LeNet-5 */
+static ts_module *lenet(void) {
+    ts_module *m[] = {
+        ts_conv2d_new(1, 6, 5, (ts_conv2d_opts){.padding = {2, 2}}),
+        ts_relu_new(),
+        ts_max_pool2d_new((ts_pool2d_opts){.kernel = {2, 2}}),
+        ts_conv2d_new(6, 16, 5, (ts_conv2d_opts){0}),
+        ts_relu_new(),
+        ts_max_pool2d_new((ts_pool2d_opts){.kernel = {2, 2}}),
+        ts_flatten_new(1, -1),
+        ts_linear_new(400, 120),
+        ts_relu_new(),
+        ts_linear_new(120, 84),
+        ts_relu_new(),
+        ts_linear_new(84, 10),
+    };
+    return ts_sequential_new((int)(sizeof m / sizeof m[0]), m);
+}
+
+/* Forward + backward of LeNet-5 on a batch, with or without autocast; returns the loss and
+ * leaves the gradients on the parameters. */
+static double lenet_step(ts_module *net, ts_tensor *x, ts_tensor *y, bool autocast,
+                         ts_dtype *out_dtype) {
+    ts_scope_begin();
+    if (autocast) ts_autocast_begin(cfg_dev.type, cfg_lower);
+    ts_tensor *logits = ts_forward(net, x);
+    ts_tensor *loss = ts_cross_entropy(logits, y);
+    if (autocast) ts_autocast_end();
+    *out_dtype = logits ? ts_dtype_of(logits) : TS_DTYPE_DEFAULT;
+    CHECK(loss && ts_dtype_of(loss) == TS_F32);
+    ts_backward(loss);
+    double v = ts_item(loss);
+    ts_scope_end();
+    return v;
+}
+
+static void test_lenet(void) {
+    ts_manual_seed(7);
+    ts_device_push(cfg_dev);
+    ts_module *net = lenet();
+    ts_device_pop();
+    ts_scope_begin();
+    ts_tensor *x = randu(TS_SHAPE(8, 1, 28, 28), TS_F32, 0, 1);
+    ts_tensor *y = ts_randint(0, 10, TS_SHAPE(8), (ts_opts){.device = cfg_dev});
+    ts_tensor_list params = ts_module_named_parameters(net);
+    ts_dtype dt;
+    double loss32 = lenet_step(net, x, y, false, &dt);
+    CHECK(dt == TS_F32);
+    ts_tensor **g32 = calloc((size_t)params.n, sizeof *g32);
+    for (int i = 0; i < params.n; i++) {
+        g32[i] = ts_clone(ts_grad(params.tensors[i]));
+        ts_set_grad(params.tensors[i], NULL);
+    }
+    double loss_ac = lenet_step(net, x, y, true, &dt);
+    CHECK_OK();
+    CHECK(dt == cfg_lower);
+    CHECK_NEAR(loss_ac, loss32, 0.02 * fabs(loss32));
+    for (int i = 0; i < params.n; i++) {
+        ts_tensor *g = ts_grad(params.tensors[i]);
+        CHECK(g && ts_dtype_of(g) == TS_F32);
+        if (!g || !g32[i]) continue;
+        /* relative error of the whole gradient, in the 2-norm */
+        int64_t n = ts_numel(g);
+        double *a = calloc((size_t)n, sizeof *a), *b = calloc((size_t)n, sizeof *b), num = 0,
+               den = 0;
+        host(g, a, n);
+        host(g32[i], b, n);
+        for (int64_t k = 0; k < n; k++) num += (a[k] - b[k]) * (a[k] - b[k]), den += b[k] * b[k];
+        const double rel = sqrt(num / (den + 1e-30));
+        /* The last layer's gradient only sees rounding (PyTorch 1.13's bf16 autocast: ~0.5%). The
+         * earlier ones also see relu masks and max-pool choices that flip where rounding makes
+         * values cross or tie: PyTorch's own bf16 LeNet-5 gradients differ from its f32 ones by
+         * 5-19% in the convolutions (seeds 0-2, batch 8), and so do ours. */
+        const double tol = i >= params.n - 2 ? 0.02 : 0.3;
+        ts_test_record(rel < tol);
+        if (rel >= tol)
+            ts_test_failf(__FILE__, __LINE__, "%s: LeNet gradient of %s off by %.3g", cfg_name,
+                          params.names[i], rel);
+        free(a);
+        free(b);
+    }
+    free(g32);
+    ts_tensor_list_free(&params);
+    ts_scope_end();
+    ts_module_free(net);
+}
+
+/* ==================================================================== main */
+int main(void) {
+    if (ts_device_count(TS_SIM) < 2) return ts_test_skip("needs TS_SIM_DEVICES >= 2");
+    const struct {
+        const char *name;
+        ts_device dev;
+        ts_dtype lower;
+    } cfgs[] = {
+        {"cpu bf16", {TS_CPU, 0}, TS_BF16},
+        {"sim bf16", {TS_SIM, 0}, TS_BF16},
+        {"sim f16", {TS_SIM, 0}, TS_F16},
+    };
+    ts_manual_seed(1);
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+        cfg_name = cfgs[c].name;
+        cfg_dev = cfgs[c].dev;
+        cfg_lower = cfgs[c].lower;
+        cfg_other = cfg_lower == TS_BF16 ? TS_F16 : TS_BF16;
+        test_policy_table();
+        test_lower_values();
+        test_fp32_values();
+        test_half_max_pool();
+        test_binary_mixed();
+        test_gradients();
+        test_backward_in_region();
+        test_long_list();
+        test_nesting();
+        test_threads();
+        test_cache();
+        test_lenet();
+    }
+    test_device_types();
+    test_errors();
+    return ts_test_finish();
+}
