@@ -69,61 +69,11 @@ template <> __device__ __forceinline__ tsc_bf16 tsc_from_acc<tsc_bf16>(float v) 
 /* Stores a double / int64 into an element of any dtype, with the CPU backend's conversions
  * (kern_reduce_state.c): float->int through ts_d2i64 & co., bool as != 0. */
 static __device__ __forceinline__ void tsc_store_double(char *p, ts_dtype dt, double v) {
-    switch (dt) {
-    case TS_F32:
-        *(float *)p = (float)v;
-        break;
-    case TS_F64:
-        *(double *)p = v;
-        break;
-    case TS_F16:
-        *(uint16_t *)p = ts_f32_to_f16((float)v);
-        break;
-    case TS_BF16:
-        *(uint16_t *)p = ts_f32_to_bf16((float)v);
-        break;
-    case TS_I64:
-        *(int64_t *)p = ts_d2i64(v);
-        break;
-    case TS_I32:
-        *(int32_t *)p = ts_d2i32(v);
-        break;
-    case TS_U8:
-        *(uint8_t *)p = ts_d2u8(v);
-        break;
-    default:
-        *(uint8_t *)p = v != 0.0;
-        break;
-    }
+    tsc_store_as(p, dt, v);
 }
 
 static __device__ __forceinline__ void tsc_store_i64(char *p, ts_dtype dt, int64_t v) {
-    switch (dt) {
-    case TS_F32:
-        *(float *)p = (float)v;
-        break;
-    case TS_F64:
-        *(double *)p = (double)v;
-        break;
-    case TS_F16:
-        *(uint16_t *)p = ts_f32_to_f16((float)v);
-        break;
-    case TS_BF16:
-        *(uint16_t *)p = ts_f32_to_bf16((float)v);
-        break;
-    case TS_I64:
-        *(int64_t *)p = v;
-        break;
-    case TS_I32:
-        *(int32_t *)p = (int32_t)v;
-        break;
-    case TS_U8:
-        *(uint8_t *)p = (uint8_t)v;
-        break;
-    default:
-        *(uint8_t *)p = v != 0;
-        break;
-    }
+    tsc_store_as(p, dt, v);
 }
 
 /* Runs BODY with T bound to the storage type of a float dtype (f32, f64, f16, bf16). */

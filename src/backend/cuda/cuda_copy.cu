@@ -33,34 +33,7 @@ template <typename D, typename S> struct CopyCastF {
 struct CopyAnyF {
     static constexpr int NOPS = 2;
     ts_dtype dst, src;
-    template <typename C> TS_HD void store(char *o, C c) const {
-        switch (dst) {
-        case TS_F32:
-            *(float *)o = tsc_st<float>(c);
-            break;
-        case TS_F64:
-            *(double *)o = tsc_st<double>(c);
-            break;
-        case TS_F16:
-            *(tsc_f16 *)o = tsc_st<tsc_f16>(c);
-            break;
-        case TS_BF16:
-            *(tsc_bf16 *)o = tsc_st<tsc_bf16>(c);
-            break;
-        case TS_I64:
-            *(int64_t *)o = tsc_st<int64_t>(c);
-            break;
-        case TS_I32:
-            *(int32_t *)o = tsc_st<int32_t>(c);
-            break;
-        case TS_U8:
-            *(uint8_t *)o = tsc_st<uint8_t>(c);
-            break;
-        default:
-            *(tsc_b8 *)o = tsc_st<tsc_b8>(c);
-            break;
-        }
-    }
+    template <typename C> TS_HD void store(char *o, C c) const { tsc_store_as(o, dst, c); }
     TS_HD void one(char *const *p) const {
         const char *x = p[1];
         switch (src) {

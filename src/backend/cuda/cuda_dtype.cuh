@@ -86,6 +86,37 @@ template <> struct tsc_to<tsc_b8> {
 
 template <typename D, typename C> TS_HD inline D tsc_st(C c) { return tsc_to<D>::from(c); }
 
+/* Stores compute value c (float, double or int64_t) into an element of dtype dt chosen at run time,
+ * with the conversions above: one definition for the strided casts and the compute kernels. */
+template <typename C> TS_HD inline void tsc_store_as(char *o, ts_dtype dt, C c) {
+    switch (dt) {
+    case TS_F32:
+        *(float *)o = tsc_st<float>(c);
+        break;
+    case TS_F64:
+        *(double *)o = tsc_st<double>(c);
+        break;
+    case TS_F16:
+        *(tsc_f16 *)o = tsc_st<tsc_f16>(c);
+        break;
+    case TS_BF16:
+        *(tsc_bf16 *)o = tsc_st<tsc_bf16>(c);
+        break;
+    case TS_I64:
+        *(int64_t *)o = tsc_st<int64_t>(c);
+        break;
+    case TS_I32:
+        *(int32_t *)o = tsc_st<int32_t>(c);
+        break;
+    case TS_U8:
+        *(uint8_t *)o = tsc_st<uint8_t>(c);
+        break;
+    default:
+        *(tsc_b8 *)o = tsc_st<tsc_b8>(c);
+        break;
+    }
+}
+
 /* dst = (dst dtype) src for any pair (kern_copy.c's CONVERT). */
 template <typename D, typename S> TS_HD inline D tsc_convert(S x) { return tsc_st<D>(tsc_ld(x)); }
 
