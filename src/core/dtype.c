@@ -32,6 +32,29 @@ const char *ts_dtype_name(ts_dtype d) {
     }
 }
 
+const char *tsi_torch_scalar_name(ts_dtype d) {
+    switch (d) {
+    case TS_F32:
+        return "Float";
+    case TS_F64:
+        return "Double";
+    case TS_F16:
+        return "Half";
+    case TS_BF16:
+        return "BFloat16";
+    case TS_I64:
+        return "Long";
+    case TS_I32:
+        return "Int";
+    case TS_U8:
+        return "Byte";
+    case TS_BOOL:
+        return "Bool";
+    default:
+        return "Undefined";
+    }
+}
+
 bool ts_dtype_is_floating(ts_dtype d) { return tsi_is_float(tsi_resolve_dtype(d)); }
 
 /* rank within a category decides the winner; f16 with bf16 meets at f32 like torch */

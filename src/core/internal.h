@@ -74,6 +74,8 @@ static inline bool tsi_is_float(ts_dtype d) {
     return d == TS_F32 || d == TS_F64 || d == TS_F16 || d == TS_BF16;
 }
 static inline bool tsi_is_int(ts_dtype d) { return d == TS_I64 || d == TS_I32 || d == TS_U8; }
+/* PyTorch's ScalarType names ("Float", "Long"), for messages copied from PyTorch word for word */
+const char *tsi_torch_scalar_name(ts_dtype d);
 extern const size_t tsi_dtype_sizes[TS_DTYPE_COUNT];
 static inline size_t tsi_dtype_size(ts_dtype d) {
     return (unsigned)d < TS_DTYPE_COUNT ? tsi_dtype_sizes[d] : 0;

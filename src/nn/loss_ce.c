@@ -3,30 +3,6 @@
 #include "amp/autocast.h"
 #include "nn/functional_internal.h"
 
-/* PyTorch's scalar type names, so its dtype errors read the same here */
-static const char *scalar_name(ts_dtype d) {
-    switch (d) {
-    case TS_F32:
-        return "Float";
-    case TS_F64:
-        return "Double";
-    case TS_F16:
-        return "Half";
-    case TS_BF16:
-        return "BFloat16";
-    case TS_I64:
-        return "Long";
-    case TS_I32:
-        return "Int";
-    case TS_U8:
-        return "Byte";
-    case TS_BOOL:
-        return "Bool";
-    default:
-        return "Undefined";
-    }
-}
-
 /* What the class-index path needs beyond its operands (all scope-owned). */
 typedef struct nll_ctx {
     int cd;               /* the class dim: 1, or 0 for an unbatched [C] input */
@@ -57,8 +33,8 @@ static bool check_common(const char *op, ts_tensor *in, ts_tensor *tg, ts_loss_o
                false;
     if (o.weight && o.weight->dtype != in->dtype)
         return tsi_error_set(TS_ERR_DTYPE, "%s: expected scalar type %s but found %s (weight %s)",
-                             op, scalar_name(in->dtype), scalar_name(o.weight->dtype),
-                             tsi_desc(o.weight)),
+                             op, tsi_torch_scalar_name(in->dtype),
+                             tsi_torch_scalar_name(o.weight->dtype), tsi_desc(o.weight)),
                false;
     return true;
 }
@@ -70,7 +46,7 @@ static bool check_indices(const char *op, ts_tensor *in, ts_tensor *tg, ts_loss_
         return tsi_error_set(TS_ERR_DTYPE,
                              "%s: expected scalar type Long but found %s (target %s: class indices "
                              "must be int64)",
-                             op, scalar_name(tg->dtype), tsi_desc(tg)),
+                             op, tsi_torch_scalar_name(tg->dtype), tsi_desc(tg)),
                false;
     const ts_shape is = in->shape, ts = tg->shape;
     if (is.ndim == 1 && ts.ndim != 0)
@@ -229,7 +205,7 @@ static ts_tensor *cross_entropy_op(ts_tensor *logits, ts_tensor *target, ts_loss
         return tsi_error_set(TS_ERR_DTYPE,
                              "%s: Expected floating point type for target with class "
                              "probabilities, got %s",
-                             op, scalar_name(target->dtype)),
+                             op, tsi_torch_scalar_name(target->dtype)),
                NULL;
     if (!probs && !check_indices(op, logits, target, o, &c)) return NULL;
     ts_scope_begin();

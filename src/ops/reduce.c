@@ -3,30 +3,6 @@
 #include "autograd/autograd.h"
 #include "ops/reduce_grad.h"
 
-/* PyTorch's ScalarType names, used where we copy its messages word for word. */
-static const char *torch_type_name(ts_dtype d) {
-    switch (d) {
-    case TS_F32:
-        return "Float";
-    case TS_F64:
-        return "Double";
-    case TS_F16:
-        return "Half";
-    case TS_BF16:
-        return "BFloat16";
-    case TS_I64:
-        return "Long";
-    case TS_I32:
-        return "Int";
-    case TS_U8:
-        return "Byte";
-    case TS_BOOL:
-        return "Bool";
-    default:
-        return "Undefined";
-    }
-}
-
 static bool needs_nonempty(ts_reduce_op rop) {
     return rop == TS_R_MAX || rop == TS_R_MIN || rop == TS_R_ARGMAX || rop == TS_R_ARGMIN;
 }
@@ -45,7 +21,7 @@ static ts_dtype result_dtype(const char *op, ts_reduce_op rop, ts_dtype in, ts_d
         tsi_error_set(TS_ERR_DTYPE,
                       "%s(): could not infer output dtype. Input dtype must be either a floating "
                       "point or complex dtype. Got: %s",
-                      op, torch_type_name(in));
+                      op, tsi_torch_scalar_name(in));
         return TS_DTYPE_DEFAULT;
     case TS_R_VAR:
     case TS_R_STD:
