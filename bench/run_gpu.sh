@@ -1,0 +1,75 @@
+#!/bin/sh
+# run_gpu.sh — the CUDA issue's GPU benchmarks: Tessera (bench_gpu) beside PyTorch CUDA
+# (bench_gpu_torch.py) in one run, as a table with the ratio, the goal and whether it is met.
+# Usage: bench/run_gpu.sh [BUILD_DIR] [quick]   (builds nothing; BUILD_DIR defaults to "build")
+# Environment: PYTHON (python3: the GPU machine's PyTorch with CUDA); BENCH_GPU_TS_OUT and
+# BENCH_GPU_TORCH_OUT name files holding the two programs' output to tabulate instead of running
+# them (to check this table without a GPU).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-build}
+mode=${2:-}
+python=${PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+if [ -n "${BENCH_GPU_TS_OUT:-}" ]; then
+    cp "$BENCH_GPU_TS_OUT" "$tmp/ts.txt"
+else
+    bin="$build/bench/bench_gpu"
+    [ -x "$bin" ] || { echo "run_gpu.sh: $bin not found; build first" >&2; exit 1; }
+    # shellcheck disable=SC2086 # an empty mode must pass no argument
+    "$bin" $mode >"$tmp/ts.txt"
+fi
+if [ -n "${BENCH_GPU_TORCH_OUT:-}" ]; then
+    cp "$BENCH_GPU_TORCH_OUT" "$tmp/torch.txt"
+else
+    # shellcheck disable=SC2086
+    "$python" "$here/bench_gpu_torch.py" $mode >"$tmp/torch.txt"
+fi
+
+# A side that skipped (no GPU, no CUDA build, torch without CUDA) says why and ends the run.
+if grep -h 'SKIP:' "$tmp/ts.txt" "$tmp/torch.txt"; then exit 0; fi
+grep -h '^#' "$tmp/ts.txt" "$tmp/torch.txt" || true
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+awk '
+    /^#/ { next }
+    FILENAME ~ /ts.txt$/ { t[$1] = $2; unit[$1] = $3; order[++n] = $1; next }
+    { pt[$1] = $2; if (!($1 in unit)) { unit[$1] = $3; order[++n] = $1 } }
+    function row(name, a, b, u, time_like, g,    r, ok, gs) {
+        gs = g == "" ? "-" : (time_like ? g "x" : g * 100 "%")
+        if (a == "" || b == "" || a + 0 <= 0 || b + 0 <= 0) {
+            # a missing or failed measurement cannot meet its goal
+            printf "%-22s %12s %12s %9s %7s %s\n", name " (" u ")", (a == "" ? "-" : a),
+                   (b == "" ? "-" : b), "-", gs, (g == "" ? "-" : "NO")
+            return
+        }
+        r = time_like ? b / a : a / b
+        ok = g == "" ? "-" : (r >= g ? "yes" : "NO")
+        printf "%-22s %12.4f %12.4f %8.3f%s %7s %s\n", name " (" u ")", a, b, r,
+               (time_like ? "x" : " "), gs, ok
+    }
+    END {
+        goal["simplenn_f32"] = 1.5; goal["simplenn_amp"] = 1.5
+        goal["simplecnn_f32"] = 1.5; goal["simplecnn_amp"] = 1.5
+        goal["gemm_bf16"] = 0.95; goal["h2d_pinned"] = 0.90
+        printf "%-22s %12s %12s %9s %7s %s\n", "name", "Tessera", "PyTorch", "ratio", "goal", "met"
+        for (i = 1; i <= n; i++) {
+            k = order[i]
+            row(k, t[k], pt[k], unit[k], unit[k] == "ms", goal[k])
+        }
+        # AMP against float32 on each side: f32 ms / amp ms (above 1: AMP is faster)
+        for (i = 1; i <= n; i++) {
+            k = order[i]
+            if (k !~ /_amp$/) continue
+            f = k; sub(/_amp$/, "_f32", f)
+            a = (t[k] > 0 && t[f] > 0) ? t[f] / t[k] : ""
+            b = (pt[k] > 0 && pt[f] > 0) ? pt[f] / pt[k] : ""
+            name = k; sub(/_amp$/, "_amp_speedup", name)
+            if (a == "" || b == "") row(name, a, b, "x", 0, "")
+            else printf "%-22s %11.3fx %11.3fx %8.3f  %7s %s\n", name, a, b, a / b, "-", "-"
+        }
+        print "ratio: PyTorch ms / Tessera ms for step times (above 1: Tessera faster), Tessera /"
+        print "PyTorch for TFLOP/s and GB/s; *_amp_speedup: f32 step ms / AMP step ms on each side,"
+        print "ratio = Tessera speed-up / PyTorch speed-up. Times are medians of rounds after warm-up."
+    }' "$tmp/ts.txt" "$tmp/torch.txt"
