@@ -4,29 +4,6 @@
 
 #include "ops/elementwise.h"
 
-const char *tsi_ew_scalar_type_name(ts_dtype d) {
-    switch (d) {
-    case TS_F32:
-        return "Float";
-    case TS_F64:
-        return "Double";
-    case TS_F16:
-        return "Half";
-    case TS_BF16:
-        return "BFloat16";
-    case TS_I64:
-        return "Long";
-    case TS_I32:
-        return "Int";
-    case TS_U8:
-        return "Byte";
-    case TS_BOOL:
-        return "Bool";
-    default:
-        return "Undefined";
-    }
-}
-
 /* First and one-past-last byte a view can touch (strides are never negative). */
 static void byte_span(const ts_tensor *t, uintptr_t *lo, uintptr_t *hi) {
     size_t es = tsi_dtype_size(t->dtype);
@@ -68,8 +45,8 @@ bool tsi_ew_check_inplace(const char *op, ts_tensor *dst, ts_dtype result, const
         return tsi_error_set(TS_ERR_DTYPE,
                              "%s: result type %s can't be cast to the desired output type %s "
                              "(output %s)",
-                             op, tsi_ew_scalar_type_name(result),
-                             tsi_ew_scalar_type_name(dst->dtype), tsi_desc(dst)),
+                             op, tsi_torch_scalar_name(result), tsi_torch_scalar_name(dst->dtype),
+                             tsi_desc(dst)),
                false;
     if (bshape && !tsi_ew_shape_eq(bshape, &dst->shape))
         return tsi_error_set(TS_ERR_SHAPE,

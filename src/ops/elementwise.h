@@ -56,9 +56,6 @@ static inline bool tsi_ew_can_cast(ts_dtype from, ts_dtype to) {
     return true;
 }
 
-/* c10's ScalarType names, which PyTorch's promotion messages use ("Float", "Long"). */
-const char *tsi_ew_scalar_type_name(ts_dtype d);
-
 static inline bool tsi_ew_bool_out(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_OR; }
 
 static inline bool tsi_ew_shape_eq(const ts_shape *a, const ts_shape *b) {

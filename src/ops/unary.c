@@ -33,7 +33,7 @@ static bool unary_dtype(const char *op, ts_unary_op u, const ts_tensor *t, ts_dt
         return tsi_error_set(TS_ERR_DTYPE,
                              "%s: not implemented for '%s': expected a floating point tensor "
                              "(input: %s)",
-                             op, tsi_ew_scalar_type_name(d), tsi_desc(t)),
+                             op, tsi_torch_scalar_name(d), tsi_desc(t)),
                false;
     case TS_U_NEG:
         if (d != TS_BOOL) return true;

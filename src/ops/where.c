@@ -27,7 +27,7 @@ static bool check_condition(const char *op, const ts_tensor *cond, const char *w
     return tsi_error_set(TS_ERR_DTYPE,
                          "%s: expected %s to be a boolean tensor, but got a tensor with dtype %s "
                          "(%s: %s)",
-                         op, what, tsi_ew_scalar_type_name(cond->dtype), what, tsi_desc(cond)),
+                         op, what, tsi_torch_scalar_name(cond->dtype), what, tsi_desc(cond)),
            false;
 }
 
