@@ -1,0 +1,260 @@
+/* test_autocast_table.c — the autocast op policy table: output dtypes of every listed op on cpu
+ * bf16, sim bf16 and sim f16 for f32, lower-precision, mixed, f64 and integer inputs, against
+ * PyTorch's lists. */
+#include <stdio.h>
+#include <string.h>
+
+#include "autocast_util.h"
+#include "ts_test.h"
+
+/* ==================================================================== the policy table
+ * Input classes: F32 (every floating input f32), LOW (every floating input in the region's dtype),
+ * MIX (two-input ops: the first in the region's dtype, the others f32; one-input ops: the input in
+ * the *other* half dtype, f16 in a bf16 region), F64, INT (int64).
+ * Expected result letters: L region dtype, O the other half dtype, F f32, D f64, I int64, X the op
+ * refuses its inputs (a dtype error, with or without autocast).
+ *
+ * The letters are PyTorch's lists (aten/src/ATen/autocast_mode.cpp, the CUDA registrations, which
+ * Tessera applies on every device type):
+ *   lower_precision_fp: mm, bmm, matmul, linear, conv2d                      -> F32/LOW/MIX: L
+ *   fp32: exp, log, log1p, reciprocal, rsqrt, pow (Tensor_Tensor, Tensor_Scalar, Scalar), softplus,
+ *         layer_norm, nll_loss, l1_loss, smooth_l1_loss, mse_loss,
+ * binary_cross_entropy_with_logits, logsumexp; fp32_set_opt_dtype: sum, prod, softmax, log_softmax;
+ * cross_entropy (PyTorch's composite of log_softmax + nll_loss, both fp32); batch_norm (MPS's fp32
+ * list; see docs/AMP.md)                                                      -> F32/LOW/MIX: F
+ *   promote: scatter_add (CUDA), cat and stack (CPU's promote list), where (promotes natively)
+ *                                                                             -> F32 F, LOW L, MIX
+ * F not listed (mean, var, sqrt, relu, add): run on their inputs as they are. Only floating inputs
+ * other than float64 are cast (is_eligible): F64 and INT give what the op gives without autocast.
+ * PyTorch 1.13's torch.autocast('cpu', dtype=torch.bfloat16) confirms every row whose op is on both
+ * its CPU and CUDA lists (mm, bmm, matmul, linear, conv2d, prod, the losses, cat, stack) and the
+ * unlisted add/where/mean rows; conv2d INT differs (PyTorch's CPU conv takes integers, Tessera's
+ * refuses them with or without autocast). */
+typedef enum { K_MM, K_BMM, K_LINEAR, K_CONV, K_UNARY, K_BINARY, K_CE, K_NORM, K_WHERE } kind;
+typedef ts_tensor *(*apply_fn)(ts_tensor **in);
+
+static ts_tensor *a_mm(ts_tensor **in) { return ts_mm(in[0], in[1]); }
+static ts_tensor *a_bmm(ts_tensor **in) { return ts_bmm(in[0], in[1]); }
+static ts_tensor *a_matmul(ts_tensor **in) { return ts_matmul(in[0], in[1]); }
+static ts_tensor *a_linear(ts_tensor **in) { return ts_linear(in[0], in[1], in[2]); }
+static ts_tensor *a_conv(ts_tensor **in) {
+    return ts_conv2d(in[0], in[1], in[2], (ts_conv2d_opts){0});
+}
+static ts_tensor *a_softmax(ts_tensor **in) { return ts_softmax(in[0], 1); }
+static ts_tensor *a_log_softmax(ts_tensor **in) { return ts_log_softmax(in[0], 1); }
+static ts_tensor *a_sum(ts_tensor **in) { return ts_sum(in[0]); }
+static ts_tensor *a_sum_dim(ts_tensor **in) { return ts_sum_dim(in[0], 1, false); }
+static ts_tensor *a_sum_dims(ts_tensor **in) { return ts_sum_dims(in[0], TS_DIMS(0, 1), true); }
+static ts_tensor *a_prod(ts_tensor **in) { return ts_prod(in[0]); }
+static ts_tensor *a_prod_dim(ts_tensor **in) { return ts_prod_dim(in[0], 0, true); }
+static ts_tensor *a_logsumexp(ts_tensor **in) { return ts_logsumexp(in[0]); }
+static ts_tensor *a_logsumexp_dim(ts_tensor **in) { return ts_logsumexp_dim(in[0], 1, false); }
+static ts_tensor *a_exp(ts_tensor **in) { return ts_exp(in[0]); }
+static ts_tensor *a_log(ts_tensor **in) { return ts_log(in[0]); }
+static ts_tensor *a_log1p(ts_tensor **in) { return ts_log1p(in[0]); }
+static ts_tensor *a_rsqrt(ts_tensor **in) { return ts_rsqrt(in[0]); }
+static ts_tensor *a_reciprocal(ts_tensor **in) { return ts_reciprocal(in[0]); }
+static ts_tensor *a_softplus(ts_tensor **in) { return ts_softplus(in[0]); }
+static ts_tensor *a_pow_scalar(ts_tensor **in) { return ts_pow_scalar(in[0], 2.0); }
+static ts_tensor *a_rpow_scalar(ts_tensor **in) { return ts_rpow_scalar(in[0], 2.0); }
+static ts_tensor *a_pow(ts_tensor **in) { return ts_pow(in[0], in[1]); }
+static ts_tensor *a_mse(ts_tensor **in) { return ts_mse_loss(in[0], in[1]); }
+static ts_tensor *a_l1(ts_tensor **in) { return ts_l1_loss(in[0], in[1], (ts_loss_opts){0}); }
+static ts_tensor *a_smooth_l1(ts_tensor **in) {
+    return ts_smooth_l1_loss(in[0], in[1], (ts_loss_opts){0});
+}
+static ts_tensor *a_bce(ts_tensor **in) {
+    return ts_bce_with_logits(in[0], in[1], (ts_loss_opts){0});
+}
+static ts_tensor *a_ce(ts_tensor **in) { return ts_cross_entropy(in[0], in[1]); }
+static ts_tensor *a_nll(ts_tensor **in) { return ts_nll_loss(in[0], in[1], (ts_loss_opts){0}); }
+static ts_tensor *a_layer_norm(ts_tensor **in) {
+    return ts_layer_norm(in[0], TS_SHAPE(3), in[1], in[2], 0);
+}
+static ts_tensor *a_batch_norm(ts_tensor **in) {
+    return ts_batch_norm(in[0], in[3], in[4], in[1], in[2], true, 0, 0);
+}
+static ts_tensor *a_cat(ts_tensor **in) { return ts_cat(in, 2, 0); }
+static ts_tensor *a_stack(ts_tensor **in) { return ts_stack(in, 2, 1); }
+static ts_tensor *a_where(ts_tensor **in) { return ts_where(in[2], in[0], in[1]); }
+static ts_tensor *a_scatter_add(ts_tensor **in) {
+    ts_tensor *idx = ts_tensor_i64(TS_SHAPE(2, 3), (const int64_t[]){1, 0, 1, 0, 0, 1},
+                                   (ts_opts){.device = cfg_dev});
+    return ts_scatter_add(in[0], 0, idx, in[1]);
+}
+static ts_tensor *a_mean(ts_tensor **in) { return ts_mean(in[0]); }
+static ts_tensor *a_var(ts_tensor **in) { return ts_var(in[0]); }
+static ts_tensor *a_sqrt(ts_tensor **in) { return ts_sqrt(in[0]); }
+static ts_tensor *a_relu(ts_tensor **in) { return ts_relu(in[0]); }
+static ts_tensor *a_add(ts_tensor **in) { return ts_add(in[0], in[1]); }
+
+typedef struct row {
+    const char *name;
+    kind k;
+    apply_fn fn;
+    const char *expect; /* one letter per class: F32 LOW MIX F64 INT */
+} row;
+
+static const row rows[] = {
+    /* lower_precision_fp */
+    {"mm", K_MM, a_mm, "LLLDI"},
+    {"bmm", K_BMM, a_bmm, "LLLDI"},
+    {"matmul", K_MM, a_matmul, "LLLDI"},
+    {"linear", K_LINEAR, a_linear, "LLLDI"},
+    {"conv2d", K_CONV, a_conv, "LLLDX"},
+    /* fp32 (integer inputs: what the op gives them, e.g. exp(int) is f32, sum(int) int64) */
+    {"softmax", K_UNARY, a_softmax, "FFFDX"},
+    {"log_softmax", K_UNARY, a_log_softmax, "FFFDX"},
+    {"sum", K_UNARY, a_sum, "FFFDI"},
+    {"sum_dim", K_UNARY, a_sum_dim, "FFFDI"},
+    {"sum_dims", K_UNARY, a_sum_dims, "FFFDI"},
+    {"prod", K_UNARY, a_prod, "FFFDI"},
+    {"prod_dim", K_UNARY, a_prod_dim, "FFFDI"},
+    {"logsumexp", K_UNARY, a_logsumexp, "FFFDF"},
+    {"logsumexp_dim", K_UNARY, a_logsumexp_dim, "FFFDF"},
+    {"exp", K_UNARY, a_exp, "FFFDF"},
+    {"log", K_UNARY, a_log, "FFFDF"},
+    {"log1p", K_UNARY, a_log1p, "FFFDF"},
+    {"rsqrt", K_UNARY, a_rsqrt, "FFFDF"},
+    {"reciprocal", K_UNARY, a_reciprocal, "FFFDF"},
+    {"softplus", K_UNARY, a_softplus, "FFFDX"},
+    {"pow_scalar", K_UNARY, a_pow_scalar, "FFFDI"},
+    {"rpow_scalar", K_UNARY, a_rpow_scalar, "FFFDI"},
+    {"pow", K_BINARY, a_pow, "FFFDI"},
+    {"mse_loss", K_BINARY, a_mse, "FFFDX"},
+    {"l1_loss", K_BINARY, a_l1, "FFFDX"},
+    {"smooth_l1_loss", K_BINARY, a_smooth_l1, "FFFDX"},
+    {"bce_with_logits", K_BINARY, a_bce, "FFFDX"},
+    {"cross_entropy", K_CE, a_ce, "FFFDX"},
+    {"nll_loss", K_CE, a_nll, "FFFDX"},
+    {"layer_norm", K_NORM, a_layer_norm, "FFFDX"},
+    {"batch_norm", K_NORM, a_batch_norm, "FFFDX"},
+    /* promote */
+    {"cat", K_BINARY, a_cat, "FLFDI"},
+    {"stack", K_BINARY, a_stack, "FLFDI"},
+    {"where", K_WHERE, a_where, "FLFDI"},
+    {"scatter_add", K_BINARY, a_scatter_add, "FLFDI"},
+    /* not listed: untouched */
+    {"mean", K_UNARY, a_mean, "FLODX"},
+    {"var", K_UNARY, a_var, "FLODX"},
+    {"sqrt", K_UNARY, a_sqrt, "FLODF"},
+    {"relu", K_UNARY, a_relu, "FLODI"},
+    {"add", K_BINARY, a_add, "FLFDI"},
+};
+
+enum { C_F32, C_LOW, C_MIX, C_F64, C_INT, N_CLASSES };
+static const char *class_names[N_CLASSES] = {"f32", "low", "mixed", "f64", "int"};
+
+/* The dtype of input i (i = 0 first, i > 0 the others) in class c for a row of kind k. */
+static ts_dtype input_dtype(int c, int i, bool one_input) {
+    switch (c) {
+    case C_F32:
+        return TS_F32;
+    case C_LOW:
+        return cfg_lower;
+    case C_MIX:
+        return one_input ? cfg_other : i == 0 ? cfg_lower : TS_F32;
+    case C_F64:
+        return TS_F64;
+    default:
+        return TS_I64;
+    }
+}
+
+static ts_tensor *make(ts_shape s, ts_dtype dt) {
+    if (dt == TS_I64) return ts_randint(1, 4, s, (ts_opts){.device = cfg_dev});
+    return randu(s, dt, 0.5, 1.5);
+}
+
+/* The inputs of a row in class c (5 slots at most). */
+static void make_inputs(kind k, int c, ts_tensor **in) {
+    const bool one = k == K_UNARY;
+    ts_dtype d0 = input_dtype(c, 0, one), d1 = input_dtype(c, 1, one);
+    switch (k) {
+    case K_MM:
+        in[0] = make(TS_SHAPE(2, 3), d0), in[1] = make(TS_SHAPE(3, 4), d1);
+        break;
+    case K_BMM:
+        in[0] = make(TS_SHAPE(2, 2, 3), d0), in[1] = make(TS_SHAPE(2, 3, 4), d1);
+        break;
+    case K_LINEAR:
+        in[0] = make(TS_SHAPE(2, 3), d0), in[1] = make(TS_SHAPE(4, 3), d1);
+        in[2] = make(TS_SHAPE(4), d1);
+        break;
+    case K_CONV:
+        in[0] = make(TS_SHAPE(1, 1, 4, 4), d0), in[1] = make(TS_SHAPE(1, 1, 3, 3), d1);
+        in[2] = make(TS_SHAPE(1), d1);
+        break;
+    case K_UNARY:
+        in[0] = make(TS_SHAPE(2, 3), d0);
+        break;
+    case K_BINARY:
+        in[0] = make(TS_SHAPE(2, 3), d0), in[1] = make(TS_SHAPE(2, 3), d1);
+        break;
+    case K_CE:
+        in[0] = make(TS_SHAPE(2, 3), d0);
+        in[1] = ts_tensor_i64(TS_SHAPE(2), (const int64_t[]){0, 2}, (ts_opts){.device = cfg_dev});
+        break;
+    case K_NORM: /* x, weight, bias, running_mean, running_var */
+        in[0] = make(TS_SHAPE(2, 3), d0);
+        for (int i = 1; i < 5; i++) in[i] = make(TS_SHAPE(3), d1);
+        break;
+    case K_WHERE:
+        in[0] = make(TS_SHAPE(2, 3), d0), in[1] = make(TS_SHAPE(2, 3), d1);
+        in[2] = ts_tensor_i64(TS_SHAPE(2, 3), (const int64_t[]){1, 0, 1, 1, 0, 0},
+                              (ts_opts){.device = cfg_dev});
+        in[2] = ts_to_dtype(in[2], TS_BOOL);
+        break;
+    }
+}
+
+static ts_dtype letter_dtype(char l) {
+    switch (l) {
+    case 'L':
+        return cfg_lower;
+    case 'O':
+        return cfg_other;
+    case 'F':
+        return TS_F32;
+    case 'D':
+        return TS_F64;
+    case 'I':
+        return TS_I64;
+    default:
+        return TS_DTYPE_DEFAULT;
+    }
+}
+
+static void test_policy_table(void) {
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        for (int c = 0; c < N_CLASSES; c++) {
+            ts_scope_begin();
+            ts_tensor *in[5] = {0};
+            make_inputs(rows[r].k, c, in);
+            CHECK_OK();
+            ts_autocast_begin(cfg_dev.type, cfg_lower);
+            ts_tensor *y = rows[r].fn(in);
+            ts_autocast_end();
+            const char want = rows[r].expect[c];
+            bool ok = want == 'X' ? !y && ts_error() != TS_OK
+                                  : y && ts_dtype_of(y) == letter_dtype(want) && !ts_error();
+            ts_test_record(ok);
+            if (!ok)
+                ts_test_failf(__FILE__, __LINE__, "%s: %s with %s inputs: expected %c, got %s%s",
+                              cfg_name, rows[r].name, class_names[c], want,
+                              y ? ts_dtype_name(ts_dtype_of(y)) : "NULL", ts_test_error_str());
+            ts_error_clear();
+            ts_scope_end();
+        }
+    }
+}
+
+int main(void) {
+    if (ts_device_count(TS_SIM) < 2) return ts_test_skip("needs TS_SIM_DEVICES >= 2");
+    ts_manual_seed(1);
+    for (size_t c = 0; c < N_AUTOCAST_CFGS; c++) {
+        autocast_cfg_select(c);
+        test_policy_table();
+    }
+    return ts_test_finish();
+}
