@@ -4,6 +4,7 @@
 #include <float.h>
 #include <math.h>
 
+#include "backend/amp_math.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loops.h"
 
@@ -121,23 +122,7 @@ void ts_cpu_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, 
 void ts_cpu_amp_update_scale(const ts_backend *be, int index, const ts_kview *scale,
                              const ts_kview *growth_tracker, const ts_kview *found_inf,
                              double growth_factor, double backoff_factor, int growth_interval) {
-    float *sc = (float *)scale->data;
-    int32_t *tracker = (int32_t *)growth_tracker->data;
-    const float found = *(const float *)found_inf->data;
-    if (found != 0.0f) { /* NaN counts as found, as in ATen's `if (*found_inf)` */
-        *sc = (float)((double)*sc * backoff_factor);
-        *tracker = 0;
-        return;
-    }
-    /* a successful step: count it before comparing with the interval */
-    int64_t successful = (int64_t)*tracker + 1;
-    if (successful == growth_interval) {
-        /* never grow past the f32 range to Inf: ATen rounds to float and keeps the result when
-         * finite, i.e. when the double is below FLT_MAX + half an ulp (which rounds to Inf) */
-        double grown = (double)*sc * growth_factor;
-        if (grown < 0x1.ffffffp+127) *sc = (float)grown;
-        *tracker = 0;
-    } else {
-        *tracker = (int32_t)successful;
-    }
+    ts_amp_update_scale_one((float *)scale->data, (int32_t *)growth_tracker->data,
+                            *(const float *)found_inf->data, growth_factor, backoff_factor,
+                            growth_interval);
 }

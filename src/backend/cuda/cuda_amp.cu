@@ -4,6 +4,7 @@
  * thread). The scale stays on the device: nothing here synchronises with the host. */
 #include <stdlib.h>
 
+#include "backend/amp_math.h"
 #include "backend/cuda/cuda_compute.h"
 
 namespace {
@@ -76,19 +77,7 @@ __global__ void amp_unscale_kernel(const AmpTensor *tab, int n, int64_t nchunks,
 
 __global__ void amp_update_scale_kernel(float *scale, int32_t *tracker, const float *found_inf,
                                         double growth, double backoff, int interval) {
-    if (*found_inf != 0.0f) {
-        *scale = (float)((double)*scale * backoff);
-        *tracker = 0;
-        return;
-    }
-    const int32_t successful = *tracker + 1;
-    if (successful == interval) {
-        const float grown = (float)((double)*scale * growth);
-        if (isfinite(grown)) *scale = grown; /* only while the result stays finite */
-        *tracker = 0;
-    } else {
-        *tracker = successful;
-    }
+    ts_amp_update_scale_one(scale, tracker, *found_inf, growth, backoff, interval);
 }
 
 } /* namespace */
