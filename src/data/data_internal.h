@@ -6,11 +6,42 @@
 
 #include "core/internal.h"
 
+/* A sample as bytes the dataset holds (read-only, valid while the dataset lives). Built-in
+ * datasets offer it so that the loader can fill a batch's rows without making a tensor per sample
+ * (loader_batch.c); it must describe exactly what get would return. */
+typedef struct tsi_raw_sample {
+    const void *x, *y; /* y may point at label */
+    ts_dtype xdt, ydt;
+    ts_shape xs, ys;
+    int64_t label;
+} tsi_raw_sample;
+typedef void (*tsi_raw_fn)(void *ctx, int64_t index, tsi_raw_sample *out);
+
 struct ts_dataset {
     ts_dataset_ops ops;
     void *ctx;
     int64_t num_classes;
+    tsi_raw_fn raw; /* NULL: samples only through ops.get */
 };
+
+/* ------------------------------------------------------------------ transforms (transform.c) */
+/* ts_to_tensor followed by ts_normalize steps, as the loader's fast path runs them on a whole
+ * uint8 image at once: per channel c, x = v / 255, then x = (x - mean[i][c]) / std[i][c] for each
+ * step i, in float, the very operations (and roundings) of the transforms themselves. */
+#define TSI_U8_PLAN_STEPS    8
+#define TSI_U8_PLAN_CHANNELS 4
+typedef struct tsi_u8_plan {
+    int steps;
+    float mean[TSI_U8_PLAN_STEPS][TSI_U8_PLAN_CHANNELS],
+        std[TSI_U8_PLAN_STEPS][TSI_U8_PLAN_CHANNELS];
+} tsi_u8_plan;
+/* The plan of t for uint8 images [H, W] or [H, W, C] of `channels` channels: true when t is
+ * ts_to_tensor then ts_normalize steps that fit C channels (in one compose or nested ones), false
+ * for anything else, which then runs as itself. */
+bool tsi_transform_u8_plan(const ts_transform *t, int64_t channels, tsi_u8_plan *out);
+/* Runs the plan on one image: src [hw, ch] u8 (channels interleaved) -> dst [ch, hw] float32. */
+void tsi_u8_plan_apply(const tsi_u8_plan *p, const uint8_t *src, int64_t hw, int64_t ch,
+                       float *dst);
 
 /* A cpu tensor of the given shape and dtype, filled from host bytes: one reference held by the
  * caller (a sample's x). */

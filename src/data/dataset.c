@@ -22,6 +22,7 @@ ts_dataset *ts_dataset_new(const ts_dataset_ops *ops, void *ctx) {
     d->ops = *ops;
     d->ctx = ctx;
     d->num_classes = 0;
+    d->raw = NULL;
     return d;
 }
 
@@ -108,6 +109,16 @@ static ts_status tensor_get(void *ctx, int64_t i, ts_sample *out) {
     return out->x && out->y ? TS_OK : ts_error();
 }
 
+static void tensor_raw(void *ctx, int64_t i, tsi_raw_sample *out) {
+    tensor_ds *d = ctx;
+    out->x = row(d->x, d->xrow, i);
+    out->xdt = d->x->dtype;
+    out->xs = d->xs;
+    out->y = d->y ? row(d->y, d->yrow, i) : NULL;
+    out->ydt = d->y ? d->y->dtype : TS_I64;
+    out->ys = d->y ? d->ys : TS_SHAPE(0);
+}
+
 static void tensor_free(void *ctx) {
     tensor_ds *d = ctx;
     ts_release(d->x);
@@ -159,5 +170,7 @@ ts_dataset *ts_tensor_dataset(ts_tensor *x, ts_tensor *y) {
         return NULL;
     }
     static const ts_dataset_ops ops = {tensor_len, tensor_get, tensor_free};
-    return ts_dataset_new(&ops, d);
+    ts_dataset *ds = ts_dataset_new(&ops, d);
+    if (ds) ds->raw = tensor_raw;
+    return ds;
 }

@@ -337,6 +337,17 @@ static ts_status idx_get(void *ctx, int64_t i, ts_sample *out) {
     return out->x && out->y ? TS_OK : ts_error();
 }
 
+static void idx_raw(void *ctx, int64_t i, tsi_raw_sample *out) {
+    idx_ds *d = ctx;
+    out->x = d->img.payload + (size_t)i * (size_t)(d->h * d->w);
+    out->xdt = TS_U8;
+    out->xs = TS_SHAPE(d->h, d->w, 1);
+    out->label = d->lab.payload[i];
+    out->y = &out->label;
+    out->ydt = TS_I64;
+    out->ys = TS_SHAPE();
+}
+
 static void idx_free(void *ctx) {
     idx_ds *d = ctx;
     tsi_idx_release(&d->img);
@@ -392,6 +403,7 @@ ts_dataset *tsi_idx_dataset_from(tsi_idx *images, tsi_idx *labels, const char *i
     }
     static const ts_dataset_ops ops = {idx_len, idx_get, idx_free};
     ts_dataset *ds = ts_dataset_new(&ops, d);
+    if (ds) ds->raw = idx_raw;
     ts_dataset_set_num_classes(ds, classes > 0 ? classes : max + 1);
     return ds;
 fail:

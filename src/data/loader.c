@@ -225,6 +225,7 @@ ts_loader *ts_loader_new(ts_dataset *d, ts_loader_opts o) {
         return NULL;
     }
     for (int i = 0; i < l->workers; i++) l->args[i] = (tsi_loader_worker){l, i};
+    tsi_loader_plan_fast(l);
     if (pthread_mutex_init(&l->mu, NULL) != 0) {
         tsi_error_set(TS_ERR_OOM, "%s: cannot create a mutex", op);
         loader_destroy(l);

@@ -120,7 +120,7 @@ static bool add_sample(ts_loader *l, int64_t epoch, int64_t k, int64_t i, int64_
         x = ts_transform_apply(l->transform, x, &c);
         ok = x && check_sample(x, "transformed x", idx);
     }
-    if (ok && i == 0) {
+    if (ok && !*bx) {
         *lx = layout_of(x);
         *ly = layout_of(y);
         ok = (*bx = batch_new(l, *lx, count)) && (*by = batch_new(l, *ly, count));
@@ -145,6 +145,78 @@ static bool add_sample(ts_loader *l, int64_t epoch, int64_t k, int64_t i, int64_
     return ok;
 }
 
+/* ------------------------------------------------------------------ the fast path */
+static bool same_shape(ts_shape a, ts_shape b) {
+    return same_layout((layout){TS_U8, a}, (layout){TS_U8, b});
+}
+
+void tsi_loader_plan_fast(ts_loader *l) {
+    l->fast = false;
+    if (!l->ds->raw || l->n < 1) return;
+    tsi_raw_sample r;
+    l->ds->raw(l->ds->ctx, 0, &r);
+    l->fast_raw = r;
+    if (!l->transform) {
+        l->fast_xdt = r.xdt;
+        l->fast_xs = r.xs;
+        l->fast = true;
+        return;
+    }
+    const int nd = r.xs.ndim;
+    const int64_t ch = nd == 3 ? r.xs.dims[2] : 1;
+    if (r.xdt != TS_U8 || (nd != 2 && nd != 3) || ch < 1 || ch > 4) return;
+    if (!tsi_transform_u8_plan(l->transform, ch, &l->plan)) return;
+    l->fast_plan = true;
+    l->fast_xdt = TS_F32;
+    l->fast_xs = TS_SHAPE(ch, r.xs.dims[0], r.xs.dims[1]);
+    l->fast = true;
+}
+
+/* x of a raw sample into row i of b: through the plan ([H, W, C] u8 -> [C, H, W] f32), or copied */
+static void fast_row_x(const ts_loader *l, ts_tensor *b, int64_t i, const tsi_raw_sample *r) {
+    const int64_t per = tsi_numel(l->fast_xs);
+    if (!l->fast_plan) {
+        memcpy(host_ptr(b) + (size_t)(i * per) * tsi_dtype_size(r->xdt), r->x,
+               (size_t)per * tsi_dtype_size(r->xdt));
+        return;
+    }
+    const int64_t ch = l->fast_xs.dims[0];
+    tsi_u8_plan_apply(&l->plan, r->x, per / ch, ch, (float *)host_ptr(b) + i * per);
+}
+
+/* Starts loading sample idx's bytes into the cache: a shuffled epoch reads the data set at random,
+ * and the row conversion would otherwise wait on every line of every sample. */
+static void fast_prefetch(const ts_loader *l, int64_t idx) {
+    tsi_raw_sample r;
+    l->ds->raw(l->ds->ctx, idx, &r);
+    const size_t bytes = (size_t)tsi_numel(r.xs) * tsi_dtype_size(r.xdt);
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)r.x + off);
+}
+
+/* Sample idx as row i without a tensor per sample: 1 done, 0 when it must take the general path
+ * (laid out unlike the plan, or unlike the batch so far: add_sample then says what differs),
+ * -1 on error. */
+static int fast_sample(ts_loader *l, int64_t i, int64_t count, int64_t idx, ts_tensor **bx,
+                       ts_tensor **by, layout *lx, layout *ly) {
+    tsi_raw_sample r;
+    l->ds->raw(l->ds->ctx, idx, &r);
+    const tsi_raw_sample *p = &l->fast_raw;
+    if (r.xdt != p->xdt || r.ydt != p->ydt || !same_shape(r.xs, p->xs) || !same_shape(r.ys, p->ys))
+        return 0;
+    const layout fx = {l->fast_xdt, l->fast_xs}, fy = {r.ydt, r.ys};
+    if (!*bx) {
+        *lx = fx;
+        *ly = fy;
+        if (!(*bx = batch_new(l, fx, count)) || !(*by = batch_new(l, fy, count))) return -1;
+    } else if (!same_layout(fx, *lx) || !same_layout(fy, *ly)) {
+        return 0;
+    }
+    fast_row_x(l, *bx, i, &r);
+    const size_t ybytes = (size_t)tsi_numel(r.ys) * tsi_dtype_size(r.ydt);
+    if (ybytes) memcpy(host_ptr(*by) + (size_t)i * ybytes, r.y, ybytes);
+    return 1;
+}
+
 ts_status tsi_loader_build(ts_loader *l, int64_t epoch, int64_t k, ts_tensor **x, ts_tensor **y) {
     *x = *y = NULL;
     const int64_t start = k * l->batch_size;
@@ -156,7 +228,10 @@ ts_status tsi_loader_build(ts_loader *l, int64_t epoch, int64_t k, ts_tensor **x
     ts_scope_begin();
     for (int64_t i = 0; i < count && ok; i++) {
         const int64_t idx = l->order ? l->order[start + i] : start + i;
-        ok = add_sample(l, epoch, k, i, count, idx, &bx, &by, &lx, &ly);
+        if (l->fast && i + 1 < count)
+            fast_prefetch(l, l->order ? l->order[start + i + 1] : start + i + 1);
+        const int fast = l->fast ? fast_sample(l, i, count, idx, &bx, &by, &lx, &ly) : 0;
+        ok = fast ? fast > 0 : add_sample(l, epoch, k, i, count, idx, &bx, &by, &lx, &ly);
     }
     ts_scope_end();
     if (ok && l->to_device) {

@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "core/internal.h"
+#include "data/data_internal.h"
 
 /* One ready batch in the ring; slot k % cap holds batch k while next <= k < next + cap. */
 typedef struct tsi_loader_slot {
@@ -30,6 +31,14 @@ struct ts_loader {
     ts_device device; /* resolved; meaningful when to_device */
     uint64_t seed;
     int workers, prefetch;
+    /* the fast path (loader_batch.c): rows filled from the dataset's bytes, no tensor per sample,
+     * for samples laid out as fast_raw (the dataset's first sample) */
+    bool fast;
+    tsi_raw_sample fast_raw;
+    bool fast_plan; /* the transform as a tsi_u8_plan; false: no transform, bytes copied */
+    tsi_u8_plan plan;
+    ts_dtype fast_xdt; /* what x of such a sample becomes */
+    ts_shape fast_xs;
 
     /* epoch state, owned by the calling thread */
     int64_t epoch, next; /* next: the batch ts_loader_next delivers next */
@@ -56,6 +65,9 @@ struct ts_loader {
 /* Builds batch k of epoch `epoch` on the calling thread: two references the caller holds (on the
  * loader's device when it has one), or an error status with the thread's error set. */
 ts_status tsi_loader_build(ts_loader *l, int64_t epoch, int64_t k, ts_tensor **x, ts_tensor **y);
+/* Sets up the fast path when the dataset offers raw samples and the transform is none or a byte
+ * table (never fails: without it every sample takes the general path). */
+void tsi_loader_plan_fast(ts_loader *l);
 /* The order of the n samples in an epoch: a permutation from Philox keyed by (seed, epoch).
  * Returns malloc'ed memory, or NULL with TS_ERR_OOM set. */
 int64_t *tsi_loader_permutation(uint64_t seed, int64_t epoch, int64_t n);

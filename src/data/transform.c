@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "backend/philox.h"
+#include "core/clones.h"
 #include "core/internal.h"
+#include "data/data_internal.h"
 
 struct ts_transform {
     ts_transform_fn fn;
@@ -447,4 +449,59 @@ ts_transform *ts_compose(int n, ts_transform *const *ts) {
     ts_transform *t = ts_transform_new(compose_fn, p, compose_free);
     if (t) t->builtin = true;
     return t;
+}
+
+/* ------------------------------------------------------------------ the loader's byte table */
+/* Appends the steps of t to steps (composes flattened); false on a step that is not to_tensor or
+ * normalize, or on more than max steps. */
+static bool table_steps(const ts_transform *t, const ts_transform **steps, int *n, int max) {
+    if (t->fn == compose_fn) {
+        const compose_params *p = t->user;
+        for (int i = 0; i < p->n; i++)
+            if (!table_steps(p->ts[i], steps, n, max)) return false;
+        return true;
+    }
+    if ((t->fn != to_tensor_fn && t->fn != normalize_fn) || *n >= max) return false;
+    steps[(*n)++] = t;
+    return true;
+}
+
+bool tsi_transform_u8_plan(const ts_transform *t, int64_t channels, tsi_u8_plan *out) {
+    const ts_transform *steps[TSI_U8_PLAN_STEPS + 1];
+    int n = 0;
+    if (!t || channels < 1 || channels > TSI_U8_PLAN_CHANNELS ||
+        !table_steps(t, steps, &n, TSI_U8_PLAN_STEPS + 1) || n == 0 || steps[0]->fn != to_tensor_fn)
+        return false;
+    out->steps = n - 1;
+    for (int i = 1; i < n; i++) {
+        const normalize_params *p = steps[i]->user;
+        if (steps[i]->fn != normalize_fn || (p->channels > 1 && p->channels != channels))
+            return false;
+        for (int64_t c = 0; c < channels; c++) {
+            const int k = p->channels > 1 ? (int)c : 0;
+            out->mean[i - 1][c] = p->mean[k];
+            out->std[i - 1][c] = p->mean[p->channels + k];
+        }
+    }
+    return true;
+}
+
+/* One channel plane: the loops of to_tensor_fn and NORMALIZE_LOOP, fused and vectorised. */
+TS_CPU_CLONES static void u8_plane(float *restrict o, const uint8_t *restrict s, int64_t hw,
+                                   int64_t ch, const float *restrict mean,
+                                   const float *restrict std, int steps) {
+    if (ch == 1)
+        for (int64_t i = 0; i < hw; i++) o[i] = (float)s[i] / 255.0f;
+    else
+        for (int64_t i = 0; i < hw; i++) o[i] = (float)s[i * ch] / 255.0f;
+    for (int k = 0; k < steps; k++) {
+        const float m = mean[k * TSI_U8_PLAN_CHANNELS], sd = std[k * TSI_U8_PLAN_CHANNELS];
+        for (int64_t i = 0; i < hw; i++) o[i] = (o[i] - m) / sd;
+    }
+}
+
+void tsi_u8_plan_apply(const tsi_u8_plan *p, const uint8_t *src, int64_t hw, int64_t ch,
+                       float *dst) {
+    for (int64_t c = 0; c < ch; c++)
+        u8_plane(dst + c * hw, src + c, hw, ch, &p->mean[0][c], &p->std[0][c], p->steps);
 }

@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "backend/kernel_math.h"
+#include "core/clones.h"
 
 #ifdef TS_HAVE_OPENMP
 #include <omp.h>
@@ -16,17 +17,6 @@
  * the work (PyTorch uses the same grain). */
 #define TS_CPU_GRAIN   32768
 #define TS_CPU_MAX_OPS 4
-
-/* The library is built for baseline x86-64 (SSE2), which halves the width of the dense loops.
- * Segment functions marked with this get an AVX2 clone that the loader picks once (ifunc) on CPUs
- * that have it. Only AVX2 itself: ISO C mode keeps FMA contraction off, so both clones round
- * identically and results do not depend on the machine. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) &&       \
-    !defined(__AVX2__)
-#define TS_CPU_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define TS_CPU_CLONES
-#endif
 
 /* Storage types per dtype, named so kernels can paste them from a dtype tag. */
 typedef float ts_cpu_t_f32;
