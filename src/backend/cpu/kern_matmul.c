@@ -7,6 +7,7 @@
 #include "backend/cpu/blas_threads.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
+#include "backend/cpu/gemm_small.h"
 #include "backend/kernel_math.h"
 
 #ifdef TS_HAVE_CBLAS
@@ -113,6 +114,11 @@ static bool blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, 
 
 static void gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, char *c,
                      bool parallel) {
+    if (!dbl &&
+        ts_gemm_small_f32(d->m, d->n, d->k, (const float *)a, d->sa[1], d->sa[2], (const float *)b,
+                          d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
+                          parallel && run_in_parallel((double)d->m * (double)d->n * (double)d->k)))
+        return;
 #ifdef TS_HAVE_CBLAS
     if (blas_gemm(dbl, d->m, d->n, d->k, a, d->sa[1], d->sa[2], b, d->sb[1], d->sb[2], c, d->sc[1],
                   d->sc[2]))

@@ -1,0 +1,26 @@
+/* gemm_small.h — hand-written f32 GEMMs for a linear layer's forward and weight gradient on small
+ * batches, where BLAS libraries lose much of the machine to packing and zeroing. */
+#ifndef TS_GEMM_SMALL_H
+#define TS_GEMM_SMALL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* C[m,n] = A[m,k] @ B[k,n] (strides in elements, as ts_gemm_blocked_f32) when the operands have
+ * one of the two layouts it is written for and the CPU has AVX-512; returns false, touching
+ * nothing, otherwise:
+ *   NT: A row-major (csa == 1), B the transpose of a row-major matrix (rsb == 1), m <= 128,
+ *       k >= 64 (x @ W^T of a linear layer on a batch of m rows);
+ *   TN: A the transpose of a row-major matrix (rsa == 1), B row-major (csb == 1), k <= 256
+ *       (dY^T @ x: the weight gradient over a batch of k rows).
+ * C must be row-major (csc == 1) and overlap neither operand; m and n at least 16. Each element's
+ * summation order is fixed by the shapes alone, so the result does not depend on the thread
+ * count. `parallel` lets it use OpenMP threads. */
+bool ts_gemm_small_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa, int64_t csa,
+                       const float *b, int64_t rsb, int64_t csb, float *c, int64_t rsc, int64_t csc,
+                       bool parallel);
+
+/* Tests: false turns the kernels off (every call returns false), true back on. */
+void ts_gemm_small_enable(bool on);
+
+#endif /* TS_GEMM_SMALL_H */
