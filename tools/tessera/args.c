@@ -38,7 +38,9 @@ void tcli_usage(FILE *f) {
         "  --test-fraction X   csv from one file: the share of rows held out for testing (0.2)\n"
         "  --device DEV        cpu, cuda, cuda:N or sim:N (default: cuda when present, else cpu)\n"
         "  --batch-size N      samples per batch (64)\n"
-        "  --workers N         loader threads preparing batches ahead (2; 0 = none)\n"
+        "  --workers N         loader threads preparing batches ahead (default: 2 with a cuda\n"
+        "                      device; 0, none, on cpu and sim, whose kernels already keep\n"
+        "                      every core busy)\n"
         "  --threads N         threads of the cpu kernels (default: the library's choice)\n"
         "  --checkpoint DIR    train: save DIR/latest.safetensors atomically after every epoch\n"
         "                      (model, optimizer, step, RNG) and DIR/model.safetensors at the "
@@ -271,7 +273,7 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
                      .test_fraction = 0.2,
                      .epochs = 2,
                      .batch_size = 64,
-                     .workers = 2,
+                     .workers = -1, /* tcli_workers */
                      .log_every = 50,
                      .lr = -1,
                      .momentum = 0.9,
@@ -340,6 +342,13 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
 double tcli_default_lr(const tcli_opts *o) {
     if (o->lr > 0) return o->lr;
     return strcmp(o->optimizer, "adam") ? 0.02 : 0.001;
+}
+
+int tcli_workers(const tcli_opts *o, ts_device dev) {
+    /* On the cpu, loader threads only take cores from the kernels; a GPU leaves the host free to
+     * prepare the next batches while it computes. */
+    if (o->workers >= 0) return o->workers;
+    return dev.type == TS_CUDA ? 2 : 0;
 }
 
 /* One device name of --device or --devices, checked to exist. */

@@ -48,6 +48,8 @@ int tcli_fail_ts(int status, const char *what);
 int tcli_parse(int argc, char **argv, tcli_opts *o);
 void tcli_usage(FILE *f);
 double tcli_default_lr(const tcli_opts *o);
+/* --workers, or its default for the device the batches go to */
+int tcli_workers(const tcli_opts *o, ts_device dev);
 /* the device named by --device (checked to exist), or the best present */
 int tcli_resolve_device(const tcli_opts *o, ts_device *out);
 /* the devices of --devices (checked to exist, no repeats), or the one of --device */

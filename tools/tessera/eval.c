@@ -9,7 +9,7 @@ ts_loader *tcli_test_loader(const tcli_opts *o, const tcli_data *d, ts_device de
     /* no gradients are kept while testing, so larger batches cost little memory */
     int bs = o->batch_size < 500 ? 500 : o->batch_size;
     return ts_loader_new(d->test, (ts_loader_opts){.batch_size = bs,
-                                                   .workers = o->workers,
+                                                   .workers = tcli_workers(o, dev),
                                                    .pin_memory = dev.type == TS_CUDA,
                                                    .device = dev,
                                                    .seed = o->seed,

@@ -213,7 +213,7 @@ static int train_run(trainer *t) {
     t->train =
         ts_loader_new(t->data.train, (ts_loader_opts){.batch_size = o->batch_size,
                                                       .shuffle = true,
-                                                      .workers = o->workers,
+                                                      .workers = tcli_workers(o, t->dev),
                                                       .pin_memory = t->dev.type == TS_CUDA,
                                                       .device = t->dev,
                                                       .seed = o->seed,
