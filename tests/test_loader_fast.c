@@ -1,7 +1,8 @@
 /* test_loader_fast.c — the loader's fast path (rows filled straight from an in-memory dataset's
  * bytes, ts_to_tensor + ts_normalize run as one fused pass) gives the very batches of the general
  * path (a tensor per sample, each transform in turn): bit for bit, for IDX files and tensor
- * datasets, 1 and 3 channels, nested composes, no transform, no labels, with and without workers;
+ * datasets, 1 and 3 channels, nested composes, no transform, no labels, with and without workers
+ * (without, the kernel threads fill a batch's rows together);
  * transforms it cannot fuse and samples that do not fit take the general path, errors included. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -186,6 +187,9 @@ static ts_dataset *idx_files(char *dir) {
 }
 
 int main(void) {
+    /* two kernel threads, so that batches of 16 without workers take the parallel fill (the last,
+     * of 11, the serial one) even on a one-core machine */
+    ts_set_num_threads(2);
     char dir[64];
     ts_dataset *idx = idx_files(dir);
     compare("IDX, to_tensor + normalize", idx, tt_norm1, true);

@@ -49,6 +49,12 @@ ts_tensor *tsi_sample_tensor(const char *op, ts_shape s, ts_dtype dt, const void
 /* A 0-dim i64 cpu tensor (a sample's class index). */
 ts_tensor *tsi_sample_label(const char *op, int64_t label);
 
+/* Asks for transparent huge pages over the whole 2 MiB pages of [p, p + n) (Linux; elsewhere, or
+ * when the kernel declines, nothing happens). A loader reads a shuffled data set at random: with
+ * 4 KiB pages nearly every sample costs a TLB miss and a page walk besides its cache misses.
+ * Call it before the memory is first written. */
+void tsi_advise_huge_pages(void *p, size_t n);
+
 /* ------------------------------------------------------------------ IDX (idx.c) */
 #define TSI_IDX_IMAGES 0x00000803u /* u8, 3 dims: N x H x W */
 #define TSI_IDX_LABELS 0x00000801u /* u8, 1 dim: N */

@@ -227,6 +227,7 @@ static ts_status idx_load(src *s, tsi_idx *x, bool borrow) {
         cap = 65536 + 8 * s->compressed;
     x->mem = malloc(cap);
     if (!x->mem) return tsi_error_set(TS_ERR_OOM, "%s: out of memory (%zu bytes)", s->name, cap);
+    tsi_advise_huge_pages(x->mem, cap);
     memcpy(x->mem, hdr, hdrlen);
     size_t filled = hdrlen;
     while (filled < total) {
@@ -236,6 +237,7 @@ static ts_status idx_load(src *s, tsi_idx *x, bool borrow) {
             if (!m)
                 return tsi_error_set(TS_ERR_OOM, "%s: out of memory (%zu bytes)", s->name, ncap);
             x->mem = m;
+            tsi_advise_huge_pages(m + filled, ncap - filled);
             cap = ncap;
         }
         st = src_read(s, x->mem + filled, cap - filled, &got);

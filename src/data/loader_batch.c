@@ -7,6 +7,10 @@
 #include "backend/philox.h"
 #include "data/loader_internal.h"
 
+#ifdef TS_HAVE_OPENMP
+#include <omp.h>
+#endif
+
 int64_t *tsi_loader_permutation(uint64_t seed, int64_t epoch, int64_t n) {
     int64_t *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
     if (!p) {
@@ -184,6 +188,8 @@ static void fast_row_x(const ts_loader *l, ts_tensor *b, int64_t i, const tsi_ra
     tsi_u8_plan_apply(&l->plan, r->x, per / ch, ch, (float *)host_ptr(b) + i * per);
 }
 
+#define PREFETCH_AHEAD 4 /* samples: a few conversions' time covers a memory access */
+
 /* Starts loading sample idx's bytes into the cache: a shuffled epoch reads the data set at random,
  * and the row conversion would otherwise wait on every line of every sample. */
 static void fast_prefetch(const ts_loader *l, int64_t idx) {
@@ -217,6 +223,50 @@ static int fast_sample(ts_loader *l, int64_t i, int64_t count, int64_t idx, ts_t
     return 1;
 }
 
+/* With no workers the kernels' OpenMP threads idle while the caller builds a batch: when every
+ * sample of the batch fits the plan, they fill its rows together. 1 done, 0 not taken (nothing
+ * done), -1 on error. */
+static int fast_batch_parallel(ts_loader *l, int64_t start, int64_t count, ts_tensor **bx,
+                               ts_tensor **by, layout *lx, layout *ly) {
+#ifdef TS_HAVE_OPENMP
+    if (!l->fast || l->workers > 0 || count < 16 || omp_get_max_threads() < 2 || omp_in_parallel())
+        return 0;
+    const tsi_raw_sample *p = &l->fast_raw;
+    for (int64_t i = 0; i < count; i++) {
+        tsi_raw_sample r;
+        l->ds->raw(l->ds->ctx, l->order ? l->order[start + i] : start + i, &r);
+        if (r.xdt != p->xdt || r.ydt != p->ydt || !same_shape(r.xs, p->xs) ||
+            !same_shape(r.ys, p->ys))
+            return 0;
+    }
+    *lx = (layout){l->fast_xdt, l->fast_xs};
+    *ly = (layout){p->ydt, p->ys};
+    if (!(*bx = batch_new(l, *lx, count)) || !(*by = batch_new(l, *ly, count))) return -1;
+    ts_tensor *x = *bx, *y = *by;
+    const size_t ybytes = (size_t)tsi_numel(p->ys) * tsi_dtype_size(p->ydt);
+#pragma omp parallel
+    {
+        const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+        const int64_t b = count * t / nt, e = count * (t + 1) / nt;
+        for (int64_t i = b; i < e && i < b + PREFETCH_AHEAD; i++)
+            fast_prefetch(l, l->order ? l->order[start + i] : start + i);
+        for (int64_t i = b; i < e; i++) {
+            if (i + PREFETCH_AHEAD < e)
+                fast_prefetch(l, l->order ? l->order[start + i + PREFETCH_AHEAD]
+                                          : start + i + PREFETCH_AHEAD);
+            tsi_raw_sample r;
+            l->ds->raw(l->ds->ctx, l->order ? l->order[start + i] : start + i, &r);
+            fast_row_x(l, x, i, &r);
+            if (ybytes) memcpy(host_ptr(y) + (size_t)i * ybytes, r.y, ybytes);
+        }
+    }
+    return 1;
+#else
+    (void)l, (void)start, (void)count, (void)bx, (void)by, (void)lx, (void)ly;
+    return 0;
+#endif
+}
+
 ts_status tsi_loader_build(ts_loader *l, int64_t epoch, int64_t k, ts_tensor **x, ts_tensor **y) {
     *x = *y = NULL;
     const int64_t start = k * l->batch_size;
@@ -226,10 +276,16 @@ ts_status tsi_loader_build(ts_loader *l, int64_t epoch, int64_t k, ts_tensor **x
     bool ok = true;
     /* datasets and user transforms may make scope-owned temporaries: they die with the batch */
     ts_scope_begin();
-    for (int64_t i = 0; i < count && ok; i++) {
+    const int par = fast_batch_parallel(l, start, count, &bx, &by, &lx, &ly);
+    ok = par >= 0;
+    for (int64_t i = 0; i < count && ok && !par; i++) {
         const int64_t idx = l->order ? l->order[start + i] : start + i;
-        if (l->fast && i + 1 < count)
-            fast_prefetch(l, l->order ? l->order[start + i + 1] : start + i + 1);
+        if (l->fast && i == 0) /* the first few, then one more per sample */
+            for (int64_t j = 1; j < PREFETCH_AHEAD && j < count; j++)
+                fast_prefetch(l, l->order ? l->order[start + j] : start + j);
+        if (l->fast && i + PREFETCH_AHEAD < count)
+            fast_prefetch(l, l->order ? l->order[start + i + PREFETCH_AHEAD]
+                                      : start + i + PREFETCH_AHEAD);
         const int fast = l->fast ? fast_sample(l, i, count, idx, &bx, &by, &lx, &ly) : 0;
         ok = fast ? fast > 0 : add_sample(l, epoch, k, i, count, idx, &bx, &by, &lx, &ly);
     }
