@@ -74,7 +74,7 @@ static void compare(const char *what, ts_dataset *d, make_tf make, bool expect_f
         bytes a = epoch(d, make ? make() : NULL, workers, &fast);
         bytes b = epoch(slow, make ? make() : NULL, workers, &slow_fast);
         bool same = a.err == b.err && a.batches == b.batches && a.n == b.n &&
-                    memcmp(a.p, b.p, a.n) == 0 && strcmp(a.msg, b.msg) == 0;
+                    (a.n == 0 || memcmp(a.p, b.p, a.n) == 0) && strcmp(a.msg, b.msg) == 0;
         printf("%-44s workers %d: fast path %s, %lld batches, %zu bytes%s%s: %s\n", what, workers,
                fast ? "yes" : "no", (long long)a.batches, a.n, a.err ? ", error: " : "", a.msg,
                same ? "same as the general path" : "DIFFERENT");
