@@ -41,11 +41,15 @@ static void append(bytes *b, ts_tensor *t) {
     b->n += n;
 }
 
+/* the loader options of every comparison (workers and transform filled in per loader) */
+static ts_loader_opts base = {.batch_size = 16, .shuffle = true, .seed = 5};
+
 static bytes epoch(ts_dataset *d, ts_transform *tf, int workers, bool *fast) {
     bytes b = {0};
-    ts_loader *l = ts_loader_new(
-        d, (ts_loader_opts){
-               .batch_size = 16, .shuffle = true, .workers = workers, .seed = 5, .transform = tf});
+    ts_loader_opts o = base;
+    o.workers = workers;
+    o.transform = tf;
+    ts_loader *l = ts_loader_new(d, o);
     CHECK(l != NULL);
     if (!l) return b;
     *fast = l->fast;
@@ -190,6 +194,7 @@ int main(void) {
     /* two kernel threads, so that batches of 16 without workers take the parallel fill (the last,
      * of 11, the serial one) even on a one-core machine */
     ts_set_num_threads(2);
+    if (ts_device_count(TS_SIM) < 1) ts_sim_configure(2, 0);
     char dir[64];
     ts_dataset *idx = idx_files(dir);
     compare("IDX, to_tensor + normalize", idx, tt_norm1, true);
@@ -198,6 +203,11 @@ int main(void) {
     compare("IDX, random crop (not fused)", idx, with_crop, false);
     compare("IDX, normalize of a uint8 image (error)", idx, normalize_only, false);
     compare("IDX, 3-channel normalize on gray (error)", idx, norm3_on_gray, false);
+    /* in order, drop_last, pinned and copied to a device */
+    base = (ts_loader_opts){
+        .batch_size = 16, .drop_last = true, .pin_memory = true, .device = ts_sim(0), .seed = 5};
+    compare("IDX, to_tensor + normalize, to sim:0", idx, tt_norm1, true);
+    base = (ts_loader_opts){.batch_size = 16, .shuffle = true, .seed = 5};
     ts_dataset_free(idx);
     rmdir(dir);
 
