@@ -10,7 +10,8 @@
 
 /* ------------------------------------------------------------------ workers */
 /* A worker's error moves from its thread-local state into the loader; the lowest failing batch
- * wins so the report does not depend on timing more than it must. Everyone stops. */
+ * wins. The other workers finish the batches before it, which the caller still receives, and make
+ * none after it: the caller sees what it would see without workers. */
 static void worker_fail(ts_loader *l, int id, int64_t k) {
     ts_status code = ts_error() != TS_OK ? ts_error() : TS_ERR_STATE;
     char msg[TSI_LOADER_MSG_LEN];
@@ -23,10 +24,14 @@ static void worker_fail(ts_loader *l, int id, int64_t k) {
         l->err_worker = id;
         memcpy(l->err_msg, msg, sizeof msg);
     }
-    l->stop = true;
     pthread_cond_broadcast(&l->ready);
     pthread_cond_broadcast(&l->space);
     pthread_mutex_unlock(&l->mu);
+}
+
+/* Batch k comes after a failed one: nobody will take it (call with mu held). */
+static bool after_error(const ts_loader *l, int64_t k) {
+    return l->err != TS_OK && k > l->err_batch;
 }
 
 /* Worker `id` makes batches id, id + W, id + 2W, ... each once its slot is free. */
@@ -35,8 +40,9 @@ static void *worker_main(void *arg) {
     ts_loader *l = w->l;
     for (int64_t k = w->id; k < l->nbatches; k += l->workers) {
         pthread_mutex_lock(&l->mu);
-        while (!l->stop && k >= l->next_shared + l->cap) pthread_cond_wait(&l->space, &l->mu);
-        bool stop = l->stop;
+        while (!l->stop && !after_error(l, k) && k >= l->next_shared + l->cap)
+            pthread_cond_wait(&l->space, &l->mu);
+        bool stop = l->stop || after_error(l, k);
         pthread_mutex_unlock(&l->mu);
         if (stop) break;
         ts_tensor *x, *y;
@@ -45,7 +51,7 @@ static void *worker_main(void *arg) {
             break;
         }
         pthread_mutex_lock(&l->mu);
-        stop = l->stop;
+        stop = l->stop || after_error(l, k);
         if (!stop) {
             l->ring[k % l->cap] = (tsi_loader_slot){x, y, k, true};
             pthread_cond_signal(&l->ready);
@@ -115,8 +121,11 @@ static bool end_epoch(ts_loader *l) {
 static ts_status take_threaded(ts_loader *l, ts_tensor **x, ts_tensor **y) {
     pthread_mutex_lock(&l->mu);
     tsi_loader_slot *s = &l->ring[l->next % l->cap];
-    /* slot next % cap can only hold batch next: the window [next, next + cap) maps one to one */
-    while (!s->full && l->err == TS_OK) pthread_cond_wait(&l->ready, &l->mu);
+    /* slot next % cap can only hold batch next: the window [next, next + cap) maps one to one.
+     * A failed later batch does not end the wait: batches before it are still delivered, and the
+     * error comes when its turn does (the lowest failing batch wins), as without workers. */
+    while (!s->full && (l->err == TS_OK || l->err_batch > l->next))
+        pthread_cond_wait(&l->ready, &l->mu);
     ts_status st = TS_OK;
     if (s->full) {
         *x = s->x;
