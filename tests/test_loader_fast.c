@@ -3,7 +3,8 @@
  * path (a tensor per sample, each transform in turn): bit for bit, for IDX files and tensor
  * datasets, 1 and 3 channels, nested composes, no transform, no labels, with and without workers
  * (without, the kernel threads fill a batch's rows together);
- * transforms it cannot fuse and samples that do not fit take the general path, errors included. */
+ * transforms it cannot fuse and batches with a sample that does not fit take the general path,
+ * errors included. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  * datasets offer it so that the loader can fill a batch's rows without making a tensor per sample
  * (loader_batch.c); it must describe exactly what get would return. */
 typedef struct tsi_raw_sample {
-    const void *x, *y; /* y may point at label */
+    const void *x, *y; /* y may point at label: read it from the struct raw filled, not a copy */
     ts_dtype xdt, ydt;
     ts_shape xs, ys;
     int64_t label;

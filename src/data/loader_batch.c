@@ -124,7 +124,7 @@ static bool add_sample(ts_loader *l, int64_t epoch, int64_t k, int64_t i, int64_
         x = ts_transform_apply(l->transform, x, &c);
         ok = x && check_sample(x, "transformed x", idx);
     }
-    if (ok && !*bx) {
+    if (ok && i == 0) {
         *lx = layout_of(x);
         *ly = layout_of(y);
         ok = (*bx = batch_new(l, *lx, count)) && (*by = batch_new(l, *ly, count));
@@ -159,7 +159,8 @@ void tsi_loader_plan_fast(ts_loader *l) {
     if (!l->ds->raw || l->n < 1) return;
     tsi_raw_sample r;
     l->ds->raw(l->ds->ctx, 0, &r);
-    l->fast_raw = r;
+    l->fast_raw = r; /* its layout: the bytes are read per sample */
+    l->fast_raw.x = l->fast_raw.y = NULL;
     if (!l->transform) {
         l->fast_xdt = r.xdt;
         l->fast_xs = r.xs;
@@ -188,53 +189,53 @@ static void fast_row_x(const ts_loader *l, ts_tensor *b, int64_t i, const tsi_ra
     tsi_u8_plan_apply(&l->plan, r->x, per / ch, ch, (float *)host_ptr(b) + i * per);
 }
 
+/* The raw sample at position pos of the epoch's order, into *r (which its y may point into). */
+static void raw_at(const ts_loader *l, int64_t pos, tsi_raw_sample *r) {
+    l->ds->raw(l->ds->ctx, l->order ? l->order[pos] : pos, r);
+}
+
 #define PREFETCH_AHEAD 4 /* samples: a few conversions' time covers a memory access */
 
-/* Starts loading sample idx's bytes into the cache: a shuffled epoch reads the data set at random,
+/* Starts loading a sample's bytes into the cache: a shuffled epoch reads the data set at random,
  * and the row conversion would otherwise wait on every line of every sample. */
-static void fast_prefetch(const ts_loader *l, int64_t idx) {
-    tsi_raw_sample r;
-    l->ds->raw(l->ds->ctx, idx, &r);
-    const size_t bytes = (size_t)tsi_numel(r.xs) * tsi_dtype_size(r.xdt);
-    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)r.x + off);
+static void prefetch_x(const tsi_raw_sample *r) {
+    const size_t bytes = (size_t)tsi_numel(r->xs) * tsi_dtype_size(r->xdt);
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)r->x + off);
 }
 
-/* Sample idx as row i without a tensor per sample: 1 done, 0 when it must take the general path
- * (laid out unlike the plan, or unlike the batch so far: add_sample then says what differs),
- * -1 on error. */
-static int fast_sample(ts_loader *l, int64_t i, int64_t count, int64_t idx, ts_tensor **bx,
-                       ts_tensor **by, layout *lx, layout *ly) {
-    tsi_raw_sample r;
-    l->ds->raw(l->ds->ctx, idx, &r);
-    const tsi_raw_sample *p = &l->fast_raw;
-    if (r.xdt != p->xdt || r.ydt != p->ydt || !same_shape(r.xs, p->xs) || !same_shape(r.ys, p->ys))
-        return 0;
-    const layout fx = {l->fast_xdt, l->fast_xs}, fy = {r.ydt, r.ys};
-    if (!*bx) {
-        *lx = fx;
-        *ly = fy;
-        if (!(*bx = batch_new(l, fx, count)) || !(*by = batch_new(l, fy, count))) return -1;
-    } else if (!same_layout(fx, *lx) || !same_layout(fy, *ly)) {
-        return 0;
+/* Rows [b, e) of the batch starting at position start, each sample's bytes prefetched a few rows
+ * ahead. */
+static void fast_rows(const ts_loader *l, int64_t start, int64_t b, int64_t e, ts_tensor *x,
+                      ts_tensor *y) {
+    const size_t ybytes = (size_t)tsi_numel(l->fast_raw.ys) * tsi_dtype_size(l->fast_raw.ydt);
+    for (int64_t i = b; i < e && i < b + PREFETCH_AHEAD; i++) {
+        tsi_raw_sample r;
+        raw_at(l, start + i, &r);
+        prefetch_x(&r);
     }
-    fast_row_x(l, *bx, i, &r);
-    const size_t ybytes = (size_t)tsi_numel(r.ys) * tsi_dtype_size(r.ydt);
-    if (ybytes) memcpy(host_ptr(*by) + (size_t)i * ybytes, r.y, ybytes);
-    return 1;
+    for (int64_t i = b; i < e; i++) {
+        if (i + PREFETCH_AHEAD < e) {
+            tsi_raw_sample ahead;
+            raw_at(l, start + i + PREFETCH_AHEAD, &ahead);
+            prefetch_x(&ahead);
+        }
+        tsi_raw_sample r;
+        raw_at(l, start + i, &r);
+        fast_row_x(l, x, i, &r);
+        if (ybytes) memcpy(host_ptr(y) + (size_t)i * ybytes, r.y, ybytes);
+    }
 }
 
-/* With no workers the kernels' OpenMP threads idle while the caller builds a batch: when every
- * sample of the batch fits the plan, they fill its rows together. 1 done, 0 not taken (nothing
- * done), -1 on error. */
-static int fast_batch_parallel(ts_loader *l, int64_t start, int64_t count, ts_tensor **bx,
-                               ts_tensor **by, layout *lx, layout *ly) {
-#ifdef TS_HAVE_OPENMP
-    if (!l->fast || l->workers > 0 || count < 16 || omp_get_max_threads() < 2 || omp_in_parallel())
-        return 0;
+/* The whole batch through the fast path: 1 done, 0 when a sample is laid out unlike the plan (the
+ * general path then says what differs), -1 on error. With no workers the kernels' OpenMP threads
+ * idle while the caller builds a batch, so they fill its rows together. */
+static int fast_batch(ts_loader *l, int64_t start, int64_t count, ts_tensor **bx, ts_tensor **by,
+                      layout *lx, layout *ly) {
+    if (!l->fast) return 0;
     const tsi_raw_sample *p = &l->fast_raw;
     for (int64_t i = 0; i < count; i++) {
         tsi_raw_sample r;
-        l->ds->raw(l->ds->ctx, l->order ? l->order[start + i] : start + i, &r);
+        raw_at(l, start + i, &r);
         if (r.xdt != p->xdt || r.ydt != p->ydt || !same_shape(r.xs, p->xs) ||
             !same_shape(r.ys, p->ys))
             return 0;
@@ -243,28 +244,18 @@ static int fast_batch_parallel(ts_loader *l, int64_t start, int64_t count, ts_te
     *ly = (layout){p->ydt, p->ys};
     if (!(*bx = batch_new(l, *lx, count)) || !(*by = batch_new(l, *ly, count))) return -1;
     ts_tensor *x = *bx, *y = *by;
-    const size_t ybytes = (size_t)tsi_numel(p->ys) * tsi_dtype_size(p->ydt);
-#pragma omp parallel
+#ifdef TS_HAVE_OPENMP
+    const bool par =
+        l->workers == 0 && count >= 16 && omp_get_max_threads() > 1 && !omp_in_parallel();
+#pragma omp parallel if (par)
     {
         const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-        const int64_t b = count * t / nt, e = count * (t + 1) / nt;
-        for (int64_t i = b; i < e && i < b + PREFETCH_AHEAD; i++)
-            fast_prefetch(l, l->order ? l->order[start + i] : start + i);
-        for (int64_t i = b; i < e; i++) {
-            if (i + PREFETCH_AHEAD < e)
-                fast_prefetch(l, l->order ? l->order[start + i + PREFETCH_AHEAD]
-                                          : start + i + PREFETCH_AHEAD);
-            tsi_raw_sample r;
-            l->ds->raw(l->ds->ctx, l->order ? l->order[start + i] : start + i, &r);
-            fast_row_x(l, x, i, &r);
-            if (ybytes) memcpy(host_ptr(y) + (size_t)i * ybytes, r.y, ybytes);
-        }
+        fast_rows(l, start, count * t / nt, count * (t + 1) / nt, x, y);
     }
-    return 1;
 #else
-    (void)l, (void)start, (void)count, (void)bx, (void)by, (void)lx, (void)ly;
-    return 0;
+    fast_rows(l, start, 0, count, x, y);
 #endif
+    return 1;
 }
 
 ts_status tsi_loader_build(ts_loader *l, int64_t epoch, int64_t k, ts_tensor **x, ts_tensor **y) {
@@ -276,18 +267,11 @@ ts_status tsi_loader_build(ts_loader *l, int64_t epoch, int64_t k, ts_tensor **x
     bool ok = true;
     /* datasets and user transforms may make scope-owned temporaries: they die with the batch */
     ts_scope_begin();
-    const int par = fast_batch_parallel(l, start, count, &bx, &by, &lx, &ly);
-    ok = par >= 0;
-    for (int64_t i = 0; i < count && ok && !par; i++) {
+    const int fast = fast_batch(l, start, count, &bx, &by, &lx, &ly);
+    ok = fast >= 0;
+    for (int64_t i = 0; i < count && ok && !fast; i++) {
         const int64_t idx = l->order ? l->order[start + i] : start + i;
-        if (l->fast && i == 0) /* the first few, then one more per sample */
-            for (int64_t j = 1; j < PREFETCH_AHEAD && j < count; j++)
-                fast_prefetch(l, l->order ? l->order[start + j] : start + j);
-        if (l->fast && i + PREFETCH_AHEAD < count)
-            fast_prefetch(l, l->order ? l->order[start + i + PREFETCH_AHEAD]
-                                      : start + i + PREFETCH_AHEAD);
-        const int fast = l->fast ? fast_sample(l, i, count, idx, &bx, &by, &lx, &ly) : 0;
-        ok = fast ? fast > 0 : add_sample(l, epoch, k, i, count, idx, &bx, &by, &lx, &ly);
+        ok = add_sample(l, epoch, k, i, count, idx, &bx, &by, &lx, &ly);
     }
     ts_scope_end();
     if (ok && l->to_device) {

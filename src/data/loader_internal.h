@@ -32,7 +32,7 @@ struct ts_loader {
     uint64_t seed;
     int workers, prefetch;
     /* the fast path (loader_batch.c): rows filled from the dataset's bytes, no tensor per sample,
-     * for samples laid out as fast_raw (the dataset's first sample) */
+     * for batches whose samples are all laid out as fast_raw (the dataset's first sample) */
     bool fast;
     tsi_raw_sample fast_raw;
     bool fast_plan; /* the transform as a tsi_u8_plan; false: no transform, bytes copied */
