@@ -47,5 +47,6 @@ awk '
         print ""
         print "add: nanoseconds per op (ratio = PyTorch / Tessera, how many times cheaper Tessera is)"
         print "matmul: f32 square GFLOP/s (ratio = Tessera / PyTorch); PyTorch best of 1 and 2 threads"
+        print "linear_fwd: x[64,784] @ W[128,784]^T; linear_wgrad: dy[64,128]^T @ x[64,784] (GFLOP/s)"
     }
 ' "$tmp/tessera.txt" "$tmp/torch.txt"
