@@ -118,6 +118,23 @@ static inline char *host_ptr(ts_tensor *t) {
 }
 
 /* ------------------------------------------------------------------ to_tensor */
+/* One channel plane of a uint8 image ([hw] pixels ch apart) into float32: torchvision's
+ * img.float().div(255), a true f32 division so the values match bit for bit, then `steps`
+ * normalize steps (mean / std every TSI_U8_PLAN_CHANNELS floats) as NORMALIZE_LOOP computes them.
+ * to_tensor runs it with no steps; the loader's fast path with the plan's. */
+TS_CPU_CLONES static void u8_plane(float *restrict o, const uint8_t *restrict s, int64_t hw,
+                                   int64_t ch, const float *restrict mean,
+                                   const float *restrict std, int steps) {
+    if (ch == 1)
+        for (int64_t i = 0; i < hw; i++) o[i] = (float)s[i] / 255.0f;
+    else
+        for (int64_t i = 0; i < hw; i++) o[i] = (float)s[i * ch] / 255.0f;
+    for (int k = 0; k < steps; k++) {
+        const float m = mean[k * TSI_U8_PLAN_CHANNELS], sd = std[k * TSI_U8_PLAN_CHANNELS];
+        for (int64_t i = 0; i < hw; i++) o[i] = (o[i] - m) / sd;
+    }
+}
+
 static ts_tensor *to_tensor_fn(ts_tensor *x, const ts_transform_ctx *c, void *user) {
     const char *op = "to_tensor";
     if (!host_input(op, x)) return ts_release(x), NULL;
@@ -136,17 +153,7 @@ static ts_tensor *to_tensor_fn(ts_tensor *x, const ts_transform_ctx *c, void *us
         const uint8_t *s = (const uint8_t *)host_ptr(x);
         float *o = (float *)host_ptr(y);
         const int64_t hw = h * w;
-        /* torchvision's img.float().div(255): a true f32 division, so the values match bit for bit
-         */
-        if (ch == 1) {
-            for (int64_t i = 0; i < hw; i++) o[i] = (float)s[i] / 255.0f;
-        } else {
-            for (int64_t cc = 0; cc < ch; cc++) {
-                float *oc = o + cc * hw;
-                const uint8_t *sc = s + cc;
-                for (int64_t i = 0; i < hw; i++) oc[i] = (float)sc[i * ch] / 255.0f;
-            }
-        }
+        for (int64_t cc = 0; cc < ch; cc++) u8_plane(o + cc * hw, s + cc, hw, ch, NULL, NULL, 0);
     }
     ts_release(x);
     return y;
@@ -451,14 +458,14 @@ ts_transform *ts_compose(int n, ts_transform *const *ts) {
     return t;
 }
 
-/* ------------------------------------------------------------------ the loader's byte table */
+/* ------------------------------------------------------------------ the loader's plan */
 /* Appends the steps of t to steps (composes flattened); false on a step that is not to_tensor or
  * normalize, or on more than max steps. */
-static bool table_steps(const ts_transform *t, const ts_transform **steps, int *n, int max) {
+static bool plan_steps(const ts_transform *t, const ts_transform **steps, int *n, int max) {
     if (t->fn == compose_fn) {
         const compose_params *p = t->user;
         for (int i = 0; i < p->n; i++)
-            if (!table_steps(p->ts[i], steps, n, max)) return false;
+            if (!plan_steps(p->ts[i], steps, n, max)) return false;
         return true;
     }
     if ((t->fn != to_tensor_fn && t->fn != normalize_fn) || *n >= max) return false;
@@ -470,7 +477,7 @@ bool tsi_transform_u8_plan(const ts_transform *t, int64_t channels, tsi_u8_plan 
     const ts_transform *steps[TSI_U8_PLAN_STEPS + 1];
     int n = 0;
     if (!t || channels < 1 || channels > TSI_U8_PLAN_CHANNELS ||
-        !table_steps(t, steps, &n, TSI_U8_PLAN_STEPS + 1) || n == 0 || steps[0]->fn != to_tensor_fn)
+        !plan_steps(t, steps, &n, TSI_U8_PLAN_STEPS + 1) || n == 0 || steps[0]->fn != to_tensor_fn)
         return false;
     out->steps = n - 1;
     for (int i = 1; i < n; i++) {
@@ -484,20 +491,6 @@ bool tsi_transform_u8_plan(const ts_transform *t, int64_t channels, tsi_u8_plan 
         }
     }
     return true;
-}
-
-/* One channel plane: the loops of to_tensor_fn and NORMALIZE_LOOP, fused and vectorised. */
-TS_CPU_CLONES static void u8_plane(float *restrict o, const uint8_t *restrict s, int64_t hw,
-                                   int64_t ch, const float *restrict mean,
-                                   const float *restrict std, int steps) {
-    if (ch == 1)
-        for (int64_t i = 0; i < hw; i++) o[i] = (float)s[i] / 255.0f;
-    else
-        for (int64_t i = 0; i < hw; i++) o[i] = (float)s[i * ch] / 255.0f;
-    for (int k = 0; k < steps; k++) {
-        const float m = mean[k * TSI_U8_PLAN_CHANNELS], sd = std[k * TSI_U8_PLAN_CHANNELS];
-        for (int64_t i = 0; i < hw; i++) o[i] = (o[i] - m) / sd;
-    }
 }
 
 void tsi_u8_plan_apply(const tsi_u8_plan *p, const uint8_t *src, int64_t hw, int64_t ch,

@@ -17,9 +17,6 @@
  * only when the CPU has it (the library itself is built for baseline x86-64). */
 #include "backend/cpu/gemm_small.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 #ifdef TS_HAVE_OPENMP
 #include <omp.h>
 #endif
