@@ -1,7 +1,8 @@
 /* test_data_parallel.c — ts_data_parallel over sim:0..3 against the same model trained on one
  * device (SGD, SGD with momentum, Adam: losses within 1e-5 relative at every step), a CNN, tied
  * weights, uneven and small batches, output devices, where gradients land, eval / no_grad and the
- * state carried into the worker threads, BatchNorm's buffers, names and repr. Errors, memory and
+ * state carried into the worker threads, BatchNorm's buffers, dropout's random streams per replica,
+ * names and repr. Errors, memory and
  * the building blocks (broadcast, scatter, gather) are test_data_parallel_blocks.c. */
 #include <math.h>
 #include <stdio.h>
@@ -255,6 +256,49 @@ static void eval_no_grad(void) {
     ts_module_free(dp);
 }
 
+/* ------------------------------------------------------------------ random ops in replicas */
+/* Replica i draws from its own stream: the generator's seed at offset base + i * span, base being
+ * the offset when the call starts. So a seed gives the same dropout masks run after run, whatever
+ * order the worker threads reach the generator in, and each replica's mask is the one dropout on
+ * its device draws from that point of the generator. */
+static void replica_random_streams(void) {
+    enum { ROWS = 2 * NDEV, COLS = 256 };
+    ts_module *dp = ts_data_parallel(ts_dropout_new(0.5), devs, NDEV, DEV0);
+    ts_module *plain = ts_dropout_new(0.5);
+    ts_scope_begin();
+    ts_tensor *x = ts_add_scalar(ts_arange(0, ROWS * COLS, 1, (ts_opts){0}), 1.0);
+    x = ts_reshape(ts_to_dtype(x, TS_F32), TS_SHAPE(ROWS, COLS));
+    ts_manual_seed(21);
+    ts_rand(TS_SHAPE(5), (ts_opts){0}); /* the streams start wherever the generator is */
+    const ts_rng_state start = ts_rng_get_state();
+    ts_tensor *first = ts_forward(dp, x);
+    CHECK(first != NULL);
+    /* the call moved the generator past all the streams */
+    CHECK_EQ(ts_rng_get_state().offset, start.offset + NDEV * TSI_RNG_REPLICA_SPAN);
+    CHECK_EQ(ts_rng_get_state().seed, start.seed);
+    /* the same seed, the same masks, every time */
+    int same = 0;
+    for (int run = 0; run < 12; run++) {
+        ts_rng_set_state(start);
+        same += max_diff(first, ts_forward(dp, x)) == 0.0;
+    }
+    CHECK_EQ(same, 12);
+    /* replica i's rows are dropout on its device from its stream's start */
+    for (int i = 0; i < NDEV; i++) {
+        ts_rng_set_state(
+            (ts_rng_state){start.seed, start.offset + (uint64_t)i * TSI_RNG_REPLICA_SPAN});
+        ts_tensor *rows = ts_to(ts_narrow(x, 0, 2 * i, 2), devs[i]);
+        CHECK(max_diff(ts_narrow(first, 0, 2 * i, 2), ts_forward(plain, rows)) == 0.0);
+    }
+    /* and the replicas' masks differ from each other */
+    ts_tensor *kept = ts_ne_scalar(first, 0.0);
+    CHECK(max_diff(ts_narrow(kept, 0, 0, 2), ts_narrow(kept, 0, 2, 2)) > 0.0);
+    CHECK_OK();
+    ts_scope_end();
+    ts_module_free(dp);
+    ts_module_free(plain);
+}
+
 /* ------------------------------------------------------------------ BatchNorm */
 typedef struct bn_net {
     ts_module base;
@@ -393,6 +437,7 @@ int main(void) {
     chunking();
     eval_no_grad();
     batch_norm();
+    replica_random_streams();
     module_surface();
     return ts_test_finish();
 }

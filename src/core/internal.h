@@ -172,6 +172,13 @@ static inline void tsi_log_op(const char *op, ts_device d) {
 /* Reserve n Philox counters from the global generator (thread-safe): returns seed and the first
  * offset. Counters are consumed in multiples of 4 (one Philox block gives 4 numbers). */
 void tsi_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset);
+/* Until tsi_rng_stream_end, the calling thread draws from a stream of its own starting at
+ * (seed, offset) instead of the global generator (which it leaves alone). */
+void tsi_rng_stream_begin(uint64_t seed, uint64_t offset);
+void tsi_rng_stream_end(void);
+/* Counters reserved for each data-parallel replica's stream: 2^36 numbers (256 GiB of f32), far
+ * more than one forward draws, so the streams of one call never overlap. */
+#define TSI_RNG_REPLICA_SPAN ((uint64_t)1 << 36)
 
 /* library start-up (environment variables, backends); idempotent, called by every entry point
  * that needs it through tsi_init() */

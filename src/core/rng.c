@@ -1,5 +1,7 @@
 /* rng.c — the global Philox generator state: one seed and a counter offset shared by all devices,
- * so a seed gives the same numbers wherever they are drawn. */
+ * so a seed gives the same numbers wherever they are drawn. A thread may instead draw from a
+ * stream of its own (a data-parallel replica: tsi_rng_stream_begin), so that what it draws does
+ * not depend on the order in which threads reach the generator. */
 #include <pthread.h>
 
 #include "core/internal.h"
@@ -8,6 +10,12 @@
 
 static pthread_mutex_t rng_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t rng_seed = TSI_DEFAULT_SEED, rng_offset;
+
+/* The calling thread's own stream, when it has one. */
+static _Thread_local struct {
+    bool on;
+    uint64_t seed, offset;
+} thread_stream;
 
 void ts_manual_seed(uint64_t seed) {
     pthread_mutex_lock(&rng_lock);
@@ -38,9 +46,23 @@ void ts_rng_set_state(ts_rng_state s) {
 }
 
 void tsi_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset) {
+    if (thread_stream.on) {
+        *seed = thread_stream.seed;
+        *offset = thread_stream.offset;
+        thread_stream.offset += (n + 3) & ~(uint64_t)3;
+        return;
+    }
     pthread_mutex_lock(&rng_lock);
     *seed = rng_seed;
     *offset = rng_offset;
     rng_offset += (n + 3) & ~(uint64_t)3;
     pthread_mutex_unlock(&rng_lock);
 }
+
+void tsi_rng_stream_begin(uint64_t seed, uint64_t offset) {
+    thread_stream.on = true;
+    thread_stream.seed = seed;
+    thread_stream.offset = (offset + 3) & ~(uint64_t)3;
+}
+
+void tsi_rng_stream_end(void) { thread_stream.on = false; }

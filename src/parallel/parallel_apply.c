@@ -1,5 +1,10 @@
 /* parallel_apply.c — torch.nn.parallel.parallel_apply: each replica's forward in a thread of its
- * own, with the caller's thread-local state carried in and the first error carried back. */
+ * own, with the caller's thread-local state carried in and the first error carried back.
+ * With several replicas, replica i draws its random numbers (dropout) from a stream of its own:
+ * the global generator's seed at offset base + i * TSI_RNG_REPLICA_SPAN, where base is the
+ * generator's offset when the call starts (the call then advances it past all the streams). So
+ * the masks depend on the seed and the replica, never on which thread reaches the generator
+ * first. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +29,8 @@ typedef struct job {
     tsi_autocast_state autocast;
     int omp_threads;
     ts_cuda_stream *stream; /* the caller's current stream on a CUDA job's device */
+    bool own_rng;           /* draw from (rng_seed, rng_offset) rather than the global generator */
+    uint64_t rng_seed, rng_offset;
     /* results */
     ts_tensor *output; /* a reference the caller takes over */
     ts_status status;
@@ -40,7 +47,9 @@ static void run_forward(job *j) {
     if (cuda && ts_cuda_set_device(j->device.index) == TS_OK && j->stream)
         ts_cuda_set_stream(j->stream);
     ts_device_push(j->device);
+    if (j->own_rng) tsi_rng_stream_begin(j->rng_seed, j->rng_offset);
     j->output = ts_error() == TS_OK ? ts_forward(j->module, j->input) : NULL;
+    if (j->own_rng) tsi_rng_stream_end();
     /* a worker has no scope open, so the result is its reference; in the caller's thread the
      * caller's scope owns it, and the job takes a reference of its own to match */
     if (ts_scope_depth() > 0) ts_retain(j->output);
@@ -106,6 +115,8 @@ bool tsi_parallel_apply(ts_module *const *modules, ts_tensor *const *inputs,
 #ifdef TS_HAVE_OPENMP
     omp_threads = omp_get_max_threads();
 #endif
+    uint64_t rng_seed = 0, rng_base = 0;
+    if (n > 1) tsi_rng_reserve((uint64_t)n * TSI_RNG_REPLICA_SPAN, &rng_seed, &rng_base);
     for (int i = 0; i < n; i++) {
         ts_device d = tsi_resolve_device(devices[i]);
         jobs[i] = (job){.index = i,
@@ -115,6 +126,9 @@ bool tsi_parallel_apply(ts_module *const *modules, ts_tensor *const *inputs,
                         .grad_enabled = grad,
                         .autocast = ac,
                         .omp_threads = omp_threads,
+                        .own_rng = n > 1,
+                        .rng_seed = rng_seed,
+                        .rng_offset = rng_base + (uint64_t)i * TSI_RNG_REPLICA_SPAN,
                         .stream = d.type == TS_CUDA ? ts_cuda_current_stream(d.index) : NULL};
     }
     if (n > 1)
