@@ -173,9 +173,15 @@ static inline void tsi_log_op(const char *op, ts_device d) {
  * offset. Counters are consumed in multiples of 4 (one Philox block gives 4 numbers). */
 void tsi_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset);
 /* Until tsi_rng_stream_end, the calling thread draws from a stream of its own starting at
- * (seed, offset) instead of the global generator (which it leaves alone). */
-void tsi_rng_stream_begin(uint64_t seed, uint64_t offset);
-void tsi_rng_stream_end(void);
+ * (seed, offset) instead of the global generator (which it leaves alone). Begin returns the
+ * thread's previous stream, which end restores: a replica that runs data parallel itself (or
+ * runs in its caller's thread) nests. */
+typedef struct tsi_rng_stream {
+    bool on;
+    uint64_t seed, offset;
+} tsi_rng_stream;
+tsi_rng_stream tsi_rng_stream_begin(uint64_t seed, uint64_t offset);
+void tsi_rng_stream_end(tsi_rng_stream prev);
 /* Counters reserved for each data-parallel replica's stream: 2^36 numbers (256 GiB of f32), far
  * more than one forward draws, so the streams of one call never overlap. */
 #define TSI_RNG_REPLICA_SPAN ((uint64_t)1 << 36)

@@ -12,10 +12,7 @@ static pthread_mutex_t rng_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t rng_seed = TSI_DEFAULT_SEED, rng_offset;
 
 /* The calling thread's own stream, when it has one. */
-static _Thread_local struct {
-    bool on;
-    uint64_t seed, offset;
-} thread_stream;
+static _Thread_local tsi_rng_stream thread_stream;
 
 void ts_manual_seed(uint64_t seed) {
     pthread_mutex_lock(&rng_lock);
@@ -59,10 +56,11 @@ void tsi_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset) {
     pthread_mutex_unlock(&rng_lock);
 }
 
-void tsi_rng_stream_begin(uint64_t seed, uint64_t offset) {
-    thread_stream.on = true;
-    thread_stream.seed = seed;
-    thread_stream.offset = (offset + 3) & ~(uint64_t)3;
+tsi_rng_stream tsi_rng_stream_begin(uint64_t seed, uint64_t offset) {
+    const tsi_rng_stream prev = thread_stream;
+    thread_stream =
+        (tsi_rng_stream){.on = true, .seed = seed, .offset = (offset + 3) & ~(uint64_t)3};
+    return prev;
 }
 
-void tsi_rng_stream_end(void) { thread_stream.on = false; }
+void tsi_rng_stream_end(tsi_rng_stream prev) { thread_stream = prev; }

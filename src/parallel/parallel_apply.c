@@ -47,9 +47,10 @@ static void run_forward(job *j) {
     if (cuda && ts_cuda_set_device(j->device.index) == TS_OK && j->stream)
         ts_cuda_set_stream(j->stream);
     ts_device_push(j->device);
-    if (j->own_rng) tsi_rng_stream_begin(j->rng_seed, j->rng_offset);
+    tsi_rng_stream outer = {0};
+    if (j->own_rng) outer = tsi_rng_stream_begin(j->rng_seed, j->rng_offset);
     j->output = ts_error() == TS_OK ? ts_forward(j->module, j->input) : NULL;
-    if (j->own_rng) tsi_rng_stream_end();
+    if (j->own_rng) tsi_rng_stream_end(outer);
     /* a worker has no scope open, so the result is its reference; in the caller's thread the
      * caller's scope owns it, and the job takes a reference of its own to match */
     if (ts_scope_depth() > 0) ts_retain(j->output);
