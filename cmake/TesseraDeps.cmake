@@ -51,6 +51,23 @@ else()
   message(STATUS "Tessera: no stb_image (libstb-dev): ts_image_folder is unsupported")
 endif()
 
+# MPI (Debian: libopenmpi-dev) carries ts_dist_* across processes and machines. Without it the
+# library still builds: a world of one works, a launcher asking for more ranks is an error.
+option(TS_MPI "Build the distributed backend on MPI when found" ON)
+set(TS_HAVE_MPI OFF)
+if(TS_MPI)
+  find_package(MPI COMPONENTS C)
+  if(MPI_C_FOUND)
+    set(TS_HAVE_MPI ON)
+    list(APPEND TS_DEP_LIBS MPI::MPI_C)
+    list(APPEND TS_DEP_DEFS TS_HAVE_MPI=1)
+    set(TS_PC_LIBS "${TS_PC_LIBS} -lmpi")
+    message(STATUS "Tessera: MPI ${MPI_C_VERSION} (${MPIEXEC_EXECUTABLE})")
+  else()
+    message(STATUS "Tessera: no MPI (libopenmpi-dev): ts_dist_* runs a world of one")
+  endif()
+endif()
+
 set(TS_HAVE_CBLAS OFF)
 if(TS_BLAS)
   # Prefer OpenBLAS built with OpenMP (Debian's libopenblas-openmp-dev): it shares libgomp's thread

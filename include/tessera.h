@@ -27,6 +27,7 @@ typedef enum ts_status {
     TS_ERR_CUDA,        /* CUDA runtime / library failure */
     TS_ERR_UNSUPPORTED, /* valid request this build or device cannot do */
     TS_ERR_STATE,       /* call in the wrong state (scope underflow, backward twice...) */
+    TS_ERR_DIST,        /* another process failed, timed out or disagrees (distributed) */
 } ts_status;
 
 /* First error wins until cleared; thread-local. */
@@ -429,6 +430,8 @@ bool ts_gradcheck(ts_gradcheck_fn f, void *ctx, ts_tensor *const *inputs, int n,
 #include "tessera/nn.h"
 
 #include "tessera/parallel.h"
+
+#include "tessera/distributed.h"
 
 #include "tessera/optim.h"
 

@@ -90,6 +90,26 @@ ts_transform *ts_random_hflip(double p);
  * The built-ins work on cpu tensors. */
 ts_transform *ts_compose(int n, ts_transform *const *ts);
 
+/* =================================================================== samplers */
+/* PyTorch's DistributedSampler: the seeded permutation of the epoch (the loader's own shuffle for
+ * the same seed and epoch, or 0..n-1 with no_shuffle) padded with its first indices to a multiple
+ * of num_replicas (or cut to one with drop_last); replica r takes positions r, r + W, r + 2W...
+ * num_replicas 0 means the world size and this process's rank (ts_dist_*). */
+typedef struct ts_distributed_sampler_opts {
+    int num_replicas; /* 0: ts_dist_world_size(), and rank = ts_dist_rank() */
+    int rank;
+    bool no_shuffle; /* PyTorch's shuffle=False */
+    uint64_t seed;
+    bool drop_last;
+} ts_distributed_sampler_opts;
+typedef struct ts_sampler ts_sampler;
+ts_sampler *ts_distributed_sampler(int64_t dataset_len, ts_distributed_sampler_opts o);
+int64_t ts_sampler_len(ts_sampler *s); /* indices per epoch for this replica */
+ts_status ts_sampler_set_epoch(ts_sampler *s, int64_t epoch);
+/* this replica's indices of the current epoch into out (room for ts_sampler_len) */
+ts_status ts_sampler_indices(ts_sampler *s, int64_t *out);
+void ts_sampler_free(ts_sampler *s); /* NULL-safe */
+
 /* ===================================================================== loader */
 typedef struct ts_loader_opts {
     int batch_size; /* 0 -> 1 */
@@ -101,6 +121,9 @@ typedef struct ts_loader_opts {
     ts_device device;        /* TS_DEVICE_DEFAULT (0): leave batches on the cpu; else copy there */
     uint64_t seed;           /* shuffle and transforms */
     ts_transform *transform; /* applied to x of each sample; the loader takes ownership */
+    /* which indices an epoch visits, in order (shuffle must then be false, as PyTorch); the loader
+     * sets its epoch at each epoch's start. Not owned: free it after the loader. */
+    ts_sampler *sampler;
 } ts_loader_opts;
 
 typedef struct ts_loader ts_loader;

@@ -42,6 +42,8 @@ const char *ts_status_string(ts_status s) {
         return "TS_ERR_UNSUPPORTED";
     case TS_ERR_STATE:
         return "TS_ERR_STATE";
+    case TS_ERR_DIST:
+        return "TS_ERR_DIST";
     }
     return "TS_ERR_UNKNOWN";
 }

@@ -1,0 +1,133 @@
+/* tessera/distributed.h — training across processes and machines (via tessera.h):
+ * torch.distributed's process groups and collectives on MPI (cpu and sim tensors) and NCCL (cuda
+ * tensors), DistributedDataParallel and DistributedSampler. See docs/DISTRIBUTED.md. */
+#ifndef TESSERA_DISTRIBUTED_H
+#define TESSERA_DISTRIBUTED_H
+
+/* ================================================================ process group */
+typedef enum ts_dist_backend {
+    TS_DIST_AUTO = 0, /* MPI for cpu and sim tensors, NCCL for cuda tensors when built with it */
+    TS_DIST_MPI,
+    TS_DIST_NCCL,
+} ts_dist_backend;
+
+typedef struct ts_dist_opts {
+    ts_dist_backend backend;
+    /* A collective not finished after this long fails with TS_ERR_DIST naming the ranks that did
+     * not join it, and the process group is unusable from then on. 0: TS_DIST_TIMEOUT (seconds)
+     * from the environment, else 600 s (PyTorch's default for gloo and NCCL). */
+    double timeout_s;
+} ts_dist_opts;
+
+/* Joins the world the launcher (mpirun, srun) started. Without a launcher the program is a world
+ * of one and everything below works (collectives copy nothing). A library built without MPI
+ * answers a world of one too, and TS_ERR_UNSUPPORTED when a launcher asked for more ranks.
+ * Calling it twice is TS_ERR_STATE (PyTorch: "trying to initialize the default process group
+ * twice!"). */
+ts_status ts_dist_init(ts_dist_opts o);
+bool ts_dist_is_available(void);   /* built with MPI */
+bool ts_dist_is_initialized(void);
+int ts_dist_rank(void);            /* 0 before init */
+int ts_dist_world_size(void);      /* 1 before init */
+int ts_dist_local_rank(void);      /* rank among the processes of this machine */
+int ts_dist_local_world_size(void);
+ts_status ts_dist_barrier(void);
+/* Waits for outstanding work, releases the groups and leaves MPI. After a failure (a timed-out
+ * or failed collective) it aborts the whole job instead (MPI_Abort), so no rank is left waiting. */
+ts_status ts_dist_finalize(void);
+/* Ends every rank of the job now with this exit code (MPI_Abort); a world of one exits. */
+void ts_dist_abort(int code);
+/* "world 4, rank 0 (local 0 of 2), backend mpi (Open MPI v4.1.4), host NAME" — for `tessera
+ * devices` and logs; thread-local buffer. */
+const char *ts_dist_describe(void);
+
+/* A subgroup (torch.distributed.new_group): every rank of the world calls it with the same list
+ * of world ranks, in the same order relative to other group creations. Returns the group, also on
+ * ranks outside it (where collectives on it are TS_ERR_ARG). Freed by ts_dist_finalize or
+ * ts_dist_group_free. NULL means the world in every function below. */
+typedef struct ts_dist_group ts_dist_group;
+ts_dist_group *ts_dist_new_group(const int *ranks, int n);
+void ts_dist_group_free(ts_dist_group *g);
+int ts_dist_group_rank(ts_dist_group *g); /* this process's rank in g, -1 outside it */
+int ts_dist_group_size(ts_dist_group *g);
+
+/* ================================================================ collectives */
+typedef enum ts_dist_reduce_op {
+    TS_DIST_SUM = 0,
+    TS_DIST_AVG, /* floating dtypes only */
+    TS_DIST_PRODUCT,
+    TS_DIST_MIN,
+    TS_DIST_MAX,
+} ts_dist_reduce_op;
+
+/* Every collective takes tensors of any dtype (f16 and bf16 too) on cpu and sim (MPI) or cuda
+ * (NCCL), contiguous or not, works in place where PyTorch does, and uses WORLD ranks for src/dst
+ * (PyTorch's convention, also in subgroups). Before moving data every rank checks that the others
+ * pass the same dtype and shape: a difference is TS_ERR_SHAPE / TS_ERR_DTYPE naming the rank and
+ * both shapes. The synchronous form returns when this rank's part is done; the _async form returns
+ * a handle to ts_dist_wait (which also frees it). */
+typedef struct ts_dist_work ts_dist_work;
+ts_status ts_dist_wait(ts_dist_work *w); /* NULL-safe: returns the pending error */
+bool ts_dist_test(ts_dist_work *w);      /* finished (successfully or not); never blocks */
+
+ts_status ts_dist_all_reduce(ts_tensor *t, ts_dist_reduce_op op, ts_dist_group *g);
+ts_dist_work *ts_dist_all_reduce_async(ts_tensor *t, ts_dist_reduce_op op, ts_dist_group *g);
+ts_status ts_dist_broadcast(ts_tensor *t, int src, ts_dist_group *g);
+ts_dist_work *ts_dist_broadcast_async(ts_tensor *t, int src, ts_dist_group *g);
+/* the result lands in t on dst only; other ranks' t is left as it was */
+ts_status ts_dist_reduce(ts_tensor *t, int dst, ts_dist_reduce_op op, ts_dist_group *g);
+ts_dist_work *ts_dist_reduce_async(ts_tensor *t, int dst, ts_dist_reduce_op op, ts_dist_group *g);
+/* all_gather_into_tensor: out holds group-size times in's elements, rank r's in at block r
+ * (out shaped [W * d0, ...] or [W, d0, ...]) */
+ts_status ts_dist_all_gather(ts_tensor *out, ts_tensor *in, ts_dist_group *g);
+ts_dist_work *ts_dist_all_gather_async(ts_tensor *out, ts_tensor *in, ts_dist_group *g);
+/* reduce_scatter_tensor: in holds group-size times out's elements; rank r gets block r reduced */
+ts_status ts_dist_reduce_scatter(ts_tensor *out, ts_tensor *in, ts_dist_reduce_op op,
+                                 ts_dist_group *g);
+ts_dist_work *ts_dist_reduce_scatter_async(ts_tensor *out, ts_tensor *in, ts_dist_reduce_op op,
+                                           ts_dist_group *g);
+/* point to point; tag >= 0 */
+ts_status ts_dist_send(ts_tensor *t, int dst, int tag, ts_dist_group *g);
+ts_status ts_dist_recv(ts_tensor *t, int src, int tag, ts_dist_group *g);
+ts_dist_work *ts_dist_isend(ts_tensor *t, int dst, int tag, ts_dist_group *g);
+ts_dist_work *ts_dist_irecv(ts_tensor *t, int src, int tag, ts_dist_group *g);
+
+/* ================================================================ DistributedDataParallel */
+typedef struct ts_ddp_opts {
+    ts_dist_group *group;        /* NULL: the world */
+    double bucket_cap_mb;        /* 0 -> 25 (MiB) */
+    double first_bucket_mb;      /* 0 -> 1 (MiB): the first bucket to be reduced, as PyTorch */
+    bool find_unused_parameters; /* walk the forward graph each step; unused ones count as ready */
+    bool no_broadcast_buffers;   /* PyTorch's broadcast_buffers=False */
+    bool gradient_as_bucket_view; /* .grad tensors are views of the buckets (saves one copy) */
+} ts_ddp_opts;
+
+/* Wraps module (which it then owns) as the root "DistributedDataParallel" with child "module"
+ * (state-dict names "module.fc1.weight", as PyTorch). Checks every rank has the same parameter
+ * shapes (error naming the rank and both shapes), then broadcasts parameters and buffers from the
+ * group's first rank. During backward each bucket of gradients (reverse registration order) is
+ * all-reduced and averaged as soon as all its gradients are ready, while the rest of backward runs.
+ * On failure the module is freed and NULL returned. */
+ts_module *ts_ddp(ts_module *module, ts_ddp_opts o);
+ts_module *ts_ddp_module(ts_module *ddp); /* the wrapped module (borrowed): save this one */
+/* Gradient accumulation: forwards inside no_sync reduce nothing in their backward; the first
+ * backward after it reduces the accumulated gradients (torch's `with ddp.no_sync():`). */
+void ts_ddp_no_sync_begin(ts_module *ddp);
+void ts_ddp_no_sync_end(ts_module *ddp);
+/* statistics of the last synchronised backward, for benchmarks and logs */
+typedef struct ts_ddp_stats {
+    int buckets;
+    size_t bucket_bytes_max;
+    double comm_s;        /* time the communication thread spent reducing buckets */
+    double wait_s;        /* time backward waited for reductions still running at its end */
+} ts_ddp_stats;
+ts_status ts_ddp_get_stats(ts_module *ddp, ts_ddp_stats *out);
+
+/* ================================================================ hooks used by DDP */
+/* PyTorch's Tensor.register_post_accumulate_grad_hook: fn runs after backward has accumulated
+ * the last gradient this pass brings into the leaf's .grad. Returns a handle > 0, or 0 on error. */
+typedef void (*ts_grad_hook_fn)(ts_tensor *leaf, void *ctx);
+int ts_register_post_accumulate_grad_hook(ts_tensor *leaf, ts_grad_hook_fn fn, void *ctx);
+ts_status ts_remove_grad_hook(ts_tensor *leaf, int handle);
+
+#endif /* TESSERA_DISTRIBUTED_H */

@@ -1,0 +1,21 @@
+/* dist_internal.h — what the distributed layer's parts share (internal): the process group below
+ * DDP's reducer, raw forms of the collectives without the cross-rank shape check. */
+#ifndef TS_DIST_INTERNAL_H
+#define TS_DIST_INTERNAL_H
+
+#include "core/internal.h"
+
+/* An all-reduce of a contiguous tensor without the per-call check that every rank passes the same
+ * shape (DDP checks its buckets once, at construction). Work runs in the group's communication
+ * thread in the order calls are made; ts_dist_wait finishes it. */
+ts_dist_work *tsi_dist_all_reduce_unchecked(ts_tensor *t, ts_dist_reduce_op op, ts_dist_group *g);
+/* Broadcast without the shape check (module states, after DDP checked them). */
+ts_status tsi_dist_broadcast_unchecked(ts_tensor *t, int src_world_rank, ts_dist_group *g);
+/* Every member contributes n bytes; out receives group-size * n bytes in group-rank order. */
+ts_status tsi_dist_all_gather_bytes(const void *in, size_t n, void *out, ts_dist_group *g);
+/* The world rank of the group's member r (r in [0, size)). */
+int tsi_dist_group_world_rank(ts_dist_group *g, int r);
+/* Seconds the communication thread spent executing this work item (0 until it finished). */
+double tsi_dist_work_busy_s(ts_dist_work *w);
+
+#endif /* TS_DIST_INTERNAL_H */
