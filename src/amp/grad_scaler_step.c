@@ -168,6 +168,13 @@ ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped) {
     /* the one synchronisation of the iteration: the host decides whether to step */
     double any = 0;
     for (int k = 0; k < st->n_found; k++) any += ts_item(st->found_inf[k]);
+    /* several processes training together skip the step together (and update() backs off the
+     * scale on every one of them) */
+    if (tsi_dist_agree_max && !ts_error()) {
+        double all = tsi_dist_agree_max(any);
+        if (all > 0 && any == 0) tsi_gs_fill(st->found_inf[0], 1.0);
+        any = all;
+    }
     if (any == 0) {
         ts_status r = ts_optim_step(opt);
         if (r) return r;

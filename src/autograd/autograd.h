@@ -86,4 +86,11 @@ ts_node *tsi_record(const char *name, const char *op, tsi_backward_fn fn, ts_ten
  * the scope, when the shapes already match). */
 ts_tensor *tsi_sum_to(ts_tensor *grad, ts_shape shape);
 
+/* Post-accumulate-grad hooks (hooks.c), driven by the engine: while collecting a pass it calls
+ * expect once per edge into a leaf, after each of those edges is done (gradient or none) arrived;
+ * the hooks run when the last one arrived. run: a backward whose root is the leaf itself. */
+void tsi_hooks_expect(ts_tensor *leaf, uint64_t pass);
+void tsi_hooks_arrived(ts_tensor *leaf, uint64_t pass);
+void tsi_hooks_run(ts_tensor *leaf);
+
 #endif /* TS_AUTOGRAD_H */

@@ -122,6 +122,7 @@ static bool collect(ts_node *root, uint64_t pass, node_list *all) {
         ts_node *n = stack.v[--stack.n];
         for (int i = 0; i < n->n_in && ok; i++) {
             ts_node *next = n->next[i].fn;
+            if (n->next[i].leaf) tsi_hooks_expect(n->next[i].leaf, pass);
             if (!next) continue;
             if (next->visit != pass) {
                 next->visit = pass;
@@ -136,7 +137,7 @@ static bool collect(ts_node *root, uint64_t pass, node_list *all) {
     return ok;
 }
 
-static bool run_node(ts_node *n, bool anomaly) {
+static bool run_node(ts_node *n, bool anomaly, uint64_t pass) {
     ts_tensor *grad_in_small[8] = {0}, **grad_in = grad_in_small;
     if (n->n_in > 8 && !(grad_in = calloc((size_t)n->n_in, sizeof *grad_in)))
         return tsi_error_set(TS_ERR_OOM, "backward: out of host memory"), false;
@@ -164,8 +165,11 @@ static bool run_node(ts_node *n, bool anomaly) {
     bool ok = ts_error() == before || before != TS_OK;
     for (int j = 0; j < n->n_in; j++) {
         ts_tensor *g = grad_in[j];
-        if (!g) continue;
         tsi_edge *e = &n->next[j];
+        if (!g) {
+            if (ok && e->leaf) tsi_hooks_arrived(e->leaf, pass);
+            continue;
+        }
         if (!ok || (!e->fn && !e->leaf)) {
             ts_release(g);
             continue;
@@ -195,10 +199,14 @@ static bool run_node(ts_node *n, bool anomaly) {
                 continue;
             }
         }
-        if (e->leaf)
+        if (e->leaf) {
             accumulate_leaf(e->leaf, g);
-        else
+            ts_status pending = ts_error();
+            tsi_hooks_arrived(e->leaf, pass);
+            if (pending == TS_OK && ts_error() != TS_OK) ok = false; /* a hook failed */
+        } else {
             accumulate_node(e->fn, e->output_nr, g);
+        }
     }
     if (grad_in != grad_in_small) free(grad_in);
     return ok;
@@ -244,6 +252,7 @@ void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o) {
     if (!g) return;
     if (!t->grad_fn) { /* a leaf: its gradient is the seed */
         accumulate_leaf(t, g);
+        tsi_hooks_run(t);
         return;
     }
     ts_no_grad_begin();
@@ -263,7 +272,7 @@ void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o) {
     bool anomaly = anomaly_mode();
     while (ok && ready.n) {
         ts_node *n = ready.v[--ready.n];
-        ok = run_node(n, anomaly);
+        ok = run_node(n, anomaly, pass);
         for (int i = 0; i < n->n_out; i++) {
             ts_release(n->grad_acc[i]);
             n->grad_acc[i] = NULL;

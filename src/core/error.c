@@ -48,6 +48,8 @@ const char *ts_status_string(ts_status s) {
     return "TS_ERR_UNKNOWN";
 }
 
+double (*tsi_dist_agree_max)(double local);
+
 ts_status tsi_error_set(ts_status code, const char *fmt, ...) {
     if (err_code != TS_OK) return code; /* first error wins */
     err_code = code;

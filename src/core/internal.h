@@ -36,7 +36,14 @@ struct ts_tensor {
     ts_tensor *grad;
     struct ts_node *grad_fn;
     int output_nr;
+    struct tsi_grad_hooks *hooks; /* post-accumulate-grad hooks (leaves; autograd/hooks.c) */
 };
+
+/* ------------------------------------------------------------------ distributed hooks */
+/* Set by the distributed layer when several processes train together: the maximum of a value
+ * over them (the grad scaler's found-inf, so every rank skips a step or none does). NULL in a
+ * world of one. */
+extern double (*tsi_dist_agree_max)(double local);
 
 /* ------------------------------------------------------------------ errors */
 /* Records the error unless one is already pending (first wins); returns code. Message is

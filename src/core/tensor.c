@@ -155,6 +155,7 @@ static ts_tensor *tensor_alloc(const char *op, ts_storage *st, ts_dtype dt) {
     t->grad = NULL;
     t->grad_fn = NULL;
     t->output_nr = 0;
+    t->hooks = NULL;
     tsi_live_tensors_add(st->device, 1);
     return t;
 }
@@ -208,6 +209,7 @@ void ts_release(ts_tensor *t) {
     if (!t) return;
     if (!drop_ref(&t->refs)) return;
     ts_release(t->grad);
+    free(t->hooks);
     if (t->grad_fn && tsi_grad_fn_release) tsi_grad_fn_release(t->grad_fn);
     tsi_live_tensors_add(t->storage->device, -1);
     storage_release(t->storage);

@@ -1,0 +1,249 @@
+/* ddp.c — the DistributedDataParallel module: construction (same model on every rank, states
+ * broadcast from the first rank), forward (buffers broadcast, the reducer armed), no_sync. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/ddp_internal.h"
+#include "nn/module_internal.h"
+
+static const char *OP = "DistributedDataParallel";
+
+/* ------------------------------------------------------------------ model check across ranks */
+/* One parameter as every rank describes it to the others. */
+typedef struct param_desc {
+    int32_t dtype, ndim;
+    int64_t dims[TS_MAX_DIMS];
+} param_desc;
+
+static const char *desc_str(const param_desc *p) {
+    ts_shape s = {.ndim = p->ndim};
+    for (int i = 0; i < p->ndim && i < TS_MAX_DIMS; i++) s.dims[i] = p->dims[i];
+    char *buf = tsi_fmt_buf();
+    snprintf(buf, TSI_FMT_BUF_LEN, "%s %s", ts_dtype_name((ts_dtype)p->dtype), tsi_shape_str(s));
+    return buf;
+}
+
+/* PyTorch's _verify_param_shape_across_processes: every rank must hold as many parameters, of the
+ * same shapes and dtypes, in the same order. Every rank sees every description, so all of them
+ * reach the same verdict and fail (or go on) together. */
+static bool verify_same_model(ddp_module *d) {
+    int w = d->world, n = d->n_params;
+    int64_t *counts = malloc((size_t)w * sizeof *counts);
+    int64_t mine = n;
+    if (!counts) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP), false;
+    if (tsi_dist_all_gather_bytes(&mine, sizeof mine, counts, d->o.group) != TS_OK) {
+        free(counts);
+        return false;
+    }
+    for (int r = 1; r < w; r++)
+        if (counts[r] != counts[0]) {
+            tsi_error_set(TS_ERR_DIST,
+                          "%s: DDP expects same model across all ranks, but rank %d has %lld "
+                          "params, while rank %d has inconsistent %lld params",
+                          OP, tsi_dist_group_world_rank(d->o.group, r), (long long)counts[r],
+                          tsi_dist_group_world_rank(d->o.group, 0), (long long)counts[0]);
+            free(counts);
+            return false;
+        }
+    free(counts);
+    if (n == 0) return true;
+    param_desc *all = calloc((size_t)w * (size_t)n, sizeof *all);
+    param_desc *own = calloc((size_t)n, sizeof *own);
+    bool ok = all && own;
+    if (!ok) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP);
+    for (int i = 0; ok && i < n; i++) {
+        ts_tensor *p = d->params[i].p;
+        own[i].dtype = (int32_t)p->dtype;
+        own[i].ndim = p->shape.ndim;
+        memcpy(own[i].dims, p->shape.dims, sizeof own[i].dims);
+    }
+    ok = ok && tsi_dist_all_gather_bytes(own, (size_t)n * sizeof *own, all, d->o.group) == TS_OK;
+    for (int r = 1; ok && r < w; r++)
+        for (int i = 0; ok && i < n; i++) {
+            const param_desc *a = &all[(size_t)r * (size_t)n + (size_t)i], *b = &all[i];
+            if (memcmp(a, b, sizeof *a) == 0) continue;
+            ok = false;
+            tsi_error_set(TS_ERR_DIST,
+                          "%s: DDP expects same model across all ranks, but parameter %d (%s) is "
+                          "%s on rank %d and %s on rank %d",
+                          OP, i, d->params[i].name, desc_str(a),
+                          tsi_dist_group_world_rank(d->o.group, r), desc_str(b),
+                          tsi_dist_group_world_rank(d->o.group, 0));
+        }
+    free(all);
+    free(own);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ broadcasts */
+static bool broadcast_list(ddp_module *d, ts_tensor_list *l) {
+    for (int i = 0; i < l->n; i++)
+        if (tsi_dist_broadcast_unchecked(l->tensors[i], d->root, d->o.group) != TS_OK)
+            return false;
+    return true;
+}
+
+/* _sync_module_states: parameters and buffers from the first rank, once */
+static bool sync_module_states(ddp_module *d) {
+    if (d->world == 1) return true;
+    ts_tensor_list sd = ts_module_state_dict(d->module);
+    ts_no_grad_begin();
+    bool ok = !ts_error() && broadcast_list(d, &sd);
+    ts_no_grad_end();
+    ts_tensor_list_free(&sd);
+    return ok;
+}
+
+/* broadcast_buffers: before every forward, the first rank's buffers (running statistics) */
+static bool sync_buffers(ddp_module *d) {
+    if (d->world == 1 || d->o.no_broadcast_buffers) return true;
+    ts_tensor_list b = ts_module_named_buffers(d->module);
+    ts_no_grad_begin();
+    bool ok = !ts_error() && broadcast_list(d, &b);
+    ts_no_grad_end();
+    ts_tensor_list_free(&b);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ forward */
+static ts_tensor *ddp_forward(ts_module *self, ts_tensor *x) {
+    ddp_module *d = (ddp_module *)self;
+    bool sync = ts_grad_enabled() && !d->no_sync;
+    if (sync && !tsi_ddp_prepare_forward(d)) return NULL;
+    if (!sync) d->expect = false;
+    if (!sync_buffers(d)) return NULL;
+    ts_tensor *y = ts_forward(d->module, x);
+    if (y && sync && !tsi_ddp_prepare_backward(d, y)) return NULL;
+    return y;
+}
+
+/* ------------------------------------------------------------------ found-inf agreement */
+/* The grad scaler asks whether any rank found an inf: a MAX over the world, so every rank skips
+ * the step or none does. */
+static ts_dist_group *scaler_group; /* the last DDP's group: the ranks that train together */
+static double agree_max(double local) {
+    ts_tensor *t = ts_tensor_f64(TS_SHAPE(1), &local, (ts_opts){.device = ts_cpu()});
+    double v = local;
+    if (t && ts_dist_all_reduce(t, TS_DIST_MAX, scaler_group) == TS_OK) v = ts_item(t);
+    if (ts_scope_depth() == 0) ts_release(t);
+    return v;
+}
+
+/* ------------------------------------------------------------------ life cycle */
+static void ddp_destroy(ts_module *self) {
+    ddp_module *d = (ddp_module *)self;
+    tsi_ddp_free_buckets(d);
+    for (int i = 0; i < d->n_params; i++) free((char *)d->params[i].name);
+    free(d->params);
+    d->params = NULL;
+    d->n_params = 0;
+}
+
+static char *dup_str(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *c = malloc(n);
+    return c ? memcpy(c, s, n) : NULL;
+}
+
+static bool collect_params(ddp_module *d) {
+    ts_tensor_list l = ts_module_named_parameters(d->module);
+    if (ts_error()) {
+        ts_tensor_list_free(&l);
+        return false;
+    }
+    d->params = calloc((size_t)(l.n ? l.n : 1), sizeof *d->params);
+    bool ok = d->params != NULL;
+    for (int i = 0; ok && i < l.n; i++) {
+        d->params[i] = (ddp_param){.d = d, .p = l.tensors[i], .name = dup_str(l.names[i]), .hook = 0};
+        d->n_params = i + 1;
+        ok = d->params[i].name != NULL;
+    }
+    ts_tensor_list_free(&l); /* the module keeps its own references */
+    if (!ok) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP);
+    return ok;
+}
+
+ts_module *ts_ddp(ts_module *module, ts_ddp_opts o) {
+    tsi_init();
+    if (!module) {
+        if (!ts_error()) tsi_error_set(TS_ERR_ARG, "%s: module is NULL", OP);
+        return NULL;
+    }
+    if (module->impl->parent)
+        return tsi_error_set(TS_ERR_ARG, "%s: %s already belongs to %s", OP, module->type_name,
+                             module->impl->parent->type_name),
+               NULL;
+    if (o.bucket_cap_mb < 0 || o.first_bucket_mb < 0) {
+        ts_module_free(module);
+        return tsi_error_set(TS_ERR_ARG, "%s: bucket sizes must not be negative (%g, %g MiB)", OP,
+                             o.bucket_cap_mb, o.first_bucket_mb),
+               NULL;
+    }
+    int world = ts_dist_group_size(o.group);
+    if (ts_error() || world < 1 || ts_dist_group_rank(o.group) < 0) {
+        ts_module_free(module);
+        if (!ts_error())
+            tsi_error_set(TS_ERR_ARG, "%s: this process (rank %d) is not a member of the group",
+                          OP, ts_dist_rank());
+        return NULL;
+    }
+    ddp_module *d = ts_module_alloc(sizeof *d, OP, ddp_forward);
+    if (!d) {
+        ts_module_free(module);
+        return NULL;
+    }
+    d->base.destroy = ddp_destroy;
+    d->o = o;
+    if (d->o.bucket_cap_mb == 0) d->o.bucket_cap_mb = 25;
+    if (d->o.first_bucket_mb == 0) d->o.first_bucket_mb = 1;
+    d->world = world;
+    d->root = tsi_dist_group_world_rank(o.group, 0);
+    d->module = ts_module_add(&d->base, "module", module); /* frees module on failure */
+    bool ok = d->module && collect_params(d) && verify_same_model(d) && sync_module_states(d) &&
+              tsi_ddp_build_buckets(d);
+    if (!ok) {
+        ts_module_free(&d->base);
+        return NULL;
+    }
+    if (world > 1) {
+        scaler_group = o.group;
+        tsi_dist_agree_max = agree_max;
+    }
+    return &d->base;
+}
+
+static ddp_module *as_ddp(const char *op, ts_module *m) {
+    if (!m) {
+        if (!ts_error()) tsi_error_set(TS_ERR_ARG, "%s: module is NULL", op);
+        return NULL;
+    }
+    if (m->forward != ddp_forward)
+        return tsi_error_set(TS_ERR_ARG, "%s: %s is not a DistributedDataParallel", op,
+                             m->type_name),
+               NULL;
+    return (ddp_module *)m;
+}
+
+ts_module *ts_ddp_module(ts_module *ddp) {
+    ddp_module *d = as_ddp("ddp_module", ddp);
+    return d ? d->module : NULL;
+}
+
+void ts_ddp_no_sync_begin(ts_module *ddp) {
+    ddp_module *d = as_ddp("ddp_no_sync_begin", ddp);
+    if (d) d->no_sync = true;
+}
+
+void ts_ddp_no_sync_end(ts_module *ddp) {
+    ddp_module *d = as_ddp("ddp_no_sync_end", ddp);
+    if (d) d->no_sync = false;
+}
+
+ts_status ts_ddp_get_stats(ts_module *ddp, ts_ddp_stats *out) {
+    ddp_module *d = as_ddp("ddp_get_stats", ddp);
+    if (!d) return ts_error();
+    if (!out) return tsi_error_set(TS_ERR_ARG, "ddp_get_stats: out is NULL");
+    *out = d->stats;
+    return TS_OK;
+}
