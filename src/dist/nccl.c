@@ -12,6 +12,7 @@
 #ifdef TSD_HAVE_NCCL
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #pragma GCC diagnostic push
@@ -96,15 +97,28 @@ static nccl_dev *comm_for(ts_dist_work *w, int device) {
     }
     nccl_dev *d = &((nccl_comms *)g->nccl)->dev[device];
     if (d->made) return d;
-    ncclUniqueId id;
-    if (g->rank == 0 && !nccl_ok(w, ncclGetUniqueId(&id), "ncclGetUniqueId")) return NULL;
-    int rc = MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, g->comm);
+    /* rank 0 sends the id, or that it has none: every member takes the same branch */
+    struct {
+        int32_t ok;
+        ncclUniqueId id;
+    } uid;
+    memset(&uid, 0, sizeof uid);
+    if (g->rank == 0) uid.ok = nccl_ok(w, ncclGetUniqueId(&uid.id), "ncclGetUniqueId");
+    int rc = MPI_Bcast(&uid, (int)sizeof uid, MPI_BYTE, 0, g->comm);
     if (rc != MPI_SUCCESS) {
         tsd_mpi_fail(w, "MPI_Bcast (NCCL's unique id)", rc);
         return NULL;
     }
+    if (!uid.ok) {
+        tsd_work_fail(w, TS_ERR_CUDA, "%s #%llu on %s: rank %d could not make NCCL's unique id",
+                      tsd_kind_name(w->kind), (unsigned long long)w->seq, g->name,
+                      g->world_ranks[0]);
+        return NULL;
+    }
+    /* a member that fails from here on leaves the others inside ncclCommInitRank: NCCL's own
+     * errors, or the timeout, end them */
     if (!cuda_ok(w, cudaSetDevice(device), "cudaSetDevice")) return NULL;
-    if (!nccl_ok(w, ncclCommInitRank(&d->comm, g->size, id, g->rank), "ncclCommInitRank"))
+    if (!nccl_ok(w, ncclCommInitRank(&d->comm, g->size, uid.id, g->rank), "ncclCommInitRank"))
         return NULL;
     if (!cuda_ok(w, cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking),
                  "cudaStreamCreateWithFlags")) {
