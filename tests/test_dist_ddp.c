@@ -35,6 +35,7 @@ static ts_module *mlp_new(uint64_t seed, ts_device dev, ts_dtype dt, int hidden)
     m->fc1 = ts_module_add(&m->base, "fc1", ts_linear_new(6, hidden));
     m->fc2 = ts_module_add(&m->base, "fc2", ts_linear_new(hidden, 3));
     m->fc3 = ts_module_add(&m->base, "fc3", ts_linear_new(hidden, 3));
+    m->branch = true;
     ts_module_to_dtype(&m->base, dt);
     return ts_module_to(&m->base, dev);
 }
@@ -163,7 +164,6 @@ static void bucket_layout(void) {
     CHECK_EQ(st.buckets, 2);
     CHECK_EQ(st.bucket_bytes_max, 652);
     mlp *m = inner(ddp);
-    m->branch = true;
     ts_scope_begin();
     ts_tensor *x = ts_randn(TS_SHAPE(4, 6), (ts_opts){0});
     ts_backward(ts_sum(ts_forward(ddp, x)));
@@ -182,6 +182,7 @@ static void unused_parameters(void) {
     ts_scope_begin();
     ts_tensor *x = ts_randn(TS_SHAPE(4, 6), (ts_opts){0});
     ts_module *ddp = ts_ddp(mlp_new(3, ts_cpu(), TS_F32, 8), (ts_ddp_opts){0});
+    inner(ddp)->branch = false;
     ts_backward(ts_sum(ts_forward(ddp, x))); /* fc3 unused: its bucket never fills */
     CHECK_OK();
     CHECK(ts_forward(ddp, x) == NULL);
@@ -193,6 +194,7 @@ static void unused_parameters(void) {
 
     ddp = ts_ddp(mlp_new(3, ts_cpu(), TS_F32, 8), (ts_ddp_opts){.find_unused_parameters = true});
     ts_module *ref = mlp_new(3, ts_cpu(), TS_F32, 8);
+    inner(ddp)->branch = ((mlp *)ref)->branch = false;
     for (int step = 0; step < 3; step++) {
         ts_backward(ts_sum(ts_forward(ddp, x)));
         CHECK_OK();
@@ -349,9 +351,11 @@ int main(void) {
     ts_device sim = ts_sim(rank % 4);
     for (int k = OPT_MOMENTUM; k <= OPT_ADAM; k++) {
         equivalence(k, ts_cpu(), TS_F64, (ts_ddp_opts){0}, false);
-        equivalence(k, sim, TS_F64, (ts_ddp_opts){.bucket_cap_mb = 512.0 / 1048576}, false);
+        equivalence(k, sim, TS_F64, (ts_ddp_opts){.first_bucket_mb = 256.0 / 1048576, .bucket_cap_mb = 512.0 / 1048576}, false);
         equivalence(k, ts_cpu(), TS_F64,
-                    (ts_ddp_opts){.bucket_cap_mb = 512.0 / 1048576, .gradient_as_bucket_view = true},
+                    (ts_ddp_opts){.first_bucket_mb = 256.0 / 1048576,
+                                  .bucket_cap_mb = 512.0 / 1048576,
+                                  .gradient_as_bucket_view = true},
                     false);
         equivalence(k, sim, TS_F32, (ts_ddp_opts){.gradient_as_bucket_view = true}, false);
     }
