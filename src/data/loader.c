@@ -90,9 +90,18 @@ static void stop_epoch(ts_loader *l) {
 }
 
 static bool start_epoch(ts_loader *l) {
-    if (l->shuffle && l->nbatches > 0 &&
-        !(l->order = tsi_loader_permutation(l->seed, l->epoch, l->n)))
+    if (l->sampler && l->nbatches > 0) {
+        /* the loader keeps the sampler's epoch in step with its own (PyTorch leaves it to the
+         * user's set_epoch) */
+        if (ts_sampler_set_epoch(l->sampler, l->epoch) != TS_OK) return false;
+        if (!(l->order = malloc((size_t)l->n * sizeof *l->order)))
+            return tsi_error_set(TS_ERR_OOM, "loader: out of host memory for an epoch's order"),
+                   false;
+        if (ts_sampler_indices(l->sampler, l->order) != TS_OK) return false;
+    } else if (l->shuffle && l->nbatches > 0 &&
+               !(l->order = tsi_loader_permutation(l->seed, l->epoch, l->n))) {
         return false;
+    }
     l->next = l->next_shared = 0;
     l->stop = false;
     l->err = TS_OK;
@@ -202,6 +211,14 @@ ts_loader *ts_loader_new(ts_dataset *d, ts_loader_opts o) {
                             "%s: batch_size %d, workers %d (at most %d), prefetch %d: none may be "
                             "negative",
                             op, o.batch_size, o.workers, MAX_WORKERS, o.prefetch);
+    else if (o.sampler && o.shuffle)
+        bad = tsi_error_set(TS_ERR_ARG, "%s: sampler option is mutually exclusive with shuffle", op);
+    else if (o.sampler && tsi_sampler_dataset_len(o.sampler) != n)
+        bad = tsi_error_set(TS_ERR_ARG,
+                            "%s: the sampler was made for a data set of %lld samples, this one has "
+                            "%lld",
+                            op, (long long)tsi_sampler_dataset_len(o.sampler), (long long)n);
+    if (!bad && o.sampler) n = ts_sampler_len(o.sampler); /* the positions of an epoch */
     ts_device dev = tsi_resolve_device(o.device);
     const bool to_device = o.device.type != TS_DEVICE_DEFAULT && dev.type != TS_CPU;
     if (!bad && to_device && !tsi_check_device(op, dev)) bad = ts_error();
@@ -217,6 +234,7 @@ ts_loader *ts_loader_new(ts_dataset *d, ts_loader_opts o) {
     l->batch_size = o.batch_size > 0 ? o.batch_size : 1;
     l->nbatches = o.drop_last ? n / l->batch_size : (n + l->batch_size - 1) / l->batch_size;
     l->shuffle = o.shuffle;
+    l->sampler = o.sampler;
     l->drop_last = o.drop_last;
     l->pin_memory = o.pin_memory;
     l->to_device = to_device;

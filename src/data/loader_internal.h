@@ -44,6 +44,7 @@ struct ts_loader {
     int64_t epoch, next; /* next: the batch ts_loader_next delivers next */
     bool running;        /* the epoch has started (order made, workers launched) */
     int64_t *order;      /* dataset index of each position this epoch; NULL: identity */
+    ts_sampler *sampler; /* not owned: the positions of an epoch come from it */
     ts_tensor *cur_x, *cur_y;
 
     /* workers and the ring of ready batches; everything below is guarded by mu */
@@ -71,5 +72,7 @@ void tsi_loader_plan_fast(ts_loader *l);
 /* The order of the n samples in an epoch: a permutation from Philox keyed by (seed, epoch).
  * Returns malloc'ed memory, or NULL with TS_ERR_OOM set. */
 int64_t *tsi_loader_permutation(uint64_t seed, int64_t epoch, int64_t n);
+/* The length of the data set a sampler was made for (sampler.c). */
+int64_t tsi_sampler_dataset_len(const ts_sampler *s);
 
 #endif /* TS_DATA_LOADER_INTERNAL_H */
