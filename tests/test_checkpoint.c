@@ -204,7 +204,7 @@ static void test_checkpoint_scaler(void) {
     CHECK_NEAR(ts_grad_scaler_get_scale(sc), 2048, 0);
     CHECK_EQ(ts_grad_scaler_growth_tracker(sc), 1);
     const char *path = tmp_path("amp.safetensors");
-    ts_checkpoint_parts parts = {net, opt, sc, 4};
+    ts_checkpoint_parts parts = {net, opt, sc, 4, 0};
     CHECK(ts_checkpoint_save_parts(path, &parts) == TS_OK);
 
     /* the file: the scaler under scaler. with PyTorch's keys, as 0-dim f64 */
@@ -225,7 +225,7 @@ static void test_checkpoint_scaler(void) {
     ts_module *net2 = ts_module_to(make_net(6), ts_sim(0));
     ts_optim *opt2 = ts_sgd(net2, (ts_sgd_opts){.lr = 0.01});
     ts_grad_scaler *sc2 = ts_grad_scaler_new((ts_grad_scaler_opts){0});
-    ts_checkpoint_parts in = {net2, opt2, sc2, -1};
+    ts_checkpoint_parts in = {net2, opt2, sc2, -1, 0};
     CHECK(ts_checkpoint_load_parts(path, &in) == TS_OK);
     CHECK_EQ(in.step, 4);
     CHECK(same_state(net, net2));
@@ -240,7 +240,7 @@ static void test_checkpoint_scaler(void) {
     /* a file without scaler state (a float32 run) leaves the scaler as it is */
     CHECK(ts_checkpoint_save(tmp_path("f32.safetensors"), net, opt, 9) == TS_OK);
     ts_grad_scaler *fresh = ts_grad_scaler_new((ts_grad_scaler_opts){0});
-    ts_checkpoint_parts in2 = {net2, opt2, fresh, 0};
+    ts_checkpoint_parts in2 = {net2, opt2, fresh, 0, 0};
     CHECK(ts_checkpoint_load_parts(tmp_path("f32.safetensors"), &in2) == TS_OK);
     CHECK_EQ(in2.step, 9);
     CHECK_NEAR(ts_grad_scaler_get_scale(fresh), 65536, 0);
@@ -261,7 +261,7 @@ static void test_checkpoint_scaler(void) {
                                : ts_scalar(0.5, (ts_opts){.dtype = TS_F64}));
     ts_scope_end();
     CHECK(ts_safetensors_save(tmp_path("bad.safetensors"), &bad, NULL, 0) == TS_OK);
-    ts_checkpoint_parts in3 = {net3, opt3, fresh, 0};
+    ts_checkpoint_parts in3 = {net3, opt3, fresh, 0, 0};
     CHECK(ts_checkpoint_load_parts(tmp_path("bad.safetensors"), &in3) == TS_ERR_ARG);
     CHECK(strstr(ts_error_message(), "growth_factor must be > 1.0") != NULL);
     CHECK_ERR(TS_ERR_ARG);

@@ -147,6 +147,9 @@ int64_t ts_loader_num_batches(ts_loader *l); /* per epoch */
 /* Start at this epoch (resume); stops the current epoch cleanly if one is running. */
 ts_status ts_loader_set_epoch(ts_loader *l, int64_t epoch);
 int64_t ts_loader_epoch(ts_loader *l);
+/* Start at batch `batch` of epoch `epoch` (a resume mid-epoch): the epoch's order is the same, the
+ * batches before it are skipped without being made. */
+ts_status ts_loader_set_position(ts_loader *l, int64_t epoch, int64_t batch);
 void ts_loader_free(ts_loader *l); /* stops workers cleanly, also mid-epoch; NULL-safe */
 
 #endif /* TESSERA_DATA_H */

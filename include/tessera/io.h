@@ -31,6 +31,9 @@ typedef struct ts_checkpoint_parts {
     ts_optim *optim;
     ts_grad_scaler *scaler;
     int64_t step; /* saved; set by a successful load */
+    /* optional (0: not saved; 0 after loading a file without it): batches in an epoch, so a run
+     * resumed mid-epoch can check it splits the data as the saved one did */
+    int64_t epoch_batches;
 } ts_checkpoint_parts;
 ts_status ts_checkpoint_save_parts(const char *path, const ts_checkpoint_parts *p);
 ts_status ts_checkpoint_load_parts(const char *path, ts_checkpoint_parts *p);

@@ -38,7 +38,7 @@ static bool after_error(const ts_loader *l, int64_t k) {
 static void *worker_main(void *arg) {
     tsi_loader_worker *w = arg;
     ts_loader *l = w->l;
-    for (int64_t k = w->id; k < l->nbatches; k += l->workers) {
+    for (int64_t k = l->first + w->id; k < l->nbatches; k += l->workers) {
         pthread_mutex_lock(&l->mu);
         while (!l->stop && !after_error(l, k) && k >= l->next_shared + l->cap)
             pthread_cond_wait(&l->space, &l->mu);
@@ -102,7 +102,7 @@ static bool start_epoch(ts_loader *l) {
                !(l->order = tsi_loader_permutation(l->seed, l->epoch, l->n))) {
         return false;
     }
-    l->next = l->next_shared = 0;
+    l->next = l->next_shared = l->first; /* 0, or where ts_loader_set_position put it */
     l->stop = false;
     l->err = TS_OK;
     l->running = true;
@@ -123,6 +123,7 @@ static bool start_epoch(ts_loader *l) {
 static bool end_epoch(ts_loader *l) {
     stop_epoch(l);
     l->epoch++;
+    l->first = 0;
     return false;
 }
 
@@ -295,11 +296,22 @@ int64_t ts_loader_epoch(ts_loader *l) {
     return l->epoch;
 }
 
+ts_status ts_loader_set_position(ts_loader *l, int64_t epoch, int64_t batch) {
+    if (!l || epoch < 0 || batch < 0 || (l && batch > l->nbatches))
+        return tsi_error_set(TS_ERR_ARG, "loader_set_position: %s",
+                             !l ? "loader is NULL" : "epoch or batch out of range");
+    stop_epoch(l);
+    l->epoch = epoch;
+    l->first = batch; /* the batches before it are skipped, not made */
+    return TS_OK;
+}
+
 ts_status ts_loader_set_epoch(ts_loader *l, int64_t epoch) {
     if (!l || epoch < 0)
         return tsi_error_set(TS_ERR_ARG, "loader_set_epoch: %s",
                              !l ? "loader is NULL" : "epoch is negative");
     stop_epoch(l);
     l->epoch = epoch;
+    l->first = 0;
     return TS_OK;
 }

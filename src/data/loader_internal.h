@@ -56,6 +56,7 @@ struct ts_loader {
     tsi_loader_slot *ring;
     int64_t cap;
     int64_t next_shared; /* copy of next the workers read under mu */
+    int64_t first;       /* the epoch's first batch: 0, or a resumed position */
     bool stop;
     ts_status err; /* a worker's error: the lowest batch number that failed wins */
     int64_t err_batch;

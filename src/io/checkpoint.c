@@ -82,6 +82,8 @@ ts_status ts_checkpoint_save_parts(const char *path, const ts_checkpoint_parts *
     if (!st) st = add_prefixed(op, &all, "optim.", &osd);
     if (!st) st = add_prefixed(op, &all, "scaler.", &ssd);
     if (!st) st = ts_tensor_list_add(&all, "step", i64_scalar((uint64_t)p->step));
+    if (!st && p->epoch_batches > 0)
+        st = ts_tensor_list_add(&all, "epoch_batches", i64_scalar((uint64_t)p->epoch_batches));
     if (!st) st = ts_tensor_list_add(&all, "rng.seed", i64_scalar(rng.seed));
     if (!st) st = ts_tensor_list_add(&all, "rng.offset", i64_scalar(rng.offset));
     ts_scope_end();
@@ -141,10 +143,11 @@ ts_status ts_checkpoint_load_parts(const char *path, ts_checkpoint_parts *p) {
             st = ts_tensor_list_add(&optim, name + 6, all.tensors[i]);
         else if (!strncmp(name, "scaler.", 7))
             st = ts_tensor_list_add(&scaler, name + 7, all.tensors[i]);
-        else if (strcmp(name, "step") && strcmp(name, "rng.seed") && strcmp(name, "rng.offset"))
+        else if (strcmp(name, "step") && strcmp(name, "rng.seed") && strcmp(name, "rng.offset") &&
+                 strcmp(name, "epoch_batches"))
             st = tsi_error_set(TS_ERR_FORMAT,
                                "%s: %s: unexpected tensor '%.200s' (a checkpoint holds model.*, "
-                               "optim.*, scaler.*, step, rng.seed and rng.offset)",
+                               "optim.*, scaler.*, step, epoch_batches, rng.seed and rng.offset)",
                                op, path, name);
     }
     uint64_t stp = 0;
@@ -152,6 +155,9 @@ ts_status ts_checkpoint_load_parts(const char *path, ts_checkpoint_parts *p) {
     if (!st) st = read_i64(op, path, &all, "step", &stp);
     if (!st) st = read_i64(op, path, &all, "rng.seed", &rng.seed);
     if (!st) st = read_i64(op, path, &all, "rng.offset", &rng.offset);
+    uint64_t eb = 0; /* optional */
+    if (!st && ts_tensor_list_get(&all, "epoch_batches"))
+        st = read_i64(op, path, &all, "epoch_batches", &eb);
     if (!st && p->optim && optim.n == 0)
         st = tsi_error_set(TS_ERR_FORMAT,
                            "%s: %s holds no optimizer state (it was saved without an optimizer)",
@@ -166,6 +172,7 @@ ts_status ts_checkpoint_load_parts(const char *path, ts_checkpoint_parts *p) {
     if (!st) {
         ts_rng_set_state(rng);
         p->step = (int64_t)stp;
+        p->epoch_batches = (int64_t)eb;
     }
     ts_tensor_list_free(&model);
     ts_tensor_list_free(&optim);

@@ -49,7 +49,11 @@ void tcli_usage(FILE *f) {
         "  --seed N            seeds initialisation, shuffling and the csv split (0)\n"
         "\n"
         "options of train:\n"
-        "  --epochs N          passes over the training set (2)\n"
+        "  --epochs N          passes over the training set (2; no limit with --max-steps)\n"
+        "  --max-steps N       stop after N optimizer steps in all (a resumed run counts the steps\n"
+        "                      before it); then test and checkpoint as at an epoch's end\n"
+        "  --checkpoint-every N  also write the checkpoint every N steps, mid-epoch: --resume then\n"
+        "                      continues from that batch exactly\n"
         "  --optimizer NAME    sgd (default) or adam\n"
         "  --lr X              learning rate (sgd: 0.02; adam: 0.001)\n"
         "  --momentum X        sgd momentum in [0, 1) (0.9)\n"
@@ -138,6 +142,8 @@ static const opt_spec specs[] = {
     {"--checkpoint", K_STRING, FOR_TRAIN | FOR_EVAL, OFF(checkpoint), NULL},
     {"--seed", K_SEED, FOR_TRAIN | FOR_EVAL, OFF(seed), NULL},
     {"--epochs", K_POS_INT, FOR_TRAIN, OFF(epochs), NULL},
+    {"--max-steps", K_POS_INT, FOR_TRAIN, OFF(max_steps), NULL},
+    {"--checkpoint-every", K_POS_INT, FOR_TRAIN, OFF(checkpoint_every), NULL},
     {"--optimizer", K_CHOICE, FOR_TRAIN, OFF(optimizer), "sgd|adam"},
     {"--lr", K_POS_REAL, FOR_TRAIN, OFF(lr), NULL},
     {"--momentum", K_UNIT_REAL, FOR_TRAIN, OFF(momentum), NULL},
@@ -271,7 +277,7 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
     *o = (tcli_opts){.model = "lenet",
                      .data = "fashion-mnist",
                      .test_fraction = 0.2,
-                     .epochs = 2,
+                     .epochs = 0, /* 2, or no limit with --max-steps */
                      .batch_size = 64,
                      .workers = -1, /* tcli_workers */
                      .log_every = 50,
@@ -326,6 +332,9 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
         int rc = set_value(s, v, o);
         if (rc >= 0) return rc;
     }
+    if (o->epochs == 0) o->epochs = o->max_steps ? INT_MAX : 2;
+    if (o->checkpoint_every && !o->checkpoint)
+        return tcli_fail(TCLI_USAGE, "--checkpoint-every: needs --checkpoint DIR");
     if (o->resume && !o->checkpoint)
         return tcli_fail(TCLI_USAGE,
                          "--resume: needs --checkpoint DIR (the folder to resume from)");

@@ -77,6 +77,11 @@ int tcli_devices(const tcli_opts *o) {
     int ns = ts_device_count(TS_SIM);
     for (int i = 0; i < ns; i++) print_device(ts_sim(i), " (host-simulated)");
     if (nc == 0) printf("(no CUDA device)\n");
+    /* under a launcher (mpirun, srun): the world this process belongs to */
+    if (ts_dist_init((ts_dist_opts){0}) == TS_OK) {
+        if (ts_dist_world_size() > 1) printf("distributed: %s\n", ts_dist_describe());
+        ts_dist_finalize();
+    }
     if (ns == 0) printf("(simulated devices: set TS_SIM_DEVICES=N to add sim:0..N-1)\n");
     fflush(stdout);
     return ts_error() ? tcli_fail_ts(TCLI_FAIL, "devices") : TCLI_OK;

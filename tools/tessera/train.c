@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -25,8 +26,13 @@ typedef struct trainer {
     ts_dtype amp;           /* TS_DTYPE_DEFAULT: no autocast */
     ts_grad_scaler *scaler; /* float16 autocast only */
     ts_loader *train, *test;
+    ts_sampler *sampler; /* several processes: this rank's share of each epoch */
     ts_logger *log;
     int64_t step, batches; /* step: batches trained so far, over all epochs */
+    int64_t epochs;        /* --epochs, or fewer when --max-steps ends the run sooner */
+    int world, rank;       /* processes training together (mpirun), this one's rank */
+    bool is_main;          /* rank 0: prints progress, writes logs and checkpoints */
+    int64_t saved_batches; /* --resume: batches per epoch of the run that saved the checkpoint */
     /* running sums of the epoch, kept on the device so that a batch costs no host sync */
     ts_tensor *loss_sum, *correct;
 } trainer;
@@ -87,21 +93,43 @@ static ts_status log_epoch(trainer *t, int64_t epoch, const double *v) {
 /* The cosine schedule as a function of the step alone, so that a resumed run needs no scheduler
  * state to follow it exactly. */
 static double lr_at(const trainer *t, int64_t step) {
-    double total = (double)t->batches * t->o->epochs;
+    double total = (double)t->batches * (double)t->epochs;
+    if (t->o->max_steps && t->o->max_steps < total) total = t->o->max_steps;
     return tcli_default_lr(t->o) * 0.5 * (1 + cos(3.14159265358979323846 * (double)step / total));
 }
 
-/* One epoch: trains, tests, prints, logs and checkpoints. Returns -1 or an exit status. */
-static int run_epoch(trainer *t, int64_t epoch, double *test_acc) {
+static ts_status save_checkpoint(trainer *t, int64_t epoch) {
+    ts_checkpoint_parts parts = {t->model, t->opt, t->scaler, t->step, t->batches};
+    return tcli_checkpoint_save(t->o->checkpoint, &parts, epoch);
+}
+
+/* The epoch's sums over every rank (each trained on its share of the global batches). */
+static ts_status sum_over_ranks(trainer *t, int64_t *seen) {
+    if (t->world == 1) return TS_OK;
+    double s = (double)*seen;
+    ts_scope_begin();
+    ts_tensor *n = ts_tensor_f64(TS_SHAPE(), &s, (ts_opts){0});
+    ts_status st = ts_dist_all_reduce(t->loss_sum, TS_DIST_SUM, NULL);
+    if (!st) st = ts_dist_all_reduce(t->correct, TS_DIST_SUM, NULL);
+    if (!st) st = ts_dist_all_reduce(n, TS_DIST_SUM, NULL);
+    if (!st) *seen = (int64_t)ts_item(n);
+    ts_scope_end();
+    return st;
+}
+
+/* One epoch from batch `first` (0, or where a resumed run stopped): trains, tests, prints, logs
+ * and checkpoints. *stopped: --max-steps was reached. Returns -1 or an exit status. */
+static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc, bool *stopped) {
     const tcli_opts *o = t->o;
     double t0 = now_s();
-    if (ts_loader_set_epoch(t->train, epoch)) return tcli_fail_ts(TCLI_FAIL, "loader");
+    if (ts_loader_set_position(t->train, epoch, first)) return tcli_fail_ts(TCLI_FAIL, "loader");
     ts_scope_begin(); /* the in-place ops hand back a reference */
     ts_zero_(t->loss_sum);
     ts_zero_(t->correct);
     ts_scope_end();
-    tcli_progress *pg = tcli_progress_new(o->progress, epoch + 1, o->epochs, t->batches);
-    int64_t done = 0, seen = 0;
+    tcli_progress *pg = tcli_progress_new(t->is_main ? o->progress : TCLI_PROGRESS_NONE, epoch + 1,
+                                          t->epochs, t->batches);
+    int64_t done = first, seen = 0;
     double window_loss = 0; /* loss_sum at the last batch_loss record */
     int64_t window_seen = 0;
     ts_batch b;
@@ -112,7 +140,14 @@ static int run_epoch(trainer *t, int64_t epoch, double *test_acc) {
         if (ts_error()) break;
         done++, t->step++;
         seen += ts_size(b.y, 0);
+        if (t->is_main && o->checkpoint_every && t->step % o->checkpoint_every == 0 &&
+            save_checkpoint(t, -1)) /* mid-epoch: the step says where */
+            break;
         tcli_test_hooks_batch();
+        if (o->max_steps && t->step >= o->max_steps) {
+            *stopped = true;
+            break;
+        }
         bool log_now = t->log && t->step % o->log_every == 0;
         if (tcli_progress_due(pg, done) || log_now) {
             double ls = ts_item(t->loss_sum), c = ts_item(t->correct);
@@ -126,6 +161,7 @@ static int run_epoch(trainer *t, int64_t epoch, double *test_acc) {
     }
     tcli_progress_end(pg);
     if (ts_error()) return tcli_fail_ts(TCLI_FAIL, "training");
+    if (sum_over_ranks(t, &seen)) return tcli_fail_ts(TCLI_FAIL, "training");
     double train_loss = ts_item(t->loss_sum) / (double)(seen ? seen : 1);
     double train_acc = ts_item(t->correct) / (double)(seen ? seen : 1);
     double test_loss, acc;
@@ -134,30 +170,33 @@ static int run_epoch(trainer *t, int64_t epoch, double *test_acc) {
     amp_end(t);
     if (st) return tcli_fail_ts(TCLI_FAIL, "test");
     double secs = now_s() - t0;
-    printf("epoch %lld/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  time %.1fs\n",
-           (long long)epoch + 1, o->epochs, train_loss, train_acc, test_loss, acc, secs);
-    fflush(stdout);
     *test_acc = acc;
+    if (!t->is_main) return -1;
+    printf("epoch %lld/%lld  train loss %.4f acc %.4f  test loss %.4f acc %.4f  time %.1fs\n",
+           (long long)epoch + 1, (long long)t->epochs, train_loss, train_acc, test_loss, acc, secs);
+    if (*stopped)
+        printf("stopped after step %lld (--max-steps %d)\n", (long long)t->step, o->max_steps);
+    fflush(stdout);
     if (t->log) {
         double v[6] = {train_loss, train_acc, test_loss, acc, ts_optim_get_lr(t->opt, 0), secs};
         if (log_epoch(t, epoch + 1, v)) return tcli_fail_ts(TCLI_FAIL, "--log");
     }
-    ts_checkpoint_parts parts = {t->model, t->opt, t->scaler, t->step};
-    if (o->checkpoint && tcli_checkpoint_save(o->checkpoint, &parts, epoch + 1))
+    if (o->checkpoint && save_checkpoint(t, *stopped ? -1 : epoch + 1))
         return tcli_fail_ts(TCLI_FAIL, "--checkpoint");
     return -1;
 }
 
 static ts_status load_checkpoint(trainer *t, const char *path) {
-    ts_checkpoint_parts parts = {t->model, t->opt, t->scaler, 0};
+    ts_checkpoint_parts parts = {t->model, t->opt, t->scaler, 0, 0};
     ts_status st = ts_checkpoint_load_parts(path, &parts);
     t->step = parts.step;
+    t->saved_batches = parts.epoch_batches;
     return st;
 }
 
 /* --resume: model, optimizer, step and RNG from latest.safetensors; the epoch follows from the
  * step, and the loader's order from (seed, epoch). Returns -1 or an exit status. */
-static int resume(trainer *t, int64_t *start_epoch) {
+static int resume(trainer *t, int64_t *start_epoch, int64_t *start_batch) {
     char *path = tcli_checkpoint_path(t->o->checkpoint);
     if (!path) return tcli_fail(TCLI_FAIL, "out of memory");
     struct stat sb;
@@ -170,15 +209,22 @@ static int resume(trainer *t, int64_t *start_epoch) {
         rc = tcli_fail_ts(ts_error() == TS_ERR_IO || ts_error() == TS_ERR_OOM ? TCLI_FAIL
                                                                               : TCLI_USAGE,
                           "--resume");
-    } else if (t->step < 0 || t->step % t->batches) {
+    } else if (t->step < 0 || (t->saved_batches ? t->saved_batches != t->batches
+                                                 : t->step % t->batches != 0)) {
         rc = tcli_fail(TCLI_USAGE,
-                       "--resume: %s ends at step %lld, not at the end of an epoch of %lld "
-                       "batches: resume with the data and --batch-size it was trained with",
-                       path, (long long)t->step, (long long)t->batches);
+                       "--resume: %s was saved at step %lld by a run with %lld batches an epoch, "
+                       "this one has %lld: resume with the data, --batch-size and number of "
+                       "processes it was trained with",
+                       path, (long long)t->step, (long long)t->saved_batches,
+                       (long long)t->batches);
     } else {
+        /* the epoch and the batch within it follow from the step (--checkpoint-every saves
+         * mid-epoch): resume with the data and --batch-size the run was trained with */
         *start_epoch = t->step / t->batches;
-        printf("resumed from %s: %lld epoch%s done (step %lld)\n", path, (long long)*start_epoch,
-               *start_epoch == 1 ? "" : "s", (long long)t->step);
+        *start_batch = t->step % t->batches;
+        if (t->is_main)
+            printf("resumed from %s at step %lld: epoch %lld, batch %lld\n", path,
+                   (long long)t->step, (long long)*start_epoch + 1, (long long)*start_batch);
     }
     free(path);
     return rc;
@@ -194,7 +240,15 @@ static int train_run(trainer *t) {
         return ts_error() ? tcli_fail_ts(TCLI_FAIL, "model") : TCLI_USAGE;
     t->net = t->model = ts_module_to(t->model, t->dev);
     if (ts_error() || !(t->opt = make_optim(o, t->model))) return tcli_fail_ts(TCLI_FAIL, "model");
-    if (t->ndev > 1) {
+    if (t->world > 1) {
+        /* DistributedDataParallel: rank 0's weights everywhere, gradients averaged in backward;
+         * the wrapper owns the model from now on (and frees it even on failure) */
+        t->net = ts_ddp(t->model, (ts_ddp_opts){0});
+        if (!t->net) {
+            t->model = NULL;
+            return tcli_fail_ts(TCLI_FAIL, "distributed");
+        }
+    } else if (t->ndev > 1) {
         /* the wrapper owns the model from now on (and frees it even on failure) */
         t->net = ts_data_parallel(t->model, t->devs, t->ndev, t->dev);
         if (!t->net) {
@@ -210,9 +264,14 @@ static int train_run(trainer *t) {
         if (t->amp == TS_F16 && !(t->scaler = ts_grad_scaler_new((ts_grad_scaler_opts){0})))
             return tcli_fail_ts(TCLI_FAIL, "--amp");
     }
+    if (t->world > 1 && !(t->sampler = ts_distributed_sampler(ts_dataset_len(t->data.train),
+                                                              (ts_distributed_sampler_opts){
+                                                                  .seed = o->seed})))
+        return tcli_fail_ts(TCLI_FAIL, "distributed");
     t->train =
         ts_loader_new(t->data.train, (ts_loader_opts){.batch_size = o->batch_size,
-                                                      .shuffle = true,
+                                                      .shuffle = !t->sampler,
+                                                      .sampler = t->sampler,
                                                       .workers = tcli_workers(o, t->dev),
                                                       .pin_memory = t->dev.type == TS_CUDA,
                                                       .device = t->dev,
@@ -222,12 +281,17 @@ static int train_run(trainer *t) {
     if (!t->test) return tcli_fail_ts(TCLI_FAIL, "loader");
     t->batches = ts_loader_num_batches(t->train);
     if (t->batches < 1) return tcli_fail(TCLI_USAGE, "--data: no training samples");
+    t->epochs = o->epochs;
+    if (o->max_steps && (o->max_steps + t->batches - 1) / t->batches < t->epochs)
+        t->epochs = (o->max_steps + t->batches - 1) / t->batches;
     t->loss_sum = ts_zeros(TS_SHAPE(), (ts_opts){.dtype = TS_F64, .device = t->dev});
     t->correct = ts_zeros(TS_SHAPE(), (ts_opts){.dtype = TS_I64, .device = t->dev});
     if (ts_error()) return tcli_fail_ts(TCLI_FAIL, NULL);
-    int64_t start = 0;
-    if (o->resume && (rc = resume(t, &start)) >= 0) return rc;
-    if (o->log && !(t->log = ts_logger_open(o->log))) return tcli_fail_ts(TCLI_USAGE, "--log");
+    int64_t start = 0, start_batch = 0;
+    if (o->resume && (rc = resume(t, &start, &start_batch)) >= 0) return rc;
+    if (t->is_main && o->log && !(t->log = ts_logger_open(o->log)))
+        return tcli_fail_ts(TCLI_USAGE, "--log");
+    if (!t->is_main) goto train;
 
     const char *opt_name = strcmp(o->optimizer, "adam") ? "SGD" : "Adam";
     printf("%s (%lld parameters) on %s (%lld train / %lld test) on ", tcli_model_title(o->model),
@@ -239,16 +303,26 @@ static int train_run(trainer *t) {
         printf(", mixed precision %s%s", ts_dtype_name(t->amp),
                t->scaler ? " with grad scaling" : "");
     printf("\n");
-    printf("%d epoch%s, batch %d, %s lr %g", o->epochs, o->epochs == 1 ? "" : "s", o->batch_size,
-           opt_name, tcli_default_lr(o));
+    if (t->world > 1)
+        printf("distributed: %s; DistributedDataParallel\n", ts_dist_describe());
+    printf("%lld epoch%s", (long long)t->epochs, t->epochs == 1 ? "" : "s");
+    if (o->max_steps) printf(" (at most %d steps)", o->max_steps);
+    if (t->world > 1)
+        printf(", batch %d per rank x %d ranks = global batch %lld", o->batch_size, t->world,
+               (long long)o->batch_size * t->world);
+    else
+        printf(", batch %d", o->batch_size);
+    printf(", %s lr %g", opt_name, tcli_default_lr(o));
     if (strcmp(o->optimizer, "adam")) printf(" momentum %g", o->momentum);
     printf("%s, seed %llu\n", strcmp(o->schedule, "cosine") ? "" : " cosine decay",
            (unsigned long long)o->seed);
     fflush(stdout);
 
+train:;
     double acc = -1;
-    for (int64_t e = start; e < o->epochs; e++)
-        if ((rc = run_epoch(t, e, &acc)) >= 0) return rc;
+    bool stopped = o->max_steps && t->step >= o->max_steps;
+    for (int64_t e = start; e < t->epochs && !stopped; e++)
+        if ((rc = run_epoch(t, e, e == start ? start_batch : 0, &acc, &stopped)) >= 0) return rc;
     if (acc < 0) { /* resumed after the last epoch: nothing left to train */
         double loss;
         amp_begin(t);
@@ -256,7 +330,7 @@ static int train_run(trainer *t) {
         amp_end(t);
         if (st) return tcli_fail_ts(TCLI_FAIL, "test");
     }
-    if (o->checkpoint) {
+    if (o->checkpoint && t->is_main) {
         size_t n = strlen(o->checkpoint) + 32;
         char *path = malloc(n);
         if (!path) return tcli_fail(TCLI_FAIL, "out of memory");
@@ -265,26 +339,58 @@ static int train_run(trainer *t) {
         free(path);
         if (st) return tcli_fail_ts(TCLI_FAIL, "--checkpoint");
     }
-    printf("test accuracy: %.4f\n", acc);
+    if (t->is_main) printf("test accuracy: %.4f\n", acc);
     fflush(stdout);
     return TCLI_OK;
 }
 
+/* Several processes (mpirun, srun): joins them, takes this rank's GPU and share of the cores. */
+static int join_world(trainer *t) {
+    if (ts_dist_init((ts_dist_opts){0})) return tcli_fail_ts(TCLI_FAIL, "distributed");
+    t->world = ts_dist_world_size();
+    t->rank = ts_dist_rank();
+    t->is_main = t->rank == 0;
+    if (t->world == 1) return -1;
+    if (t->o->devices)
+        return tcli_fail(TCLI_USAGE, "--devices: data parallel within a process is not available "
+                                     "with several processes (one device per rank)");
+    /* --device cuda (no index): one GPU per rank on each machine */
+    if (t->dev.type == TS_CUDA && (!t->o->device || !strchr(t->o->device, ':'))) {
+        int n = ts_device_count(TS_CUDA);
+        t->dev = t->devs[0] = ts_cuda(n > 0 ? ts_dist_local_rank() % n : 0);
+    }
+    /* every rank's kernels on all the cores would only fight */
+    if (!t->o->threads && !getenv("OMP_NUM_THREADS") && !getenv("TS_NUM_THREADS")) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        long share = cores / (ts_dist_local_world_size() > 0 ? ts_dist_local_world_size() : 1);
+        ts_set_num_threads(share > 0 ? (int)share : 1);
+    }
+    return -1;
+}
+
 int tcli_train(const tcli_opts *o) {
-    trainer t = {.o = o};
+    trainer t = {.o = o, .world = 1, .is_main = true};
     int rc = tcli_resolve_devices(o, t.devs, &t.ndev);
     if (rc >= 0) return rc;
     t.dev = t.devs[0];
     if (o->threads) ts_set_num_threads(o->threads);
-    rc = train_run(&t);
+    rc = join_world(&t);
+    if (rc < 0) rc = train_run(&t);
     ts_release(t.loss_sum);
     ts_release(t.correct);
     ts_logger_close(t.log);
     ts_loader_free(t.train);
     ts_loader_free(t.test);
+    ts_sampler_free(t.sampler);
     ts_optim_free(t.opt);
     ts_grad_scaler_free(t.scaler);
     ts_module_free(t.net); /* the DataParallel wrapper frees the model with it */
     tcli_data_close(&t.data);
+    if (t.world > 1 && rc != TCLI_OK) {
+        fflush(stdout);
+        ts_dist_abort(rc); /* the other ranks would wait for this one forever */
+    }
+    if (ts_dist_is_initialized() && ts_dist_finalize() && rc == TCLI_OK)
+        rc = tcli_fail_ts(TCLI_FAIL, "distributed");
     return rc;
 }
