@@ -627,17 +627,18 @@ static void test_distributed(void) {
     if (!(d <= 1e-5)) fprintf(stderr, "2 ranks vs one process: %g relative\n", d);
     CHECK(d <= 1e-5);
 
-    /* killed (every rank after its 9th batch, past the mid-epoch save at step 8), resumed */
-    r = RUN_MPI(NULL, 2, RUND("dfull", "32"), "--checkpoint-every", "4");
+    /* killed (every rank after its 7th batch, past the mid-epoch save at step 6 of an epoch of
+     * 8), resumed */
+    r = RUN_MPI(NULL, 2, RUND("dfull", "32"), "--checkpoint-every", "3");
     CHECK_EQ(exit_code(&r), 0);
     result_free(&r);
-    r = RUN_MPI("TS_TRAIN_KILL_AFTER_BATCHES=9", 2, RUND("dcut", "32"), "--checkpoint-every", "4");
+    r = RUN_MPI("TS_TRAIN_KILL_AFTER_BATCHES=7", 2, RUND("dcut", "32"), "--checkpoint-every", "3");
     CHECK(exit_code(&r) != 0);
     result_free(&r);
-    CHECK_EQ(checkpoint_step(path_in("dcut", "latest.safetensors")), 8);
-    r = RUN_MPI(NULL, 2, RUND("dcut", "32"), "--checkpoint-every", "4", "--resume");
+    CHECK_EQ(checkpoint_step(path_in("dcut", "latest.safetensors")), 6);
+    r = RUN_MPI(NULL, 2, RUND("dcut", "32"), "--checkpoint-every", "3", "--resume");
     CHECK_EQ(exit_code(&r), 0);
-    CHECK(r.out && strstr(r.out, "at step 8"));
+    CHECK(r.out && strstr(r.out, "at step 6: epoch 1, batch 6"));
     result_free(&r);
     CHECK(same_file(path_in("dfull", "latest.safetensors"), path_in("dcut", "latest.safetensors")));
     CHECK(same_file(path_in("dfull", "model.safetensors"), path_in("dcut", "model.safetensors")));
