@@ -45,7 +45,7 @@ static bool compare(ts_dist_work *w, int r_world, const tsd_desc *o, const tsd_d
         return false;
     }
     if (m->kind == TSD_NEW_GROUP) {
-        if (strcmp(o->why, m->why) != 0) {
+        if (strcmp(o->why, m->why) != 0 || o->dims[0] != m->dims[0] || o->dims[1] != m->dims[1]) {
             tsd_work_fail(w, TS_ERR_ARG,
                           "new_group: rank %d passed world ranks [%s] but rank %d passed [%s]",
                           r_world, o->why, me, m->why);
