@@ -26,6 +26,7 @@
 #define TS_MPIEXEC ""
 #endif
 
+#ifdef TS_HAVE_MPI
 static char token[64]; /* on every helper's command line: finds this test's processes in /proc */
 
 static double now(void) {
@@ -216,6 +217,8 @@ static void interrupt(void) {
     check_no_survivors("Ctrl-C");
     if (ts_test_failed_count()) show("Ctrl-C", &j);
 }
+
+#endif
 
 int main(void) {
 #ifndef TS_HAVE_MPI
