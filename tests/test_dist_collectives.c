@@ -399,6 +399,11 @@ static void internal_forms(void) {
     }
     CHECK(tsi_dist_work_busy_s(w) >= 0 && tsi_dist_work_busy_s(w) < 60);
     CHECK_EQ(ts_dist_wait(w), TS_OK);
+    double busy = -1;
+    CHECK_EQ(tsi_dist_wait_busy(tsi_dist_all_reduce_unchecked(t, TS_DIST_MAX, NULL), &busy), TS_OK);
+    CHECK(busy >= 0 && busy < 60);
+    CHECK_EQ(tsi_dist_wait_busy(NULL, &busy), TS_OK);
+    CHECK_EQ(busy, 0);
     ts_scope_end();
     CHECK_OK();
 }
