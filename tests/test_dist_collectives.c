@@ -7,6 +7,7 @@
  * bad argument, src out of range, AVG on integers, a cuda tensor, subgroups and their non-members,
  * calls before init and init twice. Values are small integers per rank, so every expected result
  * is exact in every dtype; the test computes them itself. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,6 +399,11 @@ static void internal_forms(void) {
     }
     CHECK(tsi_dist_work_busy_s(w) >= 0 && tsi_dist_work_busy_s(w) < 60);
     CHECK_EQ(ts_dist_wait(w), TS_OK);
+    double busy = -1;
+    CHECK_EQ(tsi_dist_wait_busy(tsi_dist_all_reduce_unchecked(t, TS_DIST_MAX, NULL), &busy), TS_OK);
+    CHECK(busy >= 0 && busy < 60);
+    CHECK_EQ(tsi_dist_wait_busy(NULL, &busy), TS_OK);
+    CHECK_EQ(busy, 0);
     ts_scope_end();
     CHECK_OK();
 }
@@ -543,7 +549,7 @@ static void local_errors(void) {
     bool cuda_err = st != TS_OK && (strstr(ts_error_message(), "cuda") != NULL ||
                                     strstr(ts_error_message(), "NCCL") != NULL);
     if (st == TS_ERR_UNSUPPORTED)
-        CHECK(strstr(ts_error_message(), "need NCCL, which this Tessera was built without") != NULL);
+        CHECK(strstr(ts_error_message(), "need NCCL (and MPI), which this Tessera was built without") != NULL);
     if (!(cuda_err || (W == 1 && st == TS_OK)))
         ts_test_failf(__FILE__, __LINE__, "rank %d: a cuda tensor: %s: %s", R,
                       ts_status_string(st), ts_error_message());
@@ -657,12 +663,23 @@ static void before_init(void) {
     EXPECT_ERR(ts_dist_finalize(), TS_ERR_STATE, "ts_dist_finalize: call ts_dist_init first");
     CHECK(strstr(ts_dist_describe(), "not initialized") != NULL);
     EXPECT_ERR(ts_dist_init((ts_dist_opts){.timeout_s = -1}), TS_ERR_ARG, "timeout_s");
+    if (!ts_dist_is_available() && !getenv("OMPI_COMM_WORLD_SIZE")) {
+        /* built without MPI: a launcher asking for more ranks is refused */
+        setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+        EXPECT_ERR(ts_dist_init((ts_dist_opts){0}), TS_ERR_UNSUPPORTED,
+                   "ts_dist_init: the launcher asked for 3 ranks (OMPI_COMM_WORLD_SIZE=3) but this "
+                   "Tessera was built without MPI");
+        CHECK(!ts_dist_is_initialized());
+        unsetenv("OMPI_COMM_WORLD_SIZE");
+    }
     ts_release(t);
 }
 
 int main(void) {
     before_init();
-    CHECK_EQ(ts_dist_init((ts_dist_opts){0}), TS_OK);
+    if (ts_dist_init((ts_dist_opts){0}) == TS_ERR_UNSUPPORTED && !ts_dist_is_available())
+        return ts_test_skip("%s", ts_error_message()); /* a launcher, and no MPI built */
+    CHECK_OK();
     EXPECT_ERR(ts_dist_init((ts_dist_opts){0}), TS_ERR_STATE,
                "ts_dist_init: trying to initialize the default process group twice!");
     R = ts_dist_rank();

@@ -46,7 +46,7 @@ const char *ts_dist_describe(void);
  * ranks outside it (where collectives on it are TS_ERR_ARG). Freed by ts_dist_finalize or
  * ts_dist_group_free. NULL means the world in every function below. */
 typedef struct ts_dist_group ts_dist_group;
-ts_dist_group *ts_dist_new_group(const int *ranks, int n);
+ts_dist_group *ts_dist_new_group(const int *ranks, int n); /* group ranks: sorted world ranks */
 void ts_dist_group_free(ts_dist_group *g);
 int ts_dist_group_rank(ts_dist_group *g); /* this process's rank in g, -1 outside it */
 int ts_dist_group_size(ts_dist_group *g);
@@ -67,7 +67,11 @@ typedef enum ts_dist_reduce_op {
  * both shapes. The synchronous form returns when this rank's part is done; the _async form returns
  * a handle to ts_dist_wait (which also frees it). */
 typedef struct ts_dist_work ts_dist_work;
-ts_status ts_dist_wait(ts_dist_work *w); /* NULL-safe: returns the pending error */
+/* Waits for the work (at most the timeout), finishes it in this thread and frees the handle: wait
+ * for every handle exactly once, before ts_dist_group_free of its group. NULL-safe: returns the
+ * pending error. Work runs in the group's communication thread in call order, so every rank must
+ * make its calls on a group in the same order (from one thread, or ordered among threads). */
+ts_status ts_dist_wait(ts_dist_work *w);
 bool ts_dist_test(ts_dist_work *w);      /* finished (successfully or not); never blocks */
 
 ts_status ts_dist_all_reduce(ts_tensor *t, ts_dist_reduce_op op, ts_dist_group *g);
@@ -86,7 +90,8 @@ ts_status ts_dist_reduce_scatter(ts_tensor *out, ts_tensor *in, ts_dist_reduce_o
                                  ts_dist_group *g);
 ts_dist_work *ts_dist_reduce_scatter_async(ts_tensor *out, ts_tensor *in, ts_dist_reduce_op op,
                                            ts_dist_group *g);
-/* point to point; tag >= 0 */
+/* point to point; tag >= 0. Posted without blocking the group's thread (a ring of isend/irecv
+ * cannot deadlock); cuda tensors (NCCL) block it instead: order sends and receives to match. */
 ts_status ts_dist_send(ts_tensor *t, int dst, int tag, ts_dist_group *g);
 ts_status ts_dist_recv(ts_tensor *t, int src, int tag, ts_dist_group *g);
 ts_dist_work *ts_dist_isend(ts_tensor *t, int dst, int tag, ts_dist_group *g);

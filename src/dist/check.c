@@ -8,6 +8,7 @@
 
 #include "dist/dist_impl.h"
 
+#ifdef TS_HAVE_MPI
 /* "float32 [3, 4]" (the device class only where it matters: "on cuda") */
 static void desc_tensor(char *buf, size_t n, int32_t dtype, int ndim, const int64_t *dims,
                         int32_t devclass) {
@@ -45,7 +46,7 @@ static bool compare(ts_dist_work *w, int r_world, const tsd_desc *o, const tsd_d
         return false;
     }
     if (m->kind == TSD_NEW_GROUP) {
-        if (strcmp(o->why, m->why) != 0) {
+        if (strcmp(o->why, m->why) != 0 || o->dims[0] != m->dims[0] || o->dims[1] != m->dims[1]) {
             tsd_work_fail(w, TS_ERR_ARG,
                           "new_group: rank %d passed world ranks [%s] but rank %d passed [%s]",
                           r_world, o->why, me, m->why);
@@ -88,6 +89,7 @@ static bool compare(ts_dist_work *w, int r_world, const tsd_desc *o, const tsd_d
     }
     return true;
 }
+#endif
 
 bool tsd_check_exchange(ts_dist_work *w) {
     ts_dist_group *g = w->g;

@@ -77,8 +77,8 @@ static void prepare(ts_dist_work *w, const char *op, ts_tensor *t, ts_tensor *t2
 #ifndef TSD_HAVE_NCCL
     if (on_cuda(t) || on_cuda(t2)) {
         local_fail(w, TS_ERR_UNSUPPORTED,
-                   "%s: %s is a cuda tensor, and collectives on cuda tensors need NCCL, which this "
-                   "Tessera was built without (move it to the cpu first)",
+                   "%s: %s is a cuda tensor, and collectives on cuda tensors need NCCL (and MPI), "
+                   "which this Tessera was built without (move it to the cpu first)",
                    op, tsi_desc(on_cuda(t) ? t : t2));
         return;
     }

@@ -198,7 +198,10 @@ static ts_status give_up_locked(ts_dist_work *w) {
     return code;
 }
 
-ts_status ts_dist_wait(ts_dist_work *w) {
+ts_status ts_dist_wait(ts_dist_work *w) { return tsi_dist_wait_busy(w, NULL); }
+
+ts_status tsi_dist_wait_busy(ts_dist_work *w, double *busy_s) {
+    if (busy_s) *busy_s = 0;
     if (!w) return ts_error();
     ts_dist_group *g = w->g;
     pthread_mutex_lock(&g->mu);
@@ -219,6 +222,7 @@ ts_status ts_dist_wait(ts_dist_work *w) {
     pthread_mutex_unlock(&g->mu);
     tsd_finish(w);
     ts_status st = w->status;
+    if (busy_s && st == TS_OK) *busy_s = w->t_end - w->t_start;
     if (st != TS_OK) tsi_error_set(st, "%s", w->msg);
     pthread_mutex_lock(&g->mu);
     tsd_work_unref_locked(w);

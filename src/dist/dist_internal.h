@@ -15,7 +15,11 @@ ts_status tsi_dist_broadcast_unchecked(ts_tensor *t, int src_world_rank, ts_dist
 ts_status tsi_dist_all_gather_bytes(const void *in, size_t n, void *out, ts_dist_group *g);
 /* The world rank of the group's member r (r in [0, size)). */
 int tsi_dist_group_world_rank(ts_dist_group *g, int r);
-/* Seconds the communication thread spent executing this work item (0 until it finished). */
+/* Seconds the communication thread spent executing this work item (0 until it finished: call it
+ * once ts_dist_test said true, before ts_dist_wait frees the item; or use tsi_dist_wait_busy). */
 double tsi_dist_work_busy_s(ts_dist_work *w);
+/* ts_dist_wait that also reports the item's busy seconds (NULL-safe like ts_dist_wait; *busy_s
+ * gets 0 when the item failed or w is NULL). */
+ts_status tsi_dist_wait_busy(ts_dist_work *w, double *busy_s);
 
 #endif /* TS_DIST_INTERNAL_H */

@@ -9,12 +9,6 @@
 
 #include "dist/dist_impl.h"
 
-static char empty_byte;
-
-static char *data_of(ts_tensor *t) {
-    if (!t || tsi_numel(t->shape) == 0) return &empty_byte;
-    return t->storage->data + t->offset * (int64_t)tsi_dtype_size(t->dtype);
-}
 
 static size_t numel(ts_tensor *t) { return t ? (size_t)tsi_numel(t->shape) : 0; }
 
@@ -30,6 +24,13 @@ static void local_copy(ts_tensor *out, ts_tensor *in) {
 }
 
 #ifdef TS_HAVE_MPI
+static char empty_byte;
+
+static char *data_of(ts_tensor *t) {
+    if (!t || tsi_numel(t->shape) == 0) return &empty_byte;
+    return t->storage->data + t->offset * (int64_t)tsi_dtype_size(t->dtype);
+}
+
 /* MPI counts are int: large buffers go in chunks (elementwise ops only) */
 #define CHUNK ((size_t)1 << 30)
 

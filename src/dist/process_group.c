@@ -449,6 +449,11 @@ ts_dist_group *ts_dist_new_group(const int *ranks, int n) {
         w->checked = tsd_w.size > 1;
         w->desc.kind = TSD_NEW_GROUP;
         tsd_format_ranks(w->desc.why, sizeof w->desc.why, g->world_ranks, g->size);
+        /* the whole list, also where the text is cut short: its length and FNV-1a hash */
+        uint64_t h = 1469598103934665603ull;
+        for (int i = 0; i < g->size; i++) h = (h ^ (uint64_t)g->world_ranks[i]) * 1099511628211ull;
+        w->desc.dims[0] = g->size;
+        w->desc.dims[1] = (int64_t)(h >> 1);
         tsd_enqueue(w);
         if (ts_dist_wait(w) != TS_OK || (g->rank >= 0 && tsd_group_start(g) != TS_OK)) {
             group_release(g);
