@@ -325,8 +325,9 @@ static bool finalize(ddp_module *d) {
     for (int b = 0; b < d->n_buckets; b++) {
         ddp_bucket *bk = &d->buckets[b];
         if (!bk->work) continue;
-        d->comm_s += tsi_dist_work_busy_s(bk->work);
-        if (ts_dist_wait(bk->work) != TS_OK) ok = false;
+        double busy = 0;
+        if (tsi_dist_wait_busy(bk->work, &busy) != TS_OK) ok = false;
+        d->comm_s += busy;
         bk->work = NULL;
     }
     d->wait_s = now_s() - t0;
