@@ -139,6 +139,7 @@ static void equivalence(opt_kind kind, ts_device dev, ts_dtype dt, ts_ddp_opts o
     CHECK(ts_ddp_get_stats(ddp, &st) == TS_OK);
     if (o.bucket_cap_mb > 0 && o.bucket_cap_mb < 1e-3) CHECK(st.buckets >= 3);
     if (world > 1) CHECK(st.comm_s > 0 && st.wait_s >= 0); /* the reductions ran and were timed */
+    if (o.overlap) CHECK(st.overlap == (o.overlap == TS_DDP_OVERLAP_ON));
     ts_optim_free(o_ref);
     ts_optim_free(o_ddp);
     ts_module_free(ref);
@@ -335,6 +336,8 @@ static void names_and_errors(void) {
     CHECK_ERR(TS_ERR_ARG);
     CHECK(ts_ddp(mlp_new(1, ts_cpu(), TS_F32, 4), (ts_ddp_opts){.bucket_cap_mb = -1}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
+    CHECK(ts_ddp(mlp_new(1, ts_cpu(), TS_F32, 4), (ts_ddp_opts){.overlap = 7}) == NULL);
+    CHECK_ERR(TS_ERR_ARG);
     ts_module *lin = ts_linear_new(2, 2);
     CHECK(ts_ddp_module(lin) == NULL);
     CHECK_ERR(TS_ERR_ARG);
@@ -352,11 +355,16 @@ int main(void) {
     ts_device sim = ts_sim(rank % 4);
     for (int k = OPT_MOMENTUM; k <= OPT_ADAM; k++) {
         equivalence(k, ts_cpu(), TS_F64, (ts_ddp_opts){0}, false);
-        equivalence(k, sim, TS_F64, (ts_ddp_opts){.first_bucket_mb = 256.0 / 1048576, .bucket_cap_mb = 512.0 / 1048576}, false);
+        equivalence(k, sim, TS_F64,
+                    (ts_ddp_opts){.first_bucket_mb = 256.0 / 1048576,
+                                  .bucket_cap_mb = 512.0 / 1048576,
+                                  .overlap = TS_DDP_OVERLAP_ON},
+                    false);
         equivalence(k, ts_cpu(), TS_F64,
                     (ts_ddp_opts){.first_bucket_mb = 256.0 / 1048576,
                                   .bucket_cap_mb = 512.0 / 1048576,
-                                  .gradient_as_bucket_view = true},
+                                  .gradient_as_bucket_view = true,
+                                  .overlap = TS_DDP_OVERLAP_OFF},
                     false);
         equivalence(k, sim, TS_F32, (ts_ddp_opts){.gradient_as_bucket_view = true}, false);
     }

@@ -105,6 +105,12 @@ typedef struct ts_ddp_opts {
     bool find_unused_parameters; /* walk the forward graph each step; unused ones count as ready */
     bool no_broadcast_buffers;   /* PyTorch's broadcast_buffers=False */
     bool gradient_as_bucket_view; /* .grad tensors are views of the buckets (saves one copy) */
+    /* Whether buckets are reduced while backward still computes. AUTO (0): yes when this machine
+     * has a core to spare for the communication thread (cores > local ranks x compute threads),
+     * else every bucket at the end of backward — an MPI collective waiting for a slower rank
+     * spins, and on a core that backward needs that costs more than the overlap saves. Also
+     * TS_DDP_OVERLAP=0|1 in the environment. */
+    enum { TS_DDP_OVERLAP_AUTO = 0, TS_DDP_OVERLAP_ON, TS_DDP_OVERLAP_OFF } overlap;
 } ts_ddp_opts;
 
 /* Wraps module (which it then owns) as the root "DistributedDataParallel" with child "module"
@@ -125,6 +131,7 @@ typedef struct ts_ddp_stats {
     size_t bucket_bytes_max;
     double comm_s;        /* time the communication thread spent reducing buckets */
     double wait_s;        /* time backward waited for reductions still running at its end */
+    bool overlap;         /* buckets were launched during backward (see ts_ddp_opts.overlap) */
 } ts_ddp_stats;
 ts_status ts_ddp_get_stats(ts_module *ddp, ts_ddp_stats *out);
 

@@ -1,8 +1,10 @@
 /* ddp.c — the DistributedDataParallel module: construction (same model on every rank, states
  * broadcast from the first rank), forward (buffers broadcast, the reducer armed), no_sync. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dist/ddp_internal.h"
 #include "nn/module_internal.h"
@@ -164,6 +166,17 @@ static bool collect_params(ddp_module *d) {
     return ok;
 }
 
+/* Overlap needs a core for the communication thread: while a collective waits for a slower rank,
+ * MPI spins. */
+static bool choose_overlap(int opt) {
+    const char *env = getenv("TS_DDP_OVERLAP");
+    if (env && *env) return strcmp(env, "0") != 0;
+    if (opt != TS_DDP_OVERLAP_AUTO) return opt == TS_DDP_OVERLAP_ON;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int local = ts_dist_local_world_size() > 0 ? ts_dist_local_world_size() : 1;
+    return cores > (long)local * ts_get_num_threads();
+}
+
 ts_module *ts_ddp(ts_module *module, ts_ddp_opts o) {
     tsi_init();
     if (!module) {
@@ -174,10 +187,12 @@ ts_module *ts_ddp(ts_module *module, ts_ddp_opts o) {
         return tsi_error_set(TS_ERR_ARG, "%s: %s already belongs to %s", OP, module->type_name,
                              module->impl->parent->type_name),
                NULL;
-    if (o.bucket_cap_mb < 0 || o.first_bucket_mb < 0) {
+    if (o.bucket_cap_mb < 0 || o.first_bucket_mb < 0 || (unsigned)o.overlap > TS_DDP_OVERLAP_OFF) {
         ts_module_free(module);
-        return tsi_error_set(TS_ERR_ARG, "%s: bucket sizes must not be negative (%g, %g MiB)", OP,
-                             o.bucket_cap_mb, o.first_bucket_mb),
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: bucket sizes must not be negative (%g, %g MiB), overlap is "
+                             "AUTO, ON or OFF (%d)",
+                             OP, o.bucket_cap_mb, o.first_bucket_mb, (int)o.overlap),
                NULL;
     }
     int world = ts_dist_group_size(o.group);
@@ -199,6 +214,8 @@ ts_module *ts_ddp(ts_module *module, ts_ddp_opts o) {
     if (d->o.first_bucket_mb == 0) d->o.first_bucket_mb = 1;
     d->world = world;
     d->root = tsi_dist_group_world_rank(o.group, 0);
+    d->overlap = choose_overlap(o.overlap);
+    d->stats.overlap = d->overlap;
     d->module = ts_module_add(&d->base, "module", module); /* frees module on failure */
     bool ok = d->module && collect_params(d) && verify_same_model(d) && sync_module_states(d) &&
               tsi_ddp_build_buckets(d);

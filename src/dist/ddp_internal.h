@@ -35,9 +35,11 @@ typedef struct ddp_module {
     int n_buckets;
     /* the iteration's reduction */
     bool no_sync;     /* inside ts_ddp_no_sync_begin/end */
+    bool overlap;     /* launch buckets during backward (else all at its end) */
     bool expect;      /* the last forward asked its backward to reduce */
     bool started;     /* a hook of that backward has fired */
     int next_bucket;  /* buckets launch in order: every rank issues the same collectives */
+    int full_buckets; /* without overlap: how many are complete */
     double wait_s, comm_s;
     ts_ddp_stats stats;
 } ddp_module;

@@ -299,7 +299,7 @@ bool tsi_ddp_prepare_backward(ddp_module *d, ts_tensor *out) {
         d->params[i].used = true;
     }
     for (int b = 0; b < d->n_buckets; b++) d->buckets[b].pending = d->buckets[b].n_params;
-    d->next_bucket = 0;
+    d->next_bucket = d->full_buckets = 0;
     d->wait_s = d->comm_s = 0;
     if (d->o.find_unused_parameters && !mark_used(d, out)) return false;
     d->expect = true;
@@ -368,6 +368,7 @@ static bool mark_ready(ddp_module *d, ddp_param *pp) {
     }
     ddp_bucket *bk = &d->buckets[pp->bucket];
     if (--bk->pending > 0) return true;
+    if (!d->overlap && ++d->full_buckets < d->n_buckets) return true; /* all at the end */
     while (d->next_bucket < d->n_buckets && d->buckets[d->next_bucket].pending == 0)
         if (!launch(d, d->next_bucket++)) return false;
     return d->next_bucket < d->n_buckets || finalize(d);
