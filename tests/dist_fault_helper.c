@@ -12,7 +12,7 @@
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s stop|kill|loop|ok VICTIM_RANK\n", argv[0]);
+        fprintf(stderr, "usage: %s stop|kill|recv|loop VICTIM_RANK\n", argv[0]);
         return 2;
     }
     const char *mode = argv[1];
@@ -25,6 +25,13 @@ int main(int argc, char **argv) {
     ts_tensor *t = ts_ones(TS_SHAPE(1000), (ts_opts){0});
     printf("rank %d ready\n", r);
     fflush(stdout);
+    if (strcmp(mode, "recv") == 0) {
+        /* rank 0 waits for a message rank `victim` never sends; the others wait in a barrier */
+        ts_status st = r == 0 ? ts_dist_recv(t, victim, 3, NULL) : ts_dist_barrier();
+        if (st != TS_OK) fprintf(stderr, "rank %d: %s\n", r, ts_error_message());
+        ts_dist_finalize(); /* rank 0: aborts the job */
+        return 1;
+    }
     bool forever = strcmp(mode, "loop") == 0;
     for (long i = 0; forever || i < 200; i++) {
         if (i == 20 && r == victim) {

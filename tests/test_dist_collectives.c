@@ -193,6 +193,13 @@ static void case_all_gather(ts_dtype dt, ts_device dev, int64_t n, bool strided)
     read(out, got, W * n);
     CHECK_EQ(mismatches(got, want, W * n, "all_gather", dt, dev, strided), 0);
     if (strided) CHECK(gaps_intact(obase, dt, W * n));
+    /* in place: the input is this rank's block of the output */
+    ts_tensor *o3 = ts_zeros(TS_SHAPE(W * n), (ts_opts){.dtype = dt, .device = dev});
+    ts_tensor *mine = ts_narrow(o3, 0, R * n, n);
+    ts_copy_(mine, make(dt, dev, n, vals, false, NULL));
+    CHECK_EQ(ts_dist_all_gather(o3, mine, NULL), TS_OK);
+    read(o3, got, W * n);
+    CHECK_EQ(mismatches(got, want, W * n, "all_gather in place", dt, dev, strided), 0);
     /* out shaped [W, n] */
     ts_tensor *out2 = ts_zeros(TS_SHAPE(W, n), (ts_opts){.dtype = dt, .device = dev});
     CHECK_EQ(ts_dist_all_gather(out2, in, NULL), TS_OK);

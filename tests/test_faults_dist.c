@@ -1,7 +1,8 @@
 /* test_faults_dist.c — faults across processes, each a 4-rank job of tests/dist_fault_helper.c that
  * this test starts with mpiexec (TS_DIST_TIMEOUT=3): a rank that hangs (SIGSTOP) mid-loop of
  * all_reduces — the others must fail within 60 s naming it, and the job must end; a rank that dies
- * (SIGKILL) — the job must end within 60 s with output naming it; Ctrl-C (SIGINT to mpirun) — no
+ * (SIGKILL) — the job must end within 60 s with output naming it; a receive nobody sends to — it
+ * times out naming the sender; Ctrl-C (SIGINT to mpirun) — no
  * process of the job may be left behind. Skips without MPI. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -200,6 +201,24 @@ static void death(void) {
     if (ts_test_failed_count() != before || st == -1) show("death", &j);
 }
 
+/* a receive that no rank sends to: it times out naming the sender, and the job ends */
+static void lonely_recv(void) {
+    job j;
+    double t0 = now();
+    start(&j, "recv", "1");
+    int st = finish(&j, t0 + 60);
+    double s = now() - t0;
+    printf("a receive nobody sends to: the job ended after %.1f s, %s\n", s,
+           st == -1 ? "NOT by itself (killed at 60 s)" : "by itself");
+    CHECK(st != -1 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0));
+    CHECK(strstr(j.out, "rank 0: recv on the world timed out after 3.0 s: rank 1 did not send it "
+                        "(tag 3, rank 0 is waiting)") != NULL);
+    int before = ts_test_failed_count();
+    check_no_survivors("recv");
+    if (ts_test_failed_count() != before || st == -1 || !strstr(j.out, "did not send it"))
+        show("recv", &j);
+}
+
 /* Ctrl-C: SIGINT to mpirun alone must take every rank with it */
 static void interrupt(void) {
     job j;
@@ -232,6 +251,7 @@ int main(void) {
     signal(SIGPIPE, SIG_IGN);
     hang();
     death();
+    lonely_recv();
     interrupt();
     return ts_test_finish();
 #endif

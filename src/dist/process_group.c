@@ -35,19 +35,22 @@ static bool launched(void) {
     return false;
 }
 
-/* The number of ranks a launcher asked for (1 when none says more). */
-static int launcher_size(const char **which) {
+/* The number of ranks a launcher asked for (1 when none says more). `step`: Slurm's count of this
+ * job step's tasks (set by srun) instead of the allocation's SLURM_NTASKS, which a single program
+ * run by an sbatch script also sees. */
+static int launcher_size(const char **which, bool step) {
     static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
+    static const char *step_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-        int n = env_int(vars[i], 1);
+        const char *v = step ? step_vars[i] : vars[i];
+        int n = env_int(v, 1);
         if (n > 1) {
-            *which = vars[i];
+            *which = v;
             return n;
         }
     }
     return 1;
 }
-
 static double timeout_from(double opt) {
     if (opt > 0) return opt;
     const char *s = getenv("TS_DIST_TIMEOUT");
@@ -254,8 +257,8 @@ ts_status ts_dist_init(ts_dist_opts o) {
     tsd_w.groups = NULL;
     tsd_w.next_group_id = 1;
     const char *which = NULL;
-    int asked = launcher_size(&which);
 #ifdef TS_HAVE_MPI
+    int asked = launcher_size(&which, true);
     if (launched()) {
         st = init_mpi();
         if (st != TS_OK) goto out;
@@ -273,6 +276,7 @@ ts_status ts_dist_init(ts_dist_opts o) {
     }
 #else
     (void)launched;
+    int asked = launcher_size(&which, false);
     if (asked > 1) {
         st = tsi_error_set(TS_ERR_UNSUPPORTED,
                            "ts_dist_init: the launcher asked for %d ranks (%s=%d) but this Tessera "
