@@ -74,7 +74,9 @@ static void bench(const char *name, ts_module *(*make)(void), ts_shape xs, int64
     ts_optim_free(po);
     ts_module_free(plain);
 
-    ts_module *ddp = ts_ddp(make(), (ts_ddp_opts){0});
+    /* BENCH_BUCKET_VIEW=1: gradients as bucket views (no copy back after the reduction) */
+    const char *bv = getenv("BENCH_BUCKET_VIEW");
+    ts_module *ddp = ts_ddp(make(), (ts_ddp_opts){.gradient_as_bucket_view = bv && *bv == '1'});
     ts_optim *o = ts_sgd(ddp, (ts_sgd_opts){.lr = 0.01, .momentum = 0.9});
     double t_ddp = time_steps(ddp, o, x, y, iters);
     ts_ddp_stats st = {0};
