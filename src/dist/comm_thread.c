@@ -76,6 +76,17 @@ static void run_one(ts_dist_group *g, ts_dist_work *w) {
     }
 }
 
+/* Runs one item outside the lock (g->mu held on entry and on return). */
+static void execute_locked(ts_dist_group *g, ts_dist_work *w) {
+    w->state = TSD_RUNNING;
+    w->t_start = tsd_now();
+    g->running = w;
+    pthread_mutex_unlock(&g->mu);
+    run_one(g, w);
+    pthread_mutex_lock(&g->mu);
+    finished_locked(g, w);
+}
+
 static void *thread_main(void *arg) {
     ts_dist_group *g = arg;
     pthread_mutex_lock(&g->mu);
@@ -86,13 +97,7 @@ static void *thread_main(void *arg) {
         g->head = w->next;
         if (!g->head) g->tail = NULL;
         w->next = NULL;
-        w->state = TSD_RUNNING;
-        w->t_start = tsd_now();
-        g->running = w;
-        pthread_mutex_unlock(&g->mu);
-        run_one(g, w);
-        pthread_mutex_lock(&g->mu);
-        finished_locked(g, w);
+        execute_locked(g, w);
     }
     pthread_mutex_unlock(&g->mu);
     return NULL;
@@ -123,13 +128,7 @@ void tsd_enqueue(ts_dist_work *w) {
     w->seq = g->seq;
     if (!g->threaded) {
         /* no thread (a world of one, or MPI without MPI_THREAD_MULTIPLE): run it now */
-        w->state = TSD_RUNNING;
-        w->t_start = tsd_now();
-        g->running = w;
-        pthread_mutex_unlock(&g->mu);
-        run_one(g, w);
-        pthread_mutex_lock(&g->mu);
-        finished_locked(g, w);
+        execute_locked(g, w);
         pthread_mutex_unlock(&g->mu);
         return;
     }
