@@ -238,7 +238,7 @@ static void buffers(bool broadcast) {
     ts_module *ddp = ts_ddp(bn_new(), (ts_ddp_opts){.no_broadcast_buffers = !broadcast});
     ts_module *net = ts_ddp_module(ddp);
     ts_tensor *rm = ts_module_get(net, "bn.running_mean");
-    ts_fill_(rm, 10.0 * rank); /* each rank's own statistics */
+    ts_release(ts_fill_(rm, 10.0 * rank)); /* each rank's own statistics (the op's reference) */
     ts_module_eval(ddp);
     ts_scope_begin();
     ts_no_grad_begin();
