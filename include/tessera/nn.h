@@ -36,6 +36,14 @@ ts_tensor *ts_layer_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, 
                          double eps);
 /* weight [num, dim], indices integer tensor of any shape -> indices.shape + [dim] */
 ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices);
+/* torch.nn.functional.scaled_dot_product_attention: q [..., L, E], k [..., S, E], v [..., S, Ev]
+ * -> [..., L, Ev]; batch dims broadcast. attn_mask (NULL: none) broadcasts to [..., L, S]: bool
+ * (true = may attend) or of q's dtype (added to the scores). is_causal: query i attends to keys
+ * j <= i (top-left aligned; not together with attn_mask). dropout_p > 0 drops attention weights
+ * (always, as the functional form). scale 0 -> 1/sqrt(E). */
+ts_tensor *ts_scaled_dot_product_attention(ts_tensor *q, ts_tensor *k, ts_tensor *v,
+                                           ts_tensor *attn_mask, double dropout_p, bool is_causal,
+                                           double scale);
 
 /* ===================================================================== losses */
 typedef enum ts_reduction {

@@ -44,6 +44,7 @@ static const policy_entry table[] = {
     {"reciprocal", TSI_AC_FP32},
     {"rpow_scalar", TSI_AC_FP32}, /* pow.Scalar: a number to a tensor's powers */
     {"rsqrt", TSI_AC_FP32},
+    {"scaled_dot_product_attention", TSI_AC_LOWER},
     {"scatter_add", TSI_AC_PROMOTE},
     {"smooth_l1_loss", TSI_AC_FP32},
     {"softmax", TSI_AC_FP32}, /* fp32_set_opt_dtype */

@@ -14,6 +14,7 @@ typedef struct ddp_param {
     ts_tensor *slot;       /* view of the bucket with p's shape (owned) */
     int hook;              /* handle of the post-accumulate-grad hook */
     bool ready, used;
+    bool scaled; /* this iteration's slot already holds gradient / world */
 } ddp_param;
 
 typedef struct ddp_bucket {

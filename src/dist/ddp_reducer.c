@@ -308,41 +308,73 @@ bool tsi_ddp_prepare_backward(ddp_module *d, ts_tensor *out) {
 }
 
 /* ---- reduction */
+/* slot = g / world in one pass over memory (PyTorch's allreduce hook divides first, then sums: no
+ * overflow past the average); a plain copy when the world is one. Falls back to copy + scale when g
+ * is not of the slot's dtype and device. */
+static bool same_shape(ts_shape a, ts_shape b) {
+    if (a.ndim != b.ndim) return false;
+    for (int i = 0; i < a.ndim; i++)
+        if (a.dims[i] != b.dims[i]) return false;
+    return true;
+}
+
+static bool copy_scaled(ddp_module *d, ddp_param *pp, ts_tensor *g) {
+    ts_tensor *slot = pp->slot;
+    if (d->world == 1 || g->dtype != slot->dtype ||
+        !tsi_device_eq(tsi_device(g), tsi_device(slot)) || !same_shape(g->shape, slot->shape)) {
+        if (!ts_copy_(slot, g)) return false;
+        pp->scaled = d->world == 1;
+        return true;
+    }
+    if (pp->numel) {
+        const ts_backend *be = tsi_be(slot);
+        ts_kview ks = tsi_kview(slot), kg = tsi_kview(g);
+        be->binary_scalar(be, tsi_dev_index(slot), TS_B_MUL, &ks, &kg, 1.0 / (double)d->world);
+    }
+    tsi_bump_version(slot);
+    pp->scaled = true;
+    return true;
+}
+
 static bool launch(ddp_module *d, int b) {
     ddp_bucket *bk = &d->buckets[b];
     if (d->world == 1) return true;
-    /* PyTorch's allreduce hook: divide first, then sum (no overflow past the average) */
-    ts_tensor *r = ts_mul_scalar_(bk->buf, 1.0 / (double)d->world);
-    if (!r) return false;
+    /* slots whose gradient accumulated in place (bucket views) still need the division */
+    for (int j = 0; j < bk->n_params; j++) {
+        ddp_param *pp = &d->params[bk->params[j]];
+        if (!pp->scaled && !ts_mul_scalar_(pp->slot, 1.0 / (double)d->world)) return false;
+    }
     bk->work = tsi_dist_all_reduce_unchecked(bk->buf, TS_DIST_SUM, d->o.group);
     return bk->work != NULL;
 }
 
+/* Gives a parameter its bucket's averaged gradient. */
+static bool copy_back(ddp_module *d, ddp_param *pp) {
+    ts_tensor *g = pp->p->grad;
+    if (g && g->storage == pp->slot->storage && g->offset == pp->slot->offset) return true;
+    if (!g) {
+        /* unused here (find_unused_parameters): the other ranks' average still applies */
+        ts_tensor *c = d->o.gradient_as_bucket_view ? pp->slot : ts_clone(pp->slot);
+        return c && ts_set_grad(pp->p, c) == TS_OK;
+    }
+    return ts_copy_(g, pp->slot) != NULL;
+}
+
 /* Every bucket has been launched: wait for them and give each parameter its averaged gradient. */
 static bool finalize(ddp_module *d) {
-    double t0 = now_s();
     bool ok = true;
+    /* bucket by bucket: a finished bucket's gradients are copied back while the next one is still
+     * being reduced */
     for (int b = 0; b < d->n_buckets; b++) {
         ddp_bucket *bk = &d->buckets[b];
-        if (!bk->work) continue;
-        double busy = 0;
-        if (tsi_dist_wait_busy(bk->work, &busy) != TS_OK) ok = false;
-        d->comm_s += busy;
-        bk->work = NULL;
-    }
-    d->wait_s = now_s() - t0;
-    for (int i = 0; ok && i < d->n_params; i++) {
-        ddp_param *pp = &d->params[i];
-        if (pp->bucket < 0) continue;
-        ts_tensor *g = pp->p->grad;
-        if (g && g->storage == pp->slot->storage && g->offset == pp->slot->offset) continue;
-        if (!g) {
-            /* unused here (find_unused_parameters): the other ranks' average still applies */
-            ts_tensor *c = d->o.gradient_as_bucket_view ? pp->slot : ts_clone(pp->slot);
-            ok = c && ts_set_grad(pp->p, c) == TS_OK;
-        } else {
-            ok = ts_copy_(g, pp->slot) != NULL;
+        if (bk->work) {
+            double busy = 0, t0 = now_s();
+            if (tsi_dist_wait_busy(bk->work, &busy) != TS_OK) ok = false;
+            d->wait_s += now_s() - t0;
+            d->comm_s += busy;
+            bk->work = NULL;
         }
+        for (int j = 0; ok && j < bk->n_params; j++) ok = copy_back(d, &d->params[bk->params[j]]);
     }
     d->stats.comm_s = d->comm_s;
     d->stats.wait_s = d->wait_s;
@@ -360,10 +392,12 @@ static bool mark_ready(ddp_module *d, ddp_param *pp) {
                false;
     pp->ready = true;
     ts_tensor *g = pp->p->grad;
+    pp->scaled = false;
     if (!g) {
         if (!ts_zero_(pp->slot)) return false;
+        pp->scaled = true;
     } else if (!(g->storage == pp->slot->storage && g->offset == pp->slot->offset)) {
-        if (!ts_copy_(pp->slot, g)) return false;
+        if (!copy_scaled(d, pp, g)) return false;
         if (d->o.gradient_as_bucket_view && ts_set_grad(pp->p, pp->slot) != TS_OK) return false;
     }
     ddp_bucket *bk = &d->buckets[pp->bucket];

@@ -19,4 +19,8 @@ bool tsi_check_reduction(const char *op, ts_reduction r);
 ts_tensor *tsi_nn_mul_into(ts_tensor *a, ts_tensor *b);
 ts_tensor *tsi_nn_add_into(ts_tensor *a, ts_tensor *b);
 
+/* scaled_dot_product_attention composed from differentiable ops (arguments already checked). */
+ts_tensor *tsi_sdpa_reference(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask,
+                              double dropout_p, bool is_causal, double scale);
+
 #endif /* TS_NN_FUNCTIONAL_INTERNAL_H */

@@ -1,0 +1,102 @@
+/* attention.c — scaled_dot_product_attention with PyTorch's semantics. This is the reference
+ * composition (matmul, mask, softmax, dropout, matmul: an L x S matrix of scores in memory), used
+ * for every dtype and device a fused kernel does not take. */
+#include <math.h>
+
+#include "amp/autocast.h"
+#include "nn/functional_internal.h"
+
+static const char *OP = "scaled_dot_product_attention";
+
+static bool sdpa_check(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask, double p,
+                       bool is_causal, double scale) {
+    if (!tsi_check_input(OP, q, "query") || !tsi_check_input(OP, k, "key") ||
+        !tsi_check_input(OP, v, "value"))
+        return false;
+    ts_tensor *all[4] = {q, k, v, mask};
+    ts_device dev;
+    if (!tsi_same_device(OP, all, mask ? 4 : 3, false, &dev)) return false;
+    if (q->shape.ndim < 2 || k->shape.ndim < 2 || v->shape.ndim < 2)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: query, key and value must have at least 2 dims [..., L, E], got "
+                             "%s, %s and %s",
+                             OP, tsi_shape_str(q->shape), tsi_shape_str(k->shape),
+                             tsi_shape_str(v->shape)),
+               false;
+    if (!tsi_is_float(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: Expected query, key, and value to have the same floating dtype, "
+                             "but got query.dtype: %s, key.dtype: %s and value.dtype: %s",
+                             OP, ts_dtype_name(q->dtype), ts_dtype_name(k->dtype),
+                             ts_dtype_name(v->dtype)),
+               false;
+    const int nq = q->shape.ndim, nk = k->shape.ndim, nv = v->shape.ndim;
+    if (q->shape.dims[nq - 1] != k->shape.dims[nk - 1] ||
+        k->shape.dims[nk - 2] != v->shape.dims[nv - 2])
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: query %s, key %s and value %s do not fit (expected query "
+                             "[..., L, E], key [..., S, E], value [..., S, Ev])",
+                             OP, tsi_shape_str(q->shape), tsi_shape_str(k->shape),
+                             tsi_shape_str(v->shape)),
+               false;
+    if (mask && is_causal)
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: Explicit attn_mask should not be set when is_causal=True", OP),
+               false;
+    if (mask && mask->dtype != TS_BOOL && mask->dtype != q->dtype)
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: Expected attn_mask dtype to be bool or to match query dtype, "
+                             "but got attn_mask.dtype: %s and query.dtype: %s",
+                             OP, ts_dtype_name(mask->dtype), ts_dtype_name(q->dtype)),
+               false;
+    if (!(p >= 0 && p <= 1))
+        return tsi_error_set(TS_ERR_ARG, "%s: dropout_p must be in [0, 1], got %g", OP, p), false;
+    if (!(scale >= 0) || isinf(scale))
+        return tsi_error_set(TS_ERR_ARG, "%s: scale must be finite and > 0 (0: 1/sqrt(E)), got %g",
+                             OP, scale),
+               false;
+    return true;
+}
+
+/* The causal mask: query i sees keys j <= i (top-left aligned, PyTorch's tril). */
+static ts_tensor *causal_mask(int64_t L, int64_t S, ts_device dev) {
+    ts_tensor *i = ts_view(ts_arange(0, (double)L, 1, (ts_opts){.dtype = TS_I64, .device = dev}),
+                           TS_SHAPE(L, 1));
+    ts_tensor *j = ts_arange(0, (double)S, 1, (ts_opts){.dtype = TS_I64, .device = dev});
+    return ts_le(j, i);
+}
+
+ts_tensor *tsi_sdpa_reference(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask,
+                              double dropout_p, bool is_causal, double scale) {
+    const int64_t L = q->shape.dims[q->shape.ndim - 2], E = q->shape.dims[q->shape.ndim - 1];
+    const int64_t S = k->shape.dims[k->shape.ndim - 2];
+    const double s = scale > 0 ? scale : 1.0 / sqrt((double)E);
+    ts_scope_begin();
+    ts_tensor *scores = ts_mul_scalar(ts_matmul(q, ts_transpose(k, -2, -1)), s);
+    if (is_causal) mask = causal_mask(L, S, tsi_device(q));
+    if (mask && mask->dtype == TS_BOOL)
+        scores = ts_masked_fill(scores, ts_logical_not(mask), -INFINITY);
+    else if (mask)
+        scores = ts_add(scores, mask);
+    ts_tensor *attn = ts_softmax(scores, -1);
+    if (dropout_p > 0) attn = ts_dropout(attn, dropout_p, true);
+    ts_tensor *out = ts_matmul(attn, v);
+    ts_keep(out);
+    ts_scope_end();
+    return out;
+}
+
+static ts_tensor *sdpa_op(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask,
+                          double dropout_p, bool is_causal, double scale) {
+    tsi_init();
+    if (!sdpa_check(q, k, v, mask, dropout_p, is_causal, scale)) return NULL;
+    return tsi_sdpa_reference(q, k, v, mask, dropout_p, is_causal, scale);
+}
+
+ts_tensor *ts_scaled_dot_product_attention(ts_tensor *q, ts_tensor *k, ts_tensor *v,
+                                           ts_tensor *attn_mask, double dropout_p, bool is_causal,
+                                           double scale) {
+    tsi_ac_frame ac; /* autocast: lower precision, as PyTorch's policy for SDPA */
+    TSI_AUTOCAST_ENTER(&ac, OP, &q, &k, &v, &attn_mask);
+    return tsi_autocast_exit(&ac, sdpa_op(q, k, v, attn_mask, dropout_p, is_causal, scale));
+}
