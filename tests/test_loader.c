@@ -38,7 +38,7 @@ static ts_status tds_get(void *ctx, int64_t i, ts_sample *out) {
 
 static ts_dataset *make_ds(test_ds *d, int64_t n) {
     *d = (test_ds){.n = n, .fail_at = -1, .odd_at = -1};
-    static const ts_dataset_ops ops = {tds_len, tds_get, NULL};
+    static const ts_dataset_ops ops = {.len = tds_len, .get = tds_get, .free = NULL};
     return ts_dataset_new(&ops, d);
 }
 

@@ -22,7 +22,7 @@ static ts_status fwd_get(void *ctx, int64_t i, ts_sample *out) {
     return ts_dataset_get(ctx, i, out);
 }
 static ts_dataset *forwarding(ts_dataset *inner) {
-    static const ts_dataset_ops ops = {fwd_len, fwd_get, NULL};
+    static const ts_dataset_ops ops = {.len = fwd_len, .get = fwd_get, .free = NULL};
     return ts_dataset_new(&ops, inner);
 }
 

@@ -14,6 +14,9 @@ typedef struct ts_dataset_ops {
     int64_t (*len)(void *ctx);
     ts_status (*get)(void *ctx, int64_t index, ts_sample *out);
     void (*free)(void *ctx); /* may be NULL */
+    /* optional: samples that change with the epoch (random text windows); the loader calls it
+     * instead of get, with the epoch it is making */
+    ts_status (*get_epoch)(void *ctx, int64_t index, int64_t epoch, ts_sample *out);
 } ts_dataset_ops;
 typedef struct ts_dataset ts_dataset;
 
@@ -21,6 +24,8 @@ typedef struct ts_dataset ts_dataset;
 ts_dataset *ts_dataset_new(const ts_dataset_ops *ops, void *ctx);
 int64_t ts_dataset_len(ts_dataset *d);
 ts_status ts_dataset_get(ts_dataset *d, int64_t index, ts_sample *out); /* index in [0, len) */
+/* The sample as the loader makes it in `epoch` (ops->get_epoch, else get) */
+ts_status ts_dataset_get_epoch(ts_dataset *d, int64_t index, int64_t epoch, ts_sample *out);
 void ts_dataset_free(ts_dataset *d);                                    /* NULL-safe */
 /* number of classes when the dataset knows it (MNIST 10, image folder: subfolders), else 0 */
 int64_t ts_dataset_num_classes(ts_dataset *d);
@@ -49,6 +54,19 @@ typedef struct ts_csv_opts {
 } ts_csv_opts;
 /* numeric columns -> x f32 [features], y i64 0-dim (or f32 [1] for regression) */
 ts_dataset *ts_csv_dataset(const char *path, ts_csv_opts o);
+/* Byte-level language modelling: the bytes of a text file, or of every regular file under a folder
+ * (sorted paths; symbolic links, hidden names and binary files — any NUL byte — skipped),
+ * concatenated. A sample is x = bytes[o, o + context) and y = bytes[o + 1, o + context + 1), both
+ * i64 [context] (values 0..255; num_classes 256). TS_SPLIT_TRAIN takes the first 1 - val_fraction
+ * of the bytes in windows o = i * context + shift, the shift in [0, context) drawn per (seed,
+ * epoch, i) (ts_transform_uniform, k = 0): every epoch sees other windows. TS_SPLIT_TEST is the
+ * rest in fixed windows o = i * context. */
+typedef struct ts_text_opts {
+    int64_t context;     /* bytes per window; 0 -> 256 */
+    double val_fraction; /* 0 -> 0.1 */
+    uint64_t seed;       /* the training windows' offsets */
+} ts_text_opts;
+ts_dataset *ts_text_dataset(const char *path, ts_data_split split, ts_text_opts o);
 /* root/<class>/<image>: classes are the sorted subfolder names; x u8 [H, W, C]. Available when
  * built with an image library (stb); else TS_ERR_UNSUPPORTED. */
 ts_dataset *ts_image_folder(const char *root);

@@ -87,7 +87,7 @@ ts_dataset *tsi_cifar_dataset_from(uint8_t *mem, int64_t n, bool own) {
         return tsi_error_set(TS_ERR_OOM, "cifar10 dataset: out of host memory"), NULL;
     }
     *d = (cifar_ds){mem, n, own};
-    static const ts_dataset_ops ops = {cifar_len, cifar_get, cifar_free};
+    static const ts_dataset_ops ops = {.len = cifar_len, .get = cifar_get, .free = cifar_free};
     ts_dataset *ds = ts_dataset_new(&ops, d);
     ts_dataset_set_num_classes(ds, 10);
     return ds;

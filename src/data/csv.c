@@ -296,7 +296,7 @@ ts_dataset *tsi_csv_dataset_from(tsi_csv *c) {
     }
     *d = *c;
     memset(c, 0, sizeof *c);
-    static const ts_dataset_ops ops = {csv_len, csv_get, csv_free};
+    static const ts_dataset_ops ops = {.len = csv_len, .get = csv_get, .free = csv_free};
     ts_dataset *ds = ts_dataset_new(&ops, d);
     ts_dataset_set_num_classes(ds, d ? d->num_classes : 0);
     return ds;

@@ -32,6 +32,11 @@ int64_t ts_dataset_len(ts_dataset *d) {
 }
 
 ts_status ts_dataset_get(ts_dataset *d, int64_t index, ts_sample *out) {
+    return ts_dataset_get_epoch(d, index, -1, out);
+}
+
+/* epoch < 0: ts_dataset_get (ops->get) */
+ts_status ts_dataset_get_epoch(ts_dataset *d, int64_t index, int64_t epoch, ts_sample *out) {
     if (out) out->x = out->y = NULL;
     if (!d || !out)
         return tsi_error_set(TS_ERR_ARG, "ts_dataset_get: %s is NULL", !d ? "dataset" : "out");
@@ -41,7 +46,8 @@ ts_status ts_dataset_get(ts_dataset *d, int64_t index, ts_sample *out) {
                              "ts_dataset_get: index %lld is out of range for a dataset of %lld "
                              "samples",
                              (long long)index, (long long)n);
-    ts_status st = d->ops.get(d->ctx, index, out);
+    ts_status st = epoch >= 0 && d->ops.get_epoch ? d->ops.get_epoch(d->ctx, index, epoch, out)
+                                                  : d->ops.get(d->ctx, index, out);
     if (st == TS_OK && out->x && out->y) return TS_OK;
     /* a user's get that failed half-way, or silently: hand back nothing and always an error */
     ts_release(out->x);
@@ -169,7 +175,7 @@ ts_dataset *ts_tensor_dataset(ts_tensor *x, ts_tensor *y) {
         tensor_free(d);
         return NULL;
     }
-    static const ts_dataset_ops ops = {tensor_len, tensor_get, tensor_free};
+    static const ts_dataset_ops ops = {.len = tensor_len, .get = tensor_get, .free = tensor_free};
     ts_dataset *ds = ts_dataset_new(&ops, d);
     if (ds) ds->raw = tensor_raw;
     return ds;

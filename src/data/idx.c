@@ -403,7 +403,7 @@ ts_dataset *tsi_idx_dataset_from(tsi_idx *images, tsi_idx *labels, const char *i
         }
         if (v > max) max = v;
     }
-    static const ts_dataset_ops ops = {idx_len, idx_get, idx_free};
+    static const ts_dataset_ops ops = {.len = idx_len, .get = idx_get, .free = idx_free};
     ts_dataset *ds = ts_dataset_new(&ops, d);
     if (ds) ds->raw = idx_raw;
     ts_dataset_set_num_classes(ds, classes > 0 ? classes : max + 1);

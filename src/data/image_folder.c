@@ -189,7 +189,7 @@ ts_dataset *ts_image_folder(const char *root) {
     }
     d->channels = ch;
     free_names(classes, nclass);
-    static const ts_dataset_ops ops = {image_len, image_get, image_free};
+    static const ts_dataset_ops ops = {.len = image_len, .get = image_get, .free = image_free};
     ts_dataset *ds = ts_dataset_new(&ops, d);
     ts_dataset_set_num_classes(ds, nclass);
     return ds;

@@ -108,7 +108,7 @@ static bool check_sample(ts_tensor *t, const char *what, int64_t idx) {
 static bool add_sample(ts_loader *l, int64_t epoch, int64_t k, int64_t i, int64_t count,
                        int64_t idx, ts_tensor **bx, ts_tensor **by, layout *lx, layout *ly) {
     ts_sample s = {0};
-    ts_status st = ts_dataset_get(l->ds, idx, &s);
+    ts_status st = ts_dataset_get_epoch(l->ds, idx, epoch, &s);
     if (st != TS_OK || !s.x) {
         if (ts_error() == TS_OK)
             tsi_error_set(st != TS_OK ? st : TS_ERR_STATE, "loader: dataset get(%lld) failed%s",
