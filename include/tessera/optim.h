@@ -31,11 +31,19 @@ ts_optim *ts_adam(ts_module *m, ts_adam_opts o);
 ts_optim *ts_adam_params(ts_tensor *const *params, int n, ts_adam_opts o);
 ts_optim *ts_adamw(ts_module *m, ts_adam_opts o);
 ts_optim *ts_adamw_params(ts_tensor *const *params, int n, ts_adam_opts o);
+/* AdamW over two groups, nanoGPT's rule: group 0 the parameters of 2 or more dims (weights,
+ * embeddings) with o.weight_decay, group 1 the others (biases, norm weights) without decay (when a
+ * module has only one kind, one group). */
+ts_optim *ts_adamw_decay_groups(ts_module *m, ts_adam_opts o);
 ts_optim *ts_rmsprop(ts_module *m, ts_rmsprop_opts o);
 ts_optim *ts_rmsprop_params(ts_tensor *const *params, int n, ts_rmsprop_opts o);
 /* A further parameter group with its own learning rate (other options as the first group). */
 ts_status ts_optim_add_param_group(ts_optim *opt, ts_tensor *const *params, int n, double lr);
+/* The same with its own weight decay (PyTorch's add_param_group({"params": ..., "weight_decay": wd})). */
+ts_status ts_optim_add_param_group_wd(ts_optim *opt, ts_tensor *const *params, int n, double lr,
+                                      double weight_decay);
 int ts_optim_num_groups(ts_optim *opt);
+double ts_optim_get_weight_decay(ts_optim *opt, int group);
 double ts_optim_get_lr(ts_optim *opt, int group);
 ts_status ts_optim_set_lr(ts_optim *opt, int group, double lr);
 void ts_optim_zero_grad(ts_optim *opt); /* set_to_none, PyTorch 2's default */
@@ -62,6 +70,13 @@ ts_lr_scheduler *ts_linear_lr(ts_optim *opt, double start_factor, double end_fac
  * torch's default (cycle_momentum) it also cycles momentum (Adam: beta1) between 0.95 and 0.85.
  * Stepping past total_steps is TS_ERR_STATE. */
 ts_lr_scheduler *ts_onecycle_lr(ts_optim *opt, double max_lr, int total_steps);
+/* Linear warm-up then cosine decay, per step (PyTorch: LambdaLR with this factor of the base lr):
+ * (step + 1) / warmup_steps while step < warmup_steps, then min_ratio + (1 - min_ratio) x
+ * (1 + cos(pi (step - warmup_steps) / (total_steps - warmup_steps))) / 2, min_ratio from
+ * total_steps on. ts_warmup_cosine_factor is that factor, for loops that set the lr themselves. */
+ts_lr_scheduler *ts_warmup_cosine_lr(ts_optim *opt, int warmup_steps, int total_steps,
+                                     double min_ratio);
+double ts_warmup_cosine_factor(int64_t step, int64_t warmup, int64_t total, double min_ratio);
 void ts_scheduler_step(ts_lr_scheduler *s);
 int ts_scheduler_last_epoch(ts_lr_scheduler *s);
 void ts_scheduler_free(ts_lr_scheduler *s);

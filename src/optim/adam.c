@@ -1,4 +1,6 @@
 /* adam.c — torch.optim.Adam and AdamW (decoupled weight decay), with amsgrad and maximize. */
+#include <stdlib.h>
+
 #include "optim/optim_internal.h"
 
 static bool adam_slot_used(const ts_optim_hparams *h, int slot) {
@@ -72,4 +74,43 @@ ts_optim *ts_adamw_params(ts_tensor *const *params, int n, ts_adam_opts o) {
     tsi_init();
     if (!adam_hparams("adamw", TS_OPTIM_ADAMW, o, &h)) return NULL;
     return tsi_optim_new("adamw", &tsi_adamw_info, h, params, n);
+}
+
+/* nanoGPT's configure_optimizers: matrices (and embeddings) decay, vectors (biases, norm weights)
+ * do not. */
+ts_optim *ts_adamw_decay_groups(ts_module *m, ts_adam_opts o) {
+    static const char op[] = "adamw_decay_groups";
+    ts_optim_hparams h;
+    tsi_init();
+    if (!adam_hparams(op, TS_OPTIM_ADAMW, o, &h)) return NULL;
+    if (!m) return tsi_error_set(TS_ERR_ARG, "%s: module is NULL", op), NULL;
+    ts_tensor_list l = ts_module_named_parameters(m);
+    ts_tensor **decay = malloc((size_t)(l.n ? l.n : 1) * sizeof *decay);
+    ts_tensor **keep = malloc((size_t)(l.n ? l.n : 1) * sizeof *keep);
+    ts_optim *opt = NULL;
+    if (!decay || !keep) {
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+    } else {
+        int nd = 0, nk = 0;
+        for (int i = 0; i < l.n; i++) {
+            if (l.tensors[i]->shape.ndim >= 2)
+                decay[nd++] = l.tensors[i];
+            else
+                keep[nk++] = l.tensors[i];
+        }
+        if (!nd) { /* no matrix: one group without decay */
+            h.weight_decay = 0;
+            opt = tsi_optim_new(op, &tsi_adamw_info, h, keep, nk);
+        } else {
+            opt = tsi_optim_new(op, &tsi_adamw_info, h, decay, nd);
+            if (opt && nk && ts_optim_add_param_group_wd(opt, keep, nk, h.lr, 0)) {
+                ts_optim_free(opt);
+                opt = NULL;
+            }
+        }
+    }
+    free(decay);
+    free(keep);
+    ts_tensor_list_free(&l);
+    return opt;
 }

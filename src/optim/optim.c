@@ -141,6 +141,21 @@ ts_status ts_optim_add_param_group(ts_optim *opt, ts_tensor *const *params, int 
     return add_group(op, opt, params, n, h) ? TS_OK : ts_error();
 }
 
+ts_status ts_optim_add_param_group_wd(ts_optim *opt, ts_tensor *const *params, int n, double lr,
+                                      double weight_decay) {
+    static const char op[] = "optim_add_param_group";
+    tsi_init();
+    if (!opt) return tsi_error_set(TS_ERR_ARG, "%s: optimizer is NULL", op);
+    if (!(lr >= 0)) return tsi_error_set(TS_ERR_ARG, "%s: invalid learning rate %g", op, lr);
+    if (!(weight_decay >= 0))
+        return tsi_error_set(TS_ERR_ARG, "%s: invalid weight_decay value %g", op, weight_decay);
+    if (!check_params(op, opt, params, n)) return ts_error();
+    ts_optim_hparams h = opt->defaults;
+    h.lr = lr;
+    h.weight_decay = weight_decay;
+    return add_group(op, opt, params, n, h) ? TS_OK : ts_error();
+}
+
 void tsi_optim_param_clear(tsi_optim_param *pp) {
     for (int k = 0; k < TS_OPTIM_SLOTS; k++) {
         ts_release(pp->state[k]);
@@ -188,6 +203,11 @@ ts_status ts_optim_set_lr(ts_optim *opt, int group, double lr) {
     if (!(lr >= 0)) return tsi_error_set(TS_ERR_ARG, "optim_set_lr: invalid learning rate %g", lr);
     opt->groups[group].h.lr = lr;
     return TS_OK;
+}
+
+double ts_optim_get_weight_decay(ts_optim *opt, int group) {
+    if (!check_group("optim_get_weight_decay", opt, group)) return NAN;
+    return opt->groups[group].h.weight_decay;
 }
 
 void ts_optim_zero_grad(ts_optim *opt) {

@@ -5,7 +5,14 @@
 
 #include "optim/optim_internal.h"
 
-typedef enum sched_kind { S_STEP, S_MULTISTEP, S_COSINE, S_LINEAR, S_ONECYCLE } sched_kind;
+typedef enum sched_kind {
+    S_STEP,
+    S_MULTISTEP,
+    S_COSINE,
+    S_LINEAR,
+    S_ONECYCLE,
+    S_WARMUP_COSINE
+} sched_kind;
 
 struct ts_lr_scheduler {
     sched_kind kind;
@@ -28,6 +35,9 @@ struct ts_lr_scheduler {
     int total_steps;
     double *initial_lr, *max_lr, *min_lr;
     double phase1_end; /* float(pct_start * total_steps) - 1 */
+    /* warm-up + cosine (LambdaLR): warmup steps, total_steps, min_ratio */
+    int warmup;
+    double min_ratio;
 };
 
 static const double PI = 3.14159265358979323846;
@@ -64,6 +74,8 @@ static double sched_lr(ts_lr_scheduler *s, int g) {
         if (e > s->total_iters) return lr;
         return lr * (1. + (ef - sf) / (s->total_iters * sf + (e - 1) * (ef - sf)));
     }
+    case S_WARMUP_COSINE:
+        return base * ts_warmup_cosine_factor(e, s->warmup, s->total_steps, s->min_ratio);
     case S_ONECYCLE: {
         /* phases: initial -> max until phase1_end, then max -> min until total_steps - 1 */
         const double end1 = s->phase1_end, end2 = s->total_steps - 1;
@@ -150,6 +162,13 @@ static ts_lr_scheduler *sched_new(const char *op, ts_optim *opt, sched_kind kind
     s->n_groups = n;
     s->last_epoch = -1;
     return s;
+}
+
+double ts_warmup_cosine_factor(int64_t step, int64_t warmup, int64_t total, double min_ratio) {
+    if (step < warmup) return (double)(step + 1) / (double)warmup;
+    if (step >= total) return min_ratio;
+    double progress = (double)(step - warmup) / (double)(total - warmup);
+    return min_ratio + (1 - min_ratio) * 0.5 * (1 + cos(PI * progress));
 }
 
 /* base_lrs from each group's initial_lr (set now unless a scheduler set it before), then the
@@ -264,5 +283,24 @@ ts_lr_scheduler *ts_onecycle_lr(ts_optim *opt, double max_lr, int total_steps) {
         grp->initial_lr = s->initial_lr[g];
         grp->has_initial_lr = true;
     }
+    return sched_start(s);
+}
+
+ts_lr_scheduler *ts_warmup_cosine_lr(ts_optim *opt, int warmup_steps, int total_steps,
+                                     double min_ratio) {
+    static const char op[] = "warmup_cosine_lr";
+    if (warmup_steps < 0 || total_steps <= warmup_steps)
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: expected 0 <= warmup_steps < total_steps, got %d and %d", op,
+                             warmup_steps, total_steps),
+               NULL;
+    if (!(min_ratio >= 0 && min_ratio <= 1))
+        return tsi_error_set(TS_ERR_ARG, "%s: min_ratio must be in [0, 1], got %g", op, min_ratio),
+               NULL;
+    ts_lr_scheduler *s = sched_new(op, opt, S_WARMUP_COSINE);
+    if (!s) return NULL;
+    s->warmup = warmup_steps;
+    s->total_steps = total_steps;
+    s->min_ratio = min_ratio;
     return sched_start(s);
 }
