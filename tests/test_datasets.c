@@ -393,7 +393,8 @@ static int freed;
 static void count_free(void *ctx) { freed++; }
 
 static void test_user_dataset(void) {
-    ts_dataset *d = ts_dataset_new(&(ts_dataset_ops){.len = two, .get = half_get, .free = count_free}, NULL);
+    ts_dataset *d =
+        ts_dataset_new(&(ts_dataset_ops){.len = two, .get = half_get, .free = count_free}, NULL);
     ts_sample s;
     CHECK_EQ(ts_dataset_get(d, 0, &s), TS_ERR_STATE);
     CHECK(strstr(ts_error_message(), "returned TS_OK without x and y for index 0"));
@@ -406,8 +407,9 @@ static void test_user_dataset(void) {
     CHECK_EQ(ts_dataset_num_classes(d), 4);
     ts_dataset_free(d);
     CHECK_EQ(freed, 1);
-    CHECK_FAIL(ts_dataset_new(&(ts_dataset_ops){.len = NULL, .get = half_get, .free = count_free}, NULL), TS_ERR_ARG,
-               "ops->len is NULL");
+    CHECK_FAIL(
+        ts_dataset_new(&(ts_dataset_ops){.len = NULL, .get = half_get, .free = count_free}, NULL),
+        TS_ERR_ARG, "ops->len is NULL");
     CHECK_EQ(freed, 2); /* the context is given back on failure too */
 }
 

@@ -35,12 +35,16 @@ static void test_decay_groups(ts_device dev) {
     /* every parameter gets the gradient 0.5: only the group decides how it moves */
     ts_tensor_list l = ts_module_named_parameters(seq);
     double before[4][6] = {{0}}, after[4][6] = {{0}};
-    for (int i = 0; i < l.n; i++) ts_copy_to_host(ts_to_dtype(l.tensors[i], TS_F64), before[i], (size_t)ts_numel(l.tensors[i]) * 8);
+    for (int i = 0; i < l.n; i++)
+        ts_copy_to_host(ts_to_dtype(l.tensors[i], TS_F64), before[i],
+                        (size_t)ts_numel(l.tensors[i]) * 8);
     for (int s = 0; s < 5; s++) {
         for (int i = 0; i < l.n; i++) ts_set_grad(l.tensors[i], ts_full_like(l.tensors[i], 0.5));
         CHECK_EQ(ts_optim_step(opt), TS_OK);
     }
-    for (int i = 0; i < l.n; i++) ts_copy_to_host(ts_to_dtype(l.tensors[i], TS_F64), after[i], (size_t)ts_numel(l.tensors[i]) * 8);
+    for (int i = 0; i < l.n; i++)
+        ts_copy_to_host(ts_to_dtype(l.tensors[i], TS_F64), after[i],
+                        (size_t)ts_numel(l.tensors[i]) * 8);
     /* 0.weight [2,3] decays; 0.bias, 1.weight, 1.bias do not */
     CHECK_STREQ(l.names[0], "0.weight");
     double worst = 0;
@@ -104,7 +108,8 @@ static void test_warmup_cosine(void) {
     /* falls monotonically after the warm-up */
     bool falls = true;
     for (int s = W; s < T; s++)
-        falls = falls && ts_warmup_cosine_factor(s + 1, W, T, m) < ts_warmup_cosine_factor(s, W, T, m);
+        falls =
+            falls && ts_warmup_cosine_factor(s + 1, W, T, m) < ts_warmup_cosine_factor(s, W, T, m);
     CHECK(falls);
     /* the scheduler applies it to every group's base lr */
     ts_tensor *p = ts_zeros(TS_SHAPE(2), (ts_opts){.requires_grad = true});

@@ -102,7 +102,8 @@ int main(void) {
         if (sample_bytes(tr, i, 0, T, x)) o0 = find_window(corpus, i * T, i * T + T - 1, x, T);
         if (sample_bytes(tr, i, 1, T, x)) o1 = find_window(corpus, i * T, i * T + T - 1, x, T);
         if (sample_bytes(tr, i, 0, T, x)) o0b = find_window(corpus, i * T, i * T + T - 1, x, T);
-        in_place += o0 >= 0 && o1 >= 0 && o0 == o0b && o0 + T + 1 <= n_train && o1 + T + 1 <= n_train;
+        in_place +=
+            o0 >= 0 && o1 >= 0 && o0 == o0b && o0 + T + 1 <= n_train && o1 + T + 1 <= n_train;
         moved += o0 != o1;
         if (o0 >= 0) shift_hist[(o0 - i * T) * 4 / T]++;
     }
@@ -127,8 +128,8 @@ int main(void) {
     /* ---- the loader: batches i64 [B, T], epoch-dependent windows, same with workers */
     int64_t *b0 = NULL, *b2 = NULL;
     for (int workers = 0; workers <= 2; workers += 2) {
-        ts_loader *l = ts_loader_new(tr, (ts_loader_opts){.batch_size = 4, .shuffle = true,
-                                                          .seed = 3, .workers = workers});
+        ts_loader *l = ts_loader_new(
+            tr, (ts_loader_opts){.batch_size = 4, .shuffle = true, .seed = 3, .workers = workers});
         ts_loader_set_epoch(l, 5);
         ts_batch b;
         int64_t *out = malloc((size_t)(W * T) * sizeof *out), k = 0;
@@ -139,7 +140,10 @@ int main(void) {
         }
         CHECK_EQ(k, W * T);
         ts_loader_free(l);
-        if (workers == 0) b0 = out; else b2 = out;
+        if (workers == 0)
+            b0 = out;
+        else
+            b2 = out;
     }
     CHECK(b0 && b2 && memcmp(b0, b2, (size_t)(W * T) * sizeof *b0) == 0);
     /* the first batch's first row is the window the dataset gives for that index in epoch 5 */

@@ -213,7 +213,8 @@ ts_loader *ts_loader_new(ts_dataset *d, ts_loader_opts o) {
                             "negative",
                             op, o.batch_size, o.workers, MAX_WORKERS, o.prefetch);
     else if (o.sampler && o.shuffle)
-        bad = tsi_error_set(TS_ERR_ARG, "%s: sampler option is mutually exclusive with shuffle", op);
+        bad =
+            tsi_error_set(TS_ERR_ARG, "%s: sampler option is mutually exclusive with shuffle", op);
     else if (o.sampler && tsi_sampler_dataset_len(o.sampler) != n)
         bad = tsi_error_set(TS_ERR_ARG,
                             "%s: the sampler was made for a data set of %lld samples, this one has "

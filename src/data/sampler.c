@@ -5,7 +5,7 @@
 #include "data/loader_internal.h"
 
 struct ts_sampler {
-    int64_t n;           /* the data set's length */
+    int64_t n; /* the data set's length */
     int replicas, rank;
     bool shuffle, drop_last;
     uint64_t seed;
@@ -34,8 +34,12 @@ ts_sampler *ts_distributed_sampler(int64_t dataset_len, ts_distributed_sampler_o
                NULL;
     ts_sampler *s = calloc(1, sizeof *s);
     if (!s) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), NULL;
-    *s = (ts_sampler){.n = dataset_len, .replicas = replicas, .rank = rank,
-                      .shuffle = !o.no_shuffle, .drop_last = o.drop_last, .seed = o.seed};
+    *s = (ts_sampler){.n = dataset_len,
+                      .replicas = replicas,
+                      .rank = rank,
+                      .shuffle = !o.no_shuffle,
+                      .drop_last = o.drop_last,
+                      .seed = o.seed};
     /* PyTorch: drop the tail so every replica gets the same count, or pad up to it */
     if (o.drop_last && dataset_len % replicas != 0)
         s->num_samples = (dataset_len - replicas + replicas - 1) / replicas;

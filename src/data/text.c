@@ -122,10 +122,10 @@ static bool read_folder(corpus *c, const char *dir, int depth) {
 
 /* ------------------------------------------------------------------ the dataset */
 typedef struct text_ds {
-    corpus c;          /* the split's bytes only */
-    int64_t context;   /* T */
-    int64_t windows;   /* samples */
-    bool random;       /* training: a random offset in [0, T) per (seed, epoch, window) */
+    corpus c;        /* the split's bytes only */
+    int64_t context; /* T */
+    int64_t windows; /* samples */
+    bool random;     /* training: a random offset in [0, T) per (seed, epoch, window) */
     uint64_t seed;
 } text_ds;
 
@@ -143,7 +143,8 @@ static ts_status text_get_epoch(void *ctx, int64_t i, int64_t epoch, ts_sample *
     out->x = tsi_new(OP, TS_SHAPE(T), TS_I64, ts_cpu());
     out->y = out->x ? tsi_new(OP, TS_SHAPE(T), TS_I64, ts_cpu()) : NULL;
     if (!out->y) return ts_error();
-    int64_t *x = (int64_t *)(void *)out->x->storage->data, *y = (int64_t *)(void *)out->y->storage->data;
+    int64_t *x = (int64_t *)(void *)out->x->storage->data,
+            *y = (int64_t *)(void *)out->y->storage->data;
     x += out->x->offset, y += out->y->offset;
     const unsigned char *b = d->c.bytes + off;
     for (int64_t t = 0; t < T; t++) {
@@ -220,8 +221,8 @@ ts_dataset *ts_text_dataset(const char *path, ts_data_split split, ts_text_opts 
         return NULL;
     }
     ts_dataset *ds = ts_dataset_new(
-        &(ts_dataset_ops){.len = text_len, .get = text_get, .free = text_free,
-                          .get_epoch = text_get_epoch},
+        &(ts_dataset_ops){
+            .len = text_len, .get = text_get, .free = text_free, .get_epoch = text_get_epoch},
         d);
     ts_dataset_set_num_classes(ds, 256);
     return ds;

@@ -1,6 +1,7 @@
 /* ddp_reducer.c — DDP's reducer: gradient buckets, the hook that marks a parameter's gradient
  * ready, each bucket all-reduced (averaged) as soon as it is full while backward goes on, and the
- * end of the iteration (waiting, copying back). PyTorch's reducer.cpp, without bucket rebuilding. */
+ * end of the iteration (waiting, copying back). PyTorch's reducer.cpp, without bucket rebuilding.
+ */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,7 +286,8 @@ static bool mark_used(ddp_module *d, ts_tensor *out) {
             stack[n++] = e->fn;
         }
     }
-    for (int i = 0; ok && i < d->n_params; i++) d->params[i].used = set_has(&leaves, d->params[i].p);
+    for (int i = 0; ok && i < d->n_params; i++)
+        d->params[i].used = set_has(&leaves, d->params[i].p);
     free(stack);
     free(nodes.v);
     free(leaves.v);

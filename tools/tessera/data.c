@@ -27,7 +27,8 @@ static void subset_free(void *ctx) {
     free(s->idx);
     free(s);
 }
-static const ts_dataset_ops subset_ops = {.len = subset_len, .get = subset_get, .free = subset_free};
+static const ts_dataset_ops subset_ops = {
+    .len = subset_len, .get = subset_get, .free = subset_free};
 
 static ts_dataset *subset_new(ts_dataset *base, const int64_t *idx, int64_t n) {
     subset *s = calloc(1, sizeof *s);
