@@ -14,6 +14,7 @@ void tcli_usage(FILE *f) {
         "commands:\n"
         "  train     train a model, evaluating on the test split after every epoch\n"
         "  eval      load a checkpoint and print the test loss and accuracy\n"
+        "  generate  write text with a GPT trained by tessera train --model gpt\n"
         "  devices   list the devices (cpu, cuda:N, sim:N) with their memory\n"
         "\n"
         "options of train and eval:\n"
@@ -30,7 +31,9 @@ void tcli_usage(FILE *f) {
         "{train,t10k}-{images-idx3,labels-idx1}-ubyte\n"
         "                      (or .gz); cifar10 the binary batches data_batch_1..5.bin and\n"
         "                      test_batch.bin; csv is a folder with train.csv and test.csv or one\n"
-        "                      .csv file split by --test-fraction\n"
+        "                      .csv file split by --test-fraction; text is any text file or folder\n"
+        "                      (default /usr/share/games/fortunes, Debian's fortunes), its last\n"
+        "                      10%% held out for validation\n"
         "  --csv-target COL    csv: the target column, by header name or 0-based index (default:\n"
         "                      the last); its values are class numbers 0..K-1; the other columns\n"
         "                      are numeric features, standardised with the training set's "
@@ -48,16 +51,30 @@ void tcli_usage(FILE *f) {
         "                      eval: the checkpoint to load (a folder or a .safetensors file)\n"
         "  --seed N            seeds initialisation, shuffling and the csv split (0)\n"
         "\n"
+        "options of --model gpt (train, and generate for --heads):\n"
+        "  --context N         bytes the model sees at once (256)\n"
+        "  --layers N          transformer blocks (4)\n"
+        "  --heads N           attention heads per block (4)\n"
+        "  --dim N             embedding width (256)\n"
+        "  --dropout X         dropout in [0, 1) (0)\n"
+        "\n"
         "options of train:\n"
         "  --epochs N          passes over the training set (2; no limit with --max-steps)\n"
         "  --max-steps N       stop after N optimizer steps in all (a resumed run counts the steps\n"
         "                      before it); then test and checkpoint as at an epoch's end\n"
         "  --checkpoint-every N  also write the checkpoint every N steps, mid-epoch: --resume then\n"
         "                      continues from that batch exactly\n"
-        "  --optimizer NAME    sgd (default) or adam\n"
-        "  --lr X              learning rate (sgd: 0.02; adam: 0.001)\n"
+        "  --optimizer NAME    sgd (default), adam or adamw (default for gpt: decoupled weight\n"
+        "                      decay on matrices and embeddings, none on biases and norms)\n"
+        "  --lr X              learning rate (sgd: 0.02; adam, adamw: 0.001)\n"
         "  --momentum X        sgd momentum in [0, 1) (0.9)\n"
-        "  --weight-decay X    L2 penalty (0)\n"
+        "  --weight-decay X    L2 penalty (0; adamw: 0.1)\n"
+        "  --warmup N          linear learning-rate warm-up over the first N steps (gpt: 100)\n"
+        "  --grad-accum N      gradient accumulation: an optimizer step every N batches (1)\n"
+        "  --label-smoothing X cross-entropy's label smoothing in [0, 1) (0)\n"
+        "  --clip-grad X       clip the gradients' total norm to X before each step\n"
+        "  --time-limit S      stop after S seconds of training; then test and checkpoint as at\n"
+        "                      an epoch's end\n"
         "  --schedule NAME     cosine (default): the learning rate falls from --lr to 0 along a\n"
         "                      half cosine over all the batches of the run (set by the step, so a\n"
         "                      resumed run follows it too); constant: --lr throughout\n"
@@ -83,6 +100,13 @@ void tcli_usage(FILE *f) {
         "                      float16\n"
         "  --amp-dtype T       bf16 or f16 (default: f16 on cuda, bf16 on cpu and sim)\n"
         "\n"
+        "options of generate:\n"
+        "  --checkpoint DIR    a gpt's folder (model.safetensors, else latest.safetensors) or file\n"
+        "  --prompt TEXT       the text to continue (default: a new line)\n"
+        "  --tokens N          bytes to write (200)\n"
+        "  --temperature X     sampling temperature (1); --top-k K keeps the K likeliest bytes;\n"
+        "                      --greedy takes the likeliest byte each time\n"
+        "\n"
         "  -h, --help          this help\n"
         "\n"
         "Every epoch prints its train loss/accuracy, test loss/accuracy and time; the last line "
@@ -97,6 +121,8 @@ void tcli_usage(FILE *f) {
         "  tessera eval --model mlp --checkpoint runs/mlp\n"
         "  tessera train --model mlp --data csv --data-dir mydata.csv --csv-target label\n"
         "  tessera train --devices sim:0,sim:1 --amp      # data parallel, mixed precision\n"
+        "  tessera train --data text --checkpoint runs/gpt --time-limit 600 --epochs 100\n"
+        "  tessera generate --checkpoint runs/gpt --prompt 'The ' --tokens 300 --top-k 20\n"
         "  TS_SIM_DEVICES=2 tessera devices\n"
         "\n"
         "environment: TS_SIM_DEVICES=N adds simulated devices sim:0..N-1; for crash tests,\n"
@@ -118,7 +144,7 @@ enum kind {
     K_FLAG,
     K_PROGRESS
 };
-enum { FOR_TRAIN = 1, FOR_EVAL = 2 };
+enum { FOR_TRAIN = 1, FOR_EVAL = 2, FOR_GEN = 4 };
 
 typedef struct opt_spec {
     const char *name;
@@ -130,21 +156,36 @@ typedef struct opt_spec {
 
 #define OFF(f) offsetof(tcli_opts, f)
 static const opt_spec specs[] = {
-    {"--model", K_CHOICE, FOR_TRAIN | FOR_EVAL, OFF(model), "mlp|lenet|simplecnn"},
-    {"--data", K_CHOICE, FOR_TRAIN | FOR_EVAL, OFF(data), "fashion-mnist|mnist|cifar10|csv"},
+    {"--model", K_CHOICE, FOR_TRAIN | FOR_EVAL, OFF(model), "mlp|lenet|simplecnn|gpt"},
+    {"--data", K_CHOICE, FOR_TRAIN | FOR_EVAL, OFF(data), "fashion-mnist|mnist|cifar10|csv|text"},
     {"--data-dir", K_STRING, FOR_TRAIN | FOR_EVAL, OFF(data_dir), NULL},
     {"--csv-target", K_STRING, FOR_TRAIN | FOR_EVAL, OFF(csv_target), NULL},
     {"--test-fraction", K_FRACTION, FOR_TRAIN | FOR_EVAL, OFF(test_fraction), NULL},
-    {"--device", K_STRING, FOR_TRAIN | FOR_EVAL, OFF(device), NULL},
+    {"--device", K_STRING, FOR_TRAIN | FOR_EVAL | FOR_GEN, OFF(device), NULL},
     {"--batch-size", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(batch_size), NULL},
     {"--workers", K_NONNEG_INT, FOR_TRAIN | FOR_EVAL, OFF(workers), NULL},
-    {"--threads", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(threads), NULL},
-    {"--checkpoint", K_STRING, FOR_TRAIN | FOR_EVAL, OFF(checkpoint), NULL},
-    {"--seed", K_SEED, FOR_TRAIN | FOR_EVAL, OFF(seed), NULL},
+    {"--threads", K_POS_INT, FOR_TRAIN | FOR_EVAL | FOR_GEN, OFF(threads), NULL},
+    {"--checkpoint", K_STRING, FOR_TRAIN | FOR_EVAL | FOR_GEN, OFF(checkpoint), NULL},
+    {"--seed", K_SEED, FOR_TRAIN | FOR_EVAL | FOR_GEN, OFF(seed), NULL},
+    {"--context", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(context), NULL},
+    {"--layers", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(layers), NULL},
+    {"--heads", K_POS_INT, FOR_TRAIN | FOR_EVAL | FOR_GEN, OFF(heads), NULL},
+    {"--dim", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(dim), NULL},
+    {"--dropout", K_UNIT_REAL, FOR_TRAIN, OFF(dropout), NULL},
+    {"--warmup", K_POS_INT, FOR_TRAIN, OFF(warmup), NULL},
+    {"--grad-accum", K_POS_INT, FOR_TRAIN, OFF(grad_accum), NULL},
+    {"--label-smoothing", K_UNIT_REAL, FOR_TRAIN, OFF(label_smoothing), NULL},
+    {"--clip-grad", K_POS_REAL, FOR_TRAIN, OFF(clip_grad), NULL},
+    {"--time-limit", K_POS_REAL, FOR_TRAIN, OFF(time_limit), NULL},
+    {"--prompt", K_STRING, FOR_GEN, OFF(prompt), NULL},
+    {"--tokens", K_POS_INT, FOR_GEN, OFF(tokens), NULL},
+    {"--temperature", K_POS_REAL, FOR_GEN, OFF(temperature), NULL},
+    {"--top-k", K_POS_INT, FOR_GEN, OFF(top_k), NULL},
+    {"--greedy", K_FLAG, FOR_GEN, OFF(greedy), NULL},
     {"--epochs", K_POS_INT, FOR_TRAIN, OFF(epochs), NULL},
     {"--max-steps", K_POS_INT, FOR_TRAIN, OFF(max_steps), NULL},
     {"--checkpoint-every", K_POS_INT, FOR_TRAIN, OFF(checkpoint_every), NULL},
-    {"--optimizer", K_CHOICE, FOR_TRAIN, OFF(optimizer), "sgd|adam"},
+    {"--optimizer", K_CHOICE, FOR_TRAIN, OFF(optimizer), "sgd|adam|adamw"},
     {"--lr", K_POS_REAL, FOR_TRAIN, OFF(lr), NULL},
     {"--momentum", K_UNIT_REAL, FOR_TRAIN, OFF(momentum), NULL},
     {"--weight-decay", K_NONNEG_REAL, FOR_TRAIN, OFF(weight_decay), NULL},
@@ -274,8 +315,7 @@ static bool is_help(const char *a) {
 }
 
 int tcli_parse(int argc, char **argv, tcli_opts *o) {
-    *o = (tcli_opts){.model = "lenet",
-                     .data = "fashion-mnist",
+    *o = (tcli_opts){.data = "fashion-mnist",
                      .test_fraction = 0.2,
                      .epochs = 0, /* 2, or no limit with --max-steps */
                      .batch_size = 64,
@@ -283,21 +323,33 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
                      .log_every = 50,
                      .lr = -1,
                      .momentum = 0.9,
-                     .optimizer = "sgd",
-                     .schedule = "cosine"};
+                     .weight_decay = -1,
+                     .schedule = "cosine",
+                     .context = 256,
+                     .layers = 4,
+                     .heads = 4,
+                     .dim = 256,
+                     .warmup = -1,
+                     .grad_accum = 1,
+                     .tokens = 200,
+                     .temperature = 1};
     if (argc < 2)
         return tcli_fail(TCLI_USAGE,
-                         "missing command: train, eval or devices (see tessera --help)");
+                         "missing command: train, eval, generate or devices (see tessera --help)");
     const char *cmd = argv[1];
     if (is_help(cmd)) {
         tcli_usage(stdout);
         return TCLI_OK;
     }
-    int mask = !strcmp(cmd, "train") ? FOR_TRAIN : !strcmp(cmd, "eval") ? FOR_EVAL : 0;
+    int mask = !strcmp(cmd, "train")      ? FOR_TRAIN
+               : !strcmp(cmd, "eval")     ? FOR_EVAL
+               : !strcmp(cmd, "generate") ? FOR_GEN
+                                          : 0;
     if (!mask && strcmp(cmd, "devices"))
-        return tcli_fail(
-            TCLI_USAGE,
-            "unknown command '%s': expected train, eval or devices (see tessera --help)", cmd);
+        return tcli_fail(TCLI_USAGE,
+                         "unknown command '%s': expected train, eval, generate or devices (see "
+                         "tessera --help)",
+                         cmd);
     o->command = cmd;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -332,6 +384,24 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
         int rc = set_value(s, v, o);
         if (rc >= 0) return rc;
     }
+    const bool text = !strcmp(o->data, "text");
+    if (!o->model) o->model = text ? "gpt" : "lenet";
+    const bool gpt = !strcmp(o->model, "gpt");
+    if (gpt != text)
+        return tcli_fail(TCLI_USAGE,
+                         gpt ? "--model gpt: trains on --data text"
+                             : "--data text: needs --model gpt (a language model)");
+    if (!o->optimizer) o->optimizer = gpt ? "adamw" : "sgd";
+    if (o->weight_decay < 0) o->weight_decay = !strcmp(o->optimizer, "adamw") ? 0.1 : 0;
+    if (o->warmup < 0) o->warmup = gpt ? 100 : 0;
+    if (o->dim % o->heads)
+        return tcli_fail(TCLI_USAGE, "--dim %d: must be a multiple of --heads (%d)", o->dim,
+                         o->heads);
+    if (mask == FOR_GEN && !o->checkpoint)
+        return tcli_fail(TCLI_USAGE, "generate: needs --checkpoint DIR (a gpt trained by tessera)");
+    if (o->greedy && o->top_k)
+        return tcli_fail(TCLI_USAGE, "--greedy: give either --greedy or --top-k, not both");
+    if (o->time_limit && !o->max_steps && o->epochs == 0) o->epochs = INT_MAX;
     if (o->epochs == 0) o->epochs = o->max_steps ? INT_MAX : 2;
     if (o->checkpoint_every && !o->checkpoint)
         return tcli_fail(TCLI_USAGE, "--checkpoint-every: needs --checkpoint DIR");
@@ -350,7 +420,7 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
 
 double tcli_default_lr(const tcli_opts *o) {
     if (o->lr > 0) return o->lr;
-    return strcmp(o->optimizer, "adam") ? 0.02 : 0.001;
+    return strcmp(o->optimizer, "sgd") ? 0.001 : 0.02;
 }
 
 int tcli_workers(const tcli_opts *o, ts_device dev) {

@@ -19,9 +19,9 @@ typedef enum {
 } tcli_progress_mode;
 
 typedef struct tcli_opts {
-    const char *command; /* "train", "eval", "devices" */
-    const char *model;   /* mlp, lenet, simplecnn */
-    const char *data;    /* fashion-mnist, mnist, cifar10, csv */
+    const char *command; /* "train", "eval", "generate", "devices" */
+    const char *model;   /* mlp, lenet, simplecnn, gpt (default: gpt for text, else lenet) */
+    const char *data;    /* fashion-mnist, mnist, cifar10, csv, text */
     const char *data_dir;
     const char *csv_target; /* column name or index; NULL = last column */
     double test_fraction;   /* csv from one file: rows held out for testing */
@@ -32,13 +32,27 @@ typedef struct tcli_opts {
     int epochs, batch_size, workers, threads, log_every;
     int max_steps;        /* train: stop after this many optimizer steps (0: no limit) */
     int checkpoint_every; /* train: also checkpoint every N steps (0: at epoch ends only) */
-    double lr, momentum, weight_decay; /* lr < 0: the optimizer's default */
-    const char *optimizer;             /* sgd, adam */
+    double lr, momentum, weight_decay; /* < 0: the optimizer's default */
+    const char *optimizer;             /* sgd, adam, adamw (default: adamw for gpt, else sgd) */
     uint64_t seed;
     const char *checkpoint, *log;
     bool resume;
     const char *schedule; /* cosine (default) or constant */
     tcli_progress_mode progress;
+    /* language models: --model gpt on --data text */
+    int context, layers, heads, dim;
+    double dropout;
+    /* train */
+    int warmup;             /* steps of linear learning-rate warm-up (gpt: 100) */
+    int grad_accum;         /* batches per optimizer step (1) */
+    double label_smoothing; /* cross-entropy's */
+    double clip_grad;       /* max total gradient norm (0: no clipping) */
+    double time_limit;      /* seconds of training (0: no limit) */
+    /* generate */
+    const char *prompt;
+    int tokens, top_k;
+    double temperature;
+    bool greedy;
 } tcli_opts;
 
 /* Prints "tessera: <message>" as one line on stderr and returns status. */
@@ -68,13 +82,23 @@ typedef struct tcli_data {
     float mean[3], std[3]; /* images: per-channel normalisation */
     float *fmean, *fstd;   /* tabular: per-feature standardisation (malloc'ed) */
     const char *title;     /* "Fashion-MNIST" */
+    bool text;             /* byte-level text: samples are windows of `features` bytes */
+    double unigram_bits;   /* text: entropy of the training bytes' distribution */
 } tcli_data;
 int tcli_data_open(const tcli_opts *o, bool need_train, tcli_data *d); /* -1 or exit status */
 ts_transform *tcli_data_transform(const tcli_data *d); /* a fresh one for each loader */
 void tcli_data_close(tcli_data *d);
 
+/* text.c: --data text (the windows of ts_text_dataset; default corpus Debian's fortunes) */
+#define TCLI_TEXT_DIR "/usr/share/games/fortunes"
+int tcli_text_open(const tcli_opts *o, bool need_train, tcli_data *d); /* -1 or exit status */
+/* --model gpt sized by --context --layers --heads --dim --dropout */
+ts_module *tcli_gpt_new(const tcli_opts *o);
+/* logits [B, T, V] and targets [B, T] as [B T, V] and [B T]; others unchanged (borrowed) */
+void tcli_flatten_tokens(ts_tensor **logits, ts_tensor **y);
+
 /* models.c */
-ts_module *tcli_model_new(const char *name, const tcli_data *d);
+ts_module *tcli_model_new(const tcli_opts *o, const tcli_data *d);
 const char *tcli_model_title(const char *name); /* "LeNet-5" */
 
 /* progress.c: a bar with rate and ETA on a terminal, else plain lines */
@@ -100,5 +124,6 @@ void tcli_test_hooks_batch(void); /* TS_TRAIN_KILL_AFTER_BATCHES */
 int tcli_train(const tcli_opts *o);
 int tcli_eval(const tcli_opts *o);
 int tcli_devices(const tcli_opts *o);
+int tcli_generate(const tcli_opts *o);
 
 #endif /* TESSERA_CLI_H */

@@ -207,12 +207,15 @@ static int open_images(const tcli_opts *o, bool need_train, tcli_data *d) {
 
 int tcli_data_open(const tcli_opts *o, bool need_train, tcli_data *d) {
     *d = (tcli_data){0};
-    int rc = !strcmp(o->data, "csv") ? open_csv(o, d) : open_images(o, need_train, d);
+    int rc = !strcmp(o->data, "csv")    ? open_csv(o, d)
+             : !strcmp(o->data, "text") ? tcli_text_open(o, need_train, d)
+                                        : open_images(o, need_train, d);
     if (rc >= 0) tcli_data_close(d);
     return rc;
 }
 
 ts_transform *tcli_data_transform(const tcli_data *d) {
+    if (d->text) return NULL; /* byte values are the model's input */
     if (!d->channels) return ts_normalize((int)d->features, d->fmean, d->fstd);
     ts_transform *ts[2] = {ts_to_tensor(), ts_normalize((int)d->channels, d->mean, d->std)};
     return ts_compose(2, ts);

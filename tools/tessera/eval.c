@@ -1,4 +1,5 @@
 /* eval.c — test loss and accuracy of a model over a loader, and `tessera eval`. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -6,8 +7,9 @@
 #include "cli.h"
 
 ts_loader *tcli_test_loader(const tcli_opts *o, const tcli_data *d, ts_device dev) {
-    /* no gradients are kept while testing, so larger batches cost little memory */
-    int bs = o->batch_size < 500 ? 500 : o->batch_size;
+    /* no gradients are kept while testing, so larger batches cost little memory (a language
+     * model's batch is already batch x context tokens) */
+    int bs = o->batch_size < 500 && !d->text ? 500 : o->batch_size;
     return ts_loader_new(d->test, (ts_loader_opts){.batch_size = bs,
                                                    .workers = tcli_workers(o, dev),
                                                    .pin_memory = dev.type == TS_CUDA,
@@ -26,13 +28,14 @@ ts_status tcli_evaluate(ts_module *net, ts_loader *l, double *loss, double *acc,
     /* per-batch sums come back to the host; a test batch is large, so the syncs are few */
     while (ts_loader_next(l, &b)) {
         ts_scope_begin();
-        ts_tensor *logits = ts_forward(net, b.x);
+        ts_tensor *logits = ts_forward(net, b.x), *y = b.y;
+        tcli_flatten_tokens(&logits, &y); /* a language model: every position predicts */
         ts_tensor *ls =
-            ts_cross_entropy_ex(logits, b.y, (ts_loss_opts){.reduction = TS_REDUCTION_SUM});
-        ts_tensor *c = ts_sum(ts_eq(ts_argmax_dim(logits, 1, false), b.y));
+            ts_cross_entropy_ex(logits, y, (ts_loss_opts){.reduction = TS_REDUCTION_SUM});
+        ts_tensor *c = ts_sum(ts_eq(ts_argmax_dim(logits, 1, false), y));
         loss_sum += ts_item(ls);
         correct += (int64_t)ts_item(c);
-        n += ts_size(b.y, 0);
+        n += ts_size(y, 0);
         ts_scope_end();
         if (ts_error()) break;
     }
@@ -74,7 +77,7 @@ int tcli_eval(const tcli_opts *o) {
     ts_module *net = NULL;
     ts_loader *tl = NULL;
     ts_manual_seed(o->seed);
-    net = tcli_model_new(o->model, &d);
+    net = tcli_model_new(o, &d);
     if (!net) {
         rc = ts_error() ? tcli_fail_ts(TCLI_FAIL, "model") : TCLI_USAGE;
         goto done;
@@ -99,7 +102,10 @@ int tcli_eval(const tcli_opts *o) {
     printf("%s on %s (%lld test samples) on %s, checkpoint %s (step %lld)\n",
            tcli_model_title(o->model), d.title, (long long)n, ts_device_str(dev), path,
            (long long)step);
-    printf("test loss %.4f  test accuracy %.4f\n", loss, acc);
+    if (d.text) /* bits per byte: the loss in nats / ln 2 */
+        printf("val loss %.4f (%.3f bpb)  val accuracy %.4f\n", loss, loss / log(2.0), acc);
+    else
+        printf("test loss %.4f  test accuracy %.4f\n", loss, acc);
     fflush(stdout);
     rc = TCLI_OK;
 done:

@@ -93,5 +93,6 @@ int main(int argc, char **argv) {
     if (rc >= 0) return rc;
     if (!strcmp(o.command, "train")) return tcli_train(&o);
     if (!strcmp(o.command, "eval")) return tcli_eval(&o);
+    if (!strcmp(o.command, "generate")) return tcli_generate(&o);
     return tcli_devices(&o);
 }

@@ -63,7 +63,9 @@ static ts_module *cnn_new(const char *type, const tcli_data *d, int pad) {
     return &m->base;
 }
 
-ts_module *tcli_model_new(const char *name, const tcli_data *d) {
+ts_module *tcli_model_new(const tcli_opts *o, const tcli_data *d) {
+    const char *name = o->model;
+    if (!strcmp(name, "gpt")) return tcli_gpt_new(o);
     if (!strcmp(name, "mlp")) return mlp_new(d->features, d->classes);
     if (!d->channels) {
         tcli_fail(TCLI_USAGE, "--model %s: needs image data; use --model mlp for --data %s", name,
@@ -75,5 +77,8 @@ ts_module *tcli_model_new(const char *name, const tcli_data *d) {
 }
 
 const char *tcli_model_title(const char *name) {
-    return !strcmp(name, "mlp") ? "MLP" : !strcmp(name, "lenet") ? "LeNet-5" : "SimpleCNN";
+    return !strcmp(name, "mlp")     ? "MLP"
+           : !strcmp(name, "lenet") ? "LeNet-5"
+           : !strcmp(name, "gpt")   ? "GPT"
+                                    : "SimpleCNN";
 }

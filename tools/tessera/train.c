@@ -35,10 +35,13 @@ typedef struct trainer {
     int64_t saved_batches; /* --resume: batches per epoch of the run that saved the checkpoint */
     /* running sums of the epoch, kept on the device so that a batch costs no host sync */
     ts_tensor *loss_sum, *correct;
+    double t_start; /* --time-limit counts from here */
 } trainer;
 
 static ts_optim *make_optim(const tcli_opts *o, ts_module *net) {
     double lr = tcli_default_lr(o);
+    if (!strcmp(o->optimizer, "adamw"))
+        return ts_adamw_decay_groups(net, (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
     if (!strcmp(o->optimizer, "adam"))
         return ts_adam(net, (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
     return ts_sgd(
@@ -53,26 +56,54 @@ static void amp_end(const trainer *t) {
     if (t->amp != TS_DTYPE_DEFAULT) ts_autocast_end();
 }
 
-/* One optimizer step on a batch; adds its loss x size and its correct predictions to the sums. */
-static void train_batch(trainer *t, ts_batch *b) {
+/* Where a batch stands in its gradient-accumulation cycle (--grad-accum batches; the epoch's last
+ * cycle may be shorter, and --max-steps may end one early). */
+typedef struct cycle {
+    bool first, last; /* zero the gradients before it; step the optimizer after it */
+    int64_t len;      /* batches in the cycle: each one's loss counts 1/len */
+} cycle;
+
+static cycle cycle_of(const trainer *t, int64_t done) {
+    const int64_t accum = t->o->grad_accum, start = done / accum * accum;
+    cycle c = {.first = done == start, .len = accum};
+    if (t->batches - start < c.len) c.len = t->batches - start;
+    c.last = done + 1 == start + c.len || (t->o->max_steps && t->step + 1 >= t->o->max_steps);
+    return c;
+}
+
+/* Forward and backward of one batch, and the optimizer step at its cycle's end; adds its loss x
+ * size and its correct predictions (per token for a language model) to the sums. */
+static void train_batch(trainer *t, ts_batch *b, cycle c) {
     ts_scope_begin();
-    ts_optim_zero_grad(t->opt);
+    if (c.first) ts_optim_zero_grad(t->opt);
+    /* DDP: batches before the cycle's last only accumulate; its backward reduces them all */
+    const bool no_sync = t->world > 1 && !c.last;
+    if (no_sync) ts_ddp_no_sync_begin(t->net);
     amp_begin(t);
-    ts_tensor *logits = ts_forward(t->net, b->x);
-    ts_tensor *loss = ts_cross_entropy(logits, b->y);
+    ts_tensor *logits = ts_forward(t->net, b->x), *y = b->y;
+    tcli_flatten_tokens(&logits, &y);
+    ts_tensor *loss =
+        ts_cross_entropy_ex(logits, y, (ts_loss_opts){.label_smoothing = t->o->label_smoothing});
     amp_end(t);
-    if (t->scaler) {
-        /* a step with Inf/NaN gradients is skipped and the scale backs off */
-        ts_backward(ts_grad_scaler_scale(t->scaler, loss));
-        ts_grad_scaler_step(t->scaler, t->opt, NULL);
-        ts_grad_scaler_update(t->scaler);
-    } else {
-        ts_backward(loss);
-        ts_optim_step(t->opt);
+    ts_tensor *part = c.len > 1 ? ts_div_scalar(loss, (double)c.len) : loss;
+    /* float16: a step with Inf/NaN gradients is skipped and the scale backs off */
+    ts_backward(t->scaler ? ts_grad_scaler_scale(t->scaler, part) : part);
+    if (no_sync) ts_ddp_no_sync_end(t->net);
+    if (c.last) {
+        if (t->o->clip_grad > 0) {
+            if (t->scaler) ts_grad_scaler_unscale_(t->scaler, t->opt);
+            ts_clip_grad_norm_module(t->model, t->o->clip_grad);
+        }
+        if (t->scaler) {
+            ts_grad_scaler_step(t->scaler, t->opt, NULL);
+            ts_grad_scaler_update(t->scaler);
+        } else {
+            ts_optim_step(t->opt);
+        }
     }
     ts_no_grad_begin();
-    ts_add_(t->loss_sum, ts_mul_scalar(loss, (double)ts_size(b->y, 0)));
-    ts_add_(t->correct, ts_sum(ts_eq(ts_argmax_dim(logits, 1, false), b->y)));
+    ts_add_(t->loss_sum, ts_mul_scalar(loss, (double)ts_numel(y)));
+    ts_add_(t->correct, ts_sum(ts_eq(ts_argmax_dim(logits, 1, false), y)));
     ts_no_grad_end();
     ts_scope_end();
 }
@@ -90,12 +121,33 @@ static ts_status log_epoch(trainer *t, int64_t epoch, const double *v) {
     return st;
 }
 
-/* The cosine schedule as a function of the step alone, so that a resumed run needs no scheduler
- * state to follow it exactly. */
+/* The schedule as a function of the step alone, so that a resumed run needs no scheduler state to
+ * follow it exactly: --warmup steps of linear warm-up, then the cosine (or constant). */
 static double lr_at(const trainer *t, int64_t step) {
-    double total = (double)t->batches * (double)t->epochs;
+    const double lr = tcli_default_lr(t->o);
+    const int64_t warmup = t->o->warmup;
+    if (strcmp(t->o->schedule, "cosine"))
+        return step < warmup ? lr * (double)(step + 1) / (double)warmup : lr;
+    int64_t total = t->batches * t->epochs;
     if (t->o->max_steps && t->o->max_steps < total) total = t->o->max_steps;
-    return tcli_default_lr(t->o) * 0.5 * (1 + cos(3.14159265358979323846 * (double)step / total));
+    return lr * ts_warmup_cosine_factor(step, warmup, total, 0);
+}
+
+static ts_status set_lr(trainer *t) {
+    const double lr = lr_at(t, t->step);
+    ts_status st = TS_OK;
+    for (int g = 0; g < ts_optim_num_groups(t->opt) && !st; g++)
+        st = ts_optim_set_lr(t->opt, g, lr);
+    return st;
+}
+
+/* "1.2345" or, for text, "1.2345 (1.781 bpb)": bits per byte are the loss in nats / ln 2 */
+static const char *loss_str(const trainer *t, double loss, char *buf, size_t n) {
+    if (t->data.text)
+        snprintf(buf, n, "%.4f (%.3f bpb)", loss, loss / log(2.0));
+    else
+        snprintf(buf, n, "%.4f", loss);
+    return buf;
 }
 
 static ts_status save_checkpoint(trainer *t, int64_t epoch) {
@@ -133,18 +185,24 @@ static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc,
     double window_loss = 0; /* loss_sum at the last batch_loss record */
     int64_t window_seen = 0;
     ts_batch b;
-    const bool cosine = !strcmp(o->schedule, "cosine");
+    const bool scheduled = !strcmp(o->schedule, "cosine") || o->warmup > 0;
     while (ts_loader_next(t->train, &b)) {
-        if (cosine && ts_optim_set_lr(t->opt, 0, lr_at(t, t->step))) break;
-        train_batch(t, &b);
+        if (scheduled && set_lr(t)) break;
+        const cycle c = cycle_of(t, done);
+        train_batch(t, &b, c);
         if (ts_error()) break;
         done++, t->step++;
-        seen += ts_size(b.y, 0);
-        if (t->is_main && o->checkpoint_every && t->step % o->checkpoint_every == 0 &&
-            save_checkpoint(t, -1)) /* mid-epoch: the step says where */
+        seen += ts_numel(b.y);
+        /* mid-epoch: the step says where (gradients are never half-accumulated there) */
+        if (t->is_main && c.last && o->checkpoint_every && t->step % o->checkpoint_every == 0 &&
+            save_checkpoint(t, -1))
             break;
         tcli_test_hooks_batch();
         if (o->max_steps && t->step >= o->max_steps) {
+            *stopped = true;
+            break;
+        }
+        if (o->time_limit && c.last && now_s() - t->t_start >= o->time_limit) {
             *stopped = true;
             break;
         }
@@ -172,10 +230,15 @@ static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc,
     double secs = now_s() - t0;
     *test_acc = acc;
     if (!t->is_main) return -1;
-    printf("epoch %lld/%lld  train loss %.4f acc %.4f  test loss %.4f acc %.4f  time %.1fs\n",
-           (long long)epoch + 1, (long long)t->epochs, train_loss, train_acc, test_loss, acc, secs);
-    if (*stopped)
+    char l1[48], l2[48];
+    printf("epoch %lld/%lld  train loss %s acc %.4f  %s loss %s acc %.4f  time %.1fs\n",
+           (long long)epoch + 1, (long long)t->epochs, loss_str(t, train_loss, l1, sizeof l1),
+           train_acc, t->data.text ? "val" : "test", loss_str(t, test_loss, l2, sizeof l2), acc,
+           secs);
+    if (*stopped && o->max_steps && t->step >= o->max_steps)
         printf("stopped after step %lld (--max-steps %d)\n", (long long)t->step, o->max_steps);
+    else if (*stopped)
+        printf("stopped after step %lld (--time-limit %g s)\n", (long long)t->step, o->time_limit);
     fflush(stdout);
     if (t->log) {
         double v[6] = {train_loss, train_acc, test_loss, acc, ts_optim_get_lr(t->opt, 0), secs};
@@ -236,7 +299,7 @@ static int train_run(trainer *t) {
     if (rc >= 0) return rc;
     if (o->checkpoint && (rc = tcli_checkpoint_prepare(o->checkpoint)) >= 0) return rc;
     ts_manual_seed(o->seed);
-    if (!(t->net = t->model = tcli_model_new(o->model, &t->data)))
+    if (!(t->net = t->model = tcli_model_new(o, &t->data)))
         return ts_error() ? tcli_fail_ts(TCLI_FAIL, "model") : TCLI_USAGE;
     t->net = t->model = ts_module_to(t->model, t->dev);
     if (ts_error() || !(t->opt = make_optim(o, t->model))) return tcli_fail_ts(TCLI_FAIL, "model");
@@ -287,13 +350,18 @@ static int train_run(trainer *t) {
     t->loss_sum = ts_zeros(TS_SHAPE(), (ts_opts){.dtype = TS_F64, .device = t->dev});
     t->correct = ts_zeros(TS_SHAPE(), (ts_opts){.dtype = TS_I64, .device = t->dev});
     if (ts_error()) return tcli_fail_ts(TCLI_FAIL, NULL);
+    if (o->checkpoint_every && o->checkpoint_every % o->grad_accum)
+        return tcli_fail(TCLI_USAGE, "--checkpoint-every %d: must be a multiple of --grad-accum %d",
+                         o->checkpoint_every, o->grad_accum);
     int64_t start = 0, start_batch = 0;
     if (o->resume && (rc = resume(t, &start, &start_batch)) >= 0) return rc;
     if (t->is_main && o->log && !(t->log = ts_logger_open(o->log)))
         return tcli_fail_ts(TCLI_USAGE, "--log");
     if (!t->is_main) goto train;
 
-    const char *opt_name = strcmp(o->optimizer, "adam") ? "SGD" : "Adam";
+    const char *opt_name = !strcmp(o->optimizer, "adamw") ? "AdamW"
+                           : !strcmp(o->optimizer, "adam") ? "Adam"
+                                                           : "SGD";
     printf("%s (%lld parameters) on %s (%lld train / %lld test) on ", tcli_model_title(o->model),
            (long long)ts_module_num_parameters(t->model), t->data.title,
            (long long)ts_dataset_len(t->data.train), (long long)ts_dataset_len(t->data.test));
@@ -312,13 +380,21 @@ static int train_run(trainer *t) {
                (long long)o->batch_size * t->world);
     else
         printf(", batch %d", o->batch_size);
+    if (o->grad_accum > 1) printf(" x %d accumulated", o->grad_accum);
     printf(", %s lr %g", opt_name, tcli_default_lr(o));
-    if (strcmp(o->optimizer, "adam")) printf(" momentum %g", o->momentum);
+    if (!strcmp(o->optimizer, "sgd")) printf(" momentum %g", o->momentum);
+    if (o->weight_decay > 0) printf(" weight decay %g", o->weight_decay);
+    if (o->warmup > 0) printf(" warm-up %d", o->warmup);
     printf("%s, seed %llu\n", strcmp(o->schedule, "cosine") ? "" : " cosine decay",
            (unsigned long long)o->seed);
+    if (t->data.text)
+        printf("gpt: context %d, %d layers, %d heads, width %d; a unigram model of the training "
+               "bytes has %.3f bits per byte\n",
+               o->context, o->layers, o->heads, o->dim, t->data.unigram_bits);
     fflush(stdout);
 
 train:;
+    t->t_start = now_s();
     double acc = -1;
     bool stopped = o->max_steps && t->step >= o->max_steps;
     for (int64_t e = start; e < t->epochs && !stopped; e++)
@@ -335,11 +411,17 @@ train:;
         char *path = malloc(n);
         if (!path) return tcli_fail(TCLI_FAIL, "out of memory");
         snprintf(path, n, "%s/model.safetensors", o->checkpoint);
-        ts_status st = ts_module_save(t->model, path);
+        /* what `tessera generate` needs besides the weights' shapes */
+        char heads[16];
+        snprintf(heads, sizeof heads, "%d", o->heads);
+        const char *meta[] = {"format", "pt", "model", o->model, "n_head", heads};
+        ts_tensor_list sd = ts_module_state_dict(t->model);
+        ts_status st = ts_error() ? ts_error() : ts_safetensors_save(path, &sd, meta, 3);
+        ts_tensor_list_free(&sd);
         free(path);
         if (st) return tcli_fail_ts(TCLI_FAIL, "--checkpoint");
     }
-    if (t->is_main) printf("test accuracy: %.4f\n", acc);
+    if (t->is_main) printf("%s accuracy: %.4f\n", t->data.text ? "val" : "test", acc);
     fflush(stdout);
     return TCLI_OK;
 }
