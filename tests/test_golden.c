@@ -2,12 +2,12 @@
  * logits, loss and every gradient within f32 tolerance, batch-norm buffers, and 10-step loss
  * trajectories with SGD-momentum and Adam within 1e-4 relative, on cpu, sim:0 and cuda:0 when
  * present (tests/support/test_devices.c). */
-#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "golden_util.h"
 #include "ts_test.h"
 
 /* ------------------------------------------------------------------ the models, as in the script
@@ -98,51 +98,9 @@ static const golden_model MODELS[] = {
     {"convbn", conv_bn_new, true},
 };
 
-/* ------------------------------------------------------------------ helpers */
-static double *host(ts_tensor *t, int64_t *n) {
-    *n = ts_numel(t);
-    double *h = malloc((size_t)(*n ? *n : 1) * sizeof *h);
-    ts_scope_begin();
-    ts_copy_to_host(ts_to_dtype(t, TS_F64), h, (size_t)*n * sizeof *h);
-    ts_scope_end();
-    return h;
-}
-
-/* every element within atol + rtol * |want| */
-static bool close_to(const char *what, ts_tensor *got, ts_tensor *want, double rtol, double atol) {
-    if (!got || !want) {
-        printf("  %s: missing (%s)\n", what, got ? "golden" : "tessera");
-        return false;
-    }
-    int64_t ng, nw;
-    double *g = host(got, &ng), *w = host(want, &nw);
-    bool ok = ng == nw;
-    double worst = 0;
-    for (int64_t i = 0; ok && i < ng; i++) {
-        double err = fabs(g[i] - w[i]), tol = atol + rtol * fabs(w[i]);
-        if (err > tol) ok = false;
-        if (err / tol > worst) worst = err / tol;
-    }
-    if (!ok)
-        printf("  %s: mismatch (%lld vs %lld elements, worst err/tol %.3g)\n", what, (long long)ng,
-               (long long)nw, worst);
-    free(g);
-    free(w);
-    return ok;
-}
-
-static ts_tensor_list with_prefix(const ts_tensor_list *all, const char *prefix) {
-    ts_tensor_list out = {0};
-    size_t n = strlen(prefix);
-    for (int i = 0; i < all->n; i++)
-        if (!strncmp(all->names[i], prefix, n))
-            ts_tensor_list_add(&out, all->names[i] + n, all->tensors[i]);
-    return out;
-}
-
 static ts_module *load_model(const golden_model *gm, const ts_tensor_list *file, ts_device dev) {
     ts_module *m = gm->build();
-    ts_tensor_list sd = with_prefix(file, "model.");
+    ts_tensor_list sd = ts_golden_prefix(file, "model.");
     ts_module_load_state_dict(m, &sd, true);
     ts_tensor_list_free(&sd);
     return ts_module_to(m, dev);
@@ -162,13 +120,13 @@ static void check_step(const golden_model *gm, const ts_tensor_list *file, ts_de
     ts_tensor *loss = loss_of(gm, out, y);
     ts_backward(loss);
     CHECK_OK();
-    bool ok = close_to("logits", out, ts_tensor_list_get(file, "logits"), 1e-4, 1e-5);
-    ok &= close_to("loss", loss, ts_tensor_list_get(file, "loss"), 1e-5, 1e-6);
+    bool ok = ts_golden_close("logits", out, ts_tensor_list_get(file, "logits"), 1e-4, 1e-5);
+    ok &= ts_golden_close("loss", loss, ts_tensor_list_get(file, "loss"), 1e-5, 1e-6);
     ts_tensor_list params = ts_module_named_parameters(m);
     for (int i = 0; i < params.n; i++) {
         char key[256];
         snprintf(key, sizeof key, "grad.%s", params.names[i]);
-        ok &= close_to(key, ts_grad(params.tensors[i]), ts_tensor_list_get(file, key), 1e-3, 1e-5);
+        ok &= ts_golden_close(key, ts_grad(params.tensors[i]), ts_tensor_list_get(file, key), 1e-3, 1e-5);
     }
     ts_tensor_list_free(&params);
     ts_tensor_list bufs = ts_module_named_buffers(m);
@@ -176,7 +134,7 @@ static void check_step(const golden_model *gm, const ts_tensor_list *file, ts_de
         char key[256];
         snprintf(key, sizeof key, "after.%s", bufs.names[i]);
         ts_tensor *want = ts_tensor_list_get(file, key);
-        if (want) ok &= close_to(key, bufs.tensors[i], want, 1e-4, 1e-6);
+        if (want) ok &= ts_golden_close(key, bufs.tensors[i], want, 1e-4, 1e-6);
     }
     ts_tensor_list_free(&bufs);
     ts_scope_end();
@@ -205,7 +163,7 @@ static void check_trajectory(const golden_model *gm, const ts_tensor_list *file,
         ts_scope_end();
     }
     ts_tensor *got = ts_tensor_f64(TS_SHAPE(10), losses, (ts_opts){0});
-    bool ok = close_to(adam ? "traj.adam" : "traj.sgd", got,
+    bool ok = ts_golden_close(adam ? "traj.adam" : "traj.sgd", got,
                        ts_tensor_list_get(file, adam ? "traj.adam" : "traj.sgd"), 1e-4, 0);
     ts_scope_end();
     CHECK_OK();
@@ -217,14 +175,11 @@ static void check_trajectory(const golden_model *gm, const ts_tensor_list *file,
 }
 
 int main(void) {
-    char src[4096];
-    snprintf(src, sizeof src, "%s", __FILE__);
-    const char *dir = dirname(src);
     ts_device devices[TS_TEST_MAX_DEVICES];
     const int ndev = ts_test_devices(devices, TS_TEST_MAX_DEVICES);
     for (size_t k = 0; k < sizeof MODELS / sizeof *MODELS; k++) {
         char path[4200];
-        snprintf(path, sizeof path, "%s/golden/%s.safetensors", dir, MODELS[k].name);
+        ts_golden_path(__FILE__, MODELS[k].name, path, sizeof path);
         ts_tensor_list file = {0};
         if (ts_safetensors_load(path, ts_cpu(), &file) != TS_OK) {
             printf("cannot load %s: %s\n", path, ts_error_message());

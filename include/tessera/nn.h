@@ -173,6 +173,7 @@ typedef struct ts_norm_opts {
     double momentum; /* 0 -> 0.1 */
     bool no_affine;
     bool no_running_stats;
+    bool no_bias; /* LayerNorm(bias=False): a weight without a bias */
 } ts_norm_opts;
 ts_module *ts_batch_norm1d_new(int64_t num_features, ts_norm_opts o);
 ts_module *ts_batch_norm2d_new(int64_t num_features, ts_norm_opts o);
@@ -190,5 +191,98 @@ ts_tensor *ts_init_normal_(ts_tensor *t, double mean, double std);
 ts_tensor *ts_init_xavier_uniform_(ts_tensor *t, double gain);
 ts_tensor *ts_init_zeros_(ts_tensor *t);
 ts_tensor *ts_init_ones_(ts_tensor *t);
+
+/* =============================================================== transformers (docs/TRANSFORMER.md) */
+/* GELU's tanh approximation, torch.nn.functional.gelu(x, approximate='tanh'):
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), composed from differentiable ops. */
+ts_tensor *ts_gelu_tanh(ts_tensor *t);
+typedef enum ts_gelu_approximate { TS_GELU_NONE = 0, TS_GELU_TANH } ts_gelu_approximate;
+ts_module *ts_gelu_new_ex(ts_gelu_approximate approximate); /* nn.GELU(approximate=...) */
+
+/* torch.nn.functional.rms_norm: x / sqrt(mean(x^2 over the last normalized_shape.ndim dims) + eps)
+ * * w; w of normalized_shape or NULL; eps 0 -> None, PyTorch's default: the machine epsilon of x's
+ * dtype (f32 1.19e-7). f16/bf16 inputs are computed in f32. */
+ts_tensor *ts_rms_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, double eps);
+/* nn.RMSNorm: parameter "weight" (ones) unless o.no_affine; o.eps 0 -> None as above (momentum,
+ * no_running_stats, no_bias unused). */
+ts_module *ts_rms_norm_new(ts_shape normalized_shape, ts_norm_opts o);
+
+/* nn.MultiheadAttention(embed_dim, num_heads, dropout, bias=!no_bias, batch_first): parameters
+ * in_proj_weight [3E, E] (xavier_uniform_), in_proj_bias [3E] (zeros), out_proj.weight,
+ * out_proj.bias (a Linear child "out_proj"; bias zeros). kdim/vdim, add_bias_kv, add_zero_attn are
+ * not supported. */
+typedef struct ts_mha_opts {
+    double dropout; /* on the attention weights, in training; PyTorch's default 0 */
+    bool no_bias;
+    bool batch_first; /* inputs [N, L, E]; false: [L, N, E] (PyTorch's default) */
+} ts_mha_opts;
+ts_module *ts_multihead_attention_new(int64_t embed_dim, int64_t num_heads, ts_mha_opts o);
+/* MultiheadAttention.forward: query [L, N, E] ([N, L, E] batch_first) or unbatched [L, E]; key and
+ * value [S, N, E] likewise. key_padding_mask [N, S] ([S] unbatched) and attn_mask [L, S] or
+ * [N * num_heads, L, S] (NULL: none): bool (true = NOT allowed to attend, PyTorch's MHA convention,
+ * the opposite of SDPA's) or of the query's dtype (added). is_causal: a causal mask; with attn_mask
+ * given it is a hint that attn_mask is causal (PyTorch); without one Tessera makes the causal mask
+ * (PyTorch requires attn_mask). need_weights: *attn_weights_out (may be NULL) gets the attention
+ * weights averaged over the heads [N, L, S] ([L, S] unbatched), in the caller's scope; otherwise the
+ * attention runs through ts_scaled_dot_product_attention and *attn_weights_out is NULL. Returns
+ * attn_output of the query's shape. ts_forward(mha, x) is self-attention without masks. */
+ts_tensor *ts_multihead_attention(ts_module *mha, ts_tensor *query, ts_tensor *key,
+                                  ts_tensor *value, ts_tensor *key_padding_mask,
+                                  ts_tensor *attn_mask, bool is_causal, bool need_weights,
+                                  ts_tensor **attn_weights_out);
+
+typedef enum ts_activation {
+    TS_ACT_RELU = 0, /* PyTorch's default */
+    TS_ACT_GELU,     /* activation="gelu": exact (erf) form */
+    TS_ACT_GELU_TANH /* GELU's tanh approximation (no PyTorch string for it) */
+} ts_activation;
+/* nn.TransformerEncoderLayer options; zero is PyTorch's default except dropout: */
+typedef struct ts_transformer_opts {
+    int64_t dim_feedforward; /* 0 -> 2048 */
+    bool has_dropout;        /* false: PyTorch's default dropout 0.1; true: `dropout` (0 allowed) */
+    double dropout;
+    ts_activation activation;
+    double layer_norm_eps; /* 0 -> 1e-5 */
+    bool batch_first, norm_first;
+    bool no_bias; /* bias=False: the linear layers, the attention and the layer norms */
+} ts_transformer_opts;
+/* Children in PyTorch's order and names: self_attn (MultiheadAttention), linear1, dropout,
+ * linear2, norm1, norm2, dropout1, dropout2. */
+ts_module *ts_transformer_encoder_layer_new(int64_t d_model, int64_t nhead, ts_transformer_opts o);
+/* TransformerEncoderLayer.forward(src, src_mask, src_key_padding_mask, is_causal); masks as
+ * ts_multihead_attention's. ts_forward(layer, src) runs it without masks. */
+ts_tensor *ts_transformer_encoder_layer(ts_module *layer, ts_tensor *src, ts_tensor *mask,
+                                        bool is_causal, ts_tensor *key_padding_mask);
+
+/* A GPT (decoder-only transformer) built from the modules above: tok_emb (Embedding vocab x d),
+ * pos_emb (Embedding context x d), drop (Dropout), blocks.N (TransformerEncoderLayer(d, n_head,
+ * 4d, dropout, activation gelu (erf), batch_first, norm_first) run with is_causal), ln_f
+ * (LayerNorm d); the head is tied to tok_emb.weight: logits = x @ tok_emb.weight^T, no parameter of
+ * its own and no "head.weight" key. Initialised as nanoGPT (normal(0, 0.02), residual projections
+ * 0.02/sqrt(2 n_layer), zero biases). */
+typedef struct ts_gpt_config {
+    int64_t vocab_size; /* 0 -> 256 */
+    int64_t context;    /* 0 -> 256: longest sequence (position embeddings) */
+    int64_t n_layer;    /* 0 -> 4 */
+    int64_t n_head;     /* 0 -> 4 */
+    int64_t n_embd;     /* 0 -> 256 */
+    double dropout;     /* 0 */
+} ts_gpt_config;
+/* ts_forward(gpt, idx i64 [B, T]) -> logits [B, T, vocab]; T <= context, else TS_ERR_SHAPE */
+ts_module *ts_gpt_new(ts_gpt_config c);
+ts_gpt_config ts_gpt_get_config(ts_module *gpt); /* defaults resolved; zeros if not a GPT */
+typedef struct ts_sample_opts {
+    double temperature; /* 0 -> 1 */
+    int64_t top_k;      /* 0: every token */
+    bool greedy;        /* argmax (the first of equal maxima) */
+} ts_sample_opts;
+/* One token per row of logits [B, V] (any floating dtype and device): softmax(logits /
+ * temperature) restricted to the top_k largest (ties with the k-th kept, as nanoGPT), drawn with
+ * one U[0, 1) per row from the global generator. -> i64 [B] on the logits' device. */
+ts_tensor *ts_sample_logits(ts_tensor *logits, ts_sample_opts o);
+/* Appends new_tokens sampled tokens to idx i64 [B, T0] -> i64 [B, T0 + new_tokens]; each step
+ * feeds the last `context` tokens (nanoGPT's crop) and recomputes them (no key/value cache). Runs
+ * without a graph and in eval mode (the module's mode is restored afterwards). */
+ts_tensor *ts_gpt_generate(ts_module *gpt, ts_tensor *idx, int64_t new_tokens, ts_sample_opts o);
 
 #endif /* TESSERA_NN_H */

@@ -125,8 +125,9 @@ static void ln_extra(ts_module *self, char *buf, size_t n) {
         k +=
             (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "(", (long long)m->shape.dims[i]);
     if (k < n)
-        snprintf(buf + k, n - k, "%s), eps=%s, elementwise_affine=%s",
-                 m->shape.ndim == 1 ? "," : "", eps, py_bool(m->w >= 0));
+        snprintf(buf + k, n - k, "%s), eps=%s, elementwise_affine=%s%s",
+                 m->shape.ndim == 1 ? "," : "", eps, py_bool(m->w >= 0),
+                 m->w >= 0 && m->b < 0 ? ", bias=False" : "");
 }
 
 ts_module *ts_layer_norm_new(ts_shape normalized_shape, ts_norm_opts o) {
@@ -153,8 +154,10 @@ ts_module *ts_layer_norm_new(ts_shape normalized_shape, ts_norm_opts o) {
     if (!o.no_affine) {
         if (!tsi_scope_open()) return finish(&m->base, false);
         m->w = tsi_register_slot(&m->base, "weight", ts_ones(normalized_shape, (ts_opts){0}), true);
-        m->b = tsi_register_slot(&m->base, "bias", ts_zeros(normalized_shape, (ts_opts){0}), true);
-        ok = m->w >= 0 && m->b >= 0;
+        if (!o.no_bias)
+            m->b = tsi_register_slot(&m->base, "bias", ts_zeros(normalized_shape, (ts_opts){0}),
+                                     true);
+        ok = m->w >= 0 && (o.no_bias || m->b >= 0);
         ts_scope_end();
     }
     return finish(&m->base, ok);

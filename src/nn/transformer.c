@@ -1,0 +1,108 @@
+/* transformer.c — nn.TransformerEncoderLayer (post-norm or pre-norm) with PyTorch's child names,
+ * built from MultiheadAttention, Linear, LayerNorm and Dropout modules. */
+#include "nn/module_internal.h"
+
+typedef struct enc_m {
+    ts_module base;
+    ts_module *self_attn, *linear1, *dropout, *linear2, *norm1, *norm2, *dropout1, *dropout2;
+    ts_activation act;
+    bool norm_first;
+} enc_m;
+
+static ts_tensor *enc_forward(ts_module *self, ts_tensor *src) {
+    return ts_transformer_encoder_layer(self, src, NULL, false, NULL);
+}
+
+static ts_tensor *activate(ts_activation a, ts_tensor *x) {
+    switch (a) {
+    case TS_ACT_GELU: return ts_gelu(x);
+    case TS_ACT_GELU_TANH: return ts_gelu_tanh(x);
+    default: return ts_relu(x);
+    }
+}
+
+ts_module *ts_transformer_encoder_layer_new(int64_t d_model, int64_t nhead, ts_transformer_opts o) {
+    tsi_init();
+    const char *op = "TransformerEncoderLayer";
+    const double p = o.has_dropout ? o.dropout : 0.1;
+    const int64_t ff = o.dim_feedforward ? o.dim_feedforward : 2048;
+    if (d_model <= 0 || nhead <= 0 || ff < 0)
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: d_model and nhead must be positive and dim_feedforward >= 0, got "
+                             "%lld, %lld and %lld",
+                             op, (long long)d_model, (long long)nhead, (long long)ff),
+               NULL;
+    if (!(p >= 0 && p <= 1))
+        return tsi_error_set(TS_ERR_ARG, "%s: dropout must be in [0, 1], got %g", op, p), NULL;
+    if ((unsigned)o.activation > TS_ACT_GELU_TANH)
+        return tsi_error_set(TS_ERR_ARG, "%s: activation should be relu/gelu, not %d", op,
+                             (int)o.activation),
+               NULL;
+    if (!(o.layer_norm_eps >= 0))
+        return tsi_error_set(TS_ERR_ARG, "%s: layer_norm_eps must be >= 0, got %g", op,
+                             o.layer_norm_eps),
+               NULL;
+    enc_m *m = ts_module_alloc(sizeof *m, op, enc_forward);
+    if (!m) return NULL;
+    m->act = o.activation;
+    m->norm_first = o.norm_first;
+    ts_module *b = &m->base;
+    ts_linear_opts lo = {.no_bias = o.no_bias};
+    ts_norm_opts no = {.eps = o.layer_norm_eps, .no_bias = o.no_bias};
+    m->self_attn = ts_module_add(
+        b, "self_attn",
+        ts_multihead_attention_new(d_model, nhead, (ts_mha_opts){.dropout = p,
+                                                                 .no_bias = o.no_bias,
+                                                                 .batch_first = o.batch_first}));
+    m->linear1 = ts_module_add(b, "linear1", ts_linear_new_ex(d_model, ff, lo));
+    m->dropout = ts_module_add(b, "dropout", ts_dropout_new(p));
+    m->linear2 = ts_module_add(b, "linear2", ts_linear_new_ex(ff, d_model, lo));
+    m->norm1 = ts_module_add(b, "norm1", ts_layer_norm_new(TS_SHAPE(d_model), no));
+    m->norm2 = ts_module_add(b, "norm2", ts_layer_norm_new(TS_SHAPE(d_model), no));
+    m->dropout1 = ts_module_add(b, "dropout1", ts_dropout_new(p));
+    m->dropout2 = ts_module_add(b, "dropout2", ts_dropout_new(p));
+    if (!m->self_attn || !m->linear1 || !m->dropout || !m->linear2 || !m->norm1 || !m->norm2 ||
+        !m->dropout1 || !m->dropout2) {
+        ts_module_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+ts_tensor *ts_transformer_encoder_layer(ts_module *layer, ts_tensor *src, ts_tensor *mask,
+                                        bool is_causal, ts_tensor *key_padding_mask) {
+    tsi_init();
+    if (!layer || layer->forward != enc_forward) {
+        if (!ts_error())
+            tsi_error_set(TS_ERR_ARG,
+                          "transformer_encoder_layer: expected a TransformerEncoderLayer module, "
+                          "got %s",
+                          layer ? layer->type_name : "NULL");
+        return NULL;
+    }
+    if (!tsi_check_input("transformer_encoder_layer", src, "src")) return NULL;
+    enc_m *m = (enc_m *)layer;
+    ts_scope_begin();
+    ts_tensor *x = src, *h;
+#define SA(in)                                                                                     \
+    ts_forward(m->dropout1, ts_multihead_attention(m->self_attn, in, in, in, key_padding_mask,     \
+                                                   mask, is_causal, false, NULL))
+#define FF(in)                                                                                     \
+    ts_forward(m->dropout2,                                                                        \
+               ts_forward(m->linear2,                                                              \
+                          ts_forward(m->dropout, activate(m->act, ts_forward(m->linear1, in)))))
+    if (m->norm_first) {
+        h = ts_forward(m->norm1, x);
+        x = ts_add(x, SA(h));
+        h = ts_forward(m->norm2, x);
+        x = ts_add(x, FF(h));
+    } else {
+        x = ts_forward(m->norm1, ts_add(x, SA(x)));
+        x = ts_forward(m->norm2, ts_add(x, FF(x)));
+    }
+#undef SA
+#undef FF
+    ts_keep(x);
+    ts_scope_end();
+    return x;
+}

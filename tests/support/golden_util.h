@@ -1,0 +1,16 @@
+/* golden_util.h — comparing Tessera's tensors with golden files written by PyTorch. */
+#ifndef TS_GOLDEN_UTIL_H
+#define TS_GOLDEN_UTIL_H
+
+#include <stdbool.h>
+
+#include "tessera.h"
+
+/* Every element within atol + rtol * |want|; prints the worst err/tol when not (what names it). */
+bool ts_golden_close(const char *what, ts_tensor *got, ts_tensor *want, double rtol, double atol);
+/* The entries whose names start with prefix, under their names without it (retained). */
+ts_tensor_list ts_golden_prefix(const ts_tensor_list *all, const char *prefix);
+/* "<dir of this source file>/golden/<name>.safetensors" into out */
+void ts_golden_path(const char *source_file, const char *name, char *out, size_t n);
+
+#endif /* TS_GOLDEN_UTIL_H */
