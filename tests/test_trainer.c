@@ -283,7 +283,7 @@ static void test_help_and_errors(void) {
     check_usage_error(RUN("train", "--momentum", "1.5"), NULL);
     check_usage_error(RUN("train", "--batch-size", "12abc"), NULL);
     check_usage_error(RUN("train", "--model", "resnet"),
-                      "tessera: --model: expected mlp, lenet or simplecnn, got 'resnet'\n");
+                      "tessera: --model: expected mlp, lenet, simplecnn or gpt, got 'resnet'\n");
     check_usage_error(RUN("train", "--optimizer", "lbfgs"), NULL);
     check_usage_error(RUN("train", "--device", "gpu"), NULL);
     check_usage_error(RUN("train", "--device", "cuda:7"), NULL);
@@ -514,7 +514,6 @@ static void test_resume(void) {
 #undef RUN3
 }
 
-
 /* largest |a - b| / max |b| over every tensor of two safetensors files (INFINITY when the names
  * or shapes differ) */
 static double weights_rel_diff(const char *a, const char *b) {
@@ -541,7 +540,8 @@ static double weights_rel_diff(const char *a, const char *b) {
 }
 
 /* --max-steps stops at the step (also across a resume); --checkpoint-every saves mid-epoch, and a
- * run killed after such a save and resumed ends with the uninterrupted run's files, byte for byte. */
+ * run killed after such a save and resumed ends with the uninterrupted run's files, byte for byte.
+ */
 static void test_max_steps_and_midepoch_resume(void) {
 #define RUNS(dir)                                                                                  \
     "train", "--model", "mlp", DATA, "--seed", "5", "--progress", "none", "--max-steps", "20",     \
@@ -622,8 +622,8 @@ static void test_distributed(void) {
     result_free(&r);
     /* float32 sums in another order (two halves of 32 rows, then their average): a few ulps per
      * step over 12 steps */
-    double d = weights_rel_diff(path_in("two", "model.safetensors"),
-                                path_in("one", "model.safetensors"));
+    double d =
+        weights_rel_diff(path_in("two", "model.safetensors"), path_in("one", "model.safetensors"));
     if (!(d <= 1e-5)) fprintf(stderr, "2 ranks vs one process: %g relative\n", d);
     CHECK(d <= 1e-5);
 
@@ -688,6 +688,92 @@ static void test_csv(void) {
                       NULL);
 }
 
+/* --model gpt on --data text: a corpus whose next byte follows from the last one ("abcdefgh"
+ * repeated) is learnt well below the unigram model's 3 bits per byte, generate continues a prompt,
+ * --grad-accum of two half batches equals the whole batch, --time-limit stops, and the mistakes. */
+static void test_text_gpt(void) {
+    FILE *f = fopen(path_in("abc.txt", NULL), "w");
+    for (int i = 0; i < 1500; i++) fputs("abcdefgh", f);
+    fclose(f);
+#define GPT                                                                                        \
+    "train", "--data", "text", "--data-dir", path_in("abc.txt", NULL), "--context", "16",          \
+        "--layers", "1", "--heads", "2", "--dim", "32", "--batch-size", "16", "--progress", "none"
+    result r = RUN(GPT, "--max-steps", "60", "--warmup", "5", "--lr", "0.01", "--checkpoint",
+                   path_in("gpt", NULL));
+    check_clean_exit(&r);
+    CHECK(r.out && strstr(r.out, "GPT (") && strstr(r.out, "AdamW lr 0.01 weight decay 0.1"));
+    /* every training window holds two whole cycles of the 8 letters: exactly 3 bits */
+    CHECK(r.out && strstr(r.out, "a unigram model of the training bytes has 3.000 bits per byte"));
+    const char *p = NULL; /* the last epoch's */
+    for (const char *s = r.out; s && (s = strstr(s, "val loss ")); s++) p = s;
+    double val_loss = p ? strtod(p + 9, NULL) : 99;
+    const char *q = p ? strstr(p, "(") : NULL;
+    double bpb = q ? strtod(q + 1, NULL) : 99;
+    CHECK(bpb < 1.0); /* a third of the unigram model's bits, at most */
+    CHECK(fabs(bpb - val_loss / log(2.0)) < 2e-3);
+    if (bpb >= 1.0) fprintf(stderr, "  gpt output: %s", r.out ? r.out : "");
+    result_free(&r);
+    /* greedy continuation of "abc" follows the cycle */
+    r = RUN("generate", "--checkpoint", path_in("gpt", NULL), "--prompt", "abc", "--tokens", "13",
+            "--greedy");
+    check_clean_exit(&r);
+    CHECK(r.out && !strcmp(r.out, "abcdefghabcdefgh\n"));
+    if (r.out && strcmp(r.out, "abcdefghabcdefgh\n")) fprintf(stderr, "  generated: %s", r.out);
+    result_free(&r);
+    /* sampled with a seed: the same text twice, 20 bytes after the prompt */
+    r = RUN("generate", "--checkpoint", path_in("gpt", NULL), "--prompt", "h", "--tokens", "20",
+            "--top-k", "3", "--temperature", "0.8", "--seed", "4");
+    result r2 = RUN("generate", "--checkpoint", path_in("gpt", NULL), "--prompt", "h", "--tokens",
+                    "20", "--top-k", "3", "--temperature", "0.8", "--seed", "4");
+    check_clean_exit(&r);
+    CHECK(r.out && r2.out && strlen(r.out) == 22 && !strcmp(r.out, r2.out));
+    result_free(&r);
+    result_free(&r2);
+    r = RUN("eval", "--data", "text", "--data-dir", path_in("abc.txt", NULL), "--context", "16",
+            "--layers", "1", "--heads", "2", "--dim", "32", "--checkpoint", path_in("gpt", NULL));
+    check_clean_exit(&r);
+    p = r.out ? strstr(r.out, "val loss ") : NULL;
+    CHECK(p && fabs(strtod(p + 9, NULL) - val_loss) < 1e-4);
+    result_free(&r);
+
+    /* two accumulated half batches make the whole batch's step (constant lr, SGD, an MLP) */
+    r = RUN("train", "--model", "mlp", DATA, "--schedule", "constant", "--progress", "none",
+            "--batch-size", "16", "--max-steps", "4", "--checkpoint", path_in("acc16", NULL));
+    check_clean_exit(&r);
+    result_free(&r);
+    r = RUN("train", "--model", "mlp", DATA, "--schedule", "constant", "--progress", "none",
+            "--batch-size", "8", "--grad-accum", "2", "--max-steps", "8", "--checkpoint",
+            path_in("acc8", NULL));
+    check_clean_exit(&r);
+    CHECK(r.out && strstr(r.out, "batch 8 x 2 accumulated"));
+    result_free(&r);
+    double d = weights_rel_diff(path_in("acc16", "model.safetensors"),
+                                path_in("acc8", "model.safetensors"));
+    CHECK(d < 1e-5); /* float32 sums in another order */
+    if (!(d < 1e-5)) fprintf(stderr, "  accumulated vs whole batch: %g\n", d);
+
+    r = RUN(GPT, "--time-limit", "0.001", "--label-smoothing", "0.1", "--clip-grad", "1");
+    check_clean_exit(&r);
+    CHECK(r.out && strstr(r.out, "stopped after step 1 (--time-limit 0.001 s)"));
+    result_free(&r);
+#undef GPT
+    check_usage_error(RUN("train", "--model", "gpt"),
+                      "tessera: --model gpt: trains on --data text\n");
+    check_usage_error(RUN("train", "--data", "text", "--model", "mlp"),
+                      "tessera: --data text: needs --model gpt (a language model)\n");
+    check_usage_error(RUN("train", "--data", "text", "--dim", "30"),
+                      "tessera: --dim 30: must be a multiple of --heads (4)\n");
+    check_usage_error(RUN("generate"),
+                      "tessera: generate: needs --checkpoint DIR (a gpt trained by tessera)\n");
+    check_usage_error(RUN("generate", "--checkpoint", path_in("nothing", NULL)), NULL);
+    check_usage_error(RUN("generate", "--checkpoint", path_in("acc16", NULL)),
+                      "tessera: --checkpoint: not a gpt (no tok_emb.weight and pos_emb.weight)\n");
+    check_usage_error(RUN("train", "--data", "text", "--data-dir", path_in("nothing", NULL)), NULL);
+    check_usage_error(RUN("train", "--model", "mlp", DATA, "--grad-accum", "2", "--checkpoint",
+                          path_in("acc", NULL), "--checkpoint-every", "3"),
+                      "tessera: --checkpoint-every 3: must be a multiple of --grad-accum 2\n");
+}
+
 static void remove_tree(const char *path) {
     DIR *d = opendir(path);
     struct dirent *e;
@@ -727,6 +813,7 @@ int main(void) {
 #endif
     test_parallel_and_amp();
     test_csv();
+    test_text_gpt();
     remove_tree(tmp);
     return ts_test_finish();
 }

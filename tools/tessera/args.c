@@ -31,7 +31,8 @@ void tcli_usage(FILE *f) {
         "{train,t10k}-{images-idx3,labels-idx1}-ubyte\n"
         "                      (or .gz); cifar10 the binary batches data_batch_1..5.bin and\n"
         "                      test_batch.bin; csv is a folder with train.csv and test.csv or one\n"
-        "                      .csv file split by --test-fraction; text is any text file or folder\n"
+        "                      .csv file split by --test-fraction; text is any text file or "
+        "folder\n"
         "                      (default /usr/share/games/fortunes, Debian's fortunes), its last\n"
         "                      10%% held out for validation\n"
         "  --csv-target COL    csv: the target column, by header name or 0-based index (default:\n"
@@ -60,9 +61,11 @@ void tcli_usage(FILE *f) {
         "\n"
         "options of train:\n"
         "  --epochs N          passes over the training set (2; no limit with --max-steps)\n"
-        "  --max-steps N       stop after N optimizer steps in all (a resumed run counts the steps\n"
+        "  --max-steps N       stop after N optimizer steps in all (a resumed run counts the "
+        "steps\n"
         "                      before it); then test and checkpoint as at an epoch's end\n"
-        "  --checkpoint-every N  also write the checkpoint every N steps, mid-epoch: --resume then\n"
+        "  --checkpoint-every N  also write the checkpoint every N steps, mid-epoch: --resume "
+        "then\n"
         "                      continues from that batch exactly\n"
         "  --optimizer NAME    sgd (default), adam or adamw (default for gpt: decoupled weight\n"
         "                      decay on matrices and embeddings, none on biases and norms)\n"
@@ -101,7 +104,8 @@ void tcli_usage(FILE *f) {
         "  --amp-dtype T       bf16 or f16 (default: f16 on cuda, bf16 on cpu and sim)\n"
         "\n"
         "options of generate:\n"
-        "  --checkpoint DIR    a gpt's folder (model.safetensors, else latest.safetensors) or file\n"
+        "  --checkpoint DIR    a gpt's folder (model.safetensors, else latest.safetensors) or "
+        "file\n"
         "  --prompt TEXT       the text to continue (default: a new line)\n"
         "  --tokens N          bytes to write (200)\n"
         "  --temperature X     sampling temperature (1); --top-k K keeps the K likeliest bytes;\n"
@@ -388,9 +392,8 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
     if (!o->model) o->model = text ? "gpt" : "lenet";
     const bool gpt = !strcmp(o->model, "gpt");
     if (gpt != text)
-        return tcli_fail(TCLI_USAGE,
-                         gpt ? "--model gpt: trains on --data text"
-                             : "--data text: needs --model gpt (a language model)");
+        return tcli_fail(TCLI_USAGE, gpt ? "--model gpt: trains on --data text"
+                                         : "--data text: needs --model gpt (a language model)");
     if (!o->optimizer) o->optimizer = gpt ? "adamw" : "sgd";
     if (o->weight_decay < 0) o->weight_decay = !strcmp(o->optimizer, "adamw") ? 0.1 : 0;
     if (o->warmup < 0) o->warmup = gpt ? 100 : 0;

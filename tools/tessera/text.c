@@ -130,8 +130,8 @@ static int config_from_weights(const tcli_opts *o, const ts_tensor_list *l, bool
                          .n_head = o->heads,
                          .n_embd = ts_size(tok, 1)};
     if (c->n_embd % c->n_head)
-        return tcli_fail(TCLI_USAGE, "--heads %d: does not divide the model's width %lld",
-                         o->heads, (long long)c->n_embd);
+        return tcli_fail(TCLI_USAGE, "--heads %d: does not divide the model's width %lld", o->heads,
+                         (long long)c->n_embd);
     return -1;
 }
 
@@ -141,8 +141,9 @@ static int load_gpt(const tcli_opts *o, ts_device dev, ts_module **out) {
     if (!path) return tcli_fail(TCLI_FAIL, "out of memory");
     struct stat sb;
     if (stat(path, &sb) != 0) {
-        int rc = tcli_fail(TCLI_USAGE, "--checkpoint: no model at '%s' (train with --model gpt "
-                                       "--checkpoint DIR first)",
+        int rc = tcli_fail(TCLI_USAGE,
+                           "--checkpoint: no model at '%s' (train with --model gpt "
+                           "--checkpoint DIR first)",
                            path);
         free(path);
         return rc;
@@ -163,9 +164,9 @@ static int load_gpt(const tcli_opts *o, ts_device dev, ts_module **out) {
     ts_tensor_list_free(&l);
     ts_module *m = rc < 0 ? ts_gpt_new(c) : NULL;
     if (rc < 0 && m) m = ts_module_to(m, dev);
-    if (rc < 0 && (!m || ts_error() ||
-                   (prefixed ? ts_checkpoint_load(path, m, NULL, NULL)
-                             : ts_module_load(m, path, true))))
+    if (rc < 0 &&
+        (!m || ts_error() ||
+         (prefixed ? ts_checkpoint_load(path, m, NULL, NULL) : ts_module_load(m, path, true))))
         rc = tcli_fail_ts(ts_error() == TS_ERR_IO ? TCLI_FAIL : TCLI_USAGE, "--checkpoint");
     free(path);
     if (rc >= 0) {

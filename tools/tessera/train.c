@@ -41,7 +41,8 @@ typedef struct trainer {
 static ts_optim *make_optim(const tcli_opts *o, ts_module *net) {
     double lr = tcli_default_lr(o);
     if (!strcmp(o->optimizer, "adamw"))
-        return ts_adamw_decay_groups(net, (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
+        return ts_adamw_decay_groups(net,
+                                     (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
     if (!strcmp(o->optimizer, "adam"))
         return ts_adam(net, (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
     return ts_sgd(
@@ -208,8 +209,8 @@ static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc,
         }
         bool log_now = t->log && t->step % o->log_every == 0;
         if (tcli_progress_due(pg, done) || log_now) {
-            double ls = ts_item(t->loss_sum), c = ts_item(t->correct);
-            tcli_progress_update(pg, done, ls / (double)seen, c / (double)seen);
+            double ls = ts_item(t->loss_sum), cr = ts_item(t->correct);
+            tcli_progress_update(pg, done, ls / (double)seen, cr / (double)seen);
             if (log_now && seen > window_seen) {
                 ts_logger_scalar(t->log, "train/batch_loss", t->step,
                                  (ls - window_loss) / (double)(seen - window_seen));
@@ -272,14 +273,14 @@ static int resume(trainer *t, int64_t *start_epoch, int64_t *start_batch) {
         rc = tcli_fail_ts(ts_error() == TS_ERR_IO || ts_error() == TS_ERR_OOM ? TCLI_FAIL
                                                                               : TCLI_USAGE,
                           "--resume");
-    } else if (t->step < 0 || (t->saved_batches ? t->saved_batches != t->batches
-                                                 : t->step % t->batches != 0)) {
-        rc = tcli_fail(TCLI_USAGE,
-                       "--resume: %s was saved at step %lld by a run with %lld batches an epoch, "
-                       "this one has %lld: resume with the data, --batch-size and number of "
-                       "processes it was trained with",
-                       path, (long long)t->step, (long long)t->saved_batches,
-                       (long long)t->batches);
+    } else if (t->step < 0 ||
+               (t->saved_batches ? t->saved_batches != t->batches : t->step % t->batches != 0)) {
+        rc =
+            tcli_fail(TCLI_USAGE,
+                      "--resume: %s was saved at step %lld by a run with %lld batches an epoch, "
+                      "this one has %lld: resume with the data, --batch-size and number of "
+                      "processes it was trained with",
+                      path, (long long)t->step, (long long)t->saved_batches, (long long)t->batches);
     } else {
         /* the epoch and the batch within it follow from the step (--checkpoint-every saves
          * mid-epoch): resume with the data and --batch-size the run was trained with */
@@ -327,9 +328,9 @@ static int train_run(trainer *t) {
         if (t->amp == TS_F16 && !(t->scaler = ts_grad_scaler_new((ts_grad_scaler_opts){0})))
             return tcli_fail_ts(TCLI_FAIL, "--amp");
     }
-    if (t->world > 1 && !(t->sampler = ts_distributed_sampler(ts_dataset_len(t->data.train),
-                                                              (ts_distributed_sampler_opts){
-                                                                  .seed = o->seed})))
+    if (t->world > 1 &&
+        !(t->sampler = ts_distributed_sampler(ts_dataset_len(t->data.train),
+                                              (ts_distributed_sampler_opts){.seed = o->seed})))
         return tcli_fail_ts(TCLI_FAIL, "distributed");
     t->train =
         ts_loader_new(t->data.train, (ts_loader_opts){.batch_size = o->batch_size,
@@ -359,7 +360,7 @@ static int train_run(trainer *t) {
         return tcli_fail_ts(TCLI_USAGE, "--log");
     if (!t->is_main) goto train;
 
-    const char *opt_name = !strcmp(o->optimizer, "adamw") ? "AdamW"
+    const char *opt_name = !strcmp(o->optimizer, "adamw")  ? "AdamW"
                            : !strcmp(o->optimizer, "adam") ? "Adam"
                                                            : "SGD";
     printf("%s (%lld parameters) on %s (%lld train / %lld test) on ", tcli_model_title(o->model),
@@ -371,8 +372,7 @@ static int train_run(trainer *t) {
         printf(", mixed precision %s%s", ts_dtype_name(t->amp),
                t->scaler ? " with grad scaling" : "");
     printf("\n");
-    if (t->world > 1)
-        printf("distributed: %s; DistributedDataParallel\n", ts_dist_describe());
+    if (t->world > 1) printf("distributed: %s; DistributedDataParallel\n", ts_dist_describe());
     printf("%lld epoch%s", (long long)t->epochs, t->epochs == 1 ? "" : "s");
     if (o->max_steps) printf(" (at most %d steps)", o->max_steps);
     if (t->world > 1)
