@@ -1,10 +1,14 @@
 /* ts_test.c — pass/fail counters and reporting behind the CHECK macros of ts_test.h. */
 #include "ts_test.h"
 
+#include "backend/cpu/cpu_isa.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tessera.h"
 
@@ -55,4 +59,14 @@ bool ts_test_near(double a, double b, double tol) {
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
     if (isinf(a) || isinf(b)) return a == b;
     return fabs(a - b) <= tol;
+}
+
+int ts_test_isa_gate(void) {
+    const char *want = getenv("TS_TEST_ISA");
+    const ts_cpu_isa host = ts_cpu_isa_host();
+    if (want && *want && strcmp(ts_cpu_isa_name(ts_cpu_isa_get()), want) != 0)
+        return ts_test_skip("this host's best vector ISA is %s: no %s run", ts_cpu_isa_name(host),
+                            want);
+    printf("cpu isa: %s (host: %s)\n", ts_cpu_isa_name(ts_cpu_isa_get()), ts_cpu_isa_name(host));
+    return 0;
 }
