@@ -98,7 +98,10 @@ static void close_to(const char *what, const char *label, ts_tensor *got, ts_ten
  * the gradients sums of L, S and Ev terms; u is the unit roundoff. `scale_of` is the magnitude
  * the result is compared at. */
 static double bound(ts_dtype dt, const sdpa_case *c, double A, double scale_of) {
-    const double u = dt == TS_F64 ? ldexp(1, -53) : ldexp(1, -24);
+    const double u = dt == TS_F64   ? ldexp(1, -53)
+                     : dt == TS_F32 ? ldexp(1, -24)
+                     : dt == TS_F16 ? ldexp(1, -11)
+                                    : ldexp(1, -8);
     return 8 * u * ((double)c->E * A + (double)(c->S + c->L + c->Ev + c->E) + 8) * scale_of;
 }
 
@@ -180,6 +183,12 @@ static void test_against_reference(void) {
             run_case(&cases[i], TS_F64, devs[d]);
             ts_manual_seed(100 + i);
             run_case(&cases[i], TS_F32, devs[d]);
+            if (devs[d].type != TS_CUDA) continue;
+            /* CUDA's kernels also take f16 and bf16 (computing in float) */
+            ts_manual_seed(100 + i);
+            run_case(&cases[i], TS_F16, devs[d]);
+            ts_manual_seed(100 + i);
+            run_case(&cases[i], TS_BF16, devs[d]);
         }
 }
 
