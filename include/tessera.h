@@ -79,6 +79,10 @@ void ts_log_placement(bool on);
 /* Threads used by CPU kernels (OpenMP); 0 = library default. */
 void ts_set_num_threads(int n);
 int ts_get_num_threads(void);
+/* The vector ISA the CPU kernels use ("avx512", "avx2" or "generic": the best this CPU has, capped
+ * by TS_CPU_ISA) and the best this CPU has. */
+const char *ts_cpu_vector_isa(void);
+const char *ts_cpu_vector_isa_best(void);
 
 /* ===================================================================== dtypes */
 typedef enum ts_dtype {

@@ -623,10 +623,10 @@ int main(void) {
         run_pool_case(&pool_cases[2], ts_cpu(), dts[t], 13);
         run_pool_case(&pool_cases[0], ts_cpu(), dts[t], 20);
     }
-    /* f32 through each kernel family this CPU has: direct AVX-512 / AVX2, im2col + GEMM */
+    /* f32 through each kernel family this CPU has: direct AVX-512 / AVX2 / portable, im2col + GEMM */
     const conv_case cnn = {8, 3, 32, 32, 6, 5, 5, {.groups = 0}, true, false, false};
-    const char *isas[3] = {"avx512", "avx2", "none"};
-    for (int is = 0; is < 3; is++) {
+    const char *isas[4] = {"avx512", "avx2", "generic", "none"};
+    for (int is = 0; is < 4; is++) {
         if (!ts_conv_direct_force_isa(isas[is])) continue;
         printf("conv kernels: %s\n", isas[is]);
         for (int i = 0; i < N_CONV_CASES; i++) run_conv_case(&conv_cases[i], ts_cpu(), TS_F32);

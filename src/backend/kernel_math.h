@@ -64,10 +64,12 @@ static inline TS_HD ts_f16_bits ts_f32_to_f16(float f) {
     return (ts_f16_bits)(sign | h);
 }
 
+/* A signalling NaN comes back quiet (its payload kept), as the F16C instruction, every other
+ * hardware conversion and arithmetic on it do. */
 static inline TS_HD float ts_f16_to_f32(ts_f16_bits h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1f) return ts_u32_as_f32(sign | 0x7f800000u | (m << 13));
+    if (e == 0x1f) return ts_u32_as_f32(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u));
     if (e == 0) { /* zero or subnormal: m * 2^-24 is exact in f32 */
         float v = (float)m * 5.9604644775390625e-08f;
         return sign ? -v : v;

@@ -122,9 +122,8 @@ static inline char *host_ptr(ts_tensor *t) {
  * img.float().div(255), a true f32 division so the values match bit for bit, then `steps`
  * normalize steps (mean / std every TSI_U8_PLAN_CHANNELS floats) as NORMALIZE_LOOP computes them.
  * to_tensor runs it with no steps; the loader's fast path with the plan's. */
-TS_CPU_CLONES static void u8_plane(float *restrict o, const uint8_t *restrict s, int64_t hw,
-                                   int64_t ch, const float *restrict mean,
-                                   const float *restrict std, int steps) {
+TS_CPU_BODY void u8_plane_body(float *restrict o, const uint8_t *restrict s, int64_t hw, int64_t ch,
+                               const float *restrict mean, const float *restrict std, int steps) {
     if (ch == 1)
         for (int64_t i = 0; i < hw; i++) o[i] = (float)s[i] / 255.0f;
     else
@@ -134,6 +133,10 @@ TS_CPU_CLONES static void u8_plane(float *restrict o, const uint8_t *restrict s,
         for (int64_t i = 0; i < hw; i++) o[i] = (o[i] - m) / sd;
     }
 }
+TS_CPU_VARIANTS(u8_plane,
+                (float *restrict o, const uint8_t *restrict s, int64_t hw, int64_t ch,
+                 const float *restrict mean, const float *restrict std, int steps),
+                (o, s, hw, ch, mean, std, steps))
 
 static ts_tensor *to_tensor_fn(ts_tensor *x, const ts_transform_ctx *c, void *user) {
     const char *op = "to_tensor";

@@ -10,6 +10,8 @@
 
 #include "backend/cpu/gemm_blocked.h"
 
+#include "backend/cpu/cpu_isa.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,8 +21,8 @@
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define TS_GEMM_X86      1
-#define TS_TARGET_AVX2   __attribute__((target("avx2,fma")))
-#define TS_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
+#define TS_TARGET_AVX2   __attribute__((target(TS_ISA_TARGET_AVX2)))
+#define TS_TARGET_AVX512 __attribute__((target(TS_ISA_TARGET_AVX512)))
 #endif
 
 /* C tile update shared by every kernel: acc_c adds into C (later k blocks), else overwrites. */
@@ -92,7 +94,8 @@ TS_DEFINE_UKR(ukr_f32_avx512, TS_TARGET_AVX512, float, ts_v16f, 16, 12, 2)
 TS_DEFINE_UKR(ukr_f64_avx512, TS_TARGET_AVX512, double, ts_v8d, 8, 12, 2)
 #endif
 
-enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_COUNT };
+enum { ISA_GENERIC = TS_ISA_GENERIC, ISA_AVX2 = TS_ISA_AVX2, ISA_AVX512 = TS_ISA_AVX512,
+       ISA_COUNT = TS_ISA_COUNT };
 static const gemm_kernel kernels_f32[ISA_COUNT] = {
     {"generic", 6, 8, 256, 240, 4096, ukr_f32_generic},
 #ifdef TS_GEMM_X86
@@ -111,20 +114,20 @@ static const gemm_kernel kernels_f64[ISA_COUNT] = {
 static int forced_isa = -1;
 
 static bool isa_supported(int isa) {
-#ifdef TS_GEMM_X86
-    if (isa == ISA_AVX512) return __builtin_cpu_supports("avx512f");
-    if (isa == ISA_AVX2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#ifndef TS_GEMM_X86
+    if (isa != ISA_GENERIC) return false;
 #endif
-    return isa == ISA_GENERIC;
+    return isa <= (int)ts_cpu_isa_host();
 }
 
-/* No cached answer: __builtin_cpu_supports only reads a table, and nothing is shared between
- * threads. */
+/* The ISA every kernel family uses (TS_CPU_ISA caps it), unless a test forced one. */
 static int current_isa(void) {
     if (forced_isa >= 0) return forced_isa;
-    for (int i = ISA_COUNT - 1; i > ISA_GENERIC; i--)
-        if (isa_supported(i)) return i;
+#ifdef TS_GEMM_X86
+    return (int)ts_cpu_isa_get();
+#else
     return ISA_GENERIC;
+#endif
 }
 
 const char *ts_gemm_blocked_isa(void) { return kernels_f32[current_isa()].isa; }

@@ -16,9 +16,9 @@ void ts_gemm_blocked_f64(int64_t m, int64_t n, int64_t k, const double *a, int64
                          const double *b, int64_t rsb, int64_t csb, double *c, int64_t rsc,
                          int64_t csc, bool parallel);
 
-/* The micro-kernel family in use: "avx512", "avx2" or "generic" (picked from the CPU at first use).
- * Tests force each family the CPU supports in turn; forcing one it lacks returns false. NULL
- * restores the automatic choice. Not thread-safe: call while no GEMM runs. */
+/* The micro-kernel family in use: "avx512", "avx2" or "generic" (ts_cpu_isa_get(): the CPU's best,
+ * capped by TS_CPU_ISA). Tests force each family the CPU supports in turn; forcing one it lacks
+ * returns false. NULL restores the automatic choice. Not thread-safe: call while no GEMM runs. */
 const char *ts_gemm_blocked_isa(void);
 bool ts_gemm_blocked_force_isa(const char *name);
 

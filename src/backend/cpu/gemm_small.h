@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 /* C[m,n] = A[m,k] @ B[k,n] (strides in elements, as ts_gemm_blocked_f32) when the operands have
- * one of the two layouts it is written for and the CPU has AVX-512; returns false, touching
- * nothing, otherwise:
+ * one of the two layouts it is written for and ts_cpu_isa_get() is AVX-512 or AVX2 (the portable
+ * path declines: BLAS does these products there); returns false, touching nothing, otherwise:
  *   NT: A row-major (csa == 1), B the transpose of a row-major matrix (rsb == 1), m <= 128,
  *       k >= 64 (x @ W^T of a linear layer on a batch of m rows);
  *   TN: A the transpose of a row-major matrix (rsa == 1), B row-major (csb == 1), k <= 256

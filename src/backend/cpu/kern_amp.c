@@ -28,8 +28,8 @@ typedef struct unscale_ctx {
  * factor of exactly 1 leaves the values untouched. `!(|v| <= MAX)` is true for Inf and NaN and
  * vectorises, unlike isfinite on some compilers. */
 #define UNSCALE_SEG(SUF, T, CT, LD, ST, FABS, MAXV)                                                \
-    static TS_CPU_CLONES void unscale_seg_##SUF(void *vctx, char *const *p, const int64_t *s,      \
-                                                int64_t n) {                                       \
+    TS_CPU_BODY void unscale_seg_##SUF##_body(void *vctx, char *const *p, const int64_t *s,        \
+                                              int64_t n) {                                         \
         unscale_ctx *c = (unscale_ctx *)vctx;                                                      \
         const CT inv = (CT)c->inv_scale;                                                           \
         const bool identity = c->inv_scale == 1.0f;                                                \
@@ -55,7 +55,8 @@ typedef struct unscale_ctx {
             }                                                                                      \
         }                                                                                          \
         c->bad |= bad;                                                                             \
-    }
+    }                                                                                              \
+    TS_CPU_SEG_VARIANTS(unscale_seg_##SUF)
 
 UNSCALE_SEG(f32, float, float, LD_SAME, ST_SAME, fabsf, FLT_MAX)
 UNSCALE_SEG(f64, double, double, LD_SAME, ST_SAME, fabs, DBL_MAX)

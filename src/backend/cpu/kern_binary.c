@@ -1,8 +1,14 @@
-/* kern_binary.c — CPU elementwise binary ops (tensor-tensor and tensor-scalar) and where. */
+/* kern_binary.c — CPU elementwise binary ops (tensor-tensor and tensor-scalar) and where. f16 and
+ * bf16 convert chunks to float (F16C where the CPU has it) and compute as f32 does; gelu's and
+ * silu's backward on f32 use the vectorised math of vec_kernels.h. */
 #include <math.h>
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loops.h"
+#include "backend/cpu/vec_kernels.h"
+
+/* floats per chunk of the f16 / bf16 and strided vectorised paths (three of them on the stack) */
+#define BIN_CHUNK 256
 
 #define ID(x)      (x)
 #define TO_B8(x)   ((uint8_t)((x) != 0))
@@ -11,10 +17,6 @@
 #define ST_I64(x)  (x)
 #define ST_I32(x)  ((int32_t)(x))
 #define ST_U8(x)   ((uint8_t)(x))
-#define LD_F16(x)  ts_f16_to_f32(x)
-#define ST_F16(x)  ts_f32_to_f16(x)
-#define LD_BF16(x) ts_bf16_to_f32(x)
-#define ST_BF16(x) ts_f32_to_bf16(x)
 #define M_f_POW    powf
 #define M_d_POW    pow
 #define M_f_SQRT   sqrtf
@@ -154,6 +156,8 @@
  * LD / ST (load into and store from the compute type) are defined around each instantiation. */
 typedef struct bin_ctx {
     ts_binary_op op;
+    const ts_vec_kernels *vk;
+    ts_dtype dt;  /* the inputs' */
     int pow_kind; /* scalar POW on floats: one of POW_* */
     double sd;    /* the scalar for f64 */
     float sf;     /* the scalar for f32, f16, bf16 (PyTorch's opmath: not rounded to f16) */
@@ -165,11 +169,36 @@ typedef struct bin_ctx {
 enum { POW_GENERIC, POW_SQRT, POW_SQUARE, POW_CUBE, POW_RSQRT, POW_RECIP, POW_RECIP_SQUARE };
 
 static bool is_cmp(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_GE; }
+/* ops whose output is bool */
+static bool bool_out(ts_binary_op op) { return is_cmp(op) || op == TS_B_AND || op == TS_B_OR; }
+static bool vec_bwd(ts_binary_op op) { return op == TS_B_GELU_BWD || op == TS_B_SILU_BWD; }
 
-#define DEFINE_FLOAT(TAG, CT_, FAM, BVAL, BCMP)                                                    \
-    TS_CPU_CLONES static void binary_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
+/* gelu's and silu's backward on f32: through vk, in chunks unless every run is dense */
+static void binary_vec_bwd(const bin_ctx *ctx, char *const *p, const int64_t *s, int64_t n) {
+    const ts_vec_kernels *vk = ctx->vk;
+    if (s[0] == 4 && s[1] == 4 && s[2] == 4) {
+        vk->bwd_f32(ctx->op, (float *)p[0], (const float *)p[1], (const float *)p[2], n);
+        return;
+    }
+    float gb[BIN_CHUNK], xb[BIN_CHUNK];
+    for (int64_t i = 0; i < n; i += BIN_CHUNK) {
+        const int64_t m = n - i < BIN_CHUNK ? n - i : BIN_CHUNK;
+        ts_vec_load_f32(vk, gb, p[1] + i * s[1], TS_F32, s[1], m);
+        ts_vec_load_f32(vk, xb, p[2] + i * s[2], TS_F32, s[2], m);
+        vk->bwd_f32(ctx->op, gb, gb, xb, m);
+        ts_vec_store_f32(vk, p[0] + i * s[0], TS_F32, s[0], gb, m);
+    }
+}
+
+#define DEFINE_FLOAT(TAG, CT_, FAM, BVAL, BCMP, VEC)                                               \
+    TS_CPU_BODY void binary_##TAG##_body(void *vctx, char *const *p, const int64_t *s,             \
+                                         int64_t n) {                                              \
         typedef ts_cpu_t_##TAG T;                                                                  \
         typedef CT_ CT;                                                                            \
+        if (VEC && vec_bwd(((const bin_ctx *)vctx)->op)) {                                         \
+            binary_vec_bwd((const bin_ctx *)vctx, p, s, n);                                        \
+            return;                                                                                \
+        }                                                                                          \
         switch (((const bin_ctx *)vctx)->op) {                                                     \
         case TS_B_POW: BIN_LOOP(T, ST, M_##FAM##_POW(a, b)); break;                                \
             FLOAT_CASES(BIN_LOOP, FAM)                                                             \
@@ -178,11 +207,19 @@ static bool is_cmp(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_GE; }
             break;                                                                                 \
         }                                                                                          \
     }                                                                                              \
-    TS_CPU_CLONES static void scalar_##TAG(void *vctx, char *const *p, const int64_t *s,          \
-                                           int64_t n) {                                            \
+    TS_CPU_SEG_VARIANTS(binary_##TAG)                                                              \
+    TS_CPU_BODY void scalar_##TAG##_body(void *vctx, char *const *p, const int64_t *s,             \
+                                         int64_t n) {                                              \
         typedef ts_cpu_t_##TAG T;                                                                  \
         typedef CT_ CT;                                                                            \
         const bin_ctx *ctx = (const bin_ctx *)vctx;                                                \
+        if (VEC && vec_bwd(ctx->op)) { /* off the contract: scalar forms of the backwards */        \
+            float xs[1] = {ctx->sf};                                                               \
+            char *const q[3] = {p[0], p[1], (char *)xs};                                           \
+            const int64_t qs[3] = {s[0], s[1], 0};                                                 \
+            binary_vec_bwd(ctx, q, qs, n);                                                         \
+            return;                                                                                \
+        }                                                                                          \
         const CT bval = is_cmp(ctx->op) ? (CT)ctx->BCMP : (CT)ctx->BVAL;                           \
         switch (ctx->op) {                                                                         \
         case TS_B_POW:                                                                             \
@@ -203,10 +240,12 @@ static bool is_cmp(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_GE; }
         default:                                                                                   \
             break;                                                                                 \
         }                                                                                          \
-    }
+    }                                                                                              \
+    TS_CPU_SEG_VARIANTS(scalar_##TAG)
 
 #define DEFINE_INT(TAG)                                                                            \
-    TS_CPU_CLONES static void binary_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
+    TS_CPU_BODY void binary_##TAG##_body(void *vctx, char *const *p, const int64_t *s,             \
+                                         int64_t n) {                                              \
         typedef ts_cpu_t_##TAG T;                                                                  \
         typedef int64_t CT;                                                                        \
         switch (((const bin_ctx *)vctx)->op) {                                                     \
@@ -215,6 +254,7 @@ static bool is_cmp(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_GE; }
             break;                                                                                 \
         }                                                                                          \
     }                                                                                              \
+    TS_CPU_SEG_VARIANTS(binary_##TAG)                                                              \
     static void scalar_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
         typedef ts_cpu_t_##TAG T;                                                                  \
         typedef int64_t CT;                                                                        \
@@ -230,20 +270,34 @@ static bool is_cmp(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_GE; }
 /* clang-format on */
 #define LD ID
 #define ST ID
-DEFINE_FLOAT(f32, float, f, sf, sf)
-DEFINE_FLOAT(f64, double, d, sd, sd)
+DEFINE_FLOAT(f32, float, f, sf, sf_cmp, 1)
+DEFINE_FLOAT(f64, double, d, sd, sd, 0)
 #undef LD
 #undef ST
-#define LD LD_F16
-#define ST ST_F16
-DEFINE_FLOAT(f16, float, f, sf, sf_cmp)
-#undef LD
-#undef ST
-#define LD LD_BF16
-#define ST ST_BF16
-DEFINE_FLOAT(bf16, float, f, sf, sf_cmp)
-#undef LD
-#undef ST
+
+/* f16 and bf16: chunks of the inputs converted to float, computed by the f32 kernel (ns inputs:
+ * 2 tensors or 1 and the scalar), the output converted back (bool outputs are written directly).
+ */
+static void half_chunks(const bin_ctx *ctx, ts_cpu_seg_fn f32, int ns, char *const *p,
+                        const int64_t *s, int64_t n) {
+    float ab[BIN_CHUNK], bb[BIN_CHUNK], ob[BIN_CHUNK];
+    const bool direct = bool_out(ctx->op);
+    for (int64_t i = 0; i < n; i += BIN_CHUNK) {
+        const int64_t m = n - i < BIN_CHUNK ? n - i : BIN_CHUNK;
+        ts_vec_load_f32(ctx->vk, ab, p[1] + i * s[1], ctx->dt, s[1], m);
+        if (ns == 3) ts_vec_load_f32(ctx->vk, bb, p[2] + i * s[2], ctx->dt, s[2], m);
+        char *const q[3] = {direct ? p[0] + i * s[0] : (char *)ob, (char *)ab, (char *)bb};
+        const int64_t qs[3] = {direct ? s[0] : 4, 4, 4};
+        f32((void *)ctx, q, qs, m);
+        if (!direct) ts_vec_store_f32(ctx->vk, p[0] + i * s[0], ctx->dt, s[0], ob, m);
+    }
+}
+static void binary_half(void *vctx, char *const *p, const int64_t *s, int64_t n) {
+    half_chunks((const bin_ctx *)vctx, binary_f32, 3, p, s, n);
+}
+static void scalar_half(void *vctx, char *const *p, const int64_t *s, int64_t n) {
+    half_chunks((const bin_ctx *)vctx, scalar_f32, 2, p, s, n);
+}
 #define LD LD_I
 #define ST ST_I64
 DEFINE_INT(i64)
@@ -262,16 +316,16 @@ DEFINE_INT(b8)
 #undef LD
 #undef ST
 
-static const ts_cpu_seg_fn binary_fns[8] = {binary_f32, binary_f64, binary_f16, binary_bf16,
-                                            binary_i64, binary_i32, binary_u8,  binary_b8};
-static const ts_cpu_seg_fn scalar_fns[8] = {scalar_f32, scalar_f64, scalar_f16, scalar_bf16,
-                                            scalar_i64, scalar_i32, scalar_u8,  scalar_b8};
+static const ts_cpu_seg_fn binary_fns[8] = {binary_f32, binary_f64, binary_half, binary_half,
+                                            binary_i64, binary_i32, binary_u8,   binary_b8};
+static const ts_cpu_seg_fn scalar_fns[8] = {scalar_f32, scalar_f64, scalar_half, scalar_half,
+                                            scalar_i64, scalar_i32, scalar_u8,   scalar_b8};
 
 void ts_cpu_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
                    const ts_kview *a, const ts_kview *b) {
     (void)be;
     (void)index;
-    bin_ctx ctx = {.op = op};
+    bin_ctx ctx = {.op = op, .vk = ts_vec_kernels_get(), .dt = a->dtype};
     const ts_kview *views[3] = {out, a, b};
     ts_cpu_iter it;
     ts_cpu_iter_init(&it, 3, views);
@@ -297,7 +351,13 @@ void ts_cpu_binary_scalar(const ts_backend *be, int index, ts_binary_op op, cons
                           const ts_kview *a, double s) {
     (void)be;
     (void)index;
-    bin_ctx ctx = {.op = op, .pow_kind = POW_GENERIC, .sd = s, .sf = (float)s, .sf_cmp = (float)s};
+    bin_ctx ctx = {.op = op,
+                   .vk = ts_vec_kernels_get(),
+                   .dt = a->dtype,
+                   .pow_kind = POW_GENERIC,
+                   .sd = s,
+                   .sf = (float)s,
+                   .sf_cmp = (float)s};
     if (a->dtype == TS_F16) ctx.sf_cmp = ts_f16_to_f32(ts_f32_to_f16((float)s));
     if (a->dtype == TS_BF16) ctx.sf_cmp = ts_bf16_to_f32(ts_f32_to_bf16((float)s));
     if (!(a->dtype == TS_F32 || a->dtype == TS_F64 || a->dtype == TS_F16 || a->dtype == TS_BF16))

@@ -13,13 +13,13 @@ typedef struct ts_cgeom {
 } ts_cgeom;
 
 /* Direct convolution (no column matrix) for f32 with unit horizontal stride and few outputs per
- * group, where im2col's copies cost more than the arithmetic. Vectorised along output rows with
- * the widest ISA this CPU has (AVX-512, AVX2; none elsewhere). */
+ * group, where im2col's copies cost more than the arithmetic. Vectorised along output rows in the
+ * ISA ts_cpu_isa_get() names (AVX-512, AVX2, portable 4-lane vectors). */
 typedef struct ts_conv_direct ts_conv_direct;
 /* The kernels for g's forward pass (or weight gradient), or NULL when im2col is the better path. */
 const ts_conv_direct *ts_conv_direct_for(const ts_cgeom *g, bool weight_grad);
-/* Tests: force "avx512", "avx2" or "none" (im2col only); false when this CPU lacks it. NULL
- * restores the automatic choice. Not thread-safe: call while no convolution runs. */
+/* Tests: force "avx512", "avx2", "generic" or "none" (im2col only); false when this CPU lacks it.
+ * NULL restores the automatic choice. Not thread-safe: call while no convolution runs. */
 bool ts_conv_direct_force_isa(const char *name);
 /* floats of per-thread scratch the image functions need */
 int64_t ts_conv_direct_scratch(const ts_conv_direct *d, const ts_cgeom *g);

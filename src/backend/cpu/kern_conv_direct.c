@@ -1,5 +1,6 @@
 /* kern_conv_direct.c — im2col-free f32 convolution for few outputs per group and unit horizontal
- * stride: register-blocked vector loops along output rows, built per ISA and picked at run time. */
+ * stride: register-blocked vector loops along output rows, built per ISA (AVX-512, AVX2 + FMA,
+ * portable 4-lane vectors) and picked by ts_cpu_isa_get(). */
 /* The library is built for the baseline ISA, so the kernels carry target attributes; ISO C mode
  * turns off FMA contraction, which they need for full speed. */
 #if defined(__clang__)
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/kern_conv.h"
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
@@ -264,48 +266,58 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
         }                                                                                          \
     }
 
+/* The portable variant: 4-lane vectors (SSE2 on x86-64, NEON elsewhere), the same loops. */
+typedef float ts_cv4f __attribute__((vector_size(16)));
+typedef int32_t ts_cv4i __attribute__((vector_size(16)));
+DEFINE_FWD(fwd_generic, , ts_cv4f, 4, 4)
+DEFINE_WGT(wgt_generic, , ts_cv4f, ts_cv4i, 4, 4)
+DEFINE_WGT_O(wgto_generic, , ts_cv4f, 4, 8)
+
 #ifdef TS_CONV_X86
+#define TS_CONV_AVX2   __attribute__((target(TS_ISA_TARGET_AVX2)))
+#define TS_CONV_AVX512 __attribute__((target(TS_ISA_TARGET_AVX512)))
 typedef float ts_cv8f __attribute__((vector_size(32)));
 typedef float ts_cv16f __attribute__((vector_size(64)));
 typedef int32_t ts_cv8i __attribute__((vector_size(32)));
 typedef int32_t ts_cv16i __attribute__((vector_size(64)));
-DEFINE_FWD(fwd_avx2, __attribute__((target("avx2,fma"))), ts_cv8f, 8, 4)
-DEFINE_WGT(wgt_avx2, __attribute__((target("avx2,fma"))), ts_cv8f, ts_cv8i, 8, 4)
-DEFINE_FWD(fwd_avx512, __attribute__((target("avx512f,avx2,fma"))), ts_cv16f, 16, 8)
-DEFINE_WGT(wgt_avx512, __attribute__((target("avx512f,avx2,fma"))), ts_cv16f, ts_cv16i, 16, 8)
-DEFINE_WGT_O(wgto_avx2, __attribute__((target("avx2,fma"))), ts_cv8f, 8, 8)
-DEFINE_WGT_O(wgto_avx512, __attribute__((target("avx512f,avx2,fma"))), ts_cv16f, 16, 12)
-
-static const ts_conv_direct direct_avx2 = {8, 4, fwd_avx2, wgt_avx2};
-static const ts_conv_direct direct_avx512 = {16, 8, fwd_avx512, wgt_avx512};
-/* the same with the weight gradient vectorised over output channels */
-static const ts_conv_direct direct_avx2_o = {8, 4, fwd_avx2, wgto_avx2};
-static const ts_conv_direct direct_avx512_o = {16, 8, fwd_avx512, wgto_avx512};
+DEFINE_FWD(fwd_avx2, TS_CONV_AVX2, ts_cv8f, 8, 4)
+DEFINE_WGT(wgt_avx2, TS_CONV_AVX2, ts_cv8f, ts_cv8i, 8, 4)
+DEFINE_FWD(fwd_avx512, TS_CONV_AVX512, ts_cv16f, 16, 8)
+DEFINE_WGT(wgt_avx512, TS_CONV_AVX512, ts_cv16f, ts_cv16i, 16, 8)
+DEFINE_WGT_O(wgto_avx2, TS_CONV_AVX2, ts_cv8f, 8, 8)
+DEFINE_WGT_O(wgto_avx512, TS_CONV_AVX512, ts_cv16f, 16, 12)
 #endif
 
-static int forced = -1; /* -1 automatic, 0 none (im2col only), 1 avx2, 2 avx512 */
-
-static const ts_conv_direct *best_isa(void) {
+/* Per ISA: the kernels, and the same with the weight gradient vectorised over output channels. */
+static const ts_conv_direct directs[TS_ISA_COUNT][2] = {
+    {{4, 4, fwd_generic, wgt_generic}, {4, 4, fwd_generic, wgto_generic}},
 #ifdef TS_CONV_X86
-    const bool has512 = __builtin_cpu_supports("avx512f");
-    const bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (forced >= 0) return forced == 2 ? &direct_avx512 : forced == 1 ? &direct_avx2 : NULL;
-    if (has512) return &direct_avx512;
-    if (has2) return &direct_avx2;
+    {{8, 4, fwd_avx2, wgt_avx2}, {8, 4, fwd_avx2, wgto_avx2}},
+    {{16, 8, fwd_avx512, wgt_avx512}, {16, 8, fwd_avx512, wgto_avx512}},
 #endif
-    return NULL;
+};
+
+static int forced = -1; /* -1 automatic, 0 none (im2col only), 1 + ISA */
+
+static const ts_conv_direct *variant(void) {
+    if (forced >= 0) return forced ? directs[forced - 1] : NULL;
+#ifdef TS_CONV_X86
+    return directs[ts_cpu_isa_get()];
+#else
+    return directs[TS_ISA_GENERIC];
+#endif
 }
 
 bool ts_conv_direct_force_isa(const char *name) {
     if (!name) return forced = -1, true;
     if (strcmp(name, "none") == 0) return forced = 0, true;
-#ifdef TS_CONV_X86
-    if (strcmp(name, "avx2") == 0 && __builtin_cpu_supports("avx2") &&
-        __builtin_cpu_supports("fma"))
-        return forced = 1, true;
-    if (strcmp(name, "avx512") == 0 && __builtin_cpu_supports("avx512f")) return forced = 2, true;
+    ts_cpu_isa isa;
+    if (!ts_cpu_isa_parse(name, &isa) || isa > ts_cpu_isa_host()) return false;
+#ifndef TS_CONV_X86
+    if (isa != TS_ISA_GENERIC) return false;
 #endif
-    return false;
+    forced = 1 + (int)isa;
+    return true;
 }
 
 /* Beyond 16 outputs per group the GEMM's arithmetic dominates and BLAS does it better. The weight
@@ -313,11 +325,9 @@ bool ts_conv_direct_force_isa(const char *name) {
  * their vectors well. */
 const ts_conv_direct *ts_conv_direct_for(const ts_cgeom *g, bool weight_grad) {
     if (g->sw != 1 || g->direct || g->og > 16 || g->ow < 4) return NULL;
-    const ts_conv_direct *d = best_isa();
+    const ts_conv_direct *d = variant();
     if (!d || !weight_grad) return d;
-#ifdef TS_CONV_X86
-    if (g->og % d->vl == 0) return d == &direct_avx512 ? &direct_avx512_o : &direct_avx2_o;
-#endif
+    if (g->og % d->vl == 0) return d + 1;
     const int64_t lanes = (g->ow + d->vl - 1) / d->vl * d->vl;
     return 4 * g->ow >= 3 * lanes && g->oh * lanes >= 8 * d->vl ? d : NULL;
 }

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
 #include "backend/philox.h"
 
@@ -159,20 +160,22 @@ static void random_batch(ts_random_kind kind, const ts_kview *out, double p0, do
             for (int64_t k = 0; k < m; k++) v[k] = p0 + (p1 - p0) * (double)ts_philox_u24(w[0][k]);
         }
         break;
-    case TS_RAND_NORMAL:
+    case TS_RAND_NORMAL: {
+        double u1[RAND_BATCH], u2[RAND_BATCH];
         for (uint32_t d = 0; d < (f64 ? 4u : 2u); d++) gen_words(seed, j0, m, d, w[d]);
         for (int64_t k = 0; k < m; k++) {
-            double u1, u2;
             if (f64) {
-                u1 = ts_philox_u53(w[0][k], w[1][k]);
-                u2 = ts_philox_u53(w[2][k], w[3][k]);
+                u1[k] = ts_philox_u53(w[0][k], w[1][k]);
+                u2[k] = ts_philox_u53(w[2][k], w[3][k]);
             } else {
-                u1 = (double)ts_philox_u24(w[0][k]);
-                u2 = (double)ts_philox_u24(w[1][k]);
+                u1[k] = (double)ts_philox_u24(w[0][k]);
+                u2[k] = (double)ts_philox_u24(w[1][k]);
             }
-            v[k] = p0 + p1 * ts_philox_box_muller(u1, u2);
         }
+        /* ts_philox_box_muller's formula, vectorised (vec_math_impl.h) */
+        ts_vec_kernels_get()->normal_f64(v, u1, u2, p0, p1, m);
         break;
+    }
     case TS_RAND_BERNOULLI:
         gen_words(seed, j0, m, 0, w[0]);
         for (int64_t k = 0; k < m; k++) v[k] = (double)ts_philox_u24(w[0][k]) < p0 ? 1.0 : 0.0;

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "backend/cpu/kern_reduce.h"
+#include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
 
 size_t ts_cpu_red_elem_size(ts_dtype dt) {
@@ -448,8 +449,7 @@ void ts_cpu_red_fs_fold(ts_reduce_op op, ts_cpu_fstate *st, const double *x, int
     }
     case TS_R_LOGSUMEXP: {
         double mx = max_d(x, m, true), s = 0.0;
-        if (isfinite(mx))
-            for (int64_t k = 0; k < m; k++) s += exp(x[k] - mx);
+        if (isfinite(mx)) s = ts_vec_kernels_get()->exp_sum_f64(x, mx, m);
         c = ts_cpu_red_lse_make(mx, s);
         break;
     }

@@ -1,9 +1,11 @@
 /* kern_softmax.c — CPU softmax / log_softmax along one dim, numerically stable (max subtracted),
- * computed in f32 (f64 for f64) over strided views. */
+ * computed in f32 (f64 for f64) over strided views; f32 (and f16 / bf16) take the maximum and the
+ * exponentials from the vectorised math of vec_kernels.h, f64 libm's exp. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
 
 #define SM_PAR_MIN 32768 /* fewer elements than this: one thread */
@@ -57,30 +59,13 @@ static void offsets(const sm_dims *r, int nd, int64_t lin, int64_t *io, int64_t 
 }
 
 /* ------------------------------------------------------------------ conversions */
+/* f32 / f16 / bf16 through vec_kernels.h's conversions (F16C where the CPU has it) */
 static void load_f(float *dst, const char *p, ts_dtype dt, int64_t s, int64_t n) {
-    if (dt == TS_F32) {
-        const float *q = (const float *)p;
-        for (int64_t k = 0; k < n; k++) dst[k] = q[k * s];
-    } else if (dt == TS_F16) {
-        const uint16_t *q = (const uint16_t *)p;
-        for (int64_t k = 0; k < n; k++) dst[k] = ts_f16_to_f32(q[k * s]);
-    } else {
-        const uint16_t *q = (const uint16_t *)p;
-        for (int64_t k = 0; k < n; k++) dst[k] = ts_bf16_to_f32(q[k * s]);
-    }
+    ts_vec_load_f32(ts_vec_kernels_get(), dst, p, dt, s * (dt == TS_F32 ? 4 : 2), n);
 }
 
 static void store_f(char *p, ts_dtype dt, int64_t s, const float *src, int64_t n) {
-    if (dt == TS_F32) {
-        float *q = (float *)p;
-        for (int64_t k = 0; k < n; k++) q[k * s] = src[k];
-    } else if (dt == TS_F16) {
-        uint16_t *q = (uint16_t *)p;
-        for (int64_t k = 0; k < n; k++) q[k * s] = ts_f32_to_f16(src[k]);
-    } else {
-        uint16_t *q = (uint16_t *)p;
-        for (int64_t k = 0; k < n; k++) q[k * s] = ts_f32_to_bf16(src[k]);
-    }
+    ts_vec_store_f32(ts_vec_kernels_get(), p, dt, s * (dt == TS_F32 ? 4 : 2), src, n);
 }
 
 static void load_d(double *dst, const char *p, ts_dtype dt, int64_t s, int64_t n) {
@@ -98,26 +83,48 @@ static void store_d(char *p, ts_dtype dt, int64_t s, const double *src, int64_t 
 /* ------------------------------------------------------------------ one body, two precisions */
 /* A NaN anywhere in a row makes the whole row NaN (the sum is NaN), and an all -inf row gives NaN
  * (-inf - -inf), both as PyTorch. y may alias x. */
-#define SM_DEFINE(SUF, T, EXPF, LOGF, LOAD, STORE)                                                 \
-    static void row_##SUF(const T *x, T *y, int64_t L, bool lg) {                                  \
-        T m = -INFINITY;                                                                           \
-        for (int64_t k = 0; k < L; k++) m = x[k] > m ? x[k] : m;                                   \
-        double s = 0; /* summed in double: long rows would lose digits in f32 */                   \
-        if (lg) {                                                                                  \
-            for (int64_t k = 0; k < L; k++) s += EXPF(x[k] - m);                                   \
-            T ls = (T)LOGF((T)s);                                                                  \
-            for (int64_t k = 0; k < L; k++) y[k] = (x[k] - m) - ls;                                \
-        } else {                                                                                   \
-            for (int64_t k = 0; k < L; k++) {                                                      \
-                T e = EXPF(x[k] - m);                                                              \
-                y[k] = e;                                                                          \
-                s += e;                                                                            \
-            }                                                                                      \
-            T inv = (T)(1.0 / s);                                                                  \
-            for (int64_t k = 0; k < L; k++) y[k] *= inv;                                           \
-        }                                                                                          \
-    }                                                                                              \
-                                                                                                   \
+static void row_d(const double *x, double *y, int64_t L, bool lg) {
+    double m = -INFINITY;
+    for (int64_t k = 0; k < L; k++) m = x[k] > m ? x[k] : m;
+    double s = 0;
+    if (lg) {
+        for (int64_t k = 0; k < L; k++) s += exp(x[k] - m);
+        const double ls = log(s);
+        for (int64_t k = 0; k < L; k++) y[k] = (x[k] - m) - ls;
+    } else {
+        for (int64_t k = 0; k < L; k++) {
+            const double e = exp(x[k] - m);
+            y[k] = e;
+            s += e;
+        }
+        const double inv = 1.0 / s;
+        for (int64_t k = 0; k < L; k++) y[k] *= inv;
+    }
+}
+
+/* the sum in double (vk keeps 16 lanes): long rows would lose digits in f32 */
+static void row_f(const float *x, float *y, int64_t L, bool lg) {
+    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const float m = vk->max_f32(x, L);
+    if (lg) {
+        const float ls = logf((float)vk->exp_sum_f32(NULL, x, m, L));
+        for (int64_t k = 0; k < L; k++) y[k] = (x[k] - m) - ls;
+    } else {
+        const float inv = (float)(1.0 / vk->exp_sum_f32(y, x, m, L));
+        for (int64_t k = 0; k < L; k++) y[k] *= inv;
+    }
+}
+
+/* v[c] = exp(v[c]) for c < n */
+static void exps_f(float *v, int64_t n) { ts_vec_kernels_get()->unary_f32(TS_U_EXP, v, v, n); }
+static void exps_d(double *v, int64_t n) {
+    for (int64_t c = 0; c < n; c++) v[c] = exp(v[c]);
+}
+
+/* ------------------------------------------------------------------ one body, two precisions */
+/* A NaN anywhere in a row makes the whole row NaN (the sum is NaN), and an all -inf row gives NaN
+ * (-inf - -inf), both as PyTorch. y may alias x. */
+#define SM_DEFINE(SUF, T, EXPS, LOGF, LOAD, STORE)                                                 \
     /* One row per position of the other dims; direct when both views are contiguous along         \
      * dim and already of the compute type, else through a buffer. */                              \
     static void rows_##SUF(const ts_kview *out, const ts_kview *in, int dim, const sm_dims *od,    \
@@ -177,10 +184,9 @@ static void store_d(char *p, ts_dtype dt, int64_t s, const double *src, int64_t 
             bool keep = !lg && out->dtype == in->dtype && es == sizeof(T);                         \
             for (int64_t l = 0; l < L; l++) {                                                      \
                 LOAD(v, xp + (size_t)(l * xs) * es, in->dtype, 1, tn);                             \
-                for (int64_t c = 0; c < tn; c++) {                                                 \
-                    v[c] = EXPF(v[c] - m[c]);                                                      \
-                    s[c] += v[c];                                                                  \
-                }                                                                                  \
+                for (int64_t c = 0; c < tn; c++) v[c] -= m[c];                                     \
+                EXPS(v, tn);                                                                       \
+                for (int64_t c = 0; c < tn; c++) s[c] += v[c];                                     \
                 if (keep) STORE(yp + (size_t)(l * ys) * es, out->dtype, 1, v, tn);                 \
             }                                                                                      \
             for (int64_t c = 0; c < tn; c++) s[c] = lg ? LOGF((T)s[c]) : 1.0 / s[c];               \
@@ -191,17 +197,20 @@ static void store_d(char *p, ts_dtype dt, int64_t s, const double *src, int64_t 
                     continue;                                                                      \
                 }                                                                                  \
                 LOAD(v, xp + (size_t)(l * xs) * es, in->dtype, 1, tn);                             \
-                if (lg)                                                                            \
+                if (lg) {                                                                          \
                     for (int64_t c = 0; c < tn; c++) v[c] = (v[c] - m[c]) - (T)s[c];               \
-                else                                                                               \
-                    for (int64_t c = 0; c < tn; c++) v[c] = EXPF(v[c] - m[c]) * (T)s[c];           \
+                } else {                                                                           \
+                    for (int64_t c = 0; c < tn; c++) v[c] -= m[c];                                 \
+                    EXPS(v, tn);                                                                   \
+                    for (int64_t c = 0; c < tn; c++) v[c] *= (T)s[c];                              \
+                }                                                                                  \
                 STORE(yp + (size_t)(l * ys) * es, out->dtype, 1, v, tn);                           \
             }                                                                                      \
         }                                                                                          \
     }
 
-SM_DEFINE(f, float, expf, logf, load_f, store_f)
-SM_DEFINE(d, double, exp, log, load_d, store_d)
+SM_DEFINE(f, float, exps_f, logf, load_f, store_f)
+SM_DEFINE(d, double, exps_d, log, load_d, store_d)
 
 void ts_cpu_softmax(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                     int dim, bool log) {

@@ -1,13 +1,22 @@
-/* kern_unary.c — CPU elementwise unary ops (ts_unary_op) for every dtype. */
+/* kern_unary.c — CPU elementwise unary ops (ts_unary_op) for every dtype. exp, log, tanh,
+ * sigmoid, gelu and silu on f32 use the vectorised math of vec_kernels.h; f16 and bf16 convert
+ * chunks to float (F16C where the CPU has it), compute them as f32 does, and convert back. */
 #include <math.h>
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loops.h"
+#include "backend/cpu/vec_kernels.h"
 
 typedef struct unary_ctx {
     ts_unary_op op;
     double p0, p1;
+    const ts_vec_kernels *vk;
+    ts_dtype dt; /* the input's */
+    bool vec;    /* f32 computes op with vk->unary_f32 */
 } unary_ctx;
+
+/* floats per chunk of the f16 / bf16 and strided vectorised paths (on the stack) */
+#define UN_CHUNK 512
 
 #define ID(x)      (x)
 #define TO_B8(x)   ((uint8_t)((x) != 0))
@@ -16,10 +25,6 @@ typedef struct unary_ctx {
 #define ST_I64(x)  (x)
 #define ST_I32(x)  ((int32_t)(x))
 #define ST_U8(x)   ((uint8_t)(x))
-#define LD_F16(x)  ts_f16_to_f32(x)
-#define ST_F16(x)  ts_f32_to_f16(x)
-#define LD_BF16(x) ts_bf16_to_f32(x)
-#define ST_BF16(x) ts_f32_to_bf16(x)
 
 /* libm by compute type: f for float, d for double */
 #define M_f_ABS   fabsf
@@ -63,12 +68,32 @@ typedef struct unary_ctx {
         }                                                                                          \
     } while (0)
 
+/* The vectorised ops on f32: straight through vk on a dense run, through chunks otherwise. */
+static void unary_vec_f32(const unary_ctx *ctx, char *const *p, const int64_t *s, int64_t n) {
+    if (s[0] == (int64_t)sizeof(float) && s[1] == (int64_t)sizeof(float)) {
+        ctx->vk->unary_f32(ctx->op, (float *)p[0], (const float *)p[1], n);
+        return;
+    }
+    float buf[UN_CHUNK];
+    for (int64_t i = 0; i < n; i += UN_CHUNK) {
+        const int64_t m = n - i < UN_CHUNK ? n - i : UN_CHUNK;
+        ts_vec_load_f32(ctx->vk, buf, p[1] + i * s[1], TS_F32, s[1], m);
+        ctx->vk->unary_f32(ctx->op, buf, buf, m);
+        ts_vec_store_f32(ctx->vk, p[0] + i * s[0], TS_F32, s[0], buf, m);
+    }
+}
+
 /* clang-format off */
-/* Float dtypes: f32/f16/bf16 compute in float (FAM f), f64 in double (FAM d). */
+/* Float dtypes: f32 computes in float (FAM f), f64 in double (FAM d); f16 and bf16 go through
+ * unary_f32 (unary_half). */
 #define UNARY_FLOAT(TAG, CT, FAM, LD, ST)                                                          \
-    TS_CPU_CLONES static void unary_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {             \
+    TS_CPU_BODY void unary_##TAG##_body(void *vctx, char *const *p, const int64_t *s, int64_t n) { \
         const unary_ctx *ctx = (const unary_ctx *)vctx;                                            \
         typedef ts_cpu_t_##TAG T;                                                                  \
+        if (ctx->vec) {                                                                            \
+            unary_vec_f32(ctx, p, s, n);                                                           \
+            return;                                                                                \
+        }                                                                                          \
         switch (ctx->op) {                                                                         \
         case TS_U_NEG: UN_LOOP(T, T, CT, LD, ST, -a); break;                                       \
         case TS_U_ABS: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_ABS(a)); break;                         \
@@ -101,13 +126,30 @@ typedef struct unary_ctx {
         default:                                                                                   \
             break;                                                                                 \
         }                                                                                          \
-    }
+    }                                                                                              \
+    TS_CPU_SEG_VARIANTS(unary_##TAG)
 
 /* clang-format on */
 UNARY_FLOAT(f32, float, f, ID, ID)
 UNARY_FLOAT(f64, double, d, ID, ID)
-UNARY_FLOAT(f16, float, f, LD_F16, ST_F16)
-UNARY_FLOAT(bf16, float, f, LD_BF16, ST_BF16)
+
+/* f16 and bf16: chunks converted to float, computed by unary_f32, converted back. */
+static void unary_half(void *vctx, char *const *p, const int64_t *s, int64_t n) {
+    const unary_ctx *ctx = (const unary_ctx *)vctx;
+    float buf[UN_CHUNK];
+    char *const bp[2] = {(char *)buf, (char *)buf};
+    const int64_t bs[2] = {sizeof(float), sizeof(float)};
+    for (int64_t i = 0; i < n; i += UN_CHUNK) {
+        const int64_t m = n - i < UN_CHUNK ? n - i : UN_CHUNK;
+        ts_vec_load_f32(ctx->vk, buf, p[1] + i * s[1], ctx->dt, s[1], m);
+        if (ctx->op == TS_U_LOGICAL_NOT) {
+            for (int64_t k = 0; k < m; k++) *(uint8_t *)(p[0] + (i + k) * s[0]) = buf[k] == 0;
+            continue;
+        }
+        unary_f32(vctx, bp, bs, m);
+        ts_vec_store_f32(ctx->vk, p[0] + i * s[0], ctx->dt, s[0], buf, m);
+    }
+}
 
 /* Float-only ops reached with an integer dtype (the front ends promote first, so this is off
  * the contract): computed in double and truncated, never crashing. */
@@ -204,7 +246,9 @@ void ts_cpu_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kvie
                   const ts_kview *a, double p0, double p1) {
     (void)be;
     (void)index;
-    unary_ctx ctx = {op, p0, p1};
+    const bool half = a->dtype == TS_F16 || a->dtype == TS_BF16;
+    unary_ctx ctx = {op, p0, p1, ts_vec_kernels_get(), a->dtype,
+                     (a->dtype == TS_F32 || half) && ts_vec_unary_has(op)};
     const ts_kview *views[2] = {out, a};
     ts_cpu_iter it;
     ts_cpu_iter_init(&it, 2, views);
@@ -217,10 +261,8 @@ void ts_cpu_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kvie
         fn = unary_f64;
         break;
     case TS_F16:
-        fn = unary_f16;
-        break;
     case TS_BF16:
-        fn = unary_bf16;
+        fn = unary_half;
         break;
     case TS_I64:
         fn = unary_i64;

@@ -1,17 +1,41 @@
-/* vec_math_impl.h — vectorised float math over GCC vector types, included once per vector width
- * (and ISA: the includer sets the target). The includer defines
+/* vec_math_impl.h — vectorised float and double math over GCC vector types, included once per
+ * vector width (and ISA: the includer sets the target). The includer defines
  *   TSV_F        float vector type (vector_size of a multiple of 16 bytes)
  *   TSV_I        int32 vector type with the same number of lanes
  *   TSV_NAME(x)  the name of function x for this width, e.g. x##_avx512
- * and gets static inline functions:
- *   TSV_NAME(tsv_exp)(x)  e^x with a relative error below 2 ulp over the normal range; 0 below
- *                         -87.3 (and for -inf), +inf above 88.72, NaN stays NaN.
- * The formula (Cephes' expf): n = round(x log2 e), r = x - n ln 2 in two parts (exact first
- * product), e^r by a degree-6 polynomial, then scaled by 2^n as two halves so that neither power
- * leaves the normal range. */
+ * and, for the double functions, also
+ *   TSV_D, TSV_L double and int64 vector types of the same size in bytes
+ * and gets static inline functions. Float ones (relative error against the exact value, in units in
+ * the last place of float, over the normal range; tests/test_vec_math.c measures them against libm
+ * in double):
+ *   tsv_exp(x)      e^x, < 2 ulp; 0 below -87.34 (and for -inf), +inf above 88.72
+ *   tsv_log(x)      log x, < 2 ulp; subnormals included, log 0 = -inf, log(x < 0) = NaN
+ *   tsv_tanh(x)     < 3 ulp
+ *   tsv_erf(x)      < 3 ulp (absolute error below 2^-25 near 0's neighbourhood of 1e-38)
+ *   tsv_onep_erf(x) 1 + erf(x), from erfc(-x) when x < -1 so that gelu's left tail keeps its digits
+ *   tsv_sigmoid, tsv_silu, tsv_gelu (erf form) and the backward formulas of gelu and silu: the
+ *   formulas of kernel_math.h (ts_sigmoid_f, ts_silu_f, ts_gelu_f, ts_gelu_bwd_f, ts_silu_bwd_f)
+ *   over the functions above
+ * Double ones (in double ulp): tsv_exp_d (< 2 ulp), tsv_log_d (< 2 ulp), tsv_cos_d (< 2 ulp for
+ * |x| < 8, absolute error below 1e-26 beyond), and tsv_box_muller_d: ts_philox_box_muller's formula
+ * (philox.h).
+ * NaN stays NaN everywhere. Only +, -, *, / and comparisons: no FMA contraction unless the includer
+ * asks for it (kern_sdpa.c does), so in ISO C mode every width gives the same bits for the same
+ * input, lane by lane.
+ * Sources: exp, log and tanh are Cephes' expf, logf and tanhf; erf and the double polynomials were
+ * fitted (Chebyshev, mpmath) for this file. */
 #include <string.h>
 
 static inline TSV_F TSV_NAME(tsv_splat)(float v) { return (TSV_F){0} + v; }
+/* lanes of a where m is set, of b elsewhere */
+static inline TSV_F TSV_NAME(tsv_sel)(TSV_I m, TSV_F a, TSV_F b) {
+    return (TSV_F)((m & (TSV_I)a) | (~m & (TSV_I)b));
+}
+static inline TSV_F TSV_NAME(tsv_abs)(TSV_F x) { return (TSV_F)((TSV_I)x & 0x7fffffff); }
+/* |a| with the sign of s */
+static inline TSV_F TSV_NAME(tsv_copysign)(TSV_F a, TSV_F s) {
+    return (TSV_F)(((TSV_I)a & 0x7fffffff) | ((TSV_I)s & (-0x7fffffff - 1)));
+}
 
 static inline TSV_F TSV_NAME(tsv_exp)(TSV_F x) {
     const TSV_F lo = TSV_NAME(tsv_splat)(-87.33654475f), hi = TSV_NAME(tsv_splat)(88.72283905f);
@@ -39,3 +63,227 @@ static inline TSV_F TSV_NAME(tsv_exp)(TSV_F x) {
     y = (TSV_F)((over & (TSV_I)TSV_NAME(tsv_splat)(__builtin_inff())) | (~over & (TSV_I)y));
     return y;
 }
+
+/* Cephes' logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) = f - f^2/2 + f^3 P(f) for
+ * f = m - 1 (exact), plus e log 2 in two parts. */
+static inline TSV_F TSV_NAME(tsv_log)(TSV_F x) {
+    const TSV_I sub = x < 1.17549435e-38f; /* subnormal (and 0, negative: fixed below) */
+    const TSV_F xs = TSV_NAME(tsv_sel)(sub, x * 8388608.0f, x);
+    const TSV_I bits = (TSV_I)xs;
+    TSV_I e = ((bits >> 23) & 0xff) - 126 - (sub & 23);
+    TSV_F m = (TSV_F)((bits & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
+    const TSV_I small = m < 0.707106781186547524f;
+    e += small; /* -1 where small */
+    const TSV_F f = TSV_NAME(tsv_sel)(small, m + m, m) - 1.0f;
+    const TSV_F fe = __builtin_convertvector(e, TSV_F);
+    const TSV_F z = f * f;
+    TSV_F p = TSV_NAME(tsv_splat)(7.0376836292e-2f);
+    p = p * f - 1.1514610310e-1f;
+    p = p * f + 1.1676998740e-1f;
+    p = p * f - 1.2420140846e-1f;
+    p = p * f + 1.4249322787e-1f;
+    p = p * f - 1.6668057665e-1f;
+    p = p * f + 2.0000714765e-1f;
+    p = p * f - 2.4999993993e-1f;
+    p = p * f + 3.3333331174e-1f;
+    TSV_F y = p * f * z;
+    y = y + fe * -2.12194440e-4f;
+    y = y - z * 0.5f;
+    TSV_F r = f + y;
+    r = r + fe * 0.693359375f;
+    const TSV_F inf = TSV_NAME(tsv_splat)(__builtin_inff());
+    r = TSV_NAME(tsv_sel)(x == inf, inf, r);
+    r = TSV_NAME(tsv_sel)(x == 0.0f, -inf, r);
+    r = TSV_NAME(tsv_sel)(x < 0.0f, TSV_NAME(tsv_splat)(__builtin_nanf("")), r);
+    return TSV_NAME(tsv_sel)(x != x, x, r);
+}
+
+/* Cephes' tanhf: an odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above. */
+static inline TSV_F TSV_NAME(tsv_tanh)(TSV_F x) {
+    const TSV_F a = TSV_NAME(tsv_abs)(x);
+    const TSV_F big = 1.0f - 2.0f / (TSV_NAME(tsv_exp)(a + a) + 1.0f);
+    const TSV_F z = x * x;
+    TSV_F p = TSV_NAME(tsv_splat)(-5.70498872745e-3f);
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    const TSV_F small = p * z * x + x;
+    return TSV_NAME(tsv_sel)(a >= 0.625f, TSV_NAME(tsv_copysign)(big, x), small);
+}
+
+/* erf in two pieces: |x| < 1: x P(x^2); |x| >= 1: erfc(|x|) = e^-x^2 Q(u) / |x| with Q a
+ * polynomial in u = (1/|x| - 0.55) / 0.45 (fitted for |x| in [1, 10]; below e^-x^2 is 0 anyway).
+ * tsv_erfc_big gives that erfc for |x| >= 1. */
+static inline TSV_F TSV_NAME(tsv_erf_small)(TSV_F x) {
+    const TSV_F z = x * x;
+    TSV_F p = TSV_NAME(tsv_splat)(7.875875063e-5f);
+    p = p * z - 8.016864287e-4f;
+    p = p * z + 5.189087423e-3f;
+    p = p * z - 2.685421201e-2f;
+    p = p * z + 1.128359472e-1f;
+    p = p * z - 3.761262667e-1f;
+    p = p * z + 1.128379166f;
+    return p * x;
+}
+static inline TSV_F TSV_NAME(tsv_erfc_big)(TSV_F x) {
+    const TSV_F a = TSV_NAME(tsv_abs)(x);
+    const TSV_F t = 1.0f / TSV_NAME(tsv_sel)(a > 1.0f, a, TSV_NAME(tsv_splat)(1.0f));
+    const TSV_F u = t * 2.222222222f - 1.222222222f;
+    TSV_F q = TSV_NAME(tsv_splat)(1.755872569e-5f);
+    q = q * u - 1.649908412e-5f;
+    q = q * u - 7.069583937e-5f;
+    q = q * u + 1.779930204e-4f;
+    q = q * u - 2.276435375e-4f;
+    q = q * u + 7.990062515e-5f;
+    q = q * u + 9.206597581e-4f;
+    q = q * u - 3.974019145e-3f;
+    q = q * u + 8.962741819e-3f;
+    q = q * u - 4.124047068e-3f;
+    q = q * u - 7.6515798e-2f;
+    q = q * u + 5.023534283e-1f;
+    return TSV_NAME(tsv_exp)(-(x * x)) * q * t;
+}
+static inline TSV_F TSV_NAME(tsv_erf)(TSV_F x) {
+    const TSV_F big = TSV_NAME(tsv_copysign)(1.0f - TSV_NAME(tsv_erfc_big)(x), x);
+    return TSV_NAME(tsv_sel)(TSV_NAME(tsv_abs)(x) < 1.0f, TSV_NAME(tsv_erf_small)(x), big);
+}
+static inline TSV_F TSV_NAME(tsv_onep_erf)(TSV_F x) {
+    const TSV_F big = TSV_NAME(tsv_erfc_big)(x);
+    const TSV_F r = TSV_NAME(tsv_sel)(x >= 1.0f, 2.0f - big, big);
+    return TSV_NAME(tsv_sel)(TSV_NAME(tsv_abs)(x) < 1.0f, 1.0f + TSV_NAME(tsv_erf_small)(x), r);
+}
+
+/* ts_sigmoid_f's formula: 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below */
+static inline TSV_F TSV_NAME(tsv_sigmoid)(TSV_F x) {
+    const TSV_F e = TSV_NAME(tsv_exp)(-TSV_NAME(tsv_abs)(x)), d = 1.0f + e;
+    return TSV_NAME(tsv_sel)(x >= 0.0f, 1.0f / d, e / d);
+}
+static inline TSV_F TSV_NAME(tsv_silu)(TSV_F x) { return x * TSV_NAME(tsv_sigmoid)(x); }
+static inline TSV_F TSV_NAME(tsv_silu_bwd)(TSV_F g, TSV_F x) {
+    const TSV_F s = TSV_NAME(tsv_sigmoid)(x);
+    return g * s * (1.0f + x * (1.0f - s));
+}
+static inline TSV_F TSV_NAME(tsv_gelu)(TSV_F x) {
+    return x * 0.5f * TSV_NAME(tsv_onep_erf)(x * 0.70710678118654752440f);
+}
+static inline TSV_F TSV_NAME(tsv_gelu_bwd)(TSV_F g, TSV_F x) {
+    const TSV_F cdf = 0.5f * TSV_NAME(tsv_onep_erf)(x * 0.70710678118654752440f);
+    const TSV_F pdf = 0.39894228040143267794f * TSV_NAME(tsv_exp)(x * x * -0.5f);
+    return g * (cdf + x * pdf);
+}
+
+#ifdef TSV_D
+static inline TSV_D TSV_NAME(tsv_splat_d)(double v) { return (TSV_D){0} + v; }
+static inline TSV_D TSV_NAME(tsv_sel_d)(TSV_L m, TSV_D a, TSV_D b) {
+    return (TSV_D)((m & (TSV_L)a) | (~m & (TSV_L)b));
+}
+
+/* e^x = 2^n e^r, r = x - n log 2 in [-log 2 / 2, log 2 / 2] (two-part log 2, the first exact
+ * times n), e^r = 1 + r + r^2 P(r); 2^n applied in two halves so subnormal results round once
+ * more at most. n is read from the bits of x log2 e + 1.5 * 2^52 (no int64 conversions, which
+ * AVX2 lacks). */
+static inline TSV_D TSV_NAME(tsv_exp_d)(TSV_D x) {
+    const TSV_L under = x < -745.13321910194122, over = x > 709.782712893384;
+    TSV_D xc = TSV_NAME(tsv_sel_d)(under, TSV_NAME(tsv_splat_d)(-745.2), x);
+    xc = TSV_NAME(tsv_sel_d)(over, TSV_NAME(tsv_splat_d)(709.8), xc);
+    const TSV_D magic = TSV_NAME(tsv_splat_d)(6755399441055744.0); /* 1.5 * 2^52 */
+    const TSV_D t = xc * 1.4426950408889634074 + magic;
+    const TSV_D n = t - magic;
+    TSV_D r = xc - n * 6.93147180369123816490e-01;
+    r = r - n * 1.90821492927058770002e-10;
+    TSV_D p = TSV_NAME(tsv_splat_d)(2.09146793765839350998e-9);
+    p = p * r + 2.5105206373957011116e-8;
+    p = p * r + 2.75572736613486362187e-7;
+    p = p * r + 2.75572554257464342818e-6;
+    p = p * r + 2.4801587325533363819e-5;
+    p = p * r + 1.98412698748004919808e-4;
+    p = p * r + 1.38888888888837524166e-3;
+    p = p * r + 8.33333333332614088398e-3;
+    p = p * r + 4.16666666666666697515e-2;
+    p = p * r + 1.66666666666666709863e-1;
+    p = p * r + 5.0e-1;
+    p = 1.0 + (r + r * r * p);
+    const TSV_L ni = (TSV_L)t - (TSV_L)magic;
+    const TSV_L n1 = ni >> 1, n2 = ni - n1;
+    const TSV_D s1 = (TSV_D)((n1 + 1023) << 52), s2 = (TSV_D)((n2 + 1023) << 52);
+    TSV_D y = p * s1 * s2;
+    y = (TSV_D)(~under & (TSV_L)y);
+    return TSV_NAME(tsv_sel_d)(over, TSV_NAME(tsv_splat_d)(__builtin_inf()), y);
+}
+
+/* fdlibm's log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f),
+ * log(m) = f - (f^2/2 - s (f^2/2 + s^2 T(s^2))), plus e log 2 in two parts. */
+static inline TSV_D TSV_NAME(tsv_log_d)(TSV_D x) {
+    const TSV_L sub = x < 2.2250738585072014e-308;
+    const TSV_D xs = TSV_NAME(tsv_sel_d)(sub, x * 18014398509481984.0, x); /* 2^54 */
+    const TSV_L bits = (TSV_L)xs;
+    TSV_L e = ((bits >> 52) & 0x7ff) - 1023 - (sub & 54);
+    TSV_D m = (TSV_D)((bits & 0x000fffffffffffffLL) | 0x3ff0000000000000LL); /* [1, 2) */
+    const TSV_L big = m > 1.4142135623730950488;
+    e -= big; /* +1 where big */
+    m = TSV_NAME(tsv_sel_d)(big, m * 0.5, m);
+    const TSV_D magic = TSV_NAME(tsv_splat_d)(6755399441055744.0);
+    const TSV_D fe = (TSV_D)(e + (TSV_L)magic) - magic;
+    const TSV_D f = m - 1.0, hfsq = 0.5 * f * f, s = f / (2.0 + f), z = s * s;
+    TSV_D q = TSV_NAME(tsv_splat_d)(1.30866261478401021381e-1);
+    q = q * z + 1.32687731386568851847e-1;
+    q = q * z + 1.53862397028146581885e-1;
+    q = q * z + 1.8181795640132906276e-1;
+    q = q * z + 2.22222223917139174419e-1;
+    q = q * z + 2.85714285708036118108e-1;
+    q = q * z + 4.00000000000008769827e-1;
+    q = q * z + 6.66666666666666664649e-1;
+    const TSV_D R = q * z;
+    TSV_D r = fe * 6.93147180369123816490e-01 -
+              ((hfsq - (s * (hfsq + R) + fe * 1.90821492927058770002e-10)) - f);
+    const TSV_D inf = TSV_NAME(tsv_splat_d)(__builtin_inf());
+    r = TSV_NAME(tsv_sel_d)(x == inf, inf, r);
+    r = TSV_NAME(tsv_sel_d)(x == 0.0, -inf, r);
+    r = TSV_NAME(tsv_sel_d)(x < 0.0, TSV_NAME(tsv_splat_d)(__builtin_nan("")), r);
+    return TSV_NAME(tsv_sel_d)(x != x, x, r);
+}
+
+/* cos x: x = j pi/2 + r (pi/2 in two parts, the first with 33 bits so j pi/2 is exact for the
+ * |j| < 2^20 this serves), then the sine or cosine polynomial of r in [-pi/4, pi/4]. Accurate
+ * for |x| up to about 2^20; the Box-Muller angle stays below 2 pi. */
+static inline TSV_D TSV_NAME(tsv_cos_d)(TSV_D x) {
+    const TSV_D magic = TSV_NAME(tsv_splat_d)(6755399441055744.0);
+    const TSV_D t = x * 6.36619772367581382433e-01 + magic; /* 2 / pi */
+    const TSV_D j = t - magic;
+    const TSV_L q = (TSV_L)t - (TSV_L)magic;
+    const TSV_D r = (x - j * 1.57079632673412561417e+00) - j * 6.07710050650619224932e-11;
+    const TSV_D y = r * r;
+    TSV_D sp = TSV_NAME(tsv_splat_d)(-7.58669711770691798466e-13);
+    sp = sp * y + 1.60585316189861468364e-10;
+    sp = sp * y - 2.5052106232447577328e-8;
+    sp = sp * y + 2.75573192193391665175e-6;
+    sp = sp * y - 1.98412698412650649465e-4;
+    sp = sp * y + 8.33333333333333149208e-3;
+    sp = sp * y - 1.66666666666666666655e-1;
+    const TSV_D sn = r + r * y * sp;
+    TSV_D cp = TSV_NAME(tsv_splat_d)(4.74587190204329153657e-14);
+    cp = cp * y - 1.14704608876099591073e-11;
+    cp = cp * y + 2.08767557910804238071e-9;
+    cp = cp * y - 2.75573192214028243942e-7;
+    cp = cp * y + 2.48015873015846464282e-5;
+    cp = cp * y - 1.38888888888888878653e-3;
+    cp = cp * y + 4.1666666666666666666e-2;
+    const TSV_D hy = 0.5 * y, w = 1.0 - hy;
+    const TSV_D cs = w + (((1.0 - w) - hy) + y * y * cp); /* fdlibm's 1 - y/2 with its lost bits */
+    /* cos(j pi/2 + r): j = 0: cos r, 1: -sin r, 2: -cos r, 3: sin r (mod 4) */
+    const TSV_L odd = (q & 1) != 0, neg = ((q + 1) & 2) != 0;
+    const TSV_D v = TSV_NAME(tsv_sel_d)(odd, sn, cs);
+    return (TSV_D)((TSV_L)v ^ (neg & (-0x7fffffffffffffffLL - 1))); /* the sign bit */
+}
+
+/* ts_philox_box_muller (philox.h): sqrt(-2 log(1 - u1)) cos(2 pi u2), the angle rounded to double
+ * as there */
+static inline TSV_D TSV_NAME(tsv_box_muller_d)(TSV_D u1, TSV_D u2) {
+    const TSV_D rad = -2.0 * TSV_NAME(tsv_log_d)(1.0 - u1);
+    TSV_D sq;
+    for (int l = 0; l < (int)(sizeof(TSV_D) / sizeof(double)); l++)
+        sq[l] = __builtin_sqrt(rad[l]); /* the compiler makes this one vector square root */
+    return sq * TSV_NAME(tsv_cos_d)(6.283185307179586476925 * u2);
+}
+#endif /* TSV_D */

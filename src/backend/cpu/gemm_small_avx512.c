@@ -1,14 +1,16 @@
-/* gemm_small_blocks.c — the register-blocked AVX-512 kernels of gemm_small.c (which see).
+/* gemm_small_avx512.c — the register-blocked AVX-512 kernels of gemm_small.c (which see).
  *
  * The accumulators are named variables spelled out by macros, not arrays: with arrays gcc kept
  * them in registers but also stored all 24 to the stack on every step (in the TN kernel that made
  * 128 x 784 x 64 take 72 us instead of 65, and up to 170 us in some variants of the code). */
 #include "backend/cpu/gemm_small_blocks.h"
 
+#include "backend/cpu/cpu_isa.h"
+
 #ifdef TS_SMALL_GEMM_BLOCKS
 #include <immintrin.h>
 
-#define TS_AVX512 __attribute__((target("avx512f")))
+#define TS_AVX512 __attribute__((target(TS_ISA_TARGET_AVX512)))
 typedef float ts_v16 __attribute__((vector_size(64)));
 #define FMA(a, b, c)      ((ts_v16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
 #define LOAD(mask, p)     ((ts_v16)_mm512_maskz_loadu_ps((mask), (p)))
@@ -37,7 +39,7 @@ TS_AVX512 static inline __mmask16 lanes(int64_t r) {
 
 /* Rows and columns past mr / nr read row / column 0 again and are not stored, so every block runs
  * the same code; lanes past k are masked off. */
-TS_AVX512 void tsi_nt_block(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+TS_AVX512 void tsi_nt_block_avx512(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
                             float *c, int64_t ldc, int mr, int nr) {
     const float *r0 = a, *r1 = a + (1 < mr) * lda, *r2 = a + (2 < mr) * 2 * lda,
                 *r3 = a + (3 < mr) * 3 * lda;
@@ -78,11 +80,11 @@ TS_AVX512 void tsi_nt_block(int64_t k, const float *a, int64_t lda, const float 
     }
 
 /* Partial blocks (the last columns) load through masks. */
-TS_AVX512 void tsi_tn_block(int64_t k, const float *at, int64_t lda, const float *b, int64_t ldb,
+TS_AVX512 void tsi_tn_block_avx512(int64_t k, const float *at, int64_t lda, const float *b, int64_t ldb,
                             float *c, int64_t ldc, int mr, int cols) {
     const __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
     TN_ALL(TN_DECL)
-    if (cols == TS_TN_NR) { /* whole vectors: plain loads keep the loop lean */
+    if (cols == TS_TN512_NR) { /* whole vectors: plain loads keep the loop lean */
         for (int64_t p = 0; p < k; p++) {
             const ts_v16 v0 = (ts_v16)_mm512_loadu_ps(b + p * ldb);
             const ts_v16 v1 = (ts_v16)_mm512_loadu_ps(b + p * ldb + 16);

@@ -1,0 +1,109 @@
+/* gemm_small_avx2.c — the register-blocked AVX2 + FMA kernels of gemm_small.c (which see).
+ *
+ * AVX2 has 16 vector registers of 8 floats, so the blocks are smaller than AVX-512's: NT keeps
+ * 3 x 4 dot products (12 accumulators, 3 rows of A, B streamed through the FMA's memory operand),
+ * TN a 6 x 16 block of C (12 accumulators, two vectors of B's row, one broadcast). The
+ * accumulators are named variables spelled out by macros, for the reason gemm_small_avx512.c
+ * gives. */
+#include "backend/cpu/gemm_small_blocks.h"
+
+#include "backend/cpu/cpu_isa.h"
+
+#ifdef TS_SMALL_GEMM_BLOCKS
+#include <immintrin.h>
+
+#define TS_AVX2 __attribute__((target(TS_ISA_TARGET_AVX2)))
+typedef float ts_v8 __attribute__((vector_size(32)));
+#define FMA(a, b, c)      ((ts_v8)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
+#define LOAD(mask, p)     ((ts_v8)_mm256_maskload_ps((p), (mask)))
+#define STORE(mask, p, v) _mm256_maskstore_ps((p), (mask), (__m256)(v))
+
+/* Lanes [0, r) of an 8-lane vector, as a maskload / maskstore mask. */
+TS_AVX2 static inline __m256i lanes(int64_t r) {
+    const int n = r >= 8 ? 8 : r <= 0 ? 0 : (int)r;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* The 8 lanes summed in a fixed order: halves, then pairs. */
+TS_AVX2 static inline float hsum(ts_v8 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* ------------------------------------------------------------------ NT: dot-product blocks */
+/* acc s<i><j>: 8 partial sums of C[i][j], i < 3 (rows of A), j < 4 (columns of B) */
+#define NT_ROW(X, i)  X(i, 0) X(i, 1) X(i, 2) X(i, 3)
+#define NT_ALL(X)     NT_ROW(X, 0) NT_ROW(X, 1) NT_ROW(X, 2)
+#define NT_DECL(i, j) ts_v8 s##i##j = {0};
+#define NT_COL(j, mk)                                                                              \
+    {                                                                                              \
+        const ts_v8 bv = LOAD(mk, b##j + p);                                                       \
+        s0##j = FMA(a0, bv, s0##j);                                                                \
+        s1##j = FMA(a1, bv, s1##j);                                                                \
+        s2##j = FMA(a2, bv, s2##j);                                                                \
+    }
+#define NT_OUT(i, j)                                                                               \
+    if (i < mr && j < nr) c[i * ldc + j] = hsum(s##i##j);
+
+/* Rows and columns past mr / nr read row / column 0 again and are not stored, so every block runs
+ * the same code; lanes past k are masked off. */
+TS_AVX2 void tsi_nt_block_avx2(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                               float *c, int64_t ldc, int mr, int nr) {
+    const float *r0 = a, *r1 = a + (1 < mr) * lda, *r2 = a + (2 < mr) * 2 * lda;
+    const float *b0 = b, *b1 = b + (1 < nr) * ldb, *b2 = b + (2 < nr) * 2 * ldb,
+                *b3 = b + (3 < nr) * 3 * ldb;
+    NT_ALL(NT_DECL)
+    int64_t p = 0;
+    const __m256i mk = lanes(8);
+    for (; p + 8 <= k; p += 8) { /* whole vectors */
+        const ts_v8 a0 = LOAD(mk, r0 + p), a1 = LOAD(mk, r1 + p), a2 = LOAD(mk, r2 + p);
+        NT_COL(0, mk) NT_COL(1, mk) NT_COL(2, mk) NT_COL(3, mk)
+    }
+    if (p < k) { /* the last lanes of k */
+        const __m256i mt = lanes(k - p);
+        const ts_v8 a0 = LOAD(mt, r0 + p), a1 = LOAD(mt, r1 + p), a2 = LOAD(mt, r2 + p);
+        NT_COL(0, mt) NT_COL(1, mt) NT_COL(2, mt) NT_COL(3, mt)
+    }
+    NT_ALL(NT_OUT)
+}
+
+/* ------------------------------------------------------------------ TN: broadcast blocks */
+/* acc t<i>_0, t<i>_1: C[i][0..7] and C[i][8..15], i < 6 */
+#define TN_ALL(X)  X(0) X(1) X(2) X(3) X(4) X(5)
+#define TN_DECL(i) ts_v8 t##i##_0 = {0}, t##i##_1 = {0};
+#define TN_STEP(i)                                                                                 \
+    {                                                                                              \
+        const ts_v8 av = (ts_v8)_mm256_broadcast_ss(ap + i);                                       \
+        t##i##_0 = FMA(av, v0, t##i##_0);                                                          \
+        t##i##_1 = FMA(av, v1, t##i##_1);                                                          \
+    }
+#define TN_OUT(i)                                                                                  \
+    if (i < mr) {                                                                                  \
+        STORE(m0, c + i * ldc, t##i##_0);                                                          \
+        STORE(m1, c + i * ldc + 8, t##i##_1);                                                      \
+    }
+
+/* Partial blocks (the last columns) load and store through masks. */
+TS_AVX2 void tsi_tn_block_avx2(int64_t k, const float *at, int64_t lda, const float *b,
+                               int64_t ldb, float *c, int64_t ldc, int mr, int cols) {
+    const __m256i m0 = lanes(cols), m1 = lanes(cols - 8);
+    TN_ALL(TN_DECL)
+    if (cols == TS_TN256_NR) { /* whole vectors: plain loads keep the loop lean */
+        for (int64_t p = 0; p < k; p++) {
+            const ts_v8 v0 = (ts_v8)_mm256_loadu_ps(b + p * ldb);
+            const ts_v8 v1 = (ts_v8)_mm256_loadu_ps(b + p * ldb + 8);
+            const float *ap = at + p * lda;
+            TN_ALL(TN_STEP)
+        }
+    } else {
+        for (int64_t p = 0; p < k; p++) {
+            const ts_v8 v0 = LOAD(m0, b + p * ldb), v1 = LOAD(m1, b + p * ldb + 8);
+            const float *ap = at + p * lda;
+            TN_ALL(TN_STEP)
+        }
+    }
+    TN_ALL(TN_OUT)
+}
+#endif /* TS_SMALL_GEMM_BLOCKS */

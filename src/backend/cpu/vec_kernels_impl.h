@@ -1,0 +1,284 @@
+/* vec_kernels_impl.h — the array loops of vec_kernels.h for one vector width, included per ISA by
+ * vec_kernels.c after vec_math_impl.h. Besides vec_math_impl.h's names the includer defines
+ *   TSV_W     float lanes of TSV_F (4, 8 or 16)
+ *   TSV_H     uint16 vector with TSV_W lanes
+ *   TSV_F16C  0 (software conversions), 256 or 512 (the F16C instructions at that width)
+ *   TSV_ISA   the ts_cpu_isa it is compiled for
+ * and gets the table TSV_NAME(tsv_kernels). */
+
+typedef uint32_t TSV_NAME(tsv_u32) __attribute__((vector_size(sizeof(TSV_F))));
+
+/* y = FN(x) over whole vectors; the last, partial vector is padded with PAD */
+#define TSV_MAP1(FN, PAD)                                                                          \
+    do {                                                                                           \
+        int64_t i_ = 0;                                                                            \
+        for (; i_ + TSV_W <= n; i_ += TSV_W) {                                                     \
+            TSV_F v_;                                                                              \
+            memcpy(&v_, x + i_, sizeof v_);                                                        \
+            v_ = FN(v_);                                                                           \
+            memcpy(y + i_, &v_, sizeof v_);                                                        \
+        }                                                                                          \
+        if (i_ < n) {                                                                              \
+            TSV_F v_ = TSV_NAME(tsv_splat)(PAD);                                                   \
+            memcpy(&v_, x + i_, (size_t)(n - i_) * sizeof(float));                                 \
+            v_ = FN(v_);                                                                           \
+            memcpy(y + i_, &v_, (size_t)(n - i_) * sizeof(float));                                 \
+        }                                                                                          \
+    } while (0)
+
+/* y = FN(g, x) likewise */
+#define TSV_MAP2(FN)                                                                               \
+    do {                                                                                           \
+        int64_t i_ = 0;                                                                            \
+        for (; i_ + TSV_W <= n; i_ += TSV_W) {                                                     \
+            TSV_F g_, v_;                                                                          \
+            memcpy(&g_, g + i_, sizeof g_);                                                        \
+            memcpy(&v_, x + i_, sizeof v_);                                                        \
+            v_ = FN(g_, v_);                                                                       \
+            memcpy(y + i_, &v_, sizeof v_);                                                        \
+        }                                                                                          \
+        if (i_ < n) {                                                                              \
+            TSV_F g_ = {0}, v_ = {0};                                                              \
+            memcpy(&g_, g + i_, (size_t)(n - i_) * sizeof(float));                                 \
+            memcpy(&v_, x + i_, (size_t)(n - i_) * sizeof(float));                                 \
+            v_ = FN(g_, v_);                                                                       \
+            memcpy(y + i_, &v_, (size_t)(n - i_) * sizeof(float));                                 \
+        }                                                                                          \
+    } while (0)
+
+static void TSV_NAME(tsv_unary_f32)(ts_unary_op op, float *y, const float *x, int64_t n) {
+    switch (op) {
+    case TS_U_EXP:
+        TSV_MAP1(TSV_NAME(tsv_exp), 0.0f);
+        break;
+    case TS_U_LOG:
+        TSV_MAP1(TSV_NAME(tsv_log), 1.0f);
+        break;
+    case TS_U_TANH:
+        TSV_MAP1(TSV_NAME(tsv_tanh), 0.0f);
+        break;
+    case TS_U_SIGMOID:
+        TSV_MAP1(TSV_NAME(tsv_sigmoid), 0.0f);
+        break;
+    case TS_U_GELU:
+        TSV_MAP1(TSV_NAME(tsv_gelu), 0.0f);
+        break;
+    case TS_U_SILU:
+        TSV_MAP1(TSV_NAME(tsv_silu), 0.0f);
+        break;
+    default:
+        break;
+    }
+}
+
+static void TSV_NAME(tsv_bwd_f32)(ts_binary_op op, float *y, const float *g, const float *x,
+                                  int64_t n) {
+    if (op == TS_B_GELU_BWD)
+        TSV_MAP2(TSV_NAME(tsv_gelu_bwd));
+    else if (op == TS_B_SILU_BWD)
+        TSV_MAP2(TSV_NAME(tsv_silu_bwd));
+}
+
+static void TSV_NAME(tsv_math_f32)(int fn, float *y, const float *x, int64_t n) {
+    switch (fn) {
+    case TSV_EXP:
+        TSV_MAP1(TSV_NAME(tsv_exp), 0.0f);
+        break;
+    case TSV_LOG:
+        TSV_MAP1(TSV_NAME(tsv_log), 1.0f);
+        break;
+    case TSV_TANH:
+        TSV_MAP1(TSV_NAME(tsv_tanh), 0.0f);
+        break;
+    case TSV_ERF:
+        TSV_MAP1(TSV_NAME(tsv_erf), 0.0f);
+        break;
+    case TSV_ONEP_ERF:
+        TSV_MAP1(TSV_NAME(tsv_onep_erf), 0.0f);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ softmax and logsumexp */
+/* The largest element, NaN ignored (a NaN still makes the row's sum NaN later) */
+static float TSV_NAME(tsv_max_f32)(const float *x, int64_t n) {
+    TSV_F m = TSV_NAME(tsv_splat)(-__builtin_inff());
+    int64_t i = 0;
+    for (; i + TSV_W <= n; i += TSV_W) {
+        TSV_F v;
+        memcpy(&v, x + i, sizeof v);
+        m = TSV_NAME(tsv_sel)(v > m, v, m);
+    }
+    float r = -__builtin_inff();
+    for (int l = 0; l < TSV_W; l++) r = m[l] > r ? m[l] : r;
+    for (; i < n; i++) r = x[i] > r ? x[i] : r;
+    return r;
+}
+
+/* 16 logical double lanes: lane l sums the elements k with k % 16 == l; the accumulators hold
+ * them in order (TSV_D has TSV_W / 2 lanes), and the final sum is one fixed tree. */
+#define TSV_ACCS (32 / TSV_W)
+static double TSV_NAME(tsv_sum16)(const TSV_D *acc) {
+    double l[16];
+    memcpy(l, acc, sizeof l);
+    for (int w = 8; w > 0; w /= 2)
+        for (int k = 0; k < w; k++) l[k] += l[k + w];
+    return l[0];
+}
+
+/* one block of 16 floats: e = exp(x - m) into y (when y), added to acc */
+static inline void TSV_NAME(tsv_exp_block)(float *y, const float *x, TSV_F m, TSV_D *acc) {
+    for (int v = 0; v < 16 / TSV_W; v++) {
+        TSV_F e;
+        memcpy(&e, x + v * TSV_W, sizeof e);
+        e = TSV_NAME(tsv_exp)(e - m);
+        if (y) memcpy(y + v * TSV_W, &e, sizeof e);
+        TSV_D lo = {0}, hi = {0};
+        for (int l = 0; l < TSV_W / 2; l++) lo[l] = e[l], hi[l] = e[l + TSV_W / 2];
+        acc[2 * v] += lo;
+        acc[2 * v + 1] += hi;
+    }
+}
+
+static double TSV_NAME(tsv_exp_sum_f32)(float *y, const float *x, float m, int64_t n) {
+    TSV_D acc[TSV_ACCS];
+    for (int k = 0; k < TSV_ACCS; k++) acc[k] = (TSV_D){0};
+    const TSV_F mv = TSV_NAME(tsv_splat)(m);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) TSV_NAME(tsv_exp_block)(y ? y + i : NULL, x + i, mv, acc);
+    if (i < n) { /* padded with -inf, whose exponential is 0 */
+        float xb[16], yb[16];
+        for (int k = 0; k < 16; k++) xb[k] = i + k < n ? x[i + k] : -__builtin_inff();
+        TSV_NAME(tsv_exp_block)(yb, xb, mv, acc);
+        if (y) memcpy(y + i, yb, (size_t)(n - i) * sizeof(float));
+    }
+    return TSV_NAME(tsv_sum16)(acc);
+}
+
+#define TSV_WD (TSV_W / 2) /* double lanes */
+static double TSV_NAME(tsv_exp_sum_f64)(const double *x, double m, int64_t n) {
+    TSV_D acc[TSV_ACCS];
+    for (int k = 0; k < TSV_ACCS; k++) acc[k] = (TSV_D){0};
+    const TSV_D mv = TSV_NAME(tsv_splat_d)(m);
+    int64_t i = 0;
+    for (; i < n; i += 16) {
+        double xb[16];
+        const double *p = x + i;
+        if (i + 16 > n) { /* padded with -inf */
+            for (int k = 0; k < 16; k++) xb[k] = i + k < n ? x[i + k] : -__builtin_inf();
+            p = xb;
+        }
+        for (int v = 0; v < TSV_ACCS; v++) {
+            TSV_D e;
+            memcpy(&e, p + v * TSV_WD, sizeof e);
+            acc[v] += TSV_NAME(tsv_exp_d)(e - mv);
+        }
+    }
+    return TSV_NAME(tsv_sum16)(acc);
+}
+
+/* ------------------------------------------------------------------ random, double math */
+static void TSV_NAME(tsv_normal_f64)(double *y, const double *u1, const double *u2, double mean,
+                                     double std, int64_t n) {
+    for (int64_t i = 0; i < n; i += TSV_WD) {
+        TSV_D a = {0}, b = {0};
+        const int64_t m = n - i < TSV_WD ? n - i : TSV_WD;
+        memcpy(&a, u1 + i, (size_t)m * sizeof(double));
+        memcpy(&b, u2 + i, (size_t)m * sizeof(double));
+        const TSV_D r = mean + std * TSV_NAME(tsv_box_muller_d)(a, b);
+        memcpy(y + i, &r, (size_t)m * sizeof(double));
+    }
+}
+
+static void TSV_NAME(tsv_math_f64)(int fn, double *y, const double *x, int64_t n) {
+    for (int64_t i = 0; i < n; i += TSV_WD) {
+        TSV_D a = {0}, r = {0};
+        const int64_t m = n - i < TSV_WD ? n - i : TSV_WD;
+        memcpy(&a, x + i, (size_t)m * sizeof(double));
+        if (fn == TSV_EXP)
+            r = TSV_NAME(tsv_exp_d)(a);
+        else if (fn == TSV_LOG)
+            r = TSV_NAME(tsv_log_d)(a);
+        else if (fn == TSV_COS)
+            r = TSV_NAME(tsv_cos_d)(a);
+        memcpy(y + i, &r, (size_t)m * sizeof(double));
+    }
+}
+
+/* ------------------------------------------------------------------ f16 / bf16 */
+static void TSV_NAME(tsv_f16_to_f32)(float *y, const uint16_t *x, int64_t n) {
+    int64_t i = 0;
+#if TSV_F16C == 512
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + i))));
+#elif TSV_F16C == 256
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+#endif
+    for (; i < n; i++) y[i] = ts_f16_to_f32(x[i]);
+}
+
+static void TSV_NAME(tsv_f32_to_f16)(uint16_t *y, const float *x, int64_t n) {
+    int64_t i = 0;
+#if TSV_F16C == 512
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(y + i),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(x + i),
+                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#elif TSV_F16C == 256
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+    for (; i < n; i++) y[i] = ts_f32_to_f16(x[i]);
+}
+
+static void TSV_NAME(tsv_bf16_to_f32)(float *y, const uint16_t *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + TSV_W <= n; i += TSV_W) {
+        TSV_H h;
+        memcpy(&h, x + i, sizeof h);
+        const TSV_NAME(tsv_u32) v = __builtin_convertvector(h, TSV_NAME(tsv_u32)) << 16;
+        memcpy(y + i, &v, sizeof v);
+    }
+    for (; i < n; i++) y[i] = ts_bf16_to_f32(x[i]);
+}
+
+/* ts_f32_to_bf16 lane by lane: NaN keeps its top bits and turns quiet, the rest round to even */
+static void TSV_NAME(tsv_f32_to_bf16)(uint16_t *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + TSV_W <= n; i += TSV_W) {
+        TSV_NAME(tsv_u32) v;
+        memcpy(&v, x + i, sizeof v);
+        const TSV_NAME(tsv_u32) hi = v >> 16;
+        const TSV_NAME(tsv_u32) nan = (TSV_NAME(tsv_u32))((v & 0x7fffffffu) > 0x7f800000u);
+        const TSV_NAME(tsv_u32) r = ((v + 0x7fffu + (hi & 1u)) >> 16) & ~nan;
+        const TSV_H h = __builtin_convertvector(r | (nan & (hi | 0x40u)), TSV_H);
+        memcpy(y + i, &h, sizeof h);
+    }
+    for (; i < n; i++) y[i] = ts_f32_to_bf16(x[i]);
+}
+
+static const ts_vec_kernels TSV_NAME(tsv_kernels) = {
+    .isa = TSV_ISA,
+    .unary_f32 = TSV_NAME(tsv_unary_f32),
+    .bwd_f32 = TSV_NAME(tsv_bwd_f32),
+    .max_f32 = TSV_NAME(tsv_max_f32),
+    .exp_sum_f32 = TSV_NAME(tsv_exp_sum_f32),
+    .exp_sum_f64 = TSV_NAME(tsv_exp_sum_f64),
+    .normal_f64 = TSV_NAME(tsv_normal_f64),
+    .f16_to_f32 = TSV_NAME(tsv_f16_to_f32),
+    .f32_to_f16 = TSV_NAME(tsv_f32_to_f16),
+    .bf16_to_f32 = TSV_NAME(tsv_bf16_to_f32),
+    .f32_to_bf16 = TSV_NAME(tsv_f32_to_bf16),
+    .math_f32 = TSV_NAME(tsv_math_f32),
+    .math_f64 = TSV_NAME(tsv_math_f64),
+};
+
+#undef TSV_MAP1
+#undef TSV_MAP2
+#undef TSV_ACCS
+#undef TSV_WD

@@ -1,0 +1,419 @@
+/* test_vec_math.c — the CPU's vectorised math (vec_kernels.h over vec_math_impl.h) on every ISA
+ * this host has: each function against libm in double with a bound in ulps, the activations
+ * against kernel_math.h's scalar formulas (what CUDA computes), the f16 / bf16 conversions bit for
+ * bit against kernel_math.h's over all 65536 halves and many floats, and the same bits from every
+ * ISA. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/vec_kernels.h"
+#include "backend/kernel_math.h"
+#include "backend/philox.h"
+#include "ts_test.h"
+
+static uint64_t rng = 0x243F6A8885A308D3ull;
+static uint32_t next_u32(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+static uint64_t next_u64(void) { return ((uint64_t)next_u32() << 32) | next_u32(); }
+
+static float f_of(uint32_t u) { return ts_u32_as_f32(u); }
+static double d_of(uint64_t u) {
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/* ulp of a float-rounded value of magnitude |r| (the spacing of floats there) */
+static double ulp_f(double r) {
+    float a = fabsf((float)r);
+    if (a >= 3.4028235e38f) return ldexp(1.0, 104);
+    return (double)nextafterf(a, INFINITY) - (double)a;
+}
+static double ulp_d(double r) {
+    double a = fabs(r);
+    if (a >= 1.7976931348623157e308) return ldexp(1.0, 971);
+    return nextafter(a, INFINITY) - a;
+}
+
+/* Error of y against ref in ulps of ref, after an absolute allowance; both NaN (or both the same
+ * infinity) count as exact, a NaN on one side only as infinitely wrong. */
+static double err_ulps(double y, double ref, double atol, bool single) {
+    if (isnan(ref) || isnan(y)) return isnan(ref) && isnan(y) ? 0 : INFINITY;
+    if (isinf(ref) || isinf(y)) return y == ref ? 0 : INFINITY;
+    double e = fabs(y - ref) - atol;
+    return e <= 0 ? 0 : e / (single ? ulp_f(ref) : ulp_d(ref));
+}
+
+/* ------------------------------------------------------------------ inputs */
+enum { NSAMPLE = 1 << 20 };
+static float xs[NSAMPLE], ys[NSAMPLE], gs[NSAMPLE];
+
+/* n floats spread over [lo, hi]: evenly in value, evenly in bit pattern (every binade gets its
+ * share), and a few special values at the start */
+static int64_t fill_range(float *x, int64_t n, float lo, float hi) {
+    const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -1.0f, 0.625f, -0.625f,
+                        1e-30f, -1e-30f, 1.17549435e-38f, 1e-45f, 88.0f, -87.0f, 0.5f};
+    int64_t k = 0;
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) x[k++] = sp[i];
+    const int64_t half = (n - k) / 2;
+    for (int64_t i = 0; i < half; i++) x[k++] = lo + (hi - lo) * (float)((double)i / (double)half);
+    while (k < n) {
+        float v = f_of(next_u32());
+        if (v >= lo && v <= hi) x[k++] = v;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------ against libm in double */
+typedef double (*ref_fn)(double);
+static double ref_onep_erf(double x) { return x < 0 ? erfc(-x) : 1.0 + erf(x); }
+
+/* The largest error of vk->math_f32(fn) over [lo, hi] in ulps (absolute allowance atol), checked
+ * against the bound. */
+static void check_f32_fn(const ts_vec_kernels *vk, int fn, const char *name, ref_fn ref, float lo,
+                         float hi, double atol, double bound) {
+    fill_range(xs, NSAMPLE, lo, hi);
+    vk->math_f32(fn, ys, xs, NSAMPLE);
+    double worst = 0;
+    float at = 0;
+    for (int64_t i = 0; i < NSAMPLE; i++) {
+        /* the reference of the float result: below FLT_MIN vec math flushes exp to 0 */
+        double r = ref((double)xs[i]);
+        double e = err_ulps(ys[i], r, atol, true);
+        if (e > worst) worst = e, at = xs[i];
+    }
+    printf("  %-8s %-9s [%g, %g]: worst %.2f ulp at %.9g (bound %.1f)\n",
+           ts_cpu_isa_name(vk->isa), name, lo, hi, worst, at, bound);
+    CHECK(worst <= bound);
+}
+
+static void test_f32_accuracy(const ts_vec_kernels *vk) {
+    /* exp: the normal range of its results; below, 0 (checked apart) */
+    check_f32_fn(vk, TSV_EXP, "exp", exp, -87.33f, 88.72f, 0, 2);
+    check_f32_fn(vk, TSV_LOG, "log", log, 0.0f, 3.4e38f, 0, 2);
+    check_f32_fn(vk, TSV_TANH, "tanh", tanh, -20.0f, 20.0f, 0, 3);
+    check_f32_fn(vk, TSV_ERF, "erf", erf, -5.0f, 5.0f, 0, 3);
+    /* 1 + erf(x) = erfc(-x): the tail keeps its relative accuracy down to e^-x^2's rounding of
+     * x^2 (relative 2^-24 of x^2, i.e. x^2 / 2 ulps), bounded here at |x| <= 4 */
+    check_f32_fn(vk, TSV_ONEP_ERF, "1+erf", ref_onep_erf, -4.0f, 4.0f, 0, 12);
+    /* below exp's range: exactly 0; e^-inf = 0, e^inf = inf, NaN stays NaN */
+    float x[6] = {-88.0f, -100.0f, -INFINITY, INFINITY, NAN, 89.0f}, y[6];
+    vk->math_f32(TSV_EXP, y, x, 6);
+    CHECK(y[0] == 0 && y[1] == 0 && y[2] == 0 && y[3] == INFINITY && isnan(y[4]) &&
+          y[5] == INFINITY);
+    float lx[5] = {-1.0f, 0.0f, INFINITY, NAN, 1e-45f}, ly[5];
+    vk->math_f32(TSV_LOG, ly, lx, 5);
+    CHECK(isnan(ly[0]) && ly[1] == -INFINITY && ly[2] == INFINITY && isnan(ly[3]));
+    CHECK(fabs(ly[4] - log((double)1e-45f)) <= 2 * ulp_f(log((double)1e-45f)));
+}
+
+static void test_f64_accuracy(const ts_vec_kernels *vk) {
+    static double x[NSAMPLE / 4], y[NSAMPLE / 4];
+    const int64_t n = NSAMPLE / 4;
+    const struct {
+        int fn;
+        const char *name;
+        ref_fn ref;
+        double lo, hi, atol, bound;
+    } cases[] = {
+        {TSV_EXP, "exp", exp, -708.3, 709.7, 0, 2},
+        {TSV_LOG, "log", log, 0, 1.7e308, 0, 2},
+        /* the Box-Muller angle lies in [0, 2 pi); near a zero of cos the reduction's second
+         * part leaves an absolute error of j * 2^-53 * 6e-11 */
+        {TSV_COS, "cos", cos, -8, 8, 1e-25, 2},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int64_t i = 0; i < n; i++) {
+            if (i < n / 2) {
+                x[i] = cases[c].lo + (cases[c].hi - cases[c].lo) * ((double)i / (double)(n / 2));
+            } else {
+                double v;
+                do v = d_of(next_u64());
+                while (!(v >= cases[c].lo && v <= cases[c].hi));
+                x[i] = v;
+            }
+        }
+        x[0] = 0, x[1] = 1, x[2] = -0.0, x[3] = 1e-310;
+        vk->math_f64(cases[c].fn, y, x, n);
+        double worst = 0, at = 0;
+        for (int64_t i = 0; i < n; i++) {
+            if (cases[c].fn == TSV_LOG && x[i] < 0) continue;
+            double e = err_ulps(y[i], cases[c].ref(x[i]), cases[c].atol, false);
+            if (e > worst) worst = e, at = x[i];
+        }
+        printf("  %-8s %-9s [%g, %g]: worst %.2f ulp at %.17g (bound %.1f)\n",
+               ts_cpu_isa_name(vk->isa), cases[c].name, cases[c].lo, cases[c].hi, worst, at,
+               cases[c].bound);
+        CHECK(worst <= cases[c].bound);
+    }
+    double sx[4] = {INFINITY, -INFINITY, NAN, -746}, sy[4];
+    vk->math_f64(TSV_EXP, sy, sx, 4);
+    CHECK(sy[0] == INFINITY && sy[1] == 0 && isnan(sy[2]) && sy[3] == 0);
+    double lx[4] = {-1, 0, INFINITY, NAN}, ly[4];
+    vk->math_f64(TSV_LOG, ly, lx, 4);
+    CHECK(isnan(ly[0]) && ly[1] == -INFINITY && ly[2] == INFINITY && isnan(ly[3]));
+}
+
+/* ------------------------------------------------------------------ the activations */
+/* Each vectorised op against the scalar formula of kernel_math.h evaluated in double (the exact
+ * value of the formula) and against the same formula in float (what CUDA and the f32 scalar path
+ * compute), in ulps of the result. Where a formula subtracts nearly equal terms no float
+ * evaluation can hold a relative bound: 1 + erf(z) for z < 0 (the vector form only for
+ * -1 < z < 0: below it takes erfc), cdf + x pdf and 1 + x (1 - s) in the backwards, whose results
+ * cross zero, and 1 - s itself. There the allowance is 8 float roundings of what cancelled: the
+ * terms' absolute values summed (`scale_v` for the vector form, `scale_f` for libm's) minus the
+ * result's, plus 1e-9 for gelu's far tails, where x^2's rounding in e^(-x^2/2) weighs x^2 ulps
+ * (values below 1e-5 there). */
+typedef struct act_case {
+    const char *name;
+    ts_unary_op uop;  /* or */
+    ts_binary_op bop; /* (TS_B_COUNT when a unary op) */
+    double (*ref_d)(double g, double x);
+    float (*ref_f)(float g, float x);
+    double (*scale_v)(double g, double x); /* NULL: no cancellation */
+    double (*scale_f)(double g, double x);
+    float lo, hi;
+    double bound_d, bound_f, atol;
+} act_case;
+
+static double r_sigmoid_d(double g, double x) { return (void)g, ts_sigmoid_d(x); }
+static float r_sigmoid_f(float g, float x) { return (void)g, ts_sigmoid_f(x); }
+static double r_silu_d(double g, double x) { return (void)g, ts_silu_d(x); }
+static float r_silu_f(float g, float x) { return (void)g, ts_silu_f(x); }
+/* gelu's formula rounds x / sqrt 2 to float before erf (ts_gelu_f, CUDA, PyTorch): the double
+ * reference takes that rounded z, so the comparison measures the rest of the evaluation */
+static double z_f(double x) { return (double)((float)x * 0.70710678118654752440f); }
+static double r_gelu_d(double g, double x) {
+    return (void)g, x * 0.5 * (x < 0 ? erfc(-z_f(x)) : 1.0 + erf(z_f(x)));
+}
+static float r_gelu_f(float g, float x) { return (void)g, ts_gelu_f(x); }
+static double r_tanh_d(double g, double x) { return (void)g, tanh(x); }
+static float r_tanh_f(float g, float x) { return (void)g, tanhf(x); }
+static double r_exp_d(double g, double x) { return (void)g, exp(x); }
+static float r_exp_f(float g, float x) { return (void)g, expf(x); }
+static double r_log_d(double g, double x) { return (void)g, log(x); }
+static float r_log_f(float g, float x) { return (void)g, logf(x); }
+static double r_gelu_bwd_d(double g, double x) {
+    const double cdf = 0.5 * (x < 0 ? erfc(-z_f(x)) : 1.0 + erf(z_f(x)));
+    return g * (cdf + x * 0.39894228040143267794 * exp(x * x * -0.5));
+}
+static float r_gelu_bwd_f(float g, float x) { return ts_gelu_bwd_f(g, x); }
+static double r_silu_bwd_d(double g, double x) { return ts_silu_bwd_d(g, x); }
+static float r_silu_bwd_f(float g, float x) { return ts_silu_bwd_f(g, x); }
+/* the magnitude of 1 + erf(z) as computed: 1 + |erf| where it cancels (z < 0; the vector form
+ * only above -1) */
+static double onep_erf_mag(double z, bool vec) {
+    return z < 0 && (!vec || z > -1) ? 1 + fabs(erf(z)) : 1 + erf(z);
+}
+static double gelu_mag(double x, bool vec) {
+    return 0.5 * fabs(x) * onep_erf_mag(x * 0.70710678118654752440, vec);
+}
+static double s_gelu_v(double g, double x) { return (void)g, gelu_mag(x, true); }
+static double s_gelu_f(double g, double x) { return (void)g, gelu_mag(x, false); }
+static double gelu_bwd_mag(double g, double x, bool vec) {
+    const double cdf = 0.5 * onep_erf_mag(x * 0.70710678118654752440, vec);
+    return fabs(g) * (cdf + fabs(x) * 0.39894228040143267794 * exp(-0.5 * x * x));
+}
+static double s_gelu_bwd_v(double g, double x) { return gelu_bwd_mag(g, x, true); }
+static double s_gelu_bwd_f(double g, double x) { return gelu_bwd_mag(g, x, false); }
+/* g s (1 + x (1 - s)): 1 - s cancels s, then 1 + x (1 - s) */
+static double s_silu_bwd(double g, double x) {
+    const double s = ts_sigmoid_d(x);
+    return fabs(g) * s * (1 + fabs(x) * (1 - s) + fabs(x) * s);
+}
+
+static void test_activations(const ts_vec_kernels *vk) {
+    const act_case cases[] = {
+        {"exp", TS_U_EXP, TS_B_COUNT, r_exp_d, r_exp_f, NULL, NULL, -87.3f, 88.7f, 2, 3, 0},
+        {"log", TS_U_LOG, TS_B_COUNT, r_log_d, r_log_f, NULL, NULL, 1e-30f, 1e30f, 2, 3, 0},
+        {"tanh", TS_U_TANH, TS_B_COUNT, r_tanh_d, r_tanh_f, NULL, NULL, -10, 10, 3, 4, 0},
+        {"sigmoid", TS_U_SIGMOID, TS_B_COUNT, r_sigmoid_d, r_sigmoid_f, NULL, NULL, -80, 80, 4, 5,
+         0},
+        {"silu", TS_U_SILU, TS_B_COUNT, r_silu_d, r_silu_f, NULL, NULL, -80, 80, 5, 6, 0},
+        {"gelu", TS_U_GELU, TS_B_COUNT, r_gelu_d, r_gelu_f, s_gelu_v, s_gelu_f, -12, 12, 6, 8,
+         1e-9},
+        {"gelu_bwd", TS_U_COUNT, TS_B_GELU_BWD, r_gelu_bwd_d, r_gelu_bwd_f, s_gelu_bwd_v,
+         s_gelu_bwd_f, -12, 12, 6, 8, 1e-9},
+        {"silu_bwd", TS_U_COUNT, TS_B_SILU_BWD, r_silu_bwd_d, r_silu_bwd_f, s_silu_bwd, s_silu_bwd,
+         -80, 80, 6, 8, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const act_case *k = &cases[c];
+        fill_range(xs, NSAMPLE, k->lo, k->hi);
+        for (int64_t i = 0; i < NSAMPLE; i++) gs[i] = (float)((next_u32() >> 8) * 0x1p-23 - 1.0);
+        if (k->bop == TS_B_COUNT)
+            vk->unary_f32(k->uop, ys, xs, NSAMPLE);
+        else
+            vk->bwd_f32(k->bop, ys, gs, xs, NSAMPLE);
+        double wd = 0, wf = 0;
+        float atd = 0, atf = 0;
+        for (int64_t i = 0; i < NSAMPLE; i++) {
+            const float g = k->bop == TS_B_COUNT ? 1.0f : gs[i];
+            const double rd = k->ref_d(g, xs[i]), rf = k->ref_f(g, xs[i]);
+            /* 8 roundings of what cancelled in the vector form, and in both for the float one */
+            const double cv = k->scale_v ? k->scale_v(g, xs[i]) - fabs(rd) : 0;
+            const double cf = k->scale_f ? k->scale_f(g, xs[i]) - fabs(rd) : 0;
+            const double ed = err_ulps(ys[i], rd, k->atol + 8 * 0x1p-24 * fmax(cv, 0), true);
+            const double ef =
+                err_ulps(ys[i], rf, k->atol + 8 * 0x1p-24 * (fmax(cv, 0) + fmax(cf, 0)), true);
+            if (ed > wd) wd = ed, atd = xs[i];
+            if (ef > wf) wf = ef, atf = xs[i];
+        }
+        printf("  %-8s %-9s: worst %.2f ulp against double at %.9g (bound %.0f), %.2f against "
+               "the float formula at %.9g (bound %.0f)\n",
+               ts_cpu_isa_name(vk->isa), k->name, wd, atd, k->bound_d, wf, atf, k->bound_f);
+        CHECK(wd <= k->bound_d);
+        CHECK(wf <= k->bound_f);
+    }
+}
+
+/* ------------------------------------------------------------------ normal random numbers */
+static void test_box_muller(const ts_vec_kernels *vk) {
+    enum { N = 1 << 16 };
+    static double u1[N], u2[N], y[N];
+    for (int i = 0; i < N; i++) {
+        u1[i] = (double)(next_u64() >> 11) * 0x1p-53;
+        u2[i] = i < N / 2 ? (double)(next_u64() >> 11) * 0x1p-53 : (double)(next_u32() >> 8) * 0x1p-24;
+    }
+    u1[0] = 0, u2[0] = 0, u1[1] = 1 - 0x1p-53, u2[1] = 0.25, u2[2] = 0.5, u2[3] = 0.75;
+    vk->normal_f64(y, u1, u2, 0.0, 1.0, N);
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        double r = ts_philox_box_muller(u1[i], u2[i]);
+        double e = err_ulps(y[i], r, 1e-25, false);
+        worst = e > worst ? e : worst;
+    }
+    printf("  %-8s box-muller: worst %.2f ulp against ts_philox_box_muller (bound 4)\n",
+           ts_cpu_isa_name(vk->isa), worst);
+    CHECK(worst <= 4);
+}
+
+/* ------------------------------------------------------------------ f16 / bf16 */
+static void test_conversions(const ts_vec_kernels *vk) {
+    enum { NF = 1 << 20 };
+    static uint16_t h[65536], h2[NF];
+    static float f[NF];
+    /* every half, both directions: half -> float -> half is the identity (NaN quiet) */
+    for (int i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    vk->f16_to_f32(f, h, 65536);
+    int bad = 0;
+    for (int i = 0; i < 65536; i++) {
+        float r = ts_f16_to_f32(h[i]);
+        bad += memcmp(&r, &f[i], 4) != 0;
+    }
+    vk->bf16_to_f32(f, h, 65536);
+    for (int i = 0; i < 65536; i++) {
+        float r = ts_bf16_to_f32(h[i]);
+        bad += memcmp(&r, &f[i], 4) != 0;
+    }
+    /* floats: every half's value and its neighbours (the ties and both sides of them, across
+     * every binade, subnormals, overflow to inf, NaN payloads), then random bit patterns */
+    int64_t n = 0;
+    for (int i = 0; i < 65536; i++) {
+        uint32_t u = ts_f32_as_u32(ts_f16_to_f32((uint16_t)i));
+        const uint32_t tie = u + 0x1000u; /* halfway to the next half (normal halves) */
+        f[n++] = f_of(u), f[n++] = f_of(tie), f[n++] = f_of(tie - 1), f[n++] = f_of(tie + 1);
+    }
+    for (int i = 0; i < 65536; i++) { /* bf16 ties */
+        uint32_t u = (uint32_t)i << 16;
+        f[n++] = f_of(u | 0x8000u), f[n++] = f_of(u | 0x7fffu), f[n++] = f_of(u | 0x8001u);
+    }
+    while (n < NF) f[n++] = f_of(next_u32());
+    vk->f32_to_f16(h2, f, NF);
+    for (int64_t i = 0; i < NF; i++) bad += h2[i] != ts_f32_to_f16(f[i]);
+    vk->f32_to_bf16(h2, f, NF);
+    for (int64_t i = 0; i < NF; i++) bad += h2[i] != ts_f32_to_bf16(f[i]);
+    /* odd lengths: the tails */
+    for (int len = 0; len < 40; len++) {
+        float a[40];
+        uint16_t b[41];
+        b[len] = 0xabcd;
+        vk->f32_to_f16(b, f + 70000, len);
+        for (int i = 0; i < len; i++) bad += b[i] != ts_f32_to_f16(f[70000 + i]);
+        bad += b[len] != 0xabcd;
+        vk->f16_to_f32(a, h + 15000, len);
+        for (int i = 0; i < len; i++) bad += a[i] != ts_f16_to_f32(h[15000 + i]);
+    }
+    printf("  %-8s f16/bf16 conversions: %d differences from kernel_math.h\n",
+           ts_cpu_isa_name(vk->isa), bad);
+    CHECK_EQ(bad, 0);
+}
+
+/* ------------------------------------------------------------------ every ISA alike */
+static void run_all(const ts_vec_kernels *vk, float *out, int64_t n, double *sums) {
+    static const ts_unary_op uops[] = {TS_U_EXP, TS_U_LOG, TS_U_TANH, TS_U_SIGMOID, TS_U_GELU,
+                                       TS_U_SILU};
+    int64_t k = 0;
+    for (size_t u = 0; u < sizeof uops / sizeof uops[0]; u++, k += n)
+        vk->unary_f32(uops[u], out + k, xs, n);
+    vk->bwd_f32(TS_B_GELU_BWD, out + k, gs, xs, n), k += n;
+    vk->bwd_f32(TS_B_SILU_BWD, out + k, gs, xs, n), k += n;
+    vk->math_f32(TSV_ERF, out + k, xs, n), k += n;
+    const float m = vk->max_f32(xs, n);
+    out[k++] = m;
+    sums[0] = vk->exp_sum_f32(out + k, xs, m, n);
+    static double xd[4096], yd[4096];
+    for (int i = 0; i < 4096; i++) xd[i] = xs[i];
+    sums[1] = vk->exp_sum_f64(xd, 3.0, 4093);
+    vk->normal_f64(yd, xd, xd + 7, 0.5, 1.5, 4001);
+    sums[2] = 0;
+    for (int i = 0; i < 4001; i++) sums[2] += yd[i] * (i + 1);
+}
+
+/* bit for bit, except that any NaN equals any NaN */
+static bool same_floats(const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(a + i, b + i, 4) != 0 && !(isnan(a[i]) && isnan(b[i]))) {
+            printf("  first difference at %lld: %.9g and %.9g\n", (long long)i, a[i], b[i]);
+            return false;
+        }
+    return true;
+}
+
+static void test_same_bits(void) {
+    enum { N = 4093 }; /* not a multiple of any width */
+    const int64_t per = 10 * (int64_t)N + 1; /* run_all's floats */
+    static float ref[10 * 4096 + 1 + 4096], got[10 * 4096 + 1 + 4096];
+    fill_range(xs, N, -30.0f, 30.0f);
+    for (int i = 0; i < N; i++) /* finite, so the sums are numbers */
+        xs[i] = fabsf(xs[i]) < 1e-30f || !isfinite(xs[i]) ? 0.5f : xs[i];
+    for (int i = 0; i < 4096; i++) gs[i] = (float)i / 4096.0f - 0.5f;
+    double rs[3], gs3[3];
+    run_all(ts_vec_kernels_for(TS_ISA_GENERIC), ref, N, rs);
+    for (int isa = TS_ISA_AVX2; isa < TS_ISA_COUNT; isa++) {
+        const ts_vec_kernels *vk = ts_vec_kernels_for((ts_cpu_isa)isa);
+        if (!vk) continue;
+        run_all(vk, got, N, gs3);
+        bool same = same_floats(ref, got, per) && memcmp(rs, gs3, sizeof rs) == 0;
+        if (!same)
+            printf("  sums %.17g %.17g %.17g / %.17g %.17g %.17g\n", rs[0], rs[1], rs[2], gs3[0],
+                   gs3[1], gs3[2]);
+        printf("  %s gives the generic variant's bits: %s\n", ts_cpu_isa_name((ts_cpu_isa)isa),
+               same ? "yes" : "NO");
+        CHECK(same);
+    }
+}
+
+int main(void) {
+    if (ts_test_isa_gate()) return 77;
+    for (int isa = 0; isa < TS_ISA_COUNT; isa++) {
+        const ts_vec_kernels *vk = ts_vec_kernels_for((ts_cpu_isa)isa);
+        if (!vk) {
+            printf("%s: not on this CPU\n", ts_cpu_isa_name((ts_cpu_isa)isa));
+            continue;
+        }
+        printf("%s:\n", ts_cpu_isa_name((ts_cpu_isa)isa));
+        test_f32_accuracy(vk);
+        test_f64_accuracy(vk);
+        test_activations(vk);
+        test_box_muller(vk);
+        test_conversions(vk);
+    }
+    test_same_bits();
+    CHECK(ts_vec_kernels_get() == ts_vec_kernels_for(ts_cpu_isa_get()));
+    return ts_test_finish();
+}
