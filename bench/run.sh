@@ -7,7 +7,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
 mode=${2:-}
 bin="$build/bench/bench_core"
-python=${PYTHON:-/usr/bin/python3}
+. "$here/bench_env.sh"
+python=$PYTHON
 
 if [ ! -x "$bin" ]; then
     echo "run.sh: $bin not found; build first: cmake --build $build" >&2
@@ -17,6 +18,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+bench_header "$build"
 echo "Tessera: $bin $mode" >&2
 "$bin" $mode >"$tmp/tessera.txt"
 echo "PyTorch: $python $here/bench_core_torch.py $mode" >&2

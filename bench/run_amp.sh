@@ -7,6 +7,7 @@
 # e.g. "--amp-dtype f16" or "--devices sim:0,sim:1").
 set -eu
 
+here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
 epochs=${2:-2}
 model=${3:-lenet}
@@ -14,7 +15,8 @@ data=${DATA_DIR:-/usr/share/datasets/fashion-mnist}
 tessera="$build/tessera"
 [ -x "$tessera" ] || { echo "run_amp.sh: $tessera not found; build first" >&2; exit 1; }
 
-echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+. "$here/bench_env.sh"
+bench_header "$build"
 run() { # label, extra flags...
     label=$1
     shift

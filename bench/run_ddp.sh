@@ -7,16 +7,13 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
 iters=${2:-20}
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x /opt/torch2/bin/torch-python ]; then PYTHON=/opt/torch2/bin/torch-python; else PYTHON=python3; fi
-fi
+. "$here/bench_env.sh"
 bin="$build/bench/bench_ddp"
 [ -x "$bin" ] || { echo "run_ddp.sh: $bin not found; build first" >&2; exit 1; }
 root=""; [ "$(id -u)" = 0 ] && root=--allow-run-as-root
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, ISA: $(grep -o -w -m1 -e avx512f /proc/cpuinfo | head -1 || true) $(grep -o -w -m1 avx2 /proc/cpuinfo | head -1)"
-echo "PyTorch: $("$PYTHON" -c 'import torch; print(torch.__version__, "BLAS mkl" if torch.backends.mkl.is_available() else "")')"
+bench_header "$build"
 for round in $(seq "${ROUNDS:-2}"); do
     OMP_NUM_THREADS=1 TS_NUM_THREADS=1 mpirun -np 2 $root --oversubscribe --bind-to none "$bin" "$iters" >>"$tmp/ts.txt"
     OMP_NUM_THREADS=1 "$PYTHON" "$here/bench_ddp_torch.py" "$iters" >>"$tmp/pt.txt"

@@ -2,7 +2,7 @@
 # run_fashion.sh — `tessera train` on Fashion-MNIST (MLP and LeNet-5) beside its PyTorch twin
 # (train_fashion_torch.py), each the best of 1 and 2 threads, and the loader alone (bench_loader).
 # Usage: bench/run_fashion.sh [BUILD_DIR] [EPOCHS]   (builds nothing; defaults: build, 1 epoch)
-# Environment: PYTHON (/usr/bin/python3), DATA_DIR (/usr/share/datasets/fashion-mnist), THREADS
+# Environment: PYTHON (bench_env.sh: PyTorch 2.x from PyPI when installed), BENCH_ISA, DATA_DIR (/usr/share/datasets/fashion-mnist), THREADS
 # (the thread counts tried on both sides: "1 2"), ROUNDS (2). Each round runs, per model, Tessera
 # then PyTorch, and each side keeps its best round: a shared machine's slow spells (seen here: a
 # minute of everything 30% slower) then hit both sides alike instead of deciding the ratio.
@@ -11,7 +11,8 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
 epochs=${2:-1}
-python=${PYTHON:-/usr/bin/python3}
+. "$here/bench_env.sh"
+python=$PYTHON
 data=${DATA_DIR:-/usr/share/datasets/fashion-mnist}
 threads=${THREADS:-1 2}
 rounds=${ROUNDS:-2}
@@ -25,7 +26,7 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_header "$build"
 
 # Tessera: s/epoch from metrics.jsonl ("seconds": the training batches plus the test pass, as the
 # trainer prints it), test accuracy of the last epoch, and the training rate (batch/s) of the last

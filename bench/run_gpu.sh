@@ -2,16 +2,19 @@
 # run_gpu.sh — the CUDA issue's GPU benchmarks: Tessera (bench_gpu) beside PyTorch CUDA
 # (bench_gpu_torch.py) in one run, as a table with the ratio, the goal and whether it is met.
 # Usage: bench/run_gpu.sh [BUILD_DIR] [quick]   (builds nothing; BUILD_DIR defaults to "build")
-# Environment: PYTHON (python3: the GPU machine's PyTorch with CUDA); BENCH_GPU_TS_OUT and
+# Environment: PYTHON (bench_env.sh: PyTorch 2.x from PyPI when installed, else python3: it needs
+# CUDA); BENCH_GPU_TS_OUT and
 # BENCH_GPU_TORCH_OUT name files holding the two programs' output to tabulate instead of running
 # them (to check this table without a GPU).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
 mode=${2:-}
-python=${PYTHON:-python3}
+. "$here/bench_env.sh"
+python=$PYTHON
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+bench_header "$build"
 
 if [ -n "${BENCH_GPU_TS_OUT:-}" ]; then
     cp "$BENCH_GPU_TS_OUT" "$tmp/ts.txt"

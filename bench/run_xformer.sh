@@ -9,16 +9,12 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
 mode=${2:-}
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x /opt/torch2/bin/torch-python ]; then PYTHON=/opt/torch2/bin/torch-python; else PYTHON=python3; fi
-fi
+. "$here/bench_env.sh"
 bin="$build/bench/bench_xformer"
 [ -x "$bin" ] || { echo "run_xformer.sh: $bin not found; build first" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-isa=$(grep -o -w -m1 -e avx512f /proc/cpuinfo | head -1 || true)
-echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, ISA: ${isa:-no avx512f} $(grep -o -w -m1 avx2 /proc/cpuinfo | head -1)${TS_CPU_ISA:+ (Tessera capped at $TS_CPU_ISA)}"
-echo "PyTorch: $("$PYTHON" -c 'import torch; print(torch.__version__, "BLAS mkl" if torch.backends.mkl.is_available() else "", "capability", torch.backends.cpu.get_cpu_capability())')"
+bench_header "$build"
 "$bin" peak >"$tmp/peak.txt"
 for round in $(seq "${ROUNDS:-2}"); do
     TS_NUM_THREADS=1 "$bin" $mode >>"$tmp/t.txt"

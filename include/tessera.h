@@ -83,6 +83,17 @@ int ts_get_num_threads(void);
  * by TS_CPU_ISA) and the best this CPU has. */
 const char *ts_cpu_vector_isa(void);
 const char *ts_cpu_vector_isa_best(void);
+/* One line about the CPU kernels: the vector ISA in use and the best, threads, the BLAS library,
+ * the OpenMP wait policy (thread-local buffer). */
+const char *ts_cpu_describe(void);
+/* For programs on shared machines, called first thing in main(argc, argv): libgomp's default wait
+ * (spinning a few milliseconds after each parallel region) collapses when other processes want
+ * the cores, and libgomp reads its settings only when it loads, before main. Unless OMP_WAIT_POLICY
+ * or GOMP_SPINCOUNT is set, this re-executes the program once (same argv, /proc/self/exe) with
+ * GOMP_SPINCOUNT=1000 (about 10 us of spinning, then sleep) and returns only when it did nothing;
+ * the library takes the variable out of the environment again at start-up, so child processes see
+ * the original. The `tessera` command does this. */
+void ts_cpu_bounded_spin(char **argv);
 
 /* ===================================================================== dtypes */
 typedef enum ts_dtype {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -69,9 +70,25 @@ static void print_device(ts_device d, const char *note) {
            ab, rb, note);
 }
 
+/* "cpu: <model>, N cores; vector ISA ..., threads, BLAS, OpenMP wait" */
+static void print_cpu(void) {
+    char model[128] = "unknown model", line[256];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        const char *c = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || !c) continue;
+        snprintf(model, sizeof model, "%s", c + 1 + (c[1] == ' '));
+        model[strcspn(model, "\n")] = 0;
+        break;
+    }
+    if (f) fclose(f);
+    printf("cpu: %s, %ld cores; %s\n", model, sysconf(_SC_NPROCESSORS_ONLN), ts_cpu_describe());
+}
+
 int tcli_devices(const tcli_opts *o) {
     (void)o;
     print_device(ts_cpu(), "");
+    print_cpu();
     int nc = ts_device_count(TS_CUDA);
     for (int i = 0; i < nc; i++) print_device(ts_cuda(i), "");
     int ns = ts_device_count(TS_SIM);
@@ -88,6 +105,7 @@ int tcli_devices(const tcli_opts *o) {
 }
 
 int main(int argc, char **argv) {
+    ts_cpu_bounded_spin(argv); /* a shared machine's cores: see README, "Threads" */
     tcli_opts o;
     int rc = tcli_parse(argc, argv, &o);
     if (rc >= 0) return rc;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/omp_wait.h"
 
 #define CPU_ALIGN ((size_t)64) /* a cache line, and enough for any SIMD load the kernels use */
 
@@ -88,6 +89,7 @@ static ts_backend cpu_backend = {
 void ts_cpu_backend_init(void) {
     /* once: re-installing while other threads read the table would be a data race */
     if (ts_backend_for(TS_CPU) == &cpu_backend) return;
+    tsi_omp_wait_init();
     ts_cpu_kernels_install(&cpu_backend);
     ts_backend_register(&cpu_backend);
 }

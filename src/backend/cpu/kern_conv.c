@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/cpu/blas_threads.h"
+#include "backend/cpu/vec_kernels.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/kern_conv.h"
@@ -467,36 +468,33 @@ static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *g
  * convolutions (autocast's) on more than one core. */
 #define CONVERT_PARALLEL(n) ((n) >= 32768 && max_threads() > 1)
 
+/* chunks of the conversion, F16C where the CPU has it (vec_kernels.h) */
+#define CONVERT_CHUNK 4096
+
 static float *to_f32(const ts_kview *v, int64_t n) {
     float *dst = malloc((size_t)n * sizeof(float) + 1);
     if (!dst) return NULL;
-    const uint16_t *src = (const uint16_t *)v->data;
-    if (v->dtype == TS_BF16) {
+    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
 #ifdef TS_HAVE_OPENMP
 #pragma omp parallel for schedule(static) if (CONVERT_PARALLEL(n))
 #endif
-        for (int64_t i = 0; i < n; i++) dst[i] = ts_bf16_to_f32(src[i]);
-    } else {
-#ifdef TS_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (CONVERT_PARALLEL(n))
-#endif
-        for (int64_t i = 0; i < n; i++) dst[i] = ts_f16_to_f32(src[i]);
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
+        ts_vec_load_f32(vk, dst + i, v->data + 2 * i, v->dtype, 2, m);
     }
     return dst;
 }
 
 static void from_f32(const float *src, int64_t n, const ts_kview *v) {
-    uint16_t *dst = (uint16_t *)v->data;
-    if (v->dtype == TS_BF16) {
+    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
 #ifdef TS_HAVE_OPENMP
 #pragma omp parallel for schedule(static) if (CONVERT_PARALLEL(n))
 #endif
-        for (int64_t i = 0; i < n; i++) dst[i] = ts_f32_to_bf16(src[i]);
-    } else {
-#ifdef TS_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (CONVERT_PARALLEL(n))
-#endif
-        for (int64_t i = 0; i < n; i++) dst[i] = ts_f32_to_f16(src[i]);
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
+        ts_vec_store_f32(vk, v->data + 2 * i, v->dtype, 2, src + i, m);
     }
 }
 

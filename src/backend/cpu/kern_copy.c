@@ -3,6 +3,7 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loops.h"
+#include "backend/cpu/vec_kernels.h"
 
 /* Each source dtype loads into one of three intermediate kinds: F (float), D (double) or
  * I (int64); each destination converts from each kind. Going through float for f16/bf16 from
@@ -115,6 +116,22 @@ RAW_COPY(raw_copy2, uint16_t)
 RAW_COPY(raw_copy4, uint32_t)
 RAW_COPY(raw_copy8, uint64_t)
 
+/* f32 <-> f16 / bf16 (autocast's casts): any run through vec_kernels.h's conversions (F16C where
+ * the CPU has it), the very bits of the table's loops. p[0] = dst, p[1] = src. */
+static void cast_half(void *ctx, char *const *p, const int64_t *s, int64_t n) {
+    const ts_dtype *dt = (const ts_dtype *)ctx; /* {dst, src} */
+    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    if (dt[0] == TS_F32 && s[0] == (int64_t)sizeof(float)) {
+        ts_vec_load_f32(vk, (float *)p[0], p[1], dt[1], s[1], n);
+    } else if (dt[1] == TS_F32 && s[1] == (int64_t)sizeof(float)) {
+        ts_vec_store_f32(vk, p[0], dt[0], s[0], (const float *)p[1], n);
+    } else {
+        copy_table[dt[0] - TS_F32][dt[1] - TS_F32](NULL, p, s, n);
+    }
+}
+
+static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
+
 void ts_cpu_copy(const ts_backend *be, int index, const ts_kview *dst, const ts_kview *src) {
     (void)be;
     (void)index;
@@ -137,6 +154,11 @@ void ts_cpu_copy(const ts_backend *be, int index, const ts_kview *dst, const ts_
             fn = raw_copy1;
             break;
         }
+    } else if ((dst->dtype == TS_F32 && is_half(src->dtype)) ||
+               (src->dtype == TS_F32 && is_half(dst->dtype))) {
+        const ts_dtype dts[2] = {dst->dtype, src->dtype};
+        ts_cpu_iter_run(&it, cast_half, (void *)dts);
+        return;
     } else {
         fn = copy_table[dst->dtype - TS_F32][src->dtype - TS_F32];
     }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend/cpu/blas_threads.h"
+#include "backend/cpu/vec_kernels.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/gemm_small.h"
@@ -189,13 +190,10 @@ static float *halves_to_f32(const char *p, bool bf, int64_t nb, int64_t rows, in
 #ifdef TS_HAVE_OPENMP
 #pragma omp parallel for schedule(static) if (run_in_parallel((double)(total_rows * cols)))
 #endif
-    for (int64_t r = 0; r < total_rows; r++) {
+    for (int64_t r = 0; r < total_rows; r++) { /* F16C where the CPU has it (vec_kernels.h) */
         const char *src = p + 2 * (size_t)((r / rows) * s[0] + (r % rows) * s[1]);
-        float *row = dst + r * cols;
-        if (s[2] == 1)
-            for (int64_t j = 0; j < cols; j++) row[j] = half_load(src + 2 * (size_t)j, bf);
-        else
-            for (int64_t j = 0; j < cols; j++) row[j] = half_load(src + 2 * (size_t)(j * s[2]), bf);
+        ts_vec_load_f32(ts_vec_kernels_get(), dst + r * cols, src, bf ? TS_BF16 : TS_F16, 2 * s[2],
+                        cols);
     }
     return dst;
 }
@@ -238,8 +236,8 @@ static void matmul_half(bool bf, const mm_desc *d, const char *a, const char *b,
 #endif
     for (int64_t r = 0; r < rows; r++) {
         char *dst = c + 2 * (size_t)((r / d->m) * d->sc[0] + (r % d->m) * d->sc[1]);
-        for (int64_t j = 0; j < n; j++)
-            half_store(dst + 2 * (size_t)(j * d->sc[2]), fc[r * n + j], bf);
+        ts_vec_store_f32(ts_vec_kernels_get(), dst, bf ? TS_BF16 : TS_F16, 2 * d->sc[2],
+                         fc + r * n, n);
     }
     free(fa);
     free(fb);

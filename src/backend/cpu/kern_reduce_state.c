@@ -4,6 +4,7 @@
 
 #include "backend/cpu/kern_reduce.h"
 #include "backend/cpu/vec_kernels.h"
+#include "core/clones.h"
 #include "backend/kernel_math.h"
 
 size_t ts_cpu_red_elem_size(ts_dtype dt) {
@@ -374,15 +375,38 @@ void ts_cpu_red_fs_combine(ts_reduce_op op, ts_cpu_fstate *L, const ts_cpu_fstat
     }
 }
 
-static double sum_d(const double *x, int64_t m) {
+/* Eight independent lanes added in a fixed order: the compiler keeps them in vector registers
+ * (AVX2 in the avx2 variant: core/clones.h), and the result does not depend on the ISA. */
+TS_CPU_BODY void sum_d_run_body(const double *x, int64_t m, double *out) {
     double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t k = 0;
     for (; k + 8 <= m; k += 8)
         for (int u = 0; u < 8; u++) acc[u] += x[k + u];
     double tail = 0.0;
     for (; k < m; k++) tail += x[k];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+    *out =
+        ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
 }
+TS_CPU_VARIANTS(sum_d_run, (const double *x, int64_t m, double *out), (x, m, out))
+static double sum_d(const double *x, int64_t m) {
+    double r;
+    sum_d_run(x, m, &r);
+    return r;
+}
+
+/* sum of (x - mean)^2 in the same eight lanes (a single chain of additions would take four
+ * cycles per element) */
+TS_CPU_BODY void m2_d_body(const double *x, int64_t m, double mean, double *out) {
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t k = 0;
+    for (; k + 8 <= m; k += 8)
+        for (int u = 0; u < 8; u++) acc[u] += (x[k + u] - mean) * (x[k + u] - mean);
+    double tail = 0.0;
+    for (; k < m; k++) tail += (x[k] - mean) * (x[k] - mean);
+    *out =
+        ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+}
+TS_CPU_VARIANTS(m2_d, (const double *x, int64_t m, double mean, double *out), (x, m, mean, out))
 
 /* Eight independent lanes (like sum_d) so the compiler can keep several in flight; NaNs are
  * counted apart from the comparisons, which ignore them. */
@@ -440,8 +464,8 @@ void ts_cpu_red_fs_fold(ts_reduce_op op, ts_cpu_fstate *st, const double *x, int
         break;
     case TS_R_VAR:
     case TS_R_STD: {
-        double mean = sum_d(x, m) / (double)m, m2 = 0.0;
-        for (int64_t k = 0; k < m; k++) m2 += (x[k] - mean) * (x[k] - mean);
+        double mean = sum_d(x, m) / (double)m, m2;
+        m2_d(x, m, mean, &m2);
         c.a = mean;
         c.b = m2;
         c.n = m;
