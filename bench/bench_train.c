@@ -12,7 +12,6 @@
 #include "bench_peak.h"
 #include "tessera.h"
 
-
 static void die_on_error(const char *what) {
     if (ts_error() == TS_OK) return;
     fprintf(stderr, "bench_train: %s: %s\n", what, ts_error_message());
@@ -122,8 +121,8 @@ int main(int argc, char **argv) {
     ts_tensor *x = ts_randn(TS_SHAPE(64, 784), (ts_opts){0});
     ts_tensor *y = ts_randint(0, 10, TS_SHAPE(64), (ts_opts){0});
     if (WANT("simplenn"))
-        bench_model("simplenn", mlp_new((int64_t[]){784, 128, 10}, 3), x, y, 0.01, 0, 50 * scale,
-                    3, mlp_gflop((int64_t[]){784, 128, 10}, 3, 64));
+        bench_model("simplenn", mlp_new((int64_t[]){784, 128, 10}, 3), x, y, 0.01, 0, 50 * scale, 3,
+                    mlp_gflop((int64_t[]){784, 128, 10}, 3, 64));
 
     ts_tensor *img = ts_randn(TS_SHAPE(64, 3, 32, 32), (ts_opts){0});
     if (WANT("simplecnn"))

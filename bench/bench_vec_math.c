@@ -147,10 +147,14 @@ static ts_tensor *op_layer_norm_fb(ts_tensor *x) {
     return grad_of(x, ts_layer_norm(x, TS_SHAPE(1024), NULL, NULL, 1e-5));
 }
 static const op_case ops[] = {
-    {"exp", op_exp},           {"gelu", op_gelu},
-    {"add", op_add},           {"softmax", op_softmax},
-    {"logsumexp", op_logsumexp}, {"gelu fwd+bwd", op_gelu_fb},
-    {"softmax fwd+bwd", op_softmax_fb}, {"layer_norm fwd+bwd", op_layer_norm_fb},
+    {"exp", op_exp},
+    {"gelu", op_gelu},
+    {"add", op_add},
+    {"softmax", op_softmax},
+    {"logsumexp", op_logsumexp},
+    {"gelu fwd+bwd", op_gelu_fb},
+    {"softmax fwd+bwd", op_softmax_fb},
+    {"layer_norm fwd+bwd", op_layer_norm_fb},
 };
 enum { NOPS = sizeof ops / sizeof ops[0] };
 

@@ -4,19 +4,22 @@
 # policy, with the machine as it is and with a busy loop on every core competing (nice 0), the
 # policies interleaved round by round. Prints ms per step and each policy's ratio to libgomp's
 # default. Usage: bench/run_threads.sh [BUILD_DIR] [ROUNDS]   (defaults: build, 3)
-# POLICIES: space-separated environment settings to compare ("default" = none of ours).
+# POLICIES: space-separated environment settings to compare ("default" = none of ours; one may
+# also say TS_NUM_THREADS=1, a reference without barriers). No PyTorch here.
 set -eu
+here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
 rounds=${2:-3}
 bin="$build/bench/bench_train"
 [ -x "$bin" ] || { echo "run_threads.sh: $bin not found; build first" >&2; exit 1; }
-policies=${POLICIES:-"default GOMP_SPINCOUNT=300000 OMP_WAIT_POLICY=passive GOMP_SPINCOUNT=1000 GOMP_SPINCOUNT=10000 GOMP_SPINCOUNT=100000"}
+policies=${POLICIES:-"default OMP_WAIT_POLICY=passive GOMP_SPINCOUNT=100 GOMP_SPINCOUNT=1000 GOMP_SPINCOUNT=10000 TS_NUM_THREADS=1"}
 cores=$(nproc)
 tmp=$(mktemp -d)
 busy=""
 stop_busy() { for p in $busy; do kill "$p" 2>/dev/null || true; done; busy=""; }
 trap 'stop_busy; rm -rf "$tmp"' EXIT
-echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), $cores cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+BENCH_OMP=none . "$here/bench_env.sh"
+bench_header "$build"
 for round in $(seq "$rounds"); do
     for load in idle loaded; do
         if [ "$load" = loaded ]; then

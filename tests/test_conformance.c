@@ -608,7 +608,7 @@ static void run_backend(const ts_backend *be, const char *name, bool bitwise, bo
     bc_state.dev = be, bc_state.dev_name = name, bc_state.exact = bitwise;
     bc_state.device_math = device_math;
     printf("== %s backend against cpu (%s)\n", be->name,
-           !bitwise       ? "PyTorch tolerances"
+           !bitwise      ? "PyTorch tolerances"
            : device_math ? "bitwise; ops over exp, log, tanh, erf, cos within PyTorch tolerances"
                          : "bitwise");
     test_memory();

@@ -623,7 +623,8 @@ int main(void) {
         run_pool_case(&pool_cases[2], ts_cpu(), dts[t], 13);
         run_pool_case(&pool_cases[0], ts_cpu(), dts[t], 20);
     }
-    /* f32 through each kernel family this CPU has: direct AVX-512 / AVX2 / portable, im2col + GEMM */
+    /* f32 through each kernel family this CPU has: direct AVX-512 / AVX2 / portable, im2col + GEMM
+     */
     const conv_case cnn = {8, 3, 32, 32, 6, 5, 5, {.groups = 0}, true, false, false};
     const char *isas[4] = {"avx512", "avx2", "generic", "none"};
     for (int is = 0; is < 4; is++) {

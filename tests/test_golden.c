@@ -126,7 +126,8 @@ static void check_step(const golden_model *gm, const ts_tensor_list *file, ts_de
     for (int i = 0; i < params.n; i++) {
         char key[256];
         snprintf(key, sizeof key, "grad.%s", params.names[i]);
-        ok &= ts_golden_close(key, ts_grad(params.tensors[i]), ts_tensor_list_get(file, key), 1e-3, 1e-5);
+        ok &= ts_golden_close(key, ts_grad(params.tensors[i]), ts_tensor_list_get(file, key), 1e-3,
+                              1e-5);
     }
     ts_tensor_list_free(&params);
     ts_tensor_list bufs = ts_module_named_buffers(m);
@@ -164,7 +165,7 @@ static void check_trajectory(const golden_model *gm, const ts_tensor_list *file,
     }
     ts_tensor *got = ts_tensor_f64(TS_SHAPE(10), losses, (ts_opts){0});
     bool ok = ts_golden_close(adam ? "traj.adam" : "traj.sgd", got,
-                       ts_tensor_list_get(file, adam ? "traj.adam" : "traj.sgd"), 1e-4, 0);
+                              ts_tensor_list_get(file, adam ? "traj.adam" : "traj.sgd"), 1e-4, 0);
     ts_scope_end();
     CHECK_OK();
     ts_optim_free(opt);

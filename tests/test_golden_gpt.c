@@ -2,8 +2,8 @@
  * tools/gen_golden_gpt.py): MultiheadAttention and TransformerEncoderLayer outputs, attention
  * weights and every gradient; rms_norm and gelu(tanh) values; a GPT-mini loaded from PyTorch's
  * state dict: logits, loss, every gradient, 10 AdamW steps (losses and final weights) within
- * 1e-4 relative; on cpu, sim:0 and cuda:0 when present. TS_GPT_SAVE=path writes a Tessera GPT-mini's
- * state dict, an input and its logits for tools/check_gpt_torch.py. */
+ * 1e-4 relative; on cpu, sim:0 and cuda:0 when present. TS_GPT_SAVE=path writes a Tessera
+ * GPT-mini's state dict, an input and its logits for tools/check_gpt_torch.py. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,16 +94,19 @@ typedef struct enc_case {
 static void check_enc(const enc_case *c, ts_device dev) {
     char pre[128];
     snprintf(pre, sizeof pre, "%s.p.", c->name);
-    ts_module *m = ts_transformer_encoder_layer_new(
-        8, 2,
-        (ts_transformer_opts){.dim_feedforward = 16, .has_dropout = true, .activation = c->act,
-                              .batch_first = true, .norm_first = c->norm_first});
+    ts_module *m =
+        ts_transformer_encoder_layer_new(8, 2,
+                                         (ts_transformer_opts){.dim_feedforward = 16,
+                                                               .has_dropout = true,
+                                                               .activation = c->act,
+                                                               .batch_first = true,
+                                                               .norm_first = c->norm_first});
     bool ok = load_prefixed(m, pre);
     ts_module_to(m, dev);
     ts_scope_begin();
     ts_tensor *x = on(get("%s.x", c->name), dev, true);
-    ts_tensor *out = ts_transformer_encoder_layer(m, x, NULL, c->causal,
-                                                  on(get("%s.kpm", c->name), dev, false));
+    ts_tensor *out =
+        ts_transformer_encoder_layer(m, x, NULL, c->causal, on(get("%s.kpm", c->name), dev, false));
     ts_backward(ts_sum(ts_mul(out, on(get("%s.r", c->name), dev, false))));
     CHECK_OK();
     ok &= ts_golden_close("out", out, get("%s.out", c->name), 1e-4, 1e-5);
@@ -134,8 +137,8 @@ static void check_functional(ts_device dev) {
 }
 
 /* ------------------------------------------------------------------ GPT-mini */
-static const ts_gpt_config MINI = {.vocab_size = 32, .context = 16, .n_layer = 2, .n_head = 2,
-                                   .n_embd = 32};
+static const ts_gpt_config MINI = {
+    .vocab_size = 32, .context = 16, .n_layer = 2, .n_head = 2, .n_embd = 32};
 
 static ts_tensor *gpt_loss(ts_tensor *logits, ts_tensor *y) {
     return ts_cross_entropy(ts_reshape(logits, TS_SHAPE(-1, 32)), ts_reshape(y, TS_SHAPE(-1)));
@@ -251,8 +254,10 @@ int main(void) {
         F = &file;
         for (int d = 0; d < ndev; d++) {
             if (f == 0) {
-                for (size_t i = 0; i < sizeof MHA / sizeof *MHA; i++) check_mha(&MHA[i], devices[d]);
-                for (size_t i = 0; i < sizeof ENC / sizeof *ENC; i++) check_enc(&ENC[i], devices[d]);
+                for (size_t i = 0; i < sizeof MHA / sizeof *MHA; i++)
+                    check_mha(&MHA[i], devices[d]);
+                for (size_t i = 0; i < sizeof ENC / sizeof *ENC; i++)
+                    check_enc(&ENC[i], devices[d]);
                 check_functional(devices[d]);
             } else {
                 check_gpt(devices[d]);

@@ -35,7 +35,8 @@ int main(int argc, char **argv) {
         char want[96];
         snprintf(want, sizeof want, "OpenMP wait OMP_WAIT_POLICY=%s", user_pol);
         CHECK(!*user_pol || strstr(d, want) != NULL);
-        CHECK(!*user_pol || (getenv("OMP_WAIT_POLICY") && !strcmp(getenv("OMP_WAIT_POLICY"), user_pol)));
+        CHECK(!*user_pol ||
+              (getenv("OMP_WAIT_POLICY") && !strcmp(getenv("OMP_WAIT_POLICY"), user_pol)));
     }
     CHECK(strstr(d, "vector ISA ") != NULL && strstr(d, " threads") != NULL);
     ts_cpu_bounded_spin(argv); /* a second call changes nothing */

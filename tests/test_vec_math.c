@@ -55,8 +55,8 @@ static float xs[NSAMPLE], ys[NSAMPLE], gs[NSAMPLE];
 /* n floats spread over [lo, hi]: evenly in value, evenly in bit pattern (every binade gets its
  * share), and a few special values at the start */
 static int64_t fill_range(float *x, int64_t n, float lo, float hi) {
-    const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -1.0f, 0.625f, -0.625f,
-                        1e-30f, -1e-30f, 1.17549435e-38f, 1e-45f, 88.0f, -87.0f, 0.5f};
+    const float sp[] = {0.0f,    -0.0f,  INFINITY, -INFINITY,       NAN,    1.0f,  -1.0f,  0.625f,
+                        -0.625f, 1e-30f, -1e-30f,  1.17549435e-38f, 1e-45f, 88.0f, -87.0f, 0.5f};
     int64_t k = 0;
     for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) x[k++] = sp[i];
     const int64_t half = (n - k) / 2;
@@ -86,8 +86,8 @@ static void check_f32_fn(const ts_vec_kernels *vk, int fn, const char *name, ref
         double e = err_ulps(ys[i], r, atol, true);
         if (e > worst) worst = e, at = xs[i];
     }
-    printf("  %-8s %-9s [%g, %g]: worst %.2f ulp at %.9g (bound %.1f)\n",
-           ts_cpu_isa_name(vk->isa), name, lo, hi, worst, at, bound);
+    printf("  %-8s %-9s [%g, %g]: worst %.2f ulp at %.9g (bound %.1f)\n", ts_cpu_isa_name(vk->isa),
+           name, lo, hi, worst, at, bound);
     CHECK(worst <= bound);
 }
 
@@ -277,7 +277,8 @@ static void test_box_muller(const ts_vec_kernels *vk) {
     static double u1[N], u2[N], y[N];
     for (int i = 0; i < N; i++) {
         u1[i] = (double)(next_u64() >> 11) * 0x1p-53;
-        u2[i] = i < N / 2 ? (double)(next_u64() >> 11) * 0x1p-53 : (double)(next_u32() >> 8) * 0x1p-24;
+        u2[i] =
+            i < N / 2 ? (double)(next_u64() >> 11) * 0x1p-53 : (double)(next_u32() >> 8) * 0x1p-24;
     }
     u1[0] = 0, u2[0] = 0, u1[1] = 1 - 0x1p-53, u2[1] = 0.25, u2[2] = 0.5, u2[3] = 0.75;
     vk->normal_f64(y, u1, u2, 0.0, 1.0, N);
@@ -345,8 +346,8 @@ static void test_conversions(const ts_vec_kernels *vk) {
 
 /* ------------------------------------------------------------------ every ISA alike */
 static void run_all(const ts_vec_kernels *vk, float *out, int64_t n, double *sums) {
-    static const ts_unary_op uops[] = {TS_U_EXP, TS_U_LOG, TS_U_TANH, TS_U_SIGMOID, TS_U_GELU,
-                                       TS_U_SILU};
+    static const ts_unary_op uops[] = {TS_U_EXP,     TS_U_LOG,  TS_U_TANH,
+                                       TS_U_SIGMOID, TS_U_GELU, TS_U_SILU};
     int64_t k = 0;
     for (size_t u = 0; u < sizeof uops / sizeof uops[0]; u++, k += n)
         vk->unary_f32(uops[u], out + k, xs, n);
@@ -375,7 +376,7 @@ static bool same_floats(const float *a, const float *b, int64_t n) {
 }
 
 static void test_same_bits(void) {
-    enum { N = 4093 }; /* not a multiple of any width */
+    enum { N = 4093 };                       /* not a multiple of any width */
     const int64_t per = 10 * (int64_t)N + 1; /* run_all's floats */
     static float ref[10 * 4096 + 1 + 4096], got[10 * 4096 + 1 + 4096];
     fill_range(xs, N, -30.0f, 30.0f);

@@ -18,7 +18,7 @@
 #define TS_CPU_BODY static inline __attribute__((always_inline))
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__AVX2__)
 #define TS_CPU_VARIANTS(NAME, PARAMS, ARGS)                                                        \
-    __attribute__((target(TS_ISA_TARGET_AVX2))) static void NAME##_avx2 PARAMS {                  \
+    __attribute__((target(TS_ISA_TARGET_AVX2))) static void NAME##_avx2 PARAMS {                   \
         NAME##_body ARGS;                                                                          \
     }                                                                                              \
     static void NAME##_generic PARAMS { NAME##_body ARGS; }                                        \

@@ -46,7 +46,7 @@ typedef void (*bc_launch)(const ts_backend *b, const ts_kview *o, const ts_kview
 typedef struct bc_state_t {
     const ts_backend *ref, *dev; /* the cpu backend and the one under test */
     const char *dev_name;
-    bool exact;        /* bitwise (sim runs the cpu kernels) rather than PyTorch's tolerances */
+    bool exact; /* bitwise (sim runs the cpu kernels) rather than PyTorch's tolerances */
     /* the device evaluates exp, log, tanh, erf, cos... with math of its own (cuda and its host
      * emulation: libm's scalar functions where the cpu has vectorised ones): cases flagged
      * math_case compare within PyTorch's tolerances even in an exact run */

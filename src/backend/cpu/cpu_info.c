@@ -19,7 +19,9 @@ static const char *blas_desc(char *buf, size_t n) {
     int len = (int)strlen(v);
     while (len > 0 && v[len - 1] == ' ') len--;
     snprintf(buf, n, "%.*s (%s kernels, %s)", len, v, openblas_get_corename(),
-             par == 2 ? "OpenMP" : par == 1 ? "pthreads" : "serial");
+             par == 2   ? "OpenMP"
+             : par == 1 ? "pthreads"
+                        : "serial");
 #elif defined(TS_HAVE_CBLAS)
     snprintf(buf, n, "CBLAS");
 #else

@@ -14,8 +14,8 @@ typedef enum ts_cpu_isa { TS_ISA_GENERIC, TS_ISA_AVX2, TS_ISA_AVX512, TS_ISA_COU
 #define TS_ISA_TARGET_AVX512 "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"
 /* The same as a pragma, for code included between TS_ISA_PRAGMA_TARGET(...) and
  * _Pragma("GCC pop_options"). */
-#define TS_ISA_PRAGMA_(x)          _Pragma(#x)
-#define TS_ISA_PRAGMA_TARGET(isa)  _Pragma("GCC push_options") TS_ISA_PRAGMA_(GCC target(isa))
+#define TS_ISA_PRAGMA_(x)         _Pragma(#x)
+#define TS_ISA_PRAGMA_TARGET(isa) _Pragma("GCC push_options") TS_ISA_PRAGMA_(GCC target(isa))
 
 /* The best ISA this CPU supports, ignoring the cap. */
 ts_cpu_isa ts_cpu_isa_host(void);

@@ -94,8 +94,12 @@ TS_DEFINE_UKR(ukr_f32_avx512, TS_TARGET_AVX512, float, ts_v16f, 16, 12, 2)
 TS_DEFINE_UKR(ukr_f64_avx512, TS_TARGET_AVX512, double, ts_v8d, 8, 12, 2)
 #endif
 
-enum { ISA_GENERIC = TS_ISA_GENERIC, ISA_AVX2 = TS_ISA_AVX2, ISA_AVX512 = TS_ISA_AVX512,
-       ISA_COUNT = TS_ISA_COUNT };
+enum {
+    ISA_GENERIC = TS_ISA_GENERIC,
+    ISA_AVX2 = TS_ISA_AVX2,
+    ISA_AVX512 = TS_ISA_AVX512,
+    ISA_COUNT = TS_ISA_COUNT
+};
 static const gemm_kernel kernels_f32[ISA_COUNT] = {
     {"generic", 6, 8, 256, 240, 4096, ukr_f32_generic},
 #ifdef TS_GEMM_X86

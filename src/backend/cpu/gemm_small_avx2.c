@@ -86,8 +86,8 @@ TS_AVX2 void tsi_nt_block_avx2(int64_t k, const float *a, int64_t lda, const flo
     }
 
 /* Partial blocks (the last columns) load and store through masks. */
-TS_AVX2 void tsi_tn_block_avx2(int64_t k, const float *at, int64_t lda, const float *b,
-                               int64_t ldb, float *c, int64_t ldc, int mr, int cols) {
+TS_AVX2 void tsi_tn_block_avx2(int64_t k, const float *at, int64_t lda, const float *b, int64_t ldb,
+                               float *c, int64_t ldc, int mr, int cols) {
     const __m256i m0 = lanes(cols), m1 = lanes(cols - 8);
     TN_ALL(TN_DECL)
     if (cols == TS_TN256_NR) { /* whole vectors: plain loads keep the loop lean */

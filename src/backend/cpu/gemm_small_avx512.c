@@ -39,8 +39,8 @@ TS_AVX512 static inline __mmask16 lanes(int64_t r) {
 
 /* Rows and columns past mr / nr read row / column 0 again and are not stored, so every block runs
  * the same code; lanes past k are masked off. */
-TS_AVX512 void tsi_nt_block_avx512(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
-                            float *c, int64_t ldc, int mr, int nr) {
+TS_AVX512 void tsi_nt_block_avx512(int64_t k, const float *a, int64_t lda, const float *b,
+                                   int64_t ldb, float *c, int64_t ldc, int mr, int nr) {
     const float *r0 = a, *r1 = a + (1 < mr) * lda, *r2 = a + (2 < mr) * 2 * lda,
                 *r3 = a + (3 < mr) * 3 * lda;
     const float *b0 = b, *b1 = b + (1 < nr) * ldb, *b2 = b + (2 < nr) * 2 * ldb,
@@ -80,8 +80,8 @@ TS_AVX512 void tsi_nt_block_avx512(int64_t k, const float *a, int64_t lda, const
     }
 
 /* Partial blocks (the last columns) load through masks. */
-TS_AVX512 void tsi_tn_block_avx512(int64_t k, const float *at, int64_t lda, const float *b, int64_t ldb,
-                            float *c, int64_t ldc, int mr, int cols) {
+TS_AVX512 void tsi_tn_block_avx512(int64_t k, const float *at, int64_t lda, const float *b,
+                                   int64_t ldb, float *c, int64_t ldc, int mr, int cols) {
     const __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
     TN_ALL(TN_DECL)
     if (cols == TS_TN512_NR) { /* whole vectors: plain loads keep the loop lean */

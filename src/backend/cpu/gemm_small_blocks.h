@@ -15,8 +15,8 @@ enum { TS_TN_MAX_K = 256, TS_TN_MAX_MR = 12 };
 
 /* NT: C[i][j] = dot(A row i, B column j) over k for the mr x nr block (mr, nr at most the ISA's
  * block) at A rows a.. (stride lda) and B columns b.. (stride ldb, k-contiguous). */
-typedef void (*tsi_nt_block_fn)(int64_t k, const float *a, int64_t lda, const float *b,
-                                int64_t ldb, float *c, int64_t ldc, int mr, int nr);
+typedef void (*tsi_nt_block_fn)(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                                float *c, int64_t ldc, int mr, int nr);
 /* TN: C[i][j] = sum_p at[p][i] * b[p][j] for rows [0, mr) (at has the ISA's full block of readable
  * columns) and columns [0, cols) of one block. */
 typedef void (*tsi_tn_block_fn)(int64_t k, const float *at, int64_t lda, const float *b,

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "backend/cpu/blas_threads.h"
-#include "backend/cpu/vec_kernels.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/kern_conv.h"
+#include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
 
 #ifdef TS_HAVE_CBLAS

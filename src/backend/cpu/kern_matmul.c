@@ -5,10 +5,10 @@
 #include <string.h>
 
 #include "backend/cpu/blas_threads.h"
-#include "backend/cpu/vec_kernels.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/gemm_small.h"
+#include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
 
 #ifdef TS_HAVE_CBLAS
@@ -236,8 +236,8 @@ static void matmul_half(bool bf, const mm_desc *d, const char *a, const char *b,
 #endif
     for (int64_t r = 0; r < rows; r++) {
         char *dst = c + 2 * (size_t)((r / d->m) * d->sc[0] + (r % d->m) * d->sc[1]);
-        ts_vec_store_f32(ts_vec_kernels_get(), dst, bf ? TS_BF16 : TS_F16, 2 * d->sc[2],
-                         fc + r * n, n);
+        ts_vec_store_f32(ts_vec_kernels_get(), dst, bf ? TS_BF16 : TS_F16, 2 * d->sc[2], fc + r * n,
+                         n);
     }
     free(fa);
     free(fb);

@@ -4,8 +4,8 @@
 
 #include "backend/cpu/kern_reduce.h"
 #include "backend/cpu/vec_kernels.h"
-#include "core/clones.h"
 #include "backend/kernel_math.h"
+#include "core/clones.h"
 
 size_t ts_cpu_red_elem_size(ts_dtype dt) {
     switch (dt) {
@@ -384,8 +384,7 @@ TS_CPU_BODY void sum_d_run_body(const double *x, int64_t m, double *out) {
         for (int u = 0; u < 8; u++) acc[u] += x[k + u];
     double tail = 0.0;
     for (; k < m; k++) tail += x[k];
-    *out =
-        ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+    *out = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
 }
 TS_CPU_VARIANTS(sum_d_run, (const double *x, int64_t m, double *out), (x, m, out))
 static double sum_d(const double *x, int64_t m) {
@@ -403,8 +402,7 @@ TS_CPU_BODY void m2_d_body(const double *x, int64_t m, double mean, double *out)
         for (int u = 0; u < 8; u++) acc[u] += (x[k + u] - mean) * (x[k + u] - mean);
     double tail = 0.0;
     for (; k < m; k++) tail += (x[k] - mean) * (x[k] - mean);
-    *out =
-        ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+    *out = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
 }
 TS_CPU_VARIANTS(m2_d, (const double *x, int64_t m, double mean, double *out), (x, m, mean, out))
 

@@ -18,13 +18,13 @@ typedef struct unary_ctx {
 /* floats per chunk of the f16 / bf16 and strided vectorised paths (on the stack) */
 #define UN_CHUNK 512
 
-#define ID(x)      (x)
-#define TO_B8(x)   ((uint8_t)((x) != 0))
-#define LD_B8(x)   ((int64_t)((x) != 0))
-#define LD_I(x)    ((int64_t)(x))
-#define ST_I64(x)  (x)
-#define ST_I32(x)  ((int32_t)(x))
-#define ST_U8(x)   ((uint8_t)(x))
+#define ID(x)     (x)
+#define TO_B8(x)  ((uint8_t)((x) != 0))
+#define LD_B8(x)  ((int64_t)((x) != 0))
+#define LD_I(x)   ((int64_t)(x))
+#define ST_I64(x) (x)
+#define ST_I32(x) ((int32_t)(x))
+#define ST_U8(x)  ((uint8_t)(x))
 
 /* libm by compute type: f for float, d for double */
 #define M_f_ABS   fabsf
@@ -247,8 +247,9 @@ void ts_cpu_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kvie
     (void)be;
     (void)index;
     const bool half = a->dtype == TS_F16 || a->dtype == TS_BF16;
-    unary_ctx ctx = {op, p0, p1, ts_vec_kernels_get(), a->dtype,
-                     (a->dtype == TS_F32 || half) && ts_vec_unary_has(op)};
+    unary_ctx ctx = {op,       p0,
+                     p1,       ts_vec_kernels_get(),
+                     a->dtype, (a->dtype == TS_F32 || half) && ts_vec_unary_has(op)};
     const ts_kview *views[2] = {out, a};
     ts_cpu_iter it;
     ts_cpu_iter_init(&it, 2, views);

@@ -55,8 +55,8 @@ bool ts_vec_unary_has(ts_unary_op op);
 
 /* Chunks of an f32 / f16 / bf16 run (stride in bytes) to and from floats, through the table's
  * conversions where the run is dense; f16 and bf16 kernels compute in float through these. */
-static inline void ts_vec_load_f32(const ts_vec_kernels *vk, float *dst, const char *p,
-                                   ts_dtype dt, int64_t stride, int64_t n) {
+static inline void ts_vec_load_f32(const ts_vec_kernels *vk, float *dst, const char *p, ts_dtype dt,
+                                   int64_t stride, int64_t n) {
     if (dt == TS_F32) {
         if (stride == (int64_t)sizeof(float)) {
             memcpy(dst, p, (size_t)n * sizeof(float));
@@ -77,8 +77,8 @@ static inline void ts_vec_load_f32(const ts_vec_kernels *vk, float *dst, const c
     }
 }
 
-static inline void ts_vec_store_f32(const ts_vec_kernels *vk, char *p, ts_dtype dt,
-                                    int64_t stride, const float *src, int64_t n) {
+static inline void ts_vec_store_f32(const ts_vec_kernels *vk, char *p, ts_dtype dt, int64_t stride,
+                                    const float *src, int64_t n) {
     if (dt == TS_F32) {
         if (stride == (int64_t)sizeof(float)) {
             memcpy(p, src, (size_t)n * sizeof(float));

@@ -224,14 +224,14 @@ static void TSV_NAME(tsv_f32_to_f16)(uint16_t *y, const float *x, int64_t n) {
     int64_t i = 0;
 #if TSV_F16C == 512
     for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256((__m256i *)(y + i),
-                            _mm512_cvtps_ph(_mm512_loadu_ps(x + i),
-                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        _mm256_storeu_si256(
+            (__m256i *)(y + i),
+            _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 #elif TSV_F16C == 256
     for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(y + i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i),
-                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        _mm_storeu_si128(
+            (__m128i *)(y + i),
+            _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 #endif
     for (; i < n; i++) y[i] = ts_f32_to_f16(x[i]);
 }

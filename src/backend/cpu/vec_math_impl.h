@@ -184,7 +184,7 @@ static inline TSV_D TSV_NAME(tsv_sel_d)(TSV_L m, TSV_D a, TSV_D b) {
  * more at most. n is read from the bits of x log2 e + 1.5 * 2^52 (no int64 conversions, which
  * AVX2 lacks). */
 static inline TSV_D TSV_NAME(tsv_exp_d)(TSV_D x) {
-    const TSV_L under = x < -745.13321910194122, over = x > 709.782712893384;
+    const TSV_L under = x<-745.13321910194122, over = x> 709.782712893384;
     TSV_D xc = TSV_NAME(tsv_sel_d)(under, TSV_NAME(tsv_splat_d)(-745.2), x);
     xc = TSV_NAME(tsv_sel_d)(over, TSV_NAME(tsv_splat_d)(709.8), xc);
     const TSV_D magic = TSV_NAME(tsv_splat_d)(6755399441055744.0); /* 1.5 * 2^52 */
