@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/cpu/blas_threads.h"
+#include "backend/cpu/conv_dnnl.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/gemm_provider.h"
@@ -245,10 +246,31 @@ DEFINE_SUM_PARTS(double, f64)
 static const conv_fns fns_f32 = CONV_FNS(float, f32);
 static const conv_fns fns_f64 = CONV_FNS(double, f64);
 
+/* ------------------------------------------------------------------ oneDNN or built in */
+/* Whether float32 convolution g goes to oneDNN (conv_dnnl.c): TS_CONV=dnnl|builtin forces the
+ * choice; by default oneDNN takes the shapes the direct kernels do not (channels of ResNets and
+ * the like), where its JIT kernels beat im2col + GEMM. `direct`: the direct kernels apply. */
+static int conv_forced = -2; /* -2 unread, -1 automatic, 0 builtin, 1 dnnl */
+
+static int parse_provider(const char *e) {
+    return !e || !*e ? -1 : !strcmp(e, "dnnl") ? 1 : !strcmp(e, "builtin") ? 0 : -1;
+}
+
+void tsi_conv_force_provider(const char *name) { conv_forced = parse_provider(name); }
+
+static bool conv_use_dnnl(const conv_fns *f, bool direct) {
+    if (conv_forced == -2) conv_forced = parse_provider(getenv("TS_CONV"));
+    if (f != &fns_f32) return false;
+    return conv_forced >= 0 ? conv_forced == 1 : !direct;
+}
+
 /* ------------------------------------------------------------------ drivers (f32 / f64) */
 /* Returns false when scratch memory is missing (the caller falls back to the naive loops). */
 static bool run_forward(const conv_fns *f, const cgeom *g, const char *x, const char *w,
                         const char *b, char *y) {
+    if (conv_use_dnnl(f, f == &fns_f32 && ts_conv_direct_for(g, false)) &&
+        tsi_dnnl_conv_forward(g, (const float *)x, (const float *)w, (const float *)b, (float *)y))
+        return true;
     const int nt = max_threads();
     const bool bp = batch_parallel(g, nt);
     const int nscratch = bp ? nt : 1;
@@ -329,6 +351,11 @@ static float *transposed_weights(const ts_conv_direct *d, const cgeom *g, const 
 
 static bool run_backward_data(const conv_fns *f, const cgeom *g, const char *gy, const char *w,
                               char *gx) {
+    cgeom tg;
+    if (conv_use_dnnl(f,
+                      f == &fns_f32 && transposed_geom(g, &tg) && ts_conv_direct_for(&tg, false)) &&
+        tsi_dnnl_conv_backward_data(g, (const float *)gy, (const float *)w, (float *)gx))
+        return true;
     const int nt = max_threads();
     const bool bp = batch_parallel(g, nt);
     const int nscratch = bp ? nt : 1;
@@ -391,6 +418,9 @@ static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *g
         memset(gw, 0, (size_t)wlen * f->es);
         return true;
     }
+    if (conv_use_dnnl(f, f == &fns_f32 && ts_conv_direct_for(g, true)) &&
+        tsi_dnnl_conv_backward_weight(g, (const float *)gy, (const float *)x, (float *)gw))
+        return true;
     const int nt = max_threads();
     const bool bp = batch_parallel(g, nt);
     const int nscratch = bp ? nt : 1;
