@@ -182,15 +182,30 @@ static void streams_reset(ts_block *b, uintptr_t stream) {
     streams_add(b, stream);
 }
 
-/* Before b's memory is handed to `cur`: cur waits for whatever the earlier users queued. */
-static void streams_order_reuse(ts_allocator *a, ts_block *b, uintptr_t cur) {
-    if (b->streams_overflow) {
-        a->hooks->device_wait(a->index);
-    } else {
-        for (int i = 0; i < b->nstreams; i++)
-            if (b->streams[i] != cur) a->hooks->stream_wait(a->index, b->streams[i], cur);
-    }
+/* The waits that must come before b's memory is handed to `cur` (whatever the earlier users
+ * queued), taken from b under the lock and done after it is dropped: a host wait (pinned memory)
+ * must not stall every other allocation, and b is already out of the free tree. */
+typedef struct reuse_waits {
+    uintptr_t cur;
+    uint8_t n;
+    bool device; /* too many users remembered: wait for the whole device */
+    uintptr_t from[MAX_STREAMS];
+} reuse_waits;
+
+static reuse_waits streams_take(ts_block *b, uintptr_t cur) {
+    reuse_waits w = {.cur = cur, .device = b->streams_overflow};
+    for (int i = 0; i < b->nstreams && !w.device; i++)
+        if (b->streams[i] != cur) w.from[w.n++] = b->streams[i];
     streams_reset(b, cur);
+    return w;
+}
+
+static void streams_wait(const ts_allocator *a, const reuse_waits *w) {
+    if (w->device) {
+        a->hooks->device_wait(a->index);
+        return;
+    }
+    for (int i = 0; i < w->n; i++) a->hooks->stream_wait(a->index, w->from[i], w->cur);
 }
 
 /* ------------------------------------------------------------------ sizes */
@@ -362,12 +377,14 @@ ts_block *ts_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t m
             free_insert(a, r);
         }
     }
-    if (a->hooks) streams_order_reuse(a, b, cur);
+    reuse_waits waits = {0};
+    if (a->hooks) waits = streams_take(b, cur);
     b->allocated = true;
     a->allocated += b->size;
     if (a->allocated > a->peak_allocated) a->peak_allocated = a->allocated;
     a->alloc_count++;
     pthread_mutex_unlock(&a->mu);
+    if (a->hooks) streams_wait(a, &waits);
     return b;
 
 oom:

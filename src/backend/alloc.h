@@ -40,7 +40,10 @@ void ts_format_bytes(size_t n, char *buf, size_t len);
  * makes that stream wait for the work those streams had queued (an event, no host wait), so a block
  * freed on stream S is reused on S at no cost and elsewhere safely. Stream ids are opaque and
  * non-zero; 0 stands for the host (a pinned host allocator's own allocations), which never needs
- * waiting for since host work is synchronous. */
+ * waiting for since host work is synchronous. The pinned host allocator's ids are uses rather than
+ * streams: an event recorded right after each asynchronous copy from or to the block, so that
+ * reusing it waits for those copies alone. The waits run after the allocator's lock is dropped
+ * (the block is already taken), so a host wait stalls only the allocation that needs it. */
 typedef struct ts_alloc_hooks {
     /* the calling thread's current stream on device `index` */
     uintptr_t (*current_stream)(int index);
