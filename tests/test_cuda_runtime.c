@@ -81,7 +81,7 @@ static void fake_stream_wait(int index, uintptr_t from, uintptr_t to) {
 }
 static void fake_device_wait(int index) { ndevice_waits++; }
 static const ts_alloc_hooks fake_hooks = {fake_current_stream, fake_stream_wait, fake_device_wait,
-                                          true};
+                                          true, NULL};
 
 static size_t fake_limit = SIZE_MAX; /* raw allocations above this fail */
 static void *fake_raw_alloc(const ts_backend *be, int index, size_t n) {
@@ -217,6 +217,34 @@ static void test_allocator_waits_unlocked(void) {
     CHECK(ts_block_ptr(b) == p && waits_exactly(1, (const uintptr_t[][2]){{77, 0}}));
     if (!probe_lock_free) printf("  the wait for a copy ran under the allocator's lock\n");
     CHECK(probe_started && probe_lock_free);
+    ts_allocator_release(a, b);
+    ts_allocator_destroy(a);
+}
+
+/* Uses that supersede each other (pinned copies: a later event on the same stream covers an
+ * earlier one): a block keeps one per stream, however many copies read it, and its reuse waits for
+ * those alone rather than for the whole device. Here a use is stream * 1000 + sequence. */
+static bool fake_covers(int index, uintptr_t x, uintptr_t y) {
+    return x / 1000 == y / 1000 && x > y;
+}
+static const ts_alloc_hooks fake_covering_hooks = {fake_current_stream, fake_stream_wait,
+                                                   fake_device_wait, false, fake_covers};
+
+static void test_allocator_covers(void) {
+    ts_allocator *a = ts_allocator_new(&fake_be, 0);
+    ts_allocator_set_hooks(a, &fake_covering_hooks);
+    nwaits = ndevice_waits = 0;
+    fake_current = 0;
+    ts_block *b = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
+    void *p = ts_block_ptr(b);
+    for (uintptr_t k = 1; k <= 10; k++) ts_allocator_record_stream(a, b, 1000 + k);
+    ts_allocator_record_stream(a, b, 2001);
+    ts_allocator_record_stream(a, b, 2005);
+    ts_allocator_record_stream(a, b, 2003); /* earlier than 2005: nothing new */
+    ts_allocator_release(a, b);
+    b = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
+    CHECK(ts_block_ptr(b) == p && waits_exactly(2, (const uintptr_t[][2]){{1010, 0}, {2005, 0}}));
+    CHECK_EQ(ndevice_waits, 0);
     ts_allocator_release(a, b);
     ts_allocator_destroy(a);
 }
@@ -634,6 +662,33 @@ static void test_pinned_reuse_waits_for_copy(void) {
     CHECK_OK();
 }
 
+/* Many copies from one pinned tensor keep one pending use per stream: freeing and reusing it
+ * waits for its last copy, not for every copy in flight (here one queued behind long work on
+ * another stream, which must still be running afterwards). */
+static void test_pinned_many_copies(void) {
+    enum { N = 1 << 20 };
+    ts_cuda_stream *other = ts_cuda_stream_new(0);
+    ts_scope_begin();
+    ts_tensor *big = ts_full(TS_SHAPE(16 << 20), 1.0, (ts_opts){.pin_memory = true});
+    ts_cuda_set_stream(other);
+    queue_long_work();
+    ts_keep(ts_to_async(big, ts_cuda(0))); /* its event fires after the long work */
+    ts_cuda_set_stream(NULL);
+    ts_scope_begin();
+    ts_tensor *h = ts_full(TS_SHAPE(N), 4.0, (ts_opts){.pin_memory = true});
+    for (int i = 0; i < 10; i++) ts_to_async(h, ts_cuda(0));
+    ts_scope_end();
+    ts_tensor *h2 = ts_empty(TS_SHAPE(N), (ts_opts){.pin_memory = true}); /* h's block */
+    const bool busy = !ts_cuda_stream_query(other);
+    printf("pinned copies: after 10 copies of one block its reuse left the other stream %s\n",
+           busy ? "busy" : "idle");
+    CHECK(h2 != NULL && busy);
+    ts_scope_end();
+    ts_cuda_stream_synchronize(other);
+    ts_cuda_stream_free(other);
+    CHECK_OK();
+}
+
 /* A tensor made on the default stream and read on a side stream: ts_record_stream keeps its memory
  * from the next tensor (made on the default stream) until the side stream's read ran. */
 static bool side_stream_read(bool record, int64_t *wrong) {
@@ -704,7 +759,7 @@ static void test_stream_slots(void) {
     atomic_store(&slot_step, 2);
     pthread_join(th, NULL);
     CHECK(ok[0] && ok[1]);
-    /* a freed stream handed out again is not the other thread's current stream either */
+    /* a freed stream is handed out again */
     ts_cuda_stream *again = ts_cuda_stream_new(0);
     CHECK(again == slot_stream && ts_cuda_current_stream(0) == ts_cuda_default_stream(0));
     ts_cuda_stream_free(again);
@@ -880,6 +935,7 @@ int main(int argc, char **argv) {
     if (no_device) setenv("CUDA_VISIBLE_DEVICES", "", 1); /* before the runtime starts */
     test_allocator_streams();
     test_allocator_waits_unlocked();
+    test_allocator_covers();
     test_probe_classification(argv[0]);
     test_record_stream_args();
     if (!ts_cuda_is_available()) {
@@ -898,6 +954,7 @@ int main(int argc, char **argv) {
     test_allocator_across_streams();
     test_pinned_and_async();
     test_pinned_reuse_waits_for_copy();
+    test_pinned_many_copies();
     test_record_stream();
     test_stream_slots();
     test_pinned_keeps_device();

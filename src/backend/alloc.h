@@ -54,6 +54,9 @@ typedef struct ts_alloc_hooks {
     void (*device_wait)(int index);
     /* the out-of-memory message gives the device's free and total memory (memory_info) */
     bool report_free;
+    /* optional: true when waiting for use x also covers use y (y is done, or an earlier use on
+     * x's stream), so a block's history keeps one pending use per stream; NULL: x == y only */
+    bool (*covers)(int index, uintptr_t x, uintptr_t y);
 } ts_alloc_hooks;
 
 /* Installs hooks before the allocator is first used (not thread-safe against allocations). */

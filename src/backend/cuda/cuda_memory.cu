@@ -170,7 +170,7 @@ static void hook_device_wait(int index) {
 }
 
 static const ts_alloc_hooks g_device_hooks = {hook_current_stream, hook_stream_wait,
-                                              hook_device_wait, true};
+                                              hook_device_wait, true, nullptr};
 
 extern "C" const ts_alloc_hooks *tsc_device_alloc_hooks(void) { return &g_device_hooks; }
 
@@ -270,13 +270,16 @@ typedef struct use_slot {
     cudaEvent_t ev; /* created on `device`, on first use */
     int device;
     uint32_t gen;
-    bool busy; /* recorded, not yet known complete */
+    bool busy;           /* recorded, not yet known complete */
+    cudaStream_t stream; /* where it was recorded, and when (a global count) */
+    uint64_t seq;
 } use_slot;
 static_assert(sizeof(uintptr_t) >= 8, "a use token packs a slot index and a generation");
 
 static pthread_mutex_t g_use_mu = PTHREAD_MUTEX_INITIALIZER;
 static use_slot *g_use;
 static int g_nuse, g_use_cap;
+static uint64_t g_use_seq;
 
 static uintptr_t use_token(int slot, uint32_t gen) {
     return ((uintptr_t)(slot + 1) << 32) | gen; /* never 0: 0 is the host */
@@ -333,6 +336,8 @@ extern "C" uintptr_t tsc_pinned_use_record(int device) {
     if (i >= 0 &&
         tsc_check(cudaEventRecord(g_use[i].ev, st), "pinned memory: copy event", device)) {
         g_use[i].busy = true;
+        g_use[i].stream = st;
+        g_use[i].seq = ++g_use_seq;
         token = use_token(i, g_use[i].gen);
     }
     pthread_mutex_unlock(&g_use_mu);
@@ -362,6 +367,21 @@ static void pinned_use_wait(int index, uintptr_t from, uintptr_t to) {
     pthread_mutex_unlock(&g_use_mu);
 }
 
+/* The pinned allocator's covers: y is done (its slot recycled), or x was recorded after y on the
+ * same stream (streams run in order), so a block keeps one pending use per stream however many
+ * copies read it. Called under the allocator's lock; takes g_use_mu after it, as everything
+ * does. */
+static bool pinned_use_covers(int index, uintptr_t x, uintptr_t y) {
+    const int ix = (int)(x >> 32) - 1, iy = (int)(y >> 32) - 1;
+    pthread_mutex_lock(&g_use_mu);
+    const bool y_live = iy >= 0 && iy < g_nuse && g_use[iy].busy && g_use[iy].gen == (uint32_t)y;
+    const bool x_live = ix >= 0 && ix < g_nuse && g_use[ix].busy && g_use[ix].gen == (uint32_t)x;
+    const bool later = x_live && y_live && g_use[ix].device == g_use[iy].device &&
+                       g_use[ix].stream == g_use[iy].stream && g_use[ix].seq > g_use[iy].seq;
+    pthread_mutex_unlock(&g_use_mu);
+    return !y_live || later;
+}
+
 /* The pinned allocator's device_wait (a block used by many copies; before the cache goes back to
  * the driver): every copy in flight, not the devices' other work. */
 static void pinned_wait_all(int index) {
@@ -388,7 +408,7 @@ static void pinned_wait_all(int index) {
 static uintptr_t pinned_current_stream(int index) { return 0; /* the host */ }
 
 static const ts_alloc_hooks g_pinned_hooks = {pinned_current_stream, pinned_use_wait,
-                                              pinned_wait_all, false};
+                                              pinned_wait_all, false, pinned_use_covers};
 
 extern "C" const ts_alloc_hooks *tsc_pinned_alloc_hooks(void) { return &g_pinned_hooks; }
 
