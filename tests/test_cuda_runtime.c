@@ -292,6 +292,11 @@ static int run_probe_child(const char *argv0, const char *probe_error, bool requ
 }
 
 static void test_probe_classification(const char *argv0) {
+    (void)ts_cuda_is_available(); /* starts the library */
+    if (strstr(tsc_unavailable_reason(), "built without CUDA")) {
+        printf("start-up probe: built without CUDA, nothing to classify\n");
+        return;
+    }
     static const struct {
         const char *code;
         bool failed; /* "CUDA failed to start" rather than "no CUDA device" */
