@@ -52,52 +52,54 @@ static ts_module *drop(ts_module *downsample) {
     return NULL;
 }
 
-static ts_module *block_done(block *b, bool ok) {
-    if (ok) return &b->base;
-    ts_module_free(&b->base);
+/* The checks both kinds share, then the module. */
+static block *block_alloc(const char *type, ts_forward_fn forward, int64_t inplanes, int64_t planes,
+                          int stride, ts_module *downsample) {
+    if (inplanes < 1 || planes < 1 || stride < 1)
+        return ts_error_set(TS_ERR_ARG,
+                            "%s: inplanes, planes and stride must be positive, got %lld, %lld "
+                            "and %d",
+                            type, (long long)inplanes, (long long)planes, stride),
+               (block *)drop(downsample);
+    block *b = ts_module_alloc(sizeof *b, type, forward);
+    if (!b) drop(downsample);
+    return b;
+}
+
+static ts_module *block_done(block *b, ts_module *downsample, bool ok) {
+    ts_module *m = &b->base;
+    if (downsample) ok = (b->downsample = ts_module_add(m, "downsample", downsample)) && ok;
+    if (ok) return m;
+    ts_module_free(m);
     return NULL;
 }
 
 ts_module *ts_basic_block_new(int64_t inplanes, int64_t planes, int stride, ts_module *downsample) {
-    if (inplanes < 1 || planes < 1 || stride < 1)
-        return ts_error_set(TS_ERR_ARG,
-                            "BasicBlock: inplanes, planes and stride must be positive, got %lld, "
-                            "%lld and %d",
-                            (long long)inplanes, (long long)planes, stride),
-               drop(downsample);
-    block *b = ts_module_alloc(sizeof *b, "BasicBlock", basic_block_forward);
-    if (!b) return drop(downsample);
+    block *b = block_alloc("BasicBlock", basic_block_forward, inplanes, planes, stride, downsample);
+    if (!b) return NULL;
     ts_module *m = &b->base;
     b->conv1 = ts_module_add(m, "conv1", conv3x3(inplanes, planes, stride, 1));
     b->bn1 = ts_module_add(m, "bn1", bn(planes));
     b->relu = ts_module_add(m, "relu", ts_relu_new());
     b->conv2 = ts_module_add(m, "conv2", conv3x3(planes, planes, 1, 1));
     b->bn2 = ts_module_add(m, "bn2", bn(planes));
-    bool ok = b->conv1 && b->bn1 && b->relu && b->conv2 && b->bn2;
-    if (downsample) ok = (b->downsample = ts_module_add(m, "downsample", downsample)) && ok;
-    return block_done(b, ok);
+    return block_done(b, downsample, b->conv1 && b->bn1 && b->relu && b->conv2 && b->bn2);
 }
 
 ts_module *ts_bottleneck_new(int64_t inplanes, int64_t planes, int stride, ts_module *downsample,
                              int64_t groups, int64_t width_per_group) {
     if (!groups) groups = 1;
     if (!width_per_group) width_per_group = 64;
-    if (inplanes < 1 || planes < 1 || stride < 1)
-        return ts_error_set(TS_ERR_ARG,
-                            "Bottleneck: inplanes, planes and stride must be positive, got %lld, "
-                            "%lld and %d",
-                            (long long)inplanes, (long long)planes, stride),
-               drop(downsample);
     const int64_t width = planes * width_per_group / 64 * groups; /* torchvision's int() */
-    if (groups < 1 || width_per_group < 1 || width < 1)
+    if (planes >= 1 && (groups < 1 || width_per_group < 1 || width < 1))
         return ts_error_set(TS_ERR_ARG,
                             "Bottleneck: groups and width_per_group must be positive and give a "
                             "width of at least 1, got groups %lld, width_per_group %lld (width "
                             "%lld)",
                             (long long)groups, (long long)width_per_group, (long long)width),
                drop(downsample);
-    block *b = ts_module_alloc(sizeof *b, "Bottleneck", bottleneck_forward);
-    if (!b) return drop(downsample);
+    block *b = block_alloc("Bottleneck", bottleneck_forward, inplanes, planes, stride, downsample);
+    if (!b) return NULL;
     ts_module *m = &b->base;
     b->conv1 = ts_module_add(m, "conv1", conv1x1(inplanes, width, 1));
     b->bn1 = ts_module_add(m, "bn1", bn(width));
@@ -106,9 +108,8 @@ ts_module *ts_bottleneck_new(int64_t inplanes, int64_t planes, int stride, ts_mo
     b->conv3 = ts_module_add(m, "conv3", conv1x1(width, planes * 4, 1));
     b->bn3 = ts_module_add(m, "bn3", bn(planes * 4));
     b->relu = ts_module_add(m, "relu", ts_relu_new());
-    bool ok = b->conv1 && b->bn1 && b->conv2 && b->bn2 && b->conv3 && b->bn3 && b->relu;
-    if (downsample) ok = (b->downsample = ts_module_add(m, "downsample", downsample)) && ok;
-    return block_done(b, ok);
+    return block_done(b, downsample,
+                      b->conv1 && b->bn1 && b->conv2 && b->bn2 && b->conv3 && b->bn3 && b->relu);
 }
 
 ts_module *ts_resnet_downsample_new(int64_t inplanes, int64_t outplanes, int stride) {
