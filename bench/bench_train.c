@@ -1,7 +1,7 @@
 /* bench_train.c — training-step time and training-time memory growth of the issue's models on the
  * cpu: linear regression (seed), SimpleNN 784-128-10 b64, SimpleCNN b64, MLP 784-1024-1024-10 b256,
  * ResNet-18 with the CIFAR stem b64 and ResNet-20 b128 on 32x32 images (SGD momentum 0.9).
- * Prints "name ms_per_step peak_mb flops_per_step" lines (0: not counted) that bench/run_train.sh
+ * Prints "name ms_per_step peak_mb gflop_per_step" lines (0: not counted) that bench/run_train.sh
  * sets beside PyTorch's. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,7 +87,7 @@ static void bench_model(const char *name, ts_module *m, ts_tensor *x, ts_tensor 
     }
     long peak = status_kb("VmHWM:");
     die_on_error(name);
-    printf("%s %.4f %.2f %.0f\n", name, best, (double)(peak - rss0) / 1024.0, flops);
+    printf("%s %.4f %.2f %.4f\n", name, best, (double)(peak - rss0) / 1024.0, flops / 1e9);
     fflush(stdout);
     ts_optim_free(opt);
     ts_module_free(m);
