@@ -1,6 +1,8 @@
 /* bench_train.c — training-step time and training-time memory growth of the issue's models on the
- * cpu: linear regression (seed), SimpleNN 784-128-10 b64, SimpleCNN b64, MLP 784-1024-1024-10 b256.
- * Prints "name ms_per_step peak_mb" lines that bench/run_train.sh sets beside PyTorch's. */
+ * cpu: linear regression (seed), SimpleNN 784-128-10 b64, SimpleCNN b64, MLP 784-1024-1024-10 b256,
+ * ResNet-18 with the CIFAR stem b64 and ResNet-20 b128 on 32x32 images (SGD momentum 0.9).
+ * Prints "name ms_per_step peak_mb gflop_per_step" lines (0: not counted) that bench/run_train.sh
+ * sets beside PyTorch's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,9 +43,32 @@ static long rss_reset(void) {
     return status_kb("VmRSS:");
 }
 
+/* Floating-point operations of one training step of a CIFAR-style ResNet of BasicBlocks (`blocks`
+ * per stage, stage s with width << s channels at side >> s, the first block of a later stage
+ * strided) on a batch of s x s images: 2 per multiply-add of the convs and fc, three products each
+ * (forward, input and weight gradients) except the stem's input gradient, which nobody needs.
+ * Batch norm, ReLU, pooling and the optimizer are not counted. projection: 1x1 shortcut convs. */
+static double resnet_step_flops(int stages, int blocks, int64_t width, int64_t in_ch, int64_t side,
+                                bool projection, int64_t classes, int64_t batch) {
+    const double stem = 9.0 * (double)(in_ch * width * side * side);
+    double macs = 0;
+    int64_t c = width;
+    for (int s = 0; s < stages; s++) {
+        const int64_t planes = width << s, hw = (side >> s) * (side >> s);
+        for (int b = 0; b < blocks; b++) {
+            const int64_t cin = b ? planes : c;
+            macs += 9.0 * (double)((cin + planes) * planes * hw);
+            if (!b && cin != planes && projection) macs += (double)(cin * planes * hw);
+        }
+        c = planes;
+    }
+    macs += (double)(c * classes);
+    return (double)batch * (2.0 * 3.0 * macs + 2.0 * 2.0 * stem);
+}
+
 /* ms per step: best of `repeats` means over `steps` steps, after warm-up */
 static void bench_model(const char *name, ts_module *m, ts_tensor *x, ts_tensor *y, double lr,
-                        double momentum, int steps, int repeats) {
+                        double momentum, int steps, int repeats, double flops) {
     ts_optim *opt = ts_sgd(m, (ts_sgd_opts){.lr = lr, .momentum = momentum});
     long rss0 = rss_reset();
     double best = 1e30;
@@ -62,7 +87,7 @@ static void bench_model(const char *name, ts_module *m, ts_tensor *x, ts_tensor 
     }
     long peak = status_kb("VmHWM:");
     die_on_error(name);
-    printf("%s %.4f %.2f\n", name, best, (double)(peak - rss0) / 1024.0);
+    printf("%s %.4f %.2f %.4f\n", name, best, (double)(peak - rss0) / 1024.0, flops / 1e9);
     fflush(stdout);
     ts_optim_free(opt);
     ts_module_free(m);
@@ -91,7 +116,7 @@ static void bench_linreg(int steps, int repeats) {
     }
     long peak = status_kb("VmHWM:");
     die_on_error("linreg");
-    printf("linreg %.4f %.2f\n", best, (double)(peak - rss0) / 1024.0);
+    printf("linreg %.4f %.2f 0\n", best, (double)(peak - rss0) / 1024.0);
     fflush(stdout);
     ts_optim_free(opt);
     ts_release(X);
@@ -110,18 +135,31 @@ int main(int argc, char **argv) {
     ts_tensor *x = ts_randn(TS_SHAPE(64, 784), (ts_opts){0});
     ts_tensor *y = ts_randint(0, 10, TS_SHAPE(64), (ts_opts){0});
     if (WANT("simplenn"))
-        bench_model("simplenn", mlp_new((int64_t[]){784, 128, 10}, 3), x, y, 0.01, 0, 50 * scale,
-                    3);
+        bench_model("simplenn", mlp_new((int64_t[]){784, 128, 10}, 3), x, y, 0.01, 0, 50 * scale, 3,
+                    0);
 
     ts_tensor *img = ts_randn(TS_SHAPE(64, 3, 32, 32), (ts_opts){0});
     if (WANT("simplecnn"))
-        bench_model("simplecnn", simple_cnn_new(), img, y, 0.001, 0.9, 10 * scale, 3);
+        bench_model("simplecnn", simple_cnn_new(), img, y, 0.001, 0.9, 10 * scale, 3, 0);
 
     ts_tensor *xb = ts_randn(TS_SHAPE(256, 784), (ts_opts){0});
     ts_tensor *yb = ts_randint(0, 10, TS_SHAPE(256), (ts_opts){0});
     if (WANT("mlp"))
         bench_model("mlp", mlp_new((int64_t[]){784, 1024, 1024, 10}, 4), xb, yb, 0.01, 0, 5 * scale,
-                    3);
+                    3, 0);
+
+    /* ResNets in training mode (batch statistics), as the trainer runs them on CIFAR-10 */
+    if (WANT("resnet18"))
+        bench_model("resnet18",
+                    ts_resnet18((ts_resnet_config){.num_classes = 10, .cifar_stem = true}), img, y,
+                    0.1, 0.9, scale, 2, resnet_step_flops(4, 2, 64, 3, 32, true, 10, 64));
+    ts_tensor *img128 = ts_randn(TS_SHAPE(128, 3, 32, 32), (ts_opts){0});
+    ts_tensor *y128 = ts_randint(0, 10, TS_SHAPE(128), (ts_opts){0});
+    if (WANT("resnet20"))
+        bench_model("resnet20", ts_resnet20((ts_resnet_config){0}), img128, y128, 0.1, 0.9,
+                    2 * scale, 2, resnet_step_flops(3, 3, 16, 3, 32, false, 10, 128));
+    ts_release(img128);
+    ts_release(y128);
     ts_release(x);
     ts_release(y);
     ts_release(img);
