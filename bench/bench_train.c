@@ -1,16 +1,21 @@
 /* bench_train.c — training-step time and training-time memory growth of the issue's models on the
- * cpu: linear regression (seed), SimpleNN 784-128-10 b64, SimpleCNN b64, MLP 784-1024-1024-10 b256.
- * Prints "name ms_per_step peak_mb gflop_per_step" lines that bench/run_train.sh sets beside
- * PyTorch's (the GEMM FLOPs of the MLPs' steps, 0 where not counted); `bench_train peak` prints the
- * host's peak f32 GFLOP/s for 1 and 2 threads (bench_peak.h). */
+ * cpu: linear regression (seed), SimpleNN 784-128-10 b64, SimpleCNN b64, MLP 784-1024-1024-10 b256,
+ * ResNet-18 with the CIFAR stem b64 and ResNet-20 b128 on 32x32 images (SGD momentum 0.9).
+ * Prints "name ms_per_step peak_mb gflop_per_step" lines (0: not counted) that bench/run_train.sh
+ * sets beside PyTorch's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "bench_models.h"
-#include "bench_peak.h"
 #include "tessera.h"
+
+static double now_s(void) {
+    struct timespec t;
+    timespec_get(&t, TIME_UTC);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 static void die_on_error(const char *what) {
     if (ts_error() == TS_OK) return;
@@ -38,14 +43,37 @@ static long rss_reset(void) {
     return status_kb("VmRSS:");
 }
 
+/* Floating-point operations of one training step of a CIFAR-style ResNet of BasicBlocks (`blocks`
+ * per stage, stage s with width << s channels at side >> s, the first block of a later stage
+ * strided) on a batch of s x s images: 2 per multiply-add of the convs and fc, three products each
+ * (forward, input and weight gradients) except the stem's input gradient, which nobody needs.
+ * Batch norm, ReLU, pooling and the optimizer are not counted. projection: 1x1 shortcut convs. */
+static double resnet_step_flops(int stages, int blocks, int64_t width, int64_t in_ch, int64_t side,
+                                bool projection, int64_t classes, int64_t batch) {
+    const double stem = 9.0 * (double)(in_ch * width * side * side);
+    double macs = 0;
+    int64_t c = width;
+    for (int s = 0; s < stages; s++) {
+        const int64_t planes = width << s, hw = (side >> s) * (side >> s);
+        for (int b = 0; b < blocks; b++) {
+            const int64_t cin = b ? planes : c;
+            macs += 9.0 * (double)((cin + planes) * planes * hw);
+            if (!b && cin != planes && projection) macs += (double)(cin * planes * hw);
+        }
+        c = planes;
+    }
+    macs += (double)(c * classes);
+    return (double)batch * (2.0 * 3.0 * macs + 2.0 * 2.0 * stem);
+}
+
 /* ms per step: best of `repeats` means over `steps` steps, after warm-up */
 static void bench_model(const char *name, ts_module *m, ts_tensor *x, ts_tensor *y, double lr,
-                        double momentum, int steps, int repeats, double gflop) {
+                        double momentum, int steps, int repeats, double flops) {
     ts_optim *opt = ts_sgd(m, (ts_sgd_opts){.lr = lr, .momentum = momentum});
     long rss0 = rss_reset();
     double best = 1e30;
     for (int r = 0; r <= repeats; r++) {
-        double t0 = bench_now_s();
+        double t0 = now_s();
         for (int s = 0; s < steps; s++) {
             ts_scope_begin();
             ts_optim_zero_grad(opt);
@@ -54,12 +82,12 @@ static void bench_model(const char *name, ts_module *m, ts_tensor *x, ts_tensor 
             ts_optim_step(opt);
             ts_scope_end();
         }
-        double dt = (bench_now_s() - t0) / steps * 1e3;
+        double dt = (now_s() - t0) / steps * 1e3;
         if (r > 0 && dt < best) best = dt; /* round 0 warms caches and the allocator */
     }
     long peak = status_kb("VmHWM:");
     die_on_error(name);
-    printf("%s %.4f %.2f %.4f\n", name, best, (double)(peak - rss0) / 1024.0, gflop);
+    printf("%s %.4f %.2f %.4f\n", name, best, (double)(peak - rss0) / 1024.0, flops / 1e9);
     fflush(stdout);
     ts_optim_free(opt);
     ts_module_free(m);
@@ -73,7 +101,7 @@ static void bench_linreg(int steps, int repeats) {
     long rss0 = rss_reset();
     double best = 1e30;
     for (int r = 0; r <= repeats; r++) {
-        double t0 = bench_now_s();
+        double t0 = now_s();
         for (int s = 0; s < steps; s++) {
             ts_scope_begin();
             ts_optim_zero_grad(opt);
@@ -83,7 +111,7 @@ static void bench_linreg(int steps, int repeats) {
             ts_optim_step(opt);
             ts_scope_end();
         }
-        double dt = (bench_now_s() - t0) / steps * 1e3;
+        double dt = (now_s() - t0) / steps * 1e3;
         if (r > 0 && dt < best) best = dt;
     }
     long peak = status_kb("VmHWM:");
@@ -96,21 +124,16 @@ static void bench_linreg(int steps, int repeats) {
     ts_release(W);
 }
 
-/* GEMM GFLOP of one training step of an MLP over a batch: per layer the forward and the weight
- * gradient, and the input gradient of every layer but the first */
-static double mlp_gflop(const int64_t *dims, int n, int64_t batch) {
+/* Floating-point operations of one training step of an MLP over a batch: per layer the forward
+ * product and the weight gradient, and the input gradient of every layer but the first (2 per
+ * multiply-add). The bias, ReLU, the loss and the optimizer are not counted. */
+static double mlp_step_flops(const int64_t *dims, int n, int64_t batch) {
     double f = 0;
     for (int l = 0; l + 1 < n; l++) f += (l ? 6.0 : 4.0) * (double)(batch * dims[l] * dims[l + 1]);
-    return f / 1e9;
+    return f;
 }
 
 int main(int argc, char **argv) {
-    if (argc > 1 && !strcmp(argv[1], "peak")) {
-        const char *isa;
-        for (int t = 1; t <= 2; t++) printf("peak%d %.1f\n", t, bench_peak_flops(t, &isa) / 1e9);
-        printf("peak_isa %s\n", isa);
-        return 0;
-    }
     int quick = argc > 1 && !strcmp(argv[1], "quick");
     int scale = quick ? 1 : 4;
     const char *only = argc > 2 ? argv[2] : NULL; /* one model, for profiling */
@@ -122,7 +145,7 @@ int main(int argc, char **argv) {
     ts_tensor *y = ts_randint(0, 10, TS_SHAPE(64), (ts_opts){0});
     if (WANT("simplenn"))
         bench_model("simplenn", mlp_new((int64_t[]){784, 128, 10}, 3), x, y, 0.01, 0, 50 * scale, 3,
-                    mlp_gflop((int64_t[]){784, 128, 10}, 3, 64));
+                    mlp_step_flops((int64_t[]){784, 128, 10}, 3, 64));
 
     ts_tensor *img = ts_randn(TS_SHAPE(64, 3, 32, 32), (ts_opts){0});
     if (WANT("simplecnn"))
@@ -132,7 +155,20 @@ int main(int argc, char **argv) {
     ts_tensor *yb = ts_randint(0, 10, TS_SHAPE(256), (ts_opts){0});
     if (WANT("mlp"))
         bench_model("mlp", mlp_new((int64_t[]){784, 1024, 1024, 10}, 4), xb, yb, 0.01, 0, 5 * scale,
-                    3, mlp_gflop((int64_t[]){784, 1024, 1024, 10}, 4, 256));
+                    3, mlp_step_flops((int64_t[]){784, 1024, 1024, 10}, 4, 256));
+
+    /* ResNets in training mode (batch statistics), as the trainer runs them on CIFAR-10 */
+    if (WANT("resnet18"))
+        bench_model("resnet18",
+                    ts_resnet18((ts_resnet_config){.num_classes = 10, .cifar_stem = true}), img, y,
+                    0.1, 0.9, scale, 2, resnet_step_flops(4, 2, 64, 3, 32, true, 10, 64));
+    ts_tensor *img128 = ts_randn(TS_SHAPE(128, 3, 32, 32), (ts_opts){0});
+    ts_tensor *y128 = ts_randint(0, 10, TS_SHAPE(128), (ts_opts){0});
+    if (WANT("resnet20"))
+        bench_model("resnet20", ts_resnet20((ts_resnet_config){0}), img128, y128, 0.1, 0.9,
+                    2 * scale, 2, resnet_step_flops(3, 3, 16, 3, 32, false, 10, 128));
+    ts_release(img128);
+    ts_release(y128);
     ts_release(x);
     ts_release(y);
     ts_release(img);

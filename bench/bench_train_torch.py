@@ -1,11 +1,17 @@
 """bench_train_torch.py — the PyTorch twin of bench_train.c: the same models, batches and optimizers,
-best of 1 and 2 threads per model. Prints "name ms_per_step peak_mb" lines."""
+best of 1 and 2 threads per model. Prints "name ms_per_step peak_mb" lines. The ResNets are
+tools/gen_golden_resnet.py's (torchvision's structure and names, the CIFAR stem, He et al.'s
+resnet20), the ones whose outputs and gradients tests/test_golden_resnet.c compares."""
+import os
 import sys
 import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from gen_golden_resnet import resnet18, resnet20  # noqa: E402
 
 
 def status_kb(key):
@@ -96,19 +102,27 @@ def bench_linreg(steps, repeats):
 
 def main():
     scale = 1 if len(sys.argv) > 1 and sys.argv[1] == "quick" else 4
+    only = sys.argv[2] if len(sys.argv) > 2 else None  # one model, as bench_train
     torch.manual_seed(0)
     x = torch.randn(64, 784)
     y = torch.randint(0, 10, (64,))
     img = torch.randn(64, 3, 32, 32)
     xb = torch.randn(256, 784)
     yb = torch.randint(0, 10, (256,))
+    img128 = torch.randn(128, 3, 32, 32)
+    y128 = torch.randint(0, 10, (128,))
     cases = [
         ("linreg", lambda: bench_linreg(500 * scale, 3)),
         ("simplenn", lambda: bench_model(mlp([784, 128, 10]), x, y, 0.01, 0, 50 * scale, 3)),
         ("simplecnn", lambda: bench_model(SimpleCNN(), img, y, 0.001, 0.9, 10 * scale, 3)),
         ("mlp", lambda: bench_model(mlp([784, 1024, 1024, 10]), xb, yb, 0.01, 0, 5 * scale, 3)),
+        ("resnet18", lambda: bench_model(resnet18(num_classes=10, cifar_stem=True), img, y, 0.1, 0.9,
+                                         scale, 2)),
+        ("resnet20", lambda: bench_model(resnet20(), img128, y128, 0.1, 0.9, 2 * scale, 2)),
     ]
     for name, fn in cases:
+        if only and name != only:
+            continue
         results = []
         for threads in (1, 2):
             torch.set_num_threads(threads)

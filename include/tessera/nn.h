@@ -167,6 +167,7 @@ ts_module *ts_sigmoid_new(void);
 ts_module *ts_tanh_new(void);
 ts_module *ts_softmax_new(int dim);
 ts_module *ts_flatten_new(int start_dim, int end_dim); /* nn.Flatten(): 1, -1 */
+ts_module *ts_identity_new(void);                      /* nn.Identity: returns its input */
 ts_module *ts_dropout_new(double p);
 typedef struct ts_norm_opts {
     double eps;      /* 0 -> 1e-5 */
@@ -186,6 +187,10 @@ ts_module *ts_sequential_append(ts_module *seq, ts_module *m);
 /* init (in place, no graph, from the global generator), PyTorch's formulas; return t (borrowed: no
  * new reference, unlike the in-place ops) or NULL. kaiming_uniform_ is mode fan_in, leaky_relu. */
 ts_tensor *ts_init_kaiming_uniform_(ts_tensor *t, double a);
+/* kaiming_normal_(t, a, mode, 'leaky_relu'): N(0, std), std = gain / sqrt(fan), gain =
+ * sqrt(2 / (1 + a^2)); a = 0 is nonlinearity='relu'. TS_FAN_OUT is torchvision's ResNet init. */
+typedef enum ts_fan_mode { TS_FAN_IN = 0, TS_FAN_OUT } ts_fan_mode;
+ts_tensor *ts_init_kaiming_normal_(ts_tensor *t, double a, ts_fan_mode mode);
 ts_tensor *ts_init_uniform_(ts_tensor *t, double low, double high);
 ts_tensor *ts_init_normal_(ts_tensor *t, double mean, double std);
 ts_tensor *ts_init_xavier_uniform_(ts_tensor *t, double gain);
@@ -284,5 +289,53 @@ ts_tensor *ts_sample_logits(ts_tensor *logits, ts_sample_opts o);
  * feeds the last `context` tokens (nanoGPT's crop) and recomputes them (no key/value cache). Runs
  * without a graph and in eval mode (the module's mode is restored afterwards). */
 ts_tensor *ts_gpt_generate(ts_module *gpt, ts_tensor *idx, int64_t new_tokens, ts_sample_opts o);
+
+/* ======================================================== residual networks (docs/RESNET.md) */
+/* torchvision's blocks (ResNet v1.5: a block's stride is on its 3x3 conv), convs without bias.
+ * BasicBlock: children conv1 (3x3, stride), bn1, relu, conv2 (3x3), bn2, downsample;
+ *   forward relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)).
+ * Bottleneck: conv1 (1x1, width), bn1, conv2 (3x3, width, stride, groups), bn2, conv3 (1x1,
+ *   planes * 4), bn3, relu, downsample; width = planes * width_per_group / 64 * groups.
+ * shortcut(x) is downsample(x) when a downsample module is given (the block takes it over, also
+ * on failure), else x itself. Children keep PyTorch's default init; the ResNet builders re-init. */
+ts_module *ts_basic_block_new(int64_t inplanes, int64_t planes, int stride, ts_module *downsample);
+/* groups, width_per_group 0 -> 1, 64 (torchvision's; ResNeXt and wide ResNets change them) */
+ts_module *ts_bottleneck_new(int64_t inplanes, int64_t planes, int stride, ts_module *downsample,
+                             int64_t groups, int64_t width_per_group);
+/* torchvision's downsample: Sequential("0": Conv2d 1x1 stride without bias, "1": BatchNorm2d) */
+ts_module *ts_resnet_downsample_new(int64_t inplanes, int64_t outplanes, int stride);
+
+typedef enum ts_resnet_block { TS_BASIC_BLOCK = 0, TS_BOTTLENECK } ts_resnet_block;
+typedef struct ts_resnet_config {
+    int64_t num_classes; /* 0 -> 1000 (ts_resnet_cifar: 10) */
+    int64_t in_channels; /* 0 -> 3 (1 for Fashion-MNIST) */
+    int64_t width;       /* 0 -> 64 (ts_resnet_cifar: 16): channels of the stem and the first
+                            stage; each later stage doubles them. Not torchvision's width_per_group */
+    bool cifar_stem; /* conv1 3x3 stride 1 padding 1 and maxpool an Identity: the usual adaptation
+                        to 32x32 images (ts_resnet_cifar always has it) */
+    bool zero_init_residual; /* each block's last BatchNorm weight starts at 0 (bn2, or bn3) */
+    int64_t groups, width_per_group; /* Bottleneck only: 0 -> 1, 64 */
+    bool shortcut_conv; /* ts_resnet_cifar: option B shortcuts (torchvision's downsample) where
+                           the shape changes, instead of the paper's option A */
+} ts_resnet_config;
+/* torchvision's ResNet: children conv1 (7x7 stride 2 padding 3, or the CIFAR stem), bn1, relu,
+ * maxpool (3x3 stride 2 padding 1), layer1..layer4 (Sequentials of blocks "0", "1", ...; the first
+ * block of layer2..4 has stride 2 and, as any block whose shape changes, a downsample), avgpool
+ * (AdaptiveAvgPool2d (1, 1)), fc (Linear). layers[i] blocks in stage i. Init as torchvision's:
+ * convs kaiming_normal_ fan_out relu, BatchNorm weight 1 and bias 0, fc PyTorch's default.
+ * ts_forward(resnet, x [N, in_channels, H, W]) -> logits [N, num_classes]. */
+ts_module *ts_resnet_new(ts_resnet_block block, const int layers[4], ts_resnet_config c);
+ts_module *ts_resnet18(ts_resnet_config c); /* BasicBlock [2, 2, 2, 2]: 11.7M parameters */
+ts_module *ts_resnet34(ts_resnet_config c); /* BasicBlock [3, 4, 6, 3]: 21.8M */
+ts_module *ts_resnet50(ts_resnet_config c); /* Bottleneck [3, 4, 6, 3]: 25.6M */
+/* He et al.'s CIFAR ResNets (2016, section 4.2), depth = 6n + 2: conv1 (3x3, width), bn1, relu,
+ * layer1..layer3 (n BasicBlocks each, width, 2 width, 4 width channels; the first block of
+ * layer2 and layer3 has stride 2), avgpool, fc. Where the shape changes the shortcut is the
+ * paper's option A: x[:, :, ::2, ::2] with zero channels added on both sides, no parameters (the
+ * block's downsample child is a parameter-free "ShortcutA"); with shortcut_conv, option B
+ * (torchvision's downsample.0 / downsample.1). Same init as the ResNets above. ts_resnet20: n 3,
+ * 0.27M parameters, about 41M multiply-adds for a 32x32 image. */
+ts_module *ts_resnet_cifar(int depth, ts_resnet_config c);
+ts_module *ts_resnet20(ts_resnet_config c);
 
 #endif /* TESSERA_NN_H */

@@ -53,6 +53,21 @@ ts_tensor *ts_init_kaiming_uniform_(ts_tensor *t, double a) {
     return fill(t, FILL_UNIFORM, -bound, bound);
 }
 
+/* kaiming_normal_(t, a, mode, 'leaky_relu'): N(0, std), std = gain / sqrt(fan_in or fan_out). */
+ts_tensor *ts_init_kaiming_normal_(ts_tensor *t, double a, ts_fan_mode mode) {
+    const char *op = "init_kaiming_normal_";
+    if (!tsi_check_input(op, t, "tensor")) return NULL;
+    if (mode != TS_FAN_IN && mode != TS_FAN_OUT)
+        return tsi_error_set(TS_ERR_ARG, "%s: mode must be TS_FAN_IN or TS_FAN_OUT, got %d", op,
+                             (int)mode),
+               NULL;
+    if (tsi_numel(t->shape) == 0) return t;
+    double fan_in, fan_out;
+    if (!fans(op, t, &fan_in, &fan_out)) return NULL;
+    double gain = sqrt(2.0 / (1.0 + a * a));
+    return fill(t, FILL_NORMAL, 0.0, gain / sqrt(mode == TS_FAN_IN ? fan_in : fan_out));
+}
+
 /* xavier_uniform_(t, gain): U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)). */
 ts_tensor *ts_init_xavier_uniform_(ts_tensor *t, double gain) {
     const char *op = "init_xavier_uniform_";

@@ -251,6 +251,7 @@ typedef struct simple_m {
     double p; /* dropout probability */
 } simple_m;
 
+static ts_tensor *identity_forward(ts_module *self, ts_tensor *x) { return x; }
 static ts_tensor *relu_forward(ts_module *self, ts_tensor *x) { return ts_relu(x); }
 static ts_tensor *gelu_forward(ts_module *self, ts_tensor *x) { return ts_gelu(x); }
 static ts_tensor *sigmoid_forward(ts_module *self, ts_tensor *x) { return ts_sigmoid(x); }
@@ -289,6 +290,9 @@ static simple_m *simple_new(const char *name, ts_forward_fn fwd,
     return m;
 }
 
+ts_module *ts_identity_new(void) {
+    return (ts_module *)simple_new("Identity", identity_forward, NULL);
+}
 ts_module *ts_relu_new(void) { return (ts_module *)simple_new("ReLU", relu_forward, NULL); }
 ts_module *ts_gelu_new(void) { return (ts_module *)simple_new("GELU", gelu_forward, gelu_extra); }
 ts_module *ts_sigmoid_new(void) {

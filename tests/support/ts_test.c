@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda/cuda_bridge.h"
 #include "tessera.h"
 
 /* atomic so that tests which check from worker threads still count correctly */
@@ -45,6 +46,33 @@ int ts_test_skip(const char *fmt, ...) {
     va_end(ap);
     fflush(stdout);
     return 77;
+}
+
+bool ts_test_cuda_required(void) {
+    const char *v = getenv("TS_REQUIRE_CUDA");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+void ts_test_no_cuda(const char *what) {
+    const bool required = ts_test_cuda_required();
+    (void)ts_cuda_is_available(); /* starts the library: the reason is known from here on */
+    const char *why = tsc_unavailable_reason();
+    if (required) {
+        ts_test_record(false);
+        printf("FAIL: TS_REQUIRE_CUDA=1, but CUDA is not available (%s): %s\n", why, what);
+    } else {
+        printf("%s: CUDA is not available (%s)\n", what, why);
+    }
+    fflush(stdout);
+}
+
+int ts_test_skip_no_cuda(const char *what) {
+    if (!ts_test_cuda_required()) {
+        (void)ts_cuda_is_available();
+        return ts_test_skip("%s: CUDA is not available (%s)", what, tsc_unavailable_reason());
+    }
+    ts_test_no_cuda(what);
+    return ts_test_finish();
 }
 
 const char *ts_test_error_str(void) {

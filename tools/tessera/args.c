@@ -20,8 +20,10 @@ void tcli_usage(FILE *f) {
         "options of train and eval:\n"
         "  --model NAME        lenet (LeNet-5, the default), mlp (inputs-128-classes, 784-128-10 "
         "on\n"
-        "                      MNIST) or simplecnn (the CIFAR-10 tutorial's CNN); sized from the "
-        "data\n"
+        "                      MNIST), simplecnn (the CIFAR-10 tutorial's CNN), resnet20 (He et "
+        "al.'s\n"
+        "                      CIFAR ResNet-20) or resnet18 (torchvision's, with the CIFAR stem:\n"
+        "                      conv1 3x3, no max-pool); sized from the data\n"
         "  --data NAME         fashion-mnist (default), mnist, cifar10 or csv\n"
         "  --data-dir PATH     where the data is; defaults: fashion-mnist\n"
         "                      /usr/share/datasets/fashion-mnist (Debian's "
@@ -41,7 +43,7 @@ void tcli_usage(FILE *f) {
         "mean/std\n"
         "  --test-fraction X   csv from one file: the share of rows held out for testing (0.2)\n"
         "  --device DEV        cpu, cuda, cuda:N or sim:N (default: cuda when present, else cpu)\n"
-        "  --batch-size N      samples per batch (64)\n"
+        "  --batch-size N      samples per batch (64; resnet20, resnet18: 128)\n"
         "  --workers N         loader threads preparing batches ahead (default: 2 with a cuda\n"
         "                      device; 0, none, on cpu and sim, whose kernels already keep\n"
         "                      every core busy)\n"
@@ -51,6 +53,11 @@ void tcli_usage(FILE *f) {
         "end;\n"
         "                      eval: the checkpoint to load (a folder or a .safetensors file)\n"
         "  --seed N            seeds initialisation, shuffling and the csv split (0)\n"
+        "\n"
+        "options of --model resnet20 and resnet18:\n"
+        "  --width N           channels of the first stage, doubled by each later one (resnet20: "
+        "16,\n"
+        "                      resnet18: 64)\n"
         "\n"
         "options of --model gpt (train, and generate for --heads):\n"
         "  --context N         bytes the model sees at once (256)\n"
@@ -69,9 +76,11 @@ void tcli_usage(FILE *f) {
         "                      continues from that batch exactly\n"
         "  --optimizer NAME    sgd (default), adam or adamw (default for gpt: decoupled weight\n"
         "                      decay on matrices and embeddings, none on biases and norms)\n"
-        "  --lr X              learning rate (sgd: 0.02; adam, adamw: 0.001)\n"
+        "  --lr X              learning rate (sgd: 0.02, resnets 0.1; adam, adamw: 0.001)\n"
         "  --momentum X        sgd momentum in [0, 1) (0.9)\n"
-        "  --weight-decay X    L2 penalty (0; adamw: 0.1)\n"
+        "  --weight-decay X    L2 penalty (0; sgd on resnets: 5e-4; adamw: 0.1)\n"
+        "  --augment on|off    random crop (padding 4) and horizontal flip of the training images\n"
+        "                      (default: on for resnet20 and resnet18, off for the others)\n"
         "  --warmup N          linear learning-rate warm-up over the first N steps (gpt: 100)\n"
         "  --grad-accum N      gradient accumulation: an optimizer step every N batches (1)\n"
         "  --label-smoothing X cross-entropy's label smoothing in [0, 1) (0)\n"
@@ -125,6 +134,8 @@ void tcli_usage(FILE *f) {
         "  tessera eval --model mlp --checkpoint runs/mlp\n"
         "  tessera train --model mlp --data csv --data-dir mydata.csv --csv-target label\n"
         "  tessera train --devices sim:0,sim:1 --amp      # data parallel, mixed precision\n"
+        "  tessera train --model resnet20 --epochs 2      # ResNet-20 on Fashion-MNIST\n"
+        "  tessera train --model resnet18 --data cifar10 --epochs 30 --checkpoint runs/r18\n"
         "  tessera train --data text --checkpoint runs/gpt --time-limit 600 --epochs 100\n"
         "  tessera generate --checkpoint runs/gpt --prompt 'The ' --tokens 300 --top-k 20\n"
         "  TS_SIM_DEVICES=2 tessera devices\n"
@@ -160,7 +171,8 @@ typedef struct opt_spec {
 
 #define OFF(f) offsetof(tcli_opts, f)
 static const opt_spec specs[] = {
-    {"--model", K_CHOICE, FOR_TRAIN | FOR_EVAL, OFF(model), "mlp|lenet|simplecnn|gpt"},
+    {"--model", K_CHOICE, FOR_TRAIN | FOR_EVAL, OFF(model),
+     "mlp|lenet|simplecnn|resnet20|resnet18|gpt"},
     {"--data", K_CHOICE, FOR_TRAIN | FOR_EVAL, OFF(data), "fashion-mnist|mnist|cifar10|csv|text"},
     {"--data-dir", K_STRING, FOR_TRAIN | FOR_EVAL, OFF(data_dir), NULL},
     {"--csv-target", K_STRING, FOR_TRAIN | FOR_EVAL, OFF(csv_target), NULL},
@@ -176,6 +188,8 @@ static const opt_spec specs[] = {
     {"--heads", K_POS_INT, FOR_TRAIN | FOR_EVAL | FOR_GEN, OFF(heads), NULL},
     {"--dim", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(dim), NULL},
     {"--dropout", K_UNIT_REAL, FOR_TRAIN, OFF(dropout), NULL},
+    {"--width", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(width), NULL},
+    {"--augment", K_CHOICE, FOR_TRAIN, OFF(augment), "on|off"},
     {"--warmup", K_POS_INT, FOR_TRAIN, OFF(warmup), NULL},
     {"--grad-accum", K_POS_INT, FOR_TRAIN, OFF(grad_accum), NULL},
     {"--label-smoothing", K_UNIT_REAL, FOR_TRAIN, OFF(label_smoothing), NULL},
@@ -321,9 +335,9 @@ static bool is_help(const char *a) {
 int tcli_parse(int argc, char **argv, tcli_opts *o) {
     *o = (tcli_opts){.data = "fashion-mnist",
                      .test_fraction = 0.2,
-                     .epochs = 0, /* 2, or no limit with --max-steps */
-                     .batch_size = 64,
-                     .workers = -1, /* tcli_workers */
+                     .epochs = 0,     /* 2, or no limit with --max-steps */
+                     .batch_size = 0, /* 64, or 128 for the resnets */
+                     .workers = -1,   /* tcli_workers */
                      .log_every = 50,
                      .lr = -1,
                      .momentum = 0.9,
@@ -394,8 +408,17 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
     if (gpt != text)
         return tcli_fail(TCLI_USAGE, gpt ? "--model gpt: trains on --data text"
                                          : "--data text: needs --model gpt (a language model)");
+    const bool resnet = tcli_is_resnet(o->model),
+               sgd = !o->optimizer || !strcmp(o->optimizer, "sgd");
     if (!o->optimizer) o->optimizer = gpt ? "adamw" : "sgd";
-    if (o->weight_decay < 0) o->weight_decay = !strcmp(o->optimizer, "adamw") ? 0.1 : 0;
+    if (o->weight_decay < 0)
+        o->weight_decay = !strcmp(o->optimizer, "adamw") ? 0.1 : resnet && sgd ? 5e-4 : 0;
+    if (!o->batch_size) o->batch_size = resnet ? 128 : 64;
+    if (o->width && !resnet)
+        return tcli_fail(TCLI_USAGE, "--width: only for --model resnet20 or resnet18");
+    if (o->augment && (text || !strcmp(o->data, "csv")))
+        return tcli_fail(TCLI_USAGE,
+                         "--augment: only for images (--data fashion-mnist, mnist or cifar10)");
     if (o->warmup < 0) o->warmup = gpt ? 100 : 0;
     if (o->dim % o->heads)
         return tcli_fail(TCLI_USAGE, "--dim %d: must be a multiple of --heads (%d)", o->dim,
@@ -423,7 +446,16 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
 
 double tcli_default_lr(const tcli_opts *o) {
     if (o->lr > 0) return o->lr;
-    return strcmp(o->optimizer, "sgd") ? 0.001 : 0.02;
+    if (strcmp(o->optimizer, "sgd")) return 0.001;
+    return tcli_is_resnet(o->model) ? 0.1 : 0.02; /* BatchNorm lets ResNets take He et al.'s 0.1 */
+}
+
+bool tcli_is_resnet(const char *model) {
+    return model && (!strcmp(model, "resnet20") || !strcmp(model, "resnet18"));
+}
+
+bool tcli_augment(const tcli_opts *o) {
+    return o->augment ? !strcmp(o->augment, "on") : tcli_is_resnet(o->model);
 }
 
 int tcli_workers(const tcli_opts *o, ts_device dev) {

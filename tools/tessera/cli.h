@@ -20,7 +20,8 @@ typedef enum {
 
 typedef struct tcli_opts {
     const char *command; /* "train", "eval", "generate", "devices" */
-    const char *model;   /* mlp, lenet, simplecnn, gpt (default: gpt for text, else lenet) */
+    const char *model;   /* mlp, lenet, simplecnn, resnet20, resnet18, gpt (default: gpt for
+                            text, else lenet) */
     const char *data;    /* fashion-mnist, mnist, cifar10, csv, text */
     const char *data_dir;
     const char *csv_target; /* column name or index; NULL = last column */
@@ -42,6 +43,9 @@ typedef struct tcli_opts {
     /* language models: --model gpt on --data text */
     int context, layers, heads, dim;
     double dropout;
+    /* residual networks: --model resnet20 or resnet18 */
+    int width;           /* channels of the first stage (0: the model's, 16 or 64) */
+    const char *augment; /* train: "on", "off", or NULL: on for the resnets, else off */
     /* train */
     int warmup;             /* steps of linear learning-rate warm-up (gpt: 100) */
     int grad_accum;         /* batches per optimizer step (1) */
@@ -64,6 +68,8 @@ int tcli_fail_ts(int status, const char *what);
 int tcli_parse(int argc, char **argv, tcli_opts *o);
 void tcli_usage(FILE *f);
 double tcli_default_lr(const tcli_opts *o);
+bool tcli_is_resnet(const char *model);
+bool tcli_augment(const tcli_opts *o); /* random crop and flip for training */
 /* --workers, or its default for the device the batches go to */
 int tcli_workers(const tcli_opts *o, ts_device dev);
 /* the device named by --device (checked to exist), or the best present */
@@ -87,6 +93,9 @@ typedef struct tcli_data {
 } tcli_data;
 int tcli_data_open(const tcli_opts *o, bool need_train, tcli_data *d); /* -1 or exit status */
 ts_transform *tcli_data_transform(const tcli_data *d); /* a fresh one for each loader */
+/* the training loader's: with augment, images are first cropped at random after padding 4 pixels
+ * each side and flipped horizontally half of the time (torchvision's CIFAR recipe) */
+ts_transform *tcli_train_transform(const tcli_data *d, bool augment);
 void tcli_data_close(tcli_data *d);
 
 /* text.c: --data text (the windows of ts_text_dataset; default corpus Debian's fortunes) */

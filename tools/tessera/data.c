@@ -221,6 +221,14 @@ ts_transform *tcli_data_transform(const tcli_data *d) {
     return ts_compose(2, ts);
 }
 
+ts_transform *tcli_train_transform(const tcli_data *d, bool augment) {
+    if (!augment || !d->channels) return tcli_data_transform(d);
+    /* on the uint8 image, before to_tensor: padding is black, as torchvision's on a PIL image */
+    ts_transform *ts[4] = {ts_random_crop((int)d->height, 4), ts_random_hflip(0.5), ts_to_tensor(),
+                           ts_normalize((int)d->channels, d->mean, d->std)};
+    return ts_compose(4, ts);
+}
+
 void tcli_data_close(tcli_data *d) {
     ts_dataset_free(d->train);
     ts_dataset_free(d->test);

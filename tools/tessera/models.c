@@ -1,5 +1,5 @@
-/* models.c — the trainer's models: an MLP, LeNet-5 and the CIFAR-10 tutorial's SimpleCNN, sized
- * from the data (input channels and size, number of classes). */
+/* models.c — the trainer's models: an MLP, LeNet-5, the CIFAR-10 tutorial's SimpleCNN and the
+ * library's ResNet-20 and ResNet-18, sized from the data (input channels and size, classes). */
 #include <string.h>
 
 #include "cli.h"
@@ -73,12 +73,23 @@ ts_module *tcli_model_new(const tcli_opts *o, const tcli_data *d) {
         return NULL;
     }
     if (!strcmp(name, "lenet")) return cnn_new("LeNet5", d, 2);
+    /* every image data set the trainer reads is small (28x28, 32x32): resnet18 takes the CIFAR
+     * stem, which keeps the resolution that the ImageNet stem's stride 4 would throw away */
+    ts_resnet_config rc = {
+        .num_classes = d->classes, .in_channels = d->channels, .width = o->width};
+    if (!strcmp(name, "resnet20")) return ts_resnet20(rc);
+    if (!strcmp(name, "resnet18")) {
+        rc.cifar_stem = true;
+        return ts_resnet18(rc);
+    }
     return cnn_new("SimpleCNN", d, 0);
 }
 
 const char *tcli_model_title(const char *name) {
-    return !strcmp(name, "mlp")     ? "MLP"
-           : !strcmp(name, "lenet") ? "LeNet-5"
-           : !strcmp(name, "gpt")   ? "GPT"
-                                    : "SimpleCNN";
+    return !strcmp(name, "mlp")        ? "MLP"
+           : !strcmp(name, "lenet")    ? "LeNet-5"
+           : !strcmp(name, "gpt")      ? "GPT"
+           : !strcmp(name, "resnet20") ? "ResNet-20"
+           : !strcmp(name, "resnet18") ? "ResNet-18"
+                                       : "SimpleCNN";
 }

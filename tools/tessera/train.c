@@ -298,6 +298,9 @@ static int train_run(trainer *t) {
     const tcli_opts *o = t->o;
     int rc = tcli_data_open(o, true, &t->data);
     if (rc >= 0) return rc;
+    if (tcli_augment(o) && t->data.height != t->data.width)
+        return tcli_fail(TCLI_USAGE, "--augment: crops square images only, these are %lldx%lld",
+                         (long long)t->data.height, (long long)t->data.width);
     if (o->checkpoint && (rc = tcli_checkpoint_prepare(o->checkpoint)) >= 0) return rc;
     ts_manual_seed(o->seed);
     if (!(t->net = t->model = tcli_model_new(o, &t->data)))
@@ -332,15 +335,16 @@ static int train_run(trainer *t) {
         !(t->sampler = ts_distributed_sampler(ts_dataset_len(t->data.train),
                                               (ts_distributed_sampler_opts){.seed = o->seed})))
         return tcli_fail_ts(TCLI_FAIL, "distributed");
-    t->train =
-        ts_loader_new(t->data.train, (ts_loader_opts){.batch_size = o->batch_size,
-                                                      .shuffle = !t->sampler,
-                                                      .sampler = t->sampler,
-                                                      .workers = tcli_workers(o, t->dev),
-                                                      .pin_memory = t->dev.type == TS_CUDA,
-                                                      .device = t->dev,
-                                                      .seed = o->seed,
-                                                      .transform = tcli_data_transform(&t->data)});
+    t->train = ts_loader_new(t->data.train, (ts_loader_opts){.batch_size = o->batch_size,
+                                                             .shuffle = !t->sampler,
+                                                             .sampler = t->sampler,
+                                                             .workers = tcli_workers(o, t->dev),
+                                                             .pin_memory = t->dev.type == TS_CUDA,
+                                                             .device = t->dev,
+                                                             .seed = o->seed,
+                                                             .transform = tcli_train_transform(
+                                                                 &t->data, tcli_augment(o))});
+    /* the test images are never augmented (tcli_test_loader) */
     t->test = t->train ? tcli_test_loader(o, &t->data, t->dev) : NULL;
     if (!t->test) return tcli_fail_ts(TCLI_FAIL, "loader");
     t->batches = ts_loader_num_batches(t->train);
@@ -385,8 +389,9 @@ static int train_run(trainer *t) {
     if (!strcmp(o->optimizer, "sgd")) printf(" momentum %g", o->momentum);
     if (o->weight_decay > 0) printf(" weight decay %g", o->weight_decay);
     if (o->warmup > 0) printf(" warm-up %d", o->warmup);
-    printf("%s, seed %llu\n", strcmp(o->schedule, "cosine") ? "" : " cosine decay",
-           (unsigned long long)o->seed);
+    printf("%s, seed %llu%s\n", strcmp(o->schedule, "cosine") ? "" : " cosine decay",
+           (unsigned long long)o->seed,
+           tcli_augment(o) ? ", random crop (padding 4) and flip" : "");
     if (t->data.text)
         printf("gpt: context %d, %d layers, %d heads, width %d; a unigram model of the training "
                "bytes has %.3f bits per byte\n",

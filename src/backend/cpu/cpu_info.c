@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/gemm_provider.h"
 #include "backend/cpu/omp_wait.h"
 #include "tessera.h"
 
@@ -31,12 +32,13 @@ static const char *blas_desc(char *buf, size_t n) {
 }
 
 const char *ts_cpu_describe(void) {
-    static _Thread_local char line[320];
+    static _Thread_local char line[480];
     char blas[96];
     snprintf(line, sizeof line,
-             "vector ISA %s (this CPU's best: %s; TS_CPU_ISA caps it), %d threads, BLAS %s, "
-             "OpenMP wait %s",
+             "vector ISA %s (this CPU's best: %s; TS_CPU_ISA caps it), %d threads, GEMM f32 %s, "
+             "f64 %s, BLAS %s, OpenMP wait %s",
              ts_cpu_vector_isa(), ts_cpu_vector_isa_best(), ts_get_num_threads(),
-             blas_desc(blas, sizeof blas), tsi_omp_wait_describe());
+             tsi_lib_gemm_name(false), tsi_lib_gemm_name(true), blas_desc(blas, sizeof blas),
+             tsi_omp_wait_describe());
     return line;
 }

@@ -26,8 +26,11 @@ typedef uint16_t tsv_v4h __attribute__((vector_size(8)));
 #define TSV_F16C    0
 #define TSV_ISA     TS_ISA_GENERIC
 #define TSV_NAME(x) x##_generic
-#include "backend/cpu/vec_kernels_impl.h"
+/* the math, then the loops over it */
+/* clang-format off */
 #include "backend/cpu/vec_math_impl.h"
+#include "backend/cpu/vec_kernels_impl.h"
+/* clang-format on */
 #undef TSV_F
 #undef TSV_I
 #undef TSV_D
@@ -54,8 +57,11 @@ typedef uint16_t tsv_v8h __attribute__((vector_size(16)));
 #define TSV_F16C    256
 #define TSV_ISA     TS_ISA_AVX2
 #define TSV_NAME(x) x##_avx2
-#include "backend/cpu/vec_kernels_impl.h"
+/* the math, then the loops over it */
+/* clang-format off */
 #include "backend/cpu/vec_math_impl.h"
+#include "backend/cpu/vec_kernels_impl.h"
+/* clang-format on */
 #undef TSV_F
 #undef TSV_I
 #undef TSV_D
@@ -82,8 +88,11 @@ typedef uint16_t tsv_v16h __attribute__((vector_size(32)));
 #define TSV_F16C    512
 #define TSV_ISA     TS_ISA_AVX512
 #define TSV_NAME(x) x##_avx512
-#include "backend/cpu/vec_kernels_impl.h"
+/* the math, then the loops over it */
+/* clang-format off */
 #include "backend/cpu/vec_math_impl.h"
+#include "backend/cpu/vec_kernels_impl.h"
+/* clang-format on */
 #undef TSV_F
 #undef TSV_I
 #undef TSV_D
