@@ -28,6 +28,16 @@ typedef int32_t ts_cpu_t_i32;
 typedef uint8_t ts_cpu_t_u8;
 typedef uint8_t ts_cpu_t_b8;
 
+/* Loads into and stores from the compute types of the unary and binary kernels' integer and bool
+ * paths (ID: the value as it is). */
+#define ID(x)     (x)
+#define TO_B8(x)  ((uint8_t)((x) != 0))
+#define LD_B8(x)  ((int64_t)((x) != 0))
+#define LD_I(x)   ((int64_t)(x))
+#define ST_I64(x) (x)
+#define ST_I32(x) ((int32_t)(x))
+#define ST_U8(x)  ((uint8_t)(x))
+
 /* Views of several operands over one shape, with dims merged where every operand allows it.
  * Strides are in bytes so operands of different dtypes share one walk. The innermost dim is last.
  */

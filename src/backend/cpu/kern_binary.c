@@ -10,13 +10,6 @@
 /* floats per chunk of the f16 / bf16 and strided vectorised paths (three of them on the stack) */
 #define BIN_CHUNK 256
 
-#define ID(x)     (x)
-#define TO_B8(x)  ((uint8_t)((x) != 0))
-#define LD_B8(x)  ((int64_t)((x) != 0))
-#define LD_I(x)   ((int64_t)(x))
-#define ST_I64(x) (x)
-#define ST_I32(x) ((int32_t)(x))
-#define ST_U8(x)  ((uint8_t)(x))
 #define M_f_POW   powf
 #define M_d_POW   pow
 #define M_f_SQRT  sqrtf

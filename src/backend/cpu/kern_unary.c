@@ -18,13 +18,6 @@ typedef struct unary_ctx {
 /* floats per chunk of the f16 / bf16 and strided vectorised paths (on the stack) */
 #define UN_CHUNK 512
 
-#define ID(x)     (x)
-#define TO_B8(x)  ((uint8_t)((x) != 0))
-#define LD_B8(x)  ((int64_t)((x) != 0))
-#define LD_I(x)   ((int64_t)(x))
-#define ST_I64(x) (x)
-#define ST_I32(x) ((int32_t)(x))
-#define ST_U8(x)  ((uint8_t)(x))
 
 /* libm by compute type: f for float, d for double */
 #define M_f_ABS   fabsf

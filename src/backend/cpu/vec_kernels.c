@@ -31,15 +31,6 @@ typedef uint16_t tsv_v4h __attribute__((vector_size(8)));
 #include "backend/cpu/vec_math_impl.h"
 #include "backend/cpu/vec_kernels_impl.h"
 /* clang-format on */
-#undef TSV_F
-#undef TSV_I
-#undef TSV_D
-#undef TSV_L
-#undef TSV_H
-#undef TSV_W
-#undef TSV_F16C
-#undef TSV_ISA
-#undef TSV_NAME
 
 #ifdef TSV_X86
 TS_ISA_PRAGMA_TARGET(TS_ISA_TARGET_AVX2)
@@ -62,15 +53,6 @@ typedef uint16_t tsv_v8h __attribute__((vector_size(16)));
 #include "backend/cpu/vec_math_impl.h"
 #include "backend/cpu/vec_kernels_impl.h"
 /* clang-format on */
-#undef TSV_F
-#undef TSV_I
-#undef TSV_D
-#undef TSV_L
-#undef TSV_H
-#undef TSV_W
-#undef TSV_F16C
-#undef TSV_ISA
-#undef TSV_NAME
 #pragma GCC pop_options
 
 TS_ISA_PRAGMA_TARGET(TS_ISA_TARGET_AVX512)
@@ -93,15 +75,6 @@ typedef uint16_t tsv_v16h __attribute__((vector_size(32)));
 #include "backend/cpu/vec_math_impl.h"
 #include "backend/cpu/vec_kernels_impl.h"
 /* clang-format on */
-#undef TSV_F
-#undef TSV_I
-#undef TSV_D
-#undef TSV_L
-#undef TSV_H
-#undef TSV_W
-#undef TSV_F16C
-#undef TSV_ISA
-#undef TSV_NAME
 #pragma GCC pop_options
 #endif
 

@@ -4,7 +4,7 @@
  *   TSV_H     uint16 vector with TSV_W lanes
  *   TSV_F16C  0 (software conversions), 256 or 512 (the F16C instructions at that width)
  *   TSV_ISA   the ts_cpu_isa it is compiled for
- * and gets the table TSV_NAME(tsv_kernels). */
+ * and gets the table TSV_NAME(tsv_kernels); at its end every TSV_ parameter is undefined again. */
 
 typedef uint32_t TSV_NAME(tsv_u32) __attribute__((vector_size(sizeof(TSV_F))));
 
@@ -80,25 +80,13 @@ static void TSV_NAME(tsv_bwd_f32)(ts_binary_op op, float *y, const float *g, con
 }
 
 static void TSV_NAME(tsv_math_f32)(int fn, float *y, const float *x, int64_t n) {
-    switch (fn) {
-    case TSV_EXP:
-        TSV_MAP1(TSV_NAME(tsv_exp), 0.0f);
-        break;
-    case TSV_LOG:
-        TSV_MAP1(TSV_NAME(tsv_log), 1.0f);
-        break;
-    case TSV_TANH:
-        TSV_MAP1(TSV_NAME(tsv_tanh), 0.0f);
-        break;
-    case TSV_ERF:
+    if (fn == TSV_ERF)
         TSV_MAP1(TSV_NAME(tsv_erf), 0.0f);
-        break;
-    case TSV_ONEP_ERF:
+    else if (fn == TSV_ONEP_ERF)
         TSV_MAP1(TSV_NAME(tsv_onep_erf), 0.0f);
-        break;
-    default:
-        break;
-    }
+    else if (fn == TSV_EXP || fn == TSV_LOG || fn == TSV_TANH)
+        TSV_NAME(tsv_unary_f32)(fn == TSV_EXP ? TS_U_EXP : fn == TSV_LOG ? TS_U_LOG : TS_U_TANH, y,
+                                x, n);
 }
 
 /* ------------------------------------------------------------------ softmax and logsumexp */
@@ -282,3 +270,13 @@ static const ts_vec_kernels TSV_NAME(tsv_kernels) = {
 #undef TSV_MAP2
 #undef TSV_ACCS
 #undef TSV_WD
+/* the includer's parameters, ready for the next width */
+#undef TSV_F
+#undef TSV_I
+#undef TSV_D
+#undef TSV_L
+#undef TSV_H
+#undef TSV_W
+#undef TSV_F16C
+#undef TSV_ISA
+#undef TSV_NAME
