@@ -70,6 +70,10 @@ ts_status ts_error_set(ts_status code, const char *fmt, ...) {
     return code;
 }
 
+void tsi_kernel_oom(const char *kernel, size_t bytes) {
+    tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %zu bytes of scratch", kernel, bytes);
+}
+
 bool tsi_check_input(const char *op, const ts_tensor *t, const char *what) {
     if (t) return true;
     if (err_code == TS_OK) tsi_error_set(TS_ERR_ARG, "%s: %s is NULL", op, what);

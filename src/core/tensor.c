@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/fault_alloc.h"
 #include "core/internal.h"
 
 void (*tsi_grad_fn_release)(struct ts_node *node);
@@ -65,6 +66,8 @@ static void cache_key_init(void) {
 static inline void *cache_get(int k, size_t size) {
     free_item *it = cache.head[k];
     if (it) {
+        /* a cached struct counts as an allocation too (TS_FAULT_ALLOC) */
+        if (tsi_fault_alloc_hit((tsi_fault_site)cache_get)) return NULL;
         cache.head[k] = it->next;
         cache.count[k]--;
         return it;

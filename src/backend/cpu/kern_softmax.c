@@ -1,6 +1,7 @@
 /* kern_softmax.c — CPU softmax / log_softmax along one dim, numerically stable (max subtracted),
  * computed in f32 (f64 for f64) over strided views. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_kernels.h"
@@ -126,9 +127,11 @@ static void store_d(char *p, ts_dtype dt, int64_t s, const double *src, int64_t 
         size_t es = sizeof(T) == 8 || in->dtype == TS_F32 ? sizeof(T) : 2;                         \
         bool direct = (L == 1 || (xs == 1 && ys == 1)) && es == sizeof(T);                         \
         bool par = nrows * L >= SM_PAR_MIN;                                                        \
+        atomic_bool failed = false;                                                                \
         (void)par;                                                                                 \
         SM_PRAGMA("omp parallel if (par)") {                                                       \
             T *buf = direct ? NULL : malloc((size_t)L * sizeof(T));                                \
+            if (!direct && !buf) atomic_store_explicit(&failed, true, memory_order_relaxed);       \
             SM_PRAGMA("omp for schedule(static)") for (int64_t r = 0; r < nrows; r++) {            \
                 int64_t io, oo;                                                                    \
                 offsets(od, od->nd, r, &io, &oo);                                                  \
@@ -144,6 +147,7 @@ static void store_d(char *p, ts_dtype dt, int64_t s, const double *src, int64_t 
             }                                                                                      \
             free(buf);                                                                             \
         }                                                                                          \
+        if (atomic_load(&failed)) tsi_kernel_oom("softmax", (size_t)L * sizeof(T));                \
     }                                                                                              \
                                                                                                    \
     /* The last other dim is contiguous in both views: tiles of SM_TILE columns, three passes      \

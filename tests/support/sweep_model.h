@@ -1,0 +1,17 @@
+/* sweep_model.h — the small model, batch and training step the allocation-failure sweeps
+ * (test_fault_*.c) share. */
+#ifndef TS_SWEEP_MODEL_H
+#define TS_SWEEP_MODEL_H
+
+#include <stdbool.h>
+
+#include "tessera.h"
+
+/* Linear(6, 8) - ReLU - Linear(8, 3) on dev, initialised from seed 5. */
+ts_module *sweep_mlp_new(ts_device dev);
+/* x [5, 6] and y [5] (3 classes) on dev, from seed 11; the caller owns both. */
+void sweep_batch_new(ts_device dev, ts_tensor **x, ts_tensor **y);
+/* DESIGN's loop body, checked once at the end: zero_grad, cross-entropy, backward, step. */
+bool sweep_train_step(ts_module *m, ts_optim *o, ts_tensor *x, ts_tensor *y);
+
+#endif /* TS_SWEEP_MODEL_H */

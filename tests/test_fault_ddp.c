@@ -1,0 +1,186 @@
+/* test_fault_ddp.c — allocation-failure sweeps (fault_sweep.h) over distributed training in a
+ * world of one (no launcher): joining and leaving (ts_dist_init / finalize), the collectives
+ * (synchronous, asynchronous, on a subgroup), wrapping a model in DistributedDataParallel, and a
+ * DDP training step. Each failing allocation must end in a clear error, leak nothing and leave a
+ * defined state: collectives leave their tensors as they were or as the result (the same in a
+ * world of one), a DDP step happens wholly or not at all; the failed call then succeeds after
+ * ts_error_clear(). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fault_sweep.h"
+#include "state_snapshot.h"
+#include "sweep_model.h"
+#include "ts_test.h"
+
+#define MAX_POINTS 20000
+
+/* ------------------------------------------------------------------ process group and collectives
+ */
+typedef struct coll_st {
+    ts_tensor *t, *out, *in4, *small; /* t [4, 3]; out [4, 3] gathered; in4 [4, 3]; small [4, 3] */
+    ts_snapshot t0;
+    int phase; /* 0: init, 1: collectives, 2: finalize, 3: done */
+} coll_st;
+
+static void *coll_setup(void) {
+    coll_st *s = calloc(1, sizeof *s);
+    ts_manual_seed(2);
+    ts_scope_begin();
+    s->t = ts_keep(ts_randn(TS_SHAPE(4, 3), (ts_opts){0}));
+    s->out = ts_keep(ts_zeros(TS_SHAPE(4, 3), (ts_opts){0}));
+    s->in4 = ts_keep(ts_randn(TS_SHAPE(4, 3), (ts_opts){0}));
+    s->small = ts_keep(ts_zeros(TS_SHAPE(4, 3), (ts_opts){0}));
+    ts_scope_end();
+    ts_tensor_list l = {0};
+    ts_tensor_list_add(&l, "t", s->t);
+    ts_snapshot_add(&s->t0, "", &l);
+    ts_tensor_list_free(&l);
+    return s;
+}
+
+static bool collectives(coll_st *s) {
+    if (ts_dist_all_reduce(s->t, TS_DIST_SUM, NULL)) return false;
+    if (ts_dist_all_reduce(s->t, TS_DIST_AVG, NULL)) return false;
+    if (ts_dist_broadcast(s->t, 0, NULL)) return false;
+    if (ts_dist_all_gather(s->out, s->t, NULL)) return false;
+    if (ts_dist_reduce_scatter(s->small, s->in4, TS_DIST_SUM, NULL)) return false;
+    if (ts_dist_wait(ts_dist_all_reduce_async(s->t, TS_DIST_MAX, NULL))) return false;
+    if (ts_dist_barrier()) return false;
+    int ranks[] = {0};
+    ts_dist_group *g = ts_dist_new_group(ranks, 1);
+    if (!g) return false;
+    ts_status st = ts_dist_all_reduce(s->t, TS_DIST_SUM, g);
+    ts_dist_group_free(g);
+    return st == TS_OK;
+}
+
+static bool coll_run(void *p) {
+    coll_st *s = p;
+    if (s->phase == 0) {
+        if (ts_dist_init((ts_dist_opts){0})) return false;
+        s->phase = 1;
+    }
+    if (s->phase == 1) {
+        if (!collectives(s)) return false;
+        s->phase = 2;
+    }
+    if (ts_dist_finalize()) return false;
+    s->phase = 3;
+    return ts_error() == TS_OK;
+}
+
+static void coll_check(void *p, bool ok) {
+    coll_st *s = p;
+    ts_tensor_list l = {0};
+    ts_tensor_list_add(&l, "t", s->t);
+    ts_snapshot now = {0};
+    ts_snapshot_add(&now, "", &l);
+    ts_tensor_list_free(&l);
+    /* every collective of a world of one gives back its input */
+    ts_snapshot_check("tensor after the collectives", &now, &s->t0);
+    ts_snapshot_free(&now);
+    CHECK(ts_dist_is_initialized() == (s->phase == 1 || s->phase == 2));
+    if (ok) {
+        CHECK(s->phase == 3);
+        ts_scope_begin();
+        CHECK(ts_item(ts_max(ts_abs(ts_sub(s->out, s->t)))) == 0);
+        CHECK(ts_item(ts_max(ts_abs(ts_sub(s->small, s->in4)))) == 0);
+        ts_scope_end();
+    }
+}
+
+static void coll_teardown(void *p) {
+    coll_st *s = p;
+    if (ts_dist_is_initialized()) CHECK(ts_dist_finalize() == TS_OK);
+    ts_release(s->t), ts_release(s->out), ts_release(s->in4), ts_release(s->small);
+    ts_snapshot_free(&s->t0);
+    free(s);
+}
+
+/* ------------------------------------------------------------------ DDP */
+typedef struct ddp_st {
+    ts_module *ddp;
+    ts_optim *o;
+    ts_tensor *x, *y;
+} ddp_st;
+
+static ts_snapshot ref_before, ref_after;
+
+static void *wrap_setup(void) { return calloc(1, sizeof(ddp_st)); }
+
+static bool wrap_run(void *p) {
+    ddp_st *s = p;
+    ts_module_free(s->ddp);
+    s->ddp = ts_ddp(sweep_mlp_new(ts_cpu()), (ts_ddp_opts){0});
+    return s->ddp && ts_error() == TS_OK;
+}
+
+static void wrap_check(void *p, bool ok) {
+    ddp_st *s = p;
+    if (!ok) return;
+    CHECK(s->ddp && ts_ddp_module(s->ddp));
+    ts_snapshot now = ts_snapshot_take(ts_ddp_module(s->ddp), NULL, NULL);
+    ts_snapshot_check("the wrapped model", &now, &ref_before);
+    ts_snapshot_free(&now);
+}
+
+static void ddp_teardown(void *p) {
+    ddp_st *s = p;
+    ts_optim_free(s->o);
+    ts_module_free(s->ddp);
+    ts_release(s->x), ts_release(s->y);
+    free(s);
+}
+
+static void *step_setup(void) {
+    ddp_st *s = calloc(1, sizeof *s);
+    s->ddp = ts_ddp(sweep_mlp_new(ts_cpu()), (ts_ddp_opts){.bucket_cap_mb = 100.0 / 1048576});
+    s->o = ts_sgd(s->ddp, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    sweep_batch_new(ts_cpu(), &s->x, &s->y);
+    CHECK_OK();
+    return s;
+}
+
+static bool step_run(void *p) {
+    ddp_st *s = p;
+    return sweep_train_step(s->ddp, s->o, s->x, s->y);
+}
+
+static void step_check(void *p, bool ok) {
+    ddp_st *s = p;
+    ts_snapshot now = ts_snapshot_take(ts_ddp_module(s->ddp), s->o, NULL);
+    ts_snapshot_check(ok ? "after a DDP step" : "after a failed DDP step", &now,
+                      ok ? &ref_after : &ref_before);
+    ts_snapshot_free(&now);
+}
+
+int main(void) {
+    ts_sweep_case coll = {"dist init+collectives", coll_setup, coll_run, coll_check, coll_teardown};
+    ts_fault_sweep(&coll, MAX_POINTS);
+
+    if (ts_dist_init((ts_dist_opts){0}) != TS_OK) return ts_test_skip("%s", ts_error_message());
+    /* the references: the model as wrapped, and after one step */
+    ddp_st *s = step_setup();
+    ref_before = ts_snapshot_take(ts_ddp_module(s->ddp), s->o, NULL);
+    CHECK(step_run(s));
+    ref_after = ts_snapshot_take(ts_ddp_module(s->ddp), s->o, NULL);
+    ddp_teardown(s);
+    ts_snapshot ref_model = ref_before;
+    ts_sweep_case wrap = {"ddp wrap", wrap_setup, wrap_run, wrap_check, ddp_teardown};
+    {
+        /* wrap_check compares the model alone */
+        ddp_st *w = step_setup();
+        ref_before = ts_snapshot_take(ts_ddp_module(w->ddp), NULL, NULL);
+        ddp_teardown(w);
+        ts_fault_sweep(&wrap, MAX_POINTS);
+        ts_snapshot_free(&ref_before);
+        ref_before = ref_model;
+    }
+    ts_sweep_case step = {"ddp step", step_setup, step_run, step_check, ddp_teardown};
+    ts_fault_sweep(&step, MAX_POINTS);
+    ts_snapshot_free(&ref_before);
+    ts_snapshot_free(&ref_after);
+    CHECK(ts_dist_finalize() == TS_OK);
+    return ts_test_finish();
+}
