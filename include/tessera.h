@@ -178,6 +178,13 @@ typedef struct ts_rng_state {
 } ts_rng_state;
 ts_rng_state ts_rng_get_state(void);
 void ts_rng_set_state(ts_rng_state s);
+/* A generator of the calling thread's own: from ts_rng_thread_begin(seed) to ts_rng_thread_end()
+ * the thread draws from (seed, a counter from 0), and ts_manual_seed, ts_initial_seed and
+ * ts_rng_get/set_state act on it; the global generator and other threads are untouched. Threads
+ * that build or train models at the same time take one each, so their numbers do not depend on
+ * how the threads interleave (docs/ARCHITECTURE.md, "Threads"). A second begin restarts it. */
+void ts_rng_thread_begin(uint64_t seed);
+void ts_rng_thread_end(void);
 ts_tensor *ts_rand(ts_shape s, ts_opts o);                               /* U[0, 1) */
 ts_tensor *ts_randn(ts_shape s, ts_opts o);                              /* N(0, 1) */
 ts_tensor *ts_randint(int64_t low, int64_t high, ts_shape s, ts_opts o); /* default dtype i64 */

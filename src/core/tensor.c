@@ -108,8 +108,12 @@ static inline bool drop_ref(atomic_int *refs) {
 /* ------------------------------------------------------------------ storage */
 static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
     ts_allocator *a = tsi_allocator(dev);
-    if (!a) {
-        tsi_error_set(TS_ERR_DEVICE, "%s: no allocator for device %s", op, ts_device_str(dev));
+    if (!a) { /* made on first use: with a backend there, only memory can be missing */
+        if (ts_backend_for(dev.type))
+            tsi_error_set(TS_ERR_OOM, "%s: out of host memory for the allocator of %s", op,
+                          ts_device_str(dev));
+        else
+            tsi_error_set(TS_ERR_DEVICE, "%s: no allocator for device %s", op, ts_device_str(dev));
         return NULL;
     }
     ts_storage *s = STRUCT_ALLOC(CACHE_STORAGE, sizeof *s);
