@@ -38,10 +38,12 @@ asan:
 	$(MAKE) test BUILD=build-asan CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON -DTS_BUILD_BENCH=OFF $(CMAKE_ARGS)"
 
 # ThreadSanitizer over the tests that run threads (tests/test_threads.c: training in 4 threads at
-# once, a model shared for inference; the loader's workers; data parallel's replica threads). The
-# kernels run without OpenMP and with the built-in GEMM there: libgomp and OpenBLAS are not
-# instrumented, so their threads' accesses would be reported as races. No CUDA, no MPI.
-TSAN_TESTS := test_threads test_loader test_data_parallel
+# once, a model shared for inference; the loader's workers; data parallel's replica threads; the
+# allocation-failure sweeps of training and the loader, whose errors cross threads). The kernels
+# run without OpenMP and with the built-in GEMM there: libgomp and OpenBLAS are not instrumented,
+# so their threads' accesses would be reported as races. No CUDA, no MPI.
+TSAN_TESTS := test_threads test_loader test_loader_fast test_data_parallel \
+              test_data_parallel_blocks test_fault_train test_fault_io
 tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTS_TSAN=ON -DTS_OPENMP=OFF -DTS_BLAS=OFF \
 	  -DTS_MPI=OFF -DTS_CUDA=OFF -DTS_BUILD_BENCH=OFF $(CMAKE_ARGS)

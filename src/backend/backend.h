@@ -231,6 +231,6 @@ void ts_cpu_kernels_install(ts_backend *be);
  * the op's result is then undefined and the error pending. Call it from the thread that called the
  * kernel, never inside a parallel region (an OpenMP thread's error state is not the caller's).
  * Defined by the core (src/core/error.c): kernels report no other errors. */
-void tsi_kernel_oom(const char *kernel, size_t bytes);
+void tsi_kernel_oom(const char *kernel, size_t bytes); /* bytes 0: not known */
 
 #endif /* TS_BACKEND_H */
