@@ -8,12 +8,9 @@
 #include <stdlib.h>
 
 #include "fault_sweep.h"
-#include "state_snapshot.h"
 #include "ts_test.h"
 
 #define MAX_POINTS 20000
-
-static ts_snapshot ref_before, ref_after;
 
 static ts_snapshot snap_tensors(ts_tensor *const *t, const char *const *names, int n) {
     ts_tensor_list l = {0};
@@ -57,17 +54,11 @@ static bool sdpa_run(void *p) {
     return ts_error() == TS_OK;
 }
 
-static ts_snapshot sdpa_snap(sdpa_st *s) {
+static ts_snapshot sdpa_snap(void *p) {
+    sdpa_st *s = p;
     static const char *const names[] = {"out", "q.grad", "k.grad", "v.grad"};
     ts_tensor *t[] = {s->out, ts_grad(s->q), ts_grad(s->k), ts_grad(s->v)};
     return snap_tensors(t, names, 4);
-}
-
-static void sdpa_check(void *p, bool ok) {
-    if (!ok) return; /* gradients of a failed backward are undefined */
-    ts_snapshot now = sdpa_snap(p);
-    ts_snapshot_check("attention and its gradients", &now, &ref_after);
-    ts_snapshot_free(&now);
 }
 
 static void sdpa_teardown(void *p) {
@@ -75,16 +66,6 @@ static void sdpa_teardown(void *p) {
     ts_release(s->q), ts_release(s->k), ts_release(s->v), ts_release(s->mask);
     ts_release(s->out);
     free(s);
-}
-
-static void sweep_sdpa(void) {
-    sdpa_st *s = sdpa_setup();
-    CHECK(sdpa_run(s));
-    ref_after = sdpa_snap(s);
-    sdpa_teardown(s);
-    ts_sweep_case c = {"sdpa fwd+bwd", sdpa_setup, sdpa_run, sdpa_check, sdpa_teardown};
-    ts_fault_sweep(&c, MAX_POINTS);
-    ts_snapshot_free(&ref_after);
 }
 
 /* ------------------------------------------------------------------ MultiheadAttention */
@@ -122,7 +103,8 @@ static bool mha_run(void *p) {
     return ts_error() == TS_OK;
 }
 
-static ts_snapshot mha_snap(mha_st *s) {
+static ts_snapshot mha_snap(void *p) {
+    mha_st *s = p;
     ts_snapshot snap = {0};
     ts_tensor_list l = ts_module_named_parameters(s->m), g = {0};
     for (int i = 0; i < l.n; i++)
@@ -135,28 +117,11 @@ static ts_snapshot mha_snap(mha_st *s) {
     return snap;
 }
 
-static void mha_check(void *p, bool ok) {
-    if (!ok) return;
-    ts_snapshot now = mha_snap(p);
-    ts_snapshot_check("attention, weights and gradients", &now, &ref_after);
-    ts_snapshot_free(&now);
-}
-
 static void mha_teardown(void *p) {
     mha_st *s = p;
     ts_module_free(s->m);
     ts_release(s->x), ts_release(s->kpm), ts_release(s->out), ts_release(s->w);
     free(s);
-}
-
-static void sweep_mha(void) {
-    mha_st *s = mha_setup();
-    CHECK(mha_run(s));
-    ref_after = mha_snap(s);
-    mha_teardown(s);
-    ts_sweep_case c = {"MultiheadAttention", mha_setup, mha_run, mha_check, mha_teardown};
-    ts_fault_sweep(&c, MAX_POINTS);
-    ts_snapshot_free(&ref_after);
 }
 
 /* ------------------------------------------------------------------ GPT */
@@ -173,18 +138,14 @@ static void *build_setup(void) { return calloc(1, sizeof(gpt_st)); }
 
 static bool build_run(void *p) {
     gpt_st *s = p;
-    ts_module_free(s->m);
     ts_manual_seed(23);
     s->m = ts_gpt_new(MINI);
     return s->m && ts_error() == TS_OK;
 }
 
-static void build_check(void *p, bool ok) {
+static ts_snapshot gpt_snap(void *p) {
     gpt_st *s = p;
-    if (!ok) return;
-    ts_snapshot now = ts_snapshot_take(s->m, NULL, NULL);
-    ts_snapshot_check("the GPT built", &now, &ref_before);
-    ts_snapshot_free(&now);
+    return ts_snapshot_take(s->m, s->o, NULL);
 }
 
 static void gpt_teardown(void *p) {
@@ -220,33 +181,33 @@ static bool gpt_run(void *p) {
     return ts_error() == TS_OK;
 }
 
-static void gpt_check(void *p, bool ok) {
-    gpt_st *s = p;
-    ts_snapshot now = ts_snapshot_take(s->m, s->o, NULL);
-    ts_snapshot_check(ok ? "GPT after a step" : "GPT after a failed step", &now,
-                      ok ? &ref_after : &ref_before);
-    ts_snapshot_free(&now);
-}
-
-static void sweep_gpt(void) {
-    gpt_st *s = gpt_setup();
-    ref_before = ts_snapshot_take(s->m, NULL, NULL);
-    ts_sweep_case build = {"GPT build", build_setup, build_run, build_check, gpt_teardown};
-    ts_fault_sweep(&build, MAX_POINTS);
-    ts_snapshot_free(&ref_before);
-    ref_before = ts_snapshot_take(s->m, s->o, NULL);
-    CHECK(gpt_run(s));
-    ref_after = ts_snapshot_take(s->m, s->o, NULL);
-    gpt_teardown(s);
-    ts_sweep_case step = {"GPT step", gpt_setup, gpt_run, gpt_check, gpt_teardown};
-    ts_fault_sweep(&step, MAX_POINTS);
-    ts_snapshot_free(&ref_before);
-    ts_snapshot_free(&ref_after);
-}
-
 int main(void) {
-    sweep_sdpa();
-    sweep_mha();
-    sweep_gpt();
+    /* gradients of a failed backward are undefined: checked after a success only */
+    ts_sweep_case cases[] = {
+        {.name = "sdpa fwd+bwd",
+         .setup = sdpa_setup,
+         .run = sdpa_run,
+         .teardown = sdpa_teardown,
+         .snap = sdpa_snap,
+         .any_state_on_error = true},
+        {.name = "MultiheadAttention",
+         .setup = mha_setup,
+         .run = mha_run,
+         .teardown = mha_teardown,
+         .snap = mha_snap,
+         .any_state_on_error = true},
+        {.name = "GPT build",
+         .setup = build_setup,
+         .run = build_run,
+         .teardown = gpt_teardown,
+         .snap = gpt_snap},
+        {.name = "GPT step",
+         .setup = gpt_setup,
+         .run = gpt_run,
+         .teardown = gpt_teardown,
+         .snap = gpt_snap},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ts_fault_sweep(&cases[i], MAX_POINTS);
     return ts_test_finish();
 }

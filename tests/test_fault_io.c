@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "fault_sweep.h"
-#include "state_snapshot.h"
 #include "sweep_model.h"
 #include "ts_test.h"
 
@@ -108,7 +107,11 @@ static void sweep_safetensors(void) {
     new_file = snap_list(&b);
     ts_tensor_list_free(&a);
     ts_tensor_list_free(&b);
-    ts_sweep_case c = {"safetensors save+load", st_setup, st_run, st_check, st_teardown};
+    ts_sweep_case c = {.name = "safetensors save+load",
+                       .setup = st_setup,
+                       .run = st_run,
+                       .teardown = st_teardown,
+                       .check = st_check};
     ts_fault_sweep(&c, MAX_POINTS);
     ts_snapshot_free(&old_file);
     ts_snapshot_free(&new_file);
@@ -116,49 +119,43 @@ static void sweep_safetensors(void) {
 
 /* ------------------------------------------------------------------ checkpoints */
 /* A model and Adam after `steps` steps. */
-typedef struct trained {
-    ts_module *m;
-    ts_optim *o;
-} trained;
-
-static trained trained_new(int steps) {
-    trained t = {sweep_mlp_new(ts_cpu()), NULL};
-    t.o = ts_adam(t.m, (ts_adam_opts){.lr = 1e-2});
-    ts_tensor *x, *y;
-    sweep_batch_new(ts_cpu(), &x, &y);
-    for (int i = 0; i < steps; i++) sweep_train_step(t.m, t.o, x, y);
-    ts_release(x), ts_release(y);
+static sweep_trainee *trained_new(int steps) {
+    sweep_trainee *t = calloc(1, sizeof *t);
+    t->m = sweep_mlp_new(ts_cpu());
+    t->o = ts_adam(t->m, (ts_adam_opts){.lr = 1e-2});
+    sweep_batch_new(ts_cpu(), &t->x, &t->y);
+    for (int i = 0; i < steps; i++) sweep_trainee_step(t);
     return t;
 }
 
-static void trained_free(trained *t) {
-    ts_optim_free(t->o);
-    ts_module_free(t->m);
+static ts_snapshot snap_trained(int steps) {
+    sweep_trainee *t = trained_new(steps);
+    ts_snapshot s = sweep_trainee_snap(t);
+    sweep_trainee_free(t);
+    return s;
 }
 
 /* What a checkpoint file holds, read into a fresh model and optimizer. */
 static ts_snapshot snap_checkpoint(const char *path, int64_t *step) {
-    trained t = trained_new(0);
-    ts_status st = ts_checkpoint_load(path, t.m, t.o, step);
-    ts_snapshot s = ts_snapshot_take(t.m, t.o, NULL);
+    sweep_trainee *t = trained_new(0);
+    ts_status st = ts_checkpoint_load(path, t->m, t->o, step);
+    ts_snapshot s = sweep_trainee_snap(t);
     if (st) s.failed = true;
-    trained_free(&t);
+    sweep_trainee_free(t);
     return s;
 }
 
 static ts_snapshot ck_old, ck_new; /* after 1 and after 2 steps */
 
 static void *cks_setup(void) {
-    trained *t = malloc(sizeof *t);
-    *t = trained_new(1);
+    sweep_trainee *t = trained_new(1);
     CHECK(ts_checkpoint_save(ck_path, t->m, t->o, 1) == TS_OK);
-    trained_free(t);
-    *t = trained_new(2);
+    sweep_trainee_step(t);
     return t;
 }
 
 static bool cks_run(void *p) {
-    trained *t = p;
+    sweep_trainee *t = p;
     return ts_checkpoint_save(ck_path, t->m, t->o, 2) == TS_OK;
 }
 
@@ -175,42 +172,29 @@ static void cks_check(void *p, bool ok) {
     ts_snapshot_free(&f);
 }
 
-static void cks_teardown(void *p) {
-    trained_free(p);
-    free(p);
-}
-
-/* Loading: the model and optimizer change wholly or not at all. */
-static void *ckl_setup(void) {
-    trained *t = malloc(sizeof *t);
-    *t = trained_new(1);
-    return t;
-}
+/* Loading the 2-step checkpoint into a 1-step model: it changes wholly or not at all. */
+static void *ckl_setup(void) { return trained_new(1); }
 
 static bool ckl_run(void *p) {
-    trained *t = p;
+    sweep_trainee *t = p;
     int64_t step = 0;
     return ts_checkpoint_load(ck_path, t->m, t->o, &step) == TS_OK && step == 2;
 }
 
-static void ckl_check(void *p, bool ok) {
-    trained *t = p;
-    ts_snapshot now = ts_snapshot_take(t->m, t->o, NULL);
-    ts_snapshot_check(ok ? "model after a load" : "model after a failed load", &now,
-                      ok ? &ck_new : &ck_old);
-    ts_snapshot_free(&now);
-}
-
 static void sweep_checkpoints(void) {
-    trained a = trained_new(1), b = trained_new(2);
-    ck_old = ts_snapshot_take(a.m, a.o, NULL);
-    ck_new = ts_snapshot_take(b.m, b.o, NULL);
-    trained_free(&a);
-    trained_free(&b);
-    ts_sweep_case save = {"checkpoint save", cks_setup, cks_run, cks_check, cks_teardown};
+    ck_old = snap_trained(1);
+    ck_new = snap_trained(2);
+    ts_sweep_case save = {.name = "checkpoint save",
+                          .setup = cks_setup,
+                          .run = cks_run,
+                          .teardown = sweep_trainee_free,
+                          .check = cks_check};
     ts_fault_sweep(&save, MAX_POINTS);
-    /* the file now holds the 2-step checkpoint */
-    ts_sweep_case load = {"checkpoint load", ckl_setup, ckl_run, ckl_check, cks_teardown};
+    ts_sweep_case load = {.name = "checkpoint load",
+                          .setup = ckl_setup,
+                          .run = ckl_run,
+                          .teardown = sweep_trainee_free,
+                          .snap = sweep_trainee_snap};
     ts_fault_sweep(&load, MAX_POINTS);
     ts_snapshot_free(&ck_old);
     ts_snapshot_free(&ck_new);
@@ -289,7 +273,11 @@ static void sweep_loader(int workers, const char *name) {
     CHECK(loader_run(s) && s->got == N_BATCHES);
     memcpy(ref_sums, s->sums, sizeof ref_sums);
     loader_teardown(s);
-    ts_sweep_case c = {name, loader_setup, loader_run, loader_check, loader_teardown};
+    ts_sweep_case c = {.name = name,
+                       .setup = loader_setup,
+                       .run = loader_run,
+                       .teardown = loader_teardown,
+                       .check = loader_check};
     ts_fault_sweep(&c, MAX_POINTS);
 }
 

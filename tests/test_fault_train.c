@@ -5,11 +5,9 @@
  * in a clear error with the model, the optimizer and the scaler exactly as before the call that
  * failed (an optimizer step happens wholly or not at all; a step after a failed forward or backward
  * changes nothing), nothing leaked, and the step must succeed after ts_error_clear(). */
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "fault_sweep.h"
-#include "state_snapshot.h"
 #include "sweep_model.h"
 #include "ts_test.h"
 
@@ -23,110 +21,43 @@ static ts_optim *opt_new(ts_module *m, opt_kind k) {
 }
 
 /* ------------------------------------------------------------------ construction */
-typedef struct built {
-    ts_module *m;
-    ts_optim *o;
-} built;
+static void *empty_setup(void) { return calloc(1, sizeof(sweep_trainee)); }
 
-static void *build_setup(void) { return calloc(1, sizeof(built)); }
-
+/* A user's build: on failure what was made is freed (the state stays empty). */
 static bool build_run(void *p) {
-    built *b = p;
-    ts_module_free(b->m);
-    ts_optim_free(b->o);
-    b->m = sweep_mlp_new(ts_sim(0));
-    b->o = b->m ? opt_new(b->m, OPT_ADAM) : NULL;
-    return b->m && b->o && ts_error() == TS_OK;
-}
-
-static void build_check(void *p, bool ok) {
-    built *b = p;
-    if (ok) CHECK(b->m && b->o && ts_module_num_parameters(b->m) == 6 * 8 + 8 + 8 * 3 + 3);
-}
-
-static void build_teardown(void *p) {
-    built *b = p;
-    ts_optim_free(b->o);
-    ts_module_free(b->m);
-    free(b);
+    sweep_trainee *t = p;
+    t->m = sweep_mlp_new(ts_sim(0));
+    t->o = t->m ? opt_new(t->m, OPT_ADAM) : NULL;
+    if (t->m && t->o && ts_error() == TS_OK) return true;
+    ts_optim_free(t->o);
+    ts_module_free(t->m);
+    t->m = NULL, t->o = NULL;
+    return false;
 }
 
 /* ------------------------------------------------------------------ one training step */
-typedef struct step_cfg {
-    ts_device dev;
-    opt_kind opt;
-    int warm_steps; /* steps before the swept one (Adam's second step updates existing state) */
-} step_cfg;
-
-typedef struct step_st {
-    const step_cfg *cfg;
-    ts_module *m;
-    ts_optim *o;
-    ts_tensor *x, *y;
-    ts_snapshot before, after; /* before the step; after one fault-free step (the reference) */
-} step_st;
-
-static bool step_run(void *p) {
-    step_st *s = p;
-    return sweep_train_step(s->m, s->o, s->x, s->y);
-}
-
-static const step_cfg *cur_cfg;
-
-static step_st *step_build(const step_cfg *c) {
-    step_st *s = calloc(1, sizeof *s);
-    s->cfg = c;
-    s->m = sweep_mlp_new(c->dev);
-    s->o = opt_new(s->m, c->opt);
-    sweep_batch_new(c->dev, &s->x, &s->y);
-    for (int i = 0; i < c->warm_steps; i++) step_run(s);
-    return s;
-}
-
-static void step_free(step_st *s) {
-    ts_snapshot_free(&s->before);
-    ts_snapshot_free(&s->after);
-    ts_optim_free(s->o);
-    ts_module_free(s->m);
-    ts_release(s->x), ts_release(s->y);
-    free(s);
-}
-
-static ts_snapshot ref_before, ref_after;
-
-static void step_refs(const step_cfg *c) {
-    ts_snapshot_free(&ref_before);
-    ts_snapshot_free(&ref_after);
-    step_st *s = step_build(c);
-    ref_before = ts_snapshot_take(s->m, s->o, NULL);
-    CHECK(step_run(s));
-    ref_after = ts_snapshot_take(s->m, s->o, NULL);
-    CHECK(!ts_snapshot_equal(&ref_before, &ref_after));
-    step_free(s);
-}
+static ts_device step_dev;
+static opt_kind step_opt;
+static int warm_steps; /* steps before the swept one (Adam's second step updates its state) */
 
 static void *step_setup(void) {
-    step_st *s = step_build(cur_cfg);
+    sweep_trainee *t = calloc(1, sizeof *t);
+    t->m = sweep_mlp_new(step_dev);
+    t->o = opt_new(t->m, step_opt);
+    sweep_batch_new(step_dev, &t->x, &t->y);
+    for (int i = 0; i < warm_steps; i++) sweep_trainee_step(t);
     CHECK_OK();
-    return s;
+    return t;
 }
 
-static void step_check(void *p, bool ok) {
-    step_st *s = p;
-    ts_snapshot now = ts_snapshot_take(s->m, s->o, NULL);
-    /* success: one whole step; failure: none at all */
-    ts_snapshot_check(ok ? "after a step" : "after a failed step", &now,
-                      ok ? &ref_after : &ref_before);
-    ts_snapshot_free(&now);
-}
-
-static void step_teardown(void *p) { step_free(p); }
-
-static void sweep_step(const char *name, step_cfg c) {
-    cur_cfg = &c;
-    step_refs(&c);
-    ts_sweep_case sc = {name, step_setup, step_run, step_check, step_teardown};
-    ts_fault_sweep(&sc, MAX_POINTS);
+static void sweep_step(const char *name, ts_device dev, opt_kind k, int warm) {
+    step_dev = dev, step_opt = k, warm_steps = warm;
+    ts_sweep_case c = {.name = name,
+                       .setup = step_setup,
+                       .run = sweep_trainee_step,
+                       .teardown = sweep_trainee_free,
+                       .snap = sweep_trainee_snap};
+    ts_fault_sweep(&c, MAX_POINTS);
 }
 
 /* ------------------------------------------------------------------ a strided parameter */
@@ -164,7 +95,8 @@ static bool strided_run(void *p) {
     return ts_error() == TS_OK;
 }
 
-static ts_snapshot strided_snap(strided_st *s) {
+static ts_snapshot strided_snap(void *p) {
+    strided_st *s = p;
     ts_snapshot snap = {0};
     ts_tensor_list l = {0};
     ts_tensor_list_add(&l, "w", s->w);
@@ -177,13 +109,6 @@ static ts_snapshot strided_snap(strided_st *s) {
     return snap;
 }
 
-static void strided_check(void *p, bool ok) {
-    ts_snapshot now = strided_snap(p);
-    ts_snapshot_check(ok ? "after a step" : "after a failed step", &now,
-                      ok ? &ref_after : &ref_before);
-    ts_snapshot_free(&now);
-}
-
 static void strided_teardown(void *p) {
     strided_st *s = p;
     ts_optim_free(s->o);
@@ -191,48 +116,38 @@ static void strided_teardown(void *p) {
     free(s);
 }
 
-static void sweep_strided(void) {
-    strided_st *s = strided_setup();
-    ts_snapshot_free(&ref_before);
-    ts_snapshot_free(&ref_after);
-    ref_before = strided_snap(s);
-    CHECK(strided_run(s));
-    ref_after = strided_snap(s);
-    strided_teardown(s);
-    ts_sweep_case sc = {"step, strided parameter", strided_setup, strided_run, strided_check,
-                        strided_teardown};
-    ts_fault_sweep(&sc, MAX_POINTS);
-}
-
 /* ------------------------------------------------------------------ the grad scaler */
 /* Two calls a user would retry separately: (scale, backward, scaler step) and update. */
 typedef struct scaler_st {
-    step_st *s;
+    sweep_trainee *t;
     ts_grad_scaler *g;
     int phase; /* 0: the step is to do; 1: update is to do; 2: done */
 } scaler_st;
 
 static ts_snapshot scaler_ref[3]; /* before, after the step, after the update */
 
-static scaler_st *scaler_build(void) {
-    static const step_cfg c = {.dev = {TS_CPU, 0}, .opt = OPT_ADAM};
+static void *scaler_setup(void) {
     scaler_st *s = calloc(1, sizeof *s);
-    s->s = step_build(&c);
+    step_dev = ts_cpu(), step_opt = OPT_ADAM, warm_steps = 0;
+    s->t = step_setup();
     s->g = ts_grad_scaler_new((ts_grad_scaler_opts){.init_scale = 1024, .growth_interval = 1});
     return s;
+}
+
+static bool scaler_step(scaler_st *s) {
+    ts_scope_begin();
+    ts_optim_zero_grad(s->t->o);
+    ts_tensor *loss = ts_cross_entropy(ts_forward(s->t->m, s->t->x), s->t->y);
+    ts_backward(ts_grad_scaler_scale(s->g, loss));
+    ts_grad_scaler_step(s->g, s->t->o, NULL);
+    ts_scope_end();
+    return ts_error() == TS_OK;
 }
 
 static bool scaler_run(void *p) {
     scaler_st *s = p;
     if (s->phase == 0) {
-        ts_scope_begin();
-        ts_optim_zero_grad(s->s->o);
-        ts_tensor *loss = ts_cross_entropy(ts_forward(s->s->m, s->s->x), s->s->y);
-        ts_backward(ts_grad_scaler_scale(s->g, loss));
-        bool stepped = false;
-        ts_grad_scaler_step(s->g, s->s->o, &stepped);
-        ts_scope_end();
-        if (ts_error()) return false;
+        if (!scaler_step(s)) return false;
         s->phase = 1;
     }
     if (ts_grad_scaler_update(s->g) != TS_OK) return false;
@@ -240,10 +155,9 @@ static bool scaler_run(void *p) {
     return true;
 }
 
-static ts_snapshot scaler_snap(scaler_st *s) { return ts_snapshot_take(s->s->m, s->s->o, s->g); }
+static ts_snapshot scaler_snap(scaler_st *s) { return ts_snapshot_take(s->t->m, s->t->o, s->g); }
 
-static void *scaler_setup(void) { return scaler_build(); }
-
+/* each call wholly or not at all: the state is the one of the phase reached */
 static void scaler_check(void *p, bool ok) {
     scaler_st *s = p;
     ts_snapshot now = scaler_snap(s);
@@ -256,96 +170,63 @@ static void scaler_check(void *p, bool ok) {
 static void scaler_teardown(void *p) {
     scaler_st *s = p;
     ts_grad_scaler_free(s->g);
-    step_free(s->s);
+    sweep_trainee_free(s->t);
     free(s);
 }
 
 static void sweep_scaler(void) {
-    scaler_st *s = scaler_build();
+    scaler_st *s = scaler_setup();
     scaler_ref[0] = scaler_snap(s);
-    s->phase = 0;
-    ts_scope_begin();
-    ts_optim_zero_grad(s->s->o);
-    ts_backward(
-        ts_grad_scaler_scale(s->g, ts_cross_entropy(ts_forward(s->s->m, s->s->x), s->s->y)));
-    ts_grad_scaler_step(s->g, s->s->o, NULL);
-    ts_scope_end();
+    CHECK(scaler_step(s));
     scaler_ref[1] = scaler_snap(s);
-    ts_grad_scaler_update(s->g);
+    CHECK(ts_grad_scaler_update(s->g) == TS_OK);
     scaler_ref[2] = scaler_snap(s);
-    CHECK_OK();
     CHECK(!ts_snapshot_equal(&scaler_ref[0], &scaler_ref[1]));
     CHECK(!ts_snapshot_equal(&scaler_ref[1], &scaler_ref[2])); /* the scale grew */
     scaler_teardown(s);
-    ts_sweep_case sc = {"grad scaler step+update", scaler_setup, scaler_run, scaler_check,
-                        scaler_teardown};
-    ts_fault_sweep(&sc, MAX_POINTS);
+    ts_sweep_case c = {.name = "grad scaler step+update",
+                       .setup = scaler_setup,
+                       .run = scaler_run,
+                       .teardown = scaler_teardown,
+                       .check = scaler_check};
+    ts_fault_sweep(&c, MAX_POINTS);
     for (int i = 0; i < 3; i++) ts_snapshot_free(&scaler_ref[i]);
 }
 
 /* ------------------------------------------------------------------ data parallel */
-typedef struct dp_st {
-    ts_module *dp;
-    ts_optim *o;
-    ts_tensor *x, *y;
-} dp_st;
-
-static const ts_device dp_devs[2] = {{TS_SIM, 0}, {TS_SIM, 1}};
-
 static void *dp_setup(void) {
-    dp_st *s = calloc(1, sizeof *s);
-    s->dp = ts_data_parallel(sweep_mlp_new(ts_sim(0)), dp_devs, 2, (ts_device){0});
-    s->o = opt_new(s->dp, OPT_MOMENTUM);
-    sweep_batch_new(ts_sim(0), &s->x, &s->y);
+    static const ts_device devs[2] = {{TS_SIM, 0}, {TS_SIM, 1}};
+    sweep_trainee *t = calloc(1, sizeof *t);
+    t->m = ts_data_parallel(sweep_mlp_new(ts_sim(0)), devs, 2, (ts_device){0});
+    t->o = opt_new(t->m, OPT_MOMENTUM);
+    sweep_batch_new(ts_sim(0), &t->x, &t->y);
     CHECK_OK();
-    return s;
-}
-
-static bool dp_run(void *p) {
-    dp_st *s = p;
-    return sweep_train_step(s->dp, s->o, s->x, s->y);
-}
-
-static void dp_check(void *p, bool ok) {
-    dp_st *s = p;
-    ts_snapshot now = ts_snapshot_take(s->dp, s->o, NULL);
-    ts_snapshot_check(ok ? "after a data-parallel step" : "after a failed data-parallel step", &now,
-                      ok ? &ref_after : &ref_before);
-    ts_snapshot_free(&now);
-}
-
-static void dp_teardown(void *p) {
-    dp_st *s = p;
-    ts_optim_free(s->o);
-    ts_module_free(s->dp);
-    ts_release(s->x), ts_release(s->y);
-    free(s);
-}
-
-static void sweep_dp(void) {
-    dp_st *s = dp_setup();
-    ts_snapshot_free(&ref_before);
-    ts_snapshot_free(&ref_after);
-    ref_before = ts_snapshot_take(s->dp, s->o, NULL);
-    CHECK(dp_run(s));
-    ref_after = ts_snapshot_take(s->dp, s->o, NULL);
-    dp_teardown(s);
-    ts_sweep_case sc = {"data parallel step", dp_setup, dp_run, dp_check, dp_teardown};
-    ts_fault_sweep(&sc, MAX_POINTS);
+    return t;
 }
 
 int main(void) {
     if (ts_device_count(TS_SIM) < 2) return ts_test_skip("needs TS_SIM_DEVICES >= 2");
-    ts_sweep_case build = {"model+optimizer", build_setup, build_run, build_check, build_teardown};
+    ts_sweep_case build = {.name = "model+optimizer",
+                           .setup = empty_setup,
+                           .run = build_run,
+                           .teardown = sweep_trainee_free,
+                           .snap = sweep_trainee_snap};
     ts_fault_sweep(&build, MAX_POINTS);
-    sweep_step("step sgd+momentum cpu", (step_cfg){.dev = ts_cpu(), .opt = OPT_MOMENTUM});
-    sweep_step("step adam cpu (2nd)",
-               (step_cfg){.dev = ts_cpu(), .opt = OPT_ADAM, .warm_steps = 1});
-    sweep_step("step adam sim:0", (step_cfg){.dev = ts_sim(0), .opt = OPT_ADAM});
-    sweep_strided();
+    sweep_step("step sgd+momentum cpu", ts_cpu(), OPT_MOMENTUM, 0);
+    sweep_step("step adam cpu (2nd)", ts_cpu(), OPT_ADAM, 1);
+    sweep_step("step adam sim:0", ts_sim(0), OPT_ADAM, 0);
+    ts_sweep_case strided = {.name = "step, strided parameter",
+                             .setup = strided_setup,
+                             .run = strided_run,
+                             .teardown = strided_teardown,
+                             .snap = strided_snap};
+    ts_fault_sweep(&strided, MAX_POINTS);
     sweep_scaler();
-    sweep_dp();
-    ts_snapshot_free(&ref_before);
-    ts_snapshot_free(&ref_after);
+    ts_sweep_case dp = {.name = "data parallel step",
+                        .setup = dp_setup,
+                        .run = sweep_trainee_step,
+                        .teardown = sweep_trainee_free,
+                        .snap = sweep_trainee_snap};
+    ts_fault_sweep(&dp, MAX_POINTS);
     return ts_test_finish();
 }

@@ -34,8 +34,29 @@ static bool names_op(const char *msg) {
     return colon && colon > msg && colon[1] == ' ';
 }
 
+/* snap's references, taken once: the state after setup and after a fault-free run */
+static ts_snapshot ref_before, ref_after;
+
+static void check_state(const ts_sweep_case *c, void *s, bool ok) {
+    if (c->snap && (ok || !c->any_state_on_error)) {
+        ts_snapshot now = c->snap(s);
+        ts_snapshot_check(ok ? "the state after the run" : "the state after a failed run", &now,
+                          ok ? &ref_after : &ref_before);
+        ts_snapshot_free(&now);
+    }
+    if (c->check) c->check(s, ok);
+}
+
 ts_sweep_stats ts_fault_sweep(const ts_sweep_case *c, int max_points) {
     ts_sweep_stats st = {0};
+    if (c->snap) {
+        void *s = c->setup();
+        ref_before = c->snap(s);
+        CHECK(c->run(s));
+        ref_after = c->snap(s);
+        c->teardown(s);
+        CHECK_OK();
+    }
     tsi_fault_site sites[1];
     int before = ts_test_failed_count();
     /* debugging: TS_SWEEP_FROM=N starts at point N, TS_SWEEP_VERBOSE=1 names each point */
@@ -64,11 +85,11 @@ ts_sweep_stats ts_fault_sweep(const ts_sweep_case *c, int max_points) {
             CHECK(ok && code == TS_OK);
             st.allocations = (int64_t)count;
             st.sites = n_sites;
-            c->check(s, true);
+            check_state(c, s, true);
         } else if (ok) {
             CHECK(code == TS_OK);
             st.absorbed++;
-            c->check(s, true);
+            check_state(c, s, true);
         } else {
             st.errors++;
             CHECK(code != TS_OK);
@@ -81,11 +102,11 @@ ts_sweep_stats ts_fault_sweep(const ts_sweep_case *c, int max_points) {
                 }
             }
             ts_error_clear();
-            c->check(s, false);
+            check_state(c, s, false);
             /* after the error is cleared the scenario succeeds */
             bool again = c->run(s);
             CHECK(again && ts_error() == TS_OK);
-            c->check(s, true);
+            check_state(c, s, true);
         }
         if (ts_test_failed_count() != failures)
             fprintf(stderr, "sweep %s: failure at allocation %d (%s%s%s)\n", c->name, n,
@@ -108,6 +129,8 @@ ts_sweep_stats ts_fault_sweep(const ts_sweep_case *c, int max_points) {
     printf("sweep %-24s %5lld allocations from %3d sites: %d errors (%d OOM), %d absorbed%s\n",
            c->name, (long long)st.allocations, st.sites, st.errors, st.oom, st.absorbed,
            ts_test_failed_count() != before ? "  FAILED" : "");
+    ts_snapshot_free(&ref_before);
+    ts_snapshot_free(&ref_after);
     fflush(stdout);
     return st;
 }

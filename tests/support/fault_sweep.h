@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "state_snapshot.h"
+
 typedef struct ts_sweep_case {
     const char *name;
     /* Builds the state the scenario runs on (no fault armed); NULL: a failure (reported). */
@@ -15,12 +17,16 @@ typedef struct ts_sweep_case {
     /* The operations under test, with a fault armed. Returns whether they report success (their
      * statuses and ts_error() == TS_OK). Must not CHECK: a failure is expected. */
     bool (*run)(void *st);
-    /* After run: CHECKs that the state is a defined outcome. ok: run reported success, so the
-     * state must be the complete new one (also when the failure was absorbed: a fallback, a
-     * cache); otherwise what the scenario's guarantee says (nothing changed, or each completed
-     * call wholly done). After a failure run is called again, and must finish the scenario. */
-    void (*check)(void *st, bool ok);
     void (*teardown)(void *st);
+    /* Optional: the state that must change wholly or not at all. The sweep takes it after setup
+     * ("before") and after a fault-free run ("after") once, and after each run requires "after"
+     * when the run succeeded (also when a failure was absorbed: a fallback, a cache), "before"
+     * when it failed (unless any_state_on_error: gradients of a failed backward, say). */
+    ts_snapshot (*snap)(void *st);
+    bool any_state_on_error;
+    /* Optional: further checks after a run. ok: the run reported success. After a failure run is
+     * called again (after ts_error_clear) and must finish the scenario; check sees that too. */
+    void (*check)(void *st, bool ok);
 } ts_sweep_case;
 
 typedef struct ts_sweep_stats {

@@ -1,6 +1,8 @@
 /* sweep_model.c — the sweeps' shared model, batch and training step (sweep_model.h). */
 #include "sweep_model.h"
 
+#include <stdlib.h>
+
 ts_module *sweep_mlp_new(ts_device dev) {
     ts_manual_seed(5);
     ts_device_push(dev);
@@ -25,4 +27,22 @@ bool sweep_train_step(ts_module *m, ts_optim *o, ts_tensor *x, ts_tensor *y) {
     ts_optim_step(o);
     ts_scope_end();
     return ts_error() == TS_OK;
+}
+
+ts_snapshot sweep_trainee_snap(void *p) {
+    sweep_trainee *t = p;
+    return ts_snapshot_take(t->m, t->o, NULL);
+}
+
+bool sweep_trainee_step(void *p) {
+    sweep_trainee *t = p;
+    return sweep_train_step(t->m, t->o, t->x, t->y);
+}
+
+void sweep_trainee_free(void *p) {
+    sweep_trainee *t = p;
+    ts_optim_free(t->o);
+    ts_module_free(t->m);
+    ts_release(t->x), ts_release(t->y);
+    free(t);
 }

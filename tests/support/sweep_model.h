@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 
+#include "state_snapshot.h"
 #include "tessera.h"
 
 /* Linear(6, 8) - ReLU - Linear(8, 3) on dev, initialised from seed 5. */
@@ -13,5 +14,16 @@ ts_module *sweep_mlp_new(ts_device dev);
 void sweep_batch_new(ts_device dev, ts_tensor **x, ts_tensor **y);
 /* DESIGN's loop body, checked once at the end: zero_grad, cross-entropy, backward, step. */
 bool sweep_train_step(ts_module *m, ts_optim *o, ts_tensor *x, ts_tensor *y);
+
+/* A model, its optimizer and a batch (owned): the state a training sweep steps. The functions
+ * take void * to serve as ts_sweep_case callbacks. */
+typedef struct sweep_trainee {
+    ts_module *m;
+    ts_optim *o;
+    ts_tensor *x, *y;
+} sweep_trainee;
+ts_snapshot sweep_trainee_snap(void *t); /* model and optimizer state */
+bool sweep_trainee_step(void *t);        /* sweep_train_step on its model and batch */
+void sweep_trainee_free(void *t);        /* everything, and t itself (calloc'ed) */
 
 #endif /* TS_SWEEP_MODEL_H */
