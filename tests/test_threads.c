@@ -126,8 +126,7 @@ static void independent_training(void) {
         ts_snapshot_free(&alone[i].params);
         ts_snapshot_free(&together[i].params);
     }
-    printf("%d threads trained their own models: each exactly as alone (loss %.6f -> %.6f on "
-           "thread 0)\n",
+    printf("%d threads trained their own models at once (loss %.6f -> %.6f on thread 0)\n",
            NTHREADS, alone[0].losses[0], alone[0].losses[MAX_LOSS - 1]);
 }
 
@@ -203,8 +202,8 @@ static void shared_inference(void) {
     ts_snapshot_free(&after);
     for (int k = 0; k < N_INPUTS; k++) ts_release(inputs[k]);
     ts_module_free(shared);
-    printf("%d threads shared one model for inference: %d outputs each, all as single-threaded\n",
-           NTHREADS, ROUNDS * N_INPUTS);
+    printf("%d threads shared one model for inference: %d outputs each\n", NTHREADS,
+           ROUNDS * N_INPUTS);
 }
 
 int main(void) {
