@@ -8,6 +8,59 @@
 
 #include "ts_test.h"
 
+static int64_t live_cpu(void) {
+    ts_mem_stats st;
+    ts_memory_stats(ts_cpu(), &st);
+    return st.live_tensors;
+}
+
+/* Deeper than the scopes kept in thread-local storage, twice (the stack moves to the heap, goes
+ * back at the outermost end, and moves again), keeping a tensor from each level. */
+static void deep_scopes(void) {
+    int64_t live0 = live_cpu();
+    for (int round = 0; round < 2; round++) {
+        ts_tensor *outer = NULL; /* the outermost keep hands its tensor to the caller */
+        for (int d = 0; d < 40; d++) {
+            ts_scope_begin();
+            ts_tensor *k = ts_keep(ts_zeros(TS_SHAPE(2), (ts_opts){.device = ts_cpu()}));
+            if (d == 0) outer = k;
+            ts_zeros(TS_SHAPE(2), (ts_opts){.device = ts_cpu()});
+        }
+        CHECK_EQ(ts_scope_depth(), 40);
+        CHECK_EQ(live_cpu(), live0 + 80);
+        for (int d = 0; d < 40; d++) ts_scope_end();
+        CHECK_EQ(ts_scope_depth(), 0);
+        CHECK(outer != NULL);
+        CHECK_EQ(live_cpu(), live0 + 1);
+        ts_release(outer);
+    }
+    CHECK_OK();
+}
+
+/* A scope that cannot be allocated still opens (a phantom): begin and end stay paired, its
+ * tensors die with the enclosing frame, ts_keep works, and nothing is reported or leaked. */
+static void phantom_scope(void) {
+    int64_t live0 = live_cpu();
+    for (int d = 0; d < 32; d++) ts_scope_begin(); /* every thread-local frame in use */
+    ts_fault_alloc_set(1);                         /* the stack cannot grow */
+    ts_scope_begin();
+    ts_fault_alloc_set(-1);
+    CHECK_EQ(ts_scope_depth(), 33);
+    CHECK_OK();
+    ts_tensor *kept = ts_keep(ts_ones(TS_SHAPE(3), (ts_opts){.device = ts_cpu()}));
+    ts_ones(TS_SHAPE(3), (ts_opts){.device = ts_cpu()});
+    CHECK(kept != NULL);
+    ts_scope_end(); /* the phantom: its tensors stay with frame 32 */
+    CHECK_EQ(ts_scope_depth(), 32);
+    CHECK_EQ(live_cpu(), live0 + 2);
+    CHECK(ts_item(ts_sum(kept)) == 3);
+    ts_scope_end();
+    CHECK_EQ(live_cpu(), live0); /* frame 32 took both with it */
+    for (int d = 0; d < 31; d++) ts_scope_end();
+    CHECK_EQ(ts_scope_depth(), 0);
+    CHECK_OK();
+}
+
 int main(void) {
     /* before the library starts: the environment variable arms the counter at start-up */
     setenv("TS_FAULT_ALLOC", "1", 1);
@@ -73,6 +126,9 @@ int main(void) {
         }
         CHECK(device_failed);
     }
+
+    deep_scopes();
+    phantom_scope();
 
     /* off: nothing is counted */
     ts_fault_alloc_set(-1);

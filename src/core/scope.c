@@ -35,7 +35,10 @@ void ts_scope_begin(void) {
         }
         memcpy(f, frames, (size_t)frames_cap * sizeof *f);
         memset(f + frames_cap, 0, (size_t)(cap - frames_cap) * sizeof *f);
-        if (frames != inline_frames) free(frames);
+        if (frames != inline_frames)
+            free(frames);
+        else /* their item arrays belong to f now */
+            memset(inline_frames, 0, sizeof inline_frames);
         frames = f;
         frames_cap = cap;
     }
