@@ -10,6 +10,7 @@
 #undef strdup
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@
 
 #define MAX_SITES 4096
 
-atomic_int tsi_fault_armed;
+int tsi_fault_armed;
 static atomic_uint_fast64_t counted; /* allocations since the last ts_fault_alloc_set */
 static atomic_uint_fast64_t target;  /* the one to fail (1-based); 0: none */
 
@@ -54,14 +55,14 @@ int tsi_fault_alloc_sites(tsi_fault_site *out, int max, tsi_fault_site *failed) 
 }
 
 void ts_fault_alloc_set(int64_t n) {
-    atomic_store(&tsi_fault_armed, 0);
+    __atomic_store_n(&tsi_fault_armed, 0, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&sites_mu);
     n_sites = 0;
     failed_site = 0;
     pthread_mutex_unlock(&sites_mu);
     atomic_store(&counted, 0);
     atomic_store(&target, n > 0 ? (uint64_t)n : 0);
-    atomic_store(&tsi_fault_armed, n >= 0);
+    __atomic_store_n(&tsi_fault_armed, n >= 0, __ATOMIC_SEQ_CST);
 }
 
 uint64_t ts_fault_alloc_count(void) { return atomic_load(&counted); }

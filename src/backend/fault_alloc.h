@@ -4,15 +4,14 @@
  * CMakeLists.txt force-includes this header (-include, with TSI_FAULT_ALLOC_WRAP defined) into
  * every C file of the library, before anything else, so malloc, calloc, realloc, aligned_alloc and
  * strdup in src/ count without any call site changing; tests, examples and user code are not
- * affected. It therefore includes only the compiler's own headers (stdatomic, stdbool, stddef;
- * not stdint, which reads glibc's features.h): a system header here would be read before the
- * feature macros (_POSIX_C_SOURCE...) that some files define first. The system headers' own
+ * affected. It therefore includes only stdbool.h and stddef.h (not stdint.h, which reads glibc's
+ * features.h, nor stdatomic.h, which includes stdint.h with clang): a system header here would be
+ * read before the feature macros (_POSIX_C_SOURCE...) that some files define first. The system headers' own
  * declarations of malloc etc., read later, become compatible redeclarations of the wrappers' names.
  */
 #ifndef TS_FAULT_ALLOC_H
 #define TS_FAULT_ALLOC_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -20,14 +19,14 @@ typedef __UINTPTR_TYPE__ tsi_fault_site; /* a code address (uintptr_t without <s
 
 /* Non-zero while ts_fault_alloc_set (or TS_FAULT_ALLOC) armed the counter: off, an allocation
  * costs one relaxed load more. */
-extern atomic_int tsi_fault_armed;
+extern int tsi_fault_armed; /* read and written with __atomic builtins only */
 /* Counts one allocation made at code address `site`; true when it is the one to fail. */
 bool tsi_fault_alloc_tick(tsi_fault_site site);
 
 /* The same for allocations served without malloc: the caching allocator (every device) and the
  * tensor/storage struct caches, which name themselves as the site (a function's address). */
 static inline bool tsi_fault_alloc_hit(tsi_fault_site site) {
-    return atomic_load_explicit(&tsi_fault_armed, memory_order_relaxed) &&
+    return __atomic_load_n(&tsi_fault_armed, __ATOMIC_RELAXED) &&
            tsi_fault_alloc_tick(site);
 }
 
