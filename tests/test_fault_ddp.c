@@ -14,8 +14,7 @@
 
 #define MAX_POINTS 20000
 
-/* ------------------------------------------------------------------ process group and collectives
- */
+/* ------------------------------------------------------------------ collectives */
 typedef struct coll_st {
     ts_tensor *t, *out, *in4, *small; /* t [4, 3]; out [4, 3] gathered; in4 [4, 3]; small [4, 3] */
     ts_snapshot t0;

@@ -1,6 +1,5 @@
 /* state_snapshot.h — a model's (and optimizer's, grad scaler's) state as host float64 values, to
- * check that a failed operation left it exactly as it was, or exactly as a reference run made it.
- */
+ * check that a failed operation left it as it was, or exactly as a reference run made it. */
 #ifndef TS_STATE_SNAPSHOT_H
 #define TS_STATE_SNAPSHOT_H
 
