@@ -343,6 +343,109 @@ static void test_reduce(void) {
     bc_kernel_end("reduce");
 }
 
+/* ------------------------------------------------------------------ reductions: float range
+ * Inputs whose reduction is finite in double but overflows float partway, in the order the GPU's
+ * lanes and trees fold them (backend.h: floats accumulate in double), and a variance whose mean is
+ * large against its spread (float accumulation loses ~1e-4 relative there). */
+enum { PAT_ALTERNATE, PAT_HALVES };
+
+/* Element k of a row: "big" with sign/exponent s = +1 or -1. Alternating: + at even k, - at odd
+ * (every warp lane or block thread folds positions of one parity); halves: + in the first half,
+ * - in the second (a thread folding a chunk in order meets the +s first). */
+static int pat_sign(int pat, int64_t k, int64_t L) {
+    return pat == PAT_ALTERNATE ? (k % 2 ? -1 : 1) : (k < L / 2 ? 1 : -1);
+}
+
+/* Fills in (a [rows, L] view) for op: SUM/MEAN ±3e38, as many of each sign (double cancels them
+ * exactly in any order; any small value among them would be absorbed order-dependently), PROD
+ * 2^±8 (the product of all is 1; half of them overflow float), VAR 1e4 + U(-1, 1). */
+static void fill_float_range(bc_spec *in, int op, int pat) {
+    bc_fill_host(in, BC_ANY, 0); /* noise everywhere first */
+    const int64_t R = in->shape[0], L = in->shape[1];
+    const size_t es = bc_esz(in->dt);
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t k = 0; k < L; k++) {
+            unsigned char *p = in->host + (r * in->strides[0] + k * in->strides[1]) * (int64_t)es;
+            const int sg = pat_sign(pat, k, L);
+            if (op == TS_R_PROD)
+                ot_store(p, in->dt, sg > 0 ? 256.0 : 1.0 / 256.0);
+            else if (op == TS_R_VAR)
+                ot_store(p, in->dt, 1e4 + ot_load(p, in->dt) / 3);
+            else
+                ot_store(p, in->dt, sg * 3e38);
+        }
+}
+
+static void test_reduce_float_range(void) {
+    if (!bc_present("reduce", bc_state.dev->reduce)) return;
+    bc_kernel_begin();
+    static const struct {
+        int op;
+        int64_t rows, L;
+        int layout; /* 0: the reduced dim contiguous (warp / block rows); 1: columns */
+    } shapes[] = {{TS_R_SUM, 3, 64, 0},    {TS_R_SUM, 16, 64, 1},  {TS_R_SUM, 2, 2048, 0},
+                  {TS_R_MEAN, 3, 64, 0},   {TS_R_MEAN, 16, 64, 1}, {TS_R_PROD, 3, 64, 0},
+                  {TS_R_PROD, 16, 64, 1},  {TS_R_VAR, 3, 700, 0},  {TS_R_VAR, 2, 5000, 0},
+                  {TS_R_VAR, 16, 3000, 1}, {TS_R_STD, 3, 700, 0}};
+    static const ts_dtype dts[] = {TS_F32, TS_BF16, TS_F16};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (int a = 0; a < 3; a++)
+            for (int pat = 0; pat < 2; pat++) {
+                const int op = shapes[i].op;
+                const ts_dtype dt = dts[a];
+                /* f16 cannot hold 3e38 nor 1e4 + a fraction worth checking: products only */
+                if (dt == TS_F16 && op != TS_R_PROD) continue;
+                if ((op == TS_R_VAR || op == TS_R_STD) && (dt != TS_F32 || pat)) continue;
+                const int64_t shape[2] = {shapes[i].rows, shapes[i].L};
+                const int lay = shapes[i].layout;
+                bc_call c = {.nout = 1,
+                             .nin = 1,
+                             .out = {bc_mk(dt, 1, shape, 0)},
+                             .in = {bc_mk(dt, 2, shape, lay)}};
+                fill_float_range(&c.in[0], op == TS_R_STD ? TS_R_VAR : op, pat);
+                kctx k = {.op = op, .nred = 1, .p0 = 1};
+                bc_check(bc_what("%s %s [%lld, %lld] %s, %s", reduce_names[op], ts_dtype_name(dt),
+                                 (long long)shape[0], (long long)shape[1], lay ? "columns" : "rows",
+                                 pat ? "halves" : "alternating"),
+                         &c, l_reduce, &k);
+            }
+    bc_kernel_end("reduce range");
+}
+
+/* ------------------------------------------------------------------ reductions: large shapes
+ * The paths today's small shapes never reach: more than 256 chunks per output, whose partial
+ * states a whole block merges (block rows past 1M elements; columns past 16384). */
+static void test_reduce_large(void) {
+    if (!bc_present("reduce", bc_state.dev->reduce)) return;
+    bc_kernel_begin();
+    static const struct {
+        int op;
+        ts_dtype dt;
+        int64_t rows, L;
+        int layout;
+    } cases[] = {{TS_R_SUM, TS_F32, 2, 1100000, 0},    {TS_R_SUM, TS_F16, 2, 1100000, 0},
+                 {TS_R_VAR, TS_F32, 2, 1100000, 0},    {TS_R_LOGSUMEXP, TS_F32, 2, 1100000, 0},
+                 {TS_R_ARGMAX, TS_F32, 2, 1100000, 0}, {TS_R_MAX, TS_BF16, 2, 1100000, 0},
+                 {TS_R_SUM, TS_I32, 2, 1100000, 0},    {TS_R_SUM, TS_F32, 16, 20000, 1},
+                 {TS_R_VAR, TS_F64, 16, 20000, 1},     {TS_R_ARGMIN, TS_F32, 16, 20000, 1},
+                 {TS_R_SUM, TS_I64, 16, 20000, 1},     {TS_R_MEAN, TS_BF16, 16, 20000, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const int op = cases[i].op;
+        const ts_dtype dt = cases[i].dt;
+        const ts_dtype odt = op == TS_R_ARGMAX || op == TS_R_ARGMIN                    ? TS_I64
+                             : (op == TS_R_SUM || op == TS_R_PROD) && !bc_is_float(dt) ? TS_I64
+                                                                                       : dt;
+        const int64_t shape[2] = {cases[i].rows, cases[i].L};
+        const int lay = cases[i].layout;
+        bc_call c = one_in(bc_mk(odt, 1, shape, lay ? 2 : 0), bc_mk(dt, 2, shape, lay), BC_ANY, 0);
+        kctx k = {.op = op, .nred = 1, .p0 = 1};
+        bc_check(bc_what("%s %s [%lld, %lld] %s", reduce_names[op], ts_dtype_name(dt),
+                         (long long)shape[0], (long long)shape[1], lay ? "columns" : "rows"),
+                 &c, l_reduce, &k);
+    }
+    bc_kernel_end("reduce large");
+}
+
 static void test_matmul(void) {
     if (!bc_present("matmul", bc_state.dev->matmul)) return;
     bc_kernel_begin();
@@ -460,6 +563,21 @@ static void test_softmax(void) {
                 kctx k = {.dim = dim, .log = log};
                 bc_call c = one_in(bc_mk(dt, 2, SBIG, 0), bc_mk(dt, 2, SBIG, dim), BC_ANY, 0);
                 bc_check(bc_what("%s %s large dim %d", mode, dn, dim), &c, l_softmax, &k);
+            }
+            /* rows longer than 1024 (a block per row, contiguous or strided) and the column path
+             * over such rows */
+            static const struct {
+                int64_t a, b;
+                int dim;
+            } longrows[] = {{3, 1500, 1}, {1500, 10, 0}, {1030, 2050, 0}};
+            for (int i = 0; i < 3; i++) {
+                if (dt == TS_F64 && i == 2) continue; /* the same path as f32, 17 MiB more */
+                const int64_t sh[2] = {longrows[i].a, longrows[i].b};
+                kctx k = {.dim = longrows[i].dim, .log = log};
+                bc_call c = one_in(bc_mk(dt, 2, sh, 0), bc_mk(dt, 2, sh, 0), BC_ANY, 0);
+                bc_check(bc_what("%s %s [%lld, %lld] dim %d", mode, dn, (long long)sh[0],
+                                 (long long)sh[1], k.dim),
+                         &c, l_softmax, &k);
             }
         }
     bc_kernel_end("softmax");
@@ -599,6 +717,8 @@ static void run_backend(const ts_backend *be, const char *name, bool bitwise) {
     test_binary_scalar();
     test_where();
     test_reduce();
+    test_reduce_float_range();
+    test_reduce_large();
     test_matmul();
     test_indexing();
     test_softmax();
@@ -681,10 +801,20 @@ int main(void) {
             run_backend(
                 emu, mode ? "cuda-emulation:0 (scalar, strided 64-bit)" : "cuda-emulation:0", true);
     }
+    /* the CUDA reductions run on the host: their accumulation rule and plans against the cpu,
+     * within tolerances (the GPU's summation order is not the cpu's) */
+    const ts_backend *emu_reduce = bc_cuda_emulation_reduce();
+    if (emu_reduce) {
+        bc_state.dev = emu_reduce, bc_state.dev_name = "cuda-emulation:0", bc_state.exact = false;
+        printf("== %s against cpu (PyTorch tolerances)\n", emu_reduce->name);
+        test_reduce();
+        test_reduce_float_range();
+        test_reduce_large();
+    }
     const ts_backend *cuda = ts_cuda_is_available() ? ts_backend_for(TS_CUDA) : NULL;
     if (cuda)
         run_backend(cuda, "cuda:0", false);
     else
-        printf("cuda: not available here, its conformance is not checked\n");
+        ts_test_no_cuda("test_conformance: the cuda backend's conformance is not checked");
     return ts_test_finish();
 }

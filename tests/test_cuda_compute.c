@@ -3,14 +3,18 @@
  * path, warp and block rows, NaN/tie rules of arg-reductions; transposed, strided and broadcast
  * matmul operands; grouped, dilated and strided convolutions with their gradients; overlapping
  * pools with ties and NaNs; index ops with duplicates; softmax rows with infinities; optimizer
- * steps (which must match the CPU bit for bit). The TF32 switch is checked in every build.
+ * steps (which must match the CPU bit for bit), also with their tensor tables copied behind long
+ * queued work; cuDNN's handling of a declined algorithm (forced by a test hook). The TF32 switch
+ * is checked in every build.
  *
  * Skips without a CUDA device. TS_TEST_COMPUTE_DEVICE=sim:0 runs it against another device, which
  * checks the test itself on a machine without a GPU. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backend/cuda/cuda_bridge.h"
 #include "ts_test.h"
 
 static ts_device dev; /* the device under test */
@@ -331,6 +335,41 @@ static void test_conv(void) {
               (ts_conv2d_opts){.stride = {2, 2}, .padding = {2, 2}}, TS_F32, 1e-4, 1e-4);
 }
 
+/* TS_CUDA_TEST_CUDNN_DECLINE=1 makes cuDNN's best-ranked algorithm count as declined: the call
+ * must still give the right result (the next candidate, or im2col when none is left), and a
+ * second call of the same shape must not try the declined one again (the choice is cached). */
+static void test_cudnn_declines(void) {
+    long long r0, d0, r1, d1, r2, d2;
+    tsc_cudnn_counters(&r0, &d0);
+    if (dev.type != TS_CUDA || r0 < 0) {
+        printf("cuDNN declines: %s\n",
+               dev.type != TS_CUDA ? "not a cuda device under test" : "no cuDNN in this build");
+        return;
+    }
+    setenv("TS_CUDA_TEST_CUDNN_DECLINE", "1", 1);
+    ts_scope_begin();
+    ts_manual_seed(37);
+    /* a shape no other case uses, so that its algorithm is ranked here */
+    ts_tensor *x = ts_randn(TS_SHAPE(3, 5, 23, 19), on_cpu(0));
+    ts_tensor *w = ts_randn(TS_SHAPE(7, 5, 3, 3), on_cpu(0));
+    const ts_conv2d_opts o = {.padding = {1, 1}};
+    ts_tensor *want = ts_conv2d(x, w, NULL, o);
+    ts_tensor *xd = ts_to(x, dev), *wd = ts_to(w, dev);
+    CHECK_CLOSE("conv2d, best algorithm declined", ts_conv2d(xd, wd, NULL, o), want, 1e-4, 1e-4);
+    tsc_cudnn_counters(&r1, &d1);
+    CHECK_CLOSE("conv2d again", ts_conv2d(xd, wd, NULL, o), want, 1e-4, 1e-4);
+    tsc_cudnn_counters(&r2, &d2);
+    printf("cuDNN declines: first call %lld run, %lld declined; second call %lld run, %lld "
+           "declined\n",
+           r1 - r0, d1 - d0, r2 - r1, d2 - d1);
+    CHECK(d1 >= d0 + 1);                 /* the hook's decline */
+    CHECK(d2 == d1);                     /* nothing declined is tried again */
+    CHECK(r2 - r1 == (r1 > r0 ? 1 : 0)); /* the cached algorithm, or im2col */
+    ts_scope_end();
+    unsetenv("TS_CUDA_TEST_CUDNN_DECLINE");
+    CHECK_OK();
+}
+
 /* ------------------------------------------------------------------ pooling */
 typedef enum { P_MAX, P_AVG, P_AVG_EX, P_ADAPTIVE } pool_kind;
 
@@ -554,6 +593,77 @@ static void optim_case(int which, ts_dtype dt) {
     ts_scope_end();
 }
 
+/* About a quarter second of matmuls queued on the device's current stream. */
+static void queue_long_work(void) {
+    ts_scope_begin();
+    ts_tensor *a = ts_full(TS_SHAPE(4096, 4096), 1.0 / 4096, (ts_opts){.device = dev});
+    for (int i = 0; i < 48; i++) {
+        ts_scope_begin();
+        ts_mm(a, a);
+        ts_scope_end();
+    }
+    ts_scope_end();
+}
+
+/* The optimizer's and the grad scaler's tensor tables go to the device through pinned memory that
+ * is not reused before their copies ran: queued behind long work (so the copies really are
+ * pending when the next table is built), many steps of many tensors still match the cpu bit for
+ * bit, and the pinned cache served one table per launch. */
+static void test_tables_under_load(void) {
+    if (dev.type != TS_CUDA) return; /* pinned memory and its statistics need CUDA */
+    ts_scope_begin();
+    enum { NP = 160 };
+    ts_tensor *p[2][NP];
+    ts_manual_seed(53);
+    for (int i = 0; i < NP; i++) {
+        ts_tensor *init = ts_randn(TS_SHAPE(1 + (i % 7) * 13, 3), on_cpu(0));
+        for (int k = 0; k < 2; k++) {
+            p[k][i] = ts_clone(ts_to(init, k == 0 ? ts_cpu() : dev));
+            ts_set_requires_grad(p[k][i], true);
+        }
+    }
+    ts_optim *opt[2];
+    ts_grad_scaler *sc[2];
+    for (int k = 0; k < 2; k++) {
+        opt[k] = ts_sgd_params(p[k], NP, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+        sc[k] = ts_grad_scaler_new((ts_grad_scaler_opts){0});
+        ts_grad_scaler_scale(sc[k], ts_sum(p[k][0])); /* the scale lives on this device */
+    }
+    ts_mem_stats st0, st1;
+    ts_cuda_pinned_memory_stats(&st0);
+    for (int step = 0; step < 3; step++) {
+        ts_scope_begin();
+        for (int i = 0; i < NP; i++) {
+            ts_tensor *g = ts_mul_scalar(ts_randn(ts_shape_of(p[0][i]), on_cpu(0)), 65536.0);
+            ts_set_grad(p[0][i], g);
+            ts_set_grad(p[1][i], ts_to(g, dev));
+        }
+        queue_long_work();
+        for (int k = 0; k < 2; k++) {
+            bool stepped = false;
+            CHECK_EQ(ts_grad_scaler_step(sc[k], opt[k], &stepped), TS_OK);
+            CHECK(stepped);
+            CHECK_EQ(ts_grad_scaler_update(sc[k]), TS_OK);
+        }
+        ts_scope_end();
+    }
+    ts_cuda_pinned_memory_stats(&st1);
+    printf("tensor tables: %llu pinned allocations for 3 unscale and 3 optimizer launches\n",
+           (unsigned long long)(st1.alloc_count - st0.alloc_count));
+    CHECK(st1.alloc_count >= st0.alloc_count + 6);
+    for (int i = 0; i < NP; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "SGD under load, param %d", i);
+        CHECK_SAME(name, p[1][i], p[0][i]);
+    }
+    for (int k = 0; k < 2; k++) {
+        ts_optim_free(opt[k]);
+        ts_grad_scaler_free(sc[k]);
+    }
+    CHECK_OK();
+    ts_scope_end();
+}
+
 static void test_optim(void) {
     ts_manual_seed(71);
     const ts_dtype dts[4] = {TS_F32, TS_F64, TS_F16, TS_BF16};
@@ -571,7 +681,7 @@ int main(void) {
         dev = ts_cuda(0);
     } else {
         if (ts_test_failed_count() > 0) return ts_test_finish();
-        return ts_test_skip("no CUDA device: the compute kernels are not run here");
+        return ts_test_skip_no_cuda("test_cuda_compute: the compute kernels are not run here");
     }
     printf("device under test: %s\n", ts_device_str(dev));
     test_reduce_sums();
@@ -582,5 +692,7 @@ int main(void) {
     test_index();
     test_softmax();
     test_optim();
+    test_cudnn_declines();
+    test_tables_under_load();
     return ts_test_finish();
 }

@@ -1,18 +1,26 @@
 /* test_cuda_runtime.c — the CUDA runtime: devices and properties, the current device, streams and
- * events, stream-ordered reuse in the caching allocator, pinned memory and asynchronous copies,
- * peer copies, the out-of-memory message, empty_cache, 64-bit sized elementwise launches and the
- * Philox stream against the cpu. Without a GPU it checks what needs none (the allocator's stream
- * ordering with fake streams, and every CUDA call failing with a message that says why), then
- * skips: "test_cuda_runtime: SKIP: no CUDA device". `--no-device` hides the GPUs
- * (CUDA_VISIBLE_DEVICES=) so that a machine with one checks the no-device answers too. */
-#define _POSIX_C_SOURCE 200809L /* setenv */
+ * events, stream-ordered reuse in the caching allocator (and ts_record_stream), pinned memory and
+ * asynchronous copies (reuse waits for the copy's event only), peer copies, the out-of-memory
+ * message, empty_cache, 64-bit sized elementwise launches and the Philox stream against the cpu.
+ * Without a GPU it checks what needs none (the allocator's stream ordering with fake streams and
+ * its waits outside its lock, the start-up probe's classification of faked failures and
+ * TS_REQUIRE_CUDA, every CUDA call failing with a message that says why), then skips:
+ * "SKIP: test_cuda_runtime: ...: CUDA is not available (<reason>)", a failure under
+ * TS_REQUIRE_CUDA=1. `--no-device` hides the GPUs (CUDA_VISIBLE_DEVICES=) so that a machine with
+ * one checks the no-device answers too. */
+#define _POSIX_C_SOURCE 200809L /* setenv, nanosleep */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "backend/alloc.h"
+#include "backend/cuda/cuda_bridge.h"
 #include "ts_test.h"
 
 #define KIB ((size_t)1024)
@@ -40,13 +48,40 @@ static struct { uintptr_t from, to; } waits[64];
 static int nwaits, ndevice_waits;
 
 static uintptr_t fake_current_stream(int index) { return fake_current; }
+
+/* While a wait hook runs, another thread must be able to use the allocator: a host wait (pinned
+ * memory waiting for a copy) must not stall everyone behind the allocator's lock. */
+static ts_allocator *probe_alloc;
+static atomic_bool probe_done;
+static bool probe_lock_free;
+static pthread_t probe_thread;
+static bool probe_started;
+
+static void *probe_stats(void *arg) {
+    ts_mem_stats st;
+    ts_allocator_stats(probe_alloc, &st); /* takes the lock */
+    atomic_store(&probe_done, true);
+    return arg;
+}
+
+/* From inside a hook: a thread takes the allocator's lock; up to 10 s for it (forever, in effect,
+ * when the hook runs under the lock: the thread is then joined after the allocation returns). */
+static void probe_lock_from_hook(void) {
+    atomic_store(&probe_done, false);
+    probe_started = pthread_create(&probe_thread, NULL, probe_stats, NULL) == 0;
+    for (int i = 0; probe_started && i < 10000 && !atomic_load(&probe_done); i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    probe_lock_free = atomic_load(&probe_done);
+}
+
 static void fake_stream_wait(int index, uintptr_t from, uintptr_t to) {
     if (nwaits < 64) waits[nwaits].from = from, waits[nwaits].to = to;
     nwaits++;
+    if (probe_alloc && to == 0) probe_lock_from_hook();
 }
 static void fake_device_wait(int index) { ndevice_waits++; }
 static const ts_alloc_hooks fake_hooks = {fake_current_stream, fake_stream_wait, fake_device_wait,
-                                          true};
+                                          true, NULL};
 
 static size_t fake_limit = SIZE_MAX; /* raw allocations above this fail */
 static void *fake_raw_alloc(const ts_backend *be, int index, size_t n) {
@@ -164,8 +199,157 @@ static void test_allocator_streams(void) {
     fake_current = 0;
 }
 
+/* The pinned allocator's case: the host (stream 0) reuses a block whose use (a copy's event) was
+ * recorded on it; the wait for that event runs with the allocator's lock released. */
+static void test_allocator_waits_unlocked(void) {
+    ts_allocator *a = ts_allocator_new(&fake_be, 0);
+    ts_allocator_set_hooks(a, &fake_hooks);
+    nwaits = ndevice_waits = 0;
+    fake_current = 0; /* the host */
+    ts_block *b = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
+    void *p = ts_block_ptr(b);
+    ts_allocator_record_stream(a, b, 77); /* a copy's event */
+    ts_allocator_release(a, b);
+    probe_alloc = a;
+    b = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
+    probe_alloc = NULL;
+    if (probe_started) pthread_join(probe_thread, NULL);
+    CHECK(ts_block_ptr(b) == p && waits_exactly(1, (const uintptr_t[][2]){{77, 0}}));
+    if (!probe_lock_free) printf("  the wait for a copy ran under the allocator's lock\n");
+    CHECK(probe_started && probe_lock_free);
+    ts_allocator_release(a, b);
+    ts_allocator_destroy(a);
+}
+
+/* Uses that supersede each other (pinned copies: a later event on the same stream covers an
+ * earlier one): a block keeps one per stream, however many copies read it, and its reuse waits for
+ * those alone rather than for the whole device. Here a use is stream * 1000 + sequence. */
+static bool fake_covers(int index, uintptr_t x, uintptr_t y) {
+    return x / 1000 == y / 1000 && x > y;
+}
+static const ts_alloc_hooks fake_covering_hooks = {fake_current_stream, fake_stream_wait,
+                                                   fake_device_wait, false, fake_covers};
+
+static void test_allocator_covers(void) {
+    ts_allocator *a = ts_allocator_new(&fake_be, 0);
+    ts_allocator_set_hooks(a, &fake_covering_hooks);
+    nwaits = ndevice_waits = 0;
+    fake_current = 0;
+    ts_block *b = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
+    void *p = ts_block_ptr(b);
+    for (uintptr_t k = 1; k <= 10; k++) ts_allocator_record_stream(a, b, 1000 + k);
+    ts_allocator_record_stream(a, b, 2001);
+    ts_allocator_record_stream(a, b, 2005);
+    ts_allocator_record_stream(a, b, 2003); /* earlier than 2005: nothing new */
+    ts_allocator_release(a, b);
+    b = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
+    CHECK(ts_block_ptr(b) == p && waits_exactly(2, (const uintptr_t[][2]){{1010, 0}, {2005, 0}}));
+    CHECK_EQ(ndevice_waits, 0);
+    ts_allocator_release(a, b);
+    ts_allocator_destroy(a);
+}
+
+/* ------------------------------------------------------------------ start-up classification
+ * The probe runs once per process, so each case is a child process (this program, with
+ * --probe-child) whose probe is told to fail (TS_CUDA_TEST_PROBE_ERROR=<cudaError_t>). */
+static int probe_child(void) {
+    ts_cuda_set_device(0); /* fails: prints why */
+    printf("reason: %s\n", ts_error_message());
+    ts_error_clear();
+    printf("start failed: %d\n", (int)tsc_start_failed());
+    return ts_test_skip_no_cuda("probe child");
+}
+
+/* Runs the child with the environment given; its exit code, its output (stdout and stderr) in
+ * out. */
+static int run_probe_child(const char *argv0, const char *probe_error, bool require, char *out,
+                           size_t len) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        setenv("TS_CUDA_TEST_PROBE_ERROR", probe_error, 1);
+        if (require)
+            setenv("TS_REQUIRE_CUDA", "1", 1);
+        else
+            unsetenv("TS_REQUIRE_CUDA");
+        execl("/proc/self/exe", argv0, "--probe-child", (char *)NULL);
+        _exit(126);
+    }
+    close(fds[1]);
+    size_t n = 0;
+    ssize_t r;
+    while (pid > 0 && (r = read(fds[0], out + n, len - 1 - n)) > 0) n += (size_t)r;
+    out[n] = '\0';
+    close(fds[0]);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_probe_classification(const char *argv0) {
+    (void)ts_cuda_is_available(); /* starts the library */
+    if (strstr(tsc_unavailable_reason(), "built without CUDA")) {
+        printf("start-up probe: built without CUDA, nothing to classify\n");
+        return;
+    }
+    static const struct {
+        const char *code;
+        bool failed; /* "CUDA failed to start" rather than "no CUDA device" */
+        const char *parts[3];
+    } cases[] = {
+        {"35", true, {"CUDA failed to start: ", "[cudaErrorInsufficientDriver]", "insufficient"}},
+        {"999", true, {"CUDA failed to start: ", "[cudaErrorUnknown]", NULL}},
+        {"46", true, {"CUDA failed to start: ", "[cudaErrorDevicesUnavailable]", NULL}},
+        {"100", false, {"no CUDA device: ", "no CUDA-capable device", NULL}},
+        {"0", false, {"no CUDA device: the runtime reports none", NULL, NULL}},
+    };
+    char out[8192];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int req = 0; req < 2; req++) {
+            const int rc = run_probe_child(argv0, cases[i].code, req, out, sizeof out);
+            bool ok = rc == (req ? 1 : 77) && strstr(out, "cuda_set_device: CUDA is not available");
+            for (int k = 0; ok && k < 3 && cases[i].parts[k]; k++)
+                ok = strstr(out, cases[i].parts[k]) != NULL;
+            /* a failed start warns on stderr and says so; no device stays quiet */
+            ok = ok && (strstr(out, "start failed: 1") != NULL) == cases[i].failed &&
+                 (strstr(out, "tessera: warning: CUDA failed to start") != NULL) == cases[i].failed;
+            /* skipped by default; TS_REQUIRE_CUDA=1 makes it a failure that names the reason */
+            ok = ok && (req ? strstr(out, "FAIL: TS_REQUIRE_CUDA=1, but CUDA is not available (") &&
+                                  !strstr(out, "SKIP")
+                            : strstr(out, "SKIP: probe child: CUDA is not available (") != NULL);
+            if (!ok)
+                printf("  probe error %s%s: exit %d, output:\n%s\n", cases[i].code,
+                       req ? " with TS_REQUIRE_CUDA=1" : "", rc, out);
+            CHECK(ok);
+        }
+    printf("start-up probe: %zu faked failures classified, TS_REQUIRE_CUDA=1 fails each\n",
+           sizeof cases / sizeof *cases);
+}
+
+/* ------------------------------------------------------------------ record_stream's mistakes */
+static void test_record_stream_args(void) {
+    ts_scope_begin();
+    ts_tensor *c = ts_ones(TS_SHAPE(3), (ts_opts){0});
+    CHECK_EQ(ts_record_stream(NULL, NULL), TS_ERR_ARG);
+    CHECK(ERR_IS(TS_ERR_ARG, "record_stream: tensor is NULL"));
+    CHECK_EQ(ts_record_stream(c, NULL), TS_ERR_ARG);
+    CHECK(ERR_IS(TS_ERR_ARG, "record_stream: stream is NULL"));
+    if (ts_cuda_is_available()) {
+        CHECK_EQ(ts_record_stream(c, ts_cuda_default_stream(0)), TS_ERR_ARG);
+        CHECK(ERR_IS(TS_ERR_ARG, "record_stream: ", "float32 [3] on cpu", "cuda tensors only"));
+    }
+    ts_scope_end();
+}
+
 /* ------------------------------------------------------------------ no CUDA device */
 static void test_no_cuda(void) {
+    printf("no CUDA: %s%s\n", tsc_unavailable_reason(),
+           tsc_start_failed() ? " (a failed start, not a machine without a GPU)" : "");
     CHECK_EQ(ts_cuda_device_count(), 0);
     CHECK_EQ(ts_device_count(TS_CUDA), 0);
     CHECK(!ts_cuda_is_available() && !ts_device_is_available(ts_cuda(0)));
@@ -437,6 +621,189 @@ static void test_pinned_and_async(void) {
     CHECK_OK();
 }
 
+/* Queues about half a second of work on the current stream of cuda:0 (24 f32 matmuls of
+ * 8192^2, TF32 off; each product's memory is reused by the next, in stream order), so that a
+ * check right after sees the stream busy. */
+static void queue_long_work(void) {
+    const int64_t n = 8192;
+    ts_scope_begin();
+    ts_tensor *a = ts_full(TS_SHAPE(n, n), 1.0 / 8192, (ts_opts){.device = ts_cuda(0)});
+    for (int i = 0; i < 24; i++) {
+        ts_scope_begin();
+        ts_mm(a, a);
+        ts_scope_end();
+    }
+    ts_scope_end();
+}
+
+/* Reusing a pinned block waits for the copy that read it (its event), not for the stream: with
+ * long work queued behind the copy, the reuse returns while the stream is still busy. And the
+ * wait does happen: the copy saw the old data. */
+static void test_pinned_reuse_waits_for_copy(void) {
+    enum { N = 16 << 20 };
+    ts_mem_stats st0, st1;
+    ts_cuda_stream *cur = ts_cuda_current_stream(0);
+    float *want = malloc(N * sizeof *want);
+    for (int i = 0; i < N; i++) want[i] = 1.0f;
+    ts_scope_begin();
+    ts_tensor *dev = NULL;
+    ts_scope_begin();
+    ts_tensor *h1 = ts_full(TS_SHAPE(N), 1.0, (ts_opts){.pin_memory = true});
+    dev = ts_keep(ts_to_async(h1, ts_cuda(0)));
+    queue_long_work(); /* after the copy, on the same stream */
+    ts_scope_end();    /* h1 goes back to the pinned cache */
+    ts_cuda_pinned_memory_stats(&st0);
+    ts_tensor *h2 = ts_empty(TS_SHAPE(N), (ts_opts){.pin_memory = true}); /* h1's block */
+    const bool busy = !ts_cuda_stream_query(cur);
+    ts_cuda_pinned_memory_stats(&st1);
+    printf("pinned reuse: the stream is %s when the reused block is handed out\n",
+           busy ? "still busy" : "idle");
+    CHECK(st1.reserved == st0.reserved); /* reused, not fresh memory */
+    CHECK(busy);                         /* it did not wait for the matmuls */
+    ts_fill_(h2, 2.0);                   /* the copy has read h1's bytes already */
+    CHECK(floats_equal(dev, want, N));
+    ts_scope_end();
+    free(want);
+    CHECK_OK();
+}
+
+/* Many copies from one pinned tensor keep one pending use per stream: freeing and reusing it
+ * waits for its last copy, not for every copy in flight (here one queued behind long work on
+ * another stream, which must still be running afterwards). */
+static void test_pinned_many_copies(void) {
+    enum { N = 1 << 20 };
+    ts_cuda_stream *other = ts_cuda_stream_new(0);
+    ts_scope_begin();
+    ts_tensor *big = ts_full(TS_SHAPE(16 << 20), 1.0, (ts_opts){.pin_memory = true});
+    ts_cuda_set_stream(other);
+    queue_long_work();
+    ts_keep(ts_to_async(big, ts_cuda(0))); /* its event fires after the long work */
+    ts_cuda_set_stream(NULL);
+    ts_scope_begin();
+    ts_tensor *h = ts_full(TS_SHAPE(N), 4.0, (ts_opts){.pin_memory = true});
+    for (int i = 0; i < 10; i++) ts_to_async(h, ts_cuda(0));
+    ts_scope_end();
+    ts_tensor *h2 = ts_empty(TS_SHAPE(N), (ts_opts){.pin_memory = true}); /* h's block */
+    const bool busy = !ts_cuda_stream_query(other);
+    printf("pinned copies: after 10 copies of one block its reuse left the other stream %s\n",
+           busy ? "busy" : "idle");
+    CHECK(h2 != NULL && busy);
+    ts_scope_end();
+    ts_cuda_stream_synchronize(other);
+    ts_cuda_stream_free(other);
+    CHECK_OK();
+}
+
+/* A tensor made on the default stream and read on a side stream: ts_record_stream keeps its memory
+ * from the next tensor (made on the default stream) until the side stream's read ran. */
+static bool side_stream_read(bool record, int64_t *wrong) {
+    enum { N = 16 << 20 };
+    ts_cuda_stream *side = ts_cuda_stream_new(0);
+    ts_mem_stats st0, st1;
+    bool reused = false;
+    ts_scope_begin();
+    ts_tensor *y = NULL;
+    ts_scope_begin();
+    ts_tensor *x = ts_full(TS_SHAPE(N), 1.0, (ts_opts){.device = ts_cuda(0)});
+    ts_cuda_synchronize(0);
+    ts_cuda_set_stream(side);
+    queue_long_work();
+    y = ts_keep(ts_add_scalar(x, 1.0)); /* reads x on `side`, after the long work */
+    if (record) CHECK_EQ(ts_record_stream(x, side), TS_OK);
+    ts_cuda_set_stream(NULL);
+    ts_memory_stats(ts_cuda(0), &st0);
+    ts_scope_end(); /* x released on the default stream */
+    ts_tensor *z = ts_full(TS_SHAPE(N), 5.0, (ts_opts){.device = ts_cuda(0)}); /* x's block */
+    ts_memory_stats(ts_cuda(0), &st1);
+    reused = st1.reserved == st0.reserved;
+    ts_cuda_stream_synchronize(side);
+    float *got = malloc(N * sizeof *got);
+    *wrong = 0;
+    if (ts_copy_to_host(y, got, N * sizeof *got) == TS_OK)
+        for (int i = 0; i < N; i++) *wrong += got[i] != 2.0f;
+    free(got);
+    (void)z;
+    ts_scope_end();
+    ts_cuda_stream_free(side);
+    return reused;
+}
+
+static void test_record_stream(void) {
+    int64_t wrong = -1;
+    CHECK(side_stream_read(true, &wrong));
+    CHECK_EQ(wrong, 0);
+    /* the hazard it prevents (not a check: it depends on the GPU's timing) */
+    side_stream_read(false, &wrong);
+    printf("record_stream: without it, the side stream read %lld overwritten elements of %d\n",
+           (long long)wrong, 16 << 20);
+    CHECK_OK();
+}
+
+/* ts_cuda_stream_free resets every thread's slot that holds the stream; set_stream(NULL) every
+ * device's slot of the calling thread. */
+static ts_cuda_stream *slot_stream;
+static atomic_int slot_step;
+static void *slot_thread(void *arg) {
+    ts_cuda_set_stream(slot_stream);
+    bool *ok = arg;
+    ok[0] = ts_cuda_current_stream(0) == slot_stream;
+    atomic_store(&slot_step, 1);
+    while (atomic_load(&slot_step) != 2) nanosleep(&(struct timespec){0, 1000000}, NULL);
+    ok[1] = ts_cuda_current_stream(0) == ts_cuda_default_stream(0); /* freed by main */
+    return NULL;
+}
+
+static void test_stream_slots(void) {
+    slot_stream = ts_cuda_stream_new(0);
+    atomic_store(&slot_step, 0);
+    bool ok[2] = {false, false};
+    pthread_t th;
+    pthread_create(&th, NULL, slot_thread, ok);
+    while (atomic_load(&slot_step) != 1) nanosleep(&(struct timespec){0, 1000000}, NULL);
+    ts_cuda_stream_free(slot_stream);
+    atomic_store(&slot_step, 2);
+    pthread_join(th, NULL);
+    CHECK(ok[0] && ok[1]);
+    /* a freed stream is handed out again */
+    ts_cuda_stream *again = ts_cuda_stream_new(0);
+    CHECK(again == slot_stream && ts_cuda_current_stream(0) == ts_cuda_default_stream(0));
+    ts_cuda_stream_free(again);
+
+    const int n = ts_cuda_device_count();
+    ts_cuda_stream *s[2] = {ts_cuda_stream_new(0), n >= 2 ? ts_cuda_stream_new(1) : NULL};
+    ts_cuda_set_stream(s[0]);
+    if (s[1]) ts_cuda_set_stream(s[1]); /* while the current device is cuda:0 */
+    CHECK_EQ(ts_cuda_current_device(), 0);
+    CHECK_EQ(ts_cuda_set_stream(NULL), TS_OK);
+    for (int d = 0; d < (n >= 2 ? 2 : 1); d++)
+        CHECK(ts_cuda_current_stream(d) == ts_cuda_default_stream(d));
+    if (n < 2)
+        printf("stream slots: one CUDA device here, set_stream(NULL) on cuda:1 not tested\n");
+    for (int d = 0; d < 2; d++) ts_cuda_stream_free(s[d]);
+    CHECK_OK();
+}
+
+/* The pinned allocator's waits (a reused block, ts_empty_cache(cpu)) leave the calling thread's
+ * CUDA device as it was, also after copies to another device. */
+static void test_pinned_keeps_device(void) {
+    const int n = ts_cuda_device_count(), other = n - 1;
+    ts_scope_begin();
+    ts_scope_begin();
+    ts_tensor *h = ts_full(TS_SHAPE(1 << 20), 3.0, (ts_opts){.pin_memory = true});
+    ts_keep(ts_to_async(h, ts_cuda(other)));
+    ts_scope_end();
+    CHECK_EQ(ts_cuda_set_device(0), TS_OK);
+    CHECK_EQ(tsc_runtime_device(), 0);
+    ts_tensor *h2 = ts_empty(TS_SHAPE(1 << 20), (ts_opts){.pin_memory = true}); /* waits */
+    CHECK(h2 != NULL);
+    CHECK_EQ(tsc_runtime_device(), 0);
+    ts_scope_end();
+    CHECK_EQ(ts_empty_cache(ts_cpu()), TS_OK);
+    CHECK_EQ(tsc_runtime_device(), 0);
+    if (n < 2) printf("pinned waits: one CUDA device here, a copy to cuda:1 not tested\n");
+    CHECK_OK();
+}
+
 /* cpu -> cuda -> (cuda:1 -> cuda:0) -> cpu round trips of odd sizes */
 static void test_transfers(void) {
     const int64_t sizes[] = {0, 1, 3, 1000, (1 << 20) + 3};
@@ -568,15 +935,19 @@ static void test_large_tensors(void) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--probe-child") == 0) return probe_child();
     bool no_device = argc > 1 && strcmp(argv[1], "--no-device") == 0;
     if (no_device) setenv("CUDA_VISIBLE_DEVICES", "", 1); /* before the runtime starts */
     test_allocator_streams();
+    test_allocator_waits_unlocked();
+    test_allocator_covers();
+    test_probe_classification(argv[0]);
+    test_record_stream_args();
     if (!ts_cuda_is_available()) {
         test_no_cuda();
         if (no_device || ts_test_failed_count()) return ts_test_finish();
         printf("%d passed without a GPU\n", ts_test_passed_count());
-        printf("test_cuda_runtime: SKIP: no CUDA device\n");
-        return 77;
+        return ts_test_skip_no_cuda("test_cuda_runtime: the GPU tests are not run here");
     }
     if (no_device) {
         printf("test_cuda_runtime: SKIP: CUDA_VISIBLE_DEVICES= left the GPUs visible\n");
@@ -587,6 +958,11 @@ int main(int argc, char **argv) {
     test_streams_and_events();
     test_allocator_across_streams();
     test_pinned_and_async();
+    test_pinned_reuse_waits_for_copy();
+    test_pinned_many_copies();
+    test_record_stream();
+    test_stream_slots();
+    test_pinned_keeps_device();
     test_transfers();
     test_oom_and_empty_cache();
     test_random_matches_cpu();

@@ -31,10 +31,13 @@ ts_status ts_cuda_synchronize(int device);
 /* ------------------------------------------------------------------ streams
  * Kernels and copies run asynchronously, in order, on the calling thread's current stream of
  * their device: the legacy default stream until ts_cuda_set_stream selects another. Reading a
- * result on the host (ts_item, ts_copy_to_host, ts_to(t, ts_cpu())) waits for it. Memory freed by
- * work on one stream is reused by another only after that stream waited for the work (the caching
- * allocator records an event), so tensors may be shared between streams as long as the user orders
- * the work that reads and writes them (ts_cuda_stream_wait_event), as with PyTorch's streams. */
+ * result on the host (ts_item, ts_copy_to_host, ts_to(t, ts_cpu())) waits for it. As with
+ * PyTorch's streams, ordering the work that reads and writes a tensor on several streams is the
+ * user's job (ts_cuda_stream_wait_event). The caching allocator knows the streams current when a
+ * tensor's memory was allocated and when it was released: memory reused from another stream is
+ * handed out only after that stream waited for their work (an event, no host wait). A tensor used
+ * on any other stream must be recorded on it with ts_record_stream, or its memory may be reused
+ * while that stream still reads or writes it. */
 typedef struct ts_cuda_stream ts_cuda_stream;
 typedef struct ts_cuda_event ts_cuda_event;
 
@@ -42,13 +45,13 @@ typedef struct ts_cuda_event ts_cuda_event;
  * stream. Streams are pooled: ts_cuda_stream_free hands it back for reuse. NULL + error. */
 ts_cuda_stream *ts_cuda_stream_new(int device);
 /* Frees a stream from ts_cuda_stream_new (its queued work still runs). The default streams and
- * NULL are accepted and ignored. A thread whose current stream it is goes back to the default
- * stream; other threads must stop using it first. */
+ * NULL are accepted and ignored. Every thread whose current stream it is (on its device) goes back
+ * to the default stream. */
 ts_status ts_cuda_stream_free(ts_cuda_stream *s);
 /* The legacy default stream of device (-1: current). */
 ts_cuda_stream *ts_cuda_default_stream(int device);
-/* Makes s the calling thread's current stream on s's device (NULL: back to the default stream of
- * the current device). Other threads and devices keep theirs. */
+/* Makes s the calling thread's current stream on s's device; other threads and devices keep
+ * theirs. NULL: every device of the calling thread back to its default stream. */
 ts_status ts_cuda_set_stream(ts_cuda_stream *s);
 ts_cuda_stream *ts_cuda_current_stream(int device); /* never NULL when CUDA is available */
 int ts_cuda_stream_device(ts_cuda_stream *s);       /* -1 for NULL */
@@ -59,6 +62,12 @@ bool ts_cuda_stream_query(ts_cuda_stream *s);
 ts_status ts_cuda_stream_wait_event(ts_cuda_stream *s, ts_cuda_event *e);
 /* The cudaStream_t, for launching one's own kernels in order with Tessera's. */
 void *ts_cuda_stream_handle(ts_cuda_stream *s);
+/* PyTorch's Tensor.record_stream: the memory of cuda tensor t (its storage, for a view) is also
+ * used by the work queued on stream s, so once t is freed it is not handed out again before the
+ * reusing stream waited for s's work. For a tensor made on one stream and used on another: the
+ * allocator itself only knows the streams current at allocation and release. TS_ERR_ARG for NULL
+ * arguments or a tensor not on a cuda device. */
+ts_status ts_record_stream(ts_tensor *t, ts_cuda_stream *s);
 
 /* ------------------------------------------------------------------ events */
 /* An event; with timing, ts_cuda_event_elapsed_ms can measure between two of them. It belongs to
@@ -75,8 +84,10 @@ void ts_cuda_event_free(ts_cuda_event *e); /* NULL is fine */
 /* ------------------------------------------------------------------ pinned host memory
  * ts_pin_memory(t) and ts_opts.pin_memory allocate page-locked memory (cudaHostAlloc) from a
  * caching allocator of its own when CUDA is available; ts_to_async(pinned, cuda) then copies
- * asynchronously on the current stream, overlapping with compute. Without CUDA "pinned" is only a
- * flag. Statistics of that cache (live_tensors is 0); ts_empty_cache(ts_cpu()) releases it. */
+ * asynchronously on the current stream, overlapping with compute, and records an event right
+ * after the copy: the pinned block is handed out again only once that event has fired (not when
+ * the whole stream is idle). Without CUDA "pinned" is only a flag. Statistics of that cache
+ * (live_tensors is 0); ts_empty_cache(ts_cpu()) releases it. */
 ts_status ts_cuda_pinned_memory_stats(ts_mem_stats *out);
 
 /* ------------------------------------------------------------------ TF32 (cudacompute)

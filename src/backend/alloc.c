@@ -162,36 +162,60 @@ static inline void free_insert(ts_allocator *a, ts_block *b) {
 }
 
 /* ------------------------------------------------------------------ streams */
-static void streams_add(ts_block *b, uintptr_t stream) {
+/* True when waiting for x also covers use y (the hooks' `covers`; without it only x == y). */
+static bool covers(const ts_allocator *a, uintptr_t x, uintptr_t y) {
+    return x == y || (a->hooks && a->hooks->covers && a->hooks->covers(a->index, x, y));
+}
+
+static void streams_add(const ts_allocator *a, ts_block *b, uintptr_t stream) {
     if (stream == 0) return; /* the host: its work is already done */
     for (int i = 0; i < b->nstreams; i++)
-        if (b->streams[i] == stream) return;
+        if (covers(a, b->streams[i], stream)) return;
+    int kept = 0; /* the uses the new one supersedes go */
+    for (int i = 0; i < b->nstreams; i++)
+        if (!covers(a, stream, b->streams[i])) b->streams[kept++] = b->streams[i];
+    b->nstreams = (uint8_t)kept;
     if (b->nstreams < MAX_STREAMS)
         b->streams[b->nstreams++] = stream;
     else
         b->streams_overflow = true;
 }
 
-static void streams_merge(ts_block *into, const ts_block *from) {
-    for (int i = 0; i < from->nstreams; i++) streams_add(into, from->streams[i]);
+static void streams_merge(const ts_allocator *a, ts_block *into, const ts_block *from) {
+    for (int i = 0; i < from->nstreams; i++) streams_add(a, into, from->streams[i]);
     into->streams_overflow |= from->streams_overflow;
 }
 
-static void streams_reset(ts_block *b, uintptr_t stream) {
+static void streams_reset(const ts_allocator *a, ts_block *b, uintptr_t stream) {
     b->nstreams = 0;
     b->streams_overflow = false;
-    streams_add(b, stream);
+    streams_add(a, b, stream);
 }
 
-/* Before b's memory is handed to `cur`: cur waits for whatever the earlier users queued. */
-static void streams_order_reuse(ts_allocator *a, ts_block *b, uintptr_t cur) {
-    if (b->streams_overflow) {
+/* The waits that must come before b's memory is handed to `cur` (whatever the earlier users
+ * queued), taken from b under the lock and done after it is dropped: a host wait (pinned memory)
+ * must not stall every other allocation, and b is already out of the free tree. */
+typedef struct reuse_waits {
+    uintptr_t cur;
+    uint8_t n;
+    bool device; /* too many users remembered: wait for the whole device */
+    uintptr_t from[MAX_STREAMS];
+} reuse_waits;
+
+static reuse_waits streams_take(const ts_allocator *a, ts_block *b, uintptr_t cur) {
+    reuse_waits w = {.cur = cur, .device = b->streams_overflow};
+    for (int i = 0; i < b->nstreams && !w.device; i++)
+        if (b->streams[i] != cur) w.from[w.n++] = b->streams[i];
+    streams_reset(a, b, cur);
+    return w;
+}
+
+static void streams_wait(const ts_allocator *a, const reuse_waits *w) {
+    if (w->device) {
         a->hooks->device_wait(a->index);
-    } else {
-        for (int i = 0; i < b->nstreams; i++)
-            if (b->streams[i] != cur) a->hooks->stream_wait(a->index, b->streams[i], cur);
+        return;
     }
-    streams_reset(b, cur);
+    for (int i = 0; i < w->n; i++) a->hooks->stream_wait(a->index, w->from[i], w->cur);
 }
 
 /* ------------------------------------------------------------------ sizes */
@@ -365,12 +389,14 @@ ts_block *ts_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t m
             free_insert(a, r);
         }
     }
-    if (a->hooks) streams_order_reuse(a, b, cur);
+    reuse_waits waits = {0};
+    if (a->hooks) waits = streams_take(a, b, cur);
     b->allocated = true;
     a->allocated += b->size;
     if (a->allocated > a->peak_allocated) a->peak_allocated = a->allocated;
     a->alloc_count++;
     pthread_mutex_unlock(&a->mu);
+    if (a->hooks) streams_wait(a, &waits);
     return b;
 
 oom:
@@ -391,12 +417,12 @@ void ts_allocator_release(ts_allocator *a, ts_block *b) {
     pthread_mutex_lock(&a->mu);
     b->allocated = false;
     a->allocated -= b->size;
-    streams_add(b, cur);
+    streams_add(a, b, cur);
     ts_block **tree = &a->free_tree[b->pool];
     ts_block *n = b->next;
     if (n && !n->allocated) {
         treap_remove(tree, n);
-        streams_merge(b, n);
+        streams_merge(a, b, n);
         b->size += n->size;
         b->next = n->next;
         if (n->next) n->next->prev = b;
@@ -405,7 +431,7 @@ void ts_allocator_release(ts_allocator *a, ts_block *b) {
     ts_block *p = b->prev;
     if (p && !p->allocated) {
         treap_remove(tree, p);
-        streams_merge(p, b);
+        streams_merge(a, p, b);
         p->size += b->size;
         p->next = b->next;
         if (b->next) b->next->prev = p;
@@ -451,6 +477,6 @@ void ts_allocator_set_hooks(ts_allocator *a, const ts_alloc_hooks *h) {
 void ts_allocator_record_stream(ts_allocator *a, ts_block *b, uintptr_t stream) {
     if (!a || !b || !a->hooks) return;
     pthread_mutex_lock(&a->mu);
-    streams_add(b, stream);
+    streams_add(a, b, stream);
     pthread_mutex_unlock(&a->mu);
 }

@@ -40,7 +40,10 @@ void ts_format_bytes(size_t n, char *buf, size_t len);
  * makes that stream wait for the work those streams had queued (an event, no host wait), so a block
  * freed on stream S is reused on S at no cost and elsewhere safely. Stream ids are opaque and
  * non-zero; 0 stands for the host (a pinned host allocator's own allocations), which never needs
- * waiting for since host work is synchronous. */
+ * waiting for since host work is synchronous. The pinned host allocator's ids are uses rather than
+ * streams: an event recorded right after each asynchronous copy from or to the block, so that
+ * reusing it waits for those copies alone. The waits run after the allocator's lock is dropped
+ * (the block is already taken), so a host wait stalls only the allocation that needs it. */
 typedef struct ts_alloc_hooks {
     /* the calling thread's current stream on device `index` */
     uintptr_t (*current_stream)(int index);
@@ -51,6 +54,9 @@ typedef struct ts_alloc_hooks {
     void (*device_wait)(int index);
     /* the out-of-memory message gives the device's free and total memory (memory_info) */
     bool report_free;
+    /* optional: true when waiting for use x also covers use y (y is done, or an earlier use on
+     * x's stream), so a block's history keeps one pending use per stream; NULL: x == y only */
+    bool (*covers)(int index, uintptr_t x, uintptr_t y);
 } ts_alloc_hooks;
 
 /* Installs hooks before the allocator is first used (not thread-safe against allocations). */

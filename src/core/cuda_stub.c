@@ -16,11 +16,15 @@ static ts_status unavailable(const char *op) {
 /* ------------------------------------------------------------------ the seam */
 int tsc_backend_init(void) { return 0; }
 const char *tsc_unavailable_reason(void) { return NO_CUDA; }
+bool tsc_start_failed(void) { return false; }
 int tsc_current_device(void) { return 0; }
 const ts_alloc_hooks *tsc_device_alloc_hooks(void) { return NULL; }
 const ts_backend *tsc_pinned_backend(void) { return NULL; }
 const ts_alloc_hooks *tsc_pinned_alloc_hooks(void) { return NULL; }
 uintptr_t tsc_current_stream_id(int device) { return 0; }
+uintptr_t tsc_pinned_use_record(int device) { return 0; }
+int tsc_runtime_device(void) { return -1; }
+void tsc_cudnn_counters(long long *runs, long long *declined) { *runs = *declined = -1; }
 bool tsc_copy_h2d_async(int device, void *dst, const void *src, size_t n) {
     unavailable("to_async");
     return false;

@@ -59,6 +59,8 @@ static ts_allocator *pinned(void) {
     return a;
 }
 
+ts_allocator *tsi_pinned_allocator(void) { return pinned(); }
+
 bool tsi_storage_pin(const char *op, ts_tensor *t) {
     ts_storage *s = t->storage;
     if (s->pinned) return true;

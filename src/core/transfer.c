@@ -60,6 +60,10 @@ ts_tensor *tsi_to_device(const char *op, ts_tensor *t, ts_device d) {
         if (n && !move_bytes(op, d, tsi_kview(out).data, tsi_device(src), tsi_kview(src).data, n)) {
             ts_release(out);
             out = NULL;
+        } else if (n && d.type == TS_CUDA && tsi_device(src).type == TS_CUDA) {
+            /* a peer copy runs on the source device's current stream and writes the destination,
+             * whose memory otherwise knows only streams of its own device */
+            tsi_storage_record_stream(out, tsc_current_stream_id(tsi_dev_index(src)));
         }
     }
     ts_release(src);
@@ -94,8 +98,8 @@ ts_tensor *tsi_to_device_async(const char *op, ts_tensor *t, ts_device d) {
         ts_release(out);
         return NULL;
     }
-    /* whoever gets the pinned block next waits for this copy */
-    tsi_storage_record_stream(t, tsc_current_stream_id(d.index));
+    /* whoever gets the pinned block next waits for this copy's event (not for the stream) */
+    tsi_storage_record_stream(t, tsc_pinned_use_record(d.index));
     return out;
 }
 

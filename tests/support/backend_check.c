@@ -266,4 +266,5 @@ const ts_backend *bc_cuda_emulation(int mode) {
     (void)mode;
     return NULL;
 }
+const ts_backend *bc_cuda_emulation_reduce(void) { return NULL; }
 #endif

@@ -61,6 +61,9 @@ bool bc_present(const char *name, const void *entry);
  * (support/cuda_emulation.cu); NULL in a build without CUDA. mode: bit 0 no vector accesses, bit 1
  * no linear kernel, bit 2 64-bit offsets. */
 const ts_backend *bc_cuda_emulation(int mode);
+/* The cpu backend with the CUDA backend's reductions run on the host (cuda_reduce.cu under host
+ * emulation); NULL in a build without CUDA. */
+const ts_backend *bc_cuda_emulation_reduce(void);
 const char *bc_what(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool bc_is_float(ts_dtype d);
 size_t bc_esz(ts_dtype d);

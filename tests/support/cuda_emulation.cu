@@ -1,10 +1,14 @@
 /* cuda_emulation.cu — the CUDA backend's elementwise kernels (copy, fill, unary, binary,
- * binary_scalar, where, random) compiled for the host: every launch runs as a loop over its thread
- * indices (TSC_HOST_EMULATION in cuda_iter.cuh). The conformance test runs this "backend" against
- * the CPU bit for bit, so the kernels' logic — op tables, conversions, broadcasting, strides, the
- * vector and grid-stride loops, chunked launches, 32/64-bit offsets, the Philox mapping — is
- * checked in CI on machines without a GPU. Only device math (expf on the GPU rather than glibc's)
- * and real concurrency remain for a GPU run. */
+ * binary_scalar, where, random) and its reductions compiled for the host: every elementwise launch
+ * runs as a loop over its thread indices (TSC_HOST_EMULATION in cuda_iter.cuh), every reduction as
+ * host loops folding the same lanes and combining them in its shuffle trees' order
+ * (cuda_reduce.cu). The conformance test runs the elementwise "backend" against the CPU bit for
+ * bit, so the kernels' logic — op tables, conversions, broadcasting, strides, the vector and
+ * grid-stride loops, chunked launches, 32/64-bit offsets, the Philox mapping — is checked in CI on
+ * machines without a GPU; and the reductions within PyTorch's tolerances (the summation order is
+ * the GPU's, not the CPU's), which checks their accumulation rule (double, as the CPU) on inputs
+ * that overflow float and their plans on the large shapes. Only device math (expf on the GPU
+ * rather than glibc's) and real concurrency remain for a GPU run. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +18,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "backend/cuda/cuda_compute.h"
 #include "backend/cuda/cuda_dtype.cuh"
 #include "backend/cuda/cuda_elementwise.h"
 #include "backend/philox.h"
@@ -30,6 +35,9 @@ int tsc_emulation_mode;
 static bool tsc_set_device(int) { return true; }
 static cudaStream_t tsc_stream(int) { return nullptr; }
 static bool tsc_launch_check(const char *, int) { return true; }
+/* scratch memory (a reduction's partial states) is host memory here */
+static void *tsc_scratch_alloc(int, size_t n) { return malloc(n ? n : 1); }
+static void tsc_scratch_free(int, void *p) { free(p); }
 /* few blocks, so the grid-stride loops go round several times */
 static unsigned tsc_grid_size(int, int64_t items, unsigned threads) {
     int64_t need = (items + threads - 1) / threads;
@@ -40,6 +48,7 @@ static unsigned tsc_grid_size(int, int64_t items, unsigned threads) {
 #include "../../src/backend/cuda/cuda_binary_scalar.cu"
 #include "../../src/backend/cuda/cuda_copy.cu"
 #include "../../src/backend/cuda/cuda_random.cu"
+#include "../../src/backend/cuda/cuda_reduce.cu"
 #include "../../src/backend/cuda/cuda_unary.cu"
 
 } // namespace tsc_emu
@@ -76,5 +85,16 @@ extern "C" const ts_backend *bc_cuda_emulation(int mode) {
     be.where = tsc_emu::tsc_where;
     be.random = tsc_emu::tsc_random;
     tsc_emu::tsc_emulation_mode = mode;
+    return &be;
+}
+
+/* The cpu backend with the emulated reductions and nothing else of the CUDA backend's. */
+extern "C" const ts_backend *bc_cuda_emulation_reduce(void) {
+    static ts_backend be;
+    const ts_backend *cpu = ts_backend_for(TS_CPU);
+    if (!cpu) return nullptr;
+    be = *cpu;
+    be.name = "cuda reductions (host emulation)";
+    be.reduce = tsc_emu::tsc_reduce;
     return &be;
 }

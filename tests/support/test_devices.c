@@ -16,7 +16,8 @@ int ts_test_devices(ts_device *out, int max) {
         said = true;
         printf("devices:");
         for (int i = 0; i < n; i++) printf(" %s", ts_device_str(out[i]));
-        printf("%s\n", ts_cuda_is_available() ? "" : " (no CUDA device: cuda not tested here)");
+        printf("\n");
+        if (!ts_cuda_is_available()) ts_test_no_cuda("cuda:0 is not tested here");
     }
     return n;
 }

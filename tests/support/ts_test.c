@@ -1,11 +1,16 @@
 /* ts_test.c — pass/fail counters and reporting behind the CHECK macros of ts_test.h. */
 #include "ts_test.h"
 
+#include "backend/cpu/cpu_isa.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "backend/cuda/cuda_bridge.h"
 #include "tessera.h"
 
 /* atomic so that tests which check from worker threads still count correctly */
@@ -43,6 +48,33 @@ int ts_test_skip(const char *fmt, ...) {
     return 77;
 }
 
+bool ts_test_cuda_required(void) {
+    const char *v = getenv("TS_REQUIRE_CUDA");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+void ts_test_no_cuda(const char *what) {
+    const bool required = ts_test_cuda_required();
+    (void)ts_cuda_is_available(); /* starts the library: the reason is known from here on */
+    const char *why = tsc_unavailable_reason();
+    if (required) {
+        ts_test_record(false);
+        printf("FAIL: TS_REQUIRE_CUDA=1, but CUDA is not available (%s): %s\n", why, what);
+    } else {
+        printf("%s: CUDA is not available (%s)\n", what, why);
+    }
+    fflush(stdout);
+}
+
+int ts_test_skip_no_cuda(const char *what) {
+    if (!ts_test_cuda_required()) {
+        (void)ts_cuda_is_available();
+        return ts_test_skip("%s: CUDA is not available (%s)", what, tsc_unavailable_reason());
+    }
+    ts_test_no_cuda(what);
+    return ts_test_finish();
+}
+
 const char *ts_test_error_str(void) {
     static _Thread_local char buf[512];
     if (ts_error() == TS_OK) return "";
@@ -55,4 +87,14 @@ bool ts_test_near(double a, double b, double tol) {
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
     if (isinf(a) || isinf(b)) return a == b;
     return fabs(a - b) <= tol;
+}
+
+int ts_test_isa_gate(void) {
+    const char *want = getenv("TS_TEST_ISA");
+    const ts_cpu_isa host = ts_cpu_isa_host();
+    if (want && *want && strcmp(ts_cpu_isa_name(ts_cpu_isa_get()), want) != 0)
+        return ts_test_skip("this host's best vector ISA is %s: no %s run", ts_cpu_isa_name(host),
+                            want);
+    printf("cpu isa: %s (host: %s)\n", ts_cpu_isa_name(ts_cpu_isa_get()), ts_cpu_isa_name(host));
+    return 0;
 }

@@ -21,10 +21,26 @@ int ts_test_finish(void);
 /* Prints "SKIP: <why>" and returns 77, ctest's skip code: `return ts_test_skip("no GPU");`. */
 int ts_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* CUDA absent. Without a GPU a test skips what needs one; TS_REQUIRE_CUDA=1 (set for runs on GPU
+ * machines) turns every such skip into a failure, so a machine whose CUDA cannot start (a driver
+ * too old, a broken install) fails loudly instead of passing with nothing run.
+ * ts_test_cuda_required: the switch is on. ts_test_no_cuda(what): prints "<what>: CUDA is not
+ * available (<reason>)" and, when required, records a failure. ts_test_skip_no_cuda(what): the
+ * same, then the exit code: 77 (skipped), or 1 when required. */
+bool ts_test_cuda_required(void);
+void ts_test_no_cuda(const char *what);
+int ts_test_skip_no_cuda(const char *what);
+
 /* The devices a multi-device test runs on (tests/support/test_devices.c): cpu, sim:0 (configured
- * if need be) and cuda:0 when a CUDA device is present; prints them once. Returns how many. */
+ * if need be) and cuda:0 when a CUDA device is present (without one: ts_test_no_cuda, a failure
+ * under TS_REQUIRE_CUDA=1); prints them once. Returns how many. */
 #define TS_TEST_MAX_DEVICES 3
 int ts_test_devices(ts_device *out, int max);
+
+/* Per-ISA runs (tests/CMakeLists.txt sets TS_CPU_ISA and TS_TEST_ISA): prints the vector ISA the
+ * CPU kernels use; returns 77 after a SKIP line when the host lacks the ISA the run is for (the
+ * cap would only repeat a run of a lower ISA), else 0. */
+int ts_test_isa_gate(void);
 
 /* The pending Tessera error, rendered for failure messages ("" when none). */
 const char *ts_test_error_str(void);

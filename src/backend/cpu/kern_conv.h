@@ -32,6 +32,10 @@ void ts_conv_direct_forward(const ts_conv_direct *d, const ts_cgeom *g, const fl
 void ts_conv_direct_weight(const ts_conv_direct *d, const ts_cgeom *g, const float *gy,
                            const float *x, float *gw, float *scratch, bool acc);
 
+/* float32 convolutions: "dnnl" (oneDNN, when built in), "builtin" (im2col or direct kernels) or
+ * NULL (automatic; TS_CONV=dnnl|builtin at start-up). Tests; not thread-safe. */
+void tsi_conv_force_provider(const char *name);
+
 /* kern_conv_naive.c: the fallback without scratch memory (contiguous views of dtype dt) */
 void ts_conv_naive_forward(const ts_cgeom *g, ts_dtype dt, const char *x, const char *w,
                            const char *b, char *y);

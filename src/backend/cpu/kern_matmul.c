@@ -12,9 +12,7 @@
 #include "backend/cpu/gemm_small.h"
 #include "backend/kernel_math.h"
 
-#ifdef TS_HAVE_CBLAS
-#include <cblas.h>
-#endif
+#include "backend/cpu/gemm_provider.h"
 #ifdef TS_HAVE_OPENMP
 #include <omp.h>
 #endif
@@ -45,7 +43,6 @@ static bool run_in_parallel(double work) {
 }
 
 /* ------------------------------------------------------------------ f32 / f64 */
-#ifdef TS_HAVE_CBLAS
 /* A rows x cols matrix BLAS can read in place: row-major (ld = row stride) or column-major
  * (ld = column stride). A stride of a size-1 dim is arbitrary and so is ignored. */
 typedef enum { LAYOUT_NONE, LAYOUT_ROW, LAYOUT_COL } mat_layout;
@@ -74,14 +71,15 @@ static void *pack_rows(const char *p, int64_t rows, int64_t cols, int64_t rs, in
     return dst;
 }
 
-/* One GEMM through BLAS: BLAS_DONE; BLAS_CANNOT when BLAS cannot take it (sizes beyond int, an
- * output layout it cannot write), leaving the caller to use the blocked GEMM; BLAS_NO_MEMORY when
- * an operand could not be packed (the blocked GEMM would round differently: an error instead). */
+/* One GEMM through a library (gemm_provider.c): BLAS_DONE; BLAS_CANNOT when none takes it (none
+ * built in or chosen, sizes beyond it, an output layout it cannot write), leaving the caller to
+ * use the blocked GEMM; BLAS_NO_MEMORY when an operand could not be packed for it (the blocked
+ * GEMM would round differently: an error instead). */
 enum { BLAS_NO_MEMORY = -1, BLAS_CANNOT = 0, BLAS_DONE = 1 };
 static int blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, int64_t rsa,
                      int64_t csa, const char *b, int64_t rsb, int64_t csb, char *c, int64_t rsc,
                      int64_t csc) {
-    if (m > INT_MAX || n > INT_MAX || k > INT_MAX) return BLAS_CANNOT;
+    if (!tsi_lib_gemm_present(dbl)) return BLAS_CANNOT; /* nothing to pack for */
     const size_t es = dbl ? sizeof(double) : sizeof(float);
     int lda, ldb, ldc;
     mat_layout la = layout_of(m, k, rsa, csa, &lda), lb = layout_of(k, n, rsb, csb, &ldb);
@@ -99,22 +97,26 @@ static int blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, i
         }
         b = sb, lb = LAYOUT_ROW, ldb = (int)(n > 1 ? n : 1);
     }
-    /* In C's own order an operand stored the same way is "no transpose". */
-    mat_layout want = lc;
-    enum CBLAS_ORDER order = lc == LAYOUT_ROW ? CblasRowMajor : CblasColMajor;
-    enum CBLAS_TRANSPOSE ta = la == want ? CblasNoTrans : CblasTrans;
-    enum CBLAS_TRANSPOSE tb = lb == want ? CblasNoTrans : CblasTrans;
-    if (dbl)
-        cblas_dgemm(order, ta, tb, (int)m, (int)n, (int)k, 1.0, (const double *)a, lda,
-                    (const double *)b, ldb, 0.0, (double *)c, ldc);
-    else
-        cblas_sgemm(order, ta, tb, (int)m, (int)n, (int)k, 1.0f, (const float *)a, lda,
-                    (const float *)b, ldb, 0.0f, (float *)c, ldc);
+    /* Row-major C: an operand stored by rows is "no transpose". Column-major C: compute its
+     * transpose, C^T = B^T A^T, whose operands swap roles (and storage senses). */
+    bool ok;
+    if (lc == LAYOUT_ROW) {
+        const bool ta = la != LAYOUT_ROW, tb = lb != LAYOUT_ROW;
+        ok = dbl ? tsi_lib_dgemm(ta, tb, m, n, k, (const double *)a, lda, (const double *)b, ldb,
+                                 0.0, (double *)c, ldc)
+                 : tsi_lib_sgemm(ta, tb, m, n, k, (const float *)a, lda, (const float *)b, ldb,
+                                 0.0f, (float *)c, ldc);
+    } else {
+        const bool ta = lb != LAYOUT_COL, tb = la != LAYOUT_COL;
+        ok = dbl ? tsi_lib_dgemm(ta, tb, n, m, k, (const double *)b, ldb, (const double *)a, lda,
+                                 0.0, (double *)c, ldc)
+                 : tsi_lib_sgemm(ta, tb, n, m, k, (const float *)b, ldb, (const float *)a, lda,
+                                 0.0f, (float *)c, ldc);
+    }
     free(sa);
     free(sb);
-    return BLAS_DONE;
+    return ok ? BLAS_DONE : BLAS_CANNOT;
 }
-#endif
 
 /* false: no scratch memory (nothing sensible written) */
 static bool gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, char *c,
@@ -124,11 +126,9 @@ static bool gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, c
                           d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
                           parallel && run_in_parallel((double)d->m * (double)d->n * (double)d->k)))
         return true;
-#ifdef TS_HAVE_CBLAS
     int r = blas_gemm(dbl, d->m, d->n, d->k, a, d->sa[1], d->sa[2], b, d->sb[1], d->sb[2], c,
                       d->sc[1], d->sc[2]);
     if (r != BLAS_CANNOT) return r == BLAS_DONE;
-#endif
     if (dbl)
         return ts_gemm_blocked_f64(d->m, d->n, d->k, (const double *)a, d->sa[1], d->sa[2],
                                    (const double *)b, d->sb[1], d->sb[2], (double *)c, d->sc[1],

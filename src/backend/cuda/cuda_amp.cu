@@ -111,9 +111,9 @@ void tsc_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, int
         cudaStream_t st = tsc_stream(index);
         const size_t bytes = (size_t)m * sizeof(AmpTensor);
         AmpTensor *dtab = (AmpTensor *)tsc_scratch_alloc(index, bytes);
-        /* from pageable memory the copy has taken the bytes when it returns, so tab can go */
-        if (dtab && tsc_check(cudaMemcpyAsync(dtab, tab, bytes, cudaMemcpyHostToDevice, st),
-                              "amp_unscale: copying the tensor table", index)) {
+        /* through pinned memory kept until the copy ran, so tab can go at once */
+        if (dtab &&
+            tsc_copy_table_h2d(index, dtab, tab, bytes, "amp_unscale: copying the tensor table")) {
             const unsigned grid = (unsigned)(nchunks < TSC_MAX_BLOCKS ? nchunks : TSC_MAX_BLOCKS);
             amp_unscale_kernel<<<grid, TSC_THREADS, 0, st>>>(
                 dtab, m, nchunks, (float *)found_inf->data, (const float *)inv_scale->data);

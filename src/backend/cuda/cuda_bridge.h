@@ -19,8 +19,12 @@ extern "C" {
 /* Start-up (from tsi_init): asks the runtime for devices and registers the "cuda" backend when
  * there is at least one. Returns the device count; with none, tsc_unavailable_reason says why. */
 int tsc_backend_init(void);
-/* "Tessera was built without CUDA support", or "no CUDA device: <the runtime's message>". */
+/* Why cuda:N is not available: "Tessera was built without CUDA support", "no CUDA device: ...",
+ * "no CUDA driver is installed: ..." (both: nothing to run on), or "CUDA failed to start: <the
+ * runtime's message> [<its error name>]" (a driver answered with an error: too old, broken...). */
 const char *tsc_unavailable_reason(void);
+/* True in the last case: the machine has a CUDA driver, but CUDA could not start. */
+bool tsc_start_failed(void);
 /* The calling thread's current CUDA device (ts_cuda_set_device; 0 until set). */
 int tsc_current_device(void);
 
@@ -32,6 +36,17 @@ const ts_backend *tsc_pinned_backend(void);
 const ts_alloc_hooks *tsc_pinned_alloc_hooks(void);
 /* The allocator's id of the calling thread's current stream on `device`. */
 uintptr_t tsc_current_stream_id(int device);
+/* A use of a pinned block by the work queued so far on the current stream of `device` (an
+ * asynchronous copy from or to it): an event recorded now, as an id for the pinned allocator's
+ * ts_allocator_record_stream, so that the block's reuse waits for that copy alone. 0 when no event
+ * could be recorded: then this has waited for the stream instead. */
+uintptr_t tsc_pinned_use_record(int device);
+/* The device the CUDA runtime has current for the calling thread (cudaGetDevice), -1 without
+ * CUDA: the backend's helpers that may run on any thread must leave it as they found it. */
+int tsc_runtime_device(void);
+/* cuDNN convolution calls run and declined (CUDNN_STATUS_NOT_SUPPORTED) since start-up, for the
+ * tests; -1 each in a build without cuDNN. */
+void tsc_cudnn_counters(long long *runs, long long *declined);
 /* Host -> device copy queued on the current stream of `device`, returning at once: the source must
  * be page-locked and stay untouched until the copy ran (the pinned allocator sees to that when
  * the caller records the stream on the source block). False + TS_ERR_CUDA on failure. */
@@ -43,6 +58,8 @@ bool tsc_copy_h2d_async(int device, void *dst, const void *src, size_t n);
 void tsi_init_once(void);
 /* the caching allocator of cuda:index (src/core/memory.c) */
 ts_allocator *tsi_cuda_allocator(int index);
+/* the page-locked host allocator (src/core/memory.c); NULL without a CUDA device */
+ts_allocator *tsi_pinned_allocator(void);
 
 #ifdef __cplusplus
 }

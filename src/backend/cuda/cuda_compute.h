@@ -19,48 +19,50 @@ static inline bool tsc_is_float(ts_dtype dt) {
     return dt == TS_F32 || dt == TS_F64 || dt == TS_F16 || dt == TS_BF16;
 }
 
-/* loads: to float (f32/f16/bf16 compute), double (f64, and integers where the CPU uses double),
- * int64 (integer accumulation) */
-static __device__ __forceinline__ float tsc_to_float(float v) { return v; }
-static __device__ __forceinline__ float tsc_to_float(double v) { return (float)v; }
-static __device__ __forceinline__ float tsc_to_float(tsc_f16 v) { return ts_f16_to_f32(v.bits); }
-static __device__ __forceinline__ float tsc_to_float(tsc_bf16 v) { return ts_bf16_to_f32(v.bits); }
+/* host and device, inline: these also run on the host in tests (cuda_emulation.cu) */
+#define TSC_HDI static __host__ __device__ __forceinline__
 
-static __device__ __forceinline__ double tsc_to_double(float v) { return v; }
-static __device__ __forceinline__ double tsc_to_double(double v) { return v; }
-static __device__ __forceinline__ double tsc_to_double(tsc_f16 v) { return ts_f16_to_f32(v.bits); }
-static __device__ __forceinline__ double tsc_to_double(tsc_bf16 v) {
-    return ts_bf16_to_f32(v.bits);
-}
-static __device__ __forceinline__ double tsc_to_double(int64_t v) { return (double)v; }
-static __device__ __forceinline__ double tsc_to_double(int32_t v) { return (double)v; }
-static __device__ __forceinline__ double tsc_to_double(uint8_t v) { return (double)v; }
-static __device__ __forceinline__ double tsc_to_double(tsc_b8 v) { return v.v != 0 ? 1.0 : 0.0; }
+/* loads: to float (f32/f16/bf16 compute), double (reductions of every float dtype, and integers
+ * where the CPU uses double), int64 (integer accumulation) */
+TSC_HDI float tsc_to_float(float v) { return v; }
+TSC_HDI float tsc_to_float(double v) { return (float)v; }
+TSC_HDI float tsc_to_float(tsc_f16 v) { return ts_f16_to_f32(v.bits); }
+TSC_HDI float tsc_to_float(tsc_bf16 v) { return ts_bf16_to_f32(v.bits); }
 
-static __device__ __forceinline__ int64_t tsc_to_i64(int64_t v) { return v; }
-static __device__ __forceinline__ int64_t tsc_to_i64(int32_t v) { return v; }
-static __device__ __forceinline__ int64_t tsc_to_i64(uint8_t v) { return v; }
-static __device__ __forceinline__ int64_t tsc_to_i64(tsc_b8 v) { return v.v != 0; }
+TSC_HDI double tsc_to_double(float v) { return v; }
+TSC_HDI double tsc_to_double(double v) { return v; }
+TSC_HDI double tsc_to_double(tsc_f16 v) { return ts_f16_to_f32(v.bits); }
+TSC_HDI double tsc_to_double(tsc_bf16 v) { return ts_bf16_to_f32(v.bits); }
+TSC_HDI double tsc_to_double(int64_t v) { return (double)v; }
+TSC_HDI double tsc_to_double(int32_t v) { return (double)v; }
+TSC_HDI double tsc_to_double(uint8_t v) { return (double)v; }
+TSC_HDI double tsc_to_double(tsc_b8 v) { return v.v != 0 ? 1.0 : 0.0; }
+
+TSC_HDI int64_t tsc_to_i64(int64_t v) { return v; }
+TSC_HDI int64_t tsc_to_i64(int32_t v) { return v; }
+TSC_HDI int64_t tsc_to_i64(uint8_t v) { return v; }
+TSC_HDI int64_t tsc_to_i64(tsc_b8 v) { return v.v != 0; }
 
 /* The compute type of a float storage type: double for f64, float otherwise. */
 template <typename T> struct tsc_acc { typedef float type; };
 template <> struct tsc_acc<double> { typedef double type; };
 
-static __device__ __forceinline__ float tsc_load_acc(float v) { return v; }
-static __device__ __forceinline__ double tsc_load_acc(double v) { return v; }
-static __device__ __forceinline__ float tsc_load_acc(tsc_f16 v) { return ts_f16_to_f32(v.bits); }
-static __device__ __forceinline__ float tsc_load_acc(tsc_bf16 v) { return ts_bf16_to_f32(v.bits); }
+TSC_HDI float tsc_load_acc(float v) { return v; }
+TSC_HDI double tsc_load_acc(double v) { return v; }
+TSC_HDI float tsc_load_acc(tsc_f16 v) { return ts_f16_to_f32(v.bits); }
+TSC_HDI float tsc_load_acc(tsc_bf16 v) { return ts_bf16_to_f32(v.bits); }
 
 /* stores from the compute type back to a float storage type (round to nearest even) */
-template <typename T> __device__ __forceinline__ T tsc_from_acc(typename tsc_acc<T>::type v);
-template <> __device__ __forceinline__ float tsc_from_acc<float>(float v) { return v; }
-template <> __device__ __forceinline__ double tsc_from_acc<double>(double v) { return v; }
-template <> __device__ __forceinline__ tsc_f16 tsc_from_acc<tsc_f16>(float v) {
+template <typename T>
+__host__ __device__ __forceinline__ T tsc_from_acc(typename tsc_acc<T>::type v);
+template <> __host__ __device__ __forceinline__ float tsc_from_acc<float>(float v) { return v; }
+template <> __host__ __device__ __forceinline__ double tsc_from_acc<double>(double v) { return v; }
+template <> __host__ __device__ __forceinline__ tsc_f16 tsc_from_acc<tsc_f16>(float v) {
     tsc_f16 r;
     r.bits = ts_f32_to_f16(v);
     return r;
 }
-template <> __device__ __forceinline__ tsc_bf16 tsc_from_acc<tsc_bf16>(float v) {
+template <> __host__ __device__ __forceinline__ tsc_bf16 tsc_from_acc<tsc_bf16>(float v) {
     tsc_bf16 r;
     r.bits = ts_f32_to_bf16(v);
     return r;
@@ -68,13 +70,9 @@ template <> __device__ __forceinline__ tsc_bf16 tsc_from_acc<tsc_bf16>(float v) 
 
 /* Stores a double / int64 into an element of any dtype, with the CPU backend's conversions
  * (kern_reduce_state.c): float->int through ts_d2i64 & co., bool as != 0. */
-static __device__ __forceinline__ void tsc_store_double(char *p, ts_dtype dt, double v) {
-    tsc_store_as(p, dt, v);
-}
+TSC_HDI void tsc_store_double(char *p, ts_dtype dt, double v) { tsc_store_as(p, dt, v); }
 
-static __device__ __forceinline__ void tsc_store_i64(char *p, ts_dtype dt, int64_t v) {
-    tsc_store_as(p, dt, v);
-}
+TSC_HDI void tsc_store_i64(char *p, ts_dtype dt, int64_t v) { tsc_store_as(p, dt, v); }
 
 /* Runs BODY with T bound to the storage type of a float dtype (f32, f64, f16, bf16). */
 #define TSC_FLOAT_SWITCH(dt, T, ...)                                                               \
@@ -108,7 +106,7 @@ typedef struct tsc_dims {
     int64_t s0[TS_MAX_DIMS], s1[TS_MAX_DIMS];
 } tsc_dims;
 
-static __host__ __device__ __forceinline__ int64_t tsc_offset(const tsc_dims &d, int64_t lin) {
+TSC_HDI int64_t tsc_offset(const tsc_dims &d, int64_t lin) {
     int64_t off = 0;
     for (int k = d.nd - 1; k >= 0; k--) {
         const int64_t n = d.shape[k];
@@ -118,8 +116,7 @@ static __host__ __device__ __forceinline__ int64_t tsc_offset(const tsc_dims &d,
     return off;
 }
 
-static __host__ __device__ __forceinline__ void tsc_offset2(const tsc_dims &d, int64_t lin,
-                                                            int64_t *o0, int64_t *o1) {
+TSC_HDI void tsc_offset2(const tsc_dims &d, int64_t lin, int64_t *o0, int64_t *o1) {
     int64_t a = 0, b = 0;
     for (int k = d.nd - 1; k >= 0; k--) {
         const int64_t n = d.shape[k], i = lin % n;
@@ -194,6 +191,10 @@ void tsc_pool2d(const ts_backend *be, int index, const ts_kview *out, const ts_k
 void tsc_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx, const ts_kview *gout,
                          const ts_kview *indices, const ts_pool2d_params *p);
 void tsc_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args);
+bool tsc_sdpa_supports(const ts_backend *be, int index, const ts_sdpa_args *a);
+size_t tsc_sdpa_workspace(const ts_backend *be, int index, ts_sdpa_args *a, bool backward);
+void tsc_sdpa_forward(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws);
+void tsc_sdpa_backward(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws);
 void tsc_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, int n,
                      const ts_kview *found_inf, const ts_kview *inv_scale);
 void tsc_amp_update_scale(const ts_backend *be, int index, const ts_kview *scale,

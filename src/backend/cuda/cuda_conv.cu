@@ -4,11 +4,14 @@
  *
  * cuDNN path: NCHW descriptors, groups and dilation in the convolution descriptor, f32 compute for
  * f32/f16/bf16 and f64 for f64. The algorithm comes from cuDNN's ranked heuristics
- * (cudnnGet*Algorithm_v7), the first one that succeeds with a workspace of at most
- * CONV_WS_LIMIT, and is cached per shape, dtype, parameters and TF32 setting. f32 uses FMA math
+ * (cudnnGet*Algorithm_v7): the candidates with a workspace of at most CONV_WS_LIMIT are run in
+ * order until one is not declined (CUDNN_STATUS_NOT_SUPPORTED*), and that choice — or "none, use
+ * im2col" — is cached per shape, dtype, parameters and TF32 setting. Any other status is an error
+ * (TS_ERR_CUDA naming the status), not a silent fallback. f32 uses FMA math
  * (no TF32) unless ts_cuda_set_allow_tf32(true); f16/bf16 use tensor cores. Workspaces come from
  * the caching allocator (tsc_scratch_alloc). */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cuda/cuda_compute_conv.h"
@@ -24,6 +27,7 @@ namespace {
 #define CONV_WS_LIMIT ((size_t)1 << 30) /* largest workspace an algorithm may ask for */
 #define CONV_CACHE    256               /* cached algorithm choices (direct-mapped) */
 #define CONV_POOL     8                 /* idle cuDNN handles kept per device */
+#define CONV_NO_ALGO  (-1)              /* cached choice: cuDNN declines every candidate */
 
 enum ConvDir { DIR_FWD, DIR_BWD_DATA, DIR_BWD_FILTER };
 enum ConvResult { CONV_DONE, CONV_FALLBACK, CONV_FAILED };
@@ -101,10 +105,15 @@ static bool cache_get(const ConvKey *k, ConvChoice *out) {
     return hit;
 }
 
-static void cache_put(const ConvChoice *c) {
-    const unsigned s = conv_slot(&c->key);
+/* Stores c (valid: the algorithm to run, or CONV_NO_ALGO) as the choice for k; c with valid 0
+ * forgets k's. */
+static void cache_put(const ConvKey *k, const ConvChoice *c) {
+    const unsigned s = conv_slot(k);
     pthread_mutex_lock(&g_cache_lock);
-    g_cache[s] = *c;
+    if (c->valid || memcmp(&g_cache[s].key, k, sizeof *k) == 0) {
+        g_cache[s] = *c;
+        g_cache[s].key = *k;
+    }
     pthread_mutex_unlock(&g_cache_lock);
 }
 
@@ -152,8 +161,9 @@ static void descs_free(ConvDescs *d) {
     if (d->conv) cudnnDestroyConvolutionDescriptor(d->conv);
 }
 
-/* The call's descriptors with the math type the dtype and the TF32 switch allow. */
-static bool descs_make(ConvDescs *d, const tsc_cgeom *g, ts_dtype dt, bool tf32) {
+/* The call's descriptors with the math type the dtype and the TF32 switch allow; the first
+ * failing status. */
+static cudnnStatus_t descs_make(ConvDescs *d, const tsc_cgeom *g, ts_dtype dt, bool tf32) {
     memset(d, 0, sizeof *d);
     const cudnnDataType_t ty = dnn_type(dt);
     const cudnnDataType_t compute = dt == TS_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
@@ -162,24 +172,28 @@ static bool descs_make(ConvDescs *d, const tsc_cgeom *g, ts_dtype dt, bool tf32)
         math = CUDNN_TENSOR_OP_MATH;
     else if (dt == TS_F32)
         math = tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH; /* DEFAULT lets Ampere+ use TF32 */
-    return cudnnCreateTensorDescriptor(&d->x) == CUDNN_STATUS_SUCCESS &&
-           cudnnCreateTensorDescriptor(&d->y) == CUDNN_STATUS_SUCCESS &&
-           cudnnCreateTensorDescriptor(&d->b) == CUDNN_STATUS_SUCCESS &&
-           cudnnCreateFilterDescriptor(&d->w) == CUDNN_STATUS_SUCCESS &&
-           cudnnCreateConvolutionDescriptor(&d->conv) == CUDNN_STATUS_SUCCESS &&
-           cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, ty, (int)g->n, (int)g->c, (int)g->h,
-                                      (int)g->w) == CUDNN_STATUS_SUCCESS &&
-           cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, ty, (int)g->n, (int)g->o, (int)g->oh,
-                                      (int)g->ow) == CUDNN_STATUS_SUCCESS &&
-           cudnnSetTensor4dDescriptor(d->b, CUDNN_TENSOR_NCHW, ty, 1, (int)g->o, 1, 1) ==
-               CUDNN_STATUS_SUCCESS &&
-           cudnnSetFilter4dDescriptor(d->w, ty, CUDNN_TENSOR_NCHW, (int)g->o, (int)g->cg,
-                                      (int)g->kh, (int)g->kw) == CUDNN_STATUS_SUCCESS &&
-           cudnnSetConvolution2dDescriptor(d->conv, (int)g->ph, (int)g->pw, (int)g->sh, (int)g->sw,
-                                           (int)g->dh, (int)g->dw, CUDNN_CROSS_CORRELATION,
-                                           compute) == CUDNN_STATUS_SUCCESS &&
-           cudnnSetConvolutionGroupCount(d->conv, (int)g->g) == CUDNN_STATUS_SUCCESS &&
-           cudnnSetConvolutionMathType(d->conv, math) == CUDNN_STATUS_SUCCESS;
+    cudnnStatus_t s;
+#define DNN_TRY(call)                                                                              \
+    if ((s = (call)) != CUDNN_STATUS_SUCCESS) return s
+    DNN_TRY(cudnnCreateTensorDescriptor(&d->x));
+    DNN_TRY(cudnnCreateTensorDescriptor(&d->y));
+    DNN_TRY(cudnnCreateTensorDescriptor(&d->b));
+    DNN_TRY(cudnnCreateFilterDescriptor(&d->w));
+    DNN_TRY(cudnnCreateConvolutionDescriptor(&d->conv));
+    DNN_TRY(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, ty, (int)g->n, (int)g->c, (int)g->h,
+                                       (int)g->w));
+    DNN_TRY(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, ty, (int)g->n, (int)g->o,
+                                       (int)g->oh, (int)g->ow));
+    DNN_TRY(cudnnSetTensor4dDescriptor(d->b, CUDNN_TENSOR_NCHW, ty, 1, (int)g->o, 1, 1));
+    DNN_TRY(cudnnSetFilter4dDescriptor(d->w, ty, CUDNN_TENSOR_NCHW, (int)g->o, (int)g->cg,
+                                       (int)g->kh, (int)g->kw));
+    DNN_TRY(cudnnSetConvolution2dDescriptor(d->conv, (int)g->ph, (int)g->pw, (int)g->sh, (int)g->sw,
+                                            (int)g->dh, (int)g->dw, CUDNN_CROSS_CORRELATION,
+                                            compute));
+    DNN_TRY(cudnnSetConvolutionGroupCount(d->conv, (int)g->g));
+    DNN_TRY(cudnnSetConvolutionMathType(d->conv, math));
+#undef DNN_TRY
+    return CUDNN_STATUS_SUCCESS;
 }
 
 /* A ranked candidate is usable when it succeeded, fits the workspace limit and keeps f32 in full
@@ -189,101 +203,160 @@ static bool usable(cudnnStatus_t st, size_t mem, cudnnMathType_t math, ts_dtype 
     return dt != TS_F32 || tf32 || math == CUDNN_FMA_MATH;
 }
 
-/* The cached or freshly ranked algorithm of a call; false: cuDNN offers none. */
-static bool choose(cudnnHandle_t h, const ConvDescs *d, const ConvKey *key, ConvDir dir,
-                   ts_dtype dt, bool tf32, ConvChoice *c) {
-    if (cache_get(key, c)) return true;
-    memset(c, 0, sizeof *c);
-    c->key = *key;
-    int got = 0;
-    bool found = false;
-    if (dir == DIR_FWD) {
-        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        if (cudnnGetConvolutionForwardAlgorithm_v7(h, d->x, d->w, d->conv, d->y,
-                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got,
-                                                   perf) != CUDNN_STATUS_SUCCESS)
-            return false;
-        for (int i = 0; i < got && !found; i++)
-            if ((found = usable(perf[i].status, perf[i].memory, perf[i].mathType, dt, tf32)))
-                c->algo = perf[i].algo, c->math = perf[i].mathType, c->ws = perf[i].memory;
-    } else if (dir == DIR_BWD_DATA) {
-        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        if (cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d->w, d->y, d->conv, d->x,
-                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got,
-                                                        perf) != CUDNN_STATUS_SUCCESS)
-            return false;
-        for (int i = 0; i < got && !found; i++)
-            if ((found = usable(perf[i].status, perf[i].memory, perf[i].mathType, dt, tf32)))
-                c->algo = perf[i].algo, c->math = perf[i].mathType, c->ws = perf[i].memory;
-    } else {
-        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-        if (cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d->x, d->y, d->conv, d->w,
-                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-                                                          &got, perf) != CUDNN_STATUS_SUCCESS)
-            return false;
-        for (int i = 0; i < got && !found; i++)
-            if ((found = usable(perf[i].status, perf[i].memory, perf[i].mathType, dt, tf32)))
-                c->algo = perf[i].algo, c->math = perf[i].mathType, c->ws = perf[i].memory;
-    }
-    if (!found) return false;
-    c->valid = 1;
-    cache_put(c);
-    return true;
-}
-
+/* cuDNN cannot do this configuration (this algorithm, data type, layout...): the category
+ * CUDNN_STATUS_NOT_SUPPORTED, codes 3000-3999 since cuDNN 9. Anything else is an error. */
 static bool dnn_declined(cudnnStatus_t s) {
-    return s >= CUDNN_STATUS_NOT_SUPPORTED && s < CUDNN_STATUS_INTERNAL_ERROR;
+#if CUDNN_MAJOR >= 9
+    return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED;
+#else
+    return s == CUDNN_STATUS_NOT_SUPPORTED;
+#endif
 }
 
-/* Runs one direction through cuDNN. CONV_FALLBACK when cuDNN cannot (the im2col path then
- * overwrites the whole output); CONV_FAILED with the error recorded. */
+/* The usable candidates of a call, best first, into c[0..CONV_MAX_CANDS); their count, or -1 with
+ * *st set when ranking failed. */
+#define CONV_MAX_CANDS 16
+static int rank(cudnnHandle_t h, const ConvDescs *d, ConvDir dir, ts_dtype dt, bool tf32,
+                ConvChoice *c, cudnnStatus_t *st) {
+    int got = 0, n = 0;
+#define RANK_INTO(PERF_T, COUNT, CALL)                                                             \
+    do {                                                                                           \
+        PERF_T perf[COUNT];                                                                        \
+        if ((*st = CALL) != CUDNN_STATUS_SUCCESS) return -1;                                       \
+        for (int i = 0; i < got && n < CONV_MAX_CANDS; i++)                                        \
+            if (usable(perf[i].status, perf[i].memory, perf[i].mathType, dt, tf32)) {              \
+                c[n].algo = (int)perf[i].algo;                                                     \
+                c[n].math = perf[i].mathType;                                                      \
+                c[n].ws = perf[i].memory;                                                          \
+                c[n].valid = 1;                                                                    \
+                n++;                                                                               \
+            }                                                                                      \
+    } while (0)
+    if (dir == DIR_FWD)
+        RANK_INTO(cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                  cudnnGetConvolutionForwardAlgorithm_v7(
+                      h, d->x, d->w, d->conv, d->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+    else if (dir == DIR_BWD_DATA)
+        RANK_INTO(cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                  cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d->w, d->y, d->conv, d->x,
+                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                              &got, perf));
+    else
+        RANK_INTO(
+            cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+            cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                h, d->x, d->y, d->conv, d->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf));
+#undef RANK_INTO
+    return n;
+}
+
+/* Counters for the tests (tsc_cudnn_counters) and TS_CUDA_TEST_CUDNN_DECLINE=1, a test hook: the
+ * best-ranked candidate of every fresh ranking is treated as declined, as if cuDNN had answered
+ * CUDNN_STATUS_NOT_SUPPORTED, so the walk to the next one and the cache are exercised on any GPU.
+ */
+static long long g_dnn_runs, g_dnn_declined;
+
+static bool test_decline_first(void) {
+    const char *v = getenv("TS_CUDA_TEST_CUDNN_DECLINE");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* Runs one candidate: its math type, its workspace, the call. */
+static cudnnStatus_t run_algo(int index, cudnnHandle_t h, const ConvDescs *d, ConvDir dir,
+                              ts_dtype dt, const ConvChoice *c, const void *a, const void *b,
+                              const void *bias, void *out, bool *oom) {
+    __atomic_add_fetch(&g_dnn_runs, 1, __ATOMIC_RELAXED);
+    cudnnStatus_t s = cudnnSetConvolutionMathType(d->conv, c->math);
+    if (s != CUDNN_STATUS_SUCCESS) return s;
+    void *ws = NULL;
+    if (c->ws > 0 && (ws = tsc_scratch_alloc(index, c->ws)) == NULL) {
+        *oom = true; /* TS_ERR_OOM recorded */
+        return CUDNN_STATUS_SUCCESS;
+    }
+    const float one_f = 1.0f, zero_f = 0.0f;
+    const double one_d = 1.0, zero_d = 0.0;
+    const void *one = dt == TS_F64 ? (const void *)&one_d : &one_f;
+    const void *zero = dt == TS_F64 ? (const void *)&zero_d : &zero_f;
+    if (dir == DIR_FWD) {
+        s = cudnnConvolutionForward(h, one, d->x, a, d->w, b, d->conv,
+                                    (cudnnConvolutionFwdAlgo_t)c->algo, ws, c->ws, zero, d->y, out);
+        if (s == CUDNN_STATUS_SUCCESS && bias)
+            s = cudnnAddTensor(h, one, d->b, bias, one, d->y, out);
+    } else if (dir == DIR_BWD_DATA) { /* a = gy, b = w */
+        s = cudnnConvolutionBackwardData(h, one, d->w, b, d->y, a, d->conv,
+                                         (cudnnConvolutionBwdDataAlgo_t)c->algo, ws, c->ws, zero,
+                                         d->x, out);
+    } else { /* a = gy, b = x */
+        s = cudnnConvolutionBackwardFilter(h, one, d->x, b, d->y, a, d->conv,
+                                           (cudnnConvolutionBwdFilterAlgo_t)c->algo, ws, c->ws,
+                                           zero, d->w, out);
+    }
+    if (ws) tsc_scratch_free(index, ws);
+    if (dnn_declined(s)) __atomic_add_fetch(&g_dnn_declined, 1, __ATOMIC_RELAXED);
+    return s;
+}
+
+static const char *dir_name(ConvDir dir) {
+    return dir == DIR_FWD        ? "conv2d"
+           : dir == DIR_BWD_DATA ? "conv2d_backward_data"
+                                 : "conv2d_backward_weight";
+}
+
+/* Runs one direction through cuDNN: the cached choice, or the ranked candidates in order until
+ * one runs (a candidate cuDNN declines is skipped, the one that ran is cached; when every one
+ * declines, that is cached too, and later calls go straight to im2col). CONV_FALLBACK when cuDNN
+ * cannot (the im2col path then overwrites the whole output); CONV_FAILED with the error recorded
+ * (a status other than "not supported" is an error, not a reason to fall back). */
 static ConvResult conv_cudnn(int index, ConvDir dir, const tsc_cgeom *g, ts_dtype dt, const void *a,
                              const void *b, const void *bias, void *out) {
     if (!fits_int(g)) return CONV_FALLBACK;
     const bool tf32 = dt == TS_F32 && ts_cuda_allow_tf32();
+    const ConvKey key = conv_key(g, dt, dir, index, tf32);
+    ConvChoice c;
+    const bool cached = cache_get(&key, &c);
+    if (cached && c.algo == CONV_NO_ALGO) return CONV_FALLBACK;
     cudnnHandle_t h = dnn_acquire(index);
     if (!h) return CONV_FALLBACK;
     ConvDescs d;
-    ConvChoice c;
-    const ConvKey key = conv_key(g, dt, dir, index, tf32);
     ConvResult res = CONV_FALLBACK;
-    void *ws = NULL;
-    if (descs_make(&d, g, dt, tf32) && choose(h, &d, &key, dir, dt, tf32, &c) &&
-        cudnnSetConvolutionMathType(d.conv, c.math) == CUDNN_STATUS_SUCCESS) {
-        res = CONV_FAILED;
-        if (c.ws == 0 || (ws = tsc_scratch_alloc(index, c.ws)) != NULL) {
-            const float one_f = 1.0f, zero_f = 0.0f;
-            const double one_d = 1.0, zero_d = 0.0;
-            const void *one = dt == TS_F64 ? (const void *)&one_d : &one_f;
-            const void *zero = dt == TS_F64 ? (const void *)&zero_d : &zero_f;
-            cudnnStatus_t s;
-            if (dir == DIR_FWD) {
-                s = cudnnConvolutionForward(h, one, d.x, a, d.w, b, d.conv,
-                                            (cudnnConvolutionFwdAlgo_t)c.algo, ws, c.ws, zero, d.y,
-                                            out);
-                if (s == CUDNN_STATUS_SUCCESS && bias)
-                    s = cudnnAddTensor(h, one, d.b, bias, one, d.y, out);
-            } else if (dir == DIR_BWD_DATA) { /* a = gy, b = w */
-                s = cudnnConvolutionBackwardData(h, one, d.w, b, d.y, a, d.conv,
-                                                 (cudnnConvolutionBwdDataAlgo_t)c.algo, ws, c.ws,
-                                                 zero, d.x, out);
-            } else { /* a = gy, b = x */
-                s = cudnnConvolutionBackwardFilter(h, one, d.x, b, d.y, a, d.conv,
-                                                   (cudnnConvolutionBwdFilterAlgo_t)c.algo, ws,
-                                                   c.ws, zero, d.w, out);
-            }
-            if (s == CUDNN_STATUS_SUCCESS)
-                res = CONV_DONE;
-            else if (dnn_declined(s)) /* im2col recomputes the whole output */
-                res = CONV_FALLBACK;
-            else
-                tsi_error_set(TS_ERR_CUDA, "%s: cuDNN: %s (cuda:%d)",
-                              dir == DIR_FWD        ? "conv2d"
-                              : dir == DIR_BWD_DATA ? "conv2d_backward_data"
-                                                    : "conv2d_backward_weight",
-                              cudnnGetErrorString(s), index);
-            if (ws) tsc_scratch_free(index, ws);
+    cudnnStatus_t s = descs_make(&d, g, dt, tf32);
+    bool oom = false, rank_now = false;
+    if (s == CUDNN_STATUS_SUCCESS && cached) {
+        s = run_algo(index, h, &d, dir, dt, &c, a, b, bias, out, &oom);
+        if (dnn_declined(s)) { /* it ran before: forget it, rank again */
+            c.valid = 0;
+            cache_put(&key, &c);
+            rank_now = true;
         }
+    } else if (s == CUDNN_STATUS_SUCCESS) {
+        rank_now = true;
+    }
+    if (rank_now) {
+        ConvChoice cand[CONV_MAX_CANDS];
+        const int n = rank(h, &d, dir, dt, tf32, cand, &s);
+        const bool skip_first = n > 0 && test_decline_first();
+        if (skip_first) __atomic_add_fetch(&g_dnn_declined, 1, __ATOMIC_RELAXED);
+        if (n >= 0) s = CUDNN_STATUS_NOT_SUPPORTED;
+        for (int i = skip_first ? 1 : 0; i < n && dnn_declined(s) && !oom; i++) {
+            s = run_algo(index, h, &d, dir, dt, &cand[i], a, b, bias, out, &oom);
+            if (s == CUDNN_STATUS_SUCCESS && !oom) cache_put(&key, &cand[i]);
+        }
+        if (n >= 0 && dnn_declined(s)) { /* none runs: im2col from now on */
+            ConvChoice none;
+            memset(&none, 0, sizeof none);
+            none.algo = CONV_NO_ALGO;
+            none.valid = 1;
+            cache_put(&key, &none);
+        }
+    }
+    if (oom)
+        res = CONV_FAILED;
+    else if (s == CUDNN_STATUS_SUCCESS)
+        res = CONV_DONE;
+    else if (!dnn_declined(s)) {
+        tsi_error_set(TS_ERR_CUDA, "%s: cuDNN: %s [status %d] (cuda:%d)", dir_name(dir),
+                      cudnnGetErrorString(s), (int)s, index);
+        res = CONV_FAILED;
     }
     descs_free(&d);
     dnn_release(index, h);
@@ -291,6 +364,13 @@ static ConvResult conv_cudnn(int index, ConvDir dir, const tsc_cgeom *g, ts_dtyp
 }
 
 } /* namespace */
+
+extern "C" void tsc_cudnn_counters(long long *runs, long long *declined) {
+    *runs = __atomic_load_n(&g_dnn_runs, __ATOMIC_RELAXED);
+    *declined = __atomic_load_n(&g_dnn_declined, __ATOMIC_RELAXED);
+}
+#else
+extern "C" void tsc_cudnn_counters(long long *runs, long long *declined) { *runs = *declined = -1; }
 #endif /* TS_HAVE_CUDNN */
 
 void tsc_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,

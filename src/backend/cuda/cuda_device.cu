@@ -10,35 +10,75 @@
 
 /* Written once during library start-up (under tsi_init's pthread_once), read-only afterwards. */
 static int g_count;
-static char g_reason[256] = "no CUDA device";
+static char g_reason[320] = "no CUDA device";
+static bool g_start_failed; /* a driver answered, but CUDA could not start: not just "no GPU" */
 static cudaDeviceProp g_props[TSC_MAX_DEVICES];
 static bool g_sync_launches; /* TS_CUDA_SYNC=1 */
 
 /* What the user selected with ts_cuda_set_device: the meaning of "cuda" / ts_cuda(-1). */
 static thread_local int tl_user_device;
 
+/* TS_CUDA_TEST_PROBE_ERROR=<cudaError_t number>: the probe behaves as if cudaGetDeviceCount had
+ * returned that error, from a driver that is installed (0: as if it reported no device). A test
+ * hook: start-up failures are checked without a machine that has them. */
+static bool fake_probe_error(cudaError_t *e) {
+    const char *v = getenv("TS_CUDA_TEST_PROBE_ERROR");
+    if (!v || !*v) return false;
+    char *end;
+    long code = strtol(v, &end, 10);
+    if (*end || code < 0) return false;
+    *e = (cudaError_t)code;
+    return true;
+}
+
+/* Why there is no device, in two classes. Absent (nothing to run on, not an error): the runtime
+ * reports no device (cudaErrorNoDevice, CUDA_VISIBLE_DEVICES hiding them all, a count of 0) or no
+ * driver is installed at all (cudaErrorInsufficientDriver with a driver version of 0: a machine
+ * without a GPU). Failed: any other error, e.g. a driver older than the runtime, a broken
+ * installation, a device in use or lost; the message names the error. */
+static void probe_failed(cudaError_t e, bool faked, const char *what) {
+    int driver = 0;
+    if (!faked && e == cudaErrorInsufficientDriver) {
+        if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    } else {
+        driver = 1;
+    }
+    if (e == cudaSuccess || e == cudaErrorNoDevice) {
+        snprintf(g_reason, sizeof g_reason, "no CUDA device: %s",
+                 e == cudaSuccess ? "the runtime reports none" : cudaGetErrorString(e));
+    } else if (e == cudaErrorInsufficientDriver && driver == 0) {
+        snprintf(g_reason, sizeof g_reason, "no CUDA driver is installed: %s [%s]",
+                 cudaGetErrorString(e), cudaGetErrorName(e));
+    } else {
+        g_start_failed = true;
+        snprintf(g_reason, sizeof g_reason, "CUDA failed to start: %s%s [%s]", what,
+                 cudaGetErrorString(e), cudaGetErrorName(e));
+        /* like PyTorch's "CUDA initialization" warning: a GPU machine that cannot use its GPU
+         * should not look like a machine without one */
+        fprintf(stderr, "tessera: warning: %s; cuda devices are not available\n", g_reason);
+    }
+    (void)cudaGetLastError();
+    g_count = 0;
+}
+
 int tsc_runtime_probe(void) {
     const char *sync = getenv("TS_CUDA_SYNC");
     g_sync_launches = sync && *sync && strcmp(sync, "0") != 0;
     int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
+    cudaError_t e;
+    const bool faked = fake_probe_error(&e);
+    if (!faked) e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n <= 0) {
-        /* no driver, no device, CUDA_VISIBLE_DEVICES="": not an error, CUDA is just absent */
-        snprintf(g_reason, sizeof g_reason, "no CUDA device: %s",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "the runtime reports none");
-        (void)cudaGetLastError();
-        g_count = 0;
+        probe_failed(e, faked, "");
         return 0;
     }
     if (n > TSC_MAX_DEVICES) n = TSC_MAX_DEVICES;
     for (int i = 0; i < n; i++) {
         e = cudaGetDeviceProperties(&g_props[i], i);
         if (e != cudaSuccess) {
-            snprintf(g_reason, sizeof g_reason,
-                     "no CUDA device: reading the properties of device %d: %s", i,
-                     cudaGetErrorString(e));
-            (void)cudaGetLastError();
-            g_count = 0;
+            char what[64];
+            snprintf(what, sizeof what, "reading the properties of device %d: ", i);
+            probe_failed(e, false, what);
             return 0;
         }
     }
@@ -86,7 +126,18 @@ unsigned tsc_grid_size(int index, int64_t items, unsigned threads) {
  */
 extern "C" const char *tsc_unavailable_reason(void) { return g_reason; }
 
+extern "C" bool tsc_start_failed(void) { return g_start_failed; }
+
 extern "C" int tsc_current_device(void) { return tl_user_device; }
+
+extern "C" int tsc_runtime_device(void) {
+    int d = -1;
+    if (cudaGetDevice(&d) != cudaSuccess) {
+        (void)cudaGetLastError();
+        d = -1;
+    }
+    return d;
+}
 
 /* ------------------------------------------------------------------ public API helpers */
 bool tsc_api_available(const char *op) {

@@ -20,6 +20,7 @@ struct ts_cuda_stream {
     int device;
     bool is_default;
     bool pooled;               /* freed: waiting in the pool (a second free is caught) */
+    unsigned gen;              /* bumped by every free: a thread's slot set before is stale */
     ts_cuda_stream *next_free; /* pool link while free */
 };
 

@@ -46,6 +46,12 @@ cudaStream_t tsc_stream(int index);
 void *tsc_scratch_alloc(int index, size_t nbytes);
 void tsc_scratch_free(int index, void *p);
 
+/* Copies a table the host built (the optimizer's and the grad scaler's tensor tables) to device
+ * memory, queued on tsc_stream(index). The bytes go through a pinned block that is handed out
+ * again only after the copy's event, so the caller may free src at once and the copy is truly
+ * asynchronous; without pinned memory the host waits for the copy. False + TS_ERR_CUDA. */
+bool tsc_copy_table_h2d(int index, void *dst, const void *src, size_t n, const char *what);
+
 /* Installs the compute kernels (reduce, matmul, index ops, softmax, conv2d, pooling, optimizer
  * steps, amp) into the CUDA backend table: src/backend/cuda/cuda_compute.cu. */
 void tsc_install_compute_kernels(ts_backend *be);

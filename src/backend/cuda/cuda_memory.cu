@@ -2,6 +2,7 @@
  * between devices), the caching allocator's stream hooks, scratch memory, pinned host memory. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "backend/cuda/cuda_bridge.h"
@@ -135,20 +136,17 @@ static void cuda_synchronize(const ts_backend *be, int index) {
 }
 
 /* ------------------------------------------------------------------ allocator stream hooks
- * Stream ids are ts_cuda_stream pointers (never freed, see cuda_device.h); 0 is the host. */
+ * Stream ids of the device allocators are ts_cuda_stream pointers (never freed, see
+ * cuda_device.h); the pinned allocator's are copy events (below). */
 static pthread_mutex_t g_order_mu = PTHREAD_MUTEX_INITIALIZER;
 static cudaEvent_t g_order_ev[TSC_MAX_DEVICES]; /* reusable: a wait captures the event's state */
 
 static uintptr_t hook_current_stream(int index) { return (uintptr_t)tsc_stream_obj(index); }
 
+/* `to` is always a stream here (device memory is reused by device work); `from` may belong to
+ * another device (a peer copy's stream recorded on its destination). */
 static void hook_stream_wait(int index, uintptr_t from, uintptr_t to) {
     const ts_cuda_stream *f = (const ts_cuda_stream *)from;
-    if (to == 0) { /* the host reuses the memory: wait for the stream itself */
-        if (tsc_set_device(f->device))
-            tsc_check(cudaStreamSynchronize(f->handle), "caching allocator: stream wait",
-                      f->device);
-        return;
-    }
     const ts_cuda_stream *t = (const ts_cuda_stream *)to;
     pthread_mutex_lock(&g_order_mu);
     cudaEvent_t *ev = &g_order_ev[f->device];
@@ -172,7 +170,7 @@ static void hook_device_wait(int index) {
 }
 
 static const ts_alloc_hooks g_device_hooks = {hook_current_stream, hook_stream_wait,
-                                              hook_device_wait, true};
+                                              hook_device_wait, true, nullptr};
 
 extern "C" const ts_alloc_hooks *tsc_device_alloc_hooks(void) { return &g_device_hooks; }
 
@@ -254,19 +252,163 @@ static void pinned_raw_free(const ts_backend *be, int index, void *p, size_t nby
 
 static ts_backend g_pinned_backend; /* filled by tsc_install_memory, at start-up */
 
-static uintptr_t pinned_current_stream(int index) { return 0; /* the host */ }
-
-static void pinned_device_wait(int index) {
-    for (int d = 0; d < tsc_device_count(); d++)
-        if (tsc_set_device(d)) tsc_check(cudaDeviceSynchronize(), "pinned memory: synchronize", d);
-}
-
-static const ts_alloc_hooks g_pinned_hooks = {pinned_current_stream, hook_stream_wait,
-                                              pinned_device_wait, false};
-
 extern "C" const ts_backend *tsc_pinned_backend(void) {
     return tsc_device_count() > 0 ? &g_pinned_backend : nullptr;
 }
+
+/* ------------------------------------------------------------------ pinned memory: uses
+ * A use of a pinned block by the GPU (an asynchronous copy from or to it) is an event recorded on
+ * the copy's stream right after the copy, as PyTorch's CachingHostAllocator does. The pinned
+ * allocator keeps these uses as its stream ids: a token naming a slot of the pool below and the
+ * slot's generation. Reusing the block waits for those events alone (cudaEventSynchronize, after
+ * the allocator has dropped its lock), never for the streams, which may hold much later work.
+ * A slot is recycled (its generation bumped) only once its event is known to be complete, so a
+ * token with a stale generation stands for work already done. Events are never destroyed; the
+ * pool grows to the number of copies in flight at once. The hooks never switch the calling
+ * thread's device (a loader's worker thread, say, keeps the one it had). */
+typedef struct use_slot {
+    cudaEvent_t ev; /* created on `device`, on first use */
+    int device;
+    uint32_t gen;
+    bool busy;           /* recorded, not yet known complete */
+    cudaStream_t stream; /* where it was recorded, and when (a global count) */
+    uint64_t seq;
+} use_slot;
+static_assert(sizeof(uintptr_t) >= 8, "a use token packs a slot index and a generation");
+
+static pthread_mutex_t g_use_mu = PTHREAD_MUTEX_INITIALIZER;
+static use_slot *g_use;
+static int g_nuse, g_use_cap;
+static uint64_t g_use_seq;
+
+static uintptr_t use_token(int slot, uint32_t gen) {
+    return ((uintptr_t)(slot + 1) << 32) | gen; /* never 0: 0 is the host */
+}
+
+/* Under g_use_mu: marks the busy slots whose events have completed free again. */
+static void use_reclaim_locked(void) {
+    for (int i = 0; i < g_nuse; i++) {
+        if (!g_use[i].busy) continue;
+        cudaError_t e = cudaEventQuery(g_use[i].ev);
+        if (e == cudaErrorNotReady) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        (void)cudaGetLastError(); /* an error: the copy is not running any more either */
+        g_use[i].busy = false;
+        g_use[i].gen++;
+    }
+}
+
+/* Under g_use_mu: a free slot of `device` with its event, or -1 (error recorded). */
+static int use_slot_locked(int device) {
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < g_nuse; i++)
+            if (!g_use[i].busy && g_use[i].device == device) return i;
+        if (pass == 0) use_reclaim_locked();
+    }
+    if (g_nuse == g_use_cap) {
+        int cap = g_use_cap ? 2 * g_use_cap : 16;
+        use_slot *grown = (use_slot *)realloc(g_use, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            tsi_error_set(TS_ERR_OOM, "pinned memory: out of host memory for copy events");
+            return -1;
+        }
+        g_use = grown;
+        g_use_cap = cap;
+    }
+    use_slot *u = &g_use[g_nuse];
+    if (!tsc_check(cudaEventCreateWithFlags(&u->ev, cudaEventDisableTiming),
+                   "pinned memory: copy event", device))
+        return -1;
+    u->device = device;
+    u->gen = 0;
+    u->busy = false;
+    return g_nuse++;
+}
+
+extern "C" uintptr_t tsc_pinned_use_record(int device) {
+    if (!tsc_set_device(device)) return 0;
+    cudaStream_t st = tsc_stream(device);
+    pthread_mutex_lock(&g_use_mu);
+    const int i = use_slot_locked(device);
+    uintptr_t token = 0;
+    if (i >= 0 &&
+        tsc_check(cudaEventRecord(g_use[i].ev, st), "pinned memory: copy event", device)) {
+        g_use[i].busy = true;
+        g_use[i].stream = st;
+        g_use[i].seq = ++g_use_seq;
+        token = use_token(i, g_use[i].gen);
+    }
+    pthread_mutex_unlock(&g_use_mu);
+    /* no event: the block is safe to reuse only once the stream is past the copy */
+    if (!token) tsc_check(cudaStreamSynchronize(st), "pinned memory: waiting for a copy", device);
+    return token;
+}
+
+/* The pinned allocator's stream_wait: the host (to == 0) waits for one use's event. */
+static void pinned_use_wait(int index, uintptr_t from, uintptr_t to) {
+    const int i = (int)(from >> 32) - 1;
+    const uint32_t gen = (uint32_t)from;
+    pthread_mutex_lock(&g_use_mu);
+    const bool pending = i >= 0 && i < g_nuse && g_use[i].busy && g_use[i].gen == gen;
+    const cudaEvent_t ev = pending ? g_use[i].ev : nullptr;
+    const int device = pending ? g_use[i].device : 0;
+    pthread_mutex_unlock(&g_use_mu);
+    if (!pending) return; /* recycled: its copy is done */
+    /* if the slot is recycled and recorded again meanwhile, this waits for the later copy too:
+     * longer, never too short */
+    if (!tsc_check(cudaEventSynchronize(ev), "pinned memory: waiting for a copy", device)) return;
+    pthread_mutex_lock(&g_use_mu);
+    if (g_use[i].busy && g_use[i].gen == gen) {
+        g_use[i].busy = false;
+        g_use[i].gen++;
+    }
+    pthread_mutex_unlock(&g_use_mu);
+}
+
+/* The pinned allocator's covers: y is done (its slot recycled), or x was recorded after y on the
+ * same stream (streams run in order), so a block keeps one pending use per stream however many
+ * copies read it. Called under the allocator's lock; takes g_use_mu after it, as everything
+ * does. */
+static bool pinned_use_covers(int index, uintptr_t x, uintptr_t y) {
+    const int ix = (int)(x >> 32) - 1, iy = (int)(y >> 32) - 1;
+    pthread_mutex_lock(&g_use_mu);
+    const bool y_live = iy >= 0 && iy < g_nuse && g_use[iy].busy && g_use[iy].gen == (uint32_t)y;
+    const bool x_live = ix >= 0 && ix < g_nuse && g_use[ix].busy && g_use[ix].gen == (uint32_t)x;
+    const bool later = x_live && y_live && g_use[ix].device == g_use[iy].device &&
+                       g_use[ix].stream == g_use[iy].stream && g_use[ix].seq > g_use[iy].seq;
+    pthread_mutex_unlock(&g_use_mu);
+    return !y_live || later;
+}
+
+/* The pinned allocator's device_wait (a block used by many copies; before the cache goes back to
+ * the driver): every copy in flight, not the devices' other work. */
+static void pinned_wait_all(int index) {
+    pthread_mutex_lock(&g_use_mu);
+    const int n = g_nuse;
+    uintptr_t *tokens = (uintptr_t *)malloc((size_t)(n ? n : 1) * sizeof *tokens);
+    int m = 0;
+    for (int i = 0; tokens && i < n; i++)
+        if (g_use[i].busy) tokens[m++] = use_token(i, g_use[i].gen);
+    pthread_mutex_unlock(&g_use_mu);
+    if (!tokens) { /* no memory for the list: wait for every device instead */
+        int prev = -1;
+        if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+        for (int d = 0; d < tsc_device_count(); d++)
+            if (cudaSetDevice(d) == cudaSuccess) (void)cudaDeviceSynchronize();
+        if (prev >= 0) (void)cudaSetDevice(prev);
+        (void)cudaGetLastError();
+        return;
+    }
+    for (int k = 0; k < m; k++) pinned_use_wait(index, tokens[k], 0);
+    free(tokens);
+}
+
+static uintptr_t pinned_current_stream(int index) { return 0; /* the host */ }
+
+static const ts_alloc_hooks g_pinned_hooks = {pinned_current_stream, pinned_use_wait,
+                                              pinned_wait_all, false, pinned_use_covers};
 
 extern "C" const ts_alloc_hooks *tsc_pinned_alloc_hooks(void) { return &g_pinned_hooks; }
 
@@ -275,6 +417,24 @@ extern "C" bool tsc_copy_h2d_async(int device, void *dst, const void *src, size_
     if (!tsc_set_device(device)) return false;
     return tsc_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, tsc_stream(device)),
                      "asynchronous copy to cuda", device);
+}
+
+bool tsc_copy_table_h2d(int index, void *dst, const void *src, size_t n, const char *what) {
+    if (!n) return true;
+    if (!tsc_set_device(index)) return false;
+    cudaStream_t st = tsc_stream(index);
+    ts_allocator *pa = tsi_pinned_allocator();
+    ts_block *b = pa ? ts_allocator_alloc(pa, n, nullptr, 0) : nullptr;
+    if (!b) /* no pinned memory: from pageable memory, and src must outlive the copy */
+        return tsc_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, st), what, index) &&
+               tsc_check(cudaStreamSynchronize(st), what, index);
+    memcpy(ts_block_ptr(b), src, n);
+    const bool ok = tsc_check(cudaMemcpyAsync(dst, ts_block_ptr(b), n, cudaMemcpyHostToDevice, st),
+                              what, index);
+    /* the block goes back at once; it is handed out again only after this copy's event */
+    if (ok) ts_allocator_record_stream(pa, b, tsc_pinned_use_record(index));
+    ts_allocator_release(pa, b);
+    return ok;
 }
 
 /* ------------------------------------------------------------------ the table */

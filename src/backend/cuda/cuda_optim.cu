@@ -174,9 +174,9 @@ static void optim_launch(int index, const struct ts_optim_step_args *args, ts_dt
     cudaStream_t st = tsc_stream(index);
     const size_t bytes = (size_t)n * sizeof(OTensor);
     OTensor *dtab = (OTensor *)tsc_scratch_alloc(index, bytes);
-    /* from pageable memory the copy has taken the bytes when it returns, so tab can go */
-    if (dtab && tsc_check(cudaMemcpyAsync(dtab, tab, bytes, cudaMemcpyHostToDevice, st),
-                          "optim_step: copying the tensor table", index)) {
+    /* through pinned memory kept until the copy ran, so tab can go at once */
+    if (dtab &&
+        tsc_copy_table_h2d(index, dtab, tab, bytes, "optim_step: copying the tensor table")) {
         const unsigned grid = (unsigned)(nchunks < TSC_MAX_BLOCKS ? nchunks : TSC_MAX_BLOCKS);
         TSC_FLOAT_SWITCH(dt, T, optim_kernel<T><<<grid, TSC_THREADS, 0, st>>>(a, dtab, n, nchunks))
         tsc_launch_check("optim_step", index);

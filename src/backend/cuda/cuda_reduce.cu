@@ -3,16 +3,24 @@
  * through max/min and wins arg-max/min (its first occurrence), ties keep the first index, empty
  * reductions give SUM 0, PROD 1, MEAN/VAR/STD NaN, LOGSUMEXP -inf, integer sums wrap.
  *
- * Accumulation: f32/f16/bf16 in float, f64 (and integers under float ops) in double, integer
- * sum/prod/max/min/arg in int64. To keep float error small the reduced extent is cut into chunks
- * of a bounded length; each chunk is folded by a warp or block (every thread folding at most a few
- * dozen elements in order, then a shuffle tree) or, for the column path, by one thread, and the
- * chunks' partial states are merged by a second tree pass. So every float sum is a short run plus
- * a tree: error about (32 + log2 n) ulp of sum |x| rather than n ulp. Results are deterministic
- * (no atomics; splits depend on shapes only). */
+ * Accumulation, as backend.h asks and the CPU does: every float dtype (f32, f16, bf16, f64) in
+ * double, so sums and products that overflow float but not the result give the CPU's finite value
+ * and variances keep their digits (reductions are memory-bound: the double arithmetic costs
+ * little); integer sum/prod/max/min/arg in int64, integers under float ops in double. To keep the
+ * rounding error small the reduced extent is cut into chunks of a bounded length; each chunk is
+ * folded by a warp or block (every thread folding at most a few dozen elements in order, then a
+ * shuffle tree) or, for the column path, by one thread, and the chunks' partial states are merged
+ * by a second tree pass. Results are deterministic (no atomics; splits depend on shapes only).
+ *
+ * The fold, merge and store rules and the plan are __host__ __device__: under TSC_HOST_EMULATION
+ * (tests/support/cuda_emulation.cu) the kernels are replaced by host loops that fold the same
+ * lanes and combine them in the shuffle trees' exact order, so CI checks the reduction rules
+ * against the CPU without a GPU. */
 #include "backend/cuda/cuda_compute.h"
 
 namespace {
+
+#define TSC_RHD __host__ __device__ __forceinline__
 
 enum RKind { K_SUM, K_PROD, K_MAX, K_MIN, K_VAR, K_LSE, K_ARGMAX, K_ARGMIN };
 
@@ -35,33 +43,23 @@ template <typename A> struct RState {
 template <typename A> struct RIsInt { static const bool value = false; };
 template <> struct RIsInt<int64_t> { static const bool value = true; };
 
-template <typename A> __device__ __forceinline__ A r_lowest() { return (A)-INFINITY; }
-template <> __device__ __forceinline__ int64_t r_lowest<int64_t>() { return INT64_MIN; }
-template <typename A> __device__ __forceinline__ A r_highest() { return (A)INFINITY; }
-template <> __device__ __forceinline__ int64_t r_highest<int64_t>() { return INT64_MAX; }
+template <typename A> TSC_RHD A r_lowest() { return (A)-INFINITY; }
+template <> TSC_RHD int64_t r_lowest<int64_t>() { return INT64_MIN; }
+template <typename A> TSC_RHD A r_highest() { return (A)INFINITY; }
+template <> TSC_RHD int64_t r_highest<int64_t>() { return INT64_MAX; }
 
-template <typename A> __device__ __forceinline__ A r_exp(A x) { return exp(x); }
-template <> __device__ __forceinline__ float r_exp<float>(float x) { return expf(x); }
+template <typename A> TSC_RHD A r_exp(A x) { return exp(x); }
 
-/* loads into the accumulation type */
+/* loads into the accumulation type: double for every float dtype, int64 for integer kinds */
 template <typename A> struct RLoad;
-template <> struct RLoad<float> {
-    template <typename T> static __device__ __forceinline__ float get(T v) {
-        return tsc_to_float(v);
-    }
-};
 template <> struct RLoad<double> {
-    template <typename T> static __device__ __forceinline__ double get(T v) {
-        return tsc_to_double(v);
-    }
+    template <typename T> static TSC_RHD double get(T v) { return tsc_to_double(v); }
 };
 template <> struct RLoad<int64_t> {
-    template <typename T> static __device__ __forceinline__ int64_t get(T v) {
-        return tsc_to_i64(v);
-    }
+    template <typename T> static TSC_RHD int64_t get(T v) { return tsc_to_i64(v); }
 };
 
-template <int K, typename A> __device__ __forceinline__ RState<A> r_init() {
+template <int K, typename A> TSC_RHD RState<A> r_init() {
     RState<A> s;
     s.a = 0;
     s.b = 0;
@@ -78,8 +76,7 @@ template <int K, typename A> __device__ __forceinline__ RState<A> r_init() {
 
 /* Folds element x at reduced position pos into s. Positions reach a state in increasing order, so
  * arg ties keep the current one. */
-template <int K, typename A>
-__device__ __forceinline__ void r_fold(RState<A> &s, A x, int64_t pos) {
+template <int K, typename A> TSC_RHD void r_fold(RState<A> &s, A x, int64_t pos) {
     if constexpr (RIsInt<A>::value) {
         if constexpr (K == K_SUM) {
             s.a = (int64_t)((uint64_t)s.a + (uint64_t)x); /* wraps like PyTorch */
@@ -133,8 +130,7 @@ __device__ __forceinline__ void r_fold(RState<A> &s, A x, int64_t pos) {
 
 /* Merges R into L. Commutative for every kind: arg ties go to the smaller index, so partial
  * states may meet in any order (threads fold strided positions). */
-template <int K, typename A>
-__device__ __forceinline__ void r_combine(RState<A> &L, const RState<A> &R) {
+template <int K, typename A> TSC_RHD void r_combine(RState<A> &L, const RState<A> &R) {
     if constexpr (K == K_SUM) {
         if constexpr (RIsInt<A>::value)
             L.a = (int64_t)((uint64_t)L.a + (uint64_t)R.a);
@@ -190,6 +186,7 @@ __device__ __forceinline__ void r_combine(RState<A> &L, const RState<A> &R) {
     }
 }
 
+#ifndef TSC_HOST_EMULATION
 template <typename A>
 __device__ __forceinline__ RState<A> r_shfl_down(const RState<A> &s, int off) {
     RState<A> r;
@@ -224,6 +221,29 @@ template <int K, typename A> __device__ __forceinline__ RState<A> r_block_reduce
     __syncthreads(); /* sm is reused by the next item */
     return s;
 }
+#else
+/* The same trees on the host, lane by lane: __shfl_down_sync gives lane i the state of lane
+ * i + off, or its own when that is past the warp. l[0] ends with the warp's result. */
+template <int K, typename A> static RState<A> r_warp_reduce_host(RState<A> *l) {
+    for (int off = 16; off > 0; off >>= 1) {
+        RState<A> next[32];
+        for (int i = 0; i < 32; i++) {
+            next[i] = l[i];
+            r_combine<K>(next[i], l[i + off < 32 ? i + off : i]);
+        }
+        for (int i = 0; i < 32; i++) l[i] = next[i];
+    }
+    return l[0];
+}
+
+template <int K, typename A> static RState<A> r_block_reduce_host(RState<A> *l, int threads) {
+    RState<A> sm[32];
+    const int nwarps = threads / 32;
+    for (int w = 0; w < nwarps; w++) sm[w] = r_warp_reduce_host<K>(l + 32 * w);
+    for (int lane = nwarps; lane < 32; lane++) sm[lane] = r_init<K, A>();
+    return r_warp_reduce_host<K>(sm);
+}
+#endif
 
 /* What every kernel of a reduction needs. lead: the kept dims (s0 input strides, s1 output
  * strides); red: the reduced dims (s0 input strides). */
@@ -240,8 +260,7 @@ struct RPlan {
 };
 
 /* Finishes state s of output o (over all n reduced elements) and writes it. */
-template <int K, typename A>
-__device__ void r_store(const RPlan &P, int64_t o, const RState<A> &s) {
+template <int K, typename A> TSC_RHD void r_store(const RPlan &P, int64_t o, const RState<A> &s) {
     int64_t io, oo;
     tsc_offset2(P.lead, o, &io, &oo);
     char *p = P.out + (size_t)oo * P.out_es;
@@ -266,7 +285,7 @@ __device__ void r_store(const RPlan &P, int64_t o, const RState<A> &s) {
 
 /* Either the output (one chunk) or the partial state of (output o, chunk c). */
 template <int K, typename A>
-__device__ __forceinline__ void r_emit(const RPlan &P, int64_t o, int64_t c, const RState<A> &s) {
+TSC_RHD void r_emit(const RPlan &P, int64_t o, int64_t c, const RState<A> &s) {
     if (P.nchunks == 1)
         r_store<K, A>(P, o, s);
     else
@@ -274,10 +293,34 @@ __device__ __forceinline__ void r_emit(const RPlan &P, int64_t o, int64_t c, con
 }
 
 /* Input offset (elements) of reduced position p. */
-__device__ __forceinline__ int64_t r_red_off(const RPlan &P, int64_t p) {
+TSC_RHD int64_t r_red_off(const RPlan &P, int64_t p) {
     return P.red.nd == 1 ? p * P.red.s0[0] : tsc_offset(P.red, p);
 }
 
+/* One thread's share of chunk c of output o: every group-th reduced position from the chunk's
+ * start + lane, folded in order. */
+template <typename T, typename A, int K>
+TSC_RHD RState<A> r_lane_fold(const RPlan &P, int64_t o, int64_t c, int lane, int group) {
+    int64_t io, oo;
+    tsc_offset2(P.lead, o, &io, &oo);
+    const T *base = (const T *)P.in + io;
+    const int64_t p0 = c * P.chunk, p1 = p0 + P.chunk < P.n ? p0 + P.chunk : P.n;
+    RState<A> s = r_init<K, A>();
+    for (int64_t p = p0 + lane; p < p1; p += group)
+        r_fold<K>(s, RLoad<A>::get(base[r_red_off(P, p)]), p);
+    return s;
+}
+
+/* One thread's share of the merge of output o's chunk states. */
+template <typename A, int K>
+TSC_RHD RState<A> r_lane_merge(const RPlan &P, int64_t o, int lane, int group) {
+    const RState<A> *part = (const RState<A> *)P.partial;
+    RState<A> s = r_init<K, A>();
+    for (int64_t c = lane; c < P.nchunks; c += group) r_combine<K>(s, part[o * P.nchunks + c]);
+    return s;
+}
+
+#ifndef TSC_HOST_EMULATION
 /* Row path: a group (a warp, or the whole block when BLOCK) folds one chunk of one output, its
  * threads taking every group-th element (coalesced when the reduced dims are contiguous). */
 template <typename T, typename A, int K, bool BLOCK> __global__ void r_rows_kernel(RPlan P) {
@@ -288,13 +331,7 @@ template <typename T, typename A, int K, bool BLOCK> __global__ void r_rows_kern
     for (int64_t item = blockIdx.x * per_block + threadIdx.x / group; item < items;
          item += (int64_t)gridDim.x * per_block) {
         const int64_t o = item / P.nchunks, c = item % P.nchunks;
-        int64_t io, oo;
-        tsc_offset2(P.lead, o, &io, &oo);
-        const T *base = (const T *)P.in + io;
-        const int64_t p0 = c * P.chunk, p1 = p0 + P.chunk < P.n ? p0 + P.chunk : P.n;
-        RState<A> s = r_init<K, A>();
-        for (int64_t p = p0 + lane; p < p1; p += group)
-            r_fold<K>(s, RLoad<A>::get(base[r_red_off(P, p)]), p);
+        RState<A> s = r_lane_fold<T, A, K>(P, o, c, lane, group);
         if (BLOCK)
             s = r_block_reduce<K>(s);
         else
@@ -310,13 +347,7 @@ template <typename T, typename A, int K> __global__ void r_cols_kernel(RPlan P) 
     for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < items;
          t += (int64_t)gridDim.x * blockDim.x) {
         const int64_t o = t % P.outputs, c = t / P.outputs;
-        int64_t io, oo;
-        tsc_offset2(P.lead, o, &io, &oo);
-        const T *base = (const T *)P.in + io;
-        const int64_t p0 = c * P.chunk, p1 = p0 + P.chunk < P.n ? p0 + P.chunk : P.n;
-        RState<A> s = r_init<K, A>();
-        for (int64_t p = p0; p < p1; p++) r_fold<K>(s, RLoad<A>::get(base[r_red_off(P, p)]), p);
-        r_emit<K, A>(P, o, c, s);
+        r_emit<K, A>(P, o, c, r_lane_fold<T, A, K>(P, o, c, 0, 1));
     }
 }
 
@@ -325,11 +356,9 @@ template <typename A, int K, bool BLOCK> __global__ void r_merge_kernel(RPlan P)
     const int group = BLOCK ? blockDim.x : 32;
     const int lane = threadIdx.x % group;
     const int64_t per_block = blockDim.x / group;
-    const RState<A> *part = (const RState<A> *)P.partial;
     for (int64_t o = blockIdx.x * per_block + threadIdx.x / group; o < P.outputs;
          o += (int64_t)gridDim.x * per_block) {
-        RState<A> s = r_init<K, A>();
-        for (int64_t c = lane; c < P.nchunks; c += group) r_combine<K>(s, part[o * P.nchunks + c]);
+        RState<A> s = r_lane_merge<A, K>(P, o, lane, group);
         if (BLOCK)
             s = r_block_reduce<K>(s);
         else
@@ -337,6 +366,7 @@ template <typename A, int K, bool BLOCK> __global__ void r_merge_kernel(RPlan P)
         if (lane == 0) r_store<K, A>(P, o, s);
     }
 }
+#endif
 
 enum RPath { PATH_WARP, PATH_BLOCK, PATH_COLS };
 
@@ -355,17 +385,13 @@ static void r_choose(RPlan &P, RPath path) {
     P.nchunks = P.n > chunk ? (P.n + chunk - 1) / chunk : 1;
 }
 
+#ifndef TSC_HOST_EMULATION
 static unsigned r_blocks_for_groups(int64_t groups, int threads, int group) {
     return tsc_grid(groups, threads / group);
 }
 
-template <typename T, typename A, int K> static void r_run(int index, RPlan P, RPath path) {
-    r_choose(P, path);
-    cudaStream_t st = tsc_stream(index);
-    if (P.nchunks > 1) {
-        P.partial = tsc_scratch_alloc(index, (size_t)(P.outputs * P.nchunks) * sizeof(RState<A>));
-        if (!P.partial) return; /* TS_ERR_OOM recorded */
-    }
+template <typename T, typename A, int K>
+static void r_launch(int index, const RPlan &P, RPath path, cudaStream_t st) {
     const int64_t items = P.outputs * P.nchunks;
     if (path == PATH_COLS)
         r_cols_kernel<T, A, K><<<tsc_grid(items, TSC_THREADS), TSC_THREADS, 0, st>>>(P);
@@ -384,6 +410,47 @@ template <typename T, typename A, int K> static void r_run(int index, RPlan P, R
                 <<<r_blocks_for_groups(P.outputs, TSC_THREADS, 32), TSC_THREADS, 0, st>>>(P);
         tsc_launch_check("reduce", index);
     }
+}
+#else
+/* The kernels' work item by item on the host: the same lanes, the same trees, the same order. */
+template <typename T, typename A, int K>
+static void r_launch(int index, const RPlan &P, RPath path, cudaStream_t st) {
+    (void)index, (void)st;
+    RState<A> lanes[R_BLOCK];
+    const int64_t items = P.outputs * P.nchunks;
+    const int group = path == PATH_BLOCK ? R_BLOCK : 32;
+    for (int64_t item = 0; item < items; item++) {
+        if (path == PATH_COLS) { /* item = thread: outputs vary fastest */
+            const int64_t o = item % P.outputs, c = item / P.outputs;
+            r_emit<K, A>(P, o, c, r_lane_fold<T, A, K>(P, o, c, 0, 1));
+            continue;
+        }
+        const int64_t o = item / P.nchunks, c = item % P.nchunks;
+        for (int l = 0; l < group; l++) lanes[l] = r_lane_fold<T, A, K>(P, o, c, l, group);
+        r_emit<K, A>(P, o, c,
+                     group == 32 ? r_warp_reduce_host<K>(lanes)
+                                 : r_block_reduce_host<K>(lanes, group));
+    }
+    if (P.nchunks > 1) {
+        const int mgroup = P.nchunks > 8 * 32 ? R_BLOCK : 32;
+        for (int64_t o = 0; o < P.outputs; o++) {
+            for (int l = 0; l < mgroup; l++) lanes[l] = r_lane_merge<A, K>(P, o, l, mgroup);
+            r_store<K, A>(P, o,
+                          mgroup == 32 ? r_warp_reduce_host<K>(lanes)
+                                       : r_block_reduce_host<K>(lanes, mgroup));
+        }
+    }
+}
+#endif
+
+template <typename T, typename A, int K> static void r_run(int index, RPlan P, RPath path) {
+    r_choose(P, path);
+    cudaStream_t st = tsc_stream(index);
+    if (P.nchunks > 1) {
+        P.partial = tsc_scratch_alloc(index, (size_t)(P.outputs * P.nchunks) * sizeof(RState<A>));
+        if (!P.partial) return; /* TS_ERR_OOM recorded */
+    }
+    r_launch<T, A, K>(index, P, path, st);
     if (P.partial) tsc_scratch_free(index, P.partial);
 }
 
@@ -410,7 +477,7 @@ static int r_kind(ts_reduce_op op) {
     }
 }
 
-/* float-accumulating kinds: every kind */
+/* float input, accumulated in A = double: every kind */
 template <typename T, typename A>
 static void r_dispatch_float(int index, const RPlan &P, RPath pa, int k) {
     switch (k) {
@@ -500,7 +567,7 @@ void tsc_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview
     P.lead = tsc_coalesce(nl, in->shape, in->strides, out->strides);
     P.red = tsc_coalesce(nred, in->shape + nl, in->strides + nl, NULL);
     if (P.n == 0) P.red.nd = 1, P.red.shape[0] = 0, P.red.s0[0] = 0;
-    if (!tsc_begin(index)) return;
+    if (!tsc_set_device(index)) return;
 
     const bool row_contig = P.red.nd == 1 && (P.red.s0[0] == 1 || P.n <= 1);
     const int ll = P.lead.nd - 1;
@@ -516,13 +583,13 @@ void tsc_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview
     const int k = r_kind(op);
     switch (in->dtype) {
     case TS_F32:
-        r_dispatch_float<float, float>(index, P, path, k);
+        r_dispatch_float<float, double>(index, P, path, k);
         break;
     case TS_F16:
-        r_dispatch_float<tsc_f16, float>(index, P, path, k);
+        r_dispatch_float<tsc_f16, double>(index, P, path, k);
         break;
     case TS_BF16:
-        r_dispatch_float<tsc_bf16, float>(index, P, path, k);
+        r_dispatch_float<tsc_bf16, double>(index, P, path, k);
         break;
     case TS_F64:
         r_dispatch_float<double, double>(index, P, path, k);

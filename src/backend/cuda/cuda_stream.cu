@@ -16,8 +16,11 @@ struct ts_cuda_event {
 
 /* Each device's legacy default stream, as an object (set up at start-up). */
 static ts_cuda_stream g_default[TSC_MAX_DEVICES];
-/* NULL: the default stream. A plain array, so no thread-local constructor runs per thread. */
+/* NULL: the default stream. Plain arrays, so no thread-local constructor runs per thread. A slot
+ * also keeps the stream's generation when it was set: a stream freed since (by any thread) has
+ * another, and the slot means the default stream again. */
 static thread_local ts_cuda_stream *tl_current[TSC_MAX_DEVICES];
+static thread_local unsigned tl_gen[TSC_MAX_DEVICES];
 /* Freed streams waiting for reuse, per device. Never destroyed: the caching allocator may still
  * name one as the last user of a block. (pthreads and malloc rather than the C++ library, which
  * the backend does without.) */
@@ -26,16 +29,25 @@ static ts_cuda_stream *g_pool[TSC_MAX_DEVICES];
 
 void tsc_streams_init(int count) {
     for (int i = 0; i < count && i < TSC_MAX_DEVICES; i++)
-        g_default[i] = ts_cuda_stream{cudaStreamLegacy, i, true, false, nullptr};
+        g_default[i] = ts_cuda_stream{cudaStreamLegacy, i, true, false, 0, nullptr};
+}
+
+/* The calling thread's current stream on `index`; NULL for the default stream, also when the one
+ * set was freed since. */
+static ts_cuda_stream *current_set(int index) {
+    ts_cuda_stream *s = tl_current[index];
+    if (s && __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) != tl_gen[index])
+        s = tl_current[index] = nullptr;
+    return s;
 }
 
 ts_cuda_stream *tsc_stream_obj(int index) {
-    ts_cuda_stream *s = tl_current[index];
+    ts_cuda_stream *s = current_set(index);
     return s ? s : &g_default[index];
 }
 
 cudaStream_t tsc_stream(int index) {
-    ts_cuda_stream *s = tl_current[index];
+    ts_cuda_stream *s = current_set(index);
     return s ? s->handle : cudaStreamLegacy;
 }
 
@@ -54,7 +66,7 @@ extern "C" ts_cuda_stream *ts_cuda_stream_new(int device) {
         return s;
     }
     s = (ts_cuda_stream *)malloc(sizeof *s);
-    if (s) *s = ts_cuda_stream{nullptr, device, false, false, nullptr};
+    if (s) *s = ts_cuda_stream{nullptr, device, false, false, 0, nullptr};
     if (!s) {
         tsi_error_set(TS_ERR_OOM, "cuda_stream_new: out of host memory");
         return nullptr;
@@ -72,10 +84,11 @@ extern "C" ts_cuda_stream *ts_cuda_stream_new(int device) {
 
 extern "C" ts_status ts_cuda_stream_free(ts_cuda_stream *s) {
     if (!s || s->is_default) return TS_OK;
-    if (tl_current[s->device] == s) tl_current[s->device] = nullptr;
     pthread_mutex_lock(&g_pool_mu);
     bool twice = s->pooled;
     if (!twice) {
+        /* every thread's slot that holds it (on its device) is the default stream from now on */
+        __atomic_add_fetch(&s->gen, 1u, __ATOMIC_RELEASE);
         s->pooled = true;
         s->next_free = g_pool[s->device];
         g_pool[s->device] = s;
@@ -92,12 +105,13 @@ extern "C" ts_cuda_stream *ts_cuda_default_stream(int device) {
 
 extern "C" ts_status ts_cuda_set_stream(ts_cuda_stream *s) {
     if (!tsc_api_available("cuda_set_stream")) return TS_ERR_DEVICE;
-    if (!s) {
-        tl_current[tsc_current_device()] = nullptr;
+    if (!s) { /* every device of the calling thread back to its default stream */
+        for (int i = 0; i < TSC_MAX_DEVICES; i++) tl_current[i] = nullptr;
         return TS_OK;
     }
     if (s->pooled) return tsi_error_set(TS_ERR_STATE, "cuda_set_stream: the stream was freed");
     tl_current[s->device] = s->is_default ? nullptr : s;
+    tl_gen[s->device] = __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE);
     return TS_OK;
 }
 

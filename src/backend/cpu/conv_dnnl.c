@@ -1,0 +1,327 @@
+/* conv_dnnl.c — float32 convolutions through oneDNN's primitives (forward, backward data,
+ * backward weights), with PyTorch's plain NCHW layouts on our side.
+ *
+ * oneDNN picks the kernel and the memory formats it wants (blocked, for its JIT kernels); we keep
+ * NCHW / OIHW tensors, so each call reorders its inputs into the primitive's formats and the result
+ * back, as PyTorch's CPU convolution does for NCHW tensors. Primitives (and their reorders) are
+ * built once per shape and kept in a small cache; a primitive runs concurrently from several
+ * threads, each call bringing its own scratchpad and temporary buffers. Any failure (oneDNN
+ * absent, a shape it declines, no memory) returns false and the caller runs the built-in kernels.
+ */
+#include "backend/cpu/conv_dnnl.h"
+
+#ifdef TS_HAVE_DNNL
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dnnl.h>
+
+/* ------------------------------------------------------------------ the engine */
+static dnnl_engine_t engine;
+static bool ready;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void init_engine(void) { ready = dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success; }
+
+/* ------------------------------------------------------------------ the cache */
+typedef enum { K_FWD, K_BWD_DATA, K_BWD_WEIGHT } conv_kind;
+
+typedef struct conv_key {
+    int kind, has_bias;
+    int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g;
+} conv_key;
+
+/* One argument of the primitive: the user's plain layout and the one the primitive wants; the
+ * reorder between them (NULL when they are the same). */
+typedef struct conv_arg {
+    dnnl_memory_desc_t user, prim;
+    dnnl_primitive_t reorder; /* user -> prim for inputs, prim -> user for the output */
+    int dnnl_arg;
+} conv_arg;
+
+typedef struct conv_entry {
+    conv_key key;
+    bool used;
+    uint64_t stamp;
+    dnnl_primitive_t prim;
+    conv_arg args[4]; /* in, in, (bias,) out: see build() */
+    int nargs;
+    size_t scratch;
+} conv_entry;
+
+#define CACHE_SIZE 64
+static conv_entry cache[CACHE_SIZE];
+static uint64_t clock_;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void entry_free(conv_entry *e) {
+    if (e->prim) dnnl_primitive_destroy(e->prim);
+    for (int i = 0; i < e->nargs; i++)
+        if (e->args[i].reorder) dnnl_primitive_destroy(e->args[i].reorder);
+    memset(e, 0, sizeof *e);
+}
+
+/* ------------------------------------------------------------------ building a primitive */
+static void plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag) {
+    dnnl_dims_t d = {0}; /* oneDNN reads a whole dnnl_dims_t */
+    memcpy(d, dims, (size_t)nd * sizeof *dims);
+    dnnl_memory_desc_init_by_tag(md, nd, d, dnnl_f32, tag);
+}
+
+/* The reorder from src to dst descriptors, or NULL when they are equal; false on failure. */
+static bool make_reorder(const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
+                         dnnl_primitive_t *out) {
+    *out = NULL;
+    if (dnnl_memory_desc_equal(src, dst)) return true;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_reorder_primitive_desc_create(&pd, src, engine, dst, engine, NULL) != dnnl_success)
+        return false;
+    dnnl_status_t st = dnnl_primitive_create(out, pd);
+    dnnl_primitive_desc_destroy(pd);
+    return st == dnnl_success;
+}
+
+/* Fills one argument: user layout `user`, the primitive's from pd's query (q, idx). */
+static bool arg_of(conv_arg *a, const dnnl_memory_desc_t *user, const_dnnl_primitive_desc_t pd,
+                   dnnl_query_t q, int idx, int dnnl_arg, bool output) {
+    a->user = *user;
+    a->prim = *dnnl_primitive_desc_query_md(pd, q, idx);
+    a->dnnl_arg = dnnl_arg;
+    return output ? make_reorder(&a->prim, &a->user, &a->reorder)
+                  : make_reorder(&a->user, &a->prim, &a->reorder);
+}
+
+static bool build(conv_entry *e) {
+    const conv_key *k = &e->key;
+    const int64_t src_d[4] = {k->n, k->c, k->h, k->w}, dst_d[4] = {k->n, k->o, k->oh, k->ow};
+    const int64_t wg_d[5] = {k->g, k->o / k->g, k->c / k->g, k->kh, k->kw};
+    const int64_t w_d[4] = {k->o, k->c, k->kh, k->kw}, b_d[1] = {k->o};
+    /* oneDNN reads these as dnnl_dims_t (12 entries); dilation counts the gaps (PyTorch's - 1);
+     * the right padding is what makes the output size PyTorch's floor rule gave */
+    dnnl_dims_t strides = {k->sh, k->sw}, dil = {k->dh - 1, k->dw - 1}, pl = {k->ph, k->pw};
+    dnnl_dims_t pr = {(k->oh - 1) * k->sh - k->h + (k->kh - 1) * k->dh + 1 - k->ph,
+                      (k->ow - 1) * k->sw - k->w + (k->kw - 1) * k->dw + 1 - k->pw};
+    dnnl_memory_desc_t src_u, dst_u, w_u, b_u, src_a, dst_a, w_a, b_a;
+    plain_md(&src_u, 4, src_d, dnnl_nchw);
+    plain_md(&dst_u, 4, dst_d, dnnl_nchw);
+    if (k->g > 1)
+        plain_md(&w_u, 5, wg_d, dnnl_goihw);
+    else
+        plain_md(&w_u, 4, w_d, dnnl_oihw);
+    plain_md(&b_u, 1, b_d, dnnl_x);
+    plain_md(&src_a, 4, src_d, dnnl_format_tag_any);
+    plain_md(&dst_a, 4, dst_d, dnnl_format_tag_any);
+    if (k->g > 1)
+        plain_md(&w_a, 5, wg_d, dnnl_format_tag_any);
+    else
+        plain_md(&w_a, 4, w_d, dnnl_format_tag_any);
+    plain_md(&b_a, 1, b_d, dnnl_format_tag_any);
+
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t fwd_pd = NULL, pd = NULL;
+    bool ok =
+        dnnl_primitive_attr_create(&attr) == dnnl_success &&
+        dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+    dnnl_convolution_desc_t fd;
+    ok = ok && dnnl_dilated_convolution_forward_desc_init(
+                   &fd, dnnl_forward_training, dnnl_convolution_direct, &src_a, &w_a,
+                   k->has_bias ? &b_a : NULL, &dst_a, strides, dil, pl, pr) == dnnl_success;
+    ok = ok && dnnl_primitive_desc_create(&fwd_pd, &fd, attr, engine, NULL) == dnnl_success;
+    if (ok && k->kind == K_FWD) {
+        pd = fwd_pd, fwd_pd = NULL;
+        e->nargs = k->has_bias ? 4 : 3;
+        ok = arg_of(&e->args[0], &src_u, pd, dnnl_query_src_md, 0, DNNL_ARG_SRC, false) &&
+             arg_of(&e->args[1], &w_u, pd, dnnl_query_weights_md, 0, DNNL_ARG_WEIGHTS, false) &&
+             (!k->has_bias || /* the bias is the weights query's second descriptor */
+              arg_of(&e->args[2], &b_u, pd, dnnl_query_weights_md, 1, DNNL_ARG_BIAS, false)) &&
+             arg_of(&e->args[e->nargs - 1], &dst_u, pd, dnnl_query_dst_md, 0, DNNL_ARG_DST, true);
+    } else if (ok && k->kind == K_BWD_DATA) {
+        dnnl_convolution_desc_t bd;
+        ok = dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &src_a,
+                                                              &w_a, &dst_a, strides, dil, pl,
+                                                              pr) == dnnl_success &&
+             dnnl_primitive_desc_create(&pd, &bd, attr, engine, fwd_pd) == dnnl_success;
+        e->nargs = 3;
+        ok = ok &&
+             arg_of(&e->args[0], &dst_u, pd, dnnl_query_diff_dst_md, 0, DNNL_ARG_DIFF_DST, false) &&
+             arg_of(&e->args[1], &w_u, pd, dnnl_query_weights_md, 0, DNNL_ARG_WEIGHTS, false) &&
+             arg_of(&e->args[2], &src_u, pd, dnnl_query_diff_src_md, 0, DNNL_ARG_DIFF_SRC, true);
+    } else if (ok) {
+        dnnl_convolution_desc_t wd;
+        ok = dnnl_dilated_convolution_backward_weights_desc_init(
+                 &wd, dnnl_convolution_direct, &src_a, &w_a, NULL, &dst_a, strides, dil, pl, pr) ==
+                 dnnl_success &&
+             dnnl_primitive_desc_create(&pd, &wd, attr, engine, fwd_pd) == dnnl_success;
+        e->nargs = 3;
+        ok = ok &&
+             arg_of(&e->args[0], &dst_u, pd, dnnl_query_diff_dst_md, 0, DNNL_ARG_DIFF_DST, false) &&
+             arg_of(&e->args[1], &src_u, pd, dnnl_query_src_md, 0, DNNL_ARG_SRC, false) &&
+             arg_of(&e->args[2], &w_u, pd, dnnl_query_diff_weights_md, 0, DNNL_ARG_DIFF_WEIGHTS,
+                    true);
+    }
+    if (ok) {
+        e->scratch = dnnl_memory_desc_get_size(
+            dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
+        ok = dnnl_primitive_create(&e->prim, pd) == dnnl_success;
+    }
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (fwd_pd) dnnl_primitive_desc_destroy(fwd_pd);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return ok;
+}
+
+/* Entries pushed out of the cache are kept, not destroyed: a call on another thread may still be
+ * running their primitives (it copied the handles out under the lock). Only a program with more
+ * than CACHE_SIZE convolution shapes retires any. */
+static conv_entry *retired;
+static size_t n_retired, cap_retired;
+
+static void retire(conv_entry *e) {
+    if (n_retired == cap_retired) {
+        size_t c = cap_retired ? 2 * cap_retired : 16;
+        conv_entry *r = realloc(retired, c * sizeof *r);
+        if (r) retired = r, cap_retired = c;
+    }
+    if (n_retired < cap_retired) retired[n_retired++] = *e; /* else: leaked, never freed early */
+    memset(e, 0, sizeof *e);
+}
+
+/* The entry for key, built on a miss, copied out under the lock. */
+static bool lookup(const conv_key *key, conv_entry *out) {
+    pthread_mutex_lock(&cache_lock);
+    conv_entry *hit = NULL, *victim = &cache[0];
+    for (int i = 0; i < CACHE_SIZE && !hit; i++) {
+        if (cache[i].used && !memcmp(&cache[i].key, key, sizeof *key)) hit = &cache[i];
+        if (!cache[i].used || (victim->used && cache[i].stamp < victim->stamp)) victim = &cache[i];
+    }
+    if (!hit) {
+        if (victim->used) retire(victim);
+        victim->key = *key;
+        if (build(victim)) {
+            victim->used = true;
+            hit = victim;
+        } else {
+            entry_free(victim);
+        }
+    }
+    if (hit) {
+        hit->stamp = ++clock_;
+        *out = *hit;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return hit != NULL;
+}
+
+static atomic_uint_fast64_t runs;
+uint64_t tsi_dnnl_conv_count(void) { return atomic_load(&runs); }
+
+/* ------------------------------------------------------------------ running one */
+/* user_ptrs in the entry's argument order; the last argument is the output. */
+static bool run(const conv_key *key, void *const *user_ptrs) {
+    pthread_once(&once, init_engine);
+    if (!ready) return false;
+    conv_entry e;
+    if (!lookup(key, &e)) return false;
+    dnnl_stream_t st = NULL; /* streams are not thread-safe: one per call (cheap on the CPU) */
+    dnnl_memory_t user[4] = {0}, prim[4] = {0}, sm = NULL;
+    void *bufs[4] = {0}, *scratch = NULL;
+    dnnl_exec_arg_t args[5];
+    bool ok = dnnl_stream_create(&st, engine, dnnl_stream_default_flags) == dnnl_success;
+    for (int i = 0; ok && i < e.nargs; i++) {
+        const conv_arg *a = &e.args[i];
+        ok = dnnl_memory_create(&user[i], &a->user, engine, user_ptrs[i]) == dnnl_success;
+        if (ok && a->reorder) {
+            bufs[i] = malloc(dnnl_memory_desc_get_size(&a->prim) + 64);
+            ok = bufs[i] && dnnl_memory_create(&prim[i], &a->prim, engine, bufs[i]) == dnnl_success;
+            if (ok && i < e.nargs - 1) { /* inputs into the primitive's format */
+                dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, user[i]}, {DNNL_ARG_TO, prim[i]}};
+                ok = dnnl_primitive_execute(a->reorder, st, 2, ra) == dnnl_success;
+            }
+        }
+        args[i] = (dnnl_exec_arg_t){a->dnnl_arg, a->reorder ? prim[i] : user[i]};
+    }
+    int n = e.nargs;
+    if (ok && e.scratch) {
+        dnnl_memory_desc_t smd;
+        const dnnl_dims_t sd = {(int64_t)e.scratch};
+        dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_u8, dnnl_x);
+        scratch = malloc(e.scratch + 64);
+        ok = scratch && dnnl_memory_create(&sm, &smd, engine, scratch) == dnnl_success;
+        if (ok) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sm};
+    }
+    ok = ok && dnnl_primitive_execute(e.prim, st, n, args) == dnnl_success;
+    const int last = e.nargs - 1;
+    if (ok && e.args[last].reorder) { /* the result back into the user's layout */
+        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, prim[last]}, {DNNL_ARG_TO, user[last]}};
+        ok = dnnl_primitive_execute(e.args[last].reorder, st, 2, ra) == dnnl_success;
+    }
+    if (sm) dnnl_memory_destroy(sm);
+    free(scratch);
+    for (int i = 0; i < 4; i++) {
+        if (user[i]) dnnl_memory_destroy(user[i]);
+        if (prim[i]) dnnl_memory_destroy(prim[i]);
+        free(bufs[i]);
+    }
+    if (st) dnnl_stream_destroy(st);
+    if (ok) atomic_fetch_add(&runs, 1);
+    return ok;
+}
+
+static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias) {
+    return (conv_key){.kind = kind,
+                      .has_bias = has_bias,
+                      .n = g->n,
+                      .c = g->c,
+                      .h = g->h,
+                      .w = g->w,
+                      .o = g->o,
+                      .oh = g->oh,
+                      .ow = g->ow,
+                      .kh = g->kh,
+                      .kw = g->kw,
+                      .sh = g->sh,
+                      .sw = g->sw,
+                      .ph = g->ph,
+                      .pw = g->pw,
+                      .dh = g->dh,
+                      .dw = g->dw,
+                      .g = g->g};
+}
+
+bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w, const float *b,
+                           float *y) {
+    const conv_key k = key_of(K_FWD, g, b != NULL);
+    void *ptrs[4] = {(void *)x, (void *)w, b ? (void *)b : (void *)y, (void *)y};
+    return run(&k, ptrs);
+}
+
+bool tsi_dnnl_conv_backward_data(const ts_cgeom *g, const float *gy, const float *w, float *gx) {
+    const conv_key k = key_of(K_BWD_DATA, g, false);
+    void *ptrs[3] = {(void *)gy, (void *)w, (void *)gx};
+    return run(&k, ptrs);
+}
+
+bool tsi_dnnl_conv_backward_weight(const ts_cgeom *g, const float *gy, const float *x, float *gw) {
+    const conv_key k = key_of(K_BWD_WEIGHT, g, false);
+    void *ptrs[3] = {(void *)gy, (void *)x, (void *)gw};
+    return run(&k, ptrs);
+}
+
+#else /* no oneDNN */
+uint64_t tsi_dnnl_conv_count(void) { return 0; }
+bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w, const float *b,
+                           float *y) {
+    (void)g, (void)x, (void)w, (void)b, (void)y;
+    return false;
+}
+bool tsi_dnnl_conv_backward_data(const ts_cgeom *g, const float *gy, const float *w, float *gx) {
+    (void)g, (void)gy, (void)w, (void)gx;
+    return false;
+}
+bool tsi_dnnl_conv_backward_weight(const ts_cgeom *g, const float *gy, const float *x, float *gw) {
+    (void)g, (void)gy, (void)x, (void)gw;
+    return false;
+}
+#endif
