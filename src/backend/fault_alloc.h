@@ -6,8 +6,9 @@
  * strdup in src/ count without any call site changing; tests, examples and user code are not
  * affected. It therefore includes only stdbool.h and stddef.h (not stdint.h, which reads glibc's
  * features.h, nor stdatomic.h, which includes stdint.h with clang): a system header here would be
- * read before the feature macros (_POSIX_C_SOURCE...) that some files define first. The system headers' own
- * declarations of malloc etc., read later, become compatible redeclarations of the wrappers' names.
+ * read before the feature macros (_POSIX_C_SOURCE...) that some files define first. The system
+ * headers' own declarations of malloc etc., read later, become compatible redeclarations of the
+ * wrappers' names.
  */
 #ifndef TS_FAULT_ALLOC_H
 #define TS_FAULT_ALLOC_H
@@ -26,8 +27,7 @@ bool tsi_fault_alloc_tick(tsi_fault_site site);
 /* The same for allocations served without malloc: the caching allocator (every device) and the
  * tensor/storage struct caches, which name themselves as the site (a function's address). */
 static inline bool tsi_fault_alloc_hit(tsi_fault_site site) {
-    return __atomic_load_n(&tsi_fault_armed, __ATOMIC_RELAXED) &&
-           tsi_fault_alloc_tick(site);
+    return __atomic_load_n(&tsi_fault_armed, __ATOMIC_RELAXED) && tsi_fault_alloc_tick(site);
 }
 
 void *tsi_fault_malloc(size_t n);
