@@ -6,7 +6,7 @@ DEB_PKGS  := build-essential cmake pkg-config libopenblas-openmp-dev zlib1g-dev 
              libomp-dev clang libclang-rt-dev libstb-dev dataset-fashion-mnist \
              openmpi-bin libopenmpi-dev fortunes libdnnl-dev
 
-.PHONY: all deps configure build run test asan clean
+.PHONY: all deps configure build run test asan tsan clean
 
 all: build
 
@@ -37,5 +37,19 @@ test: build
 asan:
 	$(MAKE) test BUILD=build-asan CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON -DTS_BUILD_BENCH=OFF $(CMAKE_ARGS)"
 
+# ThreadSanitizer over the tests that run threads (tests/test_threads.c: training in 4 threads at
+# once, a model shared for inference; the loader's workers; data parallel's replica threads; the
+# allocation-failure sweeps of training and the loader, whose errors cross threads). The kernels
+# run without OpenMP and with the built-in GEMM there: libgomp, OpenBLAS and oneDNN are not
+# instrumented, so their threads' accesses would be reported as races. No CUDA, no MPI.
+TSAN_TESTS := test_threads test_loader test_loader_fast test_data_parallel \
+              test_data_parallel_blocks test_fault_train test_fault_io
+tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTS_TSAN=ON -DTS_OPENMP=OFF -DTS_BLAS=OFF \
+	  -DTS_DNNL=OFF -DTS_MPI=OFF -DTS_CUDA=OFF -DTS_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan \
+	  --output-on-failure -j $(JOBS) -R '^($(subst $() ,|,$(TSAN_TESTS)))$$'
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan

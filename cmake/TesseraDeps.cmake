@@ -1,4 +1,5 @@
-# TesseraDeps.cmake — finds threads, OpenMP, a CPU BLAS, cJSON and CUDA; sets TS_DEP_LIBS / TS_DEP_DEFS.
+# TesseraDeps.cmake — finds threads, OpenMP, a CPU BLAS, cJSON, zlib, MPI and CUDA; sets TS_DEP_LIBS /
+# TS_DEP_DEFS (and TS_PC_LIBS for tessera.pc).
 set(TS_DEP_LIBS "")
 set(TS_DEP_DEFS "")
 set(TS_PC_LIBS "-lm -lpthread")
@@ -6,7 +7,11 @@ set(TS_PC_LIBS "-lm -lpthread")
 set(THREADS_PREFER_PTHREAD_FLAG ON)
 find_package(Threads REQUIRED)
 
-find_package(OpenMP COMPONENTS C)
+# TS_OPENMP=OFF: kernels on one thread (the ThreadSanitizer build: libgomp is not instrumented)
+option(TS_OPENMP "Run the CPU kernels on OpenMP threads when OpenMP is found" ON)
+if(TS_OPENMP)
+  find_package(OpenMP COMPONENTS C)
+endif()
 if(OpenMP_C_FOUND)
   list(APPEND TS_DEP_LIBS OpenMP::OpenMP_C)
   list(APPEND TS_DEP_DEFS TS_HAVE_OPENMP=1)
@@ -36,8 +41,7 @@ if(NOT ZLIB_FOUND)
   message(FATAL_ERROR "Tessera needs zlib for gzip'ed datasets: install zlib1g-dev "
                       "(apt-get install zlib1g-dev, or `make deps`)")
 endif()
-list(APPEND TS_DEP_LIBS ${ZLIB_LIBRARIES})
-include_directories(SYSTEM ${ZLIB_INCLUDE_DIRS})
+list(APPEND TS_DEP_LIBS ZLIB::ZLIB)
 set(TS_PC_LIBS "${TS_PC_LIBS} -lz")
 find_path(TS_STB_INCLUDE stb/stb_image.h)
 find_library(TS_STB_LIB NAMES stb)

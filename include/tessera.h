@@ -156,9 +156,11 @@ typedef struct ts_opts {
  * calling thread; outside any scope the caller owns it. */
 ts_tensor *ts_retain(ts_tensor *t); /* NULL-safe; returns t */
 void ts_release(ts_tensor *t);      /* NULL-safe */
-void ts_scope_begin(void);
-void ts_scope_end(void);          /* TS_ERR_STATE when no scope is open */
-ts_tensor *ts_keep(ts_tensor *t); /* move t to the enclosing scope (or to the caller) */
+void ts_scope_begin(void);          /* never fails: begin and end always pair */
+void ts_scope_end(void);            /* TS_ERR_STATE when no scope is open */
+/* Moves t to the enclosing scope (or to the caller) and returns it; out of host memory it returns
+ * NULL with TS_ERR_OOM and t is released: use the result (`y = ts_keep(y)`), not t. */
+ts_tensor *ts_keep(ts_tensor *t);
 int ts_scope_depth(void);
 
 /* creation */
@@ -191,6 +193,13 @@ typedef struct ts_rng_state {
 } ts_rng_state;
 ts_rng_state ts_rng_get_state(void);
 void ts_rng_set_state(ts_rng_state s);
+/* A generator of the calling thread's own: from ts_rng_thread_begin(seed) to ts_rng_thread_end()
+ * the thread draws from (seed, a counter from 0), and ts_manual_seed, ts_initial_seed and
+ * ts_rng_get/set_state act on it; the global generator and other threads are untouched. Threads
+ * that build or train models at the same time take one each, so their numbers do not depend on
+ * how the threads interleave (docs/ARCHITECTURE.md, "Threads"). A second begin restarts it. */
+void ts_rng_thread_begin(uint64_t seed);
+void ts_rng_thread_end(void);
 ts_tensor *ts_rand(ts_shape s, ts_opts o);                               /* U[0, 1) */
 ts_tensor *ts_randn(ts_shape s, ts_opts o);                              /* N(0, 1) */
 ts_tensor *ts_randint(int64_t low, int64_t high, ts_shape s, ts_opts o); /* default dtype i64 */
@@ -402,6 +411,16 @@ ts_status ts_memory_reset_peak(ts_device d);
 ts_status ts_empty_cache(ts_device d);
 /* bytes a device has in all and free (capacity - reserved for sim; RAM for cpu) */
 ts_status ts_device_memory(ts_device d, size_t *free_bytes, size_t *total_bytes);
+/* Allocation-failure injection, for testing error paths (SQLite's discipline): every allocation
+ * the library makes, host (malloc and friends inside the library, tensor structs) or device (any
+ * device's caching allocator, cache hits included), counts once. ts_fault_alloc_set(n) restarts
+ * the count and makes the n-th allocation from now fail (once; the later ones succeed): the op that
+ * made it reports TS_ERR_OOM naming itself, or its own error. n == 0 counts without failing,
+ * n < 0 switches counting off (the default). The count is process-wide (every thread adds to it).
+ * TS_FAULT_ALLOC=n in the environment calls ts_fault_alloc_set(n) at start-up. */
+void ts_fault_alloc_set(int64_t n);
+uint64_t ts_fault_alloc_count(void); /* allocations counted since the last set */
+bool ts_fault_alloc_fired(void);     /* the n-th allocation was reached (and failed) */
 
 /* =================================================================== autograd */
 void ts_set_requires_grad(ts_tensor *t, bool on);

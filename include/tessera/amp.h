@@ -33,7 +33,10 @@ void ts_autocast_clear_cache(void);
  *   ts_grad_scaler_unscale_(s, opt);            // optional, e.g. before clipping
  *   ts_grad_scaler_step(s, opt, &stepped);      // skipped when a gradient is Inf/NaN
  *   ts_grad_scaler_update(s);
- * The scale lives on the device of the first loss it scales. */
+ * The scale lives on the device of the first loss it scales. unscale_, step and update do nothing
+ * while an error is pending on the thread (as ts_optim_step), and each changes all or nothing; an
+ * unscale_ or step that failed puts the optimizer back at the start of its iteration (compute
+ * the gradients again). */
 typedef struct ts_grad_scaler ts_grad_scaler;
 typedef struct ts_grad_scaler_opts {
     double init_scale;     /* 0 -> 65536 (2^16) */

@@ -25,11 +25,11 @@ typedef struct ts_dist_opts {
  * Calling it twice is TS_ERR_STATE (PyTorch: "trying to initialize the default process group
  * twice!"). */
 ts_status ts_dist_init(ts_dist_opts o);
-bool ts_dist_is_available(void);   /* built with MPI */
+bool ts_dist_is_available(void); /* built with MPI */
 bool ts_dist_is_initialized(void);
-int ts_dist_rank(void);            /* 0 before init */
-int ts_dist_world_size(void);      /* 1 before init */
-int ts_dist_local_rank(void);      /* rank among the processes of this machine */
+int ts_dist_rank(void);       /* 0 before init */
+int ts_dist_world_size(void); /* 1 before init */
+int ts_dist_local_rank(void); /* rank among the processes of this machine */
 int ts_dist_local_world_size(void);
 ts_status ts_dist_barrier(void);
 /* Waits for outstanding work, releases the groups and leaves MPI. After a failure (a timed-out
@@ -72,7 +72,7 @@ typedef struct ts_dist_work ts_dist_work;
  * pending error. Work runs in the group's communication thread in call order, so every rank must
  * make its calls on a group in the same order (from one thread, or ordered among threads). */
 ts_status ts_dist_wait(ts_dist_work *w);
-bool ts_dist_test(ts_dist_work *w);      /* finished (successfully or not); never blocks */
+bool ts_dist_test(ts_dist_work *w); /* finished (successfully or not); never blocks */
 
 ts_status ts_dist_all_reduce(ts_tensor *t, ts_dist_reduce_op op, ts_dist_group *g);
 ts_dist_work *ts_dist_all_reduce_async(ts_tensor *t, ts_dist_reduce_op op, ts_dist_group *g);
@@ -99,11 +99,11 @@ ts_dist_work *ts_dist_irecv(ts_tensor *t, int src, int tag, ts_dist_group *g);
 
 /* ================================================================ DistributedDataParallel */
 typedef struct ts_ddp_opts {
-    ts_dist_group *group;        /* NULL: the world */
-    double bucket_cap_mb;        /* 0 -> 25 (MiB) */
-    double first_bucket_mb;      /* 0 -> 1 (MiB): the first bucket to be reduced, as PyTorch */
-    bool find_unused_parameters; /* walk the forward graph each step; unused ones count as ready */
-    bool no_broadcast_buffers;   /* PyTorch's broadcast_buffers=False */
+    ts_dist_group *group;         /* NULL: the world */
+    double bucket_cap_mb;         /* 0 -> 25 (MiB) */
+    double first_bucket_mb;       /* 0 -> 1 (MiB): the first bucket to be reduced, as PyTorch */
+    bool find_unused_parameters;  /* walk the forward graph each step; unused ones count as ready */
+    bool no_broadcast_buffers;    /* PyTorch's broadcast_buffers=False */
     bool gradient_as_bucket_view; /* .grad tensors are views of the buckets (saves one copy) */
     /* Whether buckets are reduced while backward still computes. AUTO (0): yes when this machine
      * has a core to spare for the communication thread (cores > local ranks x compute threads),
@@ -129,15 +129,18 @@ void ts_ddp_no_sync_end(ts_module *ddp);
 typedef struct ts_ddp_stats {
     int buckets;
     size_t bucket_bytes_max;
-    double comm_s;        /* time the communication thread spent reducing buckets */
-    double wait_s;        /* time backward waited for reductions still running at its end */
-    bool overlap;         /* buckets were launched during backward (see ts_ddp_opts.overlap) */
+    double comm_s; /* time the communication thread spent reducing buckets */
+    double wait_s; /* time backward waited for reductions still running at its end */
+    bool overlap;  /* buckets were launched during backward (see ts_ddp_opts.overlap) */
 } ts_ddp_stats;
 ts_status ts_ddp_get_stats(ts_module *ddp, ts_ddp_stats *out);
 
 /* ================================================================ hooks used by DDP */
 /* PyTorch's Tensor.register_post_accumulate_grad_hook: fn runs after backward has accumulated
- * the last gradient this pass brings into the leaf's .grad. Returns a handle > 0, or 0 on error. */
+ * the last gradient this pass brings into the leaf's .grad. When the pass fails first (an error is
+ * pending at its end), the hooks of leaves still waiting for it run then, with the error pending:
+ * a hook that keeps state per pass resets it (DDP abandons the iteration); others should return
+ * when ts_error() is set. Returns a handle > 0, or 0 on error. */
 typedef void (*ts_grad_hook_fn)(ts_tensor *leaf, void *ctx);
 int ts_register_post_accumulate_grad_hook(ts_tensor *leaf, ts_grad_hook_fn fn, void *ctx);
 ts_status ts_remove_grad_hook(ts_tensor *leaf, int handle);

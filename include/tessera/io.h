@@ -23,7 +23,8 @@ ts_status ts_module_load(ts_module *m, const char *path, bool strict);
 /* A training checkpoint: model ("model.<name>"), optimizer state ("optim.<name>"), grad scaler
  * state ("scaler.<name>", PyTorch's GradScaler keys), step and RNG state, in one safetensors file;
  * loads into a model on any device. optim and scaler may be NULL. Loading checks the whole file
- * before the model changes. A file without scaler state leaves the given scaler as it is (a float32
+ * and stages every value before the model changes: it changes model, optimizer and scaler
+ * together or not at all. A file without scaler state leaves the given scaler as it is (a float32
  * run can resume with mixed precision from the scaler's defaults); scaler state in the file is
  * ignored when no scaler is given. */
 typedef struct ts_checkpoint_parts {

@@ -138,7 +138,8 @@ ts_tensor_list ts_module_state_dict(ts_module *m); /* parameters and buffers */
 /* Copies values into the module's tensors (any source device/dtype), without a graph. strict:
  * every key must match both ways (TS_ERR_ARG, PyTorch's "Missing key(s) in state_dict: ..."
  * message); shapes must agree in both modes (TS_ERR_SHAPE naming the key and both shapes). Nothing
- * is copied when it fails. */
+ * is copied when it fails (out of memory included: values are staged on the tensors' devices and
+ * dtypes first). */
 ts_status ts_module_load_state_dict(ts_module *m, const ts_tensor_list *sd, bool strict);
 /* PyTorch's repr: "SimpleCNN(\n  (conv1): Conv2d(3, 6, kernel_size=(5, 5), stride=(1, 1))\n..." */
 char *ts_module_repr(ts_module *m);   /* malloc'ed */

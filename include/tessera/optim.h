@@ -47,13 +47,17 @@ double ts_optim_get_weight_decay(ts_optim *opt, int group);
 double ts_optim_get_lr(ts_optim *opt, int group);
 ts_status ts_optim_set_lr(ts_optim *opt, int group, double lr);
 void ts_optim_zero_grad(ts_optim *opt); /* set_to_none, PyTorch 2's default */
+/* All or nothing: every parameter steps, or (an error, out of memory included) none changes, nor
+ * the state. While an error is pending on the thread it does nothing and returns that error: the
+ * gradients of a forward or backward that failed are never applied. */
 ts_status ts_optim_step(ts_optim *opt);
 void ts_optim_free(ts_optim *opt);
 /* State as named tensors: "state.<i>.<name>" (i = parameter index over all groups, PyTorch's
  * numbering; e.g. momentum_buffer, exp_avg, exp_avg_sq, step) and "param_groups.<g>.lr"; step and
  * lr are 0-dim f64 cpu tensors. The list holds copies (later steps do not change it); free it with
  * ts_tensor_list_free. Loading copies the state onto the parameters' devices and dtypes and
- * replaces all state; a bad key, shape or missing buffer changes nothing. */
+ * replaces all state; a bad key, shape or missing buffer, or running out of memory, changes
+ * nothing. */
 ts_tensor_list ts_optim_state_dict(ts_optim *opt);
 ts_status ts_optim_load_state_dict(ts_optim *opt, const ts_tensor_list *sd);
 

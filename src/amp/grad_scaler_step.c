@@ -103,6 +103,16 @@ static bool unscale_grads(const char *op, ts_grad_scaler *s, ts_optim *opt,
     return ok;
 }
 
+/* Back to the start of the iteration for this optimizer (READY, no inf checks): after a failure
+ * the gradients are undefined, and the retried iteration unscales its new ones afresh. */
+static void forget(tsi_gs_optim_state *st) {
+    for (int k = 0; k < st->n_found; k++) ts_release(st->found_inf[k]);
+    free(st->found_inf);
+    st->found_inf = NULL;
+    st->n_found = 0;
+    st->stage = TSI_GS_READY;
+}
+
 /* unscale_ under the name of the op the user called (unscale_ itself or step). */
 static ts_status unscale(const char *op, ts_grad_scaler *s, ts_optim *opt, tsi_gs_optim_state *st) {
     if (st->stage == TSI_GS_UNSCALED)
@@ -114,9 +124,9 @@ static ts_status unscale(const char *op, ts_grad_scaler *s, ts_optim *opt, tsi_g
         return tsi_error_set(TS_ERR_STATE, "%s: unscale_() is being called after step()", op);
     if (!check_grads(op, opt)) return ts_error();
     if (!unscale_grads(op, s, opt, st)) {
-        /* a device failed (out of memory): the gradients are partly unscaled, so this optimizer
-         * cannot be trusted this iteration; its inf checks so far stay recorded */
-        st->stage = TSI_GS_UNSCALED;
+        /* a device failed (out of memory): the gradients are partly unscaled and must be
+         * computed again; the optimizer starts the iteration over */
+        forget(st);
         return ts_error() ? ts_error() : TS_ERR_OOM;
     }
     st->stage = TSI_GS_UNSCALED;
@@ -135,6 +145,7 @@ ts_status ts_grad_scaler_unscale_(ts_grad_scaler *s, ts_optim *opt) {
     static const char op[] = "grad_scaler_unscale_";
     tsi_init();
     if (s && !s->enabled) return TS_OK;
+    if (ts_error()) return ts_error(); /* gradients of a failed backward are not unscaled */
     tsi_gs_optim_state *st = begin(op, s, opt);
     return st ? unscale(op, s, opt, st) : ts_error();
 }
@@ -149,6 +160,8 @@ ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped) {
         if (stepped) *stepped = r == TS_OK;
         return r;
     }
+    /* as ts_optim_step: no step on the gradients of a failed forward or backward */
+    if (ts_error()) return ts_error();
     tsi_gs_optim_state *st = begin(op, s, opt);
     if (!st) return ts_error();
     if (st->stage == TSI_GS_STEPPED)
@@ -176,8 +189,11 @@ ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped) {
         any = all;
     }
     if (any == 0) {
-        ts_status r = ts_optim_step(opt);
-        if (r) return r;
+        ts_status r = ts_optim_step(opt); /* refuses if reading found_inf failed */
+        if (r) {
+            forget(st);
+            return r;
+        }
         if (stepped) *stepped = true;
     }
     st->stage = TSI_GS_STEPPED;

@@ -92,5 +92,8 @@ ts_tensor *tsi_sum_to(ts_tensor *grad, ts_shape shape);
 void tsi_hooks_expect(ts_tensor *leaf, uint64_t pass);
 void tsi_hooks_arrived(ts_tensor *leaf, uint64_t pass);
 void tsi_hooks_run(ts_tensor *leaf);
+/* A pass that failed: the leaf's hooks, if it still expected gradients from it, run now with the
+ * error pending (so DDP's reducer abandons the iteration instead of waiting for it). */
+void tsi_hooks_abandon(ts_tensor *leaf, uint64_t pass);
 
 #endif /* TS_AUTOGRAD_H */

@@ -264,10 +264,16 @@ void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o) {
     node_list all = {0}, ready = {0};
     ts_node *root = t->grad_fn;
     bool ok = collect(root, pass, &all);
+    /* the ready list never holds more than every node: sized now, its pushes cannot fail */
+    if (ok && !(ready.v = malloc(all.n * sizeof *ready.v))) {
+        ok = false;
+        tsi_error_set(TS_ERR_OOM, "backward: out of host memory for %zu nodes", all.n);
+    }
     if (ok) {
+        ready.cap = all.n;
         accumulate_node(root, t->output_nr, g);
         g = NULL;
-        ok = list_push(&ready, root);
+        list_push(&ready, root);
     }
     bool anomaly = anomaly_mode();
     while (ok && ready.n) {
@@ -279,10 +285,14 @@ void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o) {
         }
         for (int i = 0; i < n->n_in && ok; i++) {
             ts_node *next = n->next[i].fn;
-            if (next && --next->deps == 0) ok = list_push(&ready, next);
+            if (next && --next->deps == 0) list_push(&ready, next);
         }
     }
     ts_release(g);
+    if (!ok || ts_error())
+        for (size_t i = 0; i < all.n; i++)
+            for (int k = 0; k < all.v[i]->n_in; k++)
+                if (all.v[i]->next[k].leaf) tsi_hooks_abandon(all.v[i]->next[k].leaf, pass);
     for (size_t i = 0; i < all.n; i++) {
         ts_node *n = all.v[i];
         for (int k = 0; k < n->n_out; k++) {

@@ -81,3 +81,10 @@ void tsi_hooks_arrived(ts_tensor *leaf, uint64_t pass) {
 void tsi_hooks_run(ts_tensor *leaf) {
     if (leaf->hooks && leaf->hooks->n) run_hooks(leaf);
 }
+
+void tsi_hooks_abandon(ts_tensor *leaf, uint64_t pass) {
+    struct tsi_grad_hooks *h = leaf->hooks;
+    if (!h || h->n == 0 || h->pass != pass || h->pending <= 0) return;
+    h->pending = 0;
+    run_hooks(leaf); /* with the pass's error pending: a hook with per-pass state resets it */
+}

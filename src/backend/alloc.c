@@ -1,5 +1,6 @@
 /* alloc.c — PyTorch's caching allocator scheme (pools, best fit, split/merge) over any backend. */
 #include "backend/alloc.h"
+#include "backend/fault_alloc.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -344,8 +345,10 @@ void ts_allocator_destroy(ts_allocator *a) {
 }
 
 ts_block *ts_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len) {
+    /* TS_FAULT_ALLOC: every request counts, served from the cache or not */
+    bool injected = tsi_fault_alloc_hit((tsi_fault_site)ts_allocator_alloc);
     pthread_mutex_lock(&a->mu);
-    if (nbytes > MAX_REQUEST) goto oom;
+    if (nbytes > MAX_REQUEST || injected) goto oom;
     size_t size = round_size(nbytes);
     int pool = size <= SMALL_SIZE ? POOL_SMALL : POOL_LARGE;
     uintptr_t cur = a->hooks ? a->hooks->current_stream(a->index) : 0;
@@ -400,6 +403,10 @@ oom:
     a->oom_count++;
     format_oom(a, nbytes, msg, msg_len);
     pthread_mutex_unlock(&a->mu);
+    if (injected && msg && msg_len > 0) {
+        size_t used = strlen(msg);
+        snprintf(msg + used, msg_len - used, " (failure injected by TS_FAULT_ALLOC)");
+    }
     return NULL;
 }
 

@@ -256,4 +256,11 @@ void ts_backend_register(const ts_backend *be);
 /* The CPU kernels, shared by the cpu and sim backends. */
 void ts_cpu_kernels_install(ts_backend *be);
 
+/* A kernel that cannot get host scratch memory, and has no slower way that gives the same
+ * numbers, records TS_ERR_OOM ("<kernel>: out of host memory for N bytes of scratch") with this;
+ * the op's result is then undefined and the error pending. Call it from the thread that called the
+ * kernel, never inside a parallel region (an OpenMP thread's error state is not the caller's).
+ * Defined by the core (src/core/error.c): kernels report no other errors. */
+void tsi_kernel_oom(const char *kernel, size_t bytes); /* bytes 0: not known */
+
 #endif /* TS_BACKEND_H */

@@ -70,6 +70,13 @@ ts_status ts_error_set(ts_status code, const char *fmt, ...) {
     return code;
 }
 
+void tsi_kernel_oom(const char *kernel, size_t bytes) {
+    if (bytes)
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %zu bytes of scratch", kernel, bytes);
+    else
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory for its scratch", kernel);
+}
+
 bool tsi_check_input(const char *op, const ts_tensor *t, const char *what) {
     if (t) return true;
     if (err_code == TS_OK) tsi_error_set(TS_ERR_ARG, "%s: %s is NULL", op, what);

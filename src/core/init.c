@@ -1,5 +1,6 @@
 /* init.c — library start-up: backends (cpu, sim, cuda when the runtime reports a device),
- * environment variables (TS_SIM_DEVICES, TS_LOG_PLACEMENT, TS_NUM_THREADS), the CPU thread count.
+ * environment variables (TS_SIM_DEVICES, TS_LOG_PLACEMENT, TS_NUM_THREADS, TS_FAULT_ALLOC), the
+ * CPU thread count.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -53,6 +54,8 @@ static void init_body(void) {
     long sims = env_long("TS_SIM_DEVICES", 0);
     if (sims > 0 && sims <= 64) ts_sim_backend_configure((int)sims, env_size("TS_SIM_CAPACITY"));
     if (env_long("TS_LOG_PLACEMENT", 0) > 0) atomic_store(&tsi_placement_on, true);
+    long fault = env_long("TS_FAULT_ALLOC", -1);
+    if (fault >= 0) ts_fault_alloc_set(fault);
     long threads = env_long("TS_NUM_THREADS", 0);
     if (threads > 0) ts_set_num_threads((int)threads);
     atomic_store_explicit(&tsi_initialised, true, memory_order_release);

@@ -150,6 +150,9 @@ ts_tensor *tsi_cast(const char *op, ts_tensor *t, ts_dtype dt);
 ts_tensor *tsi_contiguous(const char *op, ts_tensor *t);
 /* Copy t to device d (new reference, not in a scope; t retained when already there). */
 ts_tensor *tsi_to_device(const char *op, ts_tensor *t, ts_device d);
+/* A contiguous copy of t of dtype dt on device dev that nobody else holds (new reference, not in a
+ * scope): what a load stages before it changes anything. */
+ts_tensor *tsi_private_copy(const char *op, ts_tensor *t, ts_device dev, ts_dtype dt);
 /* Grad mode (thread-local, ts_no_grad_begin/end): autograd records only while it is on. */
 bool tsi_grad_mode(void);
 /* In-place ops with grad mode on: a leaf that requires grad is an error (PyTorch; TS_ERR_STATE),

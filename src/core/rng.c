@@ -1,7 +1,8 @@
 /* rng.c — the global Philox generator state: one seed and a counter offset shared by all devices,
  * so a seed gives the same numbers wherever they are drawn. A thread may instead draw from a
  * stream of its own (a data-parallel replica: tsi_rng_stream_begin), so that what it draws does
- * not depend on the order in which threads reach the generator. */
+ * not depend on the order in which threads reach the generator, or a thread that trains a model of
+ * its own (ts_rng_thread_begin): the seed functions then act on that stream. */
 #include <pthread.h>
 
 #include "core/internal.h"
@@ -15,6 +16,11 @@ static uint64_t rng_seed = TSI_DEFAULT_SEED, rng_offset;
 static _Thread_local tsi_rng_stream thread_stream;
 
 void ts_manual_seed(uint64_t seed) {
+    if (thread_stream.on) {
+        thread_stream.seed = seed;
+        thread_stream.offset = 0;
+        return;
+    }
     pthread_mutex_lock(&rng_lock);
     rng_seed = seed;
     rng_offset = 0;
@@ -22,6 +28,7 @@ void ts_manual_seed(uint64_t seed) {
 }
 
 uint64_t ts_initial_seed(void) {
+    if (thread_stream.on) return thread_stream.seed;
     pthread_mutex_lock(&rng_lock);
     uint64_t s = rng_seed;
     pthread_mutex_unlock(&rng_lock);
@@ -29,6 +36,7 @@ uint64_t ts_initial_seed(void) {
 }
 
 ts_rng_state ts_rng_get_state(void) {
+    if (thread_stream.on) return (ts_rng_state){thread_stream.seed, thread_stream.offset};
     pthread_mutex_lock(&rng_lock);
     ts_rng_state s = {rng_seed, rng_offset};
     pthread_mutex_unlock(&rng_lock);
@@ -36,11 +44,22 @@ ts_rng_state ts_rng_get_state(void) {
 }
 
 void ts_rng_set_state(ts_rng_state s) {
+    if (thread_stream.on) {
+        thread_stream.seed = s.seed;
+        thread_stream.offset = (s.offset + 3) & ~(uint64_t)3;
+        return;
+    }
     pthread_mutex_lock(&rng_lock);
     rng_seed = s.seed;
     rng_offset = (s.offset + 3) & ~(uint64_t)3;
     pthread_mutex_unlock(&rng_lock);
 }
+
+void ts_rng_thread_begin(uint64_t seed) {
+    thread_stream = (tsi_rng_stream){.on = true, .seed = seed};
+}
+
+void ts_rng_thread_end(void) { thread_stream = (tsi_rng_stream){0}; }
 
 void tsi_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset) {
     if (thread_stream.on) {

@@ -10,21 +10,35 @@ typedef struct scope {
 } scope;
 
 /* A thread's scope stack; frames keep their item arrays between uses so that a training loop's
- * scope_begin/end pair allocates nothing after the first iteration. */
+ * scope_begin/end pair allocates nothing after the first iteration. The first INLINE_FRAMES frames
+ * live in thread-local storage, so opening a scope cannot fail at a usual depth. Deeper, when the
+ * stack cannot grow, the scope opens as a "phantom": its tensors go to the innermost real frame and
+ * die when that one ends (later than asked, but begin/end stay paired and nothing leaks). */
+#define INLINE_FRAMES 32
+static _Thread_local scope inline_frames[INLINE_FRAMES];
 static _Thread_local scope *frames;
-static _Thread_local int depth, frames_cap;
+static _Thread_local int depth, frames_cap, phantom;
 
-int ts_scope_depth(void) { return depth; }
+int ts_scope_depth(void) { return depth + phantom; }
 
 void ts_scope_begin(void) {
-    if (depth == frames_cap) {
-        int cap = frames_cap ? frames_cap * 2 : 8;
-        scope *f = realloc(frames, (size_t)cap * sizeof *f);
+    if (!frames) {
+        frames = inline_frames;
+        frames_cap = INLINE_FRAMES;
+    }
+    if (phantom || depth == frames_cap) {
+        int cap = frames_cap * 2;
+        scope *f = phantom ? NULL : malloc((size_t)cap * sizeof *f);
         if (!f) {
-            tsi_error_set(TS_ERR_OOM, "scope_begin: out of host memory");
+            phantom++;
             return;
         }
+        memcpy(f, frames, (size_t)frames_cap * sizeof *f);
         memset(f + frames_cap, 0, (size_t)(cap - frames_cap) * sizeof *f);
+        if (frames != inline_frames)
+            free(frames);
+        else /* their item arrays belong to f now */
+            memset(inline_frames, 0, sizeof inline_frames);
         frames = f;
         frames_cap = cap;
     }
@@ -32,6 +46,10 @@ void ts_scope_begin(void) {
 }
 
 void ts_scope_end(void) {
+    if (phantom) {
+        phantom--;
+        return;
+    }
     if (depth == 0) {
         tsi_error_set(TS_ERR_STATE, "scope_end: no scope is open");
         return;
@@ -42,10 +60,13 @@ void ts_scope_end(void) {
     s->n = 0;
     if (depth == 0) {
         /* the outermost scope closed: give the thread's arrays back so that threads which end
-         * (loader and data-parallel workers) leave nothing behind; a loop pays two small mallocs
+         * (loader and data-parallel workers) leave nothing behind; a loop pays a small malloc
          * per iteration for this, which is noise beside a step */
-        for (int i = 0; i < frames_cap; i++) free(frames[i].items);
-        free(frames);
+        for (int i = 0; i < frames_cap; i++) {
+            free(frames[i].items);
+            frames[i] = (scope){0};
+        }
+        if (frames != inline_frames) free(frames);
         frames = NULL;
         frames_cap = 0;
     }
@@ -75,12 +96,15 @@ ts_tensor *tsi_own(ts_tensor *t) {
 
 ts_tensor *ts_keep(ts_tensor *t) {
     if (!t || depth == 0) return t;
+    /* in a phantom scope the innermost real frame already stands for the enclosing scope */
+    int to = phantom ? depth - 1 : depth - 2;
     scope *s = &frames[depth - 1];
     for (size_t i = s->n; i-- > 0;) {
         if (s->items[i] != t) continue;
+        if (to == depth - 1) return t;
         memmove(&s->items[i], &s->items[i + 1], (s->n - i - 1) * sizeof *s->items);
         s->n--;
-        if (depth >= 2 && !scope_push(&frames[depth - 2], t)) {
+        if (to >= 0 && !scope_push(&frames[to], t)) {
             ts_release(t);
             tsi_error_set(TS_ERR_OOM, "keep: out of host memory");
             return NULL;
@@ -90,7 +114,7 @@ ts_tensor *ts_keep(ts_tensor *t) {
     /* not owned by the innermost scope (a parameter, or already kept): take a new reference
      * for the enclosing owner so the caller's view of ownership stays simple */
     ts_retain(t);
-    if (depth >= 2 && !scope_push(&frames[depth - 2], t)) {
+    if (to >= 0 && !scope_push(&frames[to], t)) {
         ts_release(t);
         tsi_error_set(TS_ERR_OOM, "keep: out of host memory");
         return NULL;

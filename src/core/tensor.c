@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/fault_alloc.h"
 #include "core/internal.h"
 
 void (*tsi_grad_fn_release)(struct ts_node *node);
@@ -65,6 +66,8 @@ static void cache_key_init(void) {
 static inline void *cache_get(int k, size_t size) {
     free_item *it = cache.head[k];
     if (it) {
+        /* a cached struct counts as an allocation too (TS_FAULT_ALLOC) */
+        if (tsi_fault_alloc_hit((tsi_fault_site)cache_get)) return NULL;
         cache.head[k] = it->next;
         cache.count[k]--;
         return it;
@@ -105,8 +108,12 @@ static inline bool drop_ref(atomic_int *refs) {
 /* ------------------------------------------------------------------ storage */
 static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
     ts_allocator *a = tsi_allocator(dev);
-    if (!a) {
-        tsi_error_set(TS_ERR_DEVICE, "%s: no allocator for device %s", op, ts_device_str(dev));
+    if (!a) { /* made on first use: with a backend there, only memory can be missing */
+        if (ts_backend_for(dev.type))
+            tsi_error_set(TS_ERR_OOM, "%s: out of host memory for the allocator of %s", op,
+                          ts_device_str(dev));
+        else
+            tsi_error_set(TS_ERR_DEVICE, "%s: no allocator for device %s", op, ts_device_str(dev));
         return NULL;
     }
     ts_storage *s = STRUCT_ALLOC(CACHE_STORAGE, sizeof *s);

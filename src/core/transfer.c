@@ -70,6 +70,20 @@ ts_tensor *tsi_to_device(const char *op, ts_tensor *t, ts_device d) {
     return out;
 }
 
+ts_tensor *tsi_private_copy(const char *op, ts_tensor *t, ts_device dev, ts_dtype dt) {
+    ts_tensor *a = tsi_to_device(op, t, dev);
+    ts_tensor *b = a ? tsi_cast(op, a, dt) : NULL;
+    ts_release(a);
+    if (!b || (b != t && tsi_is_contiguous(b))) return b; /* already a private copy */
+    ts_tensor *c = tsi_new(op, b->shape, dt, tsi_device(b));
+    if (c && tsi_numel(c->shape) > 0) {
+        ts_kview kc = tsi_kview(c), kb = tsi_kview(b);
+        tsi_be(c)->copy(tsi_be(c), tsi_dev_index(c), &kc, &kb);
+    }
+    ts_release(b);
+    return c;
+}
+
 ts_tensor *tsi_to_device_async(const char *op, ts_tensor *t, ts_device d) {
     d = tsi_resolve_device(d);
     /* only a dense pinned source can be read by the copy engine while the host moves on */

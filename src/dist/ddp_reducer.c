@@ -410,10 +410,23 @@ static bool mark_ready(ddp_module *d, ddp_param *pp) {
     return d->next_bucket < d->n_buckets || finalize(d);
 }
 
+/* The backward failed (the engine runs the hooks it still owed with the error pending): this
+ * rank's iteration is over. Buckets already launched are waited for (every rank launches them);
+ * the next forward starts afresh, as after ts_error_clear() a retried step should. */
+static void abandon(ddp_module *d) {
+    for (int b = 0; b < d->n_buckets; b++)
+        if (d->buckets[b].work) {
+            tsi_dist_wait_busy(d->buckets[b].work, &(double){0});
+            d->buckets[b].work = NULL;
+        }
+    d->expect = d->started = false;
+}
+
 static void grad_ready_hook(ts_tensor *leaf, void *ctx) {
     ddp_param *pp = ctx;
     ddp_module *d = pp->d;
     (void)leaf;
+    if (d->expect && ts_error()) abandon(d);
     if (!d->expect || ts_error()) return;
     ts_scope_begin();
     bool ok = true;

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "nn/module_load.h"
+#include "optim/optim_load.h"
 
 /* Adds src's tensors to dst as "<prefix><name>". */
 static ts_status add_prefixed(const char *op, ts_tensor_list *dst, const char *prefix,
@@ -166,14 +168,27 @@ ts_status ts_checkpoint_load_parts(const char *path, ts_checkpoint_parts *p) {
      * precision starts from the scaler's defaults); scaler state without a scaler is ignored. */
     bool load_scaler = p->scaler && scaler.n > 0;
     if (!st && load_scaler) st = check_scaler_state(&scaler);
-    if (!st) st = ts_module_load_state_dict(p->model, &model, true);
-    if (!st && p->optim) st = ts_optim_load_state_dict(p->optim, &optim);
+    /* model and optimizer staged (checked, copied onto their devices) before either changes, so
+     * a failure, out of memory included, leaves both as they were */
+    tsi_module_staged *gm = NULL;
+    tsi_optim_staged *go = NULL;
+    if (!st && !(gm = tsi_module_load_stage("load_state_dict", p->model, &model, true)))
+        st = ts_error();
+    if (!st && p->optim && !(go = tsi_optim_load_stage("optim_load_state_dict", p->optim, &optim)))
+        st = ts_error();
+    /* the scaler's load is all or nothing, and the last thing here that can fail */
     if (!st && load_scaler) st = ts_grad_scaler_load_state_dict(p->scaler, &scaler);
     if (!st) {
+        tsi_module_load_commit(gm);
+        gm = NULL;
+        if (go) tsi_optim_load_commit(go);
+        go = NULL;
         ts_rng_set_state(rng);
         p->step = (int64_t)stp;
         p->epoch_batches = (int64_t)eb;
     }
+    tsi_module_load_drop(gm);
+    tsi_optim_load_drop(go);
     ts_tensor_list_free(&model);
     ts_tensor_list_free(&optim);
     ts_tensor_list_free(&scaler);

@@ -16,8 +16,9 @@ static ts_tensor *gpt_forward(ts_module *self, ts_tensor *idx);
 
 static gpt *as_gpt(ts_module *m, const char *op) {
     if (m && m->forward == gpt_forward) return (gpt *)m;
-    if (!ts_error()) ts_error_set(TS_ERR_ARG, "%s: expected a GPT module, got %s", op,
-                                  m ? m->type_name : "NULL");
+    if (!ts_error())
+        ts_error_set(TS_ERR_ARG, "%s: expected a GPT module, got %s", op,
+                     m ? m->type_name : "NULL");
     return NULL;
 }
 
@@ -36,8 +37,8 @@ static ts_tensor *gpt_forward(ts_module *self, ts_tensor *idx) {
                             "(1 <= T <= context)",
                             (long long)T, (long long)g->c.context),
                NULL;
-    ts_tensor *pos = ts_arange(0, (double)T, 1, (ts_opts){.dtype = TS_I64,
-                                                          .device = ts_device_of(idx)});
+    ts_tensor *pos =
+        ts_arange(0, (double)T, 1, (ts_opts){.dtype = TS_I64, .device = ts_device_of(idx)});
     ts_tensor *x = ts_add(ts_forward(g->tok_emb, idx), ts_forward(g->pos_emb, pos));
     x = ts_forward(g->drop, x);
     for (int64_t i = 0; i < g->c.n_layer; i++) {
@@ -103,8 +104,8 @@ ts_module *ts_gpt_new(ts_gpt_config c) {
     g->tok_emb = ts_module_add(b, "tok_emb", ts_embedding_new(r.vocab_size, r.n_embd));
     g->pos_emb = ts_module_add(b, "pos_emb", ts_embedding_new(r.context, r.n_embd));
     g->drop = ts_module_add(b, "drop", ts_dropout_new(r.dropout));
-    g->blocks = ts_module_add(b, "blocks",
-                              ts_module_alloc(sizeof(ts_module), "ModuleList", module_list_forward));
+    g->blocks = ts_module_add(
+        b, "blocks", ts_module_alloc(sizeof(ts_module), "ModuleList", module_list_forward));
     bool ok = g->tok_emb && g->pos_emb && g->drop && g->blocks;
     ts_transformer_opts lo = {.dim_feedforward = 4 * r.n_embd,
                               .has_dropout = true,
@@ -119,7 +120,8 @@ ts_module *ts_gpt_new(ts_gpt_config c) {
                            ts_transformer_encoder_layer_new(r.n_embd, r.n_head, lo)) != NULL;
     }
     if (ok) {
-        g->ln_f = ts_module_add(b, "ln_f", ts_layer_norm_new(TS_SHAPE(r.n_embd), (ts_norm_opts){0}));
+        g->ln_f =
+            ts_module_add(b, "ln_f", ts_layer_norm_new(TS_SHAPE(r.n_embd), (ts_norm_opts){0}));
         ok = g->ln_f && init_weights(g);
     }
     if (!ok) {
@@ -162,16 +164,15 @@ ts_tensor *ts_gpt_generate(ts_module *m, ts_tensor *idx, int64_t new_tokens, ts_
         const int64_t T = ts_size(cur, 1);
         ts_tensor *cond = T > ctx ? ts_narrow(cur, 1, T - ctx, ctx) : cur;
         ts_tensor *logits = ts_forward(m, cond);
-        ts_tensor *next = ts_sample_logits(logits ? ts_select(logits, 1, ts_size(logits, 1) - 1)
-                                                  : NULL,
-                                           o);
+        ts_tensor *next =
+            ts_sample_logits(logits ? ts_select(logits, 1, ts_size(logits, 1) - 1) : NULL, o);
         ts_tensor *parts[2] = {cur, ts_view(next, TS_SHAPE(B, 1))};
         ts_tensor *joined = parts[1] ? ts_cat(parts, 2, 1) : NULL;
-        ts_keep(joined);
+        joined = ts_keep(joined);
         ts_scope_end();
         cur = joined;
     }
-    ts_keep(cur);
+    cur = ts_keep(cur);
     ts_scope_end();
     ts_no_grad_end();
     ts_module_train(m, was_training);

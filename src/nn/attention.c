@@ -90,7 +90,7 @@ ts_tensor *tsi_sdpa_reference(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tenso
     }
     if (dropout_p > 0) attn = ts_dropout(attn, dropout_p, true);
     ts_tensor *out = ts_matmul(attn, v);
-    ts_keep(out);
+    out = ts_keep(out);
     ts_scope_end();
     return out;
 }

@@ -127,9 +127,9 @@ static ts_tensor *new_output(ts_tensor *q, ts_tensor *v) {
     if (!blhe) return NULL;
     const int64_t st[4] = {blhe->strides[0], blhe->strides[2], blhe->strides[1], 1};
     ts_tensor *view = tsi_view_of(blhe, s, st, blhe->offset);
-    view->is_view = false; /* it owns the storage's only handle: a plain (strided) result */
+    if (view) view->is_view = false; /* it owns the storage's only handle: a plain result */
     ts_release(blhe);
-    return view;
+    return view; /* NULL with TS_ERR_OOM when the view's struct could not be had */
 }
 
 ts_tensor *tsi_sdpa_fused(ts_tensor *q0, ts_tensor *k0, ts_tensor *v0, ts_tensor *mask,

@@ -127,7 +127,7 @@ static ts_tensor *linear_op(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
         os.dims[nd - 1] = out_f;
         y = ts_view(y2, os);
     }
-    ts_keep(y);
+    y = ts_keep(y);
     ts_scope_end();
     return y;
 }
@@ -163,7 +163,7 @@ ts_tensor *ts_dropout(ts_tensor *x, double p, bool training) {
         ts_div_scalar_(noise, 1 - p);
         y = ts_mul(x, noise);
     }
-    ts_keep(y);
+    y = ts_keep(y);
     ts_scope_end();
     return y;
 }
@@ -203,7 +203,7 @@ ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices) {
     ts_scope_begin();
     ts_tensor *flat = ts_reshape(indices, TS_SHAPE(tsi_numel(indices->shape)));
     ts_tensor *y = ts_view(ts_index_select(weight, 0, flat), os);
-    ts_keep(y);
+    y = ts_keep(y);
     ts_scope_end();
     return y;
 }

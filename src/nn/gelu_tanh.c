@@ -14,9 +14,10 @@ ts_tensor *ts_gelu_tanh(ts_tensor *x) {
     const double k = 0.79788456080286535588; /* sqrt(2 / pi) */
     ts_scope_begin();
     /* inner = k * (x + 0.044715 x^3) = k * x * (1 + 0.044715 x^2) */
-    ts_tensor *inner = ts_mul(ts_mul_scalar(x, k), ts_add_scalar(ts_mul_scalar(ts_square(x), 0.044715), 1.0));
+    ts_tensor *inner =
+        ts_mul(ts_mul_scalar(x, k), ts_add_scalar(ts_mul_scalar(ts_square(x), 0.044715), 1.0));
     ts_tensor *y = ts_mul(ts_mul_scalar(x, 0.5), ts_add_scalar(ts_tanh(inner), 1.0));
-    ts_keep(y);
+    y = ts_keep(y);
     ts_scope_end();
     return y;
 }
@@ -35,8 +36,9 @@ ts_module *ts_gelu_new_ex(ts_gelu_approximate approximate) {
     tsi_init();
     if (approximate == TS_GELU_NONE) return ts_gelu_new();
     if (approximate != TS_GELU_TANH)
-        return tsi_error_set(TS_ERR_ARG, "GELU: approximate must be TS_GELU_NONE or TS_GELU_TANH, "
-                                         "got %d",
+        return tsi_error_set(TS_ERR_ARG,
+                             "GELU: approximate must be TS_GELU_NONE or TS_GELU_TANH, "
+                             "got %d",
                              (int)approximate),
                NULL;
     ts_module *m = ts_module_alloc(sizeof *m, "GELU", gelu_tanh_forward);

@@ -28,7 +28,7 @@ static ts_tensor *mse_loss_op(ts_tensor *input, ts_tensor *target, ts_loss_opts 
     ts_scope_begin();
     ts_tensor *d = ts_sub(input, target);
     ts_tensor *y = tsi_loss_reduce(tsi_nn_mul_into(d, d), o.reduction);
-    ts_keep(y);
+    y = ts_keep(y);
     ts_scope_end();
     return y;
 }
@@ -56,7 +56,7 @@ static ts_tensor *l1_loss_op(ts_tensor *input, ts_tensor *target, ts_loss_opts o
     if (!pointwise_check(op, input, target, o.reduction)) return NULL;
     ts_scope_begin();
     ts_tensor *y = tsi_loss_reduce(abs_diff(input, target), o.reduction);
-    ts_keep(y);
+    y = ts_keep(y);
     ts_scope_end();
     return y;
 }
@@ -85,7 +85,7 @@ static ts_tensor *smooth_l1_loss_op(ts_tensor *input, ts_tensor *target, ts_loss
     ts_tensor *m = ts_clamp_max(z, beta);
     ts_tensor *y = tsi_loss_reduce(ts_mul(m, ts_add_alpha(z, m, -0.5)), o.reduction);
     if (beta != 1) y = ts_div_scalar(y, beta);
-    ts_keep(y);
+    y = ts_keep(y);
     ts_scope_end();
     return y;
 }
@@ -142,7 +142,7 @@ static ts_tensor *bce_with_logits_op(ts_tensor *input, ts_tensor *target, ts_los
     ts_tensor *loss = ts_add(ts_mul(ts_rsub_scalar(target, 1), input), sp);
     if (o.weight) loss = ts_mul(loss, o.weight);
     ts_tensor *y = tsi_loss_reduce(loss, o.reduction);
-    ts_keep(y);
+    y = ts_keep(y);
     ts_scope_end();
     return y;
 }

@@ -128,7 +128,7 @@ static ts_tensor *nll_loss_op(ts_tensor *log_probs, ts_tensor *target, ts_loss_o
     ts_scope_begin();
     nll_prepare(target, o, &c);
     ts_tensor *y = nll_core(log_probs, o.reduction, &c);
-    ts_keep(y);
+    y = ts_keep(y);
     ts_scope_end();
     return y;
 }
@@ -211,7 +211,7 @@ static ts_tensor *cross_entropy_op(ts_tensor *logits, ts_tensor *target, ts_loss
     ts_scope_begin();
     ts_tensor *y = probs ? ce_probs(logits, target, o, logits->shape.ndim == 1 ? 0 : 1)
                          : ce_indices(logits, target, o, &c);
-    ts_keep(y);
+    y = ts_keep(y);
     ts_scope_end();
     return y;
 }

@@ -29,8 +29,9 @@ ts_module *ts_multihead_attention_new(int64_t embed_dim, int64_t num_heads, ts_m
                              (long long)embed_dim, (long long)num_heads),
                NULL;
     if (embed_dim % num_heads)
-        return tsi_error_set(TS_ERR_ARG, "%s: embed_dim must be divisible by num_heads, got %lld "
-                                         "and %lld",
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: embed_dim must be divisible by num_heads, got %lld "
+                             "and %lld",
                              op, (long long)embed_dim, (long long)num_heads),
                NULL;
     if (!(o.dropout >= 0 && o.dropout <= 1))
@@ -58,9 +59,9 @@ ts_module *ts_multihead_attention_new(int64_t embed_dim, int64_t num_heads, ts_m
         ok = m->b >= 0;
     }
     if (ok) {
-        m->out_proj = ts_module_add(&m->base, "out_proj",
-                                    ts_linear_new_ex(embed_dim, embed_dim,
-                                                     (ts_linear_opts){.no_bias = o.no_bias}));
+        m->out_proj = ts_module_add(
+            &m->base, "out_proj",
+            ts_linear_new_ex(embed_dim, embed_dim, (ts_linear_opts){.no_bias = o.no_bias}));
         ok = m->out_proj && ts_init_xavier_uniform_(w, 1.0);
         ts_tensor *ob = ok ? ts_module_get(m->out_proj, "bias") : NULL;
         if (ob) ok = ts_init_zeros_(ob) != NULL;
@@ -76,9 +77,9 @@ ts_module *ts_multihead_attention_new(int64_t embed_dim, int64_t num_heads, ts_m
 /* A user mask as an additive float mask of dtype dt: bool true -> -inf (not allowed). */
 static ts_tensor *float_mask(ts_tensor *mask, ts_dtype dt) {
     if (mask->dtype == TS_BOOL)
-        return ts_masked_fill(ts_zeros(mask->shape, (ts_opts){.dtype = dt,
-                                                              .device = ts_device_of(mask)}),
-                              mask, -INFINITY);
+        return ts_masked_fill(
+            ts_zeros(mask->shape, (ts_opts){.dtype = dt, .device = ts_device_of(mask)}), mask,
+            -INFINITY);
     return mask->dtype == dt ? mask : ts_to_dtype(mask, dt);
 }
 
@@ -144,8 +145,9 @@ static bool mha_check(mha_m *m, ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_ten
     if (kpm) {
         ts_shape want = nd == 3 ? TS_SHAPE(N, S) : TS_SHAPE(S);
         if (!same_shape(kpm->shape, want))
-            return tsi_error_set(TS_ERR_SHAPE, "%s: expected shape of key_padding_mask to be %s, "
-                                               "but got %s",
+            return tsi_error_set(TS_ERR_SHAPE,
+                                 "%s: expected shape of key_padding_mask to be %s, "
+                                 "but got %s",
                                  OP, tsi_shape_str(want), tsi_shape_str(kpm->shape)),
                    false;
     }
@@ -208,8 +210,8 @@ ts_tensor *ts_multihead_attention(ts_module *mod, ts_tensor *query, ts_tensor *k
     const int64_t N = q->shape.dims[0], L = q->shape.dims[1], S = k->shape.dims[1];
     if (self_attn) { /* one GEMM for the packed projection */
         ts_tensor *qkv = ts_linear(q, W, B);
-        ts_tensor *p = ts_permute(ts_reshape(qkv, TS_SHAPE(N, L, 3, H, E / H)),
-                                  (ts_dims){5, {2, 0, 3, 1, 4}});
+        ts_tensor *p =
+            ts_permute(ts_reshape(qkv, TS_SHAPE(N, L, 3, H, E / H)), (ts_dims){5, {2, 0, 3, 1, 4}});
         q = ts_select(p, 0, 0), k = ts_select(p, 0, 1), v = ts_select(p, 0, 2);
     } else {
         ts_tensor *w3[3], *b3[3] = {NULL, NULL, NULL};
@@ -231,9 +233,9 @@ ts_tensor *ts_multihead_attention(ts_module *mod, ts_tensor *query, ts_tensor *k
             if (am->shape.ndim == 3) mask = ts_view(mask, TS_SHAPE(N, H, L, S));
         } else if (is_causal) {
             ts_device dev = ts_device_of(query);
-            ts_tensor *i = ts_view(ts_arange(0, (double)L, 1, (ts_opts){.dtype = TS_I64,
-                                                                        .device = dev}),
-                                   TS_SHAPE(L, 1));
+            ts_tensor *i =
+                ts_view(ts_arange(0, (double)L, 1, (ts_opts){.dtype = TS_I64, .device = dev}),
+                        TS_SHAPE(L, 1));
             ts_tensor *j = ts_arange(0, (double)S, 1, (ts_opts){.dtype = TS_I64, .device = dev});
             mask = float_mask(ts_gt(j, i), dt);
         }
@@ -263,7 +265,7 @@ ts_tensor *ts_multihead_attention(ts_module *mod, ts_tensor *query, ts_tensor *k
     else if (!m->batch_first)
         o = ts_transpose(o, 0, 1);
     if (!o) weights = NULL;
-    ts_keep(o);
+    o = ts_keep(o);
     if (attn_weights_out && weights) *attn_weights_out = ts_keep(weights);
     ts_scope_end();
     return o;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "nn/module_internal.h"
+#include "nn/module_load.h"
 
 /* ------------------------------------------------------------------ ts_tensor_list */
 ts_status ts_tensor_list_add(ts_tensor_list *l, const char *name, ts_tensor *t) {
@@ -144,8 +145,92 @@ static int list_absent(tsi_strbuf *b, const char *title, const ts_tensor_list *k
     return count;
 }
 
-/* Everything is checked before anything is copied, so a failed load leaves the module unchanged
- * (PyTorch copies the matching entries before it raises). */
+struct tsi_module_staged {
+    ts_tensor_list own; /* the module's tensors, in state_dict order */
+    ts_tensor **staged; /* per own entry: its new value on its device and dtype, or NULL */
+};
+
+void tsi_module_load_drop(tsi_module_staged *g) {
+    if (!g) return;
+    for (int i = 0; g->staged && i < g->own.n; i++) ts_release(g->staged[i]);
+    free(g->staged);
+    ts_tensor_list_free(&g->own);
+    free(g);
+}
+
+/* Everything is checked and every value copied onto its tensor's device and dtype before
+ * anything changes, so a failed load (a wrong key, a shape, out of memory) leaves the module as it
+ * was (PyTorch copies the matching entries before it raises). */
+tsi_module_staged *tsi_module_load_stage(const char *op, ts_module *m, const ts_tensor_list *sd,
+                                         bool strict) {
+    for (int i = 0; i < sd->n; i++)
+        if (!sd->tensors[i] || !sd->names[i])
+            return tsi_error_set(TS_ERR_ARG, "%s: entry %d ('%s') of the state_dict is NULL", op, i,
+                                 sd->names[i] ? sd->names[i] : "?"),
+                   NULL;
+    tsi_module_staged *g = calloc(1, sizeof *g);
+    if (!g) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), NULL;
+    bool ok;
+    g->own = collect_list(op, m, WANT_PARAMS | WANT_BUFFERS, false, &ok);
+    if (!ok) {
+        tsi_module_load_drop(g);
+        return NULL;
+    }
+    const ts_tensor_list *own = &g->own;
+    tsi_strbuf b = {0};
+    tsi_sb_printf(&b, "%s: Error(s) in loading state_dict for %s:", op, m->type_name);
+    int key_errors = 0, shape_errors = 0;
+    if (strict) {
+        key_errors += list_absent(&b, "Missing key(s) in state_dict:", own, sd);
+        key_errors += list_absent(&b, "Unexpected key(s) in state_dict:", sd, own);
+    }
+    for (int i = 0; i < own->n; i++) {
+        ts_tensor *src = ts_tensor_list_get(sd, own->names[i]), *dst = own->tensors[i];
+        if (!src || same_shape(src->shape, dst->shape)) continue;
+        tsi_sb_printf(&b,
+                      "\n\tsize mismatch for %s: copying a param with shape %s from checkpoint, "
+                      "the shape in current model is %s.",
+                      own->names[i], tsi_shape_str(src->shape), tsi_shape_str(dst->shape));
+        shape_errors++;
+    }
+    ok = false;
+    if (b.failed)
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+    else if (key_errors || shape_errors)
+        tsi_error_set(key_errors ? TS_ERR_ARG : TS_ERR_SHAPE, "%s", b.s);
+    else if (!(g->staged = calloc((size_t)(own->n ? own->n : 1), sizeof *g->staged)))
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+    else
+        ok = true;
+    free(b.s);
+    for (int i = 0; ok && i < own->n; i++) {
+        ts_tensor *src = ts_tensor_list_get(sd, own->names[i]), *dst = own->tensors[i];
+        if (!src || src == dst) continue;
+        /* the caller's tensor already fits: copied from directly at the commit */
+        if (tsi_device_eq(tsi_device(src), tsi_device(dst)) && src->dtype == dst->dtype)
+            g->staged[i] = ts_retain(src);
+        else
+            ok = (g->staged[i] = tsi_private_copy(op, src, tsi_device(dst), dst->dtype)) != NULL;
+    }
+    if (!ok) {
+        tsi_module_load_drop(g);
+        return NULL;
+    }
+    return g;
+}
+
+void tsi_module_load_commit(tsi_module_staged *g) {
+    /* values only: no graph, and parameters that require grad may be written */
+    for (int i = 0; i < g->own.n; i++) {
+        ts_tensor *src = g->staged[i], *dst = g->own.tensors[i];
+        if (!src || tsi_numel(dst->shape) == 0) continue;
+        ts_kview kd = tsi_kview(dst), ks = tsi_kview(src);
+        tsi_be(dst)->copy(tsi_be(dst), tsi_dev_index(dst), &kd, &ks);
+        tsi_bump_version(dst);
+    }
+    tsi_module_load_drop(g);
+}
+
 ts_status ts_module_load_state_dict(ts_module *m, const ts_tensor_list *sd, bool strict) {
     const char *op = "load_state_dict";
     tsi_init();
@@ -154,47 +239,8 @@ ts_status ts_module_load_state_dict(ts_module *m, const ts_tensor_list *sd, bool
             tsi_error_set(TS_ERR_ARG, "%s: %s is NULL", op, m ? "state_dict" : "module");
         return ts_error() ? ts_error() : TS_ERR_ARG;
     }
-    for (int i = 0; i < sd->n; i++)
-        if (!sd->tensors[i] || !sd->names[i])
-            return tsi_error_set(TS_ERR_ARG, "%s: entry %d ('%s') of the state_dict is NULL", op, i,
-                                 sd->names[i] ? sd->names[i] : "?");
-    bool ok;
-    ts_tensor_list own = collect_list(op, m, WANT_PARAMS | WANT_BUFFERS, false, &ok);
-    if (!ok) return ts_error();
-
-    tsi_strbuf b = {0};
-    tsi_sb_printf(&b, "%s: Error(s) in loading state_dict for %s:", op, m->type_name);
-    int key_errors = 0, shape_errors = 0;
-    if (strict) {
-        key_errors += list_absent(&b, "Missing key(s) in state_dict:", &own, sd);
-        key_errors += list_absent(&b, "Unexpected key(s) in state_dict:", sd, &own);
-    }
-    for (int i = 0; i < own.n; i++) {
-        ts_tensor *src = ts_tensor_list_get(sd, own.names[i]), *dst = own.tensors[i];
-        if (!src || same_shape(src->shape, dst->shape)) continue;
-        tsi_sb_printf(&b,
-                      "\n\tsize mismatch for %s: copying a param with shape %s from checkpoint, "
-                      "the shape in current model is %s.",
-                      own.names[i], tsi_shape_str(src->shape), tsi_shape_str(dst->shape));
-        shape_errors++;
-    }
-    ts_status status = TS_OK;
-    if (b.failed) {
-        status = tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
-    } else if (key_errors || shape_errors) {
-        status = tsi_error_set(key_errors ? TS_ERR_ARG : TS_ERR_SHAPE, "%s", b.s);
-    } else {
-        /* values only: no graph, and parameters that require grad may be written */
-        ts_no_grad_begin();
-        ts_scope_begin();
-        for (int i = 0; i < own.n && status == TS_OK; i++) {
-            ts_tensor *src = ts_tensor_list_get(sd, own.names[i]), *dst = own.tensors[i];
-            if (src && src != dst && !ts_copy_(dst, src)) status = ts_error();
-        }
-        ts_scope_end();
-        ts_no_grad_end();
-    }
-    free(b.s);
-    ts_tensor_list_free(&own);
-    return status;
+    tsi_module_staged *g = tsi_module_load_stage(op, m, sd, strict);
+    if (!g) return ts_error();
+    tsi_module_load_commit(g);
+    return TS_OK;
 }

@@ -100,7 +100,7 @@ static ts_tensor *batch_norm_op(ts_tensor *x, ts_tensor *running_mean, ts_tensor
     ts_tensor *y = tsi_nn_add_into(ts_mul(x, scale), shift);
     /* f32 statistics or parameters with a half input: the result keeps the input's dtype */
     if (y && y->dtype != x->dtype) y = ts_to_dtype(y, x->dtype);
-    ts_keep(y);
+    y = ts_keep(y);
     ts_scope_end();
     return y;
 }
@@ -170,7 +170,7 @@ static ts_tensor *layer_norm_op(ts_tensor *x, ts_shape normalized_shape, ts_tens
     if (w) y = tsi_nn_mul_into(y, w);
     if (b) y = tsi_nn_add_into(y, b);
     if (y && y->dtype != x->dtype) y = ts_to_dtype(y, x->dtype);
-    ts_keep(y);
+    y = ts_keep(y);
     ts_scope_end();
     return y;
 }

@@ -12,8 +12,9 @@ static bool rms_check(ts_tensor *x, ts_shape ns, ts_tensor *w) {
     ts_device dev;
     if (!tsi_same_device(OP, all, 2, false, &dev)) return false;
     if (!tsi_is_float(x->dtype) || (w && !tsi_is_float(w->dtype)))
-        return tsi_error_set(TS_ERR_DTYPE, "%s: expected floating point input and weight, got %s%s%s",
-                             OP, tsi_desc(x), w ? " and " : "", w ? tsi_desc(w) : ""),
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: expected floating point input and weight, got %s%s%s", OP,
+                             tsi_desc(x), w ? " and " : "", w ? tsi_desc(w) : ""),
                false;
     if (ns.ndim < 1 || ns.ndim > x->shape.ndim)
         return tsi_error_set(TS_ERR_SHAPE,
@@ -26,8 +27,7 @@ static bool rms_check(ts_tensor *x, ts_shape ns, ts_tensor *w) {
             return tsi_error_set(TS_ERR_SHAPE,
                                  "%s: Given normalized_shape=%s, expected input with shape "
                                  "[*, ...%s], but got input of size %s",
-                                 OP, tsi_shape_str(ns), tsi_shape_str(ns),
-                                 tsi_shape_str(x->shape)),
+                                 OP, tsi_shape_str(ns), tsi_shape_str(ns), tsi_shape_str(x->shape)),
                    false;
     bool same = !w || w->shape.ndim == ns.ndim;
     for (int i = 0; same && w && i < ns.ndim; i++) same = w->shape.dims[i] == ns.dims[i];
@@ -43,10 +43,14 @@ static bool rms_check(ts_tensor *x, ts_shape ns, ts_tensor *w) {
 /* torch.finfo(dtype).eps */
 static double machine_eps(ts_dtype d) {
     switch (d) {
-    case TS_F64: return DBL_EPSILON;
-    case TS_F16: return 0.0009765625;
-    case TS_BF16: return 0.0078125;
-    default: return FLT_EPSILON;
+    case TS_F64:
+        return DBL_EPSILON;
+    case TS_F16:
+        return 0.0009765625;
+    case TS_BF16:
+        return 0.0078125;
+    default:
+        return FLT_EPSILON;
     }
 }
 
@@ -66,7 +70,7 @@ ts_tensor *ts_rms_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, do
     ts_tensor *y = ts_mul(xc, rstd);
     if (w) y = ts_mul(y, w);
     if (y && y->dtype != x->dtype) y = ts_to_dtype(y, x->dtype);
-    ts_keep(y);
+    y = ts_keep(y);
     ts_scope_end();
     return y;
 }

@@ -15,9 +15,12 @@ static ts_tensor *enc_forward(ts_module *self, ts_tensor *src) {
 
 static ts_tensor *activate(ts_activation a, ts_tensor *x) {
     switch (a) {
-    case TS_ACT_GELU: return ts_gelu(x);
-    case TS_ACT_GELU_TANH: return ts_gelu_tanh(x);
-    default: return ts_relu(x);
+    case TS_ACT_GELU:
+        return ts_gelu(x);
+    case TS_ACT_GELU_TANH:
+        return ts_gelu_tanh(x);
+    default:
+        return ts_relu(x);
     }
 }
 
@@ -51,9 +54,9 @@ ts_module *ts_transformer_encoder_layer_new(int64_t d_model, int64_t nhead, ts_t
     ts_norm_opts no = {.eps = o.layer_norm_eps, .no_bias = o.no_bias};
     m->self_attn = ts_module_add(
         b, "self_attn",
-        ts_multihead_attention_new(d_model, nhead, (ts_mha_opts){.dropout = p,
-                                                                 .no_bias = o.no_bias,
-                                                                 .batch_first = o.batch_first}));
+        ts_multihead_attention_new(
+            d_model, nhead,
+            (ts_mha_opts){.dropout = p, .no_bias = o.no_bias, .batch_first = o.batch_first}));
     m->linear1 = ts_module_add(b, "linear1", ts_linear_new_ex(d_model, ff, lo));
     m->dropout = ts_module_add(b, "dropout", ts_dropout_new(p));
     m->linear2 = ts_module_add(b, "linear2", ts_linear_new_ex(ff, d_model, lo));
@@ -102,7 +105,7 @@ ts_tensor *ts_transformer_encoder_layer(ts_module *layer, ts_tensor *src, ts_ten
     }
 #undef SA
 #undef FF
-    ts_keep(x);
+    x = ts_keep(x);
     ts_scope_end();
     return x;
 }

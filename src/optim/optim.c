@@ -28,20 +28,21 @@ static bool grow_groups(ts_optim *o) {
     return true;
 }
 
-/* The scratch a step uses, sized for every parameter: a step then never allocates. */
-static bool grow_scratch(ts_optim *o) {
-    if (o->scratch_cap >= o->n_params) return true;
+/* The scratch a step uses, sized for `need` parameters: a step then never allocates it. */
+static bool grow_scratch(ts_optim *o, int need) {
+    if (o->scratch_cap >= need) return true;
     int cap = o->cap_params;
     ts_kview *kv = malloc((size_t)(2 + TS_OPTIM_SLOTS) * (size_t)cap * sizeof *kv);
     double *steps = malloc((size_t)cap * sizeof *steps);
     bool *fresh = malloc((size_t)cap * sizeof *fresh);
     int *sel = malloc((size_t)cap * sizeof *sel);
-    if (!kv || !steps || !fresh || !sel) {
-        free(kv), free(steps), free(fresh), free(sel);
+    ts_tensor **copies = calloc(2 * (size_t)cap, sizeof *copies);
+    if (!kv || !steps || !fresh || !sel || !copies) {
+        free(kv), free(steps), free(fresh), free(sel), free(copies);
         return false;
     }
-    free(o->kv), free(o->steps), free(o->fresh), free(o->sel);
-    o->kv = kv, o->steps = steps, o->fresh = fresh, o->sel = sel;
+    free(o->kv), free(o->steps), free(o->fresh), free(o->sel), free(o->copies);
+    o->kv = kv, o->steps = steps, o->fresh = fresh, o->sel = sel, o->copies = copies;
     o->scratch_cap = cap;
     return true;
 }
@@ -87,7 +88,8 @@ static bool check_params(const char *op, ts_optim *o, ts_tensor *const *params, 
 /* Appends a group (params already checked). */
 static bool add_group(const char *op, ts_optim *o, ts_tensor *const *params, int n,
                       ts_optim_hparams h) {
-    if (!grow_groups(o) || !grow_params(o, o->n_params + n))
+    /* everything the group needs first: a failure leaves the optimizer as it was */
+    if (!grow_groups(o) || !grow_params(o, o->n_params + n) || !grow_scratch(o, o->n_params + n))
         return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), false;
     tsi_optim_group *g = &o->groups[o->n_groups];
     memset(g, 0, sizeof *g);
@@ -101,7 +103,6 @@ static bool add_group(const char *op, ts_optim *o, ts_tensor *const *params, int
     }
     o->n_params += n;
     o->n_groups++;
-    if (!grow_scratch(o)) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), false;
     return true;
 }
 
@@ -174,7 +175,7 @@ void ts_optim_free(ts_optim *opt) {
     }
     free(opt->params);
     free(opt->groups);
-    free(opt->kv), free(opt->steps), free(opt->fresh), free(opt->sel);
+    free(opt->kv), free(opt->steps), free(opt->fresh), free(opt->sel), free(opt->copies);
     free(opt);
 }
 
@@ -292,16 +293,35 @@ static void run_batch(const char *op, ts_optim *o, const ts_optim_hparams *h, co
     }
 }
 
-/* A parameter or gradient that is not contiguous: step contiguous copies, then copy back. */
-static bool run_strided(const char *op, ts_optim *o, const ts_optim_hparams *h, int idx) {
-    tsi_optim_param *pp = &o->params[idx];
-    ts_tensor *p = pp->p, *g = p->grad;
-    ts_tensor *pc = tsi_new(op, p->shape, p->dtype, tsi_device(p));
-    ts_tensor *gc = pc ? tsi_contiguous(op, g) : NULL;
-    if (!gc) {
-        ts_release(pc);
-        return false;
+/* A parameter or gradient that is not contiguous is stepped through contiguous copies, made for
+ * every such parameter before anything is updated (into copies[2 i], copies[2 i + 1]). */
+static bool make_copies(const char *op, ts_optim *o) {
+    for (int i = 0; i < o->n_params; i++) {
+        ts_tensor *p = o->params[i].p, *g = p->grad;
+        if (!g || (tsi_is_contiguous(p) && tsi_is_contiguous(g))) continue;
+        ts_tensor *pc = tsi_new(op, p->shape, p->dtype, tsi_device(p));
+        ts_tensor *gc = pc ? tsi_contiguous(op, g) : NULL;
+        if (!gc) {
+            ts_release(pc);
+            return false;
+        }
+        o->copies[2 * i] = pc;
+        o->copies[2 * i + 1] = gc;
     }
+    return true;
+}
+
+static void drop_copies(ts_optim *o) {
+    for (int i = 0; i < 2 * o->n_params; i++) {
+        ts_release(o->copies[i]);
+        o->copies[i] = NULL;
+    }
+}
+
+/* Steps parameter idx through its copies (make_copies): no allocation. */
+static void run_strided(const char *op, ts_optim *o, const ts_optim_hparams *h, int idx) {
+    tsi_optim_param *pp = &o->params[idx];
+    ts_tensor *p = pp->p, *pc = o->copies[2 * idx], *gc = o->copies[2 * idx + 1];
     ts_kview kp = tsi_kview(p), kpc = tsi_kview(pc);
     tsi_be(p)->copy(tsi_be(p), tsi_dev_index(p), &kpc, &kp);
     /* stand the copies in for the parameter and its grad during the call */
@@ -314,16 +334,16 @@ static bool run_strided(const char *op, ts_optim *o, const ts_optim_hparams *h, 
     kpc = tsi_kview(pc);
     tsi_be(p)->copy(tsi_be(p), tsi_dev_index(p), &kp, &kpc);
     tsi_bump_version(p);
-    ts_release(gc);
-    ts_release(pc);
-    return true;
 }
 
+/* All or nothing: everything that can fail (checks, state, copies) happens before the first
+ * parameter changes, and a step is refused while an error is pending on the thread (a forward or
+ * backward that failed left gradients that must not be applied). */
 ts_status ts_optim_step(ts_optim *opt) {
     static const char op[] = "optim_step";
     tsi_init();
     if (!opt) return tsi_error_set(TS_ERR_ARG, "%s: optimizer is NULL", op);
-    /* check everything before the first update, so a failed step changes nothing */
+    if (ts_error()) return ts_error();
     for (int i = 0; i < opt->n_params; i++) {
         ts_tensor *p = opt->params[i].p, *g = p->grad;
         if (!g) continue;
@@ -343,17 +363,20 @@ ts_status ts_optim_step(ts_optim *opt) {
             if (opt->params[i].p->grad && !prepare_state(op, opt, &g->h, &opt->params[i]))
                 return ts_error();
     }
+    if (!make_copies(op, opt)) {
+        drop_copies(opt);
+        return ts_error();
+    }
     for (int gi = 0; gi < opt->n_groups; gi++) {
         const tsi_optim_group *g = &opt->groups[gi];
         int *sel = opt->sel, m = 0;
         for (int i = g->first; i < g->first + g->n; i++) {
             ts_tensor *p = opt->params[i].p;
             if (!p->grad) continue; /* torch skips parameters without a gradient */
-            if (tsi_is_contiguous(p) && tsi_is_contiguous(p->grad)) {
+            if (opt->copies[2 * i])
+                run_strided(op, opt, &g->h, i);
+            else
                 sel[m++] = i;
-            } else if (!run_strided(op, opt, &g->h, i)) {
-                return ts_error();
-            }
         }
         /* one call per (device, dtype): move the matching ones to the front, run them, repeat */
         while (m > 0) {
@@ -372,6 +395,7 @@ ts_status ts_optim_step(ts_optim *opt) {
             m -= k;
         }
     }
+    drop_copies(opt);
     return TS_OK;
 }
 

@@ -39,10 +39,11 @@ struct ts_optim {
     tsi_optim_param *params;
     int n_params, cap_params;
     /* step scratch, grown with the parameter count so a step does not allocate */
-    ts_kview *kv;  /* [(2 + TS_OPTIM_SLOTS) * cap_params] */
-    double *steps; /* [cap_params] */
-    bool *fresh;   /* [cap_params] */
-    int *sel;      /* [cap_params] */
+    ts_kview *kv;       /* [(2 + TS_OPTIM_SLOTS) * cap_params] */
+    double *steps;      /* [cap_params] */
+    bool *fresh;        /* [cap_params] */
+    int *sel;           /* [cap_params] */
+    ts_tensor **copies; /* [2 * cap_params]: contiguous stand-ins for strided parameters, grads */
     int scratch_cap;
 };
 

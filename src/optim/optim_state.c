@@ -6,21 +6,7 @@
 #include <string.h>
 
 #include "optim/optim_internal.h"
-
-/* A caller-held contiguous copy of t with the given dtype on device dev. */
-static ts_tensor *copy_to(const char *op, ts_tensor *t, ts_device dev, ts_dtype dt) {
-    ts_tensor *a = tsi_to_device(op, t, dev);
-    ts_tensor *b = a ? tsi_cast(op, a, dt) : NULL;
-    ts_release(a);
-    if (!b || (b != t && tsi_is_contiguous(b))) return b; /* already a private copy */
-    ts_tensor *c = tsi_new(op, b->shape, dt, dev);
-    if (c && tsi_numel(c->shape) > 0) {
-        ts_kview kc = tsi_kview(c), kb = tsi_kview(b);
-        tsi_be(c)->copy(tsi_be(c), tsi_dev_index(c), &kc, &kb);
-    }
-    ts_release(b);
-    return c;
-}
+#include "optim/optim_load.h"
 
 static bool add_entry(const char *op, ts_tensor_list *l, const char *name, ts_tensor *t) {
     if (!t) return false;
@@ -52,7 +38,7 @@ ts_tensor_list ts_optim_state_dict(ts_optim *opt) {
             if (!s || pp->fresh[k]) continue;
             snprintf(name, sizeof name, "state.%d.%s", i, opt->info->slot_names[k]);
             /* a snapshot: later steps must not change a saved state */
-            ok = add_entry(op, &l, name, copy_to(op, s, tsi_device(s), s->dtype));
+            ok = add_entry(op, &l, name, tsi_private_copy(op, s, tsi_device(s), s->dtype));
         }
     }
     for (int g = 0; ok && g < opt->n_groups; g++) {
@@ -158,47 +144,79 @@ static bool check_complete(const char *op, ts_optim *opt, const staged_state *st
     return true;
 }
 
-ts_status ts_optim_load_state_dict(ts_optim *opt, const ts_tensor_list *sd) {
-    static const char op[] = "optim_load_state_dict";
-    tsi_init();
-    if (!opt) return tsi_error_set(TS_ERR_ARG, "%s: optimizer is NULL", op);
-    if (!sd) return tsi_error_set(TS_ERR_ARG, "%s: state dict is NULL", op);
-    staged_state *st = calloc((size_t)opt->n_params, sizeof *st);
-    double *lrs = malloc((size_t)opt->n_groups * sizeof *lrs);
-    if (!st || !lrs) {
-        free(st), free(lrs);
-        return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+struct tsi_optim_staged {
+    ts_optim *opt;
+    staged_state *st;
+    double *lrs;
+};
+
+void tsi_optim_load_drop(tsi_optim_staged *g) {
+    if (!g) return;
+    for (int i = 0; g->st && i < g->opt->n_params; i++)
+        for (int k = 0; k < TS_OPTIM_SLOTS; k++) ts_release(g->st[i].copy[k]);
+    free(g->st);
+    free(g->lrs);
+    free(g);
+}
+
+tsi_optim_staged *tsi_optim_load_stage(const char *op, ts_optim *opt, const ts_tensor_list *sd) {
+    tsi_optim_staged *g = calloc(1, sizeof *g);
+    if (!g) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), NULL;
+    g->opt = opt;
+    g->st = calloc((size_t)opt->n_params, sizeof *g->st);
+    g->lrs = malloc((size_t)opt->n_groups * sizeof *g->lrs);
+    if ((!g->st && opt->n_params) || (!g->lrs && opt->n_groups)) {
+        tsi_optim_load_drop(g);
+        return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), NULL;
     }
-    for (int g = 0; g < opt->n_groups; g++) lrs[g] = NAN;
+    staged_state *st = g->st;
+    for (int i = 0; i < opt->n_groups; i++) g->lrs[i] = NAN;
     bool ok = true;
     for (int e = 0; ok && e < sd->n; e++)
-        ok = stage_entry(op, opt, sd->names[e] ? sd->names[e] : "(null)", sd->tensors[e], st, lrs);
+        ok = stage_entry(op, opt, sd->names[e] ? sd->names[e] : "(null)", sd->tensors[e], st,
+                         g->lrs);
     ok = ok && check_complete(op, opt, st);
     /* copies onto the parameters' devices and dtypes before anything changes */
     for (int i = 0; ok && i < opt->n_params; i++) {
         ts_tensor *p = opt->params[i].p;
         for (int k = 0; ok && k < TS_OPTIM_SLOTS; k++)
             if (st[i].src[k])
-                ok = (st[i].copy[k] = copy_to(op, st[i].src[k], tsi_device(p), p->dtype)) != NULL;
+                ok = (st[i].copy[k] =
+                          tsi_private_copy(op, st[i].src[k], tsi_device(p), p->dtype)) != NULL;
     }
-    if (ok) {
-        for (int i = 0; i < opt->n_params; i++) {
-            tsi_optim_param *pp = &opt->params[i];
-            tsi_optim_param_clear(pp); /* torch replaces the state wholesale */
-            if (!st[i].any) continue;
-            for (int k = 0; k < TS_OPTIM_SLOTS; k++) {
-                pp->state[k] = st[i].copy[k];
-                st[i].copy[k] = NULL;
-            }
-            pp->step = st[i].step;
-            pp->has_state = true;
+    if (!ok) {
+        tsi_optim_load_drop(g);
+        return NULL;
+    }
+    return g;
+}
+
+void tsi_optim_load_commit(tsi_optim_staged *g) {
+    ts_optim *opt = g->opt;
+    staged_state *st = g->st;
+    for (int i = 0; i < opt->n_params; i++) {
+        tsi_optim_param *pp = &opt->params[i];
+        tsi_optim_param_clear(pp); /* torch replaces the state wholesale */
+        if (!st[i].any) continue;
+        for (int k = 0; k < TS_OPTIM_SLOTS; k++) {
+            pp->state[k] = st[i].copy[k];
+            st[i].copy[k] = NULL;
         }
-        for (int g = 0; g < opt->n_groups; g++)
-            if (lrs[g] == lrs[g]) opt->groups[g].h.lr = lrs[g];
+        pp->step = st[i].step;
+        pp->has_state = true;
     }
-    for (int i = 0; i < opt->n_params; i++)
-        for (int k = 0; k < TS_OPTIM_SLOTS; k++) ts_release(st[i].copy[k]);
-    free(st);
-    free(lrs);
-    return ok ? TS_OK : ts_error();
+    for (int k = 0; k < opt->n_groups; k++)
+        if (g->lrs[k] == g->lrs[k]) opt->groups[k].h.lr = g->lrs[k];
+    tsi_optim_load_drop(g);
+}
+
+ts_status ts_optim_load_state_dict(ts_optim *opt, const ts_tensor_list *sd) {
+    static const char op[] = "optim_load_state_dict";
+    tsi_init();
+    if (!opt) return tsi_error_set(TS_ERR_ARG, "%s: optimizer is NULL", op);
+    if (!sd) return tsi_error_set(TS_ERR_ARG, "%s: state dict is NULL", op);
+    tsi_optim_staged *g = tsi_optim_load_stage(op, opt, sd);
+    if (!g) return ts_error();
+    tsi_optim_load_commit(g);
+    return TS_OK;
 }

@@ -252,27 +252,6 @@ static void scratch_put(char *p) {
         free(p);
 }
 
-/* No memory for packed panels: a plain loop still gives the right answer. */
-static void gemm_naive(size_t es, int64_t m, int64_t n, int64_t k, const char *a, int64_t rsa,
-                       int64_t csa, const char *b, int64_t rsb, int64_t csb, char *c, int64_t rsc,
-                       int64_t csc) {
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            double s = 0;
-            for (int64_t p = 0; p < k; p++) {
-                const char *x = a + (size_t)(i * rsa + p * csa) * es;
-                const char *y = b + (size_t)(p * rsb + j * csb) * es;
-                s += es == 4 ? (double)*(const float *)x * *(const float *)y
-                             : *(const double *)x * *(const double *)y;
-            }
-            char *z = c + (size_t)(i * rsc + j * csc) * es;
-            if (es == 4)
-                *(float *)z = (float)s;
-            else
-                *(double *)z = s;
-        }
-}
-
 /* The five loops on one thread, with its own packing buffers (ap: mcb x kcb, bp: kcb x ncb). */
 static inline __attribute__((always_inline)) void
 gemm_serial(const gemm_kernel *kd, size_t es, int64_t m, int64_t n, int64_t k, const char *a,
@@ -308,14 +287,14 @@ gemm_serial(const gemm_kernel *kd, size_t es, int64_t m, int64_t n, int64_t k, c
  * thread's A block in its own L2) and run the serial loops on them independently: no barrier
  * inside, so a thread that loses its core for a while holds up nobody but the final join. Each
  * thread packs the A rows it needs, a small price next to its share of the multiply. */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) bool
 gemm_driver(const gemm_kernel *kd, size_t es, int64_t m, int64_t n, int64_t k, const char *a,
             int64_t rsa, int64_t csa, const char *b, int64_t rsb, int64_t csb, char *c, int64_t rsc,
             int64_t csc, bool parallel) {
-    if (m <= 0 || n <= 0) return;
+    if (m <= 0 || n <= 0) return true;
     if (k <= 0) {
         zero_c(c, m, n, rsc, csc, es);
-        return;
+        return true;
     }
     const int mr = kd->mr, nr = kd->nr;
     const int64_t units_m = (m + mr - 1) / mr, units_n = (n + nr - 1) / nr;
@@ -338,10 +317,7 @@ gemm_driver(const gemm_kernel *kd, size_t es, int64_t m, int64_t n, int64_t k, c
     const size_t b_bytes = (size_t)round_up((int64_t)((size_t)(kcb * ncb) * es), 64);
     const size_t buf_bytes = (a_bytes + b_bytes) * (size_t)nthreads;
     char *buf = scratch_get(buf_bytes);
-    if (!buf) {
-        gemm_naive(es, m, n, k, a, rsa, csa, b, rsb, csb, c, rsc, csc);
-        return;
-    }
+    if (!buf) return false; /* a plain loop would round differently: the caller reports it */
 #ifdef TS_HAVE_OPENMP
 #pragma omp parallel num_threads(nthreads) if (nthreads > 1)
 #endif
@@ -360,18 +336,19 @@ gemm_driver(const gemm_kernel *kd, size_t es, int64_t m, int64_t n, int64_t k, c
                         c + (size_t)(r0 * rsc + c0 * csc) * es, rsc, csc, mcb, kcb, ncb, ap, bp);
     }
     scratch_put(buf);
+    return true;
 }
 
-void ts_gemm_blocked_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa, int64_t csa,
+bool ts_gemm_blocked_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa, int64_t csa,
                          const float *b, int64_t rsb, int64_t csb, float *c, int64_t rsc,
                          int64_t csc, bool parallel) {
-    gemm_driver(&kernels_f32[current_isa()], sizeof(float), m, n, k, (const char *)a, rsa, csa,
-                (const char *)b, rsb, csb, (char *)c, rsc, csc, parallel);
+    return gemm_driver(&kernels_f32[current_isa()], sizeof(float), m, n, k, (const char *)a, rsa,
+                       csa, (const char *)b, rsb, csb, (char *)c, rsc, csc, parallel);
 }
 
-void ts_gemm_blocked_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t rsa, int64_t csa,
+bool ts_gemm_blocked_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t rsa, int64_t csa,
                          const double *b, int64_t rsb, int64_t csb, double *c, int64_t rsc,
                          int64_t csc, bool parallel) {
-    gemm_driver(&kernels_f64[current_isa()], sizeof(double), m, n, k, (const char *)a, rsa, csa,
-                (const char *)b, rsb, csb, (char *)c, rsc, csc, parallel);
+    return gemm_driver(&kernels_f64[current_isa()], sizeof(double), m, n, k, (const char *)a, rsa,
+                       csa, (const char *)b, rsb, csb, (char *)c, rsc, csc, parallel);
 }

@@ -8,11 +8,12 @@
 /* C[m,n] = A[m,k] @ B[k,n], overwriting C. Every matrix is addressed by element strides (row
  * stride, column stride), so transposed and broadcast (stride 0) operands need no copy; C must not
  * overlap A or B. k == 0 writes zeros. `parallel` lets the call use OpenMP threads when the work is
- * large; callers that already run one GEMM per thread pass false. */
-void ts_gemm_blocked_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa, int64_t csa,
+ * large; callers that already run one GEMM per thread pass false. Returns false, C unwritten, when
+ * its packing buffers cannot be allocated. */
+bool ts_gemm_blocked_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa, int64_t csa,
                          const float *b, int64_t rsb, int64_t csb, float *c, int64_t rsc,
                          int64_t csc, bool parallel);
-void ts_gemm_blocked_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t rsa, int64_t csa,
+bool ts_gemm_blocked_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t rsa, int64_t csa,
                          const double *b, int64_t rsb, int64_t csb, double *c, int64_t rsc,
                          int64_t csc, bool parallel);
 

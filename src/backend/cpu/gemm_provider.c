@@ -100,6 +100,11 @@ static void choose(void) {
     describe(f64_provider, f64_name, sizeof f64_name);
 }
 
+bool tsi_lib_gemm_present(bool f64) {
+    pthread_once(&once, choose);
+    return (f64 ? f64_provider : f32_provider) != PROV_BLOCKED;
+}
+
 const char *tsi_lib_gemm_name(bool f64) {
     pthread_once(&once, choose);
     return f64 ? f64_name : f32_name;

@@ -86,12 +86,12 @@ static int unscale_one(const ts_kview *g, float inv_scale) {
     ts_cpu_iter it;
     ts_cpu_iter_init(&it, 1, views);
     if (it.numel <= 0) return 0;
-    int bad = 0;
 #ifdef TS_HAVE_OPENMP
     /* small gradients (biases, most of a small model) stay on this thread: a parallel region
      * costs more than their pass */
     if (it.numel > TS_CPU_GRAIN && omp_get_max_threads() > 1 && !omp_in_parallel()) {
         const int64_t numel = it.numel;
+        int bad = 0;
 #pragma omp parallel reduction(| : bad)
         {
             int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();

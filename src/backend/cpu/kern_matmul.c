@@ -1,6 +1,8 @@
 /* kern_matmul.c — the CPU batched matmul kernel: BLAS or blocked GEMM, f16 via f32, integers. */
-/* f16/bf16 go through f32 scratch; integers use a plain loop with int64 (wrapping) accumulation. */
+/* f16/bf16 go through f32 scratch; integers use a plain loop with int64 (wrapping) accumulation.
+ * Scratch that cannot be had is TS_ERR_OOM (tsi_kernel_oom), never a differently rounded result. */
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,25 +72,29 @@ static void *pack_rows(const char *p, int64_t rows, int64_t cols, int64_t rs, in
     return dst;
 }
 
-/* One GEMM through a library (gemm_provider.c); false when none takes it (none built in, sizes
- * beyond it, no scratch memory), leaving the caller to use the blocked GEMM. */
-static bool blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, int64_t rsa,
-                      int64_t csa, const char *b, int64_t rsb, int64_t csb, char *c, int64_t rsc,
-                      int64_t csc) {
+/* One GEMM through a library (gemm_provider.c): BLAS_DONE; BLAS_CANNOT when none takes it (none
+ * built in or chosen, sizes beyond it, an output layout it cannot write), leaving the caller to
+ * use the blocked GEMM; BLAS_NO_MEMORY when an operand could not be packed for it (the blocked
+ * GEMM would round differently: an error instead). */
+enum { BLAS_NO_MEMORY = -1, BLAS_CANNOT = 0, BLAS_DONE = 1 };
+static int blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, int64_t rsa,
+                     int64_t csa, const char *b, int64_t rsb, int64_t csb, char *c, int64_t rsc,
+                     int64_t csc) {
+    if (!tsi_lib_gemm_present(dbl)) return BLAS_CANNOT; /* nothing to pack for */
     const size_t es = dbl ? sizeof(double) : sizeof(float);
     int lda, ldb, ldc;
     mat_layout la = layout_of(m, k, rsa, csa, &lda), lb = layout_of(k, n, rsb, csb, &ldb);
     mat_layout lc = layout_of(m, n, rsc, csc, &ldc);
-    if (lc == LAYOUT_NONE) return false; /* only for exotic outputs: blocked GEMM writes any */
+    if (lc == LAYOUT_NONE) return BLAS_CANNOT; /* only exotic outputs: blocked GEMM writes any */
     void *sa = NULL, *sb = NULL;
     if (la == LAYOUT_NONE) {
-        if (!(sa = pack_rows(a, m, k, rsa, csa, es))) return false;
+        if (!(sa = pack_rows(a, m, k, rsa, csa, es))) return BLAS_NO_MEMORY;
         a = sa, la = LAYOUT_ROW, lda = (int)(k > 1 ? k : 1);
     }
     if (lb == LAYOUT_NONE) {
         if (!(sb = pack_rows(b, k, n, rsb, csb, es))) {
             free(sa);
-            return false;
+            return BLAS_NO_MEMORY;
         }
         b = sb, lb = LAYOUT_ROW, ldb = (int)(n > 1 ? n : 1);
     }
@@ -110,27 +116,27 @@ static bool blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, 
     }
     free(sa);
     free(sb);
-    return ok;
+    return ok ? BLAS_DONE : BLAS_CANNOT;
 }
 
-static void gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, char *c,
+/* false: no scratch memory (nothing sensible written) */
+static bool gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, char *c,
                      bool parallel) {
     if (!dbl &&
         ts_gemm_small_f32(d->m, d->n, d->k, (const float *)a, d->sa[1], d->sa[2], (const float *)b,
                           d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
                           parallel && run_in_parallel((double)d->m * (double)d->n * (double)d->k)))
-        return;
-    if (blas_gemm(dbl, d->m, d->n, d->k, a, d->sa[1], d->sa[2], b, d->sb[1], d->sb[2], c, d->sc[1],
-                  d->sc[2]))
-        return;
+        return true;
+    int r = blas_gemm(dbl, d->m, d->n, d->k, a, d->sa[1], d->sa[2], b, d->sb[1], d->sb[2], c,
+                      d->sc[1], d->sc[2]);
+    if (r != BLAS_CANNOT) return r == BLAS_DONE;
     if (dbl)
-        ts_gemm_blocked_f64(d->m, d->n, d->k, (const double *)a, d->sa[1], d->sa[2],
-                            (const double *)b, d->sb[1], d->sb[2], (double *)c, d->sc[1], d->sc[2],
-                            parallel);
-    else
-        ts_gemm_blocked_f32(d->m, d->n, d->k, (const float *)a, d->sa[1], d->sa[2],
-                            (const float *)b, d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
-                            parallel);
+        return ts_gemm_blocked_f64(d->m, d->n, d->k, (const double *)a, d->sa[1], d->sa[2],
+                                   (const double *)b, d->sb[1], d->sb[2], (double *)c, d->sc[1],
+                                   d->sc[2], parallel);
+    return ts_gemm_blocked_f32(d->m, d->n, d->k, (const float *)a, d->sa[1], d->sa[2],
+                               (const float *)b, d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
+                               parallel);
 }
 
 static void zero_out(const mm_desc *d, char *c, size_t es) {
@@ -140,12 +146,13 @@ static void zero_out(const mm_desc *d, char *c, size_t es) {
                 memset(c + (size_t)(bi * d->sc[0] + i * d->sc[1] + j * d->sc[2]) * es, 0, es);
 }
 
-static void matmul_float(bool dbl, const mm_desc *d, const char *a, const char *b, char *c) {
+/* false: out of scratch memory (the caller reports it) */
+static bool matmul_float(bool dbl, const mm_desc *d, const char *a, const char *b, char *c) {
     const size_t es = dbl ? sizeof(double) : sizeof(float);
-    if (d->bsz == 0 || d->m == 0 || d->n == 0) return;
+    if (d->bsz == 0 || d->m == 0 || d->n == 0) return true;
     if (d->k == 0) {
         zero_out(d, c, es);
-        return;
+        return true;
     }
     const double flops = (double)d->m * (double)d->n * (double)d->k;
     /* Many small matrices: one GEMM per thread beats threading each GEMM. One big GEMM keeps the
@@ -154,17 +161,22 @@ static void matmul_float(bool dbl, const mm_desc *d, const char *a, const char *
 #ifdef TS_HAVE_OPENMP
         tsi_blas_single_begin(); /* one GEMM per thread: OpenBLAS's own threads stay out */
         const int64_t bsz = d->bsz;
+        atomic_bool ok = true;
 #pragma omp parallel for schedule(static)
         for (int64_t bi = 0; bi < bsz; bi++)
-            gemm_one(dbl, d, a + (size_t)(bi * d->sa[0]) * es, b + (size_t)(bi * d->sb[0]) * es,
-                     c + (size_t)(bi * d->sc[0]) * es, false);
+            if (!gemm_one(dbl, d, a + (size_t)(bi * d->sa[0]) * es,
+                          b + (size_t)(bi * d->sb[0]) * es, c + (size_t)(bi * d->sc[0]) * es,
+                          false))
+                atomic_store_explicit(&ok, false, memory_order_relaxed);
         tsi_blas_single_end();
-        return;
+        return atomic_load(&ok);
 #endif
     }
-    for (int64_t bi = 0; bi < d->bsz; bi++)
-        gemm_one(dbl, d, a + (size_t)(bi * d->sa[0]) * es, b + (size_t)(bi * d->sb[0]) * es,
-                 c + (size_t)(bi * d->sc[0]) * es, true);
+    bool ok = true;
+    for (int64_t bi = 0; ok && bi < d->bsz; bi++)
+        ok = gemm_one(dbl, d, a + (size_t)(bi * d->sa[0]) * es, b + (size_t)(bi * d->sb[0]) * es,
+                      c + (size_t)(bi * d->sc[0]) * es, true);
+    return ok;
 }
 
 /* ------------------------------------------------------------------ f16 / bf16 */
@@ -196,23 +208,9 @@ static float *halves_to_f32(const char *p, bool bf, int64_t nb, int64_t rows, in
     return dst;
 }
 
-/* Without scratch memory: a slow but allocation-free loop. */
-static void matmul_half_direct(bool bf, const mm_desc *d, const char *a, const char *b, char *c) {
-    for (int64_t bi = 0; bi < d->bsz; bi++)
-        for (int64_t i = 0; i < d->m; i++)
-            for (int64_t j = 0; j < d->n; j++) {
-                float s = 0;
-                for (int64_t p = 0; p < d->k; p++)
-                    s += half_load(a + 2 * (size_t)(bi * d->sa[0] + i * d->sa[1] + p * d->sa[2]),
-                                   bf) *
-                         half_load(b + 2 * (size_t)(bi * d->sb[0] + p * d->sb[1] + j * d->sb[2]),
-                                   bf);
-                half_store(c + 2 * (size_t)(bi * d->sc[0] + i * d->sc[1] + j * d->sc[2]), s, bf);
-            }
-}
-
-static void matmul_half(bool bf, const mm_desc *d, const char *a, const char *b, char *c) {
-    if (d->bsz == 0 || d->m == 0 || d->n == 0) return;
+/* false: out of scratch memory (the caller reports it) */
+static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b, char *c) {
+    if (d->bsz == 0 || d->m == 0 || d->n == 0) return true;
     const int64_t nba = d->sa[0] == 0 ? 1 : d->bsz, nbb = d->sb[0] == 0 ? 1 : d->bsz;
     float *fa = halves_to_f32(a, bf, nba, d->m, d->k, d->sa);
     float *fb = fa ? halves_to_f32(b, bf, nbb, d->k, d->n, d->sb) : NULL;
@@ -220,14 +218,16 @@ static void matmul_half(bool bf, const mm_desc *d, const char *a, const char *b,
     if (!fc) {
         free(fa);
         free(fb);
-        matmul_half_direct(bf, d, a, b, c);
-        return;
+        return false;
     }
     mm_desc f = {.bsz = d->bsz, .m = d->m, .n = d->n, .k = d->k};
     f.sa[0] = nba == 1 ? 0 : d->m * d->k, f.sa[1] = d->k, f.sa[2] = 1;
     f.sb[0] = nbb == 1 ? 0 : d->k * d->n, f.sb[1] = d->n, f.sb[2] = 1;
     f.sc[0] = d->m * d->n, f.sc[1] = d->n, f.sc[2] = 1;
-    matmul_float(false, &f, (const char *)fa, (const char *)fb, (char *)fc);
+    if (!matmul_float(false, &f, (const char *)fa, (const char *)fb, (char *)fc)) {
+        free(fa), free(fb), free(fc);
+        return false;
+    }
     const int64_t rows = d->bsz * d->m, n = d->n;
 #ifdef TS_HAVE_OPENMP
 #pragma omp parallel for schedule(static) if (run_in_parallel((double)(rows * n)))
@@ -240,6 +240,7 @@ static void matmul_half(bool bf, const mm_desc *d, const char *a, const char *b,
     free(fa);
     free(fb);
     free(fc);
+    return true;
 }
 
 /* ------------------------------------------------------------------ integers */
@@ -294,18 +295,19 @@ void ts_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const t
                    const ts_kview *b) {
     (void)be, (void)index;
     mm_desc d = mm_desc_of(out, a, b);
+    bool ok = true;
     switch (out->dtype) {
     case TS_F32:
-        matmul_float(false, &d, a->data, b->data, out->data);
+        ok = matmul_float(false, &d, a->data, b->data, out->data);
         break;
     case TS_F64:
-        matmul_float(true, &d, a->data, b->data, out->data);
+        ok = matmul_float(true, &d, a->data, b->data, out->data);
         break;
     case TS_F16:
-        matmul_half(false, &d, a->data, b->data, out->data);
+        ok = matmul_half(false, &d, a->data, b->data, out->data);
         break;
     case TS_BF16:
-        matmul_half(true, &d, a->data, b->data, out->data);
+        ok = matmul_half(true, &d, a->data, b->data, out->data);
         break;
     case TS_I64:
         matmul_int(int_rows_i64, &d, a->data, b->data, out->data);
@@ -319,4 +321,6 @@ void ts_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const t
     default: /* bool and others are rejected by the front end */
         break;
     }
+    /* a slower loop without scratch would round differently: the same numbers or an error */
+    if (!ok) tsi_kernel_oom("matmul", 0);
 }

@@ -47,7 +47,10 @@ static void reduce_rows(const ts_cpu_rplan *P) {
     int64_t items = P->outputs * nb;
     ts_cpu_fstate *fs = P->ints ? NULL : malloc((size_t)items * sizeof *fs);
     ts_cpu_istate *is = P->ints ? malloc((size_t)items * sizeof *is) : NULL;
-    if (!fs && !is) return; /* out of host memory: nothing sensible left to do */
+    if (!fs && !is) { /* a serial sum would round differently: an error, not other numbers */
+        tsi_kernel_oom("reduce", (size_t)items * (P->ints ? sizeof *is : sizeof *fs));
+        return;
+    }
 #ifdef TS_HAVE_OPENMP
 #pragma omp parallel for schedule(dynamic, 1)
 #endif

@@ -1,6 +1,7 @@
 /* kern_reduce_cols.c — the CPU reduction path for "reduce the outer dims, keep a contiguous inner
  * dim" (e.g. a column sum of a row-major matrix). */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "backend/cpu/kern_reduce.h"
@@ -9,13 +10,13 @@
  * contiguous row of tn kept columns, accumulated into per-column arrays (vectorisable), instead of
  * a strided walk per output. Columns of base .. base+tn-1 (outputs o0 ..), reduced positions
  * [p0, p1). The partial states go to fs / is when given, else the results straight to out. */
-static void col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int64_t p0, int64_t p1,
+static bool col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int64_t p0, int64_t p1,
                         ts_cpu_fstate *fs, ts_cpu_istate *is, int64_t o0) {
     ts_reduce_op op = P->op;
     ts_cpu_odo o;
     /* on the heap: a tile of 4096 columns needs 128 KiB, too much for a worker thread's stack */
     char *mem = malloc((size_t)tn * 4 * sizeof(double));
-    if (!mem) return; /* out of host memory: nothing sensible left to do */
+    if (!mem) return false; /* reported by the caller, outside the parallel loop */
     if (P->ints) {
         int64_t *V = (int64_t *)mem, *I = V + tn, *x = I + tn;
         ts_cpu_istate init = ts_cpu_red_is_init(op);
@@ -51,7 +52,7 @@ static void col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
                 ts_cpu_red_is_store(op, P->out, o0 + c, &st);
         }
         free(mem);
-        return;
+        return true;
     }
     double *A = (double *)mem, *B = A + tn, *x = B + tn;
     int64_t *I = (int64_t *)(x + tn);
@@ -122,6 +123,7 @@ static void col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
             ts_cpu_red_fs_store(op, P->out, o0 + c, &st, P->n, P->corr);
     }
     free(mem);
+    return true;
 }
 
 void ts_cpu_red_cols(const ts_cpu_rplan *P) {
@@ -146,8 +148,12 @@ void ts_cpu_red_cols(const ts_cpu_rplan *P) {
             is = malloc((size_t)(items * nb * tw) * sizeof *is);
         else
             fs = malloc((size_t)(items * nb * tw) * sizeof *fs);
-        if (!fs && !is) return; /* out of host memory */
+        if (!fs && !is) {
+            tsi_kernel_oom("reduce", (size_t)(items * nb * tw) * sizeof *fs);
+            return;
+        }
     }
+    atomic_bool failed = false;
 #ifdef TS_HAVE_OPENMP
 #pragma omp parallel for schedule(dynamic, 1) if (par)
 #endif
@@ -156,10 +162,19 @@ void ts_cpu_red_cols(const ts_cpu_rplan *P) {
         int64_t tn = C - c0 < RED_TILE ? C - c0 : RED_TILE;
         int64_t p0 = b * bs, p1 = p0 + bs < P->n ? p0 + bs : P->n;
         const char *base = P->base + (size_t)(ts_cpu_red_lin_offset(&rest, q) + c0) * P->es;
-        col_partial(P, base, tn, p0, p1, fs ? fs + w * tw : NULL, is ? is + w * tw : NULL,
-                    q * C + c0);
+        if (!col_partial(P, base, tn, p0, p1, fs ? fs + w * tw : NULL, is ? is + w * tw : NULL,
+                         q * C + c0))
+            atomic_store_explicit(&failed, true, memory_order_relaxed);
     }
-    if (nb == 1) return;
+    if (atomic_load(&failed)) {
+        tsi_kernel_oom("reduce", (size_t)tw * 4 * sizeof(double));
+        nb = 1; /* nothing to combine */
+    }
+    if (nb == 1) {
+        free(fs);
+        free(is);
+        return;
+    }
     for (int64_t it = 0; it < items; it++) {
         int64_t q = it / ntiles, c0 = (it % ntiles) * RED_TILE;
         int64_t tn = C - c0 < RED_TILE ? C - c0 : RED_TILE;

@@ -2,6 +2,7 @@
  * computed in f32 (f64 for f64) over strided views; f32 (and f16 / bf16) take the maximum and the
  * exponentials from the vectorised math of vec_kernels.h, f64 libm's exp. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_kernels.h"
@@ -133,9 +134,11 @@ static void exps_d(double *v, int64_t n) {
         size_t es = sizeof(T) == 8 || in->dtype == TS_F32 ? sizeof(T) : 2;                         \
         bool direct = (L == 1 || (xs == 1 && ys == 1)) && es == sizeof(T);                         \
         bool par = nrows * L >= SM_PAR_MIN;                                                        \
+        atomic_bool failed = false;                                                                \
         (void)par;                                                                                 \
         SM_PRAGMA("omp parallel if (par)") {                                                       \
             T *buf = direct ? NULL : malloc((size_t)L * sizeof(T));                                \
+            if (!direct && !buf) atomic_store_explicit(&failed, true, memory_order_relaxed);       \
             SM_PRAGMA("omp for schedule(static)") for (int64_t r = 0; r < nrows; r++) {            \
                 int64_t io, oo;                                                                    \
                 offsets(od, od->nd, r, &io, &oo);                                                  \
@@ -151,6 +154,7 @@ static void exps_d(double *v, int64_t n) {
             }                                                                                      \
             free(buf);                                                                             \
         }                                                                                          \
+        if (atomic_load(&failed)) tsi_kernel_oom("softmax", (size_t)L * sizeof(T));                \
     }                                                                                              \
                                                                                                    \
     /* The last other dim is contiguous in both views: tiles of SM_TILE columns, three passes      \
