@@ -16,7 +16,9 @@ void ts_test_failf(const char *file, int line, const char *fmt, ...)
 int ts_test_passed_count(void);
 int ts_test_failed_count(void);
 
-/* Prints "N passed, N failed" and returns the process exit code (0 when nothing failed). */
+/* Prints "N passed, N failed" and returns the process exit code: 0 when nothing failed and at
+ * least one check ran (a program that checks nothing fails). A program that exits without calling
+ * ts_test_finish or ts_test_skip fails too (an exit-time guard). */
 int ts_test_finish(void);
 /* Prints "SKIP: <why>" and returns 77, ctest's skip code: `return ts_test_skip("no GPU");`. */
 int ts_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
