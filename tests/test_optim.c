@@ -1,5 +1,6 @@
 /* test_optim.c — SGD, Adam, AdamW and RMSprop against PyTorch 1.13 on cpu and sim:0; parameter
- * groups, skipped parameters, state dicts, gradient clipping and the error paths. */
+ * groups, skipped parameters, state dicts, gradient clipping (values against float64), the module
+ * forms of AdamW and RMSprop, ts_initial_seed, ts_error_set and the error paths. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -493,10 +494,81 @@ static void test_module(void) {
     ts_tensor *ea = ts_tensor_list_get(&sd, "state.0.exp_avg");
     CHECK(ea && ts_device_equal(ts_device_of(ea), ts_sim(0)));
     ts_tensor_list_free(&sd);
-    CHECK(!isnan(ts_clip_grad_norm_module(m, 1.0)));
+    /* clipping the module's gradients (on sim:0 now): the norm and every clipped value against
+     * float64 arithmetic done here */
+    const double gw[6] = {0.5, -1.25, 2.0, 0.75, -3.0, 1.5}, gb[2] = {-0.5, 2.25};
+    ts_set_grad(w, ts_tensor_f64(TS_SHAPE(2, 3), gw, (ts_opts){.device = ts_sim(0)}));
+    ts_set_grad(b, ts_tensor_f64(TS_SHAPE(2), gb, (ts_opts){.device = ts_sim(0)}));
+    double ss = 0;
+    for (int j = 0; j < 6; j++) ss += gw[j] * gw[j];
+    for (int j = 0; j < 2; j++) ss += gb[j] * gb[j];
+    const double norm = sqrt(ss), coef = 1.5 / (norm + 1e-6); /* PyTorch's clip_coef */
+    CHECK_NEAR(ts_clip_grad_norm_module(m, 1.5), norm, 1e-15 * norm);
+    double cw[6], cb[2];
+    CHECK_EQ(ts_copy_to_host(ts_grad(w), cw, sizeof cw), TS_OK);
+    CHECK_EQ(ts_copy_to_host(ts_grad(b), cb, sizeof cb), TS_OK);
+    for (int j = 0; j < 6; j++) CHECK_NEAR(cw[j], gw[j] * coef, 1e-15);
+    for (int j = 0; j < 2; j++) CHECK_NEAR(cb[j], gb[j] * coef, 1e-15);
+    /* below max_norm: the norm of the clipped gradients (1.5), nothing changes */
+    CHECK_NEAR(ts_clip_grad_norm_module(m, 10.0), 1.5, 1e-6);
+    CHECK_EQ(ts_copy_to_host(ts_grad(b), cb, sizeof cb), TS_OK);
+    for (int j = 0; j < 2; j++) CHECK_NEAR(cb[j], gb[j] * coef, 1e-15);
+    CHECK(isnan(ts_clip_grad_norm_module(NULL, 1.0)));
+    CHECK_ERR(TS_ERR_ARG);
     ts_optim_free(opt);
     ts_module_free(m);
     ts_scope_end();
+    CHECK_OK();
+}
+
+/* The module forms of AdamW and RMSprop: one step from known gradients against the update rules
+ * in float64 (step 1: Adam's bias-corrected moments are g and g^2; RMSprop's square average is
+ * (1 - alpha) g^2). */
+static void test_module_adamw_rmsprop(void) {
+    const double gw[6] = {0.5, -1.25, 2.0, 0.75, -3.0, 1.5}, gb[2] = {-0.5, 2.25};
+    for (int k = 0; k < 2; k++) {
+        ts_scope_begin();
+        ts_module *m = ts_linear_new_ex(3, 2, (ts_linear_opts){.dtype = TS_F64});
+        ts_tensor *w = ts_module_get(m, "weight"), *b = ts_module_get(m, "bias");
+        double p0[8], p1[8];
+        ts_copy_to_host(w, p0, 6 * sizeof(double));
+        ts_copy_to_host(b, p0 + 6, 2 * sizeof(double));
+        const double lr = k == 0 ? 0.1 : 0.01, wd = 0.25, alpha = 0.9;
+        ts_optim *opt = k == 0 ? ts_adamw(m, (ts_adam_opts){.lr = lr, .weight_decay = wd})
+                               : ts_rmsprop(m, (ts_rmsprop_opts){.lr = lr, .alpha = alpha});
+        CHECK(opt != NULL);
+        ts_set_grad(w, ts_tensor_f64(TS_SHAPE(2, 3), gw, (ts_opts){0}));
+        ts_set_grad(b, ts_tensor_f64(TS_SHAPE(2), gb, (ts_opts){0}));
+        CHECK_EQ(ts_optim_step(opt), TS_OK);
+        ts_copy_to_host(w, p1, 6 * sizeof(double));
+        ts_copy_to_host(b, p1 + 6, 2 * sizeof(double));
+        for (int j = 0; j < 8; j++) {
+            double g = j < 6 ? gw[j] : gb[j - 6], want;
+            if (k == 0) /* decoupled decay, then lr * m_hat / (sqrt(v_hat) + eps) */
+                want = p0[j] * (1 - lr * wd) - lr * g / (fabs(g) + 1e-8);
+            else
+                want = p0[j] - lr * g / (sqrt((1 - alpha) * g * g) + 1e-8);
+            CHECK_NEAR(p1[j], want, 1e-14);
+        }
+        ts_optim_free(opt);
+        ts_module_free(m);
+        ts_scope_end();
+    }
+    CHECK_OK();
+}
+
+/* ts_initial_seed reports the seed in use; ts_error_set records a user's error like the
+ * library's: first error wins, and the code is returned. */
+static void test_seed_and_user_errors(void) {
+    ts_manual_seed(12345);
+    CHECK_EQ(ts_initial_seed(), 12345);
+    ts_manual_seed(7);
+    CHECK_EQ(ts_initial_seed(), 7);
+    CHECK_EQ(ts_error_set(TS_ERR_ARG, "my_op: bad value %d", 42), TS_ERR_ARG);
+    CHECK_EQ(ts_error_set(TS_ERR_SHAPE, "a later error"), TS_ERR_SHAPE);
+    CHECK_EQ(ts_error(), TS_ERR_ARG);
+    CHECK_STREQ(ts_error_message(), "my_op: bad value 42");
+    ts_error_clear();
     CHECK_OK();
 }
 
@@ -618,6 +690,8 @@ int main(void) {
     test_state_dict_names();
     test_clip();
     test_module();
+    test_module_adamw_rmsprop();
+    test_seed_and_user_errors();
     test_errors();
     test_large();
     test_oom(); /* last: it reconfigures the sim devices */
