@@ -349,6 +349,7 @@ ts_tensor *ts_expand(ts_tensor *t, ts_shape s) {
                                  tsi_shape_str(t->shape)),
                    NULL;
     }
+    if (!tsi_check_shape("expand", s)) return NULL; /* a view too must count its elements */
     return record_view(t, tsi_view_of(t, s, st, t->offset), "ExpandBackward0", "expand",
                        tsi_expand_backward, NULL, 0);
 }
