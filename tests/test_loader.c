@@ -1,4 +1,5 @@
-/* test_loader.c — the data loader: order, shapes, drop_last, shuffles that cover every index once,
+/* test_loader.c — the data loader: order, shapes, drop_last, shuffles that cover every index once
+ * and are uniform (chi-square over orders and positions),
  * the same batches bit for bit whatever the worker count, errors handed over from workers,
  * shutdown mid-epoch, device prefetch to sim:0, pinning and memory. */
 #include <stdatomic.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "stats.h"
 #include "ts_test.h"
 
 /* ------------------------------------------------------------------ a dataset of our own */
@@ -161,6 +163,47 @@ static void test_order(void) {
 }
 
 /* ------------------------------------------------------------------ shuffling */
+/* The shuffle is uniform: over all 24 orders of 4 samples, epoch after epoch (a biased shuffle,
+ * such as Sattolo's that makes only single-cycle orders, fails at once), and over (position,
+ * sample) for 10 samples; chi-square at 6 sigma (tests/support/stats.c). */
+static void test_shuffle_uniform(void) {
+    enum { N4 = 4, PERMS = 24, EPOCHS4 = 100 * PERMS, N10 = 10, EPOCHS10 = 2000 };
+    int64_t count[PERMS] = {0}, pos[N10 * N10] = {0};
+    test_ds td;
+    ts_dataset *d = make_ds(&td, N4);
+    ts_loader *l = ts_loader_new(d, (ts_loader_opts){.batch_size = N4, .shuffle = true, .seed = 9});
+    int bad = 0;
+    for (int e = 0; e < EPOCHS4; e++) {
+        epoch_bytes eb = run_epoch(l);
+        int k = eb.yn == N4 ? ts_stats_perm_index(eb.y, N4) : -1;
+        if (k < 0)
+            bad++;
+        else
+            count[k]++;
+        free_epoch(&eb);
+    }
+    ts_loader_free(l);
+    ts_dataset_free(d);
+    CHECK_EQ(bad, 0);
+    double chi2 = ts_stats_chi2_uniform(count, PERMS), crit = ts_stats_chi2_critical(PERMS - 1);
+    if (chi2 > crit) printf("  shuffle of 4: chi-square %.1f > %.1f over 24 orders\n", chi2, crit);
+    CHECK(chi2 <= crit);
+    d = make_ds(&td, N10);
+    l = ts_loader_new(d, (ts_loader_opts){.batch_size = 3, .shuffle = true, .seed = 10});
+    for (int e = 0; e < EPOCHS10; e++) {
+        epoch_bytes eb = run_epoch(l);
+        for (int64_t i = 0; i < eb.yn && i < N10; i++)
+            pos[i * N10 + (eb.y[i] >= 0 && eb.y[i] < N10 ? eb.y[i] : 0)]++;
+        free_epoch(&eb);
+    }
+    ts_loader_free(l);
+    ts_dataset_free(d);
+    chi2 = ts_stats_chi2_uniform(pos, N10 * N10);
+    crit = ts_stats_chi2_critical((N10 - 1) * (N10 - 1));
+    if (chi2 > crit) printf("  shuffle of 10: chi-square %.1f > %.1f over positions\n", chi2, crit);
+    CHECK(chi2 <= crit);
+}
+
 static void test_shuffle(void) {
     test_ds td;
     ts_dataset *d = make_ds(&td, 1000);
@@ -501,6 +544,7 @@ int main(void) {
     int64_t cpu0 = live(ts_cpu());
     test_order();
     test_shuffle();
+    test_shuffle_uniform();
     test_workers_same_batches();
     test_errors();
     test_shutdown();
