@@ -6,25 +6,28 @@
 # whose object code equals the original's are equivalent for certain and left out of the score, as
 # are mutants that do not compile. Every file is restored afterwards, also on Ctrl-C.
 #
-# Usage: nice -n 19 tools/mutate.sh [-n N] [-s SEED] [-B BUILD] [-o REPORT] FILE...
+# Usage: nice -n 19 tools/mutate.sh [-n N] [-s SEED] [-B BUILD] [-o REPORT] [-r OLD] FILE...
 #   -n N       mutants per file, drawn at random (seeded) among those that compile (default 20;
 #              0 = all of them, which takes hours per file on 2 cores)
 #   -s SEED    the draw (default 1): the same seed and sources give the same mutants
 #   -B BUILD   build folder (default build-mut: Release, no CUDA, no benchmarks; made if missing)
 #   -o REPORT  where each mutant's outcome and diff go (default BUILD/mutate-report.txt)
+#   -r OLD     only the mutants that SURVIVED in the report OLD (after adding tests: the killed
+#              ones stay killed while tests are only added or tightened)
 # Needs `mutate` (pip install universalmutator). Prints the score per file and overall: killed /
 # (killed + survived), with the sample size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-per_file=20 seed=1 build=build-mut report=""
-while getopts "n:s:B:o:h" opt; do
+per_file=20 seed=1 build=build-mut report="" rerun=""
+while getopts "n:s:B:o:r:h" opt; do
     case $opt in
     n) per_file=$OPTARG ;;
     s) seed=$OPTARG ;;
     B) build=$OPTARG ;;
     o) report=$OPTARG ;;
-    *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    r) rerun=$OPTARG ;;
+    *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -122,10 +125,14 @@ import os, random, sys, zlib
 names = sorted(os.listdir(sys.argv[1]), key=lambda n: int(n.split(".")[-2]))
 random.Random(int(sys.argv[2]) * 1000003 + zlib.crc32(sys.argv[3].encode())).shuffle(names)
 print("\n".join(names))' "$work/m" "$seed" "$f")
+    if [ -n "$rerun" ]; then # the survivors of the old report, in its order
+        mapfile -t order < <(awk -v f="$f" '$3 == "SURVIVED" && index($1, f ":") == 1 { print $2 }' \
+            "$rerun")
+    fi
     k=0 s=0 e=0 x=0
     current=$f
     for m in "${order[@]}"; do
-        [ "$per_file" -gt 0 ] && [ $((k + s + e)) -ge "$per_file" ] && break
+        [ -z "$rerun" ] && [ "$per_file" -gt 0 ] && [ $((k + s + e)) -ge "$per_file" ] && break
         cp "$work/m/$m" "$f"
         change=$(diff "$work/original" "$f" | grep '^[<>]' | head -4 || true)
         line=$(diff "$work/original" "$f" | sed -n '1s/[acd].*//p' || true)
