@@ -528,6 +528,25 @@ static void test_softmax(ts_device dev) {
     ts_scope_end();
 }
 
+/* Reducing a dim of one element of a strided view: rows of one, not contiguous with each other
+ * ([4, 1] cut from [4, 3]), must not take the contiguous fast path (found by tools/mutate.sh). */
+static void test_strided_rows_of_one(ts_device dev) {
+    ts_scope_begin();
+    ts_tensor *x =
+        ts_view(ts_arange(0, 12, 1, (ts_opts){.dtype = TS_F32, .device = dev}), TS_SHAPE(4, 3));
+    ts_tensor *col = ts_narrow(x, 1, 1, 1); /* [4, 1], strides [3, 1]: 1, 4, 7, 10 */
+    ts_tensor *r[4] = {ts_sum_dim(col, 1, false), ts_mean_dim(col, 1, false),
+                       ts_amax_dim(col, 1, false), ts_sum_dim(col, -1, true)};
+    for (int k = 0; k < 4; k++) {
+        float v[4] = {0};
+        CHECK(r[k] && ts_numel(r[k]) == 4);
+        ts_copy_to_host(ts_contiguous(r[k]), v, sizeof v);
+        for (int i = 0; i < 4; i++) CHECK_EQ(v[i], 3 * i + 1);
+    }
+    CHECK_OK();
+    ts_scope_end();
+}
+
 int main(void) {
     ts_device devs[2] = {ts_cpu(), ts_sim(0)};
     int ndev = ts_device_count(TS_SIM) > 0 ? 2 : 1;
@@ -538,6 +557,7 @@ int main(void) {
         test_empty_and_scalar(devs[i]);
         test_errors(devs[i]);
         test_softmax(devs[i]);
+        test_strided_rows_of_one(devs[i]);
         CHECK_OK();
     }
     return ts_test_finish();
