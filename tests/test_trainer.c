@@ -145,9 +145,13 @@ static void check_clean_exit(const result *r) {
 /* A user's mistake: status 2, nothing on stdout, one "tessera: ..." line on stderr: exactly the
  * expected line (printf-style), or with prefix_only a line that starts so (messages whose tail
  * comes from the library or the system). */
-static void check_usage(result r, bool prefix_only, const char *fmt, va_list ap) {
+static void __attribute__((format(printf, 3, 4)))
+check_usage(result r, bool prefix_only, const char *fmt, ...) {
     char want[1024];
+    va_list ap;
+    va_start(ap, fmt);
     vsnprintf(want, sizeof want, fmt, ap);
+    va_end(ap);
     CHECK_EQ(exit_code(&r), 2);
     CHECK(r.out && !*r.out);
     CHECK(r.err && !strncmp(r.err, "tessera: ", 9));
@@ -160,20 +164,8 @@ static void check_usage(result r, bool prefix_only, const char *fmt, va_list ap)
                 prefix_only ? "\n" : "", r.err ? r.err : "(nothing)\n");
     result_free(&r);
 }
-static void __attribute__((format(printf, 2, 3)))
-check_usage_error(result r, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    check_usage(r, false, fmt, ap);
-    va_end(ap);
-}
-static void __attribute__((format(printf, 2, 3)))
-check_usage_prefix(result r, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    check_usage(r, true, fmt, ap);
-    va_end(ap);
-}
+#define check_usage_error(r, ...)  check_usage(r, false, __VA_ARGS__)
+#define check_usage_prefix(r, ...) check_usage(r, true, __VA_ARGS__)
 
 /* ------------------------------------------------------------ output lines */
 typedef struct epoch_line {
@@ -297,41 +289,40 @@ static void test_help_and_errors(void) {
     CHECK(r.out && strstr(r.out, "usage: tessera"));
     result_free(&r);
 
-    check_usage_error(RUN("train", "--epochs", "x"),
-                      "tessera: --epochs: expected a positive integer, got 'x'\n");
-    check_usage_error(RUN("train", "--epochs=0"),
-                      "tessera: --epochs: expected a positive integer, got '0'\n");
-    check_usage_error(RUN("train", "--lr", "-1"),
-                      "tessera: --lr: expected a positive number, got '-1'\n");
-    check_usage_error(RUN("train", "--momentum", "1.5"),
-                      "tessera: --momentum: expected a number in [0, 1), got '1.5'\n");
-    check_usage_error(RUN("train", "--batch-size", "12abc"),
-                      "tessera: --batch-size: expected a positive integer, got '12abc'\n");
-    check_usage_error(RUN("train", "--model", "resnet"),
-                      "tessera: --model: expected mlp, lenet, simplecnn or gpt, got 'resnet'\n");
-    check_usage_error(RUN("train", "--optimizer", "lbfgs"),
-                      "tessera: --optimizer: expected sgd, adam or adamw, got 'lbfgs'\n");
-    check_usage_error(RUN("train", "--device", "gpu"),
-                      "tessera: --device: expected cpu, cuda, cuda:N or sim:N, got 'gpu'\n");
+    /* flags and commands: the argument list and the whole line it must give */
+    static const struct {
+        const char *args[6];
+        const char *line;
+    } mistakes[] = {
+        {{"train", "--epochs", "x"}, "--epochs: expected a positive integer, got 'x'"},
+        {{"train", "--epochs=0"}, "--epochs: expected a positive integer, got '0'"},
+        {{"train", "--lr", "-1"}, "--lr: expected a positive number, got '-1'"},
+        {{"train", "--momentum", "1.5"}, "--momentum: expected a number in [0, 1), got '1.5'"},
+        {{"train", "--batch-size", "12abc"},
+         "--batch-size: expected a positive integer, got '12abc'"},
+        {{"train", "--model", "resnet"},
+         "--model: expected mlp, lenet, simplecnn or gpt, got 'resnet'"},
+        {{"train", "--optimizer", "lbfgs"},
+         "--optimizer: expected sgd, adam or adamw, got 'lbfgs'"},
+        {{"train", "--device", "gpu"}, "--device: expected cpu, cuda, cuda:N or sim:N, got 'gpu'"},
+        {{"train", "--frobnicate"}, "unknown option '--frobnicate' (see tessera --help)"},
+        {{"train", "--lr"}, "--lr: missing value"},
+        {{"train", "stray"},
+         "unexpected argument 'stray' (options start with --; see tessera --help)"},
+        {{"train", "--resume"}, "--resume: needs --checkpoint DIR (the folder to resume from)"},
+        {{"eval", "--model", "mlp"}, "eval: needs --checkpoint DIR (or a .safetensors file)"},
+        {{"eval", "--epochs", "3", "--checkpoint", "x"},
+         "--epochs: not an option of 'tessera eval' (see tessera --help)"},
+        {{"fly"},
+         "unknown command 'fly': expected train, eval, generate or devices (see tessera "
+         "--help)"},
+        {{"devices", "--epochs", "1"},
+         "--epochs: not an option of 'tessera devices' (see tessera --help)"},
+    };
+    for (size_t i = 0; i < sizeof mistakes / sizeof *mistakes; i++)
+        check_usage_error(run_env(NULL, mistakes[i].args), "tessera: %s\n", mistakes[i].line);
     check_usage_prefix(RUN("train", "--device", "cuda:7"),
                        "tessera: --device: cuda:7 is not available (");
-    check_usage_error(RUN("train", "--frobnicate"),
-                      "tessera: unknown option '--frobnicate' (see tessera --help)\n");
-    check_usage_error(RUN("train", "--lr"), "tessera: --lr: missing value\n");
-    check_usage_error(RUN("train", "stray"),
-                      "tessera: unexpected argument 'stray' (options start with --; see tessera "
-                      "--help)\n");
-    check_usage_error(RUN("train", "--resume"),
-                      "tessera: --resume: needs --checkpoint DIR (the folder to resume from)\n");
-    check_usage_error(RUN("eval", "--model", "mlp"),
-                      "tessera: eval: needs --checkpoint DIR (or a .safetensors file)\n");
-    check_usage_error(RUN("eval", "--epochs", "3", "--checkpoint", tmp),
-                      "tessera: --epochs: not an option of 'tessera eval' (see tessera --help)\n");
-    check_usage_error(RUN("fly"), "tessera: unknown command 'fly': expected train, eval, generate "
-                                  "or devices (see tessera --help)\n");
-    check_usage_error(
-        RUN_ENV("TS_SIM_DEVICES=0", "devices", "--epochs", "1"),
-        "tessera: --epochs: not an option of 'tessera devices' (see tessera --help)\n");
     {
         const char *const none[] = {NULL};
         check_usage_error(run_env(NULL, none), "tessera: missing command: train, eval, generate or "
