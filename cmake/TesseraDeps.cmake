@@ -91,6 +91,25 @@ if(NOT TS_HAVE_CBLAS)
   message(STATUS "Tessera: no CPU BLAS found: using the built-in blocked GEMM")
 endif()
 
+# oneDNN (Debian: libdnnl-dev) runs the float32 GEMMs when found: its JIT kernels follow the CPU's
+# feature flags, where OpenBLAS 0.3.21 falls back to AVX2 kernels on CPUs newer than itself.
+option(TS_DNNL "Use oneDNN for float32 GEMMs when found" ON)
+set(TS_HAVE_DNNL OFF)
+if(TS_DNNL)
+  find_path(TS_DNNL_INCLUDE dnnl.h PATH_SUFFIXES oneapi/dnnl)
+  find_library(TS_DNNL_LIB NAMES dnnl)
+  if(TS_DNNL_INCLUDE AND TS_DNNL_LIB)
+    set(TS_HAVE_DNNL ON)
+    list(APPEND TS_DEP_LIBS ${TS_DNNL_LIB})
+    list(APPEND TS_DEP_DEFS TS_HAVE_DNNL=1)
+    include_directories(SYSTEM ${TS_DNNL_INCLUDE})
+    set(TS_PC_LIBS "${TS_PC_LIBS} -ldnnl")
+    message(STATUS "Tessera: oneDNN ${TS_DNNL_LIB} (float32 GEMMs)")
+  else()
+    message(STATUS "Tessera: no oneDNN (libdnnl-dev): float32 GEMMs through the CPU BLAS")
+  endif()
+endif()
+
 # CUDA (TS_CUDA=AUTO builds it whenever nvcc is found). The runtime and cuBLAS are required; cuDNN
 # (TS_HAVE_CUDNN) and NCCL (TS_HAVE_NCCL) are optional: without cuDNN convolutions run as im2col +
 # cuBLAS, without NCCL multi-GPU reductions go through peer copies. The build needs no GPU.

@@ -199,6 +199,17 @@ FN(f_batch_norm_eval,
 FN(f_layer_norm, ts_layer_norm(A, TS_SHAPE(4), B, C, 0))
 FN(f_layer_norm2, ts_layer_norm(A, TS_SHAPE(3, 4), NULL, NULL, 1e-3))
 FN(f_embedding, ts_embedding(A, i64(DEV, TS_SHAPE(2, 3), (int64_t[]){4, 0, 4, 2, 1, 4})))
+FN(f_gelu_tanh, ts_gelu_tanh(A))
+FN(f_rms_norm, ts_rms_norm(A, TS_SHAPE(4), B, 0))
+FN(f_rms_norm2, ts_rms_norm(A, TS_SHAPE(3, 4), NULL, 1e-3))
+FN(f_sdpa, ts_scaled_dot_product_attention(A, B, C, NULL, 0, false, 0))
+FN(f_sdpa_causal, ts_scaled_dot_product_attention(A, B, C, NULL, 0, true, 0.7))
+FN(f_sdpa_bool,
+   ts_scaled_dot_product_attention(A, B, C,
+                                   ts_gt_scalar(f64(DEV, TS_SHAPE(1, 3), (double[]){1, 0, 1}), 0.5),
+                                   0, false, 0))
+/* the additive mask is an input that requires grad: the reference composition differentiates it */
+FN(f_sdpa_additive, ts_scaled_dot_product_attention(A, B, C, D, 0, false, 0))
 /* losses (targets made here or passed as inputs without grad) */
 static ts_tensor *classes(ts_device dev) { return i64(dev, TS_SHAPE(3), (int64_t[]){2, 0, 3}); }
 FN(f_cross_entropy, ts_cross_entropy(A, classes(DEV)))
@@ -388,6 +399,16 @@ static int table(row *rows) {
         ROW("layer_norm", f_layer_norm, "aaa", S(2, 3, 4), S(4), S(4)),
         ROW("layer_norm (2 dims, no affine)", f_layer_norm2, "a", S(2, 3, 4)),
         ROW("embedding", f_embedding, "a", S(5, 3)),
+        ROW("gelu (tanh)", f_gelu_tanh, "a", S(2, 5)),
+        ROW("rms_norm", f_rms_norm, "aa", S(2, 3, 4), S(4)),
+        ROW("rms_norm (2 dims, no weight)", f_rms_norm2, "a", S(2, 3, 4)),
+        ROW("scaled_dot_product_attention", f_sdpa, "aaa", S(2, 4, 3), S(2, 5, 3), S(2, 5, 2)),
+        ROW("scaled_dot_product_attention (causal, scale)", f_sdpa_causal, "aaa", S(1, 2, 4, 3),
+            S(1, 2, 6, 3), S(1, 2, 6, 4)),
+        ROW("scaled_dot_product_attention (bool mask)", f_sdpa_bool, "aaa", S(2, 3), S(3, 3),
+            S(3, 2)),
+        ROW("scaled_dot_product_attention (additive mask)", f_sdpa_additive, "aaaa", S(2, 3, 2),
+            S(2, 4, 2), S(2, 4, 3), S(3, 4)),
         ROW("cross_entropy", f_cross_entropy, "a", S(3, 4)),
         ROW("cross_entropy (probabilities)", f_cross_entropy_probs, "aq", S(3, 4), S(3, 4)),
         ROW("cross_entropy (label smoothing, sum)", f_cross_entropy_smooth, "a", S(3, 4)),

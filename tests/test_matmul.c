@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "backend/cpu/gemm_blocked.h"
+#include "backend/cpu/gemm_provider.h"
 #include "ts_test.h"
 
 /* ------------------------------------------------------------------ data and references */
@@ -525,9 +527,72 @@ static void test_blocked_gemm(void) {
     CHECK(!ts_gemm_blocked_force_isa("sse9"));
 }
 
+/* The CPU matmul kernel with every storage order of A, B and C (C by columns too: the kernel
+ * takes any output strides and hands the library C's transpose), at a size each provider runs
+ * (a tiny one stays with the BLAS), against a float64 loop. */
+static void test_kernel_layouts(void) {
+    const ts_backend *be = ts_backend_for(TS_CPU);
+    const int64_t sizes[2][3] = {{5, 6, 7}, {33, 47, 29}};
+    for (int si = 0; si < 2; si++)
+        for (int dbl = 0; dbl < 2; dbl++)
+            for (int lay = 0; lay < 8; lay++) {
+                const int64_t m = sizes[si][0], n = sizes[si][1], k = sizes[si][2];
+                const bool at = lay & 1, bt = lay & 2, ct = lay & 4; /* stored transposed */
+                const size_t es = dbl ? sizeof(double) : sizeof(float);
+                char *a = malloc((size_t)(m * k) * es), *b = malloc((size_t)(k * n) * es);
+                char *c = malloc((size_t)(m * n) * es);
+                double *want = calloc((size_t)(m * n), sizeof *want);
+                for (int64_t i = 0; i < m * k; i++) {
+                    const double v = (double)((i * 37) % 19) / 7 - 1;
+                    dbl ? (void)(((double *)a)[i] = v) : (void)(((float *)a)[i] = (float)v);
+                }
+                for (int64_t i = 0; i < k * n; i++) {
+                    const double v = (double)((i * 23) % 17) / 5 - 1.5;
+                    dbl ? (void)(((double *)b)[i] = v) : (void)(((float *)b)[i] = (float)v);
+                }
+                ts_kview ka = {.data = a, .dtype = dbl ? TS_F64 : TS_F32, .ndim = 3};
+                ts_kview kb = ka, kc = ka;
+                kb.data = b, kc.data = c;
+                const int64_t as[3] = {0, at ? 1 : k, at ? m : 1},
+                              bs[3] = {0, bt ? 1 : n, bt ? k : 1};
+                const int64_t cs[3] = {0, ct ? 1 : n, ct ? m : 1};
+                const int64_t ash[3] = {1, m, k}, bsh[3] = {1, k, n}, csh[3] = {1, m, n};
+                for (int d = 0; d < 3; d++) {
+                    ka.shape[d] = ash[d], ka.strides[d] = as[d];
+                    kb.shape[d] = bsh[d], kb.strides[d] = bs[d];
+                    kc.shape[d] = csh[d], kc.strides[d] = cs[d];
+                }
+                for (int64_t i = 0; i < m; i++)
+                    for (int64_t j = 0; j < n; j++)
+                        for (int64_t p = 0; p < k; p++) {
+                            const int64_t ia = i * as[1] + p * as[2], ib = p * bs[1] + j * bs[2];
+                            want[i * n + j] += (dbl ? ((double *)a)[ia] : ((float *)a)[ia]) *
+                                               (dbl ? ((double *)b)[ib] : ((float *)b)[ib]);
+                        }
+                be->matmul(be, 0, &kc, &ka, &kb);
+                double worst = 0;
+                for (int64_t i = 0; i < m; i++)
+                    for (int64_t j = 0; j < n; j++) {
+                        const int64_t ic = i * cs[1] + j * cs[2];
+                        const double got = dbl ? ((double *)c)[ic] : ((float *)c)[ic];
+                        worst = fmax(worst, fabs(got - want[i * n + j]));
+                    }
+                /* |terms| <= 1.5 * 1.5: float32 sums of k of them within k u of that */
+                const double tol = (double)k * 2.25 * (dbl ? 1.2e-16 : 6e-8) * 4;
+                if (!(worst <= tol))
+                    printf("matmul kernel %lldx%lldx%lld %s A%s B%s C%s: error %.3g > %.3g\n",
+                           (long long)m, (long long)n, (long long)k, dbl ? "f64" : "f32",
+                           at ? "^T" : "", bt ? "^T" : "", ct ? "^T" : "", worst, tol);
+                CHECK(worst <= tol);
+                free(a), free(b), free(c), free(want);
+            }
+}
+
 int main(void) {
+    printf("GEMM: float32 %s, float64 %s\n", tsi_lib_gemm_name(false), tsi_lib_gemm_name(true));
     if (ts_device_count(TS_SIM) < 2) ts_sim_configure(4, 0);
     test_blocked_gemm();
+    test_kernel_layouts();
     const ts_dtype dts[7] = {TS_F32, TS_F64, TS_F16, TS_BF16, TS_I64, TS_I32, TS_U8};
     const ts_device devs[2] = {ts_cpu(), ts_sim(0)};
     for (int d = 0; d < 2; d++) {

@@ -2,8 +2,11 @@
 """gen_golden_gpt.py — writes tests/golden/transformer.safetensors and tests/golden/gpt.safetensors
 with PyTorch: MultiheadAttention (bool/float masks, key padding, need_weights, batch_first both
 ways), TransformerEncoderLayer (post-/pre-norm, relu/gelu, masks), rms_norm and gelu(tanh) values,
-and a 2-layer GPT-mini with Tessera's names (logits, loss, every gradient, 10 AdamW steps). The C
-test tests/test_golden_gpt.c compares Tessera against them. Bool masks are stored as int64 0/1.
+a 2-layer GPT-mini with Tessera's names (logits, loss, every gradient, 10 AdamW steps), and
+tests/golden/sdpa.safetensors: scaled_dot_product_attention forward and backward in float32 and
+float64 (causal, bool and additive masks, L != S, a custom scale, a row with every key masked). The
+C tests tests/test_golden_gpt.c and tests/test_golden_sdpa.c compare Tessera against them. Bool
+masks are stored as int64 0/1.
 
 Run: /opt/torch2/bin/torch-python tools/gen_golden_gpt.py   (the files are committed)"""
 import math
@@ -130,6 +133,47 @@ def transformer_file():
     print("transformer:", len(t), "tensors")
 
 
+def sdpa_case(t, name, g, shape_q, S, Ev, mask=None, causal=False, scale=None):
+    """F.scaled_dot_product_attention forward and backward in float32 and float64 from the same
+    values: "<name>.<f32|f64>.{q,k,v,r,out,grad.q,grad.k,grad.v}", the mask (bool as int64 0/1)
+    and "<name>.causal" / "<name>.scale" (0: the default 1/sqrt(E))."""
+    *batch, L, E = shape_q
+    q64 = torch.randn(*batch, L, E, generator=g, dtype=torch.float64)
+    k64 = torch.randn(*batch, S, E, generator=g, dtype=torch.float64)
+    v64 = torch.randn(*batch, S, Ev, generator=g, dtype=torch.float64)
+    r64 = torch.randn(*batch, L, Ev, generator=g, dtype=torch.float64)
+    for dt, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
+        q, k, v = (x.to(dt).requires_grad_() for x in (q64, k64, v64))
+        m = mask if mask is None or mask.dtype == torch.bool else mask.to(dt)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=causal, scale=scale)
+        out.backward(r64.to(dt))
+        pre = f"{name}.{tag}"
+        t[f"{pre}.q"], t[f"{pre}.k"], t[f"{pre}.v"] = q.detach(), k.detach(), v.detach()
+        t[f"{pre}.r"], t[f"{pre}.out"] = r64.to(dt), out.detach()
+        t[f"{pre}.grad.q"], t[f"{pre}.grad.k"], t[f"{pre}.grad.v"] = q.grad, k.grad, v.grad
+    if mask is not None:
+        t[f"{name}.mask"] = mask.long() if mask.dtype == torch.bool else mask.double()
+    t[f"{name}.causal"] = torch.tensor(int(causal))
+    t[f"{name}.scale"] = torch.tensor(float(scale or 0.0), dtype=torch.float64)
+
+
+def sdpa_file():
+    g = torch.Generator().manual_seed(3)
+    t = {}
+    sdpa_case(t, "plain", g, (2, 3, 5, 4), 5, 4)
+    sdpa_case(t, "cross", g, (1, 2, 7, 8), 9, 6, scale=0.25)
+    sdpa_case(t, "causal", g, (1, 2, 70, 8), 70, 8, causal=True)
+    sdpa_case(t, "causal_wide", g, (2, 5, 8), 11, 3, causal=True)
+    bool_mask = torch.rand(2, 1, 6, 9, generator=g) > 0.4
+    bool_mask[1, 0, 2, :] = False  # a query row that sees no key: output 0, no gradient
+    sdpa_case(t, "bool", g, (2, 2, 6, 4), 9, 5, mask=bool_mask)
+    add_mask = torch.randn(40, 66, generator=g)
+    add_mask[:, 60:] = float("-inf")
+    sdpa_case(t, "additive", g, (2, 3, 40, 16), 66, 16, mask=add_mask)
+    save_safetensors(os.path.join(OUT, "sdpa.safetensors"), t, {"torch": torch.__version__})
+    print("sdpa:", len(t), "tensors")
+
+
 def gpt_file():
     g = torch.Generator().manual_seed(1)
     torch.manual_seed(2)
@@ -167,6 +211,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     torch.set_num_threads(1)
     transformer_file()
+    sdpa_file()
     gpt_file()
     return 0
 

@@ -111,6 +111,28 @@ typedef struct ts_pool2d_params {
     ts_pool_kind kind;
 } ts_pool2d_params;
 
+/* Fused scaled dot-product attention (flash attention: tiles, online softmax, the L x S matrix
+ * never in memory). Views, all on the backend's device, of one float dtype except mask and lse:
+ *   q [B.., L, E], k [B.., S, E], v [B.., S, Ev], out [B.., L, Ev]: the same batch dims B.. (ndim
+ *   2..8), any strides with the last dim's stride 1;
+ *   lse [B.., L] contiguous: each row's log-sum-exp of its scaled, masked scores (f64 for f64
+ *   inputs, f32 otherwise); +inf for a row whose every score is masked (its output is 0, as
+ *   PyTorch);
+ *   mask NULL or [B.., L, S] broadcast (strides may be 0): TS_BOOL (false = masked out) or the
+ *   inputs' dtype (added to the scores);
+ *   dout like out; dq, dk, dv contiguous, overwritten.
+ * Dropout (dropout_p > 0) drops attention weights with Philox: weight (b, i, j), b the row-major
+ * index of B.., uses stream position offset + (b * L + i) * S + j, kept when u24(word 0) <
+ * 1 - dropout_p and then scaled by 1 / (1 - dropout_p) — exactly ts_dropout's mask on the L x S
+ * weights of the reference composition. Causal: query i sees keys j <= i (top-left). */
+typedef struct ts_sdpa_args {
+    ts_kview q, k, v, out, lse, mask, dout, dq, dk, dv;
+    bool has_mask, causal;
+    double scale, dropout_p;
+    uint64_t seed, offset;
+    int threads; /* set by sdpa_workspace; the kernels use that many */
+} ts_sdpa_args;
+
 struct ts_optim_step_args; /* src/backend/optim_step.h */
 
 typedef struct ts_backend ts_backend;
@@ -201,6 +223,14 @@ struct ts_backend {
     void (*pool2d_backward)(const ts_backend *be, int index, const ts_kview *gx,
                             const ts_kview *gout, const ts_kview *indices,
                             const ts_pool2d_params *p);
+    /* Fused attention (ts_sdpa_args). sdpa_supports: whether the kernels take these dtypes and
+     * shapes (else the front end composes the reference). sdpa_workspace: bytes of device memory
+     * the forward (backward = false) or backward pass needs, handed to it as `ws` (64-byte
+     * aligned); it also fixes a->threads. NULL entries: the reference composition is used. */
+    bool (*sdpa_supports)(const ts_backend *be, int index, const ts_sdpa_args *a);
+    size_t (*sdpa_workspace)(const ts_backend *be, int index, ts_sdpa_args *a, bool backward);
+    void (*sdpa_forward)(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws);
+    void (*sdpa_backward)(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws);
     /* one fused optimizer step over many tensors (SGD/Adam/AdamW/RMSprop) */
     void (*optim_step)(const ts_backend *be, int index, const struct ts_optim_step_args *args);
 

@@ -1,6 +1,7 @@
-/* attention.c — scaled_dot_product_attention with PyTorch's semantics. This is the reference
- * composition (matmul, mask, softmax, dropout, matmul: an L x S matrix of scores in memory), used
- * for every dtype and device a fused kernel does not take. */
+/* attention.c — scaled_dot_product_attention with PyTorch's semantics: the fused kernels of the
+ * device's backend (sdpa_forward / sdpa_backward: flash attention, no L x S matrix in memory)
+ * where they take the dtype and shapes, else the reference composition (matmul, mask, softmax,
+ * dropout, matmul), which the tests compare the fused kernels with. */
 #include <math.h>
 
 #include "amp/autocast.h"
@@ -74,11 +75,19 @@ ts_tensor *tsi_sdpa_reference(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tenso
     ts_scope_begin();
     ts_tensor *scores = ts_mul_scalar(ts_matmul(q, ts_transpose(k, -2, -1)), s);
     if (is_causal) mask = causal_mask(L, S, tsi_device(q));
-    if (mask && mask->dtype == TS_BOOL)
-        scores = ts_masked_fill(scores, ts_logical_not(mask), -INFINITY);
-    else if (mask)
-        scores = ts_add(scores, mask);
-    ts_tensor *attn = ts_softmax(scores, -1);
+    ts_tensor *attn;
+    if (mask) {
+        if (mask->dtype == TS_BOOL)
+            scores = ts_masked_fill(scores, ts_logical_not(mask), -INFINITY);
+        else
+            scores = ts_add(scores, mask);
+        /* PyTorch's _safe_softmax: a row whose every score is masked attends to nothing (0, and
+         * no gradient), instead of NaN; its scores are zeroed first so backward stays finite */
+        ts_tensor *dead = ts_eq_scalar(ts_amax_dim(scores, -1, true), -INFINITY);
+        attn = ts_masked_fill(ts_softmax(ts_masked_fill(scores, dead, 0), -1), dead, 0);
+    } else {
+        attn = ts_softmax(scores, -1);
+    }
     if (dropout_p > 0) attn = ts_dropout(attn, dropout_p, true);
     ts_tensor *out = ts_matmul(attn, v);
     ts_keep(out);
@@ -90,6 +99,8 @@ static ts_tensor *sdpa_op(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *m
                           double dropout_p, bool is_causal, double scale) {
     tsi_init();
     if (!sdpa_check(q, k, v, mask, dropout_p, is_causal, scale)) return NULL;
+    if (tsi_sdpa_fused_applies(q, k, v, mask, dropout_p))
+        return tsi_sdpa_fused(q, k, v, mask, dropout_p, is_causal, scale);
     return tsi_sdpa_reference(q, k, v, mask, dropout_p, is_causal, scale);
 }
 

@@ -22,5 +22,11 @@ ts_tensor *tsi_nn_add_into(ts_tensor *a, ts_tensor *b);
 /* scaled_dot_product_attention composed from differentiable ops (arguments already checked). */
 ts_tensor *tsi_sdpa_reference(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask,
                               double dropout_p, bool is_causal, double scale);
+/* The backend's fused kernels (attention_fused.c): whether they take these arguments (already
+ * checked), and the op through them. */
+bool tsi_sdpa_fused_applies(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask,
+                            double dropout_p);
+ts_tensor *tsi_sdpa_fused(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask,
+                          double dropout_p, bool is_causal, double scale);
 
 #endif /* TS_NN_FUNCTIONAL_INTERNAL_H */

@@ -3,11 +3,14 @@
 #define _POSIX_C_SOURCE 200809L /* _exit */
 #include "ts_test.h"
 
+#include "backend/cpu/cpu_isa.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "tessera.h"
@@ -78,4 +81,14 @@ bool ts_test_near(double a, double b, double tol) {
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
     if (isinf(a) || isinf(b)) return a == b;
     return fabs(a - b) <= tol;
+}
+
+int ts_test_isa_gate(void) {
+    const char *want = getenv("TS_TEST_ISA");
+    const ts_cpu_isa host = ts_cpu_isa_host();
+    if (want && *want && strcmp(ts_cpu_isa_name(ts_cpu_isa_get()), want) != 0)
+        return ts_test_skip("this host's best vector ISA is %s: no %s run", ts_cpu_isa_name(host),
+                            want);
+    printf("cpu isa: %s (host: %s)\n", ts_cpu_isa_name(ts_cpu_isa_get()), ts_cpu_isa_name(host));
+    return 0;
 }

@@ -28,6 +28,11 @@ int ts_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define TS_TEST_MAX_DEVICES 3
 int ts_test_devices(ts_device *out, int max);
 
+/* Per-ISA runs (tests/CMakeLists.txt sets TS_CPU_ISA and TS_TEST_ISA): prints the vector ISA the
+ * CPU kernels use; returns 77 after a SKIP line when the host lacks the ISA the run is for (the
+ * cap would only repeat a run of a lower ISA), else 0. */
+int ts_test_isa_gate(void);
+
 /* The pending Tessera error, rendered for failure messages ("" when none). */
 const char *ts_test_error_str(void);
 

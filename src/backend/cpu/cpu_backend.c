@@ -68,6 +68,7 @@ void ts_cpu_kernels_install(ts_backend *be) {
     be->optim_step = ts_cpu_optim_step;
     be->amp_unscale = ts_cpu_amp_unscale;
     be->amp_update_scale = ts_cpu_amp_update_scale;
+    ts_cpu_sdpa_install(be);
 }
 
 static ts_backend cpu_backend = {

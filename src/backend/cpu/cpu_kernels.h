@@ -54,6 +54,8 @@ void ts_cpu_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx,
                             const ts_pool2d_params *p);
 /* kern_optim.c */
 void ts_cpu_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args);
+/* kern_sdpa.c: sets the fused attention entries (sdpa_*) */
+void ts_cpu_sdpa_install(ts_backend *be);
 /* kern_amp.c */
 void ts_cpu_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, int n,
                         const ts_kview *found_inf, const ts_kview *inv_scale);

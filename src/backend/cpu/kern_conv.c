@@ -8,12 +8,10 @@
 #include "backend/cpu/blas_threads.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
+#include "backend/cpu/gemm_provider.h"
 #include "backend/cpu/kern_conv.h"
 #include "backend/kernel_math.h"
 
-#ifdef TS_HAVE_CBLAS
-#include <cblas.h>
-#endif
 #ifdef TS_HAVE_OPENMP
 #include <omp.h>
 #endif
@@ -91,7 +89,7 @@ static void blas_single_end(int saved) {
 /* ------------------------------------------------------------------ GEMM */
 /* C[m,n] (row stride ldc) = op(A) @ op(B), plus C when acc. op(A) is A [m,k] (ld lda), or, when
  * ta, A stored [k,m]; likewise B. Without BLAS an accumulating call computes into tmp [m,n]. */
-#define DEFINE_GEMM(T, S, CBLAS_FN)                                                                \
+#define DEFINE_GEMM(T, S)                                                                          \
     static void gemm_##S(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,            \
                          int64_t lda, const T *b, int64_t ldb, bool acc, T *c, int64_t ldc,        \
                          bool par, T *tmp) {                                                       \
@@ -100,11 +98,7 @@ static void blas_single_end(int saved) {
             for (int64_t i = 0; !acc && i < m; i++) memset(c + i * ldc, 0, (size_t)n * sizeof(T)); \
             return;                                                                                \
         }                                                                                          \
-        if (CBLAS_OK && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX &&          \
-            ldb <= INT_MAX && ldc <= INT_MAX) {                                                    \
-            CBLAS_FN(m, n, k, ta, tb, a, lda, b, ldb, acc, c, ldc);                                \
-            return;                                                                                \
-        }                                                                                          \
+        if (tsi_lib_##S##gemm(ta, tb, m, n, k, a, lda, b, ldb, acc ? (T)1 : (T)0, c, ldc)) return; \
         T *dst = acc ? tmp : c;                                                                    \
         const int64_t ldd = acc ? n : ldc;                                                         \
         ts_gemm_blocked_##S(m, n, k, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb, tb ? ldb : 1, \
@@ -114,21 +108,10 @@ static void blas_single_end(int saved) {
                 for (int64_t j = 0; j < n; j++) c[i * ldc + j] += tmp[i * n + j];                  \
     }
 
-#ifdef TS_HAVE_CBLAS
-#define CBLAS_OK 1
-#define CBLAS_CALL(FN, T)                                                                          \
-    FN(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m,      \
-       (int)n, (int)k, (T)1, a, (int)lda, b, (int)ldb, acc ? (T)1 : (T)0, c, (int)ldc)
-#define SGEMM_CALL(m, n, k, ta, tb, a, lda, b, ldb, acc, c, ldc) CBLAS_CALL(cblas_sgemm, float)
-#define DGEMM_CALL(m, n, k, ta, tb, a, lda, b, ldb, acc, c, ldc) CBLAS_CALL(cblas_dgemm, double)
-#else
-#define CBLAS_OK        0
-#define SGEMM_CALL(...) (void)0
-#define DGEMM_CALL(...) (void)0
-#endif
-
-DEFINE_GEMM(float, f32, SGEMM_CALL)
-DEFINE_GEMM(double, f64, DGEMM_CALL)
+#define tsi_lib_f32gemm tsi_lib_sgemm
+#define tsi_lib_f64gemm tsi_lib_dgemm
+DEFINE_GEMM(float, f32)
+DEFINE_GEMM(double, f64)
 
 /* ------------------------------------------------------------------ per-image work, per type */
 /* x: one group's channels of one image [cg, h, w]; col: [k, p]. */
@@ -416,7 +399,8 @@ static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *g
     const size_t col_bytes = d           ? (size_t)ts_conv_direct_scratch(d, g) * sizeof(float)
                              : g->direct ? 0
                                          : (size_t)(g->k * g->p) * f->es;
-    const size_t tmp_bytes = CBLAS_OK || d ? 0 : (size_t)(g->og * g->k) * f->es;
+    /* the blocked GEMM (no library, or TS_GEMM=blocked) accumulates through tmp */
+    const size_t tmp_bytes = d ? 0 : (size_t)(g->og * g->k) * f->es;
     const size_t per_thread = col_bytes + tmp_bytes;
     char *scratch = per_thread ? malloc(per_thread * (size_t)nscratch) : NULL;
     char *parts = nc > 1 ? malloc((size_t)(nc * wlen) * f->es) : gw;

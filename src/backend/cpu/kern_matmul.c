@@ -10,9 +10,7 @@
 #include "backend/cpu/gemm_small.h"
 #include "backend/kernel_math.h"
 
-#ifdef TS_HAVE_CBLAS
-#include <cblas.h>
-#endif
+#include "backend/cpu/gemm_provider.h"
 #ifdef TS_HAVE_OPENMP
 #include <omp.h>
 #endif
@@ -43,7 +41,6 @@ static bool run_in_parallel(double work) {
 }
 
 /* ------------------------------------------------------------------ f32 / f64 */
-#ifdef TS_HAVE_CBLAS
 /* A rows x cols matrix BLAS can read in place: row-major (ld = row stride) or column-major
  * (ld = column stride). A stride of a size-1 dim is arbitrary and so is ignored. */
 typedef enum { LAYOUT_NONE, LAYOUT_ROW, LAYOUT_COL } mat_layout;
@@ -72,12 +69,11 @@ static void *pack_rows(const char *p, int64_t rows, int64_t cols, int64_t rs, in
     return dst;
 }
 
-/* One GEMM through BLAS; false when BLAS cannot take it (sizes beyond int, no scratch memory),
- * leaving the caller to use the blocked GEMM. */
+/* One GEMM through a library (gemm_provider.c); false when none takes it (none built in, sizes
+ * beyond it, no scratch memory), leaving the caller to use the blocked GEMM. */
 static bool blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, int64_t rsa,
                       int64_t csa, const char *b, int64_t rsb, int64_t csb, char *c, int64_t rsc,
                       int64_t csc) {
-    if (m > INT_MAX || n > INT_MAX || k > INT_MAX) return false;
     const size_t es = dbl ? sizeof(double) : sizeof(float);
     int lda, ldb, ldc;
     mat_layout la = layout_of(m, k, rsa, csa, &lda), lb = layout_of(k, n, rsb, csb, &ldb);
@@ -95,22 +91,26 @@ static bool blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, 
         }
         b = sb, lb = LAYOUT_ROW, ldb = (int)(n > 1 ? n : 1);
     }
-    /* In C's own order an operand stored the same way is "no transpose". */
-    mat_layout want = lc;
-    enum CBLAS_ORDER order = lc == LAYOUT_ROW ? CblasRowMajor : CblasColMajor;
-    enum CBLAS_TRANSPOSE ta = la == want ? CblasNoTrans : CblasTrans;
-    enum CBLAS_TRANSPOSE tb = lb == want ? CblasNoTrans : CblasTrans;
-    if (dbl)
-        cblas_dgemm(order, ta, tb, (int)m, (int)n, (int)k, 1.0, (const double *)a, lda,
-                    (const double *)b, ldb, 0.0, (double *)c, ldc);
-    else
-        cblas_sgemm(order, ta, tb, (int)m, (int)n, (int)k, 1.0f, (const float *)a, lda,
-                    (const float *)b, ldb, 0.0f, (float *)c, ldc);
+    /* Row-major C: an operand stored by rows is "no transpose". Column-major C: compute its
+     * transpose, C^T = B^T A^T, whose operands swap roles (and storage senses). */
+    bool ok;
+    if (lc == LAYOUT_ROW) {
+        const bool ta = la != LAYOUT_ROW, tb = lb != LAYOUT_ROW;
+        ok = dbl ? tsi_lib_dgemm(ta, tb, m, n, k, (const double *)a, lda, (const double *)b, ldb,
+                                 0.0, (double *)c, ldc)
+                 : tsi_lib_sgemm(ta, tb, m, n, k, (const float *)a, lda, (const float *)b, ldb,
+                                 0.0f, (float *)c, ldc);
+    } else {
+        const bool ta = lb != LAYOUT_COL, tb = la != LAYOUT_COL;
+        ok = dbl ? tsi_lib_dgemm(ta, tb, n, m, k, (const double *)b, ldb, (const double *)a, lda,
+                                 0.0, (double *)c, ldc)
+                 : tsi_lib_sgemm(ta, tb, n, m, k, (const float *)b, ldb, (const float *)a, lda,
+                                 0.0f, (float *)c, ldc);
+    }
     free(sa);
     free(sb);
-    return true;
+    return ok;
 }
-#endif
 
 static void gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, char *c,
                      bool parallel) {
@@ -119,11 +119,9 @@ static void gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, c
                           d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
                           parallel && run_in_parallel((double)d->m * (double)d->n * (double)d->k)))
         return;
-#ifdef TS_HAVE_CBLAS
     if (blas_gemm(dbl, d->m, d->n, d->k, a, d->sa[1], d->sa[2], b, d->sb[1], d->sb[2], c, d->sc[1],
                   d->sc[2]))
         return;
-#endif
     if (dbl)
         ts_gemm_blocked_f64(d->m, d->n, d->k, (const double *)a, d->sa[1], d->sa[2],
                             (const double *)b, d->sb[1], d->sb[2], (double *)c, d->sc[1], d->sc[2],

@@ -50,4 +50,8 @@ void tsc_install_compute_kernels(ts_backend *be) {
     be->optim_step = tsc_optim_step;
     be->amp_unscale = tsc_amp_unscale;
     be->amp_update_scale = tsc_amp_update_scale;
+    be->sdpa_supports = tsc_sdpa_supports;
+    be->sdpa_workspace = tsc_sdpa_workspace;
+    be->sdpa_forward = tsc_sdpa_forward;
+    be->sdpa_backward = tsc_sdpa_backward;
 }

@@ -194,6 +194,10 @@ void tsc_pool2d(const ts_backend *be, int index, const ts_kview *out, const ts_k
 void tsc_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx, const ts_kview *gout,
                          const ts_kview *indices, const ts_pool2d_params *p);
 void tsc_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args);
+bool tsc_sdpa_supports(const ts_backend *be, int index, const ts_sdpa_args *a);
+size_t tsc_sdpa_workspace(const ts_backend *be, int index, ts_sdpa_args *a, bool backward);
+void tsc_sdpa_forward(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws);
+void tsc_sdpa_backward(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws);
 void tsc_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, int n,
                      const ts_kview *found_inf, const ts_kview *inv_scale);
 void tsc_amp_update_scale(const ts_backend *be, int index, const ts_kview *scale,

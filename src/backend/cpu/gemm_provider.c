@@ -1,0 +1,145 @@
+/* gemm_provider.c — which library runs the CPU's large GEMMs, and the calls into it.
+ *
+ * oneDNN's sgemm picks its JIT kernels from the CPU's feature flags; OpenBLAS picks them from the
+ * CPU's family and model, and a release older than the CPU falls back to an older kernel (Debian
+ * 12's OpenBLAS 0.3.21 runs AVX2 "Haswell" kernels on AVX-512 Zen 5, half the machine's peak). So
+ * f32 goes to oneDNN when it was found at build time; f64 (which oneDNN lacks) to OpenBLAS. */
+#include "backend/cpu/gemm_provider.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_isa.h"
+
+#ifdef TS_HAVE_CBLAS
+#include <cblas.h>
+#endif
+#ifdef TS_HAVE_DNNL
+#include <dnnl.h>
+#endif
+
+typedef enum { PROV_BLOCKED, PROV_OPENBLAS, PROV_DNNL } provider;
+
+/* multiply-adds below which a product is "tiny" (call overhead, not arithmetic, decides) */
+#define TS_GEMM_TINY 32768.0
+
+static bool blas_present(void) {
+#ifdef TS_HAVE_CBLAS
+    return true;
+#else
+    return false;
+#endif
+}
+
+static provider f32_provider, f64_provider;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static char f32_name[96], f64_name[96];
+
+static void describe(provider p, char *out, size_t n) {
+    switch (p) {
+    case PROV_DNNL: {
+#ifdef TS_HAVE_DNNL
+        const dnnl_version_t *v = dnnl_version();
+        const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+        const char *isa_name = isa == dnnl_cpu_isa_avx512_core_bf16   ? "avx512_core_bf16"
+                               : isa == dnnl_cpu_isa_avx512_core_vnni ? "avx512_core_vnni"
+                               : isa == dnnl_cpu_isa_avx512_core      ? "avx512_core"
+                               : isa == dnnl_cpu_isa_avx2_vnni        ? "avx2_vnni"
+                               : isa == dnnl_cpu_isa_avx2             ? "avx2"
+                               : isa == dnnl_cpu_isa_avx              ? "avx"
+                               : isa == dnnl_cpu_isa_sse41            ? "sse41"
+                                                                      : "other";
+        snprintf(out, n, "oneDNN %d.%d.%d (%s)", v->major, v->minor, v->patch, isa_name);
+#endif
+        break;
+    }
+    case PROV_OPENBLAS:
+#if defined(TS_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+        snprintf(out, n, "%s (%s)", OPENBLAS_VERSION, openblas_get_corename());
+#else
+        snprintf(out, n, "CBLAS");
+#endif
+        break;
+    default:
+        snprintf(out, n, "built-in blocked GEMM");
+        break;
+    }
+}
+
+/* TS_GEMM names the float32 provider; float64 uses OpenBLAS unless TS_GEMM=blocked. */
+static void choose(void) {
+    const char *force = getenv("TS_GEMM");
+    provider want = PROV_DNNL;
+    if (force && *force) {
+        if (!strcmp(force, "dnnl"))
+            want = PROV_DNNL;
+        else if (!strcmp(force, "openblas"))
+            want = PROV_OPENBLAS;
+        else if (!strcmp(force, "blocked"))
+            want = PROV_BLOCKED;
+        else
+            fprintf(stderr, "tessera: TS_GEMM=%s is not one of dnnl, openblas, blocked; ignored\n",
+                    force);
+    }
+    f32_provider = f64_provider = PROV_BLOCKED;
+    if (blas_present() && want != PROV_BLOCKED) f32_provider = f64_provider = PROV_OPENBLAS;
+#ifdef TS_HAVE_DNNL
+    if (want == PROV_DNNL) {
+        /* the ISA cap of the library's own kernels applies to oneDNN's JIT too */
+        const ts_cpu_isa cap = ts_cpu_isa_get();
+        dnnl_set_max_cpu_isa(cap == TS_ISA_AVX512 ? dnnl_cpu_isa_all
+                             : cap == TS_ISA_AVX2 ? dnnl_cpu_isa_avx2
+                                                  : dnnl_cpu_isa_sse41);
+        f32_provider = PROV_DNNL;
+    }
+#endif
+    describe(f32_provider, f32_name, sizeof f32_name);
+    describe(f64_provider, f64_name, sizeof f64_name);
+}
+
+const char *tsi_lib_gemm_name(bool f64) {
+    pthread_once(&once, choose);
+    return f64 ? f64_name : f32_name;
+}
+
+bool tsi_lib_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    pthread_once(&once, choose);
+#ifdef TS_HAVE_DNNL
+    /* a oneDNN call costs ~0.3 us more than OpenBLAS's: tiny products stay with the BLAS */
+    const bool tiny = (double)m * (double)n * (double)k < TS_GEMM_TINY;
+    if (f32_provider == PROV_DNNL && !(tiny && blas_present()))
+        return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c,
+                          ldc) == dnnl_success;
+#endif
+#ifdef TS_HAVE_CBLAS
+    if ((f32_provider == PROV_OPENBLAS || f32_provider == PROV_DNNL) && m <= INT_MAX &&
+        n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX && ldc <= INT_MAX) {
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+        return true;
+    }
+#endif
+    (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb;
+    (void)beta, (void)c, (void)ldc;
+    return false;
+}
+
+bool tsi_lib_dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+                   const double *b, int64_t ldb, double beta, double *c, int64_t ldc) {
+    pthread_once(&once, choose);
+#ifdef TS_HAVE_CBLAS
+    if (f64_provider == PROV_OPENBLAS && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX &&
+        lda <= INT_MAX && ldb <= INT_MAX && ldc <= INT_MAX) {
+        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    (int)m, (int)n, (int)k, 1.0, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+        return true;
+    }
+#endif
+    (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb;
+    (void)beta, (void)c, (void)ldc;
+    return false;
+}

@@ -1,0 +1,374 @@
+/* kern_sdpa_impl.h — the fused attention kernels (flash attention on the CPU), included by
+ * kern_sdpa.c once per (ISA, dtype) with the target set. The includer defines
+ *   SDPA_T        float or double
+ *   SDPA_VT       a GCC vector of SDPA_VL of them
+ *   SDPA_MR       rows of a register tile; SDPA_NV vectors across it (tile width W = NV * VL)
+ *   SDPA_BLK      rows of a query block and of a key/value block (a multiple of MR and W)
+ *   SDPA_EXP(v)   e^v on an SDPA_VT (or leaves it undefined: scalar exp per lane)
+ *   SDPA_NAME(x)  the name of function x for this variant
+ * Every product is a register-tiled loop over packed, zero-padded operands in the thread's
+ * workspace (so any stride, any head size and every edge run the same full tiles); softmax rows
+ * are vector loops over whole blocks. See kern_sdpa.c for the plan and the threading. */
+
+#define T   SDPA_T
+#define VT  SDPA_VT
+#define VL  SDPA_VL
+#define MR  SDPA_MR
+#define NV  SDPA_NV
+#define W   (SDPA_NV * SDPA_VL)
+#define BLK SDPA_BLK
+
+/* C[MR x W] (+)= sum_p A(i, p) * B(p, 0..W), A(i, p) = a[i * rsa + p * csa], B rows of ldb. */
+static void SDPA_NAME(ukr)(int64_t kc, const T *a, int64_t rsa, int64_t csa, const T *b,
+                           int64_t ldb, T *c, int64_t ldc, bool acc) {
+    VT s[MR][NV];
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < NV; v++) s[i][v] = acc ? *(const VT *)(c + i * ldc + v * VL) : (VT){0};
+    for (int64_t p = 0; p < kc; p++) {
+        VT bv[NV];
+        for (int v = 0; v < NV; v++) bv[v] = *(const VT *)(b + p * ldb + v * VL);
+        for (int i = 0; i < MR; i++) {
+            const T ai = a[i * rsa + p * csa];
+            for (int v = 0; v < NV; v++) s[i][v] += ai * bv[v];
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < NV; v++) *(VT *)(c + i * ldc + v * VL) = s[i][v];
+}
+
+/* C[m x n] (+)= A[m x kc] B[kc x n]; m a multiple of MR, n of W. */
+static void SDPA_NAME(gemm)(int64_t m, int64_t n, int64_t kc, const T *a, int64_t rsa, int64_t csa,
+                            const T *b, int64_t ldb, T *c, int64_t ldc, bool acc) {
+    for (int64_t j = 0; j < n; j += W)
+        for (int64_t i = 0; i < m; i += MR)
+            SDPA_NAME(ukr)(kc, a + i * rsa, rsa, csa, b + j, ldb, c + i * ldc + j, ldc, acc);
+}
+
+/* s[0..n) = e^(s - m), n a multiple of VL; returns the sum */
+static T SDPA_NAME(exp_sub_sum)(T *s, int64_t n, T m) {
+    VT sum = (VT){0};
+    for (int64_t c = 0; c < n; c += VL) {
+        VT x = *(VT *)(s + c) - m;
+#ifdef SDPA_EXP
+        x = SDPA_EXP(x);
+#else
+        for (int l = 0; l < VL; l++) x[l] = exp(x[l]);
+#endif
+        *(VT *)(s + c) = x;
+        sum += x;
+    }
+    T t = 0;
+    for (int l = 0; l < VL; l++) t += sum[l];
+    return t;
+}
+
+/* s[0..n) = e^(s - lse) lane by lane (lse a row of n values) */
+static void SDPA_NAME(exp_sub_vec)(T *s, const T *lse, int64_t n) {
+    for (int64_t c = 0; c < n; c += VL) {
+        VT x = *(VT *)(s + c) - *(const VT *)(lse + c);
+#ifdef SDPA_EXP
+        x = SDPA_EXP(x);
+#else
+        for (int l = 0; l < VL; l++) x[l] = exp(x[l]);
+#endif
+        *(VT *)(s + c) = x;
+    }
+}
+
+static T SDPA_NAME(row_max)(const T *s, int64_t n) {
+    VT mx = *(const VT *)s;
+    for (int64_t c = VL; c < n; c += VL) {
+        VT x = *(const VT *)(s + c);
+        for (int l = 0; l < VL; l++) mx[l] = x[l] > mx[l] ? x[l] : mx[l];
+    }
+    T m = mx[0];
+    for (int l = 1; l < VL; l++) m = mx[l] > m ? mx[l] : m;
+    return m;
+}
+
+/* rows [r0, r0 + nr) x cols [0, ncol) of a row-strided source into dst[BLK-padded rows x ld],
+ * times scale; rows nr..rows_pad and columns ncol..ld are zero */
+static void SDPA_NAME(pack)(T *dst, int64_t ld, int64_t rows_pad, const T *src, int64_t rs,
+                            int64_t nr, int64_t ncol, T scale) {
+    for (int64_t r = 0; r < rows_pad; r++) {
+        T *d = dst + r * ld;
+        if (r < nr) {
+            const T *s = src + r * rs;
+            for (int64_t c = 0; c < ncol; c++) d[c] = s[c] * scale;
+            for (int64_t c = ncol; c < ld; c++) d[c] = 0;
+        } else {
+            memset(d, 0, (size_t)ld * sizeof(T));
+        }
+    }
+}
+
+/* dst[c][r] = src[r][c] for the padded [rows x cols] block src (ld_src) into dst (ld_dst = rows) */
+static void SDPA_NAME(transpose)(T *dst, int64_t ld_dst, const T *src, int64_t ld_src, int64_t rows,
+                                 int64_t cols) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) dst[c * ld_dst + r] = src[r * ld_src + c];
+}
+
+/* The mask's values along a row (along = 1: element (n, i, j0 + t)) or a column (along = 0:
+ * element (n, i0 + t, j)) of the scores, t < cnt, applied to s[t]: a false bool masks the score
+ * out, a float is added to it. */
+static void SDPA_NAME(mask_apply)(const ts_sdpa_args *a, const sdpa_plan *pl, int64_t n, int64_t i0,
+                                  int64_t j0, int along, int64_t cnt, T *s) {
+    const ts_kview *m = &a->mask;
+    const int64_t si = m->strides[m->ndim - 2], sj = m->strides[m->ndim - 1];
+    const int64_t base = sdpa_batch_offset(m, pl, n) + i0 * si + j0 * sj, step = along ? sj : si;
+    if (m->dtype == TS_BOOL) {
+        const uint8_t *mp = (const uint8_t *)m->data + base;
+        for (int64_t t = 0; t < cnt; t++)
+            if (!mp[t * step]) s[t] = -INFINITY;
+    } else {
+        const T *mp = (const T *)m->data + base;
+        for (int64_t t = 0; t < cnt; t++) s[t] += mp[t * step];
+    }
+}
+
+/* ---------------------------------------------------------------------------- forward */
+static void SDPA_NAME(fwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int64_t n, int64_t qb,
+                                char *ws) {
+    const int64_t L = pl->L, S = pl->S, E = pl->E, Ev = pl->Ev, Ep = pl->Ep, Evp = pl->Evp;
+    T *Qs = (T *)ws, *Kt = Qs + BLK * Ep, *Vp = Kt + Ep * BLK, *Sb = Vp + BLK * Evp;
+    T *O = Sb + BLK * BLK, *mrow = O + BLK * Evp, *lrow = mrow + BLK;
+    uint8_t *keep = (uint8_t *)(lrow + BLK);
+    const int64_t q0 = qb * BLK, nr = L - q0 < BLK ? L - q0 : BLK;
+    const int64_t mrows = (nr + MR - 1) / MR * MR;
+    const T *q = (const T *)a->q.data + sdpa_batch_offset(&a->q, pl, n);
+    const T *k = (const T *)a->k.data + sdpa_batch_offset(&a->k, pl, n);
+    const T *v = (const T *)a->v.data + sdpa_batch_offset(&a->v, pl, n);
+    const int64_t qrs = a->q.strides[a->q.ndim - 2], krs = a->k.strides[a->k.ndim - 2];
+    const int64_t vrs = a->v.strides[a->v.ndim - 2];
+    SDPA_NAME(pack)(Qs, Ep, BLK, q + q0 * qrs, qrs, nr, E, (T)a->scale);
+    memset(O, 0, sizeof(T) * BLK * Evp);
+    for (int64_t r = 0; r < BLK; r++) mrow[r] = -INFINITY, lrow[r] = 0;
+    const int64_t last_row = q0 + nr - 1;
+    const int64_t nkb = a->causal ? (last_row < S ? last_row / BLK + 1 : pl->nk) : pl->nk;
+    const T drop_scale = (T)sdpa_dropout_scale(a->dropout_p);
+    for (int64_t kb = 0; kb < nkb; kb++) {
+        const int64_t c0 = kb * BLK, nc = S - c0 < BLK ? S - c0 : BLK;
+        /* K transposed [E x BLK] (columns past nc zero), V [BLK x Evp] */
+        for (int64_t e = 0; e < E; e++) {
+            T *d = Kt + e * BLK;
+            for (int64_t c = 0; c < nc; c++) d[c] = k[(c0 + c) * krs + e];
+            for (int64_t c = nc; c < BLK; c++) d[c] = 0;
+        }
+        SDPA_NAME(pack)(Vp, Evp, nc, v + c0 * vrs, vrs, nc, Ev, (T)1);
+        SDPA_NAME(gemm)(mrows, BLK, E, Qs, Ep, 1, Kt, BLK, Sb, BLK, false);
+        const bool diag = a->causal && c0 + nc - 1 > q0;
+        if (a->dropout_p > 0) sdpa_keep_tile(a, pl, n, q0, nr, c0, nc, keep, BLK);
+        for (int64_t r = 0; r < nr; r++) {
+            T *s = Sb + r * BLK;
+            const int64_t i = q0 + r;
+            if (a->has_mask) SDPA_NAME(mask_apply)(a, pl, n, i, c0, 1, nc, s);
+            if (diag)
+                for (int64_t c = i - c0 + 1 > 0 ? i - c0 + 1 : 0; c < nc; c++) s[c] = -INFINITY;
+            for (int64_t c = nc; c < BLK; c++) s[c] = -INFINITY;
+            const T mx = SDPA_NAME(row_max)(s, BLK);
+            const T mnew = mx > mrow[r] ? mx : mrow[r];
+            if (mnew == -INFINITY) { /* every score so far masked: nothing to add */
+                memset(s, 0, sizeof(T) * BLK);
+                continue;
+            }
+            const T alpha = mrow[r] == -INFINITY ? 0 : (T)exp(mrow[r] - mnew);
+            const T sum = SDPA_NAME(exp_sub_sum)(s, BLK, mnew);
+            lrow[r] = lrow[r] * alpha + sum;
+            mrow[r] = mnew;
+            if (alpha != 1) {
+                T *o = O + r * Evp;
+                for (int64_t e = 0; e < Evp; e++) o[e] *= alpha;
+            }
+            if (a->dropout_p > 0) {
+                const uint8_t *kp = keep + r * BLK;
+                for (int64_t c = 0; c < nc; c++) s[c] = kp[c] ? s[c] * drop_scale : 0;
+            }
+        }
+        for (int64_t r = nr; r < mrows; r++) memset(Sb + r * BLK, 0, sizeof(T) * BLK);
+        SDPA_NAME(gemm)(mrows, Evp, nc, Sb, BLK, 1, Vp, Evp, O, Evp, true);
+    }
+    T *out = (T *)a->out.data + sdpa_batch_offset(&a->out, pl, n);
+    T *lse = (T *)a->lse.data + sdpa_batch_offset(&a->lse, pl, n);
+    const int64_t ors = a->out.strides[a->out.ndim - 2];
+    for (int64_t r = 0; r < nr; r++) {
+        T *o = out + (q0 + r) * ors;
+        const T l = lrow[r], inv = l > 0 ? 1 / l : 0;
+        for (int64_t e = 0; e < Ev; e++) o[e] = O[r * Evp + e] * inv;
+        lse[q0 + r] = l > 0 ? mrow[r] + (T)log(l) : INFINITY;
+    }
+}
+
+/* --------------------------------------------------------------------------- backward */
+/* Key/value blocks kb0, kb0 + step, ... of batch n: dk and dv of those blocks, and their share of
+ * dq accumulated (unscaled) into dq_acc [Lp x Ep]. */
+static void SDPA_NAME(bwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int64_t n, int64_t kb0,
+                                int64_t step, char *ws, T *dq_acc) {
+    const int64_t L = pl->L, S = pl->S, E = pl->E, Ev = pl->Ev, Ep = pl->Ep, Evp = pl->Evp;
+    T *Kb = (T *)ws, *Vb = Kb + BLK * Ep, *Qs = Vb + BLK * Evp, *Qt = Qs + BLK * Ep;
+    T *dO = Qt + Ep * BLK, *dOt = dO + BLK * Evp, *Pt = dOt + Evp * BLK, *Pd = Pt + BLK * BLK;
+    T *dPt = Pd + BLK * BLK, *dK = dPt + BLK * BLK, *dV = dK + BLK * Ep, *D = dV + BLK * Evp;
+    T *lse_b = D + BLK;
+    uint8_t *keep = (uint8_t *)(lse_b + BLK);
+    const T *q = (const T *)a->q.data + sdpa_batch_offset(&a->q, pl, n);
+    const T *k = (const T *)a->k.data + sdpa_batch_offset(&a->k, pl, n);
+    const T *v = (const T *)a->v.data + sdpa_batch_offset(&a->v, pl, n);
+    const T *o = (const T *)a->out.data + sdpa_batch_offset(&a->out, pl, n);
+    const T *go = (const T *)a->dout.data + sdpa_batch_offset(&a->dout, pl, n);
+    const T *lse = (const T *)a->lse.data + sdpa_batch_offset(&a->lse, pl, n);
+    const int64_t qrs = a->q.strides[a->q.ndim - 2], krs = a->k.strides[a->k.ndim - 2];
+    const int64_t vrs = a->v.strides[a->v.ndim - 2], ors = a->out.strides[a->out.ndim - 2];
+    const int64_t grs = a->dout.strides[a->dout.ndim - 2];
+    const bool drop = a->dropout_p > 0;
+    const T drop_scale = (T)sdpa_dropout_scale(a->dropout_p);
+    for (int64_t kb = kb0; kb < pl->nk; kb += step) {
+        const int64_t c0 = kb * BLK, nc = S - c0 < BLK ? S - c0 : BLK;
+        const int64_t mcols = (nc + MR - 1) / MR * MR;
+        SDPA_NAME(pack)(Kb, Ep, BLK, k + c0 * krs, krs, nc, E, (T)1);
+        SDPA_NAME(pack)(Vb, Evp, BLK, v + c0 * vrs, vrs, nc, Ev, (T)1);
+        memset(dK, 0, sizeof(T) * BLK * Ep);
+        memset(dV, 0, sizeof(T) * BLK * Evp);
+        for (int64_t qb = a->causal ? c0 / BLK : 0; qb < pl->nq; qb++) {
+            const int64_t q0 = qb * BLK, nr = L - q0 < BLK ? L - q0 : BLK;
+            const int64_t mrows = (nr + MR - 1) / MR * MR;
+            SDPA_NAME(pack)(Qs, Ep, BLK, q + q0 * qrs, qrs, nr, E, (T)a->scale);
+            SDPA_NAME(transpose)(Qt, BLK, Qs, Ep, BLK, E);
+            SDPA_NAME(pack)(dO, Evp, BLK, go + q0 * grs, grs, nr, Ev, (T)1);
+            SDPA_NAME(transpose)(dOt, BLK, dO, Evp, BLK, Ev);
+            for (int64_t r = 0; r < BLK; r++) {
+                T d = 0;
+                if (r < nr) {
+                    const T *orow = o + (q0 + r) * ors, *grow = dO + r * Evp;
+                    for (int64_t e = 0; e < Ev; e++) d += grow[e] * orow[e];
+                }
+                D[r] = d;
+                lse_b[r] = r < nr ? lse[q0 + r] : INFINITY;
+            }
+            /* P^T [keys x queries] = e^(K Qs^T (+ mask) - lse) */
+            SDPA_NAME(gemm)(mcols, BLK, E, Kb, Ep, 1, Qt, BLK, Pt, BLK, false);
+            const bool diag = a->causal && c0 + nc - 1 > q0;
+            for (int64_t c = 0; c < nc; c++) {
+                T *p = Pt + c * BLK;
+                if (a->has_mask) SDPA_NAME(mask_apply)(a, pl, n, q0, c0 + c, 0, nr, p);
+                if (diag)
+                    for (int64_t r = 0; r < nr && q0 + r < c0 + c; r++) p[r] = -INFINITY;
+                SDPA_NAME(exp_sub_vec)(p, lse_b, BLK);
+            }
+            for (int64_t c = nc; c < mcols; c++) memset(Pt + c * BLK, 0, sizeof(T) * BLK);
+            const T *Pv = Pt; /* the weights as dropout left them */
+            if (drop) {
+                sdpa_keep_tile(a, pl, n, q0, nr, c0, nc, keep, BLK);
+                for (int64_t c = 0; c < mcols; c++)
+                    for (int64_t r = 0; r < BLK; r++)
+                        Pd[c * BLK + r] = r < nr && c < nc && keep[r * BLK + c]
+                                              ? Pt[c * BLK + r] * drop_scale
+                                              : 0;
+                Pv = Pd;
+            }
+            /* dV += Pv^T-rows . dO;  dPv^T = V dO^T */
+            SDPA_NAME(gemm)(mcols, Evp, nr, Pv, BLK, 1, dO, Evp, dV, Evp, true);
+            SDPA_NAME(gemm)(mcols, BLK, Ev, Vb, Evp, 1, dOt, BLK, dPt, BLK, false);
+            /* dS^T = P^T (dP^T - D), dP = dPv through the dropout mask */
+            for (int64_t c = 0; c < mcols; c++) {
+                T *dp = dPt + c * BLK;
+                const T *p = Pt + c * BLK;
+                if (drop)
+                    for (int64_t r = 0; r < BLK; r++) {
+                        const bool kept = r < nr && c < nc && keep[r * BLK + c];
+                        dp[r] = p[r] * ((kept ? dp[r] * drop_scale : 0) - D[r]);
+                    }
+                else
+                    for (int64_t r = 0; r < BLK; r++) dp[r] = p[r] * (dp[r] - D[r]);
+            }
+            /* dK += dS^T Qs;  dQ (unscaled) += dS K */
+            SDPA_NAME(gemm)(mcols, Ep, nr, dPt, BLK, 1, Qs, Ep, dK, Ep, true);
+            SDPA_NAME(gemm)(mrows, Ep, nc, dPt, 1, BLK, Kb, Ep, dq_acc + q0 * Ep, Ep, true);
+        }
+        T *dk = (T *)a->dk.data + sdpa_batch_offset(&a->dk, pl, n);
+        T *dv = (T *)a->dv.data + sdpa_batch_offset(&a->dv, pl, n);
+        const int64_t dkrs = a->dk.strides[a->dk.ndim - 2], dvrs = a->dv.strides[a->dv.ndim - 2];
+        for (int64_t c = 0; c < nc; c++) {
+            memcpy(dk + (c0 + c) * dkrs, dK + c * Ep, sizeof(T) * (size_t)E);
+            memcpy(dv + (c0 + c) * dvrs, dV + c * Evp, sizeof(T) * (size_t)Ev);
+        }
+    }
+}
+
+/* dq rows of batch n = scale * the sum of its chunks' accumulators, in chunk order */
+static void SDPA_NAME(dq_write)(const sdpa_plan *pl, const ts_sdpa_args *a, int64_t n, const T *acc,
+                                int64_t chunks) {
+    T *dq = (T *)a->dq.data + sdpa_batch_offset(&a->dq, pl, n);
+    const int64_t rs = a->dq.strides[a->dq.ndim - 2], chunk = pl->Lp * pl->Ep;
+    const T scale = (T)a->scale;
+    for (int64_t i = 0; i < pl->L; i++)
+        for (int64_t e = 0; e < pl->E; e++) {
+            T s = acc[i * pl->Ep + e];
+            for (int64_t c = 1; c < chunks; c++) s += acc[c * chunk + i * pl->Ep + e];
+            dq[i * rs + e] = s * scale;
+        }
+}
+
+static size_t SDPA_NAME(thread_bytes)(const sdpa_plan *pl, bool backward) {
+    const int64_t Ep = pl->Ep, Evp = pl->Evp;
+    int64_t elems = backward ? 3 * BLK * Ep + Ep * BLK + 2 * BLK * Evp + Evp * BLK + 3 * BLK * BLK +
+                                   BLK * Evp + 2 * BLK
+                             : BLK * Ep + Ep * BLK + 2 * BLK * Evp + BLK * BLK + 2 * BLK;
+    size_t bytes = (size_t)elems * sizeof(T) + (size_t)BLK * BLK; /* + the keep tile */
+    if (backward && pl->chunks == 1) bytes += (size_t)(pl->Lp * pl->Ep) * sizeof(T);
+    return (bytes + 63) & ~(size_t)63;
+}
+
+static void SDPA_NAME(forward)(const sdpa_plan *pl, const ts_sdpa_args *a, char *ws) {
+    const size_t tb = SDPA_NAME(thread_bytes)(pl, false);
+    const int64_t items = pl->N * pl->nq;
+    (void)tb;
+#ifdef TS_HAVE_OPENMP
+#pragma omp parallel num_threads(a->threads) if (a->threads > 1)
+#endif
+    {
+        char *mine = ws + tb * (size_t)sdpa_thread_num();
+#ifdef TS_HAVE_OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (int64_t it = 0; it < items; it++)
+            SDPA_NAME(fwd_item)(pl, a, it / pl->nq, pl->nq - 1 - it % pl->nq, mine);
+    }
+}
+
+static void SDPA_NAME(backward)(const sdpa_plan *pl, const ts_sdpa_args *a, char *ws) {
+    const size_t tb = SDPA_NAME(thread_bytes)(pl, true);
+    const int64_t C = pl->chunks, items = pl->N * C;
+    T *partials = (T *)(ws + tb * (size_t)a->threads); /* chunks > 1: [N][C][Lp x Ep] */
+#ifdef TS_HAVE_OPENMP
+#pragma omp parallel num_threads(a->threads) if (a->threads > 1)
+#endif
+    {
+        char *mine = ws + tb * (size_t)sdpa_thread_num();
+#ifdef TS_HAVE_OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (int64_t it = 0; it < items; it++) {
+            const int64_t n = it / C, ch = it % C;
+            T *acc = C == 1 ? (T *)(mine + tb) - pl->Lp * pl->Ep
+                            : partials + (n * C + ch) * pl->Lp * pl->Ep;
+            memset(acc, 0, sizeof(T) * (size_t)(pl->Lp * pl->Ep));
+            SDPA_NAME(bwd_item)(pl, a, n, ch, C, mine, acc);
+            if (C == 1) SDPA_NAME(dq_write)(pl, a, n, acc, 1);
+        }
+        if (C > 1) {
+#ifdef TS_HAVE_OPENMP
+#pragma omp for schedule(static)
+#endif
+            for (int64_t n = 0; n < pl->N; n++)
+                SDPA_NAME(dq_write)(pl, a, n, partials + n * C * pl->Lp * pl->Ep, C);
+        }
+    }
+}
+
+#undef T
+#undef VT
+#undef VL
+#undef MR
+#undef NV
+#undef W
+#undef BLK
