@@ -557,6 +557,55 @@ static void test_module_adamw_rmsprop(void) {
     CHECK_OK();
 }
 
+/* RMSprop in each of its eight forms (weight decay, centered, momentum: the kernel has a loop for
+ * each) over three steps, against torch.optim.RMSprop's update written here in float64. */
+static void test_rmsprop_variants(void) {
+    enum { N = 5, STEPS = 3 };
+    const double lr = 0.01, alpha = 0.9, eps = 1e-8;
+    for (int v = 0; v < 8; v++) {
+        const double wd = v & 1 ? 0.1 : 0, mom = v & 4 ? 0.5 : 0;
+        const bool centered = v & 2;
+        double p[N], sq[N] = {0}, ga[N] = {0}, buf[N] = {0}, got[N];
+        for (int i = 0; i < N; i++) p[i] = 0.3 * i - 0.5;
+        ts_scope_begin();
+        ts_tensor *t = ts_tensor_f64(TS_SHAPE(N), p, (ts_opts){.requires_grad = true});
+        ts_optim *opt = ts_rmsprop_params(&t, 1,
+                                          (ts_rmsprop_opts){.lr = lr,
+                                                            .alpha = alpha,
+                                                            .weight_decay = wd,
+                                                            .momentum = mom,
+                                                            .centered = centered});
+        for (int step = 0; step < STEPS; step++) {
+            double g[N];
+            for (int i = 0; i < N; i++) g[i] = sin(1.0 + i + 2.0 * step);
+            ts_set_grad(t, ts_tensor_f64(TS_SHAPE(N), g, (ts_opts){0}));
+            CHECK_EQ(ts_optim_step(opt), TS_OK);
+            for (int i = 0; i < N; i++) {
+                double gi = g[i] + wd * p[i];
+                sq[i] = alpha * sq[i] + (1 - alpha) * gi * gi;
+                double avg;
+                if (centered) {
+                    ga[i] = alpha * ga[i] + (1 - alpha) * gi;
+                    avg = sqrt(sq[i] - ga[i] * ga[i]) + eps;
+                } else {
+                    avg = sqrt(sq[i]) + eps;
+                }
+                if (mom > 0) {
+                    buf[i] = mom * buf[i] + gi / avg;
+                    p[i] -= lr * buf[i];
+                } else {
+                    p[i] -= lr * gi / avg;
+                }
+            }
+        }
+        ts_copy_to_host(t, got, sizeof got);
+        for (int i = 0; i < N; i++) CHECK_NEAR(got[i], p[i], 1e-12);
+        ts_optim_free(opt);
+        ts_scope_end();
+    }
+    CHECK_OK();
+}
+
 /* ts_initial_seed reports the seed in use; ts_error_set records a user's error like the
  * library's: first error wins, and the code is returned. */
 static void test_seed_and_user_errors(void) {
@@ -691,6 +740,7 @@ int main(void) {
     test_clip();
     test_module();
     test_module_adamw_rmsprop();
+    test_rmsprop_variants();
     test_seed_and_user_errors();
     test_errors();
     test_large();
