@@ -97,4 +97,17 @@ bool ts_test_near(double a, double b, double tol);
         ts_error_clear();                                                                          \
     } while (0)
 
+/* The pending error has this code and its message contains fragment (cleared either way). */
+#define CHECK_ERR_MSG(code, fragment)                                                              \
+    do {                                                                                           \
+        ts_status ts_got_ = ts_error();                                                            \
+        const char *ts_msg_ = ts_error_message(), *ts_frag_ = (fragment);                          \
+        bool ts_ok_ = ts_got_ == (code) && strstr(ts_msg_, ts_frag_) != NULL;                      \
+        ts_test_record(ts_ok_);                                                                    \
+        if (!ts_ok_)                                                                               \
+            ts_test_failf(__FILE__, __LINE__, "expected %s with \"%s\", got %s: \"%s\"",           \
+                          ts_status_string(code), ts_frag_, ts_status_string(ts_got_), ts_msg_);   \
+        ts_error_clear();                                                                          \
+    } while (0)
+
 #endif /* TS_TEST_H */
