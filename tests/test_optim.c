@@ -453,6 +453,26 @@ static void test_clip(void) {
             check_close("clipped grads", g, want[i].g, 10, 1e-9);
         }
     }
+    /* other norm types against float64 arithmetic done here: the total is (sum |g|^t)^(1/t) over
+     * every element (the norm of the per-gradient norms), min |g| for -inf */
+    const double types[] = {0.5, -1, 4, -INFINITY};
+    for (int i = 0; i < 4; i++) {
+        ts_tensor *q[2];
+        make_params(q, ts_cpu(), TS_F64);
+        set_grads(q, 1, false);
+        double g[10], ref = types[i] < 0 && isinf(types[i]) ? INFINITY : 0;
+        ts_copy_to_host(ts_grad(q[0]), g, 6 * sizeof(double));
+        ts_copy_to_host(ts_grad(q[1]), g + 6, 4 * sizeof(double));
+        for (int j = 0; j < 10; j++)
+            ref = isinf(types[i]) ? fmin(ref, fabs(g[j])) : ref + pow(fabs(g[j]), types[i]);
+        if (!isinf(types[i])) ref = pow(ref, 1 / types[i]);
+        const double max_norm = ref / 2, coef = max_norm / (ref + 1e-6);
+        CHECK_NEAR(ts_clip_grad_norm(q, 2, max_norm, types[i]), ref, 1e-12 * ref);
+        double c[10];
+        ts_copy_to_host(ts_grad(q[0]), c, 6 * sizeof(double));
+        ts_copy_to_host(ts_grad(q[1]), c + 6, 4 * sizeof(double));
+        for (int j = 0; j < 10; j++) CHECK_NEAR(c[j], g[j] * coef, 1e-12);
+    }
     /* below max_norm: unchanged; no grads at all: 0 */
     ts_tensor *p[2];
     make_params(p, ts_cpu(), TS_F64);
@@ -463,7 +483,10 @@ static void test_clip(void) {
     ts_set_grad(p[0], NULL);
     CHECK_NEAR(ts_clip_grad_norm(p, 2, 1.0, 2), 0, 0);
     CHECK(isnan(ts_clip_grad_norm(NULL, 2, 1.0, 2)));
-    CHECK_ERR(TS_ERR_ARG);
+    CHECK_ERR_MSG(TS_ERR_ARG, "clip_grad_norm: invalid parameter list (2 tensors at ");
+    ts_tensor *with_null[2] = {p[0], NULL};
+    CHECK(isnan(ts_clip_grad_norm(with_null, 2, 1.0, 2)));
+    CHECK_ERR_MSG(TS_ERR_ARG, "clip_grad_norm: a parameter is NULL");
     ts_scope_end();
     CHECK_OK();
 }
