@@ -408,7 +408,13 @@ static void test_errors(void) {
     CHECK_ERR(TS_ERR_ARG);
     l = ts_loader_new(d, (ts_loader_opts){0});
     CHECK_EQ(ts_loader_set_epoch(l, -1), TS_ERR_ARG);
-    ts_error_clear();
+    CHECK_ERR_MSG(TS_ERR_ARG, "loader_set_epoch: epoch is negative");
+    CHECK_EQ(ts_loader_set_epoch(NULL, 1), TS_ERR_ARG);
+    CHECK_ERR_MSG(TS_ERR_ARG, "loader_set_epoch: loader is NULL");
+    CHECK_EQ(ts_loader_set_position(l, 0, ts_loader_num_batches(l) + 1), TS_ERR_ARG);
+    CHECK_ERR_MSG(TS_ERR_ARG, "loader_set_position: epoch or batch out of range");
+    CHECK_EQ(ts_loader_set_position(l, -1, 0), TS_ERR_ARG);
+    CHECK_ERR_MSG(TS_ERR_ARG, "loader_set_position: epoch or batch out of range");
     ts_loader_free(l);
     ts_loader_free(NULL);
     ts_dataset_free(d);
@@ -428,6 +434,20 @@ static void test_shutdown(void) {
         ts_batch b;
         for (int k = 0; k < it % 5; k++) CHECK(ts_loader_next(l, &b));
         ts_loader_free(l);
+    }
+    /* set_position into the first epoch: the rest of epoch 0 exactly, from batch 3 */
+    {
+        ts_loader_opts o0 = {.batch_size = 16, .workers = 2, .shuffle = true, .seed = 6};
+        ts_loader *full = ts_loader_new(d, o0), *part = ts_loader_new(d, o0);
+        epoch_bytes all = run_epoch(full);
+        CHECK_EQ(ts_loader_set_position(part, 0, 3), TS_OK);
+        epoch_bytes rest = run_epoch(part);
+        CHECK(rest.yn == all.yn - 48 && rest.batches == all.batches - 3);
+        CHECK(rest.yn > 0 && !memcmp(rest.y, all.y + 48, (size_t)rest.yn * sizeof(int64_t)));
+        free_epoch(&all);
+        free_epoch(&rest);
+        ts_loader_free(full);
+        ts_loader_free(part);
     }
     /* set_epoch mid-epoch stops the workers and resumes at the given epoch, batch 0 */
     ts_loader_opts o = {.batch_size = 32, .workers = 2, .shuffle = true, .seed = 4};
