@@ -478,13 +478,13 @@ static void test_errors(void) {
     CHECK_ERR(TS_ERR_ARG);
     l = ts_loader_new(d, (ts_loader_opts){0});
     CHECK_EQ(ts_loader_set_epoch(l, -1), TS_ERR_ARG);
-    CHECK_ERR_MSG(TS_ERR_ARG, "loader_set_epoch: epoch is negative");
+    CHECK_ERR_HAS(TS_ERR_ARG, "loader_set_epoch: epoch is negative");
     CHECK_EQ(ts_loader_set_epoch(NULL, 1), TS_ERR_ARG);
-    CHECK_ERR_MSG(TS_ERR_ARG, "loader_set_epoch: loader is NULL");
+    CHECK_ERR_HAS(TS_ERR_ARG, "loader_set_epoch: loader is NULL");
     CHECK_EQ(ts_loader_set_position(l, 0, ts_loader_num_batches(l) + 1), TS_ERR_ARG);
-    CHECK_ERR_MSG(TS_ERR_ARG, "loader_set_position: epoch or batch out of range");
+    CHECK_ERR_HAS(TS_ERR_ARG, "loader_set_position: epoch or batch out of range");
     CHECK_EQ(ts_loader_set_position(l, -1, 0), TS_ERR_ARG);
-    CHECK_ERR_MSG(TS_ERR_ARG, "loader_set_position: epoch or batch out of range");
+    CHECK_ERR_HAS(TS_ERR_ARG, "loader_set_position: epoch or batch out of range");
     ts_loader_free(l);
     ts_loader_free(NULL);
     ts_dataset_free(d);

@@ -98,7 +98,7 @@ bool ts_test_near(double a, double b, double tol);
     } while (0)
 
 /* The pending error has this code and its message contains fragment (cleared either way). */
-#define CHECK_ERR_MSG(code, fragment)                                                              \
+#define CHECK_ERR_HAS(code, fragment)                                                              \
     do {                                                                                           \
         ts_status ts_got_ = ts_error();                                                            \
         const char *ts_msg_ = ts_error_message(), *ts_frag_ = (fragment);                          \
