@@ -10,7 +10,7 @@ typedef struct {
     ts_module *seq;
 } wrap;
 
-static ts_tensor *wrap_forward(ts_module *self, ts_tensor *x) {
+static inline ts_tensor *wrap_forward(ts_module *self, ts_tensor *x) {
     return ts_forward(((wrap *)self)->seq, x);
 }
 
@@ -18,7 +18,7 @@ typedef struct {
     ts_module base;
     ts_module *conv1, *pool, *conv2, *fc1, *fc2, *fc3;
 } simple_cnn;
-static ts_tensor *simple_cnn_forward(ts_module *self, ts_tensor *x) {
+static inline ts_tensor *simple_cnn_forward(ts_module *self, ts_tensor *x) {
     simple_cnn *m = (simple_cnn *)self;
     x = ts_forward(m->pool, ts_relu(ts_forward(m->conv1, x)));
     x = ts_forward(m->pool, ts_relu(ts_forward(m->conv2, x)));
@@ -27,7 +27,7 @@ static ts_tensor *simple_cnn_forward(ts_module *self, ts_tensor *x) {
     x = ts_relu(ts_forward(m->fc2, x));
     return ts_forward(m->fc3, x);
 }
-static ts_module *simple_cnn_new(void) {
+static inline ts_module *simple_cnn_new(void) {
     simple_cnn *m = ts_module_alloc(sizeof *m, "SimpleCNN", simple_cnn_forward);
     m->conv1 = ts_module_add(&m->base, "conv1", ts_conv2d_new(3, 6, 5, (ts_conv2d_opts){0}));
     m->pool = ts_module_add(
@@ -39,7 +39,7 @@ static ts_module *simple_cnn_new(void) {
     return &m->base;
 }
 
-static ts_module *mlp_new(const int64_t *sizes, int n) {
+static inline ts_module *mlp_new(const int64_t *sizes, int n) {
     ts_module *seq = ts_sequential_new(0, NULL);
     for (int i = 0; i + 1 < n; i++) {
         ts_sequential_append(seq, ts_linear_new(sizes[i], sizes[i + 1]));

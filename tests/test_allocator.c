@@ -10,15 +10,7 @@
 #include <time.h>
 
 #include "backend/alloc.h"
-
-static int failures;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "ts_test.h"
 
 #define KIB ((size_t)1024)
 #define MIB (KIB * KIB)
@@ -462,10 +454,5 @@ int main(void) {
     test_random_model();
     test_threads();
     bench();
-    if (failures) {
-        fprintf(stderr, "test_allocator: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_allocator: all checks passed\n");
-    return 0;
+    return ts_test_finish();
 }

@@ -90,8 +90,33 @@ static bool shape_is(ts_tensor *t, ts_shape s) {
     return true;
 }
 static const char *dev_name(ts_device d) { return ts_device_str(d); }
-static double tol_of(ts_dtype dt) {
-    return dt == TS_F64 ? 1e-11 : dt == TS_F32 ? 2e-5 : dt == TS_F16 ? 2e-2 : 8e-2;
+
+/* Unit roundoff of a dtype: bf16 keeps 8 significant bits, f16 11, f32 24, f64 53. */
+static double unit_roundoff(ts_dtype dt) {
+    return ldexp(1.0, dt == TS_F64 ? -53 : dt == TS_F32 ? -24 : dt == TS_F16 ? -11 : -8);
+}
+
+/* Every element within the bound of a sum of k products computed from inputs already in dtype dt:
+ * accumulated in f32 (f64 for f64), each partial sum off by at most k roundings of the
+ * accumulator (Higham's gamma_k), and the result rounded once or twice to dt (the kernel's output,
+ * and a cast of an f32 intermediate). The bound scales with mag = the sum of |products|, the
+ * reference computed on absolute values; an all-zero or sign-flipped result misses it by far. */
+static void check_bound(const char *what, ts_tensor *t, const double *ref, const double *mag,
+                        int64_t n, ts_dtype dt, int64_t k) {
+    CHECK(t != NULL);
+    if (!t) return;
+    CHECK_EQ(ts_numel(t), n);
+    const double acc = unit_roundoff(dt == TS_F64 ? TS_F64 : TS_F32);
+    const double rel = 2 * unit_roundoff(dt) + (double)k * acc;
+    double *h = host(t);
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n && i < ts_numel(t) && bad < 0; i++)
+        if (!ts_test_near(h[i], ref[i], rel * mag[i] + 1e-300)) bad = i;
+    if (bad >= 0)
+        printf("  %s[%lld]: %.17g vs %.17g (bound %.3g)\n", what, (long long)bad, h[bad], ref[bad],
+               rel * mag[bad]);
+    CHECK(bad < 0);
+    free(h);
 }
 
 /* ------------------------------------------------------------------ conv reference */
@@ -115,9 +140,11 @@ static void conv_out_size(const conv_case *k, int *oh, int *ow) {
           1;
 }
 
-/* y = conv(x, w) + b and, from gy, the gradients gx, gw, gb (all zeroed here first). */
+/* y = conv(x, w) + b and, from gy, the gradients gx, gw, gb (all zeroed here first). r[4] are
+ * the same four computed on absolute values (the error bounds' scale), or NULL. */
 static void ref_conv(const conv_case *k, const double *x, const double *w, const double *b,
-                     const double *gy, double *y, double *gx, double *gw, double *gb) {
+                     const double *gy, double *y, double *gx, double *gw, double *gb,
+                     double *const *r) {
     int oh, ow;
     conv_out_size(k, &oh, &ow);
     const int G = dflt(k->opt.groups, 1), cg = k->c / G, og = k->o / G;
@@ -126,6 +153,18 @@ static void ref_conv(const conv_case *k, const double *x, const double *w, const
     memset(gx, 0, sizeof(double) * (size_t)(k->n * k->c * k->h * k->w));
     memset(gw, 0, sizeof(double) * (size_t)(k->o * cg * k->kh * k->kw));
     memset(gb, 0, sizeof(double) * (size_t)k->o);
+    if (r) {
+        double *ax = malloc(sizeof(double) * (size_t)(k->n * k->c * k->h * k->w)),
+               *aw = malloc(sizeof(double) * (size_t)(k->o * cg * k->kh * k->kw)),
+               *ab = malloc(sizeof(double) * (size_t)k->o),
+               *agy = malloc(sizeof(double) * (size_t)(k->n * k->o * oh * ow));
+        for (int i = 0; i < k->n * k->c * k->h * k->w; i++) ax[i] = fabs(x[i]);
+        for (int i = 0; i < k->o * cg * k->kh * k->kw; i++) aw[i] = fabs(w[i]);
+        for (int i = 0; i < k->o; i++) ab[i] = k->bias ? fabs(b[i]) : 0;
+        for (int i = 0; i < k->n * k->o * oh * ow; i++) agy[i] = fabs(gy[i]);
+        ref_conv(k, ax, aw, ab, agy, r[0], r[1], r[2], r[3], NULL);
+        free(ax), free(aw), free(ab), free(agy);
+    }
     for (int n = 0; n < k->n; n++)
         for (int o = 0; o < k->o; o++)
             for (int i = 0; i < oh; i++)
@@ -193,22 +232,29 @@ static void run_conv_case(const conv_case *k, ts_device dev, ts_dtype dt) {
     ts_tensor *tgy = leaf(ys, gy, dt, dev, false);
     free(gy);
     gy = host(tgy);
-    ref_conv(k, x, w, b, gy, y, gx, gw, gb);
+    double *mag[4] = {malloc(sizeof(double) * (size_t)(ny + 1)),
+                      malloc(sizeof(double) * (size_t)nx + 8), malloc(sizeof(double) * (size_t)nw),
+                      malloc(sizeof(double) * (size_t)k->o)};
+    ref_conv(k, x, w, b, gy, y, gx, gw, gb, mag);
     ts_tensor *ty = ts_conv2d(tx, tw, tb, k->opt);
     CHECK_OK();
     CHECK(shape_is(ty, ys));
     CHECK(ty && ts_dtype_of(ty) == dt && ts_device_equal(ts_device_of(ty), dev));
     CHECK_STREQ(ts_grad_fn_name(ty), "ConvolutionBackward0");
-    const double tol = tol_of(dt) * (dt == TS_F32 || dt == TS_F64 ? 1 : sqrt((double)nw / k->o));
     printf("conv %dx%dx%dx%d o%d k%dx%d g%d on %s %s\n", k->n, k->c, k->h, k->w, k->o, k->kh, k->kw,
            G, dev_name(dev), ts_dtype_name(dt));
-    check_close("y", ty, y, ny, tol);
+    /* terms per output: y sums c/G * kh * kw products (+ bias), gx at most o/G * kh * kw, gw
+     * n * oh * ow, gb n * oh * ow */
+    const int64_t ky = nw / k->o + 1, kx = (int64_t)(k->o / G) * k->kh * k->kw,
+                  kw = (int64_t)k->n * oh * ow;
+    check_bound("y", ty, y, mag[0], ny, dt, ky);
     ts_backward_with(ty, tgy);
     CHECK_OK();
-    check_close("gx", ts_grad(tx), gx, nx, tol * 4);
-    check_close("gw", ts_grad(tw), gw, nw, tol * (dt == TS_F64 || dt == TS_F32 ? 4 : 8));
-    if (k->bias) check_close("gb", ts_grad(tb), gb, k->o, tol * 8);
+    check_bound("gx", ts_grad(tx), gx, mag[1], nx, dt, kx);
+    check_bound("gw", ts_grad(tw), gw, mag[2], nw, dt, kw);
+    if (k->bias) check_bound("gb", ts_grad(tb), gb, mag[3], k->o, dt, kw);
     free(x), free(w), free(b), free(gy), free(y), free(gx), free(gw), free(gb);
+    for (int i = 0; i < 4; i++) free(mag[i]);
     ts_scope_end();
 }
 
@@ -345,21 +391,38 @@ static void run_pool_case(const pool_case *k, ts_device dev, ts_dtype dt, int na
     double *y = malloc(sizeof(double) * (size_t)(ny + 1)),
            *gx = malloc(sizeof(double) * (size_t)nx);
     ref_pool(k, x, gy, y, gx);
+    /* the error bounds' scale: the same windows over |x| (average) or |y| (max), and |gy| */
+    double *ax = calloc((size_t)nx + 1, sizeof(double)),
+           *agy = calloc((size_t)ny + 1, sizeof(double));
+    double *ymag = calloc((size_t)ny + 1, sizeof(double)),
+           *gxmag = calloc((size_t)nx + 1, sizeof(double)),
+           *unused = calloc((size_t)(nx + ny) + 1, sizeof(double));
+    for (int64_t i = 0; i < nx; i++) ax[i] = fabs(x[i]);
+    for (int64_t i = 0; i < ny; i++) agy[i] = fabs(gy[i]);
+    ref_pool(k, x, agy, unused, gxmag);
+    if (k->kind == P_MAX)
+        for (int64_t i = 0; i < ny; i++) ymag[i] = fabs(y[i]);
+    else
+        ref_pool(k, ax, agy, ymag, unused);
+    /* terms per output: a window (at most kh * kw, the whole plane when adaptive) */
+    const int64_t terms =
+        k->kind == P_ADAPT ? (int64_t)k->h * k->w : (int64_t)k->opt.kernel[0] * k->opt.kernel[1];
     printf("pool kind %d %dx%dx%dx%d -> %dx%d on %s %s\n", k->kind, k->n, k->c, k->h, k->w, oh, ow,
            dev_name(dev), ts_dtype_name(dt));
     ts_tensor *ty = pool_call(k, tx);
     CHECK_OK();
     CHECK(shape_is(ty, ys));
     CHECK_STREQ(ts_grad_fn_name(ty), pool_grad_names[k->kind]);
-    check_close("y", ty, y, ny, tol_of(dt));
+    check_bound("y", ty, y, ymag, ny, dt, terms);
     ts_backward_with(ty, tgy);
     CHECK_OK();
-    check_close("gx", ts_grad(tx), gx, nx, tol_of(dt) * 4);
+    check_bound("gx", ts_grad(tx), gx, gxmag, nx, dt, terms);
     /* without a graph (no indices kept) the values are the same */
     ts_no_grad_begin();
-    check_close("y (no grad)", pool_call(k, tx), y, ny, tol_of(dt));
+    check_bound("y (no grad)", pool_call(k, tx), y, ymag, ny, dt, terms);
     ts_no_grad_end();
-    free(x), free(gy), free(y), free(gx);
+    free(x), free(gy), free(y), free(gx), free(ax), free(agy), free(ymag), free(gxmag),
+        free(unused);
     ts_scope_end();
 }
 

@@ -7,7 +7,9 @@
  * TS_REQUIRE_CUDA, every CUDA call failing with a message that says why), then skips:
  * "SKIP: test_cuda_runtime: ...: CUDA is not available (<reason>)", a failure under
  * TS_REQUIRE_CUDA=1. `--no-device` hides the GPUs (CUDA_VISIBLE_DEVICES=) so that a machine with
- * one checks the no-device answers too. */
+ * one checks the no-device answers too;
+ * `--multi-gpu` (peer copies, the current device per thread) and `--large` (2^31-element tensors)
+ * run what needs 2 GPUs or 16 GiB, or skip saying why. */
 #define _POSIX_C_SOURCE 200809L /* setenv, nanosleep */
 #include <math.h>
 #include <pthread.h>
@@ -464,9 +466,8 @@ static void *other_thread_device(void *arg) {
     return NULL;
 }
 
+/* multi-GPU mode only (main checks there are 2) */
 static void test_device_per_thread(void) {
-    int n = ts_cuda_device_count();
-    if (n < 2) return;
     ts_cuda_set_device(1);
     int seen = -1;
     pthread_t th;
@@ -523,11 +524,6 @@ static void test_streams_and_events(void) {
     CHECK(ERR_IS(TS_ERR_STATE, "cuda_event_elapsed_ms: ", "recorded"));
     CHECK_EQ(ts_cuda_event_record(NULL, s1), TS_ERR_ARG);
     CHECK(ERR_IS(TS_ERR_ARG, "cuda_event_record: event is NULL"));
-    if (ts_cuda_device_count() >= 2) {
-        ts_cuda_stream *other = ts_cuda_default_stream(1);
-        CHECK_EQ(ts_cuda_event_record(done, other), TS_ERR_ARG);
-        CHECK(ERR_IS(TS_ERR_ARG, "cuda_event_record: ", "cuda:0", "cuda:1"));
-    }
 
     /* a freed stream that was current: its thread is back on the default stream; streams are
      * pooled */
@@ -804,11 +800,9 @@ static void test_pinned_keeps_device(void) {
     CHECK_OK();
 }
 
-/* cpu -> cuda -> (cuda:1 -> cuda:0) -> cpu round trips of odd sizes */
-static void test_transfers(void) {
+/* cpu -> cuda -> (cuda:1 -> cuda:0 when peer) -> cpu round trips of odd sizes */
+static void transfers(bool peer) {
     const int64_t sizes[] = {0, 1, 3, 1000, (1 << 20) + 3};
-    int ndev = ts_cuda_device_count();
-    if (ndev < 2) printf("peer copies: one CUDA device here, cuda:0 -> cuda:1 not tested\n");
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         int64_t n = sizes[k];
         ts_scope_begin();
@@ -817,7 +811,7 @@ static void test_transfers(void) {
         ts_tensor *c = ts_from_data(TS_SHAPE(n), TS_F32, want, (ts_opts){0});
         ts_tensor *g = ts_to(c, ts_cuda(0));
         CHECK(g && floats_equal(g, want, n));
-        if (ndev >= 2) {
+        if (peer) {
             ts_tensor *g1 = ts_to(g, ts_cuda(1));
             CHECK(g1 && ts_device_equal(ts_device_of(g1), ts_cuda(1)));
             ts_tensor *twice = ts_mul_scalar(g1, 2.0); /* work on cuda:1 sees the copied data */
@@ -829,6 +823,17 @@ static void test_transfers(void) {
         ts_scope_end();
     }
     CHECK_OK();
+}
+
+static void test_transfers(void) { transfers(false); }
+
+/* multi-GPU mode: peer copies, and an event of cuda:0 refused on cuda:1's stream */
+static void test_peer(void) {
+    transfers(true);
+    ts_cuda_event *done = ts_cuda_event_new(false);
+    CHECK_EQ(ts_cuda_event_record(done, ts_cuda_default_stream(1)), TS_ERR_ARG);
+    CHECK(ERR_IS(TS_ERR_ARG, "cuda_event_record: ", "cuda:0", "cuda:1"));
+    ts_cuda_event_free(done);
 }
 
 static void test_oom_and_empty_cache(void) {
@@ -905,16 +910,11 @@ static void test_random_matches_cpu(void) {
     CHECK_OK();
 }
 
-/* Past 2^31 elements: chunked linear launches and the 64-bit strided kernel. */
+/* Past 2^31 elements: chunked linear launches and the 64-bit strided kernel (--large mode; main
+ * checks the memory is there). */
+#define LARGE_HALF (((int64_t)1 << 30) + 32) /* two rows: 2^31 + 64 bytes of u8 */
 static void test_large_tensors(void) {
-    size_t free_b = 0;
-    ts_device_memory(ts_cuda(0), &free_b, NULL);
-    const int64_t half = ((int64_t)1 << 30) + 32, n = 2 * half; /* 2^31 + 64 bytes of u8 */
-    if (free_b < 8 * (size_t)n) {
-        printf("large tensors: %.1f GiB free, not enough for the 2 GiB case\n",
-               (double)free_b / (double)(MIB * KIB));
-        return;
-    }
+    const int64_t half = LARGE_HALF;
     ts_scope_begin();
     ts_opts o = {.dtype = TS_U8, .device = ts_cuda(0)};
     ts_tensor *x = ts_randint(0, 256, TS_SHAPE(2, half), o);
@@ -936,8 +936,29 @@ static void test_large_tensors(void) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--probe-child") == 0) return probe_child();
-    bool no_device = argc > 1 && strcmp(argv[1], "--no-device") == 0;
+    const char *mode = argc > 1 ? argv[1] : "";
+    bool no_device = !strcmp(mode, "--no-device");
     if (no_device) setenv("CUDA_VISIBLE_DEVICES", "", 1); /* before the runtime starts */
+    /* The parts that need more than one GPU, or 16 GiB free, are ctest entries of their own
+     * (test_cuda_runtime_multigpu, _large) that skip with the reason, never pass silently. */
+    if (!strcmp(mode, "--multi-gpu") || !strcmp(mode, "--large")) {
+        if (!ts_cuda_is_available()) return ts_test_skip_no_cuda("test_cuda_runtime");
+        if (mode[2] == 'm') {
+            int n = ts_cuda_device_count();
+            if (n < 2)
+                return ts_test_skip("%d CUDA device: the peer and per-thread parts need 2", n);
+            test_device_per_thread();
+            test_peer();
+        } else {
+            size_t free_b = 0;
+            ts_device_memory(ts_cuda(0), &free_b, NULL);
+            if (free_b < 8 * (size_t)(2 * LARGE_HALF))
+                return ts_test_skip("%.1f GiB free on cuda:0: the 2 GiB tensors need 16",
+                                    (double)free_b / (double)(MIB * KIB));
+            test_large_tensors();
+        }
+        return ts_test_finish();
+    }
     test_allocator_streams();
     test_allocator_waits_unlocked();
     test_allocator_covers();
@@ -949,12 +970,8 @@ int main(int argc, char **argv) {
         printf("%d passed without a GPU\n", ts_test_passed_count());
         return ts_test_skip_no_cuda("test_cuda_runtime: the GPU tests are not run here");
     }
-    if (no_device) {
-        printf("test_cuda_runtime: SKIP: CUDA_VISIBLE_DEVICES= left the GPUs visible\n");
-        return 77;
-    }
+    if (no_device) return ts_test_skip("CUDA_VISIBLE_DEVICES= left the GPUs visible");
     test_devices_and_properties();
-    test_device_per_thread();
     test_streams_and_events();
     test_allocator_across_streams();
     test_pinned_and_async();
@@ -966,6 +983,5 @@ int main(int argc, char **argv) {
     test_transfers();
     test_oom_and_empty_cache();
     test_random_matches_cpu();
-    test_large_tensors();
     return ts_test_finish();
 }

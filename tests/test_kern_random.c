@@ -1,5 +1,6 @@
 /* test_kern_random.c — the CPU random kernel and philox.h: known-answer Philox vectors, value
- * ranges and moments, and the stream layout (strided outputs, offsets, thread counts). */
+ * ranges, moments and the normal's shape (Kolmogorov-Smirnov), and the stream layout (strided
+ * outputs, offsets, thread counts). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/kernel_math.h"
 #include "backend/philox.h"
+#include "stats.h"
 #include "ts_test.h"
 
 static size_t esz(ts_dtype dt) {
@@ -115,6 +117,12 @@ static void test_random(void) {
         double mean = s / N, sdv = sqrt(s2 / N - mean * mean);
         CHECK_NEAR(mean, 1.0, 0.03);
         CHECK_NEAR(sdv, 2.0, 0.03);
+        /* and the shape: Kolmogorov-Smirnov against the normal CDF (erfc), false alarms 1e-9 */
+        double *z = malloc(N * sizeof *z);
+        for (int i = 0; i < N; i++) z[i] = ((t == 0 ? f[i] : d[i]) - 1.0) / 2.0;
+        double ks = ts_stats_ks(z, N, ts_stats_normal_cdf);
+        CHECK(ks <= ts_stats_ks_critical(N, 1e-9));
+        free(z);
     }
     CHECK_NEAR(1.0 + 2.0 * ts_philox_normal_at(7, 3 + 999, 1), d[999], 1e-15);
     /* bernoulli and randint */

@@ -1,4 +1,5 @@
-/* test_loader.c — the data loader: order, shapes, drop_last, shuffles that cover every index once,
+/* test_loader.c — the data loader: order, shapes, drop_last, shuffles that cover every index once
+ * and are uniform (chi-square over orders and positions),
  * the same batches bit for bit whatever the worker count, errors handed over from workers,
  * shutdown mid-epoch, device prefetch to sim:0, pinning and memory. */
 #include <stdatomic.h>
@@ -6,15 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/philox.h"
 #include "core/internal.h"
+#include "stats.h"
 #include "ts_test.h"
 
 /* ------------------------------------------------------------------ a dataset of our own */
 /* Sample i: x u8 [H, W, 1] with pixel p = (i * 7 + p * 3) % 256, y i64 0-dim = i. get fails with
- * TS_ERR_IO at fail_at; odd_at gives a sample of another shape. */
+ * TS_ERR_IO at fail_at; odd_at gives a sample of another shape (odd_kind 0), of another dtype
+ * (f32, 1) or of fewer dims ([H, W], 2). */
 enum { H = 6, W = 5 };
 typedef struct test_ds {
     int64_t n, fail_at, odd_at;
+    int odd_kind;
     atomic_int gets;
 } test_ds;
 
@@ -29,9 +34,12 @@ static ts_status tds_get(void *ctx, int64_t i, ts_sample *out) {
         return tsi_error_set(TS_ERR_IO, "test dataset: cannot read sample %lld", (long long)i);
     uint8_t px[H * W];
     for (int p = 0; p < H * W; p++) px[p] = pixel(i, p);
-    int64_t h = i == d->odd_at ? W : H, w = i == d->odd_at ? H : W;
+    const bool odd = i == d->odd_at;
+    int64_t h = odd && d->odd_kind == 0 ? W : H, w = odd && d->odd_kind == 0 ? H : W;
+    ts_shape s = odd && d->odd_kind == 2 ? TS_SHAPE(h, w) : TS_SHAPE(h, w, 1);
+    ts_dtype dt = odd && d->odd_kind == 1 ? TS_F32 : TS_U8;
     /* the loader calls get inside a scope: hand over references of our own */
-    out->x = ts_retain(ts_from_data(TS_SHAPE(h, w, 1), TS_U8, px, (ts_opts){.dtype = TS_U8}));
+    out->x = ts_retain(ts_from_data(s, TS_U8, px, (ts_opts){.dtype = dt}));
     out->y = ts_retain(ts_tensor_i64(TS_SHAPE(), &i, (ts_opts){0}));
     return TS_OK;
 }
@@ -160,7 +168,110 @@ static void test_order(void) {
     ts_dataset_free(d);
 }
 
+/* ------------------------------------------------------------------ samples that are views */
+/* A data set whose samples are rows of one tensor (views at an offset into its storage): the
+ * batches hold the rows' values. */
+static ts_tensor *rows_base;
+static int64_t rows_len(void *ctx) { return (void)ctx, 6; }
+static ts_status rows_get(void *ctx, int64_t i, ts_sample *out) {
+    (void)ctx;
+    out->x = ts_retain(ts_select(rows_base, 0, i));
+    out->y = ts_retain(ts_tensor_i64(TS_SHAPE(), &i, (ts_opts){0}));
+    return out->x && out->y ? TS_OK : ts_error();
+}
+static void test_view_samples(void) {
+    ts_scope_begin();
+    rows_base = ts_view(ts_arange(0, 24, 1, (ts_opts){.dtype = TS_F32}), TS_SHAPE(6, 4));
+    static const ts_dataset_ops ops = {.len = rows_len, .get = rows_get};
+    ts_dataset *d = ts_dataset_new(&ops, NULL);
+    ts_loader *l = ts_loader_new(d, (ts_loader_opts){.batch_size = 3});
+    ts_batch b;
+    int bad = 0;
+    for (int k = 0; k < 2 && ts_loader_next(l, &b); k++) {
+        float v[12] = {0};
+        ts_copy_to_host(b.x, v, sizeof v);
+        for (int j = 0; j < 12; j++) bad += v[j] != (float)(k * 12 + j);
+    }
+    CHECK_EQ(bad, 0);
+    CHECK_OK();
+    ts_loader_free(l);
+    ts_dataset_free(d);
+    ts_scope_end();
+}
+
 /* ------------------------------------------------------------------ shuffling */
+/* The permutation is the documented one (ARCHITECTURE.md, src/data/loader_batch.c): position i
+ * takes a 64-bit key from Philox-4x32-10 under key (seed lo, seed hi), counter (i / 2 lo, hi,
+ * epoch, 0xFFFFFFFF), words 2(i % 2) and 2(i % 2) + 1, then an inside-out Fisher-Yates step with
+ * key % (i + 1); computed here from the Philox primitive (known-answer tested in
+ * test_kern_random), so a resumed run and any other implementation can reproduce an epoch. */
+static void test_shuffle_layout(void) {
+    enum { N = 11 };
+    const uint64_t seed = 0x123456789ULL;
+    const int64_t epoch = 3;
+    int64_t want[N];
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    for (int64_t i = 0; i < N; i++) {
+        uint32_t ctr[4] = {(uint32_t)(i / 2), 0, (uint32_t)epoch, 0xFFFFFFFFu}, w[4];
+        ts_philox4x32_10(ctr, key, w);
+        uint64_t r = (uint64_t)w[2 * (i % 2) + 1] << 32 | w[2 * (i % 2)];
+        int64_t j = (int64_t)(r % (uint64_t)(i + 1));
+        if (j != i) want[i] = want[j];
+        want[j] = i;
+    }
+    test_ds td;
+    ts_dataset *d = make_ds(&td, N);
+    ts_loader *l =
+        ts_loader_new(d, (ts_loader_opts){.batch_size = N, .shuffle = true, .seed = seed});
+    ts_loader_set_epoch(l, epoch);
+    epoch_bytes e = run_epoch(l);
+    CHECK(e.yn == N && !memcmp(e.y, want, sizeof want));
+    free_epoch(&e);
+    ts_loader_free(l);
+    ts_dataset_free(d);
+}
+
+/* The shuffle is uniform: over all 24 orders of 4 samples, epoch after epoch (a biased shuffle,
+ * such as Sattolo's that makes only single-cycle orders, fails at once), and over (position,
+ * sample) for 10 samples; chi-square at 6 sigma (tests/support/stats.c). */
+static void test_shuffle_uniform(void) {
+    enum { N4 = 4, PERMS = 24, EPOCHS4 = 100 * PERMS, N10 = 10, EPOCHS10 = 2000 };
+    int64_t count[PERMS] = {0}, pos[N10 * N10] = {0};
+    test_ds td;
+    ts_dataset *d = make_ds(&td, N4);
+    ts_loader *l = ts_loader_new(d, (ts_loader_opts){.batch_size = N4, .shuffle = true, .seed = 9});
+    int bad = 0;
+    for (int e = 0; e < EPOCHS4; e++) {
+        epoch_bytes eb = run_epoch(l);
+        int k = eb.yn == N4 ? ts_stats_perm_index(eb.y, N4) : -1;
+        if (k < 0)
+            bad++;
+        else
+            count[k]++;
+        free_epoch(&eb);
+    }
+    ts_loader_free(l);
+    ts_dataset_free(d);
+    CHECK_EQ(bad, 0);
+    double chi2 = ts_stats_chi2_uniform(count, PERMS), crit = ts_stats_chi2_critical(PERMS - 1);
+    if (chi2 > crit) printf("  shuffle of 4: chi-square %.1f > %.1f over 24 orders\n", chi2, crit);
+    CHECK(chi2 <= crit);
+    d = make_ds(&td, N10);
+    l = ts_loader_new(d, (ts_loader_opts){.batch_size = 3, .shuffle = true, .seed = 10});
+    for (int e = 0; e < EPOCHS10; e++) {
+        epoch_bytes eb = run_epoch(l);
+        for (int64_t i = 0; i < eb.yn && i < N10; i++)
+            pos[i * N10 + (eb.y[i] >= 0 && eb.y[i] < N10 ? eb.y[i] : 0)]++;
+        free_epoch(&eb);
+    }
+    ts_loader_free(l);
+    ts_dataset_free(d);
+    chi2 = ts_stats_chi2_uniform(pos, N10 * N10);
+    crit = ts_stats_chi2_critical((N10 - 1) * (N10 - 1));
+    if (chi2 > crit) printf("  shuffle of 10: chi-square %.1f > %.1f over positions\n", chi2, crit);
+    CHECK(chi2 <= crit);
+}
+
 static void test_shuffle(void) {
     test_ds td;
     ts_dataset *d = make_ds(&td, 1000);
@@ -340,16 +451,18 @@ static void test_errors(void) {
           strstr(ts_error_message(), "normalize: expected 3 channels") != NULL);
     ts_error_clear();
     ts_loader_free(l);
-    /* samples of different shapes in one batch */
+    /* samples of different shapes, dtypes or numbers of dims in one batch */
     td.odd_at = 13;
-    l = ts_loader_new(d, (ts_loader_opts){.batch_size = 8, .workers = 1});
-    while (ts_loader_next(l, &b)) {
+    for (td.odd_kind = 0; td.odd_kind < 3; td.odd_kind++) {
+        l = ts_loader_new(d, (ts_loader_opts){.batch_size = 8, .workers = 1});
+        while (ts_loader_next(l, &b)) {
+        }
+        CHECK_EQ(ts_error(), TS_ERR_SHAPE);
+        CHECK(strstr(ts_error_message(), "sample 13") != NULL);
+        ts_error_clear();
+        ts_loader_free(l);
     }
-    CHECK_EQ(ts_error(), TS_ERR_SHAPE);
-    CHECK(strstr(ts_error_message(), "sample 13") != NULL);
-    ts_error_clear();
-    ts_loader_free(l);
-    td.odd_at = -1;
+    td.odd_at = -1, td.odd_kind = 0;
     /* bad options: errors, and the transform is not leaked */
     CHECK(ts_loader_new(NULL, (ts_loader_opts){.transform = ts_to_tensor()}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
@@ -365,7 +478,13 @@ static void test_errors(void) {
     CHECK_ERR(TS_ERR_ARG);
     l = ts_loader_new(d, (ts_loader_opts){0});
     CHECK_EQ(ts_loader_set_epoch(l, -1), TS_ERR_ARG);
-    ts_error_clear();
+    CHECK_ERR_HAS(TS_ERR_ARG, "loader_set_epoch: epoch is negative");
+    CHECK_EQ(ts_loader_set_epoch(NULL, 1), TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "loader_set_epoch: loader is NULL");
+    CHECK_EQ(ts_loader_set_position(l, 0, ts_loader_num_batches(l) + 1), TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "loader_set_position: epoch or batch out of range");
+    CHECK_EQ(ts_loader_set_position(l, -1, 0), TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "loader_set_position: epoch or batch out of range");
     ts_loader_free(l);
     ts_loader_free(NULL);
     ts_dataset_free(d);
@@ -385,6 +504,20 @@ static void test_shutdown(void) {
         ts_batch b;
         for (int k = 0; k < it % 5; k++) CHECK(ts_loader_next(l, &b));
         ts_loader_free(l);
+    }
+    /* set_position into the first epoch: the rest of epoch 0 exactly, from batch 3 */
+    {
+        ts_loader_opts o0 = {.batch_size = 16, .workers = 2, .shuffle = true, .seed = 6};
+        ts_loader *full = ts_loader_new(d, o0), *part = ts_loader_new(d, o0);
+        epoch_bytes all = run_epoch(full);
+        CHECK_EQ(ts_loader_set_position(part, 0, 3), TS_OK);
+        epoch_bytes rest = run_epoch(part);
+        CHECK(rest.yn == all.yn - 48 && rest.batches == all.batches - 3);
+        CHECK(rest.yn > 0 && !memcmp(rest.y, all.y + 48, (size_t)rest.yn * sizeof(int64_t)));
+        free_epoch(&all);
+        free_epoch(&rest);
+        ts_loader_free(full);
+        ts_loader_free(part);
     }
     /* set_epoch mid-epoch stops the workers and resumes at the given epoch, batch 0 */
     ts_loader_opts o = {.batch_size = 32, .workers = 2, .shuffle = true, .seed = 4};
@@ -501,6 +634,9 @@ int main(void) {
     int64_t cpu0 = live(ts_cpu());
     test_order();
     test_shuffle();
+    test_shuffle_uniform();
+    test_shuffle_layout();
+    test_view_samples();
     test_workers_same_batches();
     test_errors();
     test_shutdown();

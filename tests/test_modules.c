@@ -1,10 +1,13 @@
 /* test_modules.c — the module system: user modules (SimpleCNN, MLP), built-in layers, parameter
  * counts and reprs against PyTorch 1.13, init bounds, moves between devices and dtypes, train/eval,
- * batch-norm buffers, ownership and error paths (every layer's repr: test_state_dict.c). */
+ * batch-norm buffers, ownership and error paths (every layer's repr: test_state_dict.c), the
+ * activation modules' forwards, and ts_module_summary's output. */
+#define _POSIX_C_SOURCE 200809L /* dup, fileno */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ts_test.h"
 
@@ -578,12 +581,79 @@ static void test_errors(void) {
     CHECK_OK();
 }
 
+/* What ts_module_summary prints, read back from stdout. */
 static void test_summary(void) {
     ts_module *m = mlp_new();
     ts_set_requires_grad(ts_module_get(m, "fc2.bias"), false);
-    ts_module_summary(m); /* prints; Trainable is 10 less than Total */
+    fflush(stdout);
+    FILE *tmp = tmpfile();
+    int saved = dup(STDOUT_FILENO);
+    CHECK(tmp && saved >= 0);
+    if (!tmp || saved < 0) return;
+    dup2(fileno(tmp), STDOUT_FILENO);
+    ts_module_summary(m);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    char got[1024] = "";
+    rewind(tmp);
+    size_t n = fread(got, 1, sizeof got - 1, tmp);
+    got[n] = '\0';
+    fclose(tmp);
+    /* 784 * 128 + 128 + 128 * 10 + 10 = 101770 parameters; fc2.bias (10) is frozen */
+    CHECK_STREQ(got, "MLP(\n"
+                     "  (fc1): Linear(in_features=784, out_features=128, bias=True)\n"
+                     "  (fc2): Linear(in_features=128, out_features=10, bias=True)\n"
+                     ")\n"
+                     "Total parameters: 101770\n"
+                     "Trainable parameters: 101760\n");
     CHECK_OK();
     ts_module_free(m);
+}
+
+/* The activation modules' forwards against their formulas in double precision (and Softmax's dim:
+ * over rows and over columns differ). */
+static void test_activation_modules(ts_device dev) {
+    ts_scope_begin();
+    enum { R = 3, C = 4 };
+    double xv[R * C];
+    for (int i = 0; i < R * C; i++) xv[i] = (i * 7 % 11 - 5) * 0.6;
+    ts_tensor *x = ts_tensor_f64(TS_SHAPE(R, C), xv, (ts_opts){.device = dev});
+    ts_module *gelu = ts_gelu_new(), *sig = ts_sigmoid_new(), *tanh_m = ts_tanh_new();
+    ts_module *sm0 = ts_softmax_new(0), *sm1 = ts_softmax_new(-1);
+    ts_tensor *y[5] = {ts_forward(gelu, x), ts_forward(sig, x), ts_forward(tanh_m, x),
+                       ts_forward(sm0, x), ts_forward(sm1, x)};
+    CHECK_OK();
+    double ref[5][R * C];
+    for (int i = 0; i < R * C; i++) {
+        ref[0][i] = 0.5 * xv[i] * (1 + erf(xv[i] / sqrt(2.0)));
+        ref[1][i] = 1 / (1 + exp(-xv[i]));
+        ref[2][i] = tanh(xv[i]);
+    }
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) {
+            double s0 = 0, s1 = 0;
+            for (int k = 0; k < R; k++) s0 += exp(xv[k * C + c]);
+            for (int k = 0; k < C; k++) s1 += exp(xv[r * C + k]);
+            ref[3][r * C + c] = exp(xv[r * C + c]) / s0;
+            ref[4][r * C + c] = exp(xv[r * C + c]) / s1;
+        }
+    const char *names[5] = {"GELU", "Sigmoid", "Tanh", "Softmax(dim=0)", "Softmax(dim=-1)"};
+    for (int k = 0; k < 5; k++) {
+        CHECK(shape_is(y[k], TS_SHAPE(R, C)) && ts_dtype_of(y[k]) == TS_F64);
+        double *h = host(y[k]);
+        int bad = -1;
+        for (int i = 0; i < R * C && bad < 0; i++)
+            if (!ts_test_near(h[i], ref[k][i], 1e-12 * (1 + fabs(ref[k][i])))) bad = i;
+        if (bad >= 0)
+            printf("  %s on %s: [%d] %.17g vs %.17g\n", names[k], ts_device_str(dev), bad, h[bad],
+                   ref[k][bad]);
+        CHECK(bad < 0);
+        free(h);
+    }
+    ts_module *all[5] = {gelu, sig, tanh_m, sm0, sm1};
+    for (int k = 0; k < 5; k++) ts_module_free(all[k]);
+    ts_scope_end();
 }
 
 int main(void) {
@@ -595,6 +665,7 @@ int main(void) {
         test_init(devs[i]);
         test_train_eval_bn(devs[i]);
         test_backward(devs[i]);
+        test_activation_modules(devs[i]);
     }
     test_cpu_sim_agree();
     test_move();

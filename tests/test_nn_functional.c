@@ -323,6 +323,11 @@ static void test_batch_norm_errors(ts_device dev) {
     ts_scope_begin();
     ts_opts o = {.device = dev};
     ts_tensor *rm = ts_zeros(TS_SHAPE(3), o), *rv = ts_ones(TS_SHAPE(3), o);
+    /* a NULL input is named */
+    CHECK(!ts_batch_norm(NULL, rm, rv, NULL, NULL, true, 0, 0));
+    CHECK_ERR_HAS(TS_ERR_ARG, "batch_norm: input is NULL");
+    CHECK(!ts_layer_norm(NULL, TS_SHAPE(3), NULL, NULL, 0));
+    CHECK_ERR_HAS(TS_ERR_ARG, "layer_norm: input is NULL");
     CHECK(!ts_batch_norm(ts_ones(TS_SHAPE(1, 3), o), rm, rv, NULL, NULL, true, 0, 0));
     CHECK(msg_has("Expected more than 1 value per channel when training, got input size [1, 3]"));
     CHECK_ERR(TS_ERR_ARG);

@@ -1,9 +1,12 @@
 /* test_ops_reduce.c — reduction and softmax front ends on cpu and sim:0 against double references
- * computed here from the inputs' host copies. */
+ * computed here from the inputs' host copies; the ops' names in errors and in the placement log,
+ * and no reference left behind. */
+#define _POSIX_C_SOURCE 200809L /* dup, fileno */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ts_test.h"
 
@@ -528,17 +531,98 @@ static void test_softmax(ts_device dev) {
     ts_scope_end();
 }
 
+/* Reducing a dim of one element of a strided view: rows of one, not contiguous with each other
+ * ([4, 1] cut from [4, 3]), must not take the contiguous fast path (found by tools/mutate.sh). */
+static void test_strided_rows_of_one(ts_device dev) {
+    ts_scope_begin();
+    ts_tensor *x =
+        ts_view(ts_arange(0, 12, 1, (ts_opts){.dtype = TS_F32, .device = dev}), TS_SHAPE(4, 3));
+    ts_tensor *col = ts_narrow(x, 1, 1, 1); /* [4, 1], strides [3, 1]: 1, 4, 7, 10 */
+    ts_tensor *r[4] = {ts_sum_dim(col, 1, false), ts_mean_dim(col, 1, false),
+                       ts_amax_dim(col, 1, false), ts_sum_dim(col, -1, true)};
+    for (int k = 0; k < 4; k++) {
+        float v[4] = {0};
+        CHECK(r[k] && ts_numel(r[k]) == 4);
+        ts_copy_to_host(ts_contiguous(r[k]), v, sizeof v);
+        for (int i = 0; i < 4; i++) CHECK_EQ(v[i], 3 * i + 1);
+    }
+    CHECK_OK();
+    ts_scope_end();
+}
+
+/* Each reduction and softmax names itself: in its errors and in the placement log
+ * (TS_LOG_PLACEMENT), read back from stderr. */
+static void test_op_names(ts_device dev) {
+    ts_scope_begin();
+    ts_tensor *x = ts_ones(TS_SHAPE(2, 3), (ts_opts){.device = dev});
+    static const char *const names[] = {"sum",    "mean",   "prod",    "amax",       "amin",
+                                        "argmax", "argmin", "softmax", "log_softmax"};
+    ts_tensor *(*const dim_ops[])(ts_tensor *, int,
+                                  bool) = {ts_sum_dim,  ts_mean_dim,   ts_prod_dim,  ts_amax_dim,
+                                           ts_amin_dim, ts_argmax_dim, ts_argmin_dim};
+    for (int k = 0; k < 9; k++) {
+        ts_tensor *r = k < 7    ? dim_ops[k](x, 5, false)
+                       : k == 7 ? ts_softmax(x, 5)
+                                : ts_log_softmax(x, 5);
+        char want[64];
+        snprintf(want, sizeof want, "%s: dimension out of range", names[k]);
+        CHECK(r == NULL && !strncmp(ts_error_message(), want, strlen(want)));
+        ts_error_clear();
+    }
+    fflush(stderr);
+    FILE *tmp = tmpfile();
+    int saved = dup(STDERR_FILENO);
+    CHECK(tmp && saved >= 0);
+    if (tmp && saved >= 0) {
+        dup2(fileno(tmp), STDERR_FILENO);
+        ts_log_placement(true);
+        for (int k = 0; k < 9; k++)
+            if (k < 7)
+                dim_ops[k](x, 1, false);
+            else
+                (k == 7 ? ts_softmax : ts_log_softmax)(x, 1);
+        ts_log_placement(false);
+        fflush(stderr);
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+        char log[4096] = "";
+        rewind(tmp);
+        log[fread(log, 1, sizeof log - 1, tmp)] = '\0';
+        for (int k = 0; k < 9; k++) {
+            char line[96];
+            snprintf(line, sizeof line, "tessera placement: %s on %s\n", names[k],
+                     ts_device_str(dev));
+            CHECK(strstr(log, line) != NULL);
+            if (!strstr(log, line)) printf("  the placement log lacks \"%s\"\n", names[k]);
+        }
+    }
+    if (tmp) fclose(tmp);
+    CHECK_OK();
+    ts_scope_end();
+}
+
+static int64_t live(ts_device d) {
+    ts_mem_stats m;
+    ts_memory_stats(d, &m);
+    return m.live_tensors;
+}
+
 int main(void) {
     ts_device devs[2] = {ts_cpu(), ts_sim(0)};
     int ndev = ts_device_count(TS_SIM) > 0 ? 2 : 1;
     if (ndev == 1) printf("note: no sim devices (TS_SIM_DEVICES unset): cpu only\n");
+    int64_t live0[2] = {live(devs[0]), ndev > 1 ? live(devs[1]) : 0};
     for (int i = 0; i < ndev; i++) {
         test_float_reductions(devs[i]);
         test_dtypes(devs[i]);
         test_empty_and_scalar(devs[i]);
         test_errors(devs[i]);
         test_softmax(devs[i]);
+        test_strided_rows_of_one(devs[i]);
+        test_op_names(devs[i]);
         CHECK_OK();
     }
+    /* every tensor made on the way was released (no reference leaked by an op) */
+    for (int i = 0; i < ndev; i++) CHECK_EQ(live(devs[i]), live0[i]);
     return ts_test_finish();
 }

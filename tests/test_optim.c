@@ -1,5 +1,6 @@
 /* test_optim.c — SGD, Adam, AdamW and RMSprop against PyTorch 1.13 on cpu and sim:0; parameter
- * groups, skipped parameters, state dicts, gradient clipping and the error paths. */
+ * groups, skipped parameters, state dicts, gradient clipping (values against float64), the module
+ * forms of AdamW and RMSprop, ts_initial_seed, ts_error_set and the error paths. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -452,6 +453,26 @@ static void test_clip(void) {
             check_close("clipped grads", g, want[i].g, 10, 1e-9);
         }
     }
+    /* other norm types against float64 arithmetic done here: the total is (sum |g|^t)^(1/t) over
+     * every element (the norm of the per-gradient norms), min |g| for -inf */
+    const double types[] = {0.5, -1, 4, -INFINITY};
+    for (int i = 0; i < 4; i++) {
+        ts_tensor *q[2];
+        make_params(q, ts_cpu(), TS_F64);
+        set_grads(q, 1, false);
+        double g[10], ref = types[i] < 0 && isinf(types[i]) ? INFINITY : 0;
+        ts_copy_to_host(ts_grad(q[0]), g, 6 * sizeof(double));
+        ts_copy_to_host(ts_grad(q[1]), g + 6, 4 * sizeof(double));
+        for (int j = 0; j < 10; j++)
+            ref = isinf(types[i]) ? fmin(ref, fabs(g[j])) : ref + pow(fabs(g[j]), types[i]);
+        if (!isinf(types[i])) ref = pow(ref, 1 / types[i]);
+        const double max_norm = ref / 2, coef = max_norm / (ref + 1e-6);
+        CHECK_NEAR(ts_clip_grad_norm(q, 2, max_norm, types[i]), ref, 1e-12 * ref);
+        double c[10];
+        ts_copy_to_host(ts_grad(q[0]), c, 6 * sizeof(double));
+        ts_copy_to_host(ts_grad(q[1]), c + 6, 4 * sizeof(double));
+        for (int j = 0; j < 10; j++) CHECK_NEAR(c[j], g[j] * coef, 1e-12);
+    }
     /* below max_norm: unchanged; no grads at all: 0 */
     ts_tensor *p[2];
     make_params(p, ts_cpu(), TS_F64);
@@ -462,7 +483,10 @@ static void test_clip(void) {
     ts_set_grad(p[0], NULL);
     CHECK_NEAR(ts_clip_grad_norm(p, 2, 1.0, 2), 0, 0);
     CHECK(isnan(ts_clip_grad_norm(NULL, 2, 1.0, 2)));
-    CHECK_ERR(TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "clip_grad_norm: invalid parameter list (2 tensors at ");
+    ts_tensor *with_null[2] = {p[0], NULL};
+    CHECK(isnan(ts_clip_grad_norm(with_null, 2, 1.0, 2)));
+    CHECK_ERR_HAS(TS_ERR_ARG, "clip_grad_norm: a parameter is NULL");
     ts_scope_end();
     CHECK_OK();
 }
@@ -493,10 +517,130 @@ static void test_module(void) {
     ts_tensor *ea = ts_tensor_list_get(&sd, "state.0.exp_avg");
     CHECK(ea && ts_device_equal(ts_device_of(ea), ts_sim(0)));
     ts_tensor_list_free(&sd);
-    CHECK(!isnan(ts_clip_grad_norm_module(m, 1.0)));
+    /* clipping the module's gradients (on sim:0 now): the norm and every clipped value against
+     * float64 arithmetic done here */
+    const double gw[6] = {0.5, -1.25, 2.0, 0.75, -3.0, 1.5}, gb[2] = {-0.5, 2.25};
+    ts_set_grad(w, ts_tensor_f64(TS_SHAPE(2, 3), gw, (ts_opts){.device = ts_sim(0)}));
+    ts_set_grad(b, ts_tensor_f64(TS_SHAPE(2), gb, (ts_opts){.device = ts_sim(0)}));
+    double ss = 0;
+    for (int j = 0; j < 6; j++) ss += gw[j] * gw[j];
+    for (int j = 0; j < 2; j++) ss += gb[j] * gb[j];
+    const double norm = sqrt(ss), coef = 1.5 / (norm + 1e-6); /* PyTorch's clip_coef */
+    CHECK_NEAR(ts_clip_grad_norm_module(m, 1.5), norm, 1e-15 * norm);
+    double cw[6], cb[2];
+    CHECK_EQ(ts_copy_to_host(ts_grad(w), cw, sizeof cw), TS_OK);
+    CHECK_EQ(ts_copy_to_host(ts_grad(b), cb, sizeof cb), TS_OK);
+    for (int j = 0; j < 6; j++) CHECK_NEAR(cw[j], gw[j] * coef, 1e-15);
+    for (int j = 0; j < 2; j++) CHECK_NEAR(cb[j], gb[j] * coef, 1e-15);
+    /* below max_norm: the norm of the clipped gradients (1.5), nothing changes */
+    CHECK_NEAR(ts_clip_grad_norm_module(m, 10.0), 1.5, 1e-6);
+    CHECK_EQ(ts_copy_to_host(ts_grad(b), cb, sizeof cb), TS_OK);
+    for (int j = 0; j < 2; j++) CHECK_NEAR(cb[j], gb[j] * coef, 1e-15);
+    CHECK(isnan(ts_clip_grad_norm_module(NULL, 1.0)));
+    CHECK_ERR(TS_ERR_ARG);
     ts_optim_free(opt);
     ts_module_free(m);
     ts_scope_end();
+    CHECK_OK();
+}
+
+/* The module forms of AdamW and RMSprop: one step from known gradients against the update rules
+ * in float64 (step 1: Adam's bias-corrected moments are g and g^2; RMSprop's square average is
+ * (1 - alpha) g^2). */
+static void test_module_adamw_rmsprop(void) {
+    const double gw[6] = {0.5, -1.25, 2.0, 0.75, -3.0, 1.5}, gb[2] = {-0.5, 2.25};
+    for (int k = 0; k < 2; k++) {
+        ts_scope_begin();
+        ts_module *m = ts_linear_new_ex(3, 2, (ts_linear_opts){.dtype = TS_F64});
+        ts_tensor *w = ts_module_get(m, "weight"), *b = ts_module_get(m, "bias");
+        double p0[8], p1[8];
+        ts_copy_to_host(w, p0, 6 * sizeof(double));
+        ts_copy_to_host(b, p0 + 6, 2 * sizeof(double));
+        const double lr = k == 0 ? 0.1 : 0.01, wd = 0.25, alpha = 0.9;
+        ts_optim *opt = k == 0 ? ts_adamw(m, (ts_adam_opts){.lr = lr, .weight_decay = wd})
+                               : ts_rmsprop(m, (ts_rmsprop_opts){.lr = lr, .alpha = alpha});
+        CHECK(opt != NULL);
+        ts_set_grad(w, ts_tensor_f64(TS_SHAPE(2, 3), gw, (ts_opts){0}));
+        ts_set_grad(b, ts_tensor_f64(TS_SHAPE(2), gb, (ts_opts){0}));
+        CHECK_EQ(ts_optim_step(opt), TS_OK);
+        ts_copy_to_host(w, p1, 6 * sizeof(double));
+        ts_copy_to_host(b, p1 + 6, 2 * sizeof(double));
+        for (int j = 0; j < 8; j++) {
+            double g = j < 6 ? gw[j] : gb[j - 6], want;
+            if (k == 0) /* decoupled decay, then lr * m_hat / (sqrt(v_hat) + eps) */
+                want = p0[j] * (1 - lr * wd) - lr * g / (fabs(g) + 1e-8);
+            else
+                want = p0[j] - lr * g / (sqrt((1 - alpha) * g * g) + 1e-8);
+            CHECK_NEAR(p1[j], want, 1e-14);
+        }
+        ts_optim_free(opt);
+        ts_module_free(m);
+        ts_scope_end();
+    }
+    CHECK_OK();
+}
+
+/* RMSprop in each of its eight forms (weight decay, centered, momentum: the kernel has a loop for
+ * each) over three steps, against torch.optim.RMSprop's update written here in float64. */
+static void test_rmsprop_variants(void) {
+    enum { N = 5, STEPS = 3 };
+    const double lr = 0.01, alpha = 0.9, eps = 1e-8;
+    for (int v = 0; v < 8; v++) {
+        const double wd = v & 1 ? 0.1 : 0, mom = v & 4 ? 0.5 : 0;
+        const bool centered = v & 2;
+        double p[N], sq[N] = {0}, ga[N] = {0}, buf[N] = {0}, got[N];
+        for (int i = 0; i < N; i++) p[i] = 0.3 * i - 0.5;
+        ts_scope_begin();
+        ts_tensor *t = ts_tensor_f64(TS_SHAPE(N), p, (ts_opts){.requires_grad = true});
+        ts_optim *opt = ts_rmsprop_params(&t, 1,
+                                          (ts_rmsprop_opts){.lr = lr,
+                                                            .alpha = alpha,
+                                                            .weight_decay = wd,
+                                                            .momentum = mom,
+                                                            .centered = centered});
+        for (int step = 0; step < STEPS; step++) {
+            double g[N];
+            for (int i = 0; i < N; i++) g[i] = sin(1.0 + i + 2.0 * step);
+            ts_set_grad(t, ts_tensor_f64(TS_SHAPE(N), g, (ts_opts){0}));
+            CHECK_EQ(ts_optim_step(opt), TS_OK);
+            for (int i = 0; i < N; i++) {
+                double gi = g[i] + wd * p[i];
+                sq[i] = alpha * sq[i] + (1 - alpha) * gi * gi;
+                double avg;
+                if (centered) {
+                    ga[i] = alpha * ga[i] + (1 - alpha) * gi;
+                    avg = sqrt(sq[i] - ga[i] * ga[i]) + eps;
+                } else {
+                    avg = sqrt(sq[i]) + eps;
+                }
+                if (mom > 0) {
+                    buf[i] = mom * buf[i] + gi / avg;
+                    p[i] -= lr * buf[i];
+                } else {
+                    p[i] -= lr * gi / avg;
+                }
+            }
+        }
+        ts_copy_to_host(t, got, sizeof got);
+        for (int i = 0; i < N; i++) CHECK_NEAR(got[i], p[i], 1e-12);
+        ts_optim_free(opt);
+        ts_scope_end();
+    }
+    CHECK_OK();
+}
+
+/* ts_initial_seed reports the seed in use; ts_error_set records a user's error like the
+ * library's: first error wins, and the code is returned. */
+static void test_seed_and_user_errors(void) {
+    ts_manual_seed(12345);
+    CHECK_EQ(ts_initial_seed(), 12345);
+    ts_manual_seed(7);
+    CHECK_EQ(ts_initial_seed(), 7);
+    CHECK_EQ(ts_error_set(TS_ERR_ARG, "my_op: bad value %d", 42), TS_ERR_ARG);
+    CHECK_EQ(ts_error_set(TS_ERR_SHAPE, "a later error"), TS_ERR_SHAPE);
+    CHECK_EQ(ts_error(), TS_ERR_ARG);
+    CHECK_STREQ(ts_error_message(), "my_op: bad value 42");
+    ts_error_clear();
     CHECK_OK();
 }
 
@@ -504,19 +648,27 @@ static void test_errors(void) {
     ts_tensor *p[2];
     make_params(p, ts_cpu(), TS_F64);
     CHECK(ts_sgd_params(p, 2, (ts_sgd_opts){0}) == NULL); /* lr is required */
-    CHECK_ERR(TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "sgd: invalid learning rate 0 (lr is required, > 0)");
     CHECK(ts_sgd_params(p, 2, (ts_sgd_opts){.lr = 0.1, .nesterov = true}) == NULL);
-    CHECK_ERR(TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "sgd: nesterov momentum requires a momentum and zero dampening");
     CHECK(ts_sgd_params(p, 2, (ts_sgd_opts){.lr = 0.1, .momentum = -1}) == NULL);
-    CHECK_ERR(TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "sgd: invalid momentum value -1");
     CHECK(ts_adam_params(p, 2, (ts_adam_opts){.beta1 = 1.0}) == NULL);
-    CHECK_ERR(TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "adam: invalid beta parameter at index 0: 1");
+    CHECK(ts_adam_params(p, 2, (ts_adam_opts){.beta2 = 1.5}) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "adam: invalid beta parameter at index 1: 1.5");
+    CHECK(ts_adam_params(p, 2, (ts_adam_opts){.eps = -1}) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "adam: invalid epsilon value -1");
+    CHECK(ts_adam_params(p, 2, (ts_adam_opts){.weight_decay = -1}) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "adam: invalid weight_decay value -1");
     CHECK(ts_adam_params(p, 2, (ts_adam_opts){.lr = -1}) == NULL);
-    CHECK_ERR(TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "adam: invalid learning rate -1");
+    CHECK(ts_adamw_params(p, 2, (ts_adam_opts){.lr = -1}) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "adamw: invalid learning rate -1");
     CHECK(ts_rmsprop_params(p, 2, (ts_rmsprop_opts){.alpha = -0.5}) == NULL);
-    CHECK_ERR(TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "rmsprop: invalid alpha value -0.5");
     CHECK(ts_sgd_params(p, 0, (ts_sgd_opts){.lr = 0.1}) == NULL); /* empty */
-    CHECK_ERR(TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "sgd: ");
     CHECK(ts_sgd_params(NULL, 2, (ts_sgd_opts){.lr = 0.1}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_tensor *dup[2] = {p[0], p[0]};
@@ -524,7 +676,7 @@ static void test_errors(void) {
     CHECK_ERR(TS_ERR_ARG);
     ts_tensor *ints = ts_zeros(TS_SHAPE(3), (ts_opts){.dtype = TS_I64});
     CHECK(ts_adam_params(&ints, 1, (ts_adam_opts){0}) == NULL);
-    CHECK_ERR(TS_ERR_DTYPE);
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "adam: ");
     ts_scope_begin();
     ts_tensor *nonleaf = ts_mul_scalar(p[0], 2);
     CHECK(ts_sgd_params(&nonleaf, 1, (ts_sgd_opts){.lr = 0.1}) == NULL);
@@ -618,6 +770,9 @@ int main(void) {
     test_state_dict_names();
     test_clip();
     test_module();
+    test_module_adamw_rmsprop();
+    test_rmsprop_variants();
+    test_seed_and_user_errors();
     test_errors();
     test_large();
     test_oom(); /* last: it reconfigures the sim devices */

@@ -75,6 +75,44 @@ static void test_decay_groups(ts_device dev) {
     CHECK_OK();
 }
 
+/* A deeper model (8 weight matrices, 8 biases): every matrix in the decaying group, every bias
+ * in the other, each moving as AdamW with its group's decay says. */
+static void test_decay_groups_many(void) {
+    enum { LAYERS = 8 };
+    ts_scope_begin();
+    ts_module *layers[LAYERS];
+    for (int i = 0; i < LAYERS; i++) layers[i] = ts_linear_new(2, 2);
+    ts_module *seq = ts_sequential_new(LAYERS, layers);
+    const double lr = 0.01, wd = 0.1;
+    ts_optim *opt = ts_adamw_decay_groups(seq, (ts_adam_opts){.lr = lr, .weight_decay = wd});
+    CHECK(opt && ts_optim_num_groups(opt) == 2);
+    ts_tensor_list l = ts_module_named_parameters(seq);
+    CHECK_EQ(l.n, 2 * LAYERS);
+    double before[2 * LAYERS][4], after[2 * LAYERS][4];
+    for (int i = 0; i < l.n; i++) {
+        ts_copy_to_host(ts_to_dtype(l.tensors[i], TS_F64), before[i],
+                        (size_t)ts_numel(l.tensors[i]) * 8);
+        ts_set_grad(l.tensors[i], ts_full_like(l.tensors[i], 0.5));
+    }
+    CHECK_EQ(ts_optim_step(opt), TS_OK);
+    int wrong = 0;
+    for (int i = 0; i < l.n; i++) {
+        ts_copy_to_host(ts_to_dtype(l.tensors[i], TS_F64), after[i],
+                        (size_t)ts_numel(l.tensors[i]) * 8);
+        const double d = ts_ndim(l.tensors[i]) >= 2 ? wd : 0;
+        for (int64_t k = 0; k < ts_numel(l.tensors[i]); k++) {
+            double want = adamw_ref(before[i][k], 0.5, 1, lr, d);
+            wrong += fabs(after[i][k] - want) > 1e-6 * (fabs(want) + 1e-3);
+        }
+    }
+    CHECK_EQ(wrong, 0);
+    ts_tensor_list_free(&l);
+    ts_optim_free(opt);
+    ts_module_free(seq);
+    ts_scope_end();
+    CHECK_OK();
+}
+
 static void test_group_errors(void) {
     ts_tensor *p = ts_zeros(TS_SHAPE(2), (ts_opts){.requires_grad = true});
     ts_tensor *q = ts_zeros(TS_SHAPE(2), (ts_opts){.requires_grad = true});
@@ -140,6 +178,7 @@ int main(void) {
     ts_device devs[TS_TEST_MAX_DEVICES];
     int n = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     for (int i = 0; i < n; i++) test_decay_groups(devs[i]);
+    test_decay_groups_many();
     test_group_errors();
     test_warmup_cosine();
     return ts_test_finish();

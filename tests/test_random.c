@@ -1,10 +1,13 @@
 /* test_random.c — random tensors: one seed gives the same numbers on cpu and sim:0 at any thread
- * count; distribution sanity; randint, randperm, bernoulli, normal_/uniform_ and their errors. */
+ * count; distribution sanity; the normal's shape against the normal CDF (Kolmogorov-Smirnov);
+ * randperm uniform over all permutations and positions (chi-square); randint, randperm, bernoulli,
+ * normal_/uniform_ and their errors. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "stats.h"
 #include "ts_test.h"
 
 #define BIG 50000 /* past the kernels' parallel threshold */
@@ -156,6 +159,76 @@ static void test_distributions(ts_device dev) {
     ts_scope_end();
 }
 
+/* The shape of the normal, not only its moments: Kolmogorov-Smirnov against the normal CDF (from
+ * erfc, independent of the Box-Muller code), at a false-positive rate of 1e-9. */
+static void check_normal_shape(const char *what, double *v, int64_t n, double mean, double std) {
+    for (int64_t i = 0; i < n; i++) v[i] = (v[i] - mean) / std;
+    double d = ts_stats_ks(v, n, ts_stats_normal_cdf), crit = ts_stats_ks_critical(n, 1e-9);
+    if (d > crit) printf("  %s: Kolmogorov-Smirnov D = %.5f > %.5f\n", what, d, crit);
+    CHECK(d <= crit);
+}
+
+static void test_normal_shape(ts_device dev) {
+    ts_scope_begin();
+    for (int t = 0; t < 2; t++) {
+        ts_dtype dt = t ? TS_F32 : TS_F64;
+        double *h = host(ts_randn(TS_SHAPE(BIG), (ts_opts){.dtype = dt, .device = dev}));
+        check_normal_shape(t ? "randn f32" : "randn f64", h, BIG, 0, 1);
+        free(h);
+        h = host(
+            ts_normal_(ts_zeros(TS_SHAPE(BIG), (ts_opts){.dtype = dt, .device = dev}), -2, 0.5));
+        check_normal_shape(t ? "normal_ f32" : "normal_ f64", h, BIG, -2, 0.5);
+        free(h);
+    }
+    /* a uniform scaled to mean 0 and variance 1 has the moments of a normal but not its shape */
+    double *u = host(ts_rand(TS_SHAPE(BIG), (ts_opts){.dtype = TS_F64, .device = dev}));
+    for (int i = 0; i < BIG; i++) u[i] = (u[i] - 0.5) * sqrt(12.0);
+    CHECK(ts_stats_ks(u, BIG, ts_stats_normal_cdf) > ts_stats_ks_critical(BIG, 1e-9));
+    free(u);
+    CHECK_OK();
+    ts_scope_end();
+}
+
+/* randperm is uniform: over all 24 permutations of 4 (a shuffle that makes only some of them, as
+ * Sattolo's single-cycle one does, fails at once) and over (position, value) for n = 10. */
+static void test_randperm_uniform(ts_device dev) {
+    ts_scope_begin();
+    enum { SMALL = 4, PERMS = 24, DRAWS = 200 * PERMS, N10 = 10, DRAWS10 = 3000 };
+    int64_t count[PERMS] = {0}, pos[N10 * N10] = {0};
+    int bad = 0;
+    ts_manual_seed(2024);
+    for (int r = 0; r < DRAWS; r++) {
+        int64_t p[SMALL] = {0};
+        ts_scope_begin();
+        ts_copy_to_host(ts_randperm(SMALL, (ts_opts){.device = dev}), p, sizeof p);
+        ts_scope_end();
+        int k = ts_stats_perm_index(p, SMALL);
+        if (k < 0)
+            bad++;
+        else
+            count[k]++;
+    }
+    CHECK_EQ(bad, 0);
+    double chi2 = ts_stats_chi2_uniform(count, PERMS), crit = ts_stats_chi2_critical(PERMS - 1);
+    if (chi2 > crit)
+        printf("  randperm(4): chi-square %.1f > %.1f over 24 permutations\n", chi2, crit);
+    CHECK(chi2 <= crit);
+    for (int r = 0; r < DRAWS10; r++) {
+        int64_t p[N10] = {0};
+        ts_scope_begin();
+        ts_copy_to_host(ts_randperm(N10, (ts_opts){.device = dev}), p, sizeof p);
+        ts_scope_end();
+        for (int i = 0; i < N10; i++) pos[i * N10 + (p[i] >= 0 && p[i] < N10 ? p[i] : 0)]++;
+    }
+    chi2 = ts_stats_chi2_uniform(pos, N10 * N10);
+    /* each row sums to DRAWS10 and each column too: (n - 1)^2 degrees of freedom */
+    crit = ts_stats_chi2_critical((N10 - 1) * (N10 - 1));
+    if (chi2 > crit) printf("  randperm(10): chi-square %.1f > %.1f over positions\n", chi2, crit);
+    CHECK(chi2 <= crit);
+    CHECK_OK();
+    ts_scope_end();
+}
+
 static void test_randint_randperm(ts_device dev) {
     ts_scope_begin();
     ts_opts o = {.device = dev};
@@ -269,6 +342,8 @@ int main(void) {
     for (int i = 0; i < ndev; i++) {
         test_distributions(devs[i]);
         test_randint_randperm(devs[i]);
+        test_normal_shape(devs[i]);
+        test_randperm_uniform(devs[i]);
         test_bernoulli(devs[i]);
         CHECK_OK();
     }

@@ -299,6 +299,59 @@ static void test_read_errors(void) {
     CHECK_EQ(l.n, 0);
 }
 
+/* A header of n bytes (padded with spaces) behind its 8-byte length, in memory. */
+static char *header_file(const char *json, size_t n) {
+    char *b = malloc(8 + n);
+    for (int i = 0; i < 8; i++) b[i] = (char)((uint64_t)n >> (8 * i));
+    memset(b + 8, ' ', n);
+    memcpy(b + 8, json, strlen(json));
+    return b;
+}
+
+/* The limits that keep a hostile header cheap: 16 MiB, 2^21 JSON values, 3 levels of nesting;
+ * every one refused before the header is parsed. */
+static void test_header_limits(void) {
+    ts_tensor_list l = {0};
+    char *b = header_file("{}", 16 << 20); /* at the limit: an empty (padded) header is fine */
+    CHECK_EQ(ts_safetensors_parse(b, 8 + (16 << 20), ts_cpu(), &l), TS_OK);
+    b[0] = 1; /* one byte more than 16 MiB */
+    CHECK_EQ(ts_safetensors_parse(b, 8 + (16 << 20), ts_cpu(), &l), TS_ERR_FORMAT);
+    CHECK_STREQ(ts_error_message(),
+                "<memory>: header length 16777217 is over the limit of 16777216 bytes");
+    ts_error_clear();
+    free(b);
+    /* 2^21 values pass the count (then fail as a header), one more does not */
+    for (int extra = 0; extra < 2; extra++) {
+        size_t n = (size_t)1 << 21, len = 6 + 2 * (n - 2) + 2; /* {"a":[0,0,...]} = n values */
+        char *json = malloc(len + (size_t)extra * 2 + 1), *p = json;
+        p += sprintf(p, "{\"a\":[");
+        for (size_t i = 0; i < n - 2 + (size_t)extra; i++) p += sprintf(p, i ? ",0" : "0");
+        p += sprintf(p, "]}");
+        b = header_file(json, (size_t)(p - json));
+        CHECK_EQ(ts_safetensors_parse(b, 8 + (size_t)(p - json), ts_cpu(), &l), TS_ERR_FORMAT);
+        CHECK(strstr(ts_error_message(), extra ? "header holds more than 2097152 JSON values"
+                                               : "tensor 'a': expected an object") != NULL);
+        ts_error_clear();
+        free(b);
+        free(json);
+    }
+    const char *deep = "{\"a\":{\"b\":[[0]]}}", *strings = "{\"\\\"[[[[\":{\"\\\\[\":0}}";
+    b = header_file(deep, strlen(deep));
+    CHECK_EQ(ts_safetensors_parse(b, 8 + strlen(deep), ts_cpu(), &l), TS_ERR_FORMAT);
+    CHECK_STREQ(ts_error_message(), "<memory>: header nests deeper than 3 levels (byte 11): a "
+                                    "safetensors header is an object of tensors holding arrays "
+                                    "of integers");
+    ts_error_clear();
+    free(b);
+    /* brackets inside names are text, not nesting */
+    b = header_file(strings, strlen(strings));
+    CHECK_EQ(ts_safetensors_parse(b, 8 + strlen(strings), ts_cpu(), &l), TS_ERR_FORMAT);
+    CHECK(strstr(ts_error_message(), "unexpected field") != NULL);
+    ts_error_clear();
+    free(b);
+    CHECK_EQ(l.n, 0);
+}
+
 /* ------------------------------------------------------------------ atomic writes */
 static void expect_intact(const char *path, const char *orig, size_t orig_n) {
     size_t n = 0;
@@ -411,6 +464,7 @@ int main(void) {
     test_round_trips();
     test_torch_file();
     test_read_errors();
+    test_header_limits();
     test_atomic();
     remove_tmpdir();
     return ts_test_finish();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fuzz.sh — builds the libFuzzer targets with clang (-fsanitize=fuzzer,address,undefined) and fuzzes
 # each for a share of N seconds (default 60), starting from its committed corpus: the safetensors
-# reader, then the IDX, CIFAR-10 and CSV dataset readers.
+# reader, the IDX, CIFAR-10 and CSV dataset readers, the CSV reader's numbers and the `tessera`
+# command line.
 # Usage: tools/fuzz.sh [seconds]    Crash reproducers land in $FUZZ_BUILD (default build-fuzz).
 set -euo pipefail
 secs=${1:-60}
@@ -13,6 +14,8 @@ targets=(
   "fuzz_idx tests/fuzz/corpus/idx"
   "fuzz_cifar tests/fuzz/corpus/cifar"
   "fuzz_csv tests/fuzz/corpus/csv"
+  "fuzz_csv_num tests/fuzz/corpus/csv_num"
+  "fuzz_args tests/fuzz/corpus/args -dict=tests/fuzz/args.dict -close_fd_mask=1"
 )
 share=$((secs / ${#targets[@]}))
 [ "$share" -ge 1 ] || share=1

@@ -109,7 +109,9 @@ def build():
     # ---- the 8-byte length
     bad("trunc_empty_file", b"", "too short for the 8-byte header length")
     bad("trunc_length_5_bytes", b"\x10\x00\x00\x00\x00", "too short for the 8-byte header length")
-    bad("length_over_100MB", st_file({}, length=100_000_001), "over the limit of 100000000 bytes")
+    bad("length_over_100MB", st_file({}, length=100_000_001), "over the limit of 16777216 bytes")
+    # Tessera's own limit (16 MiB; a hostile header must not cost gigabytes to parse)
+    bad("length_over_16MiB", st_file({}, length=(16 << 20) + 1), "over the limit of 16777216 bytes")
     bad("length_2pow64_minus_1", st_file({}, length=2 ** 64 - 1), "over the limit")
     bad("length_past_file", st_file({}, length=1000), "is more than the 8 bytes after it")
     bad("length_zero", st_file({}, length=0), "not valid JSON")
@@ -125,7 +127,11 @@ def build():
     bad("non_object_string", st_file('"weights"'), "not a JSON object")
     bad("non_object_number", st_file("42"), "not a JSON object")
     bad("non_object_null", st_file("null"), "not a JSON object")
-    bad("deep_nesting", st_file("[" * 5000 + "]" * 5000), "not valid JSON")
+    bad("deep_nesting", st_file("[" * 5000 + "]" * 5000), "header nests deeper than 3 levels (byte 3)")
+    bad("depth_4", st_file({"a": {"dtype": "F32", "shape": [[1]], "data_offsets": [0, 4]}}, f32(1)),
+        "header nests deeper than 3 levels (byte 29)")
+    # brackets inside strings are not nesting
+    ok("ok_brackets_in_names", st_file(*tensors(('[[[{"x\\', "F32", [1], f32(2)))))
     bad("trailing_garbage_in_header", st_file('{} xyz'), "unexpected bytes after the JSON header")
     # ---- one tensor's fields
     bad("tensor_not_object", st_file({"a": 5}), "tensor 'a': expected an object")

@@ -60,10 +60,14 @@ static bool cell_text(const field *c, char *buf, size_t cap, size_t *len) {
     return true;
 }
 
+/* A number as C's strtod reads it (decimal, hexadecimal, inf, nan), with white space allowed on
+ * both sides: strtod skips it before the number, and the same is allowed after it (a quoted cell
+ * keeps its spaces). tests/fuzz/fuzz_csv_num.c checks this against a reference of its own. */
 static bool parse_num(const field *c, double *out) {
     char buf[512];
     size_t len;
     if (!c->n || !cell_text(c, buf, sizeof buf, &len)) return false;
+    while (len > 0 && isspace((unsigned char)buf[len - 1])) buf[--len] = '\0';
     char *end;
     *out = strtod(buf, &end);
     return end == buf + len && len > 0;

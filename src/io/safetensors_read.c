@@ -15,8 +15,15 @@
 
 #include "core/internal.h"
 
-#define ST_MAX_HEADER 100000000ULL       /* the Python library's MAX_HEADER_SIZE */
-#define ST_MAX_INT    9007199254740992.0 /* 2^53: the largest integer range a JSON double keeps */
+/* Limits on an untrusted header, so that a hostile file cannot cost gigabytes: cJSON spends about
+ * 80 bytes on each JSON value, and "0," is two bytes, so a header at the Python library's limit
+ * (MAX_HEADER_SIZE, 100 MB) could take 4 GB to parse. A real header takes about 12 bytes per value
+ * (8 values per tensor) and rarely 1 MB: GPT-2 XL's is 60 kB. Within these limits the parse costs
+ * at most about 250 MB. */
+#define ST_MAX_HEADER ((uint64_t)16 << 20) /* 16 MiB: some 170,000 tensors */
+#define ST_MAX_VALUES ((uint64_t)1 << 21)  /* JSON values (tensors x 8) */
+#define ST_MAX_DEPTH  3                    /* {name: {"shape": [dims]}}: the format's own depth */
+#define ST_MAX_INT    9007199254740992.0   /* 2^53: the largest integer range a JSON double keeps */
 
 /* Every dtype the format defines; dt 0 (TS_DTYPE_DEFAULT) marks those Tessera cannot hold. */
 typedef struct st_dtype {
@@ -86,6 +93,43 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t n) {
         i += len;
     }
     return n;
+}
+
+/* Before any allocation: the nesting depth and an upper bound of the number of JSON values (one
+ * per container, one per comma, one more), from a scan that skips strings. Malformed JSON is left
+ * to the parser. */
+static ts_status check_shape(const st_header *h, const char *t, size_t n) {
+    uint64_t values = 1;
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = t[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            values++;
+            if (++depth > ST_MAX_DEPTH)
+                return st_fail(TS_ERR_FORMAT, h, NULL,
+                               "header nests deeper than %d levels (byte %zu): a safetensors "
+                               "header is an object of tensors holding arrays of integers",
+                               ST_MAX_DEPTH, i);
+        } else if (c == '}' || c == ']') {
+            depth -= depth > 0;
+        } else if (c == ',') {
+            values++;
+        }
+        if (values > ST_MAX_VALUES)
+            return st_fail(TS_ERR_FORMAT, h, NULL,
+                           "header holds more than %llu JSON values (byte %zu; a tensor takes "
+                           "about 8)",
+                           (unsigned long long)ST_MAX_VALUES, i);
+    }
+    return TS_OK;
 }
 
 /* A JSON number that is an integer in [0, 2^53]. */
@@ -239,6 +283,8 @@ static ts_status header_parse(st_header *h, const char *file, const char *hdr, s
     size_t bad = utf8_invalid_at((const unsigned char *)hdr, n);
     if (bad < n)
         return st_fail(TS_ERR_FORMAT, h, NULL, "header is not valid UTF-8 (byte %zu)", bad);
+    ts_status shape_st = check_shape(h, hdr, n);
+    if (shape_st) return shape_st;
     h->text = malloc(n + 1);
     if (!h->text)
         return tsi_error_set(TS_ERR_OOM, "%s: out of memory for a %zu-byte header", file, n);
@@ -342,7 +388,7 @@ static ts_status header_span(const char *file, const unsigned char *data, size_t
     if (len > ST_MAX_HEADER)
         return tsi_error_set(TS_ERR_FORMAT,
                              "%s: header length %llu is over the limit of %llu bytes", file,
-                             (unsigned long long)len, ST_MAX_HEADER);
+                             (unsigned long long)len, (unsigned long long)ST_MAX_HEADER);
     if (len > size - 8)
         return tsi_error_set(TS_ERR_FORMAT,
                              "%s: header length %llu is more than the %zu bytes after it", file,

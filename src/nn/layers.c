@@ -51,6 +51,12 @@ ts_module *ts_linear_new_ex(int64_t in_features, int64_t out_features, ts_linear
                              "and %lld",
                              (long long)in_features, (long long)out_features),
                NULL;
+    if (in_features && out_features > INT64_MAX / in_features)
+        return tsi_error_set(
+                   TS_ERR_SHAPE,
+                   "Linear: a weight of %lld x %lld has more elements than a tensor holds",
+                   (long long)out_features, (long long)in_features),
+               NULL;
     linear_m *m = ts_module_alloc(sizeof *m, "Linear", linear_forward);
     if (!m) return NULL;
     m->base.extra_repr = linear_extra;

@@ -21,6 +21,7 @@ static bool infer_shape(const char *op, ts_shape *s, int64_t numel) {
     if (!(s->ndim >= 0 && s->ndim <= TS_MAX_DIMS)) return tsi_check_shape(op, *s);
     int infer = -1;
     int64_t known = 1;
+    bool overflow = false; /* a product past int64 cannot equal any tensor's size */
     for (int i = 0; i < s->ndim; i++) {
         if (s->dims[i] == -1) {
             if (infer >= 0)
@@ -32,10 +33,14 @@ static bool infer_shape(const char *op, ts_shape *s, int64_t numel) {
                                  (long long)s->dims[i]),
                    false;
         } else {
-            known *= s->dims[i];
+            overflow |= __builtin_mul_overflow(known, s->dims[i], &known);
         }
     }
-    if (infer >= 0) {
+    if (overflow) {
+        return tsi_error_set(TS_ERR_SHAPE, "%s: shape '%s' is invalid for input of size %lld", op,
+                             tsi_shape_str(*s), (long long)numel),
+               false;
+    } else if (infer >= 0) {
         if (known == 0 || numel % known != 0)
             return tsi_error_set(TS_ERR_SHAPE, "%s: shape '%s' is invalid for input of size %lld",
                                  op, tsi_shape_str(*s), (long long)numel),
@@ -349,6 +354,7 @@ ts_tensor *ts_expand(ts_tensor *t, ts_shape s) {
                                  tsi_shape_str(t->shape)),
                    NULL;
     }
+    if (!tsi_check_shape("expand", s)) return NULL; /* a view too must count its elements */
     return record_view(t, tsi_view_of(t, s, st, t->offset), "ExpandBackward0", "expand",
                        tsi_expand_backward, NULL, 0);
 }

@@ -106,10 +106,25 @@ static bool add_group(const char *op, ts_optim *o, ts_tensor *const *params, int
     return true;
 }
 
+/* Every hyperparameter finite. PyTorch lets an infinite momentum, decay or learning rate
+ * through; they only make NaN weights, so they are refused here. */
+static bool hparams_finite(const char *op, const ts_optim_hparams *h) {
+    const char *names[] = {"learning rate", "momentum", "dampening", "weight_decay",
+                           "beta1",         "beta2",    "epsilon",   "alpha"};
+    const double v[] = {h->lr,    h->momentum, h->dampening, h->weight_decay,
+                        h->beta1, h->beta2,    h->eps,       h->alpha};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        if (!isfinite(v[i]))
+            return tsi_error_set(TS_ERR_ARG, "%s: invalid %s value %g (must be finite)", op,
+                                 names[i], v[i]),
+                   false;
+    return true;
+}
+
 ts_optim *tsi_optim_new(const char *op, const tsi_optim_kind_info *info, ts_optim_hparams h,
                         ts_tensor *const *params, int n) {
     tsi_init();
-    if (!check_params(op, NULL, params, n)) return NULL;
+    if (!hparams_finite(op, &h) || !check_params(op, NULL, params, n)) return NULL;
     ts_optim *o = calloc(1, sizeof *o);
     if (!o) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), NULL;
     o->info = info;
@@ -125,6 +140,7 @@ ts_optim *tsi_optim_new_module(const char *op, const tsi_optim_kind_info *info, 
                                ts_module *m) {
     tsi_init();
     if (!m) return tsi_error_set(TS_ERR_ARG, "%s: module is NULL", op), NULL;
+    if (!hparams_finite(op, &h)) return NULL;
     ts_tensor_list l = ts_module_named_parameters(m);
     ts_optim *o = tsi_optim_new(op, info, h, l.tensors, l.n);
     ts_tensor_list_free(&l);

@@ -24,8 +24,11 @@ static bool rmsprop_hparams(const char *op, ts_rmsprop_opts o, ts_optim_hparams 
     if (!(o.weight_decay >= 0))
         return tsi_error_set(TS_ERR_ARG, "%s: invalid weight_decay value %g", op, o.weight_decay),
                false;
-    if (!(alpha >= 0))
-        return tsi_error_set(TS_ERR_ARG, "%s: invalid alpha value %g", op, alpha), false;
+    /* PyTorch checks alpha >= 0 only; above 1 the square average goes negative (NaN steps) */
+    if (!(alpha >= 0 && alpha <= 1))
+        return tsi_error_set(TS_ERR_ARG, "%s: invalid alpha value %g (a decay rate in [0, 1])", op,
+                             alpha),
+               false;
     *h = (ts_optim_hparams){.kind = TS_OPTIM_RMSPROP,
                             .lr = lr,
                             .alpha = alpha,

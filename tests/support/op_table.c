@@ -422,9 +422,18 @@ done:
 }
 
 /* ------------------------------------------------------------------ groups */
+/* TS_OT_FILTER=a,b,...: only the rows whose name contains one of the parts (debugging, and
+ * tools/mutate.sh, which runs the rows of the ops a mutant can touch) */
 static bool name_selected(const char *name) {
-    const char *f = getenv("TS_OT_FILTER"); /* comma-free substring filter for debugging */
-    return !f || !*f || strstr(name, f) != NULL;
+    const char *f = getenv("TS_OT_FILTER");
+    if (!f || !*f) return true;
+    for (const char *p = f; *p;) {
+        size_t n = strcspn(p, ",");
+        for (const char *q = name; n && strlen(q) >= n; q++)
+            if (!strncmp(q, p, n)) return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
 }
 
 static void run_group(const ot_row *row, ts_device dev, ts_dtype d0, ts_dtype d1, bool reject,

@@ -1,4 +1,6 @@
-/* ts_test.c — pass/fail counters and reporting behind the CHECK macros of ts_test.h. */
+/* ts_test.c — pass/fail counters and reporting behind the CHECK macros of ts_test.h, and the guard
+ * that fails a test program which checked nothing or never reported. */
+#define _POSIX_C_SOURCE 200809L /* _exit */
 #include "ts_test.h"
 
 #include "backend/cpu/cpu_isa.h"
@@ -9,12 +11,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/cuda/cuda_bridge.h"
 #include "tessera.h"
 
 /* atomic so that tests which check from worker threads still count correctly */
 static atomic_int passed, failed;
+static atomic_bool reported; /* ts_test_finish or ts_test_skip ran */
+
+/* A test program that ends without reporting (main returned 0 early, or never checked through
+ * this harness) fails instead of passing unseen. Every test links this file
+ * (tests/CMakeLists.txt forces it in), so the guard is always installed. */
+static void guard_at_exit(void) {
+    if (atomic_load(&reported)) return;
+    fprintf(stderr,
+            "test program ended without ts_test_finish() or ts_test_skip() (%d passed, %d "
+            "failed): counted as a failure\n",
+            atomic_load(&passed), atomic_load(&failed));
+    fflush(stderr);
+    _exit(1);
+}
+__attribute__((constructor)) static void install_guard(void) { atexit(guard_at_exit); }
 
 void ts_test_record(bool ok) { atomic_fetch_add(ok ? &passed : &failed, 1); }
 
@@ -32,12 +50,16 @@ int ts_test_failed_count(void) { return atomic_load(&failed); }
 
 int ts_test_finish(void) {
     int p = atomic_load(&passed), f = atomic_load(&failed);
+    atomic_store(&reported, true);
     printf("%d passed, %d failed\n", p, f);
+    if (p + f == 0)
+        printf("no check ran: a test that checks nothing cannot fail; counted as failed\n");
     fflush(stdout);
-    return f ? 1 : 0;
+    return f || p + f == 0 ? 1 : 0;
 }
 
 int ts_test_skip(const char *fmt, ...) {
+    atomic_store(&reported, true);
     va_list ap;
     va_start(ap, fmt);
     printf("SKIP: ");

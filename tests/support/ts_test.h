@@ -16,7 +16,9 @@ void ts_test_failf(const char *file, int line, const char *fmt, ...)
 int ts_test_passed_count(void);
 int ts_test_failed_count(void);
 
-/* Prints "N passed, N failed" and returns the process exit code (0 when nothing failed). */
+/* Prints "N passed, N failed" and returns the process exit code: 0 when nothing failed and at
+ * least one check ran (a program that checks nothing fails). A program that exits without calling
+ * ts_test_finish or ts_test_skip fails too (an exit-time guard). */
 int ts_test_finish(void);
 /* Prints "SKIP: <why>" and returns 77, ctest's skip code: `return ts_test_skip("no GPU");`. */
 int ts_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -103,6 +105,19 @@ bool ts_test_near(double a, double b, double tol);
         if (ts_got_ != (code))                                                                     \
             ts_test_failf(__FILE__, __LINE__, "expected %s, got %s%s", ts_status_string(code),     \
                           ts_status_string(ts_got_), ts_test_error_str());                         \
+        ts_error_clear();                                                                          \
+    } while (0)
+
+/* The pending error has this code and its message contains fragment (cleared either way). */
+#define CHECK_ERR_HAS(code, fragment)                                                              \
+    do {                                                                                           \
+        ts_status ts_got_ = ts_error();                                                            \
+        const char *ts_msg_ = ts_error_message(), *ts_frag_ = (fragment);                          \
+        bool ts_ok_ = ts_got_ == (code) && strstr(ts_msg_, ts_frag_) != NULL;                      \
+        ts_test_record(ts_ok_);                                                                    \
+        if (!ts_ok_)                                                                               \
+            ts_test_failf(__FILE__, __LINE__, "expected %s with \"%s\", got %s: \"%s\"",           \
+                          ts_status_string(code), ts_frag_, ts_status_string(ts_got_), ts_msg_);   \
         ts_error_clear();                                                                          \
     } while (0)
 
