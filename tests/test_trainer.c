@@ -985,9 +985,10 @@ static void test_resnet(void) {
     check_usage_error(RUN("train", "--model", "resnet20", "--data", "text"),
                       "tessera: --data text: needs --model gpt (a language model)\n");
     /* a resnet20 checkpoint is not a resnet18 */
-    check_usage_error(RUN("eval", "--model", "resnet18", "--width", "4", DATA, "--checkpoint",
-                          path_in("r20", NULL)),
-                      NULL);
+    check_usage_prefix(RUN("eval", "--model", "resnet18", "--width", "4", DATA, "--checkpoint",
+                           path_in("r20", NULL)),
+                       "tessera: load_state_dict: Error(s) in loading state_dict for ResNet: "
+                       "Missing key(s) in state_dict: \"layer2.0.downsample.0.weight\"");
 }
 
 /* Augmentation reaches the training batches: on the synthetic images a class is a position, and a
