@@ -77,6 +77,76 @@ static void check_case(ts_device dev, ts_dtype dt, int64_t R, int64_t L, int dim
     free(x), free(g), free(got);
 }
 
+/* The forward's edge cases, along the contiguous dim (rows) and along dim 0 of a [L, 16] tensor
+ * (tiles of columns): inputs near 1000 give the same probabilities as the same inputs near 0 (the
+ * maximum is subtracted before exp, which would overflow otherwise), and a NaN makes its own row
+ * or column NaN and no other. */
+static void check_forward_edges(ts_device dev, ts_dtype dt) {
+    enum { L = 33, C = 16 };
+    double x[L * C];
+    for (int i = 0; i < L * C; i++) x[i] = 8 * hash01((uint64_t)i, 3) - 4;
+    for (int dim = 0; dim < 2; dim++)
+        for (int lg = 0; lg < 2; lg++) {
+            ts_scope_begin();
+            ts_tensor *a =
+                ts_to(ts_to_dtype(ts_from_data(TS_SHAPE(L, C), TS_F64, x, (ts_opts){0}), dt), dev);
+            ts_tensor *b = ts_add_scalar(a, 1000.0);
+            ts_tensor *ya = lg ? ts_log_softmax(a, dim) : ts_softmax(a, dim);
+            ts_tensor *yb = lg ? ts_log_softmax(b, dim) : ts_softmax(b, dim);
+            double ra[L * C], rb[L * C];
+            CHECK(ts_copy_to_host(ts_to(ts_to_dtype(ya, TS_F64), ts_cpu()), ra, sizeof ra) ==
+                  TS_OK);
+            CHECK(ts_copy_to_host(ts_to(ts_to_dtype(yb, TS_F64), ts_cpu()), rb, sizeof rb) ==
+                  TS_OK);
+            /* b's inputs are a's rounded at 1000's magnitude: 1000 u relative to each input */
+            const double u = dt == TS_F64 ? 0x1p-53 : 0x1p-24, tol = 4 * 1024 * u;
+            int bad = 0;
+            for (int i = 0; i < L * C; i++)
+                bad += !(fabs(ra[i] - rb[i]) <= tol * (lg ? 1 + fabs(ra[i]) : fabs(ra[i])));
+            CHECK(bad == 0);
+            /* a spread of 200 within a row or column (first +100, last -100): every output is
+             * finite and each row or column's probabilities sum to 1 (exp(200) overflows f32, so
+             * the shift must be the maximum, not any element) */
+            double xw[L * C];
+            memcpy(xw, x, sizeof xw);
+            for (int j = 0; j < C; j++) xw[j] += 100, xw[(L - 1) * C + j] -= 100;
+            for (int i = 0; i < L; i++) xw[i * C] += 100, xw[i * C + C - 1] -= 100;
+            ts_tensor *w =
+                ts_to(ts_to_dtype(ts_from_data(TS_SHAPE(L, C), TS_F64, xw, (ts_opts){0}), dt), dev);
+            ts_tensor *yw = lg ? ts_log_softmax(w, dim) : ts_softmax(w, dim);
+            CHECK(ts_copy_to_host(ts_to(ts_to_dtype(yw, TS_F64), ts_cpu()), rb, sizeof rb) ==
+                  TS_OK);
+            int off = 0;
+            for (int r = 0; r < (dim == 1 ? L : C); r++) {
+                double sum = 0;
+                for (int k = 0; k < (dim == 1 ? C : L); k++) {
+                    const double v = rb[dim == 1 ? r * C + k : k * C + r];
+                    sum += lg ? exp(v) : v;
+                }
+                off += !(fabs(sum - 1) <= 64 * u);
+            }
+            CHECK(off == 0);
+            /* a NaN at (5, 7): row 5 (dim 1) or column 7 (dim 0) is NaN, nothing else */
+            double xn[L * C];
+            memcpy(xn, x, sizeof xn);
+            xn[5 * C + 7] = NAN;
+            ts_tensor *n =
+                ts_to(ts_to_dtype(ts_from_data(TS_SHAPE(L, C), TS_F64, xn, (ts_opts){0}), dt), dev);
+            ts_tensor *yn = lg ? ts_log_softmax(n, dim) : ts_softmax(n, dim);
+            CHECK(ts_copy_to_host(ts_to(ts_to_dtype(yn, TS_F64), ts_cpu()), rb, sizeof rb) ==
+                  TS_OK);
+            int wrong = 0;
+            for (int i = 0; i < L; i++)
+                for (int j = 0; j < C; j++) {
+                    const bool hit = dim == 1 ? i == 5 : j == 7;
+                    wrong += hit != (bool)isnan(rb[i * C + j]);
+                }
+            CHECK(wrong == 0);
+            CHECK_OK();
+            ts_scope_end();
+        }
+}
+
 int main(void) {
     ts_device devs[TS_TEST_MAX_DEVICES];
     const int nd = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
@@ -95,6 +165,10 @@ int main(void) {
                             check_case(devs[d], dts[t], rows[b], lens[a], 1, lg, true);
                         }
                     }
+    for (int d = 0; d < nd; d++) {
+        check_forward_edges(devs[d], TS_F32);
+        check_forward_edges(devs[d], TS_F64);
+    }
     /* the graph records the gradient's node under PyTorch's names */
     ts_scope_begin();
     ts_tensor *x = ts_randn(TS_SHAPE(3, 5), (ts_opts){.requires_grad = true});
