@@ -60,9 +60,12 @@ static bool null_optim_step(void) { return ts_optim_step(NULL) != TS_OK; }
 static bool null_sgd(void) { return ts_sgd(NULL, (ts_sgd_opts){.lr = 0.1}) == NULL; }
 static bool null_loader(void) { return ts_loader_new(NULL, (ts_loader_opts){0}) == NULL; }
 static bool null_loader_next(void) {
+    /* a refused call still leaves the batch empty (a caller may release what it holds) */
     ts_batch b;
-    return !ts_loader_next(NULL, &b);
+    memset(&b, 0x5a, sizeof b);
+    return !ts_loader_next(NULL, &b) && !b.x && !b.y && b.index == 0 && b.epoch == 0;
 }
+static bool null_loader_epoch(void) { return ts_loader_epoch(NULL) == -1; }
 static bool null_memory_stats(void) { return ts_memory_stats(ts_cpu(), NULL) != TS_OK; }
 static bool null_device_parse(void) {
     ts_device d;
@@ -230,6 +233,7 @@ static const row rows[] = {
     {"sgd(NULL module)", null_sgd, TS_ERR_ARG, "sgd"},
     {"loader_new(NULL)", null_loader, TS_ERR_ARG, "loader"},
     {"loader_next(NULL)", null_loader_next, TS_ERR_ARG, "loader"},
+    {"loader_epoch(NULL)", null_loader_epoch, TS_ERR_ARG, "loader_epoch"},
     {"memory_stats(NULL out)", null_memory_stats, TS_ERR_ARG, "memory_stats"},
     {"device_parse(NULL)", null_device_parse, TS_ERR_ARG, "device"},
     {"device_parse(s, NULL)", null_device_parse_out, TS_ERR_ARG, "device"},
