@@ -25,7 +25,7 @@ static double uniform(double lo, double hi) {
     return lo + (hi - lo) * (double)(lcg >> 11) / 9007199254740992.0;
 }
 
-typedef enum { X_RANDOM, X_CONSTANT_ROWS, X_FAR, X_TINY_VAR } x_kind;
+typedef enum { X_RANDOM, X_CONSTANT_ROWS, X_FAR, X_TINY_VAR, X_HUGE } x_kind;
 
 typedef struct ln_case {
     int64_t rows, cols;
@@ -60,6 +60,7 @@ static ln_data make_data(const ln_case *c, ts_dtype dt) {
             double v = off + k * uniform(-1, 1);
             if (c->xk == X_CONSTANT_ROWS && i % 2 == 0) v = off;
             if (c->xk == X_TINY_VAR) v = 0.75 + 1e-3 * uniform(-1, 1);
+            if (c->xk == X_HUGE) v = 3e37 * uniform(0.5, 1); /* sums overflow float */
             d.x[i * C + j] = round_to(dt, v);
             d.dy[i * C + j] = round_to(dt, uniform(-1, 1));
         }
@@ -76,8 +77,9 @@ static void free_data(ln_data *d) { free(d->x), free(d->w), free(d->b), free(d->
 /* ------------------------------------------------------------------ the reference */
 /* Results in long double and, per element, the tolerance: `u` is the dtype's unit roundoff, `ud`
  * double's (the kernels' sums). The forward rounds mean and rstd to the dtype and makes ~5
- * roundings per element; dx ~10; the sums of dx's means, dweight and dbias add their terms in
- * double over 16 lanes (cols / 16 + 4 additions per lane and tree) and over the rows. */
+ * roundings per element; dx ~10; the sums of dx's means add their terms in double over 16 lanes
+ * (cols / 16 + 4 additions per lane and tree); dweight and dbias add theirs in the dtype over
+ * runs of up to 32 rows, and those run sums in double. */
 typedef struct ln_ref {
     double *y, *dx, *dw, *db;
     double *ty, *tdx, *tdw, *tdb;
@@ -93,6 +95,7 @@ static ln_ref reference(const ln_data *d, bool has_w, bool has_b, double eps, ts
     long double *dw = calloc(C, sizeof(long double)), *db = calloc(C, sizeof(long double));
     double *sw = calloc(C, sizeof(double)), *sb = calloc(C, sizeof(double));
     const double row_growth = (double)C / 16 + 8;
+    const double sub = R < 32 ? (double)R : 32; /* rows summed in the dtype before double */
     for (int64_t i = 0; i < R; i++) {
         const double *x = d->x + i * C, *dy = d->dy + i * C;
         long double m = 0, v = 0, A = 0;
@@ -127,8 +130,8 @@ static ln_ref reference(const ln_data *d, bool has_w, bool has_b, double eps, ts
     }
     for (int64_t j = 0; j < C; j++) {
         r.dw[j] = (double)dw[j], r.db[j] = (double)db[j];
-        r.tdw[j] = (8 * u + 2 * ((double)R + row_growth + 72) * ud) * sw[j];
-        r.tdb[j] = (2 * u + 2 * ((double)R + 72) * ud) * sb[j];
+        r.tdw[j] = ((8 + 2 * sub) * u + 2 * ((double)R + row_growth + 72) * ud) * sw[j];
+        r.tdb[j] = ((2 + 2 * sub) * u + 2 * ((double)R + 72) * ud) * sb[j];
     }
     free(dw), free(db), free(sw), free(sb);
     return r;
@@ -209,7 +212,7 @@ static ts_tensor *make_param(const ln_case *c, const double *p, ts_dtype dt, ts_
 }
 
 static void run_case(const ln_case *c, ts_dtype dt, ts_device dev) {
-    static const char *kinds[] = {"random", "constant rows", "far from 0", "tiny variance"};
+    static const char *kinds[] = {"random", "constant rows", "far from 0", "tiny variance", "huge"};
     char label[200];
     snprintf(label, sizeof label, "[%lld x %lld%s%s%s%s, eps %g, %s, %s, %s]", (long long)c->rows,
              (long long)c->cols, c->nnorm == 2 ? ", 2-dim shape" : "", c->w ? ", weight" : "",
@@ -275,6 +278,7 @@ static void test_against_reference(void) {
                 {8, 1025, 1, true, true, 0, X_FAR, false, true},
                 {5, 64, 1, true, true, 1e-3, X_TINY_VAR, false, true}, /* eps matters */
                 {5, 64, 1, true, true, 1e-8, X_TINY_VAR, false, true},
+                {4, 1024, 1, true, true, 0, X_HUGE, false, true},
                 {40, 100, 1, true, true, 0, X_RANDOM, false, false},   /* only the parameters */
                 {40, 100, 1, false, false, 0, X_RANDOM, false, false}, /* no graph at all */
             };

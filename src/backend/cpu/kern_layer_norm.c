@@ -20,6 +20,10 @@
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_kernels.h"
 
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #ifdef TS_HAVE_OPENMP
 #define LN_PRAGMA(x) _Pragma(x)
 #else
@@ -29,21 +33,36 @@
 #define LN_PAR_MIN    32768 /* fewer elements than this: one thread */
 #define LN_MAX_BLOCKS 64    /* blocks of rows with partial sums of dweight and dbias */
 #define LN_MIN_ROWS   32    /* rows per block at least (the workspace stays small) */
+#define LN_COMBINE    256   /* columns per task when the partial sums are added */
+#define LN_SUB        32    /* rows whose dweight / dbias terms are summed in the dtype */
 
 /* How backward cuts the rows: `blocks` runs of consecutive rows, balanced. With no dweight or
  * dbias wanted every row is a block of its own. */
 typedef struct ln_plan {
     int64_t rows, blocks;
+    int64_t ld; /* doubles of workspace per block */
 } ln_plan;
 
 static ln_plan ln_plan_for(const ts_layer_norm_args *a) {
-    ln_plan pl = {.rows = a->rows, .blocks = a->rows};
+    ln_plan pl = {.rows = a->rows, .blocks = a->rows, .ld = 2 * ((a->cols + 7) / 8 * 8)};
     if (a->dweight.data || a->dbias.data) {
         pl.blocks = a->rows / LN_MIN_ROWS;
         if (pl.blocks > LN_MAX_BLOCKS) pl.blocks = LN_MAX_BLOCKS;
         if (pl.blocks < 1) pl.blocks = 1;
     }
     return pl;
+}
+
+/* A block's partial sums interleave dweight's and dbias's eight columns at a time: column j of
+ * dweight at ln_pidx(j), of dbias 8 further. Kept as two arrays, the two would sit a multiple of
+ * 4 KiB apart for the common widths, and the false store-to-load dependences of such addresses
+ * cost the loop half its speed. */
+static inline int64_t ln_pidx(int64_t j) { return (j & ~(int64_t)7) * 2 + (j & 7); }
+
+/* Block blk's part of the workspace: ld doubles (its sums), then ld values of the dtype (es bytes
+ * each: the current sub-block's sums) */
+static inline double *ln_block_sums(const ln_plan *pl, double *ws, int64_t blk, size_t es) {
+    return ws + blk * (pl->ld + pl->ld * (int64_t)es / 8);
 }
 
 static inline int64_t ln_block_start(const ln_plan *pl, int64_t blk) {
@@ -76,7 +95,16 @@ typedef double ln_v2d __attribute__((vector_size(16)));
 #define LN_WD      2
 #define LN_VH      ln_v2f
 #define LN_NAME(x) LN_CAT(x, generic_f32)
+#if defined(__GNUC__) && defined(__x86_64__) /* SSE2 */
+static inline ln_v2d ln_to_d_sse2(ln_v2f v) {
+    __m128 f = _mm_setzero_ps();
+    memcpy(&f, &v, sizeof v);
+    return (ln_v2d)_mm_cvtps_pd(f);
+}
+#define LN_TO_D(v) ln_to_d_sse2(v)
+#endif
 #include "backend/cpu/kern_layer_norm_impl.h"
+#undef LN_TO_D
 #undef LN_T
 #undef LN_V
 #undef LN_VL
@@ -109,7 +137,9 @@ typedef double ln_v4d __attribute__((vector_size(32)));
 #define LN_WD      4
 #define LN_VH      ln_v4f
 #define LN_NAME(x) LN_CAT(x, avx2_f32)
+#define LN_TO_D(v) ((ln_v4d)_mm256_cvtps_pd((__m128)(v)))
 #include "backend/cpu/kern_layer_norm_impl.h"
+#undef LN_TO_D
 #undef LN_T
 #undef LN_V
 #undef LN_VL
@@ -140,7 +170,9 @@ typedef double ln_v8d __attribute__((vector_size(64)));
 #define LN_WD      8
 #define LN_VH      ln_v8f
 #define LN_NAME(x) LN_CAT(x, avx512_f32)
+#define LN_TO_D(v) ((ln_v8d)_mm512_cvtps_pd((__m256)(v)))
 #include "backend/cpu/kern_layer_norm_impl.h"
+#undef LN_TO_D
 #undef LN_T
 #undef LN_V
 #undef LN_VL
@@ -193,10 +225,10 @@ static bool cpu_layer_norm_supports(const ts_backend *be, int index, const ts_la
 static size_t cpu_layer_norm_workspace(const ts_backend *be, int index,
                                        const ts_layer_norm_args *a) {
     (void)be, (void)index;
-    const int sums = (a->dweight.data != NULL) + (a->dbias.data != NULL);
-    if (!sums) return 0;
+    if (!a->dweight.data && !a->dbias.data) return 0;
     const ln_plan pl = ln_plan_for(a);
-    return (size_t)sums * (size_t)pl.blocks * (size_t)a->cols * sizeof(double);
+    const size_t es = a->x.dtype == TS_F64 ? 8 : 4;
+    return (size_t)(pl.blocks * pl.ld) * (sizeof(double) + es);
 }
 
 static void cpu_layer_norm_forward(const ts_backend *be, int index, const ts_layer_norm_args *a) {
