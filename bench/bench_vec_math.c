@@ -4,10 +4,7 @@
  * element of the scalar loop (libm through kernel_math.h's formulas, what the kernels ran before),
  * of the vector variants this CPU has, and the speed-up of the variant TS_CPU_ISA picks; then ops
  * through the public API on 16 x 256 x 1024 tensors (float32 and float16, the latter against
- * float32's time). Usage: bench_vec_math [ROUNDS]   (default 7)
- * `bench_vec_math fb [ROUNDS]` times only the forward + backward ops in float32 (the output's
- * gradient given, as PyTorch's y.backward(g)) and prints "name ms" lines for bench/run_ops.sh,
- * which compares them with PyTorch (bench_ops_torch.py). */
+ * float32's time). Usage: bench_vec_math [ROUNDS]   (default 7) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,53 +164,11 @@ static const op_case ops[] = {
     {"gelu fwd+bwd", op_gelu_fb},
     {"softmax fwd+bwd", op_softmax_fb},
     {"layer_norm fwd+bwd", op_layer_norm_fb},
-    {"layer_norm+affine fb", op_layer_norm_affine_fb},
+    {"layer_norm+affine fwd+bwd", op_layer_norm_affine_fb},
 };
-
-/* forward + backward with the output's gradient given: name, ms (best of rounds), float32 */
-typedef struct fb_case {
-    const char *name;
-    ts_tensor *(*fn)(ts_tensor *x, ts_tensor *w, ts_tensor *b);
-} fb_case;
-static ts_tensor *fb_gelu(ts_tensor *x, ts_tensor *w, ts_tensor *b) { return ts_gelu(x); }
-static ts_tensor *fb_softmax(ts_tensor *x, ts_tensor *w, ts_tensor *b) { return ts_softmax(x, -1); }
-static ts_tensor *fb_layer_norm(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
-    return ts_layer_norm(x, TS_SHAPE(1024), w, b, 1e-5);
-}
-static const fb_case fb_cases[] = {
-    {"gelu_fb", fb_gelu}, {"softmax_fb", fb_softmax}, {"layer_norm_fb", fb_layer_norm}};
-
-static int run_fb(int rounds) {
-    ts_manual_seed(1);
-    ts_tensor *x = ts_randn(TS_SHAPE(16, 256, 1024), (ts_opts){.requires_grad = true});
-    ts_tensor *g = ts_randn(TS_SHAPE(16, 256, 1024), (ts_opts){0});
-    ts_tensor *w = ts_randn(TS_SHAPE(1024), (ts_opts){.requires_grad = true});
-    ts_tensor *b = ts_randn(TS_SHAPE(1024), (ts_opts){.requires_grad = true});
-    for (size_t c = 0; c < sizeof fb_cases / sizeof fb_cases[0]; c++) {
-        double best = 1e30;
-        for (int r = 0; r <= rounds; r++) { /* round 0 warms the caching allocator */
-            ts_scope_begin();
-            ts_set_grad(x, NULL), ts_set_grad(w, NULL), ts_set_grad(b, NULL);
-            const bool ln = fb_cases[c].fn == fb_layer_norm;
-            double t0 = bench_now_s();
-            ts_backward_with(fb_cases[c].fn(x, ln ? w : NULL, ln ? b : NULL), g);
-            double ms = (bench_now_s() - t0) * 1e3;
-            ts_scope_end();
-            if (r > 0 && ms < best) best = ms;
-        }
-        printf("%s %.4f\n", fb_cases[c].name, best);
-    }
-    ts_release(x), ts_release(g), ts_release(w), ts_release(b);
-    if (ts_error()) {
-        fprintf(stderr, "bench_vec_math: %s\n", ts_error_message());
-        return 1;
-    }
-    return 0;
-}
 enum { NOPS = sizeof ops / sizeof ops[0] };
 
 int main(int argc, char **argv) {
-    if (argc > 1 && !strcmp(argv[1], "fb")) return run_fb(argc > 2 ? atoi(argv[2]) : 7);
     const int rounds = argc > 1 ? atoi(argv[1]) : 7;
     for (int i = 0; i < N; i++) {
         xf[i] = (float)((i * 2654435761u % 20000) / 1000.0 - 10.0);

@@ -194,9 +194,24 @@ static void check_gpt(ts_device dev) {
     for (int i = 0; i < sd.n; i++) {
         char key[256];
         snprintf(key, sizeof key, "after.%s", sd.names[i]);
-        /* atol 1e-5: the key third of in_proj_bias has an exactly zero gradient (softmax ignores
-         * a shift shared by every key), so both sides step on round-off that Adam normalises */
-        ok &= ts_golden_close(key, sd.tensors[i], ts_tensor_list_get(F, key), 1e-4, 1e-5);
+        ts_tensor *got = sd.tensors[i], *want = ts_tensor_list_get(F, key);
+        if (strstr(key, "in_proj_bias") && want) {
+            /* The key third of in_proj_bias has an exactly zero gradient (softmax ignores a shift
+             * shared by every key): each side steps on its own round-off, |g| <~ 1e-10 here,
+             * which Adam divides by sqrt(v) + eps <= |g| + 1e-8, so a step moves it at most
+             * lr * |g| / (|g| + eps) ~ 1e-5 and ten steps 1e-4 (plus weight decay's shared
+             * shrink). The query and value thirds are held to the rest's tolerance. */
+            const int64_t e = ts_numel(got) / 3;
+            char part[300];
+            for (int t = 0; t < 3; t++) {
+                snprintf(part, sizeof part, "%s[%s]", key, t == 0 ? "q" : t == 1 ? "k" : "v");
+                ok &= ts_golden_close(part, ts_contiguous(ts_narrow(got, 0, t * e, e)),
+                                      ts_contiguous(ts_narrow(want, 0, t * e, e)), 1e-4,
+                                      t == 1 ? 1e-4 : 1e-5);
+            }
+            continue;
+        }
+        ok &= ts_golden_close(key, got, want, 1e-4, 1e-5);
     }
     ts_tensor_list_free(&sd);
     CHECK_OK();

@@ -902,8 +902,8 @@ static void write_cifar(const char *dir, int per) {
 static void test_resnet(void) {
 #define R20(dir)                                                                                   \
     "train", "--model", "resnet20", "--width", "4", DATA, "--epochs", "2", "--batch-size", "64",   \
-        "--seed", "3", "--progress", "none", "--checkpoint-every", "4", "--checkpoint",            \
-        path_in(dir, NULL)
+        "--seed", "3", "--augment", "on", "--progress", "none", "--checkpoint-every", "4",         \
+        "--checkpoint", path_in(dir, NULL)
     result r = RUN(R20("r20"));
     check_clean_exit(&r);
     /* 17326 at 3 input channels (tests/test_golden_resnet.c's r20n) less conv1's 2 x 4 x 9 */
@@ -956,7 +956,13 @@ static void test_resnet(void) {
     CHECK(same_file(model, path_in("r20cut", "model.safetensors")));
 #undef R20
 
-    /* --augment off trains other weights; the line says nothing of augmentation */
+    /* without --augment the ResNets augment CIFAR-10 only: the line says nothing of augmentation
+     * on these grey images, nor with --augment off */
+    r = RUN("train", "--model", "resnet20", "--width", "4", DATA, "--max-steps", "2", "--progress",
+            "none");
+    check_clean_exit(&r);
+    CHECK(r.out && !strstr(r.out, "random crop") && strstr(r.out, "batch 128,"));
+    result_free(&r);
     r = RUN("train", "--model", "resnet20", "--width", "4", DATA, "--max-steps", "2", "--augment",
             "off", "--progress", "none");
     check_clean_exit(&r);
@@ -969,6 +975,7 @@ static void test_resnet(void) {
             path_in("cifar", NULL), "--max-steps", "3", "--batch-size", "32", "--progress", "none");
     check_clean_exit(&r);
     CHECK(r.out && strstr(r.out, "ResNet-18 (44622 parameters) on CIFAR-10 (200 train / 40 test)"));
+    CHECK(r.out && strstr(r.out, "random crop (padding 4) and flip\n"));
     result_free(&r);
 
     check_usage_error(RUN("train", "--model", "resnet20", "--data", "csv", "--data-dir",
@@ -985,9 +992,10 @@ static void test_resnet(void) {
     check_usage_error(RUN("train", "--model", "resnet20", "--data", "text"),
                       "tessera: --data text: needs --model gpt (a language model)\n");
     /* a resnet20 checkpoint is not a resnet18 */
-    check_usage_error(RUN("eval", "--model", "resnet18", "--width", "4", DATA, "--checkpoint",
-                          path_in("r20", NULL)),
-                      NULL);
+    check_usage_prefix(RUN("eval", "--model", "resnet18", "--width", "4", DATA, "--checkpoint",
+                           path_in("r20", NULL)),
+                       "tessera: load_state_dict: Error(s) in loading state_dict for ResNet: "
+                       "Missing key(s) in state_dict: \"layer2.0.downsample.0.weight\"");
 }
 
 /* Augmentation reaches the training batches: on the synthetic images a class is a position, and a

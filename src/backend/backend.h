@@ -215,6 +215,12 @@ struct ts_backend {
     /* softmax / log_softmax along dim; out and in same shape and float dtype */
     void (*softmax)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                     int dim, bool log);
+    /* Optional: the gradient gx of softmax / log_softmax along dim from its output y and the
+     * output's gradient g (gx = y * (g - sum(g * y)), or g - exp(y) * sum(g)), all of one shape
+     * and dtype. Returns false, having written nothing, for views or dtypes it does not take; NULL
+     * or false: the front end composes the gradient of tensor ops. */
+    bool (*softmax_backward)(const ts_backend *be, int index, const ts_kview *gx, const ts_kview *y,
+                             const ts_kview *g, int dim, bool log);
     /* Philox-4x32-10: element i (in row-major order of out) uses counter (offset + i) under key
      * seed, so the numbers do not depend on threads or device. */
     void (*random)(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,

@@ -16,6 +16,9 @@ void tsi_std_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi);
 void tsi_logsumexp_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi);
 /* softmax / log_softmax: saved[0] the result, ip[0] the dim */
 void tsi_softmax_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi);
+/* The gradient of softmax / log_softmax along dim from the backend's fused kernel (softmax.c);
+ * NULL, with no error set, where the backend has none or declines these views. */
+ts_tensor *tsi_softmax_grad_fused(ts_tensor *g, ts_tensor *y, int dim, bool log);
 void tsi_log_softmax_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi);
 
 #endif /* TS_OPS_REDUCE_GRAD_H */

@@ -1,6 +1,7 @@
 /* softmax.c — softmax and log_softmax front ends. */
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
+#include "ops/elementwise.h"
 #include "ops/reduce_grad.h"
 
 static ts_tensor *softmax_run(const char *op, ts_tensor *t, int dim, bool log) {
@@ -40,6 +41,22 @@ static ts_tensor *softmax_run(const char *op, ts_tensor *t, int dim, bool log) {
         }
     }
     return tsi_own(out);
+}
+
+ts_tensor *tsi_softmax_grad_fused(ts_tensor *g, ts_tensor *y, int dim, bool log) {
+    const ts_backend *be = tsi_be(y);
+    if (!be->softmax_backward || g->dtype != y->dtype || !tsi_ew_shape_eq(&g->shape, &y->shape) ||
+        !ts_device_equal(tsi_device(g), tsi_device(y)))
+        return NULL;
+    ts_tensor *gx = tsi_new(log ? "log_softmax_backward" : "softmax_backward", y->shape, y->dtype,
+                            tsi_device(y));
+    if (!gx) return NULL;
+    ts_kview kx = tsi_kview(gx), ky = tsi_kview(y), kg = tsi_kview(g);
+    if (!be->softmax_backward(be, tsi_dev_index(y), &kx, &ky, &kg, dim, log)) {
+        ts_release(gx);
+        return NULL;
+    }
+    return tsi_own(gx);
 }
 
 static ts_tensor *softmax_op(const char *op, ts_tensor *t, int dim, bool log) {

@@ -60,6 +60,7 @@ void ts_cpu_kernels_install(ts_backend *be) {
     be->gather = ts_cpu_gather;
     be->scatter_add = ts_cpu_scatter_add;
     be->softmax = ts_cpu_softmax;
+    be->softmax_backward = ts_cpu_softmax_backward;
     be->random = ts_cpu_random;
     be->conv2d = ts_cpu_conv2d;
     be->conv2d_backward_data = ts_cpu_conv2d_backward_data;

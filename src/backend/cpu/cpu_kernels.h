@@ -34,6 +34,9 @@ void ts_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, in
 /* kern_softmax.c */
 void ts_cpu_softmax(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                     int dim, bool log);
+/* kern_softmax_bwd.c */
+bool ts_cpu_softmax_backward(const ts_backend *be, int index, const ts_kview *gx, const ts_kview *y,
+                             const ts_kview *g, int dim, bool log);
 /* kern_random.c */
 void ts_cpu_random(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
                    double p0, double p1, uint64_t seed, uint64_t offset);

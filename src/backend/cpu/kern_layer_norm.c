@@ -84,6 +84,7 @@ static inline double ln_sum16(double *l) {
 #define LN_CAT(a, b)  LN_CAT2(a, b)
 
 /* ------------------------------------------------------------------ the variants */
+/* each include of kern_layer_norm_impl.h undefines its LN_ parameters again */
 typedef float ln_v4f __attribute__((vector_size(16)));
 typedef float ln_v2f __attribute__((vector_size(8)));
 typedef double ln_v2d __attribute__((vector_size(16)));
@@ -104,25 +105,14 @@ static inline ln_v2d ln_to_d_sse2(ln_v2f v) {
 #define LN_TO_D(v) ln_to_d_sse2(v)
 #endif
 #include "backend/cpu/kern_layer_norm_impl.h"
-#undef LN_TO_D
-#undef LN_T
-#undef LN_V
-#undef LN_VL
-#undef LN_VH
-#undef LN_NAME
 #define LN_T       double
 #define LN_V       ln_v2d
 #define LN_VL      2
+#define LN_VD      ln_v2d
+#define LN_WD      2
 #define LN_VH      ln_v2d
 #define LN_NAME(x) LN_CAT(x, generic_f64)
 #include "backend/cpu/kern_layer_norm_impl.h"
-#undef LN_T
-#undef LN_V
-#undef LN_VL
-#undef LN_VD
-#undef LN_WD
-#undef LN_VH
-#undef LN_NAME
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #define LN_X86 1
@@ -139,25 +129,14 @@ typedef double ln_v4d __attribute__((vector_size(32)));
 #define LN_NAME(x) LN_CAT(x, avx2_f32)
 #define LN_TO_D(v) ((ln_v4d)_mm256_cvtps_pd((__m128)(v)))
 #include "backend/cpu/kern_layer_norm_impl.h"
-#undef LN_TO_D
-#undef LN_T
-#undef LN_V
-#undef LN_VL
-#undef LN_VH
-#undef LN_NAME
 #define LN_T       double
 #define LN_V       ln_v4d
 #define LN_VL      4
+#define LN_VD      ln_v4d
+#define LN_WD      4
 #define LN_VH      ln_v4d
 #define LN_NAME(x) LN_CAT(x, avx2_f64)
 #include "backend/cpu/kern_layer_norm_impl.h"
-#undef LN_T
-#undef LN_V
-#undef LN_VL
-#undef LN_VD
-#undef LN_WD
-#undef LN_VH
-#undef LN_NAME
 #pragma GCC pop_options
 
 TS_ISA_PRAGMA_TARGET(TS_ISA_TARGET_AVX512)
@@ -172,25 +151,14 @@ typedef double ln_v8d __attribute__((vector_size(64)));
 #define LN_NAME(x) LN_CAT(x, avx512_f32)
 #define LN_TO_D(v) ((ln_v8d)_mm512_cvtps_pd((__m256)(v)))
 #include "backend/cpu/kern_layer_norm_impl.h"
-#undef LN_TO_D
-#undef LN_T
-#undef LN_V
-#undef LN_VL
-#undef LN_VH
-#undef LN_NAME
 #define LN_T       double
 #define LN_V       ln_v8d
 #define LN_VL      8
+#define LN_VD      ln_v8d
+#define LN_WD      8
 #define LN_VH      ln_v8d
 #define LN_NAME(x) LN_CAT(x, avx512_f64)
 #include "backend/cpu/kern_layer_norm_impl.h"
-#undef LN_T
-#undef LN_V
-#undef LN_VL
-#undef LN_VD
-#undef LN_WD
-#undef LN_VH
-#undef LN_NAME
 #pragma GCC pop_options
 #endif
 

@@ -7,10 +7,11 @@
  *   LN_TO_D(v)  optionally: an LN_VH as an LN_VD (intrinsics, where GCC's generic vector
  *               conversion takes four instructions for one)
  *   LN_NAME(x)  the name of function x for this variant
- * Sums run in 16 logical double lanes (lane l takes the elements k with k % 16 == l, held in
- * 16 / LN_WD vectors, a scalar tail added lane by lane) added in one fixed tree; the elementwise
- * passes use whole vectors and a padded last one. With no FMA contraction (ISO C mode) every ISA
- * therefore gives the same bits, and an element's value never depends on where its row sits. */
+ * and finds them undefined again after the include. Sums run in 16 logical double lanes (lane l
+ * takes the elements k with k % 16 == l, held in 16 / LN_WD vectors, a scalar tail added lane by
+ * lane) added in one fixed tree; the elementwise passes use whole vectors and a padded last one.
+ * With no FMA contraction (ISO C mode) every ISA therefore gives the same bits, and an element's
+ * value never depends on where its row sits. */
 
 #define T    LN_T
 #define V    LN_V
@@ -332,3 +333,11 @@ static void LN_NAME(backward)(const ts_layer_norm_args *a, double *ws) {
 #undef VD
 #undef WD
 #undef NACC
+#undef LN_T
+#undef LN_V
+#undef LN_VL
+#undef LN_VD
+#undef LN_WD
+#undef LN_VH
+#undef LN_NAME
+#undef LN_TO_D

@@ -1,0 +1,99 @@
+/* kern_softmax_bwd.c — the CPU gradient of softmax / log_softmax from the output y and its
+ * gradient g, one pass per row while the row is in cache (the composition reads and writes the
+ * whole tensor five times): softmax gx = y * (g - sum(g * y)), log_softmax gx = g - exp(y) *
+ * sum(g). Rows along a contiguous dim of contiguous f32 / f64 tensors; anything else declines (the
+ * front end composes it). */
+#include <math.h>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/vec_kernels.h"
+
+#define SMB_PAR_MIN 32768 /* fewer elements than this: one thread */
+#define SMB_LANES   16    /* independent partial sums: the compiler keeps them in vector lanes */
+
+#ifdef TS_HAVE_OPENMP
+#define SMB_PRAGMA(x) _Pragma(x)
+#else
+#define SMB_PRAGMA(x)
+#endif
+
+/* Whether v is contiguous row-major with dim innermost, i.e. rows of shape[dim] one after another.
+ */
+static bool rows_contiguous(const ts_kview *v, int dim) {
+    if (dim != v->ndim - 1) return false;
+    int64_t want = 1;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        if (v->shape[d] != 1 && v->strides[d] != want) return false;
+        want *= v->shape[d];
+    }
+    return true;
+}
+
+/* sum(a * b) or, with b NULL, sum(a): SMB_LANES partial sums in T, added in double */
+#define SMB_SUM(T, a, b, L, out)                                                                   \
+    do {                                                                                           \
+        T acc_[SMB_LANES] = {0};                                                                   \
+        int64_t k_ = 0;                                                                            \
+        for (; k_ + SMB_LANES <= (L); k_ += SMB_LANES)                                             \
+            for (int j_ = 0; j_ < SMB_LANES; j_++)                                                 \
+                acc_[j_] += (a)[k_ + j_] * ((b) ? (b)[k_ + j_] : (T)1);                            \
+        double s_ = 0;                                                                             \
+        for (int j_ = 0; j_ < SMB_LANES; j_++) s_ += (double)acc_[j_];                             \
+        for (; k_ < (L); k_++) s_ += (double)((a)[k_] * ((b) ? (b)[k_] : (T)1));                   \
+        (out) = s_;                                                                                \
+    } while (0)
+
+static void row_f(float *gx, const float *y, const float *g, int64_t L, bool lg) {
+    double s;
+    if (lg) {
+        SMB_SUM(float, g, (const float *)NULL, L, s);
+        ts_vec_kernels_get()->unary_f32(TS_U_EXP, gx, y, L);
+        const float sf = (float)s;
+        for (int64_t k = 0; k < L; k++) gx[k] = g[k] - gx[k] * sf;
+    } else {
+        SMB_SUM(float, g, y, L, s);
+        const float sf = (float)s;
+        for (int64_t k = 0; k < L; k++) gx[k] = y[k] * (g[k] - sf);
+    }
+}
+
+static void row_d(double *gx, const double *y, const double *g, int64_t L, bool lg) {
+    double s;
+    if (lg) {
+        SMB_SUM(double, g, (const double *)NULL, L, s);
+        for (int64_t k = 0; k < L; k++) gx[k] = g[k] - exp(y[k]) * s;
+    } else {
+        SMB_SUM(double, g, y, L, s);
+        for (int64_t k = 0; k < L; k++) gx[k] = y[k] * (g[k] - s);
+    }
+}
+
+bool ts_cpu_softmax_backward(const ts_backend *be, int index, const ts_kview *gx, const ts_kview *y,
+                             const ts_kview *g, int dim, bool log) {
+    (void)be;
+    (void)index;
+    const ts_dtype dt = y->dtype;
+    if ((dt != TS_F32 && dt != TS_F64) || gx->dtype != dt || g->dtype != dt || y->ndim < 1)
+        return false;
+    if (!rows_contiguous(gx, dim) || !rows_contiguous(y, dim) || !rows_contiguous(g, dim))
+        return false;
+    const int64_t L = y->shape[dim];
+    int64_t numel = 1;
+    for (int d = 0; d < y->ndim; d++) numel *= y->shape[d];
+    if (numel == 0) return true;
+    const int64_t nrows = numel / L;
+    const bool par = numel >= SMB_PAR_MIN;
+    (void)par;
+    if (dt == TS_F32) {
+        float *o = (float *)gx->data;
+        const float *yy = (const float *)y->data, *gg = (const float *)g->data;
+        SMB_PRAGMA("omp parallel for schedule(static) if (par)")
+        for (int64_t r = 0; r < nrows; r++) row_f(o + r * L, yy + r * L, gg + r * L, L, log);
+    } else {
+        double *o = (double *)gx->data;
+        const double *yy = (const double *)y->data, *gg = (const double *)g->data;
+        SMB_PRAGMA("omp parallel for schedule(static) if (par)")
+        for (int64_t r = 0; r < nrows; r++) row_d(o + r * L, yy + r * L, gg + r * L, L, log);
+    }
+    return true;
+}

@@ -1,0 +1,105 @@
+/* test_softmax_grad.c — the gradient of softmax and log_softmax (the fused backend kernel where it
+ * applies, the composition elsewhere) against a float64 reference computed here from the inputs:
+ * random x and a random output gradient g, many row lengths, the last dim (fused) and an inner dim
+ * (composed), a gradient built from a transposed tensor, f32 and f64, on every test device. The
+ * tolerance of each element comes from the arithmetic: softmax's gx = y * (g - sum(g y)) carries a
+ * few unit roundoffs of y and of the sum's terms, log_softmax's gx = g - exp(y) sum(g) a few of g
+ * and of exp(y) sum(|g|). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "support/ts_test.h"
+
+/* deterministic inputs in [-4, 4) and [-1, 1) */
+static double hash01(uint64_t i, uint64_t salt) {
+    uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull ^ salt * 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 31;
+    z *= 0x94D049BB133111EBull;
+    z ^= z >> 29;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+
+/* Checks d/dx sum(f(x) * g) along `dim` of a [R, L] (dim 1) or [L, R] (dim 0) tensor. */
+static void check_case(ts_device dev, ts_dtype dt, int64_t R, int64_t L, int dim, bool lg,
+                       bool g_transposed) {
+    const int64_t n = R * L;
+    double *x = malloc((size_t)n * sizeof *x), *g = malloc((size_t)n * sizeof *g);
+    double *got = malloc((size_t)n * sizeof *got);
+    for (int64_t i = 0; i < n; i++) x[i] = 8 * hash01((uint64_t)i, 1) - 4;
+    for (int64_t i = 0; i < n; i++) g[i] = 2 * hash01((uint64_t)i, 2) - 1;
+    ts_scope_begin();
+    ts_shape s = dim == 1 ? TS_SHAPE(R, L) : TS_SHAPE(L, R);
+    ts_tensor *xt = ts_to(ts_to_dtype(ts_from_data(s, TS_F64, x, (ts_opts){0}), dt), dev);
+    ts_set_requires_grad(xt, true);
+    ts_tensor *gt = ts_to(ts_to_dtype(ts_from_data(s, TS_F64, g, (ts_opts){0}), dt), dev);
+    if (g_transposed) /* the same values in a column-major layout */
+        gt = ts_transpose(ts_contiguous(ts_transpose(gt, 0, 1)), 0, 1);
+    ts_tensor *y = lg ? ts_log_softmax(xt, dim) : ts_softmax(xt, dim);
+    ts_backward(ts_sum(ts_mul(y, gt)));
+    ts_tensor *gx = ts_to(ts_to_dtype(ts_grad(xt), TS_F64), ts_cpu());
+    CHECK(gx && ts_copy_to_host(gx, got, (size_t)n * sizeof *got) == TS_OK);
+    ts_scope_end();
+
+    const double u = dt == TS_F64 ? 0x1p-53 : 0x1p-24;
+    const double c = 8 + 2 * log2((double)L); /* roundings along a row, with room */
+    int bad = 0;
+    double worst = 0;
+    for (int64_t r = 0; r < R; r++) {
+        /* element k of row r at k * ks + r * rs */
+        const int64_t ks = dim == 1 ? 1 : R, rs = dim == 1 ? L : 1;
+        double m = -INFINITY, sum = 0, dot = 0, adot = 0, gsum = 0, agsum = 0;
+        for (int64_t k = 0; k < L; k++) m = fmax(m, x[k * ks + r * rs]);
+        for (int64_t k = 0; k < L; k++) sum += exp(x[k * ks + r * rs] - m);
+        for (int64_t k = 0; k < L; k++) {
+            const int64_t i = k * ks + r * rs;
+            const double p = exp(x[i] - m) / sum;
+            dot += g[i] * p, adot += fabs(g[i]) * p, gsum += g[i], agsum += fabs(g[i]);
+        }
+        for (int64_t k = 0; k < L; k++) {
+            const int64_t i = k * ks + r * rs;
+            const double p = exp(x[i] - m) / sum, ly = x[i] - m - log(sum);
+            const double want = lg ? g[i] - p * gsum : p * (g[i] - dot);
+            const double tol = lg ? c * u * (fabs(g[i]) + p * agsum * (2 + fabs(ly)))
+                                  : c * u * p * (fabs(g[i]) + adot) * (2 + fabs(x[i] - m));
+            const double err = fabs(got[i] - want);
+            if (!(err <= tol)) bad++;
+            if (err / (tol > 0 ? tol : 1) > worst) worst = err / (tol > 0 ? tol : 1);
+        }
+    }
+    if (bad)
+        printf("  %s %s %s [%lld x %lld] dim %d%s: %d elements beyond tolerance (worst %.1fx)\n",
+               ts_device_str(dev), ts_dtype_name(dt), lg ? "log_softmax" : "softmax",
+               (long long)(dim == 1 ? R : L), (long long)(dim == 1 ? L : R), dim,
+               g_transposed ? " g transposed" : "", bad, worst);
+    CHECK(bad == 0);
+    CHECK_OK();
+    free(x), free(g), free(got);
+}
+
+int main(void) {
+    ts_device devs[TS_TEST_MAX_DEVICES];
+    const int nd = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
+    const int64_t lens[] = {1, 3, 17, 64, 1000, 4099};
+    const int64_t rows[] = {1, 7, 300};
+    const ts_dtype dts[] = {TS_F32, TS_F64};
+    for (int d = 0; d < nd; d++)
+        for (size_t t = 0; t < 2; t++)
+            for (int lg = 0; lg < 2; lg++)
+                for (size_t a = 0; a < sizeof lens / sizeof *lens; a++)
+                    for (size_t b = 0; b < sizeof rows / sizeof *rows; b++) {
+                        if (lens[a] * rows[b] > 400000) continue;
+                        check_case(devs[d], dts[t], rows[b], lens[a], 1, lg, false);
+                        if (b == 1) {
+                            check_case(devs[d], dts[t], rows[b], lens[a], 0, lg, false);
+                            check_case(devs[d], dts[t], rows[b], lens[a], 1, lg, true);
+                        }
+                    }
+    /* the graph records the gradient's node under PyTorch's names */
+    ts_scope_begin();
+    ts_tensor *x = ts_randn(TS_SHAPE(3, 5), (ts_opts){.requires_grad = true});
+    CHECK(!strcmp(ts_grad_fn_name(ts_softmax(x, 1)), "SoftmaxBackward0"));
+    CHECK(!strcmp(ts_grad_fn_name(ts_log_softmax(x, 1)), "LogSoftmaxBackward0"));
+    ts_scope_end();
+    return ts_test_finish();
+}
