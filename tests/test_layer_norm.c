@@ -388,7 +388,7 @@ static void test_isa_variants(void) {
 /* ------------------------------------------------------------------ memory */
 /* Forward and backward on [64, 1024] float32: beyond the output, the three gradients and O(rows)
  * statistics, the extra peak stays under a quarter of the input's size (the partial sums of the
- * weight's and bias's gradients take an eighth, 32 KiB here): nothing of the input's size is saved
+ * weight's and bias's gradients take 3/16 of it, 48 KiB here): nothing of the input's size is saved
  * or made in between. The composition keeps several such tensors (about 3 inputs' worth more). */
 static void test_memory(void) {
     const int64_t R = 64, C = 1024;
