@@ -164,6 +164,7 @@ static void compare(const char *label, const char *what, ts_tensor *got, const d
         if (!good || ratio > worst) worst = good ? ratio : INFINITY, at = i;
         ok = ok && good;
     }
+    /* LN_DEBUG=1: how close each comparison came to its tolerance (the bounds' tightness) */
     if (getenv("LN_DEBUG")) printf("%s %s worst %.3g\n", label, what, worst);
     ts_test_record(ok);
     if (!ok)
