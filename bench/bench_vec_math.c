@@ -146,6 +146,11 @@ static ts_tensor *op_softmax_fb(ts_tensor *x) { return grad_of(x, ts_softmax(x, 
 static ts_tensor *op_layer_norm_fb(ts_tensor *x) {
     return grad_of(x, ts_layer_norm(x, TS_SHAPE(1024), NULL, NULL, 1e-5));
 }
+static ts_tensor *ln_w, *ln_b; /* float32 weight and bias, made by main */
+static ts_tensor *op_layer_norm_affine_fb(ts_tensor *x) {
+    ts_set_grad(ln_w, NULL), ts_set_grad(ln_b, NULL);
+    return grad_of(x, ts_layer_norm(x, TS_SHAPE(1024), ln_w, ln_b, 1e-5));
+}
 static const op_case ops[] = {
     {"exp", op_exp},
     {"gelu", op_gelu},
@@ -155,6 +160,7 @@ static const op_case ops[] = {
     {"gelu fwd+bwd", op_gelu_fb},
     {"softmax fwd+bwd", op_softmax_fb},
     {"layer_norm fwd+bwd", op_layer_norm_fb},
+    {"layer_norm+affine fwd+bwd", op_layer_norm_affine_fb},
 };
 enum { NOPS = sizeof ops / sizeof ops[0] };
 
@@ -206,6 +212,8 @@ int main(int argc, char **argv) {
     ts_tensor *x32 = ts_randn(TS_SHAPE(16, 256, 1024), (ts_opts){.requires_grad = true});
     ts_tensor *x16 = ts_to_dtype(ts_detach(x32), TS_F16);
     ts_set_requires_grad(x16, true);
+    ln_w = ts_randn(TS_SHAPE(1024), (ts_opts){.requires_grad = true});
+    ln_b = ts_randn(TS_SHAPE(1024), (ts_opts){.requires_grad = true});
     double tb[NOPS][2];
     for (int o = 0; o < NOPS; o++) tb[o][0] = tb[o][1] = 1e30;
     for (int r = 0; r < (rounds + 1) / 2; r++)
@@ -227,10 +235,10 @@ int main(int argc, char **argv) {
     }
     printf("\nops on [16, 256, 1024], %d threads, vector ISA %s (ms, best of %d)\n",
            ts_get_num_threads(), ts_cpu_vector_isa(), (rounds + 1) / 2);
-    printf("%-20s %10s %10s %12s\n", "op", "float32", "float16", "f16 / f32");
+    printf("%-26s %10s %10s %12s\n", "op", "float32", "float16", "f16 / f32");
     for (int o = 0; o < NOPS; o++)
-        printf("%-20s %10.3f %10.3f %11.2fx\n", ops[o].name, tb[o][0], tb[o][1],
+        printf("%-26s %10.3f %10.3f %11.2fx\n", ops[o].name, tb[o][0], tb[o][1],
                tb[o][1] / tb[o][0]);
-    ts_release(x32), ts_release(x16);
+    ts_release(x32), ts_release(x16), ts_release(ln_w), ts_release(ln_b);
     return 0;
 }

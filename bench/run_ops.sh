@@ -1,8 +1,8 @@
 #!/bin/sh
-# run_ops.sh — issue 14's op goals: GELU, softmax and layer_norm forward + backward on a
-# [16, 256, 1024] float32 tensor, Tessera (bench_vec_math's op table) beside PyTorch
-# (bench_ops_torch.py), each side the best of 1 and 2 threads and of ROUNDS (2) rounds, with the
-# ratio and the goal (>= 1.5x). PYTHON and BENCH_ISA as in bench_env.sh.
+# run_ops.sh — issue 14's op goals: GELU, softmax and layer_norm (also with weight and bias)
+# forward + backward on a [16, 256, 1024] float32 tensor, Tessera (bench_vec_math's op table)
+# beside PyTorch (bench_ops_torch.py), each side the best of 1 and 2 threads and of ROUNDS (2)
+# rounds, with the ratio and the goal (>= 1.5x). PYTHON and BENCH_ISA as in bench_env.sh.
 # Usage: bench/run_ops.sh [BUILD_DIR]   (builds nothing; BUILD_DIR defaults to "build")
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +27,7 @@ awk 'FNR == 1 { f++ }
      f == 2 { if (!(($1) in pt) || $2 < pt[$1]) pt[$1] = $2 }
      END {
         printf "%-26s %12s %12s %8s %6s %4s\n", "[16,256,1024] f32", "Tessera ms", "PyTorch ms", "ratio", "goal", "met"
-        n = split("gelu_fwd+bwd softmax_fwd+bwd layer_norm_fwd+bwd", order, " ")
+        n = split("gelu_fwd+bwd softmax_fwd+bwd layer_norm_fwd+bwd layer_norm+affine_fwd+bwd", order, " ")
         for (i = 1; i <= n; i++) {
             k = order[i]
             if (!(k in ts) || !(k in pt)) continue

@@ -198,6 +198,8 @@ FN(f_batch_norm_eval,
                  f64(DEV, TS_SHAPE(3), (double[]){0.5, 1.5, 2.0}), B, C, false, 0, 0))
 FN(f_layer_norm, ts_layer_norm(A, TS_SHAPE(4), B, C, 0))
 FN(f_layer_norm2, ts_layer_norm(A, TS_SHAPE(3, 4), NULL, NULL, 1e-3))
+FN(f_layer_norm_w, ts_layer_norm(ts_transpose(A, 0, 1), TS_SHAPE(5), B, NULL, 0))
+FN(f_layer_norm_b, ts_layer_norm(A, TS_SHAPE(2, 3), NULL, B, 0.1))
 FN(f_embedding, ts_embedding(A, i64(DEV, TS_SHAPE(2, 3), (int64_t[]){4, 0, 4, 2, 1, 4})))
 FN(f_gelu_tanh, ts_gelu_tanh(A))
 FN(f_rms_norm, ts_rms_norm(A, TS_SHAPE(4), B, 0))
@@ -398,6 +400,8 @@ static int table(row *rows) {
         ROW("batch_norm (eval)", f_batch_norm_eval, "aaa", S(2, 3, 2), S(3), S(3)),
         ROW("layer_norm", f_layer_norm, "aaa", S(2, 3, 4), S(4), S(4)),
         ROW("layer_norm (2 dims, no affine)", f_layer_norm2, "a", S(2, 3, 4)),
+        ROW("layer_norm (weight only, strided input)", f_layer_norm_w, "aa", S(5, 3), S(5)),
+        ROW("layer_norm (bias only, 2 dims)", f_layer_norm_b, "aa", S(4, 2, 3), S(2, 3)),
         ROW("embedding", f_embedding, "a", S(5, 3)),
         ROW("gelu (tanh)", f_gelu_tanh, "a", S(2, 5)),
         ROW("rms_norm", f_rms_norm, "aa", S(2, 3, 4), S(4)),

@@ -133,6 +133,22 @@ typedef struct ts_sdpa_args {
     int threads; /* set by sdpa_workspace; the kernels use that many */
 } ts_sdpa_args;
 
+/* Fused layer normalisation (PyTorch's native_layer_norm) over rows of `cols` elements: rows =
+ * the product of the leading dims, cols = that of the normalised ones. Every view is contiguous,
+ * on the backend's device, of one float dtype T, except mean and rstd (f64 for f64 inputs, f32
+ * otherwise):
+ *   x, y, dy, dx [rows, cols]; weight, bias, dweight, dbias [cols]; mean, rstd [rows].
+ * A view whose data is NULL is absent (no weight, no bias) or not wanted (dx, dweight, dbias).
+ * Forward: mean = the row's mean, rstd = 1 / sqrt(biased variance + eps), y = (x - mean) * rstd
+ * * weight + bias. Backward, from x, dy, weight, mean and rstd: with xhat = (x - mean) * rstd and
+ * g = dy * weight, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) (means over the row),
+ * dweight = the sum over rows of dy * xhat, dbias = that of dy. rows, cols >= 1. */
+typedef struct ts_layer_norm_args {
+    ts_kview x, weight, bias, y, mean, rstd, dy, dx, dweight, dbias;
+    int64_t rows, cols;
+    double eps;
+} ts_layer_norm_args;
+
 struct ts_optim_step_args; /* src/backend/optim_step.h */
 
 typedef struct ts_backend ts_backend;
@@ -237,6 +253,16 @@ struct ts_backend {
     size_t (*sdpa_workspace)(const ts_backend *be, int index, ts_sdpa_args *a, bool backward);
     void (*sdpa_forward)(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws);
     void (*sdpa_backward)(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws);
+    /* Fused layer norm (ts_layer_norm_args). layer_norm_supports: whether the kernels take this
+     * dtype and size (else the front end composes it from reductions and elementwise ops).
+     * layer_norm_workspace: bytes of device memory backward needs (the partial sums of dweight
+     * and dbias), handed to it as `ws` (64-byte aligned); forward needs none. NULL entries: the
+     * composition is used. */
+    bool (*layer_norm_supports)(const ts_backend *be, int index, const ts_layer_norm_args *a);
+    size_t (*layer_norm_workspace)(const ts_backend *be, int index, const ts_layer_norm_args *a);
+    void (*layer_norm_forward)(const ts_backend *be, int index, const ts_layer_norm_args *a);
+    void (*layer_norm_backward)(const ts_backend *be, int index, const ts_layer_norm_args *a,
+                                void *ws);
     /* one fused optimizer step over many tensors (SGD/Adam/AdamW/RMSprop) */
     void (*optim_step)(const ts_backend *be, int index, const struct ts_optim_step_args *args);
 

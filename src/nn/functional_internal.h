@@ -29,4 +29,9 @@ bool tsi_sdpa_fused_applies(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor 
 ts_tensor *tsi_sdpa_fused(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask,
                           double dropout_p, bool is_causal, double scale);
 
+/* layer_norm through the backend's fused kernels (layer_norm_fused.c): whether they take these
+ * arguments (already checked; nnorm = normalized_shape's dims), and the op through them. */
+bool tsi_layer_norm_fused_applies(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor *b);
+ts_tensor *tsi_layer_norm_fused(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor *b, double eps);
+
 #endif /* TS_NN_FUNCTIONAL_INTERNAL_H */

@@ -3,6 +3,7 @@
 #define TS_CPU_KERNELS_H
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_isa.h"
 
 /* kern_copy.c */
 void ts_cpu_copy(const ts_backend *be, int index, const ts_kview *dst, const ts_kview *src);
@@ -59,6 +60,10 @@ void ts_cpu_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx,
 void ts_cpu_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args);
 /* kern_sdpa.c: sets the fused attention entries (sdpa_*) */
 void ts_cpu_sdpa_install(ts_backend *be);
+/* kern_layer_norm.c: sets the fused layer norm entries (layer_norm_*); tests: the forward or
+ * backward of one ISA's variant (false when this CPU or build lacks it) */
+void ts_cpu_layer_norm_install(ts_backend *be);
+bool ts_cpu_layer_norm_isa(ts_cpu_isa isa, const ts_layer_norm_args *a, bool backward, void *ws);
 /* kern_amp.c */
 void ts_cpu_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, int n,
                         const ts_kview *found_inf, const ts_kview *inv_scale);

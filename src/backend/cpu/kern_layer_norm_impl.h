@@ -1,0 +1,343 @@
+/* kern_layer_norm_impl.h — the fused layer norm row kernels for one vector ISA and one dtype,
+ * included by kern_layer_norm.c under a target pragma. The includer defines
+ *   LN_T        float or double: the tensors' element type (mean and rstd too)
+ *   LN_V        a GCC vector of LN_VL LN_T (the elementwise passes)
+ *   LN_VD       a GCC vector of LN_WD doubles (the sums)
+ *   LN_VH       a GCC vector of LN_WD LN_T (what converts to one LN_VD)
+ *   LN_TO_D(v)  optionally: an LN_VH as an LN_VD (intrinsics, where GCC's generic vector
+ *               conversion takes four instructions for one)
+ *   LN_NAME(x)  the name of function x for this variant
+ * and finds them undefined again after the include. Sums run in 16 logical double lanes (lane l
+ * takes the elements k with k % 16 == l, held in 16 / LN_WD vectors, a scalar tail added lane by
+ * lane) added in one fixed tree; the elementwise passes use whole vectors and a padded last one.
+ * With no FMA contraction (ISO C mode) every ISA therefore gives the same bits, and an element's
+ * value never depends on where its row sits. */
+
+#define T    LN_T
+#define V    LN_V
+#define VL   LN_VL
+#define VD   LN_VD
+#define WD   LN_WD
+#define NACC (16 / LN_WD)
+
+static inline VD LN_NAME(to_d)(LN_VH h) {
+#ifdef LN_TO_D
+    return LN_TO_D(h);
+#else
+    return __builtin_convertvector(h, VD);
+#endif
+}
+
+static inline LN_VH LN_NAME(load_h)(const T *p) {
+    LN_VH h;
+    memcpy(&h, p, sizeof h);
+    return h;
+}
+
+static inline VD LN_NAME(load_d)(const T *p) { return LN_NAME(to_d)(LN_NAME(load_h)(p)); }
+
+static inline V LN_NAME(splat)(T s) { return (V){0} + s; }
+
+/* the accumulators' 16 lanes in order */
+static inline void LN_NAME(lanes)(double *l, const VD *acc) {
+    for (int k = 0; k < NACC; k++) memcpy(l + k * WD, &acc[k], sizeof acc[k]);
+}
+
+/* A first mean m0 of the row, summed in T over 16 lanes (cheap: pass 2 corrects it); in double
+ * when that overflowed. */
+static double LN_NAME(first_mean)(const T *x, int64_t n) {
+    const int64_t n16 = n & ~(int64_t)15;
+    V a[16 / VL];
+    for (int k = 0; k < 16 / VL; k++) a[k] = (V){0};
+    for (int64_t j = 0; j < n16; j += 16)
+        for (int k = 0; k < 16 / VL; k++) {
+            V v;
+            memcpy(&v, x + j + k * VL, sizeof v);
+            a[k] += v;
+        }
+    T t[16];
+    memcpy(t, a, sizeof t);
+    for (int64_t j = n16; j < n; j++) t[j & 15] += x[j];
+    double l[16];
+    for (int k = 0; k < 16; k++) l[k] = (double)t[k];
+    const double m0 = ln_sum16(l) / (double)n;
+    if (isfinite(m0)) return m0;
+    for (int k = 0; k < 16; k++) l[k] = 0;
+    for (int64_t j = 0; j < n; j++) l[j & 15] += (double)x[j];
+    return ln_sum16(l) / (double)n;
+}
+
+/* The row's mean and biased variance in double by the corrected two-pass method: with d = x - m0,
+ * mean = m0 + sum(d) / n and var = (sum(d^2) - sum(d)^2 / n) / n, which cancels m0's error to
+ * first order. A NaN stays a NaN. */
+static void LN_NAME(moments)(const T *x, int64_t n, double *mean, double *var) {
+    const int64_t n16 = n & ~(int64_t)15;
+    const double m = LN_NAME(first_mean)(x, n);
+    VD s[NACC], q[NACC];
+    const VD mv = (VD){0} + m;
+    for (int k = 0; k < NACC; k++) s[k] = q[k] = (VD){0};
+    for (int64_t j = 0; j < n16; j += 16)
+        for (int k = 0; k < NACC; k++) {
+            const VD d = LN_NAME(load_d)(x + j + k * WD) - mv;
+            s[k] += d;
+            q[k] += d * d;
+        }
+    double ls[16], lq[16];
+    LN_NAME(lanes)(ls, s);
+    LN_NAME(lanes)(lq, q);
+    for (int64_t j = n16; j < n; j++) {
+        const double d = (double)x[j] - m;
+        ls[j & 15] += d;
+        lq[j & 15] += d * d;
+    }
+    const double sd = ln_sum16(ls);
+    const double v = (ln_sum16(lq) - sd * sd / (double)n) / (double)n;
+    *mean = m + sd / (double)n;
+    *var = v < 0 ? 0 : v;
+}
+
+/* out[j] = EXPR over the row, EXPR in terms of the vectors xv, wv, bv at offset j (loaded from
+ * x, w, b when used): whole vectors, then the last, partial one padded with zeros. */
+#define LN_MAP_ROW(out, n, EXPR, USE_W, USE_B)                                                     \
+    do {                                                                                           \
+        int64_t j = 0;                                                                             \
+        for (; j + VL <= (n); j += VL) {                                                           \
+            V xv, wv = {0}, bv = {0};                                                              \
+            memcpy(&xv, x + j, sizeof xv);                                                         \
+            if (USE_W) memcpy(&wv, w + j, sizeof wv);                                              \
+            if (USE_B) memcpy(&bv, b + j, sizeof bv);                                              \
+            const V r_ = (EXPR);                                                                   \
+            memcpy((out) + j, &r_, sizeof r_);                                                     \
+        }                                                                                          \
+        if (j < (n)) {                                                                             \
+            const size_t cnt_ = (size_t)((n)-j) * sizeof(T);                                       \
+            V xv = {0}, wv = {0}, bv = {0};                                                        \
+            memcpy(&xv, x + j, cnt_);                                                              \
+            if (USE_W) memcpy(&wv, w + j, cnt_);                                                   \
+            if (USE_B) memcpy(&bv, b + j, cnt_);                                                   \
+            const V r_ = (EXPR);                                                                   \
+            memcpy((out) + j, &r_, cnt_);                                                          \
+        }                                                                                          \
+    } while (0)
+
+/* y = (x - mean) * rstd * w + b for one row (w, b NULL: absent); writes the row's mean and rstd */
+static void LN_NAME(forward_row)(const T *x, const T *w, const T *b, T *y, int64_t n, double eps,
+                                 T *mean_out, T *rstd_out) {
+    double m, var;
+    LN_NAME(moments)(x, n, &m, &var);
+    const T mt = (T)m, rt = (T)(1.0 / sqrt(var + eps));
+    *mean_out = mt;
+    *rstd_out = rt;
+    const V mv = LN_NAME(splat)(mt), rv = LN_NAME(splat)(rt);
+    if (w && b)
+        LN_MAP_ROW(y, n, (xv - mv) * rv * wv + bv, 1, 1);
+    else if (w)
+        LN_MAP_ROW(y, n, (xv - mv) * rv * wv, 1, 0);
+    else if (b)
+        LN_MAP_ROW(y, n, (xv - mv) * rv + bv, 0, 1);
+    else
+        LN_MAP_ROW(y, n, (xv - mv) * rv, 0, 0);
+}
+
+static void LN_NAME(forward)(const ts_layer_norm_args *a) {
+    const int64_t rows = a->rows, n = a->cols;
+    const T *X = (const T *)a->x.data, *w = (const T *)a->weight.data;
+    const T *b = (const T *)a->bias.data;
+    T *Y = (T *)a->y.data, *M = (T *)a->mean.data, *R = (T *)a->rstd.data;
+    const double eps = a->eps;
+    const bool par = ln_parallel(rows, n);
+    (void)par;
+    LN_PRAGMA("omp parallel for schedule(static) if (par)")
+    for (int64_t r = 0; r < rows; r++)
+        LN_NAME(forward_row)(X + r * n, w, b, Y + r * n, n, eps, M + r, R + r);
+}
+
+/* Backward pass A over one row, in T as pass B: xhat = (x - mean) * rstd, g = dy * w; the sums of
+ * g and of g * xhat in double (16 logical lanes); the row's terms of dweight (dy * xhat) and
+ * dbias (dy) added into the sub-block's partial sums pw, pb (in T, at ln_pidx). Inlined with
+ * constant flags, so each use is its own loop. */
+static inline __attribute__((always_inline)) void
+LN_NAME(row_sums)(const T *x, const T *dy, const T *w, T *pw, T *pb, int64_t n, T mt, T rt,
+                  double *s1_out, double *s2_out, const bool has_w, const bool want_w,
+                  const bool want_b) {
+    const int64_t n16 = n & ~(int64_t)15;
+    const LN_VH mv = (LN_VH){0} + mt, rv = (LN_VH){0} + rt;
+    VD s1[NACC], s2[NACC];
+    for (int k = 0; k < NACC; k++) s1[k] = s2[k] = (VD){0};
+    for (int64_t j = 0; j < n16; j += 16)
+        for (int k = 0; k < NACC; k++) {
+            const int64_t o = j + k * WD;
+            const LN_VH d = LN_NAME(load_h)(dy + o), xh = (LN_NAME(load_h)(x + o) - mv) * rv;
+            const LN_VH g = has_w ? d * LN_NAME(load_h)(w + o) : d;
+            s1[k] += LN_NAME(to_d)(g);
+            s2[k] += LN_NAME(to_d)(g * xh);
+            if (want_w) {
+                LN_VH p;
+                memcpy(&p, pw + ln_pidx(o), sizeof p);
+                p += d * xh;
+                memcpy(pw + ln_pidx(o), &p, sizeof p);
+            }
+            if (want_b) {
+                LN_VH p;
+                memcpy(&p, pb + ln_pidx(o), sizeof p);
+                p += d;
+                memcpy(pb + ln_pidx(o), &p, sizeof p);
+            }
+        }
+    double l1[16], l2[16];
+    LN_NAME(lanes)(l1, s1);
+    LN_NAME(lanes)(l2, s2);
+    for (int64_t j = n16; j < n; j++) {
+        const T d = dy[j], xh = (x[j] - mt) * rt, g = has_w ? d * w[j] : d;
+        l1[j & 15] += (double)g;
+        l2[j & 15] += (double)(g * xh);
+        if (want_w) pw[ln_pidx(j)] += d * xh;
+        if (want_b) pb[ln_pidx(j)] += d;
+    }
+    *s1_out = ln_sum16(l1);
+    *s2_out = ln_sum16(l2);
+}
+
+/* Pass B: dx = rstd * (g - c1 - xhat * c2), c1 = mean(g), c2 = mean(g * xhat), in T. */
+static inline V LN_NAME(dx_vec)(V xv, V g, V mv, V rv, V c1, V c2) {
+    const V xh = (xv - mv) * rv;
+    return rv * (g - c1 - xh * c2);
+}
+
+static inline __attribute__((always_inline)) void LN_NAME(row_dx)(const T *x, const T *dy,
+                                                                  const T *w, T *dx, int64_t n,
+                                                                  T mt, T rt, double s1, double s2,
+                                                                  const bool has_w) {
+    const V mv = LN_NAME(splat)(mt), rv = LN_NAME(splat)(rt);
+    const V c1 = LN_NAME(splat)((T)(s1 / (double)n)), c2 = LN_NAME(splat)((T)(s2 / (double)n));
+    int64_t j = 0;
+    for (; j + VL <= n; j += VL) {
+        V xv, g, wv;
+        memcpy(&xv, x + j, sizeof xv);
+        memcpy(&g, dy + j, sizeof g);
+        if (has_w) {
+            memcpy(&wv, w + j, sizeof wv);
+            g = g * wv;
+        }
+        const V r = LN_NAME(dx_vec)(xv, g, mv, rv, c1, c2);
+        memcpy(dx + j, &r, sizeof r);
+    }
+    if (j < n) {
+        const size_t cnt = (size_t)(n - j) * sizeof(T);
+        V xv = {0}, g = {0}, wv = {0};
+        memcpy(&xv, x + j, cnt);
+        memcpy(&g, dy + j, cnt);
+        if (has_w) {
+            memcpy(&wv, w + j, cnt);
+            g = g * wv;
+        }
+        const V r = LN_NAME(dx_vec)(xv, g, mv, rv, c1, c2);
+        memcpy(dx + j, &r, cnt);
+    }
+}
+
+static inline __attribute__((always_inline)) void
+LN_NAME(backward_row)(const ts_layer_norm_args *a, int64_t r, T *pw, T *pb, const bool has_w,
+                      const bool want_w, const bool want_b) {
+    const int64_t n = a->cols;
+    const T *x = (const T *)a->x.data + r * n, *dy = (const T *)a->dy.data + r * n;
+    const T *w = (const T *)a->weight.data;
+    const T mt = ((const T *)a->mean.data)[r], rt = ((const T *)a->rstd.data)[r];
+    double s1 = 0, s2 = 0;
+    LN_NAME(row_sums)(x, dy, w, pw, pb, n, mt, rt, &s1, &s2, has_w, want_w, want_b);
+    if (a->dx.data) LN_NAME(row_dx)(x, dy, w, (T *)a->dx.data + r * n, n, mt, rt, s1, s2, has_w);
+}
+
+/* The rows of block blk (ln_plan) in order. Their dweight / dbias terms are summed in T over
+ * sub-blocks of LN_SUB rows (pl->ld values after the block's double sums, laid out by ln_pidx:
+ * half the cache footprint of double sums for float), each sub-block's sums then added into the
+ * block's in double. */
+static inline __attribute__((always_inline)) void
+LN_NAME(backward_block)(const ts_layer_norm_args *a, const ln_plan *pl, int64_t blk, double *ws,
+                        const bool has_w, const bool want_w, const bool want_b) {
+    const bool sums = want_w || want_b;
+    double *acc = sums ? ln_block_sums(pl, ws, blk, sizeof(T)) : NULL;
+    T *pw = sums ? (T *)(acc + pl->ld) : NULL, *pb = sums ? pw + 8 : NULL;
+    if (sums) memset(acc, 0, (size_t)pl->ld * sizeof(double));
+    const int64_t r0 = ln_block_start(pl, blk), r1 = ln_block_start(pl, blk + 1);
+    for (int64_t s0 = r0; s0 < r1; s0 += LN_SUB) {
+        const int64_t s1 = s0 + LN_SUB < r1 ? s0 + LN_SUB : r1;
+        if (sums) memset(pw, 0, (size_t)pl->ld * sizeof(T));
+        for (int64_t r = s0; r < s1; r++)
+            LN_NAME(backward_row)(a, r, pw, pb, has_w, want_w, want_b);
+        if (sums)
+            for (int64_t i = 0; i < pl->ld; i++) acc[i] += (double)pw[i];
+    }
+}
+
+#define LN_BLOCKS(HW, WW, WB)                                                                      \
+    do {                                                                                           \
+        LN_PRAGMA("omp parallel for schedule(static) if (par)")                                    \
+        for (int64_t blk = 0; blk < pl.blocks; blk++)                                              \
+            LN_NAME(backward_block)(a, &pl, blk, ws, HW, WW, WB);                                  \
+    } while (0)
+
+static void LN_NAME(backward)(const ts_layer_norm_args *a, double *ws) {
+    const ln_plan pl = ln_plan_for(a);
+    const bool par = ln_parallel(a->rows, a->cols) && pl.blocks > 1;
+    (void)par;
+    const bool has_w = a->weight.data != NULL;
+    const bool want_w = a->dweight.data != NULL, want_b = a->dbias.data != NULL;
+    /* each combination its own loop: the flags are constants inside */
+    if (has_w) {
+        if (want_w && want_b)
+            LN_BLOCKS(true, true, true);
+        else if (want_w)
+            LN_BLOCKS(true, true, false);
+        else if (want_b)
+            LN_BLOCKS(true, false, true);
+        else
+            LN_BLOCKS(true, false, false);
+    } else {
+        if (want_b)
+            LN_BLOCKS(false, false, true);
+        else
+            LN_BLOCKS(false, false, false);
+    }
+    if (!want_w && !want_b) return;
+    /* dweight[j] (dbias[j]) = the blocks' partial sums added in block order, LN_COMBINE columns
+     * at a time */
+    const int64_t n = a->cols, chunks = (n + LN_COMBINE - 1) / LN_COMBINE;
+    T *dw = (T *)a->dweight.data, *db = (T *)a->dbias.data;
+    const bool cpar = par && n * pl.blocks >= LN_PAR_MIN;
+    (void)cpar;
+    LN_PRAGMA("omp parallel for schedule(static) if (cpar)")
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t j0 = c * LN_COMBINE, m = n - j0 < LN_COMBINE ? n - j0 : LN_COMBINE;
+        double sw[LN_COMBINE], sb[LN_COMBINE];
+        memset(sw, 0, sizeof sw), memset(sb, 0, sizeof sb);
+        for (int64_t k = 0; k < pl.blocks; k++) {
+            const double *pw = ln_block_sums(&pl, ws, k, sizeof(T)) + 2 * j0, *pb = pw + 8;
+            if (want_w)
+                for (int64_t j = 0; j < m; j++) sw[j] += pw[ln_pidx(j)];
+            if (want_b)
+                for (int64_t j = 0; j < m; j++) sb[j] += pb[ln_pidx(j)];
+        }
+        for (int64_t j = 0; j < m; j++) {
+            if (want_w) dw[j0 + j] = (T)sw[j];
+            if (want_b) db[j0 + j] = (T)sb[j];
+        }
+    }
+}
+
+#undef LN_BLOCKS
+#undef LN_MAP_ROW
+#undef T
+#undef V
+#undef VL
+#undef VD
+#undef WD
+#undef NACC
+#undef LN_T
+#undef LN_V
+#undef LN_VL
+#undef LN_VD
+#undef LN_WD
+#undef LN_VH
+#undef LN_NAME
+#undef LN_TO_D

@@ -1,0 +1,143 @@
+/* layer_norm_fused.c — layer_norm through the backend's fused kernels (PyTorch's
+ * native_layer_norm): one pass writes the output and each row's mean and rstd, and the backward
+ * node (NativeLayerNormBackward0) keeps only the input, the weight and those two per-row values,
+ * where the composition keeps several tensors of the input's size. */
+#include "nn/functional_internal.h"
+
+static const char *OP = "layer_norm";
+
+/* rows = the product of the leading dims, cols = that of the last `nnorm` */
+static void rows_cols(const ts_tensor *x, int nnorm, int64_t *rows, int64_t *cols) {
+    int64_t r = 1, c = 1;
+    for (int d = 0; d < x->shape.ndim; d++) {
+        if (d < x->shape.ndim - nnorm)
+            r *= x->shape.dims[d];
+        else
+            c *= x->shape.dims[d];
+    }
+    *rows = r, *cols = c;
+}
+
+/* The kernels' view of a contiguous tensor as [d0, d1] (d0 = 0: one dim of d1); t NULL: absent. */
+static void view2(ts_kview *v, const ts_tensor *t, int64_t d0, int64_t d1) {
+    *v = (ts_kview){.dtype = t ? t->dtype : TS_F32};
+    if (!t) return;
+    v->data = t->storage->data + t->offset * (int64_t)tsi_dtype_size(t->dtype);
+    for (int i = 0; i < TS_MAX_DIMS; i++) v->shape[i] = 1;
+    if (d0) {
+        v->ndim = 2;
+        v->shape[0] = d0, v->shape[1] = d1;
+        v->strides[0] = d1, v->strides[1] = 1;
+    } else {
+        v->ndim = 1;
+        v->shape[0] = d1, v->strides[0] = 1;
+    }
+}
+
+static ts_layer_norm_args base_args(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor *b) {
+    ts_layer_norm_args a = {0};
+    rows_cols(x, nnorm, &a.rows, &a.cols);
+    view2(&a.x, x, a.rows, a.cols);
+    view2(&a.weight, w, 0, a.cols);
+    view2(&a.bias, b, 0, a.cols);
+    return a;
+}
+
+bool tsi_layer_norm_fused_applies(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor *b) {
+    const ts_backend *be = tsi_be(x);
+    if (!be->layer_norm_supports || !be->layer_norm_workspace || !be->layer_norm_forward ||
+        !be->layer_norm_backward)
+        return false;
+    /* mixed dtypes (a float16 input with float32 parameters) keep the composition's promotion */
+    if ((w && w->dtype != x->dtype) || (b && b->dtype != x->dtype)) return false;
+    ts_layer_norm_args a = {0};
+    rows_cols(x, nnorm, &a.rows, &a.cols);
+    if (a.rows < 1 || a.cols < 1) return false;
+    a.x.dtype = x->dtype;
+    return be->layer_norm_supports(be, tsi_dev_index(x), &a);
+}
+
+static ts_dtype stat_dtype(ts_dtype dt) { return dt == TS_F64 ? TS_F64 : TS_F32; }
+
+/* A workspace tensor of `bytes` (none for 0); false with TS_ERR_OOM when it cannot be had. */
+static bool workspace(ts_tensor *like, size_t bytes, ts_tensor **ws) {
+    *ws = bytes ? tsi_new(OP, TS_SHAPE((int64_t)bytes), TS_U8, tsi_device(like)) : NULL;
+    return !bytes || *ws;
+}
+
+static void *data_of(ts_tensor *t) { return t ? t->storage->data + t->offset : NULL; }
+
+static void layer_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    ts_tensor *x = tsi_node_saved(n, 0), *w = n->saved[1].t ? tsi_node_saved(n, 1) : NULL;
+    ts_tensor *mean = tsi_node_saved(n, 2), *rstd = tsi_node_saved(n, 3);
+    if (!x || (n->saved[1].t && !w) || !mean || !rstd || !go[0]) return;
+    const int nnorm = (int)n->ip[0];
+    ts_tensor *gc = tsi_cast(OP, go[0], x->dtype);
+    ts_tensor *dy = gc ? tsi_contiguous(OP, gc) : NULL;
+    ts_release(gc);
+    const ts_device dev = tsi_device(x);
+    ts_tensor *dx = NULL, *dw = NULL, *db = NULL, *ws = NULL;
+    bool ok = dy != NULL;
+    if (ok && tsi_node_needs(n, 0)) ok = (dx = tsi_new(OP, x->shape, x->dtype, dev)) != NULL;
+    if (ok && tsi_node_needs(n, 1)) ok = (dw = tsi_new(OP, n->in_shape[1], x->dtype, dev)) != NULL;
+    if (ok && tsi_node_needs(n, 2)) ok = (db = tsi_new(OP, n->in_shape[2], x->dtype, dev)) != NULL;
+    if (ok) {
+        ts_layer_norm_args a = base_args(x, nnorm, w, NULL);
+        view2(&a.mean, mean, 0, a.rows);
+        view2(&a.rstd, rstd, 0, a.rows);
+        view2(&a.dy, dy, a.rows, a.cols);
+        view2(&a.dx, dx, a.rows, a.cols);
+        view2(&a.dweight, dw, 0, a.cols);
+        view2(&a.dbias, db, 0, a.cols);
+        const ts_backend *be = tsi_be(x);
+        const int idx = tsi_dev_index(x);
+        ok = workspace(x, be->layer_norm_workspace(be, idx, &a), &ws);
+        if (ok) be->layer_norm_backward(be, idx, &a, data_of(ws));
+    }
+    ts_release(ws);
+    ts_release(dy);
+    if (!ok) {
+        ts_release(dx), ts_release(dw), ts_release(db);
+        return;
+    }
+    gi[0] = tsi_own(dx);
+    gi[1] = tsi_own(dw);
+    gi[2] = tsi_own(db);
+}
+
+ts_tensor *tsi_layer_norm_fused(ts_tensor *x0, int nnorm, ts_tensor *w0, ts_tensor *b0,
+                                double eps) {
+    const ts_device dev = tsi_device(x0);
+    tsi_log_op(OP, dev);
+    ts_tensor *x = tsi_contiguous(OP, x0);
+    ts_tensor *w = x && w0 ? tsi_contiguous(OP, w0) : NULL;
+    ts_tensor *b = x && b0 ? tsi_contiguous(OP, b0) : NULL;
+    ts_tensor *y = NULL, *mean = NULL, *rstd = NULL;
+    if (x && (!w0 || w) && (!b0 || b)) y = tsi_new(OP, x->shape, x->dtype, dev);
+    ts_layer_norm_args a = {0};
+    if (y) {
+        a = base_args(x, nnorm, w, b);
+        mean = tsi_new(OP, TS_SHAPE(a.rows), stat_dtype(x->dtype), dev);
+        rstd = mean ? tsi_new(OP, TS_SHAPE(a.rows), stat_dtype(x->dtype), dev) : NULL;
+    }
+    if (rstd) {
+        view2(&a.y, y, a.rows, a.cols);
+        view2(&a.mean, mean, 0, a.rows);
+        view2(&a.rstd, rstd, 0, a.rows);
+        a.eps = eps;
+        const ts_backend *be = tsi_be(x);
+        be->layer_norm_forward(be, tsi_dev_index(x), &a);
+    } else {
+        ts_release(y), y = NULL;
+    }
+    ts_tensor *ins[3] = {x0, w0, b0};
+    if (y && tsi_needs_graph(ins, 3)) {
+        ts_tensor *saves[4] = {x, w, mean, rstd};
+        ts_node *n =
+            tsi_record("NativeLayerNormBackward0", OP, layer_norm_backward, ins, 3, y, saves, 4);
+        if (n) n->ip[0] = nnorm;
+    }
+    ts_release(mean), ts_release(rstd);
+    ts_release(x), ts_release(w), ts_release(b);
+    return tsi_own(y);
+}
