@@ -33,7 +33,7 @@ echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -n "${PEAK_GFLOPS:-}" ]; then
     peak=$PEAK_GFLOPS how="PEAK_GFLOPS"
 elif [ -x "$build/bench/bench_xformer" ] && "$build/bench/bench_xformer" peak >"$tmp/peak.txt"; then
-    peak=$(awk '{ v[$1] = $2 } END { printf "%.1f", v["peak2"] > v["peak1"] ? v["peak2"] : v["peak1"] }' "$tmp/peak.txt")
+    peak=$(awk '{ v[$1] = $2 } END { printf "%.1f", (v["peak2"] > v["peak1"] ? v["peak2"] : v["peak1"]) }' "$tmp/peak.txt")
     how="measured (bench_xformer peak)"
 else
     cores=$(nproc); [ "$cores" -gt 2 ] && cores=2

@@ -118,6 +118,8 @@ tcli_progress *tcli_progress_new(tcli_progress_mode mode, int64_t epoch, int64_t
 bool tcli_progress_due(tcli_progress *p, int64_t done);
 void tcli_progress_update(tcli_progress *p, int64_t done, double loss, double acc);
 void tcli_progress_end(tcli_progress *p); /* clears the bar; frees */
+/* "3/10", or "3" when the run has no last epoch (--time-limit alone: epochs == INT_MAX) */
+const char *tcli_epoch_str(char *buf, size_t n, int64_t epoch, int64_t epochs);
 
 /* eval.c: mean loss and accuracy of net over a loader's epoch */
 ts_status tcli_evaluate(ts_module *net, ts_loader *l, double *loss, double *acc, int64_t *count);

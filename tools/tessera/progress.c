@@ -1,4 +1,6 @@
 /* progress.c — training progress: a bar with rate and ETA on a terminal, else plain lines. */
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -57,6 +59,14 @@ static void fmt_time(char *buf, size_t n, double s) {
         snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
 }
 
+const char *tcli_epoch_str(char *buf, size_t n, int64_t epoch, int64_t epochs) {
+    if (epochs >= INT_MAX)
+        snprintf(buf, n, "%lld", (long long)epoch);
+    else
+        snprintf(buf, n, "%lld/%lld", (long long)epoch, (long long)epochs);
+    return buf;
+}
+
 void tcli_progress_update(tcli_progress *p, int64_t done, double loss, double acc) {
     if (!p) return;
     double t = now_s(), el = t - p->t0, rate = el > 0 ? (double)done / el : 0;
@@ -65,7 +75,9 @@ void tcli_progress_update(tcli_progress *p, int64_t done, double loss, double ac
     fmt_time(spent, sizeof spent, el);
     if (p->mode == TCLI_PROGRESS_BAR) {
         char head[64], tail[160], bar[64];
-        snprintf(head, sizeof head, "epoch %lld/%lld ", (long long)p->epoch, (long long)p->epochs);
+        char ep[48];
+        snprintf(head, sizeof head, "epoch %s ",
+                 tcli_epoch_str(ep, sizeof ep, p->epoch, p->epochs));
         snprintf(tail, sizeof tail, " %lld/%lld  %.1f batch/s  loss %.4f  acc %.4f  %s<%s",
                  (long long)done, (long long)p->batches, rate, loss, acc, spent, eta);
         /* the bar takes what the terminal's width leaves, so the line never wraps */
@@ -84,9 +96,10 @@ void tcli_progress_update(tcli_progress *p, int64_t done, double loss, double ac
         p->drawn = true;
         p->last_draw = t;
     } else if (p->mode == TCLI_PROGRESS_LINES) {
-        printf("  epoch %lld/%lld  batch %lld/%lld  loss %.4f  acc %.4f  %.1f batch/s  ETA %s\n",
-               (long long)p->epoch, (long long)p->epochs, (long long)done, (long long)p->batches,
-               loss, acc, rate, eta);
+        char ep[48];
+        printf("  epoch %s  batch %lld/%lld  loss %.4f  acc %.4f  %.1f batch/s  ETA %s\n",
+               tcli_epoch_str(ep, sizeof ep, p->epoch, p->epochs), (long long)done,
+               (long long)p->batches, loss, acc, rate, eta);
         p->next_line += p->batches / 5;
     }
     fflush(stdout);

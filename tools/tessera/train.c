@@ -1,5 +1,7 @@
 /* train.c — `tessera train`: the training loop with per-epoch test, logs and crash-safe resume. */
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -232,10 +234,11 @@ static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc,
     *test_acc = acc;
     if (!t->is_main) return -1;
     char l1[48], l2[48];
-    printf("epoch %lld/%lld  train loss %s acc %.4f  %s loss %s acc %.4f  time %.1fs\n",
-           (long long)epoch + 1, (long long)t->epochs, loss_str(t, train_loss, l1, sizeof l1),
-           train_acc, t->data.text ? "val" : "test", loss_str(t, test_loss, l2, sizeof l2), acc,
-           secs);
+    char ep[48];
+    printf("epoch %s  train loss %s acc %.4f  %s loss %s acc %.4f  time %.1fs\n",
+           tcli_epoch_str(ep, sizeof ep, epoch + 1, t->epochs),
+           loss_str(t, train_loss, l1, sizeof l1), train_acc, t->data.text ? "val" : "test",
+           loss_str(t, test_loss, l2, sizeof l2), acc, secs);
     if (*stopped && o->max_steps && t->step >= o->max_steps)
         printf("stopped after step %lld (--max-steps %d)\n", (long long)t->step, o->max_steps);
     else if (*stopped)
@@ -377,7 +380,10 @@ static int train_run(trainer *t) {
                t->scaler ? " with grad scaling" : "");
     printf("\n");
     if (t->world > 1) printf("distributed: %s; DistributedDataParallel\n", ts_dist_describe());
-    printf("%lld epoch%s", (long long)t->epochs, t->epochs == 1 ? "" : "s");
+    if (t->epochs >= INT_MAX)
+        printf("epochs until the time limit");
+    else
+        printf("%lld epoch%s", (long long)t->epochs, t->epochs == 1 ? "" : "s");
     if (o->max_steps) printf(" (at most %d steps)", o->max_steps);
     if (t->world > 1)
         printf(", batch %d per rank x %d ranks = global batch %lld", o->batch_size, t->world,
