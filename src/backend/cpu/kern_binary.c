@@ -10,10 +10,10 @@
 /* floats per chunk of the f16 / bf16 and strided vectorised paths (three of them on the stack) */
 #define BIN_CHUNK 256
 
-#define M_f_POW   powf
-#define M_d_POW   pow
-#define M_f_SQRT  sqrtf
-#define M_d_SQRT  sqrt
+#define M_f_POW  powf
+#define M_d_POW  pow
+#define M_f_SQRT sqrtf
+#define M_d_SQRT sqrt
 
 /* Wrapping integer arithmetic (signed overflow is undefined in C, two's complement in PyTorch). */
 #define IADD(x, y) ((int64_t)((uint64_t)(x) + (uint64_t)(y)))
@@ -159,7 +159,7 @@ typedef struct bin_ctx {
 } bin_ctx;
 
 /* PyTorch's pow_tensor_scalar shortcuts (faster; sqrt/rsqrt where PyTorch uses them) */
-enum { POW_GENERIC, POW_SQRT, POW_SQUARE, POW_CUBE, POW_RSQRT, POW_RECIP, POW_RECIP_SQUARE };
+enum { POW_GENERIC, POW_ONE, POW_SQRT, POW_SQUARE, POW_CUBE, POW_RSQRT, POW_RECIP, POW_RECIP_SQUARE };
 
 static bool is_cmp(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_GE; }
 /* ops whose output is bool */
@@ -217,6 +217,7 @@ static void binary_vec_bwd(const bin_ctx *ctx, char *const *p, const int64_t *s,
         switch (ctx->op) {                                                                         \
         case TS_B_POW:                                                                             \
             switch (ctx->pow_kind) {                                                               \
+            case POW_ONE: SCALAR_LOOP(T, ST, a); break;                                            \
             case POW_SQRT: SCALAR_LOOP(T, ST, M_##FAM##_SQRT(a)); break;                           \
             case POW_SQUARE: SCALAR_LOOP(T, ST, a * a); break;                                     \
             case POW_CUBE: SCALAR_LOOP(T, ST, a * a * a); break;                                   \
@@ -357,6 +358,7 @@ void ts_cpu_binary_scalar(const ts_backend *be, int index, ts_binary_op op, cons
         ctx.si = scalar_as_int(a->dtype, s);
     if (op == TS_B_POW) {
         ctx.pow_kind = s == 0.5    ? POW_SQRT
+                       : s == 1.0  ? POW_ONE
                        : s == 2.0  ? POW_SQUARE
                        : s == 3.0  ? POW_CUBE
                        : s == -0.5 ? POW_RSQRT

@@ -119,6 +119,54 @@ static int blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, i
     return ok ? BLAS_DONE : BLAS_CANNOT;
 }
 
+/* Products of at most GEMM_DIRECT_MAX multiply-adds (a linear regression's are 1000): a plain loop
+ * over the strided operands, since a library's call, packing and threading cost several times the
+ * arithmetic there. Each element sums over k in order, in the operands' type; the loop runs over
+ * rows innermost, so the sums of different rows are independent chains (unit-stride vectors when
+ * A's and C's rows are adjacent) instead of one latency-bound chain per element. */
+#define GEMM_DIRECT_MAX 4096
+#define GEMM_DIRECT(T)                                                                             \
+    static void gemm_direct_##T(const mm_desc *d, const T *a, const T *b, T *c) {                  \
+        const int64_t m = d->m, k = d->k, sa1 = d->sa[1], sa2 = d->sa[2], sc1 = d->sc[1];          \
+        for (int64_t j = 0; j < d->n; j++) {                                                       \
+            const T *bj = b + j * d->sb[2];                                                        \
+            const int64_t sb1 = d->sb[1];                                                          \
+            T *cj = c + j * d->sc[2];                                                              \
+            if (sa2 == 1) { /* rows of A along k: four rows' sums at once */                       \
+                int64_t i = 0;                                                                     \
+                for (; i + 4 <= m; i += 4) {                                                       \
+                    const T *a0 = a + i * sa1, *a1 = a0 + sa1, *a2 = a1 + sa1, *a3 = a2 + sa1;     \
+                    T s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                              \
+                    for (int64_t p = 0; p < k; p++) {                                              \
+                        const T bv = bj[p * sb1];                                                  \
+                        s0 += a0[p] * bv, s1 += a1[p] * bv, s2 += a2[p] * bv, s3 += a3[p] * bv;    \
+                    }                                                                              \
+                    cj[i * sc1] = s0, cj[(i + 1) * sc1] = s1;                                      \
+                    cj[(i + 2) * sc1] = s2, cj[(i + 3) * sc1] = s3;                                \
+                }                                                                                  \
+                for (; i < m; i++) {                                                               \
+                    T s0 = 0;                                                                      \
+                    for (int64_t p = 0; p < k; p++) s0 += a[i * sa1 + p] * bj[p * sb1];            \
+                    cj[i * sc1] = s0;                                                              \
+                }                                                                                  \
+                continue;                                                                          \
+            }                                                                                      \
+            /* otherwise rows innermost: independent sums, unit-stride vectors when A's and C's    \
+             * rows are adjacent */                                                                \
+            for (int64_t i = 0; i < m; i++) cj[i * sc1] = 0;                                       \
+            for (int64_t p = 0; p < k; p++) {                                                      \
+                const T bv = bj[p * sb1];                                                          \
+                const T *ap = a + p * sa2;                                                         \
+                if (sa1 == 1 && sc1 == 1)                                                          \
+                    for (int64_t i = 0; i < m; i++) cj[i] += ap[i] * bv;                           \
+                else                                                                               \
+                    for (int64_t i = 0; i < m; i++) cj[i * sc1] += ap[i * sa1] * bv;               \
+            }                                                                                      \
+        }                                                                                          \
+    }
+GEMM_DIRECT(float)
+GEMM_DIRECT(double)
+
 /* false: no scratch memory (nothing sensible written) */
 static bool gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, char *c,
                      bool parallel) {
@@ -127,6 +175,13 @@ static bool gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, c
                           d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
                           parallel && run_in_parallel((double)d->m * (double)d->n * (double)d->k)))
         return true;
+    if ((double)d->m * (double)d->n * (double)d->k <= GEMM_DIRECT_MAX) {
+        if (dbl)
+            gemm_direct_double(d, (const double *)a, (const double *)b, (double *)c);
+        else
+            gemm_direct_float(d, (const float *)a, (const float *)b, (float *)c);
+        return true;
+    }
     int r = blas_gemm(dbl, d->m, d->n, d->k, a, d->sa[1], d->sa[2], b, d->sb[1], d->sb[2], c,
                       d->sc[1], d->sc[2]);
     if (r != BLAS_CANNOT) return r == BLAS_DONE;
