@@ -155,6 +155,9 @@ static bool opt_sgd_momentum_inf(void) {
     return ts_sgd(lin, (ts_sgd_opts){.lr = 0.1, .momentum = INFINITY}) == NULL;
 }
 static bool opt_adam_lr_inf(void) { return ts_adam(lin, (ts_adam_opts){.lr = INFINITY}) == NULL; }
+static bool opt_sgd_decay_neg(void) {
+    return ts_sgd(lin, (ts_sgd_opts){.lr = 0.1, .weight_decay = -0.5}) == NULL;
+}
 static bool opt_sgd_decay_inf(void) {
     return ts_sgd(lin, (ts_sgd_opts){.lr = 0.1, .weight_decay = INFINITY}) == NULL;
 }
@@ -281,6 +284,7 @@ static const row rows[] = {
     {"sgd(momentum inf)", opt_sgd_momentum_inf, TS_ERR_ARG, "sgd"},
     {"adam(lr inf)", opt_adam_lr_inf, TS_ERR_ARG, "adam"},
     {"sgd(weight_decay inf)", opt_sgd_decay_inf, TS_ERR_ARG, "sgd"},
+    {"sgd(weight_decay -0.5)", opt_sgd_decay_neg, TS_ERR_ARG, "sgd: invalid weight_decay value -0.5"},
     {"adam(beta1 2)", opt_adam_beta, TS_ERR_ARG, "adam"},
     {"adam(eps -1)", opt_adam_eps, TS_ERR_ARG, "adam"},
     {"rmsprop(alpha 1.5)", opt_rmsprop_alpha, TS_ERR_ARG, "rmsprop"},

@@ -472,8 +472,35 @@ static void test_inplace_after_forward(void) {
     ts_scope_end();
 }
 
+/* The LayerNorm module: its default eps is PyTorch's 1e-5, and its forward is the function's with
+ * its own weight and bias (ones and zeros at first, then moved off them), bit for bit. */
+static void test_module_defaults(void) {
+    ts_scope_begin();
+    ts_manual_seed(5);
+    ts_module *m = ts_layer_norm_new(TS_SHAPE(33), (ts_norm_opts){0});
+    ts_tensor *x = ts_add_scalar(ts_randn(TS_SHAPE(4, 33), (ts_opts){0}), 3.0);
+    ts_tensor_list ps = ts_module_named_parameters(m);
+    CHECK(ps.n == 2);
+    if (ps.n == 2) {
+        ts_no_grad_begin();
+        ts_add_(ps.tensors[0], ts_rand(TS_SHAPE(33), (ts_opts){0}));
+        ts_add_(ps.tensors[1], ts_rand(TS_SHAPE(33), (ts_opts){0}));
+        ts_no_grad_end();
+        ts_tensor *y = ts_forward(m, x);
+        ts_tensor *want = ts_layer_norm(x, TS_SHAPE(33), ps.tensors[0], ps.tensors[1], 1e-5);
+        ts_tensor *eps1 = ts_layer_norm(x, TS_SHAPE(33), ps.tensors[0], ps.tensors[1], 1.0);
+        CHECK(y && want && ts_item(ts_max(ts_abs(ts_sub(y, want)))) == 0);
+        CHECK(y && eps1 && ts_item(ts_max(ts_abs(ts_sub(y, eps1)))) > 1e-3);
+    }
+    ts_tensor_list_free(&ps);
+    ts_module_free(m);
+    CHECK_OK();
+    ts_scope_end();
+}
+
 int main(void) {
     if (ts_test_isa_gate()) return 77;
+    test_module_defaults();
     ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     test_against_reference();
     test_thread_independence();

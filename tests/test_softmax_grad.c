@@ -4,7 +4,8 @@
  * (composed), a gradient built from a transposed tensor, f32 and f64, on every test device. The
  * tolerance of each element comes from the arithmetic: softmax's gx = y * (g - sum(g y)) carries a
  * few unit roundoffs of y and of the sum's terms, log_softmax's gx = g - exp(y) sum(g) a few of g
- * and of exp(y) sum(|g|). */
+ * and of exp(y) sum(|g|). Also: the fused path's memory (it must run where it applies), and the
+ * forward's edge cases (large inputs, NaNs) by rows and by column tiles. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +148,32 @@ static void check_forward_edges(ts_device dev, ts_dtype dt) {
         }
 }
 
+/* The fused gradient runs where it applies: a softmax forward + backward on the cpu allocates the
+ * output and the input's gradient and nothing of their size besides (the composition's products
+ * and differences would take three more). */
+static void check_fused_memory(bool lg) {
+    const int64_t R = 64, C = 1024;
+    ts_scope_begin();
+    ts_manual_seed(8);
+    ts_tensor *x = ts_randn(TS_SHAPE(R, C), (ts_opts){.requires_grad = true});
+    ts_tensor *g = ts_randn(TS_SHAPE(R, C), (ts_opts){0});
+    ts_mem_stats before, after;
+    CHECK(ts_memory_stats(ts_cpu(), &before) == TS_OK);
+    CHECK(ts_memory_reset_peak(ts_cpu()) == TS_OK);
+    ts_tensor *y = lg ? ts_log_softmax(x, 1) : ts_softmax(x, 1);
+    ts_backward_with(y, g);
+    CHECK_OK();
+    CHECK(ts_memory_stats(ts_cpu(), &after) == TS_OK);
+    const double full = (double)(R * C * 4);
+    const double extra = (double)after.peak_allocated - (double)before.allocated;
+    const double limit = 2 * full + 8 * 512 + full / 4; /* y and dx, allocations rounded to 512 */
+    printf("%s [64, 1024] forward + backward: %.0f KiB extra peak (limit %.0f KiB)\n",
+           lg ? "log_softmax" : "softmax", extra / 1024, limit / 1024);
+    CHECK(extra <= limit);
+    CHECK(ts_grad(x) != NULL);
+    ts_scope_end();
+}
+
 int main(void) {
     ts_device devs[TS_TEST_MAX_DEVICES];
     const int nd = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
@@ -169,6 +196,8 @@ int main(void) {
         check_forward_edges(devs[d], TS_F32);
         check_forward_edges(devs[d], TS_F64);
     }
+    check_fused_memory(false);
+    check_fused_memory(true);
     /* the graph records the gradient's node under PyTorch's names */
     ts_scope_begin();
     ts_tensor *x = ts_randn(TS_SHAPE(3, 5), (ts_opts){.requires_grad = true});
