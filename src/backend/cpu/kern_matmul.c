@@ -125,6 +125,17 @@ static int blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, i
  * rows innermost, so the sums of different rows are independent chains (unit-stride vectors when
  * A's and C's rows are adjacent) instead of one latency-bound chain per element. */
 #define GEMM_DIRECT_MAX 4096
+/* W rows i0.. of column j of C, each summed over k in order in W registers (A's rows adjacent) */
+#define GEMM_DIRECT_ROWS(T, W)                                                                     \
+    do {                                                                                           \
+        T acc_[W] = {0};                                                                           \
+        const T *ai_ = a + i0;                                                                     \
+        for (int64_t p = 0; p < k; p++) {                                                          \
+            const T bv_ = bj[p * sb1];                                                             \
+            for (int r_ = 0; r_ < (W); r_++) acc_[r_] += ai_[p * sa2 + r_] * bv_;                  \
+        }                                                                                          \
+        for (int r_ = 0; r_ < (W); r_++) cj[i0 + r_] = acc_[r_];                                   \
+    } while (0)
 #define GEMM_DIRECT(T)                                                                             \
     static void gemm_direct_##T(const mm_desc *d, const T *a, const T *b, T *c) {                  \
         const int64_t m = d->m, k = d->k, sa1 = d->sa[1], sa2 = d->sa[2], sc1 = d->sc[1];          \
@@ -151,16 +162,21 @@ static int blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, i
                 }                                                                                  \
                 continue;                                                                          \
             }                                                                                      \
-            /* otherwise rows innermost: independent sums, unit-stride vectors when A's and C's    \
-             * rows are adjacent */                                                                \
+            /* otherwise rows innermost: independent sums, kept in registers 16, 8, 4 or 1 rows at \
+             * a time when A's and C's rows are adjacent */                                        \
+            if (sa1 == 1 && sc1 == 1) {                                                            \
+                int64_t i0 = 0;                                                                    \
+                for (; i0 + 16 <= m; i0 += 16) GEMM_DIRECT_ROWS(T, 16);                            \
+                for (; i0 + 8 <= m; i0 += 8) GEMM_DIRECT_ROWS(T, 8);                               \
+                for (; i0 + 4 <= m; i0 += 4) GEMM_DIRECT_ROWS(T, 4);                               \
+                for (; i0 < m; i0++) GEMM_DIRECT_ROWS(T, 1);                                       \
+                continue;                                                                          \
+            }                                                                                      \
             for (int64_t i = 0; i < m; i++) cj[i * sc1] = 0;                                       \
             for (int64_t p = 0; p < k; p++) {                                                      \
                 const T bv = bj[p * sb1];                                                          \
                 const T *ap = a + p * sa2;                                                         \
-                if (sa1 == 1 && sc1 == 1)                                                          \
-                    for (int64_t i = 0; i < m; i++) cj[i] += ap[i] * bv;                           \
-                else                                                                               \
-                    for (int64_t i = 0; i < m; i++) cj[i * sc1] += ap[i * sa1] * bv;               \
+                for (int64_t i = 0; i < m; i++) cj[i * sc1] += ap[i * sa1] * bv;                   \
             }                                                                                      \
         }                                                                                          \
     }
