@@ -2,10 +2,25 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+
+/* A usage mistake, reported on one line (TCLI_USAGE): control characters from the user's text (a
+ * newline inside an argument) are shown as '?'. */
+static int __attribute__((format(printf, 1, 2))) usage_fail(const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    for (char *c = msg; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    return tcli_fail(TCLI_USAGE, "%s", msg);
+}
 
 void tcli_usage(FILE *f) {
     fputs(
@@ -223,7 +238,7 @@ static int parse_int(const char *name, const char *v, long long min, long long m
     errno = 0;
     long long x = strtoll(v, &end, 10);
     if (!*v || *end || errno || x < min || x > max)
-        return tcli_fail(TCLI_USAGE, "%s: expected %s, got '%s'", name, what, v);
+        return usage_fail("%s: expected %s, got '%s'", name, what, v);
     *out = x;
     return -1;
 }
@@ -235,7 +250,7 @@ static int parse_real(const char *name, const char *v, double min, double max, b
     double x = strtod(v, &end);
     if (!*v || *end || errno || !isfinite(x) || x < min || x > max || (max_open && x == max) ||
         (min > 0 && x <= 0))
-        return tcli_fail(TCLI_USAGE, "%s: expected %s, got '%s'", name, what, v);
+        return usage_fail("%s: expected %s, got '%s'", name, what, v);
     *out = x;
     return -1;
 }
@@ -287,7 +302,7 @@ static int set_value(const opt_spec *s, const char *v, tcli_opts *o) {
         if (rc < 0) *(double *)field = r;
         break;
     case K_STRING:
-        if (!*v) return tcli_fail(TCLI_USAGE, "%s: expected a value, got ''", s->name);
+        if (!*v) return usage_fail("%s: expected a value, got ''", s->name);
         *(const char **)field = v;
         break;
     case K_CHOICE:
@@ -304,7 +319,7 @@ static int set_value(const opt_spec *s, const char *v, tcli_opts *o) {
                 if (bar) strcat(out, bar == last ? " or " : ", ");
                 p = bar ? bar + 1 : NULL;
             }
-            return tcli_fail(TCLI_USAGE, "%s: expected %s, got '%s'", s->name, out, v);
+            return usage_fail("%s: expected %s, got '%s'", s->name, out, v);
         }
         *(const char **)field = v;
         break;
@@ -318,8 +333,7 @@ static int set_value(const opt_spec *s, const char *v, tcli_opts *o) {
         else if (!strcmp(v, "none"))
             o->progress = TCLI_PROGRESS_NONE;
         else
-            return tcli_fail(TCLI_USAGE, "%s: expected auto, bar, lines or none, got '%s'", s->name,
-                             v);
+            return usage_fail("%s: expected auto, bar, lines or none, got '%s'", s->name, v);
         break;
     case K_FLAG:
         *(bool *)field = true;
@@ -352,8 +366,7 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
                      .tokens = 200,
                      .temperature = 1};
     if (argc < 2)
-        return tcli_fail(TCLI_USAGE,
-                         "missing command: train, eval, generate or devices (see tessera --help)");
+        return usage_fail("missing command: train, eval, generate or devices (see tessera --help)");
     const char *cmd = argv[1];
     if (is_help(cmd)) {
         tcli_usage(stdout);
@@ -364,10 +377,9 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
                : !strcmp(cmd, "generate") ? FOR_GEN
                                           : 0;
     if (!mask && strcmp(cmd, "devices"))
-        return tcli_fail(TCLI_USAGE,
-                         "unknown command '%s': expected train, eval, generate or devices (see "
-                         "tessera --help)",
-                         cmd);
+        return usage_fail("unknown command '%s': expected train, eval, generate or devices (see "
+                          "tessera --help)",
+                          cmd);
     o->command = cmd;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -376,27 +388,25 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
             return TCLI_OK;
         }
         if (strncmp(a, "--", 2))
-            return tcli_fail(TCLI_USAGE,
-                             "unexpected argument '%s' (options start with --; see tessera --help)",
-                             a);
+            return usage_fail(
+                "unexpected argument '%s' (options start with --; see tessera --help)", a);
         const char *eq = strchr(a, '=');
         size_t n = eq ? (size_t)(eq - a) : strlen(a);
         const opt_spec *s = NULL;
         for (size_t k = 0; k < sizeof specs / sizeof *specs; k++)
             if (strlen(specs[k].name) == n && !strncmp(specs[k].name, a, n)) s = &specs[k];
-        if (!s)
-            return tcli_fail(TCLI_USAGE, "unknown option '%.*s' (see tessera --help)", (int)n, a);
+        if (!s) return usage_fail("unknown option '%.*s' (see tessera --help)", (int)n, a);
         if (!(s->commands & mask))
-            return tcli_fail(TCLI_USAGE, "%s: not an option of 'tessera %s' (see tessera --help)",
-                             s->name, cmd);
+            return usage_fail("%s: not an option of 'tessera %s' (see tessera --help)", s->name,
+                              cmd);
         const char *v;
         if (s->kind == K_FLAG) {
-            if (eq) return tcli_fail(TCLI_USAGE, "%s: takes no value, got '%s'", s->name, eq + 1);
+            if (eq) return usage_fail("%s: takes no value, got '%s'", s->name, eq + 1);
             v = "";
         } else if (eq) {
             v = eq + 1;
         } else {
-            if (i + 1 >= argc) return tcli_fail(TCLI_USAGE, "%s: missing value", s->name);
+            if (i + 1 >= argc) return usage_fail("%s: missing value", s->name);
             v = argv[++i];
         }
         int rc = set_value(s, v, o);
@@ -406,41 +416,37 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
     if (!o->model) o->model = text ? "gpt" : "lenet";
     const bool gpt = !strcmp(o->model, "gpt");
     if (gpt != text)
-        return tcli_fail(TCLI_USAGE, gpt ? "--model gpt: trains on --data text"
-                                         : "--data text: needs --model gpt (a language model)");
+        return usage_fail(gpt ? "--model gpt: trains on --data text"
+                              : "--data text: needs --model gpt (a language model)");
     const bool resnet = tcli_is_resnet(o->model),
                sgd = !o->optimizer || !strcmp(o->optimizer, "sgd");
     if (!o->optimizer) o->optimizer = gpt ? "adamw" : "sgd";
     if (o->weight_decay < 0)
         o->weight_decay = !strcmp(o->optimizer, "adamw") ? 0.1 : resnet && sgd ? 5e-4 : 0;
     if (!o->batch_size) o->batch_size = resnet ? 128 : 64;
-    if (o->width && !resnet)
-        return tcli_fail(TCLI_USAGE, "--width: only for --model resnet20 or resnet18");
+    if (o->width && !resnet) return usage_fail("--width: only for --model resnet20 or resnet18");
     if (o->augment && (text || !strcmp(o->data, "csv")))
-        return tcli_fail(TCLI_USAGE,
-                         "--augment: only for images (--data fashion-mnist, mnist or cifar10)");
+        return usage_fail("--augment: only for images (--data fashion-mnist, mnist or cifar10)");
     if (o->warmup < 0) o->warmup = gpt ? 100 : 0;
     if (o->dim % o->heads)
-        return tcli_fail(TCLI_USAGE, "--dim %d: must be a multiple of --heads (%d)", o->dim,
-                         o->heads);
+        return usage_fail("--dim %d: must be a multiple of --heads (%d)", o->dim, o->heads);
     if (mask == FOR_GEN && !o->checkpoint)
-        return tcli_fail(TCLI_USAGE, "generate: needs --checkpoint DIR (a gpt trained by tessera)");
+        return usage_fail("generate: needs --checkpoint DIR (a gpt trained by tessera)");
     if (o->greedy && o->top_k)
-        return tcli_fail(TCLI_USAGE, "--greedy: give either --greedy or --top-k, not both");
+        return usage_fail("--greedy: give either --greedy or --top-k, not both");
     if (o->time_limit && !o->max_steps && o->epochs == 0) o->epochs = INT_MAX;
     if (o->epochs == 0) o->epochs = o->max_steps ? INT_MAX : 2;
     if (o->checkpoint_every && !o->checkpoint)
-        return tcli_fail(TCLI_USAGE, "--checkpoint-every: needs --checkpoint DIR");
+        return usage_fail("--checkpoint-every: needs --checkpoint DIR");
     if (o->resume && !o->checkpoint)
-        return tcli_fail(TCLI_USAGE,
-                         "--resume: needs --checkpoint DIR (the folder to resume from)");
+        return usage_fail("--resume: needs --checkpoint DIR (the folder to resume from)");
     if (mask == FOR_EVAL && !o->checkpoint)
-        return tcli_fail(TCLI_USAGE, "eval: needs --checkpoint DIR (or a .safetensors file)");
+        return usage_fail("eval: needs --checkpoint DIR (or a .safetensors file)");
     if (o->devices && o->device)
-        return tcli_fail(TCLI_USAGE, "--devices: give either --device or --devices, not both");
-    if (o->amp_dtype && !o->amp) return tcli_fail(TCLI_USAGE, "--amp-dtype: only with --amp");
+        return usage_fail("--devices: give either --device or --devices, not both");
+    if (o->amp_dtype && !o->amp) return usage_fail("--amp-dtype: only with --amp");
     if (strcmp(o->data, "csv") && (o->csv_target))
-        return tcli_fail(TCLI_USAGE, "--csv-target: only for --data csv");
+        return usage_fail("--csv-target: only for --data csv");
     return -1;
 }
 
@@ -473,8 +479,7 @@ static int resolve_one(const char *flag, const char *name, ts_device *out) {
     ts_device d;
     if (ts_device_parse(name, &d)) {
         ts_error_clear();
-        return tcli_fail(TCLI_USAGE, "%s: expected cpu, cuda, cuda:N or sim:N, got '%s'", flag,
-                         name);
+        return usage_fail("%s: expected cpu, cuda, cuda:N or sim:N, got '%s'", flag, name);
     }
     if (d.type == TS_CUDA && d.index < 0) d.index = 0;
     /* a simulated device needs no hardware: make it exist rather than ask for TS_SIM_DEVICES */
@@ -484,10 +489,9 @@ static int resolve_one(const char *flag, const char *name, ts_device *out) {
     if (!ts_device_is_available(d)) {
         ts_error_clear();
         if (d.type == TS_CUDA)
-            return tcli_fail(TCLI_USAGE, "%s: %s is not available (%d CUDA device%s present)", flag,
-                             name, ts_device_count(TS_CUDA),
-                             ts_device_count(TS_CUDA) == 1 ? "" : "s");
-        return tcli_fail(TCLI_USAGE, "%s: %s is not available", flag, name);
+            return usage_fail("%s: %s is not available (%d CUDA device%s present)", flag, name,
+                              ts_device_count(TS_CUDA), ts_device_count(TS_CUDA) == 1 ? "" : "s");
+        return usage_fail("%s: %s is not available", flag, name);
     }
     *out = d;
     return -1;
@@ -513,19 +517,18 @@ int tcli_resolve_devices(const tcli_opts *o, ts_device *out, int *n) {
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         char name[32];
         if (len == 0 || len >= sizeof name)
-            return tcli_fail(TCLI_USAGE,
-                             "--devices: expected a comma-separated list such as sim:0,sim:1, "
-                             "got '%s'",
-                             o->devices);
+            return usage_fail("--devices: expected a comma-separated list such as sim:0,sim:1, "
+                              "got '%s'",
+                              o->devices);
         if (*n == TCLI_MAX_DEVICES)
-            return tcli_fail(TCLI_USAGE, "--devices: at most %d devices", TCLI_MAX_DEVICES);
+            return usage_fail("--devices: at most %d devices", TCLI_MAX_DEVICES);
         memcpy(name, p, len);
         name[len] = 0;
         int rc = resolve_one("--devices", name, &out[*n]);
         if (rc >= 0) return rc;
         for (int i = 0; i < *n; i++)
             if (ts_device_equal(out[i], out[*n]))
-                return tcli_fail(TCLI_USAGE, "--devices: %s appears twice", name);
+                return usage_fail("--devices: %s appears twice", name);
         ++*n;
         if (!comma) break;
         p = comma + 1;

@@ -127,7 +127,9 @@ typedef double ln_v4d __attribute__((vector_size(32)));
 #define LN_WD      4
 #define LN_VH      ln_v4f
 #define LN_NAME(x) LN_CAT(x, avx2_f32)
+#ifndef __clang__ /* clang ignores GCC target pragmas: its intrinsics would not inline */
 #define LN_TO_D(v) ((ln_v4d)_mm256_cvtps_pd((__m128)(v)))
+#endif
 #include "backend/cpu/kern_layer_norm_impl.h"
 #define LN_T       double
 #define LN_V       ln_v4d
@@ -149,7 +151,9 @@ typedef double ln_v8d __attribute__((vector_size(64)));
 #define LN_WD      8
 #define LN_VH      ln_v8f
 #define LN_NAME(x) LN_CAT(x, avx512_f32)
+#ifndef __clang__ /* clang ignores GCC target pragmas: its intrinsics would not inline */
 #define LN_TO_D(v) ((ln_v8d)_mm512_cvtps_pd((__m256)(v)))
+#endif
 #include "backend/cpu/kern_layer_norm_impl.h"
 #define LN_T       double
 #define LN_V       ln_v8d
