@@ -180,12 +180,8 @@ int main(void) {
     ts_device devices[TS_TEST_MAX_DEVICES];
     const int ndev = ts_test_devices(devices, TS_TEST_MAX_DEVICES);
     for (size_t k = 0; k < sizeof MODELS / sizeof *MODELS; k++) {
-        char path[4200];
-        ts_golden_path(__FILE__, MODELS[k].name, path, sizeof path);
-        ts_tensor_list file = {0};
-        if (ts_safetensors_load(path, ts_cpu(), &file) != TS_OK) {
-            printf("cannot load %s: %s\n", path, ts_error_message());
-            CHECK_OK();
+        ts_tensor_list file;
+        if (!ts_golden_load(__FILE__, MODELS[k].name, &file)) {
             continue;
         }
         for (int d = 0; d < ndev; d++) {

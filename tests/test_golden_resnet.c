@@ -265,12 +265,8 @@ int main(void) {
     }
     if ((load && *load) || (save && *save)) return ts_test_finish();
 
-    char path[4200];
-    ts_golden_path(__FILE__, "resnet", path, sizeof path);
-    ts_tensor_list file = {0};
-    if (ts_safetensors_load(path, ts_cpu(), &file) != TS_OK) {
-        printf("cannot load %s: %s\n", path, ts_error_message());
-        CHECK_OK();
+    ts_tensor_list file;
+    if (!ts_golden_load(__FILE__, "resnet", &file)) {
         return ts_test_finish();
     }
     F = &file;

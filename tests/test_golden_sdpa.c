@@ -59,12 +59,8 @@ int main(void) {
     static const char *cases[] = {"plain", "cross", "causal", "causal_wide", "bool", "additive"};
     ts_device devices[TS_TEST_MAX_DEVICES];
     const int ndev = ts_test_devices(devices, TS_TEST_MAX_DEVICES);
-    char path[4200];
-    ts_golden_path(__FILE__, "sdpa", path, sizeof path);
-    ts_tensor_list file = {0};
-    if (ts_safetensors_load(path, ts_cpu(), &file) != TS_OK) {
-        printf("cannot load %s: %s\n", path, ts_error_message());
-        CHECK_OK();
+    ts_tensor_list file;
+    if (!ts_golden_load(__FILE__, "sdpa", &file)) {
         return ts_test_finish();
     }
     F = &file;

@@ -198,7 +198,8 @@ ts_tensor *ts_init_xavier_uniform_(ts_tensor *t, double gain);
 ts_tensor *ts_init_zeros_(ts_tensor *t);
 ts_tensor *ts_init_ones_(ts_tensor *t);
 
-/* =============================================================== transformers (docs/TRANSFORMER.md) */
+/* =============================================================== transformers
+ * (docs/TRANSFORMER.md) */
 /* GELU's tanh approximation, torch.nn.functional.gelu(x, approximate='tanh'):
  * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), composed from differentiable ops. */
 ts_tensor *ts_gelu_tanh(ts_tensor *t);
@@ -229,8 +230,8 @@ ts_module *ts_multihead_attention_new(int64_t embed_dim, int64_t num_heads, ts_m
  * the opposite of SDPA's) or of the query's dtype (added). is_causal: a causal mask; with attn_mask
  * given it is a hint that attn_mask is causal (PyTorch); without one Tessera makes the causal mask
  * (PyTorch requires attn_mask). need_weights: *attn_weights_out (may be NULL) gets the attention
- * weights averaged over the heads [N, L, S] ([L, S] unbatched), in the caller's scope; otherwise the
- * attention runs through ts_scaled_dot_product_attention and *attn_weights_out is NULL. Returns
+ * weights averaged over the heads [N, L, S] ([L, S] unbatched), in the caller's scope; otherwise
+ * the attention runs through ts_scaled_dot_product_attention and *attn_weights_out is NULL. Returns
  * attn_output of the query's shape. ts_forward(mha, x) is self-attention without masks. */
 ts_tensor *ts_multihead_attention(ts_module *mha, ts_tensor *query, ts_tensor *key,
                                   ts_tensor *value, ts_tensor *key_padding_mask,

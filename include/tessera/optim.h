@@ -39,7 +39,8 @@ ts_optim *ts_rmsprop(ts_module *m, ts_rmsprop_opts o);
 ts_optim *ts_rmsprop_params(ts_tensor *const *params, int n, ts_rmsprop_opts o);
 /* A further parameter group with its own learning rate (other options as the first group). */
 ts_status ts_optim_add_param_group(ts_optim *opt, ts_tensor *const *params, int n, double lr);
-/* The same with its own weight decay (PyTorch's add_param_group({"params": ..., "weight_decay": wd})). */
+/* The same with its own weight decay (PyTorch's add_param_group({"params": ..., "weight_decay":
+ * wd})). */
 ts_status ts_optim_add_param_group_wd(ts_optim *opt, ts_tensor *const *params, int n, double lr,
                                       double weight_decay);
 int ts_optim_num_groups(ts_optim *opt);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_test.h"
+
 static double *host_f64(ts_tensor *t, int64_t *n) {
     *n = ts_numel(t);
     double *h = malloc((size_t)(*n ? *n : 1) * sizeof *h);
@@ -51,4 +53,17 @@ void ts_golden_path(const char *source_file, const char *name, char *out, size_t
     char src[4096];
     snprintf(src, sizeof src, "%s", source_file);
     snprintf(out, n, "%s/golden/%s.safetensors", dirname(src), name);
+}
+
+bool ts_golden_load(const char *source_file, const char *name, ts_tensor_list *out) {
+    char path[4200];
+    ts_golden_path(source_file, name, path, sizeof path);
+    *out = (ts_tensor_list){0};
+    const bool ok = ts_safetensors_load(path, ts_cpu(), out) == TS_OK;
+    ts_test_record(ok);
+    if (!ok) {
+        ts_test_failf(__FILE__, __LINE__, "cannot load %s: %s", path, ts_error_message());
+        ts_error_clear();
+    }
+    return ok;
 }

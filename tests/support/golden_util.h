@@ -12,5 +12,8 @@ bool ts_golden_close(const char *what, ts_tensor *got, ts_tensor *want, double r
 ts_tensor_list ts_golden_prefix(const ts_tensor_list *all, const char *prefix);
 /* "<dir of this source file>/golden/<name>.safetensors" into out */
 void ts_golden_path(const char *source_file, const char *name, char *out, size_t n);
+/* Loads that golden file onto the cpu into *out; false, with a failure recorded and printed (the
+ * path and the error), when it cannot. */
+bool ts_golden_load(const char *source_file, const char *name, ts_tensor_list *out);
 
 #endif /* TS_GOLDEN_UTIL_H */

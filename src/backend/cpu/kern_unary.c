@@ -18,7 +18,6 @@ typedef struct unary_ctx {
 /* floats per chunk of the f16 / bf16 and strided vectorised paths (on the stack) */
 #define UN_CHUNK 512
 
-
 /* libm by compute type: f for float, d for double */
 #define M_f_ABS   fabsf
 #define M_d_ABS   fabs
