@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backend/cpu/host_scratch.h"
 #include "backend/cuda/cuda_bridge.h"
 #include "core/internal.h"
 #include "core/pinned.h"
@@ -136,9 +137,10 @@ ts_status ts_empty_cache(ts_device d) {
     if (!check_mem_device("empty_cache", &d)) return ts_error();
     ts_allocator *a = tsi_allocator(d);
     if (a) ts_allocator_empty_cache(a);
-    /* the cpu's cache includes the page-locked one */
+    /* the cpu's cache includes the page-locked one and the kernels' cached scratch buffers */
     ts_allocator *p = atomic_load_explicit(&pinned_allocator, memory_order_acquire);
     if (d.type == TS_CPU && p) ts_allocator_empty_cache(p);
+    if (d.type == TS_CPU) tsi_host_scratch_empty();
     return TS_OK;
 }
 
