@@ -17,6 +17,7 @@
  * (the library itself is built for baseline x86-64) and picked by ts_cpu_isa_get(); the portable
  * path declines and leaves these products to the BLAS library. */
 #include "backend/cpu/gemm_small.h"
+#include "backend/cpu/omp_if.h"
 
 #ifdef TS_HAVE_OPENMP
 #include <omp.h>
@@ -50,19 +51,16 @@ static void gemm_nt(const small_variant *v, int64_t m, int64_t n, int64_t k, con
                     int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
                     bool parallel) {
     const int64_t tm = (m + v->nt_mr - 1) / v->nt_mr, tn = (n + v->nt_nr - 1) / v->nt_nr;
-    (void)parallel;
-#ifdef TS_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (parallel)
-#endif
-    for (int64_t tj = 0; tj < tn; tj++) {
-        const int64_t j = tj * v->nt_nr;
-        const int nr = (int)(n - j < v->nt_nr ? n - j : v->nt_nr);
-        for (int64_t ti = 0; ti < tm; ti++) {
-            const int64_t i = ti * v->nt_mr;
-            const int mr = (int)(m - i < v->nt_mr ? m - i : v->nt_mr);
-            v->nt(k, a + i * lda, lda, b + j * ldb, ldb, c + i * ldc + j, ldc, mr, nr);
-        }
-    }
+    TS_PARALLEL_FOR_IF(
+        parallel, for (int64_t tj = 0; tj < tn; tj++) {
+            const int64_t j = tj * v->nt_nr;
+            const int nr = (int)(n - j < v->nt_nr ? n - j : v->nt_nr);
+            for (int64_t ti = 0; ti < tm; ti++) {
+                const int64_t i = ti * v->nt_mr;
+                const int mr = (int)(m - i < v->nt_mr ? m - i : v->nt_mr);
+                v->nt(k, a + i * lda, lda, b + j * ldb, ldb, c + i * ldc + j, ldc, mr, nr);
+            }
+        });
 }
 
 static void gemm_tn(const small_variant *v, int64_t m, int64_t n, int64_t k, const float *at,
@@ -77,20 +75,17 @@ static void gemm_tn(const small_variant *v, int64_t m, int64_t n, int64_t k, con
         for (int64_t p = 0; p < k; p++)
             for (int64_t i = 0; i < mr_full; i++)
                 pad[p * mr_full + i] = i < rest ? at[p * lda + full_m + i] : 0.0f;
-    (void)parallel;
-#ifdef TS_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (parallel)
-#endif
-    for (int64_t tj = 0; tj < tn; tj++) {
-        const int64_t j = tj * v->tn_nr, cols = n - j < v->tn_nr ? n - j : v->tn_nr;
-        for (int64_t ti = 0; ti < tm; ti++) {
-            const int64_t i = ti * mr_full;
-            if (i < full_m)
-                v->tn(k, at + i, lda, b + j, ldb, c + i * ldc + j, ldc, mr_full, (int)cols);
-            else
-                v->tn(k, pad, mr_full, b + j, ldb, c + i * ldc + j, ldc, (int)rest, (int)cols);
-        }
-    }
+    TS_PARALLEL_FOR_IF(
+        parallel, for (int64_t tj = 0; tj < tn; tj++) {
+            const int64_t j = tj * v->tn_nr, cols = n - j < v->tn_nr ? n - j : v->tn_nr;
+            for (int64_t ti = 0; ti < tm; ti++) {
+                const int64_t i = ti * mr_full;
+                if (i < full_m)
+                    v->tn(k, at + i, lda, b + j, ldb, c + i * ldc + j, ldc, mr_full, (int)cols);
+                else
+                    v->tn(k, pad, mr_full, b + j, ldb, c + i * ldc + j, ldc, (int)rest, (int)cols);
+            }
+        });
 }
 #endif /* TS_SMALL_GEMM_BLOCKS */
 

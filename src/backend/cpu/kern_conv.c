@@ -11,6 +11,7 @@
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/gemm_provider.h"
 #include "backend/cpu/kern_conv.h"
+#include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
 
@@ -490,26 +491,22 @@ static float *to_f32(const ts_kview *v, int64_t n) {
     if (!dst) return NULL;
     const ts_vec_kernels *vk = ts_vec_kernels_get();
     const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
-#ifdef TS_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (CONVERT_PARALLEL(n))
-#endif
-    for (int64_t c = 0; c < chunks; c++) {
-        const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
-        ts_vec_load_f32(vk, dst + i, v->data + 2 * i, v->dtype, 2, m);
-    }
+    TS_PARALLEL_FOR_IF(
+        CONVERT_PARALLEL(n), for (int64_t c = 0; c < chunks; c++) {
+            const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
+            ts_vec_load_f32(vk, dst + i, v->data + 2 * i, v->dtype, 2, m);
+        });
     return dst;
 }
 
 static void from_f32(const float *src, int64_t n, const ts_kview *v) {
     const ts_vec_kernels *vk = ts_vec_kernels_get();
     const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
-#ifdef TS_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (CONVERT_PARALLEL(n))
-#endif
-    for (int64_t c = 0; c < chunks; c++) {
-        const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
-        ts_vec_store_f32(vk, v->data + 2 * i, v->dtype, 2, src + i, m);
-    }
+    TS_PARALLEL_FOR_IF(
+        CONVERT_PARALLEL(n), for (int64_t c = 0; c < chunks; c++) {
+            const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
+            ts_vec_store_f32(vk, v->data + 2 * i, v->dtype, 2, src + i, m);
+        });
 }
 
 static int64_t numel4(const ts_kview *v) {

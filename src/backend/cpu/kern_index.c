@@ -2,15 +2,10 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/omp_if.h"
 #include "backend/kernel_math.h"
 
 #define IX_PAR_MIN 32768 /* fewer elements than this: one thread */
-
-#ifdef TS_HAVE_OPENMP
-#define IX_PRAGMA(x) _Pragma(x)
-#else
-#define IX_PRAGMA(x)
-#endif
 
 /* Every op walks "rows": all dims but `dim` and the last one. Inside a row it loops over `dim`
  * and then the last dim (one loop when dim is the last dim), so the innermost loop runs along
@@ -115,30 +110,29 @@ static void select_common(const ts_kview *out, const ts_kview *in, int dim, cons
     if (w.nrows * nj * nk == 0) return;
     size_t es = elem_size(out->dtype);
     bool par = w.nrows * nj * nk >= IX_PAR_MIN;
-    (void)par;
-    IX_PRAGMA("omp parallel for schedule(static) if (par)")
-    for (int64_t r = 0; r < w.nrows; r++) {
-        int64_t oo, io, xo;
-        row_offsets(&w, r, out->strides, in->strides, xstr, &oo, &io, &xo);
-        char *dst = out->data + (size_t)oo * es;
-        const char *src = in->data + (size_t)io * es;
-        const int64_t *ix = idx + xo;
-        int64_t dj = out->strides[dim], sdim = in->strides[dim], xj = xstr[dim];
-        switch (es) {
-        case 1:
-            copy_row_uint8_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, nj, nk);
-            break;
-        case 2:
-            copy_row_uint16_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, nj, nk);
-            break;
-        case 4:
-            copy_row_uint32_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, nj, nk);
-            break;
-        default:
-            copy_row_uint64_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, nj, nk);
-            break;
-        }
-    }
+    TS_PARALLEL_FOR_IF(
+        par, for (int64_t r = 0; r < w.nrows; r++) {
+            int64_t oo, io, xo;
+            row_offsets(&w, r, out->strides, in->strides, xstr, &oo, &io, &xo);
+            char *dst = out->data + (size_t)oo * es;
+            const char *src = in->data + (size_t)io * es;
+            const int64_t *ix = idx + xo;
+            int64_t dj = out->strides[dim], sdim = in->strides[dim], xj = xstr[dim];
+            switch (es) {
+            case 1:
+                copy_row_uint8_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, nj, nk);
+                break;
+            case 2:
+                copy_row_uint16_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, nj, nk);
+                break;
+            case 4:
+                copy_row_uint32_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, nj, nk);
+                break;
+            default:
+                copy_row_uint64_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, nj, nk);
+                break;
+            }
+        });
 }
 
 void ts_cpu_index_select(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
@@ -201,42 +195,41 @@ void ts_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, in
     int64_t xk = w.last >= 0 ? x.strides[w.last] : 0;
     size_t es = elem_size(d.dtype);
     bool par = w.nrows > 1 && w.nrows * nj * nk >= IX_PAR_MIN;
-    (void)par;
-    IX_PRAGMA("omp parallel for schedule(static) if (par)")
-    for (int64_t r = 0; r < w.nrows; r++) {
-        int64_t xo, doff, so;
-        row_offsets(&w, r, x.strides, d.strides, s.strides, &xo, &doff, &so);
-        char *dp = d.data + (size_t)doff * es;
-        const char *sp = s.data + (size_t)so * es;
-        const int64_t *ix = (const int64_t *)x.data + xo;
-        int64_t ddim = d.strides[dim], sj = s.strides[dim], xj = x.strides[dim];
-        switch (d.dtype) {
-        case TS_F32:
-            scatter_f32(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
-            break;
-        case TS_F64:
-            scatter_f64(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
-            break;
-        case TS_F16:
-            scatter_f16(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
-            break;
-        case TS_BF16:
-            scatter_bf16(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
-            break;
-        case TS_I64:
-            scatter_i64(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
-            break;
-        case TS_I32:
-            scatter_i32(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
-            break;
-        case TS_U8:
-            scatter_u8(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
-            break;
-        case TS_BOOL:
-            scatter_bool(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
-            break;
-        default:
-            break;
-        }
-    }
+    TS_PARALLEL_FOR_IF(
+        par, for (int64_t r = 0; r < w.nrows; r++) {
+            int64_t xo, doff, so;
+            row_offsets(&w, r, x.strides, d.strides, s.strides, &xo, &doff, &so);
+            char *dp = d.data + (size_t)doff * es;
+            const char *sp = s.data + (size_t)so * es;
+            const int64_t *ix = (const int64_t *)x.data + xo;
+            int64_t ddim = d.strides[dim], sj = s.strides[dim], xj = x.strides[dim];
+            switch (d.dtype) {
+            case TS_F32:
+                scatter_f32(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
+                break;
+            case TS_F64:
+                scatter_f64(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
+                break;
+            case TS_F16:
+                scatter_f16(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
+                break;
+            case TS_BF16:
+                scatter_bf16(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
+                break;
+            case TS_I64:
+                scatter_i64(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
+                break;
+            case TS_I32:
+                scatter_i32(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
+                break;
+            case TS_U8:
+                scatter_u8(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
+                break;
+            case TS_BOOL:
+                scatter_bool(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
+                break;
+            default:
+                break;
+            }
+        });
 }

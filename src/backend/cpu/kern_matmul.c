@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/gemm_small.h"
+#include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
 
@@ -268,14 +269,14 @@ static float *halves_to_f32(const char *p, bool bf, int64_t nb, int64_t rows, in
     float *dst = malloc((size_t)(nb * rows * cols) * sizeof(float) + 1);
     if (!dst) return NULL;
     const int64_t total_rows = nb * rows;
-#ifdef TS_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (run_in_parallel((double)(total_rows * cols)))
-#endif
-    for (int64_t r = 0; r < total_rows; r++) { /* F16C where the CPU has it (vec_kernels.h) */
-        const char *src = p + 2 * (size_t)((r / rows) * s[0] + (r % rows) * s[1]);
-        ts_vec_load_f32(ts_vec_kernels_get(), dst + r * cols, src, bf ? TS_BF16 : TS_F16, 2 * s[2],
-                        cols);
-    }
+    TS_PARALLEL_FOR_IF(
+        run_in_parallel((double)(total_rows * cols)),
+        for (int64_t r = 0; r < total_rows;
+             r++) { /* F16C where the CPU has it (vec_kernels.h) */
+                    const char *src = p + 2 * (size_t)((r / rows) * s[0] + (r % rows) * s[1]);
+                    ts_vec_load_f32(ts_vec_kernels_get(), dst + r * cols, src,
+                                    bf ? TS_BF16 : TS_F16, 2 * s[2], cols);
+        });
     return dst;
 }
 
@@ -300,14 +301,12 @@ static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b,
         return false;
     }
     const int64_t rows = d->bsz * d->m, n = d->n;
-#ifdef TS_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (run_in_parallel((double)(rows * n)))
-#endif
-    for (int64_t r = 0; r < rows; r++) {
-        char *dst = c + 2 * (size_t)((r / d->m) * d->sc[0] + (r % d->m) * d->sc[1]);
-        ts_vec_store_f32(ts_vec_kernels_get(), dst, bf ? TS_BF16 : TS_F16, 2 * d->sc[2], fc + r * n,
-                         n);
-    }
+    TS_PARALLEL_FOR_IF(
+        run_in_parallel((double)(rows * n)), for (int64_t r = 0; r < rows; r++) {
+            char *dst = c + 2 * (size_t)((r / d->m) * d->sc[0] + (r % d->m) * d->sc[1]);
+            ts_vec_store_f32(ts_vec_kernels_get(), dst, bf ? TS_BF16 : TS_F16, 2 * d->sc[2],
+                             fc + r * n, n);
+        });
     free(fa);
     free(fb);
     free(fc);

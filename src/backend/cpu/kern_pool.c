@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/omp_if.h"
 #include "backend/kernel_math.h"
 
 #ifdef TS_HAVE_OPENMP
@@ -241,12 +242,15 @@ static bool is_max2x2(const pgeom *g) {
            g->ph == 0 && g->pw == 0 && g->dh == 1 && g->dw == 1;
 }
 
-#ifdef TS_HAVE_OPENMP
 static bool pool_parallel(const pgeom *g) {
+#ifdef TS_HAVE_OPENMP
     return g->planes > 1 && (double)g->planes * (double)(g->h * g->w + g->oh * g->ow) > 32768 &&
            omp_get_max_threads() > 1 && !omp_in_parallel();
-}
+#else
+    (void)g;
+    return false;
 #endif
+}
 
 void ts_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *indices, const ts_pool2d_params *p) {
@@ -258,28 +262,26 @@ void ts_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const t
     const size_t es = dt == TS_F64 ? 8 : dt == TS_F32 ? 4 : 2;
     const bool fast = is_max2x2(&g);
     int64_t *idx = indices && g.kind == TS_POOL_MAX ? (int64_t *)indices->data : NULL;
-#ifdef TS_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (pool_parallel(&g))
-#endif
-    for (int64_t i = 0; i < planes; i++) {
-        const char *xp = x->data + (size_t)(i * in_plane) * es;
-        char *yp = out->data + (size_t)(i * out_plane) * es;
-        int64_t *ip = idx ? idx + i * out_plane : NULL;
-        if (fast && dt == TS_F32)
-            max2x2_plane_f32(&g, (const float *)xp, (float *)yp, ip);
-        else if (fast && dt == TS_F16)
-            max2x2_plane_f16(&g, (const uint16_t *)xp, (uint16_t *)yp, ip);
-        else if (fast && dt == TS_BF16)
-            max2x2_plane_bf16(&g, (const uint16_t *)xp, (uint16_t *)yp, ip);
-        else if (dt == TS_F32)
-            fwd_plane_f32(&g, (const float *)xp, (float *)yp, ip);
-        else if (dt == TS_F64)
-            fwd_plane_f64(&g, (const double *)xp, (double *)yp, ip);
-        else if (dt == TS_F16)
-            fwd_plane_f16(&g, (const uint16_t *)xp, (uint16_t *)yp, ip);
-        else
-            fwd_plane_bf16(&g, (const uint16_t *)xp, (uint16_t *)yp, ip);
-    }
+    TS_PARALLEL_FOR_IF(
+        pool_parallel(&g), for (int64_t i = 0; i < planes; i++) {
+            const char *xp = x->data + (size_t)(i * in_plane) * es;
+            char *yp = out->data + (size_t)(i * out_plane) * es;
+            int64_t *ip = idx ? idx + i * out_plane : NULL;
+            if (fast && dt == TS_F32)
+                max2x2_plane_f32(&g, (const float *)xp, (float *)yp, ip);
+            else if (fast && dt == TS_F16)
+                max2x2_plane_f16(&g, (const uint16_t *)xp, (uint16_t *)yp, ip);
+            else if (fast && dt == TS_BF16)
+                max2x2_plane_bf16(&g, (const uint16_t *)xp, (uint16_t *)yp, ip);
+            else if (dt == TS_F32)
+                fwd_plane_f32(&g, (const float *)xp, (float *)yp, ip);
+            else if (dt == TS_F64)
+                fwd_plane_f64(&g, (const double *)xp, (double *)yp, ip);
+            else if (dt == TS_F16)
+                fwd_plane_f16(&g, (const uint16_t *)xp, (uint16_t *)yp, ip);
+            else
+                fwd_plane_bf16(&g, (const uint16_t *)xp, (uint16_t *)yp, ip);
+        });
 }
 
 void ts_cpu_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx,
@@ -292,20 +294,18 @@ void ts_cpu_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx,
     const size_t es = dt == TS_F64 ? 8 : dt == TS_F32 ? 4 : 2;
     if (planes == 0 || in_plane == 0) return;
     const int64_t *idx = g.kind == TS_POOL_MAX ? (const int64_t *)indices->data : NULL;
-#ifdef TS_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (pool_parallel(&g))
-#endif
-    for (int64_t i = 0; i < planes; i++) {
-        const char *gyp = gout->data + (size_t)(i * out_plane) * es;
-        char *gxp = gx->data + (size_t)(i * in_plane) * es;
-        const int64_t *ip = idx ? idx + i * out_plane : NULL;
-        if (dt == TS_F32)
-            bwd_plane_f32(&g, (const float *)gyp, ip, (float *)gxp);
-        else if (dt == TS_F64)
-            bwd_plane_f64(&g, (const double *)gyp, ip, (double *)gxp);
-        else if (dt == TS_F16)
-            bwd_plane_f16(&g, (const uint16_t *)gyp, ip, (uint16_t *)gxp);
-        else
-            bwd_plane_bf16(&g, (const uint16_t *)gyp, ip, (uint16_t *)gxp);
-    }
+    TS_PARALLEL_FOR_IF(
+        pool_parallel(&g), for (int64_t i = 0; i < planes; i++) {
+            const char *gyp = gout->data + (size_t)(i * out_plane) * es;
+            char *gxp = gx->data + (size_t)(i * in_plane) * es;
+            const int64_t *ip = idx ? idx + i * out_plane : NULL;
+            if (dt == TS_F32)
+                bwd_plane_f32(&g, (const float *)gyp, ip, (float *)gxp);
+            else if (dt == TS_F64)
+                bwd_plane_f64(&g, (const double *)gyp, ip, (double *)gxp);
+            else if (dt == TS_F16)
+                bwd_plane_f16(&g, (const uint16_t *)gyp, ip, (uint16_t *)gxp);
+            else
+                bwd_plane_bf16(&g, (const uint16_t *)gyp, ip, (uint16_t *)gxp);
+        });
 }

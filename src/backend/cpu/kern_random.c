@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
 #include "backend/philox.h"
@@ -205,12 +206,10 @@ void ts_cpu_random(const ts_backend *be, int index, ts_random_kind kind, const t
     for (int d = 0; d < out->ndim; d++) numel *= out->shape[d];
     if (numel <= 0) return;
     int64_t nbatch = (numel + RAND_BATCH - 1) / RAND_BATCH;
-#ifdef TS_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (numel >= RAND_PAR_MIN)
-#endif
-    for (int64_t b = 0; b < nbatch; b++) {
-        int64_t start = b * RAND_BATCH;
-        int64_t m = numel - start < RAND_BATCH ? numel - start : RAND_BATCH;
-        random_batch(kind, out, p0, p1, seed, offset, start, m);
-    }
+    TS_PARALLEL_FOR_IF(
+        numel >= RAND_PAR_MIN, for (int64_t b = 0; b < nbatch; b++) {
+            int64_t start = b * RAND_BATCH;
+            int64_t m = numel - start < RAND_BATCH ? numel - start : RAND_BATCH;
+            random_batch(kind, out, p0, p1, seed, offset, start, m);
+        });
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "backend/cpu/kern_reduce.h"
+#include "backend/cpu/omp_if.h"
 
 /* Partial over reduced positions [p0, p1) of output o. */
 static void row_partial(const ts_cpu_rplan *P, int64_t o, int64_t p0, int64_t p1, ts_cpu_fstate *fs,
@@ -28,20 +29,17 @@ static void reduce_rows(const ts_cpu_rplan *P) {
     if (P->outputs < RED_FEW_ITEMS && P->n >= 2 * RED_BLOCK)
         nb = (P->n + RED_BLOCK - 1) / RED_BLOCK;
     bool par = P->outputs * P->n >= RED_PAR_MIN;
-    (void)par;
     if (nb == 1) {
-#ifdef TS_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (par)
-#endif
-        for (int64_t o = 0; o < P->outputs; o++) {
-            ts_cpu_fstate fs = ts_cpu_red_fs_init(P->op);
-            ts_cpu_istate is = ts_cpu_red_is_init(P->op);
-            row_partial(P, o, 0, P->n, &fs, &is);
-            if (P->ints)
-                ts_cpu_red_is_store(P->op, P->out, o, &is);
-            else
-                ts_cpu_red_fs_store(P->op, P->out, o, &fs, P->n, P->corr);
-        }
+        TS_PARALLEL_FOR_IF(
+            par, for (int64_t o = 0; o < P->outputs; o++) {
+                ts_cpu_fstate fs = ts_cpu_red_fs_init(P->op);
+                ts_cpu_istate is = ts_cpu_red_is_init(P->op);
+                row_partial(P, o, 0, P->n, &fs, &is);
+                if (P->ints)
+                    ts_cpu_red_is_store(P->op, P->out, o, &is);
+                else
+                    ts_cpu_red_fs_store(P->op, P->out, o, &fs, P->n, P->corr);
+            });
         return;
     }
     int64_t items = P->outputs * nb;
@@ -85,41 +83,38 @@ static void reduce_rows(const ts_cpu_rplan *P) {
 static void reduce_small_rows(const ts_cpu_rplan *P) {
     int64_t n = P->n, per = RED_CHUNK / n, nbatch = (P->outputs + per - 1) / per;
     bool par = P->outputs * n >= RED_PAR_MIN;
-    (void)par;
-#ifdef TS_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (par)
-#endif
-    for (int64_t b = 0; b < nbatch; b++) {
-        double dbuf[RED_CHUNK], res[RED_CHUNK];
-        int64_t ibuf[RED_CHUNK], ires[RED_CHUNK];
-        int64_t o0 = b * per, cnt = P->outputs - o0 < per ? P->outputs - o0 : per;
-        const char *base = P->base + (size_t)(o0 * n) * P->es;
-        if (P->ints) {
-            ts_cpu_red_conv_run_i64(ibuf, base, P->dt, 1, cnt * n);
-            for (int64_t j = 0; j < cnt; j++) {
-                ts_cpu_istate st = ts_cpu_red_is_init(P->op);
-                ts_cpu_red_is_fold(P->op, &st, ibuf + j * n, n, 0);
-                ires[j] = ts_cpu_red_is_arg(P->op) ? st.idx : st.v;
+    TS_PARALLEL_FOR_IF(
+        par, for (int64_t b = 0; b < nbatch; b++) {
+            double dbuf[RED_CHUNK], res[RED_CHUNK];
+            int64_t ibuf[RED_CHUNK], ires[RED_CHUNK];
+            int64_t o0 = b * per, cnt = P->outputs - o0 < per ? P->outputs - o0 : per;
+            const char *base = P->base + (size_t)(o0 * n) * P->es;
+            if (P->ints) {
+                ts_cpu_red_conv_run_i64(ibuf, base, P->dt, 1, cnt * n);
+                for (int64_t j = 0; j < cnt; j++) {
+                    ts_cpu_istate st = ts_cpu_red_is_init(P->op);
+                    ts_cpu_red_is_fold(P->op, &st, ibuf + j * n, n, 0);
+                    ires[j] = ts_cpu_red_is_arg(P->op) ? st.idx : st.v;
+                }
+                ts_cpu_red_store_run_i(P->out, o0, ires, cnt);
+                continue;
             }
-            ts_cpu_red_store_run_i(P->out, o0, ires, cnt);
-            continue;
-        }
-        ts_cpu_red_conv_run_f64(dbuf, base, P->dt, 1, cnt * n);
-        if (P->op == TS_R_SUM || P->op == TS_R_MEAN) {
-            for (int64_t j = 0; j < cnt; j++) {
-                double s = 0.0;
-                for (int64_t k = 0; k < n; k++) s += dbuf[j * n + k];
-                res[j] = P->op == TS_R_MEAN ? s / (double)n : s;
+            ts_cpu_red_conv_run_f64(dbuf, base, P->dt, 1, cnt * n);
+            if (P->op == TS_R_SUM || P->op == TS_R_MEAN) {
+                for (int64_t j = 0; j < cnt; j++) {
+                    double s = 0.0;
+                    for (int64_t k = 0; k < n; k++) s += dbuf[j * n + k];
+                    res[j] = P->op == TS_R_MEAN ? s / (double)n : s;
+                }
+            } else {
+                for (int64_t j = 0; j < cnt; j++) {
+                    ts_cpu_fstate st = ts_cpu_red_fs_init(P->op);
+                    ts_cpu_red_fs_fold(P->op, &st, dbuf + j * n, n, 0);
+                    res[j] = ts_cpu_red_fs_finish(P->op, &st, n, P->corr);
+                }
             }
-        } else {
-            for (int64_t j = 0; j < cnt; j++) {
-                ts_cpu_fstate st = ts_cpu_red_fs_init(P->op);
-                ts_cpu_red_fs_fold(P->op, &st, dbuf + j * n, n, 0);
-                res[j] = ts_cpu_red_fs_finish(P->op, &st, n, P->corr);
-            }
-        }
-        ts_cpu_red_store_run_d(P->out, o0, res, cnt);
-    }
+            ts_cpu_red_store_run_d(P->out, o0, res, cnt);
+        });
 }
 
 void ts_cpu_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview *out,

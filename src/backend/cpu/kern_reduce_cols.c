@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "backend/cpu/kern_reduce.h"
+#include "backend/cpu/omp_if.h"
 
 /* "Reduce the outer dims, keep a contiguous inner dim": each reduced position contributes one
  * contiguous row of tn kept columns, accumulated into per-column arrays (vectorisable), instead of
@@ -140,7 +141,6 @@ void ts_cpu_red_cols(const ts_cpu_rplan *P) {
         nb = (P->n + bs - 1) / bs;
     }
     bool par = P->outputs * P->n >= RED_PAR_MIN;
-    (void)par;
     ts_cpu_fstate *fs = NULL;
     ts_cpu_istate *is = NULL;
     if (nb > 1) {
@@ -154,18 +154,16 @@ void ts_cpu_red_cols(const ts_cpu_rplan *P) {
         }
     }
     atomic_bool failed = false;
-#ifdef TS_HAVE_OPENMP
-#pragma omp parallel for schedule(dynamic, 1) if (par)
-#endif
-    for (int64_t w = 0; w < items * nb; w++) {
-        int64_t it = w / nb, b = w % nb, q = it / ntiles, c0 = (it % ntiles) * RED_TILE;
-        int64_t tn = C - c0 < RED_TILE ? C - c0 : RED_TILE;
-        int64_t p0 = b * bs, p1 = p0 + bs < P->n ? p0 + bs : P->n;
-        const char *base = P->base + (size_t)(ts_cpu_red_lin_offset(&rest, q) + c0) * P->es;
-        if (!col_partial(P, base, tn, p0, p1, fs ? fs + w * tw : NULL, is ? is + w * tw : NULL,
-                         q * C + c0))
-            atomic_store_explicit(&failed, true, memory_order_relaxed);
-    }
+    TS_PARALLEL_FOR_DYNAMIC_IF(
+        par, for (int64_t w = 0; w < items * nb; w++) {
+            int64_t it = w / nb, b = w % nb, q = it / ntiles, c0 = (it % ntiles) * RED_TILE;
+            int64_t tn = C - c0 < RED_TILE ? C - c0 : RED_TILE;
+            int64_t p0 = b * bs, p1 = p0 + bs < P->n ? p0 + bs : P->n;
+            const char *base = P->base + (size_t)(ts_cpu_red_lin_offset(&rest, q) + c0) * P->es;
+            if (!col_partial(P, base, tn, p0, p1, fs ? fs + w * tw : NULL, is ? is + w * tw : NULL,
+                             q * C + c0))
+                atomic_store_explicit(&failed, true, memory_order_relaxed);
+        });
     if (atomic_load(&failed)) {
         tsi_kernel_oom("reduce", (size_t)tw * 4 * sizeof(double));
         nb = 1; /* nothing to combine */

@@ -6,16 +6,11 @@
 #include <math.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 
 #define SMB_PAR_MIN 32768 /* fewer elements than this: one thread */
 #define SMB_LANES   16    /* independent partial sums: the compiler keeps them in vector lanes */
-
-#ifdef TS_HAVE_OPENMP
-#define SMB_PRAGMA(x) _Pragma(x)
-#else
-#define SMB_PRAGMA(x)
-#endif
 
 /* Whether v is contiguous row-major with dim innermost, i.e. rows of shape[dim] one after another.
  */
@@ -83,17 +78,16 @@ bool ts_cpu_softmax_backward(const ts_backend *be, int index, const ts_kview *gx
     if (numel == 0) return true;
     const int64_t nrows = numel / L;
     const bool par = numel >= SMB_PAR_MIN;
-    (void)par;
     if (dt == TS_F32) {
         float *o = (float *)gx->data;
         const float *yy = (const float *)y->data, *gg = (const float *)g->data;
-        SMB_PRAGMA("omp parallel for schedule(static) if (par)")
-        for (int64_t r = 0; r < nrows; r++) row_f(o + r * L, yy + r * L, gg + r * L, L, log);
+        TS_PARALLEL_FOR_IF(par, for (int64_t r = 0; r < nrows; r++)
+                                    row_f(o + r * L, yy + r * L, gg + r * L, L, log););
     } else {
         double *o = (double *)gx->data;
         const double *yy = (const double *)y->data, *gg = (const double *)g->data;
-        SMB_PRAGMA("omp parallel for schedule(static) if (par)")
-        for (int64_t r = 0; r < nrows; r++) row_d(o + r * L, yy + r * L, gg + r * L, L, log);
+        TS_PARALLEL_FOR_IF(par, for (int64_t r = 0; r < nrows; r++)
+                                    row_d(o + r * L, yy + r * L, gg + r * L, L, log););
     }
     return true;
 }
