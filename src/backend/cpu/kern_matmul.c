@@ -144,8 +144,16 @@ static int blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, i
             const T *bj = b + j * d->sb[2];                                                        \
             const int64_t sb1 = d->sb[1];                                                          \
             T *cj = c + j * d->sc[2];                                                              \
-            if (sa2 == 1) { /* rows of A along k: four rows' sums at once */                       \
+            if (sa2 == 1) { /* rows of A along k: eight (then four) rows' sums at once */          \
                 int64_t i = 0;                                                                     \
+                for (; i + 8 <= m; i += 8) {                                                       \
+                    T s[8] = {0};                                                                  \
+                    for (int64_t p = 0; p < k; p++) {                                              \
+                        const T bv = bj[p * sb1];                                                  \
+                        for (int r = 0; r < 8; r++) s[r] += a[(i + r) * sa1 + p] * bv;             \
+                    }                                                                              \
+                    for (int r = 0; r < 8; r++) cj[(i + r) * sc1] = s[r];                          \
+                }                                                                                  \
                 for (; i + 4 <= m; i += 4) {                                                       \
                     const T *a0 = a + i * sa1, *a1 = a0 + sa1, *a2 = a1 + sa1, *a3 = a2 + sa1;     \
                     T s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                              \
@@ -169,7 +177,19 @@ static int blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, i
                 int64_t i0 = 0;                                                                    \
                 for (; i0 + 16 <= m; i0 += 16) GEMM_DIRECT_ROWS(T, 16);                            \
                 for (; i0 + 8 <= m; i0 += 8) GEMM_DIRECT_ROWS(T, 8);                               \
-                for (; i0 + 4 <= m; i0 += 4) GEMM_DIRECT_ROWS(T, 4);                               \
+                for (; i0 + 4 <= m && m < 8; i0 += 4) GEMM_DIRECT_ROWS(T, 4);                      \
+                /* the last rows: one group ending at m, overlapping rows already done (their sums \
+                 * come out the same), instead of one latency-bound chain per row */               \
+                if (i0 < m && m >= 8) {                                                            \
+                    i0 = m - 8;                                                                    \
+                    GEMM_DIRECT_ROWS(T, 8);                                                        \
+                    i0 = m;                                                                        \
+                }                                                                                  \
+                if (i0 < m && m >= 4) {                                                            \
+                    i0 = m - 4;                                                                    \
+                    GEMM_DIRECT_ROWS(T, 4);                                                        \
+                    i0 = m;                                                                        \
+                }                                                                                  \
                 for (; i0 < m; i0++) GEMM_DIRECT_ROWS(T, 1);                                       \
                 continue;                                                                          \
             }                                                                                      \
