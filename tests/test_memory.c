@@ -1,6 +1,7 @@
 /* test_memory.c — scopes leave nothing behind over 10,000 steps on cpu and sim:0, ts_keep moves
  * ownership outwards, and a sim device with a capacity runs out of memory cleanly. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,8 +261,61 @@ static void test_keep(void) {
     CHECK_OK();
 }
 
+/* ------------------------------------------------------------------ (d) counts across threads
+ * Each thread counts the tensors it makes and frees in a table of its own; the statistics sum the
+ * tables, and a thread that ends hands its count over. A tensor made on one thread and released on
+ * another must leave the sum right, while the thread runs and after it ended. */
+typedef struct handover {
+    ts_tensor *t[3];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stage; /* 1: the thread made its tensors; 2: main has counted; 3: the thread released one */
+} handover;
+
+static void wait_stage(handover *h, int stage) {
+    pthread_mutex_lock(&h->mu);
+    while (h->stage < stage) pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+}
+static void set_stage(handover *h, int stage) {
+    pthread_mutex_lock(&h->mu);
+    h->stage = stage;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void *maker(void *arg) {
+    handover *h = arg;
+    for (int i = 0; i < 3; i++) h->t[i] = ts_zeros(TS_SHAPE(4), (ts_opts){0}); /* caller owns */
+    set_stage(h, 1);
+    wait_stage(h, 2);
+    ts_release(h->t[0]); /* one of its own, on this thread */
+    h->t[0] = NULL;
+    set_stage(h, 3);
+    return NULL; /* ends holding a count of +2 for tensors main releases */
+}
+
+static void test_live_across_threads(void) {
+    const int64_t base = stats(ts_cpu()).live_tensors;
+    handover h = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, maker, &h), 0);
+    wait_stage(&h, 1);
+    CHECK_EQ(stats(ts_cpu()).live_tensors, base + 3); /* the running thread's table */
+    ts_release(h.t[1]);                               /* made there, released here */
+    CHECK_EQ(stats(ts_cpu()).live_tensors, base + 2);
+    set_stage(&h, 2);
+    wait_stage(&h, 3);
+    CHECK_EQ(stats(ts_cpu()).live_tensors, base + 1);
+    pthread_join(th, NULL);
+    CHECK_EQ(stats(ts_cpu()).live_tensors, base + 1); /* the ended thread handed its count over */
+    ts_release(h.t[2]);
+    CHECK_EQ(stats(ts_cpu()).live_tensors, base);
+}
+
 int main(void) {
     test_oom();
+    test_live_across_threads();
     test_loop();
     test_keep();
     CHECK_EQ(ts_scope_depth(), 0);

@@ -102,13 +102,87 @@ void tsi_memory_drop_allocators(ts_device_type t) {
     pthread_mutex_unlock(&create_lock);
 }
 
-void tsi_live_tensors_add(ts_device d, int delta) {
-    if (slot_ok(d)) atomic_fetch_add_explicit(&live[d.type][d.index], delta, memory_order_relaxed);
+/* Live-tensor counts. Each thread counts in a table of its own, with a plain load and store (its
+ * only writer), instead of a locked add on shared counters for every tensor made and freed (6% of
+ * a linear regression's step); readers sum the tables under a lock. A thread that ends folds its
+ * table into `live`, which also takes the counts of threads without a table of their own (one
+ * ending, or the key missing). A tensor made on one thread and freed on another counts +1 on the
+ * first, -1 on the second: the sum is right. */
+typedef struct live_table {
+    atomic_int_fast64_t n[TSI_TYPES][TSI_MAX_INDEX];
+    struct live_table *prev, *next;
+    bool linked, closed;
+} live_table;
+static _Thread_local live_table my_live; /* in thread storage: nothing to allocate or fail */
+static live_table *live_tables;
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t live_key;
+static pthread_once_t live_key_once = PTHREAD_ONCE_INIT;
+static bool live_key_ok;
+
+static void live_thread_exit(void *p) {
+    live_table *t = p;
+    pthread_mutex_lock(&live_lock);
+    for (int k = 0; k < TSI_TYPES; k++)
+        for (int i = 0; i < TSI_MAX_INDEX; i++)
+            atomic_fetch_add_explicit(&live[k][i],
+                                      atomic_load_explicit(&t->n[k][i], memory_order_relaxed),
+                                      memory_order_relaxed);
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        live_tables = t->next;
+    if (t->next) t->next->prev = t->prev;
+    t->linked = false;
+    t->closed = true;
+    pthread_mutex_unlock(&live_lock);
 }
 
-int64_t tsi_live_tensors(ts_device d) {
-    return slot_ok(d) ? (int64_t)atomic_load(&live[d.type][d.index]) : 0;
+static void live_key_init(void) {
+    live_key_ok = pthread_key_create(&live_key, live_thread_exit) == 0;
 }
+
+static live_table *my_live_table(void) {
+    live_table *t = &my_live;
+    if (__builtin_expect(t->linked, 1)) return t;
+    if (t->closed) return NULL;
+    pthread_once(&live_key_once, live_key_init);
+    if (!live_key_ok || pthread_setspecific(live_key, t) != 0) {
+        t->closed = true;
+        return NULL;
+    }
+    pthread_mutex_lock(&live_lock);
+    t->prev = NULL;
+    t->next = live_tables;
+    if (live_tables) live_tables->prev = t;
+    live_tables = t;
+    t->linked = true;
+    pthread_mutex_unlock(&live_lock);
+    return t;
+}
+
+void tsi_live_tensors_add(ts_device d, int delta) {
+    if (!slot_ok(d)) return;
+    live_table *t = my_live_table();
+    if (!t) {
+        atomic_fetch_add_explicit(&live[d.type][d.index], delta, memory_order_relaxed);
+        return;
+    }
+    atomic_int_fast64_t *c = &t->n[d.type][d.index];
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + delta,
+                          memory_order_relaxed);
+}
+
+static int64_t live_sum(int type, int index) {
+    pthread_mutex_lock(&live_lock);
+    int64_t n = (int64_t)atomic_load(&live[type][index]);
+    for (live_table *t = live_tables; t; t = t->next)
+        n += (int64_t)atomic_load_explicit(&t->n[type][index], memory_order_relaxed);
+    pthread_mutex_unlock(&live_lock);
+    return n;
+}
+
+int64_t tsi_live_tensors(ts_device d) { return slot_ok(d) ? live_sum(d.type, d.index) : 0; }
 
 static bool check_mem_device(const char *op, ts_device *d) {
     tsi_init();
@@ -158,7 +232,7 @@ ts_status ts_device_memory(ts_device d, size_t *free_bytes, size_t *total_bytes)
 static void report_leaks(void) {
     for (int t = 1; t < TSI_TYPES; t++)
         for (int i = 0; i < TSI_MAX_INDEX; i++) {
-            int64_t n = (int64_t)atomic_load(&live[t][i]);
+            int64_t n = live_sum(t, i);
             if (n > 0)
                 fprintf(stderr, "tessera: %lld tensor%s still alive at exit on %s\n", (long long)n,
                         n == 1 ? "" : "s", ts_device_str((ts_device){(ts_device_type)t, i}));
