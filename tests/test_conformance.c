@@ -1,6 +1,10 @@
-/* test_conformance.c — backend conformance (DESIGN §9.2, ggml's test-backend-ops): every kernel
- * entry of every non-cpu backend against the cpu backend on the same inputs, with guard bytes
- * around every output buffer and strided outputs to catch stride bugs. */
+/* test_conformance.c — backend conformance (DESIGN §9.2, ggml's test-backend-ops): every
+ * elementwise and indexing kernel entry (memory, copy, fill, unary, binary, binary with a scalar,
+ * where, index_select, gather, scatter_add, random, the grad scaler's) of every non-cpu backend
+ * against the cpu backend on the same inputs, with guard bytes around every output buffer and
+ * strided outputs to catch stride bugs; and a backend with planted bugs must fail. Reductions,
+ * softmax and matmul: test_conformance_reduce.c; the run over the backends:
+ * support/conformance_run.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,18 +12,11 @@
 
 #include "backend/backend.h"
 #include "backend_check.h"
+#include "conformance_run.h"
 #include "op_table.h"
 #include "ts_test.h"
 
 /* ------------------------------------------------------------------ launchers */
-typedef struct kctx {
-    int op, dim, nred;
-    double p0, p1;
-    bool log;
-    size_t bytes;
-} kctx;
-
-#define KC(p) const kctx *k = (const kctx *)(p)
 static void l_copy(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
     (void)p;
     b->copy(b, 0, &o[0], &i[0]);
@@ -45,14 +42,6 @@ static void l_where(const ts_backend *b, const ts_kview *o, const ts_kview *i, c
     (void)p;
     b->where(b, 0, &o[0], &i[0], &i[1], &i[2]);
 }
-static void l_reduce(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
-    KC(p);
-    b->reduce(b, 0, (ts_reduce_op)k->op, &o[0], &i[0], k->nred, k->p0);
-}
-static void l_matmul(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
-    (void)p;
-    b->matmul(b, 0, &o[0], &i[0], &i[1]);
-}
 static void l_isel(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
     KC(p);
     b->index_select(b, 0, &o[0], &i[0], k->dim, &i[1]);
@@ -64,10 +53,6 @@ static void l_gather(const ts_backend *b, const ts_kview *o, const ts_kview *i, 
 static void l_scatter(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
     KC(p);
     b->scatter_add(b, 0, &o[0], k->dim, &i[0], &i[1]);
-}
-static void l_softmax(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
-    KC(p);
-    b->softmax(b, 0, &o[0], &i[0], k->dim, k->log);
 }
 static void l_random(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
     KC(p);
@@ -95,14 +80,6 @@ static void l_amp_update(const ts_backend *b, const ts_kview *o, const ts_kview 
 }
 
 /* ------------------------------------------------------------------ cases */
-static const int64_t S57[] = {5, 7}, S34[] = {3, 4}, SBIG[] = {130, 260}; /* big: OpenMP paths */
-
-static bc_call one_in(bc_spec out, bc_spec in, int kind, double hi) {
-    bc_call c = {.nout = 1, .nin = 1, .out = {out}, .in = {in}};
-    bc_fill_host(&c.in[0], kind, hi);
-    return c;
-}
-
 static void test_memory(void) {
     bc_kernel_begin();
     for (int n = 1; n <= 1000; n += 333) {
@@ -223,13 +200,6 @@ static void binary_kinds(int op, ts_dtype dt, int *ka, int *kb) {
         *ka = *kb = BC_ANY;
 }
 
-static bc_call two_in(bc_spec out, bc_spec a, bc_spec b, int ka, int kb) {
-    bc_call c = {.nout = 1, .nin = 2, .out = {out}, .in = {a, b}};
-    bc_fill_host(&c.in[0], ka, 0);
-    bc_fill_host(&c.in[1], kb, 0);
-    return c;
-}
-
 static void test_binary(void) {
     if (!bc_present("binary", bc_state.dev->binary)) return;
     bc_kernel_begin();
@@ -317,177 +287,6 @@ static void test_where(void) {
     bc_kernel_end("where");
 }
 
-static const char *reduce_names[] = {"sum", "prod", "mean",      "max",    "min",
-                                     "var", "std",  "logsumexp", "argmax", "argmin"};
-
-static void test_reduce(void) {
-    if (!bc_present("reduce", bc_state.dev->reduce)) return;
-    bc_kernel_begin();
-    static const int64_t s345[] = {3, 4, 5}, s30[] = {3, 0};
-    for (int op = 0; op < TS_R_COUNT; op++)
-        for (int a = 0; a < BC_NDT; a++) {
-            ts_dtype dt = bc_dtypes[a];
-            bool float_op =
-                op == TS_R_MEAN || op == TS_R_VAR || op == TS_R_STD || op == TS_R_LOGSUMEXP;
-            if (float_op && !bc_is_float(dt)) continue; /* the front end never asks for these */
-            ts_dtype odt = op == TS_R_ARGMAX || op == TS_R_ARGMIN                    ? TS_I64
-                           : (op == TS_R_SUM || op == TS_R_PROD) && !bc_is_float(dt) ? TS_I64
-                                                                                     : dt;
-            int kind = op == TS_R_PROD ? BC_NONZERO : BC_ANY;
-            const char *on = reduce_names[op], *dn = ts_dtype_name(dt);
-            for (int nred = 1; nred <= 3; nred++)
-                for (int lay = 0; lay < 2; lay++) {
-                    kctx k = {.op = op, .nred = nred, .p0 = lay ? 0 : 1};
-                    bc_call c = one_in(bc_mk(odt, 3 - nred, s345, lay ? 2 : 0),
-                                       bc_mk(dt, 3, s345, lay), kind, 0);
-                    bc_check(bc_what("%s %s nred %d layout %d", on, dn, nred, lay), &c, l_reduce,
-                             &k);
-                }
-            kctx k = {.op = op, .nred = 1, .p0 = 1};
-            bc_call c = one_in(bc_mk(odt, 1, SBIG, 0), bc_mk(dt, 2, SBIG, 0), kind, 0);
-            bc_check(bc_what("%s %s large rows", on, dn), &c, l_reduce, &k);
-            c = one_in(bc_mk(odt, 1, SBIG, 2), bc_mk(dt, 2, SBIG, 1), kind, 0);
-            bc_check(bc_what("%s %s large columns", on, dn), &c, l_reduce, &k);
-            bool needs_elems =
-                op == TS_R_MAX || op == TS_R_MIN || op == TS_R_ARGMAX || op == TS_R_ARGMIN;
-            if (!needs_elems) {
-                c = one_in(bc_mk(odt, 1, s30, 0), bc_mk(dt, 2, s30, 0), kind, 0);
-                bc_check(bc_what("%s %s over zero elements", on, dn), &c, l_reduce, &k);
-            }
-        }
-    bc_kernel_end("reduce");
-}
-
-/* ------------------------------------------------------------------ reductions: float range
- * Inputs whose reduction is finite in double but overflows float partway, in the order the GPU's
- * lanes and trees fold them (backend.h: floats accumulate in double), and a variance whose mean is
- * large against its spread (float accumulation loses ~1e-4 relative there). */
-enum { PAT_ALTERNATE, PAT_HALVES };
-
-/* Element k of a row: "big" with sign/exponent s = +1 or -1. Alternating: + at even k, - at odd
- * (every warp lane or block thread folds positions of one parity); halves: + in the first half,
- * - in the second (a thread folding a chunk in order meets the +s first). */
-static int pat_sign(int pat, int64_t k, int64_t L) {
-    return pat == PAT_ALTERNATE ? (k % 2 ? -1 : 1) : (k < L / 2 ? 1 : -1);
-}
-
-/* Fills in (a [rows, L] view) for op: SUM/MEAN ±3e38, as many of each sign (double cancels them
- * exactly in any order; any small value among them would be absorbed order-dependently), PROD
- * 2^±8 (the product of all is 1; half of them overflow float), VAR 1e4 + U(-1, 1). */
-static void fill_float_range(bc_spec *in, int op, int pat) {
-    bc_fill_host(in, BC_ANY, 0); /* noise everywhere first */
-    const int64_t R = in->shape[0], L = in->shape[1];
-    const size_t es = bc_esz(in->dt);
-    for (int64_t r = 0; r < R; r++)
-        for (int64_t k = 0; k < L; k++) {
-            unsigned char *p = in->host + (r * in->strides[0] + k * in->strides[1]) * (int64_t)es;
-            const int sg = pat_sign(pat, k, L);
-            if (op == TS_R_PROD)
-                ot_store(p, in->dt, sg > 0 ? 256.0 : 1.0 / 256.0);
-            else if (op == TS_R_VAR)
-                ot_store(p, in->dt, 1e4 + ot_load(p, in->dt) / 3);
-            else
-                ot_store(p, in->dt, sg * 3e38);
-        }
-}
-
-static void test_reduce_float_range(void) {
-    if (!bc_present("reduce", bc_state.dev->reduce)) return;
-    bc_kernel_begin();
-    static const struct {
-        int op;
-        int64_t rows, L;
-        int layout; /* 0: the reduced dim contiguous (warp / block rows); 1: columns */
-    } shapes[] = {{TS_R_SUM, 3, 64, 0},    {TS_R_SUM, 16, 64, 1},  {TS_R_SUM, 2, 2048, 0},
-                  {TS_R_MEAN, 3, 64, 0},   {TS_R_MEAN, 16, 64, 1}, {TS_R_PROD, 3, 64, 0},
-                  {TS_R_PROD, 16, 64, 1},  {TS_R_VAR, 3, 700, 0},  {TS_R_VAR, 2, 5000, 0},
-                  {TS_R_VAR, 16, 3000, 1}, {TS_R_STD, 3, 700, 0}};
-    static const ts_dtype dts[] = {TS_F32, TS_BF16, TS_F16};
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
-        for (int a = 0; a < 3; a++)
-            for (int pat = 0; pat < 2; pat++) {
-                const int op = shapes[i].op;
-                const ts_dtype dt = dts[a];
-                /* f16 cannot hold 3e38 nor 1e4 + a fraction worth checking: products only */
-                if (dt == TS_F16 && op != TS_R_PROD) continue;
-                if ((op == TS_R_VAR || op == TS_R_STD) && (dt != TS_F32 || pat)) continue;
-                const int64_t shape[2] = {shapes[i].rows, shapes[i].L};
-                const int lay = shapes[i].layout;
-                bc_call c = {.nout = 1,
-                             .nin = 1,
-                             .out = {bc_mk(dt, 1, shape, 0)},
-                             .in = {bc_mk(dt, 2, shape, lay)}};
-                fill_float_range(&c.in[0], op == TS_R_STD ? TS_R_VAR : op, pat);
-                kctx k = {.op = op, .nred = 1, .p0 = 1};
-                bc_check(bc_what("%s %s [%lld, %lld] %s, %s", reduce_names[op], ts_dtype_name(dt),
-                                 (long long)shape[0], (long long)shape[1], lay ? "columns" : "rows",
-                                 pat ? "halves" : "alternating"),
-                         &c, l_reduce, &k);
-            }
-    bc_kernel_end("reduce range");
-}
-
-/* ------------------------------------------------------------------ reductions: large shapes
- * The paths today's small shapes never reach: more than 256 chunks per output, whose partial
- * states a whole block merges (block rows past 1M elements; columns past 16384). */
-static void test_reduce_large(void) {
-    if (!bc_present("reduce", bc_state.dev->reduce)) return;
-    bc_kernel_begin();
-    static const struct {
-        int op;
-        ts_dtype dt;
-        int64_t rows, L;
-        int layout;
-    } cases[] = {{TS_R_SUM, TS_F32, 2, 1100000, 0},    {TS_R_SUM, TS_F16, 2, 1100000, 0},
-                 {TS_R_VAR, TS_F32, 2, 1100000, 0},    {TS_R_LOGSUMEXP, TS_F32, 2, 1100000, 0},
-                 {TS_R_ARGMAX, TS_F32, 2, 1100000, 0}, {TS_R_MAX, TS_BF16, 2, 1100000, 0},
-                 {TS_R_SUM, TS_I32, 2, 1100000, 0},    {TS_R_SUM, TS_F32, 16, 20000, 1},
-                 {TS_R_VAR, TS_F64, 16, 20000, 1},     {TS_R_ARGMIN, TS_F32, 16, 20000, 1},
-                 {TS_R_SUM, TS_I64, 16, 20000, 1},     {TS_R_MEAN, TS_BF16, 16, 20000, 1}};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        const int op = cases[i].op;
-        const ts_dtype dt = cases[i].dt;
-        const ts_dtype odt = op == TS_R_ARGMAX || op == TS_R_ARGMIN                    ? TS_I64
-                             : (op == TS_R_SUM || op == TS_R_PROD) && !bc_is_float(dt) ? TS_I64
-                                                                                       : dt;
-        const int64_t shape[2] = {cases[i].rows, cases[i].L};
-        const int lay = cases[i].layout;
-        bc_call c = one_in(bc_mk(odt, 1, shape, lay ? 2 : 0), bc_mk(dt, 2, shape, lay), BC_ANY, 0);
-        kctx k = {.op = op, .nred = 1, .p0 = 1};
-        bc_check(bc_what("%s %s [%lld, %lld] %s", reduce_names[op], ts_dtype_name(dt),
-                         (long long)shape[0], (long long)shape[1], lay ? "columns" : "rows"),
-                 &c, l_reduce, &k);
-    }
-    bc_kernel_end("reduce large");
-}
-
-static void test_matmul(void) {
-    if (!bc_present("matmul", bc_state.dev->matmul)) return;
-    bc_kernel_begin();
-    for (int a = 0; a < BC_NDT; a++) {
-        ts_dtype dt = bc_dtypes[a];
-        if (dt == TS_BOOL) continue;
-        const char *dn = ts_dtype_name(dt);
-        static const int64_t sa[] = {2, 3, 4}, sb[] = {2, 4, 5}, so[] = {2, 3, 5};
-        for (int la = 0; la < 2; la++)
-            for (int lb = 0; lb < 2; lb++) {
-                bc_call c = two_in(bc_mk(dt, 3, so, la ? 2 : 0), bc_mk(dt, 3, sa, la),
-                                   bc_mk(dt, 3, sb, lb), BC_ANY, BC_ANY);
-                bc_check(bc_what("%s a layout %d b layout %d", dn, la, lb), &c, l_matmul, NULL);
-            }
-        bc_call c = two_in(bc_mk(dt, 3, so, 0), bc_mk(dt, 3, sa, 0),
-                           bc_expand(bc_mk(dt, 3, (int64_t[]){1, 4, 5}, 1), sb), BC_ANY, BC_ANY);
-        bc_check(bc_what("%s broadcast batch", dn), &c, l_matmul, NULL);
-        c = two_in(bc_mk(dt, 3, so, 0), bc_mk(dt, 3, (int64_t[]){2, 3, 0}, 0),
-                   bc_mk(dt, 3, (int64_t[]){2, 0, 5}, 0), BC_ANY, BC_ANY);
-        bc_check(bc_what("%s K = 0", dn), &c, l_matmul, NULL);
-        c = two_in(bc_mk(dt, 3, (int64_t[]){3, 33, 17}, 0), bc_mk(dt, 3, (int64_t[]){3, 33, 65}, 1),
-                   bc_mk(dt, 3, (int64_t[]){3, 65, 17}, 0), BC_ANY, BC_ANY);
-        bc_check(bc_what("%s larger", dn), &c, l_matmul, NULL);
-    }
-    bc_kernel_end("matmul");
-}
-
 static void test_indexing(void) {
     static const int64_t s45[] = {4, 5};
     if (bc_present("index_select", bc_state.dev->index_select)) {
@@ -556,46 +355,6 @@ static void test_indexing(void) {
         }
         bc_kernel_end("scatter_add");
     }
-}
-
-static void test_softmax(void) {
-    if (!bc_present("softmax", bc_state.dev->softmax)) return;
-    bc_kernel_begin();
-    static const int64_t s345[] = {3, 4, 5};
-    for (int a = 0; a < 4; a++) /* float bc_dtypes */
-        for (int log = 0; log < 2; log++) {
-            ts_dtype dt = bc_dtypes[a];
-            const char *dn = ts_dtype_name(dt), *mode = log ? "log_softmax" : "softmax";
-            for (int dim = 0; dim < 3; dim++)
-                for (int lay = 0; lay < 2; lay++) {
-                    kctx k = {.dim = dim, .log = log};
-                    bc_call c =
-                        one_in(bc_mk(dt, 3, s345, lay ? 2 : 0), bc_mk(dt, 3, s345, lay), BC_ANY, 0);
-                    bc_check(bc_what("%s %s dim %d layout %d", mode, dn, dim, lay), &c, l_softmax,
-                             &k);
-                }
-            for (int dim = 0; dim < 2; dim++) {
-                kctx k = {.dim = dim, .log = log};
-                bc_call c = one_in(bc_mk(dt, 2, SBIG, 0), bc_mk(dt, 2, SBIG, dim), BC_ANY, 0);
-                bc_check(bc_what("%s %s large dim %d", mode, dn, dim), &c, l_softmax, &k);
-            }
-            /* rows longer than 1024 (a block per row, contiguous or strided) and the column path
-             * over such rows */
-            static const struct {
-                int64_t a, b;
-                int dim;
-            } longrows[] = {{3, 1500, 1}, {1500, 10, 0}, {1030, 2050, 0}};
-            for (int i = 0; i < 3; i++) {
-                if (dt == TS_F64 && i == 2) continue; /* the same path as f32, 17 MiB more */
-                const int64_t sh[2] = {longrows[i].a, longrows[i].b};
-                kctx k = {.dim = longrows[i].dim, .log = log};
-                bc_call c = one_in(bc_mk(dt, 2, sh, 0), bc_mk(dt, 2, sh, 0), BC_ANY, 0);
-                bc_check(bc_what("%s %s [%lld, %lld] dim %d", mode, dn, (long long)sh[0],
-                                 (long long)sh[1], k.dim),
-                         &c, l_softmax, &k);
-            }
-        }
-    bc_kernel_end("softmax");
 }
 
 static void test_random(void) {
@@ -722,13 +481,7 @@ static void test_amp_update_scale(void) {
     bc_kernel_end("amp_update_scale");
 }
 
-static void run_backend(const ts_backend *be, const char *name, bool bitwise, bool device_math) {
-    bc_state.dev = be, bc_state.dev_name = name, bc_state.exact = bitwise;
-    bc_state.device_math = device_math;
-    printf("== %s backend against cpu (%s)\n", be->name,
-           !bitwise      ? "PyTorch tolerances"
-           : device_math ? "bitwise; ops over exp, log, tanh, erf, cos within PyTorch tolerances"
-                         : "bitwise");
+static void run_elementwise(void) {
     test_memory();
     test_copy();
     test_fill();
@@ -736,12 +489,7 @@ static void run_backend(const ts_backend *be, const char *name, bool bitwise, bo
     test_binary();
     test_binary_scalar();
     test_where();
-    test_reduce();
-    test_reduce_float_range();
-    test_reduce_large();
-    test_matmul();
     test_indexing();
-    test_softmax();
     test_random();
     test_amp_unscale();
     test_amp_update_scale();
@@ -800,49 +548,6 @@ static void self_check(const ts_backend *sim) {
 }
 
 int main(void) {
-    if (ts_test_isa_gate()) return 77;
-    int nsim = ts_device_count(TS_SIM); /* also starts the library and registers the backends */
-    if (nsim < 1 && ts_sim_configure(1, 0) == TS_OK) nsim = 1;
-    bc_state.ref = ts_backend_for(TS_CPU);
-    if (!bc_state.ref) {
-        printf("no cpu backend registered\n");
-        return 1;
-    }
-    const ts_backend *sim = ts_backend_for(TS_SIM);
-    CHECK(sim != NULL && nsim >= 1);
-    /* under a TS_CPU_ISA cap (tests/CMakeLists.txt) sim would run the very kernels of the cpu it
-     * is compared with: the CUDA emulation, an independent implementation, checks the variant */
-    const char *isa_run = getenv("TS_TEST_ISA");
-    if (isa_run && *isa_run)
-        printf("a TS_CPU_ISA=%s run: sim skipped (the same kernels as cpu)\n", isa_run);
-    else if (sim && nsim >= 1) {
-        self_check(sim);
-        run_backend(sim, "sim:0", true, false);
-    }
-    /* the CUDA kernels' logic, run on the host: bit for bit the cpu's (vector, scalar, strided,
-     * 64-bit paths), except where the cpu's vectorised math and libm's scalar math differ in the
-     * last bits */
-    for (int mode = 0; mode < 8; mode += 7) {
-        const ts_backend *emu = bc_cuda_emulation(mode);
-        if (emu)
-            run_backend(emu,
-                        mode ? "cuda-emulation:0 (scalar, strided 64-bit)" : "cuda-emulation:0",
-                        true, true);
-    }
-    /* the CUDA reductions run on the host: their accumulation rule and plans against the cpu,
-     * within tolerances (the GPU's summation order is not the cpu's) */
-    const ts_backend *emu_reduce = bc_cuda_emulation_reduce();
-    if (emu_reduce) {
-        bc_state.dev = emu_reduce, bc_state.dev_name = "cuda-emulation:0", bc_state.exact = false;
-        printf("== %s against cpu (PyTorch tolerances)\n", emu_reduce->name);
-        test_reduce();
-        test_reduce_float_range();
-        test_reduce_large();
-    }
-    const ts_backend *cuda = ts_cuda_is_available() ? ts_backend_for(TS_CUDA) : NULL;
-    if (cuda)
-        run_backend(cuda, "cuda:0", false, true);
-    else
-        ts_test_no_cuda("test_conformance: the cuda backend's conformance is not checked");
-    return ts_test_finish();
+    return cf_main(
+        &(cf_suite){.name = "test_conformance", .run = run_elementwise, .self_check = self_check});
 }

@@ -1,0 +1,108 @@
+/* test_trainer_gpt.c — the `tessera` command's language model: --model gpt on --data text,
+ * generate (greedy and sampled), eval, --grad-accum against the whole batch, --time-limit, and the
+ * mistakes. The harness: support/trainer_run.c. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer_run.h"
+#include "ts_test.h"
+
+/* --model gpt on --data text: a corpus whose next byte follows from the last one ("abcdefgh"
+ * repeated) is learnt well below the unigram model's 3 bits per byte, generate continues a prompt,
+ * --grad-accum of two half batches equals the whole batch, --time-limit stops, and the mistakes. */
+static void test_text_gpt(void) {
+    FILE *f = fopen(path_in("abc.txt", NULL), "w");
+    for (int i = 0; i < 1500; i++) fputs("abcdefgh", f);
+    fclose(f);
+#define GPT                                                                                        \
+    "train", "--data", "text", "--data-dir", path_in("abc.txt", NULL), "--context", "16",          \
+        "--layers", "1", "--heads", "2", "--dim", "32", "--batch-size", "16", "--progress", "none"
+    result r = RUN(GPT, "--max-steps", "60", "--warmup", "5", "--lr", "0.01", "--checkpoint",
+                   path_in("gpt", NULL));
+    check_clean_exit(&r);
+    CHECK(r.out && strstr(r.out, "GPT (") && strstr(r.out, "AdamW lr 0.01 weight decay 0.1"));
+    /* every training window holds two whole cycles of the 8 letters: exactly 3 bits */
+    CHECK(r.out && strstr(r.out, "a unigram model of the training bytes has 3.000 bits per byte"));
+    const char *p = NULL; /* the last epoch's */
+    for (const char *s = r.out; s && (s = strstr(s, "val loss ")); s++) p = s;
+    double val_loss = p ? strtod(p + 9, NULL) : 99;
+    const char *q = p ? strstr(p, "(") : NULL;
+    double bpb = q ? strtod(q + 1, NULL) : 99;
+    CHECK(bpb < 1.0); /* a third of the unigram model's bits, at most */
+    CHECK(fabs(bpb - val_loss / log(2.0)) < 2e-3);
+    if (bpb >= 1.0) fprintf(stderr, "  gpt output: %s", r.out ? r.out : "");
+    result_free(&r);
+    /* greedy continuation of "abc" follows the cycle */
+    r = RUN("generate", "--checkpoint", path_in("gpt", NULL), "--prompt", "abc", "--tokens", "13",
+            "--greedy");
+    check_clean_exit(&r);
+    CHECK(r.out && !strcmp(r.out, "abcdefghabcdefgh\n"));
+    if (r.out && strcmp(r.out, "abcdefghabcdefgh\n")) fprintf(stderr, "  generated: %s", r.out);
+    result_free(&r);
+    /* sampled with a seed: the same text twice, 20 bytes after the prompt */
+    r = RUN("generate", "--checkpoint", path_in("gpt", NULL), "--prompt", "h", "--tokens", "20",
+            "--top-k", "3", "--temperature", "0.8", "--seed", "4");
+    result r2 = RUN("generate", "--checkpoint", path_in("gpt", NULL), "--prompt", "h", "--tokens",
+                    "20", "--top-k", "3", "--temperature", "0.8", "--seed", "4");
+    check_clean_exit(&r);
+    CHECK(r.out && r2.out && strlen(r.out) == 22 && !strcmp(r.out, r2.out));
+    result_free(&r);
+    result_free(&r2);
+    r = RUN("eval", "--data", "text", "--data-dir", path_in("abc.txt", NULL), "--context", "16",
+            "--layers", "1", "--heads", "2", "--dim", "32", "--checkpoint", path_in("gpt", NULL));
+    check_clean_exit(&r);
+    p = r.out ? strstr(r.out, "val loss ") : NULL;
+    CHECK(p && fabs(strtod(p + 9, NULL) - val_loss) < 1e-4);
+    result_free(&r);
+
+    /* two accumulated half batches make the whole batch's step (constant lr, SGD, an MLP) */
+    r = RUN("train", "--model", "mlp", DATA, "--schedule", "constant", "--progress", "none",
+            "--batch-size", "16", "--max-steps", "4", "--checkpoint", path_in("acc16", NULL));
+    check_clean_exit(&r);
+    result_free(&r);
+    r = RUN("train", "--model", "mlp", DATA, "--schedule", "constant", "--progress", "none",
+            "--batch-size", "8", "--grad-accum", "2", "--max-steps", "8", "--checkpoint",
+            path_in("acc8", NULL));
+    check_clean_exit(&r);
+    CHECK(r.out && strstr(r.out, "batch 8 x 2 accumulated"));
+    result_free(&r);
+    double d = weights_rel_diff(path_in("acc16", "model.safetensors"),
+                                path_in("acc8", "model.safetensors"));
+    CHECK(d < 1e-5); /* float32 sums in another order */
+    if (!(d < 1e-5)) fprintf(stderr, "  accumulated vs whole batch: %g\n", d);
+
+    r = RUN(GPT, "--time-limit", "0.001", "--label-smoothing", "0.1", "--clip-grad", "1");
+    check_clean_exit(&r);
+    CHECK(r.out && strstr(r.out, "stopped after step 1 (--time-limit 0.001 s)"));
+    result_free(&r);
+#undef GPT
+    check_usage_error(RUN("train", "--model", "gpt"),
+                      "tessera: --model gpt: trains on --data text\n");
+    check_usage_error(RUN("train", "--data", "text", "--model", "mlp"),
+                      "tessera: --data text: needs --model gpt (a language model)\n");
+    check_usage_error(RUN("train", "--data", "text", "--dim", "30"),
+                      "tessera: --dim 30: must be a multiple of --heads (4)\n");
+    check_usage_error(RUN("generate"),
+                      "tessera: generate: needs --checkpoint DIR (a gpt trained by tessera)\n");
+    check_usage_error(RUN("generate", "--checkpoint", path_in("nothing", NULL)),
+                      "tessera: --checkpoint: no model at '%s' (train with --model gpt "
+                      "--checkpoint DIR first)\n",
+                      path_in("nothing", NULL));
+    check_usage_error(RUN("generate", "--checkpoint", path_in("acc16", NULL)),
+                      "tessera: --checkpoint: not a gpt (no tok_emb.weight and pos_emb.weight)\n");
+    check_usage_error(RUN("train", "--data", "text", "--data-dir", path_in("nothing", NULL)),
+                      "tessera: --data-dir: '%s': No such file or directory\n",
+                      path_in("nothing", NULL));
+    check_usage_error(RUN("train", "--model", "mlp", DATA, "--grad-accum", "2", "--checkpoint",
+                          path_in("acc", NULL), "--checkpoint-every", "3"),
+                      "tessera: --checkpoint-every 3: must be a multiple of --grad-accum 2\n");
+}
+
+int main(void) {
+    if (!trainer_setup(TS_TESSERA_BIN)) return ts_test_skip("cannot create a temporary folder");
+    test_text_gpt();
+    trainer_cleanup();
+    return ts_test_finish();
+}
