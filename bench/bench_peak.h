@@ -1,9 +1,12 @@
 /* bench_peak.h — the host's peak float32 FLOP/s, measured: every thread runs independent chains of
- * fused multiply-adds on the widest vectors the CPU has (AVX-512, else AVX2 + FMA), enough chains
- * to hide the FMA latency. Benchmarks print each case's share of it. */
+ * fused multiply-adds on the widest vectors the CPU has (AVX-512, else AVX2 + FMA; AVX2 when
+ * TS_CPU_ISA=avx2 caps the library, as BENCH_ISA=avx2 does), enough chains to hide the FMA
+ * latency. Benchmarks print each case's share of it. */
 #ifndef TS_BENCH_PEAK_H
 #define TS_BENCH_PEAK_H
 
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #ifdef _OPENMP
@@ -39,7 +42,9 @@ static double bench_peak_flops(int threads, const char **isa) {
     double best = 0;
     *isa = "scalar";
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-    const int w512 = __builtin_cpu_supports("avx512f");
+    const char *cap = getenv("TS_CPU_ISA");
+    const int capped = cap && !strcmp(cap, "avx2");
+    const int w512 = __builtin_cpu_supports("avx512f") && !capped;
     const int w256 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (!w512 && !w256) return 0;
     *isa = w512 ? "avx512" : "avx2";

@@ -113,15 +113,21 @@ static void test_shapes(void) {
     CHECK_EQ(bad, 0);
 }
 
-/* Each element is summed in one order whatever the threads: the bits agree. */
+/* Each element is summed in one order whatever the threads: the bits agree. NT; TN with k below
+ * TS_TN_PACK_K (operands read in place) and above it (packed panels). */
 static void test_thread_independent(void) {
-    for (int nt = 0; nt < 2; nt++) {
+    const struct {
+        bool nt;
+        int64_t m, k;
+    } cases[] = {{true, 64, 784}, {false, 64, 64}, {false, 130, 256}};
+    for (int i = 0; i < 3; i++) {
+        const int64_t m = cases[i].m, n = 128 + 3;
         float *one = NULL, *many = NULL;
         rng = 42; /* the same operands twice */
-        CHECK_EQ(run_case(nt, 64, 128 + 3, nt ? 784 : 64, 1, false, &one), 0);
+        CHECK_EQ(run_case(cases[i].nt, m, n, cases[i].k, 1, false, &one), 0);
         rng = 42;
-        CHECK_EQ(run_case(nt, 64, 128 + 3, nt ? 784 : 64, 1, true, &many), 0);
-        CHECK(memcmp(one, many, sizeof(float) * 64 * 131) == 0);
+        CHECK_EQ(run_case(cases[i].nt, m, n, cases[i].k, 1, true, &many), 0);
+        CHECK(memcmp(one, many, sizeof(float) * (size_t)(m * n)) == 0);
         free(one), free(many);
     }
 }

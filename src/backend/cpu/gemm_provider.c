@@ -3,7 +3,8 @@
  * oneDNN's sgemm picks its JIT kernels from the CPU's feature flags; OpenBLAS picks them from the
  * CPU's family and model, and a release older than the CPU falls back to an older kernel (Debian
  * 12's OpenBLAS 0.3.21 runs AVX2 "Haswell" kernels on AVX-512 Zen 5, half the machine's peak). So
- * f32 goes to oneDNN when it was found at build time; f64 (which oneDNN lacks) to OpenBLAS. */
+ * f32 goes to oneDNN when it was found at build time (OpenBLAS where the kernels in use are
+ * AVX2: choose()); f64 (which oneDNN lacks) to OpenBLAS. */
 #include "backend/cpu/gemm_provider.h"
 
 #include <limits.h>
@@ -69,10 +70,15 @@ static void describe(provider p, char *out, size_t n) {
     }
 }
 
-/* TS_GEMM names the float32 provider; float64 uses OpenBLAS unless TS_GEMM=blocked. */
+/* TS_GEMM names the float32 provider; float64 uses OpenBLAS unless TS_GEMM=blocked. Without it,
+ * float32 goes to oneDNN, except where the kernels in use are AVX2 (an AVX2 host, or
+ * TS_CPU_ISA=avx2): there oneDNN's sgemm is no faster than OpenBLAS's Haswell kernels and takes
+ * twice as long on some shapes (256 x 1024 x 1024 NN, the input gradient of a 1024-wide layer:
+ * 10 ms on one core against 5.4; docs/ARCHITECTURE.md has the table). */
 static void choose(void) {
     const char *force = getenv("TS_GEMM");
-    provider want = PROV_DNNL;
+    const ts_cpu_isa cap = ts_cpu_isa_get();
+    provider want = cap == TS_ISA_AVX2 && blas_present() ? PROV_OPENBLAS : PROV_DNNL;
     if (force && *force) {
         if (!strcmp(force, "dnnl"))
             want = PROV_DNNL;
@@ -87,14 +93,12 @@ static void choose(void) {
     f32_provider = f64_provider = PROV_BLOCKED;
     if (blas_present() && want != PROV_BLOCKED) f32_provider = f64_provider = PROV_OPENBLAS;
 #ifdef TS_HAVE_DNNL
-    if (want == PROV_DNNL) {
-        /* the ISA cap of the library's own kernels applies to oneDNN's JIT too */
-        const ts_cpu_isa cap = ts_cpu_isa_get();
-        dnnl_set_max_cpu_isa(cap == TS_ISA_AVX512 ? dnnl_cpu_isa_all
-                             : cap == TS_ISA_AVX2 ? dnnl_cpu_isa_avx2
-                                                  : dnnl_cpu_isa_sse41);
-        f32_provider = PROV_DNNL;
-    }
+    /* the ISA cap of the library's own kernels applies to oneDNN's JIT too (its convolutions
+     * included), whichever provider multiplies */
+    dnnl_set_max_cpu_isa(cap == TS_ISA_AVX512 ? dnnl_cpu_isa_all
+                         : cap == TS_ISA_AVX2 ? dnnl_cpu_isa_avx2
+                                              : dnnl_cpu_isa_sse41);
+    if (want == PROV_DNNL) f32_provider = PROV_DNNL;
 #endif
     describe(f32_provider, f32_name, sizeof f32_name);
     describe(f64_provider, f64_name, sizeof f64_name);

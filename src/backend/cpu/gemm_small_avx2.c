@@ -17,6 +17,10 @@ typedef float ts_v8 __attribute__((vector_size(32)));
 #define FMA(a, b, c)      ((ts_v8)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
 #define LOAD(mask, p)     ((ts_v8)_mm256_maskload_ps((p), (mask)))
 #define STORE(mask, p, v) _mm256_maskstore_ps((p), (mask), (__m256)(v))
+/* Whole vectors load plainly: a mask would hold a 17th register (the 12 sums, 3 rows of A and B's
+ * vector fill the 16), and gcc then kept one sum on the stack, a store-to-load chain per step
+ * that ran the NT kernel at a third of the FMA rate. */
+#define LOADU(p) ((ts_v8)_mm256_loadu_ps(p))
 
 /* Lanes [0, r) of an 8-lane vector, as a maskload / maskstore mask. */
 TS_AVX2 static inline __m256i lanes(int64_t r) {
@@ -37,9 +41,9 @@ TS_AVX2 static inline float hsum(ts_v8 v) {
 #define NT_ROW(X, i)  X(i, 0) X(i, 1) X(i, 2) X(i, 3)
 #define NT_ALL(X)     NT_ROW(X, 0) NT_ROW(X, 1) NT_ROW(X, 2)
 #define NT_DECL(i, j) ts_v8 s##i##j = {0};
-#define NT_COL(j, mk)                                                                              \
+#define NT_COL(j, LD)                                                                              \
     {                                                                                              \
-        const ts_v8 bv = LOAD(mk, b##j + p);                                                       \
+        const ts_v8 bv = LD(b##j + p);                                                             \
         s0##j = FMA(a0, bv, s0##j);                                                                \
         s1##j = FMA(a1, bv, s1##j);                                                                \
         s2##j = FMA(a2, bv, s2##j);                                                                \
@@ -56,15 +60,16 @@ TS_AVX2 void tsi_nt_block_avx2(int64_t k, const float *a, int64_t lda, const flo
                 *b3 = b + (3 < nr) * 3 * ldb;
     NT_ALL(NT_DECL)
     int64_t p = 0;
-    const __m256i mk = lanes(8);
     for (; p + 8 <= k; p += 8) { /* whole vectors */
-        const ts_v8 a0 = LOAD(mk, r0 + p), a1 = LOAD(mk, r1 + p), a2 = LOAD(mk, r2 + p);
-        NT_COL(0, mk) NT_COL(1, mk) NT_COL(2, mk) NT_COL(3, mk)
+        const ts_v8 a0 = LOADU(r0 + p), a1 = LOADU(r1 + p), a2 = LOADU(r2 + p);
+        NT_COL(0, LOADU) NT_COL(1, LOADU) NT_COL(2, LOADU) NT_COL(3, LOADU)
     }
     if (p < k) { /* the last lanes of k */
         const __m256i mt = lanes(k - p);
-        const ts_v8 a0 = LOAD(mt, r0 + p), a1 = LOAD(mt, r1 + p), a2 = LOAD(mt, r2 + p);
-        NT_COL(0, mt) NT_COL(1, mt) NT_COL(2, mt) NT_COL(3, mt)
+#define LOADT(q) LOAD(mt, q)
+        const ts_v8 a0 = LOADT(r0 + p), a1 = LOADT(r1 + p), a2 = LOADT(r2 + p);
+        NT_COL(0, LOADT) NT_COL(1, LOADT) NT_COL(2, LOADT) NT_COL(3, LOADT)
+#undef LOADT
     }
     NT_ALL(NT_OUT)
 }

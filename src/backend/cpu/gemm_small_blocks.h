@@ -11,7 +11,11 @@
 
 /* The longest k of a TN product (the batch of a weight gradient), and the most rows of a TN block
  * of any ISA (its zero-padded edge copy lives on the stack). */
-enum { TS_TN_MAX_K = 256, TS_TN_MAX_MR = 12 };
+enum { TS_TN_MAX_K = 256, TS_TN_MAX_MR = 12, TS_TN_MAX_NR = 32 };
+/* From this k on, a TN product copies each column block of B into a contiguous k x nr panel
+ * (rows 4 KiB apart, as x's of a 1024-wide layer, all fell into one L1 set) and, on AVX2, At
+ * into contiguous k x mr panels (its 6-column panels used a third of each line they read). */
+enum { TS_TN_PACK_K = 128 };
 
 /* NT: C[i][j] = dot(A row i, B column j) over k for the mr x nr block (mr, nr at most the ISA's
  * block) at A rows a.. (stride lda) and B columns b.. (stride ldb, k-contiguous). */
