@@ -107,14 +107,25 @@ static void gemm_tn(const small_variant *v, int64_t m, int64_t n, int64_t k, con
     float *pk = pack && v->tn_pack_at ? malloc(sizeof(float) * (size_t)(tm * k * mr_full)) : NULL;
     float pad[TS_TN_MAX_K * TS_TN_MAX_MR];
     if (!pk && rest) pack_at(at, lda, m, k, full_m, mr_full, pad);
-    TS_PARALLEL_REGION_IF(parallel, {
+    /* OpenMP's if clause, not a branch around the region: called inside another parallel region
+     * (a batch of products, one per thread), the work-sharing loops below must bind to a team of
+     * this thread alone */
+    (void)parallel;
+#ifdef TS_HAVE_OPENMP
+#pragma omp parallel if (parallel)
+#endif
+    {
         if (pk) {
-            TS_OMP_PRAGMA("omp for schedule(static)")
+#ifdef TS_HAVE_OPENMP
+#pragma omp for schedule(static)
+#endif
             for (int64_t ti = 0; ti < tm; ti++)
                 pack_at(at, lda, m, k, ti * mr_full, mr_full, pk + ti * k * mr_full);
         }
         float bp[TS_TN_MAX_K * TS_TN_MAX_NR]; /* this thread's packed B panel */
-        TS_OMP_PRAGMA("omp for schedule(static)")
+#ifdef TS_HAVE_OPENMP
+#pragma omp for schedule(static)
+#endif
         for (int64_t tj = 0; tj < tn; tj++) {
             const int64_t j = tj * nr, cols = n - j < nr ? n - j : nr;
             const float *bb = b + j;
@@ -136,7 +147,7 @@ static void gemm_tn(const small_variant *v, int64_t m, int64_t n, int64_t k, con
                     v->tn(k, pad, mr_full, bb, lb, cb, ldc, mr, (int)cols);
             }
         }
-    });
+    }
     free(pk);
 }
 #endif /* TS_SMALL_GEMM_BLOCKS */

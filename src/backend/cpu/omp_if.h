@@ -5,24 +5,14 @@
  * a team of one thread: about 0.4 us a call on Zen 5 (an allocation, malloc_consolidate, a futex
  * wake) where a small op's whole work is a few tens of nanoseconds. TS_PARALLEL_FOR_IF(cond, loop)
  * runs the for statement `loop` with `#pragma omp parallel for schedule(static)` when cond holds
- * and as a plain loop otherwise; TS_PARALLEL_FOR_DYNAMIC_IF uses schedule(dynamic, 1); and
- * TS_PARALLEL_REGION_IF(cond, { block }) runs the block in `#pragma omp parallel` or once on this
- * thread, where its work-sharing loops (TS_OMP_PRAGMA("omp for ...")) run whole. The loop or block
- * goes in as macro arguments, so commas in it are fine (preprocessor directives are not: write
- * pragmas inside it with TS_OMP_PRAGMA, which is empty without OpenMP). */
+ * and as a plain loop otherwise; TS_PARALLEL_FOR_DYNAMIC_IF uses schedule(dynamic, 1). The loop
+ * goes in as macro arguments, so commas in its body are fine. The body must hold no OpenMP
+ * construct of its own: run serially inside another parallel region, a work-sharing loop in it
+ * would bind to that region's team (a region with a false if clause gives it a team of one). */
 #ifndef TS_OMP_IF_H
 #define TS_OMP_IF_H
 
 #ifdef TS_HAVE_OPENMP
-#define TS_OMP_PRAGMA(x) _Pragma(x)
-#define TS_PARALLEL_REGION_IF(cond, ...)                                                           \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            _Pragma("omp parallel") __VA_ARGS__                                                    \
-        } else {                                                                                   \
-            __VA_ARGS__                                                                            \
-        }                                                                                          \
-    } while (0)
 #define TS_PARALLEL_FOR_IF(cond, ...)                                                              \
     do {                                                                                           \
         if (cond) {                                                                                \
@@ -40,12 +30,6 @@
         }                                                                                          \
     } while (0)
 #else
-#define TS_OMP_PRAGMA(x)
-#define TS_PARALLEL_REGION_IF(cond, ...)                                                           \
-    do {                                                                                           \
-        (void)(cond);                                                                              \
-        __VA_ARGS__                                                                                \
-    } while (0)
 #define TS_PARALLEL_FOR_IF(cond, ...)                                                              \
     do {                                                                                           \
         (void)(cond);                                                                              \
