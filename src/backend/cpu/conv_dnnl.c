@@ -20,6 +20,7 @@
 
 #include <dnnl.h>
 
+#include "backend/cpu/gemm_provider.h"
 #include "backend/cpu/host_scratch.h"
 
 /* ------------------------------------------------------------------ the engine */
@@ -27,7 +28,12 @@ static dnnl_engine_t engine;
 static bool ready;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void init_engine(void) { ready = dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success; }
+static void init_engine(void) {
+    /* the GEMM provider's choice sets oneDNN's ISA cap (TS_CPU_ISA); made first, so a convolution
+     * before any GEMM runs under the cap too */
+    (void)tsi_lib_gemm_present(false);
+    ready = dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success;
+}
 
 /* ------------------------------------------------------------------ the cache */
 typedef enum { K_FWD, K_BWD_DATA, K_BWD_WEIGHT } conv_kind;
