@@ -24,20 +24,22 @@ awk '
     FILENAME ~ /ts.txt/ { k = $1 SUBSEP $2; if (!(k in ts) || ($2 != "hidden" && $3 < ts[k]) || ($2 == "hidden" && $3 > ts[k])) ts[k] = $3; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 }; next }
     { k = $1 SUBSEP $2; if (!(k in pt) || $3 < pt[k]) pt[k] = $3 }
     END {
-        printf "%-10s %9s %9s %7s %5s | %9s %9s %9s %8s | %9s %9s %9s %6s\n", "model", "Ts DDP", "PT DDP",
-               "ratio", "goal", "Ts 1proc", "overhead", "Ts allred", "hidden", "MPI raw", "Ts/MPI", "gloo", "MB"
+        printf "%-10s %9s %9s %7s %5s | %9s %9s %9s %9s %8s | %9s %9s %9s %6s\n", "model", "Ts DDP", "PT DDP",
+               "ratio", "goal", "Ts 1proc", "overhead", "Ts allred", "AR in step", "hidden", "MPI raw", "Ts/MPI", "gloo", "MB"
         for (i = 1; i <= n; i++) {
             m = order[i]
             r = pt[m, "ddp_step"] / ts[m, "ddp_step"]
             ovh = ts[m, "ddp_step"] - ts[m, "plain_step"]
-            printf "%-10s %9.3f %9.3f %6.2fx %4.1fx | %9.3f %9.3f %9.3f %7.0f%% | %9.3f %8.0f%% %9.3f %6.2f\n",
+            printf "%-10s %9.3f %9.3f %6.2fx %4.1fx | %9.3f %9.3f %9.3f %10.3f %7.0f%% | %9.3f %8.0f%% %9.3f %6.2f\n",
                    m, ts[m, "ddp_step"], pt[m, "ddp_step"], r, 1.5, ts[m, "plain_step"], ovh,
-                   ts[m, "allreduce"], 100 * ts[m, "hidden"], ts[m, "mpi_allreduce"],
+                   ts[m, "allreduce"], ts[m, "plain_ar_step"] - ts[m, "plain_step"], 100 * ts[m, "hidden"], ts[m, "mpi_allreduce"],
                    (ts[m, "allreduce"] > 0 ? 100 * ts[m, "mpi_allreduce"] / ts[m, "allreduce"] : 0),
                    pt[m, "allreduce"], ts[m, "grad_mb"]
         }
         print "ms: median step or all-reduce of 2 ranks x 1 thread, each side its best round. overhead = DDP"
         print "step - the same step without DDP on the per-rank batch (goal: <= one all-reduce of all the"
-        print "gradients, Ts allred); hidden = share of the communication thread'"'"'s time that backward overlapped;"
+        print "gradients, Ts allred, measured alone); AR in step = what that one blocking all-reduce adds to the"
+        print "step when it runs between backward and the optimizer (rank skew and cold caches included);"
+        print "hidden = share of the communication thread'"'"'s time that backward overlapped;"
         print "Ts/MPI = raw MPI_Allreduce time / ts_dist_all_reduce time (goal >= 90%); gloo = PyTorch'"'"'s all-reduce."
     }' "$tmp/ts.txt" "$tmp/pt.txt"
