@@ -34,4 +34,12 @@ ts_tensor *tsi_sdpa_fused(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *m
 bool tsi_layer_norm_fused_applies(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor *b);
 ts_tensor *tsi_layer_norm_fused(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor *b, double eps);
 
+/* batch_norm in training mode through the backend's fused kernels (batch_norm_fused.c): whether
+ * they take these arguments (already checked), and the op through them. mean_out and var_out
+ * (both or neither): the batch's per-channel mean and biased variance ([C], float32 or float64
+ * for a float64 input, owned by the open scope), for the running statistics. */
+bool tsi_batch_norm_fused_applies(ts_tensor *x, ts_tensor *w, ts_tensor *b);
+ts_tensor *tsi_batch_norm_fused(ts_tensor *x, ts_tensor *w, ts_tensor *b, double eps,
+                                ts_tensor **mean_out, ts_tensor **var_out);
+
 #endif /* TS_NN_FUNCTIONAL_INTERNAL_H */
