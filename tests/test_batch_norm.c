@@ -15,6 +15,7 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "fault_sweep.h"
+#include "tol_check.h"
 #include "ts_test.h"
 
 static ts_device devs[TS_TEST_MAX_DEVICES];
@@ -146,37 +147,6 @@ static void free_ref(bn_ref *r) {
     for (int i = 0; i < 12; i++) free(all[i]);
 }
 
-/* ------------------------------------------------------------------ comparison */
-static double *to_host(ts_tensor *t, int64_t n) {
-    double *h = calloc((size_t)(n ? n : 1), sizeof(double));
-    ts_tensor *c = t ? ts_contiguous(ts_to_dtype(ts_to(t, ts_cpu()), TS_F64)) : NULL;
-    if (!c || ts_numel(c) != n || ts_copy_to_host(c, h, sizeof(double) * (size_t)n) != TS_OK)
-        for (int64_t i = 0; i < n; i++) h[i] = NAN;
-    return h;
-}
-
-static void compare(const char *label, const char *what, ts_tensor *got, const double *want,
-                    const double *tol, int64_t n) {
-    double *g = to_host(got, n), worst = 0;
-    int64_t at = -1;
-    bool ok = true;
-    for (int64_t i = 0; i < n; i++) {
-        const double e = fabs(g[i] - want[i]);
-        const bool good = ts_test_near(g[i], want[i], tol[i]);
-        const double ratio = tol[i] > 0 ? e / tol[i] : (e > 0 ? INFINITY : 0);
-        if (!good || ratio > worst) worst = good ? ratio : INFINITY, at = i;
-        ok = ok && good;
-    }
-    /* BN_DEBUG=1: how close each comparison came to its tolerance (the bounds' tightness) */
-    if (getenv("BN_DEBUG")) printf("%s %s worst %.3g\n", label, what, worst);
-    ts_test_record(ok);
-    if (!ok)
-        ts_test_failf(__FILE__, __LINE__,
-                      "%s %s: element %lld is %.17g, want %.17g (tolerance %.3g)%s", label, what,
-                      (long long)at, g[at], want[at], tol[at], ts_test_error_str());
-    free(g);
-}
-
 /* ------------------------------------------------------------------ the cases */
 static ts_shape shape_of(const bn_case *k) {
     return k->ndim == 2   ? TS_SHAPE(k->n, k->c)
@@ -226,18 +196,18 @@ static void run_case(const bn_case *k, ts_dtype dt, ts_device dev) {
     CHECK_OK();
     CHECK(y && ts_dtype_of(y) == dt && ts_shape_of(y).ndim == s.ndim);
     CHECK_STREQ(y ? ts_grad_fn_name(y) : NULL, "NativeBatchNormBackward0");
-    compare(label, "y", ts_reshape(y, TS_SHAPE(tot)), r.y, r.ty, tot);
+    CHECK_TOL(label, "y", ts_reshape(y, TS_SHAPE(tot)), r.y, r.ty, tot);
     if (k->running) {
-        compare(label, "running_mean", rm, r.rm, r.trm, k->c);
-        compare(label, "running_var", rv, r.rv, r.trv, k->c);
+        CHECK_TOL(label, "running_mean", rm, r.rm, r.trm, k->c);
+        CHECK_TOL(label, "running_var", rv, r.rv, r.trv, k->c);
     }
     ts_tensor *dy = ts_tensor_f64(TS_SHAPE(tot), d.dy, (ts_opts){.dtype = dt, .device = dev});
     ts_backward_with(y, ts_reshape(dy, s));
     CHECK_OK();
     /* x's gradient in [n, c, hw] order whatever its layout */
-    compare(label, "dx", ts_reshape(ts_contiguous(ts_grad(x)), TS_SHAPE(tot)), r.dx, r.tdx, tot);
-    if (w) compare(label, "dweight", ts_grad(w), r.dw, r.tdw, k->c);
-    if (b) compare(label, "dbias", ts_grad(b), r.db, r.tdb, k->c);
+    CHECK_TOL(label, "dx", ts_reshape(ts_contiguous(ts_grad(x)), TS_SHAPE(tot)), r.dx, r.tdx, tot);
+    if (w) CHECK_TOL(label, "dweight", ts_grad(w), r.dw, r.tdw, k->c);
+    if (b) CHECK_TOL(label, "dbias", ts_grad(b), r.db, r.tdb, k->c);
     ts_scope_end();
     free_ref(&r);
     free_data(&d);

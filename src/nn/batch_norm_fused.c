@@ -40,34 +40,18 @@ static void batch_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi
     ts_tensor *x = tsi_node_saved(n, 0), *w = n->saved[1].t ? tsi_node_saved(n, 1) : NULL;
     ts_tensor *mean = tsi_node_saved(n, 2), *invstd = tsi_node_saved(n, 3);
     if (!x || (n->saved[1].t && !w) || !mean || !invstd || !go[0]) return;
-    ts_tensor *gc = tsi_cast(OP, go[0], x->dtype);
-    ts_tensor *dy = gc ? tsi_contiguous(OP, gc) : NULL;
-    ts_release(gc);
-    const ts_device dev = tsi_device(x);
-    ts_tensor *dx = NULL, *dw = NULL, *db = NULL;
-    bool ok = dy != NULL;
-    if (ok && tsi_node_needs(n, 0)) ok = (dx = tsi_new(OP, x->shape, x->dtype, dev)) != NULL;
-    if (ok && tsi_node_needs(n, 1)) ok = (dw = tsi_new(OP, n->in_shape[1], x->dtype, dev)) != NULL;
-    if (ok && tsi_node_needs(n, 2)) ok = (db = tsi_new(OP, n->in_shape[2], x->dtype, dev)) != NULL;
-    if (ok) {
-        ts_batch_norm_args a = base_args(x, w, NULL);
-        a.mean = view(mean, mean->dtype);
-        a.invstd = view(invstd, invstd->dtype);
-        a.dy = view(dy, x->dtype);
-        a.dx = view(dx, x->dtype);
-        a.dweight = view(dw, x->dtype);
-        a.dbias = view(db, x->dtype);
-        const ts_backend *be = tsi_be(x);
-        be->batch_norm_backward(be, tsi_dev_index(x), &a);
-    }
-    ts_release(dy);
-    if (!ok) {
-        ts_release(dx), ts_release(dw), ts_release(db);
-        return;
-    }
-    gi[0] = tsi_own(dx);
-    gi[1] = tsi_own(dw);
-    gi[2] = tsi_own(db);
+    tsi_norm_grads r;
+    if (!tsi_norm_grads_begin(OP, n, x, go[0], &r)) return;
+    ts_batch_norm_args a = base_args(x, w, NULL);
+    a.mean = view(mean, mean->dtype);
+    a.invstd = view(invstd, invstd->dtype);
+    a.dy = view(r.dy, x->dtype);
+    a.dx = view(r.g[0], x->dtype);
+    a.dweight = view(r.g[1], x->dtype);
+    a.dbias = view(r.g[2], x->dtype);
+    const ts_backend *be = tsi_be(x);
+    be->batch_norm_backward(be, tsi_dev_index(x), &a);
+    tsi_norm_grads_end(&r, true, gi);
 }
 
 ts_tensor *tsi_batch_norm_fused(ts_tensor *x0, ts_tensor *w0, ts_tensor *b0, double eps,
