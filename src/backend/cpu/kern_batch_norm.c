@@ -16,10 +16,12 @@
  * Variants: AVX-512, AVX2 and portable vectors (kern_norm_isa.h), for f32 and f64, chosen by
  * ts_cpu_isa_get(); they give the same bits (no FMA contraction). */
 #include "backend/cpu/kern_norm_common.h"
+#include "backend/cpu/omp_if.h"
 
-#define BN_MAX_GROUP   64  /* channels of one task at most */
-#define BN_GROUP_ELEMS 512 /* a group's elements per sample, at least (where there are channels)   \
-                            */
+#define BN_MAX_GROUP 64 /* channels of one task at most */
+#define BN_GROUP_ELEMS                                                                             \
+    512 /* a group's elements per sample, at least (where there are channels)                      \
+         */
 
 /* Channels per task: enough for BN_GROUP_ELEMS contiguous elements per sample, at most
  * BN_MAX_GROUP, and few enough that there are tasks for every thread when the channels allow. */

@@ -141,18 +141,14 @@ static void LN_NAME(backward_group)(const ts_batch_norm_args *a, int64_t c0, int
 
 static void LN_NAME(bn_forward)(const ts_batch_norm_args *a) {
     const int64_t g = bn_group(a), groups = (a->c + g - 1) / g;
-    const bool par = bn_parallel(a, groups);
-    (void)par;
-    LN_PRAGMA("omp parallel for schedule(static) if (par)")
-    for (int64_t t = 0; t < groups; t++)
-        LN_NAME(forward_group)(a, t * g, a->c - t * g < g ? a->c - t * g : g);
+    TS_PARALLEL_FOR_IF(bn_parallel(a, groups),
+                       for (int64_t t = 0; t < groups; t++)
+                           LN_NAME(forward_group)(a, t * g, a->c - t * g < g ? a->c - t * g : g););
 }
 
 static void LN_NAME(bn_backward)(const ts_batch_norm_args *a) {
     const int64_t g = bn_group(a), groups = (a->c + g - 1) / g;
-    const bool par = bn_parallel(a, groups);
-    (void)par;
-    LN_PRAGMA("omp parallel for schedule(static) if (par)")
-    for (int64_t t = 0; t < groups; t++)
-        LN_NAME(backward_group)(a, t * g, a->c - t * g < g ? a->c - t * g : g);
+    TS_PARALLEL_FOR_IF(bn_parallel(a, groups),
+                       for (int64_t t = 0; t < groups; t++)
+                           LN_NAME(backward_group)(a, t * g, a->c - t * g < g ? a->c - t * g : g););
 }
