@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "tol_check.h"
 #include "ts_test.h"
 
 static ts_device devs[TS_TEST_MAX_DEVICES];
@@ -142,38 +143,6 @@ static void free_ref(ln_ref *r) {
     free(r->ty), free(r->tdx), free(r->tdw), free(r->tdb);
 }
 
-/* ------------------------------------------------------------------ comparison */
-static double *to_host(ts_tensor *t, int64_t n) {
-    double *h = calloc((size_t)(n ? n : 1), sizeof(double));
-    ts_tensor *c = t ? ts_to_dtype(ts_to(t, ts_cpu()), TS_F64) : NULL;
-    if (!c || ts_numel(c) != n || ts_copy_to_host(c, h, sizeof(double) * (size_t)n) != TS_OK)
-        for (int64_t i = 0; i < n; i++) h[i] = NAN;
-    return h;
-}
-
-/* every |got - want| <= tol (NaN only where the reference has NaN); reports the worst ratio */
-static void compare(const char *label, const char *what, ts_tensor *got, const double *want,
-                    const double *tol, int64_t n) {
-    double *g = to_host(got, n), worst = 0;
-    int64_t at = -1;
-    bool ok = true;
-    for (int64_t i = 0; i < n; i++) {
-        const double e = fabs(g[i] - want[i]);
-        const bool good = ts_test_near(g[i], want[i], tol[i]);
-        const double ratio = tol[i] > 0 ? e / tol[i] : (e > 0 ? INFINITY : 0);
-        if (!good || ratio > worst) worst = good ? ratio : INFINITY, at = i;
-        ok = ok && good;
-    }
-    /* LN_DEBUG=1: how close each comparison came to its tolerance (the bounds' tightness) */
-    if (getenv("LN_DEBUG")) printf("%s %s worst %.3g\n", label, what, worst);
-    ts_test_record(ok);
-    if (!ok)
-        ts_test_failf(__FILE__, __LINE__,
-                      "%s %s: element %lld is %.17g, want %.17g (tolerance %.3g)%s", label, what,
-                      (long long)at, g[at], want[at], tol[at], ts_test_error_str());
-    free(g);
-}
-
 /* ------------------------------------------------------------------ the cases */
 /* x as a tensor of the case's layout: [rows, cols] (a transposed [cols, rows] when strided) or
  * [rows, 2, cols / 2] for a 2-dim normalized_shape. */
@@ -230,7 +199,7 @@ static void run_case(const ln_case *c, ts_dtype dt, ts_device dev) {
     ts_shape ns = c->nnorm == 2 ? TS_SHAPE(2, c->cols / 2) : TS_SHAPE(c->cols);
     ts_tensor *y = ts_layer_norm(x, ns, w, b, c->eps);
     CHECK_OK();
-    compare(label, "y", y, r.y, r.ty, n);
+    CHECK_TOL(label, "y", y, r.y, r.ty, n);
     CHECK(y && ts_dtype_of(y) == dt && ts_shape_of(y).ndim == ts_shape_of(x).ndim);
     const char *name = y ? ts_grad_fn_name(y) : NULL;
     if (c->x_grad || c->w || c->b) {
@@ -241,9 +210,9 @@ static void run_case(const ln_case *c, ts_dtype dt, ts_device dev) {
         if (c->strided) dy = ts_transpose(ts_contiguous(ts_transpose(dy, 0, 1)), 0, 1);
         ts_backward_with(y, ts_reshape(dy, ts_shape_of(y)));
         CHECK_OK();
-        if (c->x_grad) compare(label, "dx", ts_grad(x), r.dx, r.tdx, n);
-        if (c->w) compare(label, "dweight", ts_grad(w), r.dw, r.tdw, c->cols);
-        if (c->b) compare(label, "dbias", ts_grad(b), r.db, r.tdb, c->cols);
+        if (c->x_grad) CHECK_TOL(label, "dx", ts_grad(x), r.dx, r.tdx, n);
+        if (c->w) CHECK_TOL(label, "dweight", ts_grad(w), r.dw, r.tdw, c->cols);
+        if (c->b) CHECK_TOL(label, "dbias", ts_grad(b), r.db, r.tdb, c->cols);
     } else {
         CHECK(name == NULL);
     }

@@ -149,6 +149,24 @@ typedef struct ts_layer_norm_args {
     double eps;
 } ts_layer_norm_args;
 
+/* Fused batch normalisation in training mode (PyTorch's native_batch_norm and
+ * native_batch_norm_backward) over x viewed as [n, c, hw] (hw = the product of the dims after the
+ * channels, 1 for [N, C]). Every view is contiguous, on the backend's device, of one float dtype
+ * T, except mean, invstd and var (f64 for f64 inputs, f32 otherwise):
+ *   x, y, dy, dx: n * c * hw elements in [n, c, hw] order; weight, bias, dweight, dbias, mean,
+ *   invstd, var: c elements (the kernels read only the views' data and dtype).
+ * A view whose data is NULL is absent (no weight, no bias) or not wanted (var, dx, dweight,
+ * dbias). Forward: per channel over its n * hw elements, mean, the biased variance var and
+ * invstd = 1 / sqrt(var + eps); y = (x - mean) * invstd * weight + bias. Backward, from x, dy,
+ * weight, mean and invstd: with the channel's sums sdy = sum(dy), sdx = sum(dy * (x - mean)) and
+ * m = n * hw, dbias = sdy, dweight = sdx * invstd, dx = (dy - sdy / m - (x - mean) * invstd^2 *
+ * sdx / m) * invstd * weight. n, c, hw >= 1 and n * hw >= 2. */
+typedef struct ts_batch_norm_args {
+    ts_kview x, weight, bias, y, mean, invstd, var, dy, dx, dweight, dbias;
+    int64_t n, c, hw;
+    double eps;
+} ts_batch_norm_args;
+
 struct ts_optim_step_args; /* src/backend/optim_step.h */
 
 typedef struct ts_backend ts_backend;
@@ -263,6 +281,12 @@ struct ts_backend {
     void (*layer_norm_forward)(const ts_backend *be, int index, const ts_layer_norm_args *a);
     void (*layer_norm_backward)(const ts_backend *be, int index, const ts_layer_norm_args *a,
                                 void *ws);
+    /* Fused batch norm in training mode (ts_batch_norm_args). batch_norm_supports: whether the
+     * kernels take this dtype and shape (else the front end composes it from reductions and
+     * elementwise ops). NULL entries: the composition is used. */
+    bool (*batch_norm_supports)(const ts_backend *be, int index, const ts_batch_norm_args *a);
+    void (*batch_norm_forward)(const ts_backend *be, int index, const ts_batch_norm_args *a);
+    void (*batch_norm_backward)(const ts_backend *be, int index, const ts_batch_norm_args *a);
     /* one fused optimizer step over many tensors (SGD/Adam/AdamW/RMSprop) */
     void (*optim_step)(const ts_backend *be, int index, const struct ts_optim_step_args *args);
 

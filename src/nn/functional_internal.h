@@ -34,4 +34,24 @@ ts_tensor *tsi_sdpa_fused(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *m
 bool tsi_layer_norm_fused_applies(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor *b);
 ts_tensor *tsi_layer_norm_fused(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor *b, double eps);
 
+/* The fused norms' backward (node inputs x, weight, bias): begin casts the output gradient go to
+ * x's dtype, contiguous (dy), and makes uninitialised tensors for the gradients the node needs
+ * (g[0] of x's shape, g[1] and g[2] of the weight's and bias's; NULL where not needed); false,
+ * with everything released and the error recorded, when that fails. end releases dy and hands
+ * the gradients to gi (ok) or releases them. */
+typedef struct tsi_norm_grads {
+    ts_tensor *dy, *g[3];
+} tsi_norm_grads;
+bool tsi_norm_grads_begin(const char *op, ts_node *n, ts_tensor *x, ts_tensor *go,
+                          tsi_norm_grads *r);
+void tsi_norm_grads_end(tsi_norm_grads *r, bool ok, ts_tensor **gi);
+
+/* batch_norm in training mode through the backend's fused kernels (batch_norm_fused.c): whether
+ * they take these arguments (already checked), and the op through them. mean_out and var_out
+ * (both or neither): the batch's per-channel mean and biased variance ([C], float32 or float64
+ * for a float64 input, owned by the open scope), for the running statistics. */
+bool tsi_batch_norm_fused_applies(ts_tensor *x, ts_tensor *w, ts_tensor *b);
+ts_tensor *tsi_batch_norm_fused(ts_tensor *x, ts_tensor *w, ts_tensor *b, double eps,
+                                ts_tensor **mean_out, ts_tensor **var_out);
+
 #endif /* TS_NN_FUNCTIONAL_INTERNAL_H */

@@ -72,37 +72,22 @@ static void layer_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi
     ts_tensor *mean = tsi_node_saved(n, 2), *rstd = tsi_node_saved(n, 3);
     if (!x || (n->saved[1].t && !w) || !mean || !rstd || !go[0]) return;
     const int nnorm = (int)n->ip[0];
-    ts_tensor *gc = tsi_cast(OP, go[0], x->dtype);
-    ts_tensor *dy = gc ? tsi_contiguous(OP, gc) : NULL;
-    ts_release(gc);
-    const ts_device dev = tsi_device(x);
-    ts_tensor *dx = NULL, *dw = NULL, *db = NULL, *ws = NULL;
-    bool ok = dy != NULL;
-    if (ok && tsi_node_needs(n, 0)) ok = (dx = tsi_new(OP, x->shape, x->dtype, dev)) != NULL;
-    if (ok && tsi_node_needs(n, 1)) ok = (dw = tsi_new(OP, n->in_shape[1], x->dtype, dev)) != NULL;
-    if (ok && tsi_node_needs(n, 2)) ok = (db = tsi_new(OP, n->in_shape[2], x->dtype, dev)) != NULL;
-    if (ok) {
-        ts_layer_norm_args a = base_args(x, nnorm, w, NULL);
-        view2(&a.mean, mean, 0, a.rows);
-        view2(&a.rstd, rstd, 0, a.rows);
-        view2(&a.dy, dy, a.rows, a.cols);
-        view2(&a.dx, dx, a.rows, a.cols);
-        view2(&a.dweight, dw, 0, a.cols);
-        view2(&a.dbias, db, 0, a.cols);
-        const ts_backend *be = tsi_be(x);
-        const int idx = tsi_dev_index(x);
-        ok = workspace(x, be->layer_norm_workspace(be, idx, &a), &ws);
-        if (ok) be->layer_norm_backward(be, idx, &a, data_of(ws));
-    }
+    tsi_norm_grads r;
+    if (!tsi_norm_grads_begin(OP, n, x, go[0], &r)) return;
+    ts_layer_norm_args a = base_args(x, nnorm, w, NULL);
+    view2(&a.mean, mean, 0, a.rows);
+    view2(&a.rstd, rstd, 0, a.rows);
+    view2(&a.dy, r.dy, a.rows, a.cols);
+    view2(&a.dx, r.g[0], a.rows, a.cols);
+    view2(&a.dweight, r.g[1], 0, a.cols);
+    view2(&a.dbias, r.g[2], 0, a.cols);
+    const ts_backend *be = tsi_be(x);
+    const int idx = tsi_dev_index(x);
+    ts_tensor *ws = NULL;
+    const bool ok = workspace(x, be->layer_norm_workspace(be, idx, &a), &ws);
+    if (ok) be->layer_norm_backward(be, idx, &a, data_of(ws));
     ts_release(ws);
-    ts_release(dy);
-    if (!ok) {
-        ts_release(dx), ts_release(dw), ts_release(db);
-        return;
-    }
-    gi[0] = tsi_own(dx);
-    gi[1] = tsi_own(dw);
-    gi[2] = tsi_own(db);
+    tsi_norm_grads_end(&r, ok, gi);
 }
 
 ts_tensor *tsi_layer_norm_fused(ts_tensor *x0, int nnorm, ts_tensor *w0, ts_tensor *b0,

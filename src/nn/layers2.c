@@ -155,8 +155,8 @@ ts_module *ts_layer_norm_new(ts_shape normalized_shape, ts_norm_opts o) {
         if (!tsi_scope_open()) return finish(&m->base, false);
         m->w = tsi_register_slot(&m->base, "weight", ts_ones(normalized_shape, (ts_opts){0}), true);
         if (!o.no_bias)
-            m->b = tsi_register_slot(&m->base, "bias", ts_zeros(normalized_shape, (ts_opts){0}),
-                                     true);
+            m->b =
+                tsi_register_slot(&m->base, "bias", ts_zeros(normalized_shape, (ts_opts){0}), true);
         ok = m->w >= 0 && (o.no_bias || m->b >= 0);
         ts_scope_end();
     }

@@ -72,6 +72,7 @@ void ts_cpu_kernels_install(ts_backend *be) {
     be->amp_update_scale = ts_cpu_amp_update_scale;
     ts_cpu_sdpa_install(be);
     ts_cpu_layer_norm_install(be);
+    ts_cpu_batch_norm_install(be);
 }
 
 static ts_backend cpu_backend = {

@@ -64,6 +64,10 @@ void ts_cpu_sdpa_install(ts_backend *be);
  * backward of one ISA's variant (false when this CPU or build lacks it) */
 void ts_cpu_layer_norm_install(ts_backend *be);
 bool ts_cpu_layer_norm_isa(ts_cpu_isa isa, const ts_layer_norm_args *a, bool backward, void *ws);
+/* kern_batch_norm.c: sets the fused batch norm entries (batch_norm_*); tests: the forward or
+ * backward of one ISA's variant (false when this CPU or build lacks it) */
+void ts_cpu_batch_norm_install(ts_backend *be);
+bool ts_cpu_batch_norm_isa(ts_cpu_isa isa, const ts_batch_norm_args *a, bool backward);
 /* kern_amp.c */
 void ts_cpu_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, int n,
                         const ts_kview *found_inf, const ts_kview *inv_scale);

@@ -1,0 +1,53 @@
+/* kern_norm_common.h — what the fused normalisation kernels (kern_layer_norm.c,
+ * kern_batch_norm.c) share outside their variants: the 16-lane double sums, the threshold for
+ * threads, and the choice of variant. kern_norm_isa.h compiles the variants. */
+#ifndef TS_KERN_NORM_COMMON_H
+#define TS_KERN_NORM_COMMON_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/cpu_kernels.h"
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#ifdef TS_HAVE_OPENMP
+#define LN_PRAGMA(x) _Pragma(x)
+#else
+#define LN_PRAGMA(x)
+#endif
+
+#define LN_PAR_MIN 32768 /* fewer elements than this: one thread */
+
+/* 16 lanes added in one fixed tree */
+static inline double ln_sum16(double *l) {
+    for (int w = 8; w > 0; w /= 2)
+        for (int k = 0; k < w; k++) l[k] += l[k + w];
+    return l[0];
+}
+
+#define LN_CAT2(a, b) a##_##b
+#define LN_CAT(a, b)  LN_CAT2(a, b)
+
+/* The row of a variant table (0 portable, 1 AVX2, 2 AVX-512) ts_cpu_isa_get() picks */
+#if defined(__GNUC__) && defined(__x86_64__)
+#define LN_X86       1
+#define LN_ISA_NOW() ((int)ts_cpu_isa_get())
+#else
+#define LN_ISA_NOW() 0
+#endif
+
+/* Whether the tests' forced variant `isa` exists in this build and on this CPU */
+static inline bool ln_isa_available(ts_cpu_isa isa) {
+#ifndef LN_X86
+    if (isa != TS_ISA_GENERIC) return false;
+#endif
+    return (int)isa >= 0 && isa < TS_ISA_COUNT && isa <= ts_cpu_isa_host();
+}
+
+#endif /* TS_KERN_NORM_COMMON_H */

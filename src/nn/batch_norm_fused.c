@@ -1,0 +1,93 @@
+/* batch_norm_fused.c — batch_norm in training mode through the backend's fused kernels (PyTorch's
+ * native_batch_norm): one pass over the input for each channel's mean and variance and one that
+ * writes the output, and a backward node (NativeBatchNormBackward0) that keeps only the input, the
+ * weight and the per-channel mean and invstd, where the composition keeps several tensors of the
+ * input's size and its backward reads and writes them many times. */
+#include "nn/functional_internal.h"
+
+static const char *OP = "batch_norm";
+
+/* The kernels' view of a contiguous tensor (its data and dtype is all they read); absent: NULL
+ * data. */
+static ts_kview view(const ts_tensor *t, ts_dtype dt) {
+    return t ? tsi_kview(t) : (ts_kview){.dtype = dt};
+}
+
+static ts_batch_norm_args base_args(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
+    ts_batch_norm_args a = {.n = x->shape.dims[0], .c = x->shape.dims[1], .hw = 1};
+    for (int d = 2; d < x->shape.ndim; d++) a.hw *= x->shape.dims[d];
+    a.x = view(x, x->dtype);
+    a.weight = view(w, x->dtype);
+    a.bias = view(b, x->dtype);
+    return a;
+}
+
+bool tsi_batch_norm_fused_applies(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
+    const ts_backend *be = tsi_be(x);
+    if (!be->batch_norm_supports || !be->batch_norm_forward || !be->batch_norm_backward)
+        return false;
+    /* mixed dtypes (a float16 input with float32 parameters) keep the composition's promotion */
+    if ((w && w->dtype != x->dtype) || (b && b->dtype != x->dtype)) return false;
+    if (tsi_numel(x->shape) == 0) return false;
+    ts_batch_norm_args a = base_args(x, NULL, NULL);
+    a.x = (ts_kview){.dtype = x->dtype};
+    return be->batch_norm_supports(be, tsi_dev_index(x), &a);
+}
+
+static ts_dtype stat_dtype(ts_dtype dt) { return dt == TS_F64 ? TS_F64 : TS_F32; }
+
+static void batch_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    ts_tensor *x = tsi_node_saved(n, 0), *w = n->saved[1].t ? tsi_node_saved(n, 1) : NULL;
+    ts_tensor *mean = tsi_node_saved(n, 2), *invstd = tsi_node_saved(n, 3);
+    if (!x || (n->saved[1].t && !w) || !mean || !invstd || !go[0]) return;
+    tsi_norm_grads r;
+    if (!tsi_norm_grads_begin(OP, n, x, go[0], &r)) return;
+    ts_batch_norm_args a = base_args(x, w, NULL);
+    a.mean = view(mean, mean->dtype);
+    a.invstd = view(invstd, invstd->dtype);
+    a.dy = view(r.dy, x->dtype);
+    a.dx = view(r.g[0], x->dtype);
+    a.dweight = view(r.g[1], x->dtype);
+    a.dbias = view(r.g[2], x->dtype);
+    const ts_backend *be = tsi_be(x);
+    be->batch_norm_backward(be, tsi_dev_index(x), &a);
+    tsi_norm_grads_end(&r, true, gi);
+}
+
+ts_tensor *tsi_batch_norm_fused(ts_tensor *x0, ts_tensor *w0, ts_tensor *b0, double eps,
+                                ts_tensor **mean_out, ts_tensor **var_out) {
+    const ts_device dev = tsi_device(x0);
+    tsi_log_op(OP, dev);
+    ts_tensor *x = tsi_contiguous(OP, x0);
+    ts_tensor *w = x && w0 ? tsi_contiguous(OP, w0) : NULL;
+    ts_tensor *b = x && b0 ? tsi_contiguous(OP, b0) : NULL;
+    ts_tensor *y = NULL, *mean = NULL, *invstd = NULL, *var = NULL;
+    const ts_dtype sd = stat_dtype(x0->dtype);
+    const ts_shape cs = TS_SHAPE(x0->shape.dims[1]);
+    if (x && (!w0 || w) && (!b0 || b)) y = tsi_new(OP, x->shape, x->dtype, dev);
+    if (y) mean = tsi_new(OP, cs, sd, dev);
+    if (mean) invstd = tsi_new(OP, cs, sd, dev);
+    if (invstd && var_out) var = tsi_new(OP, cs, sd, dev);
+    if (invstd && (var || !var_out)) {
+        ts_batch_norm_args a = base_args(x, w, b);
+        a.y = view(y, x->dtype);
+        a.mean = view(mean, sd);
+        a.invstd = view(invstd, sd);
+        a.var = view(var, sd);
+        a.eps = eps;
+        const ts_backend *be = tsi_be(x);
+        be->batch_norm_forward(be, tsi_dev_index(x), &a);
+    } else {
+        ts_release(y), y = NULL;
+    }
+    ts_tensor *ins[3] = {x0, w0, b0};
+    if (y && tsi_needs_graph(ins, 3)) {
+        ts_tensor *saves[4] = {x, w, mean, invstd};
+        tsi_record("NativeBatchNormBackward0", OP, batch_norm_backward, ins, 3, y, saves, 4);
+    }
+    if (y && mean_out) *mean_out = tsi_own(ts_retain(mean));
+    if (y && var_out) *var_out = tsi_own(ts_retain(var));
+    ts_release(mean), ts_release(invstd), ts_release(var);
+    ts_release(x), ts_release(w), ts_release(b);
+    return tsi_own(y);
+}

@@ -1,0 +1,38 @@
+/* tol_check.c — per-element tolerance checks (tol_check.h). */
+#include "tol_check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ts_test.h"
+
+double *ts_test_host_f64(ts_tensor *t, int64_t n) {
+    double *h = calloc((size_t)(n ? n : 1), sizeof(double));
+    ts_scope_begin();
+    ts_tensor *c = t ? ts_contiguous(ts_to_dtype(ts_to(t, ts_cpu()), TS_F64)) : NULL;
+    if (!c || ts_numel(c) != n || ts_copy_to_host(c, h, sizeof(double) * (size_t)n) != TS_OK)
+        for (int64_t i = 0; i < n; i++) h[i] = NAN;
+    ts_scope_end();
+    return h;
+}
+
+void ts_test_check_tol(const char *file, int line, const char *label, const char *what,
+                       ts_tensor *got, const double *want, const double *tol, int64_t n) {
+    double *g = ts_test_host_f64(got, n), worst = 0;
+    int64_t at = -1;
+    bool ok = true;
+    for (int64_t i = 0; i < n; i++) {
+        const double e = fabs(g[i] - want[i]);
+        const bool good = ts_test_near(g[i], want[i], tol[i]);
+        const double ratio = tol[i] > 0 ? e / tol[i] : (e > 0 ? INFINITY : 0);
+        if (!good || ratio > worst) worst = good ? ratio : INFINITY, at = i;
+        ok = ok && good;
+    }
+    if (getenv("TS_TOL_DEBUG")) printf("%s %s worst %.3g\n", label, what, worst);
+    ts_test_record(ok);
+    if (!ok)
+        ts_test_failf(file, line, "%s %s: element %lld is %.17g, want %.17g (tolerance %.3g)%s",
+                      label, what, (long long)at, g[at], want[at], tol[at], ts_test_error_str());
+    free(g);
+}

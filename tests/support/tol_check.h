@@ -1,0 +1,22 @@
+/* tol_check.h — comparing a tensor with reference values under per-element tolerances (the
+ * kernel tests whose tolerances come from the arithmetic: test_layer_norm, test_batch_norm). */
+#ifndef TS_TOL_CHECK_H
+#define TS_TOL_CHECK_H
+
+#include <stdint.h>
+
+#include "tessera.h"
+
+/* t's n elements as doubles on the host (malloc'd; NaN everywhere when t is NULL, has another
+ * number of elements or cannot be copied). Any device, dtype and layout. */
+double *ts_test_host_f64(ts_tensor *t, int64_t n);
+
+/* Records one check: every element of got within tol[i] of want[i] (ts_test_near). A failure
+ * names the label, what, the worst element and its tolerance. With TS_TOL_DEBUG set in the
+ * environment, prints how close each comparison came to its tolerance (the bounds' tightness). */
+void ts_test_check_tol(const char *file, int line, const char *label, const char *what,
+                       ts_tensor *got, const double *want, const double *tol, int64_t n);
+#define CHECK_TOL(label, what, got, want, tol, n)                                                  \
+    ts_test_check_tol(__FILE__, __LINE__, label, what, got, want, tol, n)
+
+#endif /* TS_TOL_CHECK_H */
