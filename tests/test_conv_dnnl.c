@@ -93,9 +93,12 @@ static void test_buffers_cached(void) {
         ts_scope_end();
     }
     CHECK_OK();
-    /* 4 rounds of 3 convolutions, each reordering 16 MiB tensors: 4,096 pages a buffer */
-    if (faults > 200) printf("repeated convolutions took %ld page faults\n", faults);
-    CHECK(faults <= 200);
+    /* 4 rounds of 3 convolutions, each reordering 16 MiB tensors: 4,096 pages a buffer, so fresh
+     * buffers fault at least 16,384 times. The bound is half of one buffer: room for what the
+     * rest of a round touches anew (581 faults under AddressSanitizer, whose allocator keeps freed
+     * memory in quarantine; 0 in the release build). */
+    if (faults > 2048) printf("repeated convolutions took %ld page faults\n", faults);
+    CHECK(faults <= 2048);
     ts_scope_end();
 }
 
