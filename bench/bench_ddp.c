@@ -37,8 +37,9 @@ static double median(double *v, int n) {
     return v[n / 2];
 }
 
-/* flat: NULL, or a tensor of every gradient's size all-reduced (blocking) between backward and the
- * optimizer: what one blocking all-reduce costs inside a step, rank skew and cold caches included */
+/* NULL, or a tensor of every gradient's size all-reduced (blocking) between backward and the
+ * optimizer: what one blocking all-reduce costs inside a step, rank skew and cold caches included
+ */
 static ts_tensor *step_flat;
 
 static void step(ts_module *net, ts_optim *opt, ts_tensor *x, ts_tensor *y) {

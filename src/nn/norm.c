@@ -1,5 +1,5 @@
-/* norm.c — batch_norm and layer_norm, composed from differentiable primitives (both take the
- * backend's fused kernels where it has them: batch_norm_fused.c for training, layer_norm_fused.c).
+/* norm.c — batch_norm and layer_norm, composed from differentiable primitives; both take the
+ * backend's fused kernels where it has them (batch_norm_fused.c in training, layer_norm_fused.c).
  */
 #include "amp/autocast.h"
 #include "nn/functional_internal.h"

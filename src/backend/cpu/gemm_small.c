@@ -22,6 +22,7 @@
  * (the library itself is built for baseline x86-64) and picked by ts_cpu_isa_get(); the portable
  * path declines and leaves these products to the BLAS library. */
 #include "backend/cpu/gemm_small.h"
+#include "backend/cpu/host_scratch.h"
 #include "backend/cpu/omp_if.h"
 
 #ifdef TS_HAVE_OPENMP
@@ -104,7 +105,10 @@ static void gemm_tn(const small_variant *v, int64_t m, int64_t n, int64_t k, con
     const bool pack = k >= TS_TN_PACK_K;
     /* packed At panels (every block's, when packing pays), else the last rows' At columns,
      * zero-padded to a whole block: shared, read-only */
-    float *pk = pack && v->tn_pack_at ? malloc(sizeof(float) * (size_t)(tm * k * mr_full)) : NULL;
+    ts_block *pk_block = NULL; /* cached host scratch: no fresh pages at every weight gradient */
+    float *pk = pack && v->tn_pack_at
+                    ? tsi_host_scratch_get(sizeof(float) * (size_t)(tm * k * mr_full), &pk_block)
+                    : NULL;
     float pad[TS_TN_MAX_K * TS_TN_MAX_MR];
     if (!pk && rest) pack_at(at, lda, m, k, full_m, mr_full, pad);
     /* OpenMP's if clause, not a branch around the region: called inside another parallel region
@@ -148,7 +152,7 @@ static void gemm_tn(const small_variant *v, int64_t m, int64_t n, int64_t k, con
             }
         }
     }
-    free(pk);
+    tsi_host_scratch_put(pk_block);
 }
 #endif /* TS_SMALL_GEMM_BLOCKS */
 

@@ -19,9 +19,8 @@
 #include "backend/cpu/omp_if.h"
 
 #define BN_MAX_GROUP 64 /* channels of one task at most */
-#define BN_GROUP_ELEMS                                                                             \
-    512 /* a group's elements per sample, at least (where there are channels)                      \
-         */
+/* a group's elements per sample, at least (where there are channels) */
+#define BN_GROUP_ELEMS 512
 
 /* Channels per task: enough for BN_GROUP_ELEMS contiguous elements per sample, at most
  * BN_MAX_GROUP, and few enough that there are tasks for every thread when the channels allow. */

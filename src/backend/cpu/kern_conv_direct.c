@@ -127,10 +127,9 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
         else                                                                                       \
             TILE(g, in[0], in[1], hp *ws, ws, wb, bias, out, len, K, 1);                           \
         break;
-#define FWD_CASES6(TILE) FWD_CASES4(TILE) FWD_CASE(TILE, 5) FWD_CASE(TILE, 6)
-#define FWD_CASES4(TILE) FWD_CASE(TILE, 1) FWD_CASE(TILE, 2) FWD_CASE(TILE, 3) FWD_CASE(TILE, 4)
-#define FWD_CASES8(TILE)                                                                           \
-    FWD_CASES4(TILE) FWD_CASE(TILE, 5) FWD_CASE(TILE, 6) FWD_CASE(TILE, 7) FWD_CASE(TILE, 8)
+#define FWD_CASES6(TILE)    FWD_CASES4(TILE) FWD_CASE(TILE, 5) FWD_CASE(TILE, 6)
+#define FWD_CASES4(TILE)    FWD_CASE(TILE, 1) FWD_CASE(TILE, 2) FWD_CASE(TILE, 3) FWD_CASE(TILE, 4)
+#define FWD_CASES8(TILE)    FWD_CASES6(TILE) FWD_CASE(TILE, 7) FWD_CASE(TILE, 8)
 #define FWD_CASES(TILE, OB) FWD_CASES##OB(TILE)
 
 /* Weight gradient: for one (c, i) a NOB x NJ block of taps accumulates gy rows times shifted input
@@ -227,7 +226,7 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
             TILE(g, xr0, ws, gyb, growv, tmask, gwp, taps, accum, K, 1);                           \
         break;
 #define WGT_CASES3(TILE) WGT_CASE(TILE, 1) WGT_CASE(TILE, 2) WGT_CASE(TILE, 3)
-#define WGT_CASES4(TILE) WGT_CASE(TILE, 1) WGT_CASE(TILE, 2) WGT_CASE(TILE, 3) WGT_CASE(TILE, 4)
+#define WGT_CASES4(TILE) WGT_CASES3(TILE) WGT_CASE(TILE, 4)
 #define WGT_CASES8(TILE)                                                                           \
     WGT_CASES4(TILE) WGT_CASE(TILE, 5) WGT_CASE(TILE, 6) WGT_CASE(TILE, 7) WGT_CASE(TILE, 8)
 #define WGT_CASES(TILE, OB) WGT_CASES##OB(TILE)

@@ -81,11 +81,9 @@ static void LN_NAME(forward)(const ts_layer_norm_args *a) {
     const T *b = (const T *)a->bias.data;
     T *Y = (T *)a->y.data, *M = (T *)a->mean.data, *R = (T *)a->rstd.data;
     const double eps = a->eps;
-    const bool par = ln_parallel(rows, n);
-    (void)par;
-    LN_PRAGMA("omp parallel for schedule(static) if (par)")
-    for (int64_t r = 0; r < rows; r++)
-        LN_NAME(forward_row)(X + r * n, w, b, Y + r * n, n, eps, M + r, R + r);
+    TS_PARALLEL_FOR_IF(ln_parallel(rows, n),
+                       for (int64_t r = 0; r < rows; r++)
+                           LN_NAME(forward_row)(X + r * n, w, b, Y + r * n, n, eps, M + r, R + r););
 }
 
 /* Backward pass A over one row, in T as pass B: xhat = (x - mean) * rstd, g = dy * w; the sums of
@@ -208,15 +206,13 @@ LN_NAME(backward_block)(const ts_layer_norm_args *a, const ln_plan *pl, int64_t 
 
 #define LN_BLOCKS(HW, WW, WB)                                                                      \
     do {                                                                                           \
-        LN_PRAGMA("omp parallel for schedule(static) if (par)")                                    \
-        for (int64_t blk = 0; blk < pl.blocks; blk++)                                              \
-            LN_NAME(backward_block)(a, &pl, blk, ws, HW, WW, WB);                                  \
+        TS_PARALLEL_FOR_IF(par, for (int64_t blk = 0; blk < pl.blocks; blk++)                      \
+                                    LN_NAME(backward_block)(a, &pl, blk, ws, HW, WW, WB););        \
     } while (0)
 
 static void LN_NAME(backward)(const ts_layer_norm_args *a, double *ws) {
     const ln_plan pl = ln_plan_for(a);
     const bool par = ln_parallel(a->rows, a->cols) && pl.blocks > 1;
-    (void)par;
     const bool has_w = a->weight.data != NULL;
     const bool want_w = a->dweight.data != NULL, want_b = a->dbias.data != NULL;
     /* each combination its own loop: the flags are constants inside */
@@ -241,24 +237,23 @@ static void LN_NAME(backward)(const ts_layer_norm_args *a, double *ws) {
     const int64_t n = a->cols, chunks = (n + LN_COMBINE - 1) / LN_COMBINE;
     T *dw = (T *)a->dweight.data, *db = (T *)a->dbias.data;
     const bool cpar = par && n * pl.blocks >= LN_PAR_MIN;
-    (void)cpar;
-    LN_PRAGMA("omp parallel for schedule(static) if (cpar)")
-    for (int64_t c = 0; c < chunks; c++) {
-        const int64_t j0 = c * LN_COMBINE, m = n - j0 < LN_COMBINE ? n - j0 : LN_COMBINE;
-        double sw[LN_COMBINE], sb[LN_COMBINE];
-        memset(sw, 0, sizeof sw), memset(sb, 0, sizeof sb);
-        for (int64_t k = 0; k < pl.blocks; k++) {
-            const double *pw = ln_block_sums(&pl, ws, k, sizeof(T)) + 2 * j0, *pb = pw + 8;
-            if (want_w)
-                for (int64_t j = 0; j < m; j++) sw[j] += pw[ln_pidx(j)];
-            if (want_b)
-                for (int64_t j = 0; j < m; j++) sb[j] += pb[ln_pidx(j)];
-        }
-        for (int64_t j = 0; j < m; j++) {
-            if (want_w) dw[j0 + j] = (T)sw[j];
-            if (want_b) db[j0 + j] = (T)sb[j];
-        }
-    }
+    TS_PARALLEL_FOR_IF(
+        cpar, for (int64_t c = 0; c < chunks; c++) {
+            const int64_t j0 = c * LN_COMBINE, m = n - j0 < LN_COMBINE ? n - j0 : LN_COMBINE;
+            double sw[LN_COMBINE], sb[LN_COMBINE];
+            memset(sw, 0, sizeof sw), memset(sb, 0, sizeof sb);
+            for (int64_t k = 0; k < pl.blocks; k++) {
+                const double *pw = ln_block_sums(&pl, ws, k, sizeof(T)) + 2 * j0, *pb = pw + 8;
+                if (want_w)
+                    for (int64_t j = 0; j < m; j++) sw[j] += pw[ln_pidx(j)];
+                if (want_b)
+                    for (int64_t j = 0; j < m; j++) sb[j] += pb[ln_pidx(j)];
+            }
+            for (int64_t j = 0; j < m; j++) {
+                if (want_w) dw[j0 + j] = (T)sw[j];
+                if (want_b) db[j0 + j] = (T)sb[j];
+            }
+        });
 }
 
 #undef LN_BLOCKS

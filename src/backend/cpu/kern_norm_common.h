@@ -16,11 +16,7 @@
 #include <immintrin.h>
 #endif
 
-#ifdef TS_HAVE_OPENMP
-#define LN_PRAGMA(x) _Pragma(x)
-#else
-#define LN_PRAGMA(x)
-#endif
+#include "backend/cpu/omp_if.h"
 
 #define LN_PAR_MIN 32768 /* fewer elements than this: one thread */
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
 
@@ -166,51 +167,50 @@ static void exps_d(double *v, int64_t n) {
         int64_t C = od->shape[od->nd - 1], ntiles = (C + SM_TILE - 1) / SM_TILE;                   \
         int64_t ngroups = 1;                                                                       \
         for (int d = 0; d < od->nd - 1; d++) ngroups *= od->shape[d];                              \
-        bool par = ngroups * C * L >= SM_PAR_MIN;                                                  \
-        (void)par;                                                                                 \
-        SM_PRAGMA("omp parallel for schedule(static) if (par)")                                    \
-        for (int64_t w = 0; w < ngroups * ntiles; w++) {                                           \
-            T m[SM_TILE], v[SM_TILE];                                                              \
-            double s[SM_TILE];                                                                     \
-            int64_t g = w / ntiles, c0 = (w % ntiles) * SM_TILE;                                   \
-            int64_t tn = C - c0 < SM_TILE ? C - c0 : SM_TILE, io, oo;                              \
-            offsets(od, od->nd - 1, g, &io, &oo);                                                  \
-            const char *xp = in->data + (size_t)(io + c0) * es;                                    \
-            char *yp = out->data + (size_t)(oo + c0) * es;                                         \
-            for (int64_t c = 0; c < tn; c++) m[c] = -INFINITY, s[c] = 0;                           \
-            for (int64_t l = 0; l < L; l++) {                                                      \
-                LOAD(v, xp + (size_t)(l * xs) * es, in->dtype, 1, tn);                             \
-                for (int64_t c = 0; c < tn; c++)                                                   \
-                    m[c] = (v[c] > m[c] || v[c] != v[c]) ? v[c] : m[c];                            \
-            }                                                                                      \
-            /* softmax into an output of the compute type keeps exp(x - max) there and rescales    \
-               it, instead of evaluating exp twice */                                              \
-            bool keep = !lg && out->dtype == in->dtype && es == sizeof(T);                         \
-            for (int64_t l = 0; l < L; l++) {                                                      \
-                LOAD(v, xp + (size_t)(l * xs) * es, in->dtype, 1, tn);                             \
-                for (int64_t c = 0; c < tn; c++) v[c] -= m[c];                                     \
-                EXPS(v, tn);                                                                       \
-                for (int64_t c = 0; c < tn; c++) s[c] += v[c];                                     \
-                if (keep) STORE(yp + (size_t)(l * ys) * es, out->dtype, 1, v, tn);                 \
-            }                                                                                      \
-            for (int64_t c = 0; c < tn; c++) s[c] = lg ? LOGF((T)s[c]) : 1.0 / s[c];               \
-            for (int64_t l = 0; l < L; l++) {                                                      \
-                if (keep) {                                                                        \
-                    T *y = (T *)(yp + (size_t)(l * ys) * es);                                      \
-                    for (int64_t c = 0; c < tn; c++) y[c] *= (T)s[c];                              \
-                    continue;                                                                      \
+        const bool par = ngroups * C * L >= SM_PAR_MIN;                                            \
+        TS_PARALLEL_FOR_IF(                                                                        \
+            par, for (int64_t w = 0; w < ngroups * ntiles; w++) {                                  \
+                T m[SM_TILE], v[SM_TILE];                                                          \
+                double s[SM_TILE];                                                                 \
+                int64_t g = w / ntiles, c0 = (w % ntiles) * SM_TILE;                               \
+                int64_t tn = C - c0 < SM_TILE ? C - c0 : SM_TILE, io, oo;                          \
+                offsets(od, od->nd - 1, g, &io, &oo);                                              \
+                const char *xp = in->data + (size_t)(io + c0) * es;                                \
+                char *yp = out->data + (size_t)(oo + c0) * es;                                     \
+                for (int64_t c = 0; c < tn; c++) m[c] = -INFINITY, s[c] = 0;                       \
+                for (int64_t l = 0; l < L; l++) {                                                  \
+                    LOAD(v, xp + (size_t)(l * xs) * es, in->dtype, 1, tn);                         \
+                    for (int64_t c = 0; c < tn; c++)                                               \
+                        m[c] = (v[c] > m[c] || v[c] != v[c]) ? v[c] : m[c];                        \
                 }                                                                                  \
-                LOAD(v, xp + (size_t)(l * xs) * es, in->dtype, 1, tn);                             \
-                if (lg) {                                                                          \
-                    for (int64_t c = 0; c < tn; c++) v[c] = (v[c] - m[c]) - (T)s[c];               \
-                } else {                                                                           \
+                /* softmax into an output of the compute type keeps exp(x - max) there and         \
+                   rescales it, instead of evaluating exp twice */                                 \
+                bool keep = !lg && out->dtype == in->dtype && es == sizeof(T);                     \
+                for (int64_t l = 0; l < L; l++) {                                                  \
+                    LOAD(v, xp + (size_t)(l * xs) * es, in->dtype, 1, tn);                         \
                     for (int64_t c = 0; c < tn; c++) v[c] -= m[c];                                 \
                     EXPS(v, tn);                                                                   \
-                    for (int64_t c = 0; c < tn; c++) v[c] *= (T)s[c];                              \
+                    for (int64_t c = 0; c < tn; c++) s[c] += v[c];                                 \
+                    if (keep) STORE(yp + (size_t)(l * ys) * es, out->dtype, 1, v, tn);             \
                 }                                                                                  \
-                STORE(yp + (size_t)(l * ys) * es, out->dtype, 1, v, tn);                           \
-            }                                                                                      \
-        }                                                                                          \
+                for (int64_t c = 0; c < tn; c++) s[c] = lg ? LOGF((T)s[c]) : 1.0 / s[c];           \
+                for (int64_t l = 0; l < L; l++) {                                                  \
+                    if (keep) {                                                                    \
+                        T *y = (T *)(yp + (size_t)(l * ys) * es);                                  \
+                        for (int64_t c = 0; c < tn; c++) y[c] *= (T)s[c];                          \
+                        continue;                                                                  \
+                    }                                                                              \
+                    LOAD(v, xp + (size_t)(l * xs) * es, in->dtype, 1, tn);                         \
+                    if (lg) {                                                                      \
+                        for (int64_t c = 0; c < tn; c++) v[c] = (v[c] - m[c]) - (T)s[c];           \
+                    } else {                                                                       \
+                        for (int64_t c = 0; c < tn; c++) v[c] -= m[c];                             \
+                        EXPS(v, tn);                                                               \
+                        for (int64_t c = 0; c < tn; c++) v[c] *= (T)s[c];                          \
+                    }                                                                              \
+                    STORE(yp + (size_t)(l * ys) * es, out->dtype, 1, v, tn);                       \
+                }                                                                                  \
+            });                                                                                    \
     }
 
 SM_DEFINE(f, float, exps_f, logf, load_f, store_f)

@@ -84,12 +84,10 @@ static void TSV_NAME(tsv_math_f32)(int fn, float *y, const float *x, int64_t n) 
         TSV_MAP1(TSV_NAME(tsv_erf), 0.0f);
     else if (fn == TSV_ONEP_ERF)
         TSV_MAP1(TSV_NAME(tsv_onep_erf), 0.0f);
-    else if (fn == TSV_EXP || fn == TSV_LOG || fn == TSV_TANH)
-        TSV_NAME(tsv_unary_f32)
-        (fn == TSV_EXP   ? TS_U_EXP
-         : fn == TSV_LOG ? TS_U_LOG
-                         : TS_U_TANH,
-         y, x, n);
+    else if (fn == TSV_EXP || fn == TSV_LOG || fn == TSV_TANH) {
+        const ts_unary_op op = fn == TSV_EXP ? TS_U_EXP : fn == TSV_LOG ? TS_U_LOG : TS_U_TANH;
+        TSV_NAME(tsv_unary_f32)(op, y, x, n);
+    }
 }
 
 /* ------------------------------------------------------------------ softmax and logsumexp */
