@@ -213,6 +213,60 @@ static void test_split_merge(void) {
     CHECK(atomic_load(&fake_used) == 0);
 }
 
+/* ------------------------------------------------------------------ streams */
+/* Fake stream hooks: the current stream is a variable; waits are counted by (from, to). */
+static uintptr_t cur_stream = 1;
+static int waits[4][4], device_waits;
+static uintptr_t fake_current_stream(int index) { return cur_stream; }
+static void fake_stream_wait(int index, uintptr_t from, uintptr_t to) {
+    if (from < 4 && to < 4) waits[from][to]++;
+}
+static void fake_device_wait(int index) { device_waits++; }
+static const ts_alloc_hooks fake_hooks = {
+    .current_stream = fake_current_stream,
+    .stream_wait = fake_stream_wait,
+    .device_wait = fake_device_wait,
+};
+
+/* Reuse across streams waits for the earlier stream; reuse on the same stream waits for nothing;
+ * memory freed by one stream does not merge into another's free neighbour (where every later
+ * allocation from the merged block would wait for the first stream's queue). */
+static void test_streams(void) {
+    fake_reset(0);
+    memset(waits, 0, sizeof waits), device_waits = 0;
+    ts_allocator *a = ts_allocator_new(&fake_be, 0);
+    ts_allocator_set_hooks(a, &fake_hooks);
+    cur_stream = 1;
+    ts_block *x = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
+    cur_stream = 2;
+    ts_block *y = ts_allocator_alloc(a, 4 * MIB, NULL, 0); /* the same 20 MiB segment */
+    CHECK(bptr(y) == bptr(x) + 4 * MIB);
+    CHECK(waits[1][2] == 0 && waits[2][1] == 0); /* fresh memory: nothing to wait for */
+    ts_allocator_release(a, y);                  /* stream 2's block */
+    cur_stream = 1;
+    ts_allocator_release(a, x); /* stream 1's, beside it: kept apart */
+    ts_block *x2 = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
+    CHECK(bptr(x2) == bptr(x)); /* best fit: stream 1's own 4 MiB */
+    CHECK(waits[2][1] == 0);    /* stream 1 does not wait for stream 2 */
+    cur_stream = 2;
+    ts_block *y2 = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
+    CHECK(bptr(y2) == bptr(y) && waits[1][2] == 0);
+    ts_allocator_release(a, y2); /* [4, 20) MiB: stream 2's (the unused tail merged in) */
+    /* stream 1 takes memory stream 2 freed: it waits for stream 2 (an event), once */
+    cur_stream = 1;
+    ts_allocator_release(a, x2);
+    ts_block *big = ts_allocator_alloc(a, 8 * MIB, NULL, 0); /* only [4, 20) fits */
+    CHECK(big && bptr(big) == bptr(y) && waits[2][1] == 1);
+    ts_allocator_release(a, big); /* now stream 1's: joins [0, 4), not stream 2's [12, 20) */
+    ts_block *all1 = ts_allocator_alloc(a, 12 * MIB, NULL, 0);
+    CHECK(all1 && bptr(all1) == bptr(x) && waits[2][1] == 1);
+    ts_allocator_release(a, all1);
+    /* emptying the cache waits for the device once, then the segment goes back whole */
+    ts_allocator_empty_cache(a);
+    CHECK(device_waits == 1 && stats(a).reserved == 0 && atomic_load(&fake_used) == 0);
+    ts_allocator_destroy(a);
+}
+
 static void test_stats(void) {
     fake_reset(0);
     ts_allocator *a = ts_allocator_new(&fake_be, 0);
@@ -449,6 +503,7 @@ int main(void) {
     test_rounding();
     test_reuse();
     test_split_merge();
+    test_streams();
     test_stats();
     test_oom();
     test_random_model();

@@ -249,7 +249,7 @@ static void test_streams_and_events(void) {
     CHECK_EQ(ts_cuda_set_stream(s1), TS_OK);
     CHECK(ts_cuda_current_stream(0) == s1);
     CHECK_EQ(ts_cuda_event_record(t0, NULL), TS_OK);
-    ts_tensor *x = ts_arange(0, N, 1, (ts_opts){.device = ts_cuda(0)});
+    ts_tensor *x = ts_arange(0, N, 1, (ts_opts){.dtype = TS_F32, .device = ts_cuda(0)});
     ts_tensor *y = ts_add_scalar(ts_mul_scalar(x, 2.0), 1.0);
     CHECK_EQ(ts_cuda_event_record(done, s1), TS_OK);
     CHECK_EQ(ts_cuda_event_record(t1, s1), TS_OK);

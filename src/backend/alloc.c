@@ -192,6 +192,29 @@ static void streams_reset(const ts_allocator *a, ts_block *b, uintptr_t stream) 
     streams_add(a, b, stream);
 }
 
+/* Every pending use in y's history is covered by one in x's. */
+static bool history_covers(const ts_allocator *a, const ts_block *x, const ts_block *y) {
+    if (y->streams_overflow && !x->streams_overflow) return false;
+    for (int i = 0; i < y->nstreams; i++) {
+        bool found = false;
+        for (int j = 0; j < x->nstreams && !found; j++)
+            found = covers(a, x->streams[j], y->streams[i]);
+        if (!found) return false;
+    }
+    return true;
+}
+
+/* Free neighbours merge when no stream's queued work would pass to the other's memory: the same
+ * history, or one of them unused. As PyTorch keeps a pool per stream: memory a side stream freed
+ * never joins the default stream's, where the next copy would have to wait for the side stream's
+ * whole queue (seen on an H100: a pinned copy stalled behind a side stream's matrix products). */
+static bool histories_merge(const ts_allocator *a, const ts_block *x, const ts_block *y) {
+    if (!a->hooks) return true;
+    if ((x->nstreams == 0 && !x->streams_overflow) || (y->nstreams == 0 && !y->streams_overflow))
+        return true;
+    return history_covers(a, x, y) && history_covers(a, y, x);
+}
+
 /* The waits that must come before b's memory is handed to `cur` (whatever the earlier users
  * queued), taken from b under the lock and done after it is dropped: a host wait (pinned memory)
  * must not stall every other allocation, and b is already out of the free tree. */
@@ -255,10 +278,44 @@ static void collect_whole(ts_block *t, ts_block **list) {
     }
 }
 
+/* A free block whose next neighbour is free too (kept apart by their histories), or NULL. */
+static ts_block *find_split_free(ts_block *t) {
+    while (t) {
+        if (t->next && !t->next->allocated) return t;
+        ts_block *l = find_split_free(t->left);
+        if (l) return l;
+        t = t->right;
+    }
+    return NULL;
+}
+
+/* After a wait for the whole device no history matters: neighbours kept apart merge, so that
+ * segments free as a whole can go back to the driver. */
+static void merge_all_free(ts_allocator *a) {
+    for (int pool = 0; pool < 2; pool++) {
+        ts_block **tree = &a->free_tree[pool];
+        ts_block *b;
+        while ((b = find_split_free(*tree)) != NULL) {
+            ts_block *n = b->next;
+            treap_remove(tree, b);
+            treap_remove(tree, n);
+            b->size += n->size;
+            b->next = n->next;
+            if (n->next) n->next->prev = b;
+            block_recycle(a, n);
+            b->nstreams = 0; /* the device wait covered every use */
+            b->streams_overflow = false;
+            free_insert(a, b);
+        }
+    }
+}
+
 static void release_cached(ts_allocator *a) {
     /* the driver may not take memory back while queued work still uses it */
-    if (a->hooks && (a->free_tree[POOL_SMALL] || a->free_tree[POOL_LARGE]))
+    if (a->hooks && (a->free_tree[POOL_SMALL] || a->free_tree[POOL_LARGE])) {
         a->hooks->device_wait(a->index);
+        merge_all_free(a);
+    }
     for (int pool = 0; pool < 2; pool++) {
         ts_block *list = NULL;
         collect_whole(a->free_tree[pool], &list);
@@ -420,7 +477,7 @@ void ts_allocator_release(ts_allocator *a, ts_block *b) {
     streams_add(a, b, cur);
     ts_block **tree = &a->free_tree[b->pool];
     ts_block *n = b->next;
-    if (n && !n->allocated) {
+    if (n && !n->allocated && histories_merge(a, b, n)) {
         treap_remove(tree, n);
         streams_merge(a, b, n);
         b->size += n->size;
@@ -429,7 +486,7 @@ void ts_allocator_release(ts_allocator *a, ts_block *b) {
         block_recycle(a, n);
     }
     ts_block *p = b->prev;
-    if (p && !p->allocated) {
+    if (p && !p->allocated && histories_merge(a, p, b)) {
         treap_remove(tree, p);
         streams_merge(a, p, b);
         p->size += b->size;

@@ -145,7 +145,8 @@ bool tsi_check_device(const char *op, ts_device d) {
                       op, ts_device_str(d));
     else
         tsi_error_set(TS_ERR_DEVICE, "%s: device %s is not available (%d %s device%s)", op,
-                      ts_device_str(d), n, type_name(d.type), n == 1 ? "" : "s");
+                      ts_device_str(d), n, d.type == TS_CUDA ? "CUDA" : type_name(d.type),
+                      n == 1 ? "" : "s");
     return false;
 }
 

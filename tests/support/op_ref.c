@@ -442,14 +442,28 @@ bool ot_ref_scatter_add(const ot_row *row, const ot_ref_in *in, const ot_args *a
     int d = wrap_dim(a->dim, s.ndim);
     out->shape = s;
     memcpy(out->v, in->v[0], sizeof(double) * (size_t)ot_numel(s));
-    int64_t n = ot_numel(is), idx[TS_MAX_DIMS] = {0};
+    const int64_t n = ot_numel(is), ns = ot_numel(s);
+    int64_t idx[TS_MAX_DIMS] = {0};
+    /* the adds into one element in another order (CUDA's atomics) round differently: each of
+     * the m adds errs by at most u |partial sum| <= u (|initial| + sum |terms|), in either order */
+    int64_t *adds = out->tol ? calloc((size_t)ns + 1, sizeof *adds) : NULL;
+    if (adds)
+        for (int64_t j = 0; j < ns; j++) out->tol[j] = fabs(out->v[j]);
     for (int64_t k = 0; k < n; k++) {
         int64_t soff = offset_with(ss, idx, -1, 0);
-        double *dst = &out->v[offset_with(s, idx, d, (int64_t)in->v[1][k])];
+        int64_t doff = offset_with(s, idx, d, (int64_t)in->v[1][k]);
+        double *dst = &out->v[doff];
         /* each add rounds to the dtype, in index order, as PyTorch's cpu loop does */
         *dst = ot_cast(*dst + in->v[2][soff], out->dtype);
+        if (adds) adds[doff]++, out->tol[doff] += fabs(in->v[2][soff]);
         ot_next_index(is, idx);
     }
+    if (adds) {
+        const double u = ot_unit_roundoff(out->dtype);
+        for (int64_t j = 0; j < ns; j++)
+            out->tol[j] = adds[j] > 1 ? 2 * adds[j] * u * out->tol[j] : 0;
+    }
+    free(adds);
     return true;
 }
 

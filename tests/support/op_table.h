@@ -116,6 +116,9 @@ typedef struct ot_ref_out {
     double *v; /* room for cap elements */
     int64_t cap;
     ts_dtype dtype; /* the expected output dtype (set by the harness before the call) */
+    /* Extra absolute tolerance per element, for results whose rounding depends on an order the
+     * op leaves free (scatter_add's atomic adds on CUDA); zeroed room for cap elements or NULL. */
+    double *tol;
 } ot_ref_out;
 
 typedef struct ot_row ot_row;
@@ -187,6 +190,8 @@ int64_t ot_bcast_offset(ts_shape s, ts_shape to, const int64_t *idx);
 bool ot_next_index(ts_shape s, int64_t *idx);
 /* The value a double becomes when stored in dt (integers wrap like C casts through int64). */
 double ot_cast(double v, ts_dtype dt);
+/* half the distance from 1 to the next value of float dtype dt (0 for integer dtypes) */
+double ot_unit_roundoff(ts_dtype dt);
 /* torch.result_type: tensors (dtype, ndim) plus optionally one weak Python scalar. */
 ts_dtype ot_result_type(int n, const ts_dtype *dts, const int *ndims, bool has_scalar,
                         double scalar);

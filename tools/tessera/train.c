@@ -447,10 +447,25 @@ static int join_world(trainer *t) {
     if (t->o->devices)
         return tcli_fail(TCLI_USAGE, "--devices: data parallel within a process is not available "
                                      "with several processes (one device per rank)");
-    /* --device cuda (no index): one GPU per rank on each machine */
+    /* --device cuda (no index), or the default on a machine with GPUs: one GPU per rank on each
+     * machine (NCCL takes no two ranks on one GPU) */
     if (t->dev.type == TS_CUDA && (!t->o->device || !strchr(t->o->device, ':'))) {
-        int n = ts_device_count(TS_CUDA);
-        t->dev = t->devs[0] = ts_cuda(n > 0 ? ts_dist_local_rank() % n : 0);
+        const int n = ts_device_count(TS_CUDA), local = ts_dist_local_world_size();
+        if (local <= n) {
+            t->dev = t->devs[0] = ts_cuda(ts_dist_local_rank());
+        } else if (t->o->device) {
+            return tcli_fail(TCLI_USAGE,
+                             "--device cuda: %d ranks on this machine but %d CUDA device%s: each "
+                             "rank needs a GPU of its own (start at most %d a machine, or train "
+                             "with --device cpu)",
+                             local, n, n == 1 ? "" : "s", n);
+        } else {
+            t->dev = t->devs[0] = ts_cpu();
+            if (t->is_main)
+                printf("(%d ranks on this machine but %d CUDA device%s: training on the CPU; "
+                       "one rank per GPU trains on the GPUs)\n",
+                       local, n, n == 1 ? "" : "s");
+        }
     }
     /* every rank's kernels on all the cores would only fight */
     if (!t->o->threads && !getenv("OMP_NUM_THREADS") && !getenv("TS_NUM_THREADS")) {

@@ -32,7 +32,12 @@
  * for the strided kernel. Small chunks make the linear path split its launches. */
 extern int tsc_emulation_mode;
 #define TSC_CHUNK ((int64_t)4 * 37)
+/* The host compiler keeps an op's per-element function whole: GCC 13 at -O3 (Ubuntu 24.04's, on
+ * the GPU machine) turned the emulated uint8 negation in the unrolled vector loop into a copy,
+ * which GCC 12 and nvcc's device code do not. */
+#define TSC_EMU_NOINLINE __attribute__((noinline))
 #else
+#define TSC_EMU_NOINLINE
 #define TSC_KERNEL __global__ void __launch_bounds__(TSC_THREADS)
 #define TSC_THREAD_PARAMS
 #define TSC_TID      ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x)
@@ -260,14 +265,22 @@ TS_HD inline tsc_vec<T, V> tsc_ldv(const char *base, uint32_t i, bool bcast) {
         TSC_UNROLL
         for (int k = 0; k < V; k++) r.v[k] = x;
     } else {
+#ifdef __CUDA_ARCH__
         r = *((const tsc_vec<T, V> *)((const T *)base + i));
+#else /* the host emulation: no access through a type the buffer does not hold */
+        memcpy(&r, (const T *)base + i, sizeof r);
+#endif
     }
     return r;
 }
 
 template <typename T, int V>
 TS_HD inline void tsc_stv(char *base, uint32_t i, const tsc_vec<T, V> &x) {
+#ifdef __CUDA_ARCH__
     *((tsc_vec<T, V> *)((T *)base + i)) = x;
+#else
+    memcpy((T *)base + i, &x, sizeof x);
+#endif
 }
 
 /* ------------------------------------------------------------------ kernels

@@ -145,7 +145,7 @@ TS_HD inline int64_t unary_ct(const tsc_unary_params &p, int64_t a) {
 template <typename T> struct UnaryF {
     static constexpr int NOPS = 2;
     tsc_unary_params p;
-    TS_HD T apply(T x) const { return tsc_st<T>(unary_ct(p, tsc_ld(x))); }
+    TSC_EMU_NOINLINE TS_HD T apply(T x) const { return tsc_st<T>(unary_ct(p, tsc_ld(x))); }
     template <int V> TS_HD void vec(const tsc_ptrs<2> &b, uint32_t i, unsigned bcast) const {
         tsc_vec<T, V> x = tsc_ldv<T, V>(b.p[1], i, bcast & 2u), o;
         TSC_UNROLL
