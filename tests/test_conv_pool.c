@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/cpu/kern_conv.h"
+#include "tol_check.h"
 #include "ts_test.h"
 
 /* PyTorch 1.13 float64 values, from this script (inputs are exact binary fractions, made the same
@@ -91,11 +92,6 @@ static bool shape_is(ts_tensor *t, ts_shape s) {
 }
 static const char *dev_name(ts_device d) { return ts_device_str(d); }
 
-/* Unit roundoff of a dtype: bf16 keeps 8 significant bits, f16 11, f32 24, f64 53. */
-static double unit_roundoff(ts_dtype dt) {
-    return ldexp(1.0, dt == TS_F64 ? -53 : dt == TS_F32 ? -24 : dt == TS_F16 ? -11 : -8);
-}
-
 /* Every element within the bound of a sum of k products computed from inputs already in dtype dt:
  * accumulated in f32 (f64 for f64), each partial sum off by at most k roundings of the
  * accumulator (Higham's gamma_k), and the result rounded once or twice to dt (the kernel's output,
@@ -106,8 +102,8 @@ static void check_bound(const char *what, ts_tensor *t, const double *ref, const
     CHECK(t != NULL);
     if (!t) return;
     CHECK_EQ(ts_numel(t), n);
-    const double acc = unit_roundoff(dt == TS_F64 ? TS_F64 : TS_F32);
-    const double rel = 2 * unit_roundoff(dt) + (double)k * acc;
+    const double acc = ts_test_unit_roundoff(dt == TS_F64 ? TS_F64 : TS_F32);
+    const double rel = 2 * ts_test_unit_roundoff(dt) + (double)k * acc;
     double *h = host(t);
     int64_t bad = -1;
     for (int64_t i = 0; i < n && i < ts_numel(t) && bad < 0; i++)

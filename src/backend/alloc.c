@@ -215,6 +215,16 @@ static bool histories_merge(const ts_allocator *a, const ts_block *x, const ts_b
     return history_covers(a, x, y) && history_covers(a, y, x);
 }
 
+/* b takes in its free next neighbour n (already out of the free tree): memory, links, history. */
+static void absorb_next(ts_allocator *a, ts_block *b) {
+    ts_block *n = b->next;
+    streams_merge(a, b, n);
+    b->size += n->size;
+    b->next = n->next;
+    if (n->next) n->next->prev = b;
+    block_recycle(a, n);
+}
+
 /* The waits that must come before b's memory is handed to `cur` (whatever the earlier users
  * queued), taken from b under the lock and done after it is dropped: a host wait (pinned memory)
  * must not stall every other allocation, and b is already out of the free tree. */
@@ -296,13 +306,9 @@ static void merge_all_free(ts_allocator *a) {
         ts_block **tree = &a->free_tree[pool];
         ts_block *b;
         while ((b = find_split_free(*tree)) != NULL) {
-            ts_block *n = b->next;
             treap_remove(tree, b);
-            treap_remove(tree, n);
-            b->size += n->size;
-            b->next = n->next;
-            if (n->next) n->next->prev = b;
-            block_recycle(a, n);
+            treap_remove(tree, b->next);
+            absorb_next(a, b);
             b->nstreams = 0; /* the device wait covered every use */
             b->streams_overflow = false;
             free_insert(a, b);
@@ -479,20 +485,12 @@ void ts_allocator_release(ts_allocator *a, ts_block *b) {
     ts_block *n = b->next;
     if (n && !n->allocated && histories_merge(a, b, n)) {
         treap_remove(tree, n);
-        streams_merge(a, b, n);
-        b->size += n->size;
-        b->next = n->next;
-        if (n->next) n->next->prev = b;
-        block_recycle(a, n);
+        absorb_next(a, b);
     }
     ts_block *p = b->prev;
     if (p && !p->allocated && histories_merge(a, p, b)) {
         treap_remove(tree, p);
-        streams_merge(a, p, b);
-        p->size += b->size;
-        p->next = b->next;
-        if (b->next) b->next->prev = p;
-        block_recycle(a, b);
+        absorb_next(a, p);
         b = p;
     }
     free_insert(a, b);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "op_table.h"
+#include "tol_check.h"
 
 static bool is_float(ts_dtype d) {
     return d == TS_F32 || d == TS_F64 || d == TS_F16 || d == TS_BF16;
@@ -459,7 +460,7 @@ bool ot_ref_scatter_add(const ot_row *row, const ot_ref_in *in, const ot_args *a
         ot_next_index(is, idx);
     }
     if (adds) {
-        const double u = ot_unit_roundoff(out->dtype);
+        const double u = ts_test_unit_roundoff(out->dtype);
         for (int64_t j = 0; j < ns; j++)
             out->tol[j] = adds[j] > 1 ? 2 * adds[j] * u * out->tol[j] : 0;
     }

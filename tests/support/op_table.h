@@ -190,8 +190,6 @@ int64_t ot_bcast_offset(ts_shape s, ts_shape to, const int64_t *idx);
 bool ot_next_index(ts_shape s, int64_t *idx);
 /* The value a double becomes when stored in dt (integers wrap like C casts through int64). */
 double ot_cast(double v, ts_dtype dt);
-/* half the distance from 1 to the next value of float dtype dt (0 for integer dtypes) */
-double ot_unit_roundoff(ts_dtype dt);
 /* torch.result_type: tensors (dtype, ndim) plus optionally one weak Python scalar. */
 ts_dtype ot_result_type(int n, const ts_dtype *dts, const int *ndims, bool has_scalar,
                         double scalar);

@@ -91,21 +91,6 @@ static int64_t to_i64(double v) {
     return (int64_t)v;
 }
 
-double ot_unit_roundoff(ts_dtype dt) {
-    switch (dt) {
-    case TS_F32:
-        return 0x1p-24;
-    case TS_F64:
-        return 0x1p-53;
-    case TS_F16:
-        return 0x1p-11;
-    case TS_BF16:
-        return 0x1p-8;
-    default:
-        return 0; /* integers are exact (wrapping adds commute) */
-    }
-}
-
 double ot_cast(double v, ts_dtype dt) {
     switch (dt) {
     case TS_F32:

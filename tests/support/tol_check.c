@@ -7,6 +7,21 @@
 
 #include "ts_test.h"
 
+double ts_test_unit_roundoff(ts_dtype dt) {
+    switch (dt) {
+    case TS_F64:
+        return 0x1p-53;
+    case TS_F32:
+        return 0x1p-24;
+    case TS_F16:
+        return 0x1p-11;
+    case TS_BF16:
+        return 0x1p-8;
+    default:
+        return 0;
+    }
+}
+
 double *ts_test_host_f64(ts_tensor *t, int64_t n) {
     double *h = calloc((size_t)(n ? n : 1), sizeof(double));
     ts_scope_begin();

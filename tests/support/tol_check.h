@@ -7,6 +7,10 @@
 
 #include "tessera.h"
 
+/* The unit roundoff of a dtype (half the gap from 1 to the next value): bf16 keeps 8 significant
+ * bits, f16 11, f32 24, f64 53; 0 for integer dtypes, whose arithmetic is exact. */
+double ts_test_unit_roundoff(ts_dtype dt);
+
 /* t's n elements as doubles on the host (malloc'd; NaN everywhere when t is NULL, has another
  * number of elements or cannot be copied). Any device, dtype and layout. */
 double *ts_test_host_f64(ts_tensor *t, int64_t n);
