@@ -226,6 +226,7 @@ static const ts_alloc_hooks fake_hooks = {
     .current_stream = fake_current_stream,
     .stream_wait = fake_stream_wait,
     .device_wait = fake_device_wait,
+    .stream_pools = true,
 };
 
 /* Reuse across streams waits for the earlier stream; reuse on the same stream waits for nothing;
@@ -262,6 +263,45 @@ static void test_streams(void) {
     CHECK(all1 && bptr(all1) == bptr(x) && waits[2][1] == 1);
     ts_allocator_release(a, all1);
     /* emptying the cache waits for the device once, then the segment goes back whole */
+    ts_allocator_empty_cache(a);
+    CHECK(device_waits == 1 && stats(a).reserved == 0 && atomic_load(&fake_used) == 0);
+    ts_allocator_destroy(a);
+}
+
+/* A stream takes memory from its own pool first, even where another stream's block fits better
+ * (the other stream may have queued much work since it freed it: seen on an H100, copies on the
+ * default stream stalled behind a side stream's matrix products); from another stream's pool,
+ * waiting for that stream, only when nothing of its own or unused fits, before new memory. */
+static void test_stream_pools(void) {
+    fake_reset(0);
+    memset(waits, 0, sizeof waits), device_waits = 0;
+    ts_allocator *a = ts_allocator_new(&fake_be, 0);
+    ts_allocator_set_hooks(a, &fake_hooks);
+    cur_stream = 2;
+    ts_block *y = ts_allocator_alloc(a, 4 * MIB, NULL, 0); /* [0, 4) of a 20 MiB segment */
+    cur_stream = 1;
+    ts_block *x = ts_allocator_alloc(a, 4 * MIB, NULL, 0); /* [4, 8) */
+    CHECK(bptr(x) == bptr(y) + 4 * MIB);
+    cur_stream = 2;
+    ts_allocator_release(a, y); /* stream 2's pool: [0, 4), the best fit for 4 MiB */
+    cur_stream = 1;
+    ts_allocator_release(a, x); /* stream 1's pool: [4, 20), the unused tail merged in */
+    ts_block *x2 = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
+    CHECK(x2 && bptr(x2) == bptr(x) && waits[2][1] == 0);
+    /* stream 3 has no pool and nothing is unused: the best fit of the others' pools (stream 2's
+     * [0, 4) before stream 1's [8, 20)), waiting for its stream, rather than a new segment */
+    cur_stream = 3;
+    ts_block *z = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
+    CHECK(z && bptr(z) == bptr(y) && waits[2][3] == 1 && waits[1][3] == 0);
+    CHECK(atomic_load(&fake_allocs) == 1);
+    /* stream 1's own remainder serves it at no wait */
+    cur_stream = 1;
+    ts_block *rest = ts_allocator_alloc(a, 12 * MIB, NULL, 0);
+    CHECK(rest && bptr(rest) == bptr(x) + 4 * MIB && waits[2][1] == 0 && waits[3][1] == 0);
+    ts_allocator_release(a, rest);
+    ts_allocator_release(a, x2);
+    cur_stream = 3;
+    ts_allocator_release(a, z);
     ts_allocator_empty_cache(a);
     CHECK(device_waits == 1 && stats(a).reserved == 0 && atomic_load(&fake_used) == 0);
     ts_allocator_destroy(a);
@@ -504,6 +544,7 @@ int main(void) {
     test_reuse();
     test_split_merge();
     test_streams();
+    test_stream_pools();
     test_stats();
     test_oom();
     test_random_model();

@@ -59,8 +59,8 @@ static void fake_stream_wait(int index, uintptr_t from, uintptr_t to) {
     if (probe_alloc && to == 0) probe_lock_from_hook();
 }
 static void fake_device_wait(int index) { ndevice_waits++; }
-static const ts_alloc_hooks fake_hooks = {fake_current_stream, fake_stream_wait, fake_device_wait,
-                                          true, NULL};
+static const ts_alloc_hooks fake_hooks = {
+    fake_current_stream, fake_stream_wait, fake_device_wait, true, NULL, false};
 
 static size_t fake_limit = SIZE_MAX; /* raw allocations above this fail */
 static void *fake_raw_alloc(const ts_backend *be, int index, size_t n) {
@@ -208,8 +208,8 @@ static void test_allocator_waits_unlocked(void) {
 static bool fake_covers(int index, uintptr_t x, uintptr_t y) {
     return x / 1000 == y / 1000 && x > y;
 }
-static const ts_alloc_hooks fake_covering_hooks = {fake_current_stream, fake_stream_wait,
-                                                   fake_device_wait, false, fake_covers};
+static const ts_alloc_hooks fake_covering_hooks = {
+    fake_current_stream, fake_stream_wait, fake_device_wait, false, fake_covers, false};
 
 static void test_allocator_covers(void) {
     ts_allocator *a = ts_allocator_new(&fake_be, 0);

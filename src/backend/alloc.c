@@ -37,6 +37,7 @@ struct ts_block {
     uint32_t prio;
     uint8_t pool;
     bool allocated;
+    uintptr_t owner;       /* while free: its stream pool (free_owner), the treap's first key */
     uint8_t nstreams;      /* streams that used the memory since its last stream-ordered reuse */
     bool streams_overflow; /* more than MAX_STREAMS of them */
     uintptr_t streams[MAX_STREAMS];
@@ -60,8 +61,11 @@ struct ts_allocator {
     const ts_alloc_hooks *hooks; /* NULL: host memory, nothing to order (cpu, sim) */
 };
 
-/* ------------------------------------------------------------------ treap of free blocks */
+/* ------------------------------------------------------------------ treap of free blocks
+ * Keyed by (owner, size, address), as PyTorch's block pools are by (stream, size, address): the
+ * blocks of one stream pool are one range of the tree, best fit within it one descent. */
 static inline bool key_less(const ts_block *a, const ts_block *b) {
+    if (a->owner != b->owner) return a->owner < b->owner;
     return a->size < b->size || (a->size == b->size && (uintptr_t)a->ptr < (uintptr_t)b->ptr);
 }
 
@@ -112,11 +116,12 @@ static void treap_remove(ts_block **root, ts_block *n) {
     *p = treap_merge(n->left, n->right);
 }
 
-/* Smallest free block with size >= size; among equal sizes the lowest address (PyTorch's order). */
-static ts_block *treap_lower_bound(ts_block *t, size_t size) {
+/* The first block with key >= (owner, size, 0): of `owner`'s pool the smallest free block with
+ * size >= size, among equal sizes the lowest address (PyTorch's order); or a later pool's block. */
+static ts_block *treap_lower_bound(ts_block *t, uintptr_t owner, size_t size) {
     ts_block *best = NULL;
     while (t) {
-        if (t->size >= size) {
+        if (t->owner > owner || (t->owner == owner && t->size >= size)) {
             best = t;
             t = t->left;
         } else {
@@ -124,6 +129,12 @@ static ts_block *treap_lower_bound(ts_block *t, size_t size) {
         }
     }
     return best;
+}
+
+/* `owner`'s best fit for size, or NULL */
+static ts_block *pool_best_fit(ts_block *t, uintptr_t owner, size_t size) {
+    ts_block *b = treap_lower_bound(t, owner, size);
+    return b && b->owner == owner ? b : NULL;
 }
 
 /* ------------------------------------------------------------------ block structs */
@@ -156,7 +167,18 @@ static inline void block_recycle(ts_allocator *a, ts_block *b) {
     a->spare = b;
 }
 
+/* The stream pool a free block joins. With per-stream pools (the hooks' stream_pools): the stream
+ * it was allocated on (the first of its history), OWNER_MANY when too many streams used it, and 0
+ * (no pool: anyone may take it at no cost) for fresh memory and after a device wait. */
+#define OWNER_MANY UINTPTR_MAX /* never a stream id */
+static uintptr_t free_owner(const ts_allocator *a, const ts_block *b) {
+    if (!a->hooks || !a->hooks->stream_pools) return 0;
+    if (b->streams_overflow) return OWNER_MANY;
+    return b->nstreams ? b->streams[0] : 0;
+}
+
 static inline void free_insert(ts_allocator *a, ts_block *b) {
+    b->owner = free_owner(a, b);
     b->left = b->right = NULL;
     treap_insert(&a->free_tree[b->pool], b);
 }
@@ -249,6 +271,27 @@ static void streams_wait(const ts_allocator *a, const reuse_waits *w) {
         return;
     }
     for (int i = 0; i < w->n; i++) a->hooks->stream_wait(a->index, w->from[i], w->cur);
+}
+
+/* The free block for `size` on stream `cur`: the best fit among cur's own blocks (no wait), else
+ * among blocks no stream has pending work on, else (rather than more memory) the best fit of
+ * another stream's pool, whose reuse makes cur wait for that stream. Preferring its own pool keeps
+ * a stream from waiting for another's queue while memory of its own is free (seen on an H100:
+ * copies on the default stream stalled behind a side stream's matrix products, because they were
+ * handed blocks that stream had freed long before). Without stream pools there is one pool, 0. */
+static ts_block *find_free(const ts_allocator *a, ts_block *tree, uintptr_t cur, size_t size) {
+    ts_block *b = cur ? pool_best_fit(tree, cur, size) : NULL;
+    if (!b) b = pool_best_fit(tree, 0, size);
+    if (b || !a->hooks || !a->hooks->stream_pools) return b;
+    /* each other pool's best fit (a descent per pool: streams are few); the smallest wins */
+    for (ts_block *first = treap_lower_bound(tree, 1, 0); first;
+         first = first->owner == UINTPTR_MAX ? NULL
+                                             : treap_lower_bound(tree, first->owner + 1, 0)) {
+        if (first->owner == cur) continue;
+        ts_block *c = pool_best_fit(tree, first->owner, size);
+        if (c && (!b || c->size < b->size)) b = c;
+    }
+    return b;
 }
 
 /* ------------------------------------------------------------------ sizes */
@@ -416,7 +459,7 @@ ts_block *ts_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t m
     int pool = size <= SMALL_SIZE ? POOL_SMALL : POOL_LARGE;
     uintptr_t cur = a->hooks ? a->hooks->current_stream(a->index) : 0;
 
-    ts_block *b = treap_lower_bound(a->free_tree[pool], size);
+    ts_block *b = find_free(a, a->free_tree[pool], cur, size);
     if (b) {
         treap_remove(&a->free_tree[pool], b);
     } else {

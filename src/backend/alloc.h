@@ -57,6 +57,10 @@ typedef struct ts_alloc_hooks {
     /* optional: true when waiting for use x also covers use y (y is done, or an earlier use on
      * x's stream), so a block's history keeps one pending use per stream; NULL: x == y only */
     bool (*covers)(int index, uintptr_t x, uintptr_t y);
+    /* ids are streams that allocate (device memory): a free block stays in the pool of the stream
+     * it was allocated on, and a stream takes from its own pool first (PyTorch's pools per
+     * stream), from another's only when nothing else fits, before asking for more memory */
+    bool stream_pools;
 } ts_alloc_hooks;
 
 /* Installs hooks before the allocator is first used (not thread-safe against allocations). */

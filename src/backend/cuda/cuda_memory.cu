@@ -148,12 +148,17 @@ static uintptr_t hook_current_stream(int index) { return (uintptr_t)tsc_stream_o
 static void hook_stream_wait(int index, uintptr_t from, uintptr_t to) {
     const ts_cuda_stream *f = (const ts_cuda_stream *)from;
     const ts_cuda_stream *t = (const ts_cuda_stream *)to;
+    if (!tsc_set_device(f->device)) return;
+    /* `from` idle: its uses are done, and an event recorded now would make `to` wait for nothing
+     * at best (at worst for work queued between the check and the record) */
+    const cudaError_t q = cudaStreamQuery(f->handle);
+    if (q == cudaSuccess) return;
+    if (q == cudaErrorNotReady) (void)cudaGetLastError();
     pthread_mutex_lock(&g_order_mu);
     cudaEvent_t *ev = &g_order_ev[f->device];
-    bool ok = tsc_set_device(f->device);
-    if (ok && !*ev &&
-        !tsc_check(cudaEventCreateWithFlags(ev, cudaEventDisableTiming), "caching allocator: event",
-                   f->device)) {
+    bool ok = true;
+    if (!*ev && !tsc_check(cudaEventCreateWithFlags(ev, cudaEventDisableTiming),
+                           "caching allocator: event", f->device)) {
         *ev = nullptr;
         ok = false;
     }
@@ -169,8 +174,8 @@ static void hook_device_wait(int index) {
         tsc_check(cudaDeviceSynchronize(), "caching allocator: synchronize", index);
 }
 
-static const ts_alloc_hooks g_device_hooks = {hook_current_stream, hook_stream_wait,
-                                              hook_device_wait, true, nullptr};
+static const ts_alloc_hooks g_device_hooks = {
+    hook_current_stream, hook_stream_wait, hook_device_wait, true, nullptr, true};
 
 extern "C" const ts_alloc_hooks *tsc_device_alloc_hooks(void) { return &g_device_hooks; }
 
@@ -407,8 +412,8 @@ static void pinned_wait_all(int index) {
 
 static uintptr_t pinned_current_stream(int index) { return 0; /* the host */ }
 
-static const ts_alloc_hooks g_pinned_hooks = {pinned_current_stream, pinned_use_wait,
-                                              pinned_wait_all, false, pinned_use_covers};
+static const ts_alloc_hooks g_pinned_hooks = {
+    pinned_current_stream, pinned_use_wait, pinned_wait_all, false, pinned_use_covers, false};
 
 extern "C" const ts_alloc_hooks *tsc_pinned_alloc_hooks(void) { return &g_pinned_hooks; }
 
