@@ -16,7 +16,7 @@ static void row_partial(const ts_cpu_rplan *P, int64_t o, int64_t p0, int64_t p1
         if (P->ints) {
             ts_cpu_red_fetch(NULL, ibuf, base, P->dt, &P->red, p, m);
             ts_cpu_red_is_fold(P->op, is, ibuf, m, p);
-        } else {
+        } else if (!ts_cpu_red_fold_f32_run(P->op, fs, base, P->dt, &P->red, p, m)) {
             ts_cpu_red_fetch(dbuf, NULL, base, P->dt, &P->red, p, m);
             ts_cpu_red_fs_fold(P->op, fs, dbuf, m, p);
         }

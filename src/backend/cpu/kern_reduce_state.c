@@ -393,6 +393,29 @@ static double sum_d(const double *x, int64_t m) {
     return r;
 }
 
+/* sum_d_run over float input converted as it is read: the same lanes in the same order, and the
+ * conversion to double is exact, so the bits are those of converting first (one pass, not two) */
+TS_CPU_BODY void sum_f_run_body(const float *x, int64_t m, double *out) {
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t k = 0;
+    for (; k + 8 <= m; k += 8)
+        for (int u = 0; u < 8; u++) acc[u] += (double)x[k + u];
+    double tail = 0.0;
+    for (; k < m; k++) tail += (double)x[k];
+    *out = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+}
+TS_CPU_VARIANTS(sum_f_run, (const float *x, int64_t m, double *out), (x, m, out))
+
+bool ts_cpu_red_fold_f32_run(ts_reduce_op op, ts_cpu_fstate *st, const char *base, ts_dtype dt,
+                             const ts_cpu_rdims *r, int64_t pos, int64_t m) {
+    if ((op != TS_R_SUM && op != TS_R_MEAN) || dt != TS_F32 || r->nd != 1 || r->strides[0] != 1)
+        return false;
+    ts_cpu_fstate c = ts_cpu_red_fs_init(op);
+    sum_f_run((const float *)base + pos, m, &c.a);
+    ts_cpu_red_fs_combine(op, st, &c);
+    return true;
+}
+
 /* sum of (x - mean)^2 in the same eight lanes (a single chain of additions would take four
  * cycles per element) */
 TS_CPU_BODY void m2_d_body(const double *x, int64_t m, double mean, double *out) {
