@@ -90,6 +90,17 @@ static void TSV_NAME(tsv_math_f32)(int fn, float *y, const float *x, int64_t n) 
     }
 }
 
+static void TSV_NAME(tsv_fma_f32)(float *y, const float *a, const float *b, const float *c,
+                                  int64_t n) {
+    for (int64_t i = 0; i < n; i += TSV_W) {
+        const size_t m = (size_t)(n - i < TSV_W ? n - i : TSV_W) * sizeof(float);
+        TSV_F va = {0}, vb = {0}, vc = {0};
+        memcpy(&va, a + i, m), memcpy(&vb, b + i, m), memcpy(&vc, c + i, m);
+        va = TSV_NAME(tsv_fma)(va, vb, vc);
+        memcpy(y + i, &va, m);
+    }
+}
+
 /* ------------------------------------------------------------------ softmax and logsumexp */
 /* The largest element, NaN ignored (a NaN still makes the row's sum NaN later) */
 static float TSV_NAME(tsv_max_f32)(const float *x, int64_t n) {
@@ -265,6 +276,7 @@ static const ts_vec_kernels TSV_NAME(tsv_kernels) = {
     .f32_to_bf16 = TSV_NAME(tsv_f32_to_bf16),
     .math_f32 = TSV_NAME(tsv_math_f32),
     .math_f64 = TSV_NAME(tsv_math_f64),
+    .fma_f32 = TSV_NAME(tsv_fma_f32),
 };
 
 #undef TSV_MAP1
@@ -281,3 +293,4 @@ static const ts_vec_kernels TSV_NAME(tsv_kernels) = {
 #undef TSV_F16C
 #undef TSV_ISA
 #undef TSV_NAME
+#undef TSV_FMA
