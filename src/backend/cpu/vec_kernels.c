@@ -1,6 +1,8 @@
 /* vec_kernels.c — vec_kernels.h's tables: vec_kernels_impl.h (over vec_math_impl.h) compiled for
- * portable 4-lane vectors, AVX2 (8 lanes, F16C) and AVX-512 (16 lanes). No FMA contraction (ISO C
- * mode): the three give the same bits, which tests/test_vec_math.c checks. */
+ * portable 4-lane vectors, AVX2 (8 lanes, FMA, F16C) and AVX-512 (16 lanes). No FMA contraction
+ * (ISO C mode), only vec_math_impl.h's explicit fused multiply-adds, which are exact on every path
+ * (the FMA instructions; on the portable variant an SSE2 emulation on x86, fmaf elsewhere): the
+ * three give the same bits, which tests/test_vec_math.c checks. */
 #include "backend/cpu/vec_kernels.h"
 
 #include <string.h>

@@ -128,6 +128,9 @@ static double TSV_NAME(tsv_sum16)(const TSV_D *acc) {
     return l[0];
 }
 
+/* a TSV_F's lanes in double: two TSV_D */
+typedef double TSV_NAME(tsv_wide_d) __attribute__((vector_size(2 * sizeof(TSV_F))));
+
 /* one block of 16 floats: e = exp(x - m) into y (when y), added to acc */
 static inline void TSV_NAME(tsv_exp_block)(float *y, const float *x, TSV_F m, TSV_D *acc) {
     for (int v = 0; v < 16 / TSV_W; v++) {
@@ -135,10 +138,11 @@ static inline void TSV_NAME(tsv_exp_block)(float *y, const float *x, TSV_F m, TS
         memcpy(&e, x + v * TSV_W, sizeof e);
         e = TSV_NAME(tsv_exp)(e - m);
         if (y) memcpy(y + v * TSV_W, &e, sizeof e);
-        TSV_D lo = {0}, hi = {0};
-        for (int l = 0; l < TSV_W / 2; l++) lo[l] = e[l], hi[l] = e[l + TSV_W / 2];
-        acc[2 * v] += lo;
-        acc[2 * v + 1] += hi;
+        TSV_D d[2];
+        const TSV_NAME(tsv_wide_d) w = __builtin_convertvector(e, TSV_NAME(tsv_wide_d));
+        memcpy(d, &w, sizeof d);
+        acc[2 * v] += d[0];
+        acc[2 * v + 1] += d[1];
     }
 }
 

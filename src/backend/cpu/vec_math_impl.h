@@ -3,6 +3,7 @@
  *   TSV_F        float vector type (vector_size of a multiple of 16 bytes)
  *   TSV_I        int32 vector type with the same number of lanes
  *   TSV_NAME(x)  the name of function x for this width, e.g. x##_avx512
+ *   TSV_FMA(a, b, c)  optionally: a b + c rounded once on TSV_F (else fmaf lane by lane)
  * and, for the double functions, also
  *   TSV_D, TSV_L double and int64 vector types of the same size in bytes
  * and gets static inline functions. Float ones (relative error against the exact value, in units in
@@ -13,15 +14,19 @@
  *   tsv_tanh(x)     < 3 ulp
  *   tsv_erf(x)      < 3 ulp (absolute error below 2^-25 near 0's neighbourhood of 1e-38)
  *   tsv_onep_erf(x) 1 + erf(x), from erfc(-x) when x < -1 so that gelu's left tail keeps its digits
+ *                   (< 8 ulp over [-4, 4], the worst near -1 where 1 + x P(x^2) cancels)
  *   tsv_sigmoid, tsv_silu, tsv_gelu (erf form) and the backward formulas of gelu and silu: the
  *   formulas of kernel_math.h (ts_sigmoid_f, ts_silu_f, ts_gelu_f, ts_gelu_bwd_f, ts_silu_bwd_f)
  *   over the functions above
  * Double ones (in double ulp): tsv_exp_d (< 2 ulp), tsv_log_d (< 2 ulp), tsv_cos_d (< 2 ulp for
  * |x| < 8, absolute error below 1e-26 beyond), and tsv_box_muller_d: ts_philox_box_muller's formula
  * (philox.h).
- * NaN stays NaN everywhere. Only +, -, *, / and comparisons: no FMA contraction unless the includer
- * asks for it (kern_sdpa.c does), so in ISO C mode every width gives the same bits for the same
- * input, lane by lane.
+ * NaN stays NaN everywhere. Only +, -, *, /, comparisons and explicit fused multiply-adds
+ * (tsv_fma: a b + c rounded once, from the includer's TSV_FMA, an instruction or an exact
+ * emulation, else fmaf per lane) in the Horner steps and range reductions of the float functions:
+ * every FMA is correctly rounded, and the compiler contracts nothing else in ISO C mode, so every
+ * width gives the same bits for the same input, lane by lane. (kern_sdpa.c asks for contraction
+ * and leaves its multiply-adds to it.) The double functions use no FMA.
  * Sources: exp, log and tanh are Cephes' expf, logf and tanhf; erf and the double polynomials were
  * fitted (Chebyshev, mpmath) for this file. */
 #include <string.h>
