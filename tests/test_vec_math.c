@@ -158,6 +158,67 @@ static void test_f64_accuracy(const ts_vec_kernels *vk) {
     CHECK(isnan(ly[0]) && ly[1] == -INFINITY && ly[2] == INFINITY && isnan(ly[3]));
 }
 
+/* ------------------------------------------------------------------ fused multiply-add */
+/* tsv_fma against libm's fmaf, bit for bit: random operands, products of short mantissas plus a
+ * tiny addend (where a b lies halfway between two floats and only the addend decides: what a
+ * double sum rounded to float gets wrong), the same below the normal floats, and the specials. */
+static float short_f(int bits, int e) { /* odd `bits`-bit mantissa times 2^e, random sign */
+    const uint32_t m = (next_u32() >> (32 - bits)) | 1u | (1u << (bits - 1));
+    return (next_u32() & 1 ? -1.0f : 1.0f) * ldexpf((float)m, e);
+}
+static void test_fma(const ts_vec_kernels *vk) {
+    enum { NF = 1 << 18 };
+    static float a[NF], b[NF], c[NF], y[NF];
+    const uint64_t rng_saved = rng; /* the other tests see the inputs they saw without this one */
+    const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -1.0f, 1e-45f, 3.4e38f};
+    int64_t n = 0;
+    for (size_t i = 0; i < 9; i++)
+        for (size_t j = 0; j < 9; j++)
+            for (size_t k = 0; k < 9; k++) a[n] = sp[i], b[n] = sp[j], c[n++] = sp[k];
+    a[n] = b[n] = 1 + 0x1p-12f, c[n++] = 0x1p-80f; /* 1 + 2^-11 + 2^-24 + 2^-80: rounds up */
+    a[n] = b[n] = 1 + 0x1p-12f, c[n++] = -0x1p-80f;
+    while (n < NF) {
+        const int kind = (int)(n % 4);
+        if (kind == 0) { /* random bits */
+            a[n] = f_of(next_u32()), b[n] = f_of(next_u32()), c[n] = f_of(next_u32());
+        } else if (kind == 1) { /* random values near each other's scale */
+            a[n] = short_f(24, (int)(next_u32() % 40) - 43);
+            b[n] = short_f(24, (int)(next_u32() % 40) - 43);
+            c[n] = short_f(24, (int)(next_u32() % 60) - 80);
+        } else if (kind == 2) { /* a b of up to 26 bits, plus an addend far below its last bit */
+            a[n] = short_f(13, -12), b[n] = short_f(13, -12);
+            c[n] = fabsf(a[n] * b[n]) * short_f(24, -23 - 30 - (int)(next_u32() % 40));
+        } else { /* below the normal floats: a b = A B 2^-180 with A B = 2^30 + 1 (mod 2^31),
+                    plus c of about 2^-127: the sum in double loses its last bit, and what is left
+                    lies halfway between two subnormal floats */
+            uint32_t A, B;
+            do {
+                A = (next_u32() >> 8) | 1u, B = A;
+                for (int it = 0; it < 5; it++) B *= 2u - A * B; /* 1 / A mod 2^32 */
+                B = (B * ((1u << 30) + 1u)) & 0x7fffffffu;
+            } while (B >= 1u << 24);
+            a[n] = ldexpf((float)A, -90) * (next_u32() & 1 ? -1.0f : 1.0f);
+            b[n] = ldexpf((float)B, -90);
+            c[n] = ldexpf((float)((1u << 22) + (next_u32() >> 10)), -149);
+        }
+        n++;
+    }
+    rng = rng_saved;
+    vk->fma_f32(y, a, b, c, NF);
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < NF; i++) {
+        const float r = fmaf(a[i], b[i], c[i]);
+        if (memcmp(&r, &y[i], 4) != 0 && !(isnan(r) && isnan(y[i])))
+            bad++, first = first < 0 ? i : first;
+    }
+    if (first >= 0)
+        printf("  first at %lld: fma(%a, %a, %a) = %a, fmaf %a\n", (long long)first, a[first],
+               b[first], c[first], y[first], fmaf(a[first], b[first], c[first]));
+    printf("  %-8s fma: %lld of %d differ from fmaf\n", ts_cpu_isa_name(vk->isa), (long long)bad,
+           NF);
+    CHECK_EQ(bad, 0);
+}
+
 /* ------------------------------------------------------------------ the activations */
 /* Each vectorised op against the scalar formula of kernel_math.h evaluated in double (the exact
  * value of the formula) and against the same formula in float (what CUDA and the f32 scalar path
@@ -408,6 +469,7 @@ int main(void) {
             continue;
         }
         printf("%s:\n", ts_cpu_isa_name((ts_cpu_isa)isa));
+        test_fma(vk);
         test_f32_accuracy(vk);
         test_f64_accuracy(vk);
         test_activations(vk);

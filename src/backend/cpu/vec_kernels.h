@@ -14,9 +14,10 @@
 
 /* Every function computes element by element with the formulas of vec_math_impl.h, in whole
  * vectors (a partial last vector is padded), so an element's result never depends on where it
- * sits in the array, on the thread that computes it or on the ISA (no FMA contraction: every
- * width rounds alike). Outputs may alias inputs exactly. Sums are kept in 16 double lanes (in as
- * many registers as the ISA needs) added in one fixed order, so they too are the same on every ISA.
+ * sits in the array, on the thread that computes it or on the ISA (every width rounds alike: no
+ * FMA contraction, only explicit fused multiply-adds, which are exact everywhere). Outputs may
+ * alias inputs exactly. Sums are kept in 16 double lanes (in as many registers as the ISA needs)
+ * added in one fixed order, so they too are the same on every ISA.
  */
 typedef struct ts_vec_kernels {
     ts_cpu_isa isa;
@@ -41,6 +42,8 @@ typedef struct ts_vec_kernels {
     /* tests: the functions one by one, on floats and doubles */
     void (*math_f32)(int fn, float *y, const float *x, int64_t n);
     void (*math_f64)(int fn, double *y, const double *x, int64_t n);
+    /* y = a b + c rounded once (vec_math_impl.h's tsv_fma) */
+    void (*fma_f32)(float *y, const float *a, const float *b, const float *c, int64_t n);
 } ts_vec_kernels;
 
 /* math_f32 / math_f64's fn: */

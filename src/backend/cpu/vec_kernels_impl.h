@@ -90,6 +90,17 @@ static void TSV_NAME(tsv_math_f32)(int fn, float *y, const float *x, int64_t n) 
     }
 }
 
+static void TSV_NAME(tsv_fma_f32)(float *y, const float *a, const float *b, const float *c,
+                                  int64_t n) {
+    for (int64_t i = 0; i < n; i += TSV_W) {
+        const size_t m = (size_t)(n - i < TSV_W ? n - i : TSV_W) * sizeof(float);
+        TSV_F va = {0}, vb = {0}, vc = {0};
+        memcpy(&va, a + i, m), memcpy(&vb, b + i, m), memcpy(&vc, c + i, m);
+        va = TSV_NAME(tsv_fma)(va, vb, vc);
+        memcpy(y + i, &va, m);
+    }
+}
+
 /* ------------------------------------------------------------------ softmax and logsumexp */
 /* The largest element, NaN ignored (a NaN still makes the row's sum NaN later) */
 static float TSV_NAME(tsv_max_f32)(const float *x, int64_t n) {
@@ -117,6 +128,9 @@ static double TSV_NAME(tsv_sum16)(const TSV_D *acc) {
     return l[0];
 }
 
+/* a TSV_F's lanes in double: two TSV_D */
+typedef double TSV_NAME(tsv_wide_d) __attribute__((vector_size(2 * sizeof(TSV_F))));
+
 /* one block of 16 floats: e = exp(x - m) into y (when y), added to acc */
 static inline void TSV_NAME(tsv_exp_block)(float *y, const float *x, TSV_F m, TSV_D *acc) {
     for (int v = 0; v < 16 / TSV_W; v++) {
@@ -124,10 +138,11 @@ static inline void TSV_NAME(tsv_exp_block)(float *y, const float *x, TSV_F m, TS
         memcpy(&e, x + v * TSV_W, sizeof e);
         e = TSV_NAME(tsv_exp)(e - m);
         if (y) memcpy(y + v * TSV_W, &e, sizeof e);
-        TSV_D lo = {0}, hi = {0};
-        for (int l = 0; l < TSV_W / 2; l++) lo[l] = e[l], hi[l] = e[l + TSV_W / 2];
-        acc[2 * v] += lo;
-        acc[2 * v + 1] += hi;
+        TSV_D d[2];
+        const TSV_NAME(tsv_wide_d) w = __builtin_convertvector(e, TSV_NAME(tsv_wide_d));
+        memcpy(d, &w, sizeof d);
+        acc[2 * v] += d[0];
+        acc[2 * v + 1] += d[1];
     }
 }
 
@@ -265,6 +280,7 @@ static const ts_vec_kernels TSV_NAME(tsv_kernels) = {
     .f32_to_bf16 = TSV_NAME(tsv_f32_to_bf16),
     .math_f32 = TSV_NAME(tsv_math_f32),
     .math_f64 = TSV_NAME(tsv_math_f64),
+    .fma_f32 = TSV_NAME(tsv_fma_f32),
 };
 
 #undef TSV_MAP1
@@ -281,3 +297,4 @@ static const ts_vec_kernels TSV_NAME(tsv_kernels) = {
 #undef TSV_F16C
 #undef TSV_ISA
 #undef TSV_NAME
+#undef TSV_FMA

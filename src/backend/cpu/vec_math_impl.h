@@ -3,6 +3,7 @@
  *   TSV_F        float vector type (vector_size of a multiple of 16 bytes)
  *   TSV_I        int32 vector type with the same number of lanes
  *   TSV_NAME(x)  the name of function x for this width, e.g. x##_avx512
+ *   TSV_FMA(a, b, c)  optionally: a b + c rounded once on TSV_F (else fmaf lane by lane)
  * and, for the double functions, also
  *   TSV_D, TSV_L double and int64 vector types of the same size in bytes
  * and gets static inline functions. Float ones (relative error against the exact value, in units in
@@ -13,15 +14,19 @@
  *   tsv_tanh(x)     < 3 ulp
  *   tsv_erf(x)      < 3 ulp (absolute error below 2^-25 near 0's neighbourhood of 1e-38)
  *   tsv_onep_erf(x) 1 + erf(x), from erfc(-x) when x < -1 so that gelu's left tail keeps its digits
+ *                   (< 8 ulp over [-4, 4], the worst near -1 where 1 + x P(x^2) cancels)
  *   tsv_sigmoid, tsv_silu, tsv_gelu (erf form) and the backward formulas of gelu and silu: the
  *   formulas of kernel_math.h (ts_sigmoid_f, ts_silu_f, ts_gelu_f, ts_gelu_bwd_f, ts_silu_bwd_f)
  *   over the functions above
  * Double ones (in double ulp): tsv_exp_d (< 2 ulp), tsv_log_d (< 2 ulp), tsv_cos_d (< 2 ulp for
  * |x| < 8, absolute error below 1e-26 beyond), and tsv_box_muller_d: ts_philox_box_muller's formula
  * (philox.h).
- * NaN stays NaN everywhere. Only +, -, *, / and comparisons: no FMA contraction unless the includer
- * asks for it (kern_sdpa.c does), so in ISO C mode every width gives the same bits for the same
- * input, lane by lane.
+ * NaN stays NaN everywhere. Only +, -, *, /, comparisons and explicit fused multiply-adds
+ * (tsv_fma: a b + c rounded once, from the includer's TSV_FMA, an instruction or an exact
+ * emulation, else fmaf per lane) in the Horner steps and range reductions of the float functions:
+ * every FMA is correctly rounded, and the compiler contracts nothing else in ISO C mode, so every
+ * width gives the same bits for the same input, lane by lane. (kern_sdpa.c asks for contraction
+ * and leaves its multiply-adds to it.) The double functions use no FMA.
  * Sources: exp, log and tanh are Cephes' expf, logf and tanhf; erf and the double polynomials were
  * fitted (Chebyshev, mpmath) for this file. */
 #include <string.h>
@@ -36,6 +41,22 @@ static inline TSV_F TSV_NAME(tsv_abs)(TSV_F x) { return (TSV_F)((TSV_I)x & 0x7ff
 static inline TSV_F TSV_NAME(tsv_copysign)(TSV_F a, TSV_F s) {
     return (TSV_F)(((TSV_I)a & 0x7fffffff) | ((TSV_I)s & (-0x7fffffff - 1)));
 }
+/* a * b + c rounded once: the includer's TSV_FMA (the ISA's instruction, or an exact emulation),
+ * else fmaf lane by lane. Both are exact, so every width gives the same bits. */
+static inline TSV_F TSV_NAME(tsv_fma)(TSV_F a, TSV_F b, TSV_F c) {
+#ifdef TSV_FMA
+    return TSV_FMA(a, b, c);
+#else
+    TSV_F r;
+    for (int l = 0; l < (int)(sizeof(TSV_F) / sizeof(float)); l++)
+        r[l] = __builtin_fmaf(a[l], b[l], c[l]);
+    return r;
+#endif
+}
+/* the same with c a constant, for Horner's steps */
+static inline TSV_F TSV_NAME(tsv_fmas)(TSV_F a, TSV_F b, float c) {
+    return TSV_NAME(tsv_fma)(a, b, TSV_NAME(tsv_splat)(c));
+}
 
 static inline TSV_F TSV_NAME(tsv_exp)(TSV_F x) {
     const TSV_F lo = TSV_NAME(tsv_splat)(-87.33654475f), hi = TSV_NAME(tsv_splat)(88.72283905f);
@@ -44,18 +65,19 @@ static inline TSV_F TSV_NAME(tsv_exp)(TSV_F x) {
     TSV_F xc = (TSV_F)((under & (TSV_I)lo) | (~under & (TSV_I)x));
     xc = (TSV_F)((over & (TSV_I)hi) | (~over & (TSV_I)xc));
     const TSV_F magic = TSV_NAME(tsv_splat)(12582912.0f); /* 1.5 * 2^23: rounds to an integer */
-    TSV_F t = xc * 1.44269504088896341f + magic;
-    TSV_F n = t - magic;
-    TSV_F r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
+    const TSV_F t = TSV_NAME(tsv_fma)(xc, TSV_NAME(tsv_splat)(1.44269504088896341f), magic);
+    const TSV_F n = t - magic;
+    /* r = x - n log 2, log 2 in two parts (n times the first, of 9 bits, is exact) */
+    TSV_F r = TSV_NAME(tsv_fma)(n, TSV_NAME(tsv_splat)(-0.693359375f), xc);
+    r = TSV_NAME(tsv_fma)(n, TSV_NAME(tsv_splat)(2.12194440e-4f), r);
     TSV_F p = TSV_NAME(tsv_splat)(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * (r * r) + r + 1.0f;
-    TSV_I ni = __builtin_convertvector(n, TSV_I);
+    p = TSV_NAME(tsv_fmas)(p, r, 1.3981999507e-3f);
+    p = TSV_NAME(tsv_fmas)(p, r, 8.3334519073e-3f);
+    p = TSV_NAME(tsv_fmas)(p, r, 4.1665795894e-2f);
+    p = TSV_NAME(tsv_fmas)(p, r, 1.6666665459e-1f);
+    p = TSV_NAME(tsv_fmas)(p, r, 5.0000001201e-1f);
+    p = TSV_NAME(tsv_fma)(p, r * r, r) + 1.0f;
+    const TSV_I ni = (TSV_I)t - (TSV_I)magic; /* n from the bits of t */
     TSV_I n1 = ni >> 1, n2 = ni - n1;
     TSV_F s1 = (TSV_F)((n1 + 127) << 23), s2 = (TSV_F)((n2 + 127) << 23);
     TSV_F y = p * s1 * s2;
@@ -78,19 +100,19 @@ static inline TSV_F TSV_NAME(tsv_log)(TSV_F x) {
     const TSV_F fe = __builtin_convertvector(e, TSV_F);
     const TSV_F z = f * f;
     TSV_F p = TSV_NAME(tsv_splat)(7.0376836292e-2f);
-    p = p * f - 1.1514610310e-1f;
-    p = p * f + 1.1676998740e-1f;
-    p = p * f - 1.2420140846e-1f;
-    p = p * f + 1.4249322787e-1f;
-    p = p * f - 1.6668057665e-1f;
-    p = p * f + 2.0000714765e-1f;
-    p = p * f - 2.4999993993e-1f;
-    p = p * f + 3.3333331174e-1f;
+    p = TSV_NAME(tsv_fmas)(p, f, -1.1514610310e-1f);
+    p = TSV_NAME(tsv_fmas)(p, f, 1.1676998740e-1f);
+    p = TSV_NAME(tsv_fmas)(p, f, -1.2420140846e-1f);
+    p = TSV_NAME(tsv_fmas)(p, f, 1.4249322787e-1f);
+    p = TSV_NAME(tsv_fmas)(p, f, -1.6668057665e-1f);
+    p = TSV_NAME(tsv_fmas)(p, f, 2.0000714765e-1f);
+    p = TSV_NAME(tsv_fmas)(p, f, -2.4999993993e-1f);
+    p = TSV_NAME(tsv_fmas)(p, f, 3.3333331174e-1f);
     TSV_F y = p * f * z;
-    y = y + fe * -2.12194440e-4f;
-    y = y - z * 0.5f;
+    y = TSV_NAME(tsv_fma)(fe, TSV_NAME(tsv_splat)(-2.12194440e-4f), y);
+    y = TSV_NAME(tsv_fma)(z, TSV_NAME(tsv_splat)(-0.5f), y);
     TSV_F r = f + y;
-    r = r + fe * 0.693359375f;
+    r = TSV_NAME(tsv_fma)(fe, TSV_NAME(tsv_splat)(0.693359375f), r);
     const TSV_F inf = TSV_NAME(tsv_splat)(__builtin_inff());
     r = TSV_NAME(tsv_sel)(x == inf, inf, r);
     r = TSV_NAME(tsv_sel)(x == 0.0f, -inf, r);
@@ -104,73 +126,105 @@ static inline TSV_F TSV_NAME(tsv_tanh)(TSV_F x) {
     const TSV_F big = 1.0f - 2.0f / (TSV_NAME(tsv_exp)(a + a) + 1.0f);
     const TSV_F z = x * x;
     TSV_F p = TSV_NAME(tsv_splat)(-5.70498872745e-3f);
-    p = p * z + 2.06390887954e-2f;
-    p = p * z - 5.37397155531e-2f;
-    p = p * z + 1.33314422036e-1f;
-    p = p * z - 3.33332819422e-1f;
-    const TSV_F small = p * z * x + x;
+    p = TSV_NAME(tsv_fmas)(p, z, 2.06390887954e-2f);
+    p = TSV_NAME(tsv_fmas)(p, z, -5.37397155531e-2f);
+    p = TSV_NAME(tsv_fmas)(p, z, 1.33314422036e-1f);
+    p = TSV_NAME(tsv_fmas)(p, z, -3.33332819422e-1f);
+    const TSV_F small = TSV_NAME(tsv_fma)(p * z, x, x);
     return TSV_NAME(tsv_sel)(a >= 0.625f, TSV_NAME(tsv_copysign)(big, x), small);
 }
 
 /* erf in two pieces: |x| < 1: x P(x^2); |x| >= 1: erfc(|x|) = e^-x^2 Q(u) / |x| with Q a
  * polynomial in u = (1/|x| - 0.55) / 0.45 (fitted for |x| in [1, 10]; below e^-x^2 is 0 anyway).
- * tsv_erfc_big gives that erfc for |x| >= 1. */
-static inline TSV_F TSV_NAME(tsv_erf_small)(TSV_F x) {
+ * tsv_erf_poly gives P, tsv_erfc_big that erfc for |x| >= 1 from a = |x| and e = e^-x^2 (both of
+ * tsv_exp_mx2's making), so that gelu's backward shares the exponential with its density. */
+static inline TSV_F TSV_NAME(tsv_erf_poly)(TSV_F x) {
     const TSV_F z = x * x;
     TSV_F p = TSV_NAME(tsv_splat)(7.875875063e-5f);
-    p = p * z - 8.016864287e-4f;
-    p = p * z + 5.189087423e-3f;
-    p = p * z - 2.685421201e-2f;
-    p = p * z + 1.128359472e-1f;
-    p = p * z - 3.761262667e-1f;
-    p = p * z + 1.128379166f;
-    return p * x;
+    p = TSV_NAME(tsv_fmas)(p, z, -8.016864287e-4f);
+    p = TSV_NAME(tsv_fmas)(p, z, 5.189087423e-3f);
+    p = TSV_NAME(tsv_fmas)(p, z, -2.685421201e-2f);
+    p = TSV_NAME(tsv_fmas)(p, z, 1.128359472e-1f);
+    p = TSV_NAME(tsv_fmas)(p, z, -3.761262667e-1f);
+    return TSV_NAME(tsv_fmas)(p, z, 1.128379166f);
 }
-static inline TSV_F TSV_NAME(tsv_erfc_big)(TSV_F x) {
+/* |x| capped at 16, where e^-x^2 is long 0 in float (NaN stays NaN) */
+static inline TSV_F TSV_NAME(tsv_cap16)(TSV_F x) {
     const TSV_F a = TSV_NAME(tsv_abs)(x);
-    const TSV_F t = 1.0f / TSV_NAME(tsv_sel)(a > 1.0f, a, TSV_NAME(tsv_splat)(1.0f));
-    const TSV_F u = t * 2.222222222f - 1.222222222f;
+    return TSV_NAME(tsv_sel)(a > 16.0f, TSV_NAME(tsv_splat)(16.0f), a);
+}
+/* e^-a^2 with a^2 = h + l exactly (l = fma(a, a, -h)) and e^-(h + l) = e^-h (1 - l): the rounding
+ * of a^2, which would cost a^2 / 2 ulps, costs none. a from tsv_cap16 (inf^2 - inf is NaN). */
+static inline TSV_F TSV_NAME(tsv_exp_mx2)(TSV_F a) {
+    const TSV_F h = a * a, l = TSV_NAME(tsv_fma)(a, a, -h);
+    const TSV_F e = TSV_NAME(tsv_exp)(-h);
+    return TSV_NAME(tsv_fma)(-l, e, e);
+}
+/* erfc(a) for a >= 1, garbage below (1/a is not guarded: the callers select the other piece) */
+static inline TSV_F TSV_NAME(tsv_erfc_big)(TSV_F a, TSV_F e) {
+    const TSV_F t = 1.0f / a;
+    const TSV_F u = TSV_NAME(tsv_fmas)(t, TSV_NAME(tsv_splat)(2.222222222f), -1.222222222f);
     TSV_F q = TSV_NAME(tsv_splat)(1.755872569e-5f);
-    q = q * u - 1.649908412e-5f;
-    q = q * u - 7.069583937e-5f;
-    q = q * u + 1.779930204e-4f;
-    q = q * u - 2.276435375e-4f;
-    q = q * u + 7.990062515e-5f;
-    q = q * u + 9.206597581e-4f;
-    q = q * u - 3.974019145e-3f;
-    q = q * u + 8.962741819e-3f;
-    q = q * u - 4.124047068e-3f;
-    q = q * u - 7.6515798e-2f;
-    q = q * u + 5.023534283e-1f;
-    return TSV_NAME(tsv_exp)(-(x * x)) * q * t;
+    q = TSV_NAME(tsv_fmas)(q, u, -1.649908412e-5f);
+    q = TSV_NAME(tsv_fmas)(q, u, -7.069583937e-5f);
+    q = TSV_NAME(tsv_fmas)(q, u, 1.779930204e-4f);
+    q = TSV_NAME(tsv_fmas)(q, u, -2.276435375e-4f);
+    q = TSV_NAME(tsv_fmas)(q, u, 7.990062515e-5f);
+    q = TSV_NAME(tsv_fmas)(q, u, 9.206597581e-4f);
+    q = TSV_NAME(tsv_fmas)(q, u, -3.974019145e-3f);
+    q = TSV_NAME(tsv_fmas)(q, u, 8.962741819e-3f);
+    q = TSV_NAME(tsv_fmas)(q, u, -4.124047068e-3f);
+    q = TSV_NAME(tsv_fmas)(q, u, -7.6515798e-2f);
+    q = TSV_NAME(tsv_fmas)(q, u, 5.023534283e-1f);
+    return e * q * t;
 }
 static inline TSV_F TSV_NAME(tsv_erf)(TSV_F x) {
-    const TSV_F big = TSV_NAME(tsv_copysign)(1.0f - TSV_NAME(tsv_erfc_big)(x), x);
-    return TSV_NAME(tsv_sel)(TSV_NAME(tsv_abs)(x) < 1.0f, TSV_NAME(tsv_erf_small)(x), big);
+    const TSV_F a = TSV_NAME(tsv_cap16)(x);
+    const TSV_F e = TSV_NAME(tsv_exp_mx2)(a);
+    const TSV_F big = TSV_NAME(tsv_copysign)(1.0f - TSV_NAME(tsv_erfc_big)(a, e), x);
+    return TSV_NAME(tsv_sel)(a < 1.0f, TSV_NAME(tsv_erf_poly)(x) * x, big);
+}
+/* 1 + erf(x) from a = tsv_cap16(x) and e = tsv_exp_mx2(a) */
+static inline TSV_F TSV_NAME(tsv_onep_erf_e)(TSV_F x, TSV_F a, TSV_F e) {
+    const TSV_F big = TSV_NAME(tsv_erfc_big)(a, e);
+    const TSV_F r = TSV_NAME(tsv_sel)(x >= 1.0f, 2.0f - big, big);
+    const TSV_F small = TSV_NAME(tsv_fma)(TSV_NAME(tsv_erf_poly)(x), x, TSV_NAME(tsv_splat)(1.0f));
+    return TSV_NAME(tsv_sel)(a < 1.0f, small, r);
 }
 static inline TSV_F TSV_NAME(tsv_onep_erf)(TSV_F x) {
-    const TSV_F big = TSV_NAME(tsv_erfc_big)(x);
-    const TSV_F r = TSV_NAME(tsv_sel)(x >= 1.0f, 2.0f - big, big);
-    return TSV_NAME(tsv_sel)(TSV_NAME(tsv_abs)(x) < 1.0f, 1.0f + TSV_NAME(tsv_erf_small)(x), r);
+    const TSV_F a = TSV_NAME(tsv_cap16)(x);
+    return TSV_NAME(tsv_onep_erf_e)(x, a, TSV_NAME(tsv_exp_mx2)(a));
 }
 
-/* ts_sigmoid_f's formula: 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below */
+/* ts_sigmoid_f's formula: 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below (one division) */
 static inline TSV_F TSV_NAME(tsv_sigmoid)(TSV_F x) {
     const TSV_F e = TSV_NAME(tsv_exp)(-TSV_NAME(tsv_abs)(x)), d = 1.0f + e;
-    return TSV_NAME(tsv_sel)(x >= 0.0f, 1.0f / d, e / d);
+    return TSV_NAME(tsv_sel)(x >= 0.0f, TSV_NAME(tsv_splat)(1.0f), e) / d;
 }
 static inline TSV_F TSV_NAME(tsv_silu)(TSV_F x) { return x * TSV_NAME(tsv_sigmoid)(x); }
 static inline TSV_F TSV_NAME(tsv_silu_bwd)(TSV_F g, TSV_F x) {
     const TSV_F s = TSV_NAME(tsv_sigmoid)(x);
-    return g * s * (1.0f + x * (1.0f - s));
+    return g * s * TSV_NAME(tsv_fma)(x, 1.0f - s, TSV_NAME(tsv_splat)(1.0f));
 }
 static inline TSV_F TSV_NAME(tsv_gelu)(TSV_F x) {
     return x * 0.5f * TSV_NAME(tsv_onep_erf)(x * 0.70710678118654752440f);
 }
+/* g (cdf + x pdf). The density's e^(-x^2/2) comes from the e^-z^2 of the cdf's z = x / sqrt 2
+ * rounded to float: x / sqrt 2 = z + k with k = (x c - z) + x c' (c + c' = 1 / sqrt 2, the first
+ * part exact by fma), so x^2 / 2 = z^2 + 2 z k + k^2 and e^(-x^2/2) = e^-z^2 (1 - 2 z k) to float
+ * precision (|2 z k| < 2^-13 and k^2 < 2^-36 where e^-z^2 is not 0). */
 static inline TSV_F TSV_NAME(tsv_gelu_bwd)(TSV_F g, TSV_F x) {
-    const TSV_F cdf = 0.5f * TSV_NAME(tsv_onep_erf)(x * 0.70710678118654752440f);
-    const TSV_F pdf = 0.39894228040143267794f * TSV_NAME(tsv_exp)(x * x * -0.5f);
-    return g * (cdf + x * pdf);
+    const TSV_F z = x * 0.70710678118654752440f;
+    const TSV_F a = TSV_NAME(tsv_cap16)(z), e = TSV_NAME(tsv_exp_mx2)(a);
+    const TSV_F cdf = 0.5f * TSV_NAME(tsv_onep_erf_e)(z, a, e);
+    const TSV_F k =
+        TSV_NAME(tsv_fma)(x, TSV_NAME(tsv_splat)(1.21016171e-8f),
+                          TSV_NAME(tsv_fma)(x, TSV_NAME(tsv_splat)(0.70710678118654752440f), -z));
+    /* 2 z k as 2 a k with z's sign: a is capped, so no inf where e is 0 */
+    const TSV_F kz = (TSV_F)((TSV_I)k ^ ((TSV_I)z & (-0x7fffffff - 1))); /* k times z's sign */
+    const TSV_F zk = (a + a) * kz;
+    const TSV_F pdf = 0.39894228040143267794f * TSV_NAME(tsv_fma)(-zk, e, e);
+    return g * TSV_NAME(tsv_fma)(x, pdf, cdf);
 }
 
 #ifdef TSV_D
