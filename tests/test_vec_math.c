@@ -100,11 +100,15 @@ static void test_f32_accuracy(const ts_vec_kernels *vk) {
     /* 1 + erf(x) = erfc(-x): the tail keeps its relative accuracy down to e^-x^2's rounding of
      * x^2 (relative 2^-24 of x^2, i.e. x^2 / 2 ulps), bounded here at |x| <= 4 */
     check_f32_fn(vk, TSV_ONEP_ERF, "1+erf", ref_onep_erf, -4.0f, 4.0f, 0, 12);
-    /* below exp's range: exactly 0; e^-inf = 0, e^inf = inf, NaN stays NaN */
-    float x[6] = {-88.0f, -100.0f, -INFINITY, INFINITY, NAN, 89.0f}, y[6];
-    vk->math_f32(TSV_EXP, y, x, 6);
+    /* below exp's range: exactly 0; e^-inf = 0, e^inf = inf, NaN stays NaN; the float above log
+     * FLT_MAX gives inf, the one below it and the one above log FLT_MIN their values */
+    float x[9] = {-88.0f, -100.0f,     -INFINITY,   INFINITY,    NAN,
+                  89.0f,  88.7228394f, 88.7228317f, -87.3365402f},
+          y[9];
+    vk->math_f32(TSV_EXP, y, x, 9);
     CHECK(y[0] == 0 && y[1] == 0 && y[2] == 0 && y[3] == INFINITY && isnan(y[4]) &&
-          y[5] == INFINITY);
+          y[5] == INFINITY && y[6] == INFINITY);
+    for (int i = 7; i < 9; i++) CHECK(err_ulps(y[i], exp((double)x[i]), 0, true) <= 2);
     float lx[5] = {-1.0f, 0.0f, INFINITY, NAN, 1e-45f}, ly[5];
     vk->math_f32(TSV_LOG, ly, lx, 5);
     CHECK(isnan(ly[0]) && ly[1] == -INFINITY && ly[2] == INFINITY && isnan(ly[3]));
@@ -223,8 +227,8 @@ static void test_fma(const ts_vec_kernels *vk) {
 /* Each vectorised op against the scalar formula of kernel_math.h evaluated in double (the exact
  * value of the formula) and against the same formula in float (what CUDA and the f32 scalar path
  * compute), in ulps of the result. Where a formula subtracts nearly equal terms no float
- * evaluation can hold a relative bound: 1 + erf(z) for z < 0 (the vector form only for
- * -1 < z < 0: below it takes erfc), cdf + x pdf and 1 + x (1 - s) in the backwards, whose results
+ * evaluation can hold a relative bound: 1 + erf(z) for z < 0 (in the float formula; the vector
+ * form takes erfc(-z)), cdf + x pdf and 1 + x (1 - s) in the backwards, whose results
  * cross zero, and 1 - s itself. There the allowance is 8 float roundings of what cancelled: the
  * terms' absolute values summed (`scale_v` for the vector form, `scale_f` for libm's) minus the
  * result's, plus 1e-9 for gelu's far tails, where x^2's rounding in e^(-x^2/2) weighs x^2 ulps
@@ -265,10 +269,10 @@ static double r_gelu_bwd_d(double g, double x) {
 static float r_gelu_bwd_f(float g, float x) { return ts_gelu_bwd_f(g, x); }
 static double r_silu_bwd_d(double g, double x) { return ts_silu_bwd_d(g, x); }
 static float r_silu_bwd_f(float g, float x) { return ts_silu_bwd_f(g, x); }
-/* the magnitude of 1 + erf(z) as computed: 1 + |erf| where it cancels (z < 0; the vector form
- * only above -1) */
+/* the magnitude of 1 + erf(z) as computed: 1 + |erf| where it cancels (z < 0 in the float
+ * formula; the vector form takes erfc(-z) there and never cancels) */
 static double onep_erf_mag(double z, bool vec) {
-    return z < 0 && (!vec || z > -1) ? 1 + fabs(erf(z)) : 1 + erf(z);
+    return z < 0 && !vec ? 1 + fabs(erf(z)) : 1 + erf(z);
 }
 static double gelu_mag(double x, bool vec) {
     return 0.5 * fabs(x) * onep_erf_mag(x * 0.70710678118654752440, vec);

@@ -58,18 +58,17 @@ static inline TSV_F TSV_NAME(tsv_fmas)(TSV_F a, TSV_F b, float c) {
     return TSV_NAME(tsv_fma)(a, b, TSV_NAME(tsv_splat)(c));
 }
 
-static inline TSV_F TSV_NAME(tsv_exp)(TSV_F x) {
-    const TSV_F lo = TSV_NAME(tsv_splat)(-87.33654475f), hi = TSV_NAME(tsv_splat)(88.72283905f);
-    const TSV_I under = x<lo, over = x> hi;
-    /* clamp without losing NaN: comparisons with NaN are false, so NaN passes through */
-    TSV_F xc = (TSV_F)((under & (TSV_I)lo) | (~under & (TSV_I)x));
-    xc = (TSV_F)((over & (TSV_I)hi) | (~over & (TSV_I)xc));
+/* Cephes' expf after the clamp: e^(x - l) = 2^n e^r, r = x - n log 2 - l (log 2 in two parts, n
+ * times the first, of 9 bits, exact; l a small low part of the argument, 0 for exp itself), e^r =
+ * 1 + r + r^2 P(r), and 2^n added to the exponent bits of e^r: exact for the normal results
+ * (n >= -126 comes with r >= 0 from the clamp at log FLT_MIN, n = 128 with r < 0). The caller
+ * masks what lies outside [lo, hi] of tsv_exp. */
+static inline TSV_F TSV_NAME(tsv_exp_core)(TSV_F xc, TSV_F l) {
     const TSV_F magic = TSV_NAME(tsv_splat)(12582912.0f); /* 1.5 * 2^23: rounds to an integer */
     const TSV_F t = TSV_NAME(tsv_fma)(xc, TSV_NAME(tsv_splat)(1.44269504088896341f), magic);
     const TSV_F n = t - magic;
-    /* r = x - n log 2, log 2 in two parts (n times the first, of 9 bits, is exact) */
     TSV_F r = TSV_NAME(tsv_fma)(n, TSV_NAME(tsv_splat)(-0.693359375f), xc);
-    r = TSV_NAME(tsv_fma)(n, TSV_NAME(tsv_splat)(2.12194440e-4f), r);
+    r = TSV_NAME(tsv_fma)(n, TSV_NAME(tsv_splat)(2.12194440e-4f), r) - l;
     TSV_F p = TSV_NAME(tsv_splat)(1.9875691500e-4f);
     p = TSV_NAME(tsv_fmas)(p, r, 1.3981999507e-3f);
     p = TSV_NAME(tsv_fmas)(p, r, 8.3334519073e-3f);
@@ -78,12 +77,20 @@ static inline TSV_F TSV_NAME(tsv_exp)(TSV_F x) {
     p = TSV_NAME(tsv_fmas)(p, r, 5.0000001201e-1f);
     p = TSV_NAME(tsv_fma)(p, r * r, r) + 1.0f;
     const TSV_I ni = (TSV_I)t - (TSV_I)magic; /* n from the bits of t */
-    TSV_I n1 = ni >> 1, n2 = ni - n1;
-    TSV_F s1 = (TSV_F)((n1 + 127) << 23), s2 = (TSV_F)((n2 + 127) << 23);
-    TSV_F y = p * s1 * s2;
+    return (TSV_F)((TSV_I)p + (ni << 23));
+}
+/* log FLT_MIN rounded up to float: results below FLT_MIN are 0 */
+#define TSV_EXP_LO (-87.3365402f)
+static inline TSV_F TSV_NAME(tsv_exp)(TSV_F x) {
+    /* hi: log FLT_MAX rounded down (above, the result is inf) */
+    const TSV_F lo = TSV_NAME(tsv_splat)(TSV_EXP_LO), hi = TSV_NAME(tsv_splat)(88.7228317f);
+    const TSV_I under = x<lo, over = x> hi;
+    /* clamp without losing NaN: comparisons with NaN are false, so NaN passes through */
+    TSV_F xc = TSV_NAME(tsv_sel)(under, lo, x);
+    xc = TSV_NAME(tsv_sel)(over, hi, xc);
+    TSV_F y = TSV_NAME(tsv_exp_core)(xc, TSV_NAME(tsv_splat)(0.0f));
     y = (TSV_F)(~under & (TSV_I)y); /* below: 0 */
-    y = (TSV_F)((over & (TSV_I)TSV_NAME(tsv_splat)(__builtin_inff())) | (~over & (TSV_I)y));
-    return y;
+    return TSV_NAME(tsv_sel)(over, TSV_NAME(tsv_splat)(__builtin_inff()), y);
 }
 
 /* Cephes' logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) = f - f^2/2 + f^3 P(f) for
@@ -134,10 +141,11 @@ static inline TSV_F TSV_NAME(tsv_tanh)(TSV_F x) {
     return TSV_NAME(tsv_sel)(a >= 0.625f, TSV_NAME(tsv_copysign)(big, x), small);
 }
 
-/* erf in two pieces: |x| < 1: x P(x^2); |x| >= 1: erfc(|x|) = e^-x^2 Q(u) / |x| with Q a
- * polynomial in u = (1/|x| - 0.55) / 0.45 (fitted for |x| in [1, 10]; below e^-x^2 is 0 anyway).
- * tsv_erf_poly gives P, tsv_erfc_big that erfc for |x| >= 1 from a = |x| and e = e^-x^2 (both of
- * tsv_exp_mx2's making), so that gelu's backward shares the exponential with its density. */
+/* erfc(a) for a = |x| >= 0 in one piece: e^-a^2 w P(q) with w = 1 / (a + 2) and q = (a - 2) w in
+ * [-1, 1), P of degree 9 fitted to (a + 2) e^(a^2) erfc(a) for a in [0, 9.35] (relative minimax,
+ * mpmath; beyond, e^-a^2 is below FLT_MIN and erfc is 0). One division and no second piece: erf
+ * adds x P(x^2) below 1, where 1 - erfc would lose erf's relative digits near 0. q as (a - 2) w
+ * rather than 1 - 4 w keeps w's rounding from moving the argument by up to (a + 2) ulps. */
 static inline TSV_F TSV_NAME(tsv_erf_poly)(TSV_F x) {
     const TSV_F z = x * x;
     TSV_F p = TSV_NAME(tsv_splat)(7.875875063e-5f);
@@ -148,52 +156,47 @@ static inline TSV_F TSV_NAME(tsv_erf_poly)(TSV_F x) {
     p = TSV_NAME(tsv_fmas)(p, z, -3.761262667e-1f);
     return TSV_NAME(tsv_fmas)(p, z, 1.128379166f);
 }
-/* |x| capped at 16, where e^-x^2 is long 0 in float (NaN stays NaN) */
-static inline TSV_F TSV_NAME(tsv_cap16)(TSV_F x) {
-    const TSV_F a = TSV_NAME(tsv_abs)(x);
-    return TSV_NAME(tsv_sel)(a > 16.0f, TSV_NAME(tsv_splat)(16.0f), a);
+/* e^-a^2 for a >= 0 (or NaN) with a^2 = h + l exactly (l = fma(a, a, -h)), l taken off the reduced
+ * argument, so that a^2's rounding, which would cost a^2 / 2 ulps, costs none. Lanes where *under
+ * is set (e^-a^2 below FLT_MIN, a = inf included) hold garbage: the callers mask them (after
+ * erfc's product, where inf's 0 w would make NaN). */
+static inline TSV_F TSV_NAME(tsv_exp_mx2)(TSV_F a, TSV_I *under) {
+    const TSV_F h = a * a, l = TSV_NAME(tsv_fma)(a, a, -h), lo = TSV_NAME(tsv_splat)(TSV_EXP_LO);
+    *under = -h < lo;
+    return TSV_NAME(tsv_exp_core)(TSV_NAME(tsv_sel)(*under, lo, -h), l);
 }
-/* e^-a^2 with a^2 = h + l exactly (l = fma(a, a, -h)) and e^-(h + l) = e^-h (1 - l): the rounding
- * of a^2, which would cost a^2 / 2 ulps, costs none. a from tsv_cap16 (inf^2 - inf is NaN). */
-static inline TSV_F TSV_NAME(tsv_exp_mx2)(TSV_F a) {
-    const TSV_F h = a * a, l = TSV_NAME(tsv_fma)(a, a, -h);
-    const TSV_F e = TSV_NAME(tsv_exp)(-h);
-    return TSV_NAME(tsv_fma)(-l, e, e);
+/* erfc(a) for a >= 0 from e = tsv_exp_mx2(a, &under) */
+static inline TSV_F TSV_NAME(tsv_erfc_e)(TSV_F a, TSV_F e, TSV_I under) {
+    const TSV_F w = 1.0f / (a + 2.0f), q = TSV_NAME(tsv_fmas)(a + a, w, -1.0f);
+    TSV_F p = TSV_NAME(tsv_splat)(-5.589686848e-5f);
+    p = TSV_NAME(tsv_fmas)(p, q, -5.443167572e-4f);
+    p = TSV_NAME(tsv_fmas)(p, q, -7.243650170e-4f);
+    p = TSV_NAME(tsv_fmas)(p, q, 3.055178478e-3f);
+    p = TSV_NAME(tsv_fmas)(p, q, 6.436992217e-3f);
+    p = TSV_NAME(tsv_fmas)(p, q, -2.150599060e-2f);
+    p = TSV_NAME(tsv_fmas)(p, q, -3.643642400e-2f);
+    p = TSV_NAME(tsv_fmas)(p, q, 2.794717929e-1f);
+    p = TSV_NAME(tsv_fmas)(p, q, -6.871608986e-1f);
+    p = TSV_NAME(tsv_fmas)(p, q, 1.021582710f);
+    return (TSV_F)(~under & (TSV_I)(e * w * p));
 }
-/* erfc(a) for a >= 1, garbage below (1/a is not guarded: the callers select the other piece) */
-static inline TSV_F TSV_NAME(tsv_erfc_big)(TSV_F a, TSV_F e) {
-    const TSV_F t = 1.0f / a;
-    const TSV_F u = TSV_NAME(tsv_fmas)(t, TSV_NAME(tsv_splat)(2.222222222f), -1.222222222f);
-    TSV_F q = TSV_NAME(tsv_splat)(1.755872569e-5f);
-    q = TSV_NAME(tsv_fmas)(q, u, -1.649908412e-5f);
-    q = TSV_NAME(tsv_fmas)(q, u, -7.069583937e-5f);
-    q = TSV_NAME(tsv_fmas)(q, u, 1.779930204e-4f);
-    q = TSV_NAME(tsv_fmas)(q, u, -2.276435375e-4f);
-    q = TSV_NAME(tsv_fmas)(q, u, 7.990062515e-5f);
-    q = TSV_NAME(tsv_fmas)(q, u, 9.206597581e-4f);
-    q = TSV_NAME(tsv_fmas)(q, u, -3.974019145e-3f);
-    q = TSV_NAME(tsv_fmas)(q, u, 8.962741819e-3f);
-    q = TSV_NAME(tsv_fmas)(q, u, -4.124047068e-3f);
-    q = TSV_NAME(tsv_fmas)(q, u, -7.6515798e-2f);
-    q = TSV_NAME(tsv_fmas)(q, u, 5.023534283e-1f);
-    return e * q * t;
+static inline TSV_F TSV_NAME(tsv_erfc_abs)(TSV_F a) {
+    TSV_I under;
+    const TSV_F e = TSV_NAME(tsv_exp_mx2)(a, &under);
+    return TSV_NAME(tsv_erfc_e)(a, e, under);
 }
 static inline TSV_F TSV_NAME(tsv_erf)(TSV_F x) {
-    const TSV_F a = TSV_NAME(tsv_cap16)(x);
-    const TSV_F e = TSV_NAME(tsv_exp_mx2)(a);
-    const TSV_F big = TSV_NAME(tsv_copysign)(1.0f - TSV_NAME(tsv_erfc_big)(a, e), x);
+    const TSV_F a = TSV_NAME(tsv_abs)(x);
+    const TSV_F big = TSV_NAME(tsv_copysign)(1.0f - TSV_NAME(tsv_erfc_abs)(a), x);
     return TSV_NAME(tsv_sel)(a < 1.0f, TSV_NAME(tsv_erf_poly)(x) * x, big);
 }
-/* 1 + erf(x) from a = tsv_cap16(x) and e = tsv_exp_mx2(a) */
-static inline TSV_F TSV_NAME(tsv_onep_erf_e)(TSV_F x, TSV_F a, TSV_F e) {
-    const TSV_F big = TSV_NAME(tsv_erfc_big)(a, e);
-    const TSV_F r = TSV_NAME(tsv_sel)(x >= 1.0f, 2.0f - big, big);
-    const TSV_F small = TSV_NAME(tsv_fma)(TSV_NAME(tsv_erf_poly)(x), x, TSV_NAME(tsv_splat)(1.0f));
-    return TSV_NAME(tsv_sel)(a < 1.0f, small, r);
+/* 1 + erf(x) from c = erfc(|x|): 2 - c for x >= 0, c below (no cancellation: the left tail keeps
+ * its relative digits) */
+static inline TSV_F TSV_NAME(tsv_onep_erf_c)(TSV_F x, TSV_F c) {
+    return TSV_NAME(tsv_sel)(x >= 0.0f, 2.0f - c, c);
 }
 static inline TSV_F TSV_NAME(tsv_onep_erf)(TSV_F x) {
-    const TSV_F a = TSV_NAME(tsv_cap16)(x);
-    return TSV_NAME(tsv_onep_erf_e)(x, a, TSV_NAME(tsv_exp_mx2)(a));
+    return TSV_NAME(tsv_onep_erf_c)(x, TSV_NAME(tsv_erfc_abs)(TSV_NAME(tsv_abs)(x)));
 }
 
 /* ts_sigmoid_f's formula: 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below (one division) */
@@ -214,16 +217,17 @@ static inline TSV_F TSV_NAME(tsv_gelu)(TSV_F x) {
  * part exact by fma), so x^2 / 2 = z^2 + 2 z k + k^2 and e^(-x^2/2) = e^-z^2 (1 - 2 z k) to float
  * precision (|2 z k| < 2^-13 and k^2 < 2^-36 where e^-z^2 is not 0). */
 static inline TSV_F TSV_NAME(tsv_gelu_bwd)(TSV_F g, TSV_F x) {
-    const TSV_F z = x * 0.70710678118654752440f;
-    const TSV_F a = TSV_NAME(tsv_cap16)(z), e = TSV_NAME(tsv_exp_mx2)(a);
-    const TSV_F cdf = 0.5f * TSV_NAME(tsv_onep_erf_e)(z, a, e);
+    const TSV_F z = x * 0.70710678118654752440f, a = TSV_NAME(tsv_abs)(z);
+    TSV_I under;
+    TSV_F e = TSV_NAME(tsv_exp_mx2)(a, &under);
+    const TSV_F cdf = 0.5f * TSV_NAME(tsv_onep_erf_c)(z, TSV_NAME(tsv_erfc_e)(a, e, under));
+    e = (TSV_F)(~under & (TSV_I)e);
     const TSV_F k =
         TSV_NAME(tsv_fma)(x, TSV_NAME(tsv_splat)(1.21016171e-8f),
                           TSV_NAME(tsv_fma)(x, TSV_NAME(tsv_splat)(0.70710678118654752440f), -z));
-    /* 2 z k as 2 a k with z's sign: a is capped, so no inf where e is 0 */
+    /* 2 z k as 2 a k with z's sign, e 2 a first: 0 where e is 0, so no inf times 0 for large x */
     const TSV_F kz = (TSV_F)((TSV_I)k ^ ((TSV_I)z & (-0x7fffffff - 1))); /* k times z's sign */
-    const TSV_F zk = (a + a) * kz;
-    const TSV_F pdf = 0.39894228040143267794f * TSV_NAME(tsv_fma)(-zk, e, e);
+    const TSV_F pdf = 0.39894228040143267794f * TSV_NAME(tsv_fma)(-(e * (a + a)), kz, e);
     return g * TSV_NAME(tsv_fma)(x, pdf, cdf);
 }
 
