@@ -9,12 +9,13 @@
  * and gets static inline functions. Float ones (relative error against the exact value, in units in
  * the last place of float, over the normal range; tests/test_vec_math.c measures them against libm
  * in double):
- *   tsv_exp(x)      e^x, < 2 ulp; 0 below -87.34 (and for -inf), +inf above 88.72
+ *   tsv_exp(x)      e^x, < 2 ulp; 0 below log FLT_MIN = -87.3365 (and for -inf), +inf above
+ *                   log FLT_MAX = 88.7228
  *   tsv_log(x)      log x, < 2 ulp; subnormals included, log 0 = -inf, log(x < 0) = NaN
  *   tsv_tanh(x)     < 3 ulp
  *   tsv_erf(x)      < 3 ulp (absolute error below 2^-25 near 0's neighbourhood of 1e-38)
- *   tsv_onep_erf(x) 1 + erf(x), from erfc(-x) when x < -1 so that gelu's left tail keeps its digits
- *                   (< 8 ulp over [-4, 4], the worst near -1 where 1 + x P(x^2) cancels)
+ *   tsv_onep_erf(x) 1 + erf(x): erfc(-x) for x < 0, 2 - erfc(x) above, so that gelu's left tail
+ *                   keeps its digits (< 5 ulp over [-4, 4]; no cancellation anywhere)
  *   tsv_sigmoid, tsv_silu, tsv_gelu (erf form) and the backward formulas of gelu and silu: the
  *   formulas of kernel_math.h (ts_sigmoid_f, ts_silu_f, ts_gelu_f, ts_gelu_bwd_f, ts_silu_bwd_f)
  *   over the functions above
@@ -27,8 +28,9 @@
  * every FMA is correctly rounded, and the compiler contracts nothing else in ISO C mode, so every
  * width gives the same bits for the same input, lane by lane. (kern_sdpa.c asks for contraction
  * and leaves its multiply-adds to it.) The double functions use no FMA.
- * Sources: exp, log and tanh are Cephes' expf, logf and tanhf; erf and the double polynomials were
- * fitted (Chebyshev, mpmath) for this file. */
+ * Sources: exp, log and tanh are Cephes' expf, logf and tanhf; erf's polynomial and the double ones
+ * were fitted (Chebyshev, mpmath) for this file, erfc's (relative minimax by Lawson's iteration in
+ * mpmath) too. */
 #include <string.h>
 
 static inline TSV_F TSV_NAME(tsv_splat)(float v) { return (TSV_F){0} + v; }
