@@ -229,14 +229,20 @@ static const ts_alloc_hooks fake_hooks = {
     .stream_pools = true,
 };
 
-/* Reuse across streams waits for the earlier stream; reuse on the same stream waits for nothing;
- * memory freed by one stream does not merge into another's free neighbour (where every later
- * allocation from the merged block would wait for the first stream's queue). */
-static void test_streams(void) {
+/* A fresh allocator over the fake backend with the fake stream hooks, the wait counts cleared. */
+static ts_allocator *stream_allocator(void) {
     fake_reset(0);
     memset(waits, 0, sizeof waits), device_waits = 0;
     ts_allocator *a = ts_allocator_new(&fake_be, 0);
     ts_allocator_set_hooks(a, &fake_hooks);
+    return a;
+}
+
+/* Reuse across streams waits for the earlier stream; reuse on the same stream waits for nothing;
+ * memory freed by one stream does not merge into another's free neighbour (where every later
+ * allocation from the merged block would wait for the first stream's queue). */
+static void test_streams(void) {
+    ts_allocator *a = stream_allocator();
     cur_stream = 1;
     ts_block *x = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
     cur_stream = 2;
@@ -273,10 +279,7 @@ static void test_streams(void) {
  * default stream stalled behind a side stream's matrix products); from another stream's pool,
  * waiting for that stream, only when nothing of its own or unused fits, before new memory. */
 static void test_stream_pools(void) {
-    fake_reset(0);
-    memset(waits, 0, sizeof waits), device_waits = 0;
-    ts_allocator *a = ts_allocator_new(&fake_be, 0);
-    ts_allocator_set_hooks(a, &fake_hooks);
+    ts_allocator *a = stream_allocator();
     cur_stream = 2;
     ts_block *y = ts_allocator_alloc(a, 4 * MIB, NULL, 0); /* [0, 4) of a 20 MiB segment */
     cur_stream = 1;

@@ -285,8 +285,7 @@ static ts_block *find_free(const ts_allocator *a, ts_block *tree, uintptr_t cur,
     if (b || !a->hooks || !a->hooks->stream_pools) return b;
     /* each other pool's best fit (a descent per pool: streams are few); the smallest wins */
     for (ts_block *first = treap_lower_bound(tree, 1, 0); first;
-         first = first->owner == UINTPTR_MAX ? NULL
-                                             : treap_lower_bound(tree, first->owner + 1, 0)) {
+         first = first->owner == OWNER_MANY ? NULL : treap_lower_bound(tree, first->owner + 1, 0)) {
         if (first->owner == cur) continue;
         ts_block *c = pool_best_fit(tree, first->owner, size);
         if (c && (!b || c->size < b->size)) b = c;

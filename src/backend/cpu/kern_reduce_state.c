@@ -376,35 +376,28 @@ void ts_cpu_red_fs_combine(ts_reduce_op op, ts_cpu_fstate *L, const ts_cpu_fstat
 }
 
 /* Eight independent lanes added in a fixed order: the compiler keeps them in vector registers
- * (AVX2 in the avx2 variant: core/clones.h), and the result does not depend on the ISA. */
-TS_CPU_BODY void sum_d_run_body(const double *x, int64_t m, double *out) {
-    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t k = 0;
-    for (; k + 8 <= m; k += 8)
-        for (int u = 0; u < 8; u++) acc[u] += x[k + u];
-    double tail = 0.0;
-    for (; k < m; k++) tail += x[k];
-    *out = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
-}
-TS_CPU_VARIANTS(sum_d_run, (const double *x, int64_t m, double *out), (x, m, out))
+ * (AVX2 in the avx2 variant: core/clones.h), and the result does not depend on the ISA. The float
+ * version converts as it reads: the conversion to double is exact, so its bits are those of
+ * converting first and summing in double (one pass, not two). */
+#define SUM8_BODY(name, T)                                                                         \
+    TS_CPU_BODY void name##_body(const T *x, int64_t m, double *out) {                             \
+        double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                  \
+        int64_t k = 0;                                                                             \
+        for (; k + 8 <= m; k += 8)                                                                 \
+            for (int u = 0; u < 8; u++) acc[u] += (double)x[k + u];                                \
+        double tail = 0.0;                                                                         \
+        for (; k < m; k++) tail += (double)x[k];                                                   \
+        *out = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + \
+               tail;                                                                               \
+    }                                                                                              \
+    TS_CPU_VARIANTS(name, (const T *x, int64_t m, double *out), (x, m, out))
+SUM8_BODY(sum_d_run, double)
+SUM8_BODY(sum_f_run, float)
 static double sum_d(const double *x, int64_t m) {
     double r;
     sum_d_run(x, m, &r);
     return r;
 }
-
-/* sum_d_run over float input converted as it is read: the same lanes in the same order, and the
- * conversion to double is exact, so the bits are those of converting first (one pass, not two) */
-TS_CPU_BODY void sum_f_run_body(const float *x, int64_t m, double *out) {
-    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t k = 0;
-    for (; k + 8 <= m; k += 8)
-        for (int u = 0; u < 8; u++) acc[u] += (double)x[k + u];
-    double tail = 0.0;
-    for (; k < m; k++) tail += (double)x[k];
-    *out = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
-}
-TS_CPU_VARIANTS(sum_f_run, (const float *x, int64_t m, double *out), (x, m, out))
 
 bool ts_cpu_red_fold_f32_run(ts_reduce_op op, ts_cpu_fstate *st, const char *base, ts_dtype dt,
                              const ts_cpu_rdims *r, int64_t pos, int64_t m) {

@@ -84,20 +84,20 @@ static void sdpa_keep_tile(const ts_sdpa_args *a, const sdpa_plan *pl, int64_t n
 
 /* vec_math_impl.h's exponential, its multiply-adds left to the contraction above (fused where the
  * variant's target has FMA, not in the portable one, which then need not call fmaf per lane):
- * attention's bits differ between ISAs anyway */
+ * attention's bits differ between ISAs anyway; for the three widths below */
+#define TSV_FMA(a, b, c) ((a) * (b) + (c))
+
 typedef float ts_sdpa_v4f __attribute__((vector_size(16)));
 typedef double ts_sdpa_v2d __attribute__((vector_size(16)));
 typedef int32_t ts_sdpa_v4i __attribute__((vector_size(16)));
 
-#define TSV_F            ts_sdpa_v4f
-#define TSV_I            ts_sdpa_v4i
-#define TSV_NAME(x)      x##_generic
-#define TSV_FMA(a, b, c) ((a) * (b) + (c))
+#define TSV_F       ts_sdpa_v4f
+#define TSV_I       ts_sdpa_v4i
+#define TSV_NAME(x) x##_generic
 #include "backend/cpu/vec_math_impl.h"
 #undef TSV_F
 #undef TSV_I
 #undef TSV_NAME
-#undef TSV_FMA
 
 #define SDPA_T       float
 #define SDPA_VT      ts_sdpa_v4f
@@ -134,15 +134,13 @@ typedef int32_t ts_sdpa_v4i __attribute__((vector_size(16)));
 typedef float ts_sdpa_v8f __attribute__((vector_size(32)));
 typedef double ts_sdpa_v4d __attribute__((vector_size(32)));
 typedef int32_t ts_sdpa_v8i __attribute__((vector_size(32)));
-#define TSV_F            ts_sdpa_v8f
-#define TSV_I            ts_sdpa_v8i
-#define TSV_NAME(x)      x##_avx2
-#define TSV_FMA(a, b, c) ((a) * (b) + (c))
+#define TSV_F       ts_sdpa_v8f
+#define TSV_I       ts_sdpa_v8i
+#define TSV_NAME(x) x##_avx2
 #include "backend/cpu/vec_math_impl.h"
 #undef TSV_F
 #undef TSV_I
 #undef TSV_NAME
-#undef TSV_FMA
 #define SDPA_T       float
 #define SDPA_VT      ts_sdpa_v8f
 #define SDPA_VL      8
@@ -176,15 +174,13 @@ typedef int32_t ts_sdpa_v8i __attribute__((vector_size(32)));
 typedef float ts_sdpa_v16f __attribute__((vector_size(64)));
 typedef double ts_sdpa_v8d __attribute__((vector_size(64)));
 typedef int32_t ts_sdpa_v16i __attribute__((vector_size(64)));
-#define TSV_F            ts_sdpa_v16f
-#define TSV_I            ts_sdpa_v16i
-#define TSV_NAME(x)      x##_avx512
-#define TSV_FMA(a, b, c) ((a) * (b) + (c))
+#define TSV_F       ts_sdpa_v16f
+#define TSV_I       ts_sdpa_v16i
+#define TSV_NAME(x) x##_avx512
 #include "backend/cpu/vec_math_impl.h"
 #undef TSV_F
 #undef TSV_I
 #undef TSV_NAME
-#undef TSV_FMA
 #define SDPA_T       float
 #define SDPA_VT      ts_sdpa_v16f
 #define SDPA_VL      16

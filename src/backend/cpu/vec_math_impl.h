@@ -143,11 +143,12 @@ static inline TSV_F TSV_NAME(tsv_tanh)(TSV_F x) {
     return TSV_NAME(tsv_sel)(a >= 0.625f, TSV_NAME(tsv_copysign)(big, x), small);
 }
 
-/* erfc(a) for a = |x| >= 0 in one piece: e^-a^2 w P(q) with w = 1 / (a + 2) and q = (a - 2) w in
- * [-1, 1), P of degree 9 fitted to (a + 2) e^(a^2) erfc(a) for a in [0, 9.35] (relative minimax,
- * mpmath; beyond, e^-a^2 is below FLT_MIN and erfc is 0). One division and no second piece: erf
- * adds x P(x^2) below 1, where 1 - erfc would lose erf's relative digits near 0. q as (a - 2) w
- * rather than 1 - 4 w keeps w's rounding from moving the argument by up to (a + 2) ulps. */
+/* erfc(a) for a = |x| >= 0 in one piece: e^-a^2 w P(q) with w = 1 / (a + 2) and q = (a - 2) / (a +
+ * 2) in [-1, 1), P of degree 9 fitted to (a + 2) e^(a^2) erfc(a) for a in [0, 9.35] (relative
+ * minimax, mpmath; beyond, e^-a^2 is below FLT_MIN and erfc is 0). One division and no second
+ * piece: erf adds x P(x^2) below 1, where 1 - erfc would lose erf's relative digits near 0. q
+ * computed as (a + a) w - 1 (one fma) rather than 1 - 4 w or (a - 2) w keeps w's rounding from
+ * moving the argument by up to (a + 2) ulps (ARCHITECTURE.md, "Vectorised math"). */
 static inline TSV_F TSV_NAME(tsv_erf_poly)(TSV_F x) {
     const TSV_F z = x * x;
     TSV_F p = TSV_NAME(tsv_splat)(7.875875063e-5f);
