@@ -1,6 +1,7 @@
 #!/bin/sh
 # run_ops.sh — issue 14's op goals: GELU, softmax and layer_norm (also with weight and bias)
-# forward + backward on a [16, 256, 1024] float32 tensor, Tessera (bench_vec_math's op table)
+# forward + backward (y = f(x), then backward from y with a fixed random gradient) on a
+# [16, 256, 1024] float32 tensor, Tessera (bench_vec_math's op table)
 # beside PyTorch (bench_ops_torch.py), each side the best of 1 and 2 threads and of ROUNDS (2)
 # rounds, with the ratio and the goal (>= 1.5x). PYTHON and BENCH_ISA as in bench_env.sh.
 # Usage: bench/run_ops.sh [BUILD_DIR]   (builds nothing; BUILD_DIR defaults to "build")

@@ -419,6 +419,11 @@ static void run_all(const ts_vec_kernels *vk, float *out, int64_t n, double *sum
     vk->bwd_f32(TS_B_GELU_BWD, out + k, gs, xs, n), k += n;
     vk->bwd_f32(TS_B_SILU_BWD, out + k, gs, xs, n), k += n;
     vk->math_f32(TSV_ERF, out + k, xs, n), k += n;
+    /* softmax and log_softmax rows and their gradients (from those outputs) */
+    vk->softmax_row_f32(out + k, xs, n, false), k += n;
+    vk->softmax_row_f32(out + k, xs, n, true), k += n;
+    vk->softmax_bwd_row_f32(out + k, out + k - 2 * n, gs, n, false), k += n;
+    vk->softmax_bwd_row_f32(out + k, out + k - 2 * n, gs, n, true), k += n;
     const float m = vk->max_f32(xs, n);
     out[k++] = m;
     sums[0] = vk->exp_sum_f32(out + k, xs, m, n);
@@ -442,8 +447,8 @@ static bool same_floats(const float *a, const float *b, int64_t n) {
 
 static void test_same_bits(void) {
     enum { N = 4093 };                       /* not a multiple of any width */
-    const int64_t per = 10 * (int64_t)N + 1; /* run_all's floats */
-    static float ref[10 * 4096 + 1 + 4096], got[10 * 4096 + 1 + 4096];
+    const int64_t per = 14 * (int64_t)N + 1; /* run_all's floats */
+    static float ref[14 * 4096 + 1 + 4096], got[14 * 4096 + 1 + 4096];
     fill_range(xs, N, -30.0f, 30.0f);
     for (int i = 0; i < N; i++) /* finite, so the sums are numbers */
         xs[i] = fabsf(xs[i]) < 1e-30f || !isfinite(xs[i]) ? 0.5f : xs[i];

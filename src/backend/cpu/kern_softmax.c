@@ -106,15 +106,7 @@ static void row_d(const double *x, double *y, int64_t L, bool lg) {
 
 /* the sum in double (vk keeps 16 lanes): long rows would lose digits in f32 */
 static void row_f(const float *x, float *y, int64_t L, bool lg) {
-    const ts_vec_kernels *vk = ts_vec_kernels_get();
-    const float m = vk->max_f32(x, L);
-    if (lg) {
-        const float ls = logf((float)vk->exp_sum_f32(NULL, x, m, L));
-        for (int64_t k = 0; k < L; k++) y[k] = (x[k] - m) - ls;
-    } else {
-        const float inv = (float)(1.0 / vk->exp_sum_f32(y, x, m, L));
-        for (int64_t k = 0; k < L; k++) y[k] *= inv;
-    }
+    ts_vec_kernels_get()->softmax_row_f32(y, x, L, lg);
 }
 
 /* v[c] = exp(v[c]) for c < n */

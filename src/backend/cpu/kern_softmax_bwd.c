@@ -39,17 +39,7 @@ static bool rows_contiguous(const ts_kview *v, int dim) {
     } while (0)
 
 static void row_f(float *gx, const float *y, const float *g, int64_t L, bool lg) {
-    double s;
-    if (lg) {
-        SMB_SUM(float, g, (const float *)NULL, L, s);
-        ts_vec_kernels_get()->unary_f32(TS_U_EXP, gx, y, L);
-        const float sf = (float)s;
-        for (int64_t k = 0; k < L; k++) gx[k] = g[k] - gx[k] * sf;
-    } else {
-        SMB_SUM(float, g, y, L, s);
-        const float sf = (float)s;
-        for (int64_t k = 0; k < L; k++) gx[k] = y[k] * (g[k] - sf);
-    }
+    ts_vec_kernels_get()->softmax_bwd_row_f32(gx, y, g, L, lg);
 }
 
 static void row_d(double *gx, const double *y, const double *g, int64_t L, bool lg) {

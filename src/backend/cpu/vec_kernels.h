@@ -29,6 +29,11 @@ typedef struct ts_vec_kernels {
      * be NULL) returning the sum of those exponentials in double */
     float (*max_f32)(const float *x, int64_t n);
     double (*exp_sum_f32)(float *y, const float *x, float m, int64_t n);
+    /* one row of softmax (log: log_softmax) with the two above and the last pass, y may alias x;
+     * its gradient from the output y and the output's gradient g (kern_softmax_bwd.c's order of
+     * summation), gx may alias y or g */
+    void (*softmax_row_f32)(float *y, const float *x, int64_t n, bool log);
+    void (*softmax_bwd_row_f32)(float *gx, const float *y, const float *g, int64_t n, bool log);
     /* logsumexp: sum of e^(x - m) in double */
     double (*exp_sum_f64)(const double *x, double m, int64_t n);
     /* y = mean + std * ts_philox_box_muller(u1, u2) */

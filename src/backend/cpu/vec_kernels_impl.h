@@ -104,15 +104,24 @@ static void TSV_NAME(tsv_fma_f32)(float *y, const float *a, const float *b, cons
 /* ------------------------------------------------------------------ softmax and logsumexp */
 /* The largest element, NaN ignored (a NaN still makes the row's sum NaN later) */
 static float TSV_NAME(tsv_max_f32)(const float *x, int64_t n) {
-    TSV_F m = TSV_NAME(tsv_splat)(-__builtin_inff());
+    /* four running maxima: one would be a chain of compare-and-select latencies */
+    TSV_F m[4];
+    for (int k = 0; k < 4; k++) m[k] = TSV_NAME(tsv_splat)(-__builtin_inff());
     int64_t i = 0;
+    for (; i + 4 * TSV_W <= n; i += 4 * TSV_W)
+        for (int k = 0; k < 4; k++) {
+            TSV_F v;
+            memcpy(&v, x + i + k * TSV_W, sizeof v);
+            m[k] = TSV_NAME(tsv_sel)(v > m[k], v, m[k]);
+        }
     for (; i + TSV_W <= n; i += TSV_W) {
         TSV_F v;
         memcpy(&v, x + i, sizeof v);
-        m = TSV_NAME(tsv_sel)(v > m, v, m);
+        m[0] = TSV_NAME(tsv_sel)(v > m[0], v, m[0]);
     }
+    for (int k = 1; k < 4; k++) m[0] = TSV_NAME(tsv_sel)(m[k] > m[0], m[k], m[0]);
     float r = -__builtin_inff();
-    for (int l = 0; l < TSV_W; l++) r = m[l] > r ? m[l] : r;
+    for (int l = 0; l < TSV_W; l++) r = m[0][l] > r ? m[0][l] : r;
     for (; i < n; i++) r = x[i] > r ? x[i] : r;
     return r;
 }
@@ -146,11 +155,37 @@ static inline void TSV_NAME(tsv_exp_block)(float *y, const float *x, TSV_F m, TS
     }
 }
 
+/* two blocks of 16 floats, x and x + 16: e = exp(x - m) into y (when y); each lane's two
+ * exponentials (elements k and k + 16) are added in float, then to acc in double. Converting and
+ * adding in double once per pair instead of per element cost a quarter of the softmax row; the
+ * float addition of two positive terms is exact to half an ulp, below exp's own error. */
+static inline void TSV_NAME(tsv_exp_pair_block)(float *y, const float *x, TSV_F m, TSV_D *acc) {
+    for (int v = 0; v < 16 / TSV_W; v++) {
+        TSV_F e, f;
+        memcpy(&e, x + v * TSV_W, sizeof e);
+        memcpy(&f, x + 16 + v * TSV_W, sizeof f);
+        e = TSV_NAME(tsv_exp)(e - m);
+        f = TSV_NAME(tsv_exp)(f - m);
+        if (y) {
+            memcpy(y + v * TSV_W, &e, sizeof e);
+            memcpy(y + 16 + v * TSV_W, &f, sizeof f);
+        }
+        TSV_D d[2];
+        const TSV_NAME(tsv_wide_d) w = __builtin_convertvector(e + f, TSV_NAME(tsv_wide_d));
+        memcpy(d, &w, sizeof d);
+        acc[2 * v] += d[0];
+        acc[2 * v + 1] += d[1];
+    }
+}
+
+/* Lane l of the 16 double lanes sums the elements k = l mod 16: whole runs of 32 as pairs (k,
+ * k + 16) added in float first, then a whole block of 16, then the rest padded with -inf. */
 static double TSV_NAME(tsv_exp_sum_f32)(float *y, const float *x, float m, int64_t n) {
     TSV_D acc[TSV_ACCS];
     for (int k = 0; k < TSV_ACCS; k++) acc[k] = (TSV_D){0};
     const TSV_F mv = TSV_NAME(tsv_splat)(m);
     int64_t i = 0;
+    for (; i + 32 <= n; i += 32) TSV_NAME(tsv_exp_pair_block)(y ? y + i : NULL, x + i, mv, acc);
     for (; i + 16 <= n; i += 16) TSV_NAME(tsv_exp_block)(y ? y + i : NULL, x + i, mv, acc);
     if (i < n) { /* padded with -inf, whose exponential is 0 */
         float xb[16], yb[16];
@@ -159,6 +194,84 @@ static double TSV_NAME(tsv_exp_sum_f32)(float *y, const float *x, float m, int64
         if (y) memcpy(y + i, yb, (size_t)(n - i) * sizeof(float));
     }
     return TSV_NAME(tsv_sum16)(acc);
+}
+
+/* softmax (y = e^(x - m) times the reciprocal of their sum, rounded to float) or log_softmax
+ * (y = (x - m) - log(sum)) of one row, the sum in double; y may alias x */
+static inline __attribute__((always_inline)) void
+TSV_NAME(tsv_softmax_row_body)(float *y, const float *x, int64_t n, const bool lg) {
+    const float m = TSV_NAME(tsv_max_f32)(x, n);
+    TSV_F a, c; /* y = (x - a) - c, or y = e * a */
+    if (lg) {
+        a = TSV_NAME(tsv_splat)(m);
+        c = TSV_NAME(tsv_splat)(logf((float)TSV_NAME(tsv_exp_sum_f32)(NULL, x, m, n)));
+    } else {
+        a = TSV_NAME(tsv_splat)((float)(1.0 / TSV_NAME(tsv_exp_sum_f32)(y, x, m, n)));
+        c = a;
+    }
+    const float *const src = lg ? x : y;
+    int64_t i = 0;
+    for (; i + TSV_W <= n; i += TSV_W) {
+        TSV_F v;
+        memcpy(&v, src + i, sizeof v);
+        v = lg ? (v - a) - c : v * a;
+        memcpy(y + i, &v, sizeof v);
+    }
+    for (; i < n; i++) y[i] = lg ? (src[i] - m) - c[0] : src[i] * a[0];
+}
+static void TSV_NAME(tsv_softmax_row_f32)(float *y, const float *x, int64_t n, bool lg) {
+    if (lg) /* a constant for the body's loops */
+        TSV_NAME(tsv_softmax_row_body)(y, x, n, true);
+    else
+        TSV_NAME(tsv_softmax_row_body)(y, x, n, false);
+}
+
+/* The gradient of one softmax row (gx = y (g - s), s = sum(g y)) or log_softmax row
+ * (gx = g - e^y s, s = sum(g)). s: 16 float lanes, lane j summing the terms of the elements
+ * k = j mod 16 of the whole blocks of 16, the lanes then added in double in lane order, then the
+ * remaining elements' terms one by one; rounded to float. gx may alias y or g. */
+static inline __attribute__((always_inline)) void
+TSV_NAME(tsv_softmax_bwd_row_body)(float *gx, const float *y, const float *g, int64_t n,
+                                   const bool lg) {
+    TSV_F acc[16 / TSV_W];
+    for (int v = 0; v < 16 / TSV_W; v++) acc[v] = (TSV_F){0};
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16)
+        for (int v = 0; v < 16 / TSV_W; v++) {
+            TSV_F gv, yv;
+            memcpy(&gv, g + k + v * TSV_W, sizeof gv);
+            memcpy(&yv, y + k + v * TSV_W, sizeof yv);
+            acc[v] += lg ? gv : gv * yv;
+        }
+    float lanes[16];
+    memcpy(lanes, acc, sizeof lanes);
+    double s = 0;
+    for (int j = 0; j < 16; j++) s += (double)lanes[j];
+    for (; k < n; k++) s += (double)(lg ? g[k] : g[k] * y[k]);
+    const TSV_F sv = TSV_NAME(tsv_splat)((float)s);
+    int64_t i = 0;
+    for (; i + TSV_W <= n; i += TSV_W) {
+        TSV_F gv, yv;
+        memcpy(&gv, g + i, sizeof gv);
+        memcpy(&yv, y + i, sizeof yv);
+        gv = lg ? gv - TSV_NAME(tsv_exp)(yv) * sv : yv * (gv - sv);
+        memcpy(gx + i, &gv, sizeof gv);
+    }
+    if (i < n) { /* the last, partial vector padded with zeros */
+        const size_t bytes = (size_t)(n - i) * sizeof(float);
+        TSV_F gv = {0}, yv = {0};
+        memcpy(&gv, g + i, bytes);
+        memcpy(&yv, y + i, bytes);
+        gv = lg ? gv - TSV_NAME(tsv_exp)(yv) * sv : yv * (gv - sv);
+        memcpy(gx + i, &gv, bytes);
+    }
+}
+static void TSV_NAME(tsv_softmax_bwd_row_f32)(float *gx, const float *y, const float *g, int64_t n,
+                                              bool lg) {
+    if (lg)
+        TSV_NAME(tsv_softmax_bwd_row_body)(gx, y, g, n, true);
+    else
+        TSV_NAME(tsv_softmax_bwd_row_body)(gx, y, g, n, false);
 }
 
 #define TSV_WD (TSV_W / 2) /* double lanes */
@@ -273,6 +386,8 @@ static const ts_vec_kernels TSV_NAME(tsv_kernels) = {
     .max_f32 = TSV_NAME(tsv_max_f32),
     .exp_sum_f32 = TSV_NAME(tsv_exp_sum_f32),
     .exp_sum_f64 = TSV_NAME(tsv_exp_sum_f64),
+    .softmax_row_f32 = TSV_NAME(tsv_softmax_row_f32),
+    .softmax_bwd_row_f32 = TSV_NAME(tsv_softmax_bwd_row_f32),
     .normal_f64 = TSV_NAME(tsv_normal_f64),
     .f16_to_f32 = TSV_NAME(tsv_f16_to_f32),
     .f32_to_f16 = TSV_NAME(tsv_f32_to_f16),
