@@ -150,10 +150,20 @@ static ts_tensor *op_softmax_fb(ts_tensor *x) { return grad_of(x, ts_softmax(x, 
 static ts_tensor *op_layer_norm_fb(ts_tensor *x) {
     return grad_of(x, ts_layer_norm(x, TS_SHAPE(1024), NULL, NULL, 1e-5));
 }
-static ts_tensor *ln_w, *ln_b; /* float32 weight and bias, made by main */
+/* weight and bias of layer_norm ([1024]) and batch_norm ([256]) in float32 and float16 (the
+ * input's dtype, as in a model converted to half), made by main */
+static ts_tensor *ln_w[2], *ln_b[2], *bn_w[2], *bn_b[2];
+static int half_of(ts_tensor *x) { return ts_dtype_of(x) == TS_F16; }
 static ts_tensor *op_layer_norm_affine_fb(ts_tensor *x) {
-    ts_set_grad(ln_w, NULL), ts_set_grad(ln_b, NULL);
-    return grad_of(x, ts_layer_norm(x, TS_SHAPE(1024), ln_w, ln_b, 1e-5));
+    ts_tensor *w = ln_w[half_of(x)], *b = ln_b[half_of(x)];
+    ts_set_grad(w, NULL), ts_set_grad(b, NULL);
+    return grad_of(x, ts_layer_norm(x, TS_SHAPE(1024), w, b, 1e-5));
+}
+/* training mode, channels dim 1 (256 channels of 16 x 1024 values) */
+static ts_tensor *op_batch_norm_fb(ts_tensor *x) {
+    ts_tensor *w = bn_w[half_of(x)], *b = bn_b[half_of(x)];
+    ts_set_grad(w, NULL), ts_set_grad(b, NULL);
+    return grad_of(x, ts_batch_norm(x, NULL, NULL, w, b, true, 0.1, 1e-5));
 }
 static const op_case ops[] = {
     {"exp", op_exp},
@@ -165,6 +175,7 @@ static const op_case ops[] = {
     {"softmax fwd+bwd", op_softmax_fb},
     {"layer_norm fwd+bwd", op_layer_norm_fb},
     {"layer_norm+affine fwd+bwd", op_layer_norm_affine_fb},
+    {"batch_norm fwd+bwd", op_batch_norm_fb},
 };
 enum { NOPS = sizeof ops / sizeof ops[0] };
 
@@ -218,8 +229,12 @@ int main(int argc, char **argv) {
     ts_set_requires_grad(x16, true);
     grad_y32 = ts_randn(TS_SHAPE(16, 256, 1024), (ts_opts){0});
     grad_y16 = ts_to_dtype(grad_y32, TS_F16);
-    ln_w = ts_randn(TS_SHAPE(1024), (ts_opts){.requires_grad = true});
-    ln_b = ts_randn(TS_SHAPE(1024), (ts_opts){.requires_grad = true});
+    ts_tensor **params[4] = {ln_w, ln_b, bn_w, bn_b};
+    for (int p = 0; p < 4; p++) {
+        params[p][0] = ts_randn(TS_SHAPE(p < 2 ? 1024 : 256), (ts_opts){.requires_grad = true});
+        params[p][1] = ts_to_dtype(ts_detach(params[p][0]), TS_F16);
+        ts_set_requires_grad(params[p][1], true);
+    }
     double tb[NOPS][2];
     for (int o = 0; o < NOPS; o++) tb[o][0] = tb[o][1] = 1e30;
     for (int r = 0; r < (rounds + 1) / 2; r++)
@@ -245,7 +260,7 @@ int main(int argc, char **argv) {
     for (int o = 0; o < NOPS; o++)
         printf("%-26s %10.3f %10.3f %11.2fx\n", ops[o].name, tb[o][0], tb[o][1],
                tb[o][1] / tb[o][0]);
-    ts_release(x32), ts_release(x16), ts_release(ln_w), ts_release(ln_b);
-    ts_release(grad_y32), ts_release(grad_y16);
+    ts_release(x32), ts_release(x16), ts_release(grad_y32), ts_release(grad_y16);
+    for (int p = 0; p < 4; p++) ts_release(params[p][0]), ts_release(params[p][1]);
     return 0;
 }

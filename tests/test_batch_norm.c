@@ -6,14 +6,17 @@
  * channels and tiny variances; tolerances from the arithmetic (unit roundoff times the operations
  * an element goes through, and the double sums' growth); the autograd node; the same bits with 1,
  * 2 and 3 threads and under each ISA; no tensor of the input's size kept for backward (memory
- * statistics); the composition where the kernels decline (float16, mixed dtypes) and under
- * autocast; allocation failures (fault_sweep.h). */
+ * statistics); float16 and bfloat16 through the float32 kernels (casts around them: the output
+ * and gradients rounded once to the half dtype); the composition where the kernels decline (mixed
+ * dtypes) and under autocast; allocation failures (fault_sweep.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/autograd.h" /* ts_node: which node the half path's cast back hangs off */
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/kernel_math.h" /* the half conversions, for inputs exact in the dtype */
 #include "fault_sweep.h"
 #include "tol_check.h"
 #include "ts_test.h"
@@ -42,7 +45,37 @@ static int64_t hw_of(const bn_case *k) {
     return (k->ndim > 2 ? k->h : 1) * (k->ndim > 3 ? k->w : 1);
 }
 
-static double round_to(ts_dtype dt, double v) { return dt == TS_F32 ? (double)(float)v : v; }
+static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
+
+static double round_to(ts_dtype dt, double v) {
+    switch (dt) {
+    case TS_F32:
+        return (double)(float)v;
+    case TS_F16:
+        return (double)ts_f16_to_f32(ts_f32_to_f16((float)v)); /* float first: exact for halves */
+    case TS_BF16:
+        return (double)ts_bf16_to_f32(ts_f32_to_bf16((float)v));
+    default:
+        return v;
+    }
+}
+
+/* A half dtype runs the float32 kernels on exact copies of its (exact) inputs and output gradient
+ * and rounds their results to itself once: float32's bound plus one rounding of a value within
+ * that bound of the reference, relative (unit roundoff u) or, below the normal halves, absolute
+ * (half the smallest subnormal: 2^-25 for float16, 2^-134 for bfloat16). */
+static void widen_for_half(ts_dtype dt, const double *ref, double *tol, int64_t n) {
+    if (!is_half(dt)) return;
+    const double u = ts_test_unit_roundoff(dt), tiny = dt == TS_F16 ? 0x1p-25 : 0x1p-134;
+    for (int64_t i = 0; i < n; i++) tol[i] += u * (fabs(ref[i]) + tol[i]) + tiny;
+}
+
+/* The name of the node that made y's producer's first input: under the half path's cast back
+ * (ToCopyBackward0), the node of the op that ran in float32 */
+static const char *inner_fn_name(ts_tensor *y) {
+    const ts_node *n = y ? y->grad_fn : NULL;
+    return n && n->n_in > 0 && n->next[0].fn ? n->next[0].fn->name : NULL;
+}
 
 /* host data in [n, c, hw] order, in double, already rounded to the dtype */
 typedef struct bn_data {
@@ -87,7 +120,7 @@ typedef struct bn_ref {
 
 static bn_ref reference(const bn_case *k, const bn_data *d, ts_dtype dt) {
     const int64_t N = k->n, C = k->c, hw = hw_of(k), m = N * hw, tot = N * C * hw;
-    const double u = dt == TS_F32 ? ldexp(1, -24) : ldexp(1, -53), ud = ldexp(1, -53);
+    const double u = ts_test_unit_roundoff(dt), ud = ldexp(1, -53);
     const double eps = k->eps ? k->eps : 1e-5, mom = k->momentum ? k->momentum : 0.1;
     const double growth = (double)(N * ((hw + 15) / 16)) + 8;
     bn_ref r;
@@ -172,6 +205,11 @@ static ts_tensor *param(const double *p, int64_t c, ts_dtype dt, ts_device dev, 
 }
 
 static void run_case(const bn_case *k, ts_dtype dt, ts_device dev) {
+    /* halves: CUDA's composition computes in the half dtype, beyond the float32 kernels' bounds */
+    if (is_half(dt) && dev.type == TS_CUDA) return;
+    /* eps 1e-12 over a tiny variance: dx reaches 5.6e5, beyond float16's 65504 (inf is its
+     * rounding) */
+    if (dt == TS_F16 && k->xk == X_TINY_VAR && k->eps < 1e-6) return;
     static const char *kinds[] = {"random", "far from 0", "constant channels", "tiny variance"};
     char label[200];
     const ts_shape s = shape_of(k);
@@ -184,8 +222,21 @@ static void run_case(const bn_case *k, ts_dtype dt, ts_device dev) {
              k->strided ? ", strided" : "", k->eps, kinds[k->xk], ts_dtype_name(dt),
              ts_device_str(dev));
     bn_data d = make_data(k, dt);
-    bn_ref r = reference(k, &d, dt);
+    /* halves: the float32 kernels' bounds, widened by the rounding to the half dtype; the running
+     * statistics are updated in the half dtype (the update's roundings in its unit) */
+    bn_ref r = reference(k, &d, is_half(dt) ? TS_F32 : dt);
     const int64_t tot = k->n * k->c * hw_of(k);
+    if (is_half(dt)) {
+        bn_ref rh = reference(k, &d, dt);
+        double *t;
+        t = r.trm, r.trm = rh.trm, rh.trm = t;
+        t = r.trv, r.trv = rh.trv, rh.trv = t;
+        free_ref(&rh);
+        widen_for_half(dt, r.y, r.ty, tot);
+        widen_for_half(dt, r.dx, r.tdx, tot);
+        widen_for_half(dt, r.dw, r.tdw, k->c);
+        widen_for_half(dt, r.db, r.tdb, k->c);
+    }
     ts_scope_begin();
     ts_tensor *x = make_x(k, d.x, dt, dev);
     ts_tensor *w = k->weight ? param(d.w, k->c, dt, dev, true) : NULL;
@@ -196,7 +247,13 @@ static void run_case(const bn_case *k, ts_dtype dt, ts_device dev) {
     CHECK_OK();
     CHECK(y && ts_dtype_of(y) == dt && ts_shape_of(y).ndim == s.ndim);
     /* the CUDA backend has no fused kernels yet: there the composition runs (same values) */
-    if (dev.type != TS_CUDA) CHECK_STREQ(y ? ts_grad_fn_name(y) : NULL, "NativeBatchNormBackward0");
+    if (dev.type != TS_CUDA && !is_half(dt))
+        CHECK_STREQ(y ? ts_grad_fn_name(y) : NULL, "NativeBatchNormBackward0");
+    /* a half input: the float32 kernels' node under the cast back */
+    if (is_half(dt)) {
+        CHECK_STREQ(y ? ts_grad_fn_name(y) : NULL, "ToCopyBackward0");
+        CHECK_STREQ(inner_fn_name(y), "NativeBatchNormBackward0");
+    }
     CHECK_TOL(label, "y", ts_reshape(y, TS_SHAPE(tot)), r.y, r.ty, tot);
     if (k->running) {
         CHECK_TOL(label, "running_mean", rm, r.rm, r.trm, k->c);
@@ -215,7 +272,8 @@ static void run_case(const bn_case *k, ts_dtype dt, ts_device dev) {
 }
 
 static void test_against_reference(void) {
-    static const ts_dtype dts[] = {TS_F32, TS_F64};
+    /* the halves through the float32 kernels */
+    static const ts_dtype dts[] = {TS_F32, TS_F64, TS_F16, TS_BF16};
     /* ndim, n, c, h, w, weight, bias, running, strided, eps, momentum, kind */
     static const bn_case cases[] = {
         {2, 8, 3, 0, 0, true, true, true, false, 0, 0, X_RANDOM}, /* [N, C] */
@@ -236,7 +294,7 @@ static void test_against_reference(void) {
         {4, 64, 8, 16, 16, true, true, true, false, 0, 0, X_RANDOM}, /* threads */
     };
     for (int di = 0; di < ndev; di++)
-        for (int t = 0; t < 2; t++)
+        for (int t = 0; t < 4; t++)
             for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
                 run_case(&cases[i], dts[t], devs[di]);
 }
@@ -363,8 +421,9 @@ static void test_memory(void) {
 }
 
 /* ------------------------------------------------------------------ the composition's cases */
-/* Where the kernels decline (float16, parameters of another dtype) the composition runs; under
- * autocast the op runs in float32, through the kernels. Evaluation mode keeps its one pass. */
+/* Where the kernels decline (parameters of another dtype than the input's) the composition runs;
+ * under autocast the op runs in float32, through the kernels. Evaluation mode keeps its one pass.
+ */
 static void test_fallbacks(void) {
     ts_scope_begin();
     ts_manual_seed(7);
@@ -374,13 +433,15 @@ static void test_fallbacks(void) {
                                     ts_to_dtype(b, TS_F64), true, 0, 0);
     const double big = ts_item(ts_max(ts_abs(want)));
 
+    /* a float16 input with float32 parameters: the composition's promotion, then a cast back to
+     * float16 (only parameters of the input's dtype take the float32 kernels) */
     ts_tensor *xh = ts_to_dtype(x, TS_F16);
     ts_set_requires_grad(xh, true);
-    ts_tensor *yh =
-        ts_batch_norm(xh, NULL, NULL, ts_to_dtype(w, TS_F16), ts_to_dtype(b, TS_F16), true, 0, 0);
+    ts_tensor *yh = ts_batch_norm(xh, NULL, NULL, w, b, true, 0, 0);
     CHECK_OK();
     CHECK(yh && ts_dtype_of(yh) == TS_F16);
     CHECK(yh && strcmp(ts_grad_fn_name(yh), "NativeBatchNormBackward0") != 0);
+    CHECK(yh && inner_fn_name(yh) && strcmp(inner_fn_name(yh), "NativeBatchNormBackward0") != 0);
     CHECK(yh && ts_item(ts_max(ts_abs(ts_sub(ts_to_dtype(yh, TS_F64), want)))) < 1e-2 * big);
 
     ts_tensor *xm = ts_detach(x);

@@ -5,14 +5,18 @@
  * output gradients, eps, constant rows and rows far from zero; tolerances from the arithmetic
  * (unit roundoff times the operations an element goes through, and the double sums' growth);
  * the autograd node; results independent of the thread count; no tensor of the input's size kept
- * for backward (memory statistics); the composition where the kernels decline (float16, mixed
- * dtypes) and under autocast; an input modified in place after the forward. */
+ * for backward (memory statistics); float16 and bfloat16 through the float32 kernels (casts around
+ * them: the output and gradients rounded once to the half dtype); the composition where the
+ * kernels decline (mixed dtypes) and under autocast; an input modified in place after the
+ * forward. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/autograd.h" /* ts_node: which node the half path's cast back hangs off */
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/kernel_math.h" /* the half conversions, for inputs exact in the dtype */
 #include "tol_check.h"
 #include "ts_test.h"
 
@@ -44,7 +48,37 @@ typedef struct ln_data {
     double *x, *w, *b, *dy;
 } ln_data;
 
-static double round_to(ts_dtype dt, double v) { return dt == TS_F32 ? (double)(float)v : v; }
+static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
+
+static double round_to(ts_dtype dt, double v) {
+    switch (dt) {
+    case TS_F32:
+        return (double)(float)v;
+    case TS_F16:
+        return (double)ts_f16_to_f32(ts_f32_to_f16((float)v)); /* float first: exact for halves */
+    case TS_BF16:
+        return (double)ts_bf16_to_f32(ts_f32_to_bf16((float)v));
+    default:
+        return v;
+    }
+}
+
+/* A half dtype runs the float32 kernels on exact copies of its (exact) inputs and output gradient
+ * and rounds their results to itself once: float32's bound plus one rounding of a value within
+ * that bound of the reference, relative (unit roundoff u) or, below the normal halves, absolute
+ * (half the smallest subnormal: 2^-25 for float16, 2^-134 for bfloat16). */
+static void widen_for_half(ts_dtype dt, const double *ref, double *tol, int64_t n) {
+    if (!is_half(dt)) return;
+    const double u = ts_test_unit_roundoff(dt), tiny = dt == TS_F16 ? 0x1p-25 : 0x1p-134;
+    for (int64_t i = 0; i < n; i++) tol[i] += u * (fabs(ref[i]) + tol[i]) + tiny;
+}
+
+/* The name of the node that made y's producer's first input: under the half path's cast back
+ * (ToCopyBackward0), the node of the op that ran in float32 */
+static const char *inner_fn_name(ts_tensor *y) {
+    const ts_node *n = y ? y->grad_fn : NULL;
+    return n && n->n_in > 0 && n->next[0].fn ? n->next[0].fn->name : NULL;
+}
 
 static ln_data make_data(const ln_case *c, ts_dtype dt) {
     const int64_t R = c->rows, C = c->cols;
@@ -185,6 +219,9 @@ static void run_case(const ln_case *c, ts_dtype dt, ts_device dev) {
     /* CUDA runs the composition, whose float variance of rows near 3e37 overflows (as would
      * PyTorch's float Welford on CUDA); the fused CPU kernels accumulate in double */
     if (c->xk == X_HUGE && dev.type == TS_CUDA && dt != TS_F64) return;
+    /* halves: 3e37 is no float16, and CUDA's composition computes in the half dtype, beyond the
+     * float32 kernels' bounds */
+    if (is_half(dt) && (c->xk == X_HUGE || dev.type == TS_CUDA)) return;
     static const char *kinds[] = {"random", "constant rows", "far from 0", "tiny variance", "huge"};
     char label[200];
     snprintf(label, sizeof label, "[%lld x %lld%s%s%s%s, eps %g, %s, %s, %s]", (long long)c->rows,
@@ -193,8 +230,12 @@ static void run_case(const ln_case *c, ts_dtype dt, ts_device dev) {
              ts_dtype_name(dt), ts_device_str(dev));
     ln_data d = make_data(c, dt);
     const double eps = c->eps ? c->eps : 1e-5;
-    ln_ref r = reference(&d, c->w, c->b, eps, dt);
+    ln_ref r = reference(&d, c->w, c->b, eps, is_half(dt) ? TS_F32 : dt);
     const int64_t n = c->rows * c->cols;
+    widen_for_half(dt, r.y, r.ty, n);
+    widen_for_half(dt, r.dx, r.tdx, n);
+    widen_for_half(dt, r.dw, r.tdw, c->cols);
+    widen_for_half(dt, r.db, r.tdb, c->cols);
     ts_scope_begin();
     ts_tensor *x = make_x(c, d.x, dt, dev);
     ts_tensor *w = c->w ? make_param(c, d.w, dt, dev) : NULL;
@@ -207,7 +248,12 @@ static void run_case(const ln_case *c, ts_dtype dt, ts_device dev) {
     const char *name = y ? ts_grad_fn_name(y) : NULL;
     if (c->x_grad || c->w || c->b) {
         /* the CUDA backend has no fused kernels yet: there the composition runs (same values) */
-        if (dev.type != TS_CUDA) CHECK_STREQ(name, "NativeLayerNormBackward0");
+        if (dev.type != TS_CUDA && !is_half(dt)) CHECK_STREQ(name, "NativeLayerNormBackward0");
+        /* a half input: the float32 kernels' node under the cast back */
+        if (is_half(dt)) {
+            CHECK_STREQ(name, "ToCopyBackward0");
+            CHECK_STREQ(inner_fn_name(y), "NativeLayerNormBackward0");
+        }
         /* the output gradient, strided when the case is */
         ts_tensor *dy =
             ts_tensor_f64(TS_SHAPE(c->rows, c->cols), d.dy, (ts_opts){.dtype = dt, .device = dev});
@@ -228,9 +274,10 @@ static void run_case(const ln_case *c, ts_dtype dt, ts_device dev) {
 static void test_against_reference(void) {
     static const int64_t cols[] = {1, 3, 17, 256, 1024, 4099};
     static const int64_t rows[] = {1, 7, 300};
-    static const ts_dtype dts[] = {TS_F32, TS_F64};
+    /* the halves through the float32 kernels, with and without weight and bias */
+    static const ts_dtype dts[] = {TS_F32, TS_F64, TS_F16, TS_BF16};
     for (int di = 0; di < ndev; di++)
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 4; k++) {
             /* every shape with weight and bias */
             for (int ci = 0; ci < 6; ci++)
                 for (int ri = 0; ri < 3; ri++) {
@@ -393,8 +440,8 @@ static void test_memory(void) {
 }
 
 /* ------------------------------------------------------------------ the composition's cases */
-/* Where the kernels decline (float16, parameters of another dtype) the composition runs; under
- * autocast the op runs in float32, through the kernels. */
+/* Where the kernels decline (parameters of another dtype than the input's) the composition runs;
+ * under autocast the op runs in float32, through the kernels. */
 static void test_fallbacks(void) {
     ts_scope_begin();
     ts_manual_seed(7);
@@ -404,13 +451,15 @@ static void test_fallbacks(void) {
                                     ts_to_dtype(b, TS_F64), 0);
     const double big = ts_item(ts_max(ts_abs(want)));
 
+    /* a float16 input with float32 parameters: the composition's promotion, then a cast back to
+     * float16 (only parameters of the input's dtype take the float32 kernels) */
     ts_tensor *xh = ts_to_dtype(x, TS_F16);
     ts_set_requires_grad(xh, true);
-    ts_tensor *yh =
-        ts_layer_norm(xh, TS_SHAPE(40), ts_to_dtype(w, TS_F16), ts_to_dtype(b, TS_F16), 0);
+    ts_tensor *yh = ts_layer_norm(xh, TS_SHAPE(40), w, b, 0);
     CHECK_OK();
     CHECK(yh && ts_dtype_of(yh) == TS_F16);
     CHECK(yh && strcmp(ts_grad_fn_name(yh), "NativeLayerNormBackward0") != 0);
+    CHECK(yh && inner_fn_name(yh) && strcmp(inner_fn_name(yh), "NativeLayerNormBackward0") != 0);
     CHECK(yh && ts_item(ts_max(ts_abs(ts_sub(ts_to_dtype(yh, TS_F64), want)))) < 1e-2 * big);
 
     ts_tensor *xm = ts_detach(x);

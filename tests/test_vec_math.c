@@ -336,6 +336,45 @@ static void test_activations(const ts_vec_kernels *vk) {
     }
 }
 
+/* silu's backward where g s falls below the normal floats but the result g s (1 + x (1 - s)) does
+ * not: x in [-87, -4] (s = sigmoid(x) normal, |1 + x (1 - s)| from 3 to 86) and in [0, 3]
+ * (1 + x (1 - s) up to 1.28), g chosen so that g s lies in [FLT_MIN / |1 + x (1 - s)|, FLT_MIN).
+ * A product rounded among the subnormals keeps fewer digits (g 1e-38 .. 1e-4 here; 31.7 ulp was
+ * once seen on other inputs); the vector and scalar forms must both hold the bound there. */
+static void test_silu_bwd_tiny_g(const ts_vec_kernels *vk) {
+    enum { NT = 1 << 16 };
+    static float x[NT], g[NT], y[NT];
+    const uint64_t rng_saved = rng; /* the other tests see the inputs they saw without this one */
+    int64_t n = 0;
+    while (n < NT) {
+        const double xv = n % 4 ? -4 - 83 * (next_u32() * 0x1p-32) : 3 * (next_u32() * 0x1p-32);
+        const double s = ts_sigmoid_d((float)xv), h = fabs(1 + (float)xv * (1 - s));
+        /* g s between FLT_MIN / h (times a margin for g's rounding) and FLT_MIN, log-uniform */
+        const double lo = log(0x1p-126 / h * (1 + 0x1p-20)), hi = log(0x1p-126 * (1 - 0x1p-20));
+        if (lo >= hi) continue;
+        x[n] = (float)xv;
+        g[n] = (float)(exp(lo + (hi - lo) * (next_u32() * 0x1p-32)) / s);
+        if (fabs(ts_silu_bwd_d(g[n], x[n])) >= 0x1p-126 && g[n] * s < 0x1p-126) n++;
+    }
+    rng = rng_saved;
+    vk->bwd_f32(TS_B_SILU_BWD, y, g, x, NT);
+    double wv = 0, ws = 0, gmin = INFINITY, gmax = 0;
+    float atv = 0, ats = 0;
+    for (int64_t i = 0; i < NT; i++) {
+        const double r = ts_silu_bwd_d(g[i], x[i]);
+        const double ev = err_ulps(y[i], r, 0, true),
+                     es = err_ulps(ts_silu_bwd_f(g[i], x[i]), r, 0, true);
+        if (ev > wv) wv = ev, atv = x[i];
+        if (es > ws) ws = es, ats = x[i];
+        gmin = fmin(gmin, g[i]), gmax = fmax(gmax, g[i]);
+    }
+    printf("  %-8s silu_bwd, g s subnormal (g %.1e .. %.1e): worst %.2f ulp at %.9g (vector), "
+           "%.2f at %.9g (scalar float), bound 6\n",
+           ts_cpu_isa_name(vk->isa), gmin, gmax, wv, atv, ws, ats);
+    CHECK(wv <= 6);
+    CHECK(ws <= 6);
+}
+
 /* ------------------------------------------------------------------ normal random numbers */
 static void test_box_muller(const ts_vec_kernels *vk) {
     enum { N = 1 << 16 };
@@ -482,6 +521,7 @@ int main(void) {
         test_f32_accuracy(vk);
         test_f64_accuracy(vk);
         test_activations(vk);
+        test_silu_bwd_tiny_g(vk);
         test_box_muller(vk);
         test_conversions(vk);
     }

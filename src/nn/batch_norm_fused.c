@@ -22,15 +22,13 @@ static ts_batch_norm_args base_args(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
     return a;
 }
 
-bool tsi_batch_norm_fused_applies(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
+bool tsi_batch_norm_fused_takes(ts_tensor *x, ts_dtype dt) {
     const ts_backend *be = tsi_be(x);
     if (!be->batch_norm_supports || !be->batch_norm_forward || !be->batch_norm_backward)
         return false;
-    /* mixed dtypes (a float16 input with float32 parameters) keep the composition's promotion */
-    if ((w && w->dtype != x->dtype) || (b && b->dtype != x->dtype)) return false;
     if (tsi_numel(x->shape) == 0) return false;
     ts_batch_norm_args a = base_args(x, NULL, NULL);
-    a.x = (ts_kview){.dtype = x->dtype};
+    a.x = (ts_kview){.dtype = dt};
     return be->batch_norm_supports(be, tsi_dev_index(x), &a);
 }
 

@@ -29,9 +29,10 @@ bool tsi_sdpa_fused_applies(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor 
 ts_tensor *tsi_sdpa_fused(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask,
                           double dropout_p, bool is_causal, double scale);
 
-/* layer_norm through the backend's fused kernels (layer_norm_fused.c): whether they take these
- * arguments (already checked; nnorm = normalized_shape's dims), and the op through them. */
-bool tsi_layer_norm_fused_applies(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor *b);
+/* layer_norm through the backend's fused kernels (layer_norm_fused.c): whether they take x's
+ * shape (already checked; nnorm = normalized_shape's dims) in dtype dt, and the op through them
+ * (x, w and b of one dtype; norm.c decides which, and casts around them for float16 / bfloat16). */
+bool tsi_layer_norm_fused_takes(ts_tensor *x, int nnorm, ts_dtype dt);
 ts_tensor *tsi_layer_norm_fused(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor *b, double eps);
 
 /* The fused norms' backward (node inputs x, weight, bias): begin casts the output gradient go to
@@ -47,10 +48,11 @@ bool tsi_norm_grads_begin(const char *op, ts_node *n, ts_tensor *x, ts_tensor *g
 void tsi_norm_grads_end(tsi_norm_grads *r, bool ok, ts_tensor **gi);
 
 /* batch_norm in training mode through the backend's fused kernels (batch_norm_fused.c): whether
- * they take these arguments (already checked), and the op through them. mean_out and var_out
+ * they take x's shape (already checked) in dtype dt, and the op through them (x, w and b of one
+ * dtype, as for layer_norm). mean_out and var_out
  * (both or neither): the batch's per-channel mean and biased variance ([C], float32 or float64
  * for a float64 input, owned by the open scope), for the running statistics. */
-bool tsi_batch_norm_fused_applies(ts_tensor *x, ts_tensor *w, ts_tensor *b);
+bool tsi_batch_norm_fused_takes(ts_tensor *x, ts_dtype dt);
 ts_tensor *tsi_batch_norm_fused(ts_tensor *x, ts_tensor *w, ts_tensor *b, double eps,
                                 ts_tensor **mean_out, ts_tensor **var_out);
 

@@ -43,17 +43,15 @@ static ts_layer_norm_args base_args(ts_tensor *x, int nnorm, ts_tensor *w, ts_te
     return a;
 }
 
-bool tsi_layer_norm_fused_applies(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor *b) {
+bool tsi_layer_norm_fused_takes(ts_tensor *x, int nnorm, ts_dtype dt) {
     const ts_backend *be = tsi_be(x);
     if (!be->layer_norm_supports || !be->layer_norm_workspace || !be->layer_norm_forward ||
         !be->layer_norm_backward)
         return false;
-    /* mixed dtypes (a float16 input with float32 parameters) keep the composition's promotion */
-    if ((w && w->dtype != x->dtype) || (b && b->dtype != x->dtype)) return false;
     ts_layer_norm_args a = {0};
     rows_cols(x, nnorm, &a.rows, &a.cols);
     if (a.rows < 1 || a.cols < 1) return false;
-    a.x.dtype = x->dtype;
+    a.x.dtype = dt;
     return be->layer_norm_supports(be, tsi_dev_index(x), &a);
 }
 

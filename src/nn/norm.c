@@ -4,6 +4,37 @@
 #include "amp/autocast.h"
 #include "nn/functional_internal.h"
 
+/* ------------------------------------------------------------------ the fused kernels' dtype */
+/* Whether the backend's fused kernels take a norm over x (nnorm: layer_norm's normalized dims) in
+ * dtype dt: tsi_layer_norm_fused_takes, or batch_norm's below. */
+typedef bool (*fused_takes_fn)(ts_tensor *x, int nnorm, ts_dtype dt);
+
+static bool batch_norm_takes(ts_tensor *x, int nnorm, ts_dtype dt) {
+    (void)nnorm;
+    return tsi_batch_norm_fused_takes(x, dt);
+}
+
+/* The dtype a norm over x (affine parameters w, b or NULL) runs in through the fused kernels, in
+ * *dt; false: the composition runs. x's own dtype when the kernels take it; for a float16 /
+ * bfloat16 x, float32 when they take that (the cpu backend's kernels are float32 / float64 only):
+ * the op then runs on float32 copies and rounds its output to x's dtype once at the end, as
+ * PyTorch's CPU kernels for half compute in float. Parameters of another dtype than x's (a
+ * float16 input with float32 parameters) keep the composition's promotion. */
+static bool fused_dtype(ts_tensor *x, ts_tensor *w, ts_tensor *b, int nnorm, fused_takes_fn takes,
+                        ts_dtype *dt) {
+    if ((w && w->dtype != x->dtype) || (b && b->dtype != x->dtype)) return false;
+    *dt = x->dtype;
+    if (takes(x, nnorm, *dt)) return true;
+    *dt = TS_F32;
+    return (x->dtype == TS_F16 || x->dtype == TS_BF16) && takes(x, nnorm, *dt);
+}
+
+/* t as dtype dt: itself when it has it (or is NULL), else its differentiable cast (owned by the
+ * open scope; autograd brings the gradient back to t's dtype through ToCopyBackward0). */
+static ts_tensor *as_dtype(ts_tensor *t, ts_dtype dt) {
+    return t && t->dtype != dt ? ts_to_dtype(t, dt) : t;
+}
+
 /* A per-channel tensor ([C] or NULL) fits channel count c. */
 static bool check_channel(const char *op, ts_tensor *t, const char *what, int64_t c) {
     if (!t || (t->shape.ndim == 1 && t->shape.dims[0] == c)) return true;
@@ -91,11 +122,13 @@ static ts_tensor *batch_norm_op(ts_tensor *x, ts_tensor *running_mean, ts_tensor
     ts_tensor *mean, *var;
     /* training: the backend's fused kernels when they take this dtype; else the composition
      * below, which is also the reference the tests compare them with */
-    if (training && tsi_batch_norm_fused_applies(x, w, b)) {
+    ts_dtype dt;
+    if (training && fused_dtype(x, w, b, 0, batch_norm_takes, &dt)) {
         mean = var = NULL;
         const bool running = running_mean || running_var;
-        ts_tensor *y =
-            tsi_batch_norm_fused(x, w, b, eps, running ? &mean : NULL, running ? &var : NULL);
+        ts_tensor *y = tsi_batch_norm_fused(as_dtype(x, dt), as_dtype(w, dt), as_dtype(b, dt), eps,
+                                            running ? &mean : NULL, running ? &var : NULL);
+        y = as_dtype(y, x->dtype);
         if (y && running)
             update_running_stats(running_mean, running_var, mean, var, momentum, count);
         y = ts_keep(y);
@@ -182,8 +215,17 @@ static ts_tensor *layer_norm_op(ts_tensor *x, ts_shape normalized_shape, ts_tens
     if (eps == 0) eps = 1e-5;
     /* the backend's fused kernels when it has them for this dtype; else the composition below,
      * which is also the reference the tests compare them with */
-    if (tsi_layer_norm_fused_applies(x, normalized_shape.ndim, w, b))
-        return tsi_layer_norm_fused(x, normalized_shape.ndim, w, b, eps);
+    const int nnorm = normalized_shape.ndim;
+    ts_dtype dt;
+    if (fused_dtype(x, w, b, nnorm, tsi_layer_norm_fused_takes, &dt)) {
+        if (dt == x->dtype) return tsi_layer_norm_fused(x, nnorm, w, b, eps);
+        ts_scope_begin();
+        ts_tensor *y =
+            tsi_layer_norm_fused(as_dtype(x, dt), nnorm, as_dtype(w, dt), as_dtype(b, dt), eps);
+        y = ts_keep(as_dtype(y, x->dtype));
+        ts_scope_end();
+        return y;
+    }
     ts_dims red = {.n = normalized_shape.ndim};
     for (int i = 0; i < red.n; i++) red.d[i] = x->shape.ndim - red.n + i;
 

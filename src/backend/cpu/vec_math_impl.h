@@ -208,9 +208,11 @@ static inline TSV_F TSV_NAME(tsv_sigmoid)(TSV_F x) {
     return TSV_NAME(tsv_sel)(x >= 0.0f, TSV_NAME(tsv_splat)(1.0f), e) / d;
 }
 static inline TSV_F TSV_NAME(tsv_silu)(TSV_F x) { return x * TSV_NAME(tsv_sigmoid)(x); }
+/* g (s (1 + x (1 - s))): silu'(x) first, so no intermediate is subnormal where s and the result
+ * are normal (ts_silu_bwd_f's order and reasoning) */
 static inline TSV_F TSV_NAME(tsv_silu_bwd)(TSV_F g, TSV_F x) {
     const TSV_F s = TSV_NAME(tsv_sigmoid)(x);
-    return g * s * TSV_NAME(tsv_fma)(x, 1.0f - s, TSV_NAME(tsv_splat)(1.0f));
+    return g * (s * TSV_NAME(tsv_fma)(x, 1.0f - s, TSV_NAME(tsv_splat)(1.0f)));
 }
 static inline TSV_F TSV_NAME(tsv_gelu)(TSV_F x) {
     return x * 0.5f * TSV_NAME(tsv_onep_erf)(x * 0.70710678118654752440f);
