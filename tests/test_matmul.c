@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/gemm_provider.h"
+#include "backend/cpu/matmul_dnnl.h"
 #include "ts_test.h"
 
 /* ------------------------------------------------------------------ data and references */
@@ -319,6 +320,44 @@ static void test_large(ts_device dev) {
                L_CONTIG, false);
 }
 
+/* Products large enough for oneDNN's matmul primitive (from 2^20 multiply-adds; the weight
+ * gradient's transposed-A layout from 2^25, where gemm_small leaves it), in every storage sense of
+ * both operands, and an operand whose rows are longer than its columns (a leading dimension past
+ * the width: a narrowed view). Where oneDNN multiplies float32, each of them must have run there.
+ */
+static ts_tensor *mm_narrowed(ts_tensor *a, ts_tensor *b) { /* a's first 300 columns of 337 */
+    return ts_mm(ts_narrow(a, 1, 0, 300), b);
+}
+static void test_matmul_primitive(void) {
+    const bool dnnl = !strncmp(tsi_lib_gemm_name(false), "oneDNN", 6);
+    const uint64_t before = tsi_dnnl_matmul_count();
+    int cases = 0;
+    for (int la = L_CONTIG; la <= L_TRANSPOSED; la++)
+        for (int lb = L_CONTIG; lb <= L_TRANSPOSED; lb++, cases++)
+            check_case("mm", ts_mm, SH(130, 300), SH(300, 270), SH(130, 270), TS_F32, ts_cpu(),
+                       (enum layout)la, (enum layout)lb, true);
+    /* dY^T @ x over 256 rows, 400 x 340: a weight gradient past gemm_small's share */
+    check_case("mm", ts_mm, SH(400, 256), SH(256, 340), SH(400, 340), TS_F32, ts_cpu(),
+               L_TRANSPOSED, L_CONTIG, true),
+        cases++;
+    /* the reference sees the whole [130, 337] operand: compare with a plain copy's product */
+    ts_scope_begin();
+    ts_tensor *a = ts_rand(SH(130, 337), (ts_opts){0}), *b = ts_rand(SH(300, 270), (ts_opts){0});
+    ts_tensor *got = mm_narrowed(a, b);
+    cases++;
+    ts_tensor *want = ts_mm(ts_to_dtype(ts_narrow(a, 1, 0, 300), TS_F64), ts_to_dtype(b, TS_F64));
+    /* 300 float32 products of values in [0, 1) and their sum: within 301 unit roundoffs of 300 */
+    const double tol = 301.0 * 300.0 * ldexp(1, -24);
+    ts_tensor *err = ts_max(ts_abs(ts_sub(ts_to_dtype(got, TS_F64), want)));
+    CHECK_OK();
+    if (err) CHECK(ts_item(err) <= tol);
+    ts_scope_end();
+    const uint64_t ran = tsi_dnnl_matmul_count() - before;
+    printf("oneDNN's matmul primitive ran %llu of %d products%s\n", (unsigned long long)ran, cases,
+           dnnl ? "" : " (float32 GEMMs are not oneDNN's here)");
+    CHECK_EQ(ran, dnnl ? (uint64_t)cases : 0);
+}
+
 static void test_empty(ts_device dev) {
     const ts_dtype dts[3] = {TS_F32, TS_F16, TS_I64};
     for (int d = 0; d < 3; d++) {
@@ -610,6 +649,7 @@ int main(void) {
         CHECK_EQ(after.live_tensors, before.live_tensors);
         CHECK_EQ(after.allocated, before.allocated);
     }
+    test_matmul_primitive();
     test_errors();
     CHECK_EQ(ts_scope_depth(), 0);
     return ts_test_finish();

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/matmul_dnnl.h"
 
 #ifdef TS_HAVE_CBLAS
 #include <cblas.h>
@@ -26,6 +27,13 @@ typedef enum { PROV_BLOCKED, PROV_OPENBLAS, PROV_DNNL } provider;
 
 /* multiply-adds below which a product is "tiny" (call overhead, not arithmetic, decides) */
 #define TS_GEMM_TINY 32768.0
+/* multiply-adds from which oneDNN's matmul primitive takes a product from its sgemm (below, the
+ * primitive's per-call set-up, memory objects and a stream, is a visible share), and from which
+ * it beats gemm_small's weight gradients too (2^25: SimpleNN's 128 x 784 x 64 stays with
+ * gemm_small, 0.095 ms a step against 0.098-0.121; the MLP's 1024 x 1024 x 256 goes to the
+ * primitive, its GEMMs 6.3 ms against 7.2) */
+#define TS_GEMM_PRIM_MACS      1048576.0
+#define TS_GEMM_NEAR_PEAK_MACS 33554432.0
 
 static bool blas_present(void) {
 #ifdef TS_HAVE_CBLAS
@@ -36,6 +44,7 @@ static bool blas_present(void) {
 }
 
 static provider f32_provider, f64_provider;
+static bool use_matmul_primitive; /* oneDNN's matmul primitive for large f32 products */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char f32_name[96], f64_name[96];
 
@@ -80,7 +89,7 @@ static void choose(void) {
     const ts_cpu_isa cap = ts_cpu_isa_get();
     provider want = cap == TS_ISA_AVX2 && blas_present() ? PROV_OPENBLAS : PROV_DNNL;
     if (force && *force) {
-        if (!strcmp(force, "dnnl"))
+        if (!strcmp(force, "dnnl") || !strcmp(force, "dnnl-sgemm"))
             want = PROV_DNNL;
         else if (!strcmp(force, "openblas"))
             want = PROV_OPENBLAS;
@@ -99,6 +108,7 @@ static void choose(void) {
                          : cap == TS_ISA_AVX2 ? dnnl_cpu_isa_avx2
                                               : dnnl_cpu_isa_sse41);
     if (want == PROV_DNNL) f32_provider = PROV_DNNL;
+    use_matmul_primitive = f32_provider == PROV_DNNL && !(force && !strcmp(force, "dnnl-sgemm"));
 #endif
     describe(f32_provider, f32_name, sizeof f32_name);
     describe(f64_provider, f64_name, sizeof f64_name);
@@ -114,12 +124,21 @@ const char *tsi_lib_gemm_name(bool f64) {
     return f64 ? f64_name : f32_name;
 }
 
+bool tsi_lib_sgemm_near_peak(double macs) {
+    pthread_once(&once, choose);
+    return use_matmul_primitive && macs >= TS_GEMM_NEAR_PEAK_MACS;
+}
+
 bool tsi_lib_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     pthread_once(&once, choose);
 #ifdef TS_HAVE_DNNL
     /* a oneDNN call costs ~0.3 us more than OpenBLAS's: tiny products stay with the BLAS */
     const bool tiny = (double)m * (double)n * (double)k < TS_GEMM_TINY;
+    if (use_matmul_primitive && beta == 0.0f &&
+        (double)m * (double)n * (double)k >= TS_GEMM_PRIM_MACS &&
+        tsi_dnnl_matmul_f32(ta, tb, m, n, k, a, lda, b, ldb, c, ldc))
+        return true;
     if (f32_provider == PROV_DNNL && !(tiny && blas_present()))
         return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c,
                           ldc) == dnnl_success;

@@ -14,6 +14,11 @@ bool tsi_lib_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
 bool tsi_lib_dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
                    const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
 
+/* Whether the float32 provider runs a product of this many multiply-adds near the machine's peak
+ * (oneDNN's matmul primitive, from TS_GEMM_NEAR_PEAK_MACS): the hand-written small-batch kernels
+ * leave such products to it. */
+bool tsi_lib_sgemm_near_peak(double macs);
+
 /* A library GEMM is chosen for this precision (else every product runs the blocked GEMM). */
 bool tsi_lib_gemm_present(bool f64);
 /* "oneDNN 2.6.3 (avx512_core)", "OpenBLAS 0.3.21 (Haswell)", "built-in blocked GEMM" */

@@ -207,12 +207,13 @@ GEMM_DIRECT(double)
 /* false: no scratch memory (nothing sensible written) */
 static bool gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, char *c,
                      bool parallel) {
-    if (!dbl &&
+    const double macs = (double)d->m * (double)d->n * (double)d->k;
+    if (!dbl && !tsi_lib_sgemm_near_peak(macs) &&
         ts_gemm_small_f32(d->m, d->n, d->k, (const float *)a, d->sa[1], d->sa[2], (const float *)b,
                           d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
-                          parallel && run_in_parallel((double)d->m * (double)d->n * (double)d->k)))
+                          parallel && run_in_parallel(macs)))
         return true;
-    if ((double)d->m * (double)d->n * (double)d->k <= GEMM_DIRECT_MAX) {
+    if (macs <= GEMM_DIRECT_MAX) {
         if (dbl)
             gemm_direct_double(d, (const double *)a, (const double *)b, (double *)c);
         else
