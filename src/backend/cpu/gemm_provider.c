@@ -4,7 +4,8 @@
  * CPU's family and model, and a release older than the CPU falls back to an older kernel (Debian
  * 12's OpenBLAS 0.3.21 runs AVX2 "Haswell" kernels on AVX-512 Zen 5, half the machine's peak). So
  * f32 goes to oneDNN when it was found at build time (OpenBLAS where the kernels in use are
- * AVX2: choose()); f64 (which oneDNN lacks) to OpenBLAS. */
+ * AVX2: choose()): its matmul primitive (matmul_dnnl.c, the brgemm kernels) from 2^20
+ * multiply-adds, its sgemm below that; f64 (which oneDNN lacks) to OpenBLAS. */
 #include "backend/cpu/gemm_provider.h"
 
 #include <limits.h>
@@ -96,8 +97,10 @@ static void choose(void) {
         else if (!strcmp(force, "blocked"))
             want = PROV_BLOCKED;
         else
-            fprintf(stderr, "tessera: TS_GEMM=%s is not one of dnnl, openblas, blocked; ignored\n",
-                    force);
+            fprintf(
+                stderr,
+                "tessera: TS_GEMM=%s is not one of dnnl, dnnl-sgemm, openblas, blocked; ignored\n",
+                force);
     }
     f32_provider = f64_provider = PROV_BLOCKED;
     if (blas_present() && want != PROV_BLOCKED) f32_provider = f64_provider = PROV_OPENBLAS;

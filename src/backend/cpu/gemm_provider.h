@@ -1,5 +1,6 @@
-/* gemm_provider.h — the library GEMMs behind the CPU kernels: oneDNN's sgemm where present (JIT
- * kernels for the best ISA the CPU has, capped by TS_CPU_ISA), OpenBLAS otherwise (and for f64). */
+/* gemm_provider.h — the library GEMMs behind the CPU kernels: oneDNN where present (its matmul
+ * primitive for large products, its sgemm below that; JIT kernels for the best ISA the CPU has,
+ * capped by TS_CPU_ISA), OpenBLAS otherwise (and for f64). */
 #ifndef TS_GEMM_PROVIDER_H
 #define TS_GEMM_PROVIDER_H
 
@@ -8,7 +9,7 @@
 
 /* Row-major C[m x n] = op(A) op(B) + beta C, op transposing when ta / tb. Returns false when no
  * library is built in or chosen, or the sizes are beyond it (the caller then runs the built-in
- * blocked GEMM). TS_GEMM=dnnl|openblas|blocked forces a provider (benchmarks, tests). */
+ * blocked GEMM). TS_GEMM=dnnl|dnnl-sgemm|openblas|blocked forces a provider (benchmarks, tests). */
 bool tsi_lib_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 bool tsi_lib_dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
