@@ -145,7 +145,7 @@ static inline void TSV_NAME(tsv_exp_block)(float *y, const float *x, TSV_F m, TS
     for (int v = 0; v < 16 / TSV_W; v++) {
         TSV_F e;
         memcpy(&e, x + v * TSV_W, sizeof e);
-        e = TSV_NAME(tsv_exp)(e - m);
+        e = TSV_NAME(tsv_exp_le0)(e - m);
         if (y) memcpy(y + v * TSV_W, &e, sizeof e);
         TSV_D d[2];
         const TSV_NAME(tsv_wide_d) w = __builtin_convertvector(e, TSV_NAME(tsv_wide_d));
@@ -164,8 +164,8 @@ static inline void TSV_NAME(tsv_exp_pair_block)(float *y, const float *x, TSV_F 
         TSV_F e, f;
         memcpy(&e, x + v * TSV_W, sizeof e);
         memcpy(&f, x + 16 + v * TSV_W, sizeof f);
-        e = TSV_NAME(tsv_exp)(e - m);
-        f = TSV_NAME(tsv_exp)(f - m);
+        e = TSV_NAME(tsv_exp_le0)(e - m);
+        f = TSV_NAME(tsv_exp_le0)(f - m);
         if (y) {
             memcpy(y + v * TSV_W, &e, sizeof e);
             memcpy(y + 16 + v * TSV_W, &f, sizeof f);

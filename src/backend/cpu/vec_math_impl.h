@@ -95,6 +95,15 @@ static inline TSV_F TSV_NAME(tsv_exp)(TSV_F x) {
     return TSV_NAME(tsv_sel)(over, TSV_NAME(tsv_splat)(__builtin_inff()), y);
 }
 
+/* tsv_exp where x <= 0 or NaN (softmax's x - max), the same bits: no overflow side to clamp */
+static inline TSV_F TSV_NAME(tsv_exp_le0)(TSV_F x) {
+    const TSV_F lo = TSV_NAME(tsv_splat)(TSV_EXP_LO);
+    const TSV_I under = x < lo;
+    const TSV_F y =
+        TSV_NAME(tsv_exp_core)(TSV_NAME(tsv_sel)(under, lo, x), TSV_NAME(tsv_splat)(0.0f));
+    return (TSV_F)(~under & (TSV_I)y);
+}
+
 /* Cephes' logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) = f - f^2/2 + f^3 P(f) for
  * f = m - 1 (exact), plus e log 2 in two parts. */
 static inline TSV_F TSV_NAME(tsv_log)(TSV_F x) {
