@@ -35,6 +35,7 @@ typedef enum { PROV_BLOCKED, PROV_OPENBLAS, PROV_DNNL } provider;
  * primitive, its GEMMs 6.3 ms against 7.2) */
 #define TS_GEMM_PRIM_MACS      1048576.0
 #define TS_GEMM_NEAR_PEAK_MACS 33554432.0
+#define TS_GEMM_THIN           32
 
 static bool blas_present(void) {
 #ifdef TS_HAVE_CBLAS
@@ -46,6 +47,8 @@ static bool blas_present(void) {
 
 static provider f32_provider, f64_provider;
 static bool use_matmul_primitive; /* oneDNN's matmul primitive for large f32 products */
+/* OpenBLAS chosen by default (the AVX2 kernels): oneDNN's sgemm still takes the thin products */
+static bool thin_to_dnnl;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char f32_name[96], f64_name[96];
 
@@ -112,6 +115,7 @@ static void choose(void) {
                                               : dnnl_cpu_isa_sse41);
     if (want == PROV_DNNL) f32_provider = PROV_DNNL;
     use_matmul_primitive = f32_provider == PROV_DNNL && !(force && !strcmp(force, "dnnl-sgemm"));
+    thin_to_dnnl = f32_provider == PROV_OPENBLAS && !(force && *force);
 #endif
     describe(f32_provider, f32_name, sizeof f32_name);
     describe(f64_provider, f64_name, sizeof f64_name);
@@ -142,7 +146,11 @@ bool tsi_lib_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
         (double)m * (double)n * (double)k >= TS_GEMM_PRIM_MACS &&
         tsi_dnnl_matmul_f32(ta, tb, m, n, k, a, lda, b, ldb, c, ldc))
         return true;
-    if (f32_provider == PROV_DNNL && !(tiny && blas_present()))
+    /* a dimension below TS_GEMM_THIN (a 10-class output layer): OpenBLAS's Haswell kernels run
+     * these at 33-66 GFLOP/s on two threads, oneDNN's at 69-110 */
+    const int64_t least = m < n ? (m < k ? m : k) : (n < k ? n : k);
+    const bool thin = thin_to_dnnl && least < TS_GEMM_THIN && !tiny;
+    if ((f32_provider == PROV_DNNL && !(tiny && blas_present())) || thin)
         return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c,
                           ldc) == dnnl_success;
 #endif
