@@ -1,8 +1,9 @@
 /* test_softmax_grad.c — the gradient of softmax and log_softmax (the fused backend kernel where it
  * applies, the composition elsewhere) against a float64 reference computed here from the inputs:
  * random x and a random output gradient g, many row lengths, the last dim (fused) and an inner dim
- * (composed), a gradient built from a transposed tensor, f32 and f64, on every test device. The
- * tolerance of each element comes from the arithmetic: softmax's gx = y * (g - sum(g y)) carries a
+ * (composed), a gradient built from a transposed tensor, f32, f64, f16 and bf16 (from the
+ * inputs as rounded to the dtype), on every test device. The tolerance of each element comes from
+ * the arithmetic: softmax's gx = y * (g - sum(g y)) carries a
  * few unit roundoffs of y and of the sum's terms, log_softmax's gx = g - exp(y) sum(g) a few of g
  * and of exp(y) sum(|g|). Also: the fused path's memory (it must run where it applies), and the
  * forward's edge cases (large inputs, NaNs) by rows and by column tiles. */
@@ -40,9 +41,17 @@ static void check_case(ts_device dev, ts_dtype dt, int64_t R, int64_t L, int dim
     ts_backward(ts_sum(ts_mul(y, gt)));
     ts_tensor *gx = ts_to(ts_to_dtype(ts_grad(xt), TS_F64), ts_cpu());
     CHECK(gx && ts_copy_to_host(gx, got, (size_t)n * sizeof *got) == TS_OK);
+    /* the reference starts from the inputs as the dtype holds them */
+    ts_tensor *xr = ts_contiguous(ts_to(ts_to_dtype(ts_detach(xt), TS_F64), ts_cpu()));
+    ts_tensor *gr = ts_contiguous(ts_to(ts_to_dtype(gt, TS_F64), ts_cpu()));
+    CHECK(xr && ts_copy_to_host(xr, x, (size_t)n * sizeof *x) == TS_OK);
+    CHECK(gr && ts_copy_to_host(gr, g, (size_t)n * sizeof *g) == TS_OK);
     ts_scope_end();
 
-    const double u = dt == TS_F64 ? 0x1p-53 : 0x1p-24;
+    const double u = dt == TS_F64   ? 0x1p-53
+                     : dt == TS_F32 ? 0x1p-24
+                     : dt == TS_F16 ? 0x1p-11
+                                    : 0x1p-8; /* bfloat16 */
     const double c = 8 + 2 * log2((double)L); /* roundings along a row, with room */
     int bad = 0;
     double worst = 0;
@@ -151,12 +160,13 @@ static void check_forward_edges(ts_device dev, ts_dtype dt) {
 /* The fused gradient runs where it applies: a softmax forward + backward on the cpu allocates the
  * output and the input's gradient and nothing of their size besides (the composition's products
  * and differences would take three more). */
-static void check_fused_memory(bool lg) {
+static void check_fused_memory(bool lg, ts_dtype dt) {
     const int64_t R = 64, C = 1024;
     ts_scope_begin();
     ts_manual_seed(8);
-    ts_tensor *x = ts_randn(TS_SHAPE(R, C), (ts_opts){.requires_grad = true});
-    ts_tensor *g = ts_randn(TS_SHAPE(R, C), (ts_opts){0});
+    ts_tensor *x = ts_to_dtype(ts_randn(TS_SHAPE(R, C), (ts_opts){0}), dt);
+    ts_set_requires_grad(x, true);
+    ts_tensor *g = ts_to_dtype(ts_randn(TS_SHAPE(R, C), (ts_opts){0}), dt);
     ts_mem_stats before, after;
     CHECK(ts_memory_stats(ts_cpu(), &before) == TS_OK);
     CHECK(ts_memory_reset_peak(ts_cpu()) == TS_OK);
@@ -164,11 +174,11 @@ static void check_fused_memory(bool lg) {
     ts_backward_with(y, g);
     CHECK_OK();
     CHECK(ts_memory_stats(ts_cpu(), &after) == TS_OK);
-    const double full = (double)(R * C * 4);
+    const double full = (double)(R * C * (dt == TS_F32 ? 4 : 2));
     const double extra = (double)after.peak_allocated - (double)before.allocated;
     const double limit = 2 * full + 8 * 512 + full / 4; /* y and dx, allocations rounded to 512 */
-    printf("%s [64, 1024] forward + backward: %.0f KiB extra peak (limit %.0f KiB)\n",
-           lg ? "log_softmax" : "softmax", extra / 1024, limit / 1024);
+    printf("%s [64, 1024] %s forward + backward: %.0f KiB extra peak (limit %.0f KiB)\n",
+           lg ? "log_softmax" : "softmax", ts_dtype_name(dt), extra / 1024, limit / 1024);
     CHECK(extra <= limit);
     CHECK(ts_grad(x) != NULL);
     ts_scope_end();
@@ -179,9 +189,10 @@ int main(void) {
     const int nd = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     const int64_t lens[] = {1, 3, 17, 64, 1000, 4099};
     const int64_t rows[] = {1, 7, 300};
-    const ts_dtype dts[] = {TS_F32, TS_F64};
+    /* float16 / bfloat16: rows up to 4096 through the fused kernel in float, longer composed */
+    const ts_dtype dts[] = {TS_F32, TS_F64, TS_F16, TS_BF16};
     for (int d = 0; d < nd; d++)
-        for (size_t t = 0; t < 2; t++)
+        for (size_t t = 0; t < sizeof dts / sizeof *dts; t++)
             for (int lg = 0; lg < 2; lg++)
                 for (size_t a = 0; a < sizeof lens / sizeof *lens; a++)
                     for (size_t b = 0; b < sizeof rows / sizeof *rows; b++) {
@@ -196,8 +207,10 @@ int main(void) {
         check_forward_edges(devs[d], TS_F32);
         check_forward_edges(devs[d], TS_F64);
     }
-    check_fused_memory(false);
-    check_fused_memory(true);
+    for (int lg = 0; lg < 2; lg++) {
+        check_fused_memory(lg, TS_F32);
+        check_fused_memory(lg, TS_F16);
+    }
     /* the graph records the gradient's node under PyTorch's names */
     ts_scope_begin();
     ts_tensor *x = ts_randn(TS_SHAPE(3, 5), (ts_opts){.requires_grad = true});

@@ -1,16 +1,18 @@
 /* kern_softmax_bwd.c — the CPU gradient of softmax / log_softmax from the output y and its
  * gradient g, one pass per row while the row is in cache (the composition reads and writes the
  * whole tensor five times): softmax gx = y * (g - sum(g * y)), log_softmax gx = g - exp(y) *
- * sum(g). Rows along a contiguous dim of contiguous f32 / f64 tensors; anything else declines (the
- * front end composes it). */
+ * sum(g). Rows along a contiguous dim of contiguous f32 / f64 tensors, and f16 / bf16 ones of at
+ * most SMB_HALF_MAX elements (widened into a float buffer on the stack, the float row, rounded back
+ * once); anything else declines (the front end composes it). */
 #include <math.h>
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 
-#define SMB_PAR_MIN 32768 /* fewer elements than this: one thread */
-#define SMB_LANES   16    /* independent partial sums: the compiler keeps them in vector lanes */
+#define SMB_PAR_MIN  32768 /* fewer elements than this: one thread */
+#define SMB_LANES    16    /* independent partial sums: the compiler keeps them in vector lanes */
+#define SMB_HALF_MAX 4096  /* f16 / bf16 rows up to this long: three float rows on the stack */
 
 /* Whether v is contiguous row-major with dim innermost, i.e. rows of shape[dim] one after another.
  */
@@ -53,12 +55,24 @@ static void row_d(double *gx, const double *y, const double *g, int64_t L, bool 
     }
 }
 
+/* One f16 / bf16 row (es = 2) through float */
+static void row_half(char *gx, const char *y, const char *g, ts_dtype dt, int64_t L, bool lg) {
+    float buf[3 * SMB_HALF_MAX];
+    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    ts_vec_load_f32(vk, buf, y, dt, 2, L);
+    ts_vec_load_f32(vk, buf + L, g, dt, 2, L);
+    vk->softmax_bwd_row_f32(buf + 2 * L, buf, buf + L, L, lg);
+    ts_vec_store_f32(vk, gx, dt, 2, buf + 2 * L, L);
+}
+
 bool ts_cpu_softmax_backward(const ts_backend *be, int index, const ts_kview *gx, const ts_kview *y,
                              const ts_kview *g, int dim, bool log) {
     (void)be;
     (void)index;
     const ts_dtype dt = y->dtype;
-    if ((dt != TS_F32 && dt != TS_F64) || gx->dtype != dt || g->dtype != dt || y->ndim < 1)
+    const bool half = dt == TS_F16 || dt == TS_BF16;
+    if ((dt != TS_F32 && dt != TS_F64 && !half) || gx->dtype != dt || g->dtype != dt ||
+        y->ndim < 1 || (half && y->shape[dim] > SMB_HALF_MAX))
         return false;
     if (!rows_contiguous(gx, dim) || !rows_contiguous(y, dim) || !rows_contiguous(g, dim))
         return false;
@@ -68,7 +82,11 @@ bool ts_cpu_softmax_backward(const ts_backend *be, int index, const ts_kview *gx
     if (numel == 0) return true;
     const int64_t nrows = numel / L;
     const bool par = numel >= SMB_PAR_MIN;
-    if (dt == TS_F32) {
+    if (half) {
+        TS_PARALLEL_FOR_IF(par, for (int64_t r = 0; r < nrows; r++)
+                                    row_half(gx->data + r * L * 2, y->data + r * L * 2,
+                                             g->data + r * L * 2, dt, L, log););
+    } else if (dt == TS_F32) {
         float *o = (float *)gx->data;
         const float *yy = (const float *)y->data, *gg = (const float *)g->data;
         TS_PARALLEL_FOR_IF(par, for (int64_t r = 0; r < nrows; r++)
