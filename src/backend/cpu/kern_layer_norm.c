@@ -18,6 +18,7 @@
 #define LN_MIN_ROWS   32  /* rows per block at least (the workspace stays small) */
 #define LN_COMBINE    256 /* columns per task when the partial sums are added */
 #define LN_SUB        32  /* rows whose dweight / dbias terms are summed in the dtype */
+#define LN_PI         16  /* columns of dweight, then of dbias, interleaved in the partial sums */
 
 /* How backward cuts the rows: `blocks` runs of consecutive rows, balanced. With no dweight or
  * dbias wanted every row is a block of its own. */
@@ -27,7 +28,8 @@ typedef struct ln_plan {
 } ln_plan;
 
 static ln_plan ln_plan_for(const ts_layer_norm_args *a) {
-    ln_plan pl = {.rows = a->rows, .blocks = a->rows, .ld = 2 * ((a->cols + 7) / 8 * 8)};
+    ln_plan pl = {
+        .rows = a->rows, .blocks = a->rows, .ld = 2 * ((a->cols + LN_PI - 1) / LN_PI * LN_PI)};
     if (a->dweight.data || a->dbias.data) {
         pl.blocks = a->rows / LN_MIN_ROWS;
         if (pl.blocks > LN_MAX_BLOCKS) pl.blocks = LN_MAX_BLOCKS;
@@ -36,11 +38,13 @@ static ln_plan ln_plan_for(const ts_layer_norm_args *a) {
     return pl;
 }
 
-/* A block's partial sums interleave dweight's and dbias's eight columns at a time: column j of
- * dweight at ln_pidx(j), of dbias 8 further. Kept as two arrays, the two would sit a multiple of
- * 4 KiB apart for the common widths, and the false store-to-load dependences of such addresses
- * cost the loop half its speed. */
-static inline int64_t ln_pidx(int64_t j) { return (j & ~(int64_t)7) * 2 + (j & 7); }
+/* A block's partial sums interleave dweight's and dbias's LN_PI columns at a time (a whole
+ * AVX-512 vector of floats): column j of dweight at ln_pidx(j), of dbias LN_PI further. Kept as
+ * two arrays, the two would sit a multiple of 4 KiB apart for the common widths, and the false
+ * store-to-load dependences of such addresses cost the loop half its speed. */
+static inline int64_t ln_pidx(int64_t j) {
+    return (j & ~(int64_t)(LN_PI - 1)) * 2 + (j & (LN_PI - 1));
+}
 
 /* Block blk's part of the workspace: ld doubles (its sums), then ld values of the dtype (es bytes
  * each: the current sub-block's sums) */

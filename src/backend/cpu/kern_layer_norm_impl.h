@@ -105,19 +105,29 @@ LN_NAME(row_sums)(const T *x, const T *dy, const T *w, T *pw, T *pb, int64_t n, 
             const LN_VH g = has_w ? d * LN_NAME(load_h)(w + o) : d;
             s1[k] += LN_NAME(to_d)(g);
             s2[k] += LN_NAME(to_d)(g * xh);
+        }
+    /* the partial sums in a loop of their own, at the full width: inside the one above they
+     * spilled its double sums to the stack (AVX2's 16 registers) */
+    if (want_w || want_b) {
+        const V mf = LN_NAME(splat)(mt), rf = LN_NAME(splat)(rt);
+        for (int64_t j = 0; j < n16; j += VL) {
+            V d, xv;
+            memcpy(&d, dy + j, sizeof d);
             if (want_w) {
-                LN_VH p;
-                memcpy(&p, pw + ln_pidx(o), sizeof p);
-                p += d * xh;
-                memcpy(pw + ln_pidx(o), &p, sizeof p);
+                memcpy(&xv, x + j, sizeof xv);
+                V p;
+                memcpy(&p, pw + ln_pidx(j), sizeof p);
+                p += d * ((xv - mf) * rf);
+                memcpy(pw + ln_pidx(j), &p, sizeof p);
             }
             if (want_b) {
-                LN_VH p;
-                memcpy(&p, pb + ln_pidx(o), sizeof p);
+                V p;
+                memcpy(&p, pb + ln_pidx(j), sizeof p);
                 p += d;
-                memcpy(pb + ln_pidx(o), &p, sizeof p);
+                memcpy(pb + ln_pidx(j), &p, sizeof p);
             }
         }
+    }
     double l1[16], l2[16];
     LN_NAME(lanes)(l1, s1);
     LN_NAME(lanes)(l2, s2);
@@ -191,7 +201,7 @@ LN_NAME(backward_block)(const ts_layer_norm_args *a, const ln_plan *pl, int64_t 
                         const bool has_w, const bool want_w, const bool want_b) {
     const bool sums = want_w || want_b;
     double *acc = sums ? ln_block_sums(pl, ws, blk, sizeof(T)) : NULL;
-    T *pw = sums ? (T *)(acc + pl->ld) : NULL, *pb = sums ? pw + 8 : NULL;
+    T *pw = sums ? (T *)(acc + pl->ld) : NULL, *pb = sums ? pw + LN_PI : NULL;
     if (sums) memset(acc, 0, (size_t)pl->ld * sizeof(double));
     const int64_t r0 = ln_block_start(pl, blk), r1 = ln_block_start(pl, blk + 1);
     for (int64_t s0 = r0; s0 < r1; s0 += LN_SUB) {
@@ -243,7 +253,7 @@ static void LN_NAME(backward)(const ts_layer_norm_args *a, double *ws) {
             double sw[LN_COMBINE], sb[LN_COMBINE];
             memset(sw, 0, sizeof sw), memset(sb, 0, sizeof sb);
             for (int64_t k = 0; k < pl.blocks; k++) {
-                const double *pw = ln_block_sums(&pl, ws, k, sizeof(T)) + 2 * j0, *pb = pw + 8;
+                const double *pw = ln_block_sums(&pl, ws, k, sizeof(T)) + 2 * j0, *pb = pw + LN_PI;
                 if (want_w)
                     for (int64_t j = 0; j < m; j++) sw[j] += pw[ln_pidx(j)];
                 if (want_b)
