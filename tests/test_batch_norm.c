@@ -14,9 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "autograd/autograd.h" /* ts_node: which node the half path's cast back hangs off */
 #include "backend/cpu/cpu_kernels.h"
-#include "backend/kernel_math.h" /* the half conversions, for inputs exact in the dtype */
 #include "fault_sweep.h"
 #include "tol_check.h"
 #include "ts_test.h"
@@ -45,38 +43,6 @@ static int64_t hw_of(const bn_case *k) {
     return (k->ndim > 2 ? k->h : 1) * (k->ndim > 3 ? k->w : 1);
 }
 
-static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
-
-static double round_to(ts_dtype dt, double v) {
-    switch (dt) {
-    case TS_F32:
-        return (double)(float)v;
-    case TS_F16:
-        return (double)ts_f16_to_f32(ts_f32_to_f16((float)v)); /* float first: exact for halves */
-    case TS_BF16:
-        return (double)ts_bf16_to_f32(ts_f32_to_bf16((float)v));
-    default:
-        return v;
-    }
-}
-
-/* A half dtype runs the float32 kernels on exact copies of its (exact) inputs and output gradient
- * and rounds their results to itself once: float32's bound plus one rounding of a value within
- * that bound of the reference, relative (unit roundoff u) or, below the normal halves, absolute
- * (half the smallest subnormal: 2^-25 for float16, 2^-134 for bfloat16). */
-static void widen_for_half(ts_dtype dt, const double *ref, double *tol, int64_t n) {
-    if (!is_half(dt)) return;
-    const double u = ts_test_unit_roundoff(dt), tiny = dt == TS_F16 ? 0x1p-25 : 0x1p-134;
-    for (int64_t i = 0; i < n; i++) tol[i] += u * (fabs(ref[i]) + tol[i]) + tiny;
-}
-
-/* The name of the node that made y's producer's first input: under the half path's cast back
- * (ToCopyBackward0), the node of the op that ran in float32 */
-static const char *inner_fn_name(ts_tensor *y) {
-    const ts_node *n = y ? y->grad_fn : NULL;
-    return n && n->n_in > 0 && n->next[0].fn ? n->next[0].fn->name : NULL;
-}
-
 /* host data in [n, c, hw] order, in double, already rounded to the dtype */
 typedef struct bn_data {
     double *x, *dy, *w, *b, *rm, *rv;
@@ -93,13 +59,14 @@ static bn_data make_data(const bn_case *k, ts_dtype dt) {
         for (int64_t i = 0; i < k->n; i++)
             for (int64_t j = 0; j < hw; j++) {
                 const int64_t at = (i * k->c + c) * hw + j;
-                d.x[at] = round_to(dt, k->xk == X_CONSTANT ? off : off + sc * uniform(-1, 1));
-                d.dy[at] = round_to(dt, uniform(-1, 1));
+                d.x[at] =
+                    ts_test_round_to(dt, k->xk == X_CONSTANT ? off : off + sc * uniform(-1, 1));
+                d.dy[at] = ts_test_round_to(dt, uniform(-1, 1));
             }
-        d.w[c] = round_to(dt, uniform(0.5, 2));
-        d.b[c] = round_to(dt, uniform(-1, 1));
-        d.rm[c] = round_to(dt, uniform(-1, 1));
-        d.rv[c] = round_to(dt, uniform(0.5, 2));
+        d.w[c] = ts_test_round_to(dt, uniform(0.5, 2));
+        d.b[c] = ts_test_round_to(dt, uniform(-1, 1));
+        d.rm[c] = ts_test_round_to(dt, uniform(-1, 1));
+        d.rv[c] = ts_test_round_to(dt, uniform(0.5, 2));
     }
     return d;
 }
@@ -206,7 +173,7 @@ static ts_tensor *param(const double *p, int64_t c, ts_dtype dt, ts_device dev, 
 
 static void run_case(const bn_case *k, ts_dtype dt, ts_device dev) {
     /* halves: CUDA's composition computes in the half dtype, beyond the float32 kernels' bounds */
-    if (is_half(dt) && dev.type == TS_CUDA) return;
+    if (ts_test_is_half(dt) && dev.type == TS_CUDA) return;
     /* eps 1e-12 over a tiny variance: dx reaches 5.6e5, beyond float16's 65504 (inf is its
      * rounding) */
     if (dt == TS_F16 && k->xk == X_TINY_VAR && k->eps < 1e-6) return;
@@ -224,18 +191,18 @@ static void run_case(const bn_case *k, ts_dtype dt, ts_device dev) {
     bn_data d = make_data(k, dt);
     /* halves: the float32 kernels' bounds, widened by the rounding to the half dtype; the running
      * statistics are updated in the half dtype (the update's roundings in its unit) */
-    bn_ref r = reference(k, &d, is_half(dt) ? TS_F32 : dt);
+    bn_ref r = reference(k, &d, ts_test_is_half(dt) ? TS_F32 : dt);
     const int64_t tot = k->n * k->c * hw_of(k);
-    if (is_half(dt)) {
+    if (ts_test_is_half(dt)) {
         bn_ref rh = reference(k, &d, dt);
         double *t;
         t = r.trm, r.trm = rh.trm, rh.trm = t;
         t = r.trv, r.trv = rh.trv, rh.trv = t;
         free_ref(&rh);
-        widen_for_half(dt, r.y, r.ty, tot);
-        widen_for_half(dt, r.dx, r.tdx, tot);
-        widen_for_half(dt, r.dw, r.tdw, k->c);
-        widen_for_half(dt, r.db, r.tdb, k->c);
+        ts_test_widen_for_half(dt, r.y, r.ty, tot);
+        ts_test_widen_for_half(dt, r.dx, r.tdx, tot);
+        ts_test_widen_for_half(dt, r.dw, r.tdw, k->c);
+        ts_test_widen_for_half(dt, r.db, r.tdb, k->c);
     }
     ts_scope_begin();
     ts_tensor *x = make_x(k, d.x, dt, dev);
@@ -247,12 +214,12 @@ static void run_case(const bn_case *k, ts_dtype dt, ts_device dev) {
     CHECK_OK();
     CHECK(y && ts_dtype_of(y) == dt && ts_shape_of(y).ndim == s.ndim);
     /* the CUDA backend has no fused kernels yet: there the composition runs (same values) */
-    if (dev.type != TS_CUDA && !is_half(dt))
+    if (dev.type != TS_CUDA && !ts_test_is_half(dt))
         CHECK_STREQ(y ? ts_grad_fn_name(y) : NULL, "NativeBatchNormBackward0");
     /* a half input: the float32 kernels' node under the cast back */
-    if (is_half(dt)) {
+    if (ts_test_is_half(dt)) {
         CHECK_STREQ(y ? ts_grad_fn_name(y) : NULL, "ToCopyBackward0");
-        CHECK_STREQ(inner_fn_name(y), "NativeBatchNormBackward0");
+        CHECK_STREQ(ts_test_inner_fn_name(y), "NativeBatchNormBackward0");
     }
     CHECK_TOL(label, "y", ts_reshape(y, TS_SHAPE(tot)), r.y, r.ty, tot);
     if (k->running) {
@@ -441,7 +408,8 @@ static void test_fallbacks(void) {
     CHECK_OK();
     CHECK(yh && ts_dtype_of(yh) == TS_F16);
     CHECK(yh && strcmp(ts_grad_fn_name(yh), "NativeBatchNormBackward0") != 0);
-    CHECK(yh && inner_fn_name(yh) && strcmp(inner_fn_name(yh), "NativeBatchNormBackward0") != 0);
+    CHECK(yh && ts_test_inner_fn_name(yh) &&
+          strcmp(ts_test_inner_fn_name(yh), "NativeBatchNormBackward0") != 0);
     CHECK(yh && ts_item(ts_max(ts_abs(ts_sub(ts_to_dtype(yh, TS_F64), want)))) < 1e-2 * big);
 
     ts_tensor *xm = ts_detach(x);

@@ -14,9 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "autograd/autograd.h" /* ts_node: which node the half path's cast back hangs off */
 #include "backend/cpu/cpu_kernels.h"
-#include "backend/kernel_math.h" /* the half conversions, for inputs exact in the dtype */
 #include "tol_check.h"
 #include "ts_test.h"
 
@@ -48,38 +46,6 @@ typedef struct ln_data {
     double *x, *w, *b, *dy;
 } ln_data;
 
-static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
-
-static double round_to(ts_dtype dt, double v) {
-    switch (dt) {
-    case TS_F32:
-        return (double)(float)v;
-    case TS_F16:
-        return (double)ts_f16_to_f32(ts_f32_to_f16((float)v)); /* float first: exact for halves */
-    case TS_BF16:
-        return (double)ts_bf16_to_f32(ts_f32_to_bf16((float)v));
-    default:
-        return v;
-    }
-}
-
-/* A half dtype runs the float32 kernels on exact copies of its (exact) inputs and output gradient
- * and rounds their results to itself once: float32's bound plus one rounding of a value within
- * that bound of the reference, relative (unit roundoff u) or, below the normal halves, absolute
- * (half the smallest subnormal: 2^-25 for float16, 2^-134 for bfloat16). */
-static void widen_for_half(ts_dtype dt, const double *ref, double *tol, int64_t n) {
-    if (!is_half(dt)) return;
-    const double u = ts_test_unit_roundoff(dt), tiny = dt == TS_F16 ? 0x1p-25 : 0x1p-134;
-    for (int64_t i = 0; i < n; i++) tol[i] += u * (fabs(ref[i]) + tol[i]) + tiny;
-}
-
-/* The name of the node that made y's producer's first input: under the half path's cast back
- * (ToCopyBackward0), the node of the op that ran in float32 */
-static const char *inner_fn_name(ts_tensor *y) {
-    const ts_node *n = y ? y->grad_fn : NULL;
-    return n && n->n_in > 0 && n->next[0].fn ? n->next[0].fn->name : NULL;
-}
-
 static ln_data make_data(const ln_case *c, ts_dtype dt) {
     const int64_t R = c->rows, C = c->cols;
     ln_data d = {R,
@@ -96,13 +62,13 @@ static ln_data make_data(const ln_case *c, ts_dtype dt) {
             if (c->xk == X_CONSTANT_ROWS && i % 2 == 0) v = off;
             if (c->xk == X_TINY_VAR) v = 0.75 + 1e-3 * uniform(-1, 1);
             if (c->xk == X_HUGE) v = 3e37 * uniform(0.5, 1); /* sums overflow float */
-            d.x[i * C + j] = round_to(dt, v);
-            d.dy[i * C + j] = round_to(dt, uniform(-1, 1));
+            d.x[i * C + j] = ts_test_round_to(dt, v);
+            d.dy[i * C + j] = ts_test_round_to(dt, uniform(-1, 1));
         }
     }
     for (int64_t j = 0; j < C; j++) {
-        d.w[j] = round_to(dt, (j % 3 ? 1 : -1) * uniform(0.5, 1.5));
-        d.b[j] = round_to(dt, uniform(-1, 1));
+        d.w[j] = ts_test_round_to(dt, (j % 3 ? 1 : -1) * uniform(0.5, 1.5));
+        d.b[j] = ts_test_round_to(dt, uniform(-1, 1));
     }
     return d;
 }
@@ -221,7 +187,7 @@ static void run_case(const ln_case *c, ts_dtype dt, ts_device dev) {
     if (c->xk == X_HUGE && dev.type == TS_CUDA && dt != TS_F64) return;
     /* halves: 3e37 is no float16, and CUDA's composition computes in the half dtype, beyond the
      * float32 kernels' bounds */
-    if (is_half(dt) && (c->xk == X_HUGE || dev.type == TS_CUDA)) return;
+    if (ts_test_is_half(dt) && (c->xk == X_HUGE || dev.type == TS_CUDA)) return;
     static const char *kinds[] = {"random", "constant rows", "far from 0", "tiny variance", "huge"};
     char label[200];
     snprintf(label, sizeof label, "[%lld x %lld%s%s%s%s, eps %g, %s, %s, %s]", (long long)c->rows,
@@ -230,12 +196,12 @@ static void run_case(const ln_case *c, ts_dtype dt, ts_device dev) {
              ts_dtype_name(dt), ts_device_str(dev));
     ln_data d = make_data(c, dt);
     const double eps = c->eps ? c->eps : 1e-5;
-    ln_ref r = reference(&d, c->w, c->b, eps, is_half(dt) ? TS_F32 : dt);
+    ln_ref r = reference(&d, c->w, c->b, eps, ts_test_is_half(dt) ? TS_F32 : dt);
     const int64_t n = c->rows * c->cols;
-    widen_for_half(dt, r.y, r.ty, n);
-    widen_for_half(dt, r.dx, r.tdx, n);
-    widen_for_half(dt, r.dw, r.tdw, c->cols);
-    widen_for_half(dt, r.db, r.tdb, c->cols);
+    ts_test_widen_for_half(dt, r.y, r.ty, n);
+    ts_test_widen_for_half(dt, r.dx, r.tdx, n);
+    ts_test_widen_for_half(dt, r.dw, r.tdw, c->cols);
+    ts_test_widen_for_half(dt, r.db, r.tdb, c->cols);
     ts_scope_begin();
     ts_tensor *x = make_x(c, d.x, dt, dev);
     ts_tensor *w = c->w ? make_param(c, d.w, dt, dev) : NULL;
@@ -248,11 +214,12 @@ static void run_case(const ln_case *c, ts_dtype dt, ts_device dev) {
     const char *name = y ? ts_grad_fn_name(y) : NULL;
     if (c->x_grad || c->w || c->b) {
         /* the CUDA backend has no fused kernels yet: there the composition runs (same values) */
-        if (dev.type != TS_CUDA && !is_half(dt)) CHECK_STREQ(name, "NativeLayerNormBackward0");
+        if (dev.type != TS_CUDA && !ts_test_is_half(dt))
+            CHECK_STREQ(name, "NativeLayerNormBackward0");
         /* a half input: the float32 kernels' node under the cast back */
-        if (is_half(dt)) {
+        if (ts_test_is_half(dt)) {
             CHECK_STREQ(name, "ToCopyBackward0");
-            CHECK_STREQ(inner_fn_name(y), "NativeLayerNormBackward0");
+            CHECK_STREQ(ts_test_inner_fn_name(y), "NativeLayerNormBackward0");
         }
         /* the output gradient, strided when the case is */
         ts_tensor *dy =
@@ -459,7 +426,8 @@ static void test_fallbacks(void) {
     CHECK_OK();
     CHECK(yh && ts_dtype_of(yh) == TS_F16);
     CHECK(yh && strcmp(ts_grad_fn_name(yh), "NativeLayerNormBackward0") != 0);
-    CHECK(yh && inner_fn_name(yh) && strcmp(inner_fn_name(yh), "NativeLayerNormBackward0") != 0);
+    CHECK(yh && ts_test_inner_fn_name(yh) &&
+          strcmp(ts_test_inner_fn_name(yh), "NativeLayerNormBackward0") != 0);
     CHECK(yh && ts_item(ts_max(ts_abs(ts_sub(ts_to_dtype(yh, TS_F64), want)))) < 1e-2 * big);
 
     ts_tensor *xm = ts_detach(x);

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "autograd/autograd.h"   /* ts_node: which node the half path's cast back hangs off */
+#include "backend/kernel_math.h" /* the half conversions */
 #include "ts_test.h"
 
 double ts_test_unit_roundoff(ts_dtype dt) {
@@ -50,4 +52,30 @@ void ts_test_check_tol(const char *file, int line, const char *label, const char
         ts_test_failf(file, line, "%s %s: element %lld is %.17g, want %.17g (tolerance %.3g)%s",
                       label, what, (long long)at, g[at], want[at], tol[at], ts_test_error_str());
     free(g);
+}
+
+bool ts_test_is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
+
+double ts_test_round_to(ts_dtype dt, double v) {
+    switch (dt) {
+    case TS_F32:
+        return (double)(float)v;
+    case TS_F16:
+        return (double)ts_f16_to_f32(ts_f32_to_f16((float)v));
+    case TS_BF16:
+        return (double)ts_bf16_to_f32(ts_f32_to_bf16((float)v));
+    default:
+        return v;
+    }
+}
+
+void ts_test_widen_for_half(ts_dtype dt, const double *ref, double *tol, int64_t n) {
+    if (!ts_test_is_half(dt)) return;
+    const double u = ts_test_unit_roundoff(dt), tiny = dt == TS_F16 ? 0x1p-25 : 0x1p-134;
+    for (int64_t i = 0; i < n; i++) tol[i] += u * (fabs(ref[i]) + tol[i]) + tiny;
+}
+
+const char *ts_test_inner_fn_name(ts_tensor *y) {
+    const ts_node *n = y ? y->grad_fn : NULL;
+    return n && n->n_in > 0 && n->next[0].fn ? n->next[0].fn->name : NULL;
 }
