@@ -47,8 +47,10 @@ static bool blas_present(void) {
 
 static provider f32_provider, f64_provider;
 static bool use_matmul_primitive; /* oneDNN's matmul primitive for large f32 products */
+#ifdef TS_HAVE_DNNL
 /* OpenBLAS chosen by default (the AVX2 kernels): oneDNN's sgemm still takes the thin products */
 static bool thin_to_dnnl;
+#endif
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char f32_name[96], f64_name[96];
 
