@@ -20,20 +20,7 @@
 
 #include <dnnl.h>
 
-#include "backend/cpu/gemm_provider.h"
-#include "backend/cpu/host_scratch.h"
-
-/* ------------------------------------------------------------------ the engine */
-static dnnl_engine_t engine;
-static bool ready;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void init_engine(void) {
-    /* the GEMM provider's choice sets oneDNN's ISA cap (TS_CPU_ISA); made first, so a convolution
-     * before any GEMM runs under the cap too */
-    (void)tsi_lib_gemm_present(false);
-    ready = dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success;
-}
+#include "backend/cpu/dnnl_common.h"
 
 /* ------------------------------------------------------------------ the cache */
 typedef enum { K_FWD, K_BWD_DATA, K_BWD_WEIGHT } conv_kind;
@@ -86,6 +73,7 @@ static bool make_reorder(const dnnl_memory_desc_t *src, const dnnl_memory_desc_t
     *out = NULL;
     if (dnnl_memory_desc_equal(src, dst)) return true;
     dnnl_primitive_desc_t pd;
+    const dnnl_engine_t engine = tsi_dnnl_engine();
     if (dnnl_reorder_primitive_desc_create(&pd, src, engine, dst, engine, NULL) != dnnl_success)
         return false;
     dnnl_status_t st = dnnl_primitive_create(out, pd);
@@ -104,6 +92,7 @@ static bool arg_of(conv_arg *a, const dnnl_memory_desc_t *user, const_dnnl_primi
 }
 
 static bool build(conv_entry *e) {
+    const dnnl_engine_t engine = tsi_dnnl_engine();
     const conv_key *k = &e->key;
     const int64_t src_d[4] = {k->n, k->c, k->h, k->w}, dst_d[4] = {k->n, k->o, k->oh, k->ow};
     const int64_t wg_d[5] = {k->g, k->o / k->g, k->c / k->g, k->kh, k->kw};
@@ -230,8 +219,8 @@ uint64_t tsi_dnnl_conv_count(void) { return atomic_load(&runs); }
 /* ------------------------------------------------------------------ running one */
 /* user_ptrs in the entry's argument order; the last argument is the output. */
 static bool run(const conv_key *key, void *const *user_ptrs) {
-    pthread_once(&once, init_engine);
-    if (!ready) return false;
+    const dnnl_engine_t engine = tsi_dnnl_engine();
+    if (!engine) return false;
     conv_entry e;
     if (!lookup(key, &e)) return false;
     dnnl_stream_t st = NULL; /* streams are not thread-safe: one per call (cheap on the CPU) */
@@ -254,11 +243,7 @@ static bool run(const conv_key *key, void *const *user_ptrs) {
     }
     int n = e.nargs;
     if (ok && e.scratch) {
-        dnnl_memory_desc_t smd;
-        const dnnl_dims_t sd = {(int64_t)e.scratch};
-        dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_u8, dnnl_x);
-        void *buf = tsi_host_scratch_get(e.scratch, &scratch);
-        ok = buf && dnnl_memory_create(&sm, &smd, engine, buf) == dnnl_success;
+        ok = tsi_dnnl_scratchpad(e.scratch, &sm, &scratch);
         if (ok) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sm};
     }
     ok = ok && dnnl_primitive_execute(e.prim, st, n, args) == dnnl_success;

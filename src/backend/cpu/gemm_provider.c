@@ -143,9 +143,9 @@ bool tsi_lib_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
     pthread_once(&once, choose);
 #ifdef TS_HAVE_DNNL
     /* a oneDNN call costs ~0.3 us more than OpenBLAS's: tiny products stay with the BLAS */
-    const bool tiny = (double)m * (double)n * (double)k < TS_GEMM_TINY;
-    if (use_matmul_primitive && beta == 0.0f &&
-        (double)m * (double)n * (double)k >= TS_GEMM_PRIM_MACS &&
+    const double macs = (double)m * (double)n * (double)k;
+    const bool tiny = macs < TS_GEMM_TINY;
+    if (use_matmul_primitive && beta == 0.0f && macs >= TS_GEMM_PRIM_MACS &&
         tsi_dnnl_matmul_f32(ta, tb, m, n, k, a, lda, b, ldb, c, ldc))
         return true;
     /* a dimension below TS_GEMM_THIN (a 10-class output layer): OpenBLAS's Haswell kernels run

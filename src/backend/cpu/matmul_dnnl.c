@@ -5,7 +5,8 @@
  * peak on the MLP's products where sgemm reaches 57-90% (docs/ARCHITECTURE.md, "GEMM and
  * convolution providers"). A primitive is built for one shape and layout (a few hundred
  * microseconds), so they are kept in a small cache keyed by both; each call makes its memory
- * objects and stream (microseconds) and takes its scratchpad from host_scratch.c. A primitive runs
+ * objects and stream (microseconds) and takes its scratchpad from host_scratch.c (through
+ * dnnl_common.h, with the engine conv_dnnl.c uses too). A primitive runs
  * concurrently from several threads. */
 #include "backend/cpu/matmul_dnnl.h"
 
@@ -17,17 +18,7 @@
 
 #include <dnnl.h>
 
-#include "backend/cpu/gemm_provider.h"
-#include "backend/cpu/host_scratch.h"
-
-static dnnl_engine_t engine;
-static bool ready;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void init_engine(void) {
-    (void)tsi_lib_gemm_present(false); /* sets oneDNN's ISA cap (TS_CPU_ISA) first */
-    ready = dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success;
-}
+#include "backend/cpu/dnnl_common.h"
 
 /* ------------------------------------------------------------------ primitives by shape */
 typedef struct mm_key {
@@ -70,7 +61,7 @@ static bool build(mm_prim *p) {
         dnnl_matmul_desc_init(&desc, &p->a, &p->b, NULL, &p->c) == dnnl_success &&
         dnnl_primitive_attr_create(&attr) == dnnl_success &&
         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
-        dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL) == dnnl_success &&
+        dnnl_primitive_desc_create(&pd, &desc, attr, tsi_dnnl_engine(), NULL) == dnnl_success &&
         dnnl_primitive_create(&p->prim, pd) == dnnl_success;
     if (ok)
         p->scratch = dnnl_memory_desc_get_size(
@@ -119,10 +110,10 @@ uint64_t tsi_dnnl_matmul_count(void) { return atomic_load(&runs); }
 
 bool tsi_dnnl_matmul_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
                          int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
-    pthread_once(&once, init_engine);
+    const dnnl_engine_t engine = tsi_dnnl_engine();
     const mm_key key = {ta, tb, m, n, k, lda, ldb, ldc};
     mm_prim p;
-    if (!ready || m < 1 || n < 1 || k < 1 || !primitive_for(&key, &p)) return false;
+    if (!engine || m < 1 || n < 1 || k < 1 || !primitive_for(&key, &p)) return false;
     dnnl_stream_t st = NULL; /* streams are not thread-safe: one per call (cheap on the CPU) */
     dnnl_memory_t mem[4] = {0};
     ts_block *scratch = NULL;
@@ -137,11 +128,7 @@ bool tsi_dnnl_matmul_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, cons
         args[i].memory = mem[i];
     }
     if (ok && p.scratch) {
-        dnnl_memory_desc_t smd;
-        const dnnl_dims_t sd = {(int64_t)p.scratch};
-        dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_u8, dnnl_x);
-        void *buf = tsi_host_scratch_get(p.scratch, &scratch);
-        ok = buf && dnnl_memory_create(&mem[3], &smd, engine, buf) == dnnl_success;
+        ok = tsi_dnnl_scratchpad(p.scratch, &mem[3], &scratch);
         args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mem[3]};
     }
     ok = ok && dnnl_primitive_execute(p.prim, st, nargs, args) == dnnl_success &&

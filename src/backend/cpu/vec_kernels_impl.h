@@ -140,21 +140,6 @@ static double TSV_NAME(tsv_sum16)(const TSV_D *acc) {
 /* a TSV_F's lanes in double: two TSV_D */
 typedef double TSV_NAME(tsv_wide_d) __attribute__((vector_size(2 * sizeof(TSV_F))));
 
-/* one block of 16 floats: e = exp(x - m) into y (when y), added to acc */
-static inline void TSV_NAME(tsv_exp_block)(float *y, const float *x, TSV_F m, TSV_D *acc) {
-    for (int v = 0; v < 16 / TSV_W; v++) {
-        TSV_F e;
-        memcpy(&e, x + v * TSV_W, sizeof e);
-        e = TSV_NAME(tsv_exp_le0)(e - m);
-        if (y) memcpy(y + v * TSV_W, &e, sizeof e);
-        TSV_D d[2];
-        const TSV_NAME(tsv_wide_d) w = __builtin_convertvector(e, TSV_NAME(tsv_wide_d));
-        memcpy(d, &w, sizeof d);
-        acc[2 * v] += d[0];
-        acc[2 * v + 1] += d[1];
-    }
-}
-
 /* two blocks of 16 floats, x and x + 16: e = exp(x - m) into y (when y); each lane's two
  * exponentials (elements k and k + 16) are added in float, then to acc in double. Converting and
  * adding in double once per pair instead of per element cost a quarter of the softmax row; the
@@ -178,19 +163,19 @@ static inline void TSV_NAME(tsv_exp_pair_block)(float *y, const float *x, TSV_F 
     }
 }
 
-/* Lane l of the 16 double lanes sums the elements k = l mod 16: whole runs of 32 as pairs (k,
- * k + 16) added in float first, then a whole block of 16, then the rest padded with -inf. */
+/* Lane l of the 16 double lanes sums the elements k = l mod 16: runs of 32 as pairs (k, k + 16)
+ * added in float first, the last, partial run padded with -inf (whose exponential, 0, adds
+ * exactly: a lone block of 16 sums as it would alone). */
 static double TSV_NAME(tsv_exp_sum_f32)(float *y, const float *x, float m, int64_t n) {
     TSV_D acc[TSV_ACCS];
     for (int k = 0; k < TSV_ACCS; k++) acc[k] = (TSV_D){0};
     const TSV_F mv = TSV_NAME(tsv_splat)(m);
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) TSV_NAME(tsv_exp_pair_block)(y ? y + i : NULL, x + i, mv, acc);
-    for (; i + 16 <= n; i += 16) TSV_NAME(tsv_exp_block)(y ? y + i : NULL, x + i, mv, acc);
-    if (i < n) { /* padded with -inf, whose exponential is 0 */
-        float xb[16], yb[16];
-        for (int k = 0; k < 16; k++) xb[k] = i + k < n ? x[i + k] : -__builtin_inff();
-        TSV_NAME(tsv_exp_block)(yb, xb, mv, acc);
+    if (i < n) {
+        float xb[32], yb[32];
+        for (int k = 0; k < 32; k++) xb[k] = i + k < n ? x[i + k] : -__builtin_inff();
+        TSV_NAME(tsv_exp_pair_block)(yb, xb, mv, acc);
         if (y) memcpy(y + i, yb, (size_t)(n - i) * sizeof(float));
     }
     return TSV_NAME(tsv_sum16)(acc);

@@ -1,0 +1,23 @@
+/* dnnl_common.h — what the oneDNN primitives (conv_dnnl.c, matmul_dnnl.c) share: one CPU engine,
+ * made after the GEMM provider has set oneDNN's ISA cap (TS_CPU_ISA), and scratchpads over the
+ * cached host memory of host_scratch.c. Only where the build found oneDNN. */
+#ifndef TS_DNNL_COMMON_H
+#define TS_DNNL_COMMON_H
+
+#ifdef TS_HAVE_DNNL
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <dnnl.h>
+
+#include "backend/cpu/host_scratch.h"
+
+/* The engine, made at the first call; NULL when oneDNN could not make one. */
+dnnl_engine_t tsi_dnnl_engine(void);
+
+/* A u8 memory object of `bytes` over a host_scratch block (*block: give it back with
+ * tsi_host_scratch_put, NULL-safe; *mem: destroy it); false when either could not be had. */
+bool tsi_dnnl_scratchpad(size_t bytes, dnnl_memory_t *mem, ts_block **block);
+#endif
+
+#endif /* TS_DNNL_COMMON_H */
