@@ -4,7 +4,8 @@
  * element of the scalar loop (libm through kernel_math.h's formulas, what the kernels ran before),
  * of the vector variants this CPU has, and the speed-up of the variant TS_CPU_ISA picks; then ops
  * through the public API on 16 x 256 x 1024 tensors (float32 and float16, the latter against
- * float32's time). Usage: bench_vec_math [ROUNDS]   (default 7) */
+ * float32's time), and the memory floor of their forward + backward pairs on this machine (the
+ * same traffic with no math). Usage: bench_vec_math [ROUNDS]   (default 7) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +180,28 @@ static const op_case ops[] = {
 };
 enum { NOPS = sizeof ops / sizeof ops[0] };
 
+/* The memory traffic of an elementwise forward + backward pair with no math: y = 1.5 x (read 16
+ * MiB, write 16 MiB), then dx = g y (read 32, write 16), on `threads` threads, into buffers
+ * already mapped (as the caching allocator's are). GELU, softmax and layer_norm move at least
+ * this much (their row statistics are a few KiB), so no implementation of them on this machine
+ * takes less: run_ops.sh prints each side's time against it. */
+static double traffic_floor_ms(const float *x, const float *g, float *y, float *dx, int64_t n,
+                               int threads) {
+    const double t0 = bench_now_s();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int64_t i = 0; i < n; i++) y[i] = 1.5f * x[i];
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int64_t i = 0; i < n; i++) dx[i] = g[i] * y[i];
+    const double ms = (bench_now_s() - t0) * 1e3;
+    volatile float sink = dx[n / 2];
+    (void)sink, (void)threads;
+    return ms;
+}
+
 int main(int argc, char **argv) {
     const int rounds = argc > 1 ? atoi(argv[1]) : 7;
     for (int i = 0; i < N; i++) {
@@ -235,9 +258,26 @@ int main(int argc, char **argv) {
         params[p][1] = ts_to_dtype(ts_detach(params[p][0]), TS_F16);
         ts_set_requires_grad(params[p][1], true);
     }
-    double tb[NOPS][2];
+    double tb[NOPS][2], floor_ms = 1e30;
     for (int o = 0; o < NOPS; o++) tb[o][0] = tb[o][1] = 1e30;
-    for (int r = 0; r < (rounds + 1) / 2; r++)
+    const int64_t nx = ts_numel(x32);
+    float *hx = malloc((size_t)nx * sizeof *hx), *hg = malloc((size_t)nx * sizeof *hg);
+    float *hy = malloc((size_t)nx * sizeof *hy), *hdx = malloc((size_t)nx * sizeof *hdx);
+    if (hy) memset(hy, 0, (size_t)nx * sizeof *hy); /* mapped now, as cached blocks are */
+    if (hdx) memset(hdx, 0, (size_t)nx * sizeof *hdx);
+    ts_scope_begin();
+    const bool copied = hx && hg && hy && hdx &&
+                        ts_copy_to_host(ts_detach(x32), hx, (size_t)nx * sizeof *hx) == TS_OK &&
+                        ts_copy_to_host(grad_y32, hg, (size_t)nx * sizeof *hg) == TS_OK;
+    ts_scope_end();
+    if (!copied) {
+        fprintf(stderr, "bench_vec_math: no memory for the traffic floor's inputs\n");
+        return 1;
+    }
+    traffic_floor_ms(hx, hg, hy, hdx, nx, ts_get_num_threads()); /* threads started, warm */
+    for (int r = 0; r < (rounds + 1) / 2; r++) {
+        const double f = traffic_floor_ms(hx, hg, hy, hdx, nx, ts_get_num_threads());
+        if (f < floor_ms) floor_ms = f;
         for (int o = 0; o < NOPS; o++)
             for (int h = 0; h < 2; h++) {
                 ts_tensor *x = h ? x16 : x32;
@@ -250,6 +290,7 @@ int main(int argc, char **argv) {
                 ts_scope_end();
                 if (ms < tb[o][h]) tb[o][h] = ms;
             }
+    }
     if (ts_error()) {
         fprintf(stderr, "bench_vec_math: %s\n", ts_error_message());
         return 1;
@@ -260,6 +301,9 @@ int main(int argc, char **argv) {
     for (int o = 0; o < NOPS; o++)
         printf("%-26s %10.3f %10.3f %11.2fx\n", ops[o].name, tb[o][0], tb[o][1],
                tb[o][1] / tb[o][0]);
+    printf("memory floor of a fwd+bwd pair (y = 1.5 x, then dx = g y; no math): %.3f ms\n",
+           floor_ms);
+    free(hx), free(hg), free(hy), free(hdx);
     ts_release(x32), ts_release(x16), ts_release(grad_y32), ts_release(grad_y16);
     for (int p = 0; p < 4; p++) ts_release(params[p][0]), ts_release(params[p][1]);
     return 0;

@@ -328,18 +328,25 @@ static void test_large(ts_device dev) {
 static ts_tensor *mm_narrowed(ts_tensor *a, ts_tensor *b) { /* a's first 300 columns of 337 */
     return ts_mm(ts_narrow(a, 1, 0, 300), b);
 }
+/* products of m n k multiply-adds the primitive should take, by the provider's rule */
+static uint64_t want_prim(bool ta, bool tb, double m, double n, double k) {
+    return tsi_lib_sgemm_primitive(ta, tb, m * n * k) ? 1 : 0;
+}
 static void test_matmul_primitive(void) {
     const bool dnnl = !strncmp(tsi_lib_gemm_name(false), "oneDNN", 6);
     const uint64_t before = tsi_dnnl_matmul_count();
+    uint64_t want = 0;
     int cases = 0;
     for (int la = L_CONTIG; la <= L_TRANSPOSED; la++)
-        for (int lb = L_CONTIG; lb <= L_TRANSPOSED; lb++, cases++)
+        for (int lb = L_CONTIG; lb <= L_TRANSPOSED; lb++, cases++) {
             check_case("mm", ts_mm, SH(130, 300), SH(300, 270), SH(130, 270), TS_F32, ts_cpu(),
                        (enum layout)la, (enum layout)lb, true);
+            want += want_prim(la == L_TRANSPOSED, lb == L_TRANSPOSED, 130, 270, 300);
+        }
     /* dY^T @ x over 256 rows, 400 x 340: a weight gradient past gemm_small's share */
     check_case("mm", ts_mm, SH(400, 256), SH(256, 340), SH(400, 340), TS_F32, ts_cpu(),
                L_TRANSPOSED, L_CONTIG, true),
-        cases++;
+        cases++, want += want_prim(true, false, 400, 340, 256);
     /* thin products (a 10-wide output layer's forward, weight and input gradients): under the
      * AVX2 cap oneDNN's sgemm takes them from OpenBLAS */
     check_case("mm", ts_mm, SH(256, 300), SH(300, 10), SH(256, 10), TS_F32, ts_cpu(), L_CONTIG,
@@ -348,20 +355,25 @@ static void test_matmul_primitive(void) {
                L_CONTIG, true);
     check_case("mm", ts_mm, SH(256, 10), SH(10, 300), SH(256, 300), TS_F32, ts_cpu(), L_CONTIG,
                L_CONTIG, true);
+    want += want_prim(false, true, 256, 10, 300) + want_prim(true, false, 10, 300, 256) +
+            want_prim(false, false, 256, 300, 10);
     /* the reference sees the whole [130, 337] operand: compare with a plain copy's product */
     ts_scope_begin();
     ts_tensor *a = ts_rand(SH(130, 337), (ts_opts){0}), *b = ts_rand(SH(300, 270), (ts_opts){0});
     ts_tensor *got = mm_narrowed(a, b);
-    cases++;
-    ts_tensor *want = ts_mm(ts_to_dtype(ts_narrow(a, 1, 0, 300), TS_F64), ts_to_dtype(b, TS_F64));
+    cases++, want += want_prim(false, false, 130, 270, 300);
+    ts_tensor *ref = ts_mm(ts_to_dtype(ts_narrow(a, 1, 0, 300), TS_F64), ts_to_dtype(b, TS_F64));
     /* 300 float32 products of values in [0, 1) and their sum: within 301 unit roundoffs of 300 */
     const double tol = 301.0 * 300.0 * ldexp(1, -24);
-    ts_tensor *err = ts_max(ts_abs(ts_sub(ts_to_dtype(got, TS_F64), want)));
+    ts_tensor *err = ts_max(ts_abs(ts_sub(ts_to_dtype(got, TS_F64), ref)));
     CHECK_OK();
     if (err) CHECK(ts_item(err) <= tol);
     ts_scope_end();
-    /* the primitive's sums do not depend on the thread count (dnnl_sgemm's did: its 1- and
-     * 2-thread results differ in the last bits), so a run's results are the same on 1 or 2 */
+    /* the primitive's brgemm sums do not depend on the thread count (dnnl_sgemm's did: its 1- and
+     * 2-thread results differ in the last bits), so a run's results are the same on 1 or 2: the
+     * forward, weight-gradient and input-gradient products of a 1024-wide layer. Under AVX2
+     * oneDNN 2.x runs its sgemm's kernel (gemm:jit) in the primitive, whose sums do depend on
+     * it: no such check there. */
     if (dnnl) {
         ts_scope_begin();
         ts_tensor *x = ts_rand(SH(256, 1024), (ts_opts){0}),
@@ -373,6 +385,9 @@ static void test_matmul_primitive(void) {
             ts_set_num_threads(t);
             ts_tensor *y = ts_mm(x, ts_t(wt)), *gw = ts_mm(ts_t(x), ts_mm(x, wt));
             cases += 3;
+            want += want_prim(false, true, 256, 1024, 1024) +
+                    want_prim(false, false, 256, 1024, 1024) +
+                    want_prim(true, false, 1024, 1024, 256);
             static float prev[2][1024 * 1024];
             same = ts_copy_to_host(y, out[0], 256 * 1024 * 4) == TS_OK &&
                    ts_copy_to_host(gw, out[1], 1024 * 1024 * 4) == TS_OK;
@@ -390,9 +405,23 @@ static void test_matmul_primitive(void) {
         ts_scope_end();
     }
     const uint64_t ran = tsi_dnnl_matmul_count() - before;
-    printf("oneDNN's matmul primitive ran %llu of %d products%s\n", (unsigned long long)ran, cases,
-           dnnl ? "" : " (float32 GEMMs are not oneDNN's here)");
-    CHECK_EQ(ran, dnnl ? (uint64_t)cases : 0);
+    printf("oneDNN's matmul primitive ran %llu of %d products (%s)\n", (unsigned long long)ran,
+           cases,
+           dnnl   ? "every layout"
+           : want ? "those with a transposed operand"
+                  : "none: not built in");
+    CHECK_EQ(ran, want);
+    /* the rule itself: with oneDNN as the provider its primitive takes every large layout; with
+     * OpenBLAS (the AVX2 kernels, TS_GEMM unset) the products with a transposed operand */
+    const bool nn = want_prim(false, false, 256, 1024, 1024),
+               nt = want_prim(false, true, 256, 1024, 1024),
+               tn = want_prim(true, false, 1024, 1024, 256);
+    if (dnnl) CHECK(nn && nt && tn);
+#ifdef TS_HAVE_DNNL
+    const char *force = getenv("TS_GEMM");
+    if (strstr(tsi_lib_gemm_name(false), "OpenBLAS") && !(force && *force)) CHECK(!nn && nt && tn);
+#endif
+    CHECK(!want_prim(true, false, 100, 100, 100)); /* 10^6 multiply-adds: below the primitive */
 }
 
 static void test_empty(ts_device dev) {

@@ -3,9 +3,9 @@
  * oneDNN's sgemm picks its JIT kernels from the CPU's feature flags; OpenBLAS picks them from the
  * CPU's family and model, and a release older than the CPU falls back to an older kernel (Debian
  * 12's OpenBLAS 0.3.21 runs AVX2 "Haswell" kernels on AVX-512 Zen 5, half the machine's peak). So
- * f32 goes to oneDNN when it was found at build time (OpenBLAS where the kernels in use are
- * AVX2: choose()): its matmul primitive (matmul_dnnl.c, the brgemm kernels) from 2^20
- * multiply-adds, its sgemm below that; f64 (which oneDNN lacks) to OpenBLAS. */
+ * f32 goes to oneDNN when it was found at build time (OpenBLAS for the NN products where the
+ * kernels in use are AVX2: choose()): its matmul primitive (matmul_dnnl.c, the brgemm kernels) from
+ * 2^20 multiply-adds, its sgemm below that; f64 (which oneDNN lacks) to OpenBLAS. */
 #include "backend/cpu/gemm_provider.h"
 
 #include <limits.h>
@@ -46,7 +46,9 @@ static bool blas_present(void) {
 }
 
 static provider f32_provider, f64_provider;
-static bool use_matmul_primitive; /* oneDNN's matmul primitive for large f32 products */
+/* oneDNN's matmul primitive for large f32 products: every layout, or (OpenBLAS chosen, the AVX2
+ * kernels) only those with a transposed operand */
+static bool prim_all, prim_transposed;
 #ifdef TS_HAVE_DNNL
 /* OpenBLAS chosen by default (the AVX2 kernels): oneDNN's sgemm still takes the thin products */
 static bool thin_to_dnnl;
@@ -87,9 +89,11 @@ static void describe(provider p, char *out, size_t n) {
 
 /* TS_GEMM names the float32 provider; float64 uses OpenBLAS unless TS_GEMM=blocked. Without it,
  * float32 goes to oneDNN, except where the kernels in use are AVX2 (an AVX2 host, or
- * TS_CPU_ISA=avx2): there oneDNN's sgemm is no faster than OpenBLAS's Haswell kernels and takes
- * twice as long on some shapes (256 x 1024 x 1024 NN, the input gradient of a 1024-wide layer:
- * 10 ms on one core against 5.4; docs/ARCHITECTURE.md has the table). */
+ * TS_CPU_ISA=avx2): there oneDNN takes twice as long as OpenBLAS on NN products (256 x 1024 x
+ * 1024, the input gradient of a 1024-wide layer: 10 ms on one core against 5.4), so OpenBLAS is
+ * the provider, and oneDNN keeps the large products with a transposed operand (a layer's forward
+ * and weight gradient: 157-173 GFLOP/s on two Zen 3 cores against OpenBLAS's 91-148) and the thin
+ * ones (docs/ARCHITECTURE.md has the tables). */
 static void choose(void) {
     const char *force = getenv("TS_GEMM");
     const ts_cpu_isa cap = ts_cpu_isa_get();
@@ -116,8 +120,8 @@ static void choose(void) {
                          : cap == TS_ISA_AVX2 ? dnnl_cpu_isa_avx2
                                               : dnnl_cpu_isa_sse41);
     if (want == PROV_DNNL) f32_provider = PROV_DNNL;
-    use_matmul_primitive = f32_provider == PROV_DNNL && !(force && !strcmp(force, "dnnl-sgemm"));
-    thin_to_dnnl = f32_provider == PROV_OPENBLAS && !(force && *force);
+    prim_all = f32_provider == PROV_DNNL && !(force && !strcmp(force, "dnnl-sgemm"));
+    thin_to_dnnl = prim_transposed = f32_provider == PROV_OPENBLAS && !(force && *force);
 #endif
     describe(f32_provider, f32_name, sizeof f32_name);
     describe(f64_provider, f64_name, sizeof f64_name);
@@ -135,7 +139,13 @@ const char *tsi_lib_gemm_name(bool f64) {
 
 bool tsi_lib_sgemm_near_peak(double macs) {
     pthread_once(&once, choose);
-    return use_matmul_primitive && macs >= TS_GEMM_NEAR_PEAK_MACS;
+    /* gemm_small's products (NT and TN) have a transposed operand */
+    return (prim_all || prim_transposed) && macs >= TS_GEMM_NEAR_PEAK_MACS;
+}
+
+bool tsi_lib_sgemm_primitive(bool ta, bool tb, double macs) {
+    pthread_once(&once, choose);
+    return (prim_all || (prim_transposed && (ta || tb))) && macs >= TS_GEMM_PRIM_MACS;
 }
 
 bool tsi_lib_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
@@ -145,7 +155,7 @@ bool tsi_lib_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
     /* a oneDNN call costs ~0.3 us more than OpenBLAS's: tiny products stay with the BLAS */
     const double macs = (double)m * (double)n * (double)k;
     const bool tiny = macs < TS_GEMM_TINY;
-    if (use_matmul_primitive && beta == 0.0f && macs >= TS_GEMM_PRIM_MACS &&
+    if (beta == 0.0f && tsi_lib_sgemm_primitive(ta, tb, macs) &&
         tsi_dnnl_matmul_f32(ta, tb, m, n, k, a, lda, b, ldb, c, ldc))
         return true;
     /* a dimension below TS_GEMM_THIN (a 10-class output layer): OpenBLAS's Haswell kernels run

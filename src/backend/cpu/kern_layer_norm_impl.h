@@ -86,14 +86,34 @@ static void LN_NAME(forward)(const ts_layer_norm_args *a) {
                            LN_NAME(forward_row)(X + r * n, w, b, Y + r * n, n, eps, M + r, R + r););
 }
 
+/* The terms of one whole vector at column j: pw += dy xhat, pb += dy (ln_pidx's layout) */
+static inline __attribute__((always_inline)) void LN_NAME(add_terms)(T *pw, T *pb, int64_t j, V d,
+                                                                     V xv, V mv, V rv,
+                                                                     const bool want_w,
+                                                                     const bool want_b) {
+    if (want_w) {
+        V p;
+        memcpy(&p, pw + ln_pidx(j), sizeof p);
+        p += d * ((xv - mv) * rv);
+        memcpy(pw + ln_pidx(j), &p, sizeof p);
+    }
+    if (want_b) {
+        V p;
+        memcpy(&p, pb + ln_pidx(j), sizeof p);
+        p += d;
+        memcpy(pb + ln_pidx(j), &p, sizeof p);
+    }
+}
+
 /* Backward pass A over one row, in T as pass B: xhat = (x - mean) * rstd, g = dy * w; the sums of
  * g and of g * xhat in double (16 logical lanes); the row's terms of dweight (dy * xhat) and
- * dbias (dy) added into the sub-block's partial sums pw, pb (in T, at ln_pidx). Inlined with
- * constant flags, so each use is its own loop. */
+ * dbias (dy) added into the sub-block's partial sums pw, pb (in T, at ln_pidx), those of columns
+ * from b_end (pass B adds the others). Inlined with constant flags, so each use is its own
+ * loop. */
 static inline __attribute__((always_inline)) void
 LN_NAME(row_sums)(const T *x, const T *dy, const T *w, T *pw, T *pb, int64_t n, T mt, T rt,
                   double *s1_out, double *s2_out, const bool has_w, const bool want_w,
-                  const bool want_b) {
+                  const bool want_b, const int64_t b_end) {
     const int64_t n16 = n & ~(int64_t)15;
     const LN_VH mv = (LN_VH){0} + mt, rv = (LN_VH){0} + rt;
     VD s1[NACC], s2[NACC];
@@ -106,26 +126,16 @@ LN_NAME(row_sums)(const T *x, const T *dy, const T *w, T *pw, T *pb, int64_t n, 
             s1[k] += LN_NAME(to_d)(g);
             s2[k] += LN_NAME(to_d)(g * xh);
         }
-    /* the partial sums in a loop of their own, at the full width: inside the one above they
-     * spilled its double sums to the stack (AVX2's 16 registers) */
-    if (want_w || want_b) {
+    /* without dx, the partial sums in a loop of their own, at the full width (inside the one
+     * above they spilled its double sums to the stack: AVX2's 16 registers); with dx, pass B adds
+     * them while it has the row's x and dy in registers */
+    if ((want_w || want_b) && b_end == 0) {
         const V mf = LN_NAME(splat)(mt), rf = LN_NAME(splat)(rt);
         for (int64_t j = 0; j < n16; j += VL) {
-            V d, xv;
+            V d, xv = mf;
             memcpy(&d, dy + j, sizeof d);
-            if (want_w) {
-                memcpy(&xv, x + j, sizeof xv);
-                V p;
-                memcpy(&p, pw + ln_pidx(j), sizeof p);
-                p += d * ((xv - mf) * rf);
-                memcpy(pw + ln_pidx(j), &p, sizeof p);
-            }
-            if (want_b) {
-                V p;
-                memcpy(&p, pb + ln_pidx(j), sizeof p);
-                p += d;
-                memcpy(pb + ln_pidx(j), &p, sizeof p);
-            }
+            if (want_w) memcpy(&xv, x + j, sizeof xv);
+            LN_NAME(add_terms)(pw, pb, j, d, xv, mf, rf, want_w, want_b);
         }
     }
     double l1[16], l2[16];
@@ -135,8 +145,8 @@ LN_NAME(row_sums)(const T *x, const T *dy, const T *w, T *pw, T *pb, int64_t n, 
         const T d = dy[j], xh = (x[j] - mt) * rt, g = has_w ? d * w[j] : d;
         l1[j & 15] += (double)g;
         l2[j & 15] += (double)(g * xh);
-        if (want_w) pw[ln_pidx(j)] += d * xh;
-        if (want_b) pb[ln_pidx(j)] += d;
+        if (want_w && j >= b_end) pw[ln_pidx(j)] += d * xh;
+        if (want_b && j >= b_end) pb[ln_pidx(j)] += d;
     }
     *s1_out = ln_sum16(l1);
     *s2_out = ln_sum16(l2);
@@ -148,23 +158,26 @@ static inline V LN_NAME(dx_vec)(V xv, V g, V mv, V rv, V c1, V c2) {
     return rv * (g - c1 - xh * c2);
 }
 
-static inline __attribute__((always_inline)) void LN_NAME(row_dx)(const T *x, const T *dy,
-                                                                  const T *w, T *dx, int64_t n,
-                                                                  T mt, T rt, double s1, double s2,
-                                                                  const bool has_w) {
+/* with want_w / want_b, also the row's dweight and dbias terms of its whole vectors, into pw, pb
+ * (row_sums adds the rest) */
+static inline __attribute__((always_inline)) void
+LN_NAME(row_dx)(const T *x, const T *dy, const T *w, T *dx, int64_t n, T mt, T rt, double s1,
+                double s2, const bool has_w, T *pw, T *pb, const bool want_w, const bool want_b) {
     const V mv = LN_NAME(splat)(mt), rv = LN_NAME(splat)(rt);
     const V c1 = LN_NAME(splat)((T)(s1 / (double)n)), c2 = LN_NAME(splat)((T)(s2 / (double)n));
     int64_t j = 0;
     for (; j + VL <= n; j += VL) {
-        V xv, g, wv;
+        V xv, d, g, wv;
         memcpy(&xv, x + j, sizeof xv);
-        memcpy(&g, dy + j, sizeof g);
+        memcpy(&d, dy + j, sizeof d);
+        g = d;
         if (has_w) {
             memcpy(&wv, w + j, sizeof wv);
             g = g * wv;
         }
         const V r = LN_NAME(dx_vec)(xv, g, mv, rv, c1, c2);
         memcpy(dx + j, &r, sizeof r);
+        LN_NAME(add_terms)(pw, pb, j, d, xv, mv, rv, want_w, want_b);
     }
     if (j < n) {
         const size_t cnt = (size_t)(n - j) * sizeof(T);
@@ -188,8 +201,11 @@ LN_NAME(backward_row)(const ts_layer_norm_args *a, int64_t r, T *pw, T *pb, cons
     const T *w = (const T *)a->weight.data;
     const T mt = ((const T *)a->mean.data)[r], rt = ((const T *)a->rstd.data)[r];
     double s1 = 0, s2 = 0;
-    LN_NAME(row_sums)(x, dy, w, pw, pb, n, mt, rt, &s1, &s2, has_w, want_w, want_b);
-    if (a->dx.data) LN_NAME(row_dx)(x, dy, w, (T *)a->dx.data + r * n, n, mt, rt, s1, s2, has_w);
+    /* with dx, pass B takes the dweight / dbias terms of the row's whole vectors */
+    const int64_t b_end = a->dx.data ? n & ~(int64_t)(VL - 1) : 0;
+    LN_NAME(row_sums)(x, dy, w, pw, pb, n, mt, rt, &s1, &s2, has_w, want_w, want_b, b_end);
+    if (a->dx.data) LN_NAME(row_dx)
+    (x, dy, w, (T *)a->dx.data + r * n, n, mt, rt, s1, s2, has_w, pw, pb, want_w, want_b);
 }
 
 /* The rows of block blk (ln_plan) in order. Their dweight / dbias terms are summed in T over
