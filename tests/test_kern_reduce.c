@@ -375,6 +375,61 @@ static void test_reduce(void) {
     }
 }
 
+/* logsumexp of float32 rows (float exponentials summed in double, kern_reduce_state.c): within
+ * 2^-22 of the exact value (each term within 2^-23 + 2^-24 |x - max| relative, the terms far
+ * below the largest negligible) plus half an ulp of the float result, against a double
+ * reference; over rows longer than a chunk (several partial states merged), with results near 0
+ * (where that bound is absolute), and the non-finite rows the double path settles. */
+static double lse_ref(const float *x, int64_t n) {
+    double m = -INFINITY, s = 0;
+    for (int64_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    for (int64_t i = 0; i < n; i++) s += exp((double)x[i] - m);
+    return m + log(s);
+}
+static float lse_f32(const float *x, int64_t n) {
+    float r = 0;
+    int64_t sh[1] = {n}, st[1] = {1};
+    ts_kview in = mkview((void *)x, TS_F32, 1, sh, st), out = mkview(&r, TS_F32, 0, sh, st);
+    ts_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
+    return r;
+}
+static void test_logsumexp_f32(void) {
+    enum { N = 5000 };
+    static float x[N];
+    const int64_t lens[] = {1, 2, 7, 16, 33, 1000, 1024, 1025, 4099, N};
+    for (int k = 0; k < (int)(sizeof lens / sizeof lens[0]); k++) {
+        const int64_t n = lens[k];
+        for (int spread = 0; spread < 3; spread++) {
+            const double w = spread == 0 ? 1 : spread == 1 ? 30 : 200; /* -w/2 .. w/2 */
+            for (int64_t i = 0; i < n; i++) x[i] = (float)((urand() - 0.5) * w);
+            /* shifted so that the result is near 0: the absolute part of the bound */
+            for (int near0 = 0; near0 < 2; near0++) {
+                if (near0) {
+                    const float shift = (float)lse_ref(x, n);
+                    for (int64_t i = 0; i < n; i++) x[i] -= shift;
+                }
+                const double want = lse_ref(x, n), got = lse_f32(x, n);
+                const double tol = ldexp(1, -22) + 0.5 * ldexp(fabs(want) + 1e-30, -23);
+                EXPECT(fabs(got - want) <= tol,
+                       "logsumexp f32 n=%lld spread %g%s: got %.9g want %.9g (tol %.3g)",
+                       (long long)n, w, near0 ? " near 0" : "", got, want, tol);
+            }
+        }
+    }
+    const float big[3] = {1000, 1000, -INFINITY};
+    CHECK_NEAR(lse_f32(big, 3), 1000 + log(2.0), 1e-4); /* float's ulp at 1000: 6e-5 */
+    float v[3] = {-INFINITY, -INFINITY, -INFINITY};
+    CHECK(lse_f32(v, 3) == -INFINITY);
+    v[1] = INFINITY;
+    CHECK(lse_f32(v, 3) == INFINITY);
+    v[0] = 1, v[1] = NAN, v[2] = 2;
+    CHECK(isnan(lse_f32(v, 3)));
+    v[0] = v[1] = v[2] = NAN;
+    CHECK(isnan(lse_f32(v, 3)));
+    v[0] = 1, v[1] = INFINITY, v[2] = NAN;
+    CHECK(isnan(lse_f32(v, 3)));
+}
+
 /* Outputs do not depend on the thread count (fixed, shape-only splits). */
 static void test_reduce_threads(void) {
 #ifdef TS_HAVE_OPENMP
@@ -620,6 +675,7 @@ static void test_index(void) {
 int main(void) {
     test_reduce();
     test_reduce_threads();
+    test_logsumexp_f32();
     test_softmax();
     test_index();
     return ts_test_finish();

@@ -399,10 +399,27 @@ static double sum_d(const double *x, int64_t m) {
     return r;
 }
 
+/* logsumexp of a float32 run as softmax's rows: the largest element, then e^(x - max) in float
+ * (vec_math_impl.h's exp, < 2 ulp) summed in double lanes, the same bits on every ISA. Each term's
+ * relative error is below 2^-23 + 2^-24 |x - max| (the float subtraction), and terms far below
+ * the largest hardly count, so log of the sum is within about 2^-22 of its exact value, where the
+ * double path was exact to double: a float result differs from it by at most that and half an ulp.
+ * 4-5x faster than converting to double (16 ms against 4 on [16, 256, 1024], one Zen 3 core).
+ * Rows whose largest element is not finite (all -inf, +inf, only NaNs) take the double path. */
+static bool lse_f32_run(ts_cpu_fstate *st, const float *x, int64_t m) {
+    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const float mx = vk->max_f32(x, m);
+    if (!isfinite(mx)) return false;
+    ts_cpu_fstate c = ts_cpu_red_lse_make(mx, vk->exp_sum_f32(NULL, x, mx, m));
+    ts_cpu_red_fs_combine(TS_R_LOGSUMEXP, st, &c);
+    return true;
+}
+
 bool ts_cpu_red_fold_f32_run(ts_reduce_op op, ts_cpu_fstate *st, const char *base, ts_dtype dt,
                              const ts_cpu_rdims *r, int64_t pos, int64_t m) {
-    if ((op != TS_R_SUM && op != TS_R_MEAN) || dt != TS_F32 || r->nd != 1 || r->strides[0] != 1)
-        return false;
+    if (dt != TS_F32 || r->nd != 1 || r->strides[0] != 1) return false;
+    if (op == TS_R_LOGSUMEXP) return lse_f32_run(st, (const float *)base + pos, m);
+    if (op != TS_R_SUM && op != TS_R_MEAN) return false;
     ts_cpu_fstate c = ts_cpu_red_fs_init(op);
     sum_f_run((const float *)base + pos, m, &c.a);
     ts_cpu_red_fs_combine(op, st, &c);
