@@ -375,7 +375,8 @@ static void test_reduce(void) {
     }
 }
 
-/* logsumexp of float32 rows (float exponentials summed in double, kern_reduce_state.c): within
+/* logsumexp of float32 (and float16 / bfloat16) rows (float exponentials summed in double,
+ * kern_reduce_state.c): within
  * 2^-22 of the exact value (each term within 2^-23 + 2^-24 |x - max| relative, the terms far
  * below the largest negligible) plus half an ulp of the float result, against a double
  * reference; over rows longer than a chunk (several partial states merged), with results near 0
@@ -428,6 +429,31 @@ static void test_logsumexp_f32(void) {
     CHECK(isnan(lse_f32(v, 3)));
     v[0] = 1, v[1] = INFINITY, v[2] = NAN;
     CHECK(isnan(lse_f32(v, 3)));
+    /* float16 and bfloat16 runs: converted to float (exactly), the same sums, the result rounded
+     * to the half dtype: within 2^-22 and one of its ulps of the exact value for the half inputs */
+    static uint16_t h[N];
+    for (int half = 0; half < 2; half++) {
+        const ts_dtype dt = half ? TS_BF16 : TS_F16;
+        const int mant = half ? 7 : 10;
+        for (int k = 0; k < (int)(sizeof lens / sizeof lens[0]); k++) {
+            const int64_t n = lens[k];
+            for (int64_t i = 0; i < n; i++) {
+                const float f = (float)((urand() - 0.5) * 20);
+                h[i] = half ? ts_f32_to_bf16(f) : ts_f32_to_f16(f);
+                x[i] = half ? ts_bf16_to_f32(h[i]) : ts_f16_to_f32(h[i]);
+            }
+            uint16_t r = 0;
+            int64_t sh[1] = {n}, st[1] = {1};
+            ts_kview in = mkview(h, dt, 1, sh, st), out = mkview(&r, dt, 0, sh, st);
+            ts_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
+            const double want = lse_ref(x, n), got = half ? ts_bf16_to_f32(r) : ts_f16_to_f32(r);
+            int e;
+            frexp(fmax(fabs(want), 0x1p-14), &e);
+            const double tol = ldexp(1, -22) + ldexp(1, e - 1 - mant);
+            EXPECT(fabs(got - want) <= tol, "logsumexp %s n=%lld: got %.6g want %.6g",
+                   half ? "bf16" : "f16", (long long)n, got, want);
+        }
+    }
 }
 
 /* Outputs do not depend on the thread count (fixed, shape-only splits). */

@@ -91,10 +91,10 @@ ts_cpu_fstate ts_cpu_red_fs_init(ts_reduce_op op);
 ts_cpu_fstate ts_cpu_red_lse_make(double m, double s);
 /* Merges the partial R (later positions) into L (earlier positions). */
 void ts_cpu_red_fs_combine(ts_reduce_op op, ts_cpu_fstate *L, const ts_cpu_fstate *R);
-/* Folds reduced positions [pos, pos + m) of a contiguous float32 run straight from the input: sum
- * and mean with ts_cpu_red_fetch + ts_cpu_red_fs_fold's bits, logsumexp with float exponentials
- * summed in double (kern_reduce_state.c); false (nothing done) for other ops, dtypes, layouts
- * and logsumexp runs whose largest element is not finite. */
+/* Folds reduced positions [pos, pos + m <= RED_CHUNK) of a contiguous float32 run straight from the
+ * input: sum and mean with ts_cpu_red_fetch + ts_cpu_red_fs_fold's bits, logsumexp (of float16 and
+ * bfloat16 runs too) with float exponentials summed in double (kern_reduce_state.c); false (nothing
+ * done) for other ops, dtypes, layouts and logsumexp runs whose largest element is not finite. */
 bool ts_cpu_red_fold_f32_run(ts_reduce_op op, ts_cpu_fstate *st, const char *base, ts_dtype dt,
                              const ts_cpu_rdims *r, int64_t pos, int64_t m);
 /* Folds x[0..m), at reduced positions pos.., into st. */
