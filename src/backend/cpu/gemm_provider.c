@@ -46,13 +46,11 @@ static bool blas_present(void) {
 }
 
 static provider f32_provider, f64_provider;
-/* oneDNN's matmul primitive for large f32 products: every layout, or (OpenBLAS chosen, the AVX2
- * kernels) only those with a transposed operand */
-static bool prim_all, prim_transposed;
-#ifdef TS_HAVE_DNNL
-/* OpenBLAS chosen by default (the AVX2 kernels): oneDNN's sgemm still takes the thin products */
-static bool thin_to_dnnl;
-#endif
+/* prim_all: oneDNN is the f32 provider, its matmul primitive takes every large product.
+ * dnnl_assists: OpenBLAS was chosen by default (the AVX2 kernels) with oneDNN built in, which
+ * still takes the large products with a transposed operand (primitive) and the thin ones (sgemm).
+ */
+static bool prim_all, dnnl_assists;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char f32_name[96], f64_name[96];
 
@@ -121,7 +119,7 @@ static void choose(void) {
                                               : dnnl_cpu_isa_sse41);
     if (want == PROV_DNNL) f32_provider = PROV_DNNL;
     prim_all = f32_provider == PROV_DNNL && !(force && !strcmp(force, "dnnl-sgemm"));
-    thin_to_dnnl = prim_transposed = f32_provider == PROV_OPENBLAS && !(force && *force);
+    dnnl_assists = f32_provider == PROV_OPENBLAS && !(force && *force);
 #endif
     describe(f32_provider, f32_name, sizeof f32_name);
     describe(f64_provider, f64_name, sizeof f64_name);
@@ -140,12 +138,17 @@ const char *tsi_lib_gemm_name(bool f64) {
 bool tsi_lib_sgemm_near_peak(double macs) {
     pthread_once(&once, choose);
     /* gemm_small's products (NT and TN) have a transposed operand */
-    return (prim_all || prim_transposed) && macs >= TS_GEMM_NEAR_PEAK_MACS;
+    return (prim_all || dnnl_assists) && macs >= TS_GEMM_NEAR_PEAK_MACS;
+}
+
+/* tsi_lib_sgemm_primitive once choose() has run */
+static bool primitive_takes(bool ta, bool tb, double macs) {
+    return (prim_all || (dnnl_assists && (ta || tb))) && macs >= TS_GEMM_PRIM_MACS;
 }
 
 bool tsi_lib_sgemm_primitive(bool ta, bool tb, double macs) {
     pthread_once(&once, choose);
-    return (prim_all || (prim_transposed && (ta || tb))) && macs >= TS_GEMM_PRIM_MACS;
+    return primitive_takes(ta, tb, macs);
 }
 
 bool tsi_lib_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
@@ -155,13 +158,13 @@ bool tsi_lib_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
     /* a oneDNN call costs ~0.3 us more than OpenBLAS's: tiny products stay with the BLAS */
     const double macs = (double)m * (double)n * (double)k;
     const bool tiny = macs < TS_GEMM_TINY;
-    if (beta == 0.0f && tsi_lib_sgemm_primitive(ta, tb, macs) &&
+    if (beta == 0.0f && primitive_takes(ta, tb, macs) &&
         tsi_dnnl_matmul_f32(ta, tb, m, n, k, a, lda, b, ldb, c, ldc))
         return true;
     /* a dimension below TS_GEMM_THIN (a 10-class output layer): OpenBLAS's Haswell kernels run
      * these at 33-66 GFLOP/s on two threads, oneDNN's at 69-110 */
     const int64_t least = m < n ? (m < k ? m : k) : (n < k ? n : k);
-    const bool thin = thin_to_dnnl && least < TS_GEMM_THIN && !tiny;
+    const bool thin = dnnl_assists && least < TS_GEMM_THIN && !tiny;
     if ((f32_provider == PROV_DNNL && !(tiny && blas_present())) || thin)
         return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c,
                           ldc) == dnnl_success;

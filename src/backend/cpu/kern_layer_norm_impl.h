@@ -204,8 +204,10 @@ LN_NAME(backward_row)(const ts_layer_norm_args *a, int64_t r, T *pw, T *pb, cons
     /* with dx, pass B takes the dweight / dbias terms of the row's whole vectors */
     const int64_t b_end = a->dx.data ? n & ~(int64_t)(VL - 1) : 0;
     LN_NAME(row_sums)(x, dy, w, pw, pb, n, mt, rt, &s1, &s2, has_w, want_w, want_b, b_end);
-    if (a->dx.data) LN_NAME(row_dx)
-    (x, dy, w, (T *)a->dx.data + r * n, n, mt, rt, s1, s2, has_w, pw, pb, want_w, want_b);
+    if (a->dx.data) {
+        T *dxr = (T *)a->dx.data + r * n;
+        LN_NAME(row_dx)(x, dy, w, dxr, n, mt, rt, s1, s2, has_w, pw, pb, want_w, want_b);
+    }
 }
 
 /* The rows of block blk (ln_plan) in order. Their dweight / dbias terms are summed in T over
