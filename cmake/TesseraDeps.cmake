@@ -181,3 +181,25 @@ if(NOT TS_CUDA STREQUAL "OFF")
     message(STATUS "Tessera: no CUDA toolkit: building without the CUDA backend")
   endif()
 endif()
+
+# ONNX (src/onnx/): protobuf-c's C code generated at build time from the onnx.proto that Debian's
+# libonnx-dev installs (never committed), parsed by libprotobuf-c (libprotobuf-c-dev,
+# protobuf-c-compiler). Without them the library still builds: ts_onnx_* answer TS_ERR_UNSUPPORTED.
+option(TS_ONNX "Build ONNX import/export when protobuf-c and onnx.proto are found" ON)
+set(TS_ONNX_ENABLED OFF)
+if(TS_ONNX)
+  find_program(TS_PROTOC_C NAMES protoc-c protoc-gen-c)
+  find_path(TS_PROTOBUF_C_INCLUDE protobuf-c/protobuf-c.h)
+  find_library(TS_PROTOBUF_C_LIB NAMES protobuf-c)
+  find_file(TS_ONNX_PROTO onnx/onnx.proto PATHS /usr/include /usr/local/include)
+  if(TS_PROTOC_C AND TS_PROTOBUF_C_INCLUDE AND TS_PROTOBUF_C_LIB AND TS_ONNX_PROTO)
+    set(TS_ONNX_ENABLED ON)
+    list(APPEND TS_DEP_LIBS ${TS_PROTOBUF_C_LIB})
+    list(APPEND TS_DEP_DEFS TS_HAVE_ONNX=1)
+    set(TS_PC_LIBS "${TS_PC_LIBS} -lprotobuf-c")
+    message(STATUS "Tessera: ONNX through protobuf-c (${TS_PROTOC_C}, ${TS_ONNX_PROTO})")
+  else()
+    message(STATUS "Tessera: no protobuf-c or onnx.proto (protobuf-c-compiler, libprotobuf-c-dev, "
+                   "libonnx-dev): ONNX support is left out")
+  endif()
+endif()

@@ -266,6 +266,16 @@ ts_tensor *ts_sqrt(ts_tensor *t);
 ts_tensor *ts_rsqrt(ts_tensor *t);
 ts_tensor *ts_sin(ts_tensor *t);
 ts_tensor *ts_cos(ts_tensor *t);
+ts_tensor *ts_tan(ts_tensor *t);
+ts_tensor *ts_asin(ts_tensor *t);
+ts_tensor *ts_acos(ts_tensor *t);
+ts_tensor *ts_atan(ts_tensor *t);
+ts_tensor *ts_sinh(ts_tensor *t);
+ts_tensor *ts_cosh(ts_tensor *t);
+ts_tensor *ts_asinh(ts_tensor *t);
+ts_tensor *ts_acosh(ts_tensor *t);
+ts_tensor *ts_atanh(ts_tensor *t);
+ts_tensor *ts_erf(ts_tensor *t);
 ts_tensor *ts_tanh(ts_tensor *t);
 ts_tensor *ts_sigmoid(ts_tensor *t);
 ts_tensor *ts_relu(ts_tensor *t);
@@ -472,6 +482,10 @@ bool ts_gradcheck(ts_gradcheck_fn f, void *ctx, ts_tensor *const *inputs, int n,
 #include "tessera/amp.h"
 
 #include "tessera/io.h"
+/* ONNX models in and out */
+#include "tessera/onnx.h"
+
+#include "tessera/dlpack.h"
 
 #include "tessera/data.h"
 

@@ -17,19 +17,20 @@
  * The letters are PyTorch's lists (aten/src/ATen/autocast_mode.cpp, the CUDA registrations, which
  * Tessera applies on every device type):
  *   lower_precision_fp: mm, bmm, matmul, linear, conv2d                      -> F32/LOW/MIX: L
- *   fp32: exp, log, log1p, reciprocal, rsqrt, pow (Tensor_Tensor, Tensor_Scalar, Scalar), softplus,
- *         layer_norm, nll_loss, l1_loss, smooth_l1_loss, mse_loss,
+ *   fp32: exp, log, log1p, reciprocal, rsqrt, tan, asin, acos, sinh, cosh, pow (Tensor_Tensor,
+ *         Tensor_Scalar, Scalar), softplus, layer_norm, nll_loss, l1_loss, smooth_l1_loss,
+ *         mse_loss,
  * binary_cross_entropy_with_logits, logsumexp; fp32_set_opt_dtype: sum, prod, softmax, log_softmax;
  * cross_entropy (PyTorch's composite of log_softmax + nll_loss, both fp32); batch_norm (MPS's fp32
  * list; see docs/AMP.md)                                                      -> F32/LOW/MIX: F
  *   promote: scatter_add (CUDA), cat and stack (CPU's promote list), where (promotes natively)
  *                                                                             -> F32 F, LOW L, MIX
- * F not listed (mean, var, sqrt, relu, add): run on their inputs as they are. Only floating inputs
- * other than float64 are cast (is_eligible): F64 and INT give what the op gives without autocast.
- * PyTorch 1.13's torch.autocast('cpu', dtype=torch.bfloat16) confirms every row whose op is on both
- * its CPU and CUDA lists (mm, bmm, matmul, linear, conv2d, prod, the losses, cat, stack) and the
- * unlisted add/where/mean rows; conv2d INT differs (PyTorch's CPU conv takes integers, Tessera's
- * refuses them with or without autocast). */
+ * F not listed (mean, var, sqrt, atan, erf, relu, add): run on their inputs as they are. Only
+ * floating inputs other than float64 are cast (is_eligible): F64 and INT give what the op gives
+ * without autocast. PyTorch 1.13's torch.autocast('cpu', dtype=torch.bfloat16) confirms every row
+ * whose op is on both its CPU and CUDA lists (mm, bmm, matmul, linear, conv2d, prod, the losses,
+ * cat, stack) and the unlisted add/where/mean rows; conv2d INT differs (PyTorch's CPU conv takes
+ * integers, Tessera's refuses them with or without autocast). */
 typedef enum { K_MM, K_BMM, K_LINEAR, K_CONV, K_UNARY, K_BINARY, K_CE, K_NORM, K_WHERE } kind;
 typedef ts_tensor *(*apply_fn)(ts_tensor **in);
 
@@ -54,6 +55,13 @@ static ts_tensor *a_log(ts_tensor **in) { return ts_log(in[0]); }
 static ts_tensor *a_log1p(ts_tensor **in) { return ts_log1p(in[0]); }
 static ts_tensor *a_rsqrt(ts_tensor **in) { return ts_rsqrt(in[0]); }
 static ts_tensor *a_reciprocal(ts_tensor **in) { return ts_reciprocal(in[0]); }
+static ts_tensor *a_tan(ts_tensor **in) { return ts_tan(in[0]); }
+static ts_tensor *a_asin(ts_tensor **in) { return ts_asin(in[0]); }
+static ts_tensor *a_acos(ts_tensor **in) { return ts_acos(in[0]); }
+static ts_tensor *a_sinh(ts_tensor **in) { return ts_sinh(in[0]); }
+static ts_tensor *a_cosh(ts_tensor **in) { return ts_cosh(in[0]); }
+static ts_tensor *a_atan(ts_tensor **in) { return ts_atan(in[0]); }
+static ts_tensor *a_erf(ts_tensor **in) { return ts_erf(in[0]); }
 static ts_tensor *a_softplus(ts_tensor **in) { return ts_softplus(in[0]); }
 static ts_tensor *a_pow_scalar(ts_tensor **in) { return ts_pow_scalar(in[0], 2.0); }
 static ts_tensor *a_rpow_scalar(ts_tensor **in) { return ts_rpow_scalar(in[0], 2.0); }
@@ -117,6 +125,11 @@ static const row rows[] = {
     {"log1p", K_UNARY, a_log1p, "FFFDF"},
     {"rsqrt", K_UNARY, a_rsqrt, "FFFDF"},
     {"reciprocal", K_UNARY, a_reciprocal, "FFFDF"},
+    {"tan", K_UNARY, a_tan, "FFFDF"},
+    {"asin", K_UNARY, a_asin, "FFFDF"},
+    {"acos", K_UNARY, a_acos, "FFFDF"},
+    {"sinh", K_UNARY, a_sinh, "FFFDF"},
+    {"cosh", K_UNARY, a_cosh, "FFFDF"},
     {"softplus", K_UNARY, a_softplus, "FFFDX"},
     {"pow_scalar", K_UNARY, a_pow_scalar, "FFFDI"},
     {"rpow_scalar", K_UNARY, a_rpow_scalar, "FFFDI"},
@@ -138,6 +151,8 @@ static const row rows[] = {
     {"mean", K_UNARY, a_mean, "FLODX"},
     {"var", K_UNARY, a_var, "FLODX"},
     {"sqrt", K_UNARY, a_sqrt, "FLODF"},
+    {"atan", K_UNARY, a_atan, "FLODF"},
+    {"erf", K_UNARY, a_erf, "FLODF"},
     {"relu", K_UNARY, a_relu, "FLODI"},
     {"add", K_BINARY, a_add, "FLFDI"},
 };

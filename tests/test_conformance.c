@@ -138,9 +138,32 @@ static void test_fill(void) {
 }
 
 static const char *unary_names[] = {
-    "neg",   "abs",  "exp",     "log",        "log1p",  "sqrt",        "rsqrt",    "sin",
-    "cos",   "tanh", "sigmoid", "relu",       "gelu",   "silu",        "softplus", "sign",
-    "floor", "ceil", "round",   "reciprocal", "square", "logical_not", "clamp"};
+    "neg",  "abs",   "exp",        "log",    "log1p",       "sqrt", "rsqrt",    "sin",   "cos",
+    "tan",  "asin",  "acos",       "atan",   "sinh",        "cosh", "asinh",    "acosh", "atanh",
+    "erf",  "tanh",  "sigmoid",    "relu",   "gelu",        "silu", "softplus", "sign",  "floor",
+    "ceil", "round", "reciprocal", "square", "logical_not", "clamp"};
+_Static_assert(sizeof unary_names / sizeof *unary_names == TS_U_COUNT, "a name per unary op");
+
+/* Input values where every unary op is defined. */
+static int unary_kind(int op) {
+    switch (op) {
+    case TS_U_LOG:
+    case TS_U_LOG1P:
+    case TS_U_SQRT:
+    case TS_U_RSQRT:
+        return BC_POS;
+    case TS_U_RECIPROCAL:
+        return BC_NONZERO;
+    case TS_U_ASIN:
+    case TS_U_ACOS:
+    case TS_U_ATANH:
+        return BC_UNIT;
+    case TS_U_ACOSH:
+        return BC_GE1;
+    default:
+        return BC_ANY;
+    }
+}
 
 /* the ops whose cpu kernels take the vectorised math of vec_kernels.h (all float dtypes: f16
  * and bf16 compute through f32) */
@@ -156,8 +179,7 @@ static void test_unary(void) {
     for (int op = 0; op < TS_U_COUNT; op++)
         for (int a = 0; a < BC_NDT; a++) {
             ts_dtype dt = bc_dtypes[a], odt = op == TS_U_LOGICAL_NOT ? TS_BOOL : dt;
-            bool pos = op == TS_U_LOG || op == TS_U_LOG1P || op == TS_U_SQRT || op == TS_U_RSQRT;
-            int kind = pos ? BC_POS : op == TS_U_RECIPROCAL ? BC_NONZERO : BC_ANY;
+            int kind = unary_kind(op);
             const char *on = unary_names[op], *dn = ts_dtype_name(dt);
             kctx k = {.op = op, .p0 = -1, .p1 = 2};
             bc_state.math_case = vec_math_unary(op);

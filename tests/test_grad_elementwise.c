@@ -21,6 +21,8 @@ typedef enum {
     D_ANY,  /* +-[0.5, 1.5] */
     D_POS,  /* [0.5, 1.5]: log, sqrt, pow's base */
     D_SOFT, /* softplus on both sides of its threshold 20 */
+    D_UNIT, /* +-[0.05, 0.85]: asin, acos, atanh */
+    D_GT1,  /* [1.5, 2.5]: acosh */
 } domain;
 
 static double sample(domain d) {
@@ -30,6 +32,10 @@ static double sample(domain d) {
         return m;
     case D_SOFT:
         return unit() < 0.5 ? 20.5 + unit() : (unit() < 0.5 ? -m : m);
+    case D_UNIT:
+        return (unit() < 0.5 ? -1 : 1) * (0.05 + 0.8 * unit());
+    case D_GT1:
+        return 1 + m;
     default:
         return unit() < 0.5 ? -m : m;
     }
@@ -134,6 +140,16 @@ static const gcase unary_cases[] = {
     {"rsqrt", K_UNARY, .u = ts_rsqrt, .da = D_POS},
     {"sin", K_UNARY, .u = ts_sin},
     {"cos", K_UNARY, .u = ts_cos},
+    {"tan", K_UNARY, .u = ts_tan},
+    {"asin", K_UNARY, .u = ts_asin, .da = D_UNIT},
+    {"acos", K_UNARY, .u = ts_acos, .da = D_UNIT},
+    {"atan", K_UNARY, .u = ts_atan},
+    {"sinh", K_UNARY, .u = ts_sinh},
+    {"cosh", K_UNARY, .u = ts_cosh},
+    {"asinh", K_UNARY, .u = ts_asinh},
+    {"acosh", K_UNARY, .u = ts_acosh, .da = D_GT1},
+    {"atanh", K_UNARY, .u = ts_atanh, .da = D_UNIT},
+    {"erf", K_UNARY, .u = ts_erf},
     {"tanh", K_UNARY, .u = ts_tanh},
     {"sigmoid", K_UNARY, .u = ts_sigmoid},
     {"relu", K_UNARY, .u = ts_relu},

@@ -43,6 +43,16 @@ FN(f_sqrt, ts_sqrt(A))
 FN(f_rsqrt, ts_rsqrt(A))
 FN(f_sin, ts_sin(A))
 FN(f_cos, ts_cos(A))
+FN(f_tan, ts_tan(A))
+FN(f_asin, ts_asin(ts_mul_scalar(A, 0.6))) /* inside (-1, 1) */
+FN(f_acos, ts_acos(ts_mul_scalar(A, 0.6)))
+FN(f_atan, ts_atan(A))
+FN(f_sinh, ts_sinh(A))
+FN(f_cosh, ts_cosh(A))
+FN(f_asinh, ts_asinh(A))
+FN(f_acosh, ts_acosh(ts_add_scalar(A, 1))) /* above 1 */
+FN(f_atanh, ts_atanh(ts_mul_scalar(A, 0.6)))
+FN(f_erf, ts_erf(A))
 FN(f_tanh, ts_tanh(A))
 FN(f_sigmoid, ts_sigmoid(A))
 FN(f_relu, ts_relu(A))
@@ -262,6 +272,16 @@ static int table(row *rows) {
         ROW("rsqrt", f_rsqrt, "p", S(2, 3)),
         ROW("sin", f_sin, "a", S(2, 3)),
         ROW("cos", f_cos, "a", S(2, 3)),
+        ROW("tan", f_tan, "a", S(2, 3)),
+        ROW("asin", f_asin, "a", S(2, 3)),
+        ROW("acos", f_acos, "a", S(2, 3)),
+        ROW("atan", f_atan, "a", S(2, 3)),
+        ROW("sinh", f_sinh, "a", S(2, 3)),
+        ROW("cosh", f_cosh, "a", S(2, 3)),
+        ROW("asinh", f_asinh, "a", S(2, 3)),
+        ROW("acosh", f_acosh, "p", S(2, 3)),
+        ROW("atanh", f_atanh, "a", S(2, 3)),
+        ROW("erf", f_erf, "a", S(2, 3)),
         ROW("tanh", f_tanh, "a", S(2, 3)),
         ROW("sigmoid", f_sigmoid, "a", S(2, 3)),
         ROW("relu", f_relu, "a", S(2, 3)),

@@ -43,6 +43,26 @@ static double ref_unary(ts_unary_op op, double x, double lo, double hi) {
         return sin(x);
     case TS_U_COS:
         return cos(x);
+    case TS_U_TAN:
+        return tan(x);
+    case TS_U_ASIN:
+        return asin(x);
+    case TS_U_ACOS:
+        return acos(x);
+    case TS_U_ATAN:
+        return atan(x);
+    case TS_U_SINH:
+        return sinh(x);
+    case TS_U_COSH:
+        return cosh(x);
+    case TS_U_ASINH:
+        return asinh(x);
+    case TS_U_ACOSH:
+        return acosh(x);
+    case TS_U_ATANH:
+        return atanh(x);
+    case TS_U_ERF:
+        return erf(x);
     case TS_U_TANH:
         return tanh(x);
     case TS_U_SIGMOID:
@@ -112,10 +132,12 @@ static void run_unary_case(ts_unary_op op, ts_dtype dt, const double *in, int n,
 }
 
 static void test_unary(void) {
-    static const char *names[TS_U_COUNT] = {"neg",   "abs",   "exp",      "log",  "log1p", "sqrt",
-                                            "rsqrt", "sin",   "cos",      "tanh", "sigm",  "relu",
-                                            "gelu",  "silu",  "softplus", "sign", "floor", "ceil",
-                                            "round", "recip", "square",   "not",  "clamp"};
+    static const char *names[] = {"neg",   "abs",   "exp",    "log",      "log1p", "sqrt",  "rsqrt",
+                                  "sin",   "cos",   "tan",    "asin",     "acos",  "atan",  "sinh",
+                                  "cosh",  "asinh", "acosh",  "atanh",    "erf",   "tanh",  "sigm",
+                                  "relu",  "gelu",  "silu",   "softplus", "sign",  "floor", "ceil",
+                                  "round", "recip", "square", "not",      "clamp"};
+    _Static_assert(sizeof names / sizeof *names == TS_U_COUNT, "a name per unary op");
     const ts_dtype fl[4] = {TS_F32, TS_F64, TS_F16, TS_BF16};
     for (int k = 0; k < 4; k++) {
         for (int op = 0; op < TS_U_COUNT; op++) {

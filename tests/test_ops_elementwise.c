@@ -22,6 +22,16 @@ static const struct {
     {"rsqrt", ts_rsqrt, "fdhbffff", true},
     {"sin", ts_sin, "fdhbffff", false},
     {"cos", ts_cos, "fdhbffff", false},
+    {"tan", ts_tan, "fdhbffff", false},
+    {"asin", ts_asin, "fdhbffff", false},
+    {"acos", ts_acos, "fdhbffff", false},
+    {"atan", ts_atan, "fdhbffff", false},
+    {"sinh", ts_sinh, "fdhbffff", false},
+    {"cosh", ts_cosh, "fdhbffff", false},
+    {"asinh", ts_asinh, "fdhbffff", false},
+    {"acosh", ts_acosh, "fdhbffff", false},
+    {"atanh", ts_atanh, "fdhbffff", false},
+    {"erf", ts_erf, "fdhbffff", false},
     {"tanh", ts_tanh, "fdhbffff", false},
     {"sigmoid", ts_sigmoid, "fdhbffff", false},
     {"relu", ts_relu, "fdhbliuE", false},
@@ -49,6 +59,16 @@ static double ref_unary(int k, double x) {
     if (!strcmp(n, "rsqrt")) return 1 / sqrt(x);
     if (!strcmp(n, "sin")) return sin(x);
     if (!strcmp(n, "cos")) return cos(x);
+    if (!strcmp(n, "tan")) return tan(x);
+    if (!strcmp(n, "asin")) return asin(x);
+    if (!strcmp(n, "acos")) return acos(x);
+    if (!strcmp(n, "atan")) return atan(x);
+    if (!strcmp(n, "sinh")) return sinh(x);
+    if (!strcmp(n, "cosh")) return cosh(x);
+    if (!strcmp(n, "asinh")) return asinh(x);
+    if (!strcmp(n, "acosh")) return acosh(x);
+    if (!strcmp(n, "atanh")) return atanh(x);
+    if (!strcmp(n, "erf")) return erf(x);
     if (!strcmp(n, "tanh")) return tanh(x);
     if (!strcmp(n, "sigmoid")) return 1 / (1 + exp(-x));
     if (!strcmp(n, "relu")) return x > 0 ? x : 0;

@@ -53,6 +53,16 @@ AP1(ts_sqrt);
 AP1(ts_rsqrt);
 AP1(ts_sin);
 AP1(ts_cos);
+AP1(ts_tan);
+AP1(ts_asin);
+AP1(ts_acos);
+AP1(ts_atan);
+AP1(ts_sinh);
+AP1(ts_cosh);
+AP1(ts_asinh);
+AP1(ts_acosh);
+AP1(ts_atanh);
+AP1(ts_erf);
 AP1(ts_tanh);
 AP1(ts_sigmoid);
 AP1(ts_relu);
@@ -289,6 +299,16 @@ static const ot_row rows[] = {
     UN("rsqrt", ts_rsqrt, TS_U_RSQRT, OT_ALL, 0, OT_OUT_FLOAT, OT_D_POS, false),
     UN("sin", ts_sin, TS_U_SIN, OT_ALL, 0, OT_OUT_FLOAT, OT_D_ANY, true),
     UN("cos", ts_cos, TS_U_COS, OT_ALL, 0, OT_OUT_FLOAT, OT_D_ANY, true),
+    UN("tan", ts_tan, TS_U_TAN, OT_ALL, 0, OT_OUT_FLOAT, OT_D_ANY, true),
+    UN("asin", ts_asin, TS_U_ASIN, OT_ALL, 0, OT_OUT_FLOAT, OT_D_UNIT, true),
+    UN("acos", ts_acos, TS_U_ACOS, OT_ALL, 0, OT_OUT_FLOAT, OT_D_UNIT, true),
+    UN("atan", ts_atan, TS_U_ATAN, OT_ALL, 0, OT_OUT_FLOAT, OT_D_ANY, true),
+    UN("sinh", ts_sinh, TS_U_SINH, OT_ALL, 0, OT_OUT_FLOAT, OT_D_ANY, true),
+    UN("cosh", ts_cosh, TS_U_COSH, OT_ALL, 0, OT_OUT_FLOAT, OT_D_ANY, true),
+    UN("asinh", ts_asinh, TS_U_ASINH, OT_ALL, 0, OT_OUT_FLOAT, OT_D_ANY, true),
+    UN("acosh", ts_acosh, TS_U_ACOSH, OT_ALL, 0, OT_OUT_FLOAT, OT_D_GE1, true),
+    UN("atanh", ts_atanh, TS_U_ATANH, OT_ALL, 0, OT_OUT_FLOAT, OT_D_UNIT, true),
+    UN("erf", ts_erf, TS_U_ERF, OT_ALL, 0, OT_OUT_FLOAT, OT_D_ANY, true),
     UN("tanh", ts_tanh, TS_U_TANH, OT_ALL, 0, OT_OUT_FLOAT, OT_D_ANY, true),
     UN("sigmoid", ts_sigmoid, TS_U_SIGMOID, OT_ALL, 0, OT_OUT_FLOAT, OT_D_ANY, true),
     UN("relu", ts_relu, TS_U_RELU, OT_NUMERIC, 0, OT_OUT_SAME, OT_D_ANY, true),

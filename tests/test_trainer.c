@@ -61,8 +61,8 @@ static void test_help_and_errors(void) {
         {{"eval", "--epochs", "3", "--checkpoint", "x"},
          "--epochs: not an option of 'tessera eval' (see tessera --help)"},
         {{"fly"},
-         "unknown command 'fly': expected train, eval, generate or devices (see tessera "
-         "--help)"},
+         "unknown command 'fly': expected train, eval, generate, run, info, export or devices "
+         "(see tessera --help)"},
         {{"devices", "--epochs", "1"},
          "--epochs: not an option of 'tessera devices' (see tessera --help)"},
     };
@@ -72,8 +72,9 @@ static void test_help_and_errors(void) {
                        "tessera: --device: cuda:7 is not available (");
     {
         const char *const none[] = {NULL};
-        check_usage_error(run_env(NULL, none), "tessera: missing command: train, eval, generate or "
-                                               "devices (see tessera --help)\n");
+        check_usage_error(run_env(NULL, none), "tessera: missing command: train, eval, generate, "
+                                               "run, info, export or devices (see tessera "
+                                               "--help)\n");
     }
     /* missing data: a folder that is not there, a folder without the files, mnist's default */
     check_usage_error(RUN("train", "--data-dir", path_in("nowhere", NULL)),

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # fuzz.sh — builds the libFuzzer targets with clang (-fsanitize=fuzzer,address,undefined) and fuzzes
 # each for a share of N seconds (default 60), starting from its committed corpus: the safetensors
-# reader, the IDX, CIFAR-10 and CSV dataset readers, the CSV reader's numbers and the `tessera`
-# command line.
+# reader, the IDX, CIFAR-10 and CSV dataset readers, the CSV reader's numbers, the `tessera`
+# command line and the ONNX loader.
 # Usage: tools/fuzz.sh [seconds]    Crash reproducers land in $FUZZ_BUILD (default build-fuzz).
 set -euo pipefail
 secs=${1:-60}
@@ -16,6 +16,8 @@ targets=(
   "fuzz_csv tests/fuzz/corpus/csv"
   "fuzz_csv_num tests/fuzz/corpus/csv_num"
   "fuzz_args tests/fuzz/corpus/args -dict=tests/fuzz/args.dict -close_fd_mask=1"
+  "fuzz_npy tests/fuzz/corpus/npy -dict=tests/fuzz/npy.dict"
+  "fuzz_onnx tests/fuzz/corpus/onnx"
 )
 share=$((secs / ${#targets[@]}))
 [ "$share" -ge 1 ] || share=1

@@ -1,4 +1,4 @@
-/* tessera/io.h — safetensors files and training checkpoints (included by tessera.h). */
+/* tessera/io.h — safetensors and NumPy .npy files, training checkpoints (included by tessera.h). */
 #ifndef TESSERA_IO_H
 #define TESSERA_IO_H
 
@@ -15,6 +15,23 @@ ts_status ts_safetensors_load(const char *path, ts_device dev, ts_tensor_list *o
 ts_status ts_safetensors_parse(const void *data, size_t size, ts_device dev, ts_tensor_list *out);
 /* Metadata value of a loaded file's "__metadata__" (NULL when absent); malloc'ed. */
 char *ts_safetensors_metadata(const char *path, const char *key);
+
+/* NumPy .npy files (format versions 1.0, 2.0 and 3.0), for exchanging single arrays with Python.
+ * Loading reads NumPy's float32 '<f4', float64 '<f8', float16 '<f2', int64 '<i8', int32 '<i4',
+ * uint8 '|u1' and bool '|b1' in either byte order ('>' data is byte-swapped), C or Fortran order
+ * (made contiguous), 0-dim and empty arrays; the tensor lands on dev. A malformed or lying file
+ * (bad magic or version, a header that is not the dict np.save writes, a shape that overflows,
+ * data shorter or longer than the shape, bool bytes other than 0/1) is TS_ERR_FORMAT naming the
+ * file; other NumPy dtypes (int8, complex, structured, ml_dtypes' bfloat16 '<V2'...) are
+ * TS_ERR_UNSUPPORTED; more than TS_MAX_DIMS dims is TS_ERR_SHAPE. */
+ts_tensor *ts_npy_load(const char *path, ts_device dev);
+/* The same from memory ("<memory>" in messages; used by the fuzzer). */
+ts_tensor *ts_npy_parse(const void *data, size_t size, ts_device dev);
+/* Writes t (any device, any layout) as np.save would, byte for byte: a version 1.0 header (2.0
+ * only if it passed 65535 bytes) padded with spaces and '\n' to a multiple of 64 bytes, native
+ * byte order, C order. The write is atomic (temporary file, fsync, rename). bfloat16 has no NumPy
+ * dtype: TS_ERR_DTYPE (save ts_to_dtype(t, TS_F32) instead). */
+ts_status ts_npy_save(const char *path, ts_tensor *t);
 
 /* Module weights with PyTorch's names (module.state_dict()). */
 ts_status ts_module_save(ts_module *m, const char *path);

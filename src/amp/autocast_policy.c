@@ -18,12 +18,15 @@ static const policy_entry table[] = {
     /* fp32: CUDA's list is binary_cross_entropy_with_logits, l1/smooth_l1/mse/nll loss ...;
      * batch_norm is on MPS's fp32 list (Tessera's composite batch norm would otherwise compute
      * its statistics in bf16; cudnn computes them in f32) */
+    {"acos", TSI_AC_FP32},
+    {"asin", TSI_AC_FP32},
     {"batch_norm", TSI_AC_FP32},
     {"binary_cross_entropy_with_logits", TSI_AC_FP32},
     {"bmm", TSI_AC_LOWER},
     /* promote: cat and stack are on PyTorch's CPU promote list (CUDA's cat promotes natively) */
     {"cat", TSI_AC_PROMOTE},
     {"conv2d", TSI_AC_LOWER},
+    {"cosh", TSI_AC_FP32},
     /* cross_entropy is log_softmax + nll_loss in PyTorch, both fp32; the CPU list names it */
     {"cross_entropy", TSI_AC_FP32},
     {"exp", TSI_AC_FP32},
@@ -46,11 +49,13 @@ static const policy_entry table[] = {
     {"rsqrt", TSI_AC_FP32},
     {"scaled_dot_product_attention", TSI_AC_LOWER},
     {"scatter_add", TSI_AC_PROMOTE},
+    {"sinh", TSI_AC_FP32},
     {"smooth_l1_loss", TSI_AC_FP32},
     {"softmax", TSI_AC_FP32}, /* fp32_set_opt_dtype */
     {"softplus", TSI_AC_FP32},
     {"stack", TSI_AC_PROMOTE},
     {"sum", TSI_AC_FP32}, /* fp32_set_opt_dtype, all overloads */
+    {"tan", TSI_AC_FP32},
     /* where promotes natively in PyTorch; listing it gives the same dtypes */
     {"where", TSI_AC_PROMOTE},
 };

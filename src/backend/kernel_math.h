@@ -142,6 +142,27 @@ static inline TS_HD double ts_rsqrt_d(double x) { return 1.0 / sqrt(x); }
 static inline TS_HD double ts_reciprocal_d(double x) { return 1.0 / x; }
 static inline TS_HD double ts_fmod_d(double a, double b) { return fmod(a, b); }
 
+/* ------------------------------------------------------------------ libm's unary functions
+ * The ts_unary_ops that are one libm function each (float: name##f, double: name), as one list of
+ * (op, name) pairs: the CPU loops and the CUDA kernels expand it with their X, which also gets the
+ * trailing arguments. Expanded where backend.h's ts_unary_op is in scope. */
+#define TS_LIBM_UNARY(X, ...)                                                                      \
+    X(TS_U_SIN, sin, __VA_ARGS__)                                                                  \
+    X(TS_U_COS, cos, __VA_ARGS__)                                                                  \
+    X(TS_U_TAN, tan, __VA_ARGS__)                                                                  \
+    X(TS_U_ASIN, asin, __VA_ARGS__)                                                                \
+    X(TS_U_ACOS, acos, __VA_ARGS__)                                                                \
+    X(TS_U_ATAN, atan, __VA_ARGS__)                                                                \
+    X(TS_U_SINH, sinh, __VA_ARGS__)                                                                \
+    X(TS_U_COSH, cosh, __VA_ARGS__)                                                                \
+    X(TS_U_ASINH, asinh, __VA_ARGS__)                                                              \
+    X(TS_U_ACOSH, acosh, __VA_ARGS__)                                                              \
+    X(TS_U_ATANH, atanh, __VA_ARGS__)                                                              \
+    X(TS_U_ERF, erf, __VA_ARGS__)
+/* the function of a TS_LIBM_UNARY name for a compute type: f float, d double */
+#define TS_LIBM_f(name) name##f
+#define TS_LIBM_d(name) name
+
 /* ------------------------------------------------------------------ activation backwards
  * g is the incoming gradient; the second operand is what the forward saved (named below). The
  * formulas and their order of operations are PyTorch's CPU kernels (threshold_backward,

@@ -60,6 +60,16 @@ ts_status tsi_error_set(ts_status code, const char *fmt, ...) {
     return code;
 }
 
+void tsi_error_append(const char *fmt, ...) {
+    if (err_code == TS_OK) return;
+    size_t used = strlen(err_msg);
+    if (used + 1 >= sizeof err_msg) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_msg + used, sizeof err_msg - used, fmt, ap);
+    va_end(ap);
+}
+
 ts_status ts_error_set(ts_status code, const char *fmt, ...) {
     if (err_code != TS_OK) return code;
     err_code = code;

@@ -94,6 +94,11 @@ static ts_tensor *from_host(const char *op, ts_shape s, ts_dtype src_dt, const v
     return t;
 }
 
+ts_tensor *tsi_from_host(const char *op, ts_shape s, ts_dtype dt, const void *host_data,
+                         ts_device dev) {
+    return from_host(op, s, dt, host_data, dt, (ts_opts){.dtype = dt, .device = dev});
+}
+
 ts_tensor *ts_from_data(ts_shape s, ts_dtype dt, const void *host_data, ts_opts o) {
     dt = tsi_resolve_dtype(dt);
     if ((unsigned)dt >= TS_DTYPE_COUNT)

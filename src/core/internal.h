@@ -20,6 +20,11 @@ typedef struct ts_storage {
     size_t nbytes;
     atomic_uint_fast64_t version; /* shared by every view: bumped by in-place ops */
     bool pinned;
+    /* Memory Tessera does not own (ts_from_dlpack, tsi_new_external): alloc and block are NULL
+     * and the last reference calls release(release_ctx) instead of giving a block back, so the
+     * device's caching allocator never counts nor frees it. NULL for allocator memory. */
+    void (*release)(void *ctx);
+    void *release_ctx;
 } ts_storage;
 
 struct ts_node; /* autograd graph node (autograd issue) */
@@ -49,6 +54,8 @@ extern double (*tsi_dist_agree_max)(double local);
 /* Records the error unless one is already pending (first wins); returns code. Message is
  * printf-formatted and should start with the op's name: "add: ...". */
 ts_status tsi_error_set(ts_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Adds context to the pending error's message (" (in onnx node 'x' (Add))"); no-op when none. */
+void tsi_error_append(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Checks an input pointer: NULL with no pending error records TS_ERR_ARG "<op>: <what> is NULL";
  * NULL with a pending error keeps it. Returns t != NULL. */
 bool tsi_check_input(const char *op, const ts_tensor *t, const char *what);
@@ -105,6 +112,18 @@ int tsi_wrap_dim(const char *op, int dim, int ndim);
 /* New contiguous tensor, uninitialised, one reference held by the caller, not in any scope.
  * NULL + TS_ERR_OOM ("<op>: out of memory on sim:0: tried to allocate ...") on failure. */
 ts_tensor *tsi_new(const char *op, ts_shape s, ts_dtype dt, ts_device dev);
+/* New tensor of shape s (contiguous strides, offset 0: the caller may change both) over nbytes of
+ * external memory at data on device dev (resolved, checked): one reference held by the caller,
+ * not in any scope. The storage borrows the memory (release NULL) until the caller sets
+ * t->storage->release and release_ctx, which it does once nothing can fail any more, so that a
+ * failure never frees memory the caller still owns. NULL + TS_ERR_OOM on failure. Used by DLPack
+ * (src/core/dlpack.c). */
+ts_tensor *tsi_new_external(const char *op, ts_shape s, ts_dtype dt, ts_device dev, void *data,
+                            size_t nbytes);
+/* A tensor of dtype dt on dev holding a copy of host_data (contiguous, dt's layout): one reference
+ * held by the caller, not in any scope. */
+ts_tensor *tsi_from_host(const char *op, ts_shape s, ts_dtype dt, const void *host_data,
+                         ts_device dev);
 /* View sharing t's storage: one reference held by the caller, not in any scope. */
 ts_tensor *tsi_view_of(ts_tensor *t, ts_shape s, const int64_t *strides, int64_t offset);
 /* The kernel view of a tensor, and the same broadcast to `to` (stride 0 on expanded dims;

@@ -137,12 +137,17 @@ static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
     s->nbytes = nbytes;
     atomic_init(&s->version, 0);
     s->pinned = false;
+    s->release = NULL;
+    s->release_ctx = NULL;
     return s;
 }
 
 static void storage_release(ts_storage *s) {
     if (!drop_ref(&s->refs)) return;
-    ts_allocator_release(s->alloc, s->block);
+    if (s->release)
+        s->release(s->release_ctx); /* external memory: its owner frees it */
+    else if (s->alloc)              /* NULL: borrowed external memory */
+        ts_allocator_release(s->alloc, s->block);
     STRUCT_FREE(CACHE_STORAGE, s);
 }
 
@@ -186,6 +191,31 @@ ts_tensor *tsi_new(const char *op, ts_shape s, ts_dtype dt, ts_device dev) {
     ts_tensor *t = tensor_alloc(op, st, dt);
     if (!t) {
         storage_release(st);
+        return NULL;
+    }
+    t->shape = s;
+    tsi_contiguous_strides(&s, t->strides);
+    return t;
+}
+
+ts_tensor *tsi_new_external(const char *op, ts_shape s, ts_dtype dt, ts_device dev, void *data,
+                            size_t nbytes) {
+    ts_storage *st = STRUCT_ALLOC(CACHE_STORAGE, sizeof *st);
+    if (!st) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), NULL;
+    atomic_init(&st->refs, 1);
+    st->device = dev;
+    st->be = ts_backend_for(dev.type);
+    st->alloc = NULL;
+    st->block = NULL;
+    st->data = data;
+    st->nbytes = nbytes;
+    atomic_init(&st->version, 0);
+    st->pinned = false;
+    st->release = NULL;
+    st->release_ctx = NULL;
+    ts_tensor *t = tensor_alloc(op, st, dt);
+    if (!t) {
+        STRUCT_FREE(CACHE_STORAGE, st);
         return NULL;
     }
     t->shape = s;

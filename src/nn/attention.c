@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "amp/autocast.h"
+#include "autograd/trace.h"
 #include "nn/functional_internal.h"
 
 static const char *OP = "scaled_dot_product_attention";
@@ -107,7 +108,9 @@ static ts_tensor *sdpa_op(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *m
 ts_tensor *ts_scaled_dot_product_attention(ts_tensor *q, ts_tensor *k, ts_tensor *v,
                                            ts_tensor *attn_mask, double dropout_p, bool is_causal,
                                            double scale) {
+    ts_tensor *const ins[4] = {q, k, v, attn_mask};
     tsi_ac_frame ac; /* autocast: lower precision, as PyTorch's policy for SDPA */
     TSI_AUTOCAST_ENTER(&ac, OP, &q, &k, &v, &attn_mask);
-    return tsi_autocast_exit(&ac, sdpa_op(q, k, v, attn_mask, dropout_p, is_causal, scale));
+    ts_tensor *y = tsi_autocast_exit(&ac, sdpa_op(q, k, v, attn_mask, dropout_p, is_causal, scale));
+    return tsi_trace(OP, ins, 4, y, (int64_t[]){is_causal}, 1, (double[]){scale, dropout_p}, 2);
 }

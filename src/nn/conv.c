@@ -2,6 +2,7 @@
  * ConvolutionBackward0 node. */
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
+#include "autograd/trace.h"
 
 /* A contiguous tensor's data seen as [n, c, h, w] (unbatched tensors get n = 1). */
 static ts_kview kview4(const ts_tensor *t, int64_t n, int64_t c, int64_t h, int64_t w) {
@@ -207,7 +208,11 @@ static ts_tensor *conv2d_op(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_
 }
 
 ts_tensor *ts_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o) {
+    ts_tensor *const ins[3] = {x, w, b};
+    const int64_t ip[7] = {o.stride[0],   o.stride[1],   o.padding[0], o.padding[1],
+                           o.dilation[0], o.dilation[1], o.groups};
     tsi_ac_frame ac; /* autocast: lower precision */
     TSI_AUTOCAST_ENTER(&ac, "conv2d", &x, &w, &b);
-    return tsi_autocast_exit(&ac, conv2d_op(x, w, b, o));
+    return tsi_trace("conv2d", ins, 3, tsi_autocast_exit(&ac, conv2d_op(x, w, b, o)), ip, 7, NULL,
+                     0);
 }

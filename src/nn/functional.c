@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "amp/autocast.h"
+#include "autograd/trace.h"
 #include "nn/functional_internal.h"
 
 /* ------------------------------------------------------------------ shared helpers */
@@ -133,9 +134,11 @@ static ts_tensor *linear_op(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
 }
 
 ts_tensor *ts_linear(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
+    ts_tensor *const ins[3] = {x, w, b};
     tsi_ac_frame ac; /* autocast: lower precision */
     TSI_AUTOCAST_ENTER(&ac, "linear", &x, &w, &b);
-    return tsi_autocast_exit(&ac, linear_op(x, w, b));
+    ts_tensor *y = tsi_autocast_exit(&ac, linear_op(x, w, b));
+    return tsi_trace("linear", ins, 3, y, NULL, 0, NULL, 0);
 }
 
 /* ------------------------------------------------------------------ dropout */
@@ -154,6 +157,7 @@ ts_tensor *ts_dropout(ts_tensor *x, double p, bool training) {
                NULL;
     /* PyTorch returns the input itself when nothing is dropped */
     if (!training || p == 0 || tsi_numel(x->shape) == 0) return tsi_own(ts_retain(x));
+    /* the trace records the dropout that runs (random: it has no inference form) */
     ts_scope_begin();
     ts_tensor *y;
     if (p == 1) {
@@ -165,7 +169,7 @@ ts_tensor *ts_dropout(ts_tensor *x, double p, bool training) {
     }
     y = ts_keep(y);
     ts_scope_end();
-    return y;
+    return tsi_trace(op, &x, 1, y, NULL, 0, &p, 1);
 }
 
 /* ------------------------------------------------------------------ embedding */
@@ -205,5 +209,5 @@ ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices) {
     ts_tensor *y = ts_view(ts_index_select(weight, 0, flat), os);
     y = ts_keep(y);
     ts_scope_end();
-    return y;
+    return tsi_trace(op, all, 2, y, NULL, 0, NULL, 0);
 }

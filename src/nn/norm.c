@@ -2,6 +2,7 @@
  * backend's fused kernels where it has them (batch_norm_fused.c in training, layer_norm_fused.c).
  */
 #include "amp/autocast.h"
+#include "autograd/trace.h"
 #include "nn/functional_internal.h"
 
 /* ------------------------------------------------------------------ the fused kernels' dtype */
@@ -162,10 +163,13 @@ ts_tensor *ts_batch_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *runni
                          ts_tensor *w, ts_tensor *b, bool training, double momentum, double eps) {
     /* autocast: float32 for the input and the affine parameters; the running statistics are
      * updated in place, so they are never replaced by copies */
+    ts_tensor *const ins[5] = {x, w, b, running_mean, running_var};
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, "batch_norm", &x, &w, &b);
-    return tsi_autocast_exit(
+    ts_tensor *y = tsi_autocast_exit(
         &ac, batch_norm_op(x, running_mean, running_var, w, b, training, momentum, eps));
+    return tsi_trace("batch_norm", ins, 5, y, (int64_t[]){training}, 1, (double[]){eps, momentum},
+                     2);
 }
 
 static bool layer_norm_check(const char *op, ts_tensor *x, ts_shape ns, ts_tensor *w,
@@ -243,7 +247,9 @@ static ts_tensor *layer_norm_op(ts_tensor *x, ts_shape normalized_shape, ts_tens
 
 ts_tensor *ts_layer_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, ts_tensor *b,
                          double eps) {
+    ts_tensor *const ins[3] = {x, w, b};
     tsi_ac_frame ac; /* autocast: float32 */
     TSI_AUTOCAST_ENTER(&ac, "layer_norm", &x, &w, &b);
-    return tsi_autocast_exit(&ac, layer_norm_op(x, normalized_shape, w, b, eps));
+    ts_tensor *y = tsi_autocast_exit(&ac, layer_norm_op(x, normalized_shape, w, b, eps));
+    return tsi_trace("layer_norm", ins, 3, y, (int64_t[]){normalized_shape.ndim}, 1, &eps, 1);
 }

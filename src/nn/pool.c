@@ -1,6 +1,7 @@
 /* pool.c — max_pool2d, avg_pool2d and adaptive_avg_pool2d front ends: PyTorch's checks and output
  * sizes (ceil_mode included), the backend kernels, and their backward nodes. */
 #include "autograd/autograd.h"
+#include "autograd/trace.h"
 
 typedef struct pool_geom {
     ts_pool2d_params p;
@@ -195,11 +196,19 @@ static ts_tensor *pool_forward(const char *op, const char *node_name, ts_tensor 
     return tsi_own(out);
 }
 
+/* the options as the trace records them */
+static ts_tensor *trace_pool(const char *op, ts_tensor *x, ts_tensor *out, ts_pool2d_opts o) {
+    const int64_t ip[10] = {o.kernel[0],  o.kernel[1],   o.stride[0],   o.stride[1], o.padding[0],
+                            o.padding[1], o.dilation[0], o.dilation[1], o.ceil_mode, o.exclude_pad};
+    return tsi_trace(op, &x, 1, out, ip, 10, NULL, 0);
+}
+
 ts_tensor *ts_max_pool2d(ts_tensor *x, ts_pool2d_opts o) {
     tsi_init();
     pool_geom g;
     if (!pool_check("max_pool2d", x, o, TS_POOL_MAX, &g)) return NULL;
-    return pool_forward("max_pool2d", "MaxPool2DWithIndicesBackward0", x, &g);
+    return trace_pool("max_pool2d", x,
+                      pool_forward("max_pool2d", "MaxPool2DWithIndicesBackward0", x, &g), o);
 }
 
 ts_tensor *ts_avg_pool2d(ts_tensor *x, ts_pool2d_opts o) {
@@ -207,7 +216,8 @@ ts_tensor *ts_avg_pool2d(ts_tensor *x, ts_pool2d_opts o) {
     pool_geom g;
     const ts_pool_kind kind = o.exclude_pad ? TS_POOL_AVG_EXCLUDE_PAD : TS_POOL_AVG;
     if (!pool_check("avg_pool2d", x, o, kind, &g)) return NULL;
-    return pool_forward("avg_pool2d", "AvgPool2DBackward0", x, &g);
+    ts_tensor *y = pool_forward("avg_pool2d", "AvgPool2DBackward0", x, &g);
+    return trace_pool("avg_pool2d", x, y, o);
 }
 
 ts_tensor *ts_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w) {
@@ -222,5 +232,6 @@ ts_tensor *ts_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w) {
                              op, (long long)out_h, (long long)out_w),
                NULL;
     g.oh = out_h, g.ow = out_w;
-    return pool_forward(op, "AdaptiveAvgPool2DBackward0", x, &g);
+    return tsi_trace(op, &x, 1, pool_forward(op, "AdaptiveAvgPool2DBackward0", x, &g),
+                     (int64_t[]){out_h, out_w}, 2, NULL, 0);
 }

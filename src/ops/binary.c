@@ -1,6 +1,7 @@
 /* binary.c — tensor-tensor elementwise front ends with broadcasting and PyTorch's type promotion
  * (add, mul, eq, logical_and...), their in-place forms and add_alpha. */
 #include "amp/autocast.h"
+#include "autograd/trace.h"
 #include "ops/elementwise.h"
 
 static inline bool dev_eq(ts_device a, ts_device b) {
@@ -204,9 +205,11 @@ static ts_tensor *binary_rec(const char *op, ts_binary_op bop, ts_tensor *a, ts_
 /* autocast's policy decides by name (pow runs in f32; the others promote by themselves) */
 static ts_tensor *binary_op(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
                             bool inplace) {
+    ts_tensor *const ins[2] = {a, b};
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, op, &a, &b);
-    return tsi_autocast_exit(&ac, binary_rec(op, bop, a, b, inplace));
+    ts_tensor *y = tsi_autocast_exit(&ac, binary_rec(op, bop, a, b, inplace));
+    return tsi_trace(op, ins, 2, y, NULL, 0, NULL, 0);
 }
 
 #define BINARY(NAME, BOP)                                                                          \
@@ -267,5 +270,5 @@ ts_tensor *ts_add_alpha(ts_tensor *a, ts_tensor *b, double alpha) {
         ts_release(scaled);
     }
     if (tsi_needs_graph(ts, 2)) out = tsi_ew_record_binary(op, TS_B_ADD, a, b, out, alpha);
-    return tsi_own(out);
+    return tsi_own(tsi_trace(op, ts, 2, out, NULL, 0, &alpha, 1));
 }

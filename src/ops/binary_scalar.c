@@ -1,6 +1,7 @@
 /* binary_scalar.c — tensor-with-number front ends (add_scalar, pow_scalar, eq_scalar...), their
  * in-place forms, and the scalar core that binary ops also use for a 0-dim cpu operand. */
 #include "amp/autocast.h"
+#include "autograd/trace.h"
 #include "ops/elementwise.h"
 
 /* New tensor a op s: a computes in c (through the output when the output has dtype c). */
@@ -88,9 +89,11 @@ static ts_tensor *scalar_rec(const char *op, ts_binary_op bop, ts_tensor *a, dou
 /* autocast's policy decides by name (pow_scalar and rpow_scalar run in f32) */
 static ts_tensor *scalar_op(const char *op, ts_binary_op bop, ts_tensor *a, double s,
                             bool inplace) {
+    ts_tensor *const in = a;
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, op, &a);
-    return tsi_autocast_exit(&ac, scalar_rec(op, bop, a, s, inplace));
+    ts_tensor *y = tsi_autocast_exit(&ac, scalar_rec(op, bop, a, s, inplace));
+    return tsi_trace(op, &in, 1, y, NULL, 0, &s, 1);
 }
 
 ts_tensor *ts_add_scalar(ts_tensor *a, double s) {

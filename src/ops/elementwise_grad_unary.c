@@ -24,6 +24,26 @@ const char *tsi_ew_unary_name(const char *op, ts_unary_op u) {
         return "SinBackward0";
     case TS_U_COS:
         return "CosBackward0";
+    case TS_U_TAN:
+        return "TanBackward0";
+    case TS_U_ASIN:
+        return "AsinBackward0";
+    case TS_U_ACOS:
+        return "AcosBackward0";
+    case TS_U_ATAN:
+        return "AtanBackward0";
+    case TS_U_SINH:
+        return "SinhBackward0";
+    case TS_U_COSH:
+        return "CoshBackward0";
+    case TS_U_ASINH:
+        return "AsinhBackward0";
+    case TS_U_ACOSH:
+        return "AcoshBackward0";
+    case TS_U_ATANH:
+        return "AtanhBackward0";
+    case TS_U_ERF:
+        return "ErfBackward0";
     case TS_U_TANH:
         return "TanhBackward0";
     case TS_U_SIGMOID:
@@ -64,6 +84,7 @@ unsigned tsi_ew_unary_saves(ts_unary_op u) {
     case TS_U_EXP:
     case TS_U_SQRT:
     case TS_U_RSQRT:
+    case TS_U_TAN:
     case TS_U_TANH:
     case TS_U_SIGMOID:
     case TS_U_RELU:
@@ -74,6 +95,15 @@ unsigned tsi_ew_unary_saves(ts_unary_op u) {
     case TS_U_LOG1P:
     case TS_U_SIN:
     case TS_U_COS:
+    case TS_U_ASIN:
+    case TS_U_ACOS:
+    case TS_U_ATAN:
+    case TS_U_SINH:
+    case TS_U_COSH:
+    case TS_U_ASINH:
+    case TS_U_ACOSH:
+    case TS_U_ATANH:
+    case TS_U_ERF:
     case TS_U_GELU:
     case TS_U_SILU:
     case TS_U_SOFTPLUS:
@@ -158,6 +188,36 @@ void tsi_ew_unary_backward(ts_node *n, ts_tensor *const *grad_out, ts_tensor **g
         break;
     case TS_U_COS:
         r = ts_mul(g, ts_neg(ts_sin(x)));
+        break;
+    case TS_U_TAN: /* 1 + y^2 */
+        r = ts_mul(g, ts_add_scalar(ts_square(y), 1));
+        break;
+    case TS_U_ASIN: /* 1 / sqrt(1 - x^2) */
+        r = ts_mul(g, ts_rsqrt(ts_rsub_scalar(ts_square(x), 1)));
+        break;
+    case TS_U_ACOS: /* -1 / sqrt(1 - x^2) */
+        r = ts_mul(g, ts_neg(ts_rsqrt(ts_rsub_scalar(ts_square(x), 1))));
+        break;
+    case TS_U_ATAN: /* 1 / (1 + x^2) */
+        r = ts_div(g, ts_add_scalar(ts_square(x), 1));
+        break;
+    case TS_U_SINH:
+        r = ts_mul(g, ts_cosh(x));
+        break;
+    case TS_U_COSH:
+        r = ts_mul(g, ts_sinh(x));
+        break;
+    case TS_U_ASINH: /* 1 / sqrt(x^2 + 1) */
+        r = ts_mul(g, ts_rsqrt(ts_add_scalar(ts_square(x), 1)));
+        break;
+    case TS_U_ACOSH: /* 1 / sqrt(x^2 - 1) */
+        r = ts_mul(g, ts_rsqrt(ts_sub_scalar(ts_square(x), 1)));
+        break;
+    case TS_U_ATANH: /* 1 / (1 - x^2) */
+        r = ts_div(g, ts_rsub_scalar(ts_square(x), 1));
+        break;
+    case TS_U_ERF: /* 2 / sqrt(pi) e^(-x^2) */
+        r = ts_mul(g, ts_mul_scalar(ts_exp(ts_neg(ts_square(x))), 1.12837916709551257390));
         break;
     case TS_U_TANH:
         r = fused_grad("tanh_backward", TS_B_TANH_BWD, g, y);

@@ -3,6 +3,7 @@
 
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
+#include "autograd/trace.h"
 #include "ops/shape_grad.h"
 
 #define SMALL_INDEX 256 /* index lists up to this long are checked without a heap buffer */
@@ -130,7 +131,7 @@ ts_tensor *ts_index_select(ts_tensor *t, int dim, ts_tensor *index) {
     }
     record_indexed("IndexSelectBackward0", op, tsi_index_select_backward, t, out, idx, d);
     ts_release(idx);
-    return tsi_own(out);
+    return tsi_own(tsi_trace(op, (ts_tensor *[]){t, index}, 2, out, (int64_t[]){d}, 1, NULL, 0));
 }
 
 ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index) {
@@ -171,7 +172,7 @@ ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index) {
         tsi_be(t)->gather(tsi_be(t), tsi_dev_index(t), &ko, &ki, d, &kx);
     }
     record_indexed("GatherBackward0", op, tsi_gather_backward, t, out, index, d);
-    return tsi_own(out);
+    return tsi_own(tsi_trace(op, (ts_tensor *[]){t, index}, 2, out, (int64_t[]){d}, 1, NULL, 0));
 }
 
 /* Checks for scatter_add(_): returns the wrapped dim or -1. */

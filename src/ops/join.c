@@ -4,6 +4,7 @@
 
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
+#include "autograd/trace.h"
 #include "ops/shape_grad.h"
 
 static bool shape_eq(ts_shape a, ts_shape b) {
@@ -36,7 +37,7 @@ static ts_tensor *record_join(const char *name, const char *op, tsi_backward_fn 
         ts_node *node = tsi_record(name, op, fn, ts, n, out, NULL, 0);
         if (node) node->ip[0] = d;
     }
-    return tsi_own(out);
+    return tsi_own(tsi_trace(op, ts, n, out, (int64_t[]){d}, 1, NULL, 0));
 }
 
 /* torch.cat skips legacy 1-D empty tensors whatever their dtype */

@@ -4,6 +4,7 @@
 
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
+#include "autograd/trace.h"
 #include "ops/shape_grad.h"
 
 typedef enum mm_kind { MM_MM, MM_BMM, MM_MATMUL } mm_kind;
@@ -233,9 +234,11 @@ static ts_tensor *matmul_record(const char *op, mm_kind kind, ts_tensor *a, ts_t
 }
 
 static ts_tensor *matmul_op(const char *op, mm_kind kind, ts_tensor *a, ts_tensor *b) {
+    ts_tensor *const ins[2] = {a, b};
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, op, &a, &b);
-    return tsi_autocast_exit(&ac, matmul_record(op, kind, a, b));
+    return tsi_trace(op, ins, 2, tsi_autocast_exit(&ac, matmul_record(op, kind, a, b)), NULL, 0,
+                     NULL, 0);
 }
 
 ts_tensor *ts_mm(ts_tensor *a, ts_tensor *b) { return matmul_op("mm", MM_MM, a, b); }

@@ -1,6 +1,7 @@
 /* reduce.c — reduction front ends: sum, mean, prod, max/min, arg*, var/std, logsumexp. */
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
+#include "autograd/trace.h"
 #include "ops/reduce_grad.h"
 
 static bool needs_nonempty(ts_reduce_op rop) {
@@ -207,11 +208,14 @@ static void record(ts_reduce_op rop, bool all, ts_tensor *t, ts_tensor *out, uns
  * everything but is recorded as a dim overload, as PyTorch does). */
 static ts_tensor *reduce_rec(const char *op, ts_reduce_op rop, ts_tensor *t, const int *dims,
                              int ndims, bool all, bool recorded_all, bool keepdim, double param) {
+    ts_tensor *const in = t;
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, op, &t);
     unsigned mask;
     ts_tensor *out = reduce_op(op, rop, t, dims, ndims, all, keepdim, param, &mask);
     record(rop, recorded_all, t, out, mask, keepdim, param, op);
+    /* the reduced dims as a bit mask (1 << dim) */
+    if (out) tsi_trace(op, &in, 1, out, (int64_t[]){mask, keepdim}, 2, &param, 1);
     return tsi_autocast_exit(&ac, tsi_own(out));
 }
 static ts_tensor *red_all(const char *op, ts_reduce_op rop, ts_tensor *t, double param) {

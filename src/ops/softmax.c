@@ -1,6 +1,7 @@
 /* softmax.c — softmax and log_softmax front ends. */
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
+#include "autograd/trace.h"
 #include "ops/elementwise.h"
 #include "ops/reduce_grad.h"
 
@@ -60,9 +61,11 @@ ts_tensor *tsi_softmax_grad_fused(ts_tensor *g, ts_tensor *y, int dim, bool log)
 }
 
 static ts_tensor *softmax_op(const char *op, ts_tensor *t, int dim, bool log) {
+    ts_tensor *const in = t;
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, op, &t);
-    return tsi_autocast_exit(&ac, softmax_run(op, t, dim, log));
+    ts_tensor *y = tsi_autocast_exit(&ac, softmax_run(op, t, dim, log));
+    return tsi_trace(op, &in, 1, y, (int64_t[]){dim}, 1, NULL, 0);
 }
 
 ts_tensor *ts_softmax(ts_tensor *t, int dim) { return softmax_op("softmax", t, dim, false); }

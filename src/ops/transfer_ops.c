@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "autograd/trace.h"
 #include "core/pinned.h"
 #include "ops/view_grad.h"
 
@@ -13,7 +14,7 @@ ts_tensor *ts_to(ts_tensor *t, ts_device d) {
     tsi_log_op("to", rd);
     ts_tensor *out = tsi_to_device("to", t, rd);
     if (out && out != t) tsi_record("ToCopyBackward0", "to", tsi_to_backward, &t, 1, out, NULL, 0);
-    return tsi_own(out);
+    return tsi_own(tsi_trace("to", &t, 1, out, NULL, 0, NULL, 0));
 }
 
 /* From pinned memory to cuda the copy is queued on the current stream and overlaps with compute;
@@ -37,7 +38,7 @@ ts_tensor *ts_to_dtype(ts_tensor *t, ts_dtype dt) {
     ts_tensor *out = tsi_cast("to_dtype", t, dt);
     if (out && out != t && tsi_is_float(out->dtype))
         tsi_record("ToCopyBackward0", "to_dtype", tsi_identity_backward, &t, 1, out, NULL, 0);
-    return tsi_own(out);
+    return tsi_own(tsi_trace("to_dtype", &t, 1, out, (int64_t[]){dt}, 1, NULL, 0));
 }
 
 ts_tensor *ts_pin_memory(ts_tensor *t) {
@@ -68,7 +69,7 @@ ts_tensor *ts_clone(ts_tensor *t) {
     ts_kview dv = tsi_kview(out), sv = tsi_kview(t);
     tsi_be(t)->copy(tsi_be(t), tsi_dev_index(t), &dv, &sv);
     tsi_record("CloneBackward0", "clone", tsi_identity_backward, &t, 1, out, NULL, 0);
-    return tsi_own(out);
+    return tsi_own(tsi_trace("clone", &t, 1, out, NULL, 0, NULL, 0));
 }
 
 ts_tensor *ts_copy_(ts_tensor *dst, ts_tensor *src) {

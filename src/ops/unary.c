@@ -1,6 +1,7 @@
 /* unary.c — unary elementwise front ends (neg, exp, sigmoid, ...), their in-place forms and clamp.
  */
 #include "amp/autocast.h"
+#include "autograd/trace.h"
 #include "ops/elementwise.h"
 
 /* The result dtype of u on t (PyTorch's): float functions make integers f32, rounding is the
@@ -21,6 +22,16 @@ static bool unary_dtype(const char *op, ts_unary_op u, const ts_tensor *t, ts_dt
     case TS_U_RSQRT:
     case TS_U_SIN:
     case TS_U_COS:
+    case TS_U_TAN:
+    case TS_U_ASIN:
+    case TS_U_ACOS:
+    case TS_U_ATAN:
+    case TS_U_SINH:
+    case TS_U_COSH:
+    case TS_U_ASINH:
+    case TS_U_ACOSH:
+    case TS_U_ATANH:
+    case TS_U_ERF:
     case TS_U_TANH:
     case TS_U_SIGMOID:
     case TS_U_RECIPROCAL:
@@ -129,7 +140,8 @@ static ts_tensor *unary_checked(const char *op, ts_unary_op u, ts_tensor *t, boo
     ts_dtype r;
     bool copy_only;
     if (!unary_dtype(op, u, t, &r, &copy_only)) return NULL;
-    return tsi_own(unary_run(op, u, t, r, copy_only, inplace, 0, 0));
+    ts_tensor *y = unary_run(op, u, t, r, copy_only, inplace, 0, 0);
+    return tsi_own(tsi_trace(op, &t, 1, y, NULL, 0, NULL, 0));
 }
 
 /* autocast's policy decides by name: exp, log, rsqrt... run in f32; in-place forms never cast */
@@ -150,6 +162,16 @@ UNARY(sqrt, TS_U_SQRT)
 UNARY(rsqrt, TS_U_RSQRT)
 UNARY(sin, TS_U_SIN)
 UNARY(cos, TS_U_COS)
+UNARY(tan, TS_U_TAN)
+UNARY(asin, TS_U_ASIN)
+UNARY(acos, TS_U_ACOS)
+UNARY(atan, TS_U_ATAN)
+UNARY(sinh, TS_U_SINH)
+UNARY(cosh, TS_U_COSH)
+UNARY(asinh, TS_U_ASINH)
+UNARY(acosh, TS_U_ACOSH)
+UNARY(atanh, TS_U_ATANH)
+UNARY(erf, TS_U_ERF)
 UNARY(tanh, TS_U_TANH)
 UNARY(sigmoid, TS_U_SIGMOID)
 UNARY(relu, TS_U_RELU)
@@ -192,7 +214,8 @@ static ts_tensor *clamp_op(const char *op, ts_tensor *t, double lo, double hi, b
     ts_dtype r = t->dtype;
     if (!isnan(lo)) r = tsi_ew_scalar_result(r, lo);
     if (!isnan(hi)) r = tsi_ew_scalar_result(r, hi);
-    return tsi_own(unary_run(op, TS_U_CLAMP, t, r, false, inplace, lo, hi));
+    ts_tensor *y = unary_run(op, TS_U_CLAMP, t, r, false, inplace, lo, hi);
+    return tsi_own(tsi_trace(op, &t, 1, y, NULL, 0, (double[]){lo, hi}, 2));
 }
 
 ts_tensor *ts_clamp(ts_tensor *t, double min, double max) {

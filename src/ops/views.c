@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "autograd/trace.h"
 #include "ops/view_grad.h"
 
 /* A view of t, recorded with the backward `fn` and integer parameters ip (may be NULL). */
@@ -11,7 +12,7 @@ static ts_tensor *record_view(ts_tensor *t, ts_tensor *out, const char *name, co
     if (!out) return NULL;
     ts_node *n = tsi_record(name, op, fn, &t, 1, out, NULL, 0);
     if (n && ip) memcpy(n->ip, ip, sizeof(int64_t) * (size_t)nip);
-    return tsi_own(out);
+    return tsi_own(tsi_trace(op, &t, 1, out, ip, ip ? nip : 0, NULL, 0));
 }
 
 #define RESHAPED(t, v, name, op) record_view(t, v, name, op, tsi_reshape_backward, NULL, 0)
@@ -83,8 +84,14 @@ static bool view_strides(const ts_tensor *t, const ts_shape *s, int64_t *ns) {
     return view_d == -1;
 }
 
+/* view and reshape trace the shape as the caller gave it (-1 stays -1: a batch size left free) */
+static ts_tensor *trace_shape(const char *op, ts_tensor *t, ts_tensor *out, ts_shape given) {
+    return tsi_trace(op, &t, 1, out, given.dims, given.ndim, NULL, 0);
+}
+
 ts_tensor *ts_view(ts_tensor *t, ts_shape s) {
     if (!tsi_check_input("view", t, "tensor")) return NULL;
+    const ts_shape given = s;
     if (!infer_shape("view", &s, tsi_numel(t->shape)) || !tsi_check_shape("view", s)) return NULL;
     int64_t st[TS_MAX_DIMS];
     if (!view_strides(t, &s, st))
@@ -94,23 +101,27 @@ ts_tensor *ts_view(ts_tensor *t, ts_shape s) {
                              "subspaces). Use ts_reshape instead.",
                              tsi_shape_str(s), tsi_desc(t)),
                NULL;
-    return RESHAPED(t, tsi_view_of(t, s, st, t->offset), "ViewBackward0", "view");
+    ts_tensor *v = RESHAPED(t, tsi_view_of(t, s, st, t->offset), "ViewBackward0", "view");
+    return trace_shape("view", t, v, given);
 }
 
 ts_tensor *ts_reshape(ts_tensor *t, ts_shape s) {
     if (!tsi_check_input("reshape", t, "tensor")) return NULL;
+    const ts_shape given = s;
     if (!infer_shape("reshape", &s, tsi_numel(t->shape)) || !tsi_check_shape("reshape", s))
         return NULL;
     int64_t st[TS_MAX_DIMS];
     if (view_strides(t, &s, st))
-        return RESHAPED(t, tsi_view_of(t, s, st, t->offset), "ViewBackward0", "reshape");
+        return trace_shape(
+            "reshape", t, RESHAPED(t, tsi_view_of(t, s, st, t->offset), "ViewBackward0", "reshape"),
+            given);
     ts_tensor *c = tsi_contiguous("reshape", t);
     if (!c) return NULL;
     tsi_contiguous_strides(&s, st);
     ts_tensor *r = tsi_view_of(c, s, st, 0);
     ts_release(c);
     if (r) r->is_view = false; /* a fresh copy: nobody else sees its storage */
-    return RESHAPED(t, r, "UnsafeViewBackward0", "reshape");
+    return trace_shape("reshape", t, RESHAPED(t, r, "UnsafeViewBackward0", "reshape"), given);
 }
 
 ts_tensor *ts_flatten(ts_tensor *t, int start_dim, int end_dim) {
@@ -131,7 +142,7 @@ ts_tensor *ts_flatten(ts_tensor *t, int start_dim, int end_dim) {
         else
             s.dims[k - 1] *= t->shape.dims[i];
     }
-    return ts_reshape(t, s);
+    return tsi_trace("flatten", &t, 1, ts_reshape(t, s), (int64_t[]){a, b}, 2, NULL, 0);
 }
 
 ts_tensor *ts_permute(ts_tensor *t, ts_dims dims) {

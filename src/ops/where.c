@@ -2,6 +2,7 @@
 #include <float.h>
 
 #include "amp/autocast.h"
+#include "autograd/trace.h"
 #include "ops/elementwise.h"
 
 static inline bool dev_eq(ts_device a, ts_device b) {
@@ -67,9 +68,11 @@ static ts_tensor *where_op(ts_tensor *cond, ts_tensor *a, ts_tensor *b) {
 
 ts_tensor *ts_where(ts_tensor *cond, ts_tensor *a, ts_tensor *b) {
     /* autocast's promote policy: a and b in the wider of their floating dtypes */
+    ts_tensor *const ins[3] = {cond, a, b};
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, "where", &a, &b);
-    return tsi_autocast_exit(&ac, where_op(cond, a, b));
+    return tsi_trace("where", ins, 3, tsi_autocast_exit(&ac, where_op(cond, a, b)), NULL, 0, NULL,
+                     0);
 }
 
 /* ------------------------------------------------------------------ masked_fill */
@@ -167,8 +170,10 @@ static ts_tensor *masked_fill_run(const char *op, ts_tensor *t, ts_tensor *mask,
 }
 
 ts_tensor *ts_masked_fill(ts_tensor *t, ts_tensor *mask, double v) {
-    return tsi_own(masked_fill_run("masked_fill", t, mask, v, false));
+    ts_tensor *y = masked_fill_run("masked_fill", t, mask, v, false);
+    return tsi_own(tsi_trace("masked_fill", (ts_tensor *[]){t, mask}, 2, y, NULL, 0, &v, 1));
 }
 ts_tensor *ts_masked_fill_(ts_tensor *t, ts_tensor *mask, double v) {
-    return tsi_own(masked_fill_run("masked_fill_", t, mask, v, true));
+    ts_tensor *y = masked_fill_run("masked_fill_", t, mask, v, true);
+    return tsi_own(tsi_trace("masked_fill_", (ts_tensor *[]){t, mask}, 2, y, NULL, 0, &v, 1));
 }

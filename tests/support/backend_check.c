@@ -87,6 +87,12 @@ static double value(ts_dtype dt, int kind, double hi) {
     case BC_SMALLNN:
         v = fl ? 2 * urand() : floor(4 * urand());
         break;
+    case BC_UNIT:
+        v = fl ? -0.99 + 1.98 * urand() : floor(-1 + 3 * urand());
+        break;
+    case BC_GE1:
+        v = fl ? 1 + 3 * urand() : 1 + floor(4 * urand());
+        break;
     default:
         v = fl ? -3 + 6 * urand() : floor(-5 + 11 * urand());
         break;

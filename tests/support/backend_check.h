@@ -32,7 +32,15 @@ bc_spec bc_expand(bc_spec s, const int64_t *to);
 int64_t bc_numel(const bc_spec *s);
 
 /* Value ranges of host data. */
-enum { BC_ANY, BC_POS, BC_NONZERO, BC_SMALLNN, BC_IDX /* integers in [0, hi) */ };
+enum {
+    BC_ANY,
+    BC_POS,
+    BC_NONZERO,
+    BC_SMALLNN,
+    BC_UNIT, /* (-1, 1): asin, acos, atanh */
+    BC_GE1,  /* [1, 4]: acosh */
+    BC_IDX   /* integers in [0, hi) */
+};
 void bc_fill_host(bc_spec *s, int kind, double hi);
 
 typedef struct bc_call {

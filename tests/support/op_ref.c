@@ -31,6 +31,26 @@ static double unary_math(int op, double x) {
         return sin(x);
     case TS_U_COS:
         return cos(x);
+    case TS_U_TAN:
+        return tan(x);
+    case TS_U_ASIN:
+        return asin(x);
+    case TS_U_ACOS:
+        return acos(x);
+    case TS_U_ATAN:
+        return atan(x);
+    case TS_U_SINH:
+        return sinh(x);
+    case TS_U_COSH:
+        return cosh(x);
+    case TS_U_ASINH:
+        return asinh(x);
+    case TS_U_ACOSH:
+        return acosh(x);
+    case TS_U_ATANH:
+        return atanh(x);
+    case TS_U_ERF:
+        return erf(x);
     case TS_U_TANH:
         return tanh(x);
     case TS_U_SIGMOID:

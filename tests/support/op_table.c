@@ -85,6 +85,12 @@ static double gen_value(ot_domain d, ts_dtype dt, bool special, int64_t i) {
         break;
     case OT_D_CLASS:
         return floor(5 * rng_uniform());
+    case OT_D_UNIT:
+        lo = fl ? -0.99 : -1, hi = fl ? 0.99 : 1;
+        break;
+    case OT_D_GE1:
+        lo = 1, hi = fl ? 4 : 5;
+        break;
     }
     if (dt == TS_U8) {
         if (lo < 0) hi -= lo, lo = 0;

@@ -40,6 +40,8 @@ typedef enum ot_domain {
     OT_D_SMALL,   /* [-2, 2] | [0, 3]: exponents */
     OT_D_PROD,    /* [0.5, 1.5] | +-[1, 2]: products that stay finite and exact */
     OT_D_CLASS,   /* [0, 4] integral: class labels */
+    OT_D_UNIT,    /* [-0.99, 0.99] | [-1, 1]: asin, acos, atanh */
+    OT_D_GE1,     /* [1, 4] | [1, 5]: acosh */
 } ot_domain;
 
 typedef struct ot_in {

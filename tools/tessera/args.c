@@ -31,6 +31,9 @@ void tcli_usage(FILE *f) {
         "  eval      load a checkpoint and print the test loss and accuracy\n"
         "  generate  write text with a GPT trained by tessera train --model gpt\n"
         "  devices   list the devices (cpu, cuda:N, sim:N) with their memory\n"
+        "  run       run an ONNX model: tessera run model.onnx [options]\n"
+        "  info      describe an ONNX model (inputs, outputs, opsets, operators, parameters)\n"
+        "  export    write a model as an ONNX file: tessera export --model M -o model.onnx\n"
         "\n"
         "options of train and eval:\n"
         "  --model NAME        lenet (LeNet-5, the default), mlp (inputs-128-classes, 784-128-10 "
@@ -135,6 +138,27 @@ void tcli_usage(FILE *f) {
         "  --temperature X     sampling temperature (1); --top-k K keeps the K likeliest bytes;\n"
         "                      --greedy takes the likeliest byte each time\n"
         "\n"
+        "options of run (tessera run model.onnx):\n"
+        "  --input NAME=FILE   feed the input NAME from a NumPy .npy file (repeatable); inputs\n"
+        "                      not given are random: floats N(0, 1), integers in [0, 10)\n"
+        "  --batch B           the size of symbolic dims (batch_size) of random inputs (1)\n"
+        "  --save DIR          write each output as DIR/<output name>.npy in its own dtype\n"
+        "  --bench N           time N runs after warm-up: latency median and p90, samples/s\n"
+        "  --grad-output NAME=FILE.npy  backward of sum(NAME * g) with g from FILE; with --save,\n"
+        "                      each parameter's gradient as DIR/grad/<parameter name>.npy\n"
+        "  --device, --threads, --seed as above\n"
+        "\n"
+        "options of export (and --model, --data, --width, --context, --layers, --heads, --dim,\n"
+        "--device, --seed as for train):\n"
+        "  -o, --output FILE   the ONNX file to write (opset 17)\n"
+        "  --checkpoint DIR    the weights (a folder's latest.safetensors or a file); without it\n"
+        "                      the model's fresh initialisation from --seed\n"
+        "  --batch N           the example input's batch size (1); its other dims are one\n"
+        "                      sample of --data (--model gpt: --context bytes, --data text)\n"
+        "  --dynamic-batch     dim 0 of the input and output is symbolic ('batch')\n"
+        "  --save-io DIR       also write the example input and Tessera's output as\n"
+        "                      DIR/input.npy and DIR/output.npy\n"
+        "\n"
         "  -h, --help          this help\n"
         "\n"
         "Every epoch prints its train loss/accuracy, test loss/accuracy and time; the last line "
@@ -154,12 +178,19 @@ void tcli_usage(FILE *f) {
         "  tessera train --data text --checkpoint runs/gpt --time-limit 600 --epochs 100\n"
         "  tessera generate --checkpoint runs/gpt --prompt 'The ' --tokens 300 --top-k 20\n"
         "  TS_SIM_DEVICES=2 tessera devices\n"
+        "  tessera info resnet50.onnx\n"
+        "  tessera run resnet50.onnx --device cuda --batch 8 --bench 50\n"
+        "  tessera run model.onnx --input x=x.npy --save out\n"
+        "  tessera export --model resnet20 --checkpoint runs/r20 -o r20.onnx --dynamic-batch\n"
         "\n"
         "environment: TS_SIM_DEVICES=N adds simulated devices sim:0..N-1; for crash tests,\n"
         "TS_TRAIN_KILL_AFTER_BATCHES=N kills the trainer (SIGKILL) after its N-th batch and\n"
         "TS_TRAIN_KILL_IN_SAVE=E while it writes the checkpoint of epoch E.\n",
         f);
 }
+
+/* the commands, for the messages that list them */
+#define COMMANDS "train, eval, generate, run, info, export or devices"
 
 enum kind {
     K_POS_INT,
@@ -172,9 +203,11 @@ enum kind {
     K_STRING,
     K_CHOICE,
     K_FLAG,
-    K_PROGRESS
+    K_PROGRESS,
+    K_INPUT
 };
-enum { FOR_TRAIN = 1, FOR_EVAL = 2, FOR_GEN = 4 };
+enum { FOR_TRAIN = 1, FOR_EVAL = 2, FOR_GEN = 4, FOR_RUN = 8, FOR_INFO = 16, FOR_EXPORT = 32 };
+#define FOR_MODEL (FOR_TRAIN | FOR_EVAL | FOR_EXPORT) /* the options that build a model */
 
 typedef struct opt_spec {
     const char *name;
@@ -186,24 +219,25 @@ typedef struct opt_spec {
 
 #define OFF(f) offsetof(tcli_opts, f)
 static const opt_spec specs[] = {
-    {"--model", K_CHOICE, FOR_TRAIN | FOR_EVAL, OFF(model),
-     "mlp|lenet|simplecnn|resnet20|resnet18|gpt"},
-    {"--data", K_CHOICE, FOR_TRAIN | FOR_EVAL, OFF(data), "fashion-mnist|mnist|cifar10|csv|text"},
-    {"--data-dir", K_STRING, FOR_TRAIN | FOR_EVAL, OFF(data_dir), NULL},
-    {"--csv-target", K_STRING, FOR_TRAIN | FOR_EVAL, OFF(csv_target), NULL},
-    {"--test-fraction", K_FRACTION, FOR_TRAIN | FOR_EVAL, OFF(test_fraction), NULL},
-    {"--device", K_STRING, FOR_TRAIN | FOR_EVAL | FOR_GEN, OFF(device), NULL},
+    {"--model", K_CHOICE, FOR_MODEL, OFF(model), "mlp|lenet|simplecnn|resnet20|resnet18|gpt"},
+    {"--data", K_CHOICE, FOR_MODEL, OFF(data), "fashion-mnist|mnist|cifar10|csv|text"},
+    {"--data-dir", K_STRING, FOR_MODEL, OFF(data_dir), NULL},
+    {"--csv-target", K_STRING, FOR_MODEL, OFF(csv_target), NULL},
+    {"--test-fraction", K_FRACTION, FOR_MODEL, OFF(test_fraction), NULL},
+    {"--device", K_STRING, FOR_TRAIN | FOR_EVAL | FOR_GEN | FOR_RUN | FOR_EXPORT, OFF(device),
+     NULL},
     {"--batch-size", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(batch_size), NULL},
     {"--workers", K_NONNEG_INT, FOR_TRAIN | FOR_EVAL, OFF(workers), NULL},
-    {"--threads", K_POS_INT, FOR_TRAIN | FOR_EVAL | FOR_GEN, OFF(threads), NULL},
-    {"--checkpoint", K_STRING, FOR_TRAIN | FOR_EVAL | FOR_GEN, OFF(checkpoint), NULL},
-    {"--seed", K_SEED, FOR_TRAIN | FOR_EVAL | FOR_GEN, OFF(seed), NULL},
-    {"--context", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(context), NULL},
-    {"--layers", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(layers), NULL},
-    {"--heads", K_POS_INT, FOR_TRAIN | FOR_EVAL | FOR_GEN, OFF(heads), NULL},
-    {"--dim", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(dim), NULL},
+    {"--threads", K_POS_INT, FOR_TRAIN | FOR_EVAL | FOR_GEN | FOR_RUN | FOR_EXPORT, OFF(threads),
+     NULL},
+    {"--checkpoint", K_STRING, FOR_TRAIN | FOR_EVAL | FOR_GEN | FOR_EXPORT, OFF(checkpoint), NULL},
+    {"--seed", K_SEED, FOR_TRAIN | FOR_EVAL | FOR_GEN | FOR_RUN | FOR_EXPORT, OFF(seed), NULL},
+    {"--context", K_POS_INT, FOR_MODEL, OFF(context), NULL},
+    {"--layers", K_POS_INT, FOR_MODEL, OFF(layers), NULL},
+    {"--heads", K_POS_INT, FOR_TRAIN | FOR_EVAL | FOR_GEN | FOR_EXPORT, OFF(heads), NULL},
+    {"--dim", K_POS_INT, FOR_MODEL, OFF(dim), NULL},
     {"--dropout", K_UNIT_REAL, FOR_TRAIN, OFF(dropout), NULL},
-    {"--width", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(width), NULL},
+    {"--width", K_POS_INT, FOR_MODEL, OFF(width), NULL},
     {"--augment", K_CHOICE, FOR_TRAIN, OFF(augment), "on|off"},
     {"--warmup", K_POS_INT, FOR_TRAIN, OFF(warmup), NULL},
     {"--grad-accum", K_POS_INT, FOR_TRAIN, OFF(grad_accum), NULL},
@@ -230,6 +264,14 @@ static const opt_spec specs[] = {
     {"--devices", K_STRING, FOR_TRAIN, OFF(devices), NULL},
     {"--amp", K_FLAG, FOR_TRAIN, OFF(amp), NULL},
     {"--amp-dtype", K_CHOICE, FOR_TRAIN, OFF(amp_dtype), "bf16|f16"},
+    {"--input", K_INPUT, FOR_RUN, OFF(inputs), NULL},
+    {"--save", K_STRING, FOR_RUN, OFF(save), NULL},
+    {"--bench", K_POS_INT, FOR_RUN, OFF(bench), NULL},
+    {"--grad-output", K_STRING, FOR_RUN, OFF(grad_output), NULL},
+    {"--batch", K_POS_INT, FOR_RUN | FOR_EXPORT, OFF(batch), NULL},
+    {"--output", K_STRING, FOR_EXPORT, OFF(output), NULL},
+    {"--dynamic-batch", K_FLAG, FOR_EXPORT, OFF(dynamic_batch), NULL},
+    {"--save-io", K_STRING, FOR_EXPORT, OFF(save_io), NULL},
 };
 
 static int parse_int(const char *name, const char *v, long long min, long long max,
@@ -338,6 +380,15 @@ static int set_value(const opt_spec *s, const char *v, tcli_opts *o) {
     case K_FLAG:
         *(bool *)field = true;
         break;
+    case K_INPUT: {
+        const char *eq = strchr(v, '=');
+        if (!eq || eq == v || !eq[1])
+            return usage_fail("%s: expected NAME=FILE.npy, got '%s'", s->name, v);
+        if (o->n_inputs == TCLI_MAX_INPUTS)
+            return usage_fail("%s: at most %d inputs", s->name, TCLI_MAX_INPUTS);
+        o->inputs[o->n_inputs++] = v;
+        break;
+    }
     }
     return rc;
 }
@@ -365,8 +416,7 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
                      .grad_accum = 1,
                      .tokens = 200,
                      .temperature = 1};
-    if (argc < 2)
-        return usage_fail("missing command: train, eval, generate or devices (see tessera --help)");
+    if (argc < 2) return usage_fail("missing command: " COMMANDS " (see tessera --help)");
     const char *cmd = argv[1];
     if (is_help(cmd)) {
         tcli_usage(stdout);
@@ -375,17 +425,24 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
     int mask = !strcmp(cmd, "train")      ? FOR_TRAIN
                : !strcmp(cmd, "eval")     ? FOR_EVAL
                : !strcmp(cmd, "generate") ? FOR_GEN
+               : !strcmp(cmd, "run")      ? FOR_RUN
+               : !strcmp(cmd, "info")     ? FOR_INFO
+               : !strcmp(cmd, "export")   ? FOR_EXPORT
                                           : 0;
     if (!mask && strcmp(cmd, "devices"))
-        return usage_fail("unknown command '%s': expected train, eval, generate or devices (see "
-                          "tessera --help)",
-                          cmd);
+        return usage_fail("unknown command '%s': expected " COMMANDS " (see tessera --help)", cmd);
     o->command = cmd;
+    bool data_given = false; /* export: --model gpt alone means --data text */
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         if (is_help(a)) {
             tcli_usage(stdout);
             return TCLI_OK;
+        }
+        if (mask == FOR_EXPORT && !strcmp(a, "-o")) a = "--output";
+        if (strncmp(a, "--", 2) && (mask & (FOR_RUN | FOR_INFO)) && !o->onnx) {
+            o->onnx = a; /* the model file */
+            continue;
         }
         if (strncmp(a, "--", 2))
             return usage_fail(
@@ -411,7 +468,9 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
         }
         int rc = set_value(s, v, o);
         if (rc >= 0) return rc;
+        data_given |= s->offset == OFF(data);
     }
+    if (mask == FOR_EXPORT && !data_given && o->model && !strcmp(o->model, "gpt")) o->data = "text";
     const bool text = !strcmp(o->data, "text");
     if (!o->model) o->model = text ? "gpt" : "lenet";
     const bool gpt = !strcmp(o->model, "gpt");
@@ -447,6 +506,10 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
     if (o->amp_dtype && !o->amp) return usage_fail("--amp-dtype: only with --amp");
     if (strcmp(o->data, "csv") && (o->csv_target))
         return usage_fail("--csv-target: only for --data csv");
+    if (mask == FOR_EXPORT && !o->output)
+        return usage_fail("export: needs -o FILE.onnx (the file to write)");
+    if ((mask & (FOR_RUN | FOR_INFO)) && !o->onnx)
+        return usage_fail("%s: needs a model file (tessera %s model.onnx)", cmd, cmd);
     return -1;
 }
 

@@ -19,7 +19,7 @@ typedef enum {
 } tcli_progress_mode;
 
 typedef struct tcli_opts {
-    const char *command; /* "train", "eval", "generate", "devices" */
+    const char *command; /* "train", "eval", "generate", "devices", "run", "info" */
     const char *model;   /* mlp, lenet, simplecnn, resnet20, resnet18, gpt (default: gpt for
                             text, else lenet) */
     const char *data;    /* fashion-mnist, mnist, cifar10, csv, text */
@@ -57,6 +57,20 @@ typedef struct tcli_opts {
     int tokens, top_k;
     double temperature;
     bool greedy;
+    /* run and info: the ONNX model file (the positional argument) */
+    const char *onnx;
+    /* run */
+#define TCLI_MAX_INPUTS 64
+    const char *inputs[TCLI_MAX_INPUTS]; /* --input NAME=FILE.npy, as given */
+    int n_inputs;
+    const char *save; /* --save DIR: each output as DIR/<name>.npy */
+    const char *grad_output; /* --grad-output NAME=FILE.npy: backward of sum(output * g) */
+    int bench;        /* --bench N: timed runs after warm-up (0: none) */
+    int batch;        /* --batch B: symbolic dims of random inputs (0: 1); export: the example's */
+    /* export */
+    const char *output;  /* -o / --output FILE.onnx */
+    bool dynamic_batch;  /* --dynamic-batch: dim 0 of input and output symbolic */
+    const char *save_io; /* --save-io DIR: the example input and Tessera's output as .npy */
 } tcli_opts;
 
 /* Prints "tessera: <message>" as one line on stderr and returns status. */
@@ -136,5 +150,8 @@ int tcli_train(const tcli_opts *o);
 int tcli_eval(const tcli_opts *o);
 int tcli_devices(const tcli_opts *o);
 int tcli_generate(const tcli_opts *o);
+int tcli_run(const tcli_opts *o);    /* onnx_cmds.c */
+int tcli_info(const tcli_opts *o);   /* onnx_cmds.c */
+int tcli_export(const tcli_opts *o); /* export.c */
 
 #endif /* TESSERA_CLI_H */

@@ -112,5 +112,8 @@ int main(int argc, char **argv) {
     if (!strcmp(o.command, "train")) return tcli_train(&o);
     if (!strcmp(o.command, "eval")) return tcli_eval(&o);
     if (!strcmp(o.command, "generate")) return tcli_generate(&o);
+    if (!strcmp(o.command, "run")) return tcli_run(&o);
+    if (!strcmp(o.command, "info")) return tcli_info(&o);
+    if (!strcmp(o.command, "export")) return tcli_export(&o);
     return tcli_devices(&o);
 }

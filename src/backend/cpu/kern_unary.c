@@ -29,10 +29,6 @@ typedef struct unary_ctx {
 #define M_d_LOG1P log1p
 #define M_f_SQRT  sqrtf
 #define M_d_SQRT  sqrt
-#define M_f_SIN   sinf
-#define M_d_SIN   sin
-#define M_f_COS   cosf
-#define M_d_COS   cos
 #define M_f_TANH  tanhf
 #define M_d_TANH  tanh
 #define M_f_FLOOR floorf
@@ -59,6 +55,12 @@ typedef struct unary_ctx {
             }                                                                                      \
         }                                                                                          \
     } while (0)
+
+/* A case of UNARY_FLOAT's switch for each of kernel_math.h's TS_LIBM_UNARY functions. */
+#define UN_LIBM_CASE(U, FN, T, CT, FAM, LD, ST)                                                    \
+    case U:                                                                                        \
+        UN_LOOP(T, T, CT, LD, ST, TS_LIBM_##FAM(FN)(a));                                           \
+        break;
 
 /* The vectorised ops on f32: straight through vk on a dense run, through chunks otherwise. */
 static void unary_vec_f32(const unary_ctx *ctx, char *const *p, const int64_t *s, int64_t n) {
@@ -94,8 +96,7 @@ static void unary_vec_f32(const unary_ctx *ctx, char *const *p, const int64_t *s
         case TS_U_LOG1P: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_LOG1P(a)); break;                     \
         case TS_U_SQRT: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_SQRT(a)); break;                       \
         case TS_U_RSQRT: UN_LOOP(T, T, CT, LD, ST, ts_rsqrt_##FAM(a)); break;                      \
-        case TS_U_SIN: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_SIN(a)); break;                         \
-        case TS_U_COS: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_COS(a)); break;                         \
+        TS_LIBM_UNARY(UN_LIBM_CASE, T, CT, FAM, LD, ST)                                            \
         case TS_U_TANH: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_TANH(a)); break;                       \
         case TS_U_SIGMOID: UN_LOOP(T, T, CT, LD, ST, ts_sigmoid_##FAM(a)); break;                  \
         case TS_U_RELU: UN_LOOP(T, T, CT, LD, ST, ts_relu_##FAM(a)); break;                        \
@@ -143,6 +144,11 @@ static void unary_half(void *vctx, char *const *p, const int64_t *s, int64_t n) 
     }
 }
 
+/* unary_fallback_d's case for each TS_LIBM_UNARY function */
+#define UN_FALLBACK_CASE(U, FN, FAM)                                                               \
+    case U:                                                                                        \
+        return TS_LIBM_##FAM(FN)(x);
+
 /* Float-only ops reached with an integer dtype (the front ends promote first, so this is off
  * the contract): computed in double and truncated, never crashing. */
 static double unary_fallback_d(ts_unary_op op, double x) {
@@ -157,10 +163,7 @@ static double unary_fallback_d(ts_unary_op op, double x) {
         return sqrt(x);
     case TS_U_RSQRT:
         return ts_rsqrt_d(x);
-    case TS_U_SIN:
-        return sin(x);
-    case TS_U_COS:
-        return cos(x);
+        TS_LIBM_UNARY(UN_FALLBACK_CASE, d)
     case TS_U_TANH:
         return tanh(x);
     case TS_U_SIGMOID:

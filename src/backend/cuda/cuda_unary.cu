@@ -13,6 +13,11 @@ struct tsc_unary_params {
     int64_t lo_i, hi_i;
 };
 
+/* A case of unary_ct's switch for each of kernel_math.h's TS_LIBM_UNARY functions. */
+#define UNARY_LIBM_CASE(U, FN, FAM)                                                                \
+    case U:                                                                                        \
+        return TS_LIBM_##FAM(FN)(a);
+
 /* clang-format off */
 TS_HD inline float unary_ct(const tsc_unary_params &p, float a) {
     switch (p.op) {
@@ -30,10 +35,7 @@ TS_HD inline float unary_ct(const tsc_unary_params &p, float a) {
         return sqrtf(a);
     case TS_U_RSQRT:
         return ts_rsqrt_f(a);
-    case TS_U_SIN:
-        return sinf(a);
-    case TS_U_COS:
-        return cosf(a);
+        TS_LIBM_UNARY(UNARY_LIBM_CASE, f)
     case TS_U_TANH:
         return tanhf(a);
     case TS_U_SIGMOID:
@@ -81,10 +83,7 @@ TS_HD inline double unary_ct(const tsc_unary_params &p, double a) {
         return sqrt(a);
     case TS_U_RSQRT:
         return ts_rsqrt_d(a);
-    case TS_U_SIN:
-        return sin(a);
-    case TS_U_COS:
-        return cos(a);
+        TS_LIBM_UNARY(UNARY_LIBM_CASE, d)
     case TS_U_TANH:
         return tanh(a);
     case TS_U_SIGMOID:

@@ -1,0 +1,96 @@
+/* bench_onnx.c — inference through an imported ONNX file, and the same model built with Tessera's
+ * C API, timed the same way: best of 1 and 2 threads, median of the timed runs after warm-up, in
+ * no-grad eval mode. bench/run_onnx.sh runs it beside ONNX Runtime and PyTorch eager
+ * (bench/onnx_peers.py) on the files tools/onnx_real_models.py exports.
+ * Usage: bench_onnx FILE.onnx KIND BATCH [RUNS]
+ *   KIND: image (input [B, 3, 224, 224] float), tokens (input [B, 256] int64 in [0, 256))
+ *   prints "onnx <ms>" and, where Tessera's API has the model (FILE named resnet18 / resnet50 /
+ *   gpt_mini), "capi <ms>". */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tessera.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* median time of one forward over `runs` runs after 3 warm-up runs */
+static double time_forward(ts_module *m, ts_tensor *x, int runs, bool onnx) {
+    double t[256];
+    if (runs > 256) runs = 256;
+    for (int r = -3; r < runs; r++) {
+        double t0 = now_ms();
+        ts_scope_begin();
+        ts_tensor *y = NULL;
+        if (onnx) ts_onnx_run(m, 1, &x, 1, &y);
+        else y = ts_forward(m, x);
+        if (!y || ts_error()) {
+            fprintf(stderr, "bench_onnx: %s\n", ts_error_message());
+            exit(1);
+        }
+        ts_scope_end();
+        if (r >= 0) t[r] = now_ms() - t0;
+    }
+    qsort(t, (size_t)runs, sizeof *t, cmp_d);
+    return t[runs / 2];
+}
+
+static ts_module *capi_model(const char *path) {
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    if (!strncmp(base, "resnet18", 8)) return ts_resnet18((ts_resnet_config){0});
+    if (!strncmp(base, "resnet50", 8)) return ts_resnet50((ts_resnet_config){0});
+    if (!strncmp(base, "gpt_mini", 8))
+        return ts_gpt_new((ts_gpt_config){.vocab_size = 256, .context = 256, .n_layer = 4,
+                                          .n_head = 4, .n_embd = 256});
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: bench_onnx FILE.onnx image|tokens BATCH [RUNS]\n");
+        return 2;
+    }
+    const char *path = argv[1];
+    bool tokens = !strcmp(argv[2], "tokens");
+    int64_t batch = atoll(argv[3]);
+    int runs = argc > 4 ? atoi(argv[4]) : 10;
+    ts_manual_seed(0);
+    ts_module *onnx = ts_onnx_load(path, (ts_onnx_opts){.optimize = true});
+    if (!onnx) {
+        fprintf(stderr, "bench_onnx: %s\n", ts_error_message());
+        return 1;
+    }
+    ts_module *capi = capi_model(path);
+    if (capi) ts_module_eval(capi);
+    ts_tensor *x = tokens ? ts_randint(0, 256, TS_SHAPE(batch, 256), (ts_opts){0})
+                          : ts_randn(TS_SHAPE(batch, 3, 224, 224), (ts_opts){0});
+    ts_no_grad_begin();
+    double best_onnx = 1e30, best_capi = 1e30;
+    for (int threads = 1; threads <= 2; threads++) {
+        ts_set_num_threads(threads);
+        double a = time_forward(onnx, x, runs, true);
+        if (a < best_onnx) best_onnx = a;
+        if (capi) {
+            double b = time_forward(capi, x, runs, false);
+            if (b < best_capi) best_capi = b;
+        }
+    }
+    ts_no_grad_end();
+    printf("onnx %.3f\n", best_onnx);
+    if (capi) printf("capi %.3f\n", best_capi);
+    ts_release(x);
+    ts_module_free(onnx);
+    ts_module_free(capi);
+    return 0;
+}

@@ -1,0 +1,85 @@
+/* tessera/onnx.h — ONNX models in and out: a model file as a module that runs on any device with
+ * autograd (included by tessera.h). docs/ONNX.md has the operator table and the rules. */
+#ifndef TESSERA_ONNX_H
+#define TESSERA_ONNX_H
+
+/* Zero means default. */
+typedef struct ts_onnx_opts {
+    ts_device device; /* where the parameters go (the default device when zero) */
+    /* Inference rewrites (constant folding of shape sub-graphs is always on): BatchNormalization
+     * folded into the Conv before it, Conv + Relu/Clip fused. A rewritten model gives the same
+     * outputs within float32 rounding but its parameters are the folded ones: keep the rewrites
+     * off (the default) to fine-tune or save a model with the file's parameters. */
+    bool optimize;
+    /* Parse only: check the file and every operator (ts_onnx_info), load no weights. */
+    bool no_weights;
+} ts_onnx_opts;
+
+/* Loads an ONNX model (opsets 1-17 of the default domain; what each operator supports is in
+ * docs/ONNX.md) as a module: its initializers are the module's parameters (floating ones) and
+ * buffers (integer ones, BatchNormalization's running statistics), named as in the file ("a.b.c" is
+ * the parameter "c" of the child module "a.b"), so ts_module_save, ts_module_to, optimizers and DDP
+ * work on it unchanged. External data files are read from the model's folder. An operator or type
+ * Tessera lacks is TS_ERR_UNSUPPORTED at load, naming the node, its op type and opset; a malformed
+ * file is TS_ERR_FORMAT naming what is wrong. ts_forward(m, x) runs a model of one input and
+ * returns its first output; ts_onnx_run runs any. */
+ts_module *ts_onnx_load(const char *path, ts_onnx_opts o);
+/* The same from a buffer; external data is looked up in base_dir (NULL: refused). */
+ts_module *ts_onnx_load_buffer(const void *data, size_t size, const char *base_dir,
+                               ts_onnx_opts o);
+/* true when m was made by ts_onnx_load */
+bool ts_onnx_is_model(ts_module *m);
+
+/* The graph's inputs (initializers excluded) and outputs, in the file's order. */
+typedef struct ts_onnx_value_info {
+    const char *name; /* borrowed from the model */
+    ts_dtype dtype;   /* TS_DTYPE_DEFAULT when the file declares no tensor type */
+    int ndim;         /* -1: rank unknown */
+    int64_t dims[TS_MAX_DIMS]; /* -1 for a symbolic or unknown dimension */
+    const char *dim_names[TS_MAX_DIMS]; /* the symbol ("batch_size") or NULL */
+} ts_onnx_value_info;
+int ts_onnx_num_inputs(ts_module *m);
+int ts_onnx_num_outputs(ts_module *m);
+ts_status ts_onnx_input_info(ts_module *m, int i, ts_onnx_value_info *out);
+ts_status ts_onnx_output_info(ts_module *m, int i, ts_onnx_value_info *out);
+
+/* Runs the graph: inputs[i] for the i-th graph input (on the model's device; symbolic dimensions
+ * take the sizes given, fixed ones must match), outputs[0..n_outputs-1] get the first n_outputs
+ * outputs, owned like any op's result. On failure every output is NULL and the error names the
+ * node. Differentiable: ts_backward through the outputs reaches the parameters. */
+ts_status ts_onnx_run(ts_module *m, int n_inputs, ts_tensor *const *inputs, int n_outputs,
+                      ts_tensor **outputs);
+
+/* A description of a model for `tessera info`: producer, IR version, opsets, operators with their
+ * counts, parameter count, inputs and outputs. malloc'ed text; free() it. NULL on error. */
+char *ts_onnx_describe(ts_module *m);
+
+/* Reads a serialized ONNX TensorProto (the backend test suite's input_N.pb / output_N.pb) onto dev.
+ * *name (may be NULL) gets the tensor's name, malloc'ed ("" when none). */
+ts_tensor *ts_onnx_tensor_load(const char *path, ts_device dev, char **name);
+ts_tensor *ts_onnx_tensor_parse(const void *data, size_t size, ts_device dev, char **name);
+
+/* ------------------------------------------------------------------ export */
+/* Zero means default. */
+typedef struct ts_onnx_export_opts {
+    bool dynamic_batch; /* input and output dim 0 symbolic ("batch") */
+    int opset;          /* 0 -> 17 (the only one written so far) */
+    const char *const *input_names;  /* NULL -> "input", "output" (+ index when several) */
+    const char *const *output_names;
+    const char *producer; /* NULL -> "tessera" */
+} ts_onnx_export_opts;
+
+/* Writes m as an ONNX model (opset 17) at path, atomically (the old file or the new one, never half
+ * of one): one forward of m (ts_forward, so n_inputs is 1) runs on example_inputs in eval mode
+ * under a trace that records each op with its attributes, and the recorded ops become the graph
+ * (in their order; ops whose results the output never reads are dropped). The module's parameters
+ * and buffers become initializers named by their state-dict names (ts_module_state_dict); other
+ * constants get generated names. Shapes are the example's, except that with dynamic_batch dim 0 of
+ * the input and the output is the symbol "batch" (reshapes to the example's batch size copy it from
+ * their input instead). An op with no ONNX form is TS_ERR_UNSUPPORTED naming it; so is a tensor the
+ * forward made with an op the trace does not know (named by its autograd node's op). The module is
+ * left as it was (training mode restored). docs/ONNX.md lists the ops. */
+ts_status ts_onnx_export(ts_module *m, int n_inputs, ts_tensor *const *example_inputs,
+                         const char *path, ts_onnx_export_opts o);
+
+#endif /* TESSERA_ONNX_H */

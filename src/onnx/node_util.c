@@ -1,0 +1,158 @@
+/* node_util.c — what the operator files share: attribute lookups, errors that name the node,
+ * small integer tensors read to the host, and the operator table's lookup. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/onnx_internal.h"
+
+/* ------------------------------------------------------------------ the operator table */
+static const tso_op_def *const families[] = {tso_ops_elementwise, tso_ops_shape, tso_ops_nn,
+                                             tso_ops_reduce,      tso_ops_index, tso_ops_misc};
+
+const tso_op_def *tso_find_op(const char *op_type, int opset, bool *any) {
+    const tso_op_def *best = NULL;
+    if (any) *any = false;
+    for (size_t f = 0; f < sizeof families / sizeof *families; f++)
+        for (const tso_op_def *d = families[f]; d->op_type; d++) {
+            if (strcmp(d->op_type, op_type)) continue;
+            if (any) *any = true;
+            if (d->since <= opset && (!best || d->since > best->since)) best = d;
+        }
+    return best;
+}
+
+/* ------------------------------------------------------------------ attributes */
+const Onnx__AttributeProto *tso_attr(const tso_node *n, const char *name) {
+    const Onnx__NodeProto *np = n->proto;
+    for (size_t i = 0; i < np->n_attribute; i++)
+        if (!strcmp(np->attribute[i]->name, name)) return np->attribute[i];
+    return NULL;
+}
+
+int64_t tso_attr_int(const tso_node *n, const char *name, int64_t def) {
+    const Onnx__AttributeProto *a = tso_attr(n, name);
+    if (!a) return def;
+    if (a->has_i) return a->i;
+    if (!a->has_f || a->f != a->f) return def; /* NaN: no integer */
+    /* a float where an integer belongs: clamped (a cast out of range is undefined), so the
+     * operator's own range check refuses it */
+    if (a->f >= 0x1p63f) return INT64_MAX;
+    if (a->f < -0x1p63f) return INT64_MIN;
+    return (int64_t)a->f;
+}
+
+float tso_attr_float(const tso_node *n, const char *name, float def) {
+    const Onnx__AttributeProto *a = tso_attr(n, name);
+    if (!a) return def;
+    if (a->has_f) return a->f;
+    if (a->has_i) return (float)a->i;
+    return def;
+}
+
+const char *tso_attr_string(const tso_node *n, const char *name, const char *def, char *buf,
+                            size_t size) {
+    const Onnx__AttributeProto *a = tso_attr(n, name);
+    if (!a || !a->has_s) return def;
+    size_t len = a->s.len < size - 1 ? a->s.len : size - 1;
+    if (len) memcpy(buf, a->s.data, len);
+    buf[len] = '\0';
+    return buf;
+}
+
+int tso_attr_ints(const tso_node *n, const char *name, const int64_t **v) {
+    const Onnx__AttributeProto *a = tso_attr(n, name);
+    *v = NULL;
+    if (!a) return -1;
+    if (!a->n_ints && a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) return -1;
+    *v = a->ints;
+    return (int)a->n_ints;
+}
+
+int tso_attr_floats(const tso_node *n, const char *name, const float **v) {
+    const Onnx__AttributeProto *a = tso_attr(n, name);
+    *v = NULL;
+    if (!a) return -1;
+    if (!a->n_floats && a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS)
+        return -1;
+    *v = a->floats;
+    return (int)a->n_floats;
+}
+
+ts_tensor *tso_attr_tensor(const tso_node *n, const char *name, ts_device dev, bool *present) {
+    const Onnx__AttributeProto *a = tso_attr(n, name);
+    if (present) *present = a && a->t;
+    if (!a || !a->t) return NULL;
+    ts_tensor *t = tso_tensor_from_proto(a->t, NULL, dev, name);
+    if (!t) {
+        tso_fail_pending(n);
+        return NULL;
+    }
+    return tsi_own(t);
+}
+
+tso_graph *tso_node_subgraph(const tso_node *n, const char *name) {
+    for (int i = 0; i < n->n_sub; i++)
+        if (!strcmp(n->sub_names[i], name)) return n->sub[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ errors */
+bool tso_fail(const tso_node *n, ts_status code, const char *fmt, ...) {
+    if (ts_error()) return false;
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    tsi_error_set(code, "onnx: %s: %s", n->label, msg);
+    return false;
+}
+
+bool tso_fail_pending(const tso_node *n) {
+    if (!ts_error()) {
+        tsi_error_set(TS_ERR_STATE, "onnx: %s failed without an error", n->label);
+        return false;
+    }
+    if (!strstr(ts_error_message(), "onnx: node") && !strstr(ts_error_message(), "(in onnx node"))
+        tsi_error_append(" (in onnx %s)", n->label);
+    return false;
+}
+
+/* ------------------------------------------------------------------ small tensors */
+int tso_read_ints(const tso_node *n, ts_tensor *t, int64_t *v, int max, const char *what) {
+    if (!t) return tso_fail(n, TS_ERR_ARG, "%s is missing", what), -1;
+    ts_dtype dt = ts_dtype_of(t);
+    if (dt != TS_I64 && dt != TS_I32 && dt != TS_U8 && dt != TS_BOOL)
+        return tso_fail(n, TS_ERR_DTYPE, "%s must be an integer tensor, got %s", what, tsi_desc(t)),
+               -1;
+    int64_t count = ts_numel(t);
+    if (ts_ndim(t) > 1)
+        return tso_fail(n, TS_ERR_SHAPE, "%s must be a scalar or a vector, got %s", what, tsi_desc(t)),
+               -1;
+    if (count > max)
+        return tso_fail(n, TS_ERR_SHAPE, "%s has %lld values (at most %d)", what, (long long)count,
+                        max),
+               -1;
+    ts_tensor *h = ts_to_dtype(ts_to(t, ts_cpu()), TS_I64);
+    if (!h || ts_copy_to_host(h, v, (size_t)count * sizeof *v) != TS_OK) {
+        tso_fail_pending(n);
+        return -1;
+    }
+    return (int)count;
+}
+
+bool tso_read_scalar(const tso_node *n, ts_tensor *t, double *v, const char *what) {
+    if (!t) return tso_fail(n, TS_ERR_ARG, "%s is missing", what);
+    if (ts_numel(t) != 1)
+        return tso_fail(n, TS_ERR_SHAPE, "%s must hold one value, got %s", what, tsi_desc(t));
+    *v = ts_item(t);
+    if (ts_error()) return tso_fail_pending(n);
+    return true;
+}
+
+ts_tensor *tso_ints_tensor(tso_ctx *c, const int64_t *v, int count, bool as_vector) {
+    ts_shape s = as_vector ? (ts_shape){.ndim = 1, .dims = {count}} : (ts_shape){.ndim = 0};
+    return ts_from_data(s, TS_I64, v, (ts_opts){.dtype = TS_I64, .device = c->device});
+}

@@ -1,0 +1,169 @@
+/* onnx_internal.h — the ONNX graph as Tessera holds it (values, nodes, sub-graphs), the operator
+ * table's interface and the attribute helpers the operator files share. */
+#ifndef TS_ONNX_INTERNAL_H
+#define TS_ONNX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/internal.h"
+#include "nn/module_internal.h" /* tsi_strdup, the module registry */
+#include "onnx.pb-c.h"
+#include "tessera.h"
+
+/* Caps on an untrusted file (docs/ONNX.md, "Untrusted files"): far above real models (a ResNet-50
+ * has 122 nodes and 161 initializers, a GPT-2 XL export about 10,000 of each). */
+#define TSO_MAX_FILE_BYTES  ((size_t)2 << 30) /* protobuf's own limit for one message */
+#define TSO_MAX_NODES       (1 << 20)
+#define TSO_MAX_VALUES      (1 << 22)
+#define TSO_MAX_INITIALIZERS (1 << 20)
+#define TSO_MAX_GRAPH_DEPTH 16 /* sub-graphs inside sub-graphs (If / Loop / Scan bodies) */
+#define TSO_MAX_ATTR_LIST   (1 << 20)
+#define TSO_MAX_NAME        4096
+#define TSO_OPSET_MIN       1
+#define TSO_OPSET_MAX       17 /* what Debian's onnx 1.12 defines */
+
+typedef enum tso_value_kind {
+    TSO_V_INPUT = 1, /* a graph input */
+    TSO_V_PARAM,     /* an initializer, held by the module (parameter or buffer) */
+    TSO_V_CONST,     /* a Constant node's value or a folded result, held by the graph */
+    TSO_V_NODE,      /* produced by a node */
+    TSO_V_OUTER,     /* a sub-graph's reference to a value of an enclosing graph */
+} tso_value_kind;
+
+typedef struct tso_value {
+    char *name;
+    tso_value_kind kind;
+    int producer;        /* node index (TSO_V_NODE) */
+    int outer;           /* value index in the parent graph (TSO_V_OUTER) */
+    int uses;            /* consumers in this graph (+1 when a graph output) */
+    bool pinned;         /* read by a sub-graph: kept until the graph's run ends */
+    ts_tensor *tensor;   /* TSO_V_PARAM: the module's tensor (borrowed); TSO_V_CONST: owned */
+    ts_tensor *dev_copy; /* TSO_V_CONST: the copy on the device last run on (owned) */
+} tso_value;
+
+struct tso_graph;
+struct tso_op_def;
+
+typedef struct tso_node {
+    const Onnx__NodeProto *proto; /* attributes are read from the proto, kept with the model */
+    char *label;                  /* "node 'name' (Conv)" or "node 12 (Conv)" for messages */
+    const char *op_type;
+    int opset;
+    const struct tso_op_def *def;
+    int n_in, n_out;
+    int *in, *out; /* value indices; -1 for an absent optional input or output */
+    int n_sub;
+    struct tso_graph **sub; /* compiled sub-graph attributes, in attribute order */
+    const char **sub_names;
+    void *state; /* an operator's own data (freed with free_state) */
+    void (*free_state)(void *);
+} tso_node;
+
+typedef struct tso_graph {
+    struct tso_graph *parent;
+    int depth;
+    tso_value *values;
+    int n_values, cap_values;
+    tso_node *nodes; /* in execution (topological) order */
+    int n_nodes;
+    int *inputs, n_inputs;   /* graph inputs without an initializer */
+    int *outputs, n_outputs;
+    ts_onnx_value_info *in_info, *out_info;
+} tso_graph;
+
+typedef struct tso_model {
+    ts_module base;
+    Onnx__ModelProto *proto;
+    tso_graph *graph;
+    int opset;
+    char *base_dir;
+    bool optimize;
+    bool no_weights;
+} tso_model;
+
+/* What an operator sees while it runs. */
+typedef struct tso_ctx {
+    tso_model *model;
+    tso_graph *graph;
+    ts_device device;     /* where new tensors (constants, shapes) go */
+    ts_tensor **vals;     /* the running graph's values */
+    struct tso_ctx *outer; /* the enclosing graph's context (sub-graphs) */
+} tso_ctx;
+
+/* in[i] is NULL for an absent optional input; an operator sets out[i] (a tensor owned by the
+ * current scope, as any op's result) for each output it produces and returns false with the error
+ * set on failure. */
+typedef bool (*tso_run_fn)(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out);
+/* Load-time check of the attributes (an unsupported mode is TS_ERR_UNSUPPORTED naming the node). */
+typedef bool (*tso_check_fn)(const tso_node *n);
+
+typedef struct tso_op_def {
+    const char *op_type;
+    int since; /* the first opset whose semantics this row implements */
+    tso_run_fn run;
+    tso_check_fn check;
+    bool not_foldable; /* random ops: never constant-folded */
+} tso_op_def;
+
+/* The operator families (ops_*.c), each a table ending with a {NULL} row. */
+extern const tso_op_def tso_ops_elementwise[];
+extern const tso_op_def tso_ops_shape[];
+extern const tso_op_def tso_ops_nn[];
+extern const tso_op_def tso_ops_reduce[];
+extern const tso_op_def tso_ops_index[];
+extern const tso_op_def tso_ops_misc[];
+/* The row for op_type at opset (the newest row with since <= opset), NULL when none. *any is set
+ * when some row exists for the op at another opset. */
+const tso_op_def *tso_find_op(const char *op_type, int opset, bool *any);
+
+/* ------------------------------------------------------------------ attributes */
+const Onnx__AttributeProto *tso_attr(const tso_node *n, const char *name);
+int64_t tso_attr_int(const tso_node *n, const char *name, int64_t def);
+float tso_attr_float(const tso_node *n, const char *name, float def);
+/* The string value, NUL-terminated into buf (truncated to n - 1); def when absent. */
+const char *tso_attr_string(const tso_node *n, const char *name, const char *def, char *buf,
+                            size_t size);
+/* count of ints (-1 when absent); *v points into the model */
+int tso_attr_ints(const tso_node *n, const char *name, const int64_t **v);
+int tso_attr_floats(const tso_node *n, const char *name, const float **v);
+/* a tensor attribute converted to a tensor on dev (owned by the current scope); NULL when absent
+ * (no error) or on error (error set) */
+ts_tensor *tso_attr_tensor(const tso_node *n, const char *name, ts_device dev, bool *present);
+/* the compiled sub-graph of a graph attribute, NULL when absent */
+tso_graph *tso_node_subgraph(const tso_node *n, const char *name);
+
+/* ------------------------------------------------------------------ helpers for operators */
+/* An error naming the node: "onnx: node 'conv1' (Conv): <message>"; returns false. */
+bool tso_fail(const tso_node *n, ts_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Adds the node to a pending error from a Tessera op ("... (in onnx node 'x' (Add))"). */
+bool tso_fail_pending(const tso_node *n);
+/* The integer values of a small integer tensor (any device, i64/i32/...) into v[0..max-1];
+ * returns the count, -1 on error (named after the node). */
+int tso_read_ints(const tso_node *n, ts_tensor *t, int64_t *v, int max, const char *what);
+/* the same for a one-element tensor as a double */
+bool tso_read_scalar(const tso_node *n, ts_tensor *t, double *v, const char *what);
+/* a new i64 tensor on the context's device from host values */
+ts_tensor *tso_ints_tensor(tso_ctx *c, const int64_t *v, int count, bool as_vector);
+/* ONNX's element type -> Tessera's dtype (TS_DTYPE_DEFAULT when Tessera lacks it) and names */
+ts_dtype tso_dtype_from_onnx(int32_t t);
+int32_t tso_dtype_to_onnx(ts_dtype d);
+const char *tso_onnx_type_name(int32_t t);
+
+/* ------------------------------------------------------------------ tensors, graphs */
+/* A TensorProto as a tensor on dev (a new reference, no scope). base_dir for external data (NULL:
+ * refused). what names it in errors. */
+ts_tensor *tso_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, ts_device dev,
+                                 const char *what);
+/* Runs a compiled graph (or sub-graph) with its inputs; fills outs[0..n_outputs-1] with new
+ * references (in no scope). */
+bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
+                   ts_tensor *const *inputs, int n_inputs, ts_tensor **outs);
+void tso_graph_free(tso_graph *g);
+void tso_node_free(tso_node *n); /* what a node owns, not the node */
+
+/* ProtobufC's allocator over the library's malloc (so the allocation-failure sweep reaches it). */
+extern ProtobufCAllocator tso_pb_allocator;
+
+#endif /* TS_ONNX_INTERNAL_H */

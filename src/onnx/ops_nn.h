@@ -1,0 +1,58 @@
+/* ops_nn.h — what the nn operator files (ops_nn*.c) share: their run and check functions, listed
+ * in ops_nn.c's one table, and the small tensor helpers more than one of them uses. */
+#ifndef TS_ONNX_OPS_NN_H
+#define TS_ONNX_OPS_NN_H
+
+#include "onnx/onnx_internal.h"
+
+#define TSO_NN_RUN(name)                                                                           \
+    bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
+#define TSO_NN_CHECK(name) bool name(const tso_node *n)
+
+/* an optional input: NULL when absent or an empty tensor (how exporters skip one before the end) */
+static inline ts_tensor *tso_nn_opt(const tso_node *n, ts_tensor *const *in, int i) {
+    return i < n->n_in && in[i] && ts_numel(in[i]) > 0 ? in[i] : NULL;
+}
+/* whether the node asks for output i */
+static inline bool tso_nn_wants(const tso_node *n, int i) { return i < n->n_out && n->out[i] >= 0; }
+
+/* x with `before` elements of value v added in front of dim and `after` behind (a negative count
+ * crops instead); a new tensor */
+ts_tensor *tso_nn_pad_dim(ts_tensor *x, int dim, int64_t before, int64_t after, double v);
+/* the indices start, start + step, ... (count of them) as an i64 vector on dev */
+ts_tensor *tso_nn_arange(int64_t start, int64_t count, int64_t step, ts_device dev);
+/* x's shape with ones in every dim but dim, which holds len: a broadcastable "column" */
+ts_shape tso_nn_along(int ndim, int dim, int64_t len);
+
+/* ops_nn_conv.c: convolutions and pooling */
+TSO_NN_CHECK(tso_nn_check_conv);
+TSO_NN_RUN(tso_nn_run_conv);
+TSO_NN_CHECK(tso_nn_check_conv_transpose);
+TSO_NN_RUN(tso_nn_run_conv_transpose);
+TSO_NN_CHECK(tso_nn_check_max_pool);
+TSO_NN_RUN(tso_nn_run_max_pool);
+TSO_NN_CHECK(tso_nn_check_avg_pool);
+TSO_NN_RUN(tso_nn_run_avg_pool);
+TSO_NN_CHECK(tso_nn_check_lp_pool);
+TSO_NN_RUN(tso_nn_run_lp_pool);
+TSO_NN_RUN(tso_nn_run_global_avg_pool);
+TSO_NN_RUN(tso_nn_run_global_max_pool);
+TSO_NN_RUN(tso_nn_run_global_lp_pool);
+
+/* ops_nn_resize.c: Resize and Upsample */
+TSO_NN_CHECK(tso_nn_check_resize);
+TSO_NN_RUN(tso_nn_run_resize10);
+TSO_NN_RUN(tso_nn_run_resize11);
+TSO_NN_CHECK(tso_nn_check_upsample);
+TSO_NN_RUN(tso_nn_run_upsample7);
+TSO_NN_RUN(tso_nn_run_upsample9);
+
+/* ops_nn_rnn.c: RNN, GRU, LSTM */
+TSO_NN_CHECK(tso_nn_check_rnn);
+TSO_NN_RUN(tso_nn_run_recurrent);
+
+/* ops_nn_einsum.c */
+TSO_NN_CHECK(tso_nn_check_einsum);
+TSO_NN_RUN(tso_nn_run_einsum);
+
+#endif /* TS_ONNX_OPS_NN_H */

@@ -1,0 +1,216 @@
+/* run.c — runs a compiled graph: each node inside a scope of its own, each value released after its
+ * last reader, so peak memory is the live activations (plus what autograd keeps). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/onnx_internal.h"
+
+static pthread_mutex_t const_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A constant on the device the graph runs on: the copy made by an earlier run when there is one
+ * (several threads may run one model: the cache is shared under a lock). New reference. */
+static ts_tensor *const_on(tso_value *v, ts_device dev) {
+    ts_tensor *t = v->tensor;
+    if (!t) return NULL;
+    if (tsi_device_eq(tsi_device(t), dev)) return ts_retain(t);
+    pthread_mutex_lock(&const_lock);
+    ts_tensor *c = v->dev_copy;
+    if (c && tsi_device_eq(tsi_device(c), dev)) {
+        ts_retain(c);
+        pthread_mutex_unlock(&const_lock);
+        return c;
+    }
+    pthread_mutex_unlock(&const_lock);
+    c = tsi_to_device("onnx_run", t, dev);
+    if (!c) return NULL;
+    pthread_mutex_lock(&const_lock);
+    ts_tensor *old = v->dev_copy;
+    v->dev_copy = ts_retain(c);
+    pthread_mutex_unlock(&const_lock);
+    ts_release(old);
+    return c;
+}
+
+static bool check_input(const tso_graph *g, int i, ts_tensor *t) {
+    const ts_onnx_value_info *vi = &g->in_info[i];
+    if (!tsi_check_input("onnx_run", t, vi->name)) return false;
+    if (vi->dtype && ts_dtype_of(t) != vi->dtype)
+        return tsi_error_set(TS_ERR_DTYPE, "onnx_run: input '%s' must be %s, got %s", vi->name,
+                             ts_dtype_name(vi->dtype), tsi_desc(t)),
+               false;
+    if (vi->ndim < 0) return true;
+    ts_shape s = ts_shape_of(t);
+    bool ok = s.ndim == vi->ndim;
+    for (int d = 0; ok && d < s.ndim; d++)
+        if (vi->dims[d] >= 0 && !vi->dim_names[d] && s.dims[d] != vi->dims[d]) ok = false;
+    if (!ok) {
+        char want[256];
+        size_t len = 0;
+        len += (size_t)snprintf(want + len, sizeof want - len, "[");
+        for (int d = 0; d < vi->ndim && len < sizeof want - 40; d++) {
+            if (vi->dim_names[d])
+                len += (size_t)snprintf(want + len, sizeof want - len, "%s%.20s", d ? ", " : "",
+                                        vi->dim_names[d]);
+            else if (vi->dims[d] < 0)
+                len += (size_t)snprintf(want + len, sizeof want - len, "%s?", d ? ", " : "");
+            else
+                len += (size_t)snprintf(want + len, sizeof want - len, "%s%lld", d ? ", " : "",
+                                        (long long)vi->dims[d]);
+        }
+        snprintf(want + len, sizeof want - len, "]");
+        return tsi_error_set(TS_ERR_SHAPE, "onnx_run: input '%s' must have shape %s, got %s",
+                             vi->name, want, tsi_desc(t)),
+               false;
+    }
+    return true;
+}
+
+static void drop_use(tso_graph *g, ts_tensor **vals, int *left, int v) {
+    if (v < 0 || g->values[v].pinned) return;
+    if (--left[v] == 0) {
+        ts_release(vals[v]);
+        vals[v] = NULL;
+    }
+}
+
+bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
+                   ts_tensor *const *inputs, int n_inputs, ts_tensor **outs) {
+    for (int i = 0; i < g->n_outputs; i++) outs[i] = NULL;
+    if (n_inputs != g->n_inputs)
+        return tsi_error_set(TS_ERR_ARG, "onnx_run: the graph has %d inputs, %d given",
+                             g->n_inputs, n_inputs),
+               false;
+    ts_tensor **vals = calloc((size_t)g->n_values + 1, sizeof *vals);
+    int *left = malloc(((size_t)g->n_values + 1) * sizeof *left);
+    /* an operator reads in[i] past its node's n_in as an absent trailing optional input (Clip(x)
+     * reads min and max): at least MIN_IO entries, NULL past the node's own */
+    enum { MIN_IO = 16 };
+    int max_io = MIN_IO;
+    for (int k = 0; k < g->n_nodes; k++) {
+        if (g->nodes[k].n_in > max_io) max_io = g->nodes[k].n_in;
+        if (g->nodes[k].n_out > max_io) max_io = g->nodes[k].n_out;
+    }
+    ts_tensor **in = calloc((size_t)max_io * 2, sizeof *in);
+    bool ok = vals && left && in;
+    if (!ok) {
+        tsi_error_set(TS_ERR_OOM, "onnx_run: out of host memory");
+        goto done;
+    }
+    ts_tensor **out = in + max_io;
+    tso_ctx ctx = {.model = m, .graph = g, .device = dev, .vals = vals, .outer = outer};
+    for (int v = 0; v < g->n_values; v++) {
+        tso_value *val = &g->values[v];
+        left[v] = val->uses;
+        switch (val->kind) {
+        case TSO_V_PARAM: vals[v] = ts_retain(val->tensor); break;
+        case TSO_V_CONST:
+            vals[v] = const_on(val, dev);
+            if (!vals[v]) ok = false;
+            break;
+        case TSO_V_OUTER: vals[v] = outer ? ts_retain(outer->vals[val->outer]) : NULL; break;
+        default: break;
+        }
+    }
+    for (int i = 0; ok && i < g->n_inputs; i++) {
+        if (!check_input(g, i, inputs[i])) ok = false;
+        else vals[g->inputs[i]] = ts_retain(inputs[i]);
+    }
+    for (int k = 0; ok && k < g->n_nodes; k++) {
+        tso_node *n = &g->nodes[k];
+        for (int i = 0; i < n->n_in; i++) {
+            int v = n->in[i];
+            in[i] = v >= 0 ? vals[v] : NULL;
+            if (v >= 0 && !in[i]) {
+                ok = tso_fail(n, TS_ERR_ARG, "input '%s' has no value (an optional output not produced)",
+                              g->values[v].name);
+                break;
+            }
+        }
+        if (!ok) break;
+        for (int i = n->n_in; i < max_io; i++) in[i] = NULL;
+        for (int i = 0; i < max_io; i++) out[i] = NULL;
+        int depth = ts_scope_depth();
+        ts_scope_begin();
+        if (ts_scope_depth() != depth + 1) {
+            ok = false;
+            break;
+        }
+        ok = n->def->run(&ctx, n, in, out);
+        if (ok)
+            for (int i = 0; i < n->n_out; i++)
+                if (n->out[i] >= 0) vals[n->out[i]] = ts_retain(out[i]);
+        ts_scope_end();
+        if (!ok) {
+            tso_fail_pending(n);
+            break;
+        }
+        for (int i = 0; i < n->n_in; i++) drop_use(g, vals, left, n->in[i]);
+        for (int i = 0; i < n->n_out; i++)
+            if (n->out[i] >= 0 && left[n->out[i]] == 0 && !g->values[n->out[i]].pinned) {
+                ts_release(vals[n->out[i]]);
+                vals[n->out[i]] = NULL;
+            }
+    }
+    for (int i = 0; ok && i < g->n_outputs; i++) {
+        ts_tensor *t = vals[g->outputs[i]];
+        if (!t) {
+            ok = false;
+            tsi_error_set(TS_ERR_ARG, "onnx_run: output '%s' has no value",
+                          g->values[g->outputs[i]].name);
+            break;
+        }
+        outs[i] = ts_retain(t);
+    }
+    if (!ok)
+        for (int i = 0; i < g->n_outputs; i++) {
+            ts_release(outs[i]);
+            outs[i] = NULL;
+        }
+done:
+    if (vals)
+        for (int v = 0; v < g->n_values; v++) ts_release(vals[v]);
+    free(vals);
+    free(left);
+    free(in);
+    return ok;
+}
+
+ts_status ts_onnx_run(ts_module *mod, int n_inputs, ts_tensor *const *inputs, int n_outputs,
+                      ts_tensor **outputs) {
+    if (outputs)
+        for (int i = 0; i < n_outputs; i++) outputs[i] = NULL;
+    if (!ts_onnx_is_model(mod))
+        return tsi_error_set(TS_ERR_ARG, "onnx_run: the module was not made by ts_onnx_load");
+    tso_model *m = (tso_model *)mod;
+    tso_graph *g = m->graph;
+    if (ts_error()) return ts_error();
+    if (m->no_weights)
+        return tsi_error_set(TS_ERR_STATE, "onnx_run: the model was loaded without its weights");
+    if (n_outputs < 0 || n_outputs > g->n_outputs || (n_outputs && !outputs))
+        return tsi_error_set(TS_ERR_ARG, "onnx_run: %d outputs asked, the model has %d", n_outputs,
+                             g->n_outputs);
+    if (n_inputs != g->n_inputs || (n_inputs && !inputs))
+        return tsi_error_set(TS_ERR_ARG, "onnx_run: the model has %d inputs, %d given",
+                             g->n_inputs, n_inputs);
+    ts_device dev = ts_default_device();
+    if (n_inputs && inputs[0]) dev = ts_device_of(inputs[0]);
+    else {
+        for (int v = 0; v < g->n_values; v++)
+            if (g->values[v].kind == TSO_V_PARAM && g->values[v].tensor) {
+                dev = ts_device_of(g->values[v].tensor);
+                break;
+            }
+    }
+    dev = tsi_resolve_device(dev);
+    ts_tensor **all = calloc((size_t)g->n_outputs + 1, sizeof *all);
+    if (!all) return tsi_error_set(TS_ERR_OOM, "onnx_run: out of host memory");
+    bool ok = tso_run_graph(m, g, NULL, dev, inputs, n_inputs, all);
+    for (int i = 0; ok && i < g->n_outputs; i++) {
+        if (i < n_outputs) outputs[i] = tsi_own(all[i]);
+        else ts_release(all[i]);
+    }
+    free(all);
+    return ok ? TS_OK : ts_error();
+}
