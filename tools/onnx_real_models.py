@@ -59,7 +59,7 @@ MODELS = {
                         lambda: torch.randn(1, 3, 224, 224)),
     "vit_b_16": (lambda: torchvision.models.vit_b_16(weights=None), lambda: torch.randn(1, 3, 224, 224)),
     "transformer_encoder": (transformer_encoder, lambda: torch.randn(2, 64, 256)),
-    "gpt_mini": (gpt_mini, lambda: torch.randint(0, 256, (2, 64))),
+    "gpt_mini": (gpt_mini, lambda: torch.randint(0, 256, (2, 256))),
 }
 
 

@@ -9,7 +9,8 @@
 
 /* ------------------------------------------------------------------ the operator table */
 static const tso_op_def *const families[] = {tso_ops_elementwise, tso_ops_shape, tso_ops_nn,
-                                             tso_ops_reduce,      tso_ops_index, tso_ops_misc};
+                                             tso_ops_reduce,      tso_ops_index, tso_ops_misc,
+                                             tso_ops_extra};
 
 const tso_op_def *tso_find_op(const char *op_type, int opset, bool *any) {
     const tso_op_def *best = NULL;

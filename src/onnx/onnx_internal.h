@@ -113,6 +113,7 @@ extern const tso_op_def tso_ops_nn[];
 extern const tso_op_def tso_ops_reduce[];
 extern const tso_op_def tso_ops_index[];
 extern const tso_op_def tso_ops_misc[];
+extern const tso_op_def tso_ops_extra[];
 /* The row for op_type at opset (the newest row with since <= opset), NULL when none. *any is set
  * when some row exists for the op at another opset. */
 const tso_op_def *tso_find_op(const char *op_type, int opset, bool *any);
