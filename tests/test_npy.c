@@ -341,6 +341,13 @@ static void test_fortran_order(void) {
     t = ts_npy_parse(b.p, b.n, ts_sim(0));
     CHECK(shape_is(t, TS_SHAPE(0, 5)));
     free(b.p);
+    /* empty beside a dim of 2^60 (found by the fuzzer: no kernel may walk such a shape) */
+    b = npy_file(1,
+                 "{'descr': '<f4', 'fortran_order': True, 'shape': (0, 0, 1152921504606846976), }",
+                 true, NULL, 0);
+    t = ts_npy_parse(b.p, b.n, ts_sim(0));
+    CHECK(shape_is(t, TS_SHAPE(0, 0, (int64_t)1 << 60)) && ts_is_contiguous(t));
+    free(b.p);
     CHECK_OK();
     ts_scope_end();
 }
@@ -508,6 +515,12 @@ static void test_malformed(void) {
     PARSE_FAILS(
         hdr("{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904,)}", v6, 24),
         TS_ERR_FORMAT, "shape (4611686018427387904,) of '<f8' needs more than");
+    /* the item size counts beside a zero too (NumPy's "array is too big") */
+    PARSE_FAILS(hdr("{'descr': '<f4', 'fortran_order': True, 'shape': (0, 0, 9223372036854775807)}",
+                    NULL, 0),
+                TS_ERR_FORMAT,
+                "shape (0, 0, 9223372036854775807) of '<f4' needs more than 9223372036854775807 "
+                "bytes");
     /* the data */
     PARSE_FAILS(hdr("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", v6, 20),
                 TS_ERR_FORMAT,

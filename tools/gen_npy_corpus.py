@@ -75,6 +75,8 @@ def build():
     ok("ok_i32_fortran", npy(dict_text("<i4", (2, 3), True), pack("<%di", 1, 4, 2, 5, 3, 6)))
     ok("ok_i64_big_endian_fortran_3d",
        npy(dict_text(">i8", (2, 3, 2), True), pack(">%dq", *range(12))))
+    ok("ok_fortran_empty_beside_2pow60",  # after fuzz_npy's find: no copy of an empty array
+       npy(dict_text("<f4", (0, 0, 2 ** 60), True)))
     ok("ok_u8", npy(dict_text("|u1", (4,)), bytes([0, 1, 128, 255])))
     ok("ok_bool", npy(dict_text("|b1", (2, 2)), bytes([1, 0, 0, 1])))
     ok("ok_8_dims", npy(dict_text("<f4", (1, 2, 1, 2, 1, 1, 1, 2)), pack("<%df", *range(8))))
@@ -163,6 +165,9 @@ def build():
         "shape (4294967296, 4294967296) holds more than 2^63 - 1 elements")
     bad("shape_overflow_beside_zero", npy(dict_text("<f4", (0, 2 ** 32, 2 ** 32))),
         "holds more than 2^63 - 1 elements")
+    bad("shape_bytes_past_int64_beside_zero",  # found by fuzz_npy
+        npy(dict_text("<f4", (0, 0, 2 ** 63 - 1), True)),
+        "shape (0, 0, 9223372036854775807) of '<f4' needs more than 9223372036854775807 bytes")
     bad("shape_bytes_overflow", npy(dict_text("<f8", (2 ** 62,)), pack("<%dd", 1)),
         "of '<f8' needs more than")
     # ---- the data

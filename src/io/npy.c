@@ -459,10 +459,15 @@ static ts_status validate(npy_hdr *h, const unsigned char *b, size_t size, size_
         return npy_fail(TS_ERR_UNSUPPORTED, h,
                         "dtype '%s' is not supported by Tessera (it reads %s)", h->descr,
                         NPY_SUPPORTED);
-    uint64_t numel = h->has_zero ? 0 : h->nz_product, need;
-    if (__builtin_mul_overflow(numel, (uint64_t)h->dtype->size, &need) || need > SIZE_MAX)
-        return npy_fail(TS_ERR_FORMAT, h, "shape %s of '%s' needs more than %zu bytes",
-                        shape_str(h), h->descr, (size_t)SIZE_MAX);
+    /* NumPy's rule ("array is too big"): the nonzero dims times the item size fit in an intp,
+     * also when another dim is 0 */
+    uint64_t nz_bytes;
+    if (__builtin_mul_overflow(h->nz_product, (uint64_t)h->dtype->size, &nz_bytes) ||
+        nz_bytes > (uint64_t)INT64_MAX || nz_bytes > SIZE_MAX)
+        return npy_fail(
+            TS_ERR_FORMAT, h, "shape %s of '%s' needs more than %llu bytes", shape_str(h), h->descr,
+            (unsigned long long)((uint64_t)INT64_MAX < SIZE_MAX ? (uint64_t)INT64_MAX : SIZE_MAX));
+    uint64_t need = h->has_zero ? 0 : nz_bytes;
     size_t at = hdr_at + hdr_len, have = size - at;
     if (have != need)
         return npy_fail(TS_ERR_FORMAT, h,
@@ -529,9 +534,10 @@ static ts_tensor *parse_named(const char *op, const char *file, const void *data
     ts_shape s = ts_shape_make((size_t)h.ndim, h.dims);
     ts_tensor *t = tsi_new(op, s, h.dtype->dt, dev);
     if (!t) return NULL;
-    if (h.fortran && h.ndim > 1) {
+    if (h.fortran && h.ndim > 1 && nbytes > 0) {
         /* the bytes land as they are, seen through column-major strides; the copy below makes
-         * the tensor row-major */
+         * the tensor row-major (an empty array has nothing to reorder, and its other dims may be
+         * as large as int64 allows: no copy kernel is asked to walk them) */
         int64_t st = 1;
         for (int i = 0; i < s.ndim; i++) {
             t->strides[i] = st;
