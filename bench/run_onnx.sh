@@ -14,7 +14,7 @@ source bench/bench_env.sh 2>/dev/null || true
 "$py" -c "import sys; sys.path.insert(0, 'tools'); import onnx_real_models as m, os
 os.makedirs('$out', exist_ok=True)
 for n in ('resnet18', 'mobilenet_v3_small', 'gpt_mini'): m.export(n, '$out')" >/dev/null
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), ISA: $("$build"/tessera devices 2>/dev/null | grep -o 'isa [a-z0-9]*' | head -1)"
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), ISA: $("$build"/tessera devices 2>/dev/null | grep -o 'vector ISA [a-z0-9]*' | head -1)"
 printf "%-26s %10s %10s %10s %10s %9s %9s %9s\n" case tessera capi ort torch "vs ort" "vs torch" "vs capi"
 for c in "resnet18 image 1" "resnet18 image 32" "mobilenet_v3_small image 1" "gpt_mini tokens 16"; do
   read -r name kind batch <<<"$c"
