@@ -66,7 +66,8 @@ int tso_attr_ints(const tso_node *n, const char *name, const int64_t **v) {
     const Onnx__AttributeProto *a = tso_attr(n, name);
     *v = NULL;
     if (!a) return -1;
-    if (!a->n_ints && a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) return -1;
+    if (!a->n_ints && a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS)
+        return -1;
     *v = a->ints;
     return (int)a->n_ints;
 }
@@ -130,7 +131,8 @@ int tso_read_ints(const tso_node *n, ts_tensor *t, int64_t *v, int max, const ch
                -1;
     int64_t count = ts_numel(t);
     if (ts_ndim(t) > 1)
-        return tso_fail(n, TS_ERR_SHAPE, "%s must be a scalar or a vector, got %s", what, tsi_desc(t)),
+        return tso_fail(n, TS_ERR_SHAPE, "%s must be a scalar or a vector, got %s", what,
+                        tsi_desc(t)),
                -1;
     if (count > max)
         return tso_fail(n, TS_ERR_SHAPE, "%s has %lld values (at most %d)", what, (long long)count,
@@ -156,4 +158,23 @@ bool tso_read_scalar(const tso_node *n, ts_tensor *t, double *v, const char *wha
 ts_tensor *tso_ints_tensor(tso_ctx *c, const int64_t *v, int count, bool as_vector) {
     ts_shape s = as_vector ? (ts_shape){.ndim = 1, .dims = {count}} : (ts_shape){.ndim = 0};
     return ts_from_data(s, TS_I64, v, (ts_opts){.dtype = TS_I64, .device = c->device});
+}
+
+int tso_wrap_axis(const tso_node *n, int64_t axis, int rank, bool inclusive) {
+    int64_t hi = inclusive ? rank : rank - 1;
+    if (axis < -rank || axis > hi)
+        return tso_fail(n, TS_ERR_ARG, "axis %lld is out of range for a tensor of rank %d",
+                        (long long)axis, rank),
+               -1;
+    return (int)(axis < 0 ? axis + rank : axis);
+}
+
+int tso_attr_choice(const tso_node *n, const char *name, const char *def,
+                    const char *const *choices, int count) {
+    char buf[64];
+    const char *s = tso_attr_string(n, name, def, buf, sizeof buf);
+    for (int i = 0; i < count; i++)
+        if (!strcmp(s, choices[i])) return i;
+    tso_fail(n, TS_ERR_UNSUPPORTED, "%s '%s' is not supported", name, s);
+    return -1;
 }

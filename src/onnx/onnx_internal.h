@@ -145,6 +145,17 @@ bool tso_fail_pending(const tso_node *n);
 int tso_read_ints(const tso_node *n, ts_tensor *t, int64_t *v, int max, const char *what);
 /* the same for a one-element tensor as a double */
 bool tso_read_scalar(const tso_node *n, ts_tensor *t, double *v, const char *what);
+/* axis in [-rank, rank) (inclusive: [-rank, rank], Unsqueeze's and Concat-like ranges) as a
+ * non-negative dim; -1 with the error naming the node when out of range */
+int tso_wrap_axis(const tso_node *n, int64_t axis, int rank, bool inclusive);
+/* options for a new tensor of dtype dt on x's device */
+static inline ts_opts tso_opts_of(ts_tensor *x, ts_dtype dt) {
+    return (ts_opts){.dtype = dt, .device = ts_device_of(x)};
+}
+/* The index of a string attribute's value among choices[0..n-1] (def when absent); -1 with
+ * TS_ERR_UNSUPPORTED naming the node and the value when it is none of them. */
+int tso_attr_choice(const tso_node *n, const char *name, const char *def,
+                    const char *const *choices, int count);
 /* a new i64 tensor on the context's device from host values */
 ts_tensor *tso_ints_tensor(tso_ctx *c, const int64_t *v, int count, bool as_vector);
 /* ONNX's element type -> Tessera's dtype (TS_DTYPE_DEFAULT when Tessera lacks it) and names */

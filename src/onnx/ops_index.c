@@ -10,22 +10,9 @@
 #define DONE(x) return (out[0] = (x)) != NULL || tso_fail_pending(n)
 
 /* ------------------------------------------------------------------ helpers */
-static int wrap_axis(const tso_node *n, int64_t axis, int rank, bool inclusive) {
-    int64_t hi = inclusive ? rank : rank - 1;
-    if (axis < -rank || axis > hi)
-        return tso_fail(n, TS_ERR_ARG, "axis %lld is out of range for a tensor of rank %d",
-                        (long long)axis, rank),
-               -1;
-    return (int)(axis < 0 ? axis + rank : axis);
-}
-
-static ts_opts opts_of(ts_tensor *x, ts_dtype dt) {
-    return (ts_opts){.dtype = dt, .device = ts_device_of(x)};
-}
-
 /* host values as an i64 vector on x's device */
 static ts_tensor *i64_vector(ts_tensor *x, const int64_t *v, int64_t count) {
-    return ts_from_data(TS_SHAPE(count), TS_I64, v, opts_of(x, TS_I64));
+    return ts_from_data(TS_SHAPE(count), TS_I64, v, tso_opts_of(x, TS_I64));
 }
 
 static bool index_type(const tso_node *n, ts_tensor *idx, const char *what) {
@@ -88,7 +75,7 @@ RUN(run_gather) {
     ts_shape s = ts_shape_of(x), is = ts_shape_of(idx);
     if (s.ndim < 1)
         return tso_fail(n, TS_ERR_SHAPE, "needs data of rank >= 1, got %s", tsi_desc(x));
-    int axis = wrap_axis(n, tso_attr_int(n, "axis", 0), s.ndim, false);
+    int axis = tso_wrap_axis(n, tso_attr_int(n, "axis", 0), s.ndim, false);
     if (axis < 0) return false;
     ts_shape o, head;
     if (!join_shape(n, s.dims, axis, is.dims, is.ndim, &head) ||
@@ -102,7 +89,7 @@ RUN(run_gather_elements) {
     (void)c;
     ts_tensor *x = in[0], *idx = in[1];
     if (!index_type(n, idx, "indices")) return false;
-    int axis = wrap_axis(n, tso_attr_int(n, "axis", 0), ts_ndim(x), false);
+    int axis = tso_wrap_axis(n, tso_attr_int(n, "axis", 0), ts_ndim(x), false);
     if (axis < 0) return false;
     if (ts_ndim(idx) != ts_ndim(x))
         return tso_fail(n, TS_ERR_SHAPE, "indices %s and data %s differ in rank", tsi_desc(idx),
@@ -136,9 +123,9 @@ RUN(run_gather_nd) {
         !join_shape(n, is.dims, is.ndim - 1, s.dims + end, n_rest, &o))
         return false;
     /* each batch's block starts at batch_index * group */
-    ts_tensor *base =
-        ts_reshape(ts_mul_scalar(ts_arange(0, (double)batch, 1, opts_of(x, TS_I64)), (double)group),
-                   TS_SHAPE(batch, 1));
+    ts_tensor *base = ts_reshape(
+        ts_mul_scalar(ts_arange(0, (double)batch, 1, tso_opts_of(x, TS_I64)), (double)group),
+        TS_SHAPE(batch, 1));
     ts_tensor *pos =
         linear_index(c, ts_reshape(idx, TS_SHAPE(batch, -1, k)), s.dims + b, (int)k, base);
     ts_tensor *lin = ts_reshape(pos, TS_SHAPE(-1));
@@ -149,16 +136,10 @@ RUN(run_gather_nd) {
 typedef enum reduction { RED_NONE, RED_ADD, RED_MUL } reduction;
 
 static bool reduction_of(const tso_node *n, reduction *r) {
-    char buf[16];
-    const char *s = tso_attr_string(n, "reduction", "none", buf, sizeof buf);
-    if (!strcmp(s, "none"))
-        *r = RED_NONE;
-    else if (!strcmp(s, "add"))
-        *r = RED_ADD;
-    else if (!strcmp(s, "mul"))
-        *r = RED_MUL;
-    else
-        return tso_fail(n, TS_ERR_UNSUPPORTED, "reduction '%s' is not supported", s);
+    static const char *const names[] = {"none", "add", "mul"};
+    int i = tso_attr_choice(n, "reduction", "none", names, 3);
+    if (i < 0) return false;
+    *r = (reduction)i;
     return true;
 }
 
@@ -177,8 +158,8 @@ static ts_tensor *scatter_product(ts_tensor *data, int axis, ts_tensor *idx, ts_
     ts_tensor *zero_u = ts_eq_scalar(u, 0);
     ts_tensor *logs = ts_log(ts_where(zero_u, ts_ones_like(u), ts_abs(u)));
     ts_shape s = ts_shape_of(data);
-    ts_tensor *mag = ts_exp(ts_scatter_add(ts_zeros(s, opts_of(data, fdt)), axis, idx, logs));
-    ts_tensor *zeros_i = ts_zeros(s, opts_of(data, TS_I64));
+    ts_tensor *mag = ts_exp(ts_scatter_add(ts_zeros(s, tso_opts_of(data, fdt)), axis, idx, logs));
+    ts_tensor *zeros_i = ts_zeros(s, tso_opts_of(data, TS_I64));
     ts_tensor *negs = ts_scatter_add(zeros_i, axis, idx, ts_to_dtype(ts_lt_scalar(u, 0), TS_I64));
     ts_tensor *nils = ts_scatter_add(zeros_i, axis, idx, ts_to_dtype(zero_u, TS_I64));
     ts_tensor *signed_mag = ts_where(ts_eq_scalar(ts_fmod_scalar(negs, 2), 1), ts_neg(mag), mag);
@@ -190,8 +171,8 @@ static ts_tensor *scatter_product(ts_tensor *data, int axis, ts_tensor *idx, ts_
  * the updates' shape). Duplicate indices are undefined for "none" in ONNX; here they add up. */
 static ts_tensor *scatter(ts_tensor *data, int axis, ts_tensor *idx, ts_tensor *upd, reduction r) {
     if (r == RED_ADD) return ts_scatter_add(data, axis, idx, upd);
-    ts_tensor *hits = ts_scatter_add(ts_zeros(ts_shape_of(data), opts_of(data, TS_I64)), axis, idx,
-                                     ts_ones(ts_shape_of(idx), opts_of(data, TS_I64)));
+    ts_tensor *hits = ts_scatter_add(ts_zeros(ts_shape_of(data), tso_opts_of(data, TS_I64)), axis,
+                                     idx, ts_ones(ts_shape_of(idx), tso_opts_of(data, TS_I64)));
     ts_tensor *hit = ts_gt_scalar(hits, 0);
     ts_tensor *v = r == RED_MUL ? ts_mul(data, scatter_product(data, axis, idx, upd))
                                 : ts_scatter_add(ts_zeros_like(data), axis, idx, upd);
@@ -218,7 +199,7 @@ RUN(run_scatter_elements) {
     reduction r = RED_NONE;
     if (!reduction_of(n, &r) || !index_type(n, idx, "indices") || !same_types(n, x, upd))
         return false;
-    int axis = wrap_axis(n, tso_attr_int(n, "axis", 0), ts_ndim(x), false);
+    int axis = tso_wrap_axis(n, tso_attr_int(n, "axis", 0), ts_ndim(x), false);
     if (axis < 0) return false;
     if (ts_ndim(idx) != ts_ndim(x) || !same_shape(ts_shape_of(idx), ts_shape_of(upd)))
         return tso_fail(n, TS_ERR_SHAPE, "indices %s, updates %s and data %s do not fit",
@@ -272,13 +253,13 @@ RUN(run_one_hot) {
     if (r > TS_MAX_DIMS)
         return tso_fail(n, TS_ERR_SHAPE, "the result would have %d dims (Tessera has at most %d)",
                         r, TS_MAX_DIMS);
-    int axis = wrap_axis(n, tso_attr_int(n, "axis", -1), r, false);
+    int axis = tso_wrap_axis(n, tso_attr_int(n, "axis", -1), r, false);
     if (axis < 0) return false;
     ts_tensor *i = ts_dtype_is_floating(ts_dtype_of(idx)) ? ts_to_dtype(idx, TS_I64) : idx;
     ts_tensor *w = ts_unsqueeze(wrap_index(i, depth, NULL), axis);
     ts_shape cs = {.ndim = r};
     for (int d = 0; d < r; d++) cs.dims[d] = d == axis ? depth : 1;
-    ts_tensor *classes = ts_reshape(ts_arange(0, (double)depth, 1, opts_of(idx, TS_I64)), cs);
+    ts_tensor *classes = ts_reshape(ts_arange(0, (double)depth, 1, tso_opts_of(idx, TS_I64)), cs);
     ts_tensor *v = ts_reshape(values, TS_SHAPE(2));
     DONE(ts_where(ts_eq(w, classes), ts_select(v, 0, 1), ts_select(v, 0, 0)));
 }
@@ -323,7 +304,7 @@ RUN(run_non_zero) {
     }
     free(t);
     ts_shape o = TS_SHAPE(s.ndim, hits); /* a 0-dim input gives [0, count], as NumPy's */
-    out[0] = ts_from_data(o, TS_I64, coord, opts_of(x, TS_I64));
+    out[0] = ts_from_data(o, TS_I64, coord, tso_opts_of(x, TS_I64));
     free(coord);
     return out[0] != NULL || tso_fail_pending(n);
 }
@@ -336,7 +317,7 @@ RUN(run_compress) {
     const Onnx__AttributeProto *a = tso_attr(n, "axis");
     int axis = 0;
     if (a) {
-        axis = wrap_axis(n, a->i, ts_ndim(x), false);
+        axis = tso_wrap_axis(n, a->i, ts_ndim(x), false);
         if (axis < 0) return false;
     } else {
         x = ts_reshape(x, TS_SHAPE(-1));
@@ -370,8 +351,8 @@ RUN(run_reverse_sequence) {
     ts_tensor *x = in[0], *lens = in[1];
     if (!index_type(n, lens, "sequence_lens")) return false;
     int r = ts_ndim(x);
-    int ta = wrap_axis(n, tso_attr_int(n, "time_axis", 0), r, false);
-    int ba = wrap_axis(n, tso_attr_int(n, "batch_axis", 1), r, false);
+    int ta = tso_wrap_axis(n, tso_attr_int(n, "time_axis", 0), r, false);
+    int ba = tso_wrap_axis(n, tso_attr_int(n, "batch_axis", 1), r, false);
     if (ta < 0 || ba < 0) return false;
     if (ta == ba || ts_ndim(lens) != 1 || ts_numel(lens) != ts_size(x, ba))
         return tso_fail(n, TS_ERR_SHAPE,
@@ -383,7 +364,7 @@ RUN(run_reverse_sequence) {
         tshape.dims[d] = d == ta ? steps : 1;
         bshape.dims[d] = d == ba ? batch : 1;
     }
-    ts_tensor *t = ts_reshape(ts_arange(0, (double)steps, 1, opts_of(x, TS_I64)), tshape);
+    ts_tensor *t = ts_reshape(ts_arange(0, (double)steps, 1, tso_opts_of(x, TS_I64)), tshape);
     ts_tensor *l =
         ts_reshape(ts_dtype_of(lens) == TS_I64 ? lens : ts_to_dtype(lens, TS_I64), bshape);
     ts_tensor *src = ts_where(ts_lt(t, l), ts_sub(ts_sub_scalar(l, 1), t), t);
@@ -489,7 +470,7 @@ RUN(run_unique) {
     ts_tensor *src = x; /* what Y selects from along axis */
     ts_tensor *moved = NULL;
     if (a) {
-        axis = wrap_axis(n, a->i, ts_ndim(x), false);
+        axis = tso_wrap_axis(n, a->i, ts_ndim(x), false);
         if (axis < 0) return false;
         ts_dims perm = {.n = ts_ndim(x)};
         for (int d = 0, j = 1; d < perm.n; d++) perm.d[d == axis ? 0 : j++] = d;

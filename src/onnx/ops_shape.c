@@ -17,15 +17,6 @@ static ts_tensor *opt_in(const tso_node *n, ts_tensor *const *in, int i) {
 }
 
 /* axis in [-rank, rank) ([-rank, rank] when `inclusive`) as a dim; -1 with the error set */
-static int wrap_axis(const tso_node *n, int64_t axis, int rank, bool inclusive) {
-    int64_t hi = inclusive ? rank : rank - 1;
-    if (axis < -rank || axis > hi)
-        return tso_fail(n, TS_ERR_ARG, "axis %lld is out of range for a tensor of rank %d",
-                        (long long)axis, rank),
-               -1;
-    return (int)(axis < 0 ? axis + rank : axis);
-}
-
 /* an ints attribute into v; its count, -1 when absent, -2 (error set) when longer than max */
 static int attr_list(const tso_node *n, const char *name, int64_t *v, int max) {
     const int64_t *a;
@@ -74,10 +65,6 @@ static bool check_rank(const tso_node *n, int rank) {
 
 /* the input itself as a result (a new reference owned by the node's scope) */
 static ts_tensor *same(ts_tensor *x) { return tsi_own(ts_retain(x)); }
-
-static ts_opts opts_of(ts_tensor *x, ts_dtype dt) {
-    return (ts_opts){.dtype = dt, .device = ts_device_of(x)};
-}
 
 /* ------------------------------------------------------------ Reshape, Shape, Size, Flatten */
 /* ONNX's target shape: 0 copies the input's dim (unless allowzero), one -1 is inferred */
@@ -143,7 +130,7 @@ static bool shape_of(const tso_node *n, ts_tensor *x, int64_t start, int64_t end
     start = start < 0 ? 0 : start > r ? r : start;
     end = end < start ? start : end > r ? r : end;
     ts_shape o = {.ndim = 1, .dims = {end - start}};
-    return (out[0] = ts_from_data(o, TS_I64, s.dims + start, opts_of(x, TS_I64))) != NULL ||
+    return (out[0] = ts_from_data(o, TS_I64, s.dims + start, tso_opts_of(x, TS_I64))) != NULL ||
            tso_fail_pending(n);
 }
 
@@ -160,7 +147,7 @@ RUN(run_shape15) {
 
 RUN(run_size) {
     (void)c;
-    DONE(ts_full(TS_SHAPE(), (double)ts_numel(in[0]), opts_of(in[0], TS_I64)));
+    DONE(ts_full(TS_SHAPE(), (double)ts_numel(in[0]), tso_opts_of(in[0], TS_I64)));
 }
 
 /* [d0 * ... * d(axis-1), d(axis) * ... * d(r-1)] (a negative axis counts from the end, opset 11) */
@@ -168,7 +155,7 @@ RUN(run_flatten) {
     (void)c;
     ts_tensor *x = in[0];
     ts_shape s = ts_shape_of(x);
-    int axis = wrap_axis(n, tso_attr_int(n, "axis", 1), s.ndim, true);
+    int axis = tso_wrap_axis(n, tso_attr_int(n, "axis", 1), s.ndim, true);
     if (axis < 0) return false;
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < s.ndim; d++) *(d < axis ? &outer : &inner) *= s.dims[d];
@@ -182,7 +169,7 @@ static bool squeeze(const tso_node *n, ts_tensor *x, const int64_t *axes, int co
     ts_shape s = ts_shape_of(x), o = {.ndim = 0};
     bool drop[TS_MAX_DIMS] = {false};
     for (int i = 0; i < count; i++) {
-        int d = wrap_axis(n, axes[i], s.ndim, false);
+        int d = tso_wrap_axis(n, axes[i], s.ndim, false);
         if (d < 0) return false;
         if (s.dims[d] != 1)
             return tso_fail(n, TS_ERR_SHAPE, "cannot squeeze dim %d of %s (its size is not 1)", d,
@@ -219,7 +206,7 @@ static bool unsqueeze(const tso_node *n, ts_tensor *x, const int64_t *axes, int 
     if (!check_rank(n, rank)) return false;
     bool one[TS_MAX_DIMS] = {false};
     for (int i = 0; i < count; i++) {
-        int d = wrap_axis(n, axes[i], rank, false);
+        int d = tso_wrap_axis(n, axes[i], rank, false);
         if (d < 0) return false;
         if (one[d]) return tso_fail(n, TS_ERR_ARG, "axis %lld repeats", (long long)axes[i]);
         one[d] = true;
@@ -258,7 +245,7 @@ RUN(run_transpose) {
     ts_dims dims = {.n = r};
     bool seen[TS_MAX_DIMS] = {false};
     for (int d = 0; d < r; d++) {
-        int p = wrap_axis(n, perm[d], r, false);
+        int p = tso_wrap_axis(n, perm[d], r, false);
         if (p < 0) return false;
         if (seen[p]) return tso_fail(n, TS_ERR_ARG, "perm repeats %d", p);
         seen[p] = true;
@@ -276,7 +263,7 @@ RUN(run_concat) {
         if (!in[i] || ts_dtype_of(in[i]) != ts_dtype_of(in[0]))
             return tso_fail(n, TS_ERR_DTYPE, "input %d is %s, input 0 %s", i,
                             in[i] ? tsi_desc(in[i]) : "absent", tsi_desc(in[0]));
-    int axis = wrap_axis(n, tso_attr_int(n, "axis", 1), ts_ndim(in[0]), false);
+    int axis = tso_wrap_axis(n, tso_attr_int(n, "axis", 1), ts_ndim(in[0]), false);
     if (axis < 0) return false;
     DONE(ts_cat(in, n->n_in, axis));
 }
@@ -287,7 +274,7 @@ RUN(run_split) {
     (void)c;
     ts_tensor *x = in[0];
     int parts = n->n_out;
-    int axis = wrap_axis(n, tso_attr_int(n, "axis", 0), ts_ndim(x), false);
+    int axis = tso_wrap_axis(n, tso_attr_int(n, "axis", 0), ts_ndim(x), false);
     if (axis < 0) return false;
     int64_t dim = ts_size(x, axis);
     int64_t *sizes = malloc((size_t)(parts > 0 ? parts : 1) * sizeof *sizes);
@@ -335,8 +322,8 @@ static ts_tensor *slice_axis(ts_tensor *x, int axis, int64_t start, int64_t end,
     end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
     int64_t len = start > end ? (start - end + (-step) - 1) / (-step) : 0;
     if (len == 0) return ts_slice(x, axis, 0, 0, 1);
-    ts_tensor *idx =
-        ts_arange((double)start, (double)(start + len * step), (double)step, opts_of(x, TS_I64));
+    ts_tensor *idx = ts_arange((double)start, (double)(start + len * step), (double)step,
+                               tso_opts_of(x, TS_I64));
     return ts_index_select(x, axis, idx);
 }
 
@@ -352,7 +339,7 @@ static bool slice(const tso_node *n, ts_tensor *x, const int64_t *starts, const 
     bool seen[TS_MAX_DIMS] = {false};
     ts_tensor *y = x;
     for (int i = 0; i < count && y; i++) {
-        int axis = wrap_axis(n, n_axes >= 0 ? axes[i] : i, r, false);
+        int axis = tso_wrap_axis(n, n_axes >= 0 ? axes[i] : i, r, false);
         if (axis < 0) return false;
         if (seen[axis]) return tso_fail(n, TS_ERR_ARG, "axis %d repeats", axis);
         seen[axis] = true;
@@ -440,16 +427,10 @@ RUN(run_tile) {
 typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE } pad_mode;
 
 static bool pad_mode_of(const tso_node *n, pad_mode *m) {
-    char buf[16];
-    const char *s = tso_attr_string(n, "mode", "constant", buf, sizeof buf);
-    if (!strcmp(s, "constant"))
-        *m = PAD_CONSTANT;
-    else if (!strcmp(s, "reflect"))
-        *m = PAD_REFLECT;
-    else if (!strcmp(s, "edge"))
-        *m = PAD_EDGE;
-    else
-        return tso_fail(n, TS_ERR_UNSUPPORTED, "mode '%s' is not supported", s);
+    static const char *const names[] = {"constant", "reflect", "edge"};
+    int i = tso_attr_choice(n, "mode", "constant", names, 3);
+    if (i < 0) return false;
+    *m = (pad_mode)i;
     return true;
 }
 
@@ -463,7 +444,7 @@ static bool check_pad(const tso_node *n) {
  * periodic with period 2 (dim - 1): shifted by whole periods to count from a non-negative start,
  * then folded back with min(m, period - m)). */
 static ts_tensor *pad_index(ts_tensor *x, pad_mode m, int64_t dim, int64_t before, int64_t after) {
-    ts_opts o = opts_of(x, TS_I64);
+    ts_opts o = tso_opts_of(x, TS_I64);
     if (m == PAD_EDGE || dim == 1)
         return ts_clamp(ts_arange((double)-before, (double)(dim + after), 1, o), 0,
                         (double)(dim - 1));
@@ -475,7 +456,7 @@ static ts_tensor *pad_index(ts_tensor *x, pad_mode m, int64_t dim, int64_t befor
 
 /* the constant border for a dim: the value input broadcast (differentiable), or the attribute */
 static ts_tensor *pad_block(ts_tensor *x, ts_shape s, ts_tensor *value, double attr_value) {
-    if (!value) return ts_full(s, attr_value, opts_of(x, ts_dtype_of(x)));
+    if (!value) return ts_full(s, attr_value, tso_opts_of(x, ts_dtype_of(x)));
     ts_tensor *v =
         ts_dtype_of(value) == ts_dtype_of(x) ? value : ts_to_dtype(value, ts_dtype_of(x));
     return ts_expand(ts_reshape(v, ones_shape(s.ndim)), s);
@@ -579,7 +560,7 @@ RUN(run_range) {
         !tso_read_scalar(n, in[1], &limit, "limit") || !tso_read_scalar(n, in[2], &delta, "delta"))
         return false;
     if (delta == 0) return tso_fail(n, TS_ERR_ARG, "delta is 0");
-    ts_opts o = opts_of(in[0], ts_dtype_of(in[0]));
+    ts_opts o = tso_opts_of(in[0], ts_dtype_of(in[0]));
     if ((delta > 0 && limit <= start) || (delta < 0 && limit >= start))
         DONE(ts_empty(TS_SHAPE(0), o));
     DONE(ts_arange(start, limit, delta, o));
@@ -648,7 +629,7 @@ RUN(run_space_to_depth) {
 /* ------------------------------------------------------------------ Trilu, EyeLike */
 /* col - row for a rows x cols matrix, on the device */
 static ts_tensor *diagonal_offset(ts_tensor *x, int64_t rows, int64_t cols) {
-    ts_opts o = opts_of(x, TS_I64);
+    ts_opts o = tso_opts_of(x, TS_I64);
     ts_tensor *r = ts_reshape(ts_arange(0, (double)rows, 1, o), TS_SHAPE(rows, 1));
     ts_tensor *k = ts_reshape(ts_arange(0, (double)cols, 1, o), TS_SHAPE(1, cols));
     return ts_sub(k, r);
@@ -694,7 +675,7 @@ static ts_tensor *shift(ts_tensor *x, int axis, int64_t s, bool reverse) {
     ts_shape sh = ts_shape_of(x);
     int64_t len = sh.dims[axis];
     if (s >= len) return ts_zeros_like(x);
-    ts_tensor *zeros = ts_zeros(shape_with(sh, axis, s), opts_of(x, ts_dtype_of(x)));
+    ts_tensor *zeros = ts_zeros(shape_with(sh, axis, s), tso_opts_of(x, ts_dtype_of(x)));
     ts_tensor *kept = reverse ? ts_slice(x, axis, s, len, 1) : ts_slice(x, axis, 0, len - s, 1);
     ts_tensor *parts[2] = {reverse ? kept : zeros, reverse ? zeros : kept};
     return ts_cat(parts, 2, axis);
@@ -708,7 +689,7 @@ RUN(run_cumsum) {
     int64_t a;
     if (tso_read_ints(n, in[1], &a, 1, "axis") != 1)
         return tso_fail(n, TS_ERR_ARG, "axis must hold one value");
-    int axis = wrap_axis(n, a, ts_ndim(x), false);
+    int axis = tso_wrap_axis(n, a, ts_ndim(x), false);
     if (axis < 0) return false;
     bool reverse = tso_attr_int(n, "reverse", 0) != 0;
     int64_t len = ts_size(x, axis);
