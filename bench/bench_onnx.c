@@ -33,8 +33,10 @@ static double time_forward(ts_module *m, ts_tensor *x, int runs, bool onnx) {
         double t0 = now_ms();
         ts_scope_begin();
         ts_tensor *y = NULL;
-        if (onnx) ts_onnx_run(m, 1, &x, 1, &y);
-        else y = ts_forward(m, x);
+        if (onnx)
+            ts_onnx_run(m, 1, &x, 1, &y);
+        else
+            y = ts_forward(m, x);
         if (!y || ts_error()) {
             fprintf(stderr, "bench_onnx: %s\n", ts_error_message());
             exit(1);
@@ -51,8 +53,8 @@ static ts_module *capi_model(const char *path) {
     if (!strncmp(base, "resnet18", 8)) return ts_resnet18((ts_resnet_config){0});
     if (!strncmp(base, "resnet50", 8)) return ts_resnet50((ts_resnet_config){0});
     if (!strncmp(base, "gpt_mini", 8))
-        return ts_gpt_new((ts_gpt_config){.vocab_size = 256, .context = 256, .n_layer = 4,
-                                          .n_head = 4, .n_embd = 256});
+        return ts_gpt_new((ts_gpt_config){
+            .vocab_size = 256, .context = 256, .n_layer = 4, .n_head = 4, .n_embd = 256});
     return NULL;
 }
 

@@ -55,9 +55,9 @@ static double max_diff(ts_tensor *a, ts_tensor *b) {
     for (int d = 0; d < ts_ndim(a); d++)
         if (ts_size(a, d) != ts_size(b, d)) return INFINITY;
     ts_scope_begin();
-    double m = ts_numel(a) ? ts_item(ts_max(ts_abs(ts_sub(ts_to_dtype(a, TS_F64),
-                                                         ts_to_dtype(b, TS_F64)))))
-                           : 0;
+    double m = ts_numel(a)
+                   ? ts_item(ts_max(ts_abs(ts_sub(ts_to_dtype(a, TS_F64), ts_to_dtype(b, TS_F64)))))
+                   : 0;
     ts_scope_end();
     return m;
 }
@@ -65,8 +65,8 @@ static double max_diff(ts_tensor *a, ts_tensor *b) {
 static void test_flags(void) {
     result r = RUN("--help");
     check_clean_exit(&r);
-    const char *words[] = {"run", "info", "--input NAME=FILE", "--save DIR", "--bench N",
-                           "--batch B"};
+    const char *words[] = {"run",        "info",      "--input NAME=FILE",
+                           "--save DIR", "--bench N", "--batch B"};
     for (size_t i = 0; i < sizeof words / sizeof *words; i++) CHECK(has(r.out, words[i]));
     result_free(&r);
     const char *relu = case_file("node/test_relu", "model.onnx");
@@ -133,7 +133,8 @@ static void test_run_save(void) {
     CHECK(has(r.out, "(60 values)"));
     result_free(&r);
     /* exact: the bytes np.save would write for the expected tensor */
-    CHECK(pb_to_npy(case_file(relu, "test_data_set_0/output_0.pb"), path_in("y_expected.npy", NULL)));
+    CHECK(
+        pb_to_npy(case_file(relu, "test_data_set_0/output_0.pb"), path_in("y_expected.npy", NULL)));
     CHECK(same_file(path_in("out/relu", "y.npy"), path_in("y_expected.npy", NULL)));
 
     /* two inputs given in the other order, the output "sum" */
@@ -150,8 +151,8 @@ static void test_run_save(void) {
     CHECK(has(r.out, "in0.npy\ninput y: "));
     result_free(&r);
     ts_tensor *got = ts_npy_load(path_in("out", "sum.npy"), ts_cpu());
-    ts_tensor *want = ts_onnx_tensor_load(case_file(add, "test_data_set_0/output_0.pb"), ts_cpu(),
-                                          NULL);
+    ts_tensor *want =
+        ts_onnx_tensor_load(case_file(add, "test_data_set_0/output_0.pb"), ts_cpu(), NULL);
     double d = max_diff(got, want);
     CHECK(d <= 1e-6);
     if (!(d <= 1e-6)) fprintf(stderr, "  sum.npy differs from output_0.pb by %g\n", d);
@@ -171,12 +172,12 @@ static void test_run_save(void) {
 
     /* an output named "out/y:0" is saved as out_y_0.npy */
     static const unsigned char odd[] = {
-        0x08, 0x08, 0x3a, 0x42, 0x0a, 0x15, 0x0a, 0x01, 0x78, 0x12, 0x07, 0x6f, 0x75, 0x74, 0x2f,
-        0x79, 0x3a, 0x30, 0x1a, 0x01, 0x72, 0x22, 0x04, 0x52, 0x65, 0x6c, 0x75, 0x12, 0x01, 0x67,
-        0x5a, 0x0f, 0x0a, 0x01, 0x78, 0x12, 0x0a, 0x0a, 0x08, 0x08, 0x01, 0x12, 0x04, 0x0a, 0x02,
-        0x08, 0x02, 0x62, 0x15, 0x0a, 0x07, 0x6f, 0x75, 0x74, 0x2f, 0x79, 0x3a, 0x30, 0x12, 0x0a,
-        0x0a, 0x08, 0x08, 0x01, 0x12, 0x04, 0x0a, 0x02, 0x08, 0x02, 0x42, 0x04, 0x0a, 0x00, 0x10,
-        0x0d};
+        0x08, 0x08, 0x3a, 0x42, 0x0a, 0x15, 0x0a, 0x01, 0x78, 0x12, 0x07, 0x6f, 0x75,
+        0x74, 0x2f, 0x79, 0x3a, 0x30, 0x1a, 0x01, 0x72, 0x22, 0x04, 0x52, 0x65, 0x6c,
+        0x75, 0x12, 0x01, 0x67, 0x5a, 0x0f, 0x0a, 0x01, 0x78, 0x12, 0x0a, 0x0a, 0x08,
+        0x08, 0x01, 0x12, 0x04, 0x0a, 0x02, 0x08, 0x02, 0x62, 0x15, 0x0a, 0x07, 0x6f,
+        0x75, 0x74, 0x2f, 0x79, 0x3a, 0x30, 0x12, 0x0a, 0x0a, 0x08, 0x08, 0x01, 0x12,
+        0x04, 0x0a, 0x02, 0x08, 0x02, 0x42, 0x04, 0x0a, 0x00, 0x10, 0x0d};
     write_bytes("odd.onnx", odd, sizeof odd);
     r = RUN("run", path_in("odd.onnx", NULL), "--save", path_in("odd", NULL));
     check_clean_exit(&r);
@@ -248,8 +249,8 @@ int main(void) {
     if (stat(case_file("node/test_relu", "model.onnx"), &st) != 0)
         return ts_test_skip("no ONNX backend test data in %s (Debian's libonnx-testdata)",
                             data_dir);
-    ts_tensor *probe = ts_onnx_tensor_load(case_file("node/test_relu", "test_data_set_0/input_0.pb"),
-                                           ts_cpu(), NULL);
+    ts_tensor *probe = ts_onnx_tensor_load(
+        case_file("node/test_relu", "test_data_set_0/input_0.pb"), ts_cpu(), NULL);
     if (!probe) return ts_test_skip("this build has no ONNX support: %s", ts_error_message());
     ts_release(probe);
     if (!trainer_setup(TS_TESSERA_BIN)) return ts_test_skip("cannot make a temporary folder");

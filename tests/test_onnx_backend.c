@@ -25,12 +25,12 @@ int main(void) { return ts_test_skip("this build has no ONNX support (protobuf-c
 #include "onnx/onnx_internal.h"
 
 #define MAX_CASES 2048
-#define MAX_OPS 512
-#define RTOL 1e-3
-#define ATOL 1e-7
+#define MAX_OPS   512
+#define RTOL      1e-3
+#define ATOL      1e-7
 
 static const char *suites[] = {"node", "pytorch-converted", "pytorch-operator", "simple"};
-#define N_SUITES 4
+#define N_SUITES  4
 
 typedef struct tally {
     int passed, failed, refused, known;
@@ -76,7 +76,8 @@ static void read_known(void) {
         if (sscanf(line, "%127s %63s", k->name, dev) < 1) continue;
         /* "case device: reason" or "case: reason" */
         size_t l = strlen(k->name);
-        if (l && k->name[l - 1] == ':') k->name[l - 1] = '\0';
+        if (l && k->name[l - 1] == ':')
+            k->name[l - 1] = '\0';
         else if (dev[0] && dev[strlen(dev) - 1] == ':') {
             dev[strlen(dev) - 1] = '\0';
             snprintf(k->device, sizeof k->device, "%s", dev);
@@ -134,10 +135,14 @@ static bool compare(ts_tensor *got, ts_tensor *want, char *why, size_t n) {
         char sa[128], sb[128];
         int la = 0, lb = 0;
         la += snprintf(sa + la, sizeof sa - (size_t)la, "[");
-        for (int d = 0; d < a.ndim; d++) la += snprintf(sa + la, sizeof sa - (size_t)la, "%s%lld", d ? ", " : "", (long long)a.dims[d]);
+        for (int d = 0; d < a.ndim; d++)
+            la += snprintf(sa + la, sizeof sa - (size_t)la, "%s%lld", d ? ", " : "",
+                           (long long)a.dims[d]);
         snprintf(sa + la, sizeof sa - (size_t)la, "]");
         lb += snprintf(sb + lb, sizeof sb - (size_t)lb, "[");
-        for (int d = 0; d < b.ndim; d++) lb += snprintf(sb + lb, sizeof sb - (size_t)lb, "%s%lld", d ? ", " : "", (long long)b.dims[d]);
+        for (int d = 0; d < b.ndim; d++)
+            lb += snprintf(sb + lb, sizeof sb - (size_t)lb, "%s%lld", d ? ", " : "",
+                           (long long)b.dims[d]);
         snprintf(sb + lb, sizeof sb - (size_t)lb, "]");
         snprintf(why, n, "shape %s, expected %s", sa, sb);
         return false;
@@ -157,10 +162,14 @@ static bool compare(ts_tensor *got, ts_tensor *want, char *why, size_t n) {
     for (int64_t i = 0; ok && i < count; i++) {
         double x = gv[i], y = wv[i];
         bool good;
-        if (isnan(y)) good = isnan(x);
-        else if (isinf(y)) good = x == y;
-        else if (exact) good = x == y;
-        else good = fabs(x - y) <= ATOL + RTOL * fabs(y);
+        if (isnan(y))
+            good = isnan(x);
+        else if (isinf(y))
+            good = x == y;
+        else if (exact)
+            good = x == y;
+        else
+            good = fabs(x - y) <= ATOL + RTOL * fabs(y);
         if (!good) {
             if (first < 0) first = i;
             bad++;
@@ -168,7 +177,8 @@ static bool compare(ts_tensor *got, ts_tensor *want, char *why, size_t n) {
         }
     }
     if (ok && bad) {
-        snprintf(why, n, "%lld of %lld values differ (first [%lld]: %.9g, expected %.9g; max |diff| %.3g)",
+        snprintf(why, n,
+                 "%lld of %lld values differ (first [%lld]: %.9g, expected %.9g; max |diff| %.3g)",
                  (long long)bad, (long long)count, (long long)first, gv[first], wv[first], worst);
         ok = false;
     }
@@ -334,13 +344,18 @@ int main(int argc, char **argv) {
             for (int v = 0; v < n_devs; v++) {
                 char why[2048] = "";
                 bool op_refused[32] = {0};
-                outcome o = run_case(dir, devs[v], why, sizeof why, case_ops, n_case_ops, op_refused);
+                outcome o =
+                    run_case(dir, devs[v], why, sizeof why, case_ops, n_case_ops, op_refused);
                 known *k = find_known(cases[c], dev_names[v]);
                 tally *st = &per_suite[s][v];
-                if (o == PASSED) st->passed++;
-                else if (o == REFUSED) st->refused++;
-                else if (k) st->known++;
-                else st->failed++;
+                if (o == PASSED)
+                    st->passed++;
+                else if (o == REFUSED)
+                    st->refused++;
+                else if (k)
+                    st->known++;
+                else
+                    st->failed++;
                 if (k) {
                     k->used = true;
                     if (o == FAILED) k->seen_failing = true;
@@ -348,17 +363,22 @@ int main(int argc, char **argv) {
                 for (int i = 0; i < n_case_ops; i++) {
                     tally *t = op_tally(case_ops[i]);
                     if (!t) continue;
-                    if (o == PASSED) t->passed++;
-                    else if (o == REFUSED && op_refused[i]) t->refused++;
-                    else if (o == FAILED) (k ? t->known++ : t->failed++);
+                    if (o == PASSED)
+                        t->passed++;
+                    else if (o == REFUSED && op_refused[i])
+                        t->refused++;
+                    else if (o == FAILED)
+                        (k ? t->known++ : t->failed++);
                 }
                 if (o == FAILED && !k) {
                     unexpected++;
                     printf("FAIL %s/%s on %s: %s\n", suites[s], cases[c], dev_names[v], why);
                 } else if (verbose) {
                     printf("%s %s/%s on %s%s%s\n",
-                           o == PASSED ? "pass" : o == REFUSED ? "refused" : "known", suites[s],
-                           cases[c], dev_names[v], why[0] ? ": " : "", why);
+                           o == PASSED    ? "pass"
+                           : o == REFUSED ? "refused"
+                                          : "known",
+                           suites[s], cases[c], dev_names[v], why[0] ? ": " : "", why);
                 }
             }
             free(cases[c]);

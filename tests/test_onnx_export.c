@@ -200,8 +200,8 @@ static ts_tensor *input_for(ts_shape s, bool tokens, int64_t batch, ts_device de
 typedef struct zoo_case {
     const char *name;
     ts_module *(*make)(void);
-    ts_shape in; /* dim 0 is the batch */
-    bool tokens; /* int64 tokens in [0, 256) */
+    ts_shape in;    /* dim 0 is the batch */
+    bool tokens;    /* int64 tokens in [0, 256) */
     bool same_bits; /* the import runs the very kernels the module ran */
 } zoo_case;
 

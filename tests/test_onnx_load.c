@@ -242,7 +242,9 @@ static void loads(const char *what, const Onnx__ModelProto *m, const char *dir) 
     ts_module *mod = ts_onnx_load_buffer(buf, len, dir, (ts_onnx_opts){0});
     bool ok = mod && runs_right(mod);
     ts_test_record(ok);
-    if (!ok) ts_test_failf(__FILE__, __LINE__, "%s: expected to load and run%s", what, ts_test_error_str());
+    if (!ok)
+        ts_test_failf(__FILE__, __LINE__, "%s: expected to load and run%s", what,
+                      ts_test_error_str());
     ts_module_free(mod);
     ts_error_clear();
     arena_free();
@@ -262,7 +264,8 @@ static void refused(const char *what, const Onnx__ModelProto *m, const char *dir
         ts_test_failf(__FILE__, __LINE__, "%s: expected %s with \"%s\", got %s%s: \"%s\"", what,
                       ts_status_string(code), frag, mod ? "a model and " : "",
                       ts_status_string(got), msg);
-    else printf("  %-30s %s\n", what, msg);
+    else
+        printf("  %-30s %s\n", what, msg);
     ts_module_free(mod);
     ts_error_clear();
     arena_free();
@@ -314,8 +317,8 @@ static void damaged(const char *what, bool truncate) {
     }
     CHECK_EQ(bad, 0);
     CHECK(refusals > 0);
-    printf("%s: %d variants of a %zu-byte model: %d refused, %d loaded\n", what, loaded + refusals + bad,
-           len, refusals, loaded);
+    printf("%s: %d variants of a %zu-byte model: %d refused, %d loaded\n", what,
+           loaded + refusals + bad, len, refusals, loaded);
     arena_free();
 }
 
@@ -347,7 +350,8 @@ static void test_graphs(void) {
         node(g, "Relu", "r1", "b", "a");
         node(g, "Relu", "r2", "a", "b");
         add_output(g, "b", NULL);
-        refused("a cycle", model(g, OPSET), NULL, TS_ERR_FORMAT, "the graph has a cycle through node 'r");
+        refused("a cycle", model(g, OPSET), NULL, TS_ERR_FORMAT,
+                "the graph has a cycle through node 'r");
     }
     {
         Onnx__GraphProto *g = base_graph();
@@ -566,8 +570,8 @@ static void test_external(void) {
     loads("external data at an offset", external("w_at8.bin", "8", "24"), dir);
     refused("external data, no folder", external("w.bin", NULL, NULL), NULL, TS_ERR_UNSUPPORTED,
             "external data ('w.bin') needs the model's folder");
-    refused("external data, absolute path", external("/etc/passwd", NULL, NULL), dir,
-            TS_ERR_FORMAT, "external data location '/etc/passwd' leaves the model's folder");
+    refused("external data, absolute path", external("/etc/passwd", NULL, NULL), dir, TS_ERR_FORMAT,
+            "external data location '/etc/passwd' leaves the model's folder");
     refused("external data, ..", external("../w.bin", NULL, NULL), dir, TS_ERR_FORMAT,
             "location '../w.bin' leaves the model's folder");
     refused("external data, a/../..", external("folder/../../w.bin", NULL, NULL), dir,
@@ -675,7 +679,8 @@ static void parse_refused(const char *what, const Onnx__TensorProto *t, ts_statu
     if (!ok)
         ts_test_failf(__FILE__, __LINE__, "%s: expected %s with \"%s\", got %s: \"%s\"", what,
                       ts_status_string(code), frag, ts_status_string(got), ts_error_message());
-    else printf("  %-30s %s\n", what, ts_error_message());
+    else
+        printf("  %-30s %s\n", what, ts_error_message());
     ts_release(x);
     ts_error_clear();
     arena_free();
@@ -747,8 +752,8 @@ static void test_tensor_protos(void) {
                   "raw_data holds 23 bytes, its dims need 24");
     parse_refused("undefined type", tensor("t", 0, 2, d23, w_vals, 24), TS_ERR_FORMAT,
                   "element type UNDEFINED");
-    parse_refused("uint64", tensor("t", ONNX__TENSOR_PROTO__DATA_TYPE__UINT64, 1, (int64_t[]){3},
-                                   w_vals, 24),
+    parse_refused("uint64",
+                  tensor("t", ONNX__TENSOR_PROTO__DATA_TYPE__UINT64, 1, (int64_t[]){3}, w_vals, 24),
                   TS_ERR_UNSUPPORTED, "element type UINT64, which Tessera lacks");
     parse_refused("a type past the enum", tensor("t", 99, 1, (int64_t[]){3}, w_vals, 24),
                   TS_ERR_UNSUPPORTED, "element type an unknown type");
@@ -757,16 +762,19 @@ static void test_tensor_protos(void) {
                   TS_ERR_FORMAT, "the product of its dims overflows");
     parse_refused("a negative dim", tensor("t", FLOAT, 1, (int64_t[]){-1}, w_vals, 24),
                   TS_ERR_FORMAT, "has dim 0 = -1");
-    parse_refused("rank 9", tensor("t", FLOAT, 9, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1}, w_vals, 4),
+    parse_refused("rank 9",
+                  tensor("t", FLOAT, 9, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1}, w_vals, 4),
                   TS_ERR_UNSUPPORTED, "rank 9");
     t = tensor("t", INT64, 1, (int64_t[]){3}, NULL, 0);
     t->n_float_data = 3;
     t->float_data = get(3 * sizeof(float));
-    parse_refused("int64 in float_data", t, TS_ERR_FORMAT, "of type INT64 stores its values in float_data");
+    parse_refused("int64 in float_data", t, TS_ERR_FORMAT,
+                  "of type INT64 stores its values in float_data");
     t = tensor("t", FLOAT, 1, (int64_t[]){3}, NULL, 0);
     t->n_float_data = 2;
     t->float_data = get(2 * sizeof(float));
-    parse_refused("float_data too short", t, TS_ERR_FORMAT, "float_data holds 8 bytes, its dims need 12");
+    parse_refused("float_data too short", t, TS_ERR_FORMAT,
+                  "float_data holds 8 bytes, its dims need 12");
     t = tensor("t", FLOAT, 1, (int64_t[]){3}, NULL, 0);
     t->has_data_location = 1;
     t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
@@ -937,10 +945,16 @@ static void test_sweeps(void) {
     sweep_teardown(ref);
     CHECK_OK();
     const ts_sweep_case cases[] = {
-        {.name = "onnx_load", .setup = sweep_setup_load, .run = sweep_load,
-         .teardown = sweep_teardown, .check = sweep_check_load},
-        {.name = "onnx_run", .setup = sweep_setup_run, .run = sweep_run,
-         .teardown = sweep_teardown, .check = sweep_check_run},
+        {.name = "onnx_load",
+         .setup = sweep_setup_load,
+         .run = sweep_load,
+         .teardown = sweep_teardown,
+         .check = sweep_check_load},
+        {.name = "onnx_run",
+         .setup = sweep_setup_run,
+         .run = sweep_run,
+         .teardown = sweep_teardown,
+         .check = sweep_check_run},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         ts_sweep_stats st = ts_fault_sweep(&cases[i], 20000);

@@ -25,17 +25,16 @@ typedef struct ts_onnx_opts {
  * returns its first output; ts_onnx_run runs any. */
 ts_module *ts_onnx_load(const char *path, ts_onnx_opts o);
 /* The same from a buffer; external data is looked up in base_dir (NULL: refused). */
-ts_module *ts_onnx_load_buffer(const void *data, size_t size, const char *base_dir,
-                               ts_onnx_opts o);
+ts_module *ts_onnx_load_buffer(const void *data, size_t size, const char *base_dir, ts_onnx_opts o);
 /* true when m was made by ts_onnx_load */
 bool ts_onnx_is_model(ts_module *m);
 
 /* The graph's inputs (initializers excluded) and outputs, in the file's order. */
 typedef struct ts_onnx_value_info {
-    const char *name; /* borrowed from the model */
-    ts_dtype dtype;   /* TS_DTYPE_DEFAULT when the file declares no tensor type */
-    int ndim;         /* -1: rank unknown */
-    int64_t dims[TS_MAX_DIMS]; /* -1 for a symbolic or unknown dimension */
+    const char *name;                   /* borrowed from the model */
+    ts_dtype dtype;                     /* TS_DTYPE_DEFAULT when the file declares no tensor type */
+    int ndim;                           /* -1: rank unknown */
+    int64_t dims[TS_MAX_DIMS];          /* -1 for a symbolic or unknown dimension */
     const char *dim_names[TS_MAX_DIMS]; /* the symbol ("batch_size") or NULL */
 } ts_onnx_value_info;
 int ts_onnx_num_inputs(ts_module *m);
@@ -62,9 +61,9 @@ ts_tensor *ts_onnx_tensor_parse(const void *data, size_t size, ts_device dev, ch
 /* ------------------------------------------------------------------ export */
 /* Zero means default. */
 typedef struct ts_onnx_export_opts {
-    bool dynamic_batch; /* input and output dim 0 symbolic ("batch") */
-    int opset;          /* 0 -> 17 (the only one written so far) */
-    const char *const *input_names;  /* NULL -> "input", "output" (+ index when several) */
+    bool dynamic_batch;             /* input and output dim 0 symbolic ("batch") */
+    int opset;                      /* 0 -> 17 (the only one written so far) */
+    const char *const *input_names; /* NULL -> "input", "output" (+ index when several) */
     const char *const *output_names;
     const char *producer; /* NULL -> "tessera" */
 } ts_onnx_export_opts;

@@ -45,9 +45,12 @@ static void put_value(text *t, const ts_onnx_value_info *vi) {
     }
     put(t, " [");
     for (int d = 0; d < vi->ndim; d++) {
-        if (vi->dim_names[d]) put(t, "%s%s", d ? ", " : "", vi->dim_names[d]);
-        else if (vi->dims[d] < 0) put(t, "%s?", d ? ", " : "");
-        else put(t, "%s%lld", d ? ", " : "", (long long)vi->dims[d]);
+        if (vi->dim_names[d])
+            put(t, "%s%s", d ? ", " : "", vi->dim_names[d]);
+        else if (vi->dims[d] < 0)
+            put(t, "%s?", d ? ", " : "");
+        else
+            put(t, "%s%lld", d ? ", " : "", (long long)vi->dims[d]);
     }
     put(t, "]\n");
 }
@@ -63,9 +66,10 @@ char *ts_onnx_describe(ts_module *mod) {
         mp->producer_version ? mp->producer_version : "");
     put(&t, "IR version: %lld\nopsets:", (long long)mp->ir_version);
     for (size_t i = 0; i < mp->n_opset_import; i++)
-        put(&t, " %s %lld", mp->opset_import[i]->domain && mp->opset_import[i]->domain[0]
-                                ? mp->opset_import[i]->domain
-                                : "ai.onnx",
+        put(&t, " %s %lld",
+            mp->opset_import[i]->domain && mp->opset_import[i]->domain[0]
+                ? mp->opset_import[i]->domain
+                : "ai.onnx",
             (long long)mp->opset_import[i]->version);
     put(&t, "\ninputs (%d):\n", m->graph->n_inputs);
     for (int i = 0; i < m->graph->n_inputs; i++) put_value(&t, &m->graph->in_info[i]);
@@ -92,8 +96,10 @@ char *ts_onnx_describe(ts_module *mod) {
         int64_t e = 1;
         for (size_t d = 0; d < gp->initializer[i]->n_dims; d++) {
             int64_t x = gp->initializer[i]->dims[d];
-            if (x < 0 || (x && e > INT64_MAX / x)) e = INT64_MAX;
-            else e *= x;
+            if (x < 0 || (x && e > INT64_MAX / x))
+                e = INT64_MAX;
+            else
+                e *= x;
         }
         params = params > INT64_MAX - e ? INT64_MAX : params + e;
     }

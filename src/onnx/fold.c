@@ -1,7 +1,8 @@
 /* fold.c — constant folding at load: a node whose inputs are all constants (Constant nodes, integer
  * initializers, earlier folded results) runs once on the cpu and its outputs become constants, so
  * the shape sub-graphs exporters emit (Shape / Gather / Concat / Reshape chains on fixed values)
- * cost nothing per run. Floating initializers are parameters that training changes: never folded. */
+ * cost nothing per run. Floating initializers are parameters that training changes: never folded.
+ */
 #include <stdlib.h>
 #include <string.h>
 

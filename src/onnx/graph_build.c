@@ -59,7 +59,8 @@ static bool oom(const char *what) {
 }
 
 static bool check_name(const builder *b, const char *name, const char *what) {
-    if (!name) return tsi_error_set(TS_ERR_FORMAT, "onnx_load: %s: %s has no name", b->where, what), false;
+    if (!name)
+        return tsi_error_set(TS_ERR_FORMAT, "onnx_load: %s: %s has no name", b->where, what), false;
     size_t len = strnlen(name, TSO_MAX_NAME + 1);
     if (len > TSO_MAX_NAME)
         return tsi_error_set(TS_ERR_FORMAT, "onnx_load: %s: %s name is longer than %d bytes",
@@ -84,7 +85,8 @@ static int add_value(builder *b, const char *name, tso_value_kind kind, const ch
         return -1;
     }
     if (g->n_values >= TSO_MAX_VALUES) {
-        tsi_error_set(TS_ERR_FORMAT, "onnx_load: %s: more than %d values", b->where, TSO_MAX_VALUES);
+        tsi_error_set(TS_ERR_FORMAT, "onnx_load: %s: more than %d values", b->where,
+                      TSO_MAX_VALUES);
         return -1;
     }
     if (g->n_values == g->cap_values) {
@@ -123,8 +125,8 @@ static int outer_ref(tso_graph *g, const char *name) {
     char *copy = tsi_strdup(name);
     if (!copy) return oom("value names"), -2;
     int id = g->n_values++;
-    g->values[id] = (tso_value){.name = copy, .kind = TSO_V_OUTER, .producer = -1, .outer = p,
-                                .pinned = true};
+    g->values[id] =
+        (tso_value){.name = copy, .kind = TSO_V_OUTER, .producer = -1, .outer = p, .pinned = true};
     return id;
 }
 
@@ -162,10 +164,11 @@ static bool value_info(const Onnx__ValueInfoProto *vi, ts_onnx_value_info *out, 
     if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)
         return true; /* no type declared: checked at run time by the operators */
     if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
-        const char *kind = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE   ? "a sequence"
-                           : tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE      ? "a map"
-                           : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? "an optional"
-                                                                                     : "a sparse tensor";
+        const char *kind = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ? "a sequence"
+                           : tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE    ? "a map"
+                           : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE
+                               ? "an optional"
+                               : "a sparse tensor";
         tsi_error_set(TS_ERR_UNSUPPORTED, "onnx_load: %s: '%s' is %s; Tessera runs tensors only",
                       b->where, vi->name, kind);
         return false;
@@ -182,8 +185,9 @@ static bool value_info(const Onnx__ValueInfoProto *vi, ts_onnx_value_info *out, 
     }
     if (!tt->shape) return true;
     if (tt->shape->n_dim > TS_MAX_DIMS) {
-        tsi_error_set(TS_ERR_UNSUPPORTED, "onnx_load: %s: '%s' has rank %zu; Tessera holds at most %d",
-                      b->where, vi->name, tt->shape->n_dim, TS_MAX_DIMS);
+        tsi_error_set(TS_ERR_UNSUPPORTED,
+                      "onnx_load: %s: '%s' has rank %zu; Tessera holds at most %d", b->where,
+                      vi->name, tt->shape->n_dim, TS_MAX_DIMS);
         return false;
     }
     out->ndim = (int)tt->shape->n_dim;
@@ -199,7 +203,8 @@ static bool value_info(const Onnx__ValueInfoProto *vi, ts_onnx_value_info *out, 
     return true;
 }
 
-static bool compile_graph(tso_model *m, tso_graph *g, const Onnx__GraphProto *gp, const char *where);
+static bool compile_graph(tso_model *m, tso_graph *g, const Onnx__GraphProto *gp,
+                          const char *where);
 
 static bool build_node(builder *b, int k, tso_node *n, int *produced_by) {
     const Onnx__NodeProto *np = b->gp->node[k];
@@ -217,8 +222,8 @@ static bool build_node(builder *b, int k, tso_node *n, int *produced_by) {
                              b->where, label, np->n_input, np->n_output),
                false;
     if (np->n_attribute > 4096)
-        return tsi_error_set(TS_ERR_FORMAT, "onnx_load: %s: %s has %zu attributes", b->where,
-                             label, np->n_attribute),
+        return tsi_error_set(TS_ERR_FORMAT, "onnx_load: %s: %s has %zu attributes", b->where, label,
+                             np->n_attribute),
                false;
     for (size_t a = 0; a < np->n_attribute; a++) {
         const Onnx__AttributeProto *at = np->attribute[a];
@@ -280,11 +285,13 @@ static bool build_sub(builder *b, tso_node *n) {
     const Onnx__NodeProto *np = n->proto;
     int count = 0;
     for (size_t a = 0; a < np->n_attribute; a++)
-        if (np->attribute[a]->g) count++;
+        if (np->attribute[a]->g)
+            count++;
         else if (np->attribute[a]->n_graphs)
-            return tsi_error_set(TS_ERR_UNSUPPORTED, "onnx_load: %s: %s: graph lists (attribute "
-                                 "'%s') are not supported", b->where, n->label,
-                                 np->attribute[a]->name),
+            return tsi_error_set(TS_ERR_UNSUPPORTED,
+                                 "onnx_load: %s: %s: graph lists (attribute "
+                                 "'%s') are not supported",
+                                 b->where, n->label, np->attribute[a]->name),
                    false;
     if (!count) return true;
     if (b->g->depth + 1 > TSO_MAX_GRAPH_DEPTH)
@@ -320,7 +327,8 @@ static int producer_of(const tso_graph *g, int v) {
 static int outer_reads(const tso_node *n) {
     int count = 0;
     for (int s = 0; s < n->n_sub; s++)
-        for (int v = 0; v < n->sub[s]->n_values; v++) count += n->sub[s]->values[v].kind == TSO_V_OUTER;
+        for (int v = 0; v < n->sub[s]->n_values; v++)
+            count += n->sub[s]->values[v].kind == TSO_V_OUTER;
     return count;
 }
 
@@ -416,8 +424,8 @@ static bool add_initializers(builder *b) {
         /* top-level initializers become the module's tensors (load.c); a sub-graph's are its own
          * constants */
         if (!top) {
-            ts_tensor *t = tso_tensor_from_proto(tp, b->model ? b->model->base_dir : NULL, ts_cpu(),
-                                                 tp->name);
+            ts_tensor *t =
+                tso_tensor_from_proto(tp, b->model ? b->model->base_dir : NULL, ts_cpu(), tp->name);
             if (!t) return false;
             b->g->values[v].tensor = t;
         }
@@ -425,7 +433,8 @@ static bool add_initializers(builder *b) {
     return true;
 }
 
-static bool compile_graph(tso_model *m, tso_graph *g, const Onnx__GraphProto *gp, const char *where) {
+static bool compile_graph(tso_model *m, tso_graph *g, const Onnx__GraphProto *gp,
+                          const char *where) {
     builder b = {.model = m, .g = g, .gp = gp, .where = where};
     bool ok = false;
     int *produced_by = NULL;
@@ -447,8 +456,8 @@ static bool compile_graph(tso_model *m, tso_graph *g, const Onnx__GraphProto *gp
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
         if (!check_name(&b, vi->name, "graph input")) goto done;
-        if (map_find(&b.map, g, vi->name) >= 0 && g->values[map_find(&b.map, g, vi->name)].kind !=
-                                                      TSO_V_INPUT)
+        if (map_find(&b.map, g, vi->name) >= 0 &&
+            g->values[map_find(&b.map, g, vi->name)].kind != TSO_V_INPUT)
             continue;
         int v = add_value(&b, vi->name, TSO_V_INPUT, "graph input");
         if (v < 0) goto done;

@@ -171,7 +171,8 @@ ts_module *ts_onnx_load_buffer(const void *data, size_t size, const char *base_d
     if (m->opset < 0) {
         /* a model of another domain only (ai.onnx.preview.training, ai.onnx.ml): its nodes are
          * refused by name below when Tessera lacks them */
-        if (m->proto->n_opset_import) m->opset = TSO_OPSET_MAX;
+        if (m->proto->n_opset_import)
+            m->opset = TSO_OPSET_MAX;
         else {
             tsi_error_set(TS_ERR_FORMAT, "onnx_load: the model imports no opset");
             goto fail;
@@ -209,8 +210,10 @@ ts_module *ts_onnx_load(const char *path, ts_onnx_opts o) {
         return tsi_error_set(TS_ERR_OOM, "onnx_load: out of host memory"), NULL;
     }
     char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    else strcpy(dir, ".");
+    if (slash)
+        *slash = '\0';
+    else
+        strcpy(dir, ".");
     ts_module *m = ts_onnx_load_buffer(data, size, dir[0] ? dir : "/", o);
     free(dir);
     free(data);

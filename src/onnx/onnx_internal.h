@@ -13,15 +13,15 @@
 
 /* Caps on an untrusted file (docs/ONNX.md, "Untrusted files"): far above real models (a ResNet-50
  * has 122 nodes and 161 initializers, a GPT-2 XL export about 10,000 of each). */
-#define TSO_MAX_FILE_BYTES  ((size_t)2 << 30) /* protobuf's own limit for one message */
-#define TSO_MAX_NODES       (1 << 20)
-#define TSO_MAX_VALUES      (1 << 22)
+#define TSO_MAX_FILE_BYTES   ((size_t)2 << 30) /* protobuf's own limit for one message */
+#define TSO_MAX_NODES        (1 << 20)
+#define TSO_MAX_VALUES       (1 << 22)
 #define TSO_MAX_INITIALIZERS (1 << 20)
-#define TSO_MAX_GRAPH_DEPTH 16 /* sub-graphs inside sub-graphs (If / Loop / Scan bodies) */
-#define TSO_MAX_ATTR_LIST   (1 << 20)
-#define TSO_MAX_NAME        4096
-#define TSO_OPSET_MIN       1
-#define TSO_OPSET_MAX       17 /* what Debian's onnx 1.12 defines */
+#define TSO_MAX_GRAPH_DEPTH  16 /* sub-graphs inside sub-graphs (If / Loop / Scan bodies) */
+#define TSO_MAX_ATTR_LIST    (1 << 20)
+#define TSO_MAX_NAME         4096
+#define TSO_OPSET_MIN        1
+#define TSO_OPSET_MAX        17 /* what Debian's onnx 1.12 defines */
 
 typedef enum tso_value_kind {
     TSO_V_INPUT = 1, /* a graph input */
@@ -67,7 +67,7 @@ typedef struct tso_graph {
     int n_values, cap_values;
     tso_node *nodes; /* in execution (topological) order */
     int n_nodes;
-    int *inputs, n_inputs;   /* graph inputs without an initializer */
+    int *inputs, n_inputs; /* graph inputs without an initializer */
     int *outputs, n_outputs;
     ts_onnx_value_info *in_info, *out_info;
 } tso_graph;
@@ -86,8 +86,8 @@ typedef struct tso_model {
 typedef struct tso_ctx {
     tso_model *model;
     tso_graph *graph;
-    ts_device device;     /* where new tensors (constants, shapes) go */
-    ts_tensor **vals;     /* the running graph's values */
+    ts_device device;      /* where new tensors (constants, shapes) go */
+    ts_tensor **vals;      /* the running graph's values */
     struct tso_ctx *outer; /* the enclosing graph's context (sub-graphs) */
 } tso_ctx;
 

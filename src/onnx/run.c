@@ -79,8 +79,8 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
                    ts_tensor *const *inputs, int n_inputs, ts_tensor **outs) {
     for (int i = 0; i < g->n_outputs; i++) outs[i] = NULL;
     if (n_inputs != g->n_inputs)
-        return tsi_error_set(TS_ERR_ARG, "onnx_run: the graph has %d inputs, %d given",
-                             g->n_inputs, n_inputs),
+        return tsi_error_set(TS_ERR_ARG, "onnx_run: the graph has %d inputs, %d given", g->n_inputs,
+                             n_inputs),
                false;
     ts_tensor **vals = calloc((size_t)g->n_values + 1, sizeof *vals);
     int *left = malloc(((size_t)g->n_values + 1) * sizeof *left);
@@ -104,18 +104,25 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
         tso_value *val = &g->values[v];
         left[v] = val->uses;
         switch (val->kind) {
-        case TSO_V_PARAM: vals[v] = ts_retain(val->tensor); break;
+        case TSO_V_PARAM:
+            vals[v] = ts_retain(val->tensor);
+            break;
         case TSO_V_CONST:
             vals[v] = const_on(val, dev);
             if (!vals[v]) ok = false;
             break;
-        case TSO_V_OUTER: vals[v] = outer ? ts_retain(outer->vals[val->outer]) : NULL; break;
-        default: break;
+        case TSO_V_OUTER:
+            vals[v] = outer ? ts_retain(outer->vals[val->outer]) : NULL;
+            break;
+        default:
+            break;
         }
     }
     for (int i = 0; ok && i < g->n_inputs; i++) {
-        if (!check_input(g, i, inputs[i])) ok = false;
-        else vals[g->inputs[i]] = ts_retain(inputs[i]);
+        if (!check_input(g, i, inputs[i]))
+            ok = false;
+        else
+            vals[g->inputs[i]] = ts_retain(inputs[i]);
     }
     for (int k = 0; ok && k < g->n_nodes; k++) {
         tso_node *n = &g->nodes[k];
@@ -123,7 +130,8 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
             int v = n->in[i];
             in[i] = v >= 0 ? vals[v] : NULL;
             if (v >= 0 && !in[i]) {
-                ok = tso_fail(n, TS_ERR_ARG, "input '%s' has no value (an optional output not produced)",
+                ok = tso_fail(n, TS_ERR_ARG,
+                              "input '%s' has no value (an optional output not produced)",
                               g->values[v].name);
                 break;
             }
@@ -192,10 +200,11 @@ ts_status ts_onnx_run(ts_module *mod, int n_inputs, ts_tensor *const *inputs, in
         return tsi_error_set(TS_ERR_ARG, "onnx_run: %d outputs asked, the model has %d", n_outputs,
                              g->n_outputs);
     if (n_inputs != g->n_inputs || (n_inputs && !inputs))
-        return tsi_error_set(TS_ERR_ARG, "onnx_run: the model has %d inputs, %d given",
-                             g->n_inputs, n_inputs);
+        return tsi_error_set(TS_ERR_ARG, "onnx_run: the model has %d inputs, %d given", g->n_inputs,
+                             n_inputs);
     ts_device dev = ts_default_device();
-    if (n_inputs && inputs[0]) dev = ts_device_of(inputs[0]);
+    if (n_inputs && inputs[0])
+        dev = ts_device_of(inputs[0]);
     else {
         for (int v = 0; v < g->n_values; v++)
             if (g->values[v].kind == TSO_V_PARAM && g->values[v].tensor) {
@@ -208,8 +217,10 @@ ts_status ts_onnx_run(ts_module *mod, int n_inputs, ts_tensor *const *inputs, in
     if (!all) return tsi_error_set(TS_ERR_OOM, "onnx_run: out of host memory");
     bool ok = tso_run_graph(m, g, NULL, dev, inputs, n_inputs, all);
     for (int i = 0; ok && i < g->n_outputs; i++) {
-        if (i < n_outputs) outputs[i] = tsi_own(all[i]);
-        else ts_release(all[i]);
+        if (i < n_outputs)
+            outputs[i] = tsi_own(all[i]);
+        else
+            ts_release(all[i]);
     }
     free(all);
     return ok ? TS_OK : ts_error();

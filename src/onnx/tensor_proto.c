@@ -21,36 +21,54 @@ ProtobufCAllocator tso_pb_allocator = {pb_alloc, pb_free, NULL};
 
 ts_dtype tso_dtype_from_onnx(int32_t t) {
     switch (t) {
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return TS_F32;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return TS_F64;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return TS_F16;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return TS_BF16;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return TS_I64;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return TS_I32;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return TS_U8;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return TS_BOOL;
-    default: return TS_DTYPE_DEFAULT;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+        return TS_F32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+        return TS_F64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+        return TS_F16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+        return TS_BF16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+        return TS_I64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+        return TS_I32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+        return TS_U8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+        return TS_BOOL;
+    default:
+        return TS_DTYPE_DEFAULT;
     }
 }
 
 int32_t tso_dtype_to_onnx(ts_dtype d) {
     switch (tsi_resolve_dtype(d)) {
-    case TS_F32: return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-    case TS_F64: return ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
-    case TS_F16: return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16;
-    case TS_BF16: return ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
-    case TS_I64: return ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
-    case TS_I32: return ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
-    case TS_U8: return ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
-    case TS_BOOL: return ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
-    default: return 0;
+    case TS_F32:
+        return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    case TS_F64:
+        return ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
+    case TS_F16:
+        return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16;
+    case TS_BF16:
+        return ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
+    case TS_I64:
+        return ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+    case TS_I32:
+        return ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
+    case TS_U8:
+        return ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
+    case TS_BOOL:
+        return ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+    default:
+        return 0;
     }
 }
 
 const char *tso_onnx_type_name(int32_t t) {
-    static const char *names[] = {"UNDEFINED", "FLOAT",   "UINT8",    "INT8",      "UINT16",
-                                  "INT16",     "INT32",   "INT64",    "STRING",    "BOOL",
-                                  "FLOAT16",   "DOUBLE",  "UINT32",   "UINT64",    "COMPLEX64",
+    static const char *names[] = {"UNDEFINED",  "FLOAT",   "UINT8",  "INT8",   "UINT16",
+                                  "INT16",      "INT32",   "INT64",  "STRING", "BOOL",
+                                  "FLOAT16",    "DOUBLE",  "UINT32", "UINT64", "COMPLEX64",
                                   "COMPLEX128", "BFLOAT16"};
     if (t >= 0 && t < (int32_t)(sizeof names / sizeof *names)) return names[t];
     return "an unknown type";
@@ -66,7 +84,8 @@ static bool read_external(const Onnx__TensorProto *tp, const char *base_dir, con
         const Onnx__StringStringEntryProto *e = tp->external_data[i];
         if (!e->key || !e->value) continue;
         char *end = NULL;
-        if (!strcmp(e->key, "location")) loc = e->value;
+        if (!strcmp(e->key, "location"))
+            loc = e->value;
         else if (!strcmp(e->key, "offset") || !strcmp(e->key, "length")) {
             errno = 0;
             long long x = strtoll(e->value, &end, 10);
@@ -76,13 +95,15 @@ static bool read_external(const Onnx__TensorProto *tp, const char *base_dir, con
                                      "non-negative integer",
                                      what, e->key, e->value),
                        false;
-            if (e->key[0] == 'o') offset = x;
-            else length = x;
+            if (e->key[0] == 'o')
+                offset = x;
+            else
+                length = x;
         }
     }
     if (!loc || !loc[0])
-        return tsi_error_set(TS_ERR_FORMAT, "onnx_load: tensor '%s': external data without a location",
-                             what),
+        return tsi_error_set(TS_ERR_FORMAT,
+                             "onnx_load: tensor '%s': external data without a location", what),
                false;
     if (!base_dir)
         return tsi_error_set(TS_ERR_UNSUPPORTED,
@@ -109,8 +130,8 @@ static bool read_external(const Onnx__TensorProto *tp, const char *base_dir, con
     /* a FIFO or a device would block or never end: regular files only (checked before open) */
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        tsi_error_set(TS_ERR_FORMAT, "onnx_load: tensor '%s': external data %s is not a regular file",
-                      what, path);
+        tsi_error_set(TS_ERR_FORMAT,
+                      "onnx_load: tensor '%s': external data %s is not a regular file", what, path);
         free(path);
         return false;
     }
@@ -176,18 +197,25 @@ ts_tensor *tso_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_d
     }
     size_t esz = tsi_dtype_size(dt);
     size_t nbytes = (size_t)numel * esz;
-    bool external = tp->has_data_location &&
-                    tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    bool external =
+        tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     /* where the values are, and that they fill the dims exactly */
     size_t have = 0;
     const char *field = "no data";
-    if (external) field = "external data", have = nbytes;
-    else if (tp->has_raw_data) field = "raw_data", have = tp->raw_data.len;
-    else if (tp->n_float_data) field = "float_data", have = tp->n_float_data * esz;
-    else if (tp->n_int32_data) field = "int32_data", have = tp->n_int32_data * esz;
-    else if (tp->n_int64_data) field = "int64_data", have = tp->n_int64_data * esz;
-    else if (tp->n_double_data) field = "double_data", have = tp->n_double_data * esz;
-    else if (tp->n_uint64_data) field = "uint64_data", have = tp->n_uint64_data * esz;
+    if (external)
+        field = "external data", have = nbytes;
+    else if (tp->has_raw_data)
+        field = "raw_data", have = tp->raw_data.len;
+    else if (tp->n_float_data)
+        field = "float_data", have = tp->n_float_data * esz;
+    else if (tp->n_int32_data)
+        field = "int32_data", have = tp->n_int32_data * esz;
+    else if (tp->n_int64_data)
+        field = "int64_data", have = tp->n_int64_data * esz;
+    else if (tp->n_double_data)
+        field = "double_data", have = tp->n_double_data * esz;
+    else if (tp->n_uint64_data)
+        field = "uint64_data", have = tp->n_uint64_data * esz;
     bool typed_ok = true;
     if (tp->n_float_data) typed_ok = dt == TS_F32;
     if (tp->n_int64_data) typed_ok = dt == TS_I64;
@@ -195,8 +223,9 @@ ts_tensor *tso_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_d
     if (tp->n_uint64_data) typed_ok = false;
     if (tp->n_int32_data) typed_ok = dt != TS_F32 && dt != TS_F64 && dt != TS_I64;
     if (!tp->has_raw_data && !external && !typed_ok)
-        return tsi_error_set(TS_ERR_FORMAT, "onnx_load: tensor '%.200s' of type %s stores its values in %s",
-                             what, tso_onnx_type_name(ot), field),
+        return tsi_error_set(TS_ERR_FORMAT,
+                             "onnx_load: tensor '%.200s' of type %s stores its values in %s", what,
+                             tso_onnx_type_name(ot), field),
                NULL;
     if (have != nbytes)
         return tsi_error_set(TS_ERR_FORMAT,
@@ -205,25 +234,43 @@ ts_tensor *tso_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_d
                              what, tso_onnx_type_name(ot), tsi_shape_str(s), field, have, nbytes),
                NULL;
     void *host = malloc(nbytes ? nbytes : 1);
-    if (!host) return tsi_error_set(TS_ERR_OOM, "onnx_load: out of host memory for tensor '%.200s' (%zu bytes)", what, nbytes), NULL;
+    if (!host)
+        return tsi_error_set(TS_ERR_OOM,
+                             "onnx_load: out of host memory for tensor '%.200s' (%zu bytes)", what,
+                             nbytes),
+               NULL;
     bool ok = true;
-    if (external) ok = read_external(tp, base_dir, what, host, nbytes);
+    if (external)
+        ok = read_external(tp, base_dir, what, host, nbytes);
     else if (!nbytes) {
         /* empty: nothing to copy (and raw_data's pointer may be NULL) */
-    } else if (tp->has_raw_data) memcpy(host, tp->raw_data.data, nbytes);
-    else if (tp->n_float_data) memcpy(host, tp->float_data, nbytes);
-    else if (tp->n_int64_data) memcpy(host, tp->int64_data, nbytes);
-    else if (tp->n_double_data) memcpy(host, tp->double_data, nbytes);
+    } else if (tp->has_raw_data)
+        memcpy(host, tp->raw_data.data, nbytes);
+    else if (tp->n_float_data)
+        memcpy(host, tp->float_data, nbytes);
+    else if (tp->n_int64_data)
+        memcpy(host, tp->int64_data, nbytes);
+    else if (tp->n_double_data)
+        memcpy(host, tp->double_data, nbytes);
     else if (tp->n_int32_data) {
         for (size_t i = 0; i < numel; i++) {
             int32_t v = tp->int32_data[i];
             switch (dt) {
-            case TS_I32: ((int32_t *)host)[i] = v; break;
+            case TS_I32:
+                ((int32_t *)host)[i] = v;
+                break;
             case TS_F16:
-            case TS_BF16: ((uint16_t *)host)[i] = (uint16_t)v; break;
-            case TS_U8: ((uint8_t *)host)[i] = (uint8_t)v; break;
-            case TS_BOOL: ((uint8_t *)host)[i] = v != 0; break;
-            default: break;
+            case TS_BF16:
+                ((uint16_t *)host)[i] = (uint16_t)v;
+                break;
+            case TS_U8:
+                ((uint8_t *)host)[i] = (uint8_t)v;
+                break;
+            case TS_BOOL:
+                ((uint8_t *)host)[i] = v != 0;
+                break;
+            default:
+                break;
             }
         }
     }
@@ -236,16 +283,17 @@ ts_tensor *tso_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_d
 
 ts_tensor *ts_onnx_tensor_parse(const void *data, size_t size, ts_device dev, char **name) {
     if (name) *name = NULL;
-    if (!data && size)
-        return tsi_error_set(TS_ERR_ARG, "onnx_tensor_parse: data is NULL"), NULL;
+    if (!data && size) return tsi_error_set(TS_ERR_ARG, "onnx_tensor_parse: data is NULL"), NULL;
     if (size > TSO_MAX_FILE_BYTES)
-        return tsi_error_set(TS_ERR_FORMAT, "onnx_tensor_parse: %zu bytes is past protobuf's 2 GiB", size), NULL;
+        return tsi_error_set(TS_ERR_FORMAT, "onnx_tensor_parse: %zu bytes is past protobuf's 2 GiB",
+                             size),
+               NULL;
     Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&tso_pb_allocator, size, data);
     if (!tp) {
         if (ts_fault_alloc_fired())
             return tsi_error_set(TS_ERR_OOM, "onnx_tensor_parse: out of host memory"), NULL;
-        return tsi_error_set(TS_ERR_FORMAT, "onnx_tensor_parse: not a valid TensorProto (%zu bytes)",
-                             size),
+        return tsi_error_set(TS_ERR_FORMAT,
+                             "onnx_tensor_parse: not a valid TensorProto (%zu bytes)", size),
                NULL;
     }
     ts_tensor *t = tso_tensor_from_proto(tp, NULL, dev, tp->name);
@@ -267,7 +315,8 @@ bool tso_read_file(const char *op, const char *path, uint8_t **data, size_t *siz
     *size = 0;
     if (!path) return tsi_error_set(TS_ERR_ARG, "%s: path is NULL", op), false;
     FILE *f = fopen(path, "rb");
-    if (!f) return tsi_error_set(TS_ERR_IO, "%s: cannot open %s: %s", op, path, strerror(errno)), false;
+    if (!f)
+        return tsi_error_set(TS_ERR_IO, "%s: cannot open %s: %s", op, path, strerror(errno)), false;
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);
@@ -283,7 +332,8 @@ bool tso_read_file(const char *op, const char *path, uint8_t **data, size_t *siz
     uint8_t *buf = malloc(n ? n : 1);
     if (!buf) {
         fclose(f);
-        return tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %s (%zu bytes)", op, path, n), false;
+        return tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %s (%zu bytes)", op, path, n),
+               false;
     }
     if (n && fread(buf, 1, n, f) != n) {
         fclose(f);

@@ -10,7 +10,7 @@
 #include "tessera.h"
 
 #define MAX_ELEMS 4096
-#define MAX_IO 16
+#define MAX_IO    16
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -29,8 +29,10 @@ static bool check_info(ts_module *m, int n_in, int n_out, ts_onnx_value_info *in
         if (vi.ndim > TS_MAX_DIMS) abort();
         int64_t numel = 1;
         for (int d = 0; d < vi.ndim && runnable; d++) {
-            if (vi.dims[d] < 0 || vi.dims[d] > MAX_ELEMS) runnable = false;
-            else numel *= vi.dims[d];
+            if (vi.dims[d] < 0 || vi.dims[d] > MAX_ELEMS)
+                runnable = false;
+            else
+                numel *= vi.dims[d];
             if (numel > MAX_ELEMS) runnable = false;
         }
         if (vi.ndim < 0) runnable = false;

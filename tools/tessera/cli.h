@@ -63,10 +63,10 @@ typedef struct tcli_opts {
 #define TCLI_MAX_INPUTS 64
     const char *inputs[TCLI_MAX_INPUTS]; /* --input NAME=FILE.npy, as given */
     int n_inputs;
-    const char *save; /* --save DIR: each output as DIR/<name>.npy */
+    const char *save;        /* --save DIR: each output as DIR/<name>.npy */
     const char *grad_output; /* --grad-output NAME=FILE.npy: backward of sum(output * g) */
-    int bench;        /* --bench N: timed runs after warm-up (0: none) */
-    int batch;        /* --batch B: symbolic dims of random inputs (0: 1); export: the example's */
+    int bench;               /* --bench N: timed runs after warm-up (0: none) */
+    int batch; /* --batch B: symbolic dims of random inputs (0: 1); export: the example's */
     /* export */
     const char *output;  /* -o / --output FILE.onnx */
     bool dynamic_batch;  /* --dynamic-batch: dim 0 of input and output symbolic */

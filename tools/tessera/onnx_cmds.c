@@ -30,8 +30,10 @@ int tcli_info(const tcli_opts *o) {
     if (rc >= 0) return rc;
     char *text = ts_onnx_describe(m);
     rc = TCLI_OK;
-    if (text) printf("%s\n%s", o->onnx, text);
-    else rc = tcli_fail_ts(TCLI_FAIL, "info");
+    if (text)
+        printf("%s\n%s", o->onnx, text);
+    else
+        rc = tcli_fail_ts(TCLI_FAIL, "info");
     free(text);
     ts_module_free(m);
     fflush(stdout);
@@ -51,8 +53,9 @@ static void shape_str(char *buf, size_t n, ts_shape s) {
 static int random_input(const ts_onnx_value_info *vi, int64_t batch, ts_device dev, char *desc,
                         size_t n, ts_tensor **t) {
     if (vi->ndim < 0)
-        return tcli_fail(TCLI_USAGE, "input '%s' declares no shape: give it with --input %s=FILE.npy",
-                         vi->name, vi->name);
+        return tcli_fail(TCLI_USAGE,
+                         "input '%s' declares no shape: give it with --input %s=FILE.npy", vi->name,
+                         vi->name);
     ts_shape s = {.ndim = vi->ndim};
     for (int d = 0; d < vi->ndim; d++) s.dims[d] = vi->dims[d] < 0 ? batch : vi->dims[d];
     ts_dtype dt = vi->dtype ? vi->dtype : TS_F32;
@@ -63,7 +66,9 @@ static int random_input(const ts_onnx_value_info *vi, int64_t batch, ts_device d
     char sh[128];
     shape_str(sh, sizeof sh, s);
     snprintf(desc, n, "random %s %s (%s)", ts_dtype_name(dt), sh,
-             ts_dtype_is_floating(dt) ? "N(0, 1)" : dt == TS_BOOL ? "0 or 1" : "integers in [0, 10)");
+             ts_dtype_is_floating(dt) ? "N(0, 1)"
+             : dt == TS_BOOL          ? "0 or 1"
+                                      : "integers in [0, 10)");
     return -1;
 }
 
@@ -79,7 +84,8 @@ static int make_inputs(const tcli_opts *o, ts_module *m, ts_device dev, int n_in
         const char *eq = strchr(o->inputs[k], '=');
         size_t len = (size_t)(eq - o->inputs[k]);
         int i = 0;
-        while (i < n_in && (strlen(info[i].name) != len || strncmp(info[i].name, o->inputs[k], len)))
+        while (i < n_in &&
+               (strlen(info[i].name) != len || strncmp(info[i].name, o->inputs[k], len)))
             i++;
         if (i == n_in) {
             char names[512] = "";
@@ -98,7 +104,8 @@ static int make_inputs(const tcli_opts *o, ts_module *m, ts_device dev, int n_in
     int rc = -1;
     for (int i = 0; i < n_in && rc < 0; i++)
         if (!in[i])
-            rc = random_input(&info[i], o->batch ? o->batch : 1, dev, desc[i], sizeof desc[i], &in[i]);
+            rc = random_input(&info[i], o->batch ? o->batch : 1, dev, desc[i], sizeof desc[i],
+                              &in[i]);
     return rc;
 }
 
@@ -130,8 +137,8 @@ static void print_output(const char *name, ts_tensor *t) {
 static void safe_name(char *buf, size_t n, const char *name, int index, char (*taken)[128]) {
     size_t len = 0;
     for (const char *c = name; *c && len + 1 < n; c++) {
-        bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-                  *c == '-' || *c == '_' || (*c == '.' && len);
+        bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                  (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || (*c == '.' && len);
         buf[len++] = ok ? *c : '_';
     }
     buf[len] = '\0';
@@ -157,8 +164,8 @@ static bool make_dir(const char *dir) {
 }
 
 static int save_outputs(const char *dir, int n_out, ts_tensor **out, ts_module *m) {
-    if (!make_dir(dir)) return tcli_fail(TCLI_USAGE, "--save: cannot make the folder %s: %s", dir,
-                                         strerror(errno));
+    if (!make_dir(dir))
+        return tcli_fail(TCLI_USAGE, "--save: cannot make the folder %s: %s", dir, strerror(errno));
     static char taken[MAX_IO][128];
     for (int i = 0; i < n_out; i++) {
         ts_onnx_value_info vi;
@@ -226,7 +233,8 @@ static int bench(ts_module *m, ts_device dev, int n_in, ts_tensor **in, int iter
 /* --grad-output NAME=FILE.npy: the gradients of sum(output NAME * g) reach every parameter of the
  * imported model through autograd; with --save each is written as DIR/grad/<parameter>.npy (the
  * state-dict name: tools/onnx_real_models.py --grad compares them with PyTorch's). */
-static int grad_output(const tcli_opts *o, ts_module *m, ts_device dev, int n_out, ts_tensor **out) {
+static int grad_output(const tcli_opts *o, ts_module *m, ts_device dev, int n_out,
+                       ts_tensor **out) {
     const char *eq = strchr(o->grad_output, '=');
     if (!eq || eq == o->grad_output)
         return tcli_fail(TCLI_USAGE, "--grad-output: expected NAME=FILE.npy, got '%s'",
@@ -250,19 +258,22 @@ static int grad_output(const tcli_opts *o, ts_module *m, ts_device dev, int n_ou
     if (o->save) {
         snprintf(dir, sizeof dir, "%s/grad", o->save);
         if (!make_dir(o->save) || !make_dir(dir))
-            rc = tcli_fail(TCLI_USAGE, "--save: cannot make the folder %s: %s", dir, strerror(errno));
+            rc = tcli_fail(TCLI_USAGE, "--save: cannot make the folder %s: %s", dir,
+                           strerror(errno));
     }
     for (int i = 0; rc < 0 && i < params.n; i++) {
         ts_tensor *gr = ts_grad(params.tensors[i]);
         if (!gr || !o->save) continue;
         char path[8192];
         snprintf(path, sizeof path, "%s/%s.npy", dir, params.names[i]);
-        if (ts_npy_save(path, gr)) rc = tcli_fail_ts(TCLI_FAIL, "--save");
-        else saved++;
+        if (ts_npy_save(path, gr))
+            rc = tcli_fail_ts(TCLI_FAIL, "--save");
+        else
+            saved++;
     }
     if (rc < 0)
-        printf("gradients of sum(%s * g): %d parameters%s%s\n", params.n ? params.names[0] : "", saved,
-               o->save ? " saved in " : "", o->save ? dir : "");
+        printf("gradients of sum(%s * g): %d parameters%s%s\n", params.n ? params.names[0] : "",
+               saved, o->save ? " saved in " : "", o->save ? dir : "");
     ts_tensor_list_free(&params);
     return rc;
 }
@@ -278,8 +289,8 @@ int tcli_run(const tcli_opts *o) {
     int n_in = ts_onnx_num_inputs(m), n_out = ts_onnx_num_outputs(m);
     if (n_in > MAX_IO || n_out > MAX_IO) {
         ts_module_free(m);
-        return tcli_fail(TCLI_USAGE, "%s: %d inputs and %d outputs (tessera run takes %d)",
-                         o->onnx, n_in, n_out, MAX_IO);
+        return tcli_fail(TCLI_USAGE, "%s: %d inputs and %d outputs (tessera run takes %d)", o->onnx,
+                         n_in, n_out, MAX_IO);
     }
     ts_tensor *in[MAX_IO] = {0}, *out[MAX_IO] = {0};
     static char desc[MAX_IO][160];
@@ -292,13 +303,17 @@ int tcli_run(const tcli_opts *o) {
     if (rc < 0) printf("%s on %s\n", o->onnx, ts_device_str(dev));
     for (int i = 0; rc < 0 && i < n_in; i++) {
         ts_onnx_value_info vi;
-        if (ts_onnx_input_info(m, i, &vi)) rc = fail_lib(NULL);
-        else printf("input %s: %s\n", vi.name, desc[i]);
+        if (ts_onnx_input_info(m, i, &vi))
+            rc = fail_lib(NULL);
+        else
+            printf("input %s: %s\n", vi.name, desc[i]);
     }
     for (int i = 0; rc < 0 && i < n_out; i++) {
         ts_onnx_value_info vi;
-        if (ts_onnx_output_info(m, i, &vi)) rc = fail_lib(NULL);
-        else print_output(vi.name, out[i]);
+        if (ts_onnx_output_info(m, i, &vi))
+            rc = fail_lib(NULL);
+        else
+            print_output(vi.name, out[i]);
     }
     if (rc < 0 && o->save) rc = save_outputs(o->save, n_out, out, m);
     if (rc < 0 && grad) rc = grad_output(o, m, dev, n_out, out);
