@@ -24,14 +24,6 @@ static bool foldable(const tso_graph *g, const tso_node *n) {
     return true;
 }
 
-static void recount_uses(tso_graph *g) {
-    for (int v = 0; v < g->n_values; v++) g->values[v].uses = 0;
-    for (int k = 0; k < g->n_nodes; k++)
-        for (int i = 0; i < g->nodes[k].n_in; i++)
-            if (g->nodes[k].in[i] >= 0) g->values[g->nodes[k].in[i]].uses++;
-    for (int i = 0; i < g->n_outputs; i++) g->values[g->outputs[i]].uses++;
-}
-
 /* A failure at node k: the nodes not visited yet move down after the kept ones, so the graph
  * holds each node once (the folded ones are freed) and tso_graph_free frees it right. */
 static bool fold_fail(tso_graph *g, int kept, int k) {
@@ -83,7 +75,7 @@ static bool fold_graph(tso_model *m, tso_graph *g) {
     for (int k = 0; k < g->n_nodes; k++)
         for (int i = 0; i < g->nodes[k].n_out; i++)
             if (g->nodes[k].out[i] >= 0) g->values[g->nodes[k].out[i]].producer = k;
-    recount_uses(g);
+    tso_graph_count_uses(g);
     return true;
 }
 

@@ -537,11 +537,7 @@ static bool compile_graph(tso_model *m, tso_graph *g, const Onnx__GraphProto *gp
         g->out_info[i].name = g->values[v].name;
         g->outputs[g->n_outputs++] = v;
     }
-    /* uses: how many times each value is read, so the runner frees it after its last reader */
-    for (int k = 0; k < g->n_nodes; k++)
-        for (int i = 0; i < g->nodes[k].n_in; i++)
-            if (g->nodes[k].in[i] >= 0) g->values[g->nodes[k].in[i]].uses++;
-    for (int i = 0; i < g->n_outputs; i++) g->values[g->outputs[i]].uses++;
+    tso_graph_count_uses(g);
     ok = true;
 done:
     free(b.map.slots);
@@ -551,6 +547,16 @@ done:
 
 bool tso_graph_compile(tso_model *m, tso_graph *g, const Onnx__GraphProto *gp) {
     return compile_graph(m, g, gp, "graph");
+}
+
+/* How many times each value is read (graph outputs count once), so the runner frees it after its
+ * last reader; recounted after constant folding removes nodes. */
+void tso_graph_count_uses(tso_graph *g) {
+    for (int v = 0; v < g->n_values; v++) g->values[v].uses = 0;
+    for (int k = 0; k < g->n_nodes; k++)
+        for (int i = 0; i < g->nodes[k].n_in; i++)
+            if (g->nodes[k].in[i] >= 0) g->values[g->nodes[k].in[i]].uses++;
+    for (int i = 0; i < g->n_outputs; i++) g->values[g->outputs[i]].uses++;
 }
 
 void tso_node_free(tso_node *n) {

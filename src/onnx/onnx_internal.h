@@ -174,6 +174,7 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
                    ts_tensor *const *inputs, int n_inputs, ts_tensor **outs);
 void tso_graph_free(tso_graph *g);
 void tso_node_free(tso_node *n); /* what a node owns, not the node */
+void tso_graph_count_uses(tso_graph *g);
 
 /* ProtobufC's allocator over the library's malloc (so the allocation-failure sweep reaches it). */
 extern ProtobufCAllocator tso_pb_allocator;
