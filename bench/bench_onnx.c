@@ -5,7 +5,9 @@
  * Usage: bench_onnx FILE.onnx KIND BATCH [RUNS]
  *   KIND: image (input [B, 3, 224, 224] float), tokens (input [B, 256] int64 in [0, 256))
  *   prints "onnx <ms>" and, where Tessera's API has the model (FILE named resnet18 / resnet50 /
- *   gpt_mini), "capi <ms>". */
+ *   gpt_mini), "capi <ms>" (best of 1 and 2 threads), and "threads N: onnx <ms> capi <ms>" per
+ *   thread count. The two models' runs alternate, so a load that comes and goes on a shared machine
+ *   falls on both alike. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,27 +27,40 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* median time of one forward over `runs` runs after 3 warm-up runs */
-static double time_forward(ts_module *m, ts_tensor *x, int runs, bool onnx) {
-    double t[256];
-    if (runs > 256) runs = 256;
-    for (int r = -3; r < runs; r++) {
-        double t0 = now_ms();
-        ts_scope_begin();
-        ts_tensor *y = NULL;
-        if (onnx)
-            ts_onnx_run(m, 1, &x, 1, &y);
-        else
-            y = ts_forward(m, x);
-        if (!y || ts_error()) {
-            fprintf(stderr, "bench_onnx: %s\n", ts_error_message());
-            exit(1);
-        }
-        ts_scope_end();
-        if (r >= 0) t[r] = now_ms() - t0;
+/* the time of one forward */
+static double forward_ms(ts_module *m, ts_tensor *x, bool onnx) {
+    double t0 = now_ms();
+    ts_scope_begin();
+    ts_tensor *y = NULL;
+    if (onnx)
+        ts_onnx_run(m, 1, &x, 1, &y);
+    else
+        y = ts_forward(m, x);
+    if (!y || ts_error()) {
+        fprintf(stderr, "bench_onnx: %s\n", ts_error_message());
+        exit(1);
     }
-    qsort(t, (size_t)runs, sizeof *t, cmp_d);
-    return t[runs / 2];
+    ts_scope_end();
+    return now_ms() - t0;
+}
+
+static double median(double *t, int n) {
+    qsort(t, (size_t)n, sizeof *t, cmp_d);
+    return t[n / 2];
+}
+
+/* medians of one forward of each model over `runs` runs after 3 warm-up runs, alternating */
+static void time_both(ts_module *onnx, ts_module *capi, ts_tensor *x, int runs, double *a,
+                      double *b) {
+    static double ta[256], tb[256];
+    if (runs > 256) runs = 256;
+    if (runs < 1) runs = 1;
+    for (int r = -3; r < runs; r++) {
+        double u = forward_ms(onnx, x, true), v = capi ? forward_ms(capi, x, false) : 0;
+        if (r >= 0) ta[r] = u, tb[r] = v;
+    }
+    *a = median(ta, runs);
+    *b = median(tb, runs);
 }
 
 static ts_module *capi_model(const char *path) {
@@ -81,12 +96,14 @@ int main(int argc, char **argv) {
     double best_onnx = 1e30, best_capi = 1e30;
     for (int threads = 1; threads <= 2; threads++) {
         ts_set_num_threads(threads);
-        double a = time_forward(onnx, x, runs, true);
+        double a, b;
+        time_both(onnx, capi, x, runs, &a, &b);
         if (a < best_onnx) best_onnx = a;
-        if (capi) {
-            double b = time_forward(capi, x, runs, false);
-            if (b < best_capi) best_capi = b;
-        }
+        if (capi && b < best_capi) best_capi = b;
+        if (capi)
+            printf("threads %d: onnx %.3f capi %.3f (%.3f)\n", threads, a, b, a / b);
+        else
+            printf("threads %d: onnx %.3f\n", threads, a);
     }
     ts_no_grad_end();
     printf("onnx %.3f\n", best_onnx);

@@ -3,7 +3,9 @@
  * --save checked against the suite's expected output_0.pb (byte for byte where the operator is
  * exact), random inputs of the declared shapes (--batch for symbolic dims), --bench's line, and
  * the one-line errors with status 2 (flags, a missing file, an unknown input, a shape mismatch, an
- * operator Tessera lacks). The harness is the trainer tests' (support/trainer_run.c). */
+ * operator Tessera lacks), and the inference rewrites (on by default, off with --no-optimize or
+ * --grad-output) on a Conv + BatchNorm + Relu exported here. The harness is the trainer tests'
+ * (support/trainer_run.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -65,8 +67,8 @@ static double max_diff(ts_tensor *a, ts_tensor *b) {
 static void test_flags(void) {
     result r = RUN("--help");
     check_clean_exit(&r);
-    const char *words[] = {"run",        "info",      "--input NAME=FILE",
-                           "--save DIR", "--bench N", "--batch B"};
+    const char *words[] = {"run",       "info",      "--input NAME=FILE", "--save DIR",
+                           "--bench N", "--batch B", "--no-optimize"};
     for (size_t i = 0; i < sizeof words / sizeof *words; i++) CHECK(has(r.out, words[i]));
     result_free(&r);
     const char *relu = case_file("node/test_relu", "model.onnx");
@@ -241,6 +243,90 @@ static void test_run_random(void) {
     CHECK_OK();
 }
 
+/* a [1, 1, 2, 2] float tensor of v saved as name.npy in the temporary folder; its path */
+static const char *npy4(const char *name, const float *v) {
+    ts_tensor *t = ts_tensor_f32(TS_SHAPE(1, 1, 2, 2), v, (ts_opts){0});
+    const char *path = path_in(name, NULL);
+    CHECK(t && ts_npy_save(path, t) == TS_OK);
+    ts_release(t);
+    return path;
+}
+
+/* the four values of a saved [1, 1, 2, 2] output, NAN when unreadable */
+static void load4(const char *path, float *v) {
+    ts_tensor *t = ts_npy_load(path, ts_cpu());
+    if (!t || ts_numel(t) != 4 || ts_copy_to_host(t, v, 4 * sizeof *v) != TS_OK)
+        for (int i = 0; i < 4; i++) v[i] = NAN;
+    ts_release(t);
+    ts_error_clear();
+}
+
+/* Conv 1x1 + BatchNorm + Relu exported from Tessera with dyadic values, so every operation is
+ * exact on either path: W 2, b 1, BatchNorm scale 1, B 0.5, mean 1, var 3.5, eps 0.5
+ * (sqrt(var + eps) = 2); folded W' = 1, b' = 0.5. */
+static bool export_conv_bn_relu(const char *path) {
+    ts_module *mods[3] = {ts_conv2d_new(1, 1, 1, (ts_conv2d_opts){0}),
+                          ts_batch_norm2d_new(1, (ts_norm_opts){.eps = 0.5}), ts_relu_new()};
+    ts_module *net = ts_sequential_new(3, mods);
+    const char *names[] = {"0.weight", "0.bias",         "1.weight",
+                           "1.bias",   "1.running_mean", "1.running_var"};
+    const double vals[] = {2, 1, 1, 0.5, 1, 3.5};
+    ts_scope_begin(); /* what the in-place fills return */
+    ts_no_grad_begin();
+    for (int i = 0; net && i < 6; i++) ts_fill_(ts_module_get(net, names[i]), vals[i]);
+    ts_no_grad_end();
+    ts_module_eval(net);
+    ts_tensor *x = ts_zeros(TS_SHAPE(1, 1, 2, 2), (ts_opts){0});
+    bool ok = net && x && ts_onnx_export(net, 1, &x, path, (ts_onnx_export_opts){0}) == TS_OK;
+    ts_scope_end();
+    ts_module_free(net);
+    CHECK(ok);
+    CHECK_OK();
+    return ok;
+}
+
+/* run's inference rewrites: on by default, off with --no-optimize and with --grad-output (whose
+ * gradients are the file's parameters'); y = relu(((2x + 1) - 1) / 2 + 0.5) = relu(x + 0.5) exactly
+ * either way */
+static void test_run_optimize(void) {
+    char model[600]; /* path_in's buffers rotate */
+    snprintf(model, sizeof model, "%s", path_in("cbr.onnx", NULL));
+    if (!export_conv_bn_relu(model)) return;
+    char x_arg[600], g_arg[600];
+    snprintf(x_arg, sizeof x_arg, "input=%s", npy4("cbr_x.npy", (const float[]){-1, 0, 1, 3}));
+    snprintf(g_arg, sizeof g_arg, "output=%s", npy4("cbr_g.npy", (const float[]){1, 1, 1, 1}));
+    const char *modes[3][2] = {{NULL, "inference rewrites on\n"},
+                               {"--no-optimize", "inference rewrites off (--no-optimize)\n"},
+                               {"--grad-output", "inference rewrites off (--grad-output)\n"}};
+    for (int i = 0; i < 3; i++) {
+        char dir[32];
+        snprintf(dir, sizeof dir, "cbr%d", i);
+        result r = i == 0   ? RUN("run", model, "--input", x_arg, "--save", path_in(dir, NULL))
+                   : i == 1 ? RUN("run", model, "--input", x_arg, "--save", path_in(dir, NULL),
+                                  modes[i][0])
+                            : RUN("run", model, "--input", x_arg, "--save", path_in(dir, NULL),
+                                  modes[i][0], g_arg, "--device", "sim:0");
+        check_clean_exit(&r);
+        CHECK(has(r.out, modes[i][1]));
+        result_free(&r);
+        float y[4];
+        load4(path_in(dir, "output.npy"), y);
+        CHECK(y[0] == 0 && y[1] == 0.5f && y[2] == 1.5f && y[3] == 3.5f);
+    }
+    /* the file's graph: BatchNorm's scale has its gradient, sum over y > 0 of (c - mean) / 2 with
+     * c = 2x + 1: 0 + 1 + 3 */
+    float gs[1] = {NAN};
+    ts_tensor *gt = ts_npy_load(path_in("cbr2", "grad/1.weight.npy"), ts_cpu());
+    CHECK(gt && ts_numel(gt) == 1 && ts_copy_to_host(gt, gs, sizeof gs) == TS_OK && gs[0] == 4);
+    ts_release(gt);
+    CHECK_OK();
+    check_usage_error(RUN("info", model, "--no-optimize"),
+                      "tessera: --no-optimize: not an option of 'tessera info' (see tessera "
+                      "--help)\n");
+    check_usage_error(RUN("run", model, "--no-optimize=1"),
+                      "tessera: --no-optimize: takes no value, got '1'\n");
+}
+
 int main(void) {
     const char *env = getenv("TS_ONNX_TESTDATA");
     snprintf(data_dir, sizeof data_dir, "%s",
@@ -258,6 +344,7 @@ int main(void) {
     test_info();
     test_run_save();
     test_run_random();
+    test_run_optimize();
     trainer_cleanup();
     return ts_test_finish();
 }

@@ -402,12 +402,20 @@ static void test_graphs(void) {
         onnx__type_proto__init(tp);
         Onnx__TypeProto__Sequence *sq = get(sizeof *sq);
         onnx__type_proto__sequence__init(sq);
-        sq->elem_type = tensor_type(FLOAT, 1, (int64_t[]){3});
+        /* a sequence of sequences (a sequence of tensors loads: tests/test_onnx_seq.c) */
+        Onnx__TypeProto *inner = get(sizeof *inner);
+        onnx__type_proto__init(inner);
+        Onnx__TypeProto__Sequence *isq = get(sizeof *isq);
+        onnx__type_proto__sequence__init(isq);
+        isq->elem_type = tensor_type(FLOAT, 1, (int64_t[]){3});
+        inner->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+        inner->sequence_type = isq;
+        sq->elem_type = inner;
         tp->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
         tp->sequence_type = sq;
         add_input(g, "seq", tp);
-        refused("a sequence input", model(g, OPSET), NULL, TS_ERR_UNSUPPORTED,
-                "'seq' is a sequence; Tessera runs tensors only");
+        refused("a sequence of sequences", model(g, OPSET), NULL, TS_ERR_UNSUPPORTED,
+                "'seq' is a sequence of sequences; Tessera's sequences hold tensors");
     }
 }
 

@@ -158,6 +158,7 @@ print("\n".join(names))' "$work/m" "$seed" "$f")
         printf '  %-12s %s:%s\n' "${verdict%% *}" "$f" "$line"
         cp "$work/original" "$f"
     done
+    cp "$work/original" "$f" # the draw can end on a mutant that did not compile
     current=""
     build_lib || true # the original again
     score="n/a"

@@ -11,6 +11,7 @@ does not. Exits non-zero when Tessera passes fewer cases than ONNX Runtime on so
 """
 import argparse
 import collections
+import ctypes
 import glob
 import os
 import subprocess
@@ -31,12 +32,19 @@ SUITES = ["node", "pytorch-converted", "pytorch-operator", "simple"]
 RTOL, ATOL = 1e-3, 1e-7
 
 
-def read_value(path):
-    """A test data file: a TensorProto, or a SequenceProto / OptionalProto (ORT takes lists)."""
+MESSAGES = {"tensor": (onnx.TensorProto, onnx.numpy_helper.to_array),
+            "seq": (onnx.SequenceProto, onnx.numpy_helper.to_list),
+            "optional": (onnx.OptionalProto, onnx.numpy_helper.to_optional)}
+
+
+def read_value(path, type_str=None):
+    """A test data file: a TensorProto, or a SequenceProto / OptionalProto (ORT takes lists). The
+    value's type ("seq(tensor(float))", as ORT names it) picks the message, as the C harness does
+    from the model's declaration: the bytes alone do not say (an OptionalProto or a SequenceProto
+    often parses as a TensorProto too, into a wrong tensor); without a type each is tried."""
     raw = open(path, "rb").read()
-    for cls, conv in ((onnx.TensorProto, onnx.numpy_helper.to_array),
-                      (onnx.SequenceProto, onnx.numpy_helper.to_list),
-                      (onnx.OptionalProto, onnx.numpy_helper.to_optional)):
+    kind = type_str.split("(")[0] if type_str else None
+    for cls, conv in [MESSAGES[kind]] if kind in MESSAGES else MESSAGES.values():
         msg = cls()
         try:
             msg.ParseFromString(raw)
@@ -44,6 +52,35 @@ def read_value(path):
         except Exception:  # noqa: BLE001 - try the next message type
             continue
     raise ValueError(f"cannot parse {path}")
+
+
+def bf16_bits_to_float(a):
+    """bfloat16 values held as their uint16 bit patterns -> float32 (the same values)."""
+    return (np.asarray(a, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def ort_value_to_numpy(v):
+    """An output OrtValue as numpy; bfloat16 (which numpy lacks) as float32 of the same values."""
+    if v.data_type() != "tensor(bfloat16)":
+        return v.numpy()
+    count = int(np.prod(v.shape()))
+    bits = np.frombuffer((ctypes.c_uint16 * count).from_address(v.data_ptr()), dtype=np.uint16)
+    return bf16_bits_to_float(bits.copy()).reshape(v.shape())
+
+
+def run_bf16(sess, feeds):
+    """A run with bfloat16 inputs or outputs, through OrtValues (ORT's numpy path has no bfloat16).
+    A feed for a bfloat16 input is the uint16 bit pattern Debian's data holds (ONNX's numpy_helper
+    before 1.14 wrote bfloat16 so, numpy having no bfloat16), as tests/test_onnx_backend.c reads."""
+    values = {}
+    for i in sess.get_inputs():
+        x = feeds[i.name]
+        if i.type == "tensor(bfloat16)" and x.dtype == np.uint16:
+            values[i.name] = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
+                np.ascontiguousarray(x), onnx.TensorProto.BFLOAT16)
+        else:
+            values[i.name] = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(x))
+    return [ort_value_to_numpy(v) for v in sess.run_with_ort_values(None, values)]
 
 
 def close(got, want):
@@ -70,6 +107,7 @@ def run_ort(case_dir):
     except Exception as e:  # noqa: BLE001 - any load error is a refusal
         return "refused", str(e).splitlines()[0][:200]
     names = [i.name for i in sess.get_inputs()]
+    bf16 = any(v.type == "tensor(bfloat16)" for v in sess.get_inputs() + sess.get_outputs())
     sets = sorted(glob.glob(os.path.join(case_dir, "test_data_set_*")))
     if not sets:
         return "failed", "no test data"
@@ -77,9 +115,17 @@ def run_ort(case_dir):
         n_in = len(glob.glob(os.path.join(s, "input_*.pb")))
         n_out = len(glob.glob(os.path.join(s, "output_*.pb")))
         try:
-            feeds = {names[i]: read_value(os.path.join(s, f"input_{i}.pb")) for i in range(n_in)}
-            want = [read_value(os.path.join(s, f"output_{i}.pb")) for i in range(n_out)]
-            got = sess.run(None, feeds)
+            ins, outs = sess.get_inputs(), sess.get_outputs()
+            feeds = {names[i]: read_value(os.path.join(s, f"input_{i}.pb"), ins[i].type)
+                     for i in range(n_in)}
+            want = [read_value(os.path.join(s, f"output_{i}.pb"), outs[i].type)
+                    for i in range(n_out)]
+            if bf16:
+                got = run_bf16(sess, feeds)
+                want = [bf16_bits_to_float(w) if o.type == "tensor(bfloat16)" and
+                        w.dtype == np.uint16 else w for w, o in zip(want, sess.get_outputs())]
+            else:
+                got = sess.run(None, feeds)
         except Exception as e:  # noqa: BLE001 - a run error is a failure
             return "failed", str(e).splitlines()[0][:200] if str(e) else type(e).__name__
         for i in range(n_out):

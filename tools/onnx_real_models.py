@@ -4,16 +4,21 @@
 Exports (once; cached in OUT) torchvision's resnet18, resnet50, mobilenet_v3_small, efficientnet_b0
 and vit_b_16 with random weights (seed 0), PyTorch's nn.TransformerEncoder and the GPT-mini of
 tools/gen_golden_gpt.py with PyTorch's torch.onnx.export (opset 17, TorchScript exporter), runs each
-with ONNX Runtime and with `tessera run` on every device asked, and compares the outputs: the
-largest |tessera - onnxruntime| must be within 1e-4 of the output's largest magnitude.
+with ONNX Runtime and with `tessera run` on every device asked, each both ways: with the inference
+rewrites (run's default: BatchNormalization folded into the Conv before it, Conv + Relu / Clip
+fused, ...) and with --no-optimize. It compares the outputs: the largest |tessera - onnxruntime|
+must be within 1e-4 of the output's largest magnitude. resnet18_bn is resnet18 exported without
+constant folding, so its BatchNormalizations reach Tessera (PyTorch's exporter folds them otherwise)
+and the BatchNormalization folding is what runs.
 
 With --grad, resnet18 is exported a second time without constant folding (BatchNormalization kept,
-initializers under their state-dict names) and `tessera run --grad-output` computes the gradients
-of sum(output * g) with respect to every parameter of the imported model; they are compared with
-PyTorch's on the same weights (eval mode) within 1e-4 relative to each gradient's largest value.
+initializers under their state-dict names) and `tessera run --grad-output` (which keeps the file's
+graph: no inference rewrites) computes the gradients of sum(output * g) with respect to every
+parameter of the imported model; they are compared with PyTorch's on the same weights (eval mode)
+within 1e-4 relative to each gradient's largest value.
 
 Usage: /opt/torch2/bin/torch-python tools/onnx_real_models.py BUILD [--out DIR] [--devices cpu,sim:0]
-                                     [--models resnet18,...] [--grad]
+                                     [--models resnet18,resnet18_bn,...] [--grad]
 """
 import argparse
 import os
@@ -79,6 +84,19 @@ def perturb(model):
     return model
 
 
+def model_files(name, out):
+    """(model path, input array, input path) of a name of MODELS, or of BASE_bn: BASE exported
+    without constant folding (its BatchNormalizations kept)."""
+    fold = not name.endswith("_bn")
+    base = name if fold else name[:-3]
+    path, x = export(base, out, fold=fold)
+    return path, x, os.path.join(out, f"{base}_input.npy")
+
+
+# run's modes: the inference rewrites on (the default) and off
+MODES = (("optimized", ()), ("--no-optimize", ("--no-optimize",)))
+
+
 def export(name, out, fold=True):
     path = os.path.join(out, f"{name}{'' if fold else '_train'}.onnx")
     xpath = os.path.join(out, f"{name}_input.npy")
@@ -111,27 +129,29 @@ def tessera_run(build, model, xpath, device, save, extra=()):
 
 def check_outputs(a, names, devices):
     failed = 0
-    print(f"\n{'model':22} {'device':7} {'max |diff|':>12} {'max |ort|':>12} {'rel':>10}  result")
+    print(f"\n{'model':22} {'device':7} {'rewrites':13} {'max |diff|':>12} {'max |ort|':>12} "
+          f"{'rel':>10}  result")
     for name in names:
-        path, x = export(name, a.out)
-        xpath = os.path.join(a.out, f"{name}_input.npy")
+        path, x, xpath = model_files(name, a.out)
         sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         want = sess.run(None, {"input": x})[0]
         for dev in devices:
-            save = os.path.join(a.out, f"{name}_{dev.replace(':', '')}")
-            os.makedirs(save, exist_ok=True)
-            try:
-                got = tessera_run(a.build, path, xpath, dev, save)
-            except RuntimeError as e:
-                print(f"{name:22} {dev:7} {'':>12} {'':>12} {'':>10}  ERROR {e}")
-                failed += 1
-                continue
-            diff = float(np.max(np.abs(got.astype(np.float64) - want))) if got.shape == want.shape else float("inf")
-            scale = float(np.max(np.abs(want)))
-            rel = diff / scale if scale else diff
-            ok = rel <= TOL
-            failed += not ok
-            print(f"{name:22} {dev:7} {diff:12.4g} {scale:12.4g} {rel:10.3g}  {'ok' if ok else 'MISMATCH'}")
+            for mode, extra in MODES:
+                save = os.path.join(a.out, f"{name}_{dev.replace(':', '')}{'' if not extra else '_plain'}")
+                os.makedirs(save, exist_ok=True)
+                row = f"{name:22} {dev:7} {mode:13}"
+                try:
+                    got = tessera_run(a.build, path, xpath, dev, save, extra)
+                except RuntimeError as e:
+                    print(f"{row} {'':>12} {'':>12} {'':>10}  ERROR {e}")
+                    failed += 1
+                    continue
+                diff = float(np.max(np.abs(got.astype(np.float64) - want))) if got.shape == want.shape else float("inf")
+                scale = float(np.max(np.abs(want)))
+                rel = diff / scale if scale else diff
+                ok = rel <= TOL
+                failed += not ok
+                print(f"{row} {diff:12.4g} {scale:12.4g} {rel:10.3g}  {'ok' if ok else 'MISMATCH'}")
     return failed
 
 
@@ -174,7 +194,7 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--out", default="/tmp/tessera-onnx-models")
     ap.add_argument("--devices", default="cpu,sim:0")
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default=",".join([*MODELS, "resnet18_bn"]))
     ap.add_argument("--grad", action="store_true")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)

@@ -29,6 +29,10 @@ ts_module *ts_onnx_load_buffer(const void *data, size_t size, const char *base_d
 /* true when m was made by ts_onnx_load */
 bool ts_onnx_is_model(ts_module *m);
 
+/* What a graph value is: a tensor, a sequence of tensors, or an optional (a tensor, a sequence or
+ * nothing). Sequences and optionals travel as ts_tensor handles: see ts_onnx_sequence below. */
+typedef enum ts_onnx_kind { TS_ONNX_TENSOR = 0, TS_ONNX_SEQUENCE, TS_ONNX_OPTIONAL } ts_onnx_kind;
+
 /* The graph's inputs (initializers excluded) and outputs, in the file's order. */
 typedef struct ts_onnx_value_info {
     const char *name;                   /* borrowed from the model */
@@ -36,6 +40,8 @@ typedef struct ts_onnx_value_info {
     int ndim;                           /* -1: rank unknown */
     int64_t dims[TS_MAX_DIMS];          /* -1 for a symbolic or unknown dimension */
     const char *dim_names[TS_MAX_DIMS]; /* the symbol ("batch_size") or NULL */
+    /* a sequence or an optional: dtype is the element type of the tensors it holds and ndim -1 */
+    ts_onnx_kind kind;
 } ts_onnx_value_info;
 int ts_onnx_num_inputs(ts_module *m);
 int ts_onnx_num_outputs(ts_module *m);
@@ -45,9 +51,33 @@ ts_status ts_onnx_output_info(ts_module *m, int i, ts_onnx_value_info *out);
 /* Runs the graph: inputs[i] for the i-th graph input (on the model's device; symbolic dimensions
  * take the sizes given, fixed ones must match), outputs[0..n_outputs-1] get the first n_outputs
  * outputs, owned like any op's result. On failure every output is NULL and the error names the
- * node. Differentiable: ts_backward through the outputs reaches the parameters. */
+ * node. Differentiable: ts_backward through the outputs reaches the parameters. A sequence or
+ * optional input or output is a container (ts_onnx_sequence below), on its elements' device. */
 ts_status ts_onnx_run(ts_module *m, int n_inputs, ts_tensor *const *inputs, int n_outputs,
                       ts_tensor **outputs);
+
+/* ------------------------------------------------------------------ sequences and optionals
+ * ONNX's sequence and optional values are containers that travel through ts_onnx_run's inputs and
+ * outputs as ts_tensor handles: a container is an empty tensor (shape [0]; dtype the element type
+ * of the tensors it holds; on their device) that holds one reference to each element, freed with
+ * the container (ts_release, scopes) like any tensor. Tensor ops see only the empty tensor: read a
+ * container with the functions here. The elements are shared, not copied. */
+/* A sequence of tensors[0..n-1] (one dtype, one device; tensors may be NULL when n is 0).
+ * o.dtype and o.device: an empty sequence's element type (float32 when zero) and device (the
+ * default device); when given for a non-empty one, the tensors must match them. */
+ts_tensor *ts_onnx_sequence(int n, ts_tensor *const *tensors, ts_opts o);
+/* An optional holding value (a tensor or a sequence), or nothing when value is NULL and no error
+ * is pending (o.dtype and o.device as for an empty sequence). */
+ts_tensor *ts_onnx_optional(ts_tensor *value, ts_opts o);
+bool ts_onnx_is_sequence(ts_tensor *t); /* false for a tensor, an optional or NULL */
+bool ts_onnx_is_optional(ts_tensor *t);
+/* -1 with TS_ERR_ARG when seq is no sequence */
+int64_t ts_onnx_sequence_length(ts_tensor *seq);
+/* element i (negative: from the end), owned like any op's result; TS_ERR_ARG out of range */
+ts_tensor *ts_onnx_sequence_at(ts_tensor *seq, int64_t i);
+bool ts_onnx_optional_has_value(ts_tensor *opt); /* false with TS_ERR_ARG when no optional */
+/* the value (a tensor or a sequence), owned like any op's result; TS_ERR_STATE when empty */
+ts_tensor *ts_onnx_optional_value(ts_tensor *opt);
 
 /* A description of a model for `tessera info`: producer, IR version, opsets, operators with their
  * counts, parameter count, inputs and outputs. malloc'ed text; free() it. NULL on error. */

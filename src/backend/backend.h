@@ -105,8 +105,25 @@ typedef enum ts_random_kind {
     TS_RAND_RANDINT,   /* p0 = low, p1 = high: integers in [low, high) */
 } ts_random_kind;
 
+/* The activation a forward convolution applies to each output (bias added) as it writes it. */
+typedef enum ts_conv_act {
+    TS_CONV_ACT_NONE = 0,
+    TS_CONV_ACT_RELU, /* ts_relu's: max(y, 0), NaN stays NaN */
+    TS_CONV_ACT_CLIP, /* ts_clamp's: min(max(y, lo), hi), NaN stays NaN, lo > hi gives hi */
+} ts_conv_act;
+
 typedef struct ts_conv2d_params {
     int stride[2], padding[2], dilation[2], groups;
+    /* forward only (the backward passes get NONE and uid 0) */
+    ts_conv_act act;
+    double act_lo, act_hi; /* CLIP's bounds; NAN: that side unbounded */
+    /* The weight's identity, for caches of its transformed forms (oneDNN's blocked layout): its
+     * storage's uid, that storage's version and its offset in elements. The front end sets
+     * weight_uid only when the weight can't change during the call and is not being trained (grad
+     * mode off, or it does not require grad), it is contiguous in its own storage and Tessera owns
+     * that memory; 0: cache nothing. */
+    uint64_t weight_uid, weight_version;
+    int64_t weight_offset;
 } ts_conv2d_params;
 
 typedef enum ts_pool_kind {
@@ -253,9 +270,10 @@ struct ts_backend {
      * seed, so the numbers do not depend on threads or device. */
     void (*random)(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
                    double p0, double p1, uint64_t seed, uint64_t offset);
-    /* out [N,O,OH,OW] = conv2d(x [N,C,H,W], w [O,C/groups,KH,KW]) + bias [O] (bias may be NULL).
-     * All views contiguous and of one float dtype; output sizes already computed by the front
-     * end.*/
+    /* out [N,O,OH,OW] = act(conv2d(x [N,C,H,W], w [O,C/groups,KH,KW]) + bias [O]) (bias may be
+     * NULL; act: p->act, exactly ts_relu / ts_clamp of the value the plain convolution would
+     * write). All views contiguous and of one float dtype; output sizes already computed by the
+     * front end. */
     void (*conv2d)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p);
     /* gx [N,C,H,W] = gradient of the input (overwritten) */

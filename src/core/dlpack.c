@@ -91,6 +91,7 @@ struct DLManagedTensor *ts_to_dlpack(ts_tensor *t) {
         return NULL;
     }
     c->dtype = t->dtype;
+    atomic_store(&t->storage->exported, true); /* the consumer may write it: no cached copies */
     int nd = t->shape.ndim;
     for (int i = 0; i < nd; i++) {
         c->shape[i] = t->shape.dims[i];

@@ -19,6 +19,13 @@ typedef struct ts_storage {
     char *data; /* device pointer (host pointer for cpu and sim) */
     size_t nbytes;
     atomic_uint_fast64_t version; /* shared by every view: bumped by in-place ops */
+    /* Unique for the process's life (never 0, never reused, unlike the struct's or the data's
+     * address, which the caching allocator hands out again): names the memory for caches of what
+     * was computed from it (conv_dnnl.c's reordered weights), with version for its contents. */
+    uint64_t uid;
+    /* Handed to another framework (ts_to_dlpack): it may write the memory without a version
+     * bump, so no cache may key on uid + version (conv.c's weight identity). Never cleared. */
+    atomic_bool exported;
     bool pinned;
     /* Memory Tessera does not own (ts_from_dlpack, tsi_new_external): alloc and block are NULL
      * and the last reference calls release(release_ctx) instead of giving a block back, so the

@@ -62,6 +62,40 @@ ts_tensor *ts_onnx_tensor_parse(const void *data, size_t size, ts_device dev, ch
     (void)data, (void)size, (void)dev, (void)name;
     return unsupported("onnx_tensor_parse");
 }
+ts_tensor *ts_onnx_sequence(int n, ts_tensor *const *tensors, ts_opts o) {
+    (void)n, (void)tensors, (void)o;
+    return unsupported("onnx_sequence");
+}
+ts_tensor *ts_onnx_optional(ts_tensor *value, ts_opts o) {
+    (void)value, (void)o;
+    return unsupported("onnx_optional");
+}
+bool ts_onnx_is_sequence(ts_tensor *t) {
+    (void)t;
+    return false;
+}
+bool ts_onnx_is_optional(ts_tensor *t) {
+    (void)t;
+    return false;
+}
+int64_t ts_onnx_sequence_length(ts_tensor *seq) {
+    (void)seq;
+    unsupported("onnx_sequence_length");
+    return -1;
+}
+ts_tensor *ts_onnx_sequence_at(ts_tensor *seq, int64_t i) {
+    (void)seq, (void)i;
+    return unsupported("onnx_sequence_at");
+}
+bool ts_onnx_optional_has_value(ts_tensor *opt) {
+    (void)opt;
+    unsupported("onnx_optional_has_value");
+    return false;
+}
+ts_tensor *ts_onnx_optional_value(ts_tensor *opt) {
+    (void)opt;
+    return unsupported("onnx_optional_value");
+}
 ts_status ts_onnx_export(ts_module *m, int n_inputs, ts_tensor *const *example_inputs,
                          const char *path, ts_onnx_export_opts o) {
     (void)m, (void)n_inputs, (void)example_inputs, (void)path, (void)o;

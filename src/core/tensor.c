@@ -106,6 +106,12 @@ static inline bool drop_ref(atomic_int *refs) {
 }
 
 /* ------------------------------------------------------------------ storage */
+static atomic_uint_fast64_t storage_uids; /* the last uid given out */
+
+static uint64_t next_storage_uid(void) {
+    return (uint64_t)atomic_fetch_add_explicit(&storage_uids, 1, memory_order_relaxed) + 1;
+}
+
 static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
     ts_allocator *a = tsi_allocator(dev);
     if (!a) { /* made on first use: with a backend there, only memory can be missing */
@@ -136,6 +142,7 @@ static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
     s->data = ts_block_ptr(b);
     s->nbytes = nbytes;
     atomic_init(&s->version, 0);
+    s->uid = next_storage_uid();
     s->pinned = false;
     s->release = NULL;
     s->release_ctx = NULL;
@@ -210,6 +217,7 @@ ts_tensor *tsi_new_external(const char *op, ts_shape s, ts_dtype dt, ts_device d
     st->data = data;
     st->nbytes = nbytes;
     atomic_init(&st->version, 0);
+    st->uid = next_storage_uid();
     st->pinned = false;
     st->release = NULL;
     st->release_ctx = NULL;

@@ -1,8 +1,11 @@
 /* conv.c — the conv2d front end: PyTorch's checks and output size, the backend kernels, and the
  * ConvolutionBackward0 node. */
+#include <math.h>
+
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
+#include "nn/conv_internal.h"
 
 /* A contiguous tensor's data seen as [n, c, h, w] (unbatched tensors get n = 1). */
 static ts_kview kview4(const ts_tensor *t, int64_t n, int64_t c, int64_t h, int64_t w) {
@@ -23,8 +26,10 @@ typedef struct conv_geom {
     int64_t n, c, h, w, o, kh, kw, oh, ow;
 } conv_geom;
 
-/* Zero means the default (1) for stride, dilation and groups; negative values are errors. */
+/* Zero means the default (1) for stride, dilation and groups; negative values are errors. No
+ * activation and no weight identity (conv_run adds those). */
 static bool conv_params(const char *op, ts_conv2d_opts o, ts_conv2d_params *p) {
+    *p = (ts_conv2d_params){.act = TS_CONV_ACT_NONE, .act_lo = NAN, .act_hi = NAN};
     for (int i = 0; i < 2; i++) {
         if (o.stride[i] < 0)
             return tsi_error_set(TS_ERR_ARG, "%s: non-positive stride is not supported", op), false;
@@ -128,7 +133,7 @@ static void params_store(ts_node *n, const ts_conv2d_params *p) {
 }
 
 static ts_conv2d_params params_load(const ts_node *n) {
-    ts_conv2d_params p;
+    ts_conv2d_params p = {.act = TS_CONV_ACT_NONE, .act_lo = NAN, .act_hi = NAN};
     for (int i = 0; i < 2; i++) {
         p.stride[i] = (int)n->ip[i];
         p.padding[i] = (int)n->ip[2 + i];
@@ -178,33 +183,79 @@ static void conv_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_release(g);
 }
 
-static ts_tensor *conv2d_op(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o) {
+/* The weight's identity for the backend's caches (backend.h): only when the weight is not being
+ * trained (grad mode off, or it does not require grad), the call reads its own storage (not a
+ * contiguous copy made for this call, which no later call would meet again) and Tessera owns
+ * that memory and has not shared it (imported or exported memory can change without a version
+ * bump). */
+static void weight_identity(const ts_tensor *w, const ts_tensor *wc, ts_conv2d_params *p) {
+    ts_storage *s = wc->storage;
+    if (s != w->storage || !s->alloc || s->release || atomic_load(&s->exported)) return;
+    if (tsi_grad_mode() && w->requires_grad) return;
+    p->weight_uid = s->uid;
+    p->weight_version = (uint64_t)atomic_load(&s->version);
+    p->weight_offset = wc->offset;
+}
+
+/* One forward call: the checks, contiguous inputs, the output and the backend's kernel applying
+ * act. The caller releases xc, wc and bc (NULL-safe) and owns out (NULL on failure). */
+typedef struct conv_call {
+    conv_geom g;
+    ts_tensor *xc, *wc, *bc, *out;
+} conv_call;
+
+static void conv_run(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o, ts_conv_act act,
+                     double lo, double hi, conv_call *c) {
     const char *op = "conv2d";
     tsi_init();
-    conv_geom g;
+    *c = (conv_call){0};
     ts_device dev;
-    if (!conv_check(op, x, w, b, o, &g, &dev)) return NULL;
+    conv_geom *g = &c->g;
+    if (!conv_check(op, x, w, b, o, g, &dev)) return;
     tsi_log_op(op, dev);
-    ts_tensor *xc = tsi_contiguous(op, x), *wc = xc ? tsi_contiguous(op, w) : NULL;
-    ts_tensor *bc = wc && b ? tsi_contiguous(op, b) : NULL;
-    const ts_shape os = g.unbatched ? TS_SHAPE(g.o, g.oh, g.ow) : TS_SHAPE(g.n, g.o, g.oh, g.ow);
-    ts_tensor *out = wc && (bc || !b) ? tsi_new(op, os, x->dtype, dev) : NULL;
-    if (out && tsi_numel(os) > 0) {
-        const ts_kview ko = kview4(out, g.n, g.o, g.oh, g.ow), kx = kview4(xc, g.n, g.c, g.h, g.w);
-        const ts_kview kw = tsi_kview(wc), kb = bc ? tsi_kview(bc) : kw;
-        tsi_be(xc)->conv2d(tsi_be(xc), tsi_dev_index(xc), &ko, &kx, &kw, bc ? &kb : NULL, &g.p);
-    }
-    if (out) {
+    c->xc = tsi_contiguous(op, x);
+    c->wc = c->xc ? tsi_contiguous(op, w) : NULL;
+    c->bc = c->wc && b ? tsi_contiguous(op, b) : NULL;
+    const ts_shape os =
+        g->unbatched ? TS_SHAPE(g->o, g->oh, g->ow) : TS_SHAPE(g->n, g->o, g->oh, g->ow);
+    c->out = c->wc && (c->bc || !b) ? tsi_new(op, os, x->dtype, dev) : NULL;
+    if (!c->out || tsi_numel(os) == 0) return;
+    g->p.act = act, g->p.act_lo = lo, g->p.act_hi = hi;
+    weight_identity(w, c->wc, &g->p);
+    const ts_kview ko = kview4(c->out, g->n, g->o, g->oh, g->ow);
+    const ts_kview kx = kview4(c->xc, g->n, g->c, g->h, g->w);
+    const ts_kview kw = tsi_kview(c->wc), kb = c->bc ? tsi_kview(c->bc) : kw;
+    tsi_be(c->xc)->conv2d(tsi_be(c->xc), tsi_dev_index(c->xc), &ko, &kx, &kw, c->bc ? &kb : NULL,
+                          &g->p);
+}
+
+static void conv_call_release(conv_call *c) {
+    ts_release(c->xc);
+    ts_release(c->wc);
+    ts_release(c->bc);
+}
+
+static ts_tensor *conv2d_op(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o) {
+    conv_call c;
+    conv_run(x, w, b, o, TS_CONV_ACT_NONE, NAN, NAN, &c);
+    if (c.out) {
         /* the input is needed only for the weight's gradient and the weight only for the input's */
         ts_tensor *ins[3] = {x, w, b};
-        ts_tensor *saves[2] = {w->requires_grad ? xc : NULL, x->requires_grad ? wc : NULL};
-        ts_node *n = tsi_record("ConvolutionBackward0", op, conv_backward, ins, 3, out, saves, 2);
-        if (n) params_store(n, &g.p);
+        ts_tensor *saves[2] = {w->requires_grad ? c.xc : NULL, x->requires_grad ? c.wc : NULL};
+        ts_node *n =
+            tsi_record("ConvolutionBackward0", "conv2d", conv_backward, ins, 3, c.out, saves, 2);
+        if (n) params_store(n, &c.g.p);
     }
-    ts_release(xc);
-    ts_release(wc);
-    ts_release(bc);
-    return tsi_own(out);
+    conv_call_release(&c);
+    return tsi_own(c.out);
+}
+
+ts_tensor *tsi_conv2d_forward_act(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
+                                  ts_conv_act act, double lo, double hi) {
+    conv_call c;
+    conv_run(x, w, b, o, act, lo, hi, &c);
+    conv_call_release(&c);
+    return tsi_own(c.out);
 }
 
 ts_tensor *ts_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o) {

@@ -55,6 +55,64 @@ static void put_value(text *t, const ts_onnx_value_info *vi) {
     put(t, "]\n");
 }
 
+/* A declared type as text: "float32 [N, 3]", "sequence of float32 [?]", "optional sequence of
+ * float32 [rank unknown]" (a sequence's or an optional's tensors). */
+static void put_type(text *t, const Onnx__TypeProto *tp) {
+    switch (tp ? tp->value_case : ONNX__TYPE_PROTO__VALUE__NOT_SET) {
+    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+        put(t, "sequence of ");
+        put_type(t, tp->sequence_type ? tp->sequence_type->elem_type : NULL);
+        return;
+    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+        put(t, "optional ");
+        put_type(t, tp->optional_type ? tp->optional_type->elem_type : NULL);
+        return;
+    case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
+        break;
+    default:
+        put(t, "? [rank unknown]");
+        return;
+    }
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    ts_dtype dt = tt && tt->has_elem_type ? tso_dtype_from_onnx(tt->elem_type) : TS_DTYPE_DEFAULT;
+    put(t, "%s", dt ? ts_dtype_name(dt) : "?");
+    if (!tt || !tt->shape) {
+        put(t, " [rank unknown]");
+        return;
+    }
+    put(t, " [");
+    for (size_t d = 0; d < tt->shape->n_dim; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+            put(t, "%s%lld", d ? ", " : "", (long long)dim->dim_value);
+        else if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
+            put(t, "%s%s", d ? ", " : "", dim->dim_param);
+        else
+            put(t, "%s?", d ? ", " : "");
+    }
+    put(t, "]");
+}
+
+/* The graph's inputs or outputs: a tensor from its info, a sequence or an optional from its
+ * declared type (found by name among decl: the info keeps the element type alone). */
+static void put_values(text *t, const ts_onnx_value_info *info, int n,
+                       Onnx__ValueInfoProto *const *decl, size_t n_decl) {
+    for (int i = 0; i < n; i++) {
+        const ts_onnx_value_info *vi = &info[i];
+        if (vi->kind == TS_ONNX_TENSOR) {
+            put_value(t, vi);
+            continue;
+        }
+        for (size_t j = 0; j < n_decl; j++)
+            if (decl[j]->name && !strcmp(decl[j]->name, vi->name)) {
+                put(t, "  %s: ", vi->name);
+                put_type(t, decl[j]->type);
+                put(t, "\n");
+                break;
+            }
+    }
+}
+
 char *ts_onnx_describe(ts_module *mod) {
     if (!ts_onnx_is_model(mod))
         return tsi_error_set(TS_ERR_ARG, "onnx_describe: the module was not made by ts_onnx_load"),
@@ -72,14 +130,14 @@ char *ts_onnx_describe(ts_module *mod) {
                 : "ai.onnx",
             (long long)mp->opset_import[i]->version);
     put(&t, "\ninputs (%d):\n", m->graph->n_inputs);
-    for (int i = 0; i < m->graph->n_inputs; i++) put_value(&t, &m->graph->in_info[i]);
+    const Onnx__GraphProto *gp = mp->graph;
+    put_values(&t, m->graph->in_info, m->graph->n_inputs, gp->input, gp->n_input);
     put(&t, "outputs (%d):\n", m->graph->n_outputs);
-    for (int i = 0; i < m->graph->n_outputs; i++) put_value(&t, &m->graph->out_info[i]);
+    put_values(&t, m->graph->out_info, m->graph->n_outputs, gp->output, gp->n_output);
     enum { MAX_OPS = 512 };
     const char *names[MAX_OPS];
     int counts[MAX_OPS], n_ops = 0;
     /* the file's nodes (before constant folding): what the exporter wrote */
-    const Onnx__GraphProto *gp = mp->graph;
     for (size_t k = 0; k < gp->n_node; k++) {
         const char *op = gp->node[k]->op_type ? gp->node[k]->op_type : "?";
         int i = 0;

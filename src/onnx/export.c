@@ -306,7 +306,8 @@ static bool add_read(tse *e, const char **used, size_t n, bool named) {
 
 /* Moves initializers [from, n_inits) in front of [0, from). */
 static bool rotate_front(tse *e, int from) {
-    Onnx__TensorProto **tmp = malloc((size_t)(from ? from : 1) * sizeof *tmp);
+    if (from == 0 || from == e->n_inits) return true; /* nothing to move (e->inits may be NULL) */
+    Onnx__TensorProto **tmp = malloc((size_t)from * sizeof *tmp);
     if (!tmp) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP), false;
     const int moved = e->n_inits - from;
     memcpy(tmp, e->inits, (size_t)from * sizeof *tmp);

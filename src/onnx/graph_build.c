@@ -160,19 +160,12 @@ static int resolve_input(builder *b, const char *name, int node) {
 static bool value_info(const Onnx__ValueInfoProto *vi, ts_onnx_value_info *out, const builder *b) {
     memset(out, 0, sizeof *out);
     out->ndim = -1;
-    const Onnx__TypeProto *tp = vi->type;
-    if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)
+    /* a sequence or an optional (sequence.c): its kind, and the type of the tensors it holds
+     * checked as a tensor's (their shape left out: the runner checks a container's dtype) */
+    const Onnx__TypeProto *tp;
+    if (!tso_type_kind(vi->type, &out->kind, &tp, b->where, vi->name)) return false;
+    if (!tp || !tp->tensor_type)
         return true; /* no type declared: checked at run time by the operators */
-    if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
-        const char *kind = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ? "a sequence"
-                           : tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE    ? "a map"
-                           : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE
-                               ? "an optional"
-                               : "a sparse tensor";
-        tsi_error_set(TS_ERR_UNSUPPORTED, "onnx_load: %s: '%s' is %s; Tessera runs tensors only",
-                      b->where, vi->name, kind);
-        return false;
-    }
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     if (tt->has_elem_type && tt->elem_type != 0) {
         out->dtype = tso_dtype_from_onnx(tt->elem_type);
@@ -183,7 +176,7 @@ static bool value_info(const Onnx__ValueInfoProto *vi, ts_onnx_value_info *out, 
             return false;
         }
     }
-    if (!tt->shape) return true;
+    if (!tt->shape || out->kind != TS_ONNX_TENSOR) return true;
     if (tt->shape->n_dim > TS_MAX_DIMS) {
         tsi_error_set(TS_ERR_UNSUPPORTED,
                       "onnx_load: %s: '%s' has rank %zu; Tessera holds at most %d", b->where,
@@ -205,6 +198,29 @@ static bool value_info(const Onnx__ValueInfoProto *vi, ts_onnx_value_info *out, 
 
 static bool compile_graph(tso_model *m, tso_graph *g, const Onnx__GraphProto *gp,
                           const char *where);
+
+/* The version of the training domain the model imports (its operators' opset), -1 with the error
+ * set when it imports none or one past what ONNX defines. */
+static int domain_version(const builder *b, const char *label) {
+    const Onnx__ModelProto *mp = b->model->proto;
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        if (!o->domain || strcmp(o->domain, TSO_DOMAIN_TRAINING)) continue;
+        if (o->has_version && o->version >= 1 && o->version <= TSO_TRAINING_VERSION_MAX)
+            return (int)o->version;
+        tsi_error_set(TS_ERR_UNSUPPORTED,
+                      "onnx_load: %s: %s: the model imports " TSO_DOMAIN_TRAINING
+                      " version %lld; Tessera reads version 1 to %d",
+                      b->where, label, (long long)(o->has_version ? o->version : 0),
+                      TSO_TRAINING_VERSION_MAX);
+        return -1;
+    }
+    tsi_error_set(TS_ERR_FORMAT,
+                  "onnx_load: %s: %s is in the domain " TSO_DOMAIN_TRAINING
+                  ", which the model does not import",
+                  b->where, label);
+    return -1;
+}
 
 static bool build_node(builder *b, int k, tso_node *n, int *produced_by) {
     const Onnx__NodeProto *np = b->gp->node[k];
@@ -243,15 +259,18 @@ static bool build_node(builder *b, int k, tso_node *n, int *produced_by) {
                    false;
     }
     const char *domain = np->domain ? np->domain : "";
-    if (domain[0] && strcmp(domain, "ai.onnx"))
+    bool training = !strcmp(domain, TSO_DOMAIN_TRAINING);
+    if (domain[0] && strcmp(domain, "ai.onnx") && !training)
         return tsi_error_set(TS_ERR_UNSUPPORTED,
                              "onnx_load: %s: %s is in the operator domain '%s'; Tessera runs the "
-                             "default domain (ai.onnx) only",
+                             "default domain (ai.onnx) and " TSO_DOMAIN_TRAINING " only",
                              b->where, label, domain),
                false;
-    n->opset = b->model->opset;
+    n->opset = training ? domain_version(b, label) : b->model->opset;
+    if (n->opset < 0) return false;
     bool any = false;
-    n->def = tso_find_op(n->op_type, n->opset, &any);
+    n->def = training ? tso_find_training_op(n->op_type, n->opset, &any)
+                      : tso_find_op(n->op_type, n->opset, &any);
     if (!n->def)
         return tsi_error_set(TS_ERR_UNSUPPORTED,
                              any ? "onnx_load: %s: %s at opset %d: Tessera implements this "
@@ -513,6 +532,7 @@ static bool compile_graph(tso_model *m, tso_graph *g, const Onnx__GraphProto *gp
         tso_node *n = &g->nodes[k];
         if (n->def->check && !n->def->check(n)) goto done;
     }
+    if (!tso_check_container_uses(g, where)) goto done;
     /* outputs */
     g->outputs = malloc((gp->n_output + 1) * sizeof *g->outputs);
     g->out_info = calloc(gp->n_output + 1, sizeof *g->out_info);

@@ -10,7 +10,7 @@
 bool tso_graph_compile(tso_model *m, tso_graph *g, const Onnx__GraphProto *gp);
 bool tso_read_file(const char *op, const char *path, uint8_t **data, size_t *size);
 bool tso_fold_constants(tso_model *m);
-bool tso_optimize(tso_model *m);
+bool tso_optimize(tso_model *m); /* optimize.c */
 
 static void model_destroy(ts_module *self) {
     tso_model *m = (tso_model *)self;

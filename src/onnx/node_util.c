@@ -8,20 +8,32 @@
 #include "onnx/onnx_internal.h"
 
 /* ------------------------------------------------------------------ the operator table */
-static const tso_op_def *const families[] = {tso_ops_elementwise, tso_ops_shape, tso_ops_nn,
-                                             tso_ops_reduce,      tso_ops_index, tso_ops_misc,
-                                             tso_ops_extra};
+static const tso_op_def *const families[] = {
+    tso_ops_elementwise, tso_ops_shape,  tso_ops_nn,    tso_ops_reduce, tso_ops_index, tso_ops_misc,
+    tso_ops_extra,       tso_ops_signal, tso_ops_quant, tso_ops_seq,    tso_ops_text};
+static const tso_op_def *const training_families[] = {tso_ops_train};
 
-const tso_op_def *tso_find_op(const char *op_type, int opset, bool *any) {
+/* the newest row for op_type with since <= version among count families */
+static const tso_op_def *find_in(const tso_op_def *const *fams, size_t count, const char *op_type,
+                                 int version, bool *any) {
     const tso_op_def *best = NULL;
     if (any) *any = false;
-    for (size_t f = 0; f < sizeof families / sizeof *families; f++)
-        for (const tso_op_def *d = families[f]; d->op_type; d++) {
+    for (size_t f = 0; f < count; f++)
+        for (const tso_op_def *d = fams[f]; d->op_type; d++) {
             if (strcmp(d->op_type, op_type)) continue;
             if (any) *any = true;
-            if (d->since <= opset && (!best || d->since > best->since)) best = d;
+            if (d->since <= version && (!best || d->since > best->since)) best = d;
         }
     return best;
+}
+
+const tso_op_def *tso_find_op(const char *op_type, int opset, bool *any) {
+    return find_in(families, sizeof families / sizeof *families, op_type, opset, any);
+}
+
+const tso_op_def *tso_find_training_op(const char *op_type, int version, bool *any) {
+    return find_in(training_families, sizeof training_families / sizeof *training_families, op_type,
+                   version, any);
 }
 
 /* ------------------------------------------------------------------ attributes */

@@ -103,7 +103,7 @@ typedef struct tso_op_def {
     int since; /* the first opset whose semantics this row implements */
     tso_run_fn run;
     tso_check_fn check;
-    bool not_foldable; /* random ops: never constant-folded */
+    bool not_foldable; /* random and sequence ops: never constant-folded */
 } tso_op_def;
 
 /* The operator families (ops_*.c), each a table ending with a {NULL} row. */
@@ -114,6 +114,16 @@ extern const tso_op_def tso_ops_reduce[];
 extern const tso_op_def tso_ops_index[];
 extern const tso_op_def tso_ops_misc[];
 extern const tso_op_def tso_ops_extra[];
+extern const tso_op_def tso_ops_seq[];    /* sequences and optionals (ops_seq.c) */
+extern const tso_op_def tso_ops_signal[]; /* DFT, STFT */
+extern const tso_op_def tso_ops_quant[];  /* ConvInteger, MatMulInteger, QLinearConv, ... */
+extern const tso_op_def tso_ops_text[];   /* TfIdfVectorizer */
+/* The ai.onnx.preview.training domain (Momentum, Adam, Adagrad, Gradient), looked up apart from
+ * the default domain's families: its operators have that domain's own versions. */
+#define TSO_DOMAIN_TRAINING      "ai.onnx.preview.training"
+#define TSO_TRAINING_VERSION_MAX 1 /* the only version ONNX defines */
+extern const tso_op_def tso_ops_train[];
+const tso_op_def *tso_find_training_op(const char *op_type, int version, bool *any);
 /* The row for op_type at opset (the newest row with since <= opset), NULL when none. *any is set
  * when some row exists for the op at another opset. */
 const tso_op_def *tso_find_op(const char *op_type, int opset, bool *any);
@@ -175,6 +185,50 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
 void tso_graph_free(tso_graph *g);
 void tso_node_free(tso_node *n); /* what a node owns, not the node */
 void tso_graph_count_uses(tso_graph *g);
+
+/* ------------------------------------------------------------------ inference rewrites
+ * (ts_onnx_opts.optimize; optimize.c). Each returns false with the error set on failure. */
+bool tso_rewrite_conv(tso_model *m);    /* rewrite_conv.c */
+bool tso_rewrite_xformer(tso_model *m); /* rewrite_xformer.c */
+/* Removes the nodes with dead[k] (freeing what they own), renumbers producers, recounts uses. */
+void tso_graph_drop_dead(tso_graph *g, const bool *dead);
+
+/* ------------------------------------------------------------------ sequences and optionals
+ * (sequence.c, seq_proto.c). ONNX's sequence (of tensors) and optional (of a tensor or a sequence)
+ * values travel through the runner, Loop, If and the operators as ts_tensor handles, so run.c and
+ * the operator signature stay tensor-only: a container is an empty tensor (shape [0], dtype the
+ * element type of the tensors it holds, on their device) over external storage whose release
+ * callback drops the elements, and that callback is how a container is recognised. Containers are
+ * immutable (operators make new ones sharing the elements); reference counting frees them. The
+ * sequence operators are never constant-folded: a folded container would reach another device as
+ * the empty tensor it looks like. */
+/* A new container of kind over items[0..n-1] (each retained): n <= 1 for an optional; elements of
+ * dtype dt (TS_DTYPE_DEFAULT: items[0]'s, float32 when empty) on dev. New reference, no scope. */
+ts_tensor *tso_seq_new(const char *op, ts_onnx_kind kind, ts_tensor *const *items, int64_t n,
+                       ts_dtype dt, ts_device dev);
+ts_onnx_kind tso_kind_of(const ts_tensor *t); /* TS_ONNX_TENSOR for a tensor or NULL */
+int64_t tso_seq_length(const ts_tensor *t);   /* elements held (optional: 0 or 1); -1: a tensor */
+ts_tensor *tso_seq_item(const ts_tensor *t, int64_t i); /* borrowed; NULL out of [0, length) */
+const char *tso_kind_name(ts_onnx_kind k);              /* "sequence" */
+/* "float32 [3] on cpu", "a sequence of 2 float32 tensors on sim:0", "an optional with no value"
+ * (a ring buffer string, for messages) */
+const char *tso_value_desc(const ts_tensor *t);
+/* A declared type's kind and the TypeProto of the tensors it holds (NULL when undeclared); a map,
+ * a sparse tensor or a nesting Tessera lacks (a sequence of sequences) is TS_ERR_UNSUPPORTED
+ * naming where and name. */
+bool tso_type_kind(const Onnx__TypeProto *tp, ts_onnx_kind *kind, const Onnx__TypeProto **tensor,
+                   const char *where, const char *name);
+/* the element type of the tensors a declared type holds; TS_DTYPE_DEFAULT when undeclared */
+ts_dtype tso_type_dtype(const Onnx__TypeProto *tp);
+/* A serialized TensorProto, SequenceProto or OptionalProto (kind says which: the bytes do not) on
+ * dev, owned by the current scope; dt is an empty container's element type. */
+ts_tensor *tso_value_parse(const void *data, size_t size, ts_onnx_kind kind, ts_dtype dt,
+                           ts_device dev);
+ts_tensor *tso_value_load(const char *path, ts_onnx_kind kind, ts_dtype dt, ts_device dev);
+/* At load: no node reads a value known to be a sequence or optional (a container-typed graph
+ * input, a sequence operator's result) where its operator takes a tensor (TS_ERR_FORMAT naming
+ * the node). */
+bool tso_check_container_uses(const tso_graph *g, const char *where);
 
 /* ProtobufC's allocator over the library's malloc (so the allocation-failure sweep reaches it). */
 extern ProtobufCAllocator tso_pb_allocator;

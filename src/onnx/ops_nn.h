@@ -27,6 +27,13 @@ ts_shape tso_nn_along(int ndim, int dim, int64_t len);
 /* ops_nn_conv.c: convolutions and pooling */
 TSO_NN_CHECK(tso_nn_check_conv);
 TSO_NN_RUN(tso_nn_run_conv);
+/* A Conv node's input and weight made ready for conv2d (rewrite_conv.c's fused node): the node's
+ * pads, auto_pad, strides, dilations and group read against x and w into *o; x padded first where
+ * conv2d cannot pad it; a 1-D conv as 2-D with a unit dim (x and w unsqueezed at dim 2, *one_d set:
+ * the caller squeezes the result's dim 2). More than two spatial dims is TS_ERR_UNSUPPORTED. false
+ * with the error naming the node. */
+bool tso_nn_conv2d_setup(const tso_node *n, ts_tensor **x, ts_tensor **w, ts_conv2d_opts *o,
+                         bool *one_d);
 TSO_NN_CHECK(tso_nn_check_conv_transpose);
 TSO_NN_RUN(tso_nn_run_conv_transpose);
 TSO_NN_CHECK(tso_nn_check_max_pool);

@@ -227,18 +227,25 @@ static geom geom_rest(const geom *g) {
 }
 
 /* ------------------------------------------------------------------ convolution */
+/* conv2d's options for a geometry of 1 or 2 spatial dims (1-D: the unit dim first); the pads when
+ * conv2d takes them natively, else none (the input is padded first) */
+static ts_conv2d_opts conv2d_opts(const geom *g, bool native, int64_t group) {
+    ts_conv2d_opts o = {.stride = {1, 1}, .dilation = {1, 1}, .groups = (int)group};
+    int off = 2 - g->nsp;
+    for (int i = 0; i < g->nsp; i++) {
+        o.stride[off + i] = (int)g->s[i];
+        o.dilation[off + i] = (int)g->d[i];
+        o.padding[off + i] = native ? (int)g->pb[i] : 0;
+    }
+    return o;
+}
+
 /* conv of x [N, C, sp...] (padded, or with pads conv2d takes natively when `native`) with
  * w [O, C / group, k...]; b [O] or NULL */
 static ts_tensor *conv_nd(ts_tensor *x, ts_tensor *w, ts_tensor *b, const geom *g, bool native,
                           int64_t group) {
     if (g->nsp <= 2) {
-        ts_conv2d_opts o = {.stride = {1, 1}, .dilation = {1, 1}, .groups = (int)group};
-        int off = 2 - g->nsp;
-        for (int i = 0; i < g->nsp; i++) {
-            o.stride[off + i] = (int)g->s[i];
-            o.dilation[off + i] = (int)g->d[i];
-            o.padding[off + i] = native ? (int)g->pb[i] : 0;
-        }
+        ts_conv2d_opts o = conv2d_opts(g, native, group);
         if (g->nsp == 2) return ts_conv2d(x, w, b, o);
         return ts_squeeze_dim(ts_conv2d(ts_unsqueeze(x, 2), ts_unsqueeze(w, 2), b, o), 2);
     }
@@ -278,6 +285,23 @@ TSO_NN_RUN(tso_nn_run_conv) {
     if (!geom_make(n, x, w, false, &g)) return false;
     out[0] = conv_padded(x, w, b, &g, tso_attr_int(n, "group", 1));
     return out[0] || tso_fail_pending(n);
+}
+
+bool tso_nn_conv2d_setup(const tso_node *n, ts_tensor **x, ts_tensor **w, ts_conv2d_opts *o,
+                         bool *one_d) {
+    geom g;
+    if (!geom_make(n, *x, *w, false, &g)) return false;
+    if (g.nsp > 2)
+        return tso_fail(n, TS_ERR_UNSUPPORTED,
+                        "a fused convolution has 1 or 2 spatial dims, got %s", tsi_desc(*x));
+    bool native = native_pads(&g, NULL, false);
+    *o = conv2d_opts(&g, native, tso_attr_int(n, "group", 1));
+    *one_d = g.nsp == 1;
+    ts_tensor *xp = native ? *x : pad_spatial(*x, g.nsp, g.pb, g.pe, 0);
+    if (!xp) return tso_fail_pending(n);
+    *x = *one_d ? ts_unsqueeze(xp, 2) : xp;
+    if (*one_d) *w = ts_unsqueeze(*w, 2);
+    return (*x && *w) || tso_fail_pending(n);
 }
 
 /* ------------------------------------------------------------------ transposed convolution */

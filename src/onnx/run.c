@@ -1,10 +1,12 @@
 /* run.c — runs a compiled graph: each node inside a scope of its own, each value released after its
- * last reader, so peak memory is the live activations (plus what autograd keeps). */
+ * last reader, so peak memory is the live activations (plus what autograd keeps). The top-level
+ * graph's shape arithmetic comes from the shape memo (memo.c) while the inputs' shapes stay. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx/memo.h"
 #include "onnx/onnx_internal.h"
 
 static pthread_mutex_t const_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -75,6 +77,11 @@ static void drop_use(tso_graph *g, ts_tensor **vals, int *left, int v) {
     }
 }
 
+/* node n has read its inputs (or had its outputs from the memo): one use of each less */
+static void release_inputs(tso_graph *g, ts_tensor **vals, int *left, const tso_node *n) {
+    for (int i = 0; i < n->n_in; i++) drop_use(g, vals, left, n->in[i]);
+}
+
 bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
                    ts_tensor *const *inputs, int n_inputs, ts_tensor **outs) {
     for (int i = 0; i < g->n_outputs; i++) outs[i] = NULL;
@@ -93,6 +100,7 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
         if (g->nodes[k].n_out > max_io) max_io = g->nodes[k].n_out;
     }
     ts_tensor **in = calloc((size_t)max_io * 2, sizeof *in);
+    tso_memo_run memo = {0};
     bool ok = vals && left && in;
     if (!ok) {
         tsi_error_set(TS_ERR_OOM, "onnx_run: out of host memory");
@@ -124,8 +132,14 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
         else
             vals[g->inputs[i]] = ts_retain(inputs[i]);
     }
+    /* sub-graphs (Loop bodies) see other values on each iteration: the top level only */
+    if (ok && !outer && g == m->graph) tso_memo_begin(g, dev, inputs, vals, &memo);
     for (int k = 0; ok && k < g->n_nodes; k++) {
         tso_node *n = &g->nodes[k];
+        if (tso_memo_skips(&memo, k)) {
+            release_inputs(g, vals, left, n);
+            continue;
+        }
         for (int i = 0; i < n->n_in; i++) {
             int v = n->in[i];
             in[i] = v >= 0 ? vals[v] : NULL;
@@ -154,7 +168,8 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
             tso_fail_pending(n);
             break;
         }
-        for (int i = 0; i < n->n_in; i++) drop_use(g, vals, left, n->in[i]);
+        tso_memo_note(&memo, g, k, vals);
+        release_inputs(g, vals, left, n);
         for (int i = 0; i < n->n_out; i++)
             if (n->out[i] >= 0 && left[n->out[i]] == 0 && !g->values[n->out[i]].pinned) {
                 ts_release(vals[n->out[i]]);
@@ -177,6 +192,7 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
             outs[i] = NULL;
         }
 done:
+    tso_memo_end(&memo, g, ok);
     if (vals)
         for (int v = 0; v < g->n_values; v++) ts_release(vals[v]);
     free(vals);

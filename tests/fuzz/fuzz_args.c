@@ -66,6 +66,7 @@ static void check_options(const tcli_opts *o) {
     if ((!strcmp(o->command, "eval") || !strcmp(o->command, "generate")) && !o->checkpoint) abort();
     /* run and info take the model file as their positional argument */
     if ((!strcmp(o->command, "run") || !strcmp(o->command, "info")) && !o->onnx) abort();
+    if (o->no_optimize && strcmp(o->command, "run")) abort(); /* an option of run alone */
     if (o->device && o->devices) abort();
     if (o->amp_dtype && !o->amp) abort();
     if (o->greedy && o->top_k) abort();

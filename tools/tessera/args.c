@@ -146,6 +146,10 @@ void tcli_usage(FILE *f) {
         "  --bench N           time N runs after warm-up: latency median and p90, samples/s\n"
         "  --grad-output NAME=FILE.npy  backward of sum(NAME * g) with g from FILE; with --save,\n"
         "                      each parameter's gradient as DIR/grad/<parameter name>.npy\n"
+        "                      (the file's graph: the inference rewrites stay off)\n"
+        "  --no-optimize       run the file's graph as it is, without the inference rewrites\n"
+        "                      (on by default: BatchNormalization folded into the Conv before\n"
+        "                      it, Conv + Relu / Clip fused and the others of docs/ONNX.md)\n"
         "  --device, --threads, --seed as above\n"
         "\n"
         "options of export (and --model, --data, --width, --context, --layers, --heads, --dim,\n"
@@ -268,6 +272,7 @@ static const opt_spec specs[] = {
     {"--save", K_STRING, FOR_RUN, OFF(save), NULL},
     {"--bench", K_POS_INT, FOR_RUN, OFF(bench), NULL},
     {"--grad-output", K_STRING, FOR_RUN, OFF(grad_output), NULL},
+    {"--no-optimize", K_FLAG, FOR_RUN, OFF(no_optimize), NULL},
     {"--batch", K_POS_INT, FOR_RUN | FOR_EXPORT, OFF(batch), NULL},
     {"--output", K_STRING, FOR_EXPORT, OFF(output), NULL},
     {"--dynamic-batch", K_FLAG, FOR_EXPORT, OFF(dynamic_batch), NULL},

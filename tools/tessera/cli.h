@@ -66,6 +66,7 @@ typedef struct tcli_opts {
     const char *save;        /* --save DIR: each output as DIR/<name>.npy */
     const char *grad_output; /* --grad-output NAME=FILE.npy: backward of sum(output * g) */
     int bench;               /* --bench N: timed runs after warm-up (0: none) */
+    bool no_optimize;        /* --no-optimize: the file's graph as it is (no inference rewrites) */
     int batch; /* --batch B: symbolic dims of random inputs (0: 1); export: the example's */
     /* export */
     const char *output;  /* -o / --output FILE.onnx */

@@ -18,15 +18,20 @@ static int fail_lib(const char *what) {
     return tcli_fail_ts(s == TS_ERR_OOM || s == TS_ERR_CUDA ? TCLI_FAIL : TCLI_USAGE, what);
 }
 
-/* -1 with *m loaded, or the exit status after the error line */
-static int load(const tcli_opts *o, ts_device dev, ts_module **m) {
-    *m = ts_onnx_load(o->onnx, (ts_onnx_opts){.device = dev});
+/* -1 with *m loaded (with the inference rewrites when optimize), or the exit status after the
+ * error line */
+static int load(const tcli_opts *o, ts_device dev, bool optimize, ts_module **m) {
+    *m = ts_onnx_load(o->onnx, (ts_onnx_opts){.device = dev, .optimize = optimize});
     return *m ? -1 : fail_lib(NULL);
 }
 
+/* run's rewrites: on (inference) unless --no-optimize, or --grad-output (the gradients of the
+ * file's parameters need the file's graph) */
+static bool run_optimizes(const tcli_opts *o) { return !o->no_optimize && !o->grad_output; }
+
 int tcli_info(const tcli_opts *o) {
     ts_module *m;
-    int rc = load(o, ts_cpu(), &m);
+    int rc = load(o, ts_cpu(), false, &m);
     if (rc >= 0) return rc;
     char *text = ts_onnx_describe(m);
     rc = TCLI_OK;
@@ -285,7 +290,7 @@ int tcli_run(const tcli_opts *o) {
     if (o->threads) ts_set_num_threads(o->threads);
     ts_manual_seed(o->seed);
     ts_module *m;
-    if ((rc = load(o, dev, &m)) >= 0) return rc;
+    if ((rc = load(o, dev, run_optimizes(o), &m)) >= 0) return rc;
     int n_in = ts_onnx_num_inputs(m), n_out = ts_onnx_num_outputs(m);
     if (n_in > MAX_IO || n_out > MAX_IO) {
         ts_module_free(m);
@@ -300,7 +305,11 @@ int tcli_run(const tcli_opts *o) {
     if (!grad) ts_no_grad_begin();
     rc = make_inputs(o, m, dev, n_in, in, desc, &batch);
     if (rc < 0 && ts_onnx_run(m, n_in, in, n_out, out)) rc = fail_lib(NULL);
-    if (rc < 0) printf("%s on %s\n", o->onnx, ts_device_str(dev));
+    if (rc < 0)
+        printf("%s on %s, inference rewrites %s\n", o->onnx, ts_device_str(dev),
+               run_optimizes(o) ? "on"
+               : o->no_optimize ? "off (--no-optimize)"
+                                : "off (--grad-output)");
     for (int i = 0; rc < 0 && i < n_in; i++) {
         ts_onnx_value_info vi;
         if (ts_onnx_input_info(m, i, &vi))

@@ -3,7 +3,9 @@
  *
  * oneDNN picks the kernel and the memory formats it wants (blocked, for its JIT kernels); we keep
  * NCHW / OIHW tensors, so each call reorders its inputs into the primitive's formats and the result
- * back, as PyTorch's CPU convolution does for NCHW tensors. Primitives (and their reorders) are
+ * back, as PyTorch's CPU convolution does for NCHW tensors — except a weight the front end names as
+ * constant (inference), whose reordered copy conv_dnnl_wcache.c keeps. The forward's activation
+ * is a post-op of the primitive (set_activation). Primitives (and their reorders) are
  * built once per shape and kept in a small cache; a primitive runs concurrently from several
  * threads, each call bringing its own scratchpad and temporary buffers (from host_scratch.c's
  * cache: fresh pages at every call cost ResNet-18 a fifth of its step in page faults). Any failure
@@ -13,6 +15,7 @@
 #include "backend/cpu/conv_dnnl.h"
 
 #ifdef TS_HAVE_DNNL
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -20,6 +23,7 @@
 
 #include <dnnl.h>
 
+#include "backend/cpu/conv_dnnl_wcache.h"
 #include "backend/cpu/dnnl_common.h"
 
 /* ------------------------------------------------------------------ the cache */
@@ -28,6 +32,8 @@ typedef enum { K_FWD, K_BWD_DATA, K_BWD_WEIGHT } conv_kind;
 typedef struct conv_key {
     int kind, has_bias;
     int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g;
+    int64_t act; /* the forward's post-op (ts_conv_act) and CLIP's bounds (+-inf: none) */
+    double lo, hi;
 } conv_key;
 
 /* One argument of the primitive: the user's plain layout and the one the primitive wants; the
@@ -91,6 +97,25 @@ static bool arg_of(conv_arg *a, const dnnl_memory_desc_t *user, const_dnnl_primi
                   : make_reorder(&a->user, &a->prim, &a->reorder);
 }
 
+/* The forward's activation as an eltwise post-op, applied by the kernel to each output block
+ * while it is in registers. Both are oneDNN's clip (min(max(y, lo), hi)) with ReLU as clip(0,
+ * +inf): its relu computes y * 0 for y < 0 in some kernels (the grouped ones), -0 where ts_relu
+ * gives +0. The values are ts_relu's / ts_clamp's except that a NaN output becomes 0 (relu) or lo
+ * (clip, or hi when lo is none), as in ONNX Runtime's fused convolutions, and clip gives +0 where
+ * ts_clamp keeps a -0. */
+static bool set_activation(dnnl_primitive_attr_t attr, const conv_key *k) {
+    if (k->act == TS_CONV_ACT_NONE) return true;
+    dnnl_post_ops_t ops;
+    if (dnnl_post_ops_create(&ops) != dnnl_success) return false;
+    const bool relu = k->act == TS_CONV_ACT_RELU;
+    const bool ok =
+        dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, relu ? 0.0f : (float)k->lo,
+                                     relu ? INFINITY : (float)k->hi) == dnnl_success &&
+        dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
+    dnnl_post_ops_destroy(ops);
+    return ok;
+}
+
 static bool build(conv_entry *e) {
     const dnnl_engine_t engine = tsi_dnnl_engine();
     const conv_key *k = &e->key;
@@ -122,7 +147,8 @@ static bool build(conv_entry *e) {
     dnnl_primitive_desc_t fwd_pd = NULL, pd = NULL;
     bool ok =
         dnnl_primitive_attr_create(&attr) == dnnl_success &&
-        dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+        dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
+        (k->kind != K_FWD || set_activation(attr, k));
     dnnl_convolution_desc_t fd;
     ok = ok && dnnl_dilated_convolution_forward_desc_init(
                    &fd, dnnl_forward_training, dnnl_convolution_direct, &src_a, &w_a,
@@ -217,49 +243,93 @@ static atomic_uint_fast64_t runs;
 uint64_t tsi_dnnl_conv_count(void) { return atomic_load(&runs); }
 
 /* ------------------------------------------------------------------ running one */
-/* user_ptrs in the entry's argument order; the last argument is the output. */
-static bool run(const conv_key *key, void *const *user_ptrs) {
+/* What one call holds: per argument the user's memory and the primitive's (NULL when no reorder),
+ * the buffers behind the latter (scratch or a cached weight), the scratchpad. */
+typedef struct run_state {
+    dnnl_stream_t st;
+    dnnl_memory_t user[4], prim[4], sm;
+    ts_block *bufs[4], *scratch;
+    tsi_wcache_entry *wref;
+} run_state;
+
+typedef struct fill_ctx {
+    const conv_arg *a;
+    dnnl_memory_t user;
+    dnnl_stream_t st;
+} fill_ctx;
+
+/* tsi_wcache_fill_fn: the weight reordered into a buffer the cache keeps */
+static bool fill_weight(void *ctx, void *buf) {
+    const fill_ctx *c = ctx;
+    dnnl_memory_t m;
+    if (dnnl_memory_create(&m, &c->a->prim, tsi_dnnl_engine(), buf) != dnnl_success) return false;
+    dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, c->user}, {DNNL_ARG_TO, m}};
+    const bool ok = dnnl_primitive_execute(c->a->reorder, c->st, 2, ra) == dnnl_success &&
+                    dnnl_stream_wait(c->st) == dnnl_success;
+    dnnl_memory_destroy(m);
+    return ok;
+}
+
+/* Argument i in the primitive's layout: an input reordered into scratch (or, for a weight with an
+ * identity, the cached reorder), or scratch for an output that is reordered back after the run. */
+static bool arg_prepare(run_state *r, const conv_arg *a, int i, bool input,
+                        const tsi_conv_weight_id *wid) {
+    const dnnl_engine_t engine = tsi_dnnl_engine();
+    const size_t bytes = dnnl_memory_desc_get_size(&a->prim);
+    if (input && a->dnnl_arg == DNNL_ARG_WEIGHTS && wid) {
+        fill_ctx fc = {a, r->user[i], r->st};
+        const void *w = tsi_wcache_get(wid, &a->prim, bytes, fill_weight, &fc, &r->wref);
+        if (w) return dnnl_memory_create(&r->prim[i], &a->prim, engine, (void *)w) == dnnl_success;
+    }
+    void *buf = tsi_host_scratch_get(bytes, &r->bufs[i]);
+    if (!buf || dnnl_memory_create(&r->prim[i], &a->prim, engine, buf) != dnnl_success)
+        return false;
+    if (!input) return true;
+    dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, r->user[i]}, {DNNL_ARG_TO, r->prim[i]}};
+    return dnnl_primitive_execute(a->reorder, r->st, 2, ra) == dnnl_success;
+}
+
+static void run_free(run_state *r) {
+    if (r->sm) dnnl_memory_destroy(r->sm);
+    tsi_host_scratch_put(r->scratch);
+    for (int i = 0; i < 4; i++) {
+        if (r->user[i]) dnnl_memory_destroy(r->user[i]);
+        if (r->prim[i]) dnnl_memory_destroy(r->prim[i]);
+        tsi_host_scratch_put(r->bufs[i]);
+    }
+    tsi_wcache_release(r->wref);
+    if (r->st) dnnl_stream_destroy(r->st);
+}
+
+/* user_ptrs in the entry's argument order; the last argument is the output. wid: the forward's
+ * weight identity (NULL: none). */
+static bool run(const conv_key *key, void *const *user_ptrs, const tsi_conv_weight_id *wid) {
     const dnnl_engine_t engine = tsi_dnnl_engine();
     if (!engine) return false;
     conv_entry e;
     if (!lookup(key, &e)) return false;
-    dnnl_stream_t st = NULL; /* streams are not thread-safe: one per call (cheap on the CPU) */
-    dnnl_memory_t user[4] = {0}, prim[4] = {0}, sm = NULL;
-    ts_block *bufs[4] = {0}, *scratch = NULL; /* cached: no fresh pages at every call */
+    run_state r = {0}; /* streams are not thread-safe: one per call (cheap on the CPU) */
     dnnl_exec_arg_t args[5];
-    bool ok = dnnl_stream_create(&st, engine, dnnl_stream_default_flags) == dnnl_success;
+    bool ok = dnnl_stream_create(&r.st, engine, dnnl_stream_default_flags) == dnnl_success;
     for (int i = 0; ok && i < e.nargs; i++) {
         const conv_arg *a = &e.args[i];
-        ok = dnnl_memory_create(&user[i], &a->user, engine, user_ptrs[i]) == dnnl_success;
-        if (ok && a->reorder) {
-            void *buf = tsi_host_scratch_get(dnnl_memory_desc_get_size(&a->prim), &bufs[i]);
-            ok = buf && dnnl_memory_create(&prim[i], &a->prim, engine, buf) == dnnl_success;
-            if (ok && i < e.nargs - 1) { /* inputs into the primitive's format */
-                dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, user[i]}, {DNNL_ARG_TO, prim[i]}};
-                ok = dnnl_primitive_execute(a->reorder, st, 2, ra) == dnnl_success;
-            }
-        }
-        args[i] = (dnnl_exec_arg_t){a->dnnl_arg, a->reorder ? prim[i] : user[i]};
+        ok = dnnl_memory_create(&r.user[i], &a->user, engine, user_ptrs[i]) == dnnl_success &&
+             (!a->reorder || arg_prepare(&r, a, i, i < e.nargs - 1, wid));
+        args[i] = (dnnl_exec_arg_t){a->dnnl_arg, a->reorder ? r.prim[i] : r.user[i]};
     }
     int n = e.nargs;
     if (ok && e.scratch) {
-        ok = tsi_dnnl_scratchpad(e.scratch, &sm, &scratch);
-        if (ok) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sm};
+        ok = tsi_dnnl_scratchpad(e.scratch, &r.sm, &r.scratch);
+        if (ok) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, r.sm};
     }
-    ok = ok && dnnl_primitive_execute(e.prim, st, n, args) == dnnl_success;
+    ok = ok && dnnl_primitive_execute(e.prim, r.st, n, args) == dnnl_success;
     const int last = e.nargs - 1;
     if (ok && e.args[last].reorder) { /* the result back into the user's layout */
-        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, prim[last]}, {DNNL_ARG_TO, user[last]}};
-        ok = dnnl_primitive_execute(e.args[last].reorder, st, 2, ra) == dnnl_success;
+        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, r.prim[last]}, {DNNL_ARG_TO, r.user[last]}};
+        ok = dnnl_primitive_execute(e.args[last].reorder, r.st, 2, ra) == dnnl_success;
     }
-    if (sm) dnnl_memory_destroy(sm);
-    tsi_host_scratch_put(scratch);
-    for (int i = 0; i < 4; i++) {
-        if (user[i]) dnnl_memory_destroy(user[i]);
-        if (prim[i]) dnnl_memory_destroy(prim[i]);
-        tsi_host_scratch_put(bufs[i]);
-    }
-    if (st) dnnl_stream_destroy(st);
+    ok = ok && dnnl_stream_wait(r.st) == dnnl_success; /* before the weight's entry is released */
+    run_free(&r);
     if (ok) atomic_fetch_add(&runs, 1);
     return ok;
 }
@@ -282,33 +352,36 @@ static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias) {
                       .pw = g->pw,
                       .dh = g->dh,
                       .dw = g->dw,
-                      .g = g->g};
+                      .g = g->g,
+                      .act = kind == K_FWD ? g->act : TS_CONV_ACT_NONE,
+                      .lo = kind == K_FWD && g->act == TS_CONV_ACT_CLIP ? g->lo : 0,
+                      .hi = kind == K_FWD && g->act == TS_CONV_ACT_CLIP ? g->hi : 0};
 }
 
-bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w, const float *b,
-                           float *y) {
+bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w,
+                           const tsi_conv_weight_id *wid, const float *b, float *y) {
     const conv_key k = key_of(K_FWD, g, b != NULL);
     void *ptrs[4] = {(void *)x, (void *)w, b ? (void *)b : (void *)y, (void *)y};
-    return run(&k, ptrs);
+    return run(&k, ptrs, wid && wid->uid ? wid : NULL);
 }
 
 bool tsi_dnnl_conv_backward_data(const ts_cgeom *g, const float *gy, const float *w, float *gx) {
     const conv_key k = key_of(K_BWD_DATA, g, false);
     void *ptrs[3] = {(void *)gy, (void *)w, (void *)gx};
-    return run(&k, ptrs);
+    return run(&k, ptrs, NULL);
 }
 
 bool tsi_dnnl_conv_backward_weight(const ts_cgeom *g, const float *gy, const float *x, float *gw) {
     const conv_key k = key_of(K_BWD_WEIGHT, g, false);
     void *ptrs[3] = {(void *)gy, (void *)x, (void *)gw};
-    return run(&k, ptrs);
+    return run(&k, ptrs, NULL);
 }
 
 #else /* no oneDNN */
 uint64_t tsi_dnnl_conv_count(void) { return 0; }
-bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w, const float *b,
-                           float *y) {
-    (void)g, (void)x, (void)w, (void)b, (void)y;
+bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w,
+                           const tsi_conv_weight_id *wid, const float *b, float *y) {
+    (void)g, (void)x, (void)w, (void)wid, (void)b, (void)y;
     return false;
 }
 bool tsi_dnnl_conv_backward_data(const ts_cgeom *g, const float *gy, const float *w, float *gx) {

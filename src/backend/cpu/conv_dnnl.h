@@ -3,18 +3,37 @@
 #define TS_CONV_DNNL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend/cpu/kern_conv.h"
 
-/* Contiguous NCHW x / y, OIHW w (O x C/groups x KH x KW), bias [O] or NULL; the geometry of
- * kern_conv.h. Returns false, having written nothing the caller relies on, when oneDNN is absent or
- * declines the shape or memory runs out: the caller then runs the built-in kernels. */
-bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w, const float *b,
-                           float *y);
+/* A weight that does not change during the call and is not being trained: its storage's uid (0:
+ * cache nothing), that storage's version and the weight's offset (backend.h's ts_conv2d_params). */
+typedef struct tsi_conv_weight_id {
+    uint64_t uid, version;
+    int64_t offset;
+} tsi_conv_weight_id;
+
+/* Contiguous NCHW x / y, OIHW w (O x C/groups x KH x KW), bias [O] or NULL; the geometry and the
+ * activation of kern_conv.h. wid (NULL or uid 0: none) lets the weight's reordered copy be cached
+ * (conv_dnnl_wcache.c). Returns false, having written nothing the caller relies on, when oneDNN is
+ * absent or declines the shape or memory runs out: the caller then runs the built-in kernels. */
+bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w,
+                           const tsi_conv_weight_id *wid, const float *b, float *y);
 bool tsi_dnnl_conv_backward_data(const ts_cgeom *g, const float *gy, const float *w, float *gx);
 bool tsi_dnnl_conv_backward_weight(const ts_cgeom *g, const float *gy, const float *x, float *gw);
 /* Convolutions oneDNN has run so far (tests check that it, not a fallback, ran). */
 uint64_t tsi_dnnl_conv_count(void);
+/* The cache of reordered weights (conv_dnnl_wcache.c), for tests and benchmarks: what it served
+ * (hits), what it filled and keeps now; and its bound in bytes (0: keep nothing), evicting down to
+ * it, returning the previous bound. */
+typedef struct tsi_wcache_stats {
+    uint64_t hits, fills;
+    size_t bytes;
+    int entries;
+} tsi_wcache_stats;
+void tsi_dnnl_conv_wcache_stats(tsi_wcache_stats *out);
+size_t tsi_dnnl_conv_wcache_limit(size_t bytes);
 
 #endif /* TS_CONV_DNNL_H */

@@ -2,6 +2,7 @@
  * or, for f32 with few outputs per group, the direct kernels of kern_conv_direct.c; parallel over
  * the batch; f16/bf16 through f32 scratch. */
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +40,10 @@ static cgeom geom_of(const ts_kview *x, const ts_kview *w, const ts_kview *y,
                .pw = p->padding[1],
                .dh = p->dilation[0],
                .dw = p->dilation[1],
-               .g = p->groups > 0 ? p->groups : 1};
+               .g = p->groups > 0 ? p->groups : 1,
+               .act = p->act,
+               .lo = isnan(p->act_lo) ? -INFINITY : p->act_lo,
+               .hi = isnan(p->act_hi) ? INFINITY : p->act_hi};
     g.cg = g.c / g.g;
     g.og = g.o / g.g;
     g.k = g.cg * g.kh * g.kw;
@@ -57,6 +61,20 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t ow, int64_t *
     if (h < l) h = l;
     *lo = l, *hi = h;
 }
+
+/* ------------------------------------------------------------------ the activation */
+/* The bounds convert to T as ts_clamp converts them (kern_unary.c). */
+#define DEFINE_ACT(T, S, FAM)                                                                      \
+    void ts_conv_act_##S(const cgeom *g, T *y, int64_t n) {                                        \
+        if (g->act == TS_CONV_ACT_RELU) {                                                          \
+            for (int64_t i = 0; i < n; i++) y[i] = ts_relu_##FAM(y[i]);                            \
+        } else if (g->act == TS_CONV_ACT_CLIP) {                                                   \
+            const T lo = (T)g->lo, hi = (T)g->hi;                                                  \
+            for (int64_t i = 0; i < n; i++) y[i] = ts_clamp_##FAM(y[i], lo, hi);                   \
+        }                                                                                          \
+    }
+DEFINE_ACT(float, f32, f)
+DEFINE_ACT(double, f64, d)
 
 /* ------------------------------------------------------------------ threads */
 static int max_threads(void) {
@@ -177,12 +195,13 @@ DEFINE_GEMM(double, f64)
             T *yg = y + gi * g->og * g->p;                                                         \
             gemm_##S(false, false, g->og, g->p, g->k, w + gi * g->og * g->k, g->k,                 \
                      g->direct ? xg : col, g->p, false, yg, g->p, par, NULL);                      \
-            if (b)                                                                                 \
-                for (int64_t o = 0; o < g->og; o++) {                                              \
-                    const T bo = b[gi * g->og + o];                                                \
-                    T *yr = yg + o * g->p;                                                         \
-                    for (int64_t q = 0; q < g->p; q++) yr[q] += bo;                                \
-                }                                                                                  \
+            for (int64_t o = 0; b && o < g->og; o++) { /* row by row, while it is in cache */      \
+                const T bo = b[gi * g->og + o];                                                    \
+                T *yr = yg + o * g->p;                                                             \
+                for (int64_t q = 0; q < g->p; q++) yr[q] += bo;                                    \
+                ts_conv_act_##S(g, yr, g->p);                                                      \
+            }                                                                                      \
+            if (!b) ts_conv_act_##S(g, yg, g->og * g->p);                                          \
         }                                                                                          \
     }                                                                                              \
     static void bwd_data_image_##S(const cgeom *g, const void *gy_, const void *w_, void *gx_,     \
@@ -267,11 +286,13 @@ static bool conv_use_dnnl(const conv_fns *f, bool direct) {
 }
 
 /* ------------------------------------------------------------------ drivers (f32 / f64) */
-/* Returns false when scratch memory is missing (the caller falls back to the naive loops). */
+/* Returns false when scratch memory is missing (the caller falls back to the naive loops). wid:
+ * the weight's identity for oneDNN's cache of reordered weights (NULL: none). */
 static bool run_forward(const conv_fns *f, const cgeom *g, const char *x, const char *w,
-                        const char *b, char *y) {
+                        const tsi_conv_weight_id *wid, const char *b, char *y) {
     if (conv_use_dnnl(f, f == &fns_f32 && ts_conv_direct_for(g, false)) &&
-        tsi_dnnl_conv_forward(g, (const float *)x, (const float *)w, (const float *)b, (float *)y))
+        tsi_dnnl_conv_forward(g, (const float *)x, (const float *)w, wid, (const float *)b,
+                              (float *)y))
         return true;
     const int nt = max_threads();
     const bool bp = batch_parallel(g, nt);
@@ -516,27 +537,68 @@ static int64_t numel4(const ts_kview *v) {
 static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
 
 /* ------------------------------------------------------------------ entry points */
+/* g's activation over the whole output of any float dtype: after the naive loops, and for f16 /
+ * bf16 on the rounded values, as ts_relu / ts_clamp of the half tensor computes it. */
+static void act_output(const cgeom *g, const ts_kview *out) {
+    const int64_t n = numel4(out);
+    if (g->act == TS_CONV_ACT_NONE) return;
+    if (out->dtype == TS_F64) {
+        ts_conv_act_f64(g, (double *)out->data, n);
+        return;
+    }
+    if (out->dtype == TS_F32) {
+        ts_conv_act_f32(g, (float *)out->data, n);
+        return;
+    }
+    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    float buf[CONVERT_CHUNK];
+    for (int64_t i = 0; i < n; i += CONVERT_CHUNK) {
+        const int64_t m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
+        ts_vec_load_f32(vk, buf, out->data + 2 * i, out->dtype, 2, m);
+        ts_conv_act_f32(g, buf, m);
+        ts_vec_store_f32(vk, out->data + 2 * i, out->dtype, 2, buf, m);
+    }
+}
+
+static tsi_conv_weight_id weight_id(const ts_conv2d_params *p) {
+    return (tsi_conv_weight_id){
+        .uid = p->weight_uid, .version = p->weight_version, .offset = p->weight_offset};
+}
+
+/* f16 / bf16: through float32 copies, the activation on the rounded result */
+static void conv2d_half(const cgeom *g, const ts_kview *out, const ts_kview *x, const ts_kview *w,
+                        const ts_kview *bias) {
+    cgeom gf = *g;
+    gf.act = TS_CONV_ACT_NONE;
+    float *fx = to_f32(x, numel4(x)), *fw = fx ? to_f32(w, numel4(w)) : NULL;
+    float *fb = fw && bias ? to_f32(bias, bias->shape[0]) : NULL;
+    float *fy = fw && (fb || !bias) ? malloc((size_t)numel4(out) * sizeof(float)) : NULL;
+    if (fy && run_forward(&fns_f32, &gf, (const char *)fx, (const char *)fw, NULL, (const char *)fb,
+                          (char *)fy))
+        from_f32(fy, numel4(out), out);
+    else
+        ts_conv_naive_forward(&gf, out->dtype, x->data, w->data, bias ? bias->data : NULL,
+                              out->data);
+    free(fx), free(fw), free(fb), free(fy);
+    act_output(g, out);
+}
+
 void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p) {
     (void)be, (void)index;
     const cgeom g = geom_of(x, w, out, p);
     if (numel4(out) == 0) return;
     const ts_dtype dt = out->dtype;
-    const char *bd = bias ? bias->data : NULL;
-    if (!is_half(dt)) {
-        if (!run_forward(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, x->data, w->data, bd, out->data))
-            ts_conv_naive_forward(&g, dt, x->data, w->data, bd, out->data);
+    if (is_half(dt)) {
+        conv2d_half(&g, out, x, w, bias);
         return;
     }
-    float *fx = to_f32(x, numel4(x)), *fw = fx ? to_f32(w, numel4(w)) : NULL;
-    float *fb = fw && bias ? to_f32(bias, bias->shape[0]) : NULL;
-    float *fy = fw && (fb || !bias) ? malloc((size_t)numel4(out) * sizeof(float)) : NULL;
-    if (fy &&
-        run_forward(&fns_f32, &g, (const char *)fx, (const char *)fw, (const char *)fb, (char *)fy))
-        from_f32(fy, numel4(out), out);
-    else
-        ts_conv_naive_forward(&g, dt, x->data, w->data, bd, out->data);
-    free(fx), free(fw), free(fb), free(fy);
+    const char *bd = bias ? bias->data : NULL;
+    const tsi_conv_weight_id wid = weight_id(p);
+    if (run_forward(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, x->data, w->data, &wid, bd, out->data))
+        return;
+    ts_conv_naive_forward(&g, dt, x->data, w->data, bd, out->data);
+    act_output(&g, out);
 }
 
 void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview *gx,

@@ -10,7 +10,16 @@ typedef struct ts_cgeom {
     int64_t cg, og; /* input channels and outputs per group */
     int64_t k, p;   /* rows of the column matrix (cg*kh*kw) and output pixels (oh*ow) */
     bool direct;    /* 1x1, stride 1, unpadded: the input already is its column matrix */
+    /* forward: the activation on each output as it is written (backward passes: NONE); CLIP's
+     * bounds, -inf / +inf for an unbounded side */
+    ts_conv_act act;
+    double lo, hi;
 } ts_cgeom;
+
+/* g's activation on n contiguous outputs in place: kernel_math.h's ts_relu / ts_clamp, what the
+ * composed ops compute, bit for bit. */
+void ts_conv_act_f32(const ts_cgeom *g, float *y, int64_t n);
+void ts_conv_act_f64(const ts_cgeom *g, double *y, int64_t n);
 
 /* Direct convolution (no column matrix) for f32 with unit horizontal stride and few outputs per
  * group, where im2col's copies cost more than the arithmetic. Vectorised along output rows in the
@@ -25,7 +34,7 @@ bool ts_conv_direct_force_isa(const char *name);
 int64_t ts_conv_direct_scratch(const ts_conv_direct *d, const ts_cgeom *g);
 /* Weights rearranged for the forward kernel: malloc'ed, NULL when out of memory. */
 float *ts_conv_direct_pack(const ts_conv_direct *d, const ts_cgeom *g, const float *w);
-/* y [o, oh, ow] = conv(x [c, h, w]) + b for one image (b may be NULL). */
+/* y [o, oh, ow] = act(conv(x [c, h, w]) + b) for one image (b may be NULL; act: g's). */
 void ts_conv_direct_forward(const ts_conv_direct *d, const ts_cgeom *g, const float *x,
                             const float *wpk, const float *b, float *y, float *scratch);
 /* gw [o, cg, kh, kw] = (gw +, when acc) gy [o, oh, ow] correlated with x [c, h, w], one image. */

@@ -51,13 +51,22 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 #define TS_INLINE inline __attribute__((always_inline))
 
 /* Forward: NOB output channels x NV vectors of output stay in registers while every (c, i, j)
- * tap adds a broadcast weight times shifted input. A vector is VL outputs of one row; the output
- * plane is cut into such pieces row by row and consecutive pieces are paired, so narrow rows
- * pair up instead of leaving a half-empty second vector. NOB and NV are constants at each call
- * site (see FWD_CASE), so the loops unroll without guards. OB x 2 sums: 8 x 2 in AVX-512's 32
- * registers, 6 x 2 in AVX2's 16 (4 x 2 left the FMA pipes idle: SimpleCNN's conv1 forward took
- * 10.4 us an image, now 7.7). */
-#define DEFINE_FWD(NAME, ATTR, V, VL, OB)                                                          \
+ * tap adds a broadcast weight times shifted input, and the activation applies to them there. A
+ * vector is VL outputs of one row; the output plane is cut into such pieces row by row and
+ * consecutive pieces are paired, so narrow rows pair up instead of leaving a half-empty second
+ * vector. NOB and NV are constants at each call site (see FWD_CASE), so the loops unroll without
+ * guards. OB x 2 sums: 8 x 2 in AVX-512's 32 registers, 6 x 2 in AVX2's 16 (4 x 2 left the FMA
+ * pipes idle: SimpleCNN's conv1 forward took 10.4 us an image, now 7.7). */
+#define DEFINE_FWD(NAME, ATTR, V, VI, VL, OB)                                                      \
+    /* lane by lane what kernel_math.h's ts_relu_f / ts_clamp_f give (NaN stays NaN) */            \
+    ATTR static TS_INLINE V NAME##_act(const ts_cgeom *g, V a) {                                   \
+        if (g->act == TS_CONV_ACT_RELU) return (V)((VI)a & ((a > (V){0}) | (a != a)));             \
+        const V lo = (V){0} + (float)g->lo, hi = (V){0} + (float)g->hi;                            \
+        VI m = a < lo;                                                                             \
+        a = (V)(((VI)lo & m) | ((VI)a & ~m));                                                      \
+        m = a > hi;                                                                                \
+        return (V)(((VI)hi & m) | ((VI)a & ~m));                                                   \
+    }                                                                                              \
     ATTR static TS_INLINE void NAME##_tile(const ts_cgeom *g, const float *in0, const float *in1,  \
                                            int64_t cstride, int64_t ws, const float *wb,           \
                                            const float *bias, float *const *out,                   \
@@ -77,6 +86,9 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
                         for (int v = 0; v < NV; v++) acc[ob][v] += wr[ob] * xv[v];                 \
                 }                                                                                  \
             }                                                                                      \
+        if (g->act != TS_CONV_ACT_NONE)                                                            \
+            for (int ob = 0; ob < NOB; ob++)                                                       \
+                for (int v = 0; v < NV; v++) acc[ob][v] = NAME##_act(g, acc[ob][v]);               \
         for (int ob = 0; ob < NOB; ob++)                                                           \
             for (int v = 0; v < NV; v++) {                                                         \
                 float *d = out[v] + ob * g->oh * g->ow;                                            \
@@ -282,7 +294,7 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 /* The portable variant: 4-lane vectors (SSE2 on x86-64, NEON elsewhere), the same loops. */
 typedef float ts_cv4f __attribute__((vector_size(16)));
 typedef int32_t ts_cv4i __attribute__((vector_size(16)));
-DEFINE_FWD(fwd_generic, , ts_cv4f, 4, 4)
+DEFINE_FWD(fwd_generic, , ts_cv4f, ts_cv4i, 4, 4)
 DEFINE_WGT(wgt_generic, , ts_cv4f, ts_cv4i, 4, 4, 16)
 DEFINE_WGT_O(wgto_generic, , ts_cv4f, 4, 8)
 
@@ -293,9 +305,9 @@ typedef float ts_cv8f __attribute__((vector_size(32)));
 typedef float ts_cv16f __attribute__((vector_size(64)));
 typedef int32_t ts_cv8i __attribute__((vector_size(32)));
 typedef int32_t ts_cv16i __attribute__((vector_size(64)));
-DEFINE_FWD(fwd_avx2, TS_CONV_AVX2, ts_cv8f, 8, 6)
+DEFINE_FWD(fwd_avx2, TS_CONV_AVX2, ts_cv8f, ts_cv8i, 8, 6)
 DEFINE_WGT(wgt_avx2, TS_CONV_AVX2, ts_cv8f, ts_cv8i, 8, 3, 16)
-DEFINE_FWD(fwd_avx512, TS_CONV_AVX512, ts_cv16f, 16, 8)
+DEFINE_FWD(fwd_avx512, TS_CONV_AVX512, ts_cv16f, ts_cv16i, 16, 8)
 DEFINE_WGT(wgt_avx512, TS_CONV_AVX512, ts_cv16f, ts_cv16i, 16, 8, 28)
 DEFINE_WGT_O(wgto_avx2, TS_CONV_AVX2, ts_cv8f, 8, 8)
 DEFINE_WGT_O(wgto_avx512, TS_CONV_AVX512, ts_cv16f, 16, 12)

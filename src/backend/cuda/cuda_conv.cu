@@ -9,7 +9,12 @@
  * im2col" — is cached per shape, dtype, parameters and TF32 setting. Any other status is an error
  * (TS_ERR_CUDA naming the status), not a silent fallback. f32 uses FMA math
  * (no TF32) unless ts_cuda_set_allow_tf32(true); f16/bf16 use tensor cores. Workspaces come from
- * the caching allocator (tsc_scratch_alloc). */
+ * the caching allocator (tsc_scratch_alloc).
+ *
+ * The forward's activation (ReLU / clip, tsi_conv2d_act) is an epilogue kernel over the output
+ * either path wrote, computing what ts_relu / ts_clamp compute (kernel_math.h) on the stored
+ * value, so the result is theirs bit for bit, NaN included. */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,18 +378,70 @@ extern "C" void tsc_cudnn_counters(long long *runs, long long *declined) {
 extern "C" void tsc_cudnn_counters(long long *runs, long long *declined) { *runs = *declined = -1; }
 #endif /* TS_HAVE_CUDNN */
 
+/* ------------------------------------------------------------------ the activation */
+namespace {
+
+__device__ __forceinline__ float act_of(float v, bool relu, float lo, float hi) {
+    return relu ? ts_relu_f(v) : ts_clamp_f(v, lo, hi);
+}
+__device__ __forceinline__ double act_of(double v, bool relu, double lo, double hi) {
+    return relu ? ts_relu_d(v) : ts_clamp_d(v, lo, hi);
+}
+
+/* y[e] = act(y[e]) in the compute type CT, stored back as T (ts_relu / ts_clamp of a T tensor) */
+template <typename T, typename CT>
+__global__ void act_kernel(T *y, int64_t n, bool relu, CT lo, CT hi) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+         e += (int64_t)gridDim.x * blockDim.x)
+        y[e] = tsc_to<T>::from(act_of(tsc_ld(y[e]), relu, lo, hi));
+}
+
+/* the bounds converted as cuda_unary.cu's clamp converts them */
+template <typename T>
+static bool act_typed(int index, char *y, int64_t n, const ts_conv2d_params *p) {
+    typedef tsc_ct<T> CT;
+    const double lo = isnan(p->act_lo) ? -INFINITY : p->act_lo;
+    const double hi = isnan(p->act_hi) ? INFINITY : p->act_hi;
+    act_kernel<T, CT><<<tsc_grid(n, TSC_THREADS), TSC_THREADS, 0, tsc_stream(index)>>>(
+        (T *)y, n, p->act == TS_CONV_ACT_RELU, (CT)lo, (CT)hi);
+    return tsc_launch_check("conv2d", index);
+}
+
+static void conv_act(int index, const ts_kview *out, int64_t n, const ts_conv2d_params *p) {
+    switch (out->dtype) {
+    case TS_F64:
+        act_typed<double>(index, out->data, n, p);
+        break;
+    case TS_F16:
+        act_typed<tsc_f16>(index, out->data, n, p);
+        break;
+    case TS_BF16:
+        act_typed<tsc_bf16>(index, out->data, n, p);
+        break;
+    default:
+        act_typed<float>(index, out->data, n, p);
+        break;
+    }
+}
+
+} /* namespace */
+
 void tsc_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                 const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p) {
     (void)be;
     const tsc_cgeom g = tsc_cgeom_of(x, w, out, p);
     if (g.n * g.o * g.p == 0 || !tsc_begin(index)) return;
     const char *bp = bias ? bias->data : NULL;
+    bool ok = false, done = false;
 #ifdef TS_HAVE_CUDNN
-    if (g.c > 0 && conv_cudnn(index, DIR_FWD, &g, out->dtype, x->data, w->data, bp, out->data) !=
-                       CONV_FALLBACK)
-        return;
+    if (g.c > 0) {
+        const ConvResult r =
+            conv_cudnn(index, DIR_FWD, &g, out->dtype, x->data, w->data, bp, out->data);
+        done = r != CONV_FALLBACK, ok = r == CONV_DONE;
+    }
 #endif
-    tsc_conv_im2col_forward(index, &g, out->dtype, x->data, w->data, bp, out->data);
+    if (!done) ok = tsc_conv_im2col_forward(index, &g, out->dtype, x->data, w->data, bp, out->data);
+    if (ok && p->act != TS_CONV_ACT_NONE) conv_act(index, out, g.n * g.o * g.p, p);
 }
 
 void tsc_conv2d_backward_data(const ts_backend *be, int index, const ts_kview *gx,

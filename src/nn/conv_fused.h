@@ -1,0 +1,22 @@
+/* conv_fused.h — conv2d with its activation in one backend call, for inference (ONNX's fused Conv
+ * + Relu / Clip). Not public. */
+#ifndef TS_NN_CONV_FUSED_H
+#define TS_NN_CONV_FUSED_H
+
+#include "tessera.h"
+
+typedef enum tsi_conv_act {
+    TSI_CONV_ACT_NONE = 0,
+    TSI_CONV_ACT_RELU, /* max(y, 0) */
+    TSI_CONV_ACT_CLIP, /* min(max(y, lo), hi) */
+} tsi_conv_act;
+
+/* ts_conv2d(x, w, b, o) followed by the activation (lo, hi: CLIP's bounds, NAN = none; CLIP with
+ * neither is the identity). When no gradient is recorded (grad mode off or nothing requires grad)
+ * and no trace is on, one backend call applies the activation to the output as it is written
+ * (ts_conv2d's checks, messages and autocast); otherwise it is ts_conv2d then ts_relu / ts_clamp,
+ * with their autograd and trace. The result is in the current scope; NULL with the error. */
+ts_tensor *tsi_conv2d_act(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
+                          tsi_conv_act act, double lo, double hi);
+
+#endif /* TS_NN_CONV_FUSED_H */

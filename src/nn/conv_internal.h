@@ -1,0 +1,15 @@
+/* conv_internal.h — what the conv2d front end (conv.c) shares with the fused conv + activation
+ * (conv_fused.c): one forward call with an activation, behind ts_conv2d's checks. Not public. */
+#ifndef TS_NN_CONV_INTERNAL_H
+#define TS_NN_CONV_INTERNAL_H
+
+#include "backend/backend.h"
+
+/* act(conv2d(x, w, b, o)) in one backend call (act: TS_CONV_ACT_*, lo / hi: CLIP's bounds, NAN =
+ * none), with ts_conv2d's checks and error messages (op "conv2d"); no autograd node, no trace, no
+ * autocast: the caller has seen that none applies. The result is in the current scope, or NULL
+ * with the error recorded. */
+ts_tensor *tsi_conv2d_forward_act(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
+                                  ts_conv_act act, double lo, double hi);
+
+#endif /* TS_NN_CONV_INTERNAL_H */
