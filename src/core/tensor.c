@@ -143,6 +143,7 @@ static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
     s->nbytes = nbytes;
     atomic_init(&s->version, 0);
     s->uid = next_storage_uid();
+    atomic_init(&s->exported, false);
     s->pinned = false;
     s->release = NULL;
     s->release_ctx = NULL;
@@ -218,6 +219,7 @@ ts_tensor *tsi_new_external(const char *op, ts_shape s, ts_dtype dt, ts_device d
     st->nbytes = nbytes;
     atomic_init(&st->version, 0);
     st->uid = next_storage_uid();
+    atomic_init(&st->exported, false);
     st->pinned = false;
     st->release = NULL;
     st->release_ctx = NULL;

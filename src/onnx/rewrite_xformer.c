@@ -8,12 +8,10 @@
  * results by float rounding only. They run Tessera's differentiable ops: an optimized model still
  * trains, its weights being the module's parameters. */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "autograd/trace.h"
 #include "onnx/memo.h"
 #include "onnx/onnx_internal.h"
 
@@ -33,13 +31,9 @@ typedef struct xf_state {
     ts_dtype const_dtype;
     int const_rank;
     /* LINEAR: x @ w + b (b may be absent); w_nk: w is [N, K] (Gemm's transB, or a Transpose of
-     * the weight taken in); gemm: x must be a matrix, as Gemm's A. A [K, N] weight's transposed
-     * copy is kept for inference runs: wt made from w_view's storage (held, so its address is not
-     * reused) at version w_version. */
+     * the weight taken in); gemm: x must be a matrix, as Gemm's A */
     int w, b;
     bool w_nk, gemm;
-    ts_tensor *w_view, *wt;
-    uint64_t w_version;
     /* ATTN: softmax(Q K^T * scales + mask) V. sq, sk, ss scale Q, K^T and the scores (Mul, or Div
      * when *_div); k_rank > 0: in[k] is K's source, K^T = Transpose(in[k], k_perm); else in[k] is
      * K^T itself */
@@ -56,8 +50,6 @@ static void xf_free(void *p) {
     xf_state *s = p;
     if (!s) return;
     for (int i = 0; i < s->n_steps; i++) tso_node_free(&s->steps[i]);
-    ts_release(s->w_view);
-    ts_release(s->wt);
     free(s);
 }
 
@@ -102,41 +94,17 @@ static bool shape_is(ts_tensor *t, int ndim, int64_t d0, int64_t d1) {
     return t && ts_ndim(t) == ndim && ts_size(t, 0) == d0 && (ndim < 2 || ts_size(t, 1) == d1);
 }
 
-/* Several threads may run one model: the kept weights are swapped under this lock. */
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* The weight as ts_linear wants it, [N, K]. A [K, N] weight is given as its transposed view while
- * a gradient or a trace is recorded (ts_linear then multiplies by W itself: no copy, and the
- * gradient reaches the parameter); in inference a transposed copy is kept in the node, whose
- * GEMM reads the weight transposed, the form the fastest kernels take (oneDNN's primitive; on an
- * AVX2 host the [K, N] form goes to OpenBLAS, gemm_provider.c), until the weight's storage or
- * version changes (an optimizer step, a load, a move). Memory Tessera does not own
- * (ts_from_dlpack's, which another framework may write) is never kept. */
-static ts_tensor *weight_nk(xf_state *s, ts_tensor *w) {
+/* The weight as ts_linear wants it, [N, K]. A [K, N] weight goes as its transposed view
+ * (ts_linear then multiplies by W itself) unless the product has 1024 rows or more on the cpu
+ * (or sim): there it is copied transposed, so the GEMM reads it transposed, the form the fastest
+ * kernels take (oneDNN's primitive; an AVX2 host gives the [K, N] form to OpenBLAS,
+ * gemm_provider.c): GPT-mini's four products of a layer take 49 ms against 54 on two Zen 3
+ * cores, the copies about 1 of them. (cuBLAS takes either form.) The copy is recorded by
+ * autograd and traces like any op: the gradient reaches the parameter. */
+static ts_tensor *weight_nk(const xf_state *s, ts_tensor *x, ts_tensor *w) {
     if (s->w_nk) return w;
-    if (tsi_trace_active || (ts_grad_enabled() && ts_requires_grad(w)) || !ts_is_contiguous(w) ||
-        w->storage->release)
-        return ts_t(w);
-    const uint64_t version = atomic_load(&w->storage->version);
-    pthread_mutex_lock(&cache_lock);
-    ts_tensor *wt = s->wt && s->w_view->storage == w->storage && s->w_view->offset == w->offset &&
-                            s->w_version == version && ts_size(s->wt, 0) == ts_size(w, 1) &&
-                            ts_size(s->wt, 1) == ts_size(w, 0)
-                        ? ts_retain(s->wt)
-                        : NULL;
-    pthread_mutex_unlock(&cache_lock);
-    if (wt) return tsi_own(wt);
-    ts_tensor *view = ts_view(w, ts_shape_of(w)), *t = view ? ts_contiguous(ts_t(w)) : NULL;
-    if (!t) return NULL;
-    pthread_mutex_lock(&cache_lock);
-    ts_tensor *old_view = s->w_view, *old_wt = s->wt;
-    s->w_view = ts_retain(view);
-    s->wt = ts_retain(t);
-    s->w_version = version;
-    pthread_mutex_unlock(&cache_lock);
-    ts_release(old_view);
-    ts_release(old_wt);
-    return t;
+    const int64_t k = ts_size(x, -1), rows = k > 0 ? ts_numel(x) / k : 0;
+    return rows >= 1024 && ts_device_of(w).type != TS_CUDA ? ts_contiguous(ts_t(w)) : ts_t(w);
 }
 
 /* x viewed with its leading dims in memory order (x itself when they are, or when no order makes
@@ -160,7 +128,7 @@ static ts_tensor *rows_in_memory(ts_tensor *x, ts_dims *perm) {
     return x;
 }
 
-static ts_tensor *linear_fast(xf_state *s, ts_tensor *const *in) {
+static ts_tensor *linear_fast(const xf_state *s, ts_tensor *const *in) {
     ts_tensor *x = in[s->x], *w = in[s->w], *b = s->b >= 0 ? in[s->b] : NULL;
     ts_dtype dt = ts_dtype_of(x);
     if (!tsi_is_float(dt) || ts_dtype_of(w) != dt || (b && ts_dtype_of(b) != dt) ||
@@ -170,7 +138,7 @@ static ts_tensor *linear_fast(xf_state *s, ts_tensor *const *in) {
     if (!shape_is(w, 2, s->w_nk ? n : k, s->w_nk ? k : n) || (b && !shape_is(b, 1, n, 0)))
         return NULL;
     ts_dims perm, back = {.n = ts_ndim(x)};
-    ts_tensor *xm = rows_in_memory(x, &perm), *wt = weight_nk(s, w);
+    ts_tensor *xm = rows_in_memory(x, &perm), *wt = weight_nk(s, x, w);
     ts_tensor *y = xm && wt ? ts_linear(xm, wt, b) : NULL;
     if (!y || xm == x) return y;
     for (int i = 0; i < perm.n; i++) back.d[perm.d[i]] = i;
@@ -325,7 +293,7 @@ static ts_tensor *heads_fast(const tso_node *n, const xf_state *s, ts_tensor *co
 
 /* ------------------------------------------------------------------ the fused operator */
 static bool run_fused(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out) {
-    xf_state *s = n->state;
+    const xf_state *s = n->state;
     ts_tensor *y = s->kind == XF_GELU     ? gelu_fast(s, in)
                    : s->kind == XF_LINEAR ? linear_fast(s, in)
                    : s->kind == XF_ATTN   ? attn_fast(n, s, in)
