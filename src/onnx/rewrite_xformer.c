@@ -1,7 +1,8 @@
 /* rewrite_xformer.c — the transformer rewrites of ts_onnx_opts.optimize: the erf GELU exporters
  * write as five ops becomes one ts_gelu; MatMul + Add (and Gemm) with an initializer weight and
  * bias becomes one linear; the decomposed attention (MatMul, scalings, an additive mask, Softmax,
- * MatMul) becomes one ts_scaled_dot_product_attention, causal where the mask provably is. A rewrite
+ * MatMul) becomes one ts_scaled_dot_product_attention, causal where the mask provably is; the
+ * head split (a Gather of the packed q, k, v; Reshape, Transpose, Reshape) becomes views. A rewrite
  * happens only where every value inside the pattern has no reader outside it. Each fused node keeps
  * the nodes it replaced and runs them as they were whenever its fast path does not apply to what a
  * run brings (a dtype, a rank, a broadcast, a scale that is not one number), so the rewrites change
@@ -505,7 +506,6 @@ static bool gelu_const(const matcher *mt, int v, double want, gelu_consts *c) {
     return true;
 }
 
-/* erf(x / sqrt 2) + 1 (or x * (1 / sqrt 2)): the nodes into p, x into *x */
 /* d = x / sqrt 2 (Div) or x * (1 / sqrt 2) (Mul, either order): its node, x into *x */
 static int gelu_scaled_x(const matcher *mt, int d, int *x, gelu_consts *c) {
     int div = sole(mt, d, "Div"), mul = sole(mt, d, "Mul");
