@@ -461,7 +461,7 @@ typedef struct lin_spec {
     int fused, removed;
 } lin_spec;
 
-enum { LB = 2, LR = 3, LK = 5, LN = 4 }; /* x [LB, LR, LK] (Gemm: [LB * LR, LK]), W [LK, LN] */
+enum { LB = 2, LR = 3, LK = 5, LN = 6 }; /* x [LB, LR, LK] (Gemm: [LB * LR, LK]), W [LK, LN] */
 static float lin_w[LK * LN], lin_wt[LN * LK], lin_b[LN];
 
 static void build_linear(const lin_spec *s) {

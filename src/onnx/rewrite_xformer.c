@@ -96,16 +96,18 @@ static bool shape_is(ts_tensor *t, int ndim, int64_t d0, int64_t d1) {
 }
 
 /* The weight as ts_linear wants it, [N, K]. A [K, N] weight goes as its transposed view
- * (ts_linear then multiplies by W itself) unless the product has 1024 rows or more on the cpu
- * (or sim): there it is copied transposed, so the GEMM reads it transposed, the form the fastest
- * kernels take (oneDNN's primitive; an AVX2 host gives the [K, N] form to OpenBLAS,
- * gemm_provider.c): GPT-mini's four products of a layer take 49 ms against 54 on two Zen 3
- * cores, the copies about 1 of them. (cuBLAS takes either form.) The copy is recorded by
+ * (ts_linear then multiplies by W itself) unless, on the cpu (or sim), the product has 1024 rows
+ * or more and K <= N: there it is copied transposed, so the GEMM reads it transposed, which
+ * oneDNN's primitive runs faster than the [K, N] form an AVX2 host gives OpenBLAS
+ * (gemm_provider.c). Measured on two Zen 3 cores for GPT-mini's products of 4096 rows, copy
+ * included: K 256, N 768: 11.1 ms against 12.2; N 1024: 15.1 against 18.8; but K 1024, N 256:
+ * 19.0 against 17.2, so a long K keeps W. (cuBLAS takes either form.) The copy is recorded by
  * autograd and traces like any op: the gradient reaches the parameter. */
 static ts_tensor *weight_nk(const xf_state *s, ts_tensor *x, ts_tensor *w) {
     if (s->w_nk) return w;
     const int64_t k = ts_size(x, -1), rows = k > 0 ? ts_numel(x) / k : 0;
-    return rows >= 1024 && ts_device_of(w).type != TS_CUDA ? ts_contiguous(ts_t(w)) : ts_t(w);
+    const bool copy = rows >= 1024 && k <= ts_size(w, 1) && ts_device_of(w).type != TS_CUDA;
+    return copy ? ts_contiguous(ts_t(w)) : ts_t(w);
 }
 
 /* x viewed with its leading dims in memory order (x itself when they are, or when no order makes
