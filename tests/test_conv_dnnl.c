@@ -102,6 +102,39 @@ static void test_buffers_cached(void) {
     ts_scope_end();
 }
 
+/* oneDNN fixes a primitive's thread count when it is made: the cache keys on it, so the same
+ * shape under another ts_set_num_threads gets a primitive of its own (before, one made under one
+ * thread served every later call: half speed on two cores), and the same count reuses it. */
+static void test_primitive_per_thread_count(void) {
+    ts_scope_begin();
+    const int saved = ts_get_num_threads();
+    ts_tensor *x = ts_randn(TS_SHAPE(1, 8, 6, 6), (ts_opts){0});
+    ts_tensor *w = ts_randn(TS_SHAPE(8, 8, 3, 3), (ts_opts){0});
+    const ts_conv2d_opts o = {.padding = {1, 1}, .stride = {1, 2}}; /* a shape no other case has */
+    ts_set_num_threads(1);
+    ts_tensor *y1 = ts_conv2d(x, w, NULL, o);
+    const uint64_t built = tsi_dnnl_conv_builds();
+    ts_tensor *y1b = ts_conv2d(x, w, NULL, o);
+    CHECK_EQ(tsi_dnnl_conv_builds(), built); /* the same count: the cached primitive */
+    ts_set_num_threads(2);
+    const bool two = ts_get_num_threads() == 2;
+    ts_tensor *y2 = ts_conv2d(x, w, NULL, o);
+    CHECK_EQ(tsi_dnnl_conv_builds(), built + (two ? 1 : 0));
+    ts_set_num_threads(1);
+    ts_tensor *y1c = ts_conv2d(x, w, NULL, o);
+    CHECK_EQ(tsi_dnnl_conv_builds(), built + (two ? 1 : 0)); /* both kept */
+    CHECK_OK();
+    CHECK(ts_item(ts_max(ts_abs(ts_sub(y1, y1b)))) == 0);
+    CHECK(ts_item(ts_max(ts_abs(ts_sub(y1, y1c)))) == 0);
+    /* another thread count may sum in another order: each side within K u K max|x| max|w| of
+     * the exact sums, K = 72 products */
+    const double k = 72, bound = 2 * k * k * ldexp(1, -24) * ts_item(ts_max(ts_abs(x))) *
+                                 ts_item(ts_max(ts_abs(w)));
+    CHECK(ts_item(ts_max(ts_abs(ts_sub(y1, y2)))) <= bound);
+    ts_set_num_threads(saved);
+    ts_scope_end();
+}
+
 int main(void) {
     if (!ts_device_count(TS_SIM)) ts_sim_configure(1, 0);
 #ifndef TS_HAVE_DNNL
@@ -122,6 +155,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int d = 0; d < 2; d++) run(&cases[i], devs[d]);
     test_buffers_cached();
+    test_primitive_per_thread_count();
     tsi_conv_force_provider(NULL);
     return ts_test_finish();
 }

@@ -332,6 +332,32 @@ static ts_tensor *mm_narrowed(ts_tensor *a, ts_tensor *b) { /* a's first 300 col
 static uint64_t want_prim(bool ta, bool tb, double m, double n, double k) {
     return tsi_lib_sgemm_primitive(ta, tb, m * n * k) ? 1 : 0;
 }
+/* The primitive cache keys on the thread count (oneDNN fixes it when a primitive is made): the same
+ * product under another count builds its own, the same count reuses it. */
+static void test_matmul_primitive_per_thread_count(void) {
+    enum { M = 70, N = 90, K = 110 };
+    static float a[M * K], b[K * N], c1[M * N], c2[M * N];
+    for (int i = 0; i < M * K; i++) a[i] = (float)((i * 7) % 13) - 6;
+    for (int i = 0; i < K * N; i++) b[i] = (float)((i * 5) % 11) - 5;
+    const int saved = ts_get_num_threads();
+    ts_set_num_threads(1);
+    if (!tsi_dnnl_matmul_f32(false, true, M, N, K, a, K, b, K, c1, N)) {
+        printf("oneDNN's matmul absent: the per-thread-count cache is not tested\n");
+        ts_set_num_threads(saved);
+        return;
+    }
+    const uint64_t built = tsi_dnnl_matmul_builds();
+    CHECK(tsi_dnnl_matmul_f32(false, true, M, N, K, a, K, b, K, c1, N));
+    CHECK_EQ(tsi_dnnl_matmul_builds(), built);
+    ts_set_num_threads(2);
+    const bool two = ts_get_num_threads() == 2;
+    CHECK(tsi_dnnl_matmul_f32(false, true, M, N, K, a, K, b, K, c2, N));
+    CHECK_EQ(tsi_dnnl_matmul_builds(), built + (two ? 1 : 0));
+    /* small integers: every partial sum exact in float32, whatever the order */
+    CHECK(memcmp(c1, c2, sizeof c1) == 0);
+    ts_set_num_threads(saved);
+}
+
 static void test_matmul_primitive(void) {
     const bool dnnl = !strncmp(tsi_lib_gemm_name(false), "oneDNN", 6);
     const uint64_t before = tsi_dnnl_matmul_count();
@@ -718,6 +744,7 @@ int main(void) {
         CHECK_EQ(after.allocated, before.allocated);
     }
     test_matmul_primitive();
+    test_matmul_primitive_per_thread_count();
     test_errors();
     CHECK_EQ(ts_scope_depth(), 0);
     return ts_test_finish();

@@ -31,6 +31,7 @@ typedef enum { K_FWD, K_BWD_DATA, K_BWD_WEIGHT } conv_kind;
 
 typedef struct conv_key {
     int kind, has_bias;
+    int64_t threads; /* tsi_dnnl_threads() (an int64: no padding inside the memcmp'd key) */
     int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g;
     int64_t act; /* the forward's post-op (ts_conv_act) and CLIP's bounds (+-inf: none) */
     double lo, hi;
@@ -213,6 +214,14 @@ static void retire(conv_entry *e) {
     memset(e, 0, sizeof *e);
 }
 
+static uint64_t builds; /* under cache_lock */
+uint64_t tsi_dnnl_conv_builds(void) {
+    pthread_mutex_lock(&cache_lock);
+    const uint64_t n = builds;
+    pthread_mutex_unlock(&cache_lock);
+    return n;
+}
+
 /* The entry for key, built on a miss, copied out under the lock. */
 static bool lookup(const conv_key *key, conv_entry *out) {
     pthread_mutex_lock(&cache_lock);
@@ -225,6 +234,7 @@ static bool lookup(const conv_key *key, conv_entry *out) {
         if (victim->used) retire(victim);
         victim->key = *key;
         if (build(victim)) {
+            builds++;
             victim->used = true;
             hit = victim;
         } else {
@@ -337,6 +347,7 @@ static bool run(const conv_key *key, void *const *user_ptrs, const tsi_conv_weig
 static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias) {
     return (conv_key){.kind = kind,
                       .has_bias = has_bias,
+                      .threads = tsi_dnnl_threads(),
                       .n = g->n,
                       .c = g->c,
                       .h = g->h,

@@ -25,6 +25,8 @@ bool tsi_dnnl_conv_backward_data(const ts_cgeom *g, const float *gy, const float
 bool tsi_dnnl_conv_backward_weight(const ts_cgeom *g, const float *gy, const float *x, float *gw);
 /* Convolutions oneDNN has run so far (tests check that it, not a fallback, ran). */
 uint64_t tsi_dnnl_conv_count(void);
+/* Primitives built so far (a cache miss builds one; tests check what the cache keys on). */
+uint64_t tsi_dnnl_conv_builds(void);
 /* The cache of reordered weights (conv_dnnl_wcache.c), for tests and benchmarks: what it served
  * (hits), what it filled and keeps now; and its bound in bytes (0: keep nothing), evicting down to
  * it, returning the previous bound. */

@@ -3,6 +3,9 @@
 
 #ifdef TS_HAVE_DNNL
 #include <pthread.h>
+#ifdef TS_HAVE_OPENMP
+#include <omp.h>
+#endif
 
 #include "backend/cpu/gemm_provider.h"
 
@@ -28,6 +31,14 @@ bool tsi_dnnl_scratchpad(size_t bytes, dnnl_memory_t *mem, ts_block **block) {
     dnnl_memory_desc_init_by_tag(&md, 1, dims, dnnl_u8, dnnl_x);
     void *buf = tsi_host_scratch_get(bytes, block);
     return buf && dnnl_memory_create(mem, &md, tsi_dnnl_engine(), buf) == dnnl_success;
+}
+
+int tsi_dnnl_threads(void) {
+#ifdef TS_HAVE_OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
 }
 #else
 typedef int ts_dnnl_common_unused; /* ISO C: a translation unit declares something */

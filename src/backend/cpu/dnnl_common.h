@@ -18,6 +18,12 @@ dnnl_engine_t tsi_dnnl_engine(void);
 /* A u8 memory object of `bytes` over a host_scratch block (*block: give it back with
  * tsi_host_scratch_put, NULL-safe; *mem: destroy it); false when either could not be had. */
 bool tsi_dnnl_scratchpad(size_t bytes, dnnl_memory_t *mem, ts_block **block);
+
+/* The thread count a primitive made now would run with (OpenMP's max threads here). oneDNN fixes
+ * a primitive's thread count when it is made: a primitive cached under one count runs with it
+ * forever, so the caches key on this (before, convolutions made while ts_set_num_threads(1) was
+ * in force kept one thread after ts_set_num_threads(2): ResNet-18's convs ran at half speed). */
+int tsi_dnnl_threads(void);
 #endif
 
 #endif /* TS_DNNL_COMMON_H */

@@ -22,7 +22,7 @@
 
 /* ------------------------------------------------------------------ primitives by shape */
 typedef struct mm_key {
-    int64_t ta, tb, m, n, k, lda, ldb, ldc;
+    int64_t ta, tb, m, n, k, lda, ldb, ldc, threads; /* threads: tsi_dnnl_threads() */
 } mm_key;
 
 typedef struct mm_prim {
@@ -81,6 +81,14 @@ static void evict(mm_prim *p) {
     memset(p, 0, sizeof *p);
 }
 
+static uint64_t builds; /* under slots_lock */
+uint64_t tsi_dnnl_matmul_builds(void) {
+    pthread_mutex_lock(&slots_lock);
+    const uint64_t n = builds;
+    pthread_mutex_unlock(&slots_lock);
+    return n;
+}
+
 /* A copy of the primitive for key, built on a miss; false when oneDNN declines it. */
 static bool primitive_for(const mm_key *key, mm_prim *out) {
     pthread_mutex_lock(&slots_lock);
@@ -93,7 +101,7 @@ static bool primitive_for(const mm_key *key, mm_prim *out) {
         if (oldest->last_use) evict(oldest);
         oldest->key = *key;
         if (build(oldest))
-            found = oldest;
+            found = oldest, builds++;
         else
             memset(oldest, 0, sizeof *oldest);
     }
@@ -111,7 +119,7 @@ uint64_t tsi_dnnl_matmul_count(void) { return atomic_load(&runs); }
 bool tsi_dnnl_matmul_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
                          int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
     const dnnl_engine_t engine = tsi_dnnl_engine();
-    const mm_key key = {ta, tb, m, n, k, lda, ldb, ldc};
+    const mm_key key = {ta, tb, m, n, k, lda, ldb, ldc, tsi_dnnl_threads()};
     mm_prim p;
     if (!engine || m < 1 || n < 1 || k < 1 || !primitive_for(&key, &p)) return false;
     dnnl_stream_t st = NULL; /* streams are not thread-safe: one per call (cheap on the CPU) */

@@ -13,5 +13,7 @@ bool tsi_dnnl_matmul_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, cons
                          int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
 /* Products the primitive has run so far (tests check that it, not a fallback, ran). */
 uint64_t tsi_dnnl_matmul_count(void);
+/* Primitives built so far (a cache miss builds one; tests check what the cache keys on). */
+uint64_t tsi_dnnl_matmul_builds(void);
 
 #endif /* TS_MATMUL_DNNL_H */
