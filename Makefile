@@ -5,9 +5,10 @@ CMAKE_ARGS ?=
 DEB_PKGS  := build-essential cmake pkg-config libopenblas-openmp-dev zlib1g-dev libcjson-dev \
              libomp-dev clang libclang-rt-dev libstb-dev dataset-fashion-mnist \
              openmpi-bin libopenmpi-dev fortunes libdnnl-dev \
-             libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libdlpack-dev
+             libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libdlpack-dev \
+             python3-dev python3-numpy python3-pytest python3-venv
 
-.PHONY: all deps configure build run test asan tsan clean
+.PHONY: all deps configure build run test asan tsan clean python
 
 all: build
 
@@ -30,6 +31,10 @@ build: configure
 # LeNet-5 on Fashion-MNIST for 2 epochs on the best device present; prints the test accuracy.
 run: build
 	$(BUILD)/tessera train --model lenet --data fashion-mnist --epochs 2
+
+# The Python package (import tessera) in $(BUILD)/python: PYTHONPATH=$(BUILD)/python python3 ...
+python: configure
+	cmake --build $(BUILD) -j $(JOBS) --target tessera_python
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

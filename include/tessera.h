@@ -237,6 +237,14 @@ ts_tensor *ts_to_dtype(ts_tensor *t, ts_dtype dt);
 ts_tensor *ts_pin_memory(ts_tensor *t);
 ts_tensor *ts_clone(ts_tensor *t);
 ts_tensor *ts_copy_(ts_tensor *dst, ts_tensor *src); /* same device; broadcasts and casts src */
+/* In place, keeping the handle (PyTorch's `p.data = p.data.to(d)`): t gets a contiguous copy of its
+ * data on d (or in dtype dt), and so does its grad; shape, requires_grad and version stay, t stops
+ * being a view. Out of memory t may have moved and its grad not (as with ts_module_to). */
+ts_status ts_tensor_move_(ts_tensor *t, ts_device d);
+ts_status ts_tensor_cast_(ts_tensor *t, ts_dtype dt);
+/* PyTorch's `t.data = src`: t (the same handle) now shares src's storage, shape, strides and dtype;
+ * its requires_grad, grad and graph stay. Out of host memory nothing changes. */
+ts_status ts_tensor_set_data(ts_tensor *t, ts_tensor *src);
 
 /* views (share storage with their input) */
 ts_tensor *ts_view(ts_tensor *t, ts_shape s);    /* one dim may be -1; needs compatible strides */

@@ -1,0 +1,267 @@
+/* autograd.c — the Tensor's autograd attributes (requires_grad, grad, grad_fn, is_leaf) and
+ * methods (backward, detach, requires_grad_), and the grad-mode primitives that tessera.no_grad /
+ * enable_grad (autograd.py) are built on. The C core's grad mode is a thread-local nesting count.
+ */
+#include "tensor_impl.h"
+
+#define T TSP_T
+
+/* ------------------------------------------------------------------ grad_fn objects */
+/* What t.grad_fn returns: the node's name, truthy, with name() like torch's Node. */
+typedef struct {
+    PyObject_HEAD PyObject *name;
+} grad_fn_obj;
+
+static void grad_fn_dealloc(PyObject *self) {
+    Py_XDECREF(((grad_fn_obj *)self)->name);
+    PyObject_Free(self);
+}
+static PyObject *grad_fn_repr(PyObject *self) {
+    return PyUnicode_FromFormat("<%U object at %p>", ((grad_fn_obj *)self)->name, self);
+}
+static PyObject *grad_fn_name(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return Py_NewRef(((grad_fn_obj *)self)->name);
+}
+static PyMethodDef grad_fn_methods[] = {
+    {"name", grad_fn_name, METH_NOARGS, "the backward op's name (\"AddBackward0\")"},
+    {NULL, NULL, 0, NULL},
+};
+static PyTypeObject grad_fn_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tessera.autograd.Node",
+    .tp_basicsize = sizeof(grad_fn_obj),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The autograd node that made a tensor (its grad_fn).",
+    .tp_dealloc = grad_fn_dealloc,
+    .tp_repr = grad_fn_repr,
+    .tp_methods = grad_fn_methods,
+};
+
+/* ------------------------------------------------------------------ attributes */
+static PyObject *get_requires_grad(PyObject *self, void *unused) {
+    (void)unused;
+    return PyBool_FromLong(ts_requires_grad(T(self)));
+}
+static int set_requires_grad(PyObject *self, PyObject *value, void *unused) {
+    (void)unused;
+    bool on;
+    if (!value) {
+        PyErr_SetString(PyExc_TypeError, "requires_grad cannot be deleted");
+        return -1;
+    }
+    if (tsp_bool_arg(value, false, &on, "requires_grad", "value") < 0) return -1;
+    if (!ts_is_leaf(T(self)) && !on) {
+        PyErr_SetString(tsp_error_type,
+                        "you can only change requires_grad flags of leaf variables (use "
+                        "detach())");
+        return -1;
+    }
+    ts_set_requires_grad(T(self), on);
+    return tsp_check();
+}
+static PyObject *get_grad(PyObject *self, void *unused) {
+    (void)unused;
+    ts_tensor *g = ts_grad(T(self));
+    if (!g) Py_RETURN_NONE;
+    return tsp_wrap(ts_scope_depth() > 0 ? g : ts_retain(g)); /* wrap adds its own in a scope */
+}
+static int set_grad(PyObject *self, PyObject *value, void *unused) {
+    (void)unused;
+    ts_tensor *g = NULL;
+    if (value && value != Py_None && !(g = tsp_tensor_arg(value, "Tensor.grad", "value")))
+        return -1;
+    ts_set_grad(T(self), g);
+    return tsp_check();
+}
+static PyObject *get_grad_fn(PyObject *self, void *unused) {
+    (void)unused;
+    const char *name = ts_grad_fn_name(T(self));
+    if (!name) Py_RETURN_NONE;
+    grad_fn_obj *o = PyObject_New(grad_fn_obj, &grad_fn_type);
+    if (!o) return NULL;
+    if (!(o->name = PyUnicode_FromString(name))) return Py_DECREF(o), NULL;
+    return (PyObject *)o;
+}
+static PyObject *get_is_leaf(PyObject *self, void *unused) {
+    (void)unused;
+    return PyBool_FromLong(ts_is_leaf(T(self)));
+}
+static PyObject *get_version(PyObject *self, void *unused) {
+    (void)unused;
+    return PyLong_FromUnsignedLongLong(ts_version(T(self)));
+}
+
+PyGetSetDef tsp_autograd_getset[] = {
+    {"requires_grad", get_requires_grad, set_requires_grad, "record ops for backward", NULL},
+    {"grad", get_grad, set_grad, "the accumulated gradient (None until backward)", NULL},
+    {"grad_fn", get_grad_fn, NULL, "the node that made this tensor (None for leaves)", NULL},
+    {"is_leaf", get_is_leaf, NULL, "made by the user, not by a recorded op", NULL},
+    {"_version", get_version, NULL, "bumped by every in-place op on the storage", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* ------------------------------------------------------------------ methods */
+static PyObject *m_requires_grad_(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kw) {
+    static const char *const names[] = {"requires_grad"};
+    PyObject *a[1];
+    if (tsp_parse(args, nargs, kw, "requires_grad_", names, 1, 0, a) < 0) return NULL;
+    if (set_requires_grad(self, a[0] ? a[0] : Py_True, NULL) < 0) return NULL;
+    return Py_NewRef(self);
+}
+
+/* Runs backward from t (grad NULL: t must have one element). */
+static int run_backward(ts_tensor *t, ts_tensor *grad, bool retain_graph) {
+    if (!grad && ts_numel(t) != 1) {
+        PyErr_SetString(tsp_error_type, "grad can be implicitly created only for scalar outputs");
+        return -1;
+    }
+    if (tsp_enter()) return -1;
+    TSP_NOGIL(ts_backward_ex(t, grad, (ts_backward_opts){.retain_graph = retain_graph}));
+    return tsp_check();
+}
+
+static int check_create_graph(PyObject *o, const char *fn) {
+    bool cg;
+    if (tsp_bool_arg(o, false, &cg, fn, "create_graph") < 0) return -1;
+    if (cg) {
+        PyErr_Format(PyExc_NotImplementedError,
+                     "%s(): create_graph=True (higher-order gradients) is not in Tessera's C core",
+                     fn);
+        return -1;
+    }
+    return 0;
+}
+
+/* backward(gradient=None, retain_graph=None, create_graph=False, inputs=None) */
+static PyObject *m_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    static const char *const names[] = {"gradient", "retain_graph", "create_graph", "inputs"};
+    PyObject *a[4];
+    ts_tensor *g = NULL;
+    bool retain;
+    if (tsp_parse(args, nargs, kw, "backward", names, 4, 0, a) < 0 ||
+        (a[0] && a[0] != Py_None && !(g = tsp_tensor_arg(a[0], "backward", "gradient"))) ||
+        tsp_bool_arg(a[1], false, &retain, "backward", "retain_graph") < 0 ||
+        check_create_graph(a[2], "backward") < 0)
+        return NULL;
+    if (a[3] && a[3] != Py_None) {
+        PyErr_SetString(PyExc_NotImplementedError, "backward(): inputs= is not supported");
+        return NULL;
+    }
+    if (run_backward(T(self), g, retain) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_detach(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return tsp_wrap(ts_detach(T(self)));
+}
+/* detach_(): this object now holds a detached view of its storage (other holders of the old
+ * tensor, e.g. the graph, keep theirs) */
+static PyObject *m_detach_(PyObject *self, PyObject *unused) {
+    (void)unused;
+    ts_tensor *d = ts_detach(T(self)), *old = T(self);
+    if (!d || tsp_check()) return tsp_drop(d), tsp_raise_pending();
+    T(self) = tsp_own(d);
+    ts_release(old); /* the object's own reference */
+    return Py_NewRef(self);
+}
+
+#define FAST  (METH_FASTCALL | METH_KEYWORDS)
+#define FN(f) (PyCFunction)(void (*)(void))(f)
+PyMethodDef tsp_autograd_methods[] = {
+    {"requires_grad_", FN(m_requires_grad_), FAST, "requires_grad_(requires_grad=True)"},
+    {"backward", FN(m_backward), FAST,
+     "backward(gradient=None, retain_graph=None): accumulate gradients into the leaves' .grad"},
+    {"detach", m_detach, METH_NOARGS, "the same storage, out of the graph"},
+    {"detach_", m_detach_, METH_NOARGS, "detach in place"},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ------------------------------------------------------------------ module functions */
+/* _backward(tensors, grad_tensors, retain_graph): one backward pass per output; the graph is kept
+ * between them (every pass but the last) */
+static PyObject *f_backward(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "_backward() takes 3 arguments (%zd given)", nargs);
+    PyObject *outs = PySequence_Fast(args[0], "backward(): tensors must be a sequence");
+    if (!outs) return NULL;
+    PyObject *grads = PySequence_Fast(args[1], "backward(): grad_tensors must be a sequence");
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(outs);
+    bool retain;
+    int rc = grads ? tsp_bool_arg(args[2], false, &retain, "backward", "retain_graph") : -1;
+    if (rc == 0 && PySequence_Fast_GET_SIZE(grads) != n) {
+        PyErr_SetString(PyExc_ValueError, "backward(): one grad_tensors entry per output");
+        rc = -1;
+    }
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        PyObject *go = PySequence_Fast_GET_ITEM(grads, i);
+        ts_tensor *t = tsp_tensor_arg(PySequence_Fast_GET_ITEM(outs, i), "backward", "tensors");
+        ts_tensor *g = go == Py_None ? NULL : tsp_tensor_arg(go, "backward", "grad_tensors");
+        if (!t || (go != Py_None && !g))
+            rc = -1;
+        else
+            rc = run_backward(t, g, retain || i + 1 < n);
+    }
+    Py_DECREF(outs);
+    Py_XDECREF(grads);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_is_grad_enabled(PyObject *mod, PyObject *unused) {
+    (void)mod, (void)unused;
+    return PyBool_FromLong(ts_grad_enabled());
+}
+/* _grad_disable(): one more no-grad level (undone by _grad_restore_disable) */
+static PyObject *f_grad_disable(PyObject *mod, PyObject *unused) {
+    (void)mod, (void)unused;
+    ts_no_grad_begin();
+    Py_RETURN_NONE;
+}
+static PyObject *f_grad_restore_disable(PyObject *mod, PyObject *unused) {
+    (void)mod, (void)unused;
+    ts_no_grad_end();
+    if (tsp_check()) return NULL;
+    Py_RETURN_NONE;
+}
+/* _grad_enable() -> n: leaves every no-grad level of this thread (n of them), so that
+ * enable_grad works inside no_grad; _grad_restore_enable(n) re-enters them */
+static PyObject *f_grad_enable(PyObject *mod, PyObject *unused) {
+    (void)mod, (void)unused;
+    long n = 0;
+    while (!ts_grad_enabled() && n < 1000000) ts_no_grad_end(), n++;
+    if (tsp_check()) return NULL;
+    return PyLong_FromLong(n);
+}
+static PyObject *f_grad_restore_enable(PyObject *mod, PyObject *count) {
+    (void)mod;
+    long n = PyLong_AsLong(count);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    while (n-- > 0) ts_no_grad_begin();
+    Py_RETURN_NONE;
+}
+static PyObject *f_set_detect_anomaly(PyObject *mod, PyObject *on) {
+    (void)mod;
+    int v = PyObject_IsTrue(on);
+    if (v < 0) return NULL;
+    ts_detect_anomaly(v);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef functions[] = {
+    {"_backward", FN(f_backward), METH_FASTCALL, "_backward(tensors, grad_tensors, retain_graph)"},
+    {"is_grad_enabled", f_is_grad_enabled, METH_NOARGS, "gradient recording is on (this thread)"},
+    {"_grad_disable", f_grad_disable, METH_NOARGS, NULL},
+    {"_grad_restore_disable", f_grad_restore_disable, METH_NOARGS, NULL},
+    {"_grad_enable", f_grad_enable, METH_NOARGS, NULL},
+    {"_grad_restore_enable", f_grad_restore_enable, METH_O, NULL},
+    {"_set_detect_anomaly", f_set_detect_anomaly, METH_O, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+int tsp_init_autograd(PyObject *m) {
+    if (PyType_Ready(&grad_fn_type) < 0) return -1;
+    return PyModule_AddFunctions(m, functions);
+}

@@ -1,0 +1,411 @@
+/* nn.c — tessera._C's functional layers, losses and init functions (the _nn_* functions that
+ * tessera.nn.functional and tessera.nn.init wrap with PyTorch's signatures). The Python layer
+ * parses PyTorch's argument forms (tuples, defaults, reduction names) and passes plain values
+ * here, so each function below is one C call. Modules built in C: nn_cmodule.c. */
+#include "nn_impl.h"
+
+#include "tensor_impl.h"
+
+/* ------------------------------------------------------------------ shared helpers */
+/* None -> NULL (no error), a Tensor -> its handle; anything else: TypeError, -1 */
+int tspn_opt_tensor(PyObject *o, ts_tensor **out, const char *fn, const char *arg) {
+    *out = NULL;
+    if (o == Py_None) return 0;
+    *out = tsp_tensor_arg(o, fn, arg);
+    return *out ? 0 : -1;
+}
+
+/* the tensor arguments o[0..n-1] (None allowed where optional[i]) into t[] */
+static int tensor_args(PyObject *const *o, ts_tensor **t, int n, const char *fn,
+                       const char *const *names, unsigned optional_mask) {
+    for (int i = 0; i < n; i++) {
+        if (optional_mask & (1u << i)) {
+            if (tspn_opt_tensor(o[i], &t[i], fn, names[i]) < 0) return -1;
+        } else if (!(t[i] = tsp_tensor_arg(o[i], fn, names[i])))
+            return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ activations, softmax */
+typedef ts_tensor *(*unary_fn)(ts_tensor *);
+static const unary_fn activations[] = {ts_relu, ts_gelu, ts_gelu_tanh, ts_sigmoid,
+                                       ts_tanh, ts_silu, ts_softplus};
+
+/* _nn_act(kind, x): kind indexes `activations` (functional.py names them) */
+static PyObject *nn_act(PyObject *self, PyObject *args) {
+    (void)self;
+    int kind;
+    PyObject *xo;
+    if (!PyArg_ParseTuple(args, "iO:_nn_act", &kind, &xo)) return NULL;
+    ts_tensor *x = tsp_tensor_arg(xo, "activation", "input");
+    if (!x) return NULL;
+    if (kind < 0 || kind >= (int)(sizeof activations / sizeof *activations))
+        return PyErr_Format(PyExc_ValueError, "_nn_act: unknown activation %d", kind);
+    return tsp_unary(activations[kind], x);
+}
+
+/* _nn_softmax(log, x, dim) */
+static PyObject *nn_softmax(PyObject *self, PyObject *args) {
+    (void)self;
+    int log, dim;
+    PyObject *xo;
+    if (!PyArg_ParseTuple(args, "pOi:softmax", &log, &xo, &dim)) return NULL;
+    ts_tensor *x = tsp_tensor_arg(xo, "softmax", "input"), *y;
+    if (!x || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = log ? ts_log_softmax(x, dim) : ts_softmax(x, dim));
+    return tsp_wrap(y);
+}
+
+/* ------------------------------------------------------------------ layers */
+static PyObject *nn_linear(PyObject *self, PyObject *args) {
+    (void)self;
+    static const char *const names[] = {"input", "weight", "bias"};
+    PyObject *o[3];
+    ts_tensor *t[3], *y;
+    if (!PyArg_ParseTuple(args, "OOO:linear", &o[0], &o[1], &o[2])) return NULL;
+    if (tensor_args(o, t, 3, "linear", names, 4u) < 0 || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_linear(t[0], t[1], t[2]));
+    return tsp_wrap(y);
+}
+
+/* _nn_conv2d(x, w, b, (sh, sw), (ph, pw), (dh, dw), groups) */
+static PyObject *nn_conv2d(PyObject *self, PyObject *args) {
+    (void)self;
+    static const char *const names[] = {"input", "weight", "bias"};
+    PyObject *o[3];
+    ts_tensor *t[3], *y;
+    ts_conv2d_opts c = {0};
+    if (!PyArg_ParseTuple(args, "OOO(ii)(ii)(ii)i:conv2d", &o[0], &o[1], &o[2], &c.stride[0],
+                          &c.stride[1], &c.padding[0], &c.padding[1], &c.dilation[0],
+                          &c.dilation[1], &c.groups))
+        return NULL;
+    if (tensor_args(o, t, 3, "conv2d", names, 4u) < 0 || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_conv2d(t[0], t[1], t[2], c));
+    return tsp_wrap(y);
+}
+
+/* _nn_pool2d(avg, x, (kh, kw), (sh, sw), (ph, pw), (dh, dw), ceil_mode, exclude_pad) */
+static PyObject *nn_pool2d(PyObject *self, PyObject *args) {
+    (void)self;
+    int avg, ceil, excl;
+    PyObject *xo;
+    ts_pool2d_opts p = {0};
+    if (!PyArg_ParseTuple(args, "pO(ii)(ii)(ii)(ii)pp:pool2d", &avg, &xo, &p.kernel[0],
+                          &p.kernel[1], &p.stride[0], &p.stride[1], &p.padding[0], &p.padding[1],
+                          &p.dilation[0], &p.dilation[1], &ceil, &excl))
+        return NULL;
+    p.ceil_mode = ceil, p.exclude_pad = excl;
+    ts_tensor *x = tsp_tensor_arg(xo, avg ? "avg_pool2d" : "max_pool2d", "input"), *y;
+    if (!x || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = avg ? ts_avg_pool2d(x, p) : ts_max_pool2d(x, p));
+    return tsp_wrap(y);
+}
+
+static PyObject *nn_adaptive_avg_pool2d(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *xo;
+    long long oh, ow;
+    if (!PyArg_ParseTuple(args, "O(LL):adaptive_avg_pool2d", &xo, &oh, &ow)) return NULL;
+    ts_tensor *x = tsp_tensor_arg(xo, "adaptive_avg_pool2d", "input"), *y;
+    if (!x || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_adaptive_avg_pool2d(x, oh, ow));
+    return tsp_wrap(y);
+}
+
+static PyObject *nn_dropout(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *xo;
+    double p;
+    int training;
+    if (!PyArg_ParseTuple(args, "Odp:dropout", &xo, &p, &training)) return NULL;
+    ts_tensor *x = tsp_tensor_arg(xo, "dropout", "input"), *y;
+    if (!x || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_dropout(x, p, training));
+    return tsp_wrap(y);
+}
+
+/* _nn_batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps) */
+static PyObject *nn_batch_norm(PyObject *self, PyObject *args) {
+    (void)self;
+    static const char *const names[] = {"input", "running_mean", "running_var", "weight", "bias"};
+    PyObject *o[5];
+    ts_tensor *t[5], *y;
+    int training;
+    double momentum, eps;
+    if (!PyArg_ParseTuple(args, "OOOOOpdd:batch_norm", &o[0], &o[1], &o[2], &o[3], &o[4], &training,
+                          &momentum, &eps))
+        return NULL;
+    if (tensor_args(o, t, 5, "batch_norm", names, 0x1eu) < 0 || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_batch_norm(t[0], t[1], t[2], t[3], t[4], training, momentum, eps));
+    return tsp_wrap(y);
+}
+
+/* _nn_layer_norm(rms, x, normalized_shape, weight, bias, eps): layer_norm or rms_norm (no bias) */
+static PyObject *nn_layer_norm(PyObject *self, PyObject *args) {
+    (void)self;
+    static const char *const names[] = {"input", "weight", "bias"};
+    PyObject *o[3], *so;
+    ts_tensor *t[3], *y;
+    int rms;
+    double eps;
+    ts_shape s;
+    if (!PyArg_ParseTuple(args, "pOOOOd:layer_norm", &rms, &o[0], &so, &o[1], &o[2], &eps))
+        return NULL;
+    if (tensor_args(o, t, 3, "layer_norm", names, 6u) < 0 ||
+        tsp_shape_arg(so, &s, "layer_norm", "normalized_shape") < 0 || tsp_enter() < 0)
+        return NULL;
+    TSP_NOGIL(y = rms ? ts_rms_norm(t[0], s, t[1], eps) : ts_layer_norm(t[0], s, t[1], t[2], eps));
+    return tsp_wrap(y);
+}
+
+/* _nn_embedding(indices, weight) */
+static PyObject *nn_embedding(PyObject *self, PyObject *args) {
+    (void)self;
+    static const char *const names[] = {"input", "weight"};
+    PyObject *o[2];
+    ts_tensor *t[2], *y;
+    if (!PyArg_ParseTuple(args, "OO:embedding", &o[0], &o[1])) return NULL;
+    if (tensor_args(o, t, 2, "embedding", names, 0u) < 0 || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_embedding(t[1], t[0]));
+    return tsp_wrap(y);
+}
+
+/* _nn_sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale) */
+static PyObject *nn_sdpa(PyObject *self, PyObject *args) {
+    (void)self;
+    static const char *const names[] = {"query", "key", "value", "attn_mask"};
+    PyObject *o[4];
+    ts_tensor *t[4], *y;
+    double p, scale;
+    int causal;
+    if (!PyArg_ParseTuple(args, "OOOOdpd:scaled_dot_product_attention", &o[0], &o[1], &o[2], &o[3],
+                          &p, &causal, &scale))
+        return NULL;
+    if (tensor_args(o, t, 4, "scaled_dot_product_attention", names, 8u) < 0 || tsp_enter() < 0)
+        return NULL;
+    TSP_NOGIL(y = ts_scaled_dot_product_attention(t[0], t[1], t[2], t[3], p, causal, scale));
+    return tsp_wrap(y);
+}
+
+static PyObject *nn_one_hot(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *xo;
+    long long n;
+    if (!PyArg_ParseTuple(args, "OL:one_hot", &xo, &n)) return NULL;
+    ts_tensor *x = tsp_tensor_arg(xo, "one_hot", "input"), *y;
+    if (!x || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_one_hot(x, n));
+    return tsp_wrap(y);
+}
+
+/* ------------------------------------------------------------------ losses */
+enum { L_CROSS_ENTROPY, L_NLL, L_MSE, L_L1, L_SMOOTH_L1, L_BCE_LOGITS, L_COUNT };
+
+static ts_tensor *run_loss(int kind, ts_tensor *x, ts_tensor *y, ts_loss_opts o) {
+    switch (kind) {
+    case L_CROSS_ENTROPY:
+        return ts_cross_entropy_ex(x, y, o);
+    case L_NLL:
+        return ts_nll_loss(x, y, o);
+    case L_MSE:
+        return ts_mse_loss_ex(x, y, o);
+    case L_L1:
+        return ts_l1_loss(x, y, o);
+    case L_SMOOTH_L1:
+        return ts_smooth_l1_loss(x, y, o);
+    default:
+        return ts_bce_with_logits(x, y, o);
+    }
+}
+
+/* _nn_loss(kind, input, target, reduction (0 mean, 1 sum, 2 none), weight, ignore_index or None,
+ * label_smoothing, beta, pos_weight) */
+static PyObject *nn_loss(PyObject *self, PyObject *args) {
+    (void)self;
+    static const char *const names[] = {"input", "target", "weight", "pos_weight"};
+    PyObject *o[4], *ignore;
+    ts_tensor *t[4], *y;
+    int kind, reduction;
+    ts_loss_opts lo = {0};
+    if (!PyArg_ParseTuple(args, "iOOiOOddO:loss", &kind, &o[0], &o[1], &reduction, &o[2], &ignore,
+                          &lo.label_smoothing, &lo.beta, &o[3]))
+        return NULL;
+    if (kind < 0 || kind >= L_COUNT || reduction < 0 || reduction > 2)
+        return PyErr_Format(PyExc_ValueError, "_nn_loss: bad kind %d or reduction %d", kind,
+                            reduction);
+    if (tensor_args(o, t, 4, "loss", names, 12u) < 0) return NULL;
+    if (ignore != Py_None) {
+        lo.has_ignore_index = true;
+        if (tsp_int_arg(ignore, &lo.ignore_index, "loss", "ignore_index") < 0) return NULL;
+    }
+    lo.reduction = (ts_reduction)reduction, lo.weight = t[2], lo.pos_weight = t[3];
+    if (tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = run_loss(kind, t[0], t[1], lo));
+    return tsp_wrap(y);
+}
+
+/* ------------------------------------------------------------------ init (in place) */
+enum {
+    I_KAIMING_UNIFORM,
+    I_KAIMING_NORMAL,
+    I_UNIFORM,
+    I_NORMAL,
+    I_XAVIER_UNIFORM,
+    I_ZEROS,
+    I_ONES,
+    I_CONSTANT
+};
+
+/* constant_: a fill without a graph (and without drawing random numbers) */
+static ts_tensor *constant_(ts_tensor *t, double v) {
+    ts_no_grad_begin();
+    ts_scope_begin(); /* owns the reference the in-place op returns */
+    ts_tensor *r = ts_fill_(t, v);
+    ts_scope_end();
+    ts_no_grad_end();
+    return r ? t : NULL;
+}
+
+static ts_tensor *run_init(int kind, ts_tensor *t, double a, double b, int fan_out) {
+    switch (kind) {
+    case I_KAIMING_UNIFORM:
+        return ts_init_kaiming_uniform_(t, a);
+    case I_KAIMING_NORMAL:
+        return ts_init_kaiming_normal_(t, a, fan_out ? TS_FAN_OUT : TS_FAN_IN);
+    case I_UNIFORM:
+        return ts_init_uniform_(t, a, b);
+    case I_NORMAL:
+        return ts_init_normal_(t, a, b);
+    case I_XAVIER_UNIFORM:
+        return ts_init_xavier_uniform_(t, a);
+    case I_ZEROS:
+        return ts_init_zeros_(t);
+    case I_ONES:
+        return ts_init_ones_(t);
+    case I_CONSTANT:
+        return constant_(t, a);
+    default:
+        return ts_error_set(TS_ERR_ARG, "init: unknown kind %d", kind), NULL;
+    }
+}
+
+/* _nn_init(kind, tensor, a, b, fan_out) -> tensor (the same object, filled in place) */
+static PyObject *nn_init(PyObject *self, PyObject *args) {
+    (void)self;
+    int kind, fan_out;
+    PyObject *to;
+    double a, b;
+    if (!PyArg_ParseTuple(args, "iOddp:init", &kind, &to, &a, &b, &fan_out)) return NULL;
+    ts_tensor *t = tsp_tensor_arg(to, "init", "tensor"), *r;
+    if (!t || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(r = run_init(kind, t, a, b, fan_out));
+    if (!r || tsp_check()) return tsp_raise_pending();
+    return Py_NewRef(to);
+}
+
+/* ------------------------------------------------------------------ in-place moves */
+/* _nn_move_(tensor, device, dtype): Module.to's per-tensor step — the handle stays (so a C module
+ * or a C optimizer holding it sees the move), as PyTorch's `p.data = p.data.to(...)` */
+static PyObject *nn_move_(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *to, *devo, *dto;
+    if (!PyArg_ParseTuple(args, "OOO:_move_", &to, &devo, &dto)) return NULL;
+    ts_tensor *t = tsp_tensor_arg(to, "Module.to", "tensor");
+    ts_device d = {0};
+    ts_dtype dt = TS_DTYPE_DEFAULT;
+    if (!t || (devo != Py_None && tsp_device_arg(devo, &d, "Module.to", "device") < 0) ||
+        (dto != Py_None && tsp_dtype_arg(dto, &dt, "Module.to", "dtype") < 0) || tsp_enter() < 0)
+        return NULL;
+    ts_status s = TS_OK;
+    TSP_NOGIL(if (devo != Py_None) s = ts_tensor_move_(t, d);
+              if (s == TS_OK && dto != Py_None) s = ts_tensor_cast_(t, dt););
+    if (tsp_check()) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* _nn_assign_(dst, src): load_state_dict's copy, without a graph, from any device and dtype */
+static PyObject *nn_assign_(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *d, *s;
+    if (!PyArg_ParseTuple(args, "OO:load_state_dict", &d, &s)) return NULL;
+    ts_tensor *dst = tsp_tensor_arg(d, "load_state_dict", "param"), *src, *r = NULL;
+    if (!dst || !(src = tsp_tensor_arg(s, "load_state_dict", "input_param")) || tsp_enter() < 0)
+        return NULL;
+    TSP_NOGIL(ts_scope_begin(); ts_no_grad_begin();
+              r = ts_copy_(dst, ts_to(src, ts_device_of(dst))); ts_no_grad_end(); ts_scope_end(););
+    (void)r;
+    if (tsp_check()) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* _nn_add_(t, v): t += v in place without a graph (num_batches_tracked) */
+static PyObject *nn_add_(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *to;
+    double v;
+    if (!PyArg_ParseTuple(args, "Od:_nn_add_", &to, &v)) return NULL;
+    ts_tensor *t = tsp_tensor_arg(to, "_nn_add_", "tensor");
+    if (!t) return NULL;
+    ts_scope_begin();
+    ts_no_grad_begin();
+    ts_add_scalar_(t, v);
+    ts_no_grad_end();
+    ts_scope_end();
+    if (tsp_check()) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* _nn_zero_grad(params, set_to_none): Module/Optimizer.zero_grad over the Tensors of a list */
+static PyObject *nn_zero_grad(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *seq;
+    int none;
+    if (!PyArg_ParseTuple(args, "Op:zero_grad", &seq, &none)) return NULL;
+    PyObject *fast = PySequence_Fast(seq, "zero_grad(): params must be a sequence");
+    if (!fast) return NULL;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); i++) {
+        ts_tensor *t = tsp_tensor_arg(PySequence_Fast_GET_ITEM(fast, i), "zero_grad", "params");
+        if (!t) return Py_DECREF(fast), NULL;
+        ts_tensor *g = ts_grad(t);
+        if (!g) continue;
+        if (none)
+            ts_set_grad(t, NULL);
+        else {
+            ts_scope_begin();
+            ts_zero_(g);
+            ts_scope_end();
+        }
+    }
+    Py_DECREF(fast);
+    if (tsp_check()) return NULL;
+    Py_RETURN_NONE;
+}
+
+#define FN(f) (PyCFunction)(void (*)(void))(f)
+static PyMethodDef nn_functions[] = {
+    {"_nn_act", FN(nn_act), METH_VARARGS, "_nn_act(kind, x): an activation"},
+    {"_nn_softmax", FN(nn_softmax), METH_VARARGS, "_nn_softmax(log, x, dim)"},
+    {"_nn_linear", FN(nn_linear), METH_VARARGS, "_nn_linear(x, w, b)"},
+    {"_nn_conv2d", FN(nn_conv2d), METH_VARARGS, "_nn_conv2d(x, w, b, stride, padding, dil, g)"},
+    {"_nn_pool2d", FN(nn_pool2d), METH_VARARGS, "_nn_pool2d(avg, x, k, s, p, d, ceil, excl)"},
+    {"_nn_adaptive_avg_pool2d", FN(nn_adaptive_avg_pool2d), METH_VARARGS, NULL},
+    {"_nn_dropout", FN(nn_dropout), METH_VARARGS, "_nn_dropout(x, p, training)"},
+    {"_nn_batch_norm", FN(nn_batch_norm), METH_VARARGS, NULL},
+    {"_nn_layer_norm", FN(nn_layer_norm), METH_VARARGS, NULL},
+    {"_nn_embedding", FN(nn_embedding), METH_VARARGS, "_nn_embedding(indices, weight)"},
+    {"_nn_sdpa", FN(nn_sdpa), METH_VARARGS, NULL},
+    {"_nn_one_hot", FN(nn_one_hot), METH_VARARGS, NULL},
+    {"_nn_loss", FN(nn_loss), METH_VARARGS, NULL},
+    {"_nn_init", FN(nn_init), METH_VARARGS, NULL},
+    {"_nn_move_", FN(nn_move_), METH_VARARGS, "_nn_move_(t, device, dtype): in place"},
+    {"_nn_assign_", FN(nn_assign_), METH_VARARGS, "_nn_assign_(dst, src): copy, no graph"},
+    {"_nn_add_", FN(nn_add_), METH_VARARGS, "_nn_add_(t, v): t += v, no graph"},
+    {"_nn_zero_grad", FN(nn_zero_grad), METH_VARARGS, "_nn_zero_grad(params, set_to_none)"},
+    {NULL, NULL, 0, NULL},
+};
+
+int tsp_init_nn(PyObject *m) {
+    if (PyModule_AddFunctions(m, nn_functions) < 0) return -1;
+    return tsp_init_cmodule(m);
+}

@@ -1,0 +1,248 @@
+/* nn_cmodule.c — _C.CModule: a module the C library builds (GPT, ResNets, MultiheadAttention,
+ * TransformerEncoderLayer), owned by one Python object and freed with it. Its parameters are
+ * exposed as Python Parameters wrapping the SAME ts_tensor handles (named_tensors), so the C
+ * forward, the Python state_dict and the optimizers see one set of weights; Module.to moves those
+ * handles in place (ts_tensor_move_), which the C module sees too. */
+#include "nn_impl.h"
+
+#include <stdlib.h>
+
+#include "tensor_impl.h"
+
+typedef struct {
+    PyObject_HEAD ts_module *m;
+} cmodule;
+
+static PyTypeObject cmodule_type;
+
+static ts_module *M(PyObject *self) { return ((cmodule *)self)->m; }
+
+/* a new CModule owning m (NULL or an error pending: m freed, the error raised) */
+static PyObject *cmodule_wrap(ts_module *m) {
+    if (!m || ts_error() != TS_OK) {
+        ts_module_free(m);
+        return tsp_raise_pending();
+    }
+    cmodule *o = PyObject_New(cmodule, &cmodule_type);
+    if (!o) {
+        ts_module_free(m);
+        return NULL;
+    }
+    o->m = m;
+    return (PyObject *)o;
+}
+
+static void cmodule_dealloc(PyObject *self) {
+    ts_module_free(M(self));
+    PyObject_Free(self);
+}
+
+static PyObject *cmodule_repr(PyObject *self) {
+    char *s = ts_module_repr(M(self));
+    if (!s) return tsp_raise_pending();
+    PyObject *r = PyUnicode_FromString(s);
+    free(s);
+    return r;
+}
+
+/* ------------------------------------------------------------------ methods */
+static PyObject *cm_forward(PyObject *self, PyObject *xo) {
+    ts_tensor *x = tsp_tensor_arg(xo, "forward", "input"), *y;
+    if (!x || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_forward(M(self), x));
+    return tsp_wrap(y);
+}
+
+static PyObject *cm_train(PyObject *self, PyObject *on) {
+    int b = PyObject_IsTrue(on);
+    if (b < 0) return NULL;
+    ts_module_train(M(self), b);
+    Py_RETURN_NONE;
+}
+
+/* the (name, tensor) pairs of l as a list; tensors as instances of cls (borrowing l's handles) */
+static PyObject *pairs_of(ts_tensor_list *l, PyTypeObject *cls) {
+    PyObject *out = PyList_New(0);
+    for (int i = 0; out && i < l->n; i++) {
+        PyObject *t = tsp_wrap_as(cls, ts_retain(l->tensors[i]));
+        PyObject *pair = t ? Py_BuildValue("(sN)", l->names[i], t) : NULL;
+        if (!pair || PyList_Append(out, pair) < 0) Py_CLEAR(out);
+        Py_XDECREF(pair);
+    }
+    return out;
+}
+
+/* named_tensors(buffers, cls): PyTorch's names and order, the parameters as cls (nn.Parameter) */
+static PyObject *cm_named_tensors(PyObject *self, PyObject *args) {
+    int buffers;
+    PyObject *cls;
+    if (!PyArg_ParseTuple(args, "pO:named_tensors", &buffers, &cls)) return NULL;
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, tsp_tensor_type)) {
+        PyErr_SetString(PyExc_TypeError, "named_tensors(): cls must be a subclass of Tensor");
+        return NULL;
+    }
+    ts_tensor_list l =
+        buffers ? ts_module_named_buffers(M(self)) : ts_module_named_parameters(M(self));
+    PyObject *r = tsp_check() ? NULL : pairs_of(&l, (PyTypeObject *)cls);
+    ts_tensor_list_free(&l);
+    return r;
+}
+
+/* mha(query, key, value, key_padding_mask, attn_mask, is_causal, need_weights) -> (out, w|None) */
+static PyObject *cm_mha(PyObject *self, PyObject *args) {
+    PyObject *o[5];
+    int causal, need;
+    if (!PyArg_ParseTuple(args, "OOOOOpp:MultiheadAttention.forward", &o[0], &o[1], &o[2], &o[3],
+                          &o[4], &causal, &need))
+        return NULL;
+    static const char *const names[] = {"query", "key", "value", "key_padding_mask", "attn_mask"};
+    ts_tensor *t[5], *y, *w = NULL;
+    for (int i = 0; i < 5; i++)
+        if (i < 3 ? !(t[i] = tsp_tensor_arg(o[i], "MultiheadAttention.forward", names[i]))
+                  : tspn_opt_tensor(o[i], &t[i], "MultiheadAttention.forward", names[i]) < 0)
+            return NULL;
+    if (tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_multihead_attention(M(self), t[0], t[1], t[2], t[3], t[4], causal, need,
+                                         need ? &w : NULL));
+    PyObject *yo = tsp_wrap(y);
+    if (!yo) return ts_release(w), NULL;
+    PyObject *wo = w ? tsp_wrap(w) : Py_NewRef(Py_None);
+    return wo ? Py_BuildValue("(NN)", yo, wo) : (Py_DECREF(yo), NULL);
+}
+
+/* encoder_layer(src, src_mask, is_causal, src_key_padding_mask) */
+static PyObject *cm_encoder_layer(PyObject *self, PyObject *args) {
+    PyObject *so, *mo, *ko;
+    int causal;
+    ts_tensor *src, *mask, *kpm, *y;
+    if (!PyArg_ParseTuple(args, "OOpO:TransformerEncoderLayer.forward", &so, &mo, &causal, &ko))
+        return NULL;
+    if (!(src = tsp_tensor_arg(so, "TransformerEncoderLayer.forward", "src")) ||
+        tspn_opt_tensor(mo, &mask, "TransformerEncoderLayer.forward", "src_mask") < 0 ||
+        tspn_opt_tensor(ko, &kpm, "TransformerEncoderLayer.forward", "src_key_padding_mask") < 0 ||
+        tsp_enter() < 0)
+        return NULL;
+    TSP_NOGIL(y = ts_transformer_encoder_layer(M(self), src, mask, causal, kpm));
+    return tsp_wrap(y);
+}
+
+/* generate(idx, max_new_tokens, temperature, top_k, greedy): the GPT's sampling loop */
+static PyObject *cm_generate(PyObject *self, PyObject *args) {
+    PyObject *io;
+    long long n, top_k;
+    ts_sample_opts o = {0};
+    int greedy;
+    if (!PyArg_ParseTuple(args, "OLdLp:generate", &io, &n, &o.temperature, &top_k, &greedy))
+        return NULL;
+    o.top_k = top_k, o.greedy = greedy;
+    ts_tensor *idx = tsp_tensor_arg(io, "generate", "idx"), *y;
+    if (!idx || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_gpt_generate(M(self), idx, n, o));
+    return tsp_wrap(y);
+}
+
+#define FN(f) (PyCFunction)(void (*)(void))(f)
+static PyMethodDef cmodule_methods[] = {
+    {"forward", cm_forward, METH_O, "forward(x): ts_forward"},
+    {"train", cm_train, METH_O, "train(mode): sets the C module's training flag (recursive)"},
+    {"named_tensors", FN(cm_named_tensors), METH_VARARGS, "named_tensors(buffers, cls)"},
+    {"mha", FN(cm_mha), METH_VARARGS, NULL},
+    {"encoder_layer", FN(cm_encoder_layer), METH_VARARGS, NULL},
+    {"generate", FN(cm_generate), METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject cmodule_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tessera._C.CModule",
+    .tp_basicsize = sizeof(cmodule),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A module built by Tessera's C library (made by the _nn_* factories).",
+    .tp_dealloc = cmodule_dealloc,
+    .tp_repr = cmodule_repr,
+    .tp_methods = cmodule_methods,
+};
+
+/* ------------------------------------------------------------------ factories */
+/* _nn_gpt(vocab_size, context, n_layer, n_head, n_embd, dropout) */
+static PyObject *nn_gpt(PyObject *self, PyObject *args) {
+    (void)self;
+    long long v, c, l, h, e;
+    double p;
+    if (!PyArg_ParseTuple(args, "LLLLLd:GPT", &v, &c, &l, &h, &e, &p)) return NULL;
+    ts_module *m;
+    TSP_NOGIL(m = ts_gpt_new((ts_gpt_config){v, c, l, h, e, p}));
+    return cmodule_wrap(m);
+}
+
+/* _nn_resnet(depth, cifar, num_classes, in_channels, width, cifar_stem, zero_init_residual):
+ * depth 18/34/50 torchvision's, or a CIFAR ResNet (6n + 2) when cifar */
+static PyObject *nn_resnet(PyObject *self, PyObject *args) {
+    (void)self;
+    int depth, cifar, stem, zero;
+    long long nc, ic, w;
+    if (!PyArg_ParseTuple(args, "ipLLLpp:resnet", &depth, &cifar, &nc, &ic, &w, &stem, &zero))
+        return NULL;
+    ts_resnet_config c = {.num_classes = nc,
+                          .in_channels = ic,
+                          .width = w,
+                          .cifar_stem = stem,
+                          .zero_init_residual = zero};
+    ts_module *m = NULL;
+    if (!cifar && depth != 18 && depth != 34 && depth != 50)
+        return PyErr_Format(PyExc_ValueError, "resnet: depth %d is not 18, 34 or 50", depth);
+    TSP_NOGIL(m = cifar         ? ts_resnet_cifar(depth, c)
+                  : depth == 18 ? ts_resnet18(c)
+                  : depth == 34 ? ts_resnet34(c)
+                                : ts_resnet50(c));
+    return cmodule_wrap(m);
+}
+
+/* _nn_mha(embed_dim, num_heads, dropout, bias, batch_first) */
+static PyObject *nn_mha(PyObject *self, PyObject *args) {
+    (void)self;
+    long long e, h;
+    double p;
+    int bias, bf;
+    if (!PyArg_ParseTuple(args, "LLdpp:MultiheadAttention", &e, &h, &p, &bias, &bf)) return NULL;
+    ts_module *m;
+    TSP_NOGIL(m = ts_multihead_attention_new(
+                  e, h, (ts_mha_opts){.dropout = p, .no_bias = !bias, .batch_first = bf}));
+    return cmodule_wrap(m);
+}
+
+/* _nn_encoder_layer(d_model, nhead, dim_feedforward, dropout, activation (0 relu, 1 gelu, 2 gelu
+ * tanh), layer_norm_eps, batch_first, norm_first, bias) */
+static PyObject *nn_encoder_layer(PyObject *self, PyObject *args) {
+    (void)self;
+    long long d, h, ff;
+    double p, eps;
+    int act, bf, nf, bias;
+    if (!PyArg_ParseTuple(args, "LLLdidppp:TransformerEncoderLayer", &d, &h, &ff, &p, &act, &eps,
+                          &bf, &nf, &bias))
+        return NULL;
+    ts_transformer_opts o = {.dim_feedforward = ff,
+                             .has_dropout = true,
+                             .dropout = p,
+                             .activation = (ts_activation)act,
+                             .layer_norm_eps = eps,
+                             .batch_first = bf,
+                             .norm_first = nf,
+                             .no_bias = !bias};
+    ts_module *m;
+    TSP_NOGIL(m = ts_transformer_encoder_layer_new(d, h, o));
+    return cmodule_wrap(m);
+}
+
+static PyMethodDef factories[] = {
+    {"_nn_gpt", FN(nn_gpt), METH_VARARGS, NULL},
+    {"_nn_resnet", FN(nn_resnet), METH_VARARGS, NULL},
+    {"_nn_mha", FN(nn_mha), METH_VARARGS, NULL},
+    {"_nn_encoder_layer", FN(nn_encoder_layer), METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+int tsp_init_cmodule(PyObject *m) {
+    if (PyType_Ready(&cmodule_type) < 0) return -1;
+    if (PyModule_AddObjectRef(m, "CModule", (PyObject *)&cmodule_type) < 0) return -1;
+    return PyModule_AddFunctions(m, factories);
+}

@@ -1,0 +1,19 @@
+/* nn_impl.h — what nn.c and nn_cmodule.c (py-nn's files) share beyond tsp.h. */
+#ifndef TSP_NN_IMPL_H
+#define TSP_NN_IMPL_H
+
+#include "tsp.h"
+
+/* None -> *out NULL (0); a Tensor -> its handle (0); anything else: TypeError naming fn/arg, -1 */
+int tspn_opt_tensor(PyObject *o, ts_tensor **out, const char *fn, const char *arg);
+/* nn_cmodule.c: the _C.CModule type (a module built by the C library) and its factories */
+int tsp_init_cmodule(PyObject *m);
+
+/* optim.c: a C tensor list as {name: Tensor} (the list is freed; NULL with an exception, also when
+ * a C error is pending), and a {name: Tensor} dict as a list (0; -1 with an exception) */
+PyObject *tspo_dict_of_list(ts_tensor_list *l);
+int tspo_list_of_dict(PyObject *d, ts_tensor_list *l, const char *fn);
+/* optim.c: the C optimizer of a _C.COptimizer, or NULL with TypeError naming fn */
+ts_optim *tspo_optim_of(PyObject *o, const char *fn);
+
+#endif

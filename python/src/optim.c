@@ -1,0 +1,252 @@
+/* optim.c — _C.COptimizer: one C optimizer (SGD, Adam, AdamW, RMSprop) over the handles of the
+ * Python Parameters, with its groups' learning rates, state dict and gradient clipping.
+ * tessera.optim's classes (PyTorch's param_groups, schedulers) are thin Python over it. */
+#include "nn_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+typedef struct {
+    PyObject_HEAD ts_optim *o;
+    PyObject *params; /* the Python Parameters (kept alive with their handles) */
+} coptim;
+
+static PyTypeObject coptim_type;
+
+static ts_optim *O(PyObject *self) { return ((coptim *)self)->o; }
+
+/* The handles of a sequence of Tensors into a PyMem array (*n of them); NULL with TypeError */
+static ts_tensor **handles(PyObject *seq, int *n, const char *fn) {
+    PyObject *fast = PySequence_Fast(seq, "optimizer: params must be a sequence of Tensors");
+    if (!fast) return NULL;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
+    ts_tensor **h = PyMem_Calloc(len ? (size_t)len : 1, sizeof *h);
+    for (Py_ssize_t i = 0; h && i < len; i++)
+        if (!(h[i] = tsp_tensor_arg(PySequence_Fast_GET_ITEM(fast, i), fn, "params")))
+            PyMem_Free(h), h = NULL;
+    if (!h && !PyErr_Occurred()) PyErr_NoMemory();
+    *n = (int)len;
+    Py_DECREF(fast);
+    return h;
+}
+
+enum { K_SGD, K_ADAM, K_ADAMW, K_RMSPROP };
+
+/* h[0..n) with hyper-parameters hp (PyTorch's order per kind, see tessera/optim/optimizer.py) */
+static ts_optim *make(int kind, ts_tensor **h, int n, const double *hp, int f1, int f2) {
+    switch (kind) {
+    case K_SGD:
+        return ts_sgd_params(h, n, (ts_sgd_opts){hp[0], hp[1], hp[2], hp[3], f1, f2});
+    case K_ADAM:
+    case K_ADAMW: {
+        ts_adam_opts o = {hp[0], hp[1], hp[2], hp[3], hp[4], f1, f2};
+        return kind == K_ADAM ? ts_adam_params(h, n, o) : ts_adamw_params(h, n, o);
+    }
+    case K_RMSPROP:
+        return ts_rmsprop_params(h, n,
+                                 (ts_rmsprop_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f1, f2});
+    default:
+        return ts_error_set(TS_ERR_ARG, "optimizer: unknown kind %d", kind), NULL;
+    }
+}
+
+/* _optim_new(kind, params, (hp0..hp4), flag1, flag2): SGD (lr, momentum, dampening, weight_decay;
+ * nesterov, maximize), Adam/AdamW (lr, beta1, beta2, eps, weight_decay; amsgrad, maximize),
+ * RMSprop (lr, alpha, eps, weight_decay, momentum; centered, maximize) */
+static PyObject *optim_new(PyObject *self, PyObject *args) {
+    (void)self;
+    int kind, f1, f2, n;
+    PyObject *params;
+    double hp[5];
+    if (!PyArg_ParseTuple(args, "iO(ddddd)pp:optimizer", &kind, &params, &hp[0], &hp[1], &hp[2],
+                          &hp[3], &hp[4], &f1, &f2))
+        return NULL;
+    ts_tensor **h = handles(params, &n, "optimizer");
+    if (!h) return NULL;
+    ts_optim *o = make(kind, h, n, hp, f1, f2);
+    PyMem_Free(h);
+    if (!o || tsp_check()) return ts_optim_free(o), tsp_raise_pending();
+    coptim *r = PyObject_GC_New(coptim, &coptim_type);
+    if (!r) return ts_optim_free(o), NULL;
+    r->o = o;
+    r->params = PySequence_List(params);
+    PyObject_GC_Track(r);
+    if (!r->params) Py_CLEAR(r);
+    return (PyObject *)r;
+}
+
+static int coptim_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(((coptim *)self)->params);
+    return 0;
+}
+static int coptim_clear(PyObject *self) {
+    Py_CLEAR(((coptim *)self)->params);
+    return 0;
+}
+static void coptim_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
+    ts_optim_free(O(self));
+    coptim_clear(self);
+    PyObject_GC_Del(self);
+}
+
+ts_optim *tspo_optim_of(PyObject *o, const char *fn) {
+    if (PyObject_TypeCheck(o, &coptim_type)) return O(o);
+    PyErr_Format(PyExc_TypeError, "%s(): argument 'optimizer' must be a tessera optimizer, not %s",
+                 fn, Py_TYPE(o)->tp_name);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ methods */
+static PyObject *co_step(PyObject *self, PyObject *unused) {
+    (void)unused;
+    if (tsp_enter() < 0) return NULL;
+    TSP_NOGIL(ts_optim_step(O(self)););
+    if (tsp_check()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *co_zero_grad(PyObject *self, PyObject *unused) {
+    (void)unused;
+    ts_optim_zero_grad(O(self));
+    if (tsp_check()) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* add_param_group(params, lr, weight_decay) */
+static PyObject *co_add_group(PyObject *self, PyObject *args) {
+    PyObject *params;
+    double lr, wd;
+    int n;
+    if (!PyArg_ParseTuple(args, "Odd:add_param_group", &params, &lr, &wd)) return NULL;
+    ts_tensor **h = handles(params, &n, "add_param_group");
+    if (!h) return NULL;
+    ts_optim_add_param_group_wd(O(self), h, n, lr, wd);
+    PyMem_Free(h);
+    if (tsp_check()) return NULL;
+    PyObject *more = PySequence_List(params);
+    if (!more) return NULL;
+    PyObject *all = PySequence_Concat(((coptim *)self)->params, more);
+    Py_DECREF(more);
+    if (!all) return NULL;
+    Py_SETREF(((coptim *)self)->params, all);
+    Py_RETURN_NONE;
+}
+
+static PyObject *co_get_lr(PyObject *self, PyObject *args) {
+    int g;
+    if (!PyArg_ParseTuple(args, "i:get_lr", &g)) return NULL;
+    double lr = ts_optim_get_lr(O(self), g);
+    if (tsp_check()) return NULL;
+    return PyFloat_FromDouble(lr);
+}
+
+static PyObject *co_set_lr(PyObject *self, PyObject *args) {
+    int g;
+    double lr;
+    if (!PyArg_ParseTuple(args, "id:set_lr", &g, &lr)) return NULL;
+    ts_optim_set_lr(O(self), g, lr);
+    if (tsp_check()) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* {name: Tensor} of a C tensor list (the tensors move into the dict's Tensors) */
+PyObject *tspo_dict_of_list(ts_tensor_list *l) {
+    PyObject *d = tsp_check() ? NULL : PyDict_New();
+    for (int i = 0; d && i < l->n; i++) {
+        PyObject *t = tsp_wrap(ts_retain(l->tensors[i]));
+        if (!t || PyDict_SetItemString(d, l->names[i], t) < 0) Py_CLEAR(d);
+        Py_XDECREF(t);
+    }
+    ts_tensor_list_free(l);
+    return d;
+}
+
+/* a {name: Tensor} dict into a C tensor list (0), or -1 with an exception (l freed) */
+int tspo_list_of_dict(PyObject *d, ts_tensor_list *l, const char *fn) {
+    *l = (ts_tensor_list){0};
+    if (!PyDict_Check(d)) {
+        PyErr_Format(PyExc_TypeError, "%s(): state_dict must be a dict", fn);
+        return -1;
+    }
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        const char *name = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+        ts_tensor *t = name ? tsp_tensor_arg(v, fn, name) : NULL;
+        if (!name && !PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "%s(): state_dict keys must be str", fn);
+        if (!t || ts_tensor_list_add(l, name, t) != TS_OK) {
+            ts_tensor_list_free(l);
+            if (!PyErr_Occurred() && !tsp_check()) PyErr_NoMemory();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *co_state_dict(PyObject *self, PyObject *unused) {
+    (void)unused;
+    ts_tensor_list l = ts_optim_state_dict(O(self));
+    return tspo_dict_of_list(&l);
+}
+
+static PyObject *co_load_state_dict(PyObject *self, PyObject *d) {
+    ts_tensor_list l;
+    if (tspo_list_of_dict(d, &l, "load_state_dict") < 0) return NULL;
+    TSP_NOGIL(ts_optim_load_state_dict(O(self), &l););
+    ts_tensor_list_free(&l);
+    if (tsp_check()) return NULL;
+    Py_RETURN_NONE;
+}
+
+#define FN(f) (PyCFunction)(void (*)(void))(f)
+static PyMethodDef coptim_methods[] = {
+    {"step", co_step, METH_NOARGS, "one step of every parameter (all or nothing)"},
+    {"zero_grad", co_zero_grad, METH_NOARGS, "sets every gradient to None"},
+    {"add_param_group", FN(co_add_group), METH_VARARGS, "add_param_group(params, lr, wd)"},
+    {"get_lr", FN(co_get_lr), METH_VARARGS, NULL},
+    {"set_lr", FN(co_set_lr), METH_VARARGS, NULL},
+    {"state_dict", co_state_dict, METH_NOARGS, "{'state.<i>.<name>': Tensor, ...}"},
+    {"load_state_dict", co_load_state_dict, METH_O, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject coptim_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tessera._C.COptimizer",
+    .tp_basicsize = sizeof(coptim),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A C optimizer over Parameters (made by _optim_new).",
+    .tp_dealloc = coptim_dealloc,
+    .tp_traverse = coptim_traverse,
+    .tp_clear = coptim_clear,
+    .tp_methods = coptim_methods,
+};
+
+/* _optim_clip_grad_norm(params, max_norm, norm_type) -> the total norm before clipping */
+static PyObject *clip_grad_norm(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *params;
+    double max_norm, norm_type;
+    int n;
+    if (!PyArg_ParseTuple(args, "Odd:clip_grad_norm_", &params, &max_norm, &norm_type)) return NULL;
+    ts_tensor **h = handles(params, &n, "clip_grad_norm_");
+    if (!h || tsp_enter() < 0) return PyMem_Free(h), NULL;
+    double r;
+    TSP_NOGIL(r = ts_clip_grad_norm(h, n, max_norm, norm_type));
+    PyMem_Free(h);
+    if (tsp_check()) return NULL;
+    return PyFloat_FromDouble(r);
+}
+
+static PyMethodDef optim_functions[] = {
+    {"_optim_new", FN(optim_new), METH_VARARGS, NULL},
+    {"_optim_clip_grad_norm", FN(clip_grad_norm), METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+int tsp_init_optim(PyObject *m) {
+    if (PyType_Ready(&coptim_type) < 0) return -1;
+    if (PyModule_AddObjectRef(m, "COptimizer", (PyObject *)&coptim_type) < 0) return -1;
+    return PyModule_AddFunctions(m, optim_functions);
+}

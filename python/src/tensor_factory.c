@@ -1,0 +1,624 @@
+/* tensor_factory.c — making tensors from Python: tessera.tensor(nested lists), zeros / ones /
+ * empty / full / rand / randn / randint / arange / linspace / eye and their *_like forms,
+ * manual_seed. Every factory takes dtype=, device=, requires_grad= (and pin_memory=). */
+#include "tensor_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ tensor(data) */
+enum { KIND_BOOL, KIND_INT, KIND_FLOAT };
+
+typedef struct flat {
+    ts_shape shape;
+    int64_t n, cap;
+    double *f;  /* every value as a double */
+    int64_t *i; /* and as an int64 (exact for ints) */
+    int kind;   /* the widest kind seen */
+} flat;
+
+static bool is_nested(PyObject *o) {
+    return PyList_Check(o) || PyTuple_Check(o) ||
+           (!tsp_tensor_of(o) && !PyUnicode_Check(o) && !PyBytes_Check(o) && PySequence_Check(o) &&
+            !PyIndex_Check(o) && !PyFloat_Check(o));
+}
+
+/* the shape, from the first element at each depth */
+static int infer_shape(PyObject *data, ts_shape *s) {
+    s->ndim = 0;
+    Py_INCREF(data);
+    while (is_nested(data)) {
+        Py_ssize_t n = PySequence_Size(data);
+        if (n < 0) return Py_DECREF(data), -1;
+        if (s->ndim == TS_MAX_DIMS) {
+            Py_DECREF(data);
+            PyErr_Format(PyExc_ValueError, "tensor(): data has more than %d dims", TS_MAX_DIMS);
+            return -1;
+        }
+        s->dims[s->ndim++] = n;
+        PyObject *first = n ? PySequence_GetItem(data, 0) : NULL;
+        Py_DECREF(data);
+        if (!n) return 0;
+        if (!first) return -1;
+        data = first;
+    }
+    Py_DECREF(data);
+    return 0;
+}
+
+static int add_leaf(flat *fl, PyObject *o) {
+    ts_tensor *t = tsp_tensor_of(o);
+    double v;
+    int kind;
+    if (t) { /* a one-element tensor inside the list: its value */
+        PyObject *item = PyObject_CallMethod(o, "item", NULL);
+        if (!item) return -1;
+        int r = add_leaf(fl, item);
+        Py_DECREF(item);
+        return r;
+    }
+    if (PyBool_Check(o))
+        kind = KIND_BOOL, v = o == Py_True;
+    else if (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o))) {
+        long long x = PyLong_AsLongLong(o);
+        if (x == -1 && PyErr_Occurred()) return -1;
+        kind = KIND_INT, v = (double)x;
+        fl->i[fl->n] = x;
+    } else {
+        int r = tsp_number(o, &v);
+        if (r <= 0) {
+            if (r == 0)
+                PyErr_Format(PyExc_TypeError,
+                             "tensor(): data must be numbers or nested sequences of numbers, not "
+                             "%.100s",
+                             Py_TYPE(o)->tp_name);
+            return -1;
+        }
+        kind = KIND_FLOAT;
+    }
+    if (kind != KIND_INT) fl->i[fl->n] = (int64_t)v;
+    fl->f[fl->n++] = v;
+    if (kind > fl->kind) fl->kind = kind;
+    return 0;
+}
+
+static int fill(flat *fl, PyObject *o, int d) {
+    if (d == fl->shape.ndim) {
+        if (is_nested(o)) {
+            PyErr_SetString(PyExc_ValueError, "tensor(): nested sequences of unequal depth");
+            return -1;
+        }
+        return add_leaf(fl, o);
+    }
+    PyObject *seq = is_nested(o) ? PySequence_Fast(o, "tensor(): data") : NULL;
+    if (!seq) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "tensor(): expected a sequence at dim %d, got %.100s", d,
+                         Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int r = 0;
+    if (n != fl->shape.dims[d]) {
+        PyErr_Format(PyExc_ValueError,
+                     "tensor(): expected sequence of length %lld at dim %d (got %zd)",
+                     (long long)fl->shape.dims[d], d, n);
+        r = -1;
+    }
+    for (Py_ssize_t k = 0; r == 0 && k < n; k++)
+        r = fill(fl, PySequence_Fast_GET_ITEM(seq, k), d + 1);
+    Py_DECREF(seq);
+    return r;
+}
+
+static ts_tensor *from_flat(flat *fl, ts_dtype dt, ts_opts o) {
+    static const ts_dtype inferred[] = {TS_BOOL, TS_I64, TS_F32};
+    o.dtype = dt != TS_DTYPE_DEFAULT ? dt : inferred[fl->kind];
+    bool rg = o.requires_grad;
+    o.requires_grad = false; /* set after the conversion: the leaf is the result */
+    ts_tensor *t;
+    if (fl->kind == KIND_FLOAT)
+        TSP_NOGIL(t = ts_from_data(fl->shape, TS_F64, fl->f, o););
+    else
+        TSP_NOGIL(t = ts_from_data(fl->shape, TS_I64, fl->i, o););
+    if (t && ts_error() == TS_OK && rg) ts_set_requires_grad(t, true);
+    if (!t || ts_error() != TS_OK) {
+        tsp_drop(t);
+        tsp_raise_pending();
+        return NULL;
+    }
+    return t;
+}
+
+/* an existing tensor: a detached copy with the requested dtype / device */
+static ts_tensor *from_tensor(ts_tensor *src, ts_dtype dt, ts_opts o) {
+    ts_tensor *t = NULL, *a;
+    Py_BEGIN_ALLOW_THREADS;
+    a = ts_detach(src);
+    if (a && o.device.type != TS_DEVICE_DEFAULT) t = ts_to(a, o.device), tsp_drop(a), a = t;
+    if (a && dt != TS_DTYPE_DEFAULT) t = ts_to_dtype(a, dt), tsp_drop(a), a = t;
+    t = a ? ts_clone(a) : NULL;
+    tsp_drop(a);
+    if (t && o.requires_grad) ts_set_requires_grad(t, true);
+    Py_END_ALLOW_THREADS;
+    if (!t || ts_error() != TS_OK) {
+        tsp_drop(t);
+        tsp_raise_pending();
+        return NULL;
+    }
+    return t;
+}
+
+ts_tensor *tsp_tensor_from_data(PyObject *data, ts_dtype dt, ts_opts o) {
+    ts_tensor *src = tsp_tensor_of(data);
+    if (src) return from_tensor(src, dt, o);
+    flat fl = {.kind = KIND_BOOL};
+    if (infer_shape(data, &fl.shape) < 0) return NULL;
+    int64_t n = 1;
+    for (int d = 0; d < fl.shape.ndim; d++) n *= fl.shape.dims[d];
+    fl.f = malloc((size_t)(n ? n : 1) * sizeof *fl.f);
+    fl.i = malloc((size_t)(n ? n : 1) * sizeof *fl.i);
+    ts_tensor *t = NULL;
+    if (!fl.f || !fl.i)
+        PyErr_NoMemory();
+    else if (fill(&fl, data, 0) == 0) {
+        if (n == 0) fl.kind = KIND_FLOAT; /* tensor([]) is float32, as in torch */
+        t = from_flat(&fl, dt, o);
+    }
+    free(fl.f);
+    free(fl.i);
+    return t;
+}
+
+/* tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False) */
+static PyObject *f_tensor(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    (void)mod;
+    static const char *const names[] = {"data", "dtype", "device", "requires_grad", "pin_memory"};
+    PyObject *a[5];
+    ts_opts o = {0};
+    if (tsp_parse(args, nargs, kw, "tensor", names, 5, 1, a) < 0 ||
+        tsp_opts_args(a[1], a[2], a[3], a[4], &o, "tensor") < 0)
+        return NULL;
+    ts_dtype dt = o.dtype;
+    o.dtype = TS_DTYPE_DEFAULT;
+    return tsp_wrap(tsp_tensor_from_data(a[0], dt, o));
+}
+
+/* ------------------------------------------------------------------ shape factories */
+typedef ts_tensor *(*shape_factory)(ts_shape, ts_opts);
+
+/* f(*size, dtype=, device=, requires_grad=, pin_memory=, out=None, layout=None) */
+static PyObject *sized(shape_factory f, const char *fn, PyObject *args, PyObject *kwargs,
+                       double *fill_value) {
+    static char *kw[] = {"dtype", "device", "requires_grad", "pin_memory",
+                         "out",   "layout", "generator",     NULL};
+    PyObject *a[7] = {0};
+    PyObject *empty = PyTuple_New(0);
+    if (!empty) return NULL;
+    char format[32];
+    PyOS_snprintf(format, sizeof format, "|$OOOOOOO:%s", fn);
+    int ok = PyArg_ParseTupleAndKeywords(empty, kwargs, format, kw, &a[0], &a[1], &a[2], &a[3],
+                                         &a[4], &a[5], &a[6]);
+    Py_DECREF(empty);
+    if (!ok) return NULL;
+    ts_opts o = {0};
+    ts_shape s;
+    Py_ssize_t first = fill_value ? 1 : 0;
+    if (fill_value && PyTuple_GET_SIZE(args) != 2) {
+        PyErr_SetString(PyExc_TypeError, "full(): expected (size, fill_value)");
+        return NULL;
+    }
+    PyObject *shape_args = fill_value ? PyTuple_GetSlice(args, 0, 1) : Py_NewRef(args);
+    if (!shape_args) return NULL;
+    ok = tsp_shape_args(shape_args, 0, &s, fn) == 0 &&
+         tsp_opts_args(a[0], a[1], a[2], a[3], &o, fn) == 0;
+    Py_DECREF(shape_args);
+    if (!ok) return NULL;
+    if (fill_value &&
+        tsp_double_arg(PyTuple_GET_ITEM(args, first), 0, fill_value, fn, "fill_value") < 0)
+        return NULL;
+    if (fill_value && !a[0] && PyLong_Check(PyTuple_GET_ITEM(args, first)))
+        o.dtype = PyBool_Check(PyTuple_GET_ITEM(args, first)) ? TS_BOOL : TS_I64; /* torch */
+    if (tsp_enter()) return NULL;
+    ts_tensor *t;
+    if (fill_value)
+        TSP_NOGIL(t = ts_full(s, *fill_value, o););
+    else
+        TSP_NOGIL(t = f(s, o););
+    return tsp_wrap(t);
+}
+
+#define SIZED(name, f)                                                                             \
+    static PyObject *f_##name(PyObject *mod, PyObject *args, PyObject *kwargs) {                   \
+        (void)mod;                                                                                 \
+        return sized(f, #name, args, kwargs, NULL);                                                \
+    }
+SIZED(zeros, ts_zeros)
+SIZED(ones, ts_ones)
+SIZED(empty, ts_empty)
+SIZED(rand, ts_rand)
+SIZED(randn, ts_randn)
+
+static PyObject *f_full(PyObject *mod, PyObject *args, PyObject *kwargs) {
+    (void)mod;
+    double v;
+    return sized(NULL, "full", args, kwargs, &v);
+}
+
+/* randint(high, size) / randint(low, high, size), dtype=int64 unless given */
+static PyObject *f_randint(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    (void)mod;
+    static const char *const names[] = {"low",    "high",          "size",      "dtype",
+                                        "device", "requires_grad", "generator", "pin_memory"};
+    PyObject *a[8];
+    if (tsp_parse(args, nargs, kw, "randint", names, 8, 2, a) < 0) return NULL;
+    if (!a[2]) a[2] = a[1], a[1] = a[0], a[0] = NULL; /* randint(high, size) */
+    int64_t low = 0, high;
+    ts_shape s;
+    ts_opts o = {0};
+    if ((a[0] && tsp_int_arg(a[0], &low, "randint", "low") < 0) ||
+        tsp_int_arg(a[1], &high, "randint", "high") < 0 ||
+        tsp_shape_arg(a[2], &s, "randint", "size") < 0 ||
+        tsp_opts_args(a[3], a[4], a[5], a[7], &o, "randint") < 0 || tsp_enter())
+        return NULL;
+    ts_tensor *t;
+    TSP_NOGIL(t = ts_randint(low, high, s, o););
+    return tsp_wrap(t);
+}
+
+/* arange(end) / arange(start, end, step=1): int64 when all are ints, else the default float */
+static PyObject *f_arange(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    (void)mod;
+    static const char *const names[] = {"start",  "end",    "step",          "dtype",
+                                        "device", "layout", "requires_grad", "out"};
+    PyObject *a[8];
+    if (tsp_parse(args, nargs, kw, "arange", names, 8, 1, a) < 0) return NULL;
+    if (!a[1] || a[1] == Py_None) a[1] = a[0], a[0] = NULL; /* arange(end) */
+    double start, end, step;
+    ts_opts o = {0};
+    if (tsp_double_arg(a[0], 0, &start, "arange", "start") < 0 ||
+        tsp_double_arg(a[1], 0, &end, "arange", "end") < 0 ||
+        tsp_double_arg(a[2], 1, &step, "arange", "step") < 0 ||
+        tsp_opts_args(a[3], a[4], a[6], NULL, &o, "arange") < 0 || tsp_enter())
+        return NULL;
+    if (o.dtype == TS_DTYPE_DEFAULT) {
+        bool ints = true;
+        for (int i = 0; i < 3; i++) ints &= !a[i] || PyLong_Check(a[i]);
+        o.dtype = ints ? TS_I64 : TS_F32;
+    }
+    bool rg = o.requires_grad;
+    o.requires_grad = false;
+    ts_tensor *t;
+    TSP_NOGIL(t = ts_arange(start, end, step, o););
+    if (t && rg) ts_set_requires_grad(t, true);
+    return tsp_wrap(t);
+}
+
+static PyObject *f_linspace(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    (void)mod;
+    static const char *const names[] = {"start", "end",    "steps",
+                                        "dtype", "device", "requires_grad"};
+    PyObject *a[6];
+    double start, end;
+    int64_t steps;
+    ts_opts o = {0};
+    if (tsp_parse(args, nargs, kw, "linspace", names, 6, 3, a) < 0 ||
+        tsp_double_arg(a[0], 0, &start, "linspace", "start") < 0 ||
+        tsp_double_arg(a[1], 0, &end, "linspace", "end") < 0 ||
+        tsp_int_arg(a[2], &steps, "linspace", "steps") < 0 ||
+        tsp_opts_args(a[3], a[4], a[5], NULL, &o, "linspace") < 0 || tsp_enter())
+        return NULL;
+    ts_tensor *t;
+    TSP_NOGIL(t = ts_linspace(start, end, steps, o););
+    return tsp_wrap(t);
+}
+
+static PyObject *f_eye(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    (void)mod;
+    static const char *const names[] = {"n", "m", "dtype", "device", "requires_grad"};
+    PyObject *a[5];
+    int64_t n, m = 0;
+    ts_opts o = {0};
+    if (tsp_parse(args, nargs, kw, "eye", names, 5, 1, a) < 0 ||
+        tsp_int_arg(a[0], &n, "eye", "n") < 0 ||
+        (a[1] && a[1] != Py_None && tsp_int_arg(a[1], &m, "eye", "m") < 0) ||
+        tsp_opts_args(a[2], a[3], a[4], NULL, &o, "eye") < 0 || tsp_enter())
+        return NULL;
+    if (m == 0 && a[1] && a[1] != Py_None) return tsp_wrap(ts_empty(TS_SHAPE(n, 0), o));
+    ts_tensor *t;
+    TSP_NOGIL(t = ts_eye(n, m, o););
+    return tsp_wrap(t);
+}
+
+/* ------------------------------------------------------------------ *_like */
+/* f_like(input, [fill_value,] dtype=None, device=None, requires_grad=False): input's shape, and
+ * its dtype and device unless given */
+static PyObject *like(shape_factory f, const char *fn, PyObject *const *args, Py_ssize_t nargs,
+                      PyObject *kw, double *fill_value) {
+    static const char *const names[] = {"input",         "fill_value",    "dtype",  "device",
+                                        "requires_grad", "memory_format", "layout", "pin_memory"};
+    static const char *const names_nofill[] = {
+        "input", "dtype", "device", "requires_grad", "memory_format", "layout", "pin_memory"};
+    PyObject *a[8] = {0};
+    int r = fill_value ? tsp_parse(args, nargs, kw, fn, names, 8, 2, a)
+                       : tsp_parse(args, nargs, kw, fn, names_nofill, 7, 1, a + 1);
+    if (r < 0) return NULL;
+    if (!fill_value) a[0] = a[1], a[1] = NULL;
+    ts_tensor *t = tsp_tensor_arg(a[0], fn, "input");
+    ts_opts o = {0};
+    if (!t || tsp_opts_args(a[2], a[3], a[4], a[7], &o, fn) < 0) return NULL;
+    if (fill_value && tsp_double_arg(a[1], 0, fill_value, fn, "fill_value") < 0) return NULL;
+    if (tsp_enter()) return NULL;
+    if (!o.dtype) o.dtype = ts_dtype_of(t);
+    if (!o.device.type) o.device = ts_device_of(t);
+    ts_tensor *res;
+    if (fill_value)
+        TSP_NOGIL(res = ts_full(ts_shape_of(t), *fill_value, o););
+    else
+        TSP_NOGIL(res = f(ts_shape_of(t), o););
+    return tsp_wrap(res);
+}
+
+#define LIKE(name, sf)                                                                             \
+    static PyObject *f_##name##_like(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,       \
+                                     PyObject *kw) {                                               \
+        (void)mod;                                                                                 \
+        return like(sf, #name "_like", args, nargs, kw, NULL);                                     \
+    }
+LIKE(zeros, ts_zeros)
+LIKE(ones, ts_ones)
+LIKE(empty, ts_empty)
+LIKE(rand, ts_rand)
+LIKE(randn, ts_randn)
+
+static PyObject *f_full_like(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    (void)mod;
+    double v;
+    return like(NULL, "full_like", args, nargs, kw, &v);
+}
+
+/* ------------------------------------------------------------------ new_* methods */
+/* t.new_zeros(size, dtype=None, device=None, requires_grad=False): t's dtype and device unless
+ * given; new_full(size, fill_value, ...); new_tensor(data, ...) */
+static PyObject *new_sized(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
+                           const char *fn, shape_factory f, bool fill, bool data) {
+    static const char *const names[] = {"size",          "fill_value", "dtype", "device",
+                                        "requires_grad", "pin_memory", "layout"};
+    static const char *const names_nofill[] = {"size",          "dtype",      "device",
+                                               "requires_grad", "pin_memory", "layout"};
+    PyObject *a[7] = {0};
+    int r = fill ? tsp_parse(args, nargs, kw, fn, names, 7, 2, a)
+                 : tsp_parse(args, nargs, kw, fn, names_nofill, 6, 1, a + 1);
+    if (r < 0) return NULL;
+    if (!fill) a[0] = a[1], a[1] = NULL;
+    ts_tensor *t = TSP_T(self), *res;
+    ts_opts o = {0};
+    ts_shape s = {0};
+    double v = 0;
+    if (tsp_opts_args(a[2], a[3], a[4], a[5], &o, fn) < 0 ||
+        (!data && tsp_shape_arg(a[0], &s, fn, "size") < 0) ||
+        (fill && tsp_double_arg(a[1], 0, &v, fn, "fill_value") < 0) || tsp_enter())
+        return NULL;
+    if (!o.dtype) o.dtype = ts_dtype_of(t);
+    if (!o.device.type) o.device = ts_device_of(t);
+    if (data) {
+        ts_dtype dt = o.dtype;
+        o.dtype = TS_DTYPE_DEFAULT;
+        return tsp_wrap(tsp_tensor_from_data(a[0], dt, o));
+    }
+    if (fill)
+        TSP_NOGIL(res = ts_full(s, v, o));
+    else
+        TSP_NOGIL(res = f(s, o));
+    return tsp_wrap(res);
+}
+static PyObject *m_new_zeros(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {
+    return new_sized(self, a, n, kw, "new_zeros", ts_zeros, false, false);
+}
+static PyObject *m_new_ones(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {
+    return new_sized(self, a, n, kw, "new_ones", ts_ones, false, false);
+}
+static PyObject *m_new_empty(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {
+    return new_sized(self, a, n, kw, "new_empty", ts_empty, false, false);
+}
+static PyObject *m_new_full(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {
+    return new_sized(self, a, n, kw, "new_full", NULL, true, false);
+}
+static PyObject *m_new_tensor(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {
+    return new_sized(self, a, n, kw, "new_tensor", NULL, false, true);
+}
+
+/* t.uniform_(a=0, b=1) / t.normal_(mean=0, std=1): in place, from the seeded generator */
+static PyObject *random_(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
+                         bool normal) {
+    static const char *const uniform_names[] = {"a", "b", "generator"};
+    static const char *const normal_names[] = {"mean", "std", "generator"};
+    const char *fn = normal ? "normal_" : "uniform_";
+    const char *const *names = normal ? normal_names : uniform_names;
+    PyObject *a[3];
+    double x, y;
+    ts_tensor *r;
+    if (tsp_parse(args, nargs, kw, fn, names, 3, 0, a) < 0 ||
+        tsp_double_arg(a[0], 0, &x, fn, names[0]) < 0 ||
+        tsp_double_arg(a[1], 1, &y, fn, names[1]) < 0 || tsp_enter())
+        return NULL;
+    if (normal)
+        TSP_NOGIL(r = ts_normal_(TSP_T(self), x, y));
+    else
+        TSP_NOGIL(r = ts_uniform_(TSP_T(self), x, y));
+    return tsp_inplace_result(self, r);
+}
+static PyObject *m_uniform_(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {
+    return random_(self, a, n, kw, false);
+}
+static PyObject *m_normal_(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {
+    return random_(self, a, n, kw, true);
+}
+
+/* randperm(n, dtype=int64, device=None, requires_grad=False) */
+static PyObject *f_randperm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    (void)mod;
+    static const char *const names[] = {"n", "dtype", "device", "requires_grad", "generator"};
+    PyObject *a[5];
+    int64_t n;
+    ts_opts o = {0};
+    ts_tensor *t;
+    if (tsp_parse(args, nargs, kw, "randperm", names, 5, 1, a) < 0 ||
+        tsp_int_arg(a[0], &n, "randperm", "n") < 0 ||
+        tsp_opts_args(a[1], a[2], a[3], NULL, &o, "randperm") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(t = ts_randperm(n, o));
+    return tsp_wrap(t);
+}
+/* bernoulli(input, p=None): 1 with probability input (or p) per element */
+static PyObject *f_bernoulli(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    (void)mod;
+    static const char *const names[] = {"input", "p", "generator"};
+    PyObject *a[3];
+    ts_tensor *x, *t;
+    double p;
+    if (tsp_parse(args, nargs, kw, "bernoulli", names, 3, 1, a) < 0 ||
+        !(x = tsp_tensor_arg(a[0], "bernoulli", "input")) ||
+        tsp_double_arg(a[1], NAN, &p, "bernoulli", "p") < 0 || tsp_enter())
+        return NULL;
+    if (isnan(p))
+        TSP_NOGIL(t = ts_bernoulli(x));
+    else
+        TSP_NOGIL(t = ts_bernoulli_p(x, p));
+    return tsp_wrap(t);
+}
+
+static PyObject *f_is_tensor(PyObject *mod, PyObject *o) {
+    (void)mod;
+    return PyBool_FromLong(tsp_tensor_of(o) != NULL);
+}
+static PyObject *f_numel(PyObject *mod, PyObject *o) {
+    (void)mod;
+    ts_tensor *t = tsp_tensor_arg(o, "numel", "input");
+    return t ? PyLong_FromLongLong(ts_numel(t)) : NULL;
+}
+static PyObject *f_get_default_dtype(PyObject *mod, PyObject *unused) {
+    (void)mod, (void)unused;
+    return tsp_dtype_obj(TS_F32); /* the C core's default: float32 */
+}
+
+/* ------------------------------------------------------------------ random state */
+static PyObject *f_manual_seed(PyObject *mod, PyObject *seed) {
+    (void)mod;
+    unsigned long long s = PyLong_AsUnsignedLongLongMask(seed);
+    if (s == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Format(PyExc_TypeError, "manual_seed(): argument 'seed' must be int, not %.100s",
+                     Py_TYPE(seed)->tp_name);
+        return NULL;
+    }
+    ts_manual_seed(s);
+    Py_RETURN_NONE;
+}
+/* get_rng_state(): the generator's (seed, offset) as an int64 tensor; set_rng_state(state) */
+static PyObject *f_get_rng_state(PyObject *mod, PyObject *unused) {
+    (void)mod, (void)unused;
+    ts_rng_state st = ts_rng_get_state();
+    int64_t v[2] = {(int64_t)st.seed, (int64_t)st.offset};
+    return tsp_wrap(ts_tensor_i64(TS_SHAPE(2), v, (ts_opts){0}));
+}
+static PyObject *f_set_rng_state(PyObject *mod, PyObject *state) {
+    (void)mod;
+    ts_tensor *t = tsp_tensor_arg(state, "set_rng_state", "new_state");
+    int64_t v[2];
+    if (!t) return NULL;
+    if (ts_numel(t) != 2 || ts_dtype_of(t) != TS_I64 || ts_device_of(t).type != TS_CPU) {
+        PyErr_SetString(PyExc_ValueError,
+                        "set_rng_state(): new_state must be what get_rng_state() returned");
+        return NULL;
+    }
+    ts_tensor *c = ts_contiguous(t);
+    if (c) ts_copy_to_host(c, v, sizeof v);
+    tsp_drop(c);
+    if (tsp_check()) return NULL;
+    ts_rng_set_state((ts_rng_state){(uint64_t)v[0], (uint64_t)v[1]});
+    Py_RETURN_NONE;
+}
+
+/* set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None): torch's */
+static PyObject *f_set_printoptions(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kw) {
+    (void)mod;
+    static const char *const names[] = {"precision", "threshold", "edgeitems",
+                                        "linewidth", "profile",   "sci_mode"};
+    static int64_t current[4] = {4, 1000, 3, 80}; /* torch's defaults, the C core's too */
+    PyObject *a[6];
+    int64_t v[4];
+    if (tsp_parse(args, nargs, kw, "set_printoptions", names, 6, 0, a) < 0) return NULL;
+    for (int i = 0; i < 4; i++) {
+        v[i] = current[i];
+        if (a[i] && a[i] != Py_None && tsp_int_arg(a[i], &v[i], "set_printoptions", names[i]) < 0)
+            return NULL;
+    }
+    if (a[4] && a[4] != Py_None) { /* "default" / "short" / "full", torch's profiles */
+        const char *p = PyUnicode_AsUTF8(a[4]);
+        if (!p) return NULL;
+        if (!strcmp(p, "short"))
+            v[0] = 2, v[1] = 1000, v[2] = 2, v[3] = 80;
+        else if (!strcmp(p, "full"))
+            v[0] = 4, v[1] = INT32_MAX, v[2] = 3, v[3] = 80;
+        else
+            v[0] = 4, v[1] = 1000, v[2] = 3, v[3] = 80;
+    }
+    if (ts_print_options((int)v[0], (int)v[1], (int)v[2], (int)v[3]) != TS_OK)
+        return tsp_raise_pending();
+    for (int i = 0; i < 4; i++) current[i] = v[i];
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_initial_seed(PyObject *mod, PyObject *unused) {
+    (void)mod, (void)unused;
+    return PyLong_FromUnsignedLongLong(ts_initial_seed());
+}
+
+#define FAST   (METH_FASTCALL | METH_KEYWORDS)
+#define FN(f)  (PyCFunction)(void (*)(void))(f)
+#define KWARGS (METH_VARARGS | METH_KEYWORDS)
+PyMethodDef tsp_tensor_core_functions[] = {
+    {"tensor", FN(f_tensor), FAST,
+     "tensor(data, dtype=None, device=None, requires_grad=False): from nested lists / numbers"},
+    {"zeros", FN(f_zeros), KWARGS, "zeros(*size, dtype=None, device=None, requires_grad=False)"},
+    {"ones", FN(f_ones), KWARGS, "ones(*size, dtype=None, device=None, requires_grad=False)"},
+    {"empty", FN(f_empty), KWARGS, "empty(*size, dtype=None, device=None, requires_grad=False)"},
+    {"rand", FN(f_rand), KWARGS, "rand(*size, ...): U[0, 1)"},
+    {"randn", FN(f_randn), KWARGS, "randn(*size, ...): N(0, 1)"},
+    {"full", FN(f_full), KWARGS, "full(size, fill_value, dtype=None, device=None)"},
+    {"randint", FN(f_randint), FAST, "randint(low=0, high, size, dtype=int64, device=None)"},
+    {"arange", FN(f_arange), FAST, "arange(start=0, end, step=1, dtype=None, device=None)"},
+    {"linspace", FN(f_linspace), FAST, "linspace(start, end, steps, dtype=None, device=None)"},
+    {"eye", FN(f_eye), FAST, "eye(n, m=None, dtype=None, device=None)"},
+    {"zeros_like", FN(f_zeros_like), FAST, NULL},
+    {"ones_like", FN(f_ones_like), FAST, NULL},
+    {"empty_like", FN(f_empty_like), FAST, NULL},
+    {"rand_like", FN(f_rand_like), FAST, NULL},
+    {"randn_like", FN(f_randn_like), FAST, NULL},
+    {"full_like", FN(f_full_like), FAST, "full_like(input, fill_value, dtype=None, device=None)"},
+    {"manual_seed", f_manual_seed, METH_O, "manual_seed(seed): seeds every device's generator"},
+    {"randperm", FN(f_randperm), FAST, "randperm(n, dtype=int64, device=None)"},
+    {"bernoulli", FN(f_bernoulli), FAST, "bernoulli(input, p=None)"},
+    {"is_tensor", f_is_tensor, METH_O, NULL},
+    {"numel", f_numel, METH_O, NULL},
+    {"get_default_dtype", f_get_default_dtype, METH_NOARGS, NULL},
+    {"initial_seed", f_initial_seed, METH_NOARGS, NULL},
+    {"get_rng_state", f_get_rng_state, METH_NOARGS, "the generator's state (a tensor)"},
+    {"set_rng_state", f_set_rng_state, METH_O, "set_rng_state(new_state)"},
+    {"set_printoptions", FN(f_set_printoptions), FAST,
+     "set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None)"},
+    {NULL, NULL, 0, NULL},
+};
+
+PyMethodDef tsp_tensor_factory_methods[] = {
+    {"new_zeros", FN(m_new_zeros), FAST, "new_zeros(size, dtype=None, device=None)"},
+    {"new_ones", FN(m_new_ones), FAST, "new_ones(size, dtype=None, device=None)"},
+    {"new_empty", FN(m_new_empty), FAST, "new_empty(size, dtype=None, device=None)"},
+    {"new_full", FN(m_new_full), FAST, "new_full(size, fill_value, dtype=None, device=None)"},
+    {"new_tensor", FN(m_new_tensor), FAST, "new_tensor(data, dtype=None, device=None)"},
+    {"uniform_", FN(m_uniform_), FAST, "uniform_(a=0, b=1)"},
+    {"normal_", FN(m_normal_), FAST, "normal_(mean=0, std=1)"},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,85 @@
+/* tensor_impl.h — what the Tensor files (tensor*.c, autograd.c) share beyond tsp.h: the fast
+ * argument parser, scalar/dims helpers and each file's method and function tables. */
+#ifndef TSP_TENSOR_IMPL_H
+#define TSP_TENSOR_IMPL_H
+
+#include "tsp.h"
+
+/* METH_FASTCALL|METH_KEYWORDS parsing without allocating: names[i] is parameter i; out[i] gets a
+ * borrowed reference or stays NULL when not passed. The first `required` are mandatory. Raises
+ * TypeError naming fn and the argument (unknown keyword, too many, missing, given twice). */
+int tsp_parse(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const char *fn,
+              const char *const *names, int nnames, int required, PyObject **out);
+#define TSP_NARGS(a) ((int)(sizeof(a) / sizeof *(a)))
+
+/* A Python number (bool, int, float, or anything with __float__ that is not a Tensor) -> *v;
+ * 1 when o is a number, 0 when it is not (no exception), -1 on error. */
+int tsp_number(PyObject *o, double *v);
+/* dim=: one int or a sequence of ints -> ts_dims (an empty sequence: all dims) */
+int tsp_dims_arg(PyObject *o, ts_dims *out, const char *fn, const char *arg);
+/* bool-like argument (None -> dflt) */
+int tsp_bool_arg(PyObject *o, bool dflt, bool *out, const char *fn, const char *arg);
+/* a float argument (None -> dflt) */
+int tsp_double_arg(PyObject *o, double dflt, double *out, const char *fn, const char *arg);
+
+/* m_NAME (a Tensor method: self is the input) and f_NAME (tessera.NAME: the input comes first
+ * among the arguments) over one body: call(self or NULL, args, nargs, kwnames, extra) */
+#define TSP_METHOD_AND_FUNCTION(name, call, extra)                                                 \
+    static PyObject *m_##name(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {    \
+        return call(self, a, n, kw, extra);                                                        \
+    }                                                                                              \
+    static PyObject *f_##name(PyObject *mod, PyObject *const *a, Py_ssize_t n, PyObject *kw) {     \
+        (void)mod;                                                                                 \
+        return call(NULL, a, n, kw, extra);                                                        \
+    }
+
+/* the common keywords of factories: dtype=, device=, requires_grad=, pin_memory= */
+int tsp_opts_args(PyObject *dtype, PyObject *device, PyObject *requires_grad, PyObject *pin,
+                  ts_opts *o, const char *fn);
+
+/* Calls f(t) with the GIL released, after the Ctrl-C check; wraps the result. */
+PyObject *tsp_unary(ts_tensor *(*f)(ts_tensor *), ts_tensor *t);
+
+/* the end of an in-place method: r (the C op's result, self's tensor) checked and its reference
+ * dropped; a new reference to self, or NULL with the error raised */
+PyObject *tsp_inplace_result(PyObject *self, ts_tensor *r);
+/* r wrapped as a new Tensor, or (in_place) the end of an in-place method on self */
+static inline PyObject *tsp_result(PyObject *self, ts_tensor *r, bool in_place) {
+    return in_place ? tsp_inplace_result(self, r) : tsp_wrap(r);
+}
+#define TSP_T(self) (((tsp_tensor *)(self))->t)
+
+/* o is a tessera.dtype object (dtype_device.c) */
+int tsp_is_dtype(PyObject *o);
+/* nested lists / scalars / a Tensor -> a new tensor of dtype dt (DEFAULT: inferred like torch:
+ * bools -> bool, ints -> int64, floats -> float32) with o's device/requires_grad; NULL with an
+ * exception set (tensor_factory.c) */
+ts_tensor *tsp_tensor_from_data(PyObject *data, ts_dtype dt, ts_opts o);
+
+/* tessera.Size: a tuple of ints with numel() */
+PyObject *tsp_size_obj(ts_shape s);
+
+/* the method / function tables of the files making the Tensor (NULL-terminated) */
+extern PyMethodDef tsp_tensor_core_methods[], tsp_tensor_core_functions[];
+extern PyMethodDef tsp_tensor_factory_methods[];
+extern PyMethodDef tsp_tensor_values_methods[], tsp_tensor_values_functions[];
+extern PyMethodDef tsp_tensor_move_methods[];
+/* tensor_values.c: the type's slots for values */
+PyObject *tsp_tensor_float(PyObject *self);
+PyObject *tsp_tensor_int(PyObject *self);
+PyObject *tsp_tensor_index(PyObject *self);
+int tsp_tensor_bool(PyObject *self);
+Py_ssize_t tsp_tensor_length(PyObject *self);
+PyObject *tsp_tensor_repr(PyObject *self);
+extern PyMethodDef tsp_tensor_ops_methods[], tsp_tensor_ops_functions[];
+extern PyMethodDef tsp_tensor_shape_methods[], tsp_tensor_shape_functions[];
+extern PyMethodDef tsp_tensor_reduce_methods[], tsp_tensor_reduce_functions[];
+extern PyMethodDef tsp_autograd_methods[];
+extern PyGetSetDef tsp_autograd_getset[];
+extern PyNumberMethods tsp_tensor_as_number;
+PyObject *tsp_tensor_richcompare(PyObject *a, PyObject *b, int op);
+/* tensor_ops.c: its types (the values/indices pair of max(dim)) */
+int tsp_init_tensor_ops(PyObject *m);
+int tsp_init_tensor_reduce(PyObject *m);
+
+#endif

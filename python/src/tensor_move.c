@@ -1,0 +1,165 @@
+/* tensor_move.c — moving and casting Tensors: .to(device / dtype / tensor), .cuda(), .cpu(),
+ * .float() and the other casts, .type(), pin_memory(), contiguous(), clone(), copy_(). */
+#include "tensor_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define T TSP_T
+
+/* ------------------------------------------------------------------ moves and casts */
+/* t moved to device d (when given) and cast to dt (when not DEFAULT); self when nothing changes
+ * and no copy was asked for */
+static PyObject *moved(PyObject *self, bool has_device, ts_device d, ts_dtype dt, bool async,
+                       bool copy) {
+    if (tsp_enter()) return NULL;
+    ts_tensor *t = T(self), *r; /* r: the C ops' result, NULL standing for t itself */
+    Py_BEGIN_ALLOW_THREADS;
+    r = has_device ? (async ? ts_to_async(t, d) : ts_to(t, d)) : NULL;
+    ts_tensor *src = r ? r : t;
+    if ((r || !has_device) && dt != TS_DTYPE_DEFAULT && dt != ts_dtype_of(src)) {
+        ts_tensor *cast = ts_to_dtype(src, dt);
+        tsp_drop(r);
+        r = cast;
+    }
+    if (copy && (r == NULL || r == t) && ts_error() == TS_OK) {
+        tsp_drop(r);
+        r = ts_clone(t);
+    }
+    Py_END_ALLOW_THREADS;
+    if (ts_error() == TS_OK && (r == NULL || r == t)) {
+        tsp_drop(r);
+        return Py_NewRef(self);
+    }
+    return tsp_wrap(r);
+}
+
+/* .to(device), .to(dtype), .to(device, dtype), .to(tensor), .to(device=, dtype=, non_blocking=,
+ * copy=) */
+static PyObject *m_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    static const char *const names[] = {"device", "dtype", "non_blocking", "copy", "memory_format"};
+    PyObject *a[5];
+    if (tsp_parse(args, nargs, kw, "to", names, 5, 0, a) < 0) return NULL;
+    PyObject *dev = a[0], *dty = a[1];
+    ts_tensor *other = dev ? tsp_tensor_of(dev) : NULL;
+    bool has_device = false, async, copy;
+    ts_device d = {0};
+    ts_dtype dt = TS_DTYPE_DEFAULT;
+    if (other) { /* .to(tensor): its device and dtype */
+        d = ts_device_of(other), dt = ts_dtype_of(other), has_device = true;
+    } else if (dev && tsp_is_dtype(dev)) {
+        if (dty) {
+            PyErr_SetString(PyExc_TypeError, "to(): dtype given twice");
+            return NULL;
+        }
+        dty = dev; /* .to(dtype) */
+    } else if (dev && dev != Py_None) {
+        if (tsp_device_arg(dev, &d, "to", "device") < 0) return NULL;
+        has_device = true;
+    }
+    if (tsp_dtype_arg(dty, &dt, "to", "dtype") < 0 ||
+        tsp_bool_arg(a[2], false, &async, "to", "non_blocking") < 0 ||
+        tsp_bool_arg(a[3], false, &copy, "to", "copy") < 0)
+        return NULL;
+    return moved(self, has_device, d, dt, async, copy);
+}
+
+static PyObject *m_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    static const char *const names[] = {"device", "non_blocking", "memory_format"};
+    PyObject *a[3];
+    if (tsp_parse(args, nargs, kw, "cuda", names, 3, 0, a) < 0) return NULL;
+    ts_device d = ts_cuda(-1);
+    bool async;
+    if ((a[0] && a[0] != Py_None && tsp_device_arg(a[0], &d, "cuda", "device") < 0) ||
+        tsp_bool_arg(a[1], false, &async, "cuda", "non_blocking") < 0)
+        return NULL;
+    return moved(self, true, d, TS_DTYPE_DEFAULT, async, false);
+}
+static PyObject *m_cpu(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return moved(self, true, ts_cpu(), TS_DTYPE_DEFAULT, false, false);
+}
+
+static PyObject *m_type(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    static const char *const names[] = {"dtype", "non_blocking"};
+    PyObject *a[2];
+    if (tsp_parse(args, nargs, kw, "type", names, 2, 0, a) < 0) return NULL;
+    if (!a[0] || a[0] == Py_None) {
+        static const char *const tnames[TS_DTYPE_COUNT] = {
+            "",           "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
+            "LongTensor", "IntTensor",   "ByteTensor",   "BoolTensor"};
+        return PyUnicode_FromFormat("tessera.%s", tnames[ts_dtype_of(T(self))]);
+    }
+    ts_dtype dt = TS_DTYPE_DEFAULT;
+    if (tsp_dtype_arg(a[0], &dt, "type", "dtype") < 0) return NULL;
+    return moved(self, false, (ts_device){0}, dt, false, false);
+}
+
+#define CAST_METHOD(name, dt)                                                                      \
+    static PyObject *m_##name(PyObject *self, PyObject *unused) {                                  \
+        (void)unused;                                                                              \
+        return moved(self, false, (ts_device){0}, dt, false, false);                               \
+    }
+CAST_METHOD(float, TS_F32)
+CAST_METHOD(double, TS_F64)
+CAST_METHOD(half, TS_F16)
+CAST_METHOD(bfloat16, TS_BF16)
+CAST_METHOD(long, TS_I64)
+CAST_METHOD(int, TS_I32)
+CAST_METHOD(byte, TS_U8)
+CAST_METHOD(bool, TS_BOOL)
+
+static PyObject *m_pin_memory(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return tsp_unary(ts_pin_memory, T(self));
+}
+static PyObject *m_contiguous(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kw) {
+    static const char *const names[] = {"memory_format"};
+    PyObject *a[1];
+    if (tsp_parse(args, nargs, kw, "contiguous", names, 1, 0, a) < 0) return NULL;
+    if (ts_is_contiguous(T(self))) return Py_NewRef(self);
+    return tsp_unary(ts_contiguous, T(self));
+}
+static PyObject *m_clone(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    static const char *const names[] = {"memory_format"};
+    PyObject *a[1];
+    if (tsp_parse(args, nargs, kw, "clone", names, 1, 0, a) < 0) return NULL;
+    return tsp_unary(ts_clone, T(self));
+}
+/* dst.copy_(src): src moved to dst's device first (torch copies across devices) */
+static PyObject *m_copy_(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    static const char *const names[] = {"src", "non_blocking"};
+    PyObject *a[2];
+    if (tsp_parse(args, nargs, kw, "copy_", names, 2, 1, a) < 0) return NULL;
+    ts_tensor *src = tsp_tensor_arg(a[0], "copy_", "src"), *dst = T(self), *r = NULL;
+    if (!src || tsp_enter()) return NULL;
+    Py_BEGIN_ALLOW_THREADS;
+    ts_tensor *moved_src = ts_to(src, ts_device_of(dst));
+    if (moved_src) r = ts_copy_(dst, moved_src);
+    tsp_drop(moved_src);
+    Py_END_ALLOW_THREADS;
+    return tsp_inplace_result(self, r);
+}
+
+#define FAST  (METH_FASTCALL | METH_KEYWORDS)
+#define FN(f) (PyCFunction)(void (*)(void))(f)
+PyMethodDef tsp_tensor_move_methods[] = {
+    {"to", FN(m_to), FAST, "to(device=None, dtype=None, non_blocking=False, copy=False)"},
+    {"cuda", FN(m_cuda), FAST, "cuda(device=None, non_blocking=False)"},
+    {"cpu", m_cpu, METH_NOARGS, "a copy on the cpu (self when already there)"},
+    {"type", FN(m_type), FAST, "type(dtype=None): the type name, or a cast"},
+    {"float", m_float, METH_NOARGS, NULL},
+    {"double", m_double, METH_NOARGS, NULL},
+    {"half", m_half, METH_NOARGS, NULL},
+    {"bfloat16", m_bfloat16, METH_NOARGS, NULL},
+    {"long", m_long, METH_NOARGS, NULL},
+    {"int", m_int, METH_NOARGS, NULL},
+    {"byte", m_byte, METH_NOARGS, NULL},
+    {"bool", m_bool, METH_NOARGS, NULL},
+    {"pin_memory", m_pin_memory, METH_NOARGS, "a copy in page-locked memory"},
+    {"contiguous", FN(m_contiguous), FAST, NULL},
+    {"clone", FN(m_clone), FAST, NULL},
+    {"copy_", FN(m_copy_), FAST, "copy_(src, non_blocking=False)"},
+    {NULL, NULL, 0, NULL},
+};

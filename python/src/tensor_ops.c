@@ -1,0 +1,531 @@
+/* tensor_ops.c — the Tensor's arithmetic: Python operators with broadcasting and scalars on either
+ * side, their in-place forms, comparisons, and the binary methods / tessera.* functions (add, mul,
+ * maximum, where, clamp...). Every op is one call of the C API. */
+#include "tensor_impl.h"
+
+#include <math.h>
+
+#define T TSP_T
+
+/* ------------------------------------------------------------------ binary ops */
+typedef struct binop {
+    const char *name;
+    ts_tensor *(*tt)(ts_tensor *, ts_tensor *);
+    ts_tensor *(*ts)(ts_tensor *, double);       /* tensor op scalar (NULL: scalar made a tensor) */
+    ts_tensor *(*st)(ts_tensor *, double);       /* scalar op tensor, as f(tensor, scalar) */
+    ts_tensor *(*tt_)(ts_tensor *, ts_tensor *); /* in place */
+    ts_tensor *(*ts_)(ts_tensor *, double);
+} binop;
+
+static const binop op_add = {"add", ts_add, ts_add_scalar, ts_add_scalar, ts_add_, ts_add_scalar_};
+static const binop op_sub = {"sub", ts_sub, ts_sub_scalar, ts_rsub_scalar, ts_sub_, ts_sub_scalar_};
+static const binop op_mul = {"mul", ts_mul, ts_mul_scalar, ts_mul_scalar, ts_mul_, ts_mul_scalar_};
+static const binop op_div = {"div", ts_div, ts_div_scalar, NULL, ts_div_, ts_div_scalar_};
+static const binop op_pow = {"pow", ts_pow, ts_pow_scalar, ts_rpow_scalar, ts_pow_, ts_pow_scalar_};
+static const binop op_matmul = {"matmul", ts_matmul, NULL, NULL, NULL, NULL};
+static const binop op_maximum = {"maximum",         ts_maximum, ts_maximum_scalar,
+                                 ts_maximum_scalar, NULL,       NULL};
+static const binop op_minimum = {"minimum",         ts_minimum, ts_minimum_scalar,
+                                 ts_minimum_scalar, NULL,       NULL};
+static const binop op_fmod = {"fmod", ts_fmod, ts_fmod_scalar, NULL, NULL, NULL};
+static const binop op_eq = {"eq", ts_eq, ts_eq_scalar, ts_eq_scalar, NULL, NULL};
+static const binop op_ne = {"ne", ts_ne, ts_ne_scalar, ts_ne_scalar, NULL, NULL};
+static const binop op_lt = {"lt", ts_lt, ts_lt_scalar, ts_gt_scalar, NULL, NULL};
+static const binop op_le = {"le", ts_le, ts_le_scalar, ts_ge_scalar, NULL, NULL};
+static const binop op_gt = {"gt", ts_gt, ts_gt_scalar, ts_lt_scalar, NULL, NULL};
+static const binop op_ge = {"ge", ts_ge, ts_ge_scalar, ts_le_scalar, NULL, NULL};
+static const binop op_and = {"logical_and", ts_logical_and, NULL, NULL, NULL, NULL};
+static const binop op_or = {"logical_or", ts_logical_or, NULL, NULL, NULL, NULL};
+static const binop op_xor = {"logical_xor", ts_ne, NULL, NULL, NULL, NULL}; /* bools: a != b */
+
+/* A Python number beside tensor t, as a 0-dim tensor on t's device, with the dtype a "weak"
+ * Python scalar has in torch: t's own unless the number's kind is wider (a float beside an int
+ * tensor: the default float; an int beside a bool tensor: int64). */
+static ts_tensor *scalar_beside(ts_tensor *t, PyObject *num, double v) {
+    ts_dtype dt = ts_dtype_of(t);
+    if (PyFloat_Check(num) && !ts_dtype_is_floating(dt))
+        dt = TS_F32;
+    else if (!PyBool_Check(num) && dt == TS_BOOL)
+        dt = TS_I64;
+    return ts_scalar(v, (ts_opts){.dtype = dt, .device = ts_device_of(t)});
+}
+
+/* r = op(x, num) or op(num, x) (scalar_left) through a 0-dim tensor */
+static ts_tensor *with_scalar_tensor(ts_tensor *(*tt)(ts_tensor *, ts_tensor *), ts_tensor *x,
+                                     PyObject *num, double v, bool scalar_left) {
+    ts_tensor *s = scalar_beside(x, num, v), *r = NULL;
+    if (s) r = scalar_left ? tt(s, x) : tt(x, s);
+    tsp_drop(s);
+    return r;
+}
+
+/* a op b with either side a Tensor and the other a Tensor or a Python number; NotImplemented for
+ * other types (Python then tries the reflected op, or raises its TypeError) */
+static PyObject *binary(PyObject *a, PyObject *b, const binop *op) {
+    ts_tensor *ta = tsp_tensor_of(a), *tb = tsp_tensor_of(b), *r;
+    double v;
+    if (ta && tb) {
+        if (tsp_enter()) return NULL;
+        TSP_NOGIL(r = op->tt(ta, tb));
+        return tsp_wrap(r);
+    }
+    PyObject *num = ta ? b : a;
+    int k = tsp_number(num, &v);
+    if (k <= 0) {
+        if (k < 0) return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (tsp_enter()) return NULL;
+    ts_tensor *x = ta ? ta : tb;
+    ts_tensor *(*f)(ts_tensor *, double) = ta ? op->ts : op->st;
+    if (f)
+        TSP_NOGIL(r = f(x, v));
+    else
+        TSP_NOGIL(r = with_scalar_tensor(op->tt, x, num, v, !ta));
+    return tsp_wrap(r);
+}
+
+/* self op= other: the C in-place op; self returned */
+static PyObject *inplace(PyObject *self, PyObject *other, const binop *op) {
+    ts_tensor *t = T(self), *o = tsp_tensor_of(other), *r;
+    double v;
+    if (!o) {
+        int k = tsp_number(other, &v);
+        if (k <= 0) {
+            if (k < 0) return NULL;
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+    }
+    if (tsp_enter()) return NULL;
+    if (o)
+        TSP_NOGIL(r = op->tt_(t, o));
+    else
+        TSP_NOGIL(r = op->ts_(t, v));
+    return tsp_inplace_result(self, r);
+}
+
+#define NB_BINARY(name, op)                                                                        \
+    static PyObject *nb_##name(PyObject *a, PyObject *b) { return binary(a, b, &op); }
+NB_BINARY(add, op_add)
+NB_BINARY(sub, op_sub)
+NB_BINARY(mul, op_mul)
+NB_BINARY(div, op_div)
+NB_BINARY(matmul, op_matmul)
+
+static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod) {
+    if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
+    return binary(a, b, &op_pow);
+}
+
+/* &, |, ^ on bool tensors: the logical ops (integer bitwise ops are not in the C API) */
+static PyObject *logical(PyObject *a, PyObject *b, const binop *op) {
+    ts_tensor *ta = tsp_tensor_of(a), *tb = tsp_tensor_of(b);
+    if ((ta && ts_dtype_of(ta) != TS_BOOL) || (tb && ts_dtype_of(tb) != TS_BOOL)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: &, |, ^ are supported on bool tensors only (Tessera has no integer "
+                     "bitwise ops)",
+                     op->name);
+        return NULL;
+    }
+    return binary(a, b, op);
+}
+static PyObject *nb_and(PyObject *a, PyObject *b) { return logical(a, b, &op_and); }
+static PyObject *nb_or(PyObject *a, PyObject *b) { return logical(a, b, &op_or); }
+static PyObject *nb_xor(PyObject *a, PyObject *b) { return logical(a, b, &op_xor); }
+static PyObject *nb_invert(PyObject *a) {
+    if (ts_dtype_of(T(a)) != TS_BOOL) {
+        PyErr_SetString(PyExc_TypeError,
+                        "~ is supported on bool tensors only (Tessera has no integer bitwise ops)");
+        return NULL;
+    }
+    return tsp_unary(ts_logical_not, T(a));
+}
+static PyObject *nb_neg(PyObject *a) { return tsp_unary(ts_neg, T(a)); }
+static PyObject *nb_pos(PyObject *a) { return Py_NewRef(a); }
+static PyObject *nb_abs(PyObject *a) { return tsp_unary(ts_abs, T(a)); }
+
+#define NB_INPLACE(name, op)                                                                       \
+    static PyObject *nb_i##name(PyObject *a, PyObject *b) { return inplace(a, b, &op); }
+NB_INPLACE(add, op_add)
+NB_INPLACE(sub, op_sub)
+NB_INPLACE(mul, op_mul)
+NB_INPLACE(div, op_div)
+static PyObject *nb_ipow(PyObject *a, PyObject *b, PyObject *mod) {
+    (void)mod;
+    return inplace(a, b, &op_pow);
+}
+
+PyNumberMethods tsp_tensor_as_number = {
+    .nb_add = nb_add,
+    .nb_subtract = nb_sub,
+    .nb_multiply = nb_mul,
+    .nb_true_divide = nb_div,
+    .nb_power = nb_pow,
+    .nb_matrix_multiply = nb_matmul,
+    .nb_negative = nb_neg,
+    .nb_positive = nb_pos,
+    .nb_absolute = nb_abs,
+    .nb_and = nb_and,
+    .nb_or = nb_or,
+    .nb_xor = nb_xor,
+    .nb_invert = nb_invert,
+    .nb_inplace_add = nb_iadd,
+    .nb_inplace_subtract = nb_isub,
+    .nb_inplace_multiply = nb_imul,
+    .nb_inplace_true_divide = nb_idiv,
+    .nb_inplace_power = nb_ipow,
+    /* nb_float, nb_int, nb_index, nb_bool: tensor.c */
+};
+
+PyObject *tsp_tensor_richcompare(PyObject *a, PyObject *b, int op) {
+    static const binop *const ops[] = {[Py_LT] = &op_lt, [Py_LE] = &op_le, [Py_EQ] = &op_eq,
+                                       [Py_NE] = &op_ne, [Py_GT] = &op_gt, [Py_GE] = &op_ge};
+    return binary(a, b, ops[op]);
+}
+
+/* ------------------------------------------------------------------ binary methods/functions */
+/* res, or the TypeError naming fn's 'other' argument when res is NotImplemented */
+static PyObject *or_type_error(PyObject *res, const char *fn, const char *suffix, PyObject *other) {
+    if (res != Py_NotImplemented) return res;
+    Py_DECREF(res);
+    PyErr_Format(PyExc_TypeError, "%s%s(): argument 'other' must be Tensor or a number, not %.100s",
+                 fn, suffix, Py_TYPE(other)->tp_name);
+    return NULL;
+}
+
+/* op(input, other, alpha=1) */
+static PyObject *call_binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
+                             const binop *op) {
+    static const char *const mnames[] = {"other", "alpha"};
+    static const char *const fnames[] = {"input", "other", "alpha"};
+    PyObject *a[3] = {0};
+    int r = self ? tsp_parse(args, nargs, kw, op->name, mnames, 2, 1, a + 1)
+                 : tsp_parse(args, nargs, kw, op->name, fnames, 3, 2, a);
+    if (r < 0) return NULL;
+    if (self) a[0] = self;
+    if (!tsp_tensor_of(a[0]) && !tsp_tensor_of(a[1])) {
+        PyErr_Format(PyExc_TypeError, "%s(): argument 'input' must be Tensor, not %.100s", op->name,
+                     Py_TYPE(a[0])->tp_name);
+        return NULL;
+    }
+    if (a[2]) { /* alpha: a + alpha * b (add, sub) */
+        double alpha;
+        ts_tensor *x = tsp_tensor_arg(a[0], op->name, "input"), *y, *res;
+        if (!x || !(y = tsp_tensor_arg(a[1], op->name, "other")) ||
+            tsp_double_arg(a[2], 1, &alpha, op->name, "alpha") < 0 || tsp_enter())
+            return NULL;
+        if (op != &op_add && op != &op_sub) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument 'alpha'",
+                         op->name);
+            return NULL;
+        }
+        TSP_NOGIL(res = ts_add_alpha(x, y, op == &op_sub ? -alpha : alpha));
+        return tsp_wrap(res);
+    }
+    return or_type_error(binary(a[0], a[1], op), op->name, "", a[1]);
+}
+
+/* self.op_(other): in place */
+static PyObject *call_inplace(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
+                              const binop *op) {
+    static const char *const names[] = {"other", "alpha"};
+    PyObject *a[2];
+    if (tsp_parse(args, nargs, kw, op->name, names, 2, 1, a) < 0) return NULL;
+    if (a[1]) { /* alpha: self += alpha * other, through the out-of-place op and copy_ */
+        double alpha;
+        ts_tensor *y = tsp_tensor_arg(a[0], op->name, "other"), *res = NULL, *sum;
+        if (!y || tsp_double_arg(a[1], 1, &alpha, op->name, "alpha") < 0 || tsp_enter())
+            return NULL;
+        Py_BEGIN_ALLOW_THREADS;
+        sum = ts_add_alpha(T(self), y, op == &op_sub ? -alpha : alpha);
+        if (sum) res = ts_copy_(T(self), sum);
+        tsp_drop(sum);
+        Py_END_ALLOW_THREADS;
+        return tsp_inplace_result(self, res);
+    }
+    return or_type_error(inplace(self, a[0], op), op->name, "_", a[0]);
+}
+
+#define BINARY_LIST(X)                                                                             \
+    X(add, op_add)                                                                                 \
+    X(sub, op_sub)                                                                                 \
+    X(mul, op_mul)                                                                                 \
+    X(div, op_div)                                                                                 \
+    X(pow, op_pow)                                                                                 \
+    X(matmul, op_matmul)                                                                           \
+    X(maximum, op_maximum)                                                                         \
+    X(minimum, op_minimum)                                                                         \
+    X(fmod, op_fmod)                                                                               \
+    X(eq, op_eq)                                                                                   \
+    X(ne, op_ne)                                                                                   \
+    X(lt, op_lt)                                                                                   \
+    X(le, op_le)                                                                                   \
+    X(gt, op_gt)                                                                                   \
+    X(ge, op_ge)                                                                                   \
+    X(logical_and, op_and)                                                                         \
+    X(logical_or, op_or)
+#define INPLACE_LIST(X) X(add, op_add) X(sub, op_sub) X(mul, op_mul) X(div, op_div) X(pow, op_pow)
+
+#define DEF_BINARY(name, op) TSP_METHOD_AND_FUNCTION(name, call_binary, &op)
+BINARY_LIST(DEF_BINARY)
+#define DEF_INPLACE(name, op)                                                                      \
+    static PyObject *m_##name##_(PyObject *self, PyObject *const *args, Py_ssize_t nargs,          \
+                                 PyObject *kw) {                                                   \
+        return call_inplace(self, args, nargs, kw, &op);                                           \
+    }
+INPLACE_LIST(DEF_INPLACE)
+
+/* ------------------------------------------------------------------ unary ops */
+#define UNARY_LIST(X)                                                                              \
+    X(neg, ts_neg)                                                                                 \
+    X(negative, ts_neg)                                                                            \
+    X(abs, ts_abs) X(exp, ts_exp) X(log, ts_log) X(log1p, ts_log1p) X(sqrt, ts_sqrt)               \
+        X(rsqrt, ts_rsqrt) X(sin, ts_sin) X(cos, ts_cos) X(tan, ts_tan) X(asin, ts_asin)           \
+            X(acos, ts_acos) X(atan, ts_atan) X(sinh, ts_sinh) X(cosh, ts_cosh) X(asinh, ts_asinh) \
+                X(acosh, ts_acosh) X(atanh, ts_atanh) X(erf, ts_erf) X(tanh, ts_tanh)              \
+                    X(sigmoid, ts_sigmoid) X(relu, ts_relu) X(sign, ts_sign) X(floor, ts_floor)    \
+                        X(ceil, ts_ceil) X(round, ts_round) X(reciprocal, ts_reciprocal)           \
+                            X(square, ts_square) X(logical_not, ts_logical_not)
+#define UNARY_INPLACE_LIST(X)                                                                      \
+    X(neg_, ts_neg_)                                                                               \
+    X(abs_, ts_abs_)                                                                               \
+    X(exp_, ts_exp_) X(log_, ts_log_) X(sqrt_, ts_sqrt_) X(sigmoid_, ts_sigmoid_)                  \
+        X(relu_, ts_relu_) X(tanh_, ts_tanh_) X(zero_, ts_zero_)
+
+#define DEF_UNARY(name, cfn)                                                                       \
+    static PyObject *m_##name(PyObject *self, PyObject *unused) {                                  \
+        (void)unused;                                                                              \
+        return tsp_unary(cfn, T(self));                                                            \
+    }                                                                                              \
+    static PyObject *f_##name(PyObject *mod, PyObject *x) {                                        \
+        (void)mod;                                                                                 \
+        ts_tensor *t = tsp_tensor_arg(x, #name, "input");                                          \
+        return t ? tsp_unary(cfn, t) : NULL;                                                       \
+    }
+UNARY_LIST(DEF_UNARY)
+
+static PyObject *unary_inplace(PyObject *self, ts_tensor *(*f)(ts_tensor *)) {
+    ts_tensor *r;
+    if (tsp_enter()) return NULL;
+    TSP_NOGIL(r = f(T(self)));
+    return tsp_inplace_result(self, r);
+}
+#define DEF_UNARY_INPLACE(name, cfn)                                                               \
+    static PyObject *m_##name(PyObject *self, PyObject *unused) {                                  \
+        (void)unused;                                                                              \
+        return unary_inplace(self, cfn);                                                           \
+    }
+UNARY_INPLACE_LIST(DEF_UNARY_INPLACE)
+
+/* ------------------------------------------------------------------ the rest */
+static PyObject *m_fill_(PyObject *self, PyObject *value) {
+    double v;
+    ts_tensor *r;
+    if (tsp_double_arg(value, 0, &v, "fill_", "value") < 0 || tsp_enter()) return NULL;
+    TSP_NOGIL(r = ts_fill_(T(self), v));
+    return tsp_inplace_result(self, r);
+}
+
+/* clamp(input, min=None, max=None) and clamp_ (NAN: no bound, the C API's convention) */
+static PyObject *clamp(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
+                       bool in_place) {
+    static const char *const mnames[] = {"min", "max"};
+    static const char *const fnames[] = {"input", "min", "max"};
+    PyObject *a[3] = {0};
+    const char *fn = in_place ? "clamp_" : "clamp";
+    int r = self ? tsp_parse(args, nargs, kw, fn, mnames, 2, 0, a + 1)
+                 : tsp_parse(args, nargs, kw, fn, fnames, 3, 1, a);
+    if (r < 0) return NULL;
+    ts_tensor *t = self ? T(self) : tsp_tensor_arg(a[0], fn, "input"), *res;
+    double lo, hi;
+    if (!t || tsp_double_arg(a[1], NAN, &lo, fn, "min") < 0 ||
+        tsp_double_arg(a[2], NAN, &hi, fn, "max") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(res = in_place ? ts_clamp_(t, lo, hi) : ts_clamp(t, lo, hi));
+    return tsp_result(self, res, in_place);
+}
+static PyObject *m_clamp(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
+    return clamp(self, args, n, kw, false);
+}
+static PyObject *m_clamp_(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
+    return clamp(self, args, n, kw, true);
+}
+/* clamp_min(min) / clamp_max(max): one bound */
+static PyObject *one_bound(PyObject *self, PyObject *bound, const char *fn,
+                           ts_tensor *(*f)(ts_tensor *, double)) {
+    double v;
+    ts_tensor *r;
+    if (tsp_double_arg(bound, 0, &v, fn, fn + 6) < 0 || tsp_enter()) return NULL;
+    TSP_NOGIL(r = f(T(self), v));
+    return tsp_wrap(r);
+}
+static PyObject *m_clamp_min(PyObject *self, PyObject *v) {
+    return one_bound(self, v, "clamp_min", ts_clamp_min);
+}
+static PyObject *m_clamp_max(PyObject *self, PyObject *v) {
+    return one_bound(self, v, "clamp_max", ts_clamp_max);
+}
+static PyObject *f_clamp(PyObject *mod, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
+    (void)mod;
+    return clamp(NULL, args, n, kw, false);
+}
+
+/* where(condition, input, other): numbers allowed for input / other */
+static PyObject *where3(PyObject *cond, PyObject *x, PyObject *y) {
+    ts_tensor *c = tsp_tensor_arg(cond, "where", "condition"), *tx = tsp_tensor_of(x),
+              *ty = tsp_tensor_of(y), *r = NULL, *sx = NULL, *sy = NULL;
+    double vx, vy;
+    if (!c) return NULL;
+    if (!tx && !ty) {
+        PyErr_SetString(PyExc_TypeError, "where(): 'input' or 'other' must be a Tensor");
+        return NULL;
+    }
+    if ((!tx && tsp_double_arg(x, 0, &vx, "where", "input") < 0) ||
+        (!ty && tsp_double_arg(y, 0, &vy, "where", "other") < 0) || tsp_enter())
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS;
+    if (!tx) tx = sx = scalar_beside(ty, x, vx);
+    if (!ty) ty = sy = scalar_beside(tx, y, vy);
+    if (tx && ty) r = ts_where(c, tx, ty);
+    tsp_drop(sx);
+    tsp_drop(sy);
+    Py_END_ALLOW_THREADS;
+    return tsp_wrap(r);
+}
+static PyObject *f_where(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    (void)mod;
+    static const char *const names[] = {"condition", "input", "other"};
+    PyObject *a[3];
+    if (tsp_parse(args, nargs, kw, "where", names, 3, 3, a) < 0) return NULL;
+    return where3(a[0], a[1], a[2]);
+}
+static PyObject *m_where(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    static const char *const names[] = {"condition", "other"};
+    PyObject *a[2];
+    if (tsp_parse(args, nargs, kw, "where", names, 2, 2, a) < 0) return NULL;
+    return where3(a[0], self, a[1]);
+}
+
+static PyObject *masked_fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
+                             bool in_place) {
+    static const char *const names[] = {"mask", "value"};
+    const char *fn = in_place ? "masked_fill_" : "masked_fill";
+    PyObject *a[2];
+    ts_tensor *mask, *r;
+    double v;
+    if (tsp_parse(args, nargs, kw, fn, names, 2, 2, a) < 0 ||
+        !(mask = tsp_tensor_arg(a[0], fn, "mask")) ||
+        tsp_double_arg(a[1], 0, &v, fn, "value") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(r = in_place ? ts_masked_fill_(T(self), mask, v) : ts_masked_fill(T(self), mask, v));
+    return tsp_result(self, r, in_place);
+}
+static PyObject *m_masked_fill(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {
+    return masked_fill(self, a, n, kw, false);
+}
+static PyObject *m_masked_fill_(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {
+    return masked_fill(self, a, n, kw, true);
+}
+
+/* mm / bmm: two tensors */
+static PyObject *two_tensors(PyObject *x, PyObject *y, const char *fn,
+                             ts_tensor *(*f)(ts_tensor *, ts_tensor *)) {
+    ts_tensor *a = tsp_tensor_arg(x, fn, "input"), *b, *r;
+    if (!a || !(b = tsp_tensor_arg(y, fn, "mat2")) || tsp_enter()) return NULL;
+    TSP_NOGIL(r = f(a, b));
+    return tsp_wrap(r);
+}
+static PyObject *m_mm(PyObject *self, PyObject *other) {
+    return two_tensors(self, other, "mm", ts_mm);
+}
+static PyObject *m_bmm(PyObject *self, PyObject *other) {
+    return two_tensors(self, other, "bmm", ts_bmm);
+}
+static PyObject *f_mm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 2)
+        return PyErr_Format(PyExc_TypeError, "mm() takes 2 arguments (%zd given)", nargs);
+    return two_tensors(args[0], args[1], "mm", ts_mm);
+}
+static PyObject *f_bmm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 2)
+        return PyErr_Format(PyExc_TypeError, "bmm() takes 2 arguments (%zd given)", nargs);
+    return two_tensors(args[0], args[1], "bmm", ts_bmm);
+}
+
+/* softmax(dim) / log_softmax(dim) */
+static PyObject *softmax_like(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
+                              const char *fn, ts_tensor *(*f)(ts_tensor *, int)) {
+    static const char *const mnames[] = {"dim", "dtype"};
+    static const char *const fnames[] = {"input", "dim", "dtype"};
+    PyObject *a[3] = {0};
+    int r = self ? tsp_parse(args, nargs, kw, fn, mnames, 2, 1, a + 1)
+                 : tsp_parse(args, nargs, kw, fn, fnames, 3, 2, a);
+    ts_tensor *t = r < 0  ? NULL
+                   : self ? T(self)
+                          : tsp_tensor_arg(a[0], fn, "input"),
+              *res, *c = NULL;
+    int64_t dim;
+    ts_dtype dt = TS_DTYPE_DEFAULT;
+    if (!t || tsp_int_arg(a[1], &dim, fn, "dim") < 0 || tsp_dtype_arg(a[2], &dt, fn, "dtype") < 0 ||
+        tsp_enter())
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS;
+    if (dt != TS_DTYPE_DEFAULT) t = c = ts_to_dtype(t, dt);
+    res = t ? f(t, (int)dim) : NULL;
+    tsp_drop(c);
+    Py_END_ALLOW_THREADS;
+    return tsp_wrap(res);
+}
+#define SOFTMAX(name)                                                                              \
+    static PyObject *m_##name(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {    \
+        return softmax_like(self, a, n, kw, #name, ts_##name);                                     \
+    }                                                                                              \
+    static PyObject *f_##name(PyObject *mod, PyObject *const *a, Py_ssize_t n, PyObject *kw) {     \
+        (void)mod;                                                                                 \
+        return softmax_like(NULL, a, n, kw, #name, ts_##name);                                     \
+    }
+SOFTMAX(softmax)
+SOFTMAX(log_softmax)
+
+#define FAST                (METH_FASTCALL | METH_KEYWORDS)
+#define FN(f)               (PyCFunction)(void (*)(void))(f)
+#define M_BINARY(name, op)  {#name, FN(m_##name), FAST, NULL},
+#define F_BINARY(name, op)  {#name, FN(f_##name), FAST, NULL},
+#define M_INPLACE(name, op) {#name "_", FN(m_##name##_), FAST, NULL},
+#define M_UNARY(name, cfn)  {#name, m_##name, METH_NOARGS, NULL},
+#define F_UNARY(name, cfn)  {#name, f_##name, METH_O, NULL},
+
+PyMethodDef tsp_tensor_ops_methods[] = {
+    BINARY_LIST(M_BINARY) INPLACE_LIST(M_INPLACE) UNARY_LIST(M_UNARY)
+        UNARY_INPLACE_LIST(M_UNARY){"fill_", m_fill_, METH_O, "fill_(value)"},
+    {"clamp", FN(m_clamp), FAST, "clamp(min=None, max=None)"},
+    {"clip", FN(m_clamp), FAST, "clip(min=None, max=None)"},
+    {"clamp_", FN(m_clamp_), FAST, "clamp_(min=None, max=None)"},
+    {"clamp_min", m_clamp_min, METH_O, "clamp_min(min)"},
+    {"clamp_max", m_clamp_max, METH_O, "clamp_max(max)"},
+    {"where", FN(m_where), FAST, "where(condition, other)"},
+    {"masked_fill", FN(m_masked_fill), FAST, "masked_fill(mask, value)"},
+    {"masked_fill_", FN(m_masked_fill_), FAST, "masked_fill_(mask, value)"},
+    {"mm", m_mm, METH_O, NULL},
+    {"bmm", m_bmm, METH_O, NULL},
+    {"softmax", FN(m_softmax), FAST, "softmax(dim)"},
+    {"log_softmax", FN(m_log_softmax), FAST, "log_softmax(dim)"},
+    {NULL, NULL, 0, NULL},
+};
+PyMethodDef tsp_tensor_ops_functions[] = {
+    BINARY_LIST(F_BINARY) UNARY_LIST(F_UNARY){"clamp", FN(f_clamp), FAST, NULL},
+    {"clip", FN(f_clamp), FAST, NULL},
+    {"where", FN(f_where), FAST, "where(condition, input, other)"},
+    {"mm", FN(f_mm), METH_FASTCALL, NULL},
+    {"bmm", FN(f_bmm), METH_FASTCALL, NULL},
+    {"softmax", FN(f_softmax), FAST, NULL},
+    {"log_softmax", FN(f_log_softmax), FAST, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+int tsp_init_tensor_ops(PyObject *m) {
+    (void)m;
+    return 0;
+}

@@ -1,0 +1,22 @@
+"""tessera — deep learning on Tessera's C core, with PyTorch's names and habits.
+
+Tensors live on a device ("cpu", "cuda:N", or the host-simulated "sim:N"); moving data is explicit
+(`.to(device)`) and differentiable; an op that mixes devices raises tessera.DeviceError.
+"""
+from . import _C
+from ._C import *  # noqa: F401,F403  (Tensor, factories, dtypes, devices, errors)
+
+from . import autograd, nn, optim, amp, utils, cuda  # noqa: E402,F401
+
+# --- autograd (py-tensor): grad modes at the top level, as torch has them
+from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
+
+# --- data, io, devices, distributed (py-data): device_scope (tf.device), tessera.sim, tessera.vision
+from . import sim, vision, distributed, onnx  # noqa: E402,F401
+from .device_scope import device_scope, get_default_device  # noqa: E402,F401
+
+# --- nn, optim, amp (py-nn): torch.autocast at the top level
+from .amp import autocast  # noqa: E402,F401
+
+if "get_num_threads" not in globals():
+    get_num_threads, set_num_threads = _C._get_num_threads, _C._set_num_threads

@@ -1,0 +1,230 @@
+"""tessera.autograd — grad(), backward(), no_grad and friends over the C core's autograd.
+
+The C core keeps a thread-local no-grad nesting count; no_grad adds a level, enable_grad leaves
+every level for its block and re-enters them after (so it works inside no_grad), as in PyTorch.
+"""
+import functools
+
+from . import _C
+from ._C import Tensor, is_grad_enabled
+
+__all__ = ["grad", "backward", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+           "is_grad_enabled", "detect_anomaly", "set_detect_anomaly", "Function"]
+
+
+class _GradMode:
+    """A context manager that is also a decorator (each call of the function runs inside it)."""
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self.__class__(*self._args()):
+                return func(*args, **kwargs)
+        return wrapper
+
+    def _args(self):
+        return ()
+
+    def clone(self):
+        return self.__class__(*self._args())
+
+
+class no_grad(_GradMode):
+    """Ops inside record no graph (`with tessera.no_grad():` or `@tessera.no_grad()`)."""
+
+    def __init__(self, orig_func=None):
+        self._depth = []
+        self._func = orig_func if callable(orig_func) else None
+
+    def __call__(self, *args, **kwargs):
+        if self._func is not None:  # @no_grad without parentheses
+            with no_grad():
+                return self._func(*args, **kwargs)
+        return super().__call__(*args)
+
+    def __enter__(self):
+        _C._grad_disable()
+        self._depth.append(True)
+        return None
+
+    def __exit__(self, *exc):
+        self._depth.pop()
+        _C._grad_restore_disable()
+        return False
+
+
+class inference_mode(no_grad):
+    """Like no_grad (the C core has no separate inference mode); mode=False does nothing."""
+
+    def __init__(self, mode=True):
+        super().__init__(mode if callable(mode) else None)
+        self._mode = bool(mode) if not callable(mode) else True
+
+    def _args(self):
+        return (self._mode,)
+
+    def __enter__(self):
+        if self._mode:
+            super().__enter__()
+        else:
+            self._depth.append(False)
+
+    def __exit__(self, *exc):
+        if self._depth[-1]:
+            return super().__exit__(*exc)
+        self._depth.pop()
+        return False
+
+
+class enable_grad(_GradMode):
+    """Ops inside record the graph even within no_grad."""
+
+    def __init__(self, orig_func=None):
+        self._levels = []
+        self._func = orig_func if callable(orig_func) else None
+
+    def __call__(self, *args, **kwargs):
+        if self._func is not None:
+            with enable_grad():
+                return self._func(*args, **kwargs)
+        return super().__call__(*args)
+
+    def __enter__(self):
+        self._levels.append(_C._grad_enable())
+        return None
+
+    def __exit__(self, *exc):
+        _C._grad_restore_enable(self._levels.pop())
+        return False
+
+
+class set_grad_enabled(_GradMode):
+    """set_grad_enabled(mode): a context manager, or (called alone) a switch for the thread."""
+
+    def __init__(self, mode):
+        self._mode = bool(mode)
+        self._inner = enable_grad() if self._mode else no_grad()
+        self._prev_enabled = is_grad_enabled()
+        # torch: calling it as a function takes effect at once
+        if self._mode and not self._prev_enabled:
+            self._applied = _C._grad_enable()
+        elif not self._mode and self._prev_enabled:
+            _C._grad_disable()
+            self._applied = -1
+        else:
+            self._applied = None
+
+    def _args(self):
+        return (self._mode,)
+
+    def __call__(self, func):
+        self._undo()  # as a decorator: the switch applies inside each call only
+        return super().__call__(func)
+
+    def _undo(self):
+        if self._applied is None:
+            return
+        if self._applied == -1:
+            _C._grad_restore_disable()
+        else:
+            _C._grad_restore_enable(self._applied)
+        self._applied = None
+
+    def __enter__(self):
+        # the constructor already switched; the block undoes it on exit
+        return None
+
+    def __exit__(self, *exc):
+        self._undo()
+        return False
+
+
+class set_detect_anomaly:
+    """Backward names the forward op whose backward produced NaN/Inf (context manager)."""
+
+    def __init__(self, mode=True):
+        self._mode = bool(mode)
+
+    def __enter__(self):
+        _C._set_detect_anomaly(self._mode)
+
+    def __exit__(self, *exc):
+        _C._set_detect_anomaly(False)
+        return False
+
+
+detect_anomaly = set_detect_anomaly
+
+
+def _as_tuple(x):
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulates d(tensors)/d(leaves) into the leaves' .grad (torch.autograd.backward)."""
+    tensors = _as_tuple(tensors)
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    else:
+        grad_tensors = _as_tuple(grad_tensors) if not isinstance(grad_tensors, Tensor) else (grad_tensors,)
+    if create_graph:
+        raise NotImplementedError("backward(): create_graph=True is not in Tessera's C core")
+    if inputs is not None:
+        raise NotImplementedError("backward(): inputs= is not supported")
+    _C._backward(tensors, grad_tensors, bool(retain_graph))
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=False, is_grads_batched=False, materialize_grads=False):
+    """The gradients of outputs with respect to inputs (leaf tensors), without touching their .grad.
+
+    Built on backward(): each input's .grad is set aside, the pass runs, the new .grad is the
+    result, and the old one is put back. Limits of the C core: inputs must be leaves, and other
+    leaves the outputs depend on accumulate into their .grad as with backward().
+    """
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    if create_graph:
+        raise NotImplementedError("grad(): create_graph=True (higher-order gradients) is not in "
+                                  "Tessera's C core")
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    else:
+        grad_outputs = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
+    for i, x in enumerate(inputs):
+        if not isinstance(x, Tensor):
+            raise TypeError("grad(): argument 'inputs' must be Tensors, not %s" % type(x).__name__)
+        if not x.requires_grad:
+            raise _C.TesseraError("grad(): input %d does not require grad" % i)
+        if not x.is_leaf:
+            raise NotImplementedError("grad(): input %d is not a leaf; Tessera's C core "
+                                      "differentiates with respect to leaf tensors only" % i)
+    saved = [x.grad for x in inputs]
+    try:
+        for x in inputs:
+            x.grad = None
+        _C._backward(outputs, grad_outputs, bool(retain_graph))
+        result = tuple(x.grad for x in inputs)
+    finally:
+        for x, g in zip(inputs, saved):
+            x.grad = g
+    if not allow_unused and any(g is None for g in result):
+        raise _C.TesseraError("One of the differentiated Tensors appears to not have been used in "
+                              "the graph. Set allow_unused=True if this is the desired behavior.")
+    if materialize_grads:
+        result = tuple(_C.zeros_like(x) if g is None else g for x, g in zip(inputs, result))
+    return result
+
+
+class Function:
+    """Placeholder for custom autograd functions: not supported by Tessera's C core."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        raise NotImplementedError("tessera.autograd.Function: custom backward functions are not "
+                                  "supported by Tessera's C core")

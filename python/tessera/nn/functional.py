@@ -1,0 +1,249 @@
+"""tessera.nn.functional — the stateless ops (relu, linear, conv2d, cross_entropy...) with
+PyTorch's signatures; each is one call of the C library (python/src/nn.c)."""
+from .. import _C
+
+Tensor = _C.Tensor
+
+# kinds of _C._nn_act (nn.c's table)
+_RELU, _GELU, _GELU_TANH, _SIGMOID, _TANH, _SILU, _SOFTPLUS = range(7)
+# kinds of _C._nn_loss
+_CE, _NLL, _MSE, _L1, _SMOOTH_L1, _BCE_LOGITS = range(6)
+_REDUCTIONS = {"mean": 0, "sum": 1, "none": 2}
+
+
+def _pair(v, name, fn):
+    if isinstance(v, int):
+        return (v, v)
+    try:
+        t = tuple(int(x) for x in v)
+    except TypeError:
+        raise TypeError(f"{fn}(): argument '{name}' must be an int or a tuple of 2 ints, "
+                        f"not {type(v).__name__}") from None
+    if len(t) == 1:
+        return (t[0], t[0])
+    if len(t) != 2:
+        raise ValueError(f"{fn}(): argument '{name}' must have 2 elements, got {len(t)}")
+    return t
+
+
+def _reduction(reduction, size_average=None, reduce=None):
+    if size_average is not None or reduce is not None:  # PyTorch's legacy arguments
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "none" if not reduce else ("mean" if size_average else "sum")
+    try:
+        return _REDUCTIONS[reduction]
+    except (KeyError, TypeError):
+        raise ValueError(f"{reduction} is not a valid value for reduction") from None
+
+
+# ------------------------------------------------------------------ activations
+def relu(input, inplace=False):
+    # inplace=True computes out of place: the result is the same tensor values (no aliasing)
+    return _C._nn_act(_RELU, input)
+
+
+def relu_(input):
+    return relu(input)
+
+
+def gelu(input, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"approximate argument must be either none or tanh, got {approximate}")
+    return _C._nn_act(_GELU if approximate == "none" else _GELU_TANH, input)
+
+
+def sigmoid(input):
+    return _C._nn_act(_SIGMOID, input)
+
+
+def tanh(input):
+    return _C._nn_act(_TANH, input)
+
+
+def silu(input, inplace=False):
+    return _C._nn_act(_SILU, input)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    # the C op is beta 1, threshold 20; softplus_beta(x) = softplus_1(beta x) / beta with the
+    # linear region where beta x > threshold, so only threshold 20 can be expressed
+    if threshold != 20.0:
+        _unsupported("softplus with threshold != 20")
+    if beta == 1.0:
+        return _C._nn_act(_SOFTPLUS, input)
+    return _C._nn_act(_SOFTPLUS, input * beta) / beta
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return relu(input) - relu(-input) * negative_slope
+
+
+def _unsupported(what):
+    raise NotImplementedError(f"tessera: {what} is not supported")
+
+
+def _softmax_dim(ndim):
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    return _C._nn_softmax(False, input, _softmax_dim(input.dim()) if dim is None else dim)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    return _C._nn_softmax(True, input, _softmax_dim(input.dim()) if dim is None else dim)
+
+
+# ------------------------------------------------------------------ layers
+def linear(input, weight, bias=None):
+    return _C._nn_linear(input, weight, bias)
+
+
+def _conv_padding(padding, weight, stride, dilation):
+    if padding == "valid":
+        return (0, 0)
+    if padding == "same":
+        if stride != (1, 1):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        ks = weight.shape[-2:]
+        total = [d * (k - 1) for d, k in zip(dilation, ks)]
+        if any(t % 2 for t in total):
+            _unsupported("padding='same' needing uneven padding")
+        return (total[0] // 2, total[1] // 2)
+    return _pair(padding, "padding", "conv2d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    stride = _pair(stride, "stride", "conv2d")
+    dilation = _pair(dilation, "dilation", "conv2d")
+    padding = _conv_padding(padding, weight, stride, dilation)
+    return _C._nn_conv2d(input, weight, bias, stride, padding, dilation, int(groups))
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    if return_indices:
+        _unsupported("max_pool2d(return_indices=True)")
+    k = _pair(kernel_size, "kernel_size", "max_pool2d")
+    s = k if stride is None or stride == [] else _pair(stride, "stride", "max_pool2d")
+    return _C._nn_pool2d(False, input, k, s, _pair(padding, "padding", "max_pool2d"),
+                         _pair(dilation, "dilation", "max_pool2d"), bool(ceil_mode), False)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    if divisor_override is not None:
+        _unsupported("avg_pool2d(divisor_override=...)")
+    k = _pair(kernel_size, "kernel_size", "avg_pool2d")
+    s = k if stride is None or stride == [] else _pair(stride, "stride", "avg_pool2d")
+    return _C._nn_pool2d(True, input, k, s, _pair(padding, "padding", "avg_pool2d"), (1, 1),
+                         bool(ceil_mode), not count_include_pad)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    oh, ow = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    oh = input.shape[-2] if oh is None else oh
+    ow = input.shape[-1] if ow is None else ow
+    return _C._nn_adaptive_avg_pool2d(input, (oh, ow))
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    return _C._nn_dropout(input, float(p), bool(training))
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    return _C._nn_batch_norm(input, running_mean, running_var, weight, bias, bool(training),
+                             float(momentum), float(eps))
+
+
+def _shape(normalized_shape):
+    return (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    return _C._nn_layer_norm(False, input, _shape(normalized_shape), weight, bias, float(eps))
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    return _C._nn_layer_norm(True, input, _shape(normalized_shape), weight, None,
+                             0.0 if eps is None else float(eps))
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        _unsupported("embedding(max_norm / scale_grad_by_freq / sparse)")
+    return _C._nn_embedding(input, weight)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    if enable_gqa:
+        _unsupported("scaled_dot_product_attention(enable_gqa=True)")
+    return _C._nn_sdpa(query, key, value, attn_mask, float(dropout_p), bool(is_causal),
+                       0.0 if scale is None else float(scale))
+
+
+def one_hot(tensor, num_classes=-1):
+    return _C._nn_one_hot(tensor, int(num_classes))
+
+
+# ------------------------------------------------------------------ losses
+def _loss(kind, input, target, reduction, weight=None, ignore_index=None, label_smoothing=0.0,
+          beta=0.0, pos_weight=None):
+    return _C._nn_loss(kind, input, target, reduction, weight, ignore_index,
+                       float(label_smoothing), float(beta), pos_weight)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    return _loss(_CE, input, target, _reduction(reduction, size_average, reduce), weight,
+                 int(ignore_index), label_smoothing)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    return _loss(_NLL, input, target, _reduction(reduction, size_average, reduce), weight,
+                 int(ignore_index))
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    return _loss(_MSE, input, target, _reduction(reduction, size_average, reduce), weight)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return _loss(_L1, input, target, _reduction(reduction, size_average, reduce))
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    if beta <= 0:
+        # the C op reads beta 0 as its default 1.0; PyTorch's beta=0 is the L1 loss
+        return l1_loss(input, target, reduction=reduction)
+    return _loss(_SMOOTH_L1, input, target, _reduction(reduction, size_average, reduce),
+                 beta=beta)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    return _loss(_BCE_LOGITS, input, target, _reduction(reduction, size_average, reduce), weight,
+                 pos_weight=pos_weight)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """PyTorch's formula, composed from tensor ops: -(t log(p) + (1 - t) log(1 - p)), each log
+    clamped at -100 as PyTorch does."""
+    red = _reduction(reduction, size_average, reduce)
+    log_p, log_q = input.log().clamp(min=-100), (1 - input).log().clamp(min=-100)
+    loss = -(target * log_p + (1 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    return loss if red == 2 else (loss.sum() if red == 1 else loss.mean())

@@ -1,0 +1,31 @@
+"""tessera.nn.utils — gradient clipping (torch.nn.utils.clip_grad_norm_)."""
+from ... import _C
+
+Tensor = _C.Tensor
+
+
+def _params(parameters):
+    if isinstance(parameters, Tensor):
+        return [parameters]
+    return [p for p in parameters if p.grad is not None]
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
+                    foreach=None):
+    """Scales the gradients in place so their total norm is at most max_norm; returns the total
+    norm before clipping (a 0-dim float32 Tensor on the cpu)."""
+    norm_type = float(norm_type)
+    total = _C._optim_clip_grad_norm(_params(parameters), float(max_norm), norm_type)
+    if error_if_nonfinite and (total != total or total in (float("inf"), float("-inf"))):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` "
+                           "is non-finite, so it cannot be clipped.")
+    return _C.tensor(total)
+
+
+def clip_grad_value_(parameters, clip_value, foreach=None):
+    for p in _params(parameters):
+        p.grad.clamp_(-clip_value, clip_value)
+
+
+def parameters_to_vector(parameters):
+    return _C.cat([p.reshape(-1) for p in parameters])

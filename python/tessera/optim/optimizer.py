@@ -1,0 +1,199 @@
+"""tessera.optim's optimizers: PyTorch's classes (param_groups, step, zero_grad, state_dict) over
+one C optimizer each (python/src/optim.c). The Python param_groups are the source of truth for the
+learning rate (schedulers write group["lr"]); step() hands changed rates to C first."""
+from .. import _C
+
+Tensor = _C.Tensor
+_SGD, _ADAM, _ADAMW, _RMSPROP = range(4)
+
+
+class Optimizer:
+    _kind = None
+    _per_group = ("lr", "weight_decay")  # the options a later param group may set itself
+
+    def __init__(self, params, defaults):
+        self.defaults = dict(defaults)
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got " + type(params).__name__)
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        self.param_groups = []
+        self.state = {}
+        self._c = None
+        self._lrs = []
+        for g in groups:
+            self.add_param_group(g)
+
+    def add_param_group(self, param_group):
+        g = dict(param_group)
+        params = g["params"]
+        g["params"] = [params] if isinstance(params, Tensor) else list(params)
+        for k, v in self.defaults.items():
+            g.setdefault(k, v)
+        seen = {id(p) for og in self.param_groups for p in og["params"]}
+        if any(id(p) in seen for p in g["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        for k, v in g.items():
+            if k not in ("params",) + self._per_group and k in self.defaults and \
+                    v != self.defaults[k] and self.param_groups:
+                raise NotImplementedError(f"tessera: a param group with its own {k!r} (only "
+                                          f"{', '.join(self._per_group)} may differ per group)")
+        if self._c is None:
+            self._c = _C._optim_new(self._kind, g["params"], self._hyper(g), *self._flags(g))
+        else:
+            self._c.add_param_group(g["params"], float(g["lr"]), float(g["weight_decay"]))
+        self.param_groups.append(g)
+        self._lrs.append(g["lr"])
+
+    def _sync_lr(self):
+        for i, g in enumerate(self.param_groups):
+            if g["lr"] != self._lrs[i]:
+                self._c.set_lr(i, float(g["lr"]))
+                self._lrs[i] = g["lr"]
+
+    def zero_grad(self, set_to_none=True):
+        _C._nn_zero_grad([p for g in self.param_groups for p in g["params"]], set_to_none)
+
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            loss = closure()
+        self._sync_lr()
+        self._c.step()
+        return loss
+
+    def state_dict(self):
+        """PyTorch's layout: {"state": {i: {name: Tensor}}, "param_groups": [{..., "params": [i]}]}
+        (i numbers the parameters over all groups)."""
+        state = {}
+        for key, t in self._c.state_dict().items():
+            kind, index, name = key.split(".", 2)
+            if kind == "state":
+                state.setdefault(int(index), {})[name] = t
+        groups, n = [], 0
+        for g in self.param_groups:
+            d = {k: v for k, v in g.items() if k != "params"}
+            d["params"] = list(range(n, n + len(g["params"])))
+            n += len(g["params"])
+            groups.append(d)
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        for g, sg in zip(self.param_groups, groups):
+            if len(g["params"]) != len(sg["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't "
+                                 "match the size of optimizer's group")
+        flat = {f"state.{i}.{name}": t for i, d in state_dict["state"].items()
+                for name, t in d.items()}
+        for gi, sg in enumerate(groups):
+            flat[f"param_groups.{gi}.lr"] = _C.tensor(float(sg["lr"]), dtype=_C.float64)
+        self._c.load_state_dict(flat)
+        for g, sg in zip(self.param_groups, groups):
+            g.update({k: v for k, v in sg.items() if k != "params"})
+        self._lrs = [g["lr"] for g in self.param_groups]
+
+    def __repr__(self):
+        s = type(self).__name__ + " ("
+        for i, g in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}"
+            for k in sorted(k for k in g if k != "params"):
+                s += f"\n    {k}: {g[k]}"
+        return s + "\n)"
+
+
+def _positive(name, v, allow_zero=True):
+    if v < 0 or (not allow_zero and v == 0):
+        raise ValueError(f"Invalid {name}: {v}")
+
+
+class SGD(Optimizer):
+    _kind = _SGD
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
+                 *, maximize=False, foreach=None, differentiable=False, fused=None):
+        for name, v in (("learning rate", lr), ("momentum value", momentum),
+                        ("weight_decay value", weight_decay)):
+            _positive(name, v)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov,
+                                      maximize=maximize))
+
+    @staticmethod
+    def _hyper(g):
+        return (float(g["lr"]), float(g["momentum"]), float(g["dampening"]),
+                float(g["weight_decay"]), 0.0)
+
+    @staticmethod
+    def _flags(g):
+        return bool(g["nesterov"]), bool(g["maximize"])
+
+
+class Adam(Optimizer):
+    _kind = _ADAM
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None):
+        _positive("learning rate", lr, allow_zero=False)
+        _positive("epsilon value", eps, allow_zero=False)
+        _positive("weight_decay value", weight_decay)
+        for i, b in enumerate(betas):
+            if not 0.0 < b < 1.0:
+                # the C options read 0 as the default, so beta 0 cannot be passed on
+                raise ValueError(f"Invalid beta parameter at index {i}: {b} "
+                                 "(tessera: 0 < beta < 1)")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize))
+
+    @staticmethod
+    def _hyper(g):
+        return (float(g["lr"]), float(g["betas"][0]), float(g["betas"][1]), float(g["eps"]),
+                float(g["weight_decay"]))
+
+    @staticmethod
+    def _flags(g):
+        return bool(g["amsgrad"]), bool(g["maximize"])
+
+
+class AdamW(Adam):
+    _kind = _ADAMW
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+
+
+class RMSprop(Optimizer):
+    _kind = _RMSPROP
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
+        _positive("learning rate", lr, allow_zero=False)
+        _positive("epsilon value", eps, allow_zero=False)
+        _positive("momentum value", momentum)
+        _positive("weight_decay value", weight_decay)
+        if not 0.0 < alpha:
+            raise ValueError(f"Invalid alpha value: {alpha} (tessera: alpha > 0)")
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                                      momentum=momentum, centered=centered, maximize=maximize))
+
+    @staticmethod
+    def _hyper(g):
+        return (float(g["lr"]), float(g["alpha"]), float(g["eps"]), float(g["weight_decay"]),
+                float(g["momentum"]))
+
+    @staticmethod
+    def _flags(g):
+        return bool(g["centered"]), bool(g["maximize"])

@@ -1,0 +1,433 @@
+"""tessera.utils.data — Dataset, TensorDataset, DataLoader and the built-in data sets.
+
+Two paths, one DataLoader:
+
+* the C library's data sets (MNIST, FashionMNIST, CIFAR10, IdxDataset, and a TensorDataset of
+  (inputs, labels) cpu tensors) with transforms from tessera.vision.transforms are loaded by the C
+  loader: its num_workers threads read, transform and stack samples with the GIL released;
+* a Dataset written in Python (__len__ / __getitem__), a custom collate_fn or a Python callable
+  transform runs on Python threads (num_workers of them; __getitem__ holds the GIL, the ops it
+  calls release it). Python code never runs on the C loader's threads: the loader calls its data
+  sets inside C memory scopes, which Python-made tensors must not enter.
+
+Batches are [inputs, labels] lists (as torch's default_collate makes for (x, y) samples) of cpu
+tensors, pinned with pin_memory=True.
+"""
+import collections.abc
+import concurrent.futures
+import itertools
+import os
+import random as _random
+
+import tessera as _t
+from tessera import _C
+
+__all__ = [
+    "Dataset", "TensorDataset", "Subset", "random_split", "DataLoader", "default_collate",
+    "MNIST", "FashionMNIST", "CIFAR10", "IdxDataset", "DistributedSampler",
+]
+
+
+class Dataset:
+    """A map-style data set: subclass it and define __getitem__ (and __len__)."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError("Dataset subclasses must define __getitem__")
+
+    def _native(self):
+        """The _C._Dataset that loads this data set in C, or None (Python path)."""
+        return None
+
+
+class TensorDataset(Dataset):
+    """Samples are the rows of the given tensors (all of the same first dimension)."""
+
+    def __init__(self, *tensors):
+        if not tensors:
+            raise ValueError("TensorDataset: expected at least one tensor")
+        for i, t in enumerate(tensors):
+            if not isinstance(t, _t.Tensor):
+                raise TypeError("TensorDataset(): argument %d must be Tensor, not %s"
+                                % (i, type(t).__name__))
+        n = tensors[0].shape[0] if tensors[0].dim() else None
+        if any(not t.dim() or t.shape[0] != n for t in tensors):
+            raise ValueError("TensorDataset: size mismatch between tensors (first dimensions)")
+        self.tensors = tensors
+        self._c = None
+
+    def __len__(self):
+        return self.tensors[0].shape[0]
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    def _native(self):
+        if len(self.tensors) != 2 or any(t.device.type != "cpu" for t in self.tensors):
+            return None
+        if self._c is None:
+            self._c = _C._tensor_dataset(self.tensors[0], self.tensors[1])
+        return self._c
+
+
+class Subset(Dataset):
+    """The samples of dataset at the given indices."""
+
+    def __init__(self, dataset, indices):
+        self.dataset = dataset
+        self.indices = list(indices)
+
+    def __len__(self):
+        return len(self.indices)
+
+    def __getitem__(self, index):
+        return self.dataset[self.indices[index]]
+
+
+def random_split(dataset, lengths):
+    """Splits dataset into non-overlapping Subsets of the given lengths (or fractions)."""
+    n = len(dataset)
+    if all(isinstance(x, float) for x in lengths) and abs(sum(lengths) - 1) < 1e-9:
+        sizes = [int(n * f) for f in lengths]
+        for i in range(n - sum(sizes)):
+            sizes[i % len(sizes)] += 1
+    else:
+        sizes = list(lengths)
+    if sum(sizes) != n:
+        raise ValueError("random_split: the lengths add up to %d, the data set has %d samples"
+                         % (sum(sizes), n))
+    order = list(range(n))
+    _random.Random(_C._loader_seed()).shuffle(order)
+    out, start = [], 0
+    for s in sizes:
+        out.append(Subset(dataset, order[start:start + s]))
+        start += s
+    return out
+
+
+# ------------------------------------------------------------------ the built-in data sets
+
+def _spec_of(transform):
+    """The C spec of a tessera.vision transform, or None when it has none (a Python callable)."""
+    if transform is None:
+        return None
+    spec = getattr(transform, "_spec", None)
+    return spec() if callable(spec) else None
+
+
+class _CDataset(Dataset):
+    """A data set read by the C library; transform: a tessera.vision transform (runs in C) or any
+    callable on a Tensor (runs in Python, and the DataLoader takes the Python path)."""
+
+    def _open(self, download, make, *args):
+        self._py_transform = None
+        spec = _spec_of(self.transform)
+        if self.transform is not None and spec is None:
+            self._py_transform = self.transform
+        try:
+            self._c = make(*args, transform=spec)
+        except _t.FileError as e:
+            if not download:
+                raise
+            # offline by design: the files come from a Debian package or a folder filled by hand
+            raise _t.FileError("%s (download=True: tessera downloads nothing; put the files in "
+                               "root)" % e) from None
+
+    def __len__(self):
+        return len(self._c)
+
+    def __getitem__(self, index):
+        x, y = self._c[index]
+        if self._py_transform is not None:
+            x = self._py_transform(x)
+        if getattr(self, "target_transform", None) is not None:
+            y = self.target_transform(y)
+        elif y.dim() == 0:
+            y = int(y.item())  # torchvision gives the label as an int
+        return x, y
+
+    def _native(self):
+        if self._py_transform is not None or getattr(self, "target_transform", None) is not None:
+            return None
+        return self._c
+
+    @property
+    def num_classes(self):
+        return self._c.num_classes
+
+
+class MNIST(_CDataset):
+    """MNIST from root ({train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]). Samples: uint8 HWC
+    [28, 28, 1] images (float CHW after transforms.ToTensor()) and int labels."""
+
+    _default_root = None
+
+    def __init__(self, root=None, train=True, transform=None, target_transform=None,
+                 download=False):
+        self.root, self.train = root, train
+        self.transform, self.target_transform = transform, target_transform
+        self._open(download, _C._mnist, self._find(root), bool(train))
+
+    @classmethod
+    def _find(cls, root):
+        """root itself or root/<ClassName>/raw (torchvision's layout); None: Debian's folder"""
+        if root is None:
+            return cls._default_root
+        raw = os.path.join(os.fspath(root), cls.__name__, "raw")
+        return raw if os.path.isdir(raw) else root
+
+
+class FashionMNIST(MNIST):
+    """Fashion-MNIST; root None reads Debian's dataset-fashion-mnist
+    (/usr/share/datasets/fashion-mnist)."""
+
+
+class CIFAR10(_CDataset):
+    """CIFAR-10 binary batches (data_batch_1..5.bin, test_batch.bin) in root or in
+    root/cifar-10-batches-bin. Samples: uint8 HWC [32, 32, 3] images and int labels."""
+
+    def __init__(self, root, train=True, transform=None, target_transform=None, download=False):
+        self.root, self.train = root, train
+        self.transform, self.target_transform = transform, target_transform
+        self._open(download, _C._cifar10, root, bool(train))
+
+
+class IdxDataset(_CDataset):
+    """A pair of IDX files (images, labels), plain or .gz."""
+
+    def __init__(self, images, labels, transform=None, target_transform=None):
+        self.transform, self.target_transform = transform, target_transform
+        self._open(False, _C._idx_dataset, images, labels)
+
+
+# ------------------------------------------------------------------ samplers
+
+class DistributedSampler:
+    """torch's DistributedSampler (the C library's): each of num_replicas processes takes every
+    num_replicas-th index of the epoch's permutation (seeded by seed and the epoch set by
+    set_epoch), padded to a multiple of num_replicas (or cut, drop_last). num_replicas / rank
+    None: tessera.distributed's world size and rank."""
+
+    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
+                 drop_last=False):
+        if (num_replicas is None) != (rank is None):
+            from tessera import distributed
+            num_replicas = distributed.get_world_size() if num_replicas is None else num_replicas
+            rank = distributed.get_rank() if rank is None else rank
+        self.num_replicas, self.rank = num_replicas or 0, rank or 0
+        self.shuffle, self.seed, self.drop_last = bool(shuffle), int(seed), bool(drop_last)
+        self.dataset_len = len(dataset)
+        self.epoch = 0
+        self._c = _C._Sampler(self.dataset_len, self.num_replicas, self.rank, self.shuffle,
+                              self.seed, self.drop_last)
+
+    def set_epoch(self, epoch):
+        self.epoch = int(epoch)
+        self._c.set_epoch(self.epoch)
+
+    def __len__(self):
+        return len(self._c)
+
+    def __iter__(self):
+        return iter(self._c.indices())
+
+
+# ------------------------------------------------------------------ collation
+
+def default_collate(batch):
+    """torch's default_collate: tensors stacked on a new first dim, numbers made tensors,
+    dicts and tuples collated field by field."""
+    elem = batch[0]
+    if isinstance(elem, _t.Tensor):
+        return _t.stack(list(batch), 0)
+    if isinstance(elem, bool):
+        return _t.tensor(list(batch), dtype=_t.bool)
+    if isinstance(elem, int):
+        return _t.tensor(list(batch), dtype=_t.int64)
+    if isinstance(elem, float):
+        return _t.tensor(list(batch), dtype=_t.float64)
+    if isinstance(elem, (str, bytes)):
+        return list(batch)
+    if type(elem).__module__ == "numpy":
+        return _t.stack([_t.as_tensor(b) for b in batch], 0)
+    if isinstance(elem, collections.abc.Mapping):
+        return {k: default_collate([d[k] for d in batch]) for k in elem}
+    if isinstance(elem, collections.abc.Sequence):
+        if any(len(e) != len(elem) for e in batch):
+            raise RuntimeError("default_collate: each element in list of batch should be of "
+                               "equal size")
+        return [default_collate(list(s)) for s in zip(*batch)]
+    raise TypeError("default_collate: batch must contain tensors, numbers, dicts or lists; found "
+                    "%s" % type(elem).__name__)
+
+
+def _pin(obj):
+    if isinstance(obj, _t.Tensor):
+        return obj.pin_memory()
+    if isinstance(obj, list):
+        return [_pin(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _pin(v) for k, v in obj.items()}
+    return obj
+
+
+# ------------------------------------------------------------------ the loader
+
+class DataLoader:
+    """torch.utils.data.DataLoader: batches of a map-style data set, shuffled per epoch when
+    shuffle=True (the order follows tessera.manual_seed), made by num_workers threads."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False,
+                 timeout=0, worker_init_fn=None, prefetch_factor=None, persistent_workers=False,
+                 generator=None):
+        if batch_size is None or int(batch_size) < 1:
+            raise ValueError("DataLoader: batch_size should be a positive integer, got %r"
+                             % (batch_size,))
+        if int(num_workers) < 0:
+            raise ValueError("DataLoader: num_workers option should be non-negative")
+        if sampler is not None and shuffle:
+            raise ValueError("DataLoader: sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            raise NotImplementedError("DataLoader: batch_sampler is not supported")
+        self.dataset = dataset
+        self.batch_size = int(batch_size)
+        self.shuffle = bool(shuffle)
+        self.sampler = sampler
+        self.num_workers = int(num_workers)
+        self.collate_fn = collate_fn
+        self.pin_memory = bool(pin_memory)
+        self.drop_last = bool(drop_last)
+        self.prefetch_factor = prefetch_factor
+        self.worker_init_fn = worker_init_fn
+        self._seed = _C._loader_seed()
+        self._epoch = 0
+        native = None
+        c_sampler = getattr(sampler, "_c", None) if isinstance(sampler, DistributedSampler) else None
+        if (collate_fn is None and (sampler is None or c_sampler is not None)
+                and hasattr(dataset, "_native")):
+            native = dataset._native()
+        self._loader = None
+        if native is not None:
+            self._loader = _C._Loader(native, batch_size=self.batch_size, shuffle=self.shuffle,
+                                      drop_last=self.drop_last, num_workers=self.num_workers,
+                                      pin_memory=self.pin_memory, seed=self._seed,
+                                      prefetch=int(prefetch_factor or 0), sampler=c_sampler)
+
+    @property
+    def uses_c_loader(self):
+        """True when the C loader makes the batches (a built-in data set, no Python code)."""
+        return self._loader is not None
+
+    def __len__(self):
+        if self._loader is not None:
+            return len(self._loader)
+        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def __iter__(self):
+        epoch = self._epoch
+        self._epoch += 1
+        if isinstance(self.sampler, DistributedSampler):
+            epoch = self.sampler.epoch  # as torch: the epoch the user set (set_epoch)
+        if self._loader is not None:
+            return _NativeIter(self._loader, epoch)
+        return _PythonIter(self, epoch)
+
+    def _indices(self, epoch):
+        if self.sampler is not None:
+            return list(iter(self.sampler))  # its epoch is the user's (set_epoch), as in torch
+        order = list(range(len(self.dataset)))
+        if self.shuffle:
+            _random.Random(self._seed * 1000003 + epoch).shuffle(order)
+        return order
+
+
+class _NativeIter:
+    """One epoch of the C loader."""
+
+    def __init__(self, loader, epoch):
+        self._loader = loader
+        if loader.epoch != epoch:
+            loader.set_epoch(epoch)  # a loop that stopped early: start the next epoch afresh
+        self._done = False
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._loader)
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        batch = self._loader.next()
+        if batch is None:
+            self._done = True
+            raise StopIteration
+        return batch
+
+
+def _make_batch(dl, indices):
+    """one batch of a Python data set (on a worker thread when num_workers > 0)"""
+    samples = [dl.dataset[i] for i in indices]
+    batch = (dl.collate_fn or default_collate)(samples)
+    return _pin(batch) if dl.pin_memory else batch
+
+
+class _PythonIter:
+    """One epoch of a Python data set: batches made in order, num_workers threads ahead."""
+
+    def __init__(self, dl, epoch):
+        self._dl = dl
+        idx = dl._indices(epoch)
+        bs = dl.batch_size
+        self._batches = [idx[i:i + bs] for i in range(0, len(idx), bs)]
+        if dl.drop_last and self._batches and len(self._batches[-1]) < bs:
+            self._batches.pop()
+        self._next = 0
+        self._pool = None
+        self._pending = collections.deque()
+        if dl.num_workers > 0:
+            ids = itertools.count()
+            init = dl.worker_init_fn
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=dl.num_workers, thread_name_prefix="tessera-loader",
+                initializer=(lambda: init(next(ids))) if init else None)
+            self._ahead = dl.num_workers * int(dl.prefetch_factor or 2)
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._batches)
+
+    def __next__(self):
+        if self._pool is None:
+            if self._next >= len(self._batches):
+                raise StopIteration
+            self._next += 1
+            return _make_batch(self._dl, self._batches[self._next - 1])
+        while self._next < len(self._batches) and len(self._pending) < self._ahead:
+            # the workers get the loader, not this iterator: its last reference stays here
+            self._pending.append(self._pool.submit(_make_batch, self._dl,
+                                                   self._batches[self._next]))
+            self._next += 1
+        if not self._pending:
+            self._close()
+            raise StopIteration
+        try:
+            return self._pending.popleft().result()
+        except BaseException:
+            self._close()
+            raise
+
+    def _close(self):
+        if self._pool is not None:
+            for f in self._pending:
+                f.cancel()
+            self._pending.clear()
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __del__(self):
+        self._close()

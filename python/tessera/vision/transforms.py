@@ -1,0 +1,123 @@
+"""tessera.vision.transforms — torchvision.transforms that run in C on the loader's threads.
+
+Each transform describes itself as a spec (_spec) that the C library builds; calling one on a
+Tensor applies it at once. Lambda (any Python callable) makes the DataLoader use Python threads.
+"""
+from tessera import _C
+
+__all__ = ["Compose", "ToTensor", "Normalize", "RandomCrop", "RandomHorizontalFlip", "Pad",
+           "Grayscale", "Lambda"]
+
+
+class _Transform:
+    def _spec(self):
+        raise NotImplementedError
+
+    def __call__(self, img):
+        return _C._apply_transform(self._spec(), img)
+
+    def __repr__(self):
+        return "%s()" % type(self).__name__
+
+
+class Compose(_Transform):
+    """Applies each transform in turn."""
+
+    def __init__(self, transforms):
+        self.transforms = list(transforms)
+
+    def _spec(self):
+        specs = [getattr(t, "_spec", None) for t in self.transforms]
+        if not all(callable(s) for s in specs):
+            return None  # a Python callable inside: the whole pipeline runs in Python
+        return ("compose", [s() for s in specs])
+
+    def __call__(self, img):
+        spec = self._spec()
+        if spec is not None:
+            return _C._apply_transform(spec, img)
+        for t in self.transforms:
+            img = t(img)
+        return img
+
+    def __repr__(self):
+        return "Compose(%s)" % ", ".join(repr(t) for t in self.transforms)
+
+
+class ToTensor(_Transform):
+    """uint8 HWC image -> float32 CHW in [0, 1]."""
+
+    def _spec(self):
+        return ("to_tensor",)
+
+
+class Normalize(_Transform):
+    """(x - mean[c]) / std[c] per channel of a CHW image."""
+
+    def __init__(self, mean, std, inplace=False):
+        self.mean, self.std = tuple(float(m) for m in mean), tuple(float(s) for s in std)
+
+    def _spec(self):
+        return ("normalize", self.mean, self.std)
+
+    def __repr__(self):
+        return "Normalize(mean=%s, std=%s)" % (self.mean, self.std)
+
+
+class RandomCrop(_Transform):
+    """Pads by `padding` zeros on each side, then crops size x size at random."""
+
+    def __init__(self, size, padding=0):
+        if isinstance(size, (tuple, list)):
+            if len(size) != 2 or size[0] != size[1]:
+                raise ValueError("RandomCrop: only square crops are supported, got %r" % (size,))
+            size = size[0]
+        self.size, self.padding = int(size), int(padding or 0)
+
+    def _spec(self):
+        return ("random_crop", self.size, self.padding)
+
+
+class RandomHorizontalFlip(_Transform):
+    def __init__(self, p=0.5):
+        self.p = float(p)
+
+    def _spec(self):
+        return ("hflip", self.p)
+
+
+class Pad(_Transform):
+    """Zeros on each side of a square image (an int padding)."""
+
+    def __init__(self, padding, fill=0):
+        if not isinstance(padding, int) or fill != 0:
+            raise ValueError("Pad: only an int padding with fill 0 is supported")
+        self.padding = padding
+
+    def _spec(self):
+        return ("pad", self.padding)
+
+
+class Grayscale(_Transform):
+    """Luminance of a CHW image (1 or 3 channels) repeated num_output_channels times."""
+
+    def __init__(self, num_output_channels=1):
+        if num_output_channels not in (1, 3):
+            raise ValueError("Grayscale: num_output_channels must be 1 or 3")
+        self.num_output_channels = num_output_channels
+
+    def _spec(self):
+        return ("gray", self.num_output_channels)
+
+
+class Lambda:
+    """A Python function as a transform (the DataLoader then runs the data set on Python
+    threads)."""
+
+    def __init__(self, lambd):
+        if not callable(lambd):
+            raise TypeError("Lambda: argument should be callable, got %s" % type(lambd).__name__)
+        self.lambd = lambd
+
+    def __call__(self, img):
+        return self.lambd(img)
