@@ -7,10 +7,10 @@
  * wrap-around, QLinearMatMul and QLinearConv with ties to even, saturation, per-channel scales and
  * a bias, all exact against integer references; Adam, Momentum (Nesterov) and Adagrad past their
  * first step against the formulas in float64; Gradient through an initializer (whose gradient stays
- * untouched) with xs and zs; TfIdfVectorizer's modes and skips against onnxruntime's outputs. Then
- * the errors: bad attributes refused at load (TS_ERR_UNSUPPORTED / TS_ERR_FORMAT naming the node),
- * bad shapes and dtypes at run time, the training domain's import and versions. An
- * allocation-failure sweep loads and runs a model of each family. */
+ * untouched) with xs and zs (an integer z among them); TfIdfVectorizer's modes and skips against
+ * onnxruntime's outputs. Then the errors: bad attributes refused at load (TS_ERR_UNSUPPORTED /
+ * TS_ERR_FORMAT naming the node), bad shapes and dtypes at run time, the training domain's import
+ * and versions. An allocation-failure sweep loads and runs a model of each family. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -729,6 +729,34 @@ static void test_gradient(ts_device dev) {
     ts_scope_end();
 }
 
+/* zs past the first are fed as they are too: y = (a + b) * Cast(k) with k an int64 z after b
+ * (an integer cannot require a gradient, so one taken for an x would fail): dy/da = k. */
+static void test_gradient_int_z(ts_device dev) {
+    ts_scope_begin();
+    model *b = model_new("Gradient", TRAINING, 13, "a b k", "da y");
+    import(b, TRAINING, 1);
+    b->node->n_output = 1; /* y is the graph's other output, made below */
+    a_strs(b, "xs", "a"), a_strs(b, "zs", "b k"), a_str(b, "y", "y");
+    add_node(b, "Cast", "", "k", "kf");
+    a_int(b, "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+    add_node(b, "Add", "", "a b", "s");
+    add_node(b, "Mul", "", "s kf", "y");
+    ts_module *m = load(b, dev);
+    CHECK(m != NULL);
+    float a[3] = {1, 2, -3}, bb[3] = {0.5f, -4, 2};
+    int64_t k[3] = {3, -2, 5};
+    ts_tensor *in[3] = {tensor(dev, TS_F32, TS_SHAPE(3), a), tensor(dev, TS_F32, TS_SHAPE(3), bb),
+                        tensor(dev, TS_I64, TS_SHAPE(3), k)};
+    ts_tensor *out[2] = {0};
+    CHECK(run(m, 3, in, 2, out));
+    CHECK_OK();
+    const double da[3] = {3, -2, 5}, tol[3] = {0, 0, 0}; /* exact */
+    check_values(out[0], TS_F32, TS_SHAPE(3), da, tol, "Gradient xs=a zs=b k");
+    ts_module_free(m);
+    model_free();
+    ts_scope_end();
+}
+
 /* ------------------------------------------------------------------ TfIdfVectorizer */
 /* A pool of 4 unigrams, 4 bigrams and a trigram, the output columns permuted. */
 static const int64_t pool[] = {2, 3, 5, 4, 5, 6, 7, 8, 6, 7, 2, 3, 5, 6, 7};
@@ -937,6 +965,14 @@ static void test_run_errors(ts_device dev) {
     q[6] = ts_scalar(1, f32), q[0] = ts_zeros(TS_SHAPE(2, 3), f32);
     b = model_new("QLinearMatMul", "", 10, "a as az b bs bz ys yz", "y");
     fails(b, dev, 8, q, TS_ERR_DTYPE, "a must be uint8");
+    /* a zero point and a scale of a's rank but not its per-row form [2, 1] */
+    in[0] = ts_zeros(TS_SHAPE(2, 3), u8), in[1] = ts_zeros(TS_SHAPE(3, 2), u8);
+    in[2] = ts_zeros(TS_SHAPE(2, 3), u8);
+    b = model_new("MatMulInteger", "", 10, "a b az", "y");
+    fails(b, dev, 3, in, TS_ERR_SHAPE, "a_zero_point uint8 [2, 3] on");
+    q[0] = ts_zeros(TS_SHAPE(2, 3), u8), q[1] = ts_ones(TS_SHAPE(2, 3), f32);
+    b = model_new("QLinearMatMul", "", 10, "a as az b bs bz ys yz", "y");
+    fails(b, dev, 8, q, TS_ERR_SHAPE, "a_scale float32 [2, 3] on");
     /* ConvInteger: a weight of another rank */
     b = model_new("ConvInteger", "", 10, "x w", "y");
     in[0] = ts_zeros(TS_SHAPE(1, 1, 4, 4), u8), in[1] = ts_zeros(TS_SHAPE(1, 1, 2), u8);
@@ -1097,6 +1133,7 @@ int main(void) {
         test_adagrad(devs[d]);
         test_optimizer_dtypes(devs[d]);
         test_gradient(devs[d]);
+        test_gradient_int_z(devs[d]);
         test_tfidf(devs[d]);
         test_run_errors(devs[d]);
     }

@@ -1,13 +1,13 @@
 /* test_onnx_optimize.c — the convolution rewrites of ts_onnx_opts.optimize
  * (src/onnx/rewrite_conv.c) on small models packed here with protobuf-c: BatchNormalization folded
  * into the Conv before it (with and without a Conv bias, 1-D and 2-D), Conv + Relu / Clip fused
- * (Clip's bounds as opset-9 attributes and as opset-13 inputs, one bound only, pads conv2d cannot
- * take), and the cases left alone (a Conv output that is a graph output too, a BatchNormalization
- * parameter two of them read, a BatchNormalization in training form, a 3-D Conv). Each model runs
- * optimized and not on cpu and sim:0: the outputs agree within a bound derived from the float32
- * arithmetic, the node count falls by what was rewritten, the parameters hold the folded values,
- * and a rewritten model's gradient with respect to its input equals the original's within rounding.
- * An allocation-failure sweep loads and runs an optimized model. */
+ * (Clip's bounds as opset-6/9 attributes and as opset-13 inputs, both bounds reached, one bound
+ * only, pads conv2d cannot take), and the cases left alone (a Conv output that is a graph output
+ * too, a BatchNormalization parameter two of them read, a BatchNormalization in training form, a
+ * 3-D Conv). Each model runs optimized and not on cpu and sim:0: the outputs agree within a bound
+ * derived from the float32 arithmetic, the node count falls by what was rewritten, the parameters
+ * hold the folded values, and a rewritten model's gradient with respect to its input equals the
+ * original's within rounding. An allocation-failure sweep loads and runs an optimized model. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -200,6 +200,7 @@ typedef struct spec {
     double lo, hi;       /* opset >= 11: lo a Constant node's output, hi an initializer */
     bool conv_is_output; /* the Conv's output is a graph output too */
     int removed;         /* nodes the rewrites remove */
+    bool bites;          /* ACT_CLIP: the original output reaches both bounds, so each is seen */
 } spec;
 
 enum { BATCH = 2, SIDE = 6 };
@@ -318,27 +319,29 @@ static uint8_t *build(mb *b, const spec *c, const params *p, size_t *len) {
 
 static const spec specs[] = {
     {"Conv + BatchNormalization + Relu", 13, 2, 4, 6, 3, 1, 1, 1, true, BN_INFER, 0.05f, ACT_RELU,
-     NAN, NAN, false, 2},
+     NAN, NAN, false, 2, false},
     {"Conv (no bias) + BatchNormalization, stride 2", 13, 2, 3, 5, 3, 0, 2, 1, false, BN_INFER, 0,
-     ACT_NONE, NAN, NAN, false, 1},
+     ACT_NONE, NAN, NAN, false, 1, false},
     {"Conv + Clip(0, 6), opset 9 attributes, group 2", 9, 2, 4, 4, 3, 1, 1, 2, true, BN_NONE, 0,
-     ACT_CLIP, 0, 6, false, 1},
+     ACT_CLIP, 0, 6, false, 1, false},
     {"Conv + BatchNormalization + Clip(0, 6), opset 13 inputs", 13, 2, 3, 4, 3, 1, 1, 1, true,
-     BN_INFER, 0.01f, ACT_CLIP, 0, 6, false, 2},
+     BN_INFER, 0.01f, ACT_CLIP, 0, 6, false, 2, false},
+    {"Conv + Clip(-0.5, 0.5), opset 6 attributes", 6, 2, 3, 4, 3, 1, 1, 1, true, BN_NONE, 0,
+     ACT_CLIP, -0.5, 0.5, false, 1, true},
     {"Conv + Clip(max 0.5 only), opset 13", 13, 2, 3, 4, 3, 1, 1, 1, true, BN_NONE, 0, ACT_CLIP,
-     NAN, 0.5, false, 1},
+     NAN, 0.5, false, 1, false},
     {"Conv + Relu, asymmetric pads (SAME_UPPER, kernel 2)", 13, 2, 3, 4, 2, -1, 1, 1, true, BN_NONE,
-     0, ACT_RELU, NAN, NAN, false, 1},
+     0, ACT_RELU, NAN, NAN, false, 1, false},
     {"1-D Conv + BatchNormalization + Relu", 13, 1, 3, 4, 3, 1, 1, 1, true, BN_INFER, 0.05f,
-     ACT_RELU, NAN, NAN, false, 2},
+     ACT_RELU, NAN, NAN, false, 2, false},
     {"Conv + Relu, the Conv's output a graph output too", 13, 2, 3, 4, 3, 1, 1, 1, true, BN_NONE, 0,
-     ACT_RELU, NAN, NAN, true, 0},
+     ACT_RELU, NAN, NAN, true, 0, false},
     {"two BatchNormalizations sharing a scale", 13, 2, 3, 4, 3, 1, 1, 1, true, BN_SHARED, 0.05f,
-     ACT_NONE, NAN, NAN, false, 0},
+     ACT_NONE, NAN, NAN, false, 0, false},
     {"BatchNormalization in training form", 15, 2, 3, 4, 3, 1, 1, 1, true, BN_TRAIN, 0.05f,
-     ACT_RELU, NAN, NAN, false, 0},
+     ACT_RELU, NAN, NAN, false, 0, false},
     {"3-D Conv + Relu (stays)", 13, 3, 2, 3, 3, 1, 1, 1, true, BN_NONE, 0, ACT_RELU, NAN, NAN,
-     false, 0},
+     false, 0, false},
 };
 
 /* ------------------------------------------------------------------ the bound */
@@ -478,6 +481,9 @@ static void check_spec(const spec *c, ts_device dev) {
         worst = fmax(worst, e);
     }
     CHECK(ran && worst <= (c->removed ? 1 : 0));
+    if (c->bites && ran) { /* both bounds apply somewhere: a bound the fused node drops shows */
+        CHECK(ts_item(ts_min(yp[0])) == (float)c->lo && ts_item(ts_max(yp[0])) == (float)c->hi);
+    }
     printf("  %-58s %-5s nodes %d -> %d, |difference| / bound %.3g\n", c->name, ts_device_str(dev),
            nodes_of(plain), nodes_of(opt), worst);
     ts_no_grad_end();

@@ -269,6 +269,15 @@ static void test_api(ts_device dev) {
     CHECK_ERR_HAS(TS_ERR_ARG, "element 0 is an optional");
     CHECK(!ts_onnx_optional_has_value(s));
     CHECK_ERR_HAS(TS_ERR_ARG, "expected an optional, got a sequence of 2 float32 tensors");
+    /* no container at all: an argument error naming the call, not a wrong kind */
+    CHECK_EQ(ts_onnx_sequence_length(NULL), -1);
+    CHECK_ERR_HAS(TS_ERR_ARG, "onnx_sequence_length: sequence is NULL");
+    CHECK(!ts_onnx_sequence_at(NULL, 0));
+    CHECK_ERR_HAS(TS_ERR_ARG, "onnx_sequence_at: sequence is NULL");
+    CHECK(!ts_onnx_optional_has_value(NULL));
+    CHECK_ERR_HAS(TS_ERR_ARG, "onnx_optional_has_value: optional is NULL");
+    CHECK(!ts_onnx_optional_value(NULL));
+    CHECK_ERR_HAS(TS_ERR_ARG, "onnx_optional_value: optional is NULL");
     /* a NULL from a failed op is not an empty optional: the error stays */
     tsi_error_set(TS_ERR_SHAPE, "earlier failure");
     CHECK(!ts_onnx_optional(NULL, (ts_opts){0}));

@@ -640,10 +640,12 @@ static void build_attention(const attn_spec *s) {
     input("k", 4, (int64_t[]){SYM, AH, SYM, AE});
     input("v", 4, (int64_t[]){SYM, AH, SYM, AV});
     if (s->mask == M_INPUT) input("mask", 2, (int64_t[]){s->L, s->S});
+    /* torch.onnx's scale before K's Transpose: a Transpose that is not the graph's first node is
+     * taken in too */
+    if (s->form == A_TORCH) torch_scale();
     attr_ints(op("Transpose", "k", "kt"), "perm", 4, (int64_t[]){0, 1, 3, 2});
     const char *scores = "scores";
     if (s->form == A_TORCH) {
-        torch_scale();
         op("Mul", "q s1", "qs1");
         op("Mul", "kt s2", "ks2");
         op("MatMul", "qs1 ks2", "scores");
