@@ -162,6 +162,15 @@ void ts_scope_end(void);            /* TS_ERR_STATE when no scope is open */
  * NULL with TS_ERR_OOM and t is released: use the result (`y = ts_keep(y)`), not t. */
 ts_tensor *ts_keep(ts_tensor *t);
 int ts_scope_depth(void);
+/* From ts_scope_suspend to ts_scope_resume the calling thread behaves as outside any scope: what
+ * public functions return belongs to the caller, scopes opened meanwhile nest from zero, and the
+ * open scopes are untouched. For code called back from inside a scope that keeps references of
+ * its own (a Python forward under a C module). Resume closes scopes left open since (an error). */
+typedef struct ts_scope_suspension {
+    int base, phantom;
+} ts_scope_suspension;
+ts_scope_suspension ts_scope_suspend(void);
+void ts_scope_resume(ts_scope_suspension saved);
 
 /* creation */
 ts_tensor *ts_empty(ts_shape s, ts_opts o);

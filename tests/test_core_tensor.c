@@ -551,8 +551,64 @@ static void test_requires_grad_and_fill(ts_device dev) {
     ts_scope_end();
 }
 
+static int64_t live(void) {
+    ts_mem_stats m;
+    ts_memory_stats(ts_cpu(), &m);
+    return m.live_tensors;
+}
+
+/* ts_scope_suspend / resume: in between, results belong to the caller (released by hand, no
+ * double free when the suspended scope ends), scopes nest from zero and leave the outer ones
+ * alone; a scope left open is closed by resume with an error; depth is restored. */
+static void test_scope_suspend(void) {
+    const int64_t before = live();
+    ts_scope_begin();
+    ts_tensor *kept = ts_ones(TS_SHAPE(2), (ts_opts){0}); /* the outer scope's */
+    ts_scope_begin();
+    CHECK_EQ(ts_scope_depth(), 2);
+    ts_scope_suspension s = ts_scope_suspend();
+    CHECK_EQ(ts_scope_depth(), 0);
+    ts_tensor *mine = ts_add(kept, kept); /* the caller's */
+    ts_scope_begin();
+    CHECK_EQ(ts_scope_depth(), 1);
+    ts_tensor *inner = ts_mul(mine, mine);
+    CHECK_EQ(ts_item(ts_sum(inner)), 8.0);
+    ts_tensor *out = ts_keep(ts_neg(inner)); /* kept past the inner scope: to the caller */
+    ts_scope_end();
+    CHECK_EQ(ts_scope_depth(), 0);
+    ts_tensor *total = ts_sum(out); /* outside any scope: ours to release */
+    CHECK_EQ(ts_item(total), -8.0);
+    ts_release(total);
+    ts_scope_end(); /* no scope of its own open: an error, the hidden ones untouched */
+    CHECK_EQ(ts_error(), TS_ERR_STATE);
+    ts_error_clear();
+    ts_release(out);
+    ts_release(mine);
+    ts_scope_resume(s);
+    CHECK_EQ(ts_scope_depth(), 2);
+    CHECK_OK();
+    ts_tensor *late = ts_add(kept, kept); /* the inner scope's again */
+    CHECK(late != NULL);
+    ts_scope_end();
+    CHECK_EQ(ts_scope_depth(), 1);
+    CHECK_EQ(ts_item(ts_sum(kept)), 2.0); /* still alive: its scope is open */
+    /* resume closes what was left open, naming it */
+    s = ts_scope_suspend();
+    ts_scope_begin();
+    (void)ts_zeros(TS_SHAPE(3), (ts_opts){0});
+    ts_scope_resume(s);
+    CHECK_EQ(ts_error(), TS_ERR_STATE);
+    CHECK(strstr(ts_error_message(), "scope_resume") != NULL);
+    ts_error_clear();
+    CHECK_EQ(ts_scope_depth(), 1);
+    ts_scope_end();
+    CHECK_EQ(ts_scope_depth(), 0);
+    CHECK_EQ(live(), before); /* every tensor released exactly once */
+}
+
 int main(void) {
     if (ts_device_count(TS_SIM) < 4) ts_sim_configure(4, 0);
+    test_scope_suspend();
     /* self-check of the reference rounding against values torch 1.13 printed */
     CHECK(ref_f16(0.1) == 0.0999755859375 && ref_bf16(0.1) == 0.10009765625);
     CHECK(ref_f16(70000) == INFINITY && ref_bf16(70000) == 70144 && ref_f16(65519) == 65504);

@@ -177,26 +177,31 @@ typedef struct {
 } py_mirror;
 
 /* Runs the Python forward (the export's trace records the C ops it calls). ts_forward's scope is
- * open: tsp_wrap takes its own reference to x, and the result is handed back as a reference of
- * that scope (ts_contiguous of a contiguous tensor is the tensor, retained into the scope). */
+ * open; the Python code runs with it suspended (ts_scope_suspend), so what its ops return belongs
+ * to Python's objects as everywhere else (the indexing and DLPack code release their
+ * intermediates themselves: inside the scope that was a double free). The result is handed back
+ * as a reference of the scope (ts_contiguous of a contiguous tensor is the tensor, retained into
+ * the scope). */
 static ts_tensor *mirror_forward(ts_module *self, ts_tensor *x) {
     PyGILState_STATE g = PyGILState_Ensure();
-    PyObject *xo = tsp_wrap(x);
+    const ts_scope_suspension outer = ts_scope_suspend();
+    PyObject *xo = tsp_wrap(ts_retain(x));
     PyObject *yo = xo ? PyObject_CallOneArg(((py_mirror *)self)->model, xo) : NULL;
-    ts_tensor *y = yo ? tsp_tensor_of(yo) : NULL;
-    if (y)
-        y = ts_contiguous(y);
-    else if (yo)
+    ts_tensor *y = yo ? ts_retain(tsp_tensor_of(yo)) : NULL;
+    if (!y && yo)
         PyErr_Format(PyExc_TypeError,
                      "onnx.export: the model's forward must return one Tensor, "
                      "not %.100s",
                      Py_TYPE(yo)->tp_name);
-    if (!y && !ts_error()) /* the Python exception stays set: tsp_check raises it */
-        ts_error_set(TS_ERR_ARG, "onnx.export: the model's forward raised an exception");
     Py_XDECREF(xo);
     Py_XDECREF(yo);
+    ts_scope_resume(outer);
+    ts_tensor *out = y ? ts_contiguous(y) : NULL;
+    ts_release(y);
+    if (!out && !ts_error()) /* the Python exception stays set: tsp_check raises it */
+        ts_error_set(TS_ERR_ARG, "onnx.export: the model's forward raised an exception");
     PyGILState_Release(g);
-    return y;
+    return out;
 }
 
 static ts_tensor *no_forward(ts_module *self, ts_tensor *x) {

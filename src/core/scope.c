@@ -18,8 +18,28 @@ typedef struct scope {
 static _Thread_local scope inline_frames[INLINE_FRAMES];
 static _Thread_local scope *frames;
 static _Thread_local int depth, frames_cap, phantom;
+/* Frames below base belong to scopes a ts_scope_suspend hid: the thread behaves as outside any
+ * scope until ts_scope_resume (code called back from inside a scope — a Python forward under the
+ * ONNX export's trace — that holds its own references). */
+static _Thread_local int base;
 
-int ts_scope_depth(void) { return depth + phantom; }
+int ts_scope_depth(void) { return depth - base + phantom; }
+
+ts_scope_suspension ts_scope_suspend(void) {
+    const ts_scope_suspension saved = {base, phantom};
+    base = depth;
+    phantom = 0;
+    return saved;
+}
+
+void ts_scope_resume(ts_scope_suspension saved) {
+    if (depth > base || phantom)
+        tsi_error_set(TS_ERR_STATE, "scope_resume: %d scope(s) opened since ts_scope_suspend still open",
+                      depth - base + phantom);
+    while (depth > base || phantom) ts_scope_end(); /* paired again: nothing leaks */
+    base = saved.base;
+    phantom = saved.phantom;
+}
 
 void ts_scope_begin(void) {
     if (!frames) {
@@ -50,7 +70,7 @@ void ts_scope_end(void) {
         phantom--;
         return;
     }
-    if (depth == 0) {
+    if (depth == base) {
         tsi_error_set(TS_ERR_STATE, "scope_end: no scope is open");
         return;
     }
@@ -85,7 +105,7 @@ static bool scope_push(scope *s, ts_tensor *t) {
 }
 
 ts_tensor *tsi_own(ts_tensor *t) {
-    if (!t || depth == 0) return t;
+    if (!t || depth == base) return t;
     if (!scope_push(&frames[depth - 1], t)) {
         ts_release(t);
         tsi_error_set(TS_ERR_OOM, "scope: out of host memory recording a tensor");
@@ -95,7 +115,7 @@ ts_tensor *tsi_own(ts_tensor *t) {
 }
 
 ts_tensor *ts_keep(ts_tensor *t) {
-    if (!t || depth == 0) return t;
+    if (!t || depth == base) return t;
     /* in a phantom scope the innermost real frame already stands for the enclosing scope */
     int to = phantom ? depth - 1 : depth - 2;
     scope *s = &frames[depth - 1];
@@ -104,7 +124,7 @@ ts_tensor *ts_keep(ts_tensor *t) {
         if (to == depth - 1) return t;
         memmove(&s->items[i], &s->items[i + 1], (s->n - i - 1) * sizeof *s->items);
         s->n--;
-        if (to >= 0 && !scope_push(&frames[to], t)) {
+        if (to >= base && !scope_push(&frames[to], t)) {
             ts_release(t);
             tsi_error_set(TS_ERR_OOM, "keep: out of host memory");
             return NULL;
@@ -114,7 +134,7 @@ ts_tensor *ts_keep(ts_tensor *t) {
     /* not owned by the innermost scope (a parameter, or already kept): take a new reference
      * for the enclosing owner so the caller's view of ownership stays simple */
     ts_retain(t);
-    if (to >= 0 && !scope_push(&frames[to], t)) {
+    if (to >= base && !scope_push(&frames[to], t)) {
         ts_release(t);
         tsi_error_set(TS_ERR_OOM, "keep: out of host memory");
         return NULL;

@@ -311,6 +311,41 @@ def test_onnx_export_and_load(tmp_path, device):
     assert all(p.grad is not None for p in m.parameters())
 
 
+def test_onnx_export_of_a_forward_that_indexes(tmp_path):
+    # the Python forward runs inside the trace's C scope (suspended for it): indexing and
+    # arithmetic release their intermediates themselves, which inside the scope freed them twice
+    # and crashed later in the same process
+    np = pytest.importorskip("numpy")
+    import tessera.onnx
+
+    class Pick(tessera.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = tessera.nn.Linear(4, 3)
+
+        def forward(self, x):
+            y = self.fc(x)
+            return y[:, [0, 2]] * 2 + y[:, 0:2]
+
+    tessera.manual_seed(5)
+    model = Pick()
+    x = tessera.randn(2, 4)
+    want = model(x).detach().numpy().astype(np.float64)
+    for round_ in range(3):  # repeated in one process: a freed tensor would show by now
+        path = tmp_path / ("pick%d.onnx" % round_)
+        tessera.onnx.export(model, (x,), path)
+        got = tessera.onnx.load(path)(x).detach().numpy()
+        # each side: y within 5u (|x| |W|^T + |b|) (4 products and the bias), then 2 more
+        # roundings; the two sides may order the sums differently
+        u = 2.0 ** -24
+        sd = model.state_dict()
+        w, b = (sd[k].detach().numpy().astype(np.float64) for k in ("fc.weight", "fc.bias"))
+        ya = np.abs(x.numpy().astype(np.float64)) @ np.abs(w).T + np.abs(b)
+        bound = 2 * (5 * u * (2 * ya[:, [0, 2]] + ya[:, 0:2]) + 2 * u * np.abs(want))
+        assert (np.abs(got - want) <= bound).all()
+        assert np.abs(model(x).detach().numpy() - want).max() == 0
+
+
 def test_onnx_errors(tmp_path):
     import tessera.onnx
     with pytest.raises(tessera.FileError):
