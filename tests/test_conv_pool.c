@@ -550,11 +550,14 @@ static void test_gradcheck(ts_device dev) {
 
 /* ------------------------------------------------------------------ threads, empty, errors */
 /* The built-in kernels sum the weight gradient in a fixed order: the same bits with 1 and 2
- * threads. oneDNN's primitives (TS_CONV=dnnl) split sums by thread (a primitive is made for a
- * thread count, conv_dnnl.c): there each side is within K u K max|a| max|b| of the exact sums,
- * K the products in a sum. */
-static void test_thread_independence(void) {
+ * threads. oneDNN's primitives split sums by thread (a primitive is made for a thread count,
+ * conv_dnnl.c): there each side is within K u K max|a| max|b| of the exact sums, K the products in
+ * a sum. Each provider is forced in turn (the automatic choice mixes them: the direct kernels
+ * forward, oneDNN for the weight gradient of this shape), then the run's own choice (TS_CONV) is
+ * restored. Without oneDNN, "dnnl" falls back to the built-in kernels: equal bits pass its bound. */
+static void thread_independence_with(const char *provider) {
     ts_scope_begin();
+    tsi_conv_force_provider(provider);
     double *x = rand_vec(20 * 3 * 12 * 12), *w = rand_vec(6 * 3 * 5 * 5),
            *g = rand_vec(20 * 6 * 8 * 8);
     float *r[2][3];
@@ -573,9 +576,9 @@ static void test_thread_independence(void) {
         }
     }
     ts_set_num_threads(saved);
+    tsi_conv_force_provider(getenv("TS_CONV"));
     const size_t sizes[3] = {20 * 6 * 8 * 8, 20 * 3 * 12 * 12, 6 * 3 * 5 * 5};
-    const char *provider = getenv("TS_CONV");
-    const bool dnnl = provider && !strcmp(provider, "dnnl");
+    const bool dnnl = !strcmp(provider, "dnnl");
     const double terms[3] = {3 * 5 * 5, 6 * 5 * 5, 20 * 8 * 8}; /* |x|, |w|, |g| <= 1 (urand) */
     for (int k = 0; k < 3; k++) {
         if (dnnl) {
@@ -590,6 +593,11 @@ static void test_thread_independence(void) {
     free(x), free(w), free(g);
     CHECK_OK();
     ts_scope_end();
+}
+
+static void test_thread_independence(void) {
+    thread_independence_with("builtin");
+    thread_independence_with("dnnl");
 }
 
 static void test_empty_batch(ts_device dev) {

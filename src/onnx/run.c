@@ -159,7 +159,9 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
             ok = false;
             break;
         }
-        ok = n->def->run(&ctx, n, in, out);
+        /* an operator that returns true with an error pending (a NULL it did not check) has
+         * failed all the same: never a success with a sticky error behind it */
+        ok = n->def->run(&ctx, n, in, out) && !ts_error();
         if (ok)
             for (int i = 0; i < n->n_out; i++)
                 if (n->out[i] >= 0) vals[n->out[i]] = ts_retain(out[i]);
