@@ -6,6 +6,8 @@
 # whose object code equals the original's are equivalent for certain and left out of the score, as
 # are mutants that do not compile. Every file is restored afterwards, also on Ctrl-C.
 #
+# Python extension sources (python/src/*.c) rebuild tessera_python and run their pytest files.
+#
 # Usage: nice -n 19 tools/mutate.sh [-n N] [-s SEED] [-B BUILD] [-o REPORT] [-r OLD] FILE...
 #   -n N       mutants per file, drawn at random (seeded) among those that compile (default 20;
 #              0 = all of them, which takes hours per file on 2 cores)
@@ -27,7 +29,7 @@ while getopts "n:s:B:o:r:h" opt; do
     B) build=$OPTARG ;;
     o) report=$OPTARG ;;
     r) rerun=$OPTARG ;;
-    *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -71,11 +73,19 @@ restore() {
 trap restore EXIT
 trap 'exit 130' INT TERM
 
-object_of() { echo "$build/CMakeFiles/tessera.dir/$1.o"; }
-build_lib() { cmake --build "$build" -j "$jobs" --target tessera >"$work/build.log" 2>&1; }
+# the library's sources build into target tessera; the Python extension's (python/src/*.c) into
+# tessera_python, whose tests are pytest files ("py:test_x.py" in the map)
+target_of() { case $1 in python/src/*) echo tessera_python ;; *) echo tessera ;; esac; }
+object_of() {
+    case $1 in
+    python/src/*) echo "$build/python/CMakeFiles/tessera_python.dir/src/${1#python/src/}.o" ;;
+    *) echo "$build/CMakeFiles/tessera.dir/$1.o" ;;
+    esac
+}
+build_lib() { cmake --build "$build" -j "$jobs" --target "$(target_of "$1")" >"$work/build.log" 2>&1; }
 targets_of() { # the map's "test:VAR=value" entries name the target test
     local t
-    for t in $1; do printf '%s ' "${t%%:*}"; done
+    for t in $1; do [[ $t == py:* ]] || printf '%s ' "${t%%:*}"; done
 }
 # Runs each test program as ctest would (TS_SIM_DEVICES=4, from the tests' folder; "test:VAR=value"
 # adds a variable, e.g. test_ops_table:TS_OT_FILTER=softmax for the rows a file can touch), under a
@@ -88,8 +98,14 @@ run_tests() {
         [ "$name" = "$t" ] || env=${t#*:}
         rc=0
         # in the background and waited for, so that Ctrl-C stops it at once
-        (cd "$build/tests" && exec env TS_SIM_DEVICES=4 $env timeout -s KILL "$2" "./$name") \
-            >"$work/test.log" 2>&1 &
+        if [[ $t == py:* ]]; then # a pytest file of tests/python against BUILD/python, as ctest's
+            env PYTHONPATH="$build/python" TS_SIM_DEVICES=2 timeout -s KILL "$2" \
+                python3 -m pytest -q -x -p no:cacheprovider "tests/python/${t#py:}" \
+                >"$work/test.log" 2>&1 &
+        else
+            (cd "$build/tests" && exec env TS_SIM_DEVICES=4 $env timeout -s KILL "$2" "./$name") \
+                >"$work/test.log" 2>&1 &
+        fi
         child=$!
         wait "$child" 2>/dev/null || rc=$? # (a crash is a kill, not news)
         child=""
@@ -106,7 +122,7 @@ for f in "$@"; do
     targets=$(targets_of "$tests")
     echo "== $f: tests $tests"
     # shellcheck disable=SC2086 # a list of targets
-    cmake --build "$build" -j "$jobs" --target tessera $targets >"$work/build.log" 2>&1 ||
+    cmake --build "$build" -j "$jobs" --target tessera "$(target_of "$f")" $targets >"$work/build.log" 2>&1 ||
         { tail -20 "$work/build.log" >&2; echo "mutate.sh: the build fails" >&2; exit 1; }
     start=$(date +%s)
     if ! run_tests "$tests" 3600; then
@@ -136,7 +152,7 @@ print("\n".join(names))' "$work/m" "$seed" "$f")
         cp "$work/m/$m" "$f"
         change=$(diff "$work/original" "$f" | grep '^[<>]' | head -4 || true)
         line=$(diff "$work/original" "$f" | sed -n '1s/[acd].*//p' || true)
-        if ! build_lib; then
+        if ! build_lib "$f"; then
             x=$((x + 1))
             continue
         fi
@@ -160,7 +176,7 @@ print("\n".join(names))' "$work/m" "$seed" "$f")
     done
     cp "$work/original" "$f" # the draw can end on a mutant that did not compile
     current=""
-    build_lib || true # the original again
+    build_lib "$f" || true # the original again
     score="n/a"
     [ $((k + s)) -gt 0 ] && score=$(awk -v k=$k -v s=$s 'BEGIN { printf "%.1f%%", 100 * k / (k + s) }')
     line=$(printf '%-36s %3d sampled: %3d killed, %3d survived, %3d same object, %3d not compiling; score %s' \
