@@ -62,6 +62,9 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
         >"$build.configure.log" 2>&1 || { cat "$build.configure.log" >&2; exit 1; }
 fi
 jobs=${MUTATE_JOBS:-2}
+# the interpreter the build made the Python extension for (its pytest files run under it)
+python=$(sed -n 's/^_\{0,1\}Python3_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt" | head -1)
+python=${python:-python3}
 work=$(mktemp -d)
 current="" # the file being mutated, restored by the trap
 child=""   # the test running, stopped by the trap
@@ -100,7 +103,7 @@ run_tests() {
         # in the background and waited for, so that Ctrl-C stops it at once
         if [[ $t == py:* ]]; then # a pytest file of tests/python against BUILD/python, as ctest's
             env PYTHONPATH="$build/python" TS_SIM_DEVICES=2 timeout -s KILL "$2" \
-                python3 -m pytest -q -x -p no:cacheprovider "tests/python/${t#py:}" \
+                "$python" -m pytest -q -x -p no:cacheprovider "tests/python/${t#py:}" \
                 >"$work/test.log" 2>&1 &
         else
             (cd "$build/tests" && exec env TS_SIM_DEVICES=4 $env timeout -s KILL "$2" "./$name") \

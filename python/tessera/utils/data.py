@@ -17,14 +17,20 @@ import collections.abc
 import concurrent.futures
 import itertools
 import os
+import queue
 import random as _random
+import threading
 
 import tessera as _t
 from tessera import _C
+from tessera.utils.sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
+                                   SubsetRandomSampler, WeightedRandomSampler)
 
 __all__ = [
-    "Dataset", "TensorDataset", "Subset", "random_split", "DataLoader", "default_collate",
-    "MNIST", "FashionMNIST", "CIFAR10", "IdxDataset", "DistributedSampler",
+    "Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split",
+    "DataLoader", "default_collate", "get_worker_info", "MNIST", "FashionMNIST", "CIFAR10",
+    "IdxDataset", "DistributedSampler", "Sampler", "SequentialSampler", "RandomSampler",
+    "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler",
 ]
 
 
@@ -37,6 +43,25 @@ class Dataset:
     def _native(self):
         """The _C._Dataset that loads this data set in C, or None (Python path)."""
         return None
+
+
+class IterableDataset(Dataset):
+    """A stream of samples: subclass it and define __iter__. The DataLoader batches the stream
+    in order (no shuffle, no sampler); with num_workers > 0 one thread reads it ahead of the
+    training loop, so the stream is read once — not once per worker as with torch's processes,
+    and get_worker_info() gives None, so code that splits the stream by worker reads all of it."""
+
+    def __iter__(self):
+        raise NotImplementedError("IterableDataset subclasses must define __iter__")
+
+    def __getitem__(self, index):
+        raise TypeError("%s is an IterableDataset: it has no __getitem__" % type(self).__name__)
+
+
+def get_worker_info():
+    """None: Tessera's loader workers are threads of this process, each sees the whole data set
+    (torch returns None in the main process too)."""
+    return None
 
 
 class TensorDataset(Dataset):
@@ -81,6 +106,33 @@ class Subset(Dataset):
 
     def __getitem__(self, index):
         return self.dataset[self.indices[index]]
+
+
+class ConcatDataset(Dataset):
+    """The samples of several map-style data sets one after the other."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("ConcatDataset: datasets should not be an empty iterable")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise TypeError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
+
+    def __len__(self):
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, index):
+        n = len(self)
+        if index < 0:
+            if -index > n:
+                raise ValueError("absolute value of index should not exceed dataset length")
+            index += n
+        if index >= n:
+            raise IndexError("ConcatDataset: index %d out of range for %d samples" % (index, n))
+        k = next(i for i, c in enumerate(self.cumulative_sizes) if index < c)
+        return self.datasets[k][index - (self.cumulative_sizes[k - 1] if k else 0)]
 
 
 def random_split(dataset, lengths):
@@ -201,7 +253,7 @@ class IdxDataset(_CDataset):
 
 # ------------------------------------------------------------------ samplers
 
-class DistributedSampler:
+class DistributedSampler(Sampler):
     """torch's DistributedSampler (the C library's): each of num_replicas processes takes every
     num_replicas-th index of the epoch's permutation (seeded by seed and the epoch set by
     set_epoch), padded to a multiple of num_replicas (or cut, drop_last). num_replicas / rank
@@ -280,19 +332,31 @@ class DataLoader:
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False,
                  timeout=0, worker_init_fn=None, prefetch_factor=None, persistent_workers=False,
                  generator=None):
-        if batch_size is None or int(batch_size) < 1:
-            raise ValueError("DataLoader: batch_size should be a positive integer, got %r"
+        if batch_size is not None and (isinstance(batch_size, bool) or int(batch_size) < 1):
+            raise ValueError("DataLoader: batch_size should be a positive integer or None, got %r"
                              % (batch_size,))
         if int(num_workers) < 0:
             raise ValueError("DataLoader: num_workers option should be non-negative")
+        iterable = isinstance(dataset, IterableDataset)
+        if iterable and (shuffle or sampler is not None or batch_sampler is not None):
+            raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle, "
+                             "sampler and batch_sampler options, got shuffle=%r, sampler=%r, "
+                             "batch_sampler=%r" % (shuffle, sampler, batch_sampler))
         if sampler is not None and shuffle:
             raise ValueError("DataLoader: sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
-            raise NotImplementedError("DataLoader: batch_sampler is not supported")
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("DataLoader: batch_sampler option is mutually exclusive with "
+                                 "batch_size, shuffle, sampler, and drop_last")
+            batch_size = None
+        elif batch_size is None and drop_last:
+            raise ValueError("DataLoader: batch_size=None option disables auto-batching and is "
+                             "mutually exclusive with drop_last")
         self.dataset = dataset
-        self.batch_size = int(batch_size)
+        self.batch_size = None if batch_size is None else int(batch_size)
         self.shuffle = bool(shuffle)
         self.sampler = sampler
+        self.batch_sampler = batch_sampler
         self.num_workers = int(num_workers)
         self.collate_fn = collate_fn
         self.pin_memory = bool(pin_memory)
@@ -304,6 +368,7 @@ class DataLoader:
         native = None
         c_sampler = getattr(sampler, "_c", None) if isinstance(sampler, DistributedSampler) else None
         if (collate_fn is None and (sampler is None or c_sampler is not None)
+                and batch_sampler is None and self.batch_size is not None and not iterable
                 and hasattr(dataset, "_native")):
             native = dataset._native()
         self._loader = None
@@ -321,7 +386,14 @@ class DataLoader:
     def __len__(self):
         if self._loader is not None:
             return len(self._loader)
-        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        if isinstance(self.dataset, IterableDataset):
+            n = len(self.dataset)  # TypeError when the stream has no __len__, as in torch
+        else:
+            n = len(self.sampler) if self.sampler is not None else len(self.dataset)
+        if self.batch_size is None:
+            return n
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def __iter__(self):
@@ -331,6 +403,8 @@ class DataLoader:
             epoch = self.sampler.epoch  # as torch: the epoch the user set (set_epoch)
         if self._loader is not None:
             return _NativeIter(self._loader, epoch)
+        if isinstance(self.dataset, IterableDataset):
+            return _StreamIter(self)
         return _PythonIter(self, epoch)
 
     def _indices(self, epoch):
@@ -340,6 +414,19 @@ class DataLoader:
         if self.shuffle:
             _random.Random(self._seed * 1000003 + epoch).shuffle(order)
         return order
+
+    def _batches(self, epoch):
+        """The epoch's index lists (one index per "batch" without auto-batching)."""
+        if self.batch_sampler is not None:
+            return [list(b) for b in self.batch_sampler]
+        idx = self._indices(epoch)
+        if self.batch_size is None:
+            return idx
+        bs = self.batch_size
+        out = [idx[i:i + bs] for i in range(0, len(idx), bs)]
+        if self.drop_last and out and len(out[-1]) < bs:
+            out.pop()
+        return out
 
 
 class _NativeIter:
@@ -367,11 +454,110 @@ class _NativeIter:
         return batch
 
 
+def _collate(dl, samples):
+    """a batch of samples, or one sample as it is without auto-batching (batch_size=None)"""
+    if dl.batch_size is None and dl.batch_sampler is None:
+        batch = dl.collate_fn(samples) if dl.collate_fn else samples
+    else:
+        batch = (dl.collate_fn or default_collate)(samples)
+    return _pin(batch) if dl.pin_memory else batch
+
+
 def _make_batch(dl, indices):
     """one batch of a Python data set (on a worker thread when num_workers > 0)"""
-    samples = [dl.dataset[i] for i in indices]
-    batch = (dl.collate_fn or default_collate)(samples)
-    return _pin(batch) if dl.pin_memory else batch
+    if dl.batch_size is None and dl.batch_sampler is None:
+        return _collate(dl, dl.dataset[indices])
+    return _collate(dl, [dl.dataset[i] for i in indices])
+
+
+class _StreamIter:
+    """One pass over an IterableDataset: batch_size samples a batch, in the stream's order; with
+    num_workers > 0 a thread reads and collates ahead (num_workers * prefetch_factor batches)."""
+
+    _END = object()
+
+    def __init__(self, dl):
+        self._dl = dl
+        self._batches = self._make(dl)
+        self._thread = None
+        if dl.num_workers > 0:
+            self._queue = queue.Queue(maxsize=dl.num_workers * int(dl.prefetch_factor or 2))
+            self._stop = threading.Event()
+            # the thread holds the queue, the event and the stream, never this iterator: when the
+            # loop drops the iterator, __del__ stops and joins the thread
+            self._thread = threading.Thread(
+                target=_StreamIter._produce, name="tessera-loader", daemon=True,
+                args=(self._batches, self._queue, self._stop, dl.worker_init_fn, self._END))
+            self._thread.start()
+
+    @staticmethod
+    def _make(dl):
+        it = iter(dl.dataset)
+        if dl.batch_size is None:
+            for sample in it:
+                yield _collate(dl, sample)
+            return
+        while True:
+            samples = list(itertools.islice(it, dl.batch_size))
+            if not samples or (dl.drop_last and len(samples) < dl.batch_size):
+                return
+            yield _collate(dl, samples)
+
+    @staticmethod
+    def _put(q, stop, item):
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    @staticmethod
+    def _produce(batches, q, stop, init, end):
+        put = _StreamIter._put
+        if init:
+            try:
+                init(0)
+            except BaseException as e:  # handed to the training loop, raised there
+                put(q, stop, (False, e))
+                return
+        try:
+            for batch in batches:
+                if not put(q, stop, (True, batch)):
+                    return
+            put(q, stop, (True, end))
+        except BaseException as e:
+            put(q, stop, (False, e))
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._dl)
+
+    def __next__(self):
+        if self._dl.num_workers == 0:
+            return next(self._batches)
+        if self._thread is None:  # the stream ended, failed or the loop was closed
+            raise StopIteration
+        ok, item = self._queue.get()
+        if not ok:
+            self._close()
+            raise item
+        if item is self._END:
+            self._close()
+            raise StopIteration
+        return item
+
+    def _close(self):
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+
+    def __del__(self):
+        self._close()
 
 
 class _PythonIter:
@@ -379,11 +565,7 @@ class _PythonIter:
 
     def __init__(self, dl, epoch):
         self._dl = dl
-        idx = dl._indices(epoch)
-        bs = dl.batch_size
-        self._batches = [idx[i:i + bs] for i in range(0, len(idx), bs)]
-        if dl.drop_last and self._batches and len(self._batches[-1]) < bs:
-            self._batches.pop()
+        self._batches = dl._batches(epoch)
         self._next = 0
         self._pool = None
         self._pending = collections.deque()
