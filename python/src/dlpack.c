@@ -255,8 +255,14 @@ static PyObject *import_protocol(PyObject *obj) {
     int type = kDLCPU, id = 0;
     if (!dev)
         PyErr_Clear();
-    else if (!PyArg_ParseTuple(dev, "ii", &type, &id))
+    else if (!PyTuple_Check(dev) || !PyArg_ParseTuple(dev, "ii", &type, &id)) {
+        if (!PyTuple_Check(dev))
+            PyErr_Format(PyExc_TypeError,
+                         "from_dlpack(): __dlpack_device__() must return a (device_type, "
+                         "device_id) tuple, not %.100s",
+                         Py_TYPE(dev)->tp_name);
         return Py_DECREF(dev), NULL;
+    }
     Py_XDECREF(dev);
     PyObject *args = PyTuple_New(0);
     PyObject *kw = type == kDLCUDA ? Py_BuildValue("{s:i}", "stream", 1) : NULL;

@@ -78,7 +78,9 @@ static PyObject *binary(PyObject *a, PyObject *b, const binop *op) {
     if (tsp_enter()) return NULL;
     ts_tensor *x = ta ? ta : tb;
     ts_tensor *(*f)(ts_tensor *, double) = ta ? op->ts : op->st;
-    if (f)
+    /* a Python bool beside a bool tensor stays bool (torch: tensor([True]) + True is bool), where
+     * the C core's scalar ops take every number as wider than bool */
+    if (f && !(PyBool_Check(num) && ts_dtype_of(x) == TS_BOOL))
         TSP_NOGIL(r = f(x, v));
     else
         TSP_NOGIL(r = with_scalar_tensor(op->tt, x, num, v, !ta));

@@ -124,3 +124,15 @@ def test_grad_scaler_unscale_then_clip(device):
     np.testing.assert_allclose(N(p), [1 - 0.1 * 0.6, 1 - 0.1 * 0.8], atol=1e-6)
     with pytest.raises(TypeError, match="optimizer"):
         scaler._c.step(object())
+
+
+def test_bindings_refuse_and_return_none():
+    """the C layer under tessera.amp: clearing the cast cache returns None, and the scaler's
+    load_state_dict refuses what is not a dict of str to tensor (TypeError, nothing loaded)"""
+    assert tessera._C._amp_clear_cache() is None
+    assert amp.clear_autocast_cache() is None
+    s = amp.GradScaler("cpu", init_scale=8.0)
+    for bad in ([1.0], "scale", {1: tessera.ones(1)}):
+        with pytest.raises(TypeError, match="load_state_dict"):
+            s._c.load_state_dict(bad)
+    assert s.get_scale() == 8.0

@@ -156,3 +156,11 @@ def test_autograd_backward_several_outputs(device):
     a, b = (x * 2).sum(), (x * 3).sum()
     tessera.autograd.backward([a, b])
     assert x.grad.tolist() == [5, 5]
+
+
+def test_backward_gradient_none_given_explicitly():
+    """backward(None) and backward(gradient=None) are backward() for a one-element output"""
+    for call in (lambda y: y.backward(None), lambda y: y.backward(gradient=None)):
+        x = tessera.tensor([2.0, 3.0], requires_grad=True)
+        call((x * x).sum())
+        assert x.grad.tolist() == [4.0, 6.0]

@@ -294,3 +294,21 @@ def test_torch_round_trips():
     assert ptr(back) == p[:, 1:].data_ptr() and back.tolist() == [[2, 3], [5, 6]]
     b = tessera.from_dlpack(torch.tensor([True, False]))
     assert b.dtype == tessera.bool and b.tolist() == [True, False]
+
+
+def test_from_dlpack_refuses_a_malformed_device_answer():
+    """a producer whose __dlpack_device__ is not an (int, int) pair: TypeError, nothing taken"""
+    class Liar:
+        def __dlpack_device__(self):
+            return "cpu"
+
+        def __dlpack__(self, stream=None):
+            raise AssertionError("never asked for its capsule")
+    with pytest.raises(TypeError, match="__dlpack_device__"):
+        tessera.from_dlpack(Liar())
+
+    class ShortLiar(Liar):
+        def __dlpack_device__(self):
+            return (1,)
+    with pytest.raises(TypeError):
+        tessera.from_dlpack(ShortLiar())

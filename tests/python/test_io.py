@@ -229,6 +229,15 @@ dist.broadcast(b, src=1)
 g = tessera.zeros(2 * w, device=dev)
 dist.all_gather_into_tensor(g, tessera.full((2,), float(r), device=dev))
 dist.barrier()
+c = tessera.full((2,), float(r + 1), device=dev)
+dist.reduce(c, dst=0)  # rank 0: 1 + 2 (what other ranks hold after it is unspecified)
+rs = tessera.zeros(2, device=dev)
+dist.reduce_scatter_tensor(rs, tessera.arange(2 * w, dtype=tessera.float32, device=dev) * (r + 1))
+p2p = tessera.full((2,), float(7 + r), device=dev)
+if r == 0:
+    dist.send(p2p, dst=1)
+else:
+    dist.recv(p2p, src=0)
 net = tessera.nn.Linear(3, 2).to(dev)  # rank-dependent initial weights: DDP broadcasts rank 0's
 tessera.manual_seed(0)
 ddp = dist.DistributedDataParallel(net)
@@ -239,6 +248,7 @@ with open(r"%s/rank%%d.txt" %% r, "w") as f:  # one file per rank: no interleave
     f.write("RANK %%d %%d %%s %%s %%s %%s\n"
             %% (r, w, x.tolist(), a.tolist(), b.tolist(), g.tolist()))
     f.write("%%s\n%%s\n" %% (weights, grads))
+    f.write("EXTRA %%s %%s %%s\n" %% (c.tolist() if r == 0 else None, rs.tolist(), p2p.tolist()))
 dist.destroy_process_group()
 """
 
@@ -265,6 +275,10 @@ def test_distributed_two_ranks(tmp_path, device):
         # d(sum(W x + b))/dW = the batch's sum of x: 4 * 1 on rank 0, 4 * 2 on rank 1; averaged
         assert lines[2] == str(([[6.0] * 3] * 2, [4.0, 4.0]))
     assert ranks[0][1] == ranks[1][1]  # rank 0's weights everywhere
+    # reduce to rank 0; reduce_scatter of arange(4) * (r + 1) summed = arange(4) * 3, rank r
+    # keeping elements 2r, 2r + 1; rank 0's [7, 7] sent to rank 1
+    assert ranks[0][3] == "EXTRA [3.0, 3.0] [0.0, 3.0] [7.0, 7.0]"
+    assert ranks[1][3] == "EXTRA None [6.0, 9.0] [7.0, 7.0]"
 
 
 # ------------------------------------------------------------------ ONNX

@@ -531,3 +531,30 @@ def test_simple_nn_learns(device):
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
     assert all(b <= a + 1e-6 for a, b in zip(losses, losses[1:]))
+
+
+def test_c_module_train_and_eval_reach_the_c_forward():
+    """eval() on a C-built ResNet makes its BatchNorms use (and keep) the running statistics:
+    two eval forwards of different batches leave the buffers alone and give each sample the same
+    output whatever its batch; train() goes back to batch statistics, updating the buffers"""
+    tessera.manual_seed(2)
+    m = nn.models.resnet20()
+    x = tessera.randn(4, 3, 32, 32)
+    m.eval()
+    rm = m.bn1.running_mean.tolist()
+    whole = m(x)
+    first = m(x[:1])
+    assert m.bn1.running_mean.tolist() == rm
+    # eval: a sample's output does not depend on the rest of its batch (float32 rounding only)
+    for a, b in zip(whole[0].tolist(), first[0].tolist()):
+        assert abs(a - b) <= 1e-4 * (1 + abs(a))
+    m.train()
+    m(x)
+    assert m.bn1.running_mean.tolist() != rm  # batch statistics, running buffers updated
+    train_first = m(x[:1] * 1.0)[0].tolist()
+    assert any(abs(a - b) > 1e-3 for a, b in zip(train_first, first[0].tolist()))
+
+
+def test_zero_grad_binding_refuses_a_non_sequence():
+    with pytest.raises(TypeError, match="zero_grad"):
+        tessera._C._nn_zero_grad(5, True)

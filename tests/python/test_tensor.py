@@ -574,3 +574,89 @@ def test_data_assignment_keeps_the_c_tensor(device):
     assert p.shape == (2, 2) and p.requires_grad
     with pytest.raises(TypeError):
         p.data = [1.0]
+
+
+def test_dtype_strings_and_device_none():
+    """a dtype may be given by name; an unknown name is a ValueError naming the function and the
+    argument; device=None is the default device, in or out of a device scope"""
+    assert tessera.zeros(2, dtype="float64").dtype is tessera.float64
+    with pytest.raises(ValueError, match=r"zeros\(\): argument 'dtype': unknown dtype 'float33'"):
+        tessera.zeros(2, dtype="float33")
+    assert tessera.zeros(2, device=None).device == tessera.device("cpu")
+    with tessera.device("sim:1"):
+        assert tessera.ones(1, device=None).device == tessera.device("sim:1")
+
+
+def test_print_options_persist_between_calls():
+    """set_printoptions keeps what an earlier call set; profile="default" restores torch's"""
+    t = tessera.arange(10, dtype=tessera.float32)
+    try:
+        tessera.set_printoptions(precision=2, threshold=5)
+        tessera.set_printoptions(edgeitems=1)  # precision and threshold stay
+        assert repr(t) == "tensor([0.,  ..., 9.])"
+        tessera.set_printoptions(profile="default")
+        assert repr(t) == "tensor([0., 1., 2., 3., 4., 5., 6., 7., 8., 9.])"
+        tessera.set_printoptions(precision=2)
+        assert repr(tessera.tensor([1.0 / 3])) == "tensor([0.33])"
+    finally:
+        tessera.set_printoptions(profile="default")
+    assert repr(tessera.tensor([1.0 / 3])) == "tensor([0.3333])"
+
+
+def test_type_names_and_argument_errors():
+    names = {tessera.float32: "FloatTensor", tessera.float64: "DoubleTensor",
+             tessera.float16: "HalfTensor", tessera.bfloat16: "BFloat16Tensor",
+             tessera.int64: "LongTensor", tessera.int32: "IntTensor",
+             tessera.uint8: "ByteTensor", tessera.bool: "BoolTensor"}
+    for dt, name in names.items():
+        assert tessera.zeros(1, dtype=dt).type() == "tessera." + name
+    t = tessera.zeros(2, 3)
+    assert t.stride(1) == 1 and t.stride(-2) == 3
+    with pytest.raises(TypeError, match=r"stride\(\): argument 'dim' must be int, not str"):
+        t.stride("a")
+    with pytest.raises(OverflowError, match=r"view\(\): argument 'size' out of range"):
+        t.view(2 ** 70)
+    with pytest.raises(TypeError, match="bogus"):
+        t.cuda(bogus=1)
+    with pytest.raises(TypeError):
+        t.cuda(0, False, None, 4)
+
+
+def test_python_bool_beside_a_bool_tensor_stays_bool():
+    """torch's weak scalars: a bool beside a bool tensor keeps bool, an int makes int64"""
+    b = tessera.tensor([True, False])
+    assert (b + True).dtype is tessera.bool and (b + True).tolist() == [True, True]
+    assert (True + b).dtype is tessera.bool
+    assert (b * False).tolist() == [False, False] and (b * False).dtype is tessera.bool
+    assert (b + 1).dtype is tessera.int64 and (b + 1).tolist() == [2, 1]
+    assert (b + 1.5).dtype is tessera.float32
+
+
+def test_shape_and_reduction_argument_errors_name_the_function():
+    t = tessera.ones(2, 3)
+    with pytest.raises(TypeError, match=r"expand_as\(\): argument 'other' must be Tensor"):
+        t.expand_as(5)
+    with pytest.raises(TypeError, match=r"unbind\(\): argument 'dim' must be int"):
+        t.unbind("x")
+    with pytest.raises(TypeError, match=r"index_select\(\)"):
+        t.index_select(0)
+    with pytest.raises(TypeError, match=r"gather\(\)"):
+        t.gather(1)
+    with pytest.raises(ValueError, match=r"sum\(\): argument 'dtype': unknown dtype 'bogus'"):
+        t.sum(dtype="bogus")
+    assert [u.tolist() for u in t.unbind(1)] == [[1.0, 1.0]] * 3
+
+
+def test_empty_tensors_to_python():
+    assert tessera.zeros(0).tolist() == []
+    assert tessera.zeros(2, 0).tolist() == [[], []]
+    assert tessera.zeros(0, dtype=tessera.int64).tolist() == []
+
+
+def test_rebuild_tensor_refuses_what_is_not_a_tensor_type():
+    """the unpickling helper checks its class argument before using it"""
+    for cls in (5, int):
+        with pytest.raises(TypeError, match="_rebuild_tensor"):
+            tessera._C._rebuild_tensor(cls, [1.0], "float32", "cpu", False, None)
+    with pytest.raises(TypeError, match="_rebuild_tensor"):
+        tessera._C._rebuild_tensor(tessera.Tensor, [1.0])
