@@ -114,9 +114,13 @@ static void choose(void) {
 #ifdef TS_HAVE_DNNL
     /* the ISA cap of the library's own kernels applies to oneDNN's JIT too (its convolutions
      * included), whichever provider multiplies */
-    dnnl_set_max_cpu_isa(cap == TS_ISA_AVX512 ? dnnl_cpu_isa_all
-                         : cap == TS_ISA_AVX2 ? dnnl_cpu_isa_avx2
-                                              : dnnl_cpu_isa_sse41);
+    const char *dnnl_cap = getenv("ONEDNN_MAX_CPU_ISA");
+    /* uncapped, ONEDNN_MAX_CPU_ISA (oneDNN reads it itself) may still cap oneDNN alone: below
+     * AVX512-BF16 or AMX, say, to test the bf16 products' other path on a host that has them */
+    if (cap != TS_ISA_AVX512 || !dnnl_cap || !*dnnl_cap)
+        dnnl_set_max_cpu_isa(cap == TS_ISA_AVX512 ? dnnl_cpu_isa_all
+                             : cap == TS_ISA_AVX2 ? dnnl_cpu_isa_avx2
+                                                  : dnnl_cpu_isa_sse41);
     if (want == PROV_DNNL) f32_provider = PROV_DNNL;
     prim_all = f32_provider == PROV_DNNL && !(force && !strcmp(force, "dnnl-sgemm"));
     dnnl_assists = f32_provider == PROV_OPENBLAS && !(force && *force);

@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/gemm_small.h"
+#include "backend/cpu/matmul_dnnl.h"
 #include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
@@ -301,9 +302,15 @@ static float *halves_to_f32(const char *p, bool bf, int64_t nb, int64_t rows, in
     return dst;
 }
 
-/* false: out of scratch memory (the caller reports it) */
+/* false: out of scratch memory (the caller reports it). bf16 on a CPU that multiplies it natively
+ * (AMX, AVX512-BF16): oneDNN's bf16 matmul on the operands as they are (exact products, float32
+ * sums, one rounding); elsewhere, and for f16, the operands widened to float32, the float32
+ * kernels, and one rounding — the same arithmetic, summed in another order. */
 static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b, char *c) {
     if (d->bsz == 0 || d->m == 0 || d->n == 0) return true;
+    if (bf && d->k > 0 && tsi_dnnl_bf16_native() &&
+        tsi_dnnl_matmul_strided(TS_BF16, d->bsz, d->m, d->n, d->k, a, d->sa, b, d->sb, c, d->sc))
+        return true;
     const int64_t nba = d->sa[0] == 0 ? 1 : d->bsz, nbb = d->sb[0] == 0 ? 1 : d->bsz;
     float *fa = halves_to_f32(a, bf, nba, d->m, d->k, d->sa);
     float *fb = fa ? halves_to_f32(b, bf, nbb, d->k, d->n, d->sb) : NULL;

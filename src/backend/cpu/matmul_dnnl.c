@@ -1,4 +1,4 @@
-/* matmul_dnnl.c — float32 products through oneDNN's matmul primitive.
+/* matmul_dnnl.c — float32 and bfloat16 products through oneDNN's matmul primitive.
  *
  * oneDNN's sgemm (dnnl_sgemm) runs its older JIT GEMM; the matmul primitive runs the brgemm
  * kernels PyTorch's oneDNN paths use, which on the 2-core Zen 5 host reach 91-93% of the machine's
@@ -7,8 +7,12 @@
  * microseconds), so they are kept in a small cache keyed by both; each call makes its memory
  * objects and stream (microseconds) and takes its scratchpad from host_scratch.c (through
  * dnnl_common.h, with the engine conv_dnnl.c uses too). A primitive runs
- * concurrently from several threads. */
+ * concurrently from several threads. bf16 products (autocast's matmul, linear and bmm) take the
+ * same path with bf16 memory descriptors where the CPU multiplies bf16 natively (AMX,
+ * AVX512-BF16): batched and strided, so transposed views and broadcast batches need no copy. */
 #include "backend/cpu/matmul_dnnl.h"
+
+#include "tessera.h"
 
 #ifdef TS_HAVE_DNNL
 #include <pthread.h>
@@ -22,7 +26,7 @@
 
 /* ------------------------------------------------------------------ primitives by shape */
 typedef struct mm_key {
-    int64_t ta, tb, m, n, k, lda, ldb, ldc, threads; /* threads: tsi_dnnl_threads() */
+    int64_t dt, bsz, m, n, k, sa[3], sb[3], sc[3], threads; /* threads: tsi_dnnl_threads() */
 } mm_key;
 
 typedef struct mm_prim {
@@ -42,18 +46,19 @@ static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 static dnnl_primitive_t *evicted;
 static size_t n_evicted, cap_evicted;
 
-/* rows x cols of row stride ld, read transposed when t */
-static void operand_md(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, bool t, int64_t ld) {
-    const dnnl_dims_t dims = {rows, cols};
-    const dnnl_dims_t strides = {t ? 1 : ld, t ? ld : 1};
-    dnnl_memory_desc_init_by_strides(md, 2, dims, dnnl_f32, strides);
+/* [batches x rows x cols] with element strides s (batch stride 0: one matrix, broadcast) */
+static void operand_md(dnnl_memory_desc_t *md, int64_t dt, int64_t batches, int64_t rows,
+                       int64_t cols, const int64_t s[3]) {
+    const dnnl_dims_t dims = {batches, rows, cols};
+    const dnnl_dims_t strides = {s[0] ? s[0] : rows * cols, s[1], s[2]};
+    dnnl_memory_desc_init_by_strides(md, 3, dims, (dnnl_data_type_t)dt, strides);
 }
 
 static bool build(mm_prim *p) {
     const mm_key *k = &p->key;
-    operand_md(&p->a, k->m, k->k, k->ta, k->lda);
-    operand_md(&p->b, k->k, k->n, k->tb, k->ldb);
-    operand_md(&p->c, k->m, k->n, false, k->ldc);
+    operand_md(&p->a, k->dt, k->sa[0] ? k->bsz : 1, k->m, k->k, k->sa);
+    operand_md(&p->b, k->dt, k->sb[0] ? k->bsz : 1, k->k, k->n, k->sb);
+    operand_md(&p->c, k->dt, k->bsz, k->m, k->n, k->sc);
     dnnl_matmul_desc_t desc;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
@@ -113,15 +118,16 @@ static bool primitive_for(const mm_key *key, mm_prim *out) {
     return found != NULL;
 }
 
-static atomic_uint_fast64_t runs;
+static atomic_uint_fast64_t runs, bf16_runs;
 uint64_t tsi_dnnl_matmul_count(void) { return atomic_load(&runs); }
+uint64_t tsi_dnnl_matmul_bf16_count(void) { return atomic_load(&bf16_runs); }
 
-bool tsi_dnnl_matmul_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-                         int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+static bool run(const mm_key *key, const void *a, const void *b, void *c) {
     const dnnl_engine_t engine = tsi_dnnl_engine();
-    const mm_key key = {ta, tb, m, n, k, lda, ldb, ldc, tsi_dnnl_threads()};
     mm_prim p;
-    if (!engine || m < 1 || n < 1 || k < 1 || !primitive_for(&key, &p)) return false;
+    if (!engine || key->bsz < 1 || key->m < 1 || key->n < 1 || key->k < 1 ||
+        !primitive_for(key, &p))
+        return false;
     dnnl_stream_t st = NULL; /* streams are not thread-safe: one per call (cheap on the CPU) */
     dnnl_memory_t mem[4] = {0};
     ts_block *scratch = NULL;
@@ -145,8 +151,51 @@ bool tsi_dnnl_matmul_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, cons
         if (mem[i]) dnnl_memory_destroy(mem[i]);
     tsi_host_scratch_put(scratch);
     if (st) dnnl_stream_destroy(st);
-    if (ok) atomic_fetch_add(&runs, 1);
+    if (ok) atomic_fetch_add(key->dt == dnnl_bf16 ? &bf16_runs : &runs, 1);
     return ok;
+}
+
+bool tsi_dnnl_matmul_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                         int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+    const mm_key key = {dnnl_f32,   1, m, n, k, {0, ta ? 1 : lda, ta ? lda : 1},
+                        {0, tb ? 1 : ldb, tb ? ldb : 1}, {0, ldc, 1}, tsi_dnnl_threads()};
+    return run(&key, a, b, c);
+}
+
+bool tsi_dnnl_matmul_strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k, const void *a,
+                             const int64_t sa[3], const void *b, const int64_t sb[3], void *c,
+                             const int64_t sc[3]) {
+    if (dt != TS_F32 && dt != TS_BF16) return false;
+    const mm_key key = {dt == TS_BF16 ? dnnl_bf16 : dnnl_f32,
+                        bsz,
+                        m,
+                        n,
+                        k,
+                        {sa[0], sa[1], sa[2]},
+                        {sb[0], sb[1], sb[2]},
+                        {sc[0], sc[1], sc[2]},
+                        tsi_dnnl_threads()};
+    return run(&key, a, b, c);
+}
+
+bool tsi_dnnl_bf16_native(void) {
+    if (!tsi_dnnl_engine()) return false; /* made after the ISA cap is set (gemm_provider.c) */
+    const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+    return (isa & (unsigned)dnnl_cpu_isa_avx512_core_bf16) ==
+           (unsigned)dnnl_cpu_isa_avx512_core_bf16;
+}
+
+const char *tsi_dnnl_isa_name(void) {
+    if (!tsi_dnnl_engine()) return "none";
+    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return isa == dnnl_cpu_isa_avx512_core_amx    ? "avx512_core_amx"
+           : isa == dnnl_cpu_isa_avx512_core_bf16 ? "avx512_core_bf16"
+           : isa == dnnl_cpu_isa_avx512_core_vnni ? "avx512_core_vnni"
+           : isa == dnnl_cpu_isa_avx512_core      ? "avx512_core"
+           : isa == dnnl_cpu_isa_avx2_vnni        ? "avx2_vnni"
+           : isa == dnnl_cpu_isa_avx2             ? "avx2"
+           : isa == dnnl_cpu_isa_avx              ? "avx"
+                                                  : "other";
 }
 
 #else /* no oneDNN */
@@ -157,6 +206,17 @@ bool tsi_dnnl_matmul_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, cons
     (void)c, (void)ldc;
     return false;
 }
+bool tsi_dnnl_matmul_strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k, const void *a,
+                             const int64_t sa[3], const void *b, const int64_t sb[3], void *c,
+                             const int64_t sc[3]) {
+    (void)dt, (void)bsz, (void)m, (void)n, (void)k, (void)a, (void)sa, (void)b, (void)sb;
+    (void)c, (void)sc;
+    return false;
+}
+bool tsi_dnnl_bf16_native(void) { return false; }
+const char *tsi_dnnl_isa_name(void) { return "none"; }
 uint64_t tsi_dnnl_matmul_count(void) { return 0; }
+uint64_t tsi_dnnl_matmul_bf16_count(void) { return 0; }
+uint64_t tsi_dnnl_matmul_builds(void) { return 0; }
 
 #endif

@@ -11,8 +11,25 @@
  * shape or memory runs out: the caller then multiplies another way. */
 bool tsi_dnnl_matmul_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
                          int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
-/* Products the primitive has run so far (tests check that it, not a fallback, ran). */
+/* Batched strided products in `dt` (TS_F32 or TS_BF16): for each of bsz batches, C = A B with
+ * A [m x k], B [k x n], C [m x n]; s*[0] the batch stride (0: one matrix for every batch), s*[1]
+ * the row stride and s*[2] the column stride, in elements. bf16 operands are multiplied exactly
+ * and summed in float32; C is rounded to bf16 once (oneDNN's bf16 matmul, AMX tiles or
+ * AVX512-BF16's vdpbf16ps). false, having written nothing the caller relies on, as above. */
+bool tsi_dnnl_matmul_strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k, const void *a,
+                             const int64_t sa[3], const void *b, const int64_t sb[3], void *c,
+                             const int64_t sc[3]);
+/* Whether oneDNN multiplies bf16 with bf16 instructions here: the CPU has AVX512-BF16 (or AMX)
+ * and neither TS_CPU_ISA nor ONEDNN_MAX_CPU_ISA caps oneDNN below them. Without them a bf16
+ * primitive would emulate the products (slower than widening to float32), so callers widen. */
+bool tsi_dnnl_bf16_native(void);
+/* "avx512_core_amx", "avx512_core_bf16", ... : the ISA oneDNN's kernels run with ("none"
+ * without oneDNN). */
+const char *tsi_dnnl_isa_name(void);
+/* Products the primitive has run so far (tests check that it, not a fallback, ran): float32,
+ * and bf16 apart. */
 uint64_t tsi_dnnl_matmul_count(void);
+uint64_t tsi_dnnl_matmul_bf16_count(void);
 /* Primitives built so far (a cache miss builds one; tests check what the cache keys on). */
 uint64_t tsi_dnnl_matmul_builds(void);
 

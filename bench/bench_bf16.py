@@ -1,0 +1,81 @@
+"""bench_bf16.py — issue 29's bfloat16 goals on the cpu, one script for both libraries
+(`import tessera as torch` or `import torch`; argv[1]: tessera | torch): bf16 `mm` at 1024^3 and
+4096x4096x1024 (m x n x k), float32 `mm` 1024^3 beside them, and the MLP 784-1024-1024-10 batch 256
+SGD training step in float32 and under `torch.autocast("cpu", dtype=torch.bfloat16)`. Each case is
+the best of 1 and 2 threads; prints "name ms" lines (GFLOP/s for the products).
+
+Usage: PYTHONPATH=build/python python3 bench/bench_bf16.py tessera [quick]
+       /opt/torch2/bin/torch-python bench/bench_bf16.py torch [quick]
+(bench/run_bf16.sh runs both and prints the ratios with the CPU's ISA and oneDNN's kernels.)"""
+import importlib
+import sys
+import time
+
+torch = importlib.import_module(sys.argv[1] if len(sys.argv) > 1 else "tessera")
+nn = torch.nn
+F = torch.nn.functional
+QUICK = len(sys.argv) > 2 and sys.argv[2] == "quick"
+
+
+def timed(fn, reps, rounds=3):
+    """best ms per call over `rounds` rounds of `reps` calls (a warm-up round first)"""
+    best = float("inf")
+    for r in range(rounds + 1):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        dt = (time.perf_counter() - t0) / reps * 1e3
+        if r:
+            best = min(best, dt)
+    return best
+
+
+def mm_case(m, n, k, dtype):
+    a = torch.randn(m, k).to(dtype)
+    b = torch.randn(k, n).to(dtype)
+    flops = 2.0 * m * n * k
+    reps = max(1, int(2e9 / flops)) if not QUICK else 1
+    ms = timed(lambda: torch.mm(a, b), reps)
+    return ms, flops / ms / 1e6
+
+
+def mlp_step_case(autocast):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                          nn.Linear(1024, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(256, 784)
+    y = torch.randint(0, 10, (256,))
+
+    def step():
+        opt.zero_grad()
+        if autocast:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = F.cross_entropy(model(x), y)
+        else:
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    return timed(step, 2 if QUICK else 10)
+
+
+def main():
+    cases = [
+        ("mm_bf16_1024", lambda: mm_case(1024, 1024, 1024, torch.bfloat16)),
+        ("mm_bf16_4096x4096x1024", lambda: mm_case(4096, 4096, 1024, torch.bfloat16)),
+        ("mm_f32_1024", lambda: mm_case(1024, 1024, 1024, torch.float32)),
+        ("mlp_step_f32", lambda: (mlp_step_case(False), None)),
+        ("mlp_step_autocast_bf16", lambda: (mlp_step_case(True), None)),
+    ]
+    for name, fn in cases:
+        best, rate = float("inf"), None
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            ms, r = fn()
+            if ms < best:
+                best, rate = ms, r
+        print("%s %.4f %s" % (name, best, "%.1f" % rate if rate else "-"), flush=True)
+
+
+if __name__ == "__main__":
+    main()

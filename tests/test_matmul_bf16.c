@@ -1,0 +1,163 @@
+/* test_matmul_bf16.c — bfloat16 products on the cpu: oneDNN's bf16 matmul where the CPU multiplies
+ * bf16 natively (AVX512-BF16, AMX), the widened float32 kernels elsewhere; both against a float64
+ * reference of the same bf16 operands.
+ *
+ * The bound: bf16 times bf16 is exact in float32 (8 + 8 significant bits), so the only errors are
+ * the float32 sums, |s - exact| <= gamma_k * sum_p |a_ip| |b_pj| with gamma_k = k u / (1 - k u),
+ * u = 2^-24, whatever the order of summation, and the one rounding of the result to bf16, half a
+ * unit in the last of its 8 significant bits: 2^-8 relative. So each element must satisfy
+ * |c - exact| <= 2^-8 |exact| + (1 + 2^-8) gamma_k S_ij, S = |A| |B|.
+ *
+ * Which path runs is checked too: with native bf16 (the host has it and neither TS_CPU_ISA nor
+ * ONEDNN_MAX_CPU_ISA caps it away; tests/CMakeLists.txt runs this test under both caps) every
+ * product goes to oneDNN; without, none does. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/matmul_dnnl.h"
+#include "ts_test.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double uniform(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+/* a bf16 tensor of the given shape with values in [-scale, scale] */
+static ts_tensor *random_bf16(ts_shape s, double scale) {
+    int64_t n = 1;
+    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
+    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) v[i] = uniform() * scale;
+    ts_tensor *t = ts_tensor_f64(s, v, (ts_opts){.dtype = TS_BF16});
+    free(v);
+    return t;
+}
+
+/* t's values as float64, row-major (malloc'ed); *n the count */
+static double *values(ts_tensor *t, int64_t *n) {
+    ts_tensor *d = ts_contiguous(ts_to_dtype(t, TS_F64));
+    *n = d ? ts_numel(d) : 0;
+    double *v = malloc(sizeof(double) * (size_t)(*n ? *n : 1));
+    CHECK(d && ts_copy_to_host(d, v, sizeof(double) * (size_t)*n) == TS_OK);
+    return v;
+}
+
+static const char *cap_reason(void) {
+    const char *isa = getenv("TS_CPU_ISA"), *dnnl = getenv("ONEDNN_MAX_CPU_ISA");
+    if (isa && (!strcmp(isa, "avx2") || !strcmp(isa, "generic"))) return "TS_CPU_ISA";
+    if (dnnl && *dnnl && !strstr(dnnl, "BF16") && !strstr(dnnl, "AMX") && strcmp(dnnl, "ALL"))
+        return "ONEDNN_MAX_CPU_ISA";
+    return NULL;
+}
+
+static bool host_has_bf16(void) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return false;
+    char line[8192];
+    bool has = false;
+    while (!has && fgets(line, sizeof line, f))
+        if (!strncmp(line, "flags", 5)) has = strstr(line, " avx512_bf16") || strstr(line, " amx_bf16");
+    fclose(f);
+    return has;
+}
+
+/* c = matmul(a, b) of bf16 operands (any views) against the float64 product of the same values */
+static void check_product(const char *what, ts_tensor *a, ts_tensor *b, bool native) {
+    ts_scope_begin();
+    const uint64_t runs = tsi_dnnl_matmul_bf16_count();
+    ts_tensor *c = ts_matmul(a, b);
+    const uint64_t ran = tsi_dnnl_matmul_bf16_count() - runs;
+    CHECK(c && ts_dtype_of(c) == TS_BF16);
+    ts_tensor *a64 = ts_to_dtype(a, TS_F64), *b64 = ts_to_dtype(b, TS_F64);
+    ts_tensor *exact = ts_matmul(a64, b64), *mag = ts_matmul(ts_abs(a64), ts_abs(b64));
+    const int64_t k = ts_shape_of(a).dims[ts_shape_of(a).ndim - 1];
+    int64_t n1, n2, n3;
+    double *got = values(c, &n1), *want = values(exact, &n2), *s = values(mag, &n3);
+    CHECK(n1 == n2 && n2 == n3);
+    const double u = ldexp(1, -24), gamma = (double)k * u / (1 - (double)k * u);
+    double worst = 0;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n1 && i < n2 && i < n3; i++) {
+        const double bound = ldexp(fabs(want[i]), -8) + (1 + ldexp(1, -8)) * gamma * s[i];
+        const double err = fabs(got[i] - want[i]);
+        if (!(err <= bound)) bad++;
+        if (bound > 0 && err / bound > worst) worst = err / bound;
+    }
+    ts_test_record(bad == 0);
+    if (bad)
+        ts_test_failf(__FILE__, __LINE__, "%s: %lld of %lld elements past the bound (worst %.3g x)",
+                      what, (long long)bad, (long long)n1, worst);
+    /* the path: oneDNN for every native bf16 product, never otherwise */
+    if (native)
+        CHECK(ran >= 1);
+    else
+        CHECK(ran == 0);
+    printf("%-34s k %5lld  worst error %.3f of the bound  %s\n", what, (long long)k, worst,
+           ran ? "oneDNN bf16" : "widened to float32");
+    free(got), free(want), free(s);
+    CHECK_OK();
+    ts_scope_end();
+}
+
+int main(void) {
+    const int gate = ts_test_isa_gate();
+    if (gate) return gate;
+    ts_scope_begin();
+    /* a first product makes the engine (and reads the caps) before the path is asked */
+    ts_tensor *warm = ts_matmul(random_bf16(TS_SHAPE(2, 2), 1), random_bf16(TS_SHAPE(2, 2), 1));
+    CHECK(warm != NULL);
+    const bool native = tsi_dnnl_bf16_native();
+    const char *cap = cap_reason();
+    printf("oneDNN ISA: %s; host bf16: %s; native bf16 products: %s%s%s\n", tsi_dnnl_isa_name(),
+           host_has_bf16() ? "yes" : "no", native ? "yes" : "no", cap ? ", capped by " : "",
+           cap ? cap : "");
+    if (cap) CHECK(!native); /* a cap keeps the bf16 instructions out */
+#ifdef TS_HAVE_DNNL
+    if (!cap && host_has_bf16()) CHECK(native);
+#else
+    CHECK(!native);
+#endif
+
+    check_product("square 64", random_bf16(TS_SHAPE(64, 64), 1), random_bf16(TS_SHAPE(64, 64), 1),
+                  native);
+    check_product("one element", random_bf16(TS_SHAPE(1, 1), 3), random_bf16(TS_SHAPE(1, 1), 3),
+                  native);
+    check_product("long k (cancellation)", random_bf16(TS_SHAPE(7, 3001), 1),
+                  random_bf16(TS_SHAPE(3001, 129), 1), native);
+    check_product("linear-like 256x784 @ 784x128", random_bf16(TS_SHAPE(256, 784), 1),
+                  random_bf16(TS_SHAPE(784, 128), 0.05), native);
+    /* transposed operands: the views' strides, as linear's forward and backward pass them */
+    check_product("A^T B", ts_transpose(random_bf16(TS_SHAPE(300, 33), 1), 0, 1),
+                  random_bf16(TS_SHAPE(300, 65), 1), native);
+    check_product("A B^T", random_bf16(TS_SHAPE(33, 300), 1),
+                  ts_transpose(random_bf16(TS_SHAPE(65, 300), 1), 0, 1), native);
+    /* every other column: a column stride of 2 */
+    check_product("strided columns", random_bf16(TS_SHAPE(20, 50), 1),
+                  ts_slice(random_bf16(TS_SHAPE(50, 40), 1), 1, 0, 40, 2), native);
+    /* batches, and a matrix broadcast over them (bmm in attention, matmul of [B, m, k] @ [k, n]) */
+    check_product("batched 3 x 17x33 @ 33x65", random_bf16(TS_SHAPE(3, 17, 33), 1),
+                  random_bf16(TS_SHAPE(3, 33, 65), 1), native);
+    check_product("batch-broadcast B", random_bf16(TS_SHAPE(4, 9, 40), 1),
+                  random_bf16(TS_SHAPE(40, 11), 1), native);
+    check_product("batch-broadcast A", random_bf16(TS_SHAPE(9, 40), 1),
+                  random_bf16(TS_SHAPE(4, 40, 11), 1), native);
+    check_product("batched, transposed heads", ts_transpose(random_bf16(TS_SHAPE(2, 16, 8), 1), 1, 2),
+                  random_bf16(TS_SHAPE(2, 16, 12), 1), native);
+    /* large values: the float32 sums, not bf16 ones (a bf16 accumulator fails this at once) */
+    check_product("wide range", random_bf16(TS_SHAPE(8, 512), 1000),
+                  random_bf16(TS_SHAPE(512, 8), 0.001), native);
+
+    /* k = 0: zeros, through whichever path */
+    ts_tensor *z = ts_matmul(random_bf16(TS_SHAPE(3, 0), 1), random_bf16(TS_SHAPE(0, 4), 1));
+    int64_t nz;
+    double *zv = values(z, &nz);
+    CHECK(nz == 12);
+    for (int64_t i = 0; i < nz; i++) CHECK(zv[i] == 0);
+    free(zv);
+    CHECK_OK();
+    ts_scope_end();
+    return ts_test_finish();
+}
