@@ -660,3 +660,23 @@ def test_rebuild_tensor_refuses_what_is_not_a_tensor_type():
             tessera._C._rebuild_tensor(cls, [1.0], "float32", "cpu", False, None)
     with pytest.raises(TypeError, match="_rebuild_tensor"):
         tessera._C._rebuild_tensor(tessera.Tensor, [1.0])
+
+
+def test_device_objects_as_arguments():
+    """a tessera.device object wherever a device string is taken"""
+    d = tessera.device("sim:0")
+    t = tessera.zeros(2, device=d)
+    assert t.device == d
+    assert t.to(tessera.device("cpu")).device == tessera.device("cpu")
+    assert tessera.ones(1).to(device=d).device == d
+    assert tessera.tensor([1.0], device=tessera.device("sim", 1)).device == tessera.device("sim:1")
+
+
+def test_bmm_and_where_arguments():
+    a = tessera.ones(2, 3, 4)
+    with pytest.raises(TypeError, match=r"bmm\(\)"):
+        a.bmm(5)
+    with pytest.raises(TypeError):
+        tessera.where()
+    assert tessera.where(tessera.tensor([True, False]), tessera.ones(2),
+                         tessera.zeros(2)).tolist() == [1.0, 0.0]
