@@ -1,7 +1,8 @@
 """bench_bf16.py — issue 29's bfloat16 goals on the cpu, one script for both libraries
 (`import tessera as torch` or `import torch`; argv[1]: tessera | torch): bf16 `mm` at 1024^3 and
 4096x4096x1024 (m x n x k), float32 `mm` 1024^3 beside them, and the MLP 784-1024-1024-10 batch 256
-SGD training step in float32 and under `torch.autocast("cpu", dtype=torch.bfloat16)`. Each case is
+and ResNet-18 (CIFAR stem, batch 64) SGD training steps in float32 and under
+`torch.autocast("cpu", dtype=torch.bfloat16)`. Each case is
 the best of 1 and 2 threads; prints "name ms" lines (GFLOP/s for the products).
 
 Usage: PYTHONPATH=build/python python3 bench/bench_bf16.py tessera [quick]
@@ -59,6 +60,35 @@ def mlp_step_case(autocast):
     return timed(step, 2 if QUICK else 10)
 
 
+def resnet18_cifar():
+    if torch.__name__ == "tessera":
+        return nn.models.resnet18(num_classes=10, cifar_stem=True)
+    import os
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+    from gen_golden_resnet import resnet18  # torchvision's, with the CIFAR stem
+    return resnet18(num_classes=10, cifar_stem=True)
+
+
+def resnet_step_case(autocast):
+    """ResNet-18 (CIFAR stem) SGD momentum step on a batch of 64 32x32 images"""
+    torch.manual_seed(0)
+    model = resnet18_cifar()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x = torch.randn(64, 3, 32, 32)
+    y = torch.randint(0, 10, (64,))
+
+    def step():
+        opt.zero_grad()
+        if autocast:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = F.cross_entropy(model(x), y)
+        else:
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    return timed(step, 1, rounds=1 if QUICK else 2)
+
+
 def main():
     cases = [
         ("mm_bf16_1024", lambda: mm_case(1024, 1024, 1024, torch.bfloat16)),
@@ -66,6 +96,8 @@ def main():
         ("mm_f32_1024", lambda: mm_case(1024, 1024, 1024, torch.float32)),
         ("mlp_step_f32", lambda: (mlp_step_case(False), None)),
         ("mlp_step_autocast_bf16", lambda: (mlp_step_case(True), None)),
+        ("resnet18_step_f32", lambda: (resnet_step_case(False), None)),
+        ("resnet18_step_autocast_bf16", lambda: (resnet_step_case(True), None)),
     ]
     for name, fn in cases:
         best, rate = float("inf"), None

@@ -22,8 +22,10 @@ while read -r name ms rate; do
     pt=$(awk -v n="$name" '$1 == n {print $2}' "$tmp/pt.txt")
     awk -v n="$name" -v a="$ms" -v b="$pt" 'BEGIN { printf "%-26s %12.3f %12.3f %9.2fx\n", n, a, b, b / a }'
 done <"$tmp/ts.txt"
-awk '$1 == "mlp_step_f32" {f = $2} $1 == "mlp_step_autocast_bf16" {b = $2}
-     END { if (b) printf "Tessera: autocast step %.2fx its own float32 step\n", f / b }' "$tmp/ts.txt"
+for m in mlp resnet18; do
+    awk -v m=$m '$1 == m "_step_f32" {f = $2} $1 == m "_step_autocast_bf16" {b = $2}
+         END { if (b) printf "Tessera %s: autocast step %.2fx its own float32 step\n", m, f / b }' "$tmp/ts.txt"
+done
 # the kernels each side's bf16 product ran (one small product, verbose)
 k_ts=$(ONEDNN_VERBOSE=1 PYTHONPATH="$build/python" "$syspy" -c 'import tessera as t; t.mm(t.ones(64, 64, dtype=t.bfloat16), t.ones(64, 64, dtype=t.bfloat16))' 2>/dev/null |
     grep -m1 'exec,cpu,matmul' | sed 's/.*exec,cpu,matmul,\([^,]*\),.*/\1/' || true)

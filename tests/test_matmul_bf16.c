@@ -150,6 +150,32 @@ int main(void) {
     check_product("wide range", random_bf16(TS_SHAPE(8, 512), 1000),
                   random_bf16(TS_SHAPE(512, 8), 0.001), native);
 
+    /* the primitive cache: a shape seen before is not built again after another shape ran */
+    if (native) {
+        ts_tensor *a = random_bf16(TS_SHAPE(24, 40), 1), *b = random_bf16(TS_SHAPE(40, 56), 1);
+        ts_tensor *p = random_bf16(TS_SHAPE(5, 7), 1), *q = random_bf16(TS_SHAPE(7, 9), 1);
+        CHECK(ts_matmul(a, b) && ts_matmul(p, q));
+        const uint64_t built = tsi_dnnl_matmul_builds();
+        CHECK(ts_matmul(a, b) && ts_matmul(p, q));
+        CHECK_EQ(tsi_dnnl_matmul_builds(), built);
+    }
+    /* the strided entry takes float32 too (the same cache, keyed on the dtype), and refuses
+     * other dtypes without writing */
+    {
+        const float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, -1, 2, 0.5f, 3};
+        float c[4] = {0};
+        const int64_t sa[3] = {0, 3, 1}, sb[3] = {0, 2, 1}, sc[3] = {0, 2, 1};
+#ifdef TS_HAVE_DNNL
+        CHECK(tsi_dnnl_matmul_strided(TS_F32, 1, 2, 2, 3, a, sa, b, sb, c, sc));
+        /* [1 2 3; 4 5 6] [1 0; -1 2; 0.5 3] = [0.5 13; 2 28] */
+        CHECK(c[0] == 0.5f && c[1] == 13 && c[2] == 2 && c[3] == 28);
+#endif
+        float d[4] = {7, 7, 7, 7};
+        CHECK(!tsi_dnnl_matmul_strided(TS_F64, 1, 2, 2, 3, a, sa, b, sb, d, sc));
+        CHECK(!tsi_dnnl_matmul_strided(TS_F16, 1, 2, 2, 3, a, sa, b, sb, d, sc));
+        CHECK(d[0] == 7 && d[3] == 7);
+    }
+
     /* k = 0: zeros, through whichever path */
     ts_tensor *z = ts_matmul(random_bf16(TS_SHAPE(3, 0), 1), random_bf16(TS_SHAPE(0, 4), 1));
     int64_t nz;

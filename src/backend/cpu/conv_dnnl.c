@@ -1,5 +1,7 @@
-/* conv_dnnl.c — float32 convolutions through oneDNN's primitives (forward, backward data,
- * backward weights), with PyTorch's plain NCHW layouts on our side.
+/* conv_dnnl.c — float32 and bfloat16 convolutions through oneDNN's primitives (forward, backward
+ * data, backward weights), with PyTorch's plain NCHW layouts on our side. bf16 (autocast's
+ * convolutions) only where the CPU multiplies bf16 natively (tsi_dnnl_bf16_native: AVX512-BF16,
+ * AMX): every operand bf16, float32 sums inside the primitive, one rounding of the result.
  *
  * oneDNN picks the kernel and the memory formats it wants (blocked, for its JIT kernels); we keep
  * NCHW / OIHW tensors, so each call reorders its inputs into the primitive's formats and the result
@@ -31,6 +33,7 @@ typedef enum { K_FWD, K_BWD_DATA, K_BWD_WEIGHT } conv_kind;
 
 typedef struct conv_key {
     int kind, has_bias;
+    int64_t dt; /* dnnl_f32 or dnnl_bf16: every operand's */
     int64_t threads; /* tsi_dnnl_threads() (an int64: no padding inside the memcmp'd key) */
     int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g;
     int64_t act; /* the forward's post-op (ts_conv_act) and CLIP's bounds (+-inf: none) */
@@ -68,10 +71,11 @@ static void entry_free(conv_entry *e) {
 }
 
 /* ------------------------------------------------------------------ building a primitive */
-static void plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag) {
+static void plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag,
+                     int64_t dt) {
     dnnl_dims_t d = {0}; /* oneDNN reads a whole dnnl_dims_t */
     memcpy(d, dims, (size_t)nd * sizeof *dims);
-    dnnl_memory_desc_init_by_tag(md, nd, d, dnnl_f32, tag);
+    dnnl_memory_desc_init_by_tag(md, nd, d, (dnnl_data_type_t)dt, tag);
 }
 
 /* The reorder from src to dst descriptors, or NULL when they are equal; false on failure. */
@@ -129,20 +133,21 @@ static bool build(conv_entry *e) {
     dnnl_dims_t pr = {(k->oh - 1) * k->sh - k->h + (k->kh - 1) * k->dh + 1 - k->ph,
                       (k->ow - 1) * k->sw - k->w + (k->kw - 1) * k->dw + 1 - k->pw};
     dnnl_memory_desc_t src_u, dst_u, w_u, b_u, src_a, dst_a, w_a, b_a;
-    plain_md(&src_u, 4, src_d, dnnl_nchw);
-    plain_md(&dst_u, 4, dst_d, dnnl_nchw);
+    const int64_t dt = k->dt;
+    plain_md(&src_u, 4, src_d, dnnl_nchw, dt);
+    plain_md(&dst_u, 4, dst_d, dnnl_nchw, dt);
     if (k->g > 1)
-        plain_md(&w_u, 5, wg_d, dnnl_goihw);
+        plain_md(&w_u, 5, wg_d, dnnl_goihw, dt);
     else
-        plain_md(&w_u, 4, w_d, dnnl_oihw);
-    plain_md(&b_u, 1, b_d, dnnl_x);
-    plain_md(&src_a, 4, src_d, dnnl_format_tag_any);
-    plain_md(&dst_a, 4, dst_d, dnnl_format_tag_any);
+        plain_md(&w_u, 4, w_d, dnnl_oihw, dt);
+    plain_md(&b_u, 1, b_d, dnnl_x, dt);
+    plain_md(&src_a, 4, src_d, dnnl_format_tag_any, dt);
+    plain_md(&dst_a, 4, dst_d, dnnl_format_tag_any, dt);
     if (k->g > 1)
-        plain_md(&w_a, 5, wg_d, dnnl_format_tag_any);
+        plain_md(&w_a, 5, wg_d, dnnl_format_tag_any, dt);
     else
-        plain_md(&w_a, 4, w_d, dnnl_format_tag_any);
-    plain_md(&b_a, 1, b_d, dnnl_format_tag_any);
+        plain_md(&w_a, 4, w_d, dnnl_format_tag_any, dt);
+    plain_md(&b_a, 1, b_d, dnnl_format_tag_any, dt);
 
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t fwd_pd = NULL, pd = NULL;
@@ -249,8 +254,9 @@ static bool lookup(const conv_key *key, conv_entry *out) {
     return hit != NULL;
 }
 
-static atomic_uint_fast64_t runs;
+static atomic_uint_fast64_t runs, bf16_runs;
 uint64_t tsi_dnnl_conv_count(void) { return atomic_load(&runs); }
+uint64_t tsi_dnnl_conv_bf16_count(void) { return atomic_load(&bf16_runs); }
 
 /* ------------------------------------------------------------------ running one */
 /* What one call holds: per argument the user's memory and the primitive's (NULL when no reorder),
@@ -340,13 +346,14 @@ static bool run(const conv_key *key, void *const *user_ptrs, const tsi_conv_weig
     }
     ok = ok && dnnl_stream_wait(r.st) == dnnl_success; /* before the weight's entry is released */
     run_free(&r);
-    if (ok) atomic_fetch_add(&runs, 1);
+    if (ok) atomic_fetch_add(key->dt == dnnl_bf16 ? &bf16_runs : &runs, 1);
     return ok;
 }
 
-static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias) {
+static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias, bool bf16) {
     return (conv_key){.kind = kind,
                       .has_bias = has_bias,
+                      .dt = bf16 ? dnnl_bf16 : dnnl_f32,
                       .threads = tsi_dnnl_threads(),
                       .n = g->n,
                       .c = g->c,
@@ -369,27 +376,68 @@ static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias) {
                       .hi = kind == K_FWD && g->act == TS_CONV_ACT_CLIP ? g->hi : 0};
 }
 
-bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w,
-                           const tsi_conv_weight_id *wid, const float *b, float *y) {
-    const conv_key k = key_of(K_FWD, g, b != NULL);
-    void *ptrs[4] = {(void *)x, (void *)w, b ? (void *)b : (void *)y, (void *)y};
+static bool forward(bool bf16, const ts_cgeom *g, const void *x, const void *w,
+                    const tsi_conv_weight_id *wid, const void *b, void *y) {
+    const conv_key k = key_of(K_FWD, g, b != NULL, bf16);
+    void *ptrs[4] = {(void *)x, (void *)w, b ? (void *)b : y, y};
     return run(&k, ptrs, wid && wid->uid ? wid : NULL);
 }
 
-bool tsi_dnnl_conv_backward_data(const ts_cgeom *g, const float *gy, const float *w, float *gx) {
-    const conv_key k = key_of(K_BWD_DATA, g, false);
-    void *ptrs[3] = {(void *)gy, (void *)w, (void *)gx};
+static bool backward_data(bool bf16, const ts_cgeom *g, const void *gy, const void *w, void *gx) {
+    const conv_key k = key_of(K_BWD_DATA, g, false, bf16);
+    void *ptrs[3] = {(void *)gy, (void *)w, gx};
     return run(&k, ptrs, NULL);
 }
 
-bool tsi_dnnl_conv_backward_weight(const ts_cgeom *g, const float *gy, const float *x, float *gw) {
-    const conv_key k = key_of(K_BWD_WEIGHT, g, false);
-    void *ptrs[3] = {(void *)gy, (void *)x, (void *)gw};
+static bool backward_weight(bool bf16, const ts_cgeom *g, const void *gy, const void *x,
+                            void *gw) {
+    const conv_key k = key_of(K_BWD_WEIGHT, g, false, bf16);
+    void *ptrs[3] = {(void *)gy, (void *)x, gw};
     return run(&k, ptrs, NULL);
+}
+
+bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w,
+                           const tsi_conv_weight_id *wid, const float *b, float *y) {
+    return forward(false, g, x, w, wid, b, y);
+}
+bool tsi_dnnl_conv_backward_data(const ts_cgeom *g, const float *gy, const float *w, float *gx) {
+    return backward_data(false, g, gy, w, gx);
+}
+bool tsi_dnnl_conv_backward_weight(const ts_cgeom *g, const float *gy, const float *x, float *gw) {
+    return backward_weight(false, g, gy, x, gw);
+}
+
+bool tsi_dnnl_conv_forward_bf16(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
+                                const tsi_conv_weight_id *wid, const uint16_t *b, uint16_t *y) {
+    return forward(true, g, x, w, wid, b, y);
+}
+bool tsi_dnnl_conv_backward_data_bf16(const ts_cgeom *g, const uint16_t *gy, const uint16_t *w,
+                                      uint16_t *gx) {
+    return backward_data(true, g, gy, w, gx);
+}
+bool tsi_dnnl_conv_backward_weight_bf16(const ts_cgeom *g, const uint16_t *gy, const uint16_t *x,
+                                        uint16_t *gw) {
+    return backward_weight(true, g, gy, x, gw);
 }
 
 #else /* no oneDNN */
 uint64_t tsi_dnnl_conv_count(void) { return 0; }
+uint64_t tsi_dnnl_conv_bf16_count(void) { return 0; }
+bool tsi_dnnl_conv_forward_bf16(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
+                                const tsi_conv_weight_id *wid, const uint16_t *b, uint16_t *y) {
+    (void)g, (void)x, (void)w, (void)wid, (void)b, (void)y;
+    return false;
+}
+bool tsi_dnnl_conv_backward_data_bf16(const ts_cgeom *g, const uint16_t *gy, const uint16_t *w,
+                                      uint16_t *gx) {
+    (void)g, (void)gy, (void)w, (void)gx;
+    return false;
+}
+bool tsi_dnnl_conv_backward_weight_bf16(const ts_cgeom *g, const uint16_t *gy, const uint16_t *x,
+                                        uint16_t *gw) {
+    (void)g, (void)gy, (void)x, (void)gw;
+    return false;
+}
 bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w,
                            const tsi_conv_weight_id *wid, const float *b, float *y) {
     (void)g, (void)x, (void)w, (void)wid, (void)b, (void)y;

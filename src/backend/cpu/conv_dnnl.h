@@ -1,4 +1,4 @@
-/* conv_dnnl.h — float32 convolutions through oneDNN's primitives (when the build found oneDNN). */
+/* conv_dnnl.h — float32 and bf16 convolutions through oneDNN's primitives (when the build found oneDNN). */
 #ifndef TS_CONV_DNNL_H
 #define TS_CONV_DNNL_H
 
@@ -23,8 +23,18 @@ bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w,
                            const tsi_conv_weight_id *wid, const float *b, float *y);
 bool tsi_dnnl_conv_backward_data(const ts_cgeom *g, const float *gy, const float *w, float *gx);
 bool tsi_dnnl_conv_backward_weight(const ts_cgeom *g, const float *gy, const float *x, float *gw);
-/* Convolutions oneDNN has run so far (tests check that it, not a fallback, ran). */
+/* The same in bf16 (every operand bf16, the bias too; float32 sums, one rounding), for CPUs that
+ * multiply bf16 natively (tsi_dnnl_bf16_native, matmul_dnnl.h): false as above. */
+bool tsi_dnnl_conv_forward_bf16(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
+                                const tsi_conv_weight_id *wid, const uint16_t *b, uint16_t *y);
+bool tsi_dnnl_conv_backward_data_bf16(const ts_cgeom *g, const uint16_t *gy, const uint16_t *w,
+                                      uint16_t *gx);
+bool tsi_dnnl_conv_backward_weight_bf16(const ts_cgeom *g, const uint16_t *gy, const uint16_t *x,
+                                        uint16_t *gw);
+/* Convolutions oneDNN has run so far (tests check that it, not a fallback, ran): float32, and
+ * bf16 apart. */
 uint64_t tsi_dnnl_conv_count(void);
+uint64_t tsi_dnnl_conv_bf16_count(void);
 /* Primitives built so far (a cache miss builds one; tests check what the cache keys on). */
 uint64_t tsi_dnnl_conv_builds(void);
 /* The cache of reordered weights (conv_dnnl_wcache.c), for tests and benchmarks: what it served

@@ -12,6 +12,7 @@
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/gemm_provider.h"
 #include "backend/cpu/kern_conv.h"
+#include "backend/cpu/matmul_dnnl.h"
 #include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
@@ -565,11 +566,26 @@ static tsi_conv_weight_id weight_id(const ts_conv2d_params *p) {
         .uid = p->weight_uid, .version = p->weight_version, .offset = p->weight_offset};
 }
 
-/* f16 / bf16: through float32 copies, the activation on the rounded result */
+/* bf16 convolutions in bf16 (oneDNN) where the CPU multiplies bf16 natively, unless TS_CONV=builtin
+ * forces the built-in kernels: every operand as it is, float32 sums, one rounding */
+static bool bf16_native(ts_dtype dt) {
+    if (conv_forced == -2) conv_forced = parse_provider(getenv("TS_CONV"));
+    return dt == TS_BF16 && conv_forced != 0 && tsi_dnnl_bf16_native();
+}
+
+/* f16 / bf16: through float32 copies (or bf16 natively, above), the activation on the rounded
+ * result */
 static void conv2d_half(const cgeom *g, const ts_kview *out, const ts_kview *x, const ts_kview *w,
-                        const ts_kview *bias) {
+                        const ts_kview *bias, const tsi_conv_weight_id *wid) {
     cgeom gf = *g;
     gf.act = TS_CONV_ACT_NONE;
+    if (bf16_native(out->dtype) &&
+        tsi_dnnl_conv_forward_bf16(&gf, (const uint16_t *)x->data, (const uint16_t *)w->data, wid,
+                                   bias ? (const uint16_t *)bias->data : NULL,
+                                   (uint16_t *)out->data)) {
+        act_output(g, out);
+        return;
+    }
     float *fx = to_f32(x, numel4(x)), *fw = fx ? to_f32(w, numel4(w)) : NULL;
     float *fb = fw && bias ? to_f32(bias, bias->shape[0]) : NULL;
     float *fy = fw && (fb || !bias) ? malloc((size_t)numel4(out) * sizeof(float)) : NULL;
@@ -589,12 +605,12 @@ void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const t
     const cgeom g = geom_of(x, w, out, p);
     if (numel4(out) == 0) return;
     const ts_dtype dt = out->dtype;
+    const tsi_conv_weight_id wid = weight_id(p);
     if (is_half(dt)) {
-        conv2d_half(&g, out, x, w, bias);
+        conv2d_half(&g, out, x, w, bias, &wid);
         return;
     }
     const char *bd = bias ? bias->data : NULL;
-    const tsi_conv_weight_id wid = weight_id(p);
     if (run_forward(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, x->data, w->data, &wid, bd, out->data))
         return;
     ts_conv_naive_forward(&g, dt, x->data, w->data, bd, out->data);
@@ -614,6 +630,10 @@ void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview
             ts_conv_naive_backward_data(&g, dt, gout->data, w->data, gx->data);
         return;
     }
+    if (bf16_native(dt) &&
+        tsi_dnnl_conv_backward_data_bf16(&g, (const uint16_t *)gout->data,
+                                         (const uint16_t *)w->data, (uint16_t *)gx->data))
+        return;
     float *fy = to_f32(gout, numel4(gout)), *fw = fy ? to_f32(w, numel4(w)) : NULL;
     float *fx = fw ? malloc((size_t)numel4(gx) * sizeof(float)) : NULL;
     if (fx && run_backward_data(&fns_f32, &g, (const char *)fy, (const char *)fw, (char *)fx))
@@ -636,6 +656,10 @@ void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kvi
             ts_conv_naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
         return;
     }
+    if (bf16_native(dt) &&
+        tsi_dnnl_conv_backward_weight_bf16(&g, (const uint16_t *)gout->data,
+                                           (const uint16_t *)x->data, (uint16_t *)gw->data))
+        return;
     float *fy = to_f32(gout, numel4(gout)), *fx = fy ? to_f32(x, numel4(x)) : NULL;
     float *fw = fx ? malloc((size_t)numel4(gw) * sizeof(float)) : NULL;
     if (fw && run_backward_weight(&fns_f32, &g, (const char *)fy, (const char *)fx, (char *)fw))

@@ -1,0 +1,156 @@
+/* test_conv_bf16.c — bfloat16 convolutions on the cpu (forward, input gradient, weight gradient):
+ * oneDNN's bf16 primitives where the CPU multiplies bf16 natively (AVX512-BF16, AMX), the widened
+ * float32 path elsewhere; both against float64 convolutions of the same bf16 values.
+ *
+ * The bound, as test_matmul_bf16.c's: products of bf16 numbers are exact in float32, each output
+ * is a float32 sum of K terms (forward: C/groups x kh x kw products and the bias; input gradient:
+ * at most O/groups x kh x kw; weight gradient: N x OH x OW) rounded once to bf16, so
+ * |r - exact| <= 2^-8 |exact| + (1 + 2^-8) gamma_K S, with S the same sum over absolute values
+ * (computed in float64 by the same convolutions of |x|, |w|, |gy|). The path is checked too: with
+ * native bf16 every convolution runs oneDNN's bf16 primitive, without it none does (ctest runs
+ * this under TS_CPU_ISA and ONEDNN_MAX_CPU_ISA caps and TS_CONV=builtin). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/conv_dnnl.h"
+#include "backend/cpu/matmul_dnnl.h"
+#include "ts_test.h"
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static double uniform(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+static ts_tensor *random_bf16(ts_shape s, bool grad) {
+    int64_t n = 1;
+    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
+    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) v[i] = uniform();
+    ts_tensor *t = ts_tensor_f64(s, v, (ts_opts){.dtype = TS_BF16, .requires_grad = grad});
+    free(v);
+    return t;
+}
+
+static double *values(ts_tensor *t, int64_t *n) {
+    ts_tensor *d = ts_contiguous(ts_to_dtype(t, TS_F64));
+    *n = d ? ts_numel(d) : 0;
+    double *v = malloc(sizeof(double) * (size_t)(*n ? *n : 1));
+    CHECK(d && ts_copy_to_host(d, v, sizeof(double) * (size_t)*n) == TS_OK);
+    return v;
+}
+
+/* a float64 leaf with t's values (|t|'s when absolute), requiring grad when asked */
+static ts_tensor *f64_of(ts_tensor *t, bool absolute, bool grad) {
+    ts_tensor *d = ts_to_dtype(ts_detach(t), TS_F64);
+    if (absolute) d = ts_abs(d);
+    d = ts_contiguous(d);
+    if (grad) ts_set_requires_grad(d, true);
+    return d;
+}
+
+static int bad_total;
+/* got (bf16) against want within the bound with K terms of magnitude sums s */
+static double compare(const char *what, ts_tensor *got, ts_tensor *want, ts_tensor *s, double K) {
+    int64_t n1, n2, n3;
+    double *g = values(got, &n1), *w = values(want, &n2), *m = values(s, &n3);
+    CHECK(n1 == n2 && n2 == n3);
+    const double u = ldexp(1, -24), gamma = K * u / (1 - K * u);
+    double worst = 0;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n1 && i < n2 && i < n3; i++) {
+        const double bound = ldexp(fabs(w[i]), -8) + (1 + ldexp(1, -8)) * gamma * m[i];
+        const double err = fabs(g[i] - w[i]);
+        if (!(err <= bound)) bad++;
+        if (bound > 0 && err / bound > worst) worst = err / bound;
+    }
+    ts_test_record(bad == 0);
+    if (bad)
+        ts_test_failf(__FILE__, __LINE__, "%s: %lld of %lld past the bound (worst %.3g x)", what,
+                      (long long)bad, (long long)n1, worst);
+    bad_total += bad != 0;
+    free(g), free(w), free(m);
+    return worst;
+}
+
+typedef struct conv_case {
+    const char *name;
+    int64_t n, c, h, w, o, kh, kw;
+    ts_conv2d_opts o_;
+    bool bias;
+} conv_case;
+
+static void check_case(const conv_case *cc, bool native) {
+    ts_scope_begin();
+    const int groups = cc->o_.groups ? cc->o_.groups : 1;
+    ts_tensor *x = random_bf16(TS_SHAPE(cc->n, cc->c, cc->h, cc->w), true);
+    ts_tensor *w = random_bf16(TS_SHAPE(cc->o, cc->c / groups, cc->kh, cc->kw), true);
+    ts_tensor *b = cc->bias ? random_bf16(TS_SHAPE(cc->o), false) : NULL;
+    const uint64_t runs = tsi_dnnl_conv_bf16_count();
+    ts_tensor *y = ts_conv2d(x, w, b, cc->o_);
+    CHECK(y && ts_dtype_of(y) == TS_BF16);
+    ts_tensor *gy = y ? random_bf16(ts_shape_of(y), false) : NULL;
+    ts_backward_with(y, gy);
+    const uint64_t ran = tsi_dnnl_conv_bf16_count() - runs;
+    /* float64: the exact values, and the same sums over absolute values */
+    ts_tensor *x64 = f64_of(x, false, true), *w64 = f64_of(w, false, true);
+    ts_tensor *b64 = b ? f64_of(b, false, false) : NULL;
+    ts_tensor *y64 = ts_conv2d(x64, w64, b64, cc->o_);
+    ts_backward_with(y64, f64_of(gy, false, false));
+    ts_tensor *xa = f64_of(x, true, true), *wa = f64_of(w, true, true);
+    ts_tensor *ba = b ? f64_of(b, true, false) : NULL;
+    ts_tensor *ya = ts_conv2d(xa, wa, ba, cc->o_);
+    ts_backward_with(ya, f64_of(gy, true, false));
+    const double kf = (double)(cc->c / groups * cc->kh * cc->kw + (b ? 1 : 0));
+    const double kd = (double)(cc->o / groups * cc->kh * cc->kw);
+    const ts_shape ys = ts_shape_of(y64);
+    const double kw = (double)(ys.dims[0] * ys.dims[2] * ys.dims[3]);
+    const double e1 = compare(cc->name, y, y64, ya, kf);
+    const double e2 = compare(cc->name, ts_grad(x), ts_grad(x64), ts_grad(xa), kd);
+    const double e3 = compare(cc->name, ts_grad(w), ts_grad(w64), ts_grad(wa), kw);
+    CHECK(ts_dtype_of(ts_grad(x)) == TS_BF16 && ts_dtype_of(ts_grad(w)) == TS_BF16);
+    if (native)
+        CHECK(ran == 3); /* forward, input gradient, weight gradient */
+    else
+        CHECK(ran == 0);
+    printf("%-28s worst of the bound: y %.3f  gx %.3f  gw %.3f  %s\n", cc->name, e1, e2, e3,
+           ran ? "oneDNN bf16" : "widened to float32");
+    CHECK_OK();
+    ts_scope_end();
+}
+
+static const char *cap_reason(void) {
+    const char *isa = getenv("TS_CPU_ISA"), *dnnl = getenv("ONEDNN_MAX_CPU_ISA");
+    const char *conv = getenv("TS_CONV");
+    if (isa && (!strcmp(isa, "avx2") || !strcmp(isa, "generic"))) return "TS_CPU_ISA";
+    if (dnnl && *dnnl && !strstr(dnnl, "BF16") && !strstr(dnnl, "AMX") && strcmp(dnnl, "ALL"))
+        return "ONEDNN_MAX_CPU_ISA";
+    if (conv && !strcmp(conv, "builtin")) return "TS_CONV=builtin";
+    return NULL;
+}
+
+int main(void) {
+    const int gate = ts_test_isa_gate();
+    if (gate) return gate;
+    ts_scope_begin();
+    const char *cap = cap_reason();
+    const bool native = tsi_dnnl_bf16_native() && !(cap && !strcmp(cap, "TS_CONV=builtin"));
+    printf("oneDNN ISA: %s; native bf16 convolutions: %s%s%s\n", tsi_dnnl_isa_name(),
+           native ? "yes" : "no", cap ? ", capped by " : "", cap ? cap : "");
+    if (cap) CHECK(!native);
+    const conv_case cases[] = {
+        {"3x3 pad 1 (ResNet)", 2, 16, 10, 10, 32, 3, 3, {.padding = {1, 1}}, false},
+        {"5x5 with bias (LeNet)", 3, 3, 14, 14, 6, 5, 5, {.groups = 1}, true},
+        {"stride 2, 1x1 (downsample)", 2, 32, 9, 9, 16, 1, 1, {.stride = {2, 2}}, false},
+        {"dilated 3x3", 1, 8, 12, 12, 8, 3, 3, {.padding = {2, 2}, .dilation = {2, 2}}, true},
+        {"grouped (4 groups)", 2, 16, 8, 8, 24, 3, 3, {.padding = {1, 1}, .groups = 4}, true},
+        {"depthwise", 2, 12, 9, 9, 12, 3, 3, {.padding = {1, 1}, .groups = 12}, false},
+        {"long sums (k 576)", 1, 64, 6, 6, 8, 3, 3, {.padding = {1, 1}}, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], native);
+    CHECK(bad_total == 0);
+    ts_scope_end();
+    return ts_test_finish();
+}
