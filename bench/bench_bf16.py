@@ -40,13 +40,13 @@ def mm_case(m, n, k, dtype):
     return ms, flops / ms / 1e6
 
 
-def mlp_step_case(autocast):
+def step_case(make_model, x_shape, lr, autocast, reps):
+    """ms of one SGD momentum step (cross-entropy over 10 classes), float32 or under autocast"""
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
-                          nn.Linear(1024, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(256, 784)
-    y = torch.randint(0, 10, (256,))
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    x = torch.randn(*x_shape)
+    y = torch.randint(0, 10, (x_shape[0],))
 
     def step():
         opt.zero_grad()
@@ -57,7 +57,12 @@ def mlp_step_case(autocast):
             loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
-    return timed(step, 2 if QUICK else 10)
+    return timed(step, reps, rounds=1 if QUICK else 3)
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                         nn.Linear(1024, 10))
 
 
 def resnet18_cifar():
@@ -69,35 +74,18 @@ def resnet18_cifar():
     return resnet18(num_classes=10, cifar_stem=True)
 
 
-def resnet_step_case(autocast):
-    """ResNet-18 (CIFAR stem) SGD momentum step on a batch of 64 32x32 images"""
-    torch.manual_seed(0)
-    model = resnet18_cifar()
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    x = torch.randn(64, 3, 32, 32)
-    y = torch.randint(0, 10, (64,))
-
-    def step():
-        opt.zero_grad()
-        if autocast:
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                loss = F.cross_entropy(model(x), y)
-        else:
-            loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-    return timed(step, 1, rounds=1 if QUICK else 2)
-
-
 def main():
     cases = [
         ("mm_bf16_1024", lambda: mm_case(1024, 1024, 1024, torch.bfloat16)),
         ("mm_bf16_4096x4096x1024", lambda: mm_case(4096, 4096, 1024, torch.bfloat16)),
         ("mm_f32_1024", lambda: mm_case(1024, 1024, 1024, torch.float32)),
-        ("mlp_step_f32", lambda: (mlp_step_case(False), None)),
-        ("mlp_step_autocast_bf16", lambda: (mlp_step_case(True), None)),
-        ("resnet18_step_f32", lambda: (resnet_step_case(False), None)),
-        ("resnet18_step_autocast_bf16", lambda: (resnet_step_case(True), None)),
+        ("mlp_step_f32", lambda: (step_case(mlp, (256, 784), 0.01, False, 2 if QUICK else 10), None)),
+        ("mlp_step_autocast_bf16",
+         lambda: (step_case(mlp, (256, 784), 0.01, True, 2 if QUICK else 10), None)),
+        ("resnet18_step_f32",
+         lambda: (step_case(resnet18_cifar, (64, 3, 32, 32), 0.1, False, 1), None)),
+        ("resnet18_step_autocast_bf16",
+         lambda: (step_case(resnet18_cifar, (64, 3, 32, 32), 0.1, True, 1), None)),
     ]
     for name, fn in cases:
         best, rate = float("inf"), None

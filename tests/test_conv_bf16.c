@@ -16,31 +16,10 @@
 
 #include "backend/cpu/conv_dnnl.h"
 #include "backend/cpu/matmul_dnnl.h"
+#include "bf16_check.h"
 #include "ts_test.h"
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-static double uniform(void) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-}
-
-static ts_tensor *random_bf16(ts_shape s, bool grad) {
-    int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
-    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++) v[i] = uniform();
-    ts_tensor *t = ts_tensor_f64(s, v, (ts_opts){.dtype = TS_BF16, .requires_grad = grad});
-    free(v);
-    return t;
-}
-
-static double *values(ts_tensor *t, int64_t *n) {
-    ts_tensor *d = ts_contiguous(ts_to_dtype(t, TS_F64));
-    *n = d ? ts_numel(d) : 0;
-    double *v = malloc(sizeof(double) * (size_t)(*n ? *n : 1));
-    CHECK(d && ts_copy_to_host(d, v, sizeof(double) * (size_t)*n) == TS_OK);
-    return v;
-}
+static ts_tensor *random_bf16(ts_shape s, bool grad) { return ts_test_random_bf16(s, 1, grad); }
 
 /* a float64 leaf with t's values (|t|'s when absolute), requiring grad when asked */
 static ts_tensor *f64_of(ts_tensor *t, bool absolute, bool grad) {
@@ -49,30 +28,6 @@ static ts_tensor *f64_of(ts_tensor *t, bool absolute, bool grad) {
     d = ts_contiguous(d);
     if (grad) ts_set_requires_grad(d, true);
     return d;
-}
-
-static int bad_total;
-/* got (bf16) against want within the bound with K terms of magnitude sums s */
-static double compare(const char *what, ts_tensor *got, ts_tensor *want, ts_tensor *s, double K) {
-    int64_t n1, n2, n3;
-    double *g = values(got, &n1), *w = values(want, &n2), *m = values(s, &n3);
-    CHECK(n1 == n2 && n2 == n3);
-    const double u = ldexp(1, -24), gamma = K * u / (1 - K * u);
-    double worst = 0;
-    int64_t bad = 0;
-    for (int64_t i = 0; i < n1 && i < n2 && i < n3; i++) {
-        const double bound = ldexp(fabs(w[i]), -8) + (1 + ldexp(1, -8)) * gamma * m[i];
-        const double err = fabs(g[i] - w[i]);
-        if (!(err <= bound)) bad++;
-        if (bound > 0 && err / bound > worst) worst = err / bound;
-    }
-    ts_test_record(bad == 0);
-    if (bad)
-        ts_test_failf(__FILE__, __LINE__, "%s: %lld of %lld past the bound (worst %.3g x)", what,
-                      (long long)bad, (long long)n1, worst);
-    bad_total += bad != 0;
-    free(g), free(w), free(m);
-    return worst;
 }
 
 typedef struct conv_case {
@@ -107,9 +62,9 @@ static void check_case(const conv_case *cc, bool native) {
     const double kd = (double)(cc->o / groups * cc->kh * cc->kw);
     const ts_shape ys = ts_shape_of(y64);
     const double kw = (double)(ys.dims[0] * ys.dims[2] * ys.dims[3]);
-    const double e1 = compare(cc->name, y, y64, ya, kf);
-    const double e2 = compare(cc->name, ts_grad(x), ts_grad(x64), ts_grad(xa), kd);
-    const double e3 = compare(cc->name, ts_grad(w), ts_grad(w64), ts_grad(wa), kw);
+    const double e1 = CHECK_BF16_SUM(cc->name, y, y64, ya, kf);
+    const double e2 = CHECK_BF16_SUM(cc->name, ts_grad(x), ts_grad(x64), ts_grad(xa), kd);
+    const double e3 = CHECK_BF16_SUM(cc->name, ts_grad(w), ts_grad(w64), ts_grad(wa), kw);
     CHECK(ts_dtype_of(ts_grad(x)) == TS_BF16 && ts_dtype_of(ts_grad(w)) == TS_BF16);
     if (native)
         CHECK(ran == 3); /* forward, input gradient, weight gradient */
@@ -121,21 +76,11 @@ static void check_case(const conv_case *cc, bool native) {
     ts_scope_end();
 }
 
-static const char *cap_reason(void) {
-    const char *isa = getenv("TS_CPU_ISA"), *dnnl = getenv("ONEDNN_MAX_CPU_ISA");
-    const char *conv = getenv("TS_CONV");
-    if (isa && (!strcmp(isa, "avx2") || !strcmp(isa, "generic"))) return "TS_CPU_ISA";
-    if (dnnl && *dnnl && !strstr(dnnl, "BF16") && !strstr(dnnl, "AMX") && strcmp(dnnl, "ALL"))
-        return "ONEDNN_MAX_CPU_ISA";
-    if (conv && !strcmp(conv, "builtin")) return "TS_CONV=builtin";
-    return NULL;
-}
-
 int main(void) {
     const int gate = ts_test_isa_gate();
     if (gate) return gate;
     ts_scope_begin();
-    const char *cap = cap_reason();
+    const char *cap = ts_test_bf16_cap(true);
     const bool native = tsi_dnnl_bf16_native() && !(cap && !strcmp(cap, "TS_CONV=builtin"));
     printf("oneDNN ISA: %s; native bf16 convolutions: %s%s%s\n", tsi_dnnl_isa_name(),
            native ? "yes" : "no", cap ? ", capped by " : "", cap ? cap : "");
@@ -150,7 +95,6 @@ int main(void) {
         {"long sums (k 576)", 1, 64, 6, 6, 8, 3, 3, {.padding = {1, 1}}, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], native);
-    CHECK(bad_total == 0);
     ts_scope_end();
     return ts_test_finish();
 }

@@ -17,51 +17,18 @@
 #include <string.h>
 
 #include "backend/cpu/matmul_dnnl.h"
+#include "bf16_check.h"
+#include "tol_check.h"
 #include "ts_test.h"
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static double uniform(void) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-}
-
-/* a bf16 tensor of the given shape with values in [-scale, scale] */
 static ts_tensor *random_bf16(ts_shape s, double scale) {
-    int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
-    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++) v[i] = uniform() * scale;
-    ts_tensor *t = ts_tensor_f64(s, v, (ts_opts){.dtype = TS_BF16});
-    free(v);
-    return t;
+    return ts_test_random_bf16(s, scale, false);
 }
 
 /* t's values as float64, row-major (malloc'ed); *n the count */
 static double *values(ts_tensor *t, int64_t *n) {
-    ts_tensor *d = ts_contiguous(ts_to_dtype(t, TS_F64));
-    *n = d ? ts_numel(d) : 0;
-    double *v = malloc(sizeof(double) * (size_t)(*n ? *n : 1));
-    CHECK(d && ts_copy_to_host(d, v, sizeof(double) * (size_t)*n) == TS_OK);
-    return v;
-}
-
-static const char *cap_reason(void) {
-    const char *isa = getenv("TS_CPU_ISA"), *dnnl = getenv("ONEDNN_MAX_CPU_ISA");
-    if (isa && (!strcmp(isa, "avx2") || !strcmp(isa, "generic"))) return "TS_CPU_ISA";
-    if (dnnl && *dnnl && !strstr(dnnl, "BF16") && !strstr(dnnl, "AMX") && strcmp(dnnl, "ALL"))
-        return "ONEDNN_MAX_CPU_ISA";
-    return NULL;
-}
-
-static bool host_has_bf16(void) {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return false;
-    char line[8192];
-    bool has = false;
-    while (!has && fgets(line, sizeof line, f))
-        if (!strncmp(line, "flags", 5)) has = strstr(line, " avx512_bf16") || strstr(line, " amx_bf16");
-    fclose(f);
-    return has;
+    *n = t ? ts_numel(t) : 0;
+    return ts_test_host_f64(t, *n);
 }
 
 /* c = matmul(a, b) of bf16 operands (any views) against the float64 product of the same values */
@@ -74,22 +41,7 @@ static void check_product(const char *what, ts_tensor *a, ts_tensor *b, bool nat
     ts_tensor *a64 = ts_to_dtype(a, TS_F64), *b64 = ts_to_dtype(b, TS_F64);
     ts_tensor *exact = ts_matmul(a64, b64), *mag = ts_matmul(ts_abs(a64), ts_abs(b64));
     const int64_t k = ts_shape_of(a).dims[ts_shape_of(a).ndim - 1];
-    int64_t n1, n2, n3;
-    double *got = values(c, &n1), *want = values(exact, &n2), *s = values(mag, &n3);
-    CHECK(n1 == n2 && n2 == n3);
-    const double u = ldexp(1, -24), gamma = (double)k * u / (1 - (double)k * u);
-    double worst = 0;
-    int64_t bad = 0;
-    for (int64_t i = 0; i < n1 && i < n2 && i < n3; i++) {
-        const double bound = ldexp(fabs(want[i]), -8) + (1 + ldexp(1, -8)) * gamma * s[i];
-        const double err = fabs(got[i] - want[i]);
-        if (!(err <= bound)) bad++;
-        if (bound > 0 && err / bound > worst) worst = err / bound;
-    }
-    ts_test_record(bad == 0);
-    if (bad)
-        ts_test_failf(__FILE__, __LINE__, "%s: %lld of %lld elements past the bound (worst %.3g x)",
-                      what, (long long)bad, (long long)n1, worst);
+    const double worst = CHECK_BF16_SUM(what, c, exact, mag, (double)k);
     /* the path: oneDNN for every native bf16 product, never otherwise */
     if (native)
         CHECK(ran >= 1);
@@ -97,7 +49,6 @@ static void check_product(const char *what, ts_tensor *a, ts_tensor *b, bool nat
         CHECK(ran == 0);
     printf("%-34s k %5lld  worst error %.3f of the bound  %s\n", what, (long long)k, worst,
            ran ? "oneDNN bf16" : "widened to float32");
-    free(got), free(want), free(s);
     CHECK_OK();
     ts_scope_end();
 }
@@ -110,13 +61,13 @@ int main(void) {
     ts_tensor *warm = ts_matmul(random_bf16(TS_SHAPE(2, 2), 1), random_bf16(TS_SHAPE(2, 2), 1));
     CHECK(warm != NULL);
     const bool native = tsi_dnnl_bf16_native();
-    const char *cap = cap_reason();
+    const char *cap = ts_test_bf16_cap(false);
     printf("oneDNN ISA: %s; host bf16: %s; native bf16 products: %s%s%s\n", tsi_dnnl_isa_name(),
-           host_has_bf16() ? "yes" : "no", native ? "yes" : "no", cap ? ", capped by " : "",
+           ts_test_host_has_bf16() ? "yes" : "no", native ? "yes" : "no", cap ? ", capped by " : "",
            cap ? cap : "");
     if (cap) CHECK(!native); /* a cap keeps the bf16 instructions out */
 #ifdef TS_HAVE_DNNL
-    if (!cap && host_has_bf16()) CHECK(native);
+    if (!cap && ts_test_host_has_bf16()) CHECK(native);
 #else
     CHECK(!native);
 #endif
