@@ -61,6 +61,8 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTS_CUDA=OFF -DTS_BUILD_BENCH=OFF \
         >"$build.configure.log" 2>&1 || { cat "$build.configure.log" >&2; exit 1; }
 fi
+# a build folder made before a test file was added knows no target for it: refresh the globs
+cmake "$build" >"$build.configure.log" 2>&1 || { cat "$build.configure.log" >&2; exit 1; }
 jobs=${MUTATE_JOBS:-2}
 # the interpreter the build made the Python extension for (its pytest files run under it)
 python=$(sed -n 's/^_\{0,1\}Python3_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt" | head -1)
