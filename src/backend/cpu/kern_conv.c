@@ -566,11 +566,12 @@ static tsi_conv_weight_id weight_id(const ts_conv2d_params *p) {
         .uid = p->weight_uid, .version = p->weight_version, .offset = p->weight_offset};
 }
 
-/* bf16 convolutions in bf16 (oneDNN) where the CPU multiplies bf16 natively, unless TS_CONV=builtin
- * forces the built-in kernels: every operand as it is, float32 sums, one rounding */
-static bool bf16_native(ts_dtype dt) {
-    if (conv_forced == -2) conv_forced = parse_provider(getenv("TS_CONV"));
-    return dt == TS_BF16 && conv_forced != 0 && tsi_dnnl_bf16_native();
+/* bf16 convolutions in bf16 (oneDNN) where the CPU multiplies bf16 natively and float32 would go to
+ * oneDNN too (conv_use_dnnl: not the shapes the direct kernels take, as LeNet's, where oneDNN's
+ * per-call reorders cost more than the bf16 arithmetic saves; TS_CONV=dnnl|builtin forces either
+ * way): every operand as it is, float32 sums, one rounding. `direct`: the direct kernels apply. */
+static bool bf16_native(ts_dtype dt, bool direct) {
+    return dt == TS_BF16 && conv_use_dnnl(&fns_f32, direct) && tsi_dnnl_bf16_native();
 }
 
 /* f16 / bf16: through float32 copies (or bf16 natively, above), the activation on the rounded
@@ -579,7 +580,7 @@ static void conv2d_half(const cgeom *g, const ts_kview *out, const ts_kview *x, 
                         const ts_kview *bias, const tsi_conv_weight_id *wid) {
     cgeom gf = *g;
     gf.act = TS_CONV_ACT_NONE;
-    if (bf16_native(out->dtype) &&
+    if (bf16_native(out->dtype, ts_conv_direct_for(&gf, false)) &&
         tsi_dnnl_conv_forward_bf16(&gf, (const uint16_t *)x->data, (const uint16_t *)w->data, wid,
                                    bias ? (const uint16_t *)bias->data : NULL,
                                    (uint16_t *)out->data)) {
@@ -630,7 +631,8 @@ void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview
             ts_conv_naive_backward_data(&g, dt, gout->data, w->data, gx->data);
         return;
     }
-    if (bf16_native(dt) &&
+    cgeom tg;
+    if (bf16_native(dt, transposed_geom(&g, &tg) && ts_conv_direct_for(&tg, false)) &&
         tsi_dnnl_conv_backward_data_bf16(&g, (const uint16_t *)gout->data,
                                          (const uint16_t *)w->data, (uint16_t *)gx->data))
         return;
@@ -656,7 +658,7 @@ void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kvi
             ts_conv_naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
         return;
     }
-    if (bf16_native(dt) &&
+    if (bf16_native(dt, ts_conv_direct_for(&g, true)) &&
         tsi_dnnl_conv_backward_weight_bf16(&g, (const uint16_t *)gout->data,
                                            (const uint16_t *)x->data, (uint16_t *)gw->data))
         return;
