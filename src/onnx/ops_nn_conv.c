@@ -128,6 +128,41 @@ static bool geom_read(const tso_node *n, ts_tensor *x, ts_tensor *w, geom *g) {
     return true;
 }
 
+/* The most elements one node may make (its output, its padded input, the im2col workspace of a
+ * convolution): TS_ONNX_MAX_NODE_ELEMENTS, read once (default 2^40: no practical limit). A file
+ * is untrusted input, and a few bytes of pads or strides can ask for terabytes: a run that must
+ * bound its memory (a service, the fuzzer, which sets 2^24) sets it, and such a node is then
+ * refused with TS_ERR_UNSUPPORTED naming it instead of exhausting the machine. */
+static int64_t max_node_elements(void) {
+    static _Atomic int64_t cap; /* 0: not read yet */
+    int64_t c = cap;
+    if (!c) {
+        const char *e = getenv("TS_ONNX_MAX_NODE_ELEMENTS");
+        char *end = NULL;
+        long long v = e && *e ? strtoll(e, &end, 10) : 0;
+        c = v > 0 && end && !*end ? (int64_t)v : (int64_t)1 << 40;
+        if (c > (int64_t)1 << 60) c = (int64_t)1 << 60; /* products below stay in range */
+        cap = c;
+    }
+    return c;
+}
+
+/* n x c x prod(dims) within the cap (no overflow on the way: each factor is checked first) */
+static bool within_cap(const tso_node *n, const char *what, int64_t lead, const int64_t *dims,
+                       int nd) {
+    const int64_t cap = max_node_elements();
+    int64_t total = lead < 1 ? 1 : lead;
+    for (int i = 0; i < nd && total <= cap; i++) {
+        const int64_t d = dims[i] < 1 ? 1 : dims[i];
+        total = d > cap / total + 1 ? cap + 1 : total * d;
+    }
+    if (total > cap)
+        return tso_fail(n, TS_ERR_UNSUPPORTED,
+                        "its %s would exceed %lld elements (TS_ONNX_MAX_NODE_ELEMENTS)", what,
+                        (long long)cap);
+    return true;
+}
+
 /* geom_read, then the pads auto_pad asks for and the output sizes; ceil_mode rounds them up
  * (pooling) */
 static bool geom_make(const tso_node *n, ts_tensor *x, ts_tensor *w, bool ceil_mode, geom *g) {
@@ -155,7 +190,19 @@ static bool geom_make(const tso_node *n, ts_tensor *x, ts_tensor *w, bool ceil_m
          * ONNX's reference and onnxruntime; PyTorch's rule) */
         if (ceil_mode && (g->out[i] - 1) * g->s[i] >= g->in[i] + g->pb[i]) g->out[i]--;
     }
-    return true;
+    /* the output, the padded input and a convolution's im2col workspace (kernel x output) per
+     * image and channel: hostile pads, strides and kernels are refused before any allocation */
+    const ts_shape xs = ts_shape_of(x);
+    const int64_t nc = xs.ndim >= 2 ? xs.dims[0] * xs.dims[1] : 1;
+    const int64_t no = w && xs.ndim >= 2 ? xs.dims[0] * ts_shape_of(w).dims[0] : nc;
+    int64_t padded[MAXSP], work[2 * MAXSP];
+    for (int i = 0; i < g->nsp; i++) {
+        padded[i] = g->in[i] + g->pb[i] + g->pe[i];
+        work[i] = g->out[i], work[g->nsp + i] = g->k[i];
+    }
+    return within_cap(n, "output", no, g->out, g->nsp) &&
+           within_cap(n, "padded input", nc, padded, g->nsp) &&
+           within_cap(n, "workspace", xs.ndim >= 2 ? xs.dims[1] : 1, work, 2 * g->nsp);
 }
 
 /* ceil_mode's last windows reach past the end padding: how far, per dim */
