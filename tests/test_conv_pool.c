@@ -554,7 +554,8 @@ static void test_gradcheck(ts_device dev) {
  * conv_dnnl.c): there each side is within K u K max|a| max|b| of the exact sums, K the products in
  * a sum. Each provider is forced in turn (the automatic choice mixes them: the direct kernels
  * forward, oneDNN for the weight gradient of this shape), then the run's own choice (TS_CONV) is
- * restored. Without oneDNN, "dnnl" falls back to the built-in kernels: equal bits pass its bound. */
+ * restored. Without oneDNN, "dnnl" falls back to the built-in kernels: equal bits pass its bound.
+ */
 static void thread_independence_with(const char *provider) {
     ts_scope_begin();
     tsi_conv_force_provider(provider);

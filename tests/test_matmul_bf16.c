@@ -95,7 +95,8 @@ int main(void) {
                   random_bf16(TS_SHAPE(40, 11), 1), native);
     check_product("batch-broadcast A", random_bf16(TS_SHAPE(9, 40), 1),
                   random_bf16(TS_SHAPE(4, 40, 11), 1), native);
-    check_product("batched, transposed heads", ts_transpose(random_bf16(TS_SHAPE(2, 16, 8), 1), 1, 2),
+    check_product("batched, transposed heads",
+                  ts_transpose(random_bf16(TS_SHAPE(2, 16, 8), 1), 1, 2),
                   random_bf16(TS_SHAPE(2, 16, 12), 1), native);
     /* large values: the float32 sums, not bf16 ones (a bf16 accumulator fails this at once) */
     check_product("wide range", random_bf16(TS_SHAPE(8, 512), 1000),

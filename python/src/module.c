@@ -5,7 +5,8 @@
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "tessera._C",
-    .m_doc = "Tessera's C core: tensors, autograd, modules, optimizers, data, on cpu, cuda and sim.",
+    .m_doc =
+        "Tessera's C core: tensors, autograd, modules, optimizers, data, on cpu, cuda and sim.",
     .m_size = -1,
 };
 

@@ -165,8 +165,8 @@ static PyObject *call_int_op(PyObject *self, PyObject *const *args, Py_ssize_t n
 #define INT_OP_LIST(X)                                                                             \
     X(transpose, op_transpose)                                                                     \
     X(swapaxes, op_swapaxes)                                                                       \
-    X(narrow, op_narrow) X(select, op_select) X(unsqueeze, op_unsqueeze) X(flatten, op_flatten)    \
-        X(t, op_t)
+    X(narrow, op_narrow)                                                                           \
+    X(select, op_select) X(unsqueeze, op_unsqueeze) X(flatten, op_flatten) X(t, op_t)
 #define DEF_INT_OP(name, op) TSP_METHOD_AND_FUNCTION(name, call_int_op, &op)
 INT_OP_LIST(DEF_INT_OP)
 

@@ -1,7 +1,7 @@
 /* tsp.h — what the files of the extension module tessera._C share: the Tensor object, turning C
  * errors into Python exceptions, and parsing the arguments every function takes (devices, dtypes,
- * shapes, tensors). Only the public C API (tessera.h, tessera/NAME.h) is used below this layer: what
- * Python needs and C lacks is added to the C API first (DESIGN.md, section 14). */
+ * shapes, tensors). Only the public C API (tessera.h, tessera/NAME.h) is used below this layer:
+ * what Python needs and C lacks is added to the C API first (DESIGN.md, section 14). */
 #ifndef TSP_H
 #define TSP_H
 
@@ -60,7 +60,8 @@ int tsp_enter(void);
  * loading): TSP_NOGIL(y = ts_matmul(a, b);) */
 #define TSP_NOGIL(...)                                                                             \
     do {                                                                                           \
-        Py_BEGIN_ALLOW_THREADS __VA_ARGS__; Py_END_ALLOW_THREADS                                   \
+        Py_BEGIN_ALLOW_THREADS __VA_ARGS__;                                                        \
+        Py_END_ALLOW_THREADS                                                                       \
     } while (0)
 
 /* ------------------------------------------------------------------ arguments

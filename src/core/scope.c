@@ -34,7 +34,8 @@ ts_scope_suspension ts_scope_suspend(void) {
 
 void ts_scope_resume(ts_scope_suspension saved) {
     if (depth > base || phantom)
-        tsi_error_set(TS_ERR_STATE, "scope_resume: %d scope(s) opened since ts_scope_suspend still open",
+        tsi_error_set(TS_ERR_STATE,
+                      "scope_resume: %d scope(s) opened since ts_scope_suspend still open",
                       depth - base + phantom);
     while (depth > base || phantom) ts_scope_end(); /* paired again: nothing leaks */
     base = saved.base;

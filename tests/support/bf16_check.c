@@ -21,8 +21,7 @@ ts_tensor *ts_test_random_bf16(ts_shape s, double scale, bool requires_grad) {
     double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
     if (!v) return NULL;
     for (int64_t i = 0; i < n; i++) v[i] = uniform() * scale;
-    ts_tensor *t =
-        ts_tensor_f64(s, v, (ts_opts){.dtype = TS_BF16, .requires_grad = requires_grad});
+    ts_tensor *t = ts_tensor_f64(s, v, (ts_opts){.dtype = TS_BF16, .requires_grad = requires_grad});
     free(v);
     return t;
 }
@@ -44,8 +43,8 @@ double ts_test_check_bf16_sum(const char *file, int line, const char *what, ts_t
     }
     ts_test_record(bad == 0 && g && w && m);
     if (bad || !g || !w || !m)
-        ts_test_failf(file, line, "%s: %lld of %lld elements past the bound (worst %.3g x)%s",
-                      what, (long long)bad, (long long)n, worst,
+        ts_test_failf(file, line, "%s: %lld of %lld elements past the bound (worst %.3g x)%s", what,
+                      (long long)bad, (long long)n, worst,
                       same ? "" : " (the tensors differ in size)");
     free(g), free(w), free(m);
     return worst;

@@ -33,7 +33,7 @@ typedef enum { K_FWD, K_BWD_DATA, K_BWD_WEIGHT } conv_kind;
 
 typedef struct conv_key {
     int kind, has_bias;
-    int64_t dt; /* dnnl_f32 or dnnl_bf16: every operand's */
+    int64_t dt;      /* dnnl_f32 or dnnl_bf16: every operand's */
     int64_t threads; /* tsi_dnnl_threads() (an int64: no padding inside the memcmp'd key) */
     int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g;
     int64_t act; /* the forward's post-op (ts_conv_act) and CLIP's bounds (+-inf: none) */
@@ -389,8 +389,7 @@ static bool backward_data(bool bf16, const ts_cgeom *g, const void *gy, const vo
     return run(&k, ptrs, NULL);
 }
 
-static bool backward_weight(bool bf16, const ts_cgeom *g, const void *gy, const void *x,
-                            void *gw) {
+static bool backward_weight(bool bf16, const ts_cgeom *g, const void *gy, const void *x, void *gw) {
     const conv_key k = key_of(K_BWD_WEIGHT, g, false, bf16);
     void *ptrs[3] = {(void *)gy, (void *)x, gw};
     return run(&k, ptrs, NULL);

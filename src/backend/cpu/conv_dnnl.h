@@ -1,4 +1,5 @@
-/* conv_dnnl.h — float32 and bf16 convolutions through oneDNN's primitives (when the build found oneDNN). */
+/* conv_dnnl.h — float32 and bf16 convolutions through oneDNN's primitives (when the build found
+ * oneDNN). */
 #ifndef TS_CONV_DNNL_H
 #define TS_CONV_DNNL_H
 

@@ -157,9 +157,9 @@ static bool run(const mm_key *key, const void *a, const void *b, void *c) {
 
 bool tsi_dnnl_matmul_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
                          int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
-    const mm_key key = {dnnl_f32,   1, m, n, k, {0, ta ? 1 : lda, ta ? lda : 1},
-                        {0, tb ? 1 : ldb, tb ? ldb : 1}, {0, ldc, 1}, tsi_dnnl_threads()};
-    return run(&key, a, b, c);
+    const int64_t sa[3] = {0, ta ? 1 : lda, ta ? lda : 1}, sb[3] = {0, tb ? 1 : ldb, tb ? ldb : 1};
+    const int64_t sc[3] = {0, ldc, 1};
+    return tsi_dnnl_matmul_strided(TS_F32, 1, m, n, k, a, sa, b, sb, c, sc);
 }
 
 bool tsi_dnnl_matmul_strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k, const void *a,
