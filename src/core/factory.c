@@ -147,6 +147,7 @@ ts_tensor *ts_arange(double start, double end, double step, ts_opts o) {
     ts_dtype dt =
         o.dtype ? o.dtype
                 : (is_integral(start) && is_integral(end) && is_integral(step) ? TS_I64 : TS_F32);
+    if (!tsi_tensor_cap_check("arange", n)) return NULL;
     double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
     if (!v) return tsi_error_set(TS_ERR_OOM, "arange: out of host memory"), NULL;
     for (int64_t i = 0; i < n; i++) v[i] = start + (double)i * step;
@@ -160,6 +161,7 @@ ts_tensor *ts_linspace(double start, double end, int64_t steps, ts_opts o) {
         return tsi_error_set(TS_ERR_ARG, "linspace: number of steps must be non-negative, got %lld",
                              (long long)steps),
                NULL;
+    if (!tsi_tensor_cap_check("linspace", steps)) return NULL;
     double *v = malloc((size_t)(steps ? steps : 1) * sizeof *v);
     if (!v) return tsi_error_set(TS_ERR_OOM, "linspace: out of host memory"), NULL;
     double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0;

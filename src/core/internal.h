@@ -119,6 +119,14 @@ int tsi_wrap_dim(const char *op, int dim, int ndim);
 /* New contiguous tensor, uninitialised, one reference held by the caller, not in any scope.
  * NULL + TS_ERR_OOM ("<op>: out of memory on sim:0: tried to allocate ...") on failure. */
 ts_tensor *tsi_new(const char *op, ts_shape s, ts_dtype dt, ts_device dev);
+/* The most elements a new tensor may have on this thread (0: no limit), for code that runs
+ * untrusted input (an ONNX file's Tile, Pad, Range... size their outputs from its data): tsi_new
+ * and the factories that stage values on the host refuse more with TS_ERR_OOM before allocating.
+ * Returns the previous limit, for the caller to restore. */
+int64_t tsi_tensor_cap_set(int64_t max_elements);
+/* false + TS_ERR_OOM "<op>: 10000000 elements would exceed the limit of 16777216 elements a tensor
+ * may have here" when numel is over this thread's limit */
+bool tsi_tensor_cap_check(const char *op, int64_t numel);
 /* New tensor of shape s (contiguous strides, offset 0: the caller may change both) over nbytes of
  * external memory at data on device dev (resolved, checked): one reference held by the caller,
  * not in any scope. The storage borrows the memory (release NULL) until the caller sets

@@ -180,6 +180,23 @@ static ts_tensor *tensor_alloc(const char *op, ts_storage *st, ts_dtype dt) {
     return t;
 }
 
+static _Thread_local int64_t tensor_cap; /* 0: no limit */
+
+int64_t tsi_tensor_cap_set(int64_t max_elements) {
+    int64_t prev = tensor_cap;
+    tensor_cap = max_elements > 0 ? max_elements : 0;
+    return prev;
+}
+
+bool tsi_tensor_cap_check(const char *op, int64_t numel) {
+    if (!tensor_cap || numel <= tensor_cap) return true;
+    return tsi_error_set(TS_ERR_OOM,
+                         "%s: %lld elements would exceed the limit of %lld elements a tensor may "
+                         "have here",
+                         op, (long long)numel, (long long)tensor_cap),
+           false;
+}
+
 ts_tensor *tsi_new(const char *op, ts_shape s, ts_dtype dt, ts_device dev) {
     tsi_init();
     dt = tsi_resolve_dtype(dt);
@@ -189,6 +206,7 @@ ts_tensor *tsi_new(const char *op, ts_shape s, ts_dtype dt, ts_device dev) {
     dev = tsi_resolve_device(dev);
     if (dev.type != TS_CPU && !tsi_check_device(op, dev)) return NULL;
     int64_t numel = tsi_numel(s);
+    if (!tsi_tensor_cap_check(op, numel)) return NULL;
     size_t es = tsi_dtype_size(dt);
     if (numel > 0 && (uint64_t)numel > SIZE_MAX / es)
         return tsi_error_set(TS_ERR_OOM, "%s: %s of %s is too large", op, tsi_shape_str(s),

@@ -186,8 +186,10 @@ ts_module *ts_onnx_load_buffer(const void *data, size_t size, const char *base_d
     if (!(m->graph = calloc(1, sizeof *m->graph))) goto oom;
     if (!tso_graph_compile(m, m->graph, m->proto->graph)) goto fail;
     if (!register_initializers(m, o.no_weights)) goto fail;
-    if (!o.no_weights && !tso_fold_constants(m)) goto fail;
-    if (!o.no_weights && o.optimize && !tso_optimize(m)) goto fail;
+    int64_t cap = tsi_tensor_cap_set(tso_max_node_elements()); /* folding runs the file's nodes */
+    bool folded = o.no_weights || (tso_fold_constants(m) && (!o.optimize || tso_optimize(m)));
+    tsi_tensor_cap_set(cap);
+    if (!folded) goto fail;
     ts_module_eval(&m->base); /* a loaded model is for inference until ts_module_train */
     if (!tsi_device_eq(dev, ts_cpu())) ts_module_to(&m->base, dev);
     if (ts_error()) goto fail;

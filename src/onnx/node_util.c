@@ -112,6 +112,26 @@ tso_graph *tso_node_subgraph(const tso_node *n, const char *name) {
     return NULL;
 }
 
+/* ------------------------------------------------------------------ limits */
+/* The most elements one node may make (its output, its padded input, the im2col workspace of a
+ * convolution): TS_ONNX_MAX_NODE_ELEMENTS, read once (default 2^40: no practical limit). A file
+ * is untrusted input, and a few bytes of pads, repeats or a Range's delta can ask for terabytes:
+ * a run that must bound its memory (a service, the fuzzer, which sets 2^24) sets it, and such a
+ * node is then refused with an error naming it instead of exhausting the machine. */
+int64_t tso_max_node_elements(void) {
+    static _Atomic int64_t cap; /* 0: not read yet */
+    int64_t c = cap;
+    if (!c) {
+        const char *e = getenv("TS_ONNX_MAX_NODE_ELEMENTS");
+        char *end = NULL;
+        long long v = e && *e ? strtoll(e, &end, 10) : 0;
+        c = v > 0 && end && !*end ? (int64_t)v : (int64_t)1 << 40;
+        if (c > (int64_t)1 << 60) c = (int64_t)1 << 60; /* products below stay in range */
+        cap = c;
+    }
+    return c;
+}
+
 /* ------------------------------------------------------------------ errors */
 bool tso_fail(const tso_node *n, ts_status code, const char *fmt, ...) {
     if (ts_error()) return false;

@@ -150,6 +150,10 @@ bool tso_fail(const tso_node *n, ts_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Adds the node to a pending error from a Tessera op ("... (in onnx node 'x' (Add))"). */
 bool tso_fail_pending(const tso_node *n);
+/* TS_ONNX_MAX_NODE_ELEMENTS (default 2^40): the most elements a node's output or workspace may
+ * have; ts_onnx_run and ts_onnx_load make it every new tensor's limit while they run
+ * (tsi_tensor_cap_set), and Conv/pooling check their workspaces against it */
+int64_t tso_max_node_elements(void);
 /* The integer values of a small integer tensor (any device, i64/i32/...) into v[0..max-1];
  * returns the count, -1 on error (named after the node). */
 int tso_read_ints(const tso_node *n, ts_tensor *t, int64_t *v, int max, const char *what);

@@ -128,29 +128,10 @@ static bool geom_read(const tso_node *n, ts_tensor *x, ts_tensor *w, geom *g) {
     return true;
 }
 
-/* The most elements one node may make (its output, its padded input, the im2col workspace of a
- * convolution): TS_ONNX_MAX_NODE_ELEMENTS, read once (default 2^40: no practical limit). A file
- * is untrusted input, and a few bytes of pads or strides can ask for terabytes: a run that must
- * bound its memory (a service, the fuzzer, which sets 2^24) sets it, and such a node is then
- * refused with TS_ERR_UNSUPPORTED naming it instead of exhausting the machine. */
-static int64_t max_node_elements(void) {
-    static _Atomic int64_t cap; /* 0: not read yet */
-    int64_t c = cap;
-    if (!c) {
-        const char *e = getenv("TS_ONNX_MAX_NODE_ELEMENTS");
-        char *end = NULL;
-        long long v = e && *e ? strtoll(e, &end, 10) : 0;
-        c = v > 0 && end && !*end ? (int64_t)v : (int64_t)1 << 40;
-        if (c > (int64_t)1 << 60) c = (int64_t)1 << 60; /* products below stay in range */
-        cap = c;
-    }
-    return c;
-}
-
 /* n x c x prod(dims) within the cap (no overflow on the way: each factor is checked first) */
 static bool within_cap(const tso_node *n, const char *what, int64_t lead, const int64_t *dims,
                        int nd) {
-    const int64_t cap = max_node_elements();
+    const int64_t cap = tso_max_node_elements();
     int64_t total = lead < 1 ? 1 : lead;
     for (int i = 0; i < nd && total <= cap; i++) {
         const int64_t d = dims[i] < 1 ? 1 : dims[i];

@@ -233,7 +233,9 @@ ts_status ts_onnx_run(ts_module *mod, int n_inputs, ts_tensor *const *inputs, in
     dev = tsi_resolve_device(dev);
     ts_tensor **all = calloc((size_t)g->n_outputs + 1, sizeof *all);
     if (!all) return tsi_error_set(TS_ERR_OOM, "onnx_run: out of host memory");
+    int64_t cap = tsi_tensor_cap_set(tso_max_node_elements());
     bool ok = tso_run_graph(m, g, NULL, dev, inputs, n_inputs, all);
+    tsi_tensor_cap_set(cap);
     for (int i = 0; ok && i < g->n_outputs; i++) {
         if (i < n_outputs)
             outputs[i] = tsi_own(all[i]);
