@@ -507,6 +507,8 @@ bool ts_gradcheck(ts_gradcheck_fn f, void *ctx, ts_tensor *const *inputs, int n,
 #include "tessera/data.h"
 
 #include "tessera/log.h"
+/* captured steps: ts_graph_capture_begin / replay */
+#include "tessera/graph.h"
 
 #ifdef __cplusplus
 }

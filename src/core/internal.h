@@ -32,6 +32,9 @@ typedef struct ts_storage {
      * device's caching allocator never counts nor frees it. NULL for allocator memory. */
     void (*release)(void *ctx);
     void *release_ctx;
+    /* Allocated while a graph was captured on its device (core/capture.h): its block is the
+     * graph's, kept from the allocator while the graph lives. NULL otherwise. */
+    struct tsi_capture_pool *capture_pool;
 } ts_storage;
 
 struct ts_node; /* autograd graph node (autograd issue) */
@@ -174,7 +177,14 @@ static inline ts_kview tsi_kview_broadcast(const ts_tensor *t, ts_shape to) {
     tsi_kview_fill_broadcast(&v, t, &to);
     return v;
 }
-static inline const ts_backend *tsi_be(const ts_tensor *t) { return t->storage->be; }
+/* While this thread captures a graph (core/capture.h), kernels on the capture's device go to the
+ * recording stand-in of their backend */
+extern _Thread_local struct ts_graph *tsi_capture_graph;
+const ts_backend *tsi_capture_redirect(const ts_backend *real, ts_device dev);
+static inline const ts_backend *tsi_be(const ts_tensor *t) {
+    return tsi_capture_graph ? tsi_capture_redirect(t->storage->be, t->storage->device)
+                             : t->storage->be;
+}
 static inline int tsi_dev_index(const ts_tensor *t) { return t->storage->device.index; }
 static inline ts_device tsi_device(const ts_tensor *t) { return t->storage->device; }
 /* Copy of t with the given dtype on the same device (new reference, not in a scope); when t already

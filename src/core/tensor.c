@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend/fault_alloc.h"
+#include "core/capture.h"
 #include "core/internal.h"
 
 void (*tsi_grad_fn_release)(struct ts_node *node);
@@ -147,6 +148,7 @@ static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
     s->pinned = false;
     s->release = NULL;
     s->release_ctx = NULL;
+    s->capture_pool = tsi_capture_graph ? tsi_capture_pool_join(dev) : NULL;
     return s;
 }
 
@@ -154,8 +156,13 @@ static void storage_release(ts_storage *s) {
     if (!drop_ref(&s->refs)) return;
     if (s->release)
         s->release(s->release_ctx); /* external memory: its owner frees it */
-    else if (s->alloc)              /* NULL: borrowed external memory */
-        ts_allocator_release(s->alloc, s->block);
+    else if (s->alloc) { /* NULL: borrowed external memory */
+        /* the block of a captured graph, or one released while a graph is captured on its
+         * device, stays the graph's while it lives */
+        bool kept = (s->capture_pool || tsi_capture_graph) &&
+                    tsi_capture_pool_take(s->capture_pool, s->device, s->alloc, s->block);
+        if (!kept) ts_allocator_release(s->alloc, s->block);
+    }
     STRUCT_FREE(CACHE_STORAGE, s);
 }
 
@@ -241,6 +248,7 @@ ts_tensor *tsi_new_external(const char *op, ts_shape s, ts_dtype dt, ts_device d
     st->pinned = false;
     st->release = NULL;
     st->release_ctx = NULL;
+    st->capture_pool = NULL;
     ts_tensor *t = tensor_alloc(op, st, dt);
     if (!t) {
         STRUCT_FREE(CACHE_STORAGE, st);
@@ -345,6 +353,7 @@ double ts_item(ts_tensor *t) {
                              "item: a Tensor with %lld elements cannot be converted to Scalar",
                              (long long)n),
                NAN;
+    if (tsi_capturing_on(tsi_device(t))) return tsi_capture_refuse("item", "a host read"), NAN;
     unsigned char buf[8];
     ts_kview v = tsi_kview(t);
     tsi_be(t)->copy_d2h(tsi_be(t), tsi_dev_index(t), buf, v.data, tsi_dtype_size(t->dtype));
@@ -361,6 +370,8 @@ ts_status ts_copy_to_host(ts_tensor *t, void *dst, size_t dst_bytes) {
                              "copy_to_host: destination holds %zu bytes but %s needs %zu",
                              dst_bytes, tsi_desc(t), need);
     if (need == 0) return TS_OK;
+    if (tsi_capturing_on(tsi_device(t)))
+        return tsi_capture_refuse("copy_to_host", "a host read"), ts_error();
     ts_tensor *c = tsi_contiguous("copy_to_host", t);
     if (!c) return ts_error();
     tsi_be(c)->copy_d2h(tsi_be(c), tsi_dev_index(c), dst, tsi_kview(c).data, need);

@@ -30,7 +30,8 @@ ts_tensor *tsi_cast(const char *op, ts_tensor *t, ts_dtype dt) {
  * is the cpu and the backends differ. */
 static bool move_bytes(const char *op, ts_device dd, void *dst, ts_device sd, const void *src,
                        size_t n) {
-    const ts_backend *dbe = ts_backend_for(dd.type), *sbe = ts_backend_for(sd.type);
+    const ts_backend *dbe = tsi_capture_redirect(ts_backend_for(dd.type), dd),
+                     *sbe = tsi_capture_redirect(ts_backend_for(sd.type), sd);
     if (sd.type == TS_CPU) {
         dbe->copy_h2d(dbe, dd.index, dst, src, n);
     } else if (dd.type == TS_CPU) {

@@ -1,12 +1,14 @@
 /* loss_ce.c — cross_entropy (class indices or probabilities, label smoothing) and nll_loss,
  * composed from log_softmax, gather and reductions. */
 #include "amp/autocast.h"
+#include "core/capture.h"
 #include "nn/functional_internal.h"
 
 /* What the class-index path needs beyond its operands (all scope-owned). */
 typedef struct nll_ctx {
     int cd;               /* the class dim: 1, or 0 for an unbatched [C] input */
-    int64_t n_ign, n_tgt; /* ignored targets, all targets */
+    int64_t n_ign, n_tgt; /* ignored targets (-1: counted on the device), all targets */
+    int64_t classes;
     ts_tensor *ign_mask;  /* bool, target's shape; NULL when nothing is ignored */
     ts_tensor *safe;      /* the target with ignored entries pointing at class 0 */
     ts_tensor *wt;        /* each target's class weight, 0 where ignored; NULL without weights */
@@ -73,6 +75,13 @@ static bool check_indices(const char *op, ts_tensor *in, ts_tensor *tg, ts_loss_
     c->cd = is.ndim == 1 ? 0 : 1;
     c->n_tgt = tsi_numel(ts);
     const int64_t ignore = o.has_ignore_index ? o.ignore_index : -100, classes = is.dims[c->cd];
+    c->classes = classes;
+    if (tsi_capturing_on(tsi_device(tg))) {
+        /* a captured step reads nothing on the host: the ignored targets are counted on the
+         * device and the indices clamped into range (docs/CAPTURE.md) */
+        c->n_ign = -1;
+        return true;
+    }
     int64_t bad;
     if (!tsi_nn_index_scan(op, tg, classes, true, ignore, &c->n_ign, &bad))
         return tsi_error_set(TS_ERR_ARG, "%s: Target %lld is out of bounds.", op, (long long)bad),
@@ -86,9 +95,10 @@ static void nll_prepare(ts_tensor *tg, ts_loss_opts o, nll_ctx *c) {
     c->ign_mask = NULL;
     c->safe = tg;
     c->wt = NULL;
-    if (c->n_ign > 0) {
+    if (c->n_ign != 0) {
         c->ign_mask = ts_eq_scalar(tg, (double)ignore);
         c->safe = ts_masked_fill(tg, c->ign_mask, 0);
+        if (c->n_ign < 0) c->safe = ts_clamp(c->safe, 0, (double)(c->classes - 1));
     }
     if (o.weight) {
         ts_tensor *flat = ts_reshape(c->safe, TS_SHAPE(c->n_tgt));
@@ -101,6 +111,10 @@ static void nll_prepare(ts_tensor *tg, ts_loss_opts o, nll_ctx *c) {
  * their number. sum is the sum of the positive log-likelihood terms; returns its negative mean. */
 static ts_tensor *neg_mean(ts_tensor *sum, const nll_ctx *c) {
     if (c->wt) return ts_neg(ts_div(sum, ts_sum(c->wt)));
+    if (c->n_ign < 0) { /* -(sum / count): the same bits as sum / -count */
+        ts_tensor *ignored = ts_sum(ts_to_dtype(c->ign_mask, ts_dtype_of(sum)));
+        return ts_neg(ts_div(sum, ts_rsub_scalar(ignored, (double)c->n_tgt)));
+    }
     return ts_div_scalar(sum, -(double)(c->n_tgt - c->n_ign));
 }
 

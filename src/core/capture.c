@@ -1,0 +1,207 @@
+/* capture.c — captured steps (include/tessera/graph.h, docs/CAPTURE.md): the thread's capture, the
+ * list of recorded kernel calls and its replay, and the graph's hold on its memory. The recording
+ * backend itself is capture_record.c. */
+#include "core/capture.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "core/internal.h"
+
+typedef struct held_block {
+    ts_allocator *alloc;
+    ts_block *block;
+} held_block;
+
+struct tsi_capture_pool {
+    atomic_int refs;         /* the graph (while it lives) + each storage allocated in it */
+    atomic_bool graph_alive; /* false once ts_graph_free ran: blocks go back as they come */
+    ts_device dev;
+    pthread_mutex_t lock; /* storages may be released on any thread */
+    held_block *blocks;
+    size_t n, cap;
+};
+
+typedef struct recorded_call {
+    tsi_replay_fn run;
+    int index;
+    void *args;
+} recorded_call;
+
+struct ts_graph {
+    ts_device dev;
+    const ts_backend *real;
+    tsi_capture_pool *pool;
+    recorded_call *calls;
+    int64_t n, cap;
+    bool ready; /* the capture ended cleanly */
+};
+
+_Thread_local ts_graph *tsi_capture_graph;
+
+/* ------------------------------------------------------------------ the pool */
+static void pool_give_back(tsi_capture_pool *p) {
+    for (size_t i = 0; i < p->n; i++) ts_allocator_release(p->blocks[i].alloc, p->blocks[i].block);
+    p->n = 0;
+}
+
+static void pool_drop(tsi_capture_pool *p) {
+    if (!p || atomic_fetch_sub(&p->refs, 1) != 1) return;
+    pool_give_back(p);
+    free(p->blocks);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+tsi_capture_pool *tsi_capture_pool_join(ts_device dev) {
+    ts_graph *g = tsi_capture_graph;
+    if (!g || !tsi_device_eq(g->dev, dev)) return NULL;
+    atomic_fetch_add(&g->pool->refs, 1);
+    return g->pool;
+}
+
+bool tsi_capture_pool_take(tsi_capture_pool *pool, ts_device dev, ts_allocator *a, ts_block *b) {
+    tsi_capture_pool *p = pool;
+    if (!p) { /* memory from before the capture, released while it records: the graph's now */
+        ts_graph *g = tsi_capture_graph;
+        if (!g || !tsi_device_eq(g->dev, dev)) return false;
+        p = g->pool;
+    }
+    bool taken = false;
+    pthread_mutex_lock(&p->lock);
+    if (atomic_load(&p->graph_alive)) {
+        if (p->n == p->cap) {
+            size_t cap = p->cap ? 2 * p->cap : 64;
+            held_block *nb = realloc(p->blocks, cap * sizeof *nb);
+            if (nb) p->blocks = nb, p->cap = cap;
+        }
+        /* no room for the record: the block stays in use, unrecorded (leaked to the allocator's
+         * statistics until exit) rather than handed to other work a replay would overwrite */
+        if (p->n < p->cap) p->blocks[p->n++] = (held_block){a, b};
+        taken = true;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (pool) pool_drop(pool);
+    return taken;
+}
+
+/* ------------------------------------------------------------------ capture */
+bool tsi_capturing_on(ts_device dev) {
+    return tsi_capture_graph && tsi_device_eq(tsi_capture_graph->dev, dev);
+}
+
+const ts_backend *tsi_capture_redirect(const ts_backend *real, ts_device dev) {
+    ts_graph *g = tsi_capture_graph;
+    if (!g || !real || !tsi_device_eq(g->dev, dev)) return real;
+    return tsi_capture_backend_of(real);
+}
+
+void tsi_capture_refuse(const char *op, const char *what) {
+    ts_graph *g = tsi_capture_graph;
+    if (ts_error()) return;
+    tsi_error_set(TS_ERR_STATE,
+                  "%s: %s while capturing on %s; the capture is broken (read values after "
+                  "ts_graph_replay, copy new inputs in before it)",
+                  op, what, g ? ts_device_str(g->dev) : "a device");
+}
+
+bool tsi_capture_append(tsi_replay_fn run, int index, void *args) {
+    ts_graph *g = tsi_capture_graph;
+    if (!g) {
+        free(args);
+        return false;
+    }
+    if (g->n == g->cap) {
+        int64_t cap = g->cap ? 2 * g->cap : 256;
+        recorded_call *nc = realloc(g->calls, (size_t)cap * sizeof *nc);
+        if (!nc) {
+            free(args);
+            if (!ts_error()) tsi_error_set(TS_ERR_OOM, "graph capture: out of host memory");
+            return false;
+        }
+        g->calls = nc;
+        g->cap = cap;
+    }
+    g->calls[g->n++] = (recorded_call){run, index, args};
+    return true;
+}
+
+ts_graph *ts_graph_capture_begin(ts_device dev, ts_graph_opts o) {
+    tsi_init();
+    if (ts_error()) return NULL;
+    if (o.reserved)
+        return tsi_error_set(TS_ERR_ARG, "graph_capture_begin: opts.reserved must be 0"), NULL;
+    if (tsi_capture_graph)
+        return tsi_error_set(TS_ERR_STATE,
+                             "graph_capture_begin: this thread is already capturing on %s",
+                             ts_device_str(tsi_capture_graph->dev)),
+               NULL;
+    dev = tsi_resolve_device(dev);
+    if (!tsi_check_device("graph_capture_begin", dev)) return NULL;
+    if (dev.type == TS_CUDA)
+        return tsi_error_set(TS_ERR_UNSUPPORTED,
+                             "graph_capture_begin: capture on %s is not written yet (cpu and sim "
+                             "only; docs/CAPTURE.md)",
+                             ts_device_str(dev)),
+               NULL;
+    ts_graph *g = calloc(1, sizeof *g);
+    tsi_capture_pool *p = calloc(1, sizeof *p);
+    if (!g || !p || pthread_mutex_init(&p->lock, NULL)) {
+        free(g);
+        free(p);
+        return tsi_error_set(TS_ERR_OOM, "graph_capture_begin: out of host memory"), NULL;
+    }
+    atomic_init(&p->refs, 1);
+    atomic_init(&p->graph_alive, true);
+    p->dev = dev;
+    g->dev = dev;
+    g->real = ts_backend_for(dev.type);
+    g->pool = p;
+    tsi_capture_graph = g;
+    return g;
+}
+
+ts_status ts_graph_capture_end(void) {
+    ts_graph *g = tsi_capture_graph;
+    if (!g)
+        return ts_error() ? ts_error()
+                          : tsi_error_set(TS_ERR_STATE, "graph_capture_end: not capturing");
+    tsi_capture_graph = NULL;
+    g->ready = !ts_error();
+    return ts_error();
+}
+
+ts_status ts_graph_replay(ts_graph *g) {
+    if (ts_error()) return ts_error();
+    if (!g) return tsi_error_set(TS_ERR_ARG, "graph_replay: graph is NULL");
+    if (g == tsi_capture_graph)
+        return tsi_error_set(TS_ERR_STATE, "graph_replay: the graph is still being captured");
+    if (!g->ready)
+        return tsi_error_set(TS_ERR_STATE,
+                             "graph_replay: the capture of this graph failed; free it and capture "
+                             "again");
+    for (int64_t i = 0; i < g->n; i++) {
+        const recorded_call *c = &g->calls[i];
+        c->run(g->real, c->index, c->args);
+    }
+    return ts_error();
+}
+
+void ts_graph_free(ts_graph *g) {
+    if (!g) return;
+    if (g == tsi_capture_graph) tsi_capture_graph = NULL; /* freed mid-capture: abandoned */
+    for (int64_t i = 0; i < g->n; i++) free(g->calls[i].args);
+    free(g->calls);
+    tsi_capture_pool *p = g->pool;
+    pthread_mutex_lock(&p->lock);
+    atomic_store(&p->graph_alive, false);
+    pool_give_back(p);
+    pthread_mutex_unlock(&p->lock);
+    pool_drop(p);
+    free(g);
+}
+
+int64_t ts_graph_kernel_count(const ts_graph *g) { return g ? g->n : 0; }
+
+bool ts_graph_is_capturing(void) { return tsi_capture_graph != NULL; }

@@ -1,0 +1,42 @@
+/* capture.h — the core's side of captured steps (capture.c, capture_record.c): the thread's
+ * capture, the recording backend that stands in for a device's backend while it lasts, and the
+ * graph's hold on the memory its kernels use. */
+#ifndef TS_CORE_CAPTURE_H
+#define TS_CORE_CAPTURE_H
+
+#include "backend/alloc.h"
+#include "backend/backend.h"
+#include "tessera.h"
+
+/* A graph's memory: every block allocated on its device during the capture, and every block
+ * released there meanwhile, is kept from the allocator while the graph lives (a replay writes and
+ * reads them). Counted: the graph and each storage allocated during the capture hold a
+ * reference; a storage released after ts_graph_free gives its block back itself. */
+typedef struct tsi_capture_pool tsi_capture_pool;
+
+/* The graph this thread records, or NULL (read by tsi_be on every kernel call). */
+extern _Thread_local ts_graph *tsi_capture_graph;
+
+/* The backend kernels on `dev` go to now: the recording one while this thread captures on dev,
+ * else `real`. */
+const ts_backend *tsi_capture_redirect(const ts_backend *real, ts_device dev);
+/* The recording stand-in for a backend (built once per backend, never freed). */
+const ts_backend *tsi_capture_backend_of(const ts_backend *real);
+/* Appends one recorded call: run(real, index, args) at each replay; args is malloc'd and owned
+ * by the graph from here on (freed with it; NULL args: nothing to free). False + TS_ERR_OOM when
+ * the list cannot grow (args freed), which breaks the capture. */
+typedef void (*tsi_replay_fn)(const ts_backend *real, int index, const void *args);
+bool tsi_capture_append(tsi_replay_fn run, int index, void *args);
+/* Breaks the capture: TS_ERR_STATE "<op>: <what> while capturing on <device>; ..." */
+void tsi_capture_refuse(const char *op, const char *what);
+/* Whether this thread captures on dev (and so refuses host reads of it) */
+bool tsi_capturing_on(ts_device dev);
+
+/* The storage side (tensor.c): a storage allocated on dev while capturing joins the graph's pool
+ * (NULL otherwise); a block released with a pool, or released on the capture's device while
+ * capturing, goes to the pool, which keeps it while the graph lives (true: taken; false: the
+ * caller gives it back to the allocator). */
+tsi_capture_pool *tsi_capture_pool_join(ts_device dev);
+bool tsi_capture_pool_take(tsi_capture_pool *pool, ts_device dev, ts_allocator *a, ts_block *b);
+
+#endif /* TS_CORE_CAPTURE_H */
