@@ -42,7 +42,7 @@ static Onnx__ModelProto *build(const cap_case *c) {
     Onnx__GraphProto *g = graph();
     if (c->x_ndim) add_input(g, "x", tensor_type(FLOAT, c->x_ndim, c->x_dims));
     for (int i = 0; i < c->n_inits; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "c%d", i + 1);
         int64_t dims[1] = {c->init_len[i]};
         const int count = c->init_len[i] ? c->init_len[i] : 1; /* 0: a scalar */

@@ -5,8 +5,7 @@
 #define TS_CORE_CAPTURE_H
 
 #include "backend/alloc.h"
-#include "backend/backend.h"
-#include "tessera.h"
+#include "core/internal.h" /* tsi_capture_graph, tsi_capture_redirect: tsi_be reads them */
 
 /* A graph's memory: every block allocated on its device during the capture, and every block
  * released there meanwhile, is kept from the allocator while the graph lives (a replay writes and
@@ -14,12 +13,6 @@
  * reference; a storage released after ts_graph_free gives its block back itself. */
 typedef struct tsi_capture_pool tsi_capture_pool;
 
-/* The graph this thread records, or NULL (read by tsi_be on every kernel call). */
-extern _Thread_local ts_graph *tsi_capture_graph;
-
-/* The backend kernels on `dev` go to now: the recording one while this thread captures on dev,
- * else `real`. */
-const ts_backend *tsi_capture_redirect(const ts_backend *real, ts_device dev);
 /* The recording stand-in for a backend (built once per backend, never freed). */
 const ts_backend *tsi_capture_backend_of(const ts_backend *real);
 /* Appends one recorded call: run(real, index, args) at each replay; args is malloc'd and owned

@@ -277,13 +277,17 @@ static bool rec_softmax_backward(const ts_backend *be, int index, const ts_kview
     return true;
 }
 
-static void rec_random(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
-                       double p0, double p1, uint64_t seed, uint64_t offset) {
-    (void)be, (void)index, (void)kind, (void)out, (void)p0, (void)p1, (void)seed, (void)offset;
+/* random numbers: the graph would hold this draw's seed and offset and repeat them each replay */
+static void refuse_random(void) {
     if (ts_error()) return;
     tsi_error_set(TS_ERR_UNSUPPORTED,
                   "random: random numbers in a captured step (dropout, ts_rand) are not supported "
                   "yet: a replay would draw the same ones each time (docs/CAPTURE.md)");
+}
+static void rec_random(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
+                       double p0, double p1, uint64_t seed, uint64_t offset) {
+    (void)be, (void)index, (void)kind, (void)out, (void)p0, (void)p1, (void)seed, (void)offset;
+    refuse_random();
 }
 
 /* ------------------------------------------------------------------ convolution, pooling */
@@ -376,7 +380,7 @@ static void run_sdpa_bwd(const ts_backend *be, int index, const void *p) {
 }
 static void rec_sdpa(const ts_sdpa_args *args, void *ws, int index, tsi_replay_fn run) {
     if (args->dropout_p > 0) {
-        rec_random(NULL, index, TS_RAND_UNIFORM, NULL, 0, 0, 0, 0);
+        refuse_random();
         return;
     }
     sdpa_rec *r = args_new(sizeof *r);
@@ -504,7 +508,7 @@ static void rec_optim(const ts_backend *be, int index, const struct ts_optim_ste
         memcpy(r->views + (2 + (size_t)k) * n, args->state[k], n * sizeof(ts_kview));
         r->a.state[k] = r->views + (2 + (size_t)k) * n;
     }
-    r->a.step = NULL; /* read by Adam(W) only, refused above */
+    r->a.step = NULL;  /* read by Adam(W) only, refused above */
     r->a.fresh = NULL; /* all false: checked above */
     RECORD(run_optim, index, r);
 }

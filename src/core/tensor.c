@@ -156,7 +156,7 @@ static void storage_release(ts_storage *s) {
     if (!drop_ref(&s->refs)) return;
     if (s->release)
         s->release(s->release_ctx); /* external memory: its owner frees it */
-    else if (s->alloc) { /* NULL: borrowed external memory */
+    else if (s->alloc) {            /* NULL: borrowed external memory */
         /* the block of a captured graph, or one released while a graph is captured on its
          * device, stays the graph's while it lives */
         bool kept = (s->capture_pool || tsi_capture_graph) &&

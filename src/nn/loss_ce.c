@@ -9,9 +9,9 @@ typedef struct nll_ctx {
     int cd;               /* the class dim: 1, or 0 for an unbatched [C] input */
     int64_t n_ign, n_tgt; /* ignored targets (-1: counted on the device), all targets */
     int64_t classes;
-    ts_tensor *ign_mask;  /* bool, target's shape; NULL when nothing is ignored */
-    ts_tensor *safe;      /* the target with ignored entries pointing at class 0 */
-    ts_tensor *wt;        /* each target's class weight, 0 where ignored; NULL without weights */
+    ts_tensor *ign_mask; /* bool, target's shape; NULL when nothing is ignored */
+    ts_tensor *safe;     /* the target with ignored entries pointing at class 0 */
+    ts_tensor *wt;       /* each target's class weight, 0 where ignored; NULL without weights */
 } nll_ctx;
 
 static bool check_common(const char *op, ts_tensor *in, ts_tensor *tg, ts_loss_opts o) {
