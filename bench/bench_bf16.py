@@ -1,7 +1,8 @@
 """bench_bf16.py — issue 29's bfloat16 goals on the cpu, one script for both libraries
 (`import tessera as torch` or `import torch`; argv[1]: tessera | torch): bf16 `mm` at 1024^3 and
 4096x4096x1024 (m x n x k), float32 `mm` 1024^3 beside them, and the MLP 784-1024-1024-10 batch 256
-and ResNet-18 (CIFAR stem, batch 64) SGD training steps in float32 and under
+and ResNet-18 (CIFAR stem, batch 64) SGD training steps and bench_xformer's GPT-mini (4 layers,
+d 256, 4 heads, context 256, vocab 256, batch 16) AdamW training step, each in float32 and under
 `torch.autocast("cpu", dtype=torch.bfloat16)`. Each case is
 the best of 1 and 2 threads; prints "name ms" lines (GFLOP/s for the products).
 
@@ -60,6 +61,33 @@ def step_case(make_model, x_shape, lr, autocast, reps):
     return timed(step, reps, rounds=1 if QUICK else 3)
 
 
+def gpt_step_case(autocast, reps):
+    """ms of one AdamW step of the GPT-mini on random tokens, float32 or under autocast"""
+    torch.manual_seed(0)
+    V, T, B = 256, 256, 16
+    if torch.__name__ == "tessera":
+        model = nn.GPT(vocab_size=V, context=T, n_layer=4, n_head=4, n_embd=256)
+    else:
+        import os
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+        from gen_golden_gpt import GPT  # Tessera's GPT in PyTorch, same structure and init
+        model = GPT(vocab=V, context=T, d=256, heads=4, layers=4)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+    idx = torch.randint(0, V, (B, T))
+    tgt = torch.randint(0, V, (B, T))
+
+    def step():
+        opt.zero_grad()
+        if autocast:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = F.cross_entropy(model(idx).view(-1, V), tgt.view(-1))
+        else:
+            loss = F.cross_entropy(model(idx).view(-1, V), tgt.view(-1))
+        loss.backward()
+        opt.step()
+    return timed(step, reps, rounds=1 if QUICK else 3)
+
+
 def mlp():
     return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
                          nn.Linear(1024, 10))
@@ -86,6 +114,8 @@ def main():
          lambda: (step_case(resnet18_cifar, (64, 3, 32, 32), 0.1, False, 1), None)),
         ("resnet18_step_autocast_bf16",
          lambda: (step_case(resnet18_cifar, (64, 3, 32, 32), 0.1, True, 1), None)),
+        ("gpt_step_f32", lambda: (gpt_step_case(False, 1), None)),
+        ("gpt_step_autocast_bf16", lambda: (gpt_step_case(True, 1), None)),
     ]
     for name, fn in cases:
         best, rate = float("inf"), None

@@ -22,7 +22,7 @@ while read -r name ms rate; do
     pt=$(awk -v n="$name" '$1 == n {print $2}' "$tmp/pt.txt")
     awk -v n="$name" -v a="$ms" -v b="$pt" 'BEGIN { printf "%-26s %12.3f %12.3f %9.2fx\n", n, a, b, b / a }'
 done <"$tmp/ts.txt"
-for m in mlp resnet18; do
+for m in mlp resnet18 gpt; do
     awk -v m=$m '$1 == m "_step_f32" {f = $2} $1 == m "_step_autocast_bf16" {b = $2}
          END { if (b) printf "Tessera %s: autocast step %.2fx its own float32 step\n", m, f / b }' "$tmp/ts.txt"
 done
