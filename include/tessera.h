@@ -106,13 +106,20 @@ typedef enum ts_dtype {
     TS_I32,
     TS_U8,
     TS_BOOL,
+    TS_I8,  /* torch.int8 */
+    TS_I16, /* torch.int16 */
+    TS_U16, /* torch.uint16: like PyTorch, no promotion with another integer type */
+    TS_U32, /* torch.uint32 (same) */
+    TS_U64, /* torch.uint64 (same) */
     TS_DTYPE_COUNT
 } ts_dtype;
 
 size_t ts_dtype_size(ts_dtype dt);
 const char *ts_dtype_name(ts_dtype dt); /* PyTorch's: "float32", "int64", "bool" ... */
 bool ts_dtype_is_floating(ts_dtype dt);
-ts_dtype ts_promote_types(ts_dtype a, ts_dtype b); /* torch.promote_types */
+/* torch.promote_types; TS_DTYPE_COUNT where PyTorch has no rule (uint16, uint32 or uint64 with
+ * another integer or bool type): the ops that promote refuse such a pair with TS_ERR_DTYPE. */
+ts_dtype ts_promote_types(ts_dtype a, ts_dtype b);
 
 /* ===================================================================== shapes */
 #define TS_MAX_DIMS 8
@@ -327,6 +334,10 @@ ts_tensor *ts_pow(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_maximum(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_minimum(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_fmod(ts_tensor *a, ts_tensor *b);
+/* torch.floor_divide (a // b, rounded down; no gradient) and torch.remainder (a - b * floor(a / b):
+ * the divisor's sign; autograd refused). Integers: x // 0 and x % 0 give 0 where PyTorch raises. */
+ts_tensor *ts_floor_divide(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_remainder(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_eq(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_ne(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_lt(ts_tensor *a, ts_tensor *b);

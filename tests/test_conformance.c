@@ -203,9 +203,10 @@ static void test_unary(void) {
 }
 
 static const char *binary_names[] = {
-    "add",  "sub",  "mul",  "div",      "pow",         "max",      "min",      "fmod",
-    "eq",   "ne",   "lt",   "le",       "gt",          "ge",       "and",      "or",
-    "rsub", "rdiv", "rpow", "relu_bwd", "sigmoid_bwd", "tanh_bwd", "gelu_bwd", "silu_bwd"};
+    "add",      "sub",      "mul",      "div",      "pow",  "max",      "min",
+    "fmod",     "eq",       "ne",       "lt",       "le",   "gt",       "ge",
+    "and",      "or",       "rsub",     "rdiv",     "rpow", "relu_bwd", "sigmoid_bwd",
+    "tanh_bwd", "gelu_bwd", "silu_bwd", "floordiv", "rem"};
 _Static_assert(sizeof binary_names / sizeof *binary_names == TS_B_COUNT, "a name per binary op");
 
 static bool is_cmp(int op) { return op >= TS_B_EQ && op <= TS_B_OR; }
@@ -217,8 +218,10 @@ static void binary_kinds(int op, ts_dtype dt, int *ka, int *kb) {
     if (op == TS_B_POW) *ka = fl ? BC_POS : BC_ANY, *kb = BC_SMALLNN;
     if (op == TS_B_RPOW) *ka = BC_SMALLNN, *kb = fl ? BC_POS : BC_ANY;
     if (dt == TS_BOOL && (op == TS_B_DIV || op == TS_B_FMOD)) *kb = BC_NONZERO;
+    if (dt == TS_BOOL && (op == TS_B_FLOORDIV || op == TS_B_REM)) *kb = BC_NONZERO;
     if (dt == TS_BOOL && op == TS_B_RDIV) *ka = BC_NONZERO;
-    if (dt == TS_BOOL && !(op == TS_B_DIV || op == TS_B_FMOD || op == TS_B_RDIV))
+    if (dt == TS_BOOL && !(op == TS_B_DIV || op == TS_B_FMOD || op == TS_B_RDIV ||
+                           op == TS_B_FLOORDIV || op == TS_B_REM))
         *ka = *kb = BC_ANY;
 }
 

@@ -416,10 +416,10 @@ static void test_refusals(void) {
     CHECK_ERR_HAS(TS_ERR_ARG, "from_dlpack: the DLManagedTensor is NULL");
     deleter_calls = 0;
     check_refused(foreign_1d(kDLComplex, 64, 1), TS_ERR_DTYPE, "complex64 (code 5, bits 64");
-    check_refused(foreign_1d(kDLInt, 8, 1), TS_ERR_DTYPE, "dtype int8");
-    check_refused(foreign_1d(kDLInt, 16, 1), TS_ERR_DTYPE, "dtype int16");
-    check_refused(foreign_1d(kDLUInt, 16, 1), TS_ERR_DTYPE, "dtype uint16");
-    check_refused(foreign_1d(kDLUInt, 64, 1), TS_ERR_DTYPE, "dtype uint64");
+    check_refused(foreign_1d(kDLInt, 128, 1), TS_ERR_DTYPE, "dtype int128");
+    check_refused(foreign_1d(kDLInt, 4, 1), TS_ERR_DTYPE, "dtype int4");
+    check_refused(foreign_1d(kDLUInt, 24, 1), TS_ERR_DTYPE, "dtype uint24");
+    check_refused(foreign_1d(kDLUInt, 128, 1), TS_ERR_DTYPE, "dtype uint128");
     check_refused(foreign_1d(kDLFloat, 8, 1), TS_ERR_DTYPE, "dtype float8");
     check_refused(foreign_1d(kDLBfloat, 32, 1), TS_ERR_DTYPE, "dtype bfloat32");
     check_refused(foreign_1d(kDLOpaqueHandle, 64, 1), TS_ERR_DTYPE, "opaque handle");

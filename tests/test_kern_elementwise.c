@@ -247,6 +247,19 @@ static double ref_binary(ts_binary_op op, double a, double b, ts_dtype dt) {
         return isint ? ipow_ref((int64_t)b, (int64_t)a, dt) : pow(b, a);
     case TS_B_RELU_BWD:
         return isnan(b) || b > 0 ? a : 0;
+    case TS_B_FLOORDIV: { /* ATen's div_floor: inf // 2 is nan, 0.3 // -inf is -1 */
+        if (b == 0) return isint ? 0 : a / b;
+        if (isint) return floor(a / b);
+        double m = fmod(a, b), q = (a - m) / b;
+        if (m != 0 && ((b < 0) != (m < 0))) q -= 1;
+        if (q == 0) return copysign(0, a / b);
+        return q - floor(q) > 0.5 ? floor(q) + 1 : floor(q);
+    }
+    case TS_B_REM: {
+        if (isint && b == 0) return 0;
+        double m = fmod(a, b);
+        return m != 0 && ((b < 0) != (m < 0)) ? m + b : m;
+    }
     default: /* the other backwards: in double, truncated on integers (the kernel's fallback) */
         return isint ? trunc(ref_bwd(op, a, b)) : ref_bwd(op, a, b);
     }

@@ -555,10 +555,10 @@ static void test_malformed(void) {
                     v6, 4),
                 TS_ERR_FORMAT, "unknown descr '<fxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'");
     /* NumPy dtypes Tessera does not hold */
-    PARSE_FAILS(hdr("{'descr': '<i2', 'fortran_order': False, 'shape': (), }", v6, 2),
-                TS_ERR_UNSUPPORTED, "dtype '<i2' is not supported by Tessera (it reads float32");
-    PARSE_FAILS(hdr("{'descr': '|i1', 'fortran_order': False, 'shape': (), }", v6, 1),
-                TS_ERR_UNSUPPORTED, "dtype '|i1' is not supported");
+    PARSE_FAILS(hdr("{'descr': '<f16', 'fortran_order': False, 'shape': (), }", v6, 16),
+                TS_ERR_UNSUPPORTED, "dtype '<f16' is not supported by Tessera (it reads float32");
+    PARSE_FAILS(hdr("{'descr': '|S1', 'fortran_order': False, 'shape': (), }", v6, 1),
+                TS_ERR_UNSUPPORTED, "dtype '|S1' is not supported");
     PARSE_FAILS(hdr("{'descr': '<c8', 'fortran_order': False, 'shape': (), }", v6, 8),
                 TS_ERR_UNSUPPORTED, "dtype '<c8' is not supported");
     PARSE_FAILS(hdr("{'descr': '<V2', 'fortran_order': False, 'shape': (), }", v6, 2),
@@ -569,8 +569,8 @@ static void test_malformed(void) {
                 TS_ERR_UNSUPPORTED, "dtype '|O' is not supported");
     PARSE_FAILS(hdr("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (), }", v6, 4),
                 TS_ERR_UNSUPPORTED, "'descr' at byte 20 is a structured dtype (a list of fields)");
-    /* malformed wins over unsupported: the overflow is reported though '<i2' is not held */
-    PARSE_FAILS(hdr("{'descr': '<i2', 'fortran_order': False, 'shape': (4294967296, "
+    /* malformed wins over unsupported: the overflow is reported though '<c8' is not held */
+    PARSE_FAILS(hdr("{'descr': '<c8', 'fortran_order': False, 'shape': (4294967296, "
                     "4294967296)}",
                     NULL, 0),
                 TS_ERR_FORMAT, "holds more than 2^63 - 1 elements");

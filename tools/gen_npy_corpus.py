@@ -185,8 +185,7 @@ def build():
     bad("descr_bad_size", npy(dict_text("<f3", ()), b"\x00" * 3), "unknown descr '<f3'")
     bad("descr_empty", npy(dict_text("", ()), b""), "unknown descr ''")
     # ---- valid NumPy files Tessera does not hold
-    case("unsupported_int16", npy(dict_text("<i2", (2,)), pack("<%dh", 1, 2)),
-         "TS_ERR_UNSUPPORTED", "dtype '<i2' is not supported by Tessera")
+    case("ok_int16", npy(dict_text("<i2", (2,)), pack("<%dh", 1, 2)), "TS_OK")
     case("unsupported_complex64", npy(dict_text("<c8", (1,)), pack("<%df", 1, 2)),
          "TS_ERR_UNSUPPORTED", "dtype '<c8' is not supported")
     case("unsupported_bfloat16_void", npy(dict_text("|V2", (1,)), b"\x80\x3f"),

@@ -149,11 +149,13 @@ static PyTypeObject owner_type = {
 static const char *typestr(ts_dtype dt) {
     static const char *const le[TS_DTYPE_COUNT] = {
         [TS_F32] = "<f4", [TS_F64] = "<f8", [TS_F16] = "<f2",  [TS_I64] = "<i8",
-        [TS_I32] = "<i4", [TS_U8] = "|u1",  [TS_BOOL] = "|b1",
+        [TS_I32] = "<i4", [TS_U8] = "|u1",  [TS_BOOL] = "|b1", [TS_I8] = "|i1",
+        [TS_I16] = "<i2", [TS_U16] = "<u2", [TS_U32] = "<u4",  [TS_U64] = "<u8",
     };
     static const char *const be[TS_DTYPE_COUNT] = {
         [TS_F32] = ">f4", [TS_F64] = ">f8", [TS_F16] = ">f2",  [TS_I64] = ">i8",
-        [TS_I32] = ">i4", [TS_U8] = "|u1",  [TS_BOOL] = "|b1",
+        [TS_I32] = ">i4", [TS_U8] = "|u1",  [TS_BOOL] = "|b1", [TS_I8] = "|i1",
+        [TS_I16] = ">i2", [TS_U16] = ">u2", [TS_U32] = ">u4",  [TS_U64] = ">u8",
     };
     return (unsigned)dt < TS_DTYPE_COUNT ? (PY_LITTLE_ENDIAN ? le : be)[dt] : NULL;
 }
@@ -325,7 +327,8 @@ static int unsupported_array(PyObject *arr) {
     if (!dt) return -1;
     PyErr_Format(PyExc_TypeError,
                  "can't convert np.ndarray of type numpy.%S. The only supported types are: "
-                 "float64, float32, float16, int64, int32, uint8, and bool.",
+                 "float64, float32, float16, int64, int32, int16, int8, uint64, uint32, uint16, "
+                 "uint8, and bool.",
                  dt);
     Py_DECREF(dt);
     return -1;
@@ -346,12 +349,18 @@ static int buffer_dtype(PyObject *arr, const Py_buffer *v, DLDataType *out) {
             code = kDLFloat;
             break;
         case 'B':
+        case 'H':
+        case 'I':
+        case 'L':
+        case 'Q':
             code = kDLUInt;
             break;
+        case 'b':
+        case 'h':
         case 'i':
         case 'l':
         case 'q':
-            code = v->itemsize >= 4 ? kDLInt : 255;
+            code = kDLInt;
             break;
         }
     if (code == 255) return unsupported_array(arr);

@@ -37,7 +37,8 @@ static PyObject *dtype_itemsize(PyObject *self, void *unused) {
 static PyObject *dtype_is_signed(PyObject *self, void *unused) {
     (void)unused;
     ts_dtype dt = ((dtype_obj *)self)->dt;
-    return PyBool_FromLong(dt != TS_U8 && dt != TS_BOOL);
+    return PyBool_FromLong(dt != TS_U8 && dt != TS_U16 && dt != TS_U32 && dt != TS_U64 &&
+                           dt != TS_BOOL);
 }
 /* pickling and copy.deepcopy return the singleton */
 static PyObject *dtype_reduce(PyObject *self, PyObject *unused) {
@@ -73,7 +74,7 @@ static ts_dtype dtype_from_name(const char *s) {
         ts_dtype dt;
     } aliases[] = {
         {"float", TS_F32}, {"double", TS_F64}, {"half", TS_F16},  {"long", TS_I64},
-        {"int", TS_I32},   {"uint8", TS_U8},   {"bool", TS_BOOL},
+        {"int", TS_I32},   {"uint8", TS_U8},   {"bool", TS_BOOL}, {"short", TS_I16},
     };
     const char *dot = strrchr(s, '.');
     if (dot) s = dot + 1;
@@ -316,8 +317,8 @@ int tsp_init_dtypes(PyObject *m) {
     static const struct {
         const char *alias;
         ts_dtype dt;
-    } aliases[] = {
-        {"float", TS_F32}, {"double", TS_F64}, {"half", TS_F16}, {"long", TS_I64}, {"int", TS_I32}};
+    } aliases[] = {{"float", TS_F32}, {"double", TS_F64}, {"half", TS_F16},
+                   {"long", TS_I64},  {"int", TS_I32},    {"short", TS_I16}};
     for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
         if (add_dtype(m, aliases[i].dt, aliases[i].alias) < 0) return -1;
     return 0;

@@ -85,9 +85,20 @@ static PyObject *m_type(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     PyObject *a[2];
     if (tsp_parse(args, nargs, kw, "type", names, 2, 0, a) < 0) return NULL;
     if (!a[0] || a[0] == Py_None) {
-        static const char *const tnames[TS_DTYPE_COUNT] = {
-            "",           "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
-            "LongTensor", "IntTensor",   "ByteTensor",   "BoolTensor"};
+        static const char *const tnames[TS_DTYPE_COUNT] = {"",
+                                                           "FloatTensor",
+                                                           "DoubleTensor",
+                                                           "HalfTensor",
+                                                           "BFloat16Tensor",
+                                                           "LongTensor",
+                                                           "IntTensor",
+                                                           "ByteTensor",
+                                                           "BoolTensor",
+                                                           "CharTensor",
+                                                           "ShortTensor",
+                                                           "UInt16Tensor",
+                                                           "UInt32Tensor",
+                                                           "UInt64Tensor"};
         return PyUnicode_FromFormat("tessera.%s", tnames[ts_dtype_of(T(self))]);
     }
     ts_dtype dt = TS_DTYPE_DEFAULT;
@@ -107,6 +118,8 @@ CAST_METHOD(bfloat16, TS_BF16)
 CAST_METHOD(long, TS_I64)
 CAST_METHOD(int, TS_I32)
 CAST_METHOD(byte, TS_U8)
+CAST_METHOD(char, TS_I8)
+CAST_METHOD(short, TS_I16)
 CAST_METHOD(bool, TS_BOOL)
 
 static PyObject *m_pin_memory(PyObject *self, PyObject *unused) {
@@ -157,6 +170,8 @@ PyMethodDef tsp_tensor_move_methods[] = {
     {"int", m_int, METH_NOARGS, NULL},
     {"byte", m_byte, METH_NOARGS, NULL},
     {"bool", m_bool, METH_NOARGS, NULL},
+    {"char", m_char, METH_NOARGS, NULL},
+    {"short", m_short, METH_NOARGS, NULL},
     {"pin_memory", m_pin_memory, METH_NOARGS, "a copy in page-locked memory"},
     {"contiguous", FN(m_contiguous), FAST, NULL},
     {"clone", FN(m_clone), FAST, NULL},

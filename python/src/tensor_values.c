@@ -35,6 +35,7 @@ static PyObject *scalar_obj(ts_dtype dt, bool floating, const void *buf, int64_t
     if (floating) return PyFloat_FromDouble(((const double *)buf)[i]);
     int64_t v = ((const int64_t *)buf)[i];
     if (dt == TS_BOOL) return PyBool_FromLong(v != 0);
+    if (dt == TS_U64) return PyLong_FromUnsignedLongLong((uint64_t)v);
     return PyLong_FromLongLong(v);
 }
 

@@ -80,6 +80,10 @@ typedef enum ts_binary_op {
     TS_B_TANH_BWD,
     TS_B_GELU_BWD,
     TS_B_SILU_BWD,
+    /* torch.floor_divide and torch.remainder (the divisor's sign); integers: x // 0 and x % 0
+     * give 0 (a kernel must not trap) */
+    TS_B_FLOORDIV,
+    TS_B_REM,
     TS_B_COUNT
 } ts_binary_op;
 

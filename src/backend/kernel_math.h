@@ -99,6 +99,17 @@ static inline TS_HD int32_t ts_d2i32(double x) {
 }
 /* PyTorch casts float to uint8 through int64 so negative values wrap consistently. */
 static inline TS_HD uint8_t ts_d2u8(double x) { return (uint8_t)(uint64_t)ts_d2i64(x); }
+/* int8, int16 and uint16 from float go through int32 (PyTorch's x86 results: 300.7 -> 44 in int8,
+ * -1.5 -> 65535 in uint16); uint32 through int64 like uint8; uint64 converts in range and wraps
+ * a negative value through int64 (-1.5 -> 2^64 - 1). Out of range is undefined in C: these are
+ * Tessera's definitions there. */
+static inline TS_HD int8_t ts_d2i8(double x) { return (int8_t)ts_d2i32(x); }
+static inline TS_HD int16_t ts_d2i16(double x) { return (int16_t)ts_d2i32(x); }
+static inline TS_HD uint16_t ts_d2u16(double x) { return (uint16_t)ts_d2i32(x); }
+static inline TS_HD uint32_t ts_d2u32(double x) { return (uint32_t)(uint64_t)ts_d2i64(x); }
+static inline TS_HD uint64_t ts_d2u64(double x) {
+    return (x >= 0.0 && x < 18446744073709551616.0) ? (uint64_t)x : (uint64_t)ts_d2i64(x);
+}
 
 /* ------------------------------------------------------------------ activations (f32) */
 static inline TS_HD float ts_relu_f(float x) { return x > 0.0f ? x : (x != x ? x : 0.0f); }
@@ -123,6 +134,19 @@ static inline TS_HD float ts_rsqrt_f(float x) { return 1.0f / sqrtf(x); }
 static inline TS_HD float ts_reciprocal_f(float x) { return 1.0f / x; }
 /* C fmod = torch.fmod: result has the sign of the dividend */
 static inline TS_HD float ts_fmod_f(float a, float b) { return fmodf(a, b); }
+/* torch.remainder and torch.floor_divide on floats (ATen's div_floor: exact for integral values) */
+static inline TS_HD float ts_rem_f(float a, float b) {
+    float m = fmodf(a, b);
+    return (m != 0.0f && ((b < 0.0f) != (m < 0.0f))) ? m + b : m;
+}
+static inline TS_HD float ts_floordiv_f(float a, float b) {
+    if (b == 0.0f) return a / b;
+    float m = fmodf(a, b), d = (a - m) / b;
+    if (m != 0.0f && ((b < 0.0f) != (m < 0.0f))) d -= 1.0f;
+    if (d == 0.0f) return copysignf(0.0f, a / b);
+    float f = floorf(d);
+    return d - f > 0.5f ? f + 1.0f : f;
+}
 
 /* ------------------------------------------------------------------ activations (f64) */
 static inline TS_HD double ts_relu_d(double x) { return x > 0.0 ? x : (x != x ? x : 0.0); }
@@ -141,6 +165,18 @@ static inline TS_HD double ts_round_even_d(double x) { return rint(x); }
 static inline TS_HD double ts_rsqrt_d(double x) { return 1.0 / sqrt(x); }
 static inline TS_HD double ts_reciprocal_d(double x) { return 1.0 / x; }
 static inline TS_HD double ts_fmod_d(double a, double b) { return fmod(a, b); }
+static inline TS_HD double ts_rem_d(double a, double b) {
+    double m = fmod(a, b);
+    return (m != 0.0 && ((b < 0.0) != (m < 0.0))) ? m + b : m;
+}
+static inline TS_HD double ts_floordiv_d(double a, double b) {
+    if (b == 0.0) return a / b;
+    double m = fmod(a, b), d = (a - m) / b;
+    if (m != 0.0 && ((b < 0.0) != (m < 0.0))) d -= 1.0;
+    if (d == 0.0) return copysign(0.0, a / b);
+    double f = floor(d);
+    return d - f > 0.5 ? f + 1.0 : f;
+}
 
 /* ------------------------------------------------------------------ libm's unary functions
  * The ts_unary_ops that are one libm function each (float: name##f, double: name), as one list of
@@ -218,6 +254,10 @@ static inline TS_HD int64_t ts_clamp_i64(int64_t x, int64_t lo, int64_t hi) {
     int64_t v = x < lo ? lo : x;
     return v > hi ? hi : v;
 }
+static inline TS_HD uint64_t ts_clamp_u64(uint64_t x, uint64_t lo, uint64_t hi) {
+    uint64_t v = x < lo ? lo : x;
+    return v > hi ? hi : v;
+}
 /* torch.maximum / torch.minimum: NaN in either operand gives NaN */
 static inline TS_HD float ts_maximum_f(float a, float b) { return (a > b || a != a) ? a : b; }
 static inline TS_HD float ts_minimum_f(float a, float b) { return (a < b || a != a) ? a : b; }
@@ -251,6 +291,28 @@ static inline TS_HD int64_t ts_idiv_i64(int64_t a, int64_t b) {
 static inline TS_HD int64_t ts_imod_i64(int64_t a, int64_t b) {
     if (b == 0 || b == -1) return 0;
     return a % b;
+}
+/* Python's // and % (torch.floor_divide, torch.remainder): the remainder takes the divisor's sign.
+ * x // 0 and x % 0 give 0; INT64_MIN // -1 wraps. */
+static inline TS_HD int64_t ts_irem_i64(int64_t a, int64_t b) {
+    int64_t r = ts_imod_i64(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline TS_HD int64_t ts_ifloordiv_i64(int64_t a, int64_t b) {
+    int64_t q = ts_idiv_i64(a, b), r = ts_imod_i64(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+/* uint64: unsigned quotient, remainder and power (x / 0 and x % 0 give 0) */
+static inline TS_HD uint64_t ts_udiv_u64(uint64_t a, uint64_t b) { return b ? a / b : 0; }
+static inline TS_HD uint64_t ts_umod_u64(uint64_t a, uint64_t b) { return b ? a % b : 0; }
+static inline TS_HD uint64_t ts_upow_u64(uint64_t b, uint64_t e) {
+    uint64_t r = 1;
+    while (e) {
+        if (e & 1u) r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return r;
 }
 
 #endif /* TS_KERNEL_MATH_H */

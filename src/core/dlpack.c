@@ -43,7 +43,14 @@ static bool dtype_to_dl(ts_dtype dt, DLDataType *out) {
         return true;
     case TS_I64:
     case TS_I32:
+    case TS_I16:
+    case TS_I8:
         out->code = kDLInt;
+        return true;
+    case TS_U16:
+    case TS_U32:
+    case TS_U64:
+        out->code = kDLUInt;
         return true;
     case TS_U8:
     case TS_BOOL: /* no kDLBool in DLPack 0.6: one byte, 0 or 1, which consumers read as uint8 */
@@ -164,15 +171,24 @@ static bool dtype_from_dl(const DLManagedTensor *m, ts_dtype *out) {
     else if (d.code == kDLBfloat)
         dt = d.bits == 16 ? TS_BF16 : dt;
     else if (d.code == kDLInt)
-        dt = d.bits == 64 ? TS_I64 : d.bits == 32 ? TS_I32 : dt;
+        dt = d.bits == 64   ? TS_I64
+             : d.bits == 32 ? TS_I32
+             : d.bits == 16 ? TS_I16
+             : d.bits == 8  ? TS_I8
+                            : dt;
     else if (d.code == kDLUInt)
-        dt = d.bits == 8 ? TS_U8 : dt;
+        dt = d.bits == 8    ? TS_U8
+             : d.bits == 16 ? TS_U16
+             : d.bits == 32 ? TS_U32
+             : d.bits == 64 ? TS_U64
+                            : dt;
     else if (d.code == TSI_DL_BOOL)
         dt = d.bits == 8 ? TS_BOOL : dt;
     if (dt == TS_DTYPE_DEFAULT)
         return tsi_error_set(TS_ERR_DTYPE,
                              "from_dlpack: unsupported DLPack dtype %s%u (code %u, bits %u, lanes "
-                             "1); Tessera takes float16/32/64, bfloat16, int32/64, uint8 and bool",
+                             "1); Tessera takes float16/32/64, bfloat16, int8/16/32/64, "
+                             "uint8/16/32/64 and bool",
                              dl_code_name(d.code), d.bits, d.code, d.bits),
                false;
     /* a capsule of ours remembers what kDLUInt 8 stood for */

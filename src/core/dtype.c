@@ -3,7 +3,8 @@
 
 const size_t tsi_dtype_sizes[TS_DTYPE_COUNT] = {
     [TS_DTYPE_DEFAULT] = 4, [TS_F32] = 4, [TS_F64] = 8, [TS_F16] = 2,  [TS_BF16] = 2,
-    [TS_I64] = 8,           [TS_I32] = 4, [TS_U8] = 1,  [TS_BOOL] = 1,
+    [TS_I64] = 8,           [TS_I32] = 4, [TS_U8] = 1,  [TS_BOOL] = 1, [TS_I8] = 1,
+    [TS_I16] = 2,           [TS_U16] = 2, [TS_U32] = 4, [TS_U64] = 8,
 };
 
 size_t ts_dtype_size(ts_dtype d) { return tsi_dtype_size(d); }
@@ -27,6 +28,16 @@ const char *ts_dtype_name(ts_dtype d) {
         return "uint8";
     case TS_BOOL:
         return "bool";
+    case TS_I8:
+        return "int8";
+    case TS_I16:
+        return "int16";
+    case TS_U16:
+        return "uint16";
+    case TS_U32:
+        return "uint32";
+    case TS_U64:
+        return "uint64";
     default:
         return "invalid";
     }
@@ -50,6 +61,16 @@ const char *tsi_torch_scalar_name(ts_dtype d) {
         return "Byte";
     case TS_BOOL:
         return "Bool";
+    case TS_I8:
+        return "Char";
+    case TS_I16:
+        return "Short";
+    case TS_U16:
+        return "UInt16";
+    case TS_U32:
+        return "UInt32";
+    case TS_U64:
+        return "UInt64";
     default:
         return "Undefined";
     }
@@ -71,14 +92,18 @@ static int float_rank(ts_dtype d) {
         return 0;
     }
 }
+/* signed ranks by width; uint8 with int8 meets at int16 (torch: uint8 ranks with int16 against a
+ * signed type, below int8 against nothing) */
 static int int_rank(ts_dtype d) {
     switch (d) {
-    case TS_U8:
+    case TS_I8:
         return 1;
-    case TS_I32:
+    case TS_I16:
         return 2;
-    case TS_I64:
+    case TS_I32:
         return 3;
+    case TS_I64:
+        return 4;
     default:
         return 0;
     }
@@ -87,7 +112,10 @@ static int int_rank(ts_dtype d) {
 ts_dtype ts_promote_types(ts_dtype a, ts_dtype b) {
     a = tsi_resolve_dtype(a);
     b = tsi_resolve_dtype(b);
+    if ((unsigned)a >= TS_DTYPE_COUNT || (unsigned)b >= TS_DTYPE_COUNT) return TS_DTYPE_COUNT;
     if (a == b) return a;
+    if ((a == TS_BOOL && tsi_is_wide_uint(b)) || (b == TS_BOOL && tsi_is_wide_uint(a)))
+        return TS_DTYPE_COUNT;
     if (a == TS_BOOL) return b;
     if (b == TS_BOOL) return a;
     bool fa = tsi_is_float(a), fb = tsi_is_float(b);
@@ -98,5 +126,20 @@ ts_dtype ts_promote_types(ts_dtype a, ts_dtype b) {
         if (ra == rb) return TS_F32; /* f16 with bf16 */
         return ra > rb ? a : b;
     }
+    /* PyTorch 2 promotes uint16/32/64 only with themselves, floats (above) and nothing else */
+    if (tsi_is_wide_uint(a) || tsi_is_wide_uint(b)) return TS_DTYPE_COUNT;
+    if (a == TS_U8 || b == TS_U8) { /* with a signed type: at least int16 */
+        ts_dtype o = a == TS_U8 ? b : a;
+        return int_rank(o) >= 2 ? o : TS_I16;
+    }
     return int_rank(a) > int_rank(b) ? a : b;
+}
+
+bool tsi_check_promotion(const char *op, ts_dtype r, ts_dtype a, ts_dtype b) {
+    if ((unsigned)r < TS_DTYPE_COUNT) return true;
+    tsi_error_set(TS_ERR_DTYPE,
+                  "%s: Promotion for uint16, uint32, uint64 types is not supported, attempted to "
+                  "promote %s and %s",
+                  op, tsi_torch_scalar_name(a), tsi_torch_scalar_name(b));
+    return false;
 }

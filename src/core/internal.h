@@ -97,7 +97,18 @@ bool tsi_same_device(const char *op, ts_tensor *const *ts, int n, bool allow_cpu
 static inline bool tsi_is_float(ts_dtype d) {
     return d == TS_F32 || d == TS_F64 || d == TS_F16 || d == TS_BF16;
 }
-static inline bool tsi_is_int(ts_dtype d) { return d == TS_I64 || d == TS_I32 || d == TS_U8; }
+static inline bool tsi_is_int(ts_dtype d) {
+    return d == TS_I64 || d == TS_I32 || d == TS_U8 || d == TS_I8 || d == TS_I16 || d == TS_U16 ||
+           d == TS_U32 || d == TS_U64;
+}
+/* the unsigned types past uint8 that PyTorch promotes only with themselves and floats */
+static inline bool tsi_is_wide_uint(ts_dtype d) {
+    return d == TS_U16 || d == TS_U32 || d == TS_U64;
+}
+/* r (a promotion's result) is a dtype; TS_DTYPE_COUNT (no rule for a and b) sets TS_ERR_DTYPE
+ * "<op>: Promotion for uint16, uint32, uint64 types is not supported, attempted to promote UInt16
+ * and Int" and returns false */
+bool tsi_check_promotion(const char *op, ts_dtype r, ts_dtype a, ts_dtype b);
 /* PyTorch's ScalarType names ("Float", "Long"), for messages copied from PyTorch word for word */
 const char *tsi_torch_scalar_name(ts_dtype d);
 extern const size_t tsi_dtype_sizes[TS_DTYPE_COUNT];

@@ -94,6 +94,11 @@ MPI_Datatype tsd_mpi_type(ts_dtype dt) {
     case TS_I64: return MPI_INT64_T;
     case TS_I32: return MPI_INT32_T;
     case TS_U8: return MPI_UINT8_T;
+    case TS_I8: return MPI_INT8_T;
+    case TS_I16: return MPI_INT16_T;
+    case TS_U16: return MPI_UINT16_T;
+    case TS_U32: return MPI_UINT32_T;
+    case TS_U64: return MPI_UINT64_T;
     case TS_BOOL: return MPI_C_BOOL;
     default: return MPI_BYTE;
     }

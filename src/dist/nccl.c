@@ -43,6 +43,9 @@ static bool nccl_type(ts_dtype dt, ncclDataType_t *out) {
 #endif
     case TS_I64: *out = ncclInt64; return true;
     case TS_I32: *out = ncclInt32; return true;
+    case TS_I8: *out = ncclInt8; return true;
+    case TS_U32: *out = ncclUint32; return true;
+    case TS_U64: *out = ncclUint64; return true;
     case TS_U8:
     case TS_BOOL: *out = ncclUint8; return true;
     default: return false;

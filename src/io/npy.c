@@ -37,11 +37,13 @@ typedef struct npy_dtype {
 } npy_dtype;
 static const npy_dtype npy_dtypes[] = {
     {'f', 4, TS_F32}, {'f', 8, TS_F64}, {'f', 2, TS_F16},  {'i', 8, TS_I64},
-    {'i', 4, TS_I32}, {'u', 1, TS_U8},  {'b', 1, TS_BOOL},
+    {'i', 4, TS_I32}, {'u', 1, TS_U8},  {'b', 1, TS_BOOL}, {'i', 1, TS_I8},
+    {'i', 2, TS_I16}, {'u', 2, TS_U16}, {'u', 4, TS_U32},  {'u', 8, TS_U64},
 };
 #define NPY_SUPPORTED                                                                              \
-    "float32 '<f4', float64 '<f8', float16 '<f2', int64 '<i8', int32 '<i4', uint8 '|u1' and "      \
-    "bool '|b1', in either byte order"
+    "float32 '<f4', float64 '<f8', float16 '<f2', int64 '<i8', int32 '<i4', int16 '<i2', int8 "    \
+    "'|i1', uint64 '<u8', uint32 '<u4', uint16 '<u2', uint8 '|u1' and bool '|b1', in either byte " \
+    "order"
 
 /* What the header says, and where the parser is in it. */
 typedef struct npy_hdr {

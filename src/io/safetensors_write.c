@@ -10,12 +10,14 @@
 /* Names, and the rank of each dtype in the Python library's Dtype enum: it writes the tensors by
  * descending rank (widest alignment first), then by name, and so do we, byte for byte. */
 static const char *const st_names[TS_DTYPE_COUNT] = {
-    [TS_F32] = "F32", [TS_F64] = "F64", [TS_F16] = "F16", [TS_BF16] = "BF16",
-    [TS_I64] = "I64", [TS_I32] = "I32", [TS_U8] = "U8",   [TS_BOOL] = "BOOL",
+    [TS_F32] = "F32", [TS_F64] = "F64", [TS_F16] = "F16",   [TS_BF16] = "BF16", [TS_I64] = "I64",
+    [TS_I32] = "I32", [TS_U8] = "U8",   [TS_BOOL] = "BOOL", [TS_I8] = "I8",     [TS_I16] = "I16",
+    [TS_U16] = "U16", [TS_U32] = "U32", [TS_U64] = "U64",
 };
 static const int st_rank[TS_DTYPE_COUNT] = {
-    [TS_BOOL] = 0, [TS_U8] = 4,   [TS_F16] = 11, [TS_BF16] = 12,
-    [TS_I32] = 13, [TS_F32] = 15, [TS_F64] = 17, [TS_I64] = 18,
+    [TS_BOOL] = 0, [TS_U8] = 4,   [TS_F16] = 11, [TS_BF16] = 12, [TS_I32] = 13,
+    [TS_F32] = 15, [TS_F64] = 17, [TS_I64] = 18, [TS_I8] = 5,    [TS_I16] = 9,
+    [TS_U16] = 10, [TS_U32] = 14, [TS_U64] = 19,
 };
 
 typedef struct sbuf {

@@ -211,8 +211,8 @@ RUN(run_pow) {
     DONE(ts_to_dtype(ts_pow(ts_to_dtype(a, TS_F64), ts_to_dtype(b, TS_F64)), dt));
 }
 
-/* BitShift on uint8, the one unsigned type Tessera has (the others are refused with the model's
- * inputs), computed exactly in float64: x * 2^y modulo 256 (LEFT), floor(x / 2^y) (RIGHT). */
+/* BitShift on the unsigned types: x * 2^y (LEFT, wrapping) and x // 2^y (RIGHT) in x's type,
+ * where 2^y wraps to 0 from y = bits on, giving 0 as a shift by that much does. */
 static bool bitshift_left(const tso_node *n, bool *left) {
     char buf[16];
     const char *d = tso_attr_string(n, "direction", "", buf, sizeof buf);
@@ -231,12 +231,11 @@ RUN(run_bitshift) {
     ts_tensor *x = in[0], *y = in[1];
     bool left;
     if (!same_types(n, x, y) || !bitshift_left(n, &left)) return false;
-    if (ts_dtype_of(x) != TS_U8)
-        return tso_fail(n, TS_ERR_DTYPE, "needs unsigned integers (Tessera has uint8), got %s",
-                        tsi_desc(x));
-    ts_tensor *xf = ts_to_dtype(x, TS_F64), *p = ts_rpow_scalar(ts_to_dtype(y, TS_F64), 2);
-    ts_tensor *r = left ? ts_fmod_scalar(ts_mul(xf, p), 256) : ts_floor(ts_div(xf, p));
-    DONE(ts_to_dtype(r, TS_U8));
+    const ts_dtype dt = ts_dtype_of(x);
+    if (dt != TS_U8 && dt != TS_U16 && dt != TS_U32 && dt != TS_U64)
+        return tso_fail(n, TS_ERR_DTYPE, "needs unsigned integers, got %s", tsi_desc(x));
+    ts_tensor *p = ts_pow(ts_full_like(y, 2), y);
+    DONE(left ? ts_mul(x, p) : ts_floor_divide(x, p));
 }
 
 /* Opsets 1 to 6: without broadcast=1 the operands have one shape; with it, B's dims are a run of

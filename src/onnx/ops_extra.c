@@ -706,9 +706,8 @@ RUN(run_roi_align16) {
                 "half_pixel"));
 }
 
-/* ------------------------------------------------------------------ quantization (uint8) */
-/* Tessera has uint8 but not int8: int8 zero points are refused at load by the loader's type check,
- * so these operators see uint8 (or, for DequantizeLinear's input, int32). */
+/* ------------------------------------------------------------------ quantization */
+/* QuantizeLinear to uint8, int8, uint16 or int16 (the zero point's type; uint8 without one). */
 
 /* a scale or zero point shaped to broadcast against x: one value, or one per element of axis */
 static ts_tensor *quant_param(const tso_node *n, ts_tensor *v, ts_tensor *x) {
@@ -726,19 +725,44 @@ static ts_tensor *quant_param(const tso_node *n, ts_tensor *v, ts_tensor *x) {
     return ts_reshape(v, s);
 }
 
-/* only a uint8 zero point (the quantized type) is supported */
+/* the quantized types and their saturation ranges */
+static bool quant_range(ts_dtype dt, double *lo, double *hi) {
+    switch (dt) {
+    case TS_U8:
+        *lo = 0, *hi = 255;
+        return true;
+    case TS_I8:
+        *lo = -128, *hi = 127;
+        return true;
+    case TS_U16:
+        *lo = 0, *hi = 65535;
+        return true;
+    case TS_I16:
+        *lo = -32768, *hi = 32767;
+        return true;
+    default:
+        return false;
+    }
+}
+
 static bool check_zero_point(const tso_node *n, ts_tensor *zp) {
-    if (!zp || ts_dtype_of(zp) == TS_U8) return true;
-    return tso_fail(n, TS_ERR_UNSUPPORTED, "zero point of type %s (only uint8 is supported)",
+    double lo, hi;
+    if (!zp || quant_range(ts_dtype_of(zp), &lo, &hi)) return true;
+    return tso_fail(n, TS_ERR_UNSUPPORTED,
+                    "zero point of type %s (uint8, int8, uint16 and int16 are supported)",
                     tsi_desc(zp));
 }
 
-/* saturate(round_half_even(x / scale) + zp) as uint8; x / scale in the scale's float type */
+/* saturate(round_half_even(x / scale) + zp) as zp's type (uint8 without one); x / scale in the
+ * scale's float type */
 static ts_tensor *quantize(ts_tensor *x, ts_tensor *scale, ts_tensor *zp) {
     ts_tensor *q = ts_round(ts_div(ts_to_dtype(x, ts_dtype_of(scale)), scale));
     q = ts_to_dtype(q, TS_F64);
     if (zp) q = ts_add(q, ts_to_dtype(zp, TS_F64));
-    return ts_to_dtype(ts_clamp(q, 0, 255), TS_U8);
+    const ts_dtype qt = zp ? ts_dtype_of(zp) : TS_U8;
+    double lo = 0, hi = 255;
+    quant_range(qt, &lo, &hi);
+    return ts_to_dtype(ts_clamp(q, lo, hi), qt);
 }
 
 RUN(run_quantize) {
@@ -773,9 +797,9 @@ RUN(run_dynamic_quantize) {
     range = ts_where(ts_eq(hi, lo), ts_ones_like(range), range);
     ts_tensor *scale = ts_div_scalar(range, 255);
     ts_tensor *zp = ts_round(ts_clamp(ts_neg(ts_div(lo, scale)), 0, 255));
-    out[0] = quantize(x, scale, zp);
-    out[1] = ts_to_dtype(scale, ts_dtype_of(in[0]));
     out[2] = ts_to_dtype(zp, TS_U8);
+    out[0] = quantize(x, scale, out[2]);
+    out[1] = ts_to_dtype(scale, ts_dtype_of(in[0]));
     return (out[0] && out[1] && out[2]) || tso_fail_pending(n);
 }
 

@@ -1,8 +1,8 @@
-/* ops_quant.c — ONNX's integer and quantized operators on uint8 (Tessera has no int8: those models
- * are refused at load): MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv. The products are
- * summed in float64, where sums of uint8 products are exact integers (below 2^53), then converted
- * through int64 to int32 (wrapping as ONNX's int32 accumulation does) or requantized with ONNX's
- * rounding (half to even, then saturation to [0, 255]). */
+/* ops_quant.c — ONNX's integer and quantized operators on uint8 and int8: MatMulInteger,
+ * ConvInteger, QLinearMatMul, QLinearConv. The products are summed in float64, where sums of 8-bit
+ * products are exact integers (below 2^53), then converted through int64 to int32 (wrapping as
+ * ONNX's int32 accumulation does) or requantized with ONNX's rounding (half to even, then
+ * saturation to [0, 255] for uint8 or [-128, 127] for int8, the output zero point's type). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,9 +14,8 @@
 /* ------------------------------------------------------------------ operands */
 static bool check_u8(const tso_node *n, ts_tensor *t, const char *what) {
     if (!t) return tso_fail(n, TS_ERR_ARG, "the input %s is required", what);
-    if (ts_dtype_of(t) != TS_U8)
-        return tso_fail(n, TS_ERR_DTYPE, "%s must be uint8 (Tessera has no int8), got %s", what,
-                        tsi_desc(t));
+    if (ts_dtype_of(t) != TS_U8 && ts_dtype_of(t) != TS_I8)
+        return tso_fail(n, TS_ERR_DTYPE, "%s must be uint8 or int8, got %s", what, tsi_desc(t));
     return true;
 }
 
@@ -52,10 +51,11 @@ static ts_tensor *centered(ts_tensor *x, ts_tensor *zp) {
 /* an integer sum held exactly in float64 -> int32, wrapping past 2^31 as int32 sums do */
 static ts_tensor *to_int32(ts_tensor *acc) { return ts_to_dtype(ts_to_dtype(acc, TS_I64), TS_I32); }
 
-/* saturate(round_half_even(acc * mult) + zp) as uint8 */
+/* saturate(round_half_even(acc * mult) + zp) as zp's type (uint8 or int8) */
 static ts_tensor *requantize(ts_tensor *acc, ts_tensor *mult, ts_tensor *zp) {
     ts_tensor *y = ts_add(ts_round(ts_mul(acc, mult)), ts_to_dtype(zp, TS_F64));
-    return ts_to_dtype(ts_clamp(y, 0, 255), TS_U8);
+    const bool s8 = ts_dtype_of(zp) == TS_I8;
+    return ts_to_dtype(ts_clamp(y, s8 ? -128 : 0, s8 ? 127 : 255), s8 ? TS_I8 : TS_U8);
 }
 
 /* a float32 scale (ONNX's type for them) */

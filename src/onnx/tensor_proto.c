@@ -37,6 +37,16 @@ ts_dtype tso_dtype_from_onnx(int32_t t) {
         return TS_U8;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
         return TS_BOOL;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+        return TS_I8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+        return TS_I16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
+        return TS_U16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+        return TS_U32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
+        return TS_U64;
     default:
         return TS_DTYPE_DEFAULT;
     }
@@ -60,6 +70,16 @@ int32_t tso_dtype_to_onnx(ts_dtype d) {
         return ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
     case TS_BOOL:
         return ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+    case TS_I8:
+        return ONNX__TENSOR_PROTO__DATA_TYPE__INT8;
+    case TS_I16:
+        return ONNX__TENSOR_PROTO__DATA_TYPE__INT16;
+    case TS_U16:
+        return ONNX__TENSOR_PROTO__DATA_TYPE__UINT16;
+    case TS_U32:
+        return ONNX__TENSOR_PROTO__DATA_TYPE__UINT32;
+    case TS_U64:
+        return ONNX__TENSOR_PROTO__DATA_TYPE__UINT64;
     default:
         return 0;
     }
@@ -220,8 +240,10 @@ ts_tensor *tso_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_d
     if (tp->n_float_data) typed_ok = dt == TS_F32;
     if (tp->n_int64_data) typed_ok = dt == TS_I64;
     if (tp->n_double_data) typed_ok = dt == TS_F64;
-    if (tp->n_uint64_data) typed_ok = false;
-    if (tp->n_int32_data) typed_ok = dt != TS_F32 && dt != TS_F64 && dt != TS_I64;
+    /* uint64_data holds uint32 and uint64; int32_data every narrower type but float */
+    if (tp->n_uint64_data) typed_ok = dt == TS_U32 || dt == TS_U64;
+    if (tp->n_int32_data)
+        typed_ok = dt != TS_F32 && dt != TS_F64 && dt != TS_I64 && dt != TS_U32 && dt != TS_U64;
     if (!tp->has_raw_data && !external && !typed_ok)
         return tsi_error_set(TS_ERR_FORMAT,
                              "onnx_load: tensor '%.200s' of type %s stores its values in %s", what,
@@ -252,7 +274,14 @@ ts_tensor *tso_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_d
         memcpy(host, tp->int64_data, nbytes);
     else if (tp->n_double_data)
         memcpy(host, tp->double_data, nbytes);
-    else if (tp->n_int32_data) {
+    else if (tp->n_uint64_data) {
+        for (size_t i = 0; i < numel; i++) {
+            if (dt == TS_U32)
+                ((uint32_t *)host)[i] = (uint32_t)tp->uint64_data[i];
+            else
+                ((uint64_t *)host)[i] = tp->uint64_data[i];
+        }
+    } else if (tp->n_int32_data) {
         for (size_t i = 0; i < numel; i++) {
             int32_t v = tp->int32_data[i];
             switch (dt) {
@@ -265,6 +294,15 @@ ts_tensor *tso_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_d
                 break;
             case TS_U8:
                 ((uint8_t *)host)[i] = (uint8_t)v;
+                break;
+            case TS_I8:
+                ((int8_t *)host)[i] = (int8_t)v;
+                break;
+            case TS_I16:
+                ((int16_t *)host)[i] = (int16_t)v;
+                break;
+            case TS_U16:
+                ((uint16_t *)host)[i] = (uint16_t)v;
                 break;
             case TS_BOOL:
                 ((uint8_t *)host)[i] = v != 0;

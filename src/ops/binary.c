@@ -178,6 +178,7 @@ static ts_tensor *binary_run(const char *op, ts_binary_op bop, ts_tensor *a, ts_
     ts_device dev;
     if (!tsi_same_device(op, ts, 2, true, &dev)) return NULL;
     const ts_dtype r = tsi_ew_result_type2(a, b);
+    if (!tsi_check_promotion(op, r, a->dtype, b->dtype)) return NULL;
     if (!tsi_ew_check_binary_dtypes(op, bop, a, b, r)) return NULL;
     const bool a_off = !dev_eq(tsi_device(a), dev), b_off = !dev_eq(tsi_device(b), dev);
     if (a_off || b_off) {
@@ -232,6 +233,24 @@ BINARY(logical_and, TS_B_AND)
 BINARY(logical_or, TS_B_OR)
 #undef BINARY
 
+/* floor_divide has no gradient (PyTorch's is not differentiable); remainder's is not written */
+static ts_tensor *binary_nograd(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b) {
+    ts_tensor *const ins[2] = {a, b};
+    if (bop == TS_B_REM && a && b && tsi_needs_graph(ins, 2))
+        return tsi_error_set(TS_ERR_UNSUPPORTED,
+                             "%s: autograd is not implemented (a: %s, b: %s); detach the inputs",
+                             op, tsi_desc(a), tsi_desc(b)),
+               NULL;
+    ts_tensor *y = tsi_own(binary_run(op, bop, a, b, false));
+    return tsi_trace(op, ins, 2, y, NULL, 0, NULL, 0);
+}
+ts_tensor *ts_floor_divide(ts_tensor *a, ts_tensor *b) {
+    return binary_nograd("floor_divide", TS_B_FLOORDIV, a, b);
+}
+ts_tensor *ts_remainder(ts_tensor *a, ts_tensor *b) {
+    return binary_nograd("remainder", TS_B_REM, a, b);
+}
+
 #define BINARY_INPLACE(NAME, BOP)                                                                  \
     ts_tensor *ts_##NAME##_(ts_tensor *a, ts_tensor *b) {                                          \
         return binary_op(#NAME "_", BOP, a, b, true);                                              \
@@ -251,6 +270,7 @@ ts_tensor *ts_add_alpha(ts_tensor *a, ts_tensor *b, double alpha) {
     ts_device dev;
     if (!tsi_same_device(op, ts, 2, true, &dev)) return NULL;
     const ts_dtype r = tsi_ew_result_type2(a, b);
+    if (!tsi_check_promotion(op, r, a->dtype, b->dtype)) return NULL;
     if (!tsi_is_float(r) && !tsi_ew_integral(alpha))
         return tsi_error_set(
                    TS_ERR_ARG,

@@ -88,6 +88,8 @@ bool tsi_ew_check_binary_dtypes(const char *op, ts_binary_op bop, const ts_tenso
     case TS_B_POW:
     case TS_B_RPOW:
     case TS_B_FMOD:
+    case TS_B_FLOORDIV:
+    case TS_B_REM:
         if (r == TS_BOOL)
             return tsi_error_set(TS_ERR_DTYPE, "%s: not implemented for 'Bool' %s", op,
                                  operands_str(a, b)),

@@ -58,7 +58,9 @@ static ts_tensor *cat_op(ts_tensor *const *ts, int n, int dim) {
                           i);
             return NULL;
         }
-        dt = ts_promote_types(dt, ts[i]->dtype);
+        const ts_dtype pd = ts_promote_types(dt, ts[i]->dtype);
+        if (!tsi_check_promotion(op, pd, dt, ts[i]->dtype)) return NULL;
+        dt = pd;
         if (ref < 0 && !cat_skip(ts[i])) ref = i;
     }
     if (ref < 0) { /* only legacy empties: the result is one too */
@@ -131,7 +133,9 @@ static ts_tensor *stack_op(ts_tensor *const *ts, int n, int dim) {
                           op, s0, tsi_shape_str(ts[i]->shape), i);
             return NULL;
         }
-        dt = ts_promote_types(dt, ts[i]->dtype);
+        const ts_dtype pd = ts_promote_types(dt, ts[i]->dtype);
+        if (!tsi_check_promotion(op, pd, dt, ts[i]->dtype)) return NULL;
+        dt = pd;
     }
     const int d = tsi_wrap_dim(op, dim, s.ndim + 1);
     if (d < 0) return NULL;

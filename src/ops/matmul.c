@@ -26,6 +26,16 @@ static const char *ctype_name(ts_dtype d) {
         return "int";
     case TS_U8:
         return "unsigned char";
+    case TS_I8:
+        return "signed char";
+    case TS_I16:
+        return "short int";
+    case TS_U16:
+        return "unsigned short";
+    case TS_U32:
+        return "unsigned int";
+    case TS_U64:
+        return "unsigned long";
     case TS_BOOL:
         return "bool";
     default:

@@ -98,6 +98,21 @@ static void dtype_int_range(ts_dtype dt, double *lo, double *hi) {
     case TS_U8:
         *lo = 0, *hi = 255;
         return;
+    case TS_I8:
+        *lo = -128, *hi = 127;
+        return;
+    case TS_I16:
+        *lo = -32768, *hi = 32767;
+        return;
+    case TS_U16:
+        *lo = 0, *hi = 65535;
+        return;
+    case TS_U32:
+        *lo = 0, *hi = 4294967295.0;
+        return;
+    case TS_U64:
+        *lo = 0, *hi = 18446744073709551615.0;
+        return;
     case TS_I32:
         *lo = -2147483648.0, *hi = 2147483647.0;
         return;

@@ -37,10 +37,15 @@ static ts_dtype result_dtype(const char *op, ts_reduce_op rop, ts_dtype in, ts_d
         return *compute;
     case TS_R_MAX:
     case TS_R_MIN:
-        return in;
     case TS_R_ARGMAX:
     case TS_R_ARGMIN:
-        return TS_I64;
+        /* the integer kernels order in int64, which holds every value but uint64's upper half
+         * (PyTorch 2 has no max/min/argmax for uint64 either) */
+        if (in == TS_U64) {
+            tsi_error_set(TS_ERR_UNSUPPORTED, "%s: not implemented for 'UInt64'", op);
+            return TS_DTYPE_DEFAULT;
+        }
+        return rop == TS_R_MAX || rop == TS_R_MIN ? in : TS_I64;
     default:
         break;
     }

@@ -43,6 +43,7 @@ static ts_tensor *where_op(ts_tensor *cond, ts_tensor *a, ts_tensor *b) {
     if (!tsi_same_device(op, ts, 3, true, &dev)) return NULL;
     if (!check_condition(op, cond, "condition")) return NULL;
     const ts_dtype r = tsi_ew_result_type2(a, b);
+    if (!tsi_check_promotion(op, r, a->dtype, b->dtype)) return NULL;
     ts_shape s1, s;
     if (!tsi_broadcast_shapes(op, cond->shape, a->shape, &s1) ||
         !tsi_broadcast_shapes(op, s1, b->shape, &s))
@@ -92,6 +93,16 @@ static bool value_fits(ts_dtype dt, double v) {
         return v >= -2147483648.0 && v <= 2147483647.0;
     case TS_U8:
         return v >= 0.0 && v <= 255.0;
+    case TS_I8:
+        return v >= -128.0 && v <= 127.0;
+    case TS_I16:
+        return v >= -32768.0 && v <= 32767.0;
+    case TS_U16:
+        return v >= 0.0 && v <= 65535.0;
+    case TS_U32:
+        return v >= 0.0 && v <= 4294967295.0;
+    case TS_U64:
+        return v >= 0.0 && v < 18446744073709551616.0;
     default:
         return true;
     }

@@ -20,7 +20,8 @@ def array_ptr(a):
 DTYPES = [
     (tessera.float32, np.float32), (tessera.float64, np.float64), (tessera.float16, np.float16),
     (tessera.int64, np.int64), (tessera.int32, np.int32), (tessera.uint8, np.uint8),
-    (tessera.bool, np.bool_),
+    (tessera.bool, np.bool_), (tessera.int8, np.int8), (tessera.int16, np.int16),
+    (tessera.uint16, np.uint16), (tessera.uint32, np.uint32), (tessera.uint64, np.uint64),
 ]
 
 
@@ -139,8 +140,8 @@ def test_from_numpy_keeps_the_array_alive():
 def test_from_numpy_refusals():
     with pytest.raises(TypeError, match=r"expected np.ndarray \(got list\)"):
         tessera.from_numpy([1, 2])
-    with pytest.raises(TypeError, match="can't convert np.ndarray of type numpy.int16"):
-        tessera.from_numpy(np.zeros(3, np.int16))
+    with pytest.raises(TypeError, match="can't convert np.ndarray of type numpy.complex64"):
+        tessera.from_numpy(np.zeros(3, np.complex64))
     with pytest.raises(TypeError, match="numpy.complex128"):
         tessera.from_numpy(np.zeros(3, np.complex128))
     with pytest.raises(ValueError, match="negative"):
@@ -267,7 +268,26 @@ def test_from_dlpack_refusals():
     with pytest.raises(TypeError, match="must have __dlpack__"):
         tessera.from_dlpack([1, 2])
     with pytest.raises(tessera.DtypeError):
-        tessera.from_dlpack(np.zeros(3, np.int16))
+        tessera.from_dlpack(np.zeros(3, np.complex64))
+
+
+def test_narrow_integer_dtypes():
+    for dt, name, signed in [(tessera.int8, "int8", True), (tessera.int16, "int16", True),
+                             (tessera.uint16, "uint16", False), (tessera.uint32, "uint32", False),
+                             (tessera.uint64, "uint64", False)]:
+        assert str(dt).endswith(name) and dt.is_signed == signed and not dt.is_floating_point
+    assert tessera.short is tessera.int16
+    a = np.array([2**64 - 1, 5], np.uint64)
+    t = tessera.from_numpy(a)
+    assert t.dtype == tessera.uint64 and t.tolist() == [2**64 - 1, 5]
+    b = np.array([-128, 127], np.int8)
+    t8 = tessera.from_dlpack(b)
+    assert t8.dtype == tessera.int8 and (t8 + t8).tolist() == [0, -2]
+    assert t8.type() == "tessera.CharTensor" and t8.short().dtype == tessera.int16
+    u8 = tessera.tensor([200, 1], dtype=tessera.uint8)
+    assert (t8 + u8).dtype == tessera.int16  # torch.result_type(int8, uint8)
+    with pytest.raises(tessera.DtypeError, match="Promotion for uint16"):
+        tessera.tensor([1], dtype=tessera.uint16) + tessera.tensor([1], dtype=tessera.int32)
 
 
 # ------------------------------------------------------------------ as_tensor

@@ -101,6 +101,12 @@ static double binary_math(int op, double a, double b) {
         return isnan(a) || isnan(b) ? NAN : (a < b ? a : b);
     case TS_B_FMOD:
         return fmod(a, b);
+    case TS_B_FLOORDIV:
+        return floor(a / b);
+    case TS_B_REM: {
+        double m = fmod(a, b);
+        return m != 0 && ((b < 0) != (m < 0)) ? m + b : m;
+    }
     case TS_B_EQ:
         return a == b;
     case TS_B_NE:

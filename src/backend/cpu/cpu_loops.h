@@ -27,6 +27,11 @@ typedef int64_t ts_cpu_t_i64;
 typedef int32_t ts_cpu_t_i32;
 typedef uint8_t ts_cpu_t_u8;
 typedef uint8_t ts_cpu_t_b8;
+typedef int8_t ts_cpu_t_i8;
+typedef int16_t ts_cpu_t_i16;
+typedef uint16_t ts_cpu_t_u16;
+typedef uint32_t ts_cpu_t_u32;
+typedef uint64_t ts_cpu_t_u64;
 
 /* Loads into and stores from the compute types of the unary and binary kernels' integer and bool
  * paths (ID: the value as it is). */
@@ -37,6 +42,12 @@ typedef uint8_t ts_cpu_t_b8;
 #define ST_I64(x) (x)
 #define ST_I32(x) ((int32_t)(x))
 #define ST_U8(x)  ((uint8_t)(x))
+#define ST_I8(x)  ((int8_t)(x))
+#define ST_I16(x) ((int16_t)(x))
+#define ST_U16(x) ((uint16_t)(x))
+#define ST_U32(x) ((uint32_t)(x))
+#define ST_U64(x) ((uint64_t)(x))
+#define LD_U(x)   ((uint64_t)(x))
 
 /* Views of several operands over one shape, with dims merged where every operand allows it.
  * Strides are in bytes so operands of different dtypes share one walk. The innermost dim is last.
@@ -58,12 +69,16 @@ static inline size_t ts_cpu_dtype_size(ts_dtype dt) {
     switch (dt) {
     case TS_F64:
     case TS_I64:
+    case TS_U64:
         return 8;
     case TS_F32:
     case TS_I32:
+    case TS_U32:
         return 4;
     case TS_F16:
     case TS_BF16:
+    case TS_I16:
+    case TS_U16:
         return 2;
     default:
         return 1;

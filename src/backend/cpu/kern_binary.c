@@ -109,6 +109,8 @@
     case TS_B_RSUB: LOOP(T, ST, b - a); break;                                                     \
     case TS_B_RDIV: LOOP(T, ST, b / a); break;                                                     \
     case TS_B_RPOW: LOOP(T, ST, M_##FAM##_POW(b, a)); break;                                       \
+    case TS_B_FLOORDIV: LOOP(T, ST, ts_floordiv_##FAM(a, b)); break;                               \
+    case TS_B_REM: LOOP(T, ST, ts_rem_##FAM(a, b)); break;                                         \
         BWD_CASES(LOOP, FAM)
 
 /* Fused activation backwards: a is the gradient, b what the forward saved (kernel_math.h). */
@@ -142,8 +144,27 @@
     case TS_B_RSUB: LOOP(T, ST, ISUB(b, a)); break;                                                \
     case TS_B_RDIV: LOOP(T, ST, ts_idiv_i64(b, a)); break;                                         \
     case TS_B_RPOW: LOOP(T, ST, ts_ipow_i64(b, a)); break;                                         \
+    case TS_B_FLOORDIV: LOOP(T, ST, ts_ifloordiv_i64(a, b)); break;                                \
+    case TS_B_REM: LOOP(T, ST, ts_irem_i64(a, b)); break;                                          \
         CMP_CASES(LOOP)                                                                            \
         INT_BWD_CASES(LOOP)
+
+/* uint64 computes in uint64_t: unsigned quotient, remainder, power and order */
+#define U64_CASES(LOOP)                                                                            \
+    case TS_B_ADD: LOOP(T, ST, a + b); break;                                                      \
+    case TS_B_SUB: LOOP(T, ST, a - b); break;                                                      \
+    case TS_B_MUL: LOOP(T, ST, a * b); break;                                                      \
+    case TS_B_DIV: LOOP(T, ST, ts_udiv_u64(a, b)); break;                                          \
+    case TS_B_POW: LOOP(T, ST, ts_upow_u64(a, b)); break;                                          \
+    case TS_B_MAX: LOOP(T, ST, a > b ? a : b); break;                                              \
+    case TS_B_MIN: LOOP(T, ST, a < b ? a : b); break;                                              \
+    case TS_B_FMOD: LOOP(T, ST, ts_umod_u64(a, b)); break;                                         \
+    case TS_B_RSUB: LOOP(T, ST, b - a); break;                                                     \
+    case TS_B_RDIV: LOOP(T, ST, ts_udiv_u64(b, a)); break;                                         \
+    case TS_B_RPOW: LOOP(T, ST, ts_upow_u64(b, a)); break;                                         \
+    case TS_B_FLOORDIV: LOOP(T, ST, ts_udiv_u64(a, b)); break;                                     \
+    case TS_B_REM: LOOP(T, ST, ts_umod_u64(a, b)); break;                                          \
+        CMP_CASES(LOOP)
 
 /* ---------------------------------------------------------------- per-dtype runs
  * LD / ST (load into and store from the compute type) are defined around each instantiation. */
@@ -261,6 +282,30 @@ static void binary_vec_bwd(const bin_ctx *ctx, char *const *p, const int64_t *s,
         }                                                                                          \
     }
 
+#define DEFINE_U64(TAG)                                                                            \
+    TS_CPU_BODY void binary_##TAG##_body(void *vctx, char *const *p, const int64_t *s,             \
+                                         int64_t n) {                                              \
+        typedef ts_cpu_t_##TAG T;                                                                  \
+        typedef uint64_t CT;                                                                       \
+        switch (((const bin_ctx *)vctx)->op) {                                                     \
+            U64_CASES(BIN_LOOP)                                                                    \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    }                                                                                              \
+    TS_CPU_SEG_VARIANTS(binary_##TAG)                                                              \
+    static void scalar_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
+        typedef ts_cpu_t_##TAG T;                                                                  \
+        typedef uint64_t CT;                                                                       \
+        const bin_ctx *ctx = (const bin_ctx *)vctx;                                                \
+        const CT bval = (CT)ctx->si;                                                               \
+        switch (ctx->op) {                                                                         \
+            U64_CASES(SCALAR_LOOP)                                                                 \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+
 /* clang-format on */
 #define LD ID
 #define ST ID
@@ -301,6 +346,23 @@ DEFINE_INT(i32)
 #undef ST
 #define ST ST_U8
 DEFINE_INT(u8)
+#undef ST
+#define ST ST_I8
+DEFINE_INT(i8)
+#undef ST
+#define ST ST_I16
+DEFINE_INT(i16)
+#undef ST
+#define ST ST_U16
+DEFINE_INT(u16)
+#undef ST
+#define ST ST_U32
+DEFINE_INT(u32)
+#undef LD
+#undef ST
+#define LD LD_U
+#define ST ST_U64
+DEFINE_U64(u64)
 #undef LD
 #undef ST
 /* bool: ADD is logical or, MUL logical and (the sum / product stored as != 0) */
@@ -310,10 +372,13 @@ DEFINE_INT(b8)
 #undef LD
 #undef ST
 
-static const ts_cpu_seg_fn binary_fns[8] = {binary_f32, binary_f64, binary_half, binary_half,
-                                            binary_i64, binary_i32, binary_u8,   binary_b8};
-static const ts_cpu_seg_fn scalar_fns[8] = {scalar_f32, scalar_f64, scalar_half, scalar_half,
-                                            scalar_i64, scalar_i32, scalar_u8,   scalar_b8};
+/* indexed by dtype - TS_F32, in ts_dtype order */
+static const ts_cpu_seg_fn binary_fns[TS_DTYPE_COUNT - 1] = {
+    binary_f32, binary_f64, binary_half, binary_half, binary_i64, binary_i32, binary_u8,
+    binary_b8,  binary_i8,  binary_i16,  binary_u16,  binary_u32, binary_u64};
+static const ts_cpu_seg_fn scalar_fns[TS_DTYPE_COUNT - 1] = {
+    scalar_f32, scalar_f64, scalar_half, scalar_half, scalar_i64, scalar_i32, scalar_u8,
+    scalar_b8,  scalar_i8,  scalar_i16,  scalar_u16,  scalar_u32, scalar_u64};
 
 void ts_cpu_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
                    const ts_kview *a, const ts_kview *b) {
@@ -334,6 +399,16 @@ static int64_t scalar_as_int(ts_dtype dt, double s) {
         return (int32_t)v;
     case TS_U8:
         return (uint8_t)v;
+    case TS_I8:
+        return (int8_t)v;
+    case TS_I16:
+        return (int16_t)v;
+    case TS_U16:
+        return (uint16_t)v;
+    case TS_U32:
+        return (uint32_t)v;
+    case TS_U64: /* the bits of the uint64 value (through int64 for a negative one) */
+        return (int64_t)ts_d2u64(s);
     case TS_BOOL:
         return s != 0;
     default:

@@ -5,9 +5,9 @@
 #include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/vec_kernels.h"
 
-/* Each source dtype loads into one of three intermediate kinds: F (float), D (double) or
- * I (int64); each destination converts from each kind. Going through float for f16/bf16 from
- * double or int64 matches PyTorch (c10::Half is built from a float). */
+/* Each source dtype loads into one of four intermediate kinds: F (float), D (double), I (int64)
+ * or U (uint64, for uint64 only); each destination converts from each kind. Going through float for
+ * f16/bf16 from double or int64 matches PyTorch (c10::Half is built from a float). */
 #define LD_f32(x)  (x)
 #define LD_f64(x)  (x)
 #define LD_f16(x)  ts_f16_to_f32(x)
@@ -16,6 +16,11 @@
 #define LD_i32(x)  ((int64_t)(x))
 #define LD_u8(x)   ((int64_t)(x))
 #define LD_b8(x)   ((int64_t)((x) != 0))
+#define LD_i8(x)   ((int64_t)(x))
+#define LD_i16(x)  ((int64_t)(x))
+#define LD_u16(x)  ((int64_t)(x))
+#define LD_u32(x)  ((int64_t)(x))
+#define LD_u64(x)  (x)
 #define KIND_f32   F
 #define KIND_f64   D
 #define KIND_f16   F
@@ -24,6 +29,11 @@
 #define KIND_i32   I
 #define KIND_u8    I
 #define KIND_b8    I
+#define KIND_i8    I
+#define KIND_i16   I
+#define KIND_u16   I
+#define KIND_u32   I
+#define KIND_u64   U
 
 #define TO_f32_F(x)  (x)
 #define TO_f32_D(x)  ((float)(x))
@@ -49,6 +59,35 @@
 #define TO_b8_F(x)   ((uint8_t)((x) != 0))
 #define TO_b8_D(x)   ((uint8_t)((x) != 0))
 #define TO_b8_I(x)   ((uint8_t)((x) != 0))
+#define TO_i8_F(x)   ts_d2i8((double)(x))
+#define TO_i8_D(x)   ts_d2i8(x)
+#define TO_i8_I(x)   ((int8_t)(x))
+#define TO_i16_F(x)  ts_d2i16((double)(x))
+#define TO_i16_D(x)  ts_d2i16(x)
+#define TO_i16_I(x)  ((int16_t)(x))
+#define TO_u16_F(x)  ts_d2u16((double)(x))
+#define TO_u16_D(x)  ts_d2u16(x)
+#define TO_u16_I(x)  ((uint16_t)(x))
+#define TO_u32_F(x)  ts_d2u32((double)(x))
+#define TO_u32_D(x)  ts_d2u32(x)
+#define TO_u32_I(x)  ((uint32_t)(x))
+#define TO_u64_F(x)  ts_d2u64((double)(x))
+#define TO_u64_D(x)  ts_d2u64(x)
+#define TO_u64_I(x)  ((uint64_t)(x))
+/* from uint64: integers wrap, floats convert the unsigned value */
+#define TO_f32_U(x)  ((float)(x))
+#define TO_f64_U(x)  ((double)(x))
+#define TO_f16_U(x)  ts_f32_to_f16((float)(x))
+#define TO_bf16_U(x) ts_f32_to_bf16((float)(x))
+#define TO_i64_U(x)  ((int64_t)(x))
+#define TO_i32_U(x)  ((int32_t)(x))
+#define TO_u8_U(x)   ((uint8_t)(x))
+#define TO_b8_U(x)   ((uint8_t)((x) != 0))
+#define TO_i8_U(x)   ((int8_t)(x))
+#define TO_i16_U(x)  ((int16_t)(x))
+#define TO_u16_U(x)  ((uint16_t)(x))
+#define TO_u32_U(x)  ((uint32_t)(x))
+#define TO_u64_U(x)  (x)
 
 #define PASTE3_(a, b, c) a##b##c
 #define PASTE3(a, b, c)  PASTE3_(a, b, c)
@@ -78,7 +117,12 @@
     COPY_PAIR(D, i64)                                                                              \
     COPY_PAIR(D, i32)                                                                              \
     COPY_PAIR(D, u8)                                                                               \
-    COPY_PAIR(D, b8)
+    COPY_PAIR(D, b8)                                                                               \
+    COPY_PAIR(D, i8)                                                                               \
+    COPY_PAIR(D, i16)                                                                              \
+    COPY_PAIR(D, u16)                                                                              \
+    COPY_PAIR(D, u32)                                                                              \
+    COPY_PAIR(D, u64)
 
 COPY_FROM_ALL(f32)
 COPY_FROM_ALL(f64)
@@ -88,16 +132,23 @@ COPY_FROM_ALL(i64)
 COPY_FROM_ALL(i32)
 COPY_FROM_ALL(u8)
 COPY_FROM_ALL(b8)
+COPY_FROM_ALL(i8)
+COPY_FROM_ALL(i16)
+COPY_FROM_ALL(u16)
+COPY_FROM_ALL(u32)
+COPY_FROM_ALL(u64)
 
 #define ROW(D)                                                                                     \
     {                                                                                              \
         copy_##D##_f32, copy_##D##_f64, copy_##D##_f16, copy_##D##_bf16, copy_##D##_i64,           \
-            copy_##D##_i32, copy_##D##_u8, copy_##D##_b8                                           \
+            copy_##D##_i32, copy_##D##_u8, copy_##D##_b8, copy_##D##_i8, copy_##D##_i16,           \
+            copy_##D##_u16, copy_##D##_u32, copy_##D##_u64                                         \
     }
 
 /* indexed [dst - TS_F32][src - TS_F32], in ts_dtype order */
-static const ts_cpu_seg_fn copy_table[8][8] = {ROW(f32), ROW(f64), ROW(f16), ROW(bf16),
-                                               ROW(i64), ROW(i32), ROW(u8),  ROW(b8)};
+static const ts_cpu_seg_fn copy_table[TS_DTYPE_COUNT - 1][TS_DTYPE_COUNT - 1] = {
+    ROW(f32), ROW(f64), ROW(f16), ROW(bf16), ROW(i64), ROW(i32), ROW(u8),
+    ROW(b8),  ROW(i8),  ROW(i16), ROW(u16),  ROW(u32), ROW(u64)};
 
 /* Same dtype: a bit copy by element size (bool bytes are copied as they are). */
 #define RAW_COPY(NAME, T)                                                                          \
@@ -217,6 +268,21 @@ void ts_cpu_fill(const ts_backend *be, int index, const ts_kview *dst, double va
         break;
     case TS_U8:
         v.u8 = TO_u8_D(value);
+        break;
+    case TS_I8:
+        v.u8 = (uint8_t)TO_i8_D(value);
+        break;
+    case TS_I16:
+        v.u16 = (uint16_t)TO_i16_D(value), fn = fill2;
+        break;
+    case TS_U16:
+        v.u16 = TO_u16_D(value), fn = fill2;
+        break;
+    case TS_U32:
+        v.u32 = TO_u32_D(value), fn = fill4;
+        break;
+    case TS_U64:
+        v.u64 = TO_u64_D(value), fn = fill8;
         break;
     default:
         v.u8 = TO_b8_D(value);

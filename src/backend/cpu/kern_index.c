@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/omp_if.h"
 #include "backend/kernel_math.h"
 
@@ -17,21 +18,7 @@ typedef struct ix_walk {
     int64_t nrows;
 } ix_walk;
 
-static size_t elem_size(ts_dtype dt) {
-    switch (dt) {
-    case TS_F64:
-    case TS_I64:
-        return 8;
-    case TS_F32:
-    case TS_I32:
-        return 4;
-    case TS_F16:
-    case TS_BF16:
-        return 2;
-    default:
-        return 1;
-    }
-}
+static size_t elem_size(ts_dtype dt) { return ts_cpu_dtype_size(dt); }
 
 /* A 0-dim view becomes a 1-element 1-D view so every op sees at least one dim. */
 static ts_kview as_1d(const ts_kview *v) {
@@ -182,6 +169,15 @@ IX_SCATTER_ROW(scatter_i64, int64_t, ADD_WRAP64)
 IX_SCATTER_ROW(scatter_i32, int32_t, ADD_WRAP32)
 IX_SCATTER_ROW(scatter_u8, uint8_t, ADD_U8)
 IX_SCATTER_ROW(scatter_bool, uint8_t, ADD_BOOL)
+#define ADD_WRAP8(a, b)    ((int8_t)(uint8_t)((uint8_t)(a) + (uint8_t)(b)))
+#define ADD_WRAP16(a, b)   ((int16_t)(uint16_t)((uint16_t)(a) + (uint16_t)(b)))
+#define ADD_U16(a, b)      ((uint16_t)((uint32_t)(a) + (uint32_t)(b)))
+#define ADD_UNSIGNED(a, b) ((a) + (b))
+IX_SCATTER_ROW(scatter_i8, int8_t, ADD_WRAP8)
+IX_SCATTER_ROW(scatter_i16, int16_t, ADD_WRAP16)
+IX_SCATTER_ROW(scatter_u16, uint16_t, ADD_U16)
+IX_SCATTER_ROW(scatter_u32, uint32_t, ADD_UNSIGNED)
+IX_SCATTER_ROW(scatter_u64, uint64_t, ADD_UNSIGNED)
 
 void ts_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, int dim,
                         const ts_kview *idx, const ts_kview *src) {
@@ -227,6 +223,21 @@ void ts_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, in
                 break;
             case TS_BOOL:
                 scatter_bool(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
+                break;
+            case TS_I8:
+                scatter_i8(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
+                break;
+            case TS_I16:
+                scatter_i16(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
+                break;
+            case TS_U16:
+                scatter_u16(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
+                break;
+            case TS_U32:
+                scatter_u32(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
+                break;
+            case TS_U64:
+                scatter_u64(dp, ddim, dk, sp, sj, sk, ix, xj, xk, nj, nk);
                 break;
             default:
                 break;

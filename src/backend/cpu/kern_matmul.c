@@ -367,6 +367,11 @@ static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b,
 TS_DEFINE_INT_MM(int_rows_i64, int64_t)
 TS_DEFINE_INT_MM(int_rows_i32, int32_t)
 TS_DEFINE_INT_MM(int_rows_u8, uint8_t)
+TS_DEFINE_INT_MM(int_rows_i8, int8_t)
+TS_DEFINE_INT_MM(int_rows_i16, int16_t)
+TS_DEFINE_INT_MM(int_rows_u16, uint16_t)
+TS_DEFINE_INT_MM(int_rows_u32, uint32_t)
+TS_DEFINE_INT_MM(int_rows_u64, uint64_t) /* through int64: the same bits modulo 2^64 */
 
 typedef void (*int_rows_fn)(const mm_desc *d, const char *a, const char *b, char *c, int64_t r0,
                             int64_t r1);
@@ -415,6 +420,21 @@ void ts_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const t
         break;
     case TS_U8:
         matmul_int(int_rows_u8, &d, a->data, b->data, out->data);
+        break;
+    case TS_I8:
+        matmul_int(int_rows_i8, &d, a->data, b->data, out->data);
+        break;
+    case TS_I16:
+        matmul_int(int_rows_i16, &d, a->data, b->data, out->data);
+        break;
+    case TS_U16:
+        matmul_int(int_rows_u16, &d, a->data, b->data, out->data);
+        break;
+    case TS_U32:
+        matmul_int(int_rows_u32, &d, a->data, b->data, out->data);
+        break;
+    case TS_U64:
+        matmul_int(int_rows_u64, &d, a->data, b->data, out->data);
         break;
     default: /* bool and others are rejected by the front end */
         break;

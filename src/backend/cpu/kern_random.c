@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
@@ -46,6 +47,21 @@ static void store_run_f64(char *p, ts_dtype dt, int64_t s, const double *v, int6
     case TS_U8:
         for (int64_t k = 0; k < n; k++) ((uint8_t *)p)[k * s] = ts_d2u8(v[k]);
         break;
+    case TS_I8:
+        for (int64_t k = 0; k < n; k++) ((int8_t *)p)[k * s] = ts_d2i8(v[k]);
+        break;
+    case TS_I16:
+        for (int64_t k = 0; k < n; k++) ((int16_t *)p)[k * s] = ts_d2i16(v[k]);
+        break;
+    case TS_U16:
+        for (int64_t k = 0; k < n; k++) ((uint16_t *)p)[k * s] = ts_d2u16(v[k]);
+        break;
+    case TS_U32:
+        for (int64_t k = 0; k < n; k++) ((uint32_t *)p)[k * s] = ts_d2u32(v[k]);
+        break;
+    case TS_U64:
+        for (int64_t k = 0; k < n; k++) ((uint64_t *)p)[k * s] = ts_d2u64(v[k]);
+        break;
     case TS_BOOL:
         for (int64_t k = 0; k < n; k++) ((uint8_t *)p)[k * s] = v[k] != 0.0;
         break;
@@ -77,6 +93,21 @@ static void store_run_i64(char *p, ts_dtype dt, int64_t s, const int64_t *v, int
     case TS_U8:
         for (int64_t k = 0; k < n; k++) ((uint8_t *)p)[k * s] = (uint8_t)v[k];
         break;
+    case TS_I8:
+        for (int64_t k = 0; k < n; k++) ((int8_t *)p)[k * s] = (int8_t)v[k];
+        break;
+    case TS_I16:
+        for (int64_t k = 0; k < n; k++) ((int16_t *)p)[k * s] = (int16_t)v[k];
+        break;
+    case TS_U16:
+        for (int64_t k = 0; k < n; k++) ((uint16_t *)p)[k * s] = (uint16_t)v[k];
+        break;
+    case TS_U32:
+        for (int64_t k = 0; k < n; k++) ((uint32_t *)p)[k * s] = (uint32_t)v[k];
+        break;
+    case TS_U64:
+        for (int64_t k = 0; k < n; k++) ((uint64_t *)p)[k * s] = (uint64_t)v[k];
+        break;
     case TS_BOOL:
         for (int64_t k = 0; k < n; k++) ((uint8_t *)p)[k * s] = v[k] != 0;
         break;
@@ -85,21 +116,7 @@ static void store_run_i64(char *p, ts_dtype dt, int64_t s, const int64_t *v, int
     }
 }
 
-static size_t elem_size(ts_dtype dt) {
-    switch (dt) {
-    case TS_F64:
-    case TS_I64:
-        return 8;
-    case TS_F32:
-    case TS_I32:
-        return 4;
-    case TS_F16:
-    case TS_BF16:
-        return 2;
-    default:
-        return 1;
-    }
-}
+static size_t elem_size(ts_dtype dt) { return ts_cpu_dtype_size(dt); }
 
 /* Writes n values to the elements of `out` at row-major positions start .. start+n-1; exactly one
  * of vd / vi is non-NULL. */

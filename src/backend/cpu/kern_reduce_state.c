@@ -2,26 +2,13 @@
  * mergeable partial states of every reduce op. */
 #include <math.h>
 
+#include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/kern_reduce.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
 #include "core/clones.h"
 
-size_t ts_cpu_red_elem_size(ts_dtype dt) {
-    switch (dt) {
-    case TS_F64:
-    case TS_I64:
-        return 8;
-    case TS_F32:
-    case TS_I32:
-        return 4;
-    case TS_F16:
-    case TS_BF16:
-        return 2;
-    default:
-        return 1;
-    }
-}
+size_t ts_cpu_red_elem_size(ts_dtype dt) { return ts_cpu_dtype_size(dt); }
 
 /* Drops size-1 dims and merges neighbours that are contiguous with each other; row-major linear
  * indices are unchanged. An empty or 0-dim input gives one dim (size 0 or 1). */
@@ -114,6 +101,21 @@ void ts_cpu_red_conv_run_f64(double *dst, const char *p, ts_dtype dt, int64_t s,
     case TS_BOOL:
         CONV_LOOP(uint8_t, (double)BOOL_I);
         break;
+    case TS_I8:
+        CONV_LOOP(int8_t, AS_D);
+        break;
+    case TS_I16:
+        CONV_LOOP(int16_t, AS_D);
+        break;
+    case TS_U16:
+        CONV_LOOP(uint16_t, AS_D);
+        break;
+    case TS_U32:
+        CONV_LOOP(uint32_t, AS_D);
+        break;
+    case TS_U64:
+        CONV_LOOP(uint64_t, AS_D);
+        break;
     default:
         break;
     }
@@ -132,6 +134,21 @@ void ts_cpu_red_conv_run_i64(int64_t *dst, const char *p, ts_dtype dt, int64_t s
         break;
     case TS_BOOL:
         CONV_LOOP(uint8_t, BOOL_I);
+        break;
+    case TS_I8:
+        CONV_LOOP(int8_t, AS_I);
+        break;
+    case TS_I16:
+        CONV_LOOP(int16_t, AS_I);
+        break;
+    case TS_U16:
+        CONV_LOOP(uint16_t, AS_I);
+        break;
+    case TS_U32:
+        CONV_LOOP(uint32_t, AS_I);
+        break;
+    case TS_U64: /* the bits: sums and products wrap alike (the front end refuses max and min) */
+        CONV_LOOP(uint64_t, AS_I);
         break;
     default:
         break;
@@ -210,6 +227,21 @@ static void put_run_d(char *p, ts_dtype dt, int64_t s, const double *v, int64_t 
     case TS_U8:
         PUT_RUN(uint8_t, ts_d2u8);
         break;
+    case TS_I8:
+        PUT_RUN(int8_t, ts_d2i8);
+        break;
+    case TS_I16:
+        PUT_RUN(int16_t, ts_d2i16);
+        break;
+    case TS_U16:
+        PUT_RUN(uint16_t, ts_d2u16);
+        break;
+    case TS_U32:
+        PUT_RUN(uint32_t, ts_d2u32);
+        break;
+    case TS_U64:
+        PUT_RUN(uint64_t, ts_d2u64);
+        break;
     case TS_BOOL:
         PUT_RUN(uint8_t, NONZERO);
         break;
@@ -240,6 +272,21 @@ static void put_run_i(char *p, ts_dtype dt, int64_t s, const int64_t *v, int64_t
         break;
     case TS_U8:
         PUT_RUN(uint8_t, CAST_U8);
+        break;
+    case TS_I8:
+        PUT_RUN(int8_t, (int8_t));
+        break;
+    case TS_I16:
+        PUT_RUN(int16_t, (int16_t));
+        break;
+    case TS_U16:
+        PUT_RUN(uint16_t, (uint16_t));
+        break;
+    case TS_U32:
+        PUT_RUN(uint32_t, (uint32_t));
+        break;
+    case TS_U64:
+        PUT_RUN(uint64_t, (uint64_t));
         break;
     case TS_BOOL:
         PUT_RUN(uint8_t, NONZERO);

@@ -236,6 +236,55 @@ UNARY_INT(i64, LD_I, ST_I64)
 UNARY_INT(i32, LD_I, ST_I32)
 UNARY_INT(u8, LD_I, ST_U8)
 UNARY_INT(b8, LD_B8, TO_B8)
+UNARY_INT(i8, LD_I, ST_I8)
+UNARY_INT(i16, LD_I, ST_I16)
+UNARY_INT(u16, LD_I, ST_U16)
+UNARY_INT(u32, LD_I, ST_U32)
+
+/* uint64 bounds: NaN unbounded, saturating at 0 and 2^64 - 1 */
+static uint64_t clamp_bound_u64(double v, uint64_t unbounded) {
+    if (isnan(v)) return unbounded;
+    if (v <= 0) return 0;
+    if (v >= 18446744073709551615.0) return UINT64_MAX;
+    return (uint64_t)v;
+}
+
+/* uint64 computes in uint64_t: abs, relu and the roundings are the value itself */
+static void unary_u64(void *vctx, char *const *p, const int64_t *s, int64_t n) {
+    const unary_ctx *ctx = (const unary_ctx *)vctx;
+    typedef uint64_t T;
+    switch (ctx->op) {
+    case TS_U_NEG:
+        UN_LOOP(T, T, uint64_t, ID, ID, 0u - a);
+        break;
+    case TS_U_SIGN:
+        UN_LOOP(T, T, uint64_t, ID, ID, (uint64_t)(a > 0));
+        break;
+    case TS_U_SQUARE:
+        UN_LOOP(T, T, uint64_t, ID, ID, a * a);
+        break;
+    case TS_U_ABS:
+    case TS_U_RELU:
+    case TS_U_FLOOR:
+    case TS_U_CEIL:
+    case TS_U_ROUND:
+        UN_LOOP(T, T, uint64_t, ID, ID, a);
+        break;
+    case TS_U_LOGICAL_NOT:
+        UN_LOOP(ts_cpu_t_b8, T, uint64_t, ID, ID, (uint8_t)(a == 0));
+        break;
+    case TS_U_CLAMP: {
+        const uint64_t lo = clamp_bound_u64(ctx->p0, 0), hi = clamp_bound_u64(ctx->p1, UINT64_MAX);
+        UN_LOOP(T, T, uint64_t, ID, ID, ts_clamp_u64(a, lo, hi));
+        break;
+    }
+    default: {
+        const ts_unary_op op = ctx->op;
+        UN_LOOP(T, T, uint64_t, ID, ID, ts_d2u64(unary_fallback_d(op, (double)a)));
+        break;
+    }
+    }
+}
 
 void ts_cpu_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kview *out,
                   const ts_kview *a, double p0, double p1) {
@@ -268,6 +317,21 @@ void ts_cpu_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kvie
         break;
     case TS_U8:
         fn = unary_u8;
+        break;
+    case TS_I8:
+        fn = unary_i8;
+        break;
+    case TS_I16:
+        fn = unary_i16;
+        break;
+    case TS_U16:
+        fn = unary_u16;
+        break;
+    case TS_U32:
+        fn = unary_u32;
+        break;
+    case TS_U64:
+        fn = unary_u64;
         break;
     default:
         fn = unary_b8;

@@ -19,6 +19,8 @@ TS_HD inline float tsc_bin_arith(int op, float a, float b) {
     case TS_B_MAX: return ts_maximum_f(a, b);
     case TS_B_MIN: return ts_minimum_f(a, b);
     case TS_B_FMOD: return ts_fmod_f(a, b);
+    case TS_B_FLOORDIV: return ts_floordiv_f(a, b);
+    case TS_B_REM: return ts_rem_f(a, b);
     case TS_B_RSUB: return b - a;
     case TS_B_RDIV: return b / a;
     case TS_B_RPOW: return powf(b, a);
@@ -41,6 +43,8 @@ TS_HD inline double tsc_bin_arith(int op, double a, double b) {
     case TS_B_MAX: return ts_maximum_d(a, b);
     case TS_B_MIN: return ts_minimum_d(a, b);
     case TS_B_FMOD: return ts_fmod_d(a, b);
+    case TS_B_FLOORDIV: return ts_floordiv_d(a, b);
+    case TS_B_REM: return ts_rem_d(a, b);
     case TS_B_RSUB: return b - a;
     case TS_B_RDIV: return b / a;
     case TS_B_RPOW: return pow(b, a);
@@ -65,6 +69,8 @@ TS_HD inline int64_t tsc_bin_arith(int op, int64_t a, int64_t b) {
     case TS_B_MAX: return a > b ? a : b;
     case TS_B_MIN: return a < b ? a : b;
     case TS_B_FMOD: return ts_imod_i64(a, b);
+    case TS_B_FLOORDIV: return ts_ifloordiv_i64(a, b);
+    case TS_B_REM: return ts_irem_i64(a, b);
     case TS_B_RSUB: return (int64_t)((uint64_t)b - (uint64_t)a);
     case TS_B_RDIV: return ts_idiv_i64(b, a);
     case TS_B_RPOW: return ts_ipow_i64(b, a);

@@ -110,6 +110,16 @@ static int64_t scalar_as_int(ts_dtype dt, double s) {
         return (int32_t)v;
     case TS_U8:
         return (uint8_t)v;
+    case TS_I8:
+        return (int8_t)v;
+    case TS_I16:
+        return (int16_t)v;
+    case TS_U16:
+        return (uint16_t)v;
+    case TS_U32:
+        return (uint32_t)v;
+    case TS_U64:
+        return (int64_t)ts_d2u64(s);
     case TS_BOOL:
         return s != 0;
     default:

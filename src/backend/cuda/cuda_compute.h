@@ -37,11 +37,21 @@ TSC_HDI double tsc_to_double(int64_t v) { return (double)v; }
 TSC_HDI double tsc_to_double(int32_t v) { return (double)v; }
 TSC_HDI double tsc_to_double(uint8_t v) { return (double)v; }
 TSC_HDI double tsc_to_double(tsc_b8 v) { return v.v != 0 ? 1.0 : 0.0; }
+TSC_HDI double tsc_to_double(int8_t v) { return (double)v; }
+TSC_HDI double tsc_to_double(int16_t v) { return (double)v; }
+TSC_HDI double tsc_to_double(uint16_t v) { return (double)v; }
+TSC_HDI double tsc_to_double(uint32_t v) { return (double)v; }
+TSC_HDI double tsc_to_double(uint64_t v) { return (double)v; }
 
 TSC_HDI int64_t tsc_to_i64(int64_t v) { return v; }
 TSC_HDI int64_t tsc_to_i64(int32_t v) { return v; }
 TSC_HDI int64_t tsc_to_i64(uint8_t v) { return v; }
 TSC_HDI int64_t tsc_to_i64(tsc_b8 v) { return v.v != 0; }
+TSC_HDI int64_t tsc_to_i64(int8_t v) { return v; }
+TSC_HDI int64_t tsc_to_i64(int16_t v) { return v; }
+TSC_HDI int64_t tsc_to_i64(uint16_t v) { return v; }
+TSC_HDI int64_t tsc_to_i64(uint32_t v) { return v; }
+TSC_HDI int64_t tsc_to_i64(uint64_t v) { return (int64_t)v; } /* the bits */
 
 /* The compute type of a float storage type: double for f64, float otherwise. */
 template <typename T> struct tsc_acc { typedef float type; };

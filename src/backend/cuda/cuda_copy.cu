@@ -58,6 +58,21 @@ struct CopyAnyF {
         case TS_U8:
             store(p[0], tsc_ld(*(const uint8_t *)x));
             break;
+        case TS_I8:
+            store(p[0], tsc_ld(*(const int8_t *)x));
+            break;
+        case TS_I16:
+            store(p[0], tsc_ld(*(const int16_t *)x));
+            break;
+        case TS_U16:
+            store(p[0], tsc_ld(*(const uint16_t *)x));
+            break;
+        case TS_U32:
+            store(p[0], tsc_ld(*(const uint32_t *)x));
+            break;
+        case TS_U64:
+            store(p[0], tsc_ld(*(const uint64_t *)x));
+            break;
         default:
             store(p[0], tsc_ld(*(const tsc_b8 *)x));
             break;

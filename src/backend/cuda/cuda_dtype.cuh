@@ -36,6 +36,13 @@ TS_HD inline int64_t tsc_ld(int64_t x) { return x; }
 TS_HD inline int64_t tsc_ld(int32_t x) { return x; }
 TS_HD inline int64_t tsc_ld(uint8_t x) { return x; }
 TS_HD inline int64_t tsc_ld(tsc_b8 x) { return x.v != 0; }
+TS_HD inline int64_t tsc_ld(int8_t x) { return x; }
+TS_HD inline int64_t tsc_ld(int16_t x) { return x; }
+TS_HD inline int64_t tsc_ld(uint16_t x) { return x; }
+TS_HD inline int64_t tsc_ld(uint32_t x) { return x; }
+/* uint64 as its bits in int64: sums, products and casts to integers wrap alike; the CUDA kernels
+ * order, divide and convert to float values from 2^63 up as negative (the CPU's are exact) */
+TS_HD inline int64_t tsc_ld(uint64_t x) { return (int64_t)x; }
 
 /* The compute type of storage type T: float, double or int64_t (backend.h's rules). */
 template <typename T> using tsc_ct = decltype(tsc_ld(T{}));
@@ -84,6 +91,32 @@ template <> struct tsc_to<tsc_b8> {
     TS_HD static tsc_b8 from(int64_t x) { return {(uint8_t)(x != 0)}; }
 };
 
+template <> struct tsc_to<int8_t> {
+    TS_HD static int8_t from(float x) { return ts_d2i8((double)x); }
+    TS_HD static int8_t from(double x) { return ts_d2i8(x); }
+    TS_HD static int8_t from(int64_t x) { return (int8_t)x; }
+};
+template <> struct tsc_to<int16_t> {
+    TS_HD static int16_t from(float x) { return ts_d2i16((double)x); }
+    TS_HD static int16_t from(double x) { return ts_d2i16(x); }
+    TS_HD static int16_t from(int64_t x) { return (int16_t)x; }
+};
+template <> struct tsc_to<uint16_t> {
+    TS_HD static uint16_t from(float x) { return ts_d2u16((double)x); }
+    TS_HD static uint16_t from(double x) { return ts_d2u16(x); }
+    TS_HD static uint16_t from(int64_t x) { return (uint16_t)x; }
+};
+template <> struct tsc_to<uint32_t> {
+    TS_HD static uint32_t from(float x) { return ts_d2u32((double)x); }
+    TS_HD static uint32_t from(double x) { return ts_d2u32(x); }
+    TS_HD static uint32_t from(int64_t x) { return (uint32_t)x; }
+};
+template <> struct tsc_to<uint64_t> {
+    TS_HD static uint64_t from(float x) { return ts_d2u64((double)x); }
+    TS_HD static uint64_t from(double x) { return ts_d2u64(x); }
+    TS_HD static uint64_t from(int64_t x) { return (uint64_t)x; }
+};
+
 template <typename D, typename C> TS_HD inline D tsc_st(C c) { return tsc_to<D>::from(c); }
 
 /* Stores compute value c (float, double or int64_t) into an element of dtype dt chosen at run time,
@@ -111,6 +144,21 @@ template <typename C> TS_HD inline void tsc_store_as(char *o, ts_dtype dt, C c) 
     case TS_U8:
         *(uint8_t *)o = tsc_st<uint8_t>(c);
         break;
+    case TS_I8:
+        *(int8_t *)o = tsc_st<int8_t>(c);
+        break;
+    case TS_I16:
+        *(int16_t *)o = tsc_st<int16_t>(c);
+        break;
+    case TS_U16:
+        *(uint16_t *)o = tsc_st<uint16_t>(c);
+        break;
+    case TS_U32:
+        *(uint32_t *)o = tsc_st<uint32_t>(c);
+        break;
+    case TS_U64:
+        *(uint64_t *)o = tsc_st<uint64_t>(c);
+        break;
     default:
         *(tsc_b8 *)o = tsc_st<tsc_b8>(c);
         break;
@@ -125,12 +173,16 @@ inline size_t tsc_dtype_size(ts_dtype dt) {
     switch (dt) {
     case TS_F64:
     case TS_I64:
+    case TS_U64:
         return 8;
     case TS_F32:
     case TS_I32:
+    case TS_U32:
         return 4;
     case TS_F16:
     case TS_BF16:
+    case TS_I16:
+    case TS_U16:
         return 2;
     default:
         return 1;
@@ -167,6 +219,26 @@ inline size_t tsc_dtype_size(ts_dtype dt) {
         } break;                                                                                   \
         case TS_U8: {                                                                              \
             using T = uint8_t;                                                                     \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        case TS_I8: {                                                                              \
+            using T = int8_t;                                                                      \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        case TS_I16: {                                                                             \
+            using T = int16_t;                                                                     \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        case TS_U16: {                                                                             \
+            using T = uint16_t;                                                                    \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        case TS_U32: {                                                                             \
+            using T = uint32_t;                                                                    \
+            __VA_ARGS__;                                                                           \
+        } break;                                                                                   \
+        case TS_U64: {                                                                             \
+            using T = uint64_t;                                                                    \
             __VA_ARGS__;                                                                           \
         } break;                                                                                   \
         default: {                                                                                 \

@@ -147,6 +147,19 @@ __device__ __forceinline__ void ix_add(tsc_bf16 *d, tsc_bf16 v) {
 __device__ __forceinline__ void ix_add(uint8_t *d, uint8_t v) {
     ix_atomic_lane(d, 8, [v](unsigned b) { return (b + v) & 0xffu; });
 }
+__device__ __forceinline__ void ix_add(int8_t *d, int8_t v) {
+    ix_atomic_lane(d, 8, [v](unsigned b) { return (b + (unsigned)(uint8_t)v) & 0xffu; });
+}
+__device__ __forceinline__ void ix_add(uint16_t *d, uint16_t v) {
+    ix_atomic_lane(d, 16, [v](unsigned h) { return (h + v) & 0xffffu; });
+}
+__device__ __forceinline__ void ix_add(int16_t *d, int16_t v) {
+    ix_atomic_lane(d, 16, [v](unsigned h) { return (h + (unsigned)(uint16_t)v) & 0xffffu; });
+}
+__device__ __forceinline__ void ix_add(uint32_t *d, uint32_t v) { atomicAdd((unsigned *)d, v); }
+__device__ __forceinline__ void ix_add(uint64_t *d, uint64_t v) {
+    atomicAdd((unsigned long long *)d, (unsigned long long)v);
+}
 __device__ __forceinline__ void ix_add(tsc_b8 *d, tsc_b8 v) {
     if (v.v != 0) ix_atomic_lane(d, 8, [](unsigned) { return 1u; }); /* logical or */
 }
@@ -220,6 +233,21 @@ void tsc_scatter_add(const ts_backend *be, int index, const ts_kview *dst, int d
         break;
     case TS_U8:
         ix_scatter_add_kernel<uint8_t><<<grid, TSC_THREADS, 0, st>>>(P);
+        break;
+    case TS_I8:
+        ix_scatter_add_kernel<int8_t><<<grid, TSC_THREADS, 0, st>>>(P);
+        break;
+    case TS_I16:
+        ix_scatter_add_kernel<int16_t><<<grid, TSC_THREADS, 0, st>>>(P);
+        break;
+    case TS_U16:
+        ix_scatter_add_kernel<uint16_t><<<grid, TSC_THREADS, 0, st>>>(P);
+        break;
+    case TS_U32:
+        ix_scatter_add_kernel<uint32_t><<<grid, TSC_THREADS, 0, st>>>(P);
+        break;
+    case TS_U64:
+        ix_scatter_add_kernel<uint64_t><<<grid, TSC_THREADS, 0, st>>>(P);
         break;
     case TS_BOOL:
         ix_scatter_add_kernel<tsc_b8><<<grid, TSC_THREADS, 0, st>>>(P);

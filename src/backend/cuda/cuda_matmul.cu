@@ -274,6 +274,21 @@ void tsc_matmul(const ts_backend *be, int index, const ts_kview *out, const ts_k
     case TS_U8:
         int_mm_kernel<uint8_t><<<grid, TSC_THREADS, 0, st>>>(*out, *a, *b, total);
         break;
+    case TS_I8:
+        int_mm_kernel<int8_t><<<grid, TSC_THREADS, 0, st>>>(*out, *a, *b, total);
+        break;
+    case TS_I16:
+        int_mm_kernel<int16_t><<<grid, TSC_THREADS, 0, st>>>(*out, *a, *b, total);
+        break;
+    case TS_U16:
+        int_mm_kernel<uint16_t><<<grid, TSC_THREADS, 0, st>>>(*out, *a, *b, total);
+        break;
+    case TS_U32:
+        int_mm_kernel<uint32_t><<<grid, TSC_THREADS, 0, st>>>(*out, *a, *b, total);
+        break;
+    case TS_U64:
+        int_mm_kernel<uint64_t><<<grid, TSC_THREADS, 0, st>>>(*out, *a, *b, total);
+        break;
     default:
         return; /* bool: the front end refuses it */
     }

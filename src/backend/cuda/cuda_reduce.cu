@@ -603,6 +603,21 @@ void tsc_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview
     case TS_U8:
         r_dispatch_int<uint8_t>(index, P, path, op);
         break;
+    case TS_I8:
+        r_dispatch_int<int8_t>(index, P, path, op);
+        break;
+    case TS_I16:
+        r_dispatch_int<int16_t>(index, P, path, op);
+        break;
+    case TS_U16:
+        r_dispatch_int<uint16_t>(index, P, path, op);
+        break;
+    case TS_U32:
+        r_dispatch_int<uint32_t>(index, P, path, op);
+        break;
+    case TS_U64:
+        r_dispatch_int<uint64_t>(index, P, path, op);
+        break;
     case TS_BOOL:
         r_dispatch_int<tsc_b8>(index, P, path, op);
         break;
