@@ -52,7 +52,8 @@ ts_tensor *ts_grad_scaler_scale(ts_grad_scaler *s, ts_tensor *loss); /* loss * s
  * second call before update is TS_ERR_STATE, like PyTorch. */
 ts_status ts_grad_scaler_unscale_(ts_grad_scaler *s, ts_optim *opt);
 /* Unscales if not done yet, then steps unless an Inf/NaN was found; *stepped (may be NULL) tells.
- */
+ * While capturing (graph.h) the step is recorded to skip itself on the device at each replay that
+ * finds an Inf/NaN, and *stepped is false. */
 ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped);
 /* Backs off (Inf/NaN seen since the last update) or grows (growth_interval clean steps). */
 ts_status ts_grad_scaler_update(ts_grad_scaler *s);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "amp/grad_scaler_internal.h"
+#include "core/capture.h"
 #include "optim/optim_internal.h"
 
 /* Two elements of t share memory (a dimension of stride 0): unscaling in place would divide
@@ -150,6 +151,24 @@ ts_status ts_grad_scaler_unscale_(ts_grad_scaler *s, ts_optim *opt) {
     return st ? unscale(op, s, opt, st) : ts_error();
 }
 
+/* step() inside a capture: the optimizer step is recorded to skip itself on the device when
+ * found_inf is nonzero (PyTorch's capturable step with found_inf), no host read. */
+static ts_status captured_step(const char *op, ts_optim *opt, tsi_gs_optim_state *st) {
+    if (st->n_found != 1 || tsi_dist_agree_max) {
+        tsi_capture_refuse(op, st->n_found != 1 ? "gradients on several devices"
+                                                : "the processes' agreement on skipping the step");
+        return ts_error();
+    }
+    const ts_kview found = tsi_kview(st->found_inf[0]);
+    ts_status r = tsi_optim_step_unless(opt, &found);
+    if (r) {
+        forget(st);
+        return r;
+    }
+    st->stage = TSI_GS_STEPPED;
+    return TS_OK;
+}
+
 ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped) {
     static const char op[] = "grad_scaler_step";
     tsi_init();
@@ -178,9 +197,16 @@ ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped) {
                              "%s: no inf checks were recorded for this optimizer (none of its "
                              "parameters has a gradient)",
                              op);
+    /* captured: *stepped stays false, the replays decide on the device */
+    for (int i = 0; i < opt->n_params; i++)
+        if (tsi_capturing_on(tsi_device(opt->params[i].p))) return captured_step(op, opt, st);
     /* the one synchronisation of the iteration: the host decides whether to step */
     double any = 0;
     for (int k = 0; k < st->n_found; k++) any += ts_item(st->found_inf[k]);
+    if (ts_error()) { /* the verdict could not be read: no step, the iteration starts over */
+        forget(st);
+        return ts_error();
+    }
     /* several processes training together skip the step together (and update() backs off the
      * scale on every one of them) */
     if (tsi_dist_agree_max && !ts_error()) {
@@ -189,7 +215,7 @@ ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped) {
         any = all;
     }
     if (any == 0) {
-        ts_status r = ts_optim_step(opt); /* refuses if reading found_inf failed */
+        ts_status r = ts_optim_step(opt);
         if (r) {
             forget(st);
             return r;

@@ -49,6 +49,23 @@ struct ts_optim_step_args {
     /* SGD with momentum: the buffer holds nothing yet and is set to the gradient, as torch does on
      * a parameter's first step */
     const bool *fresh;
+    /* A capturable optimizer's scalars on the device (docs/CAPTURE.md), NULL otherwise: per
+     * tensor a contiguous f64 view of TS_OPTIM_SCALARS elements. The kernel takes lr, momentum
+     * and beta1 from it in place of h's, and the step count (all kinds count) from it instead of
+     * `step`: steps taken + 1, written back. */
+    const ts_kview *scalars;
+    /* The grad scaler's verdict on the device (NULL: step): a one-element f32 view; nonzero
+     * skips the whole call (parameters, state and step counts unchanged). */
+    const ts_kview *skip_if;
+};
+
+/* The slots of a capturable optimizer's device scalars (ts_optim_step_args.scalars). */
+enum {
+    TS_OPTIM_SC_LR,
+    TS_OPTIM_SC_MOMENTUM,
+    TS_OPTIM_SC_BETA1, /* the group's: written between steps (schedules) */
+    TS_OPTIM_SC_STEPS, /* steps taken: advanced by the kernel */
+    TS_OPTIM_SCALARS
 };
 
 #endif /* TS_OPTIM_STEP_H */

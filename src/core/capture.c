@@ -35,10 +35,14 @@ struct ts_graph {
     tsi_capture_pool *pool;
     recorded_call *calls;
     int64_t n, cap;
-    bool ready; /* the capture ended cleanly */
+    bool ready;           /* the capture ended cleanly */
+    uint64_t rng_span;    /* Philox counters the recorded draws use, from 0 */
+    uint64_t replay_seed; /* during a replay: the generator's seed and the span's base */
+    uint64_t replay_base;
 };
 
 _Thread_local ts_graph *tsi_capture_graph;
+static _Thread_local ts_graph *replaying; /* the graph this thread replays now */
 
 /* ------------------------------------------------------------------ the pool */
 static void pool_give_back(tsi_capture_pool *p) {
@@ -95,6 +99,27 @@ const ts_backend *tsi_capture_redirect(const ts_backend *real, ts_device dev) {
     ts_graph *g = tsi_capture_graph;
     if (!g || !real || !tsi_device_eq(g->dev, dev)) return real;
     return tsi_capture_backend_of(real);
+}
+
+ts_graph *tsi_capture_pause(void) {
+    ts_graph *g = tsi_capture_graph;
+    tsi_capture_graph = NULL;
+    return g;
+}
+
+void tsi_capture_resume(ts_graph *g) { tsi_capture_graph = g; }
+
+bool tsi_capture_rng_reserve(ts_device dev, uint64_t n, uint64_t *offset) {
+    ts_graph *g = tsi_capture_graph;
+    if (!g || !tsi_device_eq(g->dev, dev)) return false;
+    *offset = g->rng_span;
+    g->rng_span += (n + 3) & ~(uint64_t)3; /* blocks of 4, as the generator's */
+    return true;
+}
+
+void tsi_capture_rng_at(uint64_t rel, uint64_t *seed, uint64_t *offset) {
+    *seed = replaying ? replaying->replay_seed : 0;
+    *offset = (replaying ? replaying->replay_base : 0) + rel;
 }
 
 void tsi_capture_refuse(const char *op, const char *what) {
@@ -181,10 +206,16 @@ ts_status ts_graph_replay(ts_graph *g) {
         return tsi_error_set(TS_ERR_STATE,
                              "graph_replay: the capture of this graph failed; free it and capture "
                              "again");
+    /* this replay's random numbers: the next rng_span counters of the generator, as the eager
+     * step would have reserved them */
+    if (g->rng_span) tsi_rng_reserve(g->rng_span, &g->replay_seed, &g->replay_base);
+    ts_graph *outer = replaying;
+    replaying = g;
     for (int64_t i = 0; i < g->n; i++) {
         const recorded_call *c = &g->calls[i];
         c->run(g->real, c->index, c->args);
     }
+    replaying = outer;
     return ts_error();
 }
 

@@ -25,6 +25,21 @@ void tsi_capture_refuse(const char *op, const char *what);
 /* Whether this thread captures on dev (and so refuses host reads of it) */
 bool tsi_capturing_on(ts_device dev);
 
+/* Work that must happen now and once, not at each replay (a capturable optimizer making its
+ * device scalars on its first captured step): suspends this thread's capture (returns it; NULL
+ * when none) until tsi_capture_resume. */
+ts_graph *tsi_capture_pause(void);
+void tsi_capture_resume(ts_graph *g);
+
+/* Random numbers (ts_rng via tsi_rng_reserve_on): while a thread captures on a device, the draws
+ * made there take offsets relative to the graph's own stream, not the generator's; each replay
+ * reserves the whole span from the generator and the recorded calls draw at its base + their
+ * offset, so replay k draws what eager step k would. tsi_capture_rng_reserve: true with the
+ * relative offset when this thread captures on dev. tsi_capture_rng_at: the seed and absolute
+ * offset of relative offset rel during the current replay. */
+bool tsi_capture_rng_reserve(ts_device dev, uint64_t n, uint64_t *offset);
+void tsi_capture_rng_at(uint64_t rel, uint64_t *seed, uint64_t *offset);
+
 /* The storage side (tensor.c): a storage allocated on dev while capturing joins the graph's pool
  * (NULL otherwise); a block released with a pool, or released on the capture's device while
  * capturing, goes to the pool, which keeps it while the graph lives (true: taken; false: the

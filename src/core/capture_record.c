@@ -1,9 +1,9 @@
 /* capture_record.c — the recording backend: while a thread captures on a device, tsi_be hands its
  * kernel calls to this stand-in, which records each call (its views, scalars and parameter
  * structs copied) for ts_graph_replay to run on the real backend, and refuses what a capture cannot
- * hold: host reads, synchronisation, random numbers and step-dependent optimizer scalars (not on
- * the device yet). Queries (device_count, memory, sdpa_supports...) and raw memory go straight
- * to the real backend. */
+ * hold: host reads and synchronisation. Random draws take the replay's counters; the optimizer
+ * step reads its scalars from the device. Queries (device_count, memory, sdpa_supports...) and raw
+ * memory go straight to the real backend. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -277,17 +277,28 @@ static bool rec_softmax_backward(const ts_backend *be, int index, const ts_kview
     return true;
 }
 
-/* random numbers: the graph would hold this draw's seed and offset and repeat them each replay */
-static void refuse_random(void) {
-    if (ts_error()) return;
-    tsi_error_set(TS_ERR_UNSUPPORTED,
-                  "random: random numbers in a captured step (dropout, ts_rand) are not supported "
-                  "yet: a replay would draw the same ones each time (docs/CAPTURE.md)");
+/* random numbers: drawn at the replay's offsets (tsi_capture_rng_at), so each replay draws what
+ * the eager step at its place would; `offset` is relative to the graph's stream here
+ * (tsi_rng_reserve_on) */
+typedef struct random_args {
+    ts_kview out;
+    ts_random_kind kind;
+    double p0, p1;
+    uint64_t rel;
+} random_args;
+static void run_random(const ts_backend *be, int index, const void *p) {
+    const random_args *a = p;
+    uint64_t seed, offset;
+    tsi_capture_rng_at(a->rel, &seed, &offset);
+    be->random(be, index, a->kind, &a->out, a->p0, a->p1, seed, offset);
 }
 static void rec_random(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
                        double p0, double p1, uint64_t seed, uint64_t offset) {
-    (void)be, (void)index, (void)kind, (void)out, (void)p0, (void)p1, (void)seed, (void)offset;
-    refuse_random();
+    (void)be, (void)seed;
+    random_args *a = args_new(sizeof *a);
+    if (!a) return;
+    a->out = *out, a->kind = kind, a->p0 = p0, a->p1 = p1, a->rel = offset;
+    RECORD(run_random, index, a);
 }
 
 /* ------------------------------------------------------------------ convolution, pooling */
@@ -370,19 +381,23 @@ typedef struct sdpa_rec {
     ts_sdpa_args a;
     void *ws;
 } sdpa_rec;
+/* the recorded arguments, with dropout's counters at this replay's (relative offset recorded) */
+static ts_sdpa_args sdpa_replay_args(const sdpa_rec *r) {
+    ts_sdpa_args a = r->a;
+    if (a.dropout_p > 0) tsi_capture_rng_at(r->a.offset, &a.seed, &a.offset);
+    return a;
+}
 static void run_sdpa_fwd(const ts_backend *be, int index, const void *p) {
     const sdpa_rec *r = p;
-    be->sdpa_forward(be, index, &r->a, r->ws);
+    const ts_sdpa_args a = sdpa_replay_args(r);
+    be->sdpa_forward(be, index, &a, r->ws);
 }
 static void run_sdpa_bwd(const ts_backend *be, int index, const void *p) {
     const sdpa_rec *r = p;
-    be->sdpa_backward(be, index, &r->a, r->ws);
+    const ts_sdpa_args a = sdpa_replay_args(r);
+    be->sdpa_backward(be, index, &a, r->ws);
 }
 static void rec_sdpa(const ts_sdpa_args *args, void *ws, int index, tsi_replay_fn run) {
-    if (args->dropout_p > 0) {
-        refuse_random();
-        return;
-    }
     sdpa_rec *r = args_new(sizeof *r);
     if (!r) return;
     r->a = *args, r->ws = ws;
@@ -469,22 +484,25 @@ static bool pass_bn_supports(const ts_backend *be, int index, const ts_batch_nor
 /* the step's arguments with their tables, in one block */
 typedef struct optim_rec {
     struct ts_optim_step_args a;
-    ts_kview *views; /* param, grad, state[0..2]: 5 n */
-    double *step;
-    bool *fresh;
+    ts_kview skip_if;
+    ts_kview views[]; /* param, grad, state[0..TS_OPTIM_SLOTS), scalars: n each */
 } optim_rec;
 static void run_optim(const ts_backend *be, int index, const void *p) {
     const optim_rec *r = p;
     be->optim_step(be, index, &r->a);
 }
+/* A table of n views copied into dst (NULL stays NULL). */
+static const ts_kview *copy_table(ts_kview *dst, const ts_kview *src, size_t n) {
+    if (!src) return NULL;
+    memcpy(dst, src, n * sizeof *dst);
+    return dst;
+}
 static void rec_optim(const ts_backend *be, int index, const struct ts_optim_step_args *args) {
     (void)be;
     if (ts_error()) return;
-    if (args->h.kind == TS_OPTIM_ADAM || args->h.kind == TS_OPTIM_ADAMW) {
-        /* bias corrections from a host step count */
-        tsi_error_set(TS_ERR_UNSUPPORTED,
-                      "optimizer step: Adam's and AdamW's bias corrections in a captured step "
-                      "need step counts on the device, not written yet (docs/CAPTURE.md)");
+    /* the front end hands a captured step its scalars on the device (src/optim/optim_capture.c) */
+    if (!args->scalars) {
+        tsi_error_set(TS_ERR_STATE, "optimizer step: captured without its scalars on the device");
         return;
     }
     for (int i = 0; args->fresh && i < args->n; i++)
@@ -495,20 +513,16 @@ static void rec_optim(const ts_backend *be, int index, const struct ts_optim_ste
             return;
         }
     const size_t n = (size_t)(args->n > 0 ? args->n : 0);
-    optim_rec *r = args_new(sizeof *r + 5 * n * sizeof(ts_kview));
+    optim_rec *r = args_new(sizeof *r + (3 + TS_OPTIM_SLOTS) * n * sizeof(ts_kview));
     if (!r) return;
     r->a = *args;
-    r->views = (ts_kview *)(r + 1);
-    memcpy(r->views, args->param, n * sizeof(ts_kview));
-    memcpy(r->views + n, args->grad, n * sizeof(ts_kview));
-    r->a.param = r->views;
-    r->a.grad = r->views + n;
-    for (int k = 0; k < TS_OPTIM_SLOTS; k++) {
-        if (!args->state[k]) continue;
-        memcpy(r->views + (2 + (size_t)k) * n, args->state[k], n * sizeof(ts_kview));
-        r->a.state[k] = r->views + (2 + (size_t)k) * n;
-    }
-    r->a.step = NULL;  /* read by Adam(W) only, refused above */
+    r->a.param = copy_table(r->views, args->param, n);
+    r->a.grad = copy_table(r->views + n, args->grad, n);
+    for (int k = 0; k < TS_OPTIM_SLOTS; k++)
+        r->a.state[k] = copy_table(r->views + (2 + (size_t)k) * n, args->state[k], n);
+    r->a.scalars = copy_table(r->views + (2 + TS_OPTIM_SLOTS) * n, args->scalars, n);
+    r->a.skip_if = args->skip_if ? (r->skip_if = *args->skip_if, &r->skip_if) : NULL;
+    r->a.step = NULL;  /* counted on the device */
     r->a.fresh = NULL; /* all false: checked above */
     RECORD(run_optim, index, r);
 }

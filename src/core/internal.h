@@ -237,6 +237,9 @@ static inline void tsi_log_op(const char *op, ts_device d) {
 /* Reserve n Philox counters from the global generator (thread-safe): returns seed and the first
  * offset. Counters are consumed in multiples of 4 (one Philox block gives 4 numbers). */
 void tsi_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset);
+/* The same for a draw made on dev: while this thread captures there, the counters come from the
+ * graph's own stream and a replay supplies the generator's (docs/CAPTURE.md). */
+void tsi_rng_reserve_on(ts_device dev, uint64_t n, uint64_t *seed, uint64_t *offset);
 /* Until tsi_rng_stream_end, the calling thread draws from a stream of its own starting at
  * (seed, offset) instead of the global generator (which it leaves alone). Begin returns the
  * thread's previous stream, which end restores: a replica that runs data parallel itself (or

@@ -5,6 +5,7 @@
  * its own (ts_rng_thread_begin): the seed functions then act on that stream. */
 #include <pthread.h>
 
+#include "core/capture.h"
 #include "core/internal.h"
 
 #define TSI_DEFAULT_SEED 67280421310721ULL /* PyTorch's default_rng_seed_val */
@@ -73,6 +74,14 @@ void tsi_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset) {
     *offset = rng_offset;
     rng_offset += (n + 3) & ~(uint64_t)3;
     pthread_mutex_unlock(&rng_lock);
+}
+
+void tsi_rng_reserve_on(ts_device dev, uint64_t n, uint64_t *seed, uint64_t *offset) {
+    if (tsi_capture_rng_reserve(dev, n, offset)) {
+        *seed = 0; /* the replay's */
+        return;
+    }
+    tsi_rng_reserve(n, seed, offset);
 }
 
 tsi_rng_stream tsi_rng_stream_begin(uint64_t seed, uint64_t offset) {

@@ -150,7 +150,8 @@ ts_tensor *tsi_sdpa_fused(ts_tensor *q0, ts_tensor *k0, ts_tensor *v0, ts_tensor
         tsi_kview_fill(&a.lse, lse);
         if (dropout_p > 0) { /* the reference's dropout reserves one counter per weight */
             const int nd = q->shape.ndim;
-            tsi_rng_reserve(
+            tsi_rng_reserve_on(
+                dev,
                 (uint64_t)(tsi_numel(q->shape) / q->shape.dims[nd - 1] * k->shape.dims[nd - 2]),
                 &a.seed, &a.offset);
         }

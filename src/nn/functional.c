@@ -4,6 +4,7 @@
 
 #include "amp/autocast.h"
 #include "autograd/trace.h"
+#include "core/capture.h"
 #include "nn/functional_internal.h"
 
 /* ------------------------------------------------------------------ shared helpers */
@@ -196,7 +197,9 @@ ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices) {
                              tsi_shape_str(os), TS_MAX_DIMS),
                NULL;
     int64_t bad;
-    if (!tsi_nn_index_scan(op, indices, weight->shape.dims[0], false, 0, NULL, &bad)) {
+    /* a captured step reads nothing on the host: index_select's rule (docs/CAPTURE.md) */
+    if (!tsi_capturing_on(tsi_device(indices)) &&
+        !tsi_nn_index_scan(op, indices, weight->shape.dims[0], false, 0, NULL, &bad)) {
         tsi_error_set(TS_ERR_ARG,
                       "%s: index %lld is out of range for weight %s (index out of "
                       "range in self)",

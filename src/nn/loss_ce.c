@@ -111,9 +111,10 @@ static void nll_prepare(ts_tensor *tg, ts_loss_opts o, nll_ctx *c) {
  * their number. sum is the sum of the positive log-likelihood terms; returns its negative mean. */
 static ts_tensor *neg_mean(ts_tensor *sum, const nll_ctx *c) {
     if (c->wt) return ts_neg(ts_div(sum, ts_sum(c->wt)));
-    if (c->n_ign < 0) { /* -(sum / count): the same bits as sum / -count */
+    if (c->n_ign < 0) { /* sum / -count, -count = ignored - targets (exact), as below: the same
+                           bits, a NaN's sign included */
         ts_tensor *ignored = ts_sum(ts_to_dtype(c->ign_mask, ts_dtype_of(sum)));
-        return ts_neg(ts_div(sum, ts_rsub_scalar(ignored, (double)c->n_tgt)));
+        return ts_div(sum, ts_sub_scalar(ignored, (double)c->n_tgt));
     }
     return ts_div_scalar(sum, -(double)(c->n_tgt - c->n_ign));
 }

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/capture.h"
 #include "core/internal.h"
 #include "core/pinned.h"
 
@@ -11,7 +12,7 @@ static void fill_random(ts_tensor *t, ts_random_kind kind, double p0, double p1)
     const int64_t n = tsi_numel(t->shape);
     if (n == 0) return;
     uint64_t seed, offset;
-    tsi_rng_reserve(((uint64_t)n + 3) & ~(uint64_t)3, &seed, &offset);
+    tsi_rng_reserve_on(tsi_device(t), ((uint64_t)n + 3) & ~(uint64_t)3, &seed, &offset);
     ts_kview kv = tsi_kview(t);
     tsi_be(t)->random(tsi_be(t), tsi_dev_index(t), kind, &kv, p0, p1, seed, offset);
 }
@@ -174,6 +175,10 @@ ts_tensor *ts_randperm(int64_t n, ts_opts o) {
     }
     ts_device dev = tsi_resolve_device(o.device);
     if (!tsi_check_device(op, dev)) return NULL;
+    if (tsi_capturing_on(dev)) { /* drawn on the host: a replay would repeat this permutation */
+        tsi_capture_refuse(op, "a random permutation (drawn on the host)");
+        return NULL;
+    }
     int64_t *perm = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
     if (!perm) {
         tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %lld elements", op, (long long)n);

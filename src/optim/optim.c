@@ -37,12 +37,14 @@ static bool grow_scratch(ts_optim *o, int need) {
     bool *fresh = malloc((size_t)cap * sizeof *fresh);
     int *sel = malloc((size_t)cap * sizeof *sel);
     ts_tensor **copies = calloc(2 * (size_t)cap, sizeof *copies);
-    if (!kv || !steps || !fresh || !sel || !copies) {
-        free(kv), free(steps), free(fresh), free(sel), free(copies);
+    ts_kview *skv = malloc((size_t)cap * sizeof *skv);
+    if (!kv || !steps || !fresh || !sel || !copies || !skv) {
+        free(kv), free(steps), free(fresh), free(sel), free(copies), free(skv);
         return false;
     }
-    free(o->kv), free(o->steps), free(o->fresh), free(o->sel), free(o->copies);
+    free(o->kv), free(o->steps), free(o->fresh), free(o->sel), free(o->copies), free(o->skv);
     o->kv = kv, o->steps = steps, o->fresh = fresh, o->sel = sel, o->copies = copies;
+    o->skv = skv;
     o->scratch_cap = cap;
     return true;
 }
@@ -179,7 +181,7 @@ void tsi_optim_param_clear(tsi_optim_param *pp) {
         pp->state[k] = NULL;
         pp->fresh[k] = false;
     }
-    pp->step = 0;
+    tsi_optim_param_set_steps(pp, 0);
     pp->has_state = false;
 }
 
@@ -187,11 +189,13 @@ void ts_optim_free(ts_optim *opt) {
     if (!opt) return;
     for (int i = 0; i < opt->n_params; i++) {
         tsi_optim_param_clear(&opt->params[i]);
+        ts_release(opt->params[i].scalars);
         ts_release(opt->params[i].p);
     }
     free(opt->params);
     free(opt->groups);
     free(opt->kv), free(opt->steps), free(opt->fresh), free(opt->sel), free(opt->copies);
+    free(opt->skv);
     free(opt);
 }
 
@@ -218,7 +222,12 @@ double ts_optim_get_lr(ts_optim *opt, int group) {
 ts_status ts_optim_set_lr(ts_optim *opt, int group, double lr) {
     if (!check_group("optim_set_lr", opt, group)) return ts_error();
     if (!(lr >= 0)) return tsi_error_set(TS_ERR_ARG, "optim_set_lr: invalid learning rate %g", lr);
+    const double old = opt->groups[group].h.lr;
     opt->groups[group].h.lr = lr;
+    if (tsi_optim_group_changed("optim_set_lr", opt, group)) {
+        opt->groups[group].h.lr = old; /* refused while capturing: nothing changes */
+        return ts_error();
+    }
     return TS_OK;
 }
 
@@ -287,6 +296,9 @@ static void run_batch(const char *op, ts_optim *o, const ts_optim_hparams *h, co
         args.state[k] = o->info->slot_used(h, k) ? o->kv + (size_t)(2 + k) * (size_t)cap : NULL;
     args.step = o->steps;
     args.fresh = o->fresh;
+    args.skip_if = o->skip_if;
+    /* a capturable optimizer's scalars: every parameter of the batch has them (one device) */
+    if (o->params[sel[0]].scalars) args.scalars = o->skv;
     for (int j = 0; j < n; j++) {
         tsi_optim_param *pp = &o->params[sel[j]];
         kp[j] = tsi_kview(pp->p);
@@ -296,13 +308,15 @@ static void run_batch(const char *op, ts_optim *o, const ts_optim_hparams *h, co
                 o->kv[(size_t)(2 + k) * (size_t)cap + (size_t)j] = tsi_kview(pp->state[k]);
         o->steps[j] = pp->step + 1;
         o->fresh[j] = pp->fresh[0];
+        if (args.scalars) o->skv[j] = tsi_kview(pp->scalars);
     }
     ts_tensor *p0 = o->params[sel[0]].p;
     tsi_log_op(op, tsi_device(p0));
     tsi_be(p0)->optim_step(tsi_be(p0), tsi_dev_index(p0), &args);
+    if (ts_error()) return; /* refused (a capture's rule) or failed: the host state stays */
     for (int j = 0; j < n; j++) {
         tsi_optim_param *pp = &o->params[sel[j]];
-        pp->step += 1;
+        pp->step += 1; /* unused once the count lives on the device */
         pp->has_state = true;
         for (int k = 0; k < TS_OPTIM_SLOTS; k++) pp->fresh[k] = false;
         tsi_bump_version(pp->p);
@@ -355,7 +369,9 @@ static void run_strided(const char *op, ts_optim *o, const ts_optim_hparams *h, 
 /* All or nothing: everything that can fail (checks, state, copies) happens before the first
  * parameter changes, and a step is refused while an error is pending on the thread (a forward or
  * backward that failed left gradients that must not be applied). */
-ts_status ts_optim_step(ts_optim *opt) {
+ts_status ts_optim_step(ts_optim *opt) { return tsi_optim_step_unless(opt, NULL); }
+
+ts_status tsi_optim_step_unless(ts_optim *opt, const ts_kview *skip_if) {
     static const char op[] = "optim_step";
     tsi_init();
     if (!opt) return tsi_error_set(TS_ERR_ARG, "%s: optimizer is NULL", op);
@@ -376,13 +392,16 @@ ts_status ts_optim_step(ts_optim *opt) {
     for (int gi = 0; gi < opt->n_groups; gi++) {
         const tsi_optim_group *g = &opt->groups[gi];
         for (int i = g->first; i < g->first + g->n; i++)
-            if (opt->params[i].p->grad && !prepare_state(op, opt, &g->h, &opt->params[i]))
+            if (opt->params[i].p->grad &&
+                (!prepare_state(op, opt, &g->h, &opt->params[i]) ||
+                 !tsi_optim_scalars_prepare(op, opt, &g->h, &opt->params[i])))
                 return ts_error();
     }
     if (!make_copies(op, opt)) {
         drop_copies(opt);
         return ts_error();
     }
+    opt->skip_if = skip_if;
     for (int gi = 0; gi < opt->n_groups; gi++) {
         const tsi_optim_group *g = &opt->groups[gi];
         int *sel = opt->sel, m = 0;
@@ -411,6 +430,7 @@ ts_status ts_optim_step(ts_optim *opt) {
             m -= k;
         }
     }
+    opt->skip_if = NULL;
     drop_copies(opt);
     return TS_OK;
 }

@@ -13,6 +13,9 @@ typedef struct tsi_optim_param {
     bool fresh[TS_OPTIM_SLOTS];       /* allocated but not yet written (SGD's momentum) */
     double step;                      /* steps taken (Adam, AdamW, RMSprop) */
     bool has_state;
+    /* a capturable optimizer's scalars on p's device (optim_capture.c), NULL until then: the
+     * step count there is the one that counts */
+    ts_tensor *scalars;
 } tsi_optim_param;
 
 typedef struct tsi_optim_group {
@@ -44,7 +47,10 @@ struct ts_optim {
     bool *fresh;        /* [cap_params] */
     int *sel;           /* [cap_params] */
     ts_tensor **copies; /* [2 * cap_params]: contiguous stand-ins for strided parameters, grads */
+    ts_kview *skv;      /* [cap_params]: the scalars' views */
     int scratch_cap;
+    bool capturable;         /* a step was captured: parameters keep their scalars on the device */
+    const ts_kview *skip_if; /* during tsi_optim_step_unless: the grad scaler's found_inf */
 };
 
 extern const tsi_optim_kind_info tsi_sgd_info, tsi_adam_info, tsi_adamw_info, tsi_rmsprop_info;
@@ -58,6 +64,28 @@ ts_optim *tsi_optim_new_module(const char *op, const tsi_optim_kind_info *info, 
 
 /* Drops a parameter's state. */
 void tsi_optim_param_clear(tsi_optim_param *pp);
+
+/* The fused step, skipped on the device when *skip_if (a one-element f32 view) is nonzero; NULL
+ * steps (ts_optim_step). The grad scaler's step inside a capture. */
+ts_status tsi_optim_step_unless(ts_optim *opt, const ts_kview *skip_if);
+
+/* ---- the capturable optimizer (optim_capture.c) */
+/* Whether steps of parameters on dev read their scalars from the device. */
+bool tsi_optim_wants_scalars(const ts_optim *o, ts_device dev);
+/* pp's scalars made (or moved) on its parameter's device when wanted, from h and its host step
+ * count; false with the error recorded. */
+bool tsi_optim_scalars_prepare(const char *op, ts_optim *o, const ts_optim_hparams *h,
+                               tsi_optim_param *pp);
+/* True (and the capture broken with "<op>: <what> while capturing...") when this thread captures
+ * on the device of one of parameters [first, first + n). */
+bool tsi_optim_refuse_capturing(const char *op, const ts_optim *o, int first, int n,
+                                const char *what);
+/* After a group's lr, momentum or beta1 changed: written to its parameters' device scalars;
+ * refused while capturing on their device. */
+ts_status tsi_optim_group_changed(const char *op, ts_optim *o, int group);
+/* A parameter's step count (read from the device when it lives there) and its setting. */
+double tsi_optim_param_steps(const tsi_optim_param *pp);
+void tsi_optim_param_set_steps(tsi_optim_param *pp, double steps);
 
 /* A caller-held 0-dim f64 cpu tensor holding v (state dict scalars). */
 ts_tensor *tsi_optim_scalar(const char *op, double v);

@@ -24,6 +24,7 @@ ts_tensor_list ts_optim_state_dict(ts_optim *opt) {
         tsi_error_set(TS_ERR_ARG, "%s: optimizer is NULL", op);
         return l;
     }
+    if (tsi_optim_refuse_capturing(op, opt, 0, opt->n_params, "a host read of the state")) return l;
     char name[96];
     bool ok = true;
     for (int i = 0; ok && i < opt->n_params; i++) {
@@ -31,7 +32,7 @@ ts_tensor_list ts_optim_state_dict(ts_optim *opt) {
         if (!pp->has_state) continue;
         if (opt->info->has_step) {
             snprintf(name, sizeof name, "state.%d.step", i);
-            ok = add_entry(op, &l, name, tsi_optim_scalar(op, pp->step));
+            ok = add_entry(op, &l, name, tsi_optim_scalar(op, tsi_optim_param_steps(pp)));
         }
         for (int k = 0; ok && k < TS_OPTIM_SLOTS; k++) {
             ts_tensor *s = pp->state[k];
@@ -202,11 +203,13 @@ void tsi_optim_load_commit(tsi_optim_staged *g) {
             pp->state[k] = st[i].copy[k];
             st[i].copy[k] = NULL;
         }
-        pp->step = st[i].step;
+        tsi_optim_param_set_steps(pp, st[i].step);
         pp->has_state = true;
     }
-    for (int k = 0; k < opt->n_groups; k++)
+    for (int k = 0; k < opt->n_groups; k++) {
         if (g->lrs[k] == g->lrs[k]) opt->groups[k].h.lr = g->lrs[k];
+        tsi_optim_group_changed("optim_load_state_dict", opt, k);
+    }
     tsi_optim_load_drop(g);
 }
 
@@ -215,6 +218,8 @@ ts_status ts_optim_load_state_dict(ts_optim *opt, const ts_tensor_list *sd) {
     tsi_init();
     if (!opt) return tsi_error_set(TS_ERR_ARG, "%s: optimizer is NULL", op);
     if (!sd) return tsi_error_set(TS_ERR_ARG, "%s: state dict is NULL", op);
+    if (tsi_optim_refuse_capturing(op, opt, 0, opt->n_params, "a load of the state"))
+        return ts_error();
     tsi_optim_staged *g = tsi_optim_load_stage(op, opt, sd);
     if (!g) return ts_error();
     tsi_optim_load_commit(g);

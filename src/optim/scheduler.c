@@ -112,6 +112,8 @@ static void sched_apply(ts_lr_scheduler *s) {
     for (int g = 0; g < n; g++) v[g] = sched_lr(s, g);
     for (int g = 0; g < n; g++) s->opt->groups[g].h.lr = v[g];
     if (v != lrs) free(v);
+    /* a capturable optimizer reads them on the device */
+    for (int g = 0; g < n && !ts_error(); g++) tsi_optim_group_changed("scheduler_step", s->opt, g);
 }
 
 void ts_scheduler_step(ts_lr_scheduler *s) {
@@ -126,6 +128,11 @@ void ts_scheduler_step(ts_lr_scheduler *s) {
                       s->last_epoch + 2, s->total_steps);
         return;
     }
+    /* while capturing the schedule would be frozen in the graph: it steps between replays */
+    if (tsi_optim_refuse_capturing("scheduler_step", s->opt, 0, s->opt->n_params,
+                                   "a learning-rate schedule step (step it between replays: the "
+                                   "replays read the rate from the device)"))
+        return;
     s->last_epoch++;
     sched_apply(s);
 }

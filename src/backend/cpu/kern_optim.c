@@ -137,7 +137,7 @@ OPTIM_KERNELS(bf16, ts_bf16_bits, float, f, LD_BF16, ST_BF16)
             break;                                                                                 \
         case TS_OPTIM_ADAM:                                                                        \
         case TS_OPTIM_ADAMW:                                                                       \
-            adam_##SUF(h, a->step[i], p, g, s0, s1, s2, b, e);                                     \
+            adam_##SUF(h, step, p, g, s0, s1, s2, b, e);                                           \
             break;                                                                                 \
         case TS_OPTIM_RMSPROP:                                                                     \
             rmsprop_##SUF(h, p, g, s0, s1, s2, b, e);                                              \
@@ -145,9 +145,9 @@ OPTIM_KERNELS(bf16, ts_bf16_bits, float, f, LD_BF16, ST_BF16)
         }                                                                                          \
     } while (0)
 
-/* elements [b, e) of tensor i */
-static void step_range(const struct ts_optim_step_args *a, int i, int64_t b, int64_t e) {
-    const ts_optim_hparams *h = &a->h;
+/* elements [b, e) of tensor i with hyper-parameters h, Adam's step count `step` */
+static void step_range(const struct ts_optim_step_args *a, const ts_optim_hparams *h, double step,
+                       int i, int64_t b, int64_t e) {
     char *st[TS_OPTIM_SLOTS];
     for (int k = 0; k < TS_OPTIM_SLOTS; k++) st[k] = a->state[k] ? a->state[k][i].data : NULL;
     switch (a->param[i].dtype) {
@@ -168,9 +168,28 @@ static void step_range(const struct ts_optim_step_args *a, int i, int64_t b, int
     }
 }
 
+/* Tensor i's hyper-parameters and step count: the group's and the host's, or a capturable
+ * optimizer's from the device (the count advanced there). */
+static ts_optim_hparams tensor_hparams(const struct ts_optim_step_args *a, int i, double *step) {
+    ts_optim_hparams h = a->h;
+    *step = a->step ? a->step[i] : 0;
+    if (a->scalars) {
+        double *sc = (double *)a->scalars[i].data;
+        h.lr = sc[TS_OPTIM_SC_LR];
+        h.momentum = sc[TS_OPTIM_SC_MOMENTUM];
+        h.beta1 = sc[TS_OPTIM_SC_BETA1];
+        *step = sc[TS_OPTIM_SC_STEPS] + 1;
+        sc[TS_OPTIM_SC_STEPS] = *step;
+    }
+    return h;
+}
+
 void ts_cpu_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args) {
+    if (args->skip_if && *(const float *)args->skip_if->data != 0) return; /* Inf/NaN: skipped */
     for (int i = 0; i < args->n; i++) {
         const ts_kview *pv = &args->param[i];
+        double step;
+        const ts_optim_hparams h = tensor_hparams(args, i, &step);
         int64_t numel = 1;
         for (int d = 0; d < pv->ndim; d++) numel *= pv->shape[d];
         if (numel <= 0) continue;
@@ -183,11 +202,11 @@ void ts_cpu_optim_step(const ts_backend *be, int index, const struct ts_optim_st
                 int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
                 int64_t chunk = ((numel + nt - 1) / nt + 63) & ~(int64_t)63;
                 int64_t b = t * chunk, e = b + chunk < numel ? b + chunk : numel;
-                if (b < e) step_range(args, i, b, e);
+                if (b < e) step_range(args, &h, step, i, b, e);
             }
             continue;
         }
 #endif
-        step_range(args, i, 0, numel);
+        step_range(args, &h, step, i, 0, numel);
     }
 }
