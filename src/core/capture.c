@@ -17,6 +17,7 @@ typedef struct held_block {
 struct tsi_capture_pool {
     atomic_int refs;         /* the graph (while it lives) + each storage allocated in it */
     atomic_bool graph_alive; /* false once ts_graph_free ran: blocks go back as they come */
+    atomic_bool broken;      /* a block went back for want of room to keep it: no replay */
     ts_device dev;
     pthread_mutex_t lock; /* storages may be released on any thread */
     held_block *blocks;
@@ -80,12 +81,20 @@ bool tsi_capture_pool_take(tsi_capture_pool *pool, ts_device dev, ts_allocator *
             held_block *nb = realloc(p->blocks, cap * sizeof *nb);
             if (nb) p->blocks = nb, p->cap = cap;
         }
-        /* no room for the record: the block stays in use, unrecorded (leaked to the allocator's
-         * statistics until exit) rather than handed to other work a replay would overwrite */
-        if (p->n < p->cap) p->blocks[p->n++] = (held_block){a, b};
-        taken = true;
+        /* no room for the record: the block goes back to the allocator (not leaked), and as a
+         * replay would write memory now anyone's, the graph can no longer be replayed */
+        if (p->n < p->cap) {
+            p->blocks[p->n++] = (held_block){a, b};
+            taken = true;
+        } else {
+            atomic_store(&p->broken, true);
+        }
     }
     pthread_mutex_unlock(&p->lock);
+    /* while its capture lasts, that breaks the capture (ts_graph_capture_end reports it) */
+    ts_graph *g = tsi_capture_graph;
+    if (atomic_load(&p->broken) && g && g->pool == p && !ts_error())
+        tsi_error_set(TS_ERR_OOM, "graph capture: out of host memory keeping the graph's blocks");
     if (pool) pool_drop(pool);
     return taken;
 }
@@ -179,6 +188,7 @@ ts_graph *ts_graph_capture_begin(ts_device dev, ts_graph_opts o) {
     }
     atomic_init(&p->refs, 1);
     atomic_init(&p->graph_alive, true);
+    atomic_init(&p->broken, false);
     p->dev = dev;
     g->dev = dev;
     g->real = ts_backend_for(dev.type);
@@ -206,6 +216,10 @@ ts_status ts_graph_replay(ts_graph *g) {
         return tsi_error_set(TS_ERR_STATE,
                              "graph_replay: the capture of this graph failed; free it and capture "
                              "again");
+    if (atomic_load(&g->pool->broken))
+        return tsi_error_set(TS_ERR_OOM,
+                             "graph_replay: a block of the graph went back to the allocator for "
+                             "want of host memory to keep it; free the graph and capture again");
     /* this replay's random numbers: the next rng_span counters of the generator, as the eager
      * step would have reserved them */
     if (g->rng_span) tsi_rng_reserve(g->rng_span, &g->replay_seed, &g->replay_base);

@@ -129,6 +129,11 @@ void tcli_usage(FILE *f) {
         "                      type, losses and reductions in float32) with grad scaling for\n"
         "                      float16\n"
         "  --amp-dtype T       bf16 or f16 (default: f16 on cuda, bf16 on cpu and sim)\n"
+        "  --graph             capture one training step (zero_grad, forward, loss, backward,\n"
+        "                      optimizer step) after 3 eager warm-up steps and replay it for\n"
+        "                      each later batch of the same size, the batch copied into the\n"
+        "                      captured inputs (docs/CAPTURE.md): no per-op work, the same\n"
+        "                      results; cpu and sim; a step the capture refuses trains eagerly\n"
         "\n"
         "options of generate:\n"
         "  --checkpoint DIR    a gpt's folder (model.safetensors, else latest.safetensors) or "
@@ -268,6 +273,7 @@ static const opt_spec specs[] = {
     {"--devices", K_STRING, FOR_TRAIN, OFF(devices), NULL},
     {"--amp", K_FLAG, FOR_TRAIN, OFF(amp), NULL},
     {"--amp-dtype", K_CHOICE, FOR_TRAIN, OFF(amp_dtype), "bf16|f16"},
+    {"--graph", K_FLAG, FOR_TRAIN, OFF(graph), NULL},
     {"--input", K_INPUT, FOR_RUN, OFF(inputs), NULL},
     {"--save", K_STRING, FOR_RUN, OFF(save), NULL},
     {"--bench", K_POS_INT, FOR_RUN, OFF(bench), NULL},
@@ -509,6 +515,10 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
     if (o->devices && o->device)
         return usage_fail("--devices: give either --device or --devices, not both");
     if (o->amp_dtype && !o->amp) return usage_fail("--amp-dtype: only with --amp");
+    /* a captured step is one batch with its optimizer step, the same for every batch */
+    if (o->graph && o->grad_accum > 1)
+        return usage_fail("--graph: not with --grad-accum (a captured step is one whole batch with "
+                          "its optimizer step)");
     if (strcmp(o->data, "csv") && (o->csv_target))
         return usage_fail("--csv-target: only for --data csv");
     if (mask == FOR_EXPORT && !o->output)

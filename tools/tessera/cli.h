@@ -52,6 +52,7 @@ typedef struct tcli_opts {
     double label_smoothing; /* cross-entropy's */
     double clip_grad;       /* max total gradient norm (0: no clipping) */
     double time_limit;      /* seconds of training (0: no limit) */
+    bool graph;             /* --graph: each step a replay of one captured step (train.c) */
     /* generate */
     const char *prompt;
     int tokens, top_k;
@@ -133,6 +134,10 @@ tcli_progress *tcli_progress_new(tcli_progress_mode mode, int64_t epoch, int64_t
 bool tcli_progress_due(tcli_progress *p, int64_t done);
 void tcli_progress_update(tcli_progress *p, int64_t done, double loss, double acc);
 void tcli_progress_end(tcli_progress *p); /* clears the bar; frees */
+/* A line of its own on stdout amid the progress (the bar, when drawn, is cleared first; the next
+ * update draws it again). p may be NULL. */
+void tcli_progress_note(tcli_progress *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* "3/10", or "3" when the run has no last epoch (--time-limit alone: epochs == INT_MAX) */
 const char *tcli_epoch_str(char *buf, size_t n, int64_t epoch, int64_t epochs);
 

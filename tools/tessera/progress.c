@@ -1,5 +1,6 @@
 /* progress.c — training progress: a bar with rate and ETA on a terminal, else plain lines. */
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,4 +113,17 @@ void tcli_progress_end(tcli_progress *p) {
         fflush(stdout);
     }
     free(p);
+}
+
+void tcli_progress_note(tcli_progress *p, const char *fmt, ...) {
+    if (p && p->drawn) {
+        fputs("\r\033[K", stdout);
+        p->drawn = false;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
 }

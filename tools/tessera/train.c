@@ -38,6 +38,13 @@ typedef struct trainer {
     /* running sums of the epoch, kept on the device so that a batch costs no host sync */
     ts_tensor *loss_sum, *correct;
     double t_start; /* --time-limit counts from here */
+    /* --graph: the captured step, the static batch it reads, the eager steps before it */
+    ts_graph *graph;
+    ts_tensor *gx, *gy;
+    int64_t graph_warm;
+    bool graph_off;    /* the capture failed or cannot serve this run: eager from here on */
+    double graph_lr;   /* the learning rate the graph recorded */
+    tcli_progress *pg; /* the epoch's progress, for --graph's lines */
 } trainer;
 
 static ts_optim *make_optim(const tcli_opts *o, ts_module *net) {
@@ -109,6 +116,125 @@ static void train_batch(trainer *t, ts_batch *b, cycle c) {
     ts_add_(t->correct, ts_sum(ts_eq(ts_argmax_dim(logits, 1, false), y)));
     ts_no_grad_end();
     ts_scope_end();
+}
+
+/* ------------------------------------------------------------------ --graph (docs/CAPTURE.md) */
+/* Eager steps before the capture, as PyTorch's CUDA-graph docs advise (a few iterations first):
+ * the optimizer's state, the grad scaler's scale and the lazily made buffers exist by then, and a
+ * capture never takes a parameter's first momentum step. */
+enum { GRAPH_WARMUP = 3 };
+/* Whether a replay reads the learning rate from the device, so that a schedule may change it
+ * between replays. 0 until the capturable optimizer (device-side lr and step counts) is in: the
+ * graph keeps the rate it recorded, so the trainer captures only once the rate stays fixed
+ * (--schedule constant, after --warmup) and never replays over a rate that changed. */
+#define GRAPH_LR_ON_DEVICE 0
+
+static bool same_shape(ts_tensor *a, ts_tensor *b) {
+    ts_shape x = ts_shape_of(a), y = ts_shape_of(b);
+    if (x.ndim != y.ndim) return false;
+    for (int d = 0; d < x.ndim; d++)
+        if (x.dims[d] != y.dims[d]) return false;
+    return true;
+}
+
+/* Frees the graph and its static batch; the rest of the run trains eagerly. */
+static void graph_drop(trainer *t) {
+    ts_graph_free(t->graph);
+    ts_release(t->gx);
+    ts_release(t->gy);
+    t->graph = NULL, t->gx = t->gy = NULL;
+    t->graph_off = true;
+}
+
+/* b copied into the static batch, then the captured step over it (an error stays pending). */
+static void graph_replay(trainer *t, const ts_batch *b) {
+    ts_scope_begin(); /* the in-place ops hand back a reference */
+    ts_copy_(t->gx, b->x);
+    ts_copy_(t->gy, b->y);
+    ts_scope_end();
+    if (!ts_error()) ts_graph_replay(t->graph);
+}
+
+/* Captures train_batch over a static copy of b's shapes: true when it holds the step (not run
+ * yet: the caller replays it for b). A capture records kernels without running them, so a failed
+ * one trained nothing, but it did change some host state as if its kernels had run: an optimizer
+ * step it recorded (or was refused) still counted Adam's steps, a refused draw advanced the
+ * generator, the grad scaler moved to the next stage. Those are put back, the failure is printed
+ * once and cleared, and false says b (and every batch after it) trains eagerly. */
+static bool graph_capture(trainer *t, const ts_batch *b, cycle c) {
+    const ts_rng_state rng = ts_rng_get_state();
+    ts_tensor_list osd = ts_optim_state_dict(t->opt); /* snapshots of the state, not references */
+    const double scale = t->scaler && !ts_error() ? ts_grad_scaler_get_scale(t->scaler) : 0;
+    const bool saved = !ts_error();
+    ts_scope_begin();
+    t->gx = ts_keep(ts_empty_like(b->x));
+    t->gy = ts_keep(ts_empty_like(b->y));
+    ts_scope_end();
+    ts_status st = ts_error();
+    if (!st && (t->graph = ts_graph_capture_begin(t->dev, (ts_graph_opts){0}))) {
+        ts_batch sb = *b;
+        sb.x = t->gx, sb.y = t->gy;
+        train_batch(t, &sb, c);
+        st = ts_graph_capture_end();
+    } else if (!st) {
+        st = ts_error();
+    }
+    if (st == TS_OK) {
+        ts_tensor_list_free(&osd);
+        t->graph_lr = ts_optim_get_lr(t->opt, 0);
+        tcli_progress_note(t->pg,
+                           "--graph: the training step is captured on %s (%lld kernels) and "
+                           "replayed for each batch of %lld from step %lld",
+                           ts_device_str(t->dev), (long long)ts_graph_kernel_count(t->graph),
+                           (long long)ts_size(b->x, 0), (long long)t->step + 1);
+        return true;
+    }
+    tcli_progress_note(t->pg, "--graph: capture failed: %s; training on eagerly",
+                       ts_error_message());
+    ts_error_clear();
+    graph_drop(t);
+    if (saved) {
+        ts_rng_set_state(rng);
+        ts_optim_load_state_dict(t->opt, &osd);
+        if (t->scaler) ts_grad_scaler_set_scale(t->scaler, scale); /* and back to its first stage */
+    }
+    ts_tensor_list_free(&osd);
+    return false;
+}
+
+/* --graph: trains b by a replay of the captured step when it can (capturing it first after the
+ * warm-up). False: b is the caller's to train eagerly (a warm-up step, a batch of another size
+ * such as an epoch's last, no graph). */
+static bool graph_batch(trainer *t, ts_batch *b, cycle c) {
+    if (!t->o->graph || t->graph_off) return false;
+    if (!t->graph) {
+        const bool lr_fixed = strcmp(t->o->schedule, "cosine") && t->step >= t->o->warmup;
+        if (!GRAPH_LR_ON_DEVICE && !strcmp(t->o->schedule, "cosine")) {
+            tcli_progress_note(t->pg, "--graph: the learning rate follows --schedule cosine, and a "
+                                      "replay would keep the rate the capture recorded (rates "
+                                      "read on the device: not in this build); training eagerly "
+                                      "(--schedule constant captures)");
+            t->graph_off = true;
+            return false;
+        }
+        if (t->graph_warm < GRAPH_WARMUP || ts_size(b->x, 0) != t->o->batch_size ||
+            (!GRAPH_LR_ON_DEVICE && !lr_fixed)) {
+            t->graph_warm++;
+            return false;
+        }
+        if (!graph_capture(t, b, c)) return false;
+    } else if (!same_shape(b->x, t->gx) || !same_shape(b->y, t->gy)) {
+        return false;
+    } else if (!GRAPH_LR_ON_DEVICE && ts_optim_get_lr(t->opt, 0) != t->graph_lr) {
+        tcli_progress_note(t->pg,
+                           "--graph: the learning rate changed from %g to %g, and a replay would "
+                           "keep the one the capture recorded; training on eagerly",
+                           t->graph_lr, ts_optim_get_lr(t->opt, 0));
+        graph_drop(t);
+        return false;
+    }
+    graph_replay(t, b);
+    return true;
 }
 
 static ts_status log_epoch(trainer *t, int64_t epoch, const double *v) {
@@ -184,6 +310,7 @@ static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc,
     ts_scope_end();
     tcli_progress *pg = tcli_progress_new(t->is_main ? o->progress : TCLI_PROGRESS_NONE, epoch + 1,
                                           t->epochs, t->batches);
+    t->pg = pg;
     int64_t done = first, seen = 0;
     double window_loss = 0; /* loss_sum at the last batch_loss record */
     int64_t window_seen = 0;
@@ -192,7 +319,7 @@ static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc,
     while (ts_loader_next(t->train, &b)) {
         if (scheduled && set_lr(t)) break;
         const cycle c = cycle_of(t, done);
-        train_batch(t, &b, c);
+        if (!graph_batch(t, &b, c)) train_batch(t, &b, c);
         if (ts_error()) break;
         done++, t->step++;
         seen += ts_numel(b.y);
@@ -221,6 +348,7 @@ static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc,
         }
     }
     tcli_progress_end(pg);
+    t->pg = NULL;
     if (ts_error()) return tcli_fail_ts(TCLI_FAIL, "training");
     if (sum_over_ranks(t, &seen)) return tcli_fail_ts(TCLI_FAIL, "training");
     double train_loss = ts_item(t->loss_sum) / (double)(seen ? seen : 1);
@@ -299,6 +427,13 @@ static int resume(trainer *t, int64_t *start_epoch, int64_t *start_batch) {
 
 static int train_run(trainer *t) {
     const tcli_opts *o = t->o;
+    /* a capture records this thread's work on one device */
+    if (o->graph && t->ndev > 1)
+        return tcli_fail(TCLI_USAGE, "--graph: not with data parallel --devices (the replicas "
+                                     "run on threads of their own; a capture records one device)");
+    if (o->graph && t->world > 1)
+        return tcli_fail(TCLI_USAGE, "--graph: not with several processes (the gradients' "
+                                     "all-reduce is not captured)");
     int rc = tcli_data_open(o, true, &t->data);
     if (rc >= 0) return rc;
     if (tcli_augment(o) && t->data.height != t->data.width)
@@ -484,6 +619,7 @@ int tcli_train(const tcli_opts *o) {
     if (o->threads) ts_set_num_threads(o->threads);
     rc = join_world(&t);
     if (rc < 0) rc = train_run(&t);
+    graph_drop(&t); /* before the model and the optimizer whose tensors it replays */
     ts_release(t.loss_sum);
     ts_release(t.correct);
     ts_logger_close(t.log);
