@@ -1,97 +1,25 @@
 /* test_onnx_load.c — the ONNX loader against hostile files: ModelProtos packed here with the
- * generated protobuf-c code (every prefix of a valid model, bytes overwritten, raw data shorter or
- * longer than its dims, dims that overflow or are negative, rank 9, a cycle, a dangling input, a
- * value written twice, unknown operators, domains and opsets, sub-graphs nested too deep, external
- * data that leaves its folder, is missing, short or not a file, types Tessera lacks, no graph):
- * each is refused with its error code and a message naming what is wrong, and nothing leaks (the
- * suite runs under ASan + LSan in CI). Hostile TensorProtos for ts_onnx_tensor_parse. Allocation
- * failure sweeps (fault_sweep.h) over loading and running a model with a Conv, a Reshape chain
- * folded at load and an If (each part present when Tessera has its operator). */
+ * generated protobuf-c code (tests/onnx_support/onnx_load_base.h: every prefix of a valid model,
+ * bytes overwritten, raw data shorter or longer than its dims, dims that overflow or are negative,
+ * rank 9, a cycle, a dangling input, a value written twice, unknown operators, domains and opsets,
+ * sub-graphs nested too deep, types Tessera lacks, no graph, buffers that are no model, inputs of
+ * the wrong shape, dtype or count at run): each is refused with its error code and a message naming
+ * what is wrong, and nothing leaks (the suite runs under ASan + LSan in CI). External data:
+ * test_onnx_load_external; TensorProtos: test_onnx_tensor_parse; allocation failures:
+ * test_onnx_load_sweep. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "fault_sweep.h"
 #include "ts_test.h"
 
 #ifndef TS_HAVE_ONNX
 int main(void) { return ts_test_skip("this build has no ONNX support (protobuf-c not found)"); }
 #else
 #include "onnx/onnx_internal.h"
-#include "onnx_build.h"
-
-#define OPSET 13
-#define FLOAT ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
-#define INT64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
-
-/* ModelProtos are built with tests/onnx_support/onnx_build.h (an arena freed per case). */
-
-/* ------------------------------------------------------------------ the base model
- * y = Relu(x + w), x and w float [2, 3], w = -3..2: with x = 1, y = 0 0 0 1 2 3. */
-static const int64_t d23[] = {2, 3};
-static const float w_vals[6] = {-3, -2, -1, 0, 1, 2};
-static const float y_vals[6] = {0, 0, 0, 1, 2, 3};
-
-static Onnx__GraphProto *base_graph(void) {
-    Onnx__GraphProto *g = graph();
-    add_init(g, tensor("w", FLOAT, 2, d23, w_vals, sizeof w_vals));
-    add_input(g, "x", tensor_type(FLOAT, 2, d23));
-    node(g, "Add", "add0", "x,w", "a");
-    node(g, "Relu", "relu0", "a", "y");
-    add_output(g, "y", tensor_type(FLOAT, 2, d23));
-    return g;
-}
-
-/* Runs a one-input model on x = 1 ([2, 3]) and compares with y_vals. */
-static bool runs_right(ts_module *m) {
-    ts_scope_begin();
-    ts_tensor *x = ts_ones(TS_SHAPE(2, 3), (ts_opts){0}), *y = NULL;
-    float got[6] = {0};
-    bool ok = ts_onnx_run(m, 1, &x, 1, &y) == TS_OK && ts_numel(y) == 6 &&
-              ts_copy_to_host(y, got, sizeof got) == TS_OK && !memcmp(got, y_vals, sizeof got);
-    ts_scope_end();
-    return ok;
-}
-
-/* A model's bytes must load and compute y_vals (base_dir for its external data). */
-static void loads(const char *what, const Onnx__ModelProto *m, const char *dir) {
-    size_t len;
-    uint8_t *buf = pack(m, &len);
-    ts_module *mod = ts_onnx_load_buffer(buf, len, dir, (ts_onnx_opts){0});
-    bool ok = mod && runs_right(mod);
-    ts_test_record(ok);
-    if (!ok)
-        ts_test_failf(__FILE__, __LINE__, "%s: expected to load and run%s", what,
-                      ts_test_error_str());
-    ts_module_free(mod);
-    ts_error_clear();
-    arena_free();
-}
-
-/* A model's bytes must be refused with code and a message containing frag. */
-static void refused(const char *what, const Onnx__ModelProto *m, const char *dir, ts_status code,
-                    const char *frag) {
-    size_t len;
-    uint8_t *buf = pack(m, &len);
-    ts_module *mod = ts_onnx_load_buffer(buf, len, dir, (ts_onnx_opts){0});
-    ts_status got = ts_error();
-    const char *msg = ts_error_message();
-    bool ok = !mod && got == code && strstr(msg, frag);
-    ts_test_record(ok);
-    if (!ok)
-        ts_test_failf(__FILE__, __LINE__, "%s: expected %s with \"%s\", got %s%s: \"%s\"", what,
-                      ts_status_string(code), frag, mod ? "a model and " : "",
-                      ts_status_string(got), msg);
-    else
-        printf("  %-30s %s\n", what, msg);
-    ts_module_free(mod);
-    ts_error_clear();
-    arena_free();
-}
+#include "onnx_load_base.h"
 
 /* ------------------------------------------------------------------ cut and damaged files */
 /* A loaded damaged model must also run cleanly (or fail cleanly) on x = 1. */
@@ -242,12 +170,6 @@ static void test_graphs(void) {
 }
 
 /* ------------------------------------------------------------------ hostile initializers */
-static Onnx__ModelProto *with_w(Onnx__TensorProto *w) {
-    Onnx__GraphProto *g = base_graph();
-    g->initializer[0] = w;
-    return model(g, OPSET);
-}
-
 static void test_initializers(void) {
     refused("raw_data too short", with_w(tensor("w", FLOAT, 2, d23, w_vals, 20)), NULL,
             TS_ERR_FORMAT, "tensor 'w' (FLOAT [2, 3]): raw_data holds 20 bytes, its dims need 24");
@@ -353,94 +275,6 @@ static void test_nesting(void) {
             "sub-graphs nested deeper than 16");
 }
 
-/* ------------------------------------------------------------------ external data */
-static char dir[256];
-
-static char *in_dir(const char *name) {
-    static char path[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(path[k], sizeof path[k], "%s/%s", dir, name);
-    return path[k];
-}
-
-static void write_file(const char *name, const void *data, size_t n) {
-    FILE *f = fopen(in_dir(name), "wb");
-    CHECK(f && fwrite(data, 1, n, f) == n);
-    if (f) fclose(f);
-}
-
-/* w stored in an external file; offset and length NULL when absent */
-static Onnx__ModelProto *external(const char *loc, const char *offset, const char *length) {
-    Onnx__TensorProto *w = tensor("w", FLOAT, 2, d23, NULL, 0);
-    w->has_data_location = 1;
-    w->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    w->external_data = get(3 * sizeof *w->external_data);
-    const char *kv[3][2] = {{"location", loc}, {"offset", offset}, {"length", length}};
-    for (int i = 0; i < 3; i++) {
-        if (!kv[i][1]) continue;
-        Onnx__StringStringEntryProto *e = get(sizeof *e);
-        onnx__string_string_entry_proto__init(e);
-        e->key = str(kv[i][0]);
-        e->value = str(kv[i][1]);
-        w->external_data[w->n_external_data++] = e;
-    }
-    return with_w(w);
-}
-
-static void test_external(void) {
-    write_file("w.bin", w_vals, sizeof w_vals);
-    uint8_t padded[8 + sizeof w_vals] = {0};
-    memcpy(padded + 8, w_vals, sizeof w_vals);
-    write_file("w_at8.bin", padded, sizeof padded);
-    write_file("short.bin", w_vals, 20);
-    CHECK(mkdir(in_dir("folder"), 0777) == 0);
-    CHECK(mkfifo(in_dir("fifo"), 0666) == 0);
-    loads("external data", external("w.bin", NULL, NULL), dir);
-    loads("external data at an offset", external("w_at8.bin", "8", "24"), dir);
-    refused("external data, no folder", external("w.bin", NULL, NULL), NULL, TS_ERR_UNSUPPORTED,
-            "external data ('w.bin') needs the model's folder");
-    refused("external data, absolute path", external("/etc/passwd", NULL, NULL), dir, TS_ERR_FORMAT,
-            "external data location '/etc/passwd' leaves the model's folder");
-    refused("external data, ..", external("../w.bin", NULL, NULL), dir, TS_ERR_FORMAT,
-            "location '../w.bin' leaves the model's folder");
-    refused("external data, a/../..", external("folder/../../w.bin", NULL, NULL), dir,
-            TS_ERR_FORMAT, "leaves the model's folder");
-    refused("external data, missing file", external("nope.bin", NULL, NULL), dir, TS_ERR_IO,
-            "cannot open external data");
-    refused("external data, too short", external("short.bin", NULL, NULL), dir, TS_ERR_FORMAT,
-            "holds 20 bytes, shorter than offset 0 + 24 bytes");
-    refused("external data, offset past it", external("w.bin", "100", NULL), dir, TS_ERR_FORMAT,
-            "shorter than offset 100 + 24 bytes");
-    refused("external data, wrong length", external("w.bin", NULL, "20"), dir, TS_ERR_FORMAT,
-            "external data length 20, but its dims need 24 bytes");
-    refused("external data, bad offset", external("w.bin", "-8", NULL), dir, TS_ERR_FORMAT,
-            "external data offset '-8' is not a non-negative integer");
-    refused("external data, no location", external("", NULL, NULL), dir, TS_ERR_FORMAT,
-            "external data without a location");
-    refused("external data, a folder", external("folder", NULL, NULL), dir, TS_ERR_FORMAT,
-            "is not a regular file");
-    /* a FIFO would block the loader in open() until a writer came */
-    refused("external data, a FIFO", external("fifo", NULL, NULL), dir, TS_ERR_FORMAT,
-            "is not a regular file");
-    /* from a file: the model's folder is where the external data is looked up */
-    size_t len;
-    const uint8_t *buf = pack(external("w.bin", NULL, NULL), &len);
-    write_file("model.onnx", buf, len);
-    ts_module *m = ts_onnx_load(in_dir("model.onnx"), (ts_onnx_opts){0});
-    CHECK(m && runs_right(m));
-    CHECK_OK();
-    ts_module_free(m);
-    arena_free();
-    CHECK(!ts_onnx_load(in_dir("absent.onnx"), (ts_onnx_opts){0}));
-    CHECK_ERR_HAS(TS_ERR_IO, "absent.onnx");
-    CHECK(!ts_onnx_load(in_dir("folder"), (ts_onnx_opts){0}));
-    CHECK_ERR_HAS(TS_ERR_IO, "is not a regular file");
-    const char *files[] = {"w.bin", "w_at8.bin", "short.bin", "fifo", "model.onnx"};
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) unlink(in_dir(files[i]));
-    rmdir(in_dir("folder"));
-}
-
 /* ------------------------------------------------------------------ buffers that are no model */
 static void test_buffers(void) {
     CHECK(!ts_onnx_load_buffer(NULL, 10, NULL, (ts_onnx_opts){0}));
@@ -495,324 +329,16 @@ static void test_run_checks(void) {
     arena_free();
 }
 
-/* ------------------------------------------------------------------ TensorProtos */
-static void parse_refused(const char *what, const Onnx__TensorProto *t, ts_status code,
-                          const char *frag) {
-    size_t len = onnx__tensor_proto__get_packed_size(t);
-    uint8_t *buf = get(len);
-    onnx__tensor_proto__pack(t, buf);
-    char *name = (char *)"unset";
-    ts_tensor *x = ts_onnx_tensor_parse(buf, len, ts_cpu(), &name);
-    ts_status got = ts_error();
-    bool ok = !x && !name && got == code && strstr(ts_error_message(), frag);
-    ts_test_record(ok);
-    if (!ok)
-        ts_test_failf(__FILE__, __LINE__, "%s: expected %s with \"%s\", got %s: \"%s\"", what,
-                      ts_status_string(code), frag, ts_status_string(got), ts_error_message());
-    else
-        printf("  %-30s %s\n", what, ts_error_message());
-    ts_release(x);
-    ts_error_clear();
-    arena_free();
-}
-
-static void test_tensor_protos(void) {
-    /* a good one: name and values */
-    Onnx__TensorProto *t = tensor("good", FLOAT, 2, d23, w_vals, sizeof w_vals);
-    size_t len = onnx__tensor_proto__get_packed_size(t);
-    uint8_t *buf = get(len);
-    onnx__tensor_proto__pack(t, buf);
-    char *name = NULL;
-    ts_tensor *x = ts_onnx_tensor_parse(buf, len, ts_sim(0), &name);
-    float got[6] = {0};
-    ts_scope_begin();
-    CHECK(x && name && !strcmp(name, "good") && ts_device_of(x).type == TS_SIM &&
-          ts_copy_to_host(ts_to(x, ts_cpu()), got, sizeof got) == TS_OK &&
-          !memcmp(got, w_vals, sizeof got));
-    ts_scope_end();
-    free(name);
-    ts_release(x);
-    CHECK_OK();
-    /* every prefix: a tensor or a clean refusal */
-    int bad = 0;
-    for (size_t n = 0; n < len; n++) {
-        uint8_t *copy = malloc(n ? n : 1);
-        memcpy(copy, buf, n);
-        x = ts_onnx_tensor_parse(copy, n, ts_cpu(), NULL);
-        if (!x && ts_error() != TS_ERR_FORMAT) bad++;
-        ts_release(x);
-        ts_error_clear();
-        free(copy);
-    }
-    CHECK_EQ(bad, 0);
-    arena_free();
-    /* bools from int32_data are 0 or 1 */
-    t = tensor("b", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 1, (int64_t[]){3}, NULL, 0);
-    t->n_int32_data = 3;
-    t->int32_data = get(3 * sizeof(int32_t));
-    t->int32_data[1] = 2;
-    t->int32_data[2] = -1;
-    buf = get(len = onnx__tensor_proto__get_packed_size(t));
-    onnx__tensor_proto__pack(t, buf);
-    x = ts_onnx_tensor_parse(buf, len, ts_cpu(), NULL);
-    uint8_t b[3] = {9, 9, 9};
-    CHECK(x && ts_dtype_of(x) == TS_BOOL && ts_copy_to_host(x, b, 3) == TS_OK && b[0] == 0 &&
-          b[1] == 1 && b[2] == 1);
-    ts_release(x);
-    CHECK_OK();
-    arena_free();
-    /* an empty tensor needs no data */
-    t = tensor("e", FLOAT, 2, (int64_t[]){0, 3}, NULL, 0);
-    buf = get(len = onnx__tensor_proto__get_packed_size(t));
-    onnx__tensor_proto__pack(t, buf);
-    x = ts_onnx_tensor_parse(buf, len, ts_cpu(), NULL);
-    CHECK(x && ts_numel(x) == 0 && ts_size(x, 1) == 3);
-    ts_release(x);
-    CHECK_OK();
-    arena_free();
-
-    CHECK(!ts_onnx_tensor_parse(NULL, 4, ts_cpu(), NULL));
-    CHECK_ERR_HAS(TS_ERR_ARG, "data is NULL");
-    static const char junk[] = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01";
-    CHECK(!ts_onnx_tensor_parse(junk, sizeof junk - 1, ts_cpu(), NULL));
-    CHECK_ERR_HAS(TS_ERR_FORMAT, "not a valid TensorProto");
-    parse_refused("no data", tensor("s", FLOAT, 0, NULL, NULL, 0), TS_ERR_FORMAT,
-                  "tensor 's' (FLOAT []): no data holds 0 bytes, its dims need 4");
-    parse_refused("raw_data too short", tensor("t", FLOAT, 2, d23, w_vals, 23), TS_ERR_FORMAT,
-                  "raw_data holds 23 bytes, its dims need 24");
-    parse_refused("undefined type", tensor("t", 0, 2, d23, w_vals, 24), TS_ERR_FORMAT,
-                  "element type UNDEFINED");
-    parse_refused(
-        "complex128",
-        tensor("t", ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128, 1, (int64_t[]){3}, w_vals, 24),
-        TS_ERR_UNSUPPORTED, "element type COMPLEX128, which Tessera lacks");
-    parse_refused("a type past the enum", tensor("t", 99, 1, (int64_t[]){3}, w_vals, 24),
-                  TS_ERR_UNSUPPORTED, "element type an unknown type");
-    parse_refused("dims past int64",
-                  tensor("t", INT64, 2, (int64_t[]){INT64_MAX, INT64_MAX}, w_vals, 24),
-                  TS_ERR_FORMAT, "the product of its dims overflows");
-    parse_refused("a negative dim", tensor("t", FLOAT, 1, (int64_t[]){-1}, w_vals, 24),
-                  TS_ERR_FORMAT, "has dim 0 = -1");
-    parse_refused("rank 9",
-                  tensor("t", FLOAT, 9, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1}, w_vals, 4),
-                  TS_ERR_UNSUPPORTED, "rank 9");
-    t = tensor("t", INT64, 1, (int64_t[]){3}, NULL, 0);
-    t->n_float_data = 3;
-    t->float_data = get(3 * sizeof(float));
-    parse_refused("int64 in float_data", t, TS_ERR_FORMAT,
-                  "of type INT64 stores its values in float_data");
-    t = tensor("t", FLOAT, 1, (int64_t[]){3}, NULL, 0);
-    t->n_float_data = 2;
-    t->float_data = get(2 * sizeof(float));
-    parse_refused("float_data too short", t, TS_ERR_FORMAT,
-                  "float_data holds 8 bytes, its dims need 12");
-    t = tensor("t", FLOAT, 1, (int64_t[]){3}, NULL, 0);
-    t->has_data_location = 1;
-    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    parse_refused("external data", t, TS_ERR_FORMAT, "external data without a location");
-    t = tensor("t", FLOAT, 1, (int64_t[]){3}, w_vals, 12);
-    t->segment = get(sizeof *t->segment);
-    onnx__tensor_proto__segment__init(t->segment);
-    parse_refused("segmented", t, TS_ERR_UNSUPPORTED, "tensor 't' is segmented");
-}
-
-/* ------------------------------------------------------------------ allocation-failure sweeps
- * x [1, 2, 4, 4] -> Conv (3 filters, 3x3, pad 1) + bias -> Relu -> Reshape to [1, -1] by a shape
- * computed from a Constant and an integer initializer (folded at load) -> If (a Constant true:
- * then Neg, else Identity) -> y. Parts whose operator Tessera lacks yet are left out. */
-static uint8_t *sweep_model;
-static size_t sweep_len;
-static float sweep_ref[64];
-static int64_t sweep_n;
-
-static bool have(const char *op) { return tso_find_op(op, OPSET, NULL) != NULL; }
-
-static void build_sweep_model(void) {
-    static const int64_t dx[] = {1, 2, 4, 4}, dw[] = {3, 2, 3, 3}, d3[] = {3}, d2[] = {2};
-    float wv[54], bv[3] = {0.5f, -0.25f, 0.125f};
-    for (int i = 0; i < 54; i++) wv[i] = (float)((i * 7) % 11 - 5) / 8;
-    Onnx__GraphProto *g = graph();
-    add_input(g, "x", tensor_type(FLOAT, 4, dx));
-    const char *cur = "x";
-    char parts[128] = "";
-    if (have("Conv")) {
-        add_init(g, tensor("conv.weight", FLOAT, 4, dw, wv, sizeof wv));
-        add_init(g, tensor("conv.bias", FLOAT, 1, d3, bv, sizeof bv));
-        Onnx__NodeProto *n = node(g, "Conv", "conv", "x,conv.weight,conv.bias", "c");
-        attr_ints(n, "pads", 4, (const int64_t[]){1, 1, 1, 1});
-        attr_ints(n, "kernel_shape", 2, (const int64_t[]){3, 3});
-        cur = "c";
-        strcat(parts, " Conv");
-    }
-    node(g, "Relu", "relu", cur, "r");
-    cur = "r";
-    if (have("Reshape")) {
-        Onnx__NodeProto *k = node(g, "Constant", "shape0", "", "shape0");
-        attr(k, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t =
-            tensor(NULL, INT64, 1, d2, (const int64_t[]){1, -1}, 16);
-        add_init(g, tensor("one", INT64, 1, (const int64_t[]){1}, (const int64_t[]){1}, 8));
-        node(g, "Mul", "shape1", "shape0,one", "shape1");
-        node(g, "Reshape", "flat", "r,shape1", "flat");
-        cur = "flat";
-        strcat(parts, " Reshape(folded shape)");
-    }
-    if (have("If")) {
-        Onnx__NodeProto *k = node(g, "Constant", "cond", "", "cond");
-        attr(k, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t =
-            tensor(NULL, ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL, (const uint8_t[]){1}, 1);
-        Onnx__GraphProto *then = graph(), *other = graph();
-        node(then, "Neg", "neg", cur, "t_out");
-        add_output(then, "t_out", NULL);
-        node(other, "Identity", "id", cur, "e_out");
-        add_output(other, "e_out", NULL);
-        Onnx__NodeProto *n = node(g, "If", "if", "cond", "y");
-        attr_graph(n, "then_branch", then);
-        attr_graph(n, "else_branch", other);
-        strcat(parts, " If");
-    } else {
-        node(g, "Identity", "out", cur, "y");
-    }
-    add_output(g, "y", NULL);
-    const uint8_t *buf = pack(model(g, OPSET), &sweep_len);
-    sweep_model = malloc(sweep_len);
-    memcpy(sweep_model, buf, sweep_len);
-    arena_free();
-    printf("sweep model (%zu bytes): Relu%s%s\n", sweep_len, parts,
-           have("If") ? "" : " (If not implemented yet: left out)");
-}
-
-static ts_tensor *sweep_input(void) {
-    ts_manual_seed(7);
-    return ts_randn(TS_SHAPE(1, 2, 4, 4), (ts_opts){0});
-}
-
-/* Runs m on x, the output's values into out (at most 64); false on error. */
-static bool sweep_run_model(ts_module *m, ts_tensor *x, float *out, int64_t *n) {
-    ts_scope_begin();
-    ts_tensor *y = NULL;
-    bool ok = ts_onnx_run(m, 1, &x, 1, &y) == TS_OK && ts_numel(y) <= 64 &&
-              ts_copy_to_host(ts_contiguous(y), out, (size_t)ts_numel(y) * sizeof *out) == TS_OK;
-    if (ok) *n = ts_numel(y);
-    ts_scope_end();
-    return ok && !ts_error();
-}
-
-/* within float32 rounding: a failed allocation may send the Conv down another kernel (the direct
- * kernel's packing absorbed by the GEMM path), which sums in another order */
-static void check_matches(const float *got, int64_t n) {
-    bool same = n == sweep_n;
-    for (int64_t i = 0; same && i < n; i++)
-        same = fabsf(got[i] - sweep_ref[i]) <= 1e-5f * (1 + fabsf(sweep_ref[i]));
-    CHECK(same);
-}
-
-typedef struct sweep_st {
-    ts_module *m;
-    ts_tensor *x;
-    float out[64];
-    int64_t n;
-} sweep_st;
-
-static void *sweep_setup_load(void) {
-    sweep_st *s = calloc(1, sizeof *s);
-    s->x = sweep_input();
-    return s;
-}
-
-static bool sweep_load(void *p) {
-    sweep_st *s = p;
-    s->m = ts_onnx_load_buffer(sweep_model, sweep_len, NULL, (ts_onnx_opts){0});
-    return s->m && !ts_error();
-}
-
-static void sweep_check_load(void *p, bool ok) {
-    sweep_st *s = p;
-    if (!ok) return;
-    /* the model loaded after a failure computes what a clean load does */
-    CHECK(sweep_run_model(s->m, s->x, s->out, &s->n));
-    check_matches(s->out, s->n);
-}
-
-static void *sweep_setup_run(void) {
-    sweep_st *s = calloc(1, sizeof *s);
-    s->x = sweep_input();
-    s->m = ts_onnx_load_buffer(sweep_model, sweep_len, NULL, (ts_onnx_opts){0});
-    if (!s->m) {
-        ts_release(s->x);
-        free(s);
-        return NULL;
-    }
-    return s;
-}
-
-static bool sweep_run(void *p) {
-    sweep_st *s = p;
-    return sweep_run_model(s->m, s->x, s->out, &s->n);
-}
-
-static void sweep_check_run(void *p, bool ok) {
-    sweep_st *s = p;
-    if (ok) check_matches(s->out, s->n);
-}
-
-static void sweep_teardown(void *p) {
-    sweep_st *s = p;
-    ts_module_free(s->m);
-    ts_release(s->x);
-    free(s);
-}
-
-static void test_sweeps(void) {
-    build_sweep_model();
-    sweep_st *ref = sweep_setup_run();
-    CHECK(ref && sweep_run(ref));
-    if (!ref) return;
-    /* the shape chain (Constant, Mul) was computed at load: neither is left to run */
-    const tso_graph *g = ((tso_model *)ref->m)->graph;
-    for (int k = 0; k < g->n_nodes; k++)
-        CHECK(strcmp(g->nodes[k].op_type, "Mul") && strcmp(g->nodes[k].op_type, "Constant"));
-    memcpy(sweep_ref, ref->out, sizeof sweep_ref);
-    sweep_n = ref->n;
-    sweep_teardown(ref);
-    CHECK_OK();
-    const ts_sweep_case cases[] = {
-        {.name = "onnx_load",
-         .setup = sweep_setup_load,
-         .run = sweep_load,
-         .teardown = sweep_teardown,
-         .check = sweep_check_load},
-        {.name = "onnx_run",
-         .setup = sweep_setup_run,
-         .run = sweep_run,
-         .teardown = sweep_teardown,
-         .check = sweep_check_run},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        ts_sweep_stats st = ts_fault_sweep(&cases[i], 20000);
-        CHECK(st.allocations > 0);
-        CHECK_EQ(st.errors, st.oom); /* every failure is TS_ERR_OOM */
-    }
-    free(sweep_model);
-}
-
 int main(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/tessera_onnx_load_XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(dir)) return ts_test_skip("cannot make a temporary folder");
     printf("refused as they should be:\n");
     test_graphs();
     test_initializers();
     test_nesting();
     test_subgraph_order();
-    test_external();
     test_buffers();
     test_run_checks();
-    printf("TensorProtos refused:\n");
-    test_tensor_protos();
     damaged("truncated", true);
     damaged("bytes overwritten", false);
-    test_sweeps();
-    rmdir(dir);
     arena_free();
     arena_release();
     return ts_test_finish();

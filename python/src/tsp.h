@@ -34,7 +34,8 @@ ts_tensor *tsp_tensor_of(PyObject *o);
 ts_tensor *tsp_tensor_arg(PyObject *o, const char *fn, const char *arg);
 
 /* Tensor slots whose bodies live in other files (tensor.c's type points at them):
- * tensor_index.c — t[key] and t[key] = v (basic and advanced indexing, read and write) */
+ * tensor_index.c — t[key] and t[key] = v (basic and advanced indexing, read and write; the key
+ * parsed and planned by tensor_index_plan.c) */
 PyObject *tsp_tensor_getitem(PyObject *self, PyObject *key);
 int tsp_tensor_setitem(PyObject *self, PyObject *key, PyObject *value);
 /* dlpack.c — the methods __dlpack__(stream=None, ...), __dlpack_device__(), numpy() */

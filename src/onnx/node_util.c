@@ -9,8 +9,9 @@
 
 /* ------------------------------------------------------------------ the operator table */
 static const tso_op_def *const families[] = {
-    tso_ops_elementwise, tso_ops_shape,  tso_ops_nn,    tso_ops_reduce, tso_ops_index, tso_ops_misc,
-    tso_ops_extra,       tso_ops_signal, tso_ops_quant, tso_ops_seq,    tso_ops_text};
+    tso_ops_elementwise, tso_ops_shape,  tso_ops_nn,     tso_ops_reduce,      tso_ops_index,
+    tso_ops_misc,        tso_ops_extra,  tso_ops_window, tso_ops_grid_sample, tso_ops_detect,
+    tso_ops_quantize,    tso_ops_signal, tso_ops_quant,  tso_ops_seq,         tso_ops_text};
 static const tso_op_def *const training_families[] = {tso_ops_train};
 
 /* the newest row for op_type with since <= version among count families */
@@ -176,6 +177,12 @@ int tso_read_ints(const tso_node *n, ts_tensor *t, int64_t *v, int max, const ch
         return -1;
     }
     return (int)count;
+}
+
+bool tso_read_int(const tso_node *n, ts_tensor *t, int64_t *v, const char *what) {
+    int count = tso_read_ints(n, t, v, 1, what);
+    if (count < 0) return false;
+    return count == 1 || tso_fail(n, TS_ERR_ARG, "%s must be one integer", what);
 }
 
 bool tso_read_scalar(const tso_node *n, ts_tensor *t, double *v, const char *what) {

@@ -113,11 +113,15 @@ extern const tso_op_def tso_ops_nn[];
 extern const tso_op_def tso_ops_reduce[];
 extern const tso_op_def tso_ops_index[];
 extern const tso_op_def tso_ops_misc[];
-extern const tso_op_def tso_ops_extra[];
-extern const tso_op_def tso_ops_seq[];    /* sequences and optionals (ops_seq.c) */
-extern const tso_op_def tso_ops_signal[]; /* DFT, STFT */
-extern const tso_op_def tso_ops_quant[];  /* ConvInteger, MatMulInteger, QLinearConv, ... */
-extern const tso_op_def tso_ops_text[];   /* TfIdfVectorizer */
+extern const tso_op_def tso_ops_extra[];       /* MaxUnpool, Det */
+extern const tso_op_def tso_ops_window[];      /* Hann/Hamming/BlackmanWindow, MelWeightMatrix */
+extern const tso_op_def tso_ops_grid_sample[]; /* GridSample */
+extern const tso_op_def tso_ops_detect[];      /* NonMaxSuppression, RoiAlign */
+extern const tso_op_def tso_ops_quantize[];    /* (Dynamic)QuantizeLinear, DequantizeLinear */
+extern const tso_op_def tso_ops_seq[];         /* sequences and optionals (ops_seq.c) */
+extern const tso_op_def tso_ops_signal[];      /* DFT, STFT */
+extern const tso_op_def tso_ops_quant[];       /* ConvInteger, MatMulInteger, QLinearConv, ... */
+extern const tso_op_def tso_ops_text[];        /* TfIdfVectorizer */
 /* The ai.onnx.preview.training domain (Momentum, Adam, Adagrad, Gradient), looked up apart from
  * the default domain's families: its operators have that domain's own versions. */
 #define TSO_DOMAIN_TRAINING      "ai.onnx.preview.training"
@@ -157,6 +161,8 @@ int64_t tso_max_node_elements(void);
 /* The integer values of a small integer tensor (any device, i64/i32/...) into v[0..max-1];
  * returns the count, -1 on error (named after the node). */
 int tso_read_ints(const tso_node *n, ts_tensor *t, int64_t *v, int max, const char *what);
+/* one integer of a one-element tensor (any device); false with the error naming the node */
+bool tso_read_int(const tso_node *n, ts_tensor *t, int64_t *v, const char *what);
 /* the same for a one-element tensor as a double */
 bool tso_read_scalar(const tso_node *n, ts_tensor *t, double *v, const char *what);
 /* axis in [-rank, rank) (inclusive: [-rank, rank], Unsqueeze's and Concat-like ranges) as a

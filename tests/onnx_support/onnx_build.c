@@ -1,6 +1,7 @@
 /* onnx_build.c — ModelProtos built in memory with the generated protobuf-c code, for the ONNX
- * tests (test_onnx_load, test_onnx_refusals, test_onnx_describe): everything a case builds comes
- * from an arena, freed after the case (arena_free) and at the end (arena_release). */
+ * tests (the loader's, test_onnx_refusals, test_onnx_describe, test_onnx_node_cap, and the
+ * transformer tests through xformer_util.c): everything a case builds comes from an arena, freed
+ * after the case (arena_free) and at the end (arena_release). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -8,7 +8,7 @@
 #include "onnx.pb-c.h"
 
 /* Each repeated field a builder fills holds at most this many entries. */
-enum { CAP = 32 };
+enum { CAP = 64 };
 
 /* Zeroed memory from the arena; arena_free frees what a case built, arena_release also the
  * arena's table (at the end of the test). */
