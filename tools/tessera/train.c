@@ -43,7 +43,6 @@ typedef struct trainer {
     ts_tensor *gx, *gy;
     int64_t graph_warm;
     bool graph_off;    /* the capture failed or cannot serve this run: eager from here on */
-    double graph_lr;   /* the learning rate the graph recorded */
     tcli_progress *pg; /* the epoch's progress, for --graph's lines */
 } trainer;
 
@@ -123,11 +122,6 @@ static void train_batch(trainer *t, ts_batch *b, cycle c) {
  * the optimizer's state, the grad scaler's scale and the lazily made buffers exist by then, and a
  * capture never takes a parameter's first momentum step. */
 enum { GRAPH_WARMUP = 3 };
-/* Whether a replay reads the learning rate from the device, so that a schedule may change it
- * between replays. 0 until the capturable optimizer (device-side lr and step counts) is in: the
- * graph keeps the rate it recorded, so the trainer captures only once the rate stays fixed
- * (--schedule constant, after --warmup) and never replays over a rate that changed. */
-#define GRAPH_LR_ON_DEVICE 0
 
 static bool same_shape(ts_tensor *a, ts_tensor *b) {
     ts_shape x = ts_shape_of(a), y = ts_shape_of(b);
@@ -181,7 +175,6 @@ static bool graph_capture(trainer *t, const ts_batch *b, cycle c) {
     }
     if (st == TS_OK) {
         ts_tensor_list_free(&osd);
-        t->graph_lr = ts_optim_get_lr(t->opt, 0);
         tcli_progress_note(t->pg,
                            "--graph: the training step is captured on %s (%lld kernels) and "
                            "replayed for each batch of %lld from step %lld",
@@ -208,29 +201,13 @@ static bool graph_capture(trainer *t, const ts_batch *b, cycle c) {
 static bool graph_batch(trainer *t, ts_batch *b, cycle c) {
     if (!t->o->graph || t->graph_off) return false;
     if (!t->graph) {
-        const bool lr_fixed = strcmp(t->o->schedule, "cosine") && t->step >= t->o->warmup;
-        if (!GRAPH_LR_ON_DEVICE && !strcmp(t->o->schedule, "cosine")) {
-            tcli_progress_note(t->pg, "--graph: the learning rate follows --schedule cosine, and a "
-                                      "replay would keep the rate the capture recorded (rates "
-                                      "read on the device: not in this build); training eagerly "
-                                      "(--schedule constant captures)");
-            t->graph_off = true;
-            return false;
-        }
-        if (t->graph_warm < GRAPH_WARMUP || ts_size(b->x, 0) != t->o->batch_size ||
-            (!GRAPH_LR_ON_DEVICE && !lr_fixed)) {
+        /* the schedule sets the rate between steps; the replays read it on the device */
+        if (t->graph_warm < GRAPH_WARMUP || ts_size(b->x, 0) != t->o->batch_size) {
             t->graph_warm++;
             return false;
         }
         if (!graph_capture(t, b, c)) return false;
     } else if (!same_shape(b->x, t->gx) || !same_shape(b->y, t->gy)) {
-        return false;
-    } else if (!GRAPH_LR_ON_DEVICE && ts_optim_get_lr(t->opt, 0) != t->graph_lr) {
-        tcli_progress_note(t->pg,
-                           "--graph: the learning rate changed from %g to %g, and a replay would "
-                           "keep the one the capture recorded; training on eagerly",
-                           t->graph_lr, ts_optim_get_lr(t->opt, 0));
-        graph_drop(t);
         return false;
     }
     graph_replay(t, b);
