@@ -198,8 +198,7 @@ ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped) {
                              "parameters has a gradient)",
                              op);
     /* captured: *stepped stays false, the replays decide on the device */
-    for (int i = 0; i < opt->n_params; i++)
-        if (tsi_capturing_on(tsi_device(opt->params[i].p))) return captured_step(op, opt, st);
+    if (tsi_optim_capturing(opt, 0, opt->n_params)) return captured_step(op, opt, st);
     /* the one synchronisation of the iteration: the host decides whether to step */
     double any = 0;
     for (int k = 0; k < st->n_found; k++) any += ts_item(st->found_inf[k]);

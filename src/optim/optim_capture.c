@@ -58,14 +58,17 @@ bool tsi_optim_scalars_prepare(const char *op, ts_optim *o, const ts_optim_hpara
     return t != NULL;
 }
 
+bool tsi_optim_capturing(const ts_optim *o, int first, int n) {
+    for (int i = first; i < first + n; i++)
+        if (tsi_capturing_on(tsi_device(o->params[i].p))) return true;
+    return false;
+}
+
 bool tsi_optim_refuse_capturing(const char *op, const ts_optim *o, int first, int n,
                                 const char *what) {
-    for (int i = first; i < first + n; i++)
-        if (tsi_capturing_on(tsi_device(o->params[i].p))) {
-            tsi_capture_refuse(op, what);
-            return true;
-        }
-    return false;
+    if (!tsi_optim_capturing(o, first, n)) return false;
+    tsi_capture_refuse(op, what);
+    return true;
 }
 
 ts_status tsi_optim_group_changed(const char *op, ts_optim *o, int group) {

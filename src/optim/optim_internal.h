@@ -76,6 +76,8 @@ bool tsi_optim_wants_scalars(const ts_optim *o, ts_device dev);
  * count; false with the error recorded. */
 bool tsi_optim_scalars_prepare(const char *op, ts_optim *o, const ts_optim_hparams *h,
                                tsi_optim_param *pp);
+/* Whether this thread captures on the device of one of parameters [first, first + n). */
+bool tsi_optim_capturing(const ts_optim *o, int first, int n);
 /* True (and the capture broken with "<op>: <what> while capturing...") when this thread captures
  * on the device of one of parameters [first, first + n). */
 bool tsi_optim_refuse_capturing(const char *op, const ts_optim *o, int first, int n,

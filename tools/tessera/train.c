@@ -152,9 +152,10 @@ static void graph_replay(trainer *t, const ts_batch *b) {
 /* Captures train_batch over a static copy of b's shapes: true when it holds the step (not run
  * yet: the caller replays it for b). A capture records kernels without running them, so a failed
  * one trained nothing, but it did change some host state as if its kernels had run: an optimizer
- * step it recorded (or was refused) still counted Adam's steps, a refused draw advanced the
- * generator, the grad scaler moved to the next stage. Those are put back, the failure is printed
- * once and cleared, and false says b (and every batch after it) trains eagerly. */
+ * step it recorded marked its parameters' state as made and stepped (state only a replay would
+ * fill), the grad scaler moved to the next stage, and draws made on another device advanced the
+ * generator. Those are put back, the failure is printed once and cleared, and false says b (and
+ * every batch after it) trains eagerly. */
 static bool graph_capture(trainer *t, const ts_batch *b, cycle c) {
     const ts_rng_state rng = ts_rng_get_state();
     ts_tensor_list osd = ts_optim_state_dict(t->opt); /* snapshots of the state, not references */

@@ -6,6 +6,7 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/vec_kernels.h"
+#include "backend/scalar_int.h"
 
 /* floats per chunk of the f16 / bf16 and strided vectorised paths (three of them on the stack) */
 #define BIN_CHUNK 256
@@ -258,13 +259,14 @@ static void binary_vec_bwd(const bin_ctx *ctx, char *const *p, const int64_t *s,
     }                                                                                              \
     TS_CPU_SEG_VARIANTS(scalar_##TAG)
 
-#define DEFINE_INT(TAG)                                                                            \
+/* integer dtypes compute in CT: int64_t, or uint64_t for uint64 (CASES: INT_CASES, U64_CASES) */
+#define DEFINE_INTEGER(TAG, CT_, CASES)                                                            \
     TS_CPU_BODY void binary_##TAG##_body(void *vctx, char *const *p, const int64_t *s,             \
                                          int64_t n) {                                              \
         typedef ts_cpu_t_##TAG T;                                                                  \
-        typedef int64_t CT;                                                                        \
+        typedef CT_ CT;                                                                            \
         switch (((const bin_ctx *)vctx)->op) {                                                     \
-            INT_CASES(BIN_LOOP)                                                                    \
+            CASES(BIN_LOOP)                                                                        \
         default:                                                                                   \
             break;                                                                                 \
         }                                                                                          \
@@ -272,39 +274,17 @@ static void binary_vec_bwd(const bin_ctx *ctx, char *const *p, const int64_t *s,
     TS_CPU_SEG_VARIANTS(binary_##TAG)                                                              \
     static void scalar_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
         typedef ts_cpu_t_##TAG T;                                                                  \
-        typedef int64_t CT;                                                                        \
-        const bin_ctx *ctx = (const bin_ctx *)vctx;                                                \
-        const CT bval = ctx->si;                                                                   \
-        switch (ctx->op) {                                                                         \
-            INT_CASES(SCALAR_LOOP)                                                                 \
-        default:                                                                                   \
-            break;                                                                                 \
-        }                                                                                          \
-    }
-
-#define DEFINE_U64(TAG)                                                                            \
-    TS_CPU_BODY void binary_##TAG##_body(void *vctx, char *const *p, const int64_t *s,             \
-                                         int64_t n) {                                              \
-        typedef ts_cpu_t_##TAG T;                                                                  \
-        typedef uint64_t CT;                                                                       \
-        switch (((const bin_ctx *)vctx)->op) {                                                     \
-            U64_CASES(BIN_LOOP)                                                                    \
-        default:                                                                                   \
-            break;                                                                                 \
-        }                                                                                          \
-    }                                                                                              \
-    TS_CPU_SEG_VARIANTS(binary_##TAG)                                                              \
-    static void scalar_##TAG(void *vctx, char *const *p, const int64_t *s, int64_t n) {            \
-        typedef ts_cpu_t_##TAG T;                                                                  \
-        typedef uint64_t CT;                                                                       \
+        typedef CT_ CT;                                                                            \
         const bin_ctx *ctx = (const bin_ctx *)vctx;                                                \
         const CT bval = (CT)ctx->si;                                                               \
         switch (ctx->op) {                                                                         \
-            U64_CASES(SCALAR_LOOP)                                                                 \
+            CASES(SCALAR_LOOP)                                                                     \
         default:                                                                                   \
             break;                                                                                 \
         }                                                                                          \
     }
+#define DEFINE_INT(TAG) DEFINE_INTEGER(TAG, int64_t, INT_CASES)
+#define DEFINE_U64(TAG) DEFINE_INTEGER(TAG, uint64_t, U64_CASES)
 
 /* clang-format on */
 #define LD ID
@@ -391,31 +371,6 @@ void ts_cpu_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kv
     ts_cpu_iter_run(&it, binary_fns[a->dtype - TS_F32], &ctx);
 }
 
-/* The scalar in the tensor's integer dtype (PyTorch casts a wrapped scalar to the common dtype). */
-static int64_t scalar_as_int(ts_dtype dt, double s) {
-    int64_t v = ts_d2i64(s);
-    switch (dt) {
-    case TS_I32:
-        return (int32_t)v;
-    case TS_U8:
-        return (uint8_t)v;
-    case TS_I8:
-        return (int8_t)v;
-    case TS_I16:
-        return (int16_t)v;
-    case TS_U16:
-        return (uint16_t)v;
-    case TS_U32:
-        return (uint32_t)v;
-    case TS_U64: /* the bits of the uint64 value (through int64 for a negative one) */
-        return (int64_t)ts_d2u64(s);
-    case TS_BOOL:
-        return s != 0;
-    default:
-        return v;
-    }
-}
-
 void ts_cpu_binary_scalar(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
                           const ts_kview *a, double s) {
     (void)be;
@@ -430,7 +385,7 @@ void ts_cpu_binary_scalar(const ts_backend *be, int index, ts_binary_op op, cons
     if (a->dtype == TS_F16) ctx.sf_cmp = ts_f16_to_f32(ts_f32_to_f16((float)s));
     if (a->dtype == TS_BF16) ctx.sf_cmp = ts_bf16_to_f32(ts_f32_to_bf16((float)s));
     if (!(a->dtype == TS_F32 || a->dtype == TS_F64 || a->dtype == TS_F16 || a->dtype == TS_BF16))
-        ctx.si = scalar_as_int(a->dtype, s);
+        ctx.si = ts_scalar_as_int(a->dtype, s);
     if (op == TS_B_POW) {
         ctx.pow_kind = s == 0.5    ? POW_SQRT
                        : s == 1.0  ? POW_ONE

@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_binary_ops.cuh"
 #include "backend/cuda/cuda_elementwise.h"
 #include "backend/cuda/cuda_iter.cuh"
+#include "backend/scalar_int.h"
 
 enum { POW_GENERIC, POW_SQRT, POW_SQUARE, POW_CUBE, POW_RSQRT, POW_RECIP, POW_RECIP_SQUARE };
 
@@ -101,40 +102,13 @@ template <typename T> struct ScalarCompareF {
     TS_HD void one(char *const *p) const { *(tsc_b8 *)p[0] = apply(*(const T *)p[1]); }
 };
 
-/* clang-format off */
-/* kern_binary.c's scalar_as_int: the scalar in the tensor's integer dtype */
-static int64_t scalar_as_int(ts_dtype dt, double s) {
-    int64_t v = ts_d2i64(s);
-    switch (dt) {
-    case TS_I32:
-        return (int32_t)v;
-    case TS_U8:
-        return (uint8_t)v;
-    case TS_I8:
-        return (int8_t)v;
-    case TS_I16:
-        return (int16_t)v;
-    case TS_U16:
-        return (uint16_t)v;
-    case TS_U32:
-        return (uint32_t)v;
-    case TS_U64:
-        return (int64_t)ts_d2u64(s);
-    case TS_BOOL:
-        return s != 0;
-    default:
-        return v;
-    }
-}
-
-/* clang-format on */
 void tsc_binary_scalar(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
                        const ts_kview *a, double s) {
     if (!tsc_set_device(index)) return;
     tsc_scalar_params p = {(int)op, POW_GENERIC, s, (float)s, (float)s, 0};
     if (a->dtype == TS_F16) p.sf_cmp = ts_f16_to_f32(ts_f32_to_f16((float)s));
     if (a->dtype == TS_BF16) p.sf_cmp = ts_bf16_to_f32(ts_f32_to_bf16((float)s));
-    p.si = scalar_as_int(a->dtype, s);
+    p.si = ts_scalar_as_int(a->dtype, s);
     if (op == TS_B_POW)
         p.pow_kind = s == 0.5    ? POW_SQRT
                      : s == 2.0  ? POW_SQUARE

@@ -70,51 +70,28 @@ template <> struct tsc_to<tsc_bf16> {
     TS_HD static tsc_bf16 from(double x) { return {ts_f32_to_bf16((float)x)}; }
     TS_HD static tsc_bf16 from(int64_t x) { return {ts_f32_to_bf16((float)x)}; }
 };
-template <> struct tsc_to<int64_t> {
-    TS_HD static int64_t from(float x) { return ts_d2i64((double)x); }
-    TS_HD static int64_t from(double x) { return ts_d2i64(x); }
-    TS_HD static int64_t from(int64_t x) { return x; }
-};
-template <> struct tsc_to<int32_t> {
-    TS_HD static int32_t from(float x) { return ts_d2i32((double)x); }
-    TS_HD static int32_t from(double x) { return ts_d2i32(x); }
-    TS_HD static int32_t from(int64_t x) { return (int32_t)x; }
-};
-template <> struct tsc_to<uint8_t> {
-    TS_HD static uint8_t from(float x) { return ts_d2u8((double)x); }
-    TS_HD static uint8_t from(double x) { return ts_d2u8(x); }
-    TS_HD static uint8_t from(int64_t x) { return (uint8_t)x; }
-};
+/* the integer dtypes: from float through kernel_math.h's conversion (x86's
+ * answers out of range), from int64 by C's wrapping cast */
+#define TSC_TO_INT(T, D2)                                                                          \
+    template <> struct tsc_to<T> {                                                                 \
+        TS_HD static T from(float x) { return D2((double)x); }                                     \
+        TS_HD static T from(double x) { return D2(x); }                                            \
+        TS_HD static T from(int64_t x) { return (T)x; }                                            \
+    };
+TSC_TO_INT(int64_t, ts_d2i64)
+TSC_TO_INT(int32_t, ts_d2i32)
+TSC_TO_INT(uint8_t, ts_d2u8)
+TSC_TO_INT(int8_t, ts_d2i8)
+TSC_TO_INT(int16_t, ts_d2i16)
+TSC_TO_INT(uint16_t, ts_d2u16)
+TSC_TO_INT(uint32_t, ts_d2u32)
+TSC_TO_INT(uint64_t, ts_d2u64)
+#undef TSC_TO_INT
+
 template <> struct tsc_to<tsc_b8> {
     TS_HD static tsc_b8 from(float x) { return {(uint8_t)(x != 0)}; }
     TS_HD static tsc_b8 from(double x) { return {(uint8_t)(x != 0)}; }
     TS_HD static tsc_b8 from(int64_t x) { return {(uint8_t)(x != 0)}; }
-};
-
-template <> struct tsc_to<int8_t> {
-    TS_HD static int8_t from(float x) { return ts_d2i8((double)x); }
-    TS_HD static int8_t from(double x) { return ts_d2i8(x); }
-    TS_HD static int8_t from(int64_t x) { return (int8_t)x; }
-};
-template <> struct tsc_to<int16_t> {
-    TS_HD static int16_t from(float x) { return ts_d2i16((double)x); }
-    TS_HD static int16_t from(double x) { return ts_d2i16(x); }
-    TS_HD static int16_t from(int64_t x) { return (int16_t)x; }
-};
-template <> struct tsc_to<uint16_t> {
-    TS_HD static uint16_t from(float x) { return ts_d2u16((double)x); }
-    TS_HD static uint16_t from(double x) { return ts_d2u16(x); }
-    TS_HD static uint16_t from(int64_t x) { return (uint16_t)x; }
-};
-template <> struct tsc_to<uint32_t> {
-    TS_HD static uint32_t from(float x) { return ts_d2u32((double)x); }
-    TS_HD static uint32_t from(double x) { return ts_d2u32(x); }
-    TS_HD static uint32_t from(int64_t x) { return (uint32_t)x; }
-};
-template <> struct tsc_to<uint64_t> {
-    TS_HD static uint64_t from(float x) { return ts_d2u64((double)x); }
-    TS_HD static uint64_t from(double x) { return ts_d2u64(x); }
-    TS_HD static uint64_t from(int64_t x) { return (uint64_t)x; }
 };
 
 template <typename D, typename C> TS_HD inline D tsc_st(C c) { return tsc_to<D>::from(c); }
