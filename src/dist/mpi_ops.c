@@ -8,28 +8,44 @@
 
 const char *tsd_reduce_op_name(ts_dist_reduce_op op) {
     switch (op) {
-    case TS_DIST_SUM: return "sum";
-    case TS_DIST_AVG: return "avg";
-    case TS_DIST_PRODUCT: return "product";
-    case TS_DIST_MIN: return "min";
-    case TS_DIST_MAX: return "max";
+    case TS_DIST_SUM:
+        return "sum";
+    case TS_DIST_AVG:
+        return "avg";
+    case TS_DIST_PRODUCT:
+        return "product";
+    case TS_DIST_MIN:
+        return "min";
+    case TS_DIST_MAX:
+        return "max";
     }
     return "?";
 }
 
 const char *tsd_kind_name(tsd_kind k) {
     switch (k) {
-    case TSD_ALL_REDUCE: return "all_reduce";
-    case TSD_BROADCAST: return "broadcast";
-    case TSD_REDUCE: return "reduce";
-    case TSD_ALL_GATHER: return "all_gather";
-    case TSD_REDUCE_SCATTER: return "reduce_scatter";
-    case TSD_SEND: return "send";
-    case TSD_RECV: return "recv";
-    case TSD_BARRIER: return "barrier";
-    case TSD_GATHER_BYTES: return "all_gather_bytes";
-    case TSD_NEW_GROUP: return "new_group";
-    case TSD_KIND_COUNT: break;
+    case TSD_ALL_REDUCE:
+        return "all_reduce";
+    case TSD_BROADCAST:
+        return "broadcast";
+    case TSD_REDUCE:
+        return "reduce";
+    case TSD_ALL_GATHER:
+        return "all_gather";
+    case TSD_REDUCE_SCATTER:
+        return "reduce_scatter";
+    case TSD_SEND:
+        return "send";
+    case TSD_RECV:
+        return "recv";
+    case TSD_BARRIER:
+        return "barrier";
+    case TSD_GATHER_BYTES:
+        return "all_gather_bytes";
+    case TSD_NEW_GROUP:
+        return "new_group";
+    case TSD_KIND_COUNT:
+        break;
     }
     return "?";
 }
@@ -87,20 +103,33 @@ void tsd_mpi_ops_free(void) {
 
 MPI_Datatype tsd_mpi_type(ts_dtype dt) {
     switch (dt) {
-    case TS_F32: return MPI_FLOAT;
-    case TS_F64: return MPI_DOUBLE;
+    case TS_F32:
+        return MPI_FLOAT;
+    case TS_F64:
+        return MPI_DOUBLE;
     case TS_F16:
-    case TS_BF16: return half_type;
-    case TS_I64: return MPI_INT64_T;
-    case TS_I32: return MPI_INT32_T;
-    case TS_U8: return MPI_UINT8_T;
-    case TS_I8: return MPI_INT8_T;
-    case TS_I16: return MPI_INT16_T;
-    case TS_U16: return MPI_UINT16_T;
-    case TS_U32: return MPI_UINT32_T;
-    case TS_U64: return MPI_UINT64_T;
-    case TS_BOOL: return MPI_C_BOOL;
-    default: return MPI_BYTE;
+    case TS_BF16:
+        return half_type;
+    case TS_I64:
+        return MPI_INT64_T;
+    case TS_I32:
+        return MPI_INT32_T;
+    case TS_U8:
+        return MPI_UINT8_T;
+    case TS_I8:
+        return MPI_INT8_T;
+    case TS_I16:
+        return MPI_INT16_T;
+    case TS_U16:
+        return MPI_UINT16_T;
+    case TS_U32:
+        return MPI_UINT32_T;
+    case TS_U64:
+        return MPI_UINT64_T;
+    case TS_BOOL:
+        return MPI_C_BOOL;
+    default:
+        return MPI_BYTE;
     }
 }
 

@@ -35,20 +35,41 @@ typedef struct nccl_comms {
 
 static bool nccl_type(ts_dtype dt, ncclDataType_t *out) {
     switch (dt) {
-    case TS_F32: *out = ncclFloat32; return true;
-    case TS_F64: *out = ncclFloat64; return true;
-    case TS_F16: *out = ncclFloat16; return true;
+    case TS_F32:
+        *out = ncclFloat32;
+        return true;
+    case TS_F64:
+        *out = ncclFloat64;
+        return true;
+    case TS_F16:
+        *out = ncclFloat16;
+        return true;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
-    case TS_BF16: *out = ncclBfloat16; return true;
+    case TS_BF16:
+        *out = ncclBfloat16;
+        return true;
 #endif
-    case TS_I64: *out = ncclInt64; return true;
-    case TS_I32: *out = ncclInt32; return true;
-    case TS_I8: *out = ncclInt8; return true;
-    case TS_U32: *out = ncclUint32; return true;
-    case TS_U64: *out = ncclUint64; return true;
+    case TS_I64:
+        *out = ncclInt64;
+        return true;
+    case TS_I32:
+        *out = ncclInt32;
+        return true;
+    case TS_I8:
+        *out = ncclInt8;
+        return true;
+    case TS_U32:
+        *out = ncclUint32;
+        return true;
+    case TS_U64:
+        *out = ncclUint64;
+        return true;
     case TS_U8:
-    case TS_BOOL: *out = ncclUint8; return true;
-    default: return false;
+    case TS_BOOL:
+        *out = ncclUint8;
+        return true;
+    default:
+        return false;
     }
 }
 
@@ -57,7 +78,8 @@ static ncclRedOp_t nccl_op(ts_dist_reduce_op op, ts_dtype dt, bool *avg_done) {
     *avg_done = false;
     if (dt == TS_BOOL) return op == TS_DIST_SUM || op == TS_DIST_MAX ? ncclMax : ncclMin;
     switch (op) {
-    case TS_DIST_SUM: return ncclSum;
+    case TS_DIST_SUM:
+        return ncclSum;
     case TS_DIST_AVG:
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
         *avg_done = true;
@@ -65,9 +87,12 @@ static ncclRedOp_t nccl_op(ts_dist_reduce_op op, ts_dtype dt, bool *avg_done) {
 #else
         return ncclSum; /* divided at wait */
 #endif
-    case TS_DIST_PRODUCT: return ncclProd;
-    case TS_DIST_MIN: return ncclMin;
-    case TS_DIST_MAX: return ncclMax;
+    case TS_DIST_PRODUCT:
+        return ncclProd;
+    case TS_DIST_MIN:
+        return ncclMin;
+    case TS_DIST_MAX:
+        return ncclMax;
     }
     return ncclSum;
 }
@@ -89,8 +114,8 @@ static bool cuda_ok(ts_dist_work *w, cudaError_t e, const char *call) {
 static nccl_dev *comm_for(ts_dist_work *w, int device) {
     ts_dist_group *g = w->g;
     if (device < 0 || device >= NCCL_MAX_DEVICES) {
-        tsd_work_fail(w, TS_ERR_DEVICE, "%s: cuda:%d is beyond NCCL's table", tsd_kind_name(w->kind),
-                      device);
+        tsd_work_fail(w, TS_ERR_DEVICE, "%s: cuda:%d is beyond NCCL's table",
+                      tsd_kind_name(w->kind), device);
         return NULL;
     }
     if (!g->nccl) g->nccl = calloc(1, sizeof(nccl_comms));
@@ -219,8 +244,8 @@ void tsd_nccl_execute(ts_dist_work *w) {
     }
     if (!nccl_ok(w, r, call)) return;
     complete(w, d);
-    if (w->status == TS_OK && (w->kind == TSD_ALL_REDUCE || w->kind == TSD_REDUCE ||
-                               w->kind == TSD_REDUCE_SCATTER))
+    if (w->status == TS_OK &&
+        (w->kind == TSD_ALL_REDUCE || w->kind == TSD_REDUCE || w->kind == TSD_REDUCE_SCATTER))
         w->avg_done = avg_done;
 }
 
