@@ -143,6 +143,8 @@ typedef struct captured {
     ts_tensor *x, *y, *out; /* static inputs and output */
     char error[512];        /* "STATUS: message" */
     int64_t kernels;
+    size_t eager_peak, graph_bytes; /* an eager step's peak above what it starts from; the
+                                       memory the capture left allocated (the graph's) */
 } captured;
 
 static bool capture_step(const bench_case *c, replica *r, captured *k, ts_tensor *x0,
@@ -151,6 +153,8 @@ static bool capture_step(const bench_case *c, replica *r, captured *k, ts_tensor
     k->y = y0 ? ts_empty_like(y0) : NULL;
     ts_release(ts_copy_(k->x, x0));
     if (y0) ts_release(ts_copy_(k->y, y0));
+    ts_mem_stats m0, m1;
+    ts_memory_stats(ts_cpu(), &m1);
     k->g = ts_graph_capture_begin(ts_cpu(), (ts_graph_opts){0});
     if (k->g) {
         ts_scope_begin();
@@ -160,6 +164,8 @@ static bool capture_step(const bench_case *c, replica *r, captured *k, ts_tensor
     ts_status st = k->g ? ts_graph_capture_end() : ts_error();
     if (st == TS_OK) {
         k->kernels = ts_graph_kernel_count(k->g);
+        ts_memory_stats(ts_cpu(), &m0);
+        k->graph_bytes = m0.allocated - m1.allocated;
         return true;
     }
     snprintf(k->error, sizeof k->error, "%s: %s", ts_status_string(st), ts_error_message());
@@ -223,7 +229,12 @@ static bool capture_and_check(const bench_case *c, replica *e, replica *r, captu
     double worst = 0;
     bool captured_ok = true;
     for (int s = 0; s < CHECK_STEPS && captured_ok; s++) {
+        ts_mem_stats m0, m1;
+        ts_memory_stats(ts_cpu(), &m0);
+        ts_memory_reset_peak(ts_cpu());
         host_values want = eager_values(c, e, xs[s], ys[s]), got;
+        ts_memory_stats(ts_cpu(), &m1);
+        if (s == WARMUP_STEPS) k->eager_peak = m1.peak_allocated - m0.allocated;
         if (s < WARMUP_STEPS) {
             got = eager_values(c, r, xs[s], ys[s]);
         } else {
@@ -242,9 +253,10 @@ static bool capture_and_check(const bench_case *c, replica *e, replica *r, captu
         return true;
     }
     printf("# check %s: replay vs eager: %d of %d steps' %s equal bit for bit (max |diff| %g), "
-           "%lld kernels a step\n",
+           "%lld kernels a step; the graph holds %.1f KiB, an eager step peaks %.1f KiB above "
+           "its start\n",
            c->name, equal, CHECK_STEPS, ts_numel(k->out) == 1 ? "losses" : "outputs", worst,
-           (long long)k->kernels);
+           (long long)k->kernels, k->graph_bytes / 1024.0, k->eager_peak / 1024.0);
     return equal == CHECK_STEPS;
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/capture.h"  /* tsi_capture_pool_reused */
 #include "core/internal.h" /* tsi_kview: where a tensor's data lies */
 #include "ts_test.h"
 
@@ -235,6 +236,42 @@ static void check_memory(ts_device dev) {
     ts_scope_end();
 }
 
+/* reuse within a capture: a block the capture released serves a later allocation of the same
+ * capture that fits it (best fit, at most twice the request), as the eager step's caching
+ * allocator would, and the replay computes the later tensor in it after the earlier one is used */
+static void check_reuse(ts_device dev) {
+    ts_scope_begin();
+    ts_tensor *a = ts_keep(ts_ones(TS_SHAPE(256), (ts_opts){.device = dev}));
+    ts_graph *g = ts_graph_capture_begin(dev, (ts_graph_opts){0});
+    ts_tensor *t1 = ts_keep(ts_mul_scalar(a, 2));
+    ts_tensor *s1 = ts_keep(ts_sum(t1)); /* recorded before t1 goes */
+    void *t1_data = tsi_kview(t1).data;
+    ts_release(t1);
+    ts_tensor *small = ts_keep(ts_mul_scalar(ts_narrow(a, 0, 0, 4), 7)); /* 16 B: not there */
+    CHECK(tsi_kview(small).data != t1_data);
+    ts_tensor *t2 = ts_keep(ts_mul_scalar(a, 5)); /* 1 KiB: t1's block */
+    CHECK(tsi_kview(t2).data == t1_data);
+    ts_tensor *t3 = ts_keep(ts_mul_scalar(a, 6)); /* t1's block is t2's now */
+    CHECK(tsi_kview(t3).data != t1_data);
+    CHECK_EQ(tsi_capture_pool_reused(g), (size_t)1);
+    CHECK_EQ(ts_graph_capture_end(), TS_OK);
+    for (int r = 0; r < 2; r++) {
+        CHECK_EQ(ts_graph_replay(g), TS_OK);
+        ts_scope_begin();
+        CHECK_EQ(ts_item(s1), 512.0);
+        CHECK_EQ(ts_item(ts_sum(t2)), 1280.0);
+        CHECK_EQ(ts_item(ts_sum(t3)), 1536.0);
+        CHECK_EQ(ts_item(ts_sum(small)), 28.0);
+        ts_scope_end();
+    }
+    ts_tensor *keep[] = {s1, small, t2, t3};
+    for (int i = 0; i < 4; i++) ts_release(keep[i]);
+    ts_graph_free(g);
+    ts_release(a);
+    ts_scope_end();
+    CHECK_OK();
+}
+
 int main(void) {
     ts_device devs[2] = {ts_cpu(), ts_sim(0)};
     int nd = ts_device_is_available(ts_sim(0)) ? 2 : 1;
@@ -251,6 +288,9 @@ int main(void) {
         check_refusal(R_FRESH_MOMENTUM, devs[d], TS_ERR_STATE, "run warm-up steps eagerly");
     }
     printf("memory:\n");
-    for (int d = 0; d < nd; d++) check_memory(devs[d]);
+    for (int d = 0; d < nd; d++) {
+        check_memory(devs[d]);
+        check_reuse(devs[d]);
+    }
     return ts_test_finish();
 }

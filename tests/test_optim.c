@@ -491,6 +491,62 @@ static void test_clip(void) {
     CHECK_OK();
 }
 
+/* The tensor form: the total stays on the device (0-d, on the first gradient's device, float32
+ * unless a gradient is float64), so it runs inside a captured step; float16 gradients are summed
+ * in float32 (their squares would overflow float16: 300^2 > 65504); gradients on two devices send
+ * their shares to the first's. Every value against float64 arithmetic done here, with float32's
+ * rounding of ten terms as the bound. */
+static void test_clip_tensor(void) {
+    ts_scope_begin();
+    const double gv[4] = {300.0, -400.0, 120.0, 0.5}; /* norm^2 = 250000 + 14400.25 */
+    const double norm = sqrt(264400.25), coef = 2.0 / (norm + 1e-6);
+    for (int k = 0; k < 2; k++) { /* k 1: the second gradient on cpu, the first on sim:0 */
+        ts_tensor *q[2] = {
+            ts_zeros(TS_SHAPE(2),
+                     (ts_opts){.device = ts_sim(0), .dtype = TS_F16, .requires_grad = true}),
+            ts_zeros(TS_SHAPE(2),
+                     (ts_opts){.device = k ? ts_cpu() : ts_sim(0), .requires_grad = true})};
+        ts_set_grad(
+            q[0],
+            ts_to_dtype(ts_tensor_f64(TS_SHAPE(2), gv, (ts_opts){.device = ts_sim(0)}), TS_F16));
+        ts_set_grad(q[1], ts_to_dtype(ts_tensor_f64(TS_SHAPE(2), gv + 2,
+                                                    (ts_opts){.device = ts_device_of(q[1])}),
+                                      TS_F32));
+        ts_tensor *t = ts_clip_grad_norm_tensor(q, 2, 2.0, 2);
+        CHECK(t && ts_ndim(t) == 0 && ts_dtype_of(t) == TS_F32);
+        CHECK(t && ts_device_equal(ts_device_of(t), ts_sim(0)));
+        CHECK_NEAR(ts_item(t), norm, 1e-6 * norm);
+        double c[4];
+        ts_copy_to_host(ts_to_dtype(ts_to(ts_grad(q[0]), ts_cpu()), TS_F64), c, 2 * sizeof(double));
+        ts_copy_to_host(ts_to_dtype(ts_to(ts_grad(q[1]), ts_cpu()), TS_F64), c + 2,
+                        2 * sizeof(double));
+        for (int j = 0; j < 2; j++) CHECK_NEAR(c[j], gv[j] * coef, fabs(gv[j] * coef) * 2e-3);
+        for (int j = 2; j < 4; j++) CHECK_NEAR(c[j], gv[j] * coef, fabs(gv[j] * coef) * 1e-6);
+    }
+    /* inside a capture on cpu: recorded, no host read; each replay clips the gradients it finds */
+    ts_tensor *p = ts_zeros(TS_SHAPE(2), (ts_opts){.requires_grad = true});
+    ts_set_grad(p, ts_to_dtype(ts_tensor_f64(TS_SHAPE(2), gv, (ts_opts){0}), TS_F32));
+    ts_graph *g = ts_graph_capture_begin(ts_cpu(), (ts_graph_opts){0});
+    ts_tensor *t = ts_keep(ts_clip_grad_norm_tensor(&p, 1, 1.0, 2));
+    CHECK_EQ(ts_graph_capture_end(), TS_OK);
+    float got[2];
+    for (int r = 0; r < 2; r++) { /* 500 -> 1, then 1 -> 1 (below: unchanged) */
+        CHECK_EQ(ts_graph_replay(g), TS_OK);
+        CHECK_NEAR(ts_item(t), r ? 1.0 : 500.0, r ? 1e-6 : 500e-6);
+        ts_copy_to_host(ts_grad(p), got, sizeof got);
+        CHECK_NEAR(got[0], 0.6, 1e-6);
+        CHECK_NEAR(got[1], -0.8, 1e-6);
+    }
+    ts_release(t);
+    ts_graph_free(g);
+    CHECK(ts_clip_grad_norm_tensor(NULL, 1, 1.0, 2) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "clip_grad_norm: invalid parameter list");
+    CHECK(ts_clip_grad_norm_module_tensor(NULL, 1.0) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "clip_grad_norm: module is NULL");
+    ts_scope_end();
+    CHECK_OK();
+}
+
 static void test_module(void) {
     ts_scope_begin(); /* the tensors made here belong to it */
     ts_module *m = ts_linear_new_ex(3, 2, (ts_linear_opts){.dtype = TS_F64});
@@ -769,6 +825,7 @@ int main(void) {
     test_state_dict();
     test_state_dict_names();
     test_clip();
+    test_clip_tensor();
     test_module();
     test_module_adamw_rmsprop();
     test_rmsprop_variants();

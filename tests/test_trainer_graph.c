@@ -7,7 +7,7 @@
  * sim:0, after a --warmup, under bfloat16 autocast, and ResNet-20 (BatchNorm) on sim:0; and the
  * steps whose state changes on the device from replay to replay: Adam (step counts), float16 with
  * the grad scaler (the skip decided on the device), the cosine schedule (the rate set between
- * replays). And the flags --graph refuses. */
+ * replays), gradient clipping (the norm kept on the device). And the flags --graph refuses. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,6 +196,16 @@ static void test_device_state(void) {
                  LINES("--graph: the training step is captured on cpu ("), 0);
     compare_runs("mlp-cosine", ARGS("--model", "mlp", "--device", "sim:0"),
                  LINES("--graph: the training step is captured on sim:0 ("), 0);
+    /* gradient clipping: the norm and the coefficient stay on the device (at 0.5 most steps
+     * clip), also after the scaler's unscale_ */
+    compare_runs(
+        "mlp-clip",
+        ARGS("--model", "mlp", "--device", "sim:0", "--schedule", "constant", "--clip-grad", "0.5"),
+        LINES("--graph: the training step is captured on sim:0 ("), 0);
+    compare_runs("lenet-f16-clip",
+                 ARGS("--model", "lenet", "--device", "cpu", "--schedule", "constant", "--amp",
+                      "--amp-dtype", "f16", "--clip-grad", "0.5"),
+                 LINES("--graph: the training step is captured on cpu ("), 0);
 }
 
 static void test_usage(void) {

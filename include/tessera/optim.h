@@ -86,9 +86,16 @@ void ts_scheduler_step(ts_lr_scheduler *s);
 int ts_scheduler_last_epoch(ts_lr_scheduler *s);
 void ts_scheduler_free(ts_lr_scheduler *s);
 
-/* Scales gradients in place so their total norm is at most max_norm; returns the norm before
- * clipping (NAN on error). norm_type 0 -> 2; INFINITY for the max norm. */
+/* torch.nn.utils.clip_grad_norm_: scales gradients in place by min(max_norm / (total + 1e-6), 1),
+ * total being their norm before clipping (the norm of each gradient's norm). norm_type 0 -> 2;
+ * INFINITY for the max norm. ts_clip_grad_norm returns total (NAN on error), read to the host.
+ * The _tensor forms return it as a 0-d tensor on the first gradient's device (float64 when a
+ * gradient is, else float32; NULL on error) and never read the device, so they can run inside a
+ * captured step (docs/CAPTURE.md); ts_clip_grad_norm is ts_item of it. */
 double ts_clip_grad_norm(ts_tensor *const *params, int n, double max_norm, double norm_type);
 double ts_clip_grad_norm_module(ts_module *m, double max_norm);
+ts_tensor *ts_clip_grad_norm_tensor(ts_tensor *const *params, int n, double max_norm,
+                                    double norm_type);
+ts_tensor *ts_clip_grad_norm_module_tensor(ts_module *m, double max_norm);
 
 #endif /* TESSERA_OPTIM_H */

@@ -9,9 +9,16 @@
 
 #include "core/internal.h"
 
+/* A block the graph holds. IN_USE: a live storage's (allocated during the capture); FREE: kept
+ * for the graph with no storage on it, reusable by a later allocation of the same capture (the
+ * replay runs the calls in the order they were recorded, so a block released at point k of the
+ * step and taken again after it is used as the eager step used it); GONE: given back. */
+typedef enum { HELD_IN_USE, HELD_FREE, HELD_GONE } held_state;
 typedef struct held_block {
     ts_allocator *alloc;
     ts_block *block;
+    size_t size;
+    held_state state;
 } held_block;
 
 struct tsi_capture_pool {
@@ -20,8 +27,9 @@ struct tsi_capture_pool {
     atomic_bool broken;      /* a block went back for want of room to keep it: no replay */
     ts_device dev;
     pthread_mutex_t lock; /* storages may be released on any thread */
-    held_block *blocks;
+    held_block *blocks;   /* slots never move nor shrink while the pool lives */
     size_t n, cap;
+    size_t reused; /* allocations served from FREE blocks during the capture */
 };
 
 typedef struct recorded_call {
@@ -46,9 +54,12 @@ _Thread_local ts_graph *tsi_capture_graph;
 static _Thread_local ts_graph *replaying; /* the graph this thread replays now */
 
 /* ------------------------------------------------------------------ the pool */
-static void pool_give_back(tsi_capture_pool *p) {
-    for (size_t i = 0; i < p->n; i++) ts_allocator_release(p->blocks[i].alloc, p->blocks[i].block);
-    p->n = 0;
+static void pool_give_back(tsi_capture_pool *p) { /* the FREE blocks; IN_USE ones wait */
+    for (size_t i = 0; i < p->n; i++)
+        if (p->blocks[i].state == HELD_FREE) {
+            ts_allocator_release(p->blocks[i].alloc, p->blocks[i].block);
+            p->blocks[i].state = HELD_GONE;
+        }
 }
 
 static void pool_drop(tsi_capture_pool *p) {
@@ -59,36 +70,85 @@ static void pool_drop(tsi_capture_pool *p) {
     free(p);
 }
 
-tsi_capture_pool *tsi_capture_pool_join(ts_device dev) {
-    ts_graph *g = tsi_capture_graph;
-    if (!g || !tsi_device_eq(g->dev, dev)) return NULL;
-    atomic_fetch_add(&g->pool->refs, 1);
-    return g->pool;
+/* a new slot (lock held): -1 when the list cannot grow */
+static int64_t pool_append(tsi_capture_pool *p, ts_allocator *a, ts_block *b, held_state st) {
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 64;
+        held_block *nb = realloc(p->blocks, cap * sizeof *nb);
+        if (!nb) return -1;
+        p->blocks = nb, p->cap = cap;
+    }
+    p->blocks[p->n] = (held_block){a, b, ts_block_size(b), st};
+    return (int64_t)p->n++;
 }
 
-bool tsi_capture_pool_take(tsi_capture_pool *pool, ts_device dev, ts_allocator *a, ts_block *b) {
-    tsi_capture_pool *p = pool;
-    if (!p) { /* memory from before the capture, released while it records: the graph's now */
-        ts_graph *g = tsi_capture_graph;
-        if (!g || !tsi_device_eq(g->dev, dev)) return false;
-        p = g->pool;
-    }
-    bool taken = false;
+/* the capture's pool on dev, NULL when this thread does not capture there */
+static tsi_capture_pool *capture_pool_on(ts_device dev) {
+    ts_graph *g = tsi_capture_graph;
+    return g && tsi_device_eq(g->dev, dev) ? g->pool : NULL;
+}
+
+bool tsi_capture_pool_alloc(const char *op, ts_device dev, ts_allocator *a, size_t nbytes,
+                            tsi_capture_pool **pool, int64_t *slot, ts_block **block) {
+    tsi_capture_pool *p = capture_pool_on(dev);
+    *pool = NULL, *slot = -1, *block = NULL;
+    if (!p) return true;
     pthread_mutex_lock(&p->lock);
-    if (atomic_load(&p->graph_alive)) {
-        if (p->n == p->cap) {
-            size_t cap = p->cap ? 2 * p->cap : 64;
-            held_block *nb = realloc(p->blocks, cap * sizeof *nb);
-            if (nb) p->blocks = nb, p->cap = cap;
+    /* best fit among the blocks released earlier in the capture, at most twice the request (a
+     * small tensor does not pin a large block, as the caching allocator's own rounding) */
+    int64_t best = -1;
+    for (size_t i = 0; i < p->n; i++) {
+        const held_block *h = &p->blocks[i];
+        if (h->state != HELD_FREE || h->alloc != a || h->size < nbytes || h->size / 2 > nbytes)
+            continue;
+        if (best < 0 || h->size < p->blocks[best].size) best = (int64_t)i;
+    }
+    if (best >= 0) {
+        p->blocks[best].state = HELD_IN_USE;
+        p->reused++;
+        *block = p->blocks[best].block;
+        *slot = best;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (best < 0) { /* a new block, noted before anyone uses it */
+        char msg[200];
+        ts_block *b = ts_allocator_alloc(a, nbytes, msg, sizeof msg);
+        if (!b) {
+            tsi_error_set(TS_ERR_OOM, "%s: out of memory on %s: %s", op, ts_device_str(dev), msg);
+            return false;
         }
+        pthread_mutex_lock(&p->lock);
+        *slot = pool_append(p, a, b, HELD_IN_USE);
+        pthread_mutex_unlock(&p->lock);
+        if (*slot < 0) {
+            ts_allocator_release(a, b);
+            tsi_error_set(TS_ERR_OOM, "%s: out of host memory noting the capture's block", op);
+            return false;
+        }
+        *block = b;
+    }
+    atomic_fetch_add(&p->refs, 1);
+    *pool = p;
+    return true;
+}
+
+bool tsi_capture_pool_take(tsi_capture_pool *pool, int64_t slot, ts_device dev, ts_allocator *a,
+                           ts_block *b) {
+    tsi_capture_pool *p = pool ? pool : capture_pool_on(dev);
+    if (!p) return false; /* memory from before the capture, released while it records: */
+    bool taken = false;   /* the graph's now, as its recorded calls may still use it */
+    pthread_mutex_lock(&p->lock);
+    if (slot >= 0) { /* the storage's own slot: FREE while the graph lives, else given back */
+        bool alive = atomic_load(&p->graph_alive);
+        p->blocks[slot].state = alive ? HELD_FREE : HELD_GONE;
+        taken = alive;
+    } else if (atomic_load(&p->graph_alive)) {
         /* no room for the record: the block goes back to the allocator (not leaked), and as a
          * replay would write memory now anyone's, the graph can no longer be replayed */
-        if (p->n < p->cap) {
-            p->blocks[p->n++] = (held_block){a, b};
+        if (pool_append(p, a, b, HELD_FREE) >= 0)
             taken = true;
-        } else {
+        else
             atomic_store(&p->broken, true);
-        }
     }
     pthread_mutex_unlock(&p->lock);
     /* while its capture lasts, that breaks the capture (ts_graph_capture_end reports it) */
@@ -98,6 +158,8 @@ bool tsi_capture_pool_take(tsi_capture_pool *pool, ts_device dev, ts_allocator *
     if (pool) pool_drop(pool);
     return taken;
 }
+
+size_t tsi_capture_pool_reused(const ts_graph *g) { return g ? g->pool->reused : 0; }
 
 /* ------------------------------------------------------------------ capture */
 bool tsi_capturing_on(ts_device dev) {

@@ -40,11 +40,20 @@ void tsi_capture_resume(ts_graph *g);
 bool tsi_capture_rng_reserve(ts_device dev, uint64_t n, uint64_t *offset);
 void tsi_capture_rng_at(uint64_t rel, uint64_t *seed, uint64_t *offset);
 
-/* The storage side (tensor.c): a storage allocated on dev while capturing joins the graph's pool
- * (NULL otherwise); a block released with a pool, or released on the capture's device while
- * capturing, goes to the pool, which keeps it while the graph lives (true: taken; false: the
- * caller gives it back to the allocator). */
-tsi_capture_pool *tsi_capture_pool_join(ts_device dev);
-bool tsi_capture_pool_take(tsi_capture_pool *pool, ts_device dev, ts_allocator *a, ts_block *b);
+/* The storage side (tensor.c). tsi_capture_pool_alloc: a storage of nbytes made on dev while this
+ * thread captures there takes its block through the graph's pool — a block released earlier in
+ * the same capture when one fits (best fit, at most twice nbytes), else a new one from a, noted
+ * in the pool (slot) — and holds a reference to the pool; *pool NULL when not capturing on dev
+ * (the caller allocates as usual). False + TS_ERR_OOM when
+ * memory runs out, naming op. tsi_capture_pool_take: a block released with a pool and slot (the
+ * storage's), or released on the capture's device while capturing (slot -1), goes to the pool,
+ * which keeps it while the graph lives (true: taken; false: the caller gives it back to the
+ * allocator). */
+bool tsi_capture_pool_alloc(const char *op, ts_device dev, ts_allocator *a, size_t nbytes,
+                            tsi_capture_pool **pool, int64_t *slot, ts_block **block);
+bool tsi_capture_pool_take(tsi_capture_pool *pool, int64_t slot, ts_device dev, ts_allocator *a,
+                           ts_block *b);
+/* allocations of g's capture served by blocks released earlier in it (tests, docs) */
+size_t tsi_capture_pool_reused(const ts_graph *g);
 
 #endif /* TS_CORE_CAPTURE_H */

@@ -33,8 +33,10 @@ typedef struct ts_storage {
     void (*release)(void *ctx);
     void *release_ctx;
     /* Allocated while a graph was captured on its device (core/capture.h): its block is the
-     * graph's, kept from the allocator while the graph lives. NULL otherwise. */
+     * graph's (slot capture_slot of its pool), kept from the allocator while the graph lives.
+     * NULL and -1 otherwise. */
     struct tsi_capture_pool *capture_pool;
+    int64_t capture_slot;
 } ts_storage;
 
 struct ts_node; /* autograd graph node (autograd issue) */

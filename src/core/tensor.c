@@ -128,8 +128,17 @@ static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
         tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
         return NULL;
     }
+    /* while a graph is captured on dev, through its pool (which may reuse a block the capture
+     * released) */
+    tsi_capture_pool *pool = NULL;
+    int64_t slot = -1;
+    ts_block *b = NULL;
+    if (tsi_capture_graph && !tsi_capture_pool_alloc(op, dev, a, nbytes, &pool, &slot, &b)) {
+        STRUCT_FREE(CACHE_STORAGE, s);
+        return NULL;
+    }
     char msg[200];
-    ts_block *b = ts_allocator_alloc(a, nbytes, msg, sizeof msg);
+    if (!b) b = ts_allocator_alloc(a, nbytes, msg, sizeof msg);
     if (!b) {
         STRUCT_FREE(CACHE_STORAGE, s);
         tsi_error_set(TS_ERR_OOM, "%s: out of memory on %s: %s", op, ts_device_str(dev), msg);
@@ -148,7 +157,8 @@ static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
     s->pinned = false;
     s->release = NULL;
     s->release_ctx = NULL;
-    s->capture_pool = tsi_capture_graph ? tsi_capture_pool_join(dev) : NULL;
+    s->capture_pool = pool;
+    s->capture_slot = slot;
     return s;
 }
 
@@ -159,8 +169,9 @@ static void storage_release(ts_storage *s) {
     else if (s->alloc) {            /* NULL: borrowed external memory */
         /* the block of a captured graph, or one released while a graph is captured on its
          * device, stays the graph's while it lives */
-        bool kept = (s->capture_pool || tsi_capture_graph) &&
-                    tsi_capture_pool_take(s->capture_pool, s->device, s->alloc, s->block);
+        bool kept =
+            (s->capture_pool || tsi_capture_graph) &&
+            tsi_capture_pool_take(s->capture_pool, s->capture_slot, s->device, s->alloc, s->block);
         if (!kept) ts_allocator_release(s->alloc, s->block);
     }
     STRUCT_FREE(CACHE_STORAGE, s);
@@ -249,6 +260,7 @@ ts_tensor *tsi_new_external(const char *op, ts_shape s, ts_dtype dt, ts_device d
     st->release = NULL;
     st->release_ctx = NULL;
     st->capture_pool = NULL;
+    st->capture_slot = -1;
     ts_tensor *t = tensor_alloc(op, st, dt);
     if (!t) {
         STRUCT_FREE(CACHE_STORAGE, st);

@@ -101,7 +101,7 @@ static void train_batch(trainer *t, ts_batch *b, cycle c) {
     if (c.last) {
         if (t->o->clip_grad > 0) {
             if (t->scaler) ts_grad_scaler_unscale_(t->scaler, t->opt);
-            ts_clip_grad_norm_module(t->model, t->o->clip_grad);
+            ts_clip_grad_norm_module_tensor(t->model, t->o->clip_grad); /* no host read */
         }
         if (t->scaler) {
             ts_grad_scaler_step(t->scaler, t->opt, NULL);
