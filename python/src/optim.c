@@ -223,7 +223,8 @@ static PyTypeObject coptim_type = {
     .tp_methods = coptim_methods,
 };
 
-/* _optim_clip_grad_norm(params, max_norm, norm_type) -> the total norm before clipping */
+/* _optim_clip_grad_norm(params, max_norm, norm_type) -> the total norm before clipping, a 0-d
+ * Tensor on the first gradient's device (no host read: torch's clip_grad_norm_) */
 static PyObject *clip_grad_norm(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *params;
@@ -232,11 +233,10 @@ static PyObject *clip_grad_norm(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Odd:clip_grad_norm_", &params, &max_norm, &norm_type)) return NULL;
     ts_tensor **h = handles(params, &n, "clip_grad_norm_");
     if (!h || tsp_enter() < 0) return PyMem_Free(h), NULL;
-    double r;
-    TSP_NOGIL(r = ts_clip_grad_norm(h, n, max_norm, norm_type));
+    ts_tensor *r;
+    TSP_NOGIL(r = ts_clip_grad_norm_tensor(h, n, max_norm, norm_type));
     PyMem_Free(h);
-    if (tsp_check()) return NULL;
-    return PyFloat_FromDouble(r);
+    return tsp_wrap(r);
 }
 
 static PyMethodDef optim_functions[] = {

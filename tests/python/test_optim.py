@@ -173,6 +173,7 @@ def test_clip_grad_norm(device):
     (a * tessera.tensor([3.0, 0.0], device=device)).sum().backward()
     (b * 4.0).sum().backward()
     total = nn.utils.clip_grad_norm_([a, b], max_norm=1.0)
+    assert str(total.device) == str(a.grad.device) and total.dim() == 0  # as torch: no host read
     assert abs(total.item() - 5.0) < 1e-6
     np.testing.assert_allclose(N(a.grad), [0.6, 0.0], atol=1e-6)
     np.testing.assert_allclose(N(b.grad), [0.8], atol=1e-6)

@@ -13,13 +13,17 @@ def _params(parameters):
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
                     foreach=None):
     """Scales the gradients in place so their total norm is at most max_norm; returns the total
-    norm before clipping (a 0-dim float32 Tensor on the cpu)."""
+    norm before clipping, a 0-dim Tensor on the gradients' device (float32, float64 when a
+    gradient is), read on the host only for error_if_nonfinite — as torch, so a captured step can
+    clip."""
     norm_type = float(norm_type)
     total = _C._optim_clip_grad_norm(_params(parameters), float(max_norm), norm_type)
-    if error_if_nonfinite and (total != total or total in (float("inf"), float("-inf"))):
-        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` "
-                           "is non-finite, so it cannot be clipped.")
-    return _C.tensor(total)
+    if error_if_nonfinite:
+        v = total.item()
+        if v != v or v in (float("inf"), float("-inf")):
+            raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
+                               "`parameters` is non-finite, so it cannot be clipped.")
+    return total
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
