@@ -4,7 +4,8 @@
  * without a Mul for alpha 1, ArgMax's keepdims, Conv's default strides and dilations,
  * GatherElements' axis), then loaded back and run on the example beside the module, shapes equal
  * and values within the rounding of the two computations (SDPA with a float mask, causal with
- * fewer queries than keys, Where). An input changed in place through another view is refused
+ * fewer queries than keys, Where), and the integer dtypes (Cast, Add, Max, Sub in int8, uint8,
+ * int16, uint16, int32, uint32 and uint64 past 2^63, exact). An input changed in place through another view is refused
  * naming it; repeated exports of a long trace leave no heap behind (glibc's count; LSan under
  * ASan). */
 #define _DEFAULT_SOURCE /* mkdtemp */
@@ -170,6 +171,43 @@ static ts_tensor *sdpa_causal_fwd(ts_module *s, ts_tensor *x) {
 }
 static bool sdpa_causal_file(const Onnx__ModelProto *m) { return count_nodes(m, "Softmax") == 1; }
 
+/* Integer dtypes: x [2, 3] (multiples of 1/4 in [-5/4, 5/4]) -> |x| * 4 cast to dt (0..5), plus a
+ * constant C near the top of dt's range (uint64: 2^63 + 4096, past int64), Max with C + 2, minus C:
+ * the Cast's `to`, the constants' and the output's dtype must be dt's, and the values (2..5) equal,
+ * which they are only if every step kept dt's arithmetic (a wrap, a signed uint64 or a float
+ * detour would move them). */
+static ts_tensor *int_chain(ts_tensor *x, ts_dtype dt, uint64_t big) {
+    uint64_t raw[2] = {0};
+    ts_tensor *c[2];
+    for (int k = 0; k < 2; k++) {
+        const uint64_t v = big + 2 * (uint64_t)k;
+        const size_t sz = ts_dtype_size(dt);
+        memcpy(raw + k, &v, sz); /* little-endian: the low bytes are the narrower type's value */
+        c[k] = ts_from_data(TS_SHAPE(1), dt, raw + k, (ts_opts){.device = ts_device_of(x)});
+    }
+    ts_tensor *a = ts_to_dtype(ts_mul_scalar(ts_abs(x), 4), dt);
+    return ts_sub(ts_maximum(ts_add(a, c[0]), c[1]), c[0]);
+}
+#define INT_CASE(name, dt, big)                                                                    \
+    static ts_tensor *name##_fwd(ts_module *s, ts_tensor *x) {                                     \
+        (void)s;                                                                                   \
+        return int_chain(x, dt, big);                                                              \
+    }                                                                                              \
+    static bool name##_file(const Onnx__ModelProto *m) { return int_file(m, dt); }
+static bool int_file(const Onnx__ModelProto *m, ts_dtype dt) {
+    const int32_t t = tso_dtype_to_onnx(dt);
+    const Onnx__TypeProto *o = m->graph->n_output == 1 ? m->graph->output[0]->type : NULL;
+    return attr_is(m, "Cast", "to", t) && count_nodes(m, "Max") == 1 &&
+           count_nodes(m, "Sub") == 1 && o && o->tensor_type && o->tensor_type->elem_type == t;
+}
+INT_CASE(int8, TS_I8, 120)
+INT_CASE(int16, TS_I16, 32000)
+INT_CASE(uint16, TS_U16, 65000)
+INT_CASE(int32, TS_I32, 2147483000)
+INT_CASE(uint32, TS_U32, 4294967000u)
+INT_CASE(uint64, TS_U64, (UINT64_C(1) << 63) + 4096)
+INT_CASE(uint8, TS_U8, 250)
+
 typedef struct export_case {
     const char *what;
     ts_forward_fn fwd;
@@ -201,6 +239,14 @@ static const export_case cases[] = {
     {"sdpa, a float mask", sdpa_mask_fwd, SHP(2, 3, 4), sdpa_mask_file, 2 * (4 + 3 + 8)},
     {"sdpa, causal, 2 queries 3 keys", sdpa_causal_fwd, SHP(2, 3, 4), sdpa_causal_file,
      2 * (4 + 3 + 8)},
+    /* integer arithmetic is exact on both sides */
+    {"int8 Cast, Add, Max, Sub", int8_fwd, SHP(2, 3), int8_file, 0},
+    {"uint8 Cast, Add, Max, Sub", uint8_fwd, SHP(2, 3), uint8_file, 0},
+    {"int16 Cast, Add, Max, Sub", int16_fwd, SHP(2, 3), int16_file, 0},
+    {"uint16 Cast, Add, Max, Sub", uint16_fwd, SHP(2, 3), uint16_file, 0},
+    {"int32 Cast, Add, Max, Sub", int32_fwd, SHP(2, 3), int32_file, 0},
+    {"uint32 Cast, Add, Max, Sub", uint32_fwd, SHP(2, 3), uint32_file, 0},
+    {"uint64 past 2^63", uint64_fwd, SHP(2, 3), uint64_file, 0},
 };
 
 static ts_tensor *example(ts_shape s) {
