@@ -327,6 +327,20 @@ static void test_refusals(ts_device d) {
     ts_scope_end();
 }
 
+/* uint64 past 2^63 is printed unsigned (the printer reads every integer as int64 bits), in
+ * PyTorch's format: tensor([9223372036854775813, 7], dtype=torch.uint64) */
+static void test_print_uint64(ts_device d) {
+    ts_scope_begin();
+    const uint64_t v[2] = {(UINT64_C(1) << 63) + 5, 7};
+    ts_tensor *t = ts_from_data(TS_SHAPE(2), TS_U64, v, (ts_opts){.dtype = TS_U64, .device = d});
+    char *s = ts_to_string(t);
+    CHECK(s && strstr(s, "[9223372036854775813,                   7]") != NULL);
+    if (s && !strstr(s, "9223372036854775813")) fprintf(stderr, "printed: %s\n", s);
+    free(s);
+    ts_scope_end();
+    CHECK_OK();
+}
+
 int main(void) {
     test_table();
     ts_device devs[TS_TEST_MAX_DEVICES];
@@ -336,6 +350,7 @@ int main(void) {
         test_arith(devs[k]);
         test_reduce_views(devs[k]);
         test_refusals(devs[k]);
+        test_print_uint64(devs[k]);
     }
     return ts_test_finish();
 }

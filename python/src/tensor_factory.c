@@ -13,9 +13,10 @@ enum { KIND_BOOL, KIND_INT, KIND_FLOAT };
 typedef struct flat {
     ts_shape shape;
     int64_t n, cap;
-    double *f;  /* every value as a double */
-    int64_t *i; /* and as an int64 (exact for ints) */
-    int kind;   /* the widest kind seen */
+    double *f;       /* every value as a double */
+    int64_t *i;      /* and as an int64 (exact for ints) */
+    int kind;        /* the widest kind seen */
+    bool past_int64; /* an int in [2^63, 2^64) is held as its uint64 bits: only uint64 takes it */
 } flat;
 
 static bool is_nested(PyObject *o) {
@@ -61,9 +62,22 @@ static int add_leaf(flat *fl, PyObject *o) {
     if (PyBool_Check(o))
         kind = KIND_BOOL, v = o == Py_True;
     else if (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o))) {
-        long long x = PyLong_AsLongLong(o);
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
         if (x == -1 && PyErr_Occurred()) return -1;
-        kind = KIND_INT, v = (double)x;
+        if (overflow > 0) { /* past int64: uint64's range, as torch.tensor(..., dtype=uint64) */
+            unsigned long long u = PyLong_AsUnsignedLongLong(o);
+            if (u == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+            fl->past_int64 = true;
+            x = (long long)u;
+            v = (double)u;
+        } else if (overflow < 0) {
+            PyErr_SetString(PyExc_OverflowError, "tensor(): an int below -2^63 fits no dtype");
+            return -1;
+        } else {
+            v = (double)x;
+        }
+        kind = KIND_INT;
         fl->i[fl->n] = x;
     } else {
         int r = tsp_number(o, &v);
@@ -118,10 +132,20 @@ static ts_tensor *from_flat(flat *fl, ts_dtype dt, ts_opts o) {
     bool rg = o.requires_grad;
     o.requires_grad = false; /* set after the conversion: the leaf is the result */
     ts_tensor *t;
+    if (fl->kind == KIND_INT && fl->past_int64 && o.dtype != TS_U64) {
+        if (ts_dtype_is_floating(o.dtype)) { /* a float dtype takes the value, rounded */
+            fl->kind = KIND_FLOAT;
+        } else {
+            PyErr_Format(PyExc_OverflowError,
+                         "tensor(): an int of 2^63 or more fits uint64 only, not %s",
+                         ts_dtype_name(o.dtype));
+            return NULL;
+        }
+    }
     if (fl->kind == KIND_FLOAT)
         TSP_NOGIL(t = ts_from_data(fl->shape, TS_F64, fl->f, o););
-    else
-        TSP_NOGIL(t = ts_from_data(fl->shape, TS_I64, fl->i, o););
+    else /* uint64: the same bits as uint64's, exactly */
+        TSP_NOGIL(t = ts_from_data(fl->shape, o.dtype == TS_U64 ? TS_U64 : TS_I64, fl->i, o););
     if (t && ts_error() == TS_OK && rg) ts_set_requires_grad(t, true);
     if (!t || ts_error() != TS_OK) {
         tsp_drop(t);
@@ -188,6 +212,38 @@ static PyObject *f_tensor(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
 /* ------------------------------------------------------------------ shape factories */
 typedef ts_tensor *(*shape_factory)(ts_shape, ts_opts);
 
+static ts_tensor *full_double(ts_shape s, double v, ts_opts o) {
+    ts_tensor *t;
+    TSP_NOGIL(t = ts_full(s, v, o));
+    return t;
+}
+
+/* full / full_like / new_full: ts_full takes a double, which holds integers exactly up to 2^53;
+ * a Python int past that, for an integer dtype, fills from a one-element tensor of its exact
+ * value instead (torch.full((2,), 2**63 + 5, dtype=torch.uint64)). */
+static ts_tensor *full_exact(ts_shape s, PyObject *value, double v, ts_opts o) {
+    const ts_dtype dt = o.dtype;
+    if (!value || !PyLong_Check(value) || PyBool_Check(value) || dt == TS_DTYPE_DEFAULT ||
+        ts_dtype_is_floating(dt) || dt == TS_BOOL || fabs(v) <= 9007199254740992.0)
+        return full_double(s, v, o);
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
+    ts_dtype src = TS_I64;
+    if (overflow > 0) x = (long long)PyLong_AsUnsignedLongLong(value), src = TS_U64;
+    if (PyErr_Occurred() || overflow < 0) {
+        PyErr_Clear();
+        return full_double(s, v, o); /* past uint64 too: the double's conversion, as before */
+    }
+    ts_tensor *t = NULL;
+    Py_BEGIN_ALLOW_THREADS;
+    ts_scope_begin();
+    ts_tensor *one = ts_from_data(TS_SHAPE(), src, &x, o);
+    t = ts_keep(ts_contiguous(ts_expand(one, s)));
+    ts_scope_end();
+    Py_END_ALLOW_THREADS;
+    return t;
+}
+
 /* f(*size, dtype=, device=, requires_grad=, pin_memory=, out=None, layout=None) */
 static PyObject *sized(shape_factory f, const char *fn, PyObject *args, PyObject *kwargs,
                        double *fill_value) {
@@ -223,7 +279,7 @@ static PyObject *sized(shape_factory f, const char *fn, PyObject *args, PyObject
     if (tsp_enter()) return NULL;
     ts_tensor *t;
     if (fill_value)
-        TSP_NOGIL(t = ts_full(s, *fill_value, o););
+        t = full_exact(s, PyTuple_GET_ITEM(args, first), *fill_value, o);
     else
         TSP_NOGIL(t = f(s, o););
     return tsp_wrap(t);
@@ -354,7 +410,7 @@ static PyObject *like(shape_factory f, const char *fn, PyObject *const *args, Py
     if (!o.device.type) o.device = ts_device_of(t);
     ts_tensor *res;
     if (fill_value)
-        TSP_NOGIL(res = ts_full(ts_shape_of(t), *fill_value, o););
+        res = full_exact(ts_shape_of(t), a[1], *fill_value, o);
     else
         TSP_NOGIL(res = f(ts_shape_of(t), o););
     return tsp_wrap(res);
@@ -408,7 +464,7 @@ static PyObject *new_sized(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return tsp_wrap(tsp_tensor_from_data(a[0], dt, o));
     }
     if (fill)
-        TSP_NOGIL(res = ts_full(s, v, o));
+        res = full_exact(s, a[1], v, o);
     else
         TSP_NOGIL(res = f(s, o));
     return tsp_wrap(res);

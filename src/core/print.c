@@ -85,22 +85,28 @@ static int fmt_float(char *buf, double v, char conv, int precision) {
 
 /* _Formatter: one layout (int_mode / sci_mode / fixed) and one width for every element shown. */
 typedef struct formatter {
-    bool floating, int_mode, sci_mode, is_bool;
+    bool floating, int_mode, sci_mode, is_bool, is_unsigned; /* unsigned: uint64's bits in iv */
     int max_width, precision;
 } formatter;
+
+/* an integer element: uint64 values past 2^63 arrive as int64 bits */
+static int format_int(char *buf, size_t len, const formatter *fm, int64_t v) {
+    return fm->is_unsigned ? snprintf(buf, len, "%llu", (unsigned long long)(uint64_t)v)
+                           : snprintf(buf, len, "%lld", (long long)v);
+}
 
 static formatter formatter_make(const double *f, const int64_t *iv, int64_t n, ts_dtype dt,
                                 int precision) {
     formatter fm = {.floating = f != NULL,
                     .int_mode = true,
                     .is_bool = dt == TS_BOOL,
+                    .is_unsigned = dt == TS_U64,
                     .max_width = 1,
                     .precision = precision};
     char buf[NUM_BUF];
     if (!fm.floating) {
         for (int64_t i = 0; i < n; i++) {
-            int len =
-                fm.is_bool ? (iv[i] ? 4 : 5) : snprintf(buf, sizeof buf, "%lld", (long long)iv[i]);
+            int len = fm.is_bool ? (iv[i] ? 4 : 5) : format_int(buf, sizeof buf, &fm, iv[i]);
             if (len > fm.max_width) fm.max_width = len;
         }
         return fm;
@@ -146,7 +152,7 @@ static void format_value(sbuf *b, const formatter *fm, const double *f, const in
         if (fm->is_bool)
             len = snprintf(buf, sizeof buf, "%s", iv[i] ? "True" : "False");
         else
-            len = snprintf(buf, sizeof buf, "%lld", (long long)iv[i]);
+            len = format_int(buf, sizeof buf, fm, iv[i]);
     } else if (fm->sci_mode) {
         len = fmt_float(buf, f[i], 'e', fm->precision);
     } else if (fm->int_mode) {

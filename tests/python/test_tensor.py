@@ -680,3 +680,21 @@ def test_bmm_and_where_arguments():
         tessera.where()
     assert tessera.where(tessera.tensor([True, False]), tessera.ones(2),
                          tessera.zeros(2)).tolist() == [1.0, 0.0]
+
+
+def test_uint64_past_int64_exact():
+    """ints in [2^63, 2^64) for uint64: made, filled, read back and printed exactly, as torch"""
+    big = 2**63 + 5
+    t = tessera.tensor([big, 7], dtype=tessera.uint64)
+    assert t.tolist() == [big, 7] and t[0].item() == big
+    assert "9223372036854775813" in repr(t)
+    assert tessera.full((2,), big, dtype=tessera.uint64).tolist() == [big, big]
+    assert tessera.full_like(t, 2**64 - 1).tolist() == [2**64 - 1] * 2
+    assert t.new_full((1,), big).tolist() == [big]
+    assert tessera.zeros(1, dtype=tessera.int64).new_full((1,), 2**62 + 1).item() == 2**62 + 1
+    assert tessera.tensor([2**63], dtype=tessera.float64).item() == 2.0**63
+    for kw in ({}, {"dtype": tessera.int64}):
+        with pytest.raises(OverflowError, match="fits uint64 only"):
+            tessera.tensor([2**63], **kw)
+    with pytest.raises(OverflowError):
+        tessera.tensor([-2**63 - 1])
