@@ -133,6 +133,32 @@ int64_t tso_max_node_elements(void) {
     return c;
 }
 
+/* A trip count is the file's: M = 2^62 with a condition that never turns false would run for
+ * centuries. The bound is on every Loop body run of one run, so nested loops cannot multiply it
+ * (the fuzzer sets 4096). */
+int64_t tso_max_loop_iterations(void) {
+    static _Atomic int64_t cap; /* 0: not read yet */
+    int64_t c = cap;
+    if (!c) {
+        const char *e = getenv("TS_ONNX_MAX_LOOP_ITERATIONS");
+        char *end = NULL;
+        long long v = e && *e ? strtoll(e, &end, 10) : 0;
+        c = v > 0 && end && !*end ? (int64_t)v : (int64_t)1 << 31;
+        cap = c;
+    }
+    return c;
+}
+
+bool tso_loop_tick(tso_ctx *c, const tso_node *n) {
+    while (c->outer) c = c->outer;
+    const int64_t cap = tso_max_loop_iterations();
+    if (++c->loop_iterations <= cap) return true;
+    return tso_fail(n, TS_ERR_UNSUPPORTED,
+                    "more than %lld Loop iterations in one run (TS_ONNX_MAX_LOOP_ITERATIONS "
+                    "bounds them: a file's trip count is untrusted)",
+                    (long long)cap);
+}
+
 /* ------------------------------------------------------------------ errors */
 bool tso_fail(const tso_node *n, ts_status code, const char *fmt, ...) {
     if (ts_error()) return false;

@@ -86,9 +86,10 @@ typedef struct tso_model {
 typedef struct tso_ctx {
     tso_model *model;
     tso_graph *graph;
-    ts_device device;      /* where new tensors (constants, shapes) go */
-    ts_tensor **vals;      /* the running graph's values */
-    struct tso_ctx *outer; /* the enclosing graph's context (sub-graphs) */
+    ts_device device;        /* where new tensors (constants, shapes) go */
+    ts_tensor **vals;        /* the running graph's values */
+    struct tso_ctx *outer;   /* the enclosing graph's context (sub-graphs) */
+    int64_t loop_iterations; /* the Loop bodies this run ran (kept by the outermost context) */
 } tso_ctx;
 
 /* in[i] is NULL for an absent optional input; an operator sets out[i] (a tensor owned by the
@@ -158,6 +159,12 @@ bool tso_fail_pending(const tso_node *n);
  * have; ts_onnx_run and ts_onnx_load make it every new tensor's limit while they run
  * (tsi_tensor_cap_set), and Conv/pooling check their workspaces against it */
 int64_t tso_max_node_elements(void);
+/* The most Loop body runs one ts_onnx_run may make (a node with a sub-graph is never folded),
+ * nested loops counted together: TS_ONNX_MAX_LOOP_ITERATIONS, read once (default 2^31).
+ * tso_loop_tick counts one in c's outermost context; false with the error set, naming node n, past
+ * the limit. */
+int64_t tso_max_loop_iterations(void);
+bool tso_loop_tick(tso_ctx *c, const tso_node *n);
 /* The integer values of a small integer tensor (any device, i64/i32/...) into v[0..max-1];
  * returns the count, -1 on error (named after the node). */
 int tso_read_ints(const tso_node *n, ts_tensor *t, int64_t *v, int max, const char *what);

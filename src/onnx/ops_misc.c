@@ -232,6 +232,10 @@ RUN(run_loop) {
     ts_tensor *cond = ts_retain(in[1]);
     bool ok = true;
     for (int64_t i = 0; ok && i < trips && go != 0; i++) {
+        if (!tso_loop_tick(c, n)) {
+            ok = false;
+            break;
+        }
         ts_scope_begin();
         args[0] = ts_scalar((double)i, (ts_opts){.dtype = TS_I64, .device = c->device});
         args[1] = cond ? cond : ts_scalar(1, (ts_opts){.dtype = TS_BOOL, .device = c->device});
