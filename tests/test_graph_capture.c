@@ -272,6 +272,35 @@ static void check_reuse(ts_device dev) {
     CHECK_OK();
 }
 
+/* a pending error: no capture begins (the sticky error model), nothing captures afterwards */
+static void check_begin_with_error(ts_device dev) {
+    tsi_error_set(TS_ERR_ARG, "an earlier mistake");
+    CHECK(ts_graph_capture_begin(dev, (ts_graph_opts){0}) == NULL);
+    CHECK(!ts_graph_is_capturing());
+    CHECK_ERR_HAS(TS_ERR_ARG, "an earlier mistake"); /* the first error stays */
+}
+
+/* while capturing on cpu, a tensor made on sim:0 is ordinary memory (allocated and given back
+ * as usual, not the graph's); the capture goes on */
+static void check_other_device(void) {
+    ts_scope_begin();
+    ts_mem_stats before, after;
+    ts_memory_stats(ts_sim(0), &before);
+    ts_graph *g = ts_graph_capture_begin(ts_cpu(), (ts_graph_opts){0});
+    ts_tensor *s = ts_keep(ts_ones(TS_SHAPE(64), (ts_opts){.device = ts_sim(0)}));
+    CHECK(s != NULL);
+    ts_scope_begin();
+    CHECK_EQ(ts_item(ts_sum(s)), 64.0); /* sim:0 is not captured: it runs and reads now */
+    ts_scope_end();
+    ts_release(s);
+    CHECK_EQ(ts_graph_capture_end(), TS_OK);
+    ts_memory_stats(ts_sim(0), &after);
+    CHECK_EQ(after.allocated, before.allocated);
+    ts_graph_free(g);
+    ts_scope_end();
+    CHECK_OK();
+}
+
 int main(void) {
     ts_device devs[2] = {ts_cpu(), ts_sim(0)};
     int nd = ts_device_is_available(ts_sim(0)) ? 2 : 1;
@@ -291,6 +320,8 @@ int main(void) {
     for (int d = 0; d < nd; d++) {
         check_memory(devs[d]);
         check_reuse(devs[d]);
+        check_begin_with_error(devs[d]);
     }
+    if (nd > 1) check_other_device();
     return ts_test_finish();
 }
