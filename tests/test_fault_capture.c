@@ -8,7 +8,9 @@
  * (a capture records, runs nothing), and after ts_error_clear() the whole scenario must succeed,
  * the replays computing what eager steps compute, bit for bit, and the model must train on
  * eagerly. Also a scenario whose graph outlives the step's loss: released before the replays, its
- * memory given back only by the graph's free. */
+ * memory given back only by the graph's free; and the step under a grad scaler (scale, unscale,
+ * the step that skips itself on the device, the scale's update), whose records fail the same way.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +26,13 @@ typedef struct cap_st {
     sweep_trainee t;
     ts_tensor *sx, *sy; /* the static batch the graph reads */
     ts_tensor *loss;    /* the captured step's loss (its value after the replays) */
+    ts_grad_scaler *sc; /* with `scaled`: the step's grad scaler */
     size_t base_bytes;  /* device bytes allocated before setup made anything */
 } cap_st;
 
 static ts_device dev;
 static bool release_early; /* release the captured loss before replaying */
+static bool scaled;        /* the step runs under a grad scaler */
 /* the eager reference from the warmed-up state: the losses of steps 1..REPLAYS + 1 */
 static double ref_loss[REPLAYS + 1];
 
@@ -38,13 +42,41 @@ static size_t allocated(void) {
     return m.allocated;
 }
 
+/* One training step's computation (eager, or recorded while capturing) on the batch x, y; the
+ * loss, kept (a static output when captured). */
+static ts_tensor *train_step(cap_st *s, ts_tensor *x, ts_tensor *y) {
+    ts_scope_begin();
+    ts_optim_zero_grad(s->t.o);
+    ts_tensor *loss = ts_cross_entropy(ts_forward(s->t.m, x), y);
+    if (s->sc) {
+        ts_backward(ts_grad_scaler_scale(s->sc, loss));
+        ts_grad_scaler_step(s->sc, s->t.o, NULL);
+        ts_grad_scaler_update(s->sc);
+    } else {
+        ts_backward(loss);
+        ts_optim_step(s->t.o);
+    }
+    ts_tensor *kept = ts_keep(loss);
+    ts_scope_end();
+    return kept;
+}
+
+/* an eager step's loss */
+static double eager_loss(cap_st *s) {
+    ts_tensor *loss = train_step(s, s->t.x, s->t.y);
+    double l = ts_item(loss);
+    ts_release(loss);
+    return l;
+}
+
 static void *cap_setup(void) {
     cap_st *s = calloc(1, sizeof *s);
     s->base_bytes = allocated();
     s->t.m = sweep_mlp_new(dev);
     s->t.o = ts_sgd(s->t.m, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3});
+    if (scaled) s->sc = ts_grad_scaler_new((ts_grad_scaler_opts){.init_scale = 1024});
     sweep_batch_new(dev, &s->t.x, &s->t.y);
-    for (int i = 0; i < WARMUP; i++) sweep_trainee_step(&s->t);
+    for (int i = 0; i < WARMUP; i++) eager_loss(s);
     CHECK_OK();
     return s;
 }
@@ -53,6 +85,7 @@ static void cap_teardown(void *p) {
     cap_st *s = p;
     ts_release(s->loss), ts_release(s->sx), ts_release(s->sy);
     ts_optim_free(s->t.o);
+    ts_grad_scaler_free(s->sc);
     ts_module_free(s->t.m);
     ts_release(s->t.x), ts_release(s->t.y);
     /* everything the capture took went back: the graph's pool, the step's tensors */
@@ -62,18 +95,6 @@ static void cap_teardown(void *p) {
                 ts_device_str(dev), left, s->base_bytes);
     CHECK_EQ(left, s->base_bytes);
     free(s);
-}
-
-/* One eager training step's computation, recorded: the loss is kept (a static output). */
-static ts_tensor *record_step(cap_st *s) {
-    ts_scope_begin();
-    ts_optim_zero_grad(s->t.o);
-    ts_tensor *loss = ts_cross_entropy(ts_forward(s->t.m, s->sx), s->sy);
-    ts_backward(loss);
-    ts_optim_step(s->t.o);
-    ts_tensor *kept = ts_keep(loss);
-    ts_scope_end();
-    return kept;
 }
 
 /* The user's code of docs/CAPTURE.md, with its error handling: on any failure the graph is freed
@@ -89,7 +110,7 @@ static bool cap_run(void *p) {
     if (ts_error()) return false;
     ts_graph *g = ts_graph_capture_begin(dev, (ts_graph_opts){0});
     if (!g) return false;
-    s->loss = record_step(s);
+    s->loss = train_step(s, s->sx, s->sy);
     if (ts_graph_capture_end() != TS_OK) {
         ts_graph_free(g);
         return false;
@@ -117,13 +138,7 @@ static void cap_check(void *p, bool ok) {
         double l = ts_item(s->loss);
         CHECK(memcmp(&l, &ref_loss[REPLAYS - 1], sizeof l) == 0);
     }
-    ts_scope_begin();
-    ts_optim_zero_grad(s->t.o);
-    ts_tensor *loss = ts_cross_entropy(ts_forward(s->t.m, s->t.x), s->t.y);
-    ts_backward(loss);
-    ts_optim_step(s->t.o);
-    double l = ts_item(loss);
-    ts_scope_end();
+    double l = eager_loss(s);
     CHECK_OK();
     CHECK(memcmp(&l, &ref_loss[REPLAYS], sizeof l) == 0);
 }
@@ -133,19 +148,11 @@ static ts_snapshot cap_snap(void *p) {
     return sweep_trainee_snap(&s->t);
 }
 
-static void sweep_capture(const char *name, ts_device d, bool early) {
-    dev = d, release_early = early;
+static void sweep_capture(const char *name, ts_device d, bool early, bool with_scaler) {
+    dev = d, release_early = early, scaled = with_scaler;
     /* the reference: eager steps from the warmed-up state */
     cap_st *s = cap_setup();
-    for (int i = 0; i <= REPLAYS; i++) {
-        ts_scope_begin();
-        ts_optim_zero_grad(s->t.o);
-        ts_tensor *loss = ts_cross_entropy(ts_forward(s->t.m, s->t.x), s->t.y);
-        ts_backward(loss);
-        ts_optim_step(s->t.o);
-        ref_loss[i] = ts_item(loss);
-        ts_scope_end();
-    }
+    for (int i = 0; i <= REPLAYS; i++) ref_loss[i] = eager_loss(s);
     CHECK_OK();
     CHECK(ref_loss[REPLAYS] < ref_loss[0]); /* it learns: the steps differ */
     cap_teardown(s);
@@ -193,12 +200,14 @@ static void check_no_room_in_capture(ts_device d) {
 }
 
 int main(void) {
-    sweep_capture("capture+replay cpu", ts_cpu(), false);
-    sweep_capture("capture, released, cpu", ts_cpu(), true);
+    sweep_capture("capture+replay cpu", ts_cpu(), false, false);
+    sweep_capture("capture, released, cpu", ts_cpu(), true, false);
+    sweep_capture("capture, grad scaler, cpu", ts_cpu(), false, true);
     check_no_room_in_capture(ts_cpu());
     if (ts_device_is_available(ts_sim(0))) {
-        sweep_capture("capture+replay sim:0", ts_sim(0), false);
-        sweep_capture("capture, released, sim:0", ts_sim(0), true);
+        sweep_capture("capture+replay sim:0", ts_sim(0), false, false);
+        sweep_capture("capture, released, sim:0", ts_sim(0), true, false);
+        sweep_capture("capture, grad scaler, sim:0", ts_sim(0), false, true);
         check_no_room_in_capture(ts_sim(0));
     }
     return ts_test_finish();

@@ -714,6 +714,36 @@ static void test_state_dict(ts_device dev) {
     model_free(&m);
 }
 
+/* An iteration that fails after the step (an error pending, e.g. out of memory, or a capture that
+ * broke): update keeps the scale but ends the iteration, so once the error is cleared the next one
+ * unscales and steps as a fresh one does (before, it was refused: "unscale_() is being
+ * called after step()"). */
+static void test_failed_iteration(ts_device dev) {
+    model m = model_new(dev, dev, TS_F32);
+    ts_tensor *params[2] = {m.w, m.v};
+    ts_optim *opt = ts_sgd_params(params, 2, (ts_sgd_opts){.lr = 0.1});
+    ts_grad_scaler *s = ts_grad_scaler_new((ts_grad_scaler_opts){.init_scale = 1024});
+    scaled_backward(&m, s, opt);
+    CHECK(ts_grad_scaler_step(s, opt, NULL) == TS_OK);
+    tsi_error_set(TS_ERR_OOM, "a failure later in the iteration");
+    CHECK(ts_grad_scaler_update(s) == TS_ERR_OOM);
+    ts_error_clear();
+    CHECK_NEAR(ts_grad_scaler_get_scale(s), 1024, 0);
+    CHECK_EQ(ts_grad_scaler_growth_tracker(s), 0); /* no clean step counted */
+    ts_optim_zero_grad(opt);
+    scaled_backward(&m, s, opt);
+    CHECK(ts_grad_scaler_unscale_(s, opt) == TS_OK);
+    bool stepped = false;
+    CHECK(ts_grad_scaler_step(s, opt, &stepped) == TS_OK);
+    CHECK(stepped);
+    CHECK(ts_grad_scaler_update(s) == TS_OK);
+    CHECK_EQ(ts_grad_scaler_growth_tracker(s), 1);
+    CHECK_OK();
+    ts_grad_scaler_free(s);
+    ts_optim_free(opt);
+    model_free(&m);
+}
+
 int main(void) {
     int nsim = ts_device_count(TS_SIM);
     if (nsim < 2 && ts_sim_configure(4, 0) == TS_OK) nsim = 4;
@@ -733,6 +763,7 @@ int main(void) {
         test_errors(devs[d]);
         test_disabled(devs[d]);
         test_state_dict(devs[d]);
+        test_failed_iteration(devs[d]);
     }
     /* the long growth run on the cpu and one simulated device */
     test_growth(ts_cpu());

@@ -539,6 +539,12 @@ static void test_clip_tensor(void) {
     }
     ts_release(t);
     ts_graph_free(g);
+    ts_tensor *q = ts_zeros(TS_SHAPE(2), (ts_opts){.requires_grad = true});
+    ts_set_grad(q, ts_ones(TS_SHAPE(2), (ts_opts){0}));
+    CHECK(ts_clip_grad_norm_tensor(&q, 1, 1.0, NAN) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "clip_grad_norm: norm_type is NaN");
+    CHECK(ts_clip_grad_norm_tensor(&q, 1, NAN, 2) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "clip_grad_norm: max_norm is NaN");
     CHECK(ts_clip_grad_norm_tensor(NULL, 1, 1.0, 2) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "clip_grad_norm: invalid parameter list");
     CHECK(ts_clip_grad_norm_module_tensor(NULL, 1.0) == NULL);

@@ -55,7 +55,9 @@ ts_status ts_grad_scaler_unscale_(ts_grad_scaler *s, ts_optim *opt);
  * While capturing (graph.h) the step is recorded to skip itself on the device at each replay that
  * finds an Inf/NaN, and *stepped is false. */
 ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped);
-/* Backs off (Inf/NaN seen since the last update) or grows (growth_interval clean steps). */
+/* Backs off (Inf/NaN seen since the last update) or grows (growth_interval clean steps). With an
+ * error pending (the iteration failed, a capture broke) it keeps the scale but still ends the
+ * iteration, so the next one can unscale and step once the error is cleared. */
 ts_status ts_grad_scaler_update(ts_grad_scaler *s);
 ts_status ts_grad_scaler_set_scale(ts_grad_scaler *s, double new_scale); /* update(new_scale) */
 double ts_grad_scaler_get_scale(ts_grad_scaler *s); /* 1.0 when disabled, NAN on error */

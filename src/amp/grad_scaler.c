@@ -135,7 +135,10 @@ ts_status ts_grad_scaler_update(ts_grad_scaler *s) {
     tsi_init();
     if (!s) return tsi_error_set(TS_ERR_ARG, "%s: scaler is NULL", op);
     if (!s->enabled) return TS_OK;
-    if (ts_error()) return ts_error(); /* the iteration failed: the scale stays */
+    if (ts_error()) { /* the iteration failed: the scale stays, and the iteration ends (so the */
+        tsi_gs_states_reset(s); /* next one can unscale and step after ts_error_clear) */
+        return ts_error();
+    }
     if (!tsi_gs_check_scale(op, s)) return ts_error();
     int n_found = 0;
     for (int i = 0; i < s->n_states; i++) n_found += s->states[i].n_found;
