@@ -245,7 +245,7 @@ static void test_units(void) {
 typedef enum net_kind { NET_R20, NET_R18, NET_R20_B, NET_SEQ, N_NETS } net_kind;
 static const char *const NET_NAMES[N_NETS] = {"resnet20", "resnet18 (width 8, cifar stem)",
                                               "resnet20 option B (downsample Sequentials)",
-                                              "Sequential conv-bn-relu x2"};
+                                              "Sequential conv-bn-relu x2, conv-relu"};
 
 static ts_module *net_new(net_kind k, uint64_t seed) {
     ts_manual_seed(seed);
@@ -260,15 +260,17 @@ static ts_module *net_new(net_kind k, uint64_t seed) {
     case NET_R20_B:
         m = ts_resnet20((ts_resnet_config){.width = 8, .shortcut_conv = true});
         break;
-    case NET_SEQ: {
-        ts_module *p[6] = {
+    case NET_SEQ: { /* conv-bn-relu twice, then conv-relu without a batch-norm */
+        ts_module *p[8] = {
             ts_conv2d_new(3, 8, 3, (ts_conv2d_opts){.padding = {1, 1}}),
             ts_batch_norm2d_new(8, (ts_norm_opts){0}),
             ts_relu_new(),
             ts_conv2d_new(8, 16, 3, (ts_conv2d_opts){.stride = {2, 2}, .no_bias = true}),
             ts_batch_norm2d_new(16, (ts_norm_opts){0}),
+            ts_relu_new(),
+            ts_conv2d_new(16, 8, 3, (ts_conv2d_opts){.padding = {1, 1}}),
             ts_relu_new()};
-        m = ts_sequential_new(6, p);
+        m = ts_sequential_new(8, p);
         break;
     }
     default:
@@ -420,9 +422,9 @@ static void invalidation(net_kind k, ts_device dev) {
     CHECK(agree(m, x, "the first call"));
 
     /* an optimizer step (training forward: the running statistics change too) */
-    ts_optim *opt = ts_sgd(m, (ts_sgd_opts){.lr = 0.5});
+    ts_optim *opt = ts_sgd(m, (ts_sgd_opts){.lr = 0.1});
     ts_module_train(m, true);
-    ts_backward(ts_sum(ts_mul(ts_forward(m, x), ts_forward(m, x))));
+    ts_backward(ts_mean(ts_mul(ts_forward(m, x), ts_forward(m, x))));
     CHECK(ts_optim_step(opt) == TS_OK);
     ts_optim_free(opt);
     ts_module_eval(m);
