@@ -1,7 +1,8 @@
 """bench_eval_torch.py — the PyTorch twin of bench_eval.c: eval-mode inference of the same ResNets
 (tools/gen_golden_resnet.py's, torchvision's structure) at batch 1 and 64, under torch.no_grad
 ("no_grad"), torch.inference_mode ("inference_mode") and with autograd on ("grad"). Prints
-"model batch mode ms" lines, each the best of several runs after a warm-up; threads from
+"model batch mode wall_ms cpu_ms" lines, each the best of several runs after a warm-up (cpu_ms:
+the process's CPU time, all threads); threads from
 TORCH_THREADS (else PyTorch's default).
 Usage: bench_eval_torch.py [MODEL [BATCH]]"""
 import os
@@ -16,22 +17,22 @@ from gen_golden_resnet import resnet18, resnet20  # noqa: E402
 
 def forward_s(model, x, ctx):
     with ctx():
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         y = model(x)
         float(y.detach().sum())
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, time.process_time() - c0
 
 
 def best_ms(model, x, ctx):
     for _ in range(2):
         forward_s(model, x, ctx)
-    best, spent, i = 1e30, 0.0, 0
+    best, best_cpu, spent, i = 1e30, 1e30, 0.0, 0
     while i < 3 or (spent < 2.0 and i < 200):
-        t = forward_s(model, x, ctx)
+        t, c = forward_s(model, x, ctx)
         spent += t
-        best = min(best, t)
+        best, best_cpu = min(best, t), min(best_cpu, c)
         i += 1
-    return best * 1e3
+    return best * 1e3, best_cpu * 1e3
 
 
 class grad_on:
@@ -49,12 +50,13 @@ MODES = [("no_grad", torch.no_grad), ("inference_mode", torch.inference_mode), (
 def bench(name, model, batch, side):
     model.eval()
     x = torch.randn(batch, 3, side, side)
-    best = {m: 1e30 for m, _ in MODES}
+    best = {m: [1e30, 1e30] for m, _ in MODES}
     for _ in range(2):
         for m, ctx in MODES:
-            best[m] = min(best[m], best_ms(model, x, ctx))
+            t, c = best_ms(model, x, ctx)
+            best[m] = [min(best[m][0], t), min(best[m][1], c)]
     for m, _ in MODES:
-        print(f"{name} {batch} {m} {best[m]:.3f}", flush=True)
+        print(f"{name} {batch} {m} {best[m][0]:.3f} {best[m][1]:.3f}", flush=True)
 
 
 def main():

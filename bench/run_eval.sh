@@ -26,28 +26,40 @@ for round in $(seq "${ROUNDS:-2}"); do
     done
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-# lines "model batch mode ms threads": the best per (model, batch, mode, threads)
+# lines "model batch mode wall_ms cpu_ms threads": the best per (model, batch, mode, threads)
 awk '
     FILENAME ~ /ts.txt/ { k = $1 " " $2; s = "ts_" $3 }
     FILENAME ~ /pt.txt/ { k = $1 " " $2; s = "pt_" $3 }
     {
-        key = k SUBSEP s SUBSEP $5
+        key = k SUBSEP s SUBSEP $6
         if (!(key in t) || $4 < t[key]) t[key] = $4
+        if (!(key in c) || $5 < c[key]) c[key] = $5
         if (!(k in seen)) { seen[k] = 1; order[++n] = k }
     }
     function best(k, s) { a = t[k, s, 1]; b = t[k, s, 2]; return (b != "" && b < a) ? b : a }
+    function lo(a, b) { return a < b ? a : b }
     END {
-        printf "%-18s %8s %8s %8s %8s | %8s %8s %8s | %s\n", "model batch", "Ts fused", "unfused",
-               "Ts grad", "fold x", "PT nograd", "PT infer", "PT grad", "fused vs PT best (1 thr, 2 thr)"
+        print "wall time, ms: each the best of 1 and 2 threads (fold = unfused / fused; vs PT = PyTorch best of no_grad and inference_mode / Tessera fused, > 1: Tessera faster)"
+        printf "%-16s %9s %9s %9s %6s | %9s %9s %9s | %6s %s\n", "model batch", "Ts fused", "unfused",
+               "Ts grad", "fold", "PT nograd", "PT infer", "PT grad", "vs PT", "(1 thread, 2 threads)"
         for (i = 1; i <= n; i++) {
             k = order[i]
             f = best(k, "ts_fused"); u = best(k, "ts_unfused"); g = best(k, "ts_grad")
             pn = best(k, "pt_no_grad"); pi = best(k, "pt_inference_mode"); pg = best(k, "pt_grad")
-            p1 = t[k, "pt_no_grad", 1]; if (t[k, "pt_inference_mode", 1] < p1) p1 = t[k, "pt_inference_mode", 1]
-            p2 = t[k, "pt_no_grad", 2]; if (t[k, "pt_inference_mode", 2] < p2) p2 = t[k, "pt_inference_mode", 2]
-            pb = pn < pi ? pn : pi
-            printf "%-18s %8.2f %8.2f %8.2f %7.2fx | %8.2f %8.2f %8.2f | %.2fx (%.2fx, %.2fx)\n", k, f, u, g,
-                   u / f, pn, pi, pg, pb / f, p1 / t[k, "ts_fused", 1], p2 / t[k, "ts_fused", 2]
+            p1 = lo(t[k, "pt_no_grad", 1], t[k, "pt_inference_mode", 1])
+            p2 = lo(t[k, "pt_no_grad", 2], t[k, "pt_inference_mode", 2])
+            printf "%-16s %9.2f %9.2f %9.2f %5.2fx | %9.2f %9.2f %9.2f | %5.2fx (%.2fx, %.2fx)\n", k, f, u, g,
+                   u / f, pn, pi, pg, lo(pn, pi) / f, p1 / t[k, "ts_fused", 1], p2 / t[k, "ts_fused", 2]
         }
-        print "(ms, best of 1 and 2 threads; fold x = unfused / fused; fused vs PT = PyTorch best of no_grad and inference_mode / Tessera fused, > 1: Tessera faster)"
+        print ""
+        print "CPU time of the 1-thread runs, ms (the compute itself when other work shares the host)"
+        printf "%-16s %9s %9s %9s %6s | %9s %9s %9s | %6s\n", "model batch", "Ts fused", "unfused",
+               "Ts grad", "fold", "PT nograd", "PT infer", "PT grad", "vs PT"
+        for (i = 1; i <= n; i++) {
+            k = order[i]
+            f = c[k, "ts_fused", 1]; u = c[k, "ts_unfused", 1]; g = c[k, "ts_grad", 1]
+            pn = c[k, "pt_no_grad", 1]; pi = c[k, "pt_inference_mode", 1]; pg = c[k, "pt_grad", 1]
+            printf "%-16s %9.2f %9.2f %9.2f %5.2fx | %9.2f %9.2f %9.2f | %5.2fx\n", k, f, u, g, u / f,
+                   pn, pi, pg, lo(pn, pi) / f
+        }
     }' "$tmp/ts.txt" "$tmp/pt.txt"
