@@ -8,17 +8,8 @@
 
 #include "tessera.h"
 
-static double now_s(void) {
-    struct timespec t;
-    timespec_get(&t, TIME_UTC);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void die_on_error(const char *what) {
-    if (ts_error() == TS_OK) return;
-    fprintf(stderr, "bench_core: %s: %s\n", what, ts_error_message());
-    exit(1);
-}
+#define BENCH_NAME "bench_core"
+#include "bench_util.h"
 
 /* ns per ts_add: batches of 1000 ops, each batch inside its own scope so the results are freed
  * the way a training step frees them; best of `repeats` timings of `batches` batches. */

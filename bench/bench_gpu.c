@@ -12,6 +12,9 @@
 #include "bench_models.h"
 #include "tessera.h"
 
+#define BENCH_NAME "bench_gpu"
+#include "bench_util.h"
+
 #define MAX_RUNS 16
 
 /* cuda:0, or BENCH_GPU_DEVICE (e.g. sim:0) to check this program's logic on a machine without a
@@ -20,18 +23,6 @@ static ts_device bench_device;
 
 static void synchronize(void) {
     if (bench_device.type == TS_CUDA) ts_cuda_synchronize(bench_device.index);
-}
-
-static double now_s(void) {
-    struct timespec t;
-    timespec_get(&t, TIME_UTC);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void die_on_error(const char *what) {
-    if (ts_error() == TS_OK) return;
-    fprintf(stderr, "bench_gpu: %s: %s\n", what, ts_error_message());
-    exit(1);
 }
 
 static int compare_doubles(const void *a, const void *b) {

@@ -11,17 +11,8 @@
 #include "bench_models.h"
 #include "tessera.h"
 
-static double now_s(void) {
-    struct timespec t;
-    timespec_get(&t, TIME_UTC);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void die_on_error(const char *what) {
-    if (ts_error() == TS_OK) return;
-    fprintf(stderr, "bench_train: %s: %s\n", what, ts_error_message());
-    exit(1);
-}
+#define BENCH_NAME "bench_train"
+#include "bench_util.h"
 
 /* Resident-set growth while training: clear the kernel's peak, then read the high-water mark. */
 static long status_kb(const char *key) {

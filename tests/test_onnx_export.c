@@ -228,8 +228,27 @@ static void export_case(const zoo_case *c, ts_device dev) {
         ts_module_eval(m);
         ts_no_grad_begin();
         bool same2, same3;
+        /* the file's graph against the modules one by one (the eval path's conv + batch-norm
+         * folding off): the same kernels */
+        const bool fusion = ts_set_eval_fusion(false);
         const double e2 = rel_err(ts_forward(g, x2), ts_forward(m, x2), &same2);
         const double e3 = rel_err(ts_forward(g, x3), ts_forward(m, x3), &same3);
+        ts_set_eval_fusion(fusion);
+        /* the graph with the inference rewrites against the modules' eval path: the same fold
+         * (nn/bn_fold.h) and the same fused convolutions, so the same bits (the GPT's rewrites
+         * change its rounding) */
+        ts_module *go = c->same_bits
+                            ? ts_onnx_load(path, (ts_onnx_opts){.device = dev, .optimize = true})
+                            : NULL;
+        bool same_o2 = true, same_o3 = true;
+        if (go) {
+            rel_err(ts_forward(go, x2), ts_forward(m, x2), &same_o2);
+            rel_err(ts_forward(go, x3), ts_forward(m, x3), &same_o3);
+        }
+        if (c->same_bits && !(go && same_o2 && same_o3))
+            printf("  %s: the optimized import differs from the eval path\n", c->name);
+        CHECK(!c->same_bits || (go && same_o2 && same_o3));
+        ts_module_free(go);
         ts_no_grad_end();
         struct stat sb;
         stat(path, &sb);

@@ -185,6 +185,21 @@ ts_module *ts_embedding_new(int64_t num_embeddings, int64_t embedding_dim);
 ts_module *ts_sequential_new(int n, ts_module *const *modules);
 ts_module *ts_sequential_append(ts_module *seq, ts_module *m);
 
+/* act(bn(conv(x))) for a Conv2d, a BatchNorm2d or NULL, and a ReLU or NULL: ts_forward of each in
+ * turn, or, when no gradient is recorded (grad mode off, or neither x nor a parameter requires
+ * grad), no trace or autocast is on, bn is a BatchNorm2d in eval mode with running statistics
+ * and the tensors are float32 or float64, ONE convolution with bn folded into its weight and bias
+ * (W' = W gamma / sqrt(var + eps), b' = (b - mean) gamma / sqrt(var + eps) + beta, in float64,
+ * rounded once) and the ReLU applied as the output is written. The folded tensors are kept in
+ * the Conv2d until any of their sources changes (in place or replaced); the module's parameters,
+ * buffers and state dict never change. Results agree with the modules' within float rounding
+ * (docs/ARCHITECTURE.md, "Eval path"). Sequential does this by itself for every such run of its
+ * children, as do the ResNet builders' blocks. */
+ts_tensor *ts_forward_conv_bn(ts_module *conv, ts_module *bn, ts_module *act, ts_tensor *x);
+/* Turns that fusion on (the default) or off for the whole process, for comparisons and
+ * benchmarks; returns the previous setting. */
+bool ts_set_eval_fusion(bool on);
+
 /* init (in place, no graph, from the global generator), PyTorch's formulas; return t (borrowed: no
  * new reference, unlike the in-place ops) or NULL. kaiming_uniform_ is mode fan_in, leaky_relu. */
 ts_tensor *ts_init_kaiming_uniform_(ts_tensor *t, double a);

@@ -8,6 +8,8 @@
 #include "tessera.h"
 
 /* ------------------------------------------------------------------ blocks */
+/* Each conv, bn(, relu) goes through ts_forward_conv_bn: the modules one after the other, or in
+ * eval without gradients one convolution with the batch-norm folded in. */
 typedef struct block {
     ts_module base;
     ts_module *conv1, *bn1, *conv2, *bn2, *conv3, *bn3, *relu; /* conv3, bn3: Bottleneck only */
@@ -20,16 +22,16 @@ static ts_tensor *shortcut(block *b, ts_tensor *x) {
 
 static ts_tensor *basic_block_forward(ts_module *self, ts_tensor *x) {
     block *b = (block *)self;
-    ts_tensor *out = ts_forward(b->relu, ts_forward(b->bn1, ts_forward(b->conv1, x)));
-    out = ts_forward(b->bn2, ts_forward(b->conv2, out));
+    ts_tensor *out = ts_forward_conv_bn(b->conv1, b->bn1, b->relu, x);
+    out = ts_forward_conv_bn(b->conv2, b->bn2, NULL, out);
     return ts_forward(b->relu, ts_add(out, shortcut(b, x)));
 }
 
 static ts_tensor *bottleneck_forward(ts_module *self, ts_tensor *x) {
     block *b = (block *)self;
-    ts_tensor *out = ts_forward(b->relu, ts_forward(b->bn1, ts_forward(b->conv1, x)));
-    out = ts_forward(b->relu, ts_forward(b->bn2, ts_forward(b->conv2, out)));
-    out = ts_forward(b->bn3, ts_forward(b->conv3, out));
+    ts_tensor *out = ts_forward_conv_bn(b->conv1, b->bn1, b->relu, x);
+    out = ts_forward_conv_bn(b->conv2, b->bn2, b->relu, out);
+    out = ts_forward_conv_bn(b->conv3, b->bn3, NULL, out);
     return ts_forward(b->relu, ts_add(out, shortcut(b, x)));
 }
 
@@ -175,7 +177,7 @@ typedef struct resnet {
 
 static ts_tensor *resnet_forward(ts_module *self, ts_tensor *x) {
     resnet *r = (resnet *)self;
-    x = ts_forward(r->relu, ts_forward(r->bn1, ts_forward(r->conv1, x)));
+    x = ts_forward_conv_bn(r->conv1, r->bn1, r->relu, x);
     if (r->maxpool) x = ts_forward(r->maxpool, x);
     for (int i = 0; i < 4 && r->layer[i]; i++) x = ts_forward(r->layer[i], x);
     x = ts_flatten(ts_forward(r->avgpool, x), 1, -1);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/layers_internal.h"
 #include "nn/module_internal.h"
 
 /* Frees a half-built module: constructors build inside a scope and only hand back complete ones. */
@@ -90,11 +91,22 @@ typedef struct conv_m {
     int kernel[2];
     ts_conv2d_opts o; /* defaults resolved */
     int w, b;
+    struct tsi_conv_bn_cache *fold; /* conv_bn.c: the eval path's folded weights (NULL: none) */
 } conv_m;
 
 static ts_tensor *conv_forward(ts_module *self, ts_tensor *x) {
     conv_m *m = (conv_m *)self;
     return ts_conv2d(x, tsi_param_at(self, m->w), tsi_param_at(self, m->b), m->o);
+}
+
+static void conv_destroy(ts_module *self) { tsi_conv_bn_cache_free(((conv_m *)self)->fold); }
+
+bool tsi_conv2d_parts_of(ts_module *self, tsi_conv2d_parts *out) {
+    if (!self || self->forward != conv_forward) return false;
+    conv_m *m = (conv_m *)self;
+    *out = (tsi_conv2d_parts){
+        .w = tsi_param_at(self, m->w), .b = tsi_param_at(self, m->b), .o = m->o, .cache = &m->fold};
+    return true;
 }
 
 /* Conv2d.extra_repr: the options that differ from their defaults */
@@ -148,6 +160,7 @@ ts_module *ts_conv2d_new2(int64_t in_channels, int64_t out_channels, int kh, int
     conv_m *m = ts_module_alloc(sizeof *m, op, conv_forward);
     if (!m) return NULL;
     m->base.extra_repr = conv_extra;
+    m->base.destroy = conv_destroy;
     m->in = in_channels;
     m->out = out_channels;
     m->kernel[0] = kh;
@@ -259,6 +272,7 @@ typedef struct simple_m {
 
 static ts_tensor *identity_forward(ts_module *self, ts_tensor *x) { return x; }
 static ts_tensor *relu_forward(ts_module *self, ts_tensor *x) { return ts_relu(x); }
+bool tsi_module_is_relu(const ts_module *m) { return m && m->forward == relu_forward; }
 static ts_tensor *gelu_forward(ts_module *self, ts_tensor *x) { return ts_gelu(x); }
 static ts_tensor *sigmoid_forward(ts_module *self, ts_tensor *x) { return ts_sigmoid(x); }
 static ts_tensor *tanh_forward(ts_module *self, ts_tensor *x) { return ts_tanh(x); }
@@ -334,9 +348,18 @@ ts_module *ts_dropout_new(double p) {
 }
 
 /* ------------------------------------------------------------------ Sequential */
+/* A run Conv2d, BatchNorm2d, ReLU (or two of them, the Conv2d first) goes through
+ * ts_forward_conv_bn: one fused convolution in eval without gradients, the modules one after the
+ * other otherwise. */
 static ts_tensor *sequential_forward(ts_module *self, ts_tensor *x) {
     const tsi_named *c = &self->impl->children;
-    for (int i = 0; i < c->n && x; i++) x = ts_forward(c->items[i], x);
+    ts_module *const *ms = (ts_module *const *)c->items;
+    for (int i = 0; i < c->n && x;) {
+        ts_module *bn, *act;
+        const int span = tsi_conv_bn_span(ms + i, c->n - i, &bn, &act);
+        x = span > 1 ? ts_forward_conv_bn(ms[i], bn, act, x) : ts_forward(ms[i], x);
+        i += span;
+    }
     return x;
 }
 

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "nn/layers_internal.h"
 #include "nn/module_internal.h"
 
 static ts_module *finish(ts_module *m, bool ok) {
@@ -43,6 +44,17 @@ static ts_tensor *bn_forward(ts_module *self, ts_tensor *x) {
     bool batch_stats = self->training || (!mean && !var);
     return ts_batch_norm(x, mean, var, tsi_param_at(self, m->w), tsi_param_at(self, m->b),
                          batch_stats, m->momentum, m->eps);
+}
+
+bool tsi_batch_norm2d_parts_of(ts_module *self, tsi_batch_norm2d_parts *out) {
+    if (!self || self->forward != bn_forward || ((bn_m *)self)->dims != 2) return false;
+    bn_m *m = (bn_m *)self;
+    *out = (tsi_batch_norm2d_parts){.w = tsi_param_at(self, m->w),
+                                    .b = tsi_param_at(self, m->b),
+                                    .mean = tsi_buffer_at(self, m->mean),
+                                    .var = tsi_buffer_at(self, m->var),
+                                    .eps = m->eps};
+    return true;
 }
 
 static void bn_extra(ts_module *self, char *buf, size_t n) {

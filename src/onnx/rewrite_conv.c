@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/bn_fold.h"
 #include "nn/conv_fused.h"
 #include "onnx/ops_nn.h"
 
@@ -99,75 +100,45 @@ static bool channel_vector(ts_tensor *t, int64_t len) {
     return t && ts_ndim(t) == 1 && ts_size(t, 0) == len && ts_dtype_is_floating(ts_dtype_of(t));
 }
 
-/* The tensors a fold reads and writes. */
-typedef struct bn_fold {
-    ts_tensor *w, *b; /* the Conv's weight [O, ...] and bias [O] (NULL: none) */
-    ts_tensor *scale, *shift, *mean, *var; /* BatchNormalization's inputs 1 to 4, each [O] */
-    double eps;
-} bn_fold;
-
-/* t's values as float64 on the host (malloc'ed); NULL with the error set */
-static double *host_f64(ts_tensor *t) {
-    size_t n = (size_t)ts_numel(t);
-    double *v = malloc((n ? n : 1) * sizeof *v);
-    if (!v) return oom(), NULL;
-    ts_tensor *h = ts_contiguous(ts_to_dtype(ts_to(t, ts_cpu()), TS_F64));
-    if (!h || ts_copy_to_host(h, v, n * sizeof *v) != TS_OK) {
-        free(v);
-        return NULL;
-    }
-    return v;
-}
-
-/* dst's values replaced by v (float64), kept in dst's dtype and on its device; under no-grad, as
- * dst may be a parameter */
-static bool write_back(ts_tensor *dst, const double *v) {
-    ts_tensor *src = ts_to(
-        ts_from_data(ts_shape_of(dst), TS_F64, v, (ts_opts){.dtype = TS_F64, .device = ts_cpu()}),
-        ts_device_of(dst));
-    if (!src) return false;
+/* dst's values replaced by src's (same dtype and device), under no-grad, as dst may be a
+ * parameter */
+static bool write_back(ts_tensor *dst, ts_tensor *src) {
     ts_no_grad_begin();
     bool ok = ts_copy_(dst, src) != NULL;
     ts_no_grad_end();
     return ok;
 }
 
-/* W' = W * s and b' = (b - mean) * s + shift per output channel, s = scale / sqrt(var + eps),
- * written into f->w and bias (b = 0 when the Conv has none). R_SKIP, nothing written, when some s
- * or b' is not finite: the unfolded graph keeps its own arithmetic there. */
-static outcome fold_values(const bn_fold *f, ts_tensor *bias) {
-    int64_t oc = ts_size(f->w, 0), per = ts_numel(f->w) / oc;
-    ts_tensor *src[6] = {f->w, f->scale, f->shift, f->mean, f->var, f->b};
-    double *v[6] = {0};
-    outcome r = R_FAIL;
-    for (int i = 0; i < 6; i++)
-        if (src[i] ? !(v[i] = host_f64(src[i])) : !(v[i] = calloc((size_t)oc, sizeof *v[i])))
-            goto done;
-    double *w = v[0], *scale = v[1], *shift = v[2], *mean = v[3], *var = v[4], *b = v[5];
-    r = R_SKIP;
-    for (int64_t o = 0; o < oc; o++) {
-        double s = scale[o] / sqrt(var[o] + f->eps);
-        b[o] = (b[o] - mean[o]) * s + shift[o];
-        if (!isfinite(s) || !isfinite(b[o])) goto done;
-        for (int64_t j = 0; j < per; j++) w[o * per + j] *= s;
+/* W' and b' (nn/bn_fold.h: the nn modules' eval path folds with the same code) written into f->w
+ * and bias (b = 0 when the Conv has none). R_SKIP, nothing written, when some s or b' is not
+ * finite: the unfolded graph keeps its own arithmetic there. */
+static outcome fold_values(const tsi_bn_fold_src *f, ts_tensor *bias) {
+    ts_tensor *w, *b;
+    switch (tsi_bn_fold(f, &w, &b)) {
+    case TSI_BN_FOLD_NOT_FINITE:
+        return R_SKIP;
+    case TSI_BN_FOLD_FAILED:
+        return R_FAIL;
+    case TSI_BN_FOLD_DONE:
+        break;
     }
-    r = write_back(f->w, w) && write_back(bias, b) ? R_DONE : R_FAIL;
-done:
-    for (int i = 0; i < 6; i++) free(v[i]);
+    outcome r = write_back(f->w, w) && write_back(bias, b) ? R_DONE : R_FAIL;
+    ts_release(w), ts_release(b);
     return r == R_FAIL && !ts_error() ? oom() : r;
 }
 
 /* the fold's tensors when every one is known, read by these two nodes alone and of one value per
  * output channel */
-static bool fold_inputs(const tso_graph *g, const tso_node *conv, const tso_node *bn, bn_fold *f) {
+static bool fold_inputs(const tso_graph *g, const tso_node *conv, const tso_node *bn,
+                        tsi_bn_fold_src *f) {
     int bias_v = conv->n_in > 2 ? conv->in[2] : -1;
-    *f = (bn_fold){.w = owned(g, conv->in[1]),
-                   .b = owned(g, bias_v),
-                   .scale = owned(g, bn->in[1]),
-                   .shift = owned(g, bn->in[2]),
-                   .mean = owned(g, bn->in[3]),
-                   .var = owned(g, bn->in[4]),
-                   .eps = tso_attr_float(bn, "epsilon", 1e-5f)};
+    *f = (tsi_bn_fold_src){.w = owned(g, conv->in[1]),
+                           .b = owned(g, bias_v),
+                           .scale = owned(g, bn->in[1]),
+                           .shift = owned(g, bn->in[2]),
+                           .mean = owned(g, bn->in[3]),
+                           .var = owned(g, bn->in[4]),
+                           .eps = tso_attr_float(bn, "epsilon", 1e-5f)};
     if (!f->w || ts_ndim(f->w) < 1 || !ts_dtype_is_floating(ts_dtype_of(f->w))) return false;
     int64_t oc = ts_size(f->w, 0);
     if (oc < 1 || (bias_v >= 0 && !channel_vector(f->b, oc))) return false;
@@ -199,7 +170,7 @@ static bool set_bias(tso_node *n, int v) {
 /* BatchNormalization node r folded into Conv node k, which takes its output */
 static outcome fold_bn(tso_graph *g, int k, int r, bool *dead) {
     tso_node *conv = &g->nodes[k], *bn = &g->nodes[r];
-    bn_fold f;
+    tsi_bn_fold_src f;
     if (!bn_inference(bn) || !fold_inputs(g, conv, bn, &f)) return R_SKIP;
     int depth = ts_scope_depth();
     ts_scope_begin();
