@@ -85,6 +85,7 @@ ts_tensor *ts_transformer_encoder_layer(ts_module *layer, ts_tensor *src, ts_ten
     }
     if (!tsi_check_input("transformer_encoder_layer", src, "src")) return NULL;
     enc_m *m = (enc_m *)layer;
+    if (layer->impl->hooks && !tsi_module_pre_hooks(layer, src)) return NULL;
     ts_scope_begin();
     ts_tensor *x = src, *h;
 #define SA(in)                                                                                     \
@@ -105,6 +106,7 @@ ts_tensor *ts_transformer_encoder_layer(ts_module *layer, ts_tensor *src, ts_ten
     }
 #undef SA
 #undef FF
+    if (x && layer->impl->hooks) x = tsi_module_post_hooks(layer, src, x);
     x = ts_keep(x);
     ts_scope_end();
     return x;
