@@ -306,6 +306,15 @@ static void errors(void) {
         CHECK(strstr(ts_error_message(), want) != NULL);
         CHECK_ERR(TS_ERR_DIST);
     }
+    /* a parameter moved after wrapping (stage 2: its memory is there to copy) */
+    f = ts_fsdp(two_fc_new(4), (ts_fsdp_opts){.stage = 2});
+    ts_module_to_dtype(ts_module_child(ts_fsdp_module(f), "fc2"), TS_F64);
+    CHECK_OK();
+    ts_scope_begin();
+    CHECK(ts_forward(f, ts_randn(TS_SHAPE(2, 4), (ts_opts){0})) == NULL);
+    CHECK_ERR_HAS(TS_ERR_STATE, "parameter fc2.weight left unit '<root>''s flat buffer");
+    ts_scope_end();
+    ts_module_free(f);
     ts_module *lin = ts_linear_new(2, 2);
     CHECK(ts_fsdp_module(lin) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "is not a FullyShardedDataParallel");

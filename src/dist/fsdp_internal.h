@@ -17,20 +17,20 @@ typedef struct fsdp_param {
 
 typedef struct fsdp_unit {
     struct fsdp_module *f;
-    int index;            /* 0: the root unit; then the named units in forward order */
-    char *name;           /* "blocks.0"; "" for the root (owned) */
-    ts_module *m;         /* the unit's module (the wrapped module for the root) */
+    int index;               /* 0: the root unit; then the named units in forward order */
+    char *name;              /* "blocks.0"; "" for the root (owned) */
+    ts_module *m;            /* the unit's module (the wrapped module for the root) */
     int pre_hook, post_hook; /* forward hooks on m (0 for the root: the wrapper's forward) */
     fsdp_param *params;
     int n_params;
     int64_t numel, padded, shard_n; /* parameters' elements; padded to W x shard_n */
-    ts_tensor *flat;  /* [padded] the gathered parameters (owned; memory freed when resharded) */
-    ts_tensor *shard; /* [shard_n] this rank's block: a leaf the optimizer steps (owned) */
-    ts_tensor *grad;  /* [padded] full gradient while backward accumulates it (owned) or NULL */
+    ts_tensor *flat;    /* [padded] the gathered parameters (owned; memory freed when resharded) */
+    ts_tensor *shard;   /* [shard_n] this rank's block: a leaf the optimizer steps (owned) */
+    ts_tensor *grad;    /* [padded] full gradient while backward accumulates it (owned) or NULL */
     ts_tensor *reduced; /* [shard_n] or, stage 1, [padded]: the reduction in flight (owned) */
     ts_dist_work *gather_work, *reduce_work;
     bool is_root;
-    bool gathered;            /* flat holds the parameters of shard version gathered_version */
+    bool gathered; /* flat holds the parameters of shard version gathered_version */
     uint64_t gathered_version;
     uint64_t gather_from, flat_version; /* the gather in flight: shard's and flat's versions */
     bool grad_consumed; /* grad was reduced: the next backward starts it from zeros */
@@ -46,7 +46,8 @@ typedef struct fsdp_module {
     fsdp_unit *units;  /* [0] the root unit */
     int n_units;
     bool no_sync;
-    int done_units; /* units whose gradients this backward has completed */
+    int done_units;          /* units whose gradients this backward has completed */
+    fsdp_unit *last_reduced; /* whose reduction is in flight, delivered when the next starts */
     ts_fsdp_stats stats;
 } fsdp_module;
 

@@ -135,6 +135,7 @@ static bool deliver(fsdp_unit *u) {
 }
 
 static void reset_pass(fsdp_module *f) {
+    f->last_reduced = NULL;
     for (int i = 0; i < f->n_units; i++) {
         f->units[i].ready = 0;
         f->units[i].done = false;
@@ -169,7 +170,15 @@ static bool unit_done(fsdp_unit *u) {
     fsdp_module *f = u->f;
     u->done = true;
     f->done_units++;
-    if (!f->no_sync && !launch_reduce(u)) return false;
+    /* The reduction launched before this one is finished first (FSDP2 waits for the previous
+     * reduce-scatter the same way): a work item holds its unit's full flat gradient until it is
+     * waited for, so at most two units' full gradients live at once, not every unit's. */
+    if (f->last_reduced && !deliver(f->last_reduced)) return false;
+    f->last_reduced = NULL;
+    if (!f->no_sync) {
+        if (!launch_reduce(u)) return false;
+        f->last_reduced = u;
+    }
     reshard(u);
     return f->done_units < f->n_units || finish_backward(f);
 }
@@ -200,9 +209,26 @@ static void pre_backward(void *ctx) {
     if (!f->o.no_prefetch && prev > 0 && prev != u->index) launch_gather(&f->units[prev]);
 }
 
+/* A parameter that no longer lives in the flat buffer (ts_module_to / ts_module_to_dtype, or a
+ * ts_module_param replacing it, after ts_fsdp) would silently stop training. */
+static bool params_in_place(fsdp_unit *u) {
+    for (int i = 0; i < u->n_params; i++) {
+        fsdp_param *pp = &u->params[i];
+        if (pp->p->storage != u->flat->storage || pp->p->dtype != u->flat->dtype)
+            return tsi_error_set(
+                       TS_ERR_STATE,
+                       "%s: parameter %s left unit '%s''s flat buffer after ts_fsdp (moved "
+                       "to another device or dtype, or replaced): move or convert the "
+                       "model before wrapping it",
+                       OP, pp->name, u->is_root ? "<root>" : u->name),
+                   false;
+    }
+    return true;
+}
+
 bool tsi_fsdp_unit_pre_forward(fsdp_unit *u) {
     fsdp_module *f = u->f;
-    if (!tsi_fsdp_unit_ensure_gathered(u)) return false;
+    if (!params_in_place(u) || !tsi_fsdp_unit_ensure_gathered(u)) return false;
     if (!f->o.no_prefetch && u->index + 1 < f->n_units)
         return launch_gather(&f->units[u->index + 1]);
     return true;
