@@ -2,9 +2,10 @@
  * 2 and 4 ranks): 20 steps of AdamW on a GPT-mini and of SGD with momentum on a ResNet-20 (a
  * narrower one) under each stage (1, 2, 3; stage 3 also keeping parameters until backward and
  * without prefetch) equal DDP on the same global batch; no_sync accumulation; units from the
- * size policy; the errors (a unit that does not exist, a stage out of range, a unit's parameters
- * on two devices, a tensor shared by two units, a model that differs across ranks). Every rank
- * trains both the DDP and the FSDP model, so each compares on its own. */
+ * size policy; clipping by the global norm across shards; the memory each stage holds; the errors
+ * (a unit that does not exist, a stage out of range, a unit's parameters on two devices, a tensor
+ * shared by two units, a model that differs across ranks). Every rank trains both the DDP and the
+ * FSDP model, so each compares on its own. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +100,7 @@ static const char *const RES_UNITS[] = {"layer1", "layer2", "layer3"};
 typedef struct variant {
     int stage;
     bool keep, no_prefetch, no_sync, policy;
+    double clip; /* > 0: clip by the global norm (2-norm on even steps, max norm on odd ones) */
 } variant;
 
 static void equivalence(model_kind k, ts_device dev, variant v) {
@@ -128,6 +130,7 @@ static void equivalence(model_kind k, ts_device dev, variant v) {
     ts_fsdp_stats st;
     CHECK(ts_fsdp_get_stats(f, &st) == TS_OK);
     CHECK_EQ(st.units, shards.n);
+    int clipped = 0;
     for (int step = 0; step < 20; step++) {
         ts_scope_begin();
         ts_tensor *x, *y;
@@ -151,6 +154,13 @@ static void equivalence(model_kind k, ts_device dev, variant v) {
             ts_backward(loss_of(k, ts_forward(ddp, x), y));
             ts_backward(loss_of(k, ts_forward(f, x), y));
         }
+        if (v.clip > 0) {
+            double type = step % 2 ? INFINITY : 2;
+            double nd = ts_clip_grad_norm(ddp_p.tensors, ddp_p.n, v.clip, type);
+            double nf = ts_fsdp_clip_grad_norm(f, v.clip, type);
+            CHECK(fabs(nd - nf) <= 1e-9 * nd);
+            clipped += nd > v.clip;
+        }
         ts_optim_step(o_ddp);
         ts_optim_step(o_f);
         ts_scope_end();
@@ -164,8 +174,12 @@ static void equivalence(model_kind k, ts_device dev, variant v) {
                "relative (tolerance %g)\n",
                rank, names[k], ts_device_str(dev), v.stage, v.keep ? ", kept after forward" : "",
                v.no_prefetch ? ", no prefetch" : "", v.no_sync ? ", no_sync" : "",
-               v.policy ? ", size policy" : "", d, tol);
+               v.policy     ? ", size policy"
+               : v.clip > 0 ? ", clipped"
+                            : "",
+               d, tol);
     CHECK(d <= tol);
+    if (v.clip > 0) CHECK(clipped >= 5); /* the clipping did scale, often */
     CHECK(ts_fsdp_get_stats(f, &st) == TS_OK);
     if (world > 1) {
         if (v.stage == 1) CHECK(st.all_reduces > 0 && st.reduce_scatters == 0);
@@ -351,6 +365,8 @@ int main(void) {
     equivalence(M_GPT, ts_cpu(), (variant){.stage = 3, .no_sync = true});
     equivalence(M_GPT, ts_cpu(), (variant){.stage = 2, .no_sync = true});
     equivalence(M_RESNET, ts_cpu(), (variant){.stage = 3, .policy = true});
+    equivalence(M_GPT, sim, (variant){.stage = 3, .clip = 0.3});
+    equivalence(M_RESNET, ts_cpu(), (variant){.stage = 1, .clip = 1.0});
     for (int stage = 1; stage <= 3; stage++) memory(stage);
     layout();
     errors();

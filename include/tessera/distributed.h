@@ -181,6 +181,11 @@ void ts_fsdp_no_sync_end(ts_module *fsdp);
  * under stage 3 they stay gathered until a forward or backward reshards them. Collective: every
  * rank calls it. */
 ts_status ts_fsdp_unshard(ts_module *fsdp);
+/* torch.nn.utils.clip_grad_norm_ over the shards' gradients: the total norm of the whole model's
+ * gradient (each rank's partial sum, all-reduced), every shard's .grad scaled by max_norm / (norm +
+ * 1e-6) when that is below 1. Returns the norm before clipping (NAN on error). norm_type 0 -> 2;
+ * INFINITY for the max norm. Collective: every rank calls it, after backward, before the step. */
+double ts_fsdp_clip_grad_norm(ts_module *fsdp, double max_norm, double norm_type);
 typedef struct ts_fsdp_stats {
     int units;
     size_t shard_bytes;    /* this rank's shards (what the optimizer steps) */

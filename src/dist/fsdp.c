@@ -320,7 +320,7 @@ ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o) {
     return &f->base;
 }
 
-static fsdp_module *as_fsdp(const char *op, ts_module *m) {
+fsdp_module *tsi_fsdp_of(const char *op, ts_module *m) {
     if (!m) {
         if (!ts_error()) tsi_error_set(TS_ERR_ARG, "%s: module is NULL", op);
         return NULL;
@@ -333,13 +333,13 @@ static fsdp_module *as_fsdp(const char *op, ts_module *m) {
 }
 
 ts_module *ts_fsdp_module(ts_module *fsdp) {
-    fsdp_module *f = as_fsdp("fsdp_module", fsdp);
+    fsdp_module *f = tsi_fsdp_of("fsdp_module", fsdp);
     return f ? f->module : NULL;
 }
 
 ts_tensor_list ts_fsdp_parameters(ts_module *fsdp) {
     ts_tensor_list l = {0};
-    fsdp_module *f = as_fsdp("fsdp_parameters", fsdp);
+    fsdp_module *f = tsi_fsdp_of("fsdp_parameters", fsdp);
     for (int i = 0; f && i < f->n_units; i++) {
         fsdp_unit *u = &f->units[i];
         char name[512];
@@ -353,17 +353,17 @@ ts_tensor_list ts_fsdp_parameters(ts_module *fsdp) {
 }
 
 void ts_fsdp_no_sync_begin(ts_module *fsdp) {
-    fsdp_module *f = as_fsdp("fsdp_no_sync_begin", fsdp);
+    fsdp_module *f = tsi_fsdp_of("fsdp_no_sync_begin", fsdp);
     if (f) f->no_sync = true;
 }
 
 void ts_fsdp_no_sync_end(ts_module *fsdp) {
-    fsdp_module *f = as_fsdp("fsdp_no_sync_end", fsdp);
+    fsdp_module *f = tsi_fsdp_of("fsdp_no_sync_end", fsdp);
     if (f) f->no_sync = false;
 }
 
 ts_status ts_fsdp_unshard(ts_module *fsdp) {
-    fsdp_module *f = as_fsdp("fsdp_unshard", fsdp);
+    fsdp_module *f = tsi_fsdp_of("fsdp_unshard", fsdp);
     if (!f) return ts_error();
     for (int i = 0; i < f->n_units; i++)
         if (!tsi_fsdp_unit_ensure_gathered(&f->units[i])) return ts_error();
@@ -371,7 +371,7 @@ ts_status ts_fsdp_unshard(ts_module *fsdp) {
 }
 
 ts_status ts_fsdp_get_stats(ts_module *fsdp, ts_fsdp_stats *out) {
-    fsdp_module *f = as_fsdp("fsdp_get_stats", fsdp);
+    fsdp_module *f = tsi_fsdp_of("fsdp_get_stats", fsdp);
     if (!f) return ts_error();
     if (!out) return tsi_error_set(TS_ERR_ARG, "fsdp_get_stats: out is NULL");
     *out = f->stats;

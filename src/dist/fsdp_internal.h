@@ -51,6 +51,9 @@ typedef struct fsdp_module {
     ts_fsdp_stats stats;
 } fsdp_module;
 
+/* fsdp.c: m as an FSDP module, or NULL with TS_ERR_ARG naming op */
+fsdp_module *tsi_fsdp_of(const char *op, ts_module *m);
+
 /* fsdp_unit.c */
 /* The flat buffer and shard of a unit whose params (offsets set) are known: copies the parameters
  * in, takes the group's first rank's values, makes each parameter a slice of the flat buffer,
