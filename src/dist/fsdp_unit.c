@@ -153,8 +153,9 @@ static bool finish_backward(fsdp_module *f) {
     return ok;
 }
 
-/* The backward failed (the engine runs the hooks it still owed with the error pending): what was
- * launched is waited for (every rank launched it), the partial gradients are dropped. */
+/* The backward failed (the engine runs the hooks it still owed with the error pending, or a hook
+ * failed itself): what was launched is waited for (every rank launched it), the partial gradients
+ * are dropped (the next backward starts every unit's from zeros). */
 static void abandon(fsdp_module *f) {
     tsi_fsdp_wait_all(f);
     for (int i = 0; i < f->n_units; i++) {
@@ -186,16 +187,18 @@ static bool unit_done(fsdp_unit *u) {
 static void grad_hook(ts_tensor *leaf, void *ctx) {
     fsdp_param *pp = ctx;
     fsdp_unit *u = pp->u;
-    if (ts_error()) {
-        if (u->f->done_units || u->ready) abandon(u->f);
+    (void)leaf;
+    if (ts_error()) { /* the pass failed: every partial gradient is dropped */
+        abandon(u->f);
         return;
     }
-    (void)leaf;
     ts_scope_begin();
     /* a gradient that arrived outside the unit's backward (the pre-backward hook did not run for
      * it): into the flat gradient it goes */
     bool ok = is_slot(u, pp->p->grad) || prepare_grad(u);
-    if (ok && ++u->ready == u->n_params) unit_done(u);
+    if (ok && ++u->ready == u->n_params) ok = unit_done(u);
+    /* failed here (the engine fails the pass, but this may have been its last hook): the same */
+    if (!ok) abandon(u->f);
     ts_scope_end();
 }
 
