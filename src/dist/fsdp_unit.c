@@ -48,7 +48,11 @@ static bool finish_gather(fsdp_unit *u) {
     return true;
 }
 
-bool tsi_fsdp_unit_ensure_gathered(fsdp_unit *u) { return launch_gather(u) && finish_gather(u); }
+/* A gather still in flight may predate an optimizer step (a prefetch nobody used): finish it
+ * first, then gather again if the shard moved on since. */
+bool tsi_fsdp_unit_ensure_gathered(fsdp_unit *u) {
+    return finish_gather(u) && launch_gather(u) && finish_gather(u);
+}
 
 void tsi_fsdp_wait_all(fsdp_module *f) {
     for (int i = 0; i < f->n_units; i++) {
@@ -207,9 +211,11 @@ static void pre_backward(void *ctx) {
     fsdp_unit *u = ctx;
     fsdp_module *f = u->f;
     if (ts_error() || !tsi_fsdp_unit_ensure_gathered(u) || !prepare_grad(u)) return;
-    /* backward runs the units in reverse: the root's backward comes first, then the last unit */
-    int prev = u->index == 0 ? f->n_units - 1 : u->index - 1;
-    if (!f->o.no_prefetch && prev > 0 && prev != u->index) launch_gather(&f->units[prev]);
+    /* backward runs the units in reverse: the root's backward starts first, then the last unit's;
+     * the first unit prefetches nothing (the root's backward is already under way) */
+    int prev = u->is_root ? f->n_units - 1 : u->index - 1;
+    if (!f->o.no_prefetch && prev >= 0 && prev != u->index && !f->units[prev].is_root)
+        launch_gather(&f->units[prev]);
 }
 
 /* A parameter that no longer lives in the flat buffer (ts_module_to / ts_module_to_dtype, or a
