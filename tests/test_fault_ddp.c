@@ -1,10 +1,10 @@
 /* test_fault_ddp.c — allocation-failure sweeps (fault_sweep.h) over distributed training in a
  * world of one (no launcher): joining and leaving (ts_dist_init / finalize), the collectives
- * (synchronous, asynchronous, on a subgroup), wrapping a model in DistributedDataParallel, and a
- * DDP training step. Each failing allocation must end in a clear error, leak nothing and leave a
- * defined state: collectives leave their tensors as they were or as the result (the same in a
- * world of one), a DDP step happens wholly or not at all; the failed call then succeeds after
- * ts_error_clear(). */
+ * (synchronous, asynchronous, on a subgroup), wrapping a model in DistributedDataParallel, a DDP
+ * training step, and the same two for sharded data parallel (stage 3, two units). Each failing
+ * allocation must end in a clear error, leak nothing and leave a defined state: collectives leave
+ * their tensors as they were or as the result (the same in a world of one), a DDP step happens
+ * wholly or not at all; the failed call then succeeds after ts_error_clear(). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -114,6 +114,37 @@ static void *step_setup(void) {
     return t;
 }
 
+/* ------------------------------------------------------------------ FSDP */
+static const char *const SWEEP_UNITS[] = {"0", "2"}; /* the two Linears; the root holds nothing */
+
+static bool fsdp_wrap_run(void *p) {
+    sweep_trainee *t = p;
+    t->m = ts_fsdp(sweep_mlp_new(ts_cpu()), (ts_fsdp_opts){.units = SWEEP_UNITS, .n_units = 2});
+    return t->m && ts_error() == TS_OK;
+}
+
+/* Under stage 3 the module's parameters live only while gathered: the state is the shards and
+ * the optimizer's. */
+static ts_snapshot fsdp_snap(void *p) {
+    sweep_trainee *t = p;
+    ts_snapshot s = ts_snapshot_take(NULL, t->o, NULL);
+    ts_tensor_list l = t->m ? ts_fsdp_parameters(t->m) : (ts_tensor_list){0};
+    ts_snapshot_add(&s, "shard.", &l);
+    ts_tensor_list_free(&l);
+    return s;
+}
+
+static void *fsdp_step_setup(void) {
+    sweep_trainee *t = calloc(1, sizeof *t);
+    t->m = ts_fsdp(sweep_mlp_new(ts_cpu()), (ts_fsdp_opts){.units = SWEEP_UNITS, .n_units = 2});
+    ts_tensor_list l = ts_fsdp_parameters(t->m);
+    t->o = ts_sgd_params(l.tensors, l.n, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    ts_tensor_list_free(&l);
+    sweep_batch_new(ts_cpu(), &t->x, &t->y);
+    CHECK_OK();
+    return t;
+}
+
 int main(void) {
     ts_sweep_case coll = {.name = "dist init+collectives",
                           .setup = coll_setup,
@@ -136,6 +167,18 @@ int main(void) {
                           .teardown = sweep_trainee_free,
                           .snap = sweep_trainee_snap};
     ts_fault_sweep(&step, MAX_POINTS);
+    ts_sweep_case fwrap = {.name = "fsdp wrap",
+                           .setup = wrap_setup,
+                           .run = fsdp_wrap_run,
+                           .teardown = sweep_trainee_free,
+                           .snap = fsdp_snap};
+    ts_fault_sweep(&fwrap, MAX_POINTS);
+    ts_sweep_case fstep = {.name = "fsdp step",
+                           .setup = fsdp_step_setup,
+                           .run = sweep_trainee_step,
+                           .teardown = sweep_trainee_free,
+                           .snap = fsdp_snap};
+    ts_fault_sweep(&fstep, MAX_POINTS);
     CHECK(ts_dist_finalize() == TS_OK);
     return ts_test_finish();
 }

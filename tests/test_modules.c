@@ -656,6 +656,64 @@ static void test_activation_modules(ts_device dev) {
     ts_scope_end();
 }
 
+/* Forward hooks: pre-hooks before, post-hooks after (replacing the output), in registration
+ * order, once per call through ts_forward and through the functional transformer layer alike;
+ * a failing pre-hook stops the forward; removal. */
+static int pre_calls, post_calls;
+static ts_status count_pre(ts_module *m, ts_tensor *x, void *ctx) {
+    (void)m, (void)x;
+    pre_calls++;
+    if (!*(bool *)ctx) return TS_OK;
+    ts_error_set(TS_ERR_STATE, "hook: refused");
+    return TS_ERR_STATE;
+}
+static ts_tensor *double_post(ts_module *m, ts_tensor *x, ts_tensor *y, void *ctx) {
+    (void)m, (void)x, (void)ctx;
+    post_calls++;
+    return ts_mul_scalar(y, 2);
+}
+static void test_forward_hooks(void) {
+    ts_scope_begin();
+    bool fail = false;
+    ts_module *lin = ts_linear_new(3, 2);
+    ts_tensor *x = ts_randn(TS_SHAPE(4, 3), (ts_opts){0});
+    ts_tensor *plain = ts_forward(lin, x);
+    int hp = ts_module_register_forward_pre_hook(lin, count_pre, &fail);
+    int hf = ts_module_register_forward_hook(lin, double_post, NULL);
+    CHECK(hp > 0 && hf > 0 && hp != hf);
+    ts_tensor *y = ts_forward(lin, x);
+    CHECK(pre_calls == 1 && post_calls == 1);
+    CHECK(y && ts_item(ts_max(ts_abs(ts_sub(y, ts_mul_scalar(plain, 2))))) == 0);
+    fail = true;
+    CHECK(ts_forward(lin, x) == NULL);
+    CHECK_ERR(TS_ERR_STATE);
+    CHECK(post_calls == 1);
+    fail = false;
+    CHECK(ts_module_remove_forward_hook(lin, hf) == TS_OK);
+    CHECK(ts_module_remove_forward_hook(lin, hf) != TS_OK);
+    CHECK_ERR(TS_ERR_ARG);
+    CHECK(ts_module_remove_forward_hook(lin, hp) == TS_OK);
+    y = ts_forward(lin, x);
+    CHECK(pre_calls == 2 && post_calls == 1);
+    CHECK(ts_item(ts_max(ts_abs(ts_sub(y, plain)))) == 0);
+    ts_module_free(lin);
+    /* a TransformerEncoderLayer runs its hooks once through ts_forward and once through the
+     * functional form (which the GPT calls its blocks with) */
+    ts_module *enc = ts_transformer_encoder_layer_new(
+        8, 2, (ts_transformer_opts){.dim_feedforward = 16, .batch_first = true});
+    ts_module_register_forward_pre_hook(enc, count_pre, &fail);
+    ts_module_register_forward_hook(enc, double_post, NULL);
+    ts_tensor *src = ts_randn(TS_SHAPE(1, 3, 8), (ts_opts){0});
+    pre_calls = post_calls = 0;
+    CHECK(ts_forward(enc, src) != NULL);
+    CHECK(pre_calls == 1 && post_calls == 1);
+    CHECK(ts_transformer_encoder_layer(enc, src, NULL, true, NULL) != NULL);
+    CHECK(pre_calls == 2 && post_calls == 2);
+    ts_module_free(enc);
+    ts_scope_end();
+    CHECK_OK();
+}
+
 int main(void) {
     if (ts_device_count(TS_SIM) < 2) ts_sim_configure(4, 0); /* ctest sets TS_SIM_DEVICES=4 */
     ts_device devs[] = {ts_cpu(), ts_sim(0)};
@@ -672,5 +730,6 @@ int main(void) {
     test_ownership();
     test_errors();
     test_summary();
+    test_forward_hooks();
     return ts_test_finish();
 }

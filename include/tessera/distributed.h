@@ -1,6 +1,6 @@
 /* tessera/distributed.h — training across processes and machines (via tessera.h):
  * torch.distributed's process groups and collectives on MPI (cpu and sim tensors) and NCCL (cuda
- * tensors), DistributedDataParallel and DistributedSampler. See docs/DISTRIBUTED.md. */
+ * tensors), DistributedDataParallel, sharded data parallel (FSDP) and DistributedSampler. See docs/DISTRIBUTED.md. */
 #ifndef TESSERA_DISTRIBUTED_H
 #define TESSERA_DISTRIBUTED_H
 
@@ -135,7 +135,66 @@ typedef struct ts_ddp_stats {
 } ts_ddp_stats;
 ts_status ts_ddp_get_stats(ts_module *ddp, ts_ddp_stats *out);
 
-/* ================================================================ hooks used by DDP */
+/* ================================================================ sharded data parallel (FSDP) */
+typedef struct ts_fsdp_opts {
+    ts_dist_group *group; /* NULL: the world */
+    /* 0 -> 3. 1 (ZeRO-1): optimizer state sharded; full parameters and gradients on every rank
+     * (gradients all-reduced). 2 (ZeRO-2): + gradients (reduce-scattered; a rank keeps only its
+     * shard's). 3 (ZeRO-3, FSDP's full shard): + parameters, gathered per unit around its forward
+     * and its backward. */
+    int stage;
+    /* The units, in forward order: paths of submodules ("blocks.0", "layer1"); each unit's
+     * parameters are gathered and reduced together, and every parameter outside them belongs to
+     * the root unit (the whole model). Nested units are allowed (a parameter goes to the deepest).
+     * With n_units 0: every submodule whose parameters not already in a smaller unit number at
+     * least min_unit_params becomes one (size_based_auto_wrap_policy); with that 0 too, the
+     * whole model is one unit. */
+    const char *const *units;
+    int n_units;
+    int64_t min_unit_params;
+    /* Stage 3: keep a unit's parameters gathered from its forward to its backward
+     * (reshard_after_forward=False: one all-gather a step instead of two, more memory). */
+    bool no_reshard_after_forward;
+    bool no_prefetch; /* do not start the next unit's all-gather while this one computes */
+} ts_fsdp_opts;
+
+/* Wraps module (which it then owns) as the root "FullyShardedDataParallel" with child "module".
+ * Checks every rank has the same parameters (as ts_ddp), takes the group's first rank's values,
+ * then gives each unit one flat buffer of its parameters (padded to a multiple of the group size)
+ * whose storage the module's parameter tensors become slices of (their handles stay), and this
+ * rank a 1/N shard of it. On failure (a unit that does not exist, a stage out of range, a unit's
+ * parameters on different devices or dtypes, a model that differs across ranks) the module is
+ * freed, NULL returned and the error names the op and what was wrong. Parameters must be used
+ * only inside their unit's forward (the root's: anywhere in the model's forward). */
+ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o);
+ts_module *ts_fsdp_module(ts_module *fsdp); /* the wrapped module (borrowed) */
+/* The tensors the optimizer steps: each unit's shard, a leaf that requires grad, whose .grad
+ * backward fills with this rank's part of the averaged gradient (accumulating like any leaf).
+ * Give them to any optimizer: ts_adamw_params(l.tensors, l.n, ...). The list retains them; free
+ * it with ts_tensor_list_free (the optimizer keeps its own references). */
+ts_tensor_list ts_fsdp_parameters(ts_module *fsdp);
+/* Gradient accumulation: backwards of forwards inside no_sync reduce nothing (each rank keeps
+ * its units' full gradients); the first backward after it reduces the sum. */
+void ts_fsdp_no_sync_begin(ts_module *fsdp);
+void ts_fsdp_no_sync_end(ts_module *fsdp);
+/* Gathers every unit's full parameters now (FSDP2's unshard()), e.g. to read or save the model;
+ * under stage 3 they stay gathered until a forward or backward reshards them. Collective: every
+ * rank calls it. */
+ts_status ts_fsdp_unshard(ts_module *fsdp);
+/* torch.nn.utils.clip_grad_norm_ over the shards' gradients: the total norm of the whole model's
+ * gradient (each rank's partial sum, all-reduced), every shard's .grad scaled by max_norm / (norm +
+ * 1e-6) when that is below 1. Returns the norm before clipping (NAN on error). norm_type 0 -> 2;
+ * INFINITY for the max norm. Collective: every rank calls it, after backward, before the step. */
+double ts_fsdp_clip_grad_norm(ts_module *fsdp, double max_norm, double norm_type);
+typedef struct ts_fsdp_stats {
+    int units;
+    size_t shard_bytes;    /* this rank's shards (what the optimizer steps) */
+    size_t unit_bytes_max; /* the largest unit's gathered parameters */
+    int all_gathers, reduce_scatters, all_reduces; /* issued since construction */
+} ts_fsdp_stats;
+ts_status ts_fsdp_get_stats(ts_module *fsdp, ts_fsdp_stats *out);
+
+/* ================================================================ hooks used by DDP and FSDP */
 /* PyTorch's Tensor.register_post_accumulate_grad_hook: fn runs after backward has accumulated
  * the last gradient this pass brings into the leaf's .grad. When the pass fails first (an error is
  * pending at its end), the hooks of leaves still waiting for it run then, with the error pending:

@@ -110,6 +110,18 @@ void ts_module_free(ts_module *m);
 /* Runs m->forward inside a scope of its own: its intermediates are released on return (autograd
  * keeps what backward needs) and the result belongs to the caller's scope (or to the caller). */
 ts_tensor *ts_forward(ts_module *m, ts_tensor *x);
+/* Forward hooks (PyTorch's register_forward_pre_hook / register_forward_hook), run by ts_forward
+ * and by the functional forms that take a module (ts_transformer_encoder_layer): pre hooks before
+ * the module's forward, in registration order (a status other than TS_OK stops the forward, which
+ * returns NULL); post hooks after it, each given the output and returning the output to use (the
+ * same tensor, or a replacement in the current scope; NULL with an error set fails the forward).
+ * Used by sharded data parallel (ts_fsdp) to gather a unit's parameters just before it runs.
+ * Returns a handle > 0, or 0 on error; hooks are not copied into replicas. */
+typedef ts_status (*ts_forward_pre_hook_fn)(ts_module *m, ts_tensor *x, void *ctx);
+typedef ts_tensor *(*ts_forward_hook_fn)(ts_module *m, ts_tensor *x, ts_tensor *y, void *ctx);
+int ts_module_register_forward_pre_hook(ts_module *m, ts_forward_pre_hook_fn fn, void *ctx);
+int ts_module_register_forward_hook(ts_module *m, ts_forward_hook_fn fn, void *ctx);
+ts_status ts_module_remove_forward_hook(ts_module *m, int handle);
 /* Moves parameters, their gradients and buffers in place (their ts_tensor handles stay the same, as
  * in PyTorch); returns m, also on failure (error pending) so `net = ts_module_to(net, d)` cannot
  * lose the model. ts_module_to_dtype converts floating tensors only (num_batches_tracked stays

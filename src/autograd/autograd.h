@@ -96,4 +96,13 @@ void tsi_hooks_run(ts_tensor *leaf);
  * error pending (so DDP's reducer abandons the iteration instead of waiting for it). */
 void tsi_hooks_abandon(ts_tensor *leaf, uint64_t pass);
 
+/* Pre-backward hook (hooks.c): an alias of t (scope-owned) whose backward node calls fn(ctx)
+ * when the gradient reaches it, before passing that gradient on unchanged: so fn runs before the
+ * backward of everything that produced t. FSDP attaches it to a unit's output to gather the unit's
+ * parameters again just before the unit's backward. fn may set an error (the pass then fails).
+ * The node frees its copy of (fn, ctx) with the graph; ctx itself stays the caller's. Without a
+ * graph to record (t needs no grad, grad mode off) the alias is returned and fn never runs. */
+typedef void (*tsi_pre_backward_fn)(void *ctx);
+ts_tensor *tsi_pre_backward_hook(ts_tensor *t, tsi_pre_backward_fn fn, void *ctx);
+
 #endif /* TS_AUTOGRAD_H */

@@ -1,5 +1,6 @@
 /* hooks.c — post-accumulate-grad hooks on leaves (PyTorch's register_post_accumulate_grad_hook):
- * registration, and the engine's count of the gradients a backward pass still owes a leaf. */
+ * registration, and the engine's count of the gradients a backward pass still owes a leaf; the
+ * pre-backward hook (an identity node that calls back before its gradient moves on). */
 #include <stdlib.h>
 
 #include "autograd/autograd.h"
@@ -87,4 +88,41 @@ void tsi_hooks_abandon(ts_tensor *leaf, uint64_t pass) {
     if (!h || h->n == 0 || h->pass != pass || h->pending <= 0) return;
     h->pending = 0;
     run_hooks(leaf); /* with the pass's error pending: a hook with per-pass state resets it */
+}
+
+/* ------------------------------------------------------------------ pre-backward hook */
+typedef struct pre_backward_ctx {
+    tsi_pre_backward_fn fn;
+    void *ctx;
+} pre_backward_ctx;
+
+static void pre_backward_backward(ts_node *n, ts_tensor *const *g, ts_tensor **gi) {
+    pre_backward_ctx *c = n->ctx;
+    if (c) c->fn(c->ctx);
+    if (ts_error()) return;
+    gi[0] = g[0]; /* the engine retains it before the node's gradients are dropped */
+}
+
+ts_tensor *tsi_pre_backward_hook(ts_tensor *t, tsi_pre_backward_fn fn, void *ctx) {
+    const char *op = "pre_backward_hook";
+    if (!tsi_check_input(op, t, "tensor")) return NULL;
+    ts_tensor *out = tsi_view_of(t, t->shape, t->strides, t->offset);
+    if (!out) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), NULL;
+    if (tsi_needs_graph(&t, 1)) {
+        pre_backward_ctx *c = malloc(sizeof *c);
+        ts_node *n =
+            c ? tsi_node_new("PreBackwardHook", op, pre_backward_backward, &t, 1, 1, 0) : NULL;
+        if (!n) {
+            free(c);
+            ts_release(out);
+            if (!ts_error()) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+            return NULL;
+        }
+        *c = (pre_backward_ctx){.fn = fn, .ctx = ctx};
+        n->ctx = c;
+        n->ctx_free = free;
+        tsi_node_set_output(n, out, 0);
+        tsi_node_release(n);
+    }
+    return tsi_own(out);
 }

@@ -271,4 +271,17 @@ static inline void tsi_init(void) {
 ts_status tsi_tensor_move_storage(ts_tensor *t, ts_device d);
 ts_status tsi_tensor_cast_storage(ts_tensor *t, ts_dtype dt);
 
+/* ------------------------------------------------------------------ sharded parameters (FSDP) */
+/* t (same dtype and device as base, which the caller checked) becomes a contiguous view of
+ * base's storage at offset elements: the handle, shape, requires_grad, grad and hooks stay, the
+ * old storage loses t's reference. A parameter turned into a slice of a flat buffer this way is
+ * still the module's own tensor (modules that keep its pointer see the same handle). */
+void tsi_tensor_alias_storage(ts_tensor *t, ts_tensor *base, int64_t offset);
+/* Gives a storage's memory back to its allocator while the storage object and every view of it
+ * stay (PyTorch's storage().resize_(0), which FSDP2 reshards with); data is NULL until
+ * tsi_storage_alloc_data brings memory of the same size back (contents undefined). No-op for
+ * external memory and for a storage whose memory is already gone / already there. */
+void tsi_storage_free_data(ts_storage *s);
+bool tsi_storage_alloc_data(const char *op, ts_storage *s); /* false + TS_ERR_OOM */
+
 #endif /* TS_CORE_INTERNAL_H */

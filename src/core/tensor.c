@@ -165,8 +165,8 @@ static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
 static void storage_release(ts_storage *s) {
     if (!drop_ref(&s->refs)) return;
     if (s->release)
-        s->release(s->release_ctx); /* external memory: its owner frees it */
-    else if (s->alloc) {            /* NULL: borrowed external memory */
+        s->release(s->release_ctx);  /* external memory: its owner frees it */
+    else if (s->alloc && s->block) { /* NULL: borrowed external memory, or data freed */
         /* the block of a captured graph, or one released while a graph is captured on its
          * device, stays the graph's while it lives */
         bool kept =
@@ -175,6 +175,28 @@ static void storage_release(ts_storage *s) {
         if (!kept) ts_allocator_release(s->alloc, s->block);
     }
     STRUCT_FREE(CACHE_STORAGE, s);
+}
+
+/* FSDP's resharding (src/dist/fsdp_unit.c): the storage object, and every view of it, stays;
+ * only its memory goes back to the allocator and comes again. */
+void tsi_storage_free_data(ts_storage *s) {
+    if (!s->alloc || !s->block) return;
+    ts_allocator_release(s->alloc, s->block);
+    s->block = NULL;
+    s->data = NULL;
+}
+
+bool tsi_storage_alloc_data(const char *op, ts_storage *s) {
+    if (s->block || !s->alloc) return true;
+    char msg[200];
+    ts_block *b = ts_allocator_alloc(s->alloc, s->nbytes, msg, sizeof msg);
+    if (!b)
+        return tsi_error_set(TS_ERR_OOM, "%s: out of memory on %s: %s", op,
+                             ts_device_str(s->device), msg),
+               false;
+    s->block = b;
+    s->data = ts_block_ptr(b);
+    return true;
 }
 
 /* ------------------------------------------------------------------ tensors */
@@ -283,6 +305,16 @@ ts_tensor *tsi_view_of(ts_tensor *base, ts_shape s, const int64_t *strides, int6
     t->offset = offset;
     t->is_view = true;
     return t;
+}
+
+void tsi_tensor_alias_storage(ts_tensor *t, ts_tensor *base, int64_t offset) {
+    atomic_fetch_add_explicit(&base->storage->refs, 1, memory_order_relaxed);
+    ts_storage *prev = t->storage;
+    t->storage = base->storage;
+    t->offset = offset;
+    tsi_contiguous_strides(&t->shape, t->strides);
+    t->is_view = true;
+    storage_release(prev);
 }
 
 ts_tensor *ts_retain(ts_tensor *t) {

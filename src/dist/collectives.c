@@ -273,9 +273,18 @@ ts_status ts_dist_barrier(void) {
     return ts_dist_wait(w);
 }
 
-/* ------------------------------------------------------------------ internal forms (DDP) */
+/* ------------------------------------------------------------------ internal forms (DDP, FSDP) */
 ts_dist_work *tsi_dist_all_reduce_unchecked(ts_tensor *t, ts_dist_reduce_op op, ts_dist_group *g) {
     return submit("all_reduce", TSD_ALL_REDUCE, t, NULL, op, -1, 0, g, false);
+}
+
+ts_dist_work *tsi_dist_all_gather_unchecked(ts_tensor *out, ts_tensor *in, ts_dist_group *g) {
+    return submit("all_gather", TSD_ALL_GATHER, out, in, TS_DIST_SUM, -1, 0, g, false);
+}
+
+ts_dist_work *tsi_dist_reduce_scatter_unchecked(ts_tensor *out, ts_tensor *in,
+                                                ts_dist_reduce_op op, ts_dist_group *g) {
+    return submit("reduce_scatter", TSD_REDUCE_SCATTER, out, in, op, -1, 0, g, false);
 }
 
 ts_status tsi_dist_broadcast_unchecked(ts_tensor *t, int src_world_rank, ts_dist_group *g) {

@@ -12,77 +12,26 @@
 static const char *OP = "DistributedDataParallel";
 
 /* ------------------------------------------------------------------ model check across ranks */
-/* One parameter as every rank describes it to the others. */
-typedef struct param_desc {
-    int32_t dtype, ndim;
-    int64_t dims[TS_MAX_DIMS];
-} param_desc;
-
-static const char *desc_str(const param_desc *p) {
-    ts_shape s = {.ndim = p->ndim};
-    for (int i = 0; i < p->ndim && i < TS_MAX_DIMS; i++) s.dims[i] = p->dims[i];
-    char *buf = tsi_fmt_buf();
-    snprintf(buf, TSI_FMT_BUF_LEN, "%s %s", ts_dtype_name((ts_dtype)p->dtype), tsi_shape_str(s));
-    return buf;
-}
-
-/* PyTorch's _verify_param_shape_across_processes: every rank must hold as many parameters, of the
- * same shapes and dtypes, in the same order. Every rank sees every description, so all of them
- * reach the same verdict and fail (or go on) together. */
 static bool verify_same_model(ddp_module *d) {
-    int w = d->world, n = d->n_params;
-    int64_t *counts = malloc((size_t)w * sizeof *counts);
-    int64_t mine = n;
-    if (!counts) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP), false;
-    if (tsi_dist_all_gather_bytes(&mine, sizeof mine, counts, d->o.group) != TS_OK) {
-        free(counts);
-        return false;
-    }
-    for (int r = 1; r < w; r++)
-        if (counts[r] != counts[0]) {
-            tsi_error_set(TS_ERR_DIST,
-                          "%s: DDP expects same model across all ranks, but rank %d has %lld "
-                          "params, while rank %d has inconsistent %lld params",
-                          OP, tsi_dist_group_world_rank(d->o.group, r), (long long)counts[r],
-                          tsi_dist_group_world_rank(d->o.group, 0), (long long)counts[0]);
-            free(counts);
-            return false;
-        }
-    free(counts);
-    if (n == 0) return true;
-    param_desc *all = calloc((size_t)w * (size_t)n, sizeof *all);
-    param_desc *own = calloc((size_t)n, sizeof *own);
-    bool ok = all && own;
+    int n = d->n_params;
+    ts_tensor **ps = malloc((size_t)(n ? n : 1) * sizeof *ps);
+    const char **names = malloc((size_t)(n ? n : 1) * sizeof *names);
+    bool ok = ps && names;
     if (!ok) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP);
     for (int i = 0; ok && i < n; i++) {
-        ts_tensor *p = d->params[i].p;
-        own[i].dtype = (int32_t)p->dtype;
-        own[i].ndim = p->shape.ndim;
-        memcpy(own[i].dims, p->shape.dims, sizeof own[i].dims);
+        ps[i] = d->params[i].p;
+        names[i] = d->params[i].name;
     }
-    ok = ok && tsi_dist_all_gather_bytes(own, (size_t)n * sizeof *own, all, d->o.group) == TS_OK;
-    for (int r = 1; ok && r < w; r++)
-        for (int i = 0; ok && i < n; i++) {
-            const param_desc *a = &all[(size_t)r * (size_t)n + (size_t)i], *b = &all[i];
-            if (memcmp(a, b, sizeof *a) == 0) continue;
-            ok = false;
-            tsi_error_set(TS_ERR_DIST,
-                          "%s: DDP expects same model across all ranks, but parameter %d (%s) is "
-                          "%s on rank %d and %s on rank %d",
-                          OP, i, d->params[i].name, desc_str(a),
-                          tsi_dist_group_world_rank(d->o.group, r), desc_str(b),
-                          tsi_dist_group_world_rank(d->o.group, 0));
-        }
-    free(all);
-    free(own);
+    ok = ok && tsi_dist_verify_same_params(OP, "DDP", ps, names, n, d->o.group);
+    free(ps);
+    free(names);
     return ok;
 }
 
 /* ------------------------------------------------------------------ broadcasts */
 static bool broadcast_list(ddp_module *d, ts_tensor_list *l) {
     for (int i = 0; i < l->n; i++)
-        if (tsi_dist_broadcast_unchecked(l->tensors[i], d->root, d->o.group) != TS_OK)
-            return false;
+        if (tsi_dist_broadcast_unchecked(l->tensors[i], d->root, d->o.group) != TS_OK) return false;
     return true;
 }
 
@@ -157,7 +106,8 @@ static bool collect_params(ddp_module *d) {
     d->params = calloc((size_t)(l.n ? l.n : 1), sizeof *d->params);
     bool ok = d->params != NULL;
     for (int i = 0; ok && i < l.n; i++) {
-        d->params[i] = (ddp_param){.d = d, .p = l.tensors[i], .name = dup_str(l.names[i]), .hook = 0};
+        d->params[i] =
+            (ddp_param){.d = d, .p = l.tensors[i], .name = dup_str(l.names[i]), .hook = 0};
         d->n_params = i + 1;
         ok = d->params[i].name != NULL;
     }
@@ -199,8 +149,8 @@ ts_module *ts_ddp(ts_module *module, ts_ddp_opts o) {
     if (ts_error() || world < 1 || ts_dist_group_rank(o.group) < 0) {
         ts_module_free(module);
         if (!ts_error())
-            tsi_error_set(TS_ERR_ARG, "%s: this process (rank %d) is not a member of the group",
-                          OP, ts_dist_rank());
+            tsi_error_set(TS_ERR_ARG, "%s: this process (rank %d) is not a member of the group", OP,
+                          ts_dist_rank());
         return NULL;
     }
     ddp_module *d = ts_module_alloc(sizeof *d, OP, ddp_forward);

@@ -9,6 +9,16 @@
  * shape (DDP checks its buckets once, at construction). Work runs in the group's communication
  * thread in the order calls are made; ts_dist_wait finishes it. */
 ts_dist_work *tsi_dist_all_reduce_unchecked(ts_tensor *t, ts_dist_reduce_op op, ts_dist_group *g);
+/* All-gather and reduce-scatter of the same kind (FSDP's flat parameters and gradients, whose
+ * sizes every rank derived from a model checked once, at construction). */
+ts_dist_work *tsi_dist_all_gather_unchecked(ts_tensor *out, ts_tensor *in, ts_dist_group *g);
+ts_dist_work *tsi_dist_reduce_scatter_unchecked(ts_tensor *out, ts_tensor *in,
+                                                ts_dist_reduce_op op, ts_dist_group *g);
+/* same_model.c: PyTorch's _verify_param_shape_across_processes. Every rank must hold n
+ * parameters of the same shapes and dtypes in the same order; every rank sees every description,
+ * so all reach the same verdict. `who` names the wrapper in the message ("DDP", "FSDP"). */
+bool tsi_dist_verify_same_params(const char *op, const char *who, ts_tensor *const *params,
+                                 const char *const *names, int n, ts_dist_group *g);
 /* Broadcast without the shape check (module states, after DDP checked them). */
 ts_status tsi_dist_broadcast_unchecked(ts_tensor *t, int src_world_rank, ts_dist_group *g);
 /* Every member contributes n bytes; out receives group-size * n bytes in group-rank order. */

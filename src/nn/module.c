@@ -87,6 +87,7 @@ static void module_destroy(ts_module *m) {
     named_free(&impl->children);
     named_free(&impl->params);
     named_free(&impl->buffers);
+    tsi_module_hooks_free(m);
     free(impl->type_name);
     free(impl);
     free(m);
@@ -279,7 +280,13 @@ ts_tensor *ts_forward(ts_module *m, ts_tensor *x) {
     int depth = ts_scope_depth();
     ts_scope_begin();
     if (ts_scope_depth() != depth + 1) return NULL; /* out of host memory */
-    ts_tensor *y = ts_keep(m->forward(m, x));
+    ts_tensor *y = NULL;
+    if (!m->impl->hooks) {
+        y = ts_keep(m->forward(m, x));
+    } else if (tsi_module_pre_hooks(m, x)) {
+        y = m->forward(m, x);
+        if (y) y = ts_keep(tsi_module_post_hooks(m, x, y));
+    }
     ts_scope_end();
     return y;
 }

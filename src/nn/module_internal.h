@@ -22,7 +22,14 @@ struct ts_module_impl {
     tsi_named buffers;  /* ts_tensor *, one reference each */
     size_t alloc_size;  /* the size given to ts_module_alloc: what a replica copies */
     bool replica;       /* made by tsi_module_replicate: never runs the user's destroy hook */
+    struct tsi_forward_hooks *hooks; /* module_hooks.c; NULL when none */
 };
+
+/* module_hooks.c: the forward hooks around m's forward (a cheap NULL test when there are none).
+ * pre: false when a hook failed (error set). post: the output to use, NULL on failure. */
+bool tsi_module_pre_hooks(ts_module *m, ts_tensor *x);
+ts_tensor *tsi_module_post_hooks(ts_module *m, ts_tensor *x, ts_tensor *y);
+void tsi_module_hooks_free(ts_module *m);
 
 int tsi_named_find(const tsi_named *l, const char *name); /* index or -1 */
 char *tsi_strdup(const char *s);                          /* NULL on OOM */

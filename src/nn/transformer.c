@@ -9,8 +9,13 @@ typedef struct enc_m {
     bool norm_first;
 } enc_m;
 
+static ts_tensor *enc_run(ts_module *layer, ts_tensor *src, ts_tensor *mask, bool is_causal,
+                          ts_tensor *key_padding_mask);
+
+/* ts_forward runs the layer's forward hooks around this; ts_transformer_encoder_layer runs them
+ * itself */
 static ts_tensor *enc_forward(ts_module *self, ts_tensor *src) {
-    return ts_transformer_encoder_layer(self, src, NULL, false, NULL);
+    return enc_run(self, src, NULL, false, NULL);
 }
 
 static ts_tensor *activate(ts_activation a, ts_tensor *x) {
@@ -84,6 +89,18 @@ ts_tensor *ts_transformer_encoder_layer(ts_module *layer, ts_tensor *src, ts_ten
         return NULL;
     }
     if (!tsi_check_input("transformer_encoder_layer", src, "src")) return NULL;
+    if (!layer->impl->hooks) return enc_run(layer, src, mask, is_causal, key_padding_mask);
+    if (!tsi_module_pre_hooks(layer, src)) return NULL;
+    ts_scope_begin();
+    ts_tensor *y = enc_run(layer, src, mask, is_causal, key_padding_mask);
+    if (y) y = tsi_module_post_hooks(layer, src, y);
+    y = ts_keep(y);
+    ts_scope_end();
+    return y;
+}
+
+static ts_tensor *enc_run(ts_module *layer, ts_tensor *src, ts_tensor *mask, bool is_causal,
+                          ts_tensor *key_padding_mask) {
     enc_m *m = (enc_m *)layer;
     ts_scope_begin();
     ts_tensor *x = src, *h;
