@@ -272,6 +272,32 @@ static void check_reuse(ts_device dev) {
     CHECK_OK();
 }
 
+/* a replay changes in place what the eager step changed, so it bumps those storages' versions
+ * as the eager step does: caches keyed on a tensor's version (oneDNN's reordered weights, the
+ * eval path's folded convolutions) must not serve values from before the replay */
+static void check_versions(ts_device dev) {
+    ts_scope_begin();
+    ts_tensor *p = ts_keep(ts_zeros(TS_SHAPE(8), (ts_opts){.device = dev}));
+    ts_tensor *q = ts_keep(ts_ones(TS_SHAPE(8), (ts_opts){.device = dev}));
+    ts_graph *g = ts_graph_capture_begin(dev, (ts_graph_opts){0});
+    ts_add_(p, q); /* in place, twice: the replay bumps once (a new version is all that counts) */
+    ts_add_(p, q);
+    CHECK_EQ(ts_graph_capture_end(), TS_OK);
+    uint64_t vp = ts_version(p), vq = ts_version(q);
+    for (int r = 1; r <= 3; r++) {
+        CHECK_EQ(ts_graph_replay(g), TS_OK);
+        CHECK_EQ(ts_version(p), vp + (uint64_t)r);
+        CHECK_EQ(ts_version(q), vq); /* only read */
+    }
+    ts_scope_begin();
+    CHECK_EQ(ts_item(ts_sum(p)), 3 * 2 * 8.0);
+    ts_scope_end();
+    ts_graph_free(g);
+    ts_release(p), ts_release(q);
+    ts_scope_end();
+    CHECK_OK();
+}
+
 /* a pending error: no capture begins (the sticky error model), nothing captures afterwards */
 static void check_begin_with_error(ts_device dev) {
     tsi_error_set(TS_ERR_ARG, "an earlier mistake");
@@ -321,6 +347,7 @@ int main(void) {
         check_memory(devs[d]);
         check_reuse(devs[d]);
         check_begin_with_error(devs[d]);
+        check_versions(devs[d]);
     }
     if (nd > 1) check_other_device();
     return ts_test_finish();

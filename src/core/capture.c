@@ -44,6 +44,9 @@ struct ts_graph {
     tsi_capture_pool *pool;
     recorded_call *calls;
     int64_t n, cap;
+    ts_storage *
+        *written; /* storages the step changes in place (held): versions bumped per replay */
+    int64_t n_written, cap_written;
     bool ready;           /* the capture ended cleanly */
     uint64_t rng_span;    /* Philox counters the recorded draws use, from 0 */
     uint64_t replay_seed; /* during a replay: the generator's seed and the span's base */
@@ -162,6 +165,25 @@ bool tsi_capture_pool_take(tsi_capture_pool *pool, int64_t slot, ts_device dev, 
 size_t tsi_capture_pool_reused(const ts_graph *g) { return g ? g->pool->reused : 0; }
 
 /* ------------------------------------------------------------------ capture */
+void tsi_capture_note_write(ts_storage *s) {
+    ts_graph *g = tsi_capture_graph;
+    if (!g || !tsi_device_eq(g->dev, s->device)) return; /* other devices run now, eagerly */
+    for (int64_t i = g->n_written - 1; i >= 0; i--)
+        if (g->written[i] == s) return;
+    if (g->n_written == g->cap_written) {
+        int64_t cap = g->cap_written ? 2 * g->cap_written : 64;
+        ts_storage **w = realloc(g->written, (size_t)cap * sizeof *w);
+        if (!w) {
+            if (!ts_error())
+                tsi_error_set(TS_ERR_OOM, "graph capture: out of host memory noting a write");
+            return;
+        }
+        g->written = w, g->cap_written = cap;
+    }
+    tsi_storage_retain(s);
+    g->written[g->n_written++] = s;
+}
+
 bool tsi_capturing_on(ts_device dev) {
     return tsi_capture_graph && tsi_device_eq(tsi_capture_graph->dev, dev);
 }
@@ -291,6 +313,9 @@ ts_status ts_graph_replay(ts_graph *g) {
         const recorded_call *c = &g->calls[i];
         c->run(g->real, c->index, c->args);
     }
+    /* what the eager step changed in place has a new version, so caches keyed on it (oneDNN's
+     * reordered weights, the eval path's folded convolutions) do not serve the old values */
+    for (int64_t i = 0; i < g->n_written; i++) atomic_fetch_add(&g->written[i]->version, 1);
     replaying = outer;
     return ts_error();
 }
@@ -300,6 +325,8 @@ void ts_graph_free(ts_graph *g) {
     if (g == tsi_capture_graph) tsi_capture_graph = NULL; /* freed mid-capture: abandoned */
     for (int64_t i = 0; i < g->n; i++) free(g->calls[i].args);
     free(g->calls);
+    for (int64_t i = 0; i < g->n_written; i++) tsi_storage_release(g->written[i]);
+    free(g->written);
     tsi_capture_pool *p = g->pool;
     pthread_mutex_lock(&p->lock);
     atomic_store(&p->graph_alive, false);

@@ -215,10 +215,20 @@ bool tsi_grad_mode(void);
 /* In-place ops with grad mode on: a leaf that requires grad is an error (PyTorch; TS_ERR_STATE),
  * and so is a view of a tensor that requires grad (TS_ERR_UNSUPPORTED: no CopySlices yet). */
 bool tsi_check_inplace(const char *op, ts_tensor *t);
-/* Mark t's storage as modified in place. */
 /* Set by the autograd engine: releases a node when its output tensor dies. */
 extern void (*tsi_grad_fn_release)(struct ts_node *node);
-static inline void tsi_bump_version(ts_tensor *t) { atomic_fetch_add(&t->storage->version, 1); }
+/* While capturing on its device, a storage changed in place is noted by the graph, whose replays
+ * bump its version again (core/capture.c), so caches keyed on uid + version see what a replay
+ * changed. */
+void tsi_capture_note_write(ts_storage *s);
+/* Mark t's storage as modified in place. */
+static inline void tsi_bump_version(ts_tensor *t) {
+    atomic_fetch_add(&t->storage->version, 1);
+    if (tsi_capture_graph) tsi_capture_note_write(t->storage);
+}
+/* A reference to a storage, for what keeps one without a tensor (a captured graph) */
+void tsi_storage_retain(ts_storage *s);
+void tsi_storage_release(ts_storage *s);
 
 /* ------------------------------------------------------------------ memory accounting */
 ts_allocator *tsi_allocator(ts_device d); /* d resolved; created on first use */

@@ -162,6 +162,12 @@ static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
     return s;
 }
 
+static void storage_release(ts_storage *s);
+void tsi_storage_retain(ts_storage *s) {
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+}
+void tsi_storage_release(ts_storage *s) { storage_release(s); }
+
 static void storage_release(ts_storage *s) {
     if (!drop_ref(&s->refs)) return;
     if (s->release)
