@@ -123,6 +123,23 @@ static void test_tensor_protos(void) {
     t->float_data = get(3 * sizeof(float));
     parse_refused("int64 in float_data", t, TS_ERR_FORMAT,
                   "of type INT64 stores its values in float_data");
+    /* each typed field holds its own types only: float in double_data, int32 in int64_data,
+     * int64 in uint64_data */
+    t = tensor("t", FLOAT, 1, (int64_t[]){3}, NULL, 0);
+    t->n_double_data = 3;
+    t->double_data = get(3 * sizeof(double));
+    parse_refused("float in double_data", t, TS_ERR_FORMAT,
+                  "of type FLOAT stores its values in double_data");
+    t = tensor("t", ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 1, (int64_t[]){3}, NULL, 0);
+    t->n_int64_data = 3;
+    t->int64_data = get(3 * sizeof(int64_t));
+    parse_refused("int32 in int64_data", t, TS_ERR_FORMAT,
+                  "of type INT32 stores its values in int64_data");
+    t = tensor("t", INT64, 1, (int64_t[]){3}, NULL, 0);
+    t->n_uint64_data = 3;
+    t->uint64_data = get(3 * sizeof(uint64_t));
+    parse_refused("int64 in uint64_data", t, TS_ERR_FORMAT,
+                  "of type INT64 stores its values in uint64_data");
     t = tensor("t", FLOAT, 1, (int64_t[]){3}, NULL, 0);
     t->n_float_data = 2;
     t->float_data = get(2 * sizeof(float));
