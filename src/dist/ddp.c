@@ -145,12 +145,9 @@ ts_module *ts_ddp(ts_module *module, ts_ddp_opts o) {
                              OP, o.bucket_cap_mb, o.first_bucket_mb, (int)o.overlap),
                NULL;
     }
-    int world = ts_dist_group_size(o.group);
-    if (ts_error() || world < 1 || ts_dist_group_rank(o.group) < 0) {
+    const int world = tsi_dist_wrap_group(OP, o.group);
+    if (!world) {
         ts_module_free(module);
-        if (!ts_error())
-            tsi_error_set(TS_ERR_ARG, "%s: this process (rank %d) is not a member of the group", OP,
-                          ts_dist_rank());
         return NULL;
     }
     ddp_module *d = ts_module_alloc(sizeof *d, OP, ddp_forward);

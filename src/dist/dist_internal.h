@@ -12,8 +12,11 @@ ts_dist_work *tsi_dist_all_reduce_unchecked(ts_tensor *t, ts_dist_reduce_op op, 
 /* All-gather and reduce-scatter of the same kind (FSDP's flat parameters and gradients, whose
  * sizes every rank derived from a model checked once, at construction). */
 ts_dist_work *tsi_dist_all_gather_unchecked(ts_tensor *out, ts_tensor *in, ts_dist_group *g);
-ts_dist_work *tsi_dist_reduce_scatter_unchecked(ts_tensor *out, ts_tensor *in,
-                                                ts_dist_reduce_op op, ts_dist_group *g);
+ts_dist_work *tsi_dist_reduce_scatter_unchecked(ts_tensor *out, ts_tensor *in, ts_dist_reduce_op op,
+                                                ts_dist_group *g);
+/* same_model.c: the group a wrapper (DDP, FSDP) runs on: its size, or 0 with the error set
+ * (TS_ERR_ARG naming op when this process is not a member, or the pending one). */
+int tsi_dist_wrap_group(const char *op, ts_dist_group *g);
 /* same_model.c: PyTorch's _verify_param_shape_across_processes. Every rank must hold n
  * parameters of the same shapes and dtypes in the same order; every rank sees every description,
  * so all reach the same verdict. `who` names the wrapper in the message ("DDP", "FSDP"). */

@@ -291,12 +291,9 @@ ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o) {
                              bad, o.stage, o.n_units, (long long)o.min_unit_params),
                NULL;
     }
-    int world = ts_dist_group_size(o.group);
-    if (ts_error() || world < 1 || ts_dist_group_rank(o.group) < 0) {
+    const int world = tsi_dist_wrap_group(OP, o.group);
+    if (!world) {
         ts_module_free(module);
-        if (!ts_error())
-            tsi_error_set(TS_ERR_ARG, "%s: this process (rank %d) is not a member of the group", OP,
-                          ts_dist_rank());
         return NULL;
     }
     fsdp_module *f = ts_module_alloc(sizeof *f, OP, fsdp_forward);

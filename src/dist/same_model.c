@@ -1,5 +1,6 @@
-/* same_model.c — the check that every rank wraps the same model (parameter count, dtypes and
- * shapes in order), shared by DDP and FSDP: PyTorch's _verify_param_shape_across_processes. */
+/* same_model.c — what DDP and FSDP check when they wrap a model: the group they run on, and that
+ * every rank wraps the same model (parameter count, dtypes and shapes in order: PyTorch's
+ * _verify_param_shape_across_processes). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,4 +68,15 @@ bool tsi_dist_verify_same_params(const char *op, const char *who, ts_tensor *con
     free(all);
     free(own);
     return ok;
+}
+
+int tsi_dist_wrap_group(const char *op, ts_dist_group *g) {
+    const int world = ts_dist_group_size(g);
+    if (ts_error()) return 0;
+    if (world < 1 || ts_dist_group_rank(g) < 0) {
+        tsi_error_set(TS_ERR_ARG, "%s: this process (rank %d) is not a member of the group", op,
+                      ts_dist_rank());
+        return 0;
+    }
+    return world;
 }
