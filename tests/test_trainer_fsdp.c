@@ -100,6 +100,41 @@ static void test_fsdp_equals_ddp(void) {
     result_free(&r);
 #undef RUNF
 }
+/* A GPT (units: its blocks) equals DDP with AdamW (no weight decay: DDP's run leaves biases and
+ * norms undecayed, the shards decay all), and `tessera generate` reads its model.safetensors; a
+ * ResNet-20 (units: its stages) trains. */
+static void test_zoo(void) {
+    FILE *f = fopen(path_in("abc.txt", NULL), "w");
+    for (int i = 0; f && i < 1500; i++) fputs("abcdefgh", f);
+    if (f) fclose(f);
+#define GPT(dir)                                                                                   \
+    "train", "--data", "text", "--data-dir", path_in("abc.txt", NULL), "--context", "16",          \
+        "--layers", "2", "--heads", "2", "--dim", "32", "--batch-size", "8", "--progress", "none", \
+        "--max-steps", "10", "--weight-decay", "0", "--checkpoint", path_in(dir, NULL)
+    result r = RUN_MPI(2, GPT("gpt_ddp"));
+    CHECK_EQ(exit_code(&r), 0);
+    result_free(&r);
+    r = RUN_MPI(2, GPT("gpt_fsdp"), "--fsdp");
+    CHECK_EQ(exit_code(&r), 0);
+    CHECK(r.out && strstr(r.out, "stage 3, 3 units"));
+    if (exit_code(&r) != 0) fprintf(stderr, "mpiexec: %s\n%s\n", r.out, r.err);
+    result_free(&r);
+    double d = weights_rel_diff(path_in("gpt_fsdp", "model.safetensors"),
+                                path_in("gpt_ddp", "model.safetensors"));
+    if (!(d <= 1e-6)) fprintf(stderr, "gpt: fsdp vs ddp: %g relative\n", d);
+    CHECK(d <= 1e-6);
+    r = RUN("generate", "--checkpoint", path_in("gpt_fsdp", NULL), "--prompt", "abc", "--tokens",
+            "5", "--greedy");
+    check_clean_exit(&r);
+    result_free(&r);
+#undef GPT
+    r = RUN_MPI(2, "train", "--model", "resnet20", "--width", "4", DATA, "--batch-size", "8",
+                "--max-steps", "2", "--progress", "none", "--fsdp", "--fsdp-stage", "2");
+    CHECK_EQ(exit_code(&r), 0);
+    CHECK(r.out && strstr(r.out, "stage 2, 4 units"));
+    if (exit_code(&r) != 0) fprintf(stderr, "mpiexec: %s\n%s\n", r.out, r.err);
+    result_free(&r);
+}
 #endif
 
 int main(void) {
@@ -107,6 +142,7 @@ int main(void) {
     test_usage();
 #ifdef TS_MPIEXEC
     test_fsdp_equals_ddp();
+    test_zoo();
 #else
     printf("built without MPI: the trainer under mpiexec is not tested\n");
 #endif
