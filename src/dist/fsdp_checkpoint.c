@@ -314,8 +314,8 @@ ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_c
     if (!f) return ts_error();
     if (!dir || !*dir)
         return tsi_error_set(TS_ERR_ARG, "%s: dir is %s", op, dir ? "empty" : "NULL");
-    if (ts_error()) return ts_error(); /* sticky: nothing is written over a failed step */
-    bool ok = check_optim(op, f, c ? c->optim : NULL);
+    /* sticky: nothing is written over a failed step; the other ranks learn it in agree() */
+    bool ok = !ts_error() && check_optim(op, f, c ? c->optim : NULL);
     /* the group's first rank picks the generation (one more than the committed one) */
     uint64_t gen = 1;
     char *manifest = path_join(dir, MANIFEST);
@@ -506,11 +506,10 @@ ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpo
     if (!f) return ts_error();
     if (!dir || !*dir)
         return tsi_error_set(TS_ERR_ARG, "%s: dir is %s", op, dir ? "empty" : "NULL");
-    if (ts_error()) return ts_error();
     ts_optim *opt = c ? c->optim : NULL;
     ts_grad_scaler *scaler = c ? c->scaler : NULL;
     load_ctx L = {.f = f, .op = op, .dir = dir};
-    bool ok = check_optim(op, f, opt);
+    bool ok = !ts_error() && check_optim(op, f, opt); /* a pending error: every rank fails */
     char *manifest = path_join(dir, MANIFEST);
     char *layout = layout_of(f);
     L.layout = layout;
@@ -650,8 +649,8 @@ ts_status ts_fsdp_save_full(ts_module *fsdp, const char *path) {
     if (!f) return ts_error();
     if (!path || !*path)
         return tsi_error_set(TS_ERR_ARG, "%s: path is %s", op, path ? "empty" : "NULL");
-    if (ts_error()) return ts_error();
-    bool ok = ts_fsdp_unshard(fsdp) == TS_OK;
+    /* every rank gathers, or none (a rank with an error pending would not join the gathers) */
+    bool ok = agree(f, op, !ts_error()) && ts_fsdp_unshard(fsdp) == TS_OK;
     /* the wrapped model's state dict: the names ts_module_save of the unwrapped model writes */
     if (ok && f->rank == 0) ok = ts_module_save(f->module, path) == TS_OK;
     return agree(f, op, ok) ? TS_OK : ts_error();
