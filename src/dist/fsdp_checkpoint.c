@@ -607,12 +607,14 @@ ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpo
     /* every rank has staged its part (or failed): all change, or none */
     ok = agree(f, op, ok);
     if (ok) {
+        ts_scope_begin(); /* the in-place copies hand back references */
         ts_no_grad_begin();
         for (int i = 0; ok && i < f->n_units; i++)
             ok = ts_copy_(f->units[i].shard, L.su[i].flat) != NULL;
         for (int i = 0; ok && i < bufs.n; i++)
             ok = ts_copy_(bufs.tensors[i], bsrc.tensors[i]) != NULL;
         ts_no_grad_end();
+        ts_scope_end();
         if (ok && load_scaler) ok = ts_grad_scaler_load_state_dict(scaler, &ssd) == TS_OK;
         if (ok && go) {
             tsi_optim_load_commit(go);
