@@ -194,6 +194,34 @@ typedef struct ts_fsdp_stats {
 } ts_fsdp_stats;
 ts_status ts_fsdp_get_stats(ts_module *fsdp, ts_fsdp_stats *out);
 
+/* Sharded checkpoints (docs/DISTRIBUTED.md, "Sharded checkpoints"). optim must be built over
+ * ts_fsdp_parameters (those tensors, in that order); optim and scaler may be NULL. */
+typedef struct ts_optim ts_optim;
+typedef struct ts_grad_scaler ts_grad_scaler;
+typedef struct ts_fsdp_checkpoint {
+    ts_optim *optim;
+    ts_grad_scaler *scaler;
+    int64_t step;          /* saved; set by a successful load */
+    int64_t epoch_batches; /* saved; set by a successful load (0: not known) */
+} ts_fsdp_checkpoint;
+/* Every rank writes DIR/shard.<G>.<rank>-of-<W>.safetensors (its units' shards, their optimizer
+ * state, buffers, scaler, step, RNG, and the layout: units, parameter names, offsets, shapes), all
+ * wait for all, then the group's first rank writes DIR/manifest.safetensors (generation G, world
+ * W) atomically, which commits the save, and removes older generations. A rank that fails or dies
+ * before that leaves the previous checkpoint whole. Collective; c may be NULL. */
+ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_checkpoint *c);
+/* Loads what DIR's manifest commits into an FSDP module of the same model and units in a group of
+ * any size: each rank reads the files whose blocks overlap its shards and rebuilds its shards
+ * (padded for this world) and its optimizer state. Everything is read and checked on every rank
+ * before anything changes; then all ranks change or none (the error names the rank and file: a
+ * missing or truncated shard, a different model). Collective. */
+ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpoint *c);
+/* Consolidation: the whole model's state dict (ordinary names, as ts_module_save of the unwrapped
+ * model: readable by ts_module_load, PyTorch's load_state_dict, `tessera generate`), gathered
+ * (ts_fsdp_unshard: under stage 3 the parameters stay gathered until the next forward) and written
+ * by the group's first rank. Collective; every rank returns the same status. */
+ts_status ts_fsdp_save_full(ts_module *fsdp, const char *path);
+
 /* ================================================================ hooks used by DDP and FSDP */
 /* PyTorch's Tensor.register_post_accumulate_grad_hook: fn runs after backward has accumulated
  * the last gradient this pass brings into the leaf's .grad. When the pass fails first (an error is

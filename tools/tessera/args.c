@@ -134,6 +134,12 @@ void tcli_usage(FILE *f) {
         "                      each later batch of the same size, the batch copied into the\n"
         "                      captured inputs (docs/CAPTURE.md): no per-op work, the same\n"
         "                      results; cpu and sim; a step the capture refuses trains eagerly\n"
+        "  --fsdp              sharded data parallel under mpirun (FSDP / ZeRO): each rank keeps\n"
+        "                      1/N of the optimizer state, gradients and parameters; units: a\n"
+        "                      gpt's blocks, a resnet's stages, else the whole model; with\n"
+        "                      --checkpoint, DIR/sharded/ resumes on any number of ranks\n"
+        "  --fsdp-stage N      1: optimizer state sharded, 2: + gradients, 3: + parameters (3);\n"
+        "                      implies --fsdp\n"
         "\n"
         "options of generate:\n"
         "  --checkpoint DIR    a gpt's folder (model.safetensors, else latest.safetensors) or "
@@ -274,6 +280,8 @@ static const opt_spec specs[] = {
     {"--amp", K_FLAG, FOR_TRAIN, OFF(amp), NULL},
     {"--amp-dtype", K_CHOICE, FOR_TRAIN, OFF(amp_dtype), "bf16|f16"},
     {"--graph", K_FLAG, FOR_TRAIN, OFF(graph), NULL},
+    {"--fsdp", K_FLAG, FOR_TRAIN, OFF(fsdp), NULL},
+    {"--fsdp-stage", K_POS_INT, FOR_TRAIN, OFF(fsdp_stage), NULL},
     {"--input", K_INPUT, FOR_RUN, OFF(inputs), NULL},
     {"--save", K_STRING, FOR_RUN, OFF(save), NULL},
     {"--bench", K_POS_INT, FOR_RUN, OFF(bench), NULL},
@@ -519,6 +527,17 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
     if (o->graph && o->grad_accum > 1)
         return usage_fail("--graph: not with --grad-accum (a captured step is one whole batch with "
                           "its optimizer step)");
+    if (o->fsdp_stage) o->fsdp = true;
+    if (o->fsdp_stage > 3)
+        return usage_fail("--fsdp-stage: expected 1 (optimizer state sharded), 2 (+ gradients) or "
+                          "3 (+ parameters), got %d",
+                          o->fsdp_stage);
+    if (o->fsdp && o->devices)
+        return usage_fail("--fsdp: not with --devices (FSDP shards across processes: start one "
+                          "per device with mpirun)");
+    if (o->fsdp && o->graph)
+        return usage_fail("--fsdp: not with --graph (the gathers and reductions of the shards are "
+                          "not captured)");
     if (strcmp(o->data, "csv") && (o->csv_target))
         return usage_fail("--csv-target: only for --data csv");
     if (mask == FOR_EXPORT && !o->output)

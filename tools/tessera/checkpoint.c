@@ -19,6 +19,21 @@ char *tcli_checkpoint_path(const char *dir) {
     return p;
 }
 
+/* --fsdp: the sharded checkpoint's folder (DIR/sharded) and its manifest */
+char *tcli_fsdp_checkpoint_dir(const char *dir) {
+    size_t n = strlen(dir) + sizeof "/sharded";
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/sharded", dir);
+    return p;
+}
+
+char *tcli_fsdp_manifest_path(const char *dir) {
+    size_t n = strlen(dir) + sizeof "/sharded/manifest.safetensors";
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/sharded/manifest.safetensors", dir);
+    return p;
+}
+
 static int mkdir_p(const char *dir) {
     char *p = strdup(dir);
     if (!p) return ENOMEM;

@@ -53,6 +53,8 @@ typedef struct tcli_opts {
     double clip_grad;       /* max total gradient norm (0: no clipping) */
     double time_limit;      /* seconds of training (0: no limit) */
     bool graph;             /* --graph: each step a replay of one captured step (train.c) */
+    bool fsdp;              /* --fsdp: sharded data parallel (FSDP) across the ranks */
+    int fsdp_stage;         /* --fsdp-stage 1|2|3 (0: 3); implies --fsdp */
     /* generate */
     const char *prompt;
     int tokens, top_k;
@@ -146,8 +148,10 @@ ts_status tcli_evaluate(ts_module *net, ts_loader *l, double *loss, double *acc,
 ts_loader *tcli_test_loader(const tcli_opts *o, const tcli_data *d, ts_device dev);
 
 /* checkpoint.c */
-char *tcli_checkpoint_path(const char *dir);  /* malloc'ed "<dir>/latest.safetensors" */
-int tcli_checkpoint_prepare(const char *dir); /* mkdir -p; removes stale temporaries */
+char *tcli_checkpoint_path(const char *dir);     /* malloc'ed "<dir>/latest.safetensors" */
+char *tcli_fsdp_checkpoint_dir(const char *dir); /* --fsdp: malloc'ed "<dir>/sharded" */
+char *tcli_fsdp_manifest_path(const char *dir);  /* "<dir>/sharded/manifest.safetensors" */
+int tcli_checkpoint_prepare(const char *dir);    /* mkdir -p; removes stale temporaries */
 ts_status tcli_checkpoint_save(const char *dir, const ts_checkpoint_parts *parts, int64_t epoch);
 void tcli_test_hooks_batch(void); /* TS_TRAIN_KILL_AFTER_BATCHES */
 

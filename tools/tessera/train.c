@@ -24,6 +24,7 @@ typedef struct trainer {
     tcli_data data;
     ts_module *model; /* the model itself: what checkpoints hold */
     ts_module *net;   /* what runs: the model, or its DataParallel wrapper (which owns it) */
+    bool fsdp;        /* --fsdp: net is the FullyShardedDataParallel wrapper; model its module */
     ts_optim *opt;
     ts_dtype amp;           /* TS_DTYPE_DEFAULT: no autocast */
     ts_grad_scaler *scaler; /* float16 autocast only */
@@ -45,6 +46,26 @@ typedef struct trainer {
     bool graph_off;    /* the capture failed or cannot serve this run: eager from here on */
     tcli_progress *pg; /* the epoch's progress, for --graph's lines */
 } trainer;
+
+/* --fsdp: the optimizer steps the shards (flat buffers of whole units: AdamW's weight decay
+ * applies to every parameter, where the unsharded run leaves biases and norms undecayed) */
+static ts_optim *make_fsdp_optim(const tcli_opts *o, ts_module *fsdp) {
+    double lr = tcli_default_lr(o);
+    ts_tensor_list l = ts_fsdp_parameters(fsdp);
+    ts_optim *opt = NULL;
+    if (!ts_error() && !strcmp(o->optimizer, "sgd"))
+        opt = ts_sgd_params(
+            l.tensors, l.n,
+            (ts_sgd_opts){.lr = lr, .momentum = o->momentum, .weight_decay = o->weight_decay});
+    else if (!ts_error() && !strcmp(o->optimizer, "adam"))
+        opt = ts_adam_params(l.tensors, l.n,
+                             (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
+    else if (!ts_error())
+        opt = ts_adamw_params(l.tensors, l.n,
+                              (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
+    ts_tensor_list_free(&l);
+    return opt;
+}
 
 static ts_optim *make_optim(const tcli_opts *o, ts_module *net) {
     double lr = tcli_default_lr(o);
@@ -85,9 +106,12 @@ static cycle cycle_of(const trainer *t, int64_t done) {
 static void train_batch(trainer *t, ts_batch *b, cycle c) {
     ts_scope_begin();
     if (c.first) ts_optim_zero_grad(t->opt);
-    /* DDP: batches before the cycle's last only accumulate; its backward reduces them all */
-    const bool no_sync = t->world > 1 && !c.last;
-    if (no_sync) ts_ddp_no_sync_begin(t->net);
+    /* DDP, FSDP: batches before the cycle's last only accumulate; its backward reduces them */
+    const bool no_sync = (t->world > 1 || t->fsdp) && !c.last;
+    if (no_sync && t->fsdp)
+        ts_fsdp_no_sync_begin(t->net);
+    else if (no_sync)
+        ts_ddp_no_sync_begin(t->net);
     amp_begin(t);
     ts_tensor *logits = ts_forward(t->net, b->x), *y = b->y;
     tcli_flatten_tokens(&logits, &y);
@@ -97,11 +121,17 @@ static void train_batch(trainer *t, ts_batch *b, cycle c) {
     ts_tensor *part = c.len > 1 ? ts_div_scalar(loss, (double)c.len) : loss;
     /* float16: a step with Inf/NaN gradients is skipped and the scale backs off */
     ts_backward(t->scaler ? ts_grad_scaler_scale(t->scaler, part) : part);
-    if (no_sync) ts_ddp_no_sync_end(t->net);
+    if (no_sync && t->fsdp)
+        ts_fsdp_no_sync_end(t->net);
+    else if (no_sync)
+        ts_ddp_no_sync_end(t->net);
     if (c.last) {
         if (t->o->clip_grad > 0) {
             if (t->scaler) ts_grad_scaler_unscale_(t->scaler, t->opt);
-            ts_clip_grad_norm_module_tensor(t->model, t->o->clip_grad); /* no host read */
+            if (t->fsdp) /* the norm of the whole model's gradient, across the shards */
+                ts_fsdp_clip_grad_norm(t->net, t->o->clip_grad, 2);
+            else
+                ts_clip_grad_norm_module_tensor(t->model, t->o->clip_grad); /* no host read */
         }
         if (t->scaler) {
             ts_grad_scaler_step(t->scaler, t->opt, NULL);
@@ -257,7 +287,54 @@ static const char *loss_str(const trainer *t, double loss, char *buf, size_t n) 
     return buf;
 }
 
+/* --fsdp's units: a gpt's blocks, a resnet's stages, else the whole model as one unit */
+static ts_module *fsdp_wrap(trainer *t, ts_module *model) {
+    const tcli_opts *o = t->o;
+    char names[64][16];
+    const char *units[64];
+    int n = 0;
+    if (!strcmp(o->model, "gpt")) {
+        for (int i = 0; i < o->layers && n < 64; i++, n++)
+            snprintf(names[n], sizeof names[n], "blocks.%d", i);
+    } else if (!strncmp(o->model, "resnet", 6)) {
+        for (int i = 1; i <= (strcmp(o->model, "resnet20") ? 4 : 3); i++, n++)
+            snprintf(names[n], sizeof names[n], "layer%d", i);
+    }
+    for (int i = 0; i < n; i++) units[i] = names[i];
+    return ts_fsdp(model, (ts_fsdp_opts){.stage = o->fsdp_stage, .units = units, .n_units = n});
+}
+
+/* --fsdp: each rank's peak memory on its device, at the end of an epoch (rank order) */
+static void print_memory(trainer *t) {
+    ts_mem_stats m = {0};
+    double mine = ts_memory_stats(t->dev, &m) ? -1 : (double)m.peak_allocated / 1e6;
+    ts_error_clear(); /* a device without statistics prints -1 */
+    double *h = calloc((size_t)t->world, sizeof *h);
+    if (!h) return;
+    h[t->rank] = mine;
+    ts_scope_begin();
+    ts_tensor *v = ts_tensor_f64(TS_SHAPE(t->world), h, (ts_opts){0});
+    bool ok = v && ts_dist_all_reduce(v, TS_DIST_SUM, NULL) == TS_OK &&
+              ts_copy_to_host(v, h, (size_t)t->world * sizeof *h) == TS_OK;
+    ts_scope_end();
+    if (ok && t->is_main) {
+        printf("fsdp: peak allocated per rank on %s:", ts_device_str(t->dev));
+        for (int r = 0; r < t->world; r++) printf(" %.2f MB", h[r]);
+        printf("\n");
+        fflush(stdout);
+    }
+    free(h);
+}
+
 static ts_status save_checkpoint(trainer *t, int64_t epoch) {
+    if (t->fsdp) { /* every rank writes its shards */
+        char *dir = tcli_fsdp_checkpoint_dir(t->o->checkpoint);
+        if (!dir) return TS_ERR_OOM;
+        ts_fsdp_checkpoint c = {t->opt, t->scaler, t->step, t->batches};
+        ts_status st = ts_fsdp_save_sharded(t->net, dir, &c);
+        free(dir);
+        return st;
+    }
     ts_checkpoint_parts parts = {t->model, t->opt, t->scaler, t->step, t->batches};
     return tcli_checkpoint_save(t->o->checkpoint, &parts, epoch);
 }
@@ -302,8 +379,8 @@ static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc,
         done++, t->step++;
         seen += ts_numel(b.y);
         /* mid-epoch: the step says where (gradients are never half-accumulated there) */
-        if (t->is_main && c.last && o->checkpoint_every && t->step % o->checkpoint_every == 0 &&
-            save_checkpoint(t, -1))
+        if ((t->is_main || t->fsdp) && c.last && o->checkpoint_every &&
+            t->step % o->checkpoint_every == 0 && save_checkpoint(t, -1))
             break;
         tcli_test_hooks_batch();
         if (o->max_steps && t->step >= o->max_steps) {
@@ -338,7 +415,12 @@ static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc,
     if (st) return tcli_fail_ts(TCLI_FAIL, "test");
     double secs = now_s() - t0;
     *test_acc = acc;
-    if (!t->is_main) return -1;
+    if (t->fsdp) print_memory(t);
+    if (!t->is_main) {
+        if (t->fsdp && o->checkpoint && save_checkpoint(t, *stopped ? -1 : epoch + 1))
+            return tcli_fail_ts(TCLI_FAIL, "--checkpoint");
+        return -1;
+    }
     char l1[48], l2[48];
     char ep[48];
     printf("epoch %s  train loss %s acc %.4f  %s loss %s acc %.4f  time %.1fs\n",
@@ -360,6 +442,16 @@ static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc,
 }
 
 static ts_status load_checkpoint(trainer *t, const char *path) {
+    if (t->fsdp) {
+        char *dir = tcli_fsdp_checkpoint_dir(t->o->checkpoint);
+        if (!dir) return TS_ERR_OOM;
+        ts_fsdp_checkpoint c = {t->opt, t->scaler, 0, 0};
+        ts_status st = ts_fsdp_load_sharded(t->net, dir, &c);
+        free(dir);
+        t->step = c.step;
+        t->saved_batches = c.epoch_batches;
+        return st;
+    }
     ts_checkpoint_parts parts = {t->model, t->opt, t->scaler, 0, 0};
     ts_status st = ts_checkpoint_load_parts(path, &parts);
     t->step = parts.step;
@@ -370,7 +462,8 @@ static ts_status load_checkpoint(trainer *t, const char *path) {
 /* --resume: model, optimizer, step and RNG from latest.safetensors; the epoch follows from the
  * step, and the loader's order from (seed, epoch). Returns -1 or an exit status. */
 static int resume(trainer *t, int64_t *start_epoch, int64_t *start_batch) {
-    char *path = tcli_checkpoint_path(t->o->checkpoint);
+    char *path = t->fsdp ? tcli_fsdp_manifest_path(t->o->checkpoint)
+                         : tcli_checkpoint_path(t->o->checkpoint);
     if (!path) return tcli_fail(TCLI_FAIL, "out of memory");
     struct stat sb;
     int rc = -1;
@@ -384,12 +477,14 @@ static int resume(trainer *t, int64_t *start_epoch, int64_t *start_batch) {
                           "--resume");
     } else if (t->step < 0 ||
                (t->saved_batches ? t->saved_batches != t->batches : t->step % t->batches != 0)) {
-        rc =
-            tcli_fail(TCLI_USAGE,
-                      "--resume: %s was saved at step %lld by a run with %lld batches an epoch, "
-                      "this one has %lld: resume with the data, --batch-size and number of "
-                      "processes it was trained with",
-                      path, (long long)t->step, (long long)t->saved_batches, (long long)t->batches);
+        rc = tcli_fail(TCLI_USAGE,
+                       "--resume: %s was saved at step %lld by a run with %lld batches an epoch, "
+                       "this one has %lld: resume with the data, --batch-size and number of "
+                       "processes it was trained with%s",
+                       path, (long long)t->step, (long long)t->saved_batches, (long long)t->batches,
+                       t->fsdp ? " (--fsdp resumes on any number of processes with the same "
+                                 "global batch: --batch-size x ranks)"
+                               : "");
     } else {
         /* the epoch and the batch within it follow from the step (--checkpoint-every saves
          * mid-epoch): resume with the data and --batch-size the run was trained with */
@@ -422,8 +517,20 @@ static int train_run(trainer *t) {
     if (!(t->net = t->model = tcli_model_new(o, &t->data)))
         return ts_error() ? tcli_fail_ts(TCLI_FAIL, "model") : TCLI_USAGE;
     t->net = t->model = ts_module_to(t->model, t->dev);
-    if (ts_error() || !(t->opt = make_optim(o, t->model))) return tcli_fail_ts(TCLI_FAIL, "model");
-    if (t->world > 1) {
+    if (o->fsdp) {
+        /* sharded: the wrapper owns the model from now on (and frees it even on failure); the
+         * optimizer steps the shards */
+        t->fsdp = true;
+        if (ts_error() || !(t->net = fsdp_wrap(t, t->model))) {
+            t->model = NULL;
+            return tcli_fail_ts(TCLI_FAIL, "--fsdp");
+        }
+        t->model = ts_fsdp_module(t->net);
+        if (!(t->opt = make_fsdp_optim(o, t->net))) return tcli_fail_ts(TCLI_FAIL, "--fsdp");
+    } else if (ts_error() || !(t->opt = make_optim(o, t->model))) {
+        return tcli_fail_ts(TCLI_FAIL, "model");
+    }
+    if (t->world > 1 && !t->fsdp) {
         /* DistributedDataParallel: rank 0's weights everywhere, gradients averaged in backward;
          * the wrapper owns the model from now on (and frees it even on failure) */
         t->net = ts_ddp(t->model, (ts_ddp_opts){0});
@@ -492,7 +599,16 @@ static int train_run(trainer *t) {
         printf(", mixed precision %s%s", ts_dtype_name(t->amp),
                t->scaler ? " with grad scaling" : "");
     printf("\n");
-    if (t->world > 1) printf("distributed: %s; DistributedDataParallel\n", ts_dist_describe());
+    if (t->fsdp) {
+        ts_fsdp_stats fs = {0};
+        ts_fsdp_get_stats(t->net, &fs);
+        printf("distributed: %s; FullyShardedDataParallel stage %d, %d units, %.2f MB of shards a "
+               "rank\n",
+               ts_dist_describe(), o->fsdp_stage ? o->fsdp_stage : 3, fs.units,
+               (double)fs.shard_bytes / 1e6);
+    } else if (t->world > 1) {
+        printf("distributed: %s; DistributedDataParallel\n", ts_dist_describe());
+    }
     if (t->epochs >= INT_MAX)
         printf("epochs until the time limit");
     else
@@ -530,6 +646,9 @@ train:;
         amp_end(t);
         if (st) return tcli_fail_ts(TCLI_FAIL, "test");
     }
+    /* FSDP: every unit's parameters gathered on every rank, so the first can write them */
+    if (o->checkpoint && t->fsdp && ts_fsdp_unshard(t->net))
+        return tcli_fail_ts(TCLI_FAIL, "--checkpoint");
     if (o->checkpoint && t->is_main) {
         size_t n = strlen(o->checkpoint) + 32;
         char *path = malloc(n);
