@@ -5,9 +5,9 @@
  * GatherElements' axis), then loaded back and run on the example beside the module, shapes equal
  * and values within the rounding of the two computations (SDPA with a float mask, causal with
  * fewer queries than keys, Where), and the integer dtypes (Cast, Add, Max, Sub in int8, uint8,
- * int16, uint16, int32, uint32 and uint64 past 2^63, exact). An input changed in place through another view is refused
- * naming it; repeated exports of a long trace leave no heap behind (glibc's count; LSan under
- * ASan). */
+ * int16, uint16, int32, uint32 and uint64 past 2^63, exact). An input changed in place through
+ * another view is refused naming it; repeated exports of a long trace leave no heap behind (glibc's
+ * count; LSan under ASan). */
 #define _DEFAULT_SOURCE /* mkdtemp */
 #include <float.h>
 #include <math.h>

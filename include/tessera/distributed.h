@@ -1,6 +1,7 @@
 /* tessera/distributed.h — training across processes and machines (via tessera.h):
  * torch.distributed's process groups and collectives on MPI (cpu and sim tensors) and NCCL (cuda
- * tensors), DistributedDataParallel, sharded data parallel (FSDP) and DistributedSampler. See docs/DISTRIBUTED.md. */
+ * tensors), DistributedDataParallel, sharded data parallel (FSDP) and DistributedSampler. See
+ * docs/DISTRIBUTED.md. */
 #ifndef TESSERA_DISTRIBUTED_H
 #define TESSERA_DISTRIBUTED_H
 

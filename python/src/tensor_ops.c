@@ -283,20 +283,21 @@ INPLACE_LIST(DEF_INPLACE)
     X(negative, ts_neg)                                                                            \
     X(abs, ts_abs)                                                                                 \
     X(exp, ts_exp)                                                                                 \
-    X(log, ts_log) X(log1p, ts_log1p) X(sqrt, ts_sqrt) X(rsqrt, ts_rsqrt) X(sin, ts_sin)           \
-        X(cos, ts_cos) X(tan, ts_tan) X(asin, ts_asin) X(acos, ts_acos) X(atan, ts_atan)           \
-            X(sinh, ts_sinh) X(cosh, ts_cosh) X(asinh, ts_asinh) X(acosh, ts_acosh)                \
-                X(atanh, ts_atanh) X(erf, ts_erf) X(tanh, ts_tanh) X(sigmoid, ts_sigmoid)          \
-                    X(relu, ts_relu) X(sign, ts_sign) X(floor, ts_floor) X(ceil, ts_ceil)          \
-                        X(round, ts_round) X(reciprocal, ts_reciprocal) X(square, ts_square)       \
+    X(log, ts_log)                                                                                 \
+    X(log1p, ts_log1p) X(sqrt, ts_sqrt) X(rsqrt, ts_rsqrt) X(sin, ts_sin) X(cos, ts_cos)           \
+        X(tan, ts_tan) X(asin, ts_asin) X(acos, ts_acos) X(atan, ts_atan) X(sinh, ts_sinh)         \
+            X(cosh, ts_cosh) X(asinh, ts_asinh) X(acosh, ts_acosh) X(atanh, ts_atanh)              \
+                X(erf, ts_erf) X(tanh, ts_tanh) X(sigmoid, ts_sigmoid) X(relu, ts_relu)            \
+                    X(sign, ts_sign) X(floor, ts_floor) X(ceil, ts_ceil) X(round, ts_round)        \
+                        X(reciprocal, ts_reciprocal) X(square, ts_square)                          \
                             X(logical_not, ts_logical_not)
 #define UNARY_INPLACE_LIST(X)                                                                      \
     X(neg_, ts_neg_)                                                                               \
     X(abs_, ts_abs_)                                                                               \
     X(exp_, ts_exp_)                                                                               \
     X(log_, ts_log_)                                                                               \
-    X(sqrt_, ts_sqrt_) X(sigmoid_, ts_sigmoid_) X(relu_, ts_relu_) X(tanh_, ts_tanh_)              \
-        X(zero_, ts_zero_)
+    X(sqrt_, ts_sqrt_)                                                                             \
+    X(sigmoid_, ts_sigmoid_) X(relu_, ts_relu_) X(tanh_, ts_tanh_) X(zero_, ts_zero_)
 
 #define DEF_UNARY(name, cfn)                                                                       \
     static PyObject *m_##name(PyObject *self, PyObject *unused) {                                  \

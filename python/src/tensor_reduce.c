@@ -79,8 +79,8 @@ static PyObject *call_reduction(PyObject *self, PyObject *const *args, Py_ssize_
     X(sum, r_sum)                                                                                  \
     X(mean, r_mean)                                                                                \
     X(prod, r_prod)                                                                                \
-    X(amax, r_amax) X(amin, r_amin) X(logsumexp, r_logsumexp) X(argmax, r_argmax)                  \
-        X(argmin, r_argmin)
+    X(amax, r_amax)                                                                                \
+    X(amin, r_amin) X(logsumexp, r_logsumexp) X(argmax, r_argmax) X(argmin, r_argmin)
 #define DEF_REDUCTION(name, r) TSP_METHOD_AND_FUNCTION(name, call_reduction, &r)
 REDUCTION_LIST(DEF_REDUCTION)
 

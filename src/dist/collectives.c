@@ -1,6 +1,6 @@
-/* collectives.c — the tensor front ends: this rank's own checks, the descriptor the cross-rank check
- * compares, contiguous work buffers, the hand-over to the group's queue; and the item's last steps
- * in the waiter's thread (AVG's division, the copy back into a non-contiguous tensor). */
+/* collectives.c — the tensor front ends: this rank's own checks, the descriptor the cross-rank
+ * check compares, contiguous work buffers, the hand-over to the group's queue; and the item's last
+ * steps in the waiter's thread (AVG's division, the copy back into a non-contiguous tensor). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,8 +29,8 @@ static ts_status null_input(ts_dist_work *w, const char *op, const char *what) {
 
 static bool on_cuda(const ts_tensor *t) { return t && t->storage->device.type == TS_CUDA; }
 
-static void describe(tsd_desc *d, tsd_kind kind, const ts_tensor *t, const ts_tensor *t2,
-                     int op, int root) {
+static void describe(tsd_desc *d, tsd_kind kind, const ts_tensor *t, const ts_tensor *t2, int op,
+                     int root) {
     memset(d, 0, sizeof *d);
     d->kind = kind;
     d->op = op;
@@ -50,9 +50,12 @@ static void describe(tsd_desc *d, tsd_kind kind, const ts_tensor *t, const ts_te
 
 static bool writes_t(const ts_dist_work *w) {
     switch (w->kind) {
-    case TSD_SEND: return false;
-    case TSD_REDUCE: return w->g->rank == w->root;
-    default: return true;
+    case TSD_SEND:
+        return false;
+    case TSD_REDUCE:
+        return w->g->rank == w->root;
+    default:
+        return true;
     }
 }
 
@@ -114,9 +117,10 @@ static void prepare(ts_dist_work *w, const char *op, ts_tensor *t, ts_tensor *t2
             return;
         }
         if (rop == TS_DIST_AVG && !tsi_is_float(t->dtype)) {
-            local_fail(w, TS_ERR_DTYPE,
-                       "%s: AVG is only defined for floating dtypes, but got %s (use SUM and divide)",
-                       op, tsi_desc(t));
+            local_fail(
+                w, TS_ERR_DTYPE,
+                "%s: AVG is only defined for floating dtypes, but got %s (use SUM and divide)", op,
+                tsi_desc(t));
             return;
         }
     }
@@ -134,9 +138,10 @@ static void prepare(ts_dist_work *w, const char *op, ts_tensor *t, ts_tensor *t2
             return;
         }
         if (tsd_kind_is_p2p(w->kind) && w->root == g->rank) {
-            local_fail(w, TS_ERR_ARG, "%s: %s %d is this process's own rank (a process cannot %s "
-                                      "itself)", op, word, root_world,
-                       w->kind == TSD_SEND ? "send to" : "receive from");
+            local_fail(w, TS_ERR_ARG,
+                       "%s: %s %d is this process's own rank (a process cannot %s "
+                       "itself)",
+                       op, word, root_world, w->kind == TSD_SEND ? "send to" : "receive from");
             return;
         }
     }
@@ -282,8 +287,8 @@ ts_dist_work *tsi_dist_all_gather_unchecked(ts_tensor *out, ts_tensor *in, ts_di
     return submit("all_gather", TSD_ALL_GATHER, out, in, TS_DIST_SUM, -1, 0, g, false);
 }
 
-ts_dist_work *tsi_dist_reduce_scatter_unchecked(ts_tensor *out, ts_tensor *in,
-                                                ts_dist_reduce_op op, ts_dist_group *g) {
+ts_dist_work *tsi_dist_reduce_scatter_unchecked(ts_tensor *out, ts_tensor *in, ts_dist_reduce_op op,
+                                                ts_dist_group *g) {
     return submit("reduce_scatter", TSD_REDUCE_SCATTER, out, in, op, -1, 0, g, false);
 }
 

@@ -178,15 +178,7 @@ ts_module *ts_ddp(ts_module *module, ts_ddp_opts o) {
 }
 
 static ddp_module *as_ddp(const char *op, ts_module *m) {
-    if (!m) {
-        if (!ts_error()) tsi_error_set(TS_ERR_ARG, "%s: module is NULL", op);
-        return NULL;
-    }
-    if (m->forward != ddp_forward)
-        return tsi_error_set(TS_ERR_ARG, "%s: %s is not a DistributedDataParallel", op,
-                             m->type_name),
-               NULL;
-    return (ddp_module *)m;
+    return (ddp_module *)tsi_dist_wrapper_of(op, m, ddp_forward, "DistributedDataParallel");
 }
 
 ts_module *ts_ddp_module(ts_module *ddp) {

@@ -17,6 +17,10 @@ ts_dist_work *tsi_dist_reduce_scatter_unchecked(ts_tensor *out, ts_tensor *in, t
 /* same_model.c: the group a wrapper (DDP, FSDP) runs on: its size, or 0 with the error set
  * (TS_ERR_ARG naming op when this process is not a member, or the pending one). */
 int tsi_dist_wrap_group(const char *op, ts_dist_group *g);
+/* m when its forward is `forward` (the wrapper's: DDP, FSDP), else NULL with TS_ERR_ARG "<op>:
+ * module is NULL" / "<op>: <type> is not a <what>" (an error already pending stays). */
+ts_module *tsi_dist_wrapper_of(const char *op, ts_module *m, ts_forward_fn forward,
+                               const char *what);
 /* same_model.c: PyTorch's _verify_param_shape_across_processes. Every rank must hold n
  * parameters of the same shapes and dtypes in the same order; every rank sees every description,
  * so all reach the same verdict. `who` names the wrapper in the message ("DDP", "FSDP"). */

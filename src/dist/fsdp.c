@@ -318,15 +318,7 @@ ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o) {
 }
 
 fsdp_module *tsi_fsdp_of(const char *op, ts_module *m) {
-    if (!m) {
-        if (!ts_error()) tsi_error_set(TS_ERR_ARG, "%s: module is NULL", op);
-        return NULL;
-    }
-    if (m->forward != fsdp_forward)
-        return tsi_error_set(TS_ERR_ARG, "%s: %s is not a FullyShardedDataParallel", op,
-                             m->type_name),
-               NULL;
-    return (fsdp_module *)m;
+    return (fsdp_module *)tsi_dist_wrapper_of(op, m, fsdp_forward, "FullyShardedDataParallel");
 }
 
 ts_module *ts_fsdp_module(ts_module *fsdp) {

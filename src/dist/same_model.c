@@ -80,3 +80,14 @@ int tsi_dist_wrap_group(const char *op, ts_dist_group *g) {
     }
     return world;
 }
+
+ts_module *tsi_dist_wrapper_of(const char *op, ts_module *m, ts_forward_fn forward,
+                               const char *what) {
+    if (!m) {
+        if (!ts_error()) tsi_error_set(TS_ERR_ARG, "%s: module is NULL", op);
+        return NULL;
+    }
+    if (m->forward != forward)
+        return tsi_error_set(TS_ERR_ARG, "%s: %s is not a %s", op, m->type_name, what), NULL;
+    return m;
+}
