@@ -100,9 +100,12 @@ static void test_fsdp_equals_ddp(void) {
     result_free(&r);
 #undef RUNF
 }
-/* A GPT (units: its blocks) equals DDP with AdamW (no weight decay: DDP's run leaves biases and
- * norms undecayed, the shards decay all), and `tessera generate` reads its model.safetensors; a
- * ResNet-20 (units: its stages) trains. */
+/* A GPT (units: its blocks) equals DDP with AdamW and weight decay (the shards in decay groups:
+ * matrices and embeddings decay, biases and norms not, as DDP's ts_adamw_decay_groups), and
+ * `tessera generate` reads its model.safetensors; with --amp the units are gathered in bf16 and
+ * reduced in float32 (printed), bf16 and f16 (grad scaling) train; a ResNet-20 (units: its
+ * stages) trains. 2 ranks add a + b in one order for all-reduce and reduce-scatter alike, so the
+ * float32 runs agree to rounding of the same operations. */
 static void test_zoo(void) {
     FILE *f = fopen(path_in("abc.txt", NULL), "w");
     for (int i = 0; f && i < 1500; i++) fputs("abcdefgh", f);
@@ -110,13 +113,14 @@ static void test_zoo(void) {
 #define GPT(dir)                                                                                   \
     "train", "--data", "text", "--data-dir", path_in("abc.txt", NULL), "--context", "16",          \
         "--layers", "2", "--heads", "2", "--dim", "32", "--batch-size", "8", "--progress", "none", \
-        "--max-steps", "10", "--weight-decay", "0", "--checkpoint", path_in(dir, NULL)
+        "--max-steps", "10", "--weight-decay", "0.1", "--checkpoint", path_in(dir, NULL)
     result r = RUN_MPI(2, GPT("gpt_ddp"));
     CHECK_EQ(exit_code(&r), 0);
     result_free(&r);
     r = RUN_MPI(2, GPT("gpt_fsdp"), "--fsdp");
     CHECK_EQ(exit_code(&r), 0);
     CHECK(r.out && strstr(r.out, "stage 3, 3 units"));
+    CHECK(r.out && strstr(r.out, ", decay groups\n"));
     if (exit_code(&r) != 0) fprintf(stderr, "mpiexec: %s\n%s\n", r.out, r.err);
     result_free(&r);
     double d = weights_rel_diff(path_in("gpt_fsdp", "model.safetensors"),
@@ -127,6 +131,26 @@ static void test_zoo(void) {
             "5", "--greedy");
     check_clean_exit(&r);
     result_free(&r);
+    /* mixed precision: the policy in the start-up line; bf16 and f16 (with grad scaling) train */
+    static const char *const amp[] = {"bf16", "f16"};
+    for (int i = 0; i < 2; i++) {
+        r = RUN_MPI(2, GPT("gpt_amp"), "--fsdp", "--amp", "--amp-dtype", amp[i]);
+        CHECK_EQ(exit_code(&r), 0);
+        char want[96];
+        snprintf(want, sizeof want, "parameters gathered in %s, gradients reduced in f32",
+                 i ? "float16" : "bfloat16");
+        CHECK(r.out && strstr(r.out, want));
+        CHECK(r.out && strstr(r.out, i ? "mixed precision float16 with grad scaling"
+                                       : "mixed precision bfloat16"));
+        if (exit_code(&r) != 0 || !(r.out && strstr(r.out, want)))
+            fprintf(stderr, "mpiexec: %s\n%s\n", r.out, r.err);
+        result_free(&r);
+        /* the model file holds float32, as the shards */
+        ts_tensor_list sd = {0};
+        CHECK(ts_safetensors_load(path_in("gpt_amp", "model.safetensors"), ts_cpu(), &sd) == 0);
+        CHECK(sd.n > 0 && ts_dtype_of(sd.tensors[0]) == TS_F32);
+        ts_tensor_list_free(&sd);
+    }
 #undef GPT
     r = RUN_MPI(2, "train", "--model", "resnet20", "--width", "4", DATA, "--batch-size", "8",
                 "--max-steps", "2", "--progress", "none", "--fsdp", "--fsdp-stage", "2");

@@ -157,6 +157,23 @@ typedef struct ts_fsdp_opts {
      * (reshard_after_forward=False: one all-gather a step instead of two, more memory). */
     bool no_reshard_after_forward;
     bool no_prefetch; /* do not start the next unit's all-gather while this one computes */
+    /* Mixed precision (FSDP2's MixedPrecisionPolicy). param_dtype (TS_BF16, TS_F16, TS_F32;
+     * TS_DTYPE_DEFAULT: none): the shards (what the optimizer steps) keep the model's dtype; each
+     * gather sends this rank's shard rounded to param_dtype, the module's parameters become
+     * param_dtype tensors (views of the gathered buffer) from ts_fsdp on, and forward and backward
+     * compute with them; the wrapper's forward casts a floating input to param_dtype
+     * (cast_forward_inputs). Their gradients (param_dtype) are converted to reduce_dtype
+     * (TS_F32, TS_BF16, TS_F16, TS_F64; TS_DTYPE_DEFAULT: param_dtype), divided by the group size
+     * and summed in it (reduce-scatter; stage 1 all-reduce), and land converted to the shard's
+     * dtype in the shard's .grad. Under no_sync a unit's gradient accumulates in reduce_dtype.
+     * ts_fsdp_unshard, ts_fsdp_save_full and the sharded checkpoints read the shards: full
+     * precision. Any other dtype is TS_ERR_DTYPE from ts_fsdp. */
+    ts_dtype param_dtype, reduce_dtype;
+    /* AdamW's weight-decay groups (ts_adamw_decay_groups' rule): each unit's flat buffer holds its
+     * parameters of two or more dimensions (matrices, embeddings, kernels) first and the others
+     * (biases, norms) after, and this rank's shard reaches the optimizer as two leaves, the part
+     * of each (either may be empty); ts_fsdp_decay_groups lists them apart. */
+    bool decay_groups;
 } ts_fsdp_opts;
 
 /* Wraps module (which it then owns) as the root "FullyShardedDataParallel" with child "module".
@@ -174,6 +191,11 @@ ts_module *ts_fsdp_module(ts_module *fsdp); /* the wrapped module (borrowed) */
  * Give them to any optimizer: ts_adamw_params(l.tensors, l.n, ...). The list retains them; free
  * it with ts_tensor_list_free (the optimizer keeps its own references). */
 ts_tensor_list ts_fsdp_parameters(ts_module *fsdp);
+/* With decay_groups: this rank's decaying shard parts ("<u>.flat_param"; the parameters of two or
+ * more dimensions) and the others ("<u>.flat_param_no_decay"), one each a unit, as lists like
+ * ts_fsdp_parameters' (whose tensors they are), for ts_adamw_params(decay) +
+ * ts_optim_add_param_group_wd(no_decay, lr, 0). TS_ERR_STATE without decay_groups. */
+ts_status ts_fsdp_decay_groups(ts_module *fsdp, ts_tensor_list *decay, ts_tensor_list *no_decay);
 /* Gradient accumulation: backwards of forwards inside no_sync reduce nothing (each rank keeps
  * its units' full gradients); the first backward after it reduces the sum. */
 void ts_fsdp_no_sync_begin(ts_module *fsdp);
@@ -192,6 +214,9 @@ typedef struct ts_fsdp_stats {
     size_t shard_bytes;    /* this rank's shards (what the optimizer steps) */
     size_t unit_bytes_max; /* the largest unit's gathered parameters */
     int all_gathers, reduce_scatters, all_reduces; /* issued since construction */
+    /* bytes this rank sent into them: its shard (in param_dtype) a gather, its unit's full
+     * gradient (in reduce_dtype) a reduction */
+    size_t gather_bytes, reduce_bytes;
 } ts_fsdp_stats;
 ts_status ts_fsdp_get_stats(ts_module *fsdp, ts_fsdp_stats *out);
 
@@ -217,10 +242,14 @@ ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_c
  * before anything changes; then all ranks change or none (the error names the rank and file: a
  * missing or truncated shard, a different model). Collective. */
 ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpoint *c);
-/* Consolidation: the whole model's state dict (ordinary names, as ts_module_save of the unwrapped
- * model: readable by ts_module_load, PyTorch's load_state_dict, `tessera generate`), gathered
- * (ts_fsdp_unshard: under stage 3 the parameters stay gathered until the next forward) and written
- * by the group's first rank. Collective; every rank returns the same status. */
+/* The whole model's state dict (ts_module_state_dict's names) with every parameter gathered from
+ * the shards in their dtype (full precision under mixed precision, where the module's own
+ * parameters are param_dtype) on every rank; buffers as they are. PyTorch's
+ * get_model_state_dict(full_state_dict=True). Collective; free with ts_tensor_list_free. */
+ts_tensor_list ts_fsdp_full_state_dict(ts_module *fsdp);
+/* Consolidation: ts_fsdp_full_state_dict (ordinary names, as ts_module_save of the unwrapped
+ * model: readable by ts_module_load, PyTorch's load_state_dict, `tessera generate`) written by the
+ * group's first rank. Collective; every rank returns the same status. */
 ts_status ts_fsdp_save_full(ts_module *fsdp, const char *path);
 
 /* ================================================================ hooks used by DDP and FSDP */

@@ -81,6 +81,11 @@ static double agree_max(double local) {
     return v;
 }
 
+void tsi_dist_set_agree_group(ts_dist_group *g) {
+    scaler_group = g;
+    tsi_dist_agree_max = agree_max;
+}
+
 /* ------------------------------------------------------------------ life cycle */
 static void ddp_destroy(ts_module *self) {
     ddp_module *d = (ddp_module *)self;
@@ -170,10 +175,7 @@ ts_module *ts_ddp(ts_module *module, ts_ddp_opts o) {
         ts_module_free(&d->base);
         return NULL;
     }
-    if (world > 1) {
-        scaler_group = o.group;
-        tsi_dist_agree_max = agree_max;
-    }
+    if (world > 1) tsi_dist_set_agree_group(o.group);
     return &d->base;
 }
 

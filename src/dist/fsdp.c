@@ -166,22 +166,28 @@ static bool fill_unit(fsdp_module *f, fsdp_unit *u, const ts_tensor_list *all, c
     u->params = calloc((size_t)(n ? n : 1), sizeof *u->params);
     if (!u->params) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP), false;
     int64_t off = 0;
-    for (int i = 0; i < all->n; i++) {
-        ts_tensor *p = all->tensors[i];
-        if (owner[i] != which || !p->requires_grad) continue;
-        fsdp_param *pp = &u->params[u->n_params++];
-        *pp = (fsdp_param){.u = u, .p = p, .name = tsi_strdup(all->names[i]), .offset = off};
-        if (!pp->name) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP), false;
-        ts_tensor *p0 = u->params[0].p;
-        if (!tsi_device_eq(tsi_device(p), tsi_device(p0)) || p->dtype != p0->dtype)
-            return tsi_error_set(TS_ERR_DEVICE,
-                                 "%s: unit '%s' holds parameters on different devices or of "
-                                 "different dtypes, %s %s and %s %s; a unit's parameters are one "
-                                 "flat buffer (move the model to one device and dtype first)",
-                                 OP, u->is_root ? "<root>" : u->name, u->params[0].name,
-                                 tsi_desc(p0), pp->name, tsi_desc(p)),
-                   false;
-        off += tsi_numel(p->shape);
+    /* decay_groups: the parameters of two or more dimensions first (pass 0), then the rest */
+    for (int k = 0; k < (f->o.decay_groups ? 2 : 1); k++) {
+        for (int i = 0; i < all->n; i++) {
+            ts_tensor *p = all->tensors[i];
+            if (owner[i] != which || !p->requires_grad) continue;
+            if (f->o.decay_groups && (p->shape.ndim >= 2) != (k == 0)) continue;
+            fsdp_param *pp = &u->params[u->n_params++];
+            *pp = (fsdp_param){.u = u, .p = p, .name = tsi_strdup(all->names[i]), .offset = off};
+            if (!pp->name) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP), false;
+            ts_tensor *p0 = u->params[0].p;
+            if (!tsi_device_eq(tsi_device(p), tsi_device(p0)) || p->dtype != p0->dtype)
+                return tsi_error_set(
+                           TS_ERR_DEVICE,
+                           "%s: unit '%s' holds parameters on different devices or of "
+                           "different dtypes, %s %s and %s %s; a unit's parameters are one "
+                           "flat buffer (move the model to one device and dtype first)",
+                           OP, u->is_root ? "<root>" : u->name, u->params[0].name, tsi_desc(p0),
+                           pp->name, tsi_desc(p)),
+                       false;
+            off += tsi_numel(p->shape);
+        }
+        if (k == 0) u->decay_n = off;
     }
     u->numel = off;
     u->shard_n = (off + f->world - 1) / f->world;
@@ -225,7 +231,7 @@ static bool build_units(fsdp_module *f) {
     for (int i = 0; ok && i < f->n_units; i++) {
         fsdp_unit *u = &f->units[i];
         size_t es = tsi_dtype_size(u->flat->dtype);
-        f->stats.shard_bytes += (size_t)u->shard_n * es;
+        f->stats.shard_bytes += (size_t)u->shard_n * tsi_dtype_size(u->shard->dtype);
         if ((size_t)u->padded * es > f->stats.unit_bytes_max)
             f->stats.unit_bytes_max = (size_t)u->padded * es;
     }
@@ -254,6 +260,10 @@ static ts_tensor *fsdp_forward(ts_module *self, ts_tensor *x) {
     if (!tsi_fsdp_check_prior(f)) return NULL;
     fsdp_unit *root = f->n_units && f->units[0].is_root ? &f->units[0] : NULL;
     if (root && !tsi_fsdp_unit_pre_forward(root)) return NULL;
+    /* mixed precision: a floating input in the parameters' dtype (FSDP2's cast_forward_inputs) */
+    if (x && f->o.param_dtype && tsi_is_float(x->dtype) && x->dtype != f->o.param_dtype &&
+        !(x = ts_to_dtype(x, f->o.param_dtype)))
+        return NULL;
     ts_tensor *y = ts_forward(f->module, x);
     tsi_fsdp_wait_all(f); /* a prefetch no unit used */
     if (y && root) y = tsi_fsdp_unit_post_forward(root, y);
@@ -285,6 +295,18 @@ ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o) {
         bad = "units must list n_units names";
     else if (o.min_unit_params < 0)
         bad = "min_unit_params must not be negative";
+    if (!bad && ((o.param_dtype && !tsi_is_float(o.param_dtype)) ||
+                 (o.reduce_dtype && !tsi_is_float(o.reduce_dtype)))) {
+        ts_dtype d = o.param_dtype && !tsi_is_float(o.param_dtype) ? o.param_dtype : o.reduce_dtype;
+        ts_module_free(module);
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: %s is %s: mixed precision gathers parameters and reduces "
+                             "gradients in a floating dtype (bf16, f16, f32 or f64; "
+                             "TS_DTYPE_DEFAULT: none)",
+                             OP, d == o.param_dtype ? "param_dtype" : "reduce_dtype",
+                             ts_dtype_name(d)),
+               NULL;
+    }
     if (bad) {
         ts_module_free(module);
         return tsi_error_set(TS_ERR_ARG, "%s: %s (stage %d, n_units %d, min_unit_params %lld)", OP,
@@ -314,6 +336,9 @@ ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o) {
         ts_module_free(&f->base);
         return NULL;
     }
+    /* each rank holds only its shards' gradients: the grad scaler's found-inf is agreed across
+     * the group (as PyTorch's ShardedGradScaler), so every rank skips a step or none does */
+    if (world > 1) tsi_dist_set_agree_group(o.group);
     return &f->base;
 }
 
@@ -326,19 +351,46 @@ ts_module *ts_fsdp_module(ts_module *fsdp) {
     return f ? f->module : NULL;
 }
 
+/* unit u's leaf k into l: "<u>.flat_param", with decay_groups "<u>.flat_param_no_decay" second */
+static bool add_leaf(ts_tensor_list *l, fsdp_unit *u, int k) {
+    char name[512];
+    snprintf(name, sizeof name, "%s%sflat_param%s", u->name, u->is_root ? "" : ".",
+             k ? "_no_decay" : "");
+    return ts_tensor_list_add(l, name, u->leaf[k]) == TS_OK;
+}
+
 ts_tensor_list ts_fsdp_parameters(ts_module *fsdp) {
     ts_tensor_list l = {0};
     fsdp_module *f = tsi_fsdp_of("fsdp_parameters", fsdp);
     for (int i = 0; f && i < f->n_units; i++) {
         fsdp_unit *u = &f->units[i];
-        char name[512];
-        snprintf(name, sizeof name, "%s%sflat_param", u->name, u->is_root ? "" : ".");
-        if (ts_tensor_list_add(&l, name, u->shard) != TS_OK) {
-            ts_tensor_list_free(&l);
-            break;
-        }
+        for (int k = 0; k < u->n_leaves; k++)
+            if (!add_leaf(&l, u, k)) {
+                ts_tensor_list_free(&l);
+                return l;
+            }
     }
     return l;
+}
+
+ts_status ts_fsdp_decay_groups(ts_module *fsdp, ts_tensor_list *decay, ts_tensor_list *no_decay) {
+    static const char op[] = "fsdp_decay_groups";
+    fsdp_module *f = tsi_fsdp_of(op, fsdp);
+    if (!f) return ts_error();
+    if (!decay || !no_decay) return tsi_error_set(TS_ERR_ARG, "%s: a list is NULL", op);
+    *decay = *no_decay = (ts_tensor_list){0};
+    if (!f->o.decay_groups)
+        return tsi_error_set(TS_ERR_STATE,
+                             "%s: the module was wrapped without decay_groups (each unit's shard "
+                             "mixes decaying and non-decaying parameters)",
+                             op);
+    for (int i = 0; i < f->n_units; i++)
+        if (!add_leaf(decay, &f->units[i], 0) || !add_leaf(no_decay, &f->units[i], 1)) {
+            ts_tensor_list_free(decay);
+            ts_tensor_list_free(no_decay);
+            return ts_error() ? ts_error() : TS_ERR_OOM;
+        }
+    return TS_OK;
 }
 
 void ts_fsdp_no_sync_begin(ts_module *fsdp) {

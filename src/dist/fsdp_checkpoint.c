@@ -85,7 +85,7 @@ static char *layout_of(fsdp_module *f) {
     for (int i = 0; i < f->n_units; i++) {
         fsdp_unit *u = &f->units[i];
         sb_printf(&b, "unit %d '%s' %lld %s\n", i, u->is_root ? "<root>" : u->name,
-                  (long long)u->numel, ts_dtype_name(u->flat->dtype));
+                  (long long)u->numel, ts_dtype_name(u->shard->dtype));
         for (int k = 0; k < u->n_params; k++) {
             fsdp_param *pp = &u->params[k];
             sb_printf(&b, "  %s at %lld [", pp->name, (long long)pp->offset);
@@ -208,22 +208,111 @@ static uint64_t meta_u64(const char *path, const char *key, bool *ok) {
     return x;
 }
 
-/* The optimizer must step exactly the module's shards, in ts_fsdp_parameters' order. */
-static bool check_optim(const char *op, fsdp_module *f, ts_optim *opt) {
+/* The optimizer must step exactly the module's leaves (ts_fsdp_parameters, in any order and
+ * groups): idx[2 * unit + leaf] gets each one's index among the optimizer's parameters. */
+static bool check_optim(const char *op, fsdp_module *f, ts_optim *opt, int *idx) {
     if (!opt) return true;
-    if (opt->n_params != f->n_units)
+    int n = 0;
+    for (int i = 0; i < f->n_units; i++) n += f->units[i].n_leaves;
+    if (opt->n_params != n)
         return tsi_error_set(
                    TS_ERR_ARG,
                    "%s: the optimizer holds %d parameters, the module %d shards: build it "
-                   "over ts_fsdp_parameters (those tensors, in that order)",
-                   op, opt->n_params, f->n_units) == TS_OK;
+                   "over ts_fsdp_parameters (those tensors)",
+                   op, opt->n_params, n) == TS_OK;
     for (int i = 0; i < f->n_units; i++)
-        if (opt->params[i].p != f->units[i].shard)
-            return tsi_error_set(TS_ERR_ARG,
-                                 "%s: the optimizer's parameter %d is not unit %d's shard: build "
-                                 "it over ts_fsdp_parameters (those tensors, in that order)",
-                                 op, i, i) == TS_OK;
+        for (int k = 0; k < f->units[i].n_leaves; k++) {
+            int j = 0;
+            while (j < opt->n_params && opt->params[j].p != f->units[i].leaf[k]) j++;
+            if (j == opt->n_params)
+                return tsi_error_set(TS_ERR_ARG,
+                                     "%s: unit %d's shard%s is not among the optimizer's "
+                                     "parameters: build it over ts_fsdp_parameters (those "
+                                     "tensors)",
+                                     op, i, k ? " (its no-decay part)" : "") == TS_OK;
+            idx[2 * i + k] = j;
+        }
     return true;
+}
+
+/* "state.<j>.<slot>": j and the slot; false for other keys */
+static bool state_key(const char *key, int *j, const char **slot) {
+    int pos = 0;
+    if (sscanf(key, "state.%d.%n", j, &pos) != 1 || pos == 0) return false;
+    *slot = key + pos;
+    return true;
+}
+
+/* The optimizer's state dict (keys by its parameter index) as a checkpoint holds it: by unit, a
+ * unit's two leaves' per-element states (decay_groups) joined into one [shard_n] state, their
+ * step from the first. The format does not depend on decay_groups. */
+static bool states_by_unit(const char *op, fsdp_module *f, const int *idx, ts_tensor_list *osd) {
+    ts_tensor_list out = {0};
+    bool ok = true;
+    char key[96];
+    ts_scope_begin();
+    for (int e = 0; ok && e < osd->n; e++) {
+        int j;
+        const char *slot;
+        ts_tensor *t = osd->tensors[e];
+        if (!state_key(osd->names[e], &j, &slot)) {
+            ok = ts_tensor_list_add(&out, osd->names[e], t) == TS_OK;
+            continue;
+        }
+        for (int i = 0; ok && i < f->n_units; i++) {
+            fsdp_unit *u = &f->units[i];
+            if (idx[2 * i] != j) continue; /* a unit's second leaf: with its first */
+            snprintf(key, sizeof key, "state.%d.%s", i, slot);
+            if (u->n_leaves == 2 && t->shape.ndim > 0) {
+                char other[96];
+                snprintf(other, sizeof other, "state.%d.%s", idx[2 * i + 1], slot);
+                ts_tensor *t1 = ts_tensor_list_get(osd, other);
+                ts_tensor *two[2] = {t, t1};
+                t = t1 ? ts_cat(two, 2, 0) : NULL;
+                if (!t1)
+                    ok = tsi_error_set(TS_ERR_STATE,
+                                       "%s: the optimizer holds '%s' for unit %d's decaying "
+                                       "part but not for the rest",
+                                       op, slot, i) == TS_OK;
+            }
+            ok = ok && t && ts_tensor_list_add(&out, key, t) == TS_OK;
+        }
+    }
+    ts_scope_end();
+    ts_tensor_list_free(osd);
+    *osd = out;
+    return ok;
+}
+
+/* The reverse, for loading: a unit's [shard_n] states cut into its leaves' parts. */
+static bool states_by_leaf(fsdp_module *f, const int *idx, ts_tensor_list *osd) {
+    ts_tensor_list out = {0};
+    bool ok = true;
+    char key[96];
+    ts_scope_begin();
+    for (int e = 0; ok && e < osd->n; e++) {
+        int i;
+        const char *slot;
+        ts_tensor *t = osd->tensors[e];
+        if (!state_key(osd->names[e], &i, &slot)) {
+            ok = ts_tensor_list_add(&out, osd->names[e], t) == TS_OK;
+            continue;
+        }
+        if (i < 0 || i >= f->n_units) continue; /* the optimizer's loader names what is missing */
+        fsdp_unit *u = &f->units[i];
+        for (int k = 0; ok && k < u->n_leaves; k++) {
+            snprintf(key, sizeof key, "state.%d.%s", idx[2 * i + k], slot);
+            ts_tensor *part = t;
+            if (u->n_leaves == 2 && t->shape.ndim > 0)
+                part = ts_contiguous(
+                    ts_narrow(t, 0, k ? u->split : 0, k ? u->shard_n - u->split : u->split));
+            ok = part && ts_tensor_list_add(&out, key, part) == TS_OK;
+        }
+    }
+    ts_scope_end();
+    ts_tensor_list_free(osd);
+    *osd = out;
+    return ok;
 }
 
 static int mkdir_p(const char *dir) {
@@ -265,11 +354,14 @@ static void remove_stale(const char *dir, uint64_t gen) {
 
 /* ------------------------------------------------------------------ save */
 static bool write_shard(fsdp_module *f, const char *op, const char *path, uint64_t gen,
-                        const ts_fsdp_checkpoint *c, const char *layout) {
+                        const ts_fsdp_checkpoint *c, const char *layout, const int *idx) {
     ts_tensor_list all = {0}, osd = {0}, bufs = {0}, ssd = {0};
     ts_status before = ts_error();
     bool ok = !before;
-    if (ok && c && c->optim) osd = ts_optim_state_dict(c->optim);
+    if (ok && c && c->optim) {
+        osd = ts_optim_state_dict(c->optim);
+        ok = !ts_error() && states_by_unit(op, f, idx, &osd);
+    }
     if (ok && c && c->scaler) ssd = ts_grad_scaler_state_dict(c->scaler);
     if (ok) bufs = ts_module_named_buffers(f->module);
     ok = ok && !ts_error();
@@ -315,7 +407,9 @@ ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_c
     if (!dir || !*dir)
         return tsi_error_set(TS_ERR_ARG, "%s: dir is %s", op, dir ? "empty" : "NULL");
     /* sticky: nothing is written over a failed step; the other ranks learn it in agree() */
-    bool ok = !ts_error() && check_optim(op, f, c ? c->optim : NULL);
+    int *idx = calloc(2 * (size_t)f->n_units + 1, sizeof *idx);
+    bool ok = !ts_error() && (idx || tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op) == 0);
+    ok = ok && check_optim(op, f, c ? c->optim : NULL, idx);
     /* the group's first rank picks the generation (one more than the committed one) */
     uint64_t gen = 1;
     char *manifest = path_join(dir, MANIFEST);
@@ -344,7 +438,7 @@ ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_c
     char *name = ok ? shard_name(gen, f->rank, f->world) : NULL;
     char *path = name ? path_join(dir, name) : NULL;
     if (ok && (!layout || !path)) ok = tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op) == 0;
-    if (ok) ok = write_shard(f, op, path, gen, c, layout);
+    if (ok) ok = write_shard(f, op, path, gen, c, layout, idx);
     ok = agree(f, op, ok);
     /* every shard is on disk: the manifest commits them */
     if (ok && f->rank == 0) {
@@ -359,6 +453,7 @@ ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_c
     ok = agree(f, op, ok);
     if (ok && f->rank == 0) remove_stale(dir, gen);
     if (!ok && path) unlink(path); /* not committed: the previous checkpoint stays whole */
+    free(idx);
     free(layout);
     free(name);
     free(path);
@@ -458,11 +553,11 @@ static bool read_old(load_ctx *L, int q) {
         snprintf(key, sizeof key, "flat.%d", i);
         ts_tensor *src = ts_tensor_list_get(&l, key);
         if (!src || src->shape.ndim != 1 || src->shape.dims[0] != osn ||
-            src->dtype != u->flat->dtype) {
+            src->dtype != u->shard->dtype) {
             ok = tsi_error_set(TS_ERR_FORMAT,
                                "%s: %s: '%s' is %s (a [%lld] %s shard of unit %d expected)", L->op,
                                path, key, src ? "of the wrong shape or dtype" : "missing",
-                               (long long)osn, ts_dtype_name(u->flat->dtype), i) == TS_OK;
+                               (long long)osn, ts_dtype_name(u->shard->dtype), i) == TS_OK;
             break;
         }
         ok = copy_overlap(s, s->flat, src, q, osn);
@@ -509,7 +604,9 @@ ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpo
     ts_optim *opt = c ? c->optim : NULL;
     ts_grad_scaler *scaler = c ? c->scaler : NULL;
     load_ctx L = {.f = f, .op = op, .dir = dir};
-    bool ok = !ts_error() && check_optim(op, f, opt); /* a pending error: every rank fails */
+    int *idx = calloc(2 * (size_t)f->n_units + 1, sizeof *idx);
+    bool ok = !ts_error() && (idx || tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op) == 0);
+    ok = ok && check_optim(op, f, opt, idx); /* a pending error: every rank fails */
     char *manifest = path_join(dir, MANIFEST);
     char *layout = layout_of(f);
     L.layout = layout;
@@ -550,7 +647,7 @@ ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpo
         if (s->n > u->shard_n) s->n = u->shard_n;
         if (s->n < 0) s->n = 0;
         s->flat =
-            ts_zeros(TS_SHAPE(u->shard_n), (ts_opts){.dtype = u->flat->dtype, .device = ts_cpu()});
+            ts_zeros(TS_SHAPE(u->shard_n), (ts_opts){.dtype = u->shard->dtype, .device = ts_cpu()});
         if (!s->flat) ok = false;
         int64_t osn = (u->numel + L.old_world - 1) / L.old_world;
         for (int64_t q = ok && s->n > 0 ? s->start / osn : 1,
@@ -586,6 +683,7 @@ ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpo
                            "%s: %s holds no optimizer state (it was saved without an optimizer)",
                            op, L.first_path) == TS_OK;
     tsi_optim_staged *go = NULL;
+    ok = ok && (!opt || states_by_leaf(f, idx, &osd));
     if (ok && opt && !(go = tsi_optim_load_stage("optim_load_state_dict", opt, &osd))) ok = false;
     if (ok) bufs = ts_module_named_buffers(f->module);
     for (int i = 0; ok && i < bufs.n; i++) {
@@ -638,12 +736,62 @@ ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpo
     free(L.su);
     ts_tensor_list_free(&L.first);
     free(L.first_path);
+    free(idx);
     free(layout);
     free(manifest);
     return ok ? TS_OK : ts_error() ? ts_error() : TS_ERR_STATE;
 }
 
 /* ------------------------------------------------------------------ consolidation */
+/* Unit u's parameters in full precision: its shards gathered in their own dtype (not
+ * param_dtype), each parameter of the state dict replaced by a view of that. */
+static bool full_unit(fsdp_module *f, fsdp_unit *u, ts_tensor_list *sd) {
+    ts_tensor *full =
+        tsi_new("fsdp_full_state_dict", TS_SHAPE(u->padded), u->shard->dtype, tsi_device(u->shard));
+    bool ok = full != NULL;
+    if (ok && f->world > 1)
+        ok = ts_dist_wait(tsi_dist_all_gather_unchecked(full, u->shard, f->o.group)) == TS_OK;
+    else if (ok)
+        ok = ts_copy_(full, u->shard) != NULL;
+    for (int k = 0; ok && k < u->n_params; k++) {
+        fsdp_param *pp = &u->params[k];
+        for (int e = 0; e < sd->n; e++) {
+            if (sd->tensors[e] != pp->p) continue;
+            int64_t strides[TS_MAX_DIMS];
+            tsi_contiguous_strides(&pp->p->shape, strides);
+            ts_tensor *v = tsi_view_of(full, pp->p->shape, strides, pp->offset);
+            if (!v) {
+                ok = false;
+                break;
+            }
+            ts_release(sd->tensors[e]);
+            sd->tensors[e] = v;
+        }
+    }
+    ts_release(full);
+    return ok;
+}
+
+ts_tensor_list ts_fsdp_full_state_dict(ts_module *fsdp) {
+    static const char op[] = "fsdp_full_state_dict";
+    tsi_init();
+    ts_tensor_list sd = {0};
+    fsdp_module *f = tsi_fsdp_of(op, fsdp);
+    if (!f) return sd;
+    /* every rank gathers, or none (a rank with an error pending would not join the gathers) */
+    if (!agree(f, op, !ts_error())) return sd;
+    sd = ts_module_state_dict(f->module);
+    bool ok = !ts_error();
+    ts_scope_begin();
+    ts_no_grad_begin();
+    for (int i = 0; i < f->n_units; i++) /* every rank joins every gather */
+        ok = full_unit(f, &f->units[i], &sd) && ok;
+    ts_no_grad_end();
+    ts_scope_end();
+    if (!ok) ts_tensor_list_free(&sd);
+    return sd;
+}
+
 ts_status ts_fsdp_save_full(ts_module *fsdp, const char *path) {
     static const char op[] = "fsdp_save_full";
     tsi_init();
@@ -651,9 +799,12 @@ ts_status ts_fsdp_save_full(ts_module *fsdp, const char *path) {
     if (!f) return ts_error();
     if (!path || !*path)
         return tsi_error_set(TS_ERR_ARG, "%s: path is %s", op, path ? "empty" : "NULL");
-    /* every rank gathers, or none (a rank with an error pending would not join the gathers) */
-    bool ok = agree(f, op, !ts_error()) && ts_fsdp_unshard(fsdp) == TS_OK;
-    /* the wrapped model's state dict: the names ts_module_save of the unwrapped model writes */
-    if (ok && f->rank == 0) ok = ts_module_save(f->module, path) == TS_OK;
+    /* the wrapped model's state dict in the shards' precision: the names ts_module_save of the
+     * unwrapped model writes */
+    ts_tensor_list sd = ts_fsdp_full_state_dict(fsdp);
+    bool ok = !ts_error();
+    static const char *const meta[] = {"format", "pt"};
+    if (ok && f->rank == 0) ok = ts_safetensors_save(path, &sd, meta, 1) == TS_OK;
+    ts_tensor_list_free(&sd);
     return agree(f, op, ok) ? TS_OK : ts_error();
 }

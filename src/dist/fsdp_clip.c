@@ -10,8 +10,9 @@ static const char *OP = "fsdp_clip_grad_norm";
 static double local_part(fsdp_module *f, double p) {
     double acc = 0;
     ts_scope_begin();
-    for (int i = 0; i < f->n_units && !ts_error(); i++) {
-        ts_tensor *g = f->units[i].shard->grad;
+    for (int i = 0; i < 2 * f->n_units && !ts_error(); i++) {
+        fsdp_unit *u = &f->units[i / 2];
+        ts_tensor *g = i % 2 < u->n_leaves ? u->leaf[i % 2]->grad : NULL;
         if (!g || ts_numel(g) == 0) continue;
         ts_tensor *a = ts_abs(ts_to_dtype(g, TS_F64));
         if (isinf(p))
@@ -47,7 +48,8 @@ double ts_fsdp_clip_grad_norm(ts_module *fsdp, double max_norm, double norm_type
     double coef = max_norm / (total + 1e-6);
     if (!ts_error() && coef < 1) /* torch multiplies by the clamped coefficient */
         for (int i = 0; i < f->n_units; i++)
-            if (f->units[i].shard->grad) ts_mul_scalar_(f->units[i].shard->grad, coef);
+            for (int k = 0; k < f->units[i].n_leaves; k++)
+                if (f->units[i].leaf[k]->grad) ts_mul_scalar_(f->units[i].leaf[k]->grad, coef);
     ts_no_grad_end();
     ts_scope_end();
     return ts_error() ? NAN : total;

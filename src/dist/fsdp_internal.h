@@ -24,9 +24,18 @@ typedef struct fsdp_unit {
     fsdp_param *params;
     int n_params;
     int64_t numel, padded, shard_n; /* parameters' elements; padded to W x shard_n */
-    ts_tensor *flat;    /* [padded] the gathered parameters (owned; memory freed when resharded) */
-    ts_tensor *shard;   /* [shard_n] this rank's block: a leaf the optimizer steps (owned) */
+    ts_tensor *flat;  /* [padded] the gathered parameters, in the parameters' dtype (param_dtype
+                       * under mixed precision; owned; memory freed when resharded) */
+    ts_tensor *shard; /* [shard_n] this rank's block in the model's dtype (owned): what gathers
+                       * send and reductions land in; the optimizer's leaf unless decay_groups */
+    /* what the optimizer steps: the shard itself, or (decay_groups) its decaying part [0, split)
+     * and the rest, leaves aliasing its storage (owned) */
+    ts_tensor *leaf[2];
+    int n_leaves;
+    int64_t split;      /* decay_groups: the shard's elements that decay */
+    int64_t decay_n;    /* decay_groups: the unit's elements that decay (first in flat) */
     ts_tensor *grad;    /* [padded] full gradient while backward accumulates it (owned) or NULL */
+    ts_tensor *acc;     /* no_sync under mixed precision: gradients so far, in reduce_dtype */
     ts_tensor *reduced; /* [shard_n] or, stage 1, [padded]: the reduction in flight (owned) */
     ts_dist_work *gather_work, *reduce_work;
     bool is_root;
@@ -41,7 +50,7 @@ typedef struct fsdp_unit {
 typedef struct fsdp_module {
     ts_module base;
     ts_module *module; /* child "module" */
-    ts_fsdp_opts o;    /* stage resolved */
+    ts_fsdp_opts o;    /* stage resolved; param_dtype, reduce_dtype as given (0: none) */
     int world, rank;   /* in the group */
     fsdp_unit *units;  /* [0] the root unit */
     int n_units;
@@ -50,6 +59,11 @@ typedef struct fsdp_module {
     fsdp_unit *last_reduced; /* whose reduction is in flight, delivered when the next starts */
     ts_fsdp_stats stats;
 } fsdp_module;
+
+/* The dtype gradients are reduced in: reduce_dtype, else the parameters' (flat's) dtype. */
+static inline ts_dtype tsi_fsdp_reduce_dtype(const fsdp_unit *u) {
+    return u->f->o.reduce_dtype ? u->f->o.reduce_dtype : u->flat->dtype;
+}
 
 /* fsdp.c: m as an FSDP module, or NULL with TS_ERR_ARG naming op */
 fsdp_module *tsi_fsdp_of(const char *op, ts_module *m);

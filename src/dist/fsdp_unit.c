@@ -29,8 +29,17 @@ static bool launch_gather(fsdp_unit *u) {
     if (!tsi_storage_alloc_data(OP, u->flat->storage)) return false;
     u->flat_version = ts_version(u->flat);
     u->gather_from = ts_version(u->shard);
-    u->gather_work = tsi_dist_all_gather_unchecked(u->flat, u->shard, u->f->o.group);
+    /* mixed precision: the shard rounded to the parameters' dtype is what goes out (the work
+     * holds it until done) */
+    ts_scope_begin();
+    ts_no_grad_begin();
+    ts_tensor *src =
+        u->flat->dtype == u->shard->dtype ? u->shard : ts_to_dtype(u->shard, u->flat->dtype);
+    ts_no_grad_end();
+    u->gather_work = src ? tsi_dist_all_gather_unchecked(u->flat, src, u->f->o.group) : NULL;
+    ts_scope_end();
     u->f->stats.all_gathers++;
+    u->f->stats.gather_bytes += (size_t)u->shard_n * tsi_dtype_size(u->flat->dtype);
     return u->gather_work != NULL;
 }
 
@@ -96,18 +105,53 @@ static bool prepare_grad(fsdp_unit *u) {
     return true;
 }
 
+/* Mixed precision under no_sync: this backward's gradient (param_dtype) is added to the unit's
+ * accumulator in reduce_dtype, and the flat gradient starts the next backward from zeros. */
+static bool accumulate(fsdp_unit *u) {
+    ts_tensor *g = ts_to_dtype(u->grad, tsi_fsdp_reduce_dtype(u)); /* a new tensor */
+    bool ok = g && (u->acc ? ts_add_(u->acc, g) != NULL : (u->acc = ts_retain(g)) != NULL);
+    if (ok) u->grad_consumed = true;
+    return ok;
+}
+
+/* The full gradient in reduce_dtype (the flat gradient itself when that is its dtype), with what
+ * no_sync accumulated added; caller-held. */
+static ts_tensor *to_reduce(fsdp_unit *u) {
+    ts_dtype rdt = tsi_fsdp_reduce_dtype(u);
+    if (rdt == u->grad->dtype && !u->acc) return ts_retain(u->grad);
+    ts_tensor *g = ts_retain(ts_to_dtype(u->grad, rdt));
+    if (g == u->grad) { /* same dtype: not in place into the parameters' .grad slots */
+        ts_release(g);
+        g = ts_retain(ts_clone(u->grad));
+    }
+    if (g && u->acc && !ts_add_(g, u->acc)) {
+        ts_release(g);
+        return NULL;
+    }
+    ts_release(u->acc);
+    u->acc = NULL;
+    return g;
+}
+
 static bool launch_reduce(fsdp_unit *u) {
     fsdp_module *f = u->f;
+    ts_tensor *g = to_reduce(u);
     /* DDP's arithmetic: each rank's gradient / W, then summed */
-    if (f->world > 1 && !ts_mul_scalar_(u->grad, 1.0 / (double)f->world)) return false;
+    if (!g || (f->world > 1 && !ts_mul_scalar_(g, 1.0 / (double)f->world))) {
+        ts_release(g);
+        return false;
+    }
+    f->stats.reduce_bytes += (size_t)u->padded * tsi_dtype_size(g->dtype);
     if (f->o.stage == 1) {
-        u->reduce_work = tsi_dist_all_reduce_unchecked(u->grad, TS_DIST_SUM, f->o.group);
+        u->reduce_work = tsi_dist_all_reduce_unchecked(g, TS_DIST_SUM, f->o.group);
         f->stats.all_reduces++;
+        u->reduced = g; /* the full average; the parameters' .grad when it is the flat gradient */
     } else {
-        u->reduced = tsi_new(OP, u->shard->shape, u->shard->dtype, tsi_device(u->shard));
-        if (!u->reduced) return false;
+        u->reduced = tsi_new(OP, u->shard->shape, g->dtype, tsi_device(u->shard));
         u->reduce_work =
-            tsi_dist_reduce_scatter_unchecked(u->reduced, u->grad, TS_DIST_SUM, f->o.group);
+            u->reduced ? tsi_dist_reduce_scatter_unchecked(u->reduced, g, TS_DIST_SUM, f->o.group)
+                       : NULL;
+        ts_release(g);
         f->stats.reduce_scatters++;
         /* the work holds the flat gradient until it is done: the full gradient goes now */
         for (int i = 0; i < u->n_params; i++) ts_set_grad(u->params[i].p, NULL);
@@ -125,14 +169,26 @@ static bool deliver(fsdp_unit *u) {
     ts_dist_work *w = u->reduce_work;
     u->reduce_work = NULL;
     if (ts_dist_wait(w) != TS_OK) return false;
+    ts_tensor *r = u->reduced;
+    bool ok = true;
+    /* stage 1 under mixed precision: the parameters' .grad gets the average too (rounded) */
+    if (f->o.stage == 1 && r != u->grad) ok = ts_copy_(u->grad, r) != NULL;
     ts_tensor *mine =
-        f->o.stage == 1 ? ts_clone(ts_narrow(u->grad, 0, (int64_t)f->rank * u->shard_n, u->shard_n))
-                        : u->reduced;
-    bool ok = mine != NULL;
-    if (ok && !u->shard->grad)
-        ok = ts_set_grad(u->shard, mine) == TS_OK;
-    else if (ok)
-        ok = ts_add_(u->shard->grad, mine) != NULL;
+        f->o.stage == 1 ? ts_narrow(r, 0, (int64_t)f->rank * u->shard_n, u->shard_n) : r;
+    /* in the shard's dtype, one copy of its own (stage 1's is a block of the full gradient) */
+    if (mine && (mine->dtype != u->shard->dtype || f->o.stage == 1))
+        mine = mine->dtype != u->shard->dtype ? ts_to_dtype(mine, u->shard->dtype) : ts_clone(mine);
+    ok = ok && mine != NULL;
+    /* each leaf its part: the shard, or its decaying and non-decaying parts */
+    for (int k = 0; ok && k < u->n_leaves; k++) {
+        ts_tensor *leaf = u->leaf[k];
+        ts_tensor *part =
+            u->n_leaves == 1 ? mine : ts_narrow(mine, 0, k ? u->split : 0, ts_numel(leaf));
+        if (part && !leaf->grad)
+            ok = ts_set_grad(leaf, part) == TS_OK;
+        else
+            ok = part && ts_add_(leaf->grad, part) != NULL;
+    }
     ts_release(u->reduced);
     u->reduced = NULL;
     return ok;
@@ -165,7 +221,8 @@ static void abandon(fsdp_module *f) {
     for (int i = 0; i < f->n_units; i++) {
         fsdp_unit *u = &f->units[i];
         ts_release(u->reduced);
-        u->reduced = NULL;
+        ts_release(u->acc);
+        u->reduced = u->acc = NULL;
         u->grad_consumed = true;
     }
     reset_pass(f);
@@ -183,6 +240,8 @@ static bool unit_done(fsdp_unit *u) {
     if (!f->no_sync) {
         if (!launch_reduce(u)) return false;
         f->last_reduced = u;
+    } else if (tsi_fsdp_reduce_dtype(u) != u->grad->dtype && !accumulate(u)) {
+        return false;
     }
     reshard(u);
     return f->done_units < f->n_units || finish_backward(f);
@@ -287,6 +346,50 @@ static ts_tensor *unit_post_hook(ts_module *m, ts_tensor *x, ts_tensor *y, void 
     return tsi_fsdp_unit_post_forward(ctx, y);
 }
 
+/* Mixed precision: the gathered buffer in param_dtype, filled with the parameters rounded (what
+ * a gather of the shards brings), in place of the full-precision one the shard was cut from. */
+static bool mixed_precision_flat(fsdp_unit *u) {
+    ts_dtype pdt = u->f->o.param_dtype;
+    if (!pdt || pdt == u->flat->dtype) return true;
+    ts_tensor *lp = tsi_new(OP, u->flat->shape, pdt, tsi_device(u->flat));
+    ts_scope_begin();
+    ts_no_grad_begin();
+    bool ok = lp && ts_copy_(lp, u->flat) != NULL;
+    ts_no_grad_end();
+    ts_scope_end();
+    if (!ok) {
+        ts_release(lp);
+        return false;
+    }
+    ts_release(u->flat);
+    u->flat = lp;
+    return true;
+}
+
+/* The optimizer's leaves: the shard, or (decay_groups) views of its decaying part [0, split) and
+ * of the rest. */
+static bool make_leaves(fsdp_unit *u) {
+    fsdp_module *f = u->f;
+    u->shard->requires_grad = true;
+    if (!f->o.decay_groups) {
+        u->leaf[0] = u->shard;
+        u->n_leaves = 1;
+        return true;
+    }
+    int64_t split = u->decay_n - (int64_t)f->rank * u->shard_n;
+    u->split = split < 0 ? 0 : split > u->shard_n ? u->shard_n : split;
+    u->shard->requires_grad = false; /* the leaves are stepped, not the shard */
+    for (int k = 0; k < 2; k++) {
+        int64_t off = k ? u->split : 0, n = k ? u->shard_n - u->split : u->split;
+        int64_t one = 1;
+        ts_tensor *t = tsi_view_of(u->shard, TS_SHAPE(n), &one, u->shard->offset + off);
+        if (!t) return false;
+        t->requires_grad = true;
+        u->leaf[u->n_leaves++] = t;
+    }
+    return true;
+}
+
 bool tsi_fsdp_unit_build(fsdp_unit *u) {
     fsdp_module *f = u->f;
     ts_tensor *p0 = u->params[0].p;
@@ -308,17 +411,18 @@ bool tsi_fsdp_unit_build(fsdp_unit *u) {
     if (ok && f->world > 1)
         ok = tsi_dist_broadcast_unchecked(u->flat, tsi_dist_group_world_rank(f->o.group, 0),
                                           f->o.group) == TS_OK;
-    for (int i = 0; ok && i < u->n_params; i++) {
-        fsdp_param *pp = &u->params[i];
-        ok = ts_set_grad(pp->p, NULL) == TS_OK;
-        if (ok) tsi_tensor_alias_storage(pp->p, u->flat, pp->offset);
-    }
     if (ok) {
         ts_kview d = tsi_kview(u->shard), s = tsi_kview(u->flat);
         s.shape[0] = u->shard_n;
         s.data += (size_t)f->rank * (size_t)u->shard_n * tsi_dtype_size(u->flat->dtype);
         if (u->shard_n) tsi_be(u->shard)->copy(tsi_be(u->shard), tsi_dev_index(u->shard), &d, &s);
-        u->shard->requires_grad = true;
+    }
+    ok = ok && mixed_precision_flat(u) && make_leaves(u);
+    for (int i = 0; ok && i < u->n_params; i++) {
+        fsdp_param *pp = &u->params[i];
+        ok = ts_set_grad(pp->p, NULL) == TS_OK;
+        if (ok) tsi_tensor_alias_storage(pp->p, u->flat, pp->offset);
+        pp->p->dtype = u->flat->dtype; /* param_dtype from now on */
     }
     for (int i = 0; ok && i < u->n_params; i++) {
         fsdp_param *pp = &u->params[i];
@@ -353,8 +457,11 @@ void tsi_fsdp_unit_free(fsdp_unit *u) {
     free(u->params);
     free(u->name);
     ts_release(u->flat);
-    ts_release(u->shard);
     ts_release(u->grad);
+    ts_release(u->acc);
     ts_release(u->reduced);
+    for (int k = 0; k < u->n_leaves; k++)
+        if (u->leaf[k] != u->shard) ts_release(u->leaf[k]);
+    ts_release(u->shard);
     memset(u, 0, sizeof *u);
 }

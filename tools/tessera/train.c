@@ -47,10 +47,24 @@ typedef struct trainer {
     tcli_progress *pg; /* the epoch's progress, for --graph's lines */
 } trainer;
 
-/* --fsdp: the optimizer steps the shards (flat buffers of whole units: AdamW's weight decay
- * applies to every parameter, where the unsharded run leaves biases and norms undecayed) */
+/* --fsdp: the optimizer steps the shards; AdamW in two groups as make_optim's (each unit's shard
+ * in its decaying part, the matrices and embeddings, and the rest: fsdp_wrap asks for them) */
 static ts_optim *make_fsdp_optim(const tcli_opts *o, ts_module *fsdp) {
     double lr = tcli_default_lr(o);
+    if (!strcmp(o->optimizer, "adamw")) {
+        ts_tensor_list d = {0}, n = {0};
+        ts_optim *opt = NULL;
+        if (ts_fsdp_decay_groups(fsdp, &d, &n) == TS_OK)
+            opt = ts_adamw_params(d.tensors, d.n,
+                                  (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
+        if (opt && ts_optim_add_param_group_wd(opt, n.tensors, n.n, lr, 0) != TS_OK) {
+            ts_optim_free(opt);
+            opt = NULL;
+        }
+        ts_tensor_list_free(&d);
+        ts_tensor_list_free(&n);
+        return opt;
+    }
     ts_tensor_list l = ts_fsdp_parameters(fsdp);
     ts_optim *opt = NULL;
     if (!ts_error() && !strcmp(o->optimizer, "sgd"))
@@ -60,9 +74,6 @@ static ts_optim *make_fsdp_optim(const tcli_opts *o, ts_module *fsdp) {
     else if (!ts_error() && !strcmp(o->optimizer, "adam"))
         opt = ts_adam_params(l.tensors, l.n,
                              (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
-    else if (!ts_error())
-        opt = ts_adamw_params(l.tensors, l.n,
-                              (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
     ts_tensor_list_free(&l);
     return opt;
 }
@@ -293,6 +304,9 @@ static ts_module *fsdp_wrap(trainer *t, ts_module *model) {
     char names[64][16];
     const char *units[64];
     int n = 0;
+    /* --amp: the units are gathered in the autocast dtype and reduced in float32 (autocast
+     * still runs on top: its float32 ops see float32) */
+    const ts_dtype low = t->amp;
     if (!strcmp(o->model, "gpt")) {
         for (int i = 0; i < o->layers && n < 64; i++, n++)
             snprintf(names[n], sizeof names[n], "blocks.%d", i);
@@ -301,7 +315,12 @@ static ts_module *fsdp_wrap(trainer *t, ts_module *model) {
             snprintf(names[n], sizeof names[n], "layer%d", i);
     }
     for (int i = 0; i < n; i++) units[i] = names[i];
-    return ts_fsdp(model, (ts_fsdp_opts){.stage = o->fsdp_stage, .units = units, .n_units = n});
+    return ts_fsdp(model, (ts_fsdp_opts){.stage = o->fsdp_stage,
+                                         .units = units,
+                                         .n_units = n,
+                                         .param_dtype = low,
+                                         .reduce_dtype = low ? TS_F32 : TS_DTYPE_DEFAULT,
+                                         .decay_groups = !strcmp(o->optimizer, "adamw")});
 }
 
 /* --fsdp: each rank's peak memory on its device, at the end of an epoch (rank order) */
@@ -517,6 +536,14 @@ static int train_run(trainer *t) {
     if (!(t->net = t->model = tcli_model_new(o, &t->data)))
         return ts_error() ? tcli_fail_ts(TCLI_FAIL, "model") : TCLI_USAGE;
     t->net = t->model = ts_module_to(t->model, t->dev);
+    if (o->amp) {
+        t->amp = !o->amp_dtype                  ? ts_autocast_get_dtype(t->dev.type)
+                 : !strcmp(o->amp_dtype, "f16") ? TS_F16
+                                                : TS_BF16;
+        /* bfloat16 has float32's range: its gradients need no scaling (PyTorch's advice) */
+        if (t->amp == TS_F16 && !(t->scaler = ts_grad_scaler_new((ts_grad_scaler_opts){0})))
+            return tcli_fail_ts(TCLI_FAIL, "--amp");
+    }
     if (o->fsdp) {
         /* sharded: the wrapper owns the model from now on (and frees it even on failure); the
          * optimizer steps the shards */
@@ -545,14 +572,6 @@ static int train_run(trainer *t) {
             t->model = NULL;
             return tcli_fail_ts(TCLI_FAIL, "--devices");
         }
-    }
-    if (o->amp) {
-        t->amp = !o->amp_dtype                  ? ts_autocast_get_dtype(t->dev.type)
-                 : !strcmp(o->amp_dtype, "f16") ? TS_F16
-                                                : TS_BF16;
-        /* bfloat16 has float32's range: its gradients need no scaling (PyTorch's advice) */
-        if (t->amp == TS_F16 && !(t->scaler = ts_grad_scaler_new((ts_grad_scaler_opts){0})))
-            return tcli_fail_ts(TCLI_FAIL, "--amp");
     }
     if (t->world > 1 &&
         !(t->sampler = ts_distributed_sampler(ts_dataset_len(t->data.train),
@@ -603,9 +622,13 @@ static int train_run(trainer *t) {
         ts_fsdp_stats fs = {0};
         ts_fsdp_get_stats(t->net, &fs);
         printf("distributed: %s; FullyShardedDataParallel stage %d, %d units, %.2f MB of shards a "
-               "rank\n",
+               "rank",
                ts_dist_describe(), o->fsdp_stage ? o->fsdp_stage : 3, fs.units,
                (double)fs.shard_bytes / 1e6);
+        if (t->amp != TS_DTYPE_DEFAULT)
+            printf(", parameters gathered in %s, gradients reduced in f32", ts_dtype_name(t->amp));
+        if (!strcmp(o->optimizer, "adamw")) printf(", decay groups");
+        printf("\n");
     } else if (t->world > 1) {
         printf("distributed: %s; DistributedDataParallel\n", ts_dist_describe());
     }
@@ -646,8 +669,10 @@ train:;
         amp_end(t);
         if (st) return tcli_fail_ts(TCLI_FAIL, "test");
     }
-    /* FSDP: every unit's parameters gathered on every rank, so the first can write them */
-    if (o->checkpoint && t->fsdp && ts_fsdp_unshard(t->net))
+    /* FSDP: every unit's parameters gathered from the shards (full precision) on every rank,
+     * so the first can write them */
+    ts_tensor_list full = {0};
+    if (o->checkpoint && t->fsdp && (full = ts_fsdp_full_state_dict(t->net), ts_error()))
         return tcli_fail_ts(TCLI_FAIL, "--checkpoint");
     if (o->checkpoint && t->is_main) {
         size_t n = strlen(o->checkpoint) + 32;
@@ -658,12 +683,14 @@ train:;
         char heads[16];
         snprintf(heads, sizeof heads, "%d", o->heads);
         const char *meta[] = {"format", "pt", "model", o->model, "n_head", heads};
-        ts_tensor_list sd = ts_module_state_dict(t->model);
+        ts_tensor_list sd = t->fsdp ? full : ts_module_state_dict(t->model);
+        full = (ts_tensor_list){0};
         ts_status st = ts_error() ? ts_error() : ts_safetensors_save(path, &sd, meta, 3);
         ts_tensor_list_free(&sd);
         free(path);
         if (st) return tcli_fail_ts(TCLI_FAIL, "--checkpoint");
     }
+    ts_tensor_list_free(&full); /* the other ranks' */
     if (t->is_main) printf("%s accuracy: %.4f\n", t->data.text ? "val" : "test", acc);
     fflush(stdout);
     return TCLI_OK;
