@@ -104,8 +104,9 @@ static void test_fsdp_equals_ddp(void) {
  * matrices and embeddings decay, biases and norms not, as DDP's ts_adamw_decay_groups), and
  * `tessera generate` reads its model.safetensors; with --amp the units are gathered in bf16 and
  * reduced in float32 (printed), bf16 and f16 (grad scaling) train; a ResNet-20 (units: its
- * stages) trains. 2 ranks add a + b in one order for all-reduce and reduce-scatter alike, so the
- * float32 runs agree to rounding of the same operations. */
+ * stages) trains, also under --amp (bf16 parameters around BatchNorm's float32 statistics). 2 ranks
+ * add a + b in one order for all-reduce and reduce-scatter alike, so the float32 runs agree to
+ * rounding of the same operations. */
 static void test_zoo(void) {
     FILE *f = fopen(path_in("abc.txt", NULL), "w");
     for (int i = 0; f && i < 1500; i++) fputs("abcdefgh", f);
@@ -137,7 +138,7 @@ static void test_zoo(void) {
         r = RUN_MPI(2, GPT("gpt_amp"), "--fsdp", "--amp", "--amp-dtype", amp[i]);
         CHECK_EQ(exit_code(&r), 0);
         char want[96];
-        snprintf(want, sizeof want, "parameters gathered in %s, gradients reduced in f32",
+        snprintf(want, sizeof want, "parameters gathered in %s, gradients reduced in float32",
                  i ? "float16" : "bfloat16");
         CHECK(r.out && strstr(r.out, want));
         CHECK(r.out && strstr(r.out, i ? "mixed precision float16 with grad scaling"
@@ -153,7 +154,7 @@ static void test_zoo(void) {
     }
 #undef GPT
     r = RUN_MPI(2, "train", "--model", "resnet20", "--width", "4", DATA, "--batch-size", "8",
-                "--max-steps", "2", "--progress", "none", "--fsdp", "--fsdp-stage", "2");
+                "--max-steps", "2", "--progress", "none", "--fsdp", "--fsdp-stage", "2", "--amp");
     CHECK_EQ(exit_code(&r), 0);
     CHECK(r.out && strstr(r.out, "stage 2, 4 units"));
     if (exit_code(&r) != 0) fprintf(stderr, "mpiexec: %s\n%s\n", r.out, r.err);

@@ -157,17 +157,18 @@ typedef struct ts_fsdp_opts {
      * (reshard_after_forward=False: one all-gather a step instead of two, more memory). */
     bool no_reshard_after_forward;
     bool no_prefetch; /* do not start the next unit's all-gather while this one computes */
-    /* Mixed precision (FSDP2's MixedPrecisionPolicy). param_dtype (TS_BF16, TS_F16, TS_F32;
-     * TS_DTYPE_DEFAULT: none): the shards (what the optimizer steps) keep the model's dtype; each
-     * gather sends this rank's shard rounded to param_dtype, the module's parameters become
-     * param_dtype tensors (views of the gathered buffer) from ts_fsdp on, and forward and backward
-     * compute with them; the wrapper's forward casts a floating input to param_dtype
+    /* Mixed precision (FSDP2's MixedPrecisionPolicy). param_dtype (TS_BF16, TS_F16, TS_F32,
+     * TS_F64; TS_DTYPE_DEFAULT: none): the shards (what the optimizer steps) keep the model's
+     * dtype; each gather sends this rank's shard rounded to param_dtype, the module's parameters
+     * become param_dtype tensors (views of the gathered buffer) from ts_fsdp on, and forward and
+     * backward compute with them; the wrapper's forward casts a floating input to param_dtype
      * (cast_forward_inputs). Their gradients (param_dtype) are converted to reduce_dtype
      * (TS_F32, TS_BF16, TS_F16, TS_F64; TS_DTYPE_DEFAULT: param_dtype), divided by the group size
      * and summed in it (reduce-scatter; stage 1 all-reduce), and land converted to the shard's
      * dtype in the shard's .grad. Under no_sync a unit's gradient accumulates in reduce_dtype.
-     * ts_fsdp_unshard, ts_fsdp_save_full and the sharded checkpoints read the shards: full
-     * precision. Any other dtype is TS_ERR_DTYPE from ts_fsdp. */
+     * ts_fsdp_full_state_dict, ts_fsdp_save_full and the sharded checkpoints read the shards
+     * (full precision); ts_fsdp_unshard gathers param_dtype parameters. Any other dtype is
+     * TS_ERR_DTYPE from ts_fsdp. */
     ts_dtype param_dtype, reduce_dtype;
     /* AdamW's weight-decay groups (ts_adamw_decay_groups' rule): each unit's flat buffer holds its
      * parameters of two or more dimensions (matrices, embeddings, kernels) first and the others
@@ -186,8 +187,9 @@ typedef struct ts_fsdp_opts {
  * only inside their unit's forward (the root's: anywhere in the model's forward). */
 ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o);
 ts_module *ts_fsdp_module(ts_module *fsdp); /* the wrapped module (borrowed) */
-/* The tensors the optimizer steps: each unit's shard, a leaf that requires grad, whose .grad
- * backward fills with this rank's part of the averaged gradient (accumulating like any leaf).
+/* The tensors the optimizer steps: each unit's shard (with decay_groups its two parts, decaying
+ * first), a leaf that requires grad, whose .grad backward fills with this rank's part of the
+ * averaged gradient (accumulating like any leaf).
  * Give them to any optimizer: ts_adamw_params(l.tensors, l.n, ...). The list retains them; free
  * it with ts_tensor_list_free (the optimizer keeps its own references). */
 ts_tensor_list ts_fsdp_parameters(ts_module *fsdp);

@@ -626,7 +626,8 @@ static int train_run(trainer *t) {
                ts_dist_describe(), o->fsdp_stage ? o->fsdp_stage : 3, fs.units,
                (double)fs.shard_bytes / 1e6);
         if (t->amp != TS_DTYPE_DEFAULT)
-            printf(", parameters gathered in %s, gradients reduced in f32", ts_dtype_name(t->amp));
+            printf(", parameters gathered in %s, gradients reduced in %s", ts_dtype_name(t->amp),
+                   ts_dtype_name(TS_F32));
         if (!strcmp(o->optimizer, "adamw")) printf(", decay groups");
         printf("\n");
     } else if (t->world > 1) {
