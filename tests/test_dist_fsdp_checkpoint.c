@@ -4,7 +4,8 @@
  * loads with ts_module_load; the errors (a missing shard, a truncated one, a different model) name
  * the file; a save that fails on one rank leaves the previous checkpoint whole. As a world of one
  * it also runs itself under mpiexec with 4, then 2, then 1 ranks ("chain"): saved on 4, loaded on
- * 2 (parameters bit for bit, the next step as on 4), saved on 2, loaded on 1. */
+ * 2 (parameters bit for bit, the next step as on 4), saved on 2, loaded on 1 — stages 1 and 3,
+ * and stage 3 with decay_groups (each rank's two leaves a unit cut at another place per world). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -296,10 +297,30 @@ static void check_files(const char *dir, const char *a, const char *b, double to
     if (!(d <= tol)) printf("world %d: %s vs %s: %g (tolerance %g)\n", world, a, b, d, tol);
 }
 
-static void chain(int stage, const char *dir) {
-    ts_module *f = fsdp_new(world == 4 ? 42 : 7 + (uint64_t)world, stage, 2);
+/* decay_groups: each unit's shard as two leaves, the optimizer in two groups (decaying leaves
+ * first, so not in ts_fsdp_parameters' order); the checkpoint joins and cuts their states */
+static ts_optim *optim_groups(ts_module *f) {
+    ts_tensor_list d, n;
+    if (ts_fsdp_decay_groups(f, &d, &n) != TS_OK) return NULL;
+    ts_optim *o = optim_new(d.tensors, d.n);
+    if (o && ts_optim_add_param_group_wd(o, n.tensors, n.n, 3e-3, 0) != TS_OK) {
+        ts_optim_free(o);
+        o = NULL;
+    }
+    ts_tensor_list_free(&d);
+    ts_tensor_list_free(&n);
+    return o;
+}
+
+static void chain(int stage, const char *dir, bool groups) {
+    uint64_t seed = world == 4 ? 42 : 7 + (uint64_t)world;
+    ts_module *f =
+        groups ? ts_fsdp(model_new(seed),
+                         (ts_fsdp_opts){
+                             .stage = stage, .units = UNITS, .n_units = 2, .decay_groups = true})
+               : fsdp_new(seed, stage, 2);
     ts_tensor_list p = ts_fsdp_parameters(f);
-    ts_optim *o = optim_new(p.tensors, p.n);
+    ts_optim *o = groups ? optim_groups(f) : optim_new(p.tensors, p.n);
     ts_fsdp_checkpoint c = {.optim = o};
     if (world == 4) {
         for (int s = 0; s < 3; s++) train_step(f, o, s);
@@ -336,11 +357,11 @@ static void chain(int stage, const char *dir) {
 }
 
 #ifdef TS_MPIEXEC
-static int run_chain(const char *self, int np, int stage, const char *dir) {
+static int run_chain(const char *self, int np, int stage, const char *dir, bool groups) {
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "%s -n %d --oversubscribe --allow-run-as-root --bind-to none '%s' chain %d '%s'",
-             TS_MPIEXEC, np, self, stage, dir);
+             "%s -n %d --oversubscribe --allow-run-as-root --bind-to none '%s' chain %d '%s'%s",
+             TS_MPIEXEC, np, self, stage, dir, groups ? " groups" : "");
     fflush(stdout);
     int rc = system(cmd);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
@@ -354,8 +375,8 @@ int main(int argc, char **argv) {
     }
     rank = ts_dist_rank();
     world = ts_dist_world_size();
-    if (argc == 4 && !strcmp(argv[1], "chain")) {
-        chain(atoi(argv[2]), argv[3]);
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "chain")) {
+        chain(atoi(argv[2]), argv[3], argc == 5);
         ts_dist_finalize();
         return ts_test_finish();
     }
@@ -373,12 +394,16 @@ int main(int argc, char **argv) {
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
         CHECK(n > 0);
         self[n > 0 ? n : 0] = '\0';
-        for (int stage = 1; n > 0 && stage <= 3; stage += 2) {
+        /* stages 1 and 3, and stage 3 with decay groups */
+        for (int k = 0; n > 0 && k < 3; k++) {
+            int stage = k == 0 ? 1 : 3;
             shared_dir(dir, sizeof dir);
             for (int np = 4; np >= 1; np /= 2) {
-                int rc = run_chain(self, np, stage, dir);
+                int rc = run_chain(self, np, stage, dir, k == 2);
                 CHECK_EQ(rc, 0);
-                if (rc) printf("stage %d: the chain's run on %d ranks failed\n", stage, np);
+                if (rc)
+                    printf("stage %d%s: the chain's run on %d ranks failed\n", stage,
+                           k == 2 ? " (decay groups)" : "", np);
             }
             remove_dir(dir);
         }
