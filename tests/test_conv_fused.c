@@ -1,5 +1,6 @@
 /* test_conv_fused.c — conv2d with its activation in one backend call (src/nn/conv_fused.c) and
- * oneDNN's cache of reordered weights (src/backend/cpu/conv_dnnl_wcache.c).
+ * the cache of rearranged weights (src/backend/cpu/conv_dnnl_wcache.c: oneDNN's reordered ones,
+ * the direct kernels' packed ones), and the direct kernels' threads sharing one image's groups.
  *
  * The fused call must give what ts_conv2d then ts_relu / ts_clamp give, bit for bit: the same
  * convolution kernel runs and the activation is exact on its value. Every case runs on cpu and
@@ -306,17 +307,56 @@ static void test_errors(void) {
 }
 
 /* ------------------------------------------------------------------ the weight cache */
-/* A shape oneDNN runs with a blocked weight (16 -> 32 channels, 3x3): reordered, so cached. */
+/* The cache's tests run twice: on a shape oneDNN runs with a blocked weight (16 -> 32 channels,
+ * 3x3: reordered, so cached), then (wc_direct) on one the direct kernels run with packed weights
+ * (16 -> 16 channels in 2 groups, 40x40: kern_conv_direct.c), their threads sharing the groups. */
 #define WC_N 1
 #define WC_C 16
-#define WC_O 32
+static bool wc_direct;
 
-static ts_tensor *wc_input(void) { return ts_randn(TS_SHAPE(WC_N, WC_C, 9, 8), (ts_opts){0}); }
-static ts_tensor *wc_weight(void) { return ts_randn(TS_SHAPE(WC_O, WC_C, 3, 3), (ts_opts){0}); }
+static int64_t wc_o(void) { return wc_direct ? 16 : 32; }
+static int64_t wc_groups(void) { return wc_direct ? 2 : 1; }
+static int64_t wc_side(void) { return wc_direct ? 40 : 9; }
+
+static ts_tensor *wc_input(void) {
+    return ts_randn(TS_SHAPE(WC_N, WC_C, wc_side(), wc_side() - 1), (ts_opts){0});
+}
+static ts_tensor *wc_weight(void) {
+    return ts_randn(TS_SHAPE(wc_o(), WC_C / wc_groups(), 3, 3), (ts_opts){0});
+}
+
+/* the bytes of one cached weight */
+static size_t wc_bytes(void) {
+    const size_t plain = (size_t)wc_o() * WC_C / (size_t)wc_groups() * 9 * sizeof(float);
+    if (!wc_direct) return plain; /* OIhw16i16o: no padding */
+    const int64_t side = wc_side(), g = wc_groups();
+    const ts_cgeom geom = {.n = WC_N,
+                           .c = WC_C,
+                           .h = side,
+                           .w = side - 1,
+                           .o = wc_o(),
+                           .oh = side,
+                           .ow = side - 1,
+                           .kh = 3,
+                           .kw = 3,
+                           .sh = 1,
+                           .sw = 1,
+                           .ph = 1,
+                           .pw = 1,
+                           .dh = 1,
+                           .dw = 1,
+                           .g = g,
+                           .cg = WC_C / g,
+                           .og = wc_o() / g,
+                           .k = WC_C / g * 9,
+                           .p = side * (side - 1)};
+    const ts_conv_direct *d = ts_conv_direct_for(&geom, false);
+    return d ? (size_t)ts_conv_direct_pack_floats(d, &geom) * sizeof(float) : plain;
+}
 
 static ts_tensor *conv(ts_tensor *x, ts_tensor *w) {
-    return tsi_conv2d_act(x, w, NULL, (ts_conv2d_opts){.padding = {1, 1}}, TSI_CONV_ACT_RELU, NAN,
-                          NAN);
+    return tsi_conv2d_act(x, w, NULL, (ts_conv2d_opts){.padding = {1, 1}, .groups = wc_groups()},
+                          TSI_CONV_ACT_RELU, NAN, NAN);
 }
 
 /* conv through w must equal conv through a fresh copy of w (a new storage: never cached) */
@@ -411,8 +451,8 @@ static void test_cache_offsets(void) {
     ts_scope_begin();
     ts_manual_seed(23);
     ts_tensor *x = wc_input();
-    ts_tensor *both = ts_randn(TS_SHAPE(2 * WC_O, WC_C, 3, 3), (ts_opts){0});
-    ts_tensor *w1 = ts_narrow(both, 0, 0, WC_O), *w2 = ts_narrow(both, 0, WC_O, WC_O);
+    ts_tensor *both = ts_randn(TS_SHAPE(2 * wc_o(), WC_C / wc_groups(), 3, 3), (ts_opts){0});
+    ts_tensor *w1 = ts_narrow(both, 0, 0, wc_o()), *w2 = ts_narrow(both, 0, wc_o(), wc_o());
     CHECK(ts_is_contiguous(w1) && ts_is_contiguous(w2));
     ts_no_grad_begin();
     for (int i = 0; i < 3; i++) CHECK(follows(x, w1) && follows(x, w2));
@@ -426,7 +466,7 @@ static void test_cache_offsets(void) {
 static void test_cache_bound(void) {
     ts_scope_begin();
     ts_manual_seed(24);
-    const size_t wbytes = (size_t)WC_O * WC_C * 9 * sizeof(float);
+    const size_t wbytes = wc_bytes();
     const size_t old = tsi_dnnl_conv_wcache_limit(3 * wbytes);
     ts_tensor *x = wc_input(), *w[8];
     for (int i = 0; i < 8; i++) w[i] = wc_weight();
@@ -457,7 +497,7 @@ static void test_cache_training(void) {
     const uint64_t fills = stats().fills, hits = stats().hits;
     for (int i = 0; i < 3; i++) {
         ts_scope_begin();
-        ts_tensor *y = ts_conv2d(x, w, NULL, (ts_conv2d_opts){0});
+        ts_tensor *y = ts_conv2d(x, w, NULL, (ts_conv2d_opts){.groups = wc_groups()});
         ts_backward(ts_sum(y));
         ts_scope_end();
     }
@@ -520,7 +560,7 @@ static void fill_points(int64_t points) {
 static void fill_failures_heap(int64_t points) {
     enum { WARM = 4, ROUNDS = 32, SLACK_PER_ROUND = 32 };
     /* one entry kept at most: the cache itself does not grow */
-    const size_t old = tsi_dnnl_conv_wcache_limit((size_t)WC_O * WC_C * 9 * sizeof(float));
+    const size_t old = tsi_dnnl_conv_wcache_limit(wc_bytes());
     for (int i = 0; i < WARM; i++) fill_points(points);
     const int64_t before = ts_heap_in_use();
     for (int i = 0; i < ROUNDS; i++) fill_points(points);
@@ -571,7 +611,7 @@ static void *cache_thread(void *arg) {
 static void test_cache_threads(void) {
     ts_scope_begin();
     ts_manual_seed(25);
-    const size_t wbytes = (size_t)WC_O * WC_C * 9 * sizeof(float);
+    const size_t wbytes = wc_bytes();
     const size_t old = tsi_dnnl_conv_wcache_limit(2 * wbytes);
     shared_x = wc_input();
     ts_no_grad_begin();
@@ -593,6 +633,38 @@ static void test_cache_threads(void) {
     ts_scope_end();
 }
 
+/* The direct kernels share one image's groups among threads (batch 1, enough work): 1 and 2
+ * threads give the same bits (each group's sums are the same either way), for group counts that
+ * split evenly and not, depthwise and not, with a bias and an activation. */
+static void test_direct_group_threads(void) {
+    static const struct {
+        int64_t c, o, groups, side;
+    } cases[] = {{7, 7, 7, 100}, {16, 16, 2, 40}, {12, 24, 3, 48}};
+    tsi_conv_force_provider("builtin");
+    ts_scope_begin();
+    ts_manual_seed(26);
+    ts_no_grad_begin();
+    const int threads = ts_get_num_threads();
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ts_tensor *x =
+            ts_randn(TS_SHAPE(1, cases[i].c, cases[i].side, cases[i].side), (ts_opts){0});
+        ts_tensor *w =
+            ts_randn(TS_SHAPE(cases[i].o, cases[i].c / cases[i].groups, 3, 3), (ts_opts){0});
+        ts_tensor *b = ts_randn(TS_SHAPE(cases[i].o), (ts_opts){0});
+        const ts_conv2d_opts o = {.padding = {1, 1}, .groups = cases[i].groups};
+        ts_set_num_threads(1);
+        ts_tensor *one = tsi_conv2d_act(x, w, b, o, TSI_CONV_ACT_HARDSWISH, 1.0 / 6.0, 0.5);
+        ts_set_num_threads(2);
+        ts_tensor *two = tsi_conv2d_act(x, w, b, o, TSI_CONV_ACT_HARDSWISH, 1.0 / 6.0, 0.5);
+        CHECK(same_bits(one, two));
+    }
+    ts_set_num_threads(threads);
+    ts_no_grad_end();
+    tsi_conv_force_provider(NULL);
+    CHECK_OK();
+    ts_scope_end();
+}
+
 int main(void) {
     ts_sim_configure(1, 0);
     test_fused_matches();
@@ -606,15 +678,21 @@ int main(void) {
         printf("SKIP the weight cache: no oneDNN convolutions in this build\n");
         return ts_test_finish();
     }
-    tsi_conv_force_provider("dnnl");
-    test_cache_in_place();
-    test_cache_reused_address();
-    test_cache_dlpack();
-    test_cache_offsets();
-    test_cache_bound();
-    test_cache_training();
-    test_cache_fill_failures();
-    test_cache_threads();
+    for (int direct = 0; direct < 2; direct++) {
+        wc_direct = direct;
+        printf("the weight cache, %s\n",
+               direct ? "the direct kernels' packed weights" : "oneDNN's reordered weights");
+        tsi_conv_force_provider(direct ? "builtin" : "dnnl");
+        test_cache_in_place();
+        test_cache_reused_address();
+        test_cache_dlpack();
+        test_cache_offsets();
+        test_cache_bound();
+        test_cache_training();
+        test_cache_fill_failures();
+        test_cache_threads();
+    }
     tsi_conv_force_provider(NULL);
+    test_direct_group_threads();
     return ts_test_finish();
 }

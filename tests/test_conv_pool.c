@@ -437,6 +437,7 @@ static const pool_case pool_cases[] = {
     {1, 3, 6, 6, P_ADAPT, {.kernel = {0}}, 4, 4, false},
     {2, 2, 5, 3, P_ADAPT, {.kernel = {0}}, 7, 5, false}, /* windows overlap and repeat */
     {2, 2, 5, 6, P_ADAPT, {.kernel = {0}}, 1, 1, false},
+    {1, 3, 13, 11, P_ADAPT, {.kernel = {0}}, 1, 1, false}, /* 16-sum chunks and a tail */
     {1, 5, 7, 4, P_ADAPT, {.kernel = {0}}, 2, 3, true},
 };
 /* clang-format on */

@@ -180,7 +180,7 @@ static uint8_t *mb_pack(mb *b, size_t *len) {
 }
 
 /* ------------------------------------------------------------------ the models */
-typedef enum act_kind { ACT_NONE, ACT_RELU, ACT_CLIP } act_kind;
+typedef enum act_kind { ACT_NONE, ACT_RELU, ACT_CLIP, ACT_HSWISH, ACT_HSIGMOID } act_kind;
 typedef enum bn_form {
     BN_NONE,
     BN_INFER,  /* inference form: folded */
@@ -196,7 +196,8 @@ typedef struct spec {
     bool bias;                            /* the Conv has B */
     bn_form bn;
     float eps;           /* 0: the epsilon attribute absent (1e-5) */
-    act_kind act;        /* ACT_CLIP: bounds lo and hi, NAN for an absent one */
+    act_kind act;        /* ACT_CLIP: bounds lo and hi, NAN for an absent one; ACT_HSIGMOID:
+                          * alpha lo and beta hi, attributes absent when NAN */
     double lo, hi;       /* opset >= 11: lo a Constant node's output, hi an initializer */
     bool conv_is_output; /* the Conv's output is a graph output too */
     int removed;         /* nodes the rewrites remove */
@@ -307,6 +308,12 @@ static uint8_t *build(mb *b, const spec *c, const params *p, size_t *len) {
     if (c->bn != BN_NONE) add_bn(b, c, p, "", "c", act ? "n" : "y"), cur = "n";
     if (c->act == ACT_RELU) mb_node(b, "Relu", "relu", cur, "y");
     if (c->act == ACT_CLIP) add_clip(b, c, cur, "y");
+    if (c->act == ACT_HSWISH) mb_node(b, "HardSwish", "hswish", cur, "y");
+    if (c->act == ACT_HSIGMOID) {
+        Onnx__NodeProto *n = mb_node(b, "HardSigmoid", "hsigmoid", cur, "y");
+        if (!isnan(c->lo)) mb_float(b, n, "alpha", (float)c->lo);
+        if (!isnan(c->hi)) mb_float(b, n, "beta", (float)c->hi);
+    }
     b->outs[b->graph.n_output++] = mb_value(b, "y");
     if (c->bn == BN_SHARED) {
         add_conv(b, c, p, "w2", "c2");
@@ -342,6 +349,19 @@ static const spec specs[] = {
      ACT_RELU, NAN, NAN, false, 0, false},
     {"3-D Conv + Relu (stays)", 13, 3, 2, 3, 3, 1, 1, 1, true, BN_NONE, 0, ACT_RELU, NAN, NAN,
      false, 0, false},
+    /* the direct kernels (stride 1, few outputs), oneDNN's post-ops (stride 2, 16 depthwise) */
+    {"Conv + BatchNormalization + HardSwish", 14, 2, 4, 6, 3, 1, 1, 1, true, BN_INFER, 0.05f,
+     ACT_HSWISH, NAN, NAN, false, 2, false},
+    {"Conv + HardSwish, stride 2", 14, 2, 4, 6, 3, 1, 2, 1, true, BN_NONE, 0, ACT_HSWISH, NAN, NAN,
+     false, 1, false},
+    {"depthwise Conv (16 channels) + HardSwish", 14, 2, 16, 16, 3, 1, 1, 16, true, BN_NONE, 0,
+     ACT_HSWISH, NAN, NAN, false, 1, false},
+    {"Conv + HardSigmoid (defaults), group 2", 13, 2, 4, 4, 3, 1, 1, 2, true, BN_NONE, 0,
+     ACT_HSIGMOID, NAN, NAN, false, 1, false},
+    {"Conv + HardSigmoid(0.3, 0.4), stride 2", 13, 2, 4, 6, 3, 1, 2, 1, true, BN_NONE, 0,
+     ACT_HSIGMOID, 0.3, 0.4, false, 1, false},
+    {"depthwise Conv (16 channels) + HardSigmoid(1/6, 1/2)", 13, 2, 16, 16, 3, 1, 1, 16, true,
+     BN_NONE, 0, ACT_HSIGMOID, 1.0 / 6.0, 0.5, false, 1, false},
 };
 
 /* ------------------------------------------------------------------ the bound */
@@ -355,7 +375,20 @@ static double factor(const spec *c, const params *p, int o) {
  * A_o = |s_o| (max|x| sum|W_o| + |b_o| + |mean_o|) + |B_o| bounds every magnitude met: the folded
  * side rounds W * s and b' once each (K + 3 roundings), the original rounds BatchNormalization's
  * subtract, scale (s itself computed in float64, rounded once) and add (K + 8); Relu and Clip do
- * not widen the difference. */
+ * not widen the difference. HardSigmoid, h(y) = clamp(alpha y + beta, 0, 1), widens it to
+ * |alpha| d and adds its own roundings on each side, alpha y and + beta (or an FMA): at most
+ * 2 u (|alpha| A + |beta|) each. HardSwish, y h(y): |y1 h1 - y2 h2| <= d |h1| + |y2| |h1 - h2|,
+ * plus the product's rounding u A on each side (oneDNN's y relu6(y + 3) / 6 rounds y + 3, the
+ * product and the division: within the same). */
+static double act_tol(const spec *c, double d, double a) {
+    const bool swish = c->act == ACT_HSWISH;
+    if (!swish && c->act != ACT_HSIGMOID) return d;
+    const double alpha = swish ? 1.0 / 6.0 : isnan(c->lo) ? 0.2 : c->lo;
+    const double beta = swish ? 0.5 : isnan(c->hi) ? 0.5 : c->hi;
+    const double h = fabs(alpha) * d + 4 * U * (fabs(alpha) * a + fabs(beta) + 1);
+    return swish ? d + a * h + 4 * U * a : h;
+}
+
 static void output_tol(const spec *c, const params *p, double *tol) {
     double xmax = 0;
     for (int64_t i = 0; i < p->nx; i++) xmax = fmax(xmax, fabs(p->x[i]));
@@ -366,7 +399,7 @@ static void output_tol(const spec *c, const params *p, double *tol) {
         double a = fabs(factor(c, p, o)) *
                        (xmax * wsum + (c->bias ? fabs(p->b[o]) : 0) + (bn ? fabs(p->mean[o]) : 0)) +
                    (bn ? fabs(p->shift[o]) : 0);
-        tol[o] = (2.0 * (double)p->per + 16) * U * a;
+        tol[o] = act_tol(c, (2.0 * (double)p->per + 16) * U * a, a);
     }
 }
 

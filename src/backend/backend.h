@@ -114,13 +114,19 @@ typedef enum ts_conv_act {
     TS_CONV_ACT_NONE = 0,
     TS_CONV_ACT_RELU, /* ts_relu's: max(y, 0), NaN stays NaN */
     TS_CONV_ACT_CLIP, /* ts_clamp's: min(max(y, lo), hi), NaN stays NaN, lo > hi gives hi */
+    /* ONNX's HardSigmoid, min(max(alpha * y + beta, 0), 1), and HardSwish, y times that (alpha
+     * 1/6, beta 1/2), with alpha in act_lo and beta in act_hi; within float32 rounding of the
+     * composed ops (an FMA, or oneDNN's y * relu6(y + 3) / 6), NaN stays NaN. The CPU backend
+     * only: the front end composes them on other devices. */
+    TS_CONV_ACT_HARDSIGMOID,
+    TS_CONV_ACT_HARDSWISH,
 } ts_conv_act;
 
 typedef struct ts_conv2d_params {
     int stride[2], padding[2], dilation[2], groups;
     /* forward only (the backward passes get NONE and uid 0) */
     ts_conv_act act;
-    double act_lo, act_hi; /* CLIP's bounds; NAN: that side unbounded */
+    double act_lo, act_hi; /* CLIP's bounds, NAN: that side unbounded; HARD*'s alpha and beta */
     /* The weight's identity, for caches of its transformed forms (oneDNN's blocked layout): its
      * storage's uid, that storage's version and its offset in elements. The front end sets
      * weight_uid only when the weight can't change during the call and is not being trained (grad

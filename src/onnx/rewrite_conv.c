@@ -1,7 +1,8 @@
 /* rewrite_conv.c — the convolution rewrites of ts_onnx_opts.optimize (optimize.c): a
  * BatchNormalization in inference form folded into the Conv before it (the Conv's weight and bias
- * rewritten in place, computed in float64 on the host), then a Relu, or a Clip with bounds known at
- * load, fused with the Conv before it into one node running tsi_conv2d_act. A rewrite applies only
+ * rewritten in place, computed in float64 on the host), then a Relu, a Clip with bounds known at
+ * load, a HardSigmoid or a HardSwish fused with the Conv before it into one node running
+ * tsi_conv2d_act. A rewrite applies only
  * where nothing else sees what it removes or changes: the Conv's output read by that one node, the
  * rewritten tensors read by these nodes alone. */
 #include <math.h>
@@ -184,12 +185,21 @@ static outcome fold_bn(tso_graph *g, int k, int r, bool *dead) {
 }
 
 /* ------------------------------------------------------------------ activation fusion */
-/* The activation node r applies, when the fused node can apply it: Relu, or Clip whose bounds are
- * known at load (attributes before opset 11, optional inputs from it). */
+/* The activation node r applies, when the fused node can apply it: Relu, HardSwish, HardSigmoid,
+ * or Clip whose bounds are known at load (attributes before opset 11, optional inputs from it). */
 static outcome act_of(const tso_graph *g, const tso_node *r, conv_act *a) {
     if (r->n_out != 1 || r->out[0] < 0) return R_SKIP;
     if (is_op(r, "Relu")) {
         *a = (conv_act){TSI_CONV_ACT_RELU, NAN, NAN};
+        return R_DONE;
+    }
+    if (is_op(r, "HardSwish")) {
+        *a = (conv_act){TSI_CONV_ACT_HARDSWISH, 1.0 / 6.0, 0.5};
+        return R_DONE;
+    }
+    if (is_op(r, "HardSigmoid")) { /* the attributes as run_hard_sigmoid reads them */
+        *a = (conv_act){TSI_CONV_ACT_HARDSIGMOID, tso_attr_float(r, "alpha", 0.2f),
+                        tso_attr_float(r, "beta", 0.5f)};
         return R_DONE;
     }
     if (!is_op(r, "Clip")) return R_SKIP;

@@ -24,6 +24,9 @@
 #include <string.h>
 
 #include <dnnl.h>
+#ifdef TS_HAVE_OPENMP
+#include <omp.h>
+#endif
 
 #include "backend/cpu/conv_dnnl_wcache.h"
 #include "backend/cpu/dnnl_common.h"
@@ -108,15 +111,27 @@ static bool arg_of(conv_arg *a, const dnnl_memory_desc_t *user, const_dnnl_primi
  * gives +0. The values are ts_relu's / ts_clamp's except that a NaN output becomes 0 (relu) or lo
  * (clip, or hi when lo is none), as in ONNX Runtime's fused convolutions, and clip gives +0 where
  * ts_clamp keeps a -0. */
+static bool append_activation(dnnl_post_ops_t ops, const conv_key *k) {
+    if (k->act == TS_CONV_ACT_HARDSWISH) /* oneDNN 2.x's has alpha 1/6 and beta 1/2 built in */
+        return k->lo == 1.0 / 6.0 && k->hi == 0.5 &&
+               dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_hardswish, 0, 0) ==
+                   dnnl_success;
+    if (k->act == TS_CONV_ACT_HARDSIGMOID) /* alpha * y + beta, then clipped to [0, 1] */
+        return dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_linear, (float)k->lo,
+                                            (float)k->hi) == dnnl_success &&
+               dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, 0.0f, 1.0f) ==
+                   dnnl_success;
+    const bool relu = k->act == TS_CONV_ACT_RELU;
+    return dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, relu ? 0.0f : (float)k->lo,
+                                        relu ? INFINITY : (float)k->hi) == dnnl_success;
+}
+
 static bool set_activation(dnnl_primitive_attr_t attr, const conv_key *k) {
     if (k->act == TS_CONV_ACT_NONE) return true;
     dnnl_post_ops_t ops;
     if (dnnl_post_ops_create(&ops) != dnnl_success) return false;
-    const bool relu = k->act == TS_CONV_ACT_RELU;
     const bool ok =
-        dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip, relu ? 0.0f : (float)k->lo,
-                                     relu ? INFINITY : (float)k->hi) == dnnl_success &&
-        dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
+        append_activation(ops, k) && dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
     dnnl_post_ops_destroy(ops);
     return ok;
 }
@@ -294,7 +309,8 @@ static bool arg_prepare(run_state *r, const conv_arg *a, int i, bool input,
     const size_t bytes = dnnl_memory_desc_get_size(&a->prim);
     if (input && a->dnnl_arg == DNNL_ARG_WEIGHTS && wid) {
         fill_ctx fc = {a, r->user[i], r->st};
-        const void *w = tsi_wcache_get(wid, &a->prim, bytes, fill_weight, &fc, &r->wref);
+        const void *w =
+            tsi_wcache_get(wid, &a->prim, sizeof a->prim, bytes, fill_weight, &fc, &r->wref);
         if (w) return dnnl_memory_create(&r->prim[i], &a->prim, engine, (void *)w) == dnnl_success;
     }
     void *buf = tsi_host_scratch_get(bytes, &r->bufs[i]);
@@ -372,15 +388,31 @@ static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias, bool bf
                       .dw = g->dw,
                       .g = g->g,
                       .act = kind == K_FWD ? g->act : TS_CONV_ACT_NONE,
-                      .lo = kind == K_FWD && g->act == TS_CONV_ACT_CLIP ? g->lo : 0,
-                      .hi = kind == K_FWD && g->act == TS_CONV_ACT_CLIP ? g->hi : 0};
+                      .lo = kind == K_FWD && g->act > TS_CONV_ACT_RELU ? g->lo : 0,
+                      .hi = kind == K_FWD && g->act > TS_CONV_ACT_RELU ? g->hi : 0};
 }
+
+/* A forward of less work than this runs on one thread: MobileNetV3's squeeze-excitation
+ * convolutions (1x1 images) and the like take microseconds, less than the threads of a parallel
+ * region take to start and meet again. */
+#define ONE_THREAD_FLOPS 1e6
 
 static bool forward(bool bf16, const ts_cgeom *g, const void *x, const void *w,
                     const tsi_conv_weight_id *wid, const void *b, void *y) {
+    const double flops = 2.0 * (double)g->n * (double)g->o * (double)(g->c / g->g) *
+                         (double)(g->kh * g->kw) * (double)(g->oh * g->ow);
+    const int threads = tsi_dnnl_threads();
+    const bool one = threads > 1 && flops < ONE_THREAD_FLOPS;
+#ifdef TS_HAVE_OPENMP
+    if (one) omp_set_num_threads(1); /* this thread's setting: the key and the run see it */
+#endif
     const conv_key k = key_of(K_FWD, g, b != NULL, bf16);
     void *ptrs[4] = {(void *)x, (void *)w, b ? (void *)b : y, y};
-    return run(&k, ptrs, wid && wid->uid ? wid : NULL);
+    const bool ok = run(&k, ptrs, wid && wid->uid ? wid : NULL);
+#ifdef TS_HAVE_OPENMP
+    if (one) omp_set_num_threads(threads);
+#endif
+    return ok;
 }
 
 static bool backward_data(bool bf16, const ts_cgeom *g, const void *gy, const void *w, void *gx) {

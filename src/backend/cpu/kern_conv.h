@@ -34,9 +34,22 @@ bool ts_conv_direct_force_isa(const char *name);
 int64_t ts_conv_direct_scratch(const ts_conv_direct *d, const ts_cgeom *g);
 /* Weights rearranged for the forward kernel: malloc'ed, NULL when out of memory. */
 float *ts_conv_direct_pack(const ts_conv_direct *d, const ts_cgeom *g, const float *w);
+/* The same into p, of ts_conv_direct_pack_floats floats; what decides that arrangement (the key
+ * of a packed copy kept across calls: conv_dnnl_wcache.h). */
+int64_t ts_conv_direct_pack_floats(const ts_conv_direct *d, const ts_cgeom *g);
+void ts_conv_direct_pack_into(const ts_conv_direct *d, const ts_cgeom *g, const float *w, float *p);
+typedef struct ts_conv_direct_layout {
+    int64_t ob, g, og, cg, kh, kw;
+} ts_conv_direct_layout;
+ts_conv_direct_layout ts_conv_direct_layout_of(const ts_conv_direct *d, const ts_cgeom *g);
 /* y [o, oh, ow] = act(conv(x [c, h, w]) + b) for one image (b may be NULL; act: g's). */
 void ts_conv_direct_forward(const ts_conv_direct *d, const ts_cgeom *g, const float *x,
                             const float *wpk, const float *b, float *y, float *scratch);
+/* The same for groups [g0, g1) of that image alone (x, wpk, b, y: the whole image's), so that
+ * threads can share one image's groups (a depthwise convolution at batch 1); scratch as above. */
+void ts_conv_direct_forward_groups(const ts_conv_direct *d, const ts_cgeom *g, int64_t g0,
+                                   int64_t g1, const float *x, const float *wpk, const float *b,
+                                   float *y, float *scratch);
 /* gw [o, cg, kh, kw] = (gw +, when acc) gy [o, oh, ow] correlated with x [c, h, w], one image. */
 void ts_conv_direct_weight(const ts_conv_direct *d, const ts_cgeom *g, const float *gy,
                            const float *x, float *gw, float *scratch, bool acc);

@@ -61,6 +61,15 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
     /* lane by lane what kernel_math.h's ts_relu_f / ts_clamp_f give (NaN stays NaN) */            \
     ATTR static TS_INLINE V NAME##_act(const ts_cgeom *g, V a) {                                   \
         if (g->act == TS_CONV_ACT_RELU) return (V)((VI)a & ((a > (V){0}) | (a != a)));             \
+        if (g->act == TS_CONV_ACT_HARDSIGMOID || g->act == TS_CONV_ACT_HARDSWISH) {                \
+            V t = a * (float)g->lo + (float)g->hi;                                                 \
+            VI m = t < (V){0};                                                                     \
+            t = (V)((VI)t & ~m);                                                                   \
+            const V one = (V){0} + 1.0f;                                                           \
+            m = t > one;                                                                           \
+            t = (V)(((VI)one & m) | ((VI)t & ~m));                                                 \
+            return g->act == TS_CONV_ACT_HARDSWISH ? a * t : t;                                    \
+        }                                                                                          \
         const V lo = (V){0} + (float)g->lo, hi = (V){0} + (float)g->hi;                            \
         VI m = a < lo;                                                                             \
         a = (V)(((VI)lo & m) | ((VI)a & ~m));                                                      \
@@ -364,11 +373,20 @@ int64_t ts_conv_direct_scratch(const ts_conv_direct *d, const ts_cgeom *g) {
            (g->og > d->vl ? g->og : d->vl) * g->oh * growv;
 }
 
+int64_t ts_conv_direct_pack_floats(const ts_conv_direct *d, const ts_cgeom *g) {
+    const int64_t ob = d->ob, nblk = (g->og + ob - 1) / ob;
+    return g->g * nblk * g->cg * g->kh * g->kw * ob;
+}
+
+ts_conv_direct_layout ts_conv_direct_layout_of(const ts_conv_direct *d, const ts_cgeom *g) {
+    return (ts_conv_direct_layout){
+        .ob = d->ob, .g = g->g, .og = g->og, .cg = g->cg, .kh = g->kh, .kw = g->kw};
+}
+
 /* [group][block][c][i][j][ob]: each tap's OB weights sit together for the broadcasts */
-float *ts_conv_direct_pack(const ts_conv_direct *d, const ts_cgeom *g, const float *w) {
+void ts_conv_direct_pack_into(const ts_conv_direct *d, const ts_cgeom *g, const float *w,
+                              float *p) {
     const int64_t ob = d->ob, nblk = (g->og + ob - 1) / ob, taps = g->cg * g->kh * g->kw;
-    float *p = malloc(sizeof(float) * (size_t)(g->g * nblk * taps * ob) + 1);
-    if (!p) return NULL;
     for (int64_t gi = 0; gi < g->g; gi++)
         for (int64_t bi = 0; bi < nblk; bi++)
             for (int64_t t = 0; t < taps; t++)
@@ -377,12 +395,28 @@ float *ts_conv_direct_pack(const ts_conv_direct *d, const ts_cgeom *g, const flo
                     p[((gi * nblk + bi) * taps + t) * ob + k] =
                         o < g->og ? w[(gi * g->og + o) * taps + t] : 0.0f;
                 }
+}
+
+float *ts_conv_direct_pack(const ts_conv_direct *d, const ts_cgeom *g, const float *w) {
+    float *p = malloc(sizeof(float) * (size_t)ts_conv_direct_pack_floats(d, g) + 1);
+    if (p) ts_conv_direct_pack_into(d, g, w, p);
     return p;
 }
 
 void ts_conv_direct_forward(const ts_conv_direct *d, const ts_cgeom *g, const float *x,
                             const float *wpk, const float *b, float *y, float *scratch) {
     d->fwd(g, x, wpk, b, y, scratch);
+}
+
+void ts_conv_direct_forward_groups(const ts_conv_direct *d, const ts_cgeom *g, int64_t g0,
+                                   int64_t g1, const float *x, const float *wpk, const float *b,
+                                   float *y, float *scratch) {
+    if (g0 >= g1) return;
+    ts_cgeom s = *g; /* the kernel reads groups, per-group sizes and offsets within a group */
+    s.g = g1 - g0, s.c = s.g * g->cg, s.o = s.g * g->og;
+    const int64_t per_group = ts_conv_direct_pack_floats(d, g) / g->g;
+    d->fwd(&s, x + g0 * g->cg * g->h * g->w, wpk + g0 * per_group, b ? b + g0 * g->og : NULL,
+           y + g0 * g->og * g->oh * g->ow, scratch);
 }
 
 void ts_conv_direct_weight(const ts_conv_direct *d, const ts_cgeom *g, const float *gy,
