@@ -5,6 +5,7 @@
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
+#include "core/capture.h"
 #include "nn/conv_internal.h"
 
 /* A contiguous tensor's data seen as [n, c, h, w] (unbatched tensors get n = 1). */
@@ -48,8 +49,9 @@ static bool conv_params(const char *op, ts_conv2d_opts o, ts_conv2d_params *p) {
     return true;
 }
 
+/* f32io: a bf16 weight with a float32 input (tsi_conv2d_f32io) */
 static bool conv_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
-                       conv_geom *g, ts_device *dev) {
+                       bool f32io, conv_geom *g, ts_device *dev) {
     if (!tsi_check_input(op, x, "input") || !tsi_check_input(op, w, "weight")) return false;
     ts_tensor *all[3] = {x, w, b};
     if (!tsi_same_device(op, all, b ? 3 : 2, false, dev)) return false;
@@ -57,7 +59,7 @@ static bool conv_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b,
         return tsi_error_set(TS_ERR_DTYPE, "%s: expected a floating input, but got %s", op,
                              tsi_desc(x)),
                false;
-    if (w->dtype != x->dtype)
+    if (w->dtype != x->dtype && !(f32io && x->dtype == TS_F32 && w->dtype == TS_BF16))
         return tsi_error_set(TS_ERR_DTYPE,
                              "%s: input type (%s) and weight type (%s) should be the same", op,
                              ts_dtype_name(x->dtype), ts_dtype_name(w->dtype)),
@@ -204,14 +206,14 @@ typedef struct conv_call {
     ts_tensor *xc, *wc, *bc, *out;
 } conv_call;
 
-static void conv_run(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o, ts_conv_act act,
-                     double lo, double hi, conv_call *c) {
+static void conv_run(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o, bool f32io,
+                     ts_conv_act act, double lo, double hi, conv_call *c) {
     const char *op = "conv2d";
     tsi_init();
     *c = (conv_call){0};
     ts_device dev;
     conv_geom *g = &c->g;
-    if (!conv_check(op, x, w, b, o, g, &dev)) return;
+    if (!conv_check(op, x, w, b, o, f32io, g, &dev)) return;
     tsi_log_op(op, dev);
     c->xc = tsi_contiguous(op, x);
     c->wc = c->xc ? tsi_contiguous(op, w) : NULL;
@@ -235,9 +237,10 @@ static void conv_call_release(conv_call *c) {
     ts_release(c->bc);
 }
 
-static ts_tensor *conv2d_op(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o) {
+static ts_tensor *conv2d_op(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
+                            bool f32io) {
     conv_call c;
-    conv_run(x, w, b, o, TS_CONV_ACT_NONE, NAN, NAN, &c);
+    conv_run(x, w, b, o, f32io, TS_CONV_ACT_NONE, NAN, NAN, &c);
     if (c.out) {
         /* the input is needed only for the weight's gradient and the weight only for the input's */
         ts_tensor *ins[3] = {x, w, b};
@@ -253,7 +256,7 @@ static ts_tensor *conv2d_op(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_
 ts_tensor *tsi_conv2d_forward_act(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
                                   ts_conv_act act, double lo, double hi) {
     conv_call c;
-    conv_run(x, w, b, o, act, lo, hi, &c);
+    conv_run(x, w, b, o, false, act, lo, hi, &c);
     conv_call_release(&c);
     return tsi_own(c.out);
 }
@@ -264,6 +267,24 @@ ts_tensor *ts_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o)
                            o.dilation[0], o.dilation[1], o.groups};
     tsi_ac_frame ac; /* autocast: lower precision */
     TSI_AUTOCAST_ENTER(&ac, "conv2d", &x, &w, &b);
-    return tsi_trace("conv2d", ins, 3, tsi_autocast_exit(&ac, conv2d_op(x, w, b, o)), ip, 7, NULL,
-                     0);
+    return tsi_trace("conv2d", ins, 3, tsi_autocast_exit(&ac, conv2d_op(x, w, b, o, false)), ip, 7,
+                     NULL, 0);
+}
+
+bool tsi_conv2d_f32io(ts_tensor *x, ts_tensor *w, ts_conv2d_opts o, ts_tensor **y) {
+    *y = NULL;
+    ts_dtype lower;
+    if (!tsi_autocast_any || tsi_trace_active || !x || !w || x->dtype != TS_F32 ||
+        w->dtype != TS_F32 || !tsi_device_eq(tsi_device(x), tsi_device(w)) ||
+        !tsi_be(x)->conv2d_f32io || tsi_capturing_on(tsi_device(x)) ||
+        !tsi_autocast_active(tsi_device(x), &lower) || lower != TS_BF16)
+        return false;
+    /* as ts_conv2d's autocast: the weight's (cached) bf16 cast, no casts inside the op */
+    const int saved = tsi_autocast_any;
+    ts_tensor *wl = tsi_autocast_cast("conv2d", w, TS_BF16);
+    tsi_autocast_any = 0;
+    *y = wl ? conv2d_op(x, wl, NULL, o, true) : NULL;
+    tsi_autocast_any = saved;
+    ts_release(wl);
+    return true;
 }

@@ -600,6 +600,62 @@ static void conv2d_half(const cgeom *g, const ts_kview *out, const ts_kview *x, 
     act_output(g, out);
 }
 
+/* ------------------------------------------------------------------ bf16 on float32 activations */
+/* Autocast's convolution between float32 layers (nn/conv.c's tsi_conv2d_f32io): x, y and their
+ * gradients float32, the weight and its gradient bf16, the products in bf16 as if x and gy had
+ * been cast to bf16 first and y and gx cast back after. oneDNN converts in the reorders it runs
+ * anyway (tsi_dnnl_conv_*_f32io); otherwise the bf16 kernels above run on rounded copies. */
+static bool f32io(const ts_kview *act, const ts_kview *w) {
+    return act->dtype == TS_F32 && w->dtype == TS_BF16;
+}
+
+/* A bf16 buffer shaped as float32 view v in *out (n elements), holding v's values rounded as
+ * ts_to_dtype rounds when fill; NULL (and TS_ERR_OOM) when out of memory. */
+static uint16_t *bf16_of(const ts_kview *v, int64_t n, bool fill, ts_kview *out) {
+    uint16_t *buf = malloc((size_t)n * sizeof(uint16_t) + 1);
+    *out = *v;
+    out->dtype = TS_BF16;
+    out->data = (char *)buf;
+    if (!buf)
+        tsi_kernel_oom("conv2d", (size_t)n * sizeof(uint16_t));
+    else if (fill)
+        from_f32((const float *)v->data, n, out);
+    return buf;
+}
+
+/* Widens bf16 view src (n elements) into float32 view dst. */
+static void widen(const ts_kview *src, int64_t n, const ts_kview *dst) {
+    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
+    float *d = (float *)dst->data;
+    TS_PARALLEL_FOR_IF(
+        CONVERT_PARALLEL(n), for (int64_t c = 0; c < chunks; c++) {
+            const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
+            ts_vec_load_f32(vk, d + i, src->data + 2 * i, TS_BF16, 2, m);
+        });
+}
+
+static void conv2d_f32io(const cgeom *g, const ts_kview *out, const ts_kview *x, const ts_kview *w,
+                         const ts_kview *bias, const tsi_conv_weight_id *wid) {
+    cgeom gf = *g;
+    gf.act = TS_CONV_ACT_NONE;
+    if (!bias && bf16_native(TS_BF16, ts_conv_direct_for(&gf, false)) &&
+        tsi_dnnl_conv_forward_f32io(&gf, (const float *)x->data, (const uint16_t *)w->data, wid,
+                                    (float *)out->data)) {
+        act_output(g, out);
+        return;
+    }
+    ts_kview xb, yb;
+    uint16_t *bx = bf16_of(x, numel4(x), true, &xb);
+    uint16_t *by = bx ? bf16_of(out, numel4(out), false, &yb) : NULL;
+    if (by) {
+        conv2d_half(&gf, &yb, &xb, w, bias, wid);
+        widen(&yb, numel4(out), out);
+        act_output(g, out);
+    }
+    free(bx), free(by);
+}
+
 void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p) {
     (void)be, (void)index;
@@ -607,6 +663,10 @@ void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const t
     if (numel4(out) == 0) return;
     const ts_dtype dt = out->dtype;
     const tsi_conv_weight_id wid = weight_id(p);
+    if (f32io(x, w)) {
+        conv2d_f32io(&g, out, x, w, bias, &wid);
+        return;
+    }
     if (is_half(dt)) {
         conv2d_half(&g, out, x, w, bias, &wid);
         return;
@@ -625,13 +685,28 @@ void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview
     const cgeom g = geom_of(gx, w, gout, p);
     if (numel4(gx) == 0) return;
     const ts_dtype dt = gx->dtype;
+    cgeom tg;
+    if (f32io(gx, w)) {
+        if (bf16_native(TS_BF16, transposed_geom(&g, &tg) && ts_conv_direct_for(&tg, false)) &&
+            tsi_dnnl_conv_backward_data_f32io(&g, (const float *)gout->data,
+                                              (const uint16_t *)w->data, (float *)gx->data))
+            return;
+        ts_kview yb, xb;
+        uint16_t *by = bf16_of(gout, numel4(gout), true, &yb);
+        uint16_t *bx = by ? bf16_of(gx, numel4(gx), false, &xb) : NULL;
+        if (bx) {
+            ts_cpu_conv2d_backward_data(be, index, &xb, &yb, w, p);
+            widen(&xb, numel4(gx), gx);
+        }
+        free(by), free(bx);
+        return;
+    }
     if (!is_half(dt)) {
         if (!run_backward_data(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, gout->data, w->data,
                                gx->data))
             ts_conv_naive_backward_data(&g, dt, gout->data, w->data, gx->data);
         return;
     }
-    cgeom tg;
     if (bf16_native(dt, transposed_geom(&g, &tg) && ts_conv_direct_for(&tg, false)) &&
         tsi_dnnl_conv_backward_data_bf16(&g, (const uint16_t *)gout->data,
                                          (const uint16_t *)w->data, (uint16_t *)gx->data))
@@ -652,6 +727,18 @@ void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kvi
     const cgeom g = geom_of(x, gw, gout, p);
     if (numel4(gw) == 0) return;
     const ts_dtype dt = gw->dtype;
+    if (f32io(x, gw)) {
+        if (bf16_native(TS_BF16, ts_conv_direct_for(&g, true)) &&
+            tsi_dnnl_conv_backward_weight_f32io(&g, (const float *)gout->data,
+                                                (const float *)x->data, (uint16_t *)gw->data))
+            return;
+        ts_kview yb, xb;
+        uint16_t *by = bf16_of(gout, numel4(gout), true, &yb);
+        uint16_t *bx = by ? bf16_of(x, numel4(x), true, &xb) : NULL;
+        if (bx) ts_cpu_conv2d_backward_weight(be, index, gw, &yb, &xb, p);
+        free(by), free(bx);
+        return;
+    }
     if (!is_half(dt)) {
         if (!run_backward_weight(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, gout->data, x->data,
                                  gw->data))
