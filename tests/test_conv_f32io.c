@@ -1,11 +1,12 @@
-/* test_conv_f32io.c — autocast's convolution between float32 layers (nn/conv.c's tsi_conv2d_f32io,
- * backend.h's conv2d_f32io): bf16 products on float32 x and y, the casts around the convolution
- * done inside the kernels. It must give the bits of what it replaces, ts_conv2d under a bf16
- * autocast region followed by the float32 cast of its result: output, input gradient and weight
- * gradient compared bit for bit (so the float64 bounds test_conv_bf16.c holds the bf16
- * convolution to carry over), on every test device, with oneDNN forced (every part on its bf16
- * primitives where the CPU has native bf16) and with the automatic provider choice; ctest runs it
- * again with oneDNN capped below native bf16 and with TS_CONV=builtin (the rounded-copy path).
+/* test_conv_f32io.c — autocast's convolution feeding a float32 layer (nn/conv.c's
+ * tsi_conv2d_f32io, backend.h's conv2d_f32io): float32 x and y, bf16 products, the output and the
+ * input gradient widened inside the kernels instead of by cast passes. It must give the bits of
+ * what it replaces, ts_conv2d under a bf16 autocast region followed by the float32 cast of its
+ * result: output, input gradient and weight gradient compared bit for bit (so the float64 bounds
+ * test_conv_bf16.c holds the bf16 convolution to carry over), on every test device, with oneDNN
+ * forced (every part on its bf16 primitives where the CPU has native bf16) and with the automatic
+ * provider choice; ctest runs it again with oneDNN capped below native bf16 and with
+ * TS_CONV=builtin (the bf16 kernels into a buffer, widened after).
  * Also: where it does not apply it does nothing; mistakes give conv2d's errors; a narrow ResNet-18
  * in training under autocast gives the same loss, gradients and running statistics with it
  * (ts_forward_conv_bn) as without (ts_set_eval_fusion(false)), with fewer casts. */
@@ -169,8 +170,8 @@ static void test_resnet(ts_device dev) {
     net_out off = resnet_step(dev, false), on = resnet_step(dev, true);
     CHECK(same_bits(on.loss, off.loss) && same_bits(on.gx, off.gx));
     ts_snapshot_check("resnet18 under autocast, f32io on and off", &on.state, &off.state);
-    /* off: per convolution the input's and the output's casts; on: neither (the 20 weights'
-     * casts stay, as does the fc's) */
+    /* off: per convolution the input's and the output's autocast casts; on: the input's cast is
+     * the node's own and the output's is gone (the 20 weights' casts stay, as does the fc's) */
     printf("resnet18 width 8 under autocast (%s): casts %llu with f32io, %llu without\n",
            dev.type == TS_CPU ? "cpu" : "sim:0", (unsigned long long)on.casts,
            (unsigned long long)off.casts);

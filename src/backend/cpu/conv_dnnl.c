@@ -13,9 +13,11 @@
  * cache: fresh pages at every call cost ResNet-18 a fifth of its step in page faults). Any failure
  * (oneDNN absent, a shape it declines, no memory) returns false and the caller runs the built-in
  * kernels.
- * The f32io entry points multiply in bf16 with float32 activations on our side (autocast's
- * convolution between float32 layers): the reorders into and out of the blocked layouts, which
- * run anyway, round the inputs to bf16 and widen the results, so no separate cast passes run.
+ * The f32out entry points give a bf16 primitive's output (y, or gx backward) as float32 (autocast's
+ * convolution feeding a float32 layer): the reorder out of the blocked layout, which runs anyway,
+ * widens it, so no separate cast pass runs. (Rounding float32 inputs in the reorders in would
+ * save their casts too, but oneDNN 2.6's converting reorder takes 1.5x a bf16 one, twice per
+ * input: more than Tessera's one cast.)
  */
 #include "backend/cpu/conv_dnnl.h"
 
@@ -37,8 +39,8 @@ typedef enum { K_FWD, K_BWD_DATA, K_BWD_WEIGHT } conv_kind;
 typedef struct conv_key {
     int kind, has_bias;
     int64_t dt;      /* dnnl_f32 or dnnl_bf16: every operand's inside the primitive */
-    int64_t io;      /* the activations' (x, y and their gradients) on our side: dt, or dnnl_f32
-                      * for bf16 arithmetic on float32 tensors (the reorders convert) */
+    int64_t out;     /* the output's (y; gx backward) on our side: dt, or dnnl_f32 for a bf16
+                      * primitive's result widened by the reorder out of its layout */
     int64_t threads; /* tsi_dnnl_threads() (an int64: no padding inside the memcmp'd key) */
     int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g;
     int64_t act; /* the forward's post-op (ts_conv_act) and CLIP's bounds (+-inf: none) */
@@ -139,8 +141,8 @@ static bool build(conv_entry *e) {
                       (k->ow - 1) * k->sw - k->w + (k->kw - 1) * k->dw + 1 - k->pw};
     dnnl_memory_desc_t src_u, dst_u, w_u, b_u, src_a, dst_a, w_a, b_a;
     const int64_t dt = k->dt;
-    plain_md(&src_u, 4, src_d, dnnl_nchw, k->io);
-    plain_md(&dst_u, 4, dst_d, dnnl_nchw, k->io);
+    plain_md(&src_u, 4, src_d, dnnl_nchw, k->kind == K_BWD_DATA ? k->out : dt);
+    plain_md(&dst_u, 4, dst_d, dnnl_nchw, k->kind == K_FWD ? k->out : dt);
     if (k->g > 1)
         plain_md(&w_u, 5, wg_d, dnnl_goihw, dt);
     else
@@ -355,12 +357,12 @@ static bool run(const conv_key *key, void *const *user_ptrs, const tsi_conv_weig
     return ok;
 }
 
-/* io: the activations' type on our side (conv_key) */
-static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias, bool bf16, bool f32_io) {
+/* f32_out: a bf16 primitive's output widened to float32 (conv_key's out) */
+static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias, bool bf16, bool f32_out) {
     return (conv_key){.kind = kind,
                       .has_bias = has_bias,
                       .dt = bf16 ? dnnl_bf16 : dnnl_f32,
-                      .io = bf16 && !f32_io ? dnnl_bf16 : dnnl_f32,
+                      .out = bf16 && !f32_out ? dnnl_bf16 : dnnl_f32,
                       .threads = tsi_dnnl_threads(),
                       .n = g->n,
                       .c = g->c,
@@ -383,23 +385,22 @@ static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias, bool bf
                       .hi = kind == K_FWD && g->act == TS_CONV_ACT_CLIP ? g->hi : 0};
 }
 
-static bool forward(bool bf16, bool f32_io, const ts_cgeom *g, const void *x, const void *w,
+static bool forward(bool bf16, bool f32_out, const ts_cgeom *g, const void *x, const void *w,
                     const tsi_conv_weight_id *wid, const void *b, void *y) {
-    const conv_key k = key_of(K_FWD, g, b != NULL, bf16, f32_io);
+    const conv_key k = key_of(K_FWD, g, b != NULL, bf16, f32_out);
     void *ptrs[4] = {(void *)x, (void *)w, b ? (void *)b : y, y};
     return run(&k, ptrs, wid && wid->uid ? wid : NULL);
 }
 
-static bool backward_data(bool bf16, bool f32_io, const ts_cgeom *g, const void *gy, const void *w,
+static bool backward_data(bool bf16, bool f32_out, const ts_cgeom *g, const void *gy, const void *w,
                           void *gx) {
-    const conv_key k = key_of(K_BWD_DATA, g, false, bf16, f32_io);
+    const conv_key k = key_of(K_BWD_DATA, g, false, bf16, f32_out);
     void *ptrs[3] = {(void *)gy, (void *)w, gx};
     return run(&k, ptrs, NULL);
 }
 
-static bool backward_weight(bool bf16, bool f32_io, const ts_cgeom *g, const void *gy,
-                            const void *x, void *gw) {
-    const conv_key k = key_of(K_BWD_WEIGHT, g, false, bf16, f32_io);
+static bool backward_weight(bool bf16, const ts_cgeom *g, const void *gy, const void *x, void *gw) {
+    const conv_key k = key_of(K_BWD_WEIGHT, g, false, bf16, false);
     void *ptrs[3] = {(void *)gy, (void *)x, gw};
     return run(&k, ptrs, NULL);
 }
@@ -412,7 +413,7 @@ bool tsi_dnnl_conv_backward_data(const ts_cgeom *g, const float *gy, const float
     return backward_data(false, false, g, gy, w, gx);
 }
 bool tsi_dnnl_conv_backward_weight(const ts_cgeom *g, const float *gy, const float *x, float *gw) {
-    return backward_weight(false, false, g, gy, x, gw);
+    return backward_weight(false, g, gy, x, gw);
 }
 
 bool tsi_dnnl_conv_forward_bf16(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
@@ -425,36 +426,27 @@ bool tsi_dnnl_conv_backward_data_bf16(const ts_cgeom *g, const uint16_t *gy, con
 }
 bool tsi_dnnl_conv_backward_weight_bf16(const ts_cgeom *g, const uint16_t *gy, const uint16_t *x,
                                         uint16_t *gw) {
-    return backward_weight(true, false, g, gy, x, gw);
+    return backward_weight(true, g, gy, x, gw);
 }
 
-bool tsi_dnnl_conv_forward_f32io(const ts_cgeom *g, const float *x, const uint16_t *w,
-                                 const tsi_conv_weight_id *wid, float *y) {
+bool tsi_dnnl_conv_forward_f32out(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
+                                  const tsi_conv_weight_id *wid, float *y) {
     return forward(true, true, g, x, w, wid, NULL, y);
 }
-bool tsi_dnnl_conv_backward_data_f32io(const ts_cgeom *g, const float *gy, const uint16_t *w,
-                                       float *gx) {
+bool tsi_dnnl_conv_backward_data_f32out(const ts_cgeom *g, const uint16_t *gy, const uint16_t *w,
+                                        float *gx) {
     return backward_data(true, true, g, gy, w, gx);
-}
-bool tsi_dnnl_conv_backward_weight_f32io(const ts_cgeom *g, const float *gy, const float *x,
-                                         uint16_t *gw) {
-    return backward_weight(true, true, g, gy, x, gw);
 }
 
 #else /* no oneDNN */
-bool tsi_dnnl_conv_forward_f32io(const ts_cgeom *g, const float *x, const uint16_t *w,
-                                 const tsi_conv_weight_id *wid, float *y) {
+bool tsi_dnnl_conv_forward_f32out(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
+                                  const tsi_conv_weight_id *wid, float *y) {
     (void)g, (void)x, (void)w, (void)wid, (void)y;
     return false;
 }
-bool tsi_dnnl_conv_backward_data_f32io(const ts_cgeom *g, const float *gy, const uint16_t *w,
-                                       float *gx) {
+bool tsi_dnnl_conv_backward_data_f32out(const ts_cgeom *g, const uint16_t *gy, const uint16_t *w,
+                                        float *gx) {
     (void)g, (void)gy, (void)w, (void)gx;
-    return false;
-}
-bool tsi_dnnl_conv_backward_weight_f32io(const ts_cgeom *g, const float *gy, const float *x,
-                                         uint16_t *gw) {
-    (void)g, (void)gy, (void)x, (void)gw;
     return false;
 }
 uint64_t tsi_dnnl_conv_count(void) { return 0; }

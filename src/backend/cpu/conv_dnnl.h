@@ -32,16 +32,12 @@ bool tsi_dnnl_conv_backward_data_bf16(const ts_cgeom *g, const uint16_t *gy, con
                                       uint16_t *gx);
 bool tsi_dnnl_conv_backward_weight_bf16(const ts_cgeom *g, const uint16_t *gy, const uint16_t *x,
                                         uint16_t *gw);
-/* bf16 arithmetic (as above, no bias) on float32 activations: x, y, gy and gx float32, w and gw
- * bf16. The same bits as rounding x and gy to bf16 first (ts_to_dtype's rounding; the bf16
- * products treat subnormal inputs as zero either way) and widening y and gx after: the reorders
- * into and out of the primitive's layouts convert. false as above. */
-bool tsi_dnnl_conv_forward_f32io(const ts_cgeom *g, const float *x, const uint16_t *w,
-                                 const tsi_conv_weight_id *wid, float *y);
-bool tsi_dnnl_conv_backward_data_f32io(const ts_cgeom *g, const float *gy, const uint16_t *w,
-                                       float *gx);
-bool tsi_dnnl_conv_backward_weight_f32io(const ts_cgeom *g, const float *gy, const float *x,
-                                         uint16_t *gw);
+/* The bf16 forward and input gradient (as above, no bias) with the output (y, gx) float32: the
+ * bf16 result widened, the same bits as widening it after. false as above. */
+bool tsi_dnnl_conv_forward_f32out(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
+                                  const tsi_conv_weight_id *wid, float *y);
+bool tsi_dnnl_conv_backward_data_f32out(const ts_cgeom *g, const uint16_t *gy, const uint16_t *w,
+                                        float *gx);
 /* Convolutions oneDNN has run so far (tests check that it, not a fallback, ran): float32, and
  * bf16 apart. */
 uint64_t tsi_dnnl_conv_count(void);

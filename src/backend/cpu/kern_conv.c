@@ -600,26 +600,23 @@ static void conv2d_half(const cgeom *g, const ts_kview *out, const ts_kview *x, 
     act_output(g, out);
 }
 
-/* ------------------------------------------------------------------ bf16 on float32 activations */
-/* Autocast's convolution between float32 layers (nn/conv.c's tsi_conv2d_f32io): x, y and their
- * gradients float32, the weight and its gradient bf16, the products in bf16 as if x and gy had
- * been cast to bf16 first and y and gx cast back after. oneDNN converts in the reorders it runs
- * anyway (tsi_dnnl_conv_*_f32io); otherwise the bf16 kernels above run on rounded copies. */
-static bool f32io(const ts_kview *act, const ts_kview *w) {
-    return act->dtype == TS_F32 && w->dtype == TS_BF16;
+/* ------------------------------------------------------------------ bf16 with a float32 output */
+/* Autocast's convolution feeding a float32 layer (nn/conv.c's tsi_conv2d_f32io): bf16 operands,
+ * the output (forward y, input gradient gx) float32, the bf16 result widened. oneDNN widens in the
+ * reorder out of its layout (tsi_dnnl_conv_*_f32out); otherwise the bf16 kernels above run into
+ * a bf16 buffer, widened after. */
+static bool f32out(const ts_kview *out, const ts_kview *w) {
+    return out->dtype == TS_F32 && w->dtype == TS_BF16;
 }
 
-/* A bf16 buffer shaped as float32 view v in *out (n elements), holding v's values rounded as
- * ts_to_dtype rounds when fill; NULL (and TS_ERR_OOM) when out of memory. */
-static uint16_t *bf16_of(const ts_kview *v, int64_t n, bool fill, ts_kview *out) {
+/* A bf16 buffer shaped as float32 view v in *out (n elements); NULL (and TS_ERR_OOM) when out of
+ * memory. */
+static uint16_t *bf16_buffer(const ts_kview *v, int64_t n, ts_kview *out) {
     uint16_t *buf = malloc((size_t)n * sizeof(uint16_t) + 1);
     *out = *v;
     out->dtype = TS_BF16;
     out->data = (char *)buf;
-    if (!buf)
-        tsi_kernel_oom("conv2d", (size_t)n * sizeof(uint16_t));
-    else if (fill)
-        from_f32((const float *)v->data, n, out);
+    if (!buf) tsi_kernel_oom("conv2d", (size_t)n * sizeof(uint16_t));
     return buf;
 }
 
@@ -635,25 +632,24 @@ static void widen(const ts_kview *src, int64_t n, const ts_kview *dst) {
         });
 }
 
-static void conv2d_f32io(const cgeom *g, const ts_kview *out, const ts_kview *x, const ts_kview *w,
-                         const ts_kview *bias, const tsi_conv_weight_id *wid) {
+static void conv2d_f32out(const cgeom *g, const ts_kview *out, const ts_kview *x, const ts_kview *w,
+                          const ts_kview *bias, const tsi_conv_weight_id *wid) {
     cgeom gf = *g;
     gf.act = TS_CONV_ACT_NONE;
     if (!bias && bf16_native(TS_BF16, ts_conv_direct_for(&gf, false)) &&
-        tsi_dnnl_conv_forward_f32io(&gf, (const float *)x->data, (const uint16_t *)w->data, wid,
-                                    (float *)out->data)) {
+        tsi_dnnl_conv_forward_f32out(&gf, (const uint16_t *)x->data, (const uint16_t *)w->data, wid,
+                                     (float *)out->data)) {
         act_output(g, out);
         return;
     }
-    ts_kview xb, yb;
-    uint16_t *bx = bf16_of(x, numel4(x), true, &xb);
-    uint16_t *by = bx ? bf16_of(out, numel4(out), false, &yb) : NULL;
+    ts_kview yb;
+    uint16_t *by = bf16_buffer(out, numel4(out), &yb);
     if (by) {
-        conv2d_half(&gf, &yb, &xb, w, bias, wid);
+        conv2d_half(&gf, &yb, x, w, bias, wid);
         widen(&yb, numel4(out), out);
         act_output(g, out);
     }
-    free(bx), free(by);
+    free(by);
 }
 
 void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
@@ -663,8 +659,8 @@ void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const t
     if (numel4(out) == 0) return;
     const ts_dtype dt = out->dtype;
     const tsi_conv_weight_id wid = weight_id(p);
-    if (f32io(x, w)) {
-        conv2d_f32io(&g, out, x, w, bias, &wid);
+    if (f32out(out, w)) {
+        conv2d_f32out(&g, out, x, w, bias, &wid);
         return;
     }
     if (is_half(dt)) {
@@ -686,19 +682,18 @@ void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview
     if (numel4(gx) == 0) return;
     const ts_dtype dt = gx->dtype;
     cgeom tg;
-    if (f32io(gx, w)) {
+    if (f32out(gx, w)) {
         if (bf16_native(TS_BF16, transposed_geom(&g, &tg) && ts_conv_direct_for(&tg, false)) &&
-            tsi_dnnl_conv_backward_data_f32io(&g, (const float *)gout->data,
-                                              (const uint16_t *)w->data, (float *)gx->data))
+            tsi_dnnl_conv_backward_data_f32out(&g, (const uint16_t *)gout->data,
+                                               (const uint16_t *)w->data, (float *)gx->data))
             return;
-        ts_kview yb, xb;
-        uint16_t *by = bf16_of(gout, numel4(gout), true, &yb);
-        uint16_t *bx = by ? bf16_of(gx, numel4(gx), false, &xb) : NULL;
+        ts_kview xb;
+        uint16_t *bx = bf16_buffer(gx, numel4(gx), &xb);
         if (bx) {
-            ts_cpu_conv2d_backward_data(be, index, &xb, &yb, w, p);
+            ts_cpu_conv2d_backward_data(be, index, &xb, gout, w, p);
             widen(&xb, numel4(gx), gx);
         }
-        free(by), free(bx);
+        free(bx);
         return;
     }
     if (!is_half(dt)) {
@@ -727,18 +722,6 @@ void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kvi
     const cgeom g = geom_of(x, gw, gout, p);
     if (numel4(gw) == 0) return;
     const ts_dtype dt = gw->dtype;
-    if (f32io(x, gw)) {
-        if (bf16_native(TS_BF16, ts_conv_direct_for(&g, true)) &&
-            tsi_dnnl_conv_backward_weight_f32io(&g, (const float *)gout->data,
-                                                (const float *)x->data, (uint16_t *)gw->data))
-            return;
-        ts_kview yb, xb;
-        uint16_t *by = bf16_of(gout, numel4(gout), true, &yb);
-        uint16_t *bx = by ? bf16_of(x, numel4(x), true, &xb) : NULL;
-        if (bx) ts_cpu_conv2d_backward_weight(be, index, gw, &yb, &xb, p);
-        free(by), free(bx);
-        return;
-    }
     if (!is_half(dt)) {
         if (!run_backward_weight(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, gout->data, x->data,
                                  gw->data))
