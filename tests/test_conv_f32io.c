@@ -2,8 +2,9 @@
  * tsi_conv2d_f32io, backend.h's conv2d_f32io): float32 x and y, bf16 products, the output and the
  * input gradient widened inside the kernels instead of by cast passes. It must give the bits of
  * what it replaces, ts_conv2d under a bf16 autocast region followed by the float32 cast of its
- * result: output, input gradient and weight gradient compared bit for bit (so the float64 bounds
- * test_conv_bf16.c holds the bf16 convolution to carry over), on every test device, with oneDNN
+ * result: output, input gradient and weight gradient compared bit for bit, and held to
+ * test_conv_bf16.c's bound against float64 convolutions of the bf16-rounded operands, on every
+ * test device, with oneDNN
  * forced (every part on its bf16 primitives where the CPU has native bf16) and with the automatic
  * provider choice; ctest runs it again with oneDNN capped below native bf16 and with
  * TS_CONV=builtin (the bf16 kernels into a buffer, widened after).
@@ -19,6 +20,7 @@
 #include "backend/cpu/conv_dnnl.h"
 #include "backend/cpu/kern_conv.h"
 #include "backend/cpu/matmul_dnnl.h"
+#include "bf16_check.h"
 #include "nn/conv_internal.h"
 #include "state_snapshot.h"
 #include "ts_test.h"
@@ -44,6 +46,7 @@ typedef struct conv_case {
 
 typedef struct result {
     ts_tensor *y, *gx, *gw;
+    ts_tensor *x, *w, *gy; /* the operands */
 } result;
 
 /* One forward and backward of case cc on dev under a bf16 autocast region, fused (f32io) or as
@@ -72,6 +75,7 @@ static result run_case(const conv_case *cc, ts_device dev, bool fused, uint64_t 
     ts_backward_with(r.y, gy);
     *bf16_runs = tsi_dnnl_conv_bf16_count() - runs;
     r.gx = ts_grad(x), r.gw = ts_grad(w);
+    r.x = x, r.w = w, r.gy = gy;
     CHECK(r.gx && ts_dtype_of(r.gx) == TS_F32 && r.gw && ts_dtype_of(r.gw) == TS_F32);
     CHECK_OK();
     return r;
@@ -88,6 +92,34 @@ static const conv_case CASES[] = {
 };
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 
+/* t rounded to bf16 (what the products see), as a float64 leaf (|t| when absolute) */
+static ts_tensor *f64_of(ts_tensor *t, bool absolute, bool grad) {
+    ts_tensor *d = ts_to_dtype(ts_to_dtype(ts_detach(t), TS_BF16), TS_F64);
+    if (absolute) d = ts_abs(d);
+    d = ts_contiguous(d);
+    if (grad) ts_set_requires_grad(d, true);
+    return d;
+}
+
+/* The fused results against float64 convolutions of the bf16-rounded operands, within
+ * test_conv_bf16.c's bound (bf16_check.h): exact products, float32 sums of K terms, one rounding
+ * to bf16 (the float32 results are widened bf16 values). */
+static void check_f64(const conv_case *cc, const result *f) {
+    const int groups = cc->o_.groups ? cc->o_.groups : 1;
+    ts_tensor *x64 = f64_of(f->x, false, true), *w64 = f64_of(f->w, false, true);
+    ts_tensor *y64 = ts_conv2d(x64, w64, NULL, cc->o_);
+    ts_backward_with(y64, f64_of(f->gy, false, false));
+    ts_tensor *xa = f64_of(f->x, true, true), *wa = f64_of(f->w, true, true);
+    ts_tensor *ya = ts_conv2d(xa, wa, NULL, cc->o_);
+    ts_backward_with(ya, f64_of(f->gy, true, false));
+    const ts_shape ys = ts_shape_of(y64);
+    CHECK_BF16_SUM(cc->name, f->y, y64, ya, (double)(cc->c / groups * cc->kh * cc->kw));
+    CHECK_BF16_SUM(cc->name, f->gx, ts_grad(x64), ts_grad(xa),
+                   (double)(cc->o / groups * cc->kh * cc->kw));
+    CHECK_BF16_SUM(cc->name, f->gw, ts_grad(w64), ts_grad(wa),
+                   (double)(ys.dims[0] * ys.dims[2] * ys.dims[3]));
+}
+
 /* expect_runs: bf16 primitives the fused case must run (3: all three parts), or -1: any */
 static void check_cases(ts_device dev, int expect_runs) {
     for (size_t i = 0; i < N_CASES; i++) {
@@ -97,6 +129,7 @@ static void check_cases(ts_device dev, int expect_runs) {
         result u = run_case(&CASES[i], dev, false, &ran_u);
         const bool y = same_bits(f.y, u.y), gx = same_bits(f.gx, u.gx), gw = same_bits(f.gw, u.gw);
         CHECK(y && gx && gw);
+        check_f64(&CASES[i], &f);
         if (expect_runs >= 0 && dev.type == TS_CPU) CHECK_EQ(ran_f, (uint64_t)expect_runs);
         CHECK_EQ(ran_f, ran_u); /* the same provider for both */
         printf("%-28s %-6s y %s gx %s gw %s, %llu of 3 on oneDNN bf16\n", CASES[i].name,
