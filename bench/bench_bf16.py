@@ -6,8 +6,9 @@ d 256, 4 heads, context 256, vocab 256, batch 16) AdamW training step, each in f
 `torch.autocast("cpu", dtype=torch.bfloat16)`. Each case is
 the best of 1 and 2 threads; prints "name ms" lines (GFLOP/s for the products).
 
-Usage: PYTHONPATH=build/python python3 bench/bench_bf16.py tessera [quick]
-       /opt/torch2/bin/torch-python bench/bench_bf16.py torch [quick]
+Usage: PYTHONPATH=build/python python3 bench/bench_bf16.py tessera [quick|full [PREFIX]]
+       /opt/torch2/bin/torch-python bench/bench_bf16.py torch [quick|full [PREFIX]]
+(PREFIX: only the cases whose name starts with it, e.g. resnet18)
 (bench/run_bf16.sh runs both and prints the ratios with the CPU's ISA and oneDNN's kernels.)"""
 import importlib
 import sys
@@ -17,6 +18,7 @@ torch = importlib.import_module(sys.argv[1] if len(sys.argv) > 1 else "tessera")
 nn = torch.nn
 F = torch.nn.functional
 QUICK = len(sys.argv) > 2 and sys.argv[2] == "quick"
+ONLY = sys.argv[3] if len(sys.argv) > 3 else ""
 
 
 def timed(fn, reps, rounds=3):
@@ -118,6 +120,8 @@ def main():
         ("gpt_step_autocast_bf16", lambda: (gpt_step_case(True, 1), None)),
     ]
     for name, fn in cases:
+        if not name.startswith(ONLY):
+            continue
         best, rate = float("inf"), None
         for threads in (1, 2):
             torch.set_num_threads(threads)

@@ -294,6 +294,11 @@ struct ts_backend {
     void (*conv2d_backward_weight)(const ts_backend *be, int index, const ts_kview *gw,
                                    const ts_kview *gout, const ts_kview *x,
                                    const ts_conv2d_params *p);
+    /* true: the three conv2d kernels also take float32 activations (x, out, gout, gx) with a bf16
+     * weight (w, gw) and no bias, multiplying in bf16 exactly as if x and gout had been rounded to
+     * bf16 first and out and gx widened after (autocast's convolution between float32 layers:
+     * nn/conv.c's tsi_conv2d_f32io) */
+    bool conv2d_f32io;
     /* out [N,C,OH,OW] from x [N,C,H,W]; indices (TS_I64, out's shape) for TS_POOL_MAX or NULL */
     void (*pool2d)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *indices, const ts_pool2d_params *p);

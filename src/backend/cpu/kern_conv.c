@@ -672,6 +672,58 @@ static void conv2d_half(const cgeom *g, const ts_kview *out, const ts_kview *x, 
     act_output(g, out);
 }
 
+/* ------------------------------------------------------------------ bf16 with a float32 output */
+/* Autocast's convolution feeding a float32 layer (nn/conv.c's tsi_conv2d_f32io): bf16 operands,
+ * the output (forward y, input gradient gx) float32, the bf16 result widened. oneDNN widens in the
+ * reorder out of its layout (tsi_dnnl_conv_*_f32out); otherwise the bf16 kernels above run into
+ * a bf16 buffer, widened after. */
+static bool f32out(const ts_kview *out, const ts_kview *w) {
+    return out->dtype == TS_F32 && w->dtype == TS_BF16;
+}
+
+/* A bf16 buffer shaped as float32 view v in *out (n elements); NULL (and TS_ERR_OOM) when out of
+ * memory. */
+static uint16_t *bf16_buffer(const ts_kview *v, int64_t n, ts_kview *out) {
+    uint16_t *buf = malloc((size_t)n * sizeof(uint16_t) + 1);
+    *out = *v;
+    out->dtype = TS_BF16;
+    out->data = (char *)buf;
+    if (!buf) tsi_kernel_oom("conv2d", (size_t)n * sizeof(uint16_t));
+    return buf;
+}
+
+/* Widens bf16 view src (n elements) into float32 view dst. */
+static void widen(const ts_kview *src, int64_t n, const ts_kview *dst) {
+    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
+    float *d = (float *)dst->data;
+    TS_PARALLEL_FOR_IF(
+        CONVERT_PARALLEL(n), for (int64_t c = 0; c < chunks; c++) {
+            const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
+            ts_vec_load_f32(vk, d + i, src->data + 2 * i, TS_BF16, 2, m);
+        });
+}
+
+static void conv2d_f32out(const cgeom *g, const ts_kview *out, const ts_kview *x, const ts_kview *w,
+                          const ts_kview *bias, const tsi_conv_weight_id *wid) {
+    cgeom gf = *g;
+    gf.act = TS_CONV_ACT_NONE;
+    if (!bias && bf16_native(TS_BF16, ts_conv_direct_for(&gf, false)) &&
+        tsi_dnnl_conv_forward_f32out(&gf, (const uint16_t *)x->data, (const uint16_t *)w->data, wid,
+                                     (float *)out->data)) {
+        act_output(g, out);
+        return;
+    }
+    ts_kview yb;
+    uint16_t *by = bf16_buffer(out, numel4(out), &yb);
+    if (by) {
+        conv2d_half(&gf, &yb, x, w, bias, wid);
+        widen(&yb, numel4(out), out);
+        act_output(g, out);
+    }
+    free(by);
+}
+
 void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p) {
     (void)be, (void)index;
@@ -679,6 +731,10 @@ void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const t
     if (numel4(out) == 0) return;
     const ts_dtype dt = out->dtype;
     const tsi_conv_weight_id wid = weight_id(p);
+    if (f32out(out, w)) {
+        conv2d_f32out(&g, out, x, w, bias, &wid);
+        return;
+    }
     if (is_half(dt)) {
         conv2d_half(&g, out, x, w, bias, &wid);
         return;
@@ -697,13 +753,27 @@ void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview
     const cgeom g = geom_of(gx, w, gout, p);
     if (numel4(gx) == 0) return;
     const ts_dtype dt = gx->dtype;
+    cgeom tg;
+    if (f32out(gx, w)) {
+        if (bf16_native(TS_BF16, transposed_geom(&g, &tg) && ts_conv_direct_for(&tg, false)) &&
+            tsi_dnnl_conv_backward_data_f32out(&g, (const uint16_t *)gout->data,
+                                               (const uint16_t *)w->data, (float *)gx->data))
+            return;
+        ts_kview xb;
+        uint16_t *bx = bf16_buffer(gx, numel4(gx), &xb);
+        if (bx) {
+            ts_cpu_conv2d_backward_data(be, index, &xb, gout, w, p);
+            widen(&xb, numel4(gx), gx);
+        }
+        free(bx);
+        return;
+    }
     if (!is_half(dt)) {
         if (!run_backward_data(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, gout->data, w->data,
                                gx->data))
             ts_conv_naive_backward_data(&g, dt, gout->data, w->data, gx->data);
         return;
     }
-    cgeom tg;
     if (bf16_native(dt, transposed_geom(&g, &tg) && ts_conv_direct_for(&tg, false)) &&
         tsi_dnnl_conv_backward_data_bf16(&g, (const uint16_t *)gout->data,
                                          (const uint16_t *)w->data, (uint16_t *)gx->data))
