@@ -103,7 +103,7 @@ typedef struct variant {
     int stage;
     bool keep, no_prefetch, no_sync, policy;
     bool no_root; /* ResNet: every parameter in a named unit, so there is no root unit */
-    double clip;  /* > 0: clip by the global norm (2-norm on even steps, max norm on odd ones) */
+    double clip;  /* > 0: clip by the global norm (in turn the 2-norm, the max norm, the 3-norm) */
 } variant;
 
 static void equivalence(model_kind k, ts_device dev, variant v) {
@@ -161,7 +161,7 @@ static void equivalence(model_kind k, ts_device dev, variant v) {
             ts_backward(loss_of(k, ts_forward(f, x), y));
         }
         if (v.clip > 0) {
-            double type = step % 2 ? INFINITY : 2;
+            double type = step % 3 == 0 ? 2 : step % 3 == 1 ? INFINITY : 3;
             double nd = ts_clip_grad_norm(ddp_p.tensors, ddp_p.n, v.clip, type);
             double nf = ts_fsdp_clip_grad_norm(f, v.clip, type);
             CHECK(fabs(nd - nf) <= 1e-9 * nd);
@@ -471,11 +471,17 @@ static void errors(void) {
     ts_backward(ts_sum(ts_forward(inner->fc1, x))); /* fc2's unit never completes */
     CHECK_OK();
     CHECK(ts_forward(f, x) == NULL);
+    CHECK(strstr(ts_error_message(), "'fc2' (0 of 2)") != NULL); /* gradients arrived of all */
     CHECK_ERR_HAS(TS_ERR_STATE, "units still waiting");
     CHECK(ts_forward(f, x) != NULL); /* the next try starts afresh */
     ts_scope_end();
     ts_module_free(f);
     CHECK_OK();
+    /* clipping before any backward: no shard has a gradient, the norm is 0 */
+    f = ts_fsdp(two_fc_new(4), (ts_fsdp_opts){.units = both, .n_units = 2});
+    CHECK(ts_fsdp_clip_grad_norm(f, 1.0, 2) == 0);
+    CHECK_OK();
+    ts_module_free(f);
 }
 
 int main(void) {
