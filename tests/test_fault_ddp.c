@@ -1,7 +1,8 @@
 /* test_fault_ddp.c — allocation-failure sweeps (fault_sweep.h) over distributed training in a
  * world of one (no launcher): joining and leaving (ts_dist_init / finalize), the collectives
  * (synchronous, asynchronous, on a subgroup), wrapping a model in DistributedDataParallel, a DDP
- * training step, and the same two for sharded data parallel (stage 3, two units). Each failing
+ * training step, and the same two for sharded data parallel (two units; the step under each of
+ * stages 1, 2 and 3). Each failing
  * allocation must end in a clear error, leak nothing and leave a defined state: collectives leave
  * their tensors as they were or as the result (the same in a world of one), a DDP step happens
  * wholly or not at all; the failed call then succeeds after ts_error_clear(). */
@@ -134,9 +135,12 @@ static ts_snapshot fsdp_snap(void *p) {
     return s;
 }
 
+static int fsdp_stage; /* the stage fsdp_step_setup wraps with */
+
 static void *fsdp_step_setup(void) {
     sweep_trainee *t = calloc(1, sizeof *t);
-    t->m = ts_fsdp(sweep_mlp_new(ts_cpu()), (ts_fsdp_opts){.units = SWEEP_UNITS, .n_units = 2});
+    t->m = ts_fsdp(sweep_mlp_new(ts_cpu()),
+                   (ts_fsdp_opts){.units = SWEEP_UNITS, .n_units = 2, .stage = fsdp_stage});
     ts_tensor_list l = ts_fsdp_parameters(t->m);
     t->o = ts_sgd_params(l.tensors, l.n, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
     ts_tensor_list_free(&l);
@@ -173,12 +177,16 @@ int main(void) {
                            .teardown = sweep_trainee_free,
                            .snap = fsdp_snap};
     ts_fault_sweep(&fwrap, MAX_POINTS);
-    ts_sweep_case fstep = {.name = "fsdp step",
-                           .setup = fsdp_step_setup,
-                           .run = sweep_trainee_step,
-                           .teardown = sweep_trainee_free,
-                           .snap = fsdp_snap};
-    ts_fault_sweep(&fstep, MAX_POINTS);
+    static const char *const step_names[] = {"", "fsdp step, stage 1", "fsdp step, stage 2",
+                                             "fsdp step, stage 3"};
+    for (fsdp_stage = 1; fsdp_stage <= 3; fsdp_stage++) {
+        ts_sweep_case fstep = {.name = step_names[fsdp_stage],
+                               .setup = fsdp_step_setup,
+                               .run = sweep_trainee_step,
+                               .teardown = sweep_trainee_free,
+                               .snap = fsdp_snap};
+        ts_fault_sweep(&fstep, MAX_POINTS);
+    }
     CHECK(ts_dist_finalize() == TS_OK);
     return ts_test_finish();
 }

@@ -3,7 +3,10 @@
  * all_reduces — the others must fail within 60 s naming it, and the job must end; a rank that dies
  * (SIGKILL) — the job must end within 60 s with output naming it; a receive nobody sends to — it
  * times out naming the sender; Ctrl-C (SIGINT to mpirun) — no
- * process of the job may be left behind. Skips without MPI. */
+ * process of the job may be left behind. With tests/fsdp_fault_helper.c: a rank that dies during
+ * FSDP training (the job ends naming it), and one SIGKILLed in the middle of a sharded save (the
+ * previous checkpoint stays committed and loads on 2 ranks with the same parameters; the next
+ * save there leaves no file of the failed one). Skips without MPI. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +25,9 @@
 
 #ifndef TS_FAULT_HELPER
 #define TS_FAULT_HELPER ""
+#endif
+#if defined(TS_HAVE_MPI) && defined(TS_FSDP_FAULT_HELPER)
+#define TS_FSDP_FAULT_HELPER_OK 1 /* tests/fsdp_fault_helper.c: faults in sharded training */
 #endif
 #ifndef TS_MPIEXEC
 #define TS_MPIEXEC ""
@@ -43,7 +49,8 @@ typedef struct job {
     size_t len;
 } job;
 
-static void start(job *j, const char *mode, const char *victim) {
+/* Starts `mpiexec -np NP HELPER ARGS... TOKEN` (args NULL-terminated). */
+static void start_job(job *j, const char *helper, const char *np, const char *const *args) {
     int p[2];
     if (pipe(p) != 0) {
         perror("pipe");
@@ -60,13 +67,24 @@ static void start(job *j, const char *mode, const char *victim) {
         close(p[1]);
         setenv("TS_DIST_TIMEOUT", "3", 1);
         setenv("OMP_NUM_THREADS", "1", 1);
-        execl(TS_MPIEXEC, TS_MPIEXEC, "-np", "4", "--oversubscribe", "--allow-run-as-root",
-              "--bind-to", "none", TS_FAULT_HELPER, mode, victim, token, (char *)NULL);
-        perror("execl " TS_MPIEXEC);
+        const char *argv[32] = {
+            TS_MPIEXEC,  "-np",  np,    "--oversubscribe", "--allow-run-as-root",
+            "--bind-to", "none", helper};
+        int n = 8;
+        for (int i = 0; args[i] && n < 30; i++) argv[n++] = args[i];
+        argv[n++] = token;
+        argv[n] = NULL;
+        execv(TS_MPIEXEC, (char *const *)argv);
+        perror("execv " TS_MPIEXEC);
         _exit(127);
     }
     close(p[1]);
     j->fd = p[0];
+}
+
+static void start(job *j, const char *mode, const char *victim) {
+    const char *args[] = {mode, victim, NULL};
+    start_job(j, TS_FAULT_HELPER, "4", args);
 }
 
 /* Reads output until `until` appears `times` times (NULL: until EOF) or the deadline passes. */
@@ -131,7 +149,7 @@ static int survivors(void) {
         for (ssize_t i = 0; i < len; i++)
             if (buf[i] == '\0') buf[i] = ' ';
         buf[len] = '\0';
-        if (!strstr(buf, token) || !strstr(buf, "dist_fault_helper") || strstr(buf, TS_MPIEXEC " "))
+        if (!strstr(buf, token) || !strstr(buf, "fault_helper") || strstr(buf, TS_MPIEXEC " "))
             continue;
         snprintf(path, sizeof path, "/proc/%ld/stat", pid);
         FILE *f = fopen(path, "r");
@@ -237,6 +255,101 @@ static void interrupt(void) {
     if (ts_test_failed_count()) show("Ctrl-C", &j);
 }
 
+#ifdef TS_FSDP_FAULT_HELPER_OK
+/* a rank dies during FSDP training: mpirun ends the job and names it */
+static void fsdp_death(void) {
+    job j;
+    double t0 = now();
+    const char *args[] = {"train", "2", NULL};
+    start_job(&j, TS_FSDP_FAULT_HELPER, "4", args);
+    int st = finish(&j, t0 + 60);
+    printf("a rank that dies in FSDP training: the job ended after %.1f s, %s\n", now() - t0,
+           st == -1 ? "NOT by itself (killed at 60 s)" : "by itself");
+    int before = ts_test_failed_count();
+    CHECK(st != -1 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0));
+    CHECK(strstr(j.out, "rank 2 kills itself") != NULL);
+    CHECK(strstr(j.out, "process rank 2") != NULL);
+    CHECK(strstr(j.out, "signal 9") != NULL);
+    CHECK(strstr(j.out, " done") == NULL);
+    check_no_survivors("fsdp death");
+    if (ts_test_failed_count() != before) show("fsdp death", &j);
+}
+
+/* The files left in dir (names joined by spaces, sorted by readdir's order), and removes dir when
+ * `remove` is set. */
+static void list_dir(const char *dir, char *out, size_t cap, bool remove) {
+    out[0] = '\0';
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        size_t len = strlen(out);
+        snprintf(out + len, cap - len, "%s ", e->d_name);
+        if (remove) {
+            char p[4200];
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+    }
+    closedir(d);
+    if (remove) rmdir(dir);
+}
+
+/* a rank SIGKILLed in the middle of ts_fsdp_save_sharded (its shard's temporary file just
+ * created): the job ends, the previous sharded checkpoint stays committed and loads on another
+ * world size (2 ranks) with the parameters it saved, and the next save there cleans up */
+static void fsdp_save_death(void) {
+    char dir[] = "/tmp/ts-fsdp-fault-XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        CHECK(0);
+        return;
+    }
+    job j;
+    double t0 = now();
+    const char *args[] = {"save", "1", dir, NULL};
+    start_job(&j, TS_FSDP_FAULT_HELPER, "4", args);
+    int st = finish(&j, t0 + 60);
+    printf("a rank that dies in a sharded save: the job ended after %.1f s, %s\n", now() - t0,
+           st == -1 ? "NOT by itself (killed at 60 s)" : "by itself");
+    int before = ts_test_failed_count();
+    CHECK(st != -1 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0));
+    CHECK(strstr(j.out, "rank 1 kills itself while writing .shard.2.1-of-4.safetensors") != NULL);
+    CHECK(strstr(j.out, "the second save was committed") == NULL);
+    char saved[128] = "";
+    const char *s = strstr(j.out, "saved: step 2 checksum ");
+    if (s) sscanf(s + strlen("saved: step 2 checksum "), "%127s", saved);
+    CHECK(saved[0] != '\0');
+    check_no_survivors("fsdp save death");
+    if (ts_test_failed_count() != before) show("fsdp save death", &j);
+
+    /* the previous checkpoint, loaded by 2 ranks */
+    job l;
+    t0 = now();
+    const char *largs[] = {"load", dir, NULL};
+    start_job(&l, TS_FSDP_FAULT_HELPER, "2", largs);
+    st = finish(&l, t0 + 60);
+    before = ts_test_failed_count();
+    CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    char want[200];
+    snprintf(want, sizeof want, "loaded: step 2 checksum %s\n", saved);
+    CHECK(strstr(l.out, want) != NULL);
+    CHECK(strstr(l.out, "saved again: step 3") != NULL);
+    /* the commit on 2 ranks leaves its manifest and its 2 shards: no temporary, no file of the
+     * 4 ranks' uncommitted save */
+    char files[4096];
+    list_dir(dir, files, sizeof files, true);
+    printf("after the load and save on 2 ranks: %s\n", files);
+    CHECK(strstr(files, "manifest.safetensors") != NULL);
+    CHECK(strstr(files, "shard.2.0-of-2.safetensors") != NULL);
+    CHECK(strstr(files, "shard.2.1-of-2.safetensors") != NULL);
+    CHECK(strstr(files, "-of-4") == NULL);
+    CHECK(strstr(files, ".tmp") == NULL);
+    if (ts_test_failed_count() != before) show("fsdp load after the failed save", &l);
+}
+#endif
+
 #endif
 
 int main(void) {
@@ -253,6 +366,14 @@ int main(void) {
     death();
     lonely_recv();
     interrupt();
+#ifdef TS_FSDP_FAULT_HELPER_OK
+    if (access(TS_FSDP_FAULT_HELPER, X_OK) == 0) {
+        fsdp_death();
+        fsdp_save_death();
+    } else {
+        printf("the helper %s is not built: no FSDP faults\n", TS_FSDP_FAULT_HELPER);
+    }
+#endif
     return ts_test_finish();
 #endif
 }

@@ -333,16 +333,22 @@ static int mkdir_p(const char *dir) {
     return err;
 }
 
-/* After a committed save: shard files of other generations, and temporaries a crashed save left. */
-static void remove_stale(const char *dir, uint64_t gen) {
+/* After a committed save: shard files of other generations, temporaries a crashed save left, and
+ * the files of an uncommitted save that a crash left under the same generation number by another
+ * world size (shard.G.R-of-W'.safetensors). */
+static void remove_stale(const char *dir, uint64_t gen, int world) {
     DIR *d = opendir(dir);
     if (!d) return;
-    char keep[64];
+    char keep[64], tail[32];
     int kn = snprintf(keep, sizeof keep, "shard.%llu.", (unsigned long long)gen);
+    int tn = snprintf(tail, sizeof tail, "-of-%d.safetensors", world);
     struct dirent *e;
     while ((e = readdir(d))) {
         const char *n = e->d_name;
-        bool old = !strncmp(n, "shard.", 6) && strncmp(n, keep, (size_t)kn);
+        size_t len = strlen(n);
+        bool ours = !strncmp(n, keep, (size_t)kn) && len > (size_t)tn &&
+                    !strcmp(n + len - (size_t)tn, tail);
+        bool old = !strncmp(n, "shard.", 6) && !ours;
         bool tmp = !strncmp(n, ".shard.", 7) || !strncmp(n, "." MANIFEST ".tmp", 22);
         if (!old && !tmp) continue;
         char *p = path_join(dir, n);
@@ -451,7 +457,7 @@ ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_c
         ok = ts_safetensors_save(manifest, &none, meta, 4) == TS_OK;
     }
     ok = agree(f, op, ok);
-    if (ok && f->rank == 0) remove_stale(dir, gen);
+    if (ok && f->rank == 0) remove_stale(dir, gen, f->world);
     if (!ok && path) unlink(path); /* not committed: the previous checkpoint stays whole */
     free(idx);
     free(layout);
