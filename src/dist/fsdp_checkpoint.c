@@ -1,6 +1,6 @@
 /* fsdp_checkpoint.c — sharded checkpoints of an FSDP module (each rank writes its shards and their
  * optimizer state; a manifest written last by the group's first rank commits them), loading into a
- * world of any size, and consolidation into one safetensors file of the model's ordinary names.
+ * world of any size (consolidation into one file of the model's names: fsdp_full.c).
  *
  * DIR/manifest.safetensors  no tensors; metadata: format tessera-fsdp, generation G, world W
  * DIR/shard.G.R-of-W.safetensors, one per rank R:
@@ -120,10 +120,7 @@ static void layout_diff(const char *saved, const char *mine, char *msg, size_t c
              *a ? "checkpoint" : "model", *a ? a : b);
 }
 
-/* Every rank of the group says whether it succeeded, and with what error. Returns true when all
- * did; otherwise false with, on every rank, an error naming the first rank that failed (a rank's
- * own error is kept as it was). A pending error on entry counts as this rank's failure. */
-static bool agree(fsdp_module *f, const char *op, bool ok) {
+bool tsi_fsdp_agree(fsdp_module *f, const char *op, bool ok) {
     struct {
         int32_t status;
         char msg[MSG_LEN];
@@ -412,7 +409,7 @@ ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_c
     if (!f) return ts_error();
     if (!dir || !*dir)
         return tsi_error_set(TS_ERR_ARG, "%s: dir is %s", op, dir ? "empty" : "NULL");
-    /* sticky: nothing is written over a failed step; the other ranks learn it in agree() */
+    /* sticky: nothing is written over a failed step; the others learn it in tsi_fsdp_agree() */
     int *idx = calloc(2 * (size_t)f->n_units + 1, sizeof *idx);
     bool ok = !ts_error() && (idx || tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op) == 0);
     ok = ok && check_optim(op, f, c ? c->optim : NULL, idx);
@@ -433,7 +430,7 @@ ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_c
             ts_error_clear();
         }
     }
-    ok = agree(f, op, ok);
+    ok = tsi_fsdp_agree(f, op, ok);
     ts_tensor *g = ok ? i64_scalar(gen) : NULL;
     if (ok && f->world > 1)
         ok = tsi_dist_broadcast_unchecked(g, tsi_dist_group_world_rank(f->o.group, 0),
@@ -445,7 +442,7 @@ ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_c
     char *path = name ? path_join(dir, name) : NULL;
     if (ok && (!layout || !path)) ok = tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op) == 0;
     if (ok) ok = write_shard(f, op, path, gen, c, layout, idx);
-    ok = agree(f, op, ok);
+    ok = tsi_fsdp_agree(f, op, ok);
     /* every shard is on disk: the manifest commits them */
     if (ok && f->rank == 0) {
         char gs[32], ws[16], ss[8];
@@ -456,7 +453,7 @@ ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_c
         ts_tensor_list none = {0};
         ok = ts_safetensors_save(manifest, &none, meta, 4) == TS_OK;
     }
-    ok = agree(f, op, ok);
+    ok = tsi_fsdp_agree(f, op, ok);
     if (ok && f->rank == 0) remove_stale(dir, gen, f->world);
     if (!ok && path) unlink(path); /* not committed: the previous checkpoint stays whole */
     free(idx);
@@ -709,7 +706,7 @@ ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpo
         ts_grad_scaler_free(scratch);
     }
     /* every rank has staged its part (or failed): all change, or none */
-    ok = agree(f, op, ok);
+    ok = tsi_fsdp_agree(f, op, ok);
     if (ok) {
         ts_scope_begin(); /* the in-place copies hand back references */
         ts_no_grad_begin();
@@ -746,71 +743,4 @@ ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpo
     free(layout);
     free(manifest);
     return ok ? TS_OK : ts_error() ? ts_error() : TS_ERR_STATE;
-}
-
-/* ------------------------------------------------------------------ consolidation */
-/* Unit u's parameters in full precision: its shards gathered in their own dtype (not
- * param_dtype), each parameter of the state dict replaced by a view of that. */
-static bool full_unit(fsdp_module *f, fsdp_unit *u, ts_tensor_list *sd) {
-    ts_tensor *full =
-        tsi_new("fsdp_full_state_dict", TS_SHAPE(u->padded), u->shard->dtype, tsi_device(u->shard));
-    bool ok = full != NULL;
-    if (ok && f->world > 1)
-        ok = ts_dist_wait(tsi_dist_all_gather_unchecked(full, u->shard, f->o.group)) == TS_OK;
-    else if (ok)
-        ok = ts_copy_(full, u->shard) != NULL;
-    for (int k = 0; ok && k < u->n_params; k++) {
-        fsdp_param *pp = &u->params[k];
-        for (int e = 0; e < sd->n; e++) {
-            if (sd->tensors[e] != pp->p) continue;
-            int64_t strides[TS_MAX_DIMS];
-            tsi_contiguous_strides(&pp->p->shape, strides);
-            ts_tensor *v = tsi_view_of(full, pp->p->shape, strides, pp->offset);
-            if (!v) {
-                ok = false;
-                break;
-            }
-            ts_release(sd->tensors[e]);
-            sd->tensors[e] = v;
-        }
-    }
-    ts_release(full);
-    return ok;
-}
-
-ts_tensor_list ts_fsdp_full_state_dict(ts_module *fsdp) {
-    static const char op[] = "fsdp_full_state_dict";
-    tsi_init();
-    ts_tensor_list sd = {0};
-    fsdp_module *f = tsi_fsdp_of(op, fsdp);
-    if (!f) return sd;
-    /* every rank gathers, or none (a rank with an error pending would not join the gathers) */
-    if (!agree(f, op, !ts_error())) return sd;
-    sd = ts_module_state_dict(f->module);
-    bool ok = !ts_error();
-    ts_scope_begin();
-    ts_no_grad_begin();
-    for (int i = 0; i < f->n_units; i++) /* every rank joins every gather */
-        ok = full_unit(f, &f->units[i], &sd) && ok;
-    ts_no_grad_end();
-    ts_scope_end();
-    if (!ok) ts_tensor_list_free(&sd);
-    return sd;
-}
-
-ts_status ts_fsdp_save_full(ts_module *fsdp, const char *path) {
-    static const char op[] = "fsdp_save_full";
-    tsi_init();
-    fsdp_module *f = tsi_fsdp_of(op, fsdp);
-    if (!f) return ts_error();
-    if (!path || !*path)
-        return tsi_error_set(TS_ERR_ARG, "%s: path is %s", op, path ? "empty" : "NULL");
-    /* the wrapped model's state dict in the shards' precision: the names ts_module_save of the
-     * unwrapped model writes */
-    ts_tensor_list sd = ts_fsdp_full_state_dict(fsdp);
-    bool ok = !ts_error();
-    static const char *const meta[] = {"format", "pt"};
-    if (ok && f->rank == 0) ok = ts_safetensors_save(path, &sd, meta, 1) == TS_OK;
-    ts_tensor_list_free(&sd);
-    return agree(f, op, ok) ? TS_OK : ts_error();
 }

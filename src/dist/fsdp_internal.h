@@ -84,4 +84,10 @@ void tsi_fsdp_wait_all(fsdp_module *f);
 /* Before a forward: the last backward must have completed every unit it started. */
 bool tsi_fsdp_check_prior(fsdp_module *f);
 
+/* Every rank of the group says whether it succeeded, and with what error. Returns true when all
+ * did; otherwise false with, on every rank, an error naming the first rank that failed (a rank's
+ * own error is kept as it was). A pending error on entry counts as this rank's failure.
+ * (fsdp_checkpoint.c) */
+bool tsi_fsdp_agree(fsdp_module *f, const char *op, bool ok);
+
 #endif /* TS_DIST_FSDP_INTERNAL_H */
