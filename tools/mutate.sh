@@ -90,15 +90,21 @@ object_of() {
 build_lib() { cmake --build "$build" -j "$jobs" --target "$(target_of "$1")" >"$work/build.log" 2>&1; }
 targets_of() { # the map's "test:VAR=value" entries name the target test
     local t
-    for t in $1; do [[ $t == py:* ]] || printf '%s ' "${t%%:*}"; done
+    for t in $1; do
+        [[ $t == np[0-9]:* ]] && t=${t#np?:}
+        [[ $t == py:* ]] || printf '%s ' "${t%%:*}"
+    done
 }
 # Runs each test program as ctest would (TS_SIM_DEVICES=4, from the tests' folder; "test:VAR=value"
-# adds a variable, e.g. test_ops_table:TS_OT_FILTER=softmax for the rows a file can touch), under a
+# adds a variable, e.g. test_ops_table:TS_OT_FILTER=softmax for the rows a file can touch; "np2:test"
+# runs it under mpiexec with 2 ranks, as ctest's test_dist_*_np2), under a
 # time limit: a mutant that makes a test hang is killed too. Sets $failing to the first failing
 # test and returns 1, or returns 0 when every test passed.
 run_tests() {
     local t rc name env
     for t in $1; do
+        ranks=""
+        if [[ $t == np[0-9]:* ]]; then ranks=${t:2:1} t=${t#np?:}; fi
         name=${t%%:*} env=""
         [ "$name" = "$t" ] || env=${t#*:}
         rc=0
@@ -107,6 +113,10 @@ run_tests() {
             env PYTHONPATH="$build/python" TS_SIM_DEVICES=2 timeout -s KILL "$2" \
                 "$python" -m pytest -q -x -p no:cacheprovider "tests/python/${t#py:}" \
                 >"$work/test.log" 2>&1 &
+        elif [ -n "$ranks" ]; then # as ctest's test_dist_*_npN: one thread a rank, oversubscribed
+            (cd "$build/tests" && exec env TS_SIM_DEVICES=4 OMP_NUM_THREADS=1 \
+                OMPI_MCA_rmaps_base_oversubscribe=1 $env timeout -s KILL "$2" mpiexec -n "$ranks" \
+                --oversubscribe --allow-run-as-root --bind-to none "./$name") >"$work/test.log" 2>&1 &
         else
             (cd "$build/tests" && exec env TS_SIM_DEVICES=4 $env timeout -s KILL "$2" "./$name") \
                 >"$work/test.log" 2>&1 &
