@@ -337,7 +337,10 @@ static void gpt_peak_memory(void) {
                                .n_embd = 64};
     ts_device dev = ts_sim(rank % 4);
     ts_tensor *x, *y;
+    ts_scope_begin(); /* the batch's intermediates go at its end; x and y are kept */
     batch(M_GPT, 0, dev, &x, &y);
+    x = ts_keep(x), y = ts_keep(y);
+    ts_scope_end();
     ts_mem_stats ms = {0};
     /* the activations, on the unwrapped model */
     ts_manual_seed(3);
