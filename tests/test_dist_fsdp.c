@@ -484,6 +484,11 @@ static void errors(void) {
     f = ts_fsdp(two_fc_new(4), (ts_fsdp_opts){.units = both, .n_units = 2});
     CHECK(ts_fsdp_clip_grad_norm(f, 1.0, 2) == 0);
     CHECK_OK();
+    /* a negative norm type is refused, as a NaN max_norm is (0 alone means 2) */
+    CHECK(isnan(ts_fsdp_clip_grad_norm(f, 1.0, -1)));
+    CHECK_ERR_HAS(TS_ERR_ARG, "norm_type (-1) must be positive");
+    CHECK(isnan(ts_fsdp_clip_grad_norm(f, NAN, 2)));
+    CHECK_ERR_HAS(TS_ERR_ARG, "max_norm (nan) must not be NaN");
     ts_module_free(f);
 }
 
