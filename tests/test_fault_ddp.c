@@ -2,7 +2,7 @@
  * world of one (no launcher): joining and leaving (ts_dist_init / finalize), the collectives
  * (synchronous, asynchronous, on a subgroup), wrapping a model in DistributedDataParallel, a DDP
  * training step, and the same two for sharded data parallel (two units; the step under each of
- * stages 1, 2 and 3). Each failing
+ * stages 1, 2 and 3; the full state dict's consolidation). Each failing
  * allocation must end in a clear error, leak nothing and leave a defined state: collectives leave
  * their tensors as they were or as the result (the same in a world of one), a DDP step happens
  * wholly or not at all; the failed call then succeeds after ts_error_clear(). */
@@ -149,6 +149,18 @@ static void *fsdp_step_setup(void) {
     return t;
 }
 
+/* Consolidation: the full state dict is whole or, on a failure, empty (nothing half-gathered is
+ * handed out) and the shards are untouched. */
+static bool fsdp_full_run(void *p) {
+    sweep_trainee *t = p;
+    ts_tensor_list sd = ts_fsdp_full_state_dict(t->m);
+    const bool failed = ts_error() != TS_OK;
+    if (failed) CHECK_EQ(sd.n, 0);
+    const bool ok = !failed && sd.n == 4; /* two Linears: weight and bias each */
+    ts_tensor_list_free(&sd);
+    return ok;
+}
+
 int main(void) {
     ts_sweep_case coll = {.name = "dist init+collectives",
                           .setup = coll_setup,
@@ -187,6 +199,13 @@ int main(void) {
                                .snap = fsdp_snap};
         ts_fault_sweep(&fstep, MAX_POINTS);
     }
+    fsdp_stage = 3;
+    ts_sweep_case ffull = {.name = "fsdp full state dict",
+                           .setup = fsdp_step_setup,
+                           .run = fsdp_full_run,
+                           .teardown = sweep_trainee_free,
+                           .snap = fsdp_snap};
+    ts_fault_sweep(&ffull, MAX_POINTS);
     CHECK(ts_dist_finalize() == TS_OK);
     return ts_test_finish();
 }
