@@ -284,11 +284,12 @@ INPLACE_LIST(DEF_INPLACE)
     X(abs, ts_abs)                                                                                 \
     X(exp, ts_exp)                                                                                 \
     X(log, ts_log)                                                                                 \
-    X(log1p, ts_log1p) X(sqrt, ts_sqrt) X(rsqrt, ts_rsqrt) X(sin, ts_sin) X(cos, ts_cos)           \
-        X(tan, ts_tan) X(asin, ts_asin) X(acos, ts_acos) X(atan, ts_atan) X(sinh, ts_sinh)         \
-            X(cosh, ts_cosh) X(asinh, ts_asinh) X(acosh, ts_acosh) X(atanh, ts_atanh)              \
-                X(erf, ts_erf) X(tanh, ts_tanh) X(sigmoid, ts_sigmoid) X(relu, ts_relu)            \
-                    X(sign, ts_sign) X(floor, ts_floor) X(ceil, ts_ceil) X(round, ts_round)        \
+    X(log1p, ts_log1p)                                                                             \
+    X(sqrt, ts_sqrt) X(rsqrt, ts_rsqrt) X(sin, ts_sin) X(cos, ts_cos) X(tan, ts_tan)               \
+        X(asin, ts_asin) X(acos, ts_acos) X(atan, ts_atan) X(sinh, ts_sinh) X(cosh, ts_cosh)       \
+            X(asinh, ts_asinh) X(acosh, ts_acosh) X(atanh, ts_atanh) X(erf, ts_erf)                \
+                X(tanh, ts_tanh) X(sigmoid, ts_sigmoid) X(relu, ts_relu) X(sign, ts_sign)          \
+                    X(floor, ts_floor) X(ceil, ts_ceil) X(round, ts_round)                         \
                         X(reciprocal, ts_reciprocal) X(square, ts_square)                          \
                             X(logical_not, ts_logical_not)
 #define UNARY_INPLACE_LIST(X)                                                                      \
