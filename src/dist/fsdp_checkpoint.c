@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "dist/fsdp_internal.h"
+#include "io/atomic_file.h"
 #include "nn/module_internal.h"
 #include "optim/optim_internal.h"
 #include "optim/optim_load.h"
@@ -312,24 +313,6 @@ static bool states_by_leaf(fsdp_module *f, const int *idx, ts_tensor_list *osd) 
     return ok;
 }
 
-static int mkdir_p(const char *dir) {
-    char *p = strdup(dir);
-    if (!p) return ENOMEM;
-    int err = 0;
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s) continue;
-        char c = *s;
-        *s = 0;
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) err = errno;
-        *s = c;
-        if (!c || err) break;
-    }
-    struct stat sb;
-    if (!err && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) err = ENOTDIR;
-    free(p);
-    return err;
-}
-
 /* After a committed save: shard files of other generations, temporaries a crashed save left, and
  * the files of an uncommitted save that a crash left under the same generation number by another
  * world size (shard.G.R-of-W'.safetensors). */
@@ -418,10 +401,7 @@ ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_c
     char *manifest = path_join(dir, MANIFEST);
     if (!manifest) ok = tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op) == TS_OK;
     if (ok && f->rank == 0) {
-        int err = mkdir_p(dir);
-        if (err)
-            ok = tsi_error_set(TS_ERR_IO, "%s: cannot create '%s': %s", op, dir, strerror(err)) ==
-                 TS_OK;
+        ok = tsi_make_dirs(op, dir) == TS_OK;
         struct stat sb;
         if (ok && stat(manifest, &sb) == 0) {
             bool mok = true;

@@ -125,3 +125,37 @@ ts_status tsi_afile_commit(tsi_afile *f) {
     f->tmp = NULL;
     return fsync_dir(f);
 }
+
+/* ------------------------------------------------------------------ folders */
+ts_status tsi_make_dirs(const char *op, const char *dir) {
+    char *p = strdup(dir);
+    if (!p) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+    ts_status st = TS_OK;
+    for (char *s = p + 1;; s++) {
+        char c = *s;
+        if (c != '/' && c != '\0') continue;
+        if (s[-1] != '/') { /* "a//b" has an empty component */
+            *s = '\0';
+            if (mkdir(p, 0777) != 0) {
+                int err = errno;
+                struct stat sb;
+                /* EEXIST, but also EACCES or EROFS on some systems when the folder is there */
+                bool is_dir = stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+                if (!is_dir) {
+                    if (err == EEXIST) err = ENOTDIR;
+                    st = strcmp(p, dir) == 0
+                             ? tsi_error_set(TS_ERR_IO, "%s: cannot create folder '%s': %s", op,
+                                             dir, strerror(err))
+                             : tsi_error_set(TS_ERR_IO,
+                                             "%s: cannot create folder '%s' (for '%s'): %s", op, p,
+                                             dir, strerror(err));
+                    break;
+                }
+            }
+            *s = c;
+        }
+        if (!c) break;
+    }
+    free(p);
+    return st;
+}

@@ -28,4 +28,9 @@ ts_status tsi_afile_commit(tsi_afile *f);
 /* Closes and removes the temporary file (after an error); the target is untouched. */
 void tsi_afile_abort(tsi_afile *f);
 
+/* mkdir -p: each missing component of dir is created; one that exists must be a folder.
+ * TS_ERR_IO "<op>: cannot create folder '<dir>': ..." (strerror; naming the component that
+ * failed when it is not dir itself), TS_ERR_OOM. */
+ts_status tsi_make_dirs(const char *op, const char *dir);
+
 #endif /* TS_IO_ATOMIC_FILE_H */

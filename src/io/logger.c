@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/internal.h"
+#include "io/atomic_file.h"
 #include "io/tfevents.h"
 
 struct ts_logger {
@@ -146,41 +147,6 @@ static ts_status put_line(ts_logger *lg, const char *op, jbuf *b) {
     return st;
 }
 
-/* ------------------------------------------------------------------ folders */
-/* mkdir -p: each missing component is created; one that exists must be a folder. */
-static ts_status make_dirs(const char *op, const char *dir) {
-    char *p = strdup(dir);
-    if (!p) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
-    ts_status st = TS_OK;
-    for (char *s = p + 1;; s++) {
-        char c = *s;
-        if (c != '/' && c != '\0') continue;
-        if (s[-1] != '/') { /* "a//b" has an empty component */
-            *s = '\0';
-            if (mkdir(p, 0777) != 0) {
-                int err = errno;
-                struct stat sb;
-                /* EEXIST, but also EACCES or EROFS on some systems when the folder is there */
-                bool is_dir = stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-                if (!is_dir) {
-                    if (err == EEXIST) err = ENOTDIR;
-                    st = strcmp(p, dir) == 0
-                             ? tsi_error_set(TS_ERR_IO, "%s: cannot create folder '%s': %s", op,
-                                             dir, strerror(err))
-                             : tsi_error_set(TS_ERR_IO,
-                                             "%s: cannot create folder '%s' (for '%s'): %s", op, p,
-                                             dir, strerror(err));
-                    break;
-                }
-            }
-            *s = c;
-        }
-        if (!c) break;
-    }
-    free(p);
-    return st;
-}
-
 /* ------------------------------------------------------------------ public */
 ts_logger *ts_logger_open(const char *dir) {
     const char *op = "logger_open";
@@ -188,7 +154,7 @@ ts_logger *ts_logger_open(const char *dir) {
         tsi_error_set(TS_ERR_ARG, "%s: the folder name is %s", op, dir ? "empty" : "NULL");
         return NULL;
     }
-    if (make_dirs(op, dir) != TS_OK) return NULL;
+    if (tsi_make_dirs(op, dir) != TS_OK) return NULL;
     ts_logger *lg = calloc(1, sizeof *lg);
     char *path = malloc(strlen(dir) + sizeof "/metrics.jsonl");
     if (!lg || !path) {
