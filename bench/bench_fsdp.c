@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_rss.h"
 #include "tessera.h"
 
 static int rank, world;
@@ -39,24 +40,6 @@ static double now(void) {
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-/* kB of a /proc/self/status line ("VmRSS:", "VmHWM:") */
-static long status_kb(const char *key) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, n)) v = strtol(line + n + 1, NULL, 10);
-    if (f) fclose(f);
-    return v;
-}
-
-/* the high-water mark of the resident set starts again from the current resident set */
-static void rss_reset_peak(void) {
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (f) fputs("5", f), fclose(f);
 }
 
 /* every rank's value of x, on every rank (out[world]) */
@@ -147,7 +130,7 @@ static int speed(const gpt_case *c, const char *mode, int iters) {
     die_on_error("warm-up");
     ts_dist_barrier();
     ts_memory_reset_peak(cpu);
-    rss_reset_peak();
+    rss_reset();
     double *t = malloc((size_t)iters * sizeof *t);
     for (int i = 0; i < iters; i++) {
         ts_dist_barrier();

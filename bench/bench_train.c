@@ -9,30 +9,11 @@
 #include <time.h>
 
 #include "bench_models.h"
+#include "bench_rss.h"
 #include "tessera.h"
 
 #define BENCH_NAME "bench_train"
 #include "bench_util.h"
-
-/* Resident-set growth while training: clear the kernel's peak, then read the high-water mark. */
-static long status_kb(const char *key) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, n)) v = strtol(line + n + 1, NULL, 10);
-    if (f) fclose(f);
-    return v;
-}
-static long rss_reset(void) {
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (f) {
-        fputs("5", f);
-        fclose(f);
-    }
-    return status_kb("VmRSS:");
-}
 
 /* Floating-point operations of one training step of a CIFAR-style ResNet of BasicBlocks (`blocks`
  * per stage, stage s with width << s channels at side >> s, the first block of a later stage

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_rss.h"
 #include "bench_peak.h"
 #include "tessera.h"
 
@@ -16,25 +17,6 @@ static void die_on_error(const char *what) {
     if (ts_error() == TS_OK) return;
     fprintf(stderr, "bench_xformer: %s: %s\n", what, ts_error_message());
     exit(1);
-}
-
-static long status_kb(const char *key) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, n)) v = strtol(line + n + 1, NULL, 10);
-    if (f) fclose(f);
-    return v;
-}
-static long rss_reset(void) {
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (f) {
-        fputs("5", f);
-        fclose(f);
-    }
-    return status_kb("VmRSS:");
 }
 
 typedef void (*step_fn)(void *ctx);
