@@ -89,9 +89,7 @@ void tsi_afile_abort(tsi_afile *f) {
 }
 
 /* The rename is durable only once the folder's entry is on disk too. */
-static ts_status fsync_dir(const tsi_afile *f) {
-    char *dir = dir_of(f->path);
-    if (!dir) return tsi_error_set(TS_ERR_OOM, "%s: out of memory", f->op);
+static ts_status fsync_dir(const tsi_afile *f, const char *dir) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     ts_status st = TS_OK;
     /* some file systems cannot sync a folder (EINVAL); the data itself is already synced */
@@ -99,11 +97,18 @@ static ts_status fsync_dir(const tsi_afile *f) {
         st = tsi_error_set(TS_ERR_IO, "%s: syncing folder '%s' of '%s' failed: %s", f->op, dir,
                            f->path, strerror(errno));
     if (fd >= 0) close(fd);
-    free(dir);
     return st;
 }
 
 ts_status tsi_afile_commit(tsi_afile *f) {
+    /* the folder's name before the rename: once the new file is in place, nothing may fail for
+     * want of memory (a caller told of a failure would take the file for absent) */
+    char *dir = dir_of(f->path);
+    if (!dir) {
+        tsi_error_set(TS_ERR_OOM, "%s: out of memory", f->op);
+        tsi_afile_abort(f);
+        return TS_ERR_OOM;
+    }
     const char *what = NULL;
     if (fsync(f->fd) != 0) what = "syncing";
     int saved = errno;
@@ -119,11 +124,14 @@ ts_status tsi_afile_commit(tsi_afile *f) {
     if (what) {
         tsi_error_set(TS_ERR_IO, "%s: %s '%s' failed: %s", f->op, what, f->path, strerror(saved));
         tsi_afile_abort(f);
+        free(dir);
         return TS_ERR_IO;
     }
     free(f->tmp);
     f->tmp = NULL;
-    return fsync_dir(f);
+    ts_status st = fsync_dir(f, dir);
+    free(dir);
+    return st;
 }
 
 /* ------------------------------------------------------------------ folders */
