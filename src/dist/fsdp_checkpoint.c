@@ -406,8 +406,12 @@ ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_c
         if (ok && stat(manifest, &sb) == 0) {
             bool mok = true;
             gen = meta_u64(manifest, "generation", &mok) + 1;
-            if (!mok) gen = 1; /* unreadable: the save replaces it */
-            ts_error_clear();
+            /* out of memory reading it fails the save: taken for unreadable, the save would
+             * start again at generation 1 and, when that is the committed one, overwrite its
+             * shards before the commit */
+            if (ts_error() == TS_ERR_OOM) ok = false;
+            if (ok && !mok) gen = 1; /* unreadable: the save replaces it */
+            if (ok) ts_error_clear();
         }
     }
     ok = tsi_fsdp_agree(f, op, ok);
@@ -447,9 +451,28 @@ ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_c
 /* ------------------------------------------------------------------ load */
 typedef struct staged_unit {
     int64_t start, n; /* this rank's elements of the unit's unpadded buffer: [start, start + n) */
-    ts_tensor *flat;  /* [shard_n] cpu */
+    ts_tensor *flat;  /* [shard_n] cpu, then staged on the shard's device */
     ts_tensor_list slots; /* "state.<u>.<slot>" -> [shard_n] cpu */
 } staged_unit;
+
+/* src on dst's device and in its dtype (src itself, retained, when it already is): what the commit
+ * copies from without allocating */
+static ts_tensor *staged_for(const char *op, ts_tensor *src, const ts_tensor *dst) {
+    ts_tensor *a = tsi_to_device(op, src, tsi_device(dst));
+    ts_tensor *b = a ? tsi_cast(op, a, dst->dtype) : NULL;
+    ts_release(a);
+    return b;
+}
+
+/* The commit's copy (one device, dtype and shape): it allocates nothing, so it cannot fail half-way
+ * through the tensors a load changes. */
+static void commit_copy(ts_tensor *dst, const ts_tensor *src) {
+    if (tsi_numel(dst->shape) > 0) {
+        ts_kview d = tsi_kview(dst), s = tsi_kview(src);
+        tsi_be(dst)->copy(tsi_be(dst), tsi_dev_index(dst), &d, &s);
+    }
+    tsi_bump_version(dst);
+}
 
 /* Copies the part of old rank q's block (q*osn .. +osn) that overlaps this rank's new range. */
 static bool copy_overlap(staged_unit *s, ts_tensor *dst, ts_tensor *src, int q, int64_t osn) {
@@ -676,8 +699,17 @@ ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpo
         if (!t || !same_shape(t->shape, bufs.tensors[i]->shape))
             ok = tsi_error_set(TS_ERR_ARG, "%s: %s: buffer '%s' is %s", op, L.first_path,
                                bufs.names[i], t ? "of another shape" : "missing") == TS_OK;
-        else
-            ok = ts_tensor_list_add(&bsrc, bufs.names[i], t) == TS_OK;
+        else {
+            ts_tensor *b = staged_for(op, t, bufs.tensors[i]);
+            ok = b && ts_tensor_list_add(&bsrc, bufs.names[i], b) == TS_OK;
+            ts_release(b);
+        }
+    }
+    for (int i = 0; ok && i < f->n_units; i++) { /* the shards' values where the shards live */
+        ts_tensor *t = staged_for(op, L.su[i].flat, f->units[i].shard);
+        ts_release(L.su[i].flat);
+        L.su[i].flat = t;
+        ok = t != NULL;
     }
     bool load_scaler = scaler && ssd.n > 0;
     if (ok && load_scaler) {
@@ -688,15 +720,9 @@ ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpo
     /* every rank has staged its part (or failed): all change, or none */
     ok = tsi_fsdp_agree(f, op, ok);
     if (ok) {
-        ts_scope_begin(); /* the in-place copies hand back references */
-        ts_no_grad_begin();
-        for (int i = 0; ok && i < f->n_units; i++)
-            ok = ts_copy_(f->units[i].shard, L.su[i].flat) != NULL;
-        for (int i = 0; ok && i < bufs.n; i++)
-            ok = ts_copy_(bufs.tensors[i], bsrc.tensors[i]) != NULL;
-        ts_no_grad_end();
-        ts_scope_end();
-        if (ok && load_scaler) ok = ts_grad_scaler_load_state_dict(scaler, &ssd) == TS_OK;
+        for (int i = 0; i < f->n_units; i++) commit_copy(f->units[i].shard, L.su[i].flat);
+        for (int i = 0; i < bufs.n; i++) commit_copy(bufs.tensors[i], bsrc.tensors[i]);
+        if (load_scaler) ok = ts_grad_scaler_load_state_dict(scaler, &ssd) == TS_OK;
         if (ok && go) {
             tsi_optim_load_commit(go);
             go = NULL;
