@@ -169,6 +169,9 @@ static void same_world(int stage, const char *dir) {
     /* consolidated: DDP's model after the same steps, under its ordinary names */
     const char *full = join(dir, "full.safetensors");
     CHECK(ts_fsdp_save_full(a, full) == TS_OK);
+    char *fmt = ts_safetensors_metadata(full, "format"); /* as ts_module_save: PyTorch's "pt" */
+    CHECK(fmt && !strcmp(fmt, "pt"));
+    free(fmt);
     ts_module *plain = model_new(3);
     CHECK(ts_module_load(plain, full, true) == TS_OK);
     CHECK_OK();
