@@ -25,29 +25,8 @@
 #include "fault_sweep.h"
 #include "heap_usage.h"
 #include "nn/conv_fused.h"
+#include "same_bits.h"
 #include "ts_test.h"
-
-/* ------------------------------------------------------------------ helpers */
-/* t's elements as bytes on the host (malloc'ed); *n: their count. */
-static unsigned char *host_bytes(ts_tensor *t, size_t *n) {
-    ts_tensor *h = ts_contiguous(ts_to(t, ts_cpu()));
-    *n = (size_t)ts_numel(h) * ts_dtype_size(ts_dtype_of(h));
-    unsigned char *p = malloc(*n + 1);
-    if (p && ts_copy_to_host(h, p, *n) != TS_OK) {
-        free(p);
-        return NULL;
-    }
-    return p;
-}
-
-static bool same_bits(ts_tensor *a, ts_tensor *b) {
-    if (!a || !b || ts_dtype_of(a) != ts_dtype_of(b) || ts_numel(a) != ts_numel(b)) return false;
-    size_t na, nb;
-    unsigned char *pa = host_bytes(a, &na), *pb = host_bytes(b, &nb);
-    const bool eq = pa && pb && na == nb && memcmp(pa, pb, na) == 0;
-    free(pa), free(pb);
-    return eq;
-}
 
 /* ------------------------------------------------------------------ fused vs composed */
 typedef struct conv_case {
