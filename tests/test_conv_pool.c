@@ -268,6 +268,7 @@ static const conv_case conv_cases[] = {
     {9, 3, 16, 16, 6, 5, 5, {.groups = 1}, true, false, false}, /* batch-parallel */
     {2, 6, 9, 8, 16, 3, 3, {.padding = {1, 1}, .stride = {2, 1}}, true, false, false}, /* 16 outputs */
     {3, 4, 7, 9, 16, 3, 2, {.dilation = {2, 1}, .groups = 2}, true, false, false}, /* 8 per group */
+    {18, 2, 5, 5, 3, 3, 3, {.padding = {1, 1}}, true, false, false}, /* 18 images: chunks of the weight gradient sum two */
 };
 /* clang-format on */
 #define N_CONV_CASES ((int)(sizeof conv_cases / sizeof conv_cases[0]))
