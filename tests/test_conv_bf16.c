@@ -20,6 +20,8 @@
 #include "backend/cpu/kern_conv.h"
 #include "backend/cpu/matmul_dnnl.h"
 #include "bf16_check.h"
+#include "fault_sweep.h"
+#include "tol_check.h"
 #include "ts_test.h"
 
 static ts_tensor *random_bf16(ts_shape s, bool grad) { return ts_test_random_bf16(s, 1, grad); }
@@ -81,6 +83,75 @@ static void check_case(const conv_case *cc, int expect) {
     ts_scope_end();
 }
 
+/* ------------------------------------------------------------------ allocation failures */
+/* The widened path (the built-in kernels forced, so never oneDNN's bf16 primitives) with each of
+ * its allocations failing in turn: a float32 copy or the scratch missing, the naive loops of
+ * kern_conv_naive.c run instead, or the op fails with TS_ERR_OOM. The naive loops round every
+ * partial sum to bf16 (through float: 2^-8 + 2^-24 each), so a result is held to their bound,
+ * gamma_(K+1) S for that u, which also holds the widened path's (check_case's, far tighter). */
+typedef struct sweep_state {
+    ts_tensor *x, *w, *b, *y64, *ya, *y;
+} sweep_state;
+
+static const conv_case SWEEP_CASE = {"sweep", 2, 3, 7, 6, 4, 3, 3, {.padding = {1, 1}}, true};
+
+static void *sweep_setup(void) {
+    sweep_state *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    const conv_case *cc = &SWEEP_CASE;
+    s->x = random_bf16(TS_SHAPE(cc->n, cc->c, cc->h, cc->w), false);
+    s->w = random_bf16(TS_SHAPE(cc->o, cc->c, cc->kh, cc->kw), false);
+    s->b = random_bf16(TS_SHAPE(cc->o), false);
+    ts_scope_begin();
+    ts_tensor *y64 = ts_conv2d(f64_of(s->x, false, false), f64_of(s->w, false, false),
+                               f64_of(s->b, false, false), cc->o_);
+    ts_tensor *ya = ts_conv2d(f64_of(s->x, true, false), f64_of(s->w, true, false),
+                              f64_of(s->b, true, false), cc->o_);
+    s->y64 = ts_detach(y64), s->ya = ts_detach(ya);
+    ts_retain(s->y64), ts_retain(s->ya);
+    ts_scope_end();
+    return s;
+}
+
+static bool sweep_run(void *p) {
+    sweep_state *s = p;
+    ts_release(s->y);
+    s->y = ts_conv2d(s->x, s->w, s->b, SWEEP_CASE.o_);
+    return s->y && !ts_error();
+}
+
+static void sweep_check(void *p, bool ok) {
+    sweep_state *s = p;
+    if (!ok) return;
+    const int64_t n = ts_numel(s->y64);
+    const double u = 0x1p-8 + 0x1p-24, k1 = SWEEP_CASE.c * SWEEP_CASE.kh * SWEEP_CASE.kw + 2;
+    double *want = ts_test_host_f64(s->y64, n), *tol = ts_test_host_f64(s->ya, n);
+    for (int64_t i = 0; i < n; i++) tol[i] *= k1 * u / (1 - k1 * u);
+    CHECK_TOL("sweep", "forward under an allocation failure", s->y, want, tol, n);
+    free(want), free(tol);
+}
+
+static void sweep_teardown(void *p) {
+    sweep_state *s = p;
+    ts_release(s->x), ts_release(s->w), ts_release(s->b), ts_release(s->y64), ts_release(s->ya);
+    ts_release(s->y);
+    free(s);
+}
+
+static void test_allocation_failures(void) {
+    tsi_conv_force_provider("builtin");
+    const ts_sweep_case c = {.name = "bf16 conv2d through float32 copies",
+                             .setup = sweep_setup,
+                             .run = sweep_run,
+                             .teardown = sweep_teardown,
+                             .check = sweep_check};
+    const ts_sweep_stats st = ts_fault_sweep(&c, 200);
+    CHECK(st.absorbed > 0); /* some failures ran the naive loops */
+    CHECK_EQ(st.errors, st.oom);
+    tsi_conv_force_provider(getenv("TS_CONV"));
+    CHECK_OK();
+}
+
 int main(void) {
     const int gate = ts_test_isa_gate();
     if (gate) return gate;
@@ -109,5 +180,6 @@ int main(void) {
         for (size_t i = 0; i < n; i++) check_case(&cases[i], native ? -1 : 0);
     }
     ts_scope_end();
+    test_allocation_failures();
     return ts_test_finish();
 }

@@ -22,21 +22,9 @@
 #include "backend/cpu/matmul_dnnl.h"
 #include "bf16_check.h"
 #include "nn/conv_internal.h"
+#include "same_bits.h"
 #include "state_snapshot.h"
 #include "ts_test.h"
-
-static bool same_bits(ts_tensor *a, ts_tensor *b) {
-    if (!a || !b || ts_dtype_of(a) != ts_dtype_of(b) || ts_numel(a) != ts_numel(b)) return false;
-    ts_scope_begin();
-    ts_tensor *ha = ts_contiguous(ts_to(a, ts_cpu())), *hb = ts_contiguous(ts_to(b, ts_cpu()));
-    size_t n = (size_t)ts_numel(a) * ts_element_size(a);
-    unsigned char *pa = malloc(n + 1), *pb = malloc(n + 1);
-    bool eq = pa && pb && ts_copy_to_host(ha, pa, n) == TS_OK &&
-              ts_copy_to_host(hb, pb, n) == TS_OK && memcmp(pa, pb, n) == 0;
-    free(pa), free(pb);
-    ts_scope_end();
-    return eq;
-}
 
 typedef struct conv_case {
     const char *name;

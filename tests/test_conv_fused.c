@@ -25,29 +25,9 @@
 #include "fault_sweep.h"
 #include "heap_usage.h"
 #include "nn/conv_fused.h"
+#include "same_bits.h"
+#include "tol_check.h"
 #include "ts_test.h"
-
-/* ------------------------------------------------------------------ helpers */
-/* t's elements as bytes on the host (malloc'ed); *n: their count. */
-static unsigned char *host_bytes(ts_tensor *t, size_t *n) {
-    ts_tensor *h = ts_contiguous(ts_to(t, ts_cpu()));
-    *n = (size_t)ts_numel(h) * ts_dtype_size(ts_dtype_of(h));
-    unsigned char *p = malloc(*n + 1);
-    if (p && ts_copy_to_host(h, p, *n) != TS_OK) {
-        free(p);
-        return NULL;
-    }
-    return p;
-}
-
-static bool same_bits(ts_tensor *a, ts_tensor *b) {
-    if (!a || !b || ts_dtype_of(a) != ts_dtype_of(b) || ts_numel(a) != ts_numel(b)) return false;
-    size_t na, nb;
-    unsigned char *pa = host_bytes(a, &na), *pb = host_bytes(b, &nb);
-    const bool eq = pa && pb && na == nb && memcmp(pa, pb, na) == 0;
-    free(pa), free(pb);
-    return eq;
-}
 
 /* ------------------------------------------------------------------ fused vs composed */
 typedef struct conv_case {
@@ -665,6 +645,61 @@ static void test_direct_group_threads(void) {
     ts_scope_end();
 }
 
+/* HardSigmoid and HardSwish after the built-in im2col + GEMM (float32 with the provider and the
+ * direct kernels' variant forced, float64 always) against the activation computed in float64
+ * from the same convolution without one (the same bits before the activation: the same kernels
+ * add the bias row by row). The kernel rounds alpha and beta to the dtype and rounds alpha y, the
+ * sum and (HardSwish) the product: |h - h64| <= 4 u (|alpha y| + |beta|), clamping widens nothing,
+ * and y h adds |y| (that + u). A lower bound other than 0 (h = 1 where alpha y + beta < 1) misses
+ * it by far. */
+static void test_hard_acts(void) {
+    static const struct {
+        tsi_conv_act act;
+        double alpha, beta;
+    } acts[2] = {{TSI_CONV_ACT_HARDSIGMOID, 0.3, 0.4}, {TSI_CONV_ACT_HARDSWISH, 1.0 / 6.0, 0.5}};
+    const conv_case *k = &CASES[3]; /* groups, stride 2, a bias */
+    const ts_dtype dts[2] = {TS_F64, TS_F32};
+    for (int t = 0; t < 2; t++) {
+        tsi_conv_force_provider("builtin");
+        CHECK(ts_conv_direct_force_isa("none"));
+        ts_scope_begin();
+        ts_manual_seed(31);
+        const ts_opts o = {.dtype = dts[t]};
+        ts_tensor *x = ts_mul_scalar(ts_randn(TS_SHAPE(k->n, k->c, k->h, k->w), o), 4.0);
+        ts_tensor *w = ts_randn(TS_SHAPE(k->o, k->c / k->groups, k->k, k->k), o);
+        ts_tensor *b = ts_randn(TS_SHAPE(k->o), o);
+        ts_no_grad_begin();
+        ts_tensor *y = ts_conv2d(x, w, b, opts_of(k));
+        const int64_t n = y ? ts_numel(y) : 0;
+        double *yv = ts_test_host_f64(y, n), *want = malloc(sizeof(double) * (size_t)n + 1),
+               *tol = malloc(sizeof(double) * (size_t)n + 1);
+        const double u = ts_test_unit_roundoff(dts[t]);
+        for (int a = 0; a < 2; a++) {
+            const bool swish = acts[a].act == TSI_CONV_ACT_HARDSWISH;
+            int64_t below = 0; /* outputs the lower bound clamps */
+            for (int64_t i = 0; i < n; i++) {
+                const double s = acts[a].alpha * yv[i] + acts[a].beta;
+                const double h = fmin(fmax(s, 0.0), 1.0);
+                const double th = 4 * u * (fabs(acts[a].alpha * yv[i]) + fabs(acts[a].beta));
+                below += s < 0;
+                want[i] = swish ? yv[i] * h : h;
+                tol[i] = swish ? fabs(yv[i]) * (th + u) : th;
+            }
+            CHECK(below > 0); /* else the case does not test the clamp */
+            ts_tensor *got =
+                tsi_conv2d_act(x, w, b, opts_of(k), acts[a].act, acts[a].alpha, acts[a].beta);
+            CHECK_OK();
+            CHECK_TOL(ts_dtype_name(dts[t]), swish ? "hardswish" : "hardsigmoid", got, want, tol,
+                      n);
+        }
+        free(yv), free(want), free(tol);
+        ts_no_grad_end();
+        ts_scope_end();
+        tsi_conv_force_provider(NULL);
+        CHECK(ts_conv_direct_force_isa(NULL));
+    }
+}
+
 int main(void) {
     ts_sim_configure(1, 0);
     test_fused_matches();
@@ -674,6 +709,7 @@ int main(void) {
     test_autograd();
     test_trace();
     test_errors();
+    test_hard_acts();
     if (tsi_dnnl_conv_count() == 0) {
         printf("SKIP the weight cache: no oneDNN convolutions in this build\n");
         return ts_test_finish();

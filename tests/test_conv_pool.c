@@ -268,6 +268,7 @@ static const conv_case conv_cases[] = {
     {9, 3, 16, 16, 6, 5, 5, {.groups = 1}, true, false, false}, /* batch-parallel */
     {2, 6, 9, 8, 16, 3, 3, {.padding = {1, 1}, .stride = {2, 1}}, true, false, false}, /* 16 outputs */
     {3, 4, 7, 9, 16, 3, 2, {.dilation = {2, 1}, .groups = 2}, true, false, false}, /* 8 per group */
+    {18, 2, 5, 5, 3, 3, 3, {.padding = {1, 1}}, true, false, false}, /* 18 images: chunks of the weight gradient sum two */
 };
 /* clang-format on */
 #define N_CONV_CASES ((int)(sizeof conv_cases / sizeof conv_cases[0]))
@@ -439,6 +440,9 @@ static const pool_case pool_cases[] = {
     {2, 2, 5, 6, P_ADAPT, {.kernel = {0}}, 1, 1, false},
     {1, 3, 13, 11, P_ADAPT, {.kernel = {0}}, 1, 1, false}, /* 16-sum chunks and a tail */
     {1, 5, 7, 4, P_ADAPT, {.kernel = {0}}, 2, 3, true},
+    /* stride 2 without a 2x2 window: the generic loop, not the 2x2 fast path */
+    {2, 3, 6, 7, P_MAX, {.kernel = {2, 3}, .stride = {2, 2}}, 0, 0, false},
+    {2, 3, 6, 6, P_MAX, {.kernel = {1, 2}, .stride = {2, 2}}, 0, 0, false},
 };
 /* clang-format on */
 #define N_POOL_CASES ((int)(sizeof pool_cases / sizeof pool_cases[0]))

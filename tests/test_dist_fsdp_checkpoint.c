@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dist_shared_dir.h"
 #include "ts_test.h"
 
 static int rank, world;
@@ -105,18 +106,6 @@ static char *join(const char *dir, const char *name) {
     char *p = buf[k++ % 16];
     snprintf(p, 1024, "%s/%.300s", d, name);
     return p;
-}
-
-/* A folder every rank names alike: rank 0's pid. */
-static void shared_dir(char *out, size_t n) {
-    int64_t pid = (int64_t)getpid();
-    ts_tensor *t = ts_tensor_i64(TS_SHAPE(), &pid, (ts_opts){0});
-    ts_dist_broadcast(t, 0, NULL);
-    ts_copy_to_host(t, &pid, sizeof pid);
-    ts_release(t);
-    snprintf(out, n, "/tmp/ts_fsdp_ck_%lld", (long long)pid);
-    if (rank == 0) mkdir(out, 0777);
-    ts_dist_barrier();
 }
 
 static void remove_dir(const char *dir) {
@@ -385,7 +374,7 @@ int main(int argc, char **argv) {
     }
     if (rank == 0) printf("%s\n", ts_dist_describe());
     char dir[256];
-    shared_dir(dir, sizeof dir);
+    shared_dir("/tmp/ts_fsdp_ck_", dir, sizeof dir);
     char ck[300];
     snprintf(ck, sizeof ck, "%s/ck", dir);
     for (int stage = 1; stage <= 3; stage++) same_world(stage, ck);
@@ -400,7 +389,7 @@ int main(int argc, char **argv) {
         /* stages 1 and 3, and stage 3 with decay groups */
         for (int k = 0; n > 0 && k < 3; k++) {
             int stage = k == 0 ? 1 : 3;
-            shared_dir(dir, sizeof dir);
+            shared_dir("/tmp/ts_fsdp_ck_", dir, sizeof dir);
             for (int np = 4; np >= 1; np /= 2) {
                 int rc = run_chain(self, np, stage, dir, k == 2);
                 CHECK_EQ(rc, 0);

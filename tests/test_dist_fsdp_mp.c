@@ -15,9 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "dist_shared_dir.h"
 #include "ts_test.h"
 
 static int rank, world;
@@ -316,18 +315,6 @@ static void fsdp_step(ts_module *f, ts_optim *opt, int step, ts_device dev) {
     ts_scope_end();
 }
 
-/* A folder every rank names alike: rank 0's pid. */
-static void shared_dir(char *out, size_t n) {
-    int64_t pid = (int64_t)getpid();
-    ts_tensor *t = ts_tensor_i64(TS_SHAPE(), &pid, (ts_opts){0});
-    ts_dist_broadcast(t, 0, NULL);
-    ts_copy_to_host(t, &pid, sizeof pid);
-    ts_release(t);
-    snprintf(out, n, "/tmp/ts_fsdp_mp_%lld", (long long)pid);
-    if (rank == 0) mkdir(out, 0777);
-    ts_dist_barrier();
-}
-
 /* DDP with ts_adamw_decay_groups (matrices and embeddings decay, biases and norms not) against
  * FSDP with decay_groups, in float64 (see test_dist_fsdp.c: the reductions' order differs once
  * W > 2); FSDP without the groups decays everything and must differ. Then a sharded checkpoint of
@@ -381,7 +368,7 @@ static void decay_groups(int stage, ts_device dev) {
 
     /* the checkpoint: saved, loaded into a fresh grouped module, the next step identical */
     char dir[256];
-    shared_dir(dir, sizeof dir);
+    shared_dir("/tmp/ts_fsdp_mp_", dir, sizeof dir);
     ts_fsdp_checkpoint c = {.optim = o_f, .step = 20};
     CHECK(ts_fsdp_save_sharded(f, dir, &c) == TS_OK);
     o.decay_groups = true;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "nn/layers_internal.h"
+#include "same_bits.h"
 #include "state_snapshot.h"
 #include "ts_test.h"
 
@@ -52,19 +53,6 @@ static double max_diff(ts_tensor *a, ts_tensor *b) {
     for (int64_t i = 0; va && vb && na == nb && i < na; i++) m = fmax(m, fabs(va[i] - vb[i]));
     free(va), free(vb);
     return m;
-}
-
-static bool same_bits(ts_tensor *a, ts_tensor *b) {
-    if (!a || !b || ts_dtype_of(a) != ts_dtype_of(b) || ts_numel(a) != ts_numel(b)) return false;
-    ts_scope_begin();
-    ts_tensor *ha = ts_contiguous(ts_to(a, ts_cpu())), *hb = ts_contiguous(ts_to(b, ts_cpu()));
-    size_t n = (size_t)ts_numel(a) * ts_element_size(a);
-    unsigned char *pa = malloc(n + 1), *pb = malloc(n + 1);
-    bool eq = pa && pb && ts_copy_to_host(ha, pa, n) == TS_OK &&
-              ts_copy_to_host(hb, pb, n) == TS_OK && memcmp(pa, pb, n) == 0;
-    free(pa), free(pb);
-    ts_scope_end();
-    return eq;
 }
 
 /* equal values, NaN equal to NaN whatever its sign and payload */

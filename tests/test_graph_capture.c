@@ -11,6 +11,7 @@
 
 #include "core/capture.h"  /* tsi_capture_pool_reused */
 #include "core/internal.h" /* tsi_kview: where a tensor's data lies */
+#include "same_bits.h"
 #include "ts_test.h"
 
 enum { STEPS = 100, WARMUP = 3, BATCH = 16, IN = 20, HIDDEN = 32, CLASSES = 4 };
@@ -76,18 +77,11 @@ static ts_optim *sgd(ts_module *m) {
     return ts_sgd(m, (ts_sgd_opts){.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4});
 }
 
-static bool same_bits(ts_module *a, ts_module *b) {
+/* every parameter of a and b holds the same bits */
+static bool same_params(ts_module *a, ts_module *b) {
     ts_tensor_list pa = ts_module_named_parameters(a), pb = ts_module_named_parameters(b);
     bool same = pa.n == pb.n && pa.n > 0;
-    for (int i = 0; same && i < pa.n; i++) {
-        ts_tensor *x = ts_to(pa.tensors[i], ts_cpu()), *y = ts_to(pb.tensors[i], ts_cpu());
-        int64_t n = ts_numel(x);
-        float *u = calloc((size_t)n, 4), *v = calloc((size_t)n, 4);
-        ts_copy_to_host(x, u, (size_t)n * 4);
-        ts_copy_to_host(y, v, (size_t)n * 4);
-        same = memcmp(u, v, (size_t)n * 4) == 0;
-        free(u), free(v);
-    }
+    for (int i = 0; same && i < pa.n; i++) same = same_bits(pa.tensors[i], pb.tensors[i]);
     ts_tensor_list_free(&pa);
     ts_tensor_list_free(&pb);
     return same;
@@ -137,7 +131,7 @@ static void check_replay_equals_eager(bool conv, ts_device dev) {
     CHECK_EQ(equal, STEPS);
     /* it learned: the comparison means something */
     CHECK(eager[STEPS - 1] < (conv ? 0.9 : 0.7) * eager[0]);
-    CHECK(same_bits(m1, m2));
+    CHECK(same_params(m1, m2));
     ts_release(sx); /* loss went to this function's scope */
     ts_release(sy);
     ts_graph_free(g);

@@ -1,6 +1,6 @@
 /* kern_conv.c — 2-D convolution on the CPU: im2col + GEMM (OpenBLAS or the built-in blocked GEMM)
  * or, for f32 with few outputs per group, the direct kernels of kern_conv_direct.c; parallel over
- * the batch; f16/bf16 through f32 scratch. */
+ * the batch; the entry points, which hand f16/bf16 (and bf16 into float32) to kern_conv_half.c. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -13,8 +13,7 @@
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/gemm_provider.h"
 #include "backend/cpu/kern_conv.h"
-#include "backend/cpu/matmul_dnnl.h"
-#include "backend/cpu/omp_if.h"
+#include "backend/cpu/kern_conv_drivers.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
 
@@ -88,7 +87,7 @@ DEFINE_ACT(float, f32, f)
 DEFINE_ACT(double, f64, d)
 
 /* ------------------------------------------------------------------ threads */
-static int max_threads(void) {
+int tsi_conv_max_threads(void) {
 #ifdef TS_HAVE_OPENMP
     return omp_in_parallel() ? 1 : omp_get_max_threads();
 #else
@@ -344,7 +343,7 @@ static bool run_forward(const conv_fns *f, const cgeom *g, const char *x, const 
         tsi_dnnl_conv_forward(g, (const float *)x, (const float *)w, wid, (const float *)b,
                               (float *)y))
         return true;
-    const int nt = max_threads();
+    const int nt = tsi_conv_max_threads();
     const bool bp = batch_parallel(g, nt);
     const ts_conv_direct *d = f == &fns_f32 ? ts_conv_direct_for(g, false) : NULL;
     const bool gp = d && group_parallel(g, nt, bp);
@@ -415,7 +414,7 @@ static bool run_forward(const conv_fns *f, const cgeom *g, const char *x, const 
  * less the forward padding, correlated with the weights flipped and their channel dims swapped.
  * (Padding zeros then meet every weight, so an infinite weight gives NaN where col2im would
  * give +-inf.) */
-static bool transposed_geom(const cgeom *g, cgeom *t) {
+bool tsi_conv_transposed_geom(const cgeom *g, cgeom *t) {
     const int64_t ph = (g->kh - 1) * g->dh - g->ph, pw = (g->kw - 1) * g->dw - g->pw;
     if (g->sh != 1 || g->sw != 1 || g->direct || ph < 0 || pw < 0) return false;
     /* unpadded forward: the padded gy is mostly zeros, and col2im does half the work */
@@ -448,16 +447,16 @@ static float *transposed_weights(const ts_conv_direct *d, const cgeom *g, const 
 static bool run_backward_data(const conv_fns *f, const cgeom *g, const char *gy, const char *w,
                               char *gx) {
     cgeom tg;
-    if (conv_use_dnnl(f,
-                      f == &fns_f32 && transposed_geom(g, &tg) && ts_conv_direct_for(&tg, false)) &&
+    if (conv_use_dnnl(f, f == &fns_f32 && tsi_conv_transposed_geom(g, &tg) &&
+                             ts_conv_direct_for(&tg, false)) &&
         tsi_dnnl_conv_backward_data(g, (const float *)gy, (const float *)w, (float *)gx))
         return true;
-    const int nt = max_threads();
+    const int nt = tsi_conv_max_threads();
     const bool bp = batch_parallel(g, nt);
     const int nscratch = bp ? nt : 1;
     cgeom t;
     const ts_conv_direct *d =
-        f == &fns_f32 && transposed_geom(g, &t) ? ts_conv_direct_for(&t, false) : NULL;
+        f == &fns_f32 && tsi_conv_transposed_geom(g, &t) ? ts_conv_direct_for(&t, false) : NULL;
     float *wpk = d ? transposed_weights(d, g, &t, (const float *)w) : NULL;
     if (!wpk) d = NULL;
     const size_t col_bytes = d           ? (size_t)ts_conv_direct_scratch(d, &t) * sizeof(float)
@@ -517,7 +516,7 @@ static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *g
     if (conv_use_dnnl(f, f == &fns_f32 && ts_conv_direct_for(g, true)) &&
         tsi_dnnl_conv_backward_weight(g, (const float *)gy, (const float *)x, (float *)gw))
         return true;
-    const int nt = max_threads();
+    const int nt = tsi_conv_max_threads();
     const bool bp = batch_parallel(g, nt);
     const int nscratch = bp ? nt : 1;
     const int64_t nc = weight_chunks(g, f->es);
@@ -572,48 +571,28 @@ static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *g
     return true;
 }
 
-/* ------------------------------------------------------------------ f16 / bf16 */
-/* The conversions run on every thread for large tensors: serial, they held back f16/bf16
- * convolutions (autocast's) on more than one core. */
-#define CONVERT_PARALLEL(n) ((n) >= 32768 && max_threads() > 1)
+/* ------------------------------------------------------------------ for kern_conv_half.c */
+bool tsi_conv_use_dnnl_f32(bool direct) { return conv_use_dnnl(&fns_f32, direct); }
 
-/* chunks of the conversion, F16C where the CPU has it (vec_kernels.h) */
-#define CONVERT_CHUNK 4096
-
-static float *to_f32(const ts_kview *v, int64_t n) {
-    float *dst = malloc((size_t)n * sizeof(float) + 1);
-    if (!dst) return NULL;
-    const ts_vec_kernels *vk = ts_vec_kernels_get();
-    const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
-    TS_PARALLEL_FOR_IF(
-        CONVERT_PARALLEL(n), for (int64_t c = 0; c < chunks; c++) {
-            const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
-            ts_vec_load_f32(vk, dst + i, v->data + 2 * i, v->dtype, 2, m);
-        });
-    return dst;
+bool tsi_conv_forward_f32(const cgeom *g, const float *x, const float *w, const float *b,
+                          float *y) {
+    return run_forward(&fns_f32, g, (const char *)x, (const char *)w, NULL, (const char *)b,
+                       (char *)y);
 }
 
-static void from_f32(const float *src, int64_t n, const ts_kview *v) {
-    const ts_vec_kernels *vk = ts_vec_kernels_get();
-    const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
-    TS_PARALLEL_FOR_IF(
-        CONVERT_PARALLEL(n), for (int64_t c = 0; c < chunks; c++) {
-            const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
-            ts_vec_store_f32(vk, v->data + 2 * i, v->dtype, 2, src + i, m);
-        });
+bool tsi_conv_backward_data_f32(const cgeom *g, const float *gy, const float *w, float *gx) {
+    return run_backward_data(&fns_f32, g, (const char *)gy, (const char *)w, (char *)gx);
 }
 
-static int64_t numel4(const ts_kview *v) {
-    return v->shape[0] * v->shape[1] * v->shape[2] * v->shape[3];
+bool tsi_conv_backward_weight_f32(const cgeom *g, const float *gy, const float *x, float *gw) {
+    return run_backward_weight(&fns_f32, g, (const char *)gy, (const char *)x, (char *)gw);
 }
-
-static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
 
 /* ------------------------------------------------------------------ entry points */
 /* g's activation over the whole output of any float dtype: after the naive loops, and for f16 /
  * bf16 on the rounded values, as ts_relu / ts_clamp of the half tensor computes it. */
-static void act_output(const cgeom *g, const ts_kview *out) {
-    const int64_t n = numel4(out);
+void tsi_conv_act_output(const cgeom *g, const ts_kview *out) {
+    const int64_t n = tsi_conv_numel4(out);
     if (g->act == TS_CONV_ACT_NONE) return;
     if (out->dtype == TS_F64) {
         ts_conv_act_f64(g, (double *)out->data, n);
@@ -624,9 +603,9 @@ static void act_output(const cgeom *g, const ts_kview *out) {
         return;
     }
     const ts_vec_kernels *vk = ts_vec_kernels_get();
-    float buf[CONVERT_CHUNK];
-    for (int64_t i = 0; i < n; i += CONVERT_CHUNK) {
-        const int64_t m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
+    float buf[TSI_CONV_CHUNK];
+    for (int64_t i = 0; i < n; i += TSI_CONV_CHUNK) {
+        const int64_t m = n - i < TSI_CONV_CHUNK ? n - i : TSI_CONV_CHUNK;
         ts_vec_load_f32(vk, buf, out->data + 2 * i, out->dtype, 2, m);
         ts_conv_act_f32(g, buf, m);
         ts_vec_store_f32(vk, out->data + 2 * i, out->dtype, 2, buf, m);
@@ -638,112 +617,33 @@ static tsi_conv_weight_id weight_id(const ts_conv2d_params *p) {
         .uid = p->weight_uid, .version = p->weight_version, .offset = p->weight_offset};
 }
 
-/* bf16 convolutions in bf16 (oneDNN) where the CPU multiplies bf16 natively and float32 would go to
- * oneDNN too (conv_use_dnnl: not the shapes the direct kernels take, as LeNet's, where oneDNN's
- * per-call reorders cost more than the bf16 arithmetic saves; TS_CONV=dnnl|builtin forces either
- * way): every operand as it is, float32 sums, one rounding. `direct`: the direct kernels apply. */
-static bool bf16_native(ts_dtype dt, bool direct) {
-    return dt == TS_BF16 && conv_use_dnnl(&fns_f32, direct) && tsi_dnnl_bf16_native();
-}
+/* the dtypes kern_conv_half.c takes: f16 / bf16, and bf16 operands into a float32 output */
+static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
 
-/* f16 / bf16: through float32 copies (or bf16 natively, above), the activation on the rounded
- * result */
-static void conv2d_half(const cgeom *g, const ts_kview *out, const ts_kview *x, const ts_kview *w,
-                        const ts_kview *bias, const tsi_conv_weight_id *wid) {
-    cgeom gf = *g;
-    gf.act = TS_CONV_ACT_NONE;
-    if (bf16_native(out->dtype, ts_conv_direct_for(&gf, false)) &&
-        tsi_dnnl_conv_forward_bf16(&gf, (const uint16_t *)x->data, (const uint16_t *)w->data, wid,
-                                   bias ? (const uint16_t *)bias->data : NULL,
-                                   (uint16_t *)out->data)) {
-        act_output(g, out);
-        return;
-    }
-    float *fx = to_f32(x, numel4(x)), *fw = fx ? to_f32(w, numel4(w)) : NULL;
-    float *fb = fw && bias ? to_f32(bias, bias->shape[0]) : NULL;
-    float *fy = fw && (fb || !bias) ? malloc((size_t)numel4(out) * sizeof(float)) : NULL;
-    if (fy && run_forward(&fns_f32, &gf, (const char *)fx, (const char *)fw, NULL, (const char *)fb,
-                          (char *)fy))
-        from_f32(fy, numel4(out), out);
-    else
-        ts_conv_naive_forward(&gf, out->dtype, x->data, w->data, bias ? bias->data : NULL,
-                              out->data);
-    free(fx), free(fw), free(fb), free(fy);
-    act_output(g, out);
-}
-
-/* ------------------------------------------------------------------ bf16 with a float32 output */
-/* Autocast's convolution feeding a float32 layer (nn/conv.c's tsi_conv2d_f32io): bf16 operands,
- * the output (forward y, input gradient gx) float32, the bf16 result widened. oneDNN widens in the
- * reorder out of its layout (tsi_dnnl_conv_*_f32out); otherwise the bf16 kernels above run into
- * a bf16 buffer, widened after. */
 static bool f32out(const ts_kview *out, const ts_kview *w) {
     return out->dtype == TS_F32 && w->dtype == TS_BF16;
-}
-
-/* A bf16 buffer shaped as float32 view v in *out (n elements); NULL (and TS_ERR_OOM) when out of
- * memory. */
-static uint16_t *bf16_buffer(const ts_kview *v, int64_t n, ts_kview *out) {
-    uint16_t *buf = malloc((size_t)n * sizeof(uint16_t) + 1);
-    *out = *v;
-    out->dtype = TS_BF16;
-    out->data = (char *)buf;
-    if (!buf) tsi_kernel_oom("conv2d", (size_t)n * sizeof(uint16_t));
-    return buf;
-}
-
-/* Widens bf16 view src (n elements) into float32 view dst. */
-static void widen(const ts_kview *src, int64_t n, const ts_kview *dst) {
-    const ts_vec_kernels *vk = ts_vec_kernels_get();
-    const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
-    float *d = (float *)dst->data;
-    TS_PARALLEL_FOR_IF(
-        CONVERT_PARALLEL(n), for (int64_t c = 0; c < chunks; c++) {
-            const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
-            ts_vec_load_f32(vk, d + i, src->data + 2 * i, TS_BF16, 2, m);
-        });
-}
-
-static void conv2d_f32out(const cgeom *g, const ts_kview *out, const ts_kview *x, const ts_kview *w,
-                          const ts_kview *bias, const tsi_conv_weight_id *wid) {
-    cgeom gf = *g;
-    gf.act = TS_CONV_ACT_NONE;
-    if (!bias && bf16_native(TS_BF16, ts_conv_direct_for(&gf, false)) &&
-        tsi_dnnl_conv_forward_f32out(&gf, (const uint16_t *)x->data, (const uint16_t *)w->data, wid,
-                                     (float *)out->data)) {
-        act_output(g, out);
-        return;
-    }
-    ts_kview yb;
-    uint16_t *by = bf16_buffer(out, numel4(out), &yb);
-    if (by) {
-        conv2d_half(&gf, &yb, x, w, bias, wid);
-        widen(&yb, numel4(out), out);
-        act_output(g, out);
-    }
-    free(by);
 }
 
 void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p) {
     (void)be, (void)index;
     const cgeom g = geom_of(x, w, out, p);
-    if (numel4(out) == 0) return;
+    if (tsi_conv_numel4(out) == 0) return;
     const ts_dtype dt = out->dtype;
     const tsi_conv_weight_id wid = weight_id(p);
     if (f32out(out, w)) {
-        conv2d_f32out(&g, out, x, w, bias, &wid);
+        tsi_conv2d_f32out(&g, out, x, w, bias, &wid);
         return;
     }
     if (is_half(dt)) {
-        conv2d_half(&g, out, x, w, bias, &wid);
+        tsi_conv2d_half(&g, out, x, w, bias, &wid);
         return;
     }
     const char *bd = bias ? bias->data : NULL;
     if (run_forward(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, x->data, w->data, &wid, bd, out->data))
         return;
     ts_conv_naive_forward(&g, dt, x->data, w->data, bd, out->data);
-    act_output(&g, out);
+    tsi_conv_act_output(&g, out);
 }
 
 void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview *gx,
@@ -751,21 +651,10 @@ void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview
                                  const ts_conv2d_params *p) {
     (void)be, (void)index;
     const cgeom g = geom_of(gx, w, gout, p);
-    if (numel4(gx) == 0) return;
+    if (tsi_conv_numel4(gx) == 0) return;
     const ts_dtype dt = gx->dtype;
-    cgeom tg;
     if (f32out(gx, w)) {
-        if (bf16_native(TS_BF16, transposed_geom(&g, &tg) && ts_conv_direct_for(&tg, false)) &&
-            tsi_dnnl_conv_backward_data_f32out(&g, (const uint16_t *)gout->data,
-                                               (const uint16_t *)w->data, (float *)gx->data))
-            return;
-        ts_kview xb;
-        uint16_t *bx = bf16_buffer(gx, numel4(gx), &xb);
-        if (bx) {
-            ts_cpu_conv2d_backward_data(be, index, &xb, gout, w, p);
-            widen(&xb, numel4(gx), gx);
-        }
-        free(bx);
+        tsi_conv2d_backward_data_f32out(&g, gx, gout, w);
         return;
     }
     if (!is_half(dt)) {
@@ -774,17 +663,7 @@ void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview
             ts_conv_naive_backward_data(&g, dt, gout->data, w->data, gx->data);
         return;
     }
-    if (bf16_native(dt, transposed_geom(&g, &tg) && ts_conv_direct_for(&tg, false)) &&
-        tsi_dnnl_conv_backward_data_bf16(&g, (const uint16_t *)gout->data,
-                                         (const uint16_t *)w->data, (uint16_t *)gx->data))
-        return;
-    float *fy = to_f32(gout, numel4(gout)), *fw = fy ? to_f32(w, numel4(w)) : NULL;
-    float *fx = fw ? malloc((size_t)numel4(gx) * sizeof(float)) : NULL;
-    if (fx && run_backward_data(&fns_f32, &g, (const char *)fy, (const char *)fw, (char *)fx))
-        from_f32(fx, numel4(gx), gx);
-    else
-        ts_conv_naive_backward_data(&g, dt, gout->data, w->data, gx->data);
-    free(fx), free(fw), free(fy);
+    tsi_conv2d_backward_data_half(&g, gx, gout, w);
 }
 
 void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kview *gw,
@@ -792,7 +671,7 @@ void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kvi
                                    const ts_conv2d_params *p) {
     (void)be, (void)index;
     const cgeom g = geom_of(x, gw, gout, p);
-    if (numel4(gw) == 0) return;
+    if (tsi_conv_numel4(gw) == 0) return;
     const ts_dtype dt = gw->dtype;
     if (!is_half(dt)) {
         if (!run_backward_weight(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, gout->data, x->data,
@@ -800,15 +679,5 @@ void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kvi
             ts_conv_naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
         return;
     }
-    if (bf16_native(dt, ts_conv_direct_for(&g, true)) &&
-        tsi_dnnl_conv_backward_weight_bf16(&g, (const uint16_t *)gout->data,
-                                           (const uint16_t *)x->data, (uint16_t *)gw->data))
-        return;
-    float *fy = to_f32(gout, numel4(gout)), *fx = fy ? to_f32(x, numel4(x)) : NULL;
-    float *fw = fx ? malloc((size_t)numel4(gw) * sizeof(float)) : NULL;
-    if (fw && run_backward_weight(&fns_f32, &g, (const char *)fy, (const char *)fx, (char *)fw))
-        from_f32(fw, numel4(gw), gw);
-    else
-        ts_conv_naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
-    free(fx), free(fw), free(fy);
+    tsi_conv2d_backward_weight_half(&g, gw, gout, x);
 }

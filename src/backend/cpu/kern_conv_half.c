@@ -1,0 +1,178 @@
+/* kern_conv_half.c — f16 / bf16 convolutions on the CPU: bf16 natively through oneDNN where the
+ * CPU multiplies bf16, otherwise through float32 copies run by kern_conv.c's drivers; and bf16
+ * operands with a float32 output (autocast's conv2d_f32io). */
+#include <stdlib.h>
+
+#include "backend/cpu/conv_dnnl.h"
+#include "backend/cpu/kern_conv.h"
+#include "backend/cpu/kern_conv_drivers.h"
+#include "backend/cpu/matmul_dnnl.h"
+#include "backend/cpu/omp_if.h"
+#include "backend/cpu/vec_kernels.h"
+
+typedef ts_cgeom cgeom;
+
+/* ------------------------------------------------------------------ conversions */
+/* The conversions run on every thread for large tensors: serial, they held back f16/bf16
+ * convolutions (autocast's) on more than one core. */
+#define CONVERT_PARALLEL(n) ((n) >= 32768 && tsi_conv_max_threads() > 1)
+
+/* chunks of the conversion, F16C where the CPU has it (vec_kernels.h) */
+#define CONVERT_CHUNK TSI_CONV_CHUNK
+
+static float *to_f32(const ts_kview *v, int64_t n) {
+    float *dst = malloc((size_t)n * sizeof(float) + 1);
+    if (!dst) return NULL;
+    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
+    TS_PARALLEL_FOR_IF(
+        CONVERT_PARALLEL(n), for (int64_t c = 0; c < chunks; c++) {
+            const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
+            ts_vec_load_f32(vk, dst + i, v->data + 2 * i, v->dtype, 2, m);
+        });
+    return dst;
+}
+
+static void from_f32(const float *src, int64_t n, const ts_kview *v) {
+    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
+    TS_PARALLEL_FOR_IF(
+        CONVERT_PARALLEL(n), for (int64_t c = 0; c < chunks; c++) {
+            const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
+            ts_vec_store_f32(vk, v->data + 2 * i, v->dtype, 2, src + i, m);
+        });
+}
+
+/* bf16 convolutions in bf16 (oneDNN) where the CPU multiplies bf16 natively and float32 would go to
+ * oneDNN too (conv_use_dnnl: not the shapes the direct kernels take, as LeNet's, where oneDNN's
+ * per-call reorders cost more than the bf16 arithmetic saves; TS_CONV=dnnl|builtin forces either
+ * way): every operand as it is, float32 sums, one rounding. `direct`: the direct kernels apply. */
+static bool bf16_native(ts_dtype dt, bool direct) {
+    return dt == TS_BF16 && tsi_conv_use_dnnl_f32(direct) && tsi_dnnl_bf16_native();
+}
+
+/* ------------------------------------------------------------------ f16 / bf16 */
+/* f16 / bf16: through float32 copies (or bf16 natively, above), the activation on the rounded
+ * result */
+void tsi_conv2d_half(const cgeom *g, const ts_kview *out, const ts_kview *x, const ts_kview *w,
+                     const ts_kview *bias, const tsi_conv_weight_id *wid) {
+    cgeom gf = *g;
+    gf.act = TS_CONV_ACT_NONE;
+    if (bf16_native(out->dtype, ts_conv_direct_for(&gf, false)) &&
+        tsi_dnnl_conv_forward_bf16(&gf, (const uint16_t *)x->data, (const uint16_t *)w->data, wid,
+                                   bias ? (const uint16_t *)bias->data : NULL,
+                                   (uint16_t *)out->data)) {
+        tsi_conv_act_output(g, out);
+        return;
+    }
+    float *fx = to_f32(x, tsi_conv_numel4(x)), *fw = fx ? to_f32(w, tsi_conv_numel4(w)) : NULL;
+    float *fb = fw && bias ? to_f32(bias, bias->shape[0]) : NULL;
+    float *fy = fw && (fb || !bias) ? malloc((size_t)tsi_conv_numel4(out) * sizeof(float)) : NULL;
+    if (fy && tsi_conv_forward_f32(&gf, fx, fw, fb, fy))
+        from_f32(fy, tsi_conv_numel4(out), out);
+    else
+        ts_conv_naive_forward(&gf, out->dtype, x->data, w->data, bias ? bias->data : NULL,
+                              out->data);
+    free(fx), free(fw), free(fb), free(fy);
+    tsi_conv_act_output(g, out);
+}
+
+void tsi_conv2d_backward_data_half(const cgeom *g, const ts_kview *gx, const ts_kview *gout,
+                                   const ts_kview *w) {
+    const ts_dtype dt = gx->dtype;
+    cgeom tg;
+    if (bf16_native(dt, tsi_conv_transposed_geom(g, &tg) && ts_conv_direct_for(&tg, false)) &&
+        tsi_dnnl_conv_backward_data_bf16(g, (const uint16_t *)gout->data, (const uint16_t *)w->data,
+                                         (uint16_t *)gx->data))
+        return;
+    float *fy = to_f32(gout, tsi_conv_numel4(gout)),
+          *fw = fy ? to_f32(w, tsi_conv_numel4(w)) : NULL;
+    float *fx = fw ? malloc((size_t)tsi_conv_numel4(gx) * sizeof(float)) : NULL;
+    if (fx && tsi_conv_backward_data_f32(g, fy, fw, fx))
+        from_f32(fx, tsi_conv_numel4(gx), gx);
+    else
+        ts_conv_naive_backward_data(g, dt, gout->data, w->data, gx->data);
+    free(fx), free(fw), free(fy);
+}
+
+void tsi_conv2d_backward_weight_half(const cgeom *g, const ts_kview *gw, const ts_kview *gout,
+                                     const ts_kview *x) {
+    const ts_dtype dt = gw->dtype;
+    if (bf16_native(dt, ts_conv_direct_for(g, true)) &&
+        tsi_dnnl_conv_backward_weight_bf16(g, (const uint16_t *)gout->data,
+                                           (const uint16_t *)x->data, (uint16_t *)gw->data))
+        return;
+    float *fy = to_f32(gout, tsi_conv_numel4(gout)),
+          *fx = fy ? to_f32(x, tsi_conv_numel4(x)) : NULL;
+    float *fw = fx ? malloc((size_t)tsi_conv_numel4(gw) * sizeof(float)) : NULL;
+    if (fw && tsi_conv_backward_weight_f32(g, fy, fx, fw))
+        from_f32(fw, tsi_conv_numel4(gw), gw);
+    else
+        ts_conv_naive_backward_weight(g, dt, gout->data, x->data, gw->data);
+    free(fx), free(fw), free(fy);
+}
+
+/* ------------------------------------------------------------------ bf16 with a float32 output */
+/* Autocast's convolution feeding a float32 layer (nn/conv.c's tsi_conv2d_f32io): bf16 operands,
+ * the output (forward y, input gradient gx) float32, the bf16 result widened. oneDNN widens in the
+ * reorder out of its layout (tsi_dnnl_conv_*_f32out); otherwise the bf16 kernels above run into
+ * a bf16 buffer, widened after. */
+
+/* A bf16 buffer shaped as float32 view v in *out (n elements); NULL (and TS_ERR_OOM) when out of
+ * memory. */
+static uint16_t *bf16_buffer(const ts_kview *v, int64_t n, ts_kview *out) {
+    uint16_t *buf = malloc((size_t)n * sizeof(uint16_t) + 1);
+    *out = *v;
+    out->dtype = TS_BF16;
+    out->data = (char *)buf;
+    if (!buf) tsi_kernel_oom("conv2d", (size_t)n * sizeof(uint16_t));
+    return buf;
+}
+
+/* Widens bf16 view src (n elements) into float32 view dst. */
+static void widen(const ts_kview *src, int64_t n, const ts_kview *dst) {
+    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
+    float *d = (float *)dst->data;
+    TS_PARALLEL_FOR_IF(
+        CONVERT_PARALLEL(n), for (int64_t c = 0; c < chunks; c++) {
+            const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
+            ts_vec_load_f32(vk, d + i, src->data + 2 * i, TS_BF16, 2, m);
+        });
+}
+
+void tsi_conv2d_f32out(const cgeom *g, const ts_kview *out, const ts_kview *x, const ts_kview *w,
+                       const ts_kview *bias, const tsi_conv_weight_id *wid) {
+    cgeom gf = *g;
+    gf.act = TS_CONV_ACT_NONE;
+    if (!bias && bf16_native(TS_BF16, ts_conv_direct_for(&gf, false)) &&
+        tsi_dnnl_conv_forward_f32out(&gf, (const uint16_t *)x->data, (const uint16_t *)w->data, wid,
+                                     (float *)out->data)) {
+        tsi_conv_act_output(g, out);
+        return;
+    }
+    ts_kview yb;
+    uint16_t *by = bf16_buffer(out, tsi_conv_numel4(out), &yb);
+    if (by) {
+        tsi_conv2d_half(&gf, &yb, x, w, bias, wid);
+        widen(&yb, tsi_conv_numel4(out), out);
+        tsi_conv_act_output(g, out);
+    }
+    free(by);
+}
+
+void tsi_conv2d_backward_data_f32out(const cgeom *g, const ts_kview *gx, const ts_kview *gout,
+                                     const ts_kview *w) {
+    cgeom tg;
+    if (bf16_native(TS_BF16, tsi_conv_transposed_geom(g, &tg) && ts_conv_direct_for(&tg, false)) &&
+        tsi_dnnl_conv_backward_data_f32out(g, (const uint16_t *)gout->data,
+                                           (const uint16_t *)w->data, (float *)gx->data))
+        return;
+    ts_kview xb;
+    uint16_t *bx = bf16_buffer(gx, tsi_conv_numel4(gx), &xb);
+    if (bx) {
+        tsi_conv2d_backward_data_half(g, &xb, gout, w);
+        widen(&xb, tsi_conv_numel4(gx), gx);
+    }
+    free(bx);
+}
