@@ -153,6 +153,9 @@ static void check_structure(const uint8_t *buf, size_t len) {
     CHECK_EQ(count_op(m, "tessera.BlockedConv"), 6);
     CHECK_EQ(count_op(m, "tessera.BlockedGlobalAveragePool"), 2);
     CHECK_EQ(count_op(m, "tessera.FromBlocked"), 2);
+    CHECK_EQ(count_op(m, "tessera.BlockedMul"), 1);
+    CHECK_EQ(count_op(m, "Add"), 1); /* the residual Add and the Clip run as they are, on 5-D */
+    CHECK_EQ(count_op(m, "Clip"), 1);
     CHECK_EQ(count_op(m, "FusedConv"), 0);
     CHECK_EQ(count_op(p, "tessera.BlockedConv"), 0);
     CHECK_EQ(count_op(p, "FusedConv"), 5); /* c1, dw, se1, se2, q */

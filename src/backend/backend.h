@@ -319,6 +319,11 @@ struct ts_backend {
      * order pool2d's float32 global average pooling sums a plain plane, so the same bits. */
     void (*global_avg_pool_blocked)(const ts_backend *be, int index, float *out, const float *x,
                                     int64_t n_cb, int64_t hw, int blk);
+    /* Optional, with conv2d_blocked: out [N, Cb, H, W, B] = x [N, Cb, H, W, B] * s [N, Cb, 1, 1,
+     * B] (float32, contiguous, hw = H * W): the squeeze-excitation's scale, each product as the
+     * binary kernel's */
+    void (*mul_channels_blocked)(const ts_backend *be, int index, float *out, const float *x,
+                                 const float *s, int64_t n_cb, int64_t hw, int blk);
     /* out [N,C,OH,OW] from x [N,C,H,W]; indices (TS_I64, out's shape) for TS_POOL_MAX or NULL */
     void (*pool2d)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *indices, const ts_pool2d_params *p);

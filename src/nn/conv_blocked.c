@@ -175,3 +175,31 @@ ts_tensor *tsi_global_avg_pool_blocked(ts_tensor *xb) {
                                 s.dims[0] * s.dims[1], hw, (int)s.dims[4]);
     return tsi_own(y);
 }
+
+/* x [N, Cb, H, W, B] and s [N, Cb, 1, 1, B] */
+static bool scale_pair(ts_tensor *x, ts_tensor *s) {
+    if (ts_ndim(x) != 5 || ts_ndim(s) != 5) return false;
+    for (int d = 0; d < 5; d++)
+        if (ts_size(s, d) != ((d == 2 || d == 3) ? 1 : ts_size(x, d))) return false;
+    return ts_size(x, 2) * ts_size(x, 3) > 1;
+}
+
+ts_tensor *tsi_mul_channels_blocked(ts_tensor *a, ts_tensor *b) {
+    if (!a || !b) return NULL;
+    ts_tensor *x = scale_pair(a, b) ? a : scale_pair(b, a) ? b : NULL;
+    ts_tensor *s = x == a ? b : a;
+    if (!x) return NULL;
+    const ts_backend *be = tsi_be(x);
+    ts_tensor *const ins[2] = {x, s};
+    if (!be->mul_channels_blocked || ts_size(x, 4) > 16 || ts_dtype_of(x) != TS_F32 ||
+        ts_dtype_of(s) != TS_F32 || !tsi_device_eq(tsi_device(x), tsi_device(s)) ||
+        tsi_needs_graph(ins, 2) || tsi_trace_active || !ts_is_contiguous(x) || !ts_is_contiguous(s))
+        return NULL;
+    ts_tensor *y = tsi_new("mul", ts_shape_of(x), TS_F32, tsi_device(x));
+    if (!y) return NULL;
+    const ts_kview ky = tsi_kview(y), kx = tsi_kview(x), ks = tsi_kview(s);
+    be->mul_channels_blocked(be, tsi_dev_index(x), (float *)ky.data, (const float *)kx.data,
+                             (const float *)ks.data, ts_size(x, 0) * ts_size(x, 1),
+                             ts_size(x, 2) * ts_size(x, 3), (int)ts_size(x, 4));
+    return tsi_own(y);
+}

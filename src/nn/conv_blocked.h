@@ -37,4 +37,10 @@ ts_tensor *tsi_conv2d_act_blocked(ts_tensor *x, int x_blk, int64_t c, ts_tensor 
  * else ts_mean_dims over dims 2 and 3. NULL with the error. */
 ts_tensor *tsi_global_avg_pool_blocked(ts_tensor *xb);
 
+/* a * b where one is a blocked [N, Cb, H, W, B] and the other its per-channel scale [N, Cb, 1, 1,
+ * B] (the squeeze-excitation's Mul): the backend's kernel for float32 contiguous operands on a
+ * device that has one and no graph to record or trace, the same products as ts_mul; NULL without
+ * an error otherwise (the caller runs its own Mul). */
+ts_tensor *tsi_mul_channels_blocked(ts_tensor *a, ts_tensor *b);
+
 #endif /* TS_NN_CONV_BLOCKED_H */

@@ -10,10 +10,12 @@
  * alone: Relu, Clip, HardSwish, HardSigmoid, LeakyRelu, Sigmoid (elementwise: any finite padding
  * stays finite), Add and Mul of two blocked values of the same channel count (the layouts then
  * broadcast alike: the squeeze-excitation's [N, Cb, 1, 1, B] scale against [N, Cb, H, W, B]), and
- * GlobalAveragePool (a mean over dims 2 and 3). A Conv's output is blocked only when some reader
- * takes the blocked form. The producer then writes a new value (its name + "#blocked"); the readers
- * that take it read that, and when others read the value, or it is a graph output or a sub-graph
- * reads it, a FromBlocked node after the producer makes the original value from it.
+ * GlobalAveragePool (a mean over dims 2 and 3); such a Mul runs the blocked per-channel scale
+ * kernel when one operand is the other's [N, Cb, 1, 1, B] scale. A Conv's output is blocked only
+ * when some reader takes the blocked form. The producer then writes a new value (its name +
+ * "#blocked"); the readers that take it read that, and when others read the value, or it is a graph
+ * output or a sub-graph reads it, a FromBlocked node after the producer makes the original value
+ * from it.
  *
  * Which layout a run uses is decided per run (tso_blocked_mode): the block of the device's
  * blocked convolutions (nn/conv_blocked.h's tsi_conv_block: the CPU with oneDNN, unless
@@ -80,6 +82,15 @@ static bool run_gap(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tens
     return out[0] || tso_fail_pending(n);
 }
 
+/* Mul: the squeeze-excitation's per-channel scale through the blocked kernel, anything else as
+ * the Mul it was */
+static bool run_mul(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out) {
+    if (!c->blk) return run_orig(c, n, in, out);
+    out[0] = tsi_mul_channels_blocked(in[0], in[1]);
+    if (!out[0] && !ts_error()) return run_orig(c, n, in, out);
+    return out[0] || tso_fail_pending(n);
+}
+
 static bool run_from_blocked(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out) {
     const bnode *b = n->state;
     out[0] = c->blk ? tsi_from_blocked(in[0], b->c) : tsi_own(ts_retain(in[0]));
@@ -90,6 +101,7 @@ static bool run_from_blocked(tso_ctx *c, const tso_node *n, ts_tensor *const *in
  * so errors still name the Conv */
 static const tso_op_def conv_def = {"tessera.BlockedConv", 1, run_conv, NULL, false};
 static const tso_op_def gap_def = {"tessera.BlockedGlobalAveragePool", 1, run_gap, NULL, false};
+static const tso_op_def mul_def = {"tessera.BlockedMul", 1, run_mul, NULL, false};
 static const tso_op_def from_def = {"tessera.FromBlocked", 1, run_from_blocked, NULL, false};
 
 /* ------------------------------------------------------------------ which nodes */
@@ -317,6 +329,8 @@ static bool apply(tso_graph *g, plan *p, bool *changed) {
             ok = swap_def(n, &conv_def, &p->conv[k]);
         } else if (p->kinds[k] == K_GAP && x_blk) {
             ok = swap_def(n, &gap_def, &(bnode){0});
+        } else if (p->kinds[k] == K_BINARY && is_op(n, "Mul")) {
+            ok = swap_def(n, &mul_def, &(bnode){0});
         }
         if (!ok) return apply_failed(nodes, m);
         nodes[m++] = *n;

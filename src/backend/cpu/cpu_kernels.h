@@ -49,6 +49,8 @@ bool ts_cpu_conv2d_blocked(const ts_backend *be, int index, float *out, int out_
                            const ts_conv2d_params *p);
 void ts_cpu_global_avg_pool_blocked(const ts_backend *be, int index, float *out, const float *x,
                                     int64_t n_cb, int64_t hw, int blk);
+void ts_cpu_mul_channels_blocked(const ts_backend *be, int index, float *out, const float *x,
+                                 const float *s, int64_t n_cb, int64_t hw, int blk);
 
 /* kern_conv.c */
 void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
