@@ -150,6 +150,53 @@ static double max_diff(ts_tensor *a, ts_tensor *b) {
     return d ? ts_item(d) : -1;
 }
 
+/* The convolutions left plain: a grouped one (group 2, not depthwise), a depthwise one of 8
+ * channels, auto_pad SAME_UPPER, asymmetric pads, a 3x3 stride-1 one of 16 outputs (the direct
+ * kernels'), and the 3 -> 8 stride-2 one feeding only that depthwise one; "a" (3 -> 32) and "e"
+ * (1x1, 32 -> 24) blocked, one FromBlocked giving "A" to the others. Outputs: the six convs'. */
+static uint8_t *plain_model(size_t *len) {
+    uint64_t s = 99;
+    Onnx__GraphProto *g = graph();
+    add_input(g, "x", tensor_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, -1, NULL));
+    conv(g, "a", "x", "A", 3, 2, 1, &s, CIN, 32);
+    conv(g, "e", "A", "E", 1, 1, 1, &s, 32, 24);
+    conv(g, "g2", "A", "G", 3, 1, 2, &s, 32, 32);
+    conv(g, "b", "x", "B", 3, 2, 1, &s, CIN, 8);
+    conv(g, "dw8", "B", "D", 3, 1, 8, &s, 8, 8);
+    conv(g, "small", "A", "S", 3, 1, 1, &s, 32, 16);
+    Onnx__NodeProto *same = conv(g, "same", "A", "M", 3, 1, 1, &s, 32, 32);
+    same->n_attribute = 2; /* kernel_shape, strides: pads dropped for auto_pad */
+    attr_string(same, "auto_pad", "SAME_UPPER");
+    Onnx__NodeProto *asym = conv(g, "asym", "A", "Y", 3, 1, 1, &s, 32, 32);
+    asym->n_attribute = 2;
+    attr_ints(asym, "pads", 4, (int64_t[]){1, 0, 1, 2});
+    const char *outs[] = {"E", "G", "D", "S", "M", "Y"};
+    for (int i = 0; i < 6; i++)
+        add_output(g, outs[i], tensor_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, -1, NULL));
+    return pack(model(g, 14), len);
+}
+
+static void check_left_plain(void) {
+    size_t len;
+    const uint8_t *buf = plain_model(&len);
+    ts_module *m = load(buf, len, ts_cpu(), true), *p = load(buf, len, ts_cpu(), false);
+    CHECK_OK();
+    if (!m || !p) return;
+    CHECK_EQ(count_op(m, "tessera.BlockedConv"), 2);
+    CHECK_EQ(count_op(m, "tessera.FromBlocked"), 1);
+    CHECK_EQ(count_op(m, "Conv"), 6);
+    ts_scope_begin();
+    ts_no_grad_begin();
+    ts_tensor *x = input(ts_cpu(), 12, 3), *ob[6] = {0}, *op[6] = {0};
+    CHECK(ts_onnx_run(m, 1, &x, 6, ob) == TS_OK);
+    CHECK(ts_onnx_run(p, 1, &x, 6, op) == TS_OK);
+    for (int i = 0; i < 6; i++) CHECK(max_diff(ob[i], op[i]) == 0);
+    ts_no_grad_end();
+    ts_scope_end();
+    ts_module_free(m);
+    ts_module_free(p);
+}
+
 /* ------------------------------------------------------------------ the model */
 /* the rewritten graph: six convolutions, both pools blocked; FromBlocked for Flatten and "res" */
 static void check_structure(const uint8_t *buf, size_t len) {
@@ -246,6 +293,12 @@ static void check_grad(const uint8_t *buf, size_t len) {
     ts_set_requires_grad(x, true);
     ts_set_requires_grad(x2, true);
     CHECK_EQ(tso_blocked_mode((tso_model *)m, ts_cpu(), &x, 1), 0);
+    /* the input without grad, the parameters with it (as loaded): still no blocked run */
+    ts_tensor *xn = input(ts_cpu(), SIDE, 11);
+    CHECK_EQ(tso_blocked_mode((tso_model *)m, ts_cpu(), &xn, 1), 0);
+    ts_no_grad_begin();
+    CHECK_EQ(tso_blocked_mode((tso_model *)m, ts_cpu(), &xn, 1), tsi_conv_block(ts_cpu()));
+    ts_no_grad_end();
     ts_tensor *ob[1] = {NULL}, *op[1] = {NULL};
     CHECK(ts_onnx_run(m, 1, &x, 1, ob) == TS_OK);
     CHECK(ts_onnx_run(p, 1, &x2, 1, op) == TS_OK);
@@ -313,6 +366,31 @@ static void check_helpers(void) {
             printf("  padding channels after a Conv + HardSigmoid: [%g, %g]\n", lo, hi);
             CHECK(isfinite(lo) && isfinite(hi));
         }
+        /* asymmetric strides, pads and dilations, blocked in and plain out, blocked in of another
+         * block (taken through the plain path), against tsi_conv2d_act */
+        float w3[C1 * 5 * 3 * 2];
+        for (int i = 0; i < C1 * 5 * 6; i++) w3[i] = (float)uniform(&s, -1, 1);
+        ts_tensor *w3t =
+            ts_from_data(TS_SHAPE(C1, 5, 3, 2), TS_F32, w3, (ts_opts){.dtype = TS_F32});
+        ts_tensor *x9 = ts_rand(TS_SHAPE(2, 5, 9, 11), (ts_opts){.dtype = TS_F32});
+        ts_conv2d_opts o3 = {.stride = {1, 2}, .padding = {2, 1}, .dilation = {2, 1}};
+        ts_tensor *want = tsi_conv2d_act(x9, w3t, NULL, o3, TSI_CONV_ACT_NONE, NAN, NAN);
+        ts_tensor *got = tsi_conv2d_act_blocked(tsi_to_blocked(x9, blk), blk, 5, w3t, NULL, o3,
+                                                TSI_CONV_ACT_NONE, NAN, NAN, 0, &ran);
+        CHECK(ran);
+        CHECK(got && want && ts_ndim(got) == 4 && max_diff(got, want) == 0);
+        ts_tensor *x8 = tsi_to_blocked(x9, blk / 2); /* [2, 1, 9, 11, blk / 2]: not this block */
+        got =
+            tsi_conv2d_act_blocked(x8, blk, 5, w3t, NULL, o3, TSI_CONV_ACT_NONE, NAN, NAN, 0, &ran);
+        CHECK(!ran); /* not the kernel's block: the plain path, from the tensor's own block */
+        CHECK(got && max_diff(got, want) == 0);
+        CHECK_OK();
+        /* channels that do not match the weight's: conv2d's error, not a blocked kernel's run */
+        got = tsi_conv2d_act_blocked(ts_rand(TS_SHAPE(2, 3, 9, 11), (ts_opts){0}), 0, 3, w3t, NULL,
+                                     o3, TSI_CONV_ACT_NONE, NAN, NAN, blk, &ran);
+        CHECK(!got && !ran);
+        CHECK_ERR(TS_ERR_SHAPE);
+
         /* a blocked input of the wrong channel count is refused by the helper, naming it */
         ts_tensor *bad = tsi_conv2d_act_blocked(ts_zeros(TS_SHAPE(2, 3, 3, 2, blk), (ts_opts){0}),
                                                 blk, 5, wt, NULL, (ts_conv2d_opts){0},
@@ -451,6 +529,7 @@ int main(void) {
     uint8_t *buf = mobile_model(&len);
     printf("blocked layout (block %d on the cpu here)\n", tsi_conv_block(ts_cpu()));
     check_structure(buf, len);
+    check_left_plain();
     for (int d = 0; d < n_dev; d++) check_outputs(buf, len, devs[d]);
     check_grad(buf, len);
     check_helpers();
