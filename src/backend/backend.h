@@ -299,6 +299,31 @@ struct ts_backend {
      * bf16 first and out and gx widened after (autocast's convolution between float32 layers:
      * nn/conv.c's tsi_conv2d_f32io) */
     bool conv2d_f32io;
+    /* Optional (NULL: none; the CPU backend with oneDNN): inference convolutions on activations in
+     * a channel-blocked layout, [N, ceil(C/B), H, W, B] with channel c at [c / B][...][c % B],
+     * kept between consecutive convolutions so that no reorder runs at each (nn/conv_blocked.h,
+     * the ONNX rewrite of onnx/rewrite_blocked.c). conv2d_block: the block B this device's
+     * kernels want (16 with AVX-512, 8 with AVX2), 0 when it has none now (no oneDNN, TS_CONV=
+     * builtin). conv2d_blocked: out = act(conv2d(x, w) + bias) as conv2d with x and / or out in
+     * that layout (x_block / out_block = B, 0: plain NCHW) and float32 throughout; the padding
+     * channels of x must be finite, those of out come finite. Returns false, having written
+     * nothing the caller relies on, for a convolution it does not take (one the built-in kernels
+     * run: the caller goes through plain layouts and conv2d, so results are conv2d's). */
+    int (*conv2d_block)(const ts_backend *be);
+    bool (*conv2d_blocked)(const ts_backend *be, int index, float *out, int out_block,
+                           const float *x, int x_block, const float *w, const float *bias,
+                           const int64_t nchw[4], const int64_t o_ohw[3], const int64_t khw[2],
+                           const ts_conv2d_params *p);
+    /* Optional, with conv2d_blocked: out [N, Cb, 1, 1, B] = the mean of each channel's H x W plane
+     * of x [N, Cb, H, W, B] (float32, contiguous; hw = H * W > 0), each channel summed in the
+     * order pool2d's float32 global average pooling sums a plain plane, so the same bits. */
+    void (*global_avg_pool_blocked)(const ts_backend *be, int index, float *out, const float *x,
+                                    int64_t n_cb, int64_t hw, int blk);
+    /* Optional, with conv2d_blocked: out [N, Cb, H, W, B] = x [N, Cb, H, W, B] * s [N, Cb, 1, 1,
+     * B] (float32, contiguous, hw = H * W): the squeeze-excitation's scale, each product as the
+     * binary kernel's */
+    void (*mul_channels_blocked)(const ts_backend *be, int index, float *out, const float *x,
+                                 const float *s, int64_t n_cb, int64_t hw, int blk);
     /* out [N,C,OH,OW] from x [N,C,H,W]; indices (TS_I64, out's shape) for TS_POOL_MAX or NULL */
     void (*pool2d)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *indices, const ts_pool2d_params *p);

@@ -191,7 +191,7 @@ static void conv_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
  * contiguous copy made for this call, which no later call would meet again) and Tessera owns
  * that memory and has not shared it (imported or exported memory can change without a version
  * bump). */
-static void weight_identity(const ts_tensor *w, const ts_tensor *wc, ts_conv2d_params *p) {
+void tsi_conv_weight_identity(const ts_tensor *w, const ts_tensor *wc, ts_conv2d_params *p) {
     ts_storage *s = wc->storage;
     if (s != w->storage || !s->alloc || s->release || atomic_load(&s->exported)) return;
     if (tsi_grad_mode() && w->requires_grad) return;
@@ -225,7 +225,7 @@ static void conv_run(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
     c->out = c->wc && (c->bc || !b) ? tsi_new(op, os, f32out ? TS_F32 : x->dtype, dev) : NULL;
     if (!c->out || tsi_numel(os) == 0) return;
     g->p.act = act, g->p.act_lo = lo, g->p.act_hi = hi;
-    weight_identity(w, c->wc, &g->p);
+    tsi_conv_weight_identity(w, c->wc, &g->p);
     const ts_kview ko = kview4(c->out, g->n, g->o, g->oh, g->ow);
     const ts_kview kx = kview4(c->xc, g->n, g->c, g->h, g->w);
     const ts_kview kw = tsi_kview(c->wc), kb = c->bc ? tsi_kview(c->bc) : kw;

@@ -22,4 +22,9 @@ ts_tensor *tsi_conv2d_forward_act(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_c
  * True with *y the result in the current scope, or NULL with the error recorded. */
 bool tsi_conv2d_f32io(ts_tensor *x, ts_tensor *w, ts_conv2d_opts o, ts_tensor **y);
 
+/* p's weight identity (weight_uid, _version, _offset) for the backend's caches when the call reads
+ * w's own storage (wc: the contiguous tensor it reads) and that can't change under it: not being
+ * trained, Tessera's own memory, not shared; left 0 otherwise (conv.c). */
+void tsi_conv_weight_identity(const ts_tensor *w, const ts_tensor *wc, ts_conv2d_params *p);
+
 #endif /* TS_NN_CONV_INTERNAL_H */

@@ -80,6 +80,7 @@ typedef struct tso_model {
     char *base_dir;
     bool optimize;
     bool no_weights;
+    bool blocked; /* the blocked-layout rewrite (rewrite_blocked.c) changed the top graph */
 } tso_model;
 
 /* What an operator sees while it runs. */
@@ -90,6 +91,7 @@ typedef struct tso_ctx {
     ts_tensor **vals;        /* the running graph's values */
     struct tso_ctx *outer;   /* the enclosing graph's context (sub-graphs) */
     int64_t loop_iterations; /* the Loop bodies this run ran (kept by the outermost context) */
+    int blk; /* the block of this run's blocked-layout nodes (rewrite_blocked.c), 0: plain */
 } tso_ctx;
 
 /* in[i] is NULL for an absent optional input; an operator sets out[i] (a tensor owned by the
@@ -209,6 +211,10 @@ bool tso_rewrite_conv(tso_model *m);    /* rewrite_conv.c */
 bool tso_rewrite_xformer(tso_model *m); /* rewrite_xformer.c */
 /* Removes the nodes with dead[k] (freeing what they own), renumbers producers, recounts uses. */
 void tso_graph_drop_dead(tso_graph *g, const bool *dead);
+/* rewrite_blocked.c: values kept in oneDNN's channel-blocked layout between convolutions */
+bool tso_rewrite_blocked(tso_model *m);
+/* the block this run of m's top graph on dev uses (0: its blocked nodes run as the plain ones) */
+int tso_blocked_mode(const tso_model *m, ts_device dev, ts_tensor *const *inputs, int n_inputs);
 
 /* ------------------------------------------------------------------ sequences and optionals
  * (sequence.c, seq_proto.c). ONNX's sequence (of tensors) and optional (of a tensor or a sequence)

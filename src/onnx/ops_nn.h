@@ -3,6 +3,7 @@
 #ifndef TS_ONNX_OPS_NN_H
 #define TS_ONNX_OPS_NN_H
 
+#include "nn/conv_fused.h"
 #include "onnx/onnx_internal.h"
 
 #define TSO_NN_RUN(name)                                                                           \
@@ -34,6 +35,9 @@ TSO_NN_RUN(tso_nn_run_conv);
  * with the error naming the node. */
 bool tso_nn_conv2d_setup(const tso_node *n, ts_tensor **x, ts_tensor **w, ts_conv2d_opts *o,
                          bool *one_d);
+/* rewrite_conv.c: whether n is the Conv + activation node of the convolution rewrites, and then
+ * its activation (nn/conv_fused.h's tsi_conv_act as an int, CLIP's bounds, NAN = none) */
+bool tso_fused_conv_act(const tso_node *n, tsi_conv_act *act, double *lo, double *hi);
 TSO_NN_CHECK(tso_nn_check_conv_transpose);
 TSO_NN_RUN(tso_nn_run_conv_transpose);
 TSO_NN_CHECK(tso_nn_check_max_pool);

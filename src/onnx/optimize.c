@@ -1,7 +1,8 @@
 /* optimize.c — the inference rewrites of ts_onnx_opts.optimize, run after constant folding: the
  * convolution rewrites (rewrite_conv.c: BatchNormalization folded into the Conv before it, Conv +
  * Relu / Clip fused) and the transformer ones (rewrite_xformer.c: MatMul + Add as one linear,
- * GELU's erf form as one op, attention as scaled_dot_product_attention). Each rewrite marks the
+ * GELU's erf form as one op, attention as scaled_dot_product_attention), then the blocked layout
+ * between convolutions (rewrite_blocked.c). Each rewrite marks the
  * nodes it replaces dead; tso_graph_drop_dead removes them. */
 #include <stdlib.h>
 
@@ -23,5 +24,5 @@ void tso_graph_drop_dead(tso_graph *g, const bool *dead) {
 }
 
 bool tso_optimize(tso_model *m) {
-    return tso_rewrite_conv(m) && tso_rewrite_xformer(m);
+    return tso_rewrite_conv(m) && tso_rewrite_xformer(m) && tso_rewrite_blocked(m);
 }

@@ -43,6 +43,13 @@ static TSO_NN_RUN(run_conv_act) {
  * attributes) and label, so errors still name the Conv. */
 static const tso_op_def conv_act_def = {"FusedConv", 1, run_conv_act, tso_nn_check_conv, false};
 
+bool tso_fused_conv_act(const tso_node *n, tsi_conv_act *act, double *lo, double *hi) {
+    if (n->def != &conv_act_def || !n->state) return false;
+    const conv_act *a = n->state;
+    *act = a->act, *lo = a->lo, *hi = a->hi;
+    return true;
+}
+
 /* ------------------------------------------------------------------ the graph */
 /* n is the default domain's operator op (another domain may reuse the name) */
 static bool is_op(const tso_node *n, const char *op) {

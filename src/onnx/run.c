@@ -107,7 +107,12 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
         goto done;
     }
     ts_tensor **out = in + max_io;
-    tso_ctx ctx = {.model = m, .graph = g, .device = dev, .vals = vals, .outer = outer};
+    tso_ctx ctx = {.model = m,
+                   .graph = g,
+                   .device = dev,
+                   .vals = vals,
+                   .outer = outer,
+                   .blk = !outer && g == m->graph ? tso_blocked_mode(m, dev, inputs, n_inputs) : 0};
     for (int v = 0; v < g->n_values; v++) {
         tso_value *val = &g->values[v];
         left[v] = val->uses;

@@ -6,7 +6,9 @@
  * oneDNN picks the kernel and the memory formats it wants (blocked, for its JIT kernels); we keep
  * NCHW / OIHW tensors, so each call reorders its inputs into the primitive's formats and the result
  * back, as PyTorch's CPU convolution does for NCHW tensors — except a weight the front end names as
- * constant (inference), whose reordered copy conv_dnnl_wcache.c keeps. The forward's activation
+ * constant (inference), whose reordered copy conv_dnnl_wcache.c keeps, and the forward's x and y
+ * where the caller keeps them in the blocked layout itself (tsi_dnnl_conv_forward_blocked: the
+ * ONNX path's blocked values, conv_dnnl_blocked.c), which the key records. The forward's activation
  * is a post-op of the primitive (set_activation). Primitives (and their reorders) are
  * built once per shape and kept in a small cache; a primitive runs concurrently from several
  * threads, each call bringing its own scratchpad and temporary buffers (from host_scratch.c's
@@ -48,6 +50,9 @@ typedef struct conv_key {
     int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g;
     int64_t act; /* the forward's post-op (ts_conv_act) and CLIP's bounds (+-inf: none) */
     double lo, hi;
+    /* the forward's x and y on our side: 0 plain NCHW, else channel-blocked nChw<B>c with that
+     * block (conv_dnnl_blocked.c) */
+    int64_t x_blk, y_blk;
 } conv_key;
 
 /* One argument of the primitive: the user's plain layout and the one the primitive wants; the
@@ -81,6 +86,11 @@ static void entry_free(conv_entry *e) {
 }
 
 /* ------------------------------------------------------------------ building a primitive */
+/* oneDNN's tag for 4-D activations in block blk (0: plain NCHW) */
+static dnnl_format_tag_t act_tag(int64_t blk) {
+    return blk == 16 ? dnnl_nChw16c : blk == 8 ? dnnl_nChw8c : dnnl_nchw;
+}
+
 static void plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag,
                      int64_t dt) {
     dnnl_dims_t d = {0}; /* oneDNN reads a whole dnnl_dims_t */
@@ -156,8 +166,8 @@ static bool build(conv_entry *e) {
                       (k->ow - 1) * k->sw - k->w + (k->kw - 1) * k->dw + 1 - k->pw};
     dnnl_memory_desc_t src_u, dst_u, w_u, b_u, src_a, dst_a, w_a, b_a;
     const int64_t dt = k->dt;
-    plain_md(&src_u, 4, src_d, dnnl_nchw, k->kind == K_BWD_DATA ? k->out : dt);
-    plain_md(&dst_u, 4, dst_d, dnnl_nchw, k->kind == K_FWD ? k->out : dt);
+    plain_md(&src_u, 4, src_d, act_tag(k->x_blk), k->kind == K_BWD_DATA ? k->out : dt);
+    plain_md(&dst_u, 4, dst_d, act_tag(k->y_blk), k->kind == K_FWD ? k->out : dt);
     if (k->g > 1)
         plain_md(&w_u, 5, wg_d, dnnl_goihw, dt);
     else
@@ -276,8 +286,9 @@ static bool lookup(const conv_key *key, conv_entry *out) {
     return hit != NULL;
 }
 
-static atomic_uint_fast64_t runs, bf16_runs;
+static atomic_uint_fast64_t runs, bf16_runs, act_reorders;
 uint64_t tsi_dnnl_conv_count(void) { return atomic_load(&runs); }
+uint64_t tsi_dnnl_conv_act_reorders(void) { return atomic_load(&act_reorders); }
 uint64_t tsi_dnnl_conv_bf16_count(void) { return atomic_load(&bf16_runs); }
 
 /* ------------------------------------------------------------------ running one */
@@ -354,6 +365,9 @@ static bool run(const conv_key *key, void *const *user_ptrs, const tsi_conv_weig
         const conv_arg *a = &e.args[i];
         ok = dnnl_memory_create(&r.user[i], &a->user, engine, user_ptrs[i]) == dnnl_success &&
              (!a->reorder || arg_prepare(&r, a, i, i < e.nargs - 1, wid));
+        if (a->reorder && (a->dnnl_arg == DNNL_ARG_SRC || a->dnnl_arg == DNNL_ARG_DST ||
+                           a->dnnl_arg == DNNL_ARG_DIFF_SRC || a->dnnl_arg == DNNL_ARG_DIFF_DST))
+            atomic_fetch_add(&act_reorders, 1);
         args[i] = (dnnl_exec_arg_t){a->dnnl_arg, a->reorder ? r.prim[i] : r.user[i]};
     }
     int n = e.nargs;
@@ -407,7 +421,7 @@ static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias, bool bf
 #define ONE_THREAD_FLOPS 1e6
 
 static bool forward(bool bf16, bool f32_out, const ts_cgeom *g, const void *x, const void *w,
-                    const tsi_conv_weight_id *wid, const void *b, void *y) {
+                    const tsi_conv_weight_id *wid, const void *b, void *y, int x_blk, int y_blk) {
     const double flops = 2.0 * (double)g->n * (double)g->o * (double)(g->c / g->g) *
                          (double)(g->kh * g->kw) * (double)(g->oh * g->ow);
     const int threads = tsi_dnnl_threads();
@@ -415,7 +429,8 @@ static bool forward(bool bf16, bool f32_out, const ts_cgeom *g, const void *x, c
 #ifdef TS_HAVE_OPENMP
     if (one) omp_set_num_threads(1); /* this thread's setting: the key and the run see it */
 #endif
-    const conv_key k = key_of(K_FWD, g, b != NULL, bf16, f32_out);
+    conv_key k = key_of(K_FWD, g, b != NULL, bf16, f32_out);
+    k.x_blk = x_blk, k.y_blk = y_blk;
     void *ptrs[4] = {(void *)x, (void *)w, b ? (void *)b : y, y};
     const bool ok = run(&k, ptrs, wid && wid->uid ? wid : NULL);
 #ifdef TS_HAVE_OPENMP
@@ -439,7 +454,13 @@ static bool backward_weight(bool bf16, const ts_cgeom *g, const void *gy, const 
 
 bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w,
                            const tsi_conv_weight_id *wid, const float *b, float *y) {
-    return forward(false, false, g, x, w, wid, b, y);
+    return forward(false, false, g, x, w, wid, b, y, 0, 0);
+}
+bool tsi_dnnl_conv_forward_blocked(const ts_cgeom *g, const float *x, int x_blk, const float *w,
+                                   const tsi_conv_weight_id *wid, const float *b, float *y,
+                                   int y_blk) {
+    if ((x_blk && x_blk != 8 && x_blk != 16) || (y_blk && y_blk != 8 && y_blk != 16)) return false;
+    return forward(false, false, g, x, w, wid, b, y, x_blk, y_blk);
 }
 bool tsi_dnnl_conv_backward_data(const ts_cgeom *g, const float *gy, const float *w, float *gx) {
     return backward_data(false, false, g, gy, w, gx);
@@ -450,7 +471,7 @@ bool tsi_dnnl_conv_backward_weight(const ts_cgeom *g, const float *gy, const flo
 
 bool tsi_dnnl_conv_forward_bf16(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
                                 const tsi_conv_weight_id *wid, const uint16_t *b, uint16_t *y) {
-    return forward(true, false, g, x, w, wid, b, y);
+    return forward(true, false, g, x, w, wid, b, y, 0, 0);
 }
 bool tsi_dnnl_conv_backward_data_bf16(const ts_cgeom *g, const uint16_t *gy, const uint16_t *w,
                                       uint16_t *gx) {
@@ -463,7 +484,7 @@ bool tsi_dnnl_conv_backward_weight_bf16(const ts_cgeom *g, const uint16_t *gy, c
 
 bool tsi_dnnl_conv_forward_f32out(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
                                   const tsi_conv_weight_id *wid, float *y) {
-    return forward(true, true, g, x, w, wid, NULL, y);
+    return forward(true, true, g, x, w, wid, NULL, y, 0, 0);
 }
 bool tsi_dnnl_conv_backward_data_f32out(const ts_cgeom *g, const uint16_t *gy, const uint16_t *w,
                                         float *gx) {
@@ -483,6 +504,13 @@ bool tsi_dnnl_conv_backward_data_f32out(const ts_cgeom *g, const uint16_t *gy, c
 }
 uint64_t tsi_dnnl_conv_count(void) { return 0; }
 uint64_t tsi_dnnl_conv_bf16_count(void) { return 0; }
+uint64_t tsi_dnnl_conv_act_reorders(void) { return 0; }
+bool tsi_dnnl_conv_forward_blocked(const ts_cgeom *g, const float *x, int x_blk, const float *w,
+                                   const tsi_conv_weight_id *wid, const float *b, float *y,
+                                   int y_blk) {
+    (void)g, (void)x, (void)x_blk, (void)w, (void)wid, (void)b, (void)y, (void)y_blk;
+    return false;
+}
 bool tsi_dnnl_conv_forward_bf16(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
                                 const tsi_conv_weight_id *wid, const uint16_t *b, uint16_t *y) {
     (void)g, (void)x, (void)w, (void)wid, (void)b, (void)y;

@@ -38,6 +38,17 @@ bool tsi_dnnl_conv_forward_f32out(const ts_cgeom *g, const uint16_t *x, const ui
                                   const tsi_conv_weight_id *wid, float *y);
 bool tsi_dnnl_conv_backward_data_f32out(const ts_cgeom *g, const uint16_t *gy, const uint16_t *w,
                                         float *gx);
+/* The float32 forward with x and / or y in oneDNN's channel-blocked layout nChw<B>c, x_blk / y_blk
+ * = B (16 or 8; 0: that one plain NCHW): [N, ceil(C/B), H, W, B], channel c at [c / B][..][c % B]
+ * (conv_dnnl_blocked.c). The same primitive as tsi_dnnl_conv_forward's, so the same values; x's
+ * padding channels meet the weight's zero padding (finite values are harmless), y's come as
+ * oneDNN writes them (zero). false as above. */
+bool tsi_dnnl_conv_forward_blocked(const ts_cgeom *g, const float *x, int x_blk, const float *w,
+                                   const tsi_conv_weight_id *wid, const float *b, float *y,
+                                   int y_blk);
+/* Reorders of activations (x, y, gy, gx: not weights) the convolutions have run so far, between
+ * our layout and the primitive's (tests and benchmarks count what the blocked layout saves). */
+uint64_t tsi_dnnl_conv_act_reorders(void);
 /* Convolutions oneDNN has run so far (tests check that it, not a fallback, ran): float32, and
  * bf16 apart. */
 uint64_t tsi_dnnl_conv_count(void);

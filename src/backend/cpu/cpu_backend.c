@@ -66,6 +66,10 @@ void ts_cpu_kernels_install(ts_backend *be) {
     be->conv2d_backward_data = ts_cpu_conv2d_backward_data;
     be->conv2d_backward_weight = ts_cpu_conv2d_backward_weight;
     be->conv2d_f32io = true;
+    be->conv2d_block = ts_cpu_conv2d_block;
+    be->conv2d_blocked = ts_cpu_conv2d_blocked;
+    be->global_avg_pool_blocked = ts_cpu_global_avg_pool_blocked;
+    be->mul_channels_blocked = ts_cpu_mul_channels_blocked;
     be->pool2d = ts_cpu_pool2d;
     be->pool2d_backward = ts_cpu_pool2d_backward;
     be->optim_step = ts_cpu_optim_step;

@@ -41,6 +41,17 @@ bool ts_cpu_softmax_backward(const ts_backend *be, int index, const ts_kview *gx
 void ts_cpu_random(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
                    double p0, double p1, uint64_t seed, uint64_t offset);
 
+/* conv_dnnl_blocked.c: backend.h's conv2d_block / conv2d_blocked */
+int ts_cpu_conv2d_block(const ts_backend *be);
+bool ts_cpu_conv2d_blocked(const ts_backend *be, int index, float *out, int out_block,
+                           const float *x, int x_block, const float *w, const float *bias,
+                           const int64_t nchw[4], const int64_t o_ohw[3], const int64_t khw[2],
+                           const ts_conv2d_params *p);
+void ts_cpu_global_avg_pool_blocked(const ts_backend *be, int index, float *out, const float *x,
+                                    int64_t n_cb, int64_t hw, int blk);
+void ts_cpu_mul_channels_blocked(const ts_backend *be, int index, float *out, const float *x,
+                                 const float *s, int64_t n_cb, int64_t hw, int blk);
+
 /* kern_conv.c */
 void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p);

@@ -1,0 +1,138 @@
+/* conv_dnnl_blocked.c — the CPU backend's convolutions on channel-blocked activations
+ * (backend.h's conv2d_block / conv2d_blocked): oneDNN's nChw16c (AVX-512) or nChw8c (AVX2) as
+ * [N, ceil(C/B), H, W, B] float32 tensors, which the ONNX rewrite of onnx/rewrite_blocked.c keeps
+ * between consecutive convolutions so that the primitive's activations need no reorder (the
+ * plain entry reorders x into the primitive's layout and y back at every call: MobileNetV3-Small
+ * ran 89 such reorders a forward, more time than its convolutions).
+ *
+ * The same primitives, weight cache, post-ops and one-thread rule as the plain forward
+ * (conv_dnnl.c, whose key carries the two layouts): only the user's descriptors of x and y
+ * differ, so where the primitive wants exactly the blocked layout (its JIT kernels on this ISA)
+ * no reorder runs, and elsewhere oneDNN's reorder from or to the blocked layout does — a result
+ * bit for bit the plain entry's either way. Only the convolutions the plain path would give
+ * oneDNN are taken (kern_conv.c's choice: TS_CONV=builtin none, TS_CONV=dnnl all, by default
+ * not those the direct kernels take, except depthwise ones of 16 groups or more); for the others
+ * this returns false and the front end runs conv2d on plain copies. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/conv_dnnl.h"
+#include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/kern_conv.h"
+#ifdef TS_HAVE_DNNL
+#include "backend/cpu/dnnl_common.h"
+#endif
+
+/* TS_CONV as kern_conv.c reads it: -1 automatic, 0 builtin, 1 dnnl (read at each call: cheap) */
+static int conv_provider(void) {
+    const char *e = getenv("TS_CONV");
+    return !e || !*e ? -1 : !strcmp(e, "dnnl") ? 1 : !strcmp(e, "builtin") ? 0 : -1;
+}
+
+int ts_cpu_conv2d_block(const ts_backend *be) {
+    (void)be;
+#ifdef TS_HAVE_DNNL
+    if (conv_provider() == 0 || !tsi_dnnl_engine()) return 0;
+    const ts_cpu_isa isa = ts_cpu_isa_get();
+    return isa == TS_ISA_AVX512 ? 16 : isa == TS_ISA_AVX2 ? 8 : 0;
+#else
+    return 0;
+#endif
+}
+
+/* kern_conv.c's conv_use_dnnl for a float32 forward: TS_CONV forces, else the shapes the direct
+ * kernels do not take and the wide depthwise ones */
+static bool goes_to_dnnl(const ts_cgeom *g) {
+    const int forced = conv_provider();
+    if (forced >= 0) return forced == 1;
+    const bool depthwise_wide = g->cg == 1 && g->og == 1 && g->g >= 16;
+    return !ts_conv_direct_for(g, false) || depthwise_wide;
+}
+
+bool ts_cpu_conv2d_blocked(const ts_backend *be, int index, float *out, int out_block,
+                           const float *x, int x_block, const float *w, const float *bias,
+                           const int64_t nchw[4], const int64_t o_ohw[3], const int64_t khw[2],
+                           const ts_conv2d_params *p) {
+    (void)index;
+    const int blk = ts_cpu_conv2d_block(be);
+    if (!blk || (x_block && x_block != blk) || (out_block && out_block != blk)) return false;
+    ts_cgeom g = {.n = nchw[0],
+                  .c = nchw[1],
+                  .h = nchw[2],
+                  .w = nchw[3],
+                  .o = o_ohw[0],
+                  .oh = o_ohw[1],
+                  .ow = o_ohw[2],
+                  .kh = khw[0],
+                  .kw = khw[1],
+                  .sh = p->stride[0],
+                  .sw = p->stride[1],
+                  .ph = p->padding[0],
+                  .pw = p->padding[1],
+                  .dh = p->dilation[0],
+                  .dw = p->dilation[1],
+                  .g = p->groups > 0 ? p->groups : 1,
+                  .act = p->act,
+                  .lo = isnan(p->act_lo) && p->act == TS_CONV_ACT_CLIP ? -INFINITY : p->act_lo,
+                  .hi = isnan(p->act_hi) && p->act == TS_CONV_ACT_CLIP ? INFINITY : p->act_hi};
+    if (g.c % g.g || g.o % g.g || g.n * g.o * g.oh * g.ow == 0) return false;
+    g.cg = g.c / g.g;
+    g.og = g.o / g.g;
+    g.k = g.cg * g.kh * g.kw;
+    g.p = g.oh * g.ow;
+    g.direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+    if (!goes_to_dnnl(&g)) return false;
+    const tsi_conv_weight_id wid = {
+        .uid = p->weight_uid, .version = p->weight_version, .offset = p->weight_offset};
+    return tsi_dnnl_conv_forward_blocked(&g, x, x_block, w, &wid, bias, out, out_block);
+}
+
+/* Each lane of a block is one channel: its plane sits at stride blk. The sums go as
+ * kern_pool.c's plane_mean_f32 makes them (16 partial sums, element i into sum i % 16, the tail
+ * likewise, then halved pairwise 8, 4, 2, 1, and divided by hw), lane by lane: the same bits as
+ * the plain layout's global average pooling. */
+void ts_cpu_global_avg_pool_blocked(const ts_backend *be, int index, float *out, const float *x,
+                                    int64_t n_cb, int64_t hw, int blk) {
+    (void)be, (void)index;
+    enum { MAX_BLK = 16 };
+    if (blk < 1 || blk > MAX_BLK) return;
+    for (int64_t p = 0; p < n_cb; p++) {
+        const float *xp = x + p * hw * blk;
+        float acc[16][MAX_BLK] = {{0}};
+        int64_t i = 0;
+        for (; i + 16 <= hw; i += 16)
+            for (int j = 0; j < 16; j++)
+                for (int l = 0; l < blk; l++) acc[j][l] += xp[(i + j) * blk + l];
+        for (int j = 0; i < hw; i++, j++)
+            for (int l = 0; l < blk; l++) acc[j][l] += xp[i * blk + l];
+        for (int w = 8; w > 0; w /= 2)
+            for (int j = 0; j < w; j++)
+                for (int l = 0; l < blk; l++) acc[j][l] += acc[j + w][l];
+        for (int l = 0; l < blk; l++) out[p * blk + l] = acc[0][l] / (float)hw;
+    }
+}
+
+/* x times s, s one vector of blk channels per plane: the generic binary kernel walks this
+ * broadcast in segments of blk elements (a call per pixel), where the plain layout's is a scalar
+ * per plane; here a loop of blk lanes the compiler vectorises (blk 16 and 8 spelled out). */
+#define MUL_PLANES(B)                                                                              \
+    for (int64_t p = 0; p < n_cb; p++) {                                                           \
+        const float *xp = x + p * hw * (B), *sp = s + p * (B);                                     \
+        float *op = out + p * hw * (B);                                                            \
+        for (int64_t i = 0; i < hw; i++)                                                           \
+            for (int l = 0; l < (B); l++) op[i * (B) + l] = xp[i * (B) + l] * sp[l];               \
+    }
+
+void ts_cpu_mul_channels_blocked(const ts_backend *be, int index, float *out, const float *x,
+                                 const float *s, int64_t n_cb, int64_t hw, int blk) {
+    (void)be, (void)index;
+    if (blk == 16) {
+        MUL_PLANES(16)
+    } else if (blk == 8) {
+        MUL_PLANES(8)
+    } else {
+        MUL_PLANES(blk)
+    }
+}
