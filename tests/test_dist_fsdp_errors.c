@@ -7,17 +7,42 @@
  *    message names the file and the rank, world and generation it should belong to; on the ranks
  *    that did not fail it is "rank R failed: " and the failing rank's message; a manifest that is
  *    not FSDP's (another format, a world of 0, no generation) is named as such;
- *  - a save that fails on the last rank alone: the other ranks name that rank and its file. */
-#define _POSIX_C_SOURCE 200809L
+ *  - a save that fails on the last rank alone: the other ranks name that rank and its file;
+ *  - a save whose manifest is renamed into place but whose folder sync then fails (fsync and
+ *    rename are wrapped below): the error is reported, and the shards that manifest names and the
+ *    previous generation's all stay, so the checkpoint on disk loads. */
+#define _GNU_SOURCE /* syscall */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "dist_shared_dir.h"
 #include "ts_test.h"
 
 static int rank, world;
+
+/* The process's fsync and rename (the library's calls resolve to these): with fail_manifest_sync
+ * set, the fsync of a folder right after a rename onto a manifest fails with EIO. */
+static int fail_manifest_sync, renamed_manifest;
+
+int rename(const char *from, const char *to) {
+    renamed_manifest = strstr(to, "manifest.safetensors") != NULL;
+    return renameat(AT_FDCWD, from, AT_FDCWD, to);
+}
+
+int fsync(int fd) {
+    struct stat sb;
+    if (fail_manifest_sync && renamed_manifest && fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        errno = EIO;
+        return -1;
+    }
+    return (int)syscall(SYS_fsync, fd);
+}
 
 typedef struct three_fc {
     ts_module base;
@@ -91,18 +116,6 @@ static char *shard(const char *dir, int gen, int r) {
     return join(dir, name);
 }
 
-/* A folder every rank names alike: rank 0's pid. */
-static void shared_dir(char *out, size_t n) {
-    int64_t pid = (int64_t)getpid();
-    ts_tensor *t = ts_tensor_i64(TS_SHAPE(), &pid, (ts_opts){0});
-    ts_dist_broadcast(t, 0, NULL);
-    ts_copy_to_host(t, &pid, sizeof pid);
-    ts_release(t);
-    snprintf(out, n, "/tmp/ts_fsdp_err_%lld", (long long)pid);
-    if (rank == 0) mkdir(out, 0777);
-    ts_dist_barrier();
-}
-
 /* the pending error is code with the message want on the failing rank, and "<op>: rank R
  * failed: " then want on the others; cleared */
 static void check_named(ts_status code, int failing, const char *op, const char *want) {
@@ -118,7 +131,7 @@ static void check_named(ts_status code, int failing, const char *op, const char 
 
 static void checkpoint_messages(void) {
     char dir[256], want[1200];
-    shared_dir(dir, sizeof dir);
+    shared_dir("/tmp/ts_fsdp_err_", dir, sizeof dir);
     const int last = world - 1;
     ts_module *f = fsdp_new(3);
     CHECK(ts_fsdp_save_sharded(f, dir, NULL) == TS_OK); /* generation 1 */
@@ -196,6 +209,25 @@ static void checkpoint_messages(void) {
     ts_error_clear();
     ts_dist_barrier();
     if (rank == 0) CHECK(rmdir(next) == 0);
+
+    /* generation 3's manifest renamed into place, then its folder's sync fails on rank 0 */
+    fail_manifest_sync = rank == 0;
+    CHECK(ts_fsdp_save_sharded(f, dir, NULL) != TS_OK);
+    fail_manifest_sync = 0;
+    CHECK_EQ(ts_error(), TS_ERR_IO);
+    CHECK(strstr(ts_error_message(), "syncing folder") != NULL);
+    snprintf(want, sizeof want, "fsdp_save_sharded: rank 0 failed: ");
+    if (rank != 0) CHECK(strncmp(ts_error_message(), want, strlen(want)) == 0);
+    ts_error_clear();
+    ts_dist_barrier();
+    struct stat sb;
+    CHECK(stat(shard(dir, 3, rank), &sb) == 0); /* named by the manifest: kept */
+    CHECK(stat(shard(dir, 2, rank), &sb) == 0); /* the old manifest may come back: kept */
+    CHECK(ts_fsdp_load_sharded(f, dir, NULL) == TS_OK);
+    CHECK(ts_fsdp_save_sharded(f, dir, NULL) == TS_OK); /* generation 4 removes 2 and 3 */
+    ts_dist_barrier();
+    CHECK(stat(shard(dir, 2, rank), &sb) != 0 && stat(shard(dir, 3, rank), &sb) != 0);
+    CHECK_OK();
 
     ts_module_free(f);
     ts_dist_barrier();

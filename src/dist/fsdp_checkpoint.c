@@ -206,6 +206,13 @@ static uint64_t meta_u64(const char *path, const char *key, bool *ok) {
     return x;
 }
 
+/* whether the manifest on disk commits generation gen (errors reading it are left pending) */
+static bool names_generation(const char *manifest, uint64_t gen) {
+    bool ok = true;
+    uint64_t g = meta_u64(manifest, "generation", &ok);
+    return ok && g == gen;
+}
+
 /* The optimizer must step exactly the module's leaves (ts_fsdp_parameters, in any order and
  * groups): idx[2 * unit + leaf] gets each one's index among the optimizer's parameters. */
 static bool check_optim(const char *op, fsdp_module *f, ts_optim *opt, int *idx) {
@@ -439,7 +446,10 @@ ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_c
     }
     ok = tsi_fsdp_agree(f, op, ok);
     if (ok && f->rank == 0) remove_stale(dir, gen, f->world);
-    if (!ok && path) unlink(path); /* not committed: the previous checkpoint stays whole */
+    /* not committed: the previous checkpoint stays whole. A manifest naming this generation is in
+     * place although its save failed (the folder's sync after the rename): its shards stay, and
+     * the older ones too (not removed above), as a crash may still bring the old manifest back */
+    if (!ok && path && !names_generation(manifest, gen)) unlink(path);
     free(idx);
     free(layout);
     free(name);
