@@ -85,56 +85,83 @@ static void check_case(const conv_case *cc, int expect) {
 
 /* ------------------------------------------------------------------ allocation failures */
 /* The widened path (the built-in kernels forced, so never oneDNN's bf16 primitives) with each of
- * its allocations failing in turn: a float32 copy or the scratch missing, the naive loops of
- * kern_conv_naive.c run instead, or the op fails with TS_ERR_OOM. The naive loops round every
- * partial sum to bf16 (through float: 2^-8 + 2^-24 each), so a result is held to their bound,
- * gamma_(K+1) S for that u, which also holds the widened path's (check_case's, far tighter). */
+ * its allocations failing in turn, forward and both gradients: a float32 copy or the scratch
+ * missing, the naive loops of kern_conv_naive.c run instead, or the op fails with TS_ERR_OOM.
+ * Either sums in float32 or better (the widened kernels; the naive loops in double) and rounds once
+ * to bf16, so every result is held to check_case's bound. (The naive loops once rounded every
+ * partial sum to bf16, tens of times past it.) Stride 2 down and 1 across, padding 1: the input
+ * gradient's loops find the outputs that read an input row only at every other row. */
 typedef struct sweep_state {
-    ts_tensor *x, *w, *b, *y64, *ya, *y;
+    ts_tensor *x, *w, *b, *gy;
+    ts_tensor *y64, *ya, *gx64, *gxa, *gw64, *gwa; /* float64: exact and over magnitudes */
+    ts_tensor *y, *gx, *gw;
 } sweep_state;
 
-static const conv_case SWEEP_CASE = {"sweep", 2, 3, 7, 6, 4, 3, 3, {.padding = {1, 1}}, true};
+static const conv_case SWEEP_CASE = {
+    "sweep", 2, 3, 7, 6, 4, 3, 3, {.stride = {2, 1}, .padding = {1, 1}}, true};
+
+static ts_tensor *kept(ts_tensor *t) {
+    ts_tensor *d = t ? ts_detach(t) : NULL;
+    ts_retain(d);
+    return d;
+}
 
 static void *sweep_setup(void) {
     sweep_state *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     const conv_case *cc = &SWEEP_CASE;
-    s->x = random_bf16(TS_SHAPE(cc->n, cc->c, cc->h, cc->w), false);
-    s->w = random_bf16(TS_SHAPE(cc->o, cc->c, cc->kh, cc->kw), false);
+    s->x = random_bf16(TS_SHAPE(cc->n, cc->c, cc->h, cc->w), true);
+    s->w = random_bf16(TS_SHAPE(cc->o, cc->c, cc->kh, cc->kw), true);
     s->b = random_bf16(TS_SHAPE(cc->o), false);
     ts_scope_begin();
-    ts_tensor *y64 = ts_conv2d(f64_of(s->x, false, false), f64_of(s->w, false, false),
-                               f64_of(s->b, false, false), cc->o_);
-    ts_tensor *ya = ts_conv2d(f64_of(s->x, true, false), f64_of(s->w, true, false),
-                              f64_of(s->b, true, false), cc->o_);
-    s->y64 = ts_detach(y64), s->ya = ts_detach(ya);
-    ts_retain(s->y64), ts_retain(s->ya);
+    s->gy = kept(
+        random_bf16(ts_shape_of(ts_conv2d(ts_detach(s->x), ts_detach(s->w), NULL, cc->o_)), false));
+    ts_tensor *x64 = f64_of(s->x, false, true), *w64 = f64_of(s->w, false, true);
+    ts_tensor *y64 = ts_conv2d(x64, w64, f64_of(s->b, false, false), cc->o_);
+    ts_backward_with(y64, f64_of(s->gy, false, false));
+    ts_tensor *xa = f64_of(s->x, true, true), *wa = f64_of(s->w, true, true);
+    ts_tensor *ya = ts_conv2d(xa, wa, f64_of(s->b, true, false), cc->o_);
+    ts_backward_with(ya, f64_of(s->gy, true, false));
+    s->y64 = kept(y64), s->ya = kept(ya);
+    s->gx64 = kept(ts_grad(x64)), s->gxa = kept(ts_grad(xa));
+    s->gw64 = kept(ts_grad(w64)), s->gwa = kept(ts_grad(wa));
     ts_scope_end();
     return s;
 }
 
+static void sweep_release_results(sweep_state *s) {
+    ts_release(s->y), ts_release(s->gx), ts_release(s->gw);
+    s->y = s->gx = s->gw = NULL;
+}
+
 static bool sweep_run(void *p) {
     sweep_state *s = p;
-    ts_release(s->y);
-    s->y = ts_conv2d(s->x, s->w, s->b, SWEEP_CASE.o_);
-    return s->y && !ts_error();
+    sweep_release_results(s);
+    ts_set_grad(s->x, NULL), ts_set_grad(s->w, NULL);
+    ts_scope_begin();
+    ts_tensor *y = ts_conv2d(s->x, s->w, s->b, SWEEP_CASE.o_);
+    ts_backward_with(y, s->gy);
+    s->y = kept(y), s->gx = kept(ts_grad(s->x)), s->gw = kept(ts_grad(s->w));
+    ts_scope_end();
+    return s->y && s->gx && s->gw && !ts_error();
 }
 
 static void sweep_check(void *p, bool ok) {
     sweep_state *s = p;
     if (!ok) return;
-    const int64_t n = ts_numel(s->y64);
-    const double u = 0x1p-8 + 0x1p-24, k1 = SWEEP_CASE.c * SWEEP_CASE.kh * SWEEP_CASE.kw + 2;
-    double *want = ts_test_host_f64(s->y64, n), *tol = ts_test_host_f64(s->ya, n);
-    for (int64_t i = 0; i < n; i++) tol[i] *= k1 * u / (1 - k1 * u);
-    CHECK_TOL("sweep", "forward under an allocation failure", s->y, want, tol, n);
-    free(want), free(tol);
+    const conv_case *cc = &SWEEP_CASE;
+    const ts_shape ys = ts_shape_of(s->y64);
+    CHECK_BF16_SUM("sweep y", s->y, s->y64, s->ya, (double)(cc->c * cc->kh * cc->kw + 1));
+    CHECK_BF16_SUM("sweep gx", s->gx, s->gx64, s->gxa, (double)(cc->o * cc->kh * cc->kw));
+    CHECK_BF16_SUM("sweep gw", s->gw, s->gw64, s->gwa,
+                   (double)(ys.dims[0] * ys.dims[2] * ys.dims[3]));
 }
 
 static void sweep_teardown(void *p) {
     sweep_state *s = p;
-    ts_release(s->x), ts_release(s->w), ts_release(s->b), ts_release(s->y64), ts_release(s->ya);
-    ts_release(s->y);
+    sweep_release_results(s);
+    ts_tensor *all[] = {s->x, s->w, s->b, s->gy, s->y64, s->ya, s->gx64, s->gxa, s->gw64, s->gwa};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ts_release(all[i]);
     free(s);
 }
 

@@ -33,52 +33,94 @@ static void store_el(ts_dtype dt, char *p, int64_t i, double v) {
     }
 }
 
-/* Calls BODY(xi, wi, yi) for every (input, weight, output) element triple that meets. */
-#define FOR_EACH_TAP(g, BODY)                                                                      \
-    for (int64_t n = 0; n < (g)->n; n++)                                                           \
-        for (int64_t o = 0; o < (g)->o; o++)                                                       \
-            for (int64_t oy = 0; oy < (g)->oh; oy++)                                               \
-                for (int64_t ox = 0; ox < (g)->ow; ox++) {                                         \
-                    const int64_t yi = ((n * (g)->o + o) * (g)->oh + oy) * (g)->ow + ox;           \
-                    const int64_t gi = o / (g)->og;                                                \
-                    for (int64_t c = 0; c < (g)->cg; c++)                                          \
-                        for (int64_t i = 0; i < (g)->kh; i++) {                                    \
-                            const int64_t iy = oy * (g)->sh - (g)->ph + i * (g)->dh;               \
-                            if (iy < 0 || iy >= (g)->h) continue;                                  \
-                            for (int64_t j = 0; j < (g)->kw; j++) {                                \
-                                const int64_t ix = ox * (g)->sw - (g)->pw + j * (g)->dw;           \
-                                if (ix < 0 || ix >= (g)->w) continue;                              \
-                                const int64_t xi =                                                 \
-                                    ((n * (g)->c + gi * (g)->cg + c) * (g)->h + iy) * (g)->w + ix; \
-                                const int64_t wi =                                                 \
-                                    ((o * (g)->cg + c) * (g)->kh + i) * (g)->kw + j;               \
-                                BODY;                                                              \
-                            }                                                                      \
-                        }                                                                          \
-                }
+/* Each result is one sum accumulated in double and rounded once to dt, so that a half-precision
+ * fallback is as accurate as the widened kernels it replaces (rounding every partial sum to bf16
+ * would put it tens of times past their bound). The loops gather: the outer ones walk the result,
+ * the inner ones the taps that meet it. */
 
-static void naive_fill0(ts_dtype dt, char *p, int64_t n) {
-    for (int64_t i = 0; i < n; i++) store_el(dt, p, i, 0.0);
+/* input row / column of output row or column o through tap k, or -1 outside the input */
+static int64_t in_at(int64_t o, int64_t k, int64_t s, int64_t p, int64_t d, int64_t size) {
+    const int64_t v = o * s - p + k * d;
+    return v >= 0 && v < size ? v : -1;
+}
+
+/* output row or column whose tap k reads input v, or -1 when none does */
+static int64_t out_at(int64_t v, int64_t k, int64_t s, int64_t p, int64_t d, int64_t size) {
+    const int64_t t = v + p - k * d;
+    if (t < 0 || t % s) return -1;
+    return t / s < size ? t / s : -1;
 }
 
 void ts_conv_naive_forward(const ts_cgeom *g, ts_dtype dt, const char *x, const char *w,
                            const char *b, char *y) {
-    for (int64_t yi = 0; yi < g->n * g->o * g->p; yi++)
-        store_el(dt, y, yi, b ? load_el(dt, b, (yi / g->p) % g->o) : 0.0);
-    FOR_EACH_TAP(g,
-                 store_el(dt, y, yi, load_el(dt, y, yi) + load_el(dt, x, xi) * load_el(dt, w, wi)))
+    int64_t yi = 0;
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t o = 0; o < g->o; o++) {
+            const int64_t c0 = o / g->og * g->cg;
+            for (int64_t oy = 0; oy < g->oh; oy++)
+                for (int64_t ox = 0; ox < g->ow; ox++, yi++) {
+                    double acc = b ? load_el(dt, b, o) : 0.0;
+                    for (int64_t c = 0; c < g->cg; c++)
+                        for (int64_t i = 0; i < g->kh; i++) {
+                            const int64_t iy = in_at(oy, i, g->sh, g->ph, g->dh, g->h);
+                            for (int64_t j = 0; iy >= 0 && j < g->kw; j++) {
+                                const int64_t ix = in_at(ox, j, g->sw, g->pw, g->dw, g->w);
+                                if (ix < 0) continue;
+                                acc +=
+                                    load_el(dt, x, ((n * g->c + c0 + c) * g->h + iy) * g->w + ix) *
+                                    load_el(dt, w, ((o * g->cg + c) * g->kh + i) * g->kw + j);
+                            }
+                        }
+                    store_el(dt, y, yi, acc);
+                }
+        }
 }
 
 void ts_conv_naive_backward_data(const ts_cgeom *g, ts_dtype dt, const char *gy, const char *w,
                                  char *gx) {
-    naive_fill0(dt, gx, g->n * g->c * g->h * g->w);
-    FOR_EACH_TAP(
-        g, store_el(dt, gx, xi, load_el(dt, gx, xi) + load_el(dt, gy, yi) * load_el(dt, w, wi)))
+    int64_t xi = 0;
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t ci = 0; ci < g->c; ci++) {
+            const int64_t grp = ci / g->cg, c = ci % g->cg;
+            for (int64_t iy = 0; iy < g->h; iy++)
+                for (int64_t ix = 0; ix < g->w; ix++, xi++) {
+                    double acc = 0.0;
+                    for (int64_t o = grp * g->og; o < (grp + 1) * g->og; o++)
+                        for (int64_t i = 0; i < g->kh; i++) {
+                            const int64_t oy = out_at(iy, i, g->sh, g->ph, g->dh, g->oh);
+                            for (int64_t j = 0; oy >= 0 && j < g->kw; j++) {
+                                const int64_t ox = out_at(ix, j, g->sw, g->pw, g->dw, g->ow);
+                                if (ox < 0) continue;
+                                acc += load_el(dt, gy, ((n * g->o + o) * g->oh + oy) * g->ow + ox) *
+                                       load_el(dt, w, ((o * g->cg + c) * g->kh + i) * g->kw + j);
+                            }
+                        }
+                    store_el(dt, gx, xi, acc);
+                }
+        }
 }
 
 void ts_conv_naive_backward_weight(const ts_cgeom *g, ts_dtype dt, const char *gy, const char *x,
                                    char *gw) {
-    naive_fill0(dt, gw, g->o * g->k);
-    FOR_EACH_TAP(
-        g, store_el(dt, gw, wi, load_el(dt, gw, wi) + load_el(dt, gy, yi) * load_el(dt, x, xi)))
+    int64_t wi = 0;
+    for (int64_t o = 0; o < g->o; o++) {
+        const int64_t c0 = o / g->og * g->cg;
+        for (int64_t c = 0; c < g->cg; c++)
+            for (int64_t i = 0; i < g->kh; i++)
+                for (int64_t j = 0; j < g->kw; j++, wi++) {
+                    double acc = 0.0;
+                    for (int64_t n = 0; n < g->n; n++)
+                        for (int64_t oy = 0; oy < g->oh; oy++) {
+                            const int64_t iy = in_at(oy, i, g->sh, g->ph, g->dh, g->h);
+                            for (int64_t ox = 0; iy >= 0 && ox < g->ow; ox++) {
+                                const int64_t ix = in_at(ox, j, g->sw, g->pw, g->dw, g->w);
+                                if (ix < 0) continue;
+                                acc +=
+                                    load_el(dt, gy, ((n * g->o + o) * g->oh + oy) * g->ow + ox) *
+                                    load_el(dt, x, ((n * g->c + c0 + c) * g->h + iy) * g->w + ix);
+                            }
+                        }
+                    store_el(dt, gw, wi, acc);
+                }
+    }
 }
