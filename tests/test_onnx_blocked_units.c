@@ -78,6 +78,25 @@ static void conv_env(const char *v) {
 static void conv_env_restore(void) { conv_env(saved_conv); }
 
 /* ------------------------------------------------------------------ the provider */
+/* a graph capture records plain kernels only: no block while one is open */
+static void check_capture(void) {
+    ts_device devs[TS_TEST_MAX_DEVICES];
+    const int n = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
+    for (int d = 0; d < n; d++) {
+        ts_graph *g = ts_graph_capture_begin(devs[d], (ts_graph_opts){0});
+        if (!g) {
+            ts_error_clear();
+            continue;
+        }
+        const int in = tsi_conv_block(devs[d]);
+        ts_graph_capture_end();
+        printf("  under a capture on %s: block %d\n", ts_device_str(devs[d]), in);
+        CHECK_EQ(in, 0);
+        ts_graph_free(g);
+        ts_error_clear();
+    }
+}
+
 static void check_provider(int blk) {
     conv_env(NULL);
     CHECK_EQ(tsi_conv_block(ts_cpu()), blk);
@@ -292,6 +311,8 @@ static void check_layout(void) {
     CHECK(!tsi_to_blocked(ts_zeros(TS_SHAPE(8, 3, 4), (ts_opts){0}), 4));
     CHECK_ERR_HAS(TS_ERR_SHAPE, "to_blocked");
     CHECK(!tsi_from_blocked(xb, 0));
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "from_blocked");
+    CHECK(!tsi_from_blocked(ts_zeros(TS_SHAPE(1, 0, 2, 2, 4), (ts_opts){0}), 0)); /* no channels */
     CHECK_ERR_HAS(TS_ERR_SHAPE, "from_blocked");
     CHECK(!tsi_from_blocked(xb, 9));
     CHECK_ERR_HAS(TS_ERR_SHAPE, "for C = 9");
@@ -532,7 +553,8 @@ static void check_rewrite(void) {
     node(g, "Sigmoid", "sg", "L", "S");
     node(g, "Mul", "sq", "S,A", "M");
     node(g, "HardSigmoid", "hsg", "M", "H");
-    node(g, "Relu", "rl", "H", "R");
+    node(g, "Add", "ad", "H,A", "Q"); /* blocked, and no BlockedMul */
+    node(g, "Relu", "rl", "Q", "R");
     conv(g, "e", "R", "E", 24, 40, 1, 1, 1, NULL);
     node(g, "GlobalAveragePool", "gp", "E", "P");
     conv(g, "f", "P", "F", 40, 24, 1, 1, 1, NULL);
@@ -620,6 +642,7 @@ int main(void) {
     printf("blocked layout units (block %d expected, %d now)\n", blk, tsi_conv_block(ts_cpu()));
     ts_scope_begin();
     check_provider(blk);
+    check_capture();
     check_dispatch(blk);
     conv_env(NULL);
     const int now = tsi_conv_block(ts_cpu());
