@@ -594,6 +594,30 @@ static void check_rewrite(void) {
     attr_string(expl, "auto_pad", "NOTSET");
     out_f(g, "X");
     check_model("accepted readers", g, 2, 3, 18, (expect){6, 1, 0, 0});
+    /* dilations 2 x 1 and strides 1 x 2 (each side its own), and a value an If's branch reads
+     * (pinned: FromBlocked) besides the blocked Conv reading it */
+    g = graph_x();
+    conv(g, "a", "x", "A", 3, 32, 3, 2, 1, NULL);
+    Onnx__NodeProto *dil = conv(g, "d", "A", "D", 32, 24, 3, 1, 1, (int64_t[]){2, 1, 2, 1});
+    attr_ints(dil, "dilations", 2, (int64_t[]){2, 1});
+    dil->attribute[1]->ints[1] = 2; /* strides 1 x 2 */
+    if (tso_find_op("If", 14, NULL)) {
+        Onnx__GraphProto *then = graph(), *other = graph();
+        node(then, "Relu", "t", "A", "t_out");
+        add_output(then, "t_out", NULL);
+        node(other, "Identity", "e", "A", "e_out");
+        add_output(other, "e_out", NULL);
+        Onnx__NodeProto *n = node(g, "If", "if", "cond", "I");
+        attr_graph(n, "then_branch", then);
+        attr_graph(n, "else_branch", other);
+        add_init(g, tensor("cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL, (const uint8_t[]){1},
+                           1));
+        out_f(g, "D"), out_f(g, "I");
+        check_model("dilations, strides, an If", g, 2, 3, 13, (expect){2, 1, 0, 0});
+    } else {
+        out_f(g, "D");
+        check_model("dilations, strides", g, 1, 3, 13, (expect){2, 0, 0, 0});
+    }
     /* the weight a graph input: not known at load */
     g = graph_x();
     add_input(g, "wx", tensor_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, -1, NULL));
@@ -622,6 +646,8 @@ static void check_rewrite(void) {
             ts_no_grad_begin();
             CHECK_EQ(tso_blocked_mode((tso_model *)m, ts_cpu(), none, 2), tsi_conv_block(ts_cpu()));
             ts_no_grad_end();
+            /* grad mode: the parameters require grad (an absent input among the inputs) */
+            CHECK_EQ(tso_blocked_mode((tso_model *)m, ts_cpu(), none, 2), 0);
             if (p) CHECK_EQ(tso_blocked_mode((tso_model *)p, ts_cpu(), none, 2), 0);
         }
         ts_module_free(m);
