@@ -137,6 +137,15 @@ static bool direct_takes(int64_t c, int64_t h, int64_t w, int64_t o, int64_t k, 
     return ts_conv_direct_for(&q, false) != NULL;
 }
 
+/* the same for a 1x1 unpadded convolution of stride sh x 1 */
+static bool direct_takes_1x1(int64_t c, int64_t h, int64_t w, int64_t o, int64_t sh) {
+    ts_cgeom q = {.n = 1, .c = c, .h = h, .w = w, .o = o, .oh = (h - 1) / sh + 1, .ow = w,
+                  .kh = 1, .kw = 1, .sh = sh, .sw = 1, .dh = 1, .dw = 1, .g = 1};
+    q.cg = c, q.og = o, q.k = c, q.p = q.oh * w;
+    q.direct = sh == 1;
+    return ts_conv_direct_for(&q, false) != NULL;
+}
+
 static void check_dispatch(int blk) {
     if (!blk) return;
     const ts_conv2d_opts p1 = {.padding = {1, 1}};
@@ -157,6 +166,14 @@ static void check_dispatch(int blk) {
     ts_tensor *w17 = rnd(TS_SHAPE(17, 20, 3, 3), TS_F32);
     CHECK(conv_same(x, w17, NULL, p1, TSI_CONV_ACT_NONE, 0, 0, blk, blk, &ran));
     CHECK(ran);
+    /* 1x1 of 8 outputs: oneDNN's at stride 1 (the input is its column matrix), the direct
+     * kernels' at stride 2 x 1 */
+    ts_tensor *w1 = rnd(TS_SHAPE(8, 20, 1, 1), TS_F32);
+    CHECK(conv_same(x, w1, NULL, (ts_conv2d_opts){0}, TSI_CONV_ACT_NONE, 0, 0, blk, blk, &ran));
+    CHECK_EQ(ran, !direct_takes_1x1(20, 9, 10, 8, 1));
+    CHECK(conv_same(x, w1, NULL, (ts_conv2d_opts){.stride = {2, 1}}, TSI_CONV_ACT_NONE, 0, 0, blk,
+                    blk, &ran));
+    CHECK_EQ(ran, !direct_takes_1x1(20, 9, 10, 8, 2));
     /* depthwise: 16 channels oneDNN's (the wide ones), 15 the direct kernels' */
     ts_tensor *x16 = rnd(TS_SHAPE(1, 16, 8, 9), TS_F32), *d16 = rnd(TS_SHAPE(16, 1, 3, 3), TS_F32);
     CHECK(conv_same(x16, d16, NULL, (ts_conv2d_opts){.padding = {1, 1}, .groups = 16},
@@ -261,6 +278,10 @@ static void check_conv_guards(int blk) {
         {x, rnd(TS_SHAPE(24, 5, 3, 9), TS_F32), NULL, 5, {.groups = 1}}, /* wider */
         {x, w, NULL, 5, {.padding = {-1, 1}}},                   /* negative pads */
         {x, w, NULL, 5, {.padding = {1, -1}}},
+        {x, w, NULL, 5, {.stride = {-1, 1}}},                    /* negative strides */
+        {x, w, NULL, 5, {.stride = {1, -1}}},
+        {x, w, NULL, 5, {.dilation = {-1, 1}}},                  /* negative dilations */
+        {x, w, NULL, 5, {.dilation = {1, -1}}},
         {x, rnd(TS_SHAPE(24, 1, 3, 3), TS_F32), NULL, 5, {.groups = 5}}, /* 24 % 5 */
         {x, rnd(TS_SHAPE(24, 2, 3, 3), TS_F32), NULL, 5, {.groups = 2}}, /* 5 % 2 */
         {rnd(TS_SHAPE(2, 4, 6, 7), TS_F32), w, NULL, 4, o},      /* channels of x, not w's */
@@ -294,6 +315,8 @@ static void check_conv_guards(int blk) {
     CHECK(!be->conv2d_blocked(be, 0, ys, blk, xs, blk / 2, ws, NULL, nchw, ohw, khw, &prm));
     const int64_t nchw0[4] = {0, 16, 3, 3};
     CHECK(!be->conv2d_blocked(be, 0, ys, blk, xs, blk, ws, NULL, nchw0, ohw, khw, &prm));
+    const ts_conv2d_params prm0 = {.stride = {1, 1}, .dilation = {1, 1}}; /* groups 0: one */
+    CHECK(!be->conv2d_blocked(be, 0, ys, blk, xs, blk, ws, NULL, nchw0, ohw, khw, &prm0));
     CHECK_OK();
 }
 
@@ -592,8 +615,9 @@ static void check_rewrite(void) {
     out_f(g, "N");
     Onnx__NodeProto *expl = conv(g, "ex", "N", "X", 24, 24, 1, 1, 1, NULL);
     attr_string(expl, "auto_pad", "NOTSET");
-    out_f(g, "X");
-    check_model("accepted readers", g, 2, 3, 18, (expect){6, 1, 0, 0});
+    node(g, "Conv", "nb", "N,ex.w", "NB"); /* no bias, no attributes */
+    out_f(g, "X"), out_f(g, "NB");
+    check_model("accepted readers", g, 3, 3, 18, (expect){7, 1, 0, 0});
     /* dilations 2 x 1 and strides 1 x 2 (each side its own), and a value an If's branch reads
      * (pinned: FromBlocked) besides the blocked Conv reading it */
     g = graph_x();
