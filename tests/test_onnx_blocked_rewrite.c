@@ -258,7 +258,9 @@ int main(void) {
     ts_device devs[TS_TEST_MAX_DEVICES];
     (void)ts_test_devices(devs, TS_TEST_MAX_DEVICES); /* the backends installed */
     printf("blocked-layout rewrite (block %d on the cpu here)\n", tsi_conv_block(ts_cpu()));
+    ts_scope_begin();
     check_rewrite();
+    ts_scope_end();
     arena_release();
     return ts_test_finish();
 }
