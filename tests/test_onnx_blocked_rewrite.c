@@ -215,6 +215,14 @@ static void check_rewrite(void) {
         out_f(g, "D");
         check_model("dilations, strides", g, 1, 3, 13, (expect){2, 0, 0, 0});
     }
+    /* a node of two outputs (an Add declaring a second, which nothing writes): not blocked, nor
+     * the Conv before it (no reader takes its output blocked); its output is a graph output */
+    g = graph_x();
+    conv(g, "a", "x", "A", 3, 32, 3, 2, 1, NULL);
+    node(g, "Add", "two", "A,A", "T,T2");
+    conv(g, "e", "T", "E", 32, 24, 1, 1, 1, NULL);
+    out_f(g, "E"), out_f(g, "T");
+    check_model("an Add of two outputs", g, 2, 3, 10, (expect){0, 0, 0, 0});
     /* the weight a graph input: not known at load */
     g = graph_x();
     add_input(g, "wx", tensor_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, -1, NULL));
