@@ -51,28 +51,6 @@ ts_tensor *tsi_from_blocked(ts_tensor *xb, int64_t c) {
     return y ? ts_contiguous(y) : NULL;
 }
 
-/* The backend's activation for act (conv_fused.c's mapping); false for a value outside the enum */
-static bool backend_act(tsi_conv_act act, double lo, double hi, ts_conv_act *out) {
-    switch (act) {
-    case TSI_CONV_ACT_NONE:
-        *out = TS_CONV_ACT_NONE;
-        return true;
-    case TSI_CONV_ACT_RELU:
-        *out = TS_CONV_ACT_RELU;
-        return true;
-    case TSI_CONV_ACT_CLIP:
-        *out = isnan(lo) && isnan(hi) ? TS_CONV_ACT_NONE : TS_CONV_ACT_CLIP;
-        return true;
-    case TSI_CONV_ACT_HARDSIGMOID:
-        *out = TS_CONV_ACT_HARDSIGMOID;
-        return true;
-    case TSI_CONV_ACT_HARDSWISH:
-        *out = TS_CONV_ACT_HARDSWISH;
-        return true;
-    }
-    return false;
-}
-
 static int64_t out_size(int64_t in, int k, int s, int p, int d) {
     return s < 1 || d < 1 ? -1 : (in + 2 * (int64_t)p - (int64_t)d * (k - 1) - 1) / s + 1;
 }
@@ -142,7 +120,7 @@ ts_tensor *tsi_conv2d_act_blocked(ts_tensor *x, int x_blk, int64_t c, ts_tensor 
     if (blocked_ran) *blocked_ran = false;
     if (!x || !w) return NULL;
     ts_conv_act a;
-    if (!backend_act(act, lo, hi, &a))
+    if (!tsi_conv_backend_act(act, lo, hi, &a))
         return tsi_error_set(TS_ERR_ARG, "conv2d: unknown activation %d", (int)act), NULL;
     ts_tensor *y = blocked_call(x, x_blk, c, w, b, o, a, lo, hi, y_blk);
     if (y || ts_error()) {

@@ -9,9 +9,7 @@
 #include "autograd/trace.h"
 #include "nn/conv_internal.h"
 
-/* The backend's activation for act; false for a value outside the enum. CLIP without a bound is
- * the identity (ONNX's Clip without min and max). */
-static bool backend_act(tsi_conv_act act, double lo, double hi, ts_conv_act *out) {
+bool tsi_conv_backend_act(tsi_conv_act act, double lo, double hi, ts_conv_act *out) {
     switch (act) {
     case TSI_CONV_ACT_NONE:
         *out = TS_CONV_ACT_NONE;
@@ -56,7 +54,7 @@ static bool backend_applies(ts_tensor *x, ts_conv_act a) {
 ts_tensor *tsi_conv2d_act(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
                           tsi_conv_act act, double lo, double hi) {
     ts_conv_act a;
-    if (!backend_act(act, lo, hi, &a))
+    if (!tsi_conv_backend_act(act, lo, hi, &a))
         return tsi_error_set(TS_ERR_ARG, "conv2d: unknown activation %d", (int)act), NULL;
     ts_tensor *const ins[3] = {x, w, b};
     if (a == TS_CONV_ACT_NONE || tsi_trace_active || tsi_needs_graph(ins, 3) ||

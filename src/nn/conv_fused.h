@@ -3,6 +3,7 @@
 #ifndef TS_NN_CONV_FUSED_H
 #define TS_NN_CONV_FUSED_H
 
+#include "backend/backend.h"
 #include "tessera.h"
 
 typedef enum tsi_conv_act {
@@ -25,5 +26,9 @@ typedef enum tsi_conv_act {
  * the error. */
 ts_tensor *tsi_conv2d_act(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
                           tsi_conv_act act, double lo, double hi);
+
+/* The backend's activation (backend.h's ts_conv_act) for act; false for a value outside the enum.
+ * CLIP without a bound is the identity (ONNX's Clip without min and max). */
+bool tsi_conv_backend_act(tsi_conv_act act, double lo, double hi, ts_conv_act *out);
 
 #endif /* TS_NN_CONV_FUSED_H */

@@ -58,31 +58,8 @@ bool ts_cpu_conv2d_blocked(const ts_backend *be, int index, float *out, int out_
     (void)index;
     const int blk = ts_cpu_conv2d_block(be);
     if (!blk || (x_block && x_block != blk) || (out_block && out_block != blk)) return false;
-    ts_cgeom g = {.n = nchw[0],
-                  .c = nchw[1],
-                  .h = nchw[2],
-                  .w = nchw[3],
-                  .o = o_ohw[0],
-                  .oh = o_ohw[1],
-                  .ow = o_ohw[2],
-                  .kh = khw[0],
-                  .kw = khw[1],
-                  .sh = p->stride[0],
-                  .sw = p->stride[1],
-                  .ph = p->padding[0],
-                  .pw = p->padding[1],
-                  .dh = p->dilation[0],
-                  .dw = p->dilation[1],
-                  .g = p->groups > 0 ? p->groups : 1,
-                  .act = p->act,
-                  .lo = isnan(p->act_lo) && p->act == TS_CONV_ACT_CLIP ? -INFINITY : p->act_lo,
-                  .hi = isnan(p->act_hi) && p->act == TS_CONV_ACT_CLIP ? INFINITY : p->act_hi};
+    const ts_cgeom g = ts_cgeom_make(nchw, o_ohw, khw, p);
     if (g.c % g.g || g.o % g.g || g.n * g.o * g.oh * g.ow == 0) return false;
-    g.cg = g.c / g.g;
-    g.og = g.o / g.g;
-    g.k = g.cg * g.kh * g.kw;
-    g.p = g.oh * g.ow;
-    g.direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
     if (!goes_to_dnnl(&g)) return false;
     const tsi_conv_weight_id wid = {
         .uid = p->weight_uid, .version = p->weight_version, .offset = p->weight_offset};

@@ -24,17 +24,17 @@
 /* ------------------------------------------------------------------ geometry */
 typedef ts_cgeom cgeom;
 
-static cgeom geom_of(const ts_kview *x, const ts_kview *w, const ts_kview *y,
-                     const ts_conv2d_params *p) {
-    cgeom g = {.n = x->shape[0],
-               .c = x->shape[1],
-               .h = x->shape[2],
-               .w = x->shape[3],
-               .o = w->shape[0],
-               .oh = y->shape[2],
-               .ow = y->shape[3],
-               .kh = w->shape[2],
-               .kw = w->shape[3],
+ts_cgeom ts_cgeom_make(const int64_t nchw[4], const int64_t o_ohw[3], const int64_t khw[2],
+                       const ts_conv2d_params *p) {
+    cgeom g = {.n = nchw[0],
+               .c = nchw[1],
+               .h = nchw[2],
+               .w = nchw[3],
+               .o = o_ohw[0],
+               .oh = o_ohw[1],
+               .ow = o_ohw[2],
+               .kh = khw[0],
+               .kw = khw[1],
                .sh = p->stride[0],
                .sw = p->stride[1],
                .ph = p->padding[0],
@@ -51,6 +51,14 @@ static cgeom geom_of(const ts_kview *x, const ts_kview *w, const ts_kview *y,
     g.p = g.oh * g.ow;
     g.direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
     return g;
+}
+
+static cgeom geom_of(const ts_kview *x, const ts_kview *w, const ts_kview *y,
+                     const ts_conv2d_params *p) {
+    const int64_t nchw[4] = {x->shape[0], x->shape[1], x->shape[2], x->shape[3]};
+    const int64_t o_ohw[3] = {w->shape[0], y->shape[2], y->shape[3]};
+    const int64_t khw[2] = {w->shape[2], w->shape[3]};
+    return ts_cgeom_make(nchw, o_ohw, khw, p);
 }
 
 /* Output columns ox whose input column ox*s + off lies in [0, w): [*lo, *hi). */

@@ -16,6 +16,12 @@ typedef struct ts_cgeom {
     double lo, hi;
 } ts_cgeom;
 
+/* The geometry of a convolution of x [nchw] by a weight [o_ohw[0], c / groups, khw] into
+ * [n, o_ohw[0], o_ohw[1], o_ohw[2]] (groups 0 counts as 1; CLIP's missing bounds made infinite).
+ * Divisibility by the groups is the caller's to check. */
+ts_cgeom ts_cgeom_make(const int64_t nchw[4], const int64_t o_ohw[3], const int64_t khw[2],
+                       const ts_conv2d_params *p);
+
 /* g's activation on n contiguous outputs in place: kernel_math.h's ts_relu / ts_clamp, what the
  * composed ops compute, bit for bit. */
 void ts_conv_act_f32(const ts_cgeom *g, float *y, int64_t n);
