@@ -32,6 +32,16 @@ const tso_op_def *tso_find_op(const char *op_type, int opset, bool *any) {
     return find_in(families, sizeof families / sizeof *families, op_type, opset, any);
 }
 
+bool tso_is_op(const tso_node *n, const char *op) {
+    return !strcmp(n->op_type, op) && n->def == tso_find_op(op, n->opset, NULL);
+}
+
+ts_tensor *tso_known(const tso_graph *g, int v) {
+    if (v < 0) return NULL;
+    const tso_value *val = &g->values[v];
+    return val->kind == TSO_V_PARAM || val->kind == TSO_V_CONST ? val->tensor : NULL;
+}
+
 const tso_op_def *tso_find_training_op(const char *op_type, int version, bool *any) {
     return find_in(training_families, sizeof training_families / sizeof *training_families, op_type,
                    version, any);

@@ -134,6 +134,10 @@ const tso_op_def *tso_find_training_op(const char *op_type, int version, bool *a
 /* The row for op_type at opset (the newest row with since <= opset), NULL when none. *any is set
  * when some row exists for the op at another opset. */
 const tso_op_def *tso_find_op(const char *op_type, int opset, bool *any);
+/* for the graph rewrites: n is the default domain's operator op (another domain may reuse the
+ * name), and value v's tensor when it is known at load (an initializer or a constant) or NULL */
+bool tso_is_op(const tso_node *n, const char *op);
+ts_tensor *tso_known(const tso_graph *g, int v);
 
 /* ------------------------------------------------------------------ attributes */
 const Onnx__AttributeProto *tso_attr(const tso_node *n, const char *name);

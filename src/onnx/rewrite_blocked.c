@@ -105,16 +105,6 @@ static const tso_op_def mul_def = {"tessera.BlockedMul", 1, run_mul, NULL, false
 static const tso_op_def from_def = {"tessera.FromBlocked", 1, run_from_blocked, NULL, false};
 
 /* ------------------------------------------------------------------ which nodes */
-static bool is_op(const tso_node *n, const char *op) {
-    return !strcmp(n->op_type, op) && n->def == tso_find_op(op, n->opset, NULL);
-}
-
-static ts_tensor *known(const tso_graph *g, int v) {
-    if (v < 0) return NULL;
-    const tso_value *val = &g->values[v];
-    return val->kind == TSO_V_PARAM || val->kind == TSO_V_CONST ? val->tensor : NULL;
-}
-
 /* an int list attribute of 0 or `len` entries, each within [lo, 65536) */
 static bool ints_of(const tso_node *n, const char *name, int len, int64_t lo, int64_t *v) {
     const int64_t *a;
@@ -132,8 +122,8 @@ static bool ints_of(const tso_node *n, const char *name, int len, int64_t lo, in
 static int64_t conv_of(const tso_graph *g, const tso_node *n, bnode *b) {
     *b = (bnode){.act = TSI_CONV_ACT_NONE, .lo = 0, .hi = 0};
     const bool fused = tso_fused_conv_act(n, &b->act, &b->lo, &b->hi);
-    if ((!fused && (!is_op(n, "Conv") || n->state)) || n->n_in < 2 || n->n_out != 1) return 0;
-    ts_tensor *w = known(g, n->in[1]);
+    if ((!fused && (!tso_is_op(n, "Conv") || n->state)) || n->n_in < 2 || n->n_out != 1) return 0;
+    ts_tensor *w = tso_known(g, n->in[1]);
     if (!w || ts_ndim(w) != 4 || ts_dtype_of(w) != TS_F32) return 0;
     char buf[16];
     const char *ap = tso_attr_string(n, "auto_pad", "NOTSET", buf, sizeof buf);
@@ -164,7 +154,7 @@ static bool unary_ok(const tso_node *n) {
     static const char *const ops[] = {"Relu",        "Clip",      "HardSwish",
                                       "HardSigmoid", "LeakyRelu", "Sigmoid"};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
-        if (is_op(n, ops[i])) return n->n_out == 1;
+        if (tso_is_op(n, ops[i])) return n->n_out == 1;
     return false;
 }
 
@@ -206,10 +196,10 @@ static void mark(const tso_graph *g, plan *p) {
             p->kinds[k] = oc ? K_CONV : K_NONE;
         } else if (c0 && unary_ok(n)) {
             p->kinds[k] = K_UNARY, oc = c0;
-        } else if (c0 && (is_op(n, "Add") || is_op(n, "Mul")) && n->n_in == 2 && n->in[1] >= 0 &&
-                   p->chans[n->in[1]] == c0) {
+        } else if (c0 && (tso_is_op(n, "Add") || tso_is_op(n, "Mul")) && n->n_in == 2 &&
+                   n->in[1] >= 0 && p->chans[n->in[1]] == c0) {
             p->kinds[k] = K_BINARY, oc = c0;
-        } else if (c0 && is_op(n, "GlobalAveragePool")) {
+        } else if (c0 && tso_is_op(n, "GlobalAveragePool")) {
             p->kinds[k] = K_GAP, oc = c0;
         }
         p->chans[n->out[0]] = oc;
@@ -329,7 +319,7 @@ static bool apply(tso_graph *g, plan *p, bool *changed) {
             ok = swap_def(n, &conv_def, &p->conv[k]);
         } else if (p->kinds[k] == K_GAP && x_blk) {
             ok = swap_def(n, &gap_def, &(bnode){0});
-        } else if (p->kinds[k] == K_BINARY && is_op(n, "Mul")) {
+        } else if (p->kinds[k] == K_BINARY && tso_is_op(n, "Mul")) {
             ok = swap_def(n, &mul_def, &(bnode){0});
         }
         if (!ok) return apply_failed(nodes, m);

@@ -51,21 +51,9 @@ bool tso_fused_conv_act(const tso_node *n, tsi_conv_act *act, double *lo, double
 }
 
 /* ------------------------------------------------------------------ the graph */
-/* n is the default domain's operator op (another domain may reuse the name) */
-static bool is_op(const tso_node *n, const char *op) {
-    return !strcmp(n->op_type, op) && n->def == tso_find_op(op, n->opset, NULL);
-}
-
-/* value v's tensor when it is known at load (an initializer or a constant), else NULL */
-static ts_tensor *known(const tso_graph *g, int v) {
-    if (v < 0) return NULL;
-    const tso_value *val = &g->values[v];
-    return val->kind == TSO_V_PARAM || val->kind == TSO_V_CONST ? val->tensor : NULL;
-}
-
 /* the same when one node alone reads it (no graph output, no sub-graph): safe to change in place */
 static ts_tensor *owned(const tso_graph *g, int v) {
-    return v >= 0 && g->values[v].uses == 1 && !g->values[v].pinned ? known(g, v) : NULL;
+    return v >= 0 && g->values[v].uses == 1 && !g->values[v].pinned ? tso_known(g, v) : NULL;
 }
 
 /* the node that alone reads node n's only output, as its first input; -1 when another node, a
@@ -90,7 +78,7 @@ static void take_output(tso_graph *g, int k, int r, bool *dead) {
 /* b is a BatchNormalization in inference form (running statistics, output Y alone) with one
  * value per channel */
 static bool bn_inference(const tso_node *b) {
-    if (!is_op(b, "BatchNormalization") || b->n_in < 5) return false;
+    if (!tso_is_op(b, "BatchNormalization") || b->n_in < 5) return false;
     for (int i = 1; i < b->n_out; i++)
         if (b->out[i] >= 0) return false;
     for (int i = 1; i < 5; i++)
@@ -196,20 +184,20 @@ static outcome fold_bn(tso_graph *g, int k, int r, bool *dead) {
  * or Clip whose bounds are known at load (attributes before opset 11, optional inputs from it). */
 static outcome act_of(const tso_graph *g, const tso_node *r, conv_act *a) {
     if (r->n_out != 1 || r->out[0] < 0) return R_SKIP;
-    if (is_op(r, "Relu")) {
+    if (tso_is_op(r, "Relu")) {
         *a = (conv_act){TSI_CONV_ACT_RELU, NAN, NAN};
         return R_DONE;
     }
-    if (is_op(r, "HardSwish")) {
+    if (tso_is_op(r, "HardSwish")) {
         *a = (conv_act){TSI_CONV_ACT_HARDSWISH, 1.0 / 6.0, 0.5};
         return R_DONE;
     }
-    if (is_op(r, "HardSigmoid")) { /* the attributes as run_hard_sigmoid reads them */
+    if (tso_is_op(r, "HardSigmoid")) { /* the attributes as run_hard_sigmoid reads them */
         *a = (conv_act){TSI_CONV_ACT_HARDSIGMOID, tso_attr_float(r, "alpha", 0.2f),
                         tso_attr_float(r, "beta", 0.5f)};
         return R_DONE;
     }
-    if (!is_op(r, "Clip")) return R_SKIP;
+    if (!tso_is_op(r, "Clip")) return R_SKIP;
     double b[2] = {NAN, NAN};
     if (r->opset < 11) {
         b[0] = tso_attr_float(r, "min", NAN);
@@ -217,7 +205,7 @@ static outcome act_of(const tso_graph *g, const tso_node *r, conv_act *a) {
     }
     for (int i = 1; r->opset >= 11 && i <= 2; i++) {
         if (i >= r->n_in || r->in[i] < 0) continue;
-        ts_tensor *t = known(g, r->in[i]);
+        ts_tensor *t = tso_known(g, r->in[i]);
         if (!t || ts_numel(t) != 1) return R_SKIP;
         b[i - 1] = ts_item(t);
         if (ts_error()) return tso_fail_pending(r), R_FAIL;
@@ -235,7 +223,7 @@ static outcome act_of(const tso_graph *g, const tso_node *r, conv_act *a) {
  * 2-D and 1-D forms, so the weight must be known at load with 1 or 2 spatial dims */
 static outcome fuse_act(tso_graph *g, int k, int r, bool *dead) {
     tso_node *n = &g->nodes[k];
-    ts_tensor *w = n->n_in > 1 ? known(g, n->in[1]) : NULL;
+    ts_tensor *w = n->n_in > 1 ? tso_known(g, n->in[1]) : NULL;
     if (!w || ts_ndim(w) < 3 || ts_ndim(w) > 4 || n->state) return R_SKIP;
     conv_act a;
     outcome o = act_of(g, &g->nodes[r], &a);
