@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_rss.h"
 #include "bench_peak.h"
+#include "bench_rss.h"
 #include "tessera.h"
 
 static void die_on_error(const char *what) {

@@ -1,11 +1,12 @@
-/* test_onnx_blocked_rewrite.c — onnx/rewrite_blocked.c's choices on small graphs (test_onnx_blocked.c
- * checks a MobileNetV3-like model, test_onnx_blocked_units.c the kernels and helpers): the Convs it
- * refuses (a depthwise multiplier, pads asymmetric in H, auto_pad VALID, a weight that is a graph
- * input) and accepts at the edges (depthwise of exactly 16, 17 outputs at 3x3 stride 1, 16 at
- * stride 2, explicit NOTSET, no bias), where it puts FromBlocked (a graph output, a value an If's
- * branch reads), the elementwise ops and a blocked Add and Mul that is no scale, an Add of a plain
- * value, TS_ONNX_BLOCKED, the per-run mode. Each model's outputs are those of the model loaded
- * with TS_ONNX_BLOCKED=0, bit for bit (the same convolutions and element ops, in another layout). */
+/* test_onnx_blocked_rewrite.c — onnx/rewrite_blocked.c's choices on small graphs
+ * (test_onnx_blocked.c checks a MobileNetV3-like model, test_onnx_blocked_units.c the kernels and
+ * helpers): the Convs it refuses (a depthwise multiplier, pads asymmetric in H, auto_pad VALID, a
+ * weight that is a graph input) and accepts at the edges (depthwise of exactly 16, 17 outputs at
+ * 3x3 stride 1, 16 at stride 2, explicit NOTSET, no bias), where it puts FromBlocked (a graph
+ * output, a value an If's branch reads), the elementwise ops and a blocked Add and Mul that is no
+ * scale, an Add of a plain value, TS_ONNX_BLOCKED, the per-run mode. Each model's outputs are those
+ * of the model loaded with TS_ONNX_BLOCKED=0, bit for bit (the same convolutions and element ops,
+ * in another layout). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -17,42 +18,15 @@
 #ifndef TS_HAVE_ONNX
 int main(void) { return ts_test_skip("this build has no ONNX support (protobuf-c not found)"); }
 #else
+#include "blocked_test_util.h"
 #include "nn/conv_blocked.h"
 #include "onnx/onnx_internal.h"
 #include "onnx_build.h"
-static uint64_t seed = 17;
-
-static double uniform(double lo, double hi) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return lo + (hi - lo) * (double)(seed >> 11) * 0x1p-53;
-}
-
-static ts_tensor *rnd(ts_shape s, ts_dtype dt) {
-    int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
-    float *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    for (int64_t i = 0; i < n; i++) v[i] = (float)uniform(-1, 1);
-    ts_tensor *t = ts_from_data(s, TS_F32, v, (ts_opts){.dtype = TS_F32});
-    free(v);
-    return dt == TS_F32 ? t : ts_to_dtype(t, dt);
-}
-
-/* max |a - b| as float64; -1 when the shapes differ; 0 for two NULLs never (-1) */
-static double max_diff(ts_tensor *a, ts_tensor *b) {
-    if (!a || !b || ts_numel(a) != ts_numel(b) || ts_ndim(a) != ts_ndim(b)) return -1;
-    for (int d = 0; d < ts_ndim(a); d++)
-        if (ts_size(a, d) != ts_size(b, d)) return -1;
-    if (ts_numel(a) == 0) return 0;
-    ts_tensor *x = ts_to_dtype(ts_to(a, ts_cpu()), TS_F64), *y = ts_to_dtype(ts_to(b, ts_cpu()), TS_F64);
-    ts_tensor *d = x && y ? ts_max(ts_abs(ts_sub(x, y))) : NULL;
-    return d ? ts_item(d) : -1;
-}
-
 /* ------------------------------------------------------------------ the rewrite */
 /* a Conv of an [o, cin / group, kh, kw] weight (or named weight input) with a bias */
-static Onnx__NodeProto *conv(Onnx__GraphProto *g, const char *name, const char *in,
-                             const char *out, int64_t cin, int64_t o, int64_t k, int64_t stride,
-                             int64_t group, const int64_t pads[4]) {
+static Onnx__NodeProto *conv(Onnx__GraphProto *g, const char *name, const char *in, const char *out,
+                             int64_t cin, int64_t o, int64_t k, int64_t stride, int64_t group,
+                             const int64_t pads[4]) {
     char w[32], b[32], all[128];
     snprintf(w, sizeof w, "%s.w", name);
     snprintf(b, sizeof b, "%s.b", name);
@@ -93,15 +67,16 @@ typedef struct expect {
 
 /* the model's structure as expected, and its outputs those of the model loaded without the
  * rewrite, bit for bit (x [2, cin, side, side]) */
-static void check_model(const char *what, Onnx__GraphProto *g, int n_out, int64_t cin,
-                        int64_t side, expect e) {
+static void check_model(const char *what, Onnx__GraphProto *g, int n_out, int64_t cin, int64_t side,
+                        expect e) {
     size_t len;
     const uint8_t *buf = pack(model(g, 14), &len);
     ts_module *m = load(buf, len, NULL), *p = load(buf, len, "0");
     CHECK_OK();
     if (!m || !p) return;
     const int c = count_op(m, "tessera.BlockedConv"), f = count_op(m, "tessera.FromBlocked");
-    const int mu = count_op(m, "tessera.BlockedMul"), ga = count_op(m, "tessera.BlockedGlobalAveragePool");
+    const int mu = count_op(m, "tessera.BlockedMul"),
+              ga = count_op(m, "tessera.BlockedGlobalAveragePool");
     if (c != e.convs || f != e.from || mu != e.muls || ga != e.gaps)
         printf("  %s: %d blocked convs, %d FromBlocked, %d Mul, %d pools; want %d, %d, %d, %d\n",
                what, c, f, mu, ga, e.convs, e.from, e.muls, e.gaps);
@@ -207,8 +182,8 @@ static void check_rewrite(void) {
         Onnx__NodeProto *n = node(g, "If", "if", "cond", "I");
         attr_graph(n, "then_branch", then);
         attr_graph(n, "else_branch", other);
-        add_init(g, tensor("cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL, (const uint8_t[]){1},
-                           1));
+        add_init(g, tensor("cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL,
+                           (const uint8_t[]){1}, 1));
         out_f(g, "D"), out_f(g, "I");
         check_model("dilations, strides, an If", g, 2, 3, 13, (expect){2, 1, 0, 0});
     } else {

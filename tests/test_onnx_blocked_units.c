@@ -22,33 +22,7 @@
 #include "backend/cpu/dnnl_common.h"
 #endif
 
-static uint64_t seed = 17;
-
-static double uniform(double lo, double hi) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return lo + (hi - lo) * (double)(seed >> 11) * 0x1p-53;
-}
-
-static ts_tensor *rnd(ts_shape s, ts_dtype dt) {
-    int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
-    float *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    for (int64_t i = 0; i < n; i++) v[i] = (float)uniform(-1, 1);
-    ts_tensor *t = ts_from_data(s, TS_F32, v, (ts_opts){.dtype = TS_F32});
-    free(v);
-    return dt == TS_F32 ? t : ts_to_dtype(t, dt);
-}
-
-/* max |a - b| as float64; -1 when the shapes differ; 0 for two NULLs never (-1) */
-static double max_diff(ts_tensor *a, ts_tensor *b) {
-    if (!a || !b || ts_numel(a) != ts_numel(b) || ts_ndim(a) != ts_ndim(b)) return -1;
-    for (int d = 0; d < ts_ndim(a); d++)
-        if (ts_size(a, d) != ts_size(b, d)) return -1;
-    if (ts_numel(a) == 0) return 0;
-    ts_tensor *x = ts_to_dtype(ts_to(a, ts_cpu()), TS_F64), *y = ts_to_dtype(ts_to(b, ts_cpu()), TS_F64);
-    ts_tensor *d = x && y ? ts_max(ts_abs(ts_sub(x, y))) : NULL;
-    return d ? ts_item(d) : -1;
-}
+#include "blocked_test_util.h"
 
 /* the block the CPU's blocked convolutions should have: oneDNN's, by the ISA */
 static int expected_block(void) {
@@ -116,16 +90,29 @@ static bool conv_same(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o
     ts_tensor *g = got && yb ? tsi_from_blocked(got, ts_size(w, 0)) : got;
     const double d = max_diff(g, want);
     if (d != 0) printf("  conv_same: |diff| %g (act %d, xb %d, yb %d)\n", d, (int)a, xb, yb);
-    if (got && yb)
-        CHECK(ts_ndim(got) == 5 && ts_size(got, 4) == yb);
+    if (got && yb) CHECK(ts_ndim(got) == 5 && ts_size(got, 4) == yb);
     return d == 0;
 }
 
 /* direct-kernel geometry of [1, c, h, w] * [o, c / g, k, k], stride 1, pad k / 2: does
  * kern_conv.c give it to the direct kernels */
 static bool direct_takes(int64_t c, int64_t h, int64_t w, int64_t o, int64_t k, int64_t g) {
-    ts_cgeom q = {.n = 1, .c = c, .h = h, .w = w, .o = o, .oh = h, .ow = w, .kh = k, .kw = k,
-                  .sh = 1, .sw = 1, .ph = k / 2, .pw = k / 2, .dh = 1, .dw = 1, .g = g};
+    ts_cgeom q = {.n = 1,
+                  .c = c,
+                  .h = h,
+                  .w = w,
+                  .o = o,
+                  .oh = h,
+                  .ow = w,
+                  .kh = k,
+                  .kw = k,
+                  .sh = 1,
+                  .sw = 1,
+                  .ph = k / 2,
+                  .pw = k / 2,
+                  .dh = 1,
+                  .dw = 1,
+                  .g = g};
     q.cg = c / g, q.og = o / g, q.k = q.cg * k * k, q.p = h * w;
     q.direct = k == 1;
     return ts_conv_direct_for(&q, false) != NULL;
@@ -133,8 +120,20 @@ static bool direct_takes(int64_t c, int64_t h, int64_t w, int64_t o, int64_t k, 
 
 /* the same for a 1x1 unpadded convolution of stride sh x 1 */
 static bool direct_takes_1x1(int64_t c, int64_t h, int64_t w, int64_t o, int64_t sh) {
-    ts_cgeom q = {.n = 1, .c = c, .h = h, .w = w, .o = o, .oh = (h - 1) / sh + 1, .ow = w,
-                  .kh = 1, .kw = 1, .sh = sh, .sw = 1, .dh = 1, .dw = 1, .g = 1};
+    ts_cgeom q = {.n = 1,
+                  .c = c,
+                  .h = h,
+                  .w = w,
+                  .o = o,
+                  .oh = (h - 1) / sh + 1,
+                  .ow = w,
+                  .kh = 1,
+                  .kw = 1,
+                  .sh = sh,
+                  .sw = 1,
+                  .dh = 1,
+                  .dw = 1,
+                  .g = 1};
     q.cg = c, q.og = o, q.k = c, q.p = q.oh * w;
     q.direct = sh == 1;
     return ts_conv_direct_for(&q, false) != NULL;
@@ -190,10 +189,14 @@ static void check_acts(int blk) {
     const struct {
         tsi_conv_act a;
         double lo, hi;
-    } acts[] = {{TSI_CONV_ACT_NONE, 0, 0},        {TSI_CONV_ACT_RELU, 0, 0},
-                {TSI_CONV_ACT_CLIP, -0.4, 0.3},   {TSI_CONV_ACT_CLIP, NAN, 0.3},
-                {TSI_CONV_ACT_CLIP, -0.4, NAN},   {TSI_CONV_ACT_CLIP, NAN, NAN},
-                {TSI_CONV_ACT_HARDSIGMOID, 0.2, 0.5}, {TSI_CONV_ACT_HARDSWISH, 1.0 / 6, 0.5}};
+    } acts[] = {{TSI_CONV_ACT_NONE, 0, 0},
+                {TSI_CONV_ACT_RELU, 0, 0},
+                {TSI_CONV_ACT_CLIP, -0.4, 0.3},
+                {TSI_CONV_ACT_CLIP, NAN, 0.3},
+                {TSI_CONV_ACT_CLIP, -0.4, NAN},
+                {TSI_CONV_ACT_CLIP, NAN, NAN},
+                {TSI_CONV_ACT_HARDSIGMOID, 0.2, 0.5},
+                {TSI_CONV_ACT_HARDSWISH, 1.0 / 6, 0.5}};
     for (size_t i = 0; i < sizeof acts / sizeof *acts; i++) {
         bool ran = false;
         CHECK(conv_same(x, w, bias, o, acts[i].a, acts[i].lo, acts[i].hi, b, b, &ran));
@@ -236,8 +239,8 @@ static void check_conv_guards(int blk) {
     CHECK(conv_same(x64, w64, NULL, o, TSI_CONV_ACT_RELU, 0, 0, blk, blk, &ran));
     CHECK(!ran);
     /* a bias of float64 alone */
-    CHECK(!tsi_conv2d_act_blocked(x, 0, 5, w, ts_zeros(TS_SHAPE(24), (ts_opts){.dtype = TS_F64}),
-                                  o, TSI_CONV_ACT_NONE, 0, 0, blk, &ran) ||
+    CHECK(!tsi_conv2d_act_blocked(x, 0, 5, w, ts_zeros(TS_SHAPE(24), (ts_opts){.dtype = TS_F64}), o,
+                                  TSI_CONV_ACT_NONE, 0, 0, blk, &ran) ||
           !ran);
     ts_error_clear();
     /* a non-contiguous x (plain) and w */
@@ -265,20 +268,20 @@ static void check_conv_guards(int blk) {
         int64_t c;
         ts_conv2d_opts o;
     } bad[] = {
-        {x, w, rnd(TS_SHAPE(23), TS_F32), 5, o},                 /* bias of 23 for 24 outputs */
-        {x, w, rnd(TS_SHAPE(24, 1), TS_F32), 5, o},              /* bias 2-D */
-        {x, rnd(TS_SHAPE(24, 5, 3), TS_F32), NULL, 5, o},        /* weight 3-D */
+        {x, w, rnd(TS_SHAPE(23), TS_F32), 5, o},          /* bias of 23 for 24 outputs */
+        {x, w, rnd(TS_SHAPE(24, 1), TS_F32), 5, o},       /* bias 2-D */
+        {x, rnd(TS_SHAPE(24, 5, 3), TS_F32), NULL, 5, o}, /* weight 3-D */
         {x, rnd(TS_SHAPE(24, 5, 9, 3), TS_F32), NULL, 5, {.groups = 1}}, /* kernel taller than x */
         {x, rnd(TS_SHAPE(24, 5, 3, 9), TS_F32), NULL, 5, {.groups = 1}}, /* wider */
-        {x, w, NULL, 5, {.padding = {-1, 1}}},                   /* negative pads */
+        {x, w, NULL, 5, {.padding = {-1, 1}}},                           /* negative pads */
         {x, w, NULL, 5, {.padding = {1, -1}}},
-        {x, w, NULL, 5, {.stride = {-1, 1}}},                    /* negative strides */
+        {x, w, NULL, 5, {.stride = {-1, 1}}}, /* negative strides */
         {x, w, NULL, 5, {.stride = {1, -1}}},
-        {x, w, NULL, 5, {.dilation = {-1, 1}}},                  /* negative dilations */
+        {x, w, NULL, 5, {.dilation = {-1, 1}}}, /* negative dilations */
         {x, w, NULL, 5, {.dilation = {1, -1}}},
         {x, rnd(TS_SHAPE(24, 1, 3, 3), TS_F32), NULL, 5, {.groups = 5}}, /* 24 % 5 */
         {x, rnd(TS_SHAPE(24, 2, 3, 3), TS_F32), NULL, 5, {.groups = 2}}, /* 5 % 2 */
-        {rnd(TS_SHAPE(2, 4, 6, 7), TS_F32), w, NULL, 4, o},      /* channels of x, not w's */
+        {rnd(TS_SHAPE(2, 4, 6, 7), TS_F32), w, NULL, 4, o}, /* channels of x, not w's */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         ran = true;
@@ -360,7 +363,8 @@ static void check_pool(void) {
             /* the padding channels' mean is theirs: zero */
             if (y && 21 % blks[j])
                 CHECK(ts_item(ts_max(ts_abs(ts_narrow(ts_narrow(y, 1, ts_size(y, 1) - 1, 1), 4,
-                                                      21 % blks[j], blks[j] - 21 % blks[j])))) == 0);
+                                                      21 % blks[j], blks[j] - 21 % blks[j])))) ==
+                      0);
         }
     /* the others go through ts_mean_dims: a block of 32, float64, non-contiguous, a gradient */
     ts_tensor *x = rnd(TS_SHAPE(2, 40, 3, 5), TS_F32);
@@ -371,7 +375,8 @@ static void check_pool(void) {
     CHECK(e32 >= 0 && e32 <= bound);
     ts_tensor *x64 = tsi_to_blocked(ts_to_dtype(x, TS_F64), 8);
     y = tsi_global_avg_pool_blocked(x64);
-    CHECK(y && ts_dtype_of(y) == TS_F64 && max_diff(y, ts_mean_dims(x64, TS_DIMS(2, 3), true)) == 0);
+    CHECK(y && ts_dtype_of(y) == TS_F64 &&
+          max_diff(y, ts_mean_dims(x64, TS_DIMS(2, 3), true)) == 0);
     ts_tensor *xb = tsi_to_blocked(x, 8); /* [2, 5, 3, 5, 8] */
     ts_tensor *xn = ts_narrow(xb, 1, 1, 3);
     CHECK(!ts_is_contiguous(xn));
@@ -414,7 +419,8 @@ static void check_mul(void) {
     const int blks[] = {16, 8, 4};
     for (size_t j = 0; j < sizeof blks / sizeof *blks; j++) {
         const int b = blks[j];
-        ts_tensor *x = rnd(TS_SHAPE(2, 3, 5, 7, b), TS_F32), *s = rnd(TS_SHAPE(2, 3, 1, 1, b), TS_F32);
+        ts_tensor *x = rnd(TS_SHAPE(2, 3, 5, 7, b), TS_F32),
+                  *s = rnd(TS_SHAPE(2, 3, 1, 1, b), TS_F32);
         ts_tensor *want = ts_mul(x, s);
         ts_tensor *y1 = tsi_mul_channels_blocked(x, s), *y2 = tsi_mul_channels_blocked(s, x);
         CHECK(y1 && y2);
@@ -427,20 +433,20 @@ static void check_mul(void) {
     ts_tensor *xg = ts_clone(x);
     ts_set_requires_grad(xg, true);
     ts_tensor *cases[][2] = {
-        {x, x},                                                             /* same shape */
-        {s, ts_clone(s)},                                                   /* 1 x 1 planes */
-        {x, rnd(TS_SHAPE(2, 3, 1, 1, 4), TS_F32)},                          /* other block */
-        {x, rnd(TS_SHAPE(1, 3, 1, 1, 8), TS_F32)},                          /* other batch */
-        {x, rnd(TS_SHAPE(2, 2, 1, 1, 8), TS_F32)},                          /* other Cb */
-        {x, rnd(TS_SHAPE(2, 3, 5, 1, 8), TS_F32)},                          /* not 1 x 1 */
+        {x, x},                                    /* same shape */
+        {s, ts_clone(s)},                          /* 1 x 1 planes */
+        {x, rnd(TS_SHAPE(2, 3, 1, 1, 4), TS_F32)}, /* other block */
+        {x, rnd(TS_SHAPE(1, 3, 1, 1, 8), TS_F32)}, /* other batch */
+        {x, rnd(TS_SHAPE(2, 2, 1, 1, 8), TS_F32)}, /* other Cb */
+        {x, rnd(TS_SHAPE(2, 3, 5, 1, 8), TS_F32)}, /* not 1 x 1 */
         {x, rnd(TS_SHAPE(2, 3, 1, 7, 8), TS_F32)},
-        {x, rnd(TS_SHAPE(2, 3, 1, 8), TS_F32)},                             /* 4-D */
+        {x, rnd(TS_SHAPE(2, 3, 1, 8), TS_F32)}, /* 4-D */
         {rnd(TS_SHAPE(2, 3, 5, 7), TS_F32), rnd(TS_SHAPE(2, 3, 1, 1), TS_F32)},
         {rnd(TS_SHAPE(1, 1, 2, 2, 32), TS_F32), rnd(TS_SHAPE(1, 1, 1, 1, 32), TS_F32)}, /* B 32 */
-        {ts_to_dtype(x, TS_F64), s},                                        /* float64 */
+        {ts_to_dtype(x, TS_F64), s}, /* float64 */
         {x, ts_to_dtype(s, TS_F64)},
-        {xg, s},                                                            /* a gradient */
-        {ts_narrow(rnd(TS_SHAPE(2, 4, 5, 7, 8), TS_F32), 1, 1, 3), s},     /* non-contiguous */
+        {xg, s},                                                       /* a gradient */
+        {ts_narrow(rnd(TS_SHAPE(2, 4, 5, 7, 8), TS_F32), 1, 1, 3), s}, /* non-contiguous */
         {x, ts_narrow(rnd(TS_SHAPE(2, 4, 1, 1, 8), TS_F32), 1, 1, 3)},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

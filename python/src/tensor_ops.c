@@ -278,6 +278,8 @@ BINARY_LIST(DEF_BINARY)
 INPLACE_LIST(DEF_INPLACE)
 
 /* ------------------------------------------------------------------ unary ops */
+/* clang-format off: one entry a line (clang-format lays out a long X-macro list differently on
+ * each pass) */
 #define UNARY_LIST(X)                                                                              \
     X(neg, ts_neg)                                                                                 \
     X(negative, ts_neg)                                                                            \
@@ -285,13 +287,31 @@ INPLACE_LIST(DEF_INPLACE)
     X(exp, ts_exp)                                                                                 \
     X(log, ts_log)                                                                                 \
     X(log1p, ts_log1p)                                                                             \
-    X(sqrt, ts_sqrt) X(rsqrt, ts_rsqrt) X(sin, ts_sin) X(cos, ts_cos) X(tan, ts_tan)               \
-        X(asin, ts_asin) X(acos, ts_acos) X(atan, ts_atan) X(sinh, ts_sinh) X(cosh, ts_cosh)       \
-            X(asinh, ts_asinh) X(acosh, ts_acosh) X(atanh, ts_atanh) X(erf, ts_erf)                \
-                X(tanh, ts_tanh) X(sigmoid, ts_sigmoid) X(relu, ts_relu) X(sign, ts_sign)          \
-                    X(floor, ts_floor) X(ceil, ts_ceil) X(round, ts_round)                         \
-                        X(reciprocal, ts_reciprocal) X(square, ts_square)                          \
-                            X(logical_not, ts_logical_not)
+    X(sqrt, ts_sqrt)                                                                               \
+    X(rsqrt, ts_rsqrt)                                                                             \
+    X(sin, ts_sin)                                                                                 \
+    X(cos, ts_cos)                                                                                 \
+    X(tan, ts_tan)                                                                                 \
+    X(asin, ts_asin)                                                                               \
+    X(acos, ts_acos)                                                                               \
+    X(atan, ts_atan)                                                                               \
+    X(sinh, ts_sinh)                                                                               \
+    X(cosh, ts_cosh)                                                                               \
+    X(asinh, ts_asinh)                                                                             \
+    X(acosh, ts_acosh)                                                                             \
+    X(atanh, ts_atanh)                                                                             \
+    X(erf, ts_erf)                                                                                 \
+    X(tanh, ts_tanh)                                                                               \
+    X(sigmoid, ts_sigmoid)                                                                         \
+    X(relu, ts_relu)                                                                               \
+    X(sign, ts_sign)                                                                               \
+    X(floor, ts_floor)                                                                             \
+    X(ceil, ts_ceil)                                                                               \
+    X(round, ts_round)                                                                             \
+    X(reciprocal, ts_reciprocal)                                                                   \
+    X(square, ts_square)                                                                           \
+    X(logical_not, ts_logical_not)
+// clang-format on
 #define UNARY_INPLACE_LIST(X)                                                                      \
     X(neg_, ts_neg_)                                                                               \
     X(abs_, ts_abs_)                                                                               \
