@@ -169,6 +169,14 @@ static ts_status captured_step(const char *op, ts_optim *opt, tsi_gs_optim_state
     return TS_OK;
 }
 
+/* A step that fails before the processes' found-inf agreement still takes part in it, failing,
+ * so that the other processes fail with it instead of waiting for this one (tsi_dist_agree_max
+ * with an error pending). Returns the error. */
+static ts_status fail_together(void) {
+    if (tsi_dist_agree_max) tsi_dist_agree_max(1);
+    return ts_error();
+}
+
 ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped) {
     static const char op[] = "grad_scaler_step";
     tsi_init();
@@ -180,23 +188,22 @@ ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped) {
         return r;
     }
     /* as ts_optim_step: no step on the gradients of a failed forward or backward */
-    if (ts_error()) return ts_error();
+    if (ts_error()) return fail_together();
     tsi_gs_optim_state *st = begin(op, s, opt);
-    if (!st) return ts_error();
-    if (st->stage == TSI_GS_STEPPED)
-        return tsi_error_set(TS_ERR_STATE,
-                             "%s: step() has already been called since the last "
-                             "update()",
-                             op);
-    if (st->stage == TSI_GS_READY) {
-        ts_status r = unscale(op, s, opt, st);
-        if (r) return r;
+    if (!st) return fail_together();
+    if (st->stage == TSI_GS_STEPPED) {
+        tsi_error_set(TS_ERR_STATE, "%s: step() has already been called since the last update()",
+                      op);
+        return fail_together();
     }
-    if (st->n_found == 0)
-        return tsi_error_set(TS_ERR_STATE,
-                             "%s: no inf checks were recorded for this optimizer (none of its "
-                             "parameters has a gradient)",
-                             op);
+    if (st->stage == TSI_GS_READY && unscale(op, s, opt, st)) return fail_together();
+    if (st->n_found == 0) {
+        tsi_error_set(TS_ERR_STATE,
+                      "%s: no inf checks were recorded for this optimizer (none of its "
+                      "parameters has a gradient)",
+                      op);
+        return fail_together();
+    }
     /* captured: *stepped stays false, the replays decide on the device */
     if (tsi_optim_capturing(opt, 0, opt->n_params)) return captured_step(op, opt, st);
     /* the one synchronisation of the iteration: the host decides whether to step */
@@ -204,7 +211,7 @@ ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped) {
     for (int k = 0; k < st->n_found; k++) any += ts_item(st->found_inf[k]);
     if (ts_error()) { /* the verdict could not be read: no step, the iteration starts over */
         forget(st);
-        return ts_error();
+        return fail_together();
     }
     /* several processes training together skip the step together (and update() backs off the
      * scale on every one of them) */

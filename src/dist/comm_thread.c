@@ -15,6 +15,11 @@
 /* ------------------------------------------------------------------ items */
 ts_dist_work *tsd_work_new(ts_dist_group *g, tsd_kind kind) {
     ts_dist_work *w = calloc(1, sizeof *w);
+    /* out of host memory: the spare, so this rank still joins the collective the others enter */
+    if (!w && g->spare && !atomic_exchange(&g->spare_busy, true)) {
+        w = g->spare;
+        memset(w, 0, sizeof *w);
+    }
     if (!w) {
         tsi_error_set(TS_ERR_OOM, "%s: out of host memory", tsd_kind_name(kind));
         return NULL;
@@ -36,7 +41,10 @@ void tsd_work_free(ts_dist_work *w) {
     ts_release(w->t2);
     ts_release(w->buf);
     ts_release(w->buf2);
-    free(w);
+    if (w == w->g->spare)
+        atomic_store(&w->g->spare_busy, false);
+    else
+        free(w);
 }
 
 bool tsd_work_unref_locked(ts_dist_work *w) {
@@ -104,6 +112,7 @@ static void *thread_main(void *arg) {
 }
 
 ts_status tsd_group_start(ts_dist_group *g) {
+    if (!tsd_reserve_init(g)) return tsi_error_set(TS_ERR_OOM, "ts_dist_init: out of host memory");
 #ifdef TS_HAVE_MPI
     if (g->comm != MPI_COMM_NULL) {
         g->peer_seq = malloc((size_t)g->size * sizeof *g->peer_seq);

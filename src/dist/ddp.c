@@ -74,9 +74,13 @@ static ts_tensor *ddp_forward(ts_module *self, ts_tensor *x) {
  * the step or none does. */
 static ts_dist_group *scaler_group; /* the last DDP's group: the ranks that train together */
 static double agree_max(double local) {
-    ts_tensor *t = ts_tensor_f64(TS_SHAPE(1), &local, (ts_opts){.device = ts_cpu()});
+    ts_tensor *t =
+        ts_error() ? NULL : ts_tensor_f64(TS_SHAPE(1), &local, (ts_opts){.device = ts_cpu()});
     double v = local;
-    if (t && ts_dist_all_reduce(t, TS_DIST_MAX, scaler_group) == TS_OK) v = ts_item(t);
+    /* a rank that failed (an error pending: the scaler's step failed before its verdict, or t
+     * could not be made) joins anyway without a tensor: the all-reduce's cross-rank check fails it
+     * on every rank instead of leaving the others waiting */
+    if (ts_dist_all_reduce(t, TS_DIST_MAX, scaler_group) == TS_OK) v = ts_item(t);
     if (ts_scope_depth() == 0) ts_release(t);
     return v;
 }

@@ -109,6 +109,15 @@ struct ts_dist_group {
     atomic_bool broken;
     ts_status broken_code;
     char broken_msg[TSD_MSG_LEN];
+    /* Made when the group starts (agree.c), so that a host allocation failing on one rank cannot
+     * make it skip a collective the others enter: the work item tsd_work_new hands out when
+     * calloc fails (one at a time), tsi_dist_agree's records (under agree_mu), and the
+     * descriptors of the cross-rank check (check.c; items execute one at a time). */
+    ts_dist_work *spare;
+    atomic_bool spare_busy;
+    void *agree_buf;
+    pthread_mutex_t agree_mu;
+    struct tsd_desc *check_buf;
 };
 
 /* ------------------------------------------------------------------ the world (process_group.c) */
@@ -145,7 +154,12 @@ ts_status tsd_group_start(ts_dist_group *g);
 /* Waits until every item enqueued so far finished (with the timeout), then stops the thread.
  * False when the group broke meanwhile (the thread is then left where it hangs). */
 bool tsd_group_stop(ts_dist_group *g);
+/* A new item (NULL with TS_ERR_OOM): the group's spare when calloc fails and the spare is free. */
 ts_dist_work *tsd_work_new(ts_dist_group *g, tsd_kind kind);
+/* What tsd_group_start makes in advance (the spare item, the agreement's and the check's
+ * buffers), and its release (process_group.c's group_release). */
+bool tsd_reserve_init(ts_dist_group *g);
+void tsd_reserve_free(ts_dist_group *g);
 /* Hands the item to the group's thread (or runs it now when the group has none). */
 void tsd_enqueue(ts_dist_work *w);
 /* Drops one reference (g->mu held); frees the item at the last. Returns true when freed. */

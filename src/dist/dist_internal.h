@@ -33,6 +33,13 @@ bool tsi_dist_verify_same_params(const char *op, const char *who, ts_tensor *con
 ts_status tsi_dist_broadcast_unchecked(ts_tensor *t, int src_world_rank, ts_dist_group *g);
 /* Every member contributes n bytes; out receives group-size * n bytes in group-rank order. */
 ts_status tsi_dist_all_gather_bytes(const void *in, size_t n, void *out, ts_dist_group *g);
+/* agree.c: every member of g says whether it succeeded (ok false, or an error pending on entry:
+ * failed). True when all did; otherwise false on every rank with an error: a failed rank keeps its
+ * own; the others get the first failed member's code and message, as "<op>: rank R failed: <its
+ * message>", or with op NULL its message verbatim (a message that names the rank itself). Makes no
+ * allocation that could fail once the group started, so a rank that ran out of memory still
+ * takes part; a broken group fails at once with its error. */
+bool tsi_dist_agree(const char *op, bool ok, ts_dist_group *g);
 /* The world rank of the group's member r (r in [0, size)). */
 int tsi_dist_group_world_rank(ts_dist_group *g, int r);
 /* Seconds the communication thread spent executing this work item (0 until it finished: call it

@@ -195,40 +195,96 @@ static bool fill_unit(fsdp_module *f, fsdp_unit *u, const ts_tensor_list *all, c
     return true;
 }
 
-static bool build_units(fsdp_module *f) {
-    ts_tensor_list all = ts_module_named_parameters(f->module);
+/* ------------------------------------------------------------------ construction across ranks */
+/* A failure on one rank must end ts_fsdp on every rank, not leave the others waiting in the next
+ * collective. Before each collective construction makes (the parameter check, each unit's
+ * broadcast, the buffers' broadcasts) every rank says whether it got there (tsi_dist_agree); a
+ * rank that failed since the last agreement skips its work up to the next one, where every rank
+ * learns of it, and none goes further. `told`: the failure is known everywhere (no agreement
+ * follows). */
+typedef struct build_state {
+    bool ok, told;
+} build_state;
+
+/* This rank's error, reworded to name ts_fsdp, the step and this rank: what every rank reports
+ * (the agreement spreads it verbatim). In a world of one the error stays as it was. */
+static void failed_at(int world, const char *where, const char *doing) {
+    if (world == 1) return;
+    ts_status code = ts_error() ? ts_error() : TS_ERR_STATE;
+    char msg[320];
+    snprintf(msg, sizeof msg, "%s", ts_error() ? ts_error_message() : "unknown error");
+    ts_error_clear();
+    if (code == TS_ERR_OOM)
+        tsi_error_set(code, "ts_fsdp: %s: rank %d ran out of memory %s (%s)", where, ts_dist_rank(),
+                      doing, msg);
+    else
+        tsi_error_set(code, "ts_fsdp: %s: rank %d failed %s: %s", where, ts_dist_rank(), doing,
+                      msg);
+}
+
+/* An agreement point: every rank's ok, or on every rank the first failed rank's error. */
+static void agree(fsdp_module *f, build_state *b) {
+    if (b->told) return;
+    if (f->world > 1) b->ok = tsi_dist_agree(NULL, b->ok, f->o.group);
+    b->told = !b->ok;
+}
+
+static void unit_label(const fsdp_unit *u, char *buf, size_t n) {
+    snprintf(buf, n, "unit %d (%s)", u->index, u->is_root ? "<root>" : u->name);
+}
+
+/* Each unit (the root first: its forward starts before any unit's, then the units in the given
+ * order; one without trainable parameters is left out): flattened on this rank, the agreement,
+ * then broadcast and sharded. */
+static void build_each_unit(fsdp_module *f, const ts_tensor_list *all, const int *owner,
+                            const name_list *units, build_state *b) {
+    for (int j = 0; !b->told && j <= units->n; j++) {
+        char label[300] = "";
+        fsdp_unit *u = NULL;
+        if (b->ok) {
+            u = &f->units[f->n_units];
+            *u = (fsdp_unit){.f = f, .index = f->n_units, .is_root = j == 0};
+            u->name = tsi_strdup(j ? units->v[j - 1] : "");
+            u->m = j ? find_child(f->module, units->v[j - 1]) : f->module;
+            if (!u->name) b->ok = tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP) == TS_OK;
+            f->n_units++;
+            unit_label(u, label, sizeof label);
+            b->ok = b->ok && fill_unit(f, u, all, owner, j);
+            if (b->ok && u->n_params == 0) {
+                tsi_fsdp_unit_free(u);
+                f->n_units--;
+                continue;
+            }
+            b->ok = b->ok && tsi_fsdp_unit_flatten(u);
+            if (!b->ok) failed_at(f->world, label, "building its shard");
+        }
+        agree(f, b);
+        if (b->ok && !(b->ok = tsi_fsdp_unit_shard(u))) failed_at(f->world, label, "sharding it");
+    }
+}
+
+static void build_units(fsdp_module *f, build_state *b) {
+    ts_tensor_list all = b->ok ? ts_module_named_parameters(f->module) : (ts_tensor_list){0};
     name_list units = {0};
     int *owner = NULL;
-    bool ok = !ts_error();
-    if (ok) {
-        ok = tsi_dist_verify_same_params(OP, "FSDP", all.tensors, (const char *const *)all.names,
-                                         all.n, f->o.group);
-    }
-    ok = ok && unit_names(f, &units);
-    if (ok && !(owner = calloc((size_t)(all.n ? all.n : 1), sizeof *owner)))
-        ok = tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP) == TS_OK;
-    for (int i = 0; ok && i < all.n; i++) owner[i] = owner_of(all.names[i], &units);
-    ok = ok && check_shared(f, &all, owner, &units);
-    if (ok && !(f->units = calloc((size_t)units.n + 1, sizeof *f->units)))
-        ok = tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP) == TS_OK;
-    /* the root first (its forward starts before any unit's), then the units in the given order;
-     * a unit without trainable parameters is left out */
-    for (int j = 0; ok && j <= units.n; j++) {
-        fsdp_unit *u = &f->units[f->n_units];
-        *u = (fsdp_unit){.f = f, .index = f->n_units, .is_root = j == 0};
-        u->name = tsi_strdup(j ? units.v[j - 1] : "");
-        u->m = j ? find_child(f->module, units.v[j - 1]) : f->module;
-        if (!u->name) ok = tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP) == TS_OK;
-        f->n_units++;
-        ok = ok && fill_unit(f, u, &all, owner, j);
-        if (ok && u->n_params == 0) {
-            tsi_fsdp_unit_free(u);
-            f->n_units--;
-            continue;
-        }
-        ok = ok && tsi_fsdp_unit_build(u);
-    }
-    for (int i = 0; ok && i < f->n_units; i++) {
+    b->ok = b->ok && !ts_error();
+    if (!b->ok) failed_at(f->world, "the model", "before the parameter check");
+    agree(f, b);
+    /* every rank reaches the same verdict (and agrees on its own failures first) */
+    const char *const *names = (const char *const *)all.names;
+    if (b->ok &&
+        !(b->ok = tsi_dist_verify_same_params(OP, "FSDP", all.tensors, names, all.n, f->o.group)))
+        b->told = true;
+    b->ok = b->ok && unit_names(f, &units);
+    if (b->ok && !(owner = calloc((size_t)(all.n ? all.n : 1), sizeof *owner)))
+        b->ok = tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP) == TS_OK;
+    for (int i = 0; b->ok && i < all.n; i++) owner[i] = owner_of(all.names[i], &units);
+    b->ok = b->ok && check_shared(f, &all, owner, &units);
+    if (b->ok && !(f->units = calloc((size_t)units.n + 1, sizeof *f->units)))
+        b->ok = tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP) == TS_OK;
+    if (!b->ok && !b->told) failed_at(f->world, "the model", "dividing it into units");
+    build_each_unit(f, &all, owner, &units, b);
+    for (int i = 0; b->ok && i < f->n_units; i++) {
         fsdp_unit *u = &f->units[i];
         size_t es = tsi_dtype_size(u->flat->dtype);
         f->stats.shard_bytes += (size_t)u->shard_n * tsi_dtype_size(u->shard->dtype);
@@ -239,19 +295,21 @@ static bool build_units(fsdp_module *f) {
     free(owner);
     names_free(&units);
     ts_tensor_list_free(&all);
-    return ok;
 }
 
-/* buffers (running statistics) from the group's first rank, once */
-static bool sync_buffers(fsdp_module *f) {
-    if (f->world == 1) return true;
-    ts_tensor_list b = ts_module_named_buffers(f->module);
-    bool ok = !ts_error();
+/* buffers (running statistics) from the group's first rank, once; the last agreement point */
+static bool sync_buffers(fsdp_module *f, build_state *b) {
+    ts_tensor_list l = {0};
+    if (b->ok && f->world > 1) {
+        l = ts_module_named_buffers(f->module);
+        if (!(b->ok = !ts_error())) failed_at(f->world, "the buffers", "before broadcasting them");
+    }
+    agree(f, b);
     int root = tsi_dist_group_world_rank(f->o.group, 0);
-    for (int i = 0; ok && i < b.n; i++)
-        ok = tsi_dist_broadcast_unchecked(b.tensors[i], root, f->o.group) == TS_OK;
-    ts_tensor_list_free(&b);
-    return ok;
+    for (int i = 0; b->ok && f->world > 1 && i < l.n; i++)
+        b->ok = tsi_dist_broadcast_unchecked(l.tensors[i], root, f->o.group) == TS_OK;
+    ts_tensor_list_free(&l);
+    return b->ok;
 }
 
 /* ------------------------------------------------------------------ the module */
@@ -321,6 +379,8 @@ ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o) {
     fsdp_module *f = ts_module_alloc(sizeof *f, OP, fsdp_forward);
     if (!f) {
         ts_module_free(module);
+        failed_at(world, "the model", "before the parameter check");
+        if (world > 1) tsi_dist_agree(NULL, false, o.group); /* the others' first agreement */
         return NULL;
     }
     f->base.destroy = fsdp_destroy;
@@ -329,7 +389,9 @@ ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o) {
     f->world = world;
     f->rank = ts_dist_group_rank(o.group);
     f->module = ts_module_add(&f->base, "module", module); /* frees module on failure */
-    bool ok = f->module && build_units(f) && sync_buffers(f);
+    build_state b = {.ok = f->module != NULL};
+    build_units(f, &b);
+    bool ok = sync_buffers(f, &b);
     f->o.units = NULL; /* the caller's array is read during construction only */
     f->o.n_units = 0;
     if (!ok) {

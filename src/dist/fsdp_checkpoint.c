@@ -121,39 +121,6 @@ static void layout_diff(const char *saved, const char *mine, char *msg, size_t c
              *a ? "checkpoint" : "model", *a ? a : b);
 }
 
-bool tsi_fsdp_agree(fsdp_module *f, const char *op, bool ok) {
-    struct {
-        int32_t status;
-        char msg[MSG_LEN];
-    } mine = {0}, *all = NULL;
-    ts_status own = ts_error();
-    if (!ok && !own) own = TS_ERR_STATE;
-    mine.status = (int32_t)own;
-    if (own) snprintf(mine.msg, sizeof mine.msg, "%s", ts_error_message());
-    char saved[MSG_LEN];
-    snprintf(saved, sizeof saved, "%s", mine.msg);
-    if (f->world == 1) return !own;
-    all = calloc((size_t)f->world, sizeof *all);
-    ts_error_clear();
-    ts_status st =
-        all ? tsi_dist_all_gather_bytes(&mine, sizeof mine, all, f->o.group) : TS_ERR_OOM;
-    if (st) { /* the group itself failed: that error is what the caller sees */
-        if (!ts_error()) tsi_error_set(st, "%s: out of host memory", op);
-        free(all);
-        return false;
-    }
-    int bad = -1;
-    for (int r = 0; r < f->world && bad < 0; r++)
-        if (all[r].status) bad = r;
-    if (own)
-        tsi_error_set(own, "%s", saved);
-    else if (bad >= 0)
-        tsi_error_set((ts_status)all[bad].status, "%s: rank %d failed: %.*s", op,
-                      tsi_dist_group_world_rank(f->o.group, bad), MSG_LEN - 64, all[bad].msg);
-    free(all);
-    return bad < 0;
-}
-
 static bool same_shape(ts_shape a, ts_shape b) {
     if (a.ndim != b.ndim) return false;
     for (int d = 0; d < a.ndim; d++)

@@ -40,8 +40,10 @@ double ts_fsdp_clip_grad_norm(ts_module *fsdp, double max_norm, double norm_type
     double local = local_part(f, p), total = NAN;
     ts_tensor *t =
         ts_error() ? NULL : ts_tensor_f64(TS_SHAPE(1), &local, (ts_opts){.device = ts_cpu()});
-    /* every rank holds a disjoint block (padding is zero): the sum (max) over ranks is the whole */
-    if (t && ts_dist_all_reduce(t, isinf(p) ? TS_DIST_MAX : TS_DIST_SUM, f->o.group) == TS_OK) {
+    /* every rank holds a disjoint block (padding is zero): the sum (max) over ranks is the whole.
+     * A rank whose own part failed joins the all-reduce anyway, with its error pending and no
+     * tensor: the all-reduce's cross-rank check then fails it on every rank, naming this one. */
+    if (ts_dist_all_reduce(t, isinf(p) ? TS_DIST_MAX : TS_DIST_SUM, f->o.group) == TS_OK) {
         double s = ts_item(t);
         total = isinf(p) ? s : p == 1 ? s : p == 2 ? sqrt(s) : pow(s, 1.0 / p);
     }

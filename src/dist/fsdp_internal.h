@@ -69,10 +69,14 @@ static inline ts_dtype tsi_fsdp_reduce_dtype(const fsdp_unit *u) {
 fsdp_module *tsi_fsdp_of(const char *op, ts_module *m);
 
 /* fsdp_unit.c */
-/* The flat buffer and shard of a unit whose params (offsets set) are known: copies the parameters
- * in, takes the group's first rank's values, makes each parameter a slice of the flat buffer,
- * registers the gradient hooks, and (stage 3) reshards. */
-bool tsi_fsdp_unit_build(fsdp_unit *u);
+/* A unit whose params (offsets set) are known is built in two steps, with the ranks' agreement
+ * between them (fsdp.c), so that a rank that failed the first does not leave the others waiting
+ * in the broadcast of the second. Flatten (this rank alone): the flat buffer and the shard, the
+ * parameters copied into the flat buffer. Shard: the group's first rank's values broadcast, this
+ * rank's block into the shard, each parameter made a slice of the flat buffer, the gradient and
+ * forward hooks registered, and (stage 3) resharded. On failure tsi_fsdp_unit_free cleans up. */
+bool tsi_fsdp_unit_flatten(fsdp_unit *u);
+bool tsi_fsdp_unit_shard(fsdp_unit *u);
 void tsi_fsdp_unit_free(fsdp_unit *u);
 /* Forward: gather (waiting for a prefetch) and start the next unit's gather; after it, arm the
  * backward (pre-backward hook on the output) and reshard. */
@@ -87,7 +91,9 @@ bool tsi_fsdp_check_prior(fsdp_module *f);
 /* Every rank of the group says whether it succeeded, and with what error. Returns true when all
  * did; otherwise false with, on every rank, an error naming the first rank that failed (a rank's
  * own error is kept as it was). A pending error on entry counts as this rank's failure.
- * (fsdp_checkpoint.c) */
-bool tsi_fsdp_agree(fsdp_module *f, const char *op, bool ok);
+ * (tsi_dist_agree over the module's group) */
+static inline bool tsi_fsdp_agree(fsdp_module *f, const char *op, bool ok) {
+    return tsi_dist_agree(op, ok, f->o.group);
+}
 
 #endif /* TS_DIST_FSDP_INTERNAL_H */

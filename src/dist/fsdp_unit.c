@@ -390,8 +390,7 @@ static bool make_leaves(fsdp_unit *u) {
     return true;
 }
 
-bool tsi_fsdp_unit_build(fsdp_unit *u) {
-    fsdp_module *f = u->f;
+bool tsi_fsdp_unit_flatten(fsdp_unit *u) {
     ts_tensor *p0 = u->params[0].p;
     u->flat = tsi_new(OP, TS_SHAPE(u->padded), p0->dtype, tsi_device(p0));
     u->shard = tsi_new(OP, TS_SHAPE(u->shard_n), p0->dtype, tsi_device(p0));
@@ -407,8 +406,14 @@ bool tsi_fsdp_unit_build(fsdp_unit *u) {
     }
     ts_no_grad_end();
     ts_scope_end();
+    return ok;
+}
+
+bool tsi_fsdp_unit_shard(fsdp_unit *u) {
+    fsdp_module *f = u->f;
+    bool ok = true;
     /* the group's first rank's values, everywhere (as DDP's _sync_module_states) */
-    if (ok && f->world > 1)
+    if (f->world > 1)
         ok = tsi_dist_broadcast_unchecked(u->flat, tsi_dist_group_world_rank(f->o.group, 0),
                                           f->o.group) == TS_OK;
     if (ok) {

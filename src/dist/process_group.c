@@ -108,6 +108,8 @@ static ts_dist_group *group_alloc(int id, const int *world_ranks, int size) {
     g->announced = -1;
 #endif
     atomic_init(&g->broken, false);
+    atomic_init(&g->spare_busy, false);
+    pthread_mutex_init(&g->agree_mu, NULL);
     return g;
 }
 
@@ -125,6 +127,7 @@ static void group_release(ts_dist_group *g) {
     free(g->peer_seq);
     pthread_mutex_destroy(&g->mon_mu);
 #endif
+    tsd_reserve_free(g);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv_work);
     pthread_cond_destroy(&g->cv_done);

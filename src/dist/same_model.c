@@ -26,27 +26,37 @@ bool tsi_dist_verify_same_params(const char *op, const char *who, ts_tensor *con
     int w = ts_dist_group_size(g);
     int64_t *counts = malloc((size_t)w * sizeof *counts);
     int64_t mine = n;
-    if (!counts) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), false;
-    if (tsi_dist_all_gather_bytes(&mine, sizeof mine, counts, g) != TS_OK) {
+    /* every buffer first, then the ranks' agreement: a rank that cannot take part says so instead
+     * of leaving the others in the exchange (one with n parameters allocates for n everywhere;
+     * another count is caught by the first exchange) */
+    param_desc *all = calloc((size_t)w * (size_t)(n ? n : 1), sizeof *all);
+    param_desc *own = calloc((size_t)(n ? n : 1), sizeof *own);
+    bool ok = counts && all && own;
+    if (!ok)
+        tsi_error_set(TS_ERR_OOM,
+                      "%s: rank %d ran out of host memory checking that every rank holds the "
+                      "same model",
+                      op, ts_dist_rank());
+    if (!tsi_dist_agree(NULL, ok, g) ||
+        tsi_dist_all_gather_bytes(&mine, sizeof mine, counts, g) != TS_OK) {
         free(counts);
+        free(all);
+        free(own);
         return false;
     }
-    for (int r = 1; r < w; r++)
-        if (counts[r] != counts[0]) {
-            tsi_error_set(TS_ERR_DIST,
-                          "%s: %s expects same model across all ranks, but rank %d has %lld "
-                          "params, while rank %d has inconsistent %lld params",
-                          op, who, tsi_dist_group_world_rank(g, r), (long long)counts[r],
-                          tsi_dist_group_world_rank(g, 0), (long long)counts[0]);
-            free(counts);
-            return false;
-        }
+    for (int r = 1; ok && r < w; r++)
+        if (counts[r] != counts[0])
+            ok = tsi_error_set(TS_ERR_DIST,
+                               "%s: %s expects same model across all ranks, but rank %d has %lld "
+                               "params, while rank %d has inconsistent %lld params",
+                               op, who, tsi_dist_group_world_rank(g, r), (long long)counts[r],
+                               tsi_dist_group_world_rank(g, 0), (long long)counts[0]) == TS_OK;
     free(counts);
-    if (n == 0) return true;
-    param_desc *all = calloc((size_t)w * (size_t)n, sizeof *all);
-    param_desc *own = calloc((size_t)n, sizeof *own);
-    bool ok = all && own;
-    if (!ok) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+    if (!ok || n == 0) {
+        free(all);
+        free(own);
+        return ok;
+    }
     for (int i = 0; ok && i < n; i++) {
         ts_tensor *p = params[i];
         own[i].dtype = (int32_t)p->dtype;
