@@ -3,9 +3,12 @@
  *  - ts_fsdp_save_sharded over a committed checkpoint: a failed save leaves that checkpoint
  *    committed (the manifest's generation stays 1), a save that succeeds commits generation 2,
  *    and the shards and the optimizer are untouched either way;
- *  - ts_fsdp_load_sharded of the checkpoint after one more step: a failed load changes nothing
- *    (shards and optimizer as before it), one that succeeds brings back all of the checkpoint.
- * Each failure ends in a clear error and leaks nothing; the call then succeeds. */
+ *  - ts_fsdp_load_sharded of the checkpoint after one more step and a change of the grad scaler's
+ *    state: a failed load changes nothing (shards, optimizer and scaler as before it: no half-done
+ *    commit), one that succeeds brings back all of the checkpoint, the scaler's state included
+ *    (its load is the last step of the commit).
+ * Each failure ends in a clear TS_ERR_OOM (never a format error: a metadata read that ran out of
+ * memory is not a malformed file) and leaks nothing; the call then succeeds. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <stdio.h>
@@ -23,6 +26,7 @@ static const char *const UNITS[] = {"0", "2"}; /* the two Linears; the root hold
 
 typedef struct ck_case {
     sweep_trainee t; /* first: sweep_trainee_step and the snapshot take it */
+    ts_grad_scaler *scaler;
     char dir[64];
     char manifest[96];
 } ck_case;
@@ -42,8 +46,24 @@ static void remove_dir(const char *dir) {
 }
 
 static bool save(ck_case *c, int64_t step) {
-    return ts_fsdp_save_sharded(c->t.m, c->dir,
-                                &(ts_fsdp_checkpoint){.optim = c->t.o, .step = step}) == TS_OK;
+    return ts_fsdp_save_sharded(
+               c->t.m, c->dir,
+               &(ts_fsdp_checkpoint){.optim = c->t.o, .scaler = c->scaler, .step = step}) == TS_OK;
+}
+
+/* the scaler's state as a state dict would carry it (scale, tracker, factors, interval) */
+static void set_scaler(ts_grad_scaler *s, double scale, double tracker) {
+    const char *names[] = {"scale", "growth_factor", "backoff_factor", "growth_interval",
+                           "_growth_tracker"};
+    double v[] = {scale, 2.0, 0.5, 2000, tracker};
+    ts_tensor_list sd = {0};
+    for (int k = 0; k < 5; k++) {
+        ts_tensor *t = ts_tensor_f64(TS_SHAPE(), &v[k], (ts_opts){.device = ts_cpu()});
+        CHECK(t && ts_tensor_list_add(&sd, names[k], t) == TS_OK);
+        ts_release(t);
+    }
+    CHECK(ts_grad_scaler_load_state_dict(s, &sd) == TS_OK);
+    ts_tensor_list_free(&sd);
 }
 
 /* an FSDP model after one SGD step, its checkpoint (generation 1, step 1) committed in a folder of
@@ -57,6 +77,8 @@ static void *ck_setup(void) {
     ts_tensor_list l = ts_fsdp_parameters(c->t.m);
     c->t.o = ts_sgd_params(l.tensors, l.n, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
     ts_tensor_list_free(&l);
+    c->scaler = ts_grad_scaler_new((ts_grad_scaler_opts){0});
+    set_scaler(c->scaler, 1024, 7);
     sweep_batch_new(ts_cpu(), &c->t.x, &c->t.y);
     CHECK(sweep_trainee_step(c));
     CHECK(save(c, 1));
@@ -67,15 +89,20 @@ static void *ck_setup(void) {
 static void ck_free(void *p) {
     ck_case *c = p;
     remove_dir(c->dir);
+    ts_grad_scaler_free(c->scaler);
     sweep_trainee_free(p);
 }
 
-/* the shards and the optimizer's state */
+/* the shards, the optimizer's state and the scaler's */
 static ts_snapshot ck_snap(void *p) {
     ck_case *c = p;
     ts_snapshot s = ts_snapshot_take(NULL, c->t.o, NULL);
     ts_tensor_list l = ts_fsdp_parameters(c->t.m);
     ts_snapshot_add(&s, "shard.", &l);
+    ts_tensor_list_free(&l);
+    l = ts_grad_scaler_state_dict(c->scaler);
+    CHECK(l.n == 5);
+    ts_snapshot_add(&s, "scaler.", &l);
     ts_tensor_list_free(&l);
     return s;
 }
@@ -94,16 +121,17 @@ static void save_check(void *p, bool ok) {
     ts_error_clear();
 }
 
-/* ... then one more step, which the load undoes */
+/* ... then one more step and another scaler state, which the load undoes */
 static void *load_setup(void) {
     ck_case *c = ck_setup();
     CHECK(sweep_trainee_step(c));
+    set_scaler(c->scaler, 256, 3);
     return c;
 }
 
 static bool load_run(void *p) {
     ck_case *c = p;
-    ts_fsdp_checkpoint ck = {.optim = c->t.o};
+    ts_fsdp_checkpoint ck = {.optim = c->t.o, .scaler = c->scaler};
     return ts_fsdp_load_sharded(c->t.m, c->dir, &ck) == TS_OK && ck.step == 1;
 }
 
@@ -115,13 +143,16 @@ int main(void) {
                         .teardown = ck_free,
                         .snap = ck_snap,
                         .check = save_check};
-    ts_fault_sweep(&sv, MAX_POINTS);
+    ts_sweep_stats st = ts_fault_sweep(&sv, MAX_POINTS);
+    /* out of memory is never reported as another error */
+    CHECK(st.errors > 0 && st.oom == st.errors);
     ts_sweep_case ld = {.name = "fsdp load sharded",
                         .setup = load_setup,
                         .run = load_run,
                         .teardown = ck_free,
                         .snap = ck_snap};
-    ts_fault_sweep(&ld, MAX_POINTS);
+    st = ts_fault_sweep(&ld, MAX_POINTS);
+    CHECK(st.errors > 0 && st.oom == st.errors); /* not "not a sharded checkpoint", say */
     CHECK(ts_dist_finalize() == TS_OK);
     return ts_test_finish();
 }

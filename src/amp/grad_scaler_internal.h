@@ -35,6 +35,17 @@ bool tsi_gs_check_scale(const char *op, ts_grad_scaler *s);
 tsi_gs_optim_state *tsi_gs_state_for(const char *op, ts_grad_scaler *s, const ts_optim *opt);
 /* Forgets every optimizer's state (after an update). */
 void tsi_gs_states_reset(ts_grad_scaler *s);
+/* ts_grad_scaler_load_state_dict in two steps, for loads that must change everything or nothing
+ * (FSDP's sharded checkpoints): stage reads and checks sd (nothing changes; false with the error
+ * naming op), commit applies it and cannot fail. A disabled scaler stages nothing (PyTorch ignores
+ * the dict). */
+typedef struct tsi_gs_staged {
+    bool apply;
+    double v[5]; /* scale, growth_factor, backoff_factor, growth_interval, _growth_tracker */
+} tsi_gs_staged;
+bool tsi_gs_load_stage(const char *op, const ts_grad_scaler *s, const ts_tensor_list *sd,
+                       tsi_gs_staged *out);
+void tsi_gs_load_commit(ts_grad_scaler *s, const tsi_gs_staged *st);
 /* Writes v into the one-element scale / tracker in place (wherever they live). */
 void tsi_gs_fill(ts_tensor *t, double v);
 

@@ -78,19 +78,20 @@ static bool check_values(const char *op, const double *v) {
            false;
 }
 
-ts_status ts_grad_scaler_load_state_dict(ts_grad_scaler *s, const ts_tensor_list *sd) {
-    static const char op[] = "grad_scaler_load_state_dict";
-    tsi_init();
-    if (!s) return tsi_error_set(TS_ERR_ARG, "%s: scaler is NULL", op);
-    if (!sd) return tsi_error_set(TS_ERR_ARG, "%s: state dict is NULL", op);
-    if (!s->enabled) return TS_OK; /* PyTorch ignores the dict */
+bool tsi_gs_load_stage(const char *op, const ts_grad_scaler *s, const ts_tensor_list *sd,
+                       tsi_gs_staged *out) {
+    *out = (tsi_gs_staged){0};
+    if (!s) return tsi_error_set(TS_ERR_ARG, "%s: scaler is NULL", op), false;
+    if (!sd) return tsi_error_set(TS_ERR_ARG, "%s: state dict is NULL", op), false;
+    if (!s->enabled) return true; /* PyTorch ignores the dict */
     if (sd->n == 0)
         return tsi_error_set(TS_ERR_ARG,
                              "%s: the source state dict is empty, possibly because it was saved "
                              "from a disabled instance of GradScaler",
-                             op);
+                             op),
+               false;
     /* everything is checked before anything changes */
-    double v[K_COUNT];
+    double *v = out->v;
     bool seen[K_COUNT] = {false};
     for (int i = 0; i < sd->n; i++) {
         int k = 0;
@@ -100,13 +101,22 @@ ts_status ts_grad_scaler_load_state_dict(ts_grad_scaler *s, const ts_tensor_list
                                  "%s: unexpected key \"%.200s\" (a GradScaler state holds scale, "
                                  "growth_factor, backoff_factor, growth_interval and "
                                  "_growth_tracker)",
-                                 op, sd->names[i]);
-        if (!entry_value(op, key_names[k], sd->tensors[i], &v[k])) return ts_error();
+                                 op, sd->names[i]),
+                   false;
+        if (!entry_value(op, key_names[k], sd->tensors[i], &v[k])) return false;
         seen[k] = true;
     }
     for (int k = 0; k < K_COUNT; k++)
-        if (!seen[k]) return tsi_error_set(TS_ERR_ARG, "%s: missing key \"%s\"", op, key_names[k]);
-    if (!check_values(op, v)) return ts_error();
+        if (!seen[k])
+            return tsi_error_set(TS_ERR_ARG, "%s: missing key \"%s\"", op, key_names[k]), false;
+    if (!check_values(op, v)) return false;
+    out->apply = true;
+    return true;
+}
+
+void tsi_gs_load_commit(ts_grad_scaler *s, const tsi_gs_staged *st) {
+    if (!st->apply) return;
+    const double *v = st->v;
     s->init_scale = v[K_SCALE];
     s->growth_factor = v[K_GROWTH];
     s->backoff_factor = v[K_BACKOFF];
@@ -114,5 +124,13 @@ ts_status ts_grad_scaler_load_state_dict(ts_grad_scaler *s, const ts_tensor_list
     s->init_growth_tracker = (int)v[K_TRACKER];
     if (s->scale) tsi_gs_fill(s->scale, v[K_SCALE]);
     if (s->growth_tracker) tsi_gs_fill(s->growth_tracker, v[K_TRACKER]);
+}
+
+ts_status ts_grad_scaler_load_state_dict(ts_grad_scaler *s, const ts_tensor_list *sd) {
+    static const char op[] = "grad_scaler_load_state_dict";
+    tsi_init();
+    tsi_gs_staged st;
+    if (!tsi_gs_load_stage(op, s, sd, &st)) return ts_error();
+    tsi_gs_load_commit(s, &st);
     return TS_OK;
 }

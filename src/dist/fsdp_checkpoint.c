@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "amp/grad_scaler_internal.h"
 #include "dist/fsdp_internal.h"
 #include "io/atomic_file.h"
 #include "nn/module_internal.h"
@@ -164,7 +165,11 @@ static bool add_all(const char *op, ts_tensor_list *dst, const char *prefix,
     return true;
 }
 
+/* A metadata value as a number; *ok false when it is missing or not one. Out of memory stays
+ * pending (TS_ERR_OOM), and the reads after it fail at once, so that callers report it as such
+ * and not as a malformed file. */
 static uint64_t meta_u64(const char *path, const char *key, bool *ok) {
+    if (ts_error() == TS_ERR_OOM) return *ok = false, 0;
     char *v = ts_safetensors_metadata(path, key);
     char *end = NULL;
     unsigned long long x = v ? strtoull(v, &end, 10) : 0;
@@ -480,6 +485,7 @@ static bool check_file(load_ctx *L, const char *path, int q) {
     uint64_t gen = meta_u64(path, "generation", &mok);
     uint64_t w = meta_u64(path, "world", &mok);
     uint64_t r = meta_u64(path, "rank", &mok);
+    if (ts_error() == TS_ERR_OOM) return false; /* not a malformed file */
     ts_error_clear();
     if (!mok || gen != L->gen || w != (uint64_t)L->old_world || r != (uint64_t)q)
         return tsi_error_set(TS_ERR_FORMAT,
@@ -489,6 +495,7 @@ static bool check_file(load_ctx *L, const char *path, int q) {
                              (unsigned long long)gen, (unsigned long long)w,
                              (unsigned long long)r) == TS_OK;
     char *layout = ts_safetensors_metadata(path, "layout");
+    if (!layout && ts_error() == TS_ERR_OOM) return false;
     ts_error_clear();
     bool same = layout && !strcmp(layout, L->layout);
     if (!same) {
@@ -608,7 +615,9 @@ ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpo
         free(fmt);
         L.gen = meta_u64(manifest, "generation", &mok);
         L.old_world = (int)meta_u64(manifest, "world", &mok);
-        if (!mok || L.old_world < 1) {
+        if (ts_error() == TS_ERR_OOM) /* not a malformed manifest */
+            ok = false;
+        else if (!mok || L.old_world < 1) {
             char msg[MSG_LEN];
             snprintf(msg, sizeof msg, "%s", ts_error() ? ts_error_message() : "");
             ts_error_clear();
@@ -688,24 +697,22 @@ ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpo
         L.su[i].flat = t;
         ok = t != NULL;
     }
-    bool load_scaler = scaler && ssd.n > 0;
-    if (ok && load_scaler) {
-        ts_grad_scaler *scratch = ts_grad_scaler_new((ts_grad_scaler_opts){0});
-        ok = scratch && ts_grad_scaler_load_state_dict(scratch, &ssd) == TS_OK;
-        ts_grad_scaler_free(scratch);
-    }
+    /* the scaler's state read and checked now, applied in the commit (which cannot fail) */
+    tsi_gs_staged gs = {0};
+    if (ok && scaler && ssd.n > 0)
+        ok = tsi_gs_load_stage("grad_scaler_load_state_dict", scaler, &ssd, &gs);
     /* every rank has staged its part (or failed): all change, or none */
     ok = tsi_fsdp_agree(f, op, ok);
     if (ok) {
         for (int i = 0; i < f->n_units; i++) commit_copy(f->units[i].shard, L.su[i].flat);
         for (int i = 0; i < bufs.n; i++) commit_copy(bufs.tensors[i], bsrc.tensors[i]);
-        if (load_scaler) ok = ts_grad_scaler_load_state_dict(scaler, &ssd) == TS_OK;
-        if (ok && go) {
+        if (scaler) tsi_gs_load_commit(scaler, &gs);
+        if (go) {
             tsi_optim_load_commit(go);
             go = NULL;
         }
-        if (ok) ts_rng_set_state(rng);
-        if (ok && c) {
+        ts_rng_set_state(rng);
+        if (c) {
             c->step = (int64_t)stp;
             c->epoch_batches = (int64_t)eb;
         }
