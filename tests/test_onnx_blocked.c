@@ -19,7 +19,9 @@
  *  - the layout helpers (round trip, zero padding, what a convolution writes into the padding, the
  *    errors naming the operand);
  *  - MobileNetV3-Small itself when /tmp/tessera-onnx-models/mobilenet_v3_small.onnx is there
- *    (bench/run_onnx.sh makes it): blocked against plain, bit for bit, and the reorders.
+ *    (bench/run_onnx.sh makes it): blocked against plain, bit for bit under TS_CONV=dnnl and
+ *    within REF_TOL with the depthwise kernel of conv_dw_blocked.c (its 5x5 sums round
+ *    otherwise than oneDNN's), and the reorders.
  * ctest runs it under TS_CPU_ISA=avx2 (block 8) and generic (no block: every rewritten node runs
  * as the plain one) and TS_CONV=builtin (no block) too. */
 #define _POSIX_C_SOURCE 200809L
@@ -511,7 +513,12 @@ static void check_mobilenet(void) {
            "|diff| %.3g; activation reorders a forward %llu blocked, %llu plain\n",
            count_op(m, "tessera.BlockedConv"), count_op(m, "tessera.FromBlocked"), d,
            (unsigned long long)(r1 - r0), (unsigned long long)(r3 - r2));
-    CHECK(d == 0);
+    /* the same primitives bit for bit under TS_CONV=dnnl; by default the depthwise ones run
+     * conv_dw_blocked.c's kernel, whose sums round otherwise (within REF_TOL: float32 rounding
+     * through the network, as against the unrewritten model above) */
+    const char *prov = getenv("TS_CONV");
+    const bool own_dw = tsi_conv_block(ts_cpu()) && !(prov && !strcmp(prov, "dnnl"));
+    CHECK(own_dw ? d >= 0 && d <= REF_TOL : d == 0);
     if (tsi_conv_block(ts_cpu())) CHECK_EQ(r1 - r0, 0);
     if (tsi_conv_block(ts_cpu())) CHECK(r3 - r2 > 0);
     CHECK_OK();
