@@ -1,7 +1,7 @@
-/* bench_conv_dw_blocked.c — MobileNetV3-Small's depthwise convolutions (batch 1, the blocked
+/* bench_conv_blocked.c — MobileNetV3-Small's depthwise convolutions (batch 1, the blocked
  * layout, bias, the activation the network fuses) through tsi_conv2d_act_blocked:
  * conv_dw_blocked.c's kernel against oneDNN's (TS_CONV=dnnl), in alternating rounds. Prints per
- * layer the median microseconds a call of each, and the sums. Usage: bench_conv_dw_blocked [RUNS
+ * layer the median microseconds a call of each, and the sums. Usage: bench_conv_blocked [RUNS
  * [THREADS]] */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -10,20 +10,22 @@
 #include "nn/conv_blocked.h"
 #include "tessera.h"
 
-#define BENCH_NAME "bench_conv_dw_blocked"
+#define BENCH_NAME "bench_conv_blocked"
 #include "bench_util.h"
 
 typedef struct layer {
-    int64_t c, hw, k, stride;
+    int64_t c, o, hw, k, stride; /* o 0: depthwise (o = c, groups c) */
     tsi_conv_act act;
 } layer;
 
 static const layer LAYERS[] = {
-    {16, 112, 3, 2, TSI_CONV_ACT_RELU},      {72, 56, 3, 2, TSI_CONV_ACT_RELU},
-    {88, 28, 3, 1, TSI_CONV_ACT_RELU},       {96, 28, 5, 2, TSI_CONV_ACT_HARDSWISH},
-    {240, 14, 5, 1, TSI_CONV_ACT_HARDSWISH}, {120, 14, 5, 1, TSI_CONV_ACT_HARDSWISH},
-    {144, 14, 5, 1, TSI_CONV_ACT_HARDSWISH}, {288, 14, 5, 2, TSI_CONV_ACT_HARDSWISH},
-    {576, 7, 5, 1, TSI_CONV_ACT_HARDSWISH},
+    {16, 0, 112, 3, 2, TSI_CONV_ACT_RELU},         {72, 0, 56, 3, 2, TSI_CONV_ACT_RELU},
+    {88, 0, 28, 3, 1, TSI_CONV_ACT_RELU},          {96, 0, 28, 5, 2, TSI_CONV_ACT_HARDSWISH},
+    {240, 0, 14, 5, 1, TSI_CONV_ACT_HARDSWISH},    {120, 0, 14, 5, 1, TSI_CONV_ACT_HARDSWISH},
+    {144, 0, 14, 5, 1, TSI_CONV_ACT_HARDSWISH},    {288, 0, 14, 5, 2, TSI_CONV_ACT_HARDSWISH},
+    {576, 0, 7, 5, 1, TSI_CONV_ACT_HARDSWISH},     {576, 144, 1, 1, 1, TSI_CONV_ACT_RELU},
+    {144, 576, 1, 1, 1, TSI_CONV_ACT_HARDSIGMOID}, {240, 64, 1, 1, 1, TSI_CONV_ACT_RELU},
+    {64, 240, 1, 1, 1, TSI_CONV_ACT_HARDSIGMOID},  {16, 8, 1, 1, 1, TSI_CONV_ACT_RELU},
 };
 enum { NL = sizeof LAYERS / sizeof *LAYERS };
 
@@ -47,11 +49,12 @@ int main(int argc, char **argv) {
     for (int l = 0; l < NL; l++) {
         const layer *L = &LAYERS[l];
         x[l] = tsi_to_blocked(ts_randn(TS_SHAPE(1, L->c, L->hw, L->hw), (ts_opts){0}), blk);
-        w[l] = ts_randn(TS_SHAPE(L->c, 1, L->k, L->k), (ts_opts){0});
-        b[l] = ts_randn(TS_SHAPE(L->c), (ts_opts){0});
+        const int64_t out = L->o ? L->o : L->c;
+        w[l] = ts_randn(TS_SHAPE(out, L->o ? L->c : 1, L->k, L->k), (ts_opts){0});
+        b[l] = ts_randn(TS_SHAPE(out), (ts_opts){0});
         o[l] = (ts_conv2d_opts){.stride = {(int)L->stride, (int)L->stride},
                                 .padding = {(int)L->k / 2, (int)L->k / 2},
-                                .groups = (int)L->c};
+                                .groups = L->o ? 1 : (int)L->c};
     }
     die_on_error("inputs");
     double *t = malloc(sizeof(double) * 2 * NL * (size_t)runs);
@@ -64,8 +67,9 @@ int main(int argc, char **argv) {
             for (int l = 0; l < NL; l++) {
                 ts_scope_begin();
                 const double t0 = now_s();
-                ts_tensor *y = tsi_conv2d_act_blocked(x[l], blk, LAYERS[l].c, w[l], b[l], o[l],
-                                                      LAYERS[l].act, 1.0 / 6, 0.5, blk, NULL);
+                ts_tensor *y = tsi_conv2d_act_blocked(
+                    x[l], blk, LAYERS[l].c, w[l], b[l], o[l], LAYERS[l].act,
+                    LAYERS[l].act == TSI_CONV_ACT_HARDSIGMOID ? 0.2 : 1.0 / 6, 0.5, blk, NULL);
                 const double dt = now_s() - t0;
                 if (!y) die_on_error("conv");
                 ts_scope_end();
@@ -82,9 +86,9 @@ int main(int argc, char **argv) {
             m[s] = t[(s * NL + l) * runs + runs / 2];
             sum[s] += m[s];
         }
-        printf("  c %3lld hw %3lld k %lld s %lld: %7.1f %7.1f\n", (long long)LAYERS[l].c,
-               (long long)LAYERS[l].hw, (long long)LAYERS[l].k, (long long)LAYERS[l].stride, m[0],
-               m[1]);
+        printf("  c %3lld o %3lld hw %3lld k %lld s %lld: %7.1f %7.1f\n", (long long)LAYERS[l].c,
+               (long long)(LAYERS[l].o ? LAYERS[l].o : LAYERS[l].c), (long long)LAYERS[l].hw,
+               (long long)LAYERS[l].k, (long long)LAYERS[l].stride, m[0], m[1]);
     }
     printf("sum (each layer once): %.1f own, %.1f oneDNN\n", sum[0], sum[1]);
     free(t);
