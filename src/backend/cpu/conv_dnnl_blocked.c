@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "backend/cpu/conv_dnnl.h"
+#include "backend/cpu/conv_dw_blocked.h"
+#include "backend/cpu/conv_fc_blocked.h"
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/kern_conv.h"
@@ -60,6 +62,16 @@ bool ts_cpu_conv2d_blocked(const ts_backend *be, int index, float *out, int out_
     if (!blk || (x_block && x_block != blk) || (out_block && out_block != blk)) return false;
     const ts_cgeom g = ts_cgeom_make(nchw, o_ohw, khw, p);
     if (g.c % g.g || g.o % g.g || g.n * g.o * g.oh * g.ow == 0) return false;
+    /* blocked both sides, unless TS_CONV=dnnl: depthwise ones to conv_dw_blocked.c's kernel,
+     * those of 1x1 images (a squeeze-excitation's) to conv_fc_blocked.c's */
+    if (x_block && out_block && conv_provider() != 1) {
+        const char *own = getenv("TS_CONV_OWN"); /* which of the two: "dw", "fc", both by default */
+        const bool dw = !own || strstr(own, "dw"), fc = !own || strstr(own, "fc");
+        if (dw && ts_conv_dw_blocked_takes(&g, blk))
+            return ts_conv_dw_blocked(&g, blk, out, x, w, bias);
+        if (fc && ts_conv_fc_blocked_takes(&g, blk))
+            return ts_conv_fc_blocked(&g, blk, out, x, w, bias);
+    }
     if (!goes_to_dnnl(&g)) return false;
     const tsi_conv_weight_id wid = {
         .uid = p->weight_uid, .version = p->weight_version, .offset = p->weight_offset};

@@ -14,6 +14,7 @@
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/kern_conv.h"
+#include "backend/cpu/kern_conv_act_vec.h"
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define TS_CONV_X86 1
@@ -58,24 +59,7 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
  * guards. OB x 2 sums: 8 x 2 in AVX-512's 32 registers, 6 x 2 in AVX2's 16 (4 x 2 left the FMA
  * pipes idle: SimpleCNN's conv1 forward took 10.4 us an image, now 7.7). */
 #define DEFINE_FWD(NAME, ATTR, V, VI, VL, OB)                                                      \
-    /* lane by lane what kernel_math.h's ts_relu_f / ts_clamp_f give (NaN stays NaN) */            \
-    ATTR static TS_INLINE V NAME##_act(const ts_cgeom *g, V a) {                                   \
-        if (g->act == TS_CONV_ACT_RELU) return (V)((VI)a & ((a > (V){0}) | (a != a)));             \
-        if (g->act == TS_CONV_ACT_HARDSIGMOID || g->act == TS_CONV_ACT_HARDSWISH) {                \
-            V t = a * (float)g->lo + (float)g->hi;                                                 \
-            VI m = t < (V){0};                                                                     \
-            t = (V)((VI)t & ~m);                                                                   \
-            const V one = (V){0} + 1.0f;                                                           \
-            m = t > one;                                                                           \
-            t = (V)(((VI)one & m) | ((VI)t & ~m));                                                 \
-            return g->act == TS_CONV_ACT_HARDSWISH ? a * t : t;                                    \
-        }                                                                                          \
-        const V lo = (V){0} + (float)g->lo, hi = (V){0} + (float)g->hi;                            \
-        VI m = a < lo;                                                                             \
-        a = (V)(((VI)lo & m) | ((VI)a & ~m));                                                      \
-        m = a > hi;                                                                                \
-        return (V)(((VI)hi & m) | ((VI)a & ~m));                                                   \
-    }                                                                                              \
+    TS_DEFINE_CONV_ACT_VEC(NAME##_act, ATTR, V, VI)                                                \
     ATTR static TS_INLINE void NAME##_tile(const ts_cgeom *g, const float *in0, const float *in1,  \
                                            int64_t cstride, int64_t ws, const float *wb,           \
                                            const float *bias, float *const *out,                   \
