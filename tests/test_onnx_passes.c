@@ -83,10 +83,11 @@ static void test_fold_failure(void) {
 }
 
 /* ------------------------------------------------------------------ the rewrites chained */
-/* x [1, 2, 2, 2] -> Conv (1x1, 3 outputs) -> BatchNormalization -> Relu -> Flatten -> MatMul [12,
- * 2] -> Add: the convolution rewrite folds the BatchNormalization and fuses the Relu (two nodes
- * dropped, the rest renumbered), then the transformer rewrite must find MatMul + Add by their
- * producers: FusedConv, Flatten and tessera.Linear are left. BatchNormalization with epsilon 0,
+/* x [1, 2, 2, 2] -> Conv (1x1, 3 outputs) -> BatchNormalization -> Relu -> Dropout (its mask
+ * absent) -> Flatten -> MatMul [12, 2] -> Add: the convolution rewrite folds the
+ * BatchNormalization and fuses the Relu (two nodes dropped, the rest renumbered), then the
+ * transformer rewrite must find MatMul + Add by their producers: FusedConv, Dropout, Flatten and
+ * tessera.Linear are left. BatchNormalization with epsilon 0,
  * var 4 and scale 2 multiplies by 1 exactly; every product and sum is a small multiple of 1/8,
  * exact in float32 either way, so optimized, plain and the float64 reference agree exactly. */
 static void chain_reference(const float *x, const float *w, const float *bias, const float *shift,
@@ -123,7 +124,8 @@ static void build_chain(const float *w, const float *bias, const float *shift, c
     Onnx__AttributeProto *eps = attr(bn, "epsilon", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
     eps->has_f = 1, eps->f = 0;
     op("Relu", "n", "r");
-    op("Flatten", "r", "f");
+    op("Dropout", "r", "d -"); /* an absent output (value -1): renumbering must skip it */
+    op("Flatten", "d", "f");
     op("MatMul", "f Wm", "mm");
     op("Add", "mm bm", "y");
     input("x", 4, (const int64_t[]){1, 2, 2, 2});
@@ -144,10 +146,10 @@ static void test_rewrites_chained(void) {
     ts_module *opt = load(true), *plain = load(false);
     CHECK(opt && plain);
     if (opt) {
-        CHECK(nodes_of(opt, NULL) == 3);
-        CHECK(nodes_of(opt, "FusedConv") == 1 && nodes_of(opt, "Flatten") == 1 &&
-              nodes_of(opt, "tessera.Linear") == 1);
-        if (nodes_of(opt, NULL) != 3)
+        CHECK(nodes_of(opt, NULL) == 4);
+        CHECK(nodes_of(opt, "FusedConv") == 1 && nodes_of(opt, "Dropout") == 1 &&
+              nodes_of(opt, "Flatten") == 1 && nodes_of(opt, "tessera.Linear") == 1);
+        if (nodes_of(opt, NULL) != 4)
             for (int k = 0; k < ((tso_model *)opt)->graph->n_nodes; k++)
                 printf("  node %d: %s\n", k, ((tso_model *)opt)->graph->nodes[k].op_type);
     }
@@ -159,6 +161,40 @@ static void test_rewrites_chained(void) {
         check_close(pass ? "plain chain" : "optimized chain", run(m, 1, &xt), want, tol, 2);
         ts_scope_end();
     }
+    ts_module_free(opt);
+    ts_module_free(plain);
+    done();
+}
+
+/* A Conv whose W is a scalar, then BatchNormalization: the rewrite leaves it (no output channel
+ * to fold into) and the Conv refuses it at run as it does unoptimized, with the same message. */
+static void test_scalar_weight_left(void) {
+    const float one = 1, two = 2, four = 4, zero = 0;
+    begin(17);
+    const int64_t d1 = 1;
+    add_init(cur, data_tensor("W", FLOAT, 0, &d1, &two, NULL));
+    initializer("bn_s", 1, &d1, &two);
+    initializer("bn_b", 1, &d1, &zero);
+    initializer("bn_m", 1, &d1, &zero);
+    initializer("bn_v", 1, &d1, &four);
+    op("Conv", "x W", "c");
+    op("BatchNormalization", "c bn_s bn_b bn_m bn_v", "y");
+    input("x", 4, (const int64_t[]){1, 1, 2, 2});
+    output("y");
+    ts_module *opt = load(true), *plain = load(false);
+    CHECK(opt && plain);
+    char msg[2][512] = {"", ""};
+    ts_status code[2] = {TS_OK, TS_OK};
+    for (int pass = 0; pass < 2 && opt && plain; pass++) {
+        ts_scope_begin();
+        ts_tensor *x = ts_full(TS_SHAPE(1, 1, 2, 2), one, (ts_opts){0}), *y = NULL;
+        code[pass] = ts_onnx_run(pass ? plain : opt, 1, &x, 1, &y);
+        snprintf(msg[pass], sizeof msg[pass], "%s", ts_error_message());
+        ts_error_clear();
+        ts_scope_end();
+    }
+    CHECK(code[0] != TS_OK && code[0] == code[1] && !strcmp(msg[0], msg[1]));
+    if (strcmp(msg[0], msg[1])) printf("  optimized: %s\n  plain:     %s\n", msg[0], msg[1]);
     ts_module_free(opt);
     ts_module_free(plain);
     done();
@@ -211,6 +247,7 @@ int main(void) {
     test_fold_value_zero();
     test_fold_failure();
     test_rewrites_chained();
+    test_scalar_weight_left();
     test_input_shape_message();
     test_shape_operand_rank();
     arena_release();
