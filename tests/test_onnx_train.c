@@ -240,6 +240,10 @@ static void test_load_errors(void) {
     b = model_new("Adagrad", TRAINING, 17, "R T X G H", "Xn Hn");
     import(b, TRAINING, 2);
     refused(b, TS_ERR_UNSUPPORTED, "version 2");
+    b = model_new("Adagrad", TRAINING, 17, "R T X G H", "Xn Hn");
+    import(b, TRAINING, 1);
+    b->m.opset_import[b->m.n_opset_import - 1]->has_version = 0; /* imported with no version */
+    refused(b, TS_ERR_UNSUPPORTED, "imports ai.onnx.preview.training version 0;");
     b = model_new("Adagrad", "", 17, "R T X G H", "Xn Hn"); /* the default domain has no Adagrad */
     refused(b, TS_ERR_UNSUPPORTED, "does not support the operator Adagrad");
     b = model_new("Relu", "com.example", 17, "x", "y"); /* other domains stay refused */

@@ -1,0 +1,155 @@
+/* test_onnx_op_edges.c — ONNX operators at edges ONNX's backend suite (test_onnx_backend) does not
+ * reach, where tools/mutate.sh left mutants of src/onnx/ops_*.c alive: a variadic Max / Sum with
+ * an absent middle operand, Reshape-1's shape attribute one past the rank limit and longer,
+ * QuantizeLinear without a zero point (uint8) and with a scale that fits no axis, and
+ * DequantizeLinear's type-mismatch message naming both operands. One-node models built with
+ * xformer_util.h's builders; every expected value is exact (small integers and halves). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_test.h"
+
+#ifndef TS_HAVE_ONNX
+int main(void) { return ts_test_skip("this build has no ONNX support (protobuf-c not found)"); }
+#else
+#include "xformer_util.h"
+
+#define UINT8 ONNX__TENSOR_PROTO__DATA_TYPE__UINT8
+#define INT8  ONNX__TENSOR_PROTO__DATA_TYPE__INT8
+
+/* t's values as doubles equal to want[0..n) */
+static void check_exact(const char *what, ts_tensor *t, const double *want, int64_t n) {
+    double tol[8] = {0};
+    check_close(what, t, want, tol, n);
+}
+
+/* ------------------------------------------------------------------ variadic operands */
+/* Max(a, "", b) and Sum(a, "", b): an absent operand is skipped */
+static void test_variadic_absent(void) {
+    const char *ops[2] = {"Max", "Sum"};
+    const double want[2][3] = {{4, 2, 6}, {5, -1, 9}};
+    for (int k = 0; k < 2; k++) {
+        begin(13);
+        op(ops[k], "a - b", "y");
+        input("a", 1, (const int64_t[]){3});
+        input("b", 1, (const int64_t[]){3});
+        output("y");
+        ts_module *m = load(false);
+        CHECK(m);
+        ts_scope_begin();
+        ts_tensor *in[2] = {host_tensor(TS_SHAPE(3), (const float[]){1, 2, 3}, ts_cpu()),
+                            host_tensor(TS_SHAPE(3), (const float[]){4, -3, 6}, ts_cpu())};
+        ts_tensor *y = m ? run(m, 2, in) : NULL;
+        check_exact(ops[k], y, want[k], 3);
+        ts_scope_end();
+        ts_module_free(m);
+        done();
+    }
+}
+
+/* ------------------------------------------------------------------ Reshape-1 */
+/* opset 4: the shape is an attribute. 9 values (rank 9, one past Tessera's 8) and 10 are refused
+ * by name, at load or at run. */
+static void test_reshape1_rank(void) {
+    const int64_t ones[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    for (int count = 9; count <= 10; count++) {
+        begin(4);
+        attr_ints(op("Reshape", "x", "y"), "shape", (size_t)count, ones);
+        input("x", 1, (const int64_t[]){1});
+        output("y");
+        ts_module *m = load(false);
+        if (m) {
+            ts_scope_begin();
+            ts_tensor *x = ts_ones(TS_SHAPE(1), (ts_opts){0}), *y = NULL;
+            CHECK(ts_onnx_run(m, 1, &x, 1, &y) != TS_OK && !y);
+            ts_scope_end();
+        }
+        if (count == 9)
+            CHECK_ERR_HAS(TS_ERR_SHAPE, "Reshape");
+        else
+            CHECK_ERR_HAS(TS_ERR_SHAPE, "attribute 'shape' has 10 values (at most 9)");
+        ts_module_free(m);
+        done();
+    }
+}
+
+/* ------------------------------------------------------------------ quantization */
+/* QuantizeLinear(x, scale) without a zero point: uint8, round(x / scale) saturated to [0, 255]
+ * (3 / 0.5 = 6, 1.25 / 0.5 = 2.5 rounds to even 2, 300 / 0.5 = 600 -> 255, -2 / 0.5 -> 0) */
+static void test_quantize_no_zero_point(void) {
+    begin(13);
+    const int64_t one = 1;
+    add_init(cur, data_tensor("scale", FLOAT, 0, &one, (const float[]){0.5f}, NULL));
+    op("QuantizeLinear", "x scale", "y");
+    input("x", 1, (const int64_t[]){4});
+    output("y");
+    ts_module *m = load(false);
+    CHECK(m);
+    ts_scope_begin();
+    ts_tensor *x = host_tensor(TS_SHAPE(4), (const float[]){3, 1.25f, 300, -2}, ts_cpu());
+    ts_tensor *y = m ? run(m, 1, &x) : NULL;
+    CHECK(y && ts_dtype_of(y) == TS_U8);
+    check_exact("QuantizeLinear without a zero point", y, (const double[]){6, 2, 255, 0}, 4);
+    ts_scope_end();
+    ts_module_free(m);
+    done();
+}
+
+/* QuantizeLinear of x [2, 3] with a scale of 2 values: axis 1 (the default) has 3, so the scale
+ * fits neither per tensor nor per axis: refused naming both */
+static void test_quantize_scale_misfit(void) {
+    begin(13);
+    const int64_t two = 2;
+    add_init(cur, data_tensor("scale", FLOAT, 1, &two, (const float[]){0.5f, 0.25f}, NULL));
+    op("QuantizeLinear", "x scale", "y");
+    input("x", 2, (const int64_t[]){2, 3});
+    output("y");
+    ts_module *m = load(false);
+    CHECK(m);
+    if (m) {
+        ts_scope_begin();
+        ts_tensor *x = ts_ones(TS_SHAPE(2, 3), (ts_opts){0}), *y = NULL;
+        CHECK(ts_onnx_run(m, 1, &x, 1, &y) == TS_ERR_SHAPE && !y);
+        CHECK_ERR_HAS(TS_ERR_SHAPE, "does not fit input float32 [2, 3]");
+        ts_scope_end();
+    }
+    ts_module_free(m);
+    done();
+}
+
+/* DequantizeLinear(x int8, scale, zero point uint8): refused naming both types */
+static void test_dequantize_mismatch(void) {
+    begin(13);
+    const int64_t one = 1;
+    add_init(cur, data_tensor("scale", FLOAT, 0, &one, (const float[]){0.5f}, NULL));
+    Onnx__TensorProto *zp = tensor("zp", UINT8, 0, &one, (const uint8_t[]){3}, 1);
+    add_init(cur, zp);
+    op("DequantizeLinear", "x scale zp", "y");
+    add_input(cur, "x", tensor_type(INT8, 1, (const int64_t[]){2}));
+    output("y");
+    ts_module *m = load(false);
+    CHECK(m);
+    if (m) {
+        ts_scope_begin();
+        ts_tensor *x = ts_from_data(TS_SHAPE(2), TS_I8, (const int8_t[]){1, -1}, (ts_opts){0});
+        ts_tensor *y = NULL;
+        CHECK(ts_onnx_run(m, 1, &x, 1, &y) == TS_ERR_ARG && !y);
+        CHECK_ERR_HAS(TS_ERR_ARG, "and zero point uint8");
+        ts_scope_end();
+    }
+    ts_module_free(m);
+    done();
+}
+
+int main(void) {
+    test_variadic_absent();
+    test_reshape1_rank();
+    test_quantize_no_zero_point();
+    test_quantize_scale_misfit();
+    test_dequantize_mismatch();
+    arena_release();
+    return ts_test_finish();
+}
+#endif
