@@ -167,6 +167,10 @@ static const dw_case CASES[] = {
     {1, 20, 15, 22, 7, 2, 6, TS_CONV_ACT_RELU, 0, 0, true},
     {1, 3, 1, 1, 3, 1, 1, TS_CONV_ACT_HARDSWISH, 1.0 / 6, 0.5, true},
     {1, 16, 3, 20, 3, 1, 0, TS_CONV_ACT_NONE, 0, 0, true},
+    /* stride 2, a tile after the first whose last output reads the right pad (tiles of 8: 47
+     * wide; of 7: 41 wide): the edge test must count the tile's reach as (nw - 1) * S + K */
+    {1, 16, 5, 47, 3, 2, 1, TS_CONV_ACT_NONE, 0, 0, true},
+    {1, 16, 5, 41, 3, 2, 1, TS_CONV_ACT_NONE, 0, 0, true},
     /* work enough for two threads: one plane cut into bands of rows; many planes */
     {1, 16, 40, 40, 5, 1, 2, TS_CONV_ACT_HARDSWISH, 1.0 / 6, 0.5, true},
     {2, 64, 24, 24, 3, 1, 1, TS_CONV_ACT_RELU, 0, 0, true},
