@@ -17,6 +17,10 @@
 #define NV  SDPA_NV
 #define W   (SDPA_NV * SDPA_VL)
 #define BLK SDPA_BLK
+#ifndef NO_LO
+#define NO_LO (-((int64_t)1 << 40)) /* gemm_band's bounds for no band */
+#define NO_HI ((int64_t)1 << 40)
+#endif
 
 /* C[MR x W] (+)= sum_p A(i, p) * B(p, 0..W), A(i, p) = a[i * rsa + p * csa], B rows of ldb. */
 static void SDPA_NAME(ukr)(int64_t kc, const T *a, int64_t rsa, int64_t csa, const T *b,
@@ -42,6 +46,22 @@ static void SDPA_NAME(gemm)(int64_t m, int64_t n, int64_t kc, const T *a, int64_
     for (int64_t j = 0; j < n; j += W)
         for (int64_t i = 0; i < m; i += MR)
             SDPA_NAME(ukr)(kc, a + i * rsa, rsa, csa, b + j, ldb, c + i * ldc + j, ldc, acc);
+}
+
+/* gemm over a band: the strip of MR rows from row i sums p in [lo + i, hi + i + MR) only (clipped
+ * to [0, kc)), where a causal mask leaves the other terms zero; skipping them leaves the sums as
+ * they were. */
+static void SDPA_NAME(gemm_band)(int64_t m, int64_t n, int64_t kc, const T *a, int64_t rsa,
+                                 int64_t csa, const T *b, int64_t ldb, T *c, int64_t ldc, bool acc,
+                                 int64_t lo, int64_t hi) {
+    for (int64_t i = 0; i < m; i += MR) {
+        int64_t p0 = lo + i, p1 = hi + i + MR;
+        p0 = p0 < 0 ? 0 : p0 > kc ? kc : p0;
+        p1 = p1 < p0 ? p0 : p1 > kc ? kc : p1;
+        for (int64_t j = 0; j < n; j += W)
+            SDPA_NAME(ukr)(p1 - p0, a + i * rsa + p0 * csa, rsa, csa, b + p0 * ldb + j, ldb,
+                           c + i * ldc + j, ldc, acc);
+    }
 }
 
 /* e^x lane by lane */
@@ -192,7 +212,8 @@ static void SDPA_NAME(fwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
                 }
         }
         /* O += P V with P(r, c) = St[c][r] */
-        SDPA_NAME(gemm)(mrows, Evp, nc, St, 1, BLK, Vr, vld, O, Evp, true);
+        SDPA_NAME(gemm_band)(mrows, Evp, nc, St, 1, BLK, Vr, vld, O, Evp, true, NO_LO,
+                             a->causal ? q0 - c0 : NO_HI);
     }
     T *out = (T *)a->out.data + sdpa_batch_offset(&a->out, pl, n);
     T *lse = (T *)a->lse.data + sdpa_batch_offset(&a->lse, pl, n);
@@ -282,7 +303,8 @@ static void SDPA_NAME(bwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
                 Pv = Pd;
             }
             /* dV += Pv^T dO;  dPv = dO V^T */
-            SDPA_NAME(gemm)(mcols, Evp, nr, Pv, 1, BLK, dO, Evp, dV, Evp, true);
+            const int64_t band_lo = a->causal ? c0 - q0 : NO_LO, band_hi = a->causal ? q0 - c0 : NO_HI;
+            SDPA_NAME(gemm_band)(mcols, Evp, nr, Pv, 1, BLK, dO, Evp, dV, Evp, true, band_lo, NO_HI);
             SDPA_NAME(gemm)(mrows, BLK, Ev, dO, Evp, 1, Vt, BLK, dP, BLK, false);
             /* dS = P (dP - D), dP = dPv through the dropout mask */
             for (int64_t r = 0; r < mrows; r++) {
@@ -297,8 +319,9 @@ static void SDPA_NAME(bwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
                     for (int64_t c = 0; c < BLK; c++) dp[c] = p[c] * (dp[c] - D);
             }
             /* dK += dS^T Qs;  dQ (unscaled) += dS K */
-            SDPA_NAME(gemm)(mcols, Ep, nr, dP, 1, BLK, Qs, Ep, dK, Ep, true);
-            SDPA_NAME(gemm)(mrows, Ep, nc, dP, BLK, 1, Kb, Ep, dq_acc + q0 * Ep, Ep, true);
+            SDPA_NAME(gemm_band)(mcols, Ep, nr, dP, 1, BLK, Qs, Ep, dK, Ep, true, band_lo, NO_HI);
+            SDPA_NAME(gemm_band)(mrows, Ep, nc, dP, BLK, 1, Kb, Ep, dq_acc + q0 * Ep, Ep, true,
+                                 NO_LO, band_hi);
         }
         T *dk = (T *)a->dk.data + sdpa_batch_offset(&a->dk, pl, n);
         T *dv = (T *)a->dv.data + sdpa_batch_offset(&a->dv, pl, n);
