@@ -28,8 +28,8 @@ static bool same_values(ts_tensor *a, ts_tensor *b) {
  * the permuted packed projection. */
 static ts_tensor *mha_by_selects(ts_module *m, ts_tensor *x, int64_t H) {
     const int64_t N = ts_size(x, 0), L = ts_size(x, 1), E = ts_size(x, 2);
-    ts_tensor *qkv = ts_linear(x, ts_module_get(m, "in_proj_weight"),
-                               ts_module_get(m, "in_proj_bias"));
+    ts_tensor *qkv =
+        ts_linear(x, ts_module_get(m, "in_proj_weight"), ts_module_get(m, "in_proj_bias"));
     ts_tensor *p =
         ts_permute(ts_reshape(qkv, TS_SHAPE(N, L, 3, H, E / H)), (ts_dims){5, {2, 0, 3, 1, 4}});
     ts_tensor *o = ts_scaled_dot_product_attention(ts_select(p, 0, 0), ts_select(p, 0, 1),
@@ -76,9 +76,9 @@ static void test_linear_bias(void) {
         bool w_grad;
     } lin_case;
     const lin_case cases[] = {
-        {0, 3, 5, 4, TS_F32, true},      /* a few multiply-adds: the direct loop */
-        {0, 64, 784, 128, TS_F32, true}, /* gemm_small */
-        {0, 200, 96, 72, TS_F32, true},  /* the library's sgemm */
+        {0, 3, 5, 4, TS_F32, true},        /* a few multiply-adds: the direct loop */
+        {0, 64, 784, 128, TS_F32, true},   /* gemm_small */
+        {0, 200, 96, 72, TS_F32, true},    /* the library's sgemm */
         {16, 256, 256, 768, TS_F32, true}, /* the GPT-mini's in_proj: oneDNN's primitive */
         {0, 512, 256, 256, TS_F32, false}, /* a frozen weight */
         {4, 33, 40, 24, TS_F64, true},

@@ -207,8 +207,8 @@ static void run_matmul_bias(const ts_backend *be, int index, const void *p) {
     const ew_args *a = p;
     be->matmul_bias(be, index, &a->out, &a->a, &a->b, &a->c);
 }
-static void rec_matmul_bias(const ts_backend *be, int index, const ts_kview *out,
-                            const ts_kview *x, const ts_kview *y, const ts_kview *bias) {
+static void rec_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                            const ts_kview *y, const ts_kview *bias) {
     (void)be;
     ew_args *a = args_new(sizeof *a);
     if (!a) return;

@@ -113,8 +113,9 @@ static ts_tensor *linear_op(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
     const int nd = x->shape.ndim;
     const int64_t in = w->shape.dims[1], out_f = w->shape.dims[0];
     ts_scope_begin();
-    /* the bias goes in place into the fresh product, before any view of it: one output buffer
-     * as PyTorch's addmm (the product's backward needs only x and w, so autograd allows it) */
+    /* product and bias in one backend call where it has one (linear_fused.c, PyTorch's addmm);
+     * else the bias goes in place into the fresh product, before any view of it: one output
+     * buffer (the product's backward needs only x and w, so autograd allows it) */
     ts_tensor *wt = ts_t(w), *y;
     if (nd <= 2) {
         if (tsi_linear_fused_takes(x, w, b)) {

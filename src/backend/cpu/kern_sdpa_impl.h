@@ -184,7 +184,8 @@ static void SDPA_NAME(fwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
          * sum; a query that sees no key yet keeps m = -inf and takes weights e^-inf = 0 */
         for (int64_t r0 = 0; r0 < BLK; r0 += VL) {
             VT mx = *(const VT *)(mrow + r0);
-            for (int64_t c = 0; c < nc; c++) mx = SDPA_NAME(vmax)(*(const VT *)(St + c * BLK + r0), mx);
+            for (int64_t c = 0; c < nc; c++)
+                mx = SDPA_NAME(vmax)(*(const VT *)(St + c * BLK + r0), mx);
             const VT m_eff = SDPA_NAME(vzero_where)(mx == -INFINITY, mx);
             const VT al = SDPA_NAME(vexp)(*(const VT *)(mrow + r0) - m_eff);
             VT sum = (VT){0};
@@ -297,14 +298,15 @@ static void SDPA_NAME(bwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
                 sdpa_keep_tile(a, pl, n, q0, nr, c0, nc, keep, BLK);
                 for (int64_t r = 0; r < mrows; r++)
                     for (int64_t c = 0; c < BLK; c++)
-                        Pd[r * BLK + c] = r < nr && c < nc && keep[r * BLK + c]
-                                              ? P[r * BLK + c] * drop_scale
-                                              : 0;
+                        Pd[r * BLK + c] =
+                            r < nr && c < nc && keep[r * BLK + c] ? P[r * BLK + c] * drop_scale : 0;
                 Pv = Pd;
             }
             /* dV += Pv^T dO;  dPv = dO V^T */
-            const int64_t band_lo = a->causal ? c0 - q0 : NO_LO, band_hi = a->causal ? q0 - c0 : NO_HI;
-            SDPA_NAME(gemm_band)(mcols, Evp, nr, Pv, 1, BLK, dO, Evp, dV, Evp, true, band_lo, NO_HI);
+            const int64_t band_lo = a->causal ? c0 - q0 : NO_LO;
+            const int64_t band_hi = a->causal ? q0 - c0 : NO_HI;
+            SDPA_NAME(gemm_band)(mcols, Evp, nr, Pv, 1, BLK, dO, Evp, dV, Evp, true, band_lo,
+                                 NO_HI);
             SDPA_NAME(gemm)(mrows, BLK, Ev, dO, Evp, 1, Vt, BLK, dP, BLK, false);
             /* dS = P (dP - D), dP = dPv through the dropout mask */
             for (int64_t r = 0; r < mrows; r++) {
