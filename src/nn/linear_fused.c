@@ -38,9 +38,11 @@ ts_tensor *tsi_linear_fused(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
     ka.ndim = kb.ndim = ko.ndim = 3;
     ka.shape[0] = kb.shape[0] = ko.shape[0] = 1;
     ka.strides[0] = kb.strides[0] = ko.strides[0] = 0;
-    ka.shape[1] = rows, ka.shape[2] = in, ka.strides[1] = x->strides[0], ka.strides[2] = x->strides[1];
+    ka.shape[1] = rows, ka.shape[2] = in, ka.strides[1] = x->strides[0],
+    ka.strides[2] = x->strides[1];
     /* w^T [in, out] as a transposed view of w */
-    kb.shape[1] = in, kb.shape[2] = out_f, kb.strides[1] = w->strides[1], kb.strides[2] = w->strides[0];
+    kb.shape[1] = in, kb.shape[2] = out_f, kb.strides[1] = w->strides[1],
+    kb.strides[2] = w->strides[0];
     ko.shape[1] = rows, ko.shape[2] = out_f, ko.strides[1] = out_f, ko.strides[2] = 1;
     const ts_backend *be = tsi_be(x);
     be->matmul_bias(be, tsi_dev_index(x), &ko, &ka, &kb, &kbias);
