@@ -4,7 +4,8 @@
  * bench_xformer_torch.py. Prints "name ms_per_step peak_mb gflop_per_step" lines; FLOPs are the
  * useful ones (PyTorch's flop counter's convention: causal attention counts its visible half, the
  * backward of attention 2x its forward without the recomputation; the GPT nanoGPT's 6 N per token
- * + 12 layers d T per token). */
+ * + 12 layers d T per token). `bench_xformer gpt [STEPS]` runs the GPT step alone (a profiler's
+ * target); `bench_xformer peak` prints the host's peak. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,10 @@ int main(int argc, char **argv) {
         return 0;
     }
     ts_manual_seed(0);
+    if (argc > 1 && !strcmp(argv[1], "gpt")) { /* the GPT step alone, for profilers */
+        bench_gpt(argc > 2 ? atoi(argv[2]) : 3);
+        return 0;
+    }
     bench_sdpa(4 * scale);
     bench_gpt(scale);
     return 0;

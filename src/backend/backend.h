@@ -258,6 +258,12 @@ struct ts_backend {
      * stride may be 0 for broadcast). Same dtype everywhere; f16/bf16 compute in f32. */
     void (*matmul)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
                    const ts_kview *b);
+    /* out = a @ b + bias for one product (2-D views [M,K] x [K,N] -> [M,N] in the 3-D form of
+     * matmul, batch 1), bias [N] added to every row: the product rounded, then the bias added, as
+     * matmul followed by an add (the same bits), in one pass where the library can (oneDNN's bias
+     * argument). f32 and f64. NULL: the front end adds the bias itself (linear's addmm). */
+    void (*matmul_bias)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
+                        const ts_kview *b, const ts_kview *bias);
     /* out = in.index_select(dim, idx); idx 1-D TS_I64 with values already checked in range */
     void (*index_select)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                          int dim, const ts_kview *idx);

@@ -203,6 +203,19 @@ static void rec_matmul(const ts_backend *be, int index, const ts_kview *out, con
     RECORD(run_matmul, index, a);
 }
 
+static void run_matmul_bias(const ts_backend *be, int index, const void *p) {
+    const ew_args *a = p;
+    be->matmul_bias(be, index, &a->out, &a->a, &a->b, &a->c);
+}
+static void rec_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                            const ts_kview *y, const ts_kview *bias) {
+    (void)be;
+    ew_args *a = args_new(sizeof *a);
+    if (!a) return;
+    a->out = *out, a->a = *x, a->b = *y, a->c = *bias;
+    RECORD(run_matmul_bias, index, a);
+}
+
 static void run_index_select(const ts_backend *be, int index, const void *p) {
     const ew_args *a = p;
     be->index_select(be, index, &a->out, &a->a, a->dim, &a->b);
@@ -595,6 +608,7 @@ static void install_recorders(ts_backend *b, const ts_backend *real) {
     b->where = rec_where;
     b->reduce = rec_reduce;
     b->matmul = rec_matmul;
+    b->matmul_bias = real->matmul_bias ? rec_matmul_bias : NULL;
     b->index_select = rec_index_select;
     b->gather = rec_gather;
     b->scatter_add = rec_scatter_add;

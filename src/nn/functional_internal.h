@@ -32,6 +32,10 @@ ts_tensor *tsi_sdpa_fused(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *m
 /* layer_norm through the backend's fused kernels (layer_norm_fused.c): whether they take x's
  * shape (already checked; nnorm = normalized_shape's dims) in dtype dt, and the op through them
  * (x, w and b of one dtype; norm.c decides which, and casts around them for float16 / bfloat16). */
+/* linear_fused.c: x [rows, in] @ w^T + b in one backend call (matmul_bias) with one
+ * AddmmBackward0 node; takes: the backend has it, f32 / f64, x 2-D, a bias, nothing empty */
+bool tsi_linear_fused_takes(ts_tensor *x, ts_tensor *w, ts_tensor *b);
+ts_tensor *tsi_linear_fused(ts_tensor *x, ts_tensor *w, ts_tensor *b);
 bool tsi_layer_norm_fused_takes(ts_tensor *x, int nnorm, ts_dtype dt);
 ts_tensor *tsi_layer_norm_fused(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor *b, double eps);
 

@@ -209,10 +209,16 @@ ts_tensor *ts_multihead_attention(ts_module *mod, ts_tensor *query, ts_tensor *k
     }
     const int64_t N = q->shape.dims[0], L = q->shape.dims[1], S = k->shape.dims[1];
     if (self_attn) { /* one GEMM for the packed projection */
-        ts_tensor *qkv = ts_linear(q, W, B);
-        ts_tensor *p =
-            ts_permute(ts_reshape(qkv, TS_SHAPE(N, L, 3, H, E / H)), (ts_dims){5, {2, 0, 3, 1, 4}});
-        q = ts_select(p, 0, 0), k = ts_select(p, 0, 1), v = ts_select(p, 0, 2);
+        /* q, k and v are views of it, [N, H, L, hd] with strides (3 L E, hd, 3 E, 1), split off
+         * by one node (SplitBackward0) whose backward writes their three gradients into one
+         * [N, L, 3 E] buffer in a single pass; three selects each zero-filled a buffer of that
+         * size in backward, and the three were added up and then copied (docs/ARCHITECTURE.md,
+         * "Attention") */
+        ts_tensor *qkv = ts_linear(q, W, B), *part[3] = {NULL, NULL, NULL};
+        ts_chunk(ts_reshape(qkv, TS_SHAPE(N, L, 3, H, E / H)), 3, 2, part, 3);
+        q = ts_permute(ts_squeeze_dim(part[0], 2), (ts_dims){4, {0, 2, 1, 3}});
+        k = ts_permute(ts_squeeze_dim(part[1], 2), (ts_dims){4, {0, 2, 1, 3}});
+        v = ts_permute(ts_squeeze_dim(part[2], 2), (ts_dims){4, {0, 2, 1, 3}});
     } else {
         ts_tensor *w3[3], *b3[3] = {NULL, NULL, NULL};
         ts_chunk(W, 3, 0, w3, 3);

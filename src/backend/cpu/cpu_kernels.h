@@ -24,6 +24,8 @@ void ts_cpu_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kv
 /* kern_matmul.c (OpenBLAS when built with it, else gemm_blocked.c) */
 void ts_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
                    const ts_kview *b);
+void ts_cpu_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
+                        const ts_kview *b, const ts_kview *bias);
 /* kern_index.c */
 void ts_cpu_index_select(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                          int dim, const ts_kview *idx);

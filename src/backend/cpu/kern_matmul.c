@@ -442,3 +442,45 @@ void ts_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const t
     /* a slower loop without scratch would round differently: the same numbers or an error */
     if (!ok) tsi_kernel_oom("matmul", 0);
 }
+
+/* c[j] += bias[j] along a row of n (element strides sc and sb) */
+#define ADD_ROW(NAME, T)                                                                           \
+    static void NAME(T *c, int64_t sc, const T *bias, int64_t sb, int64_t n) {                     \
+        if (sc == 1 && sb == 1)                                                                    \
+            for (int64_t j = 0; j < n; j++) c[j] += bias[j];                                       \
+        else                                                                                       \
+            for (int64_t j = 0; j < n; j++) c[j * sc] += bias[j * sb];                             \
+    }
+ADD_ROW(add_row_f32, float)
+ADD_ROW(add_row_f64, double)
+
+/* out = a @ b + bias (backend.h): oneDNN's bias argument where the product goes to its matmul
+ * primitive anyway (the bias added to the rounded product as it is stored), else the product and
+ * then the bias added row by row: the same bits either way (tests/test_xformer_paths.c). */
+void ts_cpu_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
+                        const ts_kview *b, const ts_kview *bias) {
+    const mm_desc d = mm_desc_of(out, a, b);
+    if (out->dtype == TS_F32 && d.bsz == 1 && d.k > 0 && d.sc[2] == 1) {
+        const double macs = (double)d.m * (double)d.n * (double)d.k;
+        const bool ta = d.sa[2] != 1 && d.m > 1, tb = d.sb[2] != 1 && d.n > 1;
+        if (bias->strides[bias->ndim - 1] == 1 && tsi_lib_sgemm_near_peak(macs) &&
+            tsi_lib_sgemm_primitive(ta, tb, macs) &&
+            tsi_dnnl_matmul_f32_bias(d.m, d.n, d.k, (const float *)a->data, &d.sa[1],
+                                     (const float *)b->data, &d.sb[1], (const float *)bias->data,
+                                     (float *)out->data, d.sc[1]))
+            return;
+    }
+    ts_cpu_matmul(be, index, out, a, b);
+    const int64_t rows = d.bsz * d.m;
+    TS_PARALLEL_FOR_IF(
+        run_in_parallel((double)(rows * d.n)), for (int64_t r = 0; r < rows; r++) {
+            char *c = out->data + ((r / d.m) * d.sc[0] + (r % d.m) * d.sc[1]) *
+                                      (int64_t)(out->dtype == TS_F64 ? 8 : 4);
+            if (out->dtype == TS_F64)
+                add_row_f64((double *)c, d.sc[2], (const double *)bias->data,
+                            bias->strides[bias->ndim - 1], d.n);
+            else
+                add_row_f32((float *)c, d.sc[2], (const float *)bias->data,
+                            bias->strides[bias->ndim - 1], d.n);
+        });
+}

@@ -17,6 +17,10 @@
 #define NV  SDPA_NV
 #define W   (SDPA_NV * SDPA_VL)
 #define BLK SDPA_BLK
+#ifndef NO_LO
+#define NO_LO (-((int64_t)1 << 40)) /* gemm_band's bounds for no band */
+#define NO_HI ((int64_t)1 << 40)
+#endif
 
 /* C[MR x W] (+)= sum_p A(i, p) * B(p, 0..W), A(i, p) = a[i * rsa + p * csa], B rows of ldb. */
 static void SDPA_NAME(ukr)(int64_t kc, const T *a, int64_t rsa, int64_t csa, const T *b,
@@ -44,46 +48,41 @@ static void SDPA_NAME(gemm)(int64_t m, int64_t n, int64_t kc, const T *a, int64_
             SDPA_NAME(ukr)(kc, a + i * rsa, rsa, csa, b + j, ldb, c + i * ldc + j, ldc, acc);
 }
 
-/* s[0..n) = e^(s - m), n a multiple of VL; returns the sum */
-static T SDPA_NAME(exp_sub_sum)(T *s, int64_t n, T m) {
-    VT sum = (VT){0};
-    for (int64_t c = 0; c < n; c += VL) {
-        VT x = *(VT *)(s + c) - m;
-#ifdef SDPA_EXP
-        x = SDPA_EXP(x);
-#else
-        for (int l = 0; l < VL; l++) x[l] = exp(x[l]);
-#endif
-        *(VT *)(s + c) = x;
-        sum += x;
-    }
-    T t = 0;
-    for (int l = 0; l < VL; l++) t += sum[l];
-    return t;
-}
-
-/* s[0..n) = e^(s - lse) lane by lane (lse a row of n values) */
-static void SDPA_NAME(exp_sub_vec)(T *s, const T *lse, int64_t n) {
-    for (int64_t c = 0; c < n; c += VL) {
-        VT x = *(VT *)(s + c) - *(const VT *)(lse + c);
-#ifdef SDPA_EXP
-        x = SDPA_EXP(x);
-#else
-        for (int l = 0; l < VL; l++) x[l] = exp(x[l]);
-#endif
-        *(VT *)(s + c) = x;
+/* gemm over a band: the strip of MR rows from row i sums p in [lo + i, hi + i + MR) only (clipped
+ * to [0, kc)), where a causal mask leaves the other terms zero; skipping them leaves the sums as
+ * they were. */
+static void SDPA_NAME(gemm_band)(int64_t m, int64_t n, int64_t kc, const T *a, int64_t rsa,
+                                 int64_t csa, const T *b, int64_t ldb, T *c, int64_t ldc, bool acc,
+                                 int64_t lo, int64_t hi) {
+    for (int64_t i = 0; i < m; i += MR) {
+        int64_t p0 = lo + i, p1 = hi + i + MR;
+        p0 = p0 < 0 ? 0 : p0 > kc ? kc : p0;
+        p1 = p1 < p0 ? p0 : p1 > kc ? kc : p1;
+        for (int64_t j = 0; j < n; j += W)
+            SDPA_NAME(ukr)(p1 - p0, a + i * rsa + p0 * csa, rsa, csa, b + p0 * ldb + j, ldb,
+                           c + i * ldc + j, ldc, acc);
     }
 }
 
-static T SDPA_NAME(row_max)(const T *s, int64_t n) {
-    VT mx = *(const VT *)s;
-    for (int64_t c = VL; c < n; c += VL) {
-        VT x = *(const VT *)(s + c);
-        for (int l = 0; l < VL; l++) mx[l] = x[l] > mx[l] ? x[l] : mx[l];
-    }
-    T m = mx[0];
-    for (int l = 1; l < VL; l++) m = mx[l] > m ? mx[l] : m;
-    return m;
+/* e^x lane by lane */
+static inline VT SDPA_NAME(vexp)(VT x) {
+#ifdef SDPA_EXP
+    return SDPA_EXP(x);
+#else
+    for (int l = 0; l < VL; l++) x[l] = exp(x[l]);
+    return x;
+#endif
+}
+
+/* the larger of a and b, lane by lane (b where either is NaN) */
+static inline VT SDPA_NAME(vmax)(VT a, VT b) {
+    const __typeof__(a > b) m = a > b;
+    return (VT)((m & (__typeof__(m))a) | (~m & (__typeof__(m))b));
+}
+
+/* x with 0 in the lanes where m is set */
+static inline VT SDPA_NAME(vzero_where)(__typeof__((VT){0} > (VT){0}) m, VT x) {
+    return (VT)(~m & (__typeof__(m))x);
 }
 
 /* rows [r0, r0 + nr) x cols [0, ncol) of a row-strided source into dst[BLK-padded rows x ld],
@@ -128,12 +127,16 @@ static void SDPA_NAME(mask_apply)(const ts_sdpa_args *a, const sdpa_plan *pl, in
 }
 
 /* ---------------------------------------------------------------------------- forward */
+/* The scores are computed transposed, S^T = K Qs^T [keys x queries], so the online softmax runs
+ * down the columns with a vector of queries per step (maxima, exponentials and sums of VL rows at
+ * once, no horizontal reductions) and K is read as it is packed: the queries are transposed once
+ * per item instead of each key block once per query block. */
 static void SDPA_NAME(fwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int64_t n, int64_t qb,
                                 char *ws) {
     const int64_t L = pl->L, S = pl->S, E = pl->E, Ev = pl->Ev, Ep = pl->Ep, Evp = pl->Evp;
-    T *Qs = (T *)ws, *Kt = Qs + BLK * Ep, *Vp = Kt + Ep * BLK, *Sb = Vp + BLK * Evp;
-    T *O = Sb + BLK * BLK, *mrow = O + BLK * Evp, *lrow = mrow + BLK;
-    uint8_t *keep = (uint8_t *)(lrow + BLK);
+    T *Qt = (T *)ws, *Kb = Qt + Ep * BLK, *Vp = Kb + BLK * Ep, *St = Vp + BLK * Evp;
+    T *O = St + BLK * BLK, *mrow = O + BLK * Evp, *lrow = mrow + BLK, *alpha = lrow + BLK;
+    uint8_t *keep = (uint8_t *)(alpha + BLK);
     const int64_t q0 = qb * BLK, nr = L - q0 < BLK ? L - q0 : BLK;
     const int64_t mrows = (nr + MR - 1) / MR * MR;
     const T *q = (const T *)a->q.data + sdpa_batch_offset(&a->q, pl, n);
@@ -141,52 +144,77 @@ static void SDPA_NAME(fwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
     const T *v = (const T *)a->v.data + sdpa_batch_offset(&a->v, pl, n);
     const int64_t qrs = a->q.strides[a->q.ndim - 2], krs = a->k.strides[a->k.ndim - 2];
     const int64_t vrs = a->v.strides[a->v.ndim - 2];
-    SDPA_NAME(pack)(Qs, Ep, BLK, q + q0 * qrs, qrs, nr, E, (T)a->scale);
+    /* the scaled queries transposed, Qt [E x BLK], columns past nr zero */
+    const T scale = (T)a->scale;
+    for (int64_t e = 0; e < E; e++) {
+        T *d = Qt + e * BLK;
+        for (int64_t r = 0; r < nr; r++) d[r] = q[(q0 + r) * qrs + e] * scale;
+        for (int64_t r = nr; r < BLK; r++) d[r] = 0;
+    }
     memset(O, 0, sizeof(T) * BLK * Evp);
     for (int64_t r = 0; r < BLK; r++) mrow[r] = -INFINITY, lrow[r] = 0;
     const int64_t last_row = q0 + nr - 1;
     const int64_t nkb = a->causal ? (last_row < S ? last_row / BLK + 1 : pl->nk) : pl->nk;
     const T drop_scale = (T)sdpa_dropout_scale(a->dropout_p);
+    const bool v_direct = Ev == Evp && vrs % VL == 0 && (uintptr_t)v % sizeof(VT) == 0;
     for (int64_t kb = 0; kb < nkb; kb++) {
         const int64_t c0 = kb * BLK, nc = S - c0 < BLK ? S - c0 : BLK;
-        /* K transposed [E x BLK] (columns past nc zero), V [BLK x Evp] */
-        for (int64_t e = 0; e < E; e++) {
-            T *d = Kt + e * BLK;
-            for (int64_t c = 0; c < nc; c++) d[c] = k[(c0 + c) * krs + e];
-            for (int64_t c = nc; c < BLK; c++) d[c] = 0;
+        const int64_t mcols = (nc + MR - 1) / MR * MR;
+        /* K is the products' broadcast operand, read in place when the block is whole; V
+         * their vector operand, read in place when its rows are whole, aligned vectors */
+        const T *Kp = k + c0 * krs, *Vr = v + c0 * vrs;
+        int64_t kld = krs, vld = vrs;
+        if (nc < BLK) {
+            SDPA_NAME(pack)(Kb, Ep, BLK, Kp, krs, nc, E, (T)1);
+            Kp = Kb, kld = Ep;
         }
-        SDPA_NAME(pack)(Vp, Evp, nc, v + c0 * vrs, vrs, nc, Ev, (T)1);
-        SDPA_NAME(gemm)(mrows, BLK, E, Qs, Ep, 1, Kt, BLK, Sb, BLK, false);
+        if (!v_direct) {
+            SDPA_NAME(pack)(Vp, Evp, nc, Vr, vrs, nc, Ev, (T)1);
+            Vr = Vp, vld = Evp;
+        }
+        SDPA_NAME(gemm)(mcols, BLK, E, Kp, kld, 1, Qt, BLK, St, BLK, false);
         const bool diag = a->causal && c0 + nc - 1 > q0;
-        if (a->dropout_p > 0) sdpa_keep_tile(a, pl, n, q0, nr, c0, nc, keep, BLK);
-        for (int64_t r = 0; r < nr; r++) {
-            T *s = Sb + r * BLK;
-            const int64_t i = q0 + r;
-            if (a->has_mask) SDPA_NAME(mask_apply)(a, pl, n, i, c0, 1, nc, s);
+        for (int64_t c = 0; c < nc; c++) { /* key c0 + c: mask, and hide it from earlier queries */
+            T *s = St + c * BLK;
+            if (a->has_mask) SDPA_NAME(mask_apply)(a, pl, n, q0, c0 + c, 0, nr, s);
             if (diag)
-                for (int64_t c = i - c0 + 1 > 0 ? i - c0 + 1 : 0; c < nc; c++) s[c] = -INFINITY;
-            for (int64_t c = nc; c < BLK; c++) s[c] = -INFINITY;
-            const T mx = SDPA_NAME(row_max)(s, BLK);
-            const T mnew = mx > mrow[r] ? mx : mrow[r];
-            if (mnew == -INFINITY) { /* every score so far masked: nothing to add */
-                memset(s, 0, sizeof(T) * BLK);
-                continue;
-            }
-            const T alpha = mrow[r] == -INFINITY ? 0 : (T)exp(mrow[r] - mnew);
-            const T sum = SDPA_NAME(exp_sub_sum)(s, BLK, mnew);
-            lrow[r] = lrow[r] * alpha + sum;
-            mrow[r] = mnew;
-            if (alpha != 1) {
-                T *o = O + r * Evp;
-                for (int64_t e = 0; e < Evp; e++) o[e] *= alpha;
-            }
-            if (a->dropout_p > 0) {
-                const uint8_t *kp = keep + r * BLK;
-                for (int64_t c = 0; c < nc; c++) s[c] = kp[c] ? s[c] * drop_scale : 0;
-            }
+                for (int64_t r = 0; r < nr && q0 + r < c0 + c; r++) s[r] = -INFINITY;
         }
-        for (int64_t r = nr; r < mrows; r++) memset(Sb + r * BLK, 0, sizeof(T) * BLK);
-        SDPA_NAME(gemm)(mrows, Evp, nc, Sb, BLK, 1, Vp, Evp, O, Evp, true);
+        /* per query: the new maximum m, alpha = e^(m_old - m), the weights e^(s - m) and their
+         * sum; a query that sees no key yet keeps m = -inf and takes weights e^-inf = 0 */
+        for (int64_t r0 = 0; r0 < BLK; r0 += VL) {
+            VT mx = *(const VT *)(mrow + r0);
+            for (int64_t c = 0; c < nc; c++)
+                mx = SDPA_NAME(vmax)(*(const VT *)(St + c * BLK + r0), mx);
+            const VT m_eff = SDPA_NAME(vzero_where)(mx == -INFINITY, mx);
+            const VT al = SDPA_NAME(vexp)(*(const VT *)(mrow + r0) - m_eff);
+            VT sum = (VT){0};
+            for (int64_t c = 0; c < nc; c++) {
+                VT *s = (VT *)(St + c * BLK + r0);
+                const VT x = SDPA_NAME(vexp)(*s - m_eff);
+                *s = x;
+                sum += x;
+            }
+            *(VT *)(lrow + r0) = *(const VT *)(lrow + r0) * al + sum;
+            *(VT *)(mrow + r0) = mx;
+            *(VT *)(alpha + r0) = al;
+        }
+        for (int64_t r = 0; r < nr; r++)
+            if (alpha[r] != 1) {
+                T *o = O + r * Evp;
+                for (int64_t e = 0; e < Evp; e++) o[e] *= alpha[r];
+            }
+        if (a->dropout_p > 0) {
+            sdpa_keep_tile(a, pl, n, q0, nr, c0, nc, keep, BLK);
+            for (int64_t c = 0; c < nc; c++)
+                for (int64_t r = 0; r < nr; r++) {
+                    T *s = St + c * BLK + r;
+                    *s = keep[r * BLK + c] ? *s * drop_scale : 0;
+                }
+        }
+        /* O += P V with P(r, c) = St[c][r] */
+        SDPA_NAME(gemm_band)(mrows, Evp, nc, St, 1, BLK, Vr, vld, O, Evp, true, NO_LO,
+                             a->causal ? q0 - c0 : NO_HI);
     }
     T *out = (T *)a->out.data + sdpa_batch_offset(&a->out, pl, n);
     T *lse = (T *)a->lse.data + sdpa_batch_offset(&a->lse, pl, n);
@@ -201,15 +229,16 @@ static void SDPA_NAME(fwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
 
 /* --------------------------------------------------------------------------- backward */
 /* Key/value blocks kb0, kb0 + step, ... of batch n: dk and dv of those blocks, and their share of
- * dq accumulated (unscaled) into dq_acc [Lp x Ep]. */
+ * dq accumulated (unscaled) into dq_acc [Lp x Ep]. The weights are recomputed as P = e^(Qs K^T -
+ * lse) [queries x keys] and dP = dO V^T: K and V are transposed once per key block (not each
+ * query block once per key block), and D = rowsum(dO * out) once per item into Dall [Lp]. */
 static void SDPA_NAME(bwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int64_t n, int64_t kb0,
                                 int64_t step, char *ws, T *dq_acc) {
     const int64_t L = pl->L, S = pl->S, E = pl->E, Ev = pl->Ev, Ep = pl->Ep, Evp = pl->Evp;
-    T *Kb = (T *)ws, *Vb = Kb + BLK * Ep, *Qs = Vb + BLK * Evp, *Qt = Qs + BLK * Ep;
-    T *dO = Qt + Ep * BLK, *dOt = dO + BLK * Evp, *Pt = dOt + Evp * BLK, *Pd = Pt + BLK * BLK;
-    T *dPt = Pd + BLK * BLK, *dK = dPt + BLK * BLK, *dV = dK + BLK * Ep, *D = dV + BLK * Evp;
-    T *lse_b = D + BLK;
-    uint8_t *keep = (uint8_t *)(lse_b + BLK);
+    T *Kb = (T *)ws, *Vb = Kb + BLK * Ep, *Kt = Vb + BLK * Evp, *Vt = Kt + Ep * BLK;
+    T *Qs = Vt + Evp * BLK, *dO = Qs + BLK * Ep, *P = dO + BLK * Evp, *Pd = P + BLK * BLK;
+    T *dP = Pd + BLK * BLK, *dK = dP + BLK * BLK, *dV = dK + BLK * Ep, *Dall = dV + BLK * Evp;
+    uint8_t *keep = (uint8_t *)(Dall + pl->Lp);
     const T *q = (const T *)a->q.data + sdpa_batch_offset(&a->q, pl, n);
     const T *k = (const T *)a->k.data + sdpa_batch_offset(&a->k, pl, n);
     const T *v = (const T *)a->v.data + sdpa_batch_offset(&a->v, pl, n);
@@ -221,68 +250,80 @@ static void SDPA_NAME(bwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
     const int64_t grs = a->dout.strides[a->dout.ndim - 2];
     const bool drop = a->dropout_p > 0;
     const T drop_scale = (T)sdpa_dropout_scale(a->dropout_p);
+    for (int64_t i = 0; i < pl->Lp; i++) { /* VL lanes of partial sums, then the lanes in order */
+        T d = 0;
+        if (i < L) {
+            const T *orow = o + i * ors, *grow = go + i * grs;
+            VT acc = (VT){0}, x, y;
+            int64_t e = 0;
+            for (; e + VL <= Ev; e += VL) {
+                memcpy(&x, grow + e, sizeof x);
+                memcpy(&y, orow + e, sizeof y);
+                acc += x * y;
+            }
+            for (int l = 0; l < VL; l++) d += acc[l];
+            for (; e < Ev; e++) d += grow[e] * orow[e];
+        }
+        Dall[i] = d;
+    }
     for (int64_t kb = kb0; kb < pl->nk; kb += step) {
         const int64_t c0 = kb * BLK, nc = S - c0 < BLK ? S - c0 : BLK;
         const int64_t mcols = (nc + MR - 1) / MR * MR;
         SDPA_NAME(pack)(Kb, Ep, BLK, k + c0 * krs, krs, nc, E, (T)1);
         SDPA_NAME(pack)(Vb, Evp, BLK, v + c0 * vrs, vrs, nc, Ev, (T)1);
+        SDPA_NAME(transpose)(Kt, BLK, Kb, Ep, BLK, E);
+        SDPA_NAME(transpose)(Vt, BLK, Vb, Evp, BLK, Ev);
         memset(dK, 0, sizeof(T) * BLK * Ep);
         memset(dV, 0, sizeof(T) * BLK * Evp);
         for (int64_t qb = a->causal ? c0 / BLK : 0; qb < pl->nq; qb++) {
             const int64_t q0 = qb * BLK, nr = L - q0 < BLK ? L - q0 : BLK;
             const int64_t mrows = (nr + MR - 1) / MR * MR;
             SDPA_NAME(pack)(Qs, Ep, BLK, q + q0 * qrs, qrs, nr, E, (T)a->scale);
-            SDPA_NAME(transpose)(Qt, BLK, Qs, Ep, BLK, E);
             SDPA_NAME(pack)(dO, Evp, BLK, go + q0 * grs, grs, nr, Ev, (T)1);
-            SDPA_NAME(transpose)(dOt, BLK, dO, Evp, BLK, Ev);
-            for (int64_t r = 0; r < BLK; r++) {
-                T d = 0;
-                if (r < nr) {
-                    const T *orow = o + (q0 + r) * ors, *grow = dO + r * Evp;
-                    for (int64_t e = 0; e < Ev; e++) d += grow[e] * orow[e];
-                }
-                D[r] = d;
-                lse_b[r] = r < nr ? lse[q0 + r] : INFINITY;
-            }
-            /* P^T [keys x queries] = e^(K Qs^T (+ mask) - lse) */
-            SDPA_NAME(gemm)(mcols, BLK, E, Kb, Ep, 1, Qt, BLK, Pt, BLK, false);
+            /* P [queries x keys] = e^(Qs K^T (+ mask) - lse); keys past nc weigh 0 */
+            SDPA_NAME(gemm)(mrows, BLK, E, Qs, Ep, 1, Kt, BLK, P, BLK, false);
             const bool diag = a->causal && c0 + nc - 1 > q0;
-            for (int64_t c = 0; c < nc; c++) {
-                T *p = Pt + c * BLK;
-                if (a->has_mask) SDPA_NAME(mask_apply)(a, pl, n, q0, c0 + c, 0, nr, p);
-                if (diag)
-                    for (int64_t r = 0; r < nr && q0 + r < c0 + c; r++) p[r] = -INFINITY;
-                SDPA_NAME(exp_sub_vec)(p, lse_b, BLK);
+            for (int64_t r = 0; r < nr; r++) {
+                T *p = P + r * BLK;
+                if (a->has_mask) SDPA_NAME(mask_apply)(a, pl, n, q0 + r, c0, 1, nc, p);
+                int64_t c = diag ? q0 + r - c0 + 1 : nc; /* keys after query q0 + r, padding */
+                for (c = c < 0 ? 0 : c > nc ? nc : c; c < BLK; c++) p[c] = -INFINITY;
+                const VT l = (VT){0} + lse[q0 + r];
+                for (int64_t c1 = 0; c1 < BLK; c1 += VL)
+                    *(VT *)(p + c1) = SDPA_NAME(vexp)(*(const VT *)(p + c1) - l);
             }
-            for (int64_t c = nc; c < mcols; c++) memset(Pt + c * BLK, 0, sizeof(T) * BLK);
-            const T *Pv = Pt; /* the weights as dropout left them */
+            for (int64_t r = nr; r < mrows; r++) memset(P + r * BLK, 0, sizeof(T) * BLK);
+            const T *Pv = P; /* the weights as dropout left them */
             if (drop) {
                 sdpa_keep_tile(a, pl, n, q0, nr, c0, nc, keep, BLK);
-                for (int64_t c = 0; c < mcols; c++)
-                    for (int64_t r = 0; r < BLK; r++)
-                        Pd[c * BLK + r] = r < nr && c < nc && keep[r * BLK + c]
-                                              ? Pt[c * BLK + r] * drop_scale
-                                              : 0;
+                for (int64_t r = 0; r < mrows; r++)
+                    for (int64_t c = 0; c < BLK; c++)
+                        Pd[r * BLK + c] =
+                            r < nr && c < nc && keep[r * BLK + c] ? P[r * BLK + c] * drop_scale : 0;
                 Pv = Pd;
             }
-            /* dV += Pv^T-rows . dO;  dPv^T = V dO^T */
-            SDPA_NAME(gemm)(mcols, Evp, nr, Pv, BLK, 1, dO, Evp, dV, Evp, true);
-            SDPA_NAME(gemm)(mcols, BLK, Ev, Vb, Evp, 1, dOt, BLK, dPt, BLK, false);
-            /* dS^T = P^T (dP^T - D), dP = dPv through the dropout mask */
-            for (int64_t c = 0; c < mcols; c++) {
-                T *dp = dPt + c * BLK;
-                const T *p = Pt + c * BLK;
+            /* dV += Pv^T dO;  dPv = dO V^T */
+            const int64_t band_lo = a->causal ? c0 - q0 : NO_LO;
+            const int64_t band_hi = a->causal ? q0 - c0 : NO_HI;
+            SDPA_NAME(gemm_band)(mcols, Evp, nr, Pv, 1, BLK, dO, Evp, dV, Evp, true, band_lo,
+                                 NO_HI);
+            SDPA_NAME(gemm)(mrows, BLK, Ev, dO, Evp, 1, Vt, BLK, dP, BLK, false);
+            /* dS = P (dP - D), dP = dPv through the dropout mask */
+            for (int64_t r = 0; r < mrows; r++) {
+                T *dp = dP + r * BLK;
+                const T *p = P + r * BLK, D = Dall[q0 + r];
                 if (drop)
-                    for (int64_t r = 0; r < BLK; r++) {
+                    for (int64_t c = 0; c < BLK; c++) {
                         const bool kept = r < nr && c < nc && keep[r * BLK + c];
-                        dp[r] = p[r] * ((kept ? dp[r] * drop_scale : 0) - D[r]);
+                        dp[c] = p[c] * ((kept ? dp[c] * drop_scale : 0) - D);
                     }
                 else
-                    for (int64_t r = 0; r < BLK; r++) dp[r] = p[r] * (dp[r] - D[r]);
+                    for (int64_t c = 0; c < BLK; c++) dp[c] = p[c] * (dp[c] - D);
             }
             /* dK += dS^T Qs;  dQ (unscaled) += dS K */
-            SDPA_NAME(gemm)(mcols, Ep, nr, dPt, BLK, 1, Qs, Ep, dK, Ep, true);
-            SDPA_NAME(gemm)(mrows, Ep, nc, dPt, 1, BLK, Kb, Ep, dq_acc + q0 * Ep, Ep, true);
+            SDPA_NAME(gemm_band)(mcols, Ep, nr, dP, 1, BLK, Qs, Ep, dK, Ep, true, band_lo, NO_HI);
+            SDPA_NAME(gemm_band)(mrows, Ep, nc, dP, BLK, 1, Kb, Ep, dq_acc + q0 * Ep, Ep, true,
+                                 NO_LO, band_hi);
         }
         T *dk = (T *)a->dk.data + sdpa_batch_offset(&a->dk, pl, n);
         T *dv = (T *)a->dv.data + sdpa_batch_offset(&a->dv, pl, n);
@@ -310,9 +351,8 @@ static void SDPA_NAME(dq_write)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
 
 static size_t SDPA_NAME(thread_bytes)(const sdpa_plan *pl, bool backward) {
     const int64_t Ep = pl->Ep, Evp = pl->Evp;
-    int64_t elems = backward ? 3 * BLK * Ep + Ep * BLK + 2 * BLK * Evp + Evp * BLK + 3 * BLK * BLK +
-                                   BLK * Evp + 2 * BLK
-                             : BLK * Ep + Ep * BLK + 2 * BLK * Evp + BLK * BLK + 2 * BLK;
+    int64_t elems = backward ? 4 * BLK * Ep + 4 * BLK * Evp + 3 * BLK * BLK + pl->Lp
+                             : BLK * Ep + Ep * BLK + 2 * BLK * Evp + BLK * BLK + 3 * BLK;
     size_t bytes = (size_t)elems * sizeof(T) + (size_t)BLK * BLK; /* + the keep tile */
     if (backward && pl->chunks == 1) bytes += (size_t)(pl->Lp * pl->Ep) * sizeof(T);
     return (bytes + 63) & ~(size_t)63;

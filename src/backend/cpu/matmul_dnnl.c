@@ -27,13 +27,14 @@
 /* ------------------------------------------------------------------ primitives by shape */
 typedef struct mm_key {
     int64_t dt, bsz, m, n, k, sa[3], sb[3], sc[3], threads; /* threads: tsi_dnnl_threads() */
+    int64_t bias; /* 1: C = A B + bias [n] (oneDNN's bias argument) */
 } mm_key;
 
 typedef struct mm_prim {
     mm_key key;
     uint64_t last_use; /* 0: the slot is empty */
     dnnl_primitive_t prim;
-    dnnl_memory_desc_t a, b, c;
+    dnnl_memory_desc_t a, b, c, bias;
     size_t scratch;
 } mm_prim;
 
@@ -59,11 +60,13 @@ static bool build(mm_prim *p) {
     operand_md(&p->a, k->dt, k->sa[0] ? k->bsz : 1, k->m, k->k, k->sa);
     operand_md(&p->b, k->dt, k->sb[0] ? k->bsz : 1, k->k, k->n, k->sb);
     operand_md(&p->c, k->dt, k->bsz, k->m, k->n, k->sc);
+    if (k->bias) operand_md(&p->bias, k->dt, 1, 1, k->n, (const int64_t[3]){k->n, k->n, 1});
     dnnl_matmul_desc_t desc;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     bool ok =
-        dnnl_matmul_desc_init(&desc, &p->a, &p->b, NULL, &p->c) == dnnl_success &&
+        dnnl_matmul_desc_init(&desc, &p->a, &p->b, k->bias ? &p->bias : NULL, &p->c) ==
+            dnnl_success &&
         dnnl_primitive_attr_create(&attr) == dnnl_success &&
         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
         dnnl_primitive_desc_create(&pd, &desc, attr, tsi_dnnl_engine(), NULL) == dnnl_success &&
@@ -122,32 +125,35 @@ static atomic_uint_fast64_t runs, bf16_runs;
 uint64_t tsi_dnnl_matmul_count(void) { return atomic_load(&runs); }
 uint64_t tsi_dnnl_matmul_bf16_count(void) { return atomic_load(&bf16_runs); }
 
-static bool run(const mm_key *key, const void *a, const void *b, void *c) {
+static bool run(const mm_key *key, const void *a, const void *b, void *c, const void *bias) {
     const dnnl_engine_t engine = tsi_dnnl_engine();
     mm_prim p;
     if (!engine || key->bsz < 1 || key->m < 1 || key->n < 1 || key->k < 1 ||
         !primitive_for(key, &p))
         return false;
     dnnl_stream_t st = NULL; /* streams are not thread-safe: one per call (cheap on the CPU) */
-    dnnl_memory_t mem[4] = {0};
+    dnnl_memory_t mem[5] = {0};
     ts_block *scratch = NULL;
-    void *const ptrs[3] = {(void *)a, (void *)b, c};
-    const dnnl_memory_desc_t *mds[3] = {&p.a, &p.b, &p.c};
-    dnnl_exec_arg_t args[4] = {
-        {DNNL_ARG_SRC, NULL}, {DNNL_ARG_WEIGHTS, NULL}, {DNNL_ARG_DST, NULL}};
-    int nargs = 3;
+    void *const ptrs[4] = {(void *)a, (void *)b, c, (void *)bias};
+    const dnnl_memory_desc_t *mds[4] = {&p.a, &p.b, &p.c, &p.bias};
+    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, NULL},
+                               {DNNL_ARG_WEIGHTS, NULL},
+                               {DNNL_ARG_DST, NULL},
+                               {DNNL_ARG_BIAS, NULL}};
+    const int nmem = key->bias ? 4 : 3;
+    int nargs = nmem;
     bool ok = dnnl_stream_create(&st, engine, dnnl_stream_default_flags) == dnnl_success;
-    for (int i = 0; ok && i < 3; i++) {
+    for (int i = 0; ok && i < nmem; i++) {
         ok = dnnl_memory_create(&mem[i], mds[i], engine, ptrs[i]) == dnnl_success;
         args[i].memory = mem[i];
     }
     if (ok && p.scratch) {
-        ok = tsi_dnnl_scratchpad(p.scratch, &mem[3], &scratch);
-        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mem[3]};
+        ok = tsi_dnnl_scratchpad(p.scratch, &mem[4], &scratch);
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mem[4]};
     }
     ok = ok && dnnl_primitive_execute(p.prim, st, nargs, args) == dnnl_success &&
          dnnl_stream_wait(st) == dnnl_success;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (mem[i]) dnnl_memory_destroy(mem[i]);
     tsi_host_scratch_put(scratch);
     if (st) dnnl_stream_destroy(st);
@@ -162,9 +168,9 @@ bool tsi_dnnl_matmul_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, cons
     return tsi_dnnl_matmul_strided(TS_F32, 1, m, n, k, a, sa, b, sb, c, sc);
 }
 
-bool tsi_dnnl_matmul_strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k, const void *a,
-                             const int64_t sa[3], const void *b, const int64_t sb[3], void *c,
-                             const int64_t sc[3]) {
+static bool strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k, const void *a,
+                    const int64_t sa[3], const void *b, const int64_t sb[3], void *c,
+                    const int64_t sc[3], const void *bias) {
     if (dt != TS_F32 && dt != TS_BF16) return false;
     const mm_key key = {dt == TS_BF16 ? dnnl_bf16 : dnnl_f32,
                         bsz,
@@ -174,8 +180,22 @@ bool tsi_dnnl_matmul_strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t 
                         {sa[0], sa[1], sa[2]},
                         {sb[0], sb[1], sb[2]},
                         {sc[0], sc[1], sc[2]},
-                        tsi_dnnl_threads()};
-    return run(&key, a, b, c);
+                        tsi_dnnl_threads(),
+                        bias != NULL};
+    return run(&key, a, b, c, bias);
+}
+
+bool tsi_dnnl_matmul_strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k, const void *a,
+                             const int64_t sa[3], const void *b, const int64_t sb[3], void *c,
+                             const int64_t sc[3]) {
+    return strided(dt, bsz, m, n, k, a, sa, b, sb, c, sc, NULL);
+}
+
+bool tsi_dnnl_matmul_f32_bias(int64_t m, int64_t n, int64_t k, const float *a, const int64_t sa[2],
+                              const float *b, const int64_t sb[2], const float *bias, float *c,
+                              int64_t ldc) {
+    return strided(TS_F32, 1, m, n, k, a, (const int64_t[3]){0, sa[0], sa[1]}, b,
+                   (const int64_t[3]){0, sb[0], sb[1]}, c, (const int64_t[3]){0, ldc, 1}, bias);
 }
 
 bool tsi_dnnl_bf16_native(void) {
@@ -211,6 +231,12 @@ bool tsi_dnnl_matmul_strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t 
                              const int64_t sc[3]) {
     (void)dt, (void)bsz, (void)m, (void)n, (void)k, (void)a, (void)sa, (void)b, (void)sb;
     (void)c, (void)sc;
+    return false;
+}
+bool tsi_dnnl_matmul_f32_bias(int64_t m, int64_t n, int64_t k, const float *a, const int64_t sa[2],
+                              const float *b, const int64_t sb[2], const float *bias, float *c,
+                              int64_t ldc) {
+    (void)m, (void)n, (void)k, (void)a, (void)sa, (void)b, (void)sb, (void)bias, (void)c, (void)ldc;
     return false;
 }
 bool tsi_dnnl_bf16_native(void) { return false; }

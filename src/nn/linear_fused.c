@@ -1,0 +1,56 @@
+/* linear_fused.c — linear's product and bias in one backend call (PyTorch's addmm): the backend's
+ * matmul_bias adds the bias as the product is stored (oneDNN's bias argument on the cpu) instead
+ * of a second pass over the output. One node, AddmmBackward0, gives all three gradients with the
+ * products and the sum of the composition (mm, then add_) it replaces, which stays where the
+ * backend has no matmul_bias or the dtype is not f32 / f64, and is what the tests compare with. */
+#include "nn/functional_internal.h"
+
+static const char *OP = "linear";
+
+bool tsi_linear_fused_takes(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
+    return b && tsi_be(x)->matmul_bias && (x->dtype == TS_F32 || x->dtype == TS_F64) &&
+           x->shape.ndim == 2 && tsi_numel(x->shape) > 0 && tsi_numel(w->shape) > 0;
+}
+
+static void addmm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    ts_tensor *g = go[0];
+    if (!g) return;
+    if (tsi_node_needs(n, 0)) { /* the same product mm's backward makes: g w */
+        ts_tensor *w = tsi_node_saved(n, 1);
+        if (!w) return;
+        gi[0] = ts_mm(g, w);
+    }
+    if (tsi_node_needs(n, 1)) { /* g^T x, in the weight's layout (mm_mat2_backward's) */
+        ts_tensor *x = tsi_node_saved(n, 0);
+        if (!x) return;
+        gi[1] = ts_mm(ts_t(g), x);
+    }
+    if (tsi_node_needs(n, 2)) gi[2] = tsi_sum_to(g, n->in_shape[2]);
+}
+
+ts_tensor *tsi_linear_fused(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
+    const ts_device dev = tsi_device(x);
+    tsi_log_op(OP, dev);
+    const int64_t rows = x->shape.dims[0], in = x->shape.dims[1], out_f = w->shape.dims[0];
+    ts_tensor *y = tsi_new(OP, TS_SHAPE(rows, out_f), x->dtype, dev);
+    if (!y) return NULL;
+    ts_kview ka = tsi_kview(x), kb = tsi_kview(w), ko = tsi_kview(y), kbias = tsi_kview(b);
+    ka.ndim = kb.ndim = ko.ndim = 3;
+    ka.shape[0] = kb.shape[0] = ko.shape[0] = 1;
+    ka.strides[0] = kb.strides[0] = ko.strides[0] = 0;
+    ka.shape[1] = rows, ka.shape[2] = in, ka.strides[1] = x->strides[0],
+    ka.strides[2] = x->strides[1];
+    /* w^T [in, out] as a transposed view of w */
+    kb.shape[1] = in, kb.shape[2] = out_f, kb.strides[1] = w->strides[1],
+    kb.strides[2] = w->strides[0];
+    ko.shape[1] = rows, ko.shape[2] = out_f, ko.strides[1] = out_f, ko.strides[2] = 1;
+    const ts_backend *be = tsi_be(x);
+    be->matmul_bias(be, tsi_dev_index(x), &ko, &ka, &kb, &kbias);
+    ts_tensor *ins[3] = {x, w, b};
+    if (tsi_needs_graph(ins, 3)) {
+        ts_tensor *saves[2] = {w->requires_grad ? x : NULL, x->requires_grad ? w : NULL};
+        ts_node *n = tsi_record("AddmmBackward0", OP, addmm_backward, ins, 3, y, saves, 2);
+        (void)n;
+    }
+    return tsi_own(y);
+}
