@@ -19,12 +19,6 @@ int main(void) { return ts_test_skip("this build has no ONNX support (protobuf-c
 #include "onnx/onnx_internal.h"
 #include "xformer_util.h"
 
-static int nodes_of(ts_module *m, const char *type) {
-    tso_graph *g = ((tso_model *)m)->graph;
-    int count = 0;
-    for (int k = 0; k < g->n_nodes; k++) count += !type || !strcmp(g->nodes[k].op_type, type);
-    return count;
-}
 
 static void int_init(const char *name, int count, const int64_t *v) {
     const int64_t dims = count;

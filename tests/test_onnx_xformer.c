@@ -23,13 +23,6 @@ int main(void) { return ts_test_skip("this build has no ONNX support (protobuf-c
 #include "xformer_models.h"
 
 /* ------------------------------------------------------------------ the cases */
-/* the nodes of the loaded graph, and how many are of a type */
-static int nodes_of(ts_module *m, const char *type) {
-    tso_graph *g = ((tso_model *)m)->graph;
-    int count = 0;
-    for (int k = 0; k < g->n_nodes; k++) count += !type || !strcmp(g->nodes[k].op_type, type);
-    return count;
-}
 
 static bool same_shape(ts_shape a, ts_shape b) {
     bool same = a.ndim == b.ndim;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx/onnx_internal.h"
 #include "ts_test.h"
 #include "xformer_util.h"
 
@@ -153,4 +154,11 @@ ts_tensor *run(ts_module *m, int n_in, ts_tensor *const *in) {
     ts_tensor *y = NULL;
     if (ts_onnx_run(m, n_in, in, 1, &y) != TS_OK) return NULL;
     return y;
+}
+
+int nodes_of(ts_module *m, const char *type) {
+    tso_graph *g = ((tso_model *)m)->graph;
+    int count = 0;
+    for (int k = 0; k < g->n_nodes; k++) count += !type || !strcmp(g->nodes[k].op_type, type);
+    return count;
 }

@@ -25,6 +25,8 @@ extern Onnx__GraphProto *cur;       /* its graph */
 
 /* a new model importing the default domain at opset */
 void begin(int opset);
+/* how many nodes of the loaded model's graph are of op type `type` (every node: NULL) */
+int nodes_of(ts_module *m, const char *type);
 /* a node of the current graph: inputs and outputs as space-separated names ("-" for an absent
  * optional input); named TYPE_INDEX */
 Onnx__NodeProto *op(const char *type, const char *ins, const char *outs);
