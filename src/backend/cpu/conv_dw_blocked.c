@@ -149,9 +149,9 @@ bool ts_conv_dw_blocked(const ts_cgeom *g, int blk, float *y, const float *x, co
     if (!ts_conv_dw_blocked_takes(g, blk)) return false;
 #ifdef TS_DW_X86
     const int64_t ncb = (g->c + blk - 1) / blk, planes = g->n * ncb;
-    const int64_t macs = planes * blk * g->oh * g->ow * g->kh * g->kw;
     int nt = 1;
 #ifdef TS_HAVE_OPENMP
+    const int64_t macs = planes * blk * g->oh * g->ow * g->kh * g->kw;
     if (macs >= PARALLEL_MIN_MACS && !omp_in_parallel()) nt = omp_get_max_threads();
 #endif
     /* at least 4 items a thread: each plane's rows cut into bands where planes are fewer */
