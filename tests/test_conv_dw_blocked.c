@@ -29,6 +29,7 @@
 #include "nn/conv_blocked.h"
 
 #include "blocked_test_util.h"
+#include "conv_kernel_test_util.h"
 
 typedef struct dw_case {
     int64_t n, c, h, w, k, s, p;
@@ -37,38 +38,23 @@ typedef struct dw_case {
     bool bias;
 } dw_case;
 
+static ts_conv2d_params params(const dw_case *t) {
+    return (ts_conv2d_params){.stride = {(int)t->s, (int)t->s},
+                              .padding = {(int)t->p, (int)t->p},
+                              .dilation = {1, 1},
+                              .groups = (int)t->c,
+                              .act = t->act,
+                              .act_lo = t->lo,
+                              .act_hi = t->hi};
+}
+
 static ts_cgeom geom(const dw_case *t) {
     const int64_t nchw[4] = {t->n, t->c, t->h, t->w};
     const int64_t ohw[3] = {t->c, (t->h + 2 * t->p - t->k) / t->s + 1,
                             (t->w + 2 * t->p - t->k) / t->s + 1};
     const int64_t khw[2] = {t->k, t->k};
-    const ts_conv2d_params p = {.stride = {(int)t->s, (int)t->s},
-                                .padding = {(int)t->p, (int)t->p},
-                                .dilation = {1, 1},
-                                .groups = (int)t->c,
-                                .act = t->act,
-                                .act_lo = t->lo,
-                                .act_hi = t->hi};
+    const ts_conv2d_params p = params(t);
     return ts_cgeom_make(nchw, ohw, khw, &p);
-}
-
-static double act64(const dw_case *t, double y) {
-    switch (t->act) {
-    case TS_CONV_ACT_RELU:
-        return y > 0 || isnan(y) ? y : 0;
-    case TS_CONV_ACT_CLIP: {
-        const double lo = isnan(t->lo) ? -INFINITY : t->lo, hi = isnan(t->hi) ? INFINITY : t->hi;
-        return isnan(y) ? y : y < lo ? lo : y > hi ? hi : y;
-    }
-    case TS_CONV_ACT_HARDSIGMOID:
-    case TS_CONV_ACT_HARDSWISH: {
-        double a = y * t->lo + t->hi;
-        a = a < 0 ? 0 : a > 1 ? 1 : a;
-        return t->act == TS_CONV_ACT_HARDSWISH ? y * a : a;
-    }
-    default:
-        return y;
-    }
 }
 
 /* blocked index of (n, c, i, j) */
@@ -99,13 +85,7 @@ static double run_case(const dw_case *t, int blk, int via, float **keep_y, doubl
     bool ok;
     if (via) {
         const ts_backend *be = ts_backend_for(TS_CPU);
-        ts_conv2d_params p = {.stride = {(int)t->s, (int)t->s},
-                              .padding = {(int)t->p, (int)t->p},
-                              .dilation = {1, 1},
-                              .groups = (int)t->c,
-                              .act = t->act,
-                              .act_lo = t->lo,
-                              .act_hi = t->hi};
+        const ts_conv2d_params p = params(t);
         const int64_t nchw[4] = {t->n, t->c, t->h, t->w}, ohw[3] = {t->c, g.oh, g.ow};
         const int64_t khw[2] = {t->k, t->k};
         ok = be->conv2d_blocked(be, 0, y, blk, x, blk, w, t->bias ? b : NULL, nchw, ohw, khw, &p);
@@ -137,7 +117,7 @@ static double run_case(const dw_case *t, int blk, int via, float **keep_y, doubl
                     const double act_round =
                         t->act == TS_CONV_ACT_NONE ? 0 : 4 * u * (1 + fabs(s)) * (1 + fabs(s));
                     const double bound = slope * gam * mag + act_round;
-                    const double d = fabs((double)got - act64(t, s));
+                    const double d = fabs((double)got - act64(t->act, t->lo, t->hi, s));
                     const double r = d == 0 ? 0 : bound > 0 ? d / bound : INFINITY;
                     if (!(r <= worst)) worst = isnan(r) ? INFINITY : r;
                 }
@@ -267,9 +247,7 @@ static void check_refusals(void) {
 int main(void) {
     if (ts_test_isa_gate()) return 77;
     ts_release(ts_zeros(TS_SHAPE(1), (ts_opts){0})); /* the cpu backend installed */
-    const ts_cpu_isa host = ts_cpu_isa_host();
-    if (host >= TS_ISA_AVX512) blocks_here[nblocks++] = 16;
-    if (host >= TS_ISA_AVX2) blocks_here[nblocks++] = 8;
+    nblocks = conv_blocks_here(blocks_here);
     printf("depthwise blocked: variants of block");
     for (int i = 0; i < nblocks; i++) printf(" %d", blocks_here[i]);
     printf(" on this host; the entry's block %d\n", tsi_conv_block(ts_cpu()));

@@ -27,6 +27,7 @@
 #include "nn/conv_blocked.h"
 
 #include "blocked_test_util.h"
+#include "conv_kernel_test_util.h"
 
 typedef struct fc_case {
     int64_t n, c, o;
@@ -48,23 +49,6 @@ static ts_cgeom geom(const fc_case *t) {
     const int64_t nchw[4] = {t->n, t->c, 1, 1}, ohw[3] = {t->o, 1, 1}, khw[2] = {1, 1};
     const ts_conv2d_params p = params(t);
     return ts_cgeom_make(nchw, ohw, khw, &p);
-}
-
-static double act64(const fc_case *t, double y) {
-    switch (t->act) {
-    case TS_CONV_ACT_RELU:
-        return y > 0 || isnan(y) ? y : 0;
-    case TS_CONV_ACT_CLIP:
-        return y < t->lo ? t->lo : y > t->hi ? t->hi : y;
-    case TS_CONV_ACT_HARDSIGMOID:
-    case TS_CONV_ACT_HARDSWISH: {
-        double a = y * t->lo + t->hi;
-        a = a < 0 ? 0 : a > 1 ? 1 : a;
-        return t->act == TS_CONV_ACT_HARDSWISH ? y * a : a;
-    }
-    default:
-        return y;
-    }
 }
 
 /* the worst error of the case as a fraction of its bound (INFINITY: a padding lane not 0, or the
@@ -107,7 +91,7 @@ static double run_case(const fc_case *t, int blk, bool via) {
             const double act_round =
                 t->act == TS_CONV_ACT_NONE ? 0 : 4 * u * (1 + fabs(s)) * (1 + fabs(s));
             const double bound = slope * gam * mag + act_round;
-            const double d = fabs((double)got - act64(t, s));
+            const double d = fabs((double)got - act64(t->act, t->lo, t->hi, s));
             const double r = d == 0 ? 0 : d / bound;
             if (!(r <= worst)) worst = isnan(r) ? INFINITY : r;
         }
@@ -193,9 +177,7 @@ static void check_refusals(void) {
 int main(void) {
     if (ts_test_isa_gate()) return 77;
     ts_release(ts_zeros(TS_SHAPE(1), (ts_opts){0})); /* the cpu backend installed */
-    const ts_cpu_isa host = ts_cpu_isa_host();
-    if (host >= TS_ISA_AVX512) blocks_here[nblocks++] = 16;
-    if (host >= TS_ISA_AVX2) blocks_here[nblocks++] = 8;
+    nblocks = conv_blocks_here(blocks_here);
     printf("1x1-image blocked: variants of block");
     for (int i = 0; i < nblocks; i++) printf(" %d", blocks_here[i]);
     printf(" on this host; the entry's block %d\n", tsi_conv_block(ts_cpu()));

@@ -19,7 +19,6 @@ int main(void) { return ts_test_skip("this build has no ONNX support (protobuf-c
 #include "onnx/onnx_internal.h"
 #include "xformer_util.h"
 
-
 static void int_init(const char *name, int count, const int64_t *v) {
     const int64_t dims = count;
     add_init(cur, data_tensor(name, INT64, 1, &dims, NULL, v));

@@ -30,7 +30,6 @@ void tsd_reserve_free(ts_dist_group *g) {
     if (!atomic_load(&g->spare_busy)) free(g->spare);
     g->agree_buf = NULL;
     g->spare = NULL;
-    pthread_mutex_destroy(&g->agree_mu);
 }
 
 bool tsi_dist_agree(const char *op, bool ok, ts_dist_group *g) {

@@ -13,7 +13,8 @@
 static void desc_tensor(char *buf, size_t n, int32_t dtype, int ndim, const int64_t *dims,
                         int32_t devclass) {
     size_t used = (size_t)snprintf(
-        buf, n, "%s [", dtype >= 0 && dtype < TS_DTYPE_COUNT ? ts_dtype_name((ts_dtype)dtype) : "?");
+        buf, n, "%s [",
+        dtype >= 0 && dtype < TS_DTYPE_COUNT ? ts_dtype_name((ts_dtype)dtype) : "?");
     for (int i = 0; i < ndim && i < TS_MAX_DIMS && used < n; i++)
         used += (size_t)snprintf(buf + used, n - used, i ? ", %lld" : "%lld", (long long)dims[i]);
     if (used < n) used += (size_t)snprintf(buf + used, n - used, "]");
@@ -34,8 +35,9 @@ static bool compare(ts_dist_work *w, int r_world, const tsd_desc *o, const tsd_d
     const char *op = tsd_kind_name((tsd_kind)m->kind);
     int me = tsd_w.rank;
     if (o->bad) {
-        tsd_work_fail(w, (ts_status)o->bad, "%s: rank %d failed its own check, so no rank ran it: %s",
-                      op, r_world, o->why);
+        tsd_work_fail(w, (ts_status)o->bad,
+                      "%s: rank %d failed its own check, so no rank ran it: %s", op, r_world,
+                      o->why);
         return false;
     }
     if (o->kind != m->kind) {

@@ -49,8 +49,8 @@ struct ts_dist_work {
     struct ts_dist_work *next; /* queue link */
     ts_dist_group *g;
     tsd_kind kind;
-    uint64_t seq;   /* the group's collective number (p2p: the last collective's number) */
-    int refs;       /* under g->mu: the caller's handle and the communication thread */
+    uint64_t seq; /* the group's collective number (p2p: the last collective's number) */
+    int refs;     /* under g->mu: the caller's handle and the communication thread */
     tsd_state state;
     bool checked;   /* exchange and compare descriptors first */
     bool abandoned; /* its waiter gave up (timeout): whoever drops the last reference frees it */
@@ -81,19 +81,19 @@ struct ts_dist_work {
 
 /* ------------------------------------------------------------------ process groups */
 struct ts_dist_group {
-    int id;            /* 0 = the world, then 1, 2, ... in creation order */
-    int rank, size;    /* this process's rank in the group (-1 outside it), member count */
-    int *world_ranks;  /* [size] */
-    char name[96];     /* "the world", "group 1 (world ranks 0, 2)" */
+    int id;           /* 0 = the world, then 1, 2, ... in creation order */
+    int rank, size;   /* this process's rank in the group (-1 outside it), member count */
+    int *world_ranks; /* [size] */
+    char name[96];    /* "the world", "group 1 (world ranks 0, 2)" */
     struct ts_dist_group *next_group;
 #ifdef TS_HAVE_MPI
     MPI_Comm comm;    /* MPI_COMM_NULL outside the group or without MPI */
     MPI_Comm monitor; /* "I am waiting at #seq" messages (fault.c) */
     pthread_mutex_t mon_mu;
-    int64_t *peer_seq;   /* [size]: the highest #seq each member announced waiting at */
-    int64_t announced;   /* the highest #seq this process announced */
+    int64_t *peer_seq;              /* [size]: the highest #seq each member announced waiting at */
+    int64_t announced;              /* the highest #seq this process announced */
     struct tsd_announce *announces; /* sends still in flight */
-    void *nccl;          /* nccl.c's communicators per device (NULL until used) */
+    void *nccl;                     /* nccl.c's communicators per device (NULL until used) */
 #endif
     bool threaded; /* work runs in the group's own communication thread */
     pthread_t thread;
@@ -103,8 +103,8 @@ struct ts_dist_group {
     ts_dist_work *head, *tail; /* queued, not yet started */
     ts_dist_work *running;     /* being executed by the thread */
     bool stop;
-    uint64_t seq;     /* collectives enqueued so far */
-    int outstanding;  /* items enqueued and not yet finished (for finalize) */
+    uint64_t seq;    /* collectives enqueued so far */
+    int outstanding; /* items enqueued and not yet finished (for finalize) */
     /* after a fault: every later call fails at once with this */
     atomic_bool broken;
     ts_status broken_code;
@@ -123,10 +123,10 @@ struct ts_dist_group {
 /* ------------------------------------------------------------------ the world (process_group.c) */
 typedef struct tsd_world {
     bool initialized;
-    bool mpi;          /* MPI is in use (a launcher started us) */
-    bool mpi_owned;    /* we called MPI_Init, so we call MPI_Finalize */
+    bool mpi;       /* MPI is in use (a launcher started us) */
+    bool mpi_owned; /* we called MPI_Init, so we call MPI_Finalize */
     bool mpi_finalized;
-    bool multiple;     /* MPI_THREAD_MULTIPLE: communication threads and lazy fault detection */
+    bool multiple; /* MPI_THREAD_MULTIPLE: communication threads and lazy fault detection */
     int rank, size, local_rank, local_size;
     double timeout_s;
     ts_dist_backend backend;

@@ -128,6 +128,7 @@ static void group_release(ts_dist_group *g) {
     pthread_mutex_destroy(&g->mon_mu);
 #endif
     tsd_reserve_free(g);
+    pthread_mutex_destroy(&g->agree_mu);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv_work);
     pthread_cond_destroy(&g->cv_done);

@@ -106,6 +106,18 @@ static bool linear_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *
     return true;
 }
 
+/* x2 [rows, in] or 1-D/2-D x: product and bias in one backend call where it has one
+ * (linear_fused.c, PyTorch's addmm); else the bias goes in place into the fresh product, before
+ * any view of it: one output buffer (the product's backward needs only x and w, so autograd
+ * allows it). NULL x2 (a failed reshape, error already set) gives NULL. */
+static ts_tensor *linear_rows(ts_tensor *x2, ts_tensor *w, ts_tensor *b) {
+    if (!x2) return NULL;
+    if (tsi_linear_fused_takes(x2, w, b)) return tsi_linear_fused(x2, w, b);
+    ts_tensor *wt = ts_t(w);
+    ts_tensor *y = x2->shape.ndim == 2 ? ts_mm(x2, wt) : ts_matmul(x2, wt);
+    return b ? ts_add_(y, b) : y;
+}
+
 static ts_tensor *linear_op(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
     const char *op = "linear";
     tsi_init();
@@ -113,31 +125,17 @@ static ts_tensor *linear_op(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
     const int nd = x->shape.ndim;
     const int64_t in = w->shape.dims[1], out_f = w->shape.dims[0];
     ts_scope_begin();
-    /* product and bias in one backend call where it has one (linear_fused.c, PyTorch's addmm);
-     * else the bias goes in place into the fresh product, before any view of it: one output
-     * buffer (the product's backward needs only x and w, so autograd allows it) */
-    ts_tensor *wt = ts_t(w), *y;
+    ts_tensor *y;
     if (nd <= 2) {
-        if (tsi_linear_fused_takes(x, w, b)) {
-            y = tsi_linear_fused(x, w, b);
-        } else {
-            y = nd == 2 ? ts_mm(x, wt) : ts_matmul(x, wt);
-            if (b) y = ts_add_(y, b);
-        }
+        y = linear_rows(x, w, b);
     } else {
         /* fold the leading dims into rows: one GEMM instead of a batch of small ones */
         int64_t rows = 1;
         for (int i = 0; i < nd - 1; i++) rows *= x->shape.dims[i];
-        ts_tensor *x2 = ts_reshape(x, TS_SHAPE(rows, in)), *y2;
-        if (x2 && tsi_linear_fused_takes(x2, w, b)) {
-            y2 = tsi_linear_fused(x2, w, b);
-        } else {
-            y2 = ts_mm(x2, wt);
-            if (b) y2 = ts_add_(y2, b);
-        }
+        ts_tensor *y2 = linear_rows(ts_reshape(x, TS_SHAPE(rows, in)), w, b);
         ts_shape os = x->shape;
         os.dims[nd - 1] = out_f;
-        y = ts_view(y2, os);
+        y = y2 ? ts_view(y2, os) : NULL;
     }
     y = ts_keep(y);
     ts_scope_end();

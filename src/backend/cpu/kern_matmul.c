@@ -471,11 +471,10 @@ void ts_cpu_matmul_bias(const ts_backend *be, int index, const ts_kview *out, co
             return;
     }
     ts_cpu_matmul(be, index, out, a, b);
-    const int64_t rows = d.bsz * d.m;
+    const int64_t rows = d.bsz * d.m, esz = (int64_t)ts_dtype_size(out->dtype);
     TS_PARALLEL_FOR_IF(
         run_in_parallel((double)(rows * d.n)), for (int64_t r = 0; r < rows; r++) {
-            char *c = out->data + ((r / d.m) * d.sc[0] + (r % d.m) * d.sc[1]) *
-                                      (int64_t)(out->dtype == TS_F64 ? 8 : 4);
+            char *c = out->data + ((r / d.m) * d.sc[0] + (r % d.m) * d.sc[1]) * esz;
             if (out->dtype == TS_F64)
                 add_row_f64((double *)c, d.sc[2], (const double *)bias->data,
                             bias->strides[bias->ndim - 1], d.n);

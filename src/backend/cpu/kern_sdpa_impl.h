@@ -59,8 +59,9 @@ static void SDPA_NAME(gemm_band)(int64_t m, int64_t n, int64_t kc, const T *a, i
         p0 = p0 < 0 ? 0 : p0 > kc ? kc : p0;
         p1 = p1 < p0 ? p0 : p1 > kc ? kc : p1;
         for (int64_t j = 0; j < n; j += W)
-            SDPA_NAME(ukr)(p1 - p0, a + i * rsa + p0 * csa, rsa, csa, b + p0 * ldb + j, ldb,
-                           c + i * ldc + j, ldc, acc);
+            SDPA_NAME(ukr)
+            (p1 - p0, a + i * rsa + p0 * csa, rsa, csa, b + p0 * ldb + j, ldb, c + i * ldc + j, ldc,
+             acc);
     }
 }
 
@@ -213,8 +214,8 @@ static void SDPA_NAME(fwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
                 }
         }
         /* O += P V with P(r, c) = St[c][r] */
-        SDPA_NAME(gemm_band)(mrows, Evp, nc, St, 1, BLK, Vr, vld, O, Evp, true, NO_LO,
-                             a->causal ? q0 - c0 : NO_HI);
+        SDPA_NAME(gemm_band)
+        (mrows, Evp, nc, St, 1, BLK, Vr, vld, O, Evp, true, NO_LO, a->causal ? q0 - c0 : NO_HI);
     }
     T *out = (T *)a->out.data + sdpa_batch_offset(&a->out, pl, n);
     T *lse = (T *)a->lse.data + sdpa_batch_offset(&a->lse, pl, n);
@@ -305,8 +306,8 @@ static void SDPA_NAME(bwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
             /* dV += Pv^T dO;  dPv = dO V^T */
             const int64_t band_lo = a->causal ? c0 - q0 : NO_LO;
             const int64_t band_hi = a->causal ? q0 - c0 : NO_HI;
-            SDPA_NAME(gemm_band)(mcols, Evp, nr, Pv, 1, BLK, dO, Evp, dV, Evp, true, band_lo,
-                                 NO_HI);
+            SDPA_NAME(gemm_band)
+            (mcols, Evp, nr, Pv, 1, BLK, dO, Evp, dV, Evp, true, band_lo, NO_HI);
             SDPA_NAME(gemm)(mrows, BLK, Ev, dO, Evp, 1, Vt, BLK, dP, BLK, false);
             /* dS = P (dP - D), dP = dPv through the dropout mask */
             for (int64_t r = 0; r < mrows; r++) {
@@ -322,8 +323,8 @@ static void SDPA_NAME(bwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
             }
             /* dK += dS^T Qs;  dQ (unscaled) += dS K */
             SDPA_NAME(gemm_band)(mcols, Ep, nr, dP, 1, BLK, Qs, Ep, dK, Ep, true, band_lo, NO_HI);
-            SDPA_NAME(gemm_band)(mrows, Ep, nc, dP, BLK, 1, Kb, Ep, dq_acc + q0 * Ep, Ep, true,
-                                 NO_LO, band_hi);
+            SDPA_NAME(gemm_band)
+            (mrows, Ep, nc, dP, BLK, 1, Kb, Ep, dq_acc + q0 * Ep, Ep, true, NO_LO, band_hi);
         }
         T *dk = (T *)a->dk.data + sdpa_batch_offset(&a->dk, pl, n);
         T *dv = (T *)a->dv.data + sdpa_batch_offset(&a->dv, pl, n);
