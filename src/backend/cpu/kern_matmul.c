@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/gemm_small.h"
+#include "backend/cpu/gemv.h"
 #include "backend/cpu/matmul_dnnl.h"
 #include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
@@ -205,10 +206,27 @@ static int blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, i
 GEMM_DIRECT(float)
 GEMM_DIRECT(double)
 
+/* A row times a matrix (m == 1, B's columns contiguous along k: x @ W^T of a linear layer on one
+ * row) or a matrix times a column (n == 1, A's rows contiguous along k), past GEMM_DIRECT_MAX
+ * multiply-adds: gemv.c's dot products, + bias[j * sbias] where bias is given. False where
+ * neither layout holds or the kernel declines (nothing written). */
+static bool gemv_one(const mm_desc *d, const float *a, const float *b, float *c, const float *bias,
+                     int64_t sbias, bool parallel) {
+    if ((double)d->m * (double)d->n * (double)d->k <= GEMM_DIRECT_MAX) return false;
+    const bool a_rows = d->sa[2] == 1 || d->k == 1, b_cols = d->sb[1] == 1 || d->k == 1;
+    if (d->m == 1 && a_rows && b_cols)
+        return ts_gemv_f32(d->n, d->k, a, b, d->sb[2], bias, sbias, c, d->sc[2], parallel);
+    if (d->n == 1 && a_rows && b_cols) /* one bias element for every row */
+        return ts_gemv_f32(d->m, d->k, b, a, d->sa[1], bias, 0, c, d->sc[1], parallel);
+    return false;
+}
+
 /* false: no scratch memory (nothing sensible written) */
 static bool gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, char *c,
                      bool parallel) {
     const double macs = (double)d->m * (double)d->n * (double)d->k;
+    if (!dbl && gemv_one(d, (const float *)a, (const float *)b, (float *)c, NULL, 0, parallel))
+        return true;
     if (!dbl && !tsi_lib_sgemm_near_peak(macs) &&
         ts_gemm_small_f32(d->m, d->n, d->k, (const float *)a, d->sa[1], d->sa[2], (const float *)b,
                           d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
@@ -460,6 +478,10 @@ ADD_ROW(add_row_f64, double)
 void ts_cpu_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
                         const ts_kview *b, const ts_kview *bias) {
     const mm_desc d = mm_desc_of(out, a, b);
+    if (out->dtype == TS_F32 && d.bsz == 1 && d.k > 0 &&
+        gemv_one(&d, (const float *)a->data, (const float *)b->data, (float *)out->data,
+                 (const float *)bias->data, bias->strides[bias->ndim - 1], true))
+        return;
     if (out->dtype == TS_F32 && d.bsz == 1 && d.k > 0 && d.sc[2] == 1) {
         const double macs = (double)d.m * (double)d.n * (double)d.k;
         const bool ta = d.sa[2] != 1 && d.m > 1, tb = d.sb[2] != 1 && d.n > 1;
