@@ -376,6 +376,17 @@ static void check_pool(void) {
                                                       21 % blks[j], blks[j] - 21 % blks[j])))) ==
                       0);
         }
+    /* planes enough to be shared among threads (blocked_planes.c): the same bits on 1 and 2 */
+    const int saved_threads = ts_get_num_threads();
+    for (int threads = 1; threads <= 2; threads++)
+        for (size_t j = 0; j < 2; j++) {
+            ts_set_num_threads(threads);
+            ts_tensor *xt = rnd(TS_SHAPE(1, 192, 14, 14), TS_F32);
+            ts_tensor *yt = tsi_global_avg_pool_blocked(tsi_to_blocked(xt, blks[j]));
+            CHECK(max_diff(yt ? tsi_from_blocked(yt, 192) : NULL,
+                           ts_adaptive_avg_pool2d(xt, 1, 1)) == 0);
+        }
+    ts_set_num_threads(saved_threads);
     /* the others go through ts_mean_dims: a block of 32, float64, non-contiguous, a gradient */
     ts_tensor *x = rnd(TS_SHAPE(2, 40, 3, 5), TS_F32);
     ts_tensor *ref = ts_mean_dims(ts_to_dtype(x, TS_F64), TS_DIMS(2, 3), true);
@@ -437,6 +448,17 @@ static void check_mul(void) {
         CHECK(max_diff(y1, want) == 0);
         CHECK(max_diff(y2, want) == 0);
     }
+    /* planes enough to be shared among threads: the same bits on 1 and 2 */
+    const int saved_threads = ts_get_num_threads();
+    for (int threads = 1; threads <= 2; threads++)
+        for (size_t j = 0; j < sizeof blks / sizeof *blks; j++) {
+            ts_set_num_threads(threads);
+            const int b = blks[j];
+            ts_tensor *x = rnd(TS_SHAPE(1, 12, 14, 14, b), TS_F32),
+                      *s = rnd(TS_SHAPE(1, 12, 1, 1, b), TS_F32);
+            CHECK(max_diff(tsi_mul_channels_blocked(x, s), ts_mul(x, s)) == 0);
+        }
+    ts_set_num_threads(saved_threads);
     CHECK_OK();
     /* not a scale pair, or not the kernel's: NULL and no error (the caller runs its Mul) */
     ts_tensor *x = rnd(TS_SHAPE(2, 3, 5, 7, 8), TS_F32), *s = rnd(TS_SHAPE(2, 3, 1, 1, 8), TS_F32);

@@ -13,7 +13,6 @@
  * oneDNN are taken (kern_conv.c's choice: TS_CONV=builtin none, TS_CONV=dnnl all, by default
  * not those the direct kernels take, except depthwise ones of 16 groups or more); for the others
  * this returns false and the front end runs conv2d on plain copies. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,52 +75,4 @@ bool ts_cpu_conv2d_blocked(const ts_backend *be, int index, float *out, int out_
     const tsi_conv_weight_id wid = {
         .uid = p->weight_uid, .version = p->weight_version, .offset = p->weight_offset};
     return tsi_dnnl_conv_forward_blocked(&g, x, x_block, w, &wid, bias, out, out_block);
-}
-
-/* Each lane of a block is one channel: its plane sits at stride blk. The sums go as
- * kern_pool.c's plane_mean_f32 makes them (16 partial sums, element i into sum i % 16, the tail
- * likewise, then halved pairwise 8, 4, 2, 1, and divided by hw), lane by lane: the same bits as
- * the plain layout's global average pooling. */
-void ts_cpu_global_avg_pool_blocked(const ts_backend *be, int index, float *out, const float *x,
-                                    int64_t n_cb, int64_t hw, int blk) {
-    (void)be, (void)index;
-    enum { MAX_BLK = 16 };
-    if (blk < 1 || blk > MAX_BLK) return;
-    for (int64_t p = 0; p < n_cb; p++) {
-        const float *xp = x + p * hw * blk;
-        float acc[16][MAX_BLK] = {{0}};
-        int64_t i = 0;
-        for (; i + 16 <= hw; i += 16)
-            for (int j = 0; j < 16; j++)
-                for (int l = 0; l < blk; l++) acc[j][l] += xp[(i + j) * blk + l];
-        for (int j = 0; i < hw; i++, j++)
-            for (int l = 0; l < blk; l++) acc[j][l] += xp[i * blk + l];
-        for (int w = 8; w > 0; w /= 2)
-            for (int j = 0; j < w; j++)
-                for (int l = 0; l < blk; l++) acc[j][l] += acc[j + w][l];
-        for (int l = 0; l < blk; l++) out[p * blk + l] = acc[0][l] / (float)hw;
-    }
-}
-
-/* x times s, s one vector of blk channels per plane: the generic binary kernel walks this
- * broadcast in segments of blk elements (a call per pixel), where the plain layout's is a scalar
- * per plane; here a loop of blk lanes the compiler vectorises (blk 16 and 8 spelled out). */
-#define MUL_PLANES(B)                                                                              \
-    for (int64_t p = 0; p < n_cb; p++) {                                                           \
-        const float *xp = x + p * hw * (B), *sp = s + p * (B);                                     \
-        float *op = out + p * hw * (B);                                                            \
-        for (int64_t i = 0; i < hw; i++)                                                           \
-            for (int l = 0; l < (B); l++) op[i * (B) + l] = xp[i * (B) + l] * sp[l];               \
-    }
-
-void ts_cpu_mul_channels_blocked(const ts_backend *be, int index, float *out, const float *x,
-                                 const float *s, int64_t n_cb, int64_t hw, int blk) {
-    (void)be, (void)index;
-    if (blk == 16) {
-        MUL_PLANES(16)
-    } else if (blk == 8) {
-        MUL_PLANES(8)
-    } else {
-        MUL_PLANES(blk)
-    }
 }

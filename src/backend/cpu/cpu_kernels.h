@@ -49,6 +49,7 @@ bool ts_cpu_conv2d_blocked(const ts_backend *be, int index, float *out, int out_
                            const float *x, int x_block, const float *w, const float *bias,
                            const int64_t nchw[4], const int64_t o_ohw[3], const int64_t khw[2],
                            const ts_conv2d_params *p);
+/* blocked_planes.c: backend.h's global_avg_pool_blocked / mul_channels_blocked */
 void ts_cpu_global_avg_pool_blocked(const ts_backend *be, int index, float *out, const float *x,
                                     int64_t n_cb, int64_t hw, int blk);
 void ts_cpu_mul_channels_blocked(const ts_backend *be, int index, float *out, const float *x,
