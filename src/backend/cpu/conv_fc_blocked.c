@@ -18,24 +18,24 @@ bool ts_conv_fc_blocked_takes(const ts_cgeom *g, int blk) {
            g->ow == 1 && g->n > 0 && g->c > 0 && g->o > 0;
 }
 
-/* Work from this many multiply-adds on (a 1000 x 1024 layer) is cut across threads by rows */
-enum { PARALLEL_MIN_MACS = 1 << 19, ROWS_A_PIECE = 64 };
-
 bool ts_conv_fc_blocked(const ts_cgeom *g, int blk, float *y, const float *x, const float *w,
                         const float *b) {
     if (!ts_conv_fc_blocked_takes(g, blk)) return false;
     const int64_t cbl = (g->c + blk - 1) / blk * blk, obl = (g->o + blk - 1) / blk * blk;
-    const int64_t pieces = (g->o + ROWS_A_PIECE - 1) / ROWS_A_PIECE, items = g->n * pieces;
+    /* threads where gemv.c's products would use them: one image's rows split evenly, or images */
+    const double macs = (double)g->n * (double)g->c * (double)g->o;
+    const bool threads = ts_gemv_piece_rows(g->n * g->o, macs, true) < g->n * g->o;
+    const int64_t piece = g->n == 1 ? ts_gemv_piece_rows(g->o, macs, true) : g->o;
+    const int64_t pieces = (g->o + piece - 1) / piece, items = g->n * pieces;
     const bool wide = blk == 16;
     for (int64_t n = 0; n < g->n; n++) {
         float *yn = y + n * obl;
         for (int64_t o = 0; o < obl; o++) yn[o] = o < g->o && b ? b[o] : 0.0f;
     }
     TS_PARALLEL_FOR_IF(
-        g->n * g->c * g->o >= PARALLEL_MIN_MACS && items > 1,
-        for (int64_t it = 0; it < items; it++) {
-            const int64_t n = it / pieces, o0 = it % pieces * ROWS_A_PIECE;
-            const int64_t o1 = o0 + ROWS_A_PIECE < g->o ? o0 + ROWS_A_PIECE : g->o;
+        threads && items > 1, for (int64_t it = 0; it < items; it++) {
+            const int64_t n = it / pieces, o0 = it % pieces * piece;
+            const int64_t o1 = o0 + piece < g->o ? o0 + piece : g->o;
             ts_gemv_rows_f32(wide, g->c, x + n * cbl, w, g->c, y + n * obl, 1, o0, o1);
         });
     if (g->act != TS_CONV_ACT_NONE)

@@ -4,10 +4,10 @@
  * memory, not arithmetic, decides. The kernel reads four weight rows at a time in vectors of 16
  * (AVX-512) or 8 (AVX2) against x loaded once for the four, one register of partial sums per
  * row; the tail of k is one zero-padded vector of x and of each row. Threads split the rows in
- * pieces of ROWS_A_PIECE, each row summed by one thread in an order fixed by k, so the result is
- * the same for any thread count. MobileNetV3-Small's classifier (576 -> 1024 -> 1000 at batch 1,
- * 6.5 MB of weights) took 16% of the model's time in oneDNN's sgemm (its GEMV kernel, 22 GB/s);
- * figures in docs/ONNX.md. */
+ * one piece each (ts_gemv_piece_rows), each row summed by one thread in an order fixed by k, so
+ * the result is the same for any thread count. MobileNetV3-Small's classifier (576 -> 1024 -> 1000
+ * at batch 1, 6.5 MB of weights) took 16% of the model's time in oneDNN's sgemm (its GEMV kernel,
+ * 22 GB/s); figures in docs/ONNX.md. */
 #if defined(__clang__)
 #pragma clang fp contract(fast)
 #elif defined(__GNUC__)
@@ -116,17 +116,21 @@ static bool gemv_enabled(void) {
     return on;
 }
 
-/* Rows a piece of the threads' work, and the multiply-adds from which threads pay for their start
- * (2^16: a 256 KB weight, about 8 us on one Zen 4 core) */
-enum { ROWS_A_PIECE = 64, PARALLEL_MIN_MACS = 1 << 16 };
+/* The multiply-adds from which threads pay for their start: 2^14, a 64 KB weight (the squeeze-
+ * excitation's 240 x 64 and larger), about 2 us on one Zen 4 core against about 1 us to wake the
+ * second thread (MobileNetV3-Small at batch 1 ran these on one thread while the other waited) */
+enum { PARALLEL_MIN_MACS = 1 << 14 };
 
-static bool threads_pay(bool parallel, double macs, int64_t pieces) {
+int64_t ts_gemv_piece_rows(int64_t rows, double macs, bool parallel) {
 #ifdef TS_HAVE_OPENMP
-    return parallel && pieces > 1 && macs >= PARALLEL_MIN_MACS && omp_get_max_threads() > 1 &&
-           !omp_in_parallel();
+    const int threads = omp_get_max_threads();
+    if (!parallel || macs < PARALLEL_MIN_MACS || threads < 2 || omp_in_parallel() || rows <= 4)
+        return rows > 0 ? rows : 1;
+    const int64_t piece = (rows + threads - 1) / threads;
+    return (piece + 3) / 4 * 4;
 #else
-    (void)parallel, (void)macs, (void)pieces;
-    return false;
+    (void)macs, (void)parallel;
+    return rows > 0 ? rows : 1;
 #endif
 }
 
@@ -135,12 +139,11 @@ bool ts_gemv_f32(int64_t n, int64_t k, const float *x, const float *w, int64_t l
     const ts_cpu_isa isa = ts_cpu_isa_get();
     if (!ts_gemv_rows_present() || isa == TS_ISA_GENERIC || !gemv_enabled()) return false;
     const bool wide = isa == TS_ISA_AVX512;
-    const int64_t pieces = (n + ROWS_A_PIECE - 1) / ROWS_A_PIECE;
+    const int64_t piece = ts_gemv_piece_rows(n, (double)n * (double)k, parallel);
+    const int64_t pieces = (n + piece - 1) / piece;
     TS_PARALLEL_FOR_IF(
-        threads_pay(parallel, (double)n * (double)k, pieces),
-        for (int64_t it = 0; it < pieces; it++) {
-            const int64_t o0 = it * ROWS_A_PIECE,
-                          o1 = o0 + ROWS_A_PIECE < n ? o0 + ROWS_A_PIECE : n;
+        pieces > 1, for (int64_t it = 0; it < pieces; it++) {
+            const int64_t o0 = it * piece, o1 = o0 + piece < n ? o0 + piece : n;
             for (int64_t o = o0; o < o1; o++) y[o * sy] = bias ? bias[o * sbias] : 0.0f;
             ts_gemv_rows_f32(wide, k, x, w, ldw, y, sy, o0, o1);
         });

@@ -28,6 +28,11 @@ bool ts_gemv_rows_present(void);
 bool ts_gemv_f32(int64_t n, int64_t k, const float *x, const float *w, int64_t ldw,
                  const float *bias, int64_t sbias, float *y, int64_t sy, bool parallel);
 
+/* The rows of one thread's piece of an n-row product of `macs` multiply-adds: all n where threads
+ * do not pay for their start (or `parallel` is false, or a parallel region is running), else n
+ * split evenly among OpenMP's threads, rounded up to a multiple of 4. */
+int64_t ts_gemv_piece_rows(int64_t n, double macs, bool parallel);
+
 /* Tests and benchmarks: false turns ts_gemv_f32 off (every call returns false), true back on. */
 void ts_gemv_enable(bool on);
 
