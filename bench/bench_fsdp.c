@@ -5,9 +5,10 @@
  * 8 a rank) or gpt124m (12 layers, d 768, 12 heads, context 256, batch 2 a rank), both with the
  * byte vocabulary (256); MODE fsdp (stage 3, each block a unit), fsdp1, fsdp2 (stages 1, 2), ddp,
  * or plain (no wrapper: each rank steps alone on its batch). AdamW. Rank 0 prints "MODEL MODE key
- * value" lines: the median step (ms), every rank's peak allocated bytes (the allocator's
- * statistics) and peak resident set above the process's before the model was built (MB), over the
- * timed steps.
+ * value" lines: the median step (ms), its own CPU time a step (ms, medians: the process's and the
+ * calling thread's; the difference is mostly the communication thread's, waiting included), every
+ * rank's peak allocated bytes (the allocator's statistics) and peak resident set above the
+ * process's before the model was built (MB), over the timed steps.
  *
  * bench_fsdp memory [LAYERS]: the 124M GPT (LAYERS blocks, default 12) under stage 3: each rank's
  * peak allocated memory over a step beside the formula's terms: 16 bytes a parameter / N, two
@@ -31,11 +32,13 @@ static void die_on_error(const char *what) {
     exit(1);
 }
 
-static double now(void) {
+static double clock_s(clockid_t c) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(c, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -131,23 +134,30 @@ static int speed(const gpt_case *c, const char *mode, int iters) {
     ts_dist_barrier();
     ts_memory_reset_peak(cpu);
     rss_reset();
-    double *t = malloc((size_t)iters * sizeof *t);
+    double *t = malloc(3 * (size_t)iters * sizeof *t), *tp = t + iters, *tt = tp + iters;
     for (int i = 0; i < iters; i++) {
         ts_dist_barrier();
-        double t0 = now();
+        double t0 = now(), p0 = clock_s(CLOCK_PROCESS_CPUTIME_ID),
+               h0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
         step(net, opt, x, y, c->cfg.vocab_size);
         t[i] = now() - t0;
+        tp[i] = clock_s(CLOCK_PROCESS_CPUTIME_ID) - p0;
+        tt[i] = clock_s(CLOCK_THREAD_CPUTIME_ID) - h0;
     }
     die_on_error("step");
     ts_mem_stats ms = {0};
     ts_memory_stats(cpu, &ms);
     const long hwm = status_kb("VmHWM:");
     qsort(t, (size_t)iters, sizeof *t, cmp_d);
+    qsort(tp, (size_t)iters, sizeof *t, cmp_d);
+    qsort(tt, (size_t)iters, sizeof *t, cmp_d);
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s %s", c->name, mode);
     if (rank == 0) {
         printf("%s params %.3f\n", prefix, (double)nparams / 1e6);
         printf("%s step %.3f\n", prefix, t[iters / 2] * 1e3);
+        printf("%s cpu_process_ms %.3f\n", prefix, tp[iters / 2] * 1e3);
+        printf("%s cpu_thread_ms %.3f\n", prefix, tt[iters / 2] * 1e3);
         fflush(stdout);
     }
     print_ranks(prefix, "peak_alloc_mb", (double)ms.peak_allocated / 1e6);

@@ -38,6 +38,7 @@ awk '
     $3 == "step" { if (FILENAME ~ /ts.txt/) keep(ts, $1 SUBSEP $2 SUBSEP "step", $4); else keep(pt, $1 SUBSEP $2 SUBSEP "step", $4)
                    if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
     $3 == "params" { params[$1] = $4 }
+    $3 == "cpu_process_ms" || $3 == "cpu_thread_ms" { if (FILENAME ~ /ts.txt/) keep(ts, $1 SUBSEP $2 SUBSEP $3, $4) }
     $3 == "peak_rss_mb" || $3 == "peak_alloc_mb" {
         v = $4; for (i = 5; i <= NF; i++) v = max2(v, $i)
         if (FILENAME ~ /ts.txt/) keep(ts, $1 SUBSEP $2 SUBSEP $3, v); else keep(pt, $1 SUBSEP $2 SUBSEP $3, v) }
@@ -58,6 +59,14 @@ awk '
         print "RSS = peak resident set (VmHWM, reset after the warm-up) less the resident set before the model"
         print "was built, the one measure both sides have (PyTorch keeps no CPU allocator statistics)."
         print "plain (PLAIN=1): no wrapper, each rank steps alone, both at once (0: not run)."
+        for (i = 1; i <= n; i++)
+            for (j = 1; j <= 3; j++) {
+                mode = j == 1 ? "fsdp" : j == 2 ? "ddp" : "plain"
+                if ((order[i], mode, "cpu_process_ms") in ts)
+                    printf "Ts %s %s, rank 0'"'"'s CPU ms a step: process %.1f, calling thread %.1f, the rest %.1f\n",
+                           order[i], mode, ts[order[i], mode, "cpu_process_ms"], ts[order[i], mode, "cpu_thread_ms"],
+                           ts[order[i], mode, "cpu_process_ms"] - ts[order[i], mode, "cpu_thread_ms"]
+            }
     }' "$tmp/ts.txt" "$tmp/pt.txt"
 if [ "${MEMORY:-0}" = 1 ]; then
     mpirun -np 4 $root --oversubscribe --bind-to none "$bin" memory

@@ -5,8 +5,9 @@
  * inputs; a buffer larger than a DDP bucket; the internal forms DDP uses; and the errors:
  * mismatched shapes, dtypes and collectives across ranks (each rank names the other), one rank's own
  * bad argument, src out of range, AVG on integers, a cuda tensor, subgroups and their non-members,
- * calls before init and init twice. Values are small integers per rank, so every expected result
- * is exact in every dtype; the test computes them itself. */
+ * calls before init and init twice; Open MPI's idle waits set to yield when no core is spare, a
+ * user's choice kept. Values are small integers per rank, so every expected result is exact in
+ * every dtype; the test computes them itself. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdio.h>
 #include <stdlib.h>
@@ -682,9 +683,34 @@ static void before_init(void) {
     ts_release(t);
 }
 
+/* Open MPI's idle waits (process_group.c): ts_dist_init joining MPI on a machine whose compute
+ * threads fill every core sets mpi_yield_when_idle, unless the user chose (a value already in the
+ * environment stays: ctest's _np2_spin run); a world of one without a launcher leaves it alone.
+ * The threads are raised to the cores first (0: all), so that no core is spare on any machine
+ * with OpenMP. */
+#define YIELD_VAR "OMPI_MCA_mpi_yield_when_idle"
+static ts_status init_checking_yield(void) {
+    const char *u = getenv(YIELD_VAR);
+    char user[32] = "";
+    if (u) snprintf(user, sizeof user, "%s", u);
+    const int threads = ts_get_num_threads();
+    ts_set_num_threads(0);
+    const bool spare = tsi_dist_core_spare(ts_dist_local_world_size());
+    ts_status st = ts_dist_init((ts_dist_opts){0});
+    ts_set_num_threads(threads);
+    const char *now = getenv(YIELD_VAR);
+    if (u)
+        CHECK(now && !strcmp(now, user));
+    else if (st == TS_OK && getenv("OMPI_COMM_WORLD_SIZE") && !spare)
+        CHECK(now && !strcmp(now, "1"));
+    else
+        CHECK(now == NULL);
+    return st;
+}
+
 int main(void) {
     before_init();
-    if (ts_dist_init((ts_dist_opts){0}) == TS_ERR_UNSUPPORTED && !ts_dist_is_available())
+    if (init_checking_yield() == TS_ERR_UNSUPPORTED && !ts_dist_is_available())
         return ts_test_skip("%s", ts_error_message()); /* a launcher, and no MPI built */
     CHECK_OK();
     EXPECT_ERR(ts_dist_init((ts_dist_opts){0}), TS_ERR_STATE,

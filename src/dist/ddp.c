@@ -131,9 +131,7 @@ static bool choose_overlap(int opt) {
     const char *env = getenv("TS_DDP_OVERLAP");
     if (env && *env) return strcmp(env, "0") != 0;
     if (opt != TS_DDP_OVERLAP_AUTO) return opt == TS_DDP_OVERLAP_ON;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int local = ts_dist_local_world_size() > 0 ? ts_dist_local_world_size() : 1;
-    return cores > (long)local * ts_get_num_threads();
+    return tsi_dist_core_spare(ts_dist_local_world_size());
 }
 
 ts_module *ts_ddp(ts_module *module, ts_ddp_opts o) {

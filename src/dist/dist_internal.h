@@ -40,6 +40,10 @@ ts_status tsi_dist_all_gather_bytes(const void *in, size_t n, void *out, ts_dist
  * allocation that could fail once the group started, so a rank that ran out of memory still
  * takes part; a broken group fails at once with its error. */
 bool tsi_dist_agree(const char *op, bool ok, ts_dist_group *g);
+/* Whether this machine has a core beyond the compute threads of its `local_ranks` ranks (each
+ * ts_get_num_threads() threads): what the communication threads need to overlap without taking a
+ * core from compute (DDP's overlap AUTO; MPI's idle waits spin or yield, process_group.c). */
+bool tsi_dist_core_spare(int local_ranks);
 /* The world rank of the group's member r (r in [0, size)). */
 int tsi_dist_group_world_rank(ts_dist_group *g, int r);
 /* Seconds the communication thread spent executing this work item (0 until it finished: call it

@@ -167,7 +167,25 @@ bool ts_dist_is_available(void) {
 
 bool ts_dist_is_initialized(void) { return tsd_w.initialized; }
 
+bool tsi_dist_core_spare(int local_ranks) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > (long)(local_ranks > 0 ? local_ranks : 1) * ts_get_num_threads();
+}
+
 #ifdef TS_HAVE_MPI
+/* Open MPI's blocking collectives spin in opal_progress while they wait for a slower rank, and
+ * each group's communication thread runs them beside the compute threads. Where those fill every
+ * core, the spinning thread takes a core from them: on 2 cores, 2 ranks x 1 thread, the GPT-mini's
+ * FSDP step (its gathers prefetched in forward, its reduce-scatters launched during backward) spent
+ * 22-61 ms of CPU a step there, quiet to loaded, 10-14 ms when the waits yield
+ * (docs/DISTRIBUTED.md). mpi_yield_when_idle makes an idle wait yield the core (what Open MPI does
+ * by itself only when it sees more ranks than cores). Read by MPI_Init, so set before it, unless
+ * the user chose (the variable, or mpirun's --mca, which sets it). */
+#define YIELD_VAR "OMPI_MCA_mpi_yield_when_idle"
+static void yield_when_no_core_spare(void) {
+    if (!tsi_dist_core_spare(ts_dist_local_world_size())) setenv(YIELD_VAR, "1", 0);
+}
+
 static ts_status mpi_fail_init(const char *call, int rc) {
     char s[MPI_MAX_ERROR_STRING];
     int len = 0;
@@ -183,6 +201,7 @@ static ts_status init_mpi(void) {
         /* the program joined MPI itself: use it, and leave MPI_Finalize to the program */
         MPI_Query_thread(&provided);
     } else {
+        yield_when_no_core_spare();
         int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
         if (rc != MPI_SUCCESS) return mpi_fail_init("MPI_Init_thread", rc);
         tsd_w.mpi_owned = true;
