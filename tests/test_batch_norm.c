@@ -175,7 +175,8 @@ static ts_tensor *param(const double *p, int64_t c, ts_dtype dt, ts_device dev, 
 /* One case with input x of dtype dt and the parameters and running statistics of dtype pt (dt,
  * or float32 with a half dt: autocast's mixed batch norm). */
 static void run_case(const bn_case *k, ts_dtype dt, ts_dtype pt, ts_device dev) {
-    /* halves: CUDA's composition computes in the half dtype, beyond the float32 kernels' bounds */
+    /* halves on CUDA: the composition (float32 on the widened input, x * scale + shift) has
+     * other roundings than the kernels' bounds describe (channels far from zero) */
     if (ts_test_is_half(dt) && dev.type == TS_CUDA) return;
     /* eps 1e-12 over a tiny variance: dx reaches 5.6e5, beyond float16's 65504 (inf is its
      * rounding) */
