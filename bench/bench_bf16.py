@@ -8,9 +8,11 @@ the best of 1 and 2 threads; prints "name ms" lines (GFLOP/s for the products).
 
 Usage: PYTHONPATH=build/python python3 bench/bench_bf16.py tessera [quick|full [PREFIX]]
        /opt/torch2/bin/torch-python bench/bench_bf16.py torch [quick|full [PREFIX]]
-(PREFIX: only the cases whose name starts with it, e.g. resnet18)
+(PREFIX: only the cases whose name starts with it, e.g. resnet18; BENCH_CPU_TIME=1: one thread,
+the process's CPU time instead of wall time, for A/B runs on a loaded host)
 (bench/run_bf16.sh runs both and prints the ratios with the CPU's ISA and oneDNN's kernels.)"""
 import importlib
+import os
 import sys
 import time
 
@@ -19,16 +21,18 @@ nn = torch.nn
 F = torch.nn.functional
 QUICK = len(sys.argv) > 2 and sys.argv[2] == "quick"
 ONLY = sys.argv[3] if len(sys.argv) > 3 else ""
+CPU_TIME = os.environ.get("BENCH_CPU_TIME") == "1"
+clock = time.process_time if CPU_TIME else time.perf_counter
 
 
 def timed(fn, reps, rounds=3):
     """best ms per call over `rounds` rounds of `reps` calls (a warm-up round first)"""
     best = float("inf")
     for r in range(rounds + 1):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(reps):
             fn()
-        dt = (time.perf_counter() - t0) / reps * 1e3
+        dt = (clock() - t0) / reps * 1e3
         if r:
             best = min(best, dt)
     return best
@@ -70,7 +74,6 @@ def gpt_step_case(autocast, reps):
     if torch.__name__ == "tessera":
         model = nn.GPT(vocab_size=V, context=T, n_layer=4, n_head=4, n_embd=256)
     else:
-        import os
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
         from gen_golden_gpt import GPT  # Tessera's GPT in PyTorch, same structure and init
         model = GPT(vocab=V, context=T, d=256, heads=4, layers=4)
@@ -98,7 +101,6 @@ def mlp():
 def resnet18_cifar():
     if torch.__name__ == "tessera":
         return nn.models.resnet18(num_classes=10, cifar_stem=True)
-    import os
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
     from gen_golden_resnet import resnet18  # torchvision's, with the CIFAR stem
     return resnet18(num_classes=10, cifar_stem=True)
@@ -123,7 +125,7 @@ def main():
         if not name.startswith(ONLY):
             continue
         best, rate = float("inf"), None
-        for threads in (1, 2):
+        for threads in (1,) if CPU_TIME else (1, 2):
             torch.set_num_threads(threads)
             ms, r = fn()
             if ms < best:

@@ -21,8 +21,9 @@
  *         Tensor_Scalar, Scalar), softplus, layer_norm, nll_loss, l1_loss, smooth_l1_loss,
  *         mse_loss,
  * binary_cross_entropy_with_logits, logsumexp; fp32_set_opt_dtype: sum, prod, softmax, log_softmax;
- * cross_entropy (PyTorch's composite of log_softmax + nll_loss, both fp32); batch_norm (MPS's fp32
- * list; see docs/AMP.md)                                                      -> F32/LOW/MIX: F
+ * cross_entropy (PyTorch's composite of log_softmax + nll_loss, both fp32)    -> F32/LOW/MIX: F
+ *   batch_norm: on no CPU or CUDA list (their kernels take a half input with f32 parameters and
+ *   give the input's dtype), as Tessera's                                    -> F32 F, LOW/MIX L
  *   promote: scatter_add (CUDA), cat and stack (CPU's promote list), where (promotes natively)
  *                                                                             -> F32 F, LOW L, MIX
  * F not listed (mean, var, sqrt, atan, erf, relu, add): run on their inputs as they are. Only
@@ -141,7 +142,7 @@ static const row rows[] = {
     {"cross_entropy", K_CE, a_ce, "FFFDX"},
     {"nll_loss", K_CE, a_nll, "FFFDX"},
     {"layer_norm", K_NORM, a_layer_norm, "FFFDX"},
-    {"batch_norm", K_NORM, a_batch_norm, "FFFDX"},
+    {"batch_norm", K_NORM, a_batch_norm, "FLLDX"},
     /* promote */
     {"cat", K_BINARY, a_cat, "FLFDI"},
     {"stack", K_BINARY, a_stack, "FLFDI"},

@@ -37,6 +37,8 @@ typedef enum tsi_ac_policy {
     TSI_AC_LOWER,    /* eligible inputs to the region's dtype (f16/bf16) */
     TSI_AC_FP32,     /* eligible inputs to float32 */
     TSI_AC_PROMOTE,  /* eligible inputs to the widest of them (f32 when any is f32) */
+    TSI_AC_KEEP,     /* nothing cast, but autocast off inside the op (its kernels take the lower
+                      * dtype with f32 parameters: PyTorch's unlisted native batch_norm) */
 } tsi_ac_policy;
 tsi_ac_policy tsi_autocast_policy(const char *op);
 

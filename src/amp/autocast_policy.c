@@ -15,12 +15,13 @@ typedef struct policy_entry {
 /* Sorted by name (bsearch). Not listed (NONE): everything else, e.g. mean, var, sqrt, relu, the
  * pools, add/mul (which promote by type promotion anyway) and every in-place op, as in PyTorch. */
 static const policy_entry table[] = {
-    /* fp32: CUDA's list is binary_cross_entropy_with_logits, l1/smooth_l1/mse/nll loss ...;
-     * batch_norm is on MPS's fp32 list (Tessera's composite batch norm would otherwise compute
-     * its statistics in bf16; cudnn computes them in f32) */
+    /* fp32: CUDA's list is binary_cross_entropy_with_logits, l1/smooth_l1/mse/nll loss ... */
     {"acos", TSI_AC_FP32},
     {"asin", TSI_AC_FP32},
-    {"batch_norm", TSI_AC_FP32},
+    /* batch_norm is on neither CPU's nor CUDA's list: their kernels take a half input with float32
+     * parameters and compute in float32 (Tessera's fused kernels and composition too), so a bf16
+     * input stays bf16; KEEP only keeps autocast off for the ops it is made of */
+    {"batch_norm", TSI_AC_KEEP},
     {"binary_cross_entropy_with_logits", TSI_AC_FP32},
     {"bmm", TSI_AC_LOWER},
     /* promote: cat and stack are on PyTorch's CPU promote list (CUDA's cat promotes natively) */

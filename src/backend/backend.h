@@ -189,7 +189,9 @@ typedef struct ts_layer_norm_args {
 /* Fused batch normalisation in training mode (PyTorch's native_batch_norm and
  * native_batch_norm_backward) over x viewed as [n, c, hw] (hw = the product of the dims after the
  * channels, 1 for [N, C]). Every view is contiguous, on the backend's device, of one float dtype
- * T, except mean, invstd and var (f64 for f64 inputs, f32 otherwise):
+ * T, except mean, invstd and var (f64 for f64 inputs, f32 otherwise) and, for an f16 / bf16 x
+ * (PyTorch's mixed batch norm: autocast's), weight, bias, dweight and dbias, which are f32 there
+ * (x, y, dy and dx of x's dtype; the math in float, each output rounded once):
  *   x, y, dy, dx: n * c * hw elements in [n, c, hw] order; weight, bias, dweight, dbias, mean,
  *   invstd, var: c elements (the kernels read only the views' data and dtype).
  * A view whose data is NULL is absent (no weight, no bias) or not wanted (var, dx, dweight,

@@ -5,9 +5,9 @@
  * one of the six tensors they come from changes (an optimizer step, ts_module_load_state_dict,
  * any in-place op, ts_module_to) or is replaced; the module's parameters and buffers are never
  * written. Anything else (training, gradients recorded, a trace, autocast, a module that is not
- * the built-in one) runs the modules one after the other as before, but for one case: under a
- * bf16 autocast region the convolution takes and gives float32 (tsi_conv2d_f32io), the casts
- * around it done inside its kernels. ts_set_eval_fusion(false) turns off both. */
+ * the built-in one) runs the modules one after the other as before; under a bf16 autocast region
+ * that keeps the activations in bf16 (the batch-norm takes the convolution's bf16 output, with
+ * float32 parameters and statistics). ts_set_eval_fusion(false) turns the fold off. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -182,32 +182,7 @@ static ts_tensor *unfused(ts_module *conv, ts_module *bn, ts_module *act, ts_ten
     return act ? ts_forward(act, y) : y;
 }
 
-/* Under a bf16 autocast region the convolution's bf16 result goes to the batch-norm, whose policy
- * casts it to float32 (TSI_AC_FP32): a built-in Conv2d without bias or hooks runs as
- * tsi_conv2d_f32io instead, the same bits with no cast passes, then the modules as before. True
- * with *y (NULL on error) when it ran. */
-static bool autocast_f32io(ts_module *conv, ts_module *bn, ts_tensor *x, ts_tensor **y) {
-    tsi_conv2d_parts cp;
-    tsi_batch_norm2d_parts bp;
-    if (!tsi_autocast_any || !bn || !x || atomic_load_explicit(&fusion_off, memory_order_relaxed) ||
-        !tsi_conv2d_parts_of(conv, &cp) || cp.b || conv->impl->hooks ||
-        !tsi_batch_norm2d_parts_of(bn, &bp))
-        return false;
-    int depth = ts_scope_depth();
-    ts_scope_begin(); /* as ts_forward: the caller's scope gets the result alone */
-    if (ts_scope_depth() != depth + 1) return *y = NULL, true; /* out of host memory */
-    const bool ran = tsi_conv2d_f32io(x, cp.w, cp.o, y);
-    *y = ts_keep(*y);
-    ts_scope_end();
-    return ran;
-}
-
 ts_tensor *ts_forward_conv_bn(ts_module *conv, ts_module *bn, ts_module *act, ts_tensor *x) {
-    ts_tensor *yf;
-    if (autocast_f32io(conv, bn, x, &yf)) {
-        if (yf) yf = ts_forward(bn, yf);
-        return yf && act ? ts_forward(act, yf) : yf;
-    }
     plan p;
     if (!plan_of(conv, bn, act, x, &p)) return unfused(conv, bn, act, x);
     const tsi_conv_act a = p.relu ? TSI_CONV_ACT_RELU : TSI_CONV_ACT_NONE;

@@ -41,7 +41,7 @@ ts_tensor *tsi_layer_norm_fused(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor
 
 /* The fused norms' backward (node inputs x, weight, bias): begin casts the output gradient go to
  * x's dtype, contiguous (dy), and makes uninitialised tensors for the gradients the node needs
- * (g[0] of x's shape, g[1] and g[2] of the weight's and bias's; NULL where not needed); false,
+ * (g[0] of x's shape and dtype, g[1] and g[2] of the weight's and bias's; NULL where not needed); false,
  * with everything released and the error recorded, when that fails. end releases dy and hands
  * the gradients to gi (ok) or releases them. */
 typedef struct tsi_norm_grads {
@@ -53,7 +53,7 @@ void tsi_norm_grads_end(tsi_norm_grads *r, bool ok, ts_tensor **gi);
 
 /* batch_norm in training mode through the backend's fused kernels (batch_norm_fused.c): whether
  * they take x's shape (already checked) in dtype dt, and the op through them (x, w and b of one
- * dtype, as for layer_norm). mean_out and var_out
+ * dtype, as for layer_norm, or a float16 / bfloat16 x with float32 w and b). mean_out and var_out
  * (both or neither): the batch's per-channel mean and biased variance ([C], float32 or float64
  * for a float64 input, owned by the open scope), for the running statistics. */
 bool tsi_batch_norm_fused_takes(ts_tensor *x, ts_dtype dt);

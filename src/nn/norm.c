@@ -36,6 +36,26 @@ static ts_tensor *as_dtype(ts_tensor *t, ts_dtype dt) {
     return t && t->dtype != dt ? ts_to_dtype(t, dt) : t;
 }
 
+static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
+
+/* The dtypes batch_norm's fused kernels run in: *dt for the input, *pt for the affine
+ * parameters; false: the composition runs. A float16 / bfloat16 x with float32 parameters (or its
+ * own dtype's, cast to float32) runs as it is where the kernels take it: PyTorch's CPU kernel for
+ * a half input (autocast's batch norm), statistics, parameters and math in float32, the output
+ * rounded once to x's dtype. Otherwise fused_dtype's choice, the parameters in the same dtype. */
+static bool batch_norm_dtypes(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_dtype *dt,
+                              ts_dtype *pt) {
+    const ts_dtype xd = x->dtype;
+    if (is_half(xd) && (!w || w->dtype == TS_F32 || w->dtype == xd) &&
+        (!b || b->dtype == TS_F32 || b->dtype == xd) && batch_norm_takes(x, 0, xd)) {
+        *dt = xd, *pt = TS_F32;
+        return true;
+    }
+    if (!fused_dtype(x, w, b, 0, batch_norm_takes, dt)) return false;
+    *pt = *dt;
+    return true;
+}
+
 /* A per-channel tensor ([C] or NULL) fits channel count c. */
 static bool check_channel(const char *op, ts_tensor *t, const char *what, int64_t c) {
     if (!t || (t->shape.ndim == 1 && t->shape.dims[0] == c)) return true;
@@ -123,11 +143,11 @@ static ts_tensor *batch_norm_op(ts_tensor *x, ts_tensor *running_mean, ts_tensor
     ts_tensor *mean, *var;
     /* training: the backend's fused kernels when they take this dtype; else the composition
      * below, which is also the reference the tests compare them with */
-    ts_dtype dt;
-    if (training && fused_dtype(x, w, b, 0, batch_norm_takes, &dt)) {
+    ts_dtype dt, pt;
+    if (training && batch_norm_dtypes(x, w, b, &dt, &pt)) {
         mean = var = NULL;
         const bool running = running_mean || running_var;
-        ts_tensor *y = tsi_batch_norm_fused(as_dtype(x, dt), as_dtype(w, dt), as_dtype(b, dt), eps,
+        ts_tensor *y = tsi_batch_norm_fused(as_dtype(x, dt), as_dtype(w, pt), as_dtype(b, pt), eps,
                                             running ? &mean : NULL, running ? &var : NULL);
         y = as_dtype(y, x->dtype);
         if (y && running)
@@ -136,14 +156,18 @@ static ts_tensor *batch_norm_op(ts_tensor *x, ts_tensor *running_mean, ts_tensor
         ts_scope_end();
         return y;
     }
+    /* a float16 / bfloat16 input: statistics and math in float32 (as PyTorch's kernels), the
+     * output rounded once to its dtype below */
+    const ts_dtype xd = x->dtype;
+    ts_tensor *xc = is_half(xd) ? as_dtype(x, TS_F32) : x;
     if (training) {
-        mean = ts_mean_dims(x, red, true);
-        var = ts_var_dims(x, red, true, 0); /* biased: what normalises the batch */
+        mean = ts_mean_dims(xc, red, true);
+        var = ts_var_dims(xc, red, true, 0); /* biased: what normalises the batch */
         if (running_mean || running_var)
             update_running_stats(running_mean, running_var, mean, var, momentum, count);
     } else {
-        mean = ts_reshape(running_mean, cshape);
-        var = ts_reshape(running_var, cshape);
+        mean = ts_reshape(is_half(xd) ? as_dtype(running_mean, TS_F32) : running_mean, cshape);
+        var = ts_reshape(is_half(xd) ? as_dtype(running_var, TS_F32) : running_var, cshape);
     }
     /* y = x * scale + shift with per-channel scale = w / sqrt(var + eps) and
      * shift = b - mean * scale: two passes over x, as PyTorch's CPU kernel */
@@ -151,9 +175,9 @@ static ts_tensor *batch_norm_op(ts_tensor *x, ts_tensor *running_mean, ts_tensor
     if (w) scale = ts_mul(scale, ts_reshape(w, cshape));
     ts_tensor *shift = ts_mul(mean, scale);
     shift = b ? ts_sub(ts_reshape(b, cshape), shift) : ts_neg(shift);
-    ts_tensor *y = tsi_nn_add_into(ts_mul(x, scale), shift);
+    ts_tensor *y = tsi_nn_add_into(ts_mul(xc, scale), shift);
     /* f32 statistics or parameters with a half input: the result keeps the input's dtype */
-    if (y && y->dtype != x->dtype) y = ts_to_dtype(y, x->dtype);
+    if (y && y->dtype != xd) y = ts_to_dtype(y, xd);
     y = ts_keep(y);
     ts_scope_end();
     return y;
@@ -161,8 +185,9 @@ static ts_tensor *batch_norm_op(ts_tensor *x, ts_tensor *running_mean, ts_tensor
 
 ts_tensor *ts_batch_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *running_var,
                          ts_tensor *w, ts_tensor *b, bool training, double momentum, double eps) {
-    /* autocast: float32 for the input and the affine parameters; the running statistics are
-     * updated in place, so they are never replaced by copies */
+    /* autocast (TSI_AC_KEEP): nothing is cast; a bfloat16 / float16 input stays in its dtype
+     * with float32 parameters and statistics (PyTorch's CPU batch norm), and the ops below run
+     * with autocast off (the running statistics are updated in place, never replaced) */
     ts_tensor *const ins[5] = {x, w, b, running_mean, running_var};
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, "batch_norm", &x, &w, &b);

@@ -12,7 +12,8 @@ bool tsi_norm_grads_begin(const char *op, ts_node *n, ts_tensor *x, ts_tensor *g
     bool ok = r->dy != NULL;
     for (int i = 0; ok && i < 3; i++)
         if (tsi_node_needs(n, i))
-            ok = (r->g[i] = tsi_new(op, i ? n->in_shape[i] : x->shape, x->dtype, dev)) != NULL;
+            ok = (r->g[i] = tsi_new(op, i ? n->in_shape[i] : x->shape,
+                                    i ? n->in_dtype[i] : x->dtype, dev)) != NULL;
     if (!ok) tsi_norm_grads_end(r, false, NULL);
     return ok;
 }

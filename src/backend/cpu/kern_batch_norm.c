@@ -1,5 +1,6 @@
 /* kern_batch_norm.c — fused batch norm in training mode on the CPU (backend.h's
- * ts_batch_norm_args), forward and backward, f32 and f64, over contiguous [n, c, hw] tensors.
+ * ts_batch_norm_args), forward and backward, f32, f64, f16 and bf16, over contiguous [n, c, hw]
+ * tensors.
  *
  * Forward, per channel: one pass sums d = x - k and d^2 in double (16 logical lanes), k the mean of
  * the channel's first segments (at least 16 elements where there are): mean = k + sum(d) / m and
@@ -14,11 +15,19 @@
  * read memory in long stretches; a channel's sums never depend on its group or the thread count,
  * and nothing needs a workspace. A lone channel runs on one thread.
  * Variants: AVX-512, AVX2 and portable vectors (kern_norm_isa.h), for f32 and f64, chosen by
- * ts_cpu_isa_get(); they give the same bits (no FMA contraction). */
+ * ts_cpu_isa_get(); they give the same bits (no FMA contraction).
+ * f16 / bf16 (PyTorch's CPU batch norm on half input, autocast's): x, y, dy and dx in the half
+ * dtype, the parameters, their gradients and the statistics float32; the float variants read the
+ * segments through float chunks (kern_batch_norm_impl.h), so the result is the float kernel's
+ * on the widened input, rounded once to the half dtype, with half the memory traffic. */
 #include "backend/cpu/kern_norm_common.h"
 #include "backend/cpu/omp_if.h"
 
+#include "backend/cpu/vec_kernels.h"
+
 #define BN_MAX_GROUP 64 /* channels of one task at most */
+/* elements of an f16 / bf16 segment converted to float at a time (a multiple of 16) */
+#define BN_HALF_CHUNK 512
 /* a group's elements per sample, at least (where there are channels) */
 #define BN_GROUP_ELEMS 512
 
@@ -62,8 +71,9 @@ static const bn_variant variants[][2] = {
 
 static bool cpu_batch_norm_supports(const ts_backend *be, int index, const ts_batch_norm_args *a) {
     (void)be, (void)index;
-    return (a->x.dtype == TS_F32 || a->x.dtype == TS_F64) && a->n >= 1 && a->c >= 1 && a->hw >= 1 &&
-           a->n * a->hw >= 2;
+    const ts_dtype d = a->x.dtype;
+    return (d == TS_F32 || d == TS_F64 || d == TS_F16 || d == TS_BF16) && a->n >= 1 && a->c >= 1 &&
+           a->hw >= 1 && a->n * a->hw >= 2;
 }
 
 static void cpu_batch_norm_forward(const ts_backend *be, int index, const ts_batch_norm_args *a) {

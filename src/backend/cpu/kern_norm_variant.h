@@ -7,6 +7,7 @@
  *   LN_TO_D(v)  optionally: an LN_VH as an LN_VD (intrinsics, where GCC's generic vector
  *               conversion takes four instructions for one)
  *   LN_NAME(x)  the name of function x for this variant
+ *   LN_HALF     defined for the float variants (kernels over f16 / bf16 runs compile there)
  * It defines the short names below and the vector helpers, includes NORM_IMPL, and undefines all
  * of it again. Sums run in 16 logical double lanes (lane l takes the elements k with k % 16 == l,
  * held in 16 / LN_WD vectors, a scalar tail added lane by lane) added in one fixed tree. */
@@ -82,3 +83,4 @@ static inline void LN_NAME(lanes)(double *l, const VD *acc) {
 #undef LN_VH
 #undef LN_NAME
 #undef LN_TO_D
+#undef LN_HALF
