@@ -2,7 +2,9 @@
  * reach, where tools/mutate.sh left mutants of src/onnx/ops_*.c alive: a variadic Max / Sum with
  * an absent middle operand, Reshape-1's shape attribute one past the rank limit and longer,
  * QuantizeLinear without a zero point (uint8) and with a scale that fits no axis, and
- * DequantizeLinear's type-mismatch message naming both operands. One-node models built with
+ * DequantizeLinear's type-mismatch message naming both operands, ConvInteger's refusal of an
+ * int16 input, QLinearConv's refusal of a per-channel x_scale, Resize-10's refusal of "cubic"
+ * at load (not at run). One-node models built with
  * xformer_util.h's builders; every expected value is exact (small integers and halves). */
 #include <math.h>
 #include <stdio.h>
@@ -12,12 +14,79 @@
 #include "ts_test.h"
 
 #ifndef TS_HAVE_ONNX
+/* ConvInteger(x int16, w uint8): refused naming x's dtype (only uint8 and int8 are quantized) */
+static void test_conv_integer_int16(void) {
+    begin(10);
+    const int64_t wd[4] = {1, 1, 1, 1}, xd[4] = {1, 1, 2, 2};
+    add_init(cur, tensor("w", UINT8, 4, wd, (const uint8_t[]){2}, 1));
+    op("ConvInteger", "x w", "y");
+    add_input(cur, "x", tensor_type(INT16, 4, xd));
+    output("y");
+    ts_module *m = load(false);
+    if (m) {
+        ts_scope_begin();
+        ts_tensor *x =
+            ts_from_data(TS_SHAPE(1, 1, 2, 2), TS_I16, (const int16_t[]){1, 2, 3, 4}, (ts_opts){0});
+        ts_tensor *y = NULL;
+        CHECK(ts_onnx_run(m, 1, &x, 1, &y) != TS_OK && !y);
+        ts_scope_end();
+    }
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "x must be uint8 or int8, got int16");
+    ts_module_free(m);
+    done();
+}
+
+/* QLinearConv with x_scale of two values: refused naming it (x's scale is per tensor) */
+static void test_qlinear_conv_x_scale(void) {
+    begin(10);
+    const int64_t one = 1, two = 2, wd[4] = {1, 1, 1, 1}, xd[4] = {1, 1, 2, 2};
+    add_init(cur, data_tensor("xs", FLOAT, 1, &two, (const float[]){0.5f, 0.25f}, NULL));
+    add_init(cur, tensor("xz", UINT8, 0, &one, (const uint8_t[]){1}, 1));
+    add_init(cur, tensor("w", UINT8, 4, wd, (const uint8_t[]){2}, 1));
+    add_init(cur, data_tensor("ws", FLOAT, 0, &one, (const float[]){0.5f}, NULL));
+    add_init(cur, tensor("wz", UINT8, 0, &one, (const uint8_t[]){0}, 1));
+    add_init(cur, data_tensor("ys", FLOAT, 0, &one, (const float[]){1.0f}, NULL));
+    add_init(cur, tensor("yz", UINT8, 0, &one, (const uint8_t[]){0}, 1));
+    op("QLinearConv", "x xs xz w ws wz ys yz", "y");
+    add_input(cur, "x", tensor_type(UINT8, 4, xd));
+    output("y");
+    ts_module *m = load(false);
+    if (m) {
+        ts_scope_begin();
+        ts_tensor *x =
+            ts_from_data(TS_SHAPE(1, 1, 2, 2), TS_U8, (const uint8_t[]){1, 2, 3, 4}, (ts_opts){0});
+        ts_tensor *y = NULL;
+        CHECK(ts_onnx_run(m, 1, &x, 1, &y) != TS_OK && !y);
+        ts_scope_end();
+    }
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "x_scale must be one value (per tensor)");
+    ts_module_free(m);
+    done();
+}
+
+/* ------------------------------------------------------------------ resize */
+/* Resize-10 knows nearest and linear only: "cubic" is refused when the model loads */
+static void test_resize10_cubic(void) {
+    begin(10);
+    const int64_t four = 4;
+    add_init(cur, data_tensor("scales", FLOAT, 1, &four, (const float[]){1, 1, 2, 2}, NULL));
+    attr_string(op("Resize", "x scales", "y"), "mode", "cubic");
+    input("x", 4, (const int64_t[]){1, 1, 2, 2});
+    output("y");
+    ts_module *m = load(false);
+    CHECK(!m);
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "mode 'cubic' is not supported");
+    ts_module_free(m);
+    done();
+}
+
 int main(void) { return ts_test_skip("this build has no ONNX support (protobuf-c not found)"); }
 #else
 #include "xformer_util.h"
 
 #define UINT8 ONNX__TENSOR_PROTO__DATA_TYPE__UINT8
 #define INT8  ONNX__TENSOR_PROTO__DATA_TYPE__INT8
+#define INT16 ONNX__TENSOR_PROTO__DATA_TYPE__INT16
 
 /* t's values as doubles equal to want[0..n) */
 static void check_exact(const char *what, ts_tensor *t, const double *want, int64_t n) {
@@ -143,12 +212,81 @@ static void test_dequantize_mismatch(void) {
     done();
 }
 
+/* ConvInteger(x int16, w uint8): refused naming x's dtype (only uint8 and int8 are quantized) */
+static void test_conv_integer_int16(void) {
+    begin(10);
+    const int64_t wd[4] = {1, 1, 1, 1}, xd[4] = {1, 1, 2, 2};
+    add_init(cur, tensor("w", UINT8, 4, wd, (const uint8_t[]){2}, 1));
+    op("ConvInteger", "x w", "y");
+    add_input(cur, "x", tensor_type(INT16, 4, xd));
+    output("y");
+    ts_module *m = load(false);
+    if (m) {
+        ts_scope_begin();
+        ts_tensor *x =
+            ts_from_data(TS_SHAPE(1, 1, 2, 2), TS_I16, (const int16_t[]){1, 2, 3, 4}, (ts_opts){0});
+        ts_tensor *y = NULL;
+        CHECK(ts_onnx_run(m, 1, &x, 1, &y) != TS_OK && !y);
+        ts_scope_end();
+    }
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "x must be uint8 or int8, got int16");
+    ts_module_free(m);
+    done();
+}
+
+/* QLinearConv with x_scale of two values: refused naming it (x's scale is per tensor) */
+static void test_qlinear_conv_x_scale(void) {
+    begin(10);
+    const int64_t one = 1, two = 2, wd[4] = {1, 1, 1, 1}, xd[4] = {1, 1, 2, 2};
+    add_init(cur, data_tensor("xs", FLOAT, 1, &two, (const float[]){0.5f, 0.25f}, NULL));
+    add_init(cur, tensor("xz", UINT8, 0, &one, (const uint8_t[]){1}, 1));
+    add_init(cur, tensor("w", UINT8, 4, wd, (const uint8_t[]){2}, 1));
+    add_init(cur, data_tensor("ws", FLOAT, 0, &one, (const float[]){0.5f}, NULL));
+    add_init(cur, tensor("wz", UINT8, 0, &one, (const uint8_t[]){0}, 1));
+    add_init(cur, data_tensor("ys", FLOAT, 0, &one, (const float[]){1.0f}, NULL));
+    add_init(cur, tensor("yz", UINT8, 0, &one, (const uint8_t[]){0}, 1));
+    op("QLinearConv", "x xs xz w ws wz ys yz", "y");
+    add_input(cur, "x", tensor_type(UINT8, 4, xd));
+    output("y");
+    ts_module *m = load(false);
+    if (m) {
+        ts_scope_begin();
+        ts_tensor *x =
+            ts_from_data(TS_SHAPE(1, 1, 2, 2), TS_U8, (const uint8_t[]){1, 2, 3, 4}, (ts_opts){0});
+        ts_tensor *y = NULL;
+        CHECK(ts_onnx_run(m, 1, &x, 1, &y) != TS_OK && !y);
+        ts_scope_end();
+    }
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "x_scale must be one value (per tensor)");
+    ts_module_free(m);
+    done();
+}
+
+/* ------------------------------------------------------------------ resize */
+/* Resize-10 knows nearest and linear only: "cubic" is refused when the model loads */
+static void test_resize10_cubic(void) {
+    begin(10);
+    const int64_t four = 4;
+    add_init(cur, data_tensor("scales", FLOAT, 1, &four, (const float[]){1, 1, 2, 2}, NULL));
+    attr_string(op("Resize", "x scales", "y"), "mode", "cubic");
+    input("x", 4, (const int64_t[]){1, 1, 2, 2});
+    output("y");
+    ts_module *m = load(false);
+    CHECK(!m);
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "mode 'cubic' is not supported");
+    ts_module_free(m);
+    done();
+}
+
 int main(void) {
     test_variadic_absent();
     test_reshape1_rank();
     test_quantize_no_zero_point();
     test_quantize_scale_misfit();
     test_dequantize_mismatch();
+    test_conv_integer_int16();
+    test_qlinear_conv_x_scale();
+    test_resize10_cubic();
     arena_release();
     return ts_test_finish();
 }
