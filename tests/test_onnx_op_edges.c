@@ -4,7 +4,8 @@
  * QuantizeLinear without a zero point (uint8) and with a scale that fits no axis, and
  * DequantizeLinear's type-mismatch message naming both operands, ConvInteger's refusal of an
  * int16 input, QLinearConv's refusal of a per-channel x_scale, Resize-10's refusal of "cubic"
- * at load (not at run). One-node models built with
+ * at load (not at run), MelWeightMatrix's float32 default, RoiAlign's batch index past the
+ * batch. One-node models built with
  * xformer_util.h's builders; every expected value is exact (small integers and halves). */
 #include <math.h>
 #include <stdio.h>
@@ -76,6 +77,51 @@ static void test_resize10_cubic(void) {
     ts_module *m = load(false);
     CHECK(!m);
     CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "mode 'cubic' is not supported");
+    ts_module_free(m);
+    done();
+}
+
+/* ------------------------------------------------------------------ signal and detection */
+/* MelWeightMatrix without output_datatype: float32 (ONNX's default, 1), [dft / 2 + 1, bins] */
+static void test_mel_default_dtype(void) {
+    begin(17);
+    const int64_t one = 1;
+    add_init(cur, data_tensor("bins", INT64, 0, &one, NULL, (const int64_t[]){4}));
+    add_init(cur, data_tensor("dft", INT64, 0, &one, NULL, (const int64_t[]){16}));
+    add_init(cur, data_tensor("rate", INT64, 0, &one, NULL, (const int64_t[]){8000}));
+    add_init(cur, data_tensor("lo", FLOAT, 0, &one, (const float[]){0}, NULL));
+    add_init(cur, data_tensor("hi", FLOAT, 0, &one, (const float[]){4000}, NULL));
+    op("MelWeightMatrix", "bins dft rate lo hi", "y");
+    output("y");
+    ts_module *m = load(false);
+    CHECK(m);
+    ts_scope_begin();
+    ts_tensor *y = m ? run(m, 0, NULL) : NULL;
+    CHECK(y && ts_dtype_of(y) == TS_F32 && ts_ndim(y) == 2 && ts_size(y, 0) == 9 &&
+          ts_size(y, 1) == 4);
+    ts_scope_end();
+    ts_module_free(m);
+    done();
+}
+
+/* RoiAlign with a batch index two past a batch of one: refused naming the index */
+static void test_roi_align_batch_index(void) {
+    begin(16);
+    const int64_t rd[2] = {1, 4}, one = 1;
+    add_init(cur, data_tensor("rois", FLOAT, 2, rd, (const float[]){0, 0, 2, 2}, NULL));
+    add_init(cur, data_tensor("bi", INT64, 1, &one, NULL, (const int64_t[]){2}));
+    op("RoiAlign", "x rois bi", "y");
+    input("x", 4, (const int64_t[]){1, 1, 4, 4});
+    output("y");
+    ts_module *m = load(false);
+    CHECK(m);
+    if (m) {
+        ts_scope_begin();
+        ts_tensor *x = ts_ones(TS_SHAPE(1, 1, 4, 4), (ts_opts){0}), *y = NULL;
+        CHECK(ts_onnx_run(m, 1, &x, 1, &y) == TS_ERR_ARG && !y);
+        CHECK_ERR_HAS(TS_ERR_ARG, "batch index 2 out of range");
+        ts_scope_end();
+    }
     ts_module_free(m);
     done();
 }
@@ -278,6 +324,51 @@ static void test_resize10_cubic(void) {
     done();
 }
 
+/* ------------------------------------------------------------------ signal and detection */
+/* MelWeightMatrix without output_datatype: float32 (ONNX's default, 1), [dft / 2 + 1, bins] */
+static void test_mel_default_dtype(void) {
+    begin(17);
+    const int64_t one = 1;
+    add_init(cur, data_tensor("bins", INT64, 0, &one, NULL, (const int64_t[]){4}));
+    add_init(cur, data_tensor("dft", INT64, 0, &one, NULL, (const int64_t[]){16}));
+    add_init(cur, data_tensor("rate", INT64, 0, &one, NULL, (const int64_t[]){8000}));
+    add_init(cur, data_tensor("lo", FLOAT, 0, &one, (const float[]){0}, NULL));
+    add_init(cur, data_tensor("hi", FLOAT, 0, &one, (const float[]){4000}, NULL));
+    op("MelWeightMatrix", "bins dft rate lo hi", "y");
+    output("y");
+    ts_module *m = load(false);
+    CHECK(m);
+    ts_scope_begin();
+    ts_tensor *y = m ? run(m, 0, NULL) : NULL;
+    CHECK(y && ts_dtype_of(y) == TS_F32 && ts_ndim(y) == 2 && ts_size(y, 0) == 9 &&
+          ts_size(y, 1) == 4);
+    ts_scope_end();
+    ts_module_free(m);
+    done();
+}
+
+/* RoiAlign with a batch index two past a batch of one: refused naming the index */
+static void test_roi_align_batch_index(void) {
+    begin(16);
+    const int64_t rd[2] = {1, 4}, one = 1;
+    add_init(cur, data_tensor("rois", FLOAT, 2, rd, (const float[]){0, 0, 2, 2}, NULL));
+    add_init(cur, data_tensor("bi", INT64, 1, &one, NULL, (const int64_t[]){2}));
+    op("RoiAlign", "x rois bi", "y");
+    input("x", 4, (const int64_t[]){1, 1, 4, 4});
+    output("y");
+    ts_module *m = load(false);
+    CHECK(m);
+    if (m) {
+        ts_scope_begin();
+        ts_tensor *x = ts_ones(TS_SHAPE(1, 1, 4, 4), (ts_opts){0}), *y = NULL;
+        CHECK(ts_onnx_run(m, 1, &x, 1, &y) == TS_ERR_ARG && !y);
+        CHECK_ERR_HAS(TS_ERR_ARG, "batch index 2 out of range");
+        ts_scope_end();
+    }
+    ts_module_free(m);
+    done();
+}
+
 int main(void) {
     test_variadic_absent();
     test_reshape1_rank();
@@ -287,6 +378,8 @@ int main(void) {
     test_conv_integer_int16();
     test_qlinear_conv_x_scale();
     test_resize10_cubic();
+    test_mel_default_dtype();
+    test_roi_align_batch_index();
     arena_release();
     return ts_test_finish();
 }
