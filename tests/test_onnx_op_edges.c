@@ -5,7 +5,7 @@
  * DequantizeLinear's type-mismatch message naming both operands, ConvInteger's refusal of an
  * int16 input, QLinearConv's refusal of a per-channel x_scale, Resize-10's refusal of "cubic"
  * at load (not at run), MelWeightMatrix's float32 default, RoiAlign's batch index past the
- * batch. One-node models built with
+ * batch, GridSample's reflection past a second border. One-node models built with
  * xformer_util.h's builders; every expected value is exact (small integers and halves). */
 #include <math.h>
 #include <stdio.h>
@@ -122,6 +122,30 @@ static void test_roi_align_batch_index(void) {
         CHECK_ERR_HAS(TS_ERR_ARG, "batch index 2 out of range");
         ts_scope_end();
     }
+    ts_module_free(m);
+    done();
+}
+
+/* GridSample (nearest, reflection, align_corners) of a row 10 20 30 40 at x = 3.2: unnormalised
+ * (3.2 + 1) / 2 * 3 = 6.3, one full range (3) past the right border and 0.3 more, so reflected
+ * twice: 0 + 0.3 (ONNX's _gs_reflect, an odd count from x_min), the nearest pixel 0: 10 */
+static void test_grid_sample_reflect_twice(void) {
+    begin(16);
+    const int64_t gd[4] = {1, 1, 1, 2};
+    add_init(cur, data_tensor("grid", FLOAT, 4, gd, (const float[]){3.2f, 0}, NULL));
+    Onnx__NodeProto *g = op("GridSample", "x grid", "y");
+    attr_string(g, "mode", "nearest");
+    attr_string(g, "padding_mode", "reflection");
+    attr_int(g, "align_corners", 1);
+    input("x", 4, (const int64_t[]){1, 1, 1, 4});
+    output("y");
+    ts_module *m = load(false);
+    CHECK(m);
+    ts_scope_begin();
+    ts_tensor *x = host_tensor(TS_SHAPE(1, 1, 1, 4), (const float[]){10, 20, 30, 40}, ts_cpu());
+    ts_tensor *y = m ? run(m, 1, &x) : NULL;
+    check_exact("GridSample reflected twice", y, (const double[]){10}, 1);
+    ts_scope_end();
     ts_module_free(m);
     done();
 }
@@ -369,6 +393,30 @@ static void test_roi_align_batch_index(void) {
     done();
 }
 
+/* GridSample (nearest, reflection, align_corners) of a row 10 20 30 40 at x = 3.2: unnormalised
+ * (3.2 + 1) / 2 * 3 = 6.3, one full range (3) past the right border and 0.3 more, so reflected
+ * twice: 0 + 0.3 (ONNX's _gs_reflect, an odd count from x_min), the nearest pixel 0: 10 */
+static void test_grid_sample_reflect_twice(void) {
+    begin(16);
+    const int64_t gd[4] = {1, 1, 1, 2};
+    add_init(cur, data_tensor("grid", FLOAT, 4, gd, (const float[]){3.2f, 0}, NULL));
+    Onnx__NodeProto *g = op("GridSample", "x grid", "y");
+    attr_string(g, "mode", "nearest");
+    attr_string(g, "padding_mode", "reflection");
+    attr_int(g, "align_corners", 1);
+    input("x", 4, (const int64_t[]){1, 1, 1, 4});
+    output("y");
+    ts_module *m = load(false);
+    CHECK(m);
+    ts_scope_begin();
+    ts_tensor *x = host_tensor(TS_SHAPE(1, 1, 1, 4), (const float[]){10, 20, 30, 40}, ts_cpu());
+    ts_tensor *y = m ? run(m, 1, &x) : NULL;
+    check_exact("GridSample reflected twice", y, (const double[]){10}, 1);
+    ts_scope_end();
+    ts_module_free(m);
+    done();
+}
+
 int main(void) {
     test_variadic_absent();
     test_reshape1_rank();
@@ -380,6 +428,7 @@ int main(void) {
     test_resize10_cubic();
     test_mel_default_dtype();
     test_roi_align_batch_index();
+    test_grid_sample_reflect_twice();
     arena_release();
     return ts_test_finish();
 }
