@@ -3,11 +3,11 @@
  * reduce to every rank, all_gather, reduce_scatter, a send/recv ring, isend/irecv, the async forms
  * with wait and test) x every dtype x cpu and sim:R x sizes 0, 1, 37 x contiguous and strided
  * inputs; a buffer larger than a DDP bucket; the internal forms DDP uses; and the errors:
- * mismatched shapes, dtypes and collectives across ranks (each rank names the other), one rank's own
- * bad argument, src out of range, AVG on integers, a cuda tensor, subgroups and their non-members,
- * calls before init and init twice; Open MPI's idle waits set to yield when no core is spare, a
- * user's choice kept. Values are small integers per rank, so every expected result is exact in
- * every dtype; the test computes them itself. */
+ * mismatched shapes, dtypes and collectives across ranks (each rank names the other), one rank's
+ * own bad argument, src out of range, AVG on integers, a cuda tensor, subgroups and their
+ * non-members, calls before init and init twice; Open MPI's idle waits set to yield when no core is
+ * spare, a user's choice kept. Values are small integers per rank, so every expected result is
+ * exact in every dtype; the test computes them itself. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +21,8 @@ static int R, W; /* this rank, the world's size */
 static const ts_dtype DTYPES[] = {TS_F32, TS_F64, TS_F16, TS_BF16, TS_I64, TS_I32, TS_U8, TS_BOOL};
 #define NDTYPES ((int)(sizeof DTYPES / sizeof *DTYPES))
 static const int64_t SIZES[] = {0, 1, 37};
-#define NSIZES 3
-#define MAXN 160 /* 4 ranks x 37 elements, rounded up */
+#define NSIZES   3
+#define MAXN     160 /* 4 ranks x 37 elements, rounded up */
 #define SENTINEL 3.0 /* what the gaps of a strided tensor hold (1 as bool): never touched */
 
 static ts_device devices[2];
@@ -92,10 +92,13 @@ static double val_bool(int r, int64_t i) { return (double)((r + i) % 3 == 0); }
 static double rank_value(ts_dist_reduce_op op, ts_dtype dt, int r, int64_t i) {
     if (dt == TS_BOOL) return val_bool(r, i);
     switch (op) {
-    case TS_DIST_PRODUCT: return val_prod(r, i);
+    case TS_DIST_PRODUCT:
+        return val_prod(r, i);
     case TS_DIST_MIN:
-    case TS_DIST_MAX: return val_minmax(r, i);
-    default: return val_sum(r, i);
+    case TS_DIST_MAX:
+        return val_minmax(r, i);
+    default:
+        return val_sum(r, i);
     }
 }
 
@@ -106,10 +109,18 @@ static double expect_reduce(ts_dist_reduce_op op, ts_dtype dt, int64_t i) {
         double v = rank_value(op, dt, r, i);
         switch (op) {
         case TS_DIST_SUM:
-        case TS_DIST_AVG: acc += v; break;
-        case TS_DIST_PRODUCT: acc *= v; break;
-        case TS_DIST_MIN: acc = v < acc ? v : acc; break;
-        case TS_DIST_MAX: acc = v > acc ? v : acc; break;
+        case TS_DIST_AVG:
+            acc += v;
+            break;
+        case TS_DIST_PRODUCT:
+            acc *= v;
+            break;
+        case TS_DIST_MIN:
+            acc = v < acc ? v : acc;
+            break;
+        case TS_DIST_MAX:
+            acc = v > acc ? v : acc;
+            break;
         }
     }
     if (op == TS_DIST_AVG) acc /= W;
@@ -131,7 +142,8 @@ static void case_all_reduce(ts_dtype dt, ts_device dev, int64_t n, bool strided)
         ts_status st = ts_dist_all_reduce(t, op, NULL);
         if (op == TS_DIST_AVG && !(dt == TS_F32 || dt == TS_F64 || dt == TS_F16 || dt == TS_BF16)) {
             CHECK_EQ(st, TS_ERR_DTYPE);
-            CHECK(strstr(ts_error_message(), "all_reduce: AVG is only defined for floating") != NULL);
+            CHECK(strstr(ts_error_message(), "all_reduce: AVG is only defined for floating") !=
+                  NULL);
             ts_error_clear();
         } else {
             CHECK_EQ(st, TS_OK);
@@ -444,11 +456,14 @@ static void errors_across_ranks(void) {
     /* rank 1 passes [3, 5], the others [3, 4] */
     ts_tensor *t = ts_zeros(R == 1 ? TS_SHAPE(3, 5) : TS_SHAPE(3, 4), (ts_opts){0});
     if (R == 1)
-        snprintf(want, sizeof want, "all_reduce: rank 0 passed float32 [3, 4] but rank 1 passed "
-                                    "float32 [3, 5]");
+        snprintf(want, sizeof want,
+                 "all_reduce: rank 0 passed float32 [3, 4] but rank 1 passed "
+                 "float32 [3, 5]");
     else
-        snprintf(want, sizeof want, "all_reduce: rank 1 passed float32 [3, 5] but rank %d passed "
-                                    "float32 [3, 4]", R);
+        snprintf(want, sizeof want,
+                 "all_reduce: rank 1 passed float32 [3, 5] but rank %d passed "
+                 "float32 [3, 4]",
+                 R);
     EXPECT_ERR(ts_dist_all_reduce(t, TS_DIST_SUM, NULL), TS_ERR_SHAPE, want);
     still_works();
     /* the async form reports it at wait */
@@ -460,20 +475,26 @@ static void errors_across_ranks(void) {
     /* dtypes: the last rank passes float64 */
     ts_tensor *d = ts_zeros(TS_SHAPE(2), (ts_opts){.dtype = R == W - 1 ? TS_F64 : TS_F32});
     if (R == W - 1)
-        snprintf(want, sizeof want, "broadcast: rank 0 passed float32 [2] but rank %d passed "
-                                    "float64 [2]", R);
+        snprintf(want, sizeof want,
+                 "broadcast: rank 0 passed float32 [2] but rank %d passed "
+                 "float64 [2]",
+                 R);
     else
-        snprintf(want, sizeof want, "broadcast: rank %d passed float64 [2] but rank %d passed "
-                                    "float32 [2]", W - 1, R);
+        snprintf(want, sizeof want,
+                 "broadcast: rank %d passed float64 [2] but rank %d passed "
+                 "float32 [2]",
+                 W - 1, R);
     EXPECT_ERR(ts_dist_broadcast(d, 0, NULL), TS_ERR_DTYPE, want);
     still_works();
 
     /* different collectives: rank 0 broadcasts, the others all-reduce */
     ts_tensor *c = ts_zeros(TS_SHAPE(2), (ts_opts){0});
-    ts_status st = R == 0 ? ts_dist_broadcast(c, 0, NULL) : ts_dist_all_reduce(c, TS_DIST_SUM, NULL);
-    EXPECT_ERR(st, TS_ERR_DIST, R == 0 ? "broadcast: rank 1 called all_reduce but rank 0 called "
-                                         "broadcast"
-                                       : "called broadcast but rank");
+    ts_status st =
+        R == 0 ? ts_dist_broadcast(c, 0, NULL) : ts_dist_all_reduce(c, TS_DIST_SUM, NULL);
+    EXPECT_ERR(st, TS_ERR_DIST,
+               R == 0 ? "broadcast: rank 1 called all_reduce but rank 0 called "
+                        "broadcast"
+                      : "called broadcast but rank");
     still_works();
 
     /* different ops, different src */
@@ -520,8 +541,9 @@ static void local_errors(void) {
     if (W > 1) EXPECT_ERR(ts_dist_send(t, (R + 1) % W, -2, NULL), TS_ERR_ARG, "tag must be >= 0");
     /* numel relations, checked locally first */
     ts_tensor *in = ts_zeros(TS_SHAPE(3), (ts_opts){0});
-    snprintf(want, sizeof want, "all_gather: the output float32 [%d] on cpu must hold %d (the group "
-                                "size) times the elements of the input float32 [3] on cpu",
+    snprintf(want, sizeof want,
+             "all_gather: the output float32 [%d] on cpu must hold %d (the group "
+             "size) times the elements of the input float32 [3] on cpu",
              3 * W + 1, W);
     EXPECT_ERR(ts_dist_all_gather(ts_zeros(TS_SHAPE(3 * W + 1), (ts_opts){0}), in, NULL),
                TS_ERR_SHAPE, want);
@@ -557,10 +579,11 @@ static void local_errors(void) {
     bool cuda_err = st != TS_OK && (strstr(ts_error_message(), "cuda") != NULL ||
                                     strstr(ts_error_message(), "NCCL") != NULL);
     if (st == TS_ERR_UNSUPPORTED)
-        CHECK(strstr(ts_error_message(), "need NCCL (and MPI), which this Tessera was built without") != NULL);
+        CHECK(strstr(ts_error_message(),
+                     "need NCCL (and MPI), which this Tessera was built without") != NULL);
     if (!(cuda_err || (W == 1 && st == TS_OK)))
-        ts_test_failf(__FILE__, __LINE__, "rank %d: a cuda tensor: %s: %s", R,
-                      ts_status_string(st), ts_error_message());
+        ts_test_failf(__FILE__, __LINE__, "rank %d: a cuda tensor: %s: %s", R, ts_status_string(st),
+                      ts_error_message());
     ts_test_record(cuda_err || (W == 1 && st == TS_OK));
     if (R == 0) printf("a cuda tensor: %s\n", ts_error_message());
     ts_error_clear();
@@ -609,8 +632,10 @@ static void subgroups(void) {
         for (int i = 0; i < ne; i++) CHECK_EQ(all[i], evens[i]);
     } else {
         char want[160];
-        snprintf(want, sizeof want, "all_reduce: this process (world rank %d) is not a member of "
-                                    "group 1 (world ranks %s)", R, W == 4 ? "0, 2" : "0");
+        snprintf(want, sizeof want,
+                 "all_reduce: this process (world rank %d) is not a member of "
+                 "group 1 (world ranks %s)",
+                 R, W == 4 ? "0, 2" : "0");
         EXPECT_ERR(ts_dist_all_reduce(t, TS_DIST_SUM, g), TS_ERR_ARG, want);
         CHECK(ts_dist_all_reduce_async(t, TS_DIST_SUM, g) == NULL);
         CHECK_ERR(TS_ERR_ARG);

@@ -41,9 +41,9 @@ ts_tensor *tsi_layer_norm_fused(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor
 
 /* The fused norms' backward (node inputs x, weight, bias): begin casts the output gradient go to
  * x's dtype, contiguous (dy), and makes uninitialised tensors for the gradients the node needs
- * (g[0] of x's shape and dtype, g[1] and g[2] of the weight's and bias's; NULL where not needed); false,
- * with everything released and the error recorded, when that fails. end releases dy and hands
- * the gradients to gi (ok) or releases them. */
+ * (g[0] of x's shape and dtype, g[1] and g[2] of the weight's and bias's; NULL where not needed);
+ * false, with everything released and the error recorded, when that fails. end releases dy and
+ * hands the gradients to gi (ok) or releases them. */
 typedef struct tsi_norm_grads {
     ts_tensor *dy, *g[3];
 } tsi_norm_grads;

@@ -58,10 +58,9 @@ static void SDPA_NAME(gemm_band)(int64_t m, int64_t n, int64_t kc, const T *a, i
         int64_t p0 = lo + i, p1 = hi + i + MR;
         p0 = p0 < 0 ? 0 : p0 > kc ? kc : p0;
         p1 = p1 < p0 ? p0 : p1 > kc ? kc : p1;
-        for (int64_t j = 0; j < n; j += W)
-            SDPA_NAME(ukr)
-            (p1 - p0, a + i * rsa + p0 * csa, rsa, csa, b + p0 * ldb + j, ldb, c + i * ldc + j, ldc,
-             acc);
+        for (int64_t j = 0; j < n; j += W) SDPA_NAME(ukr)
+        (p1 - p0, a + i * rsa + p0 * csa, rsa, csa, b + p0 * ldb + j, ldb, c + i * ldc + j, ldc,
+         acc);
     }
 }
 
