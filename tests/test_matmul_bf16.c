@@ -8,9 +8,16 @@
  * unit in the last of its 8 significant bits: 2^-8 relative. So each element must satisfy
  * |c - exact| <= 2^-8 |exact| + (1 + 2^-8) gamma_k S_ij, S = |A| |B|.
  *
+ * Linear with a bias (autocast's linear: one AddmmBackward0 node) adds the bias to the float32
+ * sums before that rounding: K + 1 terms, S = |X| |W|^T + |b|. Its gradients are products too
+ * (dX = G W over out features, dW = G^T X over rows) and db a column sum (accumulated in double,
+ * rounded once).
+ *
  * Which path runs is checked too: with native bf16 (the host has it and neither TS_CPU_ISA nor
  * ONEDNN_MAX_CPU_ISA caps it away; tests/CMakeLists.txt runs this test under both caps) every
- * product goes to oneDNN; without, none does. */
+ * product goes to oneDNN; without, none does. And which ISA oneDNN runs: AMX tiles on a host with
+ * AMX-BF16, AVX512-BF16's dot products under ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 (the ctest
+ * entry _dnnl_avx512_core_bf16), so both kernels are tested on an AMX host. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +60,52 @@ static void check_product(const char *what, ts_tensor *a, ts_tensor *b, bool nat
     ts_scope_end();
 }
 
+/* y = linear(x, w, b) in bf16 and its three gradients, each against float64 of the same values */
+static void check_linear(const char *what, int64_t rows, int64_t in, int64_t out, bool native) {
+    ts_scope_begin();
+    ts_tensor *x = ts_test_random_bf16(TS_SHAPE(rows, in), 1, true);
+    ts_tensor *w = ts_test_random_bf16(TS_SHAPE(out, in), 0.1, true);
+    ts_tensor *b = ts_test_random_bf16(TS_SHAPE(out), 4, true);
+    ts_tensor *g = ts_test_random_bf16(TS_SHAPE(rows, out), 1, false);
+    const uint64_t runs = tsi_dnnl_matmul_bf16_count();
+    ts_tensor *y = ts_linear(x, w, b);
+    const uint64_t ran = tsi_dnnl_matmul_bf16_count() - runs;
+    CHECK(y && ts_dtype_of(y) == TS_BF16);
+    CHECK(y && ts_grad_fn_name(y) && !strcmp(ts_grad_fn_name(y), "AddmmBackward0"));
+    CHECK(native ? ran == 1 : ran == 0);
+    ts_backward_with(y, g);
+    CHECK_OK();
+    ts_tensor *x64 = ts_to_dtype(x, TS_F64), *w64 = ts_to_dtype(w, TS_F64);
+    ts_tensor *b64 = ts_to_dtype(b, TS_F64), *g64 = ts_to_dtype(g, TS_F64);
+    char label[160];
+    snprintf(label, sizeof label, "%s: output", what);
+    double worst = CHECK_BF16_SUM(label, y, ts_add(ts_mm(x64, ts_t(w64)), b64),
+                                  ts_add(ts_mm(ts_abs(x64), ts_t(ts_abs(w64))), ts_abs(b64)),
+                                  (double)(in + 1));
+    snprintf(label, sizeof label, "%s: grad input", what);
+    worst = fmax(worst, CHECK_BF16_SUM(label, ts_grad(x), ts_mm(g64, w64),
+                                       ts_mm(ts_abs(g64), ts_abs(w64)), (double)out));
+    snprintf(label, sizeof label, "%s: grad weight", what);
+    worst = fmax(worst, CHECK_BF16_SUM(label, ts_grad(w), ts_mm(ts_t(g64), x64),
+                                       ts_mm(ts_t(ts_abs(g64)), ts_abs(x64)), (double)rows));
+    snprintf(label, sizeof label, "%s: grad bias", what);
+    worst = fmax(worst, CHECK_BF16_SUM(label, ts_grad(b), ts_sum_dim(g64, 0, false),
+                                       ts_sum_dim(ts_abs(g64), 0, false), (double)rows));
+    printf("%-34s k %5lld  worst error %.3f of the bound  %s\n", what, (long long)in, worst,
+           ran ? "oneDNN bf16 with its bias" : "widened to float32");
+    ts_scope_end();
+}
+
+/* the ISA oneDNN's bf16 kernels must run here, or NULL where the test does not say */
+static const char *expected_dnnl_isa(const char *cap) {
+    const char *dnnl = getenv("ONEDNN_MAX_CPU_ISA");
+    if (cap || !ts_test_host_has_bf16()) return NULL;
+    if (dnnl && !strcmp(dnnl, "AVX512_CORE_BF16")) return "avx512_core_bf16";
+    if ((!dnnl || !*dnnl || !strcmp(dnnl, "ALL")) && ts_test_host_has_amx_bf16())
+        return "avx512_core_amx";
+    return NULL;
+}
+
 int main(void) {
     const int gate = ts_test_isa_gate();
     if (gate) return gate;
@@ -66,6 +119,13 @@ int main(void) {
            ts_test_host_has_bf16() ? "yes" : "no", native ? "yes" : "no", cap ? ", capped by " : "",
            cap ? cap : "");
     if (cap) CHECK(!native); /* a cap keeps the bf16 instructions out */
+#ifdef TS_HAVE_DNNL
+    const char *want_isa = expected_dnnl_isa(cap);
+    if (want_isa) {
+        CHECK(!strcmp(tsi_dnnl_isa_name(), want_isa));
+        printf("oneDNN runs %s here, as it should\n", want_isa);
+    }
+#endif
 #ifdef TS_HAVE_DNNL
     if (!cap && ts_test_host_has_bf16()) CHECK(native);
 #else
@@ -101,6 +161,13 @@ int main(void) {
     /* large values: the float32 sums, not bf16 ones (a bf16 accumulator fails this at once) */
     check_product("wide range", random_bf16(TS_SHAPE(8, 512), 1000),
                   random_bf16(TS_SHAPE(512, 8), 0.001), native);
+
+    /* linear with its bias: MLP-, GPT- and classifier-like shapes, one row, a bias larger than
+     * the products (the rounding after the sum, not before) */
+    check_linear("linear 256x784 -> 1024", 256, 784, 1024, native);
+    check_linear("linear 64x256 -> 768", 64, 256, 768, native);
+    check_linear("linear 33x17 -> 10", 33, 17, 10, native);
+    check_linear("linear one row", 1, 300, 7, native);
 
     /* the primitive cache: a shape seen before is not built again after another shape ran */
     if (native) {

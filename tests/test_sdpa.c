@@ -164,6 +164,71 @@ static void run_case(const sdpa_case *c, ts_dtype dt, ts_device dev) {
     ts_scope_end();
 }
 
+/* max over elements of |got - want| - rel |want| <= tol */
+static void close_rel(const char *what, const char *label, ts_tensor *got, ts_tensor *want,
+                      double rel, double tol) {
+    ts_tensor *d = got && want ? ts_sub(ts_to_dtype(ts_to(got, ts_cpu()), TS_F64), want) : NULL;
+    double err = d ? ts_item(ts_max(ts_sub(ts_abs(d), ts_mul_scalar(ts_abs(want), rel)))) : NAN;
+    bool ok = err <= tol;
+    ts_test_record(ok);
+    if (!ok)
+        ts_test_failf(__FILE__, __LINE__, "%s %s: max error past %.3g relative %.3g > %.3g%s",
+                      label, what, rel, err, tol, ts_test_error_str());
+}
+
+static ts_tensor *rounded64(ts_tensor *t, ts_dtype dt) {
+    return t ? ts_to_dtype(ts_to_dtype(t, dt), TS_F64) : NULL;
+}
+
+/* The cpu kernels compute f16 / bf16 attention in float32 on the widened elements and round each
+ * output and gradient element once: against float64 on the very same (rounded) inputs, every
+ * element is within one rounding of its exact value (the unit roundoff: 2^-8 relative for bf16,
+ * 2^-11 for f16) plus the float32 arithmetic's bound, but for one more term in the gradients of
+ * query and key: backward takes D_i = sum_e dO_ie out_ie from the saved, rounded output (as every
+ * flash attention does), |dD_i| <= u Ev max|dO| max|v|, and dq_i = scale sum_j P_ij (dP_ij - D_i)
+ * k_j moves by at most scale |dD| max|k| (the weights sum to 1), dk_j by scale L |dD| max|q|.
+ * Planted: the weights' or a packed operand's values off by 0.2%, dv rounded twice, a column of
+ * dk lost: all far past the bound. D itself is held only to that worst case: D off by 5% fails,
+ * by 1% passes. */
+static void run_half_case(const sdpa_case *c, ts_dtype dt, ts_device dev) {
+    char label[200];
+    snprintf(label, sizeof label, "[half: L %lld S %lld E %lld Ev %lld, mask %s, %s, %s]",
+             (long long)c->L, (long long)c->S, (long long)c->E, (long long)c->Ev,
+             mask_names[c->mask], ts_dtype_name(dt), ts_device_str(dev));
+    ts_scope_begin();
+    ts_tensor *q64 = rounded64(input(c, c->L, c->E), dt),
+              *k64 = rounded64(input(c, c->S, c->E), dt);
+    ts_tensor *v64 = rounded64(input(c, c->S, c->Ev), dt), *m64 = make_mask(c);
+    if (m64 && m64->dtype != TS_BOOL) m64 = rounded64(m64, dt);
+    const bool causal = c->mask == M_CAUSAL;
+    ts_tensor *qr = ts_detach(q64), *kr = ts_detach(k64), *vr = ts_detach(v64);
+    ts_set_requires_grad(qr, true), ts_set_requires_grad(kr, true), ts_set_requires_grad(vr, true);
+    ts_tensor *ref = tsi_sdpa_reference(qr, kr, vr, m64, 0, causal, c->scale);
+    ts_tensor *g64 = rounded64(ts_randn(ts_shape_of(ref), (ts_opts){.dtype = TS_F64}), dt);
+    ts_backward_with(ref, g64);
+    ts_tensor *q = ts_detach(ts_to(ts_to_dtype(q64, dt), dev));
+    ts_tensor *k = ts_detach(ts_to(ts_to_dtype(k64, dt), dev));
+    ts_tensor *v = ts_detach(ts_to(ts_to_dtype(v64, dt), dev));
+    ts_set_requires_grad(q, true), ts_set_requires_grad(k, true), ts_set_requires_grad(v, true);
+    ts_tensor *m = m64 ? ts_to(m64->dtype == TS_BOOL ? m64 : ts_to_dtype(m64, dt), dev) : NULL;
+    ts_tensor *out = ts_scaled_dot_product_attention(q, k, v, m, 0, causal, c->scale);
+    ts_backward_with(out, ts_to(ts_to_dtype(g64, dt), dev));
+    CHECK_OK();
+    const double u = dt == TS_BF16 ? ldexp(1, -8) : ldexp(1, -11); /* unit roundoff */
+    const double scale = c->scale > 0 ? c->scale : 1 / sqrt((double)c->E);
+    const double A = scale * (double)c->E * max_abs(q64) * max_abs(k64) / sqrt((double)c->E);
+    const double terms = max_abs(g64) * max_abs(v64) * fmax(max_abs(q64), max_abs(k64)) * scale;
+    close_rel("output", label, out, ref, u, bound(TS_F32, c, A, max_abs(v64)));
+    const double dD = u * (double)c->Ev * max_abs(g64) * max_abs(v64) * scale;
+    close_rel("grad query", label, ts_grad(q), ts_grad(qr), u,
+              bound(TS_F32, c, A, max_abs(ts_grad(qr)) + terms) + dD * max_abs(k64));
+    close_rel("grad key", label, ts_grad(k), ts_grad(kr), u,
+              bound(TS_F32, c, A, max_abs(ts_grad(kr)) + terms) + dD * (double)c->L * max_abs(q64));
+    close_rel("grad value", label, ts_grad(v), ts_grad(vr), u,
+              bound(TS_F32, c, A, max_abs(ts_grad(vr)) + max_abs(g64)));
+    ts_scope_end();
+}
+
 static void test_against_reference(void) {
     static const sdpa_case cases[] = {
         {2, 2, 3, 64, 64, 64, 64, M_NONE, false, 0},
@@ -186,12 +251,16 @@ static void test_against_reference(void) {
             run_case(&cases[i], TS_F64, devs[d]);
             ts_manual_seed(100 + i);
             run_case(&cases[i], TS_F32, devs[d]);
-            if (devs[d].type != TS_CUDA) continue;
-            /* CUDA's kernels also take f16 and bf16 (computing in float) */
+            /* the kernels also take f16 and bf16 (computing in float) */
             ts_manual_seed(100 + i);
             run_case(&cases[i], TS_F16, devs[d]);
             ts_manual_seed(100 + i);
             run_case(&cases[i], TS_BF16, devs[d]);
+            if (devs[d].type == TS_CUDA) continue;
+            ts_manual_seed(200 + i);
+            run_half_case(&cases[i], TS_BF16, devs[d]);
+            ts_manual_seed(200 + i);
+            run_half_case(&cases[i], TS_F16, devs[d]);
         }
 }
 

@@ -2,14 +2,18 @@
  * matmul_bias adds the bias as the product is stored (oneDNN's bias argument on the cpu) instead
  * of a second pass over the output. One node, AddmmBackward0, gives all three gradients with the
  * products and the sum of the composition (mm, then add_) it replaces, which stays where the
- * backend has no matmul_bias or the dtype is not f32 / f64, and is what the tests compare with. */
+ * backend has no matmul_bias, and is what the tests compare with. f32 / f64 give the
+ * composition's bits; f16 / bf16 (autocast's linear) add the bias to the float32 sums and round
+ * once, where the composition rounds the product and then the sum. */
 #include "nn/functional_internal.h"
 
 static const char *OP = "linear";
 
 bool tsi_linear_fused_takes(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
-    return b && tsi_be(x)->matmul_bias && (x->dtype == TS_F32 || x->dtype == TS_F64) &&
-           x->shape.ndim == 2 && tsi_numel(x->shape) > 0 && tsi_numel(w->shape) > 0;
+    const ts_dtype dt = x->dtype;
+    return b && tsi_be(x)->matmul_bias &&
+           (dt == TS_F32 || dt == TS_F64 || dt == TS_F16 || dt == TS_BF16) && x->shape.ndim == 2 &&
+           tsi_numel(x->shape) > 0 && tsi_numel(w->shape) > 0;
 }
 
 static void addmm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {

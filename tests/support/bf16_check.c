@@ -60,14 +60,17 @@ const char *ts_test_bf16_cap(bool conv) {
     return NULL;
 }
 
-bool ts_test_host_has_bf16(void) {
+/* whether the flags line of /proc/cpuinfo names one of the two flags (b may be NULL) */
+static bool cpu_flag(const char *a, const char *b) {
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return false;
     char line[8192];
     bool has = false;
     while (!has && fgets(line, sizeof line, f))
-        if (!strncmp(line, "flags", 5))
-            has = strstr(line, " avx512_bf16") || strstr(line, " amx_bf16");
+        if (!strncmp(line, "flags", 5)) has = strstr(line, a) || (b && strstr(line, b));
     fclose(f);
     return has;
 }
+
+bool ts_test_host_has_bf16(void) { return cpu_flag(" avx512_bf16", " amx_bf16"); }
+bool ts_test_host_has_amx_bf16(void) { return cpu_flag(" amx_bf16", NULL); }

@@ -26,5 +26,7 @@ double ts_test_check_bf16_sum(const char *file, int line, const char *what, ts_t
 const char *ts_test_bf16_cap(bool conv);
 /* Whether /proc/cpuinfo lists AVX512-BF16 or AMX-BF16. */
 bool ts_test_host_has_bf16(void);
+/* Whether /proc/cpuinfo lists AMX-BF16 (oneDNN's bf16 kernels then run on AMX tiles). */
+bool ts_test_host_has_amx_bf16(void);
 
 #endif /* TS_BF16_CHECK_H */

@@ -323,19 +323,26 @@ static float *halves_to_f32(const char *p, bool bf, int64_t nb, int64_t rows, in
 /* false: out of scratch memory (the caller reports it). bf16 on a CPU that multiplies it natively
  * (AMX, AVX512-BF16): oneDNN's bf16 matmul on the operands as they are (exact products, float32
  * sums, one rounding); elsewhere, and for f16, the operands widened to float32, the float32
- * kernels, and one rounding — the same arithmetic, summed in another order. */
-static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b, char *c) {
+ * kernels, and one rounding — the same arithmetic, summed in another order. A bias [n] (halves
+ * at element stride sbias; NULL: none) joins the float32 sums before that one rounding, on both
+ * paths (PyTorch's addmm: oneDNN's bias argument). */
+static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b, char *c,
+                        const char *bias, int64_t sbias) {
     if (d->bsz == 0 || d->m == 0 || d->n == 0) return true;
-    if (bf && d->k > 0 && tsi_dnnl_bf16_native() &&
-        tsi_dnnl_matmul_strided(TS_BF16, d->bsz, d->m, d->n, d->k, a, d->sa, b, d->sb, c, d->sc))
+    if (bf && d->k > 0 && tsi_dnnl_bf16_native() && (!bias || sbias == 1) &&
+        tsi_dnnl_matmul_strided_bias(TS_BF16, d->bsz, d->m, d->n, d->k, a, d->sa, b, d->sb, c,
+                                     d->sc, bias))
         return true;
     const int64_t nba = d->sa[0] == 0 ? 1 : d->bsz, nbb = d->sb[0] == 0 ? 1 : d->bsz;
     float *fa = halves_to_f32(a, bf, nba, d->m, d->k, d->sa);
     float *fb = fa ? halves_to_f32(b, bf, nbb, d->k, d->n, d->sb) : NULL;
     float *fc = fb ? malloc((size_t)(d->bsz * d->m * d->n) * sizeof(float) + 1) : NULL;
-    if (!fc) {
+    float *fbias =
+        fc && bias ? halves_to_f32(bias, bf, 1, 1, d->n, (const int64_t[3]){0, 0, sbias}) : NULL;
+    if (!fc || (bias && !fbias)) {
         free(fa);
         free(fb);
+        free(fc);
         return false;
     }
     mm_desc f = {.bsz = d->bsz, .m = d->m, .n = d->n, .k = d->k};
@@ -350,12 +357,15 @@ static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b,
     TS_PARALLEL_FOR_IF(
         run_in_parallel((double)(rows * n)), for (int64_t r = 0; r < rows; r++) {
             char *dst = c + 2 * (size_t)((r / d->m) * d->sc[0] + (r % d->m) * d->sc[1]);
+            if (fbias)
+                for (int64_t j = 0; j < n; j++) fc[r * n + j] += fbias[j];
             ts_vec_store_f32(ts_vec_kernels_get(), dst, bf ? TS_BF16 : TS_F16, 2 * d->sc[2],
                              fc + r * n, n);
         });
     free(fa);
     free(fb);
     free(fc);
+    free(fbias);
     return true;
 }
 
@@ -425,10 +435,10 @@ void ts_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const t
         ok = matmul_float(true, &d, a->data, b->data, out->data);
         break;
     case TS_F16:
-        ok = matmul_half(false, &d, a->data, b->data, out->data);
+        ok = matmul_half(false, &d, a->data, b->data, out->data, NULL, 0);
         break;
     case TS_BF16:
-        ok = matmul_half(true, &d, a->data, b->data, out->data);
+        ok = matmul_half(true, &d, a->data, b->data, out->data, NULL, 0);
         break;
     case TS_I64:
         matmul_int(int_rows_i64, &d, a->data, b->data, out->data);
@@ -474,10 +484,17 @@ ADD_ROW(add_row_f64, double)
 
 /* out = a @ b + bias (backend.h): oneDNN's bias argument where the product goes to its matmul
  * primitive anyway (the bias added to the rounded product as it is stored), else the product and
- * then the bias added row by row: the same bits either way (tests/test_xformer_paths.c). */
+ * then the bias added row by row: the same bits either way (tests/test_xformer_paths.c). f16 and
+ * bf16 add the bias to the float32 sums and round once (matmul_half). */
 void ts_cpu_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
                         const ts_kview *b, const ts_kview *bias) {
     const mm_desc d = mm_desc_of(out, a, b);
+    if (out->dtype == TS_F16 || out->dtype == TS_BF16) {
+        if (!matmul_half(out->dtype == TS_BF16, &d, a->data, b->data, out->data, bias->data,
+                         bias->strides[bias->ndim - 1]))
+            tsi_kernel_oom("linear", 0);
+        return;
+    }
     if (out->dtype == TS_F32 && d.bsz == 1 && d.k > 0 &&
         gemv_one(&d, (const float *)a->data, (const float *)b->data, (float *)out->data,
                  (const float *)bias->data, bias->strides[bias->ndim - 1], true))
@@ -487,9 +504,8 @@ void ts_cpu_matmul_bias(const ts_backend *be, int index, const ts_kview *out, co
         const bool ta = d.sa[2] != 1 && d.m > 1, tb = d.sb[2] != 1 && d.n > 1;
         if (bias->strides[bias->ndim - 1] == 1 && tsi_lib_sgemm_near_peak(macs) &&
             tsi_lib_sgemm_primitive(ta, tb, macs) &&
-            tsi_dnnl_matmul_f32_bias(d.m, d.n, d.k, (const float *)a->data, &d.sa[1],
-                                     (const float *)b->data, &d.sb[1], (const float *)bias->data,
-                                     (float *)out->data, d.sc[1]))
+            tsi_dnnl_matmul_strided_bias(TS_F32, 1, d.m, d.n, d.k, a->data, d.sa, b->data, d.sb,
+                                         out->data, d.sc, bias->data))
             return;
     }
     ts_cpu_matmul(be, index, out, a, b);

@@ -12,7 +12,9 @@
  * causal mask's uneven work evens out) whose partial dq are added in chunk order, so results
  * never depend on the number of threads.
  * Variants: AVX-512, AVX2+FMA and portable, each for f32 and f64 (the include of
- * kern_sdpa_impl.h under a target pragma), chosen by ts_cpu_isa_get(). */
+ * kern_sdpa_impl.h under a target pragma), chosen by ts_cpu_isa_get(); bf16 and f16 tensors (what
+ * autocast gives attention) run the f32 kernels on operands widened as they are packed, with the
+ * log-sum-exp in f32 and each output and gradient element rounded once. */
 #if defined(__clang__)
 #pragma clang fp contract(fast)
 #elif defined(__GNUC__)
@@ -29,6 +31,7 @@
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/kernel_math.h"
 #include "backend/philox.h"
 
 /* Sizes of one call, derived from the views alone (the workspace query and the kernels agree). */
@@ -108,6 +111,22 @@ typedef int32_t ts_sdpa_v4i __attribute__((vector_size(16)));
 #define SDPA_EXP(x)  tsv_exp_generic(x)
 #define SDPA_NAME(x) SDPA_CAT(x, generic_f32)
 #include "backend/cpu/kern_sdpa_impl.h"
+#undef SDPA_NAME
+#define SDPA_IO      uint16_t
+#define SDPA_LD(x)   ts_bf16_to_f32(x)
+#define SDPA_ST(x)   ts_f32_to_bf16(x)
+#define SDPA_NAME(x) SDPA_CAT(x, generic_bf16)
+#include "backend/cpu/kern_sdpa_impl.h"
+#undef SDPA_LD
+#undef SDPA_ST
+#undef SDPA_NAME
+#define SDPA_LD(x)   ts_f16_to_f32(x)
+#define SDPA_ST(x)   ts_f32_to_f16(x)
+#define SDPA_NAME(x) SDPA_CAT(x, generic_f16)
+#include "backend/cpu/kern_sdpa_impl.h"
+#undef SDPA_IO
+#undef SDPA_LD
+#undef SDPA_ST
 #undef SDPA_T
 #undef SDPA_VT
 #undef SDPA_VL
@@ -150,6 +169,22 @@ typedef int32_t ts_sdpa_v8i __attribute__((vector_size(32)));
 #define SDPA_EXP(x)  tsv_exp_avx2(x)
 #define SDPA_NAME(x) SDPA_CAT(x, avx2_f32)
 #include "backend/cpu/kern_sdpa_impl.h"
+#undef SDPA_NAME
+#define SDPA_IO      uint16_t
+#define SDPA_LD(x)   ts_bf16_to_f32(x)
+#define SDPA_ST(x)   ts_f32_to_bf16(x)
+#define SDPA_NAME(x) SDPA_CAT(x, avx2_bf16)
+#include "backend/cpu/kern_sdpa_impl.h"
+#undef SDPA_LD
+#undef SDPA_ST
+#undef SDPA_NAME
+#define SDPA_LD(x)   ts_f16_to_f32(x)
+#define SDPA_ST(x)   ts_f32_to_f16(x)
+#define SDPA_NAME(x) SDPA_CAT(x, avx2_f16)
+#include "backend/cpu/kern_sdpa_impl.h"
+#undef SDPA_IO
+#undef SDPA_LD
+#undef SDPA_ST
 #undef SDPA_T
 #undef SDPA_VT
 #undef SDPA_VL
@@ -190,6 +225,22 @@ typedef int32_t ts_sdpa_v16i __attribute__((vector_size(64)));
 #define SDPA_EXP(x)  tsv_exp_avx512(x)
 #define SDPA_NAME(x) SDPA_CAT(x, avx512_f32)
 #include "backend/cpu/kern_sdpa_impl.h"
+#undef SDPA_NAME
+#define SDPA_IO      uint16_t
+#define SDPA_LD(x)   ts_bf16_to_f32(x)
+#define SDPA_ST(x)   ts_f32_to_bf16(x)
+#define SDPA_NAME(x) SDPA_CAT(x, avx512_bf16)
+#include "backend/cpu/kern_sdpa_impl.h"
+#undef SDPA_LD
+#undef SDPA_ST
+#undef SDPA_NAME
+#define SDPA_LD(x)   ts_f16_to_f32(x)
+#define SDPA_ST(x)   ts_f32_to_f16(x)
+#define SDPA_NAME(x) SDPA_CAT(x, avx512_f16)
+#include "backend/cpu/kern_sdpa_impl.h"
+#undef SDPA_IO
+#undef SDPA_LD
+#undef SDPA_ST
 #undef SDPA_T
 #undef SDPA_VT
 #undef SDPA_VL
@@ -219,11 +270,16 @@ typedef struct sdpa_variant {
 
 #define SDPA_VARIANT(blk, w, sfx)                                                                  \
     { blk, w, thread_bytes_##sfx, forward_##sfx, backward_##sfx }
-static const sdpa_variant variants[][2] = {
-    {SDPA_VARIANT(32, 8, generic_f32), SDPA_VARIANT(32, 4, generic_f64)},
+/* per ISA: f32, f64, then bf16 and f16 tensors computed in float (the f32 kernels' arithmetic on
+ * the widened elements, each result rounded once) */
+static const sdpa_variant variants[][4] = {
+    {SDPA_VARIANT(32, 8, generic_f32), SDPA_VARIANT(32, 4, generic_f64),
+     SDPA_VARIANT(32, 8, generic_bf16), SDPA_VARIANT(32, 8, generic_f16)},
 #ifdef SDPA_X86
-    {SDPA_VARIANT(48, 16, avx2_f32), SDPA_VARIANT(48, 8, avx2_f64)},
-    {SDPA_VARIANT(64, 64, avx512_f32), SDPA_VARIANT(64, 32, avx512_f64)},
+    {SDPA_VARIANT(48, 16, avx2_f32), SDPA_VARIANT(48, 8, avx2_f64), SDPA_VARIANT(48, 16, avx2_bf16),
+     SDPA_VARIANT(48, 16, avx2_f16)},
+    {SDPA_VARIANT(64, 64, avx512_f32), SDPA_VARIANT(64, 32, avx512_f64),
+     SDPA_VARIANT(64, 64, avx512_bf16), SDPA_VARIANT(64, 64, avx512_f16)},
 #endif
 };
 
@@ -232,7 +288,7 @@ static const sdpa_variant *variant_for(ts_dtype dt) {
 #ifndef SDPA_X86
     isa = 0;
 #endif
-    return &variants[isa][dt == TS_F64];
+    return &variants[isa][dt == TS_F64 ? 1 : dt == TS_BF16 ? 2 : dt == TS_F16 ? 3 : 0];
 }
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -255,7 +311,8 @@ static sdpa_plan make_plan(const ts_sdpa_args *a, const sdpa_variant *var) {
 
 static bool cpu_sdpa_supports(const ts_backend *be, int index, const ts_sdpa_args *a) {
     (void)be, (void)index;
-    if (a->q.dtype != TS_F32 && a->q.dtype != TS_F64) return false;
+    const ts_dtype dt = a->q.dtype;
+    if (dt != TS_F32 && dt != TS_F64 && dt != TS_BF16 && dt != TS_F16) return false;
     if (a->has_mask && a->mask.dtype != TS_BOOL && a->mask.dtype != a->q.dtype) return false;
     return true;
 }

@@ -6,6 +6,9 @@
  *   SDPA_BLK      rows of a query block and of a key/value block (a multiple of MR and W)
  *   SDPA_EXP(v)   e^v on an SDPA_VT (or leaves it undefined: scalar exp per lane)
  *   SDPA_NAME(x)  the name of function x for this variant
+ *   SDPA_IO       the tensors' element type, when it is not SDPA_T (f16 / bf16 bits computed in
+ *                 float): then SDPA_LD(x) widens one element and SDPA_ST(x) rounds one back, every
+ *                 operand is packed (converted) before the products, and lse stays SDPA_T
  * Every product is a register-tiled loop over packed, zero-padded operands in the thread's
  * workspace (so any stride, any head size and every edge run the same full tiles); softmax rows
  * are vector loops over whole blocks. See kern_sdpa.c for the plan and the threading. */
@@ -17,6 +20,17 @@
 #define NV  SDPA_NV
 #define W   (SDPA_NV * SDPA_VL)
 #define BLK SDPA_BLK
+#ifdef SDPA_IO
+#define IO      SDPA_IO
+#define LD(x)   SDPA_LD(x)
+#define ST(x)   SDPA_ST(x)
+#define SAME_IO 0
+#else
+#define IO      SDPA_T
+#define LD(x)   (x)
+#define ST(x)   (x)
+#define SAME_IO 1
+#endif
 #ifndef NO_LO
 #define NO_LO (-((int64_t)1 << 40)) /* gemm_band's bounds for no band */
 #define NO_HI ((int64_t)1 << 40)
@@ -87,13 +101,13 @@ static inline VT SDPA_NAME(vzero_where)(__typeof__((VT){0} > (VT){0}) m, VT x) {
 
 /* rows [r0, r0 + nr) x cols [0, ncol) of a row-strided source into dst[BLK-padded rows x ld],
  * times scale; rows nr..rows_pad and columns ncol..ld are zero */
-static void SDPA_NAME(pack)(T *dst, int64_t ld, int64_t rows_pad, const T *src, int64_t rs,
+static void SDPA_NAME(pack)(T *dst, int64_t ld, int64_t rows_pad, const IO *src, int64_t rs,
                             int64_t nr, int64_t ncol, T scale) {
     for (int64_t r = 0; r < rows_pad; r++) {
         T *d = dst + r * ld;
         if (r < nr) {
-            const T *s = src + r * rs;
-            for (int64_t c = 0; c < ncol; c++) d[c] = s[c] * scale;
+            const IO *s = src + r * rs;
+            for (int64_t c = 0; c < ncol; c++) d[c] = LD(s[c]) * scale;
             for (int64_t c = ncol; c < ld; c++) d[c] = 0;
         } else {
             memset(d, 0, (size_t)ld * sizeof(T));
@@ -121,8 +135,8 @@ static void SDPA_NAME(mask_apply)(const ts_sdpa_args *a, const sdpa_plan *pl, in
         for (int64_t t = 0; t < cnt; t++)
             if (!mp[t * step]) s[t] = -INFINITY;
     } else {
-        const T *mp = (const T *)m->data + base;
-        for (int64_t t = 0; t < cnt; t++) s[t] += mp[t * step];
+        const IO *mp = (const IO *)m->data + base;
+        for (int64_t t = 0; t < cnt; t++) s[t] += LD(mp[t * step]);
     }
 }
 
@@ -139,16 +153,16 @@ static void SDPA_NAME(fwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
     uint8_t *keep = (uint8_t *)(alpha + BLK);
     const int64_t q0 = qb * BLK, nr = L - q0 < BLK ? L - q0 : BLK;
     const int64_t mrows = (nr + MR - 1) / MR * MR;
-    const T *q = (const T *)a->q.data + sdpa_batch_offset(&a->q, pl, n);
-    const T *k = (const T *)a->k.data + sdpa_batch_offset(&a->k, pl, n);
-    const T *v = (const T *)a->v.data + sdpa_batch_offset(&a->v, pl, n);
+    const IO *q = (const IO *)a->q.data + sdpa_batch_offset(&a->q, pl, n);
+    const IO *k = (const IO *)a->k.data + sdpa_batch_offset(&a->k, pl, n);
+    const IO *v = (const IO *)a->v.data + sdpa_batch_offset(&a->v, pl, n);
     const int64_t qrs = a->q.strides[a->q.ndim - 2], krs = a->k.strides[a->k.ndim - 2];
     const int64_t vrs = a->v.strides[a->v.ndim - 2];
     /* the scaled queries transposed, Qt [E x BLK], columns past nr zero */
     const T scale = (T)a->scale;
     for (int64_t e = 0; e < E; e++) {
         T *d = Qt + e * BLK;
-        for (int64_t r = 0; r < nr; r++) d[r] = q[(q0 + r) * qrs + e] * scale;
+        for (int64_t r = 0; r < nr; r++) d[r] = LD(q[(q0 + r) * qrs + e]) * scale;
         for (int64_t r = nr; r < BLK; r++) d[r] = 0;
     }
     memset(O, 0, sizeof(T) * BLK * Evp);
@@ -156,22 +170,23 @@ static void SDPA_NAME(fwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
     const int64_t last_row = q0 + nr - 1;
     const int64_t nkb = a->causal ? (last_row < S ? last_row / BLK + 1 : pl->nk) : pl->nk;
     const T drop_scale = (T)sdpa_dropout_scale(a->dropout_p);
-    const bool v_direct = Ev == Evp && vrs % VL == 0 && (uintptr_t)v % sizeof(VT) == 0;
+    const bool v_direct = SAME_IO && Ev == Evp && vrs % VL == 0 && (uintptr_t)v % sizeof(VT) == 0;
     for (int64_t kb = 0; kb < nkb; kb++) {
         const int64_t c0 = kb * BLK, nc = S - c0 < BLK ? S - c0 : BLK;
         const int64_t mcols = (nc + MR - 1) / MR * MR;
-        /* K is the products' broadcast operand, read in place when the block is whole; V
-         * their vector operand, read in place when its rows are whole, aligned vectors */
-        const T *Kp = k + c0 * krs, *Vr = v + c0 * vrs;
-        int64_t kld = krs, vld = vrs;
-        if (nc < BLK) {
-            SDPA_NAME(pack)(Kb, Ep, BLK, Kp, krs, nc, E, (T)1);
-            Kp = Kb, kld = Ep;
-        }
-        if (!v_direct) {
-            SDPA_NAME(pack)(Vp, Evp, nc, Vr, vrs, nc, Ev, (T)1);
-            Vr = Vp, vld = Evp;
-        }
+        /* K is the products' broadcast operand, read in place when the block is whole (and of
+         * the compute type); V their vector operand, read in place when its rows are whole,
+         * aligned vectors */
+        const T *Kp = Kb, *Vr = Vp;
+        int64_t kld = Ep, vld = Evp;
+        if (SAME_IO && nc == BLK)
+            Kp = (const T *)(k + c0 * krs), kld = krs;
+        else
+            SDPA_NAME(pack)(Kb, Ep, BLK, k + c0 * krs, krs, nc, E, (T)1);
+        if (v_direct)
+            Vr = (const T *)(v + c0 * vrs), vld = vrs;
+        else
+            SDPA_NAME(pack)(Vp, Evp, nc, v + c0 * vrs, vrs, nc, Ev, (T)1);
         SDPA_NAME(gemm)(mcols, BLK, E, Kp, kld, 1, Qt, BLK, St, BLK, false);
         const bool diag = a->causal && c0 + nc - 1 > q0;
         for (int64_t c = 0; c < nc; c++) { /* key c0 + c: mask, and hide it from earlier queries */
@@ -216,13 +231,13 @@ static void SDPA_NAME(fwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
         SDPA_NAME(gemm_band)
         (mrows, Evp, nc, St, 1, BLK, Vr, vld, O, Evp, true, NO_LO, a->causal ? q0 - c0 : NO_HI);
     }
-    T *out = (T *)a->out.data + sdpa_batch_offset(&a->out, pl, n);
+    IO *out = (IO *)a->out.data + sdpa_batch_offset(&a->out, pl, n);
     T *lse = (T *)a->lse.data + sdpa_batch_offset(&a->lse, pl, n);
     const int64_t ors = a->out.strides[a->out.ndim - 2];
     for (int64_t r = 0; r < nr; r++) {
-        T *o = out + (q0 + r) * ors;
+        IO *o = out + (q0 + r) * ors;
         const T l = lrow[r], inv = l > 0 ? 1 / l : 0;
-        for (int64_t e = 0; e < Ev; e++) o[e] = O[r * Evp + e] * inv;
+        for (int64_t e = 0; e < Ev; e++) o[e] = ST(O[r * Evp + e] * inv);
         lse[q0 + r] = l > 0 ? mrow[r] + (T)log(l) : INFINITY;
     }
 }
@@ -239,11 +254,11 @@ static void SDPA_NAME(bwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
     T *Qs = Vt + Evp * BLK, *dO = Qs + BLK * Ep, *P = dO + BLK * Evp, *Pd = P + BLK * BLK;
     T *dP = Pd + BLK * BLK, *dK = dP + BLK * BLK, *dV = dK + BLK * Ep, *Dall = dV + BLK * Evp;
     uint8_t *keep = (uint8_t *)(Dall + pl->Lp);
-    const T *q = (const T *)a->q.data + sdpa_batch_offset(&a->q, pl, n);
-    const T *k = (const T *)a->k.data + sdpa_batch_offset(&a->k, pl, n);
-    const T *v = (const T *)a->v.data + sdpa_batch_offset(&a->v, pl, n);
-    const T *o = (const T *)a->out.data + sdpa_batch_offset(&a->out, pl, n);
-    const T *go = (const T *)a->dout.data + sdpa_batch_offset(&a->dout, pl, n);
+    const IO *q = (const IO *)a->q.data + sdpa_batch_offset(&a->q, pl, n);
+    const IO *k = (const IO *)a->k.data + sdpa_batch_offset(&a->k, pl, n);
+    const IO *v = (const IO *)a->v.data + sdpa_batch_offset(&a->v, pl, n);
+    const IO *o = (const IO *)a->out.data + sdpa_batch_offset(&a->out, pl, n);
+    const IO *go = (const IO *)a->dout.data + sdpa_batch_offset(&a->dout, pl, n);
     const T *lse = (const T *)a->lse.data + sdpa_batch_offset(&a->lse, pl, n);
     const int64_t qrs = a->q.strides[a->q.ndim - 2], krs = a->k.strides[a->k.ndim - 2];
     const int64_t vrs = a->v.strides[a->v.ndim - 2], ors = a->out.strides[a->out.ndim - 2];
@@ -253,16 +268,20 @@ static void SDPA_NAME(bwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
     for (int64_t i = 0; i < pl->Lp; i++) { /* VL lanes of partial sums, then the lanes in order */
         T d = 0;
         if (i < L) {
-            const T *orow = o + i * ors, *grow = go + i * grs;
-            VT acc = (VT){0}, x, y;
+            const IO *orow = o + i * ors, *grow = go + i * grs;
+            VT acc = (VT){0}, x = (VT){0}, y = (VT){0};
             int64_t e = 0;
             for (; e + VL <= Ev; e += VL) {
+#if SAME_IO
                 memcpy(&x, grow + e, sizeof x);
                 memcpy(&y, orow + e, sizeof y);
+#else
+                for (int l = 0; l < VL; l++) x[l] = LD(grow[e + l]), y[l] = LD(orow[e + l]);
+#endif
                 acc += x * y;
             }
             for (int l = 0; l < VL; l++) d += acc[l];
-            for (; e < Ev; e++) d += grow[e] * orow[e];
+            for (; e < Ev; e++) d += LD(grow[e]) * LD(orow[e]);
         }
         Dall[i] = d;
     }
@@ -325,12 +344,13 @@ static void SDPA_NAME(bwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
             SDPA_NAME(gemm_band)
             (mrows, Ep, nc, dP, BLK, 1, Kb, Ep, dq_acc + q0 * Ep, Ep, true, NO_LO, band_hi);
         }
-        T *dk = (T *)a->dk.data + sdpa_batch_offset(&a->dk, pl, n);
-        T *dv = (T *)a->dv.data + sdpa_batch_offset(&a->dv, pl, n);
+        IO *dk = (IO *)a->dk.data + sdpa_batch_offset(&a->dk, pl, n);
+        IO *dv = (IO *)a->dv.data + sdpa_batch_offset(&a->dv, pl, n);
         const int64_t dkrs = a->dk.strides[a->dk.ndim - 2], dvrs = a->dv.strides[a->dv.ndim - 2];
         for (int64_t c = 0; c < nc; c++) {
-            memcpy(dk + (c0 + c) * dkrs, dK + c * Ep, sizeof(T) * (size_t)E);
-            memcpy(dv + (c0 + c) * dvrs, dV + c * Evp, sizeof(T) * (size_t)Ev);
+            IO *dkr = dk + (c0 + c) * dkrs, *dvr = dv + (c0 + c) * dvrs;
+            for (int64_t e = 0; e < E; e++) dkr[e] = ST(dK[c * Ep + e]);
+            for (int64_t e = 0; e < Ev; e++) dvr[e] = ST(dV[c * Evp + e]);
         }
     }
 }
@@ -338,14 +358,14 @@ static void SDPA_NAME(bwd_item)(const sdpa_plan *pl, const ts_sdpa_args *a, int6
 /* dq rows of batch n = scale * the sum of its chunks' accumulators, in chunk order */
 static void SDPA_NAME(dq_write)(const sdpa_plan *pl, const ts_sdpa_args *a, int64_t n, const T *acc,
                                 int64_t chunks) {
-    T *dq = (T *)a->dq.data + sdpa_batch_offset(&a->dq, pl, n);
+    IO *dq = (IO *)a->dq.data + sdpa_batch_offset(&a->dq, pl, n);
     const int64_t rs = a->dq.strides[a->dq.ndim - 2], chunk = pl->Lp * pl->Ep;
     const T scale = (T)a->scale;
     for (int64_t i = 0; i < pl->L; i++)
         for (int64_t e = 0; e < pl->E; e++) {
             T s = acc[i * pl->Ep + e];
             for (int64_t c = 1; c < chunks; c++) s += acc[c * chunk + i * pl->Ep + e];
-            dq[i * rs + e] = s * scale;
+            dq[i * rs + e] = ST(s * scale);
         }
 }
 
@@ -405,6 +425,10 @@ static void SDPA_NAME(backward)(const sdpa_plan *pl, const ts_sdpa_args *a, char
     }
 }
 
+#undef IO
+#undef LD
+#undef ST
+#undef SAME_IO
 #undef T
 #undef VT
 #undef VL

@@ -191,11 +191,11 @@ bool tsi_dnnl_matmul_strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t 
     return strided(dt, bsz, m, n, k, a, sa, b, sb, c, sc, NULL);
 }
 
-bool tsi_dnnl_matmul_f32_bias(int64_t m, int64_t n, int64_t k, const float *a, const int64_t sa[2],
-                              const float *b, const int64_t sb[2], const float *bias, float *c,
-                              int64_t ldc) {
-    return strided(TS_F32, 1, m, n, k, a, (const int64_t[3]){0, sa[0], sa[1]}, b,
-                   (const int64_t[3]){0, sb[0], sb[1]}, c, (const int64_t[3]){0, ldc, 1}, bias);
+bool tsi_dnnl_matmul_strided_bias(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k,
+                                  const void *a, const int64_t sa[3], const void *b,
+                                  const int64_t sb[3], void *c, const int64_t sc[3],
+                                  const void *bias) {
+    return strided(dt, bsz, m, n, k, a, sa, b, sb, c, sc, bias);
 }
 
 bool tsi_dnnl_bf16_native(void) {
@@ -233,10 +233,12 @@ bool tsi_dnnl_matmul_strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t 
     (void)c, (void)sc;
     return false;
 }
-bool tsi_dnnl_matmul_f32_bias(int64_t m, int64_t n, int64_t k, const float *a, const int64_t sa[2],
-                              const float *b, const int64_t sb[2], const float *bias, float *c,
-                              int64_t ldc) {
-    (void)m, (void)n, (void)k, (void)a, (void)sa, (void)b, (void)sb, (void)bias, (void)c, (void)ldc;
+bool tsi_dnnl_matmul_strided_bias(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k,
+                                  const void *a, const int64_t sa[3], const void *b,
+                                  const int64_t sb[3], void *c, const int64_t sc[3],
+                                  const void *bias) {
+    (void)dt, (void)bsz, (void)m, (void)n, (void)k, (void)a, (void)sa, (void)b, (void)sb;
+    (void)c, (void)sc, (void)bias;
     return false;
 }
 bool tsi_dnnl_bf16_native(void) { return false; }

@@ -19,12 +19,13 @@ bool tsi_dnnl_matmul_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, cons
 bool tsi_dnnl_matmul_strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k, const void *a,
                              const int64_t sa[3], const void *b, const int64_t sb[3], void *c,
                              const int64_t sc[3]);
-/* Row-major float32 C[m x n] = A B + bias (bias [n] added to every row, after the product is
- * rounded: the bits of the product and then an add), A and B at any element strides s[0] (rows),
- * s[1] (columns). false, having written nothing the caller relies on, as above. */
-bool tsi_dnnl_matmul_f32_bias(int64_t m, int64_t n, int64_t k, const float *a, const int64_t sa[2],
-                              const float *b, const int64_t sb[2], const float *bias, float *c,
-                              int64_t ldc);
+/* The same with C = A B + bias (bias [n], contiguous, of dt, added to every row; NULL: none).
+ * float32: the bias is added to the rounded product (the bits of the product and then an add);
+ * bf16: to the float32 sums, before the one rounding. false as above. */
+bool tsi_dnnl_matmul_strided_bias(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k,
+                                  const void *a, const int64_t sa[3], const void *b,
+                                  const int64_t sb[3], void *c, const int64_t sc[3],
+                                  const void *bias);
 /* Whether oneDNN multiplies bf16 with bf16 instructions here: the CPU has AVX512-BF16 (or AMX)
  * and neither TS_CPU_ISA nor ONEDNN_MAX_CPU_ISA caps oneDNN below them. Without them a bf16
  * primitive would emulate the products (slower than widening to float32), so callers widen. */
