@@ -1,11 +1,19 @@
-/* bench_peak_bf16.c — the host's peak arithmetic, measured: float32 FMAs (bench_peak.h) and, where
- * the CPU has AVX512-BF16, bf16 dot products (vdpbf16ps: 32 bf16 pairs multiplied and summed into
- * 16 float32 lanes, 64 FLOP an instruction) in independent chains, on 1 and 2 threads. The ceiling
- * that bf16 and float32 products (bench/bench_bf16.py) are measured against.
+/* bench_peak_bf16.c — the host's peak arithmetic, measured: float32 FMAs (bench_peak.h), where
+ * the CPU has AVX512-BF16 bf16 dot products (vdpbf16ps: 32 bf16 pairs multiplied and summed into
+ * 16 float32 lanes, 64 FLOP an instruction) in independent chains, and where it has AMX-BF16 the
+ * tiles' dot products (tdpbf16ps: a 16 x 32 bf16 tile times a 32 x 16 one into 16 x 16 float32,
+ * 16384 FLOP an instruction, four independent accumulators), on 1 and 2 threads. The ceiling that
+ * bf16 and float32 products (bench/bench_bf16.py) are measured against.
  * Usage: build/bench/bench_peak_bf16 */
+#define _GNU_SOURCE /* syscall */
 #include <stdio.h>
 
 #include "bench_peak.h"
+
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #if defined(__GNUC__) && defined(__x86_64__) && (__GNUC__ >= 10 || defined(__clang__))
 #include <immintrin.h>
@@ -38,6 +46,63 @@ static double bf16_peak(int threads) {
 }
 #endif
 
+#if defined(HAVE_BF16_LOOP) && defined(__linux__) && __GNUC__ >= 11
+#define HAVE_AMX_LOOP 1
+/* Linux hands out the tiles' 8 KiB of state only to a process that asks (arch_prctl
+ * ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); oneDNN asks the same way. */
+static int amx_permitted(void) {
+    return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
+}
+
+typedef struct tile_config {
+    unsigned char palette, start_row, reserved[14];
+    unsigned short colsb[16];
+    unsigned char rows[16];
+} tile_config;
+
+__attribute__((target("amx-tile,amx-bf16"))) static double amx_loop(long iters) {
+    tile_config cfg = {.palette = 1};
+    for (int t = 0; t < 8; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+    _tile_loadconfig(&cfg);
+    static __thread unsigned short a[16 * 32] __attribute__((aligned(64)));
+    static __thread float c[16 * 16] __attribute__((aligned(64)));
+    for (int i = 0; i < 16 * 32; i++) a[i] = 0x3380; /* tiny: the sums stay finite */
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, a, 64);
+    _tile_loadd(5, a, 64);
+    _tile_loadd(6, a, 64);
+    _tile_loadd(7, a, 64);
+    for (long it = 0; it < iters; it++) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, c, 64);
+    _tile_release();
+    return (double)c[0];
+}
+
+static double amx_peak(int threads) {
+    const long iters = 2000000;
+    double best = 0;
+    for (int r = 0; r < 3; r++) {
+        volatile double sink = 0;
+        const double t0 = bench_now_s();
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+#endif
+        sink += amx_loop(iters);
+        const double f = (double)iters * 4 * 16384 * threads / (bench_now_s() - t0);
+        if (f > best) best = f;
+    }
+    return best;
+}
+#endif
+
 int main(void) {
     for (int threads = 1; threads <= 2; threads++) {
         const char *isa;
@@ -49,6 +114,10 @@ int main(void) {
             printf(", bf16 dot-product peak %.1f GFLOP/s (avx512_bf16)", bf16_peak(threads) / 1e9);
         else
             printf(", no AVX512-BF16");
+#endif
+#ifdef HAVE_AMX_LOOP
+        if (__builtin_cpu_supports("amx-bf16") && amx_permitted())
+            printf(", AMX bf16 tile peak %.1f GFLOP/s", amx_peak(threads) / 1e9);
 #endif
         printf("\n");
     }

@@ -11,6 +11,7 @@
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/gemm_small.h"
 #include "backend/cpu/gemv.h"
+#include "backend/cpu/host_scratch.h"
 #include "backend/cpu/matmul_dnnl.h"
 #include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
@@ -303,11 +304,9 @@ static inline void half_store(char *p, float v, bool bf) {
     memcpy(p, &h, sizeof h);
 }
 
-/* [nb, rows, cols] strided halves -> contiguous f32 (nb is 1 for a broadcast operand). */
-static float *halves_to_f32(const char *p, bool bf, int64_t nb, int64_t rows, int64_t cols,
-                            const int64_t *s) {
-    float *dst = malloc((size_t)(nb * rows * cols) * sizeof(float) + 1);
-    if (!dst) return NULL;
+/* [nb, rows, cols] strided halves -> contiguous f32 dst (nb is 1 for a broadcast operand). */
+static void halves_to_f32(float *dst, const char *p, bool bf, int64_t nb, int64_t rows,
+                          int64_t cols, const int64_t *s) {
     const int64_t total_rows = nb * rows;
     TS_PARALLEL_FOR_IF(
         run_in_parallel((double)(total_rows * cols)),
@@ -317,8 +316,10 @@ static float *halves_to_f32(const char *p, bool bf, int64_t nb, int64_t rows, in
                     ts_vec_load_f32(ts_vec_kernels_get(), dst + r * cols, src,
                                     bf ? TS_BF16 : TS_F16, 2 * s[2], cols);
         });
-    return dst;
 }
+
+/* floats for n elements, rounded up to a 64-byte line */
+static size_t float_bytes(int64_t n) { return ((size_t)n * sizeof(float) + 63) & ~(size_t)63; }
 
 /* false: out of scratch memory (the caller reports it). bf16 on a CPU that multiplies it natively
  * (AMX, AVX512-BF16): oneDNN's bf16 matmul on the operands as they are (exact products, float32
@@ -333,24 +334,25 @@ static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b,
         tsi_dnnl_matmul_strided_bias(TS_BF16, d->bsz, d->m, d->n, d->k, a, d->sa, b, d->sb, c,
                                      d->sc, bias))
         return true;
+    /* the widened operands, product and bias in one cached scratch block (host_scratch.h: not
+     * mapped and faulted in afresh at every call, which cost as much as the conversions) */
     const int64_t nba = d->sa[0] == 0 ? 1 : d->bsz, nbb = d->sb[0] == 0 ? 1 : d->bsz;
-    float *fa = halves_to_f32(a, bf, nba, d->m, d->k, d->sa);
-    float *fb = fa ? halves_to_f32(b, bf, nbb, d->k, d->n, d->sb) : NULL;
-    float *fc = fb ? malloc((size_t)(d->bsz * d->m * d->n) * sizeof(float) + 1) : NULL;
-    float *fbias =
-        fc && bias ? halves_to_f32(bias, bf, 1, 1, d->n, (const int64_t[3]){0, 0, sbias}) : NULL;
-    if (!fc || (bias && !fbias)) {
-        free(fa);
-        free(fb);
-        free(fc);
-        return false;
-    }
+    const size_t ba = float_bytes(nba * d->m * d->k), bb = float_bytes(nbb * d->k * d->n);
+    const size_t bc = float_bytes(d->bsz * d->m * d->n), bbias = bias ? float_bytes(d->n) : 0;
+    ts_block *block;
+    char *scratch = tsi_host_scratch_get(ba + bb + bc + bbias, &block);
+    if (!scratch) return false;
+    float *fa = (float *)scratch, *fb = (float *)(scratch + ba), *fc = (float *)(scratch + ba + bb);
+    float *fbias = bias ? (float *)(scratch + ba + bb + bc) : NULL;
+    halves_to_f32(fa, a, bf, nba, d->m, d->k, d->sa);
+    halves_to_f32(fb, b, bf, nbb, d->k, d->n, d->sb);
+    if (bias) halves_to_f32(fbias, bias, bf, 1, 1, d->n, (const int64_t[3]){0, 0, sbias});
     mm_desc f = {.bsz = d->bsz, .m = d->m, .n = d->n, .k = d->k};
     f.sa[0] = nba == 1 ? 0 : d->m * d->k, f.sa[1] = d->k, f.sa[2] = 1;
     f.sb[0] = nbb == 1 ? 0 : d->k * d->n, f.sb[1] = d->n, f.sb[2] = 1;
     f.sc[0] = d->m * d->n, f.sc[1] = d->n, f.sc[2] = 1;
     if (!matmul_float(false, &f, (const char *)fa, (const char *)fb, (char *)fc)) {
-        free(fa), free(fb), free(fc);
+        tsi_host_scratch_put(block);
         return false;
     }
     const int64_t rows = d->bsz * d->m, n = d->n;
@@ -362,10 +364,7 @@ static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b,
             ts_vec_store_f32(ts_vec_kernels_get(), dst, bf ? TS_BF16 : TS_F16, 2 * d->sc[2],
                              fc + r * n, n);
         });
-    free(fa);
-    free(fb);
-    free(fc);
-    free(fbias);
+    tsi_host_scratch_put(block);
     return true;
 }
 
