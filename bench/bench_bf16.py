@@ -1,6 +1,6 @@
 """bench_bf16.py — issue 29's bfloat16 goals on the cpu, one script for both libraries
 (`import tessera as torch` or `import torch`; argv[1]: tessera | torch): bf16 `mm` at 1024^3 and
-4096x4096x1024 (m x n x k), float32 `mm` 1024^3 beside them, and the MLP 784-1024-1024-10 batch 256
+4096x4096x1024 (m x n x k), float32 and float16 `mm` 1024^3 beside them, and the MLP 784-1024-1024-10 batch 256
 and ResNet-18 (CIFAR stem, batch 64) SGD training steps and bench_xformer's GPT-mini (4 layers,
 d 256, 4 heads, context 256, vocab 256, batch 16) AdamW training step, each in float32 and under
 `torch.autocast("cpu", dtype=torch.bfloat16)`. Each case is
@@ -111,6 +111,7 @@ def main():
         ("mm_bf16_1024", lambda: mm_case(1024, 1024, 1024, torch.bfloat16)),
         ("mm_bf16_4096x4096x1024", lambda: mm_case(4096, 4096, 1024, torch.bfloat16)),
         ("mm_f32_1024", lambda: mm_case(1024, 1024, 1024, torch.float32)),
+        ("mm_f16_1024", lambda: mm_case(1024, 1024, 1024, torch.float16)),
         ("mlp_step_f32", lambda: (step_case(mlp, (256, 784), 0.01, False, 2 if QUICK else 10), None)),
         ("mlp_step_autocast_bf16",
          lambda: (step_case(mlp, (256, 784), 0.01, True, 2 if QUICK else 10), None)),

@@ -59,16 +59,8 @@ static void describe(provider p, char *out, size_t n) {
     case PROV_DNNL: {
 #ifdef TS_HAVE_DNNL
         const dnnl_version_t *v = dnnl_version();
-        const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-        const char *isa_name = isa == dnnl_cpu_isa_avx512_core_bf16   ? "avx512_core_bf16"
-                               : isa == dnnl_cpu_isa_avx512_core_vnni ? "avx512_core_vnni"
-                               : isa == dnnl_cpu_isa_avx512_core      ? "avx512_core"
-                               : isa == dnnl_cpu_isa_avx2_vnni        ? "avx2_vnni"
-                               : isa == dnnl_cpu_isa_avx2             ? "avx2"
-                               : isa == dnnl_cpu_isa_avx              ? "avx"
-                               : isa == dnnl_cpu_isa_sse41            ? "sse41"
-                                                                      : "other";
-        snprintf(out, n, "oneDNN %d.%d.%d (%s)", v->major, v->minor, v->patch, isa_name);
+        snprintf(out, n, "oneDNN %d.%d.%d (%s)", v->major, v->minor, v->patch,
+                 tsi_dnnl_effective_isa());
 #endif
         break;
     }

@@ -205,8 +205,7 @@ bool tsi_dnnl_bf16_native(void) {
            (unsigned)dnnl_cpu_isa_avx512_core_bf16;
 }
 
-const char *tsi_dnnl_isa_name(void) {
-    if (!tsi_dnnl_engine()) return "none";
+const char *tsi_dnnl_effective_isa(void) {
     const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     return isa == dnnl_cpu_isa_avx512_core_amx    ? "avx512_core_amx"
            : isa == dnnl_cpu_isa_avx512_core_bf16 ? "avx512_core_bf16"
@@ -215,7 +214,13 @@ const char *tsi_dnnl_isa_name(void) {
            : isa == dnnl_cpu_isa_avx2_vnni        ? "avx2_vnni"
            : isa == dnnl_cpu_isa_avx2             ? "avx2"
            : isa == dnnl_cpu_isa_avx              ? "avx"
+           : isa == dnnl_cpu_isa_sse41            ? "sse41"
                                                   : "other";
+}
+
+const char *tsi_dnnl_isa_name(void) {
+    if (!tsi_dnnl_engine()) return "none";
+    return tsi_dnnl_effective_isa();
 }
 
 #else /* no oneDNN */
@@ -242,6 +247,7 @@ bool tsi_dnnl_matmul_strided_bias(int dt, int64_t bsz, int64_t m, int64_t n, int
     return false;
 }
 bool tsi_dnnl_bf16_native(void) { return false; }
+const char *tsi_dnnl_effective_isa(void) { return "none"; }
 const char *tsi_dnnl_isa_name(void) { return "none"; }
 uint64_t tsi_dnnl_matmul_count(void) { return 0; }
 uint64_t tsi_dnnl_matmul_bf16_count(void) { return 0; }

@@ -33,6 +33,9 @@ bool tsi_dnnl_bf16_native(void);
 /* "avx512_core_amx", "avx512_core_bf16", ... : the ISA oneDNN's kernels run with ("none"
  * without oneDNN). */
 const char *tsi_dnnl_isa_name(void);
+/* The same name for oneDNN's effective ISA now, without making the engine first (the GEMM
+ * provider's description, which runs while the caps are set). */
+const char *tsi_dnnl_effective_isa(void);
 /* Products the primitive has run so far (tests check that it, not a fallback, ran): float32,
  * and bf16 apart. */
 uint64_t tsi_dnnl_matmul_count(void);
