@@ -60,10 +60,15 @@ typedef struct tile_config {
     unsigned char rows[16];
 } tile_config;
 
+/* in static storage: GCC 12 treats ldtilecfg's operand as unread and may drop stores to a local */
+static const tile_config tiles_16x64 = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
+
 __attribute__((target("amx-tile,amx-bf16"))) static double amx_loop(long iters) {
-    tile_config cfg = {.palette = 1};
-    for (int t = 0; t < 8; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64;
-    _tile_loadconfig(&cfg);
+    _tile_loadconfig(&tiles_16x64);
     static __thread unsigned short a[16 * 32] __attribute__((aligned(64)));
     static __thread float c[16 * 16] __attribute__((aligned(64)));
     for (int i = 0; i < 16 * 32; i++) a[i] = 0x3380; /* tiny: the sums stay finite */

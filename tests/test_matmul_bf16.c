@@ -17,17 +17,38 @@
  * ONEDNN_MAX_CPU_ISA caps it away; tests/CMakeLists.txt runs this test under both caps) every
  * product goes to oneDNN; without, none does. And which ISA oneDNN runs: AMX tiles on a host with
  * AMX-BF16, AVX512-BF16's dot products under ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 (the ctest
- * entry _dnnl_avx512_core_bf16), so both kernels are tested on an AMX host. */
+ * entry _dnnl_avx512_core_bf16), so both kernels are tested on an AMX host. On an AMX host the
+ * large products (from TS_AMX_GEMM_MIN_MACS) run on Tessera's own AMX kernel (gemm_amx.c), and
+ * with TS_AMX_GEMM=all (the ctest entry _amx_all) every native product does, so each case here,
+ * edges, strides, batches and the bias included, tests it; under the caps it never runs. */
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/gemm_amx.h"
 #include "backend/cpu/matmul_dnnl.h"
 #include "bf16_check.h"
 #include "tol_check.h"
 #include "ts_test.h"
 
+/* native bf16 products run so far, on either kernel */
+static uint64_t native_runs(void) { return tsi_dnnl_matmul_bf16_count() + tsi_amx_gemm_count(); }
+
+static bool amx_all(void) {
+    const char *m = getenv("TS_AMX_GEMM");
+    return m && !strcmp(m, "all");
+}
+
+/* which native kernel the product of `macs` multiply-adds must have taken (after it ran) */
+static void check_kernel(uint64_t amx_before, double macs, bool native) {
+    const bool amx = tsi_amx_gemm_count() > amx_before;
+    if (!native || !tsi_amx_gemm_ready())
+        CHECK(!amx);
+    else
+        CHECK(amx == (amx_all() || macs >= TS_AMX_GEMM_MIN_MACS));
+}
 static ts_tensor *random_bf16(ts_shape s, double scale) {
     return ts_test_random_bf16(s, scale, false);
 }
@@ -41,21 +62,24 @@ static double *values(ts_tensor *t, int64_t *n) {
 /* c = matmul(a, b) of bf16 operands (any views) against the float64 product of the same values */
 static void check_product(const char *what, ts_tensor *a, ts_tensor *b, bool native) {
     ts_scope_begin();
-    const uint64_t runs = tsi_dnnl_matmul_bf16_count();
+    const uint64_t runs = native_runs(), amx = tsi_amx_gemm_count();
     ts_tensor *c = ts_matmul(a, b);
-    const uint64_t ran = tsi_dnnl_matmul_bf16_count() - runs;
+    const uint64_t ran = native_runs() - runs;
     CHECK(c && ts_dtype_of(c) == TS_BF16);
     ts_tensor *a64 = ts_to_dtype(a, TS_F64), *b64 = ts_to_dtype(b, TS_F64);
     ts_tensor *exact = ts_matmul(a64, b64), *mag = ts_matmul(ts_abs(a64), ts_abs(b64));
     const int64_t k = ts_shape_of(a).dims[ts_shape_of(a).ndim - 1];
     const double worst = CHECK_BF16_SUM(what, c, exact, mag, (double)k);
+    check_kernel(amx, (double)ts_numel(c) * (double)k, native);
     /* the path: oneDNN for every native bf16 product, never otherwise */
     if (native)
         CHECK(ran >= 1);
     else
         CHECK(ran == 0);
     printf("%-34s k %5lld  worst error %.3f of the bound  %s\n", what, (long long)k, worst,
-           ran ? "oneDNN bf16" : "widened to float32");
+           tsi_amx_gemm_count() > amx ? "Tessera's AMX kernel"
+           : ran                      ? "oneDNN bf16"
+                                      : "widened to float32");
     CHECK_OK();
     ts_scope_end();
 }
@@ -67,9 +91,11 @@ static void check_linear(const char *what, int64_t rows, int64_t in, int64_t out
     ts_tensor *w = ts_test_random_bf16(TS_SHAPE(out, in), 0.1, true);
     ts_tensor *b = ts_test_random_bf16(TS_SHAPE(out), 4, true);
     ts_tensor *g = ts_test_random_bf16(TS_SHAPE(rows, out), 1, false);
-    const uint64_t runs = tsi_dnnl_matmul_bf16_count();
+    const uint64_t runs = native_runs(), amx = tsi_amx_gemm_count();
     ts_tensor *y = ts_linear(x, w, b);
-    const uint64_t ran = tsi_dnnl_matmul_bf16_count() - runs;
+    const uint64_t ran = native_runs() - runs;
+    check_kernel(amx, (double)rows * (double)in * (double)out, native);
+    const bool on_amx = tsi_amx_gemm_count() > amx;
     CHECK(y && ts_dtype_of(y) == TS_BF16);
     CHECK(y && ts_grad_fn_name(y) && !strcmp(ts_grad_fn_name(y), "AddmmBackward0"));
     CHECK(native ? ran == 1 : ran == 0);
@@ -92,7 +118,9 @@ static void check_linear(const char *what, int64_t rows, int64_t in, int64_t out
     worst = fmax(worst, CHECK_BF16_SUM(label, ts_grad(b), ts_sum_dim(g64, 0, false),
                                        ts_sum_dim(ts_abs(g64), 0, false), (double)rows));
     printf("%-34s k %5lld  worst error %.3f of the bound  %s\n", what, (long long)in, worst,
-           ran ? "oneDNN bf16 with its bias" : "widened to float32");
+           on_amx ? "Tessera's AMX kernel with its bias"
+           : ran  ? "oneDNN bf16 with its bias"
+                  : "widened to float32");
     ts_scope_end();
 }
 
@@ -158,6 +186,10 @@ int main(void) {
     check_product("batched, transposed heads",
                   ts_transpose(random_bf16(TS_SHAPE(2, 16, 8), 1), 1, 2),
                   random_bf16(TS_SHAPE(2, 16, 12), 1), native);
+    /* a product past TS_AMX_GEMM_MIN_MACS (2^31: the AMX kernel's on an AMX host), rows of A
+     * whose packed stride would be a multiple of 4 KiB */
+    check_product("large 1024x1024 @ 1024x2048", random_bf16(TS_SHAPE(1024, 1024), 1),
+                  random_bf16(TS_SHAPE(1024, 2048), 1), native);
     /* large values: the float32 sums, not bf16 ones (a bf16 accumulator fails this at once) */
     check_product("wide range", random_bf16(TS_SHAPE(8, 512), 1000),
                   random_bf16(TS_SHAPE(512, 8), 0.001), native);

@@ -8,6 +8,7 @@
 
 #include "backend/cpu/blas_threads.h"
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/gemm_amx.h"
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/gemm_small.h"
 #include "backend/cpu/gemv.h"
@@ -322,14 +323,20 @@ static void halves_to_f32(float *dst, const char *p, bool bf, int64_t nb, int64_
 static size_t float_bytes(int64_t n) { return ((size_t)n * sizeof(float) + 63) & ~(size_t)63; }
 
 /* false: out of scratch memory (the caller reports it). bf16 on a CPU that multiplies it natively
- * (AMX, AVX512-BF16): oneDNN's bf16 matmul on the operands as they are (exact products, float32
- * sums, one rounding); elsewhere, and for f16, the operands widened to float32, the float32
- * kernels, and one rounding — the same arithmetic, summed in another order. A bias [n] (halves
- * at element stride sbias; NULL: none) joins the float32 sums before that one rounding, on both
- * paths (PyTorch's addmm: oneDNN's bias argument). */
+ * (AMX, AVX512-BF16): on AMX tiles by gemm_amx.c where TS_AMX_GEMM asks for it (opt-in until
+ * measured on an AMX host), the others by oneDNN's bf16 matmul on the operands as they are (exact
+ * products, float32 sums, one rounding); elsewhere, and for f16, the operands widened to float32,
+ * the float32 kernels, and one rounding — the same arithmetic, summed in another order. A bias [n]
+ * (halves at element stride sbias; NULL: none) joins the float32 sums before that one rounding, on
+ * both paths (PyTorch's addmm: oneDNN's bias argument). */
 static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b, char *c,
                         const char *bias, int64_t sbias) {
     if (d->bsz == 0 || d->m == 0 || d->n == 0) return true;
+    const double macs = (double)d->bsz * (double)d->m * (double)d->n * (double)d->k;
+    if (bf && d->k > 0 && (!bias || sbias == 1) && tsi_amx_gemm_takes(macs) &&
+        tsi_amx_gemm_bf16(d->bsz, d->m, d->n, d->k, (const uint16_t *)a, d->sa, (const uint16_t *)b,
+                          d->sb, (uint16_t *)c, d->sc, (const uint16_t *)bias))
+        return true;
     if (bf && d->k > 0 && tsi_dnnl_bf16_native() && (!bias || sbias == 1) &&
         tsi_dnnl_matmul_strided_bias(TS_BF16, d->bsz, d->m, d->n, d->k, a, d->sa, b, d->sb, c,
                                      d->sc, bias))

@@ -1,0 +1,34 @@
+/* gemm_amx.h — bf16 matrix products on AMX tiles (Intel Sapphire Rapids and later), written here
+ * because Debian's oneDNN 2.6 runs its AMX kernel at under a quarter of the tiles' peak. */
+#ifndef TS_GEMM_AMX_H
+#define TS_GEMM_AMX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Whether the AMX kernel may run: asked for with TS_AMX_GEMM=on or all (until it has been run and
+ * measured on an AMX host it is off by default: docs/AMP.md), the CPU has AMX-BF16, Linux granted
+ * this process the tiles' state, and nothing caps it: TS_CPU_ISA below avx512, ONEDNN_MAX_CPU_ISA
+ * below the AMX ISAs (one cap for every AMX path, oneDNN's and this one). Read once. */
+bool tsi_amx_gemm_ready(void);
+
+/* Whether a bf16 product of `macs` multiply-adds goes to this kernel rather than oneDNN's: ready,
+ * and from TS_AMX_GEMM_MIN_MACS with TS_AMX_GEMM=on (below it oneDNN 2.6's kernel, which packs
+ * nothing for small operands, is as fast: docs/AMP.md), or every size with TS_AMX_GEMM=all. */
+#define TS_AMX_GEMM_MIN_MACS 2147483648.0
+bool tsi_amx_gemm_takes(double macs);
+
+/* bf16 C = A B (+ bias) for each of bsz batches, A [m x k], B [k x n], C [m x n], strides as
+ * tsi_dnnl_matmul_strided's (s[0] the batch stride, 0 for one matrix broadcast; s[1] rows;
+ * s[2] columns; in elements). The products of bf16 numbers are exact in float32, the sums are
+ * float32, the bias [n] (contiguous bf16, or NULL) is added to them and each element of C is
+ * rounded to bf16 once. false, having written nothing the caller relies on, when the kernel
+ * cannot run here or its scratch memory cannot be had. */
+bool tsi_amx_gemm_bf16(int64_t bsz, int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                       const int64_t sa[3], const uint16_t *b, const int64_t sb[3], uint16_t *c,
+                       const int64_t sc[3], const uint16_t *bias);
+
+/* Products the kernel has run (tests check which path ran). */
+uint64_t tsi_amx_gemm_count(void);
+
+#endif /* TS_GEMM_AMX_H */
