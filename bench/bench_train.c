@@ -38,18 +38,22 @@ static double resnet_step_flops(int stages, int blocks, int64_t width, int64_t i
     return (double)batch * (2.0 * 3.0 * macs + 2.0 * 2.0 * stem);
 }
 
-/* ms per step: best of `repeats` means over `steps` steps, after warm-up */
+/* ms per step: best of `repeats` means over `steps` steps, after warm-up. BENCH_AUTOCAST=1: forward
+ * and loss under a bf16 autocast region (the figures are then autocast steps). */
 static void bench_model(const char *name, ts_module *m, ts_tensor *x, ts_tensor *y, double lr,
                         double momentum, int steps, int repeats, double flops) {
     ts_optim *opt = ts_sgd(m, (ts_sgd_opts){.lr = lr, .momentum = momentum});
     long rss0 = rss_reset();
+    const bool autocast = getenv("BENCH_AUTOCAST") != NULL;
     double best = 1e30;
     for (int r = 0; r <= repeats; r++) {
         double t0 = now_s();
         for (int s = 0; s < steps; s++) {
             ts_scope_begin();
             ts_optim_zero_grad(opt);
+            if (autocast) ts_autocast_begin(TS_CPU, TS_BF16);
             ts_tensor *loss = ts_cross_entropy(ts_forward(m, x), y);
+            if (autocast) ts_autocast_end();
             ts_backward(loss);
             ts_optim_step(opt);
             ts_scope_end();
