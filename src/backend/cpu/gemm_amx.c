@@ -38,6 +38,7 @@ uint64_t tsi_amx_gemm_count(void) { return atomic_load(&amx_runs); }
 #endif
 
 #ifdef TS_AMX
+#include <cpuid.h>
 #include <immintrin.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -72,8 +73,11 @@ static bool tiles_granted(void) {
 #ifdef TS_AMX_EMULATED
     return true;
 #else
-    return __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-bf16") &&
-           syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+    /* CPUID leaf 7: EDX bit 24 AMX-TILE, bit 22 AMX-BF16 (clang 14's __builtin_cpu_supports
+     * does not know the AMX names) */
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    return (edx >> 24 & 1) && (edx >> 22 & 1) && syscall(SYS_arch_prctl, 0x1023, 18) == 0;
 #endif
 }
 
