@@ -13,15 +13,19 @@
  *   - a NaN stays in its channel;
  *   - autocast: a BatchNorm2d keeps a bf16 input bf16 and its gradients float32, and a
  *     ResNet-style stem and block (conv-bn-relu, conv-bn, residual add) forward and backward
- *     tracks the float32 run within what bf16 rounding explains, with PyTorch's dtypes. */
+ *     tracks the float32 run within what bf16 rounding explains, with PyTorch's dtypes; a narrow
+ *     ResNet-18 makes 24 casts a step (the stem's input, 20 convolution weights, the fc's weight
+ *     and bias, the loss's sum) and gives the same bits with ts_set_eval_fusion on and off. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "amp/autocast.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/kernel_math.h"
 #include "same_bits.h"
+#include "state_snapshot.h"
 #include "tol_check.h"
 #include "ts_test.h"
 
@@ -469,6 +473,60 @@ static void test_autocast_module(void) {
     }
 }
 
+/* One training step's forward and backward of a narrow ResNet-18 under autocast */
+typedef struct net_out {
+    ts_tensor *loss, *gx;
+    ts_snapshot state;
+    uint64_t casts;
+} net_out;
+
+static net_out resnet_step(ts_device dev, bool fuse) {
+    const bool was = ts_set_eval_fusion(fuse);
+    ts_manual_seed(5);
+    ts_module *m = ts_module_to(
+        ts_resnet18((ts_resnet_config){.width = 8, .num_classes = 10, .cifar_stem = true}), dev);
+    ts_manual_seed(6);
+    ts_tensor *x = ts_randn(TS_SHAPE(4, 3, 16, 16), (ts_opts){.device = dev});
+    ts_set_requires_grad(x, true);
+    net_out r = {0};
+    const uint64_t c0 = tsi_autocast_cast_count;
+    ts_autocast_begin(dev.type, TS_BF16);
+    ts_tensor *y = ts_forward(m, x);
+    r.loss = ts_sum(ts_mul(y, y));
+    ts_autocast_end();
+    r.casts = tsi_autocast_cast_count - c0;
+    ts_backward(r.loss);
+    r.gx = ts_grad(x);
+    r.state = ts_snapshot_with_grads(m);
+    ts_module_free(m);
+    ts_set_eval_fusion(was);
+    return r;
+}
+
+static void test_resnet_one(ts_device dev) {
+    ts_scope_begin();
+    net_out off = resnet_step(dev, false), on = resnet_step(dev, true);
+    CHECK(same_bits(on.loss, off.loss) && same_bits(on.gx, off.gx));
+    ts_snapshot_check("resnet18 under autocast, eval fusion on and off", &on.state, &off.state);
+    /* the activations stay bf16 from the stem's cast to the fc: the stem input's, the 20
+     * convolution weights', the fc's weight and bias: 23 casts plus the loss's sum (float32) */
+    printf("resnet18 width 8 under autocast (%s): casts %llu with eval fusion on, %llu off\n",
+           dev.type == TS_CPU ? "cpu" : "sim:0", (unsigned long long)on.casts,
+           (unsigned long long)off.casts);
+    CHECK(on.casts == off.casts && on.casts == 24);
+    ts_snapshot_free(&off.state), ts_snapshot_free(&on.state);
+    ts_scope_end();
+    CHECK_OK();
+}
+
+/* A narrow ResNet-18 in training under autocast: its activations stay bf16 from the stem's cast to
+ * the fc (the batch-norms take the convolutions' bf16 outputs), and the same loss, gradients,
+ * running statistics and casts with ts_set_eval_fusion on and off */
+static void test_resnet(void) {
+    for (int d = 0; d < ndev; d++)
+        if (devs[d].type != TS_CUDA) test_resnet_one(devs[d]);
+}
+
 int main(void) {
     ts_scope_begin();
     ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
@@ -478,6 +536,7 @@ int main(void) {
     test_nan();
     test_autocast_module();
     test_autocast_block();
+    test_resnet();
     ts_scope_end();
     return ts_test_finish();
 }

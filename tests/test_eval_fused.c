@@ -331,12 +331,7 @@ static train_out train_step(net_kind k, ts_device dev, bool eval_first, bool fus
     train_out r = {.y = ts_forward(m, x)};
     ts_backward(ts_sum(ts_mul(r.y, r.y)));
     r.gx = ts_grad(x);
-    ts_tensor_list grads = {0};
-    ts_tensor_list ps = ts_module_named_parameters(m);
-    for (int i = 0; i < ps.n; i++) ts_tensor_list_add(&grads, ps.names[i], ts_grad(ps.tensors[i]));
-    r.state = ts_snapshot_take(m, NULL, NULL);
-    ts_snapshot_add(&r.state, "grad.", &grads);
-    ts_tensor_list_free(&ps), ts_tensor_list_free(&grads);
+    r.state = ts_snapshot_with_grads(m);
     ts_module_free(m);
     ts_set_eval_fusion(was);
     return r;

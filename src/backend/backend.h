@@ -302,11 +302,6 @@ struct ts_backend {
     void (*conv2d_backward_weight)(const ts_backend *be, int index, const ts_kview *gw,
                                    const ts_kview *gout, const ts_kview *x,
                                    const ts_conv2d_params *p);
-    /* true: the three conv2d kernels also take float32 activations (x, out, gout, gx) with a bf16
-     * weight (w, gw) and no bias, multiplying in bf16 exactly as if x and gout had been rounded to
-     * bf16 first and out and gx widened after (autocast's convolution between float32 layers:
-     * nn/conv.c's tsi_conv2d_f32io) */
-    bool conv2d_f32io;
     /* Optional (NULL: none; the CPU backend with oneDNN): inference convolutions on activations in
      * a channel-blocked layout, [N, ceil(C/B), H, W, B] with channel c at [c / B][...][c % B],
      * kept between consecutive convolutions so that no reorder runs at each (nn/conv_blocked.h,

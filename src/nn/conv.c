@@ -123,16 +123,14 @@ static bool conv_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b,
     return true;
 }
 
-/* node->ip: stride, padding, dilation (2 each), groups; ip[7]: the output float32 for bf16 operands
- * (tsi_conv2d_f32io: the output's gradient is rounded to bf16, the input's comes back float32) */
-static void params_store(ts_node *n, const ts_conv2d_params *p, bool f32out) {
+/* node->ip: stride, padding, dilation (2 each), groups */
+static void params_store(ts_node *n, const ts_conv2d_params *p) {
     for (int i = 0; i < 2; i++) {
         n->ip[i] = p->stride[i];
         n->ip[2 + i] = p->padding[i];
         n->ip[4 + i] = p->dilation[i];
     }
     n->ip[6] = p->groups;
-    n->ip[7] = f32out;
 }
 
 static ts_conv2d_params params_load(const ts_node *n) {
@@ -156,7 +154,7 @@ static void conv_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     const int64_t N = unbatched ? 1 : xs.dims[0], C = xs.dims[lead], H = xs.dims[lead + 1],
                   W = xs.dims[lead + 2], O = ws.dims[0];
     const int64_t OH = go[0]->shape.dims[lead + 1], OW = go[0]->shape.dims[lead + 2];
-    ts_tensor *gc = tsi_cast(op, go[0], n->ip[7] ? n->in_dtype[1] : n->in_dtype[0]);
+    ts_tensor *gc = tsi_cast(op, go[0], n->in_dtype[0]);
     ts_tensor *g = gc ? tsi_contiguous(op, gc) : NULL;
     ts_release(gc);
     if (!g) return;
@@ -207,9 +205,8 @@ typedef struct conv_call {
     ts_tensor *xc, *wc, *bc, *out;
 } conv_call;
 
-/* f32out: a float32 output for bf16 operands (tsi_conv2d_f32io) */
-static void conv_run(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o, bool f32out,
-                     ts_conv_act act, double lo, double hi, conv_call *c) {
+static void conv_run(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o, ts_conv_act act,
+                     double lo, double hi, conv_call *c) {
     const char *op = "conv2d";
     tsi_init();
     *c = (conv_call){0};
@@ -222,7 +219,7 @@ static void conv_run(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
     c->bc = c->wc && b ? tsi_contiguous(op, b) : NULL;
     const ts_shape os =
         g->unbatched ? TS_SHAPE(g->o, g->oh, g->ow) : TS_SHAPE(g->n, g->o, g->oh, g->ow);
-    c->out = c->wc && (c->bc || !b) ? tsi_new(op, os, f32out ? TS_F32 : x->dtype, dev) : NULL;
+    c->out = c->wc && (c->bc || !b) ? tsi_new(op, os, x->dtype, dev) : NULL;
     if (!c->out || tsi_numel(os) == 0) return;
     g->p.act = act, g->p.act_lo = lo, g->p.act_hi = hi;
     tsi_conv_weight_identity(w, c->wc, &g->p);
@@ -241,14 +238,14 @@ static void conv_call_release(conv_call *c) {
 
 static ts_tensor *conv2d_op(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o) {
     conv_call c;
-    conv_run(x, w, b, o, false, TS_CONV_ACT_NONE, NAN, NAN, &c);
+    conv_run(x, w, b, o, TS_CONV_ACT_NONE, NAN, NAN, &c);
     if (c.out) {
         /* the input is needed only for the weight's gradient and the weight only for the input's */
         ts_tensor *ins[3] = {x, w, b};
         ts_tensor *saves[2] = {w->requires_grad ? c.xc : NULL, x->requires_grad ? c.wc : NULL};
         ts_node *n =
             tsi_record("ConvolutionBackward0", "conv2d", conv_backward, ins, 3, c.out, saves, 2);
-        if (n) params_store(n, &c.g.p, false);
+        if (n) params_store(n, &c.g.p);
     }
     conv_call_release(&c);
     return tsi_own(c.out);
@@ -257,7 +254,7 @@ static ts_tensor *conv2d_op(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_
 ts_tensor *tsi_conv2d_forward_act(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
                                   ts_conv_act act, double lo, double hi) {
     conv_call c;
-    conv_run(x, w, b, o, false, act, lo, hi, &c);
+    conv_run(x, w, b, o, act, lo, hi, &c);
     conv_call_release(&c);
     return tsi_own(c.out);
 }
@@ -270,34 +267,4 @@ ts_tensor *ts_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o)
     TSI_AUTOCAST_ENTER(&ac, "conv2d", &x, &w, &b);
     return tsi_trace("conv2d", ins, 3, tsi_autocast_exit(&ac, conv2d_op(x, w, b, o)), ip, 7, NULL,
                      0);
-}
-
-bool tsi_conv2d_f32io(ts_tensor *x, ts_tensor *w, ts_conv2d_opts o, ts_tensor **y) {
-    *y = NULL;
-    ts_dtype lower;
-    if (!tsi_autocast_any || tsi_trace_active || !x || !w || x->dtype != TS_F32 ||
-        w->dtype != TS_F32 || !tsi_device_eq(tsi_device(x), tsi_device(w)) ||
-        !tsi_be(x)->conv2d_f32io || tsi_capturing_on(tsi_device(x)) ||
-        !tsi_autocast_active(tsi_device(x), &lower) || lower != TS_BF16)
-        return false;
-    /* as ts_conv2d's autocast: the weight's (cached) bf16 cast; the input's cast is this node's
-     * own (kept for the weight's gradient), and no casts happen inside the op */
-    const int saved = tsi_autocast_any;
-    ts_tensor *wl = tsi_autocast_cast("conv2d", w, TS_BF16);
-    tsi_autocast_any = 0;
-    ts_tensor *xl = wl ? tsi_cast("conv2d", x, TS_BF16) : NULL;
-    conv_call c = {0};
-    if (xl) conv_run(xl, wl, NULL, o, true, TS_CONV_ACT_NONE, NAN, NAN, &c);
-    if (c.out) {
-        ts_tensor *ins[3] = {x, wl, NULL};
-        ts_tensor *saves[2] = {wl->requires_grad ? c.xc : NULL, x->requires_grad ? c.wc : NULL};
-        ts_node *n =
-            tsi_record("ConvolutionBackward0", "conv2d", conv_backward, ins, 3, c.out, saves, 2);
-        if (n) params_store(n, &c.g.p, true);
-    }
-    conv_call_release(&c);
-    tsi_autocast_any = saved;
-    ts_release(xl), ts_release(wl);
-    *y = tsi_own(c.out);
-    return true;
 }

@@ -125,3 +125,13 @@ void ts_snapshot_check(const char *what, const ts_snapshot *got, const ts_snapsh
     if (d[0]) fprintf(stderr, "  %s: %s\n", what, d);
     CHECK(d[0] == '\0');
 }
+
+ts_snapshot ts_snapshot_with_grads(ts_module *m) {
+    ts_tensor_list grads = {0};
+    ts_tensor_list ps = ts_module_named_parameters(m);
+    for (int i = 0; i < ps.n; i++) ts_tensor_list_add(&grads, ps.names[i], ts_grad(ps.tensors[i]));
+    ts_snapshot s = ts_snapshot_take(m, NULL, NULL);
+    ts_snapshot_add(&s, "grad.", &grads);
+    ts_tensor_list_free(&ps), ts_tensor_list_free(&grads);
+    return s;
+}

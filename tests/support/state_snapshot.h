@@ -19,6 +19,8 @@ typedef struct ts_snapshot {
 void ts_snapshot_add(ts_snapshot *s, const char *prefix, const ts_tensor_list *l);
 /* model, optimizer and scaler state (each may be NULL) */
 ts_snapshot ts_snapshot_take(ts_module *m, ts_optim *o, ts_grad_scaler *g);
+/* m's state and its parameters' gradients (named "grad.<parameter>") */
+ts_snapshot ts_snapshot_with_grads(ts_module *m);
 /* Same names, same values (bit for bit: NaN equals NaN). */
 bool ts_snapshot_equal(const ts_snapshot *a, const ts_snapshot *b);
 /* The first difference, for failure messages ("" when equal). */

@@ -15,11 +15,6 @@
  * cache: fresh pages at every call cost ResNet-18 a fifth of its step in page faults). Any failure
  * (oneDNN absent, a shape it declines, no memory) returns false and the caller runs the built-in
  * kernels.
- * The f32out entry points give a bf16 primitive's output (y, or gx backward) as float32 (autocast's
- * convolution feeding a float32 layer): the reorder out of the blocked layout, which runs anyway,
- * widens it, so no separate cast pass runs. (Rounding float32 inputs in the reorders in would
- * save their casts too, but oneDNN 2.6's converting reorder takes 1.5x a bf16 one, twice per
- * input: more than Tessera's one cast.)
  */
 #include "backend/cpu/conv_dnnl.h"
 
@@ -43,9 +38,7 @@ typedef enum { K_FWD, K_BWD_DATA, K_BWD_WEIGHT } conv_kind;
 
 typedef struct conv_key {
     int kind, has_bias;
-    int64_t dt;      /* dnnl_f32 or dnnl_bf16: every operand's inside the primitive */
-    int64_t out;     /* the output's (y; gx backward) on our side: dt, or dnnl_f32 for a bf16
-                      * primitive's result widened by the reorder out of its layout */
+    int64_t dt;      /* dnnl_f32 or dnnl_bf16: every operand's, ours and the primitive's */
     int64_t threads; /* tsi_dnnl_threads() (an int64: no padding inside the memcmp'd key) */
     int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g;
     int64_t act; /* the forward's post-op (ts_conv_act) and CLIP's bounds (+-inf: none) */
@@ -166,8 +159,8 @@ static bool build(conv_entry *e) {
                       (k->ow - 1) * k->sw - k->w + (k->kw - 1) * k->dw + 1 - k->pw};
     dnnl_memory_desc_t src_u, dst_u, w_u, b_u, src_a, dst_a, w_a, b_a;
     const int64_t dt = k->dt;
-    plain_md(&src_u, 4, src_d, act_tag(k->x_blk), k->kind == K_BWD_DATA ? k->out : dt);
-    plain_md(&dst_u, 4, dst_d, act_tag(k->y_blk), k->kind == K_FWD ? k->out : dt);
+    plain_md(&src_u, 4, src_d, act_tag(k->x_blk), dt);
+    plain_md(&dst_u, 4, dst_d, act_tag(k->y_blk), dt);
     if (k->g > 1)
         plain_md(&w_u, 5, wg_d, dnnl_goihw, dt);
     else
@@ -387,12 +380,10 @@ static bool run(const conv_key *key, void *const *user_ptrs, const tsi_conv_weig
     return ok;
 }
 
-/* f32_out: a bf16 primitive's output widened to float32 (conv_key's out) */
-static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias, bool bf16, bool f32_out) {
+static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias, bool bf16) {
     return (conv_key){.kind = kind,
                       .has_bias = has_bias,
                       .dt = bf16 ? dnnl_bf16 : dnnl_f32,
-                      .out = bf16 && !f32_out ? dnnl_bf16 : dnnl_f32,
                       .threads = tsi_dnnl_threads(),
                       .n = g->n,
                       .c = g->c,
@@ -420,7 +411,7 @@ static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias, bool bf
  * region take to start and meet again. */
 #define ONE_THREAD_FLOPS 1e6
 
-static bool forward(bool bf16, bool f32_out, const ts_cgeom *g, const void *x, const void *w,
+static bool forward(bool bf16, const ts_cgeom *g, const void *x, const void *w,
                     const tsi_conv_weight_id *wid, const void *b, void *y, int x_blk, int y_blk) {
     const double flops = 2.0 * (double)g->n * (double)g->o * (double)(g->c / g->g) *
                          (double)(g->kh * g->kw) * (double)(g->oh * g->ow);
@@ -429,7 +420,7 @@ static bool forward(bool bf16, bool f32_out, const ts_cgeom *g, const void *x, c
 #ifdef TS_HAVE_OPENMP
     if (one) omp_set_num_threads(1); /* this thread's setting: the key and the run see it */
 #endif
-    conv_key k = key_of(K_FWD, g, b != NULL, bf16, f32_out);
+    conv_key k = key_of(K_FWD, g, b != NULL, bf16);
     k.x_blk = x_blk, k.y_blk = y_blk;
     void *ptrs[4] = {(void *)x, (void *)w, b ? (void *)b : y, y};
     const bool ok = run(&k, ptrs, wid && wid->uid ? wid : NULL);
@@ -439,31 +430,30 @@ static bool forward(bool bf16, bool f32_out, const ts_cgeom *g, const void *x, c
     return ok;
 }
 
-static bool backward_data(bool bf16, bool f32_out, const ts_cgeom *g, const void *gy, const void *w,
-                          void *gx) {
-    const conv_key k = key_of(K_BWD_DATA, g, false, bf16, f32_out);
+static bool backward_data(bool bf16, const ts_cgeom *g, const void *gy, const void *w, void *gx) {
+    const conv_key k = key_of(K_BWD_DATA, g, false, bf16);
     void *ptrs[3] = {(void *)gy, (void *)w, gx};
     return run(&k, ptrs, NULL);
 }
 
 static bool backward_weight(bool bf16, const ts_cgeom *g, const void *gy, const void *x, void *gw) {
-    const conv_key k = key_of(K_BWD_WEIGHT, g, false, bf16, false);
+    const conv_key k = key_of(K_BWD_WEIGHT, g, false, bf16);
     void *ptrs[3] = {(void *)gy, (void *)x, gw};
     return run(&k, ptrs, NULL);
 }
 
 bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w,
                            const tsi_conv_weight_id *wid, const float *b, float *y) {
-    return forward(false, false, g, x, w, wid, b, y, 0, 0);
+    return forward(false, g, x, w, wid, b, y, 0, 0);
 }
 bool tsi_dnnl_conv_forward_blocked(const ts_cgeom *g, const float *x, int x_blk, const float *w,
                                    const tsi_conv_weight_id *wid, const float *b, float *y,
                                    int y_blk) {
     if ((x_blk && x_blk != 8 && x_blk != 16) || (y_blk && y_blk != 8 && y_blk != 16)) return false;
-    return forward(false, false, g, x, w, wid, b, y, x_blk, y_blk);
+    return forward(false, g, x, w, wid, b, y, x_blk, y_blk);
 }
 bool tsi_dnnl_conv_backward_data(const ts_cgeom *g, const float *gy, const float *w, float *gx) {
-    return backward_data(false, false, g, gy, w, gx);
+    return backward_data(false, g, gy, w, gx);
 }
 bool tsi_dnnl_conv_backward_weight(const ts_cgeom *g, const float *gy, const float *x, float *gw) {
     return backward_weight(false, g, gy, x, gw);
@@ -471,37 +461,18 @@ bool tsi_dnnl_conv_backward_weight(const ts_cgeom *g, const float *gy, const flo
 
 bool tsi_dnnl_conv_forward_bf16(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
                                 const tsi_conv_weight_id *wid, const uint16_t *b, uint16_t *y) {
-    return forward(true, false, g, x, w, wid, b, y, 0, 0);
+    return forward(true, g, x, w, wid, b, y, 0, 0);
 }
 bool tsi_dnnl_conv_backward_data_bf16(const ts_cgeom *g, const uint16_t *gy, const uint16_t *w,
                                       uint16_t *gx) {
-    return backward_data(true, false, g, gy, w, gx);
+    return backward_data(true, g, gy, w, gx);
 }
 bool tsi_dnnl_conv_backward_weight_bf16(const ts_cgeom *g, const uint16_t *gy, const uint16_t *x,
                                         uint16_t *gw) {
     return backward_weight(true, g, gy, x, gw);
 }
 
-bool tsi_dnnl_conv_forward_f32out(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
-                                  const tsi_conv_weight_id *wid, float *y) {
-    return forward(true, true, g, x, w, wid, NULL, y, 0, 0);
-}
-bool tsi_dnnl_conv_backward_data_f32out(const ts_cgeom *g, const uint16_t *gy, const uint16_t *w,
-                                        float *gx) {
-    return backward_data(true, true, g, gy, w, gx);
-}
-
 #else /* no oneDNN */
-bool tsi_dnnl_conv_forward_f32out(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
-                                  const tsi_conv_weight_id *wid, float *y) {
-    (void)g, (void)x, (void)w, (void)wid, (void)y;
-    return false;
-}
-bool tsi_dnnl_conv_backward_data_f32out(const ts_cgeom *g, const uint16_t *gy, const uint16_t *w,
-                                        float *gx) {
-    (void)g, (void)gy, (void)w, (void)gx;
-    return false;
-}
 uint64_t tsi_dnnl_conv_count(void) { return 0; }
 uint64_t tsi_dnnl_conv_bf16_count(void) { return 0; }
 uint64_t tsi_dnnl_conv_act_reorders(void) { return 0; }

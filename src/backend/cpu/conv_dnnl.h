@@ -32,12 +32,6 @@ bool tsi_dnnl_conv_backward_data_bf16(const ts_cgeom *g, const uint16_t *gy, con
                                       uint16_t *gx);
 bool tsi_dnnl_conv_backward_weight_bf16(const ts_cgeom *g, const uint16_t *gy, const uint16_t *x,
                                         uint16_t *gw);
-/* The bf16 forward and input gradient (as above, no bias) with the output (y, gx) float32: the
- * bf16 result widened, the same bits as widening it after. false as above. */
-bool tsi_dnnl_conv_forward_f32out(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
-                                  const tsi_conv_weight_id *wid, float *y);
-bool tsi_dnnl_conv_backward_data_f32out(const ts_cgeom *g, const uint16_t *gy, const uint16_t *w,
-                                        float *gx);
 /* The float32 forward with x and / or y in oneDNN's channel-blocked layout nChw<B>c, x_blk / y_blk
  * = B (16 or 8; 0: that one plain NCHW): [N, ceil(C/B), H, W, B], channel c at [c / B][..][c % B]
  * (conv_dnnl_blocked.c). The same primitive as tsi_dnnl_conv_forward's, so the same values; x's

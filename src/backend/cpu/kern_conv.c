@@ -625,12 +625,8 @@ static tsi_conv_weight_id weight_id(const ts_conv2d_params *p) {
         .uid = p->weight_uid, .version = p->weight_version, .offset = p->weight_offset};
 }
 
-/* the dtypes kern_conv_half.c takes: f16 / bf16, and bf16 operands into a float32 output */
+/* the dtypes kern_conv_half.c takes */
 static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
-
-static bool f32out(const ts_kview *out, const ts_kview *w) {
-    return out->dtype == TS_F32 && w->dtype == TS_BF16;
-}
 
 void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p) {
@@ -639,10 +635,6 @@ void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const t
     if (tsi_conv_numel4(out) == 0) return;
     const ts_dtype dt = out->dtype;
     const tsi_conv_weight_id wid = weight_id(p);
-    if (f32out(out, w)) {
-        tsi_conv2d_f32out(&g, out, x, w, bias, &wid);
-        return;
-    }
     if (is_half(dt)) {
         tsi_conv2d_half(&g, out, x, w, bias, &wid);
         return;
@@ -661,10 +653,6 @@ void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview
     const cgeom g = geom_of(gx, w, gout, p);
     if (tsi_conv_numel4(gx) == 0) return;
     const ts_dtype dt = gx->dtype;
-    if (f32out(gx, w)) {
-        tsi_conv2d_backward_data_f32out(&g, gx, gout, w);
-        return;
-    }
     if (!is_half(dt)) {
         if (!run_backward_data(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, gout->data, w->data,
                                gx->data))

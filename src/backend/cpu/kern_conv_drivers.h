@@ -35,15 +35,9 @@ bool tsi_conv_backward_weight_f32(const ts_cgeom *g, const float *gy, const floa
  */
 void tsi_conv2d_half(const ts_cgeom *g, const ts_kview *out, const ts_kview *x, const ts_kview *w,
                      const ts_kview *bias, const tsi_conv_weight_id *wid);
-/* The same for bf16 operands into a float32 out (autocast's conv2d_f32io). */
-void tsi_conv2d_f32out(const ts_cgeom *g, const ts_kview *out, const ts_kview *x, const ts_kview *w,
-                       const ts_kview *bias, const tsi_conv_weight_id *wid);
 /* gx from gout and w, all f16 or all bf16. */
 void tsi_conv2d_backward_data_half(const ts_cgeom *g, const ts_kview *gx, const ts_kview *gout,
                                    const ts_kview *w);
-/* gx float32 from bf16 gout and w. */
-void tsi_conv2d_backward_data_f32out(const ts_cgeom *g, const ts_kview *gx, const ts_kview *gout,
-                                     const ts_kview *w);
 /* gw from gout and x, all f16 or all bf16. */
 void tsi_conv2d_backward_weight_half(const ts_cgeom *g, const ts_kview *gw, const ts_kview *gout,
                                      const ts_kview *x);

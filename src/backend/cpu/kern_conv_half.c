@@ -1,6 +1,5 @@
 /* kern_conv_half.c — f16 / bf16 convolutions on the CPU: bf16 natively through oneDNN where the
- * CPU multiplies bf16, otherwise through float32 copies run by kern_conv.c's drivers; and bf16
- * operands with a float32 output (autocast's conv2d_f32io). */
+ * CPU multiplies bf16, otherwise through float32 copies run by kern_conv.c's drivers. */
 #include <stdlib.h>
 
 #include "backend/cpu/conv_dnnl.h"
@@ -110,69 +109,4 @@ void tsi_conv2d_backward_weight_half(const cgeom *g, const ts_kview *gw, const t
     else
         ts_conv_naive_backward_weight(g, dt, gout->data, x->data, gw->data);
     free(fx), free(fw), free(fy);
-}
-
-/* ------------------------------------------------------------------ bf16 with a float32 output */
-/* Autocast's convolution feeding a float32 layer (nn/conv.c's tsi_conv2d_f32io): bf16 operands,
- * the output (forward y, input gradient gx) float32, the bf16 result widened. oneDNN widens in the
- * reorder out of its layout (tsi_dnnl_conv_*_f32out); otherwise the bf16 kernels above run into
- * a bf16 buffer, widened after. */
-
-/* A bf16 buffer shaped as float32 view v in *out (n elements); NULL (and TS_ERR_OOM) when out of
- * memory. */
-static uint16_t *bf16_buffer(const ts_kview *v, int64_t n, ts_kview *out) {
-    uint16_t *buf = malloc((size_t)n * sizeof(uint16_t) + 1);
-    *out = *v;
-    out->dtype = TS_BF16;
-    out->data = (char *)buf;
-    if (!buf) tsi_kernel_oom("conv2d", (size_t)n * sizeof(uint16_t));
-    return buf;
-}
-
-/* Widens bf16 view src (n elements) into float32 view dst. */
-static void widen(const ts_kview *src, int64_t n, const ts_kview *dst) {
-    const ts_vec_kernels *vk = ts_vec_kernels_get();
-    const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
-    float *d = (float *)dst->data;
-    TS_PARALLEL_FOR_IF(
-        CONVERT_PARALLEL(n), for (int64_t c = 0; c < chunks; c++) {
-            const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
-            ts_vec_load_f32(vk, d + i, src->data + 2 * i, TS_BF16, 2, m);
-        });
-}
-
-void tsi_conv2d_f32out(const cgeom *g, const ts_kview *out, const ts_kview *x, const ts_kview *w,
-                       const ts_kview *bias, const tsi_conv_weight_id *wid) {
-    cgeom gf = *g;
-    gf.act = TS_CONV_ACT_NONE;
-    if (!bias && bf16_native(TS_BF16, ts_conv_direct_for(&gf, false)) &&
-        tsi_dnnl_conv_forward_f32out(&gf, (const uint16_t *)x->data, (const uint16_t *)w->data, wid,
-                                     (float *)out->data)) {
-        tsi_conv_act_output(g, out);
-        return;
-    }
-    ts_kview yb;
-    uint16_t *by = bf16_buffer(out, tsi_conv_numel4(out), &yb);
-    if (by) {
-        tsi_conv2d_half(&gf, &yb, x, w, bias, wid);
-        widen(&yb, tsi_conv_numel4(out), out);
-        tsi_conv_act_output(g, out);
-    }
-    free(by);
-}
-
-void tsi_conv2d_backward_data_f32out(const cgeom *g, const ts_kview *gx, const ts_kview *gout,
-                                     const ts_kview *w) {
-    cgeom tg;
-    if (bf16_native(TS_BF16, tsi_conv_transposed_geom(g, &tg) && ts_conv_direct_for(&tg, false)) &&
-        tsi_dnnl_conv_backward_data_f32out(g, (const uint16_t *)gout->data,
-                                           (const uint16_t *)w->data, (float *)gx->data))
-        return;
-    ts_kview xb;
-    uint16_t *bx = bf16_buffer(gx, tsi_conv_numel4(gx), &xb);
-    if (bx) {
-        tsi_conv2d_backward_data_half(g, &xb, gout, w);
-        widen(&xb, tsi_conv_numel4(gx), gx);
-    }
-    free(bx);
 }
