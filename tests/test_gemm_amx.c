@@ -3,7 +3,8 @@
  * instructions by tests/support/amx_emulator.h (the SDM's semantics in C, with checks of what the
  * hardware would fault on), so its packing of every operand layout, its blocking over rows, columns
  * and k, its threads, the bias and the rounding to bf16 run here as they run on the tiles. On an
- * AMX host test_matmul_bf16_amx_all runs the same kernel on the tiles themselves.
+ * AMX host the same cases run once more through the library's kernel on the tiles themselves
+ * (and test_matmul_bf16_amx_all sends every product of that test through it).
  *
  * Every element of C against the float64 product of the same bf16 operands, within
  * 2^-8 |exact| + (1 + 2^-8) gamma_K sum |a b| (+ |bias|), K = k + 1: exact products, a float32
@@ -20,6 +21,17 @@
 #define tsi_amx_gemm_bf16  tsi_amx_emu_gemm_bf16
 #define tsi_amx_gemm_count tsi_amx_emu_gemm_count
 #include "backend/cpu/gemm_amx.c"
+#undef tsi_amx_gemm_ready
+#undef tsi_amx_gemm_takes
+#undef tsi_amx_gemm_bf16
+#undef tsi_amx_gemm_count
+/* the library's kernel itself, on the tiles, where the host has them (gemm_amx.h's declarations
+ * were renamed above) */
+bool tsi_amx_gemm_ready(void);
+bool tsi_amx_gemm_bf16(int64_t bsz, int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                       const int64_t sa[3], const uint16_t *b, const int64_t sb[3], uint16_t *c,
+                       const int64_t sc[3], const uint16_t *bias);
+uint64_t tsi_amx_gemm_count(void);
 
 #include <math.h>
 #include <stdio.h>
@@ -111,9 +123,20 @@ static operands make(const layout *L) {
 
 static void drop(operands *o) { free(o->a), free(o->b), free(o->c), free(o->bias); }
 
+/* the kernel the products run on: emulated tiles, then (on an AMX host) the real ones */
+typedef struct kernel {
+    const char *name;
+    bool (*gemm)(int64_t, int64_t, int64_t, int64_t, const uint16_t *, const int64_t *,
+                 const uint16_t *, const int64_t *, uint16_t *, const int64_t *, const uint16_t *);
+    uint64_t (*count)(void);
+} kernel;
+static const kernel emulated = {"emulated tiles", tsi_amx_emu_gemm_bf16, tsi_amx_emu_gemm_count};
+static const kernel tiles = {"AMX tiles", tsi_amx_gemm_bf16, tsi_amx_gemm_count};
+static const kernel *kern = &emulated;
+
 static bool run(const layout *L, operands *o) {
-    return tsi_amx_gemm_bf16(L->bsz, L->m, L->n, L->k, o->a, o->sa, o->b, o->sb, o->c + 32, o->sc,
-                             o->bias);
+    return kern->gemm(L->bsz, L->m, L->n, L->k, o->a, o->sa, o->b, o->sb, o->c + 32, o->sc,
+                      o->bias);
 }
 
 /* every element against float64 (or bit for bit for integer operands); the guards intact */
@@ -172,9 +195,9 @@ static void check(const layout *L, const operands *o) {
 
 static void case_run(const layout *L) {
     operands o = make(L);
-    const uint64_t before = tsi_amx_gemm_count();
+    const uint64_t before = kern->count();
     CHECK(run(L, &o));
-    CHECK_EQ(tsi_amx_gemm_count(), before + 1);
+    CHECK_EQ(kern->count(), before + 1);
     check(L, &o);
     drop(&o);
 }
@@ -243,10 +266,10 @@ static void nan_row(void) {
 static void declines(bool expect_ready) {
     const layout L = {"declines", 1, 8, 8, 8, false, false, false, false, 0, false, false};
     operands o = make(&L);
-    const uint64_t before = tsi_amx_gemm_count();
-    CHECK(!tsi_amx_gemm_bf16(1, 0, 8, 8, o.a, o.sa, o.b, o.sb, o.c + 32, o.sc, NULL));
-    CHECK(!tsi_amx_gemm_bf16(1, 8, 8, 0, o.a, o.sa, o.b, o.sb, o.c + 32, o.sc, NULL));
-    CHECK(!tsi_amx_gemm_bf16(0, 8, 8, 8, o.a, o.sa, o.b, o.sb, o.c + 32, o.sc, NULL));
+    const uint64_t before = tsi_amx_emu_gemm_count();
+    CHECK(!tsi_amx_emu_gemm_bf16(1, 0, 8, 8, o.a, o.sa, o.b, o.sb, o.c + 32, o.sc, NULL));
+    CHECK(!tsi_amx_emu_gemm_bf16(1, 8, 8, 0, o.a, o.sa, o.b, o.sb, o.c + 32, o.sc, NULL));
+    CHECK(!tsi_amx_emu_gemm_bf16(0, 8, 8, 8, o.a, o.sa, o.b, o.sb, o.c + 32, o.sc, NULL));
     if (expect_ready) {
         /* no scratch memory: false, C untouched, and the next call runs */
         tsi_host_scratch_empty();
@@ -263,7 +286,7 @@ static void declines(bool expect_ready) {
     bool untouched = true;
     for (int64_t q = 0; q < o.clen; q++) untouched = untouched && o.c[q] == GUARD;
     CHECK(untouched);
-    CHECK_EQ(tsi_amx_gemm_count(), before);
+    CHECK_EQ(tsi_amx_emu_gemm_count(), before);
     drop(&o);
 }
 
@@ -286,18 +309,31 @@ int main(void) {
            ts_cpu_isa_get() == TS_ISA_AVX512 ? "avx512" : "below avx512",
            cap ? ", ONEDNN_MAX_CPU_ISA set" : "");
     const bool expect_ready = asked && !capped;
-    CHECK_EQ(tsi_amx_gemm_ready(), expect_ready);
-    CHECK_EQ(tsi_amx_gemm_takes(TS_AMX_GEMM_MIN_MACS), expect_ready);
-    CHECK_EQ(tsi_amx_gemm_takes(TS_AMX_GEMM_MIN_MACS - 1), expect_ready && !strcmp(mode, "all"));
+    CHECK_EQ(tsi_amx_emu_gemm_ready(), expect_ready);
+    CHECK_EQ(tsi_amx_emu_gemm_takes(TS_AMX_GEMM_MIN_MACS), expect_ready);
+    CHECK_EQ(tsi_amx_emu_gemm_takes(TS_AMX_GEMM_MIN_MACS - 1),
+             expect_ready && !strcmp(mode, "all"));
     declines(expect_ready);
     if (!expect_ready) {
         if (asked && ts_cpu_isa_get() != TS_ISA_AVX512 && !getenv("TS_CPU_ISA"))
             printf("this host has no AVX-512: the kernel's products were not run\n");
         return ts_test_finish();
     }
-    for (size_t q = 0; q < sizeof cases / sizeof cases[0]; q++) case_run(&cases[q]);
-    threads_agree();
-    nan_row();
+    /* on the emulated tiles, then on the tiles themselves where the host has them (the library's
+     * kernel: the same cases, bounds and guards) */
+    const kernel *const kernels[2] = {&emulated, &tiles};
+    for (int q = 0; q < 2; q++) {
+        if (q == 1 && !tsi_amx_gemm_ready()) {
+            printf("-- no AMX tiles on this host: the kernel ran on emulated tiles only\n");
+            break;
+        }
+        kern = kernels[q];
+        printf("-- on %s\n", kern->name);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) case_run(&cases[c]);
+        threads_agree();
+        nan_row();
+    }
+    kern = &emulated;
     CHECK(amx_emu_dps() > 0);
     CHECK_EQ(amx_emu_faults(), 0);
     emulator_faults();
