@@ -29,8 +29,9 @@ __attribute__((target("avx512f,avx512bf16"))) static double dpbf16_loop(long ite
     return (double)s;
 }
 
-static double bf16_peak(int threads) {
-    const long iters = 10000000;
+/* FLOP/s of `loop` (iters steps of flops_per_iter each) on `threads` threads at once: the best of 3
+ */
+static double loop_peak(double (*loop)(long), long iters, double flops_per_iter, int threads) {
     double best = 0;
     for (int r = 0; r < 3; r++) {
         volatile double sink = 0;
@@ -38,12 +39,15 @@ static double bf16_peak(int threads) {
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
 #endif
-        sink += dpbf16_loop(iters);
-        const double f = (double)iters * 12 * 64 * threads / (bench_now_s() - t0);
+        sink += loop(iters);
+        const double f = (double)iters * flops_per_iter * threads / (bench_now_s() - t0);
         if (f > best) best = f;
     }
     return best;
 }
+
+/* 12 chains of vdpbf16ps, 64 FLOP each */
+static double bf16_peak(int threads) { return loop_peak(dpbf16_loop, 10000000, 12 * 64, threads); }
 #endif
 
 #if defined(HAVE_BF16_LOOP) && defined(__linux__) && __GNUC__ >= 11
@@ -91,21 +95,8 @@ __attribute__((target("amx-tile,amx-bf16"))) static double amx_loop(long iters) 
     return (double)c[0];
 }
 
-static double amx_peak(int threads) {
-    const long iters = 2000000;
-    double best = 0;
-    for (int r = 0; r < 3; r++) {
-        volatile double sink = 0;
-        const double t0 = bench_now_s();
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-#endif
-        sink += amx_loop(iters);
-        const double f = (double)iters * 4 * 16384 * threads / (bench_now_s() - t0);
-        if (f > best) best = f;
-    }
-    return best;
-}
+/* 4 tdpbf16ps a step, 16384 FLOP each */
+static double amx_peak(int threads) { return loop_peak(amx_loop, 2000000, 4 * 16384, threads); }
 #endif
 
 int main(void) {
