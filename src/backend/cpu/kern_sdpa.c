@@ -109,29 +109,13 @@ typedef int32_t ts_sdpa_v4i __attribute__((vector_size(16)));
 #define SDPA_NV      2
 #define SDPA_BLK     32
 #define SDPA_EXP(x)  tsv_exp_generic(x)
-#define SDPA_NAME(x) SDPA_CAT(x, generic_f32)
-#include "backend/cpu/kern_sdpa_impl.h"
-#undef SDPA_NAME
-#define SDPA_IO      uint16_t
-#define SDPA_LD(x)   ts_bf16_to_f32(x)
-#define SDPA_ST(x)   ts_f32_to_bf16(x)
-#define SDPA_NAME(x) SDPA_CAT(x, generic_bf16)
-#include "backend/cpu/kern_sdpa_impl.h"
-#undef SDPA_LD
-#undef SDPA_ST
-#undef SDPA_NAME
-#define SDPA_LD(x)   ts_f16_to_f32(x)
-#define SDPA_ST(x)   ts_f32_to_f16(x)
-#define SDPA_NAME(x) SDPA_CAT(x, generic_f16)
-#include "backend/cpu/kern_sdpa_impl.h"
-#undef SDPA_IO
-#undef SDPA_LD
-#undef SDPA_ST
+#define SDPA_ISA     generic
+#include "backend/cpu/kern_sdpa_float.h"
+#undef SDPA_ISA
 #undef SDPA_T
 #undef SDPA_VT
 #undef SDPA_VL
 #undef SDPA_EXP
-#undef SDPA_NAME
 #define SDPA_T       double
 #define SDPA_VT      ts_sdpa_v2d
 #define SDPA_VL      2
@@ -167,29 +151,13 @@ typedef int32_t ts_sdpa_v8i __attribute__((vector_size(32)));
 #define SDPA_NV      2
 #define SDPA_BLK     48
 #define SDPA_EXP(x)  tsv_exp_avx2(x)
-#define SDPA_NAME(x) SDPA_CAT(x, avx2_f32)
-#include "backend/cpu/kern_sdpa_impl.h"
-#undef SDPA_NAME
-#define SDPA_IO      uint16_t
-#define SDPA_LD(x)   ts_bf16_to_f32(x)
-#define SDPA_ST(x)   ts_f32_to_bf16(x)
-#define SDPA_NAME(x) SDPA_CAT(x, avx2_bf16)
-#include "backend/cpu/kern_sdpa_impl.h"
-#undef SDPA_LD
-#undef SDPA_ST
-#undef SDPA_NAME
-#define SDPA_LD(x)   ts_f16_to_f32(x)
-#define SDPA_ST(x)   ts_f32_to_f16(x)
-#define SDPA_NAME(x) SDPA_CAT(x, avx2_f16)
-#include "backend/cpu/kern_sdpa_impl.h"
-#undef SDPA_IO
-#undef SDPA_LD
-#undef SDPA_ST
+#define SDPA_ISA     avx2
+#include "backend/cpu/kern_sdpa_float.h"
+#undef SDPA_ISA
 #undef SDPA_T
 #undef SDPA_VT
 #undef SDPA_VL
 #undef SDPA_EXP
-#undef SDPA_NAME
 #define SDPA_T       double
 #define SDPA_VT      ts_sdpa_v4d
 #define SDPA_VL      4
@@ -223,29 +191,13 @@ typedef int32_t ts_sdpa_v16i __attribute__((vector_size(64)));
 #define SDPA_NV      4
 #define SDPA_BLK     64
 #define SDPA_EXP(x)  tsv_exp_avx512(x)
-#define SDPA_NAME(x) SDPA_CAT(x, avx512_f32)
-#include "backend/cpu/kern_sdpa_impl.h"
-#undef SDPA_NAME
-#define SDPA_IO      uint16_t
-#define SDPA_LD(x)   ts_bf16_to_f32(x)
-#define SDPA_ST(x)   ts_f32_to_bf16(x)
-#define SDPA_NAME(x) SDPA_CAT(x, avx512_bf16)
-#include "backend/cpu/kern_sdpa_impl.h"
-#undef SDPA_LD
-#undef SDPA_ST
-#undef SDPA_NAME
-#define SDPA_LD(x)   ts_f16_to_f32(x)
-#define SDPA_ST(x)   ts_f32_to_f16(x)
-#define SDPA_NAME(x) SDPA_CAT(x, avx512_f16)
-#include "backend/cpu/kern_sdpa_impl.h"
-#undef SDPA_IO
-#undef SDPA_LD
-#undef SDPA_ST
+#define SDPA_ISA     avx512
+#include "backend/cpu/kern_sdpa_float.h"
+#undef SDPA_ISA
 #undef SDPA_T
 #undef SDPA_VT
 #undef SDPA_VL
 #undef SDPA_EXP
-#undef SDPA_NAME
 #define SDPA_T       double
 #define SDPA_VT      ts_sdpa_v8d
 #define SDPA_VL      8
