@@ -102,14 +102,14 @@ typedef int32_t ts_sdpa_v4i __attribute__((vector_size(16)));
 #undef TSV_I
 #undef TSV_NAME
 
-#define SDPA_T       float
-#define SDPA_VT      ts_sdpa_v4f
-#define SDPA_VL      4
-#define SDPA_MR      4
-#define SDPA_NV      2
-#define SDPA_BLK     32
-#define SDPA_EXP(x)  tsv_exp_generic(x)
-#define SDPA_ISA     generic
+#define SDPA_T      float
+#define SDPA_VT     ts_sdpa_v4f
+#define SDPA_VL     4
+#define SDPA_MR     4
+#define SDPA_NV     2
+#define SDPA_BLK    32
+#define SDPA_EXP(x) tsv_exp_generic(x)
+#define SDPA_ISA    generic
 #include "backend/cpu/kern_sdpa_float.h"
 #undef SDPA_ISA
 #undef SDPA_T
@@ -144,14 +144,14 @@ typedef int32_t ts_sdpa_v8i __attribute__((vector_size(32)));
 #undef TSV_F
 #undef TSV_I
 #undef TSV_NAME
-#define SDPA_T       float
-#define SDPA_VT      ts_sdpa_v8f
-#define SDPA_VL      8
-#define SDPA_MR      6
-#define SDPA_NV      2
-#define SDPA_BLK     48
-#define SDPA_EXP(x)  tsv_exp_avx2(x)
-#define SDPA_ISA     avx2
+#define SDPA_T      float
+#define SDPA_VT     ts_sdpa_v8f
+#define SDPA_VL     8
+#define SDPA_MR     6
+#define SDPA_NV     2
+#define SDPA_BLK    48
+#define SDPA_EXP(x) tsv_exp_avx2(x)
+#define SDPA_ISA    avx2
 #include "backend/cpu/kern_sdpa_float.h"
 #undef SDPA_ISA
 #undef SDPA_T
@@ -184,14 +184,14 @@ typedef int32_t ts_sdpa_v16i __attribute__((vector_size(64)));
 #undef TSV_F
 #undef TSV_I
 #undef TSV_NAME
-#define SDPA_T       float
-#define SDPA_VT      ts_sdpa_v16f
-#define SDPA_VL      16
-#define SDPA_MR      4
-#define SDPA_NV      4
-#define SDPA_BLK     64
-#define SDPA_EXP(x)  tsv_exp_avx512(x)
-#define SDPA_ISA     avx512
+#define SDPA_T      float
+#define SDPA_VT     ts_sdpa_v16f
+#define SDPA_VL     16
+#define SDPA_MR     4
+#define SDPA_NV     4
+#define SDPA_BLK    64
+#define SDPA_EXP(x) tsv_exp_avx512(x)
+#define SDPA_ISA    avx512
 #include "backend/cpu/kern_sdpa_float.h"
 #undef SDPA_ISA
 #undef SDPA_T
