@@ -39,12 +39,17 @@ static double resnet_step_flops(int stages, int blocks, int64_t width, int64_t i
 }
 
 /* ms per step: best of `repeats` means over `steps` steps, after warm-up. BENCH_AUTOCAST=1: forward
- * and loss under a bf16 autocast region (the figures are then autocast steps). */
+ * and loss under a bf16 autocast region (the figures are then autocast steps).
+ * BENCH_CHANNELS_LAST=1: image inputs in the channels_last memory format (the convolutions,
+ * batch-norms and activations then stay NHWC; bench_train_torch.py converts its model and input
+ * the same way). */
 static void bench_model(const char *name, ts_module *m, ts_tensor *x, ts_tensor *y, double lr,
                         double momentum, int steps, int repeats, double flops) {
     ts_optim *opt = ts_sgd(m, (ts_sgd_opts){.lr = lr, .momentum = momentum});
     long rss0 = rss_reset();
     const bool autocast = getenv("BENCH_AUTOCAST") != NULL;
+    if (getenv("BENCH_CHANNELS_LAST") && ts_ndim(x) == 4)
+        x = ts_contiguous_format(x, TS_CHANNELS_LAST);
     double best = 1e30;
     for (int r = 0; r <= repeats; r++) {
         double t0 = now_s();

@@ -72,6 +72,9 @@ def timed(step, steps, repeats):
 
 
 def bench_model(model, x, y, lr, momentum, steps, repeats):
+    if os.environ.get("BENCH_CHANNELS_LAST") and x.dim() == 4:  # as bench_train.c
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
 
     def step():

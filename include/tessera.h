@@ -279,6 +279,15 @@ ts_tensor *ts_select(ts_tensor *t, int dim, int64_t index); /* removes dim */
 ts_tensor *ts_expand(ts_tensor *t, ts_shape s);             /* -1 keeps a dim */
 ts_tensor *ts_expand_as(ts_tensor *t, ts_tensor *other);
 ts_tensor *ts_contiguous(ts_tensor *t); /* t itself (retained) when already contiguous */
+/* Memory formats (PyTorch's torch.memory_format): TS_CHANNELS_LAST stores a 4-D [N, C, H, W]
+ * tensor in N, H, W, C order (strides H*W*C, 1, W*C, C); shape and values are unchanged, so every
+ * op takes it, and elementwise ops, casts, clones, conv2d and batch_norm keep it (their NHWC
+ * kernels on the CPU: no reorders between convolutions). ts_contiguous_format copies t into the
+ * format (t itself, retained, when it already is; differentiable); ts_is_contiguous_format asks.
+ * TS_CHANNELS_LAST needs a 4-D tensor (TS_ERR_SHAPE otherwise, as PyTorch). */
+typedef enum ts_memory_format { TS_CONTIGUOUS_FORMAT = 0, TS_CHANNELS_LAST = 1 } ts_memory_format;
+ts_tensor *ts_contiguous_format(ts_tensor *t, ts_memory_format f);
+bool ts_is_contiguous_format(ts_tensor *t, ts_memory_format f);
 
 /* ================================================================== elementwise ops */
 ts_tensor *ts_neg(ts_tensor *t);

@@ -346,6 +346,12 @@ typedef struct ts_resnet_config {
     int64_t groups, width_per_group; /* Bottleneck only: 0 -> 1, 64 */
     bool shortcut_conv; /* ts_resnet_cifar: option B shortcuts (torchvision's downsample) where
                            the shape changes, instead of the paper's option A */
+    bool plain_layout;  /* keep the activations NCHW. By default the forward moves a 4-D input to
+                           the channels_last memory format (ts_contiguous_format), which the CPU's
+                           (and sim's) convolutions, batch-norms and activations keep: no oneDNN
+                           reorders between layers, ~5% of a training step (docs/RESNET.md). The
+                           output, the gradients and the parameters are the same either way (the
+                           same math, summed in another order) */
 } ts_resnet_config;
 /* torchvision's ResNet: children conv1 (7x7 stride 2 padding 3, or the CIFAR stem), bn1, relu,
  * maxpool (3x3 stride 2 padding 1), layer1..layer4 (Sequentials of blocks "0", "1", ...; the first

@@ -58,16 +58,20 @@ static void accumulate_leaf(ts_tensor *leaf, ts_tensor *g) {
         g = c;
     }
     if (!leaf->grad) {
-        /* take the tensor when nobody else can see it, else keep a private copy */
+        /* take the tensor when nobody else can see it, else keep a private copy; in the leaf's
+         * layout (channels_last for a leaf that prefers it, as PyTorch's AccumulateGrad keeps a
+         * dense parameter's strides), so that the grad and its leaf share one element order */
+        const bool cl = tsi_prefers_channels_last(leaf);
         bool exclusive = atomic_load(&g->refs) == 1 && atomic_load(&g->storage->refs) == 1 &&
-                         tsi_is_contiguous(g) && !g->requires_grad;
+                         (cl ? tsi_is_channels_last(g) : tsi_is_contiguous(g)) &&
+                         !g->requires_grad;
         if (exclusive) {
             leaf->grad = g;
         } else {
-            leaf->grad = tsi_contiguous("backward", g);
-            if (leaf->grad == g) { /* contiguous but shared: copy */
+            leaf->grad = cl ? tsi_channels_last("backward", g) : tsi_contiguous("backward", g);
+            if (leaf->grad == g) { /* dense but shared: copy */
                 ts_release(leaf->grad);
-                leaf->grad = tsi_new("backward", g->shape, g->dtype, tsi_device(g));
+                leaf->grad = tsi_new_like("backward", g->shape, g->dtype, tsi_device(g), leaf);
                 if (leaf->grad) {
                     ts_kview dv = tsi_kview(leaf->grad), sv = tsi_kview(g);
                     tsi_be(g)->copy(tsi_be(g), tsi_dev_index(g), &dv, &sv);

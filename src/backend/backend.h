@@ -199,11 +199,14 @@ typedef struct ts_layer_norm_args {
  * invstd = 1 / sqrt(var + eps); y = (x - mean) * invstd * weight + bias. Backward, from x, dy,
  * weight, mean and invstd: with the channel's sums sdy = sum(dy), sdx = sum(dy * (x - mean)) and
  * m = n * hw, dbias = sdy, dweight = sdx * invstd, dx = (dy - sdy / m - (x - mean) * invstd^2 *
- * sdx / m) * invstd * weight. n, c, hw >= 1 and n * hw >= 2. */
+ * sdx / m) * invstd * weight. n, c, hw >= 1 and n * hw >= 2.
+ * channels_last: x, y, dy and dx are [n, hw, c] (NHWC: a channels_last tensor's memory) instead
+ * of [n, c, hw]; everything else is unchanged. */
 typedef struct ts_batch_norm_args {
     ts_kview x, weight, bias, y, mean, invstd, var, dy, dx, dweight, dbias;
     int64_t n, c, hw;
     double eps;
+    bool channels_last;
 } ts_batch_norm_args;
 
 struct ts_optim_step_args; /* src/backend/optim_step.h */
@@ -302,6 +305,11 @@ struct ts_backend {
     void (*conv2d_backward_weight)(const ts_backend *be, int index, const ts_kview *gw,
                                    const ts_kview *gout, const ts_kview *x,
                                    const ts_conv2d_params *p);
+    /* Optional (NULL: none): whether conv2d and its backward passes take channels_last activations
+     * of dtype dt — x and out, gx and gout NHWC-dense views ([n][h][w][c]), both of a pair in that
+     * layout — and write them so; the front end then keeps a channels_last input's format (the
+     * CPU backend: oneDNN's NHWC kernels, no reorders). Otherwise it passes NCHW views. */
+    bool (*conv2d_channels_last)(const ts_backend *be, int index, ts_dtype dt);
     /* Optional (NULL: none; the CPU backend with oneDNN): inference convolutions on activations in
      * a channel-blocked layout, [N, ceil(C/B), H, W, B] with channel c at [c / B][...][c % B],
      * kept between consecutive convolutions so that no reorder runs at each (nn/conv_blocked.h,

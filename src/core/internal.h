@@ -205,6 +205,20 @@ static inline ts_device tsi_device(const ts_tensor *t) { return t->storage->devi
 ts_tensor *tsi_cast(const char *op, ts_tensor *t, ts_dtype dt);
 /* Contiguous copy (or t retained when already contiguous); not in a scope. */
 ts_tensor *tsi_contiguous(const char *op, ts_tensor *t);
+/* Memory formats (core/memory_format.c). Channels_last: a 4-D [N, C, H, W] tensor whose elements
+ * lie in NHWC order, dims of one element aside (PyTorch's is_contiguous(channels_last));
+ * "prefers" it: channels_last and not also NCHW-contiguous (PyTorch's suggest_memory_format), the
+ * layout an op's output keeps. */
+void tsi_channels_last_strides(const ts_shape *s, int64_t *strides); /* contiguous unless 4-D */
+bool tsi_is_channels_last(const ts_tensor *t);
+bool tsi_prefers_channels_last(const ts_tensor *t);
+/* New tensor (as tsi_new) with channels_last strides (s 4-D), and one with like's memory format:
+ * channels_last when like has shape s and prefers it, else contiguous. */
+ts_tensor *tsi_new_channels_last(const char *op, ts_shape s, ts_dtype dt, ts_device dev);
+ts_tensor *tsi_new_like(const char *op, ts_shape s, ts_dtype dt, ts_device dev,
+                        const ts_tensor *like);
+/* A channels_last copy of t (4-D), or t retained when it already is; not in a scope. */
+ts_tensor *tsi_channels_last(const char *op, ts_tensor *t);
 /* Copy t to device d (new reference, not in a scope; t retained when already there). */
 ts_tensor *tsi_to_device(const char *op, ts_tensor *t, ts_device d);
 /* A contiguous copy of t of dtype dt on device dev that nobody else holds (new reference, not in a

@@ -19,7 +19,7 @@ ts_tensor *tsi_contiguous(const char *op, ts_tensor *t) {
 ts_tensor *tsi_cast(const char *op, ts_tensor *t, ts_dtype dt) {
     dt = tsi_resolve_dtype(dt);
     if (t->dtype == dt) return ts_retain(t);
-    ts_tensor *out = tsi_new(op, t->shape, dt, tsi_device(t));
+    ts_tensor *out = tsi_new_like(op, t->shape, dt, tsi_device(t), t);
     if (!out) return NULL;
     ts_kview dv = tsi_kview(out), sv = tsi_kview(t);
     tsi_be(t)->copy(tsi_be(t), tsi_dev_index(t), &dv, &sv);

@@ -173,10 +173,13 @@ typedef struct resnet {
     ts_module *conv1, *bn1, *relu, *maxpool; /* maxpool: NULL in the paper's CIFAR nets */
     ts_module *layer[4];                     /* layer1..layer4 (layer1..3 for CIFAR) */
     ts_module *avgpool, *fc;
+    bool channels_last; /* the config's !plain_layout */
 } resnet;
 
 static ts_tensor *resnet_forward(ts_module *self, ts_tensor *x) {
     resnet *r = (resnet *)self;
+    /* NHWC from the stem on: every layer then keeps it (a CUDA convolution returns NCHW) */
+    if (r->channels_last && x && ts_ndim(x) == 4) x = ts_contiguous_format(x, TS_CHANNELS_LAST);
     x = ts_forward_conv_bn(r->conv1, r->bn1, r->relu, x);
     if (r->maxpool) x = ts_forward(r->maxpool, x);
     for (int i = 0; i < 4 && r->layer[i]; i++) x = ts_forward(r->layer[i], x);
@@ -278,6 +281,7 @@ static ts_module *build(plan p) {
     resnet *r = ts_module_alloc(sizeof *r, "ResNet", resnet_forward);
     if (!r) return NULL;
     ts_module *m = &r->base;
+    r->channels_last = !c->plain_layout;
     const bool small = p.paper_cifar || c->cifar_stem;
     r->conv1 = ts_module_add(
         m, "conv1",

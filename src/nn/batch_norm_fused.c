@@ -2,7 +2,9 @@
  * native_batch_norm): one pass over the input for each channel's mean and variance and one that
  * writes the output, and a backward node (NativeBatchNormBackward0) that keeps only the input, the
  * weight and the per-channel mean and invstd, where the composition keeps several tensors of the
- * input's size and its backward reads and writes them many times. */
+ * input's size and its backward reads and writes them many times. A channels_last input (one that
+ * prefers it) stays channels_last where the backend has NHWC kernels: x is read in place, y, dy and
+ * dx are channels_last too, and no reorder runs between the convolutions around it. */
 #include "nn/functional_internal.h"
 
 static const char *OP = "batch_norm";
@@ -32,6 +34,15 @@ bool tsi_batch_norm_fused_takes(ts_tensor *x, ts_dtype dt) {
     return be->batch_norm_supports(be, tsi_dev_index(x), &a);
 }
 
+/* Whether x (channels_last, x0 of tsi_batch_norm_fused) runs through the backend's NHWC kernels */
+static bool takes_channels_last(ts_tensor *x) {
+    if (!tsi_prefers_channels_last(x)) return false;
+    const ts_backend *be = tsi_be(x);
+    ts_batch_norm_args a = base_args(x, NULL, NULL);
+    a.channels_last = true;
+    return be->batch_norm_supports(be, tsi_dev_index(x), &a);
+}
+
 static ts_dtype stat_dtype(ts_dtype dt) { return dt == TS_F64 ? TS_F64 : TS_F32; }
 
 static void batch_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
@@ -41,6 +52,9 @@ static void batch_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi
     tsi_norm_grads r;
     if (!tsi_norm_grads_begin(OP, n, x, go[0], &r)) return;
     ts_batch_norm_args a = base_args(x, w, NULL);
+    /* the forward ran NHWC exactly when the saved x is channels_last (it is x0 then); r.dy and
+     * dx have x's layout (tsi_norm_grads_begin) */
+    a.channels_last = tsi_prefers_channels_last(x);
     a.mean = view(mean, mean->dtype);
     a.invstd = view(invstd, invstd->dtype);
     a.dy = view(r.dy, x->dtype);
@@ -56,18 +70,22 @@ ts_tensor *tsi_batch_norm_fused(ts_tensor *x0, ts_tensor *w0, ts_tensor *b0, dou
                                 ts_tensor **mean_out, ts_tensor **var_out) {
     const ts_device dev = tsi_device(x0);
     tsi_log_op(OP, dev);
-    ts_tensor *x = tsi_contiguous(OP, x0);
+    const bool nhwc = takes_channels_last(x0);
+    ts_tensor *x = nhwc ? tsi_channels_last(OP, x0) : tsi_contiguous(OP, x0);
     ts_tensor *w = x && w0 ? tsi_contiguous(OP, w0) : NULL;
     ts_tensor *b = x && b0 ? tsi_contiguous(OP, b0) : NULL;
     ts_tensor *y = NULL, *mean = NULL, *invstd = NULL, *var = NULL;
     const ts_dtype sd = stat_dtype(x0->dtype);
     const ts_shape cs = TS_SHAPE(x0->shape.dims[1]);
-    if (x && (!w0 || w) && (!b0 || b)) y = tsi_new(OP, x->shape, x->dtype, dev);
+    if (x && (!w0 || w) && (!b0 || b))
+        y = nhwc ? tsi_new_channels_last(OP, x->shape, x->dtype, dev)
+                 : tsi_new(OP, x->shape, x->dtype, dev);
     if (y) mean = tsi_new(OP, cs, sd, dev);
     if (mean) invstd = tsi_new(OP, cs, sd, dev);
     if (invstd && var_out) var = tsi_new(OP, cs, sd, dev);
     if (invstd && (var || !var_out)) {
         ts_batch_norm_args a = base_args(x, w, b);
+        a.channels_last = nhwc;
         a.y = view(y, x->dtype);
         a.mean = view(mean, sd);
         a.invstd = view(invstd, sd);

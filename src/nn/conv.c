@@ -8,17 +8,30 @@
 #include "core/capture.h"
 #include "nn/conv_internal.h"
 
-/* A contiguous tensor's data seen as [n, c, h, w] (unbatched tensors get n = 1). */
-static ts_kview kview4(const ts_tensor *t, int64_t n, int64_t c, int64_t h, int64_t w) {
+/* A dense tensor's data seen as [n, c, h, w] (unbatched tensors get n = 1): NCHW-contiguous, or
+ * channels_last (NHWC) when cl. */
+static ts_kview kview4(const ts_tensor *t, int64_t n, int64_t c, int64_t h, int64_t w, bool cl) {
     ts_kview v = tsi_kview(t);
-    const int64_t d[4] = {n, c, h, w};
+    const ts_shape s = TS_SHAPE(n, c, h, w);
     v.ndim = 4;
     for (int i = 0; i < TS_MAX_DIMS; i++) {
-        v.shape[i] = i < 4 ? d[i] : 1;
+        v.shape[i] = i < 4 ? s.dims[i] : 1;
         v.strides[i] = 0;
     }
-    v.strides[3] = 1, v.strides[2] = w, v.strides[1] = h * w, v.strides[0] = c * h * w;
+    if (cl)
+        tsi_channels_last_strides(&s, v.strides);
+    else
+        tsi_contiguous_strides(&s, v.strides);
     return v;
+}
+
+/* Whether the convolution keeps x's channels_last format: a batched x that prefers it, on a
+ * backend whose kernels take NHWC activations of that dtype (backend.h's conv2d_channels_last;
+ * elsewhere the result is NCHW-contiguous). */
+static bool keeps_channels_last(const ts_tensor *x) {
+    const ts_backend *be = tsi_be(x);
+    return x->shape.ndim == 4 && tsi_prefers_channels_last(x) && be->conv2d_channels_last &&
+           be->conv2d_channels_last(be, tsi_dev_index(x), x->dtype);
 }
 
 typedef struct conv_geom {
@@ -123,8 +136,9 @@ static bool conv_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b,
     return true;
 }
 
-/* node->ip: stride, padding, dilation (2 each), groups */
-static void params_store(ts_node *n, const ts_conv2d_params *p) {
+/* node->ip: stride, padding, dilation (2 each), groups, channels_last (the forward's layout) */
+static void params_store(ts_node *n, const ts_conv2d_params *p, bool cl) {
+    n->ip[7] = cl;
     for (int i = 0; i < 2; i++) {
         n->ip[i] = p->stride[i];
         n->ip[2 + i] = p->padding[i];
@@ -154,17 +168,20 @@ static void conv_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     const int64_t N = unbatched ? 1 : xs.dims[0], C = xs.dims[lead], H = xs.dims[lead + 1],
                   W = xs.dims[lead + 2], O = ws.dims[0];
     const int64_t OH = go[0]->shape.dims[lead + 1], OW = go[0]->shape.dims[lead + 2];
+    const bool cl = n->ip[7] != 0; /* the gradients in the forward's layout */
     ts_tensor *gc = tsi_cast(op, go[0], n->in_dtype[0]);
-    ts_tensor *g = gc ? tsi_contiguous(op, gc) : NULL;
+    ts_tensor *g = gc ? cl ? tsi_channels_last(op, gc) : tsi_contiguous(op, gc) : NULL;
     ts_release(gc);
     if (!g) return;
     const ts_backend *be = tsi_be(g);
-    const ts_kview kg = kview4(g, N, O, OH, OW);
+    const ts_kview kg = kview4(g, N, O, OH, OW, cl);
     if (tsi_node_needs(n, 0)) {
         ts_tensor *w = tsi_node_saved(n, 1);
-        ts_tensor *gx = w ? tsi_new(op, xs, n->in_dtype[0], tsi_device(g)) : NULL;
+        ts_tensor *gx = !w   ? NULL
+                        : cl ? tsi_new_channels_last(op, xs, n->in_dtype[0], tsi_device(g))
+                             : tsi_new(op, xs, n->in_dtype[0], tsi_device(g));
         if (gx && tsi_numel(xs) > 0) {
-            const ts_kview kx = kview4(gx, N, C, H, W), kw = tsi_kview(w);
+            const ts_kview kx = kview4(gx, N, C, H, W, cl), kw = tsi_kview(w);
             be->conv2d_backward_data(be, tsi_dev_index(g), &kx, &kg, &kw, &p);
         }
         gi[0] = tsi_own(gx);
@@ -173,7 +190,7 @@ static void conv_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
         ts_tensor *x = tsi_node_saved(n, 0);
         ts_tensor *gw = x ? tsi_new(op, ws, n->in_dtype[1], tsi_device(g)) : NULL;
         if (gw && tsi_numel(ws) > 0) {
-            const ts_kview kw = tsi_kview(gw), kx = kview4(x, N, C, H, W);
+            const ts_kview kw = tsi_kview(gw), kx = kview4(x, N, C, H, W, cl);
             be->conv2d_backward_weight(be, tsi_dev_index(g), &kw, &kg, &kx, &p);
         }
         gi[1] = tsi_own(gw);
@@ -202,6 +219,7 @@ void tsi_conv_weight_identity(const ts_tensor *w, const ts_tensor *wc, ts_conv2d
  * act. The caller releases xc, wc and bc (NULL-safe) and owns out (NULL on failure). */
 typedef struct conv_call {
     conv_geom g;
+    bool cl; /* x and out channels_last (keeps_channels_last) */
     ts_tensor *xc, *wc, *bc, *out;
 } conv_call;
 
@@ -214,17 +232,20 @@ static void conv_run(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
     conv_geom *g = &c->g;
     if (!conv_check(op, x, w, b, o, g, &dev)) return;
     tsi_log_op(op, dev);
-    c->xc = tsi_contiguous(op, x);
+    c->cl = keeps_channels_last(x);
+    c->xc = c->cl ? ts_retain(x) : tsi_contiguous(op, x);
     c->wc = c->xc ? tsi_contiguous(op, w) : NULL;
     c->bc = c->wc && b ? tsi_contiguous(op, b) : NULL;
     const ts_shape os =
         g->unbatched ? TS_SHAPE(g->o, g->oh, g->ow) : TS_SHAPE(g->n, g->o, g->oh, g->ow);
-    c->out = c->wc && (c->bc || !b) ? tsi_new(op, os, x->dtype, dev) : NULL;
+    if (c->wc && (c->bc || !b))
+        c->out =
+            c->cl ? tsi_new_channels_last(op, os, x->dtype, dev) : tsi_new(op, os, x->dtype, dev);
     if (!c->out || tsi_numel(os) == 0) return;
     g->p.act = act, g->p.act_lo = lo, g->p.act_hi = hi;
     tsi_conv_weight_identity(w, c->wc, &g->p);
-    const ts_kview ko = kview4(c->out, g->n, g->o, g->oh, g->ow);
-    const ts_kview kx = kview4(c->xc, g->n, g->c, g->h, g->w);
+    const ts_kview ko = kview4(c->out, g->n, g->o, g->oh, g->ow, c->cl);
+    const ts_kview kx = kview4(c->xc, g->n, g->c, g->h, g->w, c->cl);
     const ts_kview kw = tsi_kview(c->wc), kb = c->bc ? tsi_kview(c->bc) : kw;
     tsi_be(c->xc)->conv2d(tsi_be(c->xc), tsi_dev_index(c->xc), &ko, &kx, &kw, c->bc ? &kb : NULL,
                           &g->p);
@@ -245,7 +266,7 @@ static ts_tensor *conv2d_op(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_
         ts_tensor *saves[2] = {w->requires_grad ? c.xc : NULL, x->requires_grad ? c.wc : NULL};
         ts_node *n =
             tsi_record("ConvolutionBackward0", "conv2d", conv_backward, ins, 3, c.out, saves, 2);
-        if (n) params_store(n, &c.g.p);
+        if (n) params_store(n, &c.g.p, c.cl);
     }
     conv_call_release(&c);
     return tsi_own(c.out);

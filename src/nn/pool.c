@@ -187,6 +187,11 @@ static ts_tensor *pool_forward(const char *op, const char *node_name, ts_tensor 
         ts_release(out);
         out = NULL;
     }
+    if (out && tsi_prefers_channels_last(x)) { /* the NCHW kernels' result in x's format */
+        ts_tensor *cl = tsi_channels_last(op, out);
+        ts_release(out);
+        out = cl;
+    }
     if (out) {
         ts_node *n = tsi_record(node_name, op, pool_backward, &x, 1, out, &idx, idx ? 1 : 0);
         if (n) params_store(n, &g->p);

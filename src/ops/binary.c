@@ -21,7 +21,7 @@ static inline void kview_to(ts_kview *v, const ts_tensor *t, const ts_shape *s) 
  * place and passed by pointer: on a small op, copying them costs as much as the arithmetic. */
 static ts_tensor *binary_new(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
                              ts_dtype c, ts_dtype o, ts_shape s) {
-    ts_tensor *out = tsi_new(op, s, o, tsi_device(a));
+    ts_tensor *out = tsi_new_like(op, s, o, tsi_device(a), tsi_prefers_channels_last(a) ? a : b);
     if (!out || tsi_numel(s) == 0) return out;
     const ts_backend *be = tsi_be(out);
     const int idx = tsi_dev_index(out);

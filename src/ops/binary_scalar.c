@@ -7,7 +7,7 @@
 /* New tensor a op s: a computes in c (through the output when the output has dtype c). */
 static ts_tensor *scalar_new(const char *op, ts_binary_op bop, ts_tensor *a, double s, ts_dtype c,
                              ts_dtype o) {
-    ts_tensor *out = tsi_new(op, a->shape, o, tsi_device(a));
+    ts_tensor *out = tsi_new_like(op, a->shape, o, tsi_device(a), a);
     if (!out || tsi_numel(a->shape) == 0) return out;
     const ts_backend *be = tsi_be(a);
     const int idx = tsi_dev_index(a);

@@ -23,7 +23,7 @@ bool tsi_ew_overlaps(const ts_tensor *a, const ts_tensor *b) {
 }
 
 ts_tensor *tsi_ew_clone(const char *op, ts_tensor *x) {
-    ts_tensor *c = tsi_new(op, x->shape, x->dtype, tsi_device(x));
+    ts_tensor *c = tsi_new_like(op, x->shape, x->dtype, tsi_device(x), x);
     if (c && tsi_numel(x->shape) > 0) {
         ts_kview kc = tsi_kview(c), kx = tsi_kview(x);
         tsi_be(x)->copy(tsi_be(x), tsi_dev_index(x), &kc, &kx);

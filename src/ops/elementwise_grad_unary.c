@@ -125,7 +125,8 @@ static ts_tensor *fused_grad(const char *op, ts_binary_op bop, ts_tensor *g, ts_
     ts_shape s = v->shape;
     if (!tsi_ew_shape_eq(&gc->shape, &s) && !tsi_broadcast_shapes(op, gc->shape, v->shape, &s))
         goto done;
-    if (!(out = tsi_new(op, s, v->dtype, tsi_device(v))) || tsi_numel(s) == 0) goto done;
+    ts_tensor *like = tsi_prefers_channels_last(gc) ? gc : v;
+    if (!(out = tsi_new_like(op, s, v->dtype, tsi_device(v), like)) || tsi_numel(s) == 0) goto done;
     ts_kview ko, kg, kv;
     tsi_kview_fill(&ko, out);
     if (tsi_ew_shape_eq(&gc->shape, &s))

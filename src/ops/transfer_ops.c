@@ -64,7 +64,7 @@ ts_tensor *ts_clone(ts_tensor *t) {
     tsi_init();
     if (!tsi_check_input("clone", t, "tensor")) return NULL;
     tsi_log_op("clone", tsi_device(t));
-    ts_tensor *out = tsi_new("clone", t->shape, t->dtype, tsi_device(t));
+    ts_tensor *out = tsi_new_like("clone", t->shape, t->dtype, tsi_device(t), t);
     if (!out) return NULL;
     ts_kview dv = tsi_kview(out), sv = tsi_kview(t);
     tsi_be(t)->copy(tsi_be(t), tsi_dev_index(t), &dv, &sv);

@@ -79,7 +79,7 @@ static bool unary_dtype(const char *op, ts_unary_op u, const ts_tensor *t, ts_dt
 /* New tensor u(t) of dtype r; a t of another dtype is cast through the output first. */
 static ts_tensor *unary_new(const char *op, ts_unary_op u, ts_tensor *t, ts_dtype r, bool copy_only,
                             double p0, double p1) {
-    ts_tensor *out = tsi_new(op, t->shape, r, tsi_device(t));
+    ts_tensor *out = tsi_new_like(op, t->shape, r, tsi_device(t), t);
     if (!out || tsi_numel(t->shape) == 0) return out;
     const ts_backend *be = tsi_be(t);
     const int idx = tsi_dev_index(t);

@@ -381,3 +381,22 @@ ts_tensor *ts_contiguous(ts_tensor *t) {
     if (c == t) return tsi_own(c);
     return record_view(t, c, "CloneBackward0", "contiguous", tsi_identity_backward, NULL, 0);
 }
+
+ts_tensor *ts_contiguous_format(ts_tensor *t, ts_memory_format f) {
+    const char *op = "contiguous";
+    if (!tsi_check_input(op, t, "tensor")) return NULL;
+    if (f == TS_CONTIGUOUS_FORMAT) return ts_contiguous(t);
+    if (f != TS_CHANNELS_LAST)
+        return tsi_error_set(TS_ERR_ARG, "%s: unknown memory format %d (tensor %s)", op, (int)f,
+                             tsi_desc(t)),
+               NULL;
+    if (t->shape.ndim != 4)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: required rank 4 tensor to use channels_last format (tensor %s)",
+                             op, tsi_desc(t)),
+               NULL;
+    tsi_log_op(op, tsi_device(t));
+    ts_tensor *c = tsi_channels_last(op, t);
+    if (c == t) return tsi_own(c);
+    return record_view(t, c, "CloneBackward0", op, tsi_identity_backward, NULL, 0);
+}

@@ -46,6 +46,9 @@ typedef struct conv_key {
     /* the forward's x and y on our side: 0 plain NCHW, else channel-blocked nChw<B>c with that
      * block (conv_dnnl_blocked.c) */
     int64_t x_blk, y_blk;
+    /* channels_last: every activation (x, y, gy, gx) NHWC on our side and in the primitive, which
+     * then runs oneDNN's NHWC kernels (no reorders) */
+    int64_t nhwc;
 } conv_key;
 
 /* One argument of the primitive: the user's plain layout and the one the primitive wants; the
@@ -159,15 +162,17 @@ static bool build(conv_entry *e) {
                       (k->ow - 1) * k->sw - k->w + (k->kw - 1) * k->dw + 1 - k->pw};
     dnnl_memory_desc_t src_u, dst_u, w_u, b_u, src_a, dst_a, w_a, b_a;
     const int64_t dt = k->dt;
-    plain_md(&src_u, 4, src_d, act_tag(k->x_blk), dt);
-    plain_md(&dst_u, 4, dst_d, act_tag(k->y_blk), dt);
+    plain_md(&src_u, 4, src_d, k->nhwc ? dnnl_nhwc : act_tag(k->x_blk), dt);
+    plain_md(&dst_u, 4, dst_d, k->nhwc ? dnnl_nhwc : act_tag(k->y_blk), dt);
     if (k->g > 1)
         plain_md(&w_u, 5, wg_d, dnnl_goihw, dt);
     else
         plain_md(&w_u, 4, w_d, dnnl_oihw, dt);
     plain_md(&b_u, 1, b_d, dnnl_x, dt);
-    plain_md(&src_a, 4, src_d, dnnl_format_tag_any, dt);
-    plain_md(&dst_a, 4, dst_d, dnnl_format_tag_any, dt);
+    /* NHWC named, not left to oneDNN, which would pick its blocked layout and reorder */
+    const dnnl_format_tag_t act_any = k->nhwc ? dnnl_nhwc : dnnl_format_tag_any;
+    plain_md(&src_a, 4, src_d, act_any, dt);
+    plain_md(&dst_a, 4, dst_d, act_any, dt);
     if (k->g > 1)
         plain_md(&w_a, 5, wg_d, dnnl_format_tag_any, dt);
     else
@@ -412,7 +417,8 @@ static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias, bool bf
 #define ONE_THREAD_FLOPS 1e6
 
 static bool forward(bool bf16, const ts_cgeom *g, const void *x, const void *w,
-                    const tsi_conv_weight_id *wid, const void *b, void *y, int x_blk, int y_blk) {
+                    const tsi_conv_weight_id *wid, const void *b, void *y, int x_blk, int y_blk,
+                    bool nhwc) {
     const double flops = 2.0 * (double)g->n * (double)g->o * (double)(g->c / g->g) *
                          (double)(g->kh * g->kw) * (double)(g->oh * g->ow);
     const int threads = tsi_dnnl_threads();
@@ -421,7 +427,7 @@ static bool forward(bool bf16, const ts_cgeom *g, const void *x, const void *w,
     if (one) omp_set_num_threads(1); /* this thread's setting: the key and the run see it */
 #endif
     conv_key k = key_of(K_FWD, g, b != NULL, bf16);
-    k.x_blk = x_blk, k.y_blk = y_blk;
+    k.x_blk = x_blk, k.y_blk = y_blk, k.nhwc = nhwc;
     void *ptrs[4] = {(void *)x, (void *)w, b ? (void *)b : y, y};
     const bool ok = run(&k, ptrs, wid && wid->uid ? wid : NULL);
 #ifdef TS_HAVE_OPENMP
@@ -430,49 +436,81 @@ static bool forward(bool bf16, const ts_cgeom *g, const void *x, const void *w,
     return ok;
 }
 
-static bool backward_data(bool bf16, const ts_cgeom *g, const void *gy, const void *w, void *gx) {
-    const conv_key k = key_of(K_BWD_DATA, g, false, bf16);
+static bool backward_data(bool bf16, const ts_cgeom *g, const void *gy, const void *w, void *gx,
+                          bool nhwc) {
+    conv_key k = key_of(K_BWD_DATA, g, false, bf16);
+    k.nhwc = nhwc;
     void *ptrs[3] = {(void *)gy, (void *)w, gx};
     return run(&k, ptrs, NULL);
 }
 
-static bool backward_weight(bool bf16, const ts_cgeom *g, const void *gy, const void *x, void *gw) {
-    const conv_key k = key_of(K_BWD_WEIGHT, g, false, bf16);
+static bool backward_weight(bool bf16, const ts_cgeom *g, const void *gy, const void *x, void *gw,
+                            bool nhwc) {
+    conv_key k = key_of(K_BWD_WEIGHT, g, false, bf16);
+    k.nhwc = nhwc;
     void *ptrs[3] = {(void *)gy, (void *)x, gw};
     return run(&k, ptrs, NULL);
 }
 
 bool tsi_dnnl_conv_forward(const ts_cgeom *g, const float *x, const float *w,
                            const tsi_conv_weight_id *wid, const float *b, float *y) {
-    return forward(false, g, x, w, wid, b, y, 0, 0);
+    return forward(false, g, x, w, wid, b, y, 0, 0, false);
 }
 bool tsi_dnnl_conv_forward_blocked(const ts_cgeom *g, const float *x, int x_blk, const float *w,
                                    const tsi_conv_weight_id *wid, const float *b, float *y,
                                    int y_blk) {
     if ((x_blk && x_blk != 8 && x_blk != 16) || (y_blk && y_blk != 8 && y_blk != 16)) return false;
-    return forward(false, g, x, w, wid, b, y, x_blk, y_blk);
+    return forward(false, g, x, w, wid, b, y, x_blk, y_blk, false);
 }
 bool tsi_dnnl_conv_backward_data(const ts_cgeom *g, const float *gy, const float *w, float *gx) {
-    return backward_data(false, g, gy, w, gx);
+    return backward_data(false, g, gy, w, gx, false);
 }
 bool tsi_dnnl_conv_backward_weight(const ts_cgeom *g, const float *gy, const float *x, float *gw) {
-    return backward_weight(false, g, gy, x, gw);
+    return backward_weight(false, g, gy, x, gw, false);
 }
 
 bool tsi_dnnl_conv_forward_bf16(const ts_cgeom *g, const uint16_t *x, const uint16_t *w,
                                 const tsi_conv_weight_id *wid, const uint16_t *b, uint16_t *y) {
-    return forward(true, g, x, w, wid, b, y, 0, 0);
+    return forward(true, g, x, w, wid, b, y, 0, 0, false);
 }
 bool tsi_dnnl_conv_backward_data_bf16(const ts_cgeom *g, const uint16_t *gy, const uint16_t *w,
                                       uint16_t *gx) {
-    return backward_data(true, g, gy, w, gx);
+    return backward_data(true, g, gy, w, gx, false);
 }
 bool tsi_dnnl_conv_backward_weight_bf16(const ts_cgeom *g, const uint16_t *gy, const uint16_t *x,
                                         uint16_t *gw) {
-    return backward_weight(true, g, gy, x, gw);
+    return backward_weight(true, g, gy, x, gw, false);
+}
+
+bool tsi_dnnl_conv_forward_nhwc(bool bf16, const ts_cgeom *g, const void *x, const void *w,
+                                const tsi_conv_weight_id *wid, const void *b, void *y) {
+    return forward(bf16, g, x, w, wid, b, y, 0, 0, true);
+}
+bool tsi_dnnl_conv_backward_data_nhwc(bool bf16, const ts_cgeom *g, const void *gy, const void *w,
+                                      void *gx) {
+    return backward_data(bf16, g, gy, w, gx, true);
+}
+bool tsi_dnnl_conv_backward_weight_nhwc(bool bf16, const ts_cgeom *g, const void *gy, const void *x,
+                                        void *gw) {
+    return backward_weight(bf16, g, gy, x, gw, true);
 }
 
 #else /* no oneDNN */
+bool tsi_dnnl_conv_forward_nhwc(bool bf16, const ts_cgeom *g, const void *x, const void *w,
+                                const tsi_conv_weight_id *wid, const void *b, void *y) {
+    (void)bf16, (void)g, (void)x, (void)w, (void)wid, (void)b, (void)y;
+    return false;
+}
+bool tsi_dnnl_conv_backward_data_nhwc(bool bf16, const ts_cgeom *g, const void *gy, const void *w,
+                                      void *gx) {
+    (void)bf16, (void)g, (void)gy, (void)w, (void)gx;
+    return false;
+}
+bool tsi_dnnl_conv_backward_weight_nhwc(bool bf16, const ts_cgeom *g, const void *gy, const void *x,
+                                        void *gw) {
+    (void)bf16, (void)g, (void)gy, (void)x, (void)gw;
+    return false;
+}
 uint64_t tsi_dnnl_conv_count(void) { return 0; }
 uint64_t tsi_dnnl_conv_bf16_count(void) { return 0; }
 uint64_t tsi_dnnl_conv_act_reorders(void) { return 0; }

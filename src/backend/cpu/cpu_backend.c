@@ -66,6 +66,7 @@ void ts_cpu_kernels_install(ts_backend *be) {
     be->conv2d = ts_cpu_conv2d;
     be->conv2d_backward_data = ts_cpu_conv2d_backward_data;
     be->conv2d_backward_weight = ts_cpu_conv2d_backward_weight;
+    be->conv2d_channels_last = ts_cpu_conv2d_channels_last;
     be->conv2d_block = ts_cpu_conv2d_block;
     be->conv2d_blocked = ts_cpu_conv2d_blocked;
     be->global_avg_pool_blocked = ts_cpu_global_avg_pool_blocked;

@@ -64,6 +64,18 @@ void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview
 void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kview *gw,
                                    const ts_kview *gout, const ts_kview *x,
                                    const ts_conv2d_params *p);
+/* kern_conv_nhwc.c: the entry points' channels_last path (x / out, gx / gout NHWC views), and
+ * backend.h's conv2d_channels_last; tsi_conv_view_nhwc: v is NHWC-dense and not also NCHW */
+bool ts_cpu_conv2d_channels_last(const ts_backend *be, int index, ts_dtype dt);
+bool tsi_conv_view_nhwc(const ts_kview *v);
+void tsi_conv2d_nhwc(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                     const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p);
+void tsi_conv2d_backward_data_nhwc(const ts_backend *be, int index, const ts_kview *gx,
+                                   const ts_kview *gout, const ts_kview *w,
+                                   const ts_conv2d_params *p);
+void tsi_conv2d_backward_weight_nhwc(const ts_backend *be, int index, const ts_kview *gw,
+                                     const ts_kview *gout, const ts_kview *x,
+                                     const ts_conv2d_params *p);
 /* kern_pool.c */
 void ts_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *indices, const ts_pool2d_params *p);

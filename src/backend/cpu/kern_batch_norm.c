@@ -19,7 +19,9 @@
  * f16 / bf16 (PyTorch's CPU batch norm on half input, autocast's): x, y, dy and dx in the half
  * dtype, the parameters, their gradients and the statistics float32; the float variants read the
  * segments through float chunks (kern_batch_norm_impl.h), so the result is the float kernel's
- * on the widened input, rounded once to the half dtype, with half the memory traffic. */
+ * on the widened input, rounded once to the half dtype, with half the memory traffic.
+ * channels_last arguments ([n, hw, c]) go to kern_batch_norm_nhwc.c's kernels, same arithmetic. */
+#include "backend/cpu/kern_batch_norm_nhwc.h"
 #include "backend/cpu/kern_norm_common.h"
 #include "backend/cpu/omp_if.h"
 
@@ -78,16 +80,31 @@ static bool cpu_batch_norm_supports(const ts_backend *be, int index, const ts_ba
 
 static void cpu_batch_norm_forward(const ts_backend *be, int index, const ts_batch_norm_args *a) {
     (void)be, (void)index;
+    if (a->channels_last) {
+        ts_cpu_batch_norm_nhwc_forward(LN_ISA_NOW(), a);
+        return;
+    }
     variants[LN_ISA_NOW()][a->x.dtype == TS_F64].forward(a);
 }
 
 static void cpu_batch_norm_backward(const ts_backend *be, int index, const ts_batch_norm_args *a) {
     (void)be, (void)index;
+    if (a->channels_last) {
+        ts_cpu_batch_norm_nhwc_backward(LN_ISA_NOW(), a);
+        return;
+    }
     variants[LN_ISA_NOW()][a->x.dtype == TS_F64].backward(a);
 }
 
 bool ts_cpu_batch_norm_isa(ts_cpu_isa isa, const ts_batch_norm_args *a, bool backward) {
     if (!ln_isa_available(isa)) return false;
+    if (a->channels_last) {
+        if (backward)
+            ts_cpu_batch_norm_nhwc_backward((int)isa, a);
+        else
+            ts_cpu_batch_norm_nhwc_forward((int)isa, a);
+        return true;
+    }
     const bn_variant *v = &variants[isa][a->x.dtype == TS_F64];
     if (backward)
         v->backward(a);

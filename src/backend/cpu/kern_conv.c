@@ -631,8 +631,12 @@ static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
 void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p) {
     (void)be, (void)index;
-    const cgeom g = geom_of(x, w, out, p);
     if (tsi_conv_numel4(out) == 0) return;
+    if (tsi_conv_view_nhwc(x) || tsi_conv_view_nhwc(out)) {
+        tsi_conv2d_nhwc(be, index, out, x, w, bias, p);
+        return;
+    }
+    const cgeom g = geom_of(x, w, out, p);
     const ts_dtype dt = out->dtype;
     const tsi_conv_weight_id wid = weight_id(p);
     if (is_half(dt)) {
@@ -650,8 +654,12 @@ void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview
                                  const ts_kview *gout, const ts_kview *w,
                                  const ts_conv2d_params *p) {
     (void)be, (void)index;
-    const cgeom g = geom_of(gx, w, gout, p);
     if (tsi_conv_numel4(gx) == 0) return;
+    if (tsi_conv_view_nhwc(gx) || tsi_conv_view_nhwc(gout)) {
+        tsi_conv2d_backward_data_nhwc(be, index, gx, gout, w, p);
+        return;
+    }
+    const cgeom g = geom_of(gx, w, gout, p);
     const ts_dtype dt = gx->dtype;
     if (!is_half(dt)) {
         if (!run_backward_data(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, gout->data, w->data,
@@ -666,8 +674,12 @@ void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kvi
                                    const ts_kview *gout, const ts_kview *x,
                                    const ts_conv2d_params *p) {
     (void)be, (void)index;
-    const cgeom g = geom_of(x, gw, gout, p);
     if (tsi_conv_numel4(gw) == 0) return;
+    if (tsi_conv_view_nhwc(x) || tsi_conv_view_nhwc(gout)) {
+        tsi_conv2d_backward_weight_nhwc(be, index, gw, gout, x, p);
+        return;
+    }
+    const cgeom g = geom_of(x, gw, gout, p);
     const ts_dtype dt = gw->dtype;
     if (!is_half(dt)) {
         if (!run_backward_weight(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, gout->data, x->data,

@@ -14,6 +14,9 @@ typedef struct ts_cgeom {
      * bounds, -inf / +inf for an unbounded side */
     ts_conv_act act;
     double lo, hi;
+    /* x, y and their gradients channels_last ([n][h][w][c]): read by the allocation-free loops
+     * (kern_conv_naive.c) and kern_conv_nhwc.c only; the other drivers take NCHW (false) */
+    bool nhwc;
 } ts_cgeom;
 
 /* The geometry of a convolution of x [nchw] by a weight [o_ohw[0], c / groups, khw] into
@@ -64,7 +67,8 @@ void ts_conv_direct_weight(const ts_conv_direct *d, const ts_cgeom *g, const flo
  * NULL (automatic; TS_CONV=dnnl|builtin at start-up). Tests; not thread-safe. */
 void tsi_conv_force_provider(const char *name);
 
-/* kern_conv_naive.c: the fallback without scratch memory (contiguous views of dtype dt) */
+/* kern_conv_naive.c: the fallback without scratch memory (dense views of dtype dt, NCHW, or NHWC
+ * when g->nhwc) */
 void ts_conv_naive_forward(const ts_cgeom *g, ts_dtype dt, const char *x, const char *w,
                            const char *b, char *y);
 void ts_conv_naive_backward_data(const ts_cgeom *g, ts_dtype dt, const char *gy, const char *w,

@@ -1,0 +1,137 @@
+/* kern_conv_nhwc.c — CPU convolutions on channels_last activations (backend.h's
+ * conv2d_channels_last: x, out, gx and gout NHWC views, the weight OIHW as always). float32, and
+ * bf16 where the CPU multiplies bf16, run oneDNN's NHWC primitives on the data as it lies, so no
+ * activation is reordered (a ResNet step's NCHW <-> nChw16c reorders were ~6% of it,
+ * docs/RESNET.md). Everything else (no oneDNN, TS_CONV=builtin, float64, f16, bf16 without native
+ * bf16, a shape oneDNN declines) goes through NCHW copies and the plain entry points, so the
+ * results are theirs; without memory for the copies, the allocation-free loops run on the NHWC data
+ * itself. */
+#include <stdlib.h>
+
+#include "backend/cpu/conv_dnnl.h"
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/kern_conv.h"
+#include "backend/cpu/kern_conv_drivers.h"
+#include "backend/cpu/matmul_dnnl.h"
+
+/* dense in the given order of dims (innermost first), dims of one element aside */
+static bool dense_in(const ts_kview *v, const int order[4]) {
+    if (v->ndim != 4) return false;
+    int64_t expected = 1;
+    for (int k = 0; k < 4; k++) {
+        const int d = order[k];
+        if (v->shape[d] == 1) continue;
+        if (v->strides[d] != expected) return false;
+        expected *= v->shape[d];
+    }
+    return true;
+}
+
+static const int NHWC_ORDER[4] = {1, 3, 2, 0}, NCHW_ORDER[4] = {3, 2, 1, 0};
+
+bool tsi_conv_view_nhwc(const ts_kview *v) {
+    return dense_in(v, NHWC_ORDER) && !dense_in(v, NCHW_ORDER);
+}
+
+bool ts_cpu_conv2d_channels_last(const ts_backend *be, int index, ts_dtype dt) {
+    (void)be, (void)index;
+    return dt == TS_F32 || dt == TS_F64 || dt == TS_F16 || dt == TS_BF16;
+}
+
+/* oneDNN's NHWC primitives take this dtype here */
+static bool dnnl_takes(ts_dtype dt) {
+    return (dt == TS_F32 || (dt == TS_BF16 && tsi_dnnl_bf16_native())) &&
+           tsi_conv_use_dnnl_f32(false);
+}
+
+static ts_cgeom geom(const ts_kview *x, const ts_kview *w, const ts_kview *y,
+                     const ts_conv2d_params *p) {
+    const int64_t nchw[4] = {x->shape[0], x->shape[1], x->shape[2], x->shape[3]};
+    const int64_t o_ohw[3] = {w->shape[0], y->shape[2], y->shape[3]};
+    const int64_t khw[2] = {w->shape[2], w->shape[3]};
+    ts_cgeom g = ts_cgeom_make(nchw, o_ohw, khw, p);
+    g.nhwc = true;
+    return g;
+}
+
+/* *pv: an NCHW-contiguous buffer of v's shape and dtype (malloc'ed), holding v's values when
+ * fill; false when out of memory. */
+static bool plain_of(const ts_backend *be, int index, const ts_kview *v, ts_kview *pv, bool fill) {
+    *pv = *v;
+    const int64_t n = tsi_conv_numel4(v);
+    const size_t es = v->dtype == TS_F64 ? 8 : v->dtype == TS_F32 ? 4 : 2;
+    if (!(pv->data = malloc((size_t)n * es + 1))) return false;
+    pv->strides[3] = 1;
+    pv->strides[2] = v->shape[3];
+    pv->strides[1] = v->shape[2] * v->shape[3];
+    pv->strides[0] = v->shape[1] * pv->strides[1];
+    if (fill) be->copy(be, index, pv, v);
+    return true;
+}
+
+void tsi_conv2d_nhwc(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                     const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p) {
+    const ts_cgeom g = geom(x, w, out, p);
+    const ts_dtype dt = out->dtype;
+    const char *bd = bias ? bias->data : NULL;
+    if (dnnl_takes(dt)) {
+        const tsi_conv_weight_id wid = {p->weight_uid, p->weight_version, p->weight_offset};
+        const bool bf16 = dt == TS_BF16;
+        ts_cgeom gf = g; /* bf16: the activation on the rounded output, as kern_conv_half.c */
+        if (bf16) gf.act = TS_CONV_ACT_NONE;
+        if (tsi_dnnl_conv_forward_nhwc(bf16, &gf, x->data, w->data, &wid, bd, out->data)) {
+            if (bf16) tsi_conv_act_output(&g, out);
+            return;
+        }
+    }
+    ts_kview px, po;
+    const bool have_x = plain_of(be, index, x, &px, true);
+    if (have_x && plain_of(be, index, out, &po, false)) {
+        ts_cpu_conv2d(be, index, &po, &px, w, bias, p);
+        be->copy(be, index, out, &po);
+        free(po.data), free(px.data);
+        return;
+    }
+    if (have_x) free(px.data);
+    ts_conv_naive_forward(&g, dt, x->data, w->data, bd, out->data);
+    tsi_conv_act_output(&g, out);
+}
+
+void tsi_conv2d_backward_data_nhwc(const ts_backend *be, int index, const ts_kview *gx,
+                                   const ts_kview *gout, const ts_kview *w,
+                                   const ts_conv2d_params *p) {
+    const ts_cgeom g = geom(gx, w, gout, p);
+    const ts_dtype dt = gx->dtype;
+    if (dnnl_takes(dt) &&
+        tsi_dnnl_conv_backward_data_nhwc(dt == TS_BF16, &g, gout->data, w->data, gx->data))
+        return;
+    ts_kview pg, px;
+    const bool have_g = plain_of(be, index, gout, &pg, true);
+    if (have_g && plain_of(be, index, gx, &px, false)) {
+        ts_cpu_conv2d_backward_data(be, index, &px, &pg, w, p);
+        be->copy(be, index, gx, &px);
+        free(px.data), free(pg.data);
+        return;
+    }
+    if (have_g) free(pg.data);
+    ts_conv_naive_backward_data(&g, dt, gout->data, w->data, gx->data);
+}
+
+void tsi_conv2d_backward_weight_nhwc(const ts_backend *be, int index, const ts_kview *gw,
+                                     const ts_kview *gout, const ts_kview *x,
+                                     const ts_conv2d_params *p) {
+    const ts_cgeom g = geom(x, gw, gout, p);
+    const ts_dtype dt = gw->dtype;
+    if (dnnl_takes(dt) &&
+        tsi_dnnl_conv_backward_weight_nhwc(dt == TS_BF16, &g, gout->data, x->data, gw->data))
+        return;
+    ts_kview pg, px;
+    const bool have_g = plain_of(be, index, gout, &pg, true);
+    if (have_g && plain_of(be, index, x, &px, true)) {
+        ts_cpu_conv2d_backward_weight(be, index, gw, &pg, &px, p);
+        free(px.data), free(pg.data);
+        return;
+    }
+    if (have_g) free(pg.data);
+    ts_conv_naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
+}

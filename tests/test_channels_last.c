@@ -1,0 +1,346 @@
+/* test_channels_last.c — the channels_last memory format (PyTorch's): ts_contiguous_format and
+ * ts_is_contiguous_format, the ops that keep the format (elementwise, casts, clones, gradients),
+ * and conv2d on NHWC activations, forward and both gradients, on cpu and sim:0 in float32, bf16,
+ * float64 and f16, through oneDNN's NHWC primitives (no activation reorders: counted), through
+ * NCHW copies (TS_CONV=builtin, float64, f16), and through the allocation-free loops when memory
+ * runs out.
+ *
+ * Convolution bounds, per output against float64 convolutions of the same values: a float32 sum
+ * of K products, |r - exact| <= gamma_{K+1} S (the product's rounding counted as one more term;
+ * S the same sum over absolute values, gamma_k = k u / (1 - k u), u = 2^-24); float64 the same
+ * with u = 2^-53 against a long-double-free reference: the NCHW float64 path (the same sums in
+ * another order, so 2 gamma_{K+1} S); bf16 and f16 bf16_check.h's bound (a float32 sum rounded
+ * once to the half dtype; f16 with 2^-11). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/conv_dnnl.h"
+#include "backend/cpu/kern_conv_drivers.h"
+#include "backend/cpu/matmul_dnnl.h"
+#include "bf16_check.h"
+#include "fault_sweep.h"
+#include "tol_check.h"
+#include "ts_test.h"
+
+/* ------------------------------------------------------------------ the format itself */
+static ts_tensor *randn(ts_shape s, ts_dtype dt, ts_device d) {
+    return ts_to_dtype(ts_randn(s, (ts_opts){.dtype = TS_F32, .device = d}), dt);
+}
+
+static bool nhwc_strides(ts_tensor *t) {
+    const ts_shape s = ts_shape_of(t);
+    return ts_stride(t, 1) == 1 && ts_stride(t, 3) == s.dims[1] &&
+           ts_stride(t, 2) == s.dims[1] * s.dims[3] &&
+           ts_stride(t, 0) == s.dims[1] * s.dims[2] * s.dims[3];
+}
+
+static bool same_values(ts_tensor *a, ts_tensor *b) {
+    ts_scope_begin();
+    const bool eq = ts_item(ts_sum(ts_to_dtype(ts_eq(a, b), TS_F64))) == (double)ts_numel(a);
+    ts_scope_end();
+    return eq;
+}
+
+static void test_format(ts_device d) {
+    ts_scope_begin();
+    ts_tensor *x = randn(TS_SHAPE(2, 3, 4, 5), TS_F32, d);
+    CHECK(ts_is_contiguous_format(x, TS_CONTIGUOUS_FORMAT));
+    CHECK(!ts_is_contiguous_format(x, TS_CHANNELS_LAST));
+    ts_tensor *c = ts_contiguous_format(x, TS_CHANNELS_LAST);
+    CHECK(c && nhwc_strides(c) && ts_is_contiguous_format(c, TS_CHANNELS_LAST));
+    CHECK(!ts_is_contiguous(c) && same_values(c, x));
+    CHECK(ts_contiguous_format(c, TS_CHANNELS_LAST) == c); /* already: itself */
+    /* a permuted NHWC tensor is the same layout */
+    ts_tensor *p =
+        ts_permute(ts_contiguous(ts_permute(x, TS_DIMS(0, 2, 3, 1))), TS_DIMS(0, 3, 1, 2));
+    CHECK(ts_is_contiguous_format(p, TS_CHANNELS_LAST) && same_values(p, x));
+    /* back to NCHW */
+    ts_tensor *b = ts_contiguous(c);
+    CHECK(ts_is_contiguous(b) && same_values(b, x));
+    CHECK(ts_is_contiguous(ts_contiguous_format(c, TS_CONTIGUOUS_FORMAT)));
+    /* dims of one element: both formats at once */
+    ts_tensor *one = randn(TS_SHAPE(4, 8, 1, 1), TS_F32, d);
+    CHECK(ts_is_contiguous_format(one, TS_CHANNELS_LAST) && ts_is_contiguous(one));
+    /* kept: unary, binary (with a broadcast per-channel operand and a number), casts, clones,
+     * activation gradients */
+    CHECK(nhwc_strides(ts_relu(c)) && same_values(ts_relu(c), ts_relu(x)));
+    ts_tensor *bias = randn(TS_SHAPE(3, 1, 1), TS_F32, d);
+    CHECK(nhwc_strides(ts_add(c, bias)) && same_values(ts_add(c, bias), ts_add(x, bias)));
+    CHECK(nhwc_strides(ts_mul(c, c)) && same_values(ts_mul(c, c), ts_mul(x, x)));
+    CHECK(nhwc_strides(ts_add(x, c))); /* the operand that prefers it decides */
+    CHECK(nhwc_strides(ts_mul_scalar(c, 2.0)) &&
+          same_values(ts_mul_scalar(c, 2), ts_mul_scalar(x, 2)));
+    ts_tensor *h = ts_to_dtype(c, TS_BF16);
+    CHECK(nhwc_strides(h) && same_values(h, ts_to_dtype(x, TS_BF16)));
+    CHECK(nhwc_strides(ts_clone(c)) && same_values(ts_clone(c), x));
+    /* NCHW stays NCHW */
+    CHECK(ts_is_contiguous(ts_relu(x)) && ts_is_contiguous(ts_add(x, x)));
+    /* the gradient flows through the conversion to the NCHW leaf */
+    ts_tensor *leaf = randn(TS_SHAPE(2, 3, 4, 5), TS_F32, d);
+    ts_set_requires_grad(leaf, true);
+    ts_tensor *r = ts_relu(ts_contiguous_format(leaf, TS_CHANNELS_LAST));
+    CHECK(nhwc_strides(r));
+    ts_backward(ts_sum(ts_mul(r, r)));
+    /* d/dx sum(relu(x)^2) = 2 relu(x) */
+    CHECK(ts_grad(leaf) && same_values(ts_grad(leaf), ts_mul_scalar(ts_relu(leaf), 2.0)));
+    /* errors: not 4-D, unknown format; nothing else changes */
+    CHECK(!ts_contiguous_format(randn(TS_SHAPE(3, 4, 5), TS_F32, d), TS_CHANNELS_LAST));
+    CHECK(ts_error() == TS_ERR_SHAPE && strstr(ts_error_message(), "contiguous") &&
+          strstr(ts_error_message(), "[3, 4, 5]"));
+    ts_error_clear();
+    CHECK(!ts_contiguous_format(x, (ts_memory_format)7) && ts_error() == TS_ERR_ARG);
+    ts_error_clear();
+    CHECK(!ts_contiguous_format(NULL, TS_CHANNELS_LAST) && ts_error() == TS_ERR_ARG);
+    ts_error_clear();
+    CHECK_OK();
+    ts_scope_end();
+}
+
+/* ------------------------------------------------------------------ conv2d */
+typedef struct conv_case {
+    const char *name;
+    int64_t n, c, h, w, o, kh, kw;
+    ts_conv2d_opts o_;
+    bool bias;
+} conv_case;
+
+static const conv_case CASES[] = {
+    {"3x3 pad 1 (ResNet)", 2, 16, 10, 10, 32, 3, 3, {.padding = {1, 1}}, false},
+    {"5x5 with bias, 3 channels in", 3, 3, 14, 14, 6, 5, 5, {.groups = 1}, true},
+    {"stride 2, 1x1 (downsample)", 2, 32, 9, 9, 16, 1, 1, {.stride = {2, 2}}, false},
+    {"dilated 3x3", 1, 8, 12, 12, 8, 3, 3, {.padding = {2, 2}, .dilation = {2, 2}}, true},
+    {"grouped (4 groups)", 2, 16, 8, 8, 24, 3, 3, {.padding = {1, 1}, .groups = 4}, true},
+    {"depthwise", 2, 12, 9, 9, 12, 3, 3, {.padding = {1, 1}, .groups = 12}, false},
+    {"stride 2 3x3, odd sizes",
+     2,
+     16,
+     11,
+     7,
+     16,
+     3,
+     3,
+     {.stride = {2, 2}, .padding = {1, 1}},
+     true},
+};
+#define NCASES (sizeof CASES / sizeof CASES[0])
+
+static double gamma_k(double k, double u) { return k * u / (1 - k * u); }
+
+/* a float64 leaf with t's values (|t|'s when absolute), NCHW, requiring grad when asked */
+static ts_tensor *f64_of(ts_tensor *t, bool absolute, bool grad) {
+    ts_tensor *d = ts_to_dtype(ts_to(ts_detach(t), ts_cpu()), TS_F64);
+    if (absolute) d = ts_abs(d);
+    d = ts_contiguous(d);
+    if (grad) ts_set_requires_grad(d, true);
+    return d;
+}
+
+/* Every element of got within the bound of a float sum of K terms with unit roundoff u (half
+ * dtypes: bf16_check.h's bound with their rounding on top); returns the worst share of it. */
+static double check_sum(const char *what, ts_tensor *got, ts_tensor *want, ts_tensor *mag, double K,
+                        double u) {
+    const ts_dtype dt = ts_dtype_of(got);
+    const int64_t n = ts_numel(want);
+    double *g = ts_test_host_f64(got, n), *w = ts_test_host_f64(want, n),
+           *m = ts_test_host_f64(mag, n), *tol = malloc((size_t)n * sizeof *tol);
+    double worst = 0;
+    const double uh = ts_test_unit_roundoff(dt);
+    for (int64_t i = 0; tol && i < n; i++) {
+        tol[i] = ts_test_is_half(dt) ? uh * fabs(w[i]) + (1 + uh) * gamma_k(K, u) * m[i]
+                                     : gamma_k(K + 1, u) * m[i];
+        if (ts_test_is_half(dt) && dt == TS_F16) tol[i] += 0x1p-25; /* f16's subnormal steps */
+        const double e = fabs(g[i] - w[i]) / (tol[i] > 0 ? tol[i] : 1);
+        if (e > worst) worst = e;
+    }
+    if (tol) CHECK_TOL(what, "element", got, w, tol, n);
+    free(g), free(w), free(m), free(tol);
+    return worst;
+}
+
+/* One case on device d in dtype dt with x channels_last: the output and the input gradient come
+ * channels_last, and all three results lie within their bounds of the float64 convolutions.
+ * gy_cl: the output gradient arrives channels_last (else NCHW: the backward converts it). Returns
+ * how many activation reorders oneDNN ran. */
+static uint64_t check_conv(const conv_case *cc, ts_device d, ts_dtype dt, bool gy_cl) {
+    ts_scope_begin();
+    const int groups = cc->o_.groups ? cc->o_.groups : 1;
+    ts_tensor *x = randn(TS_SHAPE(cc->n, cc->c, cc->h, cc->w), dt, d);
+    ts_tensor *w = randn(TS_SHAPE(cc->o, cc->c / groups, cc->kh, cc->kw), dt, d);
+    ts_tensor *b = cc->bias ? randn(TS_SHAPE(cc->o), dt, d) : NULL;
+    /* the leaf itself channels_last: its gradient comes so (the leaf's layout) */
+    ts_tensor *xc = ts_contiguous_format(x, TS_CHANNELS_LAST);
+    CHECK(xc && ts_is_contiguous_format(xc, TS_CHANNELS_LAST));
+    ts_set_requires_grad(xc, true), ts_set_requires_grad(w, true);
+    if (b) ts_set_requires_grad(b, true);
+    x = xc;
+    const uint64_t reorders = tsi_dnnl_conv_act_reorders();
+    ts_tensor *y = ts_conv2d(xc, w, b, cc->o_);
+    CHECK(y && ts_dtype_of(y) == dt && nhwc_strides(y));
+    ts_tensor *gy = y ? randn(ts_shape_of(y), dt, d) : NULL;
+    if (gy && gy_cl) gy = ts_contiguous_format(gy, TS_CHANNELS_LAST);
+    ts_backward_with(y, gy);
+    const uint64_t ran = tsi_dnnl_conv_act_reorders() - reorders;
+    CHECK(ts_grad(xc) && nhwc_strides(ts_grad(xc)));
+    ts_tensor *x64 = f64_of(x, false, true), *w64 = f64_of(w, false, true);
+    ts_tensor *b64 = b ? f64_of(b, false, true) : NULL;
+    ts_tensor *y64 = ts_conv2d(x64, w64, b64, cc->o_);
+    ts_backward_with(y64, f64_of(gy, false, false));
+    ts_tensor *xa = f64_of(x, true, true), *wa = f64_of(w, true, true);
+    ts_tensor *ba = b ? f64_of(b, true, true) : NULL;
+    ts_tensor *ya = ts_conv2d(xa, wa, ba, cc->o_);
+    ts_backward_with(ya, f64_of(gy, true, false));
+    const double u = dt == TS_F64 ? 0x1p-53 : 0x1p-24;
+    /* float64: the reference's own sums round too, in another order */
+    const double twice = dt == TS_F64 ? 2 : 1;
+    const double kf = twice * (double)(cc->c / groups * cc->kh * cc->kw + (b ? 1 : 0));
+    const double kd = twice * (double)(cc->o / groups * cc->kh * cc->kw);
+    const ts_shape ys = ts_shape_of(y64);
+    const double kw = twice * (double)(ys.dims[0] * ys.dims[2] * ys.dims[3]);
+    char label[160];
+    snprintf(label, sizeof label, "%s %s %s%s", cc->name, ts_dtype_name(dt),
+             d.type == TS_CPU ? "cpu" : "sim", gy_cl ? "" : " (gy NCHW)");
+    const double e1 = check_sum(label, y, y64, ya, kf, u);
+    const double e2 = check_sum(label, ts_grad(x), ts_grad(x64), ts_grad(xa), kd, u);
+    const double e3 = check_sum(label, ts_grad(w), ts_grad(w64), ts_grad(wa), kw, u);
+    if (b) check_sum(label, ts_grad(b), ts_grad(b64), ts_grad(ba), twice * kw, u);
+    printf("%-48s worst of the bound: y %.3f  gx %.3f  gw %.3f  reorders %llu\n", label, e1, e2, e3,
+           (unsigned long long)ran);
+    CHECK_OK();
+    ts_scope_end();
+    return ran;
+}
+
+static void test_conv(ts_device d) {
+    for (size_t i = 0; i < NCASES; i++) {
+        const uint64_t before = tsi_dnnl_conv_count() + tsi_dnnl_conv_bf16_count();
+        const uint64_t r = check_conv(&CASES[i], d, TS_F32, true);
+        const uint64_t ran = tsi_dnnl_conv_count() + tsi_dnnl_conv_bf16_count() - before;
+        /* oneDNN's NHWC primitives read and write the activations as they lie: no reorder */
+        if (ran) CHECK_EQ(r, 0);
+        check_conv(&CASES[i], d, TS_F32, false);
+        check_conv(&CASES[i], d, TS_BF16, true);
+        check_conv(&CASES[i], d, TS_F64, true);
+        check_conv(&CASES[i], d, TS_F16, true);
+    }
+}
+
+/* The built-in kernels forced: NCHW copies around the plain entry points */
+static void test_conv_builtin(ts_device d) {
+    tsi_conv_force_provider("builtin");
+    const uint64_t before = tsi_dnnl_conv_count() + tsi_dnnl_conv_bf16_count();
+    for (size_t i = 0; i < NCASES; i += 2) {
+        check_conv(&CASES[i], d, TS_F32, true);
+        check_conv(&CASES[i], d, TS_BF16, false);
+    }
+    CHECK_EQ(tsi_dnnl_conv_count() + tsi_dnnl_conv_bf16_count(), before);
+    tsi_conv_force_provider(getenv("TS_CONV"));
+}
+
+/* ------------------------------------------------------------------ allocation failures */
+/* The NCHW copies' allocations failing in turn (the built-in kernels forced): the allocation-free
+ * loops run on the NHWC data instead, or the op fails with TS_ERR_OOM; every result is held to
+ * the float32 bound. */
+typedef struct sweep_state {
+    ts_tensor *x, *w, *b, *gy;
+    ts_tensor *y64, *ya, *gx64, *gxa, *gw64, *gwa;
+    ts_tensor *y, *gx, *gw;
+} sweep_state;
+
+static const conv_case SWEEP = {"sweep", 2, 3, 7, 6, 4, 3, 3, {.stride = {2, 1}, .padding = {1, 1}},
+                                true};
+
+static ts_tensor *kept(ts_tensor *t) {
+    ts_tensor *d = t ? ts_detach(t) : NULL;
+    ts_retain(d);
+    return d;
+}
+
+static void *sweep_setup(void) {
+    sweep_state *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    ts_scope_begin();
+    s->x =
+        kept(ts_contiguous_format(randn(TS_SHAPE(2, 3, 7, 6), TS_F32, ts_cpu()), TS_CHANNELS_LAST));
+    ts_set_requires_grad(s->x, true);
+    s->w = kept(randn(TS_SHAPE(4, 3, 3, 3), TS_F32, ts_cpu()));
+    ts_set_requires_grad(s->w, true);
+    s->b = kept(randn(TS_SHAPE(4), TS_F32, ts_cpu()));
+    s->gy =
+        kept(ts_contiguous_format(randn(TS_SHAPE(2, 4, 4, 6), TS_F32, ts_cpu()), TS_CHANNELS_LAST));
+    ts_tensor *x64 = f64_of(s->x, false, true), *w64 = f64_of(s->w, false, true);
+    ts_tensor *y64 = ts_conv2d(x64, w64, f64_of(s->b, false, false), SWEEP.o_);
+    ts_backward_with(y64, f64_of(s->gy, false, false));
+    ts_tensor *xa = f64_of(s->x, true, true), *wa = f64_of(s->w, true, true);
+    ts_tensor *ya = ts_conv2d(xa, wa, f64_of(s->b, true, false), SWEEP.o_);
+    ts_backward_with(ya, f64_of(s->gy, true, false));
+    s->y64 = kept(y64), s->ya = kept(ya);
+    s->gx64 = kept(ts_grad(x64)), s->gxa = kept(ts_grad(xa));
+    s->gw64 = kept(ts_grad(w64)), s->gwa = kept(ts_grad(wa));
+    ts_scope_end();
+    return s;
+}
+
+static void sweep_release_results(sweep_state *s) {
+    ts_release(s->y), ts_release(s->gx), ts_release(s->gw);
+    s->y = s->gx = s->gw = NULL;
+}
+
+static bool sweep_run(void *p) {
+    sweep_state *s = p;
+    sweep_release_results(s);
+    ts_set_grad(s->x, NULL), ts_set_grad(s->w, NULL);
+    ts_scope_begin();
+    ts_tensor *y = ts_conv2d(s->x, s->w, s->b, SWEEP.o_);
+    ts_backward_with(y, s->gy);
+    s->y = kept(y), s->gx = kept(ts_grad(s->x)), s->gw = kept(ts_grad(s->w));
+    ts_scope_end();
+    return s->y && s->gx && s->gw && !ts_error();
+}
+
+static void sweep_check(void *p, bool ok) {
+    sweep_state *s = p;
+    if (!ok) return;
+    CHECK(nhwc_strides(s->y));
+    check_sum("sweep y", s->y, s->y64, s->ya, 3 * 3 * 3 + 1, 0x1p-24);
+    check_sum("sweep gx", s->gx, s->gx64, s->gxa, 4 * 3 * 3, 0x1p-24);
+    check_sum("sweep gw", s->gw, s->gw64, s->gwa, 2 * 4 * 6, 0x1p-24);
+}
+
+static void sweep_teardown(void *p) {
+    sweep_state *s = p;
+    sweep_release_results(s);
+    ts_tensor *all[] = {s->x, s->w, s->b, s->gy, s->y64, s->ya, s->gx64, s->gxa, s->gw64, s->gwa};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ts_release(all[i]);
+    free(s);
+}
+
+static void test_allocation_failures(void) {
+    tsi_conv_force_provider("builtin");
+    const ts_sweep_case c = {.name = "channels_last conv2d through NCHW copies",
+                             .setup = sweep_setup,
+                             .run = sweep_run,
+                             .teardown = sweep_teardown,
+                             .check = sweep_check};
+    const ts_sweep_stats st = ts_fault_sweep(&c, 300);
+    CHECK(st.absorbed > 0); /* some failures ran the allocation-free loops */
+    CHECK_EQ(st.errors, st.oom);
+    tsi_conv_force_provider(getenv("TS_CONV"));
+    CHECK_OK();
+}
+
+int main(void) {
+    ts_device devs[TS_TEST_MAX_DEVICES];
+    const int nd = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
+    printf("oneDNN ISA: %s; native bf16: %s\n", tsi_dnnl_isa_name(),
+           tsi_dnnl_bf16_native() ? "yes" : "no");
+    for (int i = 0; i < nd; i++) {
+        if (devs[i].type == TS_CUDA) continue; /* no NHWC convolutions there yet: docs/CUDA.md */
+        test_format(devs[i]);
+        test_conv(devs[i]);
+        test_conv_builtin(devs[i]);
+    }
+    test_allocation_failures();
+    return ts_test_finish();
+}
