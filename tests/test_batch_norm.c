@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "bn_ref.h"
 #include "fault_sweep.h"
 #include "tol_check.h"
 #include "ts_test.h"
@@ -45,15 +46,11 @@ static int64_t hw_of(const bn_case *k) {
 }
 
 /* host data in [n, c, hw] order, in double, already rounded to the dtype */
-typedef struct bn_data {
-    double *x, *dy, *w, *b, *rm, *rv;
-} bn_data;
-
-static bn_data make_data(const bn_case *k, ts_dtype dt) {
+static ts_bn_data make_data(const bn_case *k, ts_dtype dt) {
     const int64_t hw = hw_of(k), tot = k->n * k->c * hw;
-    bn_data d = {malloc(sizeof(double) * tot),  malloc(sizeof(double) * tot),
-                 malloc(sizeof(double) * k->c), malloc(sizeof(double) * k->c),
-                 malloc(sizeof(double) * k->c), malloc(sizeof(double) * k->c)};
+    ts_bn_data d = {malloc(sizeof(double) * tot),  malloc(sizeof(double) * tot),
+                    malloc(sizeof(double) * k->c), malloc(sizeof(double) * k->c),
+                    malloc(sizeof(double) * k->c), malloc(sizeof(double) * k->c)};
     for (int64_t c = 0; c < k->c; c++) {
         const double off = k->xk == X_FAR ? 100.0 * (double)(c % 5 + 1) : uniform(-0.5, 0.5);
         const double sc = k->xk == X_TINY_VAR ? 1e-4 : uniform(0.25, 3.0);
@@ -72,80 +69,13 @@ static bn_data make_data(const bn_case *k, ts_dtype dt) {
     return d;
 }
 
-static void free_data(bn_data *d) {
-    free(d->x), free(d->dy), free(d->w), free(d->b), free(d->rm), free(d->rv);
-}
-
 /* ------------------------------------------------------------------ the reference */
-/* Results in long double and, per element, the tolerance. `u` is the dtype's unit roundoff, `ud`
- * double's (the kernels' sums, 16 lanes of at most `growth` terms each). The shifted sums' error
- * grows with the distance D of the shift from the mean (D <= the largest |x - mean|); the output
- * rounds mean and scale to the dtype and makes ~4 roundings an element, dx ~8. */
-typedef struct bn_ref {
-    double *y, *dx, *dw, *db, *rm, *rv;
-    double *ty, *tdx, *tdw, *tdb, *trm, *trv;
-} bn_ref;
-
-static bn_ref reference(const bn_case *k, const bn_data *d, ts_dtype dt) {
-    const int64_t N = k->n, C = k->c, hw = hw_of(k), m = N * hw, tot = N * C * hw;
-    const double u = ts_test_unit_roundoff(dt), ud = ldexp(1, -53);
-    const double eps = k->eps ? k->eps : 1e-5, mom = k->momentum ? k->momentum : 0.1;
-    const double growth = (double)(N * ((hw + 15) / 16)) + 8;
-    bn_ref r;
-    double **all[] = {&r.y, &r.dx, &r.ty, &r.tdx};
-    for (int i = 0; i < 4; i++) *all[i] = calloc((size_t)tot, sizeof(double));
-    double **per[] = {&r.dw, &r.db, &r.rm, &r.rv, &r.tdw, &r.tdb, &r.trm, &r.trv};
-    for (int i = 0; i < 8; i++) *per[i] = calloc((size_t)C, sizeof(double));
-    for (int64_t c = 0; c < C; c++) {
-        long double mean = 0, var = 0, A = 0, D = 0, sdy = 0, sdx = 0, G1 = 0, G2 = 0;
-#define BN_EACH(...)                                                                               \
-    for (int64_t i = 0; i < N; i++)                                                                \
-        for (int64_t j = 0; j < hw; j++) {                                                         \
-            const int64_t at = (i * C + c) * hw + j;                                               \
-            const long double x = d->x[at], dy = d->dy[at];                                        \
-            (void)dy;                                                                              \
-            __VA_ARGS__;                                                                           \
-        }
-        BN_EACH(mean += x; A += fabsl(x));
-        mean /= m, A /= m;
-        BN_EACH(var += (x - mean) * (x - mean); D = fmaxl(D, fabsl(x - mean)));
-        var /= m;
-        const long double inv = 1 / sqrtl(var + eps), w = k->weight ? d->w[c] : 1;
-        const long double bias = k->bias ? d->b[c] : 0;
-        /* the variance's relative error (the shifted sums), and the error of x - mean over
-         * invstd */
-        const double rvar = (double)(8 * growth * ud * (var + D * D) / (var + eps));
-        BN_EACH(const long double xh = (x - mean) * inv;
-                const double xerr = (double)(fabsl(xh) + (fabsl(x) + fabsl(mean) + D) * inv);
-                r.y[at] = (double)(xh * w + bias);
-                r.ty[at] = ((8 * u + 2 * growth * ud) * xerr + rvar * (double)fabsl(xh)) *
-                               (double)fabsl(w) +
-                           4 * u * (double)fabsl(bias);
-                sdy += dy, sdx += dy * xh; G1 += fabsl(dy); G2 += fabsl(dy) * xerr);
-        r.db[c] = (double)sdy, r.dw[c] = (double)sdx;
-        r.tdb[c] = (2 * u + 2 * growth * ud) * (double)G1;
-        r.tdw[c] = (6 * u + 2 * growth * ud + rvar) * (double)G2;
-        BN_EACH(const long double xh = (x - mean) * inv;
-                const double xerr = (double)(fabsl(xh) + (fabsl(x) + fabsl(mean) + D) * inv);
-                r.dx[at] = (double)(w * inv * (dy - sdy / m - xh * sdx / m));
-                r.tdx[at] = (16 * u + 4 * growth * ud + rvar) * (double)(fabsl(w) * inv) *
-                            ((double)fabsl(dy) + (double)(G1 / m) + xerr * (double)(G2 / m)));
-#undef BN_EACH
-        const long double f = (long double)m / (long double)(m - 1);
-        r.rm[c] = (double)((1 - mom) * d->rm[c] + mom * mean);
-        r.rv[c] = (double)((1 - mom) * d->rv[c] + mom * f * var);
-        r.trm[c] =
-            8 * u * (fabs(d->rm[c]) + (double)(fabsl(mean) + D)) + 2 * growth * ud * (double)A;
-        r.trv[c] = 8 * u * (fabs(d->rv[c]) + (double)(f * var)) +
-                   mom * (double)f * rvar * (double)(var + eps);
-    }
-    return r;
-}
-
-static void free_ref(bn_ref *r) {
-    double *all[] = {r->y,  r->dx,  r->dw,  r->db,  r->rm,  r->rv,
-                     r->ty, r->tdx, r->tdw, r->tdb, r->trm, r->trv};
-    for (int i = 0; i < 12; i++) free(all[i]);
+/* bn_ref.h's, the kernels' double sums in 16 lanes of at most n * ceil(hw / 16) terms each */
+static ts_bn_ref reference(const bn_case *k, const ts_bn_data *d, ts_dtype dt) {
+    const int64_t hw = hw_of(k);
+    return ts_bn_reference(d, k->n, k->c, hw, k->weight, k->bias, k->eps ? k->eps : 1e-5,
+                           k->momentum ? k->momentum : 0.1, (double)(k->n * ((hw + 15) / 16)) + 8,
+                           dt);
 }
 
 /* ------------------------------------------------------------------ the cases */
@@ -193,18 +123,18 @@ static void run_case(const bn_case *k, ts_dtype dt, ts_dtype pt, ts_device dev) 
              k->strided ? ", strided" : "", k->eps, kinds[k->xk], ts_dtype_name(dt),
              pt != dt ? " with parameters " : "", pt != dt ? ts_dtype_name(pt) : "",
              ts_device_str(dev));
-    bn_data d = make_data(k, dt);
+    ts_bn_data d = make_data(k, dt);
     /* halves: the float32 kernels' bounds, widened by the rounding to the half dtype of what is
      * of that dtype; half running statistics are updated in the half dtype (the update's
      * roundings in its unit) */
-    bn_ref r = reference(k, &d, ts_test_is_half(dt) ? TS_F32 : dt);
+    ts_bn_ref r = reference(k, &d, ts_test_is_half(dt) ? TS_F32 : dt);
     const int64_t tot = k->n * k->c * hw_of(k);
     if (ts_test_is_half(dt)) {
-        bn_ref rh = reference(k, &d, pt);
+        ts_bn_ref rh = reference(k, &d, pt);
         double *t;
         t = r.trm, r.trm = rh.trm, rh.trm = t;
         t = r.trv, r.trv = rh.trv, rh.trv = t;
-        free_ref(&rh);
+        ts_bn_ref_free(&rh);
         ts_test_widen_for_half(dt, r.y, r.ty, tot);
         ts_test_widen_for_half(dt, r.dx, r.tdx, tot);
         ts_test_widen_for_half(pt, r.dw, r.tdw, k->c);
@@ -235,8 +165,8 @@ static void run_case(const bn_case *k, ts_dtype dt, ts_dtype pt, ts_device dev) 
     if (w) CHECK_TOL(label, "dweight", ts_grad(w), r.dw, r.tdw, k->c);
     if (b) CHECK_TOL(label, "dbias", ts_grad(b), r.db, r.tdb, k->c);
     ts_scope_end();
-    free_ref(&r);
-    free_data(&d);
+    ts_bn_ref_free(&r);
+    ts_bn_data_free(&d);
 }
 
 static void test_against_reference(void) {

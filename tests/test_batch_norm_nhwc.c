@@ -17,6 +17,7 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/kernel_math.h"
+#include "bn_ref.h"
 #include "tol_check.h"
 #include "ts_test.h"
 
@@ -36,15 +37,11 @@ typedef struct bn_case {
 } bn_case;
 
 /* host data in [n, c, hw] order, rounded to its dtype (x, dy: dt; the rest: pt) */
-typedef struct bn_data {
-    double *x, *dy, *w, *b, *rm, *rv;
-} bn_data;
-
-static bn_data make_data(const bn_case *k, ts_dtype dt, ts_dtype pt) {
+static ts_bn_data make_data(const bn_case *k, ts_dtype dt, ts_dtype pt) {
     const int64_t hw = k->hw, tot = k->n * k->c * hw;
-    bn_data d = {malloc(sizeof(double) * tot),  malloc(sizeof(double) * tot),
-                 malloc(sizeof(double) * k->c), malloc(sizeof(double) * k->c),
-                 malloc(sizeof(double) * k->c), malloc(sizeof(double) * k->c)};
+    ts_bn_data d = {malloc(sizeof(double) * tot),  malloc(sizeof(double) * tot),
+                    malloc(sizeof(double) * k->c), malloc(sizeof(double) * k->c),
+                    malloc(sizeof(double) * k->c), malloc(sizeof(double) * k->c)};
     for (int64_t c = 0; c < k->c; c++) {
         /* some channels far from zero: the shifted sums' cancellation */
         const double off = c % 4 == 3 ? 20.0 * (double)(c % 7 + 1) : uniform(-0.5, 0.5);
@@ -63,90 +60,19 @@ static bn_data make_data(const bn_case *k, ts_dtype dt, ts_dtype pt) {
     return d;
 }
 
-static void free_data(bn_data *d) {
-    free(d->x), free(d->dy), free(d->w), free(d->b), free(d->rm), free(d->rv);
-}
-
-/* Results in long double ([n, c, hw] order) and per element the tolerance, as test_batch_norm.c's
- * reference: `u` the dtype's unit roundoff, `ud` double's; a channel's double sums take up to
- * growth terms one after another (a block's rows, then the blocks: at most 32; the NCHW kernels'
- * 16 lanes of n * ceil(hw / 16) and their tree stay under it too). D bounds |x - mean|, and the
- * shift's distance from the mean. Also mean, var and invstd as the kernels return them. */
-typedef struct bn_ref {
-    double *y, *dx, *dw, *db, *rm, *rv, *mean, *var, *inv;
-    double *ty, *tdx, *tdw, *tdb, *trm, *trv, *tmean, *tvar, *tinv;
-} bn_ref;
-
-static bn_ref reference(const bn_case *k, const bn_data *d, ts_dtype dt, double eps, double mom) {
-    const int64_t N = k->n, C = k->c, hw = k->hw, m = N * hw, tot = N * C * hw;
-    const double u = ts_test_unit_roundoff(dt), ud = ldexp(1, -53);
-    const double growth = (double)m + 32 + 8;
-    bn_ref r;
-    double **all[] = {&r.y, &r.dx, &r.ty, &r.tdx};
-    for (int i = 0; i < 4; i++) *all[i] = calloc((size_t)tot, sizeof(double));
-    double **per[] = {&r.dw,  &r.db,  &r.rm,  &r.rv,  &r.mean,  &r.var,  &r.inv,
-                      &r.tdw, &r.tdb, &r.trm, &r.trv, &r.tmean, &r.tvar, &r.tinv};
-    for (int i = 0; i < 14; i++) *per[i] = calloc((size_t)C, sizeof(double));
-    for (int64_t c = 0; c < C; c++) {
-        long double mean = 0, var = 0, A = 0, D = 0, sdy = 0, sdx = 0, G1 = 0, G2 = 0;
-#define BN_EACH(...)                                                                               \
-    for (int64_t i = 0; i < N; i++)                                                                \
-        for (int64_t j = 0; j < hw; j++) {                                                         \
-            const int64_t at = (i * C + c) * hw + j;                                               \
-            const long double x = d->x[at], dy = d->dy[at];                                        \
-            (void)dy;                                                                              \
-            __VA_ARGS__;                                                                           \
-        }
-        BN_EACH(mean += x; A += fabsl(x));
-        mean /= m, A /= m;
-        BN_EACH(var += (x - mean) * (x - mean); D = fmaxl(D, fabsl(x - mean)));
-        var /= m;
-        const long double inv = 1 / sqrtl(var + eps), w = k->weight ? d->w[c] : 1;
-        const long double bias = k->bias ? d->b[c] : 0;
-        const double rvar = (double)(8 * growth * ud * (var + D * D) / (var + eps));
-        BN_EACH(const long double xh = (x - mean) * inv;
-                const double xerr = (double)(fabsl(xh) + (fabsl(x) + fabsl(mean) + D) * inv);
-                r.y[at] = (double)(xh * w + bias);
-                r.ty[at] = ((8 * u + 2 * growth * ud) * xerr + rvar * (double)fabsl(xh)) *
-                               (double)fabsl(w) +
-                           4 * u * (double)fabsl(bias);
-                sdy += dy, sdx += dy * xh; G1 += fabsl(dy); G2 += fabsl(dy) * xerr);
-        r.db[c] = (double)sdy, r.dw[c] = (double)sdx;
-        r.tdb[c] = (2 * u + 2 * growth * ud) * (double)G1;
-        r.tdw[c] = (6 * u + 2 * growth * ud + rvar) * (double)G2;
-        BN_EACH(const long double xh = (x - mean) * inv;
-                const double xerr = (double)(fabsl(xh) + (fabsl(x) + fabsl(mean) + D) * inv);
-                r.dx[at] = (double)(w * inv * (dy - sdy / m - xh * sdx / m));
-                r.tdx[at] = (16 * u + 4 * growth * ud + rvar) * (double)(fabsl(w) * inv) *
-                            ((double)fabsl(dy) + (double)(G1 / m) + xerr * (double)(G2 / m)));
-#undef BN_EACH
-        const long double f = (long double)m / (long double)(m - 1);
-        r.rm[c] = (double)((1 - mom) * d->rm[c] + mom * mean);
-        r.rv[c] = (double)((1 - mom) * d->rv[c] + mom * f * var);
-        r.trm[c] =
-            8 * u * (fabs(d->rm[c]) + (double)(fabsl(mean) + D)) + 2 * growth * ud * (double)A;
-        r.trv[c] = 8 * u * (fabs(d->rv[c]) + (double)(f * var)) +
-                   mom * (double)f * rvar * (double)(var + eps);
-        /* the statistics: mean = k + sum(x - k) / m rounded once, var and invstd through the
-         * shifted sums (rvar) and a few roundings */
-        r.mean[c] = (double)mean, r.var[c] = (double)var, r.inv[c] = (double)inv;
-        r.tmean[c] = 2 * u * (double)fabsl(mean) + 4 * growth * ud * (double)(A + D);
-        r.tvar[c] = (rvar + 4 * u) * (double)(var + eps);
-        r.tinv[c] = (rvar + 4 * u) * (double)inv;
-    }
-    return r;
-}
-
-static void free_ref(bn_ref *r) {
-    double *all[] = {r->y,  r->dx,  r->dw,  r->db,  r->rm,  r->rv,  r->mean,  r->var,  r->inv,
-                     r->ty, r->tdx, r->tdw, r->tdb, r->trm, r->trv, r->tmean, r->tvar, r->tinv};
-    for (int i = 0; i < 18; i++) free(all[i]);
+/* bn_ref.h's reference: a channel's double sums take up to growth terms one after another (a
+ * block's rows, then the blocks: at most 32; the NCHW kernels' 16 lanes of n * ceil(hw / 16) and
+ * their tree stay under it too). */
+static ts_bn_ref reference(const bn_case *k, const ts_bn_data *d, ts_dtype dt, double eps,
+                           double mom) {
+    return ts_bn_reference(d, k->n, k->c, k->hw, k->weight, k->bias, eps, mom,
+                           (double)(k->n * k->hw) + 32 + 8, dt);
 }
 
 /* The float32 bounds of a half run widened by the rounding of its half outputs */
-static bn_ref reference_for(const bn_case *k, const bn_data *d, ts_dtype dt, double eps,
-                            double mom) {
-    bn_ref r = reference(k, d, ts_test_is_half(dt) ? TS_F32 : dt, eps, mom);
+static ts_bn_ref reference_for(const bn_case *k, const ts_bn_data *d, ts_dtype dt, double eps,
+                               double mom) {
+    ts_bn_ref r = reference(k, d, ts_test_is_half(dt) ? TS_F32 : dt, eps, mom);
     if (ts_test_is_half(dt)) {
         const int64_t tot = k->n * k->c * k->hw;
         ts_test_widen_for_half(dt, r.y, r.ty, tot);
@@ -195,7 +121,7 @@ static void free_out(bn_out *o) {
     free(o->dw), free(o->db);
 }
 
-static bool run_kernels(const bn_case *k, const bn_data *d, ts_dtype dt, bool nhwc, int isa,
+static bool run_kernels(const bn_case *k, const ts_bn_data *d, ts_dtype dt, bool nhwc, int isa,
                         bn_out *o) {
     const ts_dtype pt = ts_test_is_half(dt) ? TS_F32 : dt;
     const int64_t C = k->c, tot = k->n * C * k->hw;
@@ -263,8 +189,8 @@ static void kernel_case(const bn_case *k, ts_dtype dt) {
              (long long)k->c, (long long)k->hw, k->weight ? " weight" : "", k->bias ? " bias" : "",
              k->var ? " var" : "", ts_dtype_name(dt));
     const ts_dtype pt = ts_test_is_half(dt) ? TS_F32 : dt;
-    bn_data d = make_data(k, dt, pt);
-    bn_ref r = reference_for(k, &d, dt, 1e-5, 0.1);
+    ts_bn_data d = make_data(k, dt, pt);
+    ts_bn_ref r = reference_for(k, &d, dt, 1e-5, 0.1);
     const int64_t tot = k->n * k->c * k->hw, C = k->c;
     bn_out g, nchw;
     CHECK(run_kernels(k, &d, dt, true, TS_ISA_GENERIC, &g));
@@ -296,8 +222,8 @@ static void kernel_case(const bn_case *k, ts_dtype dt) {
         free_out(&v);
     }
     free_out(&g), free_out(&nchw);
-    free_ref(&r);
-    free_data(&d);
+    ts_bn_ref_free(&r);
+    ts_bn_data_free(&d);
 }
 
 static void test_kernels(void) {
@@ -326,7 +252,7 @@ static void test_threads(void) {
     const int saved = ts_get_num_threads();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int t = 0; t < 3; t++) {
-            bn_data d = make_data(&cases[i], dts[t], ts_test_is_half(dts[t]) ? TS_F32 : dts[t]);
+            ts_bn_data d = make_data(&cases[i], dts[t], ts_test_is_half(dts[t]) ? TS_F32 : dts[t]);
             bn_out o[2];
             for (int th = 0; th < 2; th++) {
                 ts_set_num_threads(th + 1);
@@ -339,7 +265,7 @@ static void test_threads(void) {
                               (long long)cases[i].n, (long long)cases[i].c, (long long)cases[i].hw,
                               ts_dtype_name(dts[t]));
             free_out(&o[0]), free_out(&o[1]);
-            free_data(&d);
+            ts_bn_data_free(&d);
         }
     ts_set_num_threads(saved);
 }
@@ -371,8 +297,8 @@ static void frontend_case(int64_t n, int64_t c, int64_t h, int64_t w, ts_dtype d
     snprintf(label, sizeof label, "ts_batch_norm [%lld, %lld, %lld, %lld] channels_last %s %s",
              (long long)n, (long long)c, (long long)h, (long long)w, ts_dtype_name(dt),
              ts_device_str(dev));
-    bn_data d = make_data(&k, dt, pt);
-    bn_ref r = reference_for(&k, &d, dt, 1e-5, 0.1);
+    ts_bn_data d = make_data(&k, dt, pt);
+    ts_bn_ref r = reference_for(&k, &d, dt, 1e-5, 0.1);
     ts_scope_begin();
     ts_tensor *x = leaf_cl(s, d.x, dt, dev, true);
     CHECK(is_cl(x));
@@ -414,8 +340,8 @@ static void frontend_case(int64_t n, int64_t c, int64_t h, int64_t w, ts_dtype d
     CHECK(!memcmp(he, hc, sizeof(double) * (size_t)tot));
     free(he), free(hc);
     ts_scope_end();
-    free_ref(&r);
-    free_data(&d);
+    ts_bn_ref_free(&r);
+    ts_bn_data_free(&d);
 }
 
 /* BatchNorm2d on a channels_last input: a channels_last output in training and evaluation */

@@ -20,6 +20,7 @@
 #include "backend/cpu/kern_conv_drivers.h"
 #include "backend/cpu/matmul_dnnl.h"
 #include "bf16_check.h"
+#include "conv_sweep.h"
 #include "fault_sweep.h"
 #include "tol_check.h"
 #include "ts_test.h"
@@ -128,15 +129,6 @@ static const conv_case CASES[] = {
 
 static double gamma_k(double k, double u) { return k * u / (1 - k * u); }
 
-/* a float64 leaf with t's values (|t|'s when absolute), NCHW, requiring grad when asked */
-static ts_tensor *f64_of(ts_tensor *t, bool absolute, bool grad) {
-    ts_tensor *d = ts_to_dtype(ts_to(ts_detach(t), ts_cpu()), TS_F64);
-    if (absolute) d = ts_abs(d);
-    d = ts_contiguous(d);
-    if (grad) ts_set_requires_grad(d, true);
-    return d;
-}
-
 /* Every element of got within the bound of a float sum of K terms with unit roundoff u (half
  * dtypes: bf16_check.h's bound with their rounding on top); returns the worst share of it. */
 static double check_sum(const char *what, ts_tensor *got, ts_tensor *want, ts_tensor *mag, double K,
@@ -183,28 +175,22 @@ static uint64_t check_conv(const conv_case *cc, ts_device d, ts_dtype dt, bool g
     ts_backward_with(y, gy);
     const uint64_t ran = tsi_dnnl_conv_act_reorders() - reorders;
     CHECK(ts_grad(xc) && nhwc_strides(ts_grad(xc)));
-    ts_tensor *x64 = f64_of(x, false, true), *w64 = f64_of(w, false, true);
-    ts_tensor *b64 = b ? f64_of(b, false, true) : NULL;
-    ts_tensor *y64 = ts_conv2d(x64, w64, b64, cc->o_);
-    ts_backward_with(y64, f64_of(gy, false, false));
-    ts_tensor *xa = f64_of(x, true, true), *wa = f64_of(w, true, true);
-    ts_tensor *ba = b ? f64_of(b, true, true) : NULL;
-    ts_tensor *ya = ts_conv2d(xa, wa, ba, cc->o_);
-    ts_backward_with(ya, f64_of(gy, true, false));
+    ts_conv_f64 e, m;
+    ts_test_conv_f64(x, w, b, gy, cc->o_, &e, &m);
     const double u = dt == TS_F64 ? 0x1p-53 : 0x1p-24;
     /* float64: the reference's own sums round too, in another order */
     const double twice = dt == TS_F64 ? 2 : 1;
     const double kf = twice * (double)(cc->c / groups * cc->kh * cc->kw + (b ? 1 : 0));
     const double kd = twice * (double)(cc->o / groups * cc->kh * cc->kw);
-    const ts_shape ys = ts_shape_of(y64);
+    const ts_shape ys = ts_shape_of(e.y);
     const double kw = twice * (double)(ys.dims[0] * ys.dims[2] * ys.dims[3]);
     char label[160];
     snprintf(label, sizeof label, "%s %s %s%s", cc->name, ts_dtype_name(dt),
              d.type == TS_CPU ? "cpu" : "sim", gy_cl ? "" : " (gy NCHW)");
-    const double e1 = check_sum(label, y, y64, ya, kf, u);
-    const double e2 = check_sum(label, ts_grad(x), ts_grad(x64), ts_grad(xa), kd, u);
-    const double e3 = check_sum(label, ts_grad(w), ts_grad(w64), ts_grad(wa), kw, u);
-    if (b) check_sum(label, ts_grad(b), ts_grad(b64), ts_grad(ba), twice * kw, u);
+    const double e1 = check_sum(label, y, e.y, m.y, kf, u);
+    const double e2 = check_sum(label, ts_grad(x), e.gx, m.gx, kd, u);
+    const double e3 = check_sum(label, ts_grad(w), e.gw, m.gw, kw, u);
+    if (b) check_sum(label, ts_grad(b), e.gb, m.gb, twice * kw, u);
     printf("%-48s worst of the bound: y %.3f  gx %.3f  gw %.3f  reorders %llu\n", label, e1, e2, e3,
            (unsigned long long)ran);
     CHECK_OK();
@@ -242,65 +228,16 @@ static void test_conv_builtin(ts_device d) {
 /* The NCHW copies' allocations failing in turn (the built-in kernels forced): the allocation-free
  * loops run on the NHWC data instead, or the op fails with TS_ERR_OOM; every result is held to
  * the float32 bound. */
-typedef struct sweep_state {
-    ts_tensor *x, *w, *b, *gy;
-    ts_tensor *y64, *ya, *gx64, *gxa, *gw64, *gwa;
-    ts_tensor *y, *gx, *gw;
-} sweep_state;
+static ts_tensor *random_sweep(ts_shape s) { return randn(s, TS_F32, ts_cpu()); }
 
-static const conv_case SWEEP = {"sweep", 2, 3, 7, 6, 4, 3, 3, {.stride = {2, 1}, .padding = {1, 1}},
-                                true};
+/* x [2, 3, 7, 6], weight [4, 3, 3, 3] */
+static const ts_conv_sweep_spec SWEEP = {
+    2, 3, 7, 6, 4, 3, 3, {.stride = {2, 1}, .padding = {1, 1}}, random_sweep, true};
 
-static ts_tensor *kept(ts_tensor *t) {
-    ts_tensor *d = t ? ts_detach(t) : NULL;
-    ts_retain(d);
-    return d;
-}
-
-static void *sweep_setup(void) {
-    sweep_state *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
-    ts_scope_begin();
-    s->x =
-        kept(ts_contiguous_format(randn(TS_SHAPE(2, 3, 7, 6), TS_F32, ts_cpu()), TS_CHANNELS_LAST));
-    ts_set_requires_grad(s->x, true);
-    s->w = kept(randn(TS_SHAPE(4, 3, 3, 3), TS_F32, ts_cpu()));
-    ts_set_requires_grad(s->w, true);
-    s->b = kept(randn(TS_SHAPE(4), TS_F32, ts_cpu()));
-    s->gy =
-        kept(ts_contiguous_format(randn(TS_SHAPE(2, 4, 4, 6), TS_F32, ts_cpu()), TS_CHANNELS_LAST));
-    ts_tensor *x64 = f64_of(s->x, false, true), *w64 = f64_of(s->w, false, true);
-    ts_tensor *y64 = ts_conv2d(x64, w64, f64_of(s->b, false, false), SWEEP.o_);
-    ts_backward_with(y64, f64_of(s->gy, false, false));
-    ts_tensor *xa = f64_of(s->x, true, true), *wa = f64_of(s->w, true, true);
-    ts_tensor *ya = ts_conv2d(xa, wa, f64_of(s->b, true, false), SWEEP.o_);
-    ts_backward_with(ya, f64_of(s->gy, true, false));
-    s->y64 = kept(y64), s->ya = kept(ya);
-    s->gx64 = kept(ts_grad(x64)), s->gxa = kept(ts_grad(xa));
-    s->gw64 = kept(ts_grad(w64)), s->gwa = kept(ts_grad(wa));
-    ts_scope_end();
-    return s;
-}
-
-static void sweep_release_results(sweep_state *s) {
-    ts_release(s->y), ts_release(s->gx), ts_release(s->gw);
-    s->y = s->gx = s->gw = NULL;
-}
-
-static bool sweep_run(void *p) {
-    sweep_state *s = p;
-    sweep_release_results(s);
-    ts_set_grad(s->x, NULL), ts_set_grad(s->w, NULL);
-    ts_scope_begin();
-    ts_tensor *y = ts_conv2d(s->x, s->w, s->b, SWEEP.o_);
-    ts_backward_with(y, s->gy);
-    s->y = kept(y), s->gx = kept(ts_grad(s->x)), s->gw = kept(ts_grad(s->w));
-    ts_scope_end();
-    return s->y && s->gx && s->gw && !ts_error();
-}
+static void *sweep_setup(void) { return ts_conv_sweep_setup(&SWEEP); }
 
 static void sweep_check(void *p, bool ok) {
-    sweep_state *s = p;
+    ts_conv_sweep *s = p;
     if (!ok) return;
     CHECK(nhwc_strides(s->y));
     check_sum("sweep y", s->y, s->y64, s->ya, 3 * 3 * 3 + 1, 0x1p-24);
@@ -308,26 +245,89 @@ static void sweep_check(void *p, bool ok) {
     check_sum("sweep gw", s->gw, s->gw64, s->gwa, 2 * 4 * 6, 0x1p-24);
 }
 
-static void sweep_teardown(void *p) {
-    sweep_state *s = p;
-    sweep_release_results(s);
-    ts_tensor *all[] = {s->x, s->w, s->b, s->gy, s->y64, s->ya, s->gx64, s->gxa, s->gw64, s->gwa};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ts_release(all[i]);
-    free(s);
-}
-
 static void test_allocation_failures(void) {
     tsi_conv_force_provider("builtin");
     const ts_sweep_case c = {.name = "channels_last conv2d through NCHW copies",
                              .setup = sweep_setup,
-                             .run = sweep_run,
-                             .teardown = sweep_teardown,
+                             .run = ts_conv_sweep_run,
+                             .teardown = ts_conv_sweep_teardown,
                              .check = sweep_check};
     const ts_sweep_stats st = ts_fault_sweep(&c, 300);
     CHECK(st.absorbed > 0); /* some failures ran the allocation-free loops */
     CHECK_EQ(st.errors, st.oom);
     tsi_conv_force_provider(getenv("TS_CONV"));
     CHECK_OK();
+}
+
+/* ------------------------------------------------------------------ a whole ResNet */
+/* A narrow ResNet-18 (CIFAR stem) training step three ways from the same weights: channels_last
+ * (the default), NCHW (plain_layout) and float64 NCHW. On the CPU with oneDNN the default step
+ * reorders no activation (the plain one does: the counter is live); its loss and parameter
+ * gradients are as close to float64's as the NCHW step's (within 4x the NCHW step's error, which
+ * is float32 rounding through 20 layers and batch-norm) — the same math in another summation
+ * order. test_golden_resnet holds the default against PyTorch's own numbers. */
+static ts_module *narrow_resnet(bool plain) {
+    ts_manual_seed(11);
+    return ts_resnet18((ts_resnet_config){
+        .num_classes = 10, .width = 8, .cifar_stem = true, .plain_layout = plain});
+}
+
+/* sum((a - b)^2) over the parameters' gradients of two models, a's in float64 */
+static double grad_dist(ts_module *a, ts_module *ref) {
+    ts_tensor_list pa = ts_module_named_parameters(a), pr = ts_module_named_parameters(ref);
+    double d = 0;
+    ts_scope_begin();
+    for (int i = 0; i < pa.n && i < pr.n; i++) {
+        ts_tensor *diff =
+            ts_sub(ts_to_dtype(ts_grad(pa.tensors[i]), TS_F64), ts_grad(pr.tensors[i]));
+        d += ts_item(ts_sum(ts_mul(diff, diff)));
+    }
+    ts_scope_end();
+    ts_tensor_list_free(&pa), ts_tensor_list_free(&pr);
+    return d;
+}
+
+static double step(ts_module *m, ts_tensor *x, ts_tensor *y, ts_dtype dt, uint64_t *reorders) {
+    const uint64_t r0 = tsi_dnnl_conv_act_reorders();
+    ts_scope_begin();
+    ts_tensor *xin = ts_to_dtype(x, dt);
+    ts_tensor *loss = ts_cross_entropy(ts_forward(m, xin), y);
+    ts_backward(loss);
+    const double l = ts_item(loss);
+    ts_scope_end();
+    *reorders = tsi_dnnl_conv_act_reorders() - r0;
+    return l;
+}
+
+static void test_resnet(ts_device d) {
+    ts_scope_begin();
+    ts_module *cl = ts_module_to(narrow_resnet(false), d),
+              *plain = ts_module_to(narrow_resnet(true), d);
+    ts_module *ref = ts_module_to_dtype(ts_module_to(narrow_resnet(true), d), TS_F64);
+    ts_manual_seed(12);
+    ts_tensor *x = ts_randn(TS_SHAPE(4, 3, 16, 16), (ts_opts){.dtype = TS_F32, .device = d});
+    ts_tensor *y =
+        ts_from_data(TS_SHAPE(4), TS_I64, (int64_t[]){1, 7, 3, 0}, (ts_opts){.device = d});
+    const uint64_t convs = tsi_dnnl_conv_count();
+    uint64_t r_cl, r_plain, r_ref;
+    const double l_cl = step(cl, x, y, TS_F32, &r_cl),
+                 l_plain = step(plain, x, y, TS_F32, &r_plain);
+    const double l_ref = step(ref, x, y, TS_F64, &r_ref);
+    if (tsi_dnnl_conv_count() > convs) { /* oneDNN ran the float32 convolutions */
+        CHECK_EQ(r_cl, 0);
+        CHECK(r_plain > 0);
+    }
+    const double e_plain = fabs(l_plain - l_ref), e_cl = fabs(l_cl - l_ref);
+    CHECK(e_cl <= 4 * e_plain + 1e-6 * fabs(l_ref));
+    const double g_plain = sqrt(grad_dist(plain, ref)), g_cl = sqrt(grad_dist(cl, ref));
+    CHECK(g_cl <= 4 * g_plain + 1e-9);
+    printf("ResNet-18 (width 8) %s: loss error vs float64 %.2e (NCHW %.2e), gradients %.2e "
+           "(NCHW %.2e); activation reorders %llu (NCHW %llu)\n",
+           ts_device_str(d), e_cl, e_plain, g_cl, g_plain, (unsigned long long)r_cl,
+           (unsigned long long)r_plain);
+    CHECK_OK();
+    ts_module_free(cl), ts_module_free(plain), ts_module_free(ref);
+    ts_scope_end();
 }
 
 int main(void) {
@@ -340,6 +340,7 @@ int main(void) {
         test_format(devs[i]);
         test_conv(devs[i]);
         test_conv_builtin(devs[i]);
+        test_resnet(devs[i]);
     }
     test_allocation_failures();
     return ts_test_finish();

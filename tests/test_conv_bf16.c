@@ -20,20 +20,12 @@
 #include "backend/cpu/kern_conv.h"
 #include "backend/cpu/matmul_dnnl.h"
 #include "bf16_check.h"
+#include "conv_sweep.h"
 #include "fault_sweep.h"
 #include "tol_check.h"
 #include "ts_test.h"
 
 static ts_tensor *random_bf16(ts_shape s, bool grad) { return ts_test_random_bf16(s, 1, grad); }
-
-/* a float64 leaf with t's values (|t|'s when absolute), requiring grad when asked */
-static ts_tensor *f64_of(ts_tensor *t, bool absolute, bool grad) {
-    ts_tensor *d = ts_to_dtype(ts_detach(t), TS_F64);
-    if (absolute) d = ts_abs(d);
-    d = ts_contiguous(d);
-    if (grad) ts_set_requires_grad(d, true);
-    return d;
-}
 
 typedef struct conv_case {
     const char *name;
@@ -57,21 +49,15 @@ static void check_case(const conv_case *cc, int expect) {
     ts_backward_with(y, gy);
     const uint64_t ran = tsi_dnnl_conv_bf16_count() - runs;
     /* float64: the exact values, and the same sums over absolute values */
-    ts_tensor *x64 = f64_of(x, false, true), *w64 = f64_of(w, false, true);
-    ts_tensor *b64 = b ? f64_of(b, false, false) : NULL;
-    ts_tensor *y64 = ts_conv2d(x64, w64, b64, cc->o_);
-    ts_backward_with(y64, f64_of(gy, false, false));
-    ts_tensor *xa = f64_of(x, true, true), *wa = f64_of(w, true, true);
-    ts_tensor *ba = b ? f64_of(b, true, false) : NULL;
-    ts_tensor *ya = ts_conv2d(xa, wa, ba, cc->o_);
-    ts_backward_with(ya, f64_of(gy, true, false));
+    ts_conv_f64 e, m;
+    ts_test_conv_f64(x, w, b, gy, cc->o_, &e, &m);
     const double kf = (double)(cc->c / groups * cc->kh * cc->kw + (b ? 1 : 0));
     const double kd = (double)(cc->o / groups * cc->kh * cc->kw);
-    const ts_shape ys = ts_shape_of(y64);
+    const ts_shape ys = ts_shape_of(e.y);
     const double kw = (double)(ys.dims[0] * ys.dims[2] * ys.dims[3]);
-    const double e1 = CHECK_BF16_SUM(cc->name, y, y64, ya, kf);
-    const double e2 = CHECK_BF16_SUM(cc->name, ts_grad(x), ts_grad(x64), ts_grad(xa), kd);
-    const double e3 = CHECK_BF16_SUM(cc->name, ts_grad(w), ts_grad(w64), ts_grad(wa), kw);
+    const double e1 = CHECK_BF16_SUM(cc->name, y, e.y, m.y, kf);
+    const double e2 = CHECK_BF16_SUM(cc->name, ts_grad(x), e.gx, m.gx, kd);
+    const double e3 = CHECK_BF16_SUM(cc->name, ts_grad(w), e.gw, m.gw, kw);
     CHECK(ts_dtype_of(ts_grad(x)) == TS_BF16 && ts_dtype_of(ts_grad(w)) == TS_BF16);
     if (expect >= 0)
         CHECK(ran == (uint64_t)expect);
@@ -91,86 +77,30 @@ static void check_case(const conv_case *cc, int expect) {
  * to bf16, so every result is held to check_case's bound. (The naive loops once rounded every
  * partial sum to bf16, tens of times past it.) Stride 2 down and 1 across, padding 1: the input
  * gradient's loops find the outputs that read an input row only at every other row. */
-typedef struct sweep_state {
-    ts_tensor *x, *w, *b, *gy;
-    ts_tensor *y64, *ya, *gx64, *gxa, *gw64, *gwa; /* float64: exact and over magnitudes */
-    ts_tensor *y, *gx, *gw;
-} sweep_state;
+static ts_tensor *random_sweep(ts_shape s) { return random_bf16(s, false); }
 
-static const conv_case SWEEP_CASE = {
-    "sweep", 2, 3, 7, 6, 4, 3, 3, {.stride = {2, 1}, .padding = {1, 1}}, true};
+static const ts_conv_sweep_spec SWEEP = {
+    2, 3, 7, 6, 4, 3, 3, {.stride = {2, 1}, .padding = {1, 1}}, random_sweep, false};
 
-static ts_tensor *kept(ts_tensor *t) {
-    ts_tensor *d = t ? ts_detach(t) : NULL;
-    ts_retain(d);
-    return d;
-}
-
-static void *sweep_setup(void) {
-    sweep_state *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
-    const conv_case *cc = &SWEEP_CASE;
-    s->x = random_bf16(TS_SHAPE(cc->n, cc->c, cc->h, cc->w), true);
-    s->w = random_bf16(TS_SHAPE(cc->o, cc->c, cc->kh, cc->kw), true);
-    s->b = random_bf16(TS_SHAPE(cc->o), false);
-    ts_scope_begin();
-    s->gy = kept(
-        random_bf16(ts_shape_of(ts_conv2d(ts_detach(s->x), ts_detach(s->w), NULL, cc->o_)), false));
-    ts_tensor *x64 = f64_of(s->x, false, true), *w64 = f64_of(s->w, false, true);
-    ts_tensor *y64 = ts_conv2d(x64, w64, f64_of(s->b, false, false), cc->o_);
-    ts_backward_with(y64, f64_of(s->gy, false, false));
-    ts_tensor *xa = f64_of(s->x, true, true), *wa = f64_of(s->w, true, true);
-    ts_tensor *ya = ts_conv2d(xa, wa, f64_of(s->b, true, false), cc->o_);
-    ts_backward_with(ya, f64_of(s->gy, true, false));
-    s->y64 = kept(y64), s->ya = kept(ya);
-    s->gx64 = kept(ts_grad(x64)), s->gxa = kept(ts_grad(xa));
-    s->gw64 = kept(ts_grad(w64)), s->gwa = kept(ts_grad(wa));
-    ts_scope_end();
-    return s;
-}
-
-static void sweep_release_results(sweep_state *s) {
-    ts_release(s->y), ts_release(s->gx), ts_release(s->gw);
-    s->y = s->gx = s->gw = NULL;
-}
-
-static bool sweep_run(void *p) {
-    sweep_state *s = p;
-    sweep_release_results(s);
-    ts_set_grad(s->x, NULL), ts_set_grad(s->w, NULL);
-    ts_scope_begin();
-    ts_tensor *y = ts_conv2d(s->x, s->w, s->b, SWEEP_CASE.o_);
-    ts_backward_with(y, s->gy);
-    s->y = kept(y), s->gx = kept(ts_grad(s->x)), s->gw = kept(ts_grad(s->w));
-    ts_scope_end();
-    return s->y && s->gx && s->gw && !ts_error();
-}
+static void *sweep_setup(void) { return ts_conv_sweep_setup(&SWEEP); }
 
 static void sweep_check(void *p, bool ok) {
-    sweep_state *s = p;
+    ts_conv_sweep *s = p;
     if (!ok) return;
-    const conv_case *cc = &SWEEP_CASE;
+    const ts_conv_sweep_spec *sp = &SWEEP;
     const ts_shape ys = ts_shape_of(s->y64);
-    CHECK_BF16_SUM("sweep y", s->y, s->y64, s->ya, (double)(cc->c * cc->kh * cc->kw + 1));
-    CHECK_BF16_SUM("sweep gx", s->gx, s->gx64, s->gxa, (double)(cc->o * cc->kh * cc->kw));
+    CHECK_BF16_SUM("sweep y", s->y, s->y64, s->ya, (double)(sp->c * sp->kh * sp->kw + 1));
+    CHECK_BF16_SUM("sweep gx", s->gx, s->gx64, s->gxa, (double)(sp->o * sp->kh * sp->kw));
     CHECK_BF16_SUM("sweep gw", s->gw, s->gw64, s->gwa,
                    (double)(ys.dims[0] * ys.dims[2] * ys.dims[3]));
-}
-
-static void sweep_teardown(void *p) {
-    sweep_state *s = p;
-    sweep_release_results(s);
-    ts_tensor *all[] = {s->x, s->w, s->b, s->gy, s->y64, s->ya, s->gx64, s->gxa, s->gw64, s->gwa};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ts_release(all[i]);
-    free(s);
 }
 
 static void test_allocation_failures(void) {
     tsi_conv_force_provider("builtin");
     const ts_sweep_case c = {.name = "bf16 conv2d through float32 copies",
                              .setup = sweep_setup,
-                             .run = sweep_run,
-                             .teardown = sweep_teardown,
+                             .run = ts_conv_sweep_run,
+                             .teardown = ts_conv_sweep_teardown,
                              .check = sweep_check};
     const ts_sweep_stats st = ts_fault_sweep(&c, 200);
     CHECK(st.absorbed > 0); /* some failures ran the naive loops */
