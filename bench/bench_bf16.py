@@ -54,6 +54,10 @@ def step_case(make_model, x_shape, lr, autocast, reps):
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     x = torch.randn(*x_shape)
     y = torch.randint(0, 10, (x_shape[0],))
+    if os.environ.get("BENCH_CHANNELS_LAST") and torch.__name__ == "torch" and x.dim() == 4:
+        # PyTorch's channels_last (Tessera's ResNets run channels_last by themselves)
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
 
     def step():
         opt.zero_grad()
