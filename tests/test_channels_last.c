@@ -198,7 +198,31 @@ static uint64_t check_conv(const conv_case *cc, ts_device d, ts_dtype dt, bool g
     return ran;
 }
 
+/* NCHW inputs whose layout is channels_last too (one channel, LeNet's; 1x1 images) do not prefer
+ * it: the plain path runs, the output is NCHW-contiguous, and its values are the convolution's
+ * (an NHWC result written into the NCHW output would scramble them). */
+static void test_conv_ambiguous(ts_device d) {
+    ts_scope_begin();
+    const ts_shape xs[2] = {TS_SHAPE(3, 1, 9, 7), TS_SHAPE(4, 6, 1, 1)};
+    const ts_shape ws[2] = {TS_SHAPE(5, 1, 3, 3), TS_SHAPE(8, 6, 1, 1)};
+    for (int i = 0; i < 2; i++) {
+        ts_tensor *x = randn(xs[i], TS_F32, d), *w = randn(ws[i], TS_F32, d);
+        CHECK(ts_is_contiguous_format(x, TS_CHANNELS_LAST) && ts_is_contiguous(x));
+        ts_tensor *y = ts_conv2d(x, w, NULL, (ts_conv2d_opts){0});
+        CHECK(y && ts_is_contiguous(y));
+        ts_tensor *y64 = ts_conv2d(ts_test_f64_leaf(x, false, false),
+                                   ts_test_f64_leaf(w, false, false), NULL, (ts_conv2d_opts){0});
+        ts_tensor *ya = ts_conv2d(ts_test_f64_leaf(x, true, false),
+                                  ts_test_f64_leaf(w, true, false), NULL, (ts_conv2d_opts){0});
+        const double K = (double)(ws[i].dims[1] * ws[i].dims[2] * ws[i].dims[3]);
+        check_sum(i ? "1x1 images" : "one channel", y, y64, ya, K, 0x1p-24);
+    }
+    CHECK_OK();
+    ts_scope_end();
+}
+
 static void test_conv(ts_device d) {
+    test_conv_ambiguous(d);
     for (size_t i = 0; i < NCASES; i++) {
         const uint64_t before = tsi_dnnl_conv_count() + tsi_dnnl_conv_bf16_count();
         const uint64_t r = check_conv(&CASES[i], d, TS_F32, true);

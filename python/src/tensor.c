@@ -241,9 +241,15 @@ static PyObject *m_element_size(PyObject *self, PyObject *unused) {
     (void)unused;
     return PyLong_FromSize_t(ts_element_size(T(self)));
 }
-static PyObject *m_is_contiguous(PyObject *self, PyObject *unused) {
-    (void)unused;
-    return PyBool_FromLong(ts_is_contiguous(T(self)));
+static PyObject *m_is_contiguous(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kw) {
+    static const char *const names[] = {"memory_format"};
+    PyObject *a[1];
+    if (tsp_parse(args, nargs, kw, "is_contiguous", names, 1, 0, a) < 0) return NULL;
+    const int f = tsp_memory_format_arg(a[0], "is_contiguous");
+    if (f == -2) return NULL;
+    return PyBool_FromLong(
+        ts_is_contiguous_format(T(self), f < 0 ? TS_CONTIGUOUS_FORMAT : (ts_memory_format)f));
 }
 static PyObject *m_is_pinned(PyObject *self, PyObject *unused) {
     (void)unused;
@@ -305,7 +311,7 @@ PyMethodDef tsp_tensor_core_methods[] = {
     {"numel", m_numel, METH_NOARGS, "the number of elements"},
     {"nelement", m_numel, METH_NOARGS, "the number of elements"},
     {"element_size", m_element_size, METH_NOARGS, "bytes per element"},
-    {"is_contiguous", m_is_contiguous, METH_NOARGS, NULL},
+    {"is_contiguous", FN(m_is_contiguous), FAST, NULL},
     {"is_pinned", m_is_pinned, METH_NOARGS, NULL},
     {"is_floating_point", m_is_floating_point, METH_NOARGS, NULL},
     {"storage_offset", m_storage_offset, METH_NOARGS, NULL},

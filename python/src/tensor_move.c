@@ -34,6 +34,32 @@ static PyObject *moved(PyObject *self, bool has_device, ts_device d, ts_dtype dt
     return tsp_wrap(r);
 }
 
+/* A memory_format argument (tessera.contiguous_format / channels_last / preserve_format, objects
+ * of tessera.memory_format carrying the code in _ts_memory_format): 0 contiguous, 1 channels_last,
+ * -1 preserve (or absent / None). -2 with a TypeError set for anything else. */
+int tsp_memory_format_arg(PyObject *o, const char *fn) {
+    if (!o || o == Py_None) return -1;
+    PyObject *c = PyObject_GetAttrString(o, "_ts_memory_format");
+    const long v = c && PyLong_Check(c) ? PyLong_AsLong(c) : -3;
+    Py_XDECREF(c);
+    if (v < -1 || v > 1) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'memory_format' must be torch.memory_format, not %s", fn,
+                     Py_TYPE(o)->tp_name);
+        return -2;
+    }
+    return (int)v;
+}
+
+/* t in memory format f (tsp_memory_format_arg's codes): t itself when it already is or f is
+ * preserve */
+static PyObject *in_format(PyObject *self, int f) {
+    ts_tensor *t = T(self);
+    if (f < 0 || ts_is_contiguous_format(t, (ts_memory_format)f)) return Py_NewRef(self);
+    return tsp_wrap(ts_contiguous_format(t, (ts_memory_format)f));
+}
+
 /* .to(device), .to(dtype), .to(device, dtype), .to(tensor), .to(device=, dtype=, non_blocking=,
  * copy=) */
 static PyObject *m_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
@@ -61,7 +87,13 @@ static PyObject *m_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, P
         tsp_bool_arg(a[2], false, &async, "to", "non_blocking") < 0 ||
         tsp_bool_arg(a[3], false, &copy, "to", "copy") < 0)
         return NULL;
-    return moved(self, has_device, d, dt, async, copy);
+    const int f = tsp_memory_format_arg(a[4], "to");
+    if (f == -2) return NULL;
+    PyObject *r = moved(self, has_device, d, dt, async, copy);
+    if (!r || f < 0) return r;
+    PyObject *out = in_format(r, f);
+    Py_DECREF(r);
+    return out;
 }
 
 static PyObject *m_cuda(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
@@ -131,14 +163,19 @@ static PyObject *m_contiguous(PyObject *self, PyObject *const *args, Py_ssize_t 
     static const char *const names[] = {"memory_format"};
     PyObject *a[1];
     if (tsp_parse(args, nargs, kw, "contiguous", names, 1, 0, a) < 0) return NULL;
-    if (ts_is_contiguous(T(self))) return Py_NewRef(self);
-    return tsp_unary(ts_contiguous, T(self));
+    const int f = tsp_memory_format_arg(a[0], "contiguous");
+    if (f == -2) return NULL;
+    return in_format(self, f < 0 ? 0 : f);
 }
 static PyObject *m_clone(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
     static const char *const names[] = {"memory_format"};
     PyObject *a[1];
     if (tsp_parse(args, nargs, kw, "clone", names, 1, 0, a) < 0) return NULL;
-    return tsp_unary(ts_clone, T(self));
+    const int f = tsp_memory_format_arg(a[0], "clone");
+    if (f == -2) return NULL;
+    if (f < 0 || ts_is_contiguous_format(T(self), (ts_memory_format)f))
+        return tsp_unary(ts_clone, T(self)); /* keeps a channels_last input's format */
+    return tsp_wrap(ts_contiguous_format(T(self), (ts_memory_format)f)); /* a copy: not in f */
 }
 /* dst.copy_(src): src moved to dst's device first (torch copies across devices) */
 static PyObject *m_copy_(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {

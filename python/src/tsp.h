@@ -72,6 +72,9 @@ int tsp_enter(void);
 int tsp_device_arg(PyObject *o, ts_device *out, const char *fn, const char *arg);
 /* None (keeps *out), a tessera.dtype object, or a string ("float32", "bfloat16", "int64") */
 int tsp_dtype_arg(PyObject *o, ts_dtype *out, const char *fn, const char *arg);
+/* A memory_format argument: 0 contiguous_format, 1 channels_last, -1 preserve_format / absent /
+ * None, -2 with a TypeError set (tensor_move.c) */
+int tsp_memory_format_arg(PyObject *o, const char *fn);
 /* A shape: ints as separate arguments (args, from index `first`) or one sequence of ints. */
 int tsp_shape_args(PyObject *args, Py_ssize_t first, ts_shape *out, const char *fn);
 int tsp_shape_arg(PyObject *o, ts_shape *out, const char *fn, const char *arg);

@@ -18,5 +18,23 @@ from .device_scope import device_scope, get_default_device  # noqa: E402,F401
 # --- nn, optim, amp (py-nn): torch.autocast at the top level
 from .amp import autocast  # noqa: E402,F401
 
+
+class memory_format:
+    """torch.memory_format: how a 4-D tensor's elements lie in memory. contiguous_format (NCHW),
+    channels_last (NHWC: the same shape and values; convolutions, batch-norms and elementwise ops
+    keep it, the CPU's without oneDNN reorders), preserve_format (keep the input's)."""
+    __slots__ = ("_name", "_ts_memory_format")
+
+    def __init__(self, name, code):
+        self._name, self._ts_memory_format = name, code
+
+    def __repr__(self):
+        return "tessera." + self._name
+
+
+contiguous_format = memory_format("contiguous_format", 0)
+channels_last = memory_format("channels_last", 1)
+preserve_format = memory_format("preserve_format", -1)
+
 if "get_num_threads" not in globals():
     get_num_threads, set_num_threads = _C._get_num_threads, _C._set_num_threads

@@ -181,6 +181,32 @@ def test_clone_contiguous_copy(device):
     assert dst.tolist() == [[5, 6], [5, 6]]
 
 
+def test_channels_last(device):
+    x = tessera.randn(2, 3, 4, 5, device=device)
+    c = x.contiguous(memory_format=tessera.channels_last)
+    assert c.is_contiguous(memory_format=tessera.channels_last) and not c.is_contiguous()
+    assert c.stride() == (60, 1, 15, 3) and c.shape == x.shape and c.tolist() == x.tolist()
+    assert c.contiguous(memory_format=tessera.channels_last) is c
+    assert c.contiguous().is_contiguous() and c.contiguous().tolist() == x.tolist()
+    assert x.to(memory_format=tessera.channels_last).stride() == (60, 1, 15, 3)
+    assert x.clone(memory_format=tessera.channels_last).stride() == (60, 1, 15, 3)
+    assert c.clone().stride() == (60, 1, 15, 3)  # preserve_format
+    assert c.clone(memory_format=tessera.contiguous_format).is_contiguous()
+    assert c.relu().stride() == (60, 1, 15, 3) and (c * 2).stride() == (60, 1, 15, 3)
+    conv = tessera.nn.Conv2d(3, 8, 3, padding=1).to(device, memory_format=tessera.channels_last)
+    y = conv(c)
+    assert y.is_contiguous(memory_format=tessera.channels_last) or device.startswith("cuda")
+    # the same sums in another order: float32 rounding of 27 terms of magnitude ~1
+    assert all(abs(a - b) <= 1e-5 * (1 + abs(b)) for a, b in zip(flat(y.tolist()), flat(conv(x).tolist())))
+    assert repr(tessera.channels_last) == "tessera.channels_last"
+    with pytest.raises(TypeError):
+        x.contiguous(memory_format="channels_last")
+    with pytest.raises(TypeError):
+        conv.to(memory_format=3)
+    with pytest.raises(tessera.ShapeError):
+        tessera.zeros(2, 3, device=device).contiguous(memory_format=tessera.channels_last)
+
+
 def test_scalar_conversions(device):
     assert float(tessera.tensor([2.5], device=device)) == 2.5
     assert int(tessera.tensor(7.9, device=device)) == 7

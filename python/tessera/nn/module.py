@@ -22,6 +22,12 @@ def _parse_to(args, kwargs):
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
     kwargs.pop("non_blocking", None)
+    # memory_format: accepted; Tessera keeps weights OIHW, and a convolution's output follows its
+    # input's format (a channels_last input stays channels_last), so nothing moves here
+    fmt = kwargs.pop("memory_format", None)
+    if fmt is not None and not hasattr(fmt, "_ts_memory_format"):
+        raise TypeError(f"to() argument 'memory_format' must be torch.memory_format, not "
+                        f"{type(fmt).__name__}")
     tensor = kwargs.pop("tensor", None)
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
