@@ -18,6 +18,7 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/kernel_math.h"
 #include "bn_ref.h"
+#include "fault_sweep.h"
 #include "tol_check.h"
 #include "ts_test.h"
 
@@ -419,11 +420,102 @@ static void test_frontend(void) {
     }
 }
 
+/* ------------------------------------------------------------------ allocation failures */
+/* A channels_last training step of batch_norm (forward with running statistics, backward) with
+ * each allocation failing in turn, the NHWC kernels' scratch among them: a clear TS_ERR_OOM, no
+ * leak, and the running statistics changed wholly or not at all (a kernel without scratch writes
+ * nothing, and nothing unwritten reaches them). */
+typedef struct bn_sweep {
+    ts_tensor *x, *w, *b, *rm, *rv, *gy;
+} bn_sweep;
+
+static ts_tensor *kept_cl(ts_tensor *t, bool grad) {
+    ts_tensor *c = ts_contiguous_format(t, TS_CHANNELS_LAST);
+    ts_retain(c);
+    if (grad) ts_set_requires_grad(c, true);
+    return c;
+}
+
+static void *sweep_setup(void) {
+    bn_sweep *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    ts_scope_begin();
+    ts_manual_seed(5); /* the same data at every point of the sweep */
+    const ts_opts o = {.dtype = TS_F32};
+    s->x = kept_cl(ts_randn(TS_SHAPE(4, 48, 8, 8), o), true);
+    s->gy = kept_cl(ts_randn(TS_SHAPE(4, 48, 8, 8), o), false);
+    s->w = ts_retain(ts_randn(TS_SHAPE(48), (ts_opts){.dtype = TS_F32, .requires_grad = true}));
+    s->b = ts_retain(ts_randn(TS_SHAPE(48), (ts_opts){.dtype = TS_F32, .requires_grad = true}));
+    s->rm = ts_retain(ts_zeros(TS_SHAPE(48), o));
+    s->rv = ts_retain(ts_ones(TS_SHAPE(48), o));
+    ts_scope_end();
+    return s;
+}
+
+/* the forward alone: its running statistics change wholly or not at all */
+static bool sweep_forward(void *p) {
+    bn_sweep *s = p;
+    ts_scope_begin();
+    ts_tensor *y = ts_batch_norm(s->x, s->rm, s->rv, s->w, s->b, true, 0, 0);
+    const bool ok = y && is_cl(y) && ts_error() == TS_OK;
+    ts_scope_end();
+    return ok;
+}
+
+/* forward and backward (the gradients of a failed backward may be anything) */
+static bool sweep_step(void *p) {
+    bn_sweep *s = p;
+    ts_set_grad(s->x, NULL), ts_set_grad(s->w, NULL), ts_set_grad(s->b, NULL);
+    ts_scope_begin();
+    ts_tensor *y = ts_batch_norm(s->x, NULL, NULL, s->w, s->b, true, 0, 0);
+    if (y) ts_backward_with(y, s->gy);
+    const bool ok = y && is_cl(y) && ts_grad(s->x) && is_cl(ts_grad(s->x)) && ts_error() == TS_OK;
+    ts_scope_end();
+    return ok;
+}
+
+static ts_snapshot sweep_snap(void *p) {
+    bn_sweep *s = p;
+    ts_snapshot snap = {0};
+    ts_tensor_list l = {0};
+    ts_tensor_list_add(&l, "running_mean", s->rm);
+    ts_tensor_list_add(&l, "running_var", s->rv);
+    ts_snapshot_add(&snap, "bn.", &l);
+    ts_tensor_list_free(&l);
+    return snap;
+}
+
+static void sweep_teardown(void *p) {
+    bn_sweep *s = p;
+    ts_tensor *all[] = {s->x, s->w, s->b, s->rm, s->rv, s->gy};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ts_release(all[i]);
+    free(s);
+}
+
+static void test_allocation_failures(void) {
+    const ts_sweep_case fwd = {.name = "channels_last batch_norm forward",
+                               .setup = sweep_setup,
+                               .run = sweep_forward,
+                               .teardown = sweep_teardown,
+                               .snap = sweep_snap};
+    const ts_sweep_case step = {.name = "channels_last batch_norm step",
+                                .setup = sweep_setup,
+                                .run = sweep_step,
+                                .teardown = sweep_teardown};
+    for (int i = 0; i < 2; i++) {
+        const ts_sweep_stats st = ts_fault_sweep(i ? &step : &fwd, 300);
+        CHECK(st.errors > 0);
+        CHECK_EQ(st.errors, st.oom);
+    }
+    CHECK_OK();
+}
+
 int main(void) {
     if (ts_test_isa_gate()) return 77;
     ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     test_kernels();
     test_threads();
     test_frontend();
+    test_allocation_failures();
     return ts_test_finish();
 }

@@ -92,7 +92,11 @@ ts_tensor *tsi_batch_norm_fused(ts_tensor *x0, ts_tensor *w0, ts_tensor *b0, dou
         a.var = view(var, sd);
         a.eps = eps;
         const ts_backend *be = tsi_be(x);
+        const ts_status before = ts_error();
         be->batch_norm_forward(be, tsi_dev_index(x), &a);
+        /* a kernel without memory for its scratch (the NHWC kernels' block sums) reports it and
+         * writes nothing: no result then (its statistics were never written) */
+        if (before == TS_OK && ts_error() != TS_OK) ts_release(y), y = NULL;
     } else {
         ts_release(y), y = NULL;
     }

@@ -104,21 +104,35 @@ static bool batch_norm_check(const char *op, ts_tensor *x, ts_tensor *rm, ts_ten
     return true;
 }
 
-/* running = (1 - momentum) * running + factor * stat, in place and outside the graph */
-static void update_running(ts_tensor *running, ts_tensor *stat, double momentum, double factor) {
-    if (!running) return;
+/* (1 - momentum) * running + momentum * factor * stat, out of place (NULL without running) */
+static ts_tensor *running_next(ts_tensor *running, ts_tensor *stat, double momentum,
+                               double factor) {
+    if (!running) return NULL;
     ts_tensor *s = ts_mul_scalar(ts_reshape(stat, running->shape), momentum * factor);
-    ts_mul_scalar_(running, 1 - momentum);
-    ts_add_(running, s);
+    return ts_add(ts_mul_scalar(running, 1 - momentum), s);
+}
+
+/* running = next in place (a copy kernel: nothing left to fail), its version bumped */
+static void running_set(ts_tensor *running, ts_tensor *next) {
+    if (!running) return;
+    ts_kview dv = tsi_kview(running), sv = tsi_kview(next);
+    tsi_be(running)->copy(tsi_be(running), tsi_dev_index(running), &dv, &sv);
+    tsi_bump_version(running);
 }
 
 /* Both running statistics from the batch's mean and biased variance (over count values each) */
 static void update_running_stats(ts_tensor *running_mean, ts_tensor *running_var, ts_tensor *mean,
                                  ts_tensor *var, double momentum, int64_t count) {
+    /* both computed before either changes, so that a failure (out of memory) leaves both as they
+     * were; the running variance is the unbiased estimate, as PyTorch's */
     ts_no_grad_begin();
-    update_running(running_mean, mean, momentum, 1.0);
-    /* the running variance is the unbiased estimate, as PyTorch's */
-    update_running(running_var, var, momentum, (double)count / (double)(count - 1));
+    const ts_status before = ts_error();
+    ts_tensor *m = running_next(running_mean, mean, momentum, 1.0);
+    ts_tensor *v = running_next(running_var, var, momentum, (double)count / (double)(count - 1));
+    if ((m || !running_mean) && (v || !running_var) && (before != TS_OK || ts_error() == TS_OK)) {
+        running_set(running_mean, m);
+        running_set(running_var, v);
+    }
     ts_no_grad_end();
 }
 
@@ -147,12 +161,14 @@ static ts_tensor *batch_norm_op(ts_tensor *x, ts_tensor *running_mean, ts_tensor
     if (training && batch_norm_dtypes(x, w, b, &dt, &pt)) {
         mean = var = NULL;
         const bool running = running_mean || running_var;
+        const ts_status before = ts_error();
         ts_tensor *y = tsi_batch_norm_fused(as_dtype(x, dt), as_dtype(w, pt), as_dtype(b, pt), eps,
                                             running ? &mean : NULL, running ? &var : NULL);
-        y = as_dtype(y, x->dtype);
-        if (y && running)
+        y = ts_keep(as_dtype(y, x->dtype));
+        /* the running statistics only from a step that did not fail (out of memory recording
+         * its graph or keeping its result): a failed step leaves them as they were */
+        if (y && running && (before != TS_OK || ts_error() == TS_OK))
             update_running_stats(running_mean, running_var, mean, var, momentum, count);
-        y = ts_keep(y);
         ts_scope_end();
         return y;
     }
