@@ -31,6 +31,10 @@ bool tsi_conv_backward_data_f32(const ts_cgeom *g, const float *gy, const float 
 bool tsi_conv_backward_weight_f32(const ts_cgeom *g, const float *gy, const float *x, float *gw);
 
 /* ------------------------------------------------------------------ kern_conv_half.c */
+/* n contiguous f16 / bf16 elements (dt) widened into dst, and n floats rounded into dst; on every
+ * thread for large n. */
+void tsi_conv_widen(float *dst, const char *src, ts_dtype dt, int64_t n);
+void tsi_conv_round(char *dst, ts_dtype dt, const float *src, int64_t n);
 /* out (f16 / bf16) = act(conv(x, w) + bias), operands of out's dtype; wid: the weight's identity.
  */
 void tsi_conv2d_half(const ts_cgeom *g, const ts_kview *out, const ts_kview *x, const ts_kview *w,

@@ -19,27 +19,36 @@ typedef ts_cgeom cgeom;
 /* chunks of the conversion, F16C where the CPU has it (vec_kernels.h) */
 #define CONVERT_CHUNK TSI_CONV_CHUNK
 
-static float *to_f32(const ts_kview *v, int64_t n) {
-    float *dst = malloc((size_t)n * sizeof(float) + 1);
-    if (!dst) return NULL;
+/* f: n floats; h: n halves of dtype dt; widen: h -> f, else f -> h (rounded) */
+static void convert(float *f, char *h, ts_dtype dt, int64_t n, bool widen) {
     const ts_vec_kernels *vk = ts_vec_kernels_get();
     const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
     TS_PARALLEL_FOR_IF(
         CONVERT_PARALLEL(n), for (int64_t c = 0; c < chunks; c++) {
             const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
-            ts_vec_load_f32(vk, dst + i, v->data + 2 * i, v->dtype, 2, m);
+            if (widen)
+                ts_vec_load_f32(vk, f + i, h + 2 * i, dt, 2, m);
+            else
+                ts_vec_store_f32(vk, h + 2 * i, dt, 2, f + i, m);
         });
+}
+
+void tsi_conv_widen(float *dst, const char *src, ts_dtype dt, int64_t n) {
+    convert(dst, (char *)src, dt, n, true);
+}
+
+void tsi_conv_round(char *dst, ts_dtype dt, const float *src, int64_t n) {
+    convert((float *)src, dst, dt, n, false);
+}
+
+static float *to_f32(const ts_kview *v, int64_t n) {
+    float *dst = malloc((size_t)n * sizeof(float) + 1);
+    if (dst) tsi_conv_widen(dst, v->data, v->dtype, n);
     return dst;
 }
 
 static void from_f32(const float *src, int64_t n, const ts_kview *v) {
-    const ts_vec_kernels *vk = ts_vec_kernels_get();
-    const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
-    TS_PARALLEL_FOR_IF(
-        CONVERT_PARALLEL(n), for (int64_t c = 0; c < chunks; c++) {
-            const int64_t i = c * CONVERT_CHUNK, m = n - i < CONVERT_CHUNK ? n - i : CONVERT_CHUNK;
-            ts_vec_store_f32(vk, v->data + 2 * i, v->dtype, 2, src + i, m);
-        });
+    tsi_conv_round(v->data, v->dtype, src, n);
 }
 
 /* bf16 convolutions in bf16 (oneDNN) where the CPU multiplies bf16 natively and float32 would go to

@@ -2,14 +2,16 @@
  * conv2d_channels_last: x, out, gx and gout NHWC views, the weight OIHW as always). float32, and
  * bf16 where the CPU multiplies bf16, run oneDNN's NHWC primitives on the data as it lies, so no
  * activation is reordered (a ResNet step's NCHW <-> nChw16c reorders were ~6% of it,
- * docs/RESNET.md). Everything else (no oneDNN, TS_CONV=builtin, float64, f16, bf16 without native
- * bf16, a shape oneDNN declines) goes through NCHW copies and the plain entry points, so the
+ * docs/RESNET.md). f16, and bf16 where the CPU does not multiply it, run the same float32
+ * primitives on float32 NHWC copies (widened below). Everything else (no oneDNN, TS_CONV=builtin,
+ * float64, a shape oneDNN declines) goes through NCHW copies and the plain entry points, so the
  * results are theirs; without memory for the copies, the allocation-free loops run on the NHWC data
  * itself. */
 #include <stdlib.h>
 
 #include "backend/cpu/conv_dnnl.h"
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/host_scratch.h"
 #include "backend/cpu/kern_conv.h"
 #include "backend/cpu/kern_conv_drivers.h"
 #include "backend/cpu/matmul_dnnl.h"
@@ -42,6 +44,54 @@ bool ts_cpu_conv2d_channels_last(const ts_backend *be, int index, ts_dtype dt) {
 static bool dnnl_takes(ts_dtype dt) {
     return (dt == TS_F32 || (dt == TS_BF16 && tsi_dnnl_bf16_native())) &&
            tsi_conv_use_dnnl_f32(false);
+}
+
+/* f16, and bf16 on a CPU that does not multiply it (or under the ISA caps), where a float32
+ * convolution goes to oneDNN: the widened path below. */
+static bool widened_takes(ts_dtype dt) {
+    return (dt == TS_F16 || dt == TS_BF16) && !dnnl_takes(dt) && tsi_conv_use_dnnl_f32(false);
+}
+
+/* floats for n elements, rounded up to a 64-byte line */
+static size_t float_bytes(int64_t n) { return ((size_t)n * sizeof(float) + 63) & ~(size_t)63; }
+
+typedef enum { PASS_FORWARD, PASS_DATA, PASS_WEIGHT } conv_pass;
+
+/* One pass in float32 for half operands: a and b (forward: x, w; backward-data: gy, w;
+ * backward-weight: gy, x) and the bias widened into one cached scratch block, each in its own
+ * layout (activations NHWC, the weight OIHW), oneDNN's float32 NHWC primitive, and its result
+ * rounded once into out: exact widening, float32 sums, one rounding, as kern_conv_half.c's
+ * widened path, without that path's NCHW copies and oneDNN's reorders of them. No activation
+ * (g's is the caller's, on the rounded output). false: out of scratch memory or oneDNN declined;
+ * out is then untouched. */
+static bool widened(conv_pass pass, const ts_cgeom *g, const ts_kview *out, const ts_kview *a,
+                    const ts_kview *b, const ts_kview *bias) {
+    const int64_t na = tsi_conv_numel4(a), nb = tsi_conv_numel4(b), no = tsi_conv_numel4(out);
+    const int64_t nbias = bias ? bias->shape[0] : 0;
+    const size_t ba = float_bytes(na), bb = float_bytes(nb), bo = float_bytes(no);
+    ts_block *block;
+    char *s = tsi_host_scratch_get(ba + bb + bo + float_bytes(nbias), &block);
+    if (!s) return false;
+    float *fa = (float *)s, *fb = (float *)(s + ba), *fo = (float *)(s + ba + bb);
+    float *fbias = bias ? (float *)(s + ba + bb + bo) : NULL;
+    tsi_conv_widen(fa, a->data, a->dtype, na);
+    tsi_conv_widen(fb, b->data, b->dtype, nb);
+    if (bias) tsi_conv_widen(fbias, bias->data, bias->dtype, nbias);
+    bool ok;
+    switch (pass) {
+    case PASS_FORWARD:
+        ok = tsi_dnnl_conv_forward_nhwc(false, g, fa, fb, NULL, fbias, fo);
+        break;
+    case PASS_DATA:
+        ok = tsi_dnnl_conv_backward_data_nhwc(false, g, fa, fb, fo);
+        break;
+    default:
+        ok = tsi_dnnl_conv_backward_weight_nhwc(false, g, fa, fb, fo);
+        break;
+    }
+    if (ok) tsi_conv_round(out->data, out->dtype, fo, no);
+    tsi_host_scratch_put(block);
+    return ok;
 }
 
 static ts_cgeom geom(const ts_kview *x, const ts_kview *w, const ts_kview *y,
@@ -84,6 +134,14 @@ void tsi_conv2d_nhwc(const ts_backend *be, int index, const ts_kview *out, const
             return;
         }
     }
+    if (widened_takes(dt)) {
+        ts_cgeom gf = g;
+        gf.act = TS_CONV_ACT_NONE;
+        if (widened(PASS_FORWARD, &gf, out, x, w, bias)) {
+            tsi_conv_act_output(&g, out);
+            return;
+        }
+    }
     ts_kview px, po;
     const bool have_x = plain_of(be, index, x, &px, true);
     if (have_x && plain_of(be, index, out, &po, false)) {
@@ -105,6 +163,7 @@ void tsi_conv2d_backward_data_nhwc(const ts_backend *be, int index, const ts_kvi
     if (dnnl_takes(dt) &&
         tsi_dnnl_conv_backward_data_nhwc(dt == TS_BF16, &g, gout->data, w->data, gx->data))
         return;
+    if (widened_takes(dt) && widened(PASS_DATA, &g, gx, gout, w, NULL)) return;
     ts_kview pg, px;
     const bool have_g = plain_of(be, index, gout, &pg, true);
     if (have_g && plain_of(be, index, gx, &px, false)) {
@@ -125,6 +184,7 @@ void tsi_conv2d_backward_weight_nhwc(const ts_backend *be, int index, const ts_k
     if (dnnl_takes(dt) &&
         tsi_dnnl_conv_backward_weight_nhwc(dt == TS_BF16, &g, gout->data, x->data, gw->data))
         return;
+    if (widened_takes(dt) && widened(PASS_WEIGHT, &g, gw, gout, x, NULL)) return;
     ts_kview pg, px;
     const bool have_g = plain_of(be, index, gout, &pg, true);
     if (have_g && plain_of(be, index, x, &px, true)) {

@@ -319,6 +319,22 @@ static void halves_to_f32(float *dst, const char *p, bool bf, int64_t nb, int64_
         });
 }
 
+/* One operand [nb, rows, cols] (strides s) widened into the contiguous floats dst, in the order
+ * that reads its halves contiguously: row-major, or column-major where the operand is a transposed
+ * view (linear's weight W^T, its backward's transposes; gathering those along rows cost more than
+ * the product at MLP sizes). fs: the copy's strides for the float32 product. */
+static void widen_operand(float *dst, const char *p, bool bf, int64_t nb, int64_t rows,
+                          int64_t cols, const int64_t *s, int64_t *fs) {
+    fs[0] = nb == 1 ? 0 : rows * cols;
+    if (s[2] != 1 && s[1] == 1 && rows > 1) {
+        halves_to_f32(dst, p, bf, nb, cols, rows, (const int64_t[3]){s[0], s[2], s[1]});
+        fs[1] = 1, fs[2] = rows;
+        return;
+    }
+    halves_to_f32(dst, p, bf, nb, rows, cols, s);
+    fs[1] = cols, fs[2] = 1;
+}
+
 /* floats for n elements, rounded up to a 64-byte line */
 static size_t float_bytes(int64_t n) { return ((size_t)n * sizeof(float) + 63) & ~(size_t)63; }
 
@@ -351,12 +367,10 @@ static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b,
     if (!scratch) return false;
     float *fa = (float *)scratch, *fb = (float *)(scratch + ba), *fc = (float *)(scratch + ba + bb);
     float *fbias = bias ? (float *)(scratch + ba + bb + bc) : NULL;
-    halves_to_f32(fa, a, bf, nba, d->m, d->k, d->sa);
-    halves_to_f32(fb, b, bf, nbb, d->k, d->n, d->sb);
-    if (bias) halves_to_f32(fbias, bias, bf, 1, 1, d->n, (const int64_t[3]){0, 0, sbias});
     mm_desc f = {.bsz = d->bsz, .m = d->m, .n = d->n, .k = d->k};
-    f.sa[0] = nba == 1 ? 0 : d->m * d->k, f.sa[1] = d->k, f.sa[2] = 1;
-    f.sb[0] = nbb == 1 ? 0 : d->k * d->n, f.sb[1] = d->n, f.sb[2] = 1;
+    widen_operand(fa, a, bf, nba, d->m, d->k, d->sa, f.sa);
+    widen_operand(fb, b, bf, nbb, d->k, d->n, d->sb, f.sb);
+    if (bias) halves_to_f32(fbias, bias, bf, 1, 1, d->n, (const int64_t[3]){0, 0, sbias});
     f.sc[0] = d->m * d->n, f.sc[1] = d->n, f.sc[2] = 1;
     if (!matmul_float(false, &f, (const char *)fa, (const char *)fb, (char *)fc)) {
         tsi_host_scratch_put(block);
