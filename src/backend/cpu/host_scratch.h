@@ -6,8 +6,15 @@
 #define TS_HOST_SCRATCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct ts_block ts_block;
+
+/* Bytes for n floats rounded up to a 64-byte line: the parts of one scratch block that holds
+ * several float buffers side by side. */
+static inline size_t tsi_scratch_float_bytes(int64_t n) {
+    return ((size_t)n * sizeof(float) + 63) & ~(size_t)63;
+}
 
 /* n bytes, 512-byte aligned, or NULL (out of memory; *block is then NULL). Give the block back
  * with tsi_host_scratch_put (NULL-safe). */

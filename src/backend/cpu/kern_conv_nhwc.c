@@ -52,9 +52,6 @@ static bool widened_takes(ts_dtype dt) {
     return (dt == TS_F16 || dt == TS_BF16) && !dnnl_takes(dt) && tsi_conv_use_dnnl_f32(false);
 }
 
-/* floats for n elements, rounded up to a 64-byte line */
-static size_t float_bytes(int64_t n) { return ((size_t)n * sizeof(float) + 63) & ~(size_t)63; }
-
 typedef enum { PASS_FORWARD, PASS_DATA, PASS_WEIGHT } conv_pass;
 
 /* One pass in float32 for half operands: a and b (forward: x, w; backward-data: gy, w;
@@ -68,9 +65,10 @@ static bool widened(conv_pass pass, const ts_cgeom *g, const ts_kview *out, cons
                     const ts_kview *b, const ts_kview *bias) {
     const int64_t na = tsi_conv_numel4(a), nb = tsi_conv_numel4(b), no = tsi_conv_numel4(out);
     const int64_t nbias = bias ? bias->shape[0] : 0;
-    const size_t ba = float_bytes(na), bb = float_bytes(nb), bo = float_bytes(no);
+    const size_t ba = tsi_scratch_float_bytes(na), bb = tsi_scratch_float_bytes(nb),
+                 bo = tsi_scratch_float_bytes(no);
     ts_block *block;
-    char *s = tsi_host_scratch_get(ba + bb + bo + float_bytes(nbias), &block);
+    char *s = tsi_host_scratch_get(ba + bb + bo + tsi_scratch_float_bytes(nbias), &block);
     if (!s) return false;
     float *fa = (float *)s, *fb = (float *)(s + ba), *fo = (float *)(s + ba + bb);
     float *fbias = bias ? (float *)(s + ba + bb + bo) : NULL;

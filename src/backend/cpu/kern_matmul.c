@@ -335,9 +335,6 @@ static void widen_operand(float *dst, const char *p, bool bf, int64_t nb, int64_
     fs[1] = cols, fs[2] = 1;
 }
 
-/* floats for n elements, rounded up to a 64-byte line */
-static size_t float_bytes(int64_t n) { return ((size_t)n * sizeof(float) + 63) & ~(size_t)63; }
-
 /* false: out of scratch memory (the caller reports it). bf16 on a CPU that multiplies it natively
  * (AMX, AVX512-BF16): on AMX tiles by gemm_amx.c where TS_AMX_GEMM asks for it (opt-in until
  * measured on an AMX host), the others by oneDNN's bf16 matmul on the operands as they are (exact
@@ -360,8 +357,10 @@ static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b,
     /* the widened operands, product and bias in one cached scratch block (host_scratch.h: not
      * mapped and faulted in afresh at every call, which cost as much as the conversions) */
     const int64_t nba = d->sa[0] == 0 ? 1 : d->bsz, nbb = d->sb[0] == 0 ? 1 : d->bsz;
-    const size_t ba = float_bytes(nba * d->m * d->k), bb = float_bytes(nbb * d->k * d->n);
-    const size_t bc = float_bytes(d->bsz * d->m * d->n), bbias = bias ? float_bytes(d->n) : 0;
+    const size_t ba = tsi_scratch_float_bytes(nba * d->m * d->k),
+                 bb = tsi_scratch_float_bytes(nbb * d->k * d->n);
+    const size_t bc = tsi_scratch_float_bytes(d->bsz * d->m * d->n),
+                 bbias = bias ? tsi_scratch_float_bytes(d->n) : 0;
     ts_block *block;
     char *scratch = tsi_host_scratch_get(ba + bb + bc + bbias, &block);
     if (!scratch) return false;
