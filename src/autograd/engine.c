@@ -63,8 +63,7 @@ static void accumulate_leaf(ts_tensor *leaf, ts_tensor *g) {
          * dense parameter's strides), so that the grad and its leaf share one element order */
         const bool cl = tsi_prefers_channels_last(leaf);
         bool exclusive = atomic_load(&g->refs) == 1 && atomic_load(&g->storage->refs) == 1 &&
-                         (cl ? tsi_is_channels_last(g) : tsi_is_contiguous(g)) &&
-                         !g->requires_grad;
+                         (cl ? tsi_is_channels_last(g) : tsi_is_contiguous(g)) && !g->requires_grad;
         if (exclusive) {
             leaf->grad = g;
         } else {
