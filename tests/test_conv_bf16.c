@@ -10,7 +10,13 @@
  * native bf16 and oneDNN forced as the provider every part runs oneDNN's bf16 primitives (the
  * automatic choice, run after, leaves the direct kernels' shapes to the widened path, as float32
  * does); without native bf16 none does (ctest runs this under TS_CPU_ISA and ONEDNN_MAX_CPU_ISA
- * caps and TS_CONV=builtin). */
+ * caps and TS_CONV=builtin).
+ *
+ * A convolution with its activation fused (inference: the eval path's conv + ReLU, ONNX's fused
+ * Conv) gives the bits of the activation applied to the rounded bf16 output, in NCHW and
+ * channels_last: ReLU in oneDNN's kernel before the rounding where bf16 is native, clip on the
+ * rounded output. (HardSigmoid and HardSwish are not compared: the composed ops round each step.)
+ */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +28,8 @@
 #include "bf16_check.h"
 #include "conv_sweep.h"
 #include "fault_sweep.h"
+#include "nn/conv_fused.h"
+#include "same_bits.h"
 #include "tol_check.h"
 #include "ts_test.h"
 
@@ -65,6 +73,43 @@ static void check_case(const conv_case *cc, int expect) {
         CHECK(ran <= 3);
     printf("%-28s worst of the bound: y %.3f  gx %.3f  gw %.3f  %llu of 3 on oneDNN bf16\n",
            cc->name, e1, e2, e3, (unsigned long long)ran);
+    CHECK_OK();
+    ts_scope_end();
+}
+
+/* ------------------------------------------------------------------ fused activations */
+/* tsi_conv2d_act under no-grad against ts_conv2d then the activation's own op, bit for bit (the
+ * inputs hold no NaN, the one value where oneDNN's fused ReLU differs: it gives 0). */
+static void check_fused_act(const conv_case *cc, bool channels_last) {
+    ts_scope_begin();
+    ts_no_grad_begin();
+    const int groups = cc->o_.groups ? cc->o_.groups : 1;
+    ts_tensor *x = random_bf16(TS_SHAPE(cc->n, cc->c, cc->h, cc->w), false);
+    if (channels_last) x = ts_contiguous_format(x, TS_CHANNELS_LAST);
+    ts_tensor *w = random_bf16(TS_SHAPE(cc->o, cc->c / groups, cc->kh, cc->kw), false);
+    ts_tensor *b = cc->bias ? random_bf16(TS_SHAPE(cc->o), false) : NULL;
+    ts_tensor *y = ts_conv2d(x, w, b, cc->o_);
+    const struct {
+        tsi_conv_act act;
+        double lo, hi;
+        ts_tensor *want;
+    } acts[] = {
+        {TSI_CONV_ACT_RELU, NAN, NAN, ts_relu(y)},
+        {TSI_CONV_ACT_CLIP, -0.3, 0.7, ts_clamp(y, -0.3, 0.7)}, /* bounds not bf16 values */
+        {TSI_CONV_ACT_CLIP, 0, 6, ts_clamp(y, 0, 6)},           /* ReLU6 */
+    };
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+        const uint64_t runs = tsi_dnnl_conv_bf16_count();
+        ts_tensor *got = tsi_conv2d_act(x, w, b, cc->o_, acts[i].act, acts[i].lo, acts[i].hi);
+        const uint64_t ran = tsi_dnnl_conv_bf16_count() - runs;
+        const bool ok = same_bits(got, acts[i].want);
+        if (!ok)
+            printf("  %s%s, activation %d: not the bits of the composed ops\n", cc->name,
+                   channels_last ? " (channels_last)" : "", (int)acts[i].act);
+        CHECK(ok);
+        CHECK(ran <= 1);
+    }
+    ts_no_grad_end();
     CHECK_OK();
     ts_scope_end();
 }
@@ -133,9 +178,12 @@ int main(void) {
     } else { /* oneDNN forced (every part on bf16 primitives when native), then the automatic */
         tsi_conv_force_provider("dnnl");
         for (size_t i = 0; i < n; i++) check_case(&cases[i], native ? 3 : 0);
+        for (size_t i = 0; i < n; i++) check_fused_act(&cases[i], false);
+        for (size_t i = 0; i < n; i++) check_fused_act(&cases[i], true);
         tsi_conv_force_provider(NULL);
         for (size_t i = 0; i < n; i++) check_case(&cases[i], native ? -1 : 0);
     }
+    for (size_t i = 0; i < n; i++) check_fused_act(&cases[i], true);
     ts_scope_end();
     test_allocation_failures();
     return ts_test_finish();

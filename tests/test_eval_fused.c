@@ -16,12 +16,23 @@
  * Also: the folded tensors follow an optimizer step, ts_module_load_state_dict, in-place changes
  * and ts_module_to; the module's state never changes; train mode and eval with gradients run the
  * modules as before, bit for bit, and stay differentiable; a fold that is not finite runs
- * unfused; threads sharing a model fill the cache once and agree; no autograd node is made. */
+ * unfused; threads sharing a model fill the cache once and agree; no autograd node is made.
+ *
+ * Under a bf16 autocast region the fold is rounded to bf16 (from float64, through float32) and the
+ * convolution runs bf16 as autocast's does: x rounded to bf16 (u_b = 2^-8), W' and b' rounded
+ * (u_b + u each), products exact in float32, K + 1 terms summed in float32, the output rounded
+ * once, so to first order
+ *     |fused - exact| <= (3 u_b + 2 u + (K + 1) u) A + u_b^2 terms, held to (3 u_b + (K + 4) u) A
+ *     + 2 u_b^2 A,
+ * with the float64 reference's own error added. No autocast cast runs but the input's: the bf16
+ * fold is kept beside the float32 one. Whole networks under autocast: the fused output's error
+ * against float64 within 4x the unfused autocast one's (or 32 u_b of the largest output). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "amp/autocast.h"
 #include "nn/layers_internal.h"
 #include "same_bits.h"
 #include "state_snapshot.h"
@@ -132,37 +143,31 @@ static const unit_case UNITS[] = {
 
 static double worst_fused, worst_unfused; /* largest error / bound seen, printed at the end */
 
-static void unit(const unit_case *u, ts_device dev, ts_dtype dt) {
-    ts_scope_begin();
-    ts_manual_seed(7);
-    ts_module *conv = ts_conv2d_new(u->c, u->o, u->k,
-                                    (ts_conv2d_opts){.stride = {u->stride, u->stride},
-                                                     .padding = {u->pad, u->pad},
-                                                     .groups = u->groups,
-                                                     .no_bias = !u->conv_bias});
-    ts_module *bn = ts_batch_norm2d_new(u->o, (ts_norm_opts){.no_affine = !u->affine});
-    ts_module *parts[3] = {conv, bn, ts_relu_new()};
+/* The unit's modules (seeded): Conv2d, BatchNorm2d with drawn statistics, and the ReLU when the
+ * case has one, as a Sequential on dev in eval mode. */
+static ts_module *unit_module(const unit_case *u, uint64_t seed, ts_device dev, ts_module **conv,
+                              ts_module **bn) {
+    ts_manual_seed(seed);
+    *conv = ts_conv2d_new(u->c, u->o, u->k,
+                          (ts_conv2d_opts){.stride = {u->stride, u->stride},
+                                           .padding = {u->pad, u->pad},
+                                           .groups = u->groups,
+                                           .no_bias = !u->conv_bias});
+    *bn = ts_batch_norm2d_new(u->o, (ts_norm_opts){.no_affine = !u->affine});
+    ts_module *parts[3] = {*conv, *bn, ts_relu_new()};
     ts_module *seq = ts_sequential_new(u->relu ? 3 : 2, parts);
     if (!u->relu) ts_module_free(parts[2]);
     randomize_bn(seq, -9.2); /* variances down to 1e-4 */
-    ts_module_to_dtype(ts_module_to(seq, dev), dt);
-    ts_module_eval(seq);
-    ts_tensor *x =
-        ts_randn(TS_SHAPE(u->n, u->c, u->h, u->w), (ts_opts){.dtype = dt, .device = dev});
-    ts_snapshot before = ts_snapshot_take(seq, NULL, NULL);
-    ts_tensor *fused = infer(seq, x, true);
-    CHECK(has_fold(conv));
-    CHECK(ts_grad_fn_name(fused) == NULL);
-    ts_tensor *unfused = infer(seq, x, false);
-    ts_snapshot after = ts_snapshot_take(seq, NULL, NULL);
-    ts_snapshot_check("module state after the fused forward", &after, &before);
-    ts_snapshot_free(&before), ts_snapshot_free(&after);
-    CHECK_OK();
+    ts_module_eval(ts_module_to(seq, dev));
+    return seq;
+}
 
-    /* the float64 reference on the cpu, and the magnitudes A and A_u */
+/* The float64 reference of the unit on x64 (cpu): *ref, the magnitude A (sum |W s x| + |b'|)
+ * and A_u (A + |mean s| + |b s|, the unfused path's) */
+static void unit_reference(const unit_case *u, ts_module *conv, ts_module *bn, ts_tensor *x64,
+                           ts_tensor **ref, ts_tensor **a, ts_tensor **au) {
     ts_no_grad_begin();
     const ts_opts f64 = {.dtype = TS_F64, .device = ts_cpu()};
-    ts_tensor *x64 = ts_to_dtype(ts_to(x, ts_cpu()), TS_F64);
     tsi_conv2d_parts cp;
     tsi_batch_norm2d_parts bp;
     CHECK(tsi_conv2d_parts_of(conv, &cp) && tsi_batch_norm2d_parts_of(bn, &bp));
@@ -179,14 +184,34 @@ static void unit(const unit_case *u, ts_device dev, ts_dtype dt) {
     ts_conv2d_opts co = {
         .stride = {u->stride, u->stride}, .padding = {u->pad, u->pad}, .groups = u->groups};
     ts_tensor *conv64 = ts_conv2d(x64, w, NULL, co);
-    ts_tensor *ref = ts_add(ts_mul(conv64, ts_reshape(s, cs)), ts_reshape(bf, cs));
-    if (u->relu) ref = ts_relu(ref);
+    *ref = ts_add(ts_mul(conv64, ts_reshape(s, cs)), ts_reshape(bf, cs));
+    if (u->relu) *ref = ts_relu(*ref);
     ts_tensor *ws = ts_abs(ts_mul(w, ts_reshape(s, TS_SHAPE(u->o, 1, 1, 1))));
-    ts_tensor *a = ts_add(ts_conv2d(ts_abs(x64), ws, NULL, co), ts_reshape(ts_abs(bf), cs));
-    ts_tensor *au =
-        ts_add(a, ts_reshape(ts_add(ts_abs(ts_mul(mean, s)), ts_abs(ts_mul(b, s))), cs));
+    *a = ts_add(ts_conv2d(ts_abs(x64), ws, NULL, co), ts_reshape(ts_abs(bf), cs));
+    *au = ts_add(*a, ts_reshape(ts_add(ts_abs(ts_mul(mean, s)), ts_abs(ts_mul(b, s))), cs));
     ts_no_grad_end();
     CHECK_OK();
+}
+
+static void unit(const unit_case *u, ts_device dev, ts_dtype dt) {
+    ts_scope_begin();
+    ts_module *conv, *bn;
+    ts_module *seq = ts_module_to_dtype(unit_module(u, 7, dev, &conv, &bn), dt);
+    ts_tensor *x =
+        ts_randn(TS_SHAPE(u->n, u->c, u->h, u->w), (ts_opts){.dtype = dt, .device = dev});
+    ts_snapshot before = ts_snapshot_take(seq, NULL, NULL);
+    ts_tensor *fused = infer(seq, x, true);
+    CHECK(has_fold(conv));
+    CHECK(ts_grad_fn_name(fused) == NULL);
+    ts_tensor *unfused = infer(seq, x, false);
+    ts_snapshot after = ts_snapshot_take(seq, NULL, NULL);
+    ts_snapshot_check("module state after the fused forward", &after, &before);
+    ts_snapshot_free(&before), ts_snapshot_free(&after);
+    CHECK_OK();
+
+    /* the float64 reference on the cpu, and the magnitudes A and A_u */
+    ts_tensor *ref, *a, *au;
+    unit_reference(u, conv, bn, ts_to_dtype(ts_to(x, ts_cpu()), TS_F64), &ref, &a, &au);
 
     const double K = (double)(u->c / u->groups * u->k * u->k), uu = unit_roundoff(dt);
     const double u64 = ldexp(1, -53);
@@ -216,6 +241,56 @@ static void unit(const unit_case *u, ts_device dev, ts_dtype dt) {
     ts_scope_end();
 }
 
+/* The unit under a bf16 autocast region: float32 module, float32 input (cast by the region) */
+static double worst_autocast;
+
+static void unit_autocast(const unit_case *u, ts_device dev) {
+    ts_scope_begin();
+    ts_module *conv, *bn;
+    ts_module *seq = unit_module(u, 17, dev, &conv, &bn);
+    ts_tensor *x = ts_randn(TS_SHAPE(u->n, u->c, u->h, u->w), (ts_opts){.device = dev});
+    ts_tensor *fused = NULL;
+    for (int call = 0; call < 2; call++) { /* the second from the kept bf16 fold */
+        const uint64_t casts = tsi_autocast_cast_count;
+        ts_autocast_begin(dev.type, TS_BF16);
+        fused = infer(seq, x, true);
+        ts_autocast_end();
+        CHECK_EQ(tsi_autocast_cast_count - casts, 1); /* x alone */
+        CHECK(fused && ts_dtype_of(fused) == TS_BF16 && ts_grad_fn_name(fused) == NULL);
+    }
+    CHECK(has_fold(conv));
+    CHECK_OK();
+
+    /* the float64 reference of the bf16-rounded input, and A */
+    ts_tensor *ref, *a, *au;
+    unit_reference(u, conv, bn, ts_to_dtype(ts_to_dtype(ts_to(x, ts_cpu()), TS_BF16), TS_F64), &ref,
+                   &a, &au);
+
+    const double K = (double)(u->c / u->groups * u->k * u->k);
+    const double ub = ldexp(1, -8), uu = ldexp(1, -24), u64 = ldexp(1, -53);
+    int64_t n, nr, na;
+    double *vf = host(fused, &n), *vr = host(ref, &nr), *va = host(a, &na);
+    bool ok = vf && vr && va && n == nr && na == n;
+    double worst = 0;
+    for (int64_t i = 0; ok && i < n; i++) {
+        const double bound = ((3 * ub + (K + 4) * uu) + 2 * ub * ub + (K + 8) * u64) * va[i];
+        const double e = fabs(vf[i] - vr[i]);
+        if (bound > 0) worst = fmax(worst, e / bound);
+        if (!(e <= bound)) {
+            printf("  autocast %s c%lld o%lld k%d s%d g%d: element %lld fused %.9g ref %.9g, "
+                   "bound %.3g\n",
+                   ts_device_str(dev), (long long)u->c, (long long)u->o, u->k, u->stride, u->groups,
+                   (long long)i, vf[i], vr[i], bound);
+            ok = false;
+        }
+    }
+    CHECK(ok);
+    worst_autocast = fmax(worst_autocast, worst);
+    free(vf), free(vr), free(va);
+    ts_module_free(seq);
+    ts_scope_end();
+}
+
 static void test_units(void) {
     ts_device devs[TS_TEST_MAX_DEVICES];
     const int nd = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
@@ -223,10 +298,11 @@ static void test_units(void) {
         for (int i = 0; i < N_UNITS; i++) {
             unit(&UNITS[i], devs[d], TS_F32);
             unit(&UNITS[i], devs[d], TS_F64);
+            unit_autocast(&UNITS[i], devs[d]);
         }
     printf("conv + bn (+ relu): worst error / bound: fused %.3f of (K + 2) u A, unfused %.3f of "
-           "(2K + 16) u A_u\n",
-           worst_fused, worst_unfused);
+           "(2K + 16) u A_u, under bf16 autocast %.3f of (3 u_b + (K + 4) u) A\n",
+           worst_fused, worst_unfused, worst_autocast);
 }
 
 /* ------------------------------------------------------------------ whole networks */
@@ -302,11 +378,38 @@ static void whole_net(net_kind k, ts_device dev) {
     ts_scope_end();
 }
 
+/* The network under a bf16 autocast region: fused against unfused, both against float64 */
+static void whole_net_autocast(net_kind k, ts_device dev) {
+    ts_scope_begin();
+    ts_module *m = ts_module_to(net_new(k, 3), dev);
+    ts_module *r64 = ts_module_to_dtype(net_new(k, 4), TS_F64);
+    ts_tensor_list sd = ts_module_state_dict(m);
+    CHECK(ts_module_load_state_dict(r64, &sd, true) == TS_OK);
+    ts_tensor_list_free(&sd);
+    ts_module_eval(m), ts_module_eval(r64);
+    ts_tensor *x = ts_randn(TS_SHAPE(2, 3, 16, 16), (ts_opts){.device = dev});
+    ts_autocast_begin(dev.type, TS_BF16);
+    ts_tensor *fused = infer(m, x, true), *unfused = infer(m, x, false);
+    ts_autocast_end();
+    ts_tensor *ref = infer(r64, ts_to_dtype(ts_to(x, ts_cpu()), TS_F64), false);
+    CHECK_OK();
+    const double ef = max_diff(fused, ref), eu = max_diff(unfused, ref), mr = max_abs(ref);
+    printf("  %s on %s under bf16 autocast: max |out| %.3g, error vs float64: fused %.3g, "
+           "unfused %.3g\n",
+           NET_NAMES[k], ts_device_str(dev), mr, ef, eu);
+    CHECK(ef <= 4 * fmax(eu, 32 * ldexp(1, -8) * mr));
+    ts_module_free(m), ts_module_free(r64);
+    ts_scope_end();
+}
+
 static void test_whole_nets(void) {
     ts_device devs[TS_TEST_MAX_DEVICES];
     const int nd = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     for (int d = 0; d < nd; d++)
-        for (int k = 0; k < N_NETS; k++) whole_net((net_kind)k, devs[d]);
+        for (int k = 0; k < N_NETS; k++) {
+            whole_net((net_kind)k, devs[d]);
+            whole_net_autocast((net_kind)k, devs[d]);
+        }
 }
 
 /* ------------------------------------------------------------------ train mode */

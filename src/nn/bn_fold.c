@@ -54,7 +54,7 @@ tsi_bn_fold_result tsi_bn_fold(const tsi_bn_fold_src *f, ts_tensor **w_out, ts_t
         if (!isfinite(s) || !isfinite(b[o])) goto done;
         for (int64_t j = 0; j < per; j++) w[o * per + j] *= s;
     }
-    const ts_dtype dt = ts_dtype_of(f->w);
+    const ts_dtype dt = f->dtype == TS_DTYPE_DEFAULT ? ts_dtype_of(f->w) : f->dtype;
     const ts_device dev = ts_device_of(f->w);
     *w_out = upload(ts_shape_of(f->w), w, dt, dev);
     *b_out = *w_out ? upload(TS_SHAPE(oc), b, dt, dev) : NULL;

@@ -8,11 +8,13 @@
 
 /* The tensors a fold reads: the convolution's weight [O, ...] and bias [O] (NULL: none), the
  * batch-norm's scale (gamma), shift (beta) (each NULL: 1 and 0, a batch-norm without affine
- * parameters), running mean and variance, each [O], and its eps. */
+ * parameters), running mean and variance, each [O], and its eps. dtype: the dtype W' and b' are
+ * rounded to (TS_DTYPE_DEFAULT: W's; conv_bn.c's autocast fold asks for the region's bf16). */
 typedef struct tsi_bn_fold_src {
     ts_tensor *w, *b;
     ts_tensor *scale, *shift, *mean, *var;
     double eps;
+    ts_dtype dtype;
 } tsi_bn_fold_src;
 
 typedef enum tsi_bn_fold_result {
@@ -23,7 +25,8 @@ typedef enum tsi_bn_fold_result {
 
 /* Per output channel o, in float64 on the host: s = scale[o] / sqrt(var[o] + eps),
  * W'[o] = W[o] * s, b'[o] = (b[o] - mean[o]) * s + shift[o] (b = 0 without a bias). *w_out gets
- * W' in W's dtype, shape and device, *b_out b' [O] in W's dtype on W's device, each rounded once;
+ * W' in src->dtype (default: W's), W's shape and device, *b_out b' [O] in the same dtype on W's
+ * device, each rounded from float64 (f16 and bf16 through float32, as PyTorch's casts);
  * the caller owns both (one reference each, in no scope). */
 tsi_bn_fold_result tsi_bn_fold(const tsi_bn_fold_src *src, ts_tensor **w_out, ts_tensor **b_out);
 

@@ -4,10 +4,11 @@
  * fused node's kernel call). The folded tensors are computed once and kept in the Conv2d until
  * one of the six tensors they come from changes (an optimizer step, ts_module_load_state_dict,
  * any in-place op, ts_module_to) or is replaced; the module's parameters and buffers are never
- * written. Anything else (training, gradients recorded, a trace, autocast, a module that is not
- * the built-in one) runs the modules one after the other as before; under a bf16 autocast region
- * that keeps the activations in bf16 (the batch-norm takes the convolution's bf16 output, with
- * float32 parameters and statistics). ts_set_eval_fusion(false) turns the fold off. */
+ * written. Under a bf16 autocast region (inference with `autocast`) the fold is rounded once from
+ * float64 to bf16 and kept beside the float32 one, so the convolution runs bf16 as autocast's
+ * would, with no cast of its weight at each call and no batch-norm pass. Anything else (training,
+ * gradients recorded, a trace, a module that is not the built-in one, an f16 region) runs the
+ * modules one after the other as before. ts_set_eval_fusion(false) turns the fold off. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,22 +43,31 @@ typedef struct src_key {
 
 enum { N_SRC = 6 }; /* conv weight and bias, bn weight, bias, running mean and variance */
 
+/* The folds kept: W' and b' in the weight's dtype, and rounded to autocast's bf16 */
+enum { FOLD_OWN, FOLD_LOW, N_FOLDS };
+
 struct tsi_conv_bn_cache {
     src_key key[N_SRC];
     double eps;
     const ts_module *bn;
-    bool not_finite;  /* the fold's s or b' is not finite: run unfused until a source changes */
-    ts_tensor *w, *b; /* W' and b' (NULL when not_finite) */
+    bool not_finite; /* the fold's s or b' is not finite: run unfused until a source changes */
+    ts_tensor *w[N_FOLDS], *b[N_FOLDS]; /* W' and b' of each kind (NULL: not made yet) */
 };
 
 /* One lock for every Conv2d's cache: held to compare keys and take references, and while a fold
  * is computed (once per change), so threads sharing a model in inference fill it once. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
+static void drop_folds(struct tsi_conv_bn_cache *c) {
+    for (int i = 0; i < N_FOLDS; i++) {
+        ts_release(c->w[i]), ts_release(c->b[i]);
+        c->w[i] = c->b[i] = NULL;
+    }
+}
+
 void tsi_conv_bn_cache_free(struct tsi_conv_bn_cache *c) {
     if (!c) return;
-    ts_release(c->w);
-    ts_release(c->b);
+    drop_folds(c);
     free(c);
 }
 
@@ -88,15 +98,18 @@ typedef struct plan {
     tsi_batch_norm2d_parts bn;
     ts_module *bn_module; /* NULL: conv + ReLU alone */
     bool relu;
+    int fold; /* FOLD_LOW under a bf16 autocast region, else FOLD_OWN */
 } plan;
 
-static bool same_as(const ts_tensor *t, const ts_tensor *x) {
-    return !t || (t->dtype == x->dtype && tsi_device_eq(tsi_device(t), tsi_device(x)));
+static bool same_as(const ts_tensor *t, ts_dtype dt, const ts_tensor *x) {
+    return !t || (t->dtype == dt && tsi_device_eq(tsi_device(t), tsi_device(x)));
 }
 
 /* Every condition under which the fused call gives what the modules give one after the other
- * (within float32 rounding for the fold, exactly for conv + ReLU): otherwise the caller runs
- * them, which also reports any error with the modules' own messages. */
+ * (within the dtype's rounding for the fold, exactly for conv + ReLU): otherwise the caller runs
+ * them, which also reports any error with the modules' own messages. Under autocast the fold
+ * needs bf16 (the conv's lower precision there), float32 parameters and statistics (what
+ * autocast casts) and a float32 or bf16 input. */
 static bool plan_of(ts_module *conv, ts_module *bn, ts_module *act, ts_tensor *x, plan *p) {
     *p = (plan){.bn_module = bn, .relu = act != NULL};
     if (atomic_load_explicit(&fusion_off, memory_order_relaxed) || !x) return false;
@@ -108,14 +121,19 @@ static bool plan_of(ts_module *conv, ts_module *bn, ts_module *act, ts_tensor *x
     if (tsi_trace_active) return false;
     ts_tensor *const ins[5] = {x, p->conv.w, p->conv.b, p->bn.w, p->bn.b};
     if (tsi_needs_graph(ins, 5)) return false;
-    ts_dtype lower;
-    if (tsi_autocast_any && tsi_autocast_active(tsi_device(x), &lower)) return false;
-    if (!bn) return true; /* tsi_conv2d_act checks the convolution's operands itself */
-    if (x->dtype != TS_F32 && x->dtype != TS_F64) return false;
+    if (!bn) return true; /* tsi_conv2d_act checks the operands and applies autocast itself */
+    ts_dtype lower, pdt = x->dtype;
+    if (tsi_autocast_any && tsi_autocast_active(tsi_device(x), &lower)) {
+        if (lower != TS_BF16 || (x->dtype != TS_F32 && x->dtype != TS_BF16)) return false;
+        pdt = TS_F32;
+        p->fold = FOLD_LOW;
+    } else if (x->dtype != TS_F32 && x->dtype != TS_F64) {
+        return false;
+    }
     if (tsi_capturing_on(tsi_device(x))) return false; /* the fold copies through the host */
     ts_tensor *const all[6] = {p->conv.w, p->conv.b, p->bn.w, p->bn.b, p->bn.mean, p->bn.var};
     for (int i = 0; i < 6; i++)
-        if (!same_as(all[i], x)) return false;
+        if (!same_as(all[i], pdt, x)) return false;
     const ts_tensor *w = p->conv.w;
     return w && w->shape.ndim == 4 && p->bn.mean->shape.ndim == 1 &&
            p->bn.mean->shape.dims[0] == w->shape.dims[0];
@@ -124,7 +142,14 @@ static bool plan_of(ts_module *conv, ts_module *bn, ts_module *act, ts_tensor *x
 /* ------------------------------------------------------------------ the folded tensors */
 typedef enum fold_state { FOLD_OK, FOLD_UNFUSED, FOLD_ERROR } fold_state;
 
-/* W' and b' for p: references the caller releases, from the cache when its key still holds. */
+static fold_state state_of(tsi_bn_fold_result r) {
+    return r == TSI_BN_FOLD_DONE         ? FOLD_OK
+           : r == TSI_BN_FOLD_NOT_FINITE ? FOLD_UNFUSED
+                                         : FOLD_ERROR;
+}
+
+/* W' and b' of p's kind: references the caller releases, from the cache when its key still
+ * holds. */
 static fold_state folded(ts_module *conv, const plan *p, ts_tensor **w, ts_tensor **b) {
     *w = *b = NULL;
     const tsi_bn_fold_src src = {.w = p->conv.w,
@@ -133,33 +158,30 @@ static fold_state folded(ts_module *conv, const plan *p, ts_tensor **w, ts_tenso
                                  .shift = p->bn.b,
                                  .mean = p->bn.mean,
                                  .var = p->bn.var,
-                                 .eps = p->bn.eps};
+                                 .eps = p->bn.eps,
+                                 .dtype = p->fold == FOLD_LOW ? TS_BF16 : TS_DTYPE_DEFAULT};
     ts_tensor *const all[N_SRC] = {src.w, src.b, src.scale, src.shift, src.mean, src.var};
     src_key key[N_SRC];
     /* a replica (data parallel) shares the original's struct words: it folds at each call */
     bool keyed = !conv->impl->replica;
     for (int i = 0; keyed && i < N_SRC; i++) keyed = key_of(all[i], &key[i]);
-    if (!keyed) {
-        tsi_bn_fold_result r = tsi_bn_fold(&src, w, b);
-        return r == TSI_BN_FOLD_DONE         ? FOLD_OK
-               : r == TSI_BN_FOLD_NOT_FINITE ? FOLD_UNFUSED
-                                             : FOLD_ERROR;
-    }
+    if (!keyed) return state_of(tsi_bn_fold(&src, w, b));
     pthread_mutex_lock(&lock);
     struct tsi_conv_bn_cache *c = *p->conv.cache;
     bool hit = c && c->bn == p->bn_module && c->eps == src.eps;
     for (int i = 0; hit && i < N_SRC; i++) hit = same_key(&c->key[i], &key[i]);
-    fold_state st = FOLD_OK;
     if (!hit) {
         if (!c && !(c = *p->conv.cache = calloc(1, sizeof *c))) {
             pthread_mutex_unlock(&lock);
             tsi_error_set(TS_ERR_OOM, "Conv2d: out of host memory (batch-norm fold)");
             return FOLD_ERROR;
         }
-        ts_release(c->w), ts_release(c->b);
-        c->w = c->b = NULL;
-        c->bn = NULL; /* no entry until the fold succeeds */
-        tsi_bn_fold_result r = tsi_bn_fold(&src, &c->w, &c->b);
+        drop_folds(c);
+        c->bn = NULL; /* no entry until a fold succeeds */
+    }
+    fold_state st = FOLD_OK;
+    if (!c->bn || (!c->not_finite && !c->w[p->fold])) {
+        tsi_bn_fold_result r = tsi_bn_fold(&src, &c->w[p->fold], &c->b[p->fold]);
         if (r != TSI_BN_FOLD_FAILED) {
             memcpy(c->key, key, sizeof key);
             c->eps = src.eps;
@@ -170,7 +192,7 @@ static fold_state folded(ts_module *conv, const plan *p, ts_tensor **w, ts_tenso
         }
     }
     if (st == FOLD_OK && c->not_finite) st = FOLD_UNFUSED;
-    if (st == FOLD_OK) *w = ts_retain(c->w), *b = ts_retain(c->b);
+    if (st == FOLD_OK) *w = ts_retain(c->w[p->fold]), *b = ts_retain(c->b[p->fold]);
     pthread_mutex_unlock(&lock);
     return st;
 }

@@ -14,6 +14,7 @@
 #include "backend/cpu/gemm_provider.h"
 #include "backend/cpu/kern_conv.h"
 #include "backend/cpu/kern_conv_drivers.h"
+#include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
 
@@ -598,7 +599,8 @@ bool tsi_conv_backward_weight_f32(const cgeom *g, const float *gy, const float *
 
 /* ------------------------------------------------------------------ entry points */
 /* g's activation over the whole output of any float dtype: after the naive loops, and for f16 /
- * bf16 on the rounded values, as ts_relu / ts_clamp of the half tensor computes it. */
+ * bf16 on the rounded values, as ts_relu / ts_clamp of the half tensor computes it (in chunks
+ * through a float32 buffer, the chunks on the cores when there are several per thread). */
 void tsi_conv_act_output(const cgeom *g, const ts_kview *out) {
     const int64_t n = tsi_conv_numel4(out);
     if (g->act == TS_CONV_ACT_NONE) return;
@@ -611,13 +613,17 @@ void tsi_conv_act_output(const cgeom *g, const ts_kview *out) {
         return;
     }
     const ts_vec_kernels *vk = ts_vec_kernels_get();
-    float buf[TSI_CONV_CHUNK];
-    for (int64_t i = 0; i < n; i += TSI_CONV_CHUNK) {
-        const int64_t m = n - i < TSI_CONV_CHUNK ? n - i : TSI_CONV_CHUNK;
-        ts_vec_load_f32(vk, buf, out->data + 2 * i, out->dtype, 2, m);
-        ts_conv_act_f32(g, buf, m);
-        ts_vec_store_f32(vk, out->data + 2 * i, out->dtype, 2, buf, m);
-    }
+    const int64_t chunks = (n + TSI_CONV_CHUNK - 1) / TSI_CONV_CHUNK;
+    TS_PARALLEL_FOR_IF(
+        chunks >= 4 * (int64_t)tsi_conv_max_threads() && tsi_conv_max_threads() > 1,
+        for (int64_t c = 0; c < chunks; c++) {
+            float buf[TSI_CONV_CHUNK];
+            const int64_t i = c * TSI_CONV_CHUNK,
+                          m = n - i < TSI_CONV_CHUNK ? n - i : TSI_CONV_CHUNK;
+            ts_vec_load_f32(vk, buf, out->data + 2 * i, out->dtype, 2, m);
+            ts_conv_act_f32(g, buf, m);
+            ts_vec_store_f32(vk, out->data + 2 * i, out->dtype, 2, buf, m);
+        });
 }
 
 static tsi_conv_weight_id weight_id(const ts_conv2d_params *p) {

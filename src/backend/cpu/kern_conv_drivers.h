@@ -20,6 +20,15 @@ static inline int64_t tsi_conv_numel4(const ts_kview *v) {
 int tsi_conv_max_threads(void);
 /* g's activation over the whole output of any float dtype (half: on the rounded values). */
 void tsi_conv_act_output(const ts_cgeom *g, const ts_kview *out);
+/* The activation a bf16 oneDNN convolution applies in its kernel, to the float32 sums before the
+ * one rounding: ReLU, where that gives what ReLU on the rounded output gives (rounding is
+ * monotone and keeps the sign, so both are round(y) for y > 0 and +0 otherwise; a NaN output
+ * becomes 0, as in the float32 convolutions: conv_dnnl.c). Every other activation goes on the
+ * rounded output (tsi_conv_act_output), where clip bounds or HardSigmoid's line need not round to
+ * the same bits. */
+static inline ts_conv_act tsi_conv_act_in_bf16_kernel(ts_conv_act act) {
+    return act == TS_CONV_ACT_RELU ? act : TS_CONV_ACT_NONE;
+}
 /* Whether a float32 convolution goes to oneDNN (`direct`: the direct kernels apply). */
 bool tsi_conv_use_dnnl_f32(bool direct);
 /* The input gradient as a forward convolution over gy (unit strides only): false when not. */

@@ -66,11 +66,13 @@ void tsi_conv2d_half(const cgeom *g, const ts_kview *out, const ts_kview *x, con
                      const ts_kview *bias, const tsi_conv_weight_id *wid) {
     cgeom gf = *g;
     gf.act = TS_CONV_ACT_NONE;
+    cgeom gk = *g; /* the bf16 kernel applies ReLU itself */
+    gk.act = tsi_conv_act_in_bf16_kernel(g->act);
     if (bf16_native(out->dtype, ts_conv_direct_for(&gf, false)) &&
-        tsi_dnnl_conv_forward_bf16(&gf, (const uint16_t *)x->data, (const uint16_t *)w->data, wid,
+        tsi_dnnl_conv_forward_bf16(&gk, (const uint16_t *)x->data, (const uint16_t *)w->data, wid,
                                    bias ? (const uint16_t *)bias->data : NULL,
                                    (uint16_t *)out->data)) {
-        tsi_conv_act_output(g, out);
+        if (gk.act != g->act) tsi_conv_act_output(g, out);
         return;
     }
     float *fx = to_f32(x, tsi_conv_numel4(x)), *fw = fx ? to_f32(w, tsi_conv_numel4(w)) : NULL;

@@ -125,10 +125,10 @@ void tsi_conv2d_nhwc(const ts_backend *be, int index, const ts_kview *out, const
     if (dnnl_takes(dt)) {
         const tsi_conv_weight_id wid = {p->weight_uid, p->weight_version, p->weight_offset};
         const bool bf16 = dt == TS_BF16;
-        ts_cgeom gf = g; /* bf16: the activation on the rounded output, as kern_conv_half.c */
-        if (bf16) gf.act = TS_CONV_ACT_NONE;
+        ts_cgeom gf = g; /* bf16: ReLU in the kernel, the others on the rounded output */
+        if (bf16) gf.act = tsi_conv_act_in_bf16_kernel(g.act);
         if (tsi_dnnl_conv_forward_nhwc(bf16, &gf, x->data, w->data, &wid, bd, out->data)) {
-            if (bf16) tsi_conv_act_output(&g, out);
+            if (gf.act != g.act) tsi_conv_act_output(&g, out);
             return;
         }
     }
