@@ -1,12 +1,16 @@
 /* test_conv_pool.c — conv2d, max/avg/adaptive-avg pool2d on cpu and sim:0: forward and gradients
  * against naive double-precision references written here and against PyTorch 1.13 values,
- * gradcheck, dtypes, thread-count independence and the error paths. */
+ * gradcheck, dtypes, thread-count independence and the error paths. Pooling of a channels_last
+ * input runs the NHWC kernels (kern_pool_nhwc.c) and gives the NCHW kernels' bits, forward (with
+ * and without indices) and backward, channels_last out. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/kern_conv.h"
+#include "same_bits.h"
 #include "tol_check.h"
 #include "ts_test.h"
 
@@ -372,9 +376,10 @@ static ts_tensor *pool_call(const pool_case *k, ts_tensor *x) {
 static const char *pool_grad_names[] = {"MaxPool2DWithIndicesBackward0", "AvgPool2DBackward0",
                                         "AvgPool2DBackward0", "AdaptiveAvgPool2DBackward0"};
 
-/* nan_at >= 0 plants NaN there (and -inf on the element after it). */
-static void run_pool_case(const pool_case *k, ts_device dev, ts_dtype dt, int nan_at) {
-    ts_scope_begin();
+/* The case's input x (a leaf requiring grad) and output gradient gy: random values of dtype dt on
+ * dev, NaN planted at nan_at >= 0 (and -inf on the element after it). */
+static void pool_inputs(const pool_case *k, ts_device dev, ts_dtype dt, int nan_at, ts_tensor **tx,
+                        ts_tensor **tgy) {
     int oh, ow;
     pool_out_size(k, &oh, &ow);
     const int64_t nx = (int64_t)k->n * k->c * k->h * k->w, ny = (int64_t)k->n * k->c * oh * ow;
@@ -382,9 +387,20 @@ static void run_pool_case(const pool_case *k, ts_device dev, ts_dtype dt, int na
     if (nan_at >= 0) x[nan_at] = NAN, x[nan_at + 1] = -INFINITY;
     ts_shape xs = k->unbatched ? TS_SHAPE(k->c, k->h, k->w) : TS_SHAPE(k->n, k->c, k->h, k->w);
     ts_shape ys = k->unbatched ? TS_SHAPE(k->c, oh, ow) : TS_SHAPE(k->n, k->c, oh, ow);
-    ts_tensor *tx = leaf(xs, x, dt, dev, true), *tgy = leaf(ys, gy, dt, dev, false);
+    *tx = leaf(xs, x, dt, dev, true), *tgy = leaf(ys, gy, dt, dev, false);
     free(x), free(gy);
-    x = host(tx), gy = host(tgy);
+}
+
+/* nan_at >= 0 plants NaN there (and -inf on the element after it). */
+static void run_pool_case(const pool_case *k, ts_device dev, ts_dtype dt, int nan_at) {
+    ts_scope_begin();
+    int oh, ow;
+    pool_out_size(k, &oh, &ow);
+    const int64_t nx = (int64_t)k->n * k->c * k->h * k->w, ny = (int64_t)k->n * k->c * oh * ow;
+    const ts_shape ys = k->unbatched ? TS_SHAPE(k->c, oh, ow) : TS_SHAPE(k->n, k->c, oh, ow);
+    ts_tensor *tx, *tgy;
+    pool_inputs(k, dev, dt, nan_at, &tx, &tgy);
+    double *x = host(tx), *gy = host(tgy);
     double *y = malloc(sizeof(double) * (size_t)(ny + 1)),
            *gx = malloc(sizeof(double) * (size_t)nx);
     ref_pool(k, x, gy, y, gx);
@@ -420,6 +436,40 @@ static void run_pool_case(const pool_case *k, ts_device dev, ts_dtype dt, int na
     ts_no_grad_end();
     free(x), free(gy), free(y), free(gx), free(ax), free(agy), free(ymag), free(gxmag),
         free(unused);
+    ts_scope_end();
+}
+
+/* The same case with x channels_last: the NHWC kernels ran (forward, and backward), the output and
+ * the input gradient are channels_last and hold the NCHW path's bits (run_pool_case checks those
+ * against the float64 reference). nan_at as run_pool_case's. */
+static void run_pool_case_cl(const pool_case *k, ts_device dev, ts_dtype dt, int nan_at) {
+    if (k->unbatched || k->c < 2) return; /* one channel: the two layouts are the same memory */
+    ts_scope_begin();
+    ts_tensor *tx, *tgy;
+    pool_inputs(k, dev, dt, nan_at, &tx, &tgy);
+    ts_tensor *cx = ts_detach(ts_contiguous_format(tx, TS_CHANNELS_LAST));
+    ts_set_requires_grad(cx, true);
+    ts_tensor *y = pool_call(k, tx);
+    ts_backward_with(y, tgy);
+    const uint64_t before = tsi_pool_nhwc_count();
+    ts_tensor *cy = pool_call(k, cx);
+    const uint64_t fwd = tsi_pool_nhwc_count() - before;
+    ts_backward_with(cy, ts_contiguous_format(tgy, TS_CHANNELS_LAST));
+    const uint64_t both = tsi_pool_nhwc_count() - before;
+    ts_no_grad_begin();
+    ts_tensor *cy_ng = pool_call(k, cx);
+    ts_no_grad_end();
+    CHECK_OK();
+    CHECK_EQ(fwd, 1);
+    CHECK_EQ(both, 2);
+    CHECK(ts_is_contiguous_format(cy, TS_CHANNELS_LAST) &&
+          ts_is_contiguous_format(cy_ng, TS_CHANNELS_LAST));
+    CHECK(ts_is_contiguous_format(ts_grad(cx), TS_CHANNELS_LAST));
+    const bool ok = same_bits(cy, y) && same_bits(cy_ng, y) && same_bits(ts_grad(cx), ts_grad(tx));
+    if (!ok)
+        printf("  channels_last pool kind %d on %s %s: not the NCHW bits\n", k->kind, dev_name(dev),
+               ts_dtype_name(dt));
+    CHECK(ok);
     ts_scope_end();
 }
 
@@ -690,6 +740,8 @@ int main(void) {
             for (int t = 0; t < 2; t++) run_conv_case(&conv_cases[i], devs[di], dts[t]);
         for (int i = 0; i < N_POOL_CASES; i++)
             for (int t = 0; t < 2; t++) run_pool_case(&pool_cases[i], devs[di], dts[t], -1);
+        for (int i = 0; i < N_POOL_CASES; i++)
+            for (int t = 0; t < 4; t++) run_pool_case_cl(&pool_cases[i], devs[di], dts[t], -1);
         test_pytorch_values(devs[di]);
         test_gradcheck(devs[di]);
         test_empty_batch(devs[di]);
@@ -707,6 +759,11 @@ int main(void) {
     for (int t = 0; t < 2; t++) {
         run_pool_case(&pool_cases[2], ts_cpu(), dts[t], 13);
         run_pool_case(&pool_cases[0], ts_cpu(), dts[t], 20);
+    }
+    for (int t = 0; t < 4; t++) {
+        run_pool_case_cl(&pool_cases[2], ts_cpu(), dts[t], 13);
+        run_pool_case_cl(&pool_cases[0], ts_cpu(), dts[t], 20);
+        run_pool_case_cl(&pool_cases[1], ts_cpu(), dts[t], 31);
     }
     /* f32 through each kernel family this CPU has: direct AVX-512 / AVX2 / portable, im2col + GEMM
      */

@@ -342,6 +342,11 @@ struct ts_backend {
     void (*pool2d_backward)(const ts_backend *be, int index, const ts_kview *gx,
                             const ts_kview *gout, const ts_kview *indices,
                             const ts_pool2d_params *p);
+    /* Optional (NULL: none): whether pool2d and pool2d_backward take channels_last activations of
+     * dtype dt — x and out (and the indices), gx and gout NHWC-dense views, all of one call in
+     * that layout — and write them so; the front end then keeps a channels_last input's format
+     * (the CPU backend: kern_pool_nhwc.c). Otherwise it passes NCHW views. */
+    bool (*pool2d_channels_last)(const ts_backend *be, int index, ts_dtype dt);
     /* Fused attention (ts_sdpa_args). sdpa_supports: whether the kernels take these dtypes and
      * shapes (else the front end composes the reference). sdpa_workspace: bytes of device memory
      * the forward (backward = false) or backward pass needs, handed to it as `ws` (64-byte

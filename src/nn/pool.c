@@ -9,8 +9,9 @@ typedef struct pool_geom {
     int64_t n, c, h, w, oh, ow;
 } pool_geom;
 
-/* A contiguous tensor's data seen as [n, c, h, w]. */
-static ts_kview kview4(const ts_tensor *t, int64_t n, int64_t c, int64_t h, int64_t w) {
+/* A contiguous tensor's data seen as [n, c, h, w]: NCHW, or NHWC-dense when cl (a channels_last
+ * tensor's, backend.h's pool2d_channels_last). */
+static ts_kview kview4(const ts_tensor *t, int64_t n, int64_t c, int64_t h, int64_t w, bool cl) {
     ts_kview v = tsi_kview(t);
     const int64_t d[4] = {n, c, h, w};
     v.ndim = 4;
@@ -18,8 +19,20 @@ static ts_kview kview4(const ts_tensor *t, int64_t n, int64_t c, int64_t h, int6
         v.shape[i] = i < 4 ? d[i] : 1;
         v.strides[i] = 0;
     }
-    v.strides[3] = 1, v.strides[2] = w, v.strides[1] = h * w, v.strides[0] = c * h * w;
+    if (cl)
+        v.strides[1] = 1, v.strides[3] = c, v.strides[2] = w * c, v.strides[0] = h * w * c;
+    else
+        v.strides[3] = 1, v.strides[2] = w, v.strides[1] = h * w, v.strides[0] = c * h * w;
     return v;
+}
+
+/* Whether the pooling keeps t's channels_last format: a batched t that prefers it, on a backend
+ * whose kernels take NHWC activations of its dtype (elsewhere NCHW copies, and the result made
+ * channels_last after). */
+static bool keeps_channels_last(const ts_tensor *t) {
+    const ts_backend *be = tsi_be(t);
+    return t->shape.ndim == 4 && tsi_prefers_channels_last(t) && be->pool2d_channels_last &&
+           be->pool2d_channels_last(be, tsi_dev_index(t), t->dtype);
 }
 
 /* PyTorch's pooling_output_shape: floor or ceil division, and in ceil mode the last window must
@@ -116,7 +129,8 @@ static bool pool_check(const char *op, ts_tensor *x, ts_pool2d_opts o, ts_pool_k
     return true;
 }
 
-/* node->ip: kernel, stride, padding, dilation (2 each), kind */
+/* node->ip: kernel, stride, padding, dilation (2 each), kind; ip[9]: whether the forward ran the
+ * channels_last kernels (backward then does too) */
 static void params_store(ts_node *n, const ts_pool2d_params *p) {
     for (int i = 0; i < 2; i++) {
         n->ip[i] = p->kernel[i];
@@ -153,12 +167,15 @@ static void pool_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
                   W = xs.dims[lead + 2];
     const int64_t OH = go[0]->shape.dims[lead + 1], OW = go[0]->shape.dims[lead + 2];
     ts_tensor *gc = tsi_cast(op, go[0], n->in_dtype[0]);
-    ts_tensor *g = gc ? tsi_contiguous(op, gc) : NULL;
+    const bool cl = n->ip[9] != 0; /* as the forward ran (max pooling's indices are NHWC then) */
+    ts_tensor *g = gc ? (cl ? tsi_channels_last(op, gc) : tsi_contiguous(op, gc)) : NULL;
     ts_release(gc);
-    ts_tensor *gx = g ? tsi_new(op, xs, n->in_dtype[0], tsi_device(g)) : NULL;
+    ts_tensor *gx = !g   ? NULL
+                    : cl ? tsi_new_channels_last(op, xs, n->in_dtype[0], tsi_device(g))
+                         : tsi_new(op, xs, n->in_dtype[0], tsi_device(g));
     if (gx && tsi_numel(xs) > 0) {
-        const ts_kview kx = kview4(gx, N, C, H, W), kg = kview4(g, N, C, OH, OW);
-        const ts_kview ki = idx ? kview4(idx, N, C, OH, OW) : kg;
+        const ts_kview kx = kview4(gx, N, C, H, W, cl), kg = kview4(g, N, C, OH, OW, cl);
+        const ts_kview ki = idx ? kview4(idx, N, C, OH, OW, cl) : kg;
         tsi_be(g)->pool2d_backward(tsi_be(g), tsi_dev_index(g), &kx, &kg, idx ? &ki : NULL, &p);
     }
     ts_release(g);
@@ -173,28 +190,31 @@ static ts_tensor *pool_forward(const char *op, const char *node_name, ts_tensor 
     const bool graph = tsi_needs_graph(&x, 1);
     const ts_shape os =
         g->unbatched ? TS_SHAPE(g->c, g->oh, g->ow) : TS_SHAPE(g->n, g->c, g->oh, g->ow);
-    ts_tensor *xc = tsi_contiguous(op, x);
-    ts_tensor *out = xc ? tsi_new(op, os, x->dtype, dev) : NULL;
+    const bool cl = keeps_channels_last(x); /* NHWC kernels: no copies to NCHW and back */
+    ts_tensor *xc = cl ? tsi_channels_last(op, x) : tsi_contiguous(op, x);
+    ts_tensor *(*make)(const char *, ts_shape, ts_dtype, ts_device) =
+        cl ? tsi_new_channels_last : tsi_new;
+    ts_tensor *out = xc ? make(op, os, x->dtype, dev) : NULL;
     /* indices only when backward will need them */
-    ts_tensor *idx = out && max && graph ? tsi_new(op, os, TS_I64, dev) : NULL;
+    ts_tensor *idx = out && max && graph ? make(op, os, TS_I64, dev) : NULL;
     if (out && (idx || !(max && graph)) && tsi_numel(os) > 0) {
-        const ts_kview ko = kview4(out, g->n, g->c, g->oh, g->ow);
-        const ts_kview kx = kview4(xc, g->n, g->c, g->h, g->w);
-        const ts_kview ki = idx ? kview4(idx, g->n, g->c, g->oh, g->ow) : ko;
+        const ts_kview ko = kview4(out, g->n, g->c, g->oh, g->ow, cl);
+        const ts_kview kx = kview4(xc, g->n, g->c, g->h, g->w, cl);
+        const ts_kview ki = idx ? kview4(idx, g->n, g->c, g->oh, g->ow, cl) : ko;
         tsi_be(xc)->pool2d(tsi_be(xc), tsi_dev_index(xc), &ko, &kx, idx ? &ki : NULL, &g->p);
     }
     if (out && max && graph && !idx) { /* the indices could not be allocated */
         ts_release(out);
         out = NULL;
     }
-    if (out && tsi_prefers_channels_last(x)) { /* the NCHW kernels' result in x's format */
-        ts_tensor *cl = tsi_channels_last(op, out);
+    if (out && !cl && tsi_prefers_channels_last(x)) { /* the NCHW kernels' result in x's format */
+        ts_tensor *nhwc = tsi_channels_last(op, out);
         ts_release(out);
-        out = cl;
+        out = nhwc;
     }
     if (out) {
         ts_node *n = tsi_record(node_name, op, pool_backward, &x, 1, out, &idx, idx ? 1 : 0);
-        if (n) params_store(n, &g->p);
+        if (n) params_store(n, &g->p), n->ip[9] = cl;
     }
     ts_release(idx);
     ts_release(xc);

@@ -72,6 +72,7 @@ void ts_cpu_kernels_install(ts_backend *be) {
     be->global_avg_pool_blocked = ts_cpu_global_avg_pool_blocked;
     be->mul_channels_blocked = ts_cpu_mul_channels_blocked;
     be->pool2d = ts_cpu_pool2d;
+    be->pool2d_channels_last = ts_cpu_pool2d_channels_last;
     be->pool2d_backward = ts_cpu_pool2d_backward;
     be->optim_step = ts_cpu_optim_step;
     be->amp_unscale = ts_cpu_amp_unscale;

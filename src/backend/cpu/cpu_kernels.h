@@ -76,12 +76,22 @@ void tsi_conv2d_backward_data_nhwc(const ts_backend *be, int index, const ts_kvi
 void tsi_conv2d_backward_weight_nhwc(const ts_backend *be, int index, const ts_kview *gw,
                                      const ts_kview *gout, const ts_kview *x,
                                      const ts_conv2d_params *p);
-/* kern_pool.c */
+/* kern_pool.c (NCHW planes; channels_last views go to kern_pool_nhwc.c) */
 void ts_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                    const ts_kview *indices, const ts_pool2d_params *p);
 void ts_cpu_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx,
                             const ts_kview *gout, const ts_kview *indices,
                             const ts_pool2d_params *p);
+/* kern_pool_nhwc.c: backend.h's pool2d_channels_last, and the kernels for NHWC-dense views
+ * (tsi_pool_view_nhwc: C > 1) that ts_cpu_pool2d / ts_cpu_pool2d_backward hand over; indices
+ * NHWC-dense like out. tsi_pool_nhwc_count: the calls so far (tests check the path ran). */
+bool ts_cpu_pool2d_channels_last(const ts_backend *be, int index, ts_dtype dt);
+bool tsi_pool_view_nhwc(const ts_kview *v);
+void tsi_pool2d_nhwc(const ts_kview *out, const ts_kview *x, const ts_kview *indices,
+                     const ts_pool2d_params *p);
+void tsi_pool2d_backward_nhwc(const ts_kview *gx, const ts_kview *gout, const ts_kview *indices,
+                              const ts_pool2d_params *p);
+uint64_t tsi_pool_nhwc_count(void);
 /* kern_optim.c */
 void ts_cpu_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args);
 /* kern_sdpa.c: sets the fused attention entries (sdpa_*) */

@@ -1,61 +1,17 @@
 /* kern_pool.c — 2-D max, average and adaptive average pooling and their backward passes on the CPU,
- * one [H, W] plane per OpenMP iteration; window rules follow PyTorch's CPU kernels. */
+ * one [H, W] plane per OpenMP iteration; window rules follow PyTorch's CPU kernels. Channels_last
+ * views go to kern_pool_nhwc.c. */
 #include <math.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/kern_pool_geom.h"
 #include "backend/cpu/omp_if.h"
 #include "backend/kernel_math.h"
 
 #ifdef TS_HAVE_OPENMP
 #include <omp.h>
 #endif
-
-typedef struct pgeom {
-    int64_t planes, h, w, oh, ow;
-    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-    ts_pool_kind kind;
-} pgeom;
-
-static pgeom pgeom_of(const ts_kview *x, const ts_kview *y, const ts_pool2d_params *p) {
-    pgeom g = {.planes = x->shape[0] * x->shape[1],
-               .h = x->shape[2],
-               .w = x->shape[3],
-               .oh = y->shape[2],
-               .ow = y->shape[3],
-               .kh = p->kernel[0],
-               .kw = p->kernel[1],
-               .sh = p->stride[0],
-               .sw = p->stride[1],
-               .ph = p->padding[0],
-               .pw = p->padding[1],
-               .dh = p->dilation[0] > 0 ? p->dilation[0] : 1,
-               .dw = p->dilation[1] > 0 ? p->dilation[1] : 1,
-               .kind = p->kind};
-    return g;
-}
-
-/* An average window: the clamped bounds [*y0, *y1) x [*x0, *x1) and the divisor; PyTorch counts the
- * padding that falls inside the window (but never beyond it) when count_include_pad. */
-static void avg_window(const pgeom *g, int64_t oy, int64_t ox, int64_t *y0, int64_t *y1,
-                       int64_t *x0, int64_t *x1, int64_t *div) {
-    int64_t a = oy * g->sh - g->ph, b = ox * g->sw - g->pw;
-    int64_t ae = a + g->kh < g->h + g->ph ? a + g->kh : g->h + g->ph;
-    int64_t be = b + g->kw < g->w + g->pw ? b + g->kw : g->w + g->pw;
-    const int64_t pool_size = (ae - a) * (be - b);
-    if (a < 0) a = 0;
-    if (b < 0) b = 0;
-    if (ae > g->h) ae = g->h;
-    if (be > g->w) be = g->w;
-    *y0 = a, *y1 = ae, *x0 = b, *x1 = be;
-    *div = g->kind == TS_POOL_AVG ? pool_size : (ae - a) * (be - b);
-}
-
-/* Adaptive windows: [floor(i*in/out), ceil((i+1)*in/out)). */
-static inline int64_t ad_start(int64_t i, int64_t in, int64_t out) { return i * in / out; }
-static inline int64_t ad_end(int64_t i, int64_t in, int64_t out) {
-    return ((i + 1) * in + out - 1) / out;
-}
 
 #define LOAD_F(v)   (v)
 #define STORE_F(v)  (v)
@@ -72,12 +28,8 @@ static inline int64_t ad_end(int64_t i, int64_t in, int64_t out) {
             for (int64_t ox = 0; ox < g->ow; ox++) {                                               \
                 const int64_t q = oy * g->ow + ox;                                                 \
                 if (g->kind == TS_POOL_MAX) {                                                      \
-                    int64_t y0 = oy * g->sh - g->ph, x0 = ox * g->sw - g->pw;                      \
-                    const int64_t ye0 = y0 + (g->kh - 1) * g->dh + 1;                              \
-                    const int64_t xe0 = x0 + (g->kw - 1) * g->dw + 1;                              \
-                    const int64_t y1 = ye0 < g->h ? ye0 : g->h, x1 = xe0 < g->w ? xe0 : g->w;      \
-                    while (y0 < 0) y0 += g->dh;                                                    \
-                    while (x0 < 0) x0 += g->dw;                                                    \
+                    int64_t y0, y1, x0, x1;                                                        \
+                    max_window(g, oy, ox, &y0, &y1, &x0, &x1);                                     \
                     int64_t best = y0 * g->w + x0;                                                 \
                     ACC m = -(ACC)INFINITY;                                                        \
                     for (int64_t iy = y0; iy < y1; iy += g->dh)                                    \
@@ -90,13 +42,7 @@ static inline int64_t ad_end(int64_t i, int64_t in, int64_t out) {
                     continue;                                                                      \
                 }                                                                                  \
                 int64_t y0, y1, x0, x1, div;                                                       \
-                if (g->kind == TS_POOL_ADAPTIVE_AVG) {                                             \
-                    y0 = ad_start(oy, g->h, g->oh), y1 = ad_end(oy, g->h, g->oh);                  \
-                    x0 = ad_start(ox, g->w, g->ow), x1 = ad_end(ox, g->w, g->ow);                  \
-                    div = (y1 - y0) * (x1 - x0);                                                   \
-                } else {                                                                           \
-                    avg_window(g, oy, ox, &y0, &y1, &x0, &x1, &div);                               \
-                }                                                                                  \
+                sum_window(g, oy, ox, &y0, &y1, &x0, &x1, &div);                                   \
                 if (y0 >= y1 || x0 >= x1) {                                                        \
                     y[q] = STORE((ACC)0);                                                          \
                     continue;                                                                      \
@@ -118,13 +64,7 @@ static inline int64_t ad_end(int64_t i, int64_t in, int64_t out) {
                     continue;                                                                      \
                 }                                                                                  \
                 int64_t y0, y1, x0, x1, div;                                                       \
-                if (g->kind == TS_POOL_ADAPTIVE_AVG) {                                             \
-                    y0 = ad_start(oy, g->h, g->oh), y1 = ad_end(oy, g->h, g->oh);                  \
-                    x0 = ad_start(ox, g->w, g->ow), x1 = ad_end(ox, g->w, g->ow);                  \
-                    div = (y1 - y0) * (x1 - x0);                                                   \
-                } else {                                                                           \
-                    avg_window(g, oy, ox, &y0, &y1, &x0, &x1, &div);                               \
-                }                                                                                  \
+                sum_window(g, oy, ox, &y0, &y1, &x0, &x1, &div);                                   \
                 if (y0 >= y1 || x0 >= x1) continue;                                                \
                 const ACC v = LOAD(gy[q]) / (ACC)div;                                              \
                 for (int64_t iy = y0; iy < y1; iy++)                                               \
@@ -271,6 +211,10 @@ void ts_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const t
     (void)be, (void)index;
     const pgeom g = pgeom_of(x, out, p);
     if (g.planes == 0 || g.oh * g.ow == 0) return;
+    if (tsi_pool_view_nhwc(x)) {
+        tsi_pool2d_nhwc(out, x, indices, p);
+        return;
+    }
     const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow, planes = g.planes;
     const ts_dtype dt = out->dtype;
     const size_t es = dt == TS_F64 ? 8 : dt == TS_F32 ? 4 : 2;
@@ -310,6 +254,10 @@ void ts_cpu_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx,
     const ts_dtype dt = gx->dtype;
     const size_t es = dt == TS_F64 ? 8 : dt == TS_F32 ? 4 : 2;
     if (planes == 0 || in_plane == 0) return;
+    if (tsi_pool_view_nhwc(gx)) {
+        tsi_pool2d_backward_nhwc(gx, gout, indices, p);
+        return;
+    }
     const int64_t *idx = g.kind == TS_POOL_MAX ? (const int64_t *)indices->data : NULL;
     TS_PARALLEL_FOR_IF(
         pool_parallel(&g), for (int64_t i = 0; i < planes; i++) {
