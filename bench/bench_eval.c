@@ -6,7 +6,11 @@
  * the best of several runs after a warm-up (cpu_ms: the process's CPU time, all threads); threads
  * from TS_NUM_THREADS. bench/run_eval.sh runs it beside PyTorch (bench_eval_torch.py). Usage:
  * bench_eval [MODEL [BATCH]]   MODEL: resnet20 | resnet18 (CIFAR stem, 32x32) | resnet18_224
+ * BENCH_AUTOCAST=1: every forward inside its own bf16 autocast region on the cpu (a fresh region
+ * per forward, as an inference loop's `with torch.autocast(...)` per batch: the parameter casts
+ * are made each time), the input float32 as before.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,12 +36,16 @@ typedef struct times {
     double wall, cpu;
 } times;
 
+static bool autocast;
+
 static times forward_s(ts_module *m, ts_tensor *x, mode md) {
     ts_set_eval_fusion(md != UNFUSED);
     if (md != GRAD) ts_no_grad_begin();
     ts_scope_begin();
     const double t0 = now_s(), c0 = cpu_s();
+    if (autocast) ts_autocast_begin(TS_CPU, TS_BF16);
     ts_tensor *y = ts_forward(m, x);
+    if (autocast) ts_autocast_end();
     ts_item(ts_sum(y)); /* waits for the result */
     const times t = {now_s() - t0, cpu_s() - c0};
     ts_scope_end();
@@ -86,6 +94,7 @@ int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
     const int64_t only_batch = argc > 2 ? atoll(argv[2]) : 0;
     const int64_t batches[2] = {1, 64};
+    autocast = getenv("BENCH_AUTOCAST") && strcmp(getenv("BENCH_AUTOCAST"), "0");
     for (int b = 0; b < 2; b++) {
         const int64_t n = batches[b];
         if (only_batch && n != only_batch) continue;

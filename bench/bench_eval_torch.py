@@ -3,7 +3,9 @@
 ("no_grad"), torch.inference_mode ("inference_mode") and with autograd on ("grad"). Prints
 "model batch mode wall_ms cpu_ms" lines, each the best of several runs after a warm-up (cpu_ms:
 the process's CPU time, all threads); threads from
-TORCH_THREADS (else PyTorch's default).
+TORCH_THREADS (else PyTorch's default). BENCH_AUTOCAST=1: every forward inside its own
+`torch.autocast("cpu", dtype=torch.bfloat16)`; BENCH_CHANNELS_LAST=1: model and input in
+channels_last (Tessera's ResNets are channels_last by themselves).
 Usage: bench_eval_torch.py [MODEL [BATCH]]"""
 import os
 import sys
@@ -15,10 +17,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from gen_golden_resnet import resnet18, resnet20  # noqa: E402
 
 
+AUTOCAST = os.environ.get("BENCH_AUTOCAST", "0") != "0"
+CHANNELS_LAST = os.environ.get("BENCH_CHANNELS_LAST", "0") != "0"
+
+
 def forward_s(model, x, ctx):
     with ctx():
         t0, c0 = time.perf_counter(), time.process_time()
-        y = model(x)
+        if AUTOCAST:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                y = model(x)
+        else:
+            y = model(x)
         float(y.detach().sum())
         return time.perf_counter() - t0, time.process_time() - c0
 
@@ -50,6 +60,9 @@ MODES = [("no_grad", torch.no_grad), ("inference_mode", torch.inference_mode), (
 def bench(name, model, batch, side):
     model.eval()
     x = torch.randn(batch, 3, side, side)
+    if CHANNELS_LAST:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
     best = {m: [1e30, 1e30] for m, _ in MODES}
     for _ in range(2):
         for m, ctx in MODES:
