@@ -473,6 +473,23 @@ static void run_pool_case_cl(const pool_case *k, ts_device dev, ts_dtype dt, int
     ts_scope_end();
 }
 
+/* A max pool over windows of -inf only: no tap beats the start, so each window's index is its
+ * first tap's (where backward puts the gradient), in both layouts alike. */
+static void test_pool_cl_all_minus_inf(ts_dtype dt) {
+    ts_scope_begin();
+    const ts_pool2d_opts o = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}};
+    ts_tensor *x = ts_full(TS_SHAPE(2, 3, 5, 6), -INFINITY, (ts_opts){.dtype = dt});
+    ts_set_requires_grad(x, true);
+    ts_tensor *cx = ts_detach(ts_contiguous_format(x, TS_CHANNELS_LAST));
+    ts_set_requires_grad(cx, true);
+    ts_tensor *y = ts_max_pool2d(x, o), *cy = ts_max_pool2d(cx, o);
+    ts_backward(ts_sum(y));
+    ts_backward(ts_sum(cy));
+    CHECK_OK();
+    CHECK(same_bits(cy, y) && same_bits(ts_grad(cx), ts_grad(x)));
+    ts_scope_end();
+}
+
 /* clang-format off */
 static const pool_case pool_cases[] = {
     {2, 3, 7, 6, P_MAX, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}, 0, 0, false},
@@ -761,6 +778,7 @@ int main(void) {
         run_pool_case(&pool_cases[0], ts_cpu(), dts[t], 20);
     }
     for (int t = 0; t < 4; t++) {
+        test_pool_cl_all_minus_inf(dts[t]);
         run_pool_case_cl(&pool_cases[2], ts_cpu(), dts[t], 13);
         run_pool_case_cl(&pool_cases[0], ts_cpu(), dts[t], 20);
         run_pool_case_cl(&pool_cases[1], ts_cpu(), dts[t], 31);
