@@ -33,6 +33,7 @@
 #include <stdlib.h>
 
 #include "amp/autocast.h"
+#include "nn/bn_fold.h"
 #include "nn/layers_internal.h"
 #include "same_bits.h"
 #include "state_snapshot.h"
@@ -200,8 +201,11 @@ static void unit(const unit_case *u, ts_device dev, ts_dtype dt) {
     ts_tensor *x =
         ts_randn(TS_SHAPE(u->n, u->c, u->h, u->w), (ts_opts){.dtype = dt, .device = dev});
     ts_snapshot before = ts_snapshot_take(seq, NULL, NULL);
+    const uint64_t folds = tsi_bn_fold_count();
     ts_tensor *fused = infer(seq, x, true);
     CHECK(has_fold(conv));
+    CHECK(same_bits(infer(seq, x, true), fused)); /* again, from the kept fold */
+    CHECK_EQ(tsi_bn_fold_count() - folds, 1);
     CHECK(ts_grad_fn_name(fused) == NULL);
     ts_tensor *unfused = infer(seq, x, false);
     ts_snapshot after = ts_snapshot_take(seq, NULL, NULL);
@@ -251,11 +255,12 @@ static void unit_autocast(const unit_case *u, ts_device dev) {
     ts_tensor *x = ts_randn(TS_SHAPE(u->n, u->c, u->h, u->w), (ts_opts){.device = dev});
     ts_tensor *fused = NULL;
     for (int call = 0; call < 2; call++) { /* the second from the kept bf16 fold */
-        const uint64_t casts = tsi_autocast_cast_count;
+        const uint64_t casts = tsi_autocast_cast_count, folds = tsi_bn_fold_count();
         ts_autocast_begin(dev.type, TS_BF16);
         fused = infer(seq, x, true);
         ts_autocast_end();
         CHECK_EQ(tsi_autocast_cast_count - casts, 1); /* x alone */
+        CHECK_EQ(tsi_bn_fold_count() - folds, call == 0 ? 1 : 0);
         CHECK(fused && ts_dtype_of(fused) == TS_BF16 && ts_grad_fn_name(fused) == NULL);
     }
     CHECK(has_fold(conv));

@@ -1,6 +1,7 @@
 /* bn_fold.c — batch-norm folded into the convolution before it (bn_fold.h): computed in float64
  * on the host, whatever the tensors' device and dtype, and rounded once to the weight's dtype. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "nn/bn_fold.h"
@@ -34,8 +35,13 @@ static ts_tensor *upload(ts_shape s, const double *v, ts_dtype dt, ts_device d) 
     return ts_retain(ts_to(ts_to_dtype(h, dt), d));
 }
 
+static atomic_uint_fast64_t folds;
+
+uint64_t tsi_bn_fold_count(void) { return atomic_load(&folds); }
+
 tsi_bn_fold_result tsi_bn_fold(const tsi_bn_fold_src *f, ts_tensor **w_out, ts_tensor **b_out) {
     *w_out = *b_out = NULL;
+    atomic_fetch_add(&folds, 1);
     const int64_t oc = ts_size(f->w, 0), per = oc ? ts_numel(f->w) / oc : 0;
     int depth = ts_scope_depth();
     ts_scope_begin();

@@ -30,4 +30,7 @@ typedef enum tsi_bn_fold_result {
  * the caller owns both (one reference each, in no scope). */
 tsi_bn_fold_result tsi_bn_fold(const tsi_bn_fold_src *src, ts_tensor **w_out, ts_tensor **b_out);
 
+/* Folds computed so far, by any caller (tests check that a kept fold is reused). */
+uint64_t tsi_bn_fold_count(void);
+
 #endif /* TS_NN_BN_FOLD_H */
