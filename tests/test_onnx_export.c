@@ -349,6 +349,45 @@ static void test_static_names(void) {
     ts_module_free(m);
 }
 
+/* ------------------------------------------------------------------ export under no-grad */
+/* The whole file at path (malloc'ed, *n bytes); NULL when it cannot be read */
+static unsigned char *file_bytes(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    const long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    *n = b ? fread(b, 1, (size_t)len, f) : 0;
+    fclose(f);
+    return b;
+}
+
+/* Exported inside ts_no_grad, an eval-mode model's trace still sees each Conv2d and BatchNorm2d
+ * (the eval path's fold stays off while a trace runs): the same file as exported with grad on. */
+static void test_export_under_no_grad(void) {
+    char a[160], b[160];
+    snprintf(a, sizeof a, "%s/grad_on.onnx", dir);
+    snprintf(b, sizeof b, "%s/no_grad.onnx", dir);
+    ts_manual_seed(5);
+    ts_module *m = resnet20_new();
+    perturb(m);
+    ts_module_eval(m);
+    ts_scope_begin();
+    ts_tensor *x = input_for(TS_SHAPE(2, 3, 16, 16), false, 2, ts_cpu());
+    CHECK(ts_onnx_export(m, 1, &x, a, (ts_onnx_export_opts){0}) == TS_OK);
+    ts_no_grad_begin();
+    CHECK(ts_onnx_export(m, 1, &x, b, (ts_onnx_export_opts){0}) == TS_OK);
+    ts_no_grad_end();
+    size_t na = 0, nb = 0;
+    unsigned char *fa = file_bytes(a, &na), *fb = file_bytes(b, &nb);
+    CHECK(fa && fb && na == nb && na > 0 && memcmp(fa, fb, na) == 0);
+    free(fa), free(fb);
+    CHECK_OK();
+    ts_scope_end();
+    ts_module_free(m);
+}
+
 /* ------------------------------------------------------------------ allocation failures */
 static char sweep_path[128];
 static unsigned char *new_bytes;
@@ -461,6 +500,7 @@ int main(void) {
     for (int d = 0; d < nd; d++)
         for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) export_case(&cases[i], devs[d]);
     test_static_names();
+    test_export_under_no_grad();
     test_refusals();
     test_fault_sweep();
     char cmd[128];
