@@ -81,9 +81,9 @@ static void describe(provider p, char *out, size_t n) {
  * float32 goes to oneDNN, except where the kernels in use are AVX2 (an AVX2 host, or
  * TS_CPU_ISA=avx2): there oneDNN takes twice as long as OpenBLAS on NN products (256 x 1024 x
  * 1024, the input gradient of a 1024-wide layer: 10 ms on one core against 5.4), so OpenBLAS is
- * the provider, and oneDNN keeps the large products with a transposed operand (a layer's forward
- * and weight gradient: 157-173 GFLOP/s on two Zen 3 cores against OpenBLAS's 91-148) and the thin
- * ones (docs/ARCHITECTURE.md has the tables). */
+ * the provider, and oneDNN keeps the large products with B transposed (a layer's forward: up to
+ * 189 GFLOP/s on two Zen 3 cores against OpenBLAS's 157), the weight gradients of a short batch
+ * into wide layers (assisted_layout) and the thin ones (docs/ARCHITECTURE.md has the tables). */
 static void choose(void) {
     const char *force = getenv("TS_GEMM");
     const ts_cpu_isa cap = ts_cpu_isa_get();
@@ -137,14 +137,30 @@ bool tsi_lib_sgemm_near_peak(double macs) {
     return (prim_all || dnnl_assists) && macs >= TS_GEMM_NEAR_PEAK_MACS;
 }
 
-/* tsi_lib_sgemm_primitive once choose() has run */
-static bool primitive_takes(bool ta, bool tb, double macs) {
-    return (prim_all || (dnnl_assists && (ta || tb))) && macs >= TS_GEMM_PRIM_MACS;
+/* Where OpenBLAS is the provider (AVX2 kernels), which products with a transposed operand oneDNN
+ * 2.x's primitive (gemm:jit there) runs faster. On two Zen 3 cores, GFLOP/s primitive / OpenBLAS
+ * (docs/ARCHITECTURE.md): A^T B only over a short reduction into wide rows (1024 x 1024 x 256
+ * 166-180 / 91-168, 4096 x 512 x 256 171 / 151); a long reduction, or 256-wide rows, at half
+ * OpenBLAS's speed (a transformer's weight gradients 1024 x 256 x 4096 75 / 151, 256 x 1024 x 4096
+ * 85 / 161; 4096 x 256 x 256 79 / 136), and 1024^3 166 / 180. A B^T everywhere at least level
+ * (4096 x 1024 x 256 189 / 157, 1024^3 173-180 / 180). */
+#define TS_GEMM_TN_PRIM_MAX_K 256
+#define TS_GEMM_TN_PRIM_MIN_N 512
+static bool assisted_layout(bool ta, bool tb, int64_t n, int64_t k) {
+    if (tb) return true;
+    return ta && k <= TS_GEMM_TN_PRIM_MAX_K && n >= TS_GEMM_TN_PRIM_MIN_N;
 }
 
-bool tsi_lib_sgemm_primitive(bool ta, bool tb, double macs) {
+/* tsi_lib_sgemm_primitive once choose() has run */
+static bool primitive_takes(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
+    const double macs = (double)m * (double)n * (double)k;
+    return (prim_all || (dnnl_assists && assisted_layout(ta, tb, n, k))) &&
+           macs >= TS_GEMM_PRIM_MACS;
+}
+
+bool tsi_lib_sgemm_primitive(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
     pthread_once(&once, choose);
-    return primitive_takes(ta, tb, macs);
+    return primitive_takes(ta, tb, m, n, k);
 }
 
 bool tsi_lib_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
@@ -154,7 +170,7 @@ bool tsi_lib_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
     /* a oneDNN call costs ~0.3 us more than OpenBLAS's: tiny products stay with the BLAS */
     const double macs = (double)m * (double)n * (double)k;
     const bool tiny = macs < TS_GEMM_TINY;
-    if (beta == 0.0f && primitive_takes(ta, tb, macs) &&
+    if (beta == 0.0f && primitive_takes(ta, tb, m, n, k) &&
         tsi_dnnl_matmul_f32(ta, tb, m, n, k, a, lda, b, ldb, c, ldc))
         return true;
     /* a dimension below TS_GEMM_THIN (a 10-class output layer): OpenBLAS's Haswell kernels run

@@ -20,11 +20,12 @@ bool tsi_lib_dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const doub
  * leave such products to it. */
 bool tsi_lib_sgemm_near_peak(double macs);
 
-/* Whether oneDNN's matmul primitive runs a float32 product with beta 0 (the others go to the
- * provider's GEMM): every layout where oneDNN is the provider; where OpenBLAS is (the AVX2
- * kernels), those with a transposed operand, which oneDNN runs at 85-90% of an AVX2 Zen 3's peak
- * against OpenBLAS's 65-77% (its NN products at half OpenBLAS's speed: docs/ARCHITECTURE.md). */
-bool tsi_lib_sgemm_primitive(bool ta, bool tb, double macs);
+/* Whether oneDNN's matmul primitive runs a float32 product C[m x n] = op(A) op(B) (k the
+ * reduction) with beta 0 (the others go to the provider's GEMM): every layout where oneDNN is the
+ * provider; where OpenBLAS is (the AVX2 kernels), those with B transposed and the A^T B ones over
+ * a short reduction into wide rows, where oneDNN's AVX2 kernels beat OpenBLAS's (its NN products
+ * run at half OpenBLAS's speed, its long-reduction A^T B ones too: docs/ARCHITECTURE.md). */
+bool tsi_lib_sgemm_primitive(bool ta, bool tb, int64_t m, int64_t n, int64_t k);
 
 /* A library GEMM is chosen for this precision (else every product runs the blocked GEMM). */
 bool tsi_lib_gemm_present(bool f64);

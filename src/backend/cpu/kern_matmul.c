@@ -522,7 +522,7 @@ void ts_cpu_matmul_bias(const ts_backend *be, int index, const ts_kview *out, co
         const double macs = (double)d.m * (double)d.n * (double)d.k;
         const bool ta = d.sa[2] != 1 && d.m > 1, tb = d.sb[2] != 1 && d.n > 1;
         if (bias->strides[bias->ndim - 1] == 1 && tsi_lib_sgemm_near_peak(macs) &&
-            tsi_lib_sgemm_primitive(ta, tb, macs) &&
+            tsi_lib_sgemm_primitive(ta, tb, d.m, d.n, d.k) &&
             tsi_dnnl_matmul_strided_bias(TS_F32, 1, d.m, d.n, d.k, a->data, d.sa, b->data, d.sb,
                                          out->data, d.sc, bias->data))
             return;
