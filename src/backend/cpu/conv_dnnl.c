@@ -149,6 +149,58 @@ static bool set_activation(dnnl_primitive_attr_t attr, const conv_key *k) {
     return ok;
 }
 
+/* AVX-512: oneDNN 2.x's NHWC convolutions (brgconv forward, the blocked layout's JIT kernels for
+ * the gradients) run at the blocked layout's speed (471.8 against 471.7 ms for the ResNet-18
+ * CIFAR stages' forward and both gradients, bench_conv_formats). Below it there is no brgconv:
+ * the AVX2 kernels read NHWC 20% slower than nChw8c (571.0 against 474.5 ms on two Zen 3 cores),
+ * more than the reorders into and out of nChw8c cost (4.2 ms a call over the four stages), so an
+ * NHWC convolution lets the primitive pick its layout and reorders around the call (a ResNet-18
+ * step's convolutions and reorders on Zen 3: 1716 -> 1462 ms). TS_CONV_NHWC=keep|blocked forces
+ * either (benchmarks, tests). The choice is fixed per process (primitives are cached). */
+static int nhwc_choice = -1;
+static pthread_once_t nhwc_once = PTHREAD_ONCE_INIT;
+static void choose_nhwc(void) {
+    const char *e = getenv("TS_CONV_NHWC");
+    if (e && !strcmp(e, "keep")) {
+        nhwc_choice = 1;
+    } else if (e && !strcmp(e, "blocked")) {
+        nhwc_choice = 0;
+    } else {
+        const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+        nhwc_choice =
+            (isa & (unsigned)dnnl_cpu_isa_avx512_core) == (unsigned)dnnl_cpu_isa_avx512_core;
+    }
+}
+
+bool tsi_dnnl_conv_nhwc_native(void) {
+    if (!tsi_dnnl_engine()) return false; /* made after the ISA cap is set (gemm_provider.c) */
+    pthread_once(&nhwc_once, choose_nhwc);
+    return nhwc_choice == 1;
+}
+
+/* Below AVX-512, a convolution keeps NHWC still where the reorders would cost more than the
+ * blocked kernels save: under NHWC_BLOCKED_MIN_TAPS multiply-adds per output element (ResNet-20's
+ * 16- and 32-channel 3x3 layers: its eval forward at batch 64 took 36.2 ms with every layer
+ * NHWC, 38.6 with every layer blocked), or under NHWC_BLOCKED_MIN_MACS in all (ResNet-20 at batch
+ * 1: 0.65 against 0.78 ms a forward). ResNet-18's 3x3 layers (64 channels and up, 37.7 M
+ * multiply-adds an image) go blocked: its eval forward at batch 64 536 -> 458 ms. */
+#define NHWC_BLOCKED_MIN_TAPS 512.0
+#define NHWC_BLOCKED_MIN_MACS 8388608.0
+
+static bool keeps_nhwc(const conv_key *k) {
+    if (tsi_dnnl_conv_nhwc_native()) return true;
+    /* oneDNN 2.6.3's AVX2 1x1 kernel (jit_1x1:avx2) gets the weight gradient of a strided 1x1
+     * convolution over NHWC wrong when a group has fewer than 8 input channels (garbage that
+     * changes from run to run: ResNet-20's first downsample at width 4); the blocked layout's
+     * is right */
+    if (k->kind == K_BWD_WEIGHT && k->kh == 1 && k->kw == 1 && (k->sh > 1 || k->sw > 1) &&
+        k->c / k->g < 8)
+        return false;
+    const double taps = (double)(k->c / k->g) * (double)k->kh * (double)k->kw;
+    const double macs = (double)k->n * (double)k->o * (double)k->oh * (double)k->ow * taps;
+    return taps < NHWC_BLOCKED_MIN_TAPS || macs < NHWC_BLOCKED_MIN_MACS;
+}
+
 static bool build(conv_entry *e) {
     const dnnl_engine_t engine = tsi_dnnl_engine();
     const conv_key *k = &e->key;
@@ -169,8 +221,9 @@ static bool build(conv_entry *e) {
     else
         plain_md(&w_u, 4, w_d, dnnl_oihw, dt);
     plain_md(&b_u, 1, b_d, dnnl_x, dt);
-    /* NHWC named, not left to oneDNN, which would pick its blocked layout and reorder */
-    const dnnl_format_tag_t act_any = k->nhwc ? dnnl_nhwc : dnnl_format_tag_any;
+    /* NHWC named, not left to oneDNN, which would pick its blocked layout and reorder — where
+     * its NHWC kernels run at the blocked ones' speed (tsi_dnnl_conv_nhwc_native) */
+    const dnnl_format_tag_t act_any = k->nhwc && keeps_nhwc(k) ? dnnl_nhwc : dnnl_format_tag_any;
     plain_md(&src_a, 4, src_d, act_any, dt);
     plain_md(&dst_a, 4, dst_d, act_any, dt);
     if (k->g > 1)
@@ -514,6 +567,7 @@ bool tsi_dnnl_conv_backward_weight_nhwc(bool bf16, const ts_cgeom *g, const void
 uint64_t tsi_dnnl_conv_count(void) { return 0; }
 uint64_t tsi_dnnl_conv_bf16_count(void) { return 0; }
 uint64_t tsi_dnnl_conv_act_reorders(void) { return 0; }
+bool tsi_dnnl_conv_nhwc_native(void) { return false; }
 bool tsi_dnnl_conv_forward_blocked(const ts_cgeom *g, const float *x, int x_blk, const float *w,
                                    const tsi_conv_weight_id *wid, const float *b, float *y,
                                    int y_blk) {

@@ -41,15 +41,20 @@ bool tsi_dnnl_conv_forward_blocked(const ts_cgeom *g, const float *x, int x_blk,
                                    const tsi_conv_weight_id *wid, const float *b, float *y,
                                    int y_blk);
 /* The forward, backward-data and backward-weight passes with every activation (x, y, gy, gx) in
- * the channels_last layout, NHWC ([n][h][w][c], dense), and the primitive's NHWC kernels (no
- * reorder of an activation); float32, or bf16 (bf16 = true) where the CPU multiplies bf16. The
- * forward applies g's activation as tsi_dnnl_conv_forward does. false as above. */
+ * the channels_last layout, NHWC ([n][h][w][c], dense): the primitive's NHWC kernels (no reorder
+ * of an activation) where tsi_dnnl_conv_nhwc_native, else the blocked kernels with the
+ * activations reordered around the call; float32, or bf16 (bf16 = true) where the CPU multiplies
+ * bf16. The forward applies g's activation as tsi_dnnl_conv_forward does. false as above. */
 bool tsi_dnnl_conv_forward_nhwc(bool bf16, const ts_cgeom *g, const void *x, const void *w,
                                 const tsi_conv_weight_id *wid, const void *b, void *y);
 bool tsi_dnnl_conv_backward_data_nhwc(bool bf16, const ts_cgeom *g, const void *gy, const void *w,
                                       void *gx);
 bool tsi_dnnl_conv_backward_weight_nhwc(bool bf16, const ts_cgeom *g, const void *gy, const void *x,
                                         void *gw);
+/* Whether NHWC convolutions run oneDNN's NHWC kernels as they are (AVX-512, where those are as
+ * fast as the blocked ones), not the blocked kernels with reorders (below AVX-512: 20% faster
+ * than AVX2's NHWC kernels); TS_CONV_NHWC=keep|blocked forces it. false without oneDNN. */
+bool tsi_dnnl_conv_nhwc_native(void);
 /* Reorders of activations (x, y, gy, gx: not weights) the convolutions have run so far, between
  * our layout and the primitive's (tests and benchmarks count what the blocked layout saves). */
 uint64_t tsi_dnnl_conv_act_reorders(void);
