@@ -453,9 +453,12 @@ static void test_matmul_primitive(void) {
         CHECK(!want_prim(true, false, 4096, 256, 256) && want_prim(true, false, 4096, 512, 256));
         CHECK(want_prim(false, true, 4096, 256, 4096));
     }
-    if (dnnl) CHECK(want_prim(true, false, 1024, 256, 4096) && want_prim(true, false, 4096, 256, 256));
+    if (dnnl)
+        CHECK(want_prim(true, false, 1024, 256, 4096) && want_prim(true, false, 4096, 256, 256));
 #endif
-    CHECK(!want_prim(true, false, 100, 100, 100)); /* 10^6 multiply-adds: below the primitive */
+    /* 10^6 multiply-adds: below the primitive, in every layout it takes */
+    CHECK(!want_prim(true, false, 100, 100, 100) && !want_prim(false, true, 100, 100, 100));
+    CHECK(!want_prim(true, false, 100, 1000, 10) && !want_prim(false, false, 100, 100, 100));
 }
 
 static void test_empty(ts_device dev) {

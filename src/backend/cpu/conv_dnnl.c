@@ -157,25 +157,19 @@ static bool set_activation(dnnl_primitive_attr_t attr, const conv_key *k) {
  * NHWC convolution lets the primitive pick its layout and reorders around the call (a ResNet-18
  * step's convolutions and reorders on Zen 3: 1716 -> 1462 ms). TS_CONV_NHWC=keep|blocked forces
  * either (benchmarks, tests). The choice is fixed per process (primitives are cached). */
-static int nhwc_choice = -1;
+static bool nhwc_native, dnnl_avx512;
 static pthread_once_t nhwc_once = PTHREAD_ONCE_INIT;
 static void choose_nhwc(void) {
+    const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+    dnnl_avx512 = (isa & (unsigned)dnnl_cpu_isa_avx512_core) == (unsigned)dnnl_cpu_isa_avx512_core;
     const char *e = getenv("TS_CONV_NHWC");
-    if (e && !strcmp(e, "keep")) {
-        nhwc_choice = 1;
-    } else if (e && !strcmp(e, "blocked")) {
-        nhwc_choice = 0;
-    } else {
-        const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
-        nhwc_choice =
-            (isa & (unsigned)dnnl_cpu_isa_avx512_core) == (unsigned)dnnl_cpu_isa_avx512_core;
-    }
+    nhwc_native = e && !strcmp(e, "keep") ? true : e && !strcmp(e, "blocked") ? false : dnnl_avx512;
 }
 
 bool tsi_dnnl_conv_nhwc_native(void) {
     if (!tsi_dnnl_engine()) return false; /* made after the ISA cap is set (gemm_provider.c) */
     pthread_once(&nhwc_once, choose_nhwc);
-    return nhwc_choice == 1;
+    return nhwc_native;
 }
 
 /* Below AVX-512, a convolution keeps NHWC still where the reorders would cost more than the
@@ -188,14 +182,15 @@ bool tsi_dnnl_conv_nhwc_native(void) {
 #define NHWC_BLOCKED_MIN_MACS 8388608.0
 
 static bool keeps_nhwc(const conv_key *k) {
-    if (tsi_dnnl_conv_nhwc_native()) return true;
+    const bool native = tsi_dnnl_conv_nhwc_native(); /* sets dnnl_avx512 */
     /* oneDNN 2.6.3's AVX2 1x1 kernel (jit_1x1:avx2) gets the weight gradient of a strided 1x1
      * convolution over NHWC wrong when a group has fewer than 8 input channels (garbage that
      * changes from run to run: ResNet-20's first downsample at width 4); the blocked layout's
-     * is right */
-    if (k->kind == K_BWD_WEIGHT && k->kh == 1 && k->kw == 1 && (k->sh > 1 || k->sw > 1) &&
-        k->c / k->g < 8)
+     * is right. Below AVX-512 whatever TS_CONV_NHWC says. */
+    if (!dnnl_avx512 && k->kind == K_BWD_WEIGHT && k->kh == 1 && k->kw == 1 &&
+        (k->sh > 1 || k->sw > 1) && k->c / k->g < 8)
         return false;
+    if (native) return true;
     const double taps = (double)(k->c / k->g) * (double)k->kh * (double)k->kw;
     const double macs = (double)k->n * (double)k->o * (double)k->oh * (double)k->ow * taps;
     return taps < NHWC_BLOCKED_MIN_TAPS || macs < NHWC_BLOCKED_MIN_MACS;
