@@ -449,12 +449,26 @@ static void test_matmul_primitive(void) {
     const char *force = getenv("TS_GEMM");
     if (strstr(tsi_lib_gemm_name(false), "OpenBLAS") && !(force && *force)) {
         CHECK(!nn && nt && tn);
+        /* beside OpenBLAS, oneDNN's sgemm takes the thin products (a 10-class layer's), not the
+         * tiny ones, and OpenBLAS the rest the primitive leaves (beta 1: never the primitive) */
+        CHECK_EQ(tsi_lib_sgemm_route(false, true, 256, 10, 300, 0), TSI_SGEMM_DNNL);
+        CHECK_EQ(tsi_lib_sgemm_route(true, false, 10, 300, 256, 0), TSI_SGEMM_DNNL);
+        CHECK_EQ(tsi_lib_sgemm_route(false, false, 8, 10, 8, 0), TSI_SGEMM_BLAS);
+        CHECK_EQ(tsi_lib_sgemm_route(false, false, 256, 1024, 1024, 0), TSI_SGEMM_BLAS);
+        CHECK_EQ(tsi_lib_sgemm_route(false, true, 256, 1024, 1024, 0), TSI_SGEMM_PRIMITIVE);
+        CHECK_EQ(tsi_lib_sgemm_route(false, true, 256, 1024, 1024, 1), TSI_SGEMM_BLAS);
         CHECK(!want_prim(true, false, 1024, 256, 4096) && !want_prim(true, false, 256, 1024, 4096));
         CHECK(!want_prim(true, false, 4096, 256, 256) && want_prim(true, false, 4096, 512, 256));
         CHECK(want_prim(false, true, 4096, 256, 4096));
     }
-    if (dnnl)
+    if (dnnl) {
         CHECK(want_prim(true, false, 1024, 256, 4096) && want_prim(true, false, 4096, 256, 256));
+        /* oneDNN the provider: its sgemm below the primitive, the BLAS for the tiny products */
+        CHECK_EQ(tsi_lib_sgemm_route(false, false, 256, 10, 300, 0), TSI_SGEMM_DNNL);
+        CHECK_EQ(tsi_lib_sgemm_route(false, false, 64, 64, 64, 1), TSI_SGEMM_DNNL);
+        CHECK_EQ(tsi_lib_sgemm_route(false, false, 8, 10, 8, 0),
+                 tsi_lib_gemm_present(true) ? TSI_SGEMM_BLAS : TSI_SGEMM_DNNL);
+    }
 #endif
     /* 10^6 multiply-adds: below the primitive, in every layout it takes */
     CHECK(!want_prim(true, false, 100, 100, 100) && !want_prim(false, true, 100, 100, 100));

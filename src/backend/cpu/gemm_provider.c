@@ -158,6 +158,29 @@ static bool primitive_takes(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
            macs >= TS_GEMM_PRIM_MACS;
 }
 
+#ifdef TS_HAVE_DNNL
+/* Whether oneDNN's sgemm runs a product the primitive does not (choose() has run) */
+static bool dnnl_sgemm_takes(int64_t m, int64_t n, int64_t k) {
+    /* a oneDNN call costs ~0.3 us more than OpenBLAS's: tiny products stay with the BLAS */
+    const bool tiny = (double)m * (double)n * (double)k < TS_GEMM_TINY;
+    /* a dimension below TS_GEMM_THIN (a 10-class output layer): OpenBLAS's Haswell kernels run
+     * these at 33-66 GFLOP/s on two threads, oneDNN's at 69-110 */
+    const int64_t least = m < n ? (m < k ? m : k) : (n < k ? n : k);
+    const bool thin = dnnl_assists && least < TS_GEMM_THIN && !tiny;
+    return (f32_provider == PROV_DNNL && !(tiny && blas_present())) || thin;
+}
+#endif
+
+tsi_sgemm_lib tsi_lib_sgemm_route(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float beta) {
+    pthread_once(&once, choose);
+#ifdef TS_HAVE_DNNL
+    if (beta == 0.0f && primitive_takes(ta, tb, m, n, k)) return TSI_SGEMM_PRIMITIVE;
+    if (dnnl_sgemm_takes(m, n, k)) return TSI_SGEMM_DNNL;
+#endif
+    (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)beta;
+    return f32_provider == PROV_BLOCKED ? TSI_SGEMM_NONE : TSI_SGEMM_BLAS;
+}
+
 bool tsi_lib_sgemm_primitive(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
     pthread_once(&once, choose);
     return primitive_takes(ta, tb, m, n, k);
@@ -167,17 +190,10 @@ bool tsi_lib_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     pthread_once(&once, choose);
 #ifdef TS_HAVE_DNNL
-    /* a oneDNN call costs ~0.3 us more than OpenBLAS's: tiny products stay with the BLAS */
-    const double macs = (double)m * (double)n * (double)k;
-    const bool tiny = macs < TS_GEMM_TINY;
     if (beta == 0.0f && primitive_takes(ta, tb, m, n, k) &&
         tsi_dnnl_matmul_f32(ta, tb, m, n, k, a, lda, b, ldb, c, ldc))
         return true;
-    /* a dimension below TS_GEMM_THIN (a 10-class output layer): OpenBLAS's Haswell kernels run
-     * these at 33-66 GFLOP/s on two threads, oneDNN's at 69-110 */
-    const int64_t least = m < n ? (m < k ? m : k) : (n < k ? n : k);
-    const bool thin = dnnl_assists && least < TS_GEMM_THIN && !tiny;
-    if ((f32_provider == PROV_DNNL && !(tiny && blas_present())) || thin)
+    if (dnnl_sgemm_takes(m, n, k))
         return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c,
                           ldc) == dnnl_success;
 #endif

@@ -27,6 +27,12 @@ bool tsi_lib_sgemm_near_peak(double macs);
  * run at half OpenBLAS's speed, its long-reduction A^T B ones too: docs/ARCHITECTURE.md). */
 bool tsi_lib_sgemm_primitive(bool ta, bool tb, int64_t m, int64_t n, int64_t k);
 
+/* Where tsi_lib_sgemm sends a float32 product first (tests check the rules): oneDNN's matmul
+ * primitive, oneDNN's sgemm (where it is the provider, or a thin product beside OpenBLAS), the
+ * BLAS, or none (the built-in blocked GEMM). */
+typedef enum { TSI_SGEMM_PRIMITIVE, TSI_SGEMM_DNNL, TSI_SGEMM_BLAS, TSI_SGEMM_NONE } tsi_sgemm_lib;
+tsi_sgemm_lib tsi_lib_sgemm_route(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float beta);
+
 /* A library GEMM is chosen for this precision (else every product runs the blocked GEMM). */
 bool tsi_lib_gemm_present(bool f64);
 /* "oneDNN 2.6.3 (avx512_core)", "OpenBLAS 0.3.21 (Haswell)", "built-in blocked GEMM" */
