@@ -43,6 +43,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/cpu/gemm_amx.h"
 #include "backend/cpu/matmul_dnnl.h"
 #include "bf16_check.h"
 #include "ts_test.h"
@@ -243,11 +244,13 @@ static double check_model(const model_case *mc, int steps, int noise_runs, bool 
     if (!train(mc, RUN_F32, 1, steps, f32)) return INFINITY;
     printf("  float32 run %.2f s", now() - t);
     t = now();
-    const uint64_t bf16_products = tsi_dnnl_matmul_bf16_count();
+    const uint64_t dnnl_before = tsi_dnnl_matmul_bf16_count(), amx_before = tsi_amx_gemm_count();
     if (!train(mc, RUN_AUTOCAST, 1, steps, ac)) return INFINITY;
-    const uint64_t ran = tsi_dnnl_matmul_bf16_count() - bf16_products;
-    printf(", autocast run %.2f s (%llu products on oneDNN's bf16 matmul)", now() - t,
-           (unsigned long long)ran);
+    const uint64_t on_amx = tsi_amx_gemm_count() - amx_before;
+    const uint64_t ran = tsi_dnnl_matmul_bf16_count() - dnnl_before + on_amx;
+    printf(
+        ", autocast run %.2f s (%llu native bf16 products, %llu of them on Tessera's AMX kernel)",
+        now() - t, (unsigned long long)ran, (unsigned long long)on_amx);
     t = now();
     for (int p = 0; p < noise_runs; p++) {
         if (!train(mc, RUN_NOISE, 100 + (uint64_t)p, steps, noise)) return INFINITY;
@@ -255,11 +258,16 @@ static double check_model(const model_case *mc, int steps, int noise_runs, bool 
     }
     printf(", %d noise runs %.2f s\n", noise_runs, now() - t);
 
-    /* the bf16 path ran: oneDNN's products with native bf16, the widened path otherwise */
+    /* the bf16 path ran: native products (oneDNN's, or Tessera's AMX kernel: with TS_AMX_GEMM=all
+     * every one of them) with native bf16, the widened path otherwise */
     if (native)
         CHECK(ran > 0);
     else
         CHECK_EQ(ran, 0);
+    const char *amx_mode = getenv("TS_AMX_GEMM");
+    if (native && tsi_amx_gemm_ready() && amx_mode && !strcmp(amx_mode, "all"))
+        CHECK_EQ(on_amx, ran);
+    if (!tsi_amx_gemm_ready()) CHECK_EQ(on_amx, 0);
     bool differ = false;
     for (int s = 0; s < steps; s++) differ |= ac[s] != f32[s];
     CHECK(differ); /* rounding happened at all */

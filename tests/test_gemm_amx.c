@@ -12,9 +12,10 @@
  * exact check the rounding bit for bit (ties to even, as ts_f32_to_bf16). Guards around C catch
  * writes outside it; 1 and 2 threads give the same bits.
  *
- * Under a cap (TS_CPU_ISA below avx512, ONEDNN_MAX_CPU_ISA below the AMX ISAs) or TS_AMX_GEMM
- * neither on nor all, the kernel must decline and write nothing (the ctest entries _avx2,
- * _generic, _dnnl_cap, _off); unset, this program asks for all. */
+ * Under a cap (TS_CPU_ISA below avx512, ONEDNN_MAX_CPU_ISA below the AMX ISAs) or TS_AMX_GEMM=off
+ * the kernel must decline and write nothing (the ctest entries _avx2, _generic, _dnnl_cap, _off);
+ * on, or any other value (the default), takes the large products alone (_on, _default); unset,
+ * this program asks for all. */
 #define TS_AMX_EMULATED    1
 #define tsi_amx_gemm_ready tsi_amx_emu_gemm_ready
 #define tsi_amx_gemm_takes tsi_amx_emu_gemm_takes
@@ -302,7 +303,7 @@ int main(void) {
     tsi_init_once();
     if (!getenv("TS_AMX_GEMM")) setenv("TS_AMX_GEMM", "all", 1);
     const char *mode = getenv("TS_AMX_GEMM"), *cap = getenv("ONEDNN_MAX_CPU_ISA");
-    const bool asked = !strcmp(mode, "on") || !strcmp(mode, "all");
+    const bool asked = strcmp(mode, "off") != 0; /* on by default: only off turns it off */
     const bool capped = (cap && *cap && !strstr(cap, "AMX") && strcmp(cap, "ALL") != 0) ||
                         ts_cpu_isa_get() != TS_ISA_AVX512;
     printf("TS_AMX_GEMM=%s, vector ISA %s%s\n", mode,

@@ -81,14 +81,16 @@ static bool tiles_granted(void) {
 #endif
 }
 
-/* Until a session on an AMX host has run the tests on the tiles themselves (the emulator checks
- * everything but the instructions) and measured the kernel against oneDNN's, it runs only when
- * asked: TS_AMX_GEMM=on (products from TS_AMX_GEMM_MIN_MACS) or all (every one). */
+/* On by default for the large products (TS_AMX_GEMM_MIN_MACS): measured on an AMX host against
+ * oneDNN 2.6.3's AMX kernel (bench/bench_amx_gemm.c, docs/AMP.md), 1.1-1.8x faster there in every
+ * layout, and as fast or slower below (small operands, where packing costs more than it saves).
+ * TS_AMX_GEMM=off: never; all: every bf16 product (the tests' _amx_all entries); on (or unset):
+ * the large ones. */
 static void decide(void) {
     const char *mode = getenv("TS_AMX_GEMM");
-    if (!mode || (strcmp(mode, "on") != 0 && strcmp(mode, "all") != 0)) return;
+    if (mode && !strcmp(mode, "off")) return;
     if (ts_cpu_isa_get() != TS_ISA_AVX512 || dnnl_cap_below_amx()) return;
-    take_all = !strcmp(mode, "all");
+    take_all = mode && !strcmp(mode, "all");
     ready = tiles_granted();
 }
 

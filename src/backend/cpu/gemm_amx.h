@@ -6,15 +6,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Whether the AMX kernel may run: asked for with TS_AMX_GEMM=on or all (until it has been run and
- * measured on an AMX host it is off by default: docs/AMP.md), the CPU has AMX-BF16, Linux granted
- * this process the tiles' state, and nothing caps it: TS_CPU_ISA below avx512, ONEDNN_MAX_CPU_ISA
- * below the AMX ISAs (one cap for every AMX path, oneDNN's and this one). Read once. */
+/* Whether the AMX kernel may run: the CPU has AMX-BF16, Linux granted this process the tiles'
+ * state, nothing caps it (TS_CPU_ISA below avx512, ONEDNN_MAX_CPU_ISA below the AMX ISAs: one cap
+ * for every AMX path, oneDNN's and this one) and TS_AMX_GEMM is not off. Read once. */
 bool tsi_amx_gemm_ready(void);
 
 /* Whether a bf16 product of `macs` multiply-adds goes to this kernel rather than oneDNN's: ready,
- * and from TS_AMX_GEMM_MIN_MACS with TS_AMX_GEMM=on (below it oneDNN 2.6's kernel, which packs
- * nothing for small operands, is as fast: docs/AMP.md), or every size with TS_AMX_GEMM=all. */
+ * and from TS_AMX_GEMM_MIN_MACS (below it oneDNN 2.6's kernel, which packs nothing for small
+ * operands, is as fast or faster: docs/AMP.md), or every size with TS_AMX_GEMM=all. */
 #define TS_AMX_GEMM_MIN_MACS 2147483648.0
 bool tsi_amx_gemm_takes(double macs);
 
