@@ -4,7 +4,6 @@
  * (a weight gradient), each on 1 and 2 threads; best of 7 calls. Needs an AMX host: elsewhere the
  * kernel declines and the program says so.
  * Usage: TS_AMX_GEMM=all build/bench/bench_amx_gemm [M N K ...]   (default: a list of shapes) */
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 #!/bin/sh
 # run_bf16.sh — issue 29's bfloat16 goals on this CPU: bench_bf16.py on Tessera and on PyTorch in
 # the same run (each best of 1 and 2 threads), the ratios, the machine's float32 and bf16 peaks
-# (bench_peak_bf16), and which oneDNN kernels ran (ONEDNN_VERBOSE: avx512_core_amx,
-# avx512_core_bf16...) on both sides.
+# (bench_peak_bf16), Tessera's AMX kernel against oneDNN's on an AMX host (bench_amx_gemm), and
+# which oneDNN kernels ran (ONEDNN_VERBOSE: avx512_core_amx, avx512_core_bf16...) on both sides.
 # Usage: bench/run_bf16.sh [BUILD_DIR] [quick]   (BUILD_DIR defaults to "build"; builds nothing)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,6 +15,11 @@ trap 'rm -rf "$tmp"' EXIT
 flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx512f|avx512_bf16|amx_bf16|avx512_fp16)$' | tr '\n' ' ')
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); ISA: $flags"
 "$build/bench/bench_peak_bf16"
+# on an AMX host: Tessera's own AMX kernel against oneDNN's AMX primitive on the large products
+# (the kernel takes those by default; docs/AMP.md, "AMX host, session 23")
+case " $flags " in *" amx_bf16 "*)
+    TS_AMX_GEMM=all "$build/bench/bench_amx_gemm" 4096 4096 1024 2048 2048 1024 ;;
+esac
 PYTHONPATH="$build/python" "$syspy" "$here/bench_bf16.py" tessera "$mode" >"$tmp/ts.txt"
 "$PYTHON" "$here/bench_bf16.py" torch "$mode" >"$tmp/pt.txt"
 printf "%-26s %12s %12s %10s\n" case "tessera ms" "torch ms" "vs torch"
