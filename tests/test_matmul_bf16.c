@@ -21,11 +21,15 @@
  * large products (from TS_AMX_GEMM_MIN_MACS) run on Tessera's own AMX kernel (gemm_amx.c), and
  * with TS_AMX_GEMM=all (the ctest entry _amx_all) every native product does, so each case here,
  * edges, strides, batches and the bias included, tests it; under the caps it never runs. */
-
+#define _DEFAULT_SOURCE /* syscall */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "backend/cpu/gemm_amx.h"
 #include "backend/cpu/matmul_dnnl.h"
@@ -49,6 +53,24 @@ static void check_kernel(uint64_t amx_before, double macs, bool native) {
     else
         CHECK(amx == (amx_all() || macs >= TS_AMX_GEMM_MIN_MACS));
 }
+/* On a host with AMX-BF16 whose Linux hands out the tiles' state, with a compiler that has the AMX
+ * intrinsics (gemm_amx.c's own condition), the AMX kernel is ready by default: only a cap
+ * (TS_CPU_ISA, ONEDNN_MAX_CPU_ISA below the AMX ISAs) or TS_AMX_GEMM=off keeps it out. Without
+ * this, a kernel compiled out or never switched on would pass every other check here (the
+ * products then go to oneDNN, as on hosts without AMX). */
+static void check_amx_ready(const char *cap) {
+    bool expect = false;
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) &&                              \
+    (__GNUC__ >= 11 || (defined(__clang__) && __clang_major__ >= 12))
+    const char *mode = getenv("TS_AMX_GEMM"), *dnnl = getenv("ONEDNN_MAX_CPU_ISA");
+    const bool dnnl_capped = dnnl && *dnnl && !strstr(dnnl, "AMX") && strcmp(dnnl, "ALL") != 0;
+    expect = ts_test_host_has_amx_bf16() && !cap && !dnnl_capped &&
+             !(mode && !strcmp(mode, "off")) && syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#endif
+    printf("Tessera's AMX kernel: %s\n", tsi_amx_gemm_ready() ? "ready" : "not ready");
+    CHECK_EQ(tsi_amx_gemm_ready(), expect);
+}
+
 static ts_tensor *random_bf16(ts_shape s, double scale) {
     return ts_test_random_bf16(s, scale, false);
 }
@@ -159,6 +181,8 @@ int main(void) {
 #else
     CHECK(!native);
 #endif
+
+    check_amx_ready(cap);
 
     check_product("square 64", random_bf16(TS_SHAPE(64, 64), 1), random_bf16(TS_SHAPE(64, 64), 1),
                   native);
