@@ -43,7 +43,7 @@ test: build
 # instrumented, the GPU tests skip on CI's machines, and the Release build already compiles and
 # links every .cu file with warnings as errors (this build took minutes of CI's 40 for nothing).
 # oneDNN capped below AMX unless the caller caps it: creating oneDNN 2.6.3's AMX bf16 convolution
-# (brgconv:avx512_core_amx_bf16, a stride-2 3x3 one over 11x7) reads one element past an array of
+# (brgconv:avx512_core_amx_bf16, a stride-2 3x3 one over 11x7) reads past the end of an array of
 # its own, which faults where ASan's allocator puts that array at the end of a mapping (glibc's heap
 # always has its top chunk there); Tessera's code runs the same under AVX512-BF16's kernels
 # (docs/ARCHITECTURE.md, "Vector ISA variants").

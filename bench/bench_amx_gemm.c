@@ -48,8 +48,8 @@ int main(int argc, char **argv) {
         {"A B", false, false}, {"A B^T", false, true}, {"A^T B", true, false}};
     ts_release(ts_zeros(TS_SHAPE(1), (ts_opts){0})); /* the library's cpu backend (the scratch) */
     if (!tsi_amx_gemm_ready()) {
-        puts("bench_amx_gemm: the AMX kernel cannot run here (no AMX-BF16, a cap, or TS_AMX_GEMM "
-             "unset: run with TS_AMX_GEMM=all)");
+        puts("bench_amx_gemm: the AMX kernel cannot run here (no AMX-BF16, TS_CPU_ISA or "
+             "ONEDNN_MAX_CPU_ISA below it, or TS_AMX_GEMM=off)");
         return 0;
     }
     printf("%-16s %-6s %3s %10s %10s %8s %8s %7s\n", "MxNxK", "layout", "thr", "amx ms", "dnnl ms",

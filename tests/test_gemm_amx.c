@@ -37,6 +37,7 @@ uint64_t tsi_amx_gemm_count(void);
 #include <math.h>
 #include <stdio.h>
 
+#include "bf16_check.h"
 #include "core/internal.h" /* tsi_init_once: the cpu backend under the host scratch */
 #include "ts_test.h"
 
@@ -304,8 +305,7 @@ int main(void) {
     if (!getenv("TS_AMX_GEMM")) setenv("TS_AMX_GEMM", "all", 1);
     const char *mode = getenv("TS_AMX_GEMM"), *cap = getenv("ONEDNN_MAX_CPU_ISA");
     const bool asked = strcmp(mode, "off") != 0; /* on by default: only off turns it off */
-    const bool capped = (cap && *cap && !strstr(cap, "AMX") && strcmp(cap, "ALL") != 0) ||
-                        ts_cpu_isa_get() != TS_ISA_AVX512;
+    const bool capped = ts_test_dnnl_below_amx() || ts_cpu_isa_get() != TS_ISA_AVX512;
     printf("TS_AMX_GEMM=%s, vector ISA %s%s\n", mode,
            ts_cpu_isa_get() == TS_ISA_AVX512 ? "avx512" : "below avx512",
            cap ? ", ONEDNN_MAX_CPU_ISA set" : "");

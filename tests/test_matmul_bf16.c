@@ -62,9 +62,8 @@ static void check_amx_ready(const char *cap) {
     bool expect = false;
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) &&                              \
     (__GNUC__ >= 11 || (defined(__clang__) && __clang_major__ >= 12))
-    const char *mode = getenv("TS_AMX_GEMM"), *dnnl = getenv("ONEDNN_MAX_CPU_ISA");
-    const bool dnnl_capped = dnnl && *dnnl && !strstr(dnnl, "AMX") && strcmp(dnnl, "ALL") != 0;
-    expect = ts_test_host_has_amx_bf16() && !cap && !dnnl_capped &&
+    const char *mode = getenv("TS_AMX_GEMM");
+    expect = ts_test_host_has_amx_bf16() && !cap && !ts_test_dnnl_below_amx() &&
              !(mode && !strcmp(mode, "off")) && syscall(SYS_arch_prctl, 0x1023, 18) == 0;
 #endif
     printf("Tessera's AMX kernel: %s\n", tsi_amx_gemm_ready() ? "ready" : "not ready");

@@ -72,5 +72,10 @@ static bool cpu_flag(const char *a, const char *b) {
     return has;
 }
 
+bool ts_test_dnnl_below_amx(void) {
+    const char *dnnl = getenv("ONEDNN_MAX_CPU_ISA");
+    return dnnl && *dnnl && !strstr(dnnl, "AMX") && strcmp(dnnl, "ALL") != 0;
+}
+
 bool ts_test_host_has_bf16(void) { return cpu_flag(" avx512_bf16", " amx_bf16"); }
 bool ts_test_host_has_amx_bf16(void) { return cpu_flag(" amx_bf16", NULL); }

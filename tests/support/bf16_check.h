@@ -28,5 +28,7 @@ const char *ts_test_bf16_cap(bool conv);
 bool ts_test_host_has_bf16(void);
 /* Whether /proc/cpuinfo lists AMX-BF16 (oneDNN's bf16 kernels then run on AMX tiles). */
 bool ts_test_host_has_amx_bf16(void);
+/* Whether ONEDNN_MAX_CPU_ISA caps oneDNN below the AMX ISAs (and with it gemm_amx.c's kernel). */
+bool ts_test_dnnl_below_amx(void);
 
 #endif /* TS_BF16_CHECK_H */
