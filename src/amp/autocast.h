@@ -35,6 +35,14 @@ bool tsi_autocast_cache_enabled(ts_device d);
 typedef enum tsi_ac_policy {
     TSI_AC_NONE = 0, /* not listed: the op runs on its inputs as they are */
     TSI_AC_LOWER,    /* eligible inputs to the region's dtype (f16/bf16) */
+    /* LOWER for the products (mm, matmul, bmm, linear), except where the device's matmul widens
+     * that dtype to float32 anyway (ts_backend.half_products_native false: bf16 on a CPU without
+     * AVX512-BF16, f16 on any CPU): there eligible inputs go to float32, the product runs the
+     * float32 kernels on them as they are, and the result is rounded to the region's dtype — the
+     * result's dtype and graph that the user sees are LOWER's, without converting the operands
+     * (a parameter's cast, its widening in each product, its gradient's rounding and widening
+     * back) that made autocast slower than float32 there. */
+    TSI_AC_LOWER_PRODUCT,
     TSI_AC_FP32,     /* eligible inputs to float32 */
     TSI_AC_PROMOTE,  /* eligible inputs to the widest of them (f32 when any is f32) */
     TSI_AC_KEEP,     /* nothing cast, but autocast off inside the op (its kernels take the lower
@@ -48,6 +56,10 @@ typedef struct tsi_ac_frame {
     bool active;   /* the policy applied: tsi_autocast_exit has work to do */
     int saved_any; /* tsi_autocast_any before the op */
     int n_owned;
+    /* LOWER_PRODUCT on float32 operands: the dtype the result is rounded to, in a scope opened for
+     * the op (TS_DTYPE_DEFAULT: none) */
+    ts_dtype round_to;
+    const char *op;
     ts_tensor **owned; /* casts (new references) to release: small or a heap array */
     ts_tensor **list;  /* the list form's heap copy of the argument list, or NULL */
     ts_tensor *small[TSI_AC_FRAME_SMALL];

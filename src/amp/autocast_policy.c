@@ -23,7 +23,7 @@ static const policy_entry table[] = {
      * input stays bf16; KEEP only keeps autocast off for the ops it is made of */
     {"batch_norm", TSI_AC_KEEP},
     {"binary_cross_entropy_with_logits", TSI_AC_FP32},
-    {"bmm", TSI_AC_LOWER},
+    {"bmm", TSI_AC_LOWER_PRODUCT},
     /* promote: cat and stack are on PyTorch's CPU promote list (CUDA's cat promotes natively) */
     {"cat", TSI_AC_PROMOTE},
     {"conv2d", TSI_AC_LOWER},
@@ -33,13 +33,13 @@ static const policy_entry table[] = {
     {"exp", TSI_AC_FP32},
     {"l1_loss", TSI_AC_FP32},
     {"layer_norm", TSI_AC_FP32},
-    {"linear", TSI_AC_LOWER},
+    {"linear", TSI_AC_LOWER_PRODUCT},
     {"log", TSI_AC_FP32},
     {"log1p", TSI_AC_FP32},
     {"log_softmax", TSI_AC_FP32}, /* fp32_set_opt_dtype */
     {"logsumexp", TSI_AC_FP32},
-    {"matmul", TSI_AC_LOWER},
-    {"mm", TSI_AC_LOWER},
+    {"matmul", TSI_AC_LOWER_PRODUCT},
+    {"mm", TSI_AC_LOWER_PRODUCT},
     {"mse_loss", TSI_AC_FP32},
     {"nll_loss", TSI_AC_FP32},
     {"pow", TSI_AC_FP32},        /* pow.Tensor_Tensor */
@@ -100,6 +100,7 @@ static ts_dtype target_dtype(tsi_ac_policy p, ts_dtype lower, ts_tensor *const *
                              ts_device_type type) {
     switch (p) {
     case TSI_AC_LOWER:
+    case TSI_AC_LOWER_PRODUCT:
         return lower;
     case TSI_AC_FP32:
         return TS_F32;
@@ -122,6 +123,13 @@ static ts_dtype target_dtype(tsi_ac_policy p, ts_dtype lower, ts_tensor *const *
     }
 }
 
+/* Whether the products on device d multiply the half dtype dt in its own instructions (the
+ * backend's half_products_native; absent: they do). */
+static bool products_native(ts_device d, ts_dtype dt) {
+    const ts_backend *be = ts_backend_for(d.type);
+    return !be || !be->half_products_native || be->half_products_native(be, d.index, dt);
+}
+
 /* Casts the eligible arguments in ts[0..n) in place, keeping the casts in the frame. */
 static bool cast_args(tsi_ac_frame *f, const char *op, ts_tensor **ts, int n) {
     ts_device dev;
@@ -129,7 +137,13 @@ static bool cast_args(tsi_ac_frame *f, const char *op, ts_tensor **ts, int n) {
     tsi_ac_policy p = tsi_autocast_policy(op);
     if (p == TSI_AC_NONE || !op_device(ts, n, &dev) || !tsi_autocast_active(dev, &lower))
         return false;
-    const ts_dtype to = target_dtype(p, lower, ts, n, dev.type);
+    ts_dtype to = target_dtype(p, lower, ts, n, dev.type);
+    f->round_to = TS_DTYPE_DEFAULT;
+    f->op = op;
+    if (p == TSI_AC_LOWER_PRODUCT && !products_native(dev, lower)) {
+        to = TS_F32;
+        f->round_to = lower;
+    }
     f->owned = n <= TSI_AC_FRAME_SMALL ? f->small : malloc((size_t)n * sizeof *f->owned);
     if (!f->owned) {
         tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %d autocast arguments", op, n);
@@ -142,6 +156,8 @@ static bool cast_args(tsi_ac_frame *f, const char *op, ts_tensor **ts, int n) {
          * NULL input while an error is pending */
         ts[i] = f->owned[f->n_owned++] = tsi_autocast_cast(op, ts[i], to);
     }
+    /* the float32 result goes to this scope, ended once it is rounded (tsi_autocast_exit_slow) */
+    if (f->round_to != TS_DTYPE_DEFAULT) ts_scope_begin();
     /* PyTorch's ExcludeDispatchKeyGuard: the ops this one is made of run as they are */
     f->saved_any = tsi_autocast_any;
     tsi_autocast_any = 0;
@@ -178,6 +194,14 @@ void tsi_autocast_enter_list_slow(tsi_ac_frame *f, const char *op, ts_tensor *co
 
 ts_tensor *tsi_autocast_exit_slow(tsi_ac_frame *f, ts_tensor *result) {
     tsi_autocast_any = f->saved_any;
+    if (f->round_to != TS_DTYPE_DEFAULT) {
+        /* differentiable (ToCopyBackward0): the gradient comes back widened to float32 */
+        ts_tensor *r = result && result->dtype == TS_F32
+                           ? tsi_autocast_cast(f->op, result, f->round_to)
+                           : ts_retain(result);
+        ts_scope_end(); /* the float32 result, unless the graph keeps it */
+        result = tsi_own(r);
+    }
     for (int i = 0; i < f->n_owned; i++) ts_release(f->owned[i]);
     if (f->owned != f->small) free(f->owned);
     free(f->list);

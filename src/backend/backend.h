@@ -269,6 +269,12 @@ struct ts_backend {
      * argument). f32 and f64. NULL: the front end adds the bias itself (linear's addmm). */
     void (*matmul_bias)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
                         const ts_kview *b, const ts_kview *bias);
+    /* Optional (NULL: they are): whether matmul multiplies operands of the half dtype dt (TS_F16,
+     * TS_BF16) in that dtype's own instructions, rather than widening them to float32 and running
+     * the float32 kernels. Where it does not, autocast gives the products float32 operands and
+     * rounds their results (amp/autocast_policy.c's TSI_AC_LOWER_PRODUCT): the same float32
+     * kernels without the operands' conversions (the CPU without AVX512-BF16; f16 on any CPU). */
+    bool (*half_products_native)(const ts_backend *be, int index, ts_dtype dt);
     /* out = in.index_select(dim, idx); idx 1-D TS_I64 with values already checked in range */
     void (*index_select)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                          int dim, const ts_kview *idx);

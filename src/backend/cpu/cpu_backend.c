@@ -57,6 +57,7 @@ void ts_cpu_kernels_install(ts_backend *be) {
     be->reduce = ts_cpu_reduce;
     be->matmul = ts_cpu_matmul;
     be->matmul_bias = ts_cpu_matmul_bias;
+    be->half_products_native = ts_cpu_half_products_native;
     be->index_select = ts_cpu_index_select;
     be->gather = ts_cpu_gather;
     be->scatter_add = ts_cpu_scatter_add;

@@ -26,6 +26,9 @@ void ts_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const t
                    const ts_kview *b);
 void ts_cpu_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
                         const ts_kview *b, const ts_kview *bias);
+/* bf16 where oneDNN runs bf16 instructions here (AVX512-BF16, AMX: tsi_dnnl_bf16_native); f16
+ * never (matmul_half widens it on every CPU) */
+bool ts_cpu_half_products_native(const ts_backend *be, int index, ts_dtype dt);
 /* kern_index.c */
 void ts_cpu_index_select(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                          int dim, const ts_kview *idx);

@@ -388,6 +388,11 @@ static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b,
     return true;
 }
 
+bool ts_cpu_half_products_native(const ts_backend *be, int index, ts_dtype dt) {
+    (void)be, (void)index;
+    return dt == TS_BF16 && tsi_dnnl_bf16_native();
+}
+
 /* ------------------------------------------------------------------ integers */
 /* PyTorch's integer mm wraps on overflow; unsigned arithmetic gives that without UB. Rows
  * [r0, r1) of the flattened [bsz * m] output. */
