@@ -10,6 +10,7 @@
  * stand-in: native on every host). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "amp/autocast.h"
 #include "bf16_check.h"
@@ -150,6 +151,30 @@ static void test_gradients(ts_device dev, ts_dtype lower) {
     ts_scope_end();
 }
 
+/* ==================================================================== the other policies */
+/* Only the four products change: an fp32 op, a promoting one and the convolution (lower, keeps
+ * its half operands everywhere) give the dtypes and graph they give on a native device. */
+static void test_other_ops_unchanged(ts_device dev, ts_dtype lower) {
+    ts_scope_begin();
+    ts_opts o = {.device = dev};
+    ts_tensor *x = ts_rand(TS_SHAPE(2, 3, 6, 6), o), *w = ts_rand(TS_SHAPE(4, 3, 3, 3), o);
+    ts_tensor *h = ts_to_dtype(ts_rand(TS_SHAPE(4, 5), o), lower), *f = ts_rand(TS_SHAPE(4, 5), o);
+    ts_set_requires_grad(w, true);
+    ts_autocast_begin(dev.type, lower);
+    ts_tensor *sm = ts_softmax(h, 1);                        /* fp32 */
+    ts_tensor *cat = ts_cat((ts_tensor *const[]){h, f}, 2, 0); /* promote */
+    ts_tensor *hh = ts_cat((ts_tensor *const[]){h, h}, 2, 0);  /* promote, both half */
+    ts_tensor *c = ts_conv2d(x, w, NULL, (ts_conv2d_opts){0}); /* lower, operands cast */
+    ts_autocast_end();
+    CHECK_OK();
+    CHECK(sm && ts_dtype_of(sm) == TS_F32);
+    CHECK(cat && ts_dtype_of(cat) == TS_F32);
+    CHECK(hh && ts_dtype_of(hh) == lower);
+    CHECK(c && ts_dtype_of(c) == lower);
+    CHECK(c && strcmp(ts_grad_fn_name(c), "ToCopyBackward0") != 0);
+    ts_scope_end();
+}
+
 /* ==================================================================== memory and errors */
 static void test_nothing_left(ts_device dev, ts_dtype lower) {
     ts_scope_begin();
@@ -193,6 +218,7 @@ int main(void) {
         for (int t = 0; t < 2; t++) {
             test_cancelling_sum(devs[d], dts[t]);
             test_gradients(devs[d], dts[t]);
+            test_other_ops_unchanged(devs[d], dts[t]);
             test_nothing_left(devs[d], dts[t]);
         }
     return ts_test_finish();

@@ -16,20 +16,23 @@
 #   -o REPORT  where each mutant's outcome and diff go (default BUILD/mutate-report.txt)
 #   -r OLD     only the mutants that SURVIVED in the report OLD (after adding tests: the killed
 #              ones stay killed while tests are only added or tightened)
+#   -d REV     only the lines the working tree changed or added since git revision REV (a change
+#              inside a large file: its own lines, not a draw over the whole file)
 # Needs `mutate` (pip install universalmutator). Prints the score per file and overall: killed /
 # (killed + survived), with the sample size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-per_file=20 seed=1 build=build-mut report="" rerun=""
-while getopts "n:s:B:o:r:h" opt; do
+per_file=20 seed=1 build=build-mut report="" rerun="" since=""
+while getopts "n:s:B:o:r:d:h" opt; do
     case $opt in
     n) per_file=$OPTARG ;;
     s) seed=$OPTARG ;;
     B) build=$OPTARG ;;
     o) report=$OPTARG ;;
     r) rerun=$OPTARG ;;
-    *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    d) since=$OPTARG ;;
+    *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -149,7 +152,18 @@ for f in "$@"; do
     orig_sum=$(sha256sum <"$(object_of "$f")")
     rm -rf "$work/m" && mkdir -p "$work/m"
     cp "$f" "$work/original"
-    mutate "$f" c --noCheck --mutantDir "$work/m" >"$work/generate.log" 2>&1
+    lines_opt=()
+    if [ -n "$since" ]; then # the new side's line numbers of every hunk since REV
+        git diff -U0 "$since" -- "$f" |
+            sed -n 's/^@@ -[0-9,]* +\([0-9]*\)\(,\([0-9]*\)\)\{0,1\} @@.*/\1 \3/p' |
+            while read -r first count; do
+                for ((i = 0; i < ${count:-1}; i++)); do echo $((first + i)); done
+            done >"$work/lines"
+        [ -s "$work/lines" ] || { echo "  (no line of $f changed since $since)"; continue; }
+        lines_opt=(--lines "$work/lines")
+    fi
+    mutate "$f" c --noCheck ${lines_opt[@]+"${lines_opt[@]}"} --mutantDir "$work/m" \
+        >"$work/generate.log" 2>&1
     # the draw: a seeded shuffle of all mutants, taken in order until N compiled
     mapfile -t order < <(python3 -c '
 import os, random, sys, zlib
