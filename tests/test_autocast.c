@@ -407,13 +407,6 @@ static void test_cache(void) {
     CHECK_EQ(after.live_tensors, before.live_tensors);
 }
 
-/* Whether autocast's products cast float32 operands to the region's dtype on device d (the
- * backend's half_products_native; absent: they do). */
-static bool products_take_half(ts_device d, ts_dtype dt) {
-    const ts_backend *be = ts_backend_for(d.type);
-    return !be->half_products_native || be->half_products_native(be, d.index, dt);
-}
-
 /* ==================================================================== errors */
 static void test_errors(void) {
     ts_autocast_end();
@@ -545,7 +538,7 @@ int main(void) {
         /* the cache serves products whose parameters are cast: not where a CPU's products take
          * float32 operands (bf16 without AVX512-BF16, test_autocast_products.c); the sim
          * configurations test it on every host */
-        if (products_take_half(cfg_dev, cfg_lower))
+        if (tsi_autocast_products_native(cfg_dev, cfg_lower))
             test_cache();
         else
             printf("%s: cache test skipped: products take float32 operands here\n", cfg_name);

@@ -1,5 +1,5 @@
-/* test_autocast_products.c — autocast's products (mm, matmul, bmm, linear) where the device does not
- * multiply the region's half dtype natively (TSI_AC_LOWER_PRODUCT, src/amp/autocast_policy.c):
+/* test_autocast_products.c — autocast's products (mm, matmul, bmm, linear) where the device does
+ * not multiply the region's half dtype natively (TSI_AC_LOWER_PRODUCT, src/amp/autocast_policy.c):
  * bf16 on a CPU without AVX512-BF16 (or under an ISA cap: this test is in the *_avx2 / *_generic
  * reruns), f16 on any CPU. There the products take float32 operands as they are and round the
  * result, so a sum that cancels shows the difference: a = [1 + e, -1], b = [1, 1] with e below
@@ -26,15 +26,6 @@ static bool expect_native(ts_device_type dev, ts_dtype dt) {
 /* e: below the half dtype's spacing at 1 (bf16 2^-7, f16 2^-10), exact in it and in float32 */
 static double tiny_of(ts_dtype dt) { return dt == TS_BF16 ? ldexp(1, -10) : ldexp(1, -12); }
 
-static double scalar_of(ts_tensor *t) {
-    double v = NAN;
-    ts_scope_begin();
-    ts_tensor *c = ts_to(ts_to_dtype(ts_reshape(t, TS_SHAPE(1)), TS_F64), ts_cpu());
-    if (c) ts_copy_to_host(c, &v, sizeof v);
-    ts_scope_end();
-    return v;
-}
-
 /* ==================================================================== the cancelling sum */
 static void test_cancelling_sum(ts_device dev, ts_dtype lower) {
     ts_scope_begin();
@@ -56,7 +47,7 @@ static void test_cancelling_sum(ts_device dev, ts_dtype lower) {
     for (int i = 0; i < 4; i++) {
         CHECK(ys[i] && ts_dtype_of(ys[i]) == lower);
         if (!ys[i]) continue;
-        const double got = scalar_of(ys[i]);
+        const double got = ts_item(ys[i]);
         if (got != want)
             printf("  %s %s on %s: %g, want %g\n", names[i], ts_dtype_name(lower),
                    dev.type == TS_SIM ? "sim" : "cpu", got, want);
@@ -69,8 +60,8 @@ static void test_cancelling_sum(ts_device dev, ts_dtype lower) {
     ts_autocast_begin(dev.type, lower);
     ts_tensor *yh = ts_mm(ah, b), *y64 = ts_mm(a64, b64);
     ts_autocast_end();
-    CHECK(yh && ts_dtype_of(yh) == lower && scalar_of(yh) == 0.0);
-    CHECK(y64 && ts_dtype_of(y64) == TS_F64 && scalar_of(y64) == e);
+    CHECK(yh && ts_dtype_of(yh) == lower && ts_item(yh) == 0.0);
+    CHECK(y64 && ts_dtype_of(y64) == TS_F64 && ts_item(y64) == e);
     CHECK_OK();
     ts_scope_end();
 }
@@ -134,7 +125,7 @@ static void test_gradients(ts_device dev, ts_dtype lower) {
         double s = 0, sh = 0;
         for (int i = 0; i < N; i++) {
             s += xs[i * IN];
-            sh += scalar_of(ts_to_dtype(ts_select(ts_select(x, 0, i), 0, 0), lower));
+            sh += ts_item(ts_to_dtype(ts_select(ts_select(x, 0, i), 0, 0), lower));
         }
         CHECK(fabs(sh - s) > f32_bound(N, s));
     }
@@ -161,7 +152,7 @@ static void test_other_ops_unchanged(ts_device dev, ts_dtype lower) {
     ts_tensor *h = ts_to_dtype(ts_rand(TS_SHAPE(4, 5), o), lower), *f = ts_rand(TS_SHAPE(4, 5), o);
     ts_set_requires_grad(w, true);
     ts_autocast_begin(dev.type, lower);
-    ts_tensor *sm = ts_softmax(h, 1);                        /* fp32 */
+    ts_tensor *sm = ts_softmax(h, 1);                          /* fp32 */
     ts_tensor *cat = ts_cat((ts_tensor *const[]){h, f}, 2, 0); /* promote */
     ts_tensor *hh = ts_cat((ts_tensor *const[]){h, h}, 2, 0);  /* promote, both half */
     ts_tensor *c = ts_conv2d(x, w, NULL, (ts_conv2d_opts){0}); /* lower, operands cast */

@@ -43,12 +43,15 @@ typedef enum tsi_ac_policy {
      * (a parameter's cast, its widening in each product, its gradient's rounding and widening
      * back) that made autocast slower than float32 there. */
     TSI_AC_LOWER_PRODUCT,
-    TSI_AC_FP32,     /* eligible inputs to float32 */
-    TSI_AC_PROMOTE,  /* eligible inputs to the widest of them (f32 when any is f32) */
-    TSI_AC_KEEP,     /* nothing cast, but autocast off inside the op (its kernels take the lower
-                      * dtype with f32 parameters: PyTorch's unlisted native batch_norm) */
+    TSI_AC_FP32,    /* eligible inputs to float32 */
+    TSI_AC_PROMOTE, /* eligible inputs to the widest of them (f32 when any is f32) */
+    TSI_AC_KEEP,    /* nothing cast, but autocast off inside the op (its kernels take the lower
+                     * dtype with f32 parameters: PyTorch's unlisted native batch_norm) */
 } tsi_ac_policy;
 tsi_ac_policy tsi_autocast_policy(const char *op);
+/* Whether the products on device d multiply the half dtype dt in its own instructions (the
+ * backend's half_products_native; absent: they do): LOWER_PRODUCT is LOWER there. */
+bool tsi_autocast_products_native(ts_device d, ts_dtype dt);
 
 /* What an autocast op must undo when it returns: the casts it made and the suppression. */
 #define TSI_AC_FRAME_SMALL 8

@@ -123,9 +123,7 @@ static ts_dtype target_dtype(tsi_ac_policy p, ts_dtype lower, ts_tensor *const *
     }
 }
 
-/* Whether the products on device d multiply the half dtype dt in its own instructions (the
- * backend's half_products_native; absent: they do). */
-static bool products_native(ts_device d, ts_dtype dt) {
+bool tsi_autocast_products_native(ts_device d, ts_dtype dt) {
     const ts_backend *be = ts_backend_for(d.type);
     return !be || !be->half_products_native || be->half_products_native(be, d.index, dt);
 }
@@ -140,7 +138,7 @@ static bool cast_args(tsi_ac_frame *f, const char *op, ts_tensor **ts, int n) {
     ts_dtype to = target_dtype(p, lower, ts, n, dev.type);
     f->round_to = TS_DTYPE_DEFAULT;
     f->op = op;
-    if (p == TSI_AC_LOWER_PRODUCT && !products_native(dev, lower)) {
+    if (p == TSI_AC_LOWER_PRODUCT && !tsi_autocast_products_native(dev, lower)) {
         to = TS_F32;
         f->round_to = lower;
     }

@@ -57,7 +57,6 @@ void ts_cpu_kernels_install(ts_backend *be) {
     be->reduce = ts_cpu_reduce;
     be->matmul = ts_cpu_matmul;
     be->matmul_bias = ts_cpu_matmul_bias;
-    be->half_products_native = ts_cpu_half_products_native;
     be->index_select = ts_cpu_index_select;
     be->gather = ts_cpu_gather;
     be->scatter_add = ts_cpu_scatter_add;
@@ -95,6 +94,9 @@ static ts_backend cpu_backend = {
     .copy_d2d = cpu_copy_d2d,
     .memset_zero = cpu_memset_zero,
     .synchronize = cpu_synchronize,
+    /* the cpu's own, not a kernel the sim device shares: sim stands in for a GPU, which multiplies
+     * halves natively, so autocast keeps its half operands there on every host */
+    .half_products_native = ts_cpu_half_products_native,
 };
 
 void ts_cpu_backend_init(void) {

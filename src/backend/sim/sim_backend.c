@@ -112,9 +112,6 @@ static ts_backend sim_backend = {
 void ts_sim_backend_init(void) {
     if (ts_backend_for(TS_SIM) == &sim_backend) return;
     ts_cpu_kernels_install(&sim_backend);
-    /* the simulated device stands in for a GPU, which multiplies halves natively: autocast keeps
-     * its half operands on every host (the products still run the CPU's kernels) */
-    sim_backend.half_products_native = NULL;
     ts_backend_register(&sim_backend);
 }
 
