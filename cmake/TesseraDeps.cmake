@@ -34,6 +34,15 @@ include_directories(SYSTEM ${TS_CJSON_INCLUDE})
 set(TS_PC_LIBS "${TS_PC_LIBS} -lcjson")
 message(STATUS "Tessera: cJSON ${TS_CJSON_LIB}")
 
+# DLPack's header (Debian: libdlpack-dev, <dlpack/dlpack.h>): ts_to_dlpack / ts_from_dlpack
+find_path(TS_DLPACK_INCLUDE dlpack/dlpack.h)
+if(NOT TS_DLPACK_INCLUDE)
+  message(FATAL_ERROR "Tessera needs DLPack's header for ts_to_dlpack: install libdlpack-dev "
+                      "(apt-get install libdlpack-dev, or `make deps`), or point CMAKE_PREFIX_PATH "
+                      "at a folder holding include/dlpack/dlpack.h")
+endif()
+include_directories(SYSTEM ${TS_DLPACK_INCLUDE})
+
 # zlib reads gzip'ed IDX files (Debian: zlib1g-dev); stb_image, when present, decodes the images of
 # ts_image_folder (Debian: libstb-dev, header <stb/stb_image.h>, library -lstb).
 find_package(ZLIB)

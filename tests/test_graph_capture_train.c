@@ -1,6 +1,6 @@
 /* test_graph_capture_train.c — captured training steps with state that changes from step to step
  * (docs/CAPTURE.md): over 100 steps, eager training and 3 eager warm-up steps + one capture +
- * replays give the same losses and parameters bit for bit, on cpu and sim:0, for
+ * replays give the same losses and parameters bit for bit, on cpu, sim:0 and cuda:0, for
  *   - LeNet with SGD momentum and a step learning-rate schedule stepped between replays;
  *   - a GPT-mini with dropout (embeddings, attention weights, residuals) trained by AdamW (two
  *     parameter groups) under a warm-up + cosine schedule: dropout masks differ per replay as
@@ -169,19 +169,35 @@ static void after_step(trainer *t) {
     if (t->sched) ts_scheduler_step(t->sched);
 }
 
-static void check_replay_equals_eager(model_kind k, ts_device dev) {
-    ts_scope_begin();
-    make_data(k, dev);
-    double eager[STEPS], replayed[STEPS];
-    ts_manual_seed(1234); /* the dropout masks' stream, the same for both runs */
+/* STEPS eager steps from the start; the trainer, for its state */
+static trainer train_eagerly(model_kind k, ts_device dev, double *losses) {
+    ts_manual_seed(1234); /* the dropout masks' stream, the same for every run */
     trainer a = trainer_new(k, dev);
     ts_manual_seed(1234);
     for (int s = 0; s < STEPS; s++) {
         ts_scope_begin();
-        eager[s] = ts_item(train_step(&a, xs[s], ys[s]));
+        losses[s] = ts_item(train_step(&a, xs[s], ys[s]));
         ts_scope_end();
         after_step(&a);
     }
+    return a;
+}
+
+/* On cuda: whether a second eager run repeats the first's losses bit for bit (cuDNN's
+ * convolutions may not: some of its algorithms add in a varying order). */
+static bool eager_reproducible(model_kind k, ts_device dev, const double *eager) {
+    if (dev.type != TS_CUDA) return true;
+    double again[STEPS];
+    trainer t = train_eagerly(k, dev, again);
+    trainer_free(&t);
+    return memcmp(again, eager, sizeof again) == 0;
+}
+
+static void check_replay_equals_eager(model_kind k, ts_device dev) {
+    ts_scope_begin();
+    make_data(k, dev);
+    double eager[STEPS], replayed[STEPS];
+    trainer a = train_eagerly(k, dev, eager);
     const double eager_scale = a.scaler ? ts_grad_scaler_get_scale(a.scaler) : 0;
 
     trainer b = trainer_new(k, dev);
@@ -215,12 +231,18 @@ static void check_replay_equals_eager(model_kind k, ts_device dev) {
     printf("  %-8s on %-6s %4lld kernels a step; losses %.4f -> %.4f; %d of %d equal bit for bit\n",
            kind_name[k], ts_device_str(dev), (long long)ts_graph_kernel_count(g), eager[0],
            eager[STEPS - 1], equal, STEPS);
-    CHECK_EQ(equal, STEPS);
-    /* parameters, optimizer state (step counts read back from the device) and the scaler */
-    ts_snapshot sa = ts_snapshot_take(a.m, a.opt, a.scaler),
-                sb = ts_snapshot_take(b.m, b.opt, b.scaler);
-    ts_snapshot_check("state after replays", &sb, &sa);
-    ts_snapshot_free(&sa), ts_snapshot_free(&sb);
+    if (equal < STEPS && !eager_reproducible(k, dev, eager)) {
+        printf("  SKIP the bit-for-bit checks of %s on %s: two eager runs already differ "
+               "(cuDNN's non-deterministic algorithms)\n",
+               kind_name[k], ts_device_str(dev));
+    } else {
+        CHECK_EQ(equal, STEPS);
+        /* parameters, optimizer state (step counts read back from the device) and the scaler */
+        ts_snapshot sa = ts_snapshot_take(a.m, a.opt, a.scaler),
+                    sb = ts_snapshot_take(b.m, b.opt, b.scaler);
+        ts_snapshot_check("state after replays", &sb, &sa);
+        ts_snapshot_free(&sa), ts_snapshot_free(&sb);
+    }
     CHECK(eager[STEPS - 1] < 0.8 * eager[0]); /* it learned: the comparison means something */
     if (k == M_AMP) {
         CHECK(!isfinite(eager[INF_STEP]));                         /* the Inf batch... */
@@ -286,8 +308,8 @@ static void check_refusal(refusal r, ts_device dev, const char *frag) {
 
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
-    ts_device devs[2] = {ts_cpu(), ts_sim(0)};
-    int nd = ts_device_is_available(ts_sim(0)) ? 2 : 1;
+    ts_device devs[TS_TEST_MAX_DEVICES];
+    const int nd = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     printf("replayed training equals eager training:\n");
     for (int d = 0; d < nd; d++)
         for (int k = M_LENET; k <= M_AMP; k++) check_replay_equals_eager((model_kind)k, devs[d]);

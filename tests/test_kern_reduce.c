@@ -229,7 +229,7 @@ static void check_reduce(ts_dtype dt, int nd, const int64_t *ps, const int *perm
                                                                    : TS_F64;
     int64_t ostr[TS_MAX_DIMS];
     contig(nl, vs, ostr, 2);
-    char *obuf = malloc((size_t)(2 * outputs + 1) * esz(odt));
+    char *obuf = calloc((size_t)(2 * outputs + 1), esz(odt)); /* calloc: GCC 13's warning */
     for (int64_t i = 0; i < 2 * outputs + 1; i++) wr(odt, obuf, i, 77);
     double sentinel = rd(odt, obuf, 0);
     ts_kview out = mkview(obuf, odt, nl, vs, ostr);

@@ -223,11 +223,30 @@ static void test_usage(void) {
                       "tessera: --graph: not an option of 'tessera eval' (see tessera --help)\n");
 }
 
+/* cuda:0: the step is one CUDA graph (cuda_graph.cu), its optimizer scalars and the float16
+ * scaler's skip on the device */
+static void test_cuda(void) {
+    if (!ts_device_is_available(ts_cuda(0))) {
+        ts_test_no_cuda("tessera train --graph on cuda:0");
+        return;
+    }
+    const char *const line[] = {"--graph: the training step is captured on cuda:0 (", NULL};
+    compare_runs("mlp-cuda:0",
+                 ARGS("--model", "mlp", "--device", "cuda:0", "--schedule", "constant"), line, 0);
+    compare_runs("mlp-adam-cuda:0",
+                 ARGS("--model", "mlp", "--device", "cuda:0", "--optimizer", "adam"), line, 0);
+    compare_runs("mlp-f16-cuda:0",
+                 ARGS("--model", "mlp", "--device", "cuda:0", "--schedule", "constant", "--amp",
+                      "--amp-dtype", "f16"),
+                 line, 0);
+}
+
 int main(void) {
     if (!trainer_setup(TS_TESSERA_BIN)) return ts_test_skip("cannot create a temporary folder");
     test_usage();
     test_captured();
     test_device_state();
+    test_cuda();
     trainer_cleanup();
     return ts_test_finish();
 }

@@ -10,8 +10,9 @@ typedef struct ts_graph_opts {
     int reserved; /* must be 0 */
 } ts_graph_opts;
 
-/* Starts recording on this thread every kernel that runs on device dev (cpu or sim:N; cuda: not
- * yet, TS_ERR_UNSUPPORTED). Kernels are recorded, not run, as a CUDA stream capture does: values
+/* Starts recording on this thread every kernel that runs on device dev (cpu, sim:N or cuda:N; on
+ * cuda the step becomes one CUDA graph at ts_graph_capture_end, and each replay launches it on the
+ * thread's current stream). Kernels are recorded, not run, as a CUDA stream capture does: values
  * computed during the capture are not available until a replay. Returns the graph being recorded
  * (owned by the caller: ts_graph_free), NULL + TS_ERR_STATE when this thread is already
  * capturing or an error is pending. While capturing, on dev:
@@ -28,7 +29,8 @@ ts_graph *ts_graph_capture_begin(ts_device dev, ts_graph_opts o);
 /* Ends this thread's capture. TS_OK: the graph can be replayed. Otherwise the error that broke the
  * capture (the first one raised while capturing, still pending) and the graph can only be freed. */
 ts_status ts_graph_capture_end(void);
-/* Runs the recorded kernels in order: no dispatch, checks, autograd or allocation. */
+/* Runs the recorded kernels in order: no dispatch, checks, autograd or allocation (cuda: one
+ * cudaGraphLaunch, asynchronous like any kernel; read the outputs as usual). */
 ts_status ts_graph_replay(ts_graph *g);
 /* Frees the graph and gives its memory back (tensors made during the capture that are still
  * alive keep theirs until they are released). NULL is fine. */

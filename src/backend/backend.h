@@ -393,6 +393,20 @@ struct ts_backend {
     void (*amp_update_scale)(const ts_backend *be, int index, const ts_kview *scale,
                              const ts_kview *growth_tracker, const ts_kview *found_inf,
                              double growth_factor, double backoff_factor, int growth_interval);
+
+    /* ---- captured steps as device graphs (optional; NULL, as on cpu and sim: a replay runs the
+     * recorded calls one by one). graph_build runs body(ctx), which makes the recorded calls on
+     * this backend, under the device's own capture (CUDA: a stream capture on a side stream) and
+     * returns the graph, to be launched whole; NULL with the error pending when the capture or its
+     * instantiation failed. While body runs, random draws (random, sdpa dropout) are given seed 0
+     * and their offset relative to the graph: the graph adds the seed and base that each
+     * graph_launch passes, read on the device. Scratch memory and tables the kernels make during
+     * the build are the graph's. graph_destroy waits for the launches in flight and frees all
+     * that. */
+    void *(*graph_build)(const ts_backend *be, int index, void (*body)(void *ctx), void *ctx);
+    bool (*graph_launch)(const ts_backend *be, int index, void *graph, uint64_t seed,
+                         uint64_t base);
+    void (*graph_destroy)(const ts_backend *be, int index, void *graph);
 };
 
 /* The registry: one backend per device type; NULL when the type is not built or not present. */

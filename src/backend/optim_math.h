@@ -46,7 +46,7 @@
         CT eps, alpha, oma;           /* eps; RMSprop: alpha, 1 - alpha */                         \
     } ts_om_k_##SUF;                                                                               \
                                                                                                    \
-    static inline ts_om_k_##SUF ts_om_consts_##SUF(const ts_optim_hparams *h) {                    \
+    static inline TS_HD ts_om_k_##SUF ts_om_consts_##SUF(const ts_optim_hparams *h) {              \
         ts_om_k_##SUF k;                                                                           \
         k.sg = h->maximize ? (CT)-1 : (CT)1;                                                       \
         k.wd = (CT)h->weight_decay;                                                                \
@@ -66,8 +66,8 @@
                                                                                                    \
     /* Adam's per-tensor bias corrections at `step` (counting this one): -lr / (1 - beta1^step)    \
      * and sqrt(1 - beta2^step), evaluated in double like torch's Python scalars */                \
-    static inline void ts_om_adam_bias_##SUF(const ts_optim_hparams *h, double step, CT *nstep,    \
-                                             CT *bc2s) {                                           \
+    static inline TS_HD void ts_om_adam_bias_##SUF(const ts_optim_hparams *h, double step,          \
+                                                   CT *nstep, CT *bc2s) {                          \
         const double bc1 = 1.0 - pow(h->beta1, step), bc2 = 1.0 - pow(h->beta2, step);             \
         *nstep = (CT)(-(h->lr / bc1));                                                             \
         *bc2s = (CT)sqrt(bc2);                                                                     \

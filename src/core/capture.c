@@ -12,8 +12,10 @@
 /* A block the graph holds. IN_USE: a live storage's (allocated during the capture); FREE: kept
  * for the graph with no storage on it, reusable by a later allocation of the same capture (the
  * replay runs the calls in the order they were recorded, so a block released at point k of the
- * step and taken again after it is used as the eager step used it); GONE: given back. */
-typedef enum { HELD_IN_USE, HELD_FREE, HELD_GONE } held_state;
+ * step and taken again after it is used as the eager step used it); CONST: values copied from the
+ * host at capture, which each replay copies again (never reused, given back with the graph);
+ * GONE: given back. */
+typedef enum { HELD_IN_USE, HELD_FREE, HELD_CONST, HELD_GONE } held_state;
 typedef struct held_block {
     ts_allocator *alloc;
     ts_block *block;
@@ -45,7 +47,8 @@ struct ts_graph {
     recorded_call *calls;
     int64_t n, cap;
     ts_storage *
-        *written; /* storages the step changes in place (held): versions bumped per replay */
+        *written;       /* storages the step changes in place (held): versions bumped per replay */
+    void *device_graph; /* the backend's graph of the calls (graph_build), NULL: run the list */
     int64_t n_written, cap_written;
     bool ready;           /* the capture ended cleanly */
     uint64_t rng_span;    /* Philox counters the recorded draws use, from 0 */
@@ -57,9 +60,9 @@ _Thread_local ts_graph *tsi_capture_graph;
 static _Thread_local ts_graph *replaying; /* the graph this thread replays now */
 
 /* ------------------------------------------------------------------ the pool */
-static void pool_give_back(tsi_capture_pool *p) { /* the FREE blocks; IN_USE ones wait */
+static void pool_give_back(tsi_capture_pool *p) { /* FREE and CONST; IN_USE ones wait */
     for (size_t i = 0; i < p->n; i++)
-        if (p->blocks[i].state == HELD_FREE) {
+        if (p->blocks[i].state == HELD_FREE || p->blocks[i].state == HELD_CONST) {
             ts_allocator_release(p->blocks[i].alloc, p->blocks[i].block);
             p->blocks[i].state = HELD_GONE;
         }
@@ -164,6 +167,33 @@ bool tsi_capture_pool_take(tsi_capture_pool *pool, int64_t slot, ts_device dev, 
 
 size_t tsi_capture_pool_reused(const ts_graph *g) { return g ? g->pool->reused : 0; }
 
+void *tsi_capture_const(size_t nbytes) {
+    ts_graph *g = tsi_capture_graph;
+    if (!g) return NULL;
+    tsi_capture_pool *p = g->pool;
+    ts_allocator *a = tsi_allocator(g->dev);
+    char msg[200] = "no allocator";
+    ts_block *b = a ? ts_allocator_alloc(a, nbytes ? nbytes : 1, msg, sizeof msg) : NULL;
+    if (!b) {
+        if (!ts_error())
+            tsi_error_set(TS_ERR_OOM,
+                          "graph capture: out of memory on %s for a value copied from the host: %s",
+                          ts_device_str(g->dev), msg);
+        return NULL;
+    }
+    pthread_mutex_lock(&p->lock);
+    const int64_t slot = pool_append(p, a, b, HELD_CONST);
+    pthread_mutex_unlock(&p->lock);
+    if (slot < 0) {
+        ts_allocator_release(a, b);
+        if (!ts_error())
+            tsi_error_set(TS_ERR_OOM,
+                          "graph capture: out of host memory noting the capture's block");
+        return NULL;
+    }
+    return ts_block_ptr(b);
+}
+
 /* ------------------------------------------------------------------ capture */
 void tsi_capture_note_write(ts_storage *s) {
     ts_graph *g = tsi_capture_graph;
@@ -257,12 +287,6 @@ ts_graph *ts_graph_capture_begin(ts_device dev, ts_graph_opts o) {
                NULL;
     dev = tsi_resolve_device(dev);
     if (!tsi_check_device("graph_capture_begin", dev)) return NULL;
-    if (dev.type == TS_CUDA)
-        return tsi_error_set(TS_ERR_UNSUPPORTED,
-                             "graph_capture_begin: capture on %s is not written yet (cpu and sim "
-                             "only; docs/CAPTURE.md)",
-                             ts_device_str(dev)),
-               NULL;
     ts_graph *g = calloc(1, sizeof *g);
     tsi_capture_pool *p = calloc(1, sizeof *p);
     if (!g || !p || pthread_mutex_init(&p->lock, NULL)) {
@@ -281,12 +305,33 @@ ts_graph *ts_graph_capture_begin(ts_device dev, ts_graph_opts o) {
     return g;
 }
 
+/* the recorded calls in order, on the real backend */
+static void run_calls(void *ctx) {
+    const ts_graph *g = ctx;
+    for (int64_t i = 0; i < g->n && !ts_error(); i++) {
+        const recorded_call *c = &g->calls[i];
+        c->run(g->real, c->index, c->args);
+    }
+}
+
 ts_status ts_graph_capture_end(void) {
     ts_graph *g = tsi_capture_graph;
     if (!g)
         return ts_error() ? ts_error()
                           : tsi_error_set(TS_ERR_STATE, "graph_capture_end: not capturing");
     tsi_capture_graph = NULL;
+    if (!ts_error() && g->n > 0 && g->real->graph_build) {
+        /* the device's own graph of the calls (CUDA: a stream capture of them): the recorded
+         * draws pass their offsets relative to the graph, to which each launch adds its base */
+        ts_graph *outer = replaying;
+        replaying = g;
+        g->replay_seed = g->replay_base = 0;
+        g->device_graph = g->real->graph_build(g->real, g->dev.index, run_calls, g);
+        replaying = outer;
+        if (!g->device_graph && !ts_error())
+            tsi_error_set(TS_ERR_STATE, "graph_capture_end: the %s backend built no graph",
+                          g->real->name);
+    }
     g->ready = !ts_error();
     return ts_error();
 }
@@ -307,22 +352,26 @@ ts_status ts_graph_replay(ts_graph *g) {
     /* this replay's random numbers: the next rng_span counters of the generator, as the eager
      * step would have reserved them */
     if (g->rng_span) tsi_rng_reserve(g->rng_span, &g->replay_seed, &g->replay_base);
-    ts_graph *outer = replaying;
-    replaying = g;
-    for (int64_t i = 0; i < g->n; i++) {
-        const recorded_call *c = &g->calls[i];
-        c->run(g->real, c->index, c->args);
+    if (g->device_graph) {
+        g->real->graph_launch(g->real, g->dev.index, g->device_graph, g->replay_seed,
+                              g->replay_base);
+    } else {
+        ts_graph *outer = replaying;
+        replaying = g;
+        run_calls(g);
+        replaying = outer;
     }
     /* what the eager step changed in place has a new version, so caches keyed on it (oneDNN's
      * reordered weights, the eval path's folded convolutions) do not serve the old values */
     for (int64_t i = 0; i < g->n_written; i++) atomic_fetch_add(&g->written[i]->version, 1);
-    replaying = outer;
     return ts_error();
 }
 
 void ts_graph_free(ts_graph *g) {
     if (!g) return;
     if (g == tsi_capture_graph) tsi_capture_graph = NULL; /* freed mid-capture: abandoned */
+    /* waits for its launches in flight before the memory below goes back */
+    if (g->device_graph) g->real->graph_destroy(g->real, g->dev.index, g->device_graph);
     for (int64_t i = 0; i < g->n; i++) free(g->calls[i].args);
     free(g->calls);
     for (int64_t i = 0; i < g->n_written; i++) tsi_storage_release(g->written[i]);

@@ -53,6 +53,10 @@ bool tsi_capture_pool_alloc(const char *op, ts_device dev, ts_allocator *a, size
                             tsi_capture_pool **pool, int64_t *slot, ts_block **block);
 bool tsi_capture_pool_take(tsi_capture_pool *pool, int64_t slot, ts_device dev, ts_allocator *a,
                            ts_block *b);
+/* A block of nbytes on the capture's device that the graph holds until it is freed, for values
+ * copied in from the host at capture (each replay copies them from there again, device to
+ * device, so a device graph needs no host memory); NULL + TS_ERR_OOM. */
+void *tsi_capture_const(size_t nbytes);
 /* allocations of g's capture served by blocks released earlier in it (tests, docs) */
 size_t tsi_capture_pool_reused(const ts_graph *g);
 

@@ -28,23 +28,31 @@ static const ts_kview *view_or_null(const ts_kview *v) { return v->data ? v : NU
 #define RECORD(fn, index, a) (void)tsi_capture_append(fn, index, a)
 
 /* ------------------------------------------------------------------ memory */
-typedef struct h2d_args {
+typedef struct d2d_args {
+    int src_index;
     void *dst;
+    const void *src;
     size_t n;
-    unsigned char bytes[]; /* the host values as they were at capture */
-} h2d_args;
-static void run_h2d(const ts_backend *be, int index, const void *p) {
-    const h2d_args *a = p;
-    be->copy_h2d(be, index, a->dst, a->bytes, a->n);
+} d2d_args;
+static void run_d2d(const ts_backend *be, int index, const void *p) {
+    const d2d_args *a = p;
+    be->copy_d2d(be, index, a->dst, a->src_index, a->src, a->n);
 }
+
+static const ts_backend *real_of(const ts_backend *rec);
+
+/* Host values (ts_from_data, the scalars ops make) go to a block the graph holds, now and once;
+ * each replay copies them from there on the device, so a device graph reads no host memory. */
 static void rec_h2d(const ts_backend *be, int index, void *dst, const void *src, size_t n) {
-    (void)be;
-    h2d_args *a = args_new(sizeof *a + n);
+    if (!n) return;
+    const ts_backend *real = real_of(be);
+    void *kept = tsi_capture_const(n);
+    if (!kept) return;
+    real->copy_h2d(real, index, kept, src, n);
+    d2d_args *a = args_new(sizeof *a);
     if (!a) return;
-    a->dst = dst;
-    a->n = n;
-    if (n) memcpy(a->bytes, src, n);
-    RECORD(run_h2d, index, a);
+    *a = (d2d_args){index, dst, kept, n};
+    RECORD(run_d2d, index, a);
 }
 
 static void rec_d2h(const ts_backend *be, int index, void *dst, const void *src, size_t n) {
@@ -57,16 +65,6 @@ static void rec_sync(const ts_backend *be, int index) {
     tsi_capture_refuse("synchronize", "a device synchronisation");
 }
 
-typedef struct d2d_args {
-    int src_index;
-    void *dst;
-    const void *src;
-    size_t n;
-} d2d_args;
-static void run_d2d(const ts_backend *be, int index, const void *p) {
-    const d2d_args *a = p;
-    be->copy_d2d(be, index, a->dst, a->src_index, a->src, a->n);
-}
 static void rec_d2d(const ts_backend *be, int dst_index, void *dst, int src_index, const void *src,
                     size_t n) {
     (void)be;
@@ -267,8 +265,6 @@ static void rec_softmax(const ts_backend *be, int index, const ts_kview *out, co
     a->out = *out, a->a = *in, a->dim = dim, a->flag = log;
     RECORD(run_softmax, index, a);
 }
-
-static const ts_backend *real_of(const ts_backend *rec);
 
 static void run_softmax_backward(const ts_backend *be, int index, const void *p) {
     const ew_args *a = p;

@@ -1,9 +1,9 @@
 /* optim_capture.c — the capturable optimizer (PyTorch's capturable=True, docs/CAPTURE.md): from
- * the first step of an optimizer that a thread captures, each of its parameters on cpu or sim
- * keeps its lr, momentum, beta1 and step count on its device (f64 [TS_OPTIM_SCALARS]); the step
- * kernel reads them there and advances the count, so a replayed step follows a schedule changed
- * between replays and counts Adam's bias corrections as the eager steps would. Eager steps use the
- * same scalars from then on, so the two never drift apart. */
+ * the first step of an optimizer that a thread captures, each of its parameters keeps its lr,
+ * momentum, beta1 and step count on its device (f64 [TS_OPTIM_SCALARS]); the step kernel reads them
+ * there and advances the count, so a replayed step follows a schedule changed between replays and
+ * counts Adam's bias corrections as the eager steps would. Eager steps use the same scalars from
+ * then on, so the two never drift apart. */
 #include "core/capture.h"
 #include "optim/optim_internal.h"
 
@@ -24,15 +24,14 @@ static void read_scalars(const tsi_optim_param *pp, double v[TS_OPTIM_SCALARS]) 
 }
 
 bool tsi_optim_wants_scalars(const ts_optim *o, ts_device dev) {
-    /* cuda: not written yet (capture there is refused) */
-    return dev.type != TS_CUDA && (o->capturable || tsi_capturing_on(dev));
+    return o->capturable || tsi_capturing_on(dev);
 }
 
 bool tsi_optim_scalars_prepare(const char *op, ts_optim *o, const ts_optim_hparams *h,
                                tsi_optim_param *pp) {
     const ts_device dev = tsi_device(pp->p);
     if (!tsi_optim_wants_scalars(o, dev)) {
-        if (pp->scalars) { /* moved to cuda: the count goes back to the host */
+        if (pp->scalars) { /* no longer capturable: the count goes back to the host */
             pp->step = tsi_optim_param_steps(pp);
             ts_release(pp->scalars);
             pp->scalars = NULL;

@@ -1,11 +1,20 @@
 /* test_devices.c — the devices every multi-device test runs on, chosen in one place. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ts_test.h"
 
 int ts_test_devices(ts_device *out, int max) {
     int n = 0;
+    /* TS_TEST_ONLY_CUDA=1: cuda:0 alone (compute-sanitizer runs, where the cpu and sim parts
+     * only cost time) */
+    const char *only = getenv("TS_TEST_ONLY_CUDA");
+    if (only && *only && strcmp(only, "0") != 0 && max > 0 && ts_cuda_is_available()) {
+        out[0] = ts_cuda(0);
+        printf("devices: cuda:0 (TS_TEST_ONLY_CUDA)\n");
+        return 1;
+    }
     if (n < max) out[n++] = ts_cpu();
     /* tests run with TS_SIM_DEVICES=4; standalone runs get one sim device all the same */
     if (ts_device_count(TS_SIM) < 1) ts_sim_configure(1, 0);

@@ -35,7 +35,8 @@ int ts_test_skip_no_cuda(const char *what);
 
 /* The devices a multi-device test runs on (tests/support/test_devices.c): cpu, sim:0 (configured
  * if need be) and cuda:0 when a CUDA device is present (without one: ts_test_no_cuda, a failure
- * under TS_REQUIRE_CUDA=1); prints them once. Returns how many. */
+ * under TS_REQUIRE_CUDA=1); prints them once. Returns how many. TS_TEST_ONLY_CUDA=1: cuda:0
+ * alone, where there is one (compute-sanitizer runs). */
 #define TS_TEST_MAX_DEVICES 3
 int ts_test_devices(ts_device *out, int max);
 

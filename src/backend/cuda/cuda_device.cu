@@ -109,7 +109,7 @@ bool tsc_set_device(int index) {
 
 bool tsc_launch_check(const char *kernel, int device) {
     if (!tsc_check(cudaGetLastError(), kernel, device)) return false;
-    if (!g_sync_launches) return true;
+    if (!g_sync_launches || tsc_graph_capturing(device)) return true; /* no waits in a capture */
     return tsc_check(cudaStreamSynchronize(tsc_stream(device)), kernel, device);
 }
 

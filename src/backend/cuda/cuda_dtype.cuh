@@ -41,7 +41,8 @@ TS_HD inline int64_t tsc_ld(int16_t x) { return x; }
 TS_HD inline int64_t tsc_ld(uint16_t x) { return x; }
 TS_HD inline int64_t tsc_ld(uint32_t x) { return x; }
 /* uint64 as its bits in int64: sums, products and casts to integers wrap alike; the CUDA kernels
- * order, divide and convert to float values from 2^63 up as negative (the CPU's are exact) */
+ * order and divide values from 2^63 up as negative (the CPU's are exact); conversions to float and
+ * double are exact (tsc_convert below) */
 TS_HD inline int64_t tsc_ld(uint64_t x) { return (int64_t)x; }
 
 /* The compute type of storage type T: float, double or int64_t (backend.h's rules). */
@@ -144,6 +145,10 @@ template <typename C> TS_HD inline void tsc_store_as(char *o, ts_dtype dt, C c) 
 
 /* dst = (dst dtype) src for any pair (kern_copy.c's CONVERT). */
 template <typename D, typename S> TS_HD inline D tsc_convert(S x) { return tsc_st<D>(tsc_ld(x)); }
+/* uint64 to float: the unsigned value, rounded once, as the CPU converts (tsc_ld's int64 bits
+ * would make values from 2^63 up negative) */
+template <> TS_HD inline float tsc_convert<float, uint64_t>(uint64_t x) { return (float)x; }
+template <> TS_HD inline double tsc_convert<double, uint64_t>(uint64_t x) { return (double)x; }
 
 /* ------------------------------------------------------------------ host dispatch */
 inline size_t tsc_dtype_size(ts_dtype dt) {

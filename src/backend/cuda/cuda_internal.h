@@ -52,6 +52,18 @@ void tsc_scratch_free(int index, void *p);
  * asynchronous; without pinned memory the host waits for the copy. False + TS_ERR_CUDA. */
 bool tsc_copy_table_h2d(int index, void *dst, const void *src, size_t n, const char *what);
 
+/* While this thread builds a captured step into a CUDA graph on device `index` (cuda_graph.cu):
+ * tsc_graph_capturing is true; tsc_graph_counters gives the graph's Philox {seed, base} on the
+ * device, which the random kernels add their (relative) offsets to (NULL when not building);
+ * scratch memory and tables are the graph's (*handled true: the graph took the call). */
+bool tsc_graph_capturing(int index);
+const uint64_t *tsc_graph_counters(int index);
+void *tsc_graph_scratch_alloc(int index, size_t nbytes, bool *handled);
+bool tsc_graph_scratch_free(int index, void *p); /* true: p was the graph's */
+bool tsc_graph_table_h2d(int index, void *dst, const void *src, size_t n, const char *what,
+                         bool *handled);
+void tsc_install_graph(ts_backend *be);
+
 /* Installs the compute kernels (reduce, matmul, index ops, softmax, conv2d, pooling, optimizer
  * steps, amp) into the CUDA backend table: src/backend/cuda/cuda_compute.cu. */
 void tsc_install_compute_kernels(ts_backend *be);

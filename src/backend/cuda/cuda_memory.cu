@@ -190,6 +190,9 @@ static pthread_mutex_t g_scratch_mu = PTHREAD_MUTEX_INITIALIZER;
 static scratch_entry *g_scratch;
 
 void *tsc_scratch_alloc(int index, size_t nbytes) {
+    bool graph;
+    void *gp = tsc_graph_scratch_alloc(index, nbytes, &graph);
+    if (graph) return gp;
     ts_allocator *a = tsi_cuda_allocator(index);
     char msg[200] = "";
     ts_block *b = a ? ts_allocator_alloc(a, nbytes, msg, sizeof msg) : nullptr;
@@ -214,7 +217,7 @@ void *tsc_scratch_alloc(int index, size_t nbytes) {
 }
 
 void tsc_scratch_free(int index, void *p) {
-    if (!p) return;
+    if (!p || tsc_graph_scratch_free(index, p)) return;
     scratch_entry *found = nullptr;
     pthread_mutex_lock(&g_scratch_mu);
     for (scratch_entry **e = &g_scratch; *e; e = &(*e)->next) {
@@ -427,6 +430,9 @@ extern "C" bool tsc_copy_h2d_async(int device, void *dst, const void *src, size_
 bool tsc_copy_table_h2d(int index, void *dst, const void *src, size_t n, const char *what) {
     if (!n) return true;
     if (!tsc_set_device(index)) return false;
+    bool graph;
+    const bool graph_ok = tsc_graph_table_h2d(index, dst, src, n, what, &graph);
+    if (graph) return graph_ok;
     cudaStream_t st = tsc_stream(index);
     ts_allocator *pa = tsi_pinned_allocator();
     ts_block *b = pa ? ts_allocator_alloc(pa, n, nullptr, 0) : nullptr;

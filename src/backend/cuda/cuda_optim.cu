@@ -3,6 +3,10 @@
  * bias corrections and flags) goes to device memory with one copy; the launch covers every tensor's
  * chunks, and each block finds its tensor by a binary search over the chunk offsets.
  *
+ * A capturable optimizer's tensors (docs/CAPTURE.md) take lr, momentum and beta1 from their
+ * scalars on the device and count their steps there (count_kernel, then the step); the grad
+ * scaler's skip flag, read on the device, makes both kernels leave everything alone.
+ *
  * The per-element math is optim_math.h, shared with the CPU loops; it multiplies, divides and takes
  * square roots through the _rn intrinsics, so a CUDA step rounds exactly like the CPU step. */
 #include <stdlib.h>
@@ -24,18 +28,31 @@ struct OTensor {
     int64_t chunk0; /* index of the tensor's first chunk over the whole launch */
     double nstep, bc2s;
     int fresh;
+    /* a capturable optimizer's scalars (f64 [TS_OPTIM_SCALARS], optim_step.h), NULL otherwise:
+     * lr, momentum and beta1 from there, the step count advanced there (count_kernel) */
+    double *sc;
 };
 
 struct OArgs {
     ts_om_k_f kf;
     ts_om_k_d kd;
-    int kind; /* ts_optim_kind */
+    ts_optim_hparams h; /* the group's, for tensors with scalars */
+    const float *skip;  /* the grad scaler's verdict: nonzero skips the whole call */
+    int kind;           /* ts_optim_kind */
     bool wd, mom, nest, adamw, ams, centered;
 };
 
 template <typename CT> struct OM;
 template <> struct OM<float> {
+    typedef ts_om_k_f K;
     static __device__ __forceinline__ const ts_om_k_f *k(const OArgs &a) { return &a.kf; }
+    static __device__ __forceinline__ K consts(const ts_optim_hparams *h) {
+        return ts_om_consts_f(h);
+    }
+    static __device__ __forceinline__ void bias(const ts_optim_hparams *h, double step, float *ns,
+                                                float *bs) {
+        ts_om_adam_bias_f(h, step, ns, bs);
+    }
     static __device__ __forceinline__ float sgd(const ts_om_k_f *k, float pv, float g, float *buf,
                                                 bool wd, bool mom, bool fresh, bool nest) {
         return ts_om_sgd_f(k, pv, g, buf, wd, mom, fresh, nest);
@@ -52,7 +69,15 @@ template <> struct OM<float> {
     }
 };
 template <> struct OM<double> {
+    typedef ts_om_k_d K;
     static __device__ __forceinline__ const ts_om_k_d *k(const OArgs &a) { return &a.kd; }
+    static __device__ __forceinline__ K consts(const ts_optim_hparams *h) {
+        return ts_om_consts_d(h);
+    }
+    static __device__ __forceinline__ void bias(const ts_optim_hparams *h, double step, double *ns,
+                                                double *bs) {
+        ts_om_adam_bias_d(h, step, ns, bs);
+    }
     static __device__ __forceinline__ double sgd(const ts_om_k_d *k, double pv, double g,
                                                  double *buf, bool wd, bool mom, bool fresh,
                                                  bool nest) {
@@ -70,11 +95,19 @@ template <> struct OM<double> {
     }
 };
 
+/* Advances the step counts of the tensors with scalars, before optim_kernel reads them (as the
+ * CPU's tensor_hparams does): one thread per tensor. */
+__global__ void count_kernel(const float *skip, const OTensor *tab, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || (skip && *skip != 0) || !tab[i].sc) return;
+    tab[i].sc[TS_OPTIM_SC_STEPS] += 1;
+}
+
 template <typename T>
 __global__ void optim_kernel(OArgs a, const OTensor *tab, int n, int64_t nchunks) {
     typedef typename tsc_acc<T>::type CT;
     typedef OM<CT> M;
-    const auto *k = M::k(a);
+    if (a.skip && *a.skip != 0) return; /* Inf/NaN: skipped */
     for (int64_t c = blockIdx.x; c < nchunks; c += gridDim.x) {
         int lo = 0, hi = n - 1; /* the last tensor whose first chunk is <= c */
         while (lo < hi) {
@@ -85,6 +118,19 @@ __global__ void optim_kernel(OArgs a, const OTensor *tab, int n, int64_t nchunks
                 hi = mid - 1;
         }
         const OTensor t = tab[lo];
+        const typename M::K *k = M::k(a);
+        typename M::K ks;
+        CT nstep = (CT)t.nstep, bc2s = (CT)t.bc2s;
+        if (t.sc) { /* this tensor's rates and count, from the device */
+            ts_optim_hparams h = a.h;
+            h.lr = t.sc[TS_OPTIM_SC_LR];
+            h.momentum = t.sc[TS_OPTIM_SC_MOMENTUM];
+            h.beta1 = t.sc[TS_OPTIM_SC_BETA1];
+            ks = M::consts(&h);
+            k = &ks;
+            if (a.kind == TS_OPTIM_ADAM || a.kind == TS_OPTIM_ADAMW)
+                M::bias(&h, t.sc[TS_OPTIM_SC_STEPS], &nstep, &bc2s);
+        }
         T *p = (T *)t.p;
         const T *g = (const T *)t.g;
         T *s0 = (T *)t.s[0], *s1 = (T *)t.s[1], *s2 = (T *)t.s[2];
@@ -110,7 +156,7 @@ __global__ void optim_kernel(OArgs a, const OTensor *tab, int n, int64_t nchunks
                 CT m = tsc_load_acc(s0[i]), v = tsc_load_acc(s1[i]);
                 CT mx = a.ams ? tsc_load_acc(s2[i]) : (CT)0;
                 p[i] = tsc_from_acc<T>(
-                    M::adam(k, (CT)t.nstep, (CT)t.bc2s, pv, gv, &m, &v, &mx, a.adamw, a.wd, a.ams));
+                    M::adam(k, nstep, bc2s, pv, gv, &m, &v, &mx, a.adamw, a.wd, a.ams));
                 s0[i] = tsc_from_acc<T>(m);
                 s1[i] = tsc_from_acc<T>(v);
                 if (a.ams) s2[i] = tsc_from_acc<T>(mx);
@@ -144,7 +190,8 @@ static void optim_launch(int index, const struct ts_optim_step_args *args, ts_dt
         t.chunk0 = nchunks;
         t.fresh = args->fresh && args->fresh[i];
         t.nstep = t.bc2s = 0;
-        if (h->kind == TS_OPTIM_ADAM || h->kind == TS_OPTIM_ADAMW) {
+        t.sc = args->scalars ? (double *)args->scalars[i].data : nullptr;
+        if (!t.sc && (h->kind == TS_OPTIM_ADAM || h->kind == TS_OPTIM_ADAMW)) {
             if (dt == TS_F64) {
                 ts_om_adam_bias_d(h, args->step[i], &t.nstep, &t.bc2s);
             } else {
@@ -164,6 +211,8 @@ static void optim_launch(int index, const struct ts_optim_step_args *args, ts_dt
     OArgs a;
     a.kf = ts_om_consts_f(h);
     a.kd = ts_om_consts_d(h);
+    a.h = *h;
+    a.skip = args->skip_if ? (const float *)args->skip_if->data : nullptr;
     a.kind = (int)h->kind;
     a.adamw = h->kind == TS_OPTIM_ADAMW;
     a.wd = h->weight_decay != 0 && !a.adamw; /* AdamW's decay is decoupled (adamw flag) */
@@ -178,6 +227,11 @@ static void optim_launch(int index, const struct ts_optim_step_args *args, ts_dt
     if (dtab &&
         tsc_copy_table_h2d(index, dtab, tab, bytes, "optim_step: copying the tensor table")) {
         const unsigned grid = (unsigned)(nchunks < TSC_MAX_BLOCKS ? nchunks : TSC_MAX_BLOCKS);
+        if (args->scalars) {
+            count_kernel<<<(unsigned)((n + TSC_THREADS - 1) / TSC_THREADS), TSC_THREADS, 0, st>>>(
+                a.skip, dtab, n);
+            tsc_launch_check("optim_step: step counts", index);
+        }
         TSC_FLOAT_SWITCH(dt, T, optim_kernel<T><<<grid, TSC_THREADS, 0, st>>>(a, dtab, n, nchunks))
         tsc_launch_check("optim_step", index);
     }
@@ -189,12 +243,6 @@ static void optim_launch(int index, const struct ts_optim_step_args *args, ts_dt
 
 void tsc_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args) {
     (void)be;
-    if (args->scalars || args->skip_if) { /* made only by a capture, which cuda refuses */
-        tsi_error_set(TS_ERR_UNSUPPORTED,
-                      "optim_step: device-resident optimizer scalars and the grad scaler's skip "
-                      "on cuda are not written yet (docs/CAPTURE.md)");
-        return;
-    }
     if (args->n <= 0 || !tsc_begin(index)) return;
     /* the front end groups by dtype, so this is one launch; mixed calls get one per dtype */
     const ts_dtype dts[4] = {TS_F32, TS_F64, TS_F16, TS_BF16};

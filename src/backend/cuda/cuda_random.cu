@@ -13,6 +13,8 @@ struct tsc_rand_params {
     uint64_t seed, offset, numel;
     int64_t low;    /* randint */
     uint64_t range; /* randint: high - low */
+    /* in a CUDA graph: {seed, base} read at run time, offset relative to base (cuda_graph.cu) */
+    const uint64_t *counters;
 };
 
 /* Byte offset of row-major element i: dense, or through the (order-keeping) strided iterator. */
@@ -49,7 +51,9 @@ TS_HD inline double affine_rn(double p0, double scale, double x) {
 template <typename T, class O>
 TSC_KERNEL k_random(tsc_rand_params p, char *out, O offs, uint64_t nblocks TSC_THREAD_PARAMS) {
     constexpr bool f64 = std::is_same<T, double>::value;
-    const uint64_t first = p.offset >> 2, end = p.offset + p.numel;
+    const uint64_t seed = p.counters ? p.counters[0] : p.seed;
+    const uint64_t offset = p.counters ? p.counters[1] + p.offset : p.offset;
+    const uint64_t first = offset >> 2, end = offset + p.numel;
     const uint64_t step = TSC_NTHREADS;
     for (uint64_t b = TSC_TID; b < nblocks; b += step) {
         const uint64_t blk = first + b;
@@ -58,12 +62,12 @@ TSC_KERNEL k_random(tsc_rand_params p, char *out, O offs, uint64_t nblocks TSC_T
         if (p.kind == TS_RAND_UNIFORM) nwords = f64 ? 2 : 1;
         if (p.kind == TS_RAND_NORMAL) nwords = f64 ? 4 : 2;
         if (p.kind == TS_RAND_BERNOULLI) nwords = 1;
-        for (int d = 0; d < nwords; d++) ts_philox_block(p.seed, blk, (uint32_t)d, w[d]);
+        for (int d = 0; d < nwords; d++) ts_philox_block(seed, blk, (uint32_t)d, w[d]);
         TSC_UNROLL
         for (int lane = 0; lane < 4; lane++) {
             const uint64_t j = blk * 4 + (uint64_t)lane;
-            if (j < p.offset || j >= end) continue;
-            T *dst = (T *)(out + offs.at(j - p.offset));
+            if (j < offset || j >= end) continue;
+            T *dst = (T *)(out + offs.at(j - offset));
             switch (p.kind) {
             case TS_RAND_UNIFORM: {
                 double u =
@@ -98,7 +102,9 @@ TSC_KERNEL k_random(tsc_rand_params p, char *out, O offs, uint64_t nblocks TSC_T
 
 template <typename T, class O>
 static void launch(int index, const tsc_rand_params &p, char *out, const O &offs) {
-    uint64_t nblocks = ((p.offset + p.numel - 1) >> 2) - (p.offset >> 2) + 1;
+    /* in a graph the base is not known yet: one block more covers any alignment */
+    uint64_t nblocks = p.counters ? ((p.numel + 3) >> 2) + 1
+                                  : ((p.offset + p.numel - 1) >> 2) - (p.offset >> 2) + 1;
     unsigned grid = tsc_grid_size(index, (int64_t)nblocks, TSC_THREADS);
     auto kernel = &k_random<T, O>;
     TSC_LAUNCH(kernel, grid, tsc_stream(index), p, out, offs, nblocks);
@@ -111,7 +117,8 @@ void tsc_random(const ts_backend *be, int index, ts_random_kind kind, const ts_k
     tsc_iter it;
     tsc_iter_init(&it, 1, views, true); /* row-major order decides the stream positions */
     if (it.numel <= 0) return;
-    tsc_rand_params p = {(int)kind, p0, p1, seed, offset, (uint64_t)it.numel, 0, 0};
+    tsc_rand_params p = {
+        (int)kind, p0, p1, seed, offset, (uint64_t)it.numel, 0, 0, tsc_graph_counters(index)};
     if (kind == TS_RAND_RANDINT) {
         p.low = ts_d2i64(p0);
         p.range = (uint64_t)ts_d2i64(p1) - (uint64_t)p.low;

@@ -41,6 +41,8 @@ struct SdArgs {
     bool has_mask, mask_bool, causal;
     double scale, dropout_p, drop_scale;
     uint64_t seed, offset;
+    /* in a CUDA graph: {seed, base} read at run time, offset relative to base (cuda_graph.cu) */
+    const uint64_t *counters;
     char *D; /* backward workspace: N x L of the compute type */
 };
 
@@ -75,8 +77,10 @@ template <typename A> __device__ __forceinline__ A sd_warp_sum(A x) {
 
 /* the weight (n, i, j) survives dropout */
 __device__ __forceinline__ bool sd_keep(const SdArgs &P, int64_t n, int64_t i, int64_t j) {
-    const uint64_t pos = P.offset + (uint64_t)((n * P.L + i) * P.S + j);
-    return (double)ts_philox_u24(ts_philox_word(P.seed, pos, 0)) < 1.0 - P.dropout_p;
+    const uint64_t seed = P.counters ? P.counters[0] : P.seed;
+    const uint64_t base = P.counters ? P.counters[1] + P.offset : P.offset;
+    const uint64_t pos = base + (uint64_t)((n * P.L + i) * P.S + j);
+    return (double)ts_philox_u24(ts_philox_word(seed, pos, 0)) < 1.0 - P.dropout_p;
 }
 
 /* The score of query row i (pre-scaled, in qrow) with key j held in krow, masked: -inf when key j
@@ -324,7 +328,7 @@ SdView sd_view(const ts_kview &v) {
     return s;
 }
 
-SdArgs sd_args(const ts_sdpa_args *a) {
+SdArgs sd_args(int index, const ts_sdpa_args *a) {
     SdArgs P;
     memset(&P, 0, sizeof P);
     P.nb = a->q.ndim - 2;
@@ -341,6 +345,7 @@ SdArgs sd_args(const ts_sdpa_args *a) {
     P.scale = a->scale, P.dropout_p = a->dropout_p;
     P.drop_scale = a->dropout_p >= 1 ? 0 : 1 / (1 - a->dropout_p);
     P.seed = a->seed, P.offset = a->offset;
+    P.counters = a->dropout_p > 0 ? tsc_graph_counters(index) : nullptr;
     return P;
 }
 
@@ -407,14 +412,14 @@ size_t tsc_sdpa_workspace(const ts_backend *be, int index, ts_sdpa_args *a, bool
 
 void tsc_sdpa_forward(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws) {
     (void)be, (void)ws;
-    SdArgs P = sd_args(a);
+    SdArgs P = sd_args(index, a);
     if (!tsc_begin(index)) return;
     TSC_FLOAT_SWITCH(a->q.dtype, T, sd_forward<T>(index, P))
 }
 
 void tsc_sdpa_backward(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws) {
     (void)be;
-    SdArgs P = sd_args(a);
+    SdArgs P = sd_args(index, a);
     P.D = (char *)ws;
     if (!tsc_begin(index)) return;
     TSC_FLOAT_SWITCH(a->q.dtype, T, sd_backward<T>(index, P))

@@ -1,0 +1,665 @@
+#!/usr/bin/env bash
+# gpu_check.sh — the whole GPU run in one command, for a machine with an NVIDIA GPU and no
+# internet (docs/CUDA.md, "Running on a GPU"):
+#   1. cJSON and zlib from the Debian packages in .gpu/debs (unpacked with dpkg -x into
+#      /tmp/gpudeps), cuDNN and NCCL from python3's nvidia-* wheels; configure build-cuda
+#      (TS_CUDA=ON, Release, TS_WERROR=ON) and build it;
+#   2. (a) the suite with TS_REQUIRE_CUDA=1; (b) NCCL with one rank: test_dist_collectives, a probe
+#      of every collective on cuda:0 and the trainer with FSDP, under `mpirun -np 1` (the trainer
+#      also without a launcher, to compare); (c) compute-sanitizer memcheck, racecheck and
+#      synccheck over $SANITIZE_TESTS; (d) test_cuda_alloc alone (the pinned-reuse check);
+#      (e) bench/run_gpu.sh.
+# Every step runs under `timeout` within one overall budget; a failing step never stops the next;
+# the script prints PASS/FAIL/TIMEOUT/SKIP per step and exits 0. Logs go to $OUT: build.log,
+# ctest.log, nccl.log, sanitizer.log, pinned.log, bench.log and summary.txt.
+# Usage: OUT=DIR bash tools/gpu_check.sh
+# Environment: OUT (default ./gpu-check-out); GPU_CHECK_BUDGET, seconds for everything (480);
+# SANITIZE_TESTS (test_graph_capture test_cuda_alloc); SANITIZE_TIMEOUT, seconds a run (40);
+# SANITIZE_JOBS, runs at once (6; 1: one at a time); QUICK=1: the short benchmark run;
+# BUILD_DIR (build-cuda); GPU_DEPS (/tmp/gpudeps); STEPS, the steps to run (build ctest nccl
+# sanitize pinned bench; "configure" alone: set up and configure only, a dry run without a GPU);
+# NCCL_DEVICE, the device of the NCCL step (cuda:0; sim:0 tries its commands on any machine).
+set -u
+cd "$(dirname "$0")/.." || exit 0
+src=$PWD
+self=$src/tools/gpu_check.sh
+OUT=${OUT:-$src/gpu-check-out}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+build=${BUILD_DIR:-build-cuda}
+case $build in /*) bin=$build ;; *) bin=$src/$build ;; esac
+steps=" ${STEPS:-build focus ctest nccl sanitize pinned bench} "
+want() { [[ $steps == *" $1 "* ]]; }
+ndev=${NCCL_DEVICE:-cuda:0}
+deps=${GPU_DEPS:-/tmp/gpudeps}
+work=/tmp/gpucheck
+budget=${GPU_CHECK_BUDGET:-480}
+san_tests=${SANITIZE_TESTS:-test_graph_capture test_cuda_alloc}
+san_timeout=${SANITIZE_TIMEOUT:-40}
+san_jobs=${SANITIZE_JOBS:-6}
+start=$SECONDS
+mkdir -p "$work"
+
+# The summary: a line per step, the notes gathered while it ran below it.
+summary=()
+pending=()
+note() { pending+=("      $*"); }
+step() {
+    summary+=("$(printf '%-7s %s' "$1" "$2")" "${pending[@]}")
+    pending=()
+}
+left() { echo $((budget - (SECONDS - start))); }
+# cap T RESERVE: T seconds, or fewer so that RESERVE seconds stay for the steps after this one
+cap() {
+    local t=$1 l
+    l=$(($(left) - ${2:-0}))
+    ((l < t)) && t=$l
+    echo "$t"
+}
+# run_to LOG T CMD...: CMD under timeout T (its process group killed at the end), output appended
+# to LOG; returns CMD's status (124: timed out; also when under 5 s were left to give it)
+run_to() {
+    local log=$1 t=$2 rc
+    shift 2
+    if ((t < 5)); then
+        echo "+ skipped (${t}s left): $*" >>"$log"
+        return 124
+    fi
+    echo "+ [$(date +%T), ${t}s] $*" >>"$log"
+    timeout -k 10 "$t" "$@" >>"$log" 2>&1
+    rc=$?
+    echo "+ rc=$rc at $((SECONDS - start))s" >>"$log"
+    return $rc
+}
+verdict() { # status -> PASS / TIMEOUT / FAIL
+    case $1 in 0) echo PASS ;; 124 | 137) echo TIMEOUT ;; *) echo FAIL ;; esac
+}
+since() { tail -n +"$2" "$1"; } # since LOG LINE: the log from that line on
+
+# ------------------------------------------------------------------ environment
+[ -d /usr/local/cuda/bin ] && PATH=/usr/local/cuda/bin:$PATH
+export PATH
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun1=(mpirun --allow-run-as-root -np 1 --bind-to none)
+blog=$OUT/build.log
+: >"$blog"
+{
+    echo "== gpu_check.sh at $(date -u +%FT%TZ), commit $(git -C "$src" rev-parse --short HEAD 2>/dev/null)"
+    git -C "$src" status --short 2>/dev/null | head -40
+    nvidia-smi 2>&1 | head -20
+    nvcc --version 2>&1 | tail -2
+    gcc --version 2>&1 | head -1
+    cmake --version 2>&1 | head -1
+    mpirun --version 2>&1 | head -1
+    echo "cores: $(nproc)"
+    python3 -c 'import importlib.metadata as m; print(" ".join(sorted(d.metadata["Name"] + "=" + d.version for d in m.distributions() if d.metadata["Name"].lower().startswith(("torch", "nvidia-")))))' 2>&1
+} >>"$blog" 2>&1
+gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+summary+=("GPU: ${gpu:-none found by nvidia-smi}")
+
+# ------------------------------------------------------------------ 1. dependencies
+echo "== dependencies" >>"$blog"
+cmake_deps=()
+zlib_deps=()
+if ls "$src"/.gpu/debs/*.deb >/dev/null 2>&1; then
+    rm -rf "$deps" && mkdir -p "$deps"
+    for d in "$src"/.gpu/debs/*.deb; do
+        dpkg -x "$d" "$deps" >>"$blog" 2>&1 || echo "dpkg -x $d failed" >>"$blog"
+    done
+    ml=$deps/usr/lib/x86_64-linux-gnu
+    # zlib1g-dev's libz.so is an absolute link to /lib/x86_64-linux-gnu/libz.so.1.2.13, which
+    # other systems lack: point it at the unpacked library
+    zreal=$(find "$deps/lib" "$deps/usr/lib" -name 'libz.so.1.*' 2>/dev/null | head -1)
+    [ -n "$zreal" ] && ln -sf "$zreal" "$ml/libz.so"
+    if [ -f "$deps/usr/include/cjson/cJSON.h" ] && [ -e "$ml/libcjson.so" ]; then
+        cmake_deps+=(-DTS_CJSON_INCLUDE="$deps/usr/include" -DTS_CJSON_LIB="$ml/libcjson.so")
+    fi
+    if [ -f "$deps/usr/include/zlib.h" ] && [ -e "$ml/libz.so" ]; then
+        zlib_deps=(-DZLIB_INCLUDE_DIR="$deps/usr/include" -DZLIB_LIBRARY="$ml/libz.so")
+    fi
+    cmake_deps+=("${zlib_deps[@]}" -DCMAKE_PREFIX_PATH="$deps/usr")
+    export LD_LIBRARY_PATH=$ml${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    ls -l "$deps/usr/include" "$ml" >>"$blog" 2>&1
+else
+    echo "no .gpu/debs: cJSON and zlib from the system" >>"$blog"
+fi
+
+# cuDNN and NCCL from the wheels: $deps/cudnn and $deps/nccl, each with include/ (links to the
+# library's own headers only) and lib/ (links to its libraries, plus the unversioned libX.so the
+# linker looks for)
+sites=$(python3 - <<'PY' 2>/dev/null
+import os, site, sys
+c = []
+try: c += site.getsitepackages()
+except Exception: pass
+try: c.append(site.getusersitepackages())
+except Exception: pass
+c += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+seen = set()
+for p in c:
+    if p not in seen and os.path.isdir(os.path.join(p, "nvidia")):
+        seen.add(p); print(p)
+PY
+)
+echo "site-packages with nvidia/: ${sites:-none}" >>"$blog"
+wheel_root() { # wheel_root NAME: makes $deps/NAME from the first wheel holding NAME.h, prints it
+    local name=$1 s h so root f
+    for s in $sites; do
+        h=$(find "$s/nvidia" -maxdepth 4 -name "$name.h" -path '*/include/*' 2>/dev/null | sort | head -1)
+        so=$(find "$s/nvidia" -maxdepth 4 -name "lib$name.so.[0-9]*" 2>/dev/null | sort -V | head -1)
+        if [ -z "$h" ] || [ -z "$so" ]; then continue; fi
+        root=$deps/$name
+        rm -rf "$root" && mkdir -p "$root/include" "$root/lib"
+        for f in "$(dirname "$h")/$name"*.h; do ln -s "$f" "$root/include/"; done
+        for f in "$(dirname "$so")/lib$name"*.so*; do ln -s "$f" "$root/lib/"; done
+        ln -sf "$(basename "$so")" "$root/lib/lib$name.so"
+        echo "$root"
+        return
+    done
+}
+mkdir -p "$deps"
+cudnn_root=$(wheel_root cudnn)
+nccl_root=$(wheel_root nccl)
+if [ -n "$cudnn_root" ]; then
+    export CUDNN_ROOT=$cudnn_root
+    cmake_deps+=(-DTS_CUDNN_INCLUDE="$cudnn_root/include" -DTS_CUDNN_LIB="$cudnn_root/lib/libcudnn.so")
+    LD_LIBRARY_PATH=$cudnn_root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+if [ -n "$nccl_root" ]; then
+    export NCCL_ROOT=$nccl_root
+    cmake_deps+=(-DTS_NCCL_INCLUDE="$nccl_root/include" -DTS_NCCL_LIB="$nccl_root/lib/libnccl.so")
+    # (CMakeLists.txt adds TS_NCCL_INCLUDE to the library's include folders)
+    LD_LIBRARY_PATH=$nccl_root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+{
+    echo "CUDNN_ROOT=${cudnn_root:-unset} NCCL_ROOT=${nccl_root:-unset}"
+    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    ls -l "$deps/cudnn/include" "$deps/cudnn/lib" "$deps/nccl/include" "$deps/nccl/lib"
+} >>"$blog" 2>&1
+[ -n "$cudnn_root" ] || summary+=("cuDNN: no wheel found (CMake searches beside the toolkit)")
+[ -n "$nccl_root" ] || summary+=("NCCL: no wheel found (CMake searches beside the toolkit)")
+
+# ------------------------------------------------------------------ 1. configure and build
+if want build || want configure; then
+    echo "== configure" >>"$blog"
+    mark=$(wc -l <"$blog")
+    run_to "$blog" "$(cap 120)" cmake -S . -B "$build" -DTS_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
+        -DTS_WERROR=ON "${cmake_deps[@]}"
+    rc=$?
+    found=$(since "$blog" "$mark" | grep -E '^-- (Tessera: (CUDA|no CUDA|cuDNN|no cuDNN|NCCL|no NCCL|MPI|no MPI|cJSON)|Found ZLIB)' |
+        sed 's/^-- Tessera: //; s/^-- Found ZLIB: \([^ ]*\).*/zlib \1/' | paste -sd';' | sed 's/;/; /g')
+    note "found: ${found:-nothing (build.log)}"
+    if [ $rc -eq 0 ] && want build; then
+        keep=()
+        case $(grep '^CMAKE_GENERATOR:' "$build/CMakeCache.txt" 2>/dev/null) in
+        *Ninja*) keep=(-- -k 0) ;;
+        *Makefiles*) keep=(-- -k) ;;
+        esac
+        echo "== build" >>"$blog"
+        mark=$(wc -l <"$blog")
+        # a failing target does not stop the others (-k): the steps below use what was built
+        targets=()
+        for t in ${TARGETS:-}; do targets+=(--target "$t"); done
+        run_to "$blog" "$(cap 330 120)" cmake --build "$build" -j16 "${targets[@]}" "${keep[@]}"
+        rc=$?
+        if [ $rc -ne 0 ]; then
+            note "$(since "$blog" "$mark" | grep -c 'error') lines saying 'error' in build.log; the first:"
+            while IFS= read -r l; do note "  ${l:0:220}"; done < <(since "$blog" "$mark" | grep -m5 -E 'error|Error')
+        fi
+        ldd "$bin/tessera" 2>/dev/null | grep -E 'nccl|cudnn|cjson|libz|cublas|cudart|mpi' >>"$blog"
+        step "$(verdict $rc)" "1 configure and build ($((SECONDS - start)) s)"
+    elif [ $rc -eq 0 ]; then
+        step PASS "1 configure only"
+    else
+        step FAIL "1 configure (build.log)"
+    fi
+fi
+
+# ------------------------------------------------------------------ 2. the focus tests
+# Each of $FOCUS_TESTS alone with TS_REQUIRE_CUDA=1, its whole output kept; one that crashes is
+# run again under cuda-gdb for the backtrace.
+flog=$OUT/focus.log
+: >"$flog"
+if want focus; then
+    fok=1
+    for t in ${FOCUS_TESTS:-test_graph_capture test_graph_capture_train test_trainer_graph}; do
+        if [ ! -x "$bin/tests/$t" ]; then
+            note "$t: not built"
+            fok=0
+            continue
+        fi
+        mark=$(wc -l <"$flog")
+        (cd "$bin/tests" && TS_REQUIRE_CUDA=1 TS_SIM_DEVICES=4 run_to "$flog" "$(cap 90 60)" "./$t")
+        rc=$?
+        note "$t: $(verdict $rc) (status $rc); $(since "$flog" "$mark" | grep -E '^[0-9]+ passed' | tail -1)"
+        while IFS= read -r l; do note "  ${l:0:200}"; done < <(since "$flog" "$mark" | grep -E 'cuda:0|FAIL|failed' | grep -v '^+ ' | head -12)
+        if [ $rc -ne 0 ]; then
+            fok=0
+            if [ $rc -ge 128 ] && [ $rc -ne 137 ] && command -v cuda-gdb >/dev/null; then
+                mark=$(wc -l <"$flog")
+                (cd "$bin/tests" && TS_REQUIRE_CUDA=1 TS_SIM_DEVICES=4 run_to "$flog" "$(cap 90 60)" \
+                    cuda-gdb -q -batch -ex run -ex bt -ex 'info threads' --args "./$t")
+                while IFS= read -r l; do note "  gdb: ${l:0:200}"; done < <(since "$flog" "$mark" | grep -E '^#[0-9]+ |signal' | head -25)
+            fi
+        fi
+    done
+    if [ $fok -eq 1 ]; then v=PASS; else v=FAIL; fi
+    step $v "2 focus tests (focus.log)"
+fi
+
+# ------------------------------------------------------------------ 2a. the suite
+clog=$OUT/ctest.log
+: >"$clog"
+if ! want ctest; then
+    :
+elif [ -f "$bin/CTestTestfile.cmake" ] && [ -x "$bin/tests/test_cuda_alloc" ]; then
+    regex=()
+    [ -n "${CTEST_REGEX:-}" ] && regex=(-R "$CTEST_REGEX")
+    TS_REQUIRE_CUDA=1 run_to "$clog" "$(cap 150 120)" ctest --test-dir "$bin" -j8 "${regex[@]}" \
+        --output-on-failure --timeout 140
+    rc=$?
+    while IFS= read -r l; do note "$l"; done < <(grep -E 'tests passed|Total Test time' "$clog")
+    while IFS= read -r l; do note "$l"; done < <(sed -n '/The following tests FAILED:/,/^$/p; /The following tests did not run:/,/^$/p' "$clog" | grep -vE '^$|^\+ |^Errors while' | head -30)
+    if [ $rc -eq 124 ]; then
+        note "timed out; failed until then:"
+        while IFS= read -r l; do note "$l"; done < <(grep -E '\*\*\*(Failed|Timeout|Exception)|Failed +[0-9.]+ sec' "$clog" | head -20)
+    fi
+    step "$(verdict $rc)" "a ctest, TS_REQUIRE_CUDA=1, -j8"
+else
+    step SKIP "a ctest (not built)"
+fi
+
+# ------------------------------------------------------------------ 2b. NCCL with one rank
+# Collectives on cuda tensors go through NCCL whenever Tessera was built with CUDA, NCCL and MPI
+# and the process was started by a launcher (its group has an MPI communicator); without one, a
+# world of one runs them locally. No variable selects it. DDP does no collective in a world of
+# one; FSDP does (all_gather, reduce_scatter; all_reduce at stage 1).
+nlog=$OUT/nccl.log
+: >"$nlog"
+nccl_ok=1
+nccl_fail() {
+    nccl_ok=0
+    note "FAIL: $*"
+}
+nc() { cap "$1" 100; } # what the sub-steps may take, 100 s kept for the steps after
+if ! want nccl; then
+    :
+elif [ -x "$bin/tests/test_dist_collectives" ] && [ "$(left)" -gt 130 ]; then
+    export NCCL_DEBUG=INFO
+    echo "== test_dist_collectives under mpirun -np 1 (its hand-made cuda tensor goes to NCCL)" >>"$nlog"
+    mark=$(wc -l <"$nlog")
+    (cd "$bin/tests" && TS_SIM_DEVICES=4 OMP_NUM_THREADS=4 run_to "$nlog" "$(nc 60)" "${mpirun1[@]}" ./test_dist_collectives)
+    rc=$?
+    [ $rc -eq 0 ] || nccl_fail "test_dist_collectives -np 1: status $rc"
+    note "test_dist_collectives -np 1: status $rc; $(since "$nlog" "$mark" | grep -m1 'a cuda tensor:' || echo 'no "a cuda tensor" line')"
+
+    # the probe: every collective and dtype on cuda:0, checked against the host; built against an
+    # install of the build through find_package(Tessera), as tools/install_test.sh does
+    echo "== nccl_probe: install, configure, build" >>"$nlog"
+    rm -rf "$work/install" "$work/probe" && mkdir -p "$work/probe"
+    sed -n "/^: <<'PROBE_C'\$/,/^PROBE_C\$/p" "$self" | sed '1d;$d' >"$work/probe/nccl_probe.c"
+    cat >"$work/probe/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.20)
+project(nccl_probe LANGUAGES C)
+find_package(Tessera REQUIRED)
+add_executable(nccl_probe nccl_probe.c)
+target_link_libraries(nccl_probe PRIVATE Tessera::tessera m)
+CMAKE
+    if run_to "$nlog" "$(nc 60)" cmake --install "$bin" --prefix "$work/install" &&
+        run_to "$nlog" "$(nc 60)" cmake -S "$work/probe" -B "$work/probe/build" \
+            -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/install;$deps/usr" "${zlib_deps[@]}" &&
+        run_to "$nlog" "$(nc 60)" cmake --build "$work/probe/build"; then
+        probe=$work/probe/build/nccl_probe
+        echo "== nccl_probe $ndev without a launcher (a world of one without MPI: the local path)" >>"$nlog"
+        mark=$(wc -l <"$nlog")
+        run_to "$nlog" "$(nc 40)" "$probe" "$ndev"
+        rc=$?
+        [ $rc -eq 0 ] || nccl_fail "nccl_probe without a launcher: status $rc"
+        note "nccl_probe, no launcher: status $rc; $(since "$nlog" "$mark" | grep -m1 'checks passed' || echo 'no result line')"
+        echo "== nccl_probe $ndev under mpirun -np 1 (NCCL for cuda tensors)" >>"$nlog"
+        mark=$(wc -l <"$nlog")
+        run_to "$nlog" "$(nc 60)" "${mpirun1[@]}" "$probe" "$ndev"
+        rc=$?
+        [ $rc -eq 0 ] || nccl_fail "nccl_probe -np 1: status $rc"
+        if [[ $ndev == cuda* ]] && ! since "$nlog" "$mark" | grep -q 'Init COMPLETE'; then
+            nccl_fail "nccl_probe -np 1: no NCCL communicator was made (no 'Init COMPLETE' line)"
+        fi
+        note "nccl_probe -np 1: status $rc; $(since "$nlog" "$mark" | grep -m1 'checks passed' || echo 'no result line')"
+        note "  $(since "$nlog" "$mark" | grep -m1 -oE 'NCCL version [^ ]+' || echo 'no NCCL version line'), $(since "$nlog" "$mark" | grep -c 'Init COMPLETE') x 'Init COMPLETE'; $(since "$nlog" "$mark" | grep -m1 -oE 'all_reduce 64 MiB.*' || true)"
+    else
+        nccl_fail "the probe did not build (nccl.log)"
+    fi
+
+    # the trainer on cuda:0 (synthetic MNIST, MLP, 2 epochs): FSDP without a launcher, then FSDP
+    # stage 3 and stage 1 and plain training under mpirun -np 1. One rank's collectives copy or
+    # keep the data, so every run must end with the same weights.
+    echo "== synthetic MNIST" >>"$nlog"
+    if [ -x "$bin/tessera" ] && python3 - "$work/data/mnist" >>"$nlog" 2>&1 <<'PY'; then
+import os, random, struct, sys
+d = sys.argv[1]; os.makedirs(d, exist_ok=True)
+def write(name, n, seed):  # learnable: a bright bar placed by the label, over noise
+    r = random.Random(seed); img = bytearray(n * 784); lab = bytearray(n)
+    for i in range(n):
+        k = r.randrange(10); lab[i] = k
+        row, col = 2 + (k // 5) * 12, 2 + (k % 5) * 5
+        for j in range(784): img[i * 784 + j] = r.randrange(128)
+        for y in range(row, row + 10):
+            for x in range(col, col + 4): img[i * 784 + y * 28 + x] = 64 + r.randrange(128)
+    with open(os.path.join(d, name + "-images-idx3-ubyte"), "wb") as f:
+        f.write(struct.pack(">IIII", 0x803, n, 28, 28)); f.write(img)
+    with open(os.path.join(d, name + "-labels-idx1-ubyte"), "wb") as f:
+        f.write(struct.pack(">II", 0x801, n)); f.write(lab)
+write("train", 4096, 1); write("t10k", 1024, 2)
+print("synthetic MNIST in", d)
+PY
+        rm -rf "$work/ck"
+        targs=(train --model mlp --data mnist --data-dir "$work/data/mnist" --epochs 2 --seed 1
+            --device "$ndev" --progress none)
+        tsum='' tinits=0
+        trun() { # trun NAME LAUNCHER... -- TRAIN-ARGS...: sets tsum (the weights' md5), tinits
+            local name=$1 pre=() m r acc
+            shift
+            while [ "$1" != -- ]; do
+                pre+=("$1")
+                shift
+            done
+            shift
+            echo "== trainer $name" >>"$nlog"
+            m=$(wc -l <"$nlog")
+            run_to "$nlog" "$(nc 45)" "${pre[@]}" "$bin/tessera" "${targs[@]}" --checkpoint "$work/ck/$name" "$@"
+            r=$?
+            acc=$(since "$nlog" "$m" | grep -m1 -oE 'test accuracy: [0-9.]+' || echo 'no accuracy')
+            tinits=$(since "$nlog" "$m" | grep -c 'Init COMPLETE')
+            tsum=$(md5sum "$work/ck/$name/model.safetensors" 2>/dev/null | cut -c1-12)
+            note "trainer $name: status $r, $acc, NCCL inits $tinits, weights ${tsum:-none}"
+            [ $r -eq 0 ] || nccl_fail "trainer $name: status $r"
+        }
+        trun fsdp_no_launcher -- --fsdp
+        ref=$tsum
+        for stage in 3 1; do
+            trun mpi_fsdp$stage "${mpirun1[@]}" -- --fsdp --fsdp-stage $stage
+            [ "$tsum" = "$ref" ] || nccl_fail "mpi_fsdp$stage's weights differ from fsdp_no_launcher's"
+            if [[ $ndev == cuda* ]] && [ "$tinits" -eq 0 ]; then
+                nccl_fail "mpi_fsdp$stage: no NCCL communicator was made"
+            fi
+        done
+        trun mpi_plain "${mpirun1[@]}" --
+        [ "$tsum" = "$ref" ] || nccl_fail "mpi_plain's weights differ from fsdp_no_launcher's"
+    else
+        nccl_fail "no tessera program, or python3 could not write the synthetic data"
+    fi
+    unset NCCL_DEBUG
+    if [ $nccl_ok -eq 1 ]; then v=PASS; else v=FAIL; fi
+    step $v "b NCCL with one rank (mpirun -np 1, $ndev)"
+else
+    step SKIP "b NCCL (not built, or under 130 s left)"
+fi
+
+# ------------------------------------------------------------------ 2c. compute-sanitizer
+slog=$OUT/sanitizer.log
+: >"$slog"
+csan=$(command -v compute-sanitizer || true)
+[ -z "$csan" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ] && csan=/usr/local/cuda/bin/compute-sanitizer
+t_run=$(cap "$san_timeout" 90)
+if ! want sanitize; then
+    :
+elif [ -n "$csan" ] && [ -d "$bin/tests" ] && [ "$t_run" -ge 10 ]; then
+    mkdir -p "$work/san" && rm -f "$work"/san/*
+    for t in $san_tests; do
+        for tool in memcheck racecheck synccheck; do
+            f=$work/san/$t.$tool
+            if [ ! -x "$bin/tests/$t" ]; then
+                echo "$bin/tests/$t: not built" >"$f.log"
+                echo 127 >"$f.rc"
+                continue
+            fi
+            while [ "$(jobs -rp | wc -l)" -ge "$san_jobs" ]; do wait -n; done
+            (
+                cd "$bin/tests" || exit
+                TS_REQUIRE_CUDA=1 TS_SIM_DEVICES=4 TS_TEST_ONLY_CUDA=1 timeout -k 5 "$t_run" "$csan" --tool "$tool" \
+                    --error-exitcode 1 "./$t" >"$f.log" 2>&1
+                echo $? >"$f.rc"
+            ) &
+        done
+    done
+    wait
+    ok=1
+    for t in $san_tests; do
+        for tool in memcheck racecheck synccheck; do
+            f=$work/san/$t.$tool
+            rc=$(cat "$f.rc" 2>/dev/null || echo 1)
+            v=$(verdict "$rc")
+            [ "$rc" = 127 ] && v="NOT BUILT"
+            [ "$v" = PASS ] || ok=0
+            es=$(grep -m1 'ERROR SUMMARY' "$f.log" 2>/dev/null | sed 's/^=* *//')
+            note "$t $tool: $v (status $rc)${es:+, $es}"
+            {
+                echo "==== $t $tool: status $rc ($v)"
+                cat "$f.log" 2>/dev/null
+            } >>"$slog"
+        done
+    done
+    if [ $ok -eq 1 ]; then v=PASS; else v=FAIL; fi
+    step $v "c compute-sanitizer (${t_run} s a run, $san_jobs at once)"
+else
+    step SKIP "c compute-sanitizer (no compute-sanitizer, no tests, or no time left)"
+fi
+
+# ------------------------------------------------------------------ 2d. pinned reuse
+plog=$OUT/pinned.log
+: >"$plog"
+if ! want pinned; then
+    :
+elif [ -x "$bin/tests/test_cuda_alloc" ] && [ "$(left)" -gt 20 ]; then
+    (cd "$bin/tests" && TS_REQUIRE_CUDA=1 TS_SIM_DEVICES=4 run_to "$plog" "$(cap 90 60)" ./test_cuda_alloc)
+    rc=$?
+    while IFS= read -r l; do note "$l"; done < <(grep -E '^(pinned|record_stream)|FAIL|passed|failed' "$plog" | head -12)
+    step "$(verdict $rc)" "d test_cuda_alloc alone (the pinned reuse)"
+else
+    step SKIP "d test_cuda_alloc (not built, or no time left)"
+fi
+
+# ------------------------------------------------------------------ 2e. benchmarks
+elog=$OUT/bench.log
+: >"$elog"
+mode=
+[ "${QUICK:-0}" = 1 ] && mode=quick
+t=$(cap 120 0)
+if ! want bench; then
+    :
+elif [ -f "$bin/CMakeCache.txt" ] && [ "$t" -ge 30 ]; then
+    run_to "$elog" "$t" bash -c "cmake --build '$bin' --target bench_gpu -j16 && bench/run_gpu.sh '$bin' $mode"
+    rc=$?
+    while IFS= read -r l; do note "$l"; done < <(grep -E '^name |SKIP:| (yes|NO)$' "$elog" | head -16)
+    v=$(verdict $rc)
+    grep -q 'SKIP:' "$elog" && v=FAIL # a side that skipped on a GPU machine measured nothing
+    step "$v" "e bench_gpu and bench/run_gpu.sh ${mode:-(full)}"
+else
+    step SKIP "e benchmarks (not configured, or under 30 s left)"
+fi
+
+# ------------------------------------------------------------------ summary
+summary+=("total $((SECONDS - start)) s of a budget of $budget s; logs in $OUT")
+printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+exit 0
+
+# The probe's C source, which the NCCL step copies out (the heredoc is never run).
+# shellcheck disable=SC2317 # never run: the text of the probe
+: <<'PROBE_C'
+/* nccl_probe.c (written by tools/gpu_check.sh): every collective on tensors of one device, checked
+ * against values computed on the host, for any world size. Under mpirun with cuda tensors they go
+ * through NCCL; without a launcher (a world of one, no MPI) through the local path. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <tessera.h>
+
+static int R, W, fails, checks;
+static ts_device dev;
+
+static double val(int r, int64_t i) { return (double)(r + 1) * (double)(i % 7 + 1); }
+
+static ts_tensor *make(int64_t n, ts_dtype dt, int r) {
+    double *h = malloc((size_t)n * sizeof *h);
+    for (int64_t i = 0; i < n; i++) h[i] = val(r, i);
+    ts_tensor *t = ts_to(ts_to_dtype(ts_tensor_f64(TS_SHAPE(n), h, (ts_opts){0}), dt), dev);
+    free(h);
+    return t;
+}
+
+static double *host(ts_tensor *t, int64_t n) {
+    double *h = calloc((size_t)n, sizeof *h);
+    ts_tensor *c = ts_contiguous(ts_to_dtype(ts_to(t, ts_cpu()), TS_F64));
+    if (!c || ts_copy_to_host(c, h, (size_t)n * sizeof *h) != TS_OK) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+static void check(const char *what, ts_dtype dt, ts_status st, ts_tensor *t, int64_t n,
+                  double (*want)(int64_t, void *), void *ctx) {
+    checks++;
+    double *h = st == TS_OK ? host(t, n) : NULL;
+    int64_t bad = -1;
+    for (int64_t i = 0; h && i < n && bad < 0; i++)
+        if (fabs(h[i] - want(i, ctx)) > 1e-6 * fabs(want(i, ctx))) bad = i;
+    if (st == TS_OK && h && bad < 0) {
+        if (R == 0)
+            printf("nccl_probe: ok   %-28s %-9s n=%lld\n", what, ts_dtype_name(dt), (long long)n);
+    } else {
+        fails++;
+        printf("nccl_probe: FAIL %-28s %-9s rank %d: %s\n", what, ts_dtype_name(dt), R,
+               st != TS_OK || !h ? ts_error_message() : "wrong values");
+        if (h && bad >= 0)
+            printf("nccl_probe:      element %lld is %g, expected %g\n", (long long)bad, h[bad],
+                   want(bad, ctx));
+        ts_error_clear();
+    }
+    free(h);
+}
+
+static double tri(void) { return (double)W * (W + 1) / 2; }
+static double w_sum(int64_t i, void *c) { (void)c; return tri() * (double)(i % 7 + 1); }
+static double w_avg(int64_t i, void *c) { (void)c; return tri() / W * (double)(i % 7 + 1); }
+static double w_max(int64_t i, void *c) { (void)c; return val(W - 1, i); }
+static double w_min(int64_t i, void *c) { (void)c; return val(0, i); }
+static double w_prod(int64_t i, void *c) {
+    (void)c;
+    double p = 1;
+    for (int r = 0; r < W; r++) p *= val(r, i);
+    return p;
+}
+static double w_own(int64_t i, void *c) { (void)c; return val(R, i); }
+static double w_gather(int64_t i, void *c) {
+    int64_t n = *(int64_t *)c;
+    return val((int)(i / n), i % n);
+}
+static double w_scatter(int64_t i, void *c) {
+    return tri() * (double)((R * *(int64_t *)c + i) % 7 + 1);
+}
+
+int main(int argc, char **argv) {
+    const char *dname = argc > 1 ? argv[1] : "cuda:0";
+    if (ts_device_parse(dname, &dev) != TS_OK) {
+        fprintf(stderr, "nccl_probe: %s\n", ts_error_message());
+        return 2;
+    }
+    ts_dist_opts o = {.backend = dev.type == TS_CUDA ? TS_DIST_NCCL : TS_DIST_AUTO};
+    if (ts_dist_init(o) != TS_OK) {
+        fprintf(stderr, "nccl_probe: ts_dist_init: %s\n", ts_error_message());
+        return 1;
+    }
+    R = ts_dist_rank(), W = ts_dist_world_size();
+    ts_tensor *first = ts_zeros(TS_SHAPE(1), (ts_opts){.device = dev});
+    if (!first) {
+        fprintf(stderr, "nccl_probe: %s\n", ts_error_message());
+        return 1;
+    }
+    ts_release(first);
+    if (R == 0) printf("nccl_probe: %s on %s\n", ts_dist_describe(), ts_device_str(dev));
+    const int64_t n = 1000;
+    int64_t nn = n;
+    ts_dtype dts[] = {TS_F32, TS_F64, TS_F16, TS_BF16, TS_I64, TS_I32, TS_U8};
+    for (size_t k = 0; k < sizeof dts / sizeof *dts; k++) {
+        ts_scope_begin();
+        ts_dtype dt = dts[k];
+        ts_tensor *t = make(n, dt, R);
+        check("all_reduce sum", dt, ts_dist_all_reduce(t, TS_DIST_SUM, NULL), t, n, w_sum, NULL);
+        t = make(n, dt, R);
+        check("all_reduce max", dt, ts_dist_all_reduce(t, TS_DIST_MAX, NULL), t, n, w_max, NULL);
+        t = make(n, dt, R);
+        check("all_reduce min", dt, ts_dist_all_reduce(t, TS_DIST_MIN, NULL), t, n, w_min, NULL);
+        t = make(n, dt, R);
+        check("broadcast from last rank", dt, ts_dist_broadcast(t, W - 1, NULL), t, n, w_max, NULL);
+        t = make(n, dt, R);
+        check("reduce sum to 0", dt, ts_dist_reduce(t, 0, TS_DIST_SUM, NULL), t, n,
+              R == 0 ? w_sum : w_own, NULL);
+        ts_tensor *in = make(n, dt, R);
+        ts_tensor *out = ts_zeros(TS_SHAPE(W * n), (ts_opts){.dtype = dt, .device = dev});
+        check("all_gather", dt, ts_dist_all_gather(out, in, NULL), out, W * n, w_gather, &nn);
+        in = make(W * n, dt, R);
+        out = ts_zeros(TS_SHAPE(n), (ts_opts){.dtype = dt, .device = dev});
+        check("reduce_scatter sum", dt, ts_dist_reduce_scatter(out, in, TS_DIST_SUM, NULL), out, n,
+              w_scatter, &nn);
+        if (dt == TS_F32 || dt == TS_F64 || dt == TS_BF16 || dt == TS_F16) {
+            t = make(n, dt, R);
+            check("all_reduce avg", dt, ts_dist_all_reduce(t, TS_DIST_AVG, NULL), t, n, w_avg, NULL);
+        }
+        if (dt == TS_F64) {
+            t = make(n, dt, R);
+            check("all_reduce product", dt, ts_dist_all_reduce(t, TS_DIST_PRODUCT, NULL), t, n,
+                  w_prod, NULL);
+        }
+        ts_scope_end();
+    }
+    ts_scope_begin();
+    /* a non-contiguous view (reduced as a contiguous copy, copied back) */
+    ts_tensor *m = ts_reshape(make(n, TS_F32, R), TS_SHAPE(40, 25));
+    ts_status st = ts_dist_all_reduce(ts_transpose(m, 0, 1), TS_DIST_SUM, NULL);
+    check("all_reduce sum, transposed", TS_F32, st, m, n, w_sum, NULL);
+    /* two asynchronous reductions in flight */
+    ts_tensor *a = make(n, TS_F32, R), *b = make(n, TS_F32, R);
+    ts_dist_work *wa = ts_dist_all_reduce_async(a, TS_DIST_SUM, NULL);
+    ts_dist_work *wb = ts_dist_all_reduce_async(b, TS_DIST_MAX, NULL);
+    st = ts_dist_wait(wa);
+    ts_status st2 = ts_dist_wait(wb);
+    check("all_reduce_async sum", TS_F32, st, a, n, w_sum, NULL);
+    check("all_reduce_async max", TS_F32, st2, b, n, w_max, NULL);
+    ts_scope_end();
+    /* 64 MiB of float32, timed */
+    ts_scope_begin();
+    const int64_t big = 16 << 20;
+    ts_tensor *g = ts_full(TS_SHAPE(big), 1.0, (ts_opts){.device = dev});
+    st = ts_dist_all_reduce(g, TS_DIST_SUM, NULL); /* warm-up */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 5 && st == TS_OK; i++) st = ts_dist_all_reduce(g, TS_DIST_AVG, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms =
+        ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) / 5;
+    double sum = st == TS_OK ? ts_item(ts_sum(g)) : NAN;
+    checks++;
+    if (st != TS_OK || !(fabs(sum - (double)big * W) <= 1e-3 * (double)big * W)) {
+        fails++;
+        printf("nccl_probe: FAIL all_reduce 64 MiB rank %d: %s (sum %g)\n", R,
+               st != TS_OK ? ts_error_message() : "wrong values", sum);
+        ts_error_clear();
+    } else if (R == 0) {
+        printf("nccl_probe: ok   all_reduce 64 MiB float32: %.3f ms a call\n", ms);
+    }
+    ts_scope_end();
+    checks++;
+    if (ts_dist_barrier() != TS_OK) {
+        fails++;
+        printf("nccl_probe: FAIL barrier: %s\n", ts_error_message());
+    }
+    if (R == 0) printf("nccl_probe: %d of %d checks passed on rank 0\n", checks - fails, checks);
+    st = ts_dist_finalize();
+    return fails || st != TS_OK ? 1 : 0;
+}
+PROBE_C
