@@ -183,8 +183,9 @@ static trainer train_eagerly(model_kind k, ts_device dev, double *losses) {
     return a;
 }
 
-/* On cuda: whether a second eager run repeats the first's losses bit for bit (cuDNN's
- * convolutions may not: some of its algorithms add in a varying order). */
+/* On cuda: whether a second eager run repeats the first's losses bit for bit (atomic adds, as
+ * in scatter_add for the embedding's gradient, and some of cuDNN's algorithms add in a varying
+ * order). */
 static bool eager_reproducible(model_kind k, ts_device dev, const double *eager) {
     if (dev.type != TS_CUDA) return true;
     double again[STEPS];
@@ -233,7 +234,8 @@ static void check_replay_equals_eager(model_kind k, ts_device dev) {
            eager[STEPS - 1], equal, STEPS);
     if (equal < STEPS && !eager_reproducible(k, dev, eager)) {
         printf("  SKIP the bit-for-bit checks of %s on %s: two eager runs already differ "
-               "(cuDNN's non-deterministic algorithms)\n",
+               "(atomic adds, as in the embedding's gradient, and cuDNN's algorithms add in a "
+               "varying order)\n",
                kind_name[k], ts_device_str(dev));
     } else {
         CHECK_EQ(equal, STEPS);

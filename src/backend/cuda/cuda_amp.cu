@@ -110,7 +110,7 @@ void tsc_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, int
     if (m > 0) {
         cudaStream_t st = tsc_stream(index);
         const size_t bytes = (size_t)m * sizeof(AmpTensor);
-        AmpTensor *dtab = (AmpTensor *)tsc_scratch_alloc(index, bytes);
+        AmpTensor *dtab = (AmpTensor *)tsc_table_alloc(index, bytes);
         /* through pinned memory kept until the copy ran, so tab can go at once */
         if (dtab &&
             tsc_copy_table_h2d(index, dtab, tab, bytes, "amp_unscale: copying the tensor table")) {

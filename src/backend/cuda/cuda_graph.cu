@@ -7,7 +7,8 @@
  * kernels' scratch memory (workspaces, tables) is cudaMalloc'd for the graph, which keeps it until
  * it is destroyed. The graph's nodes run in the order they were captured (one stream), so a
  * scratch block freed by one kernel serves a later one, as the caching allocator serves the eager
- * step; a table uploaded once (the optimizer's, the grad scaler's) is never reused. Random draws
+ * step. A table (the optimizer's, the grad scaler's) is uploaded once into a block of its own
+ * (tsc_table_alloc), which no other kernel ever uses. Random draws
  * read their Philox seed and base from the graph's counters, which each launch sets first. */
 #include <stdlib.h>
 
@@ -16,8 +17,9 @@
 struct graph_block {
     void *ptr;
     size_t size;
-    bool free; /* released by its kernel: a later kernel of the capture may take it */
-    bool kept; /* holds a table uploaded at capture: read by every launch, never reused */
+    bool free;  /* released by its kernel: a later kernel of the capture may take it */
+    bool table; /* a table's (tsc_graph_table_alloc): uploaded once, read by every launch, never
+                   reused, and never a block an earlier kernel of the graph writes */
 };
 
 struct tsc_graph {
@@ -46,22 +48,8 @@ const uint64_t *tsc_graph_counters(int index) {
     return g->counters;
 }
 
-void *tsc_graph_scratch_alloc(int index, size_t nbytes, bool *handled) {
-    tsc_graph *g = building_on(index);
-    *handled = g != nullptr;
-    if (!g) return nullptr;
-    /* best fit among the blocks an earlier kernel of the capture released, at most twice the
-     * request (a small table does not pin a large workspace) */
-    graph_block *best = nullptr;
-    for (size_t i = 0; i < g->n; i++) {
-        graph_block *b = &g->blocks[i];
-        if (!b->free || b->size < nbytes || b->size / 2 > nbytes) continue;
-        if (!best || b->size < best->size) best = b;
-    }
-    if (best) {
-        best->free = false;
-        return best->ptr;
-    }
+/* a block of the graph's own (cudaMalloc: the relaxed capture allows it), in use */
+static void *new_block(tsc_graph *g, int index, size_t nbytes, bool table) {
     if (g->n == g->cap) {
         size_t cap = g->cap ? 2 * g->cap : 16;
         graph_block *nb = (graph_block *)realloc(g->blocks, cap * sizeof *nb);
@@ -75,8 +63,33 @@ void *tsc_graph_scratch_alloc(int index, size_t nbytes, bool *handled) {
     const size_t size = nbytes ? (nbytes + 511) & ~(size_t)511 : 512;
     if (!tsc_check(cudaMalloc(&p, size), "cuda graph capture: scratch memory (cudaMalloc)", index))
         return nullptr;
-    g->blocks[g->n++] = graph_block{p, size, false, false};
+    g->blocks[g->n++] = graph_block{p, size, false, table};
     return p;
+}
+
+void *tsc_graph_scratch_alloc(int index, size_t nbytes, bool *handled) {
+    tsc_graph *g = building_on(index);
+    *handled = g != nullptr;
+    if (!g) return nullptr;
+    /* best fit among the blocks an earlier kernel of the capture released, at most twice the
+     * request (a small request does not pin a large workspace) */
+    graph_block *best = nullptr;
+    for (size_t i = 0; i < g->n; i++) {
+        graph_block *b = &g->blocks[i];
+        if (!b->free || b->size < nbytes || b->size / 2 > nbytes) continue;
+        if (!best || b->size < best->size) best = b;
+    }
+    if (best) {
+        best->free = false;
+        return best->ptr;
+    }
+    return new_block(g, index, nbytes, false);
+}
+
+void *tsc_graph_table_alloc(int index, size_t nbytes, bool *handled) {
+    tsc_graph *g = building_on(index);
+    *handled = g != nullptr;
+    return g ? new_block(g, index, nbytes, true) : nullptr;
 }
 
 static graph_block *block_of(tsc_graph *g, const void *p) {
@@ -88,7 +101,7 @@ static graph_block *block_of(tsc_graph *g, const void *p) {
 bool tsc_graph_scratch_free(int index, void *p) {
     graph_block *b = block_of(building_on(index), p);
     if (!b) return false;
-    if (!b->kept) b->free = true;
+    if (!b->table) b->free = true;
     return true;
 }
 
@@ -97,10 +110,19 @@ bool tsc_graph_table_h2d(int index, void *dst, const void *src, size_t n, const 
     tsc_graph *g = building_on(index);
     *handled = g != nullptr;
     if (!g) return false;
-    graph_block *b = block_of(g, dst);
-    if (b) b->kept = true;
-    /* now and once, outside the capture (the relaxed mode allows it; the capture stream does not
-     * wait for the legacy stream, being non-blocking): every launch reads these values */
+    /* Uploaded now and once, outside the capture (the relaxed mode allows it; the capture stream
+     * does not wait for the legacy stream, being non-blocking), so every launch reads these
+     * values: only into a table's own block. A block that served an earlier kernel as scratch
+     * would be overwritten by that kernel at each launch (the optimizer then read pointers out
+     * of a convolution's workspace: an illegal address on the first replay). */
+    const graph_block *b = block_of(g, dst);
+    if (!b || !b->table) {
+        tsi_error_set(TS_ERR_STATE,
+                      "%s: the table's memory is not a table block of the graph being captured "
+                      "(tsc_table_alloc)",
+                      what);
+        return false;
+    }
     return tsc_check(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice), what, index);
 }
 

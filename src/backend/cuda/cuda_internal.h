@@ -46,10 +46,16 @@ cudaStream_t tsc_stream(int index);
 void *tsc_scratch_alloc(int index, size_t nbytes);
 void tsc_scratch_free(int index, void *p);
 
+/* Device memory for a table the host builds (tsc_copy_table_h2d's dst; freed with
+ * tsc_scratch_free): scratch memory, except while a CUDA graph is built, when it is a block of the
+ * graph's that no other kernel uses (the table is uploaded once and read by every launch). */
+void *tsc_table_alloc(int index, size_t nbytes);
+
 /* Copies a table the host built (the optimizer's and the grad scaler's tensor tables) to device
- * memory, queued on tsc_stream(index). The bytes go through a pinned block that is handed out
- * again only after the copy's event, so the caller may free src at once and the copy is truly
- * asynchronous; without pinned memory the host waits for the copy. False + TS_ERR_CUDA. */
+ * memory (from tsc_table_alloc), queued on tsc_stream(index). The bytes go through a pinned block
+ * that is handed out again only after the copy's event, so the caller may free src at once and the
+ * copy is truly asynchronous; without pinned memory the host waits for the copy. False +
+ * TS_ERR_CUDA. */
 bool tsc_copy_table_h2d(int index, void *dst, const void *src, size_t n, const char *what);
 
 /* While this thread builds a captured step into a CUDA graph on device `index` (cuda_graph.cu):
@@ -59,6 +65,7 @@ bool tsc_copy_table_h2d(int index, void *dst, const void *src, size_t n, const c
 bool tsc_graph_capturing(int index);
 const uint64_t *tsc_graph_counters(int index);
 void *tsc_graph_scratch_alloc(int index, size_t nbytes, bool *handled);
+void *tsc_graph_table_alloc(int index, size_t nbytes, bool *handled);
 bool tsc_graph_scratch_free(int index, void *p); /* true: p was the graph's */
 bool tsc_graph_table_h2d(int index, void *dst, const void *src, size_t n, const char *what,
                          bool *handled);

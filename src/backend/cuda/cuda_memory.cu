@@ -216,6 +216,12 @@ void *tsc_scratch_alloc(int index, size_t nbytes) {
     return e->ptr;
 }
 
+void *tsc_table_alloc(int index, size_t nbytes) {
+    bool graph;
+    void *gp = tsc_graph_table_alloc(index, nbytes, &graph);
+    return graph ? gp : tsc_scratch_alloc(index, nbytes);
+}
+
 void tsc_scratch_free(int index, void *p) {
     if (!p || tsc_graph_scratch_free(index, p)) return;
     scratch_entry *found = nullptr;

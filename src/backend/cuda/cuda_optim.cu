@@ -222,7 +222,7 @@ static void optim_launch(int index, const struct ts_optim_step_args *args, ts_dt
     a.centered = h->centered;
     cudaStream_t st = tsc_stream(index);
     const size_t bytes = (size_t)n * sizeof(OTensor);
-    OTensor *dtab = (OTensor *)tsc_scratch_alloc(index, bytes);
+    OTensor *dtab = (OTensor *)tsc_table_alloc(index, bytes);
     /* through pinned memory kept until the copy ran, so tab can go at once */
     if (dtab &&
         tsc_copy_table_h2d(index, dtab, tab, bytes, "optim_step: copying the tensor table")) {
