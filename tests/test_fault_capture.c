@@ -47,7 +47,10 @@ static size_t allocated(void) {
 static ts_tensor *train_step(cap_st *s, ts_tensor *x, ts_tensor *y) {
     ts_scope_begin();
     ts_optim_zero_grad(s->t.o);
-    ts_tensor *loss = ts_cross_entropy(ts_forward(s->t.m, x), y);
+    /* times a value from the host: in a capture, a block the graph keeps (tsi_capture_const) */
+    const float one = 1.0f;
+    ts_tensor *loss = ts_mul(ts_cross_entropy(ts_forward(s->t.m, x), y),
+                             ts_from_data(TS_SHAPE(1), TS_F32, &one, (ts_opts){.device = dev}));
     if (s->sc) {
         ts_backward(ts_grad_scaler_scale(s->sc, loss));
         ts_grad_scaler_step(s->sc, s->t.o, NULL);
