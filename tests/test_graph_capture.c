@@ -11,6 +11,7 @@
 
 #include "core/capture.h"  /* tsi_capture_pool_reused */
 #include "core/internal.h" /* tsi_kview: where a tensor's data lies */
+#include "lenet_model.h"
 #include "same_bits.h"
 #include "ts_test.h"
 
@@ -226,34 +227,14 @@ static void check_refusal(refusal r, ts_device dev, ts_status code, const char *
  * take cuDNN workspaces while the graph is built. Before the optimizer's table had a block of its
  * own, it was uploaded into a scratch block that a convolution's workspace had used earlier in the
  * graph, and the first replay read pointers out of a workspace (an illegal address). */
-typedef struct cifar_cnn {
-    ts_module base;
-    ts_module *c1, *c2, *f1, *f2, *f3;
-} cifar_cnn;
-
-static ts_tensor *cifar_forward(ts_module *self, ts_tensor *x) {
-    cifar_cnn *m = (cifar_cnn *)self;
-    const ts_pool2d_opts pool = {.kernel = {2, 2}, .stride = {2, 2}};
-    x = ts_max_pool2d(ts_relu(ts_forward(m->c1, x)), pool);
-    x = ts_max_pool2d(ts_relu(ts_forward(m->c2, x)), pool);
-    x = ts_relu(ts_forward(m->f1, ts_flatten(x, 1, -1)));
-    return ts_forward(m->f3, ts_relu(ts_forward(m->f2, x)));
-}
-
-static double cifar_run(ts_device dev, bool graphed, const ts_tensor *const *bx,
-                        const ts_tensor *const *by, double *losses, int steps) {
+static void cifar_run(ts_device dev, bool graphed, ts_tensor **bx, ts_tensor **by, double *losses,
+                      int steps) {
     ts_scope_begin();
     ts_manual_seed(5);
-    cifar_cnn *m = ts_module_alloc(sizeof *m, "SimpleCNN", cifar_forward);
-    m->c1 = ts_module_add(&m->base, "c1", ts_conv2d_new(3, 6, 5, (ts_conv2d_opts){0}));
-    m->c2 = ts_module_add(&m->base, "c2", ts_conv2d_new(6, 16, 5, (ts_conv2d_opts){0}));
-    m->f1 = ts_module_add(&m->base, "f1", ts_linear_new(400, 120));
-    m->f2 = ts_module_add(&m->base, "f2", ts_linear_new(120, 84));
-    m->f3 = ts_module_add(&m->base, "f3", ts_linear_new(84, 10));
-    ts_module *net = ts_module_to(&m->base, dev);
+    ts_module *net = ts_module_to(ts_test_lenet_new(3, 0), dev); /* the SimpleCNN */
     ts_optim *o = ts_sgd(net, (ts_sgd_opts){.lr = 0.01, .momentum = 0.9});
-    ts_tensor *sx = ts_empty_like((ts_tensor *)bx[0]); /* this function's scope holds them */
-    ts_tensor *sy = ts_empty_like((ts_tensor *)by[0]);
+    ts_tensor *sx = ts_empty_like(bx[0]); /* this function's scope holds them */
+    ts_tensor *sy = ts_empty_like(by[0]);
     ts_graph *g = NULL;
     ts_tensor *captured = NULL; /* the graph's loss: ts_keep moves it to this function's scope */
     for (int s = 0; s < steps; s++) {
@@ -263,8 +244,8 @@ static double cifar_run(ts_device dev, bool graphed, const ts_tensor *const *bx,
             captured = ts_keep(step(net, o, sx, sy));
             ts_graph_capture_end();
         }
-        ts_copy_(sx, (ts_tensor *)bx[s]);
-        ts_copy_(sy, (ts_tensor *)by[s]);
+        ts_copy_(sx, bx[s]);
+        ts_copy_(sy, by[s]);
         ts_tensor *loss = captured;
         if (g)
             ts_graph_replay(g);
@@ -277,7 +258,6 @@ static double cifar_run(ts_device dev, bool graphed, const ts_tensor *const *bx,
     ts_optim_free(o);
     ts_module_free(net);
     ts_scope_end();
-    return losses[steps - 1];
 }
 
 static void check_cifar_cnn(ts_device dev) {
@@ -290,15 +270,15 @@ static void check_cifar_cnn(ts_device dev) {
         by[s] = ts_randint(0, 10, TS_SHAPE(64), (ts_opts){.device = dev, .dtype = TS_I64});
     }
     double eager[N], again[N], replayed[N];
-    cifar_run(dev, false, (const ts_tensor *const *)bx, (const ts_tensor *const *)by, eager, N);
-    cifar_run(dev, true, (const ts_tensor *const *)bx, (const ts_tensor *const *)by, replayed, N);
+    cifar_run(dev, false, bx, by, eager, N);
+    cifar_run(dev, true, bx, by, replayed, N);
     CHECK_OK();
     ts_error_clear();
     int equal = 0;
     for (int s = 0; s < N; s++) equal += memcmp(&eager[s], &replayed[s], sizeof(double)) == 0;
     printf("  SimpleCNN b64 on %s: %d of %d losses equal bit for bit (%.5f, replayed %.5f)\n",
            ts_device_str(dev), equal, N, eager[N - 1], replayed[N - 1]);
-    cifar_run(dev, false, (const ts_tensor *const *)bx, (const ts_tensor *const *)by, again, N);
+    cifar_run(dev, false, bx, by, again, N);
     if (memcmp(again, eager, sizeof again) != 0) { /* cuDNN's order of addition varies */
         printf("  SKIP the bit-for-bit check: two eager runs differ; within 1e-4 instead\n");
         for (int s = 0; s < N; s++) CHECK(fabs(replayed[s] - eager[s]) <= 1e-4 * fabs(eager[s]));

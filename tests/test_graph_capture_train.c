@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lenet_model.h"
 #include "state_snapshot.h"
 #include "ts_test.h"
 
@@ -26,17 +27,8 @@ static const char *kind_name[] = {"LeNet", "GPT-mini", "AMP MLP"};
 /* ------------------------------------------------------------------ models */
 typedef struct net {
     ts_module base;
-    ts_module *c1, *c2, *f1, *f2, *f3;
+    ts_module *f1, *f2;
 } net;
-
-static ts_tensor *lenet_forward(ts_module *self, ts_tensor *x) {
-    net *m = (net *)self;
-    const ts_pool2d_opts pool = {.kernel = {2, 2}};
-    x = ts_max_pool2d(ts_relu(ts_forward(m->c1, x)), pool);
-    x = ts_max_pool2d(ts_relu(ts_forward(m->c2, x)), pool);
-    x = ts_relu(ts_forward(m->f1, ts_flatten(x, 1, -1)));
-    return ts_forward(m->f3, ts_relu(ts_forward(m->f2, x)));
-}
 
 static ts_tensor *mlp_forward(ts_module *self, ts_tensor *x) {
     net *m = (net *)self;
@@ -49,18 +41,10 @@ static const ts_gpt_config gpt_cfg = {
 static ts_module *model_new(model_kind k, ts_device dev) {
     ts_manual_seed(7);
     if (k == M_GPT) return ts_module_to(ts_gpt_new(gpt_cfg), dev);
-    net *m = ts_module_alloc(sizeof *m, kind_name[k], k == M_LENET ? lenet_forward : mlp_forward);
-    if (k == M_LENET) {
-        m->c1 = ts_module_add(&m->base, "c1",
-                              ts_conv2d_new(1, 6, 5, (ts_conv2d_opts){.padding = {2, 2}}));
-        m->c2 = ts_module_add(&m->base, "c2", ts_conv2d_new(6, 16, 5, (ts_conv2d_opts){0}));
-        m->f1 = ts_module_add(&m->base, "f1", ts_linear_new(16 * 5 * 5, 120));
-        m->f2 = ts_module_add(&m->base, "f2", ts_linear_new(120, 84));
-        m->f3 = ts_module_add(&m->base, "f3", ts_linear_new(84, 10));
-    } else {
-        m->f1 = ts_module_add(&m->base, "f1", ts_linear_new(20, 64));
-        m->f2 = ts_module_add(&m->base, "f2", ts_linear_new(64, 4));
-    }
+    if (k == M_LENET) return ts_module_to(ts_test_lenet_new(1, 2), dev);
+    net *m = ts_module_alloc(sizeof *m, kind_name[k], mlp_forward);
+    m->f1 = ts_module_add(&m->base, "f1", ts_linear_new(20, 64));
+    m->f2 = ts_module_add(&m->base, "f2", ts_linear_new(64, 4));
     return ts_module_to(&m->base, dev);
 }
 

@@ -79,6 +79,16 @@ static double step(ts_module *m, ts_optim *o, ts_tensor *x, ts_tensor *y, ts_ten
     return ts_graph_is_capturing() ? 0 : ts_item(l);
 }
 
+/* n eager steps on the batches xs, ys: their losses */
+static void eager_steps(ts_module *m, ts_optim *o, ts_tensor **xs, ts_tensor **ys, int n,
+                        double *losses) {
+    for (int s = 0; s < n; s++) {
+        ts_scope_begin();
+        losses[s] = step(m, o, xs[s], ys[s], NULL);
+        ts_scope_end();
+    }
+}
+
 static void check_training(void) {
     ts_scope_begin();
     const ts_device dev = ts_sim(0);
@@ -89,23 +99,11 @@ static void check_training(void) {
         ys[s] = ts_randint(0, 3, TS_SHAPE(8), (ts_opts){.device = dev, .dtype = TS_I64});
     }
     double eager[STEPS], replayed[STEPS];
-    ts_module *m1 = model();
+    ts_module *m1 = model(), *m2 = model();
     ts_optim *o1 = ts_adam(m1, (ts_adam_opts){.lr = 0.01});
-    ts_manual_seed(77);
-    for (int s = 0; s < STEPS; s++) {
-        ts_scope_begin();
-        eager[s] = step(m1, o1, xs[s], ys[s], NULL);
-        ts_scope_end();
-    }
-
-    ts_module *m2 = model();
     ts_optim *o2 = ts_adam(m2, (ts_adam_opts){.lr = 0.01});
-    ts_manual_seed(77);
-    for (int s = 0; s < WARMUP; s++) {
-        ts_scope_begin();
-        replayed[s] = step(m2, o2, xs[s], ys[s], NULL);
-        ts_scope_end();
-    }
+    eager_steps(m1, o1, xs, ys, STEPS, eager);
+    eager_steps(m2, o2, xs, ys, WARMUP, replayed);
     ts_tensor *sx = ts_keep(ts_empty_like(xs[0])), *sy = ts_keep(ts_empty_like(ys[0]));
     H = (struct hooks){0};
     ts_graph *g = ts_graph_capture_begin(dev, (ts_graph_opts){0});

@@ -46,6 +46,11 @@ mkdir -p "$work"
 summary=()
 pending=()
 note() { pending+=("      $*"); }
+# notes [PREFIX] < LINES: a note per line (its first 220 characters), after PREFIX
+notes() {
+    local l
+    while IFS= read -r l; do note "${1-}${l:0:220}"; done
+}
 step() {
     summary+=("$(printf '%-7s %s' "$1" "$2")" "${pending[@]}")
     pending=()
@@ -207,7 +212,7 @@ if want build || want configure; then
         rc=$?
         if [ $rc -ne 0 ]; then
             note "$(since "$blog" "$mark" | grep -c 'error') lines saying 'error' in build.log; the first:"
-            while IFS= read -r l; do note "  ${l:0:220}"; done < <(since "$blog" "$mark" | grep -m5 -E 'error|Error')
+            notes "  " < <(since "$blog" "$mark" | grep -m5 -E 'error|Error')
         fi
         ldd "$bin/tessera" 2>/dev/null | grep -E 'nccl|cudnn|cjson|libz|cublas|cudart|mpi' >>"$blog"
         step "$(verdict $rc)" "1 configure and build ($((SECONDS - start)) s)"
@@ -235,14 +240,14 @@ if want focus; then
         (cd "$bin/tests" && TS_REQUIRE_CUDA=1 TS_SIM_DEVICES=4 run_to "$flog" "$(cap 90 60)" "./$t")
         rc=$?
         note "$t: $(verdict $rc) (status $rc); $(since "$flog" "$mark" | grep -E '^[0-9]+ passed' | tail -1)"
-        while IFS= read -r l; do note "  ${l:0:200}"; done < <(since "$flog" "$mark" | grep -E 'cuda:0|FAIL|failed' | grep -v '^+ ' | head -12)
+        notes "  " < <(since "$flog" "$mark" | grep -E 'cuda:0|FAIL|failed' | grep -v '^+ ' | head -12)
         if [ $rc -ne 0 ]; then
             fok=0
             if [ $rc -ge 128 ] && [ $rc -ne 137 ] && command -v cuda-gdb >/dev/null; then
                 mark=$(wc -l <"$flog")
                 (cd "$bin/tests" && TS_REQUIRE_CUDA=1 TS_SIM_DEVICES=4 run_to "$flog" "$(cap 90 60)" \
                     cuda-gdb -q -batch -ex run -ex bt -ex 'info threads' --args "./$t")
-                while IFS= read -r l; do note "  gdb: ${l:0:200}"; done < <(since "$flog" "$mark" | grep -E '^#[0-9]+ |signal' | head -25)
+                notes "  gdb: " < <(since "$flog" "$mark" | grep -E '^#[0-9]+ |signal' | head -25)
             fi
         fi
     done
@@ -265,11 +270,11 @@ elif [ -f "$bin/CTestTestfile.cmake" ] && [ -x "$bin/tests/test_cuda_alloc" ]; t
     OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 TS_REQUIRE_CUDA=1 run_to "$clog" "$(cap 240 120)" \
         ctest --test-dir "$bin" -j8 "${regex[@]}" --output-on-failure --timeout 200
     rc=$?
-    while IFS= read -r l; do note "$l"; done < <(grep -E 'tests passed|Total Test time' "$clog")
-    while IFS= read -r l; do note "$l"; done < <(sed -n '/The following tests FAILED:/,/^$/p; /The following tests did not run:/,/^$/p' "$clog" | grep -vE '^$|^\+ |^Errors while' | head -30)
+    notes < <(grep -E 'tests passed|Total Test time' "$clog")
+    notes < <(sed -n '/The following tests FAILED:/,/^$/p; /The following tests did not run:/,/^$/p' "$clog" | grep -vE '^$|^\+ |^Errors while' | head -30)
     if [ $rc -eq 124 ]; then
         note "timed out; failed until then:"
-        while IFS= read -r l; do note "$l"; done < <(grep -E '\*\*\*(Failed|Timeout|Exception)|Failed +[0-9.]+ sec' "$clog" | head -20)
+        notes < <(grep -E '\*\*\*(Failed|Timeout|Exception)|Failed +[0-9.]+ sec' "$clog" | head -20)
     fi
     step "$(verdict $rc)" "a ctest, TS_REQUIRE_CUDA=1, -j8"
 else
@@ -448,7 +453,7 @@ if ! want pinned; then
 elif [ -x "$bin/tests/test_cuda_alloc" ] && [ "$(left)" -gt 20 ]; then
     (cd "$bin/tests" && TS_REQUIRE_CUDA=1 TS_SIM_DEVICES=4 run_to "$plog" "$(cap 90 60)" ./test_cuda_alloc)
     rc=$?
-    while IFS= read -r l; do note "$l"; done < <(grep -E '^(pinned|record_stream)|FAIL|passed|failed' "$plog" | head -12)
+    notes < <(grep -E '^(pinned|record_stream)|FAIL|passed|failed' "$plog" | head -12)
     step "$(verdict $rc)" "d test_cuda_alloc alone (the pinned reuse)"
 else
     step SKIP "d test_cuda_alloc (not built, or no time left)"
@@ -465,7 +470,7 @@ if ! want bench; then
 elif [ -f "$bin/CMakeCache.txt" ] && [ "$t" -ge 30 ]; then
     run_to "$elog" "$t" bash -c "cmake --build '$bin' --target bench_gpu -j16 && bench/run_gpu.sh '$bin' $mode"
     rc=$?
-    while IFS= read -r l; do note "$l"; done < <(grep -E '^name |SKIP:| (yes|NO)$' "$elog" | head -16)
+    notes < <(grep -E '^name |SKIP:| (yes|NO)$' "$elog" | head -16)
     v=$(verdict $rc)
     grep -q 'SKIP:' "$elog" && v=FAIL # a side that skipped on a GPU machine measured nothing
     step "$v" "e bench_gpu and bench/run_gpu.sh ${mode:-(full)}"

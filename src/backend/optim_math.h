@@ -36,6 +36,15 @@
 #define TS_OM_SQRT_d(a)   sqrt(a)
 #endif
 
+/* A capturable optimizer's tensor (ts_optim_step_args.scalars): the group's hyper-parameters with
+ * lr, momentum and beta1 from the tensor's scalars sc (f64 [TS_OPTIM_SCALARS], on its device). */
+static inline TS_HD ts_optim_hparams ts_om_with_scalars(ts_optim_hparams h, const double *sc) {
+    h.lr = sc[TS_OPTIM_SC_LR];
+    h.momentum = sc[TS_OPTIM_SC_MOMENTUM];
+    h.beta1 = sc[TS_OPTIM_SC_BETA1];
+    return h;
+}
+
 /* SUF: f (float) or d (double); CT the compute type; MAXIMUM the NaN-propagating maximum. */
 #define TS_OPTIM_MATH_DEFINE(SUF, CT, MAXIMUM)                                                     \
     /* a parameter group's hyper-parameters in the compute type */                                 \
@@ -66,7 +75,7 @@
                                                                                                    \
     /* Adam's per-tensor bias corrections at `step` (counting this one): -lr / (1 - beta1^step)    \
      * and sqrt(1 - beta2^step), evaluated in double like torch's Python scalars */                \
-    static inline TS_HD void ts_om_adam_bias_##SUF(const ts_optim_hparams *h, double step,          \
+    static inline TS_HD void ts_om_adam_bias_##SUF(const ts_optim_hparams *h, double step,         \
                                                    CT *nstep, CT *bc2s) {                          \
         const double bc1 = 1.0 - pow(h->beta1, step), bc2 = 1.0 - pow(h->beta2, step);             \
         *nstep = (CT)(-(h->lr / bc1));                                                             \

@@ -30,14 +30,8 @@ bool tsi_optim_wants_scalars(const ts_optim *o, ts_device dev) {
 bool tsi_optim_scalars_prepare(const char *op, ts_optim *o, const ts_optim_hparams *h,
                                tsi_optim_param *pp) {
     const ts_device dev = tsi_device(pp->p);
-    if (!tsi_optim_wants_scalars(o, dev)) {
-        if (pp->scalars) { /* no longer capturable: the count goes back to the host */
-            pp->step = tsi_optim_param_steps(pp);
-            ts_release(pp->scalars);
-            pp->scalars = NULL;
-        }
-        return true;
-    }
+    /* (an optimizer stays capturable once a step was captured, so no scalars are ever dropped) */
+    if (!tsi_optim_wants_scalars(o, dev)) return true;
     if (pp->scalars && tsi_device_eq(tsi_device(pp->scalars), dev)) return true;
     double v[TS_OPTIM_SCALARS] = {[TS_OPTIM_SC_STEPS] = pp->step};
     if (pp->scalars) read_scalars(pp, v); /* the parameter moved: its count goes with it */

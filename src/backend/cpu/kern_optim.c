@@ -175,9 +175,7 @@ static ts_optim_hparams tensor_hparams(const struct ts_optim_step_args *a, int i
     *step = a->step ? a->step[i] : 0;
     if (a->scalars) {
         double *sc = (double *)a->scalars[i].data;
-        h.lr = sc[TS_OPTIM_SC_LR];
-        h.momentum = sc[TS_OPTIM_SC_MOMENTUM];
-        h.beta1 = sc[TS_OPTIM_SC_BETA1];
+        h = ts_om_with_scalars(h, sc);
         *step = sc[TS_OPTIM_SC_STEPS] + 1;
         sc[TS_OPTIM_SC_STEPS] = *step;
     }

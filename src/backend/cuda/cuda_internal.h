@@ -94,4 +94,15 @@ unsigned tsc_grid_size(int index, int64_t items, unsigned threads);
 }
 #endif
 
+#ifdef __CUDACC__
+/* The Philox seed and offset a random kernel draws at: its own, or in a CUDA graph (counters from
+ * tsc_graph_counters: {seed, base}, set before each launch) the graph's seed and base + its
+ * offset, which is relative there. */
+TS_HD inline void tsc_philox_at(const uint64_t *counters, uint64_t *seed, uint64_t *offset) {
+    if (!counters) return;
+    *seed = counters[0];
+    *offset += counters[1];
+}
+#endif
+
 #endif /* TS_CUDA_INTERNAL_H */

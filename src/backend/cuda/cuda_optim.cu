@@ -122,10 +122,7 @@ __global__ void optim_kernel(OArgs a, const OTensor *tab, int n, int64_t nchunks
         typename M::K ks;
         CT nstep = (CT)t.nstep, bc2s = (CT)t.bc2s;
         if (t.sc) { /* this tensor's rates and count, from the device */
-            ts_optim_hparams h = a.h;
-            h.lr = t.sc[TS_OPTIM_SC_LR];
-            h.momentum = t.sc[TS_OPTIM_SC_MOMENTUM];
-            h.beta1 = t.sc[TS_OPTIM_SC_BETA1];
+            const ts_optim_hparams h = ts_om_with_scalars(a.h, t.sc);
             ks = M::consts(&h);
             k = &ks;
             if (a.kind == TS_OPTIM_ADAM || a.kind == TS_OPTIM_ADAMW)

@@ -51,8 +51,8 @@ TS_HD inline double affine_rn(double p0, double scale, double x) {
 template <typename T, class O>
 TSC_KERNEL k_random(tsc_rand_params p, char *out, O offs, uint64_t nblocks TSC_THREAD_PARAMS) {
     constexpr bool f64 = std::is_same<T, double>::value;
-    const uint64_t seed = p.counters ? p.counters[0] : p.seed;
-    const uint64_t offset = p.counters ? p.counters[1] + p.offset : p.offset;
+    uint64_t seed = p.seed, offset = p.offset;
+    tsc_philox_at(p.counters, &seed, &offset);
     const uint64_t first = offset >> 2, end = offset + p.numel;
     const uint64_t step = TSC_NTHREADS;
     for (uint64_t b = TSC_TID; b < nblocks; b += step) {

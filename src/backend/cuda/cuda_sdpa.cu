@@ -77,8 +77,8 @@ template <typename A> __device__ __forceinline__ A sd_warp_sum(A x) {
 
 /* the weight (n, i, j) survives dropout */
 __device__ __forceinline__ bool sd_keep(const SdArgs &P, int64_t n, int64_t i, int64_t j) {
-    const uint64_t seed = P.counters ? P.counters[0] : P.seed;
-    const uint64_t base = P.counters ? P.counters[1] + P.offset : P.offset;
+    uint64_t seed = P.seed, base = P.offset;
+    tsc_philox_at(P.counters, &seed, &base);
     const uint64_t pos = base + (uint64_t)((n * P.L + i) * P.S + j);
     return (double)ts_philox_u24(ts_philox_word(seed, pos, 0)) < 1.0 - P.dropout_p;
 }
