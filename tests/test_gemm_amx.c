@@ -21,11 +21,15 @@
 #define tsi_amx_gemm_takes tsi_amx_emu_gemm_takes
 #define tsi_amx_gemm_bf16  tsi_amx_emu_gemm_bf16
 #define tsi_amx_gemm_count tsi_amx_emu_gemm_count
+#define tsi_amx_gemm_serial tsi_amx_emu_gemm_serial
+#define tsi_amx_gemm_serial_bytes tsi_amx_emu_gemm_serial_bytes
 #include "backend/cpu/gemm_amx.c"
 #undef tsi_amx_gemm_ready
 #undef tsi_amx_gemm_takes
 #undef tsi_amx_gemm_bf16
 #undef tsi_amx_gemm_count
+#undef tsi_amx_gemm_serial
+#undef tsi_amx_gemm_serial_bytes
 /* the library's kernel itself, on the tiles, where the host has them (gemm_amx.h's declarations
  * were renamed above) */
 bool tsi_amx_gemm_ready(void);

@@ -110,7 +110,8 @@ typedef struct amx_plan {
     int64_t nba, nbb;  /* packed batches of A and of B (1: broadcast) */
     uint16_t *ap, *bp; /* [nba][Mp][lda], [nbb][Np / 16][Kp / 32][16][32] */
     float *bias;       /* [Np] or NULL */
-    uint16_t *c;
+    uint16_t *c;       /* bf16 C, or NULL when cf is set */
+    float *cf;         /* float32 C (tsi_amx_gemm_serial's c_f32), or NULL */
     int64_t sc[3];
     int64_t units_m, units_n;
 } amx_plan;
@@ -208,10 +209,22 @@ __attribute__((target(AMX_TARGET))) static inline __m256i round_bf16(__m512 v) {
     return _mm512_cvtepi32_epi16(r);
 }
 
-/* the 32 x 32 float32 block t (+ bias) rounded into C at (i, j), clipped to m x n */
+/* the 32 x 32 float32 block t (+ bias) rounded into C at (i, j), clipped to m x n; or, for a
+ * float32 C, stored as it is */
 __attribute__((target(AMX_TARGET))) static void store_block(const amx_plan *p, int64_t bi,
                                                             int64_t i, int64_t j, const float *t) {
     const int64_t nr = p->m - i < 32 ? p->m - i : 32, nc = p->n - j < 32 ? p->n - j : 32;
+    if (p->cf) {
+        float *cf = p->cf + i * p->sc[1] + j * p->sc[2];
+        for (int64_t r = 0; r < nr; r++) {
+            if (p->sc[2] == 1) {
+                memcpy(cf + r * p->sc[1], t + r * 32, (size_t)nc * sizeof *cf);
+            } else {
+                for (int64_t q = 0; q < nc; q++) cf[r * p->sc[1] + q * p->sc[2]] = t[r * 32 + q];
+            }
+        }
+        return;
+    }
     uint16_t *c = p->c + bi * p->sc[0] + i * p->sc[1] + j * p->sc[2];
     for (int64_t r = 0; r < nr; r++) {
         const float *tr = t + r * 32;
@@ -281,7 +294,11 @@ __attribute__((target(AMX_TARGET))) static void unit_run(const amx_plan *p, int6
                     _tile_dpbf16ps(2, 5, 6);
                     _tile_dpbf16ps(3, 5, 7);
                 }
-                if (last) {
+                if (last && p->cf && !p->bias && p->sc[2] == 1 && i + 32 <= p->m &&
+                    j + 32 <= p->n) {
+                    /* a whole block of a float32 C: the tiles straight into it */
+                    acc_end(p->cf + i * p->sc[1] + j, p->sc[1]);
+                } else if (last) {
                     acc_end(t, 32);
                     store_block(p, bi, i, j, t);
                 } else {
@@ -308,11 +325,10 @@ static int threads_for(double flops) {
 #endif
 }
 
-bool tsi_amx_gemm_bf16(int64_t bsz, int64_t m, int64_t n, int64_t k, const uint16_t *a,
-                       const int64_t sa[3], const uint16_t *b, const int64_t sb[3], uint16_t *c,
-                       const int64_t sc[3], const uint16_t *bias) {
-    if (!tsi_amx_gemm_ready() || bsz < 1 || m < 1 || n < 1 || k < 1) return false;
-    amx_plan p = {.bsz = bsz, .m = m, .n = n, .k = k, .c = c};
+/* the plan's sizes and strides, before any memory */
+static amx_plan plan_of(int64_t bsz, int64_t m, int64_t n, int64_t k, const int64_t sa[3],
+                        const int64_t sb[3], const int64_t sc[3]) {
+    amx_plan p = {.bsz = bsz, .m = m, .n = n, .k = k};
     p.Mp = round_up(m, 32), p.Np = round_up(n, 32), p.Kp = round_up(k, 32), p.nkb = p.Kp / 32;
     /* a tile's 16 rows of A a multiple of 4 KiB apart would share two of L1's 64 sets and evict
      * each other (Kp = 1024, 2048: the tiles loaded at a third of the speed); a line more apart
@@ -321,11 +337,25 @@ bool tsi_amx_gemm_bf16(int64_t bsz, int64_t m, int64_t n, int64_t k, const uint1
     p.nba = sa[0] ? bsz : 1, p.nbb = sb[0] ? bsz : 1;
     memcpy(p.sc, sc, sizeof p.sc);
     p.units_m = (p.Mp + MB - 1) / MB, p.units_n = (p.Np + NB - 1) / NB;
+    return p;
+}
+
+static size_t packed_a_bytes(const amx_plan *p) { return (size_t)(p->nba * p->Mp * p->lda) * 2; }
+static size_t packed_b_bytes(const amx_plan *p) { return (size_t)(p->nbb * p->Np * p->Kp) * 2; }
+/* a 32 x 32 block on its way out, and a unit's sums between k blocks */
+static size_t block_bytes(const amx_plan *p) {
+    return 32 * 32 * 4 + (p->nkb > KCB ? (size_t)MB * NB * 4 : 0);
+}
+
+bool tsi_amx_gemm_bf16(int64_t bsz, int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                       const int64_t sa[3], const uint16_t *b, const int64_t sb[3], uint16_t *c,
+                       const int64_t sc[3], const uint16_t *bias) {
+    if (!tsi_amx_gemm_ready() || bsz < 1 || m < 1 || n < 1 || k < 1) return false;
+    amx_plan p = plan_of(bsz, m, n, k, sa, sb, sc);
+    p.c = c;
     const int threads = threads_for(2.0 * (double)bsz * (double)m * (double)n * (double)k);
-    const size_t abytes = (size_t)(p.nba * p.Mp * p.lda) * 2,
-                 bbytes = (size_t)(p.nbb * p.Np * p.Kp) * 2;
-    /* per thread: a 32 x 32 block on its way out, and the unit's sums between k blocks */
-    const size_t per_thread = 32 * 32 * 4 + (p.nkb > KCB ? (size_t)MB * NB * 4 : 0);
+    const size_t abytes = packed_a_bytes(&p), bbytes = packed_b_bytes(&p);
+    const size_t per_thread = block_bytes(&p);
     const size_t biasb = bias ? (size_t)p.Np * 4 : 0, tbytes = (size_t)threads * per_thread;
     ts_block *block;
     char *s = tsi_host_scratch_get(abytes + bbytes + biasb + tbytes, &block);
@@ -369,6 +399,41 @@ bool tsi_amx_gemm_bf16(int64_t bsz, int64_t m, int64_t n, int64_t k, const uint1
     return true;
 }
 
+/* ------------------------------------------------------------------ one product, one thread */
+size_t tsi_amx_gemm_serial_bytes(int64_t m, int64_t n, int64_t k) {
+    const int64_t s[3] = {0, 0, 0};
+    const amx_plan p = plan_of(1, m, n, k, s, s, s);
+    return packed_a_bytes(&p) + packed_b_bytes(&p) + block_bytes(&p);
+}
+
+bool tsi_amx_gemm_serial(int64_t m, int64_t n, int64_t k, const uint16_t *a, const int64_t sa[2],
+                         const uint16_t *b, const int64_t sb[2], void *c, const int64_t sc[2],
+                         bool c_f32, void *ws) {
+    if (!tsi_amx_gemm_ready() || m < 1 || n < 1 || k < 1) return false;
+    const int64_t sa3[3] = {0, sa[0], sa[1]}, sb3[3] = {0, sb[0], sb[1]};
+    const int64_t sc3[3] = {0, sc[0], sc[1]};
+    amx_plan p = plan_of(1, m, n, k, sa3, sb3, sc3);
+    if (c_f32)
+        p.cf = (float *)c;
+    else
+        p.c = (uint16_t *)c;
+    const size_t abytes = packed_a_bytes(&p), bbytes = packed_b_bytes(&p);
+    p.ap = (uint16_t *)ws, p.bp = (uint16_t *)((char *)ws + abytes);
+    float *t = (float *)((char *)ws + abytes + bbytes);
+    /* rows of A along k with whole tiles in both directions: the tiles load them in place */
+    const bool a_in_place = sa[1] == 1 && m % 32 == 0 && k % 32 == 0 && sa[0] >= k;
+    if (a_in_place)
+        p.ap = (uint16_t *)a, p.lda = sa[0];
+    else
+        for (int64_t r0 = 0; r0 < p.Mp; r0 += 32) pack_a_rows(&p, a, sa3, 0, r0);
+    for (int64_t j = 0; j < p.Np / 16; j++) pack_b_panel(&p, b, sb3, 0, j);
+    tiles_configure();
+    for (int64_t u = 0; u < p.units_m * p.units_n; u++) unit_of(&p, u, t, t + 32 * 32);
+    tiles_release();
+    atomic_fetch_add(&amx_runs, 1);
+    return true;
+}
+
 #else /* no AMX intrinsics or not x86-64 Linux */
 
 bool tsi_amx_gemm_ready(void) { return false; }
@@ -381,6 +446,17 @@ bool tsi_amx_gemm_bf16(int64_t bsz, int64_t m, int64_t n, int64_t k, const uint1
                        const int64_t sc[3], const uint16_t *bias) {
     (void)bsz, (void)m, (void)n, (void)k, (void)a, (void)sa, (void)b, (void)sb, (void)c, (void)sc;
     (void)bias;
+    return false;
+}
+size_t tsi_amx_gemm_serial_bytes(int64_t m, int64_t n, int64_t k) {
+    (void)m, (void)n, (void)k;
+    return 0;
+}
+bool tsi_amx_gemm_serial(int64_t m, int64_t n, int64_t k, const uint16_t *a, const int64_t sa[2],
+                         const uint16_t *b, const int64_t sb[2], void *c, const int64_t sc[2],
+                         bool c_f32, void *ws) {
+    (void)m, (void)n, (void)k, (void)a, (void)sa, (void)b, (void)sb, (void)c, (void)sc, (void)c_f32;
+    (void)ws;
     return false;
 }
 

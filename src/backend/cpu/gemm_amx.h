@@ -4,6 +4,7 @@
 #define TS_GEMM_AMX_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Whether the AMX kernel may run: the CPU has AMX-BF16, Linux granted this process the tiles'
@@ -26,6 +27,16 @@ bool tsi_amx_gemm_takes(double macs);
 bool tsi_amx_gemm_bf16(int64_t bsz, int64_t m, int64_t n, int64_t k, const uint16_t *a,
                        const int64_t sa[3], const uint16_t *b, const int64_t sb[3], uint16_t *c,
                        const int64_t sc[3], const uint16_t *bias);
+
+/* One product in the calling thread (it starts none of its own: attention's block products, each
+ * thread its own): C = A B with A [m x k] and B [k x n] bf16, strides {rows, columns} in
+ * elements; C float32 (c_f32: the float32 sums as they are) or bf16 (rounded once), also
+ * {rows, columns}. ws: tsi_amx_gemm_serial_bytes(m, n, k) bytes of the caller's, 64-byte aligned,
+ * where the operands are packed. false, having written nothing, when the kernel cannot run here. */
+size_t tsi_amx_gemm_serial_bytes(int64_t m, int64_t n, int64_t k);
+bool tsi_amx_gemm_serial(int64_t m, int64_t n, int64_t k, const uint16_t *a, const int64_t sa[2],
+                         const uint16_t *b, const int64_t sb[2], void *c, const int64_t sc[2],
+                         bool c_f32, void *ws);
 
 /* Products the kernel has run (tests check which path ran). */
 uint64_t tsi_amx_gemm_count(void);

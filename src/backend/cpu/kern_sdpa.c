@@ -31,6 +31,7 @@
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/kern_sdpa_amx.h"
 #include "backend/kernel_math.h"
 #include "backend/philox.h"
 
@@ -273,17 +274,20 @@ static size_t cpu_sdpa_workspace(const ts_backend *be, int index, ts_sdpa_args *
     (void)be, (void)index;
     const sdpa_variant *var = variant_for(a->q.dtype);
     const sdpa_plan pl = make_plan(a, var);
+    const bool amx = tsi_sdpa_amx_takes(a);
     int threads = 1;
 #ifdef TS_HAVE_OPENMP
     threads = omp_get_max_threads();
 #endif
-    const int64_t items = backward ? pl.N * pl.chunks : pl.N * pl.nq;
+    /* the AMX path's threads take whole batches */
+    const int64_t items = amx ? pl.N : backward ? pl.N * pl.chunks : pl.N * pl.nq;
     /* below ~a million multiply-adds a parallel region costs more than it saves */
     const double work = (double)pl.N * (double)pl.L * (double)pl.S * (double)(pl.E + pl.Ev);
     if (work < 1e6) threads = 1;
     if (threads > items) threads = (int)items;
     if (threads < 1) threads = 1;
     a->threads = threads;
+    if (amx) return tsi_sdpa_amx_workspace(a, threads, backward);
     size_t bytes = var->thread_bytes(&pl, backward) * (size_t)threads;
     if (backward && pl.chunks > 1)
         bytes += (size_t)(pl.N * pl.chunks * pl.Lp * pl.Ep) * (a->q.dtype == TS_F64 ? 8 : 4);
@@ -292,6 +296,10 @@ static size_t cpu_sdpa_workspace(const ts_backend *be, int index, ts_sdpa_args *
 
 static void cpu_sdpa_forward(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws) {
     (void)be, (void)index;
+    if (tsi_sdpa_amx_takes(a)) {
+        tsi_sdpa_amx_forward(a, ws);
+        return;
+    }
     const sdpa_variant *var = variant_for(a->q.dtype);
     const sdpa_plan pl = make_plan(a, var);
     var->forward(&pl, a, ws);
@@ -299,6 +307,10 @@ static void cpu_sdpa_forward(const ts_backend *be, int index, const ts_sdpa_args
 
 static void cpu_sdpa_backward(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws) {
     (void)be, (void)index;
+    if (tsi_sdpa_amx_takes(a)) {
+        tsi_sdpa_amx_backward(a, ws);
+        return;
+    }
     const sdpa_variant *var = variant_for(a->q.dtype);
     const sdpa_plan pl = make_plan(a, var);
     var->backward(&pl, a, ws);
