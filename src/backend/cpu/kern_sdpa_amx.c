@@ -182,8 +182,26 @@ static void forward_batch(const ts_sdpa_args *a, const amx_sizes *z, int64_t n, 
 
 /* dst [cols x rows] = src [rows x cols] (row stride rs) transposed */
 static void transpose(uint16_t *dst, const uint16_t *src, int64_t rs, int64_t rows, int64_t cols) {
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) dst[c * rows + r] = src[r * rs + c];
+    /* in 16 x 16 blocks: the block's rows and columns each stay in a few cache lines */
+    for (int64_t r0 = 0; r0 < rows; r0 += 16)
+        for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+            const int64_t r1 = r0 + 16 < rows ? r0 + 16 : rows,
+                          c1 = c0 + 16 < cols ? c0 + 16 : cols;
+            for (int64_t c = c0; c < c1; c++)
+                for (int64_t r = r0; r < r1; r++) dst[c * rows + r] = src[r * rs + c];
+        }
+}
+
+/* sum_e x_e y_e over bf16 rows, in 16 lanes of partial sums added in order at the end */
+static float dot_bf16(const uint16_t *x, const uint16_t *y, int64_t n) {
+    float lane[16] = {0};
+    int64_t e = 0;
+    for (; e + 16 <= n; e += 16)
+        for (int l = 0; l < 16; l++) lane[l] += ts_bf16_to_f32(x[e + l]) * ts_bf16_to_f32(y[e + l]);
+    float d = 0;
+    for (int l = 0; l < 16; l++) d += lane[l];
+    for (; e < n; e++) d += ts_bf16_to_f32(x[e]) * ts_bf16_to_f32(y[e]);
+    return d;
 }
 
 static void backward_batch(const ts_sdpa_args *a, const amx_sizes *z, int64_t n, char *ws) {
@@ -238,10 +256,7 @@ static void backward_batch(const ts_sdpa_args *a, const amx_sizes *z, int64_t n,
     }
     /* D = rowsum(dO out) */
     for (int64_t r = 0; r < L; r++) {
-        float d = 0;
-        for (int64_t e = 0; e < Ev; e++)
-            d += ts_bf16_to_f32(go[r * grs + e]) * ts_bf16_to_f32(o[r * ors + e]);
-        D[r] = d;
+        D[r] = dot_bf16(go + r * grs, o + r * ors, Ev);
     }
     /* dS = round(scale P (dP - D)) over round(P)'s space: the scale of S = scale Q K^T taken
      * into dS, so dQ = dS K and dK = dS^T Q */
