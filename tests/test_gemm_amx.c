@@ -16,13 +16,16 @@
  * the kernel must decline and write nothing (the ctest entries _avx2, _generic, _dnnl_cap, _off);
  * on, or any other value (the default), takes the large products alone (_on, _default); unset,
  * this program asks for all. */
-#define TS_AMX_EMULATED    1
-#define tsi_amx_gemm_ready tsi_amx_emu_gemm_ready
-#define tsi_amx_gemm_takes tsi_amx_emu_gemm_takes
-#define tsi_amx_gemm_bf16  tsi_amx_emu_gemm_bf16
-#define tsi_amx_gemm_count tsi_amx_emu_gemm_count
-#define tsi_amx_gemm_serial tsi_amx_emu_gemm_serial
-#define tsi_amx_gemm_serial_bytes tsi_amx_emu_gemm_serial_bytes
+#define TS_AMX_EMULATED            1
+#define tsi_amx_gemm_ready         tsi_amx_emu_gemm_ready
+#define tsi_amx_gemm_takes         tsi_amx_emu_gemm_takes
+#define tsi_amx_gemm_bf16          tsi_amx_emu_gemm_bf16
+#define tsi_amx_gemm_count         tsi_amx_emu_gemm_count
+#define tsi_amx_gemm_serial        tsi_amx_emu_gemm_serial
+#define tsi_amx_gemm_serial_bytes  tsi_amx_emu_gemm_serial_bytes
+#define tsi_amx_gemm_serial_packed tsi_amx_emu_gemm_serial_packed
+#define tsi_amx_pack_b             tsi_amx_emu_pack_b
+#define tsi_amx_pack_b_bytes       tsi_amx_emu_pack_b_bytes
 #include "backend/cpu/gemm_amx.c"
 #undef tsi_amx_gemm_ready
 #undef tsi_amx_gemm_takes
@@ -30,6 +33,9 @@
 #undef tsi_amx_gemm_count
 #undef tsi_amx_gemm_serial
 #undef tsi_amx_gemm_serial_bytes
+#undef tsi_amx_gemm_serial_packed
+#undef tsi_amx_pack_b
+#undef tsi_amx_pack_b_bytes
 /* the library's kernel itself, on the tiles, where the host has them (gemm_amx.h's declarations
  * were renamed above) */
 bool tsi_amx_gemm_ready(void);

@@ -8,18 +8,21 @@
  * inputs, within support/sdpa_half_bound.h's AMX bounds; lse against log sum e^(scores); 1 and 2
  * threads bit for bit; tsi_sdpa_amx_takes' choice (bf16 only, no dropout, L x S within
  * TS_SDPA_AMX_MAX_SCORES). */
-#define _DEFAULT_SOURCE           /* setenv */
-#define TS_AMX_EMULATED           1
-#define tsi_amx_gemm_ready        tsi_amx_emu_gemm_ready
-#define tsi_amx_gemm_takes        tsi_amx_emu_gemm_takes
-#define tsi_amx_gemm_bf16         tsi_amx_emu_gemm_bf16
-#define tsi_amx_gemm_count        tsi_amx_emu_gemm_count
-#define tsi_amx_gemm_serial       tsi_amx_emu_gemm_serial
-#define tsi_amx_gemm_serial_bytes tsi_amx_emu_gemm_serial_bytes
-#define tsi_sdpa_amx_takes        tsi_sdpa_amx_emu_takes
-#define tsi_sdpa_amx_workspace    tsi_sdpa_amx_emu_workspace
-#define tsi_sdpa_amx_forward      tsi_sdpa_amx_emu_forward
-#define tsi_sdpa_amx_backward     tsi_sdpa_amx_emu_backward
+#define _DEFAULT_SOURCE            /* setenv */
+#define TS_AMX_EMULATED            1
+#define tsi_amx_gemm_ready         tsi_amx_emu_gemm_ready
+#define tsi_amx_gemm_takes         tsi_amx_emu_gemm_takes
+#define tsi_amx_gemm_bf16          tsi_amx_emu_gemm_bf16
+#define tsi_amx_gemm_count         tsi_amx_emu_gemm_count
+#define tsi_amx_gemm_serial        tsi_amx_emu_gemm_serial
+#define tsi_amx_gemm_serial_bytes  tsi_amx_emu_gemm_serial_bytes
+#define tsi_amx_gemm_serial_packed tsi_amx_emu_gemm_serial_packed
+#define tsi_amx_pack_b             tsi_amx_emu_pack_b
+#define tsi_amx_pack_b_bytes       tsi_amx_emu_pack_b_bytes
+#define tsi_sdpa_amx_takes         tsi_sdpa_amx_emu_takes
+#define tsi_sdpa_amx_workspace     tsi_sdpa_amx_emu_workspace
+#define tsi_sdpa_amx_forward       tsi_sdpa_amx_emu_forward
+#define tsi_sdpa_amx_backward      tsi_sdpa_amx_emu_backward
 #include "backend/cpu/gemm_amx.c"
 #include "backend/cpu/kern_sdpa_amx.c"
 

@@ -107,6 +107,7 @@ bool tsi_amx_gemm_takes(double macs) {
 typedef struct amx_plan {
     int64_t bsz, m, n, k, Mp, Np, Kp, nkb;
     int64_t lda;       /* packed A's row stride: Kp and a cache line (below) */
+    int64_t ldp;       /* packed B's panel stride: Kp * 16, or that of a larger k packed before */
     int64_t nba, nbb;  /* packed batches of A and of B (1: broadcast) */
     uint16_t *ap, *bp; /* [nba][Mp][lda], [nbb][Np / 16][Kp / 32][16][32] */
     float *bias;       /* [Np] or NULL */
@@ -279,7 +280,7 @@ __attribute__((target(AMX_TARGET))) static void unit_run(const amx_plan *p, int6
         const int64_t kb1 = kb0 + KCB < nkb ? kb0 + KCB : nkb;
         const bool first = kb0 == 0, last = kb1 == nkb;
         for (int64_t j = j0; j < j1; j += 32) {
-            const uint16_t *b0 = B + (j / 16) * p->Kp * 16, *b1 = b0 + p->Kp * 16;
+            const uint16_t *b0 = B + (j / 16) * p->ldp, *b1 = b0 + p->ldp;
             for (int64_t i = i0; i < i1; i += 32) {
                 const uint16_t *a0 = A + i * p->lda, *a1 = a0 + 16 * p->lda;
                 float *ac = acc + (i - i0) * NB + (j - j0);
@@ -334,6 +335,7 @@ static amx_plan plan_of(int64_t bsz, int64_t m, int64_t n, int64_t k, const int6
      * each other (Kp = 1024, 2048: the tiles loaded at a third of the speed); a line more apart
      * they spread over all of them */
     p.lda = p.Kp + 32;
+    p.ldp = p.Kp * 16;
     p.nba = sa[0] ? bsz : 1, p.nbb = sb[0] ? bsz : 1;
     memcpy(p.sc, sc, sizeof p.sc);
     p.units_m = (p.Mp + MB - 1) / MB, p.units_n = (p.Np + NB - 1) / NB;
@@ -406,31 +408,70 @@ size_t tsi_amx_gemm_serial_bytes(int64_t m, int64_t n, int64_t k) {
     return packed_a_bytes(&p) + packed_b_bytes(&p) + block_bytes(&p);
 }
 
-bool tsi_amx_gemm_serial(int64_t m, int64_t n, int64_t k, const uint16_t *a, const int64_t sa[2],
-                         const uint16_t *b, const int64_t sb[2], void *c, const int64_t sc[2],
-                         bool c_f32, void *ws) {
-    if (!tsi_amx_gemm_ready() || m < 1 || n < 1 || k < 1) return false;
-    const int64_t sa3[3] = {0, sa[0], sa[1]}, sb3[3] = {0, sb[0], sb[1]};
-    const int64_t sc3[3] = {0, sc[0], sc[1]};
-    amx_plan p = plan_of(1, m, n, k, sa3, sb3, sc3);
+size_t tsi_amx_pack_b_bytes(int64_t k, int64_t n) {
+    const int64_t s[3] = {0, 0, 0};
+    const amx_plan p = plan_of(1, 1, n, k, s, s, s);
+    return packed_b_bytes(&p);
+}
+
+void tsi_amx_pack_b(int64_t k, int64_t n, const uint16_t *b, const int64_t sb[2], uint16_t *dst) {
+    const int64_t sb3[3] = {0, sb[0], sb[1]}, s[3] = {0, 0, 0};
+    amx_plan p = plan_of(1, 1, n, k, s, sb3, s);
+    p.bp = dst;
+    for (int64_t j = 0; j < p.Np / 16; j++) pack_b_panel(&p, b, sb3, 0, j);
+}
+
+/* p's A (packed into ws unless the tiles can read it in place) times its packed B, into C */
+static void serial_run(amx_plan *p, const uint16_t *a, const int64_t sa3[3], char *ws) {
+    /* rows of A along k with whole tiles in both directions: the tiles load them in place */
+    const bool a_in_place = sa3[2] == 1 && p->m % 32 == 0 && p->k % 32 == 0 && sa3[1] >= p->k;
+    float *t = (float *)(ws + packed_a_bytes(p));
+    if (a_in_place) {
+        p->ap = (uint16_t *)a, p->lda = sa3[1];
+    } else {
+        p->ap = (uint16_t *)ws;
+        for (int64_t r0 = 0; r0 < p->Mp; r0 += 32) pack_a_rows(p, a, sa3, 0, r0);
+    }
+    tiles_configure();
+    for (int64_t u = 0; u < p->units_m * p->units_n; u++) unit_of(p, u, t, t + 32 * 32);
+    tiles_release();
+    atomic_fetch_add(&amx_runs, 1);
+}
+
+static amx_plan serial_plan(int64_t m, int64_t n, int64_t k, const int64_t sa[2],
+                            const int64_t sc[2], void *c, bool c_f32, int64_t sa3[3]) {
+    sa3[0] = 0, sa3[1] = sa[0], sa3[2] = sa[1];
+    const int64_t sc3[3] = {0, sc[0], sc[1]}, none[3] = {0, 0, 0};
+    amx_plan p = plan_of(1, m, n, k, sa3, none, sc3);
     if (c_f32)
         p.cf = (float *)c;
     else
         p.c = (uint16_t *)c;
-    const size_t abytes = packed_a_bytes(&p), bbytes = packed_b_bytes(&p);
-    p.ap = (uint16_t *)ws, p.bp = (uint16_t *)((char *)ws + abytes);
-    float *t = (float *)((char *)ws + abytes + bbytes);
-    /* rows of A along k with whole tiles in both directions: the tiles load them in place */
-    const bool a_in_place = sa[1] == 1 && m % 32 == 0 && k % 32 == 0 && sa[0] >= k;
-    if (a_in_place)
-        p.ap = (uint16_t *)a, p.lda = sa[0];
-    else
-        for (int64_t r0 = 0; r0 < p.Mp; r0 += 32) pack_a_rows(&p, a, sa3, 0, r0);
+    return p;
+}
+
+bool tsi_amx_gemm_serial(int64_t m, int64_t n, int64_t k, const uint16_t *a, const int64_t sa[2],
+                         const uint16_t *b, const int64_t sb[2], void *c, const int64_t sc[2],
+                         bool c_f32, void *ws) {
+    if (!tsi_amx_gemm_ready() || m < 1 || n < 1 || k < 1) return false;
+    int64_t sa3[3];
+    const int64_t sb3[3] = {0, sb[0], sb[1]};
+    amx_plan p = serial_plan(m, n, k, sa, sc, c, c_f32, sa3);
+    p.bp = (uint16_t *)ws;
     for (int64_t j = 0; j < p.Np / 16; j++) pack_b_panel(&p, b, sb3, 0, j);
-    tiles_configure();
-    for (int64_t u = 0; u < p.units_m * p.units_n; u++) unit_of(&p, u, t, t + 32 * 32);
-    tiles_release();
-    atomic_fetch_add(&amx_runs, 1);
+    serial_run(&p, a, sa3, (char *)ws + packed_b_bytes(&p));
+    return true;
+}
+
+bool tsi_amx_gemm_serial_packed(int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                                const int64_t sa[2], const uint16_t *bp, int64_t kp, void *c,
+                                const int64_t sc[2], bool c_f32, void *ws) {
+    if (!tsi_amx_gemm_ready() || m < 1 || n < 1 || k < 1 || kp < k) return false;
+    int64_t sa3[3];
+    amx_plan p = serial_plan(m, n, k, sa, sc, c, c_f32, sa3);
+    p.bp = (uint16_t *)bp;
+    p.ldp = round_up(kp, 32) * 16;
+    serial_run(&p, a, sa3, ws);
     return true;
 }
 
@@ -457,6 +498,20 @@ bool tsi_amx_gemm_serial(int64_t m, int64_t n, int64_t k, const uint16_t *a, con
                          bool c_f32, void *ws) {
     (void)m, (void)n, (void)k, (void)a, (void)sa, (void)b, (void)sb, (void)c, (void)sc, (void)c_f32;
     (void)ws;
+    return false;
+}
+size_t tsi_amx_pack_b_bytes(int64_t k, int64_t n) {
+    (void)k, (void)n;
+    return 0;
+}
+void tsi_amx_pack_b(int64_t k, int64_t n, const uint16_t *b, const int64_t sb[2], uint16_t *dst) {
+    (void)k, (void)n, (void)b, (void)sb, (void)dst;
+}
+bool tsi_amx_gemm_serial_packed(int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                                const int64_t sa[2], const uint16_t *bp, int64_t kp, void *c,
+                                const int64_t sc[2], bool c_f32, void *ws) {
+    (void)m, (void)n, (void)k, (void)a, (void)sa, (void)bp, (void)kp, (void)c, (void)sc;
+    (void)c_f32, (void)ws;
     return false;
 }
 

@@ -38,6 +38,17 @@ bool tsi_amx_gemm_serial(int64_t m, int64_t n, int64_t k, const uint16_t *a, con
                          const uint16_t *b, const int64_t sb[2], void *c, const int64_t sc[2],
                          bool c_f32, void *ws);
 
+/* B [k x n] (strides {rows, columns}) packed once for several products of
+ * tsi_amx_gemm_serial_packed, into tsi_amx_pack_b_bytes(k, n) bytes at dst (64-byte aligned). */
+size_t tsi_amx_pack_b_bytes(int64_t k, int64_t n);
+void tsi_amx_pack_b(int64_t k, int64_t n, const uint16_t *b, const int64_t sb[2], uint16_t *dst);
+/* tsi_amx_gemm_serial with B packed before (tsi_amx_pack_b with kp rows, at least n columns):
+ * the product takes B's first k <= kp rows and first n columns. ws: tsi_amx_gemm_serial_bytes'
+ * worth (its B part unused). */
+bool tsi_amx_gemm_serial_packed(int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                                const int64_t sa[2], const uint16_t *bp, int64_t kp, void *c,
+                                const int64_t sc[2], bool c_f32, void *ws);
+
 /* Products the kernel has run (tests check which path ran). */
 uint64_t tsi_amx_gemm_count(void);
 

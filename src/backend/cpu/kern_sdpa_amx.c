@@ -78,10 +78,19 @@ static size_t gemm_bytes(const amx_sizes *z, bool backward) {
     return line(b);
 }
 
-/* per thread: the float32 scores (and, backward, dP), the bf16 weights (then dS), D, packing */
+/* the batch's operands packed once for the tiles: K^T and V forward; K^T, V^T and K backward */
+static size_t packs_bytes(const amx_sizes *z, bool backward) {
+    const size_t kt = line(tsi_amx_pack_b_bytes(z->E, z->S));
+    return backward ? kt + line(tsi_amx_pack_b_bytes(z->Ev, z->S)) +
+                          line(tsi_amx_pack_b_bytes(z->S, z->E))
+                    : kt + line(tsi_amx_pack_b_bytes(z->S, z->Ev));
+}
+
+/* per thread: the float32 scores (and, backward, dP), the bf16 weights (then dS), D, the
+ * transposes, the packed operands and the products' packing space */
 static size_t thread_bytes(const amx_sizes *z, bool backward) {
     const size_t ls = (size_t)(z->L * z->S);
-    size_t b = line(ls * 4) + line(ls * 2) + gemm_bytes(z, backward);
+    size_t b = line(ls * 4) + line(ls * 2) + gemm_bytes(z, backward) + packs_bytes(z, backward);
     if (backward)
         b += line(ls * 4) + line((size_t)z->L * 4) + line((size_t)(z->Ev * z->L) * 2) +
              line((size_t)(z->E * z->L) * 2);
@@ -126,6 +135,21 @@ static void product(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t 
     tsi_amx_gemm_serial(m, n, k, a, sa, b, sb, c, sc, c_f32, ws);
 }
 
+/* C = A B with B packed before (kp rows) */
+static void packed_product(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t sa0,
+                           const uint16_t *bp, int64_t kp, void *c, int64_t sc0, bool c_f32,
+                           void *ws) {
+    const int64_t sa[2] = {sa0, 1}, sc[2] = {sc0, 1};
+    tsi_amx_gemm_serial_packed(m, n, k, a, sa, bp, kp, c, sc, c_f32, ws);
+}
+
+/* B [k x n] with strides {sb0, sb1} packed at dst; returns the space after it */
+static char *pack(char *dst, int64_t k, int64_t n, const uint16_t *b, int64_t sb0, int64_t sb1) {
+    const int64_t sb[2] = {sb0, sb1};
+    tsi_amx_pack_b(k, n, b, sb, (uint16_t *)dst);
+    return dst + line(tsi_amx_pack_b_bytes(k, n));
+}
+
 typedef struct amx_batch {
     const uint16_t *q, *k, *v;
     int64_t qrs, krs, vrs;
@@ -149,17 +173,20 @@ static void forward_batch(const ts_sdpa_args *a, const amx_sizes *z, int64_t n, 
     const int64_t L = z->L, S = z->S;
     float *Sc = (float *)ws;
     uint16_t *Pb = (uint16_t *)(ws + line((size_t)(L * S) * 4));
-    void *gw = ws + line((size_t)(L * S) * 4) + line((size_t)(L * S) * 2);
+    char *Ktp = ws + line((size_t)(L * S) * 4) + line((size_t)(L * S) * 2);
     const amx_batch t = batch_of(a, z, n);
+    /* K^T (B of the scores: pairs along the head dim) and V, packed once */
+    char *Vp = pack(Ktp, z->E, S, t.k, 1, t.krs);
+    void *gw = pack(Vp, S, z->Ev, t.v, t.vrs, 1);
     const ts_vec_kernels *vk = ts_vec_kernels_get();
     float *lse = (float *)a->lse.data + batch_offset(&a->lse, &a->q, z->nb, n);
     uint16_t *out = (uint16_t *)a->out.data + batch_offset(&a->out, &a->q, z->nb, n);
     const int64_t ors = a->out.strides[z->nb];
     for (int64_t r0 = 0; r0 < L; r0 += ROWS) {
         const int64_t r1 = r0 + ROWS < L ? r0 + ROWS : L, cmax = visible_to(a, z, r1);
-        /* S = Q K^T over the keys the block sees: K read as the columns of B */
-        product(r1 - r0, cmax, z->E, t.q + r0 * t.qrs, t.qrs, 1, t.k, 1, t.krs, Sc + r0 * S, S, 1,
-                true, gw);
+        /* S = Q K^T over the keys the block sees */
+        packed_product(r1 - r0, cmax, z->E, t.q + r0 * t.qrs, t.qrs, (uint16_t *)Ktp, z->E,
+                       Sc + r0 * S, S, true, gw);
         for (int64_t r = r0; r < r1; r++) {
             float *x = Sc + r * S;
             const int64_t cols = visible(a, z, r);
@@ -175,8 +202,8 @@ static void forward_batch(const ts_sdpa_args *a, const amx_sizes *z, int64_t n, 
             lse[r] = l > 0 ? m + (float)log(l) : INFINITY;
         }
         /* out = round(P) V, rounded to bf16 once as it is stored */
-        product(r1 - r0, z->Ev, cmax, Pb + r0 * S, S, 1, t.v, t.vrs, 1, out + r0 * ors, ors, 1,
-                false, gw);
+        packed_product(r1 - r0, z->Ev, cmax, Pb + r0 * S, S, (uint16_t *)Vp, S, out + r0 * ors, ors,
+                       false, gw);
     }
 }
 
@@ -212,8 +239,12 @@ static void backward_batch(const ts_sdpa_args *a, const amx_sizes *z, int64_t n,
     float *dP = (float *)(ws + f32s + b16s), *D = (float *)(ws + 2 * f32s + b16s);
     uint16_t *dOt = (uint16_t *)(ws + 2 * f32s + b16s + line((size_t)L * 4));
     uint16_t *Qt = dOt + line((size_t)(Ev * L) * 2) / 2;
-    void *gw = (char *)Qt + line((size_t)(E * L) * 2);
+    char *Ktp = (char *)Qt + line((size_t)(E * L) * 2);
     const amx_batch t = batch_of(a, z, n);
+    /* K^T (B of the scores), V^T (of dP) and K (of dQ), packed once */
+    char *Vtp = pack(Ktp, E, S, t.k, 1, t.krs);
+    char *Kp = pack(Vtp, Ev, S, t.v, 1, t.vrs);
+    void *gw = pack(Kp, S, E, t.k, t.krs, 1);
     const ts_vec_kernels *vk = ts_vec_kernels_get();
     const float *lse = (const float *)a->lse.data + batch_offset(&a->lse, &a->q, nb, n);
     const uint16_t *o = (const uint16_t *)a->out.data + batch_offset(&a->out, &a->q, nb, n);
@@ -223,10 +254,10 @@ static void backward_batch(const ts_sdpa_args *a, const amx_sizes *z, int64_t n,
      * rounding, dP = dO V^T; the keys it does not see weigh 0 */
     for (int64_t r0 = 0; r0 < L; r0 += ROWS) {
         const int64_t r1 = r0 + ROWS < L ? r0 + ROWS : L, cmax = visible_to(a, z, r1);
-        product(r1 - r0, cmax, E, t.q + r0 * t.qrs, t.qrs, 1, t.k, 1, t.krs, P + r0 * S, S, 1, true,
-                gw);
-        product(r1 - r0, cmax, Ev, go + r0 * grs, grs, 1, t.v, 1, t.vrs, dP + r0 * S, S, 1, true,
-                gw);
+        packed_product(r1 - r0, cmax, E, t.q + r0 * t.qrs, t.qrs, (uint16_t *)Ktp, E, P + r0 * S, S,
+                       true, gw);
+        packed_product(r1 - r0, cmax, Ev, go + r0 * grs, grs, (uint16_t *)Vtp, Ev, dP + r0 * S, S,
+                       true, gw);
         for (int64_t r = r0; r < r1; r++) {
             float *x = P + r * S;
             const int64_t cols = visible(a, z, r);
@@ -283,8 +314,8 @@ static void backward_batch(const ts_sdpa_args *a, const amx_sizes *z, int64_t n,
     for (int64_t r0 = 0; r0 < L; r0 += ROWS) {
         const int64_t r1 = r0 + ROWS < L ? r0 + ROWS : L, cmax = visible_to(a, z, r1);
         if (cmax > 0)
-            product(r1 - r0, E, cmax, Pb + r0 * S, S, 1, t.k, t.krs, 1, dq + r0 * dqrs, dqrs, 1,
-                    false, gw);
+            packed_product(r1 - r0, E, cmax, Pb + r0 * S, S, (uint16_t *)Kp, S, dq + r0 * dqrs,
+                           dqrs, false, gw);
     }
 }
 
