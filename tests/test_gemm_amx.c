@@ -310,6 +310,77 @@ static void emulator_faults(void) {
     CHECK_EQ(amx_emu_faults(), before + 1);
 }
 
+/* The serial entries (one product in the calling thread, attention's): float32 C row-major and
+ * transposed, bf16 C, A read in place (rows along k, whole tiles) or packed (a transposed A, k
+ * not a multiple of 32), and B packed once then used by a product on a prefix of its rows and
+ * columns; every element against float64 (float32: gamma_K sum |a b|; bf16: one rounding more),
+ * and nothing written outside C or by a product of no rows. */
+static void serial_case(int64_t m, int64_t n, int64_t k, bool a_t, bool c_t, bool c_f32, int64_t kp,
+                        int64_t np) {
+    const int64_t sa[2] = {a_t ? 1 : k + (k % 32 ? 3 : 0), a_t ? m + 3 : 1};
+    const int64_t sb[2] = {np + 1, 1}; /* B [kp x np] rows, the product takes [k x n] */
+    const int64_t sc[2] = {c_t ? 1 : n + 3, c_t ? m + 2 : 1};
+    const int64_t alen = (m - 1) * sa[0] + (k - 1) * sa[1] + 1, blen = kp * (np + 1);
+    const int64_t clen = c_t ? n * (m + 2) : m * (n + 3);
+    uint16_t *a = random_buffer(alen, 1, false), *b = random_buffer(blen, 1, false);
+    const size_t es = c_f32 ? 4 : 2;
+    unsigned char *c = malloc((size_t)clen * es);
+    memset(c, 0x7f, (size_t)clen * es);
+    void *ws = aligned_alloc(64, (tsi_amx_emu_gemm_serial_bytes(m, n, k) + 63) & ~(size_t)63);
+    bool ok;
+    if (kp == k && np == n) {
+        ok = tsi_amx_emu_gemm_serial(m, n, k, a, sa, b, sb, c, sc, c_f32, ws);
+    } else {
+        uint16_t *bp = aligned_alloc(64, (tsi_amx_emu_pack_b_bytes(kp, np) + 63) & ~(size_t)63);
+        tsi_amx_emu_pack_b(kp, np, b, sb, bp);
+        ok = tsi_amx_emu_gemm_serial_packed(m, n, k, a, sa, bp, kp, c, sc, c_f32, ws);
+        free(bp);
+    }
+    CHECK(ok);
+    const double u = 0x1p-24, gamma = (double)(k + 1) * u / (1 - (double)(k + 1) * u);
+    int64_t bad = 0, outside = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double exact = 0, mag = 0;
+            for (int64_t q = 0; q < k; q++) {
+                const double p = bf(a[i * sa[0] + q * sa[1]]) * bf(b[q * sb[0] + j]);
+                exact += p, mag += fabs(p);
+            }
+            const int64_t at = i * sc[0] + j * sc[1];
+            const double got = c_f32 ? ((float *)c)[at] : bf(((uint16_t *)c)[at]);
+            const double bound = (c_f32 ? 0 : 0x1p-8 * fabs(exact)) + (1 + 0x1p-8) * gamma * mag;
+            if (!(fabs(got - exact) <= bound) && bad++ < 3)
+                ts_test_failf(__FILE__, __LINE__,
+                              "serial %lldx%lldx%lld: C[%lld][%lld] = %.9g, exact %.17g",
+                              (long long)m, (long long)n, (long long)k, (long long)i, (long long)j,
+                              got, exact);
+        }
+    ts_test_record(bad == 0);
+    /* the elements between C's rows or columns keep their bytes */
+    for (int64_t q = 0; q < clen; q++) {
+        const int64_t i = c_t ? q % (m + 2) : q / (n + 3), j = c_t ? q / (m + 2) : q % (n + 3);
+        if (i < m && j < n) continue;
+        for (size_t e = 0; e < es; e++) outside += c[(size_t)q * es + e] != 0x7f;
+    }
+    CHECK_EQ(outside, 0);
+    /* no rows: declines, writes nothing */
+    memset(c, 0x7f, (size_t)clen * es);
+    CHECK(!tsi_amx_emu_gemm_serial(0, n, k, a, sa, b, sb, c, sc, c_f32, ws));
+    int64_t touched = 0;
+    for (int64_t q = 0; q < clen * (int64_t)es; q++) touched += c[q] != 0x7f;
+    CHECK_EQ(touched, 0);
+    free(a), free(b), free(c), free(ws);
+}
+
+static void serial_entries(void) {
+    serial_case(64, 96, 64, false, false, true, 64, 96);  /* A in place, whole f32 blocks */
+    serial_case(77, 40, 45, false, false, true, 45, 40);  /* edges: f32 blocks clipped */
+    serial_case(64, 40, 256, true, true, true, 256, 40);  /* A^T gathered, f32 C^T */
+    serial_case(96, 33, 64, false, true, false, 64, 33);  /* bf16 C^T */
+    serial_case(64, 50, 96, false, false, true, 160, 70); /* B packed: a prefix of it */
+    serial_case(32, 64, 70, false, false, false, 90, 64); /* prefix of k, A packed (k % 32) */
+}
+
 int main(void) {
     tsi_init_once();
     if (!getenv("TS_AMX_GEMM")) setenv("TS_AMX_GEMM", "all", 1);
@@ -345,6 +416,7 @@ int main(void) {
         nan_row();
     }
     kern = &emulated;
+    serial_entries();
     CHECK(amx_emu_dps() > 0);
     CHECK_EQ(amx_emu_faults(), 0);
     emulator_faults();
