@@ -221,22 +221,10 @@ static void run_case(const amx_case *c) {
     amx_results r = run_path(c, q, k, v, mask, g, 1);
     CHECK_OK();
     const double u = ldexp(1, -8);
-    sdpa_half_case hc = {.L = c->L,
-                         .S = c->S,
-                         .E = c->E,
-                         .Ev = c->Ev,
-                         .scale = c->scale > 0 ? c->scale : 1 / sqrt((double)c->E),
-                         .q = max_abs(q64),
-                         .k = max_abs(k64),
-                         .v = max_abs(v64),
-                         .g = max_abs(g64),
-                         .dq = max_abs(ts_grad(qr)),
-                         .dk = max_abs(ts_grad(kr)),
-                         .dv = max_abs(ts_grad(vr)),
-                         .amx = true};
-    ts_tensor *eye = ts_eye(c->S, 0, (ts_opts){.dtype = TS_F64});
-    ts_tensor *p64 = tsi_sdpa_reference(q64, k64, eye, m64, 0, causal, c->scale);
-    hc.colsum = ts_item(ts_max(ts_sum_dim(p64, -2, false)));
+    sdpa_half_case hc;
+    sdpa_half_measure(&hc, q64, k64, v64, g64, m64, causal, c->scale, ref, ts_grad(qr), ts_grad(kr),
+                      ts_grad(vr));
+    hc.amx = true;
     const sdpa_half_tol tol = sdpa_half_tolerances(u, &hc);
     close_rel("output", label, r.out, ref, u, tol.out);
     close_rel("grad query", label, r.dq, ts_grad(qr), u, tol.dq);
