@@ -373,12 +373,14 @@ static void serial_case(int64_t m, int64_t n, int64_t k, bool a_t, bool c_t, boo
 }
 
 static void serial_entries(void) {
-    serial_case(64, 96, 64, false, false, true, 64, 96);  /* A in place, whole f32 blocks */
-    serial_case(77, 40, 45, false, false, true, 45, 40);  /* edges: f32 blocks clipped */
-    serial_case(64, 40, 256, true, true, true, 256, 40);  /* A^T gathered, f32 C^T */
-    serial_case(96, 33, 64, false, true, false, 64, 33);  /* bf16 C^T */
-    serial_case(64, 50, 96, false, false, true, 160, 70); /* B packed: a prefix of it */
-    serial_case(32, 64, 70, false, false, false, 90, 64); /* prefix of k, A packed (k % 32) */
+    serial_case(64, 96, 64, false, false, true, 64, 96);   /* A in place, whole f32 blocks */
+    serial_case(77, 40, 45, false, false, true, 45, 40);   /* edges: f32 blocks clipped */
+    serial_case(64, 40, 256, true, true, true, 256, 40);   /* A^T gathered, f32 C^T */
+    serial_case(96, 33, 64, false, true, false, 64, 33);   /* bf16 C^T */
+    serial_case(64, 50, 96, false, false, true, 160, 70);  /* B packed: a prefix of it */
+    serial_case(32, 64, 70, false, false, false, 90, 64);  /* prefix of k, A packed (k % 32) */
+    serial_case(64, 64, 320, false, false, true, 320, 64); /* past 8 k tiles: sums wait in memory */
+    serial_case(64, 48, 330, false, true, false, 352, 64); /* the same, bf16 C^T, a prefix of B */
 }
 
 int main(void) {
