@@ -13,7 +13,11 @@
  * of them; B as panels of 16 columns, each a run of Kp / 32 tiles in VNNI order. The packed B of a
  * panel pair is reused down a block of rows (MB), the rows of A across a block of columns (NB):
  * the units the threads share. Each 32 x 32 block is stored through a float32 tile buffer, the
- * bias added, and rounded to bf16 once (ts_f32_to_bf16's rounding, 16 lanes at a time). */
+ * bias added, and rounded to bf16 once (ts_f32_to_bf16's rounding, 16 lanes at a time).
+ * The serial entries (tsi_amx_gemm_serial, tsi_amx_gemm_serial_packed: attention's products, one
+ * per thread) run the same loop in the calling thread on the caller's workspace, with a float32
+ * C as well, A read in place where its rows are whole tiles, and B packed once for several
+ * products (tsi_amx_pack_b). */
 #define _DEFAULT_SOURCE /* syscall */
 #include "backend/cpu/gemm_amx.h"
 

@@ -14,7 +14,9 @@
  * Variants: AVX-512, AVX2+FMA and portable, each for f32 and f64 (the include of
  * kern_sdpa_impl.h under a target pragma), chosen by ts_cpu_isa_get(); bf16 and f16 tensors (what
  * autocast gives attention) run the f32 kernels on operands widened as they are packed, with the
- * log-sum-exp in f32 and each output and gradient element rounded once. */
+ * log-sum-exp in f32 and each output and gradient element rounded once; on a host with AMX, bf16
+ * without dropout and with at most TS_SDPA_AMX_MAX_SCORES scores a batch goes to the tiles
+ * instead (kern_sdpa_amx.c). */
 #if defined(__clang__)
 #pragma clang fp contract(fast)
 #elif defined(__GNUC__)

@@ -2,18 +2,21 @@
  *
  * The flash kernels (kern_sdpa_impl.h) widen bf16 operands and multiply in float32 FMAs, a
  * sixteenth of what the tiles do on a host with AMX. Here each batch's block products are
- * gemm_amx.c's tile products (tsi_amx_gemm_serial: bf16 operands, float32 sums), and for
- * sequences whose L x S scores fit a thread's cache (TS_SDPA_AMX_MAX_SCORES) the whole score
- * matrix is formed at once, so no online rescaling is needed:
- *   forward   S = Q K^T (float32), per row x = scale S (+ mask), P = e^(x - m) / l, lse = m + log
- * l, out = round(P) V; backward  P = e^(scale Q K^T (+ mask) - lse) again, dV^T = dO^T round(P), dP
- * = dO V^T (float32), D = rowsum(dO out), dS = round(scale P (dP - D)), dK^T = Q^T dS, dQ = dS K.
+ * gemm_amx.c's tile products (bf16 operands, float32 sums), and for sequences whose L x S scores
+ * fit a thread's cache (TS_SDPA_AMX_MAX_SCORES) the whole score matrix is formed at once, so no
+ * online rescaling is needed.
+ *
+ * Forward: S = Q K^T (float32); per row x = scale S (+ mask), P = e^(x - m) / l and
+ * lse = m + log l; out = round(P) V.
+ * Backward: P = e^(scale Q K^T (+ mask) - lse) again; dV^T = dO^T round(P); dP = dO V^T
+ * (float32); D = rowsum(dO out); dS = round(scale P (dP - D)); dK^T = Q^T dS; dQ = dS K.
+ *
  * The operands of every product are bf16: q, k, v and dO as they are, the weights P and the
  * scores' gradients dS rounded to bf16 once (as PyTorch's CPU flash attention rounds them for
  * its bf16 products); scores, softmax, lse, dP and D are float32, and each output and gradient
- * element is rounded once, by the product that writes it. A causal row only computes its
- * visible keys' weights (the rest are zero). Each batch is one thread's from start to end, so
- * results never depend on the thread count. */
+ * element is rounded once, by the product that writes it. The products run by blocks of ROWS
+ * query rows (or keys), and a causal mask's hidden blocks are skipped. Each batch is one
+ * thread's from start to end, so results never depend on the thread count. */
 #include "backend/cpu/kern_sdpa_amx.h"
 
 #include <math.h>
