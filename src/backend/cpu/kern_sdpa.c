@@ -46,13 +46,7 @@ typedef struct sdpa_plan {
 } sdpa_plan;
 
 static int64_t sdpa_batch_offset(const ts_kview *v, const sdpa_plan *pl, int64_t n) {
-    int64_t off = 0;
-    for (int d = pl->nb - 1; d >= 0; d--) {
-        const int64_t i = n % pl->bshape[d];
-        n /= pl->bshape[d];
-        off += i * v->strides[d];
-    }
-    return off;
+    return tsi_sdpa_batch_offset(v, pl->bshape, pl->nb, n);
 }
 
 static double sdpa_dropout_scale(double p) { return p >= 1 ? 0 : 1 / (1 - p); }

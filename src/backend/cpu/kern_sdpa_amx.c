@@ -53,12 +53,7 @@ static amx_sizes sizes_of(const ts_sdpa_args *a) {
 
 /* element offset of batch n in view v (its batch dims broadcast to q's by stride 0) */
 static int64_t batch_offset(const ts_kview *v, const ts_kview *q, int nb, int64_t n) {
-    int64_t off = 0;
-    for (int d = nb - 1; d >= 0; d--) {
-        off += (n % q->shape[d]) * v->strides[d];
-        n /= q->shape[d];
-    }
-    return off;
+    return tsi_sdpa_batch_offset(v, q->shape, nb, n);
 }
 
 /* rows (or keys) of one block product: a causal mask's hidden blocks are skipped */
@@ -198,8 +193,12 @@ static void forward_batch(const ts_sdpa_args *a, const amx_sizes *z, int64_t n, 
             double l = 0;
             if (m > -INFINITY) l = vk->exp_sum_f32(x, x, m, cols);
             /* a row that sees no key: weights 0, output 0, lse +inf (as the flash kernels) */
-            const float inv = l > 0 ? (float)(1 / l) : 0.0f;
-            for (int64_t c = 0; c < cols; c++) x[c] = l > 0 ? x[c] * inv : 0.0f;
+            if (l > 0) {
+                const float inv = (float)(1 / l);
+                for (int64_t c = 0; c < cols; c++) x[c] *= inv;
+            } else {
+                memset(x, 0, (size_t)cols * sizeof *x);
+            }
             vk->f32_to_bf16(Pb + r * S, x, cols);
             memset(Pb + r * S + cols, 0, (size_t)(cmax - cols) * sizeof *Pb);
             lse[r] = l > 0 ? m + (float)log(l) : INFINITY;

@@ -6,8 +6,21 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backend/backend.h"
+
+/* Element offset of batch n (over the nb batch dims of sizes bshape, the last fastest) in view
+ * v, whose batch dims broadcast by stride 0: both attention paths' addressing. */
+static inline int64_t tsi_sdpa_batch_offset(const ts_kview *v, const int64_t *bshape, int nb,
+                                            int64_t n) {
+    int64_t off = 0;
+    for (int d = nb - 1; d >= 0; d--) {
+        off += (n % bshape[d]) * v->strides[d];
+        n /= bshape[d];
+    }
+    return off;
+}
 
 /* The most scores (L x S) one batch may have on this path: its float32 scores, their bf16
  * weights and (backward) their gradients stay in a core's L2 cache. */
