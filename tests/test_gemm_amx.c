@@ -16,16 +16,7 @@
  * the kernel must decline and write nothing (the ctest entries _avx2, _generic, _dnnl_cap, _off);
  * on, or any other value (the default), takes the large products alone (_on, _default); unset,
  * this program asks for all. */
-#define TS_AMX_EMULATED            1
-#define tsi_amx_gemm_ready         tsi_amx_emu_gemm_ready
-#define tsi_amx_gemm_takes         tsi_amx_emu_gemm_takes
-#define tsi_amx_gemm_bf16          tsi_amx_emu_gemm_bf16
-#define tsi_amx_gemm_count         tsi_amx_emu_gemm_count
-#define tsi_amx_gemm_serial        tsi_amx_emu_gemm_serial
-#define tsi_amx_gemm_serial_bytes  tsi_amx_emu_gemm_serial_bytes
-#define tsi_amx_gemm_serial_packed tsi_amx_emu_gemm_serial_packed
-#define tsi_amx_pack_b             tsi_amx_emu_pack_b
-#define tsi_amx_pack_b_bytes       tsi_amx_emu_pack_b_bytes
+#include "amx_emulated_names.h"
 #include "backend/cpu/gemm_amx.c"
 #undef tsi_amx_gemm_ready
 #undef tsi_amx_gemm_takes

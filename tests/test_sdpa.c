@@ -79,9 +79,6 @@ static ts_tensor *make_mask(const sdpa_case *c) {
 }
 
 /* ------------------------------------------------------------------ comparison */
-static double max_abs(ts_tensor *t) {
-    return ts_item(ts_max(ts_abs(ts_to_dtype(ts_to(t, ts_cpu()), TS_F64))));
-}
 
 /* max |got - want| <= tol, reported with the case */
 static void close_to(const char *what, const char *label, ts_tensor *got, ts_tensor *want,
@@ -96,16 +93,13 @@ static void close_to(const char *what, const char *label, ts_tensor *got, ts_ten
                       err, tol, ts_test_error_str());
 }
 
-/* The error bound of the arithmetic: scores are dot products of length E (each within E u of
- * the sum of |terms|, at most A), the softmax sums S terms, the output L-or-S-long averages and
- * the gradients sums of L, S and Ev terms; u is the unit roundoff. `scale_of` is the magnitude
- * the result is compared at. */
+/* The arithmetic's error bound in dt's unit roundoff (support/sdpa_half_bound.h) */
 static double bound(ts_dtype dt, const sdpa_case *c, double A, double scale_of) {
     const double u = dt == TS_F64   ? ldexp(1, -53)
                      : dt == TS_F32 ? ldexp(1, -24)
                      : dt == TS_F16 ? ldexp(1, -11)
                                     : ldexp(1, -8);
-    return 8 * u * ((double)c->E * A + (double)(c->S + c->L + c->Ev + c->E) + 8) * scale_of;
+    return sdpa_arith_bound(u, c->L, c->S, c->E, c->Ev, A, scale_of);
 }
 
 static void run_case(const sdpa_case *c, ts_dtype dt, ts_device dev) {
@@ -153,30 +147,20 @@ static void run_case(const sdpa_case *c, ts_dtype dt, ts_device dev) {
     CHECK_OK();
     /* A: the largest sum of |q_e k_e| * scale over a score */
     const double scale = c->scale > 0 ? c->scale : 1 / sqrt((double)c->E);
-    const double A = scale * (double)c->E * max_abs(q64) * max_abs(k64) / sqrt((double)c->E);
-    close_to("output", label, out, ref, bound(dt, c, A, max_abs(v64)));
+    const double A =
+        scale * (double)c->E * sdpa_max_abs(q64) * sdpa_max_abs(k64) / sqrt((double)c->E);
+    close_to("output", label, out, ref, bound(dt, c, A, sdpa_max_abs(v64)));
     /* gradients are compared at their own size or, where they cancel to ~0 (one key: the
      * weights cannot move), at the size of the terms that cancel: dO v k * scale */
-    const double terms = max_abs(gout64) * max_abs(v64) * fmax(max_abs(q64), max_abs(k64)) * scale;
+    const double terms = sdpa_max_abs(gout64) * sdpa_max_abs(v64) *
+                         fmax(sdpa_max_abs(q64), sdpa_max_abs(k64)) * scale;
     close_to("grad query", label, ts_grad(q), ts_grad(qr),
-             bound(dt, c, A, max_abs(ts_grad(qr)) + terms));
+             bound(dt, c, A, sdpa_max_abs(ts_grad(qr)) + terms));
     close_to("grad key", label, ts_grad(k), ts_grad(kr),
-             bound(dt, c, A, max_abs(ts_grad(kr)) + terms));
+             bound(dt, c, A, sdpa_max_abs(ts_grad(kr)) + terms));
     close_to("grad value", label, ts_grad(v), ts_grad(vr),
-             bound(dt, c, A, max_abs(ts_grad(vr)) + max_abs(gout64)));
+             bound(dt, c, A, sdpa_max_abs(ts_grad(vr)) + sdpa_max_abs(gout64)));
     ts_scope_end();
-}
-
-/* max over elements of |got - want| - rel |want| <= tol */
-static void close_rel(const char *what, const char *label, ts_tensor *got, ts_tensor *want,
-                      double rel, double tol) {
-    ts_tensor *d = got && want ? ts_sub(ts_to_dtype(ts_to(got, ts_cpu()), TS_F64), want) : NULL;
-    double err = d ? ts_item(ts_max(ts_sub(ts_abs(d), ts_mul_scalar(ts_abs(want), rel)))) : NAN;
-    bool ok = err <= tol;
-    ts_test_record(ok);
-    if (!ok)
-        ts_test_failf(__FILE__, __LINE__, "%s %s: max error past %.3g relative %.3g > %.3g%s",
-                      label, what, rel, err, tol, ts_test_error_str());
 }
 
 static ts_tensor *rounded64(ts_tensor *t, ts_dtype dt) {
@@ -228,10 +212,10 @@ static void run_half_case(const sdpa_case *c, ts_dtype dt, ts_device dev) {
                       ts_grad(vr));
     hc.amx = dt == TS_BF16 && tsi_amx_gemm_ready() && c->L * c->S <= TS_SDPA_AMX_MAX_SCORES;
     const sdpa_half_tol tol = sdpa_half_tolerances(u, &hc);
-    close_rel("output", label, out, ref, u, tol.out);
-    close_rel("grad query", label, ts_grad(q), ts_grad(qr), u, tol.dq);
-    close_rel("grad key", label, ts_grad(k), ts_grad(kr), u, tol.dk);
-    close_rel("grad value", label, ts_grad(v), ts_grad(vr), u, tol.dv);
+    sdpa_close_rel("output", label, out, ref, u, tol.out);
+    sdpa_close_rel("grad query", label, ts_grad(q), ts_grad(qr), u, tol.dq);
+    sdpa_close_rel("grad key", label, ts_grad(k), ts_grad(kr), u, tol.dk);
+    sdpa_close_rel("grad value", label, ts_grad(v), ts_grad(vr), u, tol.dv);
     ts_scope_end();
 }
 
@@ -301,7 +285,8 @@ static void test_dropout(void) {
         const char *what[4] = {"dropout output", "dropout grad query", "dropout grad key",
                                "dropout grad value"};
         for (int i = 0; i < 4; i++)
-            close_to(what[i], ts_device_str(devs[d]), r[1][i], r[0][i], 1e-12 * max_abs(r[0][i]));
+            close_to(what[i], ts_device_str(devs[d]), r[1][i], r[0][i],
+                     1e-12 * sdpa_max_abs(r[0][i]));
         close_to("generator after dropout", ts_device_str(devs[d]), after[1], after[0], 0);
         /* and the mask is not all-or-nothing: some weights dropped, output differs from p = 0 */
         ts_tensor *o0 = ts_scaled_dot_product_attention(q, k, v, NULL, 0, false, 0);

@@ -8,21 +8,8 @@
  * inputs, within support/sdpa_half_bound.h's AMX bounds; lse against log sum e^(scores); 1 and 2
  * threads bit for bit; tsi_sdpa_amx_takes' choice (bf16 only, no dropout, L x S within
  * TS_SDPA_AMX_MAX_SCORES). */
-#define _DEFAULT_SOURCE            /* setenv */
-#define TS_AMX_EMULATED            1
-#define tsi_amx_gemm_ready         tsi_amx_emu_gemm_ready
-#define tsi_amx_gemm_takes         tsi_amx_emu_gemm_takes
-#define tsi_amx_gemm_bf16          tsi_amx_emu_gemm_bf16
-#define tsi_amx_gemm_count         tsi_amx_emu_gemm_count
-#define tsi_amx_gemm_serial        tsi_amx_emu_gemm_serial
-#define tsi_amx_gemm_serial_bytes  tsi_amx_emu_gemm_serial_bytes
-#define tsi_amx_gemm_serial_packed tsi_amx_emu_gemm_serial_packed
-#define tsi_amx_pack_b             tsi_amx_emu_pack_b
-#define tsi_amx_pack_b_bytes       tsi_amx_emu_pack_b_bytes
-#define tsi_sdpa_amx_takes         tsi_sdpa_amx_emu_takes
-#define tsi_sdpa_amx_workspace     tsi_sdpa_amx_emu_workspace
-#define tsi_sdpa_amx_forward       tsi_sdpa_amx_emu_forward
-#define tsi_sdpa_amx_backward      tsi_sdpa_amx_emu_backward
+#define _DEFAULT_SOURCE /* setenv */
+#include "amx_emulated_names.h"
 #include "backend/cpu/gemm_amx.c"
 #include "backend/cpu/kern_sdpa_amx.c"
 
@@ -47,8 +34,6 @@ typedef struct amx_case {
     bool strided; /* q, k, v, dO as views of [B, L, H, E] tensors (MultiheadAttention's) */
     double scale; /* 0: 1/sqrt(E) */
 } amx_case;
-
-static double max_abs(ts_tensor *t) { return ts_item(ts_max(ts_abs(ts_to_dtype(t, TS_F64)))); }
 
 /* float64 values that bf16 holds exactly: N(0, 1) rounded */
 static ts_tensor *rounded(ts_shape s, bool strided) {
@@ -126,17 +111,6 @@ static amx_results run_path(const amx_case *c, ts_tensor *q, ts_tensor *k, ts_te
     return r;
 }
 
-static void close_rel(const char *what, const char *label, ts_tensor *got, ts_tensor *want,
-                      double rel, double tol) {
-    ts_tensor *d = ts_sub(ts_to_dtype(got, TS_F64), want);
-    double err = ts_item(ts_max(ts_sub(ts_abs(d), ts_mul_scalar(ts_abs(want), rel))));
-    bool ok = err <= tol;
-    ts_test_record(ok);
-    if (!ok)
-        ts_test_failf(__FILE__, __LINE__, "%s %s: max error past %.3g relative %.3g > %.3g%s",
-                      label, what, rel, err, tol, ts_test_error_str());
-}
-
 /* a contiguous copy of t's elements on the host (malloc'ed) */
 static void *host(ts_tensor *t, size_t *bytes) {
     ts_tensor *c = ts_contiguous(t);
@@ -163,7 +137,8 @@ static void check_lse(const amx_case *c, const char *label, ts_tensor *q64, ts_t
     double *q = host(q64, &bq), *k = host(k64, &bk);
     void *m = m64 ? host(ts_expand(m64, TS_SHAPE(c->B, c->H, c->L, c->S)), &bm) : NULL;
     float *got = host(lse, &bl);
-    const double tol_s = 4 * ldexp(1, -24) * ((double)c->E * max_abs(q64) * max_abs(k64) * scale);
+    const double tol_s =
+        4 * ldexp(1, -24) * ((double)c->E * sdpa_max_abs(q64) * sdpa_max_abs(k64) * scale);
     bool ok = true;
     double worst = 0;
     for (int64_t n = 0; n < c->B * c->H; n++)
@@ -226,10 +201,10 @@ static void run_case(const amx_case *c) {
                       ts_grad(vr));
     hc.amx = true;
     const sdpa_half_tol tol = sdpa_half_tolerances(u, &hc);
-    close_rel("output", label, r.out, ref, u, tol.out);
-    close_rel("grad query", label, r.dq, ts_grad(qr), u, tol.dq);
-    close_rel("grad key", label, r.dk, ts_grad(kr), u, tol.dk);
-    close_rel("grad value", label, r.dv, ts_grad(vr), u, tol.dv);
+    sdpa_close_rel("output", label, r.out, ref, u, tol.out);
+    sdpa_close_rel("grad query", label, r.dq, ts_grad(qr), u, tol.dq);
+    sdpa_close_rel("grad key", label, r.dk, ts_grad(kr), u, tol.dk);
+    sdpa_close_rel("grad value", label, r.dv, ts_grad(vr), u, tol.dv);
     check_lse(c, label, q64, k64, m64, hc.scale, r.lse);
     /* two threads: the same bits */
     amx_results r2 = run_path(c, q, k, v, mask, g, 2);

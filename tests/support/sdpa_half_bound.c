@@ -5,8 +5,22 @@
 #include <math.h>
 
 #include "nn/functional_internal.h"
+#include "ts_test.h"
 
-static double max_abs(ts_tensor *t) { return ts_item(ts_max(ts_abs(t))); }
+double sdpa_max_abs(ts_tensor *t) {
+    return ts_item(ts_max(ts_abs(ts_to_dtype(ts_to(t, ts_cpu()), TS_F64))));
+}
+
+void sdpa_close_rel(const char *what, const char *label, ts_tensor *got, ts_tensor *want,
+                    double rel, double tol) {
+    ts_tensor *d = got && want ? ts_sub(ts_to_dtype(ts_to(got, ts_cpu()), TS_F64), want) : NULL;
+    double err = d ? ts_item(ts_max(ts_sub(ts_abs(d), ts_mul_scalar(ts_abs(want), rel)))) : NAN;
+    bool ok = err <= tol;
+    ts_test_record(ok);
+    if (!ok)
+        ts_test_failf(__FILE__, __LINE__, "%s %s: max error past %.3g relative %.3g > %.3g%s",
+                      label, what, rel, err, tol, ts_test_error_str());
+}
 
 void sdpa_half_measure(sdpa_half_case *c, ts_tensor *q64, ts_tensor *k64, ts_tensor *v64,
                        ts_tensor *g64, ts_tensor *m64, bool causal, double scale, ts_tensor *ref,
@@ -16,8 +30,9 @@ void sdpa_half_measure(sdpa_half_case *c, ts_tensor *q64, ts_tensor *k64, ts_ten
     c->L = ts_size(q64, nd - 2), c->E = ts_size(q64, nd - 1);
     c->S = ts_size(k64, nd - 2), c->Ev = ts_size(v64, nd - 1);
     c->scale = scale > 0 ? scale : 1 / sqrt((double)c->E);
-    c->q = max_abs(q64), c->k = max_abs(k64), c->v = max_abs(v64), c->g = max_abs(g64);
-    c->dq = max_abs(gq), c->dk = max_abs(gk), c->dv = max_abs(gv);
+    c->q = sdpa_max_abs(q64), c->k = sdpa_max_abs(k64), c->v = sdpa_max_abs(v64),
+    c->g = sdpa_max_abs(g64);
+    c->dq = sdpa_max_abs(gq), c->dk = sdpa_max_abs(gk), c->dv = sdpa_max_abs(gv);
     /* the weights P: the reference with V = I */
     ts_tensor *p = tsi_sdpa_reference(q64, k64, ts_eye(c->S, 0, (ts_opts){.dtype = TS_F64}), m64, 0,
                                       causal, scale);
@@ -35,12 +50,13 @@ void sdpa_half_measure(sdpa_half_case *c, ts_tensor *q64, ts_tensor *k64, ts_ten
     ts_scope_end();
 }
 
-/* the arithmetic's error bound in a unit roundoff u: scores are dot products of length E (each
- * within E u of the sum of |terms|, at most A), the softmax sums S terms, the output L-or-S-long
- * averages and the gradients sums of L, S and Ev terms; `scale_of` is the magnitude the result
- * is compared at */
+double sdpa_arith_bound(double u, int64_t L, int64_t S, int64_t E, int64_t Ev, double A,
+                        double scale_of) {
+    return 8 * u * ((double)E * A + (double)(S + L + Ev + E) + 8) * scale_of;
+}
+
 static double arith(double u, const sdpa_half_case *c, double A, double scale_of) {
-    return 8 * u * ((double)c->E * A + (double)(c->S + c->L + c->Ev + c->E) + 8) * scale_of;
+    return sdpa_arith_bound(u, c->L, c->S, c->E, c->Ev, A, scale_of);
 }
 
 sdpa_half_tol sdpa_half_tolerances(double u, const sdpa_half_case *c) {

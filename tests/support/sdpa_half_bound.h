@@ -21,6 +21,18 @@ typedef struct sdpa_half_case {
     bool amx; /* the AMX path (its roundings of P and dS) */
 } sdpa_half_case;
 
+/* The arithmetic's error bound in a unit roundoff u: scores are dot products of length E (each
+ * within E u of the sum of |terms|, at most A), the softmax sums S terms, the output L-or-S-long
+ * averages and the gradients sums of L, S and Ev terms; `scale_of` is the magnitude the result
+ * is compared at. */
+double sdpa_arith_bound(double u, int64_t L, int64_t S, int64_t E, int64_t Ev, double A,
+                        double scale_of);
+/* max |t| over the elements of t (any device, any float dtype) */
+double sdpa_max_abs(ts_tensor *t);
+/* max over elements of |got - want| - rel |want| <= tol (a failure names label and what) */
+void sdpa_close_rel(const char *what, const char *label, ts_tensor *got, ts_tensor *want,
+                    double rel, double tol);
+
 /* Measures the case: q64, k64, v64 [B.., L or S, E or Ev], dO g64, the mask m64 (NULL, bool or
  * additive), the scale as given to sdpa (0: 1/sqrt(E)), the reference output and its gradients
  * gq, gk, gv. */
