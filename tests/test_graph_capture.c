@@ -389,6 +389,30 @@ static void check_reuse(ts_device dev) {
     CHECK_OK();
 }
 
+/* an op on a float32 tensor and a bf16 one (the backend's binary_widening) is recorded, not run at
+ * capture time: a replay reads the bf16 operand's new values */
+static void check_widening(ts_device dev) {
+    ts_scope_begin();
+    ts_opts o = {.device = dev};
+    ts_tensor *x = ts_keep(ts_randn(TS_SHAPE(4, 100), o));
+    ts_tensor *h = ts_keep(ts_to_dtype(ts_randn(TS_SHAPE(4, 100), o), TS_BF16));
+    ts_graph *g = ts_graph_capture_begin(dev, (ts_graph_opts){0});
+    ts_tensor *y = ts_keep(ts_add(x, h));
+    CHECK_EQ(ts_graph_capture_end(), TS_OK);
+    for (int r = 0; r < 2; r++) {
+        ts_scope_begin();
+        ts_copy_(h, ts_to_dtype(ts_randn(TS_SHAPE(4, 100), o), TS_BF16));
+        CHECK_EQ(ts_graph_replay(g), TS_OK);
+        ts_tensor *want = ts_add(x, ts_to_dtype(h, TS_F32));
+        CHECK(y && ts_item(ts_max(ts_abs(ts_sub(y, want)))) == 0);
+        ts_scope_end();
+    }
+    ts_graph_free(g);
+    ts_release(x), ts_release(h), ts_release(y);
+    ts_scope_end();
+    CHECK_OK();
+}
+
 /* a replay changes in place what the eager step changed, so it bumps those storages' versions
  * as the eager step does: caches keyed on a tensor's version (oneDNN's reordered weights, the
  * eval path's folded convolutions) must not serve values from before the replay */
@@ -467,6 +491,7 @@ int main(void) {
         check_host_values(devs[d]);
         check_begin_with_error(devs[d]);
         check_versions(devs[d]);
+        check_widening(devs[d]);
     }
     printf("the CIFAR tutorial's CNN at batch 64:\n");
     for (int d = 0; d < nd; d++) check_cifar_cnn(devs[d]);

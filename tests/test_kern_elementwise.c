@@ -369,6 +369,90 @@ static void test_binary(void) {
     CHECK_EQ(eq[0], 1);
 }
 
+/* binary_widening: a float32 result from operands of dtypes da and db (float32, f16, bf16), over
+ * the layouts of run_binary_case; the reference is the double-precision op on the values as each
+ * operand's dtype holds them, rounded to float32 */
+static void run_widening_case(ts_binary_op op, ts_dtype da, ts_dtype db) {
+    char a[NBV * 8], b[NBV * 8], out[NBV * 8];
+    for (int i = 0; i < NBV; i++) put(da, a, i, FA[i]), put(db, b, i, FB[i]);
+    int64_t sh[2] = {3, 4}, c[2] = {4, 1}, row[2] = {0, 1}, col[2] = {1, 0}, t[2] = {1, 3};
+    for (int lay = 0; lay < 6; lay++) {
+        ts_kview vo = kv(out, TS_F32, 2, sh, c), va = kv(a, da, 2, sh, c), vb = kv(b, db, 2, sh, c);
+        if (lay == 1) vb = kv(b, db, 2, sh, row);
+        if (lay == 2) vb = kv(b, db, 2, sh, col);
+        if (lay == 3) va = kv(a, da, 2, sh, row), vb = kv(b, db, 2, sh, t);
+        if (lay == 4) vo = kv(out, TS_F32, 2, sh, t);
+        if (lay == 5) va = kv(a, da, 2, sh, col);
+        memset(out, 0xff, sizeof out);
+        ts_cpu_binary_widening(NULL, 0, op, &vo, &va, &vb);
+        for (int r = 0; r < 3; r++) {
+            for (int k = 0; k < 4; k++) {
+                int ia = lay == 3 ? k : lay == 5 ? r : r * 4 + k;
+                int ib = lay == 1 ? k : lay == 2 ? r : lay == 3 ? k * 3 + r : r * 4 + k;
+                int io = lay == 4 ? k * 3 + r : r * 4 + k;
+                double want = ref_binary(op, get(da, a, ia), get(db, b, ib), TS_F32);
+                char what[64];
+                snprintf(what, sizeof what, "widening op %d %s x %s layout %d", (int)op,
+                         ts_dtype_name(da), ts_dtype_name(db), lay);
+                expect_val(get(TS_F32, out, io), as_dtype(TS_F32, want), TS_F32, what, io);
+            }
+        }
+    }
+    group_done();
+}
+
+static void test_binary_widening(void) {
+    const ts_dtype dts[3] = {TS_F32, TS_BF16, TS_F16};
+    for (int op = 0; op < TS_B_COUNT; op++) {
+        if (op >= TS_B_EQ && op <= TS_B_OR) continue; /* bool results: not this entry's */
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                if (i || j) run_widening_case((ts_binary_op)op, dts[i], dts[j]);
+    }
+    /* runs longer than the kernel's chunks, on several threads: a float32 a transposed, b bf16
+     * broadcast over dim 1; every element against the float32 sum of the values as stored */
+#ifdef TS_HAVE_OPENMP
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(3);
+#endif
+    enum { D0 = 3, D1 = 37, D2 = 1001 };
+    const int64_t n = (int64_t)D0 * D1 * D2;
+    float *a = malloc((size_t)n * sizeof *a), *o = malloc((size_t)n * sizeof *o);
+    uint16_t *b = malloc((size_t)n * sizeof *b);
+    uint32_t h = 7;
+    for (int64_t i = 0; i < n; i++) {
+        h = h * 1664525u + 1013904223u, a[i] = (float)(h >> 12) * 0.25f;
+        h = h * 1664525u + 1013904223u, b[i] = ref_bf16((float)(h >> 16) * 0.125f - 4000.0f);
+    }
+    int64_t sh[3] = {D0, D1, D2}, c[3] = {D1 * D2, D2, 1}, t[3] = {D1 * D2, 1, D1},
+            bc[3] = {D1 * D2, 0, 1};
+    ts_kview vo = kv(o, TS_F32, 3, sh, c), va = kv(a, TS_F32, 3, sh, t),
+             vb = kv(b, TS_BF16, 3, sh, bc);
+    ts_cpu_binary_widening(NULL, 0, TS_B_SUB, &vo, &va, &vb);
+    int bad = 0;
+    for (int64_t i = 0; i < D0; i++)
+        for (int64_t j = 0; j < D1; j++)
+            for (int64_t k = 0; k < D2; k++) {
+                const float want =
+                    (float)((double)a[i * D1 * D2 + k * D1 + j] - ref_bf16_val(b[i * D1 * D2 + k]));
+                bad += o[(i * D1 + j) * D2 + k] != want;
+            }
+    CHECK_EQ(bad, 0);
+    /* in place, dst float32 += f16 (the front end's add_) */
+    uint16_t *hf = (uint16_t *)b;
+    for (int64_t i = 0; i < n; i++) hf[i] = ref_f16((float)(i % 2049) * 0.5f - 512.0f);
+    memcpy(o, a, (size_t)n * sizeof *o);
+    ts_kview v1 = kv1(o, TS_F32, n), vh = kv1(hf, TS_F16, n);
+    ts_cpu_binary_widening(NULL, 0, TS_B_ADD, &v1, &v1, &vh);
+    bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += o[i] != (float)((double)a[i] + ref_f16_val(hf[i]));
+    CHECK_EQ(bad, 0);
+#ifdef TS_HAVE_OPENMP
+    omp_set_num_threads(threads);
+#endif
+    free(a), free(b), free(o);
+}
+
 /* ------------------------------------------------------------------ fused activation backwards */
 /* PyTorch 1.13's own gradients at a few points, f32 (NaN included: threshold_backward passes the
  * gradient of a NaN input):
@@ -535,6 +619,7 @@ static void test_large(void) {
 int main(void) {
     test_unary();
     test_binary();
+    test_binary_widening();
     test_activation_backward();
     test_where();
     test_large();

@@ -288,8 +288,10 @@ static void test_promotion(void) {
 /* a op b for dtype pairs on every device, full shapes */
 static void test_binary_values(void) {
     static const ts_dtype PAIRS[][2] = {
-        {TS_F32, TS_F32}, {TS_F64, TS_F32}, {TS_F16, TS_F16},   {TS_BF16, TS_F32}, {TS_I64, TS_I64},
-        {TS_I32, TS_F32}, {TS_U8, TS_I64},  {TS_BOOL, TS_BOOL}, {TS_I32, TS_BOOL}, {TS_U8, TS_U8},
+        {TS_F32, TS_F32},  {TS_F64, TS_F32}, {TS_F16, TS_F16},  {TS_BF16, TS_F32},
+        {TS_I64, TS_I64},  {TS_I32, TS_F32}, {TS_U8, TS_I64},   {TS_BOOL, TS_BOOL},
+        {TS_I32, TS_BOOL}, {TS_U8, TS_U8},   {TS_F32, TS_BF16}, {TS_F16, TS_F32},
+        {TS_BF16, TS_F16}, /* read as they are (widening) */
     };
     static const double fb[N6] = {1.5, -1, 0.5, 1.5, -2, 4}, ib[N6] = {2, -1, 3, 1, -2, 4},
                         ub[N6] = {1, 2, 3, 1, 2, 4}, bb[N6] = {1, 1, 0, 0, 1, 0};
@@ -394,6 +396,59 @@ static void test_broadcast_strided(void) {
     ts_scope_end();
 }
 
+/* A float32 result from half operands (autocast's residual add, float32 + bf16) reads them as they
+ * are (the backend's binary_widening): the same bits as casting them first, broadcast, strided,
+ * past the kernel's chunks, in place, and with each operand's gradient in its own dtype. */
+static double max_abs_diff(ts_tensor *x, ts_tensor *y) {
+    return ts_item(ts_max(ts_abs(ts_sub(ts_to_dtype(x, TS_F64), ts_to_dtype(y, TS_F64)))));
+}
+static void test_widening(void) {
+    for (int di = 0; di < ndev; di++) {
+        ts_scope_begin();
+        ts_opts o = {.device = devs[di]};
+        ts_manual_seed(11);
+        ts_tensor *x = ts_randn(TS_SHAPE(7, 300), o);
+        ts_tensor *h = ts_to_dtype(ts_randn(TS_SHAPE(7, 300), o), TS_BF16);
+        ts_tensor *hr = ts_to_dtype(ts_randn(TS_SHAPE(300), o), TS_F16);
+        ts_tensor *ht = ts_transpose(ts_to_dtype(ts_randn(TS_SHAPE(300, 7), o), TS_BF16), 0, 1);
+        ts_tensor *hf = ts_to_dtype(h, TS_F32), *hrf = ts_to_dtype(hr, TS_F32),
+                  *htf = ts_to_dtype(ht, TS_F32);
+        struct {
+            const char *what;
+            ts_tensor *got, *want;
+        } cases[] = {
+            {"f32 + bf16", ts_add(x, h), ts_add(x, hf)},
+            {"bf16 - f32", ts_sub(h, x), ts_sub(hf, x)},
+            {"f32 * f16 broadcast", ts_mul(x, hr), ts_mul(x, hrf)},
+            {"f16 / f32 broadcast", ts_div(hr, x), ts_div(hrf, x)},
+            {"bf16 transposed - f32", ts_sub(ht, x), ts_sub(htf, x)},
+            {"bf16 + f16", ts_add(h, hr), ts_add(hf, hrf)},
+            {"maximum(f32, bf16)", ts_maximum(x, h), ts_maximum(x, hf)},
+        };
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            CHECK(cases[k].got && ts_dtype_of(cases[k].got) == TS_F32);
+            const double d = cases[k].got ? max_abs_diff(cases[k].got, cases[k].want) : NAN;
+            if (d != 0)
+                printf("  %s on %s: differs by %g\n", cases[k].what, ts_device_str(devs[di]), d);
+            CHECK(d == 0);
+        }
+        ts_tensor *y = ts_clone(x); /* in place: dst float32 op= half */
+        CHECK(ts_add_(y, h) == y);
+        CHECK(max_abs_diff(y, ts_add(x, hf)) == 0);
+        ts_tensor *xg = ts_detach(x), *hg = ts_detach(h);
+        ts_set_requires_grad(xg, true);
+        ts_set_requires_grad(hg, true);
+        ts_backward(ts_sum(ts_mul(ts_add(xg, hg), ts_to_dtype(hr, TS_F32))));
+        CHECK(ts_grad(xg) && ts_dtype_of(ts_grad(xg)) == TS_F32);
+        CHECK(ts_grad(hg) && ts_dtype_of(ts_grad(hg)) == TS_BF16);
+        /* d/dh = hr broadcast, rounded to bf16 */
+        ts_tensor *want = ts_to_dtype(ts_expand(hrf, TS_SHAPE(7, 300)), TS_BF16);
+        CHECK(ts_grad(hg) && max_abs_diff(ts_grad(hg), want) == 0);
+        CHECK_OK();
+        ts_scope_end();
+    }
+}
+
 /* ------------------------------------------------------------------ scalar forms */
 typedef ts_tensor *(*scalar_fn)(ts_tensor *, double);
 static void test_scalar_values(void) {
@@ -466,6 +521,7 @@ int main(void) {
     test_promotion();
     test_binary_values();
     test_broadcast_strided();
+    test_widening();
     test_scalar_values();
     return ew_finish(before);
 }

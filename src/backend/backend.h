@@ -246,6 +246,12 @@ struct ts_backend {
      * out.dtype == a.dtype, or TS_BOOL for comparisons and logical ops */
     void (*binary)(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
                    const ts_kview *a, const ts_kview *b);
+    /* Optional (NULL: the front end casts the operands first): binary with out float32 (the
+     * compute dtype too) and a, b each float32, f16 or bf16, a half operand widened as it is read
+     * (exactly, so the same bits as the cast): a float32 tensor and a bf16 one (autocast's
+     * residual adds) without a float32 copy of the bf16 one. Float results only (no comparisons) */
+    void (*binary_widening)(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                            const ts_kview *a, const ts_kview *b);
     /* out = a op s */
     void (*binary_scalar)(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
                           const ts_kview *a, double s);

@@ -149,6 +149,19 @@ static void rec_binary(const ts_backend *be, int index, ts_binary_op op, const t
     RECORD(run_binary, index, a);
 }
 
+static void run_binary_widening(const ts_backend *be, int index, const void *p) {
+    const ew_args *a = p;
+    be->binary_widening(be, index, (ts_binary_op)a->op, &a->out, &a->a, &a->b);
+}
+static void rec_binary_widening(const ts_backend *be, int index, ts_binary_op op,
+                                const ts_kview *out, const ts_kview *x, const ts_kview *y) {
+    (void)be;
+    ew_args *a = args_new(sizeof *a);
+    if (!a) return;
+    a->op = (int)op, a->out = *out, a->a = *x, a->b = *y;
+    RECORD(run_binary_widening, index, a);
+}
+
 static void run_binary_scalar(const ts_backend *be, int index, const void *p) {
     const ew_args *a = p;
     be->binary_scalar(be, index, (ts_binary_op)a->op, &a->out, &a->a, a->p0);
@@ -600,6 +613,7 @@ static void install_recorders(ts_backend *b, const ts_backend *real) {
     b->fill = rec_fill;
     b->unary = rec_unary;
     b->binary = rec_binary;
+    b->binary_widening = real->binary_widening ? rec_binary_widening : NULL;
     b->binary_scalar = rec_binary_scalar;
     b->where = rec_where;
     b->reduce = rec_reduce;

@@ -16,6 +16,14 @@ static inline void kview_to(ts_kview *v, const ts_tensor *t, const ts_shape *s) 
         tsi_kview_fill_broadcast(v, t, s);
 }
 
+static bool f32_or_half(ts_dtype dt) { return dt == TS_F32 || dt == TS_F16 || dt == TS_BF16; }
+
+/* The backend computes a float32 result from these operands without casting them first. */
+static bool widens(const ts_backend *be, ts_dtype c, ts_dtype o, ts_dtype da, ts_dtype db) {
+    return be->binary_widening && c == TS_F32 && o == TS_F32 && f32_or_half(da) &&
+           f32_or_half(db) && (da != TS_F32 || db != TS_F32);
+}
+
 /* New tensor a op b of shape s and dtype o, computed in c. An operand that needs a cast and already
  * has the full shape is cast through the output, which saves a temporary. The views are built in
  * place and passed by pointer: on a small op, copying them costs as much as the arithmetic. */
@@ -31,6 +39,10 @@ static ts_tensor *binary_new(const char *op, ts_binary_op bop, ts_tensor *a, ts_
     kview_to(&kb, b, &s);
     const ts_kview *pa = &ka, *pb = &kb;
     ts_tensor *ta = NULL, *tb = NULL;
+    if (widens(be, c, o, a->dtype, b->dtype)) { /* a half operand read as it is */
+        be->binary_widening(be, idx, bop, &ko, pa, pb);
+        return out;
+    }
     if (a->dtype != c) {
         if (o == c && tsi_ew_shape_eq(&a->shape, &s)) {
             be->copy(be, idx, &ko, &ka);
@@ -68,7 +80,8 @@ static ts_tensor *binary_inplace(const char *op, ts_binary_op bop, ts_tensor *ds
     if (o == dst->dtype && c == dst->dtype) {
         ts_tensor *tb = NULL;
         const ts_tensor *cb = b;
-        if (b->dtype != c) {
+        const bool widening = widens(be, c, o, dst->dtype, b->dtype);
+        if (b->dtype != c && !widening) {
             if (!(tb = tsi_cast(op, b, c))) return NULL;
             cb = tb;
         }
@@ -77,7 +90,7 @@ static ts_tensor *binary_inplace(const char *op, ts_binary_op bop, ts_tensor *ds
                 ts_kview kd, kb;
                 tsi_kview_fill(&kd, dst);
                 kview_to(&kb, cb, &s);
-                be->binary(be, idx, bop, &kd, &kd, &kb);
+                (widening ? be->binary_widening : be->binary)(be, idx, bop, &kd, &kd, &kb);
             }
             ts_release(tb);
             tsi_bump_version(dst);

@@ -52,6 +52,7 @@ void ts_cpu_kernels_install(ts_backend *be) {
     be->fill = ts_cpu_fill;
     be->unary = ts_cpu_unary;
     be->binary = ts_cpu_binary;
+    be->binary_widening = ts_cpu_binary_widening;
     be->binary_scalar = ts_cpu_binary_scalar;
     be->where = ts_cpu_where;
     be->reduce = ts_cpu_reduce;

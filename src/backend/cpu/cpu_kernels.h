@@ -14,6 +14,9 @@ void ts_cpu_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kvie
 /* kern_binary.c */
 void ts_cpu_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
                    const ts_kview *a, const ts_kview *b);
+/* backend.h's binary_widening */
+void ts_cpu_binary_widening(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                            const ts_kview *a, const ts_kview *b);
 void ts_cpu_binary_scalar(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
                           const ts_kview *a, double s);
 void ts_cpu_where(const ts_backend *be, int index, const ts_kview *out, const ts_kview *cond,

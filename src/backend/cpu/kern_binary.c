@@ -173,6 +173,7 @@ typedef struct bin_ctx {
     ts_binary_op op;
     const ts_vec_kernels *vk;
     ts_dtype dt;  /* the inputs' */
+    ts_dtype dta, dtb; /* binary_widening: each operand's (float32 or a half dtype) */
     int pow_kind; /* scalar POW on floats: one of POW_* */
     double sd;    /* the scalar for f64 */
     float sf;     /* the scalar for f32, f16, bf16 (PyTorch's opmath: not rounded to f16) */
@@ -352,6 +353,27 @@ DEFINE_INT(b8)
 #undef LD
 #undef ST
 
+/* float32 out from operands that are float32 or f16 / bf16: a half operand widened chunk by
+ * chunk into a buffer on the stack, a float32 one read where it is, the float32 loop on them */
+static void widening_chunks(void *vctx, char *const *p, const int64_t *s, int64_t n) {
+    const bin_ctx *ctx = vctx;
+    float ab[BIN_CHUNK], bb[BIN_CHUNK];
+    for (int64_t i = 0; i < n; i += BIN_CHUNK) {
+        const int64_t m = n - i < BIN_CHUNK ? n - i : BIN_CHUNK;
+        char *q[3] = {p[0] + i * s[0], p[1] + i * s[1], p[2] + i * s[2]};
+        int64_t qs[3] = {s[0], s[1], s[2]};
+        if (ctx->dta != TS_F32) {
+            ts_vec_load_f32(ctx->vk, ab, q[1], ctx->dta, s[1], m);
+            q[1] = (char *)ab, qs[1] = 4;
+        }
+        if (ctx->dtb != TS_F32) {
+            ts_vec_load_f32(ctx->vk, bb, q[2], ctx->dtb, s[2], m);
+            q[2] = (char *)bb, qs[2] = 4;
+        }
+        binary_f32((void *)ctx, q, qs, m);
+    }
+}
+
 /* indexed by dtype - TS_F32, in ts_dtype order */
 static const ts_cpu_seg_fn binary_fns[TS_DTYPE_COUNT - 1] = {
     binary_f32, binary_f64, binary_half, binary_half, binary_i64, binary_i32, binary_u8,
@@ -369,6 +391,17 @@ void ts_cpu_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kv
     ts_cpu_iter it;
     ts_cpu_iter_init(&it, 3, views);
     ts_cpu_iter_run(&it, binary_fns[a->dtype - TS_F32], &ctx);
+}
+
+void ts_cpu_binary_widening(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                            const ts_kview *a, const ts_kview *b) {
+    (void)be, (void)index;
+    bin_ctx ctx = {
+        .op = op, .vk = ts_vec_kernels_get(), .dt = TS_F32, .dta = a->dtype, .dtb = b->dtype};
+    const ts_kview *views[3] = {out, a, b};
+    ts_cpu_iter it;
+    ts_cpu_iter_init(&it, 3, views);
+    ts_cpu_iter_run(&it, widening_chunks, &ctx);
 }
 
 void ts_cpu_binary_scalar(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
