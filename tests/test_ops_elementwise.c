@@ -288,10 +288,22 @@ static void test_promotion(void) {
 /* a op b for dtype pairs on every device, full shapes */
 static void test_binary_values(void) {
     static const ts_dtype PAIRS[][2] = {
-        {TS_F32, TS_F32},  {TS_F64, TS_F32}, {TS_F16, TS_F16},  {TS_BF16, TS_F32},
-        {TS_I64, TS_I64},  {TS_I32, TS_F32}, {TS_U8, TS_I64},   {TS_BOOL, TS_BOOL},
-        {TS_I32, TS_BOOL}, {TS_U8, TS_U8},   {TS_F32, TS_BF16}, {TS_F16, TS_F32},
-        {TS_BF16, TS_F16}, /* read as they are (widening) */
+        {TS_F32, TS_F32},
+        {TS_F64, TS_F32},
+        {TS_F16, TS_F16},
+        {TS_BF16, TS_F32},
+        {TS_I64, TS_I64},
+        {TS_I32, TS_F32},
+        {TS_U8, TS_I64},
+        {TS_BOOL, TS_BOOL},
+        {TS_I32, TS_BOOL},
+        {TS_U8, TS_U8},
+        /* half operands of a float32 result, read as they are (binary_widening) */
+        {TS_F32, TS_BF16},
+        {TS_F16, TS_F32},
+        {TS_BF16, TS_F16},
+        /* a float32 result with an integer operand: cast first */
+        {TS_F32, TS_I64},
     };
     static const double fb[N6] = {1.5, -1, 0.5, 1.5, -2, 4}, ib[N6] = {2, -1, 3, 1, -2, 4},
                         ub[N6] = {1, 2, 3, 1, 2, 4}, bb[N6] = {1, 1, 0, 0, 1, 0};
