@@ -274,33 +274,41 @@ static bool bool_op_ok(ts_binary_op op) { /* the ops PyTorch defines on bool */
 
 /* Layouts over a 3x4 output: 0 dense, 1 b broadcast along rows ([4] -> strides {0,1}),
  * 2 b as a column ([3,1] -> {1,0}), 3 a broadcast and b transposed, 4 out transposed,
- * 5 a as a column. */
-static void run_binary_case(ts_binary_op op, ts_dtype dt, const double *av, const double *bv) {
+ * 5 a as a column. a of dtype da, b of db, out of odt: ts_cpu_binary (da == db) or, widening,
+ * ts_cpu_binary_widening; the reference is ref_binary in rdt on the values as stored. */
+static void run_layouts(ts_binary_op op, ts_dtype da, ts_dtype db, ts_dtype odt, ts_dtype rdt,
+                        const double *av, const double *bv, bool widening) {
     char a[NBV * 8], b[NBV * 8], out[NBV * 8];
-    ts_dtype odt = out_dtype(op, dt);
-    for (int i = 0; i < NBV; i++) put(dt, a, i, av[i]), put(dt, b, i, bv[i]);
+    for (int i = 0; i < NBV; i++) put(da, a, i, av[i]), put(db, b, i, bv[i]);
     int64_t sh[2] = {3, 4}, c[2] = {4, 1}, row[2] = {0, 1}, col[2] = {1, 0}, t[2] = {1, 3};
     for (int lay = 0; lay < 6; lay++) {
-        ts_kview vo = kv(out, odt, 2, sh, c), va = kv(a, dt, 2, sh, c), vb = kv(b, dt, 2, sh, c);
-        if (lay == 1) vb = kv(b, dt, 2, sh, row);
-        if (lay == 2) vb = kv(b, dt, 2, sh, col);
-        if (lay == 3) va = kv(a, dt, 2, sh, row), vb = kv(b, dt, 2, sh, t);
+        ts_kview vo = kv(out, odt, 2, sh, c), va = kv(a, da, 2, sh, c), vb = kv(b, db, 2, sh, c);
+        if (lay == 1) vb = kv(b, db, 2, sh, row);
+        if (lay == 2) vb = kv(b, db, 2, sh, col);
+        if (lay == 3) va = kv(a, da, 2, sh, row), vb = kv(b, db, 2, sh, t);
         if (lay == 4) vo = kv(out, odt, 2, sh, t);
-        if (lay == 5) va = kv(a, dt, 2, sh, col);
-        ts_cpu_binary(NULL, 0, op, &vo, &va, &vb);
+        if (lay == 5) va = kv(a, da, 2, sh, col);
+        memset(out, 0xff, sizeof out);
+        (widening ? ts_cpu_binary_widening : ts_cpu_binary)(NULL, 0, op, &vo, &va, &vb);
         for (int r = 0; r < 3; r++) {
             for (int k = 0; k < 4; k++) {
                 int ia = lay == 3 ? k : lay == 5 ? r : r * 4 + k;
                 int ib = lay == 1 ? k : lay == 2 ? r : lay == 3 ? k * 3 + r : r * 4 + k;
                 int io = lay == 4 ? k * 3 + r : r * 4 + k;
-                double want = ref_binary(op, get(dt, a, ia), get(dt, b, ib), dt);
-                char what[48];
-                snprintf(what, sizeof what, "binary op %d layout %d", (int)op, lay);
+                double want = ref_binary(op, get(da, a, ia), get(db, b, ib), rdt);
+                char what[64];
+                snprintf(what, sizeof what, "%s op %d %s x %s layout %d",
+                         widening ? "widening" : "binary", (int)op, ts_dtype_name(da),
+                         ts_dtype_name(db), lay);
                 expect_val(get(odt, out, io), as_dtype(odt, want), odt, what, io);
             }
         }
     }
     group_done();
+}
+
+static void run_binary_case(ts_binary_op op, ts_dtype dt, const double *av, const double *bv) {
+    run_layouts(op, dt, dt, out_dtype(op, dt), dt, av, bv, false);
 }
 
 static void run_scalar_case(ts_binary_op op, ts_dtype dt, const double *av, double s) {
@@ -370,35 +378,10 @@ static void test_binary(void) {
 }
 
 /* binary_widening: a float32 result from operands of dtypes da and db (float32, f16, bf16), over
- * the layouts of run_binary_case; the reference is the double-precision op on the values as each
- * operand's dtype holds them, rounded to float32 */
+ * run_layouts' layouts; the reference is the double-precision op on the values as each operand's
+ * dtype holds them, rounded to float32 */
 static void run_widening_case(ts_binary_op op, ts_dtype da, ts_dtype db) {
-    char a[NBV * 8], b[NBV * 8], out[NBV * 8];
-    for (int i = 0; i < NBV; i++) put(da, a, i, FA[i]), put(db, b, i, FB[i]);
-    int64_t sh[2] = {3, 4}, c[2] = {4, 1}, row[2] = {0, 1}, col[2] = {1, 0}, t[2] = {1, 3};
-    for (int lay = 0; lay < 6; lay++) {
-        ts_kview vo = kv(out, TS_F32, 2, sh, c), va = kv(a, da, 2, sh, c), vb = kv(b, db, 2, sh, c);
-        if (lay == 1) vb = kv(b, db, 2, sh, row);
-        if (lay == 2) vb = kv(b, db, 2, sh, col);
-        if (lay == 3) va = kv(a, da, 2, sh, row), vb = kv(b, db, 2, sh, t);
-        if (lay == 4) vo = kv(out, TS_F32, 2, sh, t);
-        if (lay == 5) va = kv(a, da, 2, sh, col);
-        memset(out, 0xff, sizeof out);
-        ts_cpu_binary_widening(NULL, 0, op, &vo, &va, &vb);
-        for (int r = 0; r < 3; r++) {
-            for (int k = 0; k < 4; k++) {
-                int ia = lay == 3 ? k : lay == 5 ? r : r * 4 + k;
-                int ib = lay == 1 ? k : lay == 2 ? r : lay == 3 ? k * 3 + r : r * 4 + k;
-                int io = lay == 4 ? k * 3 + r : r * 4 + k;
-                double want = ref_binary(op, get(da, a, ia), get(db, b, ib), TS_F32);
-                char what[64];
-                snprintf(what, sizeof what, "widening op %d %s x %s layout %d", (int)op,
-                         ts_dtype_name(da), ts_dtype_name(db), lay);
-                expect_val(get(TS_F32, out, io), as_dtype(TS_F32, want), TS_F32, what, io);
-            }
-        }
-    }
-    group_done();
+    run_layouts(op, da, db, TS_F32, TS_F32, FA, FB, true);
 }
 
 static void test_binary_widening(void) {
