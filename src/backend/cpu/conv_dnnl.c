@@ -157,13 +157,15 @@ static bool set_activation(dnnl_primitive_attr_t attr, const conv_key *k) {
  * NHWC convolution lets the primitive pick its layout and reorders around the call (a ResNet-18
  * step's convolutions and reorders on Zen 3: 1716 -> 1462 ms). TS_CONV_NHWC=keep|blocked forces
  * either (benchmarks, tests). The choice is fixed per process (primitives are cached). */
-static bool nhwc_native, dnnl_avx512;
+static bool nhwc_native, nhwc_forced, dnnl_avx512;
 static pthread_once_t nhwc_once = PTHREAD_ONCE_INIT;
 static void choose_nhwc(void) {
     const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
     dnnl_avx512 = (isa & (unsigned)dnnl_cpu_isa_avx512_core) == (unsigned)dnnl_cpu_isa_avx512_core;
     const char *e = getenv("TS_CONV_NHWC");
-    nhwc_native = e && !strcmp(e, "keep") ? true : e && !strcmp(e, "blocked") ? false : dnnl_avx512;
+    const bool keep = e && !strcmp(e, "keep"), blocked = e && !strcmp(e, "blocked");
+    nhwc_forced = keep || blocked;
+    nhwc_native = keep ? true : blocked ? false : dnnl_avx512;
 }
 
 bool tsi_dnnl_conv_nhwc_native(void) {
@@ -181,6 +183,27 @@ bool tsi_dnnl_conv_nhwc_native(void) {
 #define NHWC_BLOCKED_MIN_TAPS 512.0
 #define NHWC_BLOCKED_MIN_MACS 8388608.0
 
+/* With AVX-512 two float32 cases still go faster through the blocked layout, reorders included
+ * (bench_conv_formats and ONEDNN_VERBOSE of a ResNet-18 CIFAR step, one thread, AMX host):
+ * - the forward of an output under 8 pixels wide (dense, wider than 1x1; the 1x1 and grouped
+ *   kernels were not measured slower): oneDNN 2.6.3's NHWC forward (brgconv) takes a
+ *   row of output pixels as the rows of its products, 4 of them for ResNet-18's last stage, where
+ *   its blocked kernel runs 1.7x faster (512 channels at 4x4: 39.6 against 23.3 ms; the strided
+ *   256 -> 512: 21.6 against 11.8), reorders 0.3 ms;
+ * - the input gradient of AVX512_BLOCKED_MIN_TAPS multiply-adds per input element and up: the
+ *   blocked JIT kernel is 6-16% faster than the same kernel on NHWC (256 channels at 8x8: 25.9
+ *   against 23.3 ms, 512 at 4x4: 23.5 against 20.3), more than its two reorders cost there (0.6 and
+ *   0.3 ms); with 64 channels at 32x32 the reorders (2.5 ms) eat the gain (2.7).
+ * bf16 (brgconv on AMX or AVX512-BF16) runs NHWC at the blocked layout's speed, 4x4 included. */
+#define AVX512_BLOCKED_MIN_TAPS 2048.0
+
+static bool avx512_blocked_faster(const conv_key *k) {
+    if (k->dt != dnnl_f32) return false;
+    if (k->kind == K_FWD) return k->ow < 8 && k->g == 1 && k->kh * k->kw > 1;
+    const double taps = (double)(k->o / k->g) * (double)k->kh * (double)k->kw; /* per gx element */
+    return k->kind == K_BWD_DATA && taps >= AVX512_BLOCKED_MIN_TAPS;
+}
+
 static bool keeps_nhwc(const conv_key *k) {
     const bool native = tsi_dnnl_conv_nhwc_native(); /* sets dnnl_avx512 */
     /* oneDNN 2.6.3's AVX2 1x1 kernel (jit_1x1:avx2) gets the weight gradient of a strided 1x1
@@ -190,7 +213,7 @@ static bool keeps_nhwc(const conv_key *k) {
     if (!dnnl_avx512 && k->kind == K_BWD_WEIGHT && k->kh == 1 && k->kw == 1 &&
         (k->sh > 1 || k->sw > 1) && k->c / k->g < 8)
         return false;
-    if (native) return true;
+    if (native) return nhwc_forced || !avx512_blocked_faster(k);
     const double taps = (double)(k->c / k->g) * (double)k->kh * (double)k->kw;
     const double macs = (double)k->n * (double)k->o * (double)k->oh * (double)k->ow * taps;
     return taps < NHWC_BLOCKED_MIN_TAPS || macs < NHWC_BLOCKED_MIN_MACS;
