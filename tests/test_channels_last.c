@@ -112,7 +112,8 @@ typedef struct conv_case {
      * input channels (oneDNN 2.6.3's AVX2 NHWC kernel gets it wrong); else 0 */
     int reorders_blocked;
     /* the same with AVX-512 (keeps_nhwc's avx512_blocked_faster, float32 primitives): 2 for the
-     * forward of an output under 8 pixels wide (x in, y out; dense, wider than 1x1), 2 for the
+     * forward of a batch whose output is at most 4 pixels wide (x in, y out; dense, wider than
+     * 1x1), 2 for the
      * input gradient of 2048 taps per input element and up (gy in, gx out); else 0 */
     int reorders_avx512;
 } conv_case;
@@ -162,6 +163,18 @@ static const conv_case CASES[] = {
      true,
      0,
      2},
+    {"3x3, one 4x4 image (NHWC: faster at batch 1)",
+     1,
+     32,
+     4,
+     4,
+     32,
+     3,
+     3,
+     {.padding = {1, 1}},
+     false,
+     0,
+     0},
     {"3x3, 256 channels (blocked input gradient with AVX-512)",
      1,
      256,

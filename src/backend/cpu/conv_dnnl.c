@@ -184,12 +184,16 @@ bool tsi_dnnl_conv_nhwc_native(void) {
 #define NHWC_BLOCKED_MIN_MACS 8388608.0
 
 /* With AVX-512 two float32 cases still go faster through the blocked layout, reorders included
- * (bench_conv_formats and ONEDNN_VERBOSE of a ResNet-18 CIFAR step, one thread, AMX host):
- * - the forward of an output under 8 pixels wide (dense, wider than 1x1; the 1x1 and grouped
- *   kernels were not measured slower): oneDNN 2.6.3's NHWC forward (brgconv) takes a
- *   row of output pixels as the rows of its products, 4 of them for ResNet-18's last stage, where
- *   its blocked kernel runs 1.7x faster (512 channels at 4x4: 39.6 against 23.3 ms; the strided
- *   256 -> 512: 21.6 against 11.8), reorders 0.3 ms;
+ * (one thread, AMX host; bench_conv_formats, ONEDNN_VERBOSE of ResNet-18 CIFAR steps, and single
+ * convolutions):
+ * - the forward of a batch of images whose output is at most 4 pixels wide (dense, wider than
+ *   1x1; the 1x1 and grouped kernels were not measured slower). oneDNN 2.6.3's NHWC forward
+ *   (brgconv) takes a row of output pixels as the rows of its products and costs the same per
+ *   image at any batch, where the blocked kernel shares the weights across images: 512 channels
+ *   at 4x4, batch 64, 40.5 against 24.9 ms (batch 2 1.26 against 0.97; the strided 256 -> 512
+ *   21.8 against 12.3; at 2x2, batch 16, 6.5 against 1.9), reorders 0.3 ms. At batch 1 brgconv is
+ *   10% faster (0.66 against 0.74 ms), and at 5-7 pixels wide the two are level within 15% either
+ *   way, so those keep NHWC;
  * - the input gradient of AVX512_BLOCKED_MIN_TAPS multiply-adds per input element and up: the
  *   blocked JIT kernel is 6-16% faster than the same kernel on NHWC (256 channels at 8x8: 25.9
  *   against 23.3 ms, 512 at 4x4: 23.5 against 20.3), more than its two reorders cost there (0.6 and
@@ -199,7 +203,7 @@ bool tsi_dnnl_conv_nhwc_native(void) {
 
 static bool avx512_blocked_faster(const conv_key *k) {
     if (k->dt != dnnl_f32) return false;
-    if (k->kind == K_FWD) return k->ow < 8 && k->g == 1 && k->kh * k->kw > 1;
+    if (k->kind == K_FWD) return k->ow <= 4 && k->n >= 2 && k->g == 1 && k->kh * k->kw > 1;
     const double taps = (double)(k->o / k->g) * (double)k->kh * (double)k->kw; /* per gx element */
     return k->kind == K_BWD_DATA && taps >= AVX512_BLOCKED_MIN_TAPS;
 }
