@@ -113,8 +113,7 @@ typedef struct conv_case {
     int reorders_blocked;
     /* the same with AVX-512 (keeps_nhwc's avx512_blocked_faster, float32 primitives): 2 for the
      * forward of a batch whose output is at most 4 pixels wide (x in, y out; dense, wider than
-     * 1x1), 2 for the
-     * input gradient of 2048 taps per input element and up (gy in, gx out); else 0 */
+     * 1x1), 2 for the input gradient of 2048 taps per input element and up (gy in, gx out) */
     int reorders_avx512;
 } conv_case;
 
@@ -408,10 +407,10 @@ static void test_allocation_failures(void) {
 /* A narrow ResNet-18 (CIFAR stem) training step three ways from the same weights: channels_last
  * (the default), NCHW (plain_layout) and float64 NCHW. On the CPU with oneDNN the default step
  * reorders no activation but around the narrow layers' forwards with AVX-512 (the plain one
- * reorders at every call: the counter is live); its loss and parameter
- * gradients are as close to float64's as the NCHW step's (within 4x the NCHW step's error, which
- * is float32 rounding through 20 layers and batch-norm) — the same math in another summation
- * order. test_golden_resnet holds the default against PyTorch's own numbers. */
+ * reorders at every call: the counter is live); its loss and parameter gradients are as close to
+ * float64's as the NCHW step's (within 4x the NCHW step's error, which is float32 rounding through
+ * 20 layers and batch-norm) — the same math in another summation order. test_golden_resnet
+ * holds the default against PyTorch's own numbers. */
 static ts_module *narrow_resnet(bool plain) {
     ts_manual_seed(11);
     return ts_resnet18((ts_resnet_config){
