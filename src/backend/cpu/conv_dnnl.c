@@ -155,17 +155,18 @@ static bool set_activation(dnnl_primitive_attr_t attr, const conv_key *k) {
  * the AVX2 kernels read NHWC 20% slower than nChw8c (571.0 against 474.5 ms on two Zen 3 cores),
  * more than the reorders into and out of nChw8c cost (4.2 ms a call over the four stages), so an
  * NHWC convolution lets the primitive pick its layout and reorders around the call (a ResNet-18
- * step's convolutions and reorders on Zen 3: 1716 -> 1462 ms). TS_CONV_NHWC=keep|blocked forces
- * either (benchmarks, tests). The choice is fixed per process (primitives are cached). */
-static bool nhwc_native, nhwc_forced, dnnl_avx512;
+ * step's convolutions and reorders on Zen 3: 1716 -> 1462 ms). TS_CONV_NHWC=keep keeps every
+ * convolution NHWC (the AVX-512 exceptions below included), =blocked applies the rule below
+ * AVX-512 on any host (benchmarks, tests). The choice is fixed per process (primitives are
+ * cached). */
+static bool nhwc_native, nhwc_keep, dnnl_avx512;
 static pthread_once_t nhwc_once = PTHREAD_ONCE_INIT;
 static void choose_nhwc(void) {
     const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
     dnnl_avx512 = (isa & (unsigned)dnnl_cpu_isa_avx512_core) == (unsigned)dnnl_cpu_isa_avx512_core;
     const char *e = getenv("TS_CONV_NHWC");
-    const bool keep = e && !strcmp(e, "keep"), blocked = e && !strcmp(e, "blocked");
-    nhwc_forced = keep || blocked;
-    nhwc_native = keep ? true : blocked ? false : dnnl_avx512;
+    nhwc_keep = e && !strcmp(e, "keep");
+    nhwc_native = nhwc_keep ? true : e && !strcmp(e, "blocked") ? false : dnnl_avx512;
 }
 
 bool tsi_dnnl_conv_nhwc_native(void) {
@@ -217,7 +218,7 @@ static bool keeps_nhwc(const conv_key *k) {
     if (!dnnl_avx512 && k->kind == K_BWD_WEIGHT && k->kh == 1 && k->kw == 1 &&
         (k->sh > 1 || k->sw > 1) && k->c / k->g < 8)
         return false;
-    if (native) return nhwc_forced || !avx512_blocked_faster(k);
+    if (native) return nhwc_keep || !avx512_blocked_faster(k);
     const double taps = (double)(k->c / k->g) * (double)k->kh * (double)k->kw;
     const double macs = (double)k->n * (double)k->o * (double)k->oh * (double)k->ow * taps;
     return taps < NHWC_BLOCKED_MIN_TAPS || macs < NHWC_BLOCKED_MIN_MACS;
