@@ -427,6 +427,33 @@ static void test_train_eval_bn(ts_device dev) {
     ts_module_free(seq);
 }
 
+/* A training step on an empty batch leaves the running statistics as they were (PyTorch: an empty
+ * batch has no statistics; their NaN mean and variance used to reach running_mean / running_var,
+ * and every eval-mode forward after it returned NaN). */
+static void test_bn_empty_batch(ts_device dev) {
+    ts_scope_begin();
+    const ts_shape shapes[2] = {TS_SHAPE(0, 3), TS_SHAPE(0, 3, 5, 5)};
+    for (int k = 0; k < 2; k++) {
+        ts_module *bn = k == 0 ? ts_batch_norm1d_new(3, (ts_norm_opts){0})
+                               : ts_batch_norm2d_new(3, (ts_norm_opts){0});
+        ts_module_to(bn, dev);
+        ts_tensor *y = ts_forward(bn, ts_randn(shapes[k], (ts_opts){.device = dev}));
+        CHECK(shape_is(y, shapes[k]));
+        double *m = host(ts_module_get(bn, "running_mean")), *v = host(ts_module_get(bn, "running_var"));
+        for (int c = 0; c < 3; c++) CHECK(m[c] == 0 && v[c] == 1);
+        free(m), free(v);
+        /* eval after it: finite, (x - 0) / sqrt(1 + eps) */
+        ts_module_eval(bn);
+        ts_tensor *x = ts_ones(k == 0 ? TS_SHAPE(2, 3) : TS_SHAPE(2, 3, 5, 5), (ts_opts){.device = dev});
+        double *vy = host(ts_forward(bn, x));
+        CHECK(vy && fabs(vy[0] - 1 / sqrt(1 + 1e-5)) < 1e-6);
+        free(vy);
+        ts_module_free(bn);
+    }
+    ts_scope_end();
+    CHECK_OK();
+}
+
 /* Gradients reach the parameters through a module, on the module's device. */
 static void test_backward(ts_device dev) {
     ts_module *fc = ts_linear_new_ex(3, 2, (ts_linear_opts){.device = dev});
@@ -722,6 +749,7 @@ int main(void) {
         test_linear_values(devs[i]);
         test_init(devs[i]);
         test_train_eval_bn(devs[i]);
+        test_bn_empty_batch(devs[i]);
         test_backward(devs[i]);
         test_activation_modules(devs[i]);
     }

@@ -158,7 +158,10 @@ static ts_tensor *batch_norm_op(ts_tensor *x, ts_tensor *running_mean, ts_tensor
     /* training: the backend's fused kernels when they take this dtype; else the composition
      * below, which is also the reference the tests compare them with */
     ts_dtype dt, pt;
-    if (training && batch_norm_dtypes(x, w, b, &dt, &pt)) {
+    /* an empty batch (PyTorch's rule): an empty output, the running statistics untouched — its
+     * mean and variance are NaN and would poison every later eval-mode forward */
+    const bool empty = count == 0;
+    if (training && !empty && batch_norm_dtypes(x, w, b, &dt, &pt)) {
         mean = var = NULL;
         const bool running = running_mean || running_var;
         const ts_status before = ts_error();
@@ -179,7 +182,7 @@ static ts_tensor *batch_norm_op(ts_tensor *x, ts_tensor *running_mean, ts_tensor
     if (training) {
         mean = ts_mean_dims(xc, red, true);
         var = ts_var_dims(xc, red, true, 0); /* biased: what normalises the batch */
-        if (running_mean || running_var)
+        if ((running_mean || running_var) && !empty)
             update_running_stats(running_mean, running_var, mean, var, momentum, count);
     } else {
         mean = ts_reshape(is_half(xd) ? as_dtype(running_mean, TS_F32) : running_mean, cshape);
