@@ -8,7 +8,8 @@
 #      of every collective on cuda:0 and the trainer with FSDP, under `mpirun -np 1` (the trainer
 #      also without a launcher, to compare); (c) compute-sanitizer memcheck, racecheck and
 #      synccheck over $SANITIZE_TESTS; (d) test_cuda_alloc alone (the pinned-reuse check);
-#      (e) bench/run_gpu.sh.
+#      (e) bench/run_gpu.sh; (k, after the focus tests) the fused kernels' tests on cuda:0 and
+#      bench/run_gpu_kernels.sh.
 # Every step runs under `timeout` within one overall budget; a failing step never stops the next;
 # the script prints PASS/FAIL/TIMEOUT/SKIP per step and exits 0. Logs go to $OUT: build.log,
 # ctest.log, nccl.log, sanitizer.log, pinned.log, bench.log and summary.txt.
@@ -19,8 +20,9 @@
 # TARGETS, the build's targets (all); FOCUS_TESTS, run one by one first (the capture tests);
 # CTEST_REGEX / CTEST_EXCLUDE, ctest's -R / -E (default -E: the cpu-only ISA reruns);
 # SANITIZE_JOBS, runs at once (6; 1: one at a time); QUICK=1: the short benchmark run;
-# BUILD_DIR (build-cuda); GPU_DEPS (/tmp/gpudeps); STEPS, the steps to run (build focus ctest
-# nccl sanitize pinned bench; "configure" alone: set up and configure only, a dry run without a GPU);
+# KERNEL_TESTS, the fused kernels' tests (step k); BUILD_DIR (build-cuda); GPU_DEPS
+# (/tmp/gpudeps); STEPS, the steps to run (build focus kernels ctest nccl sanitize pinned bench;
+# "configure" alone: set up and configure only, a dry run without a GPU);
 # NCCL_DEVICE, the device of the NCCL step (cuda:0; sim:0 tries its commands on any machine).
 set -u
 cd "$(dirname "$0")/.." || exit 0
@@ -30,7 +32,7 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 build=${BUILD_DIR:-build-cuda}
 case $build in /*) bin=$build ;; *) bin=$src/$build ;; esac
-steps=" ${STEPS:-build focus ctest nccl sanitize pinned bench} "
+steps=" ${STEPS:-build focus kernels ctest nccl sanitize pinned bench} "
 want() { [[ $steps == *" $1 "* ]]; }
 ndev=${NCCL_DEVICE:-cuda:0}
 deps=${GPU_DEPS:-/tmp/gpudeps}
@@ -253,6 +255,41 @@ if want focus; then
     done
     if [ $fok -eq 1 ]; then v=PASS; else v=FAIL; fi
     step $v "2 focus tests (focus.log)"
+fi
+
+# ------------------------------------------------------------------ 2k. the fused kernels
+# Each of $KERNEL_TESTS alone on cuda:0 (TS_REQUIRE_CUDA=1: a skip is a failure), checking the
+# fused kernels (layer norm, batch norm, cross-entropy, attention) against float64 references and
+# the CPU on every shape class; then bench/run_gpu_kernels.sh, each kernel beside PyTorch's.
+klog=$OUT/kernels.log
+: >"$klog"
+if want kernels; then
+    kok=1
+    for t in ${KERNEL_TESTS:-test_layer_norm test_batch_norm test_batch_norm_nhwc test_batch_norm_bf16 test_cross_entropy_fused test_sdpa test_sdpa_tc test_golden_sdpa test_cuda_compute}; do
+        if [ ! -x "$bin/tests/$t" ]; then
+            note "$t: not built"
+            kok=0
+            continue
+        fi
+        mark=$(wc -l <"$klog")
+        (cd "$bin/tests" && TS_REQUIRE_CUDA=1 TS_SIM_DEVICES=4 run_to "$klog" "$(cap 60 60)" "./$t")
+        rc=$?
+        note "$t: $(verdict $rc) (status $rc); $(since "$klog" "$mark" | grep -E '^[0-9]+ passed' | tail -1)"
+        notes "  " < <(since "$klog" "$mark" | grep -E 'FAIL|failed' | grep -v '^+ ' | head -8)
+        [ $rc -eq 0 ] || kok=0
+    done
+    t=$(cap 150 30)
+    if [ -f "$bin/CMakeCache.txt" ] && [ "$t" -ge 30 ]; then
+        mode=
+        [ "${QUICK:-0}" = 1 ] && mode=quick
+        mark=$(wc -l <"$klog")
+        run_to "$klog" "$t" bash -c "cmake --build '$bin' --target bench_gpu_kernels -j16 && bench/run_gpu_kernels.sh '$bin' $mode"
+        rc=$?
+        notes < <(since "$klog" "$mark" | grep -E '^name |SKIP:| (yes|NO)$|failed' | head -16)
+        [ $rc -eq 0 ] || kok=0
+    fi
+    if [ $kok -eq 1 ]; then v=PASS; else v=FAIL; fi
+    step $v "k fused kernels: tests on cuda:0, then run_gpu_kernels.sh (kernels.log)"
 fi
 
 # ------------------------------------------------------------------ 2a. the suite

@@ -1,0 +1,279 @@
+/* bench_gpu_kernels.c — the fused kernels of the CUDA issue alone, on cuda:0, for
+ * bench/run_gpu_kernels.sh to set beside PyTorch's (bench_gpu_kernels_torch.py): the same shapes,
+ * dtypes and seeds on both sides, GPT-2 124M's (batch 8 of 1024 tokens, 768 wide, 12 heads, a
+ * 50257-word vocabulary) and ResNet-50's (batch 128, its first 56x56 stage):
+ *   layernorm_{f32,bf16}       layer norm over [8192, 768], forward + backward (dx, dweight, dbias)
+ *   batchnorm_{nchw,nhwc}_f32  training batch norm of [128, 256, 56, 56], forward + backward
+ *   cross_entropy_{f32,bf16}   mean cross-entropy of [8192, 50257] logits, forward + backward
+ *   sdpa_causal_bf16           causal attention q, k, v [8, 12, 1024, 64], forward + backward
+ *   sdpa_bf16_e128             attention q, k, v [8, 6, 1024, 128], forward + backward
+ *   softmax_f32                softmax over [8192, 4096], forward + backward
+ *   adamw_f32                  one AdamW step over GPT-2 124M's 148 parameter tensors
+ * Each line is "name ms-per-call ms": the median of rounds of calls between two device
+ * synchronisations, after a warm-up round; "name: failed: <message>" when the case fails. Without
+ * a GPU prints "bench_gpu_kernels: SKIP: <reason>" and exits 0. Usage: bench_gpu_kernels [quick]
+ * (quick: fewer rounds, same shapes). BENCH_GPU_DEVICE=sim:0 runs the logic on a machine without
+ * a GPU (small shapes there; the numbers are meaningless). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera.h"
+
+#define BENCH_NAME "bench_gpu_kernels"
+#include "bench_util.h"
+
+#define MAX_RUNS 16
+
+static ts_device dev;
+static bool small; /* sim: shapes cut down so the logic runs in seconds */
+
+static void synchronize(void) {
+    if (dev.type == TS_CUDA) ts_cuda_synchronize(dev.index);
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef bool (*kernel_fn)(void *ctx); /* one call; false on a Tessera error */
+
+/* median ms per call over `runs` rounds of `iters` calls (one warm-up round first); < 0 when a call
+ * failed (the error stays pending for the caller) */
+static double time_calls(kernel_fn fn, void *ctx, int iters, int runs) {
+    double per_call[MAX_RUNS];
+    for (int r = 0; r <= runs; r++) {
+        synchronize();
+        const double t0 = now_s();
+        for (int i = 0; i < iters; i++) {
+            ts_scope_begin();
+            const bool ok = fn(ctx);
+            ts_scope_end();
+            if (!ok || ts_error() != TS_OK) return -1;
+        }
+        synchronize();
+        if (ts_error() != TS_OK) return -1;
+        if (r > 0) per_call[r - 1] = (now_s() - t0) / iters * 1e3;
+    }
+    qsort(per_call, (size_t)runs, sizeof *per_call, compare_doubles);
+    return runs % 2 ? per_call[runs / 2] : 0.5 * (per_call[runs / 2 - 1] + per_call[runs / 2]);
+}
+
+static void report(const char *name, double ms) {
+    if (ms >= 0) {
+        printf("%s %.4f ms\n", name, ms);
+    } else {
+        printf("%s: failed: %s\n", name, ts_error_message());
+        ts_error_clear();
+    }
+    fflush(stdout);
+}
+
+static ts_opts on_dev(ts_dtype dt) { return (ts_opts){.dtype = dt, .device = dev}; }
+
+/* a leaf of N(0, 1) * scale on the device, of dtype dt, requiring grad when asked */
+static ts_tensor *leaf(ts_shape s, ts_dtype dt, double scale, bool grad) {
+    ts_scope_begin();
+    ts_tensor *t = ts_to_dtype(ts_mul_scalar(ts_randn(s, on_dev(TS_F32)), scale), dt);
+    t = ts_keep(ts_detach(t));
+    ts_scope_end();
+    if (t && grad) ts_set_requires_grad(t, true);
+    return t;
+}
+
+static int64_t d(int64_t full, int64_t cut) { return small ? cut : full; }
+
+/* ------------------------------------------------------------------ the cases */
+typedef struct {
+    ts_tensor *in[4];   /* the operands; in[0] (and the weights) require grad */
+    ts_tensor *dy;      /* the output's gradient */
+    ts_tensor *target;  /* cross-entropy's classes */
+    ts_memory_format f; /* batch norm's layout */
+    bool causal;
+} op_ctx;
+
+static void clear_grads(op_ctx *c) {
+    for (int i = 0; i < 4; i++)
+        if (c->in[i]) ts_set_grad(c->in[i], NULL);
+}
+
+static void free_ctx(op_ctx *c) {
+    for (int i = 0; i < 4; i++) ts_release(c->in[i]);
+    ts_release(c->dy), ts_release(c->target);
+    *c = (op_ctx){0};
+}
+
+static bool layernorm_call(void *p) {
+    op_ctx *c = p;
+    ts_tensor *y = ts_layer_norm(c->in[0], TS_SHAPE(ts_size(c->in[0], 1)), c->in[1], c->in[2],
+                                 1e-5);
+    if (!y) return false;
+    ts_backward_with(y, c->dy);
+    clear_grads(c);
+    return true;
+}
+
+static void bench_layernorm(const char *name, ts_dtype dt, int runs) {
+    const int64_t rows = d(8192, 64), cols = d(768, 96);
+    op_ctx c = {.in = {leaf(TS_SHAPE(rows, cols), dt, 1, true), leaf(TS_SHAPE(cols), dt, 1, true),
+                       leaf(TS_SHAPE(cols), dt, 1, true)},
+                .dy = leaf(TS_SHAPE(rows, cols), dt, 1, false)};
+    report(name, c.dy ? time_calls(layernorm_call, &c, 20, runs) : -1);
+    free_ctx(&c);
+}
+
+static bool batchnorm_call(void *p) {
+    op_ctx *c = p;
+    ts_tensor *y = ts_batch_norm(c->in[0], NULL, NULL, c->in[1], c->in[2], true, 0.1, 1e-5);
+    if (!y) return false;
+    ts_backward_with(y, c->dy);
+    clear_grads(c);
+    return true;
+}
+
+static void bench_batchnorm(const char *name, ts_memory_format f, int runs) {
+    const ts_shape s = TS_SHAPE(d(128, 4), d(256, 8), d(56, 5), d(56, 5));
+    op_ctx c = {.in = {leaf(s, TS_F32, 1, false), leaf(TS_SHAPE(s.dims[1]), TS_F32, 1, true),
+                       leaf(TS_SHAPE(s.dims[1]), TS_F32, 1, true)},
+                .dy = leaf(s, TS_F32, 1, false)};
+    if (c.in[0] && c.dy) {
+        ts_tensor *x = ts_contiguous_format(c.in[0], f), *dy = ts_contiguous_format(c.dy, f);
+        ts_release(c.in[0]), ts_release(c.dy);
+        c.in[0] = x, c.dy = dy;
+        if (x) ts_set_requires_grad(x, true);
+    }
+    report(name, c.in[0] && c.dy ? time_calls(batchnorm_call, &c, 10, runs) : -1);
+    free_ctx(&c);
+}
+
+static bool cross_entropy_call(void *p) {
+    op_ctx *c = p;
+    ts_tensor *loss = ts_cross_entropy(c->in[0], c->target);
+    if (!loss) return false;
+    ts_backward(loss);
+    clear_grads(c);
+    return true;
+}
+
+static void bench_cross_entropy(const char *name, ts_dtype dt, int runs) {
+    const int64_t rows = d(8192, 64), classes = d(50257, 1000);
+    op_ctx c = {.in = {leaf(TS_SHAPE(rows, classes), dt, 2, true)}};
+    ts_scope_begin();
+    c.target = ts_keep(ts_to_dtype(ts_mul_scalar(ts_rand(TS_SHAPE(rows), on_dev(TS_F32)),
+                                                 (double)classes - 0.5),
+                                   TS_I64));
+    ts_scope_end();
+    report(name, c.in[0] && c.target ? time_calls(cross_entropy_call, &c, 10, runs) : -1);
+    free_ctx(&c);
+}
+
+static bool sdpa_call(void *p) {
+    op_ctx *c = p;
+    ts_tensor *y =
+        ts_scaled_dot_product_attention(c->in[0], c->in[1], c->in[2], NULL, 0, c->causal, 0);
+    if (!y) return false;
+    ts_backward_with(y, c->dy);
+    clear_grads(c);
+    return true;
+}
+
+static void bench_sdpa(const char *name, int64_t heads, int64_t e, bool causal, int runs) {
+    const ts_shape s = TS_SHAPE(d(8, 1), d(heads, 2), d(1024, 64), small ? 16 : e);
+    op_ctx c = {.in = {leaf(s, TS_BF16, 1, true), leaf(s, TS_BF16, 1, true),
+                       leaf(s, TS_BF16, 1, true)},
+                .dy = leaf(s, TS_BF16, 1, false),
+                .causal = causal};
+    report(name, c.dy ? time_calls(sdpa_call, &c, 10, runs) : -1);
+    free_ctx(&c);
+}
+
+static bool softmax_call(void *p) {
+    op_ctx *c = p;
+    ts_tensor *y = ts_softmax(c->in[0], -1);
+    if (!y) return false;
+    ts_backward_with(y, c->dy);
+    clear_grads(c);
+    return true;
+}
+
+static void bench_softmax(int runs) {
+    const ts_shape s = TS_SHAPE(d(8192, 64), d(4096, 100));
+    op_ctx c = {.in = {leaf(s, TS_F32, 1, true)}, .dy = leaf(s, TS_F32, 1, false)};
+    report("softmax_f32", c.dy ? time_calls(softmax_call, &c, 20, runs) : -1);
+    free_ctx(&c);
+}
+
+/* GPT-2 124M's parameters: wte, wpe, 12 blocks of (ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc,
+ * mlp.c_proj; weights and biases), ln_f: 148 tensors */
+#define GPT2_TENSORS 148
+static int gpt2_shapes(ts_shape *s) {
+    const int64_t v = d(50257, 500), t = d(1024, 64), c = d(768, 32);
+    int n = 0;
+    s[n++] = TS_SHAPE(v, c);
+    s[n++] = TS_SHAPE(t, c);
+    for (int l = 0; l < 12; l++) {
+        s[n++] = TS_SHAPE(c), s[n++] = TS_SHAPE(c);
+        s[n++] = TS_SHAPE(3 * c, c), s[n++] = TS_SHAPE(3 * c);
+        s[n++] = TS_SHAPE(c, c), s[n++] = TS_SHAPE(c);
+        s[n++] = TS_SHAPE(c), s[n++] = TS_SHAPE(c);
+        s[n++] = TS_SHAPE(4 * c, c), s[n++] = TS_SHAPE(4 * c);
+        s[n++] = TS_SHAPE(c, 4 * c), s[n++] = TS_SHAPE(c);
+    }
+    s[n++] = TS_SHAPE(c), s[n++] = TS_SHAPE(c);
+    return n;
+}
+
+static bool adamw_call(void *p) { return ts_optim_step((ts_optim *)p) == TS_OK; }
+
+static void bench_adamw(int runs) {
+    ts_shape s[GPT2_TENSORS];
+    const int n = gpt2_shapes(s);
+    ts_tensor *params[GPT2_TENSORS] = {0};
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) {
+        params[i] = leaf(s[i], TS_F32, 0.02, true);
+        ts_tensor *g = leaf(s[i], TS_F32, 1e-3, false);
+        ok = params[i] && g && ts_set_grad(params[i], g) == TS_OK;
+        ts_release(g);
+    }
+    ts_optim *opt = ok ? ts_adamw_params(params, n, (ts_adam_opts){.lr = 3e-4, .weight_decay = 0.1})
+                       : NULL;
+    report("adamw_f32", opt ? time_calls(adamw_call, opt, 20, runs) : -1);
+    ts_optim_free(opt);
+    for (int i = 0; i < n; i++) ts_release(params[i]);
+}
+
+int main(int argc, char **argv) {
+    const bool quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+    const int runs = quick ? 3 : 7;
+    const char *want = getenv("BENCH_GPU_DEVICE");
+    ts_sim_configure(1, 0);
+    if (want && *want) {
+        if (ts_device_parse(want, &dev) != TS_OK) die_on_error("BENCH_GPU_DEVICE");
+        printf("# BENCH_GPU_DEVICE=%s: a logic check, not a measurement of cuda:0\n", want);
+    } else if (ts_cuda_device_count() < 1) {
+        ts_cuda_set_device(0); /* the runtime says why: built without CUDA, or the driver's reason */
+        printf("%s: SKIP: %s\n", BENCH_NAME,
+               ts_error() != TS_OK ? ts_error_message() : "no CUDA device found");
+        return 0;
+    } else {
+        dev = ts_cuda(0);
+        ts_cuda_props p;
+        if (ts_cuda_get_properties(0, &p) == TS_OK)
+            printf("# tessera on cuda:0: %s, %d SMs\n", p.name, p.multiprocessor_count);
+    }
+    small = dev.type != TS_CUDA;
+    ts_manual_seed(0);
+    bench_layernorm("layernorm_f32", TS_F32, runs);
+    bench_layernorm("layernorm_bf16", TS_BF16, runs);
+    bench_batchnorm("batchnorm_nchw_f32", TS_CONTIGUOUS_FORMAT, runs);
+    bench_batchnorm("batchnorm_nhwc_f32", TS_CHANNELS_LAST, runs);
+    bench_cross_entropy("cross_entropy_f32", TS_F32, runs);
+    bench_cross_entropy("cross_entropy_bf16", TS_BF16, runs);
+    bench_sdpa("sdpa_causal_bf16", 12, 64, true, runs);
+    bench_sdpa("sdpa_bf16_e128", 6, 128, false, runs);
+    bench_softmax(runs);
+    bench_adamw(runs);
+    return 0;
+}

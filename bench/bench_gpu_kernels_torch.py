@@ -1,0 +1,150 @@
+"""bench_gpu_kernels_torch.py — PyTorch's side of bench_gpu_kernels.c: the same fused-kernel cases
+on cuda:0 with the same shapes and dtypes, timed the same way (the median of rounds of calls
+between two synchronisations, after a warm-up round). Prints "name ms-per-call ms" lines; the
+optimizer line is the best of PyTorch's foreach and fused AdamW ("#" lines say each). Attention
+runs through F.scaled_dot_product_attention (FlashAttention-2 / cuDNN, PyTorch's choice), layer
+norm, batch norm, softmax and cross-entropy through their functional forms (cuDNN for batch
+norm). Without CUDA prints "bench_gpu_kernels_torch: SKIP: <reason>". Usage: [quick]
+"""
+import statistics
+import sys
+import time
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:  # pragma: no cover
+    print(f"bench_gpu_kernels_torch: SKIP: {e}")
+    sys.exit(0)
+
+QUICK = len(sys.argv) > 1 and sys.argv[1] == "quick"
+RUNS = 3 if QUICK else 7
+DEV = "cuda"
+
+
+def time_calls(fn, iters, runs=RUNS):
+    per_call = []
+    for r in range(runs + 1):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+        if r > 0:
+            per_call.append((time.perf_counter() - t0) / iters * 1e3)
+    return statistics.median(per_call)
+
+
+def report(name, ms):
+    print(f"{name} {ms:.4f} ms", flush=True)
+
+
+def leaf(shape, dtype, scale=1.0, grad=False):
+    t = (torch.randn(shape, device=DEV) * scale).to(dtype).detach()
+    return t.requires_grad_(grad)
+
+
+def clear(*ts):
+    for t in ts:
+        t.grad = None
+
+
+def bench_layernorm(name, dtype):
+    x, w, b = leaf((8192, 768), dtype, grad=True), leaf(768, dtype, grad=True), leaf(768, dtype, grad=True)
+    dy = leaf((8192, 768), dtype)
+
+    def call():
+        F.layer_norm(x, (768,), w, b, 1e-5).backward(dy)
+        clear(x, w, b)
+
+    report(name, time_calls(call, 20))
+
+
+def bench_batchnorm(name, fmt):
+    x = leaf((128, 256, 56, 56), torch.float32).contiguous(memory_format=fmt).requires_grad_(True)
+    dy = leaf((128, 256, 56, 56), torch.float32).contiguous(memory_format=fmt)
+    w, b = leaf(256, torch.float32, grad=True), leaf(256, torch.float32, grad=True)
+
+    def call():
+        F.batch_norm(x, None, None, w, b, True, 0.1, 1e-5).backward(dy)
+        clear(x, w, b)
+
+    report(name, time_calls(call, 10))
+
+
+def bench_cross_entropy(name, dtype):
+    x = leaf((8192, 50257), dtype, 2.0, grad=True)
+    target = (torch.rand(8192, device=DEV) * (50257 - 0.5)).long()
+
+    def call():
+        F.cross_entropy(x, target).backward()
+        clear(x)
+
+    report(name, time_calls(call, 10))
+
+
+def bench_sdpa(name, heads, e, causal):
+    q, k, v = (leaf((8, heads, 1024, e), torch.bfloat16, grad=True) for _ in range(3))
+    dy = leaf((8, heads, 1024, e), torch.bfloat16)
+
+    def call():
+        F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(dy)
+        clear(q, k, v)
+
+    report(name, time_calls(call, 10))
+
+
+def bench_softmax():
+    x, dy = leaf((8192, 4096), torch.float32, grad=True), leaf((8192, 4096), torch.float32)
+
+    def call():
+        torch.softmax(x, -1).backward(dy)
+        clear(x)
+
+    report("softmax_f32", time_calls(call, 20))
+
+
+def gpt2_shapes():
+    v, t, c = 50257, 1024, 768
+    s = [(v, c), (t, c)]
+    for _ in range(12):
+        s += [(c,), (c,), (3 * c, c), (3 * c,), (c, c), (c,), (c,), (c,), (4 * c, c), (4 * c,), (c, 4 * c), (c,)]
+    return s + [(c,), (c,)]
+
+
+def bench_adamw():
+    best = None
+    for kind in ("foreach", "fused"):
+        params = [leaf(s, torch.float32, 0.02, grad=True) for s in gpt2_shapes()]
+        for p in params:
+            p.grad = leaf(p.shape, torch.float32, 1e-3)
+        opt = torch.optim.AdamW(params, lr=3e-4, weight_decay=0.1, **{kind: True})
+        ms = time_calls(opt.step, 20)
+        print(f"# adamw_f32 {kind}: {ms:.4f} ms")
+        best = ms if best is None else min(best, ms)
+        del opt, params
+    report("adamw_f32", best)
+
+
+def main():
+    if not torch.cuda.is_available():
+        print("bench_gpu_kernels_torch: SKIP: torch.cuda is not available")
+        return
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+    print(f"# torch {torch.__version__} on {torch.cuda.get_device_name(0)}")
+    bench_layernorm("layernorm_f32", torch.float32)
+    bench_layernorm("layernorm_bf16", torch.bfloat16)
+    bench_batchnorm("batchnorm_nchw_f32", torch.contiguous_format)
+    bench_batchnorm("batchnorm_nhwc_f32", torch.channels_last)
+    bench_cross_entropy("cross_entropy_f32", torch.float32)
+    bench_cross_entropy("cross_entropy_bf16", torch.bfloat16)
+    bench_sdpa("sdpa_causal_bf16", 12, 64, True)
+    bench_sdpa("sdpa_bf16_e128", 6, 128, False)
+    bench_softmax()
+    bench_adamw()
+
+
+if __name__ == "__main__":
+    main()
