@@ -8,7 +8,8 @@
  * "<case>_graph: capture failed: <message>" when a capture fails, "<line>: <what> failed:
  * <message>" when a GPT-mini or graphed line fails otherwise; exits 1 when a replayed loss differs
  * from the eager one by more than rounding explains. Without a GPU prints "bench_gpu: SKIP:
- * <reason>" and exits 0. Usage: bench_gpu [quick] */
+ * <reason>" and exits 0. Usage: bench_gpu [quick]; BENCH_GPU_ONLY=<case> runs one model's lines,
+ * BENCH_GPU_STEPS=N one round of N steps (both for a profiler). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -416,15 +417,24 @@ int main(int argc, char **argv) {
     if (check) { /* the same code paths, at sizes a host-simulated device gets through */
         steps = 2, runs = 1, n = 256, bytes = (size_t)1 << 20;
     }
+    const char *few = getenv("BENCH_GPU_STEPS"); /* N steps a round, one round: for a profiler */
+    if (few && atoi(few) > 0) steps = atoi(few), runs = 1;
+
+    /* BENCH_GPU_ONLY=<case> (simplenn, mlp, gptmini, simplecnn): that model's lines alone, e.g.
+     * to profile its kernels under ncu */
+    const char *only = getenv("BENCH_GPU_ONLY");
+    if (only && !*only) only = NULL;
 
     /* the products and copies first: a model line that fails hard cannot cost them */
-    bench_gemm("gemm_f32", n, TS_F32, false, quick ? 2 : 5, runs);
-    bench_gemm("gemm_tf32", n, TS_F32, true, quick ? 5 : 20, runs);
-    bench_gemm("gemm_f16", n, TS_F16, false, quick ? 10 : 50, runs);
-    bench_gemm("gemm_bf16", n, TS_BF16, false, quick ? 10 : 50, runs);
+    if (!only) {
+        bench_gemm("gemm_f32", n, TS_F32, false, quick ? 2 : 5, runs);
+        bench_gemm("gemm_tf32", n, TS_F32, true, quick ? 5 : 20, runs);
+        bench_gemm("gemm_f16", n, TS_F16, false, quick ? 10 : 50, runs);
+        bench_gemm("gemm_bf16", n, TS_BF16, false, quick ? 10 : 50, runs);
 
-    bench_h2d("h2d_pinned", bytes, true, quick ? 5 : 20, runs);
-    bench_h2d("h2d_pageable", bytes, false, quick ? 5 : 20, runs);
+        bench_h2d("h2d_pinned", bytes, true, quick ? 5 : 20, runs);
+        bench_h2d("h2d_pageable", bytes, false, quick ? 5 : 20, runs);
+    }
 
     ts_manual_seed(0);
     ts_opts o = {.device = bench_device}, oi = {.device = bench_device, .dtype = TS_I64};
@@ -447,7 +457,8 @@ int main(int argc, char **argv) {
     };
     bool all_ok = true;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        all_ok &= bench_model(&cases[i], cases[i].lm, steps, runs);
+        if (!only || !strcmp(only, cases[i].name))
+            all_ok &= bench_model(&cases[i], cases[i].lm, steps, runs);
     ts_release(x);
     ts_release(y);
     ts_release(img);

@@ -20,9 +20,11 @@
 # TARGETS, the build's targets (all); FOCUS_TESTS, run one by one first (the capture tests);
 # CTEST_REGEX / CTEST_EXCLUDE, ctest's -R / -E (default -E: the cpu-only ISA reruns);
 # SANITIZE_JOBS, runs at once (6; 1: one at a time); QUICK=1: the short benchmark run;
-# KERNEL_TESTS, the fused kernels' tests (step k); BUILD_DIR (build-cuda); GPU_DEPS
-# (/tmp/gpudeps); STEPS, the steps to run (build focus kernels ctest nccl sanitize pinned bench;
-# "configure" alone: set up and configure only, a dry run without a GPU);
+# KERNEL_TESTS, the fused kernels' tests (step k); PROFILE_CASE, PROFILE_SKIP, PROFILE_COUNT (step
+# p, run only when STEPS names "profile": ncu's kernel times of bench_gpu's model cases);
+# BUILD_DIR (build-cuda); GPU_DEPS (/tmp/gpudeps); STEPS, the steps to run (build focus kernels
+# ctest nccl sanitize pinned bench, and profile; "configure" alone: set up and configure only, a
+# dry run without a GPU);
 # NCCL_DEVICE, the device of the NCCL step (cuda:0; sim:0 tries its commands on any machine).
 set -u
 cd "$(dirname "$0")/.." || exit 0
@@ -290,6 +292,32 @@ if want kernels; then
     fi
     if [ $kok -eq 1 ]; then v=PASS; else v=FAIL; fi
     step $v "k fused kernels: tests on cuda:0, then run_gpu_kernels.sh (kernels.log)"
+fi
+
+# ------------------------------------------------------------------ 2p. where a step's time goes
+# Nsight Compute times every kernel of a few eager training steps of $PROFILE_CASE (bench_gpu's
+# model cases; default gptmini) after the first $PROFILE_SKIP kernels; tools/ncu_kernel_summary.py
+# sums them by kernel, the largest first (profile.log).
+prlog=$OUT/profile.log
+: >"$prlog"
+ncu_bin=$(command -v ncu || true)
+[ -z "$ncu_bin" ] && [ -x /usr/local/cuda/bin/ncu ] && ncu_bin=/usr/local/cuda/bin/ncu
+if ! want profile; then
+    :
+elif [ -n "$ncu_bin" ] && [ -x "$bin/bench/bench_gpu" ] && [ "$(left)" -gt 60 ]; then
+    for c in ${PROFILE_CASE:-gptmini}; do
+        raw=$work/ncu_$c.csv
+        BENCH_GPU_ONLY=$c BENCH_GPU_STEPS=4 run_to "$prlog" "$(cap 90 40)" "$ncu_bin" --csv \
+            --metrics gpu__time_duration.sum -s "${PROFILE_SKIP:-1200}" -c "${PROFILE_COUNT:-800}" \
+            --log-file "$raw" "$bin/bench/bench_gpu" quick
+        rc=$?
+        echo "== $c" >>"$prlog"
+        python3 tools/ncu_kernel_summary.py "$raw" 30 >>"$prlog" 2>&1
+        note "$c: status $rc; $(grep -m1 'kernels,' "$prlog" | tail -1)"
+    done
+    step PASS "p ncu kernel times of ${PROFILE_CASE:-gptmini} (profile.log)"
+else
+    step SKIP "p profile (no ncu, no bench_gpu, or no time left)"
 fi
 
 # ------------------------------------------------------------------ 2a. the suite
