@@ -31,6 +31,9 @@ else
 fi
 if grep -h 'SKIP:' "$tmp/ts.txt" "$tmp/torch.txt"; then exit 0; fi
 grep -h '^#' "$tmp/ts.txt" "$tmp/torch.txt" || true
+# the raw lines first, so that the numbers survive whatever happens to the table
+sed 's/^/# tessera: /' "$tmp/ts.txt" | grep -v '^# tessera: #' || true
+sed 's/^/# pytorch: /' "$tmp/torch.txt" | grep -v '^# pytorch: #' || true
 awk '
     /^#/ { next }
     $1 ~ /:$/ { k = $1; sub(/:$/, "", k); if (!(k in seen)) { seen[k] = 1; order[++n] = k }
@@ -42,9 +45,10 @@ awk '
         printf "%-28s %12s %12s %9s %6s %s\n", "name (ms)", "Tessera", "PyTorch", "ratio", "goal", "met"
         for (i = 1; i <= n; i++) {
             k = order[i]
+            # the comparison in parentheses: a bare ">" among the printf arguments redirects
             if (t[k] + 0 > 0 && pt[k] + 0 > 0)
                 printf "%-28s %12.4f %12.4f %8.3fx %6s %s\n", k, t[k], pt[k], pt[k] / t[k], "1.0x",
-                       pt[k] / t[k] >= 1 ? "yes" : "NO"
+                       ((pt[k] / t[k] >= 1) ? "yes" : "NO")
             else
                 printf "%-28s %12s %12s %9s %6s %s\n", k, (k in t ? t[k] : "-"),
                        (k in pt ? pt[k] : "-"), "-", "1.0x", "NO"

@@ -8,7 +8,10 @@
  * 2 and 3 threads and under each ISA; no tensor of the input's size kept for backward (memory
  * statistics); float16 and bfloat16 inputs, with parameters of their dtype or float32 (autocast's
  * form; the kernels compute in float32 and round the half outputs once); the composition where
- * the kernels decline (other mixed dtypes); allocation failures (fault_sweep.h).
+ * the kernels decline (other mixed dtypes); allocation failures (fault_sweep.h). On cuda:0
+ * (TS_REQUIRE_CUDA=1) the same cases run cuda_batch_norm.cu's kernels, shapes that reach each of
+ * their paths: 1, 3, 64 and 1000 channels, hw = 1, n * hw = 2 and over 10^6 (many blocks a
+ * channel).
  * test_batch_norm_bf16.c adds the half kernels' bits, evaluation mode and autocast. */
 #include <math.h>
 #include <stdio.h>
@@ -105,9 +108,6 @@ static ts_tensor *param(const double *p, int64_t c, ts_dtype dt, ts_device dev, 
 /* One case with input x of dtype dt and the parameters and running statistics of dtype pt (dt,
  * or float32 with a half dt: autocast's mixed batch norm). */
 static void run_case(const bn_case *k, ts_dtype dt, ts_dtype pt, ts_device dev) {
-    /* halves on CUDA: the composition (float32 on the widened input, x * scale + shift) has
-     * other roundings than the kernels' bounds describe (channels far from zero) */
-    if (ts_test_is_half(dt) && dev.type == TS_CUDA) return;
     /* eps 1e-12 over a tiny variance: dx reaches 5.6e5, beyond float16's 65504 (inf is its
      * rounding) */
     if (dt == TS_F16 && k->xk == X_TINY_VAR && k->eps < 1e-6) return;
@@ -149,9 +149,9 @@ static void run_case(const bn_case *k, ts_dtype dt, ts_dtype pt, ts_device dev) 
     ts_tensor *y = ts_batch_norm(x, rm, rv, w, b, true, k->momentum, k->eps);
     CHECK_OK();
     CHECK(y && ts_dtype_of(y) == dt && ts_shape_of(y).ndim == s.ndim);
-    /* the CUDA backend has no fused kernels yet: there the composition runs (same values); a
-     * half input runs as it is, its parameters float32 (half ones through their casts) */
-    if (dev.type != TS_CUDA) CHECK_STREQ(y ? ts_grad_fn_name(y) : NULL, "NativeBatchNormBackward0");
+    /* every backend's fused kernels (cpu, sim, cuda); a half input runs as it is, its
+     * parameters float32 (half ones through their casts) */
+    CHECK_STREQ(y ? ts_grad_fn_name(y) : NULL, "NativeBatchNormBackward0");
     CHECK_TOL(label, "y", ts_reshape(y, TS_SHAPE(tot)), r.y, r.ty, tot);
     if (k->running) {
         CHECK_TOL(label, "running_mean", rm, r.rm, r.trm, k->c);
@@ -190,6 +190,13 @@ static void test_against_reference(void) {
         {4, 3, 5, 6, 6, true, true, true, false, 1e-3, 0, X_TINY_VAR}, /* eps matters */
         {4, 3, 5, 6, 6, true, true, true, false, 1e-12, 0, X_TINY_VAR},
         {4, 64, 8, 16, 16, true, true, true, false, 0, 0, X_RANDOM}, /* threads */
+        /* the CUDA kernels' paths: [N, C] (hw = 1) takes the rows kernels; NCHW chunks of 4096
+         * positions of a channel, at most 1024 of them; up to 32 channels a block in rows */
+        {2, 2, 1000, 0, 0, true, true, true, false, 0, 0, X_RANDOM}, /* n * hw = 2 */
+        {3, 2, 1000, 3, 0, true, true, true, false, 0, 0, X_FAR},    /* 1000 short channels */
+        {4, 4, 64, 40, 40, true, true, true, false, 0, 0, X_FAR},    /* 2 chunks a channel */
+        {4, 2, 1, 1024, 512, true, true, true, false, 0, 0, X_FAR},  /* 1M: 256 chunks */
+        {2, 1048576, 3, 0, 0, true, true, true, false, 0, 0, X_FAR}, /* rows: 1024 chunks */
     };
     for (int di = 0; di < ndev; di++)
         for (int t = 0; t < 4; t++)

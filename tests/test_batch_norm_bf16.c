@@ -6,8 +6,9 @@
  *   - the bits: in training the half kernels give exactly the float32 kernels' output and input
  *     gradient on the widened input, rounded once to the half dtype, and their weight and bias
  *     gradients and running statistics bit for bit (1, 3 and 64 channels, segments longer than
- *     the kernels' float chunks, a constant channel), on every test device, and every vector ISA
- *     the same bits as the portable one;
+ *     the kernels' float chunks, a constant channel, 1000 channels of 2, a 10^6-element
+ *     channel), on every test device (cuda:0 too: cuda_batch_norm.cu's sums are the widened
+ *     input's), and every vector ISA the same bits as the portable one;
  *   - evaluation mode (the running statistics) against float64 with a bound from the float32
  *     arithmetic and one rounding to the half dtype;
  *   - a NaN stays in its channel;
@@ -118,15 +119,16 @@ static void check_bits(const bits_case *k, ts_dtype dt, ts_device dev) {
 
 static void test_bits(void) {
     static const bits_case cases[] = {
-        {4, 1, 30, 40, true, true, -1},  /* one channel, 1200 elements a segment (3 chunks) */
-        {8, 3, 7, 7, true, true, 1},     /* a constant channel */
-        {16, 64, 4, 4, true, true, -1},  /* 64 channels: groups, threads */
-        {6, 3, 5, 5, false, false, -1},  /* no affine, no running statistics */
-        {2, 64, 33, 17, false, true, 5}, /* odd segments */
+        {4, 1, 30, 40, true, true, -1},   /* one channel, 1200 elements a segment (3 chunks) */
+        {8, 3, 7, 7, true, true, 1},      /* a constant channel */
+        {16, 64, 4, 4, true, true, -1},   /* 64 channels: groups, threads */
+        {6, 3, 5, 5, false, false, -1},   /* no affine, no running statistics */
+        {2, 64, 33, 17, false, true, 5},  /* odd segments */
+        {2, 1000, 1, 1, true, true, 7},   /* [N, C]-like: 1000 channels of 2 (CUDA's rows path) */
+        {4, 1, 512, 512, true, true, -1}, /* 1M elements: many blocks a channel on CUDA */
     };
     static const ts_dtype dts[] = {TS_BF16, TS_F16};
     for (int d = 0; d < ndev; d++) {
-        if (devs[d].type == TS_CUDA) continue; /* no fused kernels there */
         for (int t = 0; t < 2; t++)
             for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
                 check_bits(&cases[i], dts[t], devs[d]);

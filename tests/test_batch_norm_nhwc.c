@@ -7,9 +7,11 @@
  *     terms and the blocks' combination);
  *   - the NHWC kernels against the NCHW ones on the same data (within both bounds);
  *   - the same bits with 1 and 2 threads, and under every vector ISA the host has;
- *   - ts_batch_norm and BatchNorm2d (training and evaluation) on a channels_last input on cpu and
- *     sim: a channels_last output, output, gradients and running statistics within the
- *     reference's bounds, evaluation's bits those of the NCHW input; a NaN stays in its channel. */
+ *   - ts_batch_norm and BatchNorm2d (training and evaluation) on a channels_last input on cpu,
+ *     sim and cuda:0 (cuda_batch_norm.cu's NHWC kernels: 3, 17, 64 and 1000 channels, n * hw
+ *     from 2 to 10^6): a channels_last output, output, gradients and running statistics within
+ *     the reference's bounds, evaluation's bits those of the NCHW input; a NaN stays in its
+ *     channel. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -410,10 +412,14 @@ static void test_nan(ts_device dev) {
 static void test_frontend(void) {
     static const ts_dtype dts[] = {TS_F32, TS_BF16, TS_F64};
     for (int di = 0; di < ndev; di++) {
-        if (devs[di].type == TS_CUDA) continue; /* no fused batch norm there */
         for (int t = 0; t < 3; t++) {
             frontend_case(4, 17, 6, 5, dts[t], devs[di]);
             frontend_case(2, 64, 8, 8, dts[t], devs[di]);
+            /* cuda_batch_norm.cu's rows kernels: 1000 channels of n * hw = 2 (32 a block), and
+             * 3 and 64 channels over many chunks of rows (3 * 2^20 elements: 1024 chunks) */
+            frontend_case(1, 1000, 1, 2, dts[t], devs[di]);
+            frontend_case(2, 64, 64, 64, dts[t], devs[di]);
+            frontend_case(4, 3, 512, 512, dts[t], devs[di]);
             module_case(dts[t], devs[di]);
         }
         test_nan(devs[di]);

@@ -10,7 +10,17 @@
  * S the same sum over absolute values, gamma_k = k u / (1 - k u), u = 2^-24); float64 the same
  * with u = 2^-53 against a long-double-free reference: the NCHW float64 path (the same sums in
  * another order, so 2 gamma_{K+1} S); bf16 and f16 bf16_check.h's bound (a float32 sum rounded
- * once to the half dtype; f16 with 2^-11). */
+ * once to the half dtype; f16 with 2^-11).
+ *
+ * On cuda:0 (when there is one; TS_REQUIRE_CUDA=1 makes its absence a failure, TS_TEST_ONLY_CUDA=1
+ * tests it alone) the same cases run in float32, f16 and bf16 through cuDNN's NHWC convolutions
+ * (cuda_conv_nhwc.cu), then again through its NCHW copies (TS_CUDA_TEST_CONV_NHWC_COPY=1), with
+ * the fused bias + ReLU / clip epilogue, all against the float64 convolutions: the same bounds,
+ * with two CUDA terms — the half dtypes' float32 accumulation on tensor cores is held to u = 2^-23
+ * (their accumulators need not round to nearest), and a bias is added to the convolution's stored
+ * half value (cudnnAddTensor's arithmetic, PyTorch's too), one more rounding of at most
+ * u_half |y - bias| in the exact values. Under TS_CUDA_CONV_NHWC=0 the outputs are NCHW. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +29,11 @@
 #include "backend/cpu/conv_dnnl.h"
 #include "backend/cpu/kern_conv_drivers.h"
 #include "backend/cpu/matmul_dnnl.h"
+#include "backend/cuda/cuda_bridge.h"
 #include "bf16_check.h"
 #include "conv_sweep.h"
 #include "fault_sweep.h"
+#include "nn/conv_fused.h"
 #include "tol_check.h"
 #include "ts_test.h"
 
@@ -192,25 +204,33 @@ static const conv_case CASES[] = {
 static double gamma_k(double k, double u) { return k * u / (1 - k * u); }
 
 /* Every element of got within the bound of a float sum of K terms with unit roundoff u (half
- * dtypes: bf16_check.h's bound with their rounding on top); returns the worst share of it. */
-static double check_sum(const char *what, ts_tensor *got, ts_tensor *want, ts_tensor *mag, double K,
-                        double u) {
+ * dtypes: bf16_check.h's bound with their rounding on top), plus extra (NULL: none; else a
+ * per-element amount in want's shape); returns the worst share of it. */
+static double check_sum_extra(const char *what, ts_tensor *got, ts_tensor *want, ts_tensor *mag,
+                              double K, double u, ts_tensor *extra) {
     const ts_dtype dt = ts_dtype_of(got);
     const int64_t n = ts_numel(want);
     double *g = ts_test_host_f64(got, n), *w = ts_test_host_f64(want, n),
            *m = ts_test_host_f64(mag, n), *tol = malloc((size_t)n * sizeof *tol);
+    double *x = extra ? ts_test_host_f64(extra, n) : NULL;
     double worst = 0;
     const double uh = ts_test_unit_roundoff(dt);
     for (int64_t i = 0; tol && i < n; i++) {
         tol[i] = ts_test_is_half(dt) ? uh * fabs(w[i]) + (1 + uh) * gamma_k(K, u) * m[i]
                                      : gamma_k(K + 1, u) * m[i];
         if (ts_test_is_half(dt) && dt == TS_F16) tol[i] += 0x1p-25; /* f16's subnormal steps */
+        if (x) tol[i] += x[i];
         const double e = fabs(g[i] - w[i]) / (tol[i] > 0 ? tol[i] : 1);
         if (e > worst) worst = e;
     }
     if (tol) CHECK_TOL(what, "element", got, w, tol, n);
-    free(g), free(w), free(m), free(tol);
+    free(g), free(w), free(m), free(tol), free(x);
     return worst;
+}
+
+static double check_sum(const char *what, ts_tensor *got, ts_tensor *want, ts_tensor *mag, double K,
+                        double u) {
+    return check_sum_extra(what, got, want, mag, K, u, NULL);
 }
 
 /* One case on device d in dtype dt with x channels_last: the output and the input gradient come
@@ -258,6 +278,136 @@ static uint64_t check_conv(const conv_case *cc, ts_device d, ts_dtype dt, bool g
     CHECK_OK();
     ts_scope_end();
     return ran;
+}
+
+/* ------------------------------------------------------------------ conv2d on cuda:0 */
+static void test_conv_ambiguous(ts_device d);
+
+/* More shapes for cuDNN's NHWC kernels: the ResNet stem, tensor-core-friendly channel counts,
+ * depthwise with a stride, 1x1 with a bias, dilation with asymmetric stride and padding. */
+static const conv_case CUDA_CASES[] = {
+    {"7x7 stride 2 pad 3 (stem)", 2, 3, 32, 32, 64, 7, 7, {.stride = {2, 2}, .padding = {3, 3}},
+     false, 0, 0},
+    {"3x3, 64 -> 128 stride 2, bias", 2, 64, 14, 14, 128, 3, 3,
+     {.stride = {2, 2}, .padding = {1, 1}}, true, 0, 0},
+    {"1x1, 64 -> 256, bias", 2, 64, 7, 7, 256, 1, 1, {.groups = 1}, true, 0, 0},
+    {"depthwise stride 2, 32 channels", 2, 32, 15, 15, 32, 3, 3,
+     {.stride = {2, 2}, .padding = {1, 1}, .groups = 32}, true, 0, 0},
+    {"grouped 2, dilated, stride 2x1 pad 2x1", 2, 16, 13, 11, 32, 3, 3,
+     {.stride = {2, 1}, .padding = {2, 1}, .dilation = {2, 1}, .groups = 2}, true, 0, 0},
+};
+#define NCUDA_CASES (sizeof CUDA_CASES / sizeof CUDA_CASES[0])
+
+/* The CUDA backend keeps channels_last for dt (conv2d_channels_last: cuDNN, f32/f16/bf16, not
+ * switched off by TS_CUDA_CONV_NHWC=0) */
+static bool cuda_keeps(ts_dtype dt) {
+    const char *e = getenv("TS_CUDA_CONV_NHWC");
+    long long native, copied;
+    tsc_conv_nhwc_counters(&native, &copied);
+    long long runs, declined;
+    tsc_cudnn_counters(&runs, &declined);
+    return native >= 0 && runs >= 0 && !(e && !strcmp(e, "0")) &&
+           (dt == TS_F32 || dt == TS_F16 || dt == TS_BF16);
+}
+
+/* |y - bias| in float64 in y's shape: the convolution's own value, which a half output stores
+ * once before the bias is added */
+static ts_tensor *conv_part(ts_tensor *y64, ts_tensor *b) {
+    ts_tensor *b64 = ts_to_dtype(ts_to(b, ts_cpu()), TS_F64);
+    return ts_abs(ts_sub(y64, ts_reshape(b64, TS_SHAPE(ts_numel(b), 1, 1))));
+}
+
+/* One case on cuda:0 (d) in dtype dt, x channels_last: y and gx come channels_last (NCHW when the
+ * backend does not keep the format), all results within their bounds of the float64 convolutions;
+ * then, without autograd, the fused bias + ReLU and bias + clip within the same bounds of the
+ * float64 values through the activation (1-Lipschitz), and ReLU's bits those of ts_relu of the
+ * plain output (the epilogue acts on the stored value). */
+static void check_conv_cuda(const conv_case *cc, ts_device d, ts_dtype dt, bool gy_cl,
+                            const char *how) {
+    ts_scope_begin();
+    const int groups = cc->o_.groups ? cc->o_.groups : 1;
+    const bool keeps = cuda_keeps(dt);
+    ts_tensor *x = randn(TS_SHAPE(cc->n, cc->c, cc->h, cc->w), dt, d);
+    ts_tensor *w = randn(TS_SHAPE(cc->o, cc->c / groups, cc->kh, cc->kw), dt, d);
+    ts_tensor *b = cc->bias ? randn(TS_SHAPE(cc->o), dt, d) : NULL;
+    ts_tensor *xc = ts_contiguous_format(x, TS_CHANNELS_LAST);
+    CHECK(xc && ts_is_contiguous_format(xc, TS_CHANNELS_LAST));
+    ts_set_requires_grad(xc, true), ts_set_requires_grad(w, true);
+    if (b) ts_set_requires_grad(b, true);
+    ts_tensor *y = ts_conv2d(xc, w, b, cc->o_);
+    CHECK(y && ts_dtype_of(y) == dt);
+    CHECK(y && (keeps ? nhwc_strides(y) && ts_is_contiguous_format(y, TS_CHANNELS_LAST)
+                      : ts_is_contiguous(y)));
+    ts_tensor *gy = y ? randn(ts_shape_of(y), dt, d) : NULL;
+    if (gy && gy_cl) gy = ts_contiguous_format(gy, TS_CHANNELS_LAST);
+    ts_backward_with(y, gy);
+    CHECK(ts_grad(xc) && (keeps ? nhwc_strides(ts_grad(xc)) : true));
+    ts_conv_f64 e, m;
+    ts_test_conv_f64(xc, w, b, gy, cc->o_, &e, &m);
+    const bool half = ts_test_is_half(dt);
+    const double u = half ? 0x1p-23 : 0x1p-24, uh = ts_test_unit_roundoff(dt);
+    const double kf = (double)(cc->c / groups * cc->kh * cc->kw + (b ? 1 : 0));
+    const double kd = (double)(cc->o / groups * cc->kh * cc->kw);
+    const ts_shape ys = ts_shape_of(e.y);
+    const double kw = (double)(ys.dims[0] * ys.dims[2] * ys.dims[3]);
+    ts_tensor *extra = b && half ? ts_mul_scalar(conv_part(e.y, b), uh * (1 + 4 * uh)) : NULL;
+    char label[200];
+    snprintf(label, sizeof label, "%s %s cuda (%s)%s", cc->name, ts_dtype_name(dt), how,
+             gy_cl ? "" : " (gy NCHW)");
+    const double e1 = check_sum_extra(label, y, e.y, m.y, kf, u, extra);
+    const double e2 = check_sum(label, ts_grad(xc), e.gx, m.gx, kd, u);
+    const double e3 = check_sum(label, ts_grad(w), e.gw, m.gw, kw, u);
+    if (b) check_sum(label, ts_grad(b), e.gb, m.gb, kw, u);
+    /* the fused epilogue, inference */
+    double e4 = 0;
+    ts_no_grad_begin();
+    ts_tensor *yr = tsi_conv2d_act(xc, w, b, cc->o_, TSI_CONV_ACT_RELU, NAN, NAN);
+    ts_tensor *yp = ts_conv2d(xc, w, b, cc->o_);
+    ts_tensor *yc = tsi_conv2d_act(xc, w, b, cc->o_, TSI_CONV_ACT_CLIP, -0.5, 1.5);
+    ts_no_grad_end();
+    CHECK(yr && yp && yc);
+    if (yr && yp && yc) {
+        CHECK(keeps ? nhwc_strides(yr) && nhwc_strides(yc) : ts_is_contiguous(yr));
+        CHECK(same_values(yr, ts_relu(yp)));
+        CHECK(same_values(yc, ts_clamp(yp, -0.5, 1.5)));
+        ts_tensor *xr = extra ? ts_mul_scalar(conv_part(e.y, b), uh * (1 + 4 * uh)) : NULL;
+        e4 = check_sum_extra(label, yr, ts_relu(e.y), m.y, kf, u, xr);
+        check_sum_extra(label, yc, ts_clamp(e.y, -0.5, 1.5), m.y, kf, u, xr);
+    }
+    printf("%-58s worst of the bound: y %.3f  gx %.3f  gw %.3f  relu %.3f\n", label, e1, e2, e3,
+           e4);
+    CHECK_OK();
+    ts_scope_end();
+}
+
+/* Every case in f32, f16 and bf16: through cuDNN's NHWC kernels (the native count grows), then
+ * through the NCHW copies (TS_CUDA_TEST_CONV_NHWC_COPY=1: only the copied count grows) */
+static void test_conv_cuda(ts_device d) {
+    test_conv_ambiguous(d);
+    const ts_dtype dts[3] = {TS_F32, TS_F16, TS_BF16};
+    long long n0, c0, n1, c1, n2, c2;
+    tsc_conv_nhwc_counters(&n0, &c0);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) setenv("TS_CUDA_TEST_CONV_NHWC_COPY", "1", 1);
+        for (size_t i = 0; i < NCASES + NCUDA_CASES; i++) {
+            const conv_case *cc = i < NCASES ? &CASES[i] : &CUDA_CASES[i - NCASES];
+            for (int k = 0; k < 3; k++)
+                check_conv_cuda(cc, d, dts[k], k != 1 || (i % 2) == 0, pass ? "copies" : "cuDNN");
+        }
+        if (pass) unsetenv("TS_CUDA_TEST_CONV_NHWC_COPY");
+        if (!pass) tsc_conv_nhwc_counters(&n1, &c1);
+    }
+    tsc_conv_nhwc_counters(&n2, &c2);
+    printf("cuda channels_last passes: cuDNN NHWC %lld, NCHW copies %lld (then with the copies "
+           "forced: %lld, %lld)\n",
+           n1 - n0, c1 - c0, n2 - n1, c2 - c1);
+    if (cuda_keeps(TS_F32)) {
+        CHECK(n1 - n0 > 0); /* cuDNN runs NHWC convolutions natively */
+        CHECK_EQ(n2 - n1, 0);
+        CHECK(c2 - c1 > 0);
+    } else {
+        CHECK_EQ(n2 - n0, 0);
+    }
 }
 
 /* NCHW inputs whose layout is channels_last too (one channel, LeNet's; 1x1 images) do not prefer
@@ -483,7 +633,12 @@ int main(void) {
     printf("oneDNN ISA: %s; native bf16: %s\n", tsi_dnnl_isa_name(),
            tsi_dnnl_bf16_native() ? "yes" : "no");
     for (int i = 0; i < nd; i++) {
-        if (devs[i].type == TS_CUDA) continue; /* no NHWC convolutions there yet: docs/CUDA.md */
+        if (devs[i].type == TS_CUDA) { /* cuDNN's NHWC convolutions: docs/CUDA.md */
+            test_format(devs[i]);
+            test_conv_cuda(devs[i]);
+            test_resnet(devs[i]);
+            continue;
+        }
         test_format(devs[i]);
         test_conv(devs[i]);
         test_conv_builtin(devs[i]);

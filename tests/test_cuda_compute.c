@@ -2,7 +2,8 @@
  * on shapes chosen to reach every kernel path: chunked reductions with a merge pass, the column
  * path, warp and block rows, NaN/tie rules of arg-reductions; transposed, strided and broadcast
  * matmul operands; grouped, dilated and strided convolutions with their gradients; overlapping
- * pools with ties and NaNs; index ops with duplicates; softmax rows with infinities; optimizer
+ * pools with ties and NaNs; index ops with duplicates; softmax rows with infinities; layer norm
+ * on aligned and unaligned rows, with deterministic parameter gradients; optimizer
  * steps (which must match the CPU bit for bit), also with their tensor tables copied behind long
  * queued work; cuDNN's handling of a declined algorithm (forced by a test hook). The TF32 switch
  * is checked in every build.
@@ -13,6 +14,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/cuda/cuda_bridge.h"
 #include "ts_test.h"
@@ -530,6 +532,64 @@ static void test_softmax(void) {
     ts_scope_end();
 }
 
+/* ------------------------------------------------------------------ layer norm */
+/* The fused layer norm (cuda_layer_norm.cu) against the CPU's kernels: y and the gradients of x,
+ * weight and bias, on x at element offset `off` of its buffer (1: a base that is not 16-byte
+ * aligned, the element-by-element path; 0: 16-byte vectors where the row length allows), warp and
+ * block rows; a second backward gives the same bits (partial sums in a fixed order, no atomics).
+ * test_layer_norm.c checks the values against a float64 reference on every shape. */
+static void ln_case(const char *what, int64_t R, int64_t C, int64_t off, ts_dtype dt, double tol,
+                    double tol_sum) {
+    ts_scope_begin();
+    char name[160];
+    ts_manual_seed(71);
+    ts_tensor *flat = ts_to_dtype(
+        ts_add_scalar(ts_mul_scalar(ts_randn(TS_SHAPE(R * C + 1), on_cpu(0)), 3), 2), dt);
+    ts_tensor *w = ts_to_dtype(ts_randn(TS_SHAPE(C), on_cpu(0)), dt);
+    ts_tensor *b = ts_to_dtype(ts_randn(TS_SHAPE(C), on_cpu(0)), dt);
+    ts_tensor *dy = ts_to_dtype(ts_randn(TS_SHAPE(R, C), on_cpu(0)), dt);
+    ts_tensor *xc = ts_detach(ts_reshape(ts_narrow(flat, 0, off, R * C), TS_SHAPE(R, C)));
+    ts_tensor *xd =
+        ts_detach(ts_reshape(ts_narrow(ts_to(flat, dev), 0, off, R * C), TS_SHAPE(R, C)));
+    ts_tensor *wd = ts_to(w, dev), *bd = ts_to(b, dev);
+    ts_tensor *leaves[6] = {xc, w, b, xd, wd, bd};
+    for (int i = 0; i < 6; i++) ts_set_requires_grad(leaves[i], true);
+    ts_tensor *yc = ts_layer_norm(xc, TS_SHAPE(C), w, b, 0);
+    ts_tensor *yd = ts_layer_norm(xd, TS_SHAPE(C), wd, bd, 0);
+    snprintf(name, sizeof name, "layer_norm %s: y", what);
+    CHECK_CLOSE(name, yd, yc, tol, tol);
+    /* (the CPU's halves run its float32 kernels under a cast back) */
+    if (dev.type == TS_CUDA || dt == TS_F32 || dt == TS_F64)
+        CHECK_STREQ(yd ? ts_grad_fn_name(yd) : NULL, "NativeLayerNormBackward0");
+    ts_backward_with(yc, dy);
+    ts_backward_with(yd, ts_to(dy, dev));
+    static const char *gnames[3] = {"dx", "dweight", "dbias"};
+    ts_tensor *first[3];
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "layer_norm %s: %s", what, gnames[i]);
+        CHECK_CLOSE(name, ts_grad(leaves[3 + i]), ts_grad(leaves[i]), i ? tol_sum : tol, tol);
+        first[i] = ts_grad(leaves[3 + i]) ? ts_clone(ts_grad(leaves[3 + i])) : NULL;
+        ts_set_grad(leaves[3 + i], NULL);
+    }
+    ts_backward_with(ts_layer_norm(xd, TS_SHAPE(C), wd, bd, 0), ts_to(dy, dev));
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "layer_norm %s: %s again", what, gnames[i]);
+        CHECK_SAME(name, ts_grad(leaves[3 + i]), first[i]);
+    }
+    CHECK_OK();
+    ts_scope_end();
+}
+
+static void test_layer_norm(void) {
+    ln_case("[300, 64] (warp rows, vectors)", 300, 64, 0, TS_F32, 1e-5, 3e-4);
+    ln_case("[300, 64] at offset 1 (warp rows, elements)", 300, 64, 1, TS_F32, 1e-5, 3e-4);
+    ln_case("[40, 3000] (block rows, vectors)", 40, 3000, 0, TS_F32, 1e-5, 1e-4);
+    ln_case("[40, 3000] at offset 1 (block rows, elements)", 40, 3000, 1, TS_F32, 1e-5, 1e-4);
+    ln_case("[9000, 33] f64", 9000, 33, 0, TS_F64, 1e-12, 1e-9);
+    ln_case("[200, 768] f16", 200, 768, 0, TS_F16, 4e-3, 0.1);
+    ln_case("[200, 1030] bf16 at offset 1", 200, 1030, 1, TS_BF16, 3e-2, 0.5);
+}
+
 /* ------------------------------------------------------------------ optimizer steps */
 static ts_optim *make_opt(int which, ts_tensor *const *p, int n) {
     switch (which) {
@@ -675,6 +735,7 @@ int main(void) {
     test_tf32_switch();
     const char *env = getenv("TS_TEST_COMPUTE_DEVICE");
     if (env && *env) {
+        if (!strncmp(env, "sim", 3) && ts_device_count(TS_SIM) < 1) ts_sim_configure(1, 0);
         if (ts_device_parse(env, &dev) != TS_OK || !ts_device_is_available(dev))
             return ts_test_skip("TS_TEST_COMPUTE_DEVICE=%s is not available", env);
     } else if (ts_cuda_is_available()) {
@@ -691,6 +752,7 @@ int main(void) {
     test_pool();
     test_index();
     test_softmax();
+    test_layer_norm();
     test_optim();
     test_cudnn_declines();
     test_tables_under_load();

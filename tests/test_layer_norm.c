@@ -1,14 +1,17 @@
 /* test_layer_norm.c — layer_norm's fused kernels (cpu and sim run the same CPU kernels, under
- * every vector ISA the host has) against a reference computed here in long double: the output
- * and the gradients of input, weight and bias, with and without weight and bias, row lengths
- * 1 .. 4099 and 1 .. 300 rows, a normalized_shape of two dims, non-contiguous inputs, weights and
- * output gradients, eps, constant rows and rows far from zero; tolerances from the arithmetic
- * (unit roundoff times the operations an element goes through, and the double sums' growth);
- * the autograd node; results independent of the thread count; no tensor of the input's size kept
- * for backward (memory statistics); float16 and bfloat16 through the float32 kernels (casts around
- * them: the output and gradients rounded once to the half dtype); the composition where the
- * kernels decline (mixed dtypes) and under autocast; an input modified in place after the
- * forward. */
+ * every vector ISA the host has; cuda:0 its own, cuda_layer_norm.cu) against a reference computed
+ * here in long double: the output and the gradients of input, weight and bias, with and without
+ * weight and bias, row lengths 1 .. 8195 (CUDA's warp rows up to 1024, block rows beyond; 16-byte
+ * vectors where the length allows) and 1 .. 8192 rows (several runs of partial sums of dweight and
+ * dbias), a normalized_shape of two dims, non-contiguous inputs, weights and output gradients,
+ * eps, constant rows, rows far from zero and rows whose sums overflow float; tolerances from the
+ * arithmetic (unit roundoff times the operations an element goes through, and the double sums'
+ * growth); the autograd node; results independent of the thread count; no tensor of the input's
+ * size kept for backward (memory statistics); float16 and bfloat16 through the float32 kernels on
+ * the CPU (casts around them: the output and gradients rounded once to the half dtype), through
+ * CUDA's half kernels as they are (float math, rounded once: the same bounds); the composition
+ * where the kernels decline (mixed dtypes) and under autocast; an input modified in place after
+ * the forward. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,12 +185,8 @@ static ts_tensor *make_param(const ln_case *c, const double *p, ts_dtype dt, ts_
 }
 
 static void run_case(const ln_case *c, ts_dtype dt, ts_device dev) {
-    /* CUDA runs the composition, whose float variance of rows near 3e37 overflows (as would
-     * PyTorch's float Welford on CUDA); the fused CPU kernels accumulate in double */
-    if (c->xk == X_HUGE && dev.type == TS_CUDA && dt != TS_F64) return;
-    /* halves: 3e37 is no float16, and CUDA's composition computes in the half dtype, beyond the
-     * float32 kernels' bounds */
-    if (ts_test_is_half(dt) && (c->xk == X_HUGE || dev.type == TS_CUDA)) return;
+    /* 3e37 is no float16 (bfloat16 has float's range) */
+    if (dt == TS_F16 && c->xk == X_HUGE) return;
     static const char *kinds[] = {"random", "constant rows", "far from 0", "tiny variance", "huge"};
     char label[200];
     snprintf(label, sizeof label, "[%lld x %lld%s%s%s%s, eps %g, %s, %s, %s]", (long long)c->rows,
@@ -213,13 +212,13 @@ static void run_case(const ln_case *c, ts_dtype dt, ts_device dev) {
     CHECK(y && ts_dtype_of(y) == dt && ts_shape_of(y).ndim == ts_shape_of(x).ndim);
     const char *name = y ? ts_grad_fn_name(y) : NULL;
     if (c->x_grad || c->w || c->b) {
-        /* the CUDA backend has no fused kernels yet: there the composition runs (same values) */
-        if (dev.type != TS_CUDA && !ts_test_is_half(dt))
-            CHECK_STREQ(name, "NativeLayerNormBackward0");
-        /* a half input: the float32 kernels' node under the cast back */
-        if (ts_test_is_half(dt)) {
+        /* a half input on the CPU: the float32 kernels' node under the cast back; CUDA's
+         * kernels take the halves as they are */
+        if (ts_test_is_half(dt) && dev.type != TS_CUDA) {
             CHECK_STREQ(name, "ToCopyBackward0");
             CHECK_STREQ(ts_test_inner_fn_name(y), "NativeLayerNormBackward0");
+        } else {
+            CHECK_STREQ(name, "NativeLayerNormBackward0");
         }
         /* the output gradient, strided when the case is */
         ts_tensor *dy =
@@ -239,14 +238,17 @@ static void run_case(const ln_case *c, ts_dtype dt, ts_device dev) {
 }
 
 static void test_against_reference(void) {
-    static const int64_t cols[] = {1, 3, 17, 256, 1024, 4099};
+    /* CUDA: a warp per row up to 1024, a block beyond; 16-byte vectors where the row length is a
+     * multiple of them (64, 768, 1024, 4096: every dtype), element by element otherwise */
+    static const int64_t cols[] = {1, 3, 7, 17, 64, 256, 768, 1024, 1025, 4096, 4099};
+    enum { NCOLS = sizeof cols / sizeof cols[0] };
     static const int64_t rows[] = {1, 7, 300};
-    /* the halves through the float32 kernels, with and without weight and bias */
+    /* the halves (on the CPU through the float32 kernels), with and without weight and bias */
     static const ts_dtype dts[] = {TS_F32, TS_F64, TS_F16, TS_BF16};
     for (int di = 0; di < ndev; di++)
         for (int k = 0; k < 4; k++) {
             /* every shape with weight and bias */
-            for (int ci = 0; ci < 6; ci++)
+            for (int ci = 0; ci < NCOLS; ci++)
                 for (int ri = 0; ri < 3; ri++) {
                     ln_case c = {rows[ri], cols[ci], 1, true, true, 0, X_RANDOM, false, true};
                     run_case(&c, dts[k], devs[di]);
@@ -269,6 +271,16 @@ static void test_against_reference(void) {
                 {4, 1024, 1, true, true, 0, X_HUGE, false, true},
                 {40, 100, 1, true, true, 0, X_RANDOM, false, false},   /* only the parameters */
                 {40, 100, 1, false, false, 0, X_RANDOM, false, false}, /* no graph at all */
+                /* many rows: dweight and dbias from many runs of partial sums (CUDA: ceil(rows /
+                 * 64) runs, up to 128 here; runs of 60 and 61 rows for 1030) */
+                {8192, 64, 1, true, true, 0, X_RANDOM, false, true},
+                {8192, 1, 1, true, true, 0, X_RANDOM, false, true},
+                {2048, 768, 1, true, true, 0, X_RANDOM, false, true},
+                {1030, 1025, 1, true, true, 0, X_RANDOM, false, true},
+                {600, 2048, 1, false, true, 0, X_RANDOM, false, true},  /* dbias without dweight */
+                {600, 2048, 1, true, false, 0, X_RANDOM, false, false}, /* dweight alone */
+                {65, 8195, 1, true, true, 0, X_RANDOM, false, true},
+                {4, 4096, 1, true, true, 0, X_HUGE, false, true}, /* block rows, vectors */
             };
             for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
                 run_case(&more[i], dts[k], devs[di]);

@@ -267,14 +267,18 @@ klog=$OUT/kernels.log
 : >"$klog"
 if want kernels; then
     kok=1
-    for t in ${KERNEL_TESTS:-test_layer_norm test_batch_norm test_batch_norm_nhwc test_batch_norm_bf16 test_cross_entropy_fused test_sdpa test_sdpa_tc test_golden_sdpa test_cuda_compute}; do
+    for t in ${KERNEL_TESTS:-test_layer_norm test_batch_norm test_batch_norm_nhwc test_batch_norm_bf16 test_cross_entropy_fused test_sdpa test_sdpa_tc test_golden_sdpa test_channels_last test_cuda_compute}; do
         if [ ! -x "$bin/tests/$t" ]; then
             note "$t: not built"
             kok=0
             continue
         fi
         mark=$(wc -l <"$klog")
-        (cd "$bin/tests" && TS_REQUIRE_CUDA=1 TS_SIM_DEVICES=4 run_to "$klog" "$(cap 60 60)" "./$t")
+        # cuda:0 alone (TS_TEST_ONLY_CUDA=1, KERNEL_ALL_DEVICES=1: cpu and sim too): CI runs the rest
+        only=1
+        [ "${KERNEL_ALL_DEVICES:-0}" = 1 ] && only=0
+        (cd "$bin/tests" && TS_REQUIRE_CUDA=1 TS_SIM_DEVICES=4 TS_TEST_ONLY_CUDA=$only \
+            run_to "$klog" "$(cap 60 60)" "./$t")
         rc=$?
         note "$t: $(verdict $rc) (status $rc); $(since "$klog" "$mark" | grep -E '^[0-9]+ passed' | tail -1)"
         notes "  " < <(since "$klog" "$mark" | grep -E 'FAIL|failed' | grep -v '^+ ' | head -8)

@@ -209,6 +209,28 @@ typedef struct ts_batch_norm_args {
     bool channels_last;
 } ts_batch_norm_args;
 
+/* Fused cross-entropy with class-index targets (llm.c's fused classifier) over `rows` rows of
+ * `classes` logits, the [rows, classes] log-probabilities never in memory. Every view is
+ * contiguous and on the backend's device:
+ *   logits, dlogits [rows, classes] of one float dtype T; target [rows] TS_I64;
+ *   loss, lse, dloss [rows] of T's compute dtype: f64 for f64 logits, f32 otherwise (a half
+ *   dtype's per-row losses are not rounded to it: the front end rounds its result once).
+ * Forward writes loss and lse: with t = target[r], eps = label_smoothing, lse = the row's
+ * log-sum-exp, loss = (1 - eps) * (lse - x[t]) + eps * (lse - mean_j x[j]) (the second term only
+ * for eps > 0: an infinite smoothing term does not make eps = 0 NaN); loss = 0 where t ==
+ * ignore_index. A row with a NaN or a +inf, or every entry -inf, has a NaN lse and (not ignored)
+ * loss: log_softmax's rule. Backward, from logits, target, lse and dloss (the gradient of loss):
+ * dlogits[r, j] = dloss[r] * (exp(x[r, j] - lse[r]) - (1 - eps) * [j == t] - eps / classes), the
+ * whole row 0 where t == ignore_index. A t outside [0, classes) other than ignore_index (the front
+ * end rejects those on the host, except while capturing, where it cannot read them) is clamped
+ * into range, as the composition clamps it there: nothing is read out of bounds. rows, classes >=
+ * 1. The math in T's compute dtype, each output rounded once. */
+typedef struct ts_cross_entropy_args {
+    ts_kview logits, target, loss, lse, dloss, dlogits;
+    int64_t rows, classes, ignore_index;
+    double label_smoothing;
+} ts_cross_entropy_args;
+
 struct ts_optim_step_args; /* src/backend/optim_step.h */
 
 typedef struct ts_backend ts_backend;
@@ -383,6 +405,11 @@ struct ts_backend {
     bool (*batch_norm_supports)(const ts_backend *be, int index, const ts_batch_norm_args *a);
     void (*batch_norm_forward)(const ts_backend *be, int index, const ts_batch_norm_args *a);
     void (*batch_norm_backward)(const ts_backend *be, int index, const ts_batch_norm_args *a);
+    /* Fused cross-entropy with class-index targets (ts_cross_entropy_args), every float dtype,
+     * rows and classes. NULL entries (cpu, sim): the front end composes log_softmax, gather and
+     * reductions (src/nn/loss_ce.c). */
+    void (*cross_entropy_forward)(const ts_backend *be, int index, const ts_cross_entropy_args *a);
+    void (*cross_entropy_backward)(const ts_backend *be, int index, const ts_cross_entropy_args *a);
     /* one fused optimizer step over many tensors (SGD/Adam/AdamW/RMSprop) */
     void (*optim_step)(const ts_backend *be, int index, const struct ts_optim_step_args *args);
 

@@ -502,6 +502,27 @@ static bool pass_bn_supports(const ts_backend *be, int index, const ts_batch_nor
     return real->batch_norm_supports(real, index, a);
 }
 
+static void run_ce_fwd(const ts_backend *be, int index, const void *p) {
+    be->cross_entropy_forward(be, index, p);
+}
+static void run_ce_bwd(const ts_backend *be, int index, const void *p) {
+    be->cross_entropy_backward(be, index, p);
+}
+static void rec_ce(const ts_cross_entropy_args *args, int index, tsi_replay_fn run) {
+    ts_cross_entropy_args *a = args_new(sizeof *a);
+    if (!a) return;
+    *a = *args;
+    RECORD(run, index, a);
+}
+static void rec_ce_fwd(const ts_backend *be, int index, const ts_cross_entropy_args *a) {
+    (void)be;
+    rec_ce(a, index, run_ce_fwd);
+}
+static void rec_ce_bwd(const ts_backend *be, int index, const ts_cross_entropy_args *a) {
+    (void)be;
+    rec_ce(a, index, run_ce_bwd);
+}
+
 /* ------------------------------------------------------------------ optimizer, grad scaler */
 /* the step's arguments with their tables, in one block */
 typedef struct optim_rec {
@@ -641,6 +662,8 @@ static void install_recorders(ts_backend *b, const ts_backend *real) {
     b->batch_norm_supports = real->batch_norm_supports ? pass_bn_supports : NULL;
     b->batch_norm_forward = real->batch_norm_forward ? rec_bn_fwd : NULL;
     b->batch_norm_backward = real->batch_norm_backward ? rec_bn_bwd : NULL;
+    b->cross_entropy_forward = real->cross_entropy_forward ? rec_ce_fwd : NULL;
+    b->cross_entropy_backward = real->cross_entropy_backward ? rec_ce_bwd : NULL;
     b->optim_step = real->optim_step ? rec_optim : NULL;
     b->amp_unscale = real->amp_unscale ? rec_unscale : NULL;
     b->amp_update_scale = real->amp_update_scale ? rec_update_scale : NULL;

@@ -25,6 +25,9 @@ uintptr_t tsc_current_stream_id(int device) { return 0; }
 uintptr_t tsc_pinned_use_record(int device) { return 0; }
 int tsc_runtime_device(void) { return -1; }
 void tsc_cudnn_counters(long long *runs, long long *declined) { *runs = *declined = -1; }
+void tsc_conv_nhwc_counters(long long *native, long long *copied) { *native = *copied = -1; }
+void tsc_sdpa_tc_force(int mode) { (void)mode; }
+long long tsc_sdpa_tc_runs(void) { return -1; }
 bool tsc_copy_h2d_async(int device, void *dst, const void *src, size_t n) {
     unavailable("to_async");
     return false;

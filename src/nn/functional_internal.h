@@ -60,4 +60,13 @@ bool tsi_batch_norm_fused_takes(ts_tensor *x, ts_dtype dt);
 ts_tensor *tsi_batch_norm_fused(ts_tensor *x, ts_tensor *w, ts_tensor *b, double eps,
                                 ts_tensor **mean_out, ts_tensor **var_out);
 
+/* cross_entropy through the backend's fused kernels (loss_ce_fused.c): whether they take an input
+ * x (checked, class-index targets) with these class weights — [N, C] or [C], no weights, nothing
+ * empty, the backend has the entries — and the losses of its rows ([N], or 0-dim for [C]; 0 where
+ * the target is ignore_index) in x's compute dtype (float32, float64 for float64) through them,
+ * with their CrossEntropyLossBackward0 node. */
+bool tsi_cross_entropy_fused_takes(ts_tensor *x, ts_tensor *weight);
+ts_tensor *tsi_cross_entropy_fused(ts_tensor *x, ts_tensor *target, int64_t ignore_index,
+                                   double label_smoothing);
+
 #endif /* TS_NN_FUNCTIONAL_INTERNAL_H */

@@ -1,5 +1,6 @@
 /* loss_ce.c — cross_entropy (class indices or probabilities, label smoothing) and nll_loss,
- * composed from log_softmax, gather and reductions. */
+ * composed from log_softmax, gather and reductions; class indices without class weights on an
+ * [N, C] or [C] input take the backend's fused kernels where it has them (loss_ce_fused.c). */
 #include "amp/autocast.h"
 #include "core/capture.h"
 #include "nn/functional_internal.h"
@@ -13,6 +14,11 @@ typedef struct nll_ctx {
     ts_tensor *safe;     /* the target with ignored entries pointing at class 0 */
     ts_tensor *wt;       /* each target's class weight, 0 where ignored; NULL without weights */
 } nll_ctx;
+
+/* the target value that is ignored: PyTorch's default -100 unless the options set one */
+static int64_t ignore_index_of(ts_loss_opts o) {
+    return o.has_ignore_index ? o.ignore_index : -100;
+}
 
 static bool check_common(const char *op, ts_tensor *in, ts_tensor *tg, ts_loss_opts o) {
     if (!tsi_check_input(op, in, "input") || !tsi_check_input(op, tg, "target")) return false;
@@ -74,7 +80,7 @@ static bool check_indices(const char *op, ts_tensor *in, ts_tensor *tg, ts_loss_
     }
     c->cd = is.ndim == 1 ? 0 : 1;
     c->n_tgt = tsi_numel(ts);
-    const int64_t ignore = o.has_ignore_index ? o.ignore_index : -100, classes = is.dims[c->cd];
+    const int64_t ignore = ignore_index_of(o), classes = is.dims[c->cd];
     c->classes = classes;
     if (tsi_capturing_on(tsi_device(tg))) {
         /* a captured step reads nothing on the host: the ignored targets are counted on the
@@ -91,7 +97,7 @@ static bool check_indices(const char *op, ts_tensor *in, ts_tensor *tg, ts_loss_
 
 /* The per-target masks and weights, inside the caller's scope. */
 static void nll_prepare(ts_tensor *tg, ts_loss_opts o, nll_ctx *c) {
-    const int64_t ignore = o.has_ignore_index ? o.ignore_index : -100;
+    const int64_t ignore = ignore_index_of(o);
     c->ign_mask = NULL;
     c->safe = tg;
     c->wt = NULL;
@@ -204,6 +210,34 @@ static ts_tensor *ce_indices(ts_tensor *x, ts_tensor *tg, ts_loss_opts o, nll_ct
     return ts_add(ts_mul_scalar(nll, 1 - ls), ts_mul_scalar(smooth, ls / classes));
 }
 
+/* The mean of the per-row losses' sum over the targets not ignored: counted on the host, or on
+ * the device while capturing (neg_mean's count). */
+static ts_tensor *counted_mean(ts_tensor *sum, ts_tensor *tg, ts_loss_opts o, const nll_ctx *c) {
+    if (c->n_ign >= 0) return ts_div_scalar(sum, (double)(c->n_tgt - c->n_ign));
+    ts_tensor *ign_mask = ts_eq_scalar(tg, (double)ignore_index_of(o));
+    ts_tensor *ignored = ts_sum(ts_to_dtype(ign_mask, ts_dtype_of(sum)));
+    return ts_div(sum, ts_rsub_scalar(ignored, (double)c->n_tgt));
+}
+
+/* Class-index targets through the backend's fused kernels: the per-row losses (float32 for
+ * float16 / bfloat16 logits) reduced as nll_core reduces, the result rounded once to the logits'
+ * dtype. */
+static ts_tensor *ce_indices_fused(ts_tensor *x, ts_tensor *tg, ts_loss_opts o, nll_ctx *c) {
+    ts_tensor *rows = tsi_cross_entropy_fused(x, tg, ignore_index_of(o), o.label_smoothing);
+    ts_tensor *y;
+    switch (o.reduction) {
+    case TS_REDUCTION_NONE:
+        y = rows;
+        break;
+    case TS_REDUCTION_SUM:
+        y = ts_sum(rows);
+        break;
+    default:
+        y = counted_mean(ts_sum(rows), tg, o, c);
+    }
+    return ts_to_dtype(y, x->dtype);
+}
+
 static ts_tensor *cross_entropy_op(ts_tensor *logits, ts_tensor *target, ts_loss_opts o) {
     const char *op = "cross_entropy";
     tsi_init();
@@ -225,7 +259,9 @@ static ts_tensor *cross_entropy_op(ts_tensor *logits, ts_tensor *target, ts_loss
     if (!probs && !check_indices(op, logits, target, o, &c)) return NULL;
     ts_scope_begin();
     ts_tensor *y = probs ? ce_probs(logits, target, o, logits->shape.ndim == 1 ? 0 : 1)
-                         : ce_indices(logits, target, o, &c);
+                   : tsi_cross_entropy_fused_takes(logits, o.weight)
+                       ? ce_indices_fused(logits, target, o, &c)
+                       : ce_indices(logits, target, o, &c);
     y = ts_keep(y);
     ts_scope_end();
     return y;

@@ -47,6 +47,14 @@ int tsc_runtime_device(void);
 /* cuDNN convolution calls run and declined (CUDNN_STATUS_NOT_SUPPORTED) since start-up, for the
  * tests; -1 each in a build without cuDNN. */
 void tsc_cudnn_counters(long long *runs, long long *declined);
+/* channels_last convolution passes (cuda_conv_nhwc.cu) run by cuDNN on the NHWC data as it lies,
+ * and through NCHW copies, since start-up, for the tests; -1 each without CUDA. */
+void tsc_conv_nhwc_counters(long long *native, long long *copied);
+/* Test hooks of the tensor-core attention (cuda_sdpa_tc.cu): tsc_sdpa_tc_force(1 or 0) switches
+ * it on or off for the process, -1 back to TS_CUDA_SDPA_TC's setting (off when "0");
+ * tsc_sdpa_tc_runs counts the forward and backward passes it has run, -1 without CUDA. */
+void tsc_sdpa_tc_force(int mode);
+long long tsc_sdpa_tc_runs(void);
 /* Host -> device copy queued on the current stream of `device`, returning at once: the source must
  * be page-locked and stay untouched until the copy ran (the pinned allocator sees to that when
  * the caller records the stream on the source block). False + TS_ERR_CUDA on failure. */

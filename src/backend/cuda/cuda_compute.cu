@@ -45,6 +45,7 @@ void tsc_install_compute_kernels(ts_backend *be) {
     be->conv2d = tsc_conv2d;
     be->conv2d_backward_data = tsc_conv2d_backward_data;
     be->conv2d_backward_weight = tsc_conv2d_backward_weight;
+    be->conv2d_channels_last = tsc_conv2d_channels_last;
     be->pool2d = tsc_pool2d;
     be->pool2d_backward = tsc_pool2d_backward;
     be->optim_step = tsc_optim_step;
@@ -54,4 +55,13 @@ void tsc_install_compute_kernels(ts_backend *be) {
     be->sdpa_workspace = tsc_sdpa_workspace;
     be->sdpa_forward = tsc_sdpa_forward;
     be->sdpa_backward = tsc_sdpa_backward;
+    be->cross_entropy_forward = tsc_cross_entropy_forward;
+    be->cross_entropy_backward = tsc_cross_entropy_backward;
+    be->layer_norm_supports = tsc_layer_norm_supports;
+    be->layer_norm_workspace = tsc_layer_norm_workspace;
+    be->layer_norm_forward = tsc_layer_norm_forward;
+    be->layer_norm_backward = tsc_layer_norm_backward;
+    be->batch_norm_supports = tsc_batch_norm_supports;
+    be->batch_norm_forward = tsc_batch_norm_forward;
+    be->batch_norm_backward = tsc_batch_norm_backward;
 }

@@ -196,6 +196,7 @@ void tsc_conv2d_backward_data(const ts_backend *be, int index, const ts_kview *g
                               const ts_kview *gout, const ts_kview *w, const ts_conv2d_params *p);
 void tsc_conv2d_backward_weight(const ts_backend *be, int index, const ts_kview *gw,
                                 const ts_kview *gout, const ts_kview *x, const ts_conv2d_params *p);
+bool tsc_conv2d_channels_last(const ts_backend *be, int index, ts_dtype dt);
 void tsc_pool2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                 const ts_kview *indices, const ts_pool2d_params *p);
 void tsc_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx, const ts_kview *gout,
@@ -205,6 +206,16 @@ bool tsc_sdpa_supports(const ts_backend *be, int index, const ts_sdpa_args *a);
 size_t tsc_sdpa_workspace(const ts_backend *be, int index, ts_sdpa_args *a, bool backward);
 void tsc_sdpa_forward(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws);
 void tsc_sdpa_backward(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws);
+void tsc_cross_entropy_forward(const ts_backend *be, int index, const ts_cross_entropy_args *a);
+void tsc_cross_entropy_backward(const ts_backend *be, int index, const ts_cross_entropy_args *a);
+bool tsc_batch_norm_supports(const ts_backend *be, int index, const ts_batch_norm_args *a);
+void tsc_batch_norm_forward(const ts_backend *be, int index, const ts_batch_norm_args *a);
+void tsc_batch_norm_backward(const ts_backend *be, int index, const ts_batch_norm_args *a);
+bool tsc_layer_norm_supports(const ts_backend *be, int index, const ts_layer_norm_args *a);
+size_t tsc_layer_norm_workspace(const ts_backend *be, int index, const ts_layer_norm_args *a);
+void tsc_layer_norm_forward(const ts_backend *be, int index, const ts_layer_norm_args *a);
+void tsc_layer_norm_backward(const ts_backend *be, int index, const ts_layer_norm_args *a,
+                             void *ws);
 void tsc_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, int n,
                      const ts_kview *found_inf, const ts_kview *inv_scale);
 void tsc_amp_update_scale(const ts_backend *be, int index, const ts_kview *scale,

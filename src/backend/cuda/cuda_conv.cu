@@ -2,11 +2,12 @@
  * has it (TS_HAVE_CUDNN), else, or when cuDNN declines a configuration, im2col + cuBLAS
  * (cuda_conv_im2col.cu).
  *
- * cuDNN path: NCHW descriptors, groups and dilation in the convolution descriptor, f32 compute for
- * f32/f16/bf16 and f64 for f64. The algorithm comes from cuDNN's ranked heuristics
+ * cuDNN path: NCHW descriptors — or NHWC activations with a KRSC filter for channels_last
+ * (cuda_conv_nhwc.cu, through tsc_conv_cudnn) — groups and dilation in the convolution
+ * descriptor, f32 compute for f32/f16/bf16 and f64 for f64. The algorithm comes from cuDNN's ranked heuristics
  * (cudnnGet*Algorithm_v7): the candidates with a workspace of at most CONV_WS_LIMIT are run in
  * order until one is not declined (CUDNN_STATUS_NOT_SUPPORTED*), and that choice — or "none, use
- * im2col" — is cached per shape, dtype, parameters and TF32 setting. Any other status is an error
+ * im2col" — is cached per shape, dtype, parameters, layout and TF32 setting. Any other status is an error
  * (TS_ERR_CUDA naming the status), not a silent fallback. f32 uses FMA math
  * (no TF32) unless ts_cuda_set_allow_tf32(true); f16/bf16 use tensor cores. Workspaces come from
  * the caching allocator (tsc_scratch_alloc).
@@ -70,6 +71,7 @@ static void dnn_release(int index, cudnnHandle_t h) {
 typedef struct ConvKey {
     int64_t dims[16]; /* n c h w o kh kw sh sw ph pw dh dw g, dtype, dir */
     int device, tf32;
+    unsigned layout; /* TSC_CONV_ACT_NHWC | TSC_CONV_W_KRSC */
 } ConvKey;
 
 typedef struct ConvChoice {
@@ -83,7 +85,8 @@ typedef struct ConvChoice {
 static pthread_mutex_t g_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static ConvChoice g_cache[CONV_CACHE];
 
-static ConvKey conv_key(const tsc_cgeom *g, ts_dtype dt, ConvDir dir, int index, bool tf32) {
+static ConvKey conv_key(const tsc_cgeom *g, ts_dtype dt, ConvDir dir, int index, bool tf32,
+                        unsigned layout) {
     ConvKey k;
     memset(&k, 0, sizeof k);
     const int64_t v[16] = {g->n,  g->c,  g->h,  g->w,  g->o,  g->kh, g->kw,       g->sh,
@@ -91,6 +94,7 @@ static ConvKey conv_key(const tsc_cgeom *g, ts_dtype dt, ConvDir dir, int index,
     memcpy(k.dims, v, sizeof v);
     k.device = index;
     k.tf32 = tf32;
+    k.layout = layout;
     return k;
 }
 
@@ -166,9 +170,10 @@ static void descs_free(ConvDescs *d) {
     if (d->conv) cudnnDestroyConvolutionDescriptor(d->conv);
 }
 
-/* The call's descriptors with the math type the dtype and the TF32 switch allow; the first
- * failing status. */
-static cudnnStatus_t descs_make(ConvDescs *d, const tsc_cgeom *g, ts_dtype dt, bool tf32) {
+/* The call's descriptors with the math type the dtype and the TF32 switch allow, in the layout's
+ * formats (the bias [1, o, 1, 1] is the same memory in either); the first failing status. */
+static cudnnStatus_t descs_make(ConvDescs *d, const tsc_cgeom *g, ts_dtype dt, bool tf32,
+                                unsigned layout) {
     memset(d, 0, sizeof *d);
     const cudnnDataType_t ty = dnn_type(dt);
     const cudnnDataType_t compute = dt == TS_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
@@ -177,6 +182,9 @@ static cudnnStatus_t descs_make(ConvDescs *d, const tsc_cgeom *g, ts_dtype dt, b
         math = CUDNN_TENSOR_OP_MATH;
     else if (dt == TS_F32)
         math = tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH; /* DEFAULT lets Ampere+ use TF32 */
+    const cudnnTensorFormat_t act_fmt =
+        layout & TSC_CONV_ACT_NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    const cudnnTensorFormat_t w_fmt = layout & TSC_CONV_W_KRSC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     cudnnStatus_t s;
 #define DNN_TRY(call)                                                                              \
     if ((s = (call)) != CUDNN_STATUS_SUCCESS) return s
@@ -185,13 +193,13 @@ static cudnnStatus_t descs_make(ConvDescs *d, const tsc_cgeom *g, ts_dtype dt, b
     DNN_TRY(cudnnCreateTensorDescriptor(&d->b));
     DNN_TRY(cudnnCreateFilterDescriptor(&d->w));
     DNN_TRY(cudnnCreateConvolutionDescriptor(&d->conv));
-    DNN_TRY(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, ty, (int)g->n, (int)g->c, (int)g->h,
+    DNN_TRY(cudnnSetTensor4dDescriptor(d->x, act_fmt, ty, (int)g->n, (int)g->c, (int)g->h,
                                        (int)g->w));
-    DNN_TRY(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, ty, (int)g->n, (int)g->o,
-                                       (int)g->oh, (int)g->ow));
+    DNN_TRY(cudnnSetTensor4dDescriptor(d->y, act_fmt, ty, (int)g->n, (int)g->o, (int)g->oh,
+                                       (int)g->ow));
     DNN_TRY(cudnnSetTensor4dDescriptor(d->b, CUDNN_TENSOR_NCHW, ty, 1, (int)g->o, 1, 1));
-    DNN_TRY(cudnnSetFilter4dDescriptor(d->w, ty, CUDNN_TENSOR_NCHW, (int)g->o, (int)g->cg,
-                                       (int)g->kh, (int)g->kw));
+    DNN_TRY(cudnnSetFilter4dDescriptor(d->w, ty, w_fmt, (int)g->o, (int)g->cg, (int)g->kh,
+                                       (int)g->kw));
     DNN_TRY(cudnnSetConvolution2dDescriptor(d->conv, (int)g->ph, (int)g->pw, (int)g->sh, (int)g->sw,
                                             (int)g->dh, (int)g->dw, CUDNN_CROSS_CORRELATION,
                                             compute));
@@ -312,11 +320,12 @@ static const char *dir_name(ConvDir dir) {
  * declines, that is cached too, and later calls go straight to im2col). CONV_FALLBACK when cuDNN
  * cannot (the im2col path then overwrites the whole output); CONV_FAILED with the error recorded
  * (a status other than "not supported" is an error, not a reason to fall back). */
-static ConvResult conv_cudnn(int index, ConvDir dir, const tsc_cgeom *g, ts_dtype dt, const void *a,
-                             const void *b, const void *bias, void *out) {
+static ConvResult conv_cudnn(int index, ConvDir dir, const tsc_cgeom *g, ts_dtype dt,
+                             unsigned layout, const void *a, const void *b, const void *bias,
+                             void *out) {
     if (!fits_int(g)) return CONV_FALLBACK;
     const bool tf32 = dt == TS_F32 && ts_cuda_allow_tf32();
-    const ConvKey key = conv_key(g, dt, dir, index, tf32);
+    const ConvKey key = conv_key(g, dt, dir, index, tf32, layout);
     ConvChoice c;
     const bool cached = cache_get(&key, &c);
     if (cached && c.algo == CONV_NO_ALGO) return CONV_FALLBACK;
@@ -324,7 +333,7 @@ static ConvResult conv_cudnn(int index, ConvDir dir, const tsc_cgeom *g, ts_dtyp
     if (!h) return CONV_FALLBACK;
     ConvDescs d;
     ConvResult res = CONV_FALLBACK;
-    cudnnStatus_t s = descs_make(&d, g, dt, tf32);
+    cudnnStatus_t s = descs_make(&d, g, dt, tf32, layout);
     bool oom = false, rank_now = false;
     if (s == CUDNN_STATUS_SUCCESS && cached) {
         s = run_algo(index, h, &d, dir, dt, &c, a, b, bias, out, &oom);
@@ -370,12 +379,27 @@ static ConvResult conv_cudnn(int index, ConvDir dir, const tsc_cgeom *g, ts_dtyp
 
 } /* namespace */
 
+tsc_conv_result tsc_conv_cudnn(int index, tsc_conv_dir dir, const tsc_cgeom *g, ts_dtype dt,
+                               unsigned layout, const void *a, const void *b, const void *bias,
+                               void *out) {
+    const ConvDir d = dir == TSC_CONV_FWD        ? DIR_FWD
+                      : dir == TSC_CONV_BWD_DATA ? DIR_BWD_DATA
+                                                 : DIR_BWD_FILTER;
+    const ConvResult r = conv_cudnn(index, d, g, dt, layout, a, b, bias, out);
+    return r == CONV_DONE ? TSC_CONV_DONE : r == CONV_FAILED ? TSC_CONV_FAILED : TSC_CONV_FALLBACK;
+}
+
 extern "C" void tsc_cudnn_counters(long long *runs, long long *declined) {
     *runs = __atomic_load_n(&g_dnn_runs, __ATOMIC_RELAXED);
     *declined = __atomic_load_n(&g_dnn_declined, __ATOMIC_RELAXED);
 }
 #else
 extern "C" void tsc_cudnn_counters(long long *runs, long long *declined) { *runs = *declined = -1; }
+tsc_conv_result tsc_conv_cudnn(int index, tsc_conv_dir dir, const tsc_cgeom *g, ts_dtype dt,
+                               unsigned layout, const void *a, const void *b, const void *bias,
+                               void *out) {
+    return TSC_CONV_FALLBACK;
+}
 #endif /* TS_HAVE_CUDNN */
 
 /* ------------------------------------------------------------------ the activation */
@@ -426,21 +450,54 @@ static void conv_act(int index, const ts_kview *out, int64_t n, const ts_conv2d_
 
 } /* namespace */
 
+/* ------------------------------------------------------------------ the NCHW passes */
+bool tsc_conv_nchw_forward(int index, const tsc_cgeom *g, ts_dtype dt, const char *x, const char *w,
+                           const char *bias, char *y) {
+#ifdef TS_HAVE_CUDNN
+    if (g->c > 0) {
+        const ConvResult r = conv_cudnn(index, DIR_FWD, g, dt, 0, x, w, bias, y);
+        if (r != CONV_FALLBACK) return r == CONV_DONE;
+    }
+#endif
+    return tsc_conv_im2col_forward(index, g, dt, x, w, bias, y);
+}
+
+bool tsc_conv_nchw_backward_data(int index, const tsc_cgeom *g, ts_dtype dt, const char *gy,
+                                 const char *w, char *gx) {
+#ifdef TS_HAVE_CUDNN
+    if (g->p > 0 && g->o > 0) {
+        const ConvResult r = conv_cudnn(index, DIR_BWD_DATA, g, dt, 0, gy, w, NULL, gx);
+        if (r != CONV_FALLBACK) return r == CONV_DONE;
+    }
+#endif
+    return tsc_conv_im2col_backward_data(index, g, dt, gy, w, gx);
+}
+
+bool tsc_conv_nchw_backward_weight(int index, const tsc_cgeom *g, ts_dtype dt, const char *gy,
+                                   const char *x, char *gw) {
+#ifdef TS_HAVE_CUDNN
+    if (g->n > 0 && g->p > 0) {
+        const ConvResult r = conv_cudnn(index, DIR_BWD_FILTER, g, dt, 0, gy, x, NULL, gw);
+        if (r != CONV_FALLBACK) return r == CONV_DONE;
+    }
+#endif
+    return tsc_conv_im2col_backward_weight(index, g, dt, gy, x, gw);
+}
+
+/* ------------------------------------------------------------------ entry points */
+/* channels_last views (x or out, gx or gout NHWC: backend.h's conv2d_channels_last) go to
+ * cuda_conv_nhwc.cu */
 void tsc_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                 const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p) {
     (void)be;
     const tsc_cgeom g = tsc_cgeom_of(x, w, out, p);
     if (g.n * g.o * g.p == 0 || !tsc_begin(index)) return;
-    const char *bp = bias ? bias->data : NULL;
-    bool ok = false, done = false;
-#ifdef TS_HAVE_CUDNN
-    if (g.c > 0) {
-        const ConvResult r =
-            conv_cudnn(index, DIR_FWD, &g, out->dtype, x->data, w->data, bp, out->data);
-        done = r != CONV_FALLBACK, ok = r == CONV_DONE;
+    if (tsc_conv_view_nhwc(x) || tsc_conv_view_nhwc(out)) {
+        tsc_conv2d_nhwc(index, &g, out, x, w, bias, p);
+        return;
     }
-#endif
-    if (!done) ok = tsc_conv_im2col_forward(index, &g, out->dtype, x->data, w->data, bp, out->data);
+    const bool ok = tsc_conv_nchw_forward(index, &g, out->dtype, x->data, w->data,
+                                          bias ? bias->data : NULL, out->data);
     if (ok && p->act != TS_CONV_ACT_NONE) conv_act(index, out, g.n * g.o * g.p, p);
 }
 
@@ -449,13 +506,11 @@ void tsc_conv2d_backward_data(const ts_backend *be, int index, const ts_kview *g
     (void)be;
     const tsc_cgeom g = tsc_cgeom_of(gx, w, gout, p);
     if (g.n * g.c * g.h * g.w == 0 || !tsc_begin(index)) return;
-#ifdef TS_HAVE_CUDNN
-    if (g.p > 0 && g.o > 0 &&
-        conv_cudnn(index, DIR_BWD_DATA, &g, gx->dtype, gout->data, w->data, NULL, gx->data) !=
-            CONV_FALLBACK)
+    if (tsc_conv_view_nhwc(gx) || tsc_conv_view_nhwc(gout)) {
+        tsc_conv2d_backward_data_nhwc(index, &g, gx, gout, w);
         return;
-#endif
-    tsc_conv_im2col_backward_data(index, &g, gx->dtype, gout->data, w->data, gx->data);
+    }
+    tsc_conv_nchw_backward_data(index, &g, gx->dtype, gout->data, w->data, gx->data);
 }
 
 void tsc_conv2d_backward_weight(const ts_backend *be, int index, const ts_kview *gw,
@@ -464,11 +519,9 @@ void tsc_conv2d_backward_weight(const ts_backend *be, int index, const ts_kview 
     (void)be;
     const tsc_cgeom g = tsc_cgeom_of(x, gw, gout, p);
     if (g.o * g.k == 0 || !tsc_begin(index)) return;
-#ifdef TS_HAVE_CUDNN
-    if (g.n > 0 && g.p > 0 &&
-        conv_cudnn(index, DIR_BWD_FILTER, &g, gw->dtype, gout->data, x->data, NULL, gw->data) !=
-            CONV_FALLBACK)
+    if (tsc_conv_view_nhwc(x) || tsc_conv_view_nhwc(gout)) {
+        tsc_conv2d_backward_weight_nhwc(index, &g, gw, gout, x);
         return;
-#endif
-    tsc_conv_im2col_backward_weight(index, &g, gw->dtype, gout->data, x->data, gw->data);
+    }
+    tsc_conv_nchw_backward_weight(index, &g, gw->dtype, gout->data, x->data, gw->data);
 }

@@ -11,11 +11,13 @@
  * Backward, three kernels and no atomics (results independent of scheduling): D = rowsum(dO * out);
  * dK, dV per tile of 32 keys (one warp walks the query rows that see the tile, lane c recomputing
  * weight and gradient of key c, the tile's sums in shared memory); dQ per block of 32 query rows
- * over the key tiles, as the forward. */
+ * over the key tiles, as the forward.
+ *
+ * f16 / bf16 attention without mask or dropout at head size 64 or 128 takes the tensor-core
+ * kernels of cuda_sdpa_tc.cu instead (tsc_sdpa_tc_takes; TS_CUDA_SDPA_TC=0 switches them off). */
 #include <math.h>
-#include <string.h>
 
-#include "backend/cuda/cuda_compute.h"
+#include "backend/cuda/cuda_sdpa_common.cuh"
 #include "backend/philox.h"
 
 namespace {
@@ -25,40 +27,6 @@ namespace {
 #define SD_ROWS       8   /* query rows per warp: SD_WARPS * SD_ROWS == SD_TILE */
 #define SD_MAXD       128 /* head sizes E and Ev */
 #define SD_MAXD_LANE  (SD_MAXD / 32)
-#define SD_MAX_GRID_Y 65535
-
-struct SdView {
-    char *data;
-    int64_t s[TS_MAX_DIMS]; /* strides: the batch dims, then rows, then columns */
-    int nd;
-};
-
-struct SdArgs {
-    int nb;
-    int64_t bshape[TS_MAX_DIMS];
-    int64_t N, L, S, E, Ev;
-    SdView q, k, v, out, lse, mask, dout, dq, dk, dv;
-    bool has_mask, mask_bool, causal;
-    double scale, dropout_p, drop_scale;
-    uint64_t seed, offset;
-    /* in a CUDA graph: {seed, base} read at run time, offset relative to base (cuda_graph.cu) */
-    const uint64_t *counters;
-    char *D; /* backward workspace: N x L of the compute type */
-};
-
-__device__ __forceinline__ int64_t sd_batch(const SdArgs &P, const SdView &v, int64_t n) {
-    int64_t off = 0;
-    for (int d = P.nb - 1; d >= 0; d--) {
-        off += (n % P.bshape[d]) * v.s[d];
-        n /= P.bshape[d];
-    }
-    return off;
-}
-
-template <typename T>
-__device__ __forceinline__ const T *sd_row(const SdArgs &P, const SdView &v, int64_t n, int64_t r) {
-    return (const T *)v.data + sd_batch(P, v, n) + r * v.s[v.nd - 2];
-}
 
 template <typename A> __device__ __forceinline__ A sd_exp(A x) { return exp(x); }
 template <> __device__ __forceinline__ float sd_exp<float>(float x) { return __expf(x); }
@@ -320,49 +288,6 @@ template <typename T, typename A> __global__ void sd_dq_kernel(SdArgs P) {
 }
 
 /* --------------------------------------------------------------------------- launches */
-SdView sd_view(const ts_kview &v) {
-    SdView s;
-    s.data = v.data;
-    s.nd = v.ndim;
-    for (int d = 0; d < TS_MAX_DIMS; d++) s.s[d] = d < v.ndim ? v.strides[d] : 0;
-    return s;
-}
-
-SdArgs sd_args(int index, const ts_sdpa_args *a) {
-    SdArgs P;
-    memset(&P, 0, sizeof P);
-    P.nb = a->q.ndim - 2;
-    P.N = 1;
-    for (int d = 0; d < P.nb; d++) P.N *= P.bshape[d] = a->q.shape[d];
-    P.L = a->q.shape[P.nb], P.E = a->q.shape[P.nb + 1];
-    P.S = a->k.shape[P.nb], P.Ev = a->v.shape[P.nb + 1];
-    P.q = sd_view(a->q), P.k = sd_view(a->k), P.v = sd_view(a->v);
-    P.out = sd_view(a->out), P.lse = sd_view(a->lse), P.mask = sd_view(a->mask);
-    P.dout = sd_view(a->dout), P.dq = sd_view(a->dq), P.dk = sd_view(a->dk);
-    P.dv = sd_view(a->dv);
-    P.has_mask = a->has_mask, P.mask_bool = a->has_mask && a->mask.dtype == TS_BOOL;
-    P.causal = a->causal;
-    P.scale = a->scale, P.dropout_p = a->dropout_p;
-    P.drop_scale = a->dropout_p >= 1 ? 0 : 1 / (1 - a->dropout_p);
-    P.seed = a->seed, P.offset = a->offset;
-    P.counters = a->dropout_p > 0 ? tsc_graph_counters(index) : nullptr;
-    return P;
-}
-
-dim3 sd_grid(int64_t tiles, int64_t N) {
-    return dim3((unsigned)tiles, (unsigned)(N < SD_MAX_GRID_Y ? N : SD_MAX_GRID_Y));
-}
-
-/* Shared memory beyond 48 KiB must be asked for per kernel. */
-template <typename K> bool sd_smem(K kernel, size_t bytes, int index, const char *what) {
-    if (bytes <= 48 * 1024) return true;
-    cudaError_t e =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-    if (e == cudaSuccess) return true;
-    tsc_launch_check(what, index);
-    return false;
-}
-
 template <typename T> void sd_forward(int index, const SdArgs &P) {
     typedef typename tsc_acc<T>::type A;
     const size_t smem = sizeof(A) * (size_t)(SD_TILE * (P.E + 1 + P.Ev + 1 + P.E));
@@ -407,11 +332,15 @@ size_t tsc_sdpa_workspace(const ts_backend *be, int index, ts_sdpa_args *a, bool
     if (!backward) return 0;
     int64_t rows = 1;
     for (int d = 0; d < a->q.ndim - 1; d++) rows *= a->q.shape[d];
-    return (size_t)rows * (a->q.dtype == TS_F64 ? sizeof(double) : sizeof(float));
+    const size_t bytes = (size_t)rows * (a->q.dtype == TS_F64 ? sizeof(double) : sizeof(float));
+    if (!tsc_sdpa_tc_takes(a)) return bytes;
+    const size_t tc = tsc_sdpa_tc_workspace(a);
+    return tc > bytes ? tc : bytes;
 }
 
 void tsc_sdpa_forward(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws) {
     (void)be, (void)ws;
+    if (tsc_sdpa_tc_takes(a)) return tsc_sdpa_tc_forward(index, a); /* tensor cores */
     SdArgs P = sd_args(index, a);
     if (!tsc_begin(index)) return;
     TSC_FLOAT_SWITCH(a->q.dtype, T, sd_forward<T>(index, P))
@@ -419,6 +348,7 @@ void tsc_sdpa_forward(const ts_backend *be, int index, const ts_sdpa_args *a, vo
 
 void tsc_sdpa_backward(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws) {
     (void)be;
+    if (tsc_sdpa_tc_takes(a)) return tsc_sdpa_tc_backward(index, a, ws); /* tensor cores */
     SdArgs P = sd_args(index, a);
     P.D = (char *)ws;
     if (!tsc_begin(index)) return;
