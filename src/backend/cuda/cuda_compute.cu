@@ -1,5 +1,6 @@
-/* cuda_compute.cu — installs the CUDA compute kernels (reduce, matmul, index ops, softmax, conv2d,
- * pooling, optimizer steps, amp) into the backend table, and the helpers they share. */
+/* cuda_compute.cu — installs the CUDA compute kernels (reduce, matmul, index ops, softmax, conv2d
+ * and its channels_last form, pooling, optimizer steps, amp, and the fused attention, layer norm,
+ * batch norm and cross-entropy) into the backend table, and the helpers they share. */
 #include "backend/cuda/cuda_compute.h"
 
 tsc_dims tsc_coalesce(int nd, const int64_t *shape, const int64_t *s0, const int64_t *s1) {
