@@ -21,28 +21,7 @@
 
 #define BENCH_NAME "bench_gpu"
 #include "bench_util.h"
-
-#define MAX_RUNS 16
-
-/* cuda:0, or BENCH_GPU_DEVICE (e.g. sim:0) to check this program's logic on a machine without a
- * GPU; the numbers are then meaningless. */
-static ts_device bench_device;
-
-static void synchronize(void) {
-    if (bench_device.type == TS_CUDA) ts_cuda_synchronize(bench_device.index);
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median is what both sides report: a GPU's clocks and a shared host's noise make the best
- * run optimistic and the mean hostage to one stall. */
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, compare_doubles);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+#include "bench_gpu_util.h"
 
 /* A timed round of work, repeated: one warm-up round (kernels load, cuBLAS picks its algorithms,
  * the caching allocator fills), then `runs` rounds of `iters` calls, each round between two

@@ -22,20 +22,9 @@
 
 #define BENCH_NAME "bench_gpu_kernels"
 #include "bench_util.h"
+#include "bench_gpu_util.h"
 
-#define MAX_RUNS 16
-
-static ts_device dev;
 static bool small; /* sim: shapes cut down so the logic runs in seconds */
-
-static void synchronize(void) {
-    if (dev.type == TS_CUDA) ts_cuda_synchronize(dev.index);
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef bool (*kernel_fn)(void *ctx); /* one call; false on a Tessera error */
 
@@ -56,8 +45,7 @@ static double time_calls(kernel_fn fn, void *ctx, int iters, int runs) {
         if (ts_error() != TS_OK) return -1;
         if (r > 0) per_call[r - 1] = (now_s() - t0) / iters * 1e3;
     }
-    qsort(per_call, (size_t)runs, sizeof *per_call, compare_doubles);
-    return runs % 2 ? per_call[runs / 2] : 0.5 * (per_call[runs / 2 - 1] + per_call[runs / 2]);
+    return median(per_call, runs);
 }
 
 static void report(const char *name, double ms) {
@@ -70,7 +58,7 @@ static void report(const char *name, double ms) {
     fflush(stdout);
 }
 
-static ts_opts on_dev(ts_dtype dt) { return (ts_opts){.dtype = dt, .device = dev}; }
+static ts_opts on_dev(ts_dtype dt) { return (ts_opts){.dtype = dt, .device = bench_device}; }
 
 /* a leaf of N(0, 1) * scale on the device, of dtype dt, requiring grad when asked */
 static ts_tensor *leaf(ts_shape s, ts_dtype dt, double scale, bool grad) {
@@ -250,7 +238,7 @@ int main(int argc, char **argv) {
     const char *want = getenv("BENCH_GPU_DEVICE");
     ts_sim_configure(1, 0);
     if (want && *want) {
-        if (ts_device_parse(want, &dev) != TS_OK) die_on_error("BENCH_GPU_DEVICE");
+        if (ts_device_parse(want, &bench_device) != TS_OK) die_on_error("BENCH_GPU_DEVICE");
         printf("# BENCH_GPU_DEVICE=%s: a logic check, not a measurement of cuda:0\n", want);
     } else if (ts_cuda_device_count() < 1) {
         ts_cuda_set_device(0); /* the runtime says why: built without CUDA, or the driver's reason */
@@ -258,12 +246,12 @@ int main(int argc, char **argv) {
                ts_error() != TS_OK ? ts_error_message() : "no CUDA device found");
         return 0;
     } else {
-        dev = ts_cuda(0);
+        bench_device = ts_cuda(0);
         ts_cuda_props p;
         if (ts_cuda_get_properties(0, &p) == TS_OK)
             printf("# tessera on cuda:0: %s, %d SMs\n", p.name, p.multiprocessor_count);
     }
-    small = dev.type != TS_CUDA;
+    small = bench_device.type != TS_CUDA;
     ts_manual_seed(0);
     bench_layernorm("layernorm_f32", TS_F32, runs);
     bench_layernorm("layernorm_bf16", TS_BF16, runs);

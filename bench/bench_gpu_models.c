@@ -28,24 +28,8 @@
 
 #define BENCH_NAME "bench_gpu_models"
 #include "bench_util.h"
+#include "bench_gpu_util.h"
 
-#define MAX_RUNS 16
-
-static ts_device bench_device;
-
-static void synchronize(void) {
-    if (bench_device.type == TS_CUDA) ts_cuda_synchronize(bench_device.index);
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, compare_doubles);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* Whether an error is pending; if so prints "<label>: <what> failed: <message>" and clears it. */
 static bool failed(const char *label, const char *what) {
