@@ -25,8 +25,8 @@ echo "== pip install ./python[test] into a fresh venv ($("$py" --version))"
 echo "== the README's first program, from outside the tree"
 mkdir "$tmp/elsewhere"
 cd "$tmp/elsewhere"
-# the README's "Python" section, its first code block, as written
-awk '/^## Python/ { inpy = 1 } inpy && /^```python/ { code = 1; next }
+# the README's "A first Python program" section, its first code block, as written
+awk '/^## A first Python program/ { inpy = 1 } inpy && /^```python/ { code = 1; next }
      code && /^```/ { exit } code { print }' "$root/README.md" >first.py
 [ -s first.py ] || { echo "pip_install_test: no first program in README.md" >&2; exit 1; }
 TS_SIM_DEVICES=2 "$py" first.py | tee first.out

@@ -155,12 +155,12 @@ def test_device_scope_example(device):
 
 
 def test_readme_first_program(tmp_path):
-    """The README's "Python" section runs as written (on sim:0 without a GPU)."""
+    """The README's "A first Python program" runs as written (on sim:0 without a GPU)."""
     if _missing(["nn.Linear", "nn.CrossEntropyLoss", "optim.SGD", "relu", "randint"]):
         pytest.skip("the README's program needs tessera.nn and tessera.optim")
     with open(os.path.join(ROOT, "README.md")) as f:
         text = f.read()
-    section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
+    section = text.split("\n## A first Python program\n", 1)[1].split("\n## ", 1)[0]
     program = section.split("```python\n", 1)[1].split("```", 1)[0]
     (tmp_path / "first.py").write_text(program)
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(tessera.__file__)))
