@@ -105,7 +105,7 @@ int tcli_devices(const tcli_opts *o) {
 }
 
 int main(int argc, char **argv) {
-    ts_cpu_bounded_spin(argv); /* a shared machine's cores: see README, "Threads" */
+    ts_cpu_bounded_spin(argv); /* a shared machine's cores: see docs/USAGE.md, "Threads" */
     tcli_opts o;
     int rc = tcli_parse(argc, argv, &o);
     if (rc >= 0) return rc;
