@@ -7,7 +7,7 @@
 #   through OPENBLAS_CORETYPE; PyTorch: ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA,
 #   MKL_ENABLE_INSTRUCTIONS), for the comparison of an AVX-512 host running AVX2 code.
 # OpenMP's wait: unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, both sides get
-#   GOMP_SPINCOUNT=1000 (what `tessera` uses: README.md, "Threads"); libgomp's default spinning
+#   GOMP_SPINCOUNT=1000 (what `tessera` uses: docs/USAGE.md, "Threads"); libgomp's default spinning
 #   collapses on a machine that other processes keep busy, on either side. BENCH_OMP=none: leave
 #   it alone (run_threads.sh, which sets it per run).
 # Usage: . "$here/bench_env.sh"; bench_header "$build"
