@@ -187,6 +187,8 @@ ts_tensor *ts_full(ts_shape s, double v, ts_opts o);
 ts_tensor *ts_scalar(double v, ts_opts o); /* 0-dim tensor */
 ts_tensor *ts_arange(double start, double end, double step, ts_opts o);
 ts_tensor *ts_linspace(double start, double end, int64_t steps, ts_opts o);
+/* torch.logspace: base ** linspace(start, end, steps), computed in float64, then o.dtype */
+ts_tensor *ts_logspace(double start, double end, int64_t steps, double base, ts_opts o);
 ts_tensor *ts_eye(int64_t n, int64_t m, ts_opts o); /* m <= 0 means n */
 ts_tensor *ts_from_data(ts_shape s, ts_dtype dt, const void *host_data, ts_opts o); /* copies */
 ts_tensor *ts_tensor_f32(ts_shape s, const float *host_data, ts_opts o);
@@ -271,6 +273,8 @@ ts_tensor *ts_transpose(ts_tensor *t, int d0, int d1);
 ts_tensor *ts_t(ts_tensor *t);       /* 2-D transpose (0- and 1-D returned as they are) */
 ts_tensor *ts_squeeze(ts_tensor *t); /* all size-1 dims */
 ts_tensor *ts_squeeze_dim(ts_tensor *t, int dim);
+/* squeeze(dim=(d0, d1, ...)): those of the dims whose size is 1 (a dim given twice: an error) */
+ts_tensor *ts_squeeze_dims(ts_tensor *t, ts_dims dims);
 ts_tensor *ts_unsqueeze(ts_tensor *t, int dim);
 ts_tensor *ts_narrow(ts_tensor *t, int dim, int64_t start, int64_t length);
 /* t[start:end:step] along dim, Python's rules: negative start/end count from the end, clamped */
@@ -319,6 +323,9 @@ ts_tensor *ts_sign(ts_tensor *t);
 ts_tensor *ts_floor(ts_tensor *t);
 ts_tensor *ts_ceil(ts_tensor *t);
 ts_tensor *ts_round(ts_tensor *t); /* half to even */
+/* torch.round(decimals=d): half to even of x * 10^d, divided by 10^d (d < 0: of x / 10^-d, times
+ * 10^-d), float dtypes only (d = 0: ts_round, integers too); gradient zero */
+ts_tensor *ts_round_decimals(ts_tensor *t, int64_t decimals);
 ts_tensor *ts_reciprocal(ts_tensor *t);
 ts_tensor *ts_square(ts_tensor *t);
 ts_tensor *ts_logical_not(ts_tensor *t);
@@ -334,6 +341,44 @@ ts_tensor *ts_tanh_(ts_tensor *t);
 ts_tensor *ts_zero_(ts_tensor *t);
 ts_tensor *ts_fill_(ts_tensor *t, double v);
 
+/* special elementwise functions (issue 52), PyTorch's semantics: integer and bool inputs give
+ * float32 (trunc / fix keep integers; frac refuses them; nan_to_num copies them) */
+ts_tensor *ts_expm1(ts_tensor *t);
+ts_tensor *ts_exp2(ts_tensor *t);
+ts_tensor *ts_log2(ts_tensor *t);
+ts_tensor *ts_log10(ts_tensor *t);
+ts_tensor *ts_erfc(ts_tensor *t);
+ts_tensor *ts_erfinv(ts_tensor *t);
+ts_tensor *ts_lgamma(ts_tensor *t);
+ts_tensor *ts_digamma(ts_tensor *t);           /* psi(0) = -inf, negative integers NaN */
+ts_tensor *ts_polygamma(int n, ts_tensor *t);  /* n >= 0; n = 0 is digamma */
+ts_tensor *ts_i0(ts_tensor *t);                /* modified Bessel functions of the first kind */
+ts_tensor *ts_i0e(ts_tensor *t);               /* e^-|x| i0(x) (torch.special.i0e) */
+ts_tensor *ts_i1(ts_tensor *t);                /* torch.special.i1 */
+ts_tensor *ts_i1e(ts_tensor *t);               /* e^-|x| i1(x) */
+ts_tensor *ts_sinc(ts_tensor *t);              /* sin(pi x) / (pi x), 1 at 0 */
+ts_tensor *ts_logit(ts_tensor *t, double eps); /* eps NAN or < 0: no clamp */
+/* NaN -> nan, +inf -> posinf, -inf -> neginf; posinf / neginf NAN: the dtype's largest / lowest
+ * finite value */
+ts_tensor *ts_nan_to_num(ts_tensor *t, double nan, double posinf, double neginf);
+ts_tensor *ts_trunc(ts_tensor *t);
+ts_tensor *ts_fix(ts_tensor *t); /* trunc */
+ts_tensor *ts_frac(ts_tensor *t);    /* x - trunc(x) */
+ts_tensor *ts_sgn(ts_tensor *t);     /* sign (real tensors) */
+ts_tensor *ts_signbit(ts_tensor *t); /* bool: the sign bit (-0.0 and -NaN set it) */
+ts_tensor *ts_deg2rad(ts_tensor *t);
+ts_tensor *ts_rad2deg(ts_tensor *t);
+ts_tensor *ts_xlogy(ts_tensor *a, ts_tensor *b);   /* a log(b), 0 where a == 0 unless b is NaN */
+ts_tensor *ts_xlog1py(ts_tensor *a, ts_tensor *b); /* a log1p(b), torch.special.xlog1py */
+ts_tensor *ts_hypot(ts_tensor *a, ts_tensor *b);   /* float dtypes only */
+ts_tensor *ts_copysign(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_atan2(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_nextafter(ts_tensor *a, ts_tensor *b); /* float dtypes only; no gradient */
+ts_tensor *ts_ldexp(ts_tensor *a, ts_tensor *b);     /* a * 2^b */
+ts_tensor *ts_float_power(ts_tensor *a, ts_tensor *b); /* pow in float64 */
+ts_tensor *ts_logaddexp(ts_tensor *a, ts_tensor *b);   /* float dtypes only */
+ts_tensor *ts_logaddexp2(ts_tensor *a, ts_tensor *b);  /* float dtypes only */
+
 /* binary, with broadcasting and PyTorch's type promotion */
 ts_tensor *ts_add(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_sub(ts_tensor *a, ts_tensor *b);
@@ -344,9 +389,32 @@ ts_tensor *ts_maximum(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_minimum(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_fmod(ts_tensor *a, ts_tensor *b);
 /* torch.floor_divide (a // b, rounded down; no gradient) and torch.remainder (a - b * floor(a / b):
- * the divisor's sign; autograd refused). Integers: x // 0 and x % 0 give 0 where PyTorch raises. */
+ * the divisor's sign; gradient -g floor(a / b) for b). Integers: x // 0 and x % 0 give 0 where PyTorch raises. */
 ts_tensor *ts_floor_divide(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_remainder(ts_tensor *a, ts_tensor *b);
+/* torch.div(a, b, rounding_mode=None | 'trunc' | 'floor'): the rounded quotient in the result
+ * dtype (integers stay integers; an integer zero divisor is refused, as PyTorch's
+ * ZeroDivisionError); the rounded forms record no gradient (PyTorch's is zero). */
+typedef enum ts_rounding_mode {
+    TS_ROUNDING_NONE = 0,
+    TS_ROUNDING_TRUNC,
+    TS_ROUNDING_FLOOR
+} ts_rounding_mode;
+ts_tensor *ts_div_rounding(ts_tensor *a, ts_tensor *b, ts_rounding_mode mode);
+/* torch.bitwise_*: integer and bool tensors (the shifts: integers), broadcasting and promoting
+ * like the arithmetic ops; shifts by a negative amount or >= the width give PyTorch's results
+ * (<<: 0, >>: the sign). bitwise_not: logical_not on bool. */
+ts_tensor *ts_bitwise_and(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_bitwise_or(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_bitwise_xor(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_bitwise_left_shift(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_bitwise_right_shift(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_bitwise_and_(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_bitwise_or_(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_bitwise_xor_(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_bitwise_left_shift_(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_bitwise_right_shift_(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_bitwise_not(ts_tensor *t);
 ts_tensor *ts_eq(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_ne(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_lt(ts_tensor *a, ts_tensor *b);
@@ -391,6 +459,11 @@ ts_tensor *ts_where(ts_tensor *cond, ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_clamp(ts_tensor *t, double min, double max); /* NAN = no bound on that side */
 ts_tensor *ts_clamp_min(ts_tensor *t, double min);
 ts_tensor *ts_clamp_max(ts_tensor *t, double max);
+/* clamp with tensor bounds (either NULL, not both), broadcasting and promoting: minimum(maximum(t,
+ * min), max), NaN propagating; differentiable in t, min and max with PyTorch 2.x's gradients (a
+ * tie splits the gradient, as maximum / minimum) */
+ts_tensor *ts_clamp_tensor(ts_tensor *t, ts_tensor *min, ts_tensor *max);
+ts_tensor *ts_clamp_tensor_(ts_tensor *t, ts_tensor *min, ts_tensor *max);
 ts_tensor *ts_masked_fill(ts_tensor *t, ts_tensor *mask, double v);
 ts_tensor *ts_masked_fill_(ts_tensor *t, ts_tensor *mask, double v);
 

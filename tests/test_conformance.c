@@ -141,7 +141,11 @@ static const char *unary_names[] = {
     "neg",  "abs",   "exp",        "log",    "log1p",       "sqrt", "rsqrt",    "sin",   "cos",
     "tan",  "asin",  "acos",       "atan",   "sinh",        "cosh", "asinh",    "acosh", "atanh",
     "erf",  "tanh",  "sigmoid",    "relu",   "gelu",        "silu", "softplus", "sign",  "floor",
-    "ceil", "round", "reciprocal", "square", "logical_not", "clamp"};
+    "ceil", "round", "reciprocal", "square", "logical_not", "clamp",
+    /* issue 52 */
+    "expm1", "exp2", "log2", "log10", "erfc", "lgamma", "trunc", "digamma", "erfinv", "i0", "i0e",
+    "i1", "i1e", "sinc", "frac", "deg2rad", "rad2deg", "polygamma", "logit", "nan_to_num",
+    "neginf_to"};
 _Static_assert(sizeof unary_names / sizeof *unary_names == TS_U_COUNT, "a name per unary op");
 
 /* Input values where every unary op is defined. */
@@ -160,6 +164,11 @@ static int unary_kind(int op) {
         return BC_UNIT;
     case TS_U_ACOSH:
         return BC_GE1;
+    case TS_U_LOG2:
+    case TS_U_LOG10:
+        return BC_POS;
+    case TS_U_ERFINV:
+        return BC_UNIT;
     default:
         return BC_ANY;
     }
@@ -182,6 +191,7 @@ static void test_unary(void) {
             int kind = unary_kind(op);
             const char *on = unary_names[op], *dn = ts_dtype_name(dt);
             kctx k = {.op = op, .p0 = -1, .p1 = 2};
+            if (op == TS_U_POLYGAMMA) k.p0 = 1 + (a & 1); /* trigamma, and the zeta path */
             bc_state.math_case = vec_math_unary(op);
             bc_call c = one_in(bc_mk(odt, 2, S57, 0), bc_mk(dt, 2, S57, 0), kind, 0);
             bc_check(bc_what("%s %s contiguous", on, dn), &c, l_unary, &k);
@@ -206,7 +216,12 @@ static const char *binary_names[] = {
     "add",      "sub",      "mul",      "div",      "pow",  "max",      "min",
     "fmod",     "eq",       "ne",       "lt",       "le",   "gt",       "ge",
     "and",      "or",       "rsub",     "rdiv",     "rpow", "relu_bwd", "sigmoid_bwd",
-    "tanh_bwd", "gelu_bwd", "silu_bwd", "floordiv", "rem"};
+    "tanh_bwd", "gelu_bwd", "silu_bwd", "floordiv", "rem",
+    /* issue 52 */
+    "xlogy",    "xlog1py",  "hypot",    "copysign", "atan2", "nextafter", "logaddexp",
+    "logaddexp2",
+    /* issue 52's bitwise ops and div(rounding_mode='trunc') */
+    "bitand", "bitor", "bitxor", "lshift", "rshift", "divtrunc"};
 _Static_assert(sizeof binary_names / sizeof *binary_names == TS_B_COUNT, "a name per binary op");
 
 static bool is_cmp(int op) { return op >= TS_B_EQ && op <= TS_B_OR; }

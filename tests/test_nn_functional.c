@@ -540,6 +540,150 @@ static void test_grads_vs_torch(ts_device dev, ts_dtype dt) {
     ts_scope_end();
 }
 
+/* ------------------------------------------------------------------ issue 52's forms */
+/* t's values as doubles (n of them) */
+static void host_vals(ts_tensor *t, double *out, int n) {
+    ts_tensor *h = ts_contiguous(ts_to_dtype(ts_to(t, ts_cpu()), TS_F64));
+    CHECK(h && ts_numel(h) == n);
+    if (h) ts_copy_to_host(h, out, (size_t)n * sizeof(double));
+}
+#define CHECK_VALS(t, ...)                                                                         \
+    do {                                                                                           \
+        const double want_[] = {__VA_ARGS__};                                                      \
+        const int n_ = (int)(sizeof want_ / sizeof *want_);                                        \
+        double got_[64] = {0};                                                                     \
+        host_vals((t), got_, n_);                                                                  \
+        for (int i_ = 0; i_ < n_; i_++) CHECK_NEAR(got_[i_], want_[i_], 1e-6);                     \
+    } while (0)
+
+static ts_tensor *ivec(ts_device dev, ts_dtype dt, int n, const int64_t *v) {
+    return ts_to_dtype(ts_from_data(TS_SHAPE(n), TS_I64, v, (ts_opts){.device = dev}), dt);
+}
+
+static void test_torch_forms(ts_device dev) {
+    ts_scope_begin();
+    const ts_opts f64 = {.device = dev, .dtype = TS_F64};
+    /* bitwise ops, integer and bool; PyTorch's out-of-range shifts */
+    ts_tensor *i = ivec(dev, TS_I64, 4, (int64_t[]){5, 3, 12, -1});
+    ts_tensor *six = ivec(dev, TS_I64, 1, (int64_t[]){6});
+    CHECK_VALS(ts_bitwise_and(i, six), 4, 2, 4, 6);
+    CHECK_VALS(ts_bitwise_or(i, six), 7, 7, 14, -1);
+    CHECK_VALS(ts_bitwise_xor(i, six), 3, 5, 10, -7);
+    CHECK_VALS(ts_bitwise_not(i), -6, -4, -13, 0);
+    ts_tensor *i32 = ivec(dev, TS_I32, 2, (int64_t[]){-8, 9});
+    CHECK_VALS(ts_bitwise_right_shift(i32, ivec(dev, TS_I32, 2, (int64_t[]){40, 1})), -1, 4);
+    CHECK_VALS(ts_bitwise_left_shift(i32, ivec(dev, TS_I32, 2, (int64_t[]){-1, 2})), 0, 36);
+    ts_tensor *u8 = ivec(dev, TS_U8, 2, (int64_t[]){3, 255});
+    CHECK_VALS(ts_bitwise_left_shift(u8, ivec(dev, TS_U8, 1, (int64_t[]){7})), 128, 128);
+    CHECK_VALS(ts_bitwise_not(u8), 252, 0);
+    CHECK_EQ(ts_dtype_of(ts_bitwise_and(u8, u8)), TS_U8);
+    CHECK_OK();
+    CHECK(!ts_bitwise_and(ts_ones(TS_SHAPE(2), f64), i));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "bitwise_and");
+    CHECK(!ts_bitwise_left_shift(ts_to_dtype(u8, TS_BOOL), ts_to_dtype(u8, TS_BOOL)));
+    CHECK_ERR(TS_ERR_DTYPE);
+    ts_tensor *j = ts_clone(i);
+    CHECK(ts_bitwise_and_(j, six) != NULL);
+    CHECK_VALS(j, 4, 2, 4, 6);
+
+    /* div with rounding modes: integers stay integers, floats trunc / floor */
+    ts_tensor *a = ivec(dev, TS_I64, 4, (int64_t[]){5, -7, 7, -5});
+    ts_tensor *b = ivec(dev, TS_I64, 4, (int64_t[]){2, 2, -2, -2});
+    ts_tensor *q = ts_div_rounding(a, b, TS_ROUNDING_TRUNC);
+    CHECK_EQ(ts_dtype_of(q), TS_I64);
+    CHECK_VALS(q, 2, -3, -3, 2);
+    CHECK_VALS(ts_div_rounding(a, b, TS_ROUNDING_FLOOR), 2, -4, -4, 2);
+    CHECK_VALS(ts_div_rounding(a, b, TS_ROUNDING_NONE), 2.5, -3.5, -3.5, 2.5);
+    ts_tensor *x = ts_tensor_f64(TS_SHAPE(4), (double[]){5.5, -5.5, 1.0, -0.5}, f64);
+    ts_tensor *two = ts_scalar(2, f64);
+    CHECK_VALS(ts_div_rounding(x, two, TS_ROUNDING_TRUNC), 2, -2, 0, 0);
+    CHECK_VALS(ts_div_rounding(x, two, TS_ROUNDING_FLOOR), 2, -3, 0, -1);
+    CHECK_OK();
+    CHECK(!ts_div_rounding(a, ts_zeros(TS_SHAPE(1), (ts_opts){.device = dev, .dtype = TS_I64}),
+                           TS_ROUNDING_FLOOR));
+    CHECK_ERR_HAS(TS_ERR_ARG, "ZeroDivisionError");
+
+    /* round(decimals): half to even of x * 10^d */
+    ts_tensor *r = ts_tensor_f64(TS_SHAPE(4), (double[]){1.25, 2.35, -0.125, 1250}, f64);
+    CHECK_VALS(ts_round_decimals(r, 1), 1.2, 2.4, -0.1, 1250);
+    CHECK_VALS(ts_round_decimals(r, -2), 0, 0, 0, 1200);
+    CHECK(!ts_round_decimals(i, 1));
+    CHECK_ERR(TS_ERR_DTYPE);
+
+    /* clamp with tensor bounds: values and PyTorch's gradients */
+    ts_tensor *cx = ts_tensor_f64(TS_SHAPE(5), (double[]){-2, 0, 1, 3, 5}, f64);
+    ts_tensor *lo = ts_tensor_f64(TS_SHAPE(5), (double[]){0, 0, 2, 2, 6}, f64);
+    ts_tensor *hi = ts_tensor_f64(TS_SHAPE(5), (double[]){1, 1, 3, 3, 4}, f64);
+    ts_set_requires_grad(cx, true), ts_set_requires_grad(lo, true), ts_set_requires_grad(hi, true);
+    ts_tensor *cy = ts_clamp_tensor(cx, lo, hi);
+    CHECK_VALS(cy, 0, 0, 2, 3, 4);
+    ts_backward(ts_sum(cy));
+    /* PyTorch 2.x's: a tie (x == lo, x == hi) splits the gradient */
+    CHECK_VALS(ts_grad(cx), 0, 0.5, 0, 0.5, 0);
+    CHECK_VALS(ts_grad(lo), 1, 0.5, 1, 0, 0);
+    CHECK_VALS(ts_grad(hi), 0, 0, 0, 0.5, 1);
+    CHECK_VALS(ts_clamp_tensor(cx, NULL, ts_scalar(0, f64)), -2, 0, 0, 0, 0);
+    CHECK(!ts_clamp_tensor(cx, NULL, NULL));
+    CHECK_ERR(TS_ERR_ARG);
+
+    /* squeeze over several dims; gather / scatter_add with int32 indices */
+    ts_tensor *z = ts_zeros(TS_SHAPE(1, 2, 1, 3), f64);
+    ts_tensor *sq = ts_squeeze_dims(z, TS_DIMS(0, 2));
+    CHECK(sq && ts_ndim(sq) == 2 && ts_size(sq, 0) == 2 && ts_size(sq, 1) == 3);
+    CHECK(!ts_squeeze_dims(z, TS_DIMS(0, -4)));
+    CHECK_ERR(TS_ERR_ARG);
+    ts_tensor *src = ts_tensor_f64(TS_SHAPE(2, 3), (double[]){1, -2, 3, 4, 5, -6}, f64);
+    ts_tensor *gi = ts_to_dtype(ivec(dev, TS_I64, 2, (int64_t[]){0, 2}), TS_I32);
+    gi = ts_reshape(gi, TS_SHAPE(2, 1));
+    CHECK_VALS(ts_gather(src, 1, gi), 1, -6);
+    CHECK_VALS(ts_scatter_add(ts_zeros(TS_SHAPE(2, 3), f64), 1, gi, ts_ones(TS_SHAPE(2, 1), f64)),
+               1, 0, 0, 0, 0, 1);
+
+    /* logspace */
+    CHECK_VALS(ts_logspace(0, 2, 3, 10, f64), 1, 10, 100);
+    CHECK_VALS(ts_logspace(0, 2, 3, 2, (ts_opts){.device = dev, .dtype = TS_I64}), 1, 2, 4);
+
+    /* max pooling's indices, avg pooling's divisor_override */
+    ts_tensor *px = ts_tensor_f64(TS_SHAPE(1, 1, 4, 4),
+                                  (double[]){3, 1, 0, 2, 1, 9, 4, 4, 0, 0, 1, 5, 2, 7, 8, 1}, f64);
+    ts_tensor *idx = NULL;
+    ts_tensor *py = ts_max_pool2d_with_indices(px, (ts_pool2d_opts){.kernel = {2, 2}}, &idx);
+    CHECK_VALS(py, 9, 4, 7, 8);
+    CHECK(idx && ts_dtype_of(idx) == TS_I64);
+    CHECK_VALS(idx, 5, 6, 13, 14);
+    CHECK_VALS(ts_avg_pool2d(px, (ts_pool2d_opts){.kernel = {2, 2}, .divisor_override = 2}), 7,
+               5, 4.5, 7.5);
+    ts_tensor *ones = ts_ones(TS_SHAPE(1, 1, 3, 3), f64);
+    CHECK_VALS(ts_avg_pool2d(ones, (ts_pool2d_opts){.kernel = {2, 2},
+                                                    .padding = {1, 1},
+                                                    .ceil_mode = true,
+                                                    .divisor_override = 2}),
+               0.5, 1, 1, 2);
+    CHECK(!ts_avg_pool2d(px, (ts_pool2d_opts){.kernel = {2, 2}, .divisor_override = -1}));
+    CHECK_ERR(TS_ERR_ARG);
+
+    /* the backward of a matmul with an empty contraction: zeros of the operands' shapes */
+    ts_tensor *ma = ts_randn(TS_SHAPE(2, 3, 0), f64), *mb = ts_randn(TS_SHAPE(0, 4), f64);
+    ts_set_requires_grad(ma, true), ts_set_requires_grad(mb, true);
+    ts_tensor *my = ts_matmul(ma, mb);
+    CHECK_VALS(ts_sum(ts_abs(my)), 0);
+    ts_backward(ts_sum(my));
+    CHECK(ts_grad(mb) && ts_ndim(ts_grad(mb)) == 2 && ts_size(ts_grad(mb), 1) == 4);
+    CHECK(ts_grad(ma) && ts_numel(ts_grad(ma)) == 0);
+
+    /* MultiheadAttention(bias=False) */
+    ts_module *mha = ts_multihead_attention_new(4, 2, (ts_mha_opts){.no_bias = true});
+    CHECK(mha != NULL);
+    if (mha) {
+        ts_tensor_list l = ts_module_named_parameters(mha);
+        CHECK_EQ(l.n, 2);
+        ts_tensor_list_free(&l);
+        ts_module_free(mha);
+    }
+    CHECK_OK();
+    ts_scope_end();
+}
+
 int main(void) {
     ts_device devs[2] = {ts_cpu(), ts_sim(0)};
     ts_dtype dts[2] = {TS_F32, TS_F64};
@@ -557,6 +701,7 @@ int main(void) {
         test_dropout(devs[d]);
         test_batch_norm_errors(devs[d]);
         test_gradcheck(devs[d]);
+        test_torch_forms(devs[d]);
     }
     ts_memory_stats(ts_sim(0), &after);
     CHECK_EQ(after.live_tensors, before.live_tensors); /* every temporary released */

@@ -238,7 +238,12 @@ static void test_select_gather(ts_device dev, ts_device other) {
     CHECK_ERR(TS_ERR_ARG);
     CHECK(ts_gather(x, 1, ts_tensor_i64(TS_SHAPE(2), (int64_t[]){0, 0}, o)) == NULL);
     CHECK_ERR(TS_ERR_SHAPE);
-    CHECK(ts_gather(x, 1, ts_tensor_i32(TS_SHAPE(1, 1), (int32_t[]){0}, o)) == NULL);
+    /* an int32 index is taken (PyTorch: int32 or int64); another integer dtype is refused */
+    ts_tensor *g32 = ts_gather(x, 1, ts_tensor_i32(TS_SHAPE(1, 1), (int32_t[]){2}, o));
+    ts_tensor *g64 = ts_gather(x, 1, ts_tensor_i64(TS_SHAPE(1, 1), (int64_t[]){2}, o));
+    CHECK(g32 && g64 && ts_item(g32) == ts_item(g64));
+    ts_tensor *i16 = ts_to_dtype(ts_tensor_i32(TS_SHAPE(1, 1), (int32_t[]){0}, o), TS_I16);
+    CHECK(ts_gather(x, 1, i16) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
     if (!ts_device_equal(dev, other)) {
         ts_tensor *io = ts_tensor_i64(TS_SHAPE(1), (int64_t[]){0}, (ts_opts){.device = other});

@@ -20,8 +20,13 @@ typedef struct ts_pool2d_opts {
     int kernel[2], stride[2], padding[2], dilation[2];
     bool ceil_mode;
     bool exclude_pad; /* avg_pool2d: count_include_pad=False */
+    int divisor_override; /* avg_pool2d: > 0 divides every window's sum by it; 0: none */
 } ts_pool2d_opts;
 ts_tensor *ts_max_pool2d(ts_tensor *x, ts_pool2d_opts o);
+/* max_pool2d(return_indices=True): also *indices (int64, the output's shape, in the caller's
+ * scope): each maximum's flat position h * W + w within its input plane, as PyTorch's (first
+ * occurrence; NaN wins). *indices is NULL when the call fails. */
+ts_tensor *ts_max_pool2d_with_indices(ts_tensor *x, ts_pool2d_opts o, ts_tensor **indices);
 ts_tensor *ts_avg_pool2d(ts_tensor *x, ts_pool2d_opts o);
 ts_tensor *ts_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w);
 ts_tensor *ts_dropout(ts_tensor *x, double p, bool training);
@@ -372,5 +377,44 @@ ts_module *ts_resnet50(ts_resnet_config c); /* Bottleneck [3, 4, 6, 3]: 25.6M */
  * 0.27M parameters, about 41M multiply-adds for a 32x32 image. */
 ts_module *ts_resnet_cifar(int depth, ts_resnet_config c);
 ts_module *ts_resnet20(ts_resnet_config c);
+
+/* ============================================ recurrent layers (nn.RNN, nn.LSTM, nn.GRU, cells)
+ * PyTorch's parameters, names and shapes: per layer l and direction (suffix "_reverse" for the
+ * second) weight_ih_l{l} [G*H, in], weight_hh_l{l} [G*H, H_out], bias_ih_l{l}, bias_hh_l{l}
+ * [G*H], weight_hr_l{l} [proj_size, H] (LSTM with proj_size); G = 1 (RNN), 4 (LSTM: gates i, f,
+ * g, o), 3 (GRU: r, z, n, n = tanh(W_in x + b_in + r * (W_hn h + b_hn))); in = input_size for
+ * layer 0, else H_out * directions; H_out = proj_size or hidden_size. Cells: weight_ih, weight_hh,
+ * bias_ih, bias_hh. All drawn from uniform(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) as
+ * PyTorch's reset_parameters, on the default device in float32 (ts_module_to* moves them). */
+typedef enum ts_rnn_nonlinearity { TS_RNN_TANH = 0, TS_RNN_RELU } ts_rnn_nonlinearity;
+typedef struct ts_rnn_opts {
+    int64_t num_layers;               /* 0 -> 1 */
+    ts_rnn_nonlinearity nonlinearity; /* RNN and RNNCell only */
+    bool no_bias;                     /* bias=False */
+    bool batch_first;                 /* input and output [B, T, *] (not h_n / c_n) */
+    double dropout;                   /* on each layer's output but the last's, in training */
+    bool bidirectional;
+    int64_t proj_size; /* LSTM only: 0 none, else < hidden_size */
+} ts_rnn_opts;
+ts_module *ts_rnn_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
+ts_module *ts_lstm_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
+ts_module *ts_gru_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
+/* cells: only o.nonlinearity (RNNCell) and o.no_bias are used */
+ts_module *ts_rnn_cell_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
+ts_module *ts_lstm_cell_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
+ts_module *ts_gru_cell_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
+/* RNN/LSTM/GRU.forward: input [T, B, I] ([B, T, I] batch_first) or unbatched [T, I]; h0 [L*D, B,
+ * H_out] ([L*D, H_out] unbatched), c0 (LSTM only) [L*D, B, H], NULL: zeros; lengths (NULL: all T)
+ * an integer tensor [B]: sequence b's steps past lengths[b] leave the state as it was and output
+ * zeros (packed sequences' semantics; the reverse direction starts at each sequence's end).
+ * Returns output [T, B, D*H_out] (input's layout); *h_n [L*D, B, H_out] and *c_n [L*D, B, H] (LSTM;
+ * NULL otherwise) in the caller's scope when not NULL. ts_forward(m, x) returns the output alone.
+ * The input's dtype must be the parameters' (TS_ERR_DTYPE); shapes are checked (TS_ERR_SHAPE). */
+ts_tensor *ts_rnn_forward(ts_module *m, ts_tensor *input, ts_tensor *h0, ts_tensor *c0,
+                          ts_tensor *lengths, ts_tensor **h_n, ts_tensor **c_n);
+/* Cell forward: input [B, I] or [I]; hx (and cx, LSTMCell) [B, H] or [H], NULL: zeros. Returns
+ * h'; *c_out gets c' (LSTMCell). ts_forward(cell, x) returns h' from zero states. */
+ts_tensor *ts_rnn_cell_forward(ts_module *cell, ts_tensor *input, ts_tensor *hx, ts_tensor *cx,
+                               ts_tensor **c_out);
 
 #endif /* TESSERA_NN_H */

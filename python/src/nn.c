@@ -85,19 +85,29 @@ static PyObject *nn_conv2d(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
-/* _nn_pool2d(avg, x, (kh, kw), (sh, sw), (ph, pw), (dh, dw), ceil_mode, exclude_pad) */
+/* _nn_pool2d(avg, x, (kh, kw), (sh, sw), (ph, pw), (dh, dw), ceil_mode, exclude_pad,
+ * divisor_override=0, return_indices=False): max pooling with return_indices gives the pair
+ * (output, indices) */
 static PyObject *nn_pool2d(PyObject *self, PyObject *args) {
     (void)self;
-    int avg, ceil, excl;
+    int avg, ceil, excl, with_idx = 0;
     PyObject *xo;
     ts_pool2d_opts p = {0};
-    if (!PyArg_ParseTuple(args, "pO(ii)(ii)(ii)(ii)pp:pool2d", &avg, &xo, &p.kernel[0],
+    if (!PyArg_ParseTuple(args, "pO(ii)(ii)(ii)(ii)pp|ip:pool2d", &avg, &xo, &p.kernel[0],
                           &p.kernel[1], &p.stride[0], &p.stride[1], &p.padding[0], &p.padding[1],
-                          &p.dilation[0], &p.dilation[1], &ceil, &excl))
+                          &p.dilation[0], &p.dilation[1], &ceil, &excl, &p.divisor_override,
+                          &with_idx))
         return NULL;
     p.ceil_mode = ceil, p.exclude_pad = excl;
-    ts_tensor *x = tsp_tensor_arg(xo, avg ? "avg_pool2d" : "max_pool2d", "input"), *y;
+    ts_tensor *x = tsp_tensor_arg(xo, avg ? "avg_pool2d" : "max_pool2d", "input"), *y, *idx = NULL;
     if (!x || tsp_enter() < 0) return NULL;
+    if (!avg && with_idx) {
+        TSP_NOGIL(y = ts_max_pool2d_with_indices(x, p, &idx));
+        PyObject *yo = tsp_wrap(y);
+        if (!yo) return tsp_drop(idx), NULL;
+        PyObject *io = tsp_wrap(idx);
+        return io ? Py_BuildValue("(NN)", yo, io) : (Py_DECREF(yo), NULL);
+    }
     TSP_NOGIL(y = avg ? ts_avg_pool2d(x, p) : ts_max_pool2d(x, p));
     return tsp_wrap(y);
 }

@@ -141,6 +141,44 @@ static PyObject *cm_generate(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
+/* rnn(input, h0, c0, lengths) -> (output, h_n, c_n|None): RNN / LSTM / GRU forward */
+static PyObject *cm_rnn(PyObject *self, PyObject *args) {
+    PyObject *o[4];
+    if (!PyArg_ParseTuple(args, "OOOO:rnn", &o[0], &o[1], &o[2], &o[3])) return NULL;
+    static const char *const names[] = {"input", "h0", "c0", "lengths"};
+    ts_tensor *t[4], *y, *hn = NULL, *cn = NULL;
+    for (int i = 0; i < 4; i++)
+        if (i == 0 ? !(t[i] = tsp_tensor_arg(o[i], "RNN.forward", names[i]))
+                   : tspn_opt_tensor(o[i], &t[i], "RNN.forward", names[i]) < 0)
+            return NULL;
+    if (tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_rnn_forward(M(self), t[0], t[1], t[2], t[3], &hn, &cn));
+    PyObject *yo = tsp_wrap(y);
+    if (!yo) return ts_release(hn), ts_release(cn), NULL;
+    PyObject *ho = tsp_wrap(hn);
+    if (!ho) return ts_release(cn), Py_DECREF(yo), NULL;
+    PyObject *co = cn ? tsp_wrap(cn) : Py_NewRef(Py_None);
+    return co ? Py_BuildValue("(NNN)", yo, ho, co) : (Py_DECREF(yo), Py_DECREF(ho), NULL);
+}
+
+/* rnn_cell(input, hx, cx) -> (h, c|None): RNNCell / LSTMCell / GRUCell forward */
+static PyObject *cm_rnn_cell(PyObject *self, PyObject *args) {
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(args, "OOO:rnn_cell", &o[0], &o[1], &o[2])) return NULL;
+    static const char *const names[] = {"input", "hx", "cx"};
+    ts_tensor *t[3], *h, *c = NULL;
+    for (int i = 0; i < 3; i++)
+        if (i == 0 ? !(t[i] = tsp_tensor_arg(o[i], "RNNCell.forward", names[i]))
+                   : tspn_opt_tensor(o[i], &t[i], "RNNCell.forward", names[i]) < 0)
+            return NULL;
+    if (tsp_enter() < 0) return NULL;
+    TSP_NOGIL(h = ts_rnn_cell_forward(M(self), t[0], t[1], t[2], &c));
+    PyObject *ho = tsp_wrap(h);
+    if (!ho) return ts_release(c), NULL;
+    PyObject *co = c ? tsp_wrap(c) : Py_NewRef(Py_None);
+    return co ? Py_BuildValue("(NN)", ho, co) : (Py_DECREF(ho), NULL);
+}
+
 #define FN(f) (PyCFunction)(void (*)(void))(f)
 static PyMethodDef cmodule_methods[] = {
     {"forward", cm_forward, METH_O, "forward(x): ts_forward"},
@@ -149,6 +187,8 @@ static PyMethodDef cmodule_methods[] = {
     {"mha", FN(cm_mha), METH_VARARGS, NULL},
     {"encoder_layer", FN(cm_encoder_layer), METH_VARARGS, NULL},
     {"generate", FN(cm_generate), METH_VARARGS, NULL},
+    {"rnn", FN(cm_rnn), METH_VARARGS, NULL},
+    {"rnn_cell", FN(cm_rnn_cell), METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
@@ -233,11 +273,38 @@ static PyObject *nn_encoder_layer(PyObject *self, PyObject *args) {
     return cmodule_wrap(m);
 }
 
+/* _nn_rnn(kind (0 RNN, 1 LSTM, 2 GRU), cell, input_size, hidden_size, num_layers, relu, bias,
+ * batch_first, dropout, bidirectional, proj_size) */
+static PyObject *nn_rnn(PyObject *self, PyObject *args) {
+    (void)self;
+    int kind, cell, relu, bias, bf, bidir;
+    long long in, hid, layers, proj;
+    double p;
+    if (!PyArg_ParseTuple(args, "ipLLLpppdpL:RNN", &kind, &cell, &in, &hid, &layers, &relu, &bias,
+                          &bf, &p, &bidir, &proj))
+        return NULL;
+    if (kind < 0 || kind > 2) return PyErr_Format(PyExc_ValueError, "_nn_rnn: bad kind %d", kind);
+    ts_rnn_opts o = {.num_layers = layers,
+                     .nonlinearity = relu ? TS_RNN_RELU : TS_RNN_TANH,
+                     .no_bias = !bias,
+                     .batch_first = bf,
+                     .dropout = p,
+                     .bidirectional = bidir,
+                     .proj_size = proj};
+    typedef ts_module *(*ctor)(int64_t, int64_t, ts_rnn_opts);
+    static const ctor layers_[] = {ts_rnn_new, ts_lstm_new, ts_gru_new},
+                      cells[] = {ts_rnn_cell_new, ts_lstm_cell_new, ts_gru_cell_new};
+    ts_module *m;
+    TSP_NOGIL(m = (cell ? cells : layers_)[kind](in, hid, o));
+    return cmodule_wrap(m);
+}
+
 static PyMethodDef factories[] = {
     {"_nn_gpt", FN(nn_gpt), METH_VARARGS, NULL},
     {"_nn_resnet", FN(nn_resnet), METH_VARARGS, NULL},
     {"_nn_mha", FN(nn_mha), METH_VARARGS, NULL},
     {"_nn_encoder_layer", FN(nn_encoder_layer), METH_VARARGS, NULL},
+    {"_nn_rnn", FN(nn_rnn), METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -93,6 +93,42 @@ int tsp_double_arg(PyObject *o, double dflt, double *out, const char *fn, const 
     return -1;
 }
 
+int tsp_scalar_arg(PyObject *o, double dflt, double *out, const char *fn, const char *arg) {
+    ts_tensor *t = o ? tsp_tensor_of(o) : NULL;
+    if (!t) return tsp_double_arg(o, dflt, out, fn, arg);
+    if (ts_ndim(t) != 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument '%s' must be a number or a 0-dim Tensor, not a %d-dim Tensor",
+                     fn, arg, ts_ndim(t));
+        return -1;
+    }
+    double v;
+    Py_BEGIN_ALLOW_THREADS;
+    v = ts_item(t);
+    Py_END_ALLOW_THREADS;
+    if (tsp_check()) return -1;
+    return *out = v, 0;
+}
+
+int tsp_int_or_tensor_arg(PyObject *o, int64_t *out, const char *fn, const char *arg) {
+    ts_tensor *t = o ? tsp_tensor_of(o) : NULL;
+    if (!t) return tsp_int_arg(o, out, fn, arg);
+    ts_dtype dt = ts_dtype_of(t);
+    if (ts_ndim(t) != 0 || ts_dtype_is_floating(dt) || dt == TS_BOOL) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument '%s' must be an int or a 0-dim integral Tensor, not a "
+                     "%d-dim %s Tensor",
+                     fn, arg, ts_ndim(t), ts_dtype_name(dt));
+        return -1;
+    }
+    double v;
+    Py_BEGIN_ALLOW_THREADS;
+    v = ts_item(t);
+    Py_END_ALLOW_THREADS;
+    if (tsp_check()) return -1;
+    return *out = (int64_t)v, 0;
+}
+
 /* a sequence of ints (list, tuple, Size) into dims[] (up to max); the count, or -1 */
 static int int_sequence(PyObject *o, int64_t *dims, int max, const char *fn, const char *arg) {
     PyObject *seq = PySequence_Fast(o, "");

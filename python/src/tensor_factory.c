@@ -360,13 +360,33 @@ static PyObject *f_linspace(PyObject *mod, PyObject *const *args, Py_ssize_t nar
     int64_t steps;
     ts_opts o = {0};
     if (tsp_parse(args, nargs, kw, "linspace", names, 6, 3, a) < 0 ||
-        tsp_double_arg(a[0], 0, &start, "linspace", "start") < 0 ||
-        tsp_double_arg(a[1], 0, &end, "linspace", "end") < 0 ||
+        tsp_scalar_arg(a[0], 0, &start, "linspace", "start") < 0 ||
+        tsp_scalar_arg(a[1], 0, &end, "linspace", "end") < 0 ||
         tsp_int_arg(a[2], &steps, "linspace", "steps") < 0 ||
         tsp_opts_args(a[3], a[4], a[5], NULL, &o, "linspace") < 0 || tsp_enter())
         return NULL;
     ts_tensor *t;
     TSP_NOGIL(t = ts_linspace(start, end, steps, o););
+    return tsp_wrap(t);
+}
+
+static PyObject *f_logspace(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    (void)mod;
+    static const char *const names[] = {"start", "end",    "steps",        "base",
+                                        "dtype", "device", "requires_grad"};
+    PyObject *a[7];
+    double start, end, base;
+    int64_t steps;
+    ts_opts o = {0};
+    if (tsp_parse(args, nargs, kw, "logspace", names, 7, 3, a) < 0 ||
+        tsp_scalar_arg(a[0], 0, &start, "logspace", "start") < 0 ||
+        tsp_scalar_arg(a[1], 0, &end, "logspace", "end") < 0 ||
+        tsp_int_arg(a[2], &steps, "logspace", "steps") < 0 ||
+        tsp_double_arg(a[3], 10.0, &base, "logspace", "base") < 0 ||
+        tsp_opts_args(a[4], a[5], a[6], NULL, &o, "logspace") < 0 || tsp_enter())
+        return NULL;
+    ts_tensor *t;
+    TSP_NOGIL(t = ts_logspace(start, end, steps, base, o););
     return tsp_wrap(t);
 }
 
@@ -647,6 +667,7 @@ PyMethodDef tsp_tensor_core_functions[] = {
     {"randint", FN(f_randint), FAST, "randint(low=0, high, size, dtype=int64, device=None)"},
     {"arange", FN(f_arange), FAST, "arange(start=0, end, step=1, dtype=None, device=None)"},
     {"linspace", FN(f_linspace), FAST, "linspace(start, end, steps, dtype=None, device=None)"},
+    {"logspace", FN(f_logspace), FAST, "logspace(start, end, steps, base=10.0, dtype=None)"},
     {"eye", FN(f_eye), FAST, "eye(n, m=None, dtype=None, device=None)"},
     {"zeros_like", FN(f_zeros_like), FAST, NULL},
     {"ones_like", FN(f_ones_like), FAST, NULL},

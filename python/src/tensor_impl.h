@@ -21,6 +21,10 @@ int tsp_dims_arg(PyObject *o, ts_dims *out, const char *fn, const char *arg);
 int tsp_bool_arg(PyObject *o, bool dflt, bool *out, const char *fn, const char *arg);
 /* a float argument (None -> dflt) */
 int tsp_double_arg(PyObject *o, double dflt, double *out, const char *fn, const char *arg);
+/* the same, or a 0-dim Tensor's value (torch takes one where it takes a number) */
+int tsp_scalar_arg(PyObject *o, double dflt, double *out, const char *fn, const char *arg);
+/* an int, or a 0-dim integral Tensor's value (narrow's start) */
+int tsp_int_or_tensor_arg(PyObject *o, int64_t *out, const char *fn, const char *arg);
 
 /* m_NAME (a Tensor method: self is the input) and f_NAME (tessera.NAME: the input comes first
  * among the arguments) over one body: call(self or NULL, args, nargs, kwnames, extra) */
@@ -39,6 +43,18 @@ int tsp_opts_args(PyObject *dtype, PyObject *device, PyObject *requires_grad, Py
 
 /* Calls f(t) with the GIL released, after the Ctrl-C check; wraps the result. */
 PyObject *tsp_unary(ts_tensor *(*f)(ts_tensor *), ts_tensor *t);
+/* m_NAME (the Tensor method) and f_NAME (the function, whose argument must be a tensor) of a
+ * unary op cfn: the tables' one line per op (tensor_ops.c, tensor_special.c) */
+#define TSP_DEF_UNARY(name, cfn)                                                                   \
+    static PyObject *m_##name(PyObject *self, PyObject *unused) {                                  \
+        (void)unused;                                                                              \
+        return tsp_unary(cfn, ((tsp_tensor *)(self))->t);                                          \
+    }                                                                                              \
+    static PyObject *f_##name(PyObject *mod, PyObject *x) {                                        \
+        (void)mod;                                                                                 \
+        ts_tensor *t = tsp_tensor_arg(x, #name, "input");                                          \
+        return t ? tsp_unary(cfn, t) : NULL;                                                       \
+    }
 
 /* the end of an in-place method: r (the C op's result, self's tensor) checked and its reference
  * dropped; a new reference to self, or NULL with the error raised */
@@ -74,6 +90,8 @@ PyObject *tsp_tensor_repr(PyObject *self);
 extern PyMethodDef tsp_tensor_ops_methods[], tsp_tensor_ops_functions[];
 extern PyMethodDef tsp_tensor_shape_methods[], tsp_tensor_shape_functions[];
 extern PyMethodDef tsp_tensor_reduce_methods[], tsp_tensor_reduce_functions[];
+extern PyMethodDef tsp_tensor_special_methods[], tsp_tensor_special_functions[];
+void tsp_init_tensor_special(void); /* tensor_special.c: `%` */
 extern PyMethodDef tsp_autograd_methods[];
 extern PyGetSetDef tsp_autograd_getset[];
 extern PyNumberMethods tsp_tensor_as_number;

@@ -138,10 +138,23 @@ static PyObject *m_type(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     return moved(self, false, (ts_device){0}, dt, false, false);
 }
 
+/* x.float(memory_format=torch.preserve_format) and the other casts */
+static PyObject *cast_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
+                             ts_dtype dt, const char *fn) {
+    static const char *const names[] = {"memory_format"};
+    PyObject *a[1];
+    if (tsp_parse(args, nargs, kw, fn, names, 1, 0, a) < 0) return NULL;
+    const int f = tsp_memory_format_arg(a[0], fn);
+    if (f == -2) return NULL;
+    PyObject *r = moved(self, false, (ts_device){0}, dt, false, false);
+    if (!r || f < 0) return r;
+    PyObject *r2 = in_format(r, f);
+    Py_DECREF(r);
+    return r2;
+}
 #define CAST_METHOD(name, dt)                                                                      \
-    static PyObject *m_##name(PyObject *self, PyObject *unused) {                                  \
-        (void)unused;                                                                              \
-        return moved(self, false, (ts_device){0}, dt, false, false);                               \
+    static PyObject *m_##name(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {    \
+        return cast_method(self, a, n, kw, dt, #name);                                             \
     }
 CAST_METHOD(float, TS_F32)
 CAST_METHOD(double, TS_F64)
@@ -199,16 +212,16 @@ PyMethodDef tsp_tensor_move_methods[] = {
     {"cuda", FN(m_cuda), FAST, "cuda(device=None, non_blocking=False)"},
     {"cpu", m_cpu, METH_NOARGS, "a copy on the cpu (self when already there)"},
     {"type", FN(m_type), FAST, "type(dtype=None): the type name, or a cast"},
-    {"float", m_float, METH_NOARGS, NULL},
-    {"double", m_double, METH_NOARGS, NULL},
-    {"half", m_half, METH_NOARGS, NULL},
-    {"bfloat16", m_bfloat16, METH_NOARGS, NULL},
-    {"long", m_long, METH_NOARGS, NULL},
-    {"int", m_int, METH_NOARGS, NULL},
-    {"byte", m_byte, METH_NOARGS, NULL},
-    {"bool", m_bool, METH_NOARGS, NULL},
-    {"char", m_char, METH_NOARGS, NULL},
-    {"short", m_short, METH_NOARGS, NULL},
+    {"float", FN(m_float), FAST, NULL},
+    {"double", FN(m_double), FAST, NULL},
+    {"half", FN(m_half), FAST, NULL},
+    {"bfloat16", FN(m_bfloat16), FAST, NULL},
+    {"long", FN(m_long), FAST, NULL},
+    {"int", FN(m_int), FAST, NULL},
+    {"byte", FN(m_byte), FAST, NULL},
+    {"bool", FN(m_bool), FAST, NULL},
+    {"char", FN(m_char), FAST, NULL},
+    {"short", FN(m_short), FAST, NULL},
     {"pin_memory", m_pin_memory, METH_NOARGS, "a copy in page-locked memory"},
     {"contiguous", FN(m_contiguous), FAST, NULL},
     {"clone", FN(m_clone), FAST, NULL},

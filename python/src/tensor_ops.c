@@ -36,7 +36,18 @@ static const binop op_gt = {"gt", ts_gt, ts_gt_scalar, ts_lt_scalar, NULL, NULL}
 static const binop op_ge = {"ge", ts_ge, ts_ge_scalar, ts_le_scalar, NULL, NULL};
 static const binop op_and = {"logical_and", ts_logical_and, NULL, NULL, NULL, NULL};
 static const binop op_or = {"logical_or", ts_logical_or, NULL, NULL, NULL, NULL};
-static const binop op_xor = {"logical_xor", ts_ne, NULL, NULL, NULL, NULL}; /* bools: a != b */
+/* integer and bool bitwise ops (a Python number beside: a 0-dim tensor, promoted as torch's) */
+static const binop op_bitand = {"bitwise_and", ts_bitwise_and, NULL, NULL, ts_bitwise_and_, NULL};
+static const binop op_bitor = {"bitwise_or", ts_bitwise_or, NULL, NULL, ts_bitwise_or_, NULL};
+static const binop op_bitxor = {"bitwise_xor", ts_bitwise_xor, NULL, NULL, ts_bitwise_xor_, NULL};
+static const binop op_lshift = {"bitwise_left_shift",    ts_bitwise_left_shift, NULL, NULL,
+                                ts_bitwise_left_shift_, NULL};
+static const binop op_rshift = {"bitwise_right_shift",    ts_bitwise_right_shift, NULL, NULL,
+                                ts_bitwise_right_shift_, NULL};
+static ts_tensor *floor_div(ts_tensor *a, ts_tensor *b) {
+    return ts_div_rounding(a, b, TS_ROUNDING_FLOOR);
+}
+static const binop op_floordiv = {"floor_divide", floor_div, NULL, NULL, NULL, NULL};
 
 /* A Python number beside tensor t, as a 0-dim tensor on t's device, with the dtype a "weak"
  * Python scalar has in torch: t's own unless the number's kind is wider (a float beside an int
@@ -101,8 +112,13 @@ static PyObject *inplace(PyObject *self, PyObject *other, const binop *op) {
     if (tsp_enter()) return NULL;
     if (o)
         TSP_NOGIL(r = op->tt_(t, o));
-    else
+    else if (op->ts_)
         TSP_NOGIL(r = op->ts_(t, v));
+    else {
+        ts_tensor *s = scalar_beside(t, other, v);
+        r = s ? op->tt_(t, s) : NULL;
+        tsp_drop(s);
+    }
     return tsp_inplace_result(self, r);
 }
 
@@ -119,29 +135,14 @@ static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod) {
     return binary(a, b, &op_pow);
 }
 
-/* &, |, ^ on bool tensors: the logical ops (integer bitwise ops are not in the C API) */
-static PyObject *logical(PyObject *a, PyObject *b, const binop *op) {
-    ts_tensor *ta = tsp_tensor_of(a), *tb = tsp_tensor_of(b);
-    if ((ta && ts_dtype_of(ta) != TS_BOOL) || (tb && ts_dtype_of(tb) != TS_BOOL)) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s: &, |, ^ are supported on bool tensors only (Tessera has no integer "
-                     "bitwise ops)",
-                     op->name);
-        return NULL;
-    }
-    return binary(a, b, op);
-}
-static PyObject *nb_and(PyObject *a, PyObject *b) { return logical(a, b, &op_and); }
-static PyObject *nb_or(PyObject *a, PyObject *b) { return logical(a, b, &op_or); }
-static PyObject *nb_xor(PyObject *a, PyObject *b) { return logical(a, b, &op_xor); }
-static PyObject *nb_invert(PyObject *a) {
-    if (ts_dtype_of(T(a)) != TS_BOOL) {
-        PyErr_SetString(PyExc_TypeError,
-                        "~ is supported on bool tensors only (Tessera has no integer bitwise ops)");
-        return NULL;
-    }
-    return tsp_unary(ts_logical_not, T(a));
-}
+/* &, |, ^, <<, >>, ~: the bitwise ops (integer and bool tensors; on bool the logical ones) */
+NB_BINARY(and, op_bitand)
+NB_BINARY(or, op_bitor)
+NB_BINARY(xor, op_bitxor)
+NB_BINARY(lshift, op_lshift)
+NB_BINARY(rshift, op_rshift)
+NB_BINARY(floordiv, op_floordiv)
+static PyObject *nb_invert(PyObject *a) { return tsp_unary(ts_bitwise_not, T(a)); }
 static PyObject *nb_neg(PyObject *a) { return tsp_unary(ts_neg, T(a)); }
 static PyObject *nb_pos(PyObject *a) { return Py_NewRef(a); }
 static PyObject *nb_abs(PyObject *a) { return tsp_unary(ts_abs, T(a)); }
@@ -156,6 +157,11 @@ static PyObject *nb_ipow(PyObject *a, PyObject *b, PyObject *mod) {
     (void)mod;
     return inplace(a, b, &op_pow);
 }
+NB_INPLACE(and, op_bitand)
+NB_INPLACE(or, op_bitor)
+NB_INPLACE(xor, op_bitxor)
+NB_INPLACE(lshift, op_lshift)
+NB_INPLACE(rshift, op_rshift)
 
 PyNumberMethods tsp_tensor_as_number = {
     .nb_add = nb_add,
@@ -171,6 +177,14 @@ PyNumberMethods tsp_tensor_as_number = {
     .nb_or = nb_or,
     .nb_xor = nb_xor,
     .nb_invert = nb_invert,
+    .nb_lshift = nb_lshift,
+    .nb_rshift = nb_rshift,
+    .nb_floor_divide = nb_floordiv,
+    .nb_inplace_and = nb_iand,
+    .nb_inplace_or = nb_ior,
+    .nb_inplace_xor = nb_ixor,
+    .nb_inplace_lshift = nb_ilshift,
+    .nb_inplace_rshift = nb_irshift,
     .nb_inplace_add = nb_iadd,
     .nb_inplace_subtract = nb_isub,
     .nb_inplace_multiply = nb_imul,
@@ -195,16 +209,60 @@ static PyObject *or_type_error(PyObject *res, const char *fn, const char *suffix
     return NULL;
 }
 
-/* op(input, other, alpha=1) */
+/* div(input, other, rounding_mode='trunc' | 'floor'): x and other (a Tensor or a number) through
+ * ts_div_rounding; mode None: true division */
+static ts_tensor *div_rounding(PyObject *x, PyObject *other, PyObject *mode_obj) {
+    ts_rounding_mode mode;
+    if (mode_obj == Py_None)
+        mode = TS_ROUNDING_NONE;
+    else if (PyUnicode_Check(mode_obj) && !PyUnicode_CompareWithASCIIString(mode_obj, "trunc"))
+        mode = TS_ROUNDING_TRUNC;
+    else if (PyUnicode_Check(mode_obj) && !PyUnicode_CompareWithASCIIString(mode_obj, "floor"))
+        mode = TS_ROUNDING_FLOOR;
+    else {
+        PyErr_Format(PyExc_ValueError,
+                     "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                     "%R",
+                     mode_obj);
+        return NULL;
+    }
+    ts_tensor *a = tsp_tensor_of(x), *b = tsp_tensor_of(other), *sa = NULL, *sb = NULL, *r = NULL;
+    double v;
+    if (!a && !b) {
+        PyErr_SetString(PyExc_TypeError, "div(): argument 'input' must be Tensor");
+        return NULL;
+    }
+    if ((!a && tsp_double_arg(x, 0, &v, "div", "input") < 0) ||
+        (!b && tsp_double_arg(other, 0, &v, "div", "other") < 0) || tsp_enter())
+        return NULL;
+    if (!a) a = sa = scalar_beside(b, x, v);
+    if (!b) b = sb = scalar_beside(a, other, v);
+    if (a && b) TSP_NOGIL(r = ts_div_rounding(a, b, mode));
+    tsp_drop(sa);
+    tsp_drop(sb);
+    if (!r) tsp_check();
+    return r;
+}
+
+/* op(input, other, alpha=1) (div: rounding_mode=None too) */
 static PyObject *call_binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
                              const binop *op) {
-    static const char *const mnames[] = {"other", "alpha"};
-    static const char *const fnames[] = {"input", "other", "alpha"};
-    PyObject *a[3] = {0};
-    int r = self ? tsp_parse(args, nargs, kw, op->name, mnames, 2, 1, a + 1)
-                 : tsp_parse(args, nargs, kw, op->name, fnames, 3, 2, a);
+    static const char *const mnames[] = {"other", "alpha", "rounding_mode"};
+    static const char *const fnames[] = {"input", "other", "alpha", "rounding_mode"};
+    PyObject *a[4] = {0};
+    int r = self ? tsp_parse(args, nargs, kw, op->name, mnames, 3, 1, a + 1)
+                 : tsp_parse(args, nargs, kw, op->name, fnames, 4, 2, a);
     if (r < 0) return NULL;
     if (self) a[0] = self;
+    if (a[3]) {
+        if (op != &op_div) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument 'rounding_mode'",
+                         op->name);
+            return NULL;
+        }
+        ts_tensor *res = div_rounding(a[0], a[1], a[3]);
+        return res ? tsp_wrap(res) : NULL;
+    }
     if (!tsp_tensor_of(a[0]) && !tsp_tensor_of(a[1])) {
         PyErr_Format(PyExc_TypeError, "%s(): argument 'input' must be Tensor, not %.100s", op->name,
                      Py_TYPE(a[0])->tp_name);
@@ -230,9 +288,21 @@ static PyObject *call_binary(PyObject *self, PyObject *const *args, Py_ssize_t n
 /* self.op_(other): in place */
 static PyObject *call_inplace(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
                               const binop *op) {
-    static const char *const names[] = {"other", "alpha"};
-    PyObject *a[2];
-    if (tsp_parse(args, nargs, kw, op->name, names, 2, 1, a) < 0) return NULL;
+    static const char *const names[] = {"other", "alpha", "rounding_mode"};
+    PyObject *a[3];
+    if (tsp_parse(args, nargs, kw, op->name, names, 3, 1, a) < 0) return NULL;
+    if (a[2]) { /* div_(other, rounding_mode=): the rounded quotient copied into self */
+        if (op != &op_div) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s_() got an unexpected keyword argument 'rounding_mode'", op->name);
+            return NULL;
+        }
+        ts_tensor *q = div_rounding(self, a[0], a[2]), *res;
+        if (!q) return NULL;
+        TSP_NOGIL(res = ts_copy_(T(self), q));
+        tsp_drop(q);
+        return tsp_inplace_result(self, res);
+    }
     if (a[1]) { /* alpha: self += alpha * other, through the out-of-place op and copy_ */
         double alpha;
         ts_tensor *y = tsp_tensor_arg(a[0], op->name, "other"), *res = NULL, *sum;
@@ -265,8 +335,17 @@ static PyObject *call_inplace(PyObject *self, PyObject *const *args, Py_ssize_t 
     X(gt, op_gt)                                                                                   \
     X(ge, op_ge)                                                                                   \
     X(logical_and, op_and)                                                                         \
-    X(logical_or, op_or)
-#define INPLACE_LIST(X) X(add, op_add) X(sub, op_sub) X(mul, op_mul) X(div, op_div) X(pow, op_pow)
+    X(logical_or, op_or)                                                                           \
+    X(bitwise_and, op_bitand)                                                                      \
+    X(bitwise_or, op_bitor)                                                                        \
+    X(bitwise_xor, op_bitxor)                                                                      \
+    X(bitwise_left_shift, op_lshift)                                                               \
+    X(bitwise_right_shift, op_rshift)                                                              \
+    X(floor_divide, op_floordiv)
+#define INPLACE_LIST(X)                                                                            \
+    X(add, op_add) X(sub, op_sub) X(mul, op_mul) X(div, op_div) X(pow, op_pow)                     \
+        X(bitwise_and, op_bitand) X(bitwise_or, op_bitor) X(bitwise_xor, op_bitxor)                \
+            X(bitwise_left_shift, op_lshift) X(bitwise_right_shift, op_rshift)
 
 #define DEF_BINARY(name, op) TSP_METHOD_AND_FUNCTION(name, call_binary, &op)
 BINARY_LIST(DEF_BINARY)
@@ -307,10 +386,10 @@ INPLACE_LIST(DEF_INPLACE)
     X(sign, ts_sign)                                                                               \
     X(floor, ts_floor)                                                                             \
     X(ceil, ts_ceil)                                                                               \
-    X(round, ts_round)                                                                             \
     X(reciprocal, ts_reciprocal)                                                                   \
     X(square, ts_square)                                                                           \
-    X(logical_not, ts_logical_not)
+    X(logical_not, ts_logical_not)                                                                 \
+    X(bitwise_not, ts_bitwise_not)
 // clang-format on
 #define UNARY_INPLACE_LIST(X)                                                                      \
     X(neg_, ts_neg_)                                                                               \
@@ -320,17 +399,7 @@ INPLACE_LIST(DEF_INPLACE)
     X(sqrt_, ts_sqrt_)                                                                             \
     X(sigmoid_, ts_sigmoid_) X(relu_, ts_relu_) X(tanh_, ts_tanh_) X(zero_, ts_zero_)
 
-#define DEF_UNARY(name, cfn)                                                                       \
-    static PyObject *m_##name(PyObject *self, PyObject *unused) {                                  \
-        (void)unused;                                                                              \
-        return tsp_unary(cfn, T(self));                                                            \
-    }                                                                                              \
-    static PyObject *f_##name(PyObject *mod, PyObject *x) {                                        \
-        (void)mod;                                                                                 \
-        ts_tensor *t = tsp_tensor_arg(x, #name, "input");                                          \
-        return t ? tsp_unary(cfn, t) : NULL;                                                       \
-    }
-UNARY_LIST(DEF_UNARY)
+UNARY_LIST(TSP_DEF_UNARY)
 
 static PyObject *unary_inplace(PyObject *self, ts_tensor *(*f)(ts_tensor *)) {
     ts_tensor *r;
@@ -346,12 +415,52 @@ static PyObject *unary_inplace(PyObject *self, ts_tensor *(*f)(ts_tensor *)) {
 UNARY_INPLACE_LIST(DEF_UNARY_INPLACE)
 
 /* ------------------------------------------------------------------ the rest */
-static PyObject *m_fill_(PyObject *self, PyObject *value) {
+/* fill_(value): a number or a 0-dim tensor */
+static PyObject *m_fill_(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    static const char *const names[] = {"value"};
+    PyObject *a[1];
     double v;
     ts_tensor *r;
-    if (tsp_double_arg(value, 0, &v, "fill_", "value") < 0 || tsp_enter()) return NULL;
+    if (tsp_parse(args, nargs, kw, "fill_", names, 1, 1, a) < 0 ||
+        tsp_scalar_arg(a[0], 0, &v, "fill_", "value") < 0 || tsp_enter())
+        return NULL;
     TSP_NOGIL(r = ts_fill_(T(self), v));
     return tsp_inplace_result(self, r);
+}
+
+/* round(input, decimals=0) */
+static PyObject *call_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
+                            const char *fn) {
+    static const char *const names[] = {"input", "decimals"};
+    PyObject *a[2] = {0};
+    int r = self ? tsp_parse(args, nargs, kw, fn, names + 1, 1, 0, a + 1)
+                 : tsp_parse(args, nargs, kw, fn, names, 2, 1, a);
+    ts_tensor *t = r < 0 ? NULL : self ? T(self) : tsp_tensor_arg(a[0], fn, "input"), *res;
+    int64_t d = 0;
+    if (!t || (a[1] && tsp_int_arg(a[1], &d, fn, "decimals") < 0) || tsp_enter()) return NULL;
+    TSP_NOGIL(res = ts_round_decimals(t, d));
+    return tsp_wrap(res);
+}
+TSP_METHOD_AND_FUNCTION(round, call_round, "round")
+
+/* clamp with a Tensor bound: ts_clamp_tensor (a number beside it as a 0-dim tensor, None: none) */
+static PyObject *clamp_tensors(PyObject *self, ts_tensor *t, PyObject *lo, PyObject *hi,
+                               const char *fn, bool in_place) {
+    PyObject *o[2] = {lo, hi};
+    static const char *const names[2] = {"min", "max"};
+    ts_tensor *b[2] = {NULL, NULL}, *made[2] = {NULL, NULL}, *res = NULL;
+    double v[2];
+    for (int i = 0; i < 2; i++) {
+        if (!o[i] || o[i] == Py_None || (b[i] = tsp_tensor_of(o[i]))) continue;
+        if (tsp_double_arg(o[i], 0, &v[i], fn, names[i]) < 0) return NULL;
+    }
+    if (tsp_enter()) return NULL;
+    for (int i = 0; i < 2; i++)
+        if (o[i] && o[i] != Py_None && !b[i]) b[i] = made[i] = scalar_beside(t, o[i], v[i]);
+    TSP_NOGIL(res = in_place ? ts_clamp_tensor_(t, b[0], b[1]) : ts_clamp_tensor(t, b[0], b[1]));
+    tsp_drop(made[0]);
+    tsp_drop(made[1]);
+    return tsp_result(self, res, in_place);
 }
 
 /* clamp(input, min=None, max=None) and clamp_ (NAN: no bound, the C API's convention) */
@@ -365,6 +474,8 @@ static PyObject *clamp(PyObject *self, PyObject *const *args, Py_ssize_t nargs, 
                  : tsp_parse(args, nargs, kw, fn, fnames, 3, 1, a);
     if (r < 0) return NULL;
     ts_tensor *t = self ? T(self) : tsp_tensor_arg(a[0], fn, "input"), *res;
+    if (t && ((a[1] && tsp_tensor_of(a[1])) || (a[2] && tsp_tensor_of(a[2]))))
+        return clamp_tensors(self, t, a[1], a[2], fn, in_place);
     double lo, hi;
     if (!t || tsp_double_arg(a[1], NAN, &lo, fn, "min") < 0 ||
         tsp_double_arg(a[2], NAN, &hi, fn, "max") < 0 || tsp_enter())
@@ -383,6 +494,9 @@ static PyObject *one_bound(PyObject *self, PyObject *bound, const char *fn,
                            ts_tensor *(*f)(ts_tensor *, double)) {
     double v;
     ts_tensor *r;
+    if (tsp_tensor_of(bound))
+        return clamp_tensors(self, T(self), f == ts_clamp_min ? bound : NULL,
+                             f == ts_clamp_min ? NULL : bound, fn, false);
     if (tsp_double_arg(bound, 0, &v, fn, fn + 6) < 0 || tsp_enter()) return NULL;
     TSP_NOGIL(r = f(T(self), v));
     return tsp_wrap(r);
@@ -442,9 +556,31 @@ static PyObject *masked_fill(PyObject *self, PyObject *const *args, Py_ssize_t n
     ts_tensor *mask, *r;
     double v;
     if (tsp_parse(args, nargs, kw, fn, names, 2, 2, a) < 0 ||
-        !(mask = tsp_tensor_arg(a[0], fn, "mask")) ||
-        tsp_double_arg(a[1], 0, &v, fn, "value") < 0 || tsp_enter())
+        !(mask = tsp_tensor_arg(a[0], fn, "mask")))
         return NULL;
+    ts_tensor *vt = tsp_tensor_of(a[1]);
+    if (vt && ts_requires_grad(vt)) { /* differentiable in value: where(mask, value, self) */
+        if (ts_ndim(vt) != 0)
+            return PyErr_Format(PyExc_TypeError,
+                                "%s(): only supports a 0-dimensional value tensor, but got a "
+                                "tensor with %d dimension(s)",
+                                fn, ts_ndim(vt));
+        if (tsp_enter()) return NULL;
+        Py_BEGIN_ALLOW_THREADS;
+        ts_tensor *w = ts_where(mask, vt, T(self)), *c = NULL;
+        if (w && ts_dtype_of(w) != ts_dtype_of(T(self)))
+            c = ts_to_dtype(w, ts_dtype_of(T(self)));
+        r = c ? c : w;
+        if (c) tsp_drop(w);
+        if (r && in_place) {
+            ts_tensor *res = ts_copy_(T(self), r);
+            tsp_drop(r);
+            r = res;
+        }
+        Py_END_ALLOW_THREADS;
+        return tsp_result(self, r, in_place);
+    }
+    if (tsp_scalar_arg(a[1], 0, &v, fn, "value") < 0 || tsp_enter()) return NULL;
     TSP_NOGIL(r = in_place ? ts_masked_fill_(T(self), mask, v) : ts_masked_fill(T(self), mask, v));
     return tsp_result(self, r, in_place);
 }
@@ -527,7 +663,8 @@ SOFTMAX(log_softmax)
 
 PyMethodDef tsp_tensor_ops_methods[] = {
     BINARY_LIST(M_BINARY) INPLACE_LIST(M_INPLACE) UNARY_LIST(M_UNARY)
-        UNARY_INPLACE_LIST(M_UNARY){"fill_", m_fill_, METH_O, "fill_(value)"},
+        UNARY_INPLACE_LIST(M_UNARY){"fill_", FN(m_fill_), FAST, "fill_(value)"},
+    {"round", FN(m_round), FAST, "round(decimals=0)"},
     {"clamp", FN(m_clamp), FAST, "clamp(min=None, max=None)"},
     {"clip", FN(m_clamp), FAST, "clip(min=None, max=None)"},
     {"clamp_", FN(m_clamp_), FAST, "clamp_(min=None, max=None)"},
@@ -544,6 +681,7 @@ PyMethodDef tsp_tensor_ops_methods[] = {
 };
 PyMethodDef tsp_tensor_ops_functions[] = {
     BINARY_LIST(F_BINARY) UNARY_LIST(F_UNARY){"clamp", FN(f_clamp), FAST, NULL},
+    {"round", FN(f_round), FAST, "round(input, decimals=0)"},
     {"clip", FN(f_clamp), FAST, NULL},
     {"where", FN(f_where), FAST, "where(condition, input, other)"},
     {"mm", FN(f_mm), METH_FASTCALL, NULL},

@@ -155,7 +155,9 @@ static PyObject *call_int_op(PyObject *self, PyObject *const *args, Py_ssize_t n
     int64_t v[3];
     for (int i = 0; i < n; i++) {
         v[i] = op->defaults[i];
-        if (a[i + 1] && tsp_int_arg(a[i + 1], &v[i], op->name, op->args[i]) < 0) return NULL;
+        if (a[i + 1] && (op == &op_narrow ? tsp_int_or_tensor_arg : tsp_int_arg)(
+                            a[i + 1], &v[i], op->name, op->args[i]) < 0)
+            return NULL;
     }
     if (tsp_enter()) return NULL;
     TSP_NOGIL(res = op->f(t, v));
@@ -181,6 +183,12 @@ static PyObject *call_squeeze(PyObject *self, PyObject *const *args, Py_ssize_t 
     int64_t dim;
     if (!t) return NULL;
     if (!a[1] || a[1] == Py_None) return tsp_unary(ts_squeeze, t);
+    if (!PyIndex_Check(a[1]) || tsp_tensor_of(a[1])) { /* squeeze(dim=(0, 2)) */
+        ts_dims d;
+        if (tsp_dims_arg(a[1], &d, "squeeze", "dim") < 0 || tsp_enter()) return NULL;
+        TSP_NOGIL(res = ts_squeeze_dims(t, d));
+        return tsp_wrap(res);
+    }
     if (tsp_int_arg(a[1], &dim, "squeeze", "dim") < 0 || tsp_enter()) return NULL;
     TSP_NOGIL(res = ts_squeeze_dim(t, (int)dim));
     return tsp_wrap(res);

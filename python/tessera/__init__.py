@@ -13,6 +13,7 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # 
 
 # --- data, io, devices, distributed (py-data): device_scope (tf.device), tessera.sim, tessera.vision
 from . import sim, vision, distributed, onnx  # noqa: E402,F401
+from . import special  # noqa: E402,F401  (torch.special's names, issue 52)
 from .device_scope import device_scope, get_default_device  # noqa: E402,F401
 
 # --- nn, optim, amp (py-nn): torch.autocast at the top level

@@ -50,6 +50,28 @@ typedef enum ts_unary_op {
     TS_U_SQUARE,
     TS_U_LOGICAL_NOT,
     TS_U_CLAMP, /* p0 = min, p1 = max; NAN = unbounded side */
+    /* issue 52's special functions (kernel_math.h); float dtypes (the front ends promote) */
+    TS_U_EXPM1,
+    TS_U_EXP2,
+    TS_U_LOG2,
+    TS_U_LOG10,
+    TS_U_ERFC,
+    TS_U_LGAMMA,
+    TS_U_TRUNC,
+    TS_U_DIGAMMA,
+    TS_U_ERFINV,
+    TS_U_I0,
+    TS_U_I0E,
+    TS_U_I1,
+    TS_U_I1E,
+    TS_U_SINC,
+    TS_U_FRAC,
+    TS_U_DEG2RAD,
+    TS_U_RAD2DEG,
+    TS_U_POLYGAMMA,  /* p0 = n (an integer >= 0) */
+    TS_U_LOGIT,      /* p0 = eps: x clamped to [eps, 1 - eps] first; NAN or < 0: not clamped */
+    TS_U_NAN_TO_NUM, /* NaN -> p0, +inf -> p1 */
+    TS_U_NEGINF_TO,  /* -inf -> p0 (nan_to_num's second pass) */
     TS_U_COUNT
 } ts_unary_op;
 
@@ -84,6 +106,24 @@ typedef enum ts_binary_op {
      * give 0 (a kernel must not trap) */
     TS_B_FLOORDIV,
     TS_B_REM,
+    /* issue 52 (kernel_math.h's TS_SPECIAL_BINARY); float dtypes (the front ends promote) */
+    TS_B_XLOGY,
+    TS_B_XLOG1PY,
+    TS_B_HYPOT,
+    TS_B_COPYSIGN,
+    TS_B_ATAN2,
+    TS_B_NEXTAFTER,
+    TS_B_LOGADDEXP,
+    TS_B_LOGADDEXP2,
+    /* issue 52: bitwise ops on integers and bool (shifts: integers; PyTorch's out-of-range
+     * shifts: << gives 0, >> the sign), and torch.div(rounding_mode='trunc') (integers: x / 0
+     * gives 0, the front end refuses it) */
+    TS_B_BITAND,
+    TS_B_BITOR,
+    TS_B_BITXOR,
+    TS_B_LSHIFT,
+    TS_B_RSHIFT,
+    TS_B_DIVTRUNC,
     TS_B_COUNT
 } ts_binary_op;
 
@@ -146,6 +186,7 @@ typedef enum ts_pool_kind {
 typedef struct ts_pool2d_params {
     int kernel[2], stride[2], padding[2], dilation[2];
     ts_pool_kind kind;
+    int divisor; /* > 0: every average window's divisor (avg_pool2d's divisor_override) */
 } ts_pool2d_params;
 
 /* Fused scaled dot-product attention (flash attention: tiles, online softmax, the L x S matrix

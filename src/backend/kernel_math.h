@@ -194,10 +194,301 @@ static inline TS_HD double ts_floordiv_d(double a, double b) {
     X(TS_U_ASINH, asinh, __VA_ARGS__)                                                              \
     X(TS_U_ACOSH, acosh, __VA_ARGS__)                                                              \
     X(TS_U_ATANH, atanh, __VA_ARGS__)                                                              \
-    X(TS_U_ERF, erf, __VA_ARGS__)
+    X(TS_U_ERF, erf, __VA_ARGS__)                                                                  \
+    X(TS_U_EXPM1, expm1, __VA_ARGS__)                                                              \
+    X(TS_U_EXP2, exp2, __VA_ARGS__)                                                                \
+    X(TS_U_LOG2, log2, __VA_ARGS__)                                                                \
+    X(TS_U_LOG10, log10, __VA_ARGS__)                                                              \
+    X(TS_U_ERFC, erfc, __VA_ARGS__)                                                                \
+    X(TS_U_LGAMMA, lgamma, __VA_ARGS__)                                                            \
+    X(TS_U_TRUNC, trunc, __VA_ARGS__)
 /* the function of a TS_LIBM_UNARY name for a compute type: f float, d double */
 #define TS_LIBM_f(name) name##f
 #define TS_LIBM_d(name) name
+
+/* ------------------------------------------------------------------ special functions (issue 52)
+ * PyTorch's conventions at the poles and edges (checked against PyTorch 2). The series-based
+ * functions (digamma, polygamma, erfinv, the Bessel functions) are written once, in double, and
+ * float, f16 and bf16 round the double result (more accurate than PyTorch's float kernels, never
+ * less); the others compute in the input's type as PyTorch does. */
+#define TS_KM_PI 3.14159265358979323846
+
+/* digamma: psi(+-0) = -+inf, negative integers and -inf NaN. Reflection below 0 (with the
+ * argument reduced to [-1/2, 1/2] first, exact, so tan keeps its digits near the poles), the
+ * recurrence up to 10, then the asymptotic series in Bernoulli numbers B2..B14. */
+static inline TS_HD double ts_digamma_d(double x) {
+    if (x == 0) return copysign(INFINITY, -x);
+    double r = 0;
+    if (x < 0) {
+        if (x == floor(x)) return NAN;
+        r = -TS_KM_PI / tan(TS_KM_PI * (x - rint(x)));
+        x = 1 - x;
+    }
+    while (x < 10) {
+        r -= 1 / x;
+        x += 1;
+    }
+    if (x == INFINITY) return x;
+    const double y = 1 / (x * x);
+    const double s =
+        y * (1.0 / 12 -
+             y * (1.0 / 120 -
+                  y * (1.0 / 252 - y * (1.0 / 240 - y * (1.0 / 132 - y * (691.0 / 32760 - y / 12))))));
+    return r + log(x) - 0.5 / x - s;
+}
+
+/* (2j)! / B_2j, j = 1..12: the Euler-Maclaurin tail of the Hurwitz zeta function */
+static inline TS_HD double ts_zeta_em_coef(int j) {
+    switch (j) {
+    case 1: return 12.0;                                 /* 2! / (1/6) */
+    case 2: return -720.0;                               /* 4! / (-1/30) */
+    case 3: return 30240.0;                              /* 6! / (1/42) */
+    case 4: return -1209600.0;                           /* 8! / (-1/30) */
+    case 5: return 47900160.0;                           /* 10! / (5/66) */
+    case 6: return -479001600.0 * 2730.0 / 691.0;        /* 12! / (-691/2730) */
+    case 7: return 87178291200.0 * 6.0 / 7.0;            /* 14! / (7/6) */
+    case 8: return -20922789888000.0 * 510.0 / 3617.0;   /* 16! / (-3617/510) */
+    case 9: return 6402373705728000.0 * 798.0 / 43867.0; /* 18! / (43867/798) */
+    case 10: return -2432902008176640000.0 * 330.0 / 174611.0;
+    case 11: return 1124000727777607680000.0 * 138.0 / 854513.0;
+    default: return -620448401733239439360000.0 * 2730.0 / 236364091.0;
+    }
+}
+
+/* Hurwitz zeta(s, q) = sum_k (q + k)^-s for s > 1: the terms until q + k > 9 (and at least 10),
+ * then the integral of the rest, half the last term and the Bernoulli corrections. q a
+ * non-positive integer: +inf (the pole); q < 0 needs an integral s (PyTorch's, Cephes' rules). */
+static inline TS_HD double ts_zeta_d(double s, double q) {
+    if (s == 1) return INFINITY;
+    if (!(s > 1)) return NAN;
+    if (q == INFINITY) return 0;
+    if (q <= 0) {
+        if (q == floor(q)) return INFINITY;
+        if (s != floor(s)) return NAN;
+    }
+    double sum = pow(q, -s), a = q, b = 0;
+    int i = 0;
+    while (i < 9 || a <= 9) {
+        i++;
+        a += 1;
+        b = pow(a, -s);
+        sum += b;
+        if (fabs(b / sum) < 1.1e-16) return sum;
+    }
+    const double w = a;
+    sum += b * w / (s - 1) - 0.5 * b;
+    double fac = 1, k = 0;
+    for (int j = 1; j <= 12; j++) {
+        fac *= s + k;
+        b /= w;
+        const double t = fac * b / ts_zeta_em_coef(j);
+        sum += t;
+        if (fabs(t / sum) < 1.1e-16) break;
+        k += 1;
+        fac *= s + k;
+        b /= w;
+        k += 1;
+    }
+    return sum;
+}
+
+/* polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1; n = 1 (trigamma) reflects below 1/2,
+ * psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x), with the argument reduced first (+inf at the poles);
+ * n = 0 is digamma. */
+static inline TS_HD double ts_polygamma_d(int n, double x) {
+    if (n == 0) return ts_digamma_d(x);
+    if (n == 1) {
+        if (x < 0.5) {
+            const double sp = sin(TS_KM_PI * (x - rint(x)));
+            return TS_KM_PI * TS_KM_PI / (sp * sp) - ts_zeta_d(2, 1 - x);
+        }
+        return ts_zeta_d(2, x);
+    }
+    double f = 1;
+    for (int k = 2; k <= n; k++) f *= k;
+    return ((n & 1) ? f : -f) * ts_zeta_d(n + 1, x);
+}
+
+/* erfinv: Winitzki's closed form (relative error 2e-3) refined by three Halley steps on
+ * erf(y) = |x|, written as (1 - |x|) - erfc(y) from |x| = 1/2 up, where 1 - |x| is exact and erfc
+ * keeps the tail's digits; y ~ x sqrt(pi) / 2 starts tiny arguments. +-1: +-inf, |x| > 1: NaN. */
+static inline TS_HD double ts_erfinv_d(double x) {
+    const double ax = fabs(x);
+    if (!(ax <= 1)) return NAN;
+    if (ax == 1) return copysign(INFINITY, x);
+    if (x == 0) return x;
+    double y;
+    if (ax < 1e-3) {
+        y = 0.88622692545275801365 * ax * (1 + 0.26179938779914943654 * ax * ax);
+    } else {
+        const double l = log((1 - ax) * (1 + ax)), t = 2 / (TS_KM_PI * 0.147) + 0.5 * l;
+        y = sqrt(sqrt(t * t - l / 0.147) - t);
+    }
+    for (int i = 0; i < 3; i++) {
+        const double f = ax <= 0.5 ? erf(y) - ax : (1 - ax) - erfc(y);
+        const double q = f / (1.12837916709551257390 * exp(-y * y));
+        y -= q / (1 + y * q);
+    }
+    return copysign(y, x);
+}
+
+/* e^-a I_nu(a) (scaled) or I_nu(a) for a = |x| >= 0 and nu 0 or 1: the power series up to 25
+ * (positive terms: no cancellation), Hankel's asymptotic series above (its smallest term, near
+ * k = 2a, is e^-2a < 1e-21 there); the unscaled large case multiplies by e^(a/2) twice so that it
+ * overflows where I_nu does, not where e^a does. I_nu(inf) = inf (PyTorch's CPU kernel gives
+ * NaN there), the scaled one 0. */
+static inline TS_HD double ts_bessel_i_d(int nu, double a, int scaled) {
+    if (a != a) return a;
+    if (a <= 25) {
+        const double h = 0.5 * a, q = h * h;
+        double term = nu ? h : 1, sum = term;
+        for (int k = 1; k < 200 && term > sum * 1e-18; k++) {
+            term *= q / ((double)k * (double)(k + nu));
+            sum += term;
+        }
+        return scaled ? sum * exp(-a) : sum;
+    }
+    if (a == INFINITY) return scaled ? 0 : a;
+    const double mu = 4.0 * nu * nu;
+    double term = 1, sum = 1;
+    for (int k = 1; k < 60; k++) {
+        term *= -(mu - (2.0 * k - 1) * (2.0 * k - 1)) / (8.0 * k * a);
+        sum += term;
+        if (fabs(term) < 1e-18 * fabs(sum)) break;
+    }
+    const double r = sum / sqrt(2 * TS_KM_PI * a);
+    if (scaled) return r;
+    const double e = exp(0.5 * a);
+    return e * (r * e);
+}
+static inline TS_HD double ts_i0_d(double x) { return ts_bessel_i_d(0, fabs(x), 0); }
+static inline TS_HD double ts_i0e_d(double x) { return ts_bessel_i_d(0, fabs(x), 1); }
+static inline TS_HD double ts_i1_d(double x) { return copysign(ts_bessel_i_d(1, fabs(x), 0), x); }
+static inline TS_HD double ts_i1e_d(double x) { return copysign(ts_bessel_i_d(1, fabs(x), 1), x); }
+static inline TS_HD float ts_digamma_f(float x) { return (float)ts_digamma_d(x); }
+static inline TS_HD float ts_erfinv_f(float x) { return (float)ts_erfinv_d(x); }
+static inline TS_HD float ts_i0_f(float x) { return (float)ts_i0_d(x); }
+static inline TS_HD float ts_i0e_f(float x) { return (float)ts_i0e_d(x); }
+static inline TS_HD float ts_i1_f(float x) { return (float)ts_i1_d(x); }
+static inline TS_HD float ts_i1e_f(float x) { return (float)ts_i1e_d(x); }
+static inline TS_HD float ts_polygamma_f(int n, float x) { return (float)ts_polygamma_d(n, x); }
+
+/* torch.sinc: sin(pi x) / (pi x), 1 at 0, in the input's type as PyTorch computes it */
+static inline TS_HD float ts_sinc_f(float x) {
+    if (x == 0.0f) return 1.0f;
+    const float p = 3.14159265358979323846f * x;
+    return sinf(p) / p;
+}
+static inline TS_HD double ts_sinc_d(double x) {
+    if (x == 0.0) return 1.0;
+    const double p = TS_KM_PI * x;
+    return sin(p) / p;
+}
+/* torch.frac: x - trunc(x) (inf gives NaN) */
+static inline TS_HD float ts_frac_f(float x) { return x - truncf(x); }
+static inline TS_HD double ts_frac_d(double x) { return x - trunc(x); }
+/* deg2rad / rad2deg: times the constant rounded to the type (PyTorch's mul by a number) */
+static inline TS_HD float ts_deg2rad_f(float x) { return x * (float)(TS_KM_PI / 180); }
+static inline TS_HD double ts_deg2rad_d(double x) { return x * (TS_KM_PI / 180); }
+static inline TS_HD float ts_rad2deg_f(float x) { return x * (float)(180 / TS_KM_PI); }
+static inline TS_HD double ts_rad2deg_d(double x) { return x * (180 / TS_KM_PI); }
+/* torch.logit: log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps >= 0 (eps < 0: none) */
+static inline TS_HD float ts_logit_f(float x, float eps) {
+    const float z = eps < 0.0f ? x : (x < eps ? eps : (x > 1.0f - eps ? 1.0f - eps : x));
+    return logf(z / (1.0f - z));
+}
+static inline TS_HD double ts_logit_d(double x, double eps) {
+    const double z = eps < 0.0 ? x : (x < eps ? eps : (x > 1.0 - eps ? 1.0 - eps : x));
+    return log(z / (1.0 - z));
+}
+/* nan_to_num's passes: NaN -> nan_v and +inf -> pos_v; then -inf -> neg_v */
+static inline TS_HD float ts_nan_to_num_f(float x, float nan_v, float pos_v) {
+    return x != x ? nan_v : (x == INFINITY ? pos_v : x);
+}
+static inline TS_HD double ts_nan_to_num_d(double x, double nan_v, double pos_v) {
+    return x != x ? nan_v : (x == INFINITY ? pos_v : x);
+}
+static inline TS_HD float ts_neginf_to_f(float x, float v) { return x == -INFINITY ? v : x; }
+static inline TS_HD double ts_neginf_to_d(double x, double v) { return x == -INFINITY ? v : x; }
+
+/* The one-argument special ops as (op, name): ts_<name>_f and ts_<name>_d, expanded like
+ * TS_LIBM_UNARY. */
+#define TS_SPECIAL_UNARY(X, ...)                                                                   \
+    X(TS_U_DIGAMMA, digamma, __VA_ARGS__)                                                          \
+    X(TS_U_ERFINV, erfinv, __VA_ARGS__)                                                            \
+    X(TS_U_I0, i0, __VA_ARGS__)                                                                    \
+    X(TS_U_I0E, i0e, __VA_ARGS__)                                                                  \
+    X(TS_U_I1, i1, __VA_ARGS__)                                                                    \
+    X(TS_U_I1E, i1e, __VA_ARGS__)                                                                  \
+    X(TS_U_SINC, sinc, __VA_ARGS__)                                                                \
+    X(TS_U_FRAC, frac, __VA_ARGS__)                                                                \
+    X(TS_U_DEG2RAD, deg2rad, __VA_ARGS__)                                                          \
+    X(TS_U_RAD2DEG, rad2deg, __VA_ARGS__)
+/* the function of a TS_SPECIAL_UNARY / TS_SPECIAL_BINARY name for a compute type (f or d) */
+#define TS_SPECIAL_f(name) ts_##name##_f
+#define TS_SPECIAL_d(name) ts_##name##_d
+
+/* The unary ops with numbers, as (op, expression, the trailing arguments) over the caller's `a` (the argument, of the
+ * compute type CT) and `p0`, `p1` (doubles, the backend's unary parameters); FAM f or d. */
+#define TS_SPECIAL_PARAM_UNARY(X, FAM, CT, ...)                                                    \
+    X(TS_U_POLYGAMMA, ts_polygamma_##FAM((int)p0, a), __VA_ARGS__)                                 \
+    X(TS_U_LOGIT, ts_logit_##FAM(a, p0 >= 0 ? (CT)p0 : (CT)-1), __VA_ARGS__)                       \
+    X(TS_U_NAN_TO_NUM, ts_nan_to_num_##FAM(a, (CT)p0, (CT)p1), __VA_ARGS__)                        \
+    X(TS_U_NEGINF_TO, ts_neginf_to_##FAM(a, (CT)p0), __VA_ARGS__)
+
+/* ---- binary (issue 52): PyTorch's kernels' formulas, in the input's type */
+/* xlogy: NaN y gives NaN, else x == 0 gives 0, else x log(y); xlog1py alike with log1p */
+static inline TS_HD float ts_xlogy_f(float x, float y) {
+    return y != y ? y : (x == 0.0f ? 0.0f : x * logf(y));
+}
+static inline TS_HD double ts_xlogy_d(double x, double y) {
+    return y != y ? y : (x == 0.0 ? 0.0 : x * log(y));
+}
+static inline TS_HD float ts_xlog1py_f(float x, float y) {
+    return y != y ? y : (x == 0.0f ? 0.0f : x * log1pf(y));
+}
+static inline TS_HD double ts_xlog1py_d(double x, double y) {
+    return y != y ? y : (x == 0.0 ? 0.0 : x * log1p(y));
+}
+static inline TS_HD float ts_hypot_f(float a, float b) { return hypotf(a, b); }
+static inline TS_HD double ts_hypot_d(double a, double b) { return hypot(a, b); }
+static inline TS_HD float ts_copysign_f(float a, float b) { return copysignf(a, b); }
+static inline TS_HD double ts_copysign_d(double a, double b) { return copysign(a, b); }
+static inline TS_HD float ts_atan2_f(float a, float b) { return atan2f(a, b); }
+static inline TS_HD double ts_atan2_d(double a, double b) { return atan2(a, b); }
+static inline TS_HD float ts_nextafter_f(float a, float b) { return nextafterf(a, b); }
+static inline TS_HD double ts_nextafter_d(double a, double b) { return nextafter(a, b); }
+/* logaddexp: a where both are the same infinity (inf - inf would be NaN), else
+ * max + log1p(exp(-|a - b|)); logaddexp2 in base 2 */
+static inline TS_HD float ts_logaddexp_f(float a, float b) {
+    if (isinf(a) && a == b) return a;
+    const float m = a > b ? a : b;
+    return m + log1pf(expf(-fabsf(a - b)));
+}
+static inline TS_HD double ts_logaddexp_d(double a, double b) {
+    if (isinf(a) && a == b) return a;
+    const double m = a > b ? a : b;
+    return m + log1p(exp(-fabs(a - b)));
+}
+static inline TS_HD float ts_logaddexp2_f(float a, float b) {
+    if (isinf(a) && a == b) return a;
+    const float m = a > b ? a : b;
+    return m + log1pf(exp2f(-fabsf(a - b))) * 1.44269504088896340736f;
+}
+static inline TS_HD double ts_logaddexp2_d(double a, double b) {
+    if (isinf(a) && a == b) return a;
+    const double m = a > b ? a : b;
+    return m + log1p(exp2(-fabs(a - b))) * 1.44269504088896340736;
+}
+#define TS_SPECIAL_BINARY(X, ...)                                                                  \
+    X(TS_B_XLOGY, xlogy, __VA_ARGS__)                                                              \
+    X(TS_B_XLOG1PY, xlog1py, __VA_ARGS__)                                                          \
+    X(TS_B_HYPOT, hypot, __VA_ARGS__)                                                              \
+    X(TS_B_COPYSIGN, copysign, __VA_ARGS__)                                                        \
+    X(TS_B_ATAN2, atan2, __VA_ARGS__)                                                              \
+    X(TS_B_NEXTAFTER, nextafter, __VA_ARGS__)                                                      \
+    X(TS_B_LOGADDEXP, logaddexp, __VA_ARGS__)                                                      \
+    X(TS_B_LOGADDEXP2, logaddexp2, __VA_ARGS__)
 
 /* ------------------------------------------------------------------ activation backwards
  * g is the incoming gradient; the second operand is what the forward saved (named below). The

@@ -63,7 +63,7 @@ ts_module *ts_multihead_attention_new(int64_t embed_dim, int64_t num_heads, ts_m
             &m->base, "out_proj",
             ts_linear_new_ex(embed_dim, embed_dim, (ts_linear_opts){.no_bias = o.no_bias}));
         ok = m->out_proj && ts_init_xavier_uniform_(w, 1.0);
-        ts_tensor *ob = ok ? ts_module_get(m->out_proj, "bias") : NULL;
+        ts_tensor *ob = ok && !o.no_bias ? ts_module_get(m->out_proj, "bias") : NULL;
         if (ob) ok = ts_init_zeros_(ob) != NULL;
     }
     ts_scope_end();

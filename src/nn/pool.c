@@ -102,6 +102,11 @@ static bool pool_check(const char *op, ts_tensor *x, ts_pool2d_opts o, ts_pool_k
         p->padding[i] = o.padding[i];
         p->dilation[i] = o.dilation[i] ? o.dilation[i] : 1;
     }
+    if (o.divisor_override < 0)
+        return tsi_error_set(TS_ERR_ARG, "%s: divisor_override must be positive, but got %d", op,
+                             o.divisor_override),
+               false;
+    p->divisor = kind == TS_POOL_MAX ? 0 : o.divisor_override;
     if (kind != TS_POOL_MAX && (p->dilation[0] != 1 || p->dilation[1] != 1))
         return tsi_error_set(TS_ERR_ARG,
                              "%s: dilation is not supported (PyTorch's avg_pool2d has none), but "
@@ -139,6 +144,7 @@ static void params_store(ts_node *n, const ts_pool2d_params *p) {
         n->ip[6 + i] = p->dilation[i];
     }
     n->ip[8] = p->kind;
+    n->ip[10] = p->divisor;
 }
 
 static ts_pool2d_params params_load(const ts_node *n) {
@@ -150,6 +156,7 @@ static ts_pool2d_params params_load(const ts_node *n) {
         p.dilation[i] = (int)n->ip[6 + i];
     }
     p.kind = (ts_pool_kind)n->ip[8];
+    p.divisor = (int)n->ip[10];
     return p;
 }
 
@@ -183,7 +190,7 @@ static void pool_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
 }
 
 static ts_tensor *pool_forward(const char *op, const char *node_name, ts_tensor *x,
-                               const pool_geom *g) {
+                               const pool_geom *g, ts_tensor **indices_out) {
     const ts_device dev = tsi_device(x);
     tsi_log_op(op, dev);
     const bool max = g->p.kind == TS_POOL_MAX;
@@ -196,14 +203,15 @@ static ts_tensor *pool_forward(const char *op, const char *node_name, ts_tensor 
         cl ? tsi_new_channels_last : tsi_new;
     ts_tensor *out = xc ? make(op, os, x->dtype, dev) : NULL;
     /* indices only when backward will need them */
-    ts_tensor *idx = out && max && graph ? make(op, os, TS_I64, dev) : NULL;
-    if (out && (idx || !(max && graph)) && tsi_numel(os) > 0) {
+    const bool want_idx = max && (graph || indices_out);
+    ts_tensor *idx = out && want_idx ? make(op, os, TS_I64, dev) : NULL;
+    if (out && (idx || !want_idx) && tsi_numel(os) > 0) {
         const ts_kview ko = kview4(out, g->n, g->c, g->oh, g->ow, cl);
         const ts_kview kx = kview4(xc, g->n, g->c, g->h, g->w, cl);
         const ts_kview ki = idx ? kview4(idx, g->n, g->c, g->oh, g->ow, cl) : ko;
         tsi_be(xc)->pool2d(tsi_be(xc), tsi_dev_index(xc), &ko, &kx, idx ? &ki : NULL, &g->p);
     }
-    if (out && max && graph && !idx) { /* the indices could not be allocated */
+    if (out && want_idx && !idx) { /* the indices could not be allocated */
         ts_release(out);
         out = NULL;
     }
@@ -215,6 +223,11 @@ static ts_tensor *pool_forward(const char *op, const char *node_name, ts_tensor 
     if (out) {
         ts_node *n = tsi_record(node_name, op, pool_backward, &x, 1, out, &idx, idx ? 1 : 0);
         if (n) params_store(n, &g->p), n->ip[9] = cl;
+    }
+    if (indices_out) { /* the caller's: its reference moves into the scope */
+        *indices_out = out && idx ? tsi_own(idx) : NULL;
+        if (!*indices_out) ts_release(idx);
+        idx = NULL;
     }
     ts_release(idx);
     ts_release(xc);
@@ -233,7 +246,19 @@ ts_tensor *ts_max_pool2d(ts_tensor *x, ts_pool2d_opts o) {
     pool_geom g;
     if (!pool_check("max_pool2d", x, o, TS_POOL_MAX, &g)) return NULL;
     return trace_pool("max_pool2d", x,
-                      pool_forward("max_pool2d", "MaxPool2DWithIndicesBackward0", x, &g), o);
+                      pool_forward("max_pool2d", "MaxPool2DWithIndicesBackward0", x, &g, NULL), o);
+}
+
+ts_tensor *ts_max_pool2d_with_indices(ts_tensor *x, ts_pool2d_opts o, ts_tensor **indices) {
+    const char *op = "max_pool2d_with_indices";
+    tsi_init();
+    if (!indices) return tsi_error_set(TS_ERR_ARG, "%s: indices must not be NULL", op), NULL;
+    *indices = NULL;
+    pool_geom g;
+    if (!pool_check(op, x, o, TS_POOL_MAX, &g)) return NULL;
+    ts_tensor *y = pool_forward(op, "MaxPool2DWithIndicesBackward0", x, &g, indices);
+    if (!y) *indices = NULL;
+    return trace_pool("max_pool2d", x, y, o);
 }
 
 ts_tensor *ts_avg_pool2d(ts_tensor *x, ts_pool2d_opts o) {
@@ -241,7 +266,7 @@ ts_tensor *ts_avg_pool2d(ts_tensor *x, ts_pool2d_opts o) {
     pool_geom g;
     const ts_pool_kind kind = o.exclude_pad ? TS_POOL_AVG_EXCLUDE_PAD : TS_POOL_AVG;
     if (!pool_check("avg_pool2d", x, o, kind, &g)) return NULL;
-    ts_tensor *y = pool_forward("avg_pool2d", "AvgPool2DBackward0", x, &g);
+    ts_tensor *y = pool_forward("avg_pool2d", "AvgPool2DBackward0", x, &g, NULL);
     return trace_pool("avg_pool2d", x, y, o);
 }
 
@@ -257,6 +282,6 @@ ts_tensor *ts_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w) {
                              op, (long long)out_h, (long long)out_w),
                NULL;
     g.oh = out_h, g.ow = out_w;
-    return tsi_trace(op, &x, 1, pool_forward(op, "AdaptiveAvgPool2DBackward0", x, &g),
+    return tsi_trace(op, &x, 1, pool_forward(op, "AdaptiveAvgPool2DBackward0", x, &g, NULL),
                      (int64_t[]){out_h, out_w}, 2, NULL, 0);
 }

@@ -2,6 +2,7 @@
  * (add, mul, eq, logical_and...), their in-place forms and add_alpha. */
 #include "amp/autocast.h"
 #include "autograd/trace.h"
+#include "core/capture.h"
 #include "ops/elementwise.h"
 
 static inline bool dev_eq(ts_device a, ts_device b) {
@@ -244,12 +245,22 @@ BINARY(gt, TS_B_GT)
 BINARY(ge, TS_B_GE)
 BINARY(logical_and, TS_B_AND)
 BINARY(logical_or, TS_B_OR)
+/* issue 52 */
+BINARY(xlogy, TS_B_XLOGY)
+BINARY(xlog1py, TS_B_XLOG1PY)
+BINARY(hypot, TS_B_HYPOT)
+BINARY(copysign, TS_B_COPYSIGN)
+BINARY(atan2, TS_B_ATAN2)
+BINARY(logaddexp, TS_B_LOGADDEXP)
+BINARY(logaddexp2, TS_B_LOGADDEXP2)
+BINARY(remainder, TS_B_REM)
 #undef BINARY
 
-/* floor_divide has no gradient (PyTorch's is not differentiable); remainder's is not written */
+/* floor_divide has no gradient (PyTorch's is not differentiable); nextafter's is not implemented
+ * in PyTorch either */
 static ts_tensor *binary_nograd(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b) {
     ts_tensor *const ins[2] = {a, b};
-    if (bop == TS_B_REM && a && b && tsi_needs_graph(ins, 2))
+    if (bop == TS_B_NEXTAFTER && a && b && tsi_needs_graph(ins, 2))
         return tsi_error_set(TS_ERR_UNSUPPORTED,
                              "%s: autograd is not implemented (a: %s, b: %s); detach the inputs",
                              op, tsi_desc(a), tsi_desc(b)),
@@ -260,8 +271,131 @@ static ts_tensor *binary_nograd(const char *op, ts_binary_op bop, ts_tensor *a, 
 ts_tensor *ts_floor_divide(ts_tensor *a, ts_tensor *b) {
     return binary_nograd("floor_divide", TS_B_FLOORDIV, a, b);
 }
-ts_tensor *ts_remainder(ts_tensor *a, ts_tensor *b) {
-    return binary_nograd("remainder", TS_B_REM, a, b);
+ts_tensor *ts_nextafter(ts_tensor *a, ts_tensor *b) {
+    return binary_nograd("nextafter", TS_B_NEXTAFTER, a, b);
+}
+
+/* ------------------------------------------------------------------ compositions (issue 52) */
+/* ldexp: a * 2^b in the operands' result type (float32 for integers), as torch.ldexp */
+ts_tensor *ts_ldexp(ts_tensor *a, ts_tensor *b) {
+    tsi_init();
+    if (!tsi_check_input("ldexp", a, "input") || !tsi_check_input("ldexp", b, "other")) return NULL;
+    ts_dtype r = tsi_ew_result_type2(a, b);
+    if (!tsi_check_promotion("ldexp", r, a->dtype, b->dtype)) return NULL;
+    if (!tsi_is_float(r)) r = TS_F32;
+    ts_scope_begin();
+    ts_tensor *y = ts_keep(ts_mul(ts_to_dtype(a, r), ts_rpow_scalar(ts_to_dtype(b, r), 2)));
+    ts_scope_end();
+    return y;
+}
+
+/* float_power: pow in float64 */
+ts_tensor *ts_float_power(ts_tensor *a, ts_tensor *b) {
+    tsi_init();
+    if (!tsi_check_input("float_power", a, "input") || !tsi_check_input("float_power", b, "exponent"))
+        return NULL;
+    ts_scope_begin();
+    ts_tensor *y = ts_keep(ts_pow(ts_to_dtype(a, TS_F64), ts_to_dtype(b, TS_F64)));
+    ts_scope_end();
+    return y;
+}
+
+/* signbit: the sign bit (-0 and -NaN included) of floats, x < 0 of integers; bool out */
+ts_tensor *ts_signbit(ts_tensor *t) {
+    tsi_init();
+    if (!tsi_check_input("signbit", t, "input")) return NULL;
+    if (t->dtype == TS_BOOL) return ts_zeros_like(t);
+    if (!tsi_is_float(t->dtype)) return ts_lt_scalar(t, 0);
+    ts_scope_begin();
+    ts_tensor *d = ts_detach(t);
+    ts_tensor *y = ts_keep(ts_lt_scalar(ts_copysign(ts_ones_like(d), d), 0));
+    ts_scope_end();
+    return y;
+}
+
+/* ------------------------------------------------------------------ bitwise ops, rounding div */
+/* Integer and bool operands only (shifts: integers), as PyTorch's kernels. */
+static ts_tensor *bitwise_op(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
+                             bool inplace) {
+    tsi_init();
+    if (!tsi_check_input(op, a, "a") || !tsi_check_input(op, b, "b")) return NULL;
+    const ts_dtype r = tsi_ew_result_type2(a, b);
+    const bool shift = bop == TS_B_LSHIFT || bop == TS_B_RSHIFT;
+    if (tsi_is_float(r) || (shift && r == TS_BOOL))
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: not implemented for '%s': integer%s operands only (a: %s, b: %s)",
+                             op, tsi_torch_scalar_name(r), shift ? "" : " or bool", tsi_desc(a),
+                             tsi_desc(b)),
+               NULL;
+    if (bop == TS_B_RSHIFT && r == TS_U64 && tsi_device(a).type == TS_CUDA)
+        return tsi_error_set(TS_ERR_UNSUPPORTED,
+                             "%s: uint64 right shifts are not implemented on CUDA (a: %s)", op,
+                             tsi_desc(a)),
+               NULL;
+    return binary_op(op, bop, a, b, inplace);
+}
+#define BITWISE(NAME, BOP)                                                                         \
+    ts_tensor *ts_##NAME(ts_tensor *a, ts_tensor *b) { return bitwise_op(#NAME, BOP, a, b, false); } \
+    ts_tensor *ts_##NAME##_(ts_tensor *a, ts_tensor *b) {                                          \
+        return bitwise_op(#NAME "_", BOP, a, b, true);                                             \
+    }
+BITWISE(bitwise_and, TS_B_BITAND)
+BITWISE(bitwise_or, TS_B_BITOR)
+BITWISE(bitwise_xor, TS_B_BITXOR)
+BITWISE(bitwise_left_shift, TS_B_LSHIFT)
+BITWISE(bitwise_right_shift, TS_B_RSHIFT)
+#undef BITWISE
+
+/* ~t: logical not on bool, -1 - t (two's complement, wrapping) on integers */
+ts_tensor *ts_bitwise_not(ts_tensor *t) {
+    const char *op = "bitwise_not";
+    tsi_init();
+    if (!tsi_check_input(op, t, "input")) return NULL;
+    if (t->dtype == TS_BOOL) return ts_logical_not(t);
+    if (tsi_is_float(t->dtype))
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: not implemented for '%s': integer or bool input only (input: %s)",
+                             op, tsi_torch_scalar_name(t->dtype), tsi_desc(t)),
+               NULL;
+    return ts_rsub_scalar(t, -1);
+}
+
+/* Whether the integer tensor b holds a 0 (read on the host; a captured step reads nothing). */
+static bool has_zero(ts_tensor *b) {
+    if (tsi_numel(b->shape) == 0 || tsi_capturing_on(tsi_device(b))) return false;
+    ts_scope_begin();
+    ts_tensor *z = ts_eq_scalar(b, 0), *n = z ? ts_sum(z) : NULL;
+    const bool any = n && ts_item(n) > 0;
+    ts_scope_end();
+    return any;
+}
+
+/* torch.div(a, b, rounding_mode=): trunc(a / b) or floor(a / b) in the result dtype (integers stay
+ * integers and refuse a zero divisor, as PyTorch's ZeroDivisionError); no gradient (PyTorch's is
+ * zero). */
+ts_tensor *ts_div_rounding(ts_tensor *a, ts_tensor *b, ts_rounding_mode mode) {
+    const char *op = "div";
+    tsi_init();
+    if (mode == TS_ROUNDING_NONE) return ts_div(a, b);
+    if (mode != TS_ROUNDING_TRUNC && mode != TS_ROUNDING_FLOOR)
+        return tsi_error_set(TS_ERR_ARG, "%s: unknown rounding_mode %d", op, (int)mode), NULL;
+    if (!tsi_check_input(op, a, "a") || !tsi_check_input(op, b, "b")) return NULL;
+    const ts_dtype r = tsi_ew_result_type2(a, b);
+    if (r == TS_BOOL)
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: rounding_mode='%s' is not implemented for 'Bool' (a: %s, b: %s)",
+                             op, mode == TS_ROUNDING_TRUNC ? "trunc" : "floor", tsi_desc(a),
+                             tsi_desc(b)),
+               NULL;
+    if (!tsi_is_float(r) && has_zero(b))
+        return tsi_error_set(TS_ERR_ARG, "%s: ZeroDivisionError (integer division by zero; b: %s)",
+                             op, tsi_desc(b)),
+               NULL;
+    if (ts_error() != TS_OK) return NULL;
+    ts_tensor *const ins[2] = {a, b};
+    const ts_binary_op bop = mode == TS_ROUNDING_TRUNC ? TS_B_DIVTRUNC : TS_B_FLOORDIV;
+    ts_tensor *y = tsi_own(binary_run(op, bop, a, b, false));
+    return tsi_trace(op, ins, 2, y, NULL, 0, NULL, 0);
 }
 
 #define BINARY_INPLACE(NAME, BOP)                                                                  \

@@ -95,6 +95,15 @@ bool tsi_ew_check_binary_dtypes(const char *op, ts_binary_op bop, const ts_tenso
                                  operands_str(a, b)),
                    false;
         return true;
+    case TS_B_HYPOT: /* PyTorch has these for floating types only */
+    case TS_B_NEXTAFTER:
+    case TS_B_LOGADDEXP:
+    case TS_B_LOGADDEXP2:
+        if (!tsi_is_float(r))
+            return tsi_error_set(TS_ERR_DTYPE, "%s: not implemented for '%s' %s", op,
+                                 tsi_torch_scalar_name(r), operands_str(a, b)),
+                   false;
+        return true;
     default:
         return true;
     }

@@ -98,7 +98,9 @@ bool tsi_ew_check_binary_dtypes(const char *op, ts_binary_op bop, const ts_tenso
 
 /* The dtype a binary op computes in for result type r (true division makes integers float). */
 static inline ts_dtype tsi_ew_compute_dtype(ts_binary_op op, ts_dtype r) {
-    return (op == TS_B_DIV || op == TS_B_RDIV) && !tsi_is_float(r) ? TS_F32 : r;
+    const bool to_float = op == TS_B_DIV || op == TS_B_RDIV || op == TS_B_XLOGY ||
+                          op == TS_B_XLOG1PY || op == TS_B_ATAN2 || op == TS_B_COPYSIGN;
+    return to_float && !tsi_is_float(r) ? TS_F32 : r;
 }
 
 /* ------------------------------------------------------------------ cores */

@@ -21,6 +21,22 @@ const char *tsi_ew_binary_name(ts_binary_op bop) {
         return "MinimumBackward0";
     case TS_B_FMOD:
         return "FmodBackward1";
+    case TS_B_REM:
+        return "RemainderBackward1";
+    case TS_B_XLOGY:
+        return "XlogyBackward0";
+    case TS_B_XLOG1PY:
+        return "SpecialXlog1PyBackward0";
+    case TS_B_HYPOT:
+        return "HypotBackward0";
+    case TS_B_COPYSIGN:
+        return "CopysignBackward0";
+    case TS_B_ATAN2:
+        return "Atan2Backward0";
+    case TS_B_LOGADDEXP:
+        return "LogaddexpBackward0";
+    case TS_B_LOGADDEXP2:
+        return "Logaddexp2Backward0";
     default:
         return NULL;
     }
@@ -39,7 +55,18 @@ unsigned tsi_ew_binary_saves(ts_binary_op bop, bool need_a, bool need_b) {
     case TS_B_MIN:
         return TSI_EW_SAVE_A | TSI_EW_SAVE_B;
     case TS_B_FMOD:
+    case TS_B_REM:
         return need_b ? TSI_EW_SAVE_A | TSI_EW_SAVE_B : 0;
+    case TS_B_XLOGY:
+    case TS_B_XLOG1PY:
+    case TS_B_ATAN2:
+    case TS_B_LOGADDEXP:
+    case TS_B_LOGADDEXP2:
+        return TSI_EW_SAVE_A | TSI_EW_SAVE_B;
+    case TS_B_HYPOT:
+        return TSI_EW_SAVE_A | TSI_EW_SAVE_B | TSI_EW_SAVE_OUT;
+    case TS_B_COPYSIGN:
+        return need_a ? TSI_EW_SAVE_A | TSI_EW_SAVE_OUT : 0;
     default:
         return 0;
     }
@@ -136,6 +163,40 @@ void tsi_ew_binary_backward(ts_node *n, ts_tensor *const *grad_out, ts_tensor **
             t = ts_div(a, b);
             gb = ts_mul(ts_neg(g), ts_sub(t, ts_fmod_scalar(t, 1)));
         }
+        break;
+    /* issue 52 (PyTorch's derivatives.yaml) */
+    case TS_B_REM: /* b: -g floor(a / b) */
+        ga = g;
+        if (nb) gb = ts_mul(ts_neg(g), ts_floor_divide(a, b));
+        break;
+    case TS_B_XLOGY: /* a: g xlogy(a != 0, b); b: g a / b */
+        if (na) ga = ts_mul(g, ts_xlogy(ts_ne_scalar(a, 0), b));
+        if (nb) gb = ts_mul(g, ts_div(a, b));
+        break;
+    case TS_B_XLOG1PY: /* a: g xlog1py(a != 0, b); b: g a / (b + 1) */
+        if (na) ga = ts_mul(g, ts_xlog1py(ts_ne_scalar(a, 0), b));
+        if (nb) gb = ts_mul(g, ts_div(a, ts_add_scalar(b, 1)));
+        break;
+    case TS_B_HYPOT: /* g a / out, g b / out */
+        if (na) ga = ts_mul(g, ts_div(a, out));
+        if (nb) gb = ts_mul(g, ts_div(b, out));
+        break;
+    case TS_B_COPYSIGN: /* a: g out / a, 0 where a == 0; b: 0 */
+        if (na) ga = ts_mul(g, ts_where(ts_eq_scalar(a, 0), tsi_ew_grad_zero(g), ts_div(out, a)));
+        if (nb) gb = ts_zeros_like(g);
+        break;
+    case TS_B_ATAN2: /* g b / (a^2 + b^2), -g a / (a^2 + b^2) */
+        t = ts_reciprocal(ts_add(ts_square(a), ts_square(b)));
+        if (na) ga = ts_mul(g, ts_mul(b, t));
+        if (nb) gb = ts_mul(g, ts_mul(ts_neg(a), t));
+        break;
+    case TS_B_LOGADDEXP: /* g / (1 + e^(b - a)), g / (1 + e^(a - b)) */
+        if (na) ga = ts_div(g, ts_add_scalar(ts_exp(ts_sub(b, a)), 1));
+        if (nb) gb = ts_div(g, ts_add_scalar(ts_exp(ts_sub(a, b)), 1));
+        break;
+    case TS_B_LOGADDEXP2: /* g / (1 + 2^(b - a)), g / (1 + 2^(a - b)) */
+        if (na) ga = ts_div(g, ts_add_scalar(ts_exp2(ts_sub(b, a)), 1));
+        if (nb) gb = ts_div(g, ts_add_scalar(ts_exp2(ts_sub(a, b)), 1));
         break;
     default:
         return;

@@ -72,6 +72,47 @@ const char *tsi_ew_unary_name(const char *op, ts_unary_op u) {
         if (strcmp(op, "clamp_min") == 0) return "ClampMinBackward0";
         if (strcmp(op, "clamp_max") == 0) return "ClampMaxBackward0";
         return "ClampBackward1";
+    case TS_U_EXPM1:
+        return "Expm1Backward0";
+    case TS_U_EXP2:
+        return "Exp2Backward0";
+    case TS_U_LOG2:
+        return "Log2Backward0";
+    case TS_U_LOG10:
+        return "Log10Backward0";
+    case TS_U_ERFC:
+        return "ErfcBackward0";
+    case TS_U_LGAMMA:
+        return "LgammaBackward0";
+    case TS_U_TRUNC:
+        return "TruncBackward0";
+    case TS_U_DIGAMMA:
+        return "DigammaBackward0";
+    case TS_U_POLYGAMMA:
+        return "PolygammaBackward0";
+    case TS_U_ERFINV:
+        return "ErfinvBackward0";
+    case TS_U_I0:
+        return "I0Backward0";
+    case TS_U_I0E:
+        return "SpecialI0EBackward0";
+    case TS_U_I1:
+        return "SpecialI1Backward0";
+    case TS_U_I1E:
+        return "SpecialI1EBackward0";
+    case TS_U_SINC:
+        return "SincBackward0";
+    case TS_U_FRAC:
+        return "FracBackward0";
+    case TS_U_DEG2RAD:
+        return "Deg2RadBackward0";
+    case TS_U_RAD2DEG:
+        return "Rad2DegBackward0";
+    case TS_U_LOGIT:
+        return "LogitBackward0";
+    case TS_U_NAN_TO_NUM:
+    case TS_U_NEGINF_TO:
+        return "NanToNumBackward0";
     default:
         return NULL;
     }
@@ -89,7 +130,14 @@ unsigned tsi_ew_unary_saves(ts_unary_op u) {
     case TS_U_SIGMOID:
     case TS_U_RELU:
     case TS_U_RECIPROCAL:
+    case TS_U_EXPM1:
+    case TS_U_EXP2:
+    case TS_U_ERFINV:
         return TSI_EW_SAVE_OUT;
+    case TS_U_I0E:
+    case TS_U_I1:
+    case TS_U_I1E:
+        return TSI_EW_SAVE_A | TSI_EW_SAVE_OUT;
     case TS_U_ABS:
     case TS_U_LOG:
     case TS_U_LOG1P:
@@ -109,6 +157,17 @@ unsigned tsi_ew_unary_saves(ts_unary_op u) {
     case TS_U_SOFTPLUS:
     case TS_U_SQUARE:
     case TS_U_CLAMP:
+    case TS_U_LOG2:
+    case TS_U_LOG10:
+    case TS_U_ERFC:
+    case TS_U_LGAMMA:
+    case TS_U_DIGAMMA:
+    case TS_U_POLYGAMMA:
+    case TS_U_I0:
+    case TS_U_SINC:
+    case TS_U_LOGIT:
+    case TS_U_NAN_TO_NUM:
+    case TS_U_NEGINF_TO:
         return TSI_EW_SAVE_A;
     default:
         return 0;
@@ -252,6 +311,81 @@ void tsi_ew_unary_backward(ts_node *n, ts_tensor *const *grad_out, ts_tensor **g
         break;
     case TS_U_CLAMP:
         r = clamp_grad(g, x, n->p[0], n->p[1]);
+        break;
+    /* issue 52: PyTorch's derivatives.yaml */
+    case TS_U_EXPM1: /* y + 1 */
+        r = ts_mul(g, ts_add_scalar(y, 1));
+        break;
+    case TS_U_EXP2: /* y ln 2 */
+        r = ts_mul(g, ts_mul_scalar(y, 0.69314718055994530942));
+        break;
+    case TS_U_LOG2:
+        r = ts_div(g, ts_mul_scalar(x, 0.69314718055994530942));
+        break;
+    case TS_U_LOG10:
+        r = ts_div(g, ts_mul_scalar(x, 2.30258509299404568402));
+        break;
+    case TS_U_ERFC: /* -2 / sqrt(pi) e^(-x^2) */
+        r = ts_mul(g, ts_mul_scalar(ts_exp(ts_neg(ts_square(x))), -1.12837916709551257390));
+        break;
+    case TS_U_LGAMMA:
+        r = ts_mul(g, ts_digamma(x));
+        break;
+    case TS_U_DIGAMMA:
+        r = ts_mul(g, ts_polygamma(1, x));
+        break;
+    case TS_U_POLYGAMMA:
+        r = ts_mul(g, ts_polygamma((int)n->p[0] + 1, x));
+        break;
+    case TS_U_ERFINV: /* sqrt(pi) / 2 e^(y^2) */
+        r = ts_mul(g, ts_mul_scalar(ts_exp(ts_square(y)), 0.88622692545275801365));
+        break;
+    case TS_U_I0:
+        r = ts_mul(g, ts_i1(x));
+        break;
+    case TS_U_I0E: /* i1e(x) - sgn(x) y */
+        r = ts_mul(g, ts_sub(ts_i1e(x), ts_mul(ts_sign(x), y)));
+        break;
+    case TS_U_I1: /* i0(x) - y / x, 1/2 at 0 */
+        r = ts_mul(g, ts_where(ts_eq_scalar(x, 0), ts_full_like(tsi_ew_grad_zero(g), 0.5),
+                               ts_sub(ts_i0(x), ts_div(y, x))));
+        break;
+    case TS_U_I1E: /* i0e(x) - y (sgn(x) + 1 / x), 1/2 at 0 */
+        r = ts_mul(g, ts_where(ts_eq_scalar(x, 0), ts_full_like(tsi_ew_grad_zero(g), 0.5),
+                               ts_sub(ts_i0e(x), ts_mul(y, ts_add(ts_sign(x), ts_reciprocal(x))))));
+        break;
+    case TS_U_SINC: { /* (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 at 0 */
+        ts_tensor *px = ts_mul_scalar(x, 3.14159265358979323846);
+        ts_tensor *d = ts_div(ts_sub(ts_mul(px, ts_cos(px)), ts_sin(px)), ts_mul(px, x));
+        r = ts_mul(g, ts_where(ts_eq_scalar(x, 0), tsi_ew_grad_zero(g), d));
+        break;
+    }
+    case TS_U_FRAC:
+        r = g;
+        break;
+    case TS_U_TRUNC:
+        r = ts_zeros_like(g);
+        break;
+    case TS_U_DEG2RAD:
+        r = ts_mul_scalar(g, 3.14159265358979323846 / 180);
+        break;
+    case TS_U_RAD2DEG:
+        r = ts_mul_scalar(g, 180 / 3.14159265358979323846);
+        break;
+    case TS_U_LOGIT: { /* g / (x (1 - x)); 0 outside [eps, 1 - eps], NaN outside [0, 1] */
+        const double eps = n->p[0];
+        ts_tensor *d = ts_div(g, ts_mul(x, ts_rsub_scalar(x, 1)));
+        const double lo = eps < 0 ? 0 : eps, hi = eps < 0 ? 1 : 1 - eps;
+        ts_tensor *out = ts_logical_or(ts_lt_scalar(x, lo), ts_gt_scalar(x, hi));
+        r = ts_where(out, ts_full_like(tsi_ew_grad_zero(g), eps < 0 ? NAN : 0), d);
+        break;
+    }
+    case TS_U_NAN_TO_NUM: /* g where x is neither NaN nor +inf */
+        r = ts_where(ts_logical_and(ts_eq(x, x), ts_ne_scalar(x, INFINITY)), g,
+                     tsi_ew_grad_zero(g));
+        break;
+    case TS_U_NEGINF_TO:
+        r = ts_where(ts_eq_scalar(x, -INFINITY), tsi_ew_grad_zero(g), g);
         break;
     default:
         return;

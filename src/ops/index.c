@@ -145,8 +145,8 @@ ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index) {
     ts_tensor *ops[2] = {t, index};
     ts_device dev;
     if (!tsi_same_device(op, ops, 2, false, &dev)) return NULL;
-    if (index->dtype != TS_I64) {
-        tsi_error_set(TS_ERR_DTYPE, "%s(): Expected dtype int64 for index, got %s", op,
+    if (index->dtype != TS_I64 && index->dtype != TS_I32) {
+        tsi_error_set(TS_ERR_DTYPE, "%s(): Expected dtype int32/int64 for index, got %s", op,
                       ts_dtype_name(index->dtype));
         return NULL;
     }
@@ -169,13 +169,16 @@ ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index) {
         return NULL;
     }
     if (!check_range(op, index, d, size1(t, d))) return NULL;
+    ts_tensor *idx = tsi_cast(op, index, TS_I64); /* int32 indices as PyTorch takes them */
+    if (!idx) return NULL;
     tsi_log_op(op, dev);
     ts_tensor *out = tsi_new(op, index->shape, t->dtype, dev);
     if (out && tsi_numel(index->shape) > 0) {
-        ts_kview ko = kview1(out), ki = kview1(t), kx = kview1(index);
+        ts_kview ko = kview1(out), ki = kview1(t), kx = kview1(idx);
         tsi_be(t)->gather(tsi_be(t), tsi_dev_index(t), &ko, &ki, d, &kx);
     }
-    record_indexed("GatherBackward0", op, tsi_gather_backward, t, out, index, d);
+    record_indexed("GatherBackward0", op, tsi_gather_backward, t, out, idx, d);
+    ts_release(idx);
     return tsi_own(tsi_trace(op, (ts_tensor *[]){t, index}, 2, out, (int64_t[]){d}, 1, NULL, 0));
 }
 
@@ -188,8 +191,8 @@ static int scatter_check(const char *op, ts_tensor *t, int dim, ts_tensor *index
     ts_tensor *ops[3] = {t, index, src};
     ts_device dev;
     if (!tsi_same_device(op, ops, 3, false, &dev)) return -1;
-    if (index->dtype != TS_I64) {
-        tsi_error_set(TS_ERR_DTYPE, "%s(): Expected dtype int64 for index, got %s", op,
+    if (index->dtype != TS_I64 && index->dtype != TS_I32) {
+        tsi_error_set(TS_ERR_DTYPE, "%s(): Expected dtype int32/int64 for index, got %s", op,
                       ts_dtype_name(index->dtype));
         return -1;
     }
@@ -230,6 +233,11 @@ static void scatter_run(ts_tensor *dst, int d, ts_tensor *index, ts_tensor *src)
     tsi_be(dst)->scatter_add(tsi_be(dst), tsi_dev_index(dst), &kd, d, &kx, &ks);
 }
 
+/* index as int64 (a new reference): int32 indices as PyTorch takes them */
+static ts_tensor *index_i64(const char *op, ts_tensor *index) {
+    return tsi_cast(op, index, TS_I64);
+}
+
 static void record_scatter(const char *op, ts_tensor *t, ts_tensor *index, ts_tensor *src,
                            ts_tensor *out, int d) {
     ts_tensor *ins[2] = {t, src};
@@ -250,8 +258,11 @@ static ts_tensor *scatter_add_op(ts_tensor *t, int dim, ts_tensor *index, ts_ten
         ts_kview ko = tsi_kview(out), kt = tsi_kview(t);
         tsi_be(t)->copy(tsi_be(t), tsi_dev_index(t), &ko, &kt);
     }
-    scatter_run(out, d, index, src);
-    record_scatter(op, t, index, src, out, d);
+    ts_tensor *idx = index_i64(op, index);
+    if (!idx) return ts_release(out), NULL;
+    scatter_run(out, d, idx, src);
+    record_scatter(op, t, idx, src, out, d);
+    ts_release(idx);
     return tsi_own(out);
 }
 
@@ -266,10 +277,13 @@ ts_tensor *ts_scatter_add_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *s
     const char *op = "scatter_add_";
     const int d = scatter_check(op, t, dim, index, src);
     if (d < 0 || !check_inplace(op, t)) return NULL;
+    ts_tensor *idx = index_i64(op, index);
+    if (!idx) return NULL;
     tsi_log_op(op, tsi_device(t));
-    scatter_run(t, d, index, src);
+    scatter_run(t, d, idx, src);
     tsi_bump_version(t);
-    record_scatter(op, t, index, src, t, d); /* t's history now continues from this node */
+    record_scatter(op, t, idx, src, t, d); /* t's history now continues from this node */
+    ts_release(idx);
     return tsi_own(ts_retain(t));
 }
 

@@ -39,7 +39,10 @@ void tsi_matmul_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
             /* b was shared by every batch: one GEMM over all the rows instead of a batch of small
              * ones and a sum */
             const int64_t k = n->in_shape[0].dims[da - 1], cols = g->shape.dims[g->shape.ndim - 1];
-            ts_tensor *af = ts_reshape(a, TS_SHAPE(-1, k)), *gf = ts_reshape(g, TS_SHAPE(-1, cols));
+            int64_t rows = 1; /* explicit: -1 is ambiguous when k or cols is 0 */
+            for (int i = 0; i < da - 1; i++) rows *= n->in_shape[0].dims[i];
+            ts_tensor *af = ts_reshape(a, TS_SHAPE(rows, k)),
+                      *gf = ts_reshape(g, TS_SHAPE(rows, cols));
             gb = b_transposed ? ts_t(ts_mm(ts_t(gf), af)) : ts_mm(ts_t(af), gf);
         } else if (b_transposed && da <= 2) {
             gb = ts_t(ts_mm(ts_t(g), a));

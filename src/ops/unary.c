@@ -35,8 +35,30 @@ static bool unary_dtype(const char *op, ts_unary_op u, const ts_tensor *t, ts_dt
     case TS_U_TANH:
     case TS_U_SIGMOID:
     case TS_U_RECIPROCAL:
+    case TS_U_EXPM1:
+    case TS_U_EXP2:
+    case TS_U_LOG2:
+    case TS_U_LOG10:
+    case TS_U_ERFC:
+    case TS_U_LGAMMA:
+    case TS_U_DIGAMMA:
+    case TS_U_POLYGAMMA:
+    case TS_U_ERFINV:
+    case TS_U_I0:
+    case TS_U_I0E:
+    case TS_U_I1:
+    case TS_U_I1E:
+    case TS_U_SINC:
+    case TS_U_DEG2RAD:
+    case TS_U_RAD2DEG:
+    case TS_U_LOGIT:
         if (!tsi_is_float(d)) *r = TS_F32;
         return true;
+    case TS_U_NAN_TO_NUM: /* integers and bool have no NaN or inf: a copy */
+    case TS_U_NEGINF_TO:
+        *copy_only = !tsi_is_float(d);
+        return true;
+    case TS_U_FRAC:
     case TS_U_GELU:
     case TS_U_SILU:
     case TS_U_SOFTPLUS:
@@ -58,6 +80,7 @@ static bool unary_dtype(const char *op, ts_unary_op u, const ts_tensor *t, ts_dt
     case TS_U_FLOOR:
     case TS_U_CEIL:
     case TS_U_ROUND:
+    case TS_U_TRUNC:
         *copy_only = tsi_is_int(d); /* fall through */
     case TS_U_ABS:
     case TS_U_RELU:
@@ -185,7 +208,28 @@ UNARY(round, TS_U_ROUND)
 UNARY(reciprocal, TS_U_RECIPROCAL)
 UNARY(square, TS_U_SQUARE)
 UNARY(logical_not, TS_U_LOGICAL_NOT)
+/* issue 52 */
+UNARY(expm1, TS_U_EXPM1)
+UNARY(exp2, TS_U_EXP2)
+UNARY(log2, TS_U_LOG2)
+UNARY(log10, TS_U_LOG10)
+UNARY(erfc, TS_U_ERFC)
+UNARY(lgamma, TS_U_LGAMMA)
+UNARY(trunc, TS_U_TRUNC)
+UNARY(digamma, TS_U_DIGAMMA)
+UNARY(erfinv, TS_U_ERFINV)
+UNARY(i0, TS_U_I0)
+UNARY(i0e, TS_U_I0E)
+UNARY(i1, TS_U_I1)
+UNARY(i1e, TS_U_I1E)
+UNARY(sinc, TS_U_SINC)
+UNARY(frac, TS_U_FRAC)
+UNARY(deg2rad, TS_U_DEG2RAD)
+UNARY(rad2deg, TS_U_RAD2DEG)
 #undef UNARY
+ts_tensor *ts_fix(ts_tensor *t) { return unary_op("fix", TS_U_TRUNC, t, false); }
+/* sgn is sign on real tensors */
+ts_tensor *ts_sgn(ts_tensor *t) { return unary_op("sgn", TS_U_SIGN, t, false); }
 
 #define UNARY_INPLACE(NAME, U)                                                                     \
     ts_tensor *ts_##NAME##_(ts_tensor *t) { return unary_op(#NAME "_", U, t, true); }
@@ -229,4 +273,64 @@ ts_tensor *ts_clamp_max(ts_tensor *t, double max) {
 }
 ts_tensor *ts_clamp_(ts_tensor *t, double min, double max) {
     return clamp_op("clamp_", t, min, max, true);
+}
+
+/* ------------------------------------------------------------------ special ops with numbers */
+/* u with the numbers p0, p1 (checked by the caller), autocast by name, traced with `nums` */
+static ts_tensor *unary_param_op(const char *op, ts_unary_op u, ts_tensor *t, double p0, double p1,
+                                 const double *nums, int n_nums) {
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, op, &t);
+    ts_tensor *y = NULL;
+    ts_dtype r;
+    bool copy_only;
+    tsi_init();
+    if (tsi_check_input(op, t, "input") && unary_dtype(op, u, t, &r, &copy_only))
+        y = unary_run(op, u, t, r, copy_only, false, p0, p1);
+    y = tsi_autocast_exit(&ac, y);
+    return tsi_own(tsi_trace(op, &t, 1, y, NULL, 0, nums, n_nums));
+}
+
+ts_tensor *ts_polygamma(int n, ts_tensor *t) {
+    tsi_init();
+    if (n < 0)
+        return tsi_error_set(TS_ERR_ARG, "polygamma: polygamma(n, x) does not support negative n "
+                                         "(n = %d)", n),
+               NULL;
+    const double nn = n;
+    return unary_param_op("polygamma", TS_U_POLYGAMMA, t, nn, 0, &nn, 1);
+}
+
+ts_tensor *ts_logit(ts_tensor *t, double eps) {
+    const double e = isnan(eps) || eps < 0 ? -1 : eps;
+    return unary_param_op("logit", TS_U_LOGIT, t, e, 0, &e, 1);
+}
+
+/* The largest finite value of a float dtype (nan_to_num's default for +inf) */
+static double float_max(ts_dtype d) {
+    switch (d) {
+    case TS_F16:
+        return 65504.0;
+    case TS_BF16:
+        return 3.38953138925153547590470800371487866880e38;
+    case TS_F32:
+        return 3.40282346638528859811704183484516925440e38;
+    default:
+        return 1.79769313486231570815e308;
+    }
+}
+
+/* Two passes of the kernel: NaN and +inf, then -inf (the backend's unary takes two numbers) */
+ts_tensor *ts_nan_to_num(ts_tensor *t, double nan, double posinf, double neginf) {
+    tsi_init();
+    if (!tsi_check_input("nan_to_num", t, "input")) return NULL;
+    const double m = float_max(t->dtype);
+    const double pos = isnan(posinf) ? m : posinf, neg = isnan(neginf) ? -m : neginf;
+    const double nums[3] = {nan, pos, neg};
+    ts_scope_begin();
+    ts_tensor *a = unary_param_op("nan_to_num", TS_U_NAN_TO_NUM, t, nan, pos, nums, 3);
+    ts_tensor *y = a ? ts_keep(unary_param_op("nan_to_num", TS_U_NEGINF_TO, a, neg, 0, nums + 2, 1))
+                     : NULL;
+    ts_scope_end();
+    return y;
 }

@@ -228,6 +228,26 @@ ts_tensor *ts_squeeze_dim(ts_tensor *t, int dim) {
     return squeeze_mask(t, drop);
 }
 
+ts_tensor *ts_squeeze_dims(ts_tensor *t, ts_dims dims) {
+    if (!tsi_check_input("squeeze", t, "tensor")) return NULL;
+    if (dims.n < 0 || dims.n > TS_MAX_DIMS)
+        return tsi_error_set(TS_ERR_ARG, "squeeze: %d dims given (at most %d)", dims.n,
+                             TS_MAX_DIMS),
+               NULL;
+    bool drop[TS_MAX_DIMS] = {false}, seen[TS_MAX_DIMS] = {false};
+    for (int i = 0; i < dims.n; i++) {
+        int d = tsi_wrap_dim("squeeze", dims.d[i], t->shape.ndim);
+        if (d < 0) return NULL;
+        if (seen[d])
+            return tsi_error_set(TS_ERR_ARG,
+                                 "squeeze: dim %d appears multiple times in the list of dims", d),
+                   NULL;
+        seen[d] = true;
+        if (t->shape.ndim > 0) drop[d] = t->shape.dims[d] == 1;
+    }
+    return squeeze_mask(t, drop);
+}
+
 ts_tensor *ts_unsqueeze(ts_tensor *t, int dim) {
     if (!tsi_check_input("unsqueeze", t, "tensor")) return NULL;
     int n = t->shape.ndim;

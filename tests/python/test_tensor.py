@@ -277,8 +277,9 @@ def test_integer_and_bool_arithmetic(device):
     assert (t | f).tolist() == [True, True, False]
     assert (t ^ f).tolist() == [False, True, False]
     assert (~t).tolist() == [False, False, True]
-    with pytest.raises(TypeError, match="bool"):
-        i & i
+    assert (i & 2).tolist() == [0, 2, 2]  # integer bitwise ops (issue 52)
+    with pytest.raises(tessera.TesseraError, match="bitwise_and"):
+        tessera.tensor([1.0], device=device) & 1
 
 
 def test_comparisons(device):

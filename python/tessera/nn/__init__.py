@@ -8,6 +8,7 @@ from .layers import (Identity, Linear, Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvg
 from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCELoss,
                    BCEWithLogitsLoss)
 from .models import MultiheadAttention, TransformerEncoderLayer, GPT
+from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell
 from .parallel import DataParallel
 from . import functional, init, utils, models  # noqa: F401
 
@@ -18,5 +19,6 @@ __all__ = [
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "RMSNorm", "Embedding", "CrossEntropyLoss",
     "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss", "BCEWithLogitsLoss",
     "MultiheadAttention", "TransformerEncoderLayer", "GPT", "DataParallel", "functional", "init",
-    "utils", "models",
+    "utils", "models", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+    "GRUCell",
 ]

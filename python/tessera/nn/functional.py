@@ -105,44 +105,61 @@ def linear(input, weight, bias=None):
 
 
 def _conv_padding(padding, weight, stride, dilation):
-    if padding == "valid":
-        return (0, 0)
-    if padding == "same":
+    """(padding pair, dims whose 'same' padding is uneven)"""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0, 0), ()
+        if padding != "same":
+            raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                             "{'valid', 'same'}")
         if stride != (1, 1):
             raise ValueError("padding='same' is not supported for strided convolutions")
         ks = weight.shape[-2:]
         total = [d * (k - 1) for d, k in zip(dilation, ks)]
-        if any(t % 2 for t in total):
-            _unsupported("padding='same' needing uneven padding")
-        return (total[0] // 2, total[1] // 2)
-    return _pair(padding, "padding", "conv2d")
+        # uneven: PyTorch pads the extra row / column on the bottom / right; the convolution
+        # padded (total + 1) // 2 on both sides, less its first output row / column, is that
+        return tuple((t + 1) // 2 for t in total), tuple(i for i, t in enumerate(total) if t % 2)
+    return _pair(padding, "padding", "conv2d"), ()
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     stride = _pair(stride, "stride", "conv2d")
     dilation = _pair(dilation, "dilation", "conv2d")
-    padding = _conv_padding(padding, weight, stride, dilation)
-    return _C._nn_conv2d(input, weight, bias, stride, padding, dilation, int(groups))
+    padding, uneven = _conv_padding(padding, weight, stride, dilation)
+    out = _C._nn_conv2d(input, weight, bias, stride, padding, dilation, int(groups))
+    for i in uneven:
+        dim = out.dim() - 2 + i
+        out = out.narrow(dim, 1, out.shape[dim] - 1)
+    return out
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    if return_indices:
-        _unsupported("max_pool2d(return_indices=True)")
     k = _pair(kernel_size, "kernel_size", "max_pool2d")
     s = k if stride is None or stride == [] else _pair(stride, "stride", "max_pool2d")
     return _C._nn_pool2d(False, input, k, s, _pair(padding, "padding", "max_pool2d"),
-                         _pair(dilation, "dilation", "max_pool2d"), bool(ceil_mode), False)
+                         _pair(dilation, "dilation", "max_pool2d"), bool(ceil_mode), False, 0,
+                         bool(return_indices))
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
+    divisor = 0
     if divisor_override is not None:
-        _unsupported("avg_pool2d(divisor_override=...)")
+        divisor = int(divisor_override)
+        if divisor == 0:
+            raise RuntimeError("avg_pool2d(): divisor must be not zero")
+        if divisor < 0:
+            raise ValueError(f"avg_pool2d(): divisor_override must be positive, got {divisor}")
     k = _pair(kernel_size, "kernel_size", "avg_pool2d")
     s = k if stride is None or stride == [] else _pair(stride, "stride", "avg_pool2d")
     return _C._nn_pool2d(True, input, k, s, _pair(padding, "padding", "avg_pool2d"), (1, 1),
-                         bool(ceil_mode), not count_include_pad)
+                         bool(ceil_mode), not count_include_pad, divisor)
 
 
 def adaptive_avg_pool2d(input, output_size):

@@ -15,6 +15,13 @@
 #define M_d_POW  pow
 #define M_f_SQRT sqrtf
 #define M_d_SQRT sqrt
+#define M_f_TRUNC truncf
+#define M_d_TRUNC trunc
+
+/* PyTorch's shifts computed in int64 (any narrower integer stores the low bits, which equal its
+ * own shift's): << by < 0 or >= 64 gives 0, >> by those gives the sign */
+#define ISHL(x, y) ((y) < 0 || (y) >= 64 ? 0 : (int64_t)((uint64_t)(x) << (y)))
+#define ISHR(x, y) ((y) < 0 || (y) >= 64 ? ((x) < 0 ? -1 : 0) : (x) >> (y))
 
 /* Wrapping integer arithmetic (signed overflow is undefined in C, two's complement in PyTorch). */
 #define IADD(x, y) ((int64_t)((uint64_t)(x) + (uint64_t)(y)))
@@ -112,7 +119,23 @@
     case TS_B_RPOW: LOOP(T, ST, M_##FAM##_POW(b, a)); break;                                       \
     case TS_B_FLOORDIV: LOOP(T, ST, ts_floordiv_##FAM(a, b)); break;                               \
     case TS_B_REM: LOOP(T, ST, ts_rem_##FAM(a, b)); break;                                         \
-        BWD_CASES(LOOP, FAM)
+    case TS_B_DIVTRUNC: LOOP(T, ST, M_##FAM##_TRUNC(a / b)); break;                                \
+    /* the bitwise ops on floats are off the contract (the front ends refuse them): a, as CUDA's */ \
+    case TS_B_BITAND:                                                                              \
+    case TS_B_BITOR:                                                                               \
+    case TS_B_BITXOR:                                                                              \
+    case TS_B_LSHIFT:                                                                              \
+    case TS_B_RSHIFT: LOOP(T, ST, ((void)b, a)); break;                                            \
+        BWD_CASES(LOOP, FAM)                                                                       \
+        TS_SPECIAL_BINARY(SPECIAL_CASE, LOOP, FAM)
+
+/* kernel_math.h's special binary ops (issue 52): on floats in the compute type; on integers (off
+ * the contract: the front ends promote first) in double, truncated, so that the kernel stays total
+ */
+#define SPECIAL_CASE(U, FN, LOOP, FAM)                                                             \
+    case U: LOOP(T, ST, TS_SPECIAL_##FAM(FN)(a, b)); break;
+#define SPECIAL_INT_CASE(U, FN, LOOP, CONV)                                                        \
+    case U: LOOP(T, ST, CONV(ts_d2i64(TS_SPECIAL_d(FN)((double)a, (double)b)))); break;
 
 /* Fused activation backwards: a is the gradient, b what the forward saved (kernel_math.h). */
 #define BWD_CASES(LOOP, FAM)                                                                       \
@@ -147,8 +170,15 @@
     case TS_B_RPOW: LOOP(T, ST, ts_ipow_i64(b, a)); break;                                         \
     case TS_B_FLOORDIV: LOOP(T, ST, ts_ifloordiv_i64(a, b)); break;                                \
     case TS_B_REM: LOOP(T, ST, ts_irem_i64(a, b)); break;                                          \
+    case TS_B_DIVTRUNC: LOOP(T, ST, ts_idiv_i64(a, b)); break;                                     \
+    case TS_B_BITAND: LOOP(T, ST, a & b); break;                                                   \
+    case TS_B_BITOR: LOOP(T, ST, a | b); break;                                                    \
+    case TS_B_BITXOR: LOOP(T, ST, a ^ b); break;                                                   \
+    case TS_B_LSHIFT: LOOP(T, ST, ISHL(a, b)); break;                                              \
+    case TS_B_RSHIFT: LOOP(T, ST, ISHR(a, b)); break;                                              \
         CMP_CASES(LOOP)                                                                            \
-        INT_BWD_CASES(LOOP)
+        INT_BWD_CASES(LOOP)                                                                        \
+        TS_SPECIAL_BINARY(SPECIAL_INT_CASE, LOOP, ID)
 
 /* uint64 computes in uint64_t: unsigned quotient, remainder, power and order */
 #define U64_CASES(LOOP)                                                                            \
@@ -165,7 +195,14 @@
     case TS_B_RPOW: LOOP(T, ST, ts_upow_u64(b, a)); break;                                         \
     case TS_B_FLOORDIV: LOOP(T, ST, ts_udiv_u64(a, b)); break;                                     \
     case TS_B_REM: LOOP(T, ST, ts_umod_u64(a, b)); break;                                          \
-        CMP_CASES(LOOP)
+    case TS_B_DIVTRUNC: LOOP(T, ST, ts_udiv_u64(a, b)); break;                                     \
+    case TS_B_BITAND: LOOP(T, ST, a & b); break;                                                   \
+    case TS_B_BITOR: LOOP(T, ST, a | b); break;                                                    \
+    case TS_B_BITXOR: LOOP(T, ST, a ^ b); break;                                                   \
+    case TS_B_LSHIFT: LOOP(T, ST, b >= 64 ? 0 : a << b); break;                                    \
+    case TS_B_RSHIFT: LOOP(T, ST, b >= 64 ? 0 : a >> b); break;                                    \
+        CMP_CASES(LOOP)                                                                            \
+        TS_SPECIAL_BINARY(SPECIAL_INT_CASE, LOOP, (uint64_t))
 
 /* ---------------------------------------------------------------- per-dtype runs
  * LD / ST (load into and store from the compute type) are defined around each instantiation. */

@@ -10,6 +10,7 @@ typedef struct pgeom {
     int64_t planes, h, w, oh, ow;
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
     ts_pool_kind kind;
+    int64_t divisor; /* > 0: divisor_override */
 } pgeom;
 
 static inline pgeom pgeom_of(const ts_kview *x, const ts_kview *y, const ts_pool2d_params *p) {
@@ -26,7 +27,8 @@ static inline pgeom pgeom_of(const ts_kview *x, const ts_kview *y, const ts_pool
                .pw = p->padding[1],
                .dh = p->dilation[0] > 0 ? p->dilation[0] : 1,
                .dw = p->dilation[1] > 0 ? p->dilation[1] : 1,
-               .kind = p->kind};
+               .kind = p->kind,
+               .divisor = p->divisor};
     return g;
 }
 
@@ -43,7 +45,7 @@ static inline void avg_window(const pgeom *g, int64_t oy, int64_t ox, int64_t *y
     if (ae > g->h) ae = g->h;
     if (be > g->w) be = g->w;
     *y0 = a, *y1 = ae, *x0 = b, *x1 = be;
-    *div = g->kind == TS_POOL_AVG ? pool_size : (ae - a) * (be - b);
+    *div = g->divisor > 0 ? g->divisor : g->kind == TS_POOL_AVG ? pool_size : (ae - a) * (be - b);
 }
 
 /* Adaptive windows: [floor(i*in/out), ceil((i+1)*in/out)). */

@@ -62,6 +62,16 @@ typedef struct unary_ctx {
         UN_LOOP(T, T, CT, LD, ST, TS_LIBM_##FAM(FN)(a));                                           \
         break;
 
+/* ... and for each of its TS_SPECIAL_UNARY and TS_SPECIAL_PARAM_UNARY ops (issue 52) */
+#define UN_SPECIAL_CASE(U, FN, T, CT, FAM, LD, ST)                                                 \
+    case U:                                                                                        \
+        UN_LOOP(T, T, CT, LD, ST, TS_SPECIAL_##FAM(FN)(a));                                        \
+        break;
+#define UN_PARAM_CASE(U, EXPR, T, CT, LD, ST)                                                      \
+    case U:                                                                                        \
+        UN_LOOP(T, T, CT, LD, ST, EXPR);                                                           \
+        break;
+
 /* The vectorised ops on f32: straight through vk on a dense run, through chunks otherwise. */
 static void unary_vec_f32(const unary_ctx *ctx, char *const *p, const int64_t *s, int64_t n) {
     if (s[0] == (int64_t)sizeof(float) && s[1] == (int64_t)sizeof(float)) {
@@ -88,6 +98,8 @@ static void unary_vec_f32(const unary_ctx *ctx, char *const *p, const int64_t *s
             unary_vec_f32(ctx, p, s, n);                                                           \
             return;                                                                                \
         }                                                                                          \
+        const double p0 = ctx->p0, p1 = ctx->p1;                                                   \
+        (void)p0, (void)p1;                                                                        \
         switch (ctx->op) {                                                                         \
         case TS_U_NEG: UN_LOOP(T, T, CT, LD, ST, -a); break;                                       \
         case TS_U_ABS: UN_LOOP(T, T, CT, LD, ST, M_##FAM##_ABS(a)); break;                         \
@@ -110,6 +122,8 @@ static void unary_vec_f32(const unary_ctx *ctx, char *const *p, const int64_t *s
         case TS_U_RECIPROCAL: UN_LOOP(T, T, CT, LD, ST, ts_reciprocal_##FAM(a)); break;            \
         case TS_U_SQUARE: UN_LOOP(T, T, CT, LD, ST, a * a); break;                                 \
         case TS_U_LOGICAL_NOT: UN_LOOP(ts_cpu_t_b8, T, CT, LD, ID, (uint8_t)(a == 0)); break;      \
+        TS_SPECIAL_UNARY(UN_SPECIAL_CASE, T, CT, FAM, LD, ST)                                      \
+        TS_SPECIAL_PARAM_UNARY(UN_PARAM_CASE, FAM, CT, T, CT, LD, ST)                              \
         case TS_U_CLAMP: {                                                                         \
             const CT lo = isnan(ctx->p0) ? (CT)-INFINITY : (CT)ctx->p0;                            \
             const CT hi = isnan(ctx->p1) ? (CT)INFINITY : (CT)ctx->p1;                             \
@@ -148,10 +162,17 @@ static void unary_half(void *vctx, char *const *p, const int64_t *s, int64_t n) 
 #define UN_FALLBACK_CASE(U, FN, FAM)                                                               \
     case U:                                                                                        \
         return TS_LIBM_##FAM(FN)(x);
+#define UN_FALLBACK_SPECIAL(U, FN, FAM)                                                            \
+    case U:                                                                                        \
+        return TS_SPECIAL_##FAM(FN)(x);
+#define UN_FALLBACK_PARAM(U, EXPR, unused)                                                         \
+    case U:                                                                                        \
+        return EXPR;
 
 /* Float-only ops reached with an integer dtype (the front ends promote first, so this is off
  * the contract): computed in double and truncated, never crashing. */
-static double unary_fallback_d(ts_unary_op op, double x) {
+static double unary_fallback_d(ts_unary_op op, double x, double p0, double p1) {
+    const double a = x;
     switch (op) {
     case TS_U_EXP:
         return exp(x);
@@ -164,6 +185,8 @@ static double unary_fallback_d(ts_unary_op op, double x) {
     case TS_U_RSQRT:
         return ts_rsqrt_d(x);
         TS_LIBM_UNARY(UN_FALLBACK_CASE, d)
+        TS_SPECIAL_UNARY(UN_FALLBACK_SPECIAL, d)
+        TS_SPECIAL_PARAM_UNARY(UN_FALLBACK_PARAM, d, double, 0)
     case TS_U_TANH:
         return tanh(x);
     case TS_U_SIGMOID:
@@ -226,7 +249,7 @@ static int64_t clamp_bound_i64(double v, int64_t unbounded) {
         }                                                                                          \
         default: {                                                                                 \
             const ts_unary_op op = ctx->op;                                                        \
-            UN_LOOP(T, T, int64_t, LD, ST, ts_d2i64(unary_fallback_d(op, (double)a)));             \
+            UN_LOOP(T, T, int64_t, LD, ST, ts_d2i64(unary_fallback_d(op, (double)a, ctx->p0, ctx->p1)));             \
             break;                                                                                 \
         }                                                                                          \
         }                                                                                          \
@@ -280,7 +303,7 @@ static void unary_u64(void *vctx, char *const *p, const int64_t *s, int64_t n) {
     }
     default: {
         const ts_unary_op op = ctx->op;
-        UN_LOOP(T, T, uint64_t, ID, ID, ts_d2u64(unary_fallback_d(op, (double)a)));
+        UN_LOOP(T, T, uint64_t, ID, ID, ts_d2u64(unary_fallback_d(op, (double)a, ctx->p0, ctx->p1)));
         break;
     }
     }

@@ -8,6 +8,10 @@
 /* Comparisons and logical ops write bool; everything else the input dtype. */
 static inline bool tsc_binary_is_bool(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_OR; }
 
+/* kernel_math.h's special binary ops (issue 52); integers (off the contract) in double, truncated */
+#define TSC_BIN_SPECIAL(U, FN, FAM) case U: return TS_SPECIAL_##FAM(FN)(a, b);
+#define TSC_BIN_SPECIAL_INT(U, FN, unused) case U: return ts_d2i64(TS_SPECIAL_d(FN)((double)a, (double)b));
+
 /* clang-format off */
 TS_HD inline float tsc_bin_arith(int op, float a, float b) {
     switch (op) {
@@ -20,6 +24,7 @@ TS_HD inline float tsc_bin_arith(int op, float a, float b) {
     case TS_B_MIN: return ts_minimum_f(a, b);
     case TS_B_FMOD: return ts_fmod_f(a, b);
     case TS_B_FLOORDIV: return ts_floordiv_f(a, b);
+    case TS_B_DIVTRUNC: return truncf(a / b);
     case TS_B_REM: return ts_rem_f(a, b);
     case TS_B_RSUB: return b - a;
     case TS_B_RDIV: return b / a;
@@ -29,6 +34,7 @@ TS_HD inline float tsc_bin_arith(int op, float a, float b) {
     case TS_B_TANH_BWD: return ts_tanh_bwd_f(a, b);
     case TS_B_GELU_BWD: return ts_gelu_bwd_f(a, b);
     case TS_B_SILU_BWD: return ts_silu_bwd_f(a, b);
+    TS_SPECIAL_BINARY(TSC_BIN_SPECIAL, f)
     default: return a;
     }
 }
@@ -44,6 +50,7 @@ TS_HD inline double tsc_bin_arith(int op, double a, double b) {
     case TS_B_MIN: return ts_minimum_d(a, b);
     case TS_B_FMOD: return ts_fmod_d(a, b);
     case TS_B_FLOORDIV: return ts_floordiv_d(a, b);
+    case TS_B_DIVTRUNC: return trunc(a / b);
     case TS_B_REM: return ts_rem_d(a, b);
     case TS_B_RSUB: return b - a;
     case TS_B_RDIV: return b / a;
@@ -53,6 +60,7 @@ TS_HD inline double tsc_bin_arith(int op, double a, double b) {
     case TS_B_TANH_BWD: return ts_tanh_bwd_d(a, b);
     case TS_B_GELU_BWD: return ts_gelu_bwd_d(a, b);
     case TS_B_SILU_BWD: return ts_silu_bwd_d(a, b);
+    TS_SPECIAL_BINARY(TSC_BIN_SPECIAL, d)
     default: return a;
     }
 }
@@ -71,6 +79,12 @@ TS_HD inline int64_t tsc_bin_arith(int op, int64_t a, int64_t b) {
     case TS_B_FMOD: return ts_imod_i64(a, b);
     case TS_B_FLOORDIV: return ts_ifloordiv_i64(a, b);
     case TS_B_REM: return ts_irem_i64(a, b);
+    case TS_B_DIVTRUNC: return ts_idiv_i64(a, b);
+    case TS_B_BITAND: return a & b;
+    case TS_B_BITOR: return a | b;
+    case TS_B_BITXOR: return a ^ b;
+    case TS_B_LSHIFT: return b < 0 || b >= 64 ? 0 : (int64_t)((uint64_t)a << b);
+    case TS_B_RSHIFT: return b < 0 || b >= 64 ? (a < 0 ? -1 : 0) : a >> b;
     case TS_B_RSUB: return (int64_t)((uint64_t)b - (uint64_t)a);
     case TS_B_RDIV: return ts_idiv_i64(b, a);
     case TS_B_RPOW: return ts_ipow_i64(b, a);
@@ -79,6 +93,7 @@ TS_HD inline int64_t tsc_bin_arith(int op, int64_t a, int64_t b) {
     case TS_B_TANH_BWD: return ts_d2i64(ts_tanh_bwd_d((double)a, (double)b));
     case TS_B_GELU_BWD: return ts_d2i64(ts_gelu_bwd_d((double)a, (double)b));
     case TS_B_SILU_BWD: return ts_d2i64(ts_silu_bwd_d((double)a, (double)b));
+    TS_SPECIAL_BINARY(TSC_BIN_SPECIAL_INT, 0)
     default: return a;
     }
 }

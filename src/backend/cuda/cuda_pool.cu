@@ -15,6 +15,7 @@ struct PGeom {
     int64_t planes, h, w, oh, ow;
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
     int kind; /* ts_pool_kind */
+    int64_t divisor; /* > 0: divisor_override */
 };
 
 static PGeom pgeom_of(const ts_kview *x, const ts_kview *y, const ts_pool2d_params *p) {
@@ -33,6 +34,7 @@ static PGeom pgeom_of(const ts_kview *x, const ts_kview *y, const ts_pool2d_para
     g.dh = p->dilation[0] > 0 ? p->dilation[0] : 1;
     g.dw = p->dilation[1] > 0 ? p->dilation[1] : 1;
     g.kind = (int)p->kind;
+    g.divisor = p->divisor;
     return g;
 }
 
@@ -49,7 +51,7 @@ __device__ __forceinline__ void avg_window(const PGeom &g, int64_t oy, int64_t o
     if (ae > g.h) ae = g.h;
     if (be > g.w) be = g.w;
     *y0 = a, *y1 = ae, *x0 = b, *x1 = be;
-    *div = g.kind == TS_POOL_AVG ? pool_size : (ae - a) * (be - b);
+    *div = g.divisor > 0 ? g.divisor : g.kind == TS_POOL_AVG ? pool_size : (ae - a) * (be - b);
 }
 
 /* Adaptive windows: [floor(i*in/out), ceil((i+1)*in/out)). */

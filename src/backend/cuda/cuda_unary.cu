@@ -11,15 +11,24 @@ struct tsc_unary_params {
     float lo_f, hi_f;
     double lo_d, hi_d;
     int64_t lo_i, hi_i;
+    double p0, p1; /* as given: the special ops' numbers */
 };
 
 /* A case of unary_ct's switch for each of kernel_math.h's TS_LIBM_UNARY functions. */
 #define UNARY_LIBM_CASE(U, FN, FAM)                                                                \
     case U:                                                                                        \
         return TS_LIBM_##FAM(FN)(a);
+/* ... and for each of its TS_SPECIAL_UNARY and TS_SPECIAL_PARAM_UNARY ops (issue 52) */
+#define UNARY_SPECIAL_CASE(U, FN, FAM)                                                             \
+    case U:                                                                                        \
+        return TS_SPECIAL_##FAM(FN)(a);
+#define UNARY_PARAM_CASE(U, EXPR, unused)                                                          \
+    case U:                                                                                        \
+        return EXPR;
 
 /* clang-format off */
 TS_HD inline float unary_ct(const tsc_unary_params &p, float a) {
+    const double p0 = p.p0, p1 = p.p1;
     switch (p.op) {
     case TS_U_NEG:
         return -a;
@@ -36,6 +45,8 @@ TS_HD inline float unary_ct(const tsc_unary_params &p, float a) {
     case TS_U_RSQRT:
         return ts_rsqrt_f(a);
         TS_LIBM_UNARY(UNARY_LIBM_CASE, f)
+        TS_SPECIAL_UNARY(UNARY_SPECIAL_CASE, f)
+        TS_SPECIAL_PARAM_UNARY(UNARY_PARAM_CASE, f, float, 0)
     case TS_U_TANH:
         return tanhf(a);
     case TS_U_SIGMOID:
@@ -68,6 +79,7 @@ TS_HD inline float unary_ct(const tsc_unary_params &p, float a) {
 }
 
 TS_HD inline double unary_ct(const tsc_unary_params &p, double a) {
+    const double p0 = p.p0, p1 = p.p1;
     switch (p.op) {
     case TS_U_NEG:
         return -a;
@@ -84,6 +96,8 @@ TS_HD inline double unary_ct(const tsc_unary_params &p, double a) {
     case TS_U_RSQRT:
         return ts_rsqrt_d(a);
         TS_LIBM_UNARY(UNARY_LIBM_CASE, d)
+        TS_SPECIAL_UNARY(UNARY_SPECIAL_CASE, d)
+        TS_SPECIAL_PARAM_UNARY(UNARY_PARAM_CASE, d, double, 0)
     case TS_U_TANH:
         return tanh(a);
     case TS_U_SIGMOID:
@@ -186,6 +200,8 @@ void tsc_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kview *
     }
     tsc_unary_params p;
     p.op = (int)op;
+    p.p0 = p0;
+    p.p1 = p1;
     p.lo_d = std::isnan(p0) ? -INFINITY : p0;
     p.hi_d = std::isnan(p1) ? INFINITY : p1;
     p.lo_f = (float)p.lo_d;

@@ -1,5 +1,6 @@
 """tessera.nn.utils — gradient clipping (torch.nn.utils.clip_grad_norm_)."""
 from ... import _C
+from . import rnn  # noqa: F401,E402  (torch.nn.utils.rnn)
 
 Tensor = _C.Tensor
 
