@@ -20,8 +20,8 @@
 #include "tessera.h"
 
 #define BENCH_NAME "bench_gpu"
-#include "bench_util.h"
 #include "bench_gpu_util.h"
+#include "bench_util.h"
 
 /* A timed round of work, repeated: one warm-up round (kernels load, cuBLAS picks its algorithms,
  * the caching allocator fills), then `runs` rounds of `iters` calls, each round between two
@@ -373,23 +373,8 @@ static void bench_h2d(const char *label, size_t bytes, bool pinned, int iters, i
 
 int main(int argc, char **argv) {
     int quick = argc > 1 && !strcmp(argv[1], "quick");
-    const char *override = getenv("BENCH_GPU_DEVICE");
-    bool check = override && *override;
-    bench_device = ts_cuda(0);
-    if (check) {
-        if (ts_device_parse(override, &bench_device) != TS_OK) die_on_error("BENCH_GPU_DEVICE");
-        printf("# BENCH_GPU_DEVICE=%s: a logic check, not a measurement of cuda:0\n", override);
-    } else if (ts_cuda_device_count() < 1) {
-        /* ask the runtime why, so the line says "built without CUDA" or the driver's reason */
-        ts_cuda_set_device(0);
-        printf("bench_gpu: SKIP: %s\n",
-               ts_error() != TS_OK ? ts_error_message() : "no CUDA device found");
-        return 0;
-    }
-    ts_cuda_props p;
-    if (bench_device.type == TS_CUDA && ts_cuda_get_properties(0, &p) == TS_OK)
-        printf("# tessera on cuda:0: %s, %d SMs, %.1f GiB\n", p.name, p.multiprocessor_count,
-               (double)p.total_memory / (1 << 30));
+    bool check;
+    if (!bench_pick_device(&check)) return 0;
     int steps = quick ? 50 : 200, runs = quick ? 3 : 7;
     int64_t n = 8192;
     size_t bytes = (size_t)256 << 20;

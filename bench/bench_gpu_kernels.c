@@ -21,8 +21,8 @@
 #include "tessera.h"
 
 #define BENCH_NAME "bench_gpu_kernels"
-#include "bench_util.h"
 #include "bench_gpu_util.h"
+#include "bench_util.h"
 
 static bool small; /* sim: shapes cut down so the logic runs in seconds */
 
@@ -94,8 +94,8 @@ static void free_ctx(op_ctx *c) {
 
 static bool layernorm_call(void *p) {
     op_ctx *c = p;
-    ts_tensor *y = ts_layer_norm(c->in[0], TS_SHAPE(ts_size(c->in[0], 1)), c->in[1], c->in[2],
-                                 1e-5);
+    ts_tensor *y =
+        ts_layer_norm(c->in[0], TS_SHAPE(ts_size(c->in[0], 1)), c->in[1], c->in[2], 1e-5);
     if (!y) return false;
     ts_backward_with(y, c->dy);
     clear_grads(c);
@@ -148,9 +148,8 @@ static void bench_cross_entropy(const char *name, ts_dtype dt, int runs) {
     const int64_t rows = d(8192, 64), classes = d(50257, 1000);
     op_ctx c = {.in = {leaf(TS_SHAPE(rows, classes), dt, 2, true)}};
     ts_scope_begin();
-    c.target = ts_keep(ts_to_dtype(ts_mul_scalar(ts_rand(TS_SHAPE(rows), on_dev(TS_F32)),
-                                                 (double)classes - 0.5),
-                                   TS_I64));
+    c.target = ts_keep(ts_to_dtype(
+        ts_mul_scalar(ts_rand(TS_SHAPE(rows), on_dev(TS_F32)), (double)classes - 0.5), TS_I64));
     ts_scope_end();
     report(name, c.in[0] && c.target ? time_calls(cross_entropy_call, &c, 10, runs) : -1);
     free_ctx(&c);
@@ -168,10 +167,10 @@ static bool sdpa_call(void *p) {
 
 static void bench_sdpa(const char *name, int64_t heads, int64_t e, bool causal, int runs) {
     const ts_shape s = TS_SHAPE(d(8, 1), d(heads, 2), d(1024, 64), small ? 16 : e);
-    op_ctx c = {.in = {leaf(s, TS_BF16, 1, true), leaf(s, TS_BF16, 1, true),
-                       leaf(s, TS_BF16, 1, true)},
-                .dy = leaf(s, TS_BF16, 1, false),
-                .causal = causal};
+    op_ctx c = {
+        .in = {leaf(s, TS_BF16, 1, true), leaf(s, TS_BF16, 1, true), leaf(s, TS_BF16, 1, true)},
+        .dy = leaf(s, TS_BF16, 1, false),
+        .causal = causal};
     report(name, c.dy ? time_calls(sdpa_call, &c, 10, runs) : -1);
     free_ctx(&c);
 }
@@ -225,8 +224,8 @@ static void bench_adamw(int runs) {
         ok = params[i] && g && ts_set_grad(params[i], g) == TS_OK;
         ts_release(g);
     }
-    ts_optim *opt = ok ? ts_adamw_params(params, n, (ts_adam_opts){.lr = 3e-4, .weight_decay = 0.1})
-                       : NULL;
+    ts_optim *opt =
+        ok ? ts_adamw_params(params, n, (ts_adam_opts){.lr = 3e-4, .weight_decay = 0.1}) : NULL;
     report("adamw_f32", opt ? time_calls(adamw_call, opt, 20, runs) : -1);
     ts_optim_free(opt);
     for (int i = 0; i < n; i++) ts_release(params[i]);
@@ -235,22 +234,8 @@ static void bench_adamw(int runs) {
 int main(int argc, char **argv) {
     const bool quick = argc > 1 && strcmp(argv[1], "quick") == 0;
     const int runs = quick ? 3 : 7;
-    const char *want = getenv("BENCH_GPU_DEVICE");
-    ts_sim_configure(1, 0);
-    if (want && *want) {
-        if (ts_device_parse(want, &bench_device) != TS_OK) die_on_error("BENCH_GPU_DEVICE");
-        printf("# BENCH_GPU_DEVICE=%s: a logic check, not a measurement of cuda:0\n", want);
-    } else if (ts_cuda_device_count() < 1) {
-        ts_cuda_set_device(0); /* the runtime says why: built without CUDA, or the driver's reason */
-        printf("%s: SKIP: %s\n", BENCH_NAME,
-               ts_error() != TS_OK ? ts_error_message() : "no CUDA device found");
-        return 0;
-    } else {
-        bench_device = ts_cuda(0);
-        ts_cuda_props p;
-        if (ts_cuda_get_properties(0, &p) == TS_OK)
-            printf("# tessera on cuda:0: %s, %d SMs\n", p.name, p.multiprocessor_count);
-    }
+    bool check;
+    if (!bench_pick_device(&check)) return 0;
     small = bench_device.type != TS_CUDA;
     ts_manual_seed(0);
     bench_layernorm("layernorm_f32", TS_F32, runs);

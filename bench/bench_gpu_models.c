@@ -27,9 +27,8 @@
 #include "tessera.h"
 
 #define BENCH_NAME "bench_gpu_models"
-#include "bench_util.h"
 #include "bench_gpu_util.h"
-
+#include "bench_util.h"
 
 /* Whether an error is pending; if so prints "<label>: <what> failed: <message>" and clears it. */
 static bool failed(const char *label, const char *what) {
@@ -141,25 +140,8 @@ static bool bench_case(const model_case *mc, int warmup, int steps, int runs) {
 
 int main(int argc, char **argv) {
     int quick = argc > 1 && !strcmp(argv[1], "quick");
-    const char *override = getenv("BENCH_GPU_DEVICE");
-    bool check = override && *override;
-    bench_device = ts_cuda(0);
-    if (check) {
-        if (!strncmp(override, "sim", 3) && ts_device_count(TS_SIM) < 1) ts_sim_configure(1, 0);
-        if (ts_device_parse(override, &bench_device) != TS_OK) die_on_error("BENCH_GPU_DEVICE");
-        printf("# BENCH_GPU_DEVICE=%s: a logic check on small shapes, not a measurement of "
-               "cuda:0\n",
-               override);
-    } else if (ts_cuda_device_count() < 1) {
-        ts_cuda_set_device(0);
-        printf("bench_gpu_models: SKIP: %s\n",
-               ts_error() != TS_OK ? ts_error_message() : "no CUDA device found");
-        return 0;
-    }
-    ts_cuda_props p;
-    if (bench_device.type == TS_CUDA && ts_cuda_get_properties(0, &p) == TS_OK)
-        printf("# tessera on cuda:0: %s, %d SMs, %.1f GiB\n", p.name, p.multiprocessor_count,
-               (double)p.total_memory / (1 << 30));
+    bool check;
+    if (!bench_pick_device(&check)) return 0;
 
     int warmup = quick ? 2 : 3, steps = quick ? 3 : 5, runs = quick ? 2 : 3;
     const char *few = getenv("BENCH_GPU_STEPS"); /* N steps, one round: for a profiler */

@@ -9,6 +9,7 @@
  * itself. */
 #include <stdlib.h>
 
+#include "backend/conv_layout.h"
 #include "backend/cpu/conv_dnnl.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/host_scratch.h"
@@ -16,24 +17,7 @@
 #include "backend/cpu/kern_conv_drivers.h"
 #include "backend/cpu/matmul_dnnl.h"
 
-/* dense in the given order of dims (innermost first), dims of one element aside */
-static bool dense_in(const ts_kview *v, const int order[4]) {
-    if (v->ndim != 4) return false;
-    int64_t expected = 1;
-    for (int k = 0; k < 4; k++) {
-        const int d = order[k];
-        if (v->shape[d] == 1) continue;
-        if (v->strides[d] != expected) return false;
-        expected *= v->shape[d];
-    }
-    return true;
-}
-
-static const int NHWC_ORDER[4] = {1, 3, 2, 0}, NCHW_ORDER[4] = {3, 2, 1, 0};
-
-bool tsi_conv_view_nhwc(const ts_kview *v) {
-    return dense_in(v, NHWC_ORDER) && !dense_in(v, NCHW_ORDER);
-}
+bool tsi_conv_view_nhwc(const ts_kview *v) { return ts_kview_nhwc_only(v); }
 
 bool ts_cpu_conv2d_channels_last(const ts_backend *be, int index, ts_dtype dt) {
     (void)be, (void)index;

@@ -24,28 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/conv_layout.h"
 #include "backend/cuda/cuda_bridge.h"
 #include "backend/cuda/cuda_compute_conv.h"
 
 namespace {
 
 /* ------------------------------------------------------------------ layouts */
-/* dense in the given order of dims (innermost first), dims of one element aside */
-static bool dense_in(const ts_kview *v, const int order[4]) {
-    if (v->ndim != 4) return false;
-    int64_t expected = 1;
-    for (int k = 0; k < 4; k++) {
-        const int d = order[k];
-        if (v->shape[d] == 1) continue;
-        if (v->strides[d] != expected) return false;
-        expected *= v->shape[d];
-    }
-    return true;
-}
-
-static const int NHWC_ORDER[4] = {1, 3, 2, 0}, NCHW_ORDER[4] = {3, 2, 1, 0};
-
-static bool dense_nhwc(const ts_kview *v) { return dense_in(v, NHWC_ORDER); }
+/* the NHWC test is backend/conv_layout.h's, shared with the CPU backend */
 
 /* ------------------------------------------------------------------ counters, switches */
 static long long g_native, g_copied; /* passes run natively / through NCHW copies */
@@ -56,7 +42,7 @@ static bool env_on(const char *name) {
 }
 
 /* ------------------------------------------------------------------ transposes */
-#define TILE 32
+#define TILE      32
 #define TILE_ROWS 8
 
 /* dst[b][s][r] = src[b][r][s] for b < nb, r < R, s < S: 32 x 32 tiles through shared memory (both
@@ -188,8 +174,8 @@ static bool plain_of(int index, const ts_kview *v, bool load, Plain *pl) {
 static bool plain_store(int index, const ts_kview *v, Plain *pl, bool ok) {
     if (!pl->scratch || !pl->data) return ok;
     if (ok)
-        ok = transpose(index, tsc_dtype_size(v->dtype), v->data, pl->data, v->shape[0],
-                       v->shape[1], v->shape[2] * v->shape[3]); /* [c][hw] -> [hw][c] */
+        ok = transpose(index, tsc_dtype_size(v->dtype), v->data, pl->data, v->shape[0], v->shape[1],
+                       v->shape[2] * v->shape[3]); /* [c][hw] -> [hw][c] */
     tsc_scratch_free(index, pl->data);
     pl->data = NULL;
     return ok;
@@ -208,8 +194,8 @@ static void copy_forward(int index, const tsc_cgeom *g, const ts_kview *out, con
     if (!plain_of(index, x, true, &px)) return;
     bool ok = plain_of(index, out, false, &py);
     if (ok)
-        ok = tsc_conv_nchw_forward(index, g, out->dtype, px.data, w->data,
-                                   bias ? bias->data : NULL, py.data);
+        ok = tsc_conv_nchw_forward(index, g, out->dtype, px.data, w->data, bias ? bias->data : NULL,
+                                   py.data);
     plain_free(index, &px);
     ok = plain_store(index, out, &py, ok);
     if (ok) bias_act(index, out->dtype, out->data, NULL, tsc_numel(out), g->o, p);
@@ -248,7 +234,8 @@ static bool try_native(const ts_kview *a, const ts_kview *b) {
 #else
     const bool dnn = false;
 #endif
-    return dnn && dense_nhwc(a) && dense_nhwc(b) && !env_on("TS_CUDA_TEST_CONV_NHWC_COPY");
+    return dnn && ts_kview_nhwc_dense(a) && ts_kview_nhwc_dense(b) &&
+           !env_on("TS_CUDA_TEST_CONV_NHWC_COPY");
 }
 
 /* The weight [o][cg][kh*kw] as KRSC [o][kh*kw][cg] in scratch; NULL with the error recorded */
@@ -264,9 +251,7 @@ static char *krsc_of(int index, const tsc_cgeom *g, const ts_kview *w) {
 
 } /* namespace */
 
-bool tsc_conv_view_nhwc(const ts_kview *v) {
-    return dense_in(v, NHWC_ORDER) && !dense_in(v, NCHW_ORDER);
-}
+bool tsc_conv_view_nhwc(const ts_kview *v) { return ts_kview_nhwc_only(v); }
 
 void tsc_conv2d_nhwc(int index, const tsc_cgeom *g, const ts_kview *out, const ts_kview *x,
                      const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p) {
