@@ -362,7 +362,7 @@ ts_tensor *ts_logit(ts_tensor *t, double eps); /* eps NAN or < 0: no clamp */
  * finite value */
 ts_tensor *ts_nan_to_num(ts_tensor *t, double nan, double posinf, double neginf);
 ts_tensor *ts_trunc(ts_tensor *t);
-ts_tensor *ts_fix(ts_tensor *t); /* trunc */
+ts_tensor *ts_fix(ts_tensor *t);     /* trunc */
 ts_tensor *ts_frac(ts_tensor *t);    /* x - trunc(x) */
 ts_tensor *ts_sgn(ts_tensor *t);     /* sign (real tensors) */
 ts_tensor *ts_signbit(ts_tensor *t); /* bool: the sign bit (-0.0 and -NaN set it) */
@@ -373,8 +373,8 @@ ts_tensor *ts_xlog1py(ts_tensor *a, ts_tensor *b); /* a log1p(b), torch.special.
 ts_tensor *ts_hypot(ts_tensor *a, ts_tensor *b);   /* float dtypes only */
 ts_tensor *ts_copysign(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_atan2(ts_tensor *a, ts_tensor *b);
-ts_tensor *ts_nextafter(ts_tensor *a, ts_tensor *b); /* float dtypes only; no gradient */
-ts_tensor *ts_ldexp(ts_tensor *a, ts_tensor *b);     /* a * 2^b */
+ts_tensor *ts_nextafter(ts_tensor *a, ts_tensor *b);   /* float dtypes only; no gradient */
+ts_tensor *ts_ldexp(ts_tensor *a, ts_tensor *b);       /* a * 2^b */
 ts_tensor *ts_float_power(ts_tensor *a, ts_tensor *b); /* pow in float64 */
 ts_tensor *ts_logaddexp(ts_tensor *a, ts_tensor *b);   /* float dtypes only */
 ts_tensor *ts_logaddexp2(ts_tensor *a, ts_tensor *b);  /* float dtypes only */
@@ -389,7 +389,8 @@ ts_tensor *ts_maximum(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_minimum(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_fmod(ts_tensor *a, ts_tensor *b);
 /* torch.floor_divide (a // b, rounded down; no gradient) and torch.remainder (a - b * floor(a / b):
- * the divisor's sign; gradient -g floor(a / b) for b). Integers: x // 0 and x % 0 give 0 where PyTorch raises. */
+ * the divisor's sign; gradient -g floor(a / b) for b). Integers: x // 0 and x % 0 give 0 where
+ * PyTorch raises. */
 ts_tensor *ts_floor_divide(ts_tensor *a, ts_tensor *b);
 ts_tensor *ts_remainder(ts_tensor *a, ts_tensor *b);
 /* torch.div(a, b, rounding_mode=None | 'trunc' | 'floor'): the rounded quotient in the result

@@ -439,12 +439,14 @@ static void test_bn_empty_batch(ts_device dev) {
         ts_module_to(bn, dev);
         ts_tensor *y = ts_forward(bn, ts_randn(shapes[k], (ts_opts){.device = dev}));
         CHECK(shape_is(y, shapes[k]));
-        double *m = host(ts_module_get(bn, "running_mean")), *v = host(ts_module_get(bn, "running_var"));
+        double *m = host(ts_module_get(bn, "running_mean")),
+               *v = host(ts_module_get(bn, "running_var"));
         for (int c = 0; c < 3; c++) CHECK(m[c] == 0 && v[c] == 1);
         free(m), free(v);
         /* eval after it: finite, (x - 0) / sqrt(1 + eps) */
         ts_module_eval(bn);
-        ts_tensor *x = ts_ones(k == 0 ? TS_SHAPE(2, 3) : TS_SHAPE(2, 3, 5, 5), (ts_opts){.device = dev});
+        ts_tensor *x =
+            ts_ones(k == 0 ? TS_SHAPE(2, 3) : TS_SHAPE(2, 3, 5, 5), (ts_opts){.device = dev});
         double *vy = host(ts_forward(bn, x));
         CHECK(vy && fabs(vy[0] - 1 / sqrt(1 + 1e-5)) < 1e-6);
         free(vy);

@@ -16,7 +16,7 @@
 static ts_device devs[TS_TEST_MAX_DEVICES];
 static int ndev;
 
-#define NS 1001 /* points per sweep */
+#define NS   1001 /* points per sweep */
 #define PI_L 3.141592653589793238462643383279502884L
 
 /* ------------------------------------------------------------------ tensors */
@@ -128,11 +128,11 @@ typedef struct uop {
     const char *name;
     ts_tensor *(*f)(ts_tensor *);
     long double (*ref)(long double);
-    double lo, hi;  /* the sweep */
-    double floor;   /* errors in units of eps * max(|ref|, floor): where the function has zeros */
-    double ulp_d;   /* bounds on the largest error, float64 and float32 */
+    double lo, hi; /* the sweep */
+    double floor;  /* errors in units of eps * max(|ref|, floor): where the function has zeros */
+    double ulp_d;  /* bounds on the largest error, float64 and float32 */
     double ulp_f;
-    bool diff;      /* gradcheck over [glo, ghi] */
+    bool diff; /* gradcheck over [glo, ghi] */
     double glo, ghi;
 } uop;
 
@@ -207,13 +207,15 @@ static void test_sweeps(void) {
         for (int di = 0; di < ndev; di++) {
             const uop *u = &uops[k];
             const double ed = sweep_err(u, devs[di], TS_F64), ef = sweep_err(u, devs[di], TS_F32);
-            if (di == 0) printf("  %-15s max error f64 %6.2f ulp, f32 %6.2f ulp\n", u->name, ed, ef);
+            if (di == 0)
+                printf("  %-15s max error f64 %6.2f ulp, f32 %6.2f ulp\n", u->name, ed, ef);
             /* float32 adds the half ulp of rounding the reference */
             const bool ok = ed <= u->ulp_d + 0.5 && ef <= u->ulp_f + 1;
             ts_test_record(ok);
             if (!ok)
-                ts_test_failf(__FILE__, __LINE__, "%s on %s: error f64 %.3g (bound %g) f32 %.3g (%g)",
-                              u->name, ts_device_str(devs[di]), ed, u->ulp_d, ef, u->ulp_f);
+                ts_test_failf(__FILE__, __LINE__,
+                              "%s on %s: error f64 %.3g (bound %g) f32 %.3g (%g)", u->name,
+                              ts_device_str(devs[di]), ed, u->ulp_d, ef, u->ulp_f);
         }
 }
 
@@ -242,9 +244,9 @@ static void test_half(void) {
 }
 
 /* ------------------------------------------------------------------ edges: PyTorch 2's values */
-#define E_NAN  NAN
-#define E_INF  INFINITY
-#define NE 9
+#define E_NAN NAN
+#define E_INF INFINITY
+#define NE    9
 static const double ex[NE] = {0.0, -0.0, -1.0, -2.5, INFINITY, -INFINITY, NAN, 1e-30, -1e-30};
 typedef struct edge {
     const char *name;
@@ -252,33 +254,47 @@ typedef struct edge {
     double want[NE]; /* float64, from PyTorch 2 (the deliberate departures noted) */
 } edge;
 static const edge edges[] = {
-    {"lgamma", ts_lgamma, {E_INF, E_INF, E_INF, -0.05624371649767405, E_INF, E_INF, E_NAN,
-                           69.07755278982137, 69.07755278982137}},
-    {"digamma", ts_digamma, {-E_INF, E_INF, E_NAN, 1.1031566406452433, E_INF, E_NAN, E_NAN,
-                             -9.999999999999999e+29, 9.999999999999999e+29}},
+    {"lgamma",
+     ts_lgamma,
+     {E_INF, E_INF, E_INF, -0.05624371649767405, E_INF, E_INF, E_NAN, 69.07755278982137,
+      69.07755278982137}},
+    {"digamma",
+     ts_digamma,
+     {-E_INF, E_INF, E_NAN, 1.1031566406452433, E_INF, E_NAN, E_NAN, -9.999999999999999e+29,
+      9.999999999999999e+29}},
     /* PyTorch: 6.58e32 at -1 (its sin(pi x) is not 0 there): the pole is +inf here; at -2.5
      * mpmath's 9.53924664498912375 (PyTorch's series gives ...4937520, 5e-12 off) */
-    {"polygamma(1)", polygamma1, {E_INF, E_INF, E_INF, 9.5392466449891238, 0, E_NAN, E_NAN,
-                                  9.999999999999998e+59, 9.999999999999998e+59}},
+    {"polygamma(1)",
+     polygamma1,
+     {E_INF, E_INF, E_INF, 9.5392466449891238, 0, E_NAN, E_NAN, 9.999999999999998e+59,
+      9.999999999999998e+59}},
     /* PyTorch: NaN at +inf; the limit 0 here */
-    {"polygamma(2)", polygamma2, {-E_INF, -E_INF, -E_INF, -0.1082040516417282, -0.0, -E_INF,
-                                  E_NAN, -1.9999999999999995e+90, 1.9999999999999995e+90}},
-    {"erfinv", ts_erfinv, {0.0, -0.0, -E_INF, E_NAN, E_NAN, E_NAN, E_NAN,
-                           8.862269254527579e-31, -8.862269254527579e-31}},
+    {"polygamma(2)",
+     polygamma2,
+     {-E_INF, -E_INF, -E_INF, -0.1082040516417282, -0.0, -E_INF, E_NAN, -1.9999999999999995e+90,
+      1.9999999999999995e+90}},
+    {"erfinv",
+     ts_erfinv,
+     {0.0, -0.0, -E_INF, E_NAN, E_NAN, E_NAN, E_NAN, 8.862269254527579e-31,
+      -8.862269254527579e-31}},
     /* PyTorch: NaN at +-inf (its Chebyshev series), inf here as I0 and I1 are */
     {"i0", ts_i0, {1, 1, 1.2660658777520082, 3.289839144050123, E_INF, E_INF, E_NAN, 1, 1}},
     {"i0e", ts_i0e, {1, 1, 0.46575960759364043, 0.27004644161220276, 0, 0, E_NAN, 1, 1}},
-    {"i1", ts_i1, {0.0, -0.0, -0.565159103992485, -2.5167162452886984, E_INF, -E_INF, E_NAN,
-                   5e-31, -5e-31}},
-    {"i1e", ts_i1e, {0.0, -0.0, -0.2079104153497085, -0.20658464953126654, 0.0, -0.0, E_NAN,
-                     5e-31, -5e-31}},
-    {"sinc", ts_sinc, {1, 1, 3.8981718325193755e-17, 0.12732395447351627, E_NAN, E_NAN, E_NAN,
-                       1, 1}},
+    {"i1",
+     ts_i1,
+     {0.0, -0.0, -0.565159103992485, -2.5167162452886984, E_INF, -E_INF, E_NAN, 5e-31, -5e-31}},
+    {"i1e",
+     ts_i1e,
+     {0.0, -0.0, -0.2079104153497085, -0.20658464953126654, 0.0, -0.0, E_NAN, 5e-31, -5e-31}},
+    {"sinc",
+     ts_sinc,
+     {1, 1, 3.8981718325193755e-17, 0.12732395447351627, E_NAN, E_NAN, E_NAN, 1, 1}},
     {"trunc", ts_trunc, {0.0, -0.0, -1, -2, E_INF, -E_INF, E_NAN, 0.0, -0.0}},
     {"frac", ts_frac, {0.0, 0.0, 0.0, -0.5, E_NAN, E_NAN, E_NAN, 1e-30, -1e-30}},
     {"sgn", ts_sgn, {0, 0, -1, -1, 1, -1, 0, 1, -1}},
-    {"logit", logit_none, {-E_INF, -E_INF, E_NAN, E_NAN, E_NAN, E_NAN, E_NAN, -69.07755278982137,
-                           E_NAN}},
+    {"logit",
+     logit_none,
+     {-E_INF, -E_INF, E_NAN, E_NAN, E_NAN, E_NAN, E_NAN, -69.07755278982137, E_NAN}},
 };
 #define NEDGE (int)(sizeof edges / sizeof *edges)
 
@@ -434,8 +450,8 @@ static void test_binary_sweeps(void) {
                 ts_test_record(ok);
                 if (!ok)
                     ts_test_failf(__FILE__, __LINE__, "%s %s on %s: error %.3g ulp (bound %g)%s",
-                                  o->name, ts_dtype_name(dt), ts_device_str(devs[di]), worst,
-                                  bound, ts_test_error_str());
+                                  o->name, ts_dtype_name(dt), ts_device_str(devs[di]), worst, bound,
+                                  ts_test_error_str());
             }
 }
 
@@ -450,27 +466,27 @@ static void test_binary_edges(void) {
         {ts_hypot, {0, NAN, 1, NAN, INFINITY, 2.2360680103302002}},
         {ts_copysign, {0, 0, 1, NAN, 0, -2}},
         {ts_atan2, {0, NAN, 1.5707963705062866, NAN, 0, 2.0344438552856445}},
-        {ts_nextafter, {0, NAN, 0.99999994039535522, NAN, 1.4012984643248171e-45, 1.9999998807907104}},
-        {ts_logaddexp, {0.69314718246459961, NAN, 1.3132617473602295, NAN, INFINITY,
-                        2.0485873222351074}},
+        {ts_nextafter,
+         {0, NAN, 0.99999994039535522, NAN, 1.4012984643248171e-45, 1.9999998807907104}},
+        {ts_logaddexp,
+         {0.69314718246459961, NAN, 1.3132617473602295, NAN, INFINITY, 2.0485873222351074}},
         {ts_logaddexp2, {1, NAN, 1.5849624872207642, NAN, INFINITY, 2.1699249744415283}},
     };
-    static const double ia[3] = {INFINITY, -INFINITY, INFINITY}, ib[3] = {INFINITY, -INFINITY,
-                                                                          -INFINITY};
+    static const double ia[3] = {INFINITY, -INFINITY, INFINITY},
+                        ib[3] = {INFINITY, -INFINITY, -INFINITY};
     double got[6];
     for (int di = 0; di < ndev; di++) {
         for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
             ts_scope_begin();
-            bool ok = rd(cases[k].f(mk(a, 6, TS_F32, devs[di]), mk(b, 6, TS_F32, devs[di])), got,
-                         6);
+            bool ok =
+                rd(cases[k].f(mk(a, 6, TS_F32, devs[di]), mk(b, 6, TS_F32, devs[di])), got, 6);
             for (int i = 0; ok && i < 6; i++) ok = same(got[i], cases[k].want[i], false);
             ts_scope_end();
             ts_test_record(ok);
             if (!ok) {
                 ts_test_failf(__FILE__, __LINE__, "binary edge case %zu on %s", k,
                               ts_device_str(devs[di]));
-                for (int i = 0; i < 6; i++)
-                    fprintf(stderr, "   %.17g\n", got[i]);
+                for (int i = 0; i < 6; i++) fprintf(stderr, "   %.17g\n", got[i]);
             }
         }
         ts_scope_begin();
@@ -485,10 +501,9 @@ static void test_dtypes(void) {
     static const double iv[3] = {1, 2, -3};
     ts_scope_begin();
     ts_tensor *ti = mk(iv, 3, TS_I64, ts_cpu()), *tb = mk(iv, 3, TS_BOOL, ts_cpu());
-    ts_tensor *(*const to_f32[])(ts_tensor *) = {ts_lgamma, ts_digamma, ts_erfinv, ts_i0,
-                                                  ts_i0e,    ts_i1,      ts_i1e,    ts_sinc,
-                                                  ts_expm1,  ts_exp2,    ts_log2,   ts_log10,
-                                                  ts_erfc,   ts_deg2rad, ts_rad2deg};
+    ts_tensor *(*const to_f32[])(ts_tensor *) = {
+        ts_lgamma, ts_digamma, ts_erfinv, ts_i0,    ts_i0e,  ts_i1,      ts_i1e,    ts_sinc,
+        ts_expm1,  ts_exp2,    ts_log2,   ts_log10, ts_erfc, ts_deg2rad, ts_rad2deg};
     for (size_t k = 0; k < sizeof to_f32 / sizeof *to_f32; k++) {
         ts_tensor *y = to_f32[k](ti), *z = to_f32[k](tb);
         CHECK(y && ts_dtype_of(y) == TS_F32 && z && ts_dtype_of(z) == TS_F32);
@@ -507,14 +522,14 @@ static void test_dtypes(void) {
     CHECK_ERR_HAS(TS_ERR_ARG, "polygamma(n, x) does not support negative n");
     /* binary: integers give float32 where PyTorch does, and are refused where it refuses */
     ts_tensor *(*const b_f32[])(ts_tensor *, ts_tensor *) = {ts_xlogy, ts_xlog1py, ts_copysign,
-                                                              ts_atan2, ts_ldexp};
+                                                             ts_atan2, ts_ldexp};
     for (size_t k = 0; k < sizeof b_f32 / sizeof *b_f32; k++) {
         ts_tensor *y = b_f32[k](ti, ti);
         CHECK(y && ts_dtype_of(y) == TS_F32);
     }
     const char *refused[] = {"hypot", "nextafter", "logaddexp", "logaddexp2"};
     ts_tensor *(*const b_ref[])(ts_tensor *, ts_tensor *) = {ts_hypot, ts_nextafter, ts_logaddexp,
-                                                              ts_logaddexp2};
+                                                             ts_logaddexp2};
     for (int k = 0; k < 4; k++) {
         CHECK(b_ref[k](ti, ti) == NULL);
         char msg[64];
@@ -606,22 +621,20 @@ static void test_grads(void) {
         static const double lv[3] = {-0.5, 0.05, 0.5};
         ts_tensor *tl = ts_tensor_f64(TS_SHAPE(3), lv, o);
         ts_backward(ts_sum(ts_logit(tl, NAN)));
-        CHECK( rd(ts_grad(tl), gv, 3));
+        CHECK(rd(ts_grad(tl), gv, 3));
         CHECK(isnan(gv[0]) && fabs(gv[2] - 4) < 1e-15);
         ts_tensor *tl2 = ts_tensor_f64(TS_SHAPE(3), lv, o);
         ts_backward(ts_sum(ts_logit(tl2, 0.1)));
-        CHECK( rd(ts_grad(tl2), gv, 3));
+        CHECK(rd(ts_grad(tl2), gv, 3));
         CHECK(gv[0] == 0 && gv[1] == 0 && fabs(gv[2] - 4) < 1e-15);
         /* i1, i1e and sinc at 0: 1/2, 1/2, 0; xlogy's first operand at 0: 0 */
         static const double z[1] = {0};
         ts_tensor *tz = ts_tensor_f64(TS_SHAPE(1), z, o);
         ts_backward(ts_sum(ts_i1(tz)));
-        CHECK( rd(ts_grad(tz), gv, 1) &&
-              gv[0] == 0.5);
+        CHECK(rd(ts_grad(tz), gv, 1) && gv[0] == 0.5);
         ts_tensor *tz2 = ts_tensor_f64(TS_SHAPE(1), z, o);
         ts_backward(ts_sum(ts_sinc(tz2)));
-        CHECK( rd(ts_grad(tz2), gv, 1) &&
-              gv[0] == 0);
+        CHECK(rd(ts_grad(tz2), gv, 1) && gv[0] == 0);
         ts_scope_end();
         CHECK_OK();
     }

@@ -156,7 +156,7 @@ static refw *ref_weights(ts_module *m, const cfg *c, bool cell) {
             snprintf(name, sizeof name, "%s", base);                                               \
         else                                                                                       \
             snprintf(name, sizeof name, "%s_l%lld%s", base, (long long)l, sfx);                    \
-        ts_tensor *t = ts_module_get(m, name); /* absent: an error we clear */                    \
+        ts_tensor *t = ts_module_get(m, name); /* absent: an error we clear */                     \
         if (!t) ts_error_clear();                                                                  \
         w->field = t ? host(t) : NULL;                                                             \
     } while (0)
@@ -222,7 +222,7 @@ static void check_forward(const cfg *c, ts_device dev, ts_dtype dt) {
         for (int64_t b = 0; b < B; b++)
             for (int64_t i = 0; i < I; i++)
                 xl[(c->batch_first ? b * T + t : t * B + b) * I + i] = x[(t * B + b) * I + i];
-    ts_tensor *xt = c->unbatched    ? dev_tensor(TS_SHAPE(T, I), xl, dt, dev)
+    ts_tensor *xt = c->unbatched     ? dev_tensor(TS_SHAPE(T, I), xl, dt, dev)
                     : c->batch_first ? dev_tensor(TS_SHAPE(B, T, I), xl, dt, dev)
                                      : dev_tensor(TS_SHAPE(T, B, I), xl, dt, dev);
     ts_tensor *h0t = NULL, *c0t = NULL;
@@ -292,19 +292,42 @@ static void test_forward(ts_device dev) {
         for (int L = 1; L <= 2; L++)
             for (int bi = 0; bi < 2; bi++)
                 for (int bf = 0; bf < 2; bf++) {
-                    cfg c = {.kind = kind, .I = 3, .H = 4, .L = L, .bidir = bi, .batch_first = bf,
-                             .bias = true, .with_h0 = (L + bi + bf + kind) % 2, .T = 5, .B = 3};
+                    cfg c = {.kind = kind,
+                             .I = 3,
+                             .H = 4,
+                             .L = L,
+                             .bidir = bi,
+                             .batch_first = bf,
+                             .bias = true,
+                             .with_h0 = (L + bi + bf + kind) % 2,
+                             .T = 5,
+                             .B = 3};
                     check_forward(&c, dev, TS_F64);
                 }
     /* proj_size, no bias, unbatched, lengths, float32 */
-    cfg p = {.kind = LSTM, .I = 3, .H = 5, .L = 2, .P = 2, .bidir = true, .bias = true,
-             .with_h0 = true, .T = 4, .B = 2};
+    cfg p = {.kind = LSTM,
+             .I = 3,
+             .H = 5,
+             .L = 2,
+             .P = 2,
+             .bidir = true,
+             .bias = true,
+             .with_h0 = true,
+             .T = 4,
+             .B = 2};
     check_forward(&p, dev, TS_F64);
     p.bidir = false, p.with_h0 = false;
     check_forward(&p, dev, TS_F64);
     for (int kind = 0; kind < 4; kind++) {
-        cfg c = {.kind = kind, .I = 3, .H = 4, .L = 2, .bidir = true, .bias = false,
-                 .with_h0 = true, .T = 4, .B = 2};
+        cfg c = {.kind = kind,
+                 .I = 3,
+                 .H = 4,
+                 .L = 2,
+                 .bidir = true,
+                 .bias = false,
+                 .with_h0 = true,
+                 .T = 4,
+                 .B = 2};
         check_forward(&c, dev, TS_F64);
         c.bias = true, c.unbatched = true, c.B = 1;
         check_forward(&c, dev, TS_F64);
@@ -399,16 +422,17 @@ static void test_cells(ts_device dev) {
 
 /* ------------------------------------------------------------------ names, shapes, repr */
 static void test_names(void) {
-    ts_module *m = ts_lstm_new(10, 20, (ts_rnn_opts){.num_layers = 2, .bidirectional = true,
-                                                     .proj_size = 5});
+    ts_module *m =
+        ts_lstm_new(10, 20, (ts_rnn_opts){.num_layers = 2, .bidirectional = true, .proj_size = 5});
     ts_tensor_list l = ts_module_named_parameters(m);
     static const char *const want[] = {
-        "weight_ih_l0",         "weight_hh_l0",         "bias_ih_l0",   "bias_hh_l0",
-        "weight_hr_l0",         "weight_ih_l0_reverse", "weight_hh_l0_reverse",
-        "bias_ih_l0_reverse",   "bias_hh_l0_reverse",   "weight_hr_l0_reverse",
-        "weight_ih_l1",         "weight_hh_l1",         "bias_ih_l1",   "bias_hh_l1",
-        "weight_hr_l1",         "weight_ih_l1_reverse", "weight_hh_l1_reverse",
-        "bias_ih_l1_reverse",   "bias_hh_l1_reverse",   "weight_hr_l1_reverse"};
+        "weight_ih_l0",         "weight_hh_l0",         "bias_ih_l0",
+        "bias_hh_l0",           "weight_hr_l0",         "weight_ih_l0_reverse",
+        "weight_hh_l0_reverse", "bias_ih_l0_reverse",   "bias_hh_l0_reverse",
+        "weight_hr_l0_reverse", "weight_ih_l1",         "weight_hh_l1",
+        "bias_ih_l1",           "bias_hh_l1",           "weight_hr_l1",
+        "weight_ih_l1_reverse", "weight_hh_l1_reverse", "bias_ih_l1_reverse",
+        "bias_hh_l1_reverse",   "weight_hr_l1_reverse"};
     CHECK_EQ(l.n, 20);
     for (int i = 0; i < l.n && i < 20; i++) CHECK_STREQ(l.names[i], want[i]);
     ts_tensor_list_free(&l);
@@ -468,8 +492,8 @@ static ts_tensor *f_rnn(ts_tensor *const *in, int n, void *ctx) {
         ts_tensor *h = ts_rnn_cell_forward(g->m, in[0], in[1], g->lstm ? in[2] : NULL, &cn);
         return g->lstm ? ts_cat((ts_tensor *[]){h, cn}, 2, 1) : h;
     }
-    ts_tensor *y = ts_rnn_forward(g->m, in[0], in[1], g->lstm ? in[2] : NULL, NULL, &hn,
-                                  g->lstm ? &cn : NULL);
+    ts_tensor *y =
+        ts_rnn_forward(g->m, in[0], in[1], g->lstm ? in[2] : NULL, NULL, &hn, g->lstm ? &cn : NULL);
     if (!y) return NULL;
     /* every output in one vector */
     ts_tensor *parts[3] = {ts_reshape(y, TS_SHAPE(-1)), ts_reshape(hn, TS_SHAPE(-1)),
@@ -511,14 +535,16 @@ static void gradcheck_module(const char *what, ts_module *m, bool lstm, bool cel
 
 static void test_gradcheck(ts_device dev) {
     ts_manual_seed(3);
-    gradcheck_module("RNN relu 2 layers bidir",
-                     ts_rnn_new(2, 3, (ts_rnn_opts){.num_layers = 2, .bidirectional = true,
-                                                    .nonlinearity = TS_RNN_RELU}),
-                     false, false, TS_SHAPE(3, 2, 2), TS_SHAPE(4, 2, 3), TS_SHAPE(0), dev);
-    gradcheck_module("LSTM 2 layers bidir proj",
-                     ts_lstm_new(2, 3, (ts_rnn_opts){.num_layers = 2, .bidirectional = true,
-                                                     .proj_size = 2}),
-                     true, false, TS_SHAPE(3, 2, 2), TS_SHAPE(4, 2, 2), TS_SHAPE(4, 2, 3), dev);
+    gradcheck_module(
+        "RNN relu 2 layers bidir",
+        ts_rnn_new(
+            2, 3,
+            (ts_rnn_opts){.num_layers = 2, .bidirectional = true, .nonlinearity = TS_RNN_RELU}),
+        false, false, TS_SHAPE(3, 2, 2), TS_SHAPE(4, 2, 3), TS_SHAPE(0), dev);
+    gradcheck_module(
+        "LSTM 2 layers bidir proj",
+        ts_lstm_new(2, 3, (ts_rnn_opts){.num_layers = 2, .bidirectional = true, .proj_size = 2}),
+        true, false, TS_SHAPE(3, 2, 2), TS_SHAPE(4, 2, 2), TS_SHAPE(4, 2, 3), dev);
     gradcheck_module("GRU 2 layers batch_first",
                      ts_gru_new(2, 3, (ts_rnn_opts){.num_layers = 2, .batch_first = true}), false,
                      false, TS_SHAPE(2, 3, 2), TS_SHAPE(2, 2, 3), TS_SHAPE(0), dev);

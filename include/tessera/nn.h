@@ -19,7 +19,7 @@ ts_tensor *ts_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o)
 typedef struct ts_pool2d_opts {
     int kernel[2], stride[2], padding[2], dilation[2];
     bool ceil_mode;
-    bool exclude_pad; /* avg_pool2d: count_include_pad=False */
+    bool exclude_pad;     /* avg_pool2d: count_include_pad=False */
     int divisor_override; /* avg_pool2d: > 0 divides every window's sum by it; 0: none */
 } ts_pool2d_opts;
 ts_tensor *ts_max_pool2d(ts_tensor *x, ts_pool2d_opts o);

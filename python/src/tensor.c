@@ -428,11 +428,10 @@ static int add_type(PyObject *m, const char *name, PyTypeObject *t) {
 }
 
 int tsp_init_tensor(PyObject *m) {
-    PyMethodDef *const methods[] = {tsp_tensor_core_methods,   tsp_tensor_ops_methods,
-                                    tsp_tensor_shape_methods,  tsp_tensor_reduce_methods,
-                                    tsp_autograd_methods,      tsp_tensor_factory_methods,
-                                    tsp_tensor_values_methods, tsp_tensor_move_methods,
-                                    tsp_tensor_special_methods};
+    PyMethodDef *const methods[] = {
+        tsp_tensor_core_methods,   tsp_tensor_ops_methods,  tsp_tensor_shape_methods,
+        tsp_tensor_reduce_methods, tsp_autograd_methods,    tsp_tensor_factory_methods,
+        tsp_tensor_values_methods, tsp_tensor_move_methods, tsp_tensor_special_methods};
     PyGetSetDef *const getsets[] = {core_getset, tsp_autograd_getset};
     tensor_type.tp_methods = concat_methods(methods, 9);
     tensor_type.tp_getset = concat_getset(getsets, 2);

@@ -40,10 +40,10 @@ static const binop op_or = {"logical_or", ts_logical_or, NULL, NULL, NULL, NULL}
 static const binop op_bitand = {"bitwise_and", ts_bitwise_and, NULL, NULL, ts_bitwise_and_, NULL};
 static const binop op_bitor = {"bitwise_or", ts_bitwise_or, NULL, NULL, ts_bitwise_or_, NULL};
 static const binop op_bitxor = {"bitwise_xor", ts_bitwise_xor, NULL, NULL, ts_bitwise_xor_, NULL};
-static const binop op_lshift = {"bitwise_left_shift",    ts_bitwise_left_shift, NULL, NULL,
-                                ts_bitwise_left_shift_, NULL};
-static const binop op_rshift = {"bitwise_right_shift",    ts_bitwise_right_shift, NULL, NULL,
-                                ts_bitwise_right_shift_, NULL};
+static const binop op_lshift = {
+    "bitwise_left_shift", ts_bitwise_left_shift, NULL, NULL, ts_bitwise_left_shift_, NULL};
+static const binop op_rshift = {
+    "bitwise_right_shift", ts_bitwise_right_shift, NULL, NULL, ts_bitwise_right_shift_, NULL};
 static ts_tensor *floor_div(ts_tensor *a, ts_tensor *b) {
     return ts_div_rounding(a, b, TS_ROUNDING_FLOOR);
 }
@@ -343,9 +343,10 @@ static PyObject *call_inplace(PyObject *self, PyObject *const *args, Py_ssize_t 
     X(bitwise_right_shift, op_rshift)                                                              \
     X(floor_divide, op_floordiv)
 #define INPLACE_LIST(X)                                                                            \
-    X(add, op_add) X(sub, op_sub) X(mul, op_mul) X(div, op_div) X(pow, op_pow)                     \
-        X(bitwise_and, op_bitand) X(bitwise_or, op_bitor) X(bitwise_xor, op_bitxor)                \
-            X(bitwise_left_shift, op_lshift) X(bitwise_right_shift, op_rshift)
+    X(add, op_add)                                                                                 \
+    X(sub, op_sub) X(mul, op_mul) X(div, op_div) X(pow, op_pow) X(bitwise_and, op_bitand)          \
+        X(bitwise_or, op_bitor) X(bitwise_xor, op_bitxor) X(bitwise_left_shift, op_lshift)         \
+            X(bitwise_right_shift, op_rshift)
 
 #define DEF_BINARY(name, op) TSP_METHOD_AND_FUNCTION(name, call_binary, &op)
 BINARY_LIST(DEF_BINARY)
@@ -568,8 +569,7 @@ static PyObject *masked_fill(PyObject *self, PyObject *const *args, Py_ssize_t n
         if (tsp_enter()) return NULL;
         Py_BEGIN_ALLOW_THREADS;
         ts_tensor *w = ts_where(mask, vt, T(self)), *c = NULL;
-        if (w && ts_dtype_of(w) != ts_dtype_of(T(self)))
-            c = ts_to_dtype(w, ts_dtype_of(T(self)));
+        if (w && ts_dtype_of(w) != ts_dtype_of(T(self))) c = ts_to_dtype(w, ts_dtype_of(T(self)));
         r = c ? c : w;
         if (c) tsp_drop(w);
         if (r && in_place) {

@@ -118,8 +118,7 @@ static ts_tensor *number_beside(ts_tensor *t, PyObject *num, double v) {
 }
 
 /* f(input, other): a Tensor and a Tensor or a Python number (on either side) */
-static PyObject *binary_call(PyObject *x, PyObject *y, const char *fn, const char *yname,
-                             binfn f) {
+static PyObject *binary_call(PyObject *x, PyObject *y, const char *fn, const char *yname, binfn f) {
     ts_tensor *a = tsp_tensor_of(x), *b = tsp_tensor_of(y), *r = NULL, *sa = NULL, *sb = NULL;
     double va = 0, vb = 0;
     if (!a && !b) {
@@ -129,14 +128,18 @@ static PyObject *binary_call(PyObject *x, PyObject *y, const char *fn, const cha
     }
     if (!a && tsp_number(x, &va) <= 0) {
         if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "%s(): argument 'input' must be Tensor or a number, "
-                                          "not %.100s", fn, Py_TYPE(x)->tp_name);
+            PyErr_Format(PyExc_TypeError,
+                         "%s(): argument 'input' must be Tensor or a number, "
+                         "not %.100s",
+                         fn, Py_TYPE(x)->tp_name);
         return NULL;
     }
     if (!b && tsp_number(y, &vb) <= 0) {
         if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be Tensor or a number, "
-                                          "not %.100s", fn, yname, Py_TYPE(y)->tp_name);
+            PyErr_Format(PyExc_TypeError,
+                         "%s(): argument '%s' must be Tensor or a number, "
+                         "not %.100s",
+                         fn, yname, Py_TYPE(y)->tp_name);
         return NULL;
     }
     if (tsp_enter()) return NULL;
@@ -187,8 +190,7 @@ SPECIAL_BINARY_LIST(DEF_SPECIAL_BINARY)
 
 /* tessera.special.xlog1py(input, other) */
 static const special_binop op_xlog1py = {"xlog1py", "other", ts_xlog1py};
-static PyObject *f__special_xlog1py(PyObject *mod, PyObject *const *a, Py_ssize_t n,
-                                    PyObject *kw) {
+static PyObject *f__special_xlog1py(PyObject *mod, PyObject *const *a, Py_ssize_t n, PyObject *kw) {
     (void)mod;
     return call_special_binary(NULL, a, n, kw, &op_xlog1py);
 }
@@ -204,16 +206,16 @@ static PyObject *nb_remainder(PyObject *a, PyObject *b) {
     return binary_call(a, b, "remainder", "other", ts_remainder);
 }
 
-#define FAST                        (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f)                       (PyCFunction)(void (*)(void))(f)
-#define M_UNARY(name, cfn)          {#name, m_##name, METH_NOARGS, NULL},
-#define F_UNARY(name, cfn)          {#name, f_##name, METH_O, NULL},
-#define M_BINARY(name, other, cfn)  {#name, FN(m_##name), FAST, NULL},
-#define F_BINARY(name, other, cfn)  {#name, FN(f_##name), FAST, NULL},
+#define FAST                       (METH_FASTCALL | METH_KEYWORDS)
+#define FN(f)                      (PyCFunction)(void (*)(void))(f)
+#define M_UNARY(name, cfn)         {#name, m_##name, METH_NOARGS, NULL},
+#define F_UNARY(name, cfn)         {#name, f_##name, METH_O, NULL},
+#define M_BINARY(name, other, cfn) {#name, FN(m_##name), FAST, NULL},
+#define F_BINARY(name, other, cfn) {#name, FN(f_##name), FAST, NULL},
 
 PyMethodDef tsp_tensor_special_methods[] = {
-    SPECIAL_UNARY_LIST(M_UNARY) SPECIAL_BINARY_LIST(M_BINARY){"polygamma", FN(m_polygamma), FAST,
-                                                              "polygamma(n)"},
+    SPECIAL_UNARY_LIST(M_UNARY)
+        SPECIAL_BINARY_LIST(M_BINARY){"polygamma", FN(m_polygamma), FAST, "polygamma(n)"},
     {"logit", FN(m_logit), FAST, "logit(eps=None)"},
     {"nan_to_num", FN(m_nan_to_num), FAST, "nan_to_num(nan=0.0, posinf=None, neginf=None)"},
     {NULL, NULL, 0, NULL},

@@ -231,27 +231,40 @@ static inline TS_HD double ts_digamma_d(double x) {
     if (x == INFINITY) return x;
     const double y = 1 / (x * x);
     const double s =
-        y * (1.0 / 12 -
-             y * (1.0 / 120 -
-                  y * (1.0 / 252 - y * (1.0 / 240 - y * (1.0 / 132 - y * (691.0 / 32760 - y / 12))))));
+        y *
+        (1.0 / 12 -
+         y * (1.0 / 120 -
+              y * (1.0 / 252 - y * (1.0 / 240 - y * (1.0 / 132 - y * (691.0 / 32760 - y / 12))))));
     return r + log(x) - 0.5 / x - s;
 }
 
 /* (2j)! / B_2j, j = 1..12: the Euler-Maclaurin tail of the Hurwitz zeta function */
 static inline TS_HD double ts_zeta_em_coef(int j) {
     switch (j) {
-    case 1: return 12.0;                                 /* 2! / (1/6) */
-    case 2: return -720.0;                               /* 4! / (-1/30) */
-    case 3: return 30240.0;                              /* 6! / (1/42) */
-    case 4: return -1209600.0;                           /* 8! / (-1/30) */
-    case 5: return 47900160.0;                           /* 10! / (5/66) */
-    case 6: return -479001600.0 * 2730.0 / 691.0;        /* 12! / (-691/2730) */
-    case 7: return 87178291200.0 * 6.0 / 7.0;            /* 14! / (7/6) */
-    case 8: return -20922789888000.0 * 510.0 / 3617.0;   /* 16! / (-3617/510) */
-    case 9: return 6402373705728000.0 * 798.0 / 43867.0; /* 18! / (43867/798) */
-    case 10: return -2432902008176640000.0 * 330.0 / 174611.0;
-    case 11: return 1124000727777607680000.0 * 138.0 / 854513.0;
-    default: return -620448401733239439360000.0 * 2730.0 / 236364091.0;
+    case 1:
+        return 12.0; /* 2! / (1/6) */
+    case 2:
+        return -720.0; /* 4! / (-1/30) */
+    case 3:
+        return 30240.0; /* 6! / (1/42) */
+    case 4:
+        return -1209600.0; /* 8! / (-1/30) */
+    case 5:
+        return 47900160.0; /* 10! / (5/66) */
+    case 6:
+        return -479001600.0 * 2730.0 / 691.0; /* 12! / (-691/2730) */
+    case 7:
+        return 87178291200.0 * 6.0 / 7.0; /* 14! / (7/6) */
+    case 8:
+        return -20922789888000.0 * 510.0 / 3617.0; /* 16! / (-3617/510) */
+    case 9:
+        return 6402373705728000.0 * 798.0 / 43867.0; /* 18! / (43867/798) */
+    case 10:
+        return -2432902008176640000.0 * 330.0 / 174611.0;
+    case 11:
+        return 1124000727777607680000.0 * 138.0 / 854513.0;
+    default:
+        return -620448401733239439360000.0 * 2730.0 / 236364091.0;
     }
 }
 
@@ -428,8 +441,9 @@ static inline TS_HD double ts_neginf_to_d(double x, double v) { return x == -INF
 #define TS_SPECIAL_f(name) ts_##name##_f
 #define TS_SPECIAL_d(name) ts_##name##_d
 
-/* The unary ops with numbers, as (op, expression, the trailing arguments) over the caller's `a` (the argument, of the
- * compute type CT) and `p0`, `p1` (doubles, the backend's unary parameters); FAM f or d. */
+/* The unary ops with numbers, as (op, expression, the trailing arguments) over the caller's `a`
+ * (the argument, of the compute type CT) and `p0`, `p1` (doubles, the backend's unary parameters);
+ * FAM f or d. */
 #define TS_SPECIAL_PARAM_UNARY(X, FAM, CT, ...)                                                    \
     X(TS_U_POLYGAMMA, ts_polygamma_##FAM((int)p0, a), __VA_ARGS__)                                 \
     X(TS_U_LOGIT, ts_logit_##FAM(a, p0 >= 0 ? (CT)p0 : (CT)-1), __VA_ARGS__)                       \

@@ -341,8 +341,7 @@ ts_tensor *ts_rnn_forward(ts_module *mod, ts_tensor *input, ts_tensor *h0, ts_te
                      batched ? TS_SHAPE(LD, B, H) : TS_SHAPE(LD, H)))
         return NULL;
     if (lengths) {
-        if (lengths->shape.ndim != 1 || lengths->shape.dims[0] != B ||
-            !tsi_is_int(lengths->dtype))
+        if (lengths->shape.ndim != 1 || lengths->shape.dims[0] != B || !tsi_is_int(lengths->dtype))
             return tsi_error_set(TS_ERR_SHAPE,
                                  "%s: lengths must be an integer tensor [%lld], got %s", op,
                                  (long long)B, tsi_desc(lengths)),
@@ -361,8 +360,8 @@ ts_tensor *ts_rnn_forward(ts_module *mod, ts_tensor *input, ts_tensor *h0, ts_te
     ts_tensor *live_all = NULL; /* [T, B, 1] bool: step t is inside sequence b */
     if (lengths) {
         ts_tensor *len = ts_to(ts_to_dtype(lengths, TS_I64), ts_device_of(input));
-        ts_tensor *steps = ts_arange(0, (double)T, 1,
-                                     (ts_opts){.dtype = TS_I64, .device = ts_device_of(input)});
+        ts_tensor *steps =
+            ts_arange(0, (double)T, 1, (ts_opts){.dtype = TS_I64, .device = ts_device_of(input)});
         live_all = ts_unsqueeze(ts_gt(ts_unsqueeze(len, 0), ts_unsqueeze(steps, 1)), 2);
     }
     ts_tensor **ys = calloc((size_t)T, sizeof *ys), **xs = calloc((size_t)T, sizeof *xs);

@@ -292,7 +292,8 @@ ts_tensor *ts_ldexp(ts_tensor *a, ts_tensor *b) {
 /* float_power: pow in float64 */
 ts_tensor *ts_float_power(ts_tensor *a, ts_tensor *b) {
     tsi_init();
-    if (!tsi_check_input("float_power", a, "input") || !tsi_check_input("float_power", b, "exponent"))
+    if (!tsi_check_input("float_power", a, "input") ||
+        !tsi_check_input("float_power", b, "exponent"))
         return NULL;
     ts_scope_begin();
     ts_tensor *y = ts_keep(ts_pow(ts_to_dtype(a, TS_F64), ts_to_dtype(b, TS_F64)));
@@ -335,7 +336,9 @@ static ts_tensor *bitwise_op(const char *op, ts_binary_op bop, ts_tensor *a, ts_
     return binary_op(op, bop, a, b, inplace);
 }
 #define BITWISE(NAME, BOP)                                                                         \
-    ts_tensor *ts_##NAME(ts_tensor *a, ts_tensor *b) { return bitwise_op(#NAME, BOP, a, b, false); } \
+    ts_tensor *ts_##NAME(ts_tensor *a, ts_tensor *b) {                                             \
+        return bitwise_op(#NAME, BOP, a, b, false);                                                \
+    }                                                                                              \
     ts_tensor *ts_##NAME##_(ts_tensor *a, ts_tensor *b) {                                          \
         return bitwise_op(#NAME "_", BOP, a, b, true);                                             \
     }

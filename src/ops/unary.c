@@ -294,8 +294,10 @@ static ts_tensor *unary_param_op(const char *op, ts_unary_op u, ts_tensor *t, do
 ts_tensor *ts_polygamma(int n, ts_tensor *t) {
     tsi_init();
     if (n < 0)
-        return tsi_error_set(TS_ERR_ARG, "polygamma: polygamma(n, x) does not support negative n "
-                                         "(n = %d)", n),
+        return tsi_error_set(TS_ERR_ARG,
+                             "polygamma: polygamma(n, x) does not support negative n "
+                             "(n = %d)",
+                             n),
                NULL;
     const double nn = n;
     return unary_param_op("polygamma", TS_U_POLYGAMMA, t, nn, 0, &nn, 1);
@@ -329,8 +331,8 @@ ts_tensor *ts_nan_to_num(ts_tensor *t, double nan, double posinf, double neginf)
     const double nums[3] = {nan, pos, neg};
     ts_scope_begin();
     ts_tensor *a = unary_param_op("nan_to_num", TS_U_NAN_TO_NUM, t, nan, pos, nums, 3);
-    ts_tensor *y = a ? ts_keep(unary_param_op("nan_to_num", TS_U_NEGINF_TO, a, neg, 0, nums + 2, 1))
-                     : NULL;
+    ts_tensor *y =
+        a ? ts_keep(unary_param_op("nan_to_num", TS_U_NEGINF_TO, a, neg, 0, nums + 2, 1)) : NULL;
     ts_scope_end();
     return y;
 }

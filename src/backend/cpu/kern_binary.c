@@ -11,10 +11,10 @@
 /* floats per chunk of the f16 / bf16 and strided vectorised paths (three of them on the stack) */
 #define BIN_CHUNK 256
 
-#define M_f_POW  powf
-#define M_d_POW  pow
-#define M_f_SQRT sqrtf
-#define M_d_SQRT sqrt
+#define M_f_POW   powf
+#define M_d_POW   pow
+#define M_f_SQRT  sqrtf
+#define M_d_SQRT  sqrt
 #define M_f_TRUNC truncf
 #define M_d_TRUNC trunc
 

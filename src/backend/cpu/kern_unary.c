@@ -249,7 +249,8 @@ static int64_t clamp_bound_i64(double v, int64_t unbounded) {
         }                                                                                          \
         default: {                                                                                 \
             const ts_unary_op op = ctx->op;                                                        \
-            UN_LOOP(T, T, int64_t, LD, ST, ts_d2i64(unary_fallback_d(op, (double)a, ctx->p0, ctx->p1)));             \
+            UN_LOOP(T, T, int64_t, LD, ST,                                                         \
+                    ts_d2i64(unary_fallback_d(op, (double)a, ctx->p0, ctx->p1)));                  \
             break;                                                                                 \
         }                                                                                          \
         }                                                                                          \
@@ -303,7 +304,8 @@ static void unary_u64(void *vctx, char *const *p, const int64_t *s, int64_t n) {
     }
     default: {
         const ts_unary_op op = ctx->op;
-        UN_LOOP(T, T, uint64_t, ID, ID, ts_d2u64(unary_fallback_d(op, (double)a, ctx->p0, ctx->p1)));
+        UN_LOOP(T, T, uint64_t, ID, ID,
+                ts_d2u64(unary_fallback_d(op, (double)a, ctx->p0, ctx->p1)));
         break;
     }
     }

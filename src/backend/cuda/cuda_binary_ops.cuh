@@ -8,9 +8,14 @@
 /* Comparisons and logical ops write bool; everything else the input dtype. */
 static inline bool tsc_binary_is_bool(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_OR; }
 
-/* kernel_math.h's special binary ops (issue 52); integers (off the contract) in double, truncated */
-#define TSC_BIN_SPECIAL(U, FN, FAM) case U: return TS_SPECIAL_##FAM(FN)(a, b);
-#define TSC_BIN_SPECIAL_INT(U, FN, unused) case U: return ts_d2i64(TS_SPECIAL_d(FN)((double)a, (double)b));
+/* kernel_math.h's special binary ops (issue 52); integers (off the contract) in double, truncated
+ */
+#define TSC_BIN_SPECIAL(U, FN, FAM)                                                                \
+    case U:                                                                                        \
+        return TS_SPECIAL_##FAM(FN)(a, b);
+#define TSC_BIN_SPECIAL_INT(U, FN, unused)                                                         \
+    case U:                                                                                        \
+        return ts_d2i64(TS_SPECIAL_d(FN)((double)a, (double)b));
 
 /* clang-format off */
 TS_HD inline float tsc_bin_arith(int op, float a, float b) {

@@ -4,13 +4,13 @@
  *
  * cuDNN path: NCHW descriptors — or NHWC activations with a KRSC filter for channels_last
  * (cuda_conv_nhwc.cu, through tsc_conv_cudnn) — groups and dilation in the convolution
- * descriptor, f32 compute for f32/f16/bf16 and f64 for f64. The algorithm comes from cuDNN's ranked heuristics
- * (cudnnGet*Algorithm_v7): the candidates with a workspace of at most CONV_WS_LIMIT are run in
- * order until one is not declined (CUDNN_STATUS_NOT_SUPPORTED*), and that choice — or "none, use
- * im2col" — is cached per shape, dtype, parameters, layout and TF32 setting. Any other status is an error
- * (TS_ERR_CUDA naming the status), not a silent fallback. f32 uses FMA math
- * (no TF32) unless ts_cuda_set_allow_tf32(true); f16/bf16 use tensor cores. Workspaces come from
- * the caching allocator (tsc_scratch_alloc).
+ * descriptor, f32 compute for f32/f16/bf16 and f64 for f64. The algorithm comes from cuDNN's ranked
+ * heuristics (cudnnGet*Algorithm_v7): the candidates with a workspace of at most CONV_WS_LIMIT are
+ * run in order until one is not declined (CUDNN_STATUS_NOT_SUPPORTED*), and that choice — or "none,
+ * use im2col" — is cached per shape, dtype, parameters, layout and TF32 setting. Any other status
+ * is an error (TS_ERR_CUDA naming the status), not a silent fallback. f32 uses FMA math (no TF32)
+ * unless ts_cuda_set_allow_tf32(true); f16/bf16 use tensor cores. Workspaces come from the caching
+ * allocator (tsc_scratch_alloc).
  *
  * The forward's activation (ReLU / clip, tsi_conv2d_act) is an epilogue kernel over the output
  * either path wrote, computing what ts_relu / ts_clamp compute (kernel_math.h) on the stored
@@ -184,7 +184,8 @@ static cudnnStatus_t descs_make(ConvDescs *d, const tsc_cgeom *g, ts_dtype dt, b
         math = tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH; /* DEFAULT lets Ampere+ use TF32 */
     const cudnnTensorFormat_t act_fmt =
         layout & TSC_CONV_ACT_NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-    const cudnnTensorFormat_t w_fmt = layout & TSC_CONV_W_KRSC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    const cudnnTensorFormat_t w_fmt =
+        layout & TSC_CONV_W_KRSC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     cudnnStatus_t s;
 #define DNN_TRY(call)                                                                              \
     if ((s = (call)) != CUDNN_STATUS_SUCCESS) return s
@@ -193,13 +194,13 @@ static cudnnStatus_t descs_make(ConvDescs *d, const tsc_cgeom *g, ts_dtype dt, b
     DNN_TRY(cudnnCreateTensorDescriptor(&d->b));
     DNN_TRY(cudnnCreateFilterDescriptor(&d->w));
     DNN_TRY(cudnnCreateConvolutionDescriptor(&d->conv));
-    DNN_TRY(cudnnSetTensor4dDescriptor(d->x, act_fmt, ty, (int)g->n, (int)g->c, (int)g->h,
-                                       (int)g->w));
+    DNN_TRY(
+        cudnnSetTensor4dDescriptor(d->x, act_fmt, ty, (int)g->n, (int)g->c, (int)g->h, (int)g->w));
     DNN_TRY(cudnnSetTensor4dDescriptor(d->y, act_fmt, ty, (int)g->n, (int)g->o, (int)g->oh,
                                        (int)g->ow));
     DNN_TRY(cudnnSetTensor4dDescriptor(d->b, CUDNN_TENSOR_NCHW, ty, 1, (int)g->o, 1, 1));
-    DNN_TRY(cudnnSetFilter4dDescriptor(d->w, ty, w_fmt, (int)g->o, (int)g->cg, (int)g->kh,
-                                       (int)g->kw));
+    DNN_TRY(
+        cudnnSetFilter4dDescriptor(d->w, ty, w_fmt, (int)g->o, (int)g->cg, (int)g->kh, (int)g->kw));
     DNN_TRY(cudnnSetConvolution2dDescriptor(d->conv, (int)g->ph, (int)g->pw, (int)g->sh, (int)g->sw,
                                             (int)g->dh, (int)g->dw, CUDNN_CROSS_CORRELATION,
                                             compute));

@@ -14,7 +14,7 @@ namespace {
 struct PGeom {
     int64_t planes, h, w, oh, ow;
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-    int kind; /* ts_pool_kind */
+    int kind;        /* ts_pool_kind */
     int64_t divisor; /* > 0: divisor_override */
 };
 

@@ -22,11 +22,11 @@
 
 namespace {
 
-#define SD_TILE       32  /* keys per tile; rows per forward/dQ block */
-#define SD_WARPS      4   /* warps of a forward/dQ block */
-#define SD_ROWS       8   /* query rows per warp: SD_WARPS * SD_ROWS == SD_TILE */
-#define SD_MAXD       128 /* head sizes E and Ev */
-#define SD_MAXD_LANE  (SD_MAXD / 32)
+#define SD_TILE      32  /* keys per tile; rows per forward/dQ block */
+#define SD_WARPS     4   /* warps of a forward/dQ block */
+#define SD_ROWS      8   /* query rows per warp: SD_WARPS * SD_ROWS == SD_TILE */
+#define SD_MAXD      128 /* head sizes E and Ev */
+#define SD_MAXD_LANE (SD_MAXD / 32)
 
 template <typename A> __device__ __forceinline__ A sd_exp(A x) { return exp(x); }
 template <> __device__ __forceinline__ float sd_exp<float>(float x) { return __expf(x); }
