@@ -246,22 +246,29 @@ __global__ void ln_param_partials_kernel(LnRows<T> P, double *pw, double *pb, in
     if (pb) pb[part * n + col] = sb;
 }
 
-/* dweight[j] (dbias[j]) = the runs' partial sums added in run order, rounded once (halves through
- * float, as a cast from double does) */
+/* dweight[j] (dbias[j]) = the runs' partial sums, rounded once (halves through float, as a cast
+ * from double does). Block (x: 32 columns, y: LN_PART_ROWS threads): thread y adds runs y, y + 8,
+ * ... in order, then the 8 sums are added in y order: a fixed order, whatever the scheduling, and
+ * 8 independent chains of loads instead of one per column. */
 template <typename T>
 __global__ void ln_param_combine_kernel(const double *pw, const double *pb, T *dw, T *db, int64_t n,
                                         int64_t parts) {
     typedef typename tsc_acc<T>::type A;
-    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < n;
-         j += (int64_t)gridDim.x * blockDim.x) {
-        double sw = 0, sb = 0;
-        for (int64_t k = 0; k < parts; k++) {
+    __shared__ double shw[LN_PART_ROWS][LN_PART_COLS], shb[LN_PART_ROWS][LN_PART_COLS];
+    const int64_t j = (int64_t)blockIdx.x * LN_PART_COLS + threadIdx.x;
+    double sw = 0, sb = 0;
+    if (j < n)
+        for (int64_t k = threadIdx.y; k < parts; k += LN_PART_ROWS) {
             if (pw) sw += pw[k * n + j];
             if (pb) sb += pb[k * n + j];
         }
-        if (dw) dw[j] = tsc_from_acc<T>((A)sw);
-        if (db) db[j] = tsc_from_acc<T>((A)sb);
-    }
+    shw[threadIdx.y][threadIdx.x] = sw;
+    shb[threadIdx.y][threadIdx.x] = sb;
+    __syncthreads();
+    if (threadIdx.y != 0 || j >= n) return;
+    for (int k = 1; k < LN_PART_ROWS; k++) sw += shw[k][threadIdx.x], sb += shb[k][threadIdx.x];
+    if (dw) dw[j] = tsc_from_acc<T>((A)sw);
+    if (db) db[j] = tsc_from_acc<T>((A)sb);
 }
 
 /* Whether the rows can be read and written a 16-byte vector at a time: the row length a multiple
@@ -325,8 +332,8 @@ template <typename T> void ln_backward(int index, const ts_layer_norm_args *a, v
     ln_param_partials_kernel<T>
         <<<grid, dim3(LN_PART_COLS, LN_PART_ROWS), 0, st>>>(P, pw, pb, parts);
     if (!tsc_launch_check("layer_norm_backward_params", index)) return;
-    ln_param_combine_kernel<T><<<tsc_grid_size(index, P.cols, TSC_THREADS), TSC_THREADS, 0, st>>>(
-        pw, pb, dw, db, P.cols, parts);
+    ln_param_combine_kernel<T>
+        <<<grid.x, dim3(LN_PART_COLS, LN_PART_ROWS), 0, st>>>(pw, pb, dw, db, P.cols, parts);
     tsc_launch_check("layer_norm_backward_params", index);
 }
 

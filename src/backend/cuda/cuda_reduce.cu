@@ -31,6 +31,12 @@ enum RKind { K_SUM, K_PROD, K_MAX, K_MIN, K_VAR, K_LSE, K_ARGMAX, K_ARGMIN };
 #define R_MAX_CHUNKS   16384   /* chunks per output at most (the merge pass stays short) */
 #define R_MAX_PARTIALS 2097152 /* partial states in scratch at most (64 MiB of f64 states) */
 #define R_COL_SMALL_N  16      /* rows up to this long go to the column path (one thread each) */
+#define R_UNROLL       8       /* loads in flight in a column sum (r_lane_fold) */
+#ifdef __CUDA_ARCH__ /* the host compiler (these folds are also host code) has no such pragma */
+#define R_PRAGMA_UNROLL _Pragma("unroll")
+#else
+#define R_PRAGMA_UNROLL
+#endif
 
 /* A mergeable partial result. a: sum / product / extremum / mean (var) / max (logsumexp) / best
  * value (arg); b: M2 (var) or the scaled sum of exponentials (logsumexp); n: count (var);
@@ -298,7 +304,9 @@ TSC_RHD int64_t r_red_off(const RPlan &P, int64_t p) {
 }
 
 /* One thread's share of chunk c of output o: every group-th reduced position from the chunk's
- * start + lane, folded in order. */
+ * start + lane, folded in order. A sum folded by one thread (the column path, a bias gradient's
+ * strided column) issues R_UNROLL loads before their folds: latency, not bandwidth, bounds it
+ * one at a time. The folds keep their order, so the result is the same either way. */
 template <typename T, typename A, int K>
 TSC_RHD RState<A> r_lane_fold(const RPlan &P, int64_t o, int64_t c, int lane, int group) {
     int64_t io, oo;
@@ -306,8 +314,18 @@ TSC_RHD RState<A> r_lane_fold(const RPlan &P, int64_t o, int64_t c, int lane, in
     const T *base = (const T *)P.in + io;
     const int64_t p0 = c * P.chunk, p1 = p0 + P.chunk < P.n ? p0 + P.chunk : P.n;
     RState<A> s = r_init<K, A>();
-    for (int64_t p = p0 + lane; p < p1; p += group)
-        r_fold<K>(s, RLoad<A>::get(base[r_red_off(P, p)]), p);
+    int64_t p = p0 + lane;
+    if constexpr (K == K_SUM) {
+        if (group == 1)
+            for (; p + R_UNROLL <= p1; p += R_UNROLL) {
+                A v[R_UNROLL];
+                R_PRAGMA_UNROLL
+                for (int u = 0; u < R_UNROLL; u++) v[u] = RLoad<A>::get(base[r_red_off(P, p + u)]);
+                R_PRAGMA_UNROLL
+                for (int u = 0; u < R_UNROLL; u++) r_fold<K>(s, v[u], p + u);
+            }
+    }
+    for (; p < p1; p += group) r_fold<K>(s, RLoad<A>::get(base[r_red_off(P, p)]), p);
     return s;
 }
 

@@ -9,9 +9,9 @@
  * scores a row with lane c on key c, folds the tile into the row's running max, sum and output
  * (each lane owns output columns lane, lane + 32, ...), the weights broadcast by shuffles.
  * Backward, three kernels and no atomics (results independent of scheduling): D = rowsum(dO * out);
- * dK, dV per tile of 32 keys (one warp walks the query rows that see the tile, lane c recomputing
- * weight and gradient of key c, the tile's sums in shared memory); dQ per block of 32 query rows
- * over the key tiles, as the forward.
+ * dK, dV per tile of 32 keys (up to 4 warps take the query rows that see the tile in turn, lane c
+ * recomputing weight and gradient of key c, each warp's sums in shared memory, added in warp
+ * order); dQ per block of 32 query rows over the key tiles, as the forward.
  *
  * f16 / bf16 attention without mask or dropout at head size 64 or 128 takes the tensor-core
  * kernels of cuda_sdpa_tc.cu instead (tsc_sdpa_tc_takes; TS_CUDA_SDPA_TC=0 switches them off). */
@@ -75,13 +75,15 @@ __device__ __forceinline__ A sd_score(const SdArgs &P, int64_t n, int64_t i, int
 template <typename T, typename A>
 __device__ void sd_load_kv(const SdArgs &P, int64_t n, int64_t j0, A *ks, A *vs) {
     const int64_t kp = P.E + 1, vp = P.Ev + 1;
+    const T *k = sd_row<T>(P, P.k, n, j0), *v = sd_row<T>(P, P.v, n, j0);
+    const int64_t krs = P.k.s[P.k.nd - 2], vrs = P.v.s[P.v.nd - 2];
     for (int64_t t = threadIdx.x; t < SD_TILE * P.E; t += blockDim.x) {
         const int64_t c = t / P.E, e = t % P.E;
-        ks[c * kp + e] = j0 + c < P.S ? tsc_load_acc(sd_row<T>(P, P.k, n, j0 + c)[e]) : (A)0;
+        ks[c * kp + e] = j0 + c < P.S ? tsc_load_acc(k[c * krs + e]) : (A)0;
     }
     for (int64_t t = threadIdx.x; t < SD_TILE * P.Ev; t += blockDim.x) {
         const int64_t c = t / P.Ev, e = t % P.Ev;
-        vs[c * vp + e] = j0 + c < P.S ? tsc_load_acc(sd_row<T>(P, P.v, n, j0 + c)[e]) : (A)0;
+        vs[c * vp + e] = j0 + c < P.S ? tsc_load_acc(v[c * vrs + e]) : (A)0;
     }
 }
 
@@ -164,7 +166,8 @@ template <typename T, typename A> __global__ void sd_rowdot_kernel(SdArgs P) {
     }
 }
 
-/* The weight of (i, j) recomputed from the score, and dS, for lane-owned key j. */
+/* The weight of (i, j) recomputed from the score, and dS, for lane-owned key j; lse_n and D_n are
+ * batch n's rows of the log-sum-exp and of D. */
 template <typename A> struct SdGrad {
     A pd; /* the weight after dropout (dV's factor) */
     A ds; /* dS = P (dP - D) */
@@ -172,15 +175,15 @@ template <typename A> struct SdGrad {
 template <typename T, typename A>
 __device__ __forceinline__ SdGrad<A> sd_grad(const SdArgs &P, int64_t n, int64_t i, int64_t j,
                                              const A *qrow, const A *krow, const A *dorow,
-                                             const A *vrow) {
+                                             const A *vrow, const A *lse_n, const A *D_n) {
     SdGrad<A> g = {0, 0};
     const A s = sd_score<T, A>(P, n, i, j, qrow, krow);
-    const A lse = ((const A *)P.lse.data)[sd_batch(P, P.lse, n) + i];
+    const A lse = lse_n[i];
     if (s == -(A)INFINITY || lse == (A)INFINITY) return g;
     const A p = sd_exp(s - lse);
     A dp = 0;
     for (int64_t e = 0; e < P.Ev; e++) dp += dorow[e] * vrow[e];
-    const A D = ((const A *)P.D)[n * P.L + i];
+    const A D = D_n[i];
     if (P.dropout_p > 0) {
         const bool keep = sd_keep(P, n, i, j);
         g.pd = keep ? p * (A)P.drop_scale : 0;
@@ -192,27 +195,46 @@ __device__ __forceinline__ SdGrad<A> sd_grad(const SdArgs &P, int64_t n, int64_t
     return g;
 }
 
-/* One warp per tile of 32 keys: dK (from the pre-scaled queries) and dV of the tile. */
+/* Shared memory of the dK/dV kernel: the key and value tiles, then per warp its partial dK and dV
+ * of the tile and its current query and dO rows. */
+__host__ __device__ inline size_t sd_dkdv_tile_elems(const SdArgs &P) {
+    return (size_t)SD_TILE * (P.E + 1 + P.Ev + 1);
+}
+__host__ __device__ inline size_t sd_dkdv_warp_elems(const SdArgs &P) {
+    return (size_t)SD_TILE * (P.E + P.Ev) + (size_t)(P.E + P.Ev);
+}
+
+/* dK (from the pre-scaled queries) and dV of a tile of 32 keys, lane c on key c. The block's warps
+ * take the query rows that see the tile in turn (warp w rows w, w + W, ...), each summing its rows
+ * into its own partials; the partials are then added in warp order, so the result does not
+ * depend on scheduling. */
 template <typename T, typename A> __global__ void sd_dkdv_kernel(SdArgs P) {
     extern __shared__ unsigned char sd_smem[];
     const int64_t kp = P.E + 1, vp = P.Ev + 1;
-    A *ks = (A *)sd_smem, *vs = ks + SD_TILE * kp, *dks = vs + SD_TILE * vp;
-    A *dvs = dks + SD_TILE * P.E, *qrow = dvs + SD_TILE * P.Ev, *dorow = qrow + P.E;
-    const int lane = threadIdx.x;
+    const int W = (int)(blockDim.x >> 5), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    A *ks = (A *)sd_smem, *vs = ks + SD_TILE * kp, *warps = vs + SD_TILE * vp;
+    const size_t per_warp = sd_dkdv_warp_elems(P);
+    A *dks = warps + warp * per_warp, *dvs = dks + SD_TILE * P.E;
+    A *qrow = dvs + SD_TILE * P.Ev, *dorow = qrow + P.E;
     const int64_t j0 = (int64_t)blockIdx.x * SD_TILE, j = j0 + lane;
+    const int64_t qs = P.q.s[P.q.nd - 2], gs = P.dout.s[P.dout.nd - 2];
     for (int64_t n = blockIdx.y; n < P.N; n += gridDim.y) {
-        __syncwarp();
+        __syncthreads();
         sd_load_kv<T, A>(P, n, j0, ks, vs);
         for (int64_t t = lane; t < SD_TILE * P.E; t += 32) dks[t] = 0;
         for (int64_t t = lane; t < SD_TILE * P.Ev; t += 32) dvs[t] = 0;
-        for (int64_t i = P.causal ? j0 : 0; i < P.L; i++) {
+        const T *q_n = sd_row<T>(P, P.q, n, 0), *g_n = sd_row<T>(P, P.dout, n, 0);
+        const A *lse_n = (const A *)P.lse.data + sd_batch(P, P.lse, n);
+        const A *D_n = (const A *)P.D + n * P.L;
+        __syncthreads();
+        for (int64_t i = (P.causal ? j0 : 0) + warp; i < P.L; i += W) {
             __syncwarp();
-            const T *q = sd_row<T>(P, P.q, n, i), *g = sd_row<T>(P, P.dout, n, i);
+            const T *q = q_n + i * qs, *g = g_n + i * gs;
             for (int64_t e = lane; e < P.E; e += 32) qrow[e] = tsc_load_acc(q[e]) * (A)P.scale;
             for (int64_t e = lane; e < P.Ev; e += 32) dorow[e] = tsc_load_acc(g[e]);
             __syncwarp();
             const SdGrad<A> gr =
-                sd_grad<T, A>(P, n, i, j, qrow, ks + lane * kp, dorow, vs + lane * vp);
+                sd_grad<T, A>(P, n, i, j, qrow, ks + lane * kp, dorow, vs + lane * vp, lse_n, D_n);
             if (!__any_sync(0xffffffffu, gr.pd != 0 || gr.ds != 0)) continue;
             for (int c = 0; c < SD_TILE; c++) {
                 const A pdc = __shfl_sync(0xffffffffu, gr.pd, c);
@@ -221,11 +243,20 @@ template <typename T, typename A> __global__ void sd_dkdv_kernel(SdArgs P) {
                 for (int64_t e = lane; e < P.E; e += 32) dks[c * P.E + e] += dsc * qrow[e];
             }
         }
-        __syncwarp();
-        for (int c = 0; c < SD_TILE && j0 + c < P.S; c++) {
-            T *dk = (T *)sd_row<T>(P, P.dk, n, j0 + c), *dv = (T *)sd_row<T>(P, P.dv, n, j0 + c);
-            for (int64_t e = lane; e < P.E; e += 32) dk[e] = tsc_from_acc<T>(dks[c * P.E + e]);
-            for (int64_t e = lane; e < P.Ev; e += 32) dv[e] = tsc_from_acc<T>(dvs[c * P.Ev + e]);
+        __syncthreads();
+        for (int64_t t = threadIdx.x; t < SD_TILE * P.E; t += blockDim.x) {
+            const int64_t c = t / P.E, e = t % P.E;
+            if (j0 + c >= P.S) continue;
+            A sum = 0;
+            for (int w = 0; w < W; w++) sum += warps[w * per_warp + t];
+            ((T *)sd_row<T>(P, P.dk, n, j0 + c))[e] = tsc_from_acc<T>(sum);
+        }
+        for (int64_t t = threadIdx.x; t < SD_TILE * P.Ev; t += blockDim.x) {
+            const int64_t c = t / P.Ev, e = t % P.Ev;
+            if (j0 + c >= P.S) continue;
+            A sum = 0;
+            for (int w = 0; w < W; w++) sum += warps[w * per_warp + SD_TILE * P.E + t];
+            ((T *)sd_row<T>(P, P.dv, n, j0 + c))[e] = tsc_from_acc<T>(sum);
         }
     }
 }
@@ -250,6 +281,8 @@ template <typename T, typename A> __global__ void sd_dq_kernel(SdArgs P) {
             const int64_t r = t / P.Ev, e = t % P.Ev;
             dos[t] = q0 + r < P.L ? tsc_load_acc(sd_row<T>(P, P.dout, n, q0 + r)[e]) : (A)0;
         }
+        const A *lse_n = (const A *)P.lse.data + sd_batch(P, P.lse, n);
+        const A *D_n = (const A *)P.D + n * P.L;
         A dq[SD_ROWS][SD_MAXD_LANE];
         for (int i = 0; i < SD_ROWS; i++)
             for (int t = 0; t < SD_MAXD_LANE; t++) dq[i][t] = 0;
@@ -265,7 +298,7 @@ template <typename T, typename A> __global__ void sd_dq_kernel(SdArgs P) {
                 const int64_t gi = q0 + r;
                 if (gi >= P.L) break;
                 const SdGrad<A> gr = sd_grad<T, A>(P, n, gi, j, qs + r * P.E, ks + lane * kp,
-                                                   dos + r * P.Ev, vs + lane * vp);
+                                                   dos + r * P.Ev, vs + lane * vp, lse_n, D_n);
                 for (int c = 0; c < SD_TILE; c++) {
                     const A dsc = __shfl_sync(0xffffffffu, gr.ds, c);
                     for (int t = 0; t < SD_MAXD_LANE; t++) {
@@ -304,10 +337,16 @@ template <typename T> void sd_backward(int index, const SdArgs &P) {
     cudaStream_t st = tsc_stream(index);
     sd_rowdot_kernel<T, A><<<tsc_grid(P.N * P.L, TSC_THREADS), TSC_THREADS, 0, st>>>(P);
     tsc_launch_check(what, index);
-    const size_t kv = (size_t)SD_TILE * (size_t)(P.E + 1 + P.Ev + 1);
-    const size_t smem_kv = sizeof(A) * (kv + (size_t)SD_TILE * (P.E + P.Ev) + (P.E + P.Ev));
+    /* as many warps (up to 4) as the device's shared memory per block holds partials for */
+    const size_t kv = sd_dkdv_tile_elems(P), per_warp = sd_dkdv_warp_elems(P);
+    const cudaDeviceProp *prop = tsc_props(index);
+    const size_t limit = prop ? prop->sharedMemPerBlockOptin : 48 * 1024;
+    int warps = SD_WARPS;
+    while (warps > 1 && sizeof(A) * (kv + warps * per_warp) > limit) warps--;
+    const size_t smem_kv = sizeof(A) * (kv + warps * per_warp);
     if (!sd_smem(sd_dkdv_kernel<T, A>, smem_kv, index, what)) return;
-    sd_dkdv_kernel<T, A><<<sd_grid((P.S + SD_TILE - 1) / SD_TILE, P.N), 32, smem_kv, st>>>(P);
+    sd_dkdv_kernel<T, A>
+        <<<sd_grid((P.S + SD_TILE - 1) / SD_TILE, P.N), 32 * warps, smem_kv, st>>>(P);
     tsc_launch_check(what, index);
     const size_t smem_q = sizeof(A) * (kv + (size_t)SD_TILE * (P.E + P.Ev));
     if (!sd_smem(sd_dq_kernel<T, A>, smem_q, index, what)) return;
