@@ -29,6 +29,54 @@ ts_tensor *ts_max_pool2d(ts_tensor *x, ts_pool2d_opts o);
 ts_tensor *ts_max_pool2d_with_indices(ts_tensor *x, ts_pool2d_opts o, ts_tensor **indices);
 ts_tensor *ts_avg_pool2d(ts_tensor *x, ts_pool2d_opts o);
 ts_tensor *ts_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w);
+
+/* torch.nn.functional.pad: pad[0..npad) pairs (before, after) from the last dim backwards (npad
+ * even, npad / 2 <= ndim). CONSTANT fills with value (cast to x's dtype; negative pads crop; any
+ * dtype). REFLECT (mirror, the border not repeated; each pad < the dim), REPLICATE (the border
+ * repeated) and CIRCULAR (wrap; each pad <= the dim) pad the last 1, 2 or 3 dims of a 2/3-, 3/4-
+ * or 4/5-dim x (npad 2, 4, 6), negative pads cropping as PyTorch; value must be 0 for them.
+ * Differentiable (index_select / cat), every device. TS_ERR_ARG / TS_ERR_SHAPE with PyTorch's
+ * messages otherwise. */
+typedef enum ts_pad_mode {
+    TS_PAD_CONSTANT = 0,
+    TS_PAD_REFLECT,
+    TS_PAD_REPLICATE,
+    TS_PAD_CIRCULAR
+} ts_pad_mode;
+ts_tensor *ts_pad(ts_tensor *x, const int64_t *pad, int npad, ts_pad_mode mode, double value);
+
+/* torch.nn.functional.interpolate on x [N, C, d1..dk], k = 1, 2 or 3 (LINEAR needs k = 1,
+ * BILINEAR and BICUBIC k = 2, TRILINEAR k = 3). Exactly one of size (k output sizes) and
+ * scale_factor (k positive factors) is given (the other NULL, n = k). With scale_factor the output
+ * size is floor(d * scale); the interpolation then uses 1 / scale as PyTorch does unless
+ * recompute_scale_factor (the sizes' ratio then). PyTorch's index arithmetic exactly (UpSample.h:
+ * nearest floor(i * scale) in float, nearest-exact floor((i + 0.5) * scale), linear half-pixel or
+ * align_corners, bicubic A = -0.75 with clamped taps, AREA = adaptive average pooling). Floating
+ * dtypes (NEAREST* also uint8); differentiable, every device. antialias is refused
+ * (TS_ERR_UNSUPPORTED). */
+typedef enum ts_interp_mode {
+    TS_INTERP_NEAREST = 0,
+    TS_INTERP_NEAREST_EXACT,
+    TS_INTERP_LINEAR,
+    TS_INTERP_BILINEAR,
+    TS_INTERP_BICUBIC,
+    TS_INTERP_TRILINEAR,
+    TS_INTERP_AREA
+} ts_interp_mode;
+typedef struct ts_interp_opts {
+    ts_interp_mode mode;
+    const int64_t *size;        /* n output sizes, or NULL */
+    const double *scale_factor; /* n scale factors, or NULL */
+    int n;
+    bool align_corners; /* LINEAR, BILINEAR, BICUBIC, TRILINEAR only */
+    bool recompute_scale_factor;
+    bool antialias; /* not supported: TS_ERR_UNSUPPORTED */
+} ts_interp_opts;
+ts_tensor *ts_interpolate(ts_tensor *x, ts_interp_opts o);
+/* torch.nn.functional.pixel_shuffle: [*, C r^2, H, W] -> [*, C, H r, W r]; pixel_unshuffle the
+ * inverse ([*, C, H r, W r] -> [*, C r^2, H, W]). Reshape and permute: any dtype, differentiable. */
+ts_tensor *ts_pixel_shuffle(ts_tensor *x, int64_t upscale_factor);
+ts_tensor *ts_pixel_unshuffle(ts_tensor *x, int64_t downscale_factor);
 ts_tensor *ts_dropout(ts_tensor *x, double p, bool training);
 /* x [N, C] or [N, C, L] (1d) or [N, C, H, W] (2d). In training, batch statistics are used and the
  * running statistics (may be NULL) are updated in place with momentum (0 -> 0.1); in eval, the

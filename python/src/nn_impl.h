@@ -8,6 +8,8 @@
 int tspn_opt_tensor(PyObject *o, ts_tensor **out, const char *fn, const char *arg);
 /* nn_cmodule.c: the _C.CModule type (a module built by the C library) and its factories */
 int tsp_init_cmodule(PyObject *m);
+/* nn_resample.c: _nn_pad, _nn_interpolate, _nn_pixel_shuffle */
+int tsp_init_nn_resample(PyObject *m);
 
 /* optim.c: a C tensor list as {name: Tensor} (the list is freed; NULL with an exception, also when
  * a C error is pending), and a {name: Tensor} dict as a list (0; -1 with an exception) */

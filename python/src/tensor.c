@@ -168,7 +168,13 @@ static PyObject *get_is_cpu(PyObject *self, void *unused) {
 }
 static PyObject *get_t_attr(PyObject *self, void *unused) {
     (void)unused;
-    return tsp_unary(ts_t, T(self));
+    const int nd = ts_ndim(T(self));
+    if (nd <= 2) return tsp_unary(ts_t, T(self));
+    ts_dims rev = {.n = nd}; /* PyTorch's x.T on more dims: all dims reversed */
+    for (int i = 0; i < nd; i++) rev.d[i] = nd - 1 - i;
+    ts_tensor *r;
+    TSP_NOGIL(r = ts_permute(T(self), rev));
+    return tsp_wrap(r);
 }
 static PyObject *get_data(PyObject *self, void *unused) {
     (void)unused;
@@ -431,10 +437,11 @@ int tsp_init_tensor(PyObject *m) {
     PyMethodDef *const methods[] = {
         tsp_tensor_core_methods,   tsp_tensor_ops_methods,  tsp_tensor_shape_methods,
         tsp_tensor_reduce_methods, tsp_autograd_methods,    tsp_tensor_factory_methods,
-        tsp_tensor_values_methods, tsp_tensor_move_methods, tsp_tensor_special_methods};
-    PyGetSetDef *const getsets[] = {core_getset, tsp_autograd_getset};
-    tensor_type.tp_methods = concat_methods(methods, 9);
-    tensor_type.tp_getset = concat_getset(getsets, 2);
+        tsp_tensor_values_methods, tsp_tensor_move_methods, tsp_tensor_special_methods,
+        tsp_tensor_linalg_methods};
+    PyGetSetDef *const getsets[] = {core_getset, tsp_autograd_getset, tsp_tensor_linalg_getset};
+    tensor_type.tp_methods = concat_methods(methods, 10);
+    tensor_type.tp_getset = concat_getset(getsets, 3);
     if (!tensor_type.tp_methods || !tensor_type.tp_getset) return -1;
     tensor_type.tp_as_number = &tsp_tensor_as_number;
     tensor_type.tp_richcompare = tsp_tensor_richcompare;
@@ -450,9 +457,10 @@ int tsp_init_tensor(PyObject *m) {
     if (add_type(m, "Tensor", &tensor_type) < 0 || add_type(m, "Size", &size_type) < 0) return -1;
     PyMethodDef *const functions[] = {tsp_tensor_core_functions, tsp_tensor_ops_functions,
                                       tsp_tensor_shape_functions, tsp_tensor_reduce_functions,
-                                      tsp_tensor_special_functions};
+                                      tsp_tensor_special_functions, tsp_tensor_linalg_functions};
     tsp_init_tensor_special();
-    for (int i = 0; i < 5; i++)
+    if (tsp_init_tensor_linalg() < 0) return -1;
+    for (int i = 0; i < 6; i++)
         if (PyModule_AddFunctions(m, functions[i]) < 0) return -1;
     if (PyModule_AddFunctions(m, type_functions) < 0 ||
         PyModule_AddFunctions(m, tsp_tensor_values_functions) < 0)

@@ -92,6 +92,10 @@ extern PyMethodDef tsp_tensor_shape_methods[], tsp_tensor_shape_functions[];
 extern PyMethodDef tsp_tensor_reduce_methods[], tsp_tensor_reduce_functions[];
 extern PyMethodDef tsp_tensor_special_methods[], tsp_tensor_special_functions[];
 void tsp_init_tensor_special(void); /* tensor_special.c: `%` */
+/* tensor_linalg.c: products and norms (issue 52), the mT / mH / H properties */
+extern PyMethodDef tsp_tensor_linalg_methods[], tsp_tensor_linalg_functions[];
+extern PyGetSetDef tsp_tensor_linalg_getset[];
+int tsp_init_tensor_linalg(void); /* the aminmax (min, max) type */
 extern PyMethodDef tsp_autograd_methods[];
 extern PyGetSetDef tsp_autograd_getset[];
 extern PyNumberMethods tsp_tensor_as_number;

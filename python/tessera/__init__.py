@@ -14,6 +14,23 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # 
 # --- data, io, devices, distributed (py-data): device_scope (tf.device), tessera.sim, tessera.vision
 from . import sim, vision, distributed, onnx  # noqa: E402,F401
 from . import special  # noqa: E402,F401  (torch.special's names, issue 52)
+from . import linalg  # noqa: E402,F401  (torch.linalg's norms and products, issue 52)
+
+
+def chain_matmul(*matrices, out=None):
+    """torch.chain_matmul: linalg.multi_dot of 2-D tensors (one: a copy)"""
+    if out is not None:
+        raise TypeError("chain_matmul(): out= is not supported")
+    if len(matrices) == 1:
+        if matrices[0].ndim != 2:
+            raise RuntimeError("chain_matmul(): Tensor dimension is %d, expected 2 instead."
+                               % matrices[0].ndim)
+        return matrices[0].clone()
+    for i, m in enumerate(matrices):
+        if m.ndim != 2:
+            raise RuntimeError("chain_matmul(): Tensor %d has %d dimensions, expected 2 instead."
+                               % (i, m.ndim))
+    return linalg.multi_dot(matrices)
 from .device_scope import device_scope, get_default_device  # noqa: E402,F401
 
 # --- nn, optim, amp (py-nn): torch.autocast at the top level

@@ -10,6 +10,12 @@ from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCE
 from .models import MultiheadAttention, TransformerEncoderLayer, GPT
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell
 from .parallel import DataParallel
+from .resample import (ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d, ZeroPad2d,
+                       ZeroPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
+                       ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, CircularPad1d,
+                       CircularPad2d, CircularPad3d, Upsample, UpsamplingNearest2d,
+                       UpsamplingBilinear2d, PixelShuffle, PixelUnshuffle)
+from .resample import __all__ as _resample_all
 from . import functional, init, utils, models  # noqa: F401
 
 __all__ = [
@@ -22,3 +28,4 @@ __all__ = [
     "utils", "models", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
     "GRUCell",
 ]
+__all__ += _resample_all

@@ -264,3 +264,19 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if weight is not None:
         loss = loss * weight
     return loss if red == 2 else (loss.sum() if red == 1 else loss.mean())
+
+
+# --- issue 52: norm-type functions (src/ops/reduce_norm.c)
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    if out is not None:
+        raise TypeError("normalize(): out= is not supported")
+    return _C._normalize(input, p, dim, eps)
+
+
+cosine_similarity = _C.cosine_similarity
+pairwise_distance = _C.pairwise_distance
+
+
+# --- issue 52: padding and resampling (src/ops/pad_resample.c)
+from .functional_resample import (pad, interpolate, upsample, upsample_nearest,  # noqa: E402,F401
+                                  upsample_bilinear, pixel_shuffle, pixel_unshuffle)
