@@ -500,6 +500,20 @@ static void sm_case(const char *what, ts_tensor *x, int dim, double tol) {
     CHECK_CLOSE(name, ts_softmax(ts_to(x, dev), dim), ts_softmax(x, dim), tol * 0.1, tol);
     snprintf(name, sizeof name, "log_softmax %s", what);
     CHECK_CLOSE(name, ts_log_softmax(ts_to(x, dev), dim), ts_log_softmax(x, dim), tol, tol);
+    /* the gradients (cuda's fused kernel for rows along a contiguous last dim, the composition
+     * otherwise), against the cpu's from the same upstream gradient */
+    if (ts_numel(x) > 1 && ts_dtype_is_floating(ts_dtype_of(x)))
+        for (int lg = 0; lg < 2; lg++) {
+            ts_tensor *g = ts_to_dtype(ts_randn(ts_shape_of(x), on_cpu(0)), ts_dtype_of(x));
+            ts_tensor *leaf[2] = {ts_clone(x), ts_to(x, dev)};
+            for (int i = 0; i < 2; i++) {
+                ts_set_requires_grad(leaf[i], true);
+                ts_tensor *y = lg ? ts_log_softmax(leaf[i], dim) : ts_softmax(leaf[i], dim);
+                ts_backward_with(y, i ? ts_to(g, dev) : g);
+            }
+            snprintf(name, sizeof name, "%s gradient %s", lg ? "log_softmax" : "softmax", what);
+            CHECK_CLOSE(name, ts_grad(leaf[1]), ts_grad(leaf[0]), tol, tol);
+        }
     ts_scope_end();
 }
 

@@ -9,22 +9,11 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
+#include "backend/kview_rows.h"
 
 #define SMB_PAR_MIN  32768 /* fewer elements than this: one thread */
 #define SMB_LANES    16    /* independent partial sums: the compiler keeps them in vector lanes */
 #define SMB_HALF_MAX 4096  /* f16 / bf16 rows up to this long: three float rows on the stack */
-
-/* Whether v is contiguous row-major with dim innermost, i.e. rows of shape[dim] one after another.
- */
-static bool rows_contiguous(const ts_kview *v, int dim) {
-    if (dim != v->ndim - 1) return false;
-    int64_t want = 1;
-    for (int d = v->ndim - 1; d >= 0; d--) {
-        if (v->shape[d] != 1 && v->strides[d] != want) return false;
-        want *= v->shape[d];
-    }
-    return true;
-}
 
 /* sum(a * b) or, with b NULL, sum(a): SMB_LANES partial sums in T, added in double */
 #define SMB_SUM(T, a, b, L, out)                                                                   \
@@ -74,7 +63,8 @@ bool ts_cpu_softmax_backward(const ts_backend *be, int index, const ts_kview *gx
     if ((dt != TS_F32 && dt != TS_F64 && !half) || gx->dtype != dt || g->dtype != dt ||
         y->ndim < 1 || (half && y->shape[dim] > SMB_HALF_MAX))
         return false;
-    if (!rows_contiguous(gx, dim) || !rows_contiguous(y, dim) || !rows_contiguous(g, dim))
+    if (!ts_kview_rows_contiguous(gx, dim) || !ts_kview_rows_contiguous(y, dim) ||
+        !ts_kview_rows_contiguous(g, dim))
         return false;
     const int64_t L = y->shape[dim];
     int64_t numel = 1;

@@ -43,6 +43,7 @@ void tsc_install_compute_kernels(ts_backend *be) {
     be->gather = tsc_gather;
     be->scatter_add = tsc_scatter_add;
     be->softmax = tsc_softmax;
+    be->softmax_backward = tsc_softmax_backward;
     be->conv2d = tsc_conv2d;
     be->conv2d_backward_data = tsc_conv2d_backward_data;
     be->conv2d_backward_weight = tsc_conv2d_backward_weight;

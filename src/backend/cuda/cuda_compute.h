@@ -190,6 +190,8 @@ void tsc_scatter_add(const ts_backend *be, int index, const ts_kview *dst, int d
                      const ts_kview *idx, const ts_kview *src);
 void tsc_softmax(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in, int dim,
                  bool log);
+bool tsc_softmax_backward(const ts_backend *be, int index, const ts_kview *gx, const ts_kview *y,
+                          const ts_kview *g, int dim, bool log);
 void tsc_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                 const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p);
 void tsc_conv2d_backward_data(const ts_backend *be, int index, const ts_kview *gx,

@@ -7,9 +7,16 @@
  * have a contiguous inner one, each thread takes a whole row and neighbouring threads read
  * neighbouring columns.
  * Like PyTorch (and kern_softmax.c), a row with a NaN or a +inf, or with every entry -inf, comes
- * out all NaN. */
+ * out all NaN.
+ *
+ * The gradient (tsc_softmax_backward, kern_softmax_bwd.c's formulas: softmax gx = y * (g - sum(g *
+ * y)), log_softmax gx = g - exp(y) * sum(g)) is one kernel for rows along a contiguous last dim: a
+ * warp or block per row sums, then writes, the row read twice (the second time from L2); other
+ * layouts decline and the front end composes it. The sum is deterministic: each thread's share in
+ * order, then a fixed shuffle tree and the warps in order. */
 #include "backend/cuda/cuda_compute.h"
 #include "backend/cuda/cuda_softmax_state.cuh"
+#include "backend/kview_rows.h"
 
 namespace {
 
@@ -76,7 +83,83 @@ template <typename T> void sm_launch(int index, const SMPlan &P, bool cols) {
     tsc_launch_check(P.log ? "log_softmax" : "softmax", index);
 }
 
+/* ------------------------------------------------------------------ gradient */
+struct SMBack {
+    const char *y, *g;
+    char *gx;
+    int64_t rows, L;
+    bool log;
+};
+
+/* x summed over the group (a warp, or the whole block when BLOCK: all threads must call it) */
+template <typename A, bool BLOCK> __device__ __forceinline__ A sm_group_sum(A x) {
+    for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(0xffffffffu, x, off);
+    if (!BLOCK) return x;
+    __shared__ A part[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    if (lane == 0) part[warp] = x;
+    __syncthreads();
+    A s = 0;
+    for (int w = 0; w < nwarps; w++) s += part[w]; /* same order in every thread */
+    __syncthreads();                               /* part is reused by the next row */
+    return s;
+}
+
+template <typename T, bool BLOCK> __global__ void sm_backward_kernel(SMBack P) {
+    typedef typename tsc_acc<T>::type A;
+    const int group = BLOCK ? blockDim.x : 32;
+    const int lane = threadIdx.x % group;
+    const int64_t per_block = blockDim.x / group;
+    /* every thread of a block walks the same number of rows (the block sum's barriers) */
+    const int64_t steps = (P.rows + (int64_t)gridDim.x * per_block - 1) / (gridDim.x * per_block);
+    for (int64_t it = 0; it < steps; it++) {
+        const int64_t r = (it * gridDim.x + blockIdx.x) * per_block + threadIdx.x / group;
+        const bool live = r < P.rows;
+        const T *y = (const T *)P.y + (live ? r : 0) * P.L;
+        const T *g = (const T *)P.g + (live ? r : 0) * P.L;
+        A s = 0;
+        if (live)
+            for (int64_t k = lane; k < P.L; k += group)
+                s += P.log ? tsc_load_acc(g[k]) : tsc_load_acc(g[k]) * tsc_load_acc(y[k]);
+        s = sm_group_sum<A, BLOCK>(s);
+        if (!live) continue;
+        T *gx = (T *)P.gx + r * P.L;
+        for (int64_t k = lane; k < P.L; k += group) {
+            const A yk = tsc_load_acc(y[k]), gk = tsc_load_acc(g[k]);
+            gx[k] = tsc_from_acc<T>(P.log ? gk - sm_exp<A>(yk) * s : yk * (gk - s));
+        }
+    }
+}
+
+template <typename T> void sm_backward_launch(int index, const SMBack &P) {
+    cudaStream_t st = tsc_stream(index);
+    if (P.L > SM_WARP_MAX_L)
+        sm_backward_kernel<T, true><<<tsc_grid(P.rows, 1), SM_BLOCK, 0, st>>>(P);
+    else
+        sm_backward_kernel<T, false><<<tsc_grid(P.rows, TSC_THREADS / 32), TSC_THREADS, 0, st>>>(P);
+    tsc_launch_check(P.log ? "log_softmax_backward" : "softmax_backward", index);
+}
+
 } /* namespace */
+
+bool tsc_softmax_backward(const ts_backend *be, int index, const ts_kview *gx, const ts_kview *y,
+                          const ts_kview *g, int dim, bool log) {
+    (void)be;
+    const ts_dtype dt = y->dtype;
+    if (!tsc_is_float(dt) || gx->dtype != dt || g->dtype != dt || y->ndim < 1) return false;
+    if (!ts_kview_rows_contiguous(gx, dim) || !ts_kview_rows_contiguous(y, dim) ||
+        !ts_kview_rows_contiguous(g, dim))
+        return false;
+    SMBack P;
+    P.y = y->data, P.g = g->data, P.gx = gx->data, P.log = log;
+    P.L = y->shape[dim];
+    const int64_t numel = tsc_numel(y);
+    if (numel == 0) return true;
+    P.rows = numel / P.L;
+    if (!tsc_begin(index)) return true; /* the error is recorded */
+    TSC_FLOAT_SWITCH(dt, T, sm_backward_launch<T>(index, P))
+    return true;
+}
 
 void tsc_softmax(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in, int dim,
                  bool log) {
