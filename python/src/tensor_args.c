@@ -44,6 +44,17 @@ int tsp_parse(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const 
     return 0;
 }
 
+int tsp_parse_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                    const char *fn, const char *const *names, int nnames, int required,
+                    PyObject **out) {
+    if (self) {
+        out[0] = self;
+        return tsp_parse(args, nargs, kwnames, fn, names + 1, nnames - 1, required, out + 1);
+    }
+    if (tsp_parse(args, nargs, kwnames, fn, names, nnames, required + 1, out) < 0) return -1;
+    return tsp_tensor_arg(out[0], fn, "input") ? 0 : -1;
+}
+
 int tsp_number(PyObject *o, double *v) {
     if (PyFloat_CheckExact(o)) return *v = PyFloat_AS_DOUBLE(o), 1;
     if (PyLong_Check(o)) { /* bool too */

@@ -10,6 +10,12 @@
  * TypeError naming fn and the argument (unknown keyword, too many, missing, given twice). */
 int tsp_parse(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const char *fn,
               const char *const *names, int nnames, int required, PyObject **out);
+/* tsp_parse for a function that is also a Tensor method: names[0] is the input, which is self
+ * for the method (the rest of the names shift by one) and the first argument, required and a
+ * Tensor, for the function. */
+int tsp_parse_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                    const char *fn, const char *const *names, int nnames, int required,
+                    PyObject **out);
 #define TSP_NARGS(a) ((int)(sizeof(a) / sizeof *(a)))
 
 /* A Python number (bool, int, float, or anything with __float__ that is not a Tensor) -> *v;

@@ -12,18 +12,6 @@
 #define FAST  (METH_FASTCALL | METH_KEYWORDS)
 #define FN(f) (PyCFunction)(void (*)(void))(f)
 
-/* the input: self for methods, the first argument for functions (names shift by one) */
-static int parse_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
-                       const char *fn, const char *const *names, int n, int required,
-                       PyObject **a) {
-    if (self) {
-        a[0] = self;
-        return tsp_parse(args, nargs, kw, fn, names + 1, n - 1, required, a + 1);
-    }
-    if (tsp_parse(args, nargs, kw, fn, names, n, required + 1, a) < 0) return -1;
-    return tsp_tensor_arg(a[0], fn, "input") ? 0 : -1;
-}
-
 /* ------------------------------------------------------------------ addmm and family */
 typedef ts_tensor *(*addx_fn)(ts_tensor *, ts_tensor *, ts_tensor *, double, double);
 typedef struct addx_op {
@@ -39,7 +27,7 @@ static PyObject *call_addx(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *a[5] = {0};
     double beta, alpha;
     ts_tensor *ta, *tb, *r;
-    if (parse_input(self, args, nargs, kw, op->name, names, 5, 2, a) < 0) return NULL;
+    if (tsp_parse_input(self, args, nargs, kw, op->name, names, 5, 2, a) < 0) return NULL;
     if (!(ta = tsp_tensor_arg(a[1], op->name, op->a)) ||
         !(tb = tsp_tensor_arg(a[2], op->name, op->b)) ||
         tsp_scalar_arg(a[3], 1.0, &beta, op->name, "beta") < 0 ||
@@ -73,7 +61,7 @@ static PyObject *call_bin(PyObject *self, PyObject *const *args, Py_ssize_t narg
     const char *names[] = {"input", op->other};
     PyObject *a[2] = {0};
     ts_tensor *tb, *r;
-    if (parse_input(self, args, nargs, kw, op->name, names, 2, 1, a) < 0 ||
+    if (tsp_parse_input(self, args, nargs, kw, op->name, names, 2, 1, a) < 0 ||
         !(tb = tsp_tensor_arg(a[1], op->name, op->other)) || tsp_enter())
         return NULL;
     TSP_NOGIL(r = op->f(T(a[0]), tb));
@@ -187,7 +175,7 @@ static PyObject *f__linalg_vector_norm(PyObject *mod, PyObject *const *args, Py_
     bool given, keepdim;
     ts_dtype dt = TS_DTYPE_DEFAULT;
     ts_tensor *r;
-    if (parse_input(NULL, args, nargs, kw, fn, names, 5, 0, a) < 0 ||
+    if (tsp_parse_input(NULL, args, nargs, kw, fn, names, 5, 0, a) < 0 ||
         ord_arg(a[1], 2.0, &ord, fn, "ord") < 0 || opt_dims(a[2], &d, &given, fn) < 0 ||
         tsp_bool_arg(a[3], false, &keepdim, fn, "keepdim") < 0 ||
         tsp_dtype_arg(a[4], &dt, fn, "dtype") < 0 || tsp_enter())
@@ -226,7 +214,7 @@ static PyObject *f__linalg_matrix_norm(PyObject *mod, PyObject *const *args, Py_
     bool keepdim;
     ts_dtype dt = TS_DTYPE_DEFAULT;
     ts_tensor *r;
-    if (parse_input(NULL, args, nargs, kw, fn, names, 5, 0, a) < 0 ||
+    if (tsp_parse_input(NULL, args, nargs, kw, fn, names, 5, 0, a) < 0 ||
         matrix_ord(a[1], ord, sizeof ord, fn) < 0 ||
         (a[2] && a[2] != Py_None && tsp_dims_arg(a[2], &d, fn, "dim") < 0) ||
         tsp_bool_arg(a[3], false, &keepdim, fn, "keepdim") < 0 ||
@@ -254,7 +242,7 @@ static PyObject *call_norm(PyObject *self, PyObject *const *args, Py_ssize_t nar
     bool given, keepdim;
     ts_dtype dt = TS_DTYPE_DEFAULT;
     ts_tensor *r;
-    if (parse_input(self, args, nargs, kw, fn, names, 6, 0, a) < 0 ||
+    if (tsp_parse_input(self, args, nargs, kw, fn, names, 6, 0, a) < 0 ||
         opt_dims(a[2], &d, &given, fn) < 0 ||
         tsp_bool_arg(a[3], false, &keepdim, fn, "keepdim") < 0 ||
         tsp_dtype_arg(a[5], &dt, fn, "dtype") < 0)
@@ -330,7 +318,7 @@ static PyObject *f__normalize(PyObject *mod, PyObject *const *args, Py_ssize_t n
     double p, eps;
     int64_t dim = 1;
     ts_tensor *r;
-    if (parse_input(NULL, args, nargs, kw, fn, names, 4, 0, a) < 0 ||
+    if (tsp_parse_input(NULL, args, nargs, kw, fn, names, 4, 0, a) < 0 ||
         ord_arg(a[1], 2.0, &p, fn, "p") < 0 || (a[2] && tsp_int_arg(a[2], &dim, fn, "dim") < 0) ||
         tsp_double_arg(a[3], 1e-12, &eps, fn, "eps") < 0 || tsp_enter())
         return NULL;
@@ -369,7 +357,7 @@ static PyObject *call_moment_mean(PyObject *self, PyObject *const *args, Py_ssiz
     ts_dims d;
     bool given, unbiased, keepdim;
     double correction;
-    if (parse_input(self, args, nargs, kw, fn, names, 5, 0, a) < 0) return NULL;
+    if (tsp_parse_input(self, args, nargs, kw, fn, names, 5, 0, a) < 0) return NULL;
     if (a[1] && PyBool_Check(a[1])) a[2] = a[1], a[1] = NULL; /* var_mean(x, unbiased) */
     if (opt_dims(a[1], &d, &given, fn) < 0 ||
         tsp_bool_arg(a[2], true, &unbiased, fn, "unbiased") < 0 ||
@@ -404,7 +392,7 @@ static PyObject *call_aminmax(PyObject *self, PyObject *const *args, Py_ssize_t 
     PyObject *a[3] = {0};
     int64_t dim = 0;
     bool keepdim;
-    if (parse_input(self, args, nargs, kw, fn, names, 3, 0, a) < 0 ||
+    if (tsp_parse_input(self, args, nargs, kw, fn, names, 3, 0, a) < 0 ||
         (a[1] && a[1] != Py_None && tsp_int_arg(a[1], &dim, fn, "dim") < 0) ||
         tsp_bool_arg(a[2], false, &keepdim, fn, "keepdim") < 0 || tsp_enter())
         return NULL;
@@ -425,7 +413,7 @@ static PyObject *call_count_nonzero(PyObject *self, PyObject *const *args, Py_ss
     ts_dims d;
     bool given;
     ts_tensor *r;
-    if (parse_input(self, args, nargs, kw, fn, names, 2, 0, a) < 0 ||
+    if (tsp_parse_input(self, args, nargs, kw, fn, names, 2, 0, a) < 0 ||
         opt_dims(a[1], &d, &given, fn) < 0 || tsp_enter())
         return NULL;
     TSP_NOGIL(r = ts_count_nonzero(T(a[0]), d));

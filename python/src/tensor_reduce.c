@@ -22,18 +22,6 @@ static const reduction r_logsumexp = {"logsumexp", ts_logsumexp, ts_logsumexp_di
 static const reduction r_argmax = {"argmax", ts_argmax, ts_argmax_dim, NULL};
 static const reduction r_argmin = {"argmin", ts_argmin, ts_argmin_dim, NULL};
 
-/* the input: self for methods, the first argument for functions (names shift by one) */
-static int parse_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
-                       const char *fn, const char *const *names, int n, int required,
-                       PyObject **a) {
-    if (self) {
-        a[0] = self;
-        return tsp_parse(args, nargs, kw, fn, names + 1, n - 1, required, a + 1);
-    }
-    if (tsp_parse(args, nargs, kw, fn, names, n, required + 1, a) < 0) return -1;
-    return tsp_tensor_arg(a[0], fn, "input") ? 0 : -1;
-}
-
 /* the reduction over dim (None: all; an int; a tuple), keepdim */
 static ts_tensor *reduce(const reduction *r, ts_tensor *t, bool has_dim, ts_dims d, bool keepdim) {
     if (!has_dim) {
@@ -59,7 +47,7 @@ static PyObject *call_reduction(PyObject *self, PyObject *const *args, Py_ssize_
     ts_dims d = {0};
     bool keepdim;
     ts_dtype dt = TS_DTYPE_DEFAULT;
-    if (parse_input(self, args, nargs, kw, r->name, names, 4, 0, a) < 0) return NULL;
+    if (tsp_parse_input(self, args, nargs, kw, r->name, names, 4, 0, a) < 0) return NULL;
     bool has_dim = a[1] && a[1] != Py_None;
     if ((has_dim && tsp_dims_arg(a[1], &d, r->name, "dim") < 0) ||
         tsp_bool_arg(a[2], false, &keepdim, r->name, "keepdim") < 0 ||
@@ -94,7 +82,7 @@ static PyObject *call_moment(PyObject *self, PyObject *const *args, Py_ssize_t n
     ts_dims d = {0};
     bool unbiased, keepdim;
     double correction;
-    if (parse_input(self, args, nargs, kw, fn, names, 5, 0, a) < 0) return NULL;
+    if (tsp_parse_input(self, args, nargs, kw, fn, names, 5, 0, a) < 0) return NULL;
     if (a[1] && PyBool_Check(a[1])) a[2] = a[1], a[1] = NULL; /* std(unbiased) */
     bool has_dim = a[1] && a[1] != Py_None;
     if ((has_dim && tsp_dims_arg(a[1], &d, fn, "dim") < 0) ||
@@ -156,7 +144,7 @@ static PyObject *call_minmax(PyObject *self, PyObject *const *args, Py_ssize_t n
     PyObject *a[3] = {0};
     bool keepdim;
     int64_t dim;
-    if (parse_input(self, args, nargs, kw, fn, names, 3, 0, a) < 0) return NULL;
+    if (tsp_parse_input(self, args, nargs, kw, fn, names, 3, 0, a) < 0) return NULL;
     if (a[1] && tsp_tensor_of(a[1])) { /* max(a, b): elementwise */
         ts_tensor *r;
         if (tsp_enter()) return NULL;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "onnx/ops_nn.h"
+#include "ops/pad_resample.h"
 
 #define DONE(x) return (out[0] = (x)) != NULL || tso_fail_pending(n)
 
@@ -18,35 +19,6 @@ ts_shape tso_nn_along(int ndim, int dim, int64_t len) {
 ts_tensor *tso_nn_arange(int64_t start, int64_t count, int64_t step, ts_device dev) {
     return ts_arange((double)start, (double)(start + count * step), (double)step,
                      (ts_opts){.dtype = TS_I64, .device = dev});
-}
-
-ts_tensor *tso_nn_pad_dim(ts_tensor *x, int dim, int64_t before, int64_t after, double v) {
-    if (!x) return NULL;
-    int64_t len = ts_size(x, dim);
-    if (before < 0 || after < 0) {
-        int64_t start = before < 0 ? -before : 0, end = after < 0 ? len + after : len;
-        if (end < start) end = start;
-        x = ts_slice(x, dim, start, end, 1);
-        before = before > 0 ? before : 0;
-        after = after > 0 ? after : 0;
-    }
-    if (!x || (!before && !after)) return x;
-    ts_opts o = {.dtype = ts_dtype_of(x), .device = ts_device_of(x)};
-    ts_shape s = ts_shape_of(x);
-    ts_tensor *parts[3];
-    int k = 0;
-    if (before) {
-        s.dims[dim] = before;
-        parts[k++] = ts_full(s, v, o);
-    }
-    parts[k++] = x;
-    if (after) {
-        s.dims[dim] = after;
-        parts[k++] = ts_full(s, v, o);
-    }
-    for (int i = 0; i < k; i++)
-        if (!parts[i]) return NULL;
-    return ts_cat(parts, k, dim);
 }
 
 /* an axis attribute in [-rank, rank) made non-negative; -1 and the error when out of range */
@@ -303,7 +275,7 @@ static TSO_NN_RUN(run_lrn) {
     int64_t size = tso_attr_int(n, "size", 1), ch = ts_size(x, 1);
     double alpha = tso_attr_float(n, "alpha", 1e-4f), beta = tso_attr_float(n, "beta", 0.75f);
     double bias = tso_attr_float(n, "bias", 1.0f);
-    ts_tensor *sq = tso_nn_pad_dim(ts_mul(x, x), 1, (size - 1) / 2, size / 2, 0);
+    ts_tensor *sq = tsi_pad_constant_dim(ts_mul(x, x), 1, (size - 1) / 2, size / 2, 0);
     ts_tensor *sum = NULL;
     for (int64_t j = 0; sq && j < size; j++) {
         ts_tensor *part = ts_narrow(sq, 1, j, ch);

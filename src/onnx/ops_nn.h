@@ -17,9 +17,6 @@ static inline ts_tensor *tso_nn_opt(const tso_node *n, ts_tensor *const *in, int
 /* whether the node asks for output i */
 static inline bool tso_nn_wants(const tso_node *n, int i) { return i < n->n_out && n->out[i] >= 0; }
 
-/* x with `before` elements of value v added in front of dim and `after` behind (a negative count
- * crops instead); a new tensor */
-ts_tensor *tso_nn_pad_dim(ts_tensor *x, int dim, int64_t before, int64_t after, double v);
 /* the indices start, start + step, ... (count of them) as an i64 vector on dev */
 ts_tensor *tso_nn_arange(int64_t start, int64_t count, int64_t step, ts_device dev);
 /* x's shape with ones in every dim but dim, which holds len: a broadcastable "column" */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "onnx/ops_nn.h"
+#include "ops/pad_resample.h"
 
 #define MAXSP (TS_MAX_DIMS - 2)
 
@@ -209,7 +210,7 @@ static bool native_pads(const geom *g, const int64_t *extra, bool pool) {
 static ts_tensor *pad_spatial(ts_tensor *x, int nsp, const int64_t *before, const int64_t *after,
                               double v) {
     for (int i = 0; x && i < nsp; i++)
-        x = tso_nn_pad_dim(x, 2 + i, before ? before[i] : 0, after[i], v);
+        x = tsi_pad_constant_dim(x, 2 + i, before ? before[i] : 0, after[i], v);
     return x;
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "autograd/autograd.h"
+#include "ops/pad_resample.h"
 
 /* ------------------------------------------------------------------ shared pieces */
 /* x's entries at positions idx[0..out) along dim */
@@ -77,12 +78,16 @@ static void pad_positions(ts_pad_mode m, int64_t len, int64_t pl, int64_t pr, in
     }
 }
 
-static ts_tensor *pad_constant_dim(ts_tensor *x, int d, int64_t before, int64_t after,
-                                   double value) {
-    const int64_t len = ts_size(x, d);
+/* Constant padding of one dim: `before` / `after` entries of value, negative amounts crop (a
+ * crop past the other end leaves the dim empty); the ONNX importer's Pad and padded pools too. */
+ts_tensor *tsi_pad_constant_dim(ts_tensor *x, int dim, int64_t before, int64_t after,
+                                double value) {
+    if (!x) return NULL;
+    const int64_t len = ts_size(x, dim);
     if (before < 0 || after < 0) {
-        int64_t lo = before < 0 ? -before : 0, hi = len - (after < 0 ? -after : 0);
-        x = ts_narrow(x, d, lo, hi - lo);
+        int64_t start = before < 0 ? -before : 0, end = after < 0 ? len + after : len;
+        if (end < start) end = start;
+        x = ts_slice(x, dim, start, end, 1);
         before = before > 0 ? before : 0;
         after = after > 0 ? after : 0;
     }
@@ -92,15 +97,17 @@ static ts_tensor *pad_constant_dim(ts_tensor *x, int d, int64_t before, int64_t 
     ts_tensor *parts[3];
     int k = 0;
     if (before) {
-        s.dims[d] = before;
+        s.dims[dim] = before;
         parts[k++] = ts_full(s, value, o);
     }
     parts[k++] = x;
     if (after) {
-        s.dims[d] = after;
+        s.dims[dim] = after;
         parts[k++] = ts_full(s, value, o);
     }
-    return ts_cat(parts, k, d);
+    for (int i = 0; i < k; i++)
+        if (!parts[i]) return NULL;
+    return ts_cat(parts, k, dim);
 }
 
 /* PyTorch's checks of reflect / replicate / circular padding over the last k dims */
@@ -185,7 +192,7 @@ static ts_tensor *pad_body(const char *op, ts_tensor *x, const int64_t *pad, int
         const int d = nd - 1 - i;
         const int64_t pl = pad[2 * i], pr = pad[2 * i + 1];
         if (mode == TS_PAD_CONSTANT) {
-            y = pad_constant_dim(y, d, pl, pr, value);
+            y = tsi_pad_constant_dim(y, d, pl, pr, value);
             continue;
         }
         if (!pl && !pr) continue;
