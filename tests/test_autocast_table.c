@@ -19,7 +19,8 @@
  *   lower_precision_fp: mm, bmm, matmul, linear, conv2d                      -> F32/LOW/MIX: L
  *   fp32: exp, log, log1p, reciprocal, rsqrt, tan, asin, acos, sinh, cosh, pow (Tensor_Tensor,
  *         Tensor_Scalar, Scalar), softplus, layer_norm, nll_loss, l1_loss, smooth_l1_loss,
- *         mse_loss,
+ *         mse_loss, kl_div, huber_loss, soft_margin_loss, hinge_embedding_loss, poisson_nll_loss,
+ *         margin_ranking_loss, triplet_margin_loss,
  * binary_cross_entropy_with_logits, logsumexp; fp32_set_opt_dtype: sum, prod, softmax, log_softmax;
  * cross_entropy (PyTorch's composite of log_softmax + nll_loss, both fp32)    -> F32/LOW/MIX: F
  *   batch_norm: on no CPU or CUDA list (their kernels take a half input with f32 parameters and
@@ -74,6 +75,28 @@ static ts_tensor *a_smooth_l1(ts_tensor **in) {
 }
 static ts_tensor *a_bce(ts_tensor **in) {
     return ts_bce_with_logits(in[0], in[1], (ts_loss_opts){0});
+}
+/* loss_more.c's losses on the fp32 list (mean reduction) */
+static ts_tensor *a_kl_div(ts_tensor **in) {
+    return ts_kl_div(in[0], in[1], TS_REDUCTION_MEAN, false, false);
+}
+static ts_tensor *a_huber(ts_tensor **in) {
+    return ts_huber_loss(in[0], in[1], TS_REDUCTION_MEAN, 1.0, NULL);
+}
+static ts_tensor *a_soft_margin(ts_tensor **in) {
+    return ts_soft_margin_loss(in[0], in[1], TS_REDUCTION_MEAN);
+}
+static ts_tensor *a_hinge(ts_tensor **in) {
+    return ts_hinge_embedding_loss(in[0], in[1], 1.0, TS_REDUCTION_MEAN);
+}
+static ts_tensor *a_poisson(ts_tensor **in) {
+    return ts_poisson_nll_loss(in[0], in[1], true, false, 1e-8, TS_REDUCTION_MEAN);
+}
+static ts_tensor *a_margin_ranking(ts_tensor **in) {
+    return ts_margin_ranking_loss(in[0], in[1], in[1], 0.0, TS_REDUCTION_MEAN);
+}
+static ts_tensor *a_triplet(ts_tensor **in) {
+    return ts_triplet_margin_loss(in[0], in[1], in[1], 1.0, 2.0, 1e-6, false, TS_REDUCTION_MEAN);
 }
 static ts_tensor *a_ce(ts_tensor **in) { return ts_cross_entropy(in[0], in[1]); }
 static ts_tensor *a_nll(ts_tensor **in) { return ts_nll_loss(in[0], in[1], (ts_loss_opts){0}); }
@@ -139,6 +162,13 @@ static const row rows[] = {
     {"l1_loss", K_BINARY, a_l1, "FFFDX"},
     {"smooth_l1_loss", K_BINARY, a_smooth_l1, "FFFDX"},
     {"bce_with_logits", K_BINARY, a_bce, "FFFDX"},
+    {"kl_div", K_BINARY, a_kl_div, "FFFDX"},
+    {"huber_loss", K_BINARY, a_huber, "FFFDX"},
+    {"soft_margin_loss", K_BINARY, a_soft_margin, "FFFDX"},
+    {"hinge_embedding_loss", K_BINARY, a_hinge, "FFFDX"},
+    {"poisson_nll_loss", K_BINARY, a_poisson, "FFFDX"},
+    {"margin_ranking_loss", K_BINARY, a_margin_ranking, "FFFDX"},
+    {"triplet_margin_loss", K_BINARY, a_triplet, "FFFDX"},
     {"cross_entropy", K_CE, a_ce, "FFFDX"},
     {"nll_loss", K_CE, a_nll, "FFFDX"},
     {"layer_norm", K_NORM, a_layer_norm, "FFFDX"},

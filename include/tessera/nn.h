@@ -123,6 +123,36 @@ ts_tensor *ts_mse_loss_ex(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
 ts_tensor *ts_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
 ts_tensor *ts_smooth_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
 ts_tensor *ts_bce_with_logits(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
+/* The other PyTorch losses (src/nn/loss_more.c), composed from differentiable ops: every device,
+ * autograd. r is the reduction; errors name the op and the argument (TS_ERR_SHAPE, TS_ERR_DTYPE,
+ * TS_ERR_ARG, TS_ERR_DEVICE), with PyTorch's messages. */
+/* batchmean: the sum divided by input's size(0) (r is then ignored) */
+ts_tensor *ts_kl_div(ts_tensor *input, ts_tensor *target, ts_reduction r, bool batchmean,
+                     bool log_target);
+ts_tensor *ts_huber_loss(ts_tensor *input, ts_tensor *target, ts_reduction r, double delta,
+                         ts_tensor *weight /* NULL or broadcastable to input */);
+ts_tensor *ts_soft_margin_loss(ts_tensor *input, ts_tensor *target, ts_reduction r);
+ts_tensor *ts_margin_ranking_loss(ts_tensor *input1, ts_tensor *input2, ts_tensor *target,
+                                  double margin, ts_reduction r);
+ts_tensor *ts_hinge_embedding_loss(ts_tensor *input, ts_tensor *target, double margin,
+                                   ts_reduction r);
+ts_tensor *ts_cosine_embedding_loss(ts_tensor *input1, ts_tensor *input2, ts_tensor *target,
+                                    double margin, ts_reduction r);
+ts_tensor *ts_triplet_margin_loss(ts_tensor *anchor, ts_tensor *positive, ts_tensor *negative,
+                                  double margin, double p, double eps, bool swap, ts_reduction r);
+ts_tensor *ts_poisson_nll_loss(ts_tensor *input, ts_tensor *target, bool log_input, bool full,
+                               double eps, ts_reduction r);
+/* var: input's shape, or it without the last dim, or with last dim 1; clamped at eps without a
+ * gradient through the clamp; a negative entry is TS_ERR_ARG */
+ts_tensor *ts_gaussian_nll_loss(ts_tensor *input, ts_tensor *target, ts_tensor *var, bool full,
+                                double eps, ts_reduction r);
+/* input [C] or [N, C]; target i64 of input's shape, class indices ended by the first -1 */
+ts_tensor *ts_multilabel_margin_loss(ts_tensor *input, ts_tensor *target, ts_reduction r);
+ts_tensor *ts_multilabel_soft_margin_loss(ts_tensor *input, ts_tensor *target,
+                                          ts_tensor *weight /* NULL or [C] */, ts_reduction r);
+/* input [C] or [N, C]; target i64 [N] (or 0-dim/[1]); p 1 or 2; weight NULL or [C] */
+ts_tensor *ts_multi_margin_loss(ts_tensor *input, ts_tensor *target, int p, double margin,
+                                ts_tensor *weight, ts_reduction r);
 
 /* ==================================================================== modules */
 typedef struct ts_module ts_module;

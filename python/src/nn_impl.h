@@ -10,6 +10,8 @@ int tspn_opt_tensor(PyObject *o, ts_tensor **out, const char *fn, const char *ar
 int tsp_init_cmodule(PyObject *m);
 /* nn_resample.c: _nn_pad, _nn_interpolate, _nn_pixel_shuffle */
 int tsp_init_nn_resample(PyObject *m);
+/* nn_loss_more.c: _nn_loss_more (src/nn/loss_more.c's losses) */
+int tsp_init_nn_loss_more(PyObject *m);
 
 /* optim.c: a C tensor list as {name: Tensor} (the list is freed; NULL with an exception, also when
  * a C error is pending), and a {name: Tensor} dict as a list (0; -1 with an exception) */

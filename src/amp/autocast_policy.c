@@ -29,8 +29,12 @@ static const policy_entry table[] = {
     {"conv2d", TSI_AC_LOWER},
     {"cosh", TSI_AC_FP32},
     /* cross_entropy is log_softmax + nll_loss in PyTorch, both fp32; the CPU list names it */
+    {"cosine_embedding_loss", TSI_AC_FP32},
     {"cross_entropy", TSI_AC_FP32},
     {"exp", TSI_AC_FP32},
+    {"hinge_embedding_loss", TSI_AC_FP32},
+    {"huber_loss", TSI_AC_FP32},
+    {"kl_div", TSI_AC_FP32},
     {"l1_loss", TSI_AC_FP32},
     {"layer_norm", TSI_AC_FP32},
     {"linear", TSI_AC_LOWER_PRODUCT},
@@ -38,10 +42,14 @@ static const policy_entry table[] = {
     {"log1p", TSI_AC_FP32},
     {"log_softmax", TSI_AC_FP32}, /* fp32_set_opt_dtype */
     {"logsumexp", TSI_AC_FP32},
+    {"margin_ranking_loss", TSI_AC_FP32},
     {"matmul", TSI_AC_LOWER_PRODUCT},
     {"mm", TSI_AC_LOWER_PRODUCT},
     {"mse_loss", TSI_AC_FP32},
+    {"multi_margin_loss", TSI_AC_FP32},
+    {"multilabel_margin_loss", TSI_AC_FP32},
     {"nll_loss", TSI_AC_FP32},
+    {"poisson_nll_loss", TSI_AC_FP32},
     {"pow", TSI_AC_FP32},        /* pow.Tensor_Tensor */
     {"pow_scalar", TSI_AC_FP32}, /* pow.Tensor_Scalar */
     {"prod", TSI_AC_FP32},       /* fp32_set_opt_dtype, all overloads */
@@ -52,12 +60,14 @@ static const policy_entry table[] = {
     {"scatter_add", TSI_AC_PROMOTE},
     {"sinh", TSI_AC_FP32},
     {"smooth_l1_loss", TSI_AC_FP32},
+    {"soft_margin_loss", TSI_AC_FP32},
     {"softmax", TSI_AC_FP32}, /* fp32_set_opt_dtype */
     {"softplus", TSI_AC_FP32},
     {"stack", TSI_AC_PROMOTE},
     {"sum", TSI_AC_FP32}, /* fp32_set_opt_dtype, all overloads */
     {"tan", TSI_AC_FP32},
     /* where promotes natively in PyTorch; listing it gives the same dtypes */
+    {"triplet_margin_loss", TSI_AC_FP32},
     {"where", TSI_AC_PROMOTE},
 };
 #define N_TABLE (sizeof table / sizeof table[0])

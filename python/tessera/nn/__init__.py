@@ -7,6 +7,10 @@ from .layers import (Identity, Linear, Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvg
                      Dropout, BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm, Embedding)
 from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCELoss,
                    BCEWithLogitsLoss)
+from .loss import (KLDivLoss, HuberLoss, SoftMarginLoss, MarginRankingLoss, HingeEmbeddingLoss,
+                   CosineEmbeddingLoss, TripletMarginLoss, TripletMarginWithDistanceLoss,
+                   PoissonNLLLoss, GaussianNLLLoss, MultiLabelMarginLoss,
+                   MultiLabelSoftMarginLoss, MultiMarginLoss)
 from .models import MultiheadAttention, TransformerEncoderLayer, GPT
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell
 from .parallel import DataParallel
@@ -29,3 +33,7 @@ __all__ = [
     "GRUCell",
 ]
 __all__ += _resample_all
+__all__ += ["KLDivLoss", "HuberLoss", "SoftMarginLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
+            "CosineEmbeddingLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
+            "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
+            "MultiMarginLoss"]
