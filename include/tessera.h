@@ -578,6 +578,69 @@ ts_tensor *ts_index_select(ts_tensor *t, int dim, ts_tensor *index);
 ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index);
 ts_tensor *ts_scatter_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src);
 ts_tensor *ts_scatter_add_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src);
+
+/* PyTorch's shape and indexing forms (issue 52, src/ops/shape_more.c), composed from the
+ * differentiable ops above (gradients follow; results are copies, not views). Errors name the op
+ * and the argument (TS_ERR_ARG, TS_ERR_SHAPE, TS_ERR_DTYPE, TS_ERR_DEVICE). */
+ts_tensor *ts_flip(ts_tensor *t, ts_dims dims); /* reverse the order along each of dims */
+ts_tensor *ts_fliplr(ts_tensor *t);             /* flip dim 1 (ndim >= 2) */
+ts_tensor *ts_flipud(ts_tensor *t);             /* flip dim 0 (ndim >= 1) */
+ts_tensor *ts_rot90(ts_tensor *t, int64_t k, int d0, int d1); /* k quarter turns, d0 towards d1 */
+/* roll by shifts[i] along dims.d[i] (dims.n == 0: one shift over the flattened tensor) */
+ts_tensor *ts_roll(ts_tensor *t, const int64_t *shifts, int nshifts, ts_dims dims);
+ts_tensor *ts_tril(ts_tensor *t, int64_t diagonal); /* last two dims; zero above the diagonal */
+ts_tensor *ts_triu(ts_tensor *t, int64_t diagonal);
+ts_tensor *ts_tril_(ts_tensor *t, int64_t diagonal);
+ts_tensor *ts_triu_(ts_tensor *t, int64_t diagonal);
+/* the diagonal of the (dim1, dim2) planes as the last dim (offset > 0: above the main one) */
+ts_tensor *ts_diagonal(ts_tensor *t, int64_t offset, int dim1, int dim2);
+/* the last dim of t as the diagonal of new (dim1, dim2) planes of size n + |offset| */
+ts_tensor *ts_diag_embed(ts_tensor *t, int64_t offset, int dim1, int dim2);
+ts_tensor *ts_diag(ts_tensor *t, int64_t diagonal);   /* 1-D: a matrix; 2-D: its diagonal */
+ts_tensor *ts_diagflat(ts_tensor *t, int64_t offset); /* diag of t flattened */
+/* each element repeated along dim (has_dim false: over the flattened tensor) */
+ts_tensor *ts_repeat_interleave(ts_tensor *t, int64_t repeats, bool has_dim, int dim);
+/* repeats: an integer tensor of one element or of t's size along dim (read on the host) */
+ts_tensor *ts_repeat_interleave_tensor(ts_tensor *t, ts_tensor *repeats, bool has_dim, int dim);
+ts_tensor *ts_movedim(ts_tensor *t, ts_dims source, ts_dims destination); /* a view */
+/* Tensor.unfold: windows of size along dim every step, as a new last dim */
+ts_tensor *ts_unfold(ts_tensor *t, int dim, int64_t size, int64_t step);
+/* pieces of the given sizes (summing to t's size along dim) / cut at indices / n sections as
+ * even as possible (torch.tensor_split); up to max_out views in out; the count, -1 on error */
+int ts_split_with_sizes(ts_tensor *t, const int64_t *sizes, int n, int dim, ts_tensor **out,
+                        int max_out);
+int ts_tensor_split_indices(ts_tensor *t, const int64_t *indices, int n, int dim, ts_tensor **out,
+                            int max_out);
+int ts_tensor_split_sections(ts_tensor *t, int64_t sections, int dim, ts_tensor **out, int max_out);
+ts_tensor *ts_take(ts_tensor *t, ts_tensor *index); /* t flattened at index (negatives wrap) */
+/* gather with t and index broadcast apart from dim (has_dim false: over the flattened tensor) */
+ts_tensor *ts_take_along_dim(ts_tensor *t, ts_tensor *index, bool has_dim, int dim);
+/* t with alpha * src's slices added at / copied to / value filled into the 1-D index along dim */
+ts_tensor *ts_index_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src, double alpha);
+ts_tensor *ts_index_add_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src, double alpha);
+ts_tensor *ts_index_copy(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src);
+ts_tensor *ts_index_copy_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src);
+ts_tensor *ts_index_fill(ts_tensor *t, int dim, ts_tensor *index, double value);
+ts_tensor *ts_index_fill_(ts_tensor *t, int dim, ts_tensor *index, double value);
+/* scatter: src's values (or value) written at index along dim; reduce NULL, "add" or "multiply"
+ * (a position written twice without reduce keeps the last write, as PyTorch's CPU) */
+ts_tensor *ts_scatter(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src, const char *reduce);
+ts_tensor *ts_scatter_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src, const char *reduce);
+ts_tensor *ts_scatter_value(ts_tensor *t, int dim, ts_tensor *index, double value,
+                            const char *reduce);
+ts_tensor *ts_scatter_value_(ts_tensor *t, int dim, ts_tensor *index, double value,
+                             const char *reduce);
+/* scatter_reduce: reduce "sum", "prod", "mean", "amax" or "amin" */
+ts_tensor *ts_scatter_reduce(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
+                             const char *reduce, bool include_self);
+ts_tensor *ts_scatter_reduce_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
+                              const char *reduce, bool include_self);
+ts_tensor *ts_nonzero(ts_tensor *t); /* int64 [count, ndim] (read on the host) */
+ts_tensor *ts_masked_select(ts_tensor *t, ts_tensor *mask); /* 1-D, t and mask broadcast */
+/* t with the positions where mask (broadcast to t) is true taken from src's first elements */
+ts_tensor *ts_masked_scatter(ts_tensor *t, ts_tensor *mask, ts_tensor *src);
+ts_tensor *ts_masked_scatter_(ts_tensor *t, ts_tensor *mask, ts_tensor *src);
+ts_tensor *ts_block_diag(ts_tensor *const *ts, int n); /* 0-, 1- or 2-D blocks, dtypes promoted */
 ts_tensor *ts_one_hot(ts_tensor *index, int64_t num_classes); /* -1: max+1; result i64 */
 ts_tensor *ts_softmax(ts_tensor *t, int dim);
 ts_tensor *ts_log_softmax(ts_tensor *t, int dim);

@@ -435,12 +435,12 @@ static int add_type(PyObject *m, const char *name, PyTypeObject *t) {
 
 int tsp_init_tensor(PyObject *m) {
     PyMethodDef *const methods[] = {
-        tsp_tensor_core_methods,   tsp_tensor_ops_methods,  tsp_tensor_shape_methods,
-        tsp_tensor_reduce_methods, tsp_autograd_methods,    tsp_tensor_factory_methods,
-        tsp_tensor_values_methods, tsp_tensor_move_methods, tsp_tensor_special_methods,
-        tsp_tensor_linalg_methods};
+        tsp_tensor_core_methods,   tsp_tensor_ops_methods,       tsp_tensor_shape_methods,
+        tsp_tensor_reduce_methods, tsp_autograd_methods,         tsp_tensor_factory_methods,
+        tsp_tensor_values_methods, tsp_tensor_move_methods,      tsp_tensor_special_methods,
+        tsp_tensor_linalg_methods, tsp_tensor_shape_more_methods};
     PyGetSetDef *const getsets[] = {core_getset, tsp_autograd_getset, tsp_tensor_linalg_getset};
-    tensor_type.tp_methods = concat_methods(methods, 10);
+    tensor_type.tp_methods = concat_methods(methods, 11);
     tensor_type.tp_getset = concat_getset(getsets, 3);
     if (!tensor_type.tp_methods || !tensor_type.tp_getset) return -1;
     tensor_type.tp_as_number = &tsp_tensor_as_number;
@@ -455,12 +455,13 @@ int tsp_init_tensor(PyObject *m) {
     size_type.tp_new = PyTuple_Type.tp_new;
     tsp_tensor_type = &tensor_type;
     if (add_type(m, "Tensor", &tensor_type) < 0 || add_type(m, "Size", &size_type) < 0) return -1;
-    PyMethodDef *const functions[] = {tsp_tensor_core_functions, tsp_tensor_ops_functions,
-                                      tsp_tensor_shape_functions, tsp_tensor_reduce_functions,
-                                      tsp_tensor_special_functions, tsp_tensor_linalg_functions};
+    PyMethodDef *const functions[] = {tsp_tensor_core_functions,      tsp_tensor_ops_functions,
+                                      tsp_tensor_shape_functions,     tsp_tensor_reduce_functions,
+                                      tsp_tensor_special_functions,   tsp_tensor_linalg_functions,
+                                      tsp_tensor_shape_more_functions};
     tsp_init_tensor_special();
     if (tsp_init_tensor_linalg() < 0) return -1;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         if (PyModule_AddFunctions(m, functions[i]) < 0) return -1;
     if (PyModule_AddFunctions(m, type_functions) < 0 ||
         PyModule_AddFunctions(m, tsp_tensor_values_functions) < 0)

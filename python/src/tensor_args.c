@@ -55,6 +55,20 @@ int tsp_parse_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyO
     return tsp_tensor_arg(out[0], fn, "input") ? 0 : -1;
 }
 
+PyObject *tsp_tuple_of(ts_tensor **pieces, int n) {
+    PyObject *tup = PyTuple_New(n < 0 ? 0 : n);
+    int i = 0;
+    for (; tup && i < n; i++) {
+        PyObject *o = tsp_wrap(pieces[i]);
+        if (!o) break;
+        PyTuple_SET_ITEM(tup, i, o);
+    }
+    if (tup && i == n) return tup;
+    for (int k = i + 1; k < n; k++) tsp_drop(pieces[k]); /* the ones not wrapped */
+    Py_XDECREF(tup);
+    return NULL;
+}
+
 int tsp_number(PyObject *o, double *v) {
     if (PyFloat_CheckExact(o)) return *v = PyFloat_AS_DOUBLE(o), 1;
     if (PyLong_Check(o)) { /* bool too */

@@ -16,6 +16,9 @@ int tsp_parse(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const 
 int tsp_parse_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
                     const char *fn, const char *const *names, int nnames, int required,
                     PyObject **out);
+/* pieces[0..n) as a tuple of Tensors (their references move into it; on failure the ones not
+ * wrapped are dropped); NULL with the exception set */
+PyObject *tsp_tuple_of(ts_tensor **pieces, int n);
 #define TSP_NARGS(a) ((int)(sizeof(a) / sizeof *(a)))
 
 /* A Python number (bool, int, float, or anything with __float__ that is not a Tensor) -> *v;
@@ -102,6 +105,8 @@ void tsp_init_tensor_special(void); /* tensor_special.c: `%` */
 extern PyMethodDef tsp_tensor_linalg_methods[], tsp_tensor_linalg_functions[];
 extern PyGetSetDef tsp_tensor_linalg_getset[];
 int tsp_init_tensor_linalg(void); /* the aminmax (min, max) type */
+/* tensor_shape_more.c: flip, roll, tril, diagonal, scatter... (issue 52) */
+extern PyMethodDef tsp_tensor_shape_more_methods[], tsp_tensor_shape_more_functions[];
 extern PyMethodDef tsp_autograd_methods[];
 extern PyGetSetDef tsp_autograd_getset[];
 extern PyNumberMethods tsp_tensor_as_number;

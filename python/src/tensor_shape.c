@@ -196,20 +196,6 @@ static PyObject *call_squeeze(PyObject *self, PyObject *const *args, Py_ssize_t 
 TSP_METHOD_AND_FUNCTION(squeeze, call_squeeze, "squeeze")
 
 /* ------------------------------------------------------------------ tuples of views */
-/* pieces[0..n) as a tuple of Tensors (their references move into it) */
-static PyObject *tuple_of(ts_tensor **pieces, int n) {
-    PyObject *tup = PyTuple_New(n < 0 ? 0 : n);
-    int i = 0;
-    for (; tup && i < n; i++) {
-        PyObject *o = tsp_wrap(pieces[i]);
-        if (!o) break;
-        PyTuple_SET_ITEM(tup, i, o);
-    }
-    if (tup && i == n) return tup;
-    for (int k = i + 1; k < n; k++) tsp_drop(pieces[k]); /* the ones not wrapped */
-    Py_XDECREF(tup);
-    return NULL;
-}
 
 typedef int (*split_fn)(ts_tensor *, int64_t, int, ts_tensor **, int);
 
@@ -227,7 +213,7 @@ static PyObject *pieces_by_int(ts_tensor *t, int64_t k, int64_t dim, split_fn f)
         for (int i = 0; i < n && i < max; i++) tsp_drop(out[i]);
         r = tsp_raise_pending();
     } else
-        r = tuple_of(out, n);
+        r = tsp_tuple_of(out, n);
     free(out);
     return r;
 }

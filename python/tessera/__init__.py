@@ -15,6 +15,7 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # 
 from . import sim, vision, distributed, onnx  # noqa: E402,F401
 from . import special  # noqa: E402,F401  (torch.special's names, issue 52)
 from . import linalg  # noqa: E402,F401  (torch.linalg's norms and products, issue 52)
+from ._shape_more import *  # noqa: E402,F401,F403  (hstack, meshgrid... issue 52)
 
 
 def chain_matmul(*matrices, out=None):

@@ -5,6 +5,7 @@
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
 #include "core/capture.h"
+#include "ops/index_check.h"
 #include "ops/shape_grad.h"
 
 #define SMALL_INDEX 256 /* index lists up to this long are checked without a heap buffer */
@@ -182,8 +183,9 @@ ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index) {
     return tsi_own(tsi_trace(op, (ts_tensor *[]){t, index}, 2, out, (int64_t[]){d}, 1, NULL, 0));
 }
 
-/* Checks for scatter_add(_): returns the wrapped dim or -1. */
-static int scatter_check(const char *op, ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
+/* Checks for scatter_add(_) (and scatter, scatter_reduce in shape_more.c): returns the wrapped
+ * dim or -1. */
+int tsi_scatter_check(const char *op, ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
     tsi_init();
     if (!tsi_check_input(op, t, "self") || !tsi_check_input(op, index, "index") ||
         !tsi_check_input(op, src, "src"))
@@ -249,7 +251,7 @@ static void record_scatter(const char *op, ts_tensor *t, ts_tensor *index, ts_te
 
 static ts_tensor *scatter_add_op(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
     const char *op = "scatter_add";
-    const int d = scatter_check(op, t, dim, index, src);
+    const int d = tsi_scatter_check(op, t, dim, index, src);
     if (d < 0) return NULL;
     tsi_log_op(op, tsi_device(t));
     ts_tensor *out = tsi_new(op, t->shape, t->dtype, tsi_device(t));
@@ -275,7 +277,7 @@ ts_tensor *ts_scatter_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *sr
 
 ts_tensor *ts_scatter_add_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
     const char *op = "scatter_add_";
-    const int d = scatter_check(op, t, dim, index, src);
+    const int d = tsi_scatter_check(op, t, dim, index, src);
     if (d < 0 || !check_inplace(op, t)) return NULL;
     ts_tensor *idx = index_i64(op, index);
     if (!idx) return NULL;
