@@ -74,7 +74,8 @@ typedef struct ts_interp_opts {
 } ts_interp_opts;
 ts_tensor *ts_interpolate(ts_tensor *x, ts_interp_opts o);
 /* torch.nn.functional.pixel_shuffle: [*, C r^2, H, W] -> [*, C, H r, W r]; pixel_unshuffle the
- * inverse ([*, C, H r, W r] -> [*, C r^2, H, W]). Reshape and permute: any dtype, differentiable. */
+ * inverse ([*, C, H r, W r] -> [*, C r^2, H, W]). Reshape and permute: any dtype, differentiable.
+ */
 ts_tensor *ts_pixel_shuffle(ts_tensor *x, int64_t upscale_factor);
 ts_tensor *ts_pixel_unshuffle(ts_tensor *x, int64_t downscale_factor);
 ts_tensor *ts_dropout(ts_tensor *x, double p, bool training);
