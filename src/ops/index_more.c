@@ -1,0 +1,495 @@
+/* index_more.c — PyTorch's indexing forms (issue 52) composed from the differentiable ops
+ * (index_select, gather, masked_fill, sum / prod / amax / amin along a dim...), so that they run
+ * and differentiate on every device: take / take_along_dim, index_add / index_copy / index_fill,
+ * scatter / scatter_reduce, nonzero, masked_select / masked_scatter. Index plans that depend on
+ * the values of an index or mask are built on the host (one read of the index), then gathered on
+ * the tensor's device. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd/autograd.h"
+#include "autograd/trace.h"
+#include "ops/index_check.h"
+#include "ops/shape_more_internal.h"
+
+/* ------------------------------------------------------------------ take */
+ts_tensor *ts_take(ts_tensor *t, ts_tensor *index) {
+    const char *op = "take";
+    tsi_init();
+    if (!check_two(op, t, "input", index, "index") || !check_index_dtype(op, index, "index"))
+        return NULL;
+    const int64_t n = ts_numel(t), e = ts_numel(index);
+    ts_scope_begin();
+    int64_t *v = host_i64(op, index);
+    for (int64_t i = 0; v && i < e; i++) {
+        if (v[i] < -n || v[i] >= n) {
+            tsi_error_set(TS_ERR_ARG,
+                          "%s: out of range: tried to access index %lld on a tensor of "
+                          "%lld elements",
+                          op, (long long)v[i], (long long)n);
+            break;
+        }
+        if (v[i] < 0) v[i] += n;
+    }
+    ts_tensor *idx = v && ts_error() == TS_OK ? index_on(t, v, e) : NULL;
+    free(v);
+    ts_tensor *y = idx ? ts_index_select(ts_reshape(t, TS_SHAPE(n)), 0, idx) : NULL;
+    return finish(y ? ts_reshape(y, index->shape) : NULL);
+}
+
+/* int64 indices with the negative ones counted from the end (size); inside a scope */
+static ts_tensor *wrap_negative(ts_tensor *i, int64_t size) {
+    ts_tensor *neg = i ? ts_lt_scalar(i, 0) : NULL;
+    ts_tensor *up = neg ? ts_add_scalar(i, (double)size) : NULL;
+    if (up && ts_dtype_of(up) != TS_I64) up = ts_to_dtype(up, TS_I64);
+    return up ? ts_where(neg, up, i) : NULL;
+}
+
+ts_tensor *ts_take_along_dim(ts_tensor *t, ts_tensor *index, bool has_dim, int dim) {
+    const char *op = "take_along_dim";
+    tsi_init();
+    if (!check_two(op, t, "input", index, "indices")) return NULL;
+    if (index->dtype != TS_I64)
+        return tsi_error_set(TS_ERR_DTYPE, "%s: dtype of indices should be int64 but got %s", op,
+                             ts_dtype_name(index->dtype)),
+               NULL;
+    if (!has_dim) {
+        ts_scope_begin();
+        ts_tensor *x = ts_reshape(t, reshape1(t));
+        ts_tensor *i = wrap_negative(ts_reshape(index, reshape1(index)), ts_numel(t));
+        return finish(x && i ? ts_gather(x, 0, i) : NULL);
+    }
+    if (t->shape.ndim != index->shape.ndim)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: input and indices should have the same number of dimensions, "
+                             "but got %d dimensions for input, and %d dimensions for indices",
+                             op, t->shape.ndim, index->shape.ndim),
+               NULL;
+    const int d = tsi_wrap_dim(op, dim, t->shape.ndim);
+    if (d < 0) return NULL;
+    ts_shape ts_ = t->shape, is = index->shape;
+    for (int k = 0; k < t->shape.ndim; k++) {
+        if (k == d) continue;
+        const int64_t a = t->shape.dims[k], b = index->shape.dims[k];
+        if (a != b && a != 1 && b != 1)
+            return tsi_error_set(TS_ERR_SHAPE,
+                                 "%s: input %s and indices %s cannot be broadcast apart from "
+                                 "dim %d",
+                                 op, tsi_shape_str(t->shape), tsi_shape_str(index->shape), d),
+                   NULL;
+        ts_.dims[k] = is.dims[k] = a == 1 ? b : a;
+    }
+    ts_scope_begin();
+    ts_tensor *x = ts_expand(t, ts_), *i = ts_expand(wrap_negative(index, t->shape.dims[d]), is);
+    return finish(x && i ? ts_gather(x, d, i) : NULL);
+}
+
+/* ------------------------------------------------------------------ scatter family core */
+enum sc_mode { SC_LAST, SC_SUM, SC_PROD, SC_MEAN, SC_AMAX, SC_AMIN };
+
+static int nd1(const ts_tensor *t) { return t->shape.ndim > 0 ? t->shape.ndim : 1; }
+static int64_t sz1(const ts_tensor *t, int k) { return t->shape.ndim > 0 ? t->shape.dims[k] : 1; }
+
+/* For each index element (row-major) the flat positions it writes (in t) and reads (in src,
+ * contiguous); inside a scope. false with the error set. */
+static bool sc_positions(const char *op, ts_tensor *t, int d, ts_tensor *index, ts_tensor *src,
+                         int64_t *opos, int64_t *spos) {
+    const int64_t e = ts_numel(index);
+    if (e == 0) return true;
+    int64_t *iv = host_i64(op, index);
+    if (!iv) return false;
+    const int nd = nd1(t);
+    int64_t tst[TS_MAX_DIMS], sst[TS_MAX_DIMS], c[TS_MAX_DIMS] = {0};
+    int64_t ta = 1, sa = 1;
+    for (int k = nd - 1; k >= 0; k--) tst[k] = ta, sst[k] = sa, ta *= sz1(t, k), sa *= sz1(src, k);
+    const int64_t size = sz1(t, d);
+    bool ok = true;
+    for (int64_t i = 0; i < e; i++) {
+        if (iv[i] < 0 || iv[i] >= size) {
+            tsi_error_set(TS_ERR_ARG,
+                          "%s: index %lld is out of bounds for dimension %d with size "
+                          "%lld",
+                          op, (long long)iv[i], d, (long long)size);
+            ok = false;
+            break;
+        }
+        int64_t o = 0, s = 0;
+        for (int k = 0; k < nd; k++) o += (k == d ? iv[i] : c[k]) * tst[k], s += c[k] * sst[k];
+        opos[i] = o, spos[i] = s;
+        for (int k = nd - 1; k >= 0; k--) {
+            if (++c[k] < sz1(index, k)) break;
+            c[k] = 0;
+        }
+    }
+    free(iv);
+    return ok;
+}
+
+/* scatter with mode: SC_LAST writes (the last of repeated positions wins, as PyTorch's CPU);
+ * the others reduce the sources of each position (with t's value when include_self). Every
+ * position gathers its candidates from [src, t, sentinel] and reduces them along a row. */
+static ts_tensor *scatter_core(const char *op, ts_tensor *t, int d, ts_tensor *index,
+                               ts_tensor *src, int mode, bool include_self) {
+    const int64_t n = ts_numel(t), s = ts_numel(src), e = ts_numel(index);
+    const bool is_float = tsi_is_float(t->dtype);
+    int64_t *opos = host_alloc(op, 2 * e, sizeof *opos), *spos = opos ? opos + e : NULL;
+    int64_t *cnt = calloc((size_t)(n > 0 ? n : 1), sizeof *cnt);
+    bool *has = host_alloc(op, n, sizeof *has);
+    int64_t *g = NULL;
+    ts_tensor *y = NULL;
+    ts_scope_begin();
+    if (!opos || !cnt || !has || !sc_positions(op, t, d, index, src, opos, spos)) {
+        if (!cnt) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+        goto done;
+    }
+    for (int64_t i = 0; i < e; i++) cnt[opos[i]]++;
+    int64_t k = 0;
+    for (int64_t o = 0; o < n; o++) {
+        has[o] = cnt[o] > 0;
+        k = cnt[o] > k ? cnt[o] : k;
+    }
+    if (mode == SC_LAST)
+        k = 1;
+    else
+        k += include_self ? 1 : 0;
+    if (k == 0) k = 1;
+    if (!(g = host_alloc(op, n * k, sizeof *g))) goto done;
+    const int64_t sentinel = s + n;
+    if (mode == SC_LAST) {
+        for (int64_t o = 0; o < n; o++) g[o] = s + o;
+        for (int64_t i = 0; i < e; i++) g[opos[i]] = spos[i];
+    } else {
+        int64_t *fill = calloc((size_t)(n > 0 ? n : 1), sizeof *fill);
+        if (!fill) {
+            tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+            goto done;
+        }
+        for (int64_t i = 0; i < e; i++) g[opos[i] * k + fill[opos[i]]++] = spos[i];
+        for (int64_t o = 0; o < n; o++) {
+            int64_t j = fill[o];
+            if (include_self) g[o * k + j++] = s + o;
+            /* integers (no gradient) pad amax / amin with the row's first candidate */
+            const bool own = !is_float && (mode == SC_AMAX || mode == SC_AMIN) && j > 0;
+            for (int64_t r = j; r < k; r++) g[o * k + r] = own ? g[o * k] : sentinel;
+        }
+        free(fill);
+    }
+    double sv = 0;
+    if (mode == SC_PROD) sv = 1;
+    if (mode == SC_AMAX) sv = is_float ? -INFINITY : 0;
+    if (mode == SC_AMIN) sv = is_float ? INFINITY : 0;
+    ts_tensor *parts[3] = {ts_reshape(ts_contiguous(src), TS_SHAPE(s)), ts_reshape(t, TS_SHAPE(n)),
+                           ts_full(TS_SHAPE(1), sv, opts_on(t, t->dtype))};
+    ts_tensor *gi = index_on(t, g, n * k);
+    if (!parts[0] || !parts[1] || !parts[2] || !gi) goto done;
+    ts_tensor *v = ts_index_select(ts_cat(parts, 3, 0), 0, gi);
+    if (mode == SC_LAST) {
+        y = v;
+    } else {
+        v = v ? ts_reshape(v, TS_SHAPE(n, k)) : NULL;
+        if (mode == SC_SUM || mode == SC_MEAN) y = v ? ts_sum_dim(v, 1, false) : NULL;
+        if (mode == SC_PROD) y = v ? ts_prod_dim(v, 1, false) : NULL;
+        if (mode == SC_AMAX) y = v ? ts_amax_dim(v, 1, false) : NULL;
+        if (mode == SC_AMIN) y = v ? ts_amin_dim(v, 1, false) : NULL;
+        if (y && ts_dtype_of(y) != t->dtype) y = ts_to_dtype(y, t->dtype);
+        if (y && mode == SC_MEAN) {
+            for (int64_t o = 0; o < n; o++) cnt[o] += include_self ? 1 : 0;
+            for (int64_t o = 0; o < n; o++) cnt[o] = cnt[o] > 0 ? cnt[o] : 1;
+            ts_tensor *c = ts_to_dtype(index_on(t, cnt, n), t->dtype);
+            y = c ? (is_float ? ts_div(y, c) : ts_floor_divide(y, c)) : NULL;
+        }
+        if (y && !include_self) {
+            ts_tensor *m = mask_on(t, TS_SHAPE(n), has);
+            y = m ? ts_where(m, y, parts[1]) : NULL;
+        }
+    }
+    y = y ? ts_reshape(y, t->shape) : NULL;
+done:
+    free(opos), free(cnt), free(has), free(g);
+    return finish(y);
+}
+
+static int reduce_mode(const char *op, const char *reduce, bool scatter_form) {
+    static const char *const names[] = {"sum", "prod", "mean", "amax", "amin"};
+    static const int modes[] = {SC_SUM, SC_PROD, SC_MEAN, SC_AMAX, SC_AMIN};
+    if (scatter_form) {
+        if (!reduce) return SC_LAST;
+        if (!strcmp(reduce, "add")) return SC_SUM;
+        if (!strcmp(reduce, "multiply")) return SC_PROD;
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: reduce argument must be either add or multiply, got %s", op,
+                             reduce),
+               -1;
+    }
+    for (int i = 0; reduce && i < 5; i++)
+        if (!strcmp(reduce, names[i])) return modes[i];
+    return tsi_error_set(TS_ERR_ARG,
+                         "%s: reduce argument must be either sum, prod, mean, amax or amin, got %s",
+                         op, reduce ? reduce : "NULL"),
+           -1;
+}
+
+static ts_tensor *in_place_result(ts_tensor *t, ts_tensor *y) {
+    ts_scope_begin();
+    ts_tensor *r = y ? ts_copy_(t, y) : NULL;
+    return finish(r);
+}
+
+ts_tensor *ts_scatter(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src, const char *reduce) {
+    const int d = tsi_scatter_check("scatter", t, dim, index, src);
+    const int mode = d < 0 ? -1 : reduce_mode("scatter", reduce, true);
+    return mode < 0 ? NULL : scatter_core("scatter", t, d, index, src, mode, true);
+}
+
+ts_tensor *ts_scatter_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
+                       const char *reduce) {
+    ts_scope_begin();
+    ts_tensor *y = ts_scatter(t, dim, index, src, reduce);
+    return finish(y ? in_place_result(t, y) : NULL);
+}
+
+ts_tensor *ts_scatter_value(ts_tensor *t, int dim, ts_tensor *index, double value,
+                            const char *reduce) {
+    tsi_init();
+    if (!check_two("scatter", t, "self", index, "index")) return NULL;
+    ts_scope_begin();
+    ts_tensor *src = ts_full(index->shape, value, opts_on(t, t->dtype));
+    return finish(src ? ts_scatter(t, dim, index, src, reduce) : NULL);
+}
+
+ts_tensor *ts_scatter_value_(ts_tensor *t, int dim, ts_tensor *index, double value,
+                             const char *reduce) {
+    ts_scope_begin();
+    ts_tensor *y = ts_scatter_value(t, dim, index, value, reduce);
+    return finish(y ? in_place_result(t, y) : NULL);
+}
+
+ts_tensor *ts_scatter_reduce(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
+                             const char *reduce, bool include_self) {
+    const int d = tsi_scatter_check("scatter_reduce", t, dim, index, src);
+    const int mode = d < 0 ? -1 : reduce_mode("scatter_reduce", reduce, false);
+    return mode < 0 ? NULL : scatter_core("scatter_reduce", t, d, index, src, mode, include_self);
+}
+
+ts_tensor *ts_scatter_reduce_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
+                              const char *reduce, bool include_self) {
+    ts_scope_begin();
+    ts_tensor *y = ts_scatter_reduce(t, dim, index, src, reduce, include_self);
+    return finish(y ? in_place_result(t, y) : NULL);
+}
+
+/* ------------------------------------------------------------------ index_add / copy / fill */
+/* index_X's checks: the wrapped dim or -1 */
+static int index_check(const char *op, ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
+    tsi_init();
+    if (!tsi_check_input(op, t, "self") || !tsi_check_input(op, index, "index") ||
+        (src && !tsi_check_input(op, src, "source")))
+        return -1;
+    ts_tensor *ops[3] = {t, index, src};
+    ts_device dev;
+    if (!tsi_same_device(op, ops, src ? 3 : 2, false, &dev)) return -1;
+    if (index->dtype != TS_I64 && index->dtype != TS_I32)
+        return tsi_error_set(TS_ERR_DTYPE, "%s: Expected dtype int32/int64 for index, got %s", op,
+                             ts_dtype_name(index->dtype)),
+               -1;
+    if (index->shape.ndim > 1)
+        return tsi_error_set(TS_ERR_SHAPE, "%s: Index is supposed to be a vector, got %s", op,
+                             tsi_shape_str(index->shape)),
+               -1;
+    const int d = tsi_wrap_dim(op, dim, t->shape.ndim);
+    if (d < 0 || !src) return d;
+    if (src->dtype != t->dtype)
+        return tsi_error_set(TS_ERR_DTYPE, "%s: self (%s) and source (%s) must have the same dtype",
+                             op, ts_dtype_name(t->dtype), ts_dtype_name(src->dtype)),
+               -1;
+    bool ok = nd1(src) == nd1(t) && sz1(src, d) == ts_numel(index);
+    for (int k = 0; ok && k < nd1(t); k++) ok = k == d || sz1(src, k) == sz1(t, k);
+    if (!ok)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: source %s should have self's shape %s apart from dim %d, of size "
+                             "the number of indices (%lld)",
+                             op, tsi_shape_str(src->shape), tsi_shape_str(t->shape), d,
+                             (long long)ts_numel(index)),
+               -1;
+    return d;
+}
+
+/* index broadcast over src's shape along d (int64, contiguous); inside a scope */
+static ts_tensor *index_spread(ts_tensor *index, int d, ts_tensor *src) {
+    ts_shape vs = src->shape;
+    for (int k = 0; k < vs.ndim; k++) vs.dims[k] = k == d ? ts_numel(index) : 1;
+    ts_tensor *i = ts_to_dtype(index, TS_I64);
+    i = i ? ts_reshape(i, vs) : NULL;
+    return i ? ts_contiguous(ts_expand(i, src->shape)) : NULL;
+}
+
+static ts_tensor *index_add_run(const char *op, ts_tensor *t, int dim, ts_tensor *index,
+                                ts_tensor *src, double alpha, bool in_place) {
+    const int d = index_check(op, t, dim, index, src);
+    if (d < 0) return NULL;
+    ts_scope_begin();
+    ts_tensor *sv = alpha == 1.0 ? src : ts_mul_scalar(src, alpha);
+    if (sv && ts_dtype_of(sv) != t->dtype) sv = ts_to_dtype(sv, t->dtype);
+    ts_tensor *i = sv ? index_spread(index, d, src) : NULL;
+    ts_tensor *y = NULL;
+    if (i) y = in_place ? ts_scatter_add_(t, d, i, sv) : ts_scatter_add(t, d, i, sv);
+    return finish(y);
+}
+
+ts_tensor *ts_index_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src, double alpha) {
+    return index_add_run("index_add", t, dim, index, src, alpha, false);
+}
+ts_tensor *ts_index_add_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src, double alpha) {
+    return index_add_run("index_add_", t, dim, index, src, alpha, true);
+}
+
+ts_tensor *ts_index_copy(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
+    const char *op = "index_copy";
+    const int d = index_check(op, t, dim, index, src);
+    if (d < 0) return NULL;
+    ts_scope_begin();
+    ts_tensor *i = index_spread(index, d, src);
+    return finish(i ? scatter_core(op, t, d, i, src, SC_LAST, true) : NULL);
+}
+
+ts_tensor *ts_index_copy_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
+    ts_scope_begin();
+    ts_tensor *y = ts_index_copy(t, dim, index, src);
+    return finish(y ? in_place_result(t, y) : NULL);
+}
+
+static ts_tensor *index_fill_run(const char *op, ts_tensor *t, int dim, ts_tensor *index,
+                                 double value, bool in_place) {
+    const int d = index_check(op, t, dim, index, NULL);
+    if (d < 0) return NULL;
+    const int64_t n = sz1(t, d), e = ts_numel(index);
+    ts_shape ms = t->shape;
+    for (int k = 0; k < ms.ndim; k++) ms.dims[k] = k == d ? n : 1;
+    ts_scope_begin();
+    int64_t *v = host_i64(op, index);
+    bool *m = v ? host_alloc(op, n, sizeof *m) : NULL;
+    if (m) memset(m, 0, (size_t)n);
+    for (int64_t i = 0; m && i < e; i++) {
+        if (v[i] < -n || v[i] >= n) {
+            tsi_error_set(TS_ERR_ARG,
+                          "%s: index %lld is out of bounds for dimension %d with size "
+                          "%lld",
+                          op, (long long)v[i], d, (long long)n);
+            break;
+        }
+        m[v[i] < 0 ? v[i] + n : v[i]] = true;
+    }
+    ts_tensor *mask = m && ts_error() == TS_OK ? mask_on(t, ms, m) : NULL;
+    free(v), free(m);
+    ts_tensor *y = NULL;
+    if (mask) y = in_place ? ts_masked_fill_(t, mask, value) : ts_masked_fill(t, mask, value);
+    return finish(y);
+}
+
+ts_tensor *ts_index_fill(ts_tensor *t, int dim, ts_tensor *index, double value) {
+    return index_fill_run("index_fill", t, dim, index, value, false);
+}
+ts_tensor *ts_index_fill_(ts_tensor *t, int dim, ts_tensor *index, double value) {
+    return index_fill_run("index_fill_", t, dim, index, value, true);
+}
+
+/* ------------------------------------------------------------------ nonzero, masks */
+ts_tensor *ts_nonzero(ts_tensor *t) {
+    const char *op = "nonzero";
+    tsi_init();
+    if (!tsi_check_input(op, t, "input")) return NULL;
+    const int64_t n = ts_numel(t);
+    const int nd = t->shape.ndim;
+    ts_scope_begin();
+    bool *m = host_bool(op, t);
+    int64_t c = 0;
+    for (int64_t i = 0; m && i < n; i++) c += m[i];
+    int64_t *v = m ? host_alloc(op, c * nd, sizeof *v) : NULL;
+    ts_tensor *y = NULL;
+    if (v) {
+        for (int64_t i = 0, r = 0; i < n; i++) {
+            if (!m[i]) continue;
+            for (int64_t k = nd - 1, f = i; k >= 0; k--)
+                v[r * nd + k] = f % t->shape.dims[k], f /= t->shape.dims[k];
+            r++;
+        }
+        static const int64_t none = 0;
+        y = ts_from_data(TS_SHAPE(c, nd), TS_I64, c * nd != 0 ? v : &none, opts_on(t, TS_I64));
+    }
+    free(m), free(v);
+    return finish(y);
+}
+
+static bool check_mask(const char *op, ts_tensor *t, ts_tensor *mask, ts_shape *bs) {
+    tsi_init();
+    if (!check_two(op, t, "input", mask, "mask")) return false;
+    if (mask->dtype != TS_BOOL)
+        return tsi_error_set(TS_ERR_DTYPE, "%s: expected BoolTensor for mask, got %s", op,
+                             ts_dtype_name(mask->dtype)),
+               false;
+    return tsi_broadcast_shapes(op, t->shape, mask->shape, bs);
+}
+
+ts_tensor *ts_masked_select(ts_tensor *t, ts_tensor *mask) {
+    const char *op = "masked_select";
+    ts_shape bs;
+    if (!check_mask(op, t, mask, &bs)) return NULL;
+    const int64_t n = tsi_numel(bs);
+    ts_scope_begin();
+    ts_tensor *mb = ts_expand(mask, bs);
+    bool *m = mb ? host_bool(op, mb) : NULL;
+    int64_t c = 0, *v = m ? host_alloc(op, n, sizeof *v) : NULL;
+    for (int64_t i = 0; v && i < n; i++)
+        if (m[i]) v[c++] = i;
+    ts_tensor *idx = v ? index_on(t, v, c) : NULL;
+    free(m), free(v);
+    ts_tensor *x = idx ? ts_reshape(ts_expand(t, bs), TS_SHAPE(n)) : NULL;
+    return finish(x ? ts_index_select(x, 0, idx) : NULL);
+}
+
+ts_tensor *ts_masked_scatter(ts_tensor *t, ts_tensor *mask, ts_tensor *src) {
+    const char *op = "masked_scatter";
+    ts_shape bs;
+    if (!check_mask(op, t, mask, &bs) || !check_two(op, t, "input", src, "source")) return NULL;
+    if (src->dtype != t->dtype)
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: expected self and source to have same dtypes but got %s and %s",
+                             op, ts_dtype_name(t->dtype), ts_dtype_name(src->dtype)),
+               NULL;
+    const int64_t n = tsi_numel(bs), s = ts_numel(src);
+    ts_scope_begin();
+    ts_tensor *mb = ts_expand(mask, bs);
+    bool *m = mb ? host_bool(op, mb) : NULL;
+    int64_t c = 0, *g = m ? host_alloc(op, n, sizeof *g) : NULL;
+    for (int64_t i = 0; g && i < n; i++) c += m[i];
+    if (g && c > s)
+        tsi_error_set(TS_ERR_SHAPE,
+                      "%s: Number of elements of source < number of ones in mask (%lld < %lld)", op,
+                      (long long)s, (long long)c);
+    for (int64_t i = 0, k = 0; g && i < n; i++) g[i] = m[i] ? k++ : c + i;
+    ts_tensor *idx = g && ts_error() == TS_OK ? index_on(t, g, n) : NULL;
+    free(m), free(g);
+    ts_tensor *parts[2] = {NULL, NULL};
+    if (idx) {
+        parts[0] = ts_narrow(ts_reshape(src, TS_SHAPE(s)), 0, 0, c);
+        parts[1] = ts_reshape(ts_expand(t, bs), TS_SHAPE(n));
+    }
+    ts_tensor *y = parts[0] && parts[1] ? ts_index_select(ts_cat(parts, 2, 0), 0, idx) : NULL;
+    return finish(y ? ts_reshape(y, bs) : NULL);
+}
+
+ts_tensor *ts_masked_scatter_(ts_tensor *t, ts_tensor *mask, ts_tensor *src) {
+    const char *op = "masked_scatter_";
+    ts_shape bs;
+    if (!check_mask(op, t, mask, &bs)) return NULL;
+    bool same = bs.ndim == t->shape.ndim;
+    for (int k = 0; same && k < bs.ndim; k++) same = bs.dims[k] == t->shape.dims[k];
+    if (!same)
+        return tsi_error_set(TS_ERR_SHAPE, "%s: mask %s does not broadcast to self %s", op,
+                             tsi_shape_str(mask->shape), tsi_shape_str(t->shape)),
+               NULL;
+    ts_scope_begin();
+    ts_tensor *y = ts_masked_scatter(t, mask, src);
+    return finish(y ? in_place_result(t, y) : NULL);
+}

@@ -1,0 +1,81 @@
+/* shape_more_internal.h — what shape_more.c and index_more.c share: the scope-closing result,
+ * index and mask tensors on an operand's device, and host reads of an index or mask (the index
+ * plans that depend on values are built on the host, then gathered on the tensor's device). */
+#ifndef TS_OPS_SHAPE_MORE_INTERNAL_H
+#define TS_OPS_SHAPE_MORE_INTERNAL_H
+
+#include <stdlib.h>
+
+#include "autograd/autograd.h"
+
+static inline ts_tensor *finish(ts_tensor *y) {
+    y = ts_error() == TS_OK && y ? ts_keep(y) : NULL;
+    ts_scope_end();
+    return y;
+}
+
+static inline ts_opts opts_on(ts_tensor *t, ts_dtype dt) {
+    ts_opts o = {0};
+    o.dtype = dt;
+    o.device = ts_device_of(t);
+    return o;
+}
+
+/* a 1-D int64 tensor on t's device holding v[0..n) (inside a scope) */
+static inline ts_tensor *index_on(ts_tensor *t, const int64_t *v, int64_t n) {
+    static const int64_t none = 0;
+    return ts_from_data(TS_SHAPE(n), TS_I64, n ? v : &none, opts_on(t, TS_I64));
+}
+
+/* a bool tensor of shape s on t's device from v (inside a scope) */
+static inline ts_tensor *mask_on(ts_tensor *t, ts_shape s, const bool *v) {
+    static const bool none = false;
+    return ts_from_data(s, TS_BOOL, tsi_numel(s) ? v : &none, opts_on(t, TS_BOOL));
+}
+
+static inline void *host_alloc(const char *op, int64_t n, size_t elem) {
+    void *p = malloc((size_t)(n > 0 ? n : 1) * elem);
+    if (!p) tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %lld elements", op, (long long)n);
+    return p;
+}
+
+/* t's values as int64 on the host, row-major (malloc'ed; NULL with the error set); inside a
+ * scope */
+static inline int64_t *host_i64(const char *op, ts_tensor *t) {
+    const int64_t n = ts_numel(t);
+    int64_t *v = host_alloc(op, n, sizeof *v);
+    if (!v || n == 0) return v;
+    ts_tensor *x = ts_contiguous(ts_to(ts_to_dtype(t, TS_I64), ts_cpu()));
+    if (!x || ts_copy_to_host(x, v, (size_t)n * sizeof *v) != TS_OK) return free(v), NULL;
+    return v;
+}
+
+/* t != 0 on the host, row-major (malloc'ed); inside a scope */
+static inline bool *host_bool(const char *op, ts_tensor *t) {
+    const int64_t n = ts_numel(t);
+    bool *v = host_alloc(op, n, sizeof *v);
+    if (!v || n == 0) return v;
+    ts_tensor *x = ts_to_dtype(t, TS_BOOL);
+    x = x ? ts_contiguous(ts_to(x, ts_cpu())) : NULL;
+    if (!x || ts_copy_to_host(x, v, (size_t)n) != TS_OK) return free(v), NULL;
+    return v;
+}
+
+static inline bool check_index_dtype(const char *op, ts_tensor *index, const char *what) {
+    if (tsi_is_int(index->dtype)) return true;
+    tsi_error_set(TS_ERR_DTYPE, "%s: expected an integer tensor for %s, got %s", op, what,
+                  ts_dtype_name(index->dtype));
+    return false;
+}
+
+static inline bool check_two(const char *op, ts_tensor *a, const char *an, ts_tensor *b,
+                             const char *bn) {
+    if (!tsi_check_input(op, a, an) || !tsi_check_input(op, b, bn)) return false;
+    ts_tensor *ops[2] = {a, b};
+    ts_device dev;
+    return tsi_same_device(op, ops, 2, false, &dev);
+}
+
+static inline ts_shape reshape1(ts_tensor *t) { return TS_SHAPE(ts_numel(t)); }
+
+#endif /* TS_OPS_SHAPE_MORE_INTERNAL_H */
