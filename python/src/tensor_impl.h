@@ -19,6 +19,10 @@ int tsp_parse_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyO
 /* pieces[0..n) as a tuple of Tensors (their references move into it; on failure the ones not
  * wrapped are dropped); NULL with the exception set */
 PyObject *tsp_tuple_of(ts_tensor **pieces, int n);
+/* A Python number beside tensor t, as a 0-dim tensor on t's device, with the dtype a "weak"
+ * Python scalar has in torch: t's own unless the number's kind is wider (a float beside an int
+ * tensor: the default float; an int beside a bool tensor: int64). */
+ts_tensor *tsp_scalar_beside(ts_tensor *t, PyObject *num, double v);
 #define TSP_NARGS(a) ((int)(sizeof(a) / sizeof *(a)))
 
 /* A Python number (bool, int, float, or anything with __float__ that is not a Tensor) -> *v;

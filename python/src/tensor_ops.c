@@ -52,7 +52,7 @@ static const binop op_floordiv = {"floor_divide", floor_div, NULL, NULL, NULL, N
 /* A Python number beside tensor t, as a 0-dim tensor on t's device, with the dtype a "weak"
  * Python scalar has in torch: t's own unless the number's kind is wider (a float beside an int
  * tensor: the default float; an int beside a bool tensor: int64). */
-static ts_tensor *scalar_beside(ts_tensor *t, PyObject *num, double v) {
+ts_tensor *tsp_scalar_beside(ts_tensor *t, PyObject *num, double v) {
     ts_dtype dt = ts_dtype_of(t);
     if (PyFloat_Check(num) && !ts_dtype_is_floating(dt))
         dt = TS_F32;
@@ -64,7 +64,7 @@ static ts_tensor *scalar_beside(ts_tensor *t, PyObject *num, double v) {
 /* r = op(x, num) or op(num, x) (scalar_left) through a 0-dim tensor */
 static ts_tensor *with_scalar_tensor(ts_tensor *(*tt)(ts_tensor *, ts_tensor *), ts_tensor *x,
                                      PyObject *num, double v, bool scalar_left) {
-    ts_tensor *s = scalar_beside(x, num, v), *r = NULL;
+    ts_tensor *s = tsp_scalar_beside(x, num, v), *r = NULL;
     if (s) r = scalar_left ? tt(s, x) : tt(x, s);
     tsp_drop(s);
     return r;
@@ -115,7 +115,7 @@ static PyObject *inplace(PyObject *self, PyObject *other, const binop *op) {
     else if (op->ts_)
         TSP_NOGIL(r = op->ts_(t, v));
     else {
-        ts_tensor *s = scalar_beside(t, other, v);
+        ts_tensor *s = tsp_scalar_beside(t, other, v);
         r = s ? op->tt_(t, s) : NULL;
         tsp_drop(s);
     }
@@ -235,8 +235,8 @@ static ts_tensor *div_rounding(PyObject *x, PyObject *other, PyObject *mode_obj)
     if ((!a && tsp_double_arg(x, 0, &v, "div", "input") < 0) ||
         (!b && tsp_double_arg(other, 0, &v, "div", "other") < 0) || tsp_enter())
         return NULL;
-    if (!a) a = sa = scalar_beside(b, x, v);
-    if (!b) b = sb = scalar_beside(a, other, v);
+    if (!a) a = sa = tsp_scalar_beside(b, x, v);
+    if (!b) b = sb = tsp_scalar_beside(a, other, v);
     if (a && b) TSP_NOGIL(r = ts_div_rounding(a, b, mode));
     tsp_drop(sa);
     tsp_drop(sb);
@@ -344,8 +344,9 @@ static PyObject *call_inplace(PyObject *self, PyObject *const *args, Py_ssize_t 
     X(floor_divide, op_floordiv)
 #define INPLACE_LIST(X)                                                                            \
     X(add, op_add)                                                                                 \
-    X(sub, op_sub) X(mul, op_mul) X(div, op_div) X(pow, op_pow) X(bitwise_and, op_bitand)          \
-        X(bitwise_or, op_bitor) X(bitwise_xor, op_bitxor) X(bitwise_left_shift, op_lshift)         \
+    X(sub, op_sub)                                                                                 \
+    X(mul, op_mul) X(div, op_div) X(pow, op_pow) X(bitwise_and, op_bitand) X(bitwise_or, op_bitor) \
+        X(bitwise_xor, op_bitxor) X(bitwise_left_shift, op_lshift)                                 \
             X(bitwise_right_shift, op_rshift)
 
 #define DEF_BINARY(name, op) TSP_METHOD_AND_FUNCTION(name, call_binary, &op)
@@ -457,7 +458,7 @@ static PyObject *clamp_tensors(PyObject *self, ts_tensor *t, PyObject *lo, PyObj
     }
     if (tsp_enter()) return NULL;
     for (int i = 0; i < 2; i++)
-        if (o[i] && o[i] != Py_None && !b[i]) b[i] = made[i] = scalar_beside(t, o[i], v[i]);
+        if (o[i] && o[i] != Py_None && !b[i]) b[i] = made[i] = tsp_scalar_beside(t, o[i], v[i]);
     TSP_NOGIL(res = in_place ? ts_clamp_tensor_(t, b[0], b[1]) : ts_clamp_tensor(t, b[0], b[1]));
     tsp_drop(made[0]);
     tsp_drop(made[1]);
@@ -527,8 +528,8 @@ static PyObject *where3(PyObject *cond, PyObject *x, PyObject *y) {
         (!ty && tsp_double_arg(y, 0, &vy, "where", "other") < 0) || tsp_enter())
         return NULL;
     Py_BEGIN_ALLOW_THREADS;
-    if (!tx) tx = sx = scalar_beside(ty, x, vx);
-    if (!ty) ty = sy = scalar_beside(tx, y, vy);
+    if (!tx) tx = sx = tsp_scalar_beside(ty, x, vx);
+    if (!ty) ty = sy = tsp_scalar_beside(tx, y, vy);
     if (tx && ty) r = ts_where(c, tx, ty);
     tsp_drop(sx);
     tsp_drop(sy);

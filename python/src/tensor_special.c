@@ -106,17 +106,6 @@ TSP_METHOD_AND_FUNCTION(nan_to_num, nan_to_num, 0)
 /* ------------------------------------------------------------------ two tensors */
 typedef ts_tensor *(*binfn)(ts_tensor *, ts_tensor *);
 
-/* A Python number beside tensor t as a 0-dim tensor on t's device, with the dtype PyTorch gives a
- * "weak" scalar: t's own unless the number's kind is wider */
-static ts_tensor *number_beside(ts_tensor *t, PyObject *num, double v) {
-    ts_dtype dt = ts_dtype_of(t);
-    if (PyFloat_Check(num) && !ts_dtype_is_floating(dt))
-        dt = TS_F32;
-    else if (!PyBool_Check(num) && dt == TS_BOOL)
-        dt = TS_I64;
-    return ts_scalar(v, (ts_opts){.dtype = dt, .device = ts_device_of(t)});
-}
-
 /* f(input, other): a Tensor and a Tensor or a Python number (on either side) */
 static PyObject *binary_call(PyObject *x, PyObject *y, const char *fn, const char *yname, binfn f) {
     ts_tensor *a = tsp_tensor_of(x), *b = tsp_tensor_of(y), *r = NULL, *sa = NULL, *sb = NULL;
@@ -144,8 +133,8 @@ static PyObject *binary_call(PyObject *x, PyObject *y, const char *fn, const cha
     }
     if (tsp_enter()) return NULL;
     Py_BEGIN_ALLOW_THREADS;
-    if (!a) a = sa = number_beside(b, x, va);
-    if (!b) b = sb = number_beside(a, y, vb);
+    if (!a) a = sa = tsp_scalar_beside(b, x, va);
+    if (!b) b = sb = tsp_scalar_beside(a, y, vb);
     if (a && b) r = f(a, b);
     tsp_drop(sa);
     tsp_drop(sb);
