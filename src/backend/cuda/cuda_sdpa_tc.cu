@@ -3,24 +3,23 @@
  * 16-byte aligned (tsc_sdpa_tc_takes; cuda_sdpa.cu's entries dispatch here, everything else
  * stays on its CUDA-core kernels). Same semantics as those (backend.h's ts_sdpa_args).
  *
- * Products go through nvcuda::wmma 16x16x16 fragments with float accumulators (operands in the
- * input dtype). wmma leaves the place of an accumulator element in its 16 x 16 tile unspecified
- * but fixed per fragment type (load_matrix_sync, mma_sync and store_matrix_sync agree on it): each
- * lane learns it once by loading a tile whose elements are their own row (column) index
- * (tc_positions), and then scales rows, masks and scatters the elements it holds.
- *
- * Forward: a block of 4 warps owns 64 query rows, 16 per warp, its Q in registers as fragments;
- * per tile of 64 keys (K, V staged in shared memory, zero past S): S = Q K^T into the warp's
- * float tile in shared memory, the online softmax per row (two lanes a row: running max m in
- * base-2 units, sum l of the float weights), the weights P rounded to the dtype, the output
- * accumulators scaled by exp(m_old - m_new) per row and O += P V. At the end O / l in the dtype
- * and lse = m + log l (float). Causal (top-left): tiles past a block's last row are not loaded,
- * tiles and 16-key slices past a warp's last row not multiplied.
+ * Every product is a raw m16n8k16 mma.sync (operands in the input dtype, float accumulators) fed
+ * by ldmatrix from shared memory. Its fragment layout is the PTX ISA's (lane = 4 g + q holds rows g
+ * and g + 8, columns 2q and 2q + 1 of an accumulator tile), so scores, weights and gradients never
+ * leave registers: the accumulators of two 8-column tiles, packed to the dtype, are the A operand
+ * of the next product. The walked tiles sit in two shared stages, the next one copied by cp.async
+ * while this one is used.
+ * Forward: a block of 4 warps owns 64 query rows, 16 per warp, its Q as A fragments in registers;
+ * per K, V tile of 64 keys (zero past S): S = Q K^T, the online softmax per row (running max m in
+ * base-2 units over the four lanes that share a row; sum l of the float weights), O scaled by
+ * exp(m_old - m_new) and O += P V with P rounded to the dtype. At the end O / l in the dtype and
+ * lse = m + log l (float). Causal (top-left): tiles past a block's last row are not loaded, tiles
+ * and 16-key slices past a warp's last row not multiplied.
  * Backward, three kernels, no atomics (deterministic): D = rowsum(dO * out) (a warp per row);
- * dK, dV: a block owns 64 keys (16 a warp, accumulators in registers) and walks the query tiles
- * of 64 that see them: P^T = exp(scale K Q^T - lse), dP^T = V dO^T, dS^T = P^T (dP^T - D), both
- * rounded to the dtype into shared memory, dV += P^T dO, dK += dS^T Q (times scale at the end);
- * dQ: a block owns 64 queries and walks the key tiles, recomputing dS and dQ += dS K * scale.
+ * dK, dV: a block owns 64 keys (16 a warp) and walks the query tiles of 64 that see them, 32
+ * queries at a time: S^T = K Q^T, dP^T = V dO^T, P^T = exp(scale S^T - lse), dS^T = P^T (dP^T - D),
+ * dV += P^T dO, dK += dS^T Q (times scale at the end); dQ: a block owns 64 queries (Q and dO as A
+ * fragments) and walks the key tiles 32 keys at a time, recomputing dS and dQ += dS K * scale.
  * Arithmetic against exact: the products exact in float, sums in float, and beyond the CUDA-core
  * kernels P (forward and dV) and dS (dQ, dK) rounded once to the dtype as operands.
  *
@@ -31,79 +30,22 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <mma.h>
 
 #include "backend/cuda/cuda_bridge.h"
 #include "backend/cuda/cuda_sdpa_common.cuh"
 
 namespace {
 
-namespace wmma = nvcuda::wmma;
-
 #define TC_WARPS 4  /* warps of a block */
 #define TC_TILE  64 /* rows a block owns (queries, or keys for dK/dV); rows of a walked tile */
 #define TC_PAD   8  /* elements of padding per shared row of the dtype (16 bytes) */
-#define TC_FPAD  4  /* per shared row of floats */
-#define TC_LDP   (TC_TILE + TC_PAD)  /* row pitch of the warps' P / dS tiles */
-#define TC_LDS   (TC_TILE + TC_FPAD) /* row pitch of the warps' float score tiles */
 #define TC_LOG2E 1.4426950408889634f
 #define TC_LN2   0.6931471805599453f
 
-/* the wmma element type of a storage type, and rounding to it */
+/* the CUDA element type of a storage type */
 template <typename T> struct TcType;
-template <> struct TcType<tsc_f16> {
-    typedef __half type;
-    static __device__ __forceinline__ __half round(float x) { return __float2half_rn(x); }
-};
-template <> struct TcType<tsc_bf16> {
-    typedef __nv_bfloat16 type;
-    static __device__ __forceinline__ __nv_bfloat16 round(float x) {
-        return __float2bfloat16_rn(x);
-    }
-};
-
-template <typename H> using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, H, wmma::row_major>;
-template <typename H>
-using FragBRow = wmma::fragment<wmma::matrix_b, 16, 16, 16, H, wmma::row_major>;
-template <typename H>
-using FragBCol = wmma::fragment<wmma::matrix_b, 16, 16, 16, H, wmma::col_major>;
-typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> FragC;
-#define TC_NEL (FragC::num_elements)
-
-/* Where the elements a lane holds in an accumulator fragment sit in their 16 x 16 tile: rows[t],
- * cols[t] for element t. scratch: 256 floats of the warp's own, 32-byte aligned. */
-__device__ __forceinline__ void tc_positions(float *scratch, int lane, int *rows, int *cols) {
-    FragC f;
-    __syncwarp();
-    for (int t = lane; t < 256; t += 32) scratch[t] = (float)(t / 16);
-    __syncwarp();
-    wmma::load_matrix_sync(f, scratch, 16, wmma::mem_row_major);
-#pragma unroll
-    for (int t = 0; t < TC_NEL; t++) rows[t] = (int)f.x[t];
-    __syncwarp();
-    for (int t = lane; t < 256; t += 32) scratch[t] = (float)(t % 16);
-    __syncwarp();
-    wmma::load_matrix_sync(f, scratch, 16, wmma::mem_row_major);
-#pragma unroll
-    for (int t = 0; t < TC_NEL; t++) cols[t] = (int)f.x[t];
-    __syncwarp();
-}
-
-/* Rows [r0, r0 + rows) of a view (base: its batch's first element, rstride: its row stride) into
- * shared memory of row pitch ld, zero from row `limit` on; E columns, 16 bytes at a time, by
- * threads tid, tid + nthreads, ... */
-template <typename T, int E, typename H>
-__device__ __forceinline__ void tc_load_rows(const T *base, int64_t rstride, int64_t r0,
-                                             int64_t limit, int rows, H *dst, int ld, int tid,
-                                             int nthreads) {
-    constexpr int per_row = E / 8; /* 8 elements of 2 bytes in 16 */
-    for (int t = tid; t < rows * per_row; t += nthreads) {
-        const int r = t / per_row, c = (t % per_row) * 8;
-        uint4 x = make_uint4(0, 0, 0, 0);
-        if (r0 + r < limit) x = *(const uint4 *)(base + (r0 + r) * rstride + c);
-        *(uint4 *)(dst + r * ld + c) = x;
-    }
-}
+template <> struct TcType<tsc_f16> { typedef __half type; };
+template <> struct TcType<tsc_bf16> { typedef __nv_bfloat16 type; };
 
 template <typename T>
 __device__ __forceinline__ const T *tc_base(const SdArgs &P, const SdView &v, int64_t n) {
@@ -116,130 +58,256 @@ __device__ __forceinline__ bool tc_hidden(const SdArgs &P, int64_t i0, int64_t j
     return P.causal && j0 > i0 + 15;
 }
 
+/* --------------------------------------------------------------------------- raw mma */
+/* The forward uses the m16n8k16 instruction directly: its fragment layout is fixed by the PTX ISA
+ * (lane = 4 g + q; A: rows g, g + 8, columns 2q, 2q + 1 (+ 8); B: rows (k) 2q, 2q + 1 (+ 8), column
+ * g; C: rows g, g + 8, columns 2q, 2q + 1), so scores, weights and outputs stay in registers: the
+ * score accumulators of a 16-key slice are, packed to the dtype, the A operand of P V. */
+__device__ __forceinline__ uint32_t tc_saddr(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+/* four 8x8 tiles of 16-bit elements: lanes 8t .. 8t + 7 give the row addresses of tile t; register
+ * t gets its (row g, columns 2q, 2q + 1), or with trans (rows 2q, 2q + 1, column g) */
+__device__ __forceinline__ void tc_ldsm(uint32_t *r, const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(tc_saddr(p)));
+}
+__device__ __forceinline__ void tc_ldsm_trans(uint32_t *r, const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(tc_saddr(p)));
+}
+/* d += a b: a 16 x 16 (4 registers), b 16 x 8 (2), d 16 x 8 floats (4) */
+template <typename H>
+__device__ __forceinline__ void tc_mma(float *d, const uint32_t *a, const uint32_t *b);
+template <>
+__device__ __forceinline__ void tc_mma<__half>(float *d, const uint32_t *a, const uint32_t *b) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+template <>
+__device__ __forceinline__ void tc_mma<__nv_bfloat16>(float *d, const uint32_t *a,
+                                                      const uint32_t *b) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+/* two floats rounded to the dtype, the first in the low half (the lower column) */
+template <typename H> __device__ __forceinline__ uint32_t tc_pack(float lo, float hi);
+template <> __device__ __forceinline__ uint32_t tc_pack<__half>(float lo, float hi) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *(uint32_t *)&v;
+}
+template <> __device__ __forceinline__ uint32_t tc_pack<__nv_bfloat16>(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *(uint32_t *)&v;
+}
+/* 16 bytes global -> shared without passing through registers; zeros when !valid */
+__device__ __forceinline__ void tc_cp16(void *dst, const void *src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(tc_saddr(dst)), "l"(src),
+                 "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void tc_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void tc_cp_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+/* tc_load_rows through cp.async (the caller commits and waits) */
+template <typename T, int E, typename H>
+__device__ __forceinline__ void tc_load_rows_async(const T *base, int64_t rstride, int64_t r0,
+                                                   int64_t limit, int rows, H *dst, int ld, int tid,
+                                                   int nthreads) {
+    constexpr int per_row = E / 8;
+    for (int t = tid; t < rows * per_row; t += nthreads) {
+        const int r = t / per_row, c = (t % per_row) * 8;
+        const bool in = r0 + r < limit;
+        tc_cp16(dst + r * ld + c, in ? (const void *)(base + (r0 + r) * rstride + c) : base, in);
+    }
+}
+
+/* Fragments from shared memory (rows of pitch LDH elements; lm = lane / 8, lr = lane % 8):
+ * tc_lda: the A fragment of 16 rows (from `rows`), columns 16 kf ..;
+ * tc_ldb_t: the B fragments of X^T for two 8-column tiles, X's rows from `rows` (16 of them) being
+ *   those columns, k = X's columns 16 kf ..;
+ * tc_ldb: the B fragments of X for its columns 8 f .. 8 f + 15 (two tiles), k = X's 16 rows from
+ *   `rows`. */
+template <int LDH, typename H>
+__device__ __forceinline__ void tc_lda(uint32_t *a, const H *rows, int kf, int lm, int lr) {
+    tc_ldsm(a, rows + ((lm & 1) * 8 + lr) * LDH + kf * 16 + (lm >> 1) * 8);
+}
+template <int LDH, typename H>
+__device__ __forceinline__ void tc_ldb_t(uint32_t *b, const H *rows, int kf, int lm, int lr) {
+    tc_ldsm(b, rows + ((lm >> 1) * 8 + lr) * LDH + kf * 16 + (lm & 1) * 8);
+}
+template <int LDH, typename H>
+__device__ __forceinline__ void tc_ldb(uint32_t *b, const H *rows, int f, int lm, int lr) {
+    tc_ldsm_trans(b, rows + ((lm & 1) * 8 + lr) * LDH + (f + (lm >> 1)) * 8);
+}
+
+/* A warp's 16 rows of accumulators (the C fragments of E / 8 column tiles; the lane's rows r0 + g
+ * and r0 + g + 8, columns 2q, 2q + 1 of each), row r times mul[r], at those rows of a view that
+ * come before `limit`. */
+template <typename T, int E>
+__device__ __forceinline__ void tc_store_frags(const SdArgs &P, const SdView &v, int64_t n,
+                                               int64_t r0, int64_t limit, const float (*acc)[4],
+                                               const float *mul, int g, int q) {
+    T *b = (T *)tc_base<T>(P, v, n);
+    const int64_t rs = tc_rstride(v);
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int64_t row = r0 + g + 8 * r;
+        if (row >= limit) continue;
+#pragma unroll
+        for (int f = 0; f < E / 8; f++) {
+            T *dst = b + row * rs + f * 8 + 2 * q;
+            dst[0] = tsc_from_acc<T>(acc[f][2 * r] * mul[r]);
+            dst[1] = tsc_from_acc<T>(acc[f][2 * r + 1] * mul[r]);
+        }
+    }
+}
+
 /* --------------------------------------------------------------------------- forward */
 template <typename T, int E>
 __global__ void __launch_bounds__(32 * TC_WARPS) tc_forward_kernel(SdArgs P) {
     typedef typename TcType<T>::type H;
-    constexpr int LDH = E + TC_PAD, KF = E / 16;
-    static_assert(16 * LDH * sizeof(H) <= 16 * TC_LDS * sizeof(float), "Q staging fits");
+    constexpr int LDH = E + TC_PAD, KF = E / 16, NT = TC_TILE / 8, OT = E / 8;
     extern __shared__ __align__(128) unsigned char tc_smem[];
-    H *ks = (H *)tc_smem, *vs = ks + TC_TILE * LDH;
-    float *ss = (float *)(vs + TC_TILE * LDH);
-    H *ps = (H *)(ss + TC_WARPS * 16 * TC_LDS);
-    float *rowv = (float *)(ps + TC_WARPS * 16 * TC_LDP);
+    H *qs = (H *)tc_smem, *kbuf = qs + TC_TILE * LDH, *vbuf = kbuf + 2 * TC_TILE * LDH;
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    float *sw = ss + warp * 16 * TC_LDS, *rw = rowv + warp * 16;
-    H *pw = ps + warp * 16 * TC_LDP;
-    int prow[TC_NEL], pcol[TC_NEL];
-    tc_positions(sw, lane, prow, pcol);
-
-    const float sl2 = (float)P.scale * TC_LOG2E; /* scores to base-2 exponents */
+    const int g = lane >> 2, q = lane & 3;   /* fragment row group, column pair */
+    const int lm = lane >> 3, lr = lane & 7; /* ldmatrix: the tile a lane addresses, its row */
+    const float sl2 = (float)P.scale * TC_LOG2E;
     const int64_t q0 = (int64_t)blockIdx.x * TC_TILE, w0 = q0 + warp * 16;
     const int64_t qlast = (q0 + TC_TILE < P.L ? q0 + TC_TILE : P.L) - 1;
     const int64_t klast = P.causal && qlast < P.S - 1 ? qlast : P.S - 1;
     const int64_t tiles = klast / TC_TILE + 1;
-    const int r = lane >> 1, h = lane & 1; /* softmax: lanes 2r, 2r + 1 share row r */
-    const int64_t i = w0 + r;
+    const int64_t rows[2] = {w0 + g, w0 + g + 8}; /* the two query rows a lane holds */
 
     for (int64_t n = blockIdx.y; n < P.N; n += gridDim.y) {
-        /* the warp's 16 query rows as fragments, staged through its score tile */
-        __syncwarp();
-        tc_load_rows<T, E>(tc_base<T>(P, P.q, n), tc_rstride(P.q), w0, P.L, 16, (H *)sw, LDH, lane,
-                           32);
-        __syncwarp();
-        FragA<H> qf[KF];
-#pragma unroll
-        for (int kf = 0; kf < KF; kf++) wmma::load_matrix_sync(qf[kf], (H *)sw + kf * 16, LDH);
-        FragC o[KF];
-#pragma unroll
-        for (int f = 0; f < KF; f++) wmma::fill_fragment(o[f], 0.0f);
-        float m = -INFINITY, l = 0; /* row r's running max (base 2) and sum */
-
         const T *kb = tc_base<T>(P, P.k, n), *vb = tc_base<T>(P, P.v, n);
+        __syncthreads(); /* the previous batch's stages are read */
+        tc_load_rows_async<T, E>(tc_base<T>(P, P.q, n), tc_rstride(P.q), q0, P.L, TC_TILE, qs, LDH,
+                                 threadIdx.x, 32 * TC_WARPS);
+        tc_load_rows_async<T, E>(kb, tc_rstride(P.k), 0, P.S, TC_TILE, kbuf, LDH, threadIdx.x,
+                                 32 * TC_WARPS);
+        tc_load_rows_async<T, E>(vb, tc_rstride(P.v), 0, P.S, TC_TILE, vbuf, LDH, threadIdx.x,
+                                 32 * TC_WARPS);
+        tc_cp_commit();
+
+        uint32_t qa[KF][4];
+        float o[OT][4];
+#pragma unroll
+        for (int f = 0; f < OT; f++) o[f][0] = o[f][1] = o[f][2] = o[f][3] = 0.0f;
+        float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; /* base-2 running max, sum */
+
         for (int64_t tile = 0; tile < tiles; tile++) {
             const int64_t j0 = tile * TC_TILE;
-            __syncthreads(); /* the previous tile's K and V are read */
-            tc_load_rows<T, E>(kb, tc_rstride(P.k), j0, P.S, TC_TILE, ks, LDH, threadIdx.x,
-                               32 * TC_WARPS);
-            tc_load_rows<T, E>(vb, tc_rstride(P.v), j0, P.S, TC_TILE, vs, LDH, threadIdx.x,
-                               32 * TC_WARPS);
+            const int st = (int)(tile & 1);
+            if (tile + 1 < tiles) { /* the other stage was released at the end of the last tile */
+                H *kn = kbuf + (st ^ 1) * TC_TILE * LDH, *vn = vbuf + (st ^ 1) * TC_TILE * LDH;
+                tc_load_rows_async<T, E>(kb, tc_rstride(P.k), j0 + TC_TILE, P.S, TC_TILE, kn, LDH,
+                                         threadIdx.x, 32 * TC_WARPS);
+                tc_load_rows_async<T, E>(vb, tc_rstride(P.v), j0 + TC_TILE, P.S, TC_TILE, vn, LDH,
+                                         threadIdx.x, 32 * TC_WARPS);
+                tc_cp_commit();
+                tc_cp_wait<1>();
+            } else {
+                tc_cp_wait<0>();
+            }
             __syncthreads();
-            if (w0 >= P.L || tc_hidden(P, w0, j0)) continue; /* the same for the whole warp */
-            __syncwarp();                                    /* the previous softmax read sw */
-#pragma unroll 1
-            for (int nf = 0; nf < TC_TILE / 16; nf++) {
-                if (tc_hidden(P, w0, j0 + nf * 16)) continue; /* masked below, never read */
-                FragC s;
-                wmma::fill_fragment(s, 0.0f);
+            if (tile == 0) {
 #pragma unroll
-                for (int kf = 0; kf < KF; kf++) {
-                    FragBCol<H> kt; /* K^T: element (e, j) at ks[j * LDH + e] */
-                    wmma::load_matrix_sync(kt, ks + nf * 16 * LDH + kf * 16, LDH);
-                    wmma::mma_sync(s, qf[kf], kt, s);
+                for (int kf = 0; kf < KF; kf++)
+                    tc_lda<LDH>(qa[kf], qs + warp * 16 * LDH, kf, lm, lr);
+            }
+            if (w0 < P.L && !tc_hidden(P, w0, j0)) { /* the same for the whole warp */
+                const H *ks = kbuf + st * TC_TILE * LDH, *vs = vbuf + st * TC_TILE * LDH;
+                float s[NT][4];
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+                for (int nt = 0; nt < NT; nt += 2) { /* S = Q K^T, keys j0 + 8 nt .. + 16 */
+                    if (tc_hidden(P, w0, j0 + nt * 8)) continue; /* masked below */
+#pragma unroll
+                    for (int kf = 0; kf < KF; kf++) {
+                        uint32_t b[4];
+                        tc_ldb_t<LDH>(b, ks + nt * 8 * LDH, kf, lm, lr);
+                        tc_mma<H>(s[nt], qa[kf], b);
+                        tc_mma<H>(s[nt + 1], qa[kf], b + 2);
+                    }
                 }
-                wmma::store_matrix_sync(sw + nf * 16, s, TC_LDS, wmma::mem_row_major);
-            }
-            __syncwarp();
-            /* online softmax of row r; lane h takes columns h, h + 2, ... */
-            float mt = -INFINITY;
-            for (int c = h; c < TC_TILE; c += 2) {
-                const int64_t j = j0 + c;
-                if (j < P.S && !(P.causal && j > i)) mt = fmaxf(mt, sw[r * TC_LDS + c] * sl2);
-            }
-            mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
-            const float mnew = fmaxf(m, mt), mref = mnew == -INFINITY ? 0.0f : mnew;
-            const float alpha = exp2f(m - mref); /* 0 while m is -inf */
-            float sum = 0;
-            for (int c = h; c < TC_TILE; c += 2) {
-                const int64_t j = j0 + c;
-                float p = 0;
-                if (j < P.S && !(P.causal && j > i)) p = exp2f(sw[r * TC_LDS + c] * sl2 - mref);
-                sum += p;
-                pw[r * TC_LDP + c] = TcType<T>::round(p);
-            }
-            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-            l = l * alpha + sum;
-            m = mnew;
-            if (h == 0) rw[r] = alpha;
-            __syncwarp();
-            /* O = alpha O + P V */
+                /* scores to base-2 exponents, masked; the rows' maxima over the tile */
+                float mt[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-            for (int f = 0; f < KF; f++)
+                for (int nt = 0; nt < NT; nt++)
 #pragma unroll
-                for (int t = 0; t < TC_NEL; t++) o[f].x[t] *= rw[prow[t]];
-#pragma unroll 1
-            for (int kk = 0; kk < TC_TILE / 16; kk++) {
-                if (tc_hidden(P, w0, j0 + kk * 16)) continue; /* P is 0 there */
-                FragA<H> pa;
-                wmma::load_matrix_sync(pa, pw + kk * 16, TC_LDP);
+                    for (int c = 0; c < 4; c++) {
+                        const int64_t j = j0 + nt * 8 + 2 * q + (c & 1), i = rows[c >> 1];
+                        const bool in = j < P.S && !(P.causal && j > i);
+                        s[nt][c] = in ? s[nt][c] * sl2 : -INFINITY;
+                        mt[c >> 1] = fmaxf(mt[c >> 1], s[nt][c]);
+                    }
+                float mref[2], alpha[2];
 #pragma unroll
-                for (int f = 0; f < KF; f++) {
-                    FragBRow<H> vf;
-                    wmma::load_matrix_sync(vf, vs + kk * 16 * LDH + f * 16, LDH);
-                    wmma::mma_sync(o[f], pa, vf, o[f]);
+                for (int r = 0; r < 2; r++) {
+                    mt[r] = fmaxf(mt[r], __shfl_xor_sync(0xffffffffu, mt[r], 1));
+                    mt[r] = fmaxf(mt[r], __shfl_xor_sync(0xffffffffu, mt[r], 2));
+                    const float mnew = fmaxf(m[r], mt[r]);
+                    mref[r] = mnew == -INFINITY ? 0.0f : mnew;
+                    alpha[r] = exp2f(m[r] - mref[r]); /* 0 while m is -inf */
+                    m[r] = mnew;
+                }
+                /* P: its float sum, and its dtype values as the A fragments of 16-key slices */
+                uint32_t pa[NT / 2][4];
+                float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    const float p0 = exp2f(s[nt][0] - mref[0]), p1 = exp2f(s[nt][1] - mref[0]);
+                    const float p2 = exp2f(s[nt][2] - mref[1]), p3 = exp2f(s[nt][3] - mref[1]);
+                    sum[0] += p0 + p1;
+                    sum[1] += p2 + p3;
+                    pa[nt >> 1][(nt & 1) * 2] = tc_pack<H>(p0, p1);
+                    pa[nt >> 1][(nt & 1) * 2 + 1] = tc_pack<H>(p2, p3);
+                }
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
+                    sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 2);
+                    l[r] = l[r] * alpha[r] + sum[r];
+                }
+#pragma unroll
+                for (int f = 0; f < OT; f++) {
+                    o[f][0] *= alpha[0], o[f][1] *= alpha[0];
+                    o[f][2] *= alpha[1], o[f][3] *= alpha[1];
+                }
+#pragma unroll
+                for (int kk = 0; kk < NT / 2; kk++) { /* O += P V over keys j0 + 16 kk .. */
+                    if (tc_hidden(P, w0, j0 + kk * 16)) continue; /* P is 0 there */
+#pragma unroll
+                    for (int f = 0; f < OT; f += 2) {
+                        uint32_t b[4];
+                        tc_ldb<LDH>(b, vs + kk * 16 * LDH, f, lm, lr);
+                        tc_mma<H>(o[f], pa[kk], b);
+                        tc_mma<H>(o[f + 1], pa[kk], b + 2);
+                    }
                 }
             }
+            __syncthreads(); /* this stage is read before the next tile's copy overwrites it */
         }
         if (w0 >= P.L) continue;
-        __syncwarp(); /* rw's alphas are used */
-        if (h == 0) {
-            rw[r] = l > 0 ? 1.0f / l : 0.0f;
-            if (i < P.L)
-                ((float *)P.lse.data)[sd_batch(P, P.lse, n) + i] =
-                    l > 0 ? (m + log2f(l)) * TC_LN2 : INFINITY;
+        float inv[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            inv[r] = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+            if (q == 0 && rows[r] < P.L)
+                ((float *)P.lse.data)[sd_batch(P, P.lse, n) + rows[r]] =
+                    l[r] > 0 ? (m[r] + log2f(l[r])) * TC_LN2 : INFINITY;
         }
-        __syncwarp();
-        T *ob = (T *)tc_base<T>(P, P.out, n);
-        const int64_t ors = tc_rstride(P.out);
-#pragma unroll
-        for (int f = 0; f < KF; f++)
-#pragma unroll
-            for (int t = 0; t < TC_NEL; t++) {
-                const int64_t row = w0 + prow[t];
-                if (row < P.L)
-                    ob[row * ors + f * 16 + pcol[t]] = tsc_from_acc<T>(o[f].x[t] * rw[prow[t]]);
-            }
+        tc_store_frags<T, E>(P, P.out, n, w0, P.L, o, inv, g, q);
     }
 }
 
@@ -260,244 +328,276 @@ template <typename T> __global__ void tc_rowdot_kernel(SdArgs P) {
     }
 }
 
-/* The rows' lse (times log2 e; +inf past L) and D of query rows [i0, i0 + 64) into shared memory.
- */
-__device__ __forceinline__ void tc_load_lse_d(const SdArgs &P, int64_t n, int64_t i0, float *lse_s,
-                                              float *d_s) {
-    const float *lse = (const float *)P.lse.data + sd_batch(P, P.lse, n);
-    const float *D = (const float *)P.D + n * P.L;
-    for (int t = threadIdx.x; t < TC_TILE; t += blockDim.x) {
-        const bool in = i0 + t < P.L;
-        lse_s[t] = in ? lse[i0 + t] * TC_LOG2E : INFINITY;
-        d_s[t] = in ? D[i0 + t] : 0.0f;
-    }
+/* query row i's lse times log2 e (+inf past L: its weights are 0) and D (0 past L) */
+__device__ __forceinline__ void tc_lse_d(const SdArgs &P, int64_t n, int64_t i, float *lse2,
+                                         float *d) {
+    const bool in = i < P.L;
+    *lse2 = in ? ((const float *)P.lse.data)[sd_batch(P, P.lse, n) + i] * TC_LOG2E : INFINITY;
+    *d = in ? ((const float *)P.D)[n * P.L + i] : 0.0f;
 }
 
-/* A 16 x 16 tile of weights and their gradients from its scores s and dP: p = exp(scale s - lse)
- * of row/column positions, ds = p (dP - D), rounded to H into pt / dst (either may be NULL) at
- * [rows][cols] of pitch TC_LDP. trans: the tile's rows are keys, its columns queries. */
-template <typename T, typename H>
-__device__ __forceinline__ void tc_grad_tile(const SdArgs &P, const FragC &s, const FragC &dp,
-                                             const int *prow, const int *pcol, bool trans,
-                                             int64_t i0, int64_t j0, const float *lse_s,
-                                             const float *d_s, float sl2, H *pt, H *dst) {
-#pragma unroll
-    for (int t = 0; t < TC_NEL; t++) {
-        const int qi = trans ? pcol[t] : prow[t], kj = trans ? prow[t] : pcol[t];
-        const int64_t i = i0 + qi, j = j0 + kj;
-        float p = 0;
-        if (j < P.S && !(P.causal && j > i)) p = exp2f(s.x[t] * sl2 - lse_s[qi]);
-        const float ds = p * (dp.x[t] - d_s[qi]);
-        if (pt) pt[prow[t] * TC_LDP + pcol[t]] = TcType<T>::round(p);
-        dst[prow[t] * TC_LDP + pcol[t]] = TcType<T>::round(ds);
-    }
+/* One stage of the dK/dV walk: query rows [i0, i0 + 64) of Q and dO (cp.async, the caller commits)
+ * and their lse / D (stored). */
+template <typename T, int E, typename H>
+__device__ __forceinline__ void tc_query_stage(const SdArgs &P, int64_t n, int64_t i0, H *qs, H *gs,
+                                               float *lse2, float *dsum) {
+    tc_load_rows_async<T, E>(tc_base<T>(P, P.q, n), tc_rstride(P.q), i0, P.L, TC_TILE, qs,
+                             E + TC_PAD, threadIdx.x, 32 * TC_WARPS);
+    tc_load_rows_async<T, E>(tc_base<T>(P, P.dout, n), tc_rstride(P.dout), i0, P.L, TC_TILE, gs,
+                             E + TC_PAD, threadIdx.x, 32 * TC_WARPS);
+    for (int t = threadIdx.x; t < TC_TILE; t += blockDim.x)
+        tc_lse_d(P, n, i0 + t, lse2 + t, dsum + t);
 }
 
-/* zeros into the 16 x 16 tiles at pt and dst (either may be NULL) */
-template <typename T, typename H>
-__device__ __forceinline__ void tc_zero_tile(const int *prow, const int *pcol, H *pt, H *dst) {
-    const H zero = TcType<T>::round(0.0f);
-#pragma unroll
-    for (int t = 0; t < TC_NEL; t++) {
-        if (pt) pt[prow[t] * TC_LDP + pcol[t]] = zero;
-        dst[prow[t] * TC_LDP + pcol[t]] = zero;
-    }
-}
-
-/* Stores 16 rows of accumulators (times mul) at rows r0 + prow of a view, those before `limit`. */
-template <typename T, int KF>
-__device__ __forceinline__ void tc_store_rows(const SdArgs &P, const SdView &v, int64_t n,
-                                              int64_t r0, int64_t limit, const FragC *acc,
-                                              const int *prow, const int *pcol, float mul) {
-    T *b = (T *)tc_base<T>(P, v, n);
-    const int64_t rs = tc_rstride(v);
-#pragma unroll
-    for (int f = 0; f < KF; f++)
-#pragma unroll
-        for (int t = 0; t < TC_NEL; t++) {
-            const int64_t row = r0 + prow[t];
-            if (row < limit) b[row * rs + f * 16 + pcol[t]] = tsc_from_acc<T>(acc[f].x[t] * mul);
-        }
-}
-
-/* dK, dV of a block's 64 keys (16 a warp) over the query tiles that see them. */
+/* dK, dV of a block's 64 keys (16 a warp, accumulators in registers) over the query tiles that see
+ * them, 32 queries at a time: S^T = K Q^T and dP^T = V dO^T in registers, P^T = exp2(S^T scale
+ * log2 e - lse log2 e), dS^T = P^T (dP^T - D), both packed to the dtype as A fragments of
+ * dV += P^T dO and dK += dS^T Q. */
 template <typename T, int E>
 __global__ void __launch_bounds__(32 * TC_WARPS) tc_dkdv_kernel(SdArgs P) {
     typedef typename TcType<T>::type H;
-    constexpr int LDH = E + TC_PAD, KF = E / 16;
+    constexpr int LDH = E + TC_PAD, KF = E / 16, OT = E / 8, QH = 32, NT = QH / 8;
     extern __shared__ __align__(128) unsigned char tc_smem[];
-    H *ks = (H *)tc_smem, *vs = ks + TC_TILE * LDH, *qs = vs + TC_TILE * LDH;
-    H *dos = qs + TC_TILE * LDH, *pts = dos + TC_TILE * LDH, *dss = pts + TC_WARPS * 16 * TC_LDP;
-    float *lse_s = (float *)(dss + TC_WARPS * 16 * TC_LDP), *d_s = lse_s + TC_TILE;
+    H *ks = (H *)tc_smem, *vs = ks + TC_TILE * LDH, *qbuf = vs + TC_TILE * LDH;
+    H *gbuf = qbuf + 2 * TC_TILE * LDH;
+    float *lbuf = (float *)(gbuf + 2 * TC_TILE * LDH), *dbuf = lbuf + 2 * TC_TILE;
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    H *ptw = pts + warp * 16 * TC_LDP, *dsw = dss + warp * 16 * TC_LDP;
-    int prow[TC_NEL], pcol[TC_NEL];
-    tc_positions((float *)ptw, lane, prow, pcol);
-
+    const int g = lane >> 2, q = lane & 3, lm = lane >> 3, lr = lane & 7;
     const float sl2 = (float)P.scale * TC_LOG2E;
     const int64_t j0 = (int64_t)blockIdx.x * TC_TILE, wk0 = j0 + warp * 16;
+    const int64_t keys[2] = {wk0 + g, wk0 + g + 8}; /* the two key rows a lane holds */
     const H *kw = ks + warp * 16 * LDH, *vw = vs + warp * 16 * LDH;
+    /* causal: queries before j0 see none of the block's keys */
+    const int64_t first = P.causal ? j0 : 0;
+    const int64_t tiles = first < P.L ? (P.L - first + TC_TILE - 1) / TC_TILE : 0;
+
     for (int64_t n = blockIdx.y; n < P.N; n += gridDim.y) {
         __syncthreads(); /* the previous batch's tiles are read */
-        tc_load_rows<T, E>(tc_base<T>(P, P.k, n), tc_rstride(P.k), j0, P.S, TC_TILE, ks, LDH,
-                           threadIdx.x, 32 * TC_WARPS);
-        tc_load_rows<T, E>(tc_base<T>(P, P.v, n), tc_rstride(P.v), j0, P.S, TC_TILE, vs, LDH,
-                           threadIdx.x, 32 * TC_WARPS);
-        FragC dk[KF], dv[KF];
+        tc_load_rows_async<T, E>(tc_base<T>(P, P.k, n), tc_rstride(P.k), j0, P.S, TC_TILE, ks, LDH,
+                                 threadIdx.x, 32 * TC_WARPS);
+        tc_load_rows_async<T, E>(tc_base<T>(P, P.v, n), tc_rstride(P.v), j0, P.S, TC_TILE, vs, LDH,
+                                 threadIdx.x, 32 * TC_WARPS);
+        if (tiles > 0) tc_query_stage<T, E>(P, n, first, qbuf, gbuf, lbuf, dbuf);
+        tc_cp_commit();
+        float dk[OT][4], dv[OT][4];
 #pragma unroll
-        for (int f = 0; f < KF; f++)
-            wmma::fill_fragment(dk[f], 0.0f), wmma::fill_fragment(dv[f], 0.0f);
-        const T *qb = tc_base<T>(P, P.q, n), *gb = tc_base<T>(P, P.dout, n);
-        /* causal: queries before j0 see none of the block's keys */
-        for (int64_t i0 = P.causal ? j0 : 0; i0 < P.L; i0 += TC_TILE) {
-            __syncthreads(); /* the previous query tile is read */
-            tc_load_rows<T, E>(qb, tc_rstride(P.q), i0, P.L, TC_TILE, qs, LDH, threadIdx.x,
-                               32 * TC_WARPS);
-            tc_load_rows<T, E>(gb, tc_rstride(P.dout), i0, P.L, TC_TILE, dos, LDH, threadIdx.x,
-                               32 * TC_WARPS);
-            tc_load_lse_d(P, n, i0, lse_s, d_s);
+        for (int f = 0; f < OT; f++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) dk[f][c] = dv[f][c] = 0.0f;
+
+        for (int64_t t = 0; t < tiles; t++) {
+            const int64_t i0 = first + t * TC_TILE;
+            const int st = (int)(t & 1);
+            if (t + 1 < tiles) {
+                const int o = (st ^ 1) * TC_TILE;
+                tc_query_stage<T, E>(P, n, i0 + TC_TILE, qbuf + o * LDH, gbuf + o * LDH, lbuf + o,
+                                     dbuf + o);
+                tc_cp_commit();
+                tc_cp_wait<1>();
+            } else {
+                tc_cp_wait<0>();
+            }
             __syncthreads();
-            if (wk0 >= P.S) continue; /* the warp's keys are all padding */
+            const H *qs = qbuf + st * TC_TILE * LDH, *gs = gbuf + st * TC_TILE * LDH;
+            const float *lse2 = lbuf + st * TC_TILE, *dsum = dbuf + st * TC_TILE;
 #pragma unroll 1
-            for (int nf = 0; nf < TC_TILE / 16; nf++) { /* queries i0 + 16 nf .. */
-                H *pt = ptw + nf * 16, *dst = dsw + nf * 16;
-                if (tc_hidden(P, i0 + nf * 16, wk0)) {
-                    tc_zero_tile<T, H>(prow, pcol, pt, dst);
-                    continue;
-                }
-                FragC s, dp; /* S^T = K Q^T, dP^T = V dO^T */
-                wmma::fill_fragment(s, 0.0f);
-                wmma::fill_fragment(dp, 0.0f);
+            for (int h = 0; h < TC_TILE / QH && wk0 < P.S; h++) { /* queries i0 + 32 h .. */
+                const int64_t ih = i0 + h * QH;
+                if (tc_hidden(P, ih + QH - 16, wk0)) continue; /* the same for the whole warp */
+                float s[NT][4], dp[NT][4];
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++) s[nt][c] = dp[nt][c] = 0.0f;
 #pragma unroll
                 for (int kf = 0; kf < KF; kf++) {
-                    FragA<H> a;
-                    FragBCol<H> b;
-                    wmma::load_matrix_sync(a, kw + kf * 16, LDH);
-                    wmma::load_matrix_sync(b, qs + nf * 16 * LDH + kf * 16, LDH);
-                    wmma::mma_sync(s, a, b, s);
-                    wmma::load_matrix_sync(a, vw + kf * 16, LDH);
-                    wmma::load_matrix_sync(b, dos + nf * 16 * LDH + kf * 16, LDH);
-                    wmma::mma_sync(dp, a, b, dp);
-                }
-                tc_grad_tile<T, H>(P, s, dp, prow, pcol, true, i0 + nf * 16, wk0, lse_s + nf * 16,
-                                   d_s + nf * 16, sl2, pt, dst);
-            }
-            __syncwarp();
-#pragma unroll 1
-            for (int kk = 0; kk < TC_TILE / 16; kk++) { /* dV += P^T dO, dK += dS^T Q */
-                if (tc_hidden(P, i0 + kk * 16, wk0)) continue;
-                FragA<H> pa, da;
-                wmma::load_matrix_sync(pa, ptw + kk * 16, TC_LDP);
-                wmma::load_matrix_sync(da, dsw + kk * 16, TC_LDP);
+                    uint32_t ka[4], va[4];
+                    tc_lda<LDH>(ka, kw, kf, lm, lr);
+                    tc_lda<LDH>(va, vw, kf, lm, lr);
 #pragma unroll
-                for (int f = 0; f < KF; f++) {
-                    FragBRow<H> b;
-                    wmma::load_matrix_sync(b, dos + kk * 16 * LDH + f * 16, LDH);
-                    wmma::mma_sync(dv[f], pa, b, dv[f]);
-                    wmma::load_matrix_sync(b, qs + kk * 16 * LDH + f * 16, LDH);
-                    wmma::mma_sync(dk[f], da, b, dk[f]);
+                    for (int nt = 0; nt < NT; nt += 2) {
+                        if (tc_hidden(P, ih + nt * 8, wk0)) continue; /* masked below */
+                        uint32_t b[4];
+                        tc_ldb_t<LDH>(b, qs + (h * QH + nt * 8) * LDH, kf, lm, lr);
+                        tc_mma<H>(s[nt], ka, b);
+                        tc_mma<H>(s[nt + 1], ka, b + 2);
+                        tc_ldb_t<LDH>(b, gs + (h * QH + nt * 8) * LDH, kf, lm, lr);
+                        tc_mma<H>(dp[nt], va, b);
+                        tc_mma<H>(dp[nt + 1], va, b + 2);
+                    }
+                }
+                uint32_t pa[NT / 2][4], da[NT / 2][4];
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                    for (int r = 0; r < 2; r++) {
+                        float p[2], ds[2];
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            const int qi = h * QH + nt * 8 + 2 * q + e;
+                            const int64_t i = i0 + qi, j = keys[r];
+                            p[e] = 0.0f;
+                            if (j < P.S && !(P.causal && j > i))
+                                p[e] = exp2f(s[nt][2 * r + e] * sl2 - lse2[qi]);
+                            ds[e] = p[e] * (dp[nt][2 * r + e] - dsum[qi]);
+                        }
+                        pa[nt >> 1][(nt & 1) * 2 + r] = tc_pack<H>(p[0], p[1]);
+                        da[nt >> 1][(nt & 1) * 2 + r] = tc_pack<H>(ds[0], ds[1]);
+                    }
+#pragma unroll
+                for (int kk = 0; kk < NT / 2; kk++) {              /* dV += P^T dO, dK += dS^T Q */
+                    if (tc_hidden(P, ih + kk * 16, wk0)) continue; /* P, dS are 0 there */
+#pragma unroll
+                    for (int f = 0; f < OT; f += 2) {
+                        uint32_t b[4];
+                        tc_ldb<LDH>(b, gs + (h * QH + kk * 16) * LDH, f, lm, lr);
+                        tc_mma<H>(dv[f], pa[kk], b);
+                        tc_mma<H>(dv[f + 1], pa[kk], b + 2);
+                        tc_ldb<LDH>(b, qs + (h * QH + kk * 16) * LDH, f, lm, lr);
+                        tc_mma<H>(dk[f], da[kk], b);
+                        tc_mma<H>(dk[f + 1], da[kk], b + 2);
+                    }
                 }
             }
-            __syncwarp(); /* the tiles are read before the next query tile writes them */
+            __syncthreads(); /* this stage is read before the next tile's copy overwrites it */
         }
-        tc_store_rows<T, KF>(P, P.dk, n, wk0, P.S, dk, prow, pcol, (float)P.scale);
-        tc_store_rows<T, KF>(P, P.dv, n, wk0, P.S, dv, prow, pcol, 1.0f);
+        tc_cp_wait<0>(); /* no tile: the K, V copies are still owed */
+        if (wk0 >= P.S) continue;
+        const float sc[2] = {(float)P.scale, (float)P.scale}, one[2] = {1.0f, 1.0f};
+        tc_store_frags<T, E>(P, P.dk, n, wk0, P.S, dk, sc, g, q);
+        tc_store_frags<T, E>(P, P.dv, n, wk0, P.S, dv, one, g, q);
     }
 }
 
-/* dQ of a block's 64 queries (16 a warp) over the key tiles they see. */
+/* dQ of a block's 64 queries (16 a warp, its Q and dO as A fragments in registers) over the key
+ * tiles they see, 32 keys at a time: S = Q K^T, dP = dO V^T in registers, dS = P (dP - D) packed
+ * as the A fragments of dQ += dS K (times scale at the end). K, V in two shared stages. */
 template <typename T, int E>
 __global__ void __launch_bounds__(32 * TC_WARPS) tc_dq_kernel(SdArgs P) {
     typedef typename TcType<T>::type H;
-    constexpr int LDH = E + TC_PAD, KF = E / 16;
+    constexpr int LDH = E + TC_PAD, KF = E / 16, OT = E / 8, KH = 32, NT = KH / 8;
     extern __shared__ __align__(128) unsigned char tc_smem[];
-    H *qs = (H *)tc_smem, *dos = qs + TC_TILE * LDH, *ks = dos + TC_TILE * LDH;
-    H *vs = ks + TC_TILE * LDH, *dss = vs + TC_TILE * LDH;
-    float *lse_s = (float *)(dss + TC_WARPS * 16 * TC_LDP), *d_s = lse_s + TC_TILE;
+    H *qs = (H *)tc_smem, *gs = qs + TC_TILE * LDH, *kbuf = gs + TC_TILE * LDH;
+    H *vbuf = kbuf + 2 * TC_TILE * LDH;
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    H *dsw = dss + warp * 16 * TC_LDP;
-    int prow[TC_NEL], pcol[TC_NEL];
-    tc_positions((float *)dsw, lane, prow, pcol);
-
+    const int g = lane >> 2, q = lane & 3, lm = lane >> 3, lr = lane & 7;
     const float sl2 = (float)P.scale * TC_LOG2E;
     const int64_t q0 = (int64_t)blockIdx.x * TC_TILE, w0 = q0 + warp * 16;
     const int64_t qlast = (q0 + TC_TILE < P.L ? q0 + TC_TILE : P.L) - 1;
     const int64_t klast = P.causal && qlast < P.S - 1 ? qlast : P.S - 1;
     const int64_t tiles = klast / TC_TILE + 1;
-    const H *qw = qs + warp * 16 * LDH, *gw = dos + warp * 16 * LDH;
+    const int64_t rows[2] = {w0 + g, w0 + g + 8};
+
     for (int64_t n = blockIdx.y; n < P.N; n += gridDim.y) {
-        __syncthreads(); /* the previous batch's tiles are read */
-        tc_load_rows<T, E>(tc_base<T>(P, P.q, n), tc_rstride(P.q), q0, P.L, TC_TILE, qs, LDH,
-                           threadIdx.x, 32 * TC_WARPS);
-        tc_load_rows<T, E>(tc_base<T>(P, P.dout, n), tc_rstride(P.dout), q0, P.L, TC_TILE, dos, LDH,
-                           threadIdx.x, 32 * TC_WARPS);
-        tc_load_lse_d(P, n, q0, lse_s, d_s);
-        FragC dq[KF];
-#pragma unroll
-        for (int f = 0; f < KF; f++) wmma::fill_fragment(dq[f], 0.0f);
         const T *kb = tc_base<T>(P, P.k, n), *vb = tc_base<T>(P, P.v, n);
+        __syncthreads(); /* the previous batch's tiles are read */
+        tc_load_rows_async<T, E>(tc_base<T>(P, P.q, n), tc_rstride(P.q), q0, P.L, TC_TILE, qs, LDH,
+                                 threadIdx.x, 32 * TC_WARPS);
+        tc_load_rows_async<T, E>(tc_base<T>(P, P.dout, n), tc_rstride(P.dout), q0, P.L, TC_TILE, gs,
+                                 LDH, threadIdx.x, 32 * TC_WARPS);
+        tc_load_rows_async<T, E>(kb, tc_rstride(P.k), 0, P.S, TC_TILE, kbuf, LDH, threadIdx.x,
+                                 32 * TC_WARPS);
+        tc_load_rows_async<T, E>(vb, tc_rstride(P.v), 0, P.S, TC_TILE, vbuf, LDH, threadIdx.x,
+                                 32 * TC_WARPS);
+        tc_cp_commit();
+        float lse2[2], dsum[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) tc_lse_d(P, n, rows[r], &lse2[r], &dsum[r]);
+        uint32_t qa[KF][4], ga[KF][4];
+        float dq[OT][4];
+#pragma unroll
+        for (int f = 0; f < OT; f++) dq[f][0] = dq[f][1] = dq[f][2] = dq[f][3] = 0.0f;
+
         for (int64_t tile = 0; tile < tiles; tile++) {
             const int64_t j0 = tile * TC_TILE;
-            __syncthreads(); /* the previous key tile is read */
-            tc_load_rows<T, E>(kb, tc_rstride(P.k), j0, P.S, TC_TILE, ks, LDH, threadIdx.x,
-                               32 * TC_WARPS);
-            tc_load_rows<T, E>(vb, tc_rstride(P.v), j0, P.S, TC_TILE, vs, LDH, threadIdx.x,
-                               32 * TC_WARPS);
+            const int st = (int)(tile & 1);
+            if (tile + 1 < tiles) {
+                H *kn = kbuf + (st ^ 1) * TC_TILE * LDH, *vn = vbuf + (st ^ 1) * TC_TILE * LDH;
+                tc_load_rows_async<T, E>(kb, tc_rstride(P.k), j0 + TC_TILE, P.S, TC_TILE, kn, LDH,
+                                         threadIdx.x, 32 * TC_WARPS);
+                tc_load_rows_async<T, E>(vb, tc_rstride(P.v), j0 + TC_TILE, P.S, TC_TILE, vn, LDH,
+                                         threadIdx.x, 32 * TC_WARPS);
+                tc_cp_commit();
+                tc_cp_wait<1>();
+            } else {
+                tc_cp_wait<0>();
+            }
             __syncthreads();
-            if (w0 >= P.L || tc_hidden(P, w0, j0)) continue;
-#pragma unroll 1
-            for (int nf = 0; nf < TC_TILE / 16; nf++) { /* keys j0 + 16 nf .. */
-                H *dst = dsw + nf * 16;
-                if (tc_hidden(P, w0, j0 + nf * 16)) {
-                    tc_zero_tile<T, H>(prow, pcol, (H *)nullptr, dst);
-                    continue;
-                }
-                FragC s, dp; /* S = Q K^T, dP = dO V^T */
-                wmma::fill_fragment(s, 0.0f);
-                wmma::fill_fragment(dp, 0.0f);
+            if (tile == 0) {
 #pragma unroll
                 for (int kf = 0; kf < KF; kf++) {
-                    FragA<H> a;
-                    FragBCol<H> b;
-                    wmma::load_matrix_sync(a, qw + kf * 16, LDH);
-                    wmma::load_matrix_sync(b, ks + nf * 16 * LDH + kf * 16, LDH);
-                    wmma::mma_sync(s, a, b, s);
-                    wmma::load_matrix_sync(a, gw + kf * 16, LDH);
-                    wmma::load_matrix_sync(b, vs + nf * 16 * LDH + kf * 16, LDH);
-                    wmma::mma_sync(dp, a, b, dp);
+                    tc_lda<LDH>(qa[kf], qs + warp * 16 * LDH, kf, lm, lr);
+                    tc_lda<LDH>(ga[kf], gs + warp * 16 * LDH, kf, lm, lr);
                 }
-                tc_grad_tile<T, H>(P, s, dp, prow, pcol, false, w0, j0 + nf * 16, lse_s + warp * 16,
-                                   d_s + warp * 16, sl2, (H *)nullptr, dst);
             }
-            __syncwarp();
+            const H *ks = kbuf + st * TC_TILE * LDH, *vs = vbuf + st * TC_TILE * LDH;
 #pragma unroll 1
-            for (int kk = 0; kk < TC_TILE / 16; kk++) { /* dQ += dS K */
-                if (tc_hidden(P, w0, j0 + kk * 16)) continue;
-                FragA<H> da;
-                wmma::load_matrix_sync(da, dsw + kk * 16, TC_LDP);
+            for (int h = 0; h < TC_TILE / KH && w0 < P.L; h++) { /* keys j0 + 32 h .. */
+                const int64_t jh = j0 + h * KH;
+                if (tc_hidden(P, w0, jh)) continue; /* the same for the whole warp */
+                float s[NT][4], dp[NT][4];
 #pragma unroll
-                for (int f = 0; f < KF; f++) {
-                    FragBRow<H> b;
-                    wmma::load_matrix_sync(b, ks + kk * 16 * LDH + f * 16, LDH);
-                    wmma::mma_sync(dq[f], da, b, dq[f]);
+                for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++) s[nt][c] = dp[nt][c] = 0.0f;
+#pragma unroll
+                for (int nt = 0; nt < NT; nt += 2) {
+                    if (tc_hidden(P, w0, jh + nt * 8)) continue; /* masked below */
+#pragma unroll
+                    for (int kf = 0; kf < KF; kf++) {
+                        uint32_t b[4];
+                        tc_ldb_t<LDH>(b, ks + (h * KH + nt * 8) * LDH, kf, lm, lr);
+                        tc_mma<H>(s[nt], qa[kf], b);
+                        tc_mma<H>(s[nt + 1], qa[kf], b + 2);
+                        tc_ldb_t<LDH>(b, vs + (h * KH + nt * 8) * LDH, kf, lm, lr);
+                        tc_mma<H>(dp[nt], ga[kf], b);
+                        tc_mma<H>(dp[nt + 1], ga[kf], b + 2);
+                    }
+                }
+                uint32_t da[NT / 2][4];
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                    for (int r = 0; r < 2; r++) {
+                        float ds[2];
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            const int64_t i = rows[r], j = jh + nt * 8 + 2 * q + e;
+                            float p = 0.0f;
+                            if (j < P.S && !(P.causal && j > i))
+                                p = exp2f(s[nt][2 * r + e] * sl2 - lse2[r]);
+                            ds[e] = p * (dp[nt][2 * r + e] - dsum[r]);
+                        }
+                        da[nt >> 1][(nt & 1) * 2 + r] = tc_pack<H>(ds[0], ds[1]);
+                    }
+#pragma unroll
+                for (int kk = 0; kk < NT / 2; kk++) {             /* dQ += dS K */
+                    if (tc_hidden(P, w0, jh + kk * 16)) continue; /* dS is 0 there */
+#pragma unroll
+                    for (int f = 0; f < OT; f += 2) {
+                        uint32_t b[4];
+                        tc_ldb<LDH>(b, ks + (h * KH + kk * 16) * LDH, f, lm, lr);
+                        tc_mma<H>(dq[f], da[kk], b);
+                        tc_mma<H>(dq[f + 1], da[kk], b + 2);
+                    }
                 }
             }
-            __syncwarp();
+            __syncthreads(); /* this stage is read before the next tile's copy overwrites it */
         }
-        if (w0 < P.L) tc_store_rows<T, KF>(P, P.dq, n, w0, P.L, dq, prow, pcol, (float)P.scale);
+        if (w0 >= P.L) continue;
+        const float sc[2] = {(float)P.scale, (float)P.scale};
+        tc_store_frags<T, E>(P, P.dq, n, w0, P.L, dq, sc, g, q);
     }
 }
 
 /* --------------------------------------------------------------------------- launches */
 template <int E> constexpr size_t tc_tile_bytes() { return (size_t)TC_TILE * (E + TC_PAD) * 2; }
-constexpr size_t TC_WARP_TILE_BYTES = (size_t)TC_WARPS * 16 * TC_LDP * 2;
 
 template <typename T, int E> void tc_forward(int index, const SdArgs &P) {
     const char *what = "scaled_dot_product_attention";
-    const size_t smem = 2 * tc_tile_bytes<E>() + (size_t)TC_WARPS * 16 * TC_LDS * sizeof(float) +
-                        TC_WARP_TILE_BYTES + TC_WARPS * 16 * sizeof(float);
+    const size_t smem = 5 * tc_tile_bytes<E>(); /* Q, two stages of K and of V */
     if (!sd_smem(tc_forward_kernel<T, E>, smem, index, what)) return;
     tc_forward_kernel<T, E>
         <<<sd_grid((P.L + TC_TILE - 1) / TC_TILE, P.N), 32 * TC_WARPS, smem, tsc_stream(index)>>>(
@@ -510,13 +610,13 @@ template <typename T, int E> void tc_backward(int index, const SdArgs &P) {
     cudaStream_t st = tsc_stream(index);
     tc_rowdot_kernel<T><<<tsc_grid(P.N * P.L * 32, TSC_THREADS), TSC_THREADS, 0, st>>>(P);
     tsc_launch_check(what, index);
-    const size_t rows = 2 * TC_TILE * sizeof(float); /* lse and D of a tile */
-    const size_t smem_kv = 4 * tc_tile_bytes<E>() + 2 * TC_WARP_TILE_BYTES + rows;
+    /* K, V; two stages of Q, dO and of the queries' lse and D */
+    const size_t smem_kv = 6 * tc_tile_bytes<E>() + 4 * TC_TILE * sizeof(float);
     if (!sd_smem(tc_dkdv_kernel<T, E>, smem_kv, index, what)) return;
     tc_dkdv_kernel<T, E>
         <<<sd_grid((P.S + TC_TILE - 1) / TC_TILE, P.N), 32 * TC_WARPS, smem_kv, st>>>(P);
     tsc_launch_check(what, index);
-    const size_t smem_q = 4 * tc_tile_bytes<E>() + TC_WARP_TILE_BYTES + rows;
+    const size_t smem_q = 6 * tc_tile_bytes<E>(); /* Q, dO; two stages of K and of V */
     if (!sd_smem(tc_dq_kernel<T, E>, smem_q, index, what)) return;
     tc_dq_kernel<T, E>
         <<<sd_grid((P.L + TC_TILE - 1) / TC_TILE, P.N), 32 * TC_WARPS, smem_q, st>>>(P);
