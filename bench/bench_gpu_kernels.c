@@ -7,6 +7,7 @@
  *   cross_entropy_{f32,bf16}   mean cross-entropy of [8192, 50257] logits, forward + backward
  *   sdpa_causal_bf16           causal attention q, k, v [8, 12, 1024, 64], forward + backward
  *   sdpa_bf16_e128             attention q, k, v [8, 6, 1024, 128], forward + backward
+ *   sdpa_*_fwd                 the same two, forward alone (inputs not requiring grad)
  *   softmax_f32                softmax over [8192, 4096], forward + backward
  *   adamw_f32                  one AdamW step over GPT-2 124M's 148 parameter tensors
  * Each line is "name ms-per-call ms": the median of rounds of calls between two device
@@ -165,13 +166,24 @@ static bool sdpa_call(void *p) {
     return true;
 }
 
-static void bench_sdpa(const char *name, int64_t heads, int64_t e, bool causal, int runs) {
+static bool sdpa_forward_call(void *p) {
+    op_ctx *c = p;
+    return ts_scaled_dot_product_attention(c->in[0], c->in[1], c->in[2], NULL, 0, c->causal, 0) !=
+           NULL;
+}
+
+/* forward + backward; forward alone (name_fwd) when fwd_only */
+static void bench_sdpa(const char *name, int64_t heads, int64_t e, bool causal, bool fwd_only,
+                       int runs) {
     const ts_shape s = TS_SHAPE(d(8, 1), d(heads, 2), d(1024, 64), small ? 16 : e);
+    const bool grad = !fwd_only;
     op_ctx c = {
-        .in = {leaf(s, TS_BF16, 1, true), leaf(s, TS_BF16, 1, true), leaf(s, TS_BF16, 1, true)},
+        .in = {leaf(s, TS_BF16, 1, grad), leaf(s, TS_BF16, 1, grad), leaf(s, TS_BF16, 1, grad)},
         .dy = leaf(s, TS_BF16, 1, false),
         .causal = causal};
-    report(name, c.dy ? time_calls(sdpa_call, &c, 10, runs) : -1);
+    char full[64];
+    snprintf(full, sizeof full, "%s%s", name, fwd_only ? "_fwd" : "");
+    report(full, c.dy ? time_calls(fwd_only ? sdpa_forward_call : sdpa_call, &c, 10, runs) : -1);
     free_ctx(&c);
 }
 
@@ -244,8 +256,10 @@ int main(int argc, char **argv) {
     bench_batchnorm("batchnorm_nhwc_f32", TS_CHANNELS_LAST, runs);
     bench_cross_entropy("cross_entropy_f32", TS_F32, runs);
     bench_cross_entropy("cross_entropy_bf16", TS_BF16, runs);
-    bench_sdpa("sdpa_causal_bf16", 12, 64, true, runs);
-    bench_sdpa("sdpa_bf16_e128", 6, 128, false, runs);
+    bench_sdpa("sdpa_causal_bf16", 12, 64, true, false, runs);
+    bench_sdpa("sdpa_bf16_e128", 6, 128, false, false, runs);
+    bench_sdpa("sdpa_causal_bf16", 12, 64, true, true, runs);
+    bench_sdpa("sdpa_bf16_e128", 6, 128, false, true, runs);
     bench_softmax(runs);
     bench_adamw(runs);
     return 0;

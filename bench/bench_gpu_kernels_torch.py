@@ -83,15 +83,17 @@ def bench_cross_entropy(name, dtype):
     report(name, time_calls(call, 10))
 
 
-def bench_sdpa(name, heads, e, causal):
-    q, k, v = (leaf((8, heads, 1024, e), torch.bfloat16, grad=True) for _ in range(3))
+def bench_sdpa(name, heads, e, causal, fwd_only=False):
+    q, k, v = (leaf((8, heads, 1024, e), torch.bfloat16, grad=not fwd_only) for _ in range(3))
     dy = leaf((8, heads, 1024, e), torch.bfloat16)
 
     def call():
-        F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(dy)
-        clear(q, k, v)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        if not fwd_only:
+            y.backward(dy)
+            clear(q, k, v)
 
-    report(name, time_calls(call, 10))
+    report(name + ("_fwd" if fwd_only else ""), time_calls(call, 10))
 
 
 def bench_softmax():
@@ -142,6 +144,8 @@ def main():
     bench_cross_entropy("cross_entropy_bf16", torch.bfloat16)
     bench_sdpa("sdpa_causal_bf16", 12, 64, True)
     bench_sdpa("sdpa_bf16_e128", 6, 128, False)
+    bench_sdpa("sdpa_causal_bf16", 12, 64, True, fwd_only=True)
+    bench_sdpa("sdpa_bf16_e128", 6, 128, False, fwd_only=True)
     bench_softmax()
     bench_adamw()
 
