@@ -34,6 +34,38 @@ static void guard_at_exit(void) {
 }
 __attribute__((constructor)) static void install_guard(void) { atexit(guard_at_exit); }
 
+/* whether the flags line of /proc/cpuinfo has one of the space-separated flags of `list` (true
+ * when it cannot be read: then nothing is skipped) */
+static bool host_has_any_flag(const char *list) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return true;
+    static char line[16384];
+    bool seen = false, has = false;
+    while (!seen && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0) continue;
+        seen = true;
+        for (const char *p = list; *p && !has;) {
+            const size_t n = strcspn(p, " ");
+            for (const char *q = strchr(line, ':'); q && n && !has; q = strstr(q + 1, " "))
+                has = q[1] && !strncmp(q + 1, p, n) && strchr(" \n", q[1 + n]);
+            p += n + (p[n] == ' ');
+        }
+    }
+    fclose(f);
+    return has || !seen;
+}
+
+/* A rerun that changes what only some CPUs have a use for (oneDNN capped below AVX512-BF16 or
+ * AMX, Tessera's AMX kernel on every product) names in TS_TEST_HOST_NEEDS the CPU flags that make
+ * it differ from the plain run (tests/CMakeLists.txt). On a host with none of them it would run
+ * the same code as the plain run again, and skips before main. */
+__attribute__((constructor)) static void host_needs_gate(void) {
+    const char *need = getenv("TS_TEST_HOST_NEEDS");
+    if (!need || !*need || host_has_any_flag(need)) return;
+    exit(ts_test_skip("this host has none of the CPU flags \"%s\": the same run as the plain one",
+                      need));
+}
+
 void ts_test_record(bool ok) { atomic_fetch_add(ok ? &passed : &failed, 1); }
 
 void ts_test_failf(const char *file, int line, const char *fmt, ...) {
