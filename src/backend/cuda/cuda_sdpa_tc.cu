@@ -240,15 +240,26 @@ __global__ void __launch_bounds__(32 * TC_WARPS) tc_forward_kernel(SdArgs P) {
                         tc_mma<H>(s[nt + 1], qa[kf], b + 2);
                     }
                 }
+                /* which of the lane's scores are visible (bit 4 nt + c): all of them but on a
+                 * tile that crosses S or the causal diagonal */
+                uint32_t keep = ~0u;
+                if (j0 + TC_TILE > P.S || (P.causal && j0 + TC_TILE - 1 > w0)) {
+                    keep = 0;
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                        for (int c = 0; c < 4; c++) {
+                            const int64_t j = j0 + nt * 8 + 2 * q + (c & 1), i = rows[c >> 1];
+                            if (j < P.S && !(P.causal && j > i)) keep |= 1u << (nt * 4 + c);
+                        }
+                }
                 /* scores to base-2 exponents, masked; the rows' maxima over the tile */
                 float mt[2] = {-INFINITY, -INFINITY};
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++)
 #pragma unroll
                     for (int c = 0; c < 4; c++) {
-                        const int64_t j = j0 + nt * 8 + 2 * q + (c & 1), i = rows[c >> 1];
-                        const bool in = j < P.S && !(P.causal && j > i);
-                        s[nt][c] = in ? s[nt][c] * sl2 : -INFINITY;
+                        s[nt][c] = keep >> (nt * 4 + c) & 1 ? s[nt][c] * sl2 : -INFINITY;
                         mt[c >> 1] = fmaxf(mt[c >> 1], s[nt][c]);
                     }
                 float mref[2], alpha[2];
@@ -427,6 +438,19 @@ __global__ void __launch_bounds__(32 * TC_WARPS) tc_dkdv_kernel(SdArgs P) {
                         tc_mma<H>(dp[nt + 1], va, b + 2);
                     }
                 }
+                /* visible (key, query) pairs, bit 4 nt + 2 r + e: all of them but where the
+                 * warp's keys cross S or the causal diagonal (queries past L: lse is +inf) */
+                uint32_t keep = ~0u;
+                if (wk0 + 16 > P.S || (P.causal && wk0 + 15 > ih)) {
+                    keep = 0;
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                        for (int c = 0; c < 4; c++) {
+                            const int64_t i = ih + nt * 8 + 2 * q + (c & 1), j = keys[c >> 1];
+                            if (j < P.S && !(P.causal && j > i)) keep |= 1u << (nt * 4 + c);
+                        }
+                }
                 uint32_t pa[NT / 2][4], da[NT / 2][4];
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++)
@@ -436,10 +460,9 @@ __global__ void __launch_bounds__(32 * TC_WARPS) tc_dkdv_kernel(SdArgs P) {
 #pragma unroll
                         for (int e = 0; e < 2; e++) {
                             const int qi = h * QH + nt * 8 + 2 * q + e;
-                            const int64_t i = i0 + qi, j = keys[r];
-                            p[e] = 0.0f;
-                            if (j < P.S && !(P.causal && j > i))
-                                p[e] = exp2f(s[nt][2 * r + e] * sl2 - lse2[qi]);
+                            p[e] = keep >> (nt * 4 + 2 * r + e) & 1
+                                       ? exp2f(s[nt][2 * r + e] * sl2 - lse2[qi])
+                                       : 0.0f;
                             ds[e] = p[e] * (dp[nt][2 * r + e] - dsum[qi]);
                         }
                         pa[nt >> 1][(nt & 1) * 2 + r] = tc_pack<H>(p[0], p[1]);
@@ -556,6 +579,19 @@ __global__ void __launch_bounds__(32 * TC_WARPS) tc_dq_kernel(SdArgs P) {
                         tc_mma<H>(dp[nt + 1], ga[kf], b + 2);
                     }
                 }
+                /* visible pairs, bit 4 nt + 2 r + e: all but where the keys cross S or the
+                 * causal diagonal (rows past L: lse is +inf) */
+                uint32_t keep = ~0u;
+                if (jh + KH > P.S || (P.causal && jh + KH - 1 > w0)) {
+                    keep = 0;
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                        for (int c = 0; c < 4; c++) {
+                            const int64_t i = rows[c >> 1], j = jh + nt * 8 + 2 * q + (c & 1);
+                            if (j < P.S && !(P.causal && j > i)) keep |= 1u << (nt * 4 + c);
+                        }
+                }
                 uint32_t da[NT / 2][4];
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++)
@@ -564,10 +600,9 @@ __global__ void __launch_bounds__(32 * TC_WARPS) tc_dq_kernel(SdArgs P) {
                         float ds[2];
 #pragma unroll
                         for (int e = 0; e < 2; e++) {
-                            const int64_t i = rows[r], j = jh + nt * 8 + 2 * q + e;
-                            float p = 0.0f;
-                            if (j < P.S && !(P.causal && j > i))
-                                p = exp2f(s[nt][2 * r + e] * sl2 - lse2[r]);
+                            const float p = keep >> (nt * 4 + 2 * r + e) & 1
+                                                ? exp2f(s[nt][2 * r + e] * sl2 - lse2[r])
+                                                : 0.0f;
                             ds[e] = p * (dp[nt][2 * r + e] - dsum[r]);
                         }
                         da[nt >> 1][(nt & 1) * 2 + r] = tc_pack<H>(ds[0], ds[1]);
