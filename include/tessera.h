@@ -642,8 +642,114 @@ ts_tensor *ts_masked_scatter(ts_tensor *t, ts_tensor *mask, ts_tensor *src);
 ts_tensor *ts_masked_scatter_(ts_tensor *t, ts_tensor *mask, ts_tensor *src);
 ts_tensor *ts_block_diag(ts_tensor *const *ts, int n); /* 0-, 1- or 2-D blocks, dtypes promoted */
 ts_tensor *ts_one_hot(ts_tensor *index, int64_t num_classes); /* -1: max+1; result i64 */
+
+/* Sorting and selection (issue 52; src/ops/sort.c, quantile.c, search.c). Orders are planned on
+ * the host (one read of the values) and the values gathered on t's device; uint64 is refused.
+ * Order: stable, NaN above every number (first when descending); where PyTorch leaves the index
+ * of equal values open (stable=false, topk, kthvalue, median, mode) it is that of this order.
+ * Functions with `indices` return the values and set *indices (int64; NULL: not wanted); the
+ * values' gradient is scattered back through the indices. */
+ts_tensor *ts_sort(ts_tensor *t, int dim, bool descending, bool stable, ts_tensor **indices);
+ts_tensor *ts_argsort(ts_tensor *t, int dim, bool descending, bool stable);
+ts_tensor *ts_msort(ts_tensor *t); /* sort along dim 0 */
+/* the k largest (smallest) along dim, in sorted order; k in [0, size] */
+ts_tensor *ts_topk(ts_tensor *t, int64_t k, int dim, bool largest, bool sorted,
+                   ts_tensor **indices);
+ts_tensor *ts_kthvalue(ts_tensor *t, int64_t k, int dim, bool keepdim, ts_tensor **indices);
+/* lower median of all elements (NaN when any is NaN; NaN for an empty float tensor); nanmedian
+ * ignores NaNs. Gradient shared among the elements equal to the result. */
+ts_tensor *ts_median(ts_tensor *t);
+ts_tensor *ts_nanmedian(ts_tensor *t);
+ts_tensor *ts_median_dim(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices);
+ts_tensor *ts_nanmedian_dim(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices);
+/* most frequent value along dim (the smallest of ties), at its last index */
+ts_tensor *ts_mode(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices);
+/* q: a 0-dim or 1-D tensor of t's dtype (its dim first in the result), or NULL and q_scalar;
+ * has_dim false: over all elements. interpolation "linear", "lower", "higher", "midpoint" or
+ * "nearest". float32 / float64 only; nanquantile ignores NaNs. Differentiable. */
+ts_tensor *ts_quantile(ts_tensor *t, ts_tensor *q, double q_scalar, bool has_dim, int dim,
+                       bool keepdim, const char *interpolation);
+ts_tensor *ts_nanquantile(ts_tensor *t, ts_tensor *q, double q_scalar, bool has_dim, int dim,
+                          bool keepdim, const char *interpolation);
+/* indices into sorted_sequence's last dim (1-D, or matching values' leading dims) where values
+ * would be inserted: first (right false) or last place; sorter: int64 argsort of the sequence or
+ * NULL. Result values' shape, int64 (int32 with out_int32). */
+ts_tensor *ts_searchsorted(ts_tensor *sorted_sequence, ts_tensor *values, bool out_int32,
+                           bool right, ts_tensor *sorter);
+ts_tensor *ts_bucketize(ts_tensor *input, ts_tensor *boundaries, bool out_int32, bool right);
+/* unique elements (has_dim false, 1-D result) or slices along dim, ascending; *inverse (int64,
+ * t's shape; along dim: 1-D) and *counts when asked (NULL: not wanted) */
+ts_tensor *ts_unique(ts_tensor *t, bool sorted, bool has_dim, int dim, ts_tensor **inverse,
+                     ts_tensor **counts);
+ts_tensor *ts_unique_consecutive(ts_tensor *t, bool has_dim, int dim, ts_tensor **inverse,
+                                 ts_tensor **counts);
+/* histogram of bins equal bins over [min, max] (min == max: the data's range); float32/64 */
+ts_tensor *ts_histc(ts_tensor *t, int64_t bins, double min, double max);
+/* counts of each value of a 1-D non-negative integer tensor (weights: their sums; float32 weights
+ * give float32, others float64), at least minlength long */
+ts_tensor *ts_bincount(ts_tensor *t, ts_tensor *weights, int64_t minlength);
+/* bool, elements' shape: whether each element is in test_elements (negated with invert) */
+ts_tensor *ts_isin(ts_tensor *elements, ts_tensor *test_elements, bool assume_unique, bool invert);
 ts_tensor *ts_softmax(ts_tensor *t, int dim);
 ts_tensor *ts_log_softmax(ts_tensor *t, int dim);
+
+/* ============================================ logic, cumulative and more forms (issue 52) */
+/* Predicates (src/ops/logic.c): TS_BOOL results of t's shape, any dtype; integer and bool inputs
+ * are finite, never NaN. isreal: true everywhere (no complex dtypes yet). */
+ts_tensor *ts_isnan(ts_tensor *t);
+ts_tensor *ts_isinf(ts_tensor *t);
+ts_tensor *ts_isfinite(ts_tensor *t);
+ts_tensor *ts_isposinf(ts_tensor *t);
+ts_tensor *ts_isneginf(ts_tensor *t);
+ts_tensor *ts_isreal(ts_tensor *t);
+ts_tensor *ts_logical_xor(ts_tensor *a, ts_tensor *b); /* (a != 0) != (b != 0), broadcast */
+/* torch.heaviside: 0 where t < 0, values where t == 0, 1 where t > 0; t and values of one dtype
+ * (TS_ERR_DTYPE otherwise), broadcast; not differentiable (TS_ERR_UNSUPPORTED under a graph) */
+ts_tensor *ts_heaviside(ts_tensor *t, ts_tensor *values);
+/* torch.any / torch.all over dims (dims.n == 0: every dim): TS_BOOL (TS_U8 for a uint8 input);
+ * an empty reduction gives false / true */
+ts_tensor *ts_any(ts_tensor *t, ts_dims dims, bool keepdim);
+ts_tensor *ts_all(ts_tensor *t, ts_dims dims, bool keepdim);
+/* |a - b| <= atol + rtol * |b| or a == b (NaN == NaN with equal_nan), a and b of one dtype and
+ * broadcast; rtol, atol >= 0 */
+ts_tensor *ts_isclose(ts_tensor *a, ts_tensor *b, double rtol, double atol, bool equal_nan);
+/* 1 when every element is close (isclose) / a and b have one shape and equal values (NaN is not
+ * equal to NaN), 0 when not, -1 on error */
+int ts_allclose(ts_tensor *a, ts_tensor *b, double rtol, double atol, bool equal_nan);
+int ts_equal(ts_tensor *a, ts_tensor *b);
+/* Cumulative ops along dim (src/ops/cumulative.c; the backend's scan slot: cpu and sim).
+ * cumsum / cumprod: dtype TS_DTYPE_DEFAULT keeps a float dtype and gives int64 for integers and
+ * bool; otherwise t is converted to dtype first. Floats accumulate in double, integers in int64
+ * (wrapping). cumprod's gradient handles zeros as PyTorch's. */
+ts_tensor *ts_cumsum(ts_tensor *t, int dim, ts_dtype dtype);
+ts_tensor *ts_cumprod(ts_tensor *t, int dim, ts_dtype dtype);
+/* running max / min with their int64 indices (*indices when not NULL): a tie or a NaN takes the
+ * later index, a NaN stays once seen (PyTorch's rule) */
+ts_tensor *ts_cummax(ts_tensor *t, int dim, ts_tensor **indices);
+ts_tensor *ts_cummin(ts_tensor *t, int dim, ts_tensor **indices);
+ts_tensor *ts_logcumsumexp(ts_tensor *t, int dim); /* floats; log(cumsum(exp(t))) computed stably */
+/* Pointwise forms (src/ops/pointwise_more.c), broadcasting and promoting as PyTorch */
+ts_tensor *ts_addcmul(ts_tensor *t, ts_tensor *a, ts_tensor *b, double value); /* t + v*a*b */
+ts_tensor *ts_addcdiv(ts_tensor *t, ts_tensor *a, ts_tensor *b, double value); /* t + v*a/b */
+/* start + weight * (end - start), PyTorch's two-sided formula; floats, start / end (/ weight) of
+ * one dtype */
+ts_tensor *ts_lerp(ts_tensor *start, ts_tensor *end, ts_tensor *weight);
+ts_tensor *ts_lerp_scalar(ts_tensor *start, ts_tensor *end, double weight);
+ts_tensor *ts_fmax(ts_tensor *a, ts_tensor *b); /* maximum ignoring a NaN operand */
+ts_tensor *ts_fmin(ts_tensor *a, ts_tensor *b);
+/* sum / mean treating NaN as absent (dims.n == 0: every dim); floats (nansum: integers too) */
+ts_tensor *ts_nansum(ts_tensor *t, ts_dims dims, bool keepdim);
+ts_tensor *ts_nanmean(ts_tensor *t, ts_dims dims, bool keepdim);
+/* torch.diff: the n-th forward difference along dim, prepend / append (NULL: none) joined first;
+ * bool: logical_xor */
+ts_tensor *ts_diff(ts_tensor *t, int64_t n, int dim, ts_tensor *prepend, ts_tensor *append);
+/* Tensor.repeat / torch.tile: t tiled reps[i] times along dim i (n >= t's ndim for repeat; tile
+ * pads reps with ones in front) */
+ts_tensor *ts_repeat(ts_tensor *t, const int64_t *reps, int n);
+ts_tensor *ts_tile(ts_tensor *t, const int64_t *reps, int n);
+/* greatest common divisor / least common multiple of integer tensors (non-negative) */
+ts_tensor *ts_gcd(ts_tensor *a, ts_tensor *b);
+ts_tensor *ts_lcm(ts_tensor *a, ts_tensor *b);
 
 /* ===================================================================== memory */
 typedef struct ts_mem_stats {
@@ -691,6 +797,30 @@ ts_tensor *ts_detach(ts_tensor *t); /* shares storage, no graph */
 /* Anomaly mode (also TS_DETECT_ANOMALY=1): backward fails with TS_ERR_STATE naming the forward op
  * whose backward produced NaN/Inf. */
 void ts_detect_anomaly(bool on);
+/* Activation checkpointing (PyTorch's torch.utils.checkpoint, non-reentrant): runs
+ * fn(ctx, inputs, n_inputs, outputs, n_outputs) recording the graph as usual, but whatever its ops
+ * save for backward is dropped when it returns (its intermediates are freed) and recomputed by
+ * running fn again, on the same inputs with the same random numbers and autocast state, the first
+ * time the backward needs it. Gradients reach the inputs and every parameter fn uses. fn fills
+ * outputs[0 .. n_outputs) (they land in the caller's scope) and returns TS_OK or an error; it must
+ * run the same ops each time (else the backward fails with TS_ERR_STATE), and an input modified in
+ * place before the backward is refused. ctx is taken over (also on failure): ctx_free(ctx), if
+ * given, runs when nothing can recompute any more (the graph is freed). With grad mode off fn just
+ * runs. Returns TS_OK or the error (outputs NULL). */
+typedef ts_status (*ts_checkpoint_fn)(void *ctx, ts_tensor *const *inputs, int n_inputs,
+                                      ts_tensor **outputs, int n_outputs);
+ts_status ts_checkpoint(ts_checkpoint_fn fn, void *ctx, void (*ctx_free)(void *ctx),
+                        ts_tensor *const *inputs, int n_inputs, ts_tensor **outputs, int n_outputs);
+/* The two halves of ts_checkpoint, for callers that run the function themselves (a binding):
+ * between ts_checkpoint_begin and ts_checkpoint_end the calling thread's ops save placeholders;
+ * fn is called only to recompute (given detached copies of the inputs, its outputs released).
+ * begin returns NULL with the error on bad arguments (ctx taken over either way); end must close
+ * the thread's innermost open frame (else TS_ERR_STATE). */
+typedef struct ts_checkpoint_frame ts_checkpoint_frame;
+ts_checkpoint_frame *ts_checkpoint_begin(ts_checkpoint_fn fn, void *ctx,
+                                         void (*ctx_free)(void *ctx), ts_tensor *const *inputs,
+                                         int n_inputs, int n_outputs);
+ts_status ts_checkpoint_end(ts_checkpoint_frame *f);
 /* Gradient check by f64 central differences: compares the analytical vector-Jacobian product of a
  * random vector with the numerical one for every element of every input that requires grad. */
 typedef ts_tensor *(*ts_gradcheck_fn)(ts_tensor *const *inputs, int n, void *ctx);

@@ -148,6 +148,13 @@ static bool opt_softmax_dim(void) { return ts_softmax(x23, 99) == NULL; }
 static bool opt_transpose_dim(void) { return ts_transpose(x23, 0, -99) == NULL; }
 static bool opt_sum_dim(void) { return ts_sum_dim(x23, INT_MIN, false) == NULL; }
 static bool opt_dropout_p(void) { return ts_dropout(x23, 1.5, true) == NULL; }
+static bool opt_sort_dim(void) { return ts_sort(x23, INT_MIN, false, false, NULL) == NULL; }
+static bool opt_topk_k(void) { return ts_topk(x23, INT64_MAX, -1, true, true, NULL) == NULL; }
+static bool opt_kthvalue_k(void) { return ts_kthvalue(x23, INT64_MIN, 0, false, NULL) == NULL; }
+static bool opt_histc_bins(void) { return ts_histc(x23, -1, 0, 1) == NULL; }
+static bool opt_quantile_q(void) {
+    return ts_quantile(x23, NULL, NAN, false, 0, false, "linear") == NULL;
+}
 static bool opt_dropout_nan(void) { return ts_dropout(x23, NAN, true) == NULL; }
 static bool opt_sgd_lr_nan(void) { return ts_sgd(lin, (ts_sgd_opts){.lr = NAN}) == NULL; }
 static bool opt_sgd_lr_neg(void) { return ts_sgd(lin, (ts_sgd_opts){.lr = -1}) == NULL; }
@@ -278,6 +285,11 @@ static const row rows[] = {
     {"transpose(x, 0, -99)", opt_transpose_dim, TS_ERR_ARG, "transpose"},
     {"sum_dim(x, INT_MIN)", opt_sum_dim, TS_ERR_ARG, "sum"},
     {"dropout(x, 1.5)", opt_dropout_p, TS_ERR_ARG, "dropout"},
+    {"sort(x, INT_MIN)", opt_sort_dim, TS_ERR_ARG, "sort"},
+    {"topk(x, INT64_MAX)", opt_topk_k, TS_ERR_ARG, "topk"},
+    {"kthvalue(x, INT64_MIN)", opt_kthvalue_k, TS_ERR_ARG, "kthvalue"},
+    {"histc(x, -1 bins)", opt_histc_bins, TS_ERR_ARG, "histc"},
+    {"quantile(x, NAN)", opt_quantile_q, TS_ERR_ARG, "quantile"},
     {"dropout(x, NAN)", opt_dropout_nan, TS_ERR_ARG, "dropout"},
     {"sgd(lr NAN)", opt_sgd_lr_nan, TS_ERR_ARG, "sgd"},
     {"sgd(lr -1)", opt_sgd_lr_neg, TS_ERR_ARG, "sgd"},

@@ -21,7 +21,8 @@
  *         Tensor_Scalar, Scalar), softplus, layer_norm, nll_loss, l1_loss, smooth_l1_loss,
  *         mse_loss, kl_div, huber_loss, soft_margin_loss, hinge_embedding_loss, poisson_nll_loss,
  *         margin_ranking_loss, triplet_margin_loss,
- * binary_cross_entropy_with_logits, logsumexp; fp32_set_opt_dtype: sum, prod, softmax, log_softmax;
+ * binary_cross_entropy_with_logits, logsumexp; fp32_set_opt_dtype: sum, prod, softmax, log_softmax,
+ * cumsum, cumprod;
  * cross_entropy (PyTorch's composite of log_softmax + nll_loss, both fp32)    -> F32/LOW/MIX: F
  *   batch_norm: on no CPU or CUDA list (their kernels take a half input with f32 parameters and
  *   give the input's dtype), as Tessera's                                    -> F32 F, LOW/MIX L
@@ -50,6 +51,8 @@ static ts_tensor *a_sum_dim(ts_tensor **in) { return ts_sum_dim(in[0], 1, false)
 static ts_tensor *a_sum_dims(ts_tensor **in) { return ts_sum_dims(in[0], TS_DIMS(0, 1), true); }
 static ts_tensor *a_prod(ts_tensor **in) { return ts_prod(in[0]); }
 static ts_tensor *a_prod_dim(ts_tensor **in) { return ts_prod_dim(in[0], 0, true); }
+static ts_tensor *a_cumsum(ts_tensor **in) { return ts_cumsum(in[0], 1, TS_DTYPE_DEFAULT); }
+static ts_tensor *a_cumprod(ts_tensor **in) { return ts_cumprod(in[0], 0, TS_DTYPE_DEFAULT); }
 static ts_tensor *a_logsumexp(ts_tensor **in) { return ts_logsumexp(in[0]); }
 static ts_tensor *a_logsumexp_dim(ts_tensor **in) { return ts_logsumexp_dim(in[0], 1, false); }
 static ts_tensor *a_exp(ts_tensor **in) { return ts_exp(in[0]); }
@@ -142,6 +145,8 @@ static const row rows[] = {
     {"sum_dims", K_UNARY, a_sum_dims, "FFFDI"},
     {"prod", K_UNARY, a_prod, "FFFDI"},
     {"prod_dim", K_UNARY, a_prod_dim, "FFFDI"},
+    {"cumsum", K_UNARY, a_cumsum, "FFFDI"},
+    {"cumprod", K_UNARY, a_cumprod, "FFFDI"},
     {"logsumexp", K_UNARY, a_logsumexp, "FFFDF"},
     {"logsumexp_dim", K_UNARY, a_logsumexp_dim, "FFFDF"},
     {"exp", K_UNARY, a_exp, "FFFDF"},

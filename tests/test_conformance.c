@@ -145,7 +145,10 @@ static const char *unary_names[] = {
     /* issue 52 */
     "expm1", "exp2", "log2", "log10", "erfc", "lgamma", "trunc", "digamma", "erfinv", "i0", "i0e",
     "i1", "i1e", "sinc", "frac", "deg2rad", "rad2deg", "polygamma", "logit", "nan_to_num",
-    "neginf_to"};
+    "neginf_to",
+    /* issue 52's activations */
+    "elu", "selu", "hardtanh", "hardshrink", "softshrink", "threshold", "logsigmoid", "mish",
+    "hardsigmoid", "hardswish"};
 _Static_assert(sizeof unary_names / sizeof *unary_names == TS_U_COUNT, "a name per unary op");
 
 /* Input values where every unary op is defined. */

@@ -170,6 +170,15 @@ FN(f_matmul, ts_matmul(A, B))
 /* indexing and joining */
 FN(f_index_select, ts_index_select(A, 1, i64(DEV, TS_SHAPE(4), (int64_t[]){2, 0, 2, 1})))
 FN(f_gather, ts_gather(A, 1, i64(DEV, TS_SHAPE(2, 2), (int64_t[]){2, 0, 1, 1})))
+/* sorting and selection (the values' gradient goes back through the indices) */
+FN(f_sort, ts_sort(A, 1, true, true, NULL))
+FN(f_topk, ts_topk(A, 2, 0, true, true, NULL))
+FN(f_kthvalue, ts_kthvalue(A, 2, 1, false, NULL))
+FN(f_median_dim, ts_median_dim(A, 1, true, NULL))
+FN(f_median, ts_median(A))
+FN(f_mode, ts_mode(A, 0, false, NULL))
+FN(f_quantile,
+   ts_quantile(A, f64(DEV, TS_SHAPE(2), (double[]){0.3, 0.9}), 0, true, 1, false, "linear"))
 FN(f_scatter_add, ts_scatter_add(A, 1, i64(DEV, TS_SHAPE(2, 2), (int64_t[]){2, 0, 2, 2}), B))
 FN(f_scatter_add_, ts_scatter_add_(CL(A), 0, i64(DEV, TS_SHAPE(2, 2), (int64_t[]){1, 0, 1, 1}), B))
 FN(f_cat, ts_cat(in, 3, 1))
@@ -397,6 +406,13 @@ static int table(row *rows) {
         ROW("matmul (3-D @ 2-D)", f_matmul, "aa", S(2, 2, 3), S(3, 2)),
         ROW("index_select", f_index_select, "a", S(2, 3)),
         ROW("gather", f_gather, "a", S(2, 3)),
+        ROW("sort", f_sort, "a", S(2, 3)),
+        ROW("topk", f_topk, "a", S(3, 2)),
+        ROW("kthvalue", f_kthvalue, "a", S(2, 3)),
+        ROW("median_dim", f_median_dim, "a", S(2, 3)),
+        ROW("median", f_median, "a", S(2, 3)),
+        ROW("mode", f_mode, "a", S(2, 3)),
+        ROW("quantile", f_quantile, "a", S(2, 4)),
         ROW("scatter_add", f_scatter_add, "aa", S(2, 3), S(2, 3)),
         ROW("scatter_add_", f_scatter_add_, "aa", S(2, 3), S(2, 2)),
         ROW("cat", f_cat, "aaa", S(2, 3), S(2, 1), S(2, 2)),

@@ -11,7 +11,8 @@
 
 /* --model gpt on --data text: a corpus whose next byte follows from the last one ("abcdefgh"
  * repeated) is learnt well below the unigram model's 3 bits per byte, generate continues a prompt,
- * --grad-accum of two half batches equals the whole batch, --time-limit stops, and the mistakes. */
+ * --grad-accum of two half batches equals the whole batch, --checkpoint-activations trains
+ * identically, --time-limit stops, and the mistakes. */
 static void test_text_gpt(void) {
     FILE *f = fopen(path_in("abc.txt", NULL), "w");
     for (int i = 0; i < 1500; i++) fputs("abcdefgh", f);
@@ -72,6 +73,23 @@ static void test_text_gpt(void) {
                                 path_in("acc8", "model.safetensors"));
     CHECK(d < 1e-5); /* float32 sums in another order */
     if (!(d < 1e-5)) fprintf(stderr, "  accumulated vs whole batch: %g\n", d);
+
+    /* --checkpoint-activations: the same training, weight for weight (blocks recomputed in
+     * backward with the same dropout masks) */
+    r = RUN(GPT, "--layers", "2", "--dropout", "0.1", "--max-steps", "3", "--checkpoint",
+            path_in("ck0", NULL));
+    check_clean_exit(&r);
+    result_free(&r);
+    r = RUN(GPT, "--layers", "2", "--dropout", "0.1", "--max-steps", "3",
+            "--checkpoint-activations", "1", "--checkpoint", path_in("ck1", NULL));
+    check_clean_exit(&r);
+    result_free(&r);
+    d = weights_rel_diff(path_in("ck0", "model.safetensors"), path_in("ck1", "model.safetensors"));
+    CHECK(d == 0);
+    if (d != 0) fprintf(stderr, "  checkpointed activations vs kept: %g\n", d);
+    check_usage_error(RUN("train", "--model", "mlp", DATA, "--checkpoint-activations", "1"),
+                      "tessera: --checkpoint-activations: for --model gpt and the resnets, not "
+                      "mlp\n");
 
     r = RUN(GPT, "--time-limit", "0.001", "--label-smoothing", "0.1", "--clip-grad", "1");
     check_clean_exit(&r);

@@ -194,6 +194,15 @@ void ts_module_free(ts_module *m);
 /* Runs m->forward inside a scope of its own: its intermediates are released on return (autograd
  * keeps what backward needs) and the result belongs to the caller's scope (or to the caller). */
 ts_tensor *ts_forward(ts_module *m, ts_tensor *x);
+/* Activation checkpointing per module (ts_checkpoint): with the flag on, ts_forward runs the
+ * module's forward so that its intermediates are recomputed in backward instead of kept (its
+ * hooks run once, outside). Replicas (data parallel) keep the flag. */
+ts_status ts_module_set_checkpoint(ts_module *m, bool on);
+bool ts_module_checkpointed(ts_module *m);
+/* PyTorch's checkpoint_sequential: seq's children in order, split into `segments` runs of
+ * n / segments children (the last run takes the rest; segments > n counts as n), every run but
+ * the last under ts_checkpoint. -> the output, in the caller's scope. */
+ts_tensor *ts_checkpoint_sequential(ts_module *seq, int segments, ts_tensor *x);
 /* Forward hooks (PyTorch's register_forward_pre_hook / register_forward_hook), run by ts_forward
  * and by the functional forms that take a module (ts_transformer_encoder_layer): pre hooks before
  * the module's forward, in registration order (a status other than TS_OK stops the forward, which
@@ -309,6 +318,49 @@ ts_tensor *ts_init_xavier_uniform_(ts_tensor *t, double gain);
 ts_tensor *ts_init_zeros_(ts_tensor *t);
 ts_tensor *ts_init_ones_(ts_tensor *t);
 
+/* ======================================================== more activations (issue 52)
+ * torch.nn.functional's, with PyTorch's formulas, NaN propagation and gradients (the kink points
+ * included: hardtanh / relu6 pass no gradient at their bounds, threshold keeps x only where x >
+ * threshold, elu's gradient at 0 is alpha); floating dtypes (f16 / bf16 computed in float) on
+ * every device. The `_` forms write into t and return it (retained into the scope) as ts_relu_.
+ * TS_ERR_DTYPE for integer inputs where PyTorch has no kernel, TS_ERR_ARG / TS_ERR_SHAPE with
+ * PyTorch's messages for bad numbers and shapes. */
+ts_tensor *ts_elu(ts_tensor *t, double alpha); /* x > 0 ? x : alpha (e^x - 1) */
+ts_tensor *ts_elu_(ts_tensor *t, double alpha);
+/* x > 0 ? x : alpha (e^(x / alpha) - 1); alpha != 0 */
+ts_tensor *ts_celu(ts_tensor *t, double alpha);
+ts_tensor *ts_celu_(ts_tensor *t, double alpha);
+ts_tensor *ts_selu(ts_tensor *t); /* scale * elu(x, alpha), PyTorch's constants */
+ts_tensor *ts_selu_(ts_tensor *t);
+/* clamp(x, min_val, max_val) (min_val <= max_val; integer tensors too, with the numbers truncated,
+ * as PyTorch); relu6 is hardtanh(x, 0, 6) */
+ts_tensor *ts_hardtanh(ts_tensor *t, double min_val, double max_val);
+ts_tensor *ts_hardtanh_(ts_tensor *t, double min_val, double max_val);
+ts_tensor *ts_relu6(ts_tensor *t);
+ts_tensor *ts_relu6_(ts_tensor *t);
+/* x <= threshold ? value : x (integer tensors too: the numbers truncated, TS_ERR_ARG when they do
+ * not fit the dtype) */
+ts_tensor *ts_threshold(ts_tensor *t, double threshold, double value);
+ts_tensor *ts_threshold_(ts_tensor *t, double threshold, double value);
+ts_tensor *ts_hardshrink(ts_tensor *t, double lambd); /* 0 on [-lambd, lambd], else x */
+/* x -+ lambd outside [-lambd, lambd], else 0; lambd >= 0 */
+ts_tensor *ts_softshrink(ts_tensor *t, double lambd);
+ts_tensor *ts_tanhshrink(ts_tensor *t); /* x - tanh(x) */
+ts_tensor *ts_softsign(ts_tensor *t);   /* x / (1 + |x|) */
+ts_tensor *ts_logsigmoid(ts_tensor *t); /* log(sigmoid(x)), stable both sides */
+ts_tensor *ts_mish(ts_tensor *t);       /* x tanh(log(1 + e^x)) */
+ts_tensor *ts_mish_(ts_tensor *t);
+ts_tensor *ts_hardsigmoid(ts_tensor *t); /* min(max(x + 3, 0), 6) / 6 */
+ts_tensor *ts_hardsigmoid_(ts_tensor *t);
+ts_tensor *ts_hardswish(ts_tensor *t); /* x min(max(x + 3, 0), 6) / 6 */
+ts_tensor *ts_hardswish_(ts_tensor *t);
+/* glu: a * sigmoid(b), a and b the halves of dim (even size) */
+ts_tensor *ts_glu(ts_tensor *t, int dim);
+/* prelu: x > 0 ? x : w x; w (t's dtype and device) 0-dim or 1-D of 1 or C = t's dim 1 (a 0-/1-dim
+ * t has one channel) elements; differentiable in both */
+ts_tensor *ts_prelu(ts_tensor *t, ts_tensor *w);
+ts_tensor *ts_softmin(ts_tensor *t, int dim); /* softmax(-x, dim) */
+
 /* =============================================================== transformers
  * (docs/TRANSFORMER.md) */
 /* GELU's tanh approximation, torch.nn.functional.gelu(x, approximate='tanh'):
@@ -402,6 +454,10 @@ ts_tensor *ts_sample_logits(ts_tensor *logits, ts_sample_opts o);
  * feeds the last `context` tokens (nanoGPT's crop) and recomputes them (no key/value cache). Runs
  * without a graph and in eval mode (the module's mode is restored afterwards). */
 ts_tensor *ts_gpt_generate(ts_module *gpt, ts_tensor *idx, int64_t new_tokens, ts_sample_opts o);
+/* Activation checkpointing of the blocks (ts_module_set_checkpoint): block i is checkpointed when
+ * every > 0 and i % every == 0 (1: all of them; 0: none). TS_ERR_ARG for a module that is not a
+ * GPT or every < 0. */
+ts_status ts_gpt_checkpoint_blocks(ts_module *gpt, int every);
 
 /* ======================================================== residual networks (docs/RESNET.md) */
 /* torchvision's blocks (ResNet v1.5: a block's stride is on its 3x3 conv), convs without bias.
@@ -444,6 +500,9 @@ typedef struct ts_resnet_config {
  * convs kaiming_normal_ fan_out relu, BatchNorm weight 1 and bias 0, fc PyTorch's default.
  * ts_forward(resnet, x [N, in_channels, H, W]) -> logits [N, num_classes]. */
 ts_module *ts_resnet_new(ts_resnet_block block, const int layers[4], ts_resnet_config c);
+/* Checkpointing of the residual blocks, counted over all stages (ts_gpt_checkpoint_blocks's rule).
+ */
+ts_status ts_resnet_checkpoint_blocks(ts_module *resnet, int every);
 ts_module *ts_resnet18(ts_resnet_config c); /* BasicBlock [2, 2, 2, 2]: 11.7M parameters */
 ts_module *ts_resnet34(ts_resnet_config c); /* BasicBlock [3, 4, 6, 3]: 21.8M */
 ts_module *ts_resnet50(ts_resnet_config c); /* Bottleneck [3, 4, 6, 3]: 25.6M */

@@ -24,6 +24,47 @@ typedef struct ts_rmsprop_opts {
     bool centered, maximize;
 } ts_rmsprop_opts;
 
+/* Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD and Rprop: unlike the options above, every field
+ * is literal (a zero is a zero, as in PyTorch); start from ts_<name>_defaults(), PyTorch's
+ * defaults, and change what differs. Each follows torch.optim's update exactly; the state dict has
+ * PyTorch's names (step, and NAdam's mu_product, ASGD's eta and mu, as f32 0-dim tensors). Their
+ * steps cannot be captured (they take per-step scalars from the host). */
+typedef struct ts_adagrad_opts {
+    double lr, lr_decay, weight_decay, initial_accumulator_value, eps; /* 1e-2, 0, 0, 0, 1e-10 */
+    bool maximize;
+} ts_adagrad_opts;
+typedef struct ts_adadelta_opts {
+    double lr, rho, eps, weight_decay; /* 1.0, 0.9, 1e-6, 0 */
+    bool maximize;
+} ts_adadelta_opts;
+typedef struct ts_adamax_opts {
+    double lr, beta1, beta2, eps, weight_decay; /* 2e-3, 0.9, 0.999, 1e-8, 0 */
+    bool maximize;
+} ts_adamax_opts;
+typedef struct ts_nadam_opts {
+    double lr, beta1, beta2, eps, weight_decay, momentum_decay; /* 2e-3, .9, .999, 1e-8, 0, 4e-3 */
+    bool decoupled_weight_decay, maximize;
+} ts_nadam_opts;
+typedef struct ts_radam_opts {
+    double lr, beta1, beta2, eps, weight_decay; /* 1e-3, 0.9, 0.999, 1e-8, 0 */
+    bool decoupled_weight_decay, maximize;
+} ts_radam_opts;
+typedef struct ts_asgd_opts {
+    double lr, lambd, alpha, t0, weight_decay; /* 1e-2, 1e-4, 0.75, 1e6, 0 */
+    bool maximize;
+} ts_asgd_opts;
+typedef struct ts_rprop_opts {
+    double lr, etaminus, etaplus, step_size_min, step_size_max; /* 1e-2, 0.5, 1.2, 1e-6, 50 */
+    bool maximize;
+} ts_rprop_opts;
+ts_adagrad_opts ts_adagrad_defaults(void);
+ts_adadelta_opts ts_adadelta_defaults(void);
+ts_adamax_opts ts_adamax_defaults(void);
+ts_nadam_opts ts_nadam_defaults(void);
+ts_radam_opts ts_radam_defaults(void);
+ts_asgd_opts ts_asgd_defaults(void);
+ts_rprop_opts ts_rprop_defaults(void);
+
 /* Over every parameter of a module (one group), or over an explicit list. */
 ts_optim *ts_sgd(ts_module *m, ts_sgd_opts o);
 ts_optim *ts_sgd_params(ts_tensor *const *params, int n, ts_sgd_opts o);
@@ -37,6 +78,20 @@ ts_optim *ts_adamw_params(ts_tensor *const *params, int n, ts_adam_opts o);
 ts_optim *ts_adamw_decay_groups(ts_module *m, ts_adam_opts o);
 ts_optim *ts_rmsprop(ts_module *m, ts_rmsprop_opts o);
 ts_optim *ts_rmsprop_params(ts_tensor *const *params, int n, ts_rmsprop_opts o);
+ts_optim *ts_adagrad(ts_module *m, ts_adagrad_opts o);
+ts_optim *ts_adagrad_params(ts_tensor *const *params, int n, ts_adagrad_opts o);
+ts_optim *ts_adadelta(ts_module *m, ts_adadelta_opts o);
+ts_optim *ts_adadelta_params(ts_tensor *const *params, int n, ts_adadelta_opts o);
+ts_optim *ts_adamax(ts_module *m, ts_adamax_opts o);
+ts_optim *ts_adamax_params(ts_tensor *const *params, int n, ts_adamax_opts o);
+ts_optim *ts_nadam(ts_module *m, ts_nadam_opts o);
+ts_optim *ts_nadam_params(ts_tensor *const *params, int n, ts_nadam_opts o);
+ts_optim *ts_radam(ts_module *m, ts_radam_opts o);
+ts_optim *ts_radam_params(ts_tensor *const *params, int n, ts_radam_opts o);
+ts_optim *ts_asgd(ts_module *m, ts_asgd_opts o);
+ts_optim *ts_asgd_params(ts_tensor *const *params, int n, ts_asgd_opts o);
+ts_optim *ts_rprop(ts_module *m, ts_rprop_opts o);
+ts_optim *ts_rprop_params(ts_tensor *const *params, int n, ts_rprop_opts o);
 /* A further parameter group with its own learning rate (other options as the first group). */
 ts_status ts_optim_add_param_group(ts_optim *opt, ts_tensor *const *params, int n, double lr);
 /* The same with its own weight decay (PyTorch's add_param_group({"params": ..., "weight_decay":
@@ -47,6 +102,10 @@ int ts_optim_num_groups(ts_optim *opt);
 double ts_optim_get_weight_decay(ts_optim *opt, int group);
 double ts_optim_get_lr(ts_optim *opt, int group);
 ts_status ts_optim_set_lr(ts_optim *opt, int group, double lr);
+/* A group's momentum (SGD, RMSprop) or beta1 (Adam, AdamW, Adamax, NAdam, RAdam), which
+ * PyTorch's OneCycleLR and CyclicLR cycle; TS_ERR_ARG (NAN from get) for the other kinds. */
+double ts_optim_get_momentum(ts_optim *opt, int group);
+ts_status ts_optim_set_momentum(ts_optim *opt, int group, double momentum);
 void ts_optim_zero_grad(ts_optim *opt); /* set_to_none, PyTorch 2's default */
 /* All or nothing: every parameter steps, or (an error, out of memory included) none changes, nor
  * the state. While an error is pending on the thread it does nothing and returns that error: the

@@ -250,7 +250,100 @@ static PyObject *f_set_detect_anomaly(PyObject *mod, PyObject *on) {
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ activation checkpointing
+ * tessera.utils.checkpoint runs the function itself between _checkpoint_begin(recompute, inputs)
+ * and _checkpoint_end(frame); the C core calls recompute(*detached_inputs) when a backward needs
+ * the dropped intermediates (src/autograd/checkpoint.c). */
+#define TSP_CKPT_CAPSULE "tessera.checkpoint_frame"
+
+typedef struct py_ckpt {
+    PyObject *fn;
+} py_ckpt;
+
+static void py_ckpt_free(void *p) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_XDECREF(((py_ckpt *)p)->fn);
+    PyGILState_Release(g);
+    free(p);
+}
+
+/* the recomputation: fn(*inputs) with the GIL held and the C scopes suspended, result dropped */
+static ts_status py_ckpt_run(void *p, ts_tensor *const *in, int n_in, ts_tensor **out, int n_out) {
+    (void)out, (void)n_out;
+    PyGILState_STATE g = PyGILState_Ensure();
+    ts_scope_suspension sus = ts_scope_suspend();
+    ts_status st = TS_OK;
+    PyObject *args = PyTuple_New(n_in);
+    for (int i = 0; args && i < n_in; i++) {
+        PyObject *w = in[i] ? tsp_wrap(ts_retain(in[i])) : Py_NewRef(Py_None);
+        if (!w) {
+            Py_CLEAR(args);
+            break;
+        }
+        PyTuple_SET_ITEM(args, i, w);
+    }
+    PyObject *r = args ? PyObject_CallObject(((py_ckpt *)p)->fn, args) : NULL;
+    if (!r) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyObject *text = value ? PyObject_Str(value) : NULL;
+        const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
+        st = ts_error_set(TS_ERR_STATE, "checkpoint: the recomputation raised %s: %s",
+                          type ? ((PyTypeObject *)type)->tp_name : "an exception", msg ? msg : "?");
+        Py_XDECREF(text);
+        Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(tb);
+        PyErr_Clear();
+    }
+    Py_XDECREF(r);
+    Py_XDECREF(args);
+    ts_scope_resume(sus);
+    PyGILState_Release(g);
+    return st;
+}
+
+/* _checkpoint_begin(recompute, inputs) -> frame */
+static PyObject *f_checkpoint_begin(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *fn, *seq;
+    if (!PyArg_ParseTuple(args, "OO:_checkpoint_begin", &fn, &seq)) return NULL;
+    if (!PyCallable_Check(fn))
+        return PyErr_Format(PyExc_TypeError, "checkpoint: the function must be callable, not %s",
+                            Py_TYPE(fn)->tp_name);
+    PyObject *tup = PySequence_Tuple(seq);
+    if (!tup) return NULL;
+    const Py_ssize_t n = PyTuple_GET_SIZE(tup);
+    ts_tensor **in = PyMem_Calloc((size_t)n + 1, sizeof *in);
+    py_ckpt *c = malloc(sizeof *c);
+    if (!in || !c) {
+        PyMem_Free(in), free(c), Py_DECREF(tup);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!(in[i] = tsp_tensor_arg(PyTuple_GET_ITEM(tup, i), "checkpoint", "inputs"))) {
+            PyMem_Free(in), free(c), Py_DECREF(tup);
+            return NULL;
+        }
+    c->fn = Py_NewRef(fn);
+    ts_checkpoint_frame *f = ts_checkpoint_begin(py_ckpt_run, c, py_ckpt_free, in, (int)n, 0);
+    PyMem_Free(in);
+    Py_DECREF(tup);
+    if (!f) return tsp_raise_pending();
+    return PyCapsule_New(f, TSP_CKPT_CAPSULE, NULL);
+}
+
+/* _checkpoint_end(frame): closes it (once) */
+static PyObject *f_checkpoint_end(PyObject *mod, PyObject *cap) {
+    (void)mod;
+    ts_checkpoint_frame *f = PyCapsule_GetPointer(cap, TSP_CKPT_CAPSULE);
+    if (!f) return NULL;
+    if (PyCapsule_SetName(cap, TSP_CKPT_CAPSULE ".closed") < 0) return NULL;
+    if (ts_checkpoint_end(f) != TS_OK) return tsp_raise_pending();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef functions[] = {
+    {"_checkpoint_begin", f_checkpoint_begin, METH_VARARGS, "_checkpoint_begin(recompute, inputs)"},
+    {"_checkpoint_end", f_checkpoint_end, METH_O, "_checkpoint_end(frame)"},
     {"_backward", FN(f_backward), METH_FASTCALL, "_backward(tensors, grad_tensors, retain_graph)"},
     {"is_grad_enabled", f_is_grad_enabled, METH_NOARGS, "gradient recording is on (this thread)"},
     {"_grad_disable", f_grad_disable, METH_NOARGS, NULL},

@@ -4,7 +4,7 @@
  * Sim devices exist only inside Tessera: ts_to_dlpack refuses them, so __dlpack_device__ names
  * them kDLExtDev (12) and __dlpack__ exports them only as a copy, when asked for dl_device=(1, 0).
  */
-#include "tsp.h"
+#include "tensor_impl.h"
 
 #include <dlpack/dlpack.h>
 
@@ -404,13 +404,13 @@ static int readonly_warning(const Py_buffer *v) {
                         1);
 }
 
-static PyObject *import_buffer(PyObject *arr) {
+static PyObject *import_buffer(PyObject *arr, bool warn) {
     buffer_ctx *c = PyMem_RawCalloc(1, sizeof *c);
     if (!c) return PyErr_NoMemory();
     if (PyObject_GetBuffer(arr, &c->view, PyBUF_RECORDS_RO) < 0) return PyMem_RawFree(c), NULL;
     DLTensor *d = &c->m.dl_tensor;
     if (buffer_dtype(arr, &c->view, &d->dtype) < 0 || buffer_layout(c) < 0 ||
-        readonly_warning(&c->view) < 0)
+        (warn && readonly_warning(&c->view) < 0))
         return buffer_ctx_free(c), NULL;
     d->data = c->view.buf;
     d->device = (DLDevice){kDLCPU, 0};
@@ -424,14 +424,59 @@ static PyObject *import_buffer(PyObject *arr) {
     return tsp_wrap(t);
 }
 
-static int is_ndarray(PyObject *o) {
-    PyObject *np = PyImport_ImportModule("numpy");
-    if (!np) return PyErr_Clear(), 0; /* without NumPy there is no ndarray */
-    PyObject *type = PyObject_GetAttrString(np, "ndarray");
+/* o an instance of numpy.<name>: 1, 0 (also without NumPy: nothing is then), -1 on error */
+static int is_numpy(PyObject *o, const char *name) {
+    PyObject *mods = PyImport_GetModuleDict(); /* NumPy made o, so it is imported already */
+    PyObject *np = mods ? PyDict_GetItemString(mods, "numpy") : NULL;
+    if (!np) return 0;
+    PyObject *type = PyObject_GetAttrString(np, name);
     int r = type ? PyObject_IsInstance(o, type) : -1;
-    Py_DECREF(np);
     Py_XDECREF(type);
     return r;
+}
+static int is_ndarray(PyObject *o) { return is_numpy(o, "ndarray"); }
+
+int tsp_is_ndarray(PyObject *o, int ndim_min) {
+    int r = is_ndarray(o);
+    if (r <= 0 || ndim_min <= 0) return r;
+    PyObject *nd = PyObject_GetAttrString(o, "ndim");
+    long n = nd ? PyLong_AsLong(nd) : -1;
+    Py_XDECREF(nd);
+    if (n == -1 && PyErr_Occurred()) return -1;
+    return n >= ndim_min;
+}
+
+int tsp_is_numpy_scalar(PyObject *o) { return is_numpy(o, "generic"); }
+
+/* tessera.tensor(array or NumPy scalar): numpy.asarray (a negatively strided array copied by
+ * NumPy first), shared, then cloned: a tensor of its own with the array's dtype */
+ts_tensor *tsp_numpy_tensor(PyObject *o) {
+    PyObject *mods = PyImport_GetModuleDict();
+    PyObject *np = mods ? PyDict_GetItemString(mods, "numpy") : NULL;
+    PyObject *arr = np ? PyObject_CallMethod(np, "asarray", "O", o) : NULL;
+    if (!arr) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "tensor(): NumPy is not loaded");
+        return NULL;
+    }
+    PyObject *strides = PyObject_GetAttrString(arr, "strides");
+    int negative = 0;
+    for (Py_ssize_t i = 0; strides && i < PyTuple_Size(strides); i++)
+        negative |= PyLong_AsLong(PyTuple_GET_ITEM(strides, i)) < 0;
+    Py_XDECREF(strides);
+    if (negative) {
+        PyObject *c = PyObject_CallMethod(arr, "copy", NULL);
+        Py_DECREF(arr);
+        arr = c;
+    }
+    if (!arr || PyErr_Occurred()) return Py_XDECREF(arr), NULL;
+    PyObject *shared = import_buffer(arr, false);
+    Py_DECREF(arr);
+    if (!shared) return NULL;
+    ts_tensor *t;
+    TSP_NOGIL(t = ts_clone(tsp_tensor_of(shared)));
+    Py_DECREF(shared);
+    if (!t || ts_error() != TS_OK) return tsp_drop(t), tsp_raise_pending(), NULL;
+    return t;
 }
 
 static PyObject *from_numpy(PyObject *unused, PyObject *arr) {
@@ -440,7 +485,7 @@ static PyObject *from_numpy(PyObject *unused, PyObject *arr) {
     if (r < 0) return NULL;
     if (!r)
         return PyErr_Format(PyExc_TypeError, "expected np.ndarray (got %s)", Py_TYPE(arr)->tp_name);
-    return import_buffer(arr);
+    return import_buffer(arr, true);
 }
 
 /* ------------------------------------------------------------------ as_tensor, _data_ptr */
@@ -474,7 +519,7 @@ static PyObject *as_tensor(PyObject *unused, PyObject *args, PyObject *kwargs) {
     if (tsp_tensor_of(data))
         Py_INCREF(data), t = data;
     else if (nd)
-        t = import_buffer(data);
+        t = import_buffer(data, true);
     else if (PyObject_HasAttrString(data, "__dlpack__"))
         t = import_protocol(data);
     else { /* lists and numbers: a new tensor, made in the dtype and on the device asked */

@@ -73,8 +73,25 @@ static ts_dtype dtype_from_name(const char *s) {
         const char *name;
         ts_dtype dt;
     } aliases[] = {
-        {"float", TS_F32}, {"double", TS_F64}, {"half", TS_F16},  {"long", TS_I64},
-        {"int", TS_I32},   {"uint8", TS_U8},   {"bool", TS_BOOL}, {"short", TS_I16},
+        {"float", TS_F32},
+        {"double", TS_F64},
+        {"half", TS_F16},
+        {"long", TS_I64},
+        {"int", TS_I32},
+        {"uint8", TS_U8},
+        {"bool", TS_BOOL},
+        {"short", TS_I16},
+        /* the legacy tensor types' names: x.type("torch.LongTensor") */
+        {"FloatTensor", TS_F32},
+        {"DoubleTensor", TS_F64},
+        {"HalfTensor", TS_F16},
+        {"BFloat16Tensor", TS_BF16},
+        {"LongTensor", TS_I64},
+        {"IntTensor", TS_I32},
+        {"ShortTensor", TS_I16},
+        {"CharTensor", TS_I8},
+        {"ByteTensor", TS_U8},
+        {"BoolTensor", TS_BOOL},
     };
     const char *dot = strrchr(s, '.');
     if (dot) s = dot + 1;
@@ -97,6 +114,14 @@ int tsp_dtype_arg(PyObject *o, ts_dtype *out, const char *fn, const char *arg) {
     if (o == (PyObject *)&PyFloat_Type) return *out = TS_F64, 0;
     if (o == (PyObject *)&PyLong_Type) return *out = TS_I64, 0;
     if (o == (PyObject *)&PyBool_Type) return *out = TS_BOOL, 0;
+    if (PyType_Check(o)) { /* a legacy tensor type (tessera.LongTensor): its dtype */
+        PyObject *d = PyObject_GetAttrString(o, "dtype");
+        int is = d && Py_IS_TYPE(d, &dtype_type);
+        if (is) *out = ((dtype_obj *)d)->dt;
+        Py_XDECREF(d);
+        PyErr_Clear();
+        if (is) return 0;
+    }
     if (PyUnicode_Check(o)) {
         ts_dtype dt = dtype_from_name(PyUnicode_AsUTF8(o));
         if (dt == TS_DTYPE_COUNT) {

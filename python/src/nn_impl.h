@@ -12,6 +12,8 @@ int tsp_init_cmodule(PyObject *m);
 int tsp_init_nn_resample(PyObject *m);
 /* nn_loss_more.c: _nn_loss_more (src/nn/loss_more.c's losses) */
 int tsp_init_nn_loss_more(PyObject *m);
+/* nn_act_more.c: _nn_act_more, _nn_glu, _nn_prelu, _nn_softmin (src/ops/activation.c) */
+int tsp_init_nn_act_more(PyObject *m);
 
 /* optim.c: a C tensor list as {name: Tensor} (the list is freed; NULL with an exception, also when
  * a C error is pending), and a {name: Tensor} dict as a list (0; -1 with an exception) */

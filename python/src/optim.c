@@ -1,6 +1,7 @@
-/* optim.c — _C.COptimizer: one C optimizer (SGD, Adam, AdamW, RMSprop) over the handles of the
- * Python Parameters, with its groups' learning rates, state dict and gradient clipping.
- * tessera.optim's classes (PyTorch's param_groups, schedulers) are thin Python over it. */
+/* optim.c — _C.COptimizer: one C optimizer (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax,
+ * NAdam, RAdam, ASGD, Rprop) over the handles of the Python Parameters, with its groups' learning
+ * rates, state dict and gradient clipping. tessera.optim's classes (PyTorch's param_groups,
+ * schedulers) are thin Python over it. */
 #include "nn_impl.h"
 
 #include <math.h>
@@ -30,7 +31,20 @@ static ts_tensor **handles(PyObject *seq, int *n, const char *fn) {
     return h;
 }
 
-enum { K_SGD, K_ADAM, K_ADAMW, K_RMSPROP };
+enum {
+    K_SGD,
+    K_ADAM,
+    K_ADAMW,
+    K_RMSPROP,
+    K_ADAGRAD,
+    K_ADADELTA,
+    K_ADAMAX,
+    K_NADAM,
+    K_RADAM,
+    K_ASGD,
+    K_RPROP
+};
+#define MAX_HP 8
 
 /* h[0..n) with hyper-parameters hp (PyTorch's order per kind, see tessera/optim/optimizer.py) */
 static ts_optim *make(int kind, ts_tensor **h, int n, const double *hp, int f1, int f2) {
@@ -45,22 +59,51 @@ static ts_optim *make(int kind, ts_tensor **h, int n, const double *hp, int f1, 
     case K_RMSPROP:
         return ts_rmsprop_params(h, n,
                                  (ts_rmsprop_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f1, f2});
+    case K_ADAGRAD:
+        return ts_adagrad_params(h, n, (ts_adagrad_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f2});
+    case K_ADADELTA:
+        return ts_adadelta_params(h, n, (ts_adadelta_opts){hp[0], hp[1], hp[2], hp[3], f2});
+    case K_ADAMAX:
+        return ts_adamax_params(h, n, (ts_adamax_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f2});
+    case K_NADAM:
+        return ts_nadam_params(h, n,
+                               (ts_nadam_opts){hp[0], hp[1], hp[2], hp[3], hp[4], hp[5], f1, f2});
+    case K_RADAM:
+        return ts_radam_params(h, n, (ts_radam_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f1, f2});
+    case K_ASGD:
+        return ts_asgd_params(h, n, (ts_asgd_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f2});
+    case K_RPROP:
+        return ts_rprop_params(h, n, (ts_rprop_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f2});
     default:
         return ts_error_set(TS_ERR_ARG, "optimizer: unknown kind %d", kind), NULL;
     }
 }
 
-/* _optim_new(kind, params, (hp0..hp4), flag1, flag2): SGD (lr, momentum, dampening, weight_decay;
- * nesterov, maximize), Adam/AdamW (lr, beta1, beta2, eps, weight_decay; amsgrad, maximize),
- * RMSprop (lr, alpha, eps, weight_decay, momentum; centered, maximize) */
+/* _optim_new(kind, params, (hp0, hp1, ...), flag1, flag2): SGD (lr, momentum, dampening,
+ * weight_decay; nesterov, maximize), Adam/AdamW (lr, beta1, beta2, eps, weight_decay; amsgrad,
+ * maximize), RMSprop (lr, alpha, eps, weight_decay, momentum; centered, maximize); the options of
+ * the ts_<kind>_opts structs in their order for the others (flag1 decoupled_weight_decay for
+ * NAdam and RAdam, flag2 maximize), missing ones zero */
 static PyObject *optim_new(PyObject *self, PyObject *args) {
     (void)self;
     int kind, f1, f2, n;
-    PyObject *params;
-    double hp[5];
-    if (!PyArg_ParseTuple(args, "iO(ddddd)pp:optimizer", &kind, &params, &hp[0], &hp[1], &hp[2],
-                          &hp[3], &hp[4], &f1, &f2))
-        return NULL;
+    PyObject *params, *hpseq;
+    double hp[MAX_HP] = {0};
+    if (!PyArg_ParseTuple(args, "iOOpp:optimizer", &kind, &params, &hpseq, &f1, &f2)) return NULL;
+    PyObject *hpf = PySequence_Fast(hpseq, "optimizer: options must be a tuple of floats");
+    if (!hpf) return NULL;
+    if (PySequence_Fast_GET_SIZE(hpf) > MAX_HP) {
+        Py_DECREF(hpf);
+        return PyErr_Format(PyExc_ValueError, "optimizer: more than %d options", MAX_HP);
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(hpf); i++) {
+        hp[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(hpf, i));
+        if (hp[i] == -1.0 && PyErr_Occurred()) {
+            Py_DECREF(hpf);
+            return NULL;
+        }
+    }
+    Py_DECREF(hpf);
     ts_tensor **h = handles(params, &n, "optimizer");
     if (!h) return NULL;
     ts_optim *o = make(kind, h, n, hp, f1, f2);
@@ -150,6 +193,15 @@ static PyObject *co_set_lr(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *co_set_momentum(PyObject *self, PyObject *args) {
+    int g;
+    double m;
+    if (!PyArg_ParseTuple(args, "id:set_momentum", &g, &m)) return NULL;
+    ts_optim_set_momentum(O(self), g, m);
+    if (tsp_check()) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* {name: Tensor} of a C tensor list (the tensors move into the dict's Tensors) */
 PyObject *tspo_dict_of_list(ts_tensor_list *l) {
     PyObject *d = tsp_check() ? NULL : PyDict_New();
@@ -207,6 +259,7 @@ static PyMethodDef coptim_methods[] = {
     {"add_param_group", FN(co_add_group), METH_VARARGS, "add_param_group(params, lr, wd)"},
     {"get_lr", FN(co_get_lr), METH_VARARGS, NULL},
     {"set_lr", FN(co_set_lr), METH_VARARGS, NULL},
+    {"set_momentum", FN(co_set_momentum), METH_VARARGS, "a group's momentum or beta1"},
     {"state_dict", co_state_dict, METH_NOARGS, "{'state.<i>.<name>': Tensor, ...}"},
     {"load_state_dict", co_load_state_dict, METH_O, NULL},
     {NULL, NULL, 0, NULL},

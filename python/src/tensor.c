@@ -388,20 +388,24 @@ static PyTypeObject tensor_type = {
     .tp_new = tensor_new,
 };
 
-/* Tensor(), Tensor(*sizes), Tensor(data): torch.Tensor's legacy constructor (float32) */
+/* Tensor(), Tensor(*sizes), Tensor(data): torch.Tensor's legacy constructor (the default dtype) */
 static PyObject *tensor_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     if (kwargs && PyDict_GET_SIZE(kwargs)) {
         PyErr_SetString(PyExc_TypeError, "Tensor(): takes no keyword arguments");
         return NULL;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(args);
-    if (n == 1 && !PyIndex_Check(PyTuple_GET_ITEM(args, 0))) {
-        ts_tensor *t = tsp_tensor_from_data(PyTuple_GET_ITEM(args, 0), TS_F32, (ts_opts){0});
+    PyObject *a0 = n == 1 ? PyTuple_GET_ITEM(args, 0) : NULL;
+    int nd = a0 && PyIndex_Check(a0) ? tsp_is_ndarray(a0, 0) : 0; /* an array has __index__ */
+    if (nd < 0) return NULL;
+    if (a0 && (nd || !PyIndex_Check(a0)) && !Py_IS_TYPE(a0, &size_type)) { /* Size: a shape */
+        ts_tensor *t =
+            tsp_tensor_from_data(PyTuple_GET_ITEM(args, 0), tsp_default_float, (ts_opts){0});
         return t ? tsp_wrap_as(type, t) : NULL;
     }
     ts_shape s = {.ndim = 1};
     if (n && tsp_shape_args(args, 0, &s, "Tensor") < 0) return NULL;
-    return tsp_wrap_as(type, ts_empty(s, (ts_opts){0}));
+    return tsp_wrap_as(type, ts_empty(s, (ts_opts){.dtype = tsp_default_float}));
 }
 
 /* all tables of the pieces, concatenated into one (the type wants one array) */
@@ -435,12 +439,13 @@ static int add_type(PyObject *m, const char *name, PyTypeObject *t) {
 
 int tsp_init_tensor(PyObject *m) {
     PyMethodDef *const methods[] = {
-        tsp_tensor_core_methods,   tsp_tensor_ops_methods,       tsp_tensor_shape_methods,
-        tsp_tensor_reduce_methods, tsp_autograd_methods,         tsp_tensor_factory_methods,
-        tsp_tensor_values_methods, tsp_tensor_move_methods,      tsp_tensor_special_methods,
-        tsp_tensor_linalg_methods, tsp_tensor_shape_more_methods};
+        tsp_tensor_core_methods,   tsp_tensor_ops_methods,        tsp_tensor_shape_methods,
+        tsp_tensor_reduce_methods, tsp_autograd_methods,          tsp_tensor_factory_methods,
+        tsp_tensor_values_methods, tsp_tensor_move_methods,       tsp_tensor_special_methods,
+        tsp_tensor_linalg_methods, tsp_tensor_shape_more_methods, tsp_tensor_sort_methods,
+        tsp_tensor_logic_methods};
     PyGetSetDef *const getsets[] = {core_getset, tsp_autograd_getset, tsp_tensor_linalg_getset};
-    tensor_type.tp_methods = concat_methods(methods, 11);
+    tensor_type.tp_methods = concat_methods(methods, (int)(sizeof methods / sizeof *methods));
     tensor_type.tp_getset = concat_getset(getsets, 3);
     if (!tensor_type.tp_methods || !tensor_type.tp_getset) return -1;
     tensor_type.tp_as_number = &tsp_tensor_as_number;
@@ -455,13 +460,13 @@ int tsp_init_tensor(PyObject *m) {
     size_type.tp_new = PyTuple_Type.tp_new;
     tsp_tensor_type = &tensor_type;
     if (add_type(m, "Tensor", &tensor_type) < 0 || add_type(m, "Size", &size_type) < 0) return -1;
-    PyMethodDef *const functions[] = {tsp_tensor_core_functions,      tsp_tensor_ops_functions,
-                                      tsp_tensor_shape_functions,     tsp_tensor_reduce_functions,
-                                      tsp_tensor_special_functions,   tsp_tensor_linalg_functions,
-                                      tsp_tensor_shape_more_functions};
+    PyMethodDef *const functions[] = {
+        tsp_tensor_core_functions,       tsp_tensor_ops_functions,     tsp_tensor_shape_functions,
+        tsp_tensor_reduce_functions,     tsp_tensor_special_functions, tsp_tensor_linalg_functions,
+        tsp_tensor_shape_more_functions, tsp_tensor_sort_functions,    tsp_tensor_logic_functions};
     tsp_init_tensor_special();
-    if (tsp_init_tensor_linalg() < 0) return -1;
-    for (int i = 0; i < 7; i++)
+    if (tsp_init_tensor_linalg() < 0 || tsp_init_tensor_sort() < 0) return -1;
+    for (int i = 0; i < (int)(sizeof functions / sizeof *functions); i++)
         if (PyModule_AddFunctions(m, functions[i]) < 0) return -1;
     if (PyModule_AddFunctions(m, type_functions) < 0 ||
         PyModule_AddFunctions(m, tsp_tensor_values_functions) < 0)

@@ -10,19 +10,40 @@
 /* ------------------------------------------------------------------ tensor(data) */
 enum { KIND_BOOL, KIND_INT, KIND_FLOAT };
 
+ts_dtype tsp_default_float = TS_F32;
+
 typedef struct flat {
     ts_shape shape;
     int64_t n, cap;
     double *f;       /* every value as a double */
     int64_t *i;      /* and as an int64 (exact for ints) */
     int kind;        /* the widest kind seen */
+    ts_dtype dt;     /* torch's inferred dtype: the leaves' dtypes promoted (DEFAULT: none yet) */
     bool past_int64; /* an int in [2^63, 2^64) is held as its uint64 bits: only uint64 takes it */
 } flat;
 
+/* a list, tuple or other sequence (a NumPy array of 1 or more dims too), not a leaf */
 static bool is_nested(PyObject *o) {
-    return PyList_Check(o) || PyTuple_Check(o) ||
-           (!tsp_tensor_of(o) && !PyUnicode_Check(o) && !PyBytes_Check(o) && PySequence_Check(o) &&
-            !PyIndex_Check(o) && !PyFloat_Check(o));
+    if (PyList_Check(o) || PyTuple_Check(o)) return true;
+    if (tsp_tensor_of(o) || PyUnicode_Check(o) || PyBytes_Check(o) || PyFloat_Check(o) ||
+        !PySequence_Check(o))
+        return false;
+    if (!PyIndex_Check(o)) return true;
+    int r = tsp_is_ndarray(o, 1); /* an ndarray has __index__ too */
+    if (r < 0) PyErr_Clear();
+    return r > 0;
+}
+
+/* each leaf's dtype, promoted into fl->dt as torch.tensor infers it */
+static int promote_leaf(flat *fl, ts_dtype leaf) {
+    ts_dtype p = fl->dt == TS_DTYPE_DEFAULT ? leaf : ts_promote_types(fl->dt, leaf);
+    if (p == TS_DTYPE_COUNT) {
+        PyErr_Format(PyExc_TypeError, "tensor(): no common dtype for %s and %s in the data",
+                     ts_dtype_name(fl->dt), ts_dtype_name(leaf));
+        return -1;
+    }
+    fl->dt = p;
+    return 0;
 }
 
 /* the shape, from the first element at each depth */
@@ -48,16 +69,39 @@ static int infer_shape(PyObject *data, ts_shape *s) {
     return 0;
 }
 
+static int add_leaf(flat *fl, PyObject *o);
+
+/* a NumPy array or scalar: 1, else 0; -1 on error */
+static int is_numpy_data(PyObject *o) {
+    int r = tsp_is_ndarray(o, 0);
+    return r ? r : tsp_is_numpy_scalar(o);
+}
+
+/* a one-element tensor inside the list: its value, and its dtype for the inference */
+static int add_tensor_leaf(flat *fl, PyObject *o, ts_tensor *t) {
+    PyObject *item = PyObject_CallMethod(o, "item", NULL);
+    if (!item) return -1;
+    ts_dtype before = fl->dt;
+    int r = add_leaf(fl, item);
+    Py_DECREF(item);
+    fl->dt = before;
+    return r < 0 ? -1 : promote_leaf(fl, ts_dtype_of(t));
+}
+
 static int add_leaf(flat *fl, PyObject *o) {
     ts_tensor *t = tsp_tensor_of(o);
     double v;
     int kind;
-    if (t) { /* a one-element tensor inside the list: its value */
-        PyObject *item = PyObject_CallMethod(o, "item", NULL);
-        if (!item) return -1;
-        int r = add_leaf(fl, item);
-        Py_DECREF(item);
-        return r;
+    if (t) return add_tensor_leaf(fl, o, t);
+    if (!PyFloat_CheckExact(o) && !PyLong_CheckExact(o) && !PyBool_Check(o)) {
+        int np = is_numpy_data(o); /* np.float64(1), np.array(2) */
+        if (np < 0) return -1;
+        if (np) {
+            PyObject *w = tsp_wrap(tsp_numpy_tensor(o));
+            int r = w ? add_tensor_leaf(fl, w, TSP_T(w)) : -1;
+            Py_XDECREF(w);
+            return r;
+        }
     }
     if (PyBool_Check(o))
         kind = KIND_BOOL, v = o == Py_True;
@@ -94,7 +138,8 @@ static int add_leaf(flat *fl, PyObject *o) {
     if (kind != KIND_INT) fl->i[fl->n] = (int64_t)v;
     fl->f[fl->n++] = v;
     if (kind > fl->kind) fl->kind = kind;
-    return 0;
+    static const ts_dtype leaf_dtype[] = {TS_BOOL, TS_I64, TS_DTYPE_DEFAULT};
+    return promote_leaf(fl, kind == KIND_FLOAT ? tsp_default_float : leaf_dtype[kind]);
 }
 
 static int fill(flat *fl, PyObject *o, int d) {
@@ -127,8 +172,7 @@ static int fill(flat *fl, PyObject *o, int d) {
 }
 
 static ts_tensor *from_flat(flat *fl, ts_dtype dt, ts_opts o) {
-    static const ts_dtype inferred[] = {TS_BOOL, TS_I64, TS_F32};
-    o.dtype = dt != TS_DTYPE_DEFAULT ? dt : inferred[fl->kind];
+    o.dtype = dt != TS_DTYPE_DEFAULT ? dt : fl->dt != TS_DTYPE_DEFAULT ? fl->dt : tsp_default_float;
     bool rg = o.requires_grad;
     o.requires_grad = false; /* set after the conversion: the leaf is the result */
     ts_tensor *t;
@@ -177,6 +221,22 @@ static ts_tensor *from_tensor(ts_tensor *src, ts_dtype dt, ts_opts o) {
 ts_tensor *tsp_tensor_from_data(PyObject *data, ts_dtype dt, ts_opts o) {
     ts_tensor *src = tsp_tensor_of(data);
     if (src) return from_tensor(src, dt, o);
+    if (!PyList_Check(data) && !PyTuple_Check(data) && !PyFloat_CheckExact(data) &&
+        !PyLong_CheckExact(data)) { /* a NumPy array or scalar: its dtype, as torch.tensor */
+        int np = is_numpy_data(data);
+        if (np < 0) return NULL;
+        if (np) {
+            ts_tensor *a = tsp_numpy_tensor(data);
+            if (!a) return NULL;
+            if (o.device.type == TS_DEVICE_DEFAULT) o.device = ts_default_device();
+            ts_tensor *t =
+                ts_device_equal(o.device, ts_cpu()) && dt == TS_DTYPE_DEFAULT && !o.requires_grad
+                    ? a
+                    : from_tensor(a, dt, o);
+            if (t != a) tsp_drop(a);
+            return t;
+        }
+    }
     flat fl = {.kind = KIND_BOOL};
     if (infer_shape(data, &fl.shape) < 0) return NULL;
     int64_t n = 1;
@@ -244,45 +304,104 @@ static ts_tensor *full_exact(ts_shape s, PyObject *value, double v, ts_opts o) {
     return t;
 }
 
-/* f(*size, dtype=, device=, requires_grad=, pin_memory=, out=None, layout=None) */
+/* out= of a factory: the tensor (borrowed) whose dtype and device the result takes unless given,
+ * NULL when absent or None; -1 with TypeError when not a Tensor */
+static int out_arg(PyObject *out, ts_tensor **ot, ts_opts *o, const char *fn) {
+    *ot = NULL;
+    if (!out || out == Py_None) return 0;
+    if (!(*ot = tsp_tensor_arg(out, fn, "out"))) return -1;
+    if (!o->dtype) o->dtype = ts_dtype_of(*ot);
+    if (!o->device.type) o->device = ts_device_of(*ot);
+    return 0;
+}
+
+/* t (a new result) written into out (of t's shape: Tessera does not resize an out= tensor) and
+ * out returned; t alone when there is no out */
+static PyObject *into_out(PyObject *out, ts_tensor *ot, ts_tensor *t, const char *fn) {
+    if (!ot || !t) return tsp_wrap(t);
+    ts_shape a = ts_shape_of(ot), b = ts_shape_of(t);
+    bool same = a.ndim == b.ndim;
+    for (int d = 0; same && d < a.ndim; d++) same = a.dims[d] == b.dims[d];
+    if (!same) {
+        tsp_drop(t);
+        PyObject *sa = tsp_size_obj(a), *sb = tsp_size_obj(b);
+        if (sa && sb)
+            PyErr_Format(PyExc_RuntimeError,
+                         "%s(): out= has shape %R but the result has shape %R; Tessera does not "
+                         "resize out= tensors",
+                         fn, sa, sb);
+        Py_XDECREF(sa);
+        Py_XDECREF(sb);
+        return NULL;
+    }
+    ts_tensor *r;
+    TSP_NOGIL(r = ts_copy_(ot, t));
+    tsp_drop(t);
+    return tsp_inplace_result(out, r);
+}
+
+/* f(*size, dtype=, device=, requires_grad=, pin_memory=, out=None, layout=None), the size also
+ * as one sequence or size=; full(size, fill_value, ...) with either also by keyword. Without
+ * dtype=: the default float (set_default_dtype), and for full a bool or int fill's dtype. */
 static PyObject *sized(shape_factory f, const char *fn, PyObject *args, PyObject *kwargs,
                        double *fill_value) {
-    static char *kw[] = {"dtype", "device", "requires_grad", "pin_memory",
-                         "out",   "layout", "generator",     NULL};
-    PyObject *a[7] = {0};
+    static char *kw[] = {"size",       "fill_value", "dtype",  "device",    "requires_grad",
+                         "pin_memory", "out",        "layout", "generator", NULL};
+    PyObject *a[9] = {0};
     PyObject *empty = PyTuple_New(0);
     if (!empty) return NULL;
     char format[32];
-    PyOS_snprintf(format, sizeof format, "|$OOOOOOO:%s", fn);
+    PyOS_snprintf(format, sizeof format, "|$OOOOOOOOO:%s", fn);
     int ok = PyArg_ParseTupleAndKeywords(empty, kwargs, format, kw, &a[0], &a[1], &a[2], &a[3],
-                                         &a[4], &a[5], &a[6]);
+                                         &a[4], &a[5], &a[6], &a[7], &a[8]);
     Py_DECREF(empty);
     if (!ok) return NULL;
-    ts_opts o = {0};
-    ts_shape s;
-    Py_ssize_t first = fill_value ? 1 : 0;
-    if (fill_value && PyTuple_GET_SIZE(args) != 2) {
-        PyErr_SetString(PyExc_TypeError, "full(): expected (size, fill_value)");
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (!fill_value && a[1]) {
+        PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument 'fill_value'", fn);
         return NULL;
     }
-    PyObject *shape_args = fill_value ? PyTuple_GetSlice(args, 0, 1) : Py_NewRef(args);
-    if (!shape_args) return NULL;
-    ok = tsp_shape_args(shape_args, 0, &s, fn) == 0 &&
-         tsp_opts_args(a[0], a[1], a[2], a[3], &o, fn) == 0;
-    Py_DECREF(shape_args);
-    if (!ok) return NULL;
-    if (fill_value &&
-        tsp_double_arg(PyTuple_GET_ITEM(args, first), 0, fill_value, fn, "fill_value") < 0)
+    if (fill_value) { /* full(size, fill_value): at most these two by position */
+        if (n > 2) {
+            PyErr_Format(PyExc_TypeError, "full() takes at most 2 positional arguments (%zd given)",
+                         n);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (a[i]) {
+                PyErr_Format(PyExc_TypeError, "full() got multiple values for argument '%s'",
+                             kw[i]);
+                return NULL;
+            }
+            a[i] = PyTuple_GET_ITEM(args, i);
+        }
+        if (!a[0] || !a[1]) {
+            PyErr_Format(PyExc_TypeError, "full() missing required argument '%s'",
+                         a[0] ? "fill_value" : "size");
+            return NULL;
+        }
+    } else if (a[0] && n) {
+        PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument 'size'", fn);
         return NULL;
-    if (fill_value && !a[0] && PyLong_Check(PyTuple_GET_ITEM(args, first)))
-        o.dtype = PyBool_Check(PyTuple_GET_ITEM(args, first)) ? TS_BOOL : TS_I64; /* torch */
+    }
+    ts_opts o = {0};
+    ts_shape s;
+    ts_tensor *ot;
+    if ((a[0] ? tsp_shape_arg(a[0], &s, fn, "size") : tsp_shape_args(args, 0, &s, fn)) < 0 ||
+        tsp_opts_args(a[2], a[3], a[4], a[5], &o, fn) < 0 || out_arg(a[6], &ot, &o, fn) < 0)
+        return NULL;
+    if (fill_value && tsp_double_arg(a[1], 0, fill_value, fn, "fill_value") < 0) return NULL;
+    if (!o.dtype)
+        o.dtype = fill_value && PyBool_Check(a[1])   ? TS_BOOL
+                  : fill_value && PyLong_Check(a[1]) ? TS_I64 /* torch's full((2,), 3): int64 */
+                                                     : tsp_default_float;
     if (tsp_enter()) return NULL;
     ts_tensor *t;
     if (fill_value)
-        t = full_exact(s, PyTuple_GET_ITEM(args, first), *fill_value, o);
+        t = full_exact(s, a[1], *fill_value, o);
     else
         TSP_NOGIL(t = f(s, o););
-    return tsp_wrap(t);
+    return into_out(a[6], ot, t, fn);
 }
 
 #define SIZED(name, f)                                                                             \
@@ -308,8 +427,16 @@ static PyObject *f_randint(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     static const char *const names[] = {"low",    "high",          "size",      "dtype",
                                         "device", "requires_grad", "generator", "pin_memory"};
     PyObject *a[8];
-    if (tsp_parse(args, nargs, kw, "randint", names, 8, 2, a) < 0) return NULL;
-    if (!a[2]) a[2] = a[1], a[1] = a[0], a[0] = NULL; /* randint(high, size) */
+    if (tsp_parse(args, nargs, kw, "randint", names, 8, 0, a) < 0) return NULL;
+    if (!a[2]) /* randint(high, size) */
+        a[2] = a[1], a[1] = a[0], a[0] = NULL;
+    else if (!a[1]) /* randint(high, size=...) */
+        a[1] = a[0], a[0] = NULL;
+    if (!a[1] || !a[2]) {
+        PyErr_Format(PyExc_TypeError, "randint() missing required argument '%s'",
+                     a[1] ? "size" : "high");
+        return NULL;
+    }
     int64_t low = 0, high;
     ts_shape s;
     ts_opts o = {0};
@@ -338,17 +465,19 @@ static PyObject *f_arange(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
         tsp_double_arg(a[2], 1, &step, "arange", "step") < 0 ||
         tsp_opts_args(a[3], a[4], a[6], NULL, &o, "arange") < 0 || tsp_enter())
         return NULL;
+    ts_tensor *ot;
+    if (out_arg(a[7], &ot, &o, "arange") < 0) return NULL;
     if (o.dtype == TS_DTYPE_DEFAULT) {
         bool ints = true;
         for (int i = 0; i < 3; i++) ints &= !a[i] || PyLong_Check(a[i]);
-        o.dtype = ints ? TS_I64 : TS_F32;
+        o.dtype = ints ? TS_I64 : tsp_default_float;
     }
     bool rg = o.requires_grad;
     o.requires_grad = false;
     ts_tensor *t;
     TSP_NOGIL(t = ts_arange(start, end, step, o););
     if (t && rg) ts_set_requires_grad(t, true);
-    return tsp_wrap(t);
+    return into_out(a[7], ot, t, "arange");
 }
 
 static PyObject *f_linspace(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
@@ -365,6 +494,7 @@ static PyObject *f_linspace(PyObject *mod, PyObject *const *args, Py_ssize_t nar
         tsp_int_arg(a[2], &steps, "linspace", "steps") < 0 ||
         tsp_opts_args(a[3], a[4], a[5], NULL, &o, "linspace") < 0 || tsp_enter())
         return NULL;
+    if (!o.dtype) o.dtype = tsp_default_float;
     ts_tensor *t;
     TSP_NOGIL(t = ts_linspace(start, end, steps, o););
     return tsp_wrap(t);
@@ -385,6 +515,7 @@ static PyObject *f_logspace(PyObject *mod, PyObject *const *args, Py_ssize_t nar
         tsp_double_arg(a[3], 10.0, &base, "logspace", "base") < 0 ||
         tsp_opts_args(a[4], a[5], a[6], NULL, &o, "logspace") < 0 || tsp_enter())
         return NULL;
+    if (!o.dtype) o.dtype = tsp_default_float;
     ts_tensor *t;
     TSP_NOGIL(t = ts_logspace(start, end, steps, base, o););
     return tsp_wrap(t);
@@ -401,6 +532,7 @@ static PyObject *f_eye(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, P
         (a[1] && a[1] != Py_None && tsp_int_arg(a[1], &m, "eye", "m") < 0) ||
         tsp_opts_args(a[2], a[3], a[4], NULL, &o, "eye") < 0 || tsp_enter())
         return NULL;
+    if (!o.dtype) o.dtype = tsp_default_float;
     if (m == 0 && a[1] && a[1] != Py_None) return tsp_wrap(ts_empty(TS_SHAPE(n, 0), o));
     ts_tensor *t;
     TSP_NOGIL(t = ts_eye(n, m, o););
@@ -464,16 +596,32 @@ static PyObject *new_sized(PyObject *self, PyObject *const *args, Py_ssize_t nar
     static const char *const names_nofill[] = {"size",          "dtype",      "device",
                                                "requires_grad", "pin_memory", "layout"};
     PyObject *a[7] = {0};
+    ts_shape s = {0};
+    Py_ssize_t nsizes = 0; /* new_ones(5, 3): the sizes as separate ints */
+    if (!fill && !data && nargs > 1 && PyIndex_Check(args[0]) && !tsp_tensor_of(args[0])) {
+        if (nargs > TS_MAX_DIMS) {
+            PyErr_Format(PyExc_ValueError, "%s(): %zd dims, at most %d are supported", fn, nargs,
+                         TS_MAX_DIMS);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < nargs; i++)
+            if (tsp_int_arg(args[i], &s.dims[i], fn, "size") < 0) return NULL;
+        s.ndim = (int)nargs, nsizes = nargs;
+    }
     int r = fill ? tsp_parse(args, nargs, kw, fn, names, 7, 2, a)
-                 : tsp_parse(args, nargs, kw, fn, names_nofill, 6, 1, a + 1);
+                 : tsp_parse(args + nsizes, nargs - nsizes, kw, fn, names_nofill, 6, nsizes ? 0 : 1,
+                             a + 1);
     if (r < 0) return NULL;
     if (!fill) a[0] = a[1], a[1] = NULL;
+    if (nsizes && a[0]) {
+        PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument 'size'", fn);
+        return NULL;
+    }
     ts_tensor *t = TSP_T(self), *res;
     ts_opts o = {0};
-    ts_shape s = {0};
     double v = 0;
     if (tsp_opts_args(a[2], a[3], a[4], a[5], &o, fn) < 0 ||
-        (!data && tsp_shape_arg(a[0], &s, fn, "size") < 0) ||
+        (!data && !nsizes && tsp_shape_arg(a[0], &s, fn, "size") < 0) ||
         (fill && tsp_double_arg(a[1], 0, &v, fn, "fill_value") < 0) || tsp_enter())
         return NULL;
     if (!o.dtype) o.dtype = ts_dtype_of(t);
@@ -576,7 +724,26 @@ static PyObject *f_numel(PyObject *mod, PyObject *o) {
 }
 static PyObject *f_get_default_dtype(PyObject *mod, PyObject *unused) {
     (void)mod, (void)unused;
-    return tsp_dtype_obj(TS_F32); /* the C core's default: float32 */
+    return tsp_dtype_obj(tsp_default_float);
+}
+/* set_default_dtype(d): torch's, a floating dtype only (process-wide, as torch's) */
+static PyObject *f_set_default_dtype(PyObject *mod, PyObject *d) {
+    (void)mod;
+    ts_dtype dt = TS_DTYPE_DEFAULT;
+    if (!tsp_is_dtype(d)) {
+        PyErr_Format(PyExc_TypeError,
+                     "set_default_dtype(): argument 'd' must be tessera.dtype, not %.100s",
+                     Py_TYPE(d)->tp_name);
+        return NULL;
+    }
+    if (tsp_dtype_arg(d, &dt, "set_default_dtype", "d") < 0) return NULL;
+    if (!ts_dtype_is_floating(dt)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "only floating-point types are supported as the default type");
+        return NULL;
+    }
+    tsp_default_float = dt;
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------ random state */
@@ -680,7 +847,9 @@ PyMethodDef tsp_tensor_core_functions[] = {
     {"bernoulli", FN(f_bernoulli), FAST, "bernoulli(input, p=None)"},
     {"is_tensor", f_is_tensor, METH_O, NULL},
     {"numel", f_numel, METH_O, NULL},
-    {"get_default_dtype", f_get_default_dtype, METH_NOARGS, NULL},
+    {"get_default_dtype", f_get_default_dtype, METH_NOARGS, "the dtype of float factories"},
+    {"set_default_dtype", f_set_default_dtype, METH_O,
+     "set_default_dtype(d): float32, float64, float16 or bfloat16 for float factories"},
     {"initial_seed", f_initial_seed, METH_NOARGS, NULL},
     {"get_rng_state", f_get_rng_state, METH_NOARGS, "the generator's state (a tensor)"},
     {"set_rng_state", f_set_rng_state, METH_O, "set_rng_state(new_state)"},

@@ -85,6 +85,16 @@ int tsp_is_dtype(PyObject *o);
  * exception set (tensor_factory.c) */
 ts_tensor *tsp_tensor_from_data(PyObject *data, ts_dtype dt, ts_opts o);
 
+/* torch.set_default_dtype's dtype (tensor_factory.c): what factories make when no dtype= is
+ * given and the values are floating (float32 until set_default_dtype changes it) */
+extern ts_dtype tsp_default_float;
+/* dlpack.c: 1 when o is a numpy.ndarray (ndim_min: and has at least that many dims), 0 when not
+ * (also without NumPy), -1 on error; tsp_numpy_tensor: a NumPy array or scalar as a new cpu
+ * tensor of its dtype (a copy: tessera.tensor's path), NULL with the exception set */
+int tsp_is_ndarray(PyObject *o, int ndim_min);
+int tsp_is_numpy_scalar(PyObject *o);
+ts_tensor *tsp_numpy_tensor(PyObject *o);
+
 /* tessera.Size: a tuple of ints with numel() */
 PyObject *tsp_size_obj(ts_shape s);
 
@@ -111,6 +121,11 @@ extern PyGetSetDef tsp_tensor_linalg_getset[];
 int tsp_init_tensor_linalg(void); /* the aminmax (min, max) type */
 /* tensor_shape_more.c: flip, roll, tril, diagonal, scatter... (issue 52) */
 extern PyMethodDef tsp_tensor_shape_more_methods[], tsp_tensor_shape_more_functions[];
+/* tensor_logic.c: isnan, any / all, isclose, cumsum..., addcmul, lerp, repeat (issue 52) */
+extern PyMethodDef tsp_tensor_logic_methods[], tsp_tensor_logic_functions[];
+/* tensor_sort.c: sort, topk, median, quantile, unique... (issue 52) */
+extern PyMethodDef tsp_tensor_sort_methods[], tsp_tensor_sort_functions[];
+int tsp_init_tensor_sort(void); /* the (values, indices) types */
 extern PyMethodDef tsp_autograd_methods[];
 extern PyGetSetDef tsp_autograd_getset[];
 extern PyNumberMethods tsp_tensor_as_number;

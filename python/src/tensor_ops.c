@@ -55,7 +55,7 @@ static const binop op_floordiv = {"floor_divide", floor_div, NULL, NULL, NULL, N
 ts_tensor *tsp_scalar_beside(ts_tensor *t, PyObject *num, double v) {
     ts_dtype dt = ts_dtype_of(t);
     if (PyFloat_Check(num) && !ts_dtype_is_floating(dt))
-        dt = TS_F32;
+        dt = tsp_default_float; /* torch.set_default_dtype's */
     else if (!PyBool_Check(num) && dt == TS_BOOL)
         dt = TS_I64;
     return ts_scalar(v, (ts_opts){.dtype = dt, .device = ts_device_of(t)});
@@ -91,7 +91,11 @@ static PyObject *binary(PyObject *a, PyObject *b, const binop *op) {
     ts_tensor *(*f)(ts_tensor *, double) = ta ? op->ts : op->st;
     /* a Python bool beside a bool tensor stays bool (torch: tensor([True]) + True is bool), where
      * the C core's scalar ops take every number as wider than bool */
-    if (f && !(PyBool_Check(num) && ts_dtype_of(x) == TS_BOOL))
+    /* the C core's scalar ops promote an int tensor beside a float to float32: under another
+     * default dtype (set_default_dtype) the 0-dim tensor of that dtype takes their place */
+    bool default_float =
+        tsp_default_float != TS_F32 && PyFloat_Check(num) && !ts_dtype_is_floating(ts_dtype_of(x));
+    if (f && !default_float && !(PyBool_Check(num) && ts_dtype_of(x) == TS_BOOL))
         TSP_NOGIL(r = f(x, v));
     else
         TSP_NOGIL(r = with_scalar_tensor(op->tt, x, num, v, !ta));
@@ -345,9 +349,11 @@ static PyObject *call_inplace(PyObject *self, PyObject *const *args, Py_ssize_t 
 #define INPLACE_LIST(X)                                                                            \
     X(add, op_add)                                                                                 \
     X(sub, op_sub)                                                                                 \
-    X(mul, op_mul) X(div, op_div) X(pow, op_pow) X(bitwise_and, op_bitand) X(bitwise_or, op_bitor) \
-        X(bitwise_xor, op_bitxor) X(bitwise_left_shift, op_lshift)                                 \
-            X(bitwise_right_shift, op_rshift)
+    X(mul, op_mul)                                                                                 \
+    X(div, op_div)                                                                                 \
+    X(pow, op_pow)                                                                                 \
+    X(bitwise_and, op_bitand) X(bitwise_or, op_bitor) X(bitwise_xor, op_bitxor)                    \
+        X(bitwise_left_shift, op_lshift) X(bitwise_right_shift, op_rshift)
 
 #define DEF_BINARY(name, op) TSP_METHOD_AND_FUNCTION(name, call_binary, &op)
 BINARY_LIST(DEF_BINARY)

@@ -147,12 +147,35 @@ static char *replace_first(char *s, const char *from, const char *to) {
     return r;
 }
 
+/* The C printer names every dtype but float32; torch names every dtype but the default one
+ * (set_default_dtype): under another default, float32 is named and the default is not. */
+static char *default_dtype_suffix(char *s, ts_dtype dt) {
+    if (tsp_default_float == TS_F32 || (dt != TS_F32 && dt != tsp_default_float)) return s;
+    char name[64];
+    PyOS_snprintf(name, sizeof name, ", dtype=torch.%s", ts_dtype_name(tsp_default_float));
+    if (dt != TS_F32) return replace_first(s, name, "");
+    if (strstr(s, ", requires_grad=True"))
+        return replace_first(s, ", requires_grad=True",
+                             ", dtype=torch.float32, requires_grad=True");
+    char *close = strrchr(s, ')');
+    if (!close) return s;
+    *close = '\0';
+    size_t n = strlen(s) + 32;
+    char *r = malloc(n);
+    if (r)
+        snprintf(r, n, "%s, dtype=torch.float32)", s);
+    else
+        *close = ')';
+    return r ? (free(s), r) : s;
+}
+
 /* The C printer's text, with torch's grad_fn=<AddBackward0> for results of recorded ops
  * (requires_grad=True stays for leaves) and tessera's dtype names. */
 PyObject *tsp_tensor_repr(PyObject *self) {
     char *s;
     TSP_NOGIL(s = ts_to_string(T(self)););
     if (!s) return tsp_raise_pending();
+    s = default_dtype_suffix(s, ts_dtype_of(T(self)));
     const char *fn = ts_is_leaf(T(self)) ? NULL : ts_grad_fn_name(T(self));
     if (fn) {
         char grad_fn[128];

@@ -100,6 +100,7 @@ int tsp_init_amp(PyObject *m);      /* amp.c: autocast, GradScaler */
 int tsp_init_data(PyObject *m);     /* data.c: data sets and the loader */
 int tsp_init_io(PyObject *m);       /* io.c: save / load, memory statistics, device scopes */
 int tsp_init_dist(PyObject *m);     /* dist.c: distributed, DDP, ONNX functions */
+int tsp_init_cuda(PyObject *m);     /* cuda_api.c: streams, events, set_default_device */
 
 /* ------------------------------------------------------------------ py-data's additions
  * tsp_wrap for a reference the caller owns whatever the scope (ts_retain's result, a data set's

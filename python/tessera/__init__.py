@@ -14,8 +14,11 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # 
 # --- data, io, devices, distributed (py-data): device_scope (tf.device), tessera.sim, tessera.vision
 from . import sim, vision, distributed, onnx  # noqa: E402,F401
 from . import special  # noqa: E402,F401  (torch.special's names, issue 52)
+from . import serialization  # noqa: E402,F401  (PyTorch's .pt format, issue 53)
+from .serialization import save, load  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401  (torch.linalg's norms and products, issue 52)
 from ._shape_more import *  # noqa: E402,F401,F403  (hstack, meshgrid... issue 52)
+from ._logic_more import *  # noqa: E402,F401,F403  (clamp_min, clone, rsub... issue 52)
 
 
 def chain_matmul(*matrices, out=None):
@@ -33,6 +36,13 @@ def chain_matmul(*matrices, out=None):
                                % (i, m.ndim))
     return linalg.multi_dot(matrices)
 from .device_scope import device_scope, get_default_device  # noqa: E402,F401
+# --- device idioms and legacy constructors (issue 53): torch.accelerator, torch.backends,
+# FloatTensor / LongTensor..., randint_like, use_deterministic_algorithms
+from . import accelerator, backends  # noqa: E402,F401
+from ._legacy import *  # noqa: E402,F401,F403
+from .backends import (use_deterministic_algorithms,  # noqa: E402,F401
+                       are_deterministic_algorithms_enabled,
+                       is_deterministic_algorithms_warn_only_enabled)
 
 # --- nn, optim, amp (py-nn): torch.autocast at the top level
 from .amp import autocast  # noqa: E402,F401

@@ -9,7 +9,8 @@ from . import _C
 from ._C import Tensor, is_grad_enabled
 
 __all__ = ["grad", "backward", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "is_grad_enabled", "detect_anomaly", "set_detect_anomaly", "Function"]
+           "is_grad_enabled", "detect_anomaly", "set_detect_anomaly", "Function", "Variable"]
+from ._legacy import Variable  # noqa: E402  (torch.autograd.Variable: returns a Tensor)
 
 
 class _GradMode:

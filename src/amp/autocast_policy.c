@@ -31,6 +31,8 @@ static const policy_entry table[] = {
     /* cross_entropy is log_softmax + nll_loss in PyTorch, both fp32; the CPU list names it */
     {"cosine_embedding_loss", TSI_AC_FP32},
     {"cross_entropy", TSI_AC_FP32},
+    {"cumprod", TSI_AC_FP32}, /* fp32_set_opt_dtype */
+    {"cumsum", TSI_AC_FP32},  /* fp32_set_opt_dtype */
     {"exp", TSI_AC_FP32},
     {"hinge_embedding_loss", TSI_AC_FP32},
     {"huber_loss", TSI_AC_FP32},

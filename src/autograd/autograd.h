@@ -11,9 +11,14 @@ typedef struct tsi_edge {
     ts_tensor *leaf; /* retained; leaf that requires grad (AccumulateGrad) */
 } tsi_edge;
 
+/* A saved tensor, or inside a checkpointed function (checkpoint.c) a placeholder: the frame that
+ * recomputes it and its index there (t NULL). */
+typedef struct ts_checkpoint_frame tsi_ckpt_frame; /* tessera.h's ts_checkpoint_frame */
 typedef struct tsi_saved {
     ts_tensor *t; /* retained; never has this node as grad_fn (no reference cycles) */
     uint64_t version;
+    tsi_ckpt_frame *frame; /* a reference; NULL for a tensor saved as itself */
+    int index;
 } tsi_saved;
 
 /* Computes the gradients of the inputs from those of the outputs.
@@ -67,8 +72,21 @@ void tsi_node_save(ts_node *n, int slot, ts_tensor *t);
 /* Save one of this node's outputs: stores an alias without grad_fn, so there is no cycle. */
 void tsi_node_save_output(ts_node *n, int slot, ts_tensor *out);
 /* The saved tensor; NULL + TS_ERR_STATE (PyTorch's "modified by an inplace operation" message)
- * when it changed since it was saved, or when the graph was already freed. */
+ * when it changed since it was saved, or when the graph was already freed. A placeholder is
+ * recomputed (the first time) and its tensor returned. */
 ts_tensor *tsi_node_saved(ts_node *n, int slot);
+/* Something was saved in the slot (a tensor or a placeholder). */
+static inline bool tsi_node_has_saved(const ts_node *n, int slot) {
+    return n->saved[slot].t || n->saved[slot].frame;
+}
+/* Releases the saved tensors, placeholders and ctx (after a backward without retain_graph). */
+void tsi_node_release_saved(ts_node *n);
+
+/* checkpoint.c: inside a checkpointed forward, a placeholder for t goes into s (true); inside its
+ * recomputation t is collected (false: save it as usual); elsewhere false. */
+bool tsi_ckpt_pack(tsi_saved *s, ts_tensor *t);
+ts_tensor *tsi_ckpt_unpack(tsi_ckpt_frame *f, int index); /* borrowed; NULL + error */
+void tsi_ckpt_release(tsi_ckpt_frame *f);
 /* Make out the node's output output_nr: out->grad_fn = n (retained), out->requires_grad = true.
  * For in-place ops this rebases out's history onto n. */
 void tsi_node_set_output(ts_node *n, ts_tensor *out, int output_nr);

@@ -282,6 +282,12 @@ void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o) {
     while (ok && ready.n) {
         ts_node *n = ready.v[--ready.n];
         ok = run_node(n, anomaly, pass);
+        /* what it saved is spent: freed now, not at the end of the pass (a checkpointed segment's
+         * recomputation goes with its last node) */
+        if (!o.retain_graph) {
+            tsi_node_release_saved(n);
+            n->released = true;
+        }
         for (int i = 0; i < n->n_out; i++) {
             ts_release(n->grad_acc[i]);
             n->grad_acc[i] = NULL;
@@ -303,12 +309,7 @@ void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o) {
             n->grad_acc[k] = NULL;
         }
         if (!o.retain_graph) {
-            for (int k = 0; k < n->n_saved; k++) {
-                ts_release(n->saved[k].t);
-                n->saved[k].t = NULL;
-            }
-            if (n->ctx_free && n->ctx) n->ctx_free(n->ctx);
-            n->ctx = NULL;
+            tsi_node_release_saved(n);
             n->released = true;
         }
     }

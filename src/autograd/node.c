@@ -10,10 +10,12 @@ ts_node *tsi_node_retain(ts_node *n) {
     return n;
 }
 
-static void free_saved(ts_node *n) {
+void tsi_node_release_saved(ts_node *n) {
     for (int i = 0; i < n->n_saved; i++) {
         ts_release(n->saved[i].t);
         n->saved[i].t = NULL;
+        tsi_ckpt_release(n->saved[i].frame);
+        n->saved[i].frame = NULL;
     }
     if (n->ctx_free && n->ctx) n->ctx_free(n->ctx);
     n->ctx = NULL;
@@ -25,7 +27,7 @@ void tsi_node_release(ts_node *n) {
     size_t top = 0, cap = 64;
     while (n) {
         if (atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) == 1) {
-            free_saved(n);
+            tsi_node_release_saved(n);
             for (int i = 0; i < n->n_out; i++) ts_release(n->grad_acc[i]);
             for (int i = 0; i < n->n_in; i++) {
                 ts_release(n->next[i].leaf);
@@ -103,7 +105,7 @@ ts_node *tsi_node_new(const char *name, const char *op, tsi_backward_fn fn, ts_t
 }
 
 void tsi_node_save(ts_node *n, int slot, ts_tensor *t) {
-    if (!t) return;
+    if (!t || tsi_ckpt_pack(&n->saved[slot], t)) return;
     n->saved[slot].t = ts_retain(t);
     n->saved[slot].version = atomic_load(&t->storage->version);
 }
@@ -112,6 +114,10 @@ void tsi_node_save_output(ts_node *n, int slot, ts_tensor *out) {
     ts_tensor *alias = tsi_view_of(out, out->shape, out->strides, out->offset);
     if (!alias) return;
     alias->is_view = out->is_view;
+    if (tsi_ckpt_pack(&n->saved[slot], alias)) { /* a placeholder: the alias is not kept */
+        ts_release(alias);
+        return;
+    }
     n->saved[slot].t = alias;
     n->saved[slot].version = atomic_load(&out->storage->version);
 }
@@ -128,6 +134,7 @@ ts_tensor *tsi_node_saved(ts_node *n, int slot) {
         return NULL;
     }
     tsi_saved *s = &n->saved[slot];
+    if (s->frame) return tsi_ckpt_unpack(s->frame, s->index);
     if (!s->t) return NULL;
     uint64_t now = atomic_load(&s->t->storage->version);
     if (now != s->version) {

@@ -72,6 +72,17 @@ typedef enum ts_unary_op {
     TS_U_LOGIT,      /* p0 = eps: x clamped to [eps, 1 - eps] first; NAN or < 0: not clamped */
     TS_U_NAN_TO_NUM, /* NaN -> p0, +inf -> p1 */
     TS_U_NEGINF_TO,  /* -inf -> p0 (nan_to_num's second pass) */
+    /* issue 52's activations (kernel_math_act.h); float dtypes (the front ends refuse others) */
+    TS_U_ELU,        /* p0 = alpha, p1 = the input's scale (elu 1, celu 1 / alpha) */
+    TS_U_SELU,       /* no numbers */
+    TS_U_HARDTANH,   /* p0 = min_val, p1 = max_val */
+    TS_U_HARDSHRINK, /* p0 = lambd */
+    TS_U_SOFTSHRINK, /* p0 = lambd */
+    TS_U_THRESHOLD,  /* p0 = threshold, p1 = value */
+    TS_U_LOGSIGMOID, /* no numbers (nor the ones below) */
+    TS_U_MISH,
+    TS_U_HARDSIGMOID,
+    TS_U_HARDSWISH,
     TS_U_COUNT
 } ts_unary_op;
 
@@ -141,6 +152,14 @@ typedef enum ts_reduce_op {
                     occurrence; NaN counts as the maximum/minimum like PyTorch */
     TS_R_COUNT
 } ts_reduce_op;
+
+typedef enum ts_scan_op {
+    TS_SCAN_SUM,
+    TS_SCAN_PROD,
+    TS_SCAN_MAX,
+    TS_SCAN_MIN,
+    TS_SCAN_LOGSUMEXP,
+} ts_scan_op;
 
 typedef enum ts_random_kind {
     TS_RAND_UNIFORM,   /* p0 = low, p1 = high: [low, high) */
@@ -328,6 +347,16 @@ struct ts_backend {
      * (the front end rejects MAX/MIN/ARG* over empty). */
     void (*reduce)(const ts_backend *be, int index, ts_reduce_op op, const ts_kview *out,
                    const ts_kview *in, int nred, double param);
+    /* Optional (NULL: the front end refuses, naming the op). The cumulative op along `dim` of
+     * views of one shape (dim < ndim, ndim >= 1, any strides, no overlap between out and in):
+     * SUM / PROD: out[i] = in[0] op ... op in[i], in converted to out.dtype's accumulation type
+     * (floats: double; integers and bool: int64, wrapping) and the running value rounded to
+     * out.dtype at each step; MAX / MIN: out of in.dtype (never TS_U64) and idx (TS_I64) the
+     * running extreme and its index, a later equal element or a NaN taking over and a NaN staying
+     * (PyTorch's cummax / cummin); LOGSUMEXP: floats, log(sum exp) in double as PyTorch's
+     * _log_add_exp_helper. idx is NULL for the other ops. */
+    void (*scan)(const ts_backend *be, int index, ts_scan_op op, const ts_kview *out,
+                 const ts_kview *idx, const ts_kview *in, int dim);
     /* out[b] = op(a[b]) @ op(b[b]); 3-D views [B,M,K] x [B,K,N] -> [B,M,N], any strides (a batch
      * stride may be 0 for broadcast). Same dtype everywhere; f16/bf16 compute in f32. */
     void (*matmul)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,

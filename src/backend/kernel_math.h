@@ -178,6 +178,9 @@ static inline TS_HD double ts_floordiv_d(double a, double b) {
     return d - f > 0.5 ? f + 1.0 : f;
 }
 
+/* issue 52's activations (elu, hardtanh, mish...) and their TS_ACT_PARAM_UNARY list */
+#include "backend/kernel_math_act.h"
+
 /* ------------------------------------------------------------------ libm's unary functions
  * The ts_unary_ops that are one libm function each (float: name##f, double: name), as one list of
  * (op, name) pairs: the CPU loops and the CUDA kernels expand it with their X, which also gets the
@@ -448,7 +451,8 @@ static inline TS_HD double ts_neginf_to_d(double x, double v) { return x == -INF
     X(TS_U_POLYGAMMA, ts_polygamma_##FAM((int)p0, a), __VA_ARGS__)                                 \
     X(TS_U_LOGIT, ts_logit_##FAM(a, p0 >= 0 ? (CT)p0 : (CT)-1), __VA_ARGS__)                       \
     X(TS_U_NAN_TO_NUM, ts_nan_to_num_##FAM(a, (CT)p0, (CT)p1), __VA_ARGS__)                        \
-    X(TS_U_NEGINF_TO, ts_neginf_to_##FAM(a, (CT)p0), __VA_ARGS__)
+    X(TS_U_NEGINF_TO, ts_neginf_to_##FAM(a, (CT)p0), __VA_ARGS__)                                  \
+    TS_ACT_PARAM_UNARY(X, FAM, CT, __VA_ARGS__)
 
 /* ---- binary (issue 52): PyTorch's kernels' formulas, in the input's type */
 /* xlogy: NaN y gives NaN, else x == 0 gives 0, else x log(y); xlog1py alike with log1p */

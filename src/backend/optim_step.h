@@ -11,6 +11,14 @@ typedef enum ts_optim_kind {
     TS_OPTIM_ADAM,
     TS_OPTIM_ADAMW,
     TS_OPTIM_RMSPROP,
+    /* the kinds stepped by ts_om_more (optim_math_more.h), with per-tensor coefficients (coef) */
+    TS_OPTIM_ADAGRAD,
+    TS_OPTIM_ADADELTA,
+    TS_OPTIM_ADAMAX,
+    TS_OPTIM_NADAM,
+    TS_OPTIM_RADAM,
+    TS_OPTIM_ASGD,
+    TS_OPTIM_RPROP,
 } ts_optim_kind;
 
 /* One parameter group's hyper-parameters (torch.optim's names). */
@@ -20,20 +28,29 @@ typedef struct ts_optim_hparams {
     double momentum;     /* SGD, RMSprop */
     double dampening;    /* SGD */
     double weight_decay; /* all; AdamW's is decoupled */
-    double beta1, beta2; /* Adam, AdamW */
-    double eps;          /* Adam, AdamW, RMSprop */
-    double alpha;        /* RMSprop */
-    bool nesterov;       /* SGD */
-    bool amsgrad;        /* Adam, AdamW */
-    bool centered;       /* RMSprop */
+    double beta1, beta2; /* Adam, AdamW, Adamax, NAdam, RAdam */
+    double eps;          /* Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam */
+    double alpha;        /* RMSprop; ASGD (the power of its eta) */
+    double lr_decay, initial_accumulator_value;             /* Adagrad */
+    double rho;                                             /* Adadelta */
+    double momentum_decay;                                  /* NAdam */
+    double lambd, t0;                                       /* ASGD */
+    double etaminus, etaplus, step_size_min, step_size_max; /* Rprop */
+    bool decoupled; /* NAdam, RAdam: decoupled_weight_decay */
+    bool nesterov;  /* SGD */
+    bool amsgrad;   /* Adam, AdamW */
+    bool centered;  /* RMSprop */
     bool maximize;
 } ts_optim_hparams;
 
 /* State buffers per parameter, by slot:
  *   SGD      0 momentum_buffer
  *   Adam(W)  0 exp_avg, 1 exp_avg_sq, 2 max_exp_avg_sq (amsgrad)
- *   RMSprop  0 square_avg, 1 momentum_buffer (momentum > 0), 2 grad_avg (centered) */
+ *   RMSprop  0 square_avg, 1 momentum_buffer (momentum > 0), 2 grad_avg (centered)
+ *   Adagrad  0 sum;  Adadelta 0 square_avg, 1 acc_delta;  Adamax 0 exp_avg, 1 exp_inf
+ *   NAdam, RAdam 0 exp_avg, 1 exp_avg_sq;  ASGD 0 ax;  Rprop 0 prev, 1 step_size */
 #define TS_OPTIM_SLOTS 3
+#define TS_OPTIM_COEFS 4
 
 /* Every view is contiguous; a parameter's grad and state have its shape and dtype (a float dtype;
  * f16/bf16 compute in f32). Parameters are updated in place, state too. */
@@ -54,6 +71,10 @@ struct ts_optim_step_args {
      * and beta1 from it in place of h's, and the step count (all kinds count) from it instead of
      * `step`: steps taken + 1, written back. */
     const ts_kview *scalars;
+    /* The kinds from TS_OPTIM_ADAGRAD on: per tensor TS_OPTIM_COEFS doubles computed on the host
+     * from its step count and scalar state (src/optim/optim_more.c, e.g. Adagrad's decayed lr,
+     * NAdam's momentum products); NULL for the others. Those kinds are never captured. */
+    const double *coef;
     /* The grad scaler's verdict on the device (NULL: step): a one-element f32 view; nonzero
      * skips the whole call (parameters, state and step counts unchanged). */
     const ts_kview *skip_if;

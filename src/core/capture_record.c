@@ -201,6 +201,20 @@ static void rec_reduce(const ts_backend *be, int index, ts_reduce_op op, const t
     RECORD(run_reduce, index, a);
 }
 
+static void run_scan(const ts_backend *be, int index, const void *p) {
+    const ew_args *a = p;
+    be->scan(be, index, (ts_scan_op)a->op, &a->out, a->flag ? &a->b : NULL, &a->a, a->dim);
+}
+static void rec_scan(const ts_backend *be, int index, ts_scan_op op, const ts_kview *out,
+                     const ts_kview *idx, const ts_kview *in, int dim) {
+    (void)be;
+    ew_args *a = args_new(sizeof *a);
+    if (!a) return;
+    a->op = (int)op, a->out = *out, a->a = *in, a->dim = dim, a->flag = idx != NULL;
+    if (idx) a->b = *idx;
+    RECORD(run_scan, index, a);
+}
+
 static void run_matmul(const ts_backend *be, int index, const void *p) {
     const ew_args *a = p;
     be->matmul(be, index, &a->out, &a->a, &a->b);
@@ -638,6 +652,7 @@ static void install_recorders(ts_backend *b, const ts_backend *real) {
     b->binary_scalar = rec_binary_scalar;
     b->where = rec_where;
     b->reduce = rec_reduce;
+    b->scan = real->scan ? rec_scan : NULL;
     b->matmul = rec_matmul;
     b->matmul_bias = real->matmul_bias ? rec_matmul_bias : NULL;
     b->index_select = rec_index_select;

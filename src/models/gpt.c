@@ -22,6 +22,14 @@ static gpt *as_gpt(ts_module *m, const char *op) {
     return NULL;
 }
 
+/* a block, causal (the body of a checkpointed block) */
+static ts_status block_forward(void *ctx, ts_tensor *const *in, int n_in, ts_tensor **out,
+                               int n_out) {
+    (void)n_in, (void)n_out;
+    out[0] = ts_transformer_encoder_layer(ctx, in[0], NULL, true, NULL);
+    return out[0] ? TS_OK : ts_error();
+}
+
 static ts_tensor *gpt_forward(ts_module *self, ts_tensor *idx) {
     gpt *g = (gpt *)self;
     if (ts_ndim(idx) != 2 || (ts_dtype_of(idx) != TS_I64 && ts_dtype_of(idx) != TS_I32))
@@ -44,7 +52,13 @@ static ts_tensor *gpt_forward(ts_module *self, ts_tensor *idx) {
     for (int64_t i = 0; i < g->c.n_layer; i++) {
         char name[32];
         snprintf(name, sizeof name, "%lld", (long long)i);
-        x = ts_transformer_encoder_layer(ts_module_child(g->blocks, name), x, NULL, true, NULL);
+        ts_module *blk = ts_module_child(g->blocks, name);
+        if (ts_module_checkpointed(blk) && ts_grad_enabled()) {
+            ts_tensor *y = NULL;
+            x = ts_checkpoint(block_forward, blk, NULL, &x, 1, &y, 1) == TS_OK ? y : NULL;
+        } else {
+            x = ts_transformer_encoder_layer(blk, x, NULL, true, NULL);
+        }
     }
     x = ts_forward(g->ln_f, x);
     /* the head shares the token embedding: logits = x @ tok_emb.weight^T */
@@ -177,4 +191,17 @@ ts_tensor *ts_gpt_generate(ts_module *m, ts_tensor *idx, int64_t new_tokens, ts_
     ts_no_grad_end();
     ts_module_train(m, was_training);
     return cur;
+}
+
+ts_status ts_gpt_checkpoint_blocks(ts_module *m, int every) {
+    gpt *g = as_gpt(m, "gpt_checkpoint_blocks");
+    if (!g) return ts_error();
+    if (every < 0)
+        return ts_error_set(TS_ERR_ARG, "gpt_checkpoint_blocks: every must be >= 0, got %d", every);
+    for (int64_t i = 0; i < g->c.n_layer; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%lld", (long long)i);
+        ts_module_set_checkpoint(ts_module_child(g->blocks, name), every > 0 && i % every == 0);
+    }
+    return ts_error();
 }

@@ -172,6 +172,7 @@ typedef struct resnet {
     ts_module base;
     ts_module *conv1, *bn1, *relu, *maxpool; /* maxpool: NULL in the paper's CIFAR nets */
     ts_module *layer[4];                     /* layer1..layer4 (layer1..3 for CIFAR) */
+    int blocks[4];                           /* the blocks of each */
     ts_module *avgpool, *fc;
     bool channels_last; /* the config's !plain_layout */
 } resnet;
@@ -305,6 +306,7 @@ static ts_module *build(plan p) {
         snprintf(name, sizeof name, "layer%d", i + 1);
         r->layer[i] = ts_module_add(
             m, name, make_layer(&p, &inplanes, c->width << i, p.layers[i], i ? 2 : 1));
+        r->blocks[i] = p.layers[i];
         ok = r->layer[i] != NULL;
     }
     if (ok) {
@@ -348,3 +350,21 @@ ts_module *ts_resnet_cifar(int depth, ts_resnet_config c) {
 }
 
 ts_module *ts_resnet20(ts_resnet_config c) { return ts_resnet_cifar(20, c); }
+
+ts_status ts_resnet_checkpoint_blocks(ts_module *m, int every) {
+    if (!m || m->forward != resnet_forward)
+        return ts_error_set(TS_ERR_ARG, "resnet_checkpoint_blocks: expected a ResNet, got %s",
+                            m ? m->type_name : "NULL");
+    if (every < 0)
+        return ts_error_set(TS_ERR_ARG, "resnet_checkpoint_blocks: every must be >= 0, got %d",
+                            every);
+    const resnet *r = (const resnet *)m;
+    for (int i = 0, k = 0; i < 4 && r->layer[i]; i++)
+        for (int j = 0; j < r->blocks[i]; j++, k++) {
+            char name[16];
+            snprintf(name, sizeof name, "%d", j);
+            ts_module_set_checkpoint(ts_module_child(r->layer[i], name),
+                                     every > 0 && k % every == 0);
+        }
+    return ts_error();
+}

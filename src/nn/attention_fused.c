@@ -77,9 +77,9 @@ static bool workspace(ts_tensor *like, size_t bytes, ts_tensor **ws_out) {
 
 static void sdpa_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_tensor *q = tsi_node_saved(n, 0), *k = tsi_node_saved(n, 1), *v = tsi_node_saved(n, 2);
-    ts_tensor *mask = n->saved[3].t ? tsi_node_saved(n, 3) : NULL;
+    ts_tensor *mask = tsi_node_has_saved(n, 3) ? tsi_node_saved(n, 3) : NULL;
     ts_tensor *out = tsi_node_saved(n, 4), *lse = tsi_node_saved(n, 5);
-    if (!q || !k || !v || !out || !lse || (n->saved[3].t && !mask) || !go[0]) return;
+    if (!q || !k || !v || !out || !lse || (tsi_node_has_saved(n, 3) && !mask) || !go[0]) return;
     ts_tensor *gc = tsi_cast(OP, go[0], q->dtype);
     ts_tensor *g = gc ? unit_last(gc) : NULL;
     ts_release(gc);

@@ -46,9 +46,10 @@ static bool takes_channels_last(ts_tensor *x) {
 static ts_dtype stat_dtype(ts_dtype dt) { return dt == TS_F64 ? TS_F64 : TS_F32; }
 
 static void batch_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
-    ts_tensor *x = tsi_node_saved(n, 0), *w = n->saved[1].t ? tsi_node_saved(n, 1) : NULL;
+    ts_tensor *x = tsi_node_saved(n, 0),
+              *w = tsi_node_has_saved(n, 1) ? tsi_node_saved(n, 1) : NULL;
     ts_tensor *mean = tsi_node_saved(n, 2), *invstd = tsi_node_saved(n, 3);
-    if (!x || (n->saved[1].t && !w) || !mean || !invstd || !go[0]) return;
+    if (!x || (tsi_node_has_saved(n, 1) && !w) || !mean || !invstd || !go[0]) return;
     tsi_norm_grads r;
     if (!tsi_norm_grads_begin(OP, n, x, go[0], &r)) return;
     ts_batch_norm_args a = base_args(x, w, NULL);

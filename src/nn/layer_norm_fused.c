@@ -66,9 +66,10 @@ static bool workspace(ts_tensor *like, size_t bytes, ts_tensor **ws) {
 static void *data_of(ts_tensor *t) { return t ? t->storage->data + t->offset : NULL; }
 
 static void layer_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
-    ts_tensor *x = tsi_node_saved(n, 0), *w = n->saved[1].t ? tsi_node_saved(n, 1) : NULL;
+    ts_tensor *x = tsi_node_saved(n, 0),
+              *w = tsi_node_has_saved(n, 1) ? tsi_node_saved(n, 1) : NULL;
     ts_tensor *mean = tsi_node_saved(n, 2), *rstd = tsi_node_saved(n, 3);
-    if (!x || (n->saved[1].t && !w) || !mean || !rstd || !go[0]) return;
+    if (!x || (tsi_node_has_saved(n, 1) && !w) || !mean || !rstd || !go[0]) return;
     const int nnorm = (int)n->ip[0];
     tsi_norm_grads r;
     if (!tsi_norm_grads_begin(OP, n, x, go[0], &r)) return;

@@ -282,9 +282,9 @@ ts_tensor *ts_forward(ts_module *m, ts_tensor *x) {
     if (ts_scope_depth() != depth + 1) return NULL; /* out of host memory */
     ts_tensor *y = NULL;
     if (!m->impl->hooks) {
-        y = ts_keep(m->forward(m, x));
+        y = ts_keep(tsi_module_run_forward(m, x));
     } else if (tsi_module_pre_hooks(m, x)) {
-        y = m->forward(m, x);
+        y = tsi_module_run_forward(m, x);
         if (y) y = ts_keep(tsi_module_post_hooks(m, x, y));
     }
     ts_scope_end();

@@ -23,6 +23,7 @@ struct ts_module_impl {
     size_t alloc_size;  /* the size given to ts_module_alloc: what a replica copies */
     bool replica;       /* made by tsi_module_replicate: never runs the user's destroy hook */
     struct tsi_forward_hooks *hooks; /* module_hooks.c; NULL when none */
+    bool checkpoint;                 /* ts_module_set_checkpoint: forward under ts_checkpoint */
 };
 
 /* module_hooks.c: the forward hooks around m's forward (a cheap NULL test when there are none).
@@ -30,6 +31,10 @@ struct ts_module_impl {
 bool tsi_module_pre_hooks(ts_module *m, ts_tensor *x);
 ts_tensor *tsi_module_post_hooks(ts_module *m, ts_tensor *x, ts_tensor *y);
 void tsi_module_hooks_free(ts_module *m);
+
+/* module_checkpoint.c: m->forward(m, x), under ts_checkpoint when m is flagged and grad mode is on
+ */
+ts_tensor *tsi_module_run_forward(ts_module *m, ts_tensor *x);
 
 int tsi_named_find(const tsi_named *l, const char *name); /* index or -1 */
 char *tsi_strdup(const char *s);                          /* NULL on OOM */

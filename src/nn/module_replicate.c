@@ -117,6 +117,7 @@ static bool copy_module(rep_ctx *c, ts_module *m, ts_module *parent, ts_module *
     impl->parent = parent;
     impl->alloc_size = src->alloc_size;
     impl->replica = true;
+    impl->checkpoint = src->checkpoint;
     r->impl = impl;
     if (m->type_name == src->type_name) r->type_name = type_name;
     *out = r;

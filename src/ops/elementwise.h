@@ -110,6 +110,12 @@ static inline ts_dtype tsi_ew_compute_dtype(ts_binary_op op, ts_dtype r) {
 ts_tensor *tsi_ew_scalar(const char *op, ts_binary_op bop, ts_tensor *a, double s, ts_dtype r,
                          ts_tensor *dst);
 
+/* u(t) with the backend's numbers p0, p1 (checked by the caller), out of place or into t: the
+ * unary front end's checks, dtype rule, autocast by name, autograd node and trace (with `nums`);
+ * the result in the caller's scope (unary.c; issue 52's activations in activation.c use it). */
+ts_tensor *tsi_unary_param(const char *op, ts_unary_op u, ts_tensor *t, double p0, double p1,
+                           bool inplace, const double *nums, int n_nums);
+
 /* Fresh contiguous copy of x on its device, no graph (a new reference, not in a scope). */
 ts_tensor *tsi_ew_clone(const char *op, ts_tensor *x);
 

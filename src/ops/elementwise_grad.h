@@ -28,6 +28,13 @@ void tsi_ew_scalar_backward(ts_node *n, ts_tensor *const *grad_out, ts_tensor **
 void tsi_ew_where_backward(ts_node *n, ts_tensor *const *grad_out, ts_tensor **grad_in);
 void tsi_ew_masked_fill_backward(ts_node *n, ts_tensor *const *grad_out, ts_tensor **grad_in);
 
+/* issue 52's activations (elementwise_grad_act.c): whether u is one, its PyTorch name (in place:
+ * the op name ends in '_'), and its input's gradient from g, the saved input x and the node's
+ * numbers (NULL: not one of them) */
+bool tsi_ew_act_is(ts_unary_op u);
+const char *tsi_ew_act_name(const char *op, ts_unary_op u);
+ts_tensor *tsi_ew_act_backward(ts_unary_op u, ts_tensor *g, ts_tensor *x, double p0, double p1);
+
 /* g as the gradient of input i: summed over broadcast dims to its shape, cast to its dtype, moved
  * to its device (a 0-dim cpu operand of a sim op gets a cpu gradient). NULL passes through. */
 ts_tensor *tsi_ew_grad_fit(const ts_node *n, int i, ts_tensor *g);

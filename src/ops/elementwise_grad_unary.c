@@ -114,7 +114,7 @@ const char *tsi_ew_unary_name(const char *op, ts_unary_op u) {
     case TS_U_NEGINF_TO:
         return "NanToNumBackward0";
     default:
-        return NULL;
+        return tsi_ew_act_name(op, u);
     }
 }
 
@@ -170,7 +170,7 @@ unsigned tsi_ew_unary_saves(ts_unary_op u) {
     case TS_U_NEGINF_TO:
         return TSI_EW_SAVE_A;
     default:
-        return 0;
+        return tsi_ew_act_is(u) ? TSI_EW_SAVE_A : 0;
     }
 }
 
@@ -387,8 +387,10 @@ void tsi_ew_unary_backward(ts_node *n, ts_tensor *const *grad_out, ts_tensor **g
     case TS_U_NEGINF_TO:
         r = ts_where(ts_eq_scalar(x, -INFINITY), tsi_ew_grad_zero(g), g);
         break;
-    default:
-        return;
+    default: /* issue 52's activations */
+        if (!tsi_ew_act_is(u)) return;
+        r = tsi_ew_act_backward(u, g, x, n->p[0], n->p[1]);
+        break;
     }
     grad_in[0] = tsi_ew_grad_fit(n, 0, r);
 }

@@ -59,6 +59,17 @@ static bool unary_dtype(const char *op, ts_unary_op u, const ts_tensor *t, ts_dt
         *copy_only = !tsi_is_float(d);
         return true;
     case TS_U_FRAC:
+    /* issue 52's activations (activation.c takes hardtanh's and threshold's integers elsewhere) */
+    case TS_U_ELU:
+    case TS_U_SELU:
+    case TS_U_HARDTANH:
+    case TS_U_HARDSHRINK:
+    case TS_U_SOFTSHRINK:
+    case TS_U_THRESHOLD:
+    case TS_U_LOGSIGMOID:
+    case TS_U_MISH:
+    case TS_U_HARDSIGMOID:
+    case TS_U_HARDSWISH:
     case TS_U_GELU:
     case TS_U_SILU:
     case TS_U_SOFTPLUS:
@@ -277,8 +288,8 @@ ts_tensor *ts_clamp_(ts_tensor *t, double min, double max) {
 
 /* ------------------------------------------------------------------ special ops with numbers */
 /* u with the numbers p0, p1 (checked by the caller), autocast by name, traced with `nums` */
-static ts_tensor *unary_param_op(const char *op, ts_unary_op u, ts_tensor *t, double p0, double p1,
-                                 const double *nums, int n_nums) {
+ts_tensor *tsi_unary_param(const char *op, ts_unary_op u, ts_tensor *t, double p0, double p1,
+                           bool inplace, const double *nums, int n_nums) {
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, op, &t);
     ts_tensor *y = NULL;
@@ -286,9 +297,14 @@ static ts_tensor *unary_param_op(const char *op, ts_unary_op u, ts_tensor *t, do
     bool copy_only;
     tsi_init();
     if (tsi_check_input(op, t, "input") && unary_dtype(op, u, t, &r, &copy_only))
-        y = unary_run(op, u, t, r, copy_only, false, p0, p1);
+        y = unary_run(op, u, t, r, copy_only, inplace, p0, p1);
     y = tsi_autocast_exit(&ac, y);
     return tsi_own(tsi_trace(op, &t, 1, y, NULL, 0, nums, n_nums));
+}
+
+static ts_tensor *unary_param_op(const char *op, ts_unary_op u, ts_tensor *t, double p0, double p1,
+                                 const double *nums, int n_nums) {
+    return tsi_unary_param(op, u, t, p0, p1, false, nums, n_nums);
 }
 
 ts_tensor *ts_polygamma(int n, ts_tensor *t) {

@@ -1,5 +1,6 @@
 /* optim.c — the optimizer object: parameter groups, learning rates, zero_grad, the fused step. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,13 +39,17 @@ static bool grow_scratch(ts_optim *o, int need) {
     int *sel = malloc((size_t)cap * sizeof *sel);
     ts_tensor **copies = calloc(2 * (size_t)cap, sizeof *copies);
     ts_kview *skv = malloc((size_t)cap * sizeof *skv);
-    if (!kv || !steps || !fresh || !sel || !copies || !skv) {
+    double *coef = malloc((size_t)TS_OPTIM_COEFS * (size_t)cap * sizeof *coef);
+    double *aux_next = malloc((size_t)TS_OPTIM_AUX * (size_t)cap * sizeof *aux_next);
+    if (!kv || !steps || !fresh || !sel || !copies || !skv || !coef || !aux_next) {
         free(kv), free(steps), free(fresh), free(sel), free(copies), free(skv);
+        free(coef), free(aux_next);
         return false;
     }
     free(o->kv), free(o->steps), free(o->fresh), free(o->sel), free(o->copies), free(o->skv);
+    free(o->coef), free(o->aux_next);
     o->kv = kv, o->steps = steps, o->fresh = fresh, o->sel = sel, o->copies = copies;
-    o->skv = skv;
+    o->skv = skv, o->coef = coef, o->aux_next = aux_next;
     o->scratch_cap = cap;
     return true;
 }
@@ -111,10 +116,36 @@ static bool add_group(const char *op, ts_optim *o, ts_tensor *const *params, int
 /* Every hyperparameter finite. PyTorch lets an infinite momentum, decay or learning rate
  * through; they only make NaN weights, so they are refused here. */
 static bool hparams_finite(const char *op, const ts_optim_hparams *h) {
-    const char *names[] = {"learning rate", "momentum", "dampening", "weight_decay",
-                           "beta1",         "beta2",    "epsilon",   "alpha"};
-    const double v[] = {h->lr,    h->momentum, h->dampening, h->weight_decay,
-                        h->beta1, h->beta2,    h->eps,       h->alpha};
+    const char *names[] = {"learning rate",
+                           "momentum",
+                           "dampening",
+                           "weight_decay",
+                           "beta1",
+                           "beta2",
+                           "epsilon",
+                           "alpha",
+                           "lr_decay",
+                           "rho",
+                           "momentum_decay",
+                           "lambd",
+                           "initial_accumulator_value",
+                           "etaminus",
+                           "etaplus"};
+    const double v[] = {h->lr,
+                        h->momentum,
+                        h->dampening,
+                        h->weight_decay,
+                        h->beta1,
+                        h->beta2,
+                        h->eps,
+                        h->alpha,
+                        h->lr_decay,
+                        h->rho,
+                        h->momentum_decay,
+                        h->lambd,
+                        h->initial_accumulator_value,
+                        h->etaminus,
+                        h->etaplus};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         if (!isfinite(v[i]))
             return tsi_error_set(TS_ERR_ARG, "%s: invalid %s value %g (must be finite)", op,
@@ -182,6 +213,7 @@ void tsi_optim_param_clear(tsi_optim_param *pp) {
         pp->fresh[k] = false;
     }
     tsi_optim_param_set_steps(pp, 0);
+    for (int k = 0; k < TS_OPTIM_AUX; k++) pp->aux[k] = 0;
     pp->has_state = false;
 }
 
@@ -195,7 +227,7 @@ void ts_optim_free(ts_optim *opt) {
     free(opt->params);
     free(opt->groups);
     free(opt->kv), free(opt->steps), free(opt->fresh), free(opt->sel), free(opt->copies);
-    free(opt->skv);
+    free(opt->skv), free(opt->coef), free(opt->aux_next);
     free(opt);
 }
 
@@ -226,6 +258,53 @@ ts_status ts_optim_set_lr(ts_optim *opt, int group, double lr) {
     opt->groups[group].h.lr = lr;
     if (tsi_optim_group_changed("optim_set_lr", opt, group)) {
         opt->groups[group].h.lr = old; /* refused while capturing: nothing changes */
+        return ts_error();
+    }
+    return TS_OK;
+}
+
+/* the hyper-parameter a momentum schedule moves: momentum or beta1; NULL for the other kinds */
+static double *momentum_of(ts_optim_hparams *h) {
+    switch (h->kind) {
+    case TS_OPTIM_SGD:
+    case TS_OPTIM_RMSPROP:
+        return &h->momentum;
+    case TS_OPTIM_ADAM:
+    case TS_OPTIM_ADAMW:
+    case TS_OPTIM_ADAMAX:
+    case TS_OPTIM_NADAM:
+    case TS_OPTIM_RADAM:
+        return &h->beta1;
+    default:
+        return NULL;
+    }
+}
+
+double ts_optim_get_momentum(ts_optim *opt, int group) {
+    static const char op[] = "optim_get_momentum";
+    if (!check_group(op, opt, group)) return NAN;
+    const double *m = momentum_of(&opt->groups[group].h);
+    if (!m)
+        return tsi_error_set(TS_ERR_ARG, "%s: %s has no momentum or beta1", op, opt->info->name),
+               NAN;
+    return *m;
+}
+
+ts_status ts_optim_set_momentum(ts_optim *opt, int group, double momentum) {
+    static const char op[] = "optim_set_momentum";
+    if (!check_group(op, opt, group)) return ts_error();
+    ts_optim_hparams *h = &opt->groups[group].h;
+    double *m = momentum_of(h);
+    if (!m)
+        return tsi_error_set(TS_ERR_ARG, "%s: %s has no momentum or beta1", op, opt->info->name);
+    const bool beta = m == &h->beta1;
+    if (beta ? !(momentum >= 0 && momentum < 1) : !(momentum >= 0 && isfinite(momentum)))
+        return tsi_error_set(TS_ERR_ARG, "%s: invalid %s value %g", op, beta ? "beta1" : "momentum",
+                             momentum);
+    const double old = *m;
+    *m = momentum;
+    if (tsi_optim_group_changed(op, opt, group)) {
+        *m = old; /* refused while capturing: nothing changes */
         return ts_error();
     }
     return TS_OK;
@@ -278,11 +357,18 @@ static bool prepare_state(const char *op, ts_optim *o, const ts_optim_hparams *h
         if (!s) return false;
         /* SGD's buffer starts as the first gradient: no need to clear it */
         pp->fresh[k] = h->kind == TS_OPTIM_SGD;
-        if (!pp->fresh[k] && tsi_numel(s->shape) > 0)
+        const double init = o->info->slot_init ? o->info->slot_init(h, k) : 0.0;
+        if (init != 0 && tsi_numel(s->shape) > 0) {
+            const ts_kview kv = tsi_kview(s);
+            tsi_be(s)->fill(tsi_be(s), tsi_dev_index(s), &kv, init);
+        } else if (!pp->fresh[k] && tsi_numel(s->shape) > 0) {
             tsi_be(s)->memset_zero(tsi_be(s), tsi_dev_index(s), s->storage->data,
                                    (size_t)tsi_numel(s->shape) * tsi_dtype_size(s->dtype));
+        }
         pp->state[k] = s;
     }
+    /* a parameter's scalar state before its first step (PyTorch's _init_group) */
+    if (!pp->has_state && o->info->init_aux) o->info->init_aux(h, pp->aux);
     return true;
 }
 
@@ -299,6 +385,7 @@ static void run_batch(const char *op, ts_optim *o, const ts_optim_hparams *h, co
     args.skip_if = o->skip_if;
     /* a capturable optimizer's scalars: every parameter of the batch has them (one device) */
     if (o->params[sel[0]].scalars) args.scalars = o->skv;
+    if (o->info->coefs) args.coef = o->coef;
     for (int j = 0; j < n; j++) {
         tsi_optim_param *pp = &o->params[sel[j]];
         kp[j] = tsi_kview(pp->p);
@@ -308,6 +395,9 @@ static void run_batch(const char *op, ts_optim *o, const ts_optim_hparams *h, co
                 o->kv[(size_t)(2 + k) * (size_t)cap + (size_t)j] = tsi_kview(pp->state[k]);
         o->steps[j] = pp->step + 1;
         o->fresh[j] = pp->fresh[0];
+        if (o->info->coefs)
+            o->info->coefs(h, o->steps[j], pp->aux, o->coef + (size_t)j * TS_OPTIM_COEFS,
+                           o->aux_next + (size_t)j * TS_OPTIM_AUX);
         if (args.scalars) o->skv[j] = tsi_kview(pp->scalars);
     }
     ts_tensor *p0 = o->params[sel[0]].p;
@@ -319,6 +409,9 @@ static void run_batch(const char *op, ts_optim *o, const ts_optim_hparams *h, co
         pp->step += 1; /* unused once the count lives on the device */
         pp->has_state = true;
         for (int k = 0; k < TS_OPTIM_SLOTS; k++) pp->fresh[k] = false;
+        if (o->info->coefs)
+            for (int k = 0; k < TS_OPTIM_AUX; k++)
+                pp->aux[k] = o->aux_next[(size_t)j * TS_OPTIM_AUX + (size_t)k];
         tsi_bump_version(pp->p);
     }
 }
@@ -376,6 +469,15 @@ ts_status tsi_optim_step_unless(ts_optim *opt, const ts_kview *skip_if) {
     tsi_init();
     if (!opt) return tsi_error_set(TS_ERR_ARG, "%s: optimizer is NULL", op);
     if (ts_error()) return ts_error();
+    /* the kinds with host coefficients take them from the host's step counts at every step */
+    if (opt->info->coefs) {
+        char what[160];
+        snprintf(what, sizeof what,
+                 "a step of %s (its per-step scalars come from the host; SGD, Adam, AdamW and "
+                 "RMSprop steps can be captured)",
+                 opt->info->name);
+        if (tsi_optim_refuse_capturing(op, opt, 0, opt->n_params, what)) return ts_error();
+    }
     for (int i = 0; i < opt->n_params; i++) {
         ts_tensor *p = opt->params[i].p, *g = p->grad;
         if (!g) continue;
@@ -436,8 +538,16 @@ ts_status tsi_optim_step_unless(ts_optim *opt, const ts_kview *skip_if) {
 }
 
 /* ------------------------------------------------------------------ helpers */
-ts_tensor *tsi_optim_scalar(const char *op, double v) {
-    ts_tensor *t = tsi_new(op, TS_SHAPE(), TS_F64, ts_cpu());
-    if (t) *(double *)(t->storage->data + t->offset * (int64_t)sizeof(double)) = v;
+ts_tensor *tsi_optim_scalar(const char *op, double v) { return tsi_optim_scalar_dt(op, v, TS_F64); }
+
+ts_tensor *tsi_optim_scalar_dt(const char *op, double v, ts_dtype dt) {
+    ts_tensor *t = tsi_new(op, TS_SHAPE(), dt, ts_cpu());
+    if (!t) return NULL;
+    if (dt == TS_F32)
+        *(float *)(t->storage->data + t->offset * (int64_t)sizeof(float)) = (float)v;
+    else
+        *(double *)(t->storage->data + t->offset * (int64_t)sizeof(double)) = v;
     return t;
 }
+
+double tsi_optim_f32(double v) { return (double)(float)v; }

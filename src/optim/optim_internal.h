@@ -5,6 +5,9 @@
 #include "backend/optim_step.h"
 #include "core/internal.h"
 
+/* Per-parameter scalar state kept on the host (NAdam's mu_product; ASGD's eta and mu). */
+#define TS_OPTIM_AUX 2
+
 /* One parameter and the state the optimizer keeps for it (on the parameter's device, owned by the
  * optimizer, never by a scope). */
 typedef struct tsi_optim_param {
@@ -12,6 +15,7 @@ typedef struct tsi_optim_param {
     ts_tensor *state[TS_OPTIM_SLOTS]; /* NULL until needed */
     bool fresh[TS_OPTIM_SLOTS];       /* allocated but not yet written (SGD's momentum) */
     double step;                      /* steps taken (Adam, AdamW, RMSprop) */
+    double aux[TS_OPTIM_AUX];         /* the kind's scalar state (aux_names) */
     bool has_state;
     /* a capturable optimizer's scalars on p's device (optim_capture.c), NULL until then: the
      * step count there is the one that counts */
@@ -32,6 +36,16 @@ typedef struct tsi_optim_kind_info {
     bool has_step;                          /* "step" in the state */
     /* the slot is used with these options (and must exist before a step) */
     bool (*slot_used)(const ts_optim_hparams *h, int slot);
+    /* ---- the kinds of optim_math_more.h (NULL / false for the others) */
+    const char *aux_names[TS_OPTIM_AUX]; /* state dict names of aux; NULL: unused */
+    bool f32_scalars; /* step and aux as f32 0-dim tensors (PyTorch's _get_scalar_dtype) */
+    /* the aux of a parameter without state (before its first step) */
+    void (*init_aux)(const ts_optim_hparams *h, double *aux);
+    /* the value a new slot starts with (NULL: zero) */
+    double (*slot_init)(const ts_optim_hparams *h, int slot);
+    /* the per-tensor coefficients of a step (`step` counts it) and the aux after it */
+    void (*coefs)(const ts_optim_hparams *h, double step, const double *aux, double *coef,
+                  double *aux_next);
 } tsi_optim_kind_info;
 
 struct ts_optim {
@@ -48,12 +62,16 @@ struct ts_optim {
     int *sel;           /* [cap_params] */
     ts_tensor **copies; /* [2 * cap_params]: contiguous stand-ins for strided parameters, grads */
     ts_kview *skv;      /* [cap_params]: the scalars' views */
+    double *coef;       /* [TS_OPTIM_COEFS * cap_params] */
+    double *aux_next;   /* [TS_OPTIM_AUX * cap_params] */
     int scratch_cap;
     bool capturable;         /* a step was captured: parameters keep their scalars on the device */
     const ts_kview *skip_if; /* during tsi_optim_step_unless: the grad scaler's found_inf */
 };
 
 extern const tsi_optim_kind_info tsi_sgd_info, tsi_adam_info, tsi_adamw_info, tsi_rmsprop_info;
+extern const tsi_optim_kind_info tsi_adagrad_info, tsi_adadelta_info, tsi_adamax_info,
+    tsi_nadam_info, tsi_radam_info, tsi_asgd_info, tsi_rprop_info;
 
 /* A new optimizer over params (one group); NULL with the error recorded. */
 ts_optim *tsi_optim_new(const char *op, const tsi_optim_kind_info *info, ts_optim_hparams h,
@@ -91,5 +109,9 @@ void tsi_optim_param_set_steps(tsi_optim_param *pp, double steps);
 
 /* A caller-held 0-dim f64 cpu tensor holding v (state dict scalars). */
 ts_tensor *tsi_optim_scalar(const char *op, double v);
+/* The same in dtype dt (TS_F32 or TS_F64). */
+ts_tensor *tsi_optim_scalar_dt(const char *op, double v, ts_dtype dt);
+/* v rounded to float32 (PyTorch's scalar state tensors) */
+double tsi_optim_f32(double v);
 
 #endif /* TS_OPTIM_INTERNAL_H */

@@ -30,9 +30,15 @@ ts_tensor_list ts_optim_state_dict(ts_optim *opt) {
     for (int i = 0; ok && i < opt->n_params; i++) {
         tsi_optim_param *pp = &opt->params[i];
         if (!pp->has_state) continue;
+        const ts_dtype sdt = opt->info->f32_scalars ? TS_F32 : TS_F64;
         if (opt->info->has_step) {
             snprintf(name, sizeof name, "state.%d.step", i);
-            ok = add_entry(op, &l, name, tsi_optim_scalar(op, tsi_optim_param_steps(pp)));
+            ok = add_entry(op, &l, name, tsi_optim_scalar_dt(op, tsi_optim_param_steps(pp), sdt));
+        }
+        for (int k = 0; ok && k < TS_OPTIM_AUX; k++) {
+            if (!opt->info->aux_names[k]) continue;
+            snprintf(name, sizeof name, "state.%d.%s", i, opt->info->aux_names[k]);
+            ok = add_entry(op, &l, name, tsi_optim_scalar_dt(op, pp->aux[k], sdt));
         }
         for (int k = 0; ok && k < TS_OPTIM_SLOTS; k++) {
             ts_tensor *s = pp->state[k];
@@ -66,7 +72,8 @@ typedef struct staged_state {
     ts_tensor *src[TS_OPTIM_SLOTS]; /* borrowed from the dict */
     ts_tensor *copy[TS_OPTIM_SLOTS];
     double step;
-    bool any, has_step;
+    double aux[TS_OPTIM_AUX];
+    bool any, has_step, has_aux[TS_OPTIM_AUX];
 } staged_state;
 
 /* Checks one entry and notes it in st / lrs. */
@@ -106,6 +113,18 @@ static bool stage_entry(const char *op, ts_optim *opt, const char *key, ts_tenso
         s->has_step = s->any = true;
         return true;
     }
+    for (int k = 0; k < TS_OPTIM_AUX; k++) {
+        const char *an = opt->info->aux_names[k];
+        if (!an || strcmp(rest, an) != 0) continue;
+        double v = tsi_numel(t->shape) == 1 ? ts_item(t) : NAN;
+        if (!isfinite(v))
+            return tsi_error_set(TS_ERR_ARG, "%s: %s is not a finite scalar (%s)", op, key,
+                                 tsi_desc(t)),
+                   false;
+        s->aux[k] = v;
+        s->has_aux[k] = s->any = true;
+        return true;
+    }
     for (int k = 0; k < TS_OPTIM_SLOTS; k++) {
         const char *sn = opt->info->slot_names[k];
         if (!sn || strcmp(rest, sn) != 0) continue;
@@ -135,6 +154,11 @@ static bool check_complete(const char *op, ts_optim *opt, const staged_state *st
             if (!st[i].any) continue;
             if (opt->info->has_step && !st[i].has_step)
                 return tsi_error_set(TS_ERR_ARG, "%s: state.%d.step is missing", op, i), false;
+            for (int k = 0; k < TS_OPTIM_AUX; k++)
+                if (opt->info->aux_names[k] && !st[i].has_aux[k])
+                    return tsi_error_set(TS_ERR_ARG, "%s: state.%d.%s is missing", op, i,
+                                         opt->info->aux_names[k]),
+                           false;
             for (int k = 0; k < TS_OPTIM_SLOTS; k++)
                 if (opt->info->slot_used(&grp->h, k) && !st[i].src[k])
                     return tsi_error_set(TS_ERR_ARG, "%s: state.%d.%s is missing", op, i,
@@ -204,6 +228,7 @@ void tsi_optim_load_commit(tsi_optim_staged *g) {
             st[i].copy[k] = NULL;
         }
         tsi_optim_param_set_steps(pp, st[i].step);
+        for (int k = 0; k < TS_OPTIM_AUX; k++) pp->aux[k] = st[i].aux[k];
         pp->has_state = true;
     }
     for (int k = 0; k < opt->n_groups; k++) {

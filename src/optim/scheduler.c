@@ -90,8 +90,10 @@ static double sched_lr(ts_lr_scheduler *s, int g) {
             lr_out = anneal_cos(s->max_lr[g], s->min_lr[g], pct);
             mom_out = anneal_cos(0.85, 0.95, pct);
         }
-        /* cycle_momentum (torch's default): beta1 for Adam, momentum otherwise */
-        if (grp->h.kind == TS_OPTIM_ADAM || grp->h.kind == TS_OPTIM_ADAMW)
+        /* cycle_momentum (torch's default): beta1 for the Adam family, momentum otherwise */
+        if (grp->h.kind == TS_OPTIM_ADAM || grp->h.kind == TS_OPTIM_ADAMW ||
+            grp->h.kind == TS_OPTIM_ADAMAX || grp->h.kind == TS_OPTIM_NADAM ||
+            grp->h.kind == TS_OPTIM_RADAM)
             grp->h.beta1 = mom_out;
         else
             grp->h.momentum = mom_out;
@@ -269,6 +271,14 @@ ts_lr_scheduler *ts_onecycle_lr(ts_optim *opt, double max_lr, int total_steps) {
                              total_steps),
                NULL;
     if (!(max_lr >= 0)) return tsi_error_set(TS_ERR_ARG, "%s: invalid max_lr %g", op, max_lr), NULL;
+    /* torch's cycle_momentum needs a momentum or a beta1 */
+    if (opt && (opt->info == &tsi_adagrad_info || opt->info == &tsi_adadelta_info ||
+                opt->info == &tsi_asgd_info || opt->info == &tsi_rprop_info))
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: %s has no momentum or beta1 to cycle (PyTorch's "
+                             "cycle_momentum needs one)",
+                             op, opt->info->name),
+               NULL;
     ts_lr_scheduler *s = sched_new(op, opt, S_ONECYCLE);
     if (!s) return NULL;
     int n = s->n_groups;

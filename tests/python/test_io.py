@@ -1,4 +1,4 @@
-"""test_io.py — tessera.save / load (safetensors), device_scope, memory statistics, threads,
+"""test_io.py — tessera.save / load of .safetensors paths, device_scope, memory statistics, threads,
 tessera.sim, tessera.cuda's queries and tessera.distributed (a world of one here; two ranks under
 mpirun in a subprocess)."""
 import json
@@ -77,15 +77,17 @@ def test_save_one_tensor(tmp_path, device):
 
 
 def test_save_errors(tmp_path):
+    """a .safetensors path holds tensors only (other paths: PyTorch's format, test_save_load_pt)"""
+    x = tmp_path / "x.safetensors"
     with pytest.raises(TypeError, match="save\\(\\): argument 'obj'"):
-        tessera.save(3, tmp_path / "x")
+        tessera.save(3, x)
     with pytest.raises(TypeError, match="obj\\['a'\\] must be Tensor, not int"):
-        tessera.save({"a": 1}, tmp_path / "x")
+        tessera.save({"a": 1}, x)
     with pytest.raises(TypeError, match="keys of 'obj' must be str"):
-        tessera.save({1: tessera.ones(1)}, tmp_path / "x")
+        tessera.save({1: tessera.ones(1)}, x)
     with pytest.raises(TypeError):
         tessera.save({"a": tessera.ones(1)}, 12.5)
-    assert not (tmp_path / "x").exists()
+    assert not x.exists()
 
 
 def test_load_errors(tmp_path):

@@ -92,6 +92,9 @@ void tcli_usage(FILE *f) {
         "  --checkpoint-every N  also write the checkpoint every N steps, mid-epoch: --resume "
         "then\n"
         "                      continues from that batch exactly\n"
+        "  --checkpoint-activations N  gpt, resnets: keep no activations of every Nth block\n"
+        "                      (1: all blocks) and recompute them in backward: less memory,\n"
+        "                      about a third more compute\n"
         "  --optimizer NAME    sgd (default), adam or adamw (default for gpt: decoupled weight\n"
         "                      decay on matrices and embeddings, none on biases and norms)\n"
         "  --lr X              learning rate (sgd: 0.02, resnets 0.1; adam, adamw: 0.001)\n"
@@ -269,6 +272,7 @@ static const opt_spec specs[] = {
     {"--epochs", K_POS_INT, FOR_TRAIN, OFF(epochs), NULL},
     {"--max-steps", K_POS_INT, FOR_TRAIN, OFF(max_steps), NULL},
     {"--checkpoint-every", K_POS_INT, FOR_TRAIN, OFF(checkpoint_every), NULL},
+    {"--checkpoint-activations", K_POS_INT, FOR_TRAIN, OFF(checkpoint_activations), NULL},
     {"--optimizer", K_CHOICE, FOR_TRAIN, OFF(optimizer), "sgd|adam|adamw"},
     {"--lr", K_POS_REAL, FOR_TRAIN, OFF(lr), NULL},
     {"--momentum", K_UNIT_REAL, FOR_TRAIN, OFF(momentum), NULL},
@@ -518,6 +522,9 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
     if (o->epochs == 0) o->epochs = o->max_steps ? INT_MAX : 2;
     if (o->checkpoint_every && !o->checkpoint)
         return usage_fail("--checkpoint-every: needs --checkpoint DIR");
+    if (o->checkpoint_activations && strcmp(o->model, "gpt") && strncmp(o->model, "resnet", 6))
+        return usage_fail("--checkpoint-activations: for --model gpt and the resnets, not %s",
+                          o->model);
     if (o->resume && !o->checkpoint)
         return usage_fail("--resume: needs --checkpoint DIR (the folder to resume from)");
     if (mask == FOR_EVAL && !o->checkpoint)

@@ -31,8 +31,9 @@ typedef struct tcli_opts {
     bool amp;               /* train: autocast (+ grad scaling for float16) */
     const char *amp_dtype;  /* "bf16", "f16" or NULL: the device type's default */
     int epochs, batch_size, workers, threads, log_every;
-    int max_steps;        /* train: stop after this many optimizer steps (0: no limit) */
-    int checkpoint_every; /* train: also checkpoint every N steps (0: at epoch ends only) */
+    int max_steps;              /* train: stop after this many optimizer steps (0: no limit) */
+    int checkpoint_every;       /* train: also checkpoint every N steps (0: at epoch ends only) */
+    int checkpoint_activations; /* train: recompute every Nth block in backward (0: keep all) */
     double lr, momentum, weight_decay; /* < 0: the optimizer's default */
     const char *optimizer;             /* sgd, adam, adamw (default: adamw for gpt, else sgd) */
     uint64_t seed;

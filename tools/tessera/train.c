@@ -536,6 +536,11 @@ static int train_run(trainer *t) {
     if (!(t->net = t->model = tcli_model_new(o, &t->data)))
         return ts_error() ? tcli_fail_ts(TCLI_FAIL, "model") : TCLI_USAGE;
     t->net = t->model = ts_module_to(t->model, t->dev);
+    if (o->checkpoint_activations &&
+        (!strcmp(o->model, "gpt")
+             ? ts_gpt_checkpoint_blocks(t->model, o->checkpoint_activations)
+             : ts_resnet_checkpoint_blocks(t->model, o->checkpoint_activations)) != TS_OK)
+        return tcli_fail_ts(TCLI_FAIL, "--checkpoint-activations");
     if (o->amp) {
         t->amp = !o->amp_dtype                  ? ts_autocast_get_dtype(t->dev.type)
                  : !strcmp(o->amp_dtype, "f16") ? TS_F16

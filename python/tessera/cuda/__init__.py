@@ -6,10 +6,19 @@ torch.cuda.memory_allocated() does before CUDA is initialised)."""
 from tessera import _C
 
 from . import amp  # noqa: F401  (tessera.cuda.amp: torch.cuda.amp's autocast, GradScaler)
+from .streams import (Event, Stream, StreamContext, current_stream, default_stream,  # noqa: F401
+                      set_stream, stream)
+from .._legacy import cuda_types as _cuda_types
+
+globals().update(_cuda_types)  # tessera.cuda.FloatTensor... (on cuda)
 
 __all__ = ["is_available", "device_count", "current_device", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats",
-           "reset_peak_memory_stats", "empty_cache", "mem_get_info", "synchronize"]
+           "reset_peak_memory_stats", "empty_cache", "mem_get_info", "synchronize",
+           "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "set_device",
+           "device", "get_device_name", "get_device_properties", "get_device_capability",
+           "is_bf16_supported", "is_initialized", "init", "Event", "Stream", "StreamContext",
+           "current_stream", "default_stream", "stream", "set_stream"] + list(_cuda_types)
 
 
 def is_available():
@@ -20,12 +29,128 @@ def device_count():
     return _C._device_count("cuda")
 
 
+def is_initialized():
+    return is_available()
+
+
+def init():
+    """Nothing to do: Tessera starts CUDA when it is first used."""
+
+
+def _index(device, fn):
+    """None / int / "cuda:1" / tessera.device -> a CUDA device index (None: current)"""
+    if device is None or isinstance(device, int):
+        return device
+    d = _C.device(device)
+    if d.type != "cuda":
+        raise ValueError("tessera.cuda.%s(): expected a cuda device, got %s" % (fn, d))
+    return d.index
+
+
+def _need_cuda(fn):
+    if not is_available():
+        raise RuntimeError("tessera.cuda.%s(): no CUDA device is available" % fn)
+
+
 def current_device():
-    return 0
+    """The thread's current CUDA device (0 without CUDA, where there is none to choose)."""
+    return _C._cuda_current_device() if is_available() else 0
+
+
+def set_device(device):
+    """Makes a CUDA device the thread's current one (a negative index does nothing, as torch)."""
+    i = _index(device, "set_device")
+    if i is not None and i < 0:
+        return
+    _need_cuda("set_device")
+    _C._cuda_set_device(0 if i is None else i)
+
+
+class device:
+    """with tessera.cuda.device(1): the current CUDA device inside the block (None or -1: no
+    change), as torch.cuda.device."""
+
+    def __init__(self, device):
+        self.idx = _index(device, "device")
+        self._prev = None
+
+    def __enter__(self):
+        if self.idx is not None and self.idx >= 0:
+            self._prev = current_device()
+            set_device(self.idx)
+
+    def __exit__(self, *exc):
+        if self._prev is not None:
+            _C._cuda_set_device(self._prev)
+        return False
 
 
 def synchronize(device=None):
-    """Waits for the device's work; Tessera's ops return finished results, so nothing to do."""
+    """Waits for the work queued on every stream of the CUDA device (None: the current one);
+    without CUDA nothing is pending (cpu and sim ops finish before they return)."""
+    if is_available():
+        _C._cuda_synchronize(_index(device, "synchronize"))
+
+
+def _properties(device, fn):
+    _need_cuda(fn)
+    return _C._cuda_get_device_properties(_index(device, fn))
+
+
+class _CudaDeviceProperties:
+    """torch.cuda.get_device_properties's result: name, total_memory, major, minor,
+    multi_processor_count, warp_size, L2_cache_size... as attributes."""
+
+    def __init__(self, props):
+        self.__dict__.update(props)
+
+    def __repr__(self):
+        return ("_CudaDeviceProperties(name='%s', major=%d, minor=%d, total_memory=%dMB, "
+                "multi_processor_count=%d, L2_cache_size=%dMB)"
+                % (self.name, self.major, self.minor, self.total_memory >> 20,
+                   self.multi_processor_count, self.L2_cache_size >> 20))
+
+
+def get_device_properties(device=None):
+    return _CudaDeviceProperties(_properties(device, "get_device_properties"))
+
+
+def get_device_name(device=None):
+    return _properties(device, "get_device_name")["name"]
+
+
+def get_device_capability(device=None):
+    p = _properties(device, "get_device_capability")
+    return (p["major"], p["minor"])
+
+
+def is_bf16_supported(including_emulation=True):
+    """bfloat16 on CUDA: compute capability 8.0 (Ampere) or later; False without CUDA."""
+    return is_available() and get_device_capability()[0] >= 8
+
+
+# Random numbers: Tessera has one Philox generator for every device (a seed gives the same
+# numbers on cpu, cuda and sim), so seeding CUDA's generator seeds that one. Without CUDA these
+# are silently ignored, as torch.cuda's are.
+def manual_seed(seed):
+    if is_available():
+        _C.manual_seed(int(seed))
+
+
+manual_seed_all = manual_seed
+
+
+def seed():
+    if is_available():
+        import random
+        _C.manual_seed(random.getrandbits(63))
+
+
+seed_all = seed
+
+
+def initial_seed():
+    return _C.initial_seed()
 
 
 def _device(device):

@@ -20,6 +20,10 @@ from .resample import (ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d, Z
                        CircularPad2d, CircularPad3d, Upsample, UpsamplingNearest2d,
                        UpsamplingBilinear2d, PixelShuffle, PixelUnshuffle)
 from .resample import __all__ as _resample_all
+from .activation import (ELU, CELU, SELU, Hardtanh, ReLU6, Hardshrink, Softshrink, Tanhshrink,
+                         Softsign, Threshold, LogSigmoid, Mish, Hardsigmoid, Hardswish, GLU, PReLU,
+                         Softmin, Softmax2d)
+from .activation import __all__ as _activation_all
 from . import functional, init, utils, models  # noqa: F401
 
 __all__ = [
@@ -33,6 +37,7 @@ __all__ = [
     "GRUCell",
 ]
 __all__ += _resample_all
+__all__ += _activation_all
 __all__ += ["KLDivLoss", "HuberLoss", "SoftMarginLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
             "CosineEmbeddingLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
             "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",

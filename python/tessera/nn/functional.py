@@ -287,3 +287,9 @@ from .functional_loss import (kl_div, huber_loss, soft_margin_loss,  # noqa: E40
                               triplet_margin_loss, triplet_margin_with_distance_loss,
                               poisson_nll_loss, gaussian_nll_loss, multilabel_margin_loss,
                               multilabel_soft_margin_loss, multi_margin_loss)
+
+# --- issue 52: more activations (src/ops/activation.c)
+from .functional_act import (elu, elu_, celu, celu_, selu, selu_, hardtanh,  # noqa: E402,F401
+                             hardtanh_, relu6, threshold, threshold_, hardshrink, softshrink,
+                             tanhshrink, softsign, logsigmoid, mish, hardsigmoid, hardswish, glu,
+                             prelu, softmin)

@@ -1,6 +1,12 @@
 """tessera.optim.lr_scheduler — PyTorch's schedulers in pure Python over param_groups' "lr" (their
-chainable recursive forms, as torch.optim.lr_scheduler computes them)."""
+chainable recursive forms, as torch.optim.lr_scheduler computes them): LambdaLR, MultiplicativeLR,
+StepLR, MultiStepLR, ConstantLR, LinearLR, ExponentialLR, PolynomialLR, CosineAnnealingLR,
+CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR, SequentialLR, ChainedScheduler,
+ReduceLROnPlateau. OneCycleLR and CyclicLR also cycle a group's "momentum" or betas[0]; the
+optimizer hands both to its C step (Optimizer._sync_lr)."""
 import math
+import types
+from bisect import bisect_right
 
 from .optimizer import Optimizer
 
@@ -20,8 +26,15 @@ class LRScheduler:
                                    "when resuming an optimizer")
         self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
         self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self):
         self._step_count = 0
-        self.step()
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
 
     def get_lr(self):
         raise NotImplementedError
@@ -31,6 +44,9 @@ class LRScheduler:
 
     def step(self, epoch=None):
         self._step_count += 1
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch=None):
         if epoch is None:
             self.last_epoch += 1
             values = self.get_lr()
@@ -40,6 +56,9 @@ class LRScheduler:
         for g, lr in zip(self.optimizer.param_groups, values):
             g["lr"] = lr
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):  # PyTorch's name
+        return self._closed_form()
 
     def _lrs(self):
         return [g["lr"] for g in self.optimizer.param_groups]
@@ -67,14 +86,30 @@ class LambdaLR(LRScheduler):
         return [base * f(self.last_epoch) for f, base in zip(self.lr_lambdas, self.base_lrs)]
 
     def state_dict(self):
+        """PyTorch's: a plain function is not saved (None); a callable object's __dict__ is"""
         d = super().state_dict()
-        d.pop("lr_lambdas")
+        d["lr_lambdas"] = [None if isinstance(f, types.FunctionType) else f.__dict__.copy()
+                           for f in self.lr_lambdas]
         return d
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        fns = state_dict.pop("lr_lambdas", None) or []
+        self.__dict__.update(state_dict)
+        for f, saved in zip(self.lr_lambdas, fns):
+            if saved is not None:
+                f.__dict__.update(saved)
 
 
 class MultiplicativeLR(LambdaLR):
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        for f in (lr_lambda if isinstance(lr_lambda, (list, tuple)) else [lr_lambda]):
+            if not callable(f):
+                raise TypeError(f"lr_lambda should be a function, but got {type(f).__name__}")
+        super().__init__(optimizer, lr_lambda, last_epoch)
+
     def get_lr(self):
-        if self.last_epoch > 0:
+        if not self._is_initial:
             return [lr * f(self.last_epoch) for f, lr in zip(self.lr_lambdas, self._lrs())]
         return self._lrs()
 
@@ -114,7 +149,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        if self.last_epoch == 0:
+        if self._is_initial:
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
 
@@ -129,7 +164,7 @@ class CosineAnnealingLR(LRScheduler):
 
     def get_lr(self):
         e, t, lo = self.last_epoch, self.T_max, self.eta_min
-        if e == 0:
+        if self._is_initial:
             return self._lrs()
         if self._step_count == 1 and e > 0:
             return self._closed_form()
@@ -158,7 +193,7 @@ class LinearLR(LRScheduler):
         e, s, f, n = self.last_epoch, self.start_factor, self.end_factor, self.total_iters
         if e == 0:
             return [lr * s for lr in self._lrs()]
-        if e > n:
+        if self._is_initial or e > n:
             return self._lrs()
         return [lr * (1.0 + (f - s) / (n * s + (e - 1) * (f - s))) for lr in self._lrs()]
 
@@ -169,6 +204,8 @@ class LinearLR(LRScheduler):
 
 class ConstantLR(LRScheduler):
     def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
         self.factor, self.total_iters = factor, total_iters
         super().__init__(optimizer, last_epoch)
 
@@ -177,49 +214,443 @@ class ConstantLR(LRScheduler):
             return [lr * self.factor for lr in self._lrs()]
         if self.last_epoch != self.total_iters:
             return self._lrs()
-        return [lr / self.factor for lr in self._lrs()]
+        return [lr * (1.0 / self.factor) for lr in self._lrs()]
+
+    def _closed_form(self):
+        return [b * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+                for b in self.base_lrs]
 
 
-class ReduceLROnPlateau:
+class PolynomialLR(LRScheduler):
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters, self.power = total_iters, power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        e, n = self.last_epoch, self.total_iters
+        if self._is_initial or e > n:
+            return self._lrs()
+        f = ((1.0 - e / n) / (1.0 - (e - 1) / n)) ** self.power
+        return [lr * f for lr in self._lrs()]
+
+    def _closed_form(self):
+        n = self.total_iters
+        return [b * (1.0 - min(n, self.last_epoch) / n) ** self.power for b in self.base_lrs]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type "
+                             f"{type(eta_min)}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i))
+                / 2 for b in self.base_lrs]
+
+    def step(self, epoch=None):
+        self._step_count = getattr(self, "_step_count", 0) + 1
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        for g, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            g["lr"] = lr
+        self._last_lr = self._lrs()
+
+
+def _format_param(name, optimizer, param):
+    n = len(optimizer.param_groups)
+    if isinstance(param, (list, tuple)):
+        if len(param) != n:
+            raise ValueError(f"{name} must have the same length as optimizer.param_groups. {name} "
+                             f"has {len(param)} values, param_groups has {n}.")
+        return list(param)
+    return [param] * n
+
+
+def _set_momentum(group, use_beta1, m):
+    if use_beta1:
+        group["betas"] = (m, *group["betas"][1:])
+    else:
+        group["momentum"] = m
+
+
+def _momentum_support(optimizer):
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option "
+                         "enabled")
+    return "betas" in optimizer.defaults
+
+
+class CyclicLR(LRScheduler):
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, g in zip(base_lrs, optimizer.param_groups):
+                g["lr"] = lr
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.use_beta1 = _momentum_support(optimizer)
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for mm, bm, g in zip(self.max_momentums, self.base_momentums,
+                                     optimizer.param_groups):
+                    _set_momentum(g, self.use_beta1, mm)
+                    g["max_momentum"], g["base_momentum"] = mm, bm
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self):
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref, self.scale_mode = (lambda x: 1.0), "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref, self.scale_mode = (lambda x: 1 / (2.0 ** (x - 1))), "cycle"
+        elif self.mode == "exp_range":
+            gamma = self.gamma
+            self._scale_fn_ref, self.scale_mode = (lambda x: gamma ** x), "iterations"
+
+    def scale_fn(self, x):
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        lrs = [b + (m - b) * scale_factor * self.scale_fn(at)
+               for b, m in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for g, bm, mm in zip(self.optimizer.param_groups, self.base_momentums,
+                                 self.max_momentums):
+                _set_momentum(g, self.use_beta1, mm - (mm - bm) * scale_factor * self.scale_fn(at))
+        return lrs
+
+    def state_dict(self):
+        d = super().state_dict()
+        d.pop("_scale_fn_ref", None)
+        fn = d.pop("_scale_fn_custom")
+        d["_scale_fn_custom"] = (fn.__dict__.copy() if fn is not None and
+                                 not isinstance(fn, types.FunctionType) else None)
+        return d
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom", None)
+        self.__dict__.update(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+class OneCycleLR(LRScheduler):
+    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
+                 pct_start=0.3, anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85,
+                 max_momentum=0.95, div_factor=25.0, final_div_factor=1e4, three_phase=False,
+                 last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if total_steps is not None:
+            if total_steps <= 0 or not isinstance(total_steps, int):
+                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+            self.total_steps = total_steps
+        elif epochs is not None and steps_per_epoch is not None:
+            if not isinstance(epochs, int) or epochs <= 0:
+                raise ValueError(f"Expected positive integer epochs, but got {epochs}")
+            if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
+                raise ValueError(f"Expected positive integer steps_per_epoch, but got "
+                                 f"{steps_per_epoch}")
+            self.total_steps = epochs * steps_per_epoch
+        else:
+            raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+        t = self.total_steps
+        if three_phase:
+            self._schedule_phases = [
+                dict(end_step=float(pct_start * t) - 1, start_lr="initial_lr", end_lr="max_lr",
+                     start_momentum="max_momentum", end_momentum="base_momentum"),
+                dict(end_step=float(2 * pct_start * t) - 2, start_lr="max_lr",
+                     end_lr="initial_lr", start_momentum="base_momentum",
+                     end_momentum="max_momentum"),
+                dict(end_step=t - 1, start_lr="initial_lr", end_lr="min_lr",
+                     start_momentum="max_momentum", end_momentum="max_momentum")]
+        else:
+            self._schedule_phases = [
+                dict(end_step=float(pct_start * t) - 1, start_lr="initial_lr", end_lr="max_lr",
+                     start_momentum="max_momentum", end_momentum="base_momentum"),
+                dict(end_step=t - 1, start_lr="max_lr", end_lr="min_lr",
+                     start_momentum="base_momentum", end_momentum="max_momentum")]
+        if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError("anneal_strategy must be one of 'cos' or 'linear', instead got "
+                             f"{anneal_strategy}")
+        self._anneal_func_type = anneal_strategy
+        max_lrs = _format_param("max_lr", optimizer, max_lr)
+        if last_epoch == -1:
+            for m, g in zip(max_lrs, optimizer.param_groups):
+                g["initial_lr"] = m / div_factor
+                g["max_lr"] = m
+                g["min_lr"] = g["initial_lr"] / final_div_factor
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.use_beta1 = _momentum_support(optimizer)
+            mms = _format_param("max_momentum", optimizer, max_momentum)
+            bms = _format_param("base_momentum", optimizer, base_momentum)
+            if last_epoch == -1:
+                for mm, bm, g in zip(mms, bms, optimizer.param_groups):
+                    _set_momentum(g, self.use_beta1, mm)
+                    g["max_momentum"], g["base_momentum"] = mm, bm
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal_func(self, start, end, pct):
+        if self._anneal_func_type == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self):
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"Tried to step {step} times. The specified number of total steps "
+                             f"is {self.total_steps}")
+        lrs = []
+        for g in self.optimizer.param_groups:
+            start = 0.0
+            for i, ph in enumerate(self._schedule_phases):
+                end = ph["end_step"]
+                if step <= end or i == len(self._schedule_phases) - 1:
+                    pct = (step - start) / (end - start)
+                    lr = self._anneal_func(g[ph["start_lr"]], g[ph["end_lr"]], pct)
+                    if self.cycle_momentum:
+                        mom = self._anneal_func(g[ph["start_momentum"]], g[ph["end_momentum"]],
+                                                pct)
+                    break
+                start = ph["end_step"]
+            lrs.append(lr)
+            if self.cycle_momentum:
+                _set_momentum(g, self.use_beta1, mom)
+        return lrs
+
+
+def _check_members(cls, optimizer, schedulers):
+    for i, s in enumerate(schedulers):
+        if not hasattr(s, "optimizer"):
+            raise TypeError(f"{cls} at index {i} should have `optimizer` as its attribute.")
+        if isinstance(s, ReduceLROnPlateau):
+            raise ValueError(f"{cls} does not support `ReduceLROnPlateau` scheduler as it requires "
+                             "additional kwargs to be specified when calling `step`, but got one "
+                             f"at index {i} in the given schedulers sequence.")
+        if optimizer is not s.optimizer:
+            raise ValueError(f"{cls} expects all schedulers to belong to the same optimizer, but "
+                             f"got scheduler {type(s).__name__} at index {i} has {s.optimizer}, "
+                             f"which is different from {type(optimizer).__name__}.")
+
+
+class _Composite(LRScheduler):
+    """state_dict / load_state_dict of a scheduler over schedulers (PyTorch's layout)"""
+
+    def state_dict(self):
+        d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        d["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return d
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        subs = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for s, sd in zip(self._schedulers, subs):
+            s.load_state_dict(sd)
+
+
+class SequentialLR(_Composite):
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        if len(schedulers) < 1:
+            raise ValueError("SequentialLR expects at least one scheduler, but got no scheduler.")
+        _check_members("SequentialLR", optimizer, schedulers)
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError("Sequential Schedulers expects number of schedulers provided to be one "
+                             "more than the number of milestone points, but got number of "
+                             f"schedulers {len(schedulers)} and the number of milestones to be "
+                             f"equal to {len(milestones)}")
+        self._schedulers = schedulers
+        self._milestones = milestones
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        for g in optimizer.param_groups:
+            g["lr"] = g["initial_lr"]
+        self.recursive_undo()
+        idx = bisect_right(milestones, 0)
+        schedulers[idx]._initial_step()
+        self._last_lr = schedulers[idx].get_last_lr()
+
+    def recursive_undo(self, sched=None):
+        s = self if sched is None else sched
+        if hasattr(s, "_schedulers"):
+            for sub in s._schedulers:
+                self.recursive_undo(sub)
+        elif hasattr(s, "last_epoch"):
+            s.last_epoch -= 1
+
+    def step(self):
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        s = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            s._update_lr(0)
+        else:
+            s.step()
+        self._last_lr = s.get_last_lr()
+
+
+class ChainedScheduler(_Composite):
+    def __init__(self, schedulers, optimizer=None):
+        if len(schedulers) < 1:
+            raise ValueError("ChainedScheduler expects at least one scheduler to be chained, but "
+                             "got no scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        _check_members("ChainedScheduler", optimizer, schedulers)
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = [g["lr"] for g in schedulers[-1].optimizer.param_groups]
+
+    def step(self):
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+
+
+class ReduceLROnPlateau(LRScheduler):
     """PyTorch's: lowers the lr by `factor` when a metric has not improved for `patience` epochs."""
 
     def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
                  threshold_mode="rel", cooldown=0, min_lr=0, eps=1e-8):
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
-        self.optimizer, self.mode, self.factor, self.patience = optimizer, mode, factor, patience
-        self.threshold, self.threshold_mode, self.cooldown, self.eps = (threshold, threshold_mode,
-                                                                        cooldown, eps)
+        self.factor = factor
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
         n = len(optimizer.param_groups)
-        self.min_lrs = list(min_lr) if isinstance(min_lr, (list, tuple)) else [min_lr] * n
-        self.best = math.inf if mode == "min" else -math.inf
-        self.num_bad_epochs = self.cooldown_counter = 0
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != n:
+                raise ValueError(f"expected {n} min_lrs, got {len(min_lr)}")
+            self.default_min_lr = None
+            self.min_lrs = list(min_lr)
+        else:
+            self.default_min_lr = min_lr
+            self.min_lrs = [min_lr] * n
+        self.patience, self.cooldown, self.eps = patience, cooldown, eps
         self.last_epoch = 0
-        self._last_lr = [g["lr"] for g in optimizer.param_groups]
+        self._last_lr = self._lrs()
+        self._init_is_better(mode, threshold, threshold_mode)
+        self._reset()
 
-    def _better(self, a, best):
-        rel = self.threshold_mode == "rel"
-        if self.mode == "min":
-            return a < (best * (1 - self.threshold) if rel else best - self.threshold)
-        return a > (best * (1 + self.threshold) if rel else best + self.threshold)
+    def _reset(self):
+        self.best = self.mode_worse
+        self.cooldown_counter = 0
+        self.num_bad_epochs = 0
 
-    def step(self, metrics):
+    def step(self, metrics, epoch=None):
         current = float(metrics)
-        self.last_epoch += 1
-        if self._better(current, self.best):
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
+        if self._is_better(current, self.best):
             self.best, self.num_bad_epochs = current, 0
         else:
             self.num_bad_epochs += 1
-        if self.cooldown_counter > 0:
+        if self.in_cooldown:
             self.cooldown_counter -= 1
             self.num_bad_epochs = 0
         if self.num_bad_epochs > self.patience:
-            for g, lo in zip(self.optimizer.param_groups, self.min_lrs):
-                new = max(g["lr"] * self.factor, lo)
-                if g["lr"] - new > self.eps:
-                    g["lr"] = new
+            self._reduce_lr(self.last_epoch)
             self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
-        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+        self._last_lr = self._lrs()
 
-    def get_last_lr(self):
-        return self._last_lr
+    def _reduce_lr(self, epoch):
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.min_lrs):
+            if self.default_min_lr is None:
+                raise RuntimeError(
+                    f"The number of param groups in the `optimizer` ({len(groups)}) differs from "
+                    f"when `ReduceLROnPlateau` was initialized ({len(self.min_lrs)}), usually due "
+                    "to a new param group being added to the optimizer. Please modify the "
+                    "`min_lrs` field to match the length of the `optimizer` param groups.")
+            self.min_lrs = [self.default_min_lr] * len(groups)
+        for g, lo in zip(groups, self.min_lrs):
+            old = float(g["lr"])
+            new = max(old * self.factor, lo)
+            if old - new > self.eps:
+                g["lr"] = new
+
+    @property
+    def in_cooldown(self):
+        return self.cooldown_counter > 0
+
+    def _is_better(self, a, best):
+        if self.mode == "min" and self.threshold_mode == "rel":
+            return a < best * (1.0 - self.threshold)
+        if self.mode == "min":
+            return a < best - self.threshold
+        if self.threshold_mode == "rel":
+            return a > best * (self.threshold + 1.0)
+        return a > best + self.threshold
+
+    def _init_is_better(self, mode, threshold, threshold_mode):
+        if mode not in ("min", "max"):
+            raise ValueError("mode " + mode + " is unknown!")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError("threshold mode " + threshold_mode + " is unknown!")
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+        self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
+
+    def load_state_dict(self, state_dict):
+        self.__dict__.update(state_dict)
+        self._init_is_better(self.mode, self.threshold, self.threshold_mode)

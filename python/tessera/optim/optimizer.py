@@ -4,7 +4,8 @@ learning rate (schedulers write group["lr"]); step() hands changed rates to C fi
 from .. import _C
 
 Tensor = _C.Tensor
-_SGD, _ADAM, _ADAMW, _RMSPROP = range(4)
+(_SGD, _ADAM, _ADAMW, _RMSPROP, _ADAGRAD, _ADADELTA, _ADAMAX, _NADAM, _RADAM, _ASGD,
+ _RPROP) = range(11)
 
 
 class Optimizer:
@@ -25,6 +26,7 @@ class Optimizer:
         self.state = {}
         self._c = None
         self._lrs = []
+        self._moms = []
         for g in groups:
             self.add_param_group(g)
 
@@ -45,15 +47,29 @@ class Optimizer:
         if self._c is None:
             self._c = _C._optim_new(self._kind, g["params"], self._hyper(g), *self._flags(g))
         else:
-            self._c.add_param_group(g["params"], float(g["lr"]), float(g["weight_decay"]))
+            self._c.add_param_group(g["params"], float(g["lr"]),
+                                    float(g.get("weight_decay", 0.0)))
         self.param_groups.append(g)
         self._lrs.append(g["lr"])
+        self._moms.append(self._momentum(g))
+
+    @staticmethod
+    def _momentum(g):
+        """the momentum or beta1 of a group (what OneCycleLR and CyclicLR cycle), or None"""
+        if "betas" in g:
+            return g["betas"][0]
+        return g.get("momentum")
 
     def _sync_lr(self):
+        """hands the lr and momentum / beta1 the Python groups changed (schedulers) to C"""
         for i, g in enumerate(self.param_groups):
             if g["lr"] != self._lrs[i]:
                 self._c.set_lr(i, float(g["lr"]))
                 self._lrs[i] = g["lr"]
+            m = self._momentum(g)
+            if m != self._moms[i]:
+                self._c.set_momentum(i, float(m))
+                self._moms[i] = m
 
     def zero_grad(self, set_to_none=True):
         _C._nn_zero_grad([p for g in self.param_groups for p in g["params"]], set_to_none)
@@ -90,8 +106,10 @@ class Optimizer:
             if len(g["params"]) != len(sg["params"]):
                 raise ValueError("loaded state dict contains a parameter group that doesn't "
                                  "match the size of optimizer's group")
-        flat = {f"state.{i}.{name}": t for i, d in state_dict["state"].items()
-                for name, t in d.items()}
+        # (older PyTorch checkpoints keep step as a Python number)
+        flat = {f"state.{i}.{name}": (_C.tensor(float(t), dtype=_C.float64)
+                                      if isinstance(t, (int, float)) else t)
+                for i, d in state_dict["state"].items() for name, t in d.items()}
         for gi, sg in enumerate(groups):
             flat[f"param_groups.{gi}.lr"] = _C.tensor(float(sg["lr"]), dtype=_C.float64)
         self._c.load_state_dict(flat)
@@ -197,3 +215,188 @@ class RMSprop(Optimizer):
     @staticmethod
     def _flags(g):
         return bool(g["centered"]), bool(g["maximize"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop: PyTorch's signatures and defaults; the C
+# rules follow torch.optim's single-tensor ("for-loop") implementations. foreach, fused and
+# capturable change how PyTorch runs a step, never its numbers: they are accepted and ignored
+# (Tessera has one fused step). differentiable=True (autograd through step()) is refused.
+
+_RUN_OPTIONS = ("foreach", "capturable", "differentiable", "fused")
+
+
+def _check_differentiable(name, differentiable):
+    if differentiable:
+        raise NotImplementedError(f"tessera: {name}(differentiable=True) is not supported (the "
+                                  "step is not recorded by autograd)")
+
+
+def _betas(betas):
+    for i, b in enumerate(betas):
+        if not 0.0 <= b < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+    return (float(betas[0]), float(betas[1]))
+
+
+class _MoreOptimizer(Optimizer):
+    """The shared part of the optimizers above: _options names the C options in order, _flag1 the
+    boolean passed first (NAdam, RAdam: decoupled_weight_decay)."""
+    _options = ()
+    _flag1 = None
+
+    def _hyper(self, g):
+        out = []
+        for k in self._options:
+            if k == "betas":
+                out += [float(g["betas"][0]), float(g["betas"][1])]
+            elif k == "etas":
+                out += [float(g["etas"][0]), float(g["etas"][1])]
+            elif k == "step_sizes":
+                out += [float(g["step_sizes"][0]), float(g["step_sizes"][1])]
+            else:
+                out.append(float(g[k]))
+        return tuple(out)
+
+    def _flags(self, g):
+        return (bool(g[self._flag1]) if self._flag1 else False), bool(g["maximize"])
+
+
+class Adagrad(_MoreOptimizer):
+    _kind = _ADAGRAD
+    _options = ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps")
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
+        for name, v in (("learning rate", lr), ("lr_decay value", lr_decay),
+                        ("weight_decay value", weight_decay),
+                        ("initial_accumulator_value value", initial_accumulator_value),
+                        ("epsilon value", eps)):
+            _positive(name, v)
+        _check_differentiable("Adagrad", differentiable)
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value,
+                                      foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable, fused=fused))
+
+    def state_dict(self):
+        """As PyTorch's Adagrad, which makes every parameter's state when it is built: the
+        parameters not stepped yet have step 0 and sum = initial_accumulator_value."""
+        from .. import full_like
+        d = super().state_dict()
+        init = float(self.defaults["initial_accumulator_value"])
+        i = 0
+        for g in self.param_groups:
+            for p in g["params"]:
+                if i not in d["state"]:
+                    d["state"][i] = {"step": _C.tensor(0.0, dtype=_C.float32),
+                                     "sum": full_like(p.detach(), init)}
+                i += 1
+        d["state"] = dict(sorted(d["state"].items()))
+        return d
+
+
+class Adadelta(_MoreOptimizer):
+    _kind = _ADADELTA
+    _options = ("lr", "rho", "eps", "weight_decay")
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
+                 capturable=False, maximize=False, differentiable=False):
+        _positive("learning rate", lr)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        _positive("epsilon value", eps)
+        _positive("weight_decay value", weight_decay)
+        _check_differentiable("Adadelta", differentiable)
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
+                                      maximize=maximize, capturable=capturable, foreach=foreach,
+                                      differentiable=differentiable))
+
+
+class Adamax(_MoreOptimizer):
+    _kind = _ADAMAX
+    _options = ("lr", "betas", "eps", "weight_decay")
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 foreach=None, *, maximize=False, differentiable=False, capturable=False):
+        _positive("learning rate", lr)
+        _positive("epsilon value", eps)
+        betas = _betas(betas)
+        _positive("weight_decay value", weight_decay)
+        _check_differentiable("Adamax", differentiable)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable, capturable=capturable))
+
+
+class NAdam(_MoreOptimizer):
+    _kind = _NADAM
+    _options = ("lr", "betas", "eps", "weight_decay", "momentum_decay")
+    _flag1 = "decoupled_weight_decay"
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
+                 maximize=False, capturable=False, differentiable=False):
+        _positive("learning rate", lr)
+        _positive("epsilon value", eps)
+        betas = _betas(betas)
+        _positive("weight_decay value", weight_decay)
+        _positive("momentum_decay value", momentum_decay)
+        _check_differentiable("NAdam", differentiable)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      momentum_decay=momentum_decay,
+                                      decoupled_weight_decay=decoupled_weight_decay,
+                                      maximize=maximize, foreach=foreach, capturable=capturable,
+                                      differentiable=differentiable))
+
+
+class RAdam(_MoreOptimizer):
+    _kind = _RADAM
+    _options = ("lr", "betas", "eps", "weight_decay")
+    _flag1 = "decoupled_weight_decay"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        _positive("learning rate", lr)
+        _positive("epsilon value", eps)
+        betas = _betas(betas)
+        _positive("weight_decay value", weight_decay)
+        _check_differentiable("RAdam", differentiable)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      maximize=maximize, foreach=foreach, capturable=capturable,
+                                      decoupled_weight_decay=decoupled_weight_decay,
+                                      differentiable=differentiable))
+
+
+class ASGD(_MoreOptimizer):
+    _kind = _ASGD
+    _options = ("lr", "lambd", "alpha", "t0", "weight_decay")
+
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
+                 foreach=None, maximize=False, differentiable=False, capturable=False):
+        _positive("learning rate", lr)
+        _positive("lambd value", lambd)
+        _positive("alpha value", alpha)
+        _positive("weight_decay value", weight_decay)
+        _check_differentiable("ASGD", differentiable)
+        super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0,
+                                      weight_decay=weight_decay, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable,
+                                      capturable=capturable))
+
+
+class Rprop(_MoreOptimizer):
+    _kind = _RPROP
+    _options = ("lr", "etas", "step_sizes")
+    _per_group = ("lr",)
+
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        _positive("learning rate", lr)
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        _check_differentiable("Rprop", differentiable)
+        super().__init__(params, dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes),
+                                      foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable, capturable=capturable))

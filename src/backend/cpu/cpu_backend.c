@@ -56,6 +56,7 @@ void ts_cpu_kernels_install(ts_backend *be) {
     be->binary_scalar = ts_cpu_binary_scalar;
     be->where = ts_cpu_where;
     be->reduce = ts_cpu_reduce;
+    be->scan = ts_cpu_scan;
     be->matmul = ts_cpu_matmul;
     be->matmul_bias = ts_cpu_matmul_bias;
     be->index_select = ts_cpu_index_select;

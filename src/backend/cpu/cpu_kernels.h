@@ -24,6 +24,9 @@ void ts_cpu_where(const ts_backend *be, int index, const ts_kview *out, const ts
 /* kern_reduce.c */
 void ts_cpu_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview *out,
                    const ts_kview *in, int nred, double param);
+/* kern_scan.c: cumsum, cumprod, cummax, cummin, logcumsumexp (backend.h's scan) */
+void ts_cpu_scan(const ts_backend *be, int index, ts_scan_op op, const ts_kview *out,
+                 const ts_kview *idx, const ts_kview *in, int dim);
 /* kern_matmul.c (OpenBLAS when built with it, else gemm_blocked.c) */
 void ts_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
                    const ts_kview *b);

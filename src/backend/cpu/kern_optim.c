@@ -1,10 +1,12 @@
-/* kern_optim.c — the fused CPU optimizer step (SGD, Adam, AdamW, RMSprop) over many tensors. */
+/* kern_optim.c — the fused CPU optimizer step (SGD, Adam, AdamW, RMSprop; Adagrad, Adadelta,
+ * Adamax, NAdam, RAdam, ASGD, Rprop) over many tensors. */
 #include <math.h>
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loops.h"
 #include "backend/kernel_math.h"
 #include "backend/optim_math.h"
+#include "backend/optim_math_more.h"
 #include "backend/optim_step.h"
 
 /* The per-element updates live in optim_math.h (shared with the CUDA kernel): each follows
@@ -119,6 +121,17 @@
             rmsprop_loop_##SUF(h, p, g, sa, ba, ga, b, e, 0, 0, 1);                                \
         else                                                                                       \
             rmsprop_loop_##SUF(h, p, g, sa, ba, ga, b, e, 0, 0, 0);                                \
+    }                                                                                              \
+    /* Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop (optim_math_more.h) */                 \
+    static void more_##SUF(const ts_optim_hparams *h, const double *coef, T *p, const T *g,        \
+                           T *s0a, T *s1a, int64_t b, int64_t e) {                                 \
+        const ts_om_x_##MS x = ts_om_x_consts_##MS(h, coef);                                       \
+        for (int64_t i = b; i < e; i++) {                                                          \
+            CT s0 = s0a ? LD(s0a[i]) : (CT)0, s1 = s1a ? LD(s1a[i]) : (CT)0;                       \
+            p[i] = ST(ts_om_more_##MS(&x, LD(p[i]), LD(g[i]), &s0, &s1));                          \
+            if (s0a) s0a[i] = ST(s0);                                                              \
+            if (s1a) s1a[i] = ST(s1);                                                              \
+        }                                                                                          \
     }
 
 OPTIM_KERNELS(f32, float, float, f, LD_SAME, ST_SAME)
@@ -141,6 +154,9 @@ OPTIM_KERNELS(bf16, ts_bf16_bits, float, f, LD_BF16, ST_BF16)
             break;                                                                                 \
         case TS_OPTIM_RMSPROP:                                                                     \
             rmsprop_##SUF(h, p, g, s0, s1, s2, b, e);                                              \
+            break;                                                                                 \
+        default:                                                                                   \
+            more_##SUF(h, a->coef + (size_t)i * TS_OPTIM_COEFS, p, g, s0, s1, b, e);               \
             break;                                                                                 \
         }                                                                                          \
     } while (0)

@@ -13,6 +13,7 @@
 
 #include "backend/cuda/cuda_compute.h"
 #include "backend/optim_math.h"
+#include "backend/optim_math_more.h"
 
 namespace {
 
@@ -31,6 +32,8 @@ struct OTensor {
     /* a capturable optimizer's scalars (f64 [TS_OPTIM_SCALARS], optim_step.h), NULL otherwise:
      * lr, momentum and beta1 from there, the step count advanced there (count_kernel) */
     double *sc;
+    /* Adagrad .. Rprop: the host's per-tensor coefficients (optim_math_more.h) */
+    double coef[TS_OPTIM_COEFS];
 };
 
 struct OArgs {
@@ -48,6 +51,14 @@ template <> struct OM<float> {
     static __device__ __forceinline__ const ts_om_k_f *k(const OArgs &a) { return &a.kf; }
     static __device__ __forceinline__ K consts(const ts_optim_hparams *h) {
         return ts_om_consts_f(h);
+    }
+    typedef ts_om_x_f X;
+    static __device__ __forceinline__ X xconsts(const ts_optim_hparams *h, const double *coef) {
+        return ts_om_x_consts_f(h, coef);
+    }
+    static __device__ __forceinline__ float more(const X *x, float pv, float g, float *s0,
+                                                 float *s1) {
+        return ts_om_more_f(x, pv, g, s0, s1);
     }
     static __device__ __forceinline__ void bias(const ts_optim_hparams *h, double step, float *ns,
                                                 float *bs) {
@@ -73,6 +84,14 @@ template <> struct OM<double> {
     static __device__ __forceinline__ const ts_om_k_d *k(const OArgs &a) { return &a.kd; }
     static __device__ __forceinline__ K consts(const ts_optim_hparams *h) {
         return ts_om_consts_d(h);
+    }
+    typedef ts_om_x_d X;
+    static __device__ __forceinline__ X xconsts(const ts_optim_hparams *h, const double *coef) {
+        return ts_om_x_consts_d(h, coef);
+    }
+    static __device__ __forceinline__ double more(const X *x, double pv, double g, double *s0,
+                                                  double *s1) {
+        return ts_om_more_d(x, pv, g, s0, s1);
     }
     static __device__ __forceinline__ void bias(const ts_optim_hparams *h, double step, double *ns,
                                                 double *bs) {
@@ -133,6 +152,17 @@ __global__ void optim_kernel(OArgs a, const OTensor *tab, int n, int64_t nchunks
         T *s0 = (T *)t.s[0], *s1 = (T *)t.s[1], *s2 = (T *)t.s[2];
         const int64_t b = (c - t.chunk0) * OPT_CHUNK;
         const int64_t e = b + OPT_CHUNK < t.numel ? b + OPT_CHUNK : t.numel;
+        if (a.kind >= TS_OPTIM_ADAGRAD) { /* optim_math_more.h: slots 0 and 1 */
+            const typename M::X x = M::xconsts(&a.h, t.coef);
+            for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) {
+                CT v0 = s0 ? tsc_load_acc(s0[i]) : (CT)0, v1 = s1 ? tsc_load_acc(s1[i]) : (CT)0;
+                p[i] =
+                    tsc_from_acc<T>(M::more(&x, tsc_load_acc(p[i]), tsc_load_acc(g[i]), &v0, &v1));
+                if (s0) s0[i] = tsc_from_acc<T>(v0);
+                if (s1) s1[i] = tsc_from_acc<T>(v1);
+            }
+            continue;
+        }
         for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) {
             const CT pv = tsc_load_acc(p[i]), gv = tsc_load_acc(g[i]);
             if (a.kind == TS_OPTIM_SGD) {
@@ -188,6 +218,8 @@ static void optim_launch(int index, const struct ts_optim_step_args *args, ts_dt
         t.fresh = args->fresh && args->fresh[i];
         t.nstep = t.bc2s = 0;
         t.sc = args->scalars ? (double *)args->scalars[i].data : nullptr;
+        for (int k = 0; k < TS_OPTIM_COEFS; k++)
+            t.coef[k] = args->coef ? args->coef[(size_t)i * TS_OPTIM_COEFS + k] : 0.0;
         if (!t.sc && (h->kind == TS_OPTIM_ADAM || h->kind == TS_OPTIM_ADAMW)) {
             if (dt == TS_F64) {
                 ts_om_adam_bias_d(h, args->step[i], &t.nstep, &t.bc2s);
