@@ -19,6 +19,7 @@ typedef struct fn_ctx {
     int frees;          /* times ctx_free ran */
     bool vary;          /* a different op sequence on later calls */
     bool nested;        /* checkpoint the inner half again */
+    bool quiet_fail;    /* from the second call on: a failing status without an error set */
 } fn_ctx;
 
 /* h = tanh(x w1) * sigmoid(x w2 + y); out0 = dropout(h) w1^T, out1 = sum(h^2) */
@@ -34,6 +35,7 @@ static ts_status body(void *p, ts_tensor *const *in, int n_in, ts_tensor **out, 
     (void)n_out;
     fn_ctx *c = p;
     c->calls++;
+    if (c->quiet_fail && c->calls > 1) return TS_ERR_STATE;
     ts_tensor *h = NULL;
     if (c->nested) {
         if (ts_checkpoint(inner, c, NULL, in, n_in, &h, 1) != TS_OK) return ts_error();
@@ -193,6 +195,19 @@ static void check_mismatch(ts_device d) {
     ts_backward(out[1]);
     CHECK_EQ(ts_error(), TS_ERR_STATE);
     CHECK(strstr(ts_error_message(), "checkpoint") != NULL);
+    ts_error_clear();
+    /* a recomputation that fails without saying why: the backward says it */
+    fn_ctx c4 = c2;
+    c4.vary = false, c4.calls = 0, c4.quiet_fail = true;
+    CHECK_EQ(ts_checkpoint(body, &c4, NULL, in, 2, out, 2), TS_OK);
+    ts_backward(out[1]);
+    CHECK_EQ(ts_error(), TS_ERR_STATE);
+    CHECK(strstr(ts_error_message(), "recomputed forward failed") != NULL);
+    ts_error_clear();
+    /* a forward that fails without saying why */
+    c4.calls = 1;
+    CHECK_EQ(ts_checkpoint(body, &c4, NULL, in, 2, out, 2), TS_ERR_STATE);
+    CHECK(strstr(ts_error_message(), "function failed") != NULL);
     ts_error_clear();
     /* an input modified in place after the forward */
     fn_ctx c3 = c2;
