@@ -19,6 +19,9 @@ from .serialization import save, load  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401  (torch.linalg's norms and products, issue 52)
 from ._shape_more import *  # noqa: E402,F401,F403  (hstack, meshgrid... issue 52)
 from ._logic_more import *  # noqa: E402,F401,F403  (clamp_min, clone, rsub... issue 52)
+# the activations PyTorch also has at the top level (torch.selu, torch.prelu...), issue 52
+from .nn.functional_act import (selu, selu_, celu, celu_, prelu,  # noqa: E402,F401
+                                threshold, threshold_, hardshrink)
 
 
 def chain_matmul(*matrices, out=None):

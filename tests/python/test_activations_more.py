@@ -366,3 +366,21 @@ def test_half_dtypes(device):
             assert y.dtype == dt
             eps = 2.0**-11 if dt == torch.float16 else 2.0**-8
             np.testing.assert_allclose(host(y), ref(xs), rtol=eps, atol=eps)
+
+
+def test_top_level_forms(device):
+    """torch.selu, torch.celu, torch.prelu, torch.threshold, torch.hardshrink and the in-place
+    selu_ / celu_ / threshold_ are the functional forms."""
+    x = torch.tensor([-2.0, -0.5, 0.0, 0.25, 3.0], device=device)
+    w = torch.tensor([0.1], device=device)
+    pairs = [(torch.selu(x), F.selu(x)), (torch.celu(x, 0.5), F.celu(x, 0.5)),
+             (torch.prelu(x, w), F.prelu(x, w)), (torch.threshold(x, 0.1, -7.0),
+                                                   F.threshold(x, 0.1, -7.0)),
+             (torch.hardshrink(x, 0.3), F.hardshrink(x, 0.3))]
+    for got, want in pairs:
+        assert got.tolist() == want.tolist()
+    for inplace, functional, args in [(torch.selu_, F.selu, ()), (torch.celu_, F.celu, (0.5,)),
+                                      (torch.threshold_, F.threshold, (0.1, -7.0))]:
+        y = x.clone()
+        assert inplace(y, *args) is y
+        assert y.tolist() == functional(x, *args).tolist()
