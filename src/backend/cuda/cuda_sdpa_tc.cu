@@ -169,6 +169,26 @@ __device__ __forceinline__ void tc_store_frags(const SdArgs &P, const SdView &v,
     }
 }
 
+/* Which elements of a lane's accumulator tiles are visible scores (bit 4 nt + c for element c of
+ * 8-column tile nt): all of them unless `edge` (the tiles cross S or the causal diagonal). The lane
+ * holds rows rows[0], rows[1] and columns col0 + 8 nt + 2q, + 1; rows are queries and columns keys,
+ * or with KEY_ROWS the other way round. */
+template <int NT, bool KEY_ROWS>
+__device__ __forceinline__ uint32_t tc_visible(const SdArgs &P, const int64_t *rows, int64_t col0,
+                                               int q, bool edge) {
+    if (!edge) return ~0u;
+    uint32_t keep = 0;
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const int64_t r = rows[c >> 1], col = col0 + nt * 8 + 2 * q + (c & 1);
+            const int64_t i = KEY_ROWS ? col : r, j = KEY_ROWS ? r : col;
+            if (j < P.S && !(P.causal && j > i)) keep |= 1u << (nt * 4 + c);
+        }
+    return keep;
+}
+
 /* --------------------------------------------------------------------------- forward */
 template <typename T, int E>
 __global__ void __launch_bounds__(32 * TC_WARPS) tc_forward_kernel(SdArgs P) {
@@ -240,19 +260,8 @@ __global__ void __launch_bounds__(32 * TC_WARPS) tc_forward_kernel(SdArgs P) {
                         tc_mma<H>(s[nt + 1], qa[kf], b + 2);
                     }
                 }
-                /* which of the lane's scores are visible (bit 4 nt + c): all of them but on a
-                 * tile that crosses S or the causal diagonal */
-                uint32_t keep = ~0u;
-                if (j0 + TC_TILE > P.S || (P.causal && j0 + TC_TILE - 1 > w0)) {
-                    keep = 0;
-#pragma unroll
-                    for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-                        for (int c = 0; c < 4; c++) {
-                            const int64_t j = j0 + nt * 8 + 2 * q + (c & 1), i = rows[c >> 1];
-                            if (j < P.S && !(P.causal && j > i)) keep |= 1u << (nt * 4 + c);
-                        }
-                }
+                const uint32_t keep = tc_visible<NT, false>(
+                    P, rows, j0, q, j0 + TC_TILE > P.S || (P.causal && j0 + TC_TILE - 1 > w0));
                 /* scores to base-2 exponents, masked; the rows' maxima over the tile */
                 float mt[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -438,19 +447,9 @@ __global__ void __launch_bounds__(32 * TC_WARPS) tc_dkdv_kernel(SdArgs P) {
                         tc_mma<H>(dp[nt + 1], va, b + 2);
                     }
                 }
-                /* visible (key, query) pairs, bit 4 nt + 2 r + e: all of them but where the
-                 * warp's keys cross S or the causal diagonal (queries past L: lse is +inf) */
-                uint32_t keep = ~0u;
-                if (wk0 + 16 > P.S || (P.causal && wk0 + 15 > ih)) {
-                    keep = 0;
-#pragma unroll
-                    for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-                        for (int c = 0; c < 4; c++) {
-                            const int64_t i = ih + nt * 8 + 2 * q + (c & 1), j = keys[c >> 1];
-                            if (j < P.S && !(P.causal && j > i)) keep |= 1u << (nt * 4 + c);
-                        }
-                }
+                /* queries past L need no mask: their lse is +inf */
+                const uint32_t keep = tc_visible<NT, true>(
+                    P, keys, ih, q, wk0 + 16 > P.S || (P.causal && wk0 + 15 > ih));
                 uint32_t pa[NT / 2][4], da[NT / 2][4];
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++)
@@ -579,19 +578,9 @@ __global__ void __launch_bounds__(32 * TC_WARPS) tc_dq_kernel(SdArgs P) {
                         tc_mma<H>(dp[nt + 1], ga[kf], b + 2);
                     }
                 }
-                /* visible pairs, bit 4 nt + 2 r + e: all but where the keys cross S or the
-                 * causal diagonal (rows past L: lse is +inf) */
-                uint32_t keep = ~0u;
-                if (jh + KH > P.S || (P.causal && jh + KH - 1 > w0)) {
-                    keep = 0;
-#pragma unroll
-                    for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-                        for (int c = 0; c < 4; c++) {
-                            const int64_t i = rows[c >> 1], j = jh + nt * 8 + 2 * q + (c & 1);
-                            if (j < P.S && !(P.causal && j > i)) keep |= 1u << (nt * 4 + c);
-                        }
-                }
+                /* rows past L need no mask: their lse is +inf */
+                const uint32_t keep = tc_visible<NT, false>(
+                    P, rows, jh, q, jh + KH > P.S || (P.causal && jh + KH - 1 > w0));
                 uint32_t da[NT / 2][4];
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++)
