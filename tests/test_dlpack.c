@@ -257,6 +257,92 @@ static void test_views(void) {
     CHECK_OK();
 }
 
+/* ------------------------------------------------------------------ contiguous, not row-major
+ * Buffers with no gap that are not in C order (column-major, a permuted 3-d layout, size-1 dims
+ * with any stride): the strides are kept as given, and every way of reading the tensor (values,
+ * reductions along each dim, a matmul, reshape, a copy to another device) sees element (i, j) at
+ * buf[i * stride0 + j * stride1]. */
+static void check_column_major_ops(ts_tensor *u) {
+    double v[12];
+    CHECK(read_f64(u, v, 12));
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) CHECK(v[i * 4 + j] == i + 3 * j);
+    ts_scope_begin();
+    double rows[3], cols[4];
+    CHECK(read_f64(ts_sum_dim(u, 1, false), rows, 3));
+    CHECK(read_f64(ts_sum_dim(u, 0, false), cols, 4));
+    for (int i = 0; i < 3; i++) CHECK(rows[i] == 4 * i + 18); /* sum_j i + 3j */
+    for (int j = 0; j < 4; j++) CHECK(cols[j] == 3 + 9 * j);  /* sum_i i + 3j */
+    /* u @ [1, 10, 100, 1000]: i * 1111 + 3 * (10 + 200 + 3000) */
+    ts_tensor *w =
+        ts_from_data(TS_SHAPE(4), TS_F32, (const float[]){1, 10, 100, 1000}, (ts_opts){0});
+    double mv[3];
+    CHECK(read_f64(ts_matmul(u, w), mv, 3));
+    for (int i = 0; i < 3; i++) CHECK(mv[i] == 1111.0 * i + 9630);
+    double flat[12];
+    CHECK(read_f64(ts_reshape(u, TS_SHAPE(12)), flat, 12));
+    CHECK(read_f64(ts_clone(u), v, 12));
+    for (int k = 0; k < 12; k++) CHECK(flat[k] == v[k] && v[k] == (k / 4) + 3 * (k % 4));
+    ts_device devs[TS_TEST_MAX_DEVICES];
+    int n_dev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
+    for (int d = 0; d < n_dev; d++) {
+        CHECK(read_f64(ts_to(u, devs[d]), v, 12));
+        for (int k = 0; k < 12; k++) CHECK(v[k] == (k / 4) + 3 * (k % 4));
+    }
+    ts_scope_end();
+}
+
+static void test_not_row_major(void) {
+    deleter_calls = 0;
+    /* [3, 4] column-major: strides [1, 3], element (i, j) = i + 3 j */
+    foreign *f = foreign_new(12 * sizeof(float));
+    foreign_shape(f, 2, (const int64_t[]){3, 4}, (const int64_t[]){1, 3});
+    ts_tensor *u = ts_from_dlpack(&f->m);
+    CHECK(u != NULL);
+    if (u) {
+        CHECK(ts_stride(u, 0) == 1 && ts_stride(u, 1) == 3);
+        CHECK(!ts_is_contiguous(u));
+        check_column_major_ops(u);
+        ts_release(u);
+    }
+    CHECK_EQ(deleter_calls, 1);
+
+    /* [2, 3, 4] laid out with dim 0 fastest, then dim 2, then dim 1: strides [1, 8, 2] */
+    f = foreign_new(24 * sizeof(float));
+    foreign_shape(f, 3, (const int64_t[]){2, 3, 4}, (const int64_t[]){1, 8, 2});
+    u = ts_from_dlpack(&f->m);
+    CHECK(u && !ts_is_contiguous(u));
+    double v[24];
+    CHECK(u && read_f64(u, v, 24));
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 4; c++) CHECK(v[(a * 3 + b) * 4 + c] == a + 8 * b + 2 * c);
+    ts_scope_begin();
+    double s1[8]; /* sum over dim 1: a + 2c + 8 (0 + 1 + 2) */
+    CHECK(u && read_f64(ts_sum_dim(u, 1, false), s1, 8));
+    for (int a = 0; a < 2; a++)
+        for (int c = 0; c < 4; c++) CHECK(s1[a * 4 + c] == 3 * (a + 2 * c) + 24);
+    ts_scope_end();
+    ts_release(u);
+    CHECK_EQ(deleter_calls, 2);
+
+    /* size-1 dims with strides that are never used (0 and a large one): row-major all the same */
+    f = foreign_new(8 * sizeof(float));
+    foreign_shape(f, 4, (const int64_t[]){2, 1, 4, 1}, (const int64_t[]){4, 0, 1, 1000});
+    u = ts_from_dlpack(&f->m);
+    CHECK(u && ts_is_contiguous(u));
+    CHECK(u && read_f64(u, v, 8));
+    for (int k = 0; k < 8; k++) CHECK(v[k] == k);
+    ts_scope_begin();
+    double s2[2];
+    CHECK(u && read_f64(ts_sum_dim(ts_reshape(u, TS_SHAPE(2, 4)), 1, false), s2, 2));
+    CHECK(s2[0] == 6 && s2[1] == 22);
+    ts_scope_end();
+    ts_release(u);
+    CHECK_EQ(deleter_calls, 3);
+    CHECK_OK();
+}
+
 /* ------------------------------------------------------------------ the deleter */
 static void test_deleter_timing(void) {
     deleter_calls = 0;
@@ -606,6 +692,7 @@ static void test_cuda(void) {
 int main(void) {
     test_round_trip_dtypes();
     test_views();
+    test_not_row_major();
     test_deleter_timing();
     test_capsule_keeps_memory();
     test_refusals();

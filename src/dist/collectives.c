@@ -204,11 +204,8 @@ static ts_dist_work *submit(const char *op, tsd_kind kind, ts_tensor *t, ts_tens
 void tsd_finish(ts_dist_work *w) {
     if (w->status != TS_OK || !w->buf) return;
     if (w->rop == TS_DIST_AVG && is_reducing(w->kind) && !w->avg_done && writes_t(w) &&
-        w->g->size > 1 && tsi_numel(w->buf->shape) > 0) {
-        ts_kview v = tsi_kview(w->buf);
-        tsi_be(w->buf)->binary_scalar(tsi_be(w->buf), tsi_dev_index(w->buf), TS_B_DIV, &v, &v,
-                                      (double)w->g->size);
-    }
+        w->g->size > 1)
+        tsi_dist_divide_by_world(w->buf, w->buf, w->g->size);
     if (w->copy_back && tsi_numel(w->t->shape) > 0) {
         ts_kview d = tsi_kview(w->t), s = tsi_kview(w->buf);
         tsi_be(w->t)->copy(tsi_be(w->t), tsi_dev_index(w->t), &d, &s);

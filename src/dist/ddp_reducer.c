@@ -310,9 +310,8 @@ bool tsi_ddp_prepare_backward(ddp_module *d, ts_tensor *out) {
 }
 
 /* ---- reduction */
-/* slot = g / world in one pass over memory (PyTorch's allreduce hook divides first, then sums: no
- * overflow past the average); a plain copy when the world is one. Falls back to copy + scale when g
- * is not of the slot's dtype and device. */
+/* slot = g / world in one pass over memory (tsi_dist_divide_by_world); a plain copy when the world
+ * is one. Falls back to a copy (divided at launch) when g is not of the slot's dtype and device. */
 static bool same_shape(ts_shape a, ts_shape b) {
     if (a.ndim != b.ndim) return false;
     for (int i = 0; i < a.ndim; i++)
@@ -328,12 +327,7 @@ static bool copy_scaled(ddp_module *d, ddp_param *pp, ts_tensor *g) {
         pp->scaled = d->world == 1;
         return true;
     }
-    if (pp->numel) {
-        const ts_backend *be = tsi_be(slot);
-        ts_kview ks = tsi_kview(slot), kg = tsi_kview(g);
-        be->binary_scalar(be, tsi_dev_index(slot), TS_B_MUL, &ks, &kg, 1.0 / (double)d->world);
-    }
-    tsi_bump_version(slot);
+    tsi_dist_divide_by_world(slot, g, d->world);
     pp->scaled = true;
     return true;
 }
@@ -344,7 +338,7 @@ static bool launch(ddp_module *d, int b) {
     /* slots whose gradient accumulated in place (bucket views) still need the division */
     for (int j = 0; j < bk->n_params; j++) {
         ddp_param *pp = &d->params[bk->params[j]];
-        if (!pp->scaled && !ts_mul_scalar_(pp->slot, 1.0 / (double)d->world)) return false;
+        if (!pp->scaled) tsi_dist_divide_by_world(pp->slot, pp->slot, d->world);
     }
     bk->work = tsi_dist_all_reduce_unchecked(bk->buf, TS_DIST_SUM, d->o.group);
     return bk->work != NULL;

@@ -14,6 +14,10 @@ ts_dist_work *tsi_dist_all_reduce_unchecked(ts_tensor *t, ts_dist_reduce_op op, 
 ts_dist_work *tsi_dist_all_gather_unchecked(ts_tensor *out, ts_tensor *in, ts_dist_group *g);
 ts_dist_work *tsi_dist_reduce_scatter_unchecked(ts_tensor *out, ts_tensor *in, ts_dist_reduce_op op,
                                                 ts_dist_group *g);
+/* average.c: dst = src / world (in place when dst is src; a copy when world is 1): the one
+ * definition of averaging across a group (DDP, FSDP, AVG collectives). dst and src have one
+ * shape, dtype and device. */
+void tsi_dist_divide_by_world(ts_tensor *dst, ts_tensor *src, int world);
 /* same_model.c: the group a wrapper (DDP, FSDP) runs on: its size, or 0 with the error set
  * (TS_ERR_ARG naming op when this process is not a member, or the pending one). */
 int tsi_dist_wrap_group(const char *op, ts_dist_group *g);

@@ -137,10 +137,8 @@ static bool launch_reduce(fsdp_unit *u) {
     fsdp_module *f = u->f;
     ts_tensor *g = to_reduce(u);
     /* DDP's arithmetic: each rank's gradient / W, then summed */
-    if (!g || (f->world > 1 && !ts_mul_scalar_(g, 1.0 / (double)f->world))) {
-        ts_release(g);
-        return false;
-    }
+    if (!g) return false;
+    tsi_dist_divide_by_world(g, g, f->world);
     f->stats.reduce_bytes += (size_t)u->padded * tsi_dtype_size(g->dtype);
     if (f->o.stage == 1) {
         u->reduce_work = tsi_dist_all_reduce_unchecked(g, TS_DIST_SUM, f->o.group);

@@ -214,6 +214,8 @@ static ts_tensor *clamp_grad(ts_tensor *g, ts_tensor *x, double lo, double hi) {
     return ts_where(keep, g, tsi_ew_grad_zero(g));
 }
 
+/* long: one case per unary op, each its derivative in a line or two; split by family it would
+ * need a second dispatch on the same enum */
 void tsi_ew_unary_backward(ts_node *n, ts_tensor *const *grad_out, ts_tensor **grad_in) {
     ts_tensor *g = grad_out[0], *x = NULL, *y = NULL, *r = NULL;
     if (!g || !tsi_node_needs(n, 0)) return;
