@@ -2,7 +2,7 @@
 # fuzz.sh — builds the libFuzzer targets with clang (-fsanitize=fuzzer,address,undefined) and fuzzes
 # each for a share of N seconds (default 60), starting from its committed corpus: the safetensors
 # reader, the IDX, CIFAR-10 and CSV dataset readers, the CSV reader's numbers, the `tessera`
-# command line and the ONNX loader.
+# command line, the ONNX loader and the PyTorch checkpoint reader (ts_load_pt).
 # Usage: tools/fuzz.sh [seconds]    Crash reproducers land in $FUZZ_BUILD (default build-fuzz).
 set -euo pipefail
 secs=${1:-60}
@@ -18,6 +18,7 @@ targets=(
   "fuzz_args tests/fuzz/corpus/args -dict=tests/fuzz/args.dict -close_fd_mask=1"
   "fuzz_npy tests/fuzz/corpus/npy -dict=tests/fuzz/npy.dict"
   "fuzz_onnx tests/fuzz/corpus/onnx"
+  "fuzz_pt tests/fuzz/corpus/pt -dict=tests/fuzz/pt.dict"
 )
 share=$((secs / ${#targets[@]}))
 [ "$share" -ge 1 ] || share=1

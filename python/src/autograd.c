@@ -2,40 +2,10 @@
  * methods (backward, detach, requires_grad_), and the grad-mode primitives that tessera.no_grad /
  * enable_grad (autograd.py) are built on. The C core's grad mode is a thread-local nesting count.
  */
+#include "autograd_function.h"
 #include "tensor_impl.h"
 
 #define T TSP_T
-
-/* ------------------------------------------------------------------ grad_fn objects */
-/* What t.grad_fn returns: the node's name, truthy, with name() like torch's Node. */
-typedef struct {
-    PyObject_HEAD PyObject *name;
-} grad_fn_obj;
-
-static void grad_fn_dealloc(PyObject *self) {
-    Py_XDECREF(((grad_fn_obj *)self)->name);
-    PyObject_Free(self);
-}
-static PyObject *grad_fn_repr(PyObject *self) {
-    return PyUnicode_FromFormat("<%U object at %p>", ((grad_fn_obj *)self)->name, self);
-}
-static PyObject *grad_fn_name(PyObject *self, PyObject *unused) {
-    (void)unused;
-    return Py_NewRef(((grad_fn_obj *)self)->name);
-}
-static PyMethodDef grad_fn_methods[] = {
-    {"name", grad_fn_name, METH_NOARGS, "the backward op's name (\"AddBackward0\")"},
-    {NULL, NULL, 0, NULL},
-};
-static PyTypeObject grad_fn_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tessera.autograd.Node",
-    .tp_basicsize = sizeof(grad_fn_obj),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The autograd node that made a tensor (its grad_fn).",
-    .tp_dealloc = grad_fn_dealloc,
-    .tp_repr = grad_fn_repr,
-    .tp_methods = grad_fn_methods,
-};
 
 /* ------------------------------------------------------------------ attributes */
 static PyObject *get_requires_grad(PyObject *self, void *unused) {
@@ -75,12 +45,7 @@ static int set_grad(PyObject *self, PyObject *value, void *unused) {
 }
 static PyObject *get_grad_fn(PyObject *self, void *unused) {
     (void)unused;
-    const char *name = ts_grad_fn_name(T(self));
-    if (!name) Py_RETURN_NONE;
-    grad_fn_obj *o = PyObject_New(grad_fn_obj, &grad_fn_type);
-    if (!o) return NULL;
-    if (!(o->name = PyUnicode_FromString(name))) return Py_DECREF(o), NULL;
-    return (PyObject *)o;
+    return tsp_grad_fn_of(T(self)); /* autograd_function.c: a Node with next_functions */
 }
 static PyObject *get_is_leaf(PyObject *self, void *unused) {
     (void)unused;
@@ -117,8 +82,10 @@ static int run_backward(ts_tensor *t, ts_tensor *grad, bool retain_graph) {
         return -1;
     }
     if (tsp_enter()) return -1;
+    tsp_function_exception_reset();
     TSP_NOGIL(ts_backward_ex(t, grad, (ts_backward_opts){.retain_graph = retain_graph}));
-    return tsp_check();
+    /* a custom Function's backward that raised: its exception, not the C error */
+    return tsp_function_exception_restore(tsp_check());
 }
 
 static int check_create_graph(PyObject *o, const char *fn) {
@@ -174,6 +141,8 @@ PyMethodDef tsp_autograd_methods[] = {
     {"backward", FN(m_backward), FAST,
      "backward(gradient=None, retain_graph=None): accumulate gradients into the leaves' .grad"},
     {"detach", m_detach, METH_NOARGS, "the same storage, out of the graph"},
+    {"register_hook", tsp_tensor_register_hook, METH_O,
+     "register_hook(hook): hook(grad) -> new grad or None, when this tensor's gradient is known"},
     {"detach_", m_detach_, METH_NOARGS, "detach in place"},
     {NULL, NULL, 0, NULL},
 };
@@ -355,6 +324,6 @@ static PyMethodDef functions[] = {
 };
 
 int tsp_init_autograd(PyObject *m) {
-    if (PyType_Ready(&grad_fn_type) < 0) return -1;
+    if (tsp_init_autograd_function(m) < 0) return -1;
     return PyModule_AddFunctions(m, functions);
 }

@@ -2,6 +2,8 @@
  * tessera.device_scope, memory statistics and the CPU thread count. */
 #include "tsp.h"
 
+#include "tessera/pt.h"
+
 /* The metadata key that marks a file holding one Tensor (tessera.save(tensor, path)), so load
  * gives back a Tensor rather than a dict. */
 #define IO_KIND_KEY   "tessera.object"
@@ -136,6 +138,29 @@ static PyObject *py_load(PyObject *self, PyObject *args, PyObject *kw) {
         res = tsp_wrap_owned(ts_retain(l.tensors[0]));
     else
         res = list_to_dict(&l);
+    ts_tensor_list_free(&l);
+    Py_DECREF(path);
+    return res;
+}
+
+/* _load_pt_c(f, map_location=None): a PyTorch checkpoint through the C reader (ts_load_pt) as a
+ * flat dict of its tensors ("model.fc.weight"), for tests that check it against tessera.load */
+static PyObject *py_load_pt_c(PyObject *self, PyObject *args, PyObject *kw) {
+    (void)self;
+    static char *kwlist[] = {"f", "map_location", NULL};
+    PyObject *path, *loc = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O:_load_pt_c", kwlist, PyUnicode_FSConverter,
+                                     &path, &loc))
+        return NULL;
+    ts_device dev = ts_cpu();
+    if (loc != Py_None && tsp_device_arg(loc, &dev, "_load_pt_c", "map_location") < 0) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    ts_tensor_list l = {0};
+    ts_status s;
+    TSP_NOGIL(s = ts_load_pt(PyBytes_AS_STRING(path), dev, &l););
+    PyObject *res = s ? (tsp_check(), NULL) : list_to_dict(&l);
     ts_tensor_list_free(&l);
     Py_DECREF(path);
     return res;
@@ -300,6 +325,9 @@ static PyMethodDef io_methods[] = {
     {"load", TSP_KW(py_load),
      "load(f, map_location=None): a safetensors file as a dict of Tensors (on the cpu, or on "
      "map_location)."},
+    {"_load_pt_c", TSP_KW(py_load_pt_c),
+     "_load_pt_c(f, map_location=None): a PyTorch checkpoint read by the C reader (ts_load_pt) "
+     "as a flat dict of its tensors."},
     {"memory_stats", TSP_KW(py_memory_stats),
      "memory_stats(device=None): the allocator's figures for any device (cpu, cuda, sim)."},
     {"_reset_peak_memory_stats", TSP_KW(py_reset_peak), NULL},

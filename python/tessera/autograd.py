@@ -219,13 +219,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return result
 
 
-class Function:
-    """Placeholder for custom autograd functions: not supported by Tessera's C core."""
+import sys as _sys  # noqa: E402
 
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
+from . import _autograd_function as function  # noqa: E402
+from ._autograd_function import Function  # noqa: E402
 
-    @classmethod
-    def apply(cls, *args, **kwargs):
-        raise NotImplementedError("tessera.autograd.Function: custom backward functions are not "
-                                  "supported by Tessera's C core")
+# `import tessera.autograd.function` / `from tessera.autograd.function import once_differentiable`
+_sys.modules[__name__ + ".function"] = function

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "amp/grad_scaler_internal.h"
+#include "core/profiler_hooks.h"
 
 /* ------------------------------------------------------------------ object */
 ts_grad_scaler *ts_grad_scaler_new(ts_grad_scaler_opts o) {
@@ -170,6 +171,7 @@ ts_status ts_grad_scaler_update(ts_grad_scaler *s) {
         tsi_log_op(op, dev);
         be->amp_update_scale(be, dev.index, &ks, &kt, &kf, s->growth_factor, s->backoff_factor,
                              s->growth_interval);
+        TSI_PROF_OP_END();
         tsi_bump_version(s->scale);
         tsi_bump_version(s->growth_tracker);
     }

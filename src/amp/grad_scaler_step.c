@@ -4,6 +4,7 @@
 
 #include "amp/grad_scaler_internal.h"
 #include "core/capture.h"
+#include "core/profiler_hooks.h"
 #include "optim/optim_internal.h"
 
 /* Two elements of t share memory (a dimension of stride 0): unscaling in place would divide
@@ -62,6 +63,7 @@ static bool unscale_device(const char *op, ts_optim *opt, ts_device dev, ts_tens
     ts_kview kf = tsi_kview(found), ki = tsi_kview(inv);
     tsi_log_op(op, dev);
     be->amp_unscale(be, dev.index, kv, n, &kf, &ki);
+    TSI_PROF_OP_END();
     for (int i = 0; i < opt->n_params; i++) {
         ts_tensor *g = opt->params[i].p->grad;
         if (g && tsi_device_eq(tsi_device(g), dev)) tsi_bump_version(g);

@@ -6,6 +6,7 @@
 
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
+#include "core/profiler_hooks.h"
 
 static atomic_bool anomaly_on, anomaly_env_read;
 static atomic_uint_fast64_t pass_counter;
@@ -155,10 +156,15 @@ static bool run_node(ts_node *n, bool anomaly, uint64_t pass) {
         return false;
     }
     ts_status before = ts_error();
+    int prof = -1;
+    if (atomic_load_explicit(&tsi_placement_on, memory_order_relaxed))
+        prof = tsi_prof_span_begin(TS_PROF_BACKWARD, n->name,
+                                   n->n_in > 0 ? n->in_device[0] : ts_cpu(), n);
     ts_scope_begin();
     n->backward(n, n->grad_acc, grad_in);
     for (int j = 0; j < n->n_in; j++) ts_retain(grad_in[j]);
     ts_scope_end();
+    if (prof >= 0) tsi_prof_span_end(prof);
     /* the incoming gradients are spent: dropping them now lets a leaf adopt a gradient that is a
      * view of one (a transpose's backward) without a copy */
     for (int i = 0; i < n->n_out; i++) {

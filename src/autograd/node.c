@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "core/profiler_hooks.h"
 
 ts_node *tsi_node_retain(ts_node *n) {
     if (n) atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
@@ -101,6 +102,7 @@ ts_node *tsi_node_new(const char *name, const char *op, tsi_backward_fn fn, ts_t
             n->next[i].leaf = ts_retain(t);
         }
     }
+    if (atomic_load_explicit(&tsi_placement_on, memory_order_relaxed)) tsi_prof_node(n);
     return n;
 }
 

@@ -8,6 +8,7 @@
 #include "backend/cuda/cuda_bridge.h"
 #include "backend/sim/sim_backend.h"
 #include "core/internal.h"
+#include "core/profiler_hooks.h"
 
 ts_device ts_cpu(void) { return (ts_device){TS_CPU, 0}; }
 ts_device ts_cuda(int i) { return (ts_device){TS_CUDA, i}; }
@@ -195,10 +196,21 @@ ts_status ts_sim_configure(int count, size_t capacity_bytes) {
 }
 
 /* ------------------------------------------------------------- placement log */
+/* tsi_placement_on is the one flag an op loads: on while the log or the profiler is */
 atomic_bool tsi_placement_on;
+static atomic_bool placement_print;
 
-void ts_log_placement(bool on) { atomic_store(&tsi_placement_on, on); }
+void ts_log_placement(bool on) {
+    atomic_store(&placement_print, on);
+    tsi_placement_refresh();
+}
+
+void tsi_placement_refresh(void) {
+    atomic_store(&tsi_placement_on, atomic_load(&placement_print) || atomic_load(&tsi_prof_on));
+}
 
 void tsi_log_placement_emit(const char *op, ts_device d) {
-    fprintf(stderr, "tessera placement: %s on %s\n", op, ts_device_str(d));
+    if (atomic_load_explicit(&placement_print, memory_order_relaxed))
+        fprintf(stderr, "tessera placement: %s on %s\n", op, ts_device_str(d));
+    tsi_prof_op_begin(op, d);
 }

@@ -53,7 +53,7 @@ static void init_body(void) {
     tsi_memory_init();
     long sims = env_long("TS_SIM_DEVICES", 0);
     if (sims > 0 && sims <= 64) ts_sim_backend_configure((int)sims, env_size("TS_SIM_CAPACITY"));
-    if (env_long("TS_LOG_PLACEMENT", 0) > 0) atomic_store(&tsi_placement_on, true);
+    if (env_long("TS_LOG_PLACEMENT", 0) > 0) ts_log_placement(true);
     long fault = env_long("TS_FAULT_ALLOC", -1);
     if (fault >= 0) ts_fault_alloc_set(fault);
     long threads = env_long("TS_NUM_THREADS", 0);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/profiler_hooks.h"
 
 typedef struct scope {
     ts_tensor **items;
@@ -106,6 +107,7 @@ static bool scope_push(scope *s, ts_tensor *t) {
 }
 
 ts_tensor *tsi_own(ts_tensor *t) {
+    if (atomic_load_explicit(&tsi_placement_on, memory_order_relaxed)) tsi_prof_own(t);
     if (!t || depth == base) return t;
     if (!scope_push(&frames[depth - 1], t)) {
         ts_release(t);

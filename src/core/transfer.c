@@ -6,6 +6,7 @@
 #include "backend/cuda/cuda_bridge.h"
 #include "core/internal.h"
 #include "core/pinned.h"
+#include "core/profiler_hooks.h"
 
 ts_tensor *tsi_contiguous(const char *op, ts_tensor *t) {
     if (tsi_is_contiguous(t)) return ts_retain(t);
@@ -58,13 +59,19 @@ ts_tensor *tsi_to_device(const char *op, ts_tensor *t, ts_device d) {
     ts_tensor *out = tsi_new(op, t->shape, t->dtype, d);
     if (out) {
         size_t n = (size_t)tsi_numel(t->shape) * tsi_dtype_size(t->dtype);
+        bool prof = atomic_load_explicit(&tsi_placement_on, memory_order_relaxed);
+        int64_t t0 = prof ? tsi_prof_now() : 0;
         if (n && !move_bytes(op, d, tsi_kview(out).data, tsi_device(src), tsi_kview(src).data, n)) {
             ts_release(out);
             out = NULL;
-        } else if (n && d.type == TS_CUDA && tsi_device(src).type == TS_CUDA) {
+        } else {
+            if (prof && tsi_prof_active())
+                tsi_prof_transfer(d, tsi_device(src), n,
+                                  src->storage->pinned || out->storage->pinned, t0);
             /* a peer copy runs on the source device's current stream and writes the destination,
              * whose memory otherwise knows only streams of its own device */
-            tsi_storage_record_stream(out, tsc_current_stream_id(tsi_dev_index(src)));
+            if (n && d.type == TS_CUDA && tsi_device(src).type == TS_CUDA)
+                tsi_storage_record_stream(out, tsc_current_stream_id(tsi_dev_index(src)));
         }
     }
     ts_release(src);
@@ -95,10 +102,14 @@ ts_tensor *tsi_to_device_async(const char *op, ts_tensor *t, ts_device d) {
     ts_tensor *out = tsi_new(op, t->shape, t->dtype, d);
     if (!out) return NULL;
     size_t n = (size_t)tsi_numel(t->shape) * tsi_dtype_size(t->dtype);
+    bool prof = atomic_load_explicit(&tsi_placement_on, memory_order_relaxed);
+    int64_t t0 = prof ? tsi_prof_now() : 0;
     if (!tsc_copy_h2d_async(d.index, tsi_kview(out).data, tsi_kview(t).data, n)) {
         ts_release(out);
         return NULL;
     }
+    /* queued, not finished: the span is the host's time to enqueue it */
+    if (prof && tsi_prof_active()) tsi_prof_transfer(d, tsi_device(t), n, true, t0);
     /* whoever gets the pinned block next waits for this copy's event (not for the stream) */
     tsi_storage_record_stream(t, tsc_pinned_use_record(d.index));
     return out;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/profiler_hooks.h"
 #include "data/loader_internal.h"
 
 #define MAX_WORKERS 256
@@ -151,7 +152,18 @@ static ts_status take_threaded(ts_loader *l, ts_tensor **x, ts_tensor **y) {
     return st;
 }
 
+static bool loader_next(ts_loader *l, ts_batch *b);
+
 bool ts_loader_next(ts_loader *l, ts_batch *b) {
+    int prof = -1;
+    if (atomic_load_explicit(&tsi_placement_on, memory_order_relaxed))
+        prof = tsi_prof_span_begin(TS_PROF_WAIT, "DataLoader.next", ts_cpu(), NULL);
+    bool ok = loader_next(l, b);
+    if (prof >= 0) tsi_prof_span_end(prof);
+    return ok;
+}
+
+static bool loader_next(ts_loader *l, ts_batch *b) {
     if (b) memset(b, 0, sizeof *b);
     if (!l || !b) {
         tsi_error_set(TS_ERR_ARG, "loader_next: %s is NULL", !l ? "loader" : "batch");

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "core/profiler_hooks.h"
 #include "optim/optim_internal.h"
 
 /* ------------------------------------------------------------------ construction */
@@ -403,6 +404,7 @@ static void run_batch(const char *op, ts_optim *o, const ts_optim_hparams *h, co
     ts_tensor *p0 = o->params[sel[0]].p;
     tsi_log_op(op, tsi_device(p0));
     tsi_be(p0)->optim_step(tsi_be(p0), tsi_dev_index(p0), &args);
+    TSI_PROF_OP_END();
     if (ts_error()) return; /* refused (a capture's rule) or failed: the host state stays */
     for (int j = 0; j < n; j++) {
         tsi_optim_param *pp = &o->params[sel[j]];

@@ -22,6 +22,7 @@ static int __attribute__((format(printf, 1, 2))) usage_fail(const char *fmt, ...
     return tcli_fail(TCLI_USAGE, "%s", msg);
 }
 
+/* long: the whole help text as one string literal */
 void tcli_usage(FILE *f) {
     fputs(
         "usage: tessera <command> [options]\n"
@@ -34,6 +35,10 @@ void tcli_usage(FILE *f) {
         "  run       run an ONNX model: tessera run model.onnx [options]\n"
         "  info      describe an ONNX model (inputs, outputs, opsets, operators, parameters)\n"
         "  export    write a model as an ONNX file: tessera export --model M -o model.onnx\n"
+        "  convert   a PyTorch checkpoint as safetensors: tessera convert a.pt b.safetensors\n"
+        "            (tessera info model.pt lists its tensors)\n"
+        "  profile-view  a Chrome trace as a self-contained HTML page: tessera profile-view\n"
+        "            trace.json -o out.html (timeline, per-op and transfer tables)\n"
         "\n"
         "options of train and eval:\n"
         "  --model NAME        lenet (LeNet-5, the default), mlp (inputs-128-classes, 784-128-10 "
@@ -106,6 +111,10 @@ void tcli_usage(FILE *f) {
         "  --grad-accum N      gradient accumulation: an optimizer step every N batches (1)\n"
         "  --label-smoothing X cross-entropy's label smoothing in [0, 1) (0)\n"
         "  --clip-grad X       clip the gradients' total norm to X before each step\n"
+        "  --profile DIR       a Chrome trace of --profile-steps A:B (default 1:1) in "
+        "DIR/trace.json\n"
+        "  --profile-steps A:B the steps to profile (1-based, the loader wait before each "
+        "included)\n"
         "  --time-limit S      stop after S seconds of training; then test and checkpoint as at\n"
         "                      an epoch's end\n"
         "  --schedule NAME     cosine (default): the learning rate falls from --lr to 0 along a\n"
@@ -199,6 +208,7 @@ void tcli_usage(FILE *f) {
         "  tessera generate --checkpoint runs/gpt --prompt 'The ' --tokens 300 --top-k 20\n"
         "  TS_SIM_DEVICES=2 tessera devices\n"
         "  tessera info resnet50.onnx\n"
+        "  tessera convert resnet50.pth resnet50.safetensors\n"
         "  tessera run resnet50.onnx --device cuda --batch 8 --bench 50\n"
         "  tessera run model.onnx --input x=x.npy --save out\n"
         "  tessera export --model resnet20 --checkpoint runs/r20 -o r20.onnx --dynamic-batch\n"
@@ -210,7 +220,7 @@ void tcli_usage(FILE *f) {
 }
 
 /* the commands, for the messages that list them */
-#define COMMANDS "train, eval, generate, run, info, export or devices"
+#define COMMANDS "train, eval, generate, run, info, export, convert or devices"
 
 enum kind {
     K_POS_INT,
@@ -226,7 +236,15 @@ enum kind {
     K_PROGRESS,
     K_INPUT
 };
-enum { FOR_TRAIN = 1, FOR_EVAL = 2, FOR_GEN = 4, FOR_RUN = 8, FOR_INFO = 16, FOR_EXPORT = 32 };
+enum {
+    FOR_TRAIN = 1,
+    FOR_EVAL = 2,
+    FOR_GEN = 4,
+    FOR_RUN = 8,
+    FOR_INFO = 16,
+    FOR_EXPORT = 32,
+    FOR_CONVERT = 64
+};
 #define FOR_MODEL (FOR_TRAIN | FOR_EVAL | FOR_EXPORT) /* the options that build a model */
 
 typedef struct opt_spec {
@@ -297,6 +315,8 @@ static const opt_spec specs[] = {
     {"--output", K_STRING, FOR_EXPORT, OFF(output), NULL},
     {"--dynamic-batch", K_FLAG, FOR_EXPORT, OFF(dynamic_batch), NULL},
     {"--save-io", K_STRING, FOR_EXPORT, OFF(save_io), NULL},
+    {"--profile", K_STRING, FOR_TRAIN, OFF(profile_dir), NULL},
+    {"--profile-steps", K_STRING, FOR_TRAIN, OFF(profile_steps), NULL},
 };
 
 static int parse_int(const char *name, const char *v, long long min, long long max,
@@ -453,6 +473,7 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
                : !strcmp(cmd, "run")      ? FOR_RUN
                : !strcmp(cmd, "info")     ? FOR_INFO
                : !strcmp(cmd, "export")   ? FOR_EXPORT
+               : !strcmp(cmd, "convert")  ? FOR_CONVERT
                                           : 0;
     if (!mask && strcmp(cmd, "devices"))
         return usage_fail("unknown command '%s': expected " COMMANDS " (see tessera --help)", cmd);
@@ -465,8 +486,12 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
             return TCLI_OK;
         }
         if (mask == FOR_EXPORT && !strcmp(a, "-o")) a = "--output";
-        if (strncmp(a, "--", 2) && (mask & (FOR_RUN | FOR_INFO)) && !o->onnx) {
+        if (strncmp(a, "--", 2) && (mask & (FOR_RUN | FOR_INFO | FOR_CONVERT)) && !o->onnx) {
             o->onnx = a; /* the model file */
+            continue;
+        }
+        if (strncmp(a, "--", 2) && mask == FOR_CONVERT && !o->output) {
+            o->output = a; /* the file to write */
             continue;
         }
         if (strncmp(a, "--", 2))
@@ -551,6 +576,21 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
         return usage_fail("--csv-target: only for --data csv");
     if (mask == FOR_EXPORT && !o->output)
         return usage_fail("export: needs -o FILE.onnx (the file to write)");
+    if (mask == FOR_CONVERT && !o->output)
+        return usage_fail("convert: needs a checkpoint and the file to write (tessera convert "
+                          "model.pt out.safetensors)");
+    if (o->profile_steps && !o->profile_dir)
+        return usage_fail("--profile-steps: needs --profile DIR (where the trace goes)");
+    if (o->profile_dir) {
+        long long a = 1, b = 1;
+        char tail = 0;
+        if (o->profile_steps &&
+            (sscanf(o->profile_steps, "%lld:%lld%c", &a, &b, &tail) != 2 || a < 1 || b < a))
+            return usage_fail("--profile-steps: expected A:B with 1 <= A <= B (steps A to B), got "
+                              "'%s'",
+                              o->profile_steps);
+        o->profile_first = a, o->profile_last = b;
+    }
     if ((mask & (FOR_RUN | FOR_INFO)) && !o->onnx)
         return usage_fail("%s: needs a model file (tessera %s model.onnx)", cmd, cmd);
     return -1;

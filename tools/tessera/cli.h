@@ -61,7 +61,8 @@ typedef struct tcli_opts {
     int tokens, top_k;
     double temperature;
     bool greedy;
-    /* run and info: the ONNX model file (the positional argument) */
+    /* run and info: the ONNX model file (the positional argument); info and convert: a PyTorch
+     * checkpoint */
     const char *onnx;
     /* run */
 #define TCLI_MAX_INPUTS 64
@@ -73,9 +74,12 @@ typedef struct tcli_opts {
     bool no_optimize;        /* --no-optimize: the file's graph as it is (no inference rewrites) */
     int batch; /* --batch B: symbolic dims of random inputs (0: 1); export: the example's */
     /* export */
-    const char *output;  /* -o / --output FILE.onnx */
+    const char *output;  /* -o / --output FILE.onnx; convert: the .safetensors to write */
     bool dynamic_batch;  /* --dynamic-batch: dim 0 of input and output symbolic */
     const char *save_io; /* --save-io DIR: the example input and Tessera's output as .npy */
+    /* train --profile DIR --profile-steps A:B: a Chrome trace of steps A..B (profile.c) */
+    const char *profile_dir, *profile_steps;
+    int64_t profile_first, profile_last;
 } tcli_opts;
 
 /* Prints "tessera: <message>" as one line on stderr and returns status. */
@@ -85,6 +89,10 @@ int tcli_fail_ts(int status, const char *what);
 
 /* args.c: fills o from argv; returns -1 to go on, or an exit status (0 after --help). */
 int tcli_parse(int argc, char **argv, tcli_opts *o);
+/* profile.c: `tessera profile-view`, and the trainer's --profile around each step */
+int tcli_profile_view(int argc, char **argv);
+void tcli_profile_step_begin(const tcli_opts *o, int64_t step);
+int tcli_profile_step_end(const tcli_opts *o, int64_t step); /* step < 0: the run ended */
 void tcli_usage(FILE *f);
 double tcli_default_lr(const tcli_opts *o);
 bool tcli_is_resnet(const char *model);
@@ -161,8 +169,11 @@ int tcli_train(const tcli_opts *o);
 int tcli_eval(const tcli_opts *o);
 int tcli_devices(const tcli_opts *o);
 int tcli_generate(const tcli_opts *o);
-int tcli_run(const tcli_opts *o);    /* onnx_cmds.c */
-int tcli_info(const tcli_opts *o);   /* onnx_cmds.c */
-int tcli_export(const tcli_opts *o); /* export.c */
+int tcli_run(const tcli_opts *o);     /* onnx_cmds.c */
+int tcli_info(const tcli_opts *o);    /* onnx_cmds.c */
+int tcli_export(const tcli_opts *o);  /* export.c */
+int tcli_convert(const tcli_opts *o); /* pt_cmds.c: a .pt checkpoint as .safetensors */
+int tcli_pt_info(const tcli_opts *o); /* pt_cmds.c: `tessera info model.pt` */
+bool tcli_is_pt(const char *path);    /* pt_cmds.c: .pt / .pth / .bin, or a zip */
 
 #endif /* TESSERA_CLI_H */

@@ -106,6 +106,7 @@ int tcli_devices(const tcli_opts *o) {
 
 int main(int argc, char **argv) {
     ts_cpu_bounded_spin(argv); /* a shared machine's cores: see docs/USAGE.md, "Threads" */
+    if (argc >= 2 && !strcmp(argv[1], "profile-view")) return tcli_profile_view(argc, argv);
     tcli_opts o;
     int rc = tcli_parse(argc, argv, &o);
     if (rc >= 0) return rc;
@@ -115,5 +116,6 @@ int main(int argc, char **argv) {
     if (!strcmp(o.command, "run")) return tcli_run(&o);
     if (!strcmp(o.command, "info")) return tcli_info(&o);
     if (!strcmp(o.command, "export")) return tcli_export(&o);
+    if (!strcmp(o.command, "convert")) return tcli_convert(&o);
     return tcli_devices(&o);
 }

@@ -30,6 +30,7 @@ static int load(const tcli_opts *o, ts_device dev, bool optimize, ts_module **m)
 static bool run_optimizes(const tcli_opts *o) { return !o->no_optimize && !o->grad_output; }
 
 int tcli_info(const tcli_opts *o) {
+    if (tcli_is_pt(o->onnx)) return tcli_pt_info(o);
     ts_module *m;
     int rc = load(o, ts_cpu(), false, &m);
     if (rc >= 0) return rc;

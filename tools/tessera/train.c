@@ -390,6 +390,7 @@ static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc,
     int64_t window_seen = 0;
     ts_batch b;
     const bool scheduled = !strcmp(o->schedule, "cosine") || o->warmup > 0;
+    tcli_profile_step_begin(o, t->step + 1);
     while (ts_loader_next(t->train, &b)) {
         if (scheduled && set_lr(t)) break;
         const cycle c = cycle_of(t, done);
@@ -397,6 +398,8 @@ static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc,
         if (ts_error()) break;
         done++, t->step++;
         seen += ts_numel(b.y);
+        if (tcli_profile_step_end(o, t->step) >= 0) break;
+        tcli_profile_step_begin(o, t->step + 1);
         /* mid-epoch: the step says where (gradients are never half-accumulated there) */
         if ((t->is_main || t->fsdp) && c.last && o->checkpoint_every &&
             t->step % o->checkpoint_every == 0 && save_checkpoint(t, -1))
@@ -668,6 +671,7 @@ train:;
     bool stopped = o->max_steps && t->step >= o->max_steps;
     for (int64_t e = start; e < t->epochs && !stopped; e++)
         if ((rc = run_epoch(t, e, e == start ? start_batch : 0, &acc, &stopped)) >= 0) return rc;
+    if ((rc = tcli_profile_step_end(o, -1)) >= 0) return rc; /* ended inside the profiled steps */
     if (acc < 0) { /* resumed after the last epoch: nothing left to train */
         double loss;
         amp_begin(t);

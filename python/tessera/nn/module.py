@@ -65,6 +65,8 @@ class Module:
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_pre_hooks", OrderedDict())
 
     # ------------------------------------------------------------------ registration
     def _check_init(self):
@@ -388,7 +390,23 @@ class Module:
     def register_forward_pre_hook(self, hook):
         return _Handle(self._forward_pre_hooks, hook)
 
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> new grad_input or None, once the gradients
+        with respect to the module's inputs are computed (nn/_backward_hooks.py)."""
+        return _Handle(self.__dict__.setdefault("_backward_hooks", OrderedDict()), hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> new grad_output or None, before the module's backward."""
+        return _Handle(self.__dict__.setdefault("_backward_pre_hooks", OrderedDict()), hook,
+                       prepend)
+
     def __call__(self, *args, **kwargs):
+        if self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks"):
+            from ._backward_hooks import call_with_backward_hooks
+            return call_with_backward_hooks(self, self._call_forward_hooks, args, kwargs)
+        return self._call_forward_hooks(*args, **kwargs)
+
+    def _call_forward_hooks(self, *args, **kwargs):
         if not self._forward_hooks and not self._forward_pre_hooks:
             return self.forward(*args, **kwargs)
         for hook in list(self._forward_pre_hooks.values()):
@@ -433,10 +451,12 @@ class _Handle:
     """RemovableHandle of a hook"""
     _next = 0
 
-    def __init__(self, store, hook):
+    def __init__(self, store, hook, prepend=False):
         _Handle._next += 1
         self.id, self._store = _Handle._next, store
         store[self.id] = hook
+        if prepend:
+            store.move_to_end(self.id, last=False)
 
     def remove(self):
         self._store.pop(self.id, None)

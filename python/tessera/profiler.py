@@ -1,0 +1,385 @@
+"""tessera.profiler — torch.profiler's API over the C profiler (tessera/profiler.h).
+
+    with tessera.profiler.profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                                  schedule=schedule(wait=1, warmup=1, active=2),
+                                  on_trace_ready=tensorboard_trace_handler("./log")) as prof:
+        for batch in loader:
+            train_step(batch)
+            prof.step()
+    print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=10))
+
+Every op is recorded on the host clock (sim and cuda ops too: their host side), with autograd
+backward nodes linked to their forward op, record_function ranges, DataLoader waits and copies
+between devices (bytes, pinned or pageable, GB/s). docs/PROFILING.md.
+"""
+import enum
+import functools
+import os
+import socket
+import sys
+import time
+import types
+
+from . import _C
+
+__all__ = ["profile", "record_function", "ProfilerActivity", "ProfilerAction", "schedule",
+           "tensorboard_trace_handler", "supported_activities"]
+
+
+class ProfilerActivity(enum.Enum):
+    CPU = 0
+    XPU = 1
+    MTIA = 2
+    CUDA = 3
+    HPU = 4
+    PrivateUse1 = 5
+
+
+def supported_activities():
+    """The host side of every device is recorded under CPU; CUDA adds nothing of its own yet."""
+    return {ProfilerActivity.CPU, ProfilerActivity.CUDA}
+
+
+class ProfilerAction(enum.Enum):
+    NONE = 0
+    WARMUP = 1
+    RECORD = 2
+    RECORD_AND_SAVE = 3
+
+
+def schedule(*, wait, warmup, active, repeat=0, skip_first=0, skip_first_wait=0):
+    """torch.profiler.schedule: skip_first steps, then cycles of wait, warmup, active steps
+    (repeat cycles, 0 = no end); the last active step of a cycle saves (on_trace_ready)."""
+    if wait < 0 or warmup < 0 or active <= 0 or repeat < 0 or skip_first < 0:
+        raise ValueError(
+            f"Invalid profiler schedule arguments. Got wait={wait} (need >= 0), warmup={warmup} "
+            f"(need >= 0), active={active} (need > 0), repeat={repeat} (need >= 0), "
+            f"skip_first={skip_first} (need >= 0).")
+
+    def schedule_fn(step):
+        if step < 0:
+            raise ValueError(f"Step must be non-negative. Got {step}.")
+        if step < skip_first:
+            return ProfilerAction.NONE
+        step -= skip_first
+        if skip_first_wait != 0:
+            step += wait
+        num_steps = wait + warmup + active
+        if repeat > 0 and step / num_steps >= repeat:
+            return ProfilerAction.NONE
+        mod_step = step % num_steps
+        if mod_step < wait:
+            return ProfilerAction.NONE
+        if mod_step < wait + warmup:
+            return ProfilerAction.WARMUP
+        return (ProfilerAction.RECORD if mod_step < num_steps - 1
+                else ProfilerAction.RECORD_AND_SAVE)
+    return schedule_fn
+
+
+def _default_schedule_fn(_step):
+    return ProfilerAction.RECORD
+
+
+def tensorboard_trace_handler(dir_name, worker_name=None, use_gzip=False):
+    """on_trace_ready that writes dir_name/<worker>.<ms>.pt.trace.json[.gz] (TensorBoard's
+    profiler plugin and Perfetto read it)."""
+    def handler_fn(prof):
+        os.makedirs(dir_name, exist_ok=True)
+        worker = worker_name or f"{socket.gethostname()}_{os.getpid()}"
+        name = f"{worker}.{time.time_ns() // 1000000}.pt.trace.json"
+        path = os.path.join(dir_name, name)
+        if use_gzip:
+            import gzip
+            tmp = path + ".tmp"
+            prof.export_chrome_trace(tmp)
+            with open(tmp, "rb") as src, gzip.open(path + ".gz", "wb") as dst:
+                dst.write(src.read())
+            os.remove(tmp)
+        else:
+            prof.export_chrome_trace(path)
+    return handler_fn
+
+
+class record_function:
+    """A named range in the trace (torch.profiler.record_function): a context manager or a
+    decorator. Outside a profile it costs a call and records nothing."""
+
+    def __init__(self, name, args=None):
+        self.name = str(name)
+        self.args = args
+        self._open = False
+
+    def __enter__(self):
+        _C._profiler_range_push(self.name)
+        self._open = True
+        return self
+
+    def __exit__(self, *exc):
+        if self._open:
+            self._open = False
+            _C._profiler_range_pop()
+        return False
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with record_function(self.name, self.args):
+                return func(*args, **kwargs)
+        return wrapper
+
+
+def _fmt_time(us):
+    """PyTorch's table format: 12.345us, 1.234ms, 1.234s."""
+    if us >= 1e6:
+        return f"{us / 1e6:.3f}s"
+    if us >= 1e3:
+        return f"{us / 1e3:.3f}ms"
+    return f"{us:.3f}us"
+
+
+class FunctionEventAvg:
+    """One row of key_averages: times in microseconds, as PyTorch's."""
+
+    def __init__(self, row):
+        name, shape, kind, calls, total_ns, self_ns, max_ns, nbytes = row
+        self.key = name
+        self.input_shapes = shape
+        self.kind = kind
+        self.count = calls
+        self.cpu_time_total = total_ns / 1e3
+        self.self_cpu_time_total = self_ns / 1e3
+        self.cpu_time_max = max_ns / 1e3
+        self.cpu_time = self.cpu_time_total / calls if calls else 0.0
+        self.bytes = nbytes
+        self.device_time_total = 0.0
+        self.self_device_time_total = 0.0
+
+    def __repr__(self):
+        return (f"<FunctionEventAvg key={self.key} self_cpu_time={_fmt_time(self.self_cpu_time_total)}"
+                f" cpu_time={_fmt_time(self.cpu_time)} count={self.count}>")
+
+
+_SORT_KEYS = {"cpu_time_total": "cpu_time_total", "self_cpu_time_total": "self_cpu_time_total",
+              "cpu_time": "cpu_time", "count": "count", "cpu_time_avg": "cpu_time",
+              "self_cpu_time": "self_cpu_time_total"}
+
+
+class EventList(list):
+    """key_averages()'s result: a list of FunctionEventAvg with PyTorch's table()."""
+
+    def __init__(self, rows, by_shape=False):
+        super().__init__(rows)
+        self._by_shape = by_shape
+
+    def table(self, sort_by=None, row_limit=100, max_name_column_width=55, header=None,
+              top_level_events_only=False):
+        rows = list(self)
+        if sort_by is not None:
+            attr = _SORT_KEYS.get(sort_by)
+            if attr is None:
+                if sort_by.startswith(("cuda", "device", "xpu", "self_cuda", "self_device")):
+                    attr = "cpu_time_total"  # no device times yet: the host's order
+                else:
+                    raise ValueError(f"table: unknown sort_by {sort_by!r}; one of "
+                                     f"{sorted(_SORT_KEYS)}")
+            rows.sort(key=lambda r: getattr(r, attr), reverse=True)
+        if row_limit is not None and row_limit > 0:
+            rows = rows[:row_limit]
+        self_total = sum(r.self_cpu_time_total for r in self) or 1.0
+        w = max([len("Name")] + [min(len(r.key), max_name_column_width) for r in rows]) + 2
+        cols = [("Name", w), ("Self CPU %", 12), ("Self CPU", 12), ("CPU total %", 12),
+                ("CPU total", 12), ("CPU time avg", 14), ("# of Calls", 12)]
+        if self._by_shape:
+            cols.append(("Input Shapes", 24))
+        line = "-" * sum(width for _, width in cols)
+        out = []
+        if header:
+            out += [line, header]
+        out.append(line)
+        out.append("".join(f"{name:>{width}}" if i else f"{name:<{width}}"
+                           for i, (name, width) in enumerate(cols)))
+        out.append(line)
+        for r in rows:
+            name = r.key if len(r.key) <= max_name_column_width else \
+                r.key[:max_name_column_width - 3] + "..."
+            cells = [f"{name:<{w}}",
+                     f"{100.0 * r.self_cpu_time_total / self_total:>11.2f}%",
+                     f"{_fmt_time(r.self_cpu_time_total):>12}",
+                     f"{100.0 * r.cpu_time_total / self_total:>11.2f}%",
+                     f"{_fmt_time(r.cpu_time_total):>12}",
+                     f"{_fmt_time(r.cpu_time):>14}",
+                     f"{r.count:>12}"]
+            if self._by_shape:
+                cells.append(f"{r.input_shapes:>24}")
+            out.append("".join(cells))
+        out.append(line)
+        out.append(f"Self CPU time total: {_fmt_time(sum(r.self_cpu_time_total for r in self))}")
+        return "\n".join(out) + "\n"
+
+    def __str__(self):
+        return self.table()
+
+
+class profile:
+    """torch.profiler.profile: a context manager (or start()/stop()) with step() and a schedule.
+
+    activities: accepted (ProfilerActivity.CPU, CUDA); record_shapes: each op's result shape
+    and dtype; profile_memory: allocated bytes per device after each op (counter events);
+    with_stack: accepted, no stacks. The last collected profile answers key_averages(),
+    events() and export_chrome_trace()."""
+
+    def __init__(self, *, activities=None, schedule=None, on_trace_ready=None,
+                 record_shapes=False, profile_memory=False, with_stack=False, with_flops=False,
+                 with_modules=False, experimental_config=None, execution_trace_observer=None,
+                 acc_events=False, use_cuda=None, custom_trace_id_callback=None):
+        self.activities = set(activities) if activities else supported_activities()
+        for a in self.activities:
+            if not isinstance(a, ProfilerActivity):
+                raise TypeError(f"profile: activities holds {a!r}, not a ProfilerActivity")
+        self.record_shapes = bool(record_shapes)
+        self.profile_memory = bool(profile_memory)
+        self.with_stack = bool(with_stack)
+        self.schedule = schedule or _default_schedule_fn
+        self.record_steps = schedule is not None
+        self.on_trace_ready = on_trace_ready
+        self.step_num = 0
+        self.current_action = self.schedule(0)
+        self._profile = None  # the capsule of the last collected profile
+        self._running = False
+        self._step_range = False
+
+    # -- the C session
+    def _start_trace(self):
+        if not self._running:
+            _C._profiler_start(record_shapes=self.record_shapes,
+                               profile_memory=self.profile_memory, with_stack=self.with_stack)
+            self._running = True
+
+    def _stop_trace(self):
+        if self._running:
+            self._running = False
+            self._profile = _C._profiler_stop()
+
+    def _trace_ready(self):
+        if self.on_trace_ready is not None:
+            self.on_trace_ready(self)
+
+    def _transit(self, prev, cur):
+        A = ProfilerAction
+        recording = (A.RECORD, A.RECORD_AND_SAVE)
+        if prev == A.RECORD_AND_SAVE:
+            self._stop_trace()
+            self._trace_ready()
+            if cur in recording:
+                self._start_trace()
+            return
+        if cur in recording and prev not in recording:
+            self._start_trace()
+        elif cur is None or (prev in recording and cur not in recording):
+            was = self._running
+            self._stop_trace()
+            if was and cur is None:
+                self._trace_ready()
+
+    def _step_range_push(self):
+        if self.record_steps and self._running:
+            _C._profiler_range_push(f"ProfilerStep#{self.step_num}")
+            self._step_range = True
+
+    def _step_range_pop(self):
+        if self._step_range:
+            self._step_range = False
+            _C._profiler_range_pop()
+
+    def start(self):
+        self._transit(ProfilerAction.NONE, self.current_action)
+        self._step_range_push()
+
+    def stop(self):
+        self._step_range_pop()
+        self._transit(self.current_action, None)
+
+    def step(self):
+        """The next step begins: follow the schedule (start, stop, call on_trace_ready)."""
+        self._step_range_pop()
+        prev = self.current_action
+        self.step_num += 1
+        self.current_action = self.schedule(self.step_num)
+        self._transit(prev, self.current_action)
+        self._step_range_push()
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    # -- results
+    def _need(self, what):
+        if self._profile is None:
+            raise RuntimeError(f"{what}: no profile collected yet (leave the profile block, or "
+                               f"wait for on_trace_ready)")
+        return self._profile
+
+    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0,
+                     group_by_overload_name=False):
+        rows = _C._profile_key_averages(self._need("key_averages"), bool(group_by_input_shape))
+        return EventList([FunctionEventAvg(r) for r in rows], bool(group_by_input_shape))
+
+    def events(self):
+        """Every recorded event as a dict (kind, name, device, thread, t0_ns, t1_ns, self_ns,
+        depth, bytes, shape, flow, transfer, pinned), in start-time order."""
+        return _C._profile_events(self._need("events"))
+
+    def export_chrome_trace(self, path):
+        _C._profile_export_chrome(self._need("export_chrome_trace"), os.fspath(path))
+
+    def export_stacks(self, path, metric="self_cpu_time_total"):
+        raise NotImplementedError("export_stacks: tessera's profiler records no stacks")
+
+    def transfers(self):
+        """The copies between devices: dicts with transfer (HtoD, DtoH, DtoD), bytes, pinned,
+        src_device, device, seconds and GB/s."""
+        out = []
+        for e in self.events():
+            if e["kind"] != "transfer":
+                continue
+            s = (e["t1_ns"] - e["t0_ns"]) * 1e-9
+            e = dict(e, seconds=s, gbps=(e["bytes"] / s * 1e-9 if s > 0 else 0.0))
+            out.append(e)
+        return out
+
+
+# torch.autograd.profiler.profile / record_function: the older spelling
+class _AutogradProfile(profile):
+    def __init__(self, enabled=True, *, use_cuda=False, use_device=None, record_shapes=False,
+                 with_flops=False, profile_memory=False, with_stack=False, with_modules=False,
+                 use_kineto=False, use_cpu=True, experimental_config=None, acc_events=False,
+                 custom_trace_id_callback=None):
+        super().__init__(record_shapes=record_shapes, profile_memory=profile_memory,
+                         with_stack=with_stack)
+        self.enabled = enabled
+
+    def __enter__(self):
+        if self.enabled:
+            self.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self.stop()
+        return False
+
+    def table(self, *args, **kwargs):
+        return self.key_averages().table(*args, **kwargs)
+
+
+_autograd_profiler = types.ModuleType("tessera.autograd.profiler")
+_autograd_profiler.profile = _AutogradProfile
+_autograd_profiler.record_function = record_function
+sys.modules["tessera.autograd.profiler"] = _autograd_profiler
+from . import autograd as _autograd  # noqa: E402
+_autograd.profiler = _autograd_profiler

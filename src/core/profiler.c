@@ -1,0 +1,331 @@
+/* profiler.c — recording: per-thread event buffers (no lock per event), the open-span stack of
+ * each thread, and start / stop. Collection and the queries: profiler_collect.c; the Chrome trace:
+ * profiler_chrome.c. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/cuda/cuda_bridge.h"
+#include "core/profiler_internal.h"
+
+atomic_bool tsi_prof_on;
+static ts_profiler_opts prof_opts;
+static atomic_uint_fast64_t prof_gen;
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static tsi_prof_thread *reg_head;
+static int reg_next_id;
+static pthread_key_t reg_key;
+static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
+static ts_profile *last_profile;
+static int64_t session_t0;
+
+#define MAX_OPEN 64
+typedef struct open_span {
+    ts_profile_event ev;
+    int scope_depth;
+    bool explicit_span; /* closed by tsi_prof_span_end, not by tsi_own */
+    const void *node;   /* a backward node, or the forward node an op recorded */
+} open_span;
+static _Thread_local tsi_prof_thread *me;
+static _Thread_local open_span open_stack[MAX_OPEN];
+static _Thread_local int n_open, n_lost_open;
+static _Thread_local bool busy; /* the profiler's own calls into the library record nothing */
+/* the session's options, read once a session (after its gen: ts_profiler_start writes them
+ * before it publishes the gen) */
+static _Thread_local ts_profiler_opts my_opts;
+
+int64_t tsi_prof_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void thread_gone(void *p) { atomic_store(&((tsi_prof_thread *)p)->dead, true); }
+static void reg_init(void) { pthread_key_create(&reg_key, thread_gone); }
+
+/* This thread's buffer for the current session (reset on first use in a session). */
+static tsi_prof_thread *thread_buf(void) {
+    uint64_t gen = atomic_load_explicit(&prof_gen, memory_order_acquire);
+    if (me && me->gen == gen) return me;
+    pthread_once(&reg_once, reg_init);
+    if (!me) {
+        tsi_prof_thread *t = calloc(1, sizeof *t);
+        if (!t) return NULL;
+        pthread_mutex_lock(&reg_mu);
+        t->id = reg_next_id++;
+        t->next = reg_head;
+        reg_head = t;
+        pthread_mutex_unlock(&reg_mu);
+        pthread_setspecific(reg_key, t);
+        me = t;
+        n_open = n_lost_open = 0;
+    }
+    /* a new session: what this thread recorded before was collected (or dropped) at its stop */
+    pthread_mutex_lock(&reg_mu);
+    atomic_store_explicit(&me->n, 0, memory_order_relaxed);
+    me->gen = gen;
+    my_opts = prof_opts;
+    pthread_mutex_unlock(&reg_mu);
+    n_open = n_lost_open = 0;
+    return me;
+}
+
+static void append(const ts_profile_event *e) {
+    tsi_prof_thread *t = thread_buf();
+    if (!t) return;
+    size_t n = atomic_load_explicit(&t->n, memory_order_relaxed);
+    size_t ci = n / TSI_PROF_CHUNK;
+    if (ci >= t->n_chunks) {
+        if (ci >= TSI_PROF_MAX_CHUNKS) {
+            t->dropped++;
+            return;
+        }
+        tsi_prof_chunk *c = malloc(sizeof *c);
+        if (!c) {
+            t->dropped++;
+            return;
+        }
+        t->chunks[t->n_chunks++] = c;
+    }
+    t->chunks[ci]->ev[n % TSI_PROF_CHUNK] = *e;
+    t->chunks[ci]->ev[n % TSI_PROF_CHUNK].thread = t->id;
+    atomic_store_explicit(&t->n, n + 1, memory_order_release);
+}
+
+static void memory_sample(ts_device d, int64_t at) {
+    if (!my_opts.profile_memory || d.type == TS_DEVICE_DEFAULT) return;
+    ts_mem_stats st;
+    ts_status pending = ts_error();
+    if (ts_memory_stats(d, &st) != TS_OK) {
+        if (pending == TS_OK) ts_error_clear();
+        return;
+    }
+    ts_profile_event e = {.kind = TS_PROF_MEMORY,
+                          .device = d,
+                          .t0_ns = at,
+                          .t1_ns = at,
+                          .bytes = (int64_t)st.allocated};
+    snprintf(e.name, sizeof e.name, "allocated");
+    append(&e);
+}
+
+static open_span *push(ts_profile_kind kind, const char *name, ts_device d, bool explicit_span) {
+    if (!thread_buf()) return NULL;
+    if (n_open == MAX_OPEN) {
+        n_lost_open++;
+        return NULL;
+    }
+    open_span *s = &open_stack[n_open];
+    memset(s, 0, sizeof *s);
+    s->ev.kind = kind;
+    snprintf(s->ev.name, sizeof s->ev.name, "%s", name ? name : "?");
+    s->ev.device = d;
+    s->ev.depth = n_open;
+    if (d.type == TS_CUDA) s->ev.stream = (uint64_t)tsc_current_stream_id(d.index);
+    s->scope_depth = ts_scope_depth();
+    s->explicit_span = explicit_span;
+    n_open++;
+    s->ev.t0_ns = tsi_prof_now();
+    return s;
+}
+
+static void close_top(int64_t at) {
+    open_span *s = &open_stack[--n_open];
+    s->ev.t1_ns = at;
+    append(&s->ev);
+    if (s->ev.kind == TS_PROF_OP || s->ev.kind == TS_PROF_BACKWARD) memory_sample(s->ev.device, at);
+}
+
+void tsi_prof_op_begin(const char *op, ts_device d) {
+    if (busy || !atomic_load_explicit(&tsi_prof_on, memory_order_relaxed)) return;
+    busy = true;
+    push(TS_PROF_OP, op, tsi_resolve_device(d), false);
+    busy = false;
+}
+
+void tsi_prof_own(const ts_tensor *t) {
+    if (busy || !atomic_load_explicit(&tsi_prof_on, memory_order_relaxed) || !me ||
+        me->gen != atomic_load_explicit(&prof_gen, memory_order_relaxed))
+        return;
+    int depth = ts_scope_depth();
+    int64_t now = -1;
+    bool first = true;
+    busy = true;
+    while (n_open > 0) {
+        open_span *s = &open_stack[n_open - 1];
+        if (s->explicit_span || s->scope_depth < depth) break;
+        if (now < 0) now = tsi_prof_now();
+        if (first && t && my_opts.record_shapes) {
+            char *p = s->ev.shape, *end = p + sizeof s->ev.shape;
+            p += snprintf(p, (size_t)(end - p), "[");
+            for (int i = 0; i < t->shape.ndim && p < end; i++)
+                p += snprintf(p, (size_t)(end - p), "%s%lld", i ? ", " : "",
+                              (long long)t->shape.dims[i]);
+            if (p < end) snprintf(p, (size_t)(end - p), "] %s", ts_dtype_name(t->dtype));
+        }
+        first = false;
+        close_top(now);
+    }
+    busy = false;
+}
+
+void tsi_prof_op_end(void) {
+    if (busy || !atomic_load_explicit(&tsi_prof_on, memory_order_relaxed) || n_open == 0 || !me ||
+        me->gen != atomic_load_explicit(&prof_gen, memory_order_relaxed))
+        return;
+    open_span *s = &open_stack[n_open - 1];
+    if (s->explicit_span || s->ev.kind != TS_PROF_OP || s->scope_depth < ts_scope_depth()) return;
+    busy = true;
+    close_top(tsi_prof_now());
+    busy = false;
+}
+
+void tsi_prof_node(const void *node) {
+    if (busy || !atomic_load_explicit(&tsi_prof_on, memory_order_relaxed)) return;
+    for (int i = n_open; i-- > 0;) {
+        if (open_stack[i].ev.kind != TS_PROF_OP) break;
+        if (open_stack[i].node) break; /* the op already made its node: this one is a helper's */
+        open_stack[i].node = node;
+        open_stack[i].ev.flow = (uint64_t)(uintptr_t)node;
+        break;
+    }
+}
+
+int tsi_prof_span_begin(ts_profile_kind kind, const char *name, ts_device d, const void *node) {
+    if (busy || !atomic_load_explicit(&tsi_prof_on, memory_order_relaxed)) return -1;
+    busy = true;
+    open_span *s = push(kind, name, d, true);
+    busy = false;
+    if (!s) return -1;
+    s->node = node;
+    s->ev.flow = (uint64_t)(uintptr_t)node;
+    return n_open - 1;
+}
+
+void tsi_prof_span_end(int token) {
+    if (token < 0 || token >= n_open || !me ||
+        me->gen != atomic_load_explicit(&prof_gen, memory_order_relaxed))
+        return;
+    busy = true;
+    int64_t now = tsi_prof_now();
+    /* ops inside it that handed out no result (in-place ops, optimizer steps) end with it */
+    while (n_open > token) close_top(now);
+    busy = false;
+}
+
+void tsi_prof_transfer(ts_device dst, ts_device src, size_t bytes, bool pinned, int64_t t0) {
+    if (busy || !atomic_load_explicit(&tsi_prof_on, memory_order_relaxed)) return;
+    busy = true;
+    ts_profile_event e = {.kind = TS_PROF_TRANSFER,
+                          .device = dst,
+                          .src_device = src,
+                          .t0_ns = t0,
+                          .t1_ns = tsi_prof_now(),
+                          .depth = n_open,
+                          .bytes = (int64_t)bytes,
+                          .pinned = pinned};
+    e.transfer = src.type == TS_CPU ? TS_XFER_H2D : dst.type == TS_CPU ? TS_XFER_D2H : TS_XFER_D2D;
+    snprintf(e.name, sizeof e.name, "%s",
+             e.transfer == TS_XFER_H2D   ? "Memcpy HtoD"
+             : e.transfer == TS_XFER_D2H ? "Memcpy DtoH"
+                                         : "Memcpy DtoD");
+    ts_device on = dst.type == TS_CPU ? src : dst;
+    if (on.type == TS_CUDA) e.stream = (uint64_t)tsc_current_stream_id(on.index);
+    append(&e);
+    busy = false;
+}
+
+/* ------------------------------------------------------------------ the public calls */
+static pthread_mutex_t ctl_mu = PTHREAD_MUTEX_INITIALIZER;
+
+ts_status ts_profiler_start(const ts_profiler_opts *opts) {
+    tsi_init();
+    pthread_mutex_lock(&ctl_mu);
+    if (atomic_load(&tsi_prof_on)) {
+        pthread_mutex_unlock(&ctl_mu);
+        return tsi_error_set(TS_ERR_STATE, "profiler_start: the profiler is already running");
+    }
+    ts_profile_free(last_profile);
+    last_profile = NULL;
+    /* buffers of threads that ended since the last session go now */
+    pthread_mutex_lock(&reg_mu);
+    for (tsi_prof_thread **pp = &reg_head; *pp;) {
+        tsi_prof_thread *t = *pp;
+        if (atomic_load(&t->dead)) {
+            *pp = t->next;
+            for (size_t i = 0; i < t->n_chunks; i++) free(t->chunks[i]);
+            free(t);
+        } else {
+            pp = &t->next;
+        }
+    }
+    pthread_mutex_unlock(&reg_mu);
+    pthread_mutex_lock(&reg_mu);
+    prof_opts = opts ? *opts : (ts_profiler_opts){0};
+    pthread_mutex_unlock(&reg_mu);
+    session_t0 = tsi_prof_now();
+    atomic_fetch_add(&prof_gen, 1);
+    atomic_store(&tsi_prof_on, true);
+    tsi_placement_refresh();
+    pthread_mutex_unlock(&ctl_mu);
+    return TS_OK;
+}
+
+ts_status ts_profiler_stop(void) {
+    pthread_mutex_lock(&ctl_mu);
+    if (!atomic_load(&tsi_prof_on)) {
+        pthread_mutex_unlock(&ctl_mu);
+        return tsi_error_set(TS_ERR_STATE, "profiler_stop: the profiler is not running");
+    }
+    atomic_store(&tsi_prof_on, false);
+    tsi_placement_refresh();
+    uint64_t gen = atomic_load(&prof_gen);
+    pthread_mutex_lock(&reg_mu);
+    ts_profile *p = tsi_prof_collect(reg_head, gen, session_t0, tsi_prof_now());
+    pthread_mutex_unlock(&reg_mu);
+    /* this thread's spans still open (a range around the stop) are not recorded */
+    if (me) n_open = 0;
+    last_profile = p;
+    pthread_mutex_unlock(&ctl_mu);
+    if (!p) return tsi_error_set(TS_ERR_OOM, "profiler_stop: out of host memory collecting events");
+    return TS_OK;
+}
+
+bool ts_profiler_enabled(void) { return atomic_load(&tsi_prof_on); }
+
+ts_profile *ts_profiler_take(void) {
+    pthread_mutex_lock(&ctl_mu);
+    ts_profile *p = last_profile;
+    last_profile = NULL;
+    pthread_mutex_unlock(&ctl_mu);
+    return p;
+}
+
+ts_status ts_profiler_export_chrome(const char *path) {
+    pthread_mutex_lock(&ctl_mu);
+    ts_status st =
+        last_profile ? ts_profile_export_chrome(last_profile, path)
+                     : tsi_error_set(TS_ERR_STATE, "profiler_export_chrome: no profile (start and "
+                                                   "stop the profiler first)");
+    pthread_mutex_unlock(&ctl_mu);
+    return st;
+}
+
+/* A user range: the thread's stack of range tokens. */
+static _Thread_local int range_tokens[MAX_OPEN];
+static _Thread_local int n_ranges;
+
+void ts_profiler_range_push(const char *name) {
+    int tok = tsi_prof_span_begin(TS_PROF_RANGE, name, ts_cpu(), NULL);
+    if (n_ranges < MAX_OPEN) range_tokens[n_ranges] = tok;
+    n_ranges++;
+}
+
+ts_status ts_profiler_range_pop(void) {
+    if (n_ranges == 0) return tsi_error_set(TS_ERR_STATE, "profiler_range_pop: no range is open");
+    n_ranges--;
+    if (n_ranges < MAX_OPEN) tsi_prof_span_end(range_tokens[n_ranges]);
+    return TS_OK;
+}

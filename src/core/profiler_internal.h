@@ -1,0 +1,37 @@
+/* profiler_internal.h — what profiler.c, profiler_collect.c and profiler_chrome.c share. */
+#ifndef TS_CORE_PROFILER_INTERNAL_H
+#define TS_CORE_PROFILER_INTERNAL_H
+
+#include "core/profiler_hooks.h"
+
+#define TSI_PROF_CHUNK      1024
+#define TSI_PROF_MAX_CHUNKS 4096 /* 4M events a thread and session; later ones are dropped */
+
+typedef struct tsi_prof_chunk {
+    ts_profile_event ev[TSI_PROF_CHUNK];
+} tsi_prof_chunk;
+
+/* One thread's buffer: written by its thread alone; the count is published with release. */
+typedef struct tsi_prof_thread {
+    struct tsi_prof_thread *next; /* the registry (profiler.c) */
+    int id;
+    uint64_t gen; /* the session it holds events of */
+    atomic_size_t n;
+    size_t n_chunks;
+    int64_t dropped;
+    atomic_bool dead; /* its thread ended: freed at the next start */
+    tsi_prof_chunk *chunks[TSI_PROF_MAX_CHUNKS];
+} tsi_prof_thread;
+
+struct ts_profile {
+    ts_profile_event *ev; /* sorted by t0, then outermost first */
+    size_t n;
+    int64_t t0_ns, t1_ns; /* the session's start and stop */
+    int64_t dropped;
+};
+
+/* Copies the events of the threads of session gen into a new profile (NULL: out of memory):
+ * sorted, self times and flows resolved. */
+ts_profile *tsi_prof_collect(tsi_prof_thread *threads, uint64_t gen, int64_t t0, int64_t t1);
+
+#endif /* TS_CORE_PROFILER_INTERNAL_H */

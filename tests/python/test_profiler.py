@@ -1,0 +1,182 @@
+"""tessera.profiler: torch.profiler's API (key_averages, table, export_chrome_trace, schedule,
+record_function) over the C profiler (tests/test_profiler.c checks the trace in depth)."""
+import json
+import os
+import time
+
+import pytest
+
+import tessera as torch
+from tessera.profiler import (ProfilerAction, ProfilerActivity, profile, record_function,
+                              schedule, tensorboard_trace_handler)
+
+
+def _row(avgs, name):
+    rows = [r for r in avgs if r.key == name]
+    assert len(rows) == 1, (name, [r.key for r in avgs])
+    return rows[0]
+
+
+def test_key_averages_counts_and_self_times():
+    a, b = torch.randn(4, 4), torch.randn(4, 4)
+    t0 = time.perf_counter_ns()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(5):
+            torch.add(a, b)
+        for _ in range(3):
+            torch.matmul(a, b)
+        with record_function("block"):
+            torch.mul(a, b)
+            torch.mul(a, b)
+    wall_us = (time.perf_counter_ns() - t0) / 1e3
+    avgs = prof.key_averages()
+    assert _row(avgs, "add").count == 5
+    assert _row(avgs, "matmul").count == 3
+    assert _row(avgs, "mul").count == 2
+    block = _row(avgs, "block")
+    assert block.count == 1
+    for r in avgs:
+        assert 0 <= r.self_cpu_time_total <= r.cpu_time_total + 1e-9, r
+        assert r.cpu_time == pytest.approx(r.cpu_time_total / r.count)
+    # the block's children are the two muls: self = total - theirs (ns, exact in the C core)
+    mul = _row(avgs, "mul")
+    assert block.self_cpu_time_total == pytest.approx(
+        block.cpu_time_total - mul.cpu_time_total, abs=1e-3)
+    # self times partition the recorded time: their sum is at most the block's wall time
+    assert sum(r.self_cpu_time_total for r in avgs) <= wall_us
+
+
+def test_table_prints():
+    a = torch.randn(8, 8)
+    with profile() as prof:
+        for _ in range(4):
+            torch.relu(a)
+    table = prof.key_averages().table(sort_by="cpu_time_total", row_limit=5)
+    for col in ("Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg",
+                "# of Calls"):
+        assert col in table
+    line = [ln for ln in table.splitlines() if ln.startswith("relu ")]
+    assert len(line) == 1 and line[0].split()[-1] == "4"
+    assert "Self CPU time total:" in table
+    assert len([ln for ln in table.splitlines() if ln and not ln.startswith(("-", "Name",
+                                                                              "Self CPU"))]) <= 5
+    with pytest.raises(ValueError):
+        prof.key_averages().table(sort_by="no_such_key")
+    shaped = prof.key_averages(group_by_input_shape=True).table()
+    assert "Input Shapes" in shaped
+
+
+def test_record_shapes_groups_by_shape():
+    with profile(record_shapes=True) as prof:
+        torch.add(torch.ones(2, 3), 1.0)
+        torch.add(torch.ones(2, 3), 1.0)
+        torch.add(torch.ones(5), 1.0)
+    rows = [r for r in prof.key_averages(group_by_input_shape=True) if r.key == "add_scalar"
+            or r.key == "add"]
+    shapes = sorted((r.input_shapes, r.count) for r in rows)
+    assert shapes == [("[2, 3] float32", 2), ("[5] float32", 1)], shapes
+
+
+def test_export_chrome_trace_is_valid(tmp_path):
+    w = torch.randn(6, 3, requires_grad=True)
+    x = torch.randn(4, 6)
+    with profile(profile_memory=True) as prof:
+        with record_function("step"):
+            loss = (x @ w).relu().sum()
+            loss.backward()
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    trace = json.loads(path.read_text())
+    evs = trace["traceEvents"]
+    xs = [e for e in evs if e["ph"] == "X"]
+    assert xs and all(e["dur"] >= 0 and e["ts"] >= 0 and e["name"] for e in xs)
+    assert {e["cat"] for e in xs} >= {"cpu_op", "backward", "user_annotation"}
+    starts = {e["id"]: e for e in evs if e["ph"] == "s"}
+    ends = {e["id"]: e for e in evs if e["ph"] == "f"}
+    assert starts and starts.keys() == ends.keys()
+    assert all(ends[i]["ts"] >= starts[i]["ts"] for i in starts)
+    assert any(e["ph"] == "C" for e in evs)
+    names = {e["name"] for e in xs if e["cat"] == "backward"}
+    assert {"MmBackward0", "ReluBackward0", "SumBackward0"} <= names, names
+
+
+def test_schedule_calls_on_trace_ready_at_the_right_steps():
+    ready = []
+    a = torch.ones(3)
+
+    def on_ready(p):
+        adds = [r for r in p.key_averages() if r.key == "add"]
+        steps = sorted(r.key for r in p.key_averages() if r.key.startswith("ProfilerStep#"))
+        ready.append((p.step_num, adds[0].count if adds else 0, steps))
+
+    sched = schedule(wait=1, warmup=1, active=2, repeat=2)
+    with profile(schedule=sched, on_trace_ready=on_ready) as prof:
+        for _ in range(10):
+            torch.add(a, a)
+            torch.add(a, a)
+            prof.step()
+    # cycles of wait, warmup, active x2: recorded steps 2-3 and 6-7, saved on leaving 3 and 7
+    assert ready == [(4, 4, ["ProfilerStep#2", "ProfilerStep#3"]),
+                     (8, 4, ["ProfilerStep#6", "ProfilerStep#7"])]
+    actions = [sched(i) for i in range(9)]
+    assert actions[:4] == [ProfilerAction.NONE, ProfilerAction.WARMUP, ProfilerAction.RECORD,
+                           ProfilerAction.RECORD_AND_SAVE]
+    assert actions[8] == ProfilerAction.NONE
+
+
+def test_schedule_saves_at_exit_mid_cycle():
+    ready = []
+    with profile(schedule=schedule(wait=0, warmup=0, active=3),
+                 on_trace_ready=lambda p: ready.append(p.step_num)) as prof:
+        torch.ones(2)
+        prof.step()
+    assert ready == [1]  # recording when the block ends: collected and handed over
+
+
+def test_tensorboard_trace_handler(tmp_path):
+    with profile(on_trace_ready=tensorboard_trace_handler(str(tmp_path), worker_name="w0")):
+        torch.ones(2) + 1
+    files = os.listdir(tmp_path)
+    assert len(files) == 1 and files[0].startswith("w0.") and files[0].endswith(".pt.trace.json")
+    json.loads((tmp_path / files[0]).read_text())
+
+
+def test_record_function_decorator_and_alias():
+    @record_function("helper")
+    def helper(t):
+        return t * 2
+
+    with torch.autograd.profiler.profile(record_shapes=True) as prof:
+        helper(torch.ones(3))
+        helper(torch.ones(3))
+    assert _row(prof.key_averages(), "helper").count == 2
+    assert "helper" in prof.table(sort_by="self_cpu_time_total")
+
+
+def test_transfers_are_recorded():
+    if not torch.sim.is_available():
+        torch.sim.configure(2)
+    x = torch.randn(256)
+    with profile() as prof:
+        y = x.to("sim:0")
+        y.cpu()
+    tr = prof.transfers()
+    kinds = [(t["transfer"], t["bytes"], t["pinned"]) for t in tr]
+    assert kinds == [("HtoD", 1024, False), ("DtoH", 1024, False)], kinds
+    assert all(t["gbps"] >= 0 for t in tr)
+    assert _row(prof.key_averages(), "Memcpy HtoD").count == 1
+
+
+def test_errors():
+    prof = profile()
+    with pytest.raises(RuntimeError, match="no profile"):
+        prof.key_averages()
+    with profile():
+        with pytest.raises(torch.TesseraError, match="already running"):
+            torch._C._profiler_start()
+    with pytest.raises(torch.TesseraError, match="not running"):
+        torch._C._profiler_stop()
+    with pytest.raises(ValueError):
+        schedule(wait=0, warmup=0, active=0)
+    with pytest.raises(TypeError):
+        profile(activities=["cpu"])
