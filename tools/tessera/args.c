@@ -442,6 +442,85 @@ static bool is_help(const char *a) {
     return !strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "help");
 }
 
+/* The defaults that follow from other options, and the combinations refused, once every option
+ * is read. -1, or the exit status. */
+static int finish_options(tcli_opts *o, int mask, const char *cmd, bool data_given) {
+    if (mask == FOR_EXPORT && !data_given && o->model && !strcmp(o->model, "gpt")) o->data = "text";
+    const bool text = !strcmp(o->data, "text");
+    if (!o->model) o->model = text ? "gpt" : "lenet";
+    const bool gpt = !strcmp(o->model, "gpt");
+    if (gpt != text)
+        return usage_fail(gpt ? "--model gpt: trains on --data text"
+                              : "--data text: needs --model gpt (a language model)");
+    const bool resnet = tcli_is_resnet(o->model),
+               sgd = !o->optimizer || !strcmp(o->optimizer, "sgd");
+    if (!o->optimizer) o->optimizer = gpt ? "adamw" : "sgd";
+    if (o->weight_decay < 0)
+        o->weight_decay = !strcmp(o->optimizer, "adamw") ? 0.1 : resnet && sgd ? 5e-4 : 0;
+    if (!o->batch_size) o->batch_size = resnet ? 128 : 64;
+    if (o->width && !resnet) return usage_fail("--width: only for --model resnet20 or resnet18");
+    if (o->augment && (text || !strcmp(o->data, "csv")))
+        return usage_fail("--augment: only for images (--data fashion-mnist, mnist or cifar10)");
+    if (o->warmup < 0) o->warmup = gpt ? 100 : 0;
+    if (o->dim % o->heads)
+        return usage_fail("--dim %d: must be a multiple of --heads (%d)", o->dim, o->heads);
+    if (mask == FOR_GEN && !o->checkpoint)
+        return usage_fail("generate: needs --checkpoint DIR (a gpt trained by tessera)");
+    if (o->greedy && o->top_k)
+        return usage_fail("--greedy: give either --greedy or --top-k, not both");
+    if (o->time_limit && !o->max_steps && o->epochs == 0) o->epochs = INT_MAX;
+    if (o->epochs == 0) o->epochs = o->max_steps ? INT_MAX : 2;
+    if (o->checkpoint_every && !o->checkpoint)
+        return usage_fail("--checkpoint-every: needs --checkpoint DIR");
+    if (o->checkpoint_activations && strcmp(o->model, "gpt") && strncmp(o->model, "resnet", 6))
+        return usage_fail("--checkpoint-activations: for --model gpt and the resnets, not %s",
+                          o->model);
+    if (o->resume && !o->checkpoint)
+        return usage_fail("--resume: needs --checkpoint DIR (the folder to resume from)");
+    if (mask == FOR_EVAL && !o->checkpoint)
+        return usage_fail("eval: needs --checkpoint DIR (or a .safetensors file)");
+    if (o->devices && o->device)
+        return usage_fail("--devices: give either --device or --devices, not both");
+    if (o->amp_dtype && !o->amp) return usage_fail("--amp-dtype: only with --amp");
+    /* a captured step is one batch with its optimizer step, the same for every batch */
+    if (o->graph && o->grad_accum > 1)
+        return usage_fail("--graph: not with --grad-accum (a captured step is one whole batch with "
+                          "its optimizer step)");
+    if (o->fsdp_stage) o->fsdp = true;
+    if (o->fsdp_stage > 3)
+        return usage_fail("--fsdp-stage: expected 1 (optimizer state sharded), 2 (+ gradients) or "
+                          "3 (+ parameters), got %d",
+                          o->fsdp_stage);
+    if (o->fsdp && o->devices)
+        return usage_fail("--fsdp: not with --devices (FSDP shards across processes: start one "
+                          "per device with mpirun)");
+    if (o->fsdp && o->graph)
+        return usage_fail("--fsdp: not with --graph (the gathers and reductions of the shards are "
+                          "not captured)");
+    if (strcmp(o->data, "csv") && (o->csv_target))
+        return usage_fail("--csv-target: only for --data csv");
+    if (mask == FOR_EXPORT && !o->output)
+        return usage_fail("export: needs -o FILE.onnx (the file to write)");
+    if (mask == FOR_CONVERT && !o->output)
+        return usage_fail("convert: needs a checkpoint and the file to write (tessera convert "
+                          "model.pt out.safetensors)");
+    if (o->profile_steps && !o->profile_dir)
+        return usage_fail("--profile-steps: needs --profile DIR (where the trace goes)");
+    if (o->profile_dir) {
+        long long a = 1, b = 1;
+        char tail = 0;
+        if (o->profile_steps &&
+            (sscanf(o->profile_steps, "%lld:%lld%c", &a, &b, &tail) != 2 || a < 1 || b < a))
+            return usage_fail("--profile-steps: expected A:B with 1 <= A <= B (steps A to B), got "
+                              "'%s'",
+                              o->profile_steps);
+        o->profile_first = a, o->profile_last = b;
+    }
+    if ((mask & (FOR_RUN | FOR_INFO)) && !o->onnx)
+        return usage_fail("%s: needs a model file (tessera %s model.onnx)", cmd, cmd);
+    return -1;
+}
+
 int tcli_parse(int argc, char **argv, tcli_opts *o) {
     *o = (tcli_opts){.data = "fashion-mnist",
                      .test_fraction = 0.2,
@@ -520,80 +599,7 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
         if (rc >= 0) return rc;
         data_given |= s->offset == OFF(data);
     }
-    if (mask == FOR_EXPORT && !data_given && o->model && !strcmp(o->model, "gpt")) o->data = "text";
-    const bool text = !strcmp(o->data, "text");
-    if (!o->model) o->model = text ? "gpt" : "lenet";
-    const bool gpt = !strcmp(o->model, "gpt");
-    if (gpt != text)
-        return usage_fail(gpt ? "--model gpt: trains on --data text"
-                              : "--data text: needs --model gpt (a language model)");
-    const bool resnet = tcli_is_resnet(o->model),
-               sgd = !o->optimizer || !strcmp(o->optimizer, "sgd");
-    if (!o->optimizer) o->optimizer = gpt ? "adamw" : "sgd";
-    if (o->weight_decay < 0)
-        o->weight_decay = !strcmp(o->optimizer, "adamw") ? 0.1 : resnet && sgd ? 5e-4 : 0;
-    if (!o->batch_size) o->batch_size = resnet ? 128 : 64;
-    if (o->width && !resnet) return usage_fail("--width: only for --model resnet20 or resnet18");
-    if (o->augment && (text || !strcmp(o->data, "csv")))
-        return usage_fail("--augment: only for images (--data fashion-mnist, mnist or cifar10)");
-    if (o->warmup < 0) o->warmup = gpt ? 100 : 0;
-    if (o->dim % o->heads)
-        return usage_fail("--dim %d: must be a multiple of --heads (%d)", o->dim, o->heads);
-    if (mask == FOR_GEN && !o->checkpoint)
-        return usage_fail("generate: needs --checkpoint DIR (a gpt trained by tessera)");
-    if (o->greedy && o->top_k)
-        return usage_fail("--greedy: give either --greedy or --top-k, not both");
-    if (o->time_limit && !o->max_steps && o->epochs == 0) o->epochs = INT_MAX;
-    if (o->epochs == 0) o->epochs = o->max_steps ? INT_MAX : 2;
-    if (o->checkpoint_every && !o->checkpoint)
-        return usage_fail("--checkpoint-every: needs --checkpoint DIR");
-    if (o->checkpoint_activations && strcmp(o->model, "gpt") && strncmp(o->model, "resnet", 6))
-        return usage_fail("--checkpoint-activations: for --model gpt and the resnets, not %s",
-                          o->model);
-    if (o->resume && !o->checkpoint)
-        return usage_fail("--resume: needs --checkpoint DIR (the folder to resume from)");
-    if (mask == FOR_EVAL && !o->checkpoint)
-        return usage_fail("eval: needs --checkpoint DIR (or a .safetensors file)");
-    if (o->devices && o->device)
-        return usage_fail("--devices: give either --device or --devices, not both");
-    if (o->amp_dtype && !o->amp) return usage_fail("--amp-dtype: only with --amp");
-    /* a captured step is one batch with its optimizer step, the same for every batch */
-    if (o->graph && o->grad_accum > 1)
-        return usage_fail("--graph: not with --grad-accum (a captured step is one whole batch with "
-                          "its optimizer step)");
-    if (o->fsdp_stage) o->fsdp = true;
-    if (o->fsdp_stage > 3)
-        return usage_fail("--fsdp-stage: expected 1 (optimizer state sharded), 2 (+ gradients) or "
-                          "3 (+ parameters), got %d",
-                          o->fsdp_stage);
-    if (o->fsdp && o->devices)
-        return usage_fail("--fsdp: not with --devices (FSDP shards across processes: start one "
-                          "per device with mpirun)");
-    if (o->fsdp && o->graph)
-        return usage_fail("--fsdp: not with --graph (the gathers and reductions of the shards are "
-                          "not captured)");
-    if (strcmp(o->data, "csv") && (o->csv_target))
-        return usage_fail("--csv-target: only for --data csv");
-    if (mask == FOR_EXPORT && !o->output)
-        return usage_fail("export: needs -o FILE.onnx (the file to write)");
-    if (mask == FOR_CONVERT && !o->output)
-        return usage_fail("convert: needs a checkpoint and the file to write (tessera convert "
-                          "model.pt out.safetensors)");
-    if (o->profile_steps && !o->profile_dir)
-        return usage_fail("--profile-steps: needs --profile DIR (where the trace goes)");
-    if (o->profile_dir) {
-        long long a = 1, b = 1;
-        char tail = 0;
-        if (o->profile_steps &&
-            (sscanf(o->profile_steps, "%lld:%lld%c", &a, &b, &tail) != 2 || a < 1 || b < a))
-            return usage_fail("--profile-steps: expected A:B with 1 <= A <= B (steps A to B), got "
-                              "'%s'",
-                              o->profile_steps);
-        o->profile_first = a, o->profile_last = b;
-    }
-    if ((mask & (FOR_RUN | FOR_INFO)) && !o->onnx)
-        return usage_fail("%s: needs a model file (tessera %s model.onnx)", cmd, cmd);
-    return -1;
+    return finish_options(o, mask, cmd, data_given);
 }
 
 double tcli_default_lr(const tcli_opts *o) {

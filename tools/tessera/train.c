@@ -520,7 +520,10 @@ static int resume(trainer *t, int64_t *start_epoch, int64_t *start_batch) {
     return rc;
 }
 
-static int train_run(trainer *t) {
+/* Everything before the first step: the data, the model on its device (checkpointing, mixed
+ * precision, FSDP / DDP / data parallel wrappers), the optimizer, the loaders, a resumed state,
+ * the log. -1 when training can start, else the exit status. */
+static int train_setup(trainer *t, int64_t *start, int64_t *start_batch) {
     const tcli_opts *o = t->o;
     /* a capture records this thread's work on one device */
     if (o->graph && t->ndev > 1)
@@ -608,12 +611,15 @@ static int train_run(trainer *t) {
     if (o->checkpoint_every && o->checkpoint_every % o->grad_accum)
         return tcli_fail(TCLI_USAGE, "--checkpoint-every %d: must be a multiple of --grad-accum %d",
                          o->checkpoint_every, o->grad_accum);
-    int64_t start = 0, start_batch = 0;
-    if (o->resume && (rc = resume(t, &start, &start_batch)) >= 0) return rc;
+    if (o->resume && (rc = resume(t, start, start_batch)) >= 0) return rc;
     if (t->is_main && o->log && !(t->log = ts_logger_open(o->log)))
         return tcli_fail_ts(TCLI_USAGE, "--log");
-    if (!t->is_main) goto train;
+    return -1;
+}
 
+/* What is trained, on what, how (the first rank's banner). */
+static void print_banner(const trainer *t) {
+    const tcli_opts *o = t->o;
     const char *opt_name = !strcmp(o->optimizer, "adamw")  ? "AdamW"
                            : !strcmp(o->optimizer, "adam") ? "Adam"
                                                            : "SGD";
@@ -664,21 +670,12 @@ static int train_run(trainer *t) {
                "bytes has %.3f bits per byte\n",
                o->context, o->layers, o->heads, o->dim, t->data.unigram_bits);
     fflush(stdout);
+}
 
-train:;
-    t->t_start = now_s();
-    double acc = -1;
-    bool stopped = o->max_steps && t->step >= o->max_steps;
-    for (int64_t e = start; e < t->epochs && !stopped; e++)
-        if ((rc = run_epoch(t, e, e == start ? start_batch : 0, &acc, &stopped)) >= 0) return rc;
-    if ((rc = tcli_profile_step_end(o, -1)) >= 0) return rc; /* ended inside the profiled steps */
-    if (acc < 0) { /* resumed after the last epoch: nothing left to train */
-        double loss;
-        amp_begin(t);
-        ts_status st = tcli_evaluate(t->net, t->test, &loss, &acc, NULL);
-        amp_end(t);
-        if (st) return tcli_fail_ts(TCLI_FAIL, "test");
-    }
+/* The trained weights as <checkpoint>/model.safetensors (FSDP: gathered from the shards on every
+ * rank, written by the first). -1, or the exit status of a failure. */
+static int write_checkpoint(trainer *t) {
+    const tcli_opts *o = t->o;
     /* FSDP: every unit's parameters gathered from the shards (full precision) on every rank,
      * so the first can write them */
     ts_tensor_list full = {0};
@@ -701,6 +698,29 @@ train:;
         if (st) return tcli_fail_ts(TCLI_FAIL, "--checkpoint");
     }
     ts_tensor_list_free(&full); /* the other ranks' */
+    return -1;
+}
+
+static int train_run(trainer *t) {
+    const tcli_opts *o = t->o;
+    int64_t start = 0, start_batch = 0;
+    int rc = train_setup(t, &start, &start_batch);
+    if (rc >= 0) return rc;
+    if (t->is_main) print_banner(t);
+    t->t_start = now_s();
+    double acc = -1;
+    bool stopped = o->max_steps && t->step >= o->max_steps;
+    for (int64_t e = start; e < t->epochs && !stopped; e++)
+        if ((rc = run_epoch(t, e, e == start ? start_batch : 0, &acc, &stopped)) >= 0) return rc;
+    if ((rc = tcli_profile_step_end(o, -1)) >= 0) return rc; /* ended inside the profiled steps */
+    if (acc < 0) { /* resumed after the last epoch: nothing left to train */
+        double loss;
+        amp_begin(t);
+        ts_status st = tcli_evaluate(t->net, t->test, &loss, &acc, NULL);
+        amp_end(t);
+        if (st) return tcli_fail_ts(TCLI_FAIL, "test");
+    }
+    if ((rc = write_checkpoint(t)) >= 0) return rc;
     if (t->is_main) printf("%s accuracy: %.4f\n", t->data.text ? "val" : "test", acc);
     fflush(stdout);
     return TCLI_OK;
