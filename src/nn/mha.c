@@ -173,6 +173,7 @@ static bool mha_check(mha_m *m, ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_ten
 
 /* [N, T, E] -> [N, H, T, hd] */
 static ts_tensor *heads(ts_tensor *x, int64_t H) {
+    if (!x) return NULL; /* the projection failed (error set) */
     const int64_t N = x->shape.dims[0], T = x->shape.dims[1], E = x->shape.dims[2];
     return ts_permute(ts_reshape(x, TS_SHAPE(N, T, H, E / H)), (ts_dims){4, {0, 2, 1, 3}});
 }
@@ -207,6 +208,10 @@ ts_tensor *ts_multihead_attention(ts_module *mod, ts_tensor *query, ts_tensor *k
         q = ts_transpose(q, 0, 1), k = self_attn ? q : ts_transpose(k, 0, 1);
         v = self_attn ? q : ts_transpose(v, 0, 1);
     }
+    if (!q || !k || !v) { /* a view failed (error set) */
+        ts_scope_end();
+        return NULL;
+    }
     const int64_t N = q->shape.dims[0], L = q->shape.dims[1], S = k->shape.dims[1];
     if (self_attn) { /* one GEMM for the packed projection */
         /* q, k and v are views of it, [N, H, L, hd] with strides (3 L E, hd, 3 E, 1), split off
@@ -220,7 +225,7 @@ ts_tensor *ts_multihead_attention(ts_module *mod, ts_tensor *query, ts_tensor *k
         k = ts_permute(ts_squeeze_dim(part[1], 2), (ts_dims){4, {0, 2, 1, 3}});
         v = ts_permute(ts_squeeze_dim(part[2], 2), (ts_dims){4, {0, 2, 1, 3}});
     } else {
-        ts_tensor *w3[3], *b3[3] = {NULL, NULL, NULL};
+        ts_tensor *w3[3] = {NULL, NULL, NULL}, *b3[3] = {NULL, NULL, NULL};
         ts_chunk(W, 3, 0, w3, 3);
         if (B) ts_chunk(B, 3, 0, b3, 3);
         q = heads(ts_linear(q, w3[0], b3[0]), H);

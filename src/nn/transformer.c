@@ -1,6 +1,6 @@
 /* transformer.c — nn.TransformerEncoderLayer (post-norm or pre-norm) with PyTorch's child names,
  * built from MultiheadAttention, Linear, LayerNorm and Dropout modules. */
-#include "nn/module_internal.h"
+#include "nn/transformer_internal.h"
 
 typedef struct enc_m {
     ts_module base;
@@ -18,7 +18,7 @@ static ts_tensor *enc_forward(ts_module *self, ts_tensor *src) {
     return enc_run(self, src, NULL, false, NULL);
 }
 
-static ts_tensor *activate(ts_activation a, ts_tensor *x) {
+ts_tensor *tsi_transformer_activate(ts_activation a, ts_tensor *x) {
     switch (a) {
     case TS_ACT_GELU:
         return ts_gelu(x);
@@ -29,27 +29,35 @@ static ts_tensor *activate(ts_activation a, ts_tensor *x) {
     }
 }
 
-ts_module *ts_transformer_encoder_layer_new(int64_t d_model, int64_t nhead, ts_transformer_opts o) {
-    tsi_init();
-    const char *op = "TransformerEncoderLayer";
-    const double p = o.has_dropout ? o.dropout : 0.1;
-    const int64_t ff = o.dim_feedforward ? o.dim_feedforward : 2048;
-    if (d_model <= 0 || nhead <= 0 || ff < 0)
+bool tsi_transformer_opts_check(const char *op, int64_t d_model, int64_t nhead,
+                                ts_transformer_opts o, double *p, int64_t *ff) {
+    *p = o.has_dropout ? o.dropout : 0.1;
+    *ff = o.dim_feedforward ? o.dim_feedforward : 2048;
+    if (d_model <= 0 || nhead <= 0 || *ff < 0)
         return tsi_error_set(TS_ERR_ARG,
                              "%s: d_model and nhead must be positive and dim_feedforward >= 0, got "
                              "%lld, %lld and %lld",
-                             op, (long long)d_model, (long long)nhead, (long long)ff),
-               NULL;
-    if (!(p >= 0 && p <= 1))
-        return tsi_error_set(TS_ERR_ARG, "%s: dropout must be in [0, 1], got %g", op, p), NULL;
+                             op, (long long)d_model, (long long)nhead, (long long)*ff),
+               false;
+    if (!(*p >= 0 && *p <= 1))
+        return tsi_error_set(TS_ERR_ARG, "%s: dropout must be in [0, 1], got %g", op, *p), false;
     if ((unsigned)o.activation > TS_ACT_GELU_TANH)
         return tsi_error_set(TS_ERR_ARG, "%s: activation should be relu/gelu, not %d", op,
                              (int)o.activation),
-               NULL;
+               false;
     if (!(o.layer_norm_eps >= 0))
         return tsi_error_set(TS_ERR_ARG, "%s: layer_norm_eps must be >= 0, got %g", op,
                              o.layer_norm_eps),
-               NULL;
+               false;
+    return true;
+}
+
+ts_module *ts_transformer_encoder_layer_new(int64_t d_model, int64_t nhead, ts_transformer_opts o) {
+    tsi_init();
+    const char *op = "TransformerEncoderLayer";
+    double p;
+    int64_t ff;
+    if (!tsi_transformer_opts_check(op, d_model, nhead, o, &p, &ff)) return NULL;
     enc_m *m = ts_module_alloc(sizeof *m, op, enc_forward);
     if (!m) return NULL;
     m->act = o.activation;
@@ -108,9 +116,10 @@ static ts_tensor *enc_run(ts_module *layer, ts_tensor *src, ts_tensor *mask, boo
     ts_forward(m->dropout1, ts_multihead_attention(m->self_attn, in, in, in, key_padding_mask,     \
                                                    mask, is_causal, false, NULL))
 #define FF(in)                                                                                     \
-    ts_forward(m->dropout2,                                                                        \
-               ts_forward(m->linear2,                                                              \
-                          ts_forward(m->dropout, activate(m->act, ts_forward(m->linear1, in)))))
+    ts_forward(                                                                                    \
+        m->dropout2,                                                                               \
+        ts_forward(m->linear2, ts_forward(m->dropout, tsi_transformer_activate(                    \
+                                                          m->act, ts_forward(m->linear1, in)))))
     if (m->norm_first) {
         h = ts_forward(m->norm1, x);
         x = ts_add(x, SA(h));

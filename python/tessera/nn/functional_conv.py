@@ -1,0 +1,123 @@
+"""tessera.nn.functional's convolutions beyond conv2d (conv1d, conv3d, conv_transpose1d/2d/3d),
+unfold / fold (im2col / col2im) and channel_shuffle under PyTorch's names and argument forms; each
+convolution is one C call (include/tessera/conv.h, python/src/nn_conv.c)."""
+import numbers
+
+from .. import _C
+
+
+def _ntuple(v, k, name, fn):
+    if isinstance(v, numbers.Integral):
+        return (int(v),) * k
+    try:
+        t = tuple(int(x) for x in v)
+    except TypeError:
+        raise TypeError(f"{fn}(): argument '{name}' must be an int or a tuple of {k} ints, "
+                        f"not {type(v).__name__}") from None
+    if len(t) == 1:
+        return t * k
+    if len(t) != k:
+        raise ValueError(f"{fn}(): argument '{name}' must have {k} elements, got {len(t)}")
+    return t
+
+
+def _three(t):
+    return tuple(t) + (0,) * (3 - len(t))
+
+
+def _same_padding(input, weight, k, stride, dilation, fn):
+    """padding='same': (symmetric padding, input padded on the right where the total is odd)"""
+    if any(s != 1 for s in stride):
+        raise ValueError("padding='same' is not supported for strided convolutions")
+    total = [d * (kk - 1) for d, kk in zip(dilation, weight.shape[-k:])]
+    if all(t % 2 == 0 for t in total):
+        return tuple(t // 2 for t in total), input
+    pad = []
+    for t in reversed(total):  # F.pad's order: the last dim first
+        pad += [t // 2, t - t // 2]
+    return (0,) * k, _C._nn_pad(input, tuple(pad), 0, 0.0)
+
+
+def _convnd(k, input, weight, bias, stride, padding, dilation, groups, fn):
+    stride = _ntuple(stride, k, "stride", fn)
+    dilation = _ntuple(dilation, k, "dilation", fn)
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0,) * k
+        elif padding == "same":
+            padding, input = _same_padding(input, weight, k, stride, dilation, fn)
+        else:
+            raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                             "{'valid', 'same'}")
+    else:
+        padding = _ntuple(padding, k, "padding", fn)
+    return _C._nn_convnd(False, k, input, weight, bias, _three(stride), _three(padding),
+                         _three(dilation), (0, 0, 0), int(groups))
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _convnd(1, input, weight, bias, stride, padding, dilation, groups, "conv1d")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _convnd(3, input, weight, bias, stride, padding, dilation, groups, "conv3d")
+
+
+def _conv_transposend(k, input, weight, bias, stride, padding, output_padding, groups, dilation,
+                      fn):
+    if isinstance(padding, str):
+        raise ValueError(f"{fn}(): padding must be an int or a tuple of ints, not a string")
+    args = [_three(_ntuple(v, k, name, fn)) for v, name in
+            ((stride, "stride"), (padding, "padding"), (dilation, "dilation"),
+             (output_padding, "output_padding"))]
+    return _C._nn_convnd(True, k, input, weight, bias, *args, int(groups))
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return _conv_transposend(1, input, weight, bias, stride, padding, output_padding, groups,
+                             dilation, "conv_transpose1d")
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return _conv_transposend(2, input, weight, bias, stride, padding, output_padding, groups,
+                             dilation, "conv_transpose2d")
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return _conv_transposend(3, input, weight, bias, stride, padding, output_padding, groups,
+                             dilation, "conv_transpose3d")
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    fn = "unfold"
+    return _C._nn_im2col(input, _ntuple(kernel_size, 2, "kernel_size", fn),
+                         _ntuple(dilation, 2, "dilation", fn), _ntuple(padding, 2, "padding", fn),
+                         _ntuple(stride, 2, "stride", fn))
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    fn = "fold"
+    return _C._nn_col2im(input, _ntuple(output_size, 2, "output_size", fn),
+                         _ntuple(kernel_size, 2, "kernel_size", fn),
+                         _ntuple(dilation, 2, "dilation", fn), _ntuple(padding, 2, "padding", fn),
+                         _ntuple(stride, 2, "stride", fn))
+
+
+def channel_shuffle(input, groups):
+    """[N, C, *] -> channels regrouped: view [N, g, C/g, *], swap the two, flatten back"""
+    groups = int(groups)
+    if groups <= 0:
+        raise ValueError(f"Number of groups to divide channels in must be positive. Value of "
+                         f"groups:{groups}")
+    if input.dim() < 3:
+        raise ValueError(f"channel_shuffle expects input to have at least 3 dimensions, but got "
+                         f"input with sizes {list(input.shape)}")
+    n, c = input.shape[0], input.shape[1]
+    if c % groups:
+        raise ValueError(f"Number of channels must be divisible by groups. Got {c} channels and "
+                         f"{groups} groups.")
+    rest = tuple(input.shape[2:])
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)

@@ -1,0 +1,264 @@
+"""tessera.nn.functional's bilinear, embedding_bag, rrelu and the alpha / feature dropouts
+(dropout1d/2d/3d, alpha_dropout, feature_alpha_dropout): PyTorch's definitions composed from
+tensor ops, so autograd, devices and dtypes come from those ops."""
+import math
+import warnings
+
+from .. import _C
+
+_SELU_ALPHA = 1.7580993408473766  # -selu's alpha * scale: the value alpha dropout drops to
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o]"""
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "
+                           f"{input2.ndim}")
+    if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
+                           f"{tuple(input1.shape)} and {tuple(input2.shape)}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-D [out, in1, in2], got {weight.ndim}-D")
+    out, in1, in2 = weight.shape
+    if input1.shape[-1] != in1:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {in1}")
+    if input2.shape[-1] != in2:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {in2}")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{tuple(bias.shape)} but expected ({out},)")
+    batch = tuple(input1.shape[:-1])
+    a = input1.reshape(-1, in1)
+    b = input2.reshape(-1, 1, in2)
+    # [n, in1] @ [in1, out * in2] -> [n, out, in2], then the dot with input2 over in2
+    t = _C.matmul(a, weight.permute(1, 0, 2).reshape(in1, out * in2)).reshape(-1, out, in2)
+    y = (t * b).sum(dim=-1)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*batch, out)
+
+
+_BAG_MODES = {"sum": 0, "mean": 1, "max": 2}
+
+
+def _bags(input, offsets, include_last_offset):
+    """the bags as lists of positions into input.flatten(): [[i, ...], ...]"""
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences. However, found offsets "
+                             f"of type {type(offsets).__name__}")
+        b, n = input.shape
+        return [list(range(r * n, (r + 1) * n)) for r in range(b)]
+    if input.ndim != 1:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    if offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
+    if offsets.ndim != 1:
+        raise ValueError("offsets has to be a 1D Tensor")
+    off = [int(v) for v in offsets.tolist()]
+    n = input.shape[0]
+    if off and off[0] != 0:
+        raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
+                           f"has to start from position 0. However, got {off[0]}")
+    if any(o > n or o < 0 for o in off) or any(a > b for a, b in zip(off, off[1:])):
+        raise RuntimeError(f"embedding_bag: offsets must be non-decreasing and in [0, {n}], got "
+                           f"{off}")
+    ends = off[1:] if include_last_offset else off[1:] + [n]
+    starts = off[:-1] if include_last_offset else off
+    return [list(range(s, e)) for s, e in zip(starts, ends)]
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """PyTorch's F.embedding_bag: each bag's rows of weight reduced by sum, mean or max (an empty
+    bag gives zeros); entries equal to padding_idx are left out of their bag."""
+    if mode not in _BAG_MODES:
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("tessera: embedding_bag(scale_grad_by_freq / sparse) is not "
+                                  "supported")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.ndim}")
+    if input.is_floating_point() or input.dtype == _C.bool:
+        raise RuntimeError(f"embedding_bag: expected input of an integer dtype, got "
+                           f"{input.dtype}")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                      f"per_sample_weights is only supported for mode='sum' "
+                                      f"(got mode='{mode}'). Please open a feature request on "
+                                      "GitHub.")
+        if tuple(per_sample_weights.shape) != tuple(input.shape):
+            raise ValueError(f"embedding_bag: per_sample_weights ({tuple(per_sample_weights.shape)}"
+                             f") and input ({tuple(input.shape)}) must have the same shape")
+    rows, dim = weight.shape
+    if padding_idx is not None:
+        if not -rows <= padding_idx < rows:
+            raise AssertionError("padding_idx must be within the number of embeddings")
+        padding_idx = padding_idx % rows
+    bags = _bags(input, offsets, include_last_offset)
+    flat = input.reshape(-1)
+    idx = [int(v) for v in flat.tolist()]
+    if any(i < 0 or i >= rows for i in idx):
+        raise IndexError(f"embedding_bag: index out of range [0, {rows}) in input")
+    if max_norm is not None:
+        _renorm_rows(weight, sorted(set(idx)), max_norm, norm_type)
+    nb, width = len(bags), max((len(b) for b in bags), default=0)
+    dev = weight.device
+    if nb == 0 or width == 0:
+        return _C.zeros(nb, dim, dtype=weight.dtype, device=dev)
+    # [nb, width] positions into flat (0 where absent) and a mask of the present, non-padding
+    pos = [b + [0] * (width - len(b)) for b in bags]
+    keep = [[k < len(b) and idx[b[k]] != padding_idx for k in range(width)] for b in bags]
+    pos_t = _C.tensor(pos, dtype=_C.int64, device=dev)
+    keep_t = _C.tensor(keep, dtype=_C.bool, device=dev)
+    rows_t = flat.index_select(0, pos_t.reshape(-1))
+    emb = weight.index_select(0, rows_t).reshape(nb, width, dim)
+    if mode == "max":
+        emb = emb.masked_fill(keep_t.logical_not().unsqueeze(-1), float("-inf"))
+        vals = emb.max(dim=1)[0]
+        nonempty = _C.tensor([any(k) for k in keep], dtype=_C.bool, device=dev).unsqueeze(-1)
+        return _C.where(nonempty, vals, _C.zeros_like(vals))
+    w = keep_t.to(weight.dtype)
+    if per_sample_weights is not None:
+        psw = per_sample_weights.reshape(-1).index_select(0, pos_t.reshape(-1))
+        w = w * psw.reshape(nb, width)
+    y = (emb * w.unsqueeze(-1)).sum(dim=1)
+    if mode == "mean":
+        counts = [max(sum(k), 1) for k in keep]
+        y = y / _C.tensor(counts, dtype=weight.dtype, device=dev).unsqueeze(-1)
+    return y
+
+
+def _renorm_rows(weight, rows, max_norm, norm_type):
+    """PyTorch's embedding_renorm_: each listed row whose norm exceeds max_norm is scaled, in
+    place and outside autograd, to max_norm / (norm + 1e-7)"""
+    from ..autograd import no_grad
+    with no_grad():
+        for r in rows:
+            row = weight[r]
+            norm = float(row.norm(p=norm_type))
+            if norm > max_norm:
+                row.mul_(max_norm / (norm + 1e-7))
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """x >= 0: x; x < 0: a * x with a ~ U(lower, upper) per element in training, (lower + upper)
+    / 2 in evaluation"""
+    if not training:
+        slope = (lower + upper) / 2
+        y = _C.where(input >= 0, input, input * slope)
+    else:
+        a = _C.rand_like(input) * (upper - lower) + lower
+        y = _C.where(input >= 0, input, input * a)
+    if inplace:
+        input.copy_(y)
+        return input
+    return y
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def _check_p(p):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout_impl(input, p, training, inplace, feature, alpha):
+    """ATen's _dropout_impl: a Bernoulli(1 - p) mask (one per channel when feature), scaled by
+    1 / (1 - p); alpha: the SELU-preserving affine form of alpha dropout"""
+    _check_p(p)
+    if p == 0 or not training or input.numel() == 0:
+        return input
+    if p == 1:
+        y = input * 0.0
+    else:
+        shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2) if feature else \
+            tuple(input.shape)
+        if feature and input.ndim < 2:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+        noise = _C.bernoulli(_C.full(shape, 1.0 - p, dtype=input.dtype, device=input.device))
+        if alpha:
+            a = 1.0 / math.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p))
+            b = (noise - 1) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p
+            y = input * (noise * a) + b
+        else:
+            y = input * (noise / (1.0 - p))
+    if inplace:
+        input.copy_(y)
+        return input
+    return y
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _dropout_impl(input, p, training, inplace, False, True)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _dropout_impl(input, p, training, inplace, True, True)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """channel-wise dropout of [N, C, L] or the unbatched [C, L]"""
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
+                           "input. Note that dropout1d exists to provide channel-wise dropout on "
+                           "inputs with 1 spatial dimension, a channel dimension, and an optional "
+                           "batch dimension (i.e. 2D or 3D inputs).")
+    unbatched = input.ndim == 2
+    x = input.unsqueeze(0) if unbatched else input
+    y = _dropout_impl(x, p, training, False, True, False)
+    if unbatched:
+        y = y.squeeze(0)
+    if inplace and y is not input:
+        input.copy_(y)
+        return input
+    return y
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    _check_p(p)
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. Note "
+                      "that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).")
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise"
+                      " 1D dropout behavior is desired - input is interpreted as shape (N, C, L)"
+                      ", where C is the channel dim. This behavior will change in a future "
+                      "release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
+                      "switch to using dropout1d instead.")
+    return _dropout_impl(input, p, training, inplace, True, False)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    _check_p(p)
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. Note "
+                      "that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 4D or 5D inputs).")
+    unbatched = input.ndim != 5
+    x = input.unsqueeze(0) if unbatched else input
+    y = _dropout_impl(x, p, training, False, True, False)
+    if unbatched:
+        y = y.squeeze(0)
+    if inplace and y is not input:
+        input.copy_(y)
+        return input
+    return y
