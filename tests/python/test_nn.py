@@ -558,3 +558,17 @@ def test_c_module_train_and_eval_reach_the_c_forward():
 def test_zero_grad_binding_refuses_a_non_sequence():
     with pytest.raises(TypeError, match="zero_grad"):
         tessera._C._nn_zero_grad(5, True)
+
+
+def test_reassigned_parameter_and_child_keep_their_place():
+    """PyTorch's order: a parameter (or child) assigned again stays where it was registered"""
+    m = nn.Module()
+    m.a = nn.Parameter(tessera.zeros(1))
+    m.b = nn.Parameter(tessera.zeros(2))
+    m.first = nn.Linear(1, 1)
+    m.second = nn.Linear(1, 1)
+    m.a = nn.Parameter(tessera.ones(3))
+    m.first = nn.Linear(2, 2)
+    assert [n for n, _ in m.named_parameters()] == [
+        "a", "b", "first.weight", "first.bias", "second.weight", "second.bias"]
+    assert m.a.shape == (3,) and m.first.weight.shape == (2, 2)

@@ -122,9 +122,12 @@ class Module:
         if "." in name:
             raise KeyError(f'{what} name can\'t contain "."')
 
-    def _remove_everywhere(self, name):
+    def _remove_everywhere(self, name, keep=None):
+        """name out of every registry but `keep` (PyTorch's remove_from: a parameter or child
+        assigned again keeps its place in the order)"""
         for d in (self.__dict__, self._parameters, self._buffers, self._modules):
-            d.pop(name, None)
+            if d is not keep:
+                d.pop(name, None)
         self._non_persistent_buffers_set.discard(name)
 
     def __setattr__(self, name, value):
@@ -132,7 +135,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._remove_everywhere(name)
+            self._remove_everywhere(name, keep=params)
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -142,7 +145,7 @@ class Module:
         elif isinstance(value, Module):
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._remove_everywhere(name)
+            self._remove_everywhere(name, keep=self._modules)
             self._modules[name] = value
         elif params is not None and name in self._modules:
             if value is not None:
