@@ -1,7 +1,7 @@
 /* test_reduce_norm.c — issue 52's norm-type reductions (src/ops/reduce_norm.c) on every device:
  * vector_norm for ord 0, 1, 2, 3, 0.5, -1, inf, -inf over dims against float64 loops, PyTorch's
  * gradients (0 at a zero vector for the 2-norm and general ord, inf ties sharing), matrix_norm
- * (fro, 1, -1, inf, -inf; nuc / 2 refused), normalize, var_mean / std_mean, aminmax,
+ * (fro, 1, -1, inf, -inf; nuc / 2 / -2 bounds), normalize, var_mean / std_mean, aminmax,
  * count_nonzero, cosine_similarity, pairwise_distance, cdist; ts_gradcheck of each; refusals. */
 #include <math.h>
 #include <stdio.h>
@@ -132,10 +132,13 @@ static void test_matrix_and_more(void) {
         /* dims swapped: the transpose's norm; keepdim */
         ts_tensor *k = ts_matrix_norm(A, "inf", -1, 0, true, 0);
         CHECK(near_all(k, &m1, 1, 1e-14) && ts_ndim(k) == 2);
-        CHECK(ts_matrix_norm(A, "nuc", -2, -1, false, 0) == NULL);
-        CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "nuc");
-        CHECK(ts_matrix_norm(A, "2", -2, -1, false, 0) == NULL);
-        CHECK_ERR(TS_ERR_UNSUPPORTED);
+        /* nuc / 2 / -2 come from linalg.svdvals (values checked in test_linalg.c): here the
+         * inequalities between the norms, -2 <= 2 <= fro <= nuc <= sqrt(3) fro */
+        double nuc = ts_item(ts_matrix_norm(A, "nuc", -2, -1, false, 0));
+        double two = ts_item(ts_matrix_norm(A, "2", -2, -1, false, 0));
+        double mtwo = ts_item(ts_matrix_norm(A, "-2", -2, -1, false, 0));
+        CHECK(mtwo >= 0 && mtwo <= two && two <= fro && fro <= nuc && nuc <= sqrt(3.0) * fro);
+        CHECK(two * two >= fro * fro / 3.0);
         CHECK(ts_matrix_norm(A, "3", -2, -1, false, 0) == NULL);
         CHECK_ERR(TS_ERR_ARG);
         /* normalize along dim 1 with p = 1 */

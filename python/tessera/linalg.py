@@ -1,9 +1,61 @@
-"""tessera.linalg — torch.linalg's norms and products over the C library (issue 52).
+"""tessera.linalg — torch.linalg over the C library (issue 52).
 
-vector_norm, matrix_norm ('fro', 1, -1, inf, -inf; 'nuc', 2 and -2 need singular values and raise
-tessera.UnsupportedError for now), norm (PyTorch's dispatch between the two), multi_dot, vecdot.
+Norms and products: vector_norm, matrix_norm (every ord: 'fro', 'nuc', 1, -1, 2, -2, inf, -inf),
+norm (PyTorch's dispatch between the two), multi_dot, vecdot, cross, diagonal, vander.
+Decompositions and solvers (include/tessera/linalg.h: LAPACK on the host in float64, float32 and
+float64 tensors on any device; on cuda and sim that is a round trip through the host): inv /
+inv_ex, solve / solve_ex, det, slogdet, cholesky / cholesky_ex, qr, svd, svdvals, eigh,
+eigvalsh, lstsq, pinv, matrix_rank, matrix_power, matrix_exp, cond, solve_triangular, lu_factor /
+lu_factor_ex, lu, lu_solve, householder_product, tensorinv, tensorsolve, with PyTorch's named
+tuples and gradients. Complex matrices and linalg.eig / eigvals (complex results) are not
+supported.
 """
+import collections as _collections
+import math as _math
+
 from . import _C
+
+
+def _named(name, fields):
+    t = _collections.namedtuple(name, fields)
+    t.__module__ = "tessera.return_types"
+    return t
+
+
+class return_types:
+    """PyTorch's torch.return_types for the linalg results (named tuples)"""
+    linalg_inv_ex = _named("linalg_inv_ex", ["inverse", "info"])
+    linalg_solve_ex = _named("linalg_solve_ex", ["result", "info"])
+    linalg_slogdet = _named("linalg_slogdet", ["sign", "logabsdet"])
+    slogdet = _named("slogdet", ["sign", "logabsdet"])
+    linalg_cholesky_ex = _named("linalg_cholesky_ex", ["L", "info"])
+    linalg_qr = _named("linalg_qr", ["Q", "R"])
+    qr = _named("qr", ["Q", "R"])
+    linalg_svd = _named("linalg_svd", ["U", "S", "Vh"])
+    svd = _named("svd", ["U", "S", "V"])
+    linalg_eigh = _named("linalg_eigh", ["eigenvalues", "eigenvectors"])
+    linalg_lstsq = _named("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+    linalg_lu_factor = _named("linalg_lu_factor", ["LU", "pivots"])
+    linalg_lu_factor_ex = _named("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+    linalg_lu = _named("linalg_lu", ["P", "L", "U"])
+    lu_unpack = _named("lu_unpack", ["P", "L", "U"])
+    triangular_solve = _named("triangular_solve", ["solution", "cloned_coefficient"])
+    geqrf = _named("geqrf", ["a", "tau"])
+
+
+class LinAlgError(RuntimeError):
+    """torch.linalg.LinAlgError's name; Tessera raises its TesseraError (a RuntimeError) with
+    PyTorch's message for singular and non-positive-definite inputs"""
+
+
+def _no_out(fn, out):
+    if out is not None:
+        raise TypeError("linalg.%s(): out= is not supported" % fn)
+
+
+def _pivot(fn, pivot):
+    if not pivot:
+        raise NotImplementedError("linalg.%s: LU without pivoting is not implemented" % fn)
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -47,3 +99,252 @@ def multi_dot(tensors, *, out=None):
 def vecdot(x, y, *, dim=-1):
     """sum(x * y, dim) for real tensors (broadcasting)"""
     return (x * y).sum(dim)
+
+
+def cross(input, other, *, dim=-1, out=None):
+    _no_out("cross", out)
+    from ._ops_more import cross as _cross
+    return _cross(input, other, dim)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    return A.diagonal(offset, dim1, dim2)
+
+
+def vander(x, *, N=None):
+    """x[..., i] ** j for j < N (N None: x.size(-1)): [..., n, N]"""
+    if x.ndim < 1:
+        x = x.reshape(1)
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        if n < 1:
+            raise RuntimeError("N must be greater than 1.")
+        return x.unsqueeze(-1) ** 0
+    cols = [x.unsqueeze(-1) ** 0, x.unsqueeze(-1)]
+    for _ in range(2, n):
+        cols.append(cols[-1] * x.unsqueeze(-1))
+    return _C.cat(cols, -1)
+
+
+# ---------------------------------------------------------------- decompositions and solvers
+def inv(A, *, out=None):
+    _no_out("inv", out)
+    return _C._linalg_inv(A)
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    _no_out("inv_ex", out)
+    if check_errors:
+        X = _C._linalg_inv(A)
+        return return_types.linalg_inv_ex(X, _C.zeros(tuple(A.shape[:-2]), dtype=_C.int32,
+                                                      device=A.device))
+    return return_types.linalg_inv_ex(*_C._linalg_inv(A, True))
+
+
+def solve(A, B, *, left=True, out=None):
+    _no_out("solve", out)
+    return _C._linalg_solve(A, B, left)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    _no_out("solve_ex", out)
+    if check_errors:
+        X = _C._linalg_solve(A, B, left)
+        return return_types.linalg_solve_ex(X, _C.zeros(tuple(A.shape[:-2]), dtype=_C.int32,
+                                                        device=A.device))
+    return return_types.linalg_solve_ex(*_C._linalg_solve(A, B, left, True))
+
+
+def det(A, *, out=None):
+    _no_out("det", out)
+    return _C._linalg_det(A)
+
+
+def slogdet(A, *, out=None):
+    _no_out("slogdet", out)
+    return return_types.linalg_slogdet(*_C._linalg_det(A, "slogdet"))
+
+
+def cholesky(A, *, upper=False, out=None):
+    _no_out("cholesky", out)
+    return _C._linalg_cholesky(A, upper)
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    _no_out("cholesky_ex", out)
+    if check_errors:
+        L = _C._linalg_cholesky(A, upper)
+        return return_types.linalg_cholesky_ex(L, _C.zeros(tuple(A.shape[:-2]), dtype=_C.int32,
+                                                           device=A.device))
+    return return_types.linalg_cholesky_ex(*_C._linalg_cholesky(A, upper, True))
+
+
+def qr(A, mode="reduced", *, out=None):
+    _no_out("qr", out)
+    return return_types.linalg_qr(*_C._linalg_qr(A, mode))
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    _no_out("svd", out)
+    return return_types.linalg_svd(*_C._linalg_svd(A, full_matrices))
+
+
+def svdvals(A, *, driver=None, out=None):
+    _no_out("svdvals", out)
+    return _C._linalg_svd(A, False, False)
+
+
+def eigh(A, UPLO="L", *, out=None):
+    _no_out("eigh", out)
+    return return_types.linalg_eigh(*_C._linalg_eigh(A, UPLO))
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    _no_out("eigvalsh", out)
+    return _C._linalg_eigh(A, UPLO, False)
+
+
+def _tol(x):
+    """a tolerance: None, a number or a one-element tensor (-1: None for the C call)"""
+    if x is None:
+        return -1.0
+    if isinstance(x, _C.Tensor):
+        if x.numel() != 1:
+            raise NotImplementedError("linalg: a tensor of tolerances per matrix is not "
+                                      "supported; give one number")
+        x = x.item()
+    return float(x)
+
+
+def lstsq(A, B, rcond=None, *, driver=None, out=None):
+    _no_out("lstsq", out)
+    return return_types.linalg_lstsq(*_C._linalg_lstsq(A, B, _tol(rcond), driver))
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
+    _no_out("pinv", out)
+    if rcond is not None:
+        rtol = rcond
+        atol = 0.0 if atol is None else atol
+    return _C._linalg_pinv(A, _tol(atol), _tol(rtol), hermitian)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
+    _no_out("matrix_rank", out)
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    per_matrix = [isinstance(t, _C.Tensor) and t.numel() != 1 for t in (atol, rtol)]
+    if not any(per_matrix):
+        return _C._linalg_pinv(A, _tol(atol), _tol(rtol), hermitian, True)
+    # tolerances per matrix (tensors broadcast against the batch): compare the singular values
+    S = eigvalsh(A).abs() if hermitian else svdvals(A)
+    smax = S.amax(-1) if S.shape[-1] else _C.zeros(tuple(S.shape[:-1]), dtype=S.dtype,
+                                                     device=S.device)
+    if rtol is None:
+        eps = 1.1920928955078125e-07 if A.dtype == _C.float32 else 2.220446049250313e-16
+        rtol = 0.0 if atol is not None else eps * max(A.shape[-2], A.shape[-1])
+    a = atol if atol is not None else 0.0
+    tol = _C.maximum(smax * 0 + a, smax * rtol)
+    return (S > tol.unsqueeze(-1)).sum(-1)
+
+
+def matrix_power(A, n, *, out=None):
+    _no_out("matrix_power", out)
+    return _C._linalg_matrix_power(A, n)
+
+
+def matrix_exp(A):
+    return _C._linalg_matrix_exp(A)
+
+
+def cond(A, p=None, *, out=None):
+    _no_out("cond", out)
+    if p is None:
+        p = "2"
+    elif not isinstance(p, str):
+        p = "inf" if p == _math.inf else "-inf" if p == -_math.inf else "%d" % p \
+            if p == int(p) else repr(p)
+    return _C._linalg_cond(A, p)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    _no_out("solve_triangular", out)
+    return _C._linalg_solve_triangular(A, B, upper, left, unitriangular)
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    _no_out("lu_factor", out)
+    _pivot("lu_factor", pivot)
+    return return_types.linalg_lu_factor(*_C._linalg_lu_factor(A))
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    _no_out("lu_factor_ex", out)
+    _pivot("lu_factor_ex", pivot)
+    if check_errors:
+        LU, piv = _C._linalg_lu_factor(A)
+        return return_types.linalg_lu_factor_ex(
+            LU, piv, _C.zeros(tuple(A.shape[:-2]), dtype=_C.int32, device=A.device))
+    return return_types.linalg_lu_factor_ex(*_C._linalg_lu_factor(A, True))
+
+
+def lu(A, *, pivot=True, out=None):
+    _no_out("lu", out)
+    _pivot("lu", pivot)
+    return return_types.linalg_lu(*_C._linalg_lu(A))
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    _no_out("lu_solve", out)
+    return _C._linalg_lu_solve(LU, pivots, B, left, adjoint)
+
+
+def householder_product(A, tau, *, out=None):
+    """the first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i the i-th column of A
+    below the diagonal with a 1 on it (composed: differentiable)"""
+    _no_out("householder_product", out)
+    m, n = A.shape[-2], A.shape[-1]
+    k = tau.shape[-1]
+    if n > m or k > n:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater "
+                           "than or equal to input.shape[-1] and input.shape[-1] must be greater "
+                           "than or equal to tau.shape[-1]")
+    eye = _C.eye(m, dtype=A.dtype, device=A.device)
+    below = A.tril(-1) + _C.eye(m, n, dtype=A.dtype, device=A.device)
+    Q = eye.expand(tuple(A.shape[:-2]) + (m, m))
+    if k == 0:  # the identity, still attached to A and tau (zero gradient), as PyTorch's
+        Q = Q + A.sum() * 0 + tau.sum() * 0
+    for i in range(k):
+        v = below[..., :, i:i + 1]
+        Q = Q - (Q @ v) * tau[..., i:i + 1].unsqueeze(-1) @ v.mT
+    return Q[..., :, :n]
+
+
+def _prod(xs):
+    r = 1
+    for x in xs:
+        r *= x
+    return r
+
+
+def tensorinv(A, ind=2, *, out=None):
+    _no_out("tensorinv", out)
+    if ind <= 0:
+        raise RuntimeError("Expected a strictly positive integer for 'ind', but got %d" % ind)
+    rows, cols = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    if _prod(rows) != _prod(cols):
+        raise RuntimeError("Expected self to satisfy the requirement "
+                           "prod(self.shape[ind:]) == prod(self.shape[:ind]), but got %d != %d"
+                           % (_prod(cols), _prod(rows)))
+    return inv(A.reshape(_prod(rows), _prod(cols))).reshape(cols + rows)
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    _no_out("tensorsolve", out)
+    if dims is not None:
+        nd = A.ndim
+        dims = [d % nd for d in dims]
+        rest = [d for d in range(nd) if d not in dims]
+        A = A.permute(rest + dims)
+    rhs = tuple(A.shape[B.ndim:])
+    return solve(A.reshape(B.numel(), _prod(rhs)), B.reshape(B.numel())).reshape(rhs)

@@ -9,6 +9,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
+#include "ops/linalg_internal.h"
 
 static ts_tensor *finish(ts_tensor *y) {
     y = ts_error() == TS_OK && y ? ts_keep(y) : NULL;
@@ -163,11 +164,7 @@ ts_tensor *ts_matrix_norm(ts_tensor *t, const char *ord, int d0, int d1, bool ke
     if (!strcmp(ord, "fro"))
         return ts_vector_norm(t, 2, (ts_dims){.n = 2, .d = {a, b}}, keepdim, dtype);
     if (!strcmp(ord, "nuc") || !strcmp(ord, "2") || !strcmp(ord, "-2"))
-        return tsi_error_set(TS_ERR_UNSUPPORTED,
-                             "%s: ord=%s needs the singular values (torch.linalg.svdvals), which "
-                             "Tessera does not have yet (input %s)",
-                             op, ord, tsi_desc(t)),
-               NULL;
+        return tsl_matrix_norm_sv(op, t, ord, a, b, keepdim, dtype); /* linalg_func.c */
     const bool one = !strcmp(ord, "1") || !strcmp(ord, "-1");
     const bool inf = !strcmp(ord, "inf") || !strcmp(ord, "-inf");
     if (!one && !inf)

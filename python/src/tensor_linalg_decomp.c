@@ -1,0 +1,349 @@
+/* tensor_linalg_decomp.c — torch.linalg's decompositions and solvers (issue 52,
+ * include/tessera/linalg.h) as private tessera._C functions `_linalg_*`, one C call each, with
+ * positional or keyword arguments; several results come back as a plain tuple, which
+ * python/tessera/linalg.py makes PyTorch's named tuples. */
+#include <math.h>
+#include <string.h>
+
+#include "tensor_impl.h"
+#include "tessera/linalg.h"
+
+#define FAST  (METH_FASTCALL | METH_KEYWORDS)
+#define FN(f) (PyCFunction)(void (*)(void))(f)
+
+/* results (their references move in) as a tuple of n, or the pending error raised */
+static PyObject *results(ts_tensor *const *r, int n) {
+    bool ok = ts_error() == TS_OK;
+    for (int i = 0; i < n; i++) ok &= r[i] != NULL;
+    if (!ok) {
+        for (int i = 0; i < n; i++) tsp_drop(r[i]);
+        if (ts_error() == TS_OK) {
+            PyErr_SetString(PyExc_RuntimeError, "linalg: an op returned no result");
+            return NULL;
+        }
+        return tsp_raise_pending();
+    }
+    ts_tensor *p[4];
+    memcpy(p, r, (size_t)n * sizeof *p);
+    return n == 1 ? tsp_wrap(p[0]) : tsp_tuple_of(p, n);
+}
+
+/* a str argument (None -> dflt) into buf */
+static int str_arg(PyObject *o, const char *dflt, char *buf, size_t cap, const char *fn,
+                   const char *arg) {
+    if (!o || o == Py_None) {
+        snprintf(buf, cap, "%s", dflt ? dflt : "");
+        return 0;
+    }
+    const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
+    if (!s) {
+        PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be str, not %s", fn, arg,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    snprintf(buf, cap, "%s", s);
+    return 0;
+}
+
+/* the parse of every function here: names, how many are tensors (first), the rest as objects */
+#define PARSE(fn, required, ...)                                                                   \
+    static const char *const names[] = {__VA_ARGS__};                                              \
+    PyObject *a[TSP_NARGS(names)] = {0};                                                           \
+    if (tsp_parse(args, nargs, kw, fn, names, TSP_NARGS(names), required, a) < 0) return NULL
+#define TARG(i, fn) tsp_tensor_arg(a[i], fn, names[i])
+#define SIG         (PyObject * mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
+
+/* ------------------------------------------------------------------ LU family */
+static PyObject *f_inv SIG {
+    (void)mod;
+    PARSE("linalg.inv", 1, "A", "ex");
+    ts_tensor *A = TARG(0, "linalg.inv"), *r[2] = {0};
+    bool ex;
+    if (!A || tsp_bool_arg(a[1], false, &ex, "linalg.inv", "ex") < 0 || tsp_enter()) return NULL;
+    TSP_NOGIL(r[0] = ts_linalg_inv_ex(A, ex ? &r[1] : NULL));
+    return results(r, ex ? 2 : 1);
+}
+
+static PyObject *f_solve SIG {
+    (void)mod;
+    PARSE("linalg.solve", 2, "A", "B", "left", "ex");
+    ts_tensor *A = TARG(0, "linalg.solve"), *B = A ? TARG(1, "linalg.solve") : NULL, *r[2] = {0};
+    bool left, ex;
+    if (!B || tsp_bool_arg(a[2], true, &left, "linalg.solve", "left") < 0 ||
+        tsp_bool_arg(a[3], false, &ex, "linalg.solve", "ex") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(r[0] = ts_linalg_solve_ex(A, B, left, ex ? &r[1] : NULL));
+    return results(r, ex ? 2 : 1);
+}
+
+static PyObject *f_det SIG {
+    (void)mod;
+    PARSE("linalg.det", 1, "A", "kind");
+    ts_tensor *A = TARG(0, "linalg.det"), *r[2] = {0};
+    char kind[16];
+    if (!A || str_arg(a[1], "det", kind, sizeof kind, "linalg.det", "kind") < 0 || tsp_enter())
+        return NULL;
+    const bool slog = !strcmp(kind, "slogdet");
+    TSP_NOGIL(r[0] = slog                      ? ts_linalg_slogdet(A, &r[1])
+                     : !strcmp(kind, "logdet") ? ts_logdet(A)
+                                               : ts_linalg_det(A));
+    return results(r, slog ? 2 : 1);
+}
+
+static PyObject *f_lu_factor SIG {
+    (void)mod;
+    PARSE("linalg.lu_factor", 1, "A", "ex");
+    ts_tensor *A = TARG(0, "linalg.lu_factor"), *r[3] = {0};
+    bool ex;
+    if (!A || tsp_bool_arg(a[1], false, &ex, "linalg.lu_factor", "ex") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(r[0] = ts_linalg_lu_factor_ex(A, &r[1], ex ? &r[2] : NULL));
+    return results(r, ex ? 3 : 2);
+}
+
+static PyObject *f_lu_unpack SIG {
+    (void)mod;
+    PARSE("lu_unpack", 2, "LU_data", "LU_pivots");
+    ts_tensor *LU = TARG(0, "lu_unpack"), *piv = LU ? TARG(1, "lu_unpack") : NULL, *r[3] = {0};
+    if (!piv || tsp_enter()) return NULL;
+    TSP_NOGIL(r[0] = ts_lu_unpack(LU, piv, &r[1], &r[2]));
+    return results(r, 3);
+}
+
+static PyObject *f_lu SIG {
+    (void)mod;
+    PARSE("linalg.lu", 1, "A");
+    ts_tensor *A = TARG(0, "linalg.lu"), *r[3] = {0};
+    if (!A || tsp_enter()) return NULL;
+    TSP_NOGIL(r[0] = ts_linalg_lu(A, &r[1], &r[2]));
+    return results(r, 3);
+}
+
+static PyObject *f_lu_solve SIG {
+    (void)mod;
+    const char *fn = "linalg.lu_solve";
+    PARSE(fn, 3, "LU", "pivots", "B", "left", "adjoint");
+    ts_tensor *LU = TARG(0, fn), *piv = LU ? TARG(1, fn) : NULL, *B = piv ? TARG(2, fn) : NULL;
+    ts_tensor *r[1] = {0};
+    bool left, adj;
+    if (!B || tsp_bool_arg(a[3], true, &left, fn, "left") < 0 ||
+        tsp_bool_arg(a[4], false, &adj, fn, "adjoint") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(r[0] = ts_linalg_lu_solve(LU, piv, B, left, adj));
+    return results(r, 1);
+}
+
+/* ------------------------------------------------------------------ triangular, cholesky */
+static PyObject *f_cholesky SIG {
+    (void)mod;
+    PARSE("linalg.cholesky", 1, "A", "upper", "ex");
+    ts_tensor *A = TARG(0, "linalg.cholesky"), *r[2] = {0};
+    bool upper, ex;
+    if (!A || tsp_bool_arg(a[1], false, &upper, "linalg.cholesky", "upper") < 0 ||
+        tsp_bool_arg(a[2], false, &ex, "linalg.cholesky", "ex") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(r[0] = ts_linalg_cholesky_ex(A, upper, ex ? &r[1] : NULL));
+    return results(r, ex ? 2 : 1);
+}
+
+static PyObject *f_solve_triangular SIG {
+    (void)mod;
+    const char *fn = "linalg.solve_triangular";
+    PARSE(fn, 2, "A", "B", "upper", "left", "unitriangular");
+    ts_tensor *A = TARG(0, fn), *B = A ? TARG(1, fn) : NULL, *r[1] = {0};
+    bool upper, left, unit;
+    if (!B || tsp_bool_arg(a[2], false, &upper, fn, "upper") < 0 ||
+        tsp_bool_arg(a[3], true, &left, fn, "left") < 0 ||
+        tsp_bool_arg(a[4], false, &unit, fn, "unitriangular") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(r[0] = ts_linalg_solve_triangular(A, B, upper, left, unit));
+    return results(r, 1);
+}
+
+static PyObject *f_cholesky_solve SIG {
+    (void)mod;
+    PARSE("cholesky_solve", 2, "B", "L", "upper");
+    ts_tensor *B = TARG(0, "cholesky_solve"), *L = B ? TARG(1, "cholesky_solve") : NULL;
+    ts_tensor *r[1] = {0};
+    bool upper;
+    if (!L || tsp_bool_arg(a[2], false, &upper, "cholesky_solve", "upper") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(r[0] = ts_cholesky_solve(B, L, upper));
+    return results(r, 1);
+}
+
+static PyObject *f_cholesky_inverse SIG {
+    (void)mod;
+    PARSE("cholesky_inverse", 1, "L", "upper");
+    ts_tensor *L = TARG(0, "cholesky_inverse"), *r[1] = {0};
+    bool upper;
+    if (!L || tsp_bool_arg(a[1], false, &upper, "cholesky_inverse", "upper") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(r[0] = ts_cholesky_inverse(L, upper));
+    return results(r, 1);
+}
+
+/* ------------------------------------------------------------------ qr, svd, eigh */
+static PyObject *f_qr SIG {
+    (void)mod;
+    PARSE("linalg.qr", 1, "A", "mode");
+    ts_tensor *A = TARG(0, "linalg.qr"), *r[2] = {0};
+    char mode[32];
+    if (!A || str_arg(a[1], "reduced", mode, sizeof mode, "linalg.qr", "mode") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(r[0] = ts_linalg_qr(A, mode, &r[1]));
+    return results(r, 2);
+}
+
+static PyObject *f_svd SIG {
+    (void)mod;
+    PARSE("linalg.svd", 1, "A", "full_matrices", "vectors");
+    ts_tensor *A = TARG(0, "linalg.svd"), *r[3] = {0};
+    bool full, vectors;
+    if (!A || tsp_bool_arg(a[1], true, &full, "linalg.svd", "full_matrices") < 0 ||
+        tsp_bool_arg(a[2], true, &vectors, "linalg.svd", "vectors") < 0 || tsp_enter())
+        return NULL;
+    if (!vectors) {
+        TSP_NOGIL(r[0] = ts_linalg_svdvals(A));
+        return results(r, 1);
+    }
+    TSP_NOGIL(r[0] = ts_linalg_svd(A, full, &r[1], &r[2]));
+    return results(r, 3);
+}
+
+static PyObject *f_eigh SIG {
+    (void)mod;
+    PARSE("linalg.eigh", 1, "A", "UPLO", "vectors");
+    ts_tensor *A = TARG(0, "linalg.eigh"), *r[2] = {0};
+    char uplo[8];
+    bool vectors;
+    if (!A || str_arg(a[1], "L", uplo, sizeof uplo, "linalg.eigh", "UPLO") < 0 ||
+        tsp_bool_arg(a[2], true, &vectors, "linalg.eigh", "vectors") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(r[0] = vectors ? ts_linalg_eigh(A, uplo, &r[1]) : ts_linalg_eigvalsh(A, uplo));
+    return results(r, vectors ? 2 : 1);
+}
+
+/* ------------------------------------------------------------------ lstsq, pinv, rank */
+static PyObject *f_lstsq SIG {
+    (void)mod;
+    const char *fn = "linalg.lstsq";
+    PARSE(fn, 2, "A", "B", "rcond", "driver");
+    ts_tensor *A = TARG(0, fn), *B = A ? TARG(1, fn) : NULL, *r[4] = {0};
+    double rcond;
+    char drv[16];
+    if (!B || tsp_scalar_arg(a[2], -1, &rcond, fn, "rcond") < 0 ||
+        str_arg(a[3], "gelsy", drv, sizeof drv, fn, "driver") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(r[0] = ts_linalg_lstsq(A, B, rcond, drv, &r[1], &r[2], &r[3]));
+    return results(r, 4);
+}
+
+/* _linalg_pinv(A, atol=None, rtol=None, hermitian=False, rank=False) */
+static PyObject *f_pinv SIG {
+    (void)mod;
+    const char *fn = "linalg.pinv";
+    PARSE(fn, 1, "A", "atol", "rtol", "hermitian", "rank");
+    ts_tensor *A = TARG(0, fn), *r[1] = {0};
+    double atol, rtol;
+    bool herm, rank;
+    if (!A || tsp_scalar_arg(a[1], -1, &atol, fn, "atol") < 0 ||
+        tsp_scalar_arg(a[2], -1, &rtol, fn, "rtol") < 0 ||
+        tsp_bool_arg(a[3], false, &herm, fn, "hermitian") < 0 ||
+        tsp_bool_arg(a[4], false, &rank, fn, "rank") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(r[0] = rank ? ts_linalg_matrix_rank(A, atol, rtol, herm)
+                          : ts_linalg_pinv(A, atol, rtol, herm));
+    return results(r, 1);
+}
+
+/* ------------------------------------------------------------------ matrix functions */
+static PyObject *f_matrix_power SIG {
+    (void)mod;
+    PARSE("linalg.matrix_power", 2, "A", "n");
+    ts_tensor *A = TARG(0, "linalg.matrix_power"), *r[1] = {0};
+    int64_t n;
+    if (!A || tsp_int_arg(a[1], &n, "linalg.matrix_power", "n") < 0 || tsp_enter()) return NULL;
+    TSP_NOGIL(r[0] = ts_linalg_matrix_power(A, n));
+    return results(r, 1);
+}
+
+static PyObject *f_matrix_exp SIG {
+    (void)mod;
+    PARSE("linalg.matrix_exp", 1, "A");
+    ts_tensor *A = TARG(0, "linalg.matrix_exp"), *r[1] = {0};
+    if (!A || tsp_enter()) return NULL;
+    TSP_NOGIL(r[0] = ts_linalg_matrix_exp(A));
+    return results(r, 1);
+}
+
+static PyObject *f_cond SIG {
+    (void)mod;
+    PARSE("linalg.cond", 1, "A", "p");
+    ts_tensor *A = TARG(0, "linalg.cond"), *r[1] = {0};
+    char p[16];
+    if (!A || str_arg(a[1], "2", p, sizeof p, "linalg.cond", "p") < 0 || tsp_enter()) return NULL;
+    TSP_NOGIL(r[0] = ts_linalg_cond(A, p));
+    return results(r, 1);
+}
+
+PyMethodDef tsp_tensor_linalg_decomp_functions[] = {
+    {"_linalg_inv", FN(f_inv), FAST, "_linalg_inv(A, ex=False)"},
+    {"_linalg_solve", FN(f_solve), FAST, "_linalg_solve(A, B, left=True, ex=False)"},
+    {"_linalg_det", FN(f_det), FAST, "_linalg_det(A, kind='det'|'slogdet'|'logdet')"},
+    {"_linalg_lu_factor", FN(f_lu_factor), FAST, "_linalg_lu_factor(A, ex=False)"},
+    {"_linalg_lu_unpack", FN(f_lu_unpack), FAST, "_linalg_lu_unpack(LU_data, LU_pivots)"},
+    {"_linalg_lu", FN(f_lu), FAST, "_linalg_lu(A)"},
+    {"_linalg_lu_solve", FN(f_lu_solve), FAST, "_linalg_lu_solve(LU, pivots, B, left, adjoint)"},
+    {"_linalg_cholesky", FN(f_cholesky), FAST, "_linalg_cholesky(A, upper=False, ex=False)"},
+    {"_linalg_solve_triangular", FN(f_solve_triangular), FAST,
+     "_linalg_solve_triangular(A, B, upper, left=True, unitriangular=False)"},
+    {"_linalg_cholesky_solve", FN(f_cholesky_solve), FAST, "_linalg_cholesky_solve(B, L, upper)"},
+    {"_linalg_cholesky_inverse", FN(f_cholesky_inverse), FAST,
+     "_linalg_cholesky_inverse(L, upper)"},
+    {"_linalg_qr", FN(f_qr), FAST, "_linalg_qr(A, mode='reduced')"},
+    {"_linalg_svd", FN(f_svd), FAST, "_linalg_svd(A, full_matrices=True, vectors=True)"},
+    {"_linalg_eigh", FN(f_eigh), FAST, "_linalg_eigh(A, UPLO='L', vectors=True)"},
+    {"_linalg_lstsq", FN(f_lstsq), FAST, "_linalg_lstsq(A, B, rcond=None, driver='gelsy')"},
+    {"_linalg_pinv", FN(f_pinv), FAST,
+     "_linalg_pinv(A, atol=None, rtol=None, hermitian=False, rank=False)"},
+    {"_linalg_matrix_power", FN(f_matrix_power), FAST, "_linalg_matrix_power(A, n)"},
+    {"_linalg_matrix_exp", FN(f_matrix_exp), FAST, "_linalg_matrix_exp(A)"},
+    {"_linalg_cond", FN(f_cond), FAST, "_linalg_cond(A, p='2')"},
+    {NULL, NULL, 0, NULL}};
+
+/* ------------------------------------------------------------------ Tensor methods */
+/* Tensor.<name>(*args, **kw) is tessera.<name>(self, *args, **kw) (python/tessera/_linalg_torch.py
+ * and the linalg functions keep the argument handling in one place) */
+static PyObject *forward(const char *name, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kw) {
+    PyObject *mod = PyImport_ImportModule("tessera");
+    PyObject *f = mod ? PyObject_GetAttrString(mod, name) : NULL;
+    Py_XDECREF(mod);
+    if (!f) return NULL;
+    const Py_ssize_t nkw = kw ? PyTuple_GET_SIZE(kw) : 0;
+    PyObject *stack[16];
+    if (nargs + nkw + 1 > 16) {
+        Py_DECREF(f);
+        PyErr_Format(PyExc_TypeError, "%s(): too many arguments", name);
+        return NULL;
+    }
+    stack[0] = self;
+    for (Py_ssize_t i = 0; i < nargs + nkw; i++) stack[i + 1] = args[i];
+    PyObject *r = PyObject_Vectorcall(f, stack, (size_t)(nargs + 1), kw);
+    Py_DECREF(f);
+    return r;
+}
+
+#define METHODS(X)                                                                                 \
+    X(det)                                                                                         \
+    X(logdet) X(slogdet) X(inverse) X(cholesky) X(cholesky_solve) X(cholesky_inverse) X(qr) X(svd) \
+        X(pinverse) X(matrix_power) X(matrix_exp) X(lu) X(lu_solve) X(triangular_solve)
+#define DEF_FORWARD(name)                                                                          \
+    static PyObject *m_##name(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {    \
+        return forward(#name, self, a, n, kw);                                                     \
+    }
+METHODS(DEF_FORWARD)
+#define M_FORWARD(name) {#name, FN(m_##name), FAST, "tessera." #name "(self, ...)"},
+
+PyMethodDef tsp_tensor_linalg_decomp_methods[] = {METHODS(M_FORWARD){NULL, NULL, 0, NULL}};

@@ -1,0 +1,306 @@
+/* linalg.c — torch.linalg's LU-based ops (issue 52): lu_factor(_ex), inv(_ex), solve(_ex),
+ * det, slogdet, logdet. LAPACK's getrf/getri/getrs on the host in float64 (linalg_lapack.c), the
+ * results copied back to the operand's device; gradients as PyTorch's (linalg_grad.c). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/linalg_internal.h"
+
+/* ------------------------------------------------------------------ lu_factor */
+/* LU factors of every matrix of A: lu (batch x m x n), piv (batch x k), info (batch) */
+typedef struct lu_host {
+    tsl_mats lu;
+    int32_t *piv, *info;
+} lu_host;
+
+static void lu_free(lu_host *h) {
+    tsl_free(&h->lu);
+    free(h->piv), free(h->info);
+}
+
+static bool lu_compute(const char *op, ts_tensor *A, lu_host *h) {
+    memset(h, 0, sizeof *h);
+    if (!tsl_read(op, A, &h->lu)) return false;
+    const int64_t m = h->lu.m, n = h->lu.n, k = m < n ? m : n, b = h->lu.batch;
+    h->piv = malloc((size_t)(b * k > 0 ? b * k : 1) * sizeof *h->piv);
+    h->info = malloc((size_t)(b > 0 ? b : 1) * sizeof *h->info);
+    if (!h->piv || !h->info) {
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+        return lu_free(h), false;
+    }
+    for (int64_t i = 0; i < b; i++) {
+        int r = tsl_getrf(m, n, h->lu.a + i * m * n, h->piv + i * k);
+        if (r < 0) {
+            tsi_error_set(TS_ERR_OOM, "%s: LAPACK getrf failed (%d)", op, r);
+            return lu_free(h), false;
+        }
+        h->info[i] = r;
+    }
+    return true;
+}
+
+ts_tensor *ts_linalg_lu_factor_ex(ts_tensor *A, ts_tensor **pivots, ts_tensor **info) {
+    const char *op = info ? "linalg.lu_factor_ex" : "torch.linalg.lu_factor";
+    if (pivots) *pivots = NULL;
+    if (info) *info = NULL;
+    if (!tsl_check(op, A, "A", false)) return NULL;
+    ts_scope_begin();
+    lu_host h;
+    ts_tensor *LU = NULL, *P = NULL, *I = NULL;
+    if (lu_compute(op, A, &h)) {
+        const ts_shape b = tsl_batch(A->shape);
+        const int64_t m = h.lu.m, n = h.lu.n, k = m < n ? m : n;
+        bool ok = true;
+        for (int64_t i = 0; ok && !info && i < h.lu.batch; i++)
+            if (h.info[i] > 0) {
+                tsi_error_set(TS_ERR_ARG,
+                              "%s: %sU[%d,%d] is zero and using it on lu_solve would result in a "
+                              "division by zero. If you still want to perform the factorization, "
+                              "consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, "
+                              "pivot)",
+                              op, tsl_batch_prefix(A, i), h.info[i], h.info[i]);
+                ok = false;
+            }
+        if (ok) {
+            LU = tsl_write(A, A->shape, h.lu.a, A->dtype);
+            P = tsl_write_i32(A, tsl_batch_vec(b, k), h.piv);
+            I = tsl_write_i32(A, b, h.info);
+        }
+        lu_free(&h);
+    }
+    if (LU && P && tsi_needs_graph(&A, 1)) { /* the gradient goes through P, L and U */
+        ts_tensor *Pm = NULL, *L = NULL, *U = NULL;
+        ts_no_grad_begin();
+        Pm = ts_lu_unpack(LU, P, &L, &U);
+        ts_no_grad_end();
+        ts_tensor *outs[3] = {LU, NULL, NULL}, *saves[3] = {Pm, L, U};
+        if (Pm && L && U)
+            tsl_record("LinalgLuFactorExBackward0", op, tsl_lu_factor_backward, &A, 1, outs, 3,
+                       saves, 3);
+    }
+    if (pivots && P) *pivots = ts_keep(P);
+    if (info && I) *info = ts_keep(I);
+    return tsl_finish(LU);
+}
+
+/* ------------------------------------------------------------------ inv */
+ts_tensor *ts_linalg_inv_ex(ts_tensor *A, ts_tensor **info) {
+    const char *op = "linalg.inv";
+    if (info) *info = NULL;
+    if (!tsl_check(op, A, "A", true)) return NULL;
+    ts_scope_begin();
+    lu_host h;
+    ts_tensor *X = NULL, *I = NULL;
+    if (lu_compute(op, A, &h)) {
+        const int64_t n = h.lu.n;
+        bool ok = true;
+        for (int64_t i = 0; ok && i < h.lu.batch; i++) {
+            double *a = h.lu.a + i * n * n;
+            if (h.info[i] > 0) {
+                if (!info) {
+                    tsi_error_set(TS_ERR_ARG,
+                                  "%s: %sThe diagonal element %d is zero, the inversion could not "
+                                  "be completed because the input matrix is singular.",
+                                  op, tsl_batch_prefix(A, i), h.info[i]);
+                    ok = false;
+                }
+                continue; /* _ex: LAPACK's partial result stays, as PyTorch's */
+            }
+            if (tsl_getri(n, a, h.piv + i * n) < 0) {
+                tsi_error_set(TS_ERR_OOM, "%s: LAPACK getri failed", op);
+                ok = false;
+            }
+        }
+        if (ok) {
+            X = tsl_write(A, A->shape, h.lu.a, A->dtype);
+            I = tsl_write_i32(A, tsl_batch(A->shape), h.info);
+        }
+        lu_free(&h);
+    }
+    if (X) tsl_record("LinalgInvExBackward0", op, tsl_inv_backward, &A, 1, &X, 1, &X, 1);
+    if (info && I) *info = ts_keep(I);
+    return tsl_finish(X);
+}
+
+ts_tensor *ts_linalg_inv(ts_tensor *A) { return ts_linalg_inv_ex(A, NULL); }
+
+/* ------------------------------------------------------------------ solve */
+/* A X = B for A [..., n, n], B [..., n, k] of the same batch shape */
+static ts_tensor *solve_core(const char *op, ts_tensor *A, ts_tensor *B, ts_tensor **info) {
+    lu_host h;
+    tsl_mats b;
+    ts_tensor *X = NULL;
+    if (!lu_compute(op, A, &h)) return NULL;
+    if (tsl_read(op, B, &b)) {
+        const int64_t n = h.lu.n, k = b.n;
+        bool ok = true;
+        for (int64_t i = 0; ok && i < h.lu.batch; i++) {
+            if (h.info[i] > 0) {
+                if (!info) {
+                    tsi_error_set(TS_ERR_ARG,
+                                  "torch.linalg.solve: %sThe solver failed because the input "
+                                  "matrix is singular.",
+                                  tsl_batch_prefix(A, i));
+                    ok = false;
+                }
+                continue;
+            }
+            if (tsl_getrs(false, n, k, h.lu.a + i * n * n, h.piv + i * n, b.a + i * n * k) < 0) {
+                tsi_error_set(TS_ERR_OOM, "%s: LAPACK getrs failed", op);
+                ok = false;
+            }
+        }
+        if (ok) {
+            X = tsl_write(A, B->shape, b.a, A->dtype);
+            if (info) *info = tsl_write_i32(A, tsl_batch(A->shape), h.info);
+        }
+        tsl_free(&b);
+    }
+    lu_free(&h);
+    if (X) {
+        ts_tensor *ins[2] = {A, B}, *saves[2] = {A, X};
+        tsl_record("LinalgSolveExBackward0", op, tsl_solve_backward, ins, 2, &X, 1, saves, 2);
+    }
+    return X;
+}
+
+ts_tensor *ts_linalg_solve_ex(ts_tensor *A, ts_tensor *B, bool left, ts_tensor **info) {
+    const char *op = "linalg.solve";
+    if (info) *info = NULL;
+    if (!tsl_check(op, A, "A", true) || !tsi_check_input(op, B, "B")) return NULL;
+    if (B->dtype != A->dtype) {
+        tsi_error_set(TS_ERR_DTYPE,
+                      "%s: Expected A and B to have the same dtype, but found A of type %s and B "
+                      "of type %s instead",
+                      op, tsi_torch_scalar_name(A->dtype), tsi_torch_scalar_name(B->dtype));
+        return NULL;
+    }
+    ts_device dev;
+    ts_tensor *pair[2] = {A, B};
+    if (!tsi_same_device(op, pair, 2, false, &dev)) return NULL;
+    const int64_t n = tsl_rows(A);
+    /* PyTorch's rule: B is a (batch of) vector(s) when 1-D or A's batch shape plus n */
+    bool vec = B->shape.ndim == 1;
+    if (B->shape.ndim == A->shape.ndim - 1) {
+        vec = true;
+        for (int i = 0; i < B->shape.ndim; i++) vec &= B->shape.dims[i] == A->shape.dims[i];
+    }
+    if (!vec && B->shape.ndim < 2) vec = true;
+    const int64_t bn = vec ? B->shape.dims[B->shape.ndim - 1] : B->shape.dims[B->shape.ndim - 2];
+    const int64_t bk = vec ? 1 : B->shape.dims[B->shape.ndim - 1];
+    if ((left ? bn : bk) != n) {
+        if (left)
+            tsi_error_set(TS_ERR_SHAPE,
+                          "%s: Incompatible shapes of A and B for the equation AX = B (%lldx%lld "
+                          "and %lldx%lld)",
+                          op, (long long)n, (long long)n, (long long)bn, (long long)bk);
+        else
+            tsi_error_set(TS_ERR_SHAPE,
+                          "%s: Incompatible shapes of A and B for the equation XA = B (%lldx%lld "
+                          "and %lldx%lld)",
+                          op, (long long)n, (long long)n, (long long)bn, (long long)bk);
+        return NULL;
+    }
+    ts_scope_begin();
+    ts_tensor *a = left ? A : tsl_mT(A);
+    ts_tensor *b = vec ? ts_unsqueeze(B, -1) : (left ? B : tsl_mT(B));
+    ts_tensor *I = NULL, *X = NULL;
+    if (a && b && tsl_broadcast_batch(op, &a, &b)) X = solve_core(op, a, b, info ? &I : NULL);
+    if (X) X = vec ? ts_squeeze_dim(X, -1) : (left ? X : tsl_mT(X));
+    if (info && I) *info = ts_keep(I);
+    return tsl_finish(X);
+}
+
+ts_tensor *ts_linalg_solve(ts_tensor *A, ts_tensor *B, bool left) {
+    return ts_linalg_solve_ex(A, B, left, NULL);
+}
+
+/* ------------------------------------------------------------------ det, slogdet, logdet */
+/* sign and log|det| of every matrix (sign 0, log -inf when singular); det (when non-NULL) gets
+ * the determinants as products */
+static bool slogdet_host(const char *op, ts_tensor *A, double **sign, double **logabs,
+                         double *det) {
+    lu_host h;
+    if (!lu_compute(op, A, &h)) return false;
+    const int64_t n = h.lu.n, b = h.lu.batch;
+    *sign = malloc((size_t)(b > 0 ? b : 1) * sizeof(double));
+    *logabs = malloc((size_t)(b > 0 ? b : 1) * sizeof(double));
+    if (!*sign || !*logabs) {
+        free(*sign), free(*logabs);
+        lu_free(&h);
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+        return false;
+    }
+    for (int64_t i = 0; i < b; i++) {
+        double s = 1, l = 0, p = 1;
+        const double *a = h.lu.a + i * n * n;
+        for (int64_t j = 0; j < n; j++) {
+            const double d = a[j * n + j];
+            p *= h.piv[i * n + j] != j + 1 ? -d : d;
+            if (h.piv[i * n + j] != j + 1) s = -s;
+            if (d < 0) s = -s;
+            l += log(fabs(d));
+        }
+        if (isinf(l) && l < 0) s = 0;
+        (*sign)[i] = s, (*logabs)[i] = l;
+        if (det) det[i] = p;
+    }
+    lu_free(&h);
+    return true;
+}
+
+ts_tensor *ts_linalg_slogdet(ts_tensor *A, ts_tensor **logabsdet) {
+    const char *op = "linalg.slogdet";
+    if (logabsdet) *logabsdet = NULL;
+    if (!tsl_check(op, A, "A", true)) return NULL;
+    ts_scope_begin();
+    double *s, *l;
+    ts_tensor *S = NULL, *L = NULL;
+    if (slogdet_host(op, A, &s, &l, NULL)) {
+        const ts_shape b = tsl_batch(A->shape);
+        S = tsl_write(A, b, s, A->dtype);
+        L = tsl_write(A, b, l, A->dtype);
+        free(s), free(l);
+    }
+    if (S && L) {
+        ts_tensor *outs[2] = {S, L}; /* sign's gradient is zero, as PyTorch's */
+        tsl_record("LinalgSlogdetBackward0", op, tsl_slogdet_backward, &A, 1, outs, 2, &A, 1);
+    }
+    if (logabsdet && L) *logabsdet = ts_keep(L);
+    return tsl_finish(S);
+}
+
+ts_tensor *ts_linalg_det(ts_tensor *A) {
+    const char *op = "linalg.det";
+    if (!tsl_check(op, A, "A", true)) return NULL;
+    ts_scope_begin();
+    double *s, *l;
+    ts_tensor *D = NULL;
+    const ts_shape b = tsl_batch(A->shape);
+    double *d = malloc((size_t)(tsi_numel(b) > 0 ? tsi_numel(b) : 1) * sizeof *d);
+    if (!d)
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+    else if (slogdet_host(op, A, &s, &l, d)) {
+        D = tsl_write(A, b, d, A->dtype);
+        free(s), free(l);
+    }
+    free(d);
+    if (D) {
+        ts_tensor *saves[2] = {A, D};
+        tsl_record("LinalgDetBackward0", op, tsl_det_backward, &A, 1, &D, 1, saves, 2);
+    }
+    return tsl_finish(D);
+}
+
+/* torch.logdet: log(det) through slogdet: NaN for a negative determinant */
+ts_tensor *ts_logdet(ts_tensor *A) {
+    ts_scope_begin();
+    ts_tensor *l = NULL, *s = ts_linalg_slogdet(A, &l);
+    ts_tensor *y = NULL;
+    if (s && l) {
+        ts_tensor *neg = ts_lt_scalar(s, 0.0);
+        y = neg ? ts_masked_fill(l, neg, NAN) : NULL;
+    }
+    return tsl_finish(y);
+}
