@@ -6,7 +6,9 @@ Tensor applies it at once. Lambda (any Python callable) makes the DataLoader use
 from tessera import _C
 
 __all__ = ["Compose", "ToTensor", "Normalize", "RandomCrop", "RandomHorizontalFlip", "Pad",
-           "Grayscale", "Lambda"]
+           "Grayscale", "Lambda",
+           "Resize", "CenterCrop", "RandomVerticalFlip", "ConvertImageDtype", "RandomApply",
+           "RandomChoice"]
 
 
 class _Transform:
@@ -121,3 +123,7 @@ class Lambda:
 
     def __call__(self, img):
         return self.lambd(img)
+
+
+from ._transforms_py import (CenterCrop, ConvertImageDtype, RandomApply, RandomChoice,  # noqa: E402
+                             RandomVerticalFlip, Resize)

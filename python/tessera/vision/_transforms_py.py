@@ -1,0 +1,148 @@
+"""torchvision.transforms that run in Python on tessera tensors ([..., C, H, W]): Resize,
+CenterCrop, RandomVerticalFlip, ConvertImageDtype, RandomApply, RandomChoice. Random draws come
+from tessera's generator (tessera.manual_seed makes them reproducible)."""
+import tessera as ts
+from tessera.nn import functional as F
+
+__all__ = ["Resize", "CenterCrop", "RandomVerticalFlip", "ConvertImageDtype", "RandomApply",
+           "RandomChoice"]
+
+
+def _rand():
+    return float(ts.rand(1))
+
+
+def _hw(size, fn):
+    if isinstance(size, int):
+        return size, size
+    if isinstance(size, (tuple, list)) and len(size) in (1, 2):
+        return (size[0], size[0]) if len(size) == 1 else (size[0], size[1])
+    raise TypeError("%s: size must be an int or a (h, w) sequence, got %r" % (fn, size))
+
+
+class Resize:
+    """Resize(size, interpolation="bilinear"|"nearest"): an int matches the smaller edge (the
+    other keeps the aspect ratio, truncated), (h, w) is exact. Tensors: antialias=False
+    semantics (bilinear with align_corners=False); uint8 is rounded back to uint8."""
+
+    def __init__(self, size, interpolation="bilinear", max_size=None, antialias=None):
+        if hasattr(interpolation, "value"):
+            interpolation = interpolation.value
+        if interpolation not in ("bilinear", "nearest"):
+            raise ValueError("Resize: interpolation must be 'bilinear' or 'nearest', got %r"
+                             % (interpolation,))
+        if antialias:
+            raise ValueError("Resize: antialias=True is not supported (tensor semantics only)")
+        if max_size is not None:
+            raise ValueError("Resize: max_size is not supported")
+        self.size, self.interpolation = size, interpolation
+
+    def _out_size(self, h, w):
+        if isinstance(self.size, int) or (isinstance(self.size, (list, tuple))
+                                          and len(self.size) == 1):
+            s = self.size if isinstance(self.size, int) else self.size[0]
+            return (s, int(s * w / h)) if h <= w else (int(s * h / w), s)
+        return _hw(self.size, "Resize")
+
+    def __call__(self, img):
+        if img.dim() < 3:
+            raise ValueError("Resize: expected [..., C, H, W], got %d dims" % img.dim())
+        oh, ow = self._out_size(img.shape[-2], img.shape[-1])
+        lead = tuple(img.shape[:-3])
+        x = img.reshape(-1, *img.shape[-3:])
+        dtype = x.dtype
+        if not dtype.is_floating_point:
+            x = x.to(ts.float32)
+        kw = {"align_corners": False} if self.interpolation == "bilinear" else {}
+        y = F.interpolate(x, size=(oh, ow), mode=self.interpolation, **kw)
+        if not dtype.is_floating_point:
+            y = y.round().clamp(0, 255 if dtype == ts.uint8 else None).to(dtype)
+        return y.reshape(*lead, *y.shape[-3:])
+
+    def __repr__(self):
+        return "Resize(size=%s, interpolation=%s)" % (self.size, self.interpolation)
+
+
+class CenterCrop:
+    """The centre (h, w) window (torchvision's rounding: top = round((H - h) / 2))."""
+
+    def __init__(self, size):
+        self.size = _hw(size, "CenterCrop")
+
+    def __call__(self, img):
+        h, w = img.shape[-2], img.shape[-1]
+        th, tw = self.size
+        if th > h or tw > w:
+            raise ValueError("CenterCrop: crop %dx%d is larger than the image %dx%d"
+                             % (th, tw, h, w))
+        top, left = int(round((h - th) / 2.0)), int(round((w - tw) / 2.0))
+        return img[..., top:top + th, left:left + tw]
+
+    def __repr__(self):
+        return "CenterCrop(size=%s)" % (self.size,)
+
+
+class RandomVerticalFlip:
+    def __init__(self, p=0.5):
+        self.p = p
+
+    def __call__(self, img):
+        return img.flip(-2) if _rand() < self.p else img
+
+    def __repr__(self):
+        return "RandomVerticalFlip(p=%s)" % self.p
+
+
+class ConvertImageDtype:
+    """uint8 <-> float images as torchvision: int -> float divides by 255; float -> uint8 is
+    x * (256 - 1e-3) truncated."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+    def __call__(self, img):
+        src, dst = img.dtype, self.dtype
+        if src == dst:
+            return img
+        if src.is_floating_point and dst.is_floating_point:
+            return img.to(dst)
+        if not src.is_floating_point and dst.is_floating_point:
+            if src != ts.uint8:
+                raise ValueError("ConvertImageDtype: only uint8 integer images are supported")
+            return img.to(dst) / 255.0
+        if dst == ts.uint8:
+            return (img * (255 + 1.0 - 1e-3)).to(ts.uint8)
+        raise ValueError("ConvertImageDtype: %s -> %s is not supported" % (src, dst))
+
+    def __repr__(self):
+        return "ConvertImageDtype(%s)" % (self.dtype,)
+
+
+class RandomApply:
+    def __init__(self, transforms, p=0.5):
+        self.transforms, self.p = list(transforms), p
+
+    def __call__(self, img):
+        if self.p < _rand():
+            return img
+        for t in self.transforms:
+            img = t(img)
+        return img
+
+
+class RandomChoice:
+    def __init__(self, transforms, p=None):
+        self.transforms = list(transforms)
+        if p is not None and len(p) != len(self.transforms):
+            raise ValueError("RandomChoice: %d probabilities for %d transforms"
+                             % (len(p), len(self.transforms)))
+        self.p = p
+
+    def __call__(self, img):
+        w = self.p or [1.0] * len(self.transforms)
+        u, acc = _rand() * sum(w), 0.0
+        for t, wi in zip(self.transforms, w):
+            acc += wi
+            if u < acc:
+                return t(img)
+        return self.transforms[-1](img)
