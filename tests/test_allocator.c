@@ -350,17 +350,25 @@ static void test_oom(void) {
         b[i] = ts_allocator_alloc(a, MIB, NULL, 0);
         CHECK(b[i] != NULL);
     }
-    char msg[256] = "";
+    char msg[TS_OOM_MSG_LEN] = "";
     CHECK(ts_allocator_alloc(a, 512, msg, sizeof msg) == NULL);
-    CHECK(strcmp(msg, "tried to allocate 512 B; 8.00 MiB allocated, 8.00 MiB reserved, "
-                      "capacity 8.00 MiB") == 0);
+    /* four full 2 MiB small-pool segments: nothing free on the device or in the cache */
+    CHECK_STREQ(msg, "tried to allocate 512 B; the device has a total capacity of 8.00 MiB of "
+                     "which 0 B is free. Of the allocated memory 8.00 MiB is allocated by tensors, "
+                     "and 0 B is reserved by the caching allocator but unallocated (largest free "
+                     "cached block 0 B). If reserved but unallocated memory is large, "
+                     "ts_empty_cache() returns it");
     CHECK(stats(a).oom_count == 1);
     /* two holes in different segments: 6 MiB live, no segment fully free */
     ts_allocator_release(a, b[0]);
     ts_allocator_release(a, b[2]);
     CHECK(ts_allocator_alloc(a, 2 * MIB, msg, sizeof msg) == NULL);
-    CHECK(strcmp(msg, "tried to allocate 2.00 MiB; 6.00 MiB allocated, 8.00 MiB reserved, "
-                      "capacity 8.00 MiB") == 0);
+    /* the two 1 MiB holes are cached but too small: 2 MiB reserved unallocated, largest 1 MiB */
+    CHECK_STREQ(msg, "tried to allocate 2.00 MiB; the device has a total capacity of 8.00 MiB of "
+                     "which 0 B is free. Of the allocated memory 6.00 MiB is allocated by tensors, "
+                     "and 2.00 MiB is reserved by the caching allocator but unallocated (largest "
+                     "free cached block 1.00 MiB). If reserved but unallocated memory is large, "
+                     "ts_empty_cache() returns it");
     CHECK(stats(a).oom_count == 2 && stats(a).alloc_count == 8);
     /* a 1 MiB request fits a hole */
     ts_block *h = ts_allocator_alloc(a, MIB, msg, sizeof msg);
@@ -390,8 +398,10 @@ static void test_oom(void) {
     atomic_store(&fake_fail_all, true);
     a = ts_allocator_new(&fake_be, 0);
     CHECK(ts_allocator_alloc(a, 1536, msg, sizeof msg) == NULL);
-    CHECK(strcmp(msg, "tried to allocate 1.50 KiB; 0 B allocated, 0 B reserved, "
-                      "capacity unlimited") == 0);
+    CHECK_STREQ(msg, "tried to allocate 1.50 KiB; the device's capacity is unlimited. Of the "
+                     "allocated memory 0 B is allocated by tensors, and 0 B is reserved by the "
+                     "caching allocator but unallocated (largest free cached block 0 B). If "
+                     "reserved but unallocated memory is large, ts_empty_cache() returns it");
     ts_allocator_destroy(a);
 }
 

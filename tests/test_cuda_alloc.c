@@ -171,10 +171,13 @@ static void test_allocator_streams(void) {
 
     /* the out-of-memory message of a device that reports its free memory */
     fake_limit = 32 * MIB;
-    char msg[200] = "";
+    char msg[TS_OOM_MSG_LEN] = "";
     CHECK(ts_allocator_alloc(a, 64 * MIB, msg, sizeof msg) == NULL);
-    CHECK_STREQ(msg, "tried to allocate 64.00 MiB; 0 B allocated, 0 B reserved, 123.00 MiB free, "
-                     "1.00 GiB total");
+    CHECK_STREQ(msg, "tried to allocate 64.00 MiB; the device has a total capacity of 1.00 GiB of "
+                     "which 123.00 MiB is free. Of the allocated memory 0 B is allocated by "
+                     "tensors, and 0 B is reserved by the caching allocator but unallocated "
+                     "(largest free cached block 0 B). If reserved but unallocated memory is "
+                     "large, ts_empty_cache() returns it");
     fake_limit = SIZE_MAX;
     ts_allocator_destroy(a);
     fake_current = 0;

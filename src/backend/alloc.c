@@ -2,7 +2,9 @@
 #include "backend/alloc.h"
 #include "backend/fault_alloc.h"
 
+#include <execinfo.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +43,9 @@ struct ts_block {
     uint8_t nstreams;      /* streams that used the memory since its last stream-ordered reuse */
     bool streams_overflow; /* more than MAX_STREAMS of them */
     uintptr_t streams[MAX_STREAMS];
+    ts_block *seg_prev, *seg_next; /* a segment's head block: the allocator's list of segments */
+    void **frames;                 /* while allocated with history recording on: its backtrace */
+    int nframes;
 };
 
 typedef struct slab {
@@ -59,7 +64,16 @@ struct ts_allocator {
     size_t allocated, peak_allocated, reserved, peak_reserved;
     uint64_t alloc_count, oom_count;
     const ts_alloc_hooks *hooks; /* NULL: host memory, nothing to order (cpu, sim) */
+    ts_block *segments;          /* head blocks of every segment, newest first */
 };
+
+static atomic_bool record_history;
+static void (*_Atomic oom_hook)(void);
+
+void ts_allocator_set_oom_hook(void (*fn)(void)) { atomic_store(&oom_hook, fn); }
+
+void ts_allocator_record_history(bool on) { atomic_store(&record_history, on); }
+bool ts_allocator_recording_history(void) { return atomic_load(&record_history); }
 
 /* ------------------------------------------------------------------ treap of free blocks
  * Keyed by (owner, size, address), as PyTorch's block pools are by (stream, size, address): the
@@ -371,6 +385,11 @@ static void release_cached(ts_allocator *a) {
             ts_block *b = list;
             list = b->next;
             treap_remove(&a->free_tree[pool], b);
+            if (b->seg_prev)
+                b->seg_prev->seg_next = b->seg_next;
+            else
+                a->segments = b->seg_next;
+            if (b->seg_next) b->seg_next->seg_prev = b->seg_prev;
             a->be->raw_free(a->be, a->index, b->ptr, b->size);
             a->reserved -= b->size;
             block_recycle(a, b);
@@ -393,32 +412,52 @@ static ts_block *new_segment(ts_allocator *a, size_t size, int pool) {
     b->allocated = false;
     b->nstreams = 0; /* fresh memory: no queued work uses it */
     b->streams_overflow = false;
+    b->frames = NULL;
+    b->nframes = 0;
+    b->seg_prev = NULL;
+    b->seg_next = a->segments;
+    if (a->segments) a->segments->seg_prev = b;
+    a->segments = b;
     a->reserved += size;
     if (a->reserved > a->peak_reserved) a->peak_reserved = a->reserved;
     return b;
 }
 
+static size_t largest_free(const ts_block *t) {
+    size_t m = 0;
+    for (; t; t = t->right) {
+        size_t l = largest_free(t->left);
+        m = l > m ? l : m;
+        m = t->size > m ? t->size : m;
+    }
+    return m;
+}
+
+/* PyTorch's message and more: what was asked, the device's capacity and free memory, what tensors
+ * hold, what the cache holds unused and its largest free block (fragmentation). */
 static void format_oom(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len) {
     if (!msg || msg_len == 0) return;
-    char req[32], alloc[32], res[32], cap[32], fre[32];
+    char req[32], alloc[32], cache[32], cap[32], fre[32], big[32], device[128];
     size_t free_b = 0, total_b = 0;
     if (a->be->memory_info) a->be->memory_info(a->be, a->index, &free_b, &total_b);
+    size_t lf0 = largest_free(a->free_tree[POOL_SMALL]), lf1 = largest_free(a->free_tree[POOL_LARGE]);
     ts_format_bytes(nbytes, req, sizeof req);
     ts_format_bytes(a->allocated, alloc, sizeof alloc);
-    ts_format_bytes(a->reserved, res, sizeof res);
-    if (a->hooks && a->hooks->report_free) {
+    ts_format_bytes(a->reserved - a->allocated, cache, sizeof cache);
+    ts_format_bytes(lf0 > lf1 ? lf0 : lf1, big, sizeof big);
+    if (total_b) {
+        ts_format_bytes(total_b, cap, sizeof cap);
         ts_format_bytes(free_b, fre, sizeof fre);
-        ts_format_bytes(total_b, cap, sizeof cap);
-        snprintf(msg, msg_len, "tried to allocate %s; %s allocated, %s reserved, %s free, %s total",
-                 req, alloc, res, fre, cap);
-        return;
+        snprintf(device, sizeof device, "the device has a total capacity of %s of which %s is free",
+                 cap, fre);
+    } else {
+        snprintf(device, sizeof device, "the device's capacity is unlimited");
     }
-    if (total_b)
-        ts_format_bytes(total_b, cap, sizeof cap);
-    else
-        snprintf(cap, sizeof cap, "unlimited");
-    snprintf(msg, msg_len, "tried to allocate %s; %s allocated, %s reserved, capacity %s", req,
-             alloc, res, cap);
+    snprintf(msg, msg_len,
+             "tried to allocate %s; %s. Of the allocated memory %s is allocated by tensors, and %s "
+             "is reserved by the caching allocator but unallocated (largest free cached block "
+             "%s). If reserved but unallocated memory is large, ts_empty_cache() returns it",
+             req, device, alloc, cache, big);
 }
 
 /* ------------------------------------------------------------------ public */
@@ -452,6 +491,17 @@ void ts_allocator_destroy(ts_allocator *a) {
 ts_block *ts_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len) {
     /* TS_FAULT_ALLOC: every request counts, served from the cache or not */
     bool injected = tsi_fault_alloc_hit((tsi_fault_site)ts_allocator_alloc);
+    void **frames = NULL;
+    int nframes = 0;
+    if (atomic_load_explicit(&record_history, memory_order_relaxed)) {
+        void *fr[TS_ALLOC_HISTORY_DEPTH];
+        nframes = backtrace(fr, TS_ALLOC_HISTORY_DEPTH);
+        frames = nframes > 0 ? malloc((size_t)nframes * sizeof *frames) : NULL;
+        if (frames)
+            memcpy(frames, fr, (size_t)nframes * sizeof *frames);
+        else
+            nframes = 0;
+    }
     pthread_mutex_lock(&a->mu);
     if (nbytes > MAX_REQUEST || injected) goto oom;
     size_t size = round_size(nbytes);
@@ -487,6 +537,8 @@ ts_block *ts_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t m
             r->next = b->next;
             r->nstreams = b->nstreams; /* the remainder keeps its history */
             r->streams_overflow = b->streams_overflow;
+            r->frames = NULL;
+            r->nframes = 0;
             memcpy(r->streams, b->streams, sizeof r->streams);
             if (b->next) b->next->prev = r;
             b->next = r;
@@ -497,6 +549,8 @@ ts_block *ts_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t m
     reuse_waits waits = {0};
     if (a->hooks) waits = streams_take(a, b, cur);
     b->allocated = true;
+    b->frames = frames;
+    b->nframes = nframes;
     a->allocated += b->size;
     if (a->allocated > a->peak_allocated) a->peak_allocated = a->allocated;
     a->alloc_count++;
@@ -508,6 +562,9 @@ oom:
     a->oom_count++;
     format_oom(a, nbytes, msg, msg_len);
     pthread_mutex_unlock(&a->mu);
+    free(frames);
+    void (*hook)(void) = atomic_load(&oom_hook);
+    if (hook) hook();
     if (injected && msg && msg_len > 0) {
         size_t used = strlen(msg);
         snprintf(msg + used, msg_len - used, " (failure injected by TS_FAULT_ALLOC)");
@@ -520,6 +577,9 @@ void ts_allocator_release(ts_allocator *a, ts_block *b) {
     /* the releasing thread's stream may have used the block last (outside the lock: a TLS read) */
     uintptr_t cur = a->hooks ? a->hooks->current_stream(a->index) : 0;
     pthread_mutex_lock(&a->mu);
+    void **frames = b->frames;
+    b->frames = NULL;
+    b->nframes = 0;
     b->allocated = false;
     a->allocated -= b->size;
     streams_add(a, b, cur);
@@ -537,6 +597,7 @@ void ts_allocator_release(ts_allocator *a, ts_block *b) {
     }
     free_insert(a, b);
     pthread_mutex_unlock(&a->mu);
+    free(frames);
 }
 
 void *ts_block_ptr(const ts_block *b) { return b ? b->ptr : NULL; }
@@ -575,5 +636,29 @@ void ts_allocator_record_stream(ts_allocator *a, ts_block *b, uintptr_t stream) 
     if (!a || !b || !a->hooks) return;
     pthread_mutex_lock(&a->mu);
     streams_add(a, b, stream);
+    pthread_mutex_unlock(&a->mu);
+}
+
+void ts_allocator_walk(ts_allocator *a, ts_alloc_walk_fn fn, void *ctx) {
+    if (!a || !fn) return;
+    pthread_mutex_lock(&a->mu);
+    for (const ts_block *seg = a->segments; seg; seg = seg->seg_next) {
+        size_t total = 0;
+        for (const ts_block *b = seg; b; b = b->next) total += b->size;
+        for (const ts_block *b = seg; b; b = b->next) {
+            ts_alloc_block_info info = {
+                .segment = seg->ptr,
+                .segment_size = total,
+                .small_pool = seg->pool == POOL_SMALL,
+                .first_in_segment = b == seg,
+                .ptr = b->ptr,
+                .size = b->size,
+                .allocated = b->allocated,
+                .frames = (void *const *)b->frames,
+                .nframes = b->nframes,
+            };
+            fn(ctx, &info);
+        }
+    }
     pthread_mutex_unlock(&a->mu);
 }

@@ -21,8 +21,9 @@ void ts_allocator_destroy(ts_allocator *a);
 /* Rounds like PyTorch (512-byte granularity; small pool <= 1 MiB carved from 2 MiB segments; large
  * requests from 20 MiB segments below 10 MiB, else rounded to 2 MiB), best-fit, splits and merges.
  * On raw failure: frees the cache, retries; then returns NULL, counts an OOM and writes into msg
- * "tried to allocate X; N allocated, M reserved, capacity C" (sizes human-readable), or with
- * hooks that report free memory "tried to allocate X; N allocated, M reserved, F free, T total". */
+ * (give it TS_OOM_MSG_LEN bytes) the request, the device's capacity and free memory, the bytes
+ * allocated by tensors, reserved but unallocated, and the largest free cached block. */
+#define TS_OOM_MSG_LEN 512
 ts_block *ts_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len);
 void ts_allocator_release(ts_allocator *a, ts_block *b);
 void *ts_block_ptr(const ts_block *b);
@@ -33,6 +34,28 @@ void ts_allocator_reset_peak(ts_allocator *a);
 void ts_allocator_empty_cache(ts_allocator *a);
 /* "1.50 MiB" style formatting used in OOM messages */
 void ts_format_bytes(size_t n, char *buf, size_t len);
+
+/* Memory snapshots (ts_memory_snapshot): every block of every segment, in address order within a
+ * segment, under the allocator's lock (fn must not allocate from this allocator). */
+typedef struct ts_alloc_block_info {
+    const void *segment;   /* the segment's base address */
+    size_t segment_size;   /* its total size */
+    bool small_pool;       /* carved for requests <= 1 MiB */
+    bool first_in_segment; /* a new segment starts with this block */
+    const void *ptr;
+    size_t size;
+    bool allocated;
+    void *const *frames; /* backtrace of the allocation (history recording on), else NULL */
+    int nframes;
+} ts_alloc_block_info;
+typedef void (*ts_alloc_walk_fn)(void *ctx, const ts_alloc_block_info *b);
+void ts_allocator_walk(ts_allocator *a, ts_alloc_walk_fn fn, void *ctx);
+/* Allocations from now on record their backtrace (at most TS_ALLOC_HISTORY_DEPTH frames). */
+#define TS_ALLOC_HISTORY_DEPTH 24
+void ts_allocator_record_history(bool on);
+bool ts_allocator_recording_history(void);
+/* Called (outside every lock) after any allocator fails a request: TS_OOM_SNAPSHOT's writer. */
+void ts_allocator_set_oom_hook(void (*fn)(void));
 
 /* Stream-ordered reuse, for devices whose work runs asynchronously on streams (CUDA). A block
  * remembers the streams that used it: the one it was allocated on, the one current when it was

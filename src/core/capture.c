@@ -117,7 +117,7 @@ bool tsi_capture_pool_alloc(const char *op, ts_device dev, ts_allocator *a, size
     }
     pthread_mutex_unlock(&p->lock);
     if (best < 0) { /* a new block, noted before anyone uses it */
-        char msg[200];
+        char msg[TS_OOM_MSG_LEN];
         ts_block *b = ts_allocator_alloc(a, nbytes, msg, sizeof msg);
         if (!b) {
             tsi_error_set(TS_ERR_OOM, "%s: out of memory on %s: %s", op, ts_device_str(dev), msg);
@@ -172,7 +172,7 @@ void *tsi_capture_const(size_t nbytes) {
     if (!g) return NULL;
     tsi_capture_pool *p = g->pool;
     ts_allocator *a = tsi_allocator(g->dev);
-    char msg[200] = "no allocator";
+    char msg[TS_OOM_MSG_LEN] = "no allocator";
     ts_block *b = a ? ts_allocator_alloc(a, nbytes ? nbytes : 1, msg, sizeof msg) : NULL;
     if (!b) {
         if (!ts_error())

@@ -1,5 +1,6 @@
 /* init.c — library start-up: backends (cpu, sim, cuda when the runtime reports a device),
- * environment variables (TS_SIM_DEVICES, TS_LOG_PLACEMENT, TS_NUM_THREADS, TS_FAULT_ALLOC), the
+ * environment variables (TS_SIM_DEVICES, TS_LOG_PLACEMENT, TS_NUM_THREADS, TS_FAULT_ALLOC,
+ * TS_SYNC_DEBUG, TS_OOM_SNAPSHOT), the
  * CPU thread count.
  */
 #include <pthread.h>
@@ -10,6 +11,7 @@
 #include "backend/cuda/cuda_bridge.h"
 #include "backend/sim/sim_backend.h"
 #include "core/internal.h"
+#include "core/sync_debug.h"
 
 #ifdef TS_HAVE_OPENMP
 #include <omp.h>
@@ -56,6 +58,14 @@ static void init_body(void) {
     if (env_long("TS_LOG_PLACEMENT", 0) > 0) ts_log_placement(true);
     long fault = env_long("TS_FAULT_ALLOC", -1);
     if (fault >= 0) ts_fault_alloc_set(fault);
+    const char *sync = getenv("TS_SYNC_DEBUG");
+    /* the variable directly: ts_set_sync_debug_mode would wait for this initialisation */
+    if (sync && (!strcmp(sync, "warn") || !strcmp(sync, "1")))
+        atomic_store(&tsi_sync_mode, TS_SYNC_DEBUG_WARN);
+    else if (sync && (!strcmp(sync, "error") || !strcmp(sync, "2")))
+        atomic_store(&tsi_sync_mode, TS_SYNC_DEBUG_ERROR);
+    const char *oom_snap = getenv("TS_OOM_SNAPSHOT");
+    if (oom_snap && *oom_snap) ts_memory_set_oom_snapshot(oom_snap);
     long threads = env_long("TS_NUM_THREADS", 0);
     if (threads > 0) ts_set_num_threads((int)threads);
     atomic_store_explicit(&tsi_initialised, true, memory_order_release);

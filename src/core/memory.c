@@ -39,6 +39,13 @@ ts_allocator *tsi_allocator(ts_device d) {
     return a;
 }
 
+/* The allocator of d if it exists (memory snapshots): NULL otherwise, never created. */
+ts_allocator *tsi_allocator_peek(ts_device d) {
+    return slot_ok(d) ? atomic_load_explicit(&allocators[d.type][d.index], memory_order_acquire)
+                      : NULL;
+}
+ts_allocator *tsi_pinned_allocator_peek(void) { return atomic_load(&pinned_allocator); }
+
 ts_allocator *tsi_cuda_allocator(int index) { return tsi_allocator(ts_cuda(index)); }
 
 /* The pinned allocator exists once CUDA has a device; NULL otherwise ("pinned" is then a flag). */
@@ -67,7 +74,7 @@ bool tsi_storage_pin(const char *op, ts_tensor *t) {
     if (s->pinned) return true;
     ts_allocator *a = pinned();
     if (a) {
-        char msg[200];
+        char msg[TS_OOM_MSG_LEN];
         ts_block *b = ts_allocator_alloc(a, s->nbytes, msg, sizeof msg);
         if (!b)
             return tsi_error_set(TS_ERR_OOM, "%s: out of pinned host memory: %s", op, msg), false;

@@ -7,6 +7,7 @@
 #include "backend/fault_alloc.h"
 #include "core/capture.h"
 #include "core/internal.h"
+#include "core/sync_debug.h"
 
 void (*tsi_grad_fn_release)(struct ts_node *node);
 
@@ -137,7 +138,7 @@ static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
         STRUCT_FREE(CACHE_STORAGE, s);
         return NULL;
     }
-    char msg[200];
+    char msg[TS_OOM_MSG_LEN];
     if (!b) b = ts_allocator_alloc(a, nbytes, msg, sizeof msg);
     if (!b) {
         STRUCT_FREE(CACHE_STORAGE, s);
@@ -194,7 +195,7 @@ void tsi_storage_free_data(ts_storage *s) {
 
 bool tsi_storage_alloc_data(const char *op, ts_storage *s) {
     if (s->block || !s->alloc) return true;
-    char msg[200];
+    char msg[TS_OOM_MSG_LEN];
     ts_block *b = ts_allocator_alloc(s->alloc, s->nbytes, msg, sizeof msg);
     if (!b)
         return tsi_error_set(TS_ERR_OOM, "%s: out of memory on %s: %s", op,
@@ -404,6 +405,7 @@ double ts_item(ts_tensor *t) {
                              (long long)n),
                NAN;
     if (tsi_capturing_on(tsi_device(t))) return tsi_capture_refuse("item", "a host read"), NAN;
+    if (!tsi_sync_point("item", tsi_device(t), TSI_CALLER)) return NAN;
     unsigned char buf[8];
     ts_kview v = tsi_kview(t);
     tsi_be(t)->copy_d2h(tsi_be(t), tsi_dev_index(t), buf, v.data, tsi_dtype_size(t->dtype));
@@ -422,6 +424,7 @@ ts_status ts_copy_to_host(ts_tensor *t, void *dst, size_t dst_bytes) {
     if (need == 0) return TS_OK;
     if (tsi_capturing_on(tsi_device(t)))
         return tsi_capture_refuse("copy_to_host", "a host read"), ts_error();
+    if (!tsi_sync_point("copy_to_host", tsi_device(t), TSI_CALLER)) return ts_error();
     ts_tensor *c = tsi_contiguous("copy_to_host", t);
     if (!c) return ts_error();
     tsi_be(c)->copy_d2h(tsi_be(c), tsi_dev_index(c), dst, tsi_kview(c).data, need);

@@ -7,6 +7,7 @@
 #include "core/internal.h"
 #include "core/pinned.h"
 #include "core/profiler_hooks.h"
+#include "core/sync_debug.h"
 
 ts_tensor *tsi_contiguous(const char *op, ts_tensor *t) {
     if (tsi_is_contiguous(t)) return ts_retain(t);
@@ -54,6 +55,8 @@ ts_tensor *tsi_to_device(const char *op, ts_tensor *t, ts_device d) {
     d = tsi_resolve_device(d);
     if (tsi_device_eq(d, tsi_device(t))) return ts_retain(t);
     if (!tsi_check_device(op, d)) return NULL;
+    /* a copy into pageable host memory waits for the device */
+    if (d.type == TS_CPU && !tsi_sync_point(op, tsi_device(t), TSI_CALLER)) return NULL;
     ts_tensor *src = tsi_contiguous(op, t);
     if (!src) return NULL;
     ts_tensor *out = tsi_new(op, t->shape, t->dtype, d);

@@ -10,6 +10,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
+#include "core/sync_debug.h"
 #include "ops/index_check.h"
 #include "ops/shape_more_internal.h"
 
@@ -395,7 +396,7 @@ ts_tensor *ts_index_fill_(ts_tensor *t, int dim, ts_tensor *index, double value)
 }
 
 /* ------------------------------------------------------------------ nonzero, masks */
-ts_tensor *ts_nonzero(ts_tensor *t) {
+static ts_tensor *nonzero_impl(ts_tensor *t) {
     const char *op = "nonzero";
     tsi_init();
     if (!tsi_check_input(op, t, "input")) return NULL;
@@ -431,7 +432,15 @@ static bool check_mask(const char *op, ts_tensor *t, ts_tensor *mask, ts_shape *
     return tsi_broadcast_shapes(op, t->shape, mask->shape, bs);
 }
 
-ts_tensor *ts_masked_select(ts_tensor *t, ts_tensor *mask) {
+/* The result's size depends on device data: the host reads are reported under the op's name. */
+ts_tensor *ts_nonzero(ts_tensor *t) {
+    tsi_sync_ctx sync = tsi_sync_enter("nonzero", TSI_CALLER);
+    ts_tensor *y = nonzero_impl(t);
+    tsi_sync_leave(sync);
+    return y;
+}
+
+static ts_tensor *masked_select_impl(ts_tensor *t, ts_tensor *mask) {
     const char *op = "masked_select";
     ts_shape bs;
     if (!check_mask(op, t, mask, &bs)) return NULL;
@@ -446,6 +455,13 @@ ts_tensor *ts_masked_select(ts_tensor *t, ts_tensor *mask) {
     free(m), free(v);
     ts_tensor *x = idx ? ts_reshape(ts_expand(t, bs), TS_SHAPE(n)) : NULL;
     return finish(x ? ts_index_select(x, 0, idx) : NULL);
+}
+
+ts_tensor *ts_masked_select(ts_tensor *t, ts_tensor *mask) {
+    tsi_sync_ctx sync = tsi_sync_enter("masked_select", TSI_CALLER);
+    ts_tensor *y = masked_select_impl(t, mask);
+    tsi_sync_leave(sync);
+    return y;
 }
 
 ts_tensor *ts_masked_scatter(ts_tensor *t, ts_tensor *mask, ts_tensor *src) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "core/sync_debug.h"
 #include "ops/shape_more_internal.h"
 #include "ops/sort_host.h"
 
@@ -366,10 +367,17 @@ done:
 ts_tensor *ts_unique(ts_tensor *t, bool sorted, bool has_dim, int dim, ts_tensor **inverse,
                      ts_tensor **counts) {
     (void)sorted; /* always sorted, which sorted=False allows (PyTorch's CPU sorts too) */
-    return unique_impl(has_dim ? "unique_dim" : "unique", t, true, has_dim, dim, inverse, counts);
+    const char *op = has_dim ? "unique_dim" : "unique";
+    tsi_sync_ctx sync = tsi_sync_enter(op, TSI_CALLER); /* the result's size is data-dependent */
+    ts_tensor *y = unique_impl(op, t, true, has_dim, dim, inverse, counts);
+    tsi_sync_leave(sync);
+    return y;
 }
 
 ts_tensor *ts_unique_consecutive(ts_tensor *t, bool has_dim, int dim, ts_tensor **inverse,
                                  ts_tensor **counts) {
-    return unique_impl("unique_consecutive", t, false, has_dim, dim, inverse, counts);
+    tsi_sync_ctx sync = tsi_sync_enter("unique_consecutive", TSI_CALLER);
+    ts_tensor *y = unique_impl("unique_consecutive", t, false, has_dim, dim, inverse, counts);
+    tsi_sync_leave(sync);
+    return y;
 }

@@ -5,6 +5,7 @@
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
 #include "core/pinned.h"
+#include "core/sync_debug.h"
 #include "ops/view_grad.h"
 
 ts_tensor *ts_to(ts_tensor *t, ts_device d) {
@@ -12,7 +13,9 @@ ts_tensor *ts_to(ts_tensor *t, ts_device d) {
     if (!tsi_check_input("to", t, "tensor")) return NULL;
     ts_device rd = tsi_resolve_device(d);
     tsi_log_op("to", rd);
+    tsi_sync_ctx sync = tsi_sync_enter("to", TSI_CALLER);
     ts_tensor *out = tsi_to_device("to", t, rd);
+    tsi_sync_leave(sync);
     if (out && out != t) tsi_record("ToCopyBackward0", "to", tsi_to_backward, &t, 1, out, NULL, 0);
     return tsi_own(tsi_trace("to", &t, 1, out, NULL, 0, NULL, 0));
 }

@@ -18,7 +18,8 @@ __all__ = ["is_available", "device_count", "current_device", "memory_allocated",
            "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "set_device",
            "device", "get_device_name", "get_device_properties", "get_device_capability",
            "is_bf16_supported", "is_initialized", "init", "Event", "Stream", "StreamContext",
-           "current_stream", "default_stream", "stream", "set_stream"] + list(_cuda_types)
+           "current_stream", "default_stream", "stream", "set_stream",
+           "set_sync_debug_mode", "get_sync_debug_mode"] + list(_cuda_types)
 
 
 def is_available():
@@ -208,3 +209,29 @@ def mem_get_info(device=None):
     if d is None:
         raise RuntimeError("mem_get_info: no CUDA device (name a device, e.g. \"sim:0\")")
     return _C._mem_get_info(d)
+
+
+_SYNC_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_sync_debug_mode(debug_mode):
+    """torch.cuda.set_sync_debug_mode: "default"/0 (off), "warn"/1 (a UserWarning at the calling
+    line for each operation that makes the host wait for a device: .item(), .tolist(), .numpy(),
+    bool(t), .to("cpu"), nonzero, masked_select, unique...), "error"/2 (such an operation raises
+    RuntimeError). sim devices count as devices; cpu tensors never synchronize."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in _SYNC_MODES:
+            raise RuntimeError('invalid value of debug_mode, expected one of "default", "warn", '
+                               '"error", got "%s"' % debug_mode)
+        debug_mode = _SYNC_MODES[debug_mode]
+    import os
+    _C._set_sync_debug_mode(int(debug_mode),
+                            os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
+
+
+def get_sync_debug_mode():
+    """The sync debug mode: 0 (default), 1 (warn) or 2 (error)."""
+    return _C._get_sync_debug_mode()
+
+
+from . import memory  # noqa: E402,F401  (tessera.cuda.memory: snapshots)

@@ -194,7 +194,7 @@ void *tsc_scratch_alloc(int index, size_t nbytes) {
     void *gp = tsc_graph_scratch_alloc(index, nbytes, &graph);
     if (graph) return gp;
     ts_allocator *a = tsi_cuda_allocator(index);
-    char msg[200] = "";
+    char msg[TS_OOM_MSG_LEN] = "";
     ts_block *b = a ? ts_allocator_alloc(a, nbytes, msg, sizeof msg) : nullptr;
     if (!b) {
         tsi_error_set(TS_ERR_OOM, "cuda scratch memory: out of memory on cuda:%d: %s", index,

@@ -1,0 +1,161 @@
+/* test_memory_snapshot.c — memory snapshots of sim devices: the JSON (parsed with cJSON) lists
+ * every block the allocator holds, adding up to ts_memory_stats, with backtraces while history
+ * recording is on; an out-of-memory error on a capacity-capped sim device gives every figure, and
+ * TS_OOM_SNAPSHOT writes a snapshot when it happens. */
+#define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tessera.h"
+#include "tessera/sync_debug.h"
+#include "ts_test.h"
+
+#define MIB ((size_t)1 << 20)
+
+static cJSON *parse_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return cJSON_Parse(buf);
+}
+
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    CHECK(cJSON_IsNumber(v));
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* Checks one device's segments against its stats; returns the active blocks with frames. */
+static int check_device(const cJSON *root, const char *dev, ts_device d, int *active_out) {
+    ts_mem_stats st;
+    CHECK(ts_memory_stats(d, &st) == TS_OK);
+    double allocated = 0, reserved = 0;
+    int active = 0, with_frames = 0;
+    const cJSON *seg;
+    cJSON_ArrayForEach(seg, cJSON_GetObjectItemCaseSensitive(root, "segments")) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(seg, "device_name");
+        if (!cJSON_IsString(name) || strcmp(name->valuestring, dev) != 0) continue;
+        double addr = num(seg, "address"), total = num(seg, "total_size"), seg_alloc = 0;
+        reserved += total;
+        const cJSON *b;
+        cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(seg, "blocks")) {
+            /* blocks tile the segment in address order */
+            CHECK(num(b, "address") == addr);
+            addr += num(b, "size");
+            const char *state = cJSON_GetObjectItemCaseSensitive(b, "state")->valuestring;
+            CHECK(!strcmp(state, "active_allocated") || !strcmp(state, "inactive"));
+            if (!strcmp(state, "active_allocated")) {
+                seg_alloc += num(b, "size");
+                active++;
+                const cJSON *fr = cJSON_GetObjectItemCaseSensitive(b, "frames");
+                if (cJSON_GetArraySize(fr) > 0) {
+                    with_frames++;
+                    const cJSON *f0 = cJSON_GetArrayItem(fr, 0);
+                    CHECK(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(f0, "name")));
+                }
+            }
+        }
+        CHECK(addr == num(seg, "address") + total);
+        CHECK(seg_alloc == num(seg, "allocated_size"));
+        allocated += seg_alloc;
+    }
+    CHECK(allocated == (double)st.allocated);
+    CHECK(reserved == (double)st.reserved);
+    const cJSON *e, *found = NULL;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(root, "devices")) {
+        if (!strcmp(cJSON_GetObjectItemCaseSensitive(e, "device")->valuestring, dev)) found = e;
+    }
+    CHECK(found != NULL);
+    if (found) {
+        CHECK(num(found, "allocated") == (double)st.allocated);
+        CHECK(num(found, "reserved") == (double)st.reserved);
+        CHECK(num(found, "capacity") == (double)(8 * MIB));
+    }
+    *active_out = active;
+    return with_frames;
+}
+
+static void test_snapshot(const char *path) {
+    ts_device d = ts_sim(0);
+    ts_scope_begin();
+    ts_tensor *old = ts_empty(TS_SHAPE(1000), (ts_opts){.device = d}); /* before recording */
+    ts_memory_record_history(true);
+    ts_tensor *t[5];
+    for (int i = 0; i < 5; i++) t[i] = ts_empty(TS_SHAPE(100 << i), (ts_opts){.device = d});
+    ts_tensor *big = ts_empty(TS_SHAPE((int64_t)(2 * MIB / 4)), (ts_opts){.device = d});
+    ts_release(t[1]); /* a hole: an inactive block */
+    ts_release(t[3]);
+    CHECK_OK();
+    CHECK(ts_memory_snapshot(path) == TS_OK);
+    cJSON *root = parse_file(path);
+    CHECK(root != NULL);
+    if (root) {
+        int active = 0;
+        int frames = check_device(root, "sim:0", d, &active);
+        CHECK_EQ(active, 5); /* old, t0, t2, t4, big */
+        CHECK_EQ(frames, 4); /* all but old */
+    }
+    cJSON_Delete(root);
+    char *s = ts_memory_snapshot_json();
+    CHECK(s && strstr(s, "\"segments\""));
+    free(s);
+    ts_memory_record_history(false);
+    (void)old, (void)big;
+    ts_scope_end();
+    CHECK(ts_memory_snapshot("/nonexistent-dir/x.json") == TS_ERR_IO);
+    ts_error_clear();
+}
+
+static void test_oom(const char *oom_path) {
+    ts_device d = ts_sim(1);
+    ts_scope_begin();
+    /* two 2 MiB small-pool segments: a, (b released), c and 1 MiB never used */
+    ts_tensor *a = ts_empty(TS_SHAPE((int64_t)(MIB / 4)), (ts_opts){.device = d});
+    ts_tensor *b = ts_empty(TS_SHAPE((int64_t)(MIB / 4)), (ts_opts){.device = d});
+    ts_tensor *c = ts_empty(TS_SHAPE((int64_t)(MIB / 4)), (ts_opts){.device = d});
+    ts_release(b);
+    CHECK_OK();
+    CHECK(ts_empty(TS_SHAPE((int64_t)(6 * MIB / 4)), (ts_opts){.device = d}) == NULL);
+    CHECK_ERR_HAS(TS_ERR_OOM,
+                  "empty: out of memory on sim:1: tried to allocate 6.00 MiB; the device has a "
+                  "total capacity of 8.00 MiB of which 4.00 MiB is free. Of the allocated memory "
+                  "2.00 MiB is allocated by tensors, and 2.00 MiB is reserved by the caching "
+                  "allocator but unallocated (largest free cached block 1.00 MiB).");
+    cJSON *root = parse_file(oom_path);
+    CHECK(root != NULL);
+    if (root) {
+        int active = 0;
+        check_device(root, "sim:1", d, &active);
+        CHECK_EQ(active, 2);
+        const cJSON *e;
+        bool oom_seen = false;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(root, "devices")) {
+            if (!strcmp(cJSON_GetObjectItemCaseSensitive(e, "device")->valuestring, "sim:1"))
+                oom_seen = num(e, "oom_count") == 1;
+        }
+        CHECK(oom_seen);
+    }
+    cJSON_Delete(root);
+    (void)a, (void)c;
+    ts_scope_end();
+}
+
+int main(void) {
+    char path[64], oom_path[64];
+    snprintf(path, sizeof path, "/tmp/ts_snapshot_%d.json", (int)getpid());
+    snprintf(oom_path, sizeof oom_path, "/tmp/ts_oom_snapshot_%d.json", (int)getpid());
+    remove(oom_path);
+    setenv("TS_OOM_SNAPSHOT", oom_path, 1); /* read at start-up */
+    if (ts_sim_configure(2, 8 * MIB) != TS_OK) return ts_test_skip("sim devices busy");
+    test_snapshot(path);
+    test_oom(oom_path);
+    remove(path);
+    remove(oom_path);
+    return ts_test_finish();
+}
