@@ -174,6 +174,12 @@ static int parse_item(PyObject *o, ix_item *it) {
         t = list_tensor(o);
         return t ? tensor_item(t, it) : -1;
     }
+    if (PyRange_Check(o)) { /* x[range(n), y], as PyTorch: the range as an index list */
+        PyObject *list = PySequence_List(o);
+        t = list ? list_tensor(list) : NULL;
+        Py_XDECREF(list);
+        return t ? tensor_item(t, it) : -1;
+    }
     if (PyObject_HasAttrString(o, "__dlpack__")) /* NumPy arrays, PyTorch tensors: shared */
         return array_item(o, it);
     if (PyIndex_Check(o)) {

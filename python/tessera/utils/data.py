@@ -227,6 +227,26 @@ class MNIST(_CDataset):
         raw = os.path.join(os.fspath(root), cls.__name__, "raw")
         return raw if os.path.isdir(raw) else root
 
+    def _raw_arrays(self):
+        """(uint8 [N, 28, 28] images, int64 [N] labels), untransformed, read once"""
+        if getattr(self, "_raw", None) is None:
+            c = _C._mnist(self._find(self.root), bool(self.train), transform=None)
+            xs, ys = zip(*(c[i] for i in range(len(c)))) if len(c) else ((), ())
+            data = _t.stack(list(xs))[..., 0] if xs else _t.zeros(0, 28, 28, dtype=_t.uint8)
+            targets = _t.stack(list(ys)).to(_t.int64) if ys else _t.zeros(0, dtype=_t.int64)
+            self._raw = (data, targets)
+        return self._raw
+
+    @property
+    def data(self):
+        """torchvision's MNIST.data: every image, uint8 [N, 28, 28], before any transform"""
+        return self._raw_arrays()[0]
+
+    @property
+    def targets(self):
+        """torchvision's MNIST.targets: every label, int64 [N]"""
+        return self._raw_arrays()[1]
+
 
 class FashionMNIST(MNIST):
     """Fashion-MNIST; root None reads Debian's dataset-fashion-mnist
