@@ -230,6 +230,23 @@ PyObject *tsp_tensor_numpy(PyObject *self, PyObject *unused) {
     return a;
 }
 
+/* __array__(dtype=None, copy=None): NumPy's protocol (np.array(t), np.asarray(t)) as PyTorch's:
+ * numpy(), then astype(dtype) when a dtype is asked for. copy=False cannot be promised for a cast;
+ * otherwise the array shares the tensor's memory (np.array copies it by itself). */
+PyObject *tsp_tensor_array(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"dtype", "copy", NULL};
+    PyObject *dtype = Py_None, *copy = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:__array__", names, &dtype, &copy)) return NULL;
+    PyObject *a = tsp_tensor_numpy(self, NULL);
+    if (!a || dtype == Py_None) return a;
+    PyObject *meth = PyObject_GetAttrString(a, "astype"), *pos = PyTuple_Pack(1, dtype),
+             *kwargs = Py_BuildValue("{sO}", "copy", copy == Py_None ? Py_False : copy);
+    PyObject *r = meth && pos && kwargs ? PyObject_Call(meth, pos, kwargs) : NULL;
+    Py_XDECREF(meth), Py_XDECREF(pos), Py_XDECREF(kwargs);
+    Py_DECREF(a);
+    return r;
+}
+
 /* ------------------------------------------------------------------ import */
 /* Takes the DLManagedTensor of a "dltensor" capsule: the tensor owns it from then on and the
  * capsule is renamed, so that its destructor leaves it alone. */

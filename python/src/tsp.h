@@ -42,6 +42,7 @@ int tsp_tensor_setitem(PyObject *self, PyObject *key, PyObject *value);
 PyObject *tsp_tensor_dlpack(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *tsp_tensor_dlpack_device(PyObject *self, PyObject *unused);
 PyObject *tsp_tensor_numpy(PyObject *self, PyObject *unused);
+PyObject *tsp_tensor_array(PyObject *self, PyObject *args, PyObject *kw);
 
 /* ------------------------------------------------------------------ errors
  * tessera.TesseraError (a RuntimeError) carries the C library's message and its status name
@@ -101,6 +102,10 @@ int tsp_init_data(PyObject *m);     /* data.c: data sets and the loader */
 int tsp_init_io(PyObject *m);       /* io.c: save / load, memory statistics, device scopes */
 int tsp_init_dist(PyObject *m);     /* dist.c: distributed, DDP, ONNX functions */
 int tsp_init_cuda(PyObject *m);     /* cuda_api.c: streams, events, set_default_device */
+int tsp_init_profiler(PyObject *m); /* profiler.c: tessera.profiler's primitives */
+/* sync_debug.c: sync debug mode and memory snapshots (tessera.cuda, tessera.cuda.memory) */
+int tsp_init_sync_debug(PyObject *m);
+int tsp_init_image(PyObject *m);    /* image.c: PNG writing, image decoding (vision) */
 
 /* ------------------------------------------------------------------ py-data's additions
  * tsp_wrap for a reference the caller owns whatever the scope (ts_retain's result, a data set's

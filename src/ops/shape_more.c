@@ -195,6 +195,37 @@ ts_tensor *ts_movedim(ts_tensor *t, ts_dims src, ts_dims dst) {
     return ts_permute(t, p);
 }
 
+/* The diagonal's shape, strides and storage offset as a view of t (dims a and b removed, the
+ * diagonal last): PyTorch's as_strided form, so writes through it reach t. */
+static ts_shape diagonal_geometry(const ts_tensor *t, int64_t offset, int a, int b, int64_t *st,
+                                  int64_t *at) {
+    const int nd = t->shape.ndim;
+    const int64_t n = t->shape.dims[a], m = t->shape.dims[b];
+    int64_t len =
+        offset >= 0 ? (n < m - offset ? n : m - offset) : (n + offset < m ? n + offset : m);
+    if (len < 0) len = 0;
+    ts_shape s = {.ndim = nd - 1};
+    for (int d = 0, j = 0; d < nd; d++)
+        if (d != a && d != b) s.dims[j] = t->shape.dims[d], st[j] = t->strides[d], j++;
+    s.dims[nd - 2] = len;
+    st[nd - 2] = t->strides[a] + t->strides[b];
+    *at = t->offset;
+    if (len > 0) *at += offset >= 0 ? offset * t->strides[b] : -offset * t->strides[a];
+    return s;
+}
+
+/* zeros of the input's shape with the gradient written along the diagonal (ip: offset, a, b) */
+static void diagonal_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    ts_tensor *g = go[0];
+    if (!g) return;
+    ts_tensor *z = ts_zeros(n->in_shape[0], (ts_opts){.dtype = g->dtype, .device = tsi_device(g)});
+    if (!z) return;
+    int64_t st[TS_MAX_DIMS], at;
+    ts_shape s = diagonal_geometry(z, n->ip[0], (int)n->ip[1], (int)n->ip[2], st, &at);
+    ts_tensor *part = tsi_own(tsi_view_of(z, s, st, at));
+    if (part && ts_copy_(part, g)) gi[0] = z;
+}
+
 ts_tensor *ts_diagonal(ts_tensor *t, int64_t offset, int dim1, int dim2) {
     const char *op = "diagonal";
     tsi_init();
@@ -210,24 +241,14 @@ ts_tensor *ts_diagonal(ts_tensor *t, int64_t offset, int dim1, int dim2) {
         return tsi_error_set(TS_ERR_ARG, "%s: diagonal dimensions cannot be identical %d, %d", op,
                              dim1, dim2),
                NULL;
-    const int64_t n = t->shape.dims[a], m = t->shape.dims[b];
-    int64_t len =
-        offset >= 0 ? (n < m - offset ? n : m - offset) : (n + offset < m ? n + offset : m);
-    if (len < 0) len = 0;
-    const int64_t r0 = offset >= 0 ? 0 : -offset, c0 = offset >= 0 ? offset : 0;
-    int64_t *v = host_alloc(op, len, sizeof *v);
+    int64_t st[TS_MAX_DIMS], at;
+    ts_shape s = diagonal_geometry(t, offset, a, b, st, &at);
+    ts_tensor *v = tsi_view_of(t, s, st, at);
     if (!v) return NULL;
-    for (int64_t i = 0; i < len; i++) v[i] = (i + r0) * m + (i + c0);
-    ts_dims p = {.n = nd};
-    ts_shape s = {.ndim = nd - 1};
-    for (int d = 0, j = 0; d < nd; d++)
-        if (d != a && d != b) p.d[j] = d, s.dims[j] = t->shape.dims[d], j++;
-    p.d[nd - 2] = a, p.d[nd - 1] = b, s.dims[nd - 2] = n * m;
-    ts_scope_begin();
-    ts_tensor *idx = index_on(t, v, len);
-    free(v);
-    ts_tensor *x = idx ? ts_reshape(ts_permute(t, p), s) : NULL;
-    return finish(x ? ts_index_select(x, nd - 2, idx) : NULL);
+    ts_node *node = tsi_record("DiagonalBackward0", op, diagonal_backward, &t, 1, v, NULL, 0);
+    if (node) node->ip[0] = offset, node->ip[1] = a, node->ip[2] = b;
+    const int64_t ip[3] = {offset, a, b};
+    return tsi_own(tsi_trace(op, &t, 1, v, ip, 3, NULL, 0));
 }
 
 ts_tensor *ts_diag_embed(ts_tensor *t, int64_t offset, int dim1, int dim2) {

@@ -332,3 +332,20 @@ def test_from_dlpack_refuses_a_malformed_device_answer():
             return (1,)
     with pytest.raises(TypeError):
         tessera.from_dlpack(ShortLiar())
+
+
+def test_numpy_array_protocol():
+    """np.array / np.asarray of a tensor (Tensor.__array__, as PyTorch's): the values, a cast when
+    a dtype is asked for, a copy from np.array and shared memory from np.asarray on the cpu"""
+    t = tessera.arange(6, dtype=tessera.float32).reshape(2, 3)
+    a = np.array(t)
+    assert a.dtype == np.float32 and a.shape == (2, 3) and a.tolist() == t.tolist()
+    a[0, 0] = 7
+    assert t[0, 0].item() == 0
+    s = np.asarray(t)
+    s[0, 1] = 5
+    assert t[0, 1].item() == 5
+    d = np.asarray(t, dtype=np.float64)
+    assert d.dtype == np.float64 and d.tolist() == t.tolist()
+    with pytest.raises(Exception):
+        np.asarray(t.requires_grad_())

@@ -64,6 +64,17 @@ def test_diagonals(device):
     eq(torch.diag(T(v, device), 1), np.diag(v, 1))
     eq(torch.diag(T(A[0], device), -1), np.diag(A[0], -1))
     eq(torch.diagflat(T(A[0, :2, :2], device)), np.diagflat(A[0, :2, :2]))
+    # a view, as PyTorch's: writes through it reach the tensor
+    w = T(A, device)
+    w.diagonal(1, 0, 2).fill_(-7.0)
+    ref_w = A.copy()
+    for i in range(3):  # dims 0 (3) and 2 (5), offset 1: min(3, 5 - 1) elements
+        ref_w[i, :, i + 1] = -7.0
+    eq(w, ref_w)
+    w.diagonal(-1).zero_()
+    for i in range(2):  # dims 0 (3) and 1 (4), offset -1: min(3 - 1, 4) elements
+        ref_w[i + 1, i, :] = 0
+    eq(w, ref_w)
     e = torch.diag_embed(T(A[0], device), offset=-1)
     ref = np.zeros((4, 6, 6))
     for b in range(4):
