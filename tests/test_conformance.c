@@ -148,7 +148,10 @@ static const char *unary_names[] = {
     "neginf_to",
     /* issue 52's activations */
     "elu", "selu", "hardtanh", "hardshrink", "softshrink", "threshold", "logsigmoid", "mish",
-    "hardsigmoid", "hardswish"};
+    "hardsigmoid", "hardswish",
+    /* torch.special's remaining functions */
+    "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "bessel_j0", "bessel_j1", "bessel_y0",
+    "bessel_y1", "bessel_k0", "bessel_k1", "bessel_k0e", "bessel_k1e", "sph_bessel_j0"};
 _Static_assert(sizeof unary_names / sizeof *unary_names == TS_U_COUNT, "a name per unary op");
 
 /* Input values where every unary op is defined. */
@@ -222,7 +225,10 @@ static const char *binary_names[] = {
     /* issue 52 */
     "xlogy", "xlog1py", "hypot", "copysign", "atan2", "nextafter", "logaddexp", "logaddexp2",
     /* issue 52's bitwise ops and div(rounding_mode='trunc') */
-    "bitand", "bitor", "bitxor", "lshift", "rshift", "divtrunc"};
+    "bitand", "bitor", "bitxor", "lshift", "rshift", "divtrunc",
+    /* torch.special's remaining functions of two arguments */
+    "zeta", "igamma", "igammac", "cheb_t", "cheb_u", "cheb_v", "cheb_w", "scheb_t", "scheb_u",
+    "scheb_v", "scheb_w", "hermite_h", "hermite_he", "laguerre_l", "legendre_p"};
 _Static_assert(sizeof binary_names / sizeof *binary_names == TS_B_COUNT, "a name per binary op");
 
 static bool is_cmp(int op) { return op >= TS_B_EQ && op <= TS_B_OR; }

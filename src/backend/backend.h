@@ -83,6 +83,22 @@ typedef enum ts_unary_op {
     TS_U_MISH,
     TS_U_HARDSIGMOID,
     TS_U_HARDSWISH,
+    /* torch.special's remaining functions (kernel_math_special.h); float dtypes (the front ends
+     * promote) */
+    TS_U_NDTR,
+    TS_U_NDTRI,
+    TS_U_LOG_NDTR,
+    TS_U_ERFCX,
+    TS_U_ENTR,
+    TS_U_BESSEL_J0,
+    TS_U_BESSEL_J1,
+    TS_U_BESSEL_Y0,
+    TS_U_BESSEL_Y1,
+    TS_U_BESSEL_K0,
+    TS_U_BESSEL_K1,
+    TS_U_BESSEL_K0E, /* e^x K0(x) */
+    TS_U_BESSEL_K1E,
+    TS_U_SPH_BESSEL_J0,
     TS_U_COUNT
 } ts_unary_op;
 
@@ -135,6 +151,24 @@ typedef enum ts_binary_op {
     TS_B_LSHIFT,
     TS_B_RSHIFT,
     TS_B_DIVTRUNC,
+    /* torch.special's remaining functions of two arguments (kernel_math_special.h's
+     * TS_SPECIAL_MORE_BINARY); float dtypes (the front ends promote); the polynomials take
+     * b = n, truncated to an integer */
+    TS_B_ZETA,
+    TS_B_IGAMMA,
+    TS_B_IGAMMAC,
+    TS_B_CHEB_T,
+    TS_B_CHEB_U,
+    TS_B_CHEB_V,
+    TS_B_CHEB_W,
+    TS_B_SCHEB_T,
+    TS_B_SCHEB_U,
+    TS_B_SCHEB_V,
+    TS_B_SCHEB_W,
+    TS_B_HERMITE_H,
+    TS_B_HERMITE_HE,
+    TS_B_LAGUERRE_L,
+    TS_B_LEGENDRE_P,
     TS_B_COUNT
 } ts_binary_op;
 

@@ -427,6 +427,8 @@ static inline TS_HD double ts_nan_to_num_d(double x, double nan_v, double pos_v)
 static inline TS_HD float ts_neginf_to_f(float x, float v) { return x == -INFINITY ? v : x; }
 static inline TS_HD double ts_neginf_to_d(double x, double v) { return x == -INFINITY ? v : x; }
 
+#include "backend/kernel_math_special.h" /* ndtr ... the polynomials */
+
 /* The one-argument special ops as (op, name): ts_<name>_f and ts_<name>_d, expanded like
  * TS_LIBM_UNARY. */
 #define TS_SPECIAL_UNARY(X, ...)                                                                   \
@@ -439,7 +441,8 @@ static inline TS_HD double ts_neginf_to_d(double x, double v) { return x == -INF
     X(TS_U_SINC, sinc, __VA_ARGS__)                                                                \
     X(TS_U_FRAC, frac, __VA_ARGS__)                                                                \
     X(TS_U_DEG2RAD, deg2rad, __VA_ARGS__)                                                          \
-    X(TS_U_RAD2DEG, rad2deg, __VA_ARGS__)
+    X(TS_U_RAD2DEG, rad2deg, __VA_ARGS__)                                                          \
+    TS_SPECIAL_MORE_UNARY(X, __VA_ARGS__)
 /* the function of a TS_SPECIAL_UNARY / TS_SPECIAL_BINARY name for a compute type (f or d) */
 #define TS_SPECIAL_f(name) ts_##name##_f
 #define TS_SPECIAL_d(name) ts_##name##_d
@@ -506,7 +509,8 @@ static inline TS_HD double ts_logaddexp2_d(double a, double b) {
     X(TS_B_ATAN2, atan2, __VA_ARGS__)                                                              \
     X(TS_B_NEXTAFTER, nextafter, __VA_ARGS__)                                                      \
     X(TS_B_LOGADDEXP, logaddexp, __VA_ARGS__)                                                      \
-    X(TS_B_LOGADDEXP2, logaddexp2, __VA_ARGS__)
+    X(TS_B_LOGADDEXP2, logaddexp2, __VA_ARGS__)                                                    \
+    TS_SPECIAL_MORE_BINARY(X, __VA_ARGS__)
 
 /* ------------------------------------------------------------------ activation backwards
  * g is the incoming gradient; the second operand is what the forward saved (named below). The

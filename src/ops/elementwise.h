@@ -115,6 +115,8 @@ ts_tensor *tsi_ew_scalar(const char *op, ts_binary_op bop, ts_tensor *a, double 
  * the result in the caller's scope (unary.c; issue 52's activations in activation.c use it). */
 ts_tensor *tsi_unary_param(const char *op, ts_unary_op u, ts_tensor *t, double p0, double p1,
                            bool inplace, const double *nums, int n_nums);
+/* binary.c: a binary op validated, promoted, run and traced, with no autograd node (scope-owned) */
+ts_tensor *tsi_binary_plain(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b);
 
 /* Fresh contiguous copy of x on its device, no graph (a new reference, not in a scope). */
 ts_tensor *tsi_ew_clone(const char *op, ts_tensor *x);

@@ -1,0 +1,560 @@
+"""Issue 52's remaining operators as exact compositions over Tessera's C ops (they run on every
+device and differentiate where the pieces do): the random family on the seeded Philox generator
+(normal, multinomial, Tensor.cauchy_ / exponential_ / geometric_ / log_normal_), index_put,
+index_reduce, put, as_strided_copy / as_strided_scatter, empty_strided / empty_permuted,
+nonzero_static. Tensor methods reach these through python/src/tensor_extra.c."""
+import math
+
+from . import _C
+from ._shape_more import broadcast_shapes as _broadcast_shapes
+from ._shape_more import broadcast_tensors as _broadcast_tensors
+
+__all__ = ["normal", "multinomial", "index_put", "index_put_", "index_reduce", "put",
+           "as_strided_copy", "as_strided_scatter", "empty_strided", "empty_permuted",
+           "nonzero_static"]
+
+
+def _gen(generator, fn):
+    if generator is not None:
+        raise TypeError("%s(): generator= is not supported; seed with tessera.manual_seed" % fn)
+
+
+# ---- random family ----------------------------------------------------------------------------
+
+def _uniform(t):
+    """uniform [0, 1) values of t's shape, dtype and device (the seeded generator)"""
+    return _C.rand_like(t)
+
+
+def _fill_(self, values):
+    with _C_no_grad():
+        self.copy_(values)
+    return self
+
+
+def _C_no_grad():
+    from .autograd import no_grad
+    return no_grad()
+
+
+def _check_float(self, fn):
+    if not self.dtype.is_floating_point:
+        raise TypeError("%s(): expected a floating-point tensor, got %s" % (fn, self.dtype))
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    _gen(generator, "cauchy_")
+    _check_float(self, "cauchy_")
+    if not sigma > 0:
+        raise RuntimeError("cauchy_(): expects sigma > 0.0, but found sigma=%s" % sigma)
+    u = _uniform(self)
+    return _fill_(self, (u - 0.5).mul(math.pi).tan().mul(sigma).add(median))
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    _gen(generator, "exponential_")
+    _check_float(self, "exponential_")
+    if not lambd > 0:
+        raise RuntimeError("exponential_(): expects lambda > 0.0, but found lambda=%s" % lambd)
+    u = _uniform(self)
+    return _fill_(self, (-u).log1p().neg().div(lambd))
+
+
+def geometric_(self, p, *, generator=None):
+    _gen(generator, "geometric_")
+    if not 0 < p < 1:
+        raise RuntimeError("geometric_(): expects p to be in (0, 1), but got p=%s" % p)
+    u = _uniform(self.to(_C.float64) if not self.dtype.is_floating_point else self)
+    # P(X = k) = (1-p)^(k-1) p, k >= 1: ceil(log(1-u) / log(1-p)), u in [0, 1)
+    k = (-u).log1p().div(math.log1p(-p)).ceil().clamp(min=1.0)
+    return _fill_(self, k.to(self.dtype))
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    _gen(generator, "log_normal_")
+    _check_float(self, "log_normal_")
+    if not std > 0:
+        raise RuntimeError("log_normal_(): expects std > 0.0, but found std=%s" % std)
+    return _fill_(self, _C.randn_like(self).mul(std).add(mean).exp())
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
+           device=None, pin_memory=False, requires_grad=False):
+    """torch.normal: mean + std * N(0, 1) (tensor/tensor, tensor/float, float/tensor,
+    float/float with size); differentiable in the tensor mean and std as torch's"""
+    _gen(generator, "normal")
+    if out is not None:
+        raise TypeError("normal(): out= is not supported")
+    T = _C.Tensor
+    if not isinstance(mean, T) and not isinstance(std, T):
+        if size is None:
+            raise TypeError("normal(): with a float mean and std, size is required")
+        if not std >= 0:
+            raise RuntimeError("normal expects std >= 0.0, but found std %s" % std)
+        kw = {"dtype": dtype} if dtype is not None else {}
+        if device is not None:
+            kw["device"] = device
+        r = _C.randn(*size, **kw).mul(std).add(mean)
+        return r.requires_grad_(True) if requires_grad else r
+    if size is not None:
+        raise TypeError("normal(): size is only for a float mean and std")
+    ref = mean if isinstance(mean, T) else std
+    if not ref.dtype.is_floating_point:
+        raise TypeError("normal(): expected a floating-point mean/std, got %s" % ref.dtype)
+    if isinstance(std, T):
+        with _C_no_grad():
+            if bool((std < 0).any()):
+                raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif not std >= 0:
+        raise RuntimeError("normal expects std >= 0.0, but found std %s" % std)
+    shape = ref.shape
+    if isinstance(mean, T) and isinstance(std, T):
+        if mean.device != std.device:
+            raise _C.DeviceError("normal(): mean on %s, std on %s" % (mean.device, std.device))
+        shape = _broadcast_shapes(tuple(mean.shape), tuple(std.shape))
+    z = _C.randn(*shape, dtype=ref.dtype, device=ref.device)
+    return z * std + mean
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    return self.normal_(mean, std, generator=generator)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+    """torch.multinomial: indices drawn by the rows' weights (int64)"""
+    _gen(generator, "multinomial")
+    if out is not None:
+        raise TypeError("multinomial(): out= is not supported")
+    if input.ndim not in (1, 2):
+        raise RuntimeError("multinomial(): prob_dist must be 1 or 2 dim, got %d" % input.ndim)
+    if not input.dtype.is_floating_point:
+        raise TypeError("multinomial(): expected a floating-point input, got %s" % input.dtype)
+    n = input.shape[-1]
+    if num_samples <= 0:
+        raise RuntimeError("multinomial(): cannot sample n_sample <= 0 samples")
+    if not replacement and num_samples > n:
+        raise RuntimeError("multinomial(): cannot sample n_sample > prob_dist.size(-1) samples "
+                           "without replacement")
+    with _C_no_grad():
+        p = input.detach().reshape(-1, n).to(_C.float64)
+        if bool((p < 0).any()) or not bool(p.isfinite().all()):
+            raise RuntimeError("multinomial(): probability tensor contains either inf, nan or "
+                               "element < 0")
+        tot = p.sum(-1, keepdim=True)
+        if bool((tot <= 0).any()):
+            raise RuntimeError("multinomial(): invalid multinomial distribution (sum of "
+                               "probabilities <= 0)")
+        rows = p.shape[0]
+        if replacement:
+            c = (p / tot).cumsum(-1)
+            u = _C.rand(rows, num_samples, dtype=_C.float64, device=p.device)
+            idx = _C.searchsorted(c.contiguous(), u, right=True).clamp(max=n - 1)
+        else:
+            if num_samples > int((p > 0).sum(-1).min()):
+                raise RuntimeError("multinomial(): invalid multinomial distribution (with "
+                                   "replacement=False, not enough non-negative category to "
+                                   "sample)")
+            # exponential races: the k smallest E_i / p_i are a draw without replacement
+            u = _C.rand(rows, n, dtype=_C.float64, device=p.device)
+            key = (-u).log1p().neg() / p
+            idx = key.topk(num_samples, dim=-1, largest=False).indices
+        idx = idx.to(_C.int64)
+        return idx.reshape(num_samples) if input.ndim == 1 else idx
+
+
+# ---- index_put / put / index_reduce -----------------------------------------------------------
+
+def _lin_index(input, indices, fn):
+    """(flat row index over the first k dims, k) for a tuple of index tensors (bool masks expand)"""
+    T = _C.Tensor
+    if isinstance(indices, T):
+        indices = (indices,)
+    idx = []
+    for t in indices:
+        if t is None:
+            raise TypeError("%s(): None in indices is not supported" % fn)
+        if not isinstance(t, T):
+            t = _C.tensor(t)
+        if t.device != input.device:
+            raise _C.DeviceError("%s(): indices on %s, input on %s" % (fn, t.device, input.device))
+        if t.dtype == _C.bool or t.dtype == _C.uint8:
+            nz = t.to(_C.bool).nonzero()
+            idx.extend(nz[:, j] for j in range(t.ndim))
+        elif t.dtype.is_floating_point:
+            raise IndexError("%s(): tensors used as indices must be long, int, byte or bool" % fn)
+        else:
+            idx.append(t.to(_C.int64))
+    k = len(idx)
+    if k > input.ndim:
+        raise IndexError("%s(): too many indices for tensor of dimension %d" % (fn, input.ndim))
+    idx = list(_broadcast_tensors(*idx)) if k > 1 else idx
+    lin = None
+    for j, t in enumerate(idx):
+        size = input.shape[j]
+        if t.numel() and (bool((t >= size).any()) or bool((t < -size).any())):
+            raise IndexError("%s(): index out of bounds for dimension %d with size %d"
+                             % (fn, j, size))
+        t = _C.where(t < 0, t + size, t)
+        lin = t if lin is None else lin * size + t
+    return lin, k
+
+
+def _index_put(input, indices, values, accumulate, fn):
+    T = _C.Tensor
+    if not isinstance(values, T):
+        values = _C.tensor(values, dtype=input.dtype, device=input.device)
+    if values.device != input.device:
+        raise _C.DeviceError("%s(): values on %s, input on %s" % (fn, values.device, input.device))
+    lin, k = _lin_index(input, indices, fn)
+    if lin is None:
+        return input.clone()
+    rest = tuple(input.shape[k:])
+    rows = 1
+    for s in input.shape[:k]:
+        rows *= s
+    xf = input.reshape((rows,) + rest)
+    v = values.to(input.dtype).expand(tuple(lin.shape) + rest).reshape((-1,) + rest)
+    li = lin.reshape(-1)
+    out = xf.index_add(0, li, v) if accumulate else xf.index_copy(0, li, v)
+    return out.reshape(tuple(input.shape))
+
+
+def index_put(input, indices, values, accumulate=False):
+    """torch.index_put: input[indices] = values (accumulate: +=), out of place"""
+    return _index_put(input, indices, values, accumulate, "index_put")
+
+
+def index_put_(input, indices, values, accumulate=False):
+    r = _index_put(input, indices, values, accumulate, "index_put_")
+    return input.copy_(r)
+
+
+def put(input, index, source, accumulate=False):
+    """torch.put: input.flatten()[index] = source (accumulate: +=), out of place"""
+    if index.dtype != _C.int64:
+        raise IndexError("put(): Expected a long tensor for index, but got %s" % index.dtype)
+    if index.numel() != source.numel():
+        raise RuntimeError("put(): Expected source and index to have the same number of "
+                           "elements, but got source.numel() = %d, index.numel() = %d"
+                           % (source.numel(), index.numel()))
+    flat = input.reshape(-1)
+    if index.numel() == 0:
+        return input.clone()
+    return _index_put(flat, (index.reshape(-1),), source.reshape(-1), accumulate,
+                      "put").reshape(tuple(input.shape))
+
+
+def put_(input, index, source, accumulate=False):
+    return input.copy_(put(input, index, source, accumulate))
+
+
+_REDUCES = ("prod", "mean", "amax", "amin")
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """torch.index_reduce: source's slices reduced (prod, mean, amax, amin) into input's rows
+    index along dim; include_self=False leaves the input's own value out of indexed rows"""
+    if reduce not in _REDUCES:
+        raise RuntimeError("index_reduce(): reduce argument must be one of prod, mean, amax, "
+                           "amin, got %r" % (reduce,))
+    nd = max(input.ndim, 1)
+    d = dim + nd if dim < 0 else dim
+    if not 0 <= d < nd:
+        raise IndexError("index_reduce(): dim %d out of range for a %d-d tensor" % (dim, nd))
+    if index.ndim > 1 or index.dtype not in (_C.int64, _C.int32):
+        raise IndexError("index_reduce(): index must be a 1-d int64/int32 tensor")
+    if source.dtype != input.dtype:
+        raise RuntimeError("index_reduce(): self (%s) and source (%s) must have the same dtype"
+                           % (input.dtype, source.dtype))
+    if input.ndim == 0:
+        x, s = input.reshape(1), source.reshape(-1)
+        return index_reduce(x, 0, index.reshape(-1), s, reduce,
+                            include_self=include_self).reshape(())
+    n = index.numel()
+    ssh = tuple(source.shape) if source.ndim else (1,)
+    if source.ndim != input.ndim and not (source.ndim == 0 and input.ndim == 1):
+        raise RuntimeError("index_reduce(): source and input must have the same dimensions")
+    if ssh[d] != n:
+        raise RuntimeError("index_reduce(): number of indices (%d) should equal source.size(dim)"
+                           " (%d)" % (n, ssh[d]))
+    for j in range(input.ndim):
+        if j != d and ssh[j] != input.shape[j]:
+            raise RuntimeError("index_reduce(): source.size(%d) = %d, self.size(%d) = %d"
+                               % (j, ssh[j], j, input.shape[j]))
+    size = input.shape[d]
+    idx = index.to(_C.int64).reshape(-1)
+    if n and (bool((idx >= size).any()) or bool((idx < -size).any())):
+        raise IndexError("index_reduce(): index out of range in self")
+    idx = _C.where(idx < 0, idx + size, idx)
+    view = [1] * input.ndim
+    view[d] = n
+    full = idx.reshape(view).expand(ssh)
+    return _C.scatter_reduce(input, d, full, source.reshape(ssh), reduce,
+                             include_self=include_self)
+
+
+def index_reduce_(input, dim, index, source, reduce, *, include_self=True):
+    return input.copy_(index_reduce(input, dim, index, source, reduce, include_self=include_self))
+
+
+# ---- strided storage: as_strided_copy / as_strided_scatter ------------------------------------
+
+def _positions(shape, stride, offset, device):
+    """storage position of every element of a (shape, stride, offset) view, int64 of shape"""
+    pos = _C.full(tuple(shape), offset, dtype=_C.int64, device=device)
+    nd = len(shape)
+    for j, (n, s) in enumerate(zip(shape, stride)):
+        view = [1] * nd
+        view[j] = n
+        pos = pos + _C.arange(n, dtype=_C.int64, device=device).mul(s).reshape(view)
+    return pos
+
+
+def _storage(input, fn):
+    """(positions of input's own elements, storage size seen): what as_strided may read"""
+    pos = _positions(input.shape, input.stride(), input.storage_offset(), input.device)
+    top = int(pos.max()) + 1 if pos.numel() else 0
+    return pos, top
+
+
+def _strided_args(input, size, stride, storage_offset, fn):
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("%s(): mismatch in length of strides (%d) and shape (%d)"
+                           % (fn, len(stride), len(size)))
+    if any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise RuntimeError("%s(): negative sizes or strides are not supported" % fn)
+    off = input.storage_offset() if storage_offset is None else int(storage_offset)
+    if off < 0:
+        raise RuntimeError("%s(): storage_offset must be >= 0, got %d" % (fn, off))
+    return size, stride, off
+
+
+def _known(input, fn):
+    pos, top = _storage(input, fn)
+    flat = pos.reshape(-1)
+    known = _C.zeros(top, dtype=_C.bool, device=input.device)
+    if flat.numel():
+        known = known.index_fill(0, flat, True)
+    return pos, flat, top, known
+
+
+def _check_inside(tpos, top, known, fn):
+    if tpos.numel() == 0:
+        return
+    hi, lo = int(tpos.max()), int(tpos.min())
+    if hi >= top or lo < 0 or not bool(known.take(tpos.reshape(-1)).all()):
+        raise RuntimeError("%s(): the view reads storage element %d, outside the %d elements the "
+                           "input covers (only its own elements can be read)"
+                           % (fn, hi if hi >= top else lo, top))
+
+
+def as_strided_copy(input, size, stride, storage_offset=None):
+    """torch.as_strided_copy: the elements of an as_strided view over input's storage, as a new
+    tensor; every element read must be one of input's own (else a RuntimeError)"""
+    fn = "as_strided_copy"
+    size, stride, off = _strided_args(input, size, stride, storage_offset, fn)
+    pos, flat, top, known = _known(input, fn)
+    tpos = _positions(size, stride, off, input.device)
+    _check_inside(tpos, top, known, fn)
+    if tpos.numel() == 0:
+        return _C.zeros(size, dtype=input.dtype, device=input.device)
+    buf = _C.zeros(top, dtype=input.dtype, device=input.device)
+    buf = buf.index_copy(0, flat, input.reshape(-1))
+    return buf.take(tpos.reshape(-1)).reshape(size)
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """torch.as_strided_scatter: input with the elements of its as_strided view replaced by src"""
+    fn = "as_strided_scatter"
+    size, stride, off = _strided_args(input, size, stride, storage_offset, fn)
+    if tuple(src.shape) != size:
+        raise RuntimeError("%s(): src has shape %s, the view %s" % (fn, list(src.shape),
+                                                                    list(size)))
+    if src.dtype != input.dtype or src.device != input.device:
+        raise RuntimeError("%s(): src must have input's dtype and device" % fn)
+    pos, flat, top, known = _known(input, fn)
+    tpos = _positions(size, stride, off, input.device)
+    _check_inside(tpos, top, known, fn)
+    if tpos.numel() == 0 or flat.numel() == 0:
+        return input.clone()
+    buf = _C.zeros(top, dtype=input.dtype, device=input.device)
+    buf = buf.index_copy(0, flat, input.reshape(-1))
+    buf = buf.index_copy(0, tpos.reshape(-1), src.reshape(-1))
+    return buf.take(flat).reshape(tuple(input.shape))
+
+
+# ---- uninitialised factories, nonzero_static --------------------------------------------------
+
+def _empty_kw(dtype, device, requires_grad):
+    kw = {}
+    if dtype is not None:
+        kw["dtype"] = dtype
+    if device is not None:
+        kw["device"] = device
+    if requires_grad:
+        kw["requires_grad"] = True
+    return kw
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False):
+    """torch.empty_strided: an uninitialised tensor of size (Tessera lays it out contiguously:
+    stride is checked for length, not kept)"""
+    size = tuple(size)
+    if len(tuple(stride)) != len(size):
+        raise RuntimeError("empty_strided(): mismatch in length of strides and shape")
+    return _C.empty(size, **_empty_kw(dtype, device, requires_grad))
+
+
+def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None,
+                      requires_grad=False, pin_memory=False):
+    return empty_strided(size, stride, dtype=dtype or self.dtype,
+                         device=device or self.device, requires_grad=requires_grad)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   requires_grad=False, pin_memory=False):
+    """torch.empty_permuted: an uninitialised tensor of size (laid out contiguously)"""
+    size, perm = tuple(size), tuple(physical_layout)
+    if sorted(perm) != list(range(len(size))):
+        raise RuntimeError("empty_permuted(): physical_layout must be a permutation of the dims")
+    return _C.empty(size, **_empty_kw(dtype, device, requires_grad))
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """torch.nonzero_static: nonzero()'s rows, cut or padded with fill_value to size rows"""
+    if size < 0:
+        raise RuntimeError("nonzero_static(): 'size' must be an non-negative integer")
+    nz = input.nonzero()
+    n, nd = nz.shape[0], input.ndim
+    if n >= size:
+        return nz[:size].contiguous()
+    pad = _C.full((size - n, nd), fill_value, dtype=_C.int64, device=input.device)
+    return _C.cat([nz, pad], 0)
+
+
+def scatter_add(input, dim, index, src):
+    """torch.scatter_add: Tensor.scatter_add as a function"""
+    return input.scatter_add(dim, index, src)
+
+
+class layout:
+    """torch.layout: Tessera's tensors are all strided (dense)"""
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return "tessera." + self._name
+
+
+strided = layout("strided")
+__all__ += ["scatter_add", "layout", "strided"]
+
+
+_GRID_MODES = ("bilinear", "nearest", "bicubic")
+_GRID_PADS = ("zeros", "border", "reflection")
+
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """torch.grid_sampler (modes as ints: 0 bilinear, 1 nearest, 2 bicubic; padding 0 zeros,
+    1 border, 2 reflection): F.grid_sample"""
+    from .nn.functional_grid import grid_sample
+    if interpolation_mode not in (0, 1, 2) or padding_mode not in (0, 1, 2):
+        raise ValueError("grid_sampler(): interpolation_mode and padding_mode must be 0, 1 or 2")
+    return grid_sample(input, grid, _GRID_MODES[interpolation_mode], _GRID_PADS[padding_mode],
+                       bool(align_corners))
+
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    if input.ndim != 4:
+        raise RuntimeError("grid_sampler_2d(): expected 4-D input, got %d-D" % input.ndim)
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    if input.ndim != 5:
+        raise RuntimeError("grid_sampler_3d(): expected 5-D input, got %d-D" % input.ndim)
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def affine_grid_generator(theta, size, align_corners):
+    from .nn.functional_grid import affine_grid
+    return affine_grid(theta, size, align_corners)
+
+
+__all__ += ["grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator"]
+
+
+def histogramdd(input, bins, *, range=None, weight=None, density=False):
+    """torch.histogramdd: (hist, [bin_edges per dim]) of the rows of input (..., D): bins an int,
+    a list of D ints, or a list of D increasing edge tensors; range [lo0, hi0, lo1, hi1, ...];
+    the last bin of each dim includes its right edge. Counted on the host (no gradient)."""
+    import bisect
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("\"histogramdd\" not implemented for '%s'" % input.dtype)
+    if input.ndim < 1:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 1 dimension")
+    D = input.shape[-1]
+    rows = input.detach().reshape(-1, D).tolist() if D else []
+    wts = weight.detach().flatten().tolist() if weight is not None else None
+    if wts is not None and len(wts) != len(rows):
+        raise RuntimeError("torch.histogramdd: weight should have shape input.shape[:-1]")
+    if isinstance(bins, int):
+        bins = [bins] * D
+    bins = list(bins)
+    if len(bins) != D:
+        raise RuntimeError("torch.histogramdd: expected %d sequences of bin edges for each "
+                           "dimension of input, but got %d" % (D, len(bins)))
+    if range is not None and len(range) != 2 * D:
+        raise RuntimeError("torch.histogramdd: for a %d-dimensional histogram range should "
+                           "have %d elements, but got %d" % (D, 2 * D, len(range)))
+    edges_t = []
+    for d, b in enumerate(bins):
+        if isinstance(b, _C.Tensor):
+            if b.ndim != 1 or b.shape[0] < 1:
+                raise RuntimeError("torch.histogramdd: bins tensor should have one dimension "
+                                   "and at least 1 element")
+            edges_t.append(b.detach().to(input.dtype))
+            continue
+        if b <= 0:
+            raise RuntimeError("torch.histogramdd(): bins must be > 0, but got %d for dimension "
+                               "%d" % (b, d))
+        if range is not None:
+            lo, hi = float(range[2 * d]), float(range[2 * d + 1])
+            if lo > hi:
+                raise RuntimeError("torch.histogramdd: min should not exceed max")
+        else:
+            col = [r[d] for r in rows if r[d] == r[d]]
+            lo, hi = (min(col), max(col)) if col else (0.0, 1.0)
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges_t.append(_C.linspace(lo, hi, b + 1, dtype=input.dtype, device=input.device))
+    edges = [e.tolist() for e in edges_t]
+    nbs = [max(len(e) - 1, 0) for e in edges]
+    total = math.prod(nbs)
+    counts = [0.0] * total
+    for i, r in enumerate(rows):
+        lin = 0
+        for d, v in enumerate(r):
+            e, nb = edges[d], nbs[d]
+            if nb == 0 or not (e[0] <= v <= e[-1]):
+                lin = None
+                break
+            lin = lin * nb + min(bisect.bisect_right(e, v) - 1, nb - 1)
+        if lin is not None and total:
+            counts[lin] += wts[i] if wts is not None else 1.0
+    hist = _C.tensor(counts, dtype=input.dtype, device=input.device).reshape(nbs)
+    if density and total:
+        s = hist.sum()
+        for d, e in enumerate(edges_t):
+            view = [1] * D
+            view[d] = nbs[d]
+            hist = hist / _C.diff(e).reshape(view)
+        hist = hist / s
+    return hist, edges_t
+
+
+__all__ += ["histogramdd"]
