@@ -545,8 +545,9 @@ ts_tensor *ts_multi_dot(ts_tensor *const *ts, int n);
  * inputs only; dtype (TS_DTYPE_DEFAULT: t's) casts t first. PyTorch's gradients, including 0 where
  * the norm is 0 (ord = 2, general ord) and ties sharing evenly (inf). */
 ts_tensor *ts_vector_norm(ts_tensor *t, double ord, ts_dims dims, bool keepdim, ts_dtype dtype);
-/* torch.linalg.matrix_norm over dims (d0, d1): ord "fro", "1", "-1", "inf", "-inf"; "nuc", "2" and
- * "-2" (singular values) fail with TS_ERR_UNSUPPORTED. */
+/* torch.linalg.matrix_norm over dims (d0, d1): ord "fro", "1", "-1", "inf", "-inf", and "nuc",
+ * "2", "-2" from the singular values (tessera/linalg.h: LAPACK; TS_ERR_UNSUPPORTED in a build
+ * without LAPACKE). */
 ts_tensor *ts_matrix_norm(ts_tensor *t, const char *ord, int d0, int d1, bool keepdim,
                           ts_dtype dtype);
 /* F.normalize: t / max(||t||_p over dim, eps) (ts_normalize is data.h's transform) */
@@ -779,6 +780,22 @@ ts_tensor *ts_lcm(ts_tensor *a, ts_tensor *b);
 #include "tessera/log.h"
 /* captured steps: ts_graph_capture_begin / replay */
 #include "tessera/graph.h"
+
+/* torch.linalg (LAPACK), torch.special's remaining functions */
+#include "tessera/linalg.h"
+#include "tessera/special_more.h"
+/* convolutions beyond conv2d, pools and norms beyond 2-d, the transformer decoder */
+#include "tessera/conv.h"
+#include "tessera/pool_norm.h"
+#include "tessera/transformer.h"
+/* custom autograd functions, the graph seen from a tensor, tensor hooks */
+#include "tessera/custom_function.h"
+/* PyTorch checkpoints (.pt) and PNG images */
+#include "tessera/image.h"
+#include "tessera/pt.h"
+/* the profiler; implicit synchronisations and memory snapshots */
+#include "tessera/profiler.h"
+#include "tessera/sync_debug.h"
 
 #ifdef __cplusplus
 }

@@ -70,9 +70,9 @@ static void softmax_ref(int rows, int cols, bool is_log, bool hard, double *want
             if (x[c] > mx) mx = x[c], arg = c;
         for (int c = 0; c < cols; c++) sum += exp((double)x[c] - mx);
         for (int c = 0; c < cols; c++)
-            want[r * cols + c] = hard  ? (c == arg)
+            want[r * cols + c] = hard     ? (c == arg)
                                  : is_log ? (double)x[c] - mx - log(sum)
-                                       : exp((double)x[c] - mx) / sum;
+                                          : exp((double)x[c] - mx) / sum;
     }
 }
 

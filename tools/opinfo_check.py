@@ -51,6 +51,13 @@ RANDOM_OPS = {
     "new_empty", "new_empty_strided", "empty_strided", "empty_permuted", "native_dropout_backward",
 }
 RANDOM_MODULES = {"nn.FractionalMaxPool2d", "nn.FractionalMaxPool3d", "nn.RReLU"}
+# Gradients PyTorch itself gets wrong (torch.autograd.gradcheck fails on its own op): outputs
+# compared, gradients not (Tessera's are checked against finite differences in its own tests).
+TORCH_GRAD_WRONG = {
+    # 2.15: the input's gradient goes to the overwritten elements instead of the others
+    "as_strided_scatter",
+}
+
 # Outputs defined up to the sign of each singular/eigen vector: compared in absolute value.
 SIGN_AMBIGUOUS = {"svd", "linalg.svd", "linalg.eigh", "linalg.eig", "linalg.svdvals", "pca_lowrank",
                   "svd_lowrank", "linalg.eigvalsh", "linalg.qr", "qr", "symeig"}
@@ -526,7 +533,8 @@ class W:
         samples = []
         for dtype in dtypes:
             rtol, atol = self.tol(op, dtype)
-            grad_ok = op.supports_autograd and dtype.is_floating_point and not shape_only
+            grad_ok = op.supports_autograd and dtype.is_floating_point and not shape_only and \
+                op.name not in TORCH_GRAD_WRONG
             try:
                 torch.manual_seed(0)
                 sl = list(op.sample_inputs("cpu", dtype, requires_grad=grad_ok))

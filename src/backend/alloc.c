@@ -440,7 +440,8 @@ static void format_oom(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len
     char req[32], alloc[32], cache[32], cap[32], fre[32], big[32], device[128];
     size_t free_b = 0, total_b = 0;
     if (a->be->memory_info) a->be->memory_info(a->be, a->index, &free_b, &total_b);
-    size_t lf0 = largest_free(a->free_tree[POOL_SMALL]), lf1 = largest_free(a->free_tree[POOL_LARGE]);
+    size_t lf0 = largest_free(a->free_tree[POOL_SMALL]),
+           lf1 = largest_free(a->free_tree[POOL_LARGE]);
     ts_format_bytes(nbytes, req, sizeof req);
     ts_format_bytes(a->allocated, alloc, sizeof alloc);
     ts_format_bytes(a->reserved - a->allocated, cache, sizeof cache);

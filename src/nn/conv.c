@@ -62,11 +62,8 @@ static bool conv_params(const char *op, ts_conv2d_opts o, ts_conv2d_params *p) {
     return true;
 }
 
-static bool conv_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
-                       conv_geom *g, ts_device *dev) {
-    if (!tsi_check_input(op, x, "input") || !tsi_check_input(op, w, "weight")) return false;
-    ts_tensor *all[3] = {x, w, b};
-    if (!tsi_same_device(op, all, b ? 3 : 2, false, dev)) return false;
+/* a floating input, and weight and bias of its dtype, with PyTorch's messages (conv_internal.h) */
+bool tsi_conv_check_dtypes(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b) {
     if (!tsi_is_float(x->dtype))
         return tsi_error_set(TS_ERR_DTYPE, "%s: expected a floating input, but got %s", op,
                              tsi_desc(x)),
@@ -81,6 +78,15 @@ static bool conv_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b,
                              "%s: input type (%s) and bias type (%s) should be the same", op,
                              ts_dtype_name(x->dtype), ts_dtype_name(b->dtype)),
                false;
+    return true;
+}
+
+static bool conv_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o,
+                       conv_geom *g, ts_device *dev) {
+    if (!tsi_check_input(op, x, "input") || !tsi_check_input(op, w, "weight")) return false;
+    ts_tensor *all[3] = {x, w, b};
+    if (!tsi_same_device(op, all, b ? 3 : 2, false, dev)) return false;
+    if (!tsi_conv_check_dtypes(op, x, w, b)) return false;
     const ts_shape xs = x->shape, ws = w->shape;
     if (xs.ndim != 3 && xs.ndim != 4)
         return tsi_error_set(TS_ERR_SHAPE,
@@ -136,9 +142,8 @@ static bool conv_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b,
     return true;
 }
 
-/* node->ip: stride, padding, dilation (2 each), groups, channels_last (the forward's layout) */
-static void params_store(ts_node *n, const ts_conv2d_params *p, bool cl) {
-    n->ip[7] = cl;
+/* node->ip: stride, padding, dilation (2 each), groups (conv_internal.h) */
+void tsi_conv_params_store(ts_node *n, const ts_conv2d_params *p) {
     for (int i = 0; i < 2; i++) {
         n->ip[i] = p->stride[i];
         n->ip[2 + i] = p->padding[i];
@@ -147,7 +152,7 @@ static void params_store(ts_node *n, const ts_conv2d_params *p, bool cl) {
     n->ip[6] = p->groups;
 }
 
-static ts_conv2d_params params_load(const ts_node *n) {
+ts_conv2d_params tsi_conv_params_load(const ts_node *n) {
     ts_conv2d_params p = {.act = TS_CONV_ACT_NONE, .act_lo = NAN, .act_hi = NAN};
     for (int i = 0; i < 2; i++) {
         p.stride[i] = (int)n->ip[i];
@@ -161,7 +166,7 @@ static ts_conv2d_params params_load(const ts_node *n) {
 static void conv_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     const char *op = "conv2d_backward";
     if (!go[0]) return;
-    const ts_conv2d_params p = params_load(n);
+    const ts_conv2d_params p = tsi_conv_params_load(n);
     const ts_shape xs = n->in_shape[0], ws = n->in_shape[1];
     const bool unbatched = xs.ndim == 3;
     const int lead = unbatched ? 0 : 1;
@@ -266,7 +271,7 @@ static ts_tensor *conv2d_op(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_
         ts_tensor *saves[2] = {w->requires_grad ? c.xc : NULL, x->requires_grad ? c.wc : NULL};
         ts_node *n =
             tsi_record("ConvolutionBackward0", "conv2d", conv_backward, ins, 3, c.out, saves, 2);
-        if (n) params_store(n, &c.g.p, c.cl);
+        if (n) tsi_conv_params_store(n, &c.g.p), n->ip[7] = c.cl; /* the forward's layout */
     }
     conv_call_release(&c);
     return tsi_own(c.out);

@@ -17,4 +17,11 @@ ts_tensor *tsi_conv2d_forward_act(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_c
  * trained, Tessera's own memory, not shared; left 0 otherwise (conv.c). */
 void tsi_conv_weight_identity(const ts_tensor *w, const ts_tensor *wc, ts_conv2d_params *p);
 
+/* The checks and node parameters every convolution front end shares (conv.c): a floating input
+ * with weight and bias of its dtype (TS_ERR_DTYPE with PyTorch's messages); a node's ip[0..6] as
+ * stride, padding, dilation (2 each) and groups. */
+bool tsi_conv_check_dtypes(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b);
+void tsi_conv_params_store(ts_node *n, const ts_conv2d_params *p);
+ts_conv2d_params tsi_conv_params_load(const ts_node *n);
+
 #endif /* TS_NN_CONV_INTERNAL_H */

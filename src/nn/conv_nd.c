@@ -1,25 +1,8 @@
 /* conv_nd.c — conv1d (conv2d over a height-1 view) and conv3d (a sum over the kernel's depth of
  * conv2d over depth slices), composed from differentiable ops so that they run with autograd on
  * every device; and the checks every k-dim (transposed) convolution shares. */
+#include "nn/conv_internal.h"
 #include "nn/conv_nd_internal.h"
-
-static bool check_dtypes(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b) {
-    if (!tsi_is_float(x->dtype))
-        return tsi_error_set(TS_ERR_DTYPE, "%s: expected a floating input, but got %s", op,
-                             tsi_desc(x)),
-               false;
-    if (w->dtype != x->dtype)
-        return tsi_error_set(TS_ERR_DTYPE,
-                             "%s: input type (%s) and weight type (%s) should be the same", op,
-                             ts_dtype_name(x->dtype), ts_dtype_name(w->dtype)),
-               false;
-    if (b && b->dtype != x->dtype)
-        return tsi_error_set(TS_ERR_DTYPE,
-                             "%s: input type (%s) and bias type (%s) should be the same", op,
-                             ts_dtype_name(x->dtype), ts_dtype_name(b->dtype)),
-               false;
-    return true;
-}
 
 /* stride, padding, dilation, output_padding and groups with the defaults resolved */
 static bool check_params(const char *op, int k, bool transposed, ts_convnd_opts o,
@@ -125,7 +108,7 @@ bool tsi_convnd_check(const char *op, int k, bool transposed, ts_tensor *x, ts_t
     if (!tsi_check_input(op, x, "input") || !tsi_check_input(op, w, "weight")) return false;
     ts_tensor *all[3] = {x, w, b};
     if (!tsi_same_device(op, all, b ? 3 : 2, false, &g->dev)) return false;
-    if (!check_dtypes(op, x, w, b)) return false;
+    if (!tsi_conv_check_dtypes(op, x, w, b)) return false;
     const ts_shape xs = x->shape, ws = w->shape;
     if (xs.ndim != k + 1 && xs.ndim != k + 2)
         return tsi_error_set(TS_ERR_SHAPE,

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "amp/autocast.h"
+#include "nn/conv_internal.h"
 #include "nn/conv_nd_internal.h"
 
 static ts_conv2d_params params_of(const tsi_convnd_geom *g) {
@@ -13,27 +14,6 @@ static ts_conv2d_params params_of(const tsi_convnd_geom *g) {
     for (int i = 0; i < 2; i++)
         p.stride[i] = g->s[i], p.padding[i] = g->p[i], p.dilation[i] = g->d[i];
     p.groups = g->groups;
-    return p;
-}
-
-/* node->ip: stride, padding, dilation (2 each), groups */
-static void params_store(ts_node *n, const ts_conv2d_params *p) {
-    for (int i = 0; i < 2; i++) {
-        n->ip[i] = p->stride[i];
-        n->ip[2 + i] = p->padding[i];
-        n->ip[4 + i] = p->dilation[i];
-    }
-    n->ip[6] = p->groups;
-}
-
-static ts_conv2d_params params_load(const ts_node *n) {
-    ts_conv2d_params p = {.act = TS_CONV_ACT_NONE, .act_lo = NAN, .act_hi = NAN};
-    for (int i = 0; i < 2; i++) {
-        p.stride[i] = (int)n->ip[i];
-        p.padding[i] = (int)n->ip[2 + i];
-        p.dilation[i] = (int)n->ip[4 + i];
-    }
-    p.groups = (int)n->ip[6];
     return p;
 }
 
@@ -52,7 +32,7 @@ static bool empty_operand(const ts_tensor *out, const ts_tensor *a, const ts_ten
 static void ct_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     const char *op = "conv_transpose2d_backward";
     if (!go[0]) return;
-    const ts_conv2d_params p = params_load(n);
+    const ts_conv2d_params p = tsi_conv_params_load(n);
     const ts_shape xs = n->in_shape[0], ws = n->in_shape[1];
     ts_tensor *gc = tsi_cast(op, go[0], n->in_dtype[0]);
     ts_tensor *g = gc ? tsi_contiguous(op, gc) : NULL;
@@ -99,7 +79,7 @@ static ts_tensor *ct2d_direct(ts_tensor *x, ts_tensor *w, const tsi_convnd_geom 
         ts_tensor *saves[2] = {w->requires_grad ? xc : NULL, x->requires_grad ? wc : NULL};
         ts_node *n = tsi_record("ConvolutionBackward0", "conv_transpose2d", ct_backward, ins, 2,
                                 out, saves, 2);
-        if (n) params_store(n, &p);
+        if (n) tsi_conv_params_store(n, &p);
     }
     ts_release(xc);
     ts_release(wc);
