@@ -3,9 +3,10 @@ BUILD     ?= build
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 DEB_PKGS  := build-essential cmake pkg-config libopenblas-openmp-dev zlib1g-dev libcjson-dev \
-             libomp-dev clang libclang-rt-dev libstb-dev dataset-fashion-mnist \
+             libzip-dev libomp-dev clang libclang-rt-dev libstb-dev dataset-fashion-mnist \
              openmpi-bin libopenmpi-dev fortunes libdnnl-dev \
              libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libdlpack-dev \
+             liblapacke-dev \
              python3-dev python3-numpy python3-pytest python3-venv
 
 .PHONY: all deps configure build run test asan tsan clean python

@@ -1,5 +1,5 @@
-# TesseraDeps.cmake — finds threads, OpenMP, a CPU BLAS, cJSON, zlib, MPI and CUDA; sets TS_DEP_LIBS /
-# TS_DEP_DEFS (and TS_PC_LIBS for tessera.pc).
+# TesseraDeps.cmake — finds threads, OpenMP, a CPU BLAS, cJSON, libzip, zlib, MPI and CUDA; sets
+# TS_DEP_LIBS / TS_DEP_DEFS (and TS_PC_LIBS for tessera.pc).
 set(TS_DEP_LIBS "")
 set(TS_DEP_DEFS "")
 set(TS_PC_LIBS "-lm -lpthread")
@@ -33,6 +33,19 @@ list(APPEND TS_DEP_LIBS ${TS_CJSON_LIB})
 include_directories(SYSTEM ${TS_CJSON_INCLUDE})
 set(TS_PC_LIBS "${TS_PC_LIBS} -lcjson")
 message(STATUS "Tessera: cJSON ${TS_CJSON_LIB}")
+
+# libzip reads PyTorch checkpoints (ts_load_pt: torch.save's zip; Debian: libzip-dev, <zip.h>)
+find_path(TS_LIBZIP_INCLUDE zip.h)
+find_library(TS_LIBZIP_LIB NAMES zip)
+if(NOT TS_LIBZIP_INCLUDE OR NOT TS_LIBZIP_LIB)
+  message(FATAL_ERROR "Tessera needs libzip for PyTorch checkpoints (ts_load_pt): install "
+                      "libzip-dev (apt-get install libzip-dev, or `make deps`), or point "
+                      "CMAKE_PREFIX_PATH at a libzip install providing zip.h and libzip")
+endif()
+list(APPEND TS_DEP_LIBS ${TS_LIBZIP_LIB})
+include_directories(SYSTEM ${TS_LIBZIP_INCLUDE})
+set(TS_PC_LIBS "${TS_PC_LIBS} -lzip")
+message(STATUS "Tessera: libzip ${TS_LIBZIP_LIB}")
 
 # DLPack's header (Debian: libdlpack-dev, <dlpack/dlpack.h>): ts_to_dlpack / ts_from_dlpack
 find_path(TS_DLPACK_INCLUDE dlpack/dlpack.h)
@@ -102,6 +115,20 @@ if(TS_BLAS)
 endif()
 if(NOT TS_HAVE_CBLAS)
   message(STATUS "Tessera: no CPU BLAS found: using the built-in blocked GEMM")
+endif()
+
+# LAPACKE (Debian: liblapacke-dev) runs torch.linalg's decompositions on the host (src/ops/linalg*.c);
+# without it those ops fail with TS_ERR_UNSUPPORTED.
+find_path(TS_LAPACKE_INCLUDE lapacke.h)
+find_library(TS_LAPACKE_LIB NAMES lapacke)
+if(TS_LAPACKE_INCLUDE AND TS_LAPACKE_LIB)
+  list(APPEND TS_DEP_LIBS ${TS_LAPACKE_LIB})
+  list(APPEND TS_DEP_DEFS TS_HAVE_LAPACKE=1)
+  include_directories(SYSTEM ${TS_LAPACKE_INCLUDE})
+  set(TS_PC_LIBS "${TS_PC_LIBS} -llapacke")
+  message(STATUS "Tessera: LAPACKE ${TS_LAPACKE_LIB} (torch.linalg)")
+else()
+  message(STATUS "Tessera: no LAPACKE (liblapacke-dev): torch.linalg decompositions unsupported")
 endif()
 
 # oneDNN (Debian: libdnnl-dev) runs the float32 GEMMs when found: its JIT kernels follow the CPU's

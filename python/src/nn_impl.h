@@ -14,6 +14,11 @@ int tsp_init_nn_resample(PyObject *m);
 int tsp_init_nn_loss_more(PyObject *m);
 /* nn_act_more.c: _nn_act_more, _nn_glu, _nn_prelu, _nn_softmin (src/ops/activation.c) */
 int tsp_init_nn_act_more(PyObject *m);
+/* nn_pool_norm.c: _nn_pool_nd, _nn_adaptive_pool, _nn_max_unpool and the group / instance /
+ * local response norms (src/nn/pool_nd.c, src/nn/group_norm.c) */
+int tsp_init_nn_pool_norm(PyObject *m);
+/* nn_conv.c: _nn_convnd, _nn_im2col, _nn_col2im (include/tessera/conv.h) */
+int tsp_init_nn_conv(PyObject *m);
 
 /* optim.c: a C tensor list as {name: Tensor} (the list is freed; NULL with an exception, also when
  * a C error is pending), and a {name: Tensor} dict as a list (0; -1 with an exception) */

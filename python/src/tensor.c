@@ -166,6 +166,11 @@ static PyObject *get_is_cpu(PyObject *self, void *unused) {
     (void)unused;
     return PyBool_FromLong(ts_device_of(T(self)).type == TS_CPU);
 }
+/* is_xpu, is_mps: PyTorch's checks for devices tessera has no backend for: always False */
+static PyObject *get_false(PyObject *self, void *unused) {
+    (void)self, (void)unused;
+    Py_RETURN_FALSE;
+}
 static PyObject *get_t_attr(PyObject *self, void *unused) {
     (void)unused;
     const int nd = ts_ndim(T(self));
@@ -198,6 +203,8 @@ static PyGetSetDef core_getset[] = {
     {"ndim", get_ndim, NULL, "the number of dims", NULL},
     {"is_cuda", get_is_cuda, NULL, "on a CUDA device", NULL},
     {"is_cpu", get_is_cpu, NULL, "on the cpu", NULL},
+    {"is_xpu", get_false, NULL, "on an XPU (always False: no such backend)", NULL},
+    {"is_mps", get_false, NULL, "on an MPS device (always False: no such backend)", NULL},
     {"T", get_t_attr, NULL, "the transpose (2-D)", NULL},
     {"data", get_data, set_data, "the tensor detached from autograd (shares storage)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -326,6 +333,8 @@ PyMethodDef tsp_tensor_core_methods[] = {
     {"__dlpack__", FN(tsp_tensor_dlpack), METH_VARARGS | METH_KEYWORDS, NULL},
     {"__dlpack_device__", tsp_tensor_dlpack_device, METH_NOARGS, NULL},
     {"numpy", tsp_tensor_numpy, METH_NOARGS, "a NumPy array (zero-copy on the cpu)"},
+    {"__array__", (PyCFunction)(void (*)(void))tsp_tensor_array, METH_VARARGS | METH_KEYWORDS,
+     "NumPy's array protocol: numpy(), cast to dtype when given"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -409,6 +418,8 @@ static PyObject *tensor_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 }
 
 /* all tables of the pieces, concatenated into one (the type wants one array) */
+extern PyMethodDef tsp_tensor_extra_methods[]; /* tensor_extra.c (issue 52) */
+
 static PyMethodDef *concat_methods(PyMethodDef *const *parts, int n) {
     size_t count = 1;
     for (int i = 0; i < n; i++)
@@ -438,12 +449,22 @@ static int add_type(PyObject *m, const char *name, PyTypeObject *t) {
 }
 
 int tsp_init_tensor(PyObject *m) {
-    PyMethodDef *const methods[] = {
-        tsp_tensor_core_methods,   tsp_tensor_ops_methods,        tsp_tensor_shape_methods,
-        tsp_tensor_reduce_methods, tsp_autograd_methods,          tsp_tensor_factory_methods,
-        tsp_tensor_values_methods, tsp_tensor_move_methods,       tsp_tensor_special_methods,
-        tsp_tensor_linalg_methods, tsp_tensor_shape_more_methods, tsp_tensor_sort_methods,
-        tsp_tensor_logic_methods};
+    PyMethodDef *const methods[] = {tsp_tensor_core_methods,
+                                    tsp_tensor_ops_methods,
+                                    tsp_tensor_shape_methods,
+                                    tsp_tensor_reduce_methods,
+                                    tsp_autograd_methods,
+                                    tsp_tensor_factory_methods,
+                                    tsp_tensor_values_methods,
+                                    tsp_tensor_move_methods,
+                                    tsp_tensor_special_methods,
+                                    tsp_tensor_linalg_methods,
+                                    tsp_tensor_shape_more_methods,
+                                    tsp_tensor_sort_methods,
+                                    tsp_tensor_logic_methods,
+                                    tsp_tensor_special_more_methods,
+                                    tsp_tensor_linalg_decomp_methods,
+                                    tsp_tensor_extra_methods};
     PyGetSetDef *const getsets[] = {core_getset, tsp_autograd_getset, tsp_tensor_linalg_getset};
     tensor_type.tp_methods = concat_methods(methods, (int)(sizeof methods / sizeof *methods));
     tensor_type.tp_getset = concat_getset(getsets, 3);
@@ -459,12 +480,15 @@ int tsp_init_tensor(PyObject *m) {
     size_type.tp_base = &PyTuple_Type;
     size_type.tp_new = PyTuple_Type.tp_new;
     tsp_tensor_type = &tensor_type;
+    tsp_init_tensor_special(); /* before PyType_Ready: `%` gets __mod__ and __rmod__ too */
     if (add_type(m, "Tensor", &tensor_type) < 0 || add_type(m, "Size", &size_type) < 0) return -1;
     PyMethodDef *const functions[] = {
-        tsp_tensor_core_functions,       tsp_tensor_ops_functions,     tsp_tensor_shape_functions,
-        tsp_tensor_reduce_functions,     tsp_tensor_special_functions, tsp_tensor_linalg_functions,
-        tsp_tensor_shape_more_functions, tsp_tensor_sort_functions,    tsp_tensor_logic_functions};
-    tsp_init_tensor_special();
+        tsp_tensor_core_functions,         tsp_tensor_ops_functions,
+        tsp_tensor_shape_functions,        tsp_tensor_reduce_functions,
+        tsp_tensor_special_functions,      tsp_tensor_linalg_functions,
+        tsp_tensor_shape_more_functions,   tsp_tensor_sort_functions,
+        tsp_tensor_logic_functions,        tsp_tensor_special_more_functions,
+        tsp_tensor_linalg_decomp_functions};
     if (tsp_init_tensor_linalg() < 0 || tsp_init_tensor_sort() < 0) return -1;
     for (int i = 0; i < (int)(sizeof functions / sizeof *functions); i++)
         if (PyModule_AddFunctions(m, functions[i]) < 0) return -1;

@@ -114,11 +114,15 @@ extern PyMethodDef tsp_tensor_ops_methods[], tsp_tensor_ops_functions[];
 extern PyMethodDef tsp_tensor_shape_methods[], tsp_tensor_shape_functions[];
 extern PyMethodDef tsp_tensor_reduce_methods[], tsp_tensor_reduce_functions[];
 extern PyMethodDef tsp_tensor_special_methods[], tsp_tensor_special_functions[];
+/* tensor_special_more.c: ndtr ... the polynomials, igamma, mvlgamma (issue 52) */
+extern PyMethodDef tsp_tensor_special_more_methods[], tsp_tensor_special_more_functions[];
 void tsp_init_tensor_special(void); /* tensor_special.c: `%` */
 /* tensor_linalg.c: products and norms (issue 52), the mT / mH / H properties */
 extern PyMethodDef tsp_tensor_linalg_methods[], tsp_tensor_linalg_functions[];
 extern PyGetSetDef tsp_tensor_linalg_getset[];
 int tsp_init_tensor_linalg(void); /* the aminmax (min, max) type */
+/* tensor_linalg_decomp.c: torch.linalg's decompositions as _C._linalg_* (issue 52) */
+extern PyMethodDef tsp_tensor_linalg_decomp_functions[], tsp_tensor_linalg_decomp_methods[];
 /* tensor_shape_more.c: flip, roll, tril, diagonal, scatter... (issue 52) */
 extern PyMethodDef tsp_tensor_shape_more_methods[], tsp_tensor_shape_more_functions[];
 /* tensor_logic.c: isnan, any / all, isclose, cumsum..., addcmul, lerp, repeat (issue 52) */

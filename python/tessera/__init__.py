@@ -17,8 +17,15 @@ from . import special  # noqa: E402,F401  (torch.special's names, issue 52)
 from . import serialization  # noqa: E402,F401  (PyTorch's .pt format, issue 53)
 from .serialization import save, load  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401  (torch.linalg's norms and products, issue 52)
+from ._linalg_torch import *  # noqa: E402,F401,F403  (torch.det, svd, qr, lu... issue 52)
+from . import profiler  # noqa: E402,F401  (torch.profiler, issue 56)
 from ._shape_more import *  # noqa: E402,F401,F403  (hstack, meshgrid... issue 52)
 from ._logic_more import *  # noqa: E402,F401,F403  (clamp_min, clone, rsub... issue 52)
+from ._ops_more import *  # noqa: E402,F401,F403  (trapezoid, cov, cross, *_copy... issue 52)
+from ._ops_extra import *  # noqa: E402,F401,F403  (normal, index_put, put... issue 52)
+from . import masked  # noqa: E402,F401  (torch.masked's reductions, issue 52)
+from . import signal  # noqa: E402,F401  (torch.signal.windows, issue 52)
+from ._native_norm import *  # noqa: E402,F401,F403  (native_batch_norm... issue 52)
 # the activations PyTorch also has at the top level (torch.selu, torch.prelu...), issue 52
 from .nn.functional_act import (selu, selu_, celu, celu_, prelu,  # noqa: E402,F401
                                 threshold, threshold_, hardshrink)

@@ -24,6 +24,17 @@ from .activation import (ELU, CELU, SELU, Hardtanh, ReLU6, Hardshrink, Softshrin
                          Softsign, Threshold, LogSigmoid, Mish, Hardsigmoid, Hardswish, GLU, PReLU,
                          Softmin, Softmax2d)
 from .activation import __all__ as _activation_all
+from .layers_more import (Bilinear, EmbeddingBag, RReLU, AlphaDropout, FeatureAlphaDropout,
+                          Dropout1d, Dropout2d, Dropout3d, CTCLoss)
+from .layers_more import __all__ as _layers_more_all
+from .conv import (Conv1d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, LazyConv1d,
+                   LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
+                   LazyConvTranspose3d, Unfold, Fold, ChannelShuffle)
+from .conv import __all__ as _conv_all
+from .transformer import (TransformerEncoder, TransformerDecoderLayer, TransformerDecoder,
+                          Transformer)
+from .pool_norm import *  # noqa: F401,F403 (1-d / 3-d pools, GroupNorm, InstanceNorm...)
+from .pool_norm import __all__ as _pool_norm_all
 from . import functional, init, utils, models  # noqa: F401
 
 __all__ = [
@@ -42,3 +53,7 @@ __all__ += ["KLDivLoss", "HuberLoss", "SoftMarginLoss", "MarginRankingLoss", "Hi
             "CosineEmbeddingLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
             "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
             "MultiMarginLoss"]
+__all__ += ["TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
+__all__ += _layers_more_all
+__all__ += _conv_all
+__all__ += _pool_norm_all

@@ -67,12 +67,16 @@ def silu(input, inplace=False):
 
 def softplus(input, beta=1.0, threshold=20.0):
     # the C op is beta 1, threshold 20; softplus_beta(x) = softplus_1(beta x) / beta with the
-    # linear region where beta x > threshold, so only threshold 20 can be expressed
-    if threshold != 20.0:
-        _unsupported("softplus with threshold != 20")
+    # linear region where beta x > threshold. Another threshold: the C op where beta x is at most
+    # it (past 20 the C op's linear region differs from log1p(exp(z)) by < exp(-20) relative)
+    # and x itself past it, as PyTorch
     if beta == 1.0:
-        return _C._nn_act(_SOFTPLUS, input)
-    return _C._nn_act(_SOFTPLUS, input * beta) / beta
+        y = _C._nn_act(_SOFTPLUS, input)
+    else:
+        y = _C._nn_act(_SOFTPLUS, input * beta) / beta
+    if threshold == 20.0:
+        return y
+    return _C.where(input * beta > threshold, input, y)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -133,10 +137,15 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out
 
 
+def _no_stride(stride):
+    """None or an empty sequence: the kernel size (PyTorch's default)"""
+    return stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0)
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     k = _pair(kernel_size, "kernel_size", "max_pool2d")
-    s = k if stride is None or stride == [] else _pair(stride, "stride", "max_pool2d")
+    s = k if _no_stride(stride) else _pair(stride, "stride", "max_pool2d")
     return _C._nn_pool2d(False, input, k, s, _pair(padding, "padding", "max_pool2d"),
                          _pair(dilation, "dilation", "max_pool2d"), bool(ceil_mode), False, 0,
                          bool(return_indices))
@@ -154,10 +163,11 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         divisor = int(divisor_override)
         if divisor == 0:
             raise RuntimeError("avg_pool2d(): divisor must be not zero")
-        if divisor < 0:
-            raise ValueError(f"avg_pool2d(): divisor_override must be positive, got {divisor}")
     k = _pair(kernel_size, "kernel_size", "avg_pool2d")
-    s = k if stride is None or stride == [] else _pair(stride, "stride", "avg_pool2d")
+    s = k if _no_stride(stride) else _pair(stride, "stride", "avg_pool2d")
+    if divisor < 0:  # ATen divides by any nonzero override: a sum divided (src/nn/pool_nd.c)
+        return _C._nn_pool_nd(1, input, 2, k, s, _pair(padding, "padding", "avg_pool2d"), (1, 1),
+                              bool(ceil_mode), not count_include_pad, divisor, False, 0.0)
     return _C._nn_pool2d(True, input, k, s, _pair(padding, "padding", "avg_pool2d"), (1, 1),
                          bool(ceil_mode), not count_include_pad, divisor)
 
@@ -199,14 +209,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if max_norm is not None or scale_grad_by_freq or sparse:
         _unsupported("embedding(max_norm / scale_grad_by_freq / sparse)")
     return _C._nn_embedding(input, weight)
-
-
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, enable_gqa=False):
-    if enable_gqa:
-        _unsupported("scaled_dot_product_attention(enable_gqa=True)")
-    return _C._nn_sdpa(query, key, value, attn_mask, float(dropout_p), bool(is_causal),
-                       0.0 if scale is None else float(scale))
 
 
 def one_hot(tensor, num_classes=-1):
@@ -293,3 +295,31 @@ from .functional_act import (elu, elu_, celu, celu_, selu, selu_, hardtanh,  # n
                              hardtanh_, relu6, threshold, threshold_, hardshrink, softshrink,
                              tanhshrink, softsign, logsigmoid, mish, hardsigmoid, hardswish, glu,
                              prelu, softmin)
+
+# --- issue 52: attention (functional_attn.py), bilinear, embedding_bag, rrelu, the alpha and
+# feature dropouts (functional_more.py), ctc_loss (functional_ctc.py)
+from .functional_attn import (scaled_dot_product_attention,  # noqa: E402,F401
+                              multi_head_attention_forward)
+from .functional_more import (bilinear, embedding_bag, rrelu, rrelu_,  # noqa: E402,F401
+                              alpha_dropout, feature_alpha_dropout, dropout1d, dropout2d,
+                              dropout3d)
+from .functional_ctc import ctc_loss  # noqa: E402,F401
+from .._ops_more import pdist  # noqa: E402,F401  (issue 52)
+
+# --- issue 52: conv1d / conv3d, the transposed convolutions, unfold / fold, channel_shuffle
+# (functional_conv.py over include/tessera/conv.h)
+from .functional_conv import (conv1d, conv3d, conv_transpose1d,  # noqa: E402,F401
+                              conv_transpose2d, conv_transpose3d, unfold, fold, channel_shuffle)
+
+# --- issue 52: 1-d / 3-d / adaptive / power-average pooling, unpooling, group / instance / local
+# response norms (src/nn/pool_nd.c, src/nn/group_norm.c)
+from .functional_pool_norm import (  # noqa: E402,F401
+    max_pool1d, max_pool3d, max_pool1d_with_indices, max_pool3d_with_indices, avg_pool1d,
+    avg_pool3d, lp_pool1d, lp_pool2d, lp_pool3d, adaptive_avg_pool1d, adaptive_avg_pool3d,
+    adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d,
+    adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d_with_indices, max_unpool1d, max_unpool2d, max_unpool3d, group_norm,
+    instance_norm, local_response_norm)
+
+# --- issue 52: affine_grid, grid_sample (4-D), linear_cross_entropy (functional_grid.py)
+from .functional_grid import affine_grid, grid_sample, linear_cross_entropy  # noqa: E402,F401
