@@ -6,8 +6,8 @@ today, with the missing piece (README.md lists both)."""
 # some other way is a FAIL; one that passes is reported as XPASS (take it off the list).
 XFAIL = {
     "ex_siamese_network": (r"NoneType copy mode not allowed|Boolean value of Tensor with more than one",
-                           "no Tensor.__array__: np.array(tensor, copy=None) is a 0-d object array under "
-                           "NumPy 2 (Debian's NumPy 1.24 stops earlier, on copy=None)"),
+                           "np.array(tensor, copy=None) needs NumPy 2 (Debian's NumPy 1.24 refuses "
+                           "copy=None; PyTorch fails there too); Tensor.__array__ exists now"),
     "ex_word_language_model_lstm": (r"cannot pickle 'tessera._C.CModule'", "torch.save(model) of a whole "
                                     "nn.Module: tessera._C.CModule does not pickle"),
     "ex_word_language_model_gru": (r"cannot pickle 'tessera._C.CModule'", "torch.save(model) of a whole "

@@ -7,7 +7,7 @@ import tessera as torch  # tessera-corpus: was `import torch`
 import tessera.nn as nn  # tessera-corpus: was `import torch.nn as nn`
 import tessera.nn.functional as F  # tessera-corpus: was `import torch.nn.functional as F`
 import tessera.optim as optim  # tessera-corpus: was `import torch.optim as optim`
-import tessera.vision  # tessera-corpus: was `import torchvision`
+import tessera.vision as torchvision  # tessera-corpus: was `import torchvision`
 from tessera.utils.data import Dataset  # tessera-corpus: was `from torch.utils.data import Dataset`
 from tessera.vision import datasets  # tessera-corpus: was `from torchvision import datasets`
 from tessera.vision import transforms as T  # tessera-corpus: was `from torchvision import transforms as T`
