@@ -87,7 +87,11 @@ static void test_snapshot(const char *path) {
     ts_tensor *old = ts_empty(TS_SHAPE(1000), (ts_opts){.device = d}); /* before recording */
     ts_memory_record_history(true);
     ts_tensor *t[5];
-    for (int i = 0; i < 5; i++) t[i] = ts_empty(TS_SHAPE(100 << i), (ts_opts){.device = d});
+    /* t[1] and t[3] taken out of the scope (ts_keep), so that releasing them frees them */
+    for (int i = 0; i < 5; i++) {
+        t[i] = ts_empty(TS_SHAPE(100 << i), (ts_opts){.device = d});
+        if (i == 1 || i == 3) t[i] = ts_keep(t[i]);
+    }
     ts_tensor *big = ts_empty(TS_SHAPE((int64_t)(2 * MIB / 4)), (ts_opts){.device = d});
     ts_release(t[1]); /* a hole: an inactive block */
     ts_release(t[3]);
@@ -117,7 +121,7 @@ static void test_oom(const char *oom_path) {
     ts_scope_begin();
     /* two 2 MiB small-pool segments: a, (b released), c and 1 MiB never used */
     ts_tensor *a = ts_empty(TS_SHAPE((int64_t)(MIB / 4)), (ts_opts){.device = d});
-    ts_tensor *b = ts_empty(TS_SHAPE((int64_t)(MIB / 4)), (ts_opts){.device = d});
+    ts_tensor *b = ts_keep(ts_empty(TS_SHAPE((int64_t)(MIB / 4)), (ts_opts){.device = d}));
     ts_tensor *c = ts_empty(TS_SHAPE((int64_t)(MIB / 4)), (ts_opts){.device = d});
     ts_release(b);
     CHECK_OK();
