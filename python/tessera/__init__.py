@@ -77,3 +77,4 @@ preserve_format = memory_format("preserve_format", -1)
 
 if "get_num_threads" not in globals():
     get_num_threads, set_num_threads = _C._get_num_threads, _C._set_num_threads
+from ._einsum import einsum  # noqa: E402,F401
