@@ -15,6 +15,7 @@
 
 #include "core/internal.h"
 #include "io/pickle_read.h"
+#include "io/tensor_list_take.h"
 #include "tessera/pt.h"
 
 #define PT_MAX_DEFLATE_RATIO 1100 /* deflate expands at most ~1032x: more is a bomb or a lie */
@@ -464,18 +465,7 @@ static ts_status parse_named(const char *op, const char *file, const void *data,
         free(c);
     }
     zip_discard(za);
-    if (st) {
-        ts_tensor_list_free(&got);
-        return st;
-    }
-    if (out->n == 0 && out->cap == 0) {
-        *out = got;
-        return TS_OK;
-    }
-    for (int i = 0; i < got.n && !st; i++)
-        st = ts_tensor_list_add(out, got.names[i], got.tensors[i]);
-    ts_tensor_list_free(&got);
-    return st;
+    return tsi_tensor_list_take(out, &got, st);
 }
 
 ts_status ts_load_pt_parse(const void *data, size_t size, ts_device dev, ts_tensor_list *out) {

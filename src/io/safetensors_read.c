@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "io/tensor_list_take.h"
 
 /* Limits on an untrusted header, so that a hostile file cannot cost gigabytes: cJSON spends about
  * 80 bytes on each JSON value, and "0," is two bytes, so a header at the Python library's limit
@@ -448,18 +449,7 @@ static ts_status parse_named(const char *op, const char *file, const void *data,
         got.tensors[got.n++] = t;
     }
     header_free(&h);
-    if (st) {
-        ts_tensor_list_free(&got);
-        return st;
-    }
-    if (out->n == 0 && out->cap == 0) {
-        *out = got;
-        return TS_OK;
-    }
-    for (int i = 0; i < got.n && !st; i++)
-        st = ts_tensor_list_add(out, got.names[i], got.tensors[i]);
-    ts_tensor_list_free(&got);
-    return st;
+    return tsi_tensor_list_take(out, &got, st);
 }
 
 ts_status ts_safetensors_parse(const void *data, size_t size, ts_device dev, ts_tensor_list *out) {
