@@ -1,6 +1,7 @@
 /* memory_snapshot.c — PyTorch's memory _snapshot(): every segment and block of every device's
  * caching allocator as JSON, with allocation backtraces while history recording is on, and the
  * snapshot written on an allocation failure (TS_OOM_SNAPSHOT). */
+#define _POSIX_C_SOURCE 200809L /* strdup */
 #include <cjson/cJSON.h>
 #include <execinfo.h>
 #include <pthread.h>

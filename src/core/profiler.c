@@ -1,6 +1,7 @@
 /* profiler.c — recording: per-thread event buffers (no lock per event), the open-span stack of
  * each thread, and start / stop. Collection and the queries: profiler_collect.c; the Chrome trace:
  * profiler_chrome.c. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
