@@ -353,8 +353,8 @@ static PyObject *call_inplace(PyObject *self, PyObject *const *args, Py_ssize_t 
     X(div, op_div)                                                                                 \
     X(pow, op_pow)                                                                                 \
     X(bitwise_and, op_bitand)                                                                      \
-    X(bitwise_or, op_bitor) X(bitwise_xor, op_bitxor) X(bitwise_left_shift, op_lshift)             \
-        X(bitwise_right_shift, op_rshift)
+    X(bitwise_or, op_bitor)                                                                        \
+    X(bitwise_xor, op_bitxor) X(bitwise_left_shift, op_lshift) X(bitwise_right_shift, op_rshift)
 
 #define DEF_BINARY(name, op) TSP_METHOD_AND_FUNCTION(name, call_binary, &op)
 BINARY_LIST(DEF_BINARY)

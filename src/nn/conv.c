@@ -62,6 +62,25 @@ static bool conv_params(const char *op, ts_conv2d_opts o, ts_conv2d_params *p) {
     return true;
 }
 
+/* weight [out, in / groups, ...] against an input of cin channels, with PyTorch's messages
+ * (conv_internal.h) */
+bool tsi_conv_check_groups(const char *op, ts_shape xs, ts_shape ws, int64_t groups, int64_t cin) {
+    if (ws.dims[0] % groups != 0)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: given groups=%lld, expected weight to be divisible by %lld at "
+                             "dimension 0, but got weight of size %s instead",
+                             op, (long long)groups, (long long)groups, tsi_shape_str(ws)),
+               false;
+    if (cin != ws.dims[1] * groups)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: given groups=%lld, weight of size %s, expected input%s to have "
+                             "%lld channels, but got %lld channels instead",
+                             op, (long long)groups, tsi_shape_str(ws), tsi_shape_str(xs),
+                             (long long)(ws.dims[1] * groups), (long long)cin),
+               false;
+    return true;
+}
+
 /* a floating input, and weight and bias of its dtype, with PyTorch's messages (conv_internal.h) */
 bool tsi_conv_check_dtypes(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b) {
     if (!tsi_is_float(x->dtype))
@@ -106,20 +125,7 @@ static bool conv_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b,
     g->n = g->unbatched ? 1 : xs.dims[0];
     g->c = xs.dims[lead], g->h = xs.dims[lead + 1], g->w = xs.dims[lead + 2];
     g->o = ws.dims[0], g->kh = ws.dims[2], g->kw = ws.dims[3];
-    const int64_t groups = g->p.groups;
-    if (g->o % groups != 0)
-        return tsi_error_set(TS_ERR_SHAPE,
-                             "%s: given groups=%lld, expected weight to be divisible by %lld at "
-                             "dimension 0, but got weight of size %s instead",
-                             op, (long long)groups, (long long)groups, tsi_shape_str(ws)),
-               false;
-    if (g->c != ws.dims[1] * groups)
-        return tsi_error_set(TS_ERR_SHAPE,
-                             "%s: given groups=%lld, weight of size %s, expected input%s to have "
-                             "%lld channels, but got %lld channels instead",
-                             op, (long long)groups, tsi_shape_str(ws), tsi_shape_str(xs),
-                             (long long)(ws.dims[1] * groups), (long long)g->c),
-               false;
+    if (!tsi_conv_check_groups(op, xs, ws, g->p.groups, g->c)) return false;
     if (b && (b->shape.ndim != 1 || b->shape.dims[0] != g->o))
         return tsi_error_set(TS_ERR_SHAPE,
                              "%s: given weight of size %s, expected bias to be 1-dimensional with "

@@ -21,6 +21,8 @@ void tsi_conv_weight_identity(const ts_tensor *w, const ts_tensor *wc, ts_conv2d
  * with weight and bias of its dtype (TS_ERR_DTYPE with PyTorch's messages); a node's ip[0..6] as
  * stride, padding, dilation (2 each) and groups. */
 bool tsi_conv_check_dtypes(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *b);
+/* weight [out, in / groups, ...] against an input of cin channels (TS_ERR_SHAPE) */
+bool tsi_conv_check_groups(const char *op, ts_shape xs, ts_shape ws, int64_t groups, int64_t cin);
 void tsi_conv_params_store(ts_node *n, const ts_conv2d_params *p);
 ts_conv2d_params tsi_conv_params_load(const ts_node *n);
 

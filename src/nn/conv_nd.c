@@ -44,20 +44,7 @@ static bool check_channels(const char *op, bool transposed, ts_shape xs, ts_shap
     const int64_t groups = g->groups;
     if (!transposed) {
         g->cout = ws.dims[0];
-        if (g->cout % groups != 0)
-            return tsi_error_set(TS_ERR_SHAPE,
-                                 "%s: given groups=%lld, expected weight to be divisible by %lld "
-                                 "at dimension 0, but got weight of size %s instead",
-                                 op, (long long)groups, (long long)groups, tsi_shape_str(ws)),
-                   false;
-        if (g->cin != ws.dims[1] * groups)
-            return tsi_error_set(TS_ERR_SHAPE,
-                                 "%s: given groups=%lld, weight of size %s, expected input%s to "
-                                 "have %lld channels, but got %lld channels instead",
-                                 op, (long long)groups, tsi_shape_str(ws), tsi_shape_str(xs),
-                                 (long long)(ws.dims[1] * groups), (long long)g->cin),
-                   false;
-        return true;
+        return tsi_conv_check_groups(op, xs, ws, groups, g->cin);
     }
     if (g->cin != ws.dims[0])
         return tsi_error_set(TS_ERR_SHAPE,
