@@ -56,6 +56,19 @@ ARGS = {
     "progress": ["train", "--progress", "fancy"],
     "seed_max": ["train", "--seed", "9223372036854775807"],
     "seed_neg": ["train", "--seed", "-1"],
+    # a crash once found: a newline inside an argument must not split the reported line
+    "newline-in-argument": ["train", "-\n", "rgenerate", "--checkpoint", "ck", "--greedy",
+                            "--top-k", "", "nan"],
+    "run": ["run", "model.onnx", "--device", "sim:0"],
+    "info": ["info", "model.onnx"],
+    "export": ["export", "--model", "gpt", "-o", "gpt.onnx"],
+    "export_no_output": ["export", "--model", "lenet"],
+    "convert": ["convert", "model.pt", "out.safetensors"],
+    "convert_no_output": ["convert", "model.pt"],
+    "convert_two_positional": ["convert", "devices", "sim:01,simn"],
+    "train_profile": ["train", "--profile", "prof", "--profile-steps", "2:3"],
+    "train_profile_steps_alone": ["train", "--profile-steps", "2:3"],
+    "train_profile_steps_bad": ["train", "--profile", "prof", "--profile-steps", "3:2"],
 }
 
 CELLS = {
@@ -87,7 +100,8 @@ def main():
           {k: b"\0".join(a.encode() for a in v) for k, v in ARGS.items()})
     write(os.path.join(FUZZ, "corpus", "csv_num"), {k: v.encode() for k, v in CELLS.items()})
     opts = sorted({a for v in ARGS.values() for a in v if a.startswith("--")} |
-                  {"train", "eval", "generate", "devices", "sim:", "cuda:", "cpu", "="})
+                  {"train", "eval", "generate", "devices", "run", "info", "export", "convert", "sim:",
+                   "cuda:", "cpu", "="})
     with open(os.path.join(FUZZ, "args.dict"), "w") as f:
         f.write("# option names for fuzz_args (tools/gen_cli_corpus.py)\n")
         for o in opts:

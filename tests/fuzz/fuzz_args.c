@@ -43,12 +43,12 @@ static void check_reported(void) {
 
 static void check_options(const tcli_opts *o) {
     static const char *const cmds[] = {"train", "eval", "generate", "devices",
-                                       "run",   "info", "export"},
+                                       "run",   "info", "export",   "convert"},
                              *models[] = {"mlp", "lenet", "simplecnn", "gpt"},
                              *datas[] = {"fashion-mnist", "mnist", "cifar10", "csv", "text"},
                              *optims[] = {"sgd", "adam", "adamw"},
                              *scheds[] = {"cosine", "constant"};
-    if (!one_of(o->command, cmds, 7) || !one_of(o->model, models, 4) ||
+    if (!one_of(o->command, cmds, 8) || !one_of(o->model, models, 4) ||
         !one_of(o->data, datas, 5) || !one_of(o->optimizer, optims, 3) ||
         !one_of(o->schedule, scheds, 2))
         abort();
@@ -64,8 +64,14 @@ static void check_options(const tcli_opts *o) {
     if (o->heads < 1 || o->dim < 1 || o->dim % o->heads || o->context < 1 || o->layers < 1) abort();
     if ((o->resume || o->checkpoint_every) && !o->checkpoint) abort();
     if ((!strcmp(o->command, "eval") || !strcmp(o->command, "generate")) && !o->checkpoint) abort();
-    /* run and info take the model file as their positional argument */
-    if ((!strcmp(o->command, "run") || !strcmp(o->command, "info")) && !o->onnx) abort();
+    /* run, info and convert take the model file as their positional argument; convert and export
+     * the file they write */
+    if ((!strcmp(o->command, "run") || !strcmp(o->command, "info") ||
+         !strcmp(o->command, "convert")) &&
+        !o->onnx)
+        abort();
+    if ((!strcmp(o->command, "convert") || !strcmp(o->command, "export")) && !o->output) abort();
+    if (o->profile_steps && !o->profile_dir) abort();
     if (o->no_optimize && strcmp(o->command, "run")) abort(); /* an option of run alone */
     if (o->device && o->devices) abort();
     if (o->amp_dtype && !o->amp) abort();
