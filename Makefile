@@ -6,7 +6,7 @@ DEB_PKGS  := build-essential cmake pkg-config libopenblas-openmp-dev zlib1g-dev 
              libzip-dev libomp-dev clang libclang-rt-dev libstb-dev dataset-fashion-mnist \
              openmpi-bin libopenmpi-dev fortunes libdnnl-dev \
              libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libdlpack-dev \
-             liblapacke-dev \
+             liblapacke-dev abigail-tools \
              python3-dev python3-numpy python3-pytest python3-venv
 
 .PHONY: all deps configure build run test asan tsan clean python
@@ -48,7 +48,13 @@ test: build
 # its own, which faults where ASan's allocator puts that array at the end of a mapping (glibc's heap
 # always has its top chunk there); Tessera's code runs the same under AVX512-BF16's kernels
 # (docs/ARCHITECTURE.md, "Vector ISA variants").
+#
+# One thread per test (OMP_NUM_THREADS=1): the sanitizers look at memory, and the Release suite
+# already runs every kernel split over the host's cores (TSan: the threaded tests). Two 2-thread
+# tests side by side under ctest -j2 took 1.5x as long as two 1-thread ones over the 40 heaviest
+# tests, 4x for some (docs/TESTING.md, "CI's time").
 asan:
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} \
 	ONEDNN_MAX_CPU_ISA=$${ONEDNN_MAX_CPU_ISA:-AVX512_CORE_BF16} $(MAKE) test BUILD=build-asan CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON -DTS_BUILD_BENCH=OFF -DTS_CUDA=OFF $(CMAKE_ARGS)"
 
 # ThreadSanitizer over the tests that run threads (tests/test_threads.c: training in 4 threads at

@@ -23,8 +23,8 @@ static double time_once(ts_batch_norm_args *a) {
     double t[RUNS];
     for (int r = 0; r < RUNS + 2; r++) {
         const double t0 = now_s();
-        ts_cpu_batch_norm_isa(ts_cpu_isa_get(), a, false);
-        ts_cpu_batch_norm_isa(ts_cpu_isa_get(), a, true);
+        tsi_cpu_batch_norm_isa(ts_cpu_isa_get(), a, false);
+        tsi_cpu_batch_norm_isa(ts_cpu_isa_get(), a, true);
         if (r >= 2) t[r - 2] = (now_s() - t0) * 1e3; /* two warm-up runs */
     }
     qsort(t, RUNS, sizeof t[0], cmp_double);
@@ -75,7 +75,7 @@ static void bench(int64_t n, int64_t c, int64_t hw, ts_dtype dt) {
 int main(void) {
     ts_release(ts_zeros(TS_SHAPE(1), (ts_opts){0})); /* the library's set-up (the host scratch) */
     printf("batch norm forward + backward, kernels only (isa %s)\n",
-           ts_cpu_isa_name(ts_cpu_isa_get()));
+           tsi_cpu_isa_name(ts_cpu_isa_get()));
     static const int64_t shapes[][3] = {
         {64, 64, 1024}, {64, 128, 256}, {64, 256, 64}, {64, 512, 16}};
     for (int s = 0; s < 4; s++)

@@ -1,5 +1,5 @@
 /* bench_gemv.c — linear layers on one row (ts_linear, float32, batch 1) with gemv.c's kernel and
- * without it (ts_gemv_enable: the products then go to the BLAS library, oneDNN's sgemm), in turns,
+ * without it (tsi_gemv_enable: the products then go to the BLAS library, oneDNN's sgemm), in turns,
  * on 1 and 2 threads: MobileNetV3-Small's classifier (576 -> 1024, 1024 -> 1000) and GPT-2's
  * layers at one token (768 -> 3072, 3072 -> 768). Each figure is the median of ROUNDS rounds of
  * REPS calls, microseconds a call, and the weights' bytes over it (GB/s).
@@ -43,12 +43,12 @@ int main(int argc, char **argv) {
             ts_set_num_threads(threads);
             double on[ROUNDS], off[ROUNDS];
             for (int r = 0; r < ROUNDS; r++) {
-                ts_gemv_enable(true);
+                tsi_gemv_enable(true);
                 on[r] = us_a_call(x, w, b, reps);
-                ts_gemv_enable(false);
+                tsi_gemv_enable(false);
                 off[r] = us_a_call(x, w, b, reps);
             }
-            ts_gemv_enable(true);
+            tsi_gemv_enable(true);
             qsort(on, ROUNDS, sizeof on[0], cmp_double);
             qsort(off, ROUNDS, sizeof off[0], cmp_double);
             const double mb = (double)(n * k) * 4e-3, a = on[ROUNDS / 2], o = off[ROUNDS / 2];

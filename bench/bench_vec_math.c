@@ -211,9 +211,9 @@ int main(int argc, char **argv) {
         xd[i] = xf[i];
         ud[i] = (double)(i * 2654435761u % 1000003) / 1000003.0;
     }
-    const ts_vec_kernels *vk[K_COUNT] = {NULL, ts_vec_kernels_for(TS_ISA_GENERIC),
-                                         ts_vec_kernels_for(TS_ISA_AVX2),
-                                         ts_vec_kernels_for(TS_ISA_AVX512)};
+    const ts_vec_kernels *vk[K_COUNT] = {NULL, tsi_vec_kernels_for(TS_ISA_GENERIC),
+                                         tsi_vec_kernels_for(TS_ISA_AVX2),
+                                         tsi_vec_kernels_for(TS_ISA_AVX512)};
     double best[NCASES][K_COUNT];
     for (int c = 0; c < NCASES; c++)
         for (int k = 0; k < K_COUNT; k++) best[c][k] = 1e30;

@@ -32,7 +32,7 @@ static inline double act64(ts_conv_act act, double lo, double hi, double y) {
 
 /* the blocks with kernels on this host, widest first (16: AVX-512, 8: AVX2); returns how many */
 static inline int conv_blocks_here(int blocks[2]) {
-    const ts_cpu_isa host = ts_cpu_isa_host();
+    const ts_cpu_isa host = tsi_cpu_isa_host();
     int n = 0;
     if (host >= TS_ISA_AVX512) blocks[n++] = 16;
     if (host >= TS_ISA_AVX2) blocks[n++] = 8;

@@ -273,8 +273,8 @@ static void test_isa_variants(void) {
                     0, T, 2 * T, 2 * T + C, 2 * T + 2 * C, 2 * T + 3 * C, 2 * T + 4 * C};
                 for (int i = 0; i < 7; i++)
                     *outs[i] = (ts_kview){.data = o + es * at[i], .dtype = dt};
-                const bool have = ts_cpu_batch_norm_isa((ts_cpu_isa)isa, &a, false) &&
-                                  ts_cpu_batch_norm_isa((ts_cpu_isa)isa, &a, true);
+                const bool have = tsi_cpu_batch_norm_isa((ts_cpu_isa)isa, &a, false) &&
+                                  tsi_cpu_batch_norm_isa((ts_cpu_isa)isa, &a, true);
                 if (!have) {
                     free(o), out[isa] = NULL;
                     continue;
@@ -286,7 +286,7 @@ static void test_isa_variants(void) {
                         ts_test_failf(__FILE__, __LINE__,
                                       "%s [%lld, %lld, %lld]: isa %s differs from generic",
                                       ts_dtype_name(dt), (long long)N, (long long)C, (long long)HW,
-                                      ts_cpu_isa_name((ts_cpu_isa)isa));
+                                      tsi_cpu_isa_name((ts_cpu_isa)isa));
                 }
             }
             for (int isa = 0; isa < TS_ISA_COUNT; isa++) free(out[isa]);

@@ -166,8 +166,8 @@ static void test_isa_variants(void) {
                 ts_kview *fs[] = {&a.mean, &a.invstd, &a.var, &a.dweight, &a.dbias};
                 for (int i = 0; i < 5; i++)
                     *fs[i] = (ts_kview){.data = (char *)(fo + i * C), .dtype = TS_F32};
-                if (!ts_cpu_batch_norm_isa((ts_cpu_isa)isa, &a, false) ||
-                    !ts_cpu_batch_norm_isa((ts_cpu_isa)isa, &a, true)) {
+                if (!tsi_cpu_batch_norm_isa((ts_cpu_isa)isa, &a, false) ||
+                    !tsi_cpu_batch_norm_isa((ts_cpu_isa)isa, &a, true)) {
                     free(o), out[isa] = NULL;
                     continue;
                 }
@@ -177,7 +177,7 @@ static void test_isa_variants(void) {
                     if (!same)
                         ts_test_failf(__FILE__, __LINE__, "%s [%lld, %lld, %lld]: %s differs",
                                       ts_dtype_name(hd), (long long)N, (long long)C, (long long)HW,
-                                      ts_cpu_isa_name((ts_cpu_isa)isa));
+                                      tsi_cpu_isa_name((ts_cpu_isa)isa));
                 }
             }
             for (int isa = 0; isa < TS_ISA_COUNT; isa++) free(out[isa]);

@@ -154,8 +154,8 @@ static bool run_kernels(const bn_case *k, const ts_bn_data *d, ts_dtype dt, bool
     a.var = (ts_kview){.data = k->var ? st + 2 * C * ps : NULL, .dtype = pt};
     a.dweight = (ts_kview){.data = k->weight ? st + 3 * C * ps : NULL, .dtype = pt};
     a.dbias = (ts_kview){.data = k->bias ? st + 4 * C * ps : NULL, .dtype = pt};
-    const bool ok = ts_cpu_batch_norm_isa((ts_cpu_isa)isa, &a, false) &&
-                    ts_cpu_batch_norm_isa((ts_cpu_isa)isa, &a, true);
+    const bool ok = tsi_cpu_batch_norm_isa((ts_cpu_isa)isa, &a, false) &&
+                    tsi_cpu_batch_norm_isa((ts_cpu_isa)isa, &a, true);
     free(in);
     if (!ok) {
         free(o->mem), o->mem = NULL;
@@ -221,7 +221,7 @@ static void kernel_case(const bn_case *k, ts_dtype dt) {
         ts_test_record(same);
         if (!same)
             ts_test_failf(__FILE__, __LINE__, "%s: isa %s differs from generic", label,
-                          ts_cpu_isa_name((ts_cpu_isa)isa));
+                          tsi_cpu_isa_name((ts_cpu_isa)isa));
         free_out(&v);
     }
     free_out(&g), free_out(&nchw);

@@ -54,7 +54,7 @@ static ts_cgeom geom(const dw_case *t) {
                             (t->w + 2 * t->p - t->k) / t->s + 1};
     const int64_t khw[2] = {t->k, t->k};
     const ts_conv2d_params p = params(t);
-    return ts_cgeom_make(nchw, ohw, khw, &p);
+    return tsi_cgeom_make(nchw, ohw, khw, &p);
 }
 
 /* blocked index of (n, c, i, j) */
@@ -84,13 +84,13 @@ static double run_case(const dw_case *t, int blk, int via, float **keep_y, doubl
     for (size_t i = 0; i < ny; i++) y[i] = NAN; /* what is not written shows */
     bool ok;
     if (via) {
-        const ts_backend *be = ts_backend_for(TS_CPU);
+        const ts_backend *be = tsi_backend_for(TS_CPU);
         const ts_conv2d_params p = params(t);
         const int64_t nchw[4] = {t->n, t->c, t->h, t->w}, ohw[3] = {t->c, g.oh, g.ow};
         const int64_t khw[2] = {t->k, t->k};
         ok = be->conv2d_blocked(be, 0, y, blk, x, blk, w, t->bias ? b : NULL, nchw, ohw, khw, &p);
     } else {
-        ok = ts_conv_dw_blocked(&g, blk, y, x, w, t->bias ? b : NULL);
+        ok = tsi_conv_dw_blocked(&g, blk, y, x, w, t->bias ? b : NULL);
     }
     CHECK(ok);
     const double u = 0x1p-24, gam = (t->k * t->k + 1) * u / (1 - (t->k * t->k + 1) * u);
@@ -201,7 +201,7 @@ static void check_nan(void) {
         x[(1 * 4 + 1) * blk + 2] = NAN; /* channel 2, (1, 1) */
         for (int a = 0; a < 2; a++) {
             if (a) g.act = TS_CONV_ACT_CLIP, g.lo = -1, g.hi = 1;
-            CHECK(ts_conv_dw_blocked(&g, blk, y, x, w, b));
+            CHECK(tsi_conv_dw_blocked(&g, blk, y, x, w, b));
             CHECK(isnan(y[(0 * 4 + 0) * blk + 2]) && isnan(y[(2 * 4 + 2) * blk + 2]));
             CHECK(y[(3 * 4 + 3) * blk + 2] == 0 && y[(1 * 4 + 1) * blk + 1] == 0);
         }
@@ -215,9 +215,9 @@ static void check_refusals(void) {
     float x[8 * 8 * 16] = {0}, w[16 * 49] = {0}, y[8 * 8 * 16];
     for (int i = 0; i < 8 * 8 * 16; i++) y[i] = 7;
     ts_cgeom g = geom(&ok);
-    CHECK(ts_conv_dw_blocked_takes(&g, 16) && ts_conv_dw_blocked_takes(&g, 8));
-    CHECK(!ts_conv_dw_blocked_takes(&g, 4) && !ts_conv_dw_blocked_takes(&g, 0));
-    CHECK(!ts_conv_dw_blocked(&g, 4, y, x, w, NULL));
+    CHECK(tsi_conv_dw_blocked_takes(&g, 16) && tsi_conv_dw_blocked_takes(&g, 8));
+    CHECK(!tsi_conv_dw_blocked_takes(&g, 4) && !tsi_conv_dw_blocked_takes(&g, 0));
+    CHECK(!tsi_conv_dw_blocked(&g, 4, y, x, w, NULL));
     ts_cgeom bad[12];
     for (int i = 0; i < 12; i++) bad[i] = g;
     bad[0].kh = bad[0].kw = 4;    /* kernel 4 */
@@ -233,10 +233,10 @@ static void check_refusals(void) {
     bad[10].kh = bad[10].kw = 9;  /* kernel 9 */
     bad[11].pw = -1;              /* negative pad */
     for (int i = 0; i < 12; i++) {
-        const bool takes = ts_conv_dw_blocked_takes(&bad[i], 16);
+        const bool takes = tsi_conv_dw_blocked_takes(&bad[i], 16);
         if (takes) printf("  refusal %d taken\n", i);
         CHECK(!takes);
-        CHECK(!ts_conv_dw_blocked(&bad[i], 16, y, x, w, NULL));
+        CHECK(!tsi_conv_dw_blocked(&bad[i], 16, y, x, w, NULL));
     }
     bool untouched = true;
     for (int i = 0; i < 8 * 8 * 16; i++) untouched = untouched && y[i] == 7;

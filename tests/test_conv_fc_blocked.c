@@ -48,7 +48,7 @@ static ts_conv2d_params params(const fc_case *t) {
 static ts_cgeom geom(const fc_case *t) {
     const int64_t nchw[4] = {t->n, t->c, 1, 1}, ohw[3] = {t->o, 1, 1}, khw[2] = {1, 1};
     const ts_conv2d_params p = params(t);
-    return ts_cgeom_make(nchw, ohw, khw, &p);
+    return tsi_cgeom_make(nchw, ohw, khw, &p);
 }
 
 /* the worst error of the case as a fraction of its bound (INFINITY: a padding lane not 0, or the
@@ -66,12 +66,12 @@ static double run_case(const fc_case *t, int blk, bool via) {
     for (int64_t i = 0; i < t->n * obl; i++) y[i] = NAN;
     bool ok;
     if (via) {
-        const ts_backend *be = ts_backend_for(TS_CPU);
+        const ts_backend *be = tsi_backend_for(TS_CPU);
         const ts_conv2d_params p = params(t);
         const int64_t nchw[4] = {t->n, t->c, 1, 1}, ohw[3] = {t->o, 1, 1}, khw[2] = {1, 1};
         ok = be->conv2d_blocked(be, 0, y, blk, x, blk, w, t->bias ? b : NULL, nchw, ohw, khw, &p);
     } else {
-        ok = ts_conv_fc_blocked(&g, blk, y, x, w, t->bias ? b : NULL);
+        ok = tsi_conv_fc_blocked(&g, blk, y, x, w, t->bias ? b : NULL);
     }
     const double u = 0x1p-24, gam = (double)(t->c + 1) * u / (1 - (double)(t->c + 1) * u);
     double worst = ok ? 0 : INFINITY;
@@ -151,8 +151,8 @@ static void check_refusals(void) {
     float x[4 * 16] = {0}, w[16 * 16 * 9] = {0}, y[4 * 16 * 4];
     for (int i = 0; i < 4 * 16 * 4; i++) y[i] = 7;
     const ts_cgeom g = geom(&ok);
-    CHECK(ts_conv_fc_blocked_takes(&g, 16) && ts_conv_fc_blocked_takes(&g, 8));
-    CHECK(!ts_conv_fc_blocked_takes(&g, 4) && !ts_conv_fc_blocked(&g, 4, y, x, w, NULL));
+    CHECK(tsi_conv_fc_blocked_takes(&g, 16) && tsi_conv_fc_blocked_takes(&g, 8));
+    CHECK(!tsi_conv_fc_blocked_takes(&g, 4) && !tsi_conv_fc_blocked(&g, 4, y, x, w, NULL));
     ts_cgeom bad[7];
     for (int i = 0; i < 7; i++) bad[i] = g;
     bad[0].h = bad[0].w = 2, bad[0].oh = bad[0].ow = 2;   /* a 2x2 image */
@@ -163,10 +163,10 @@ static void check_refusals(void) {
     bad[5].c = 0;                                         /* no channels */
     bad[6].o = 0;                                         /* no outputs */
     for (int i = 0; i < 7; i++) {
-        const bool takes = ts_conv_fc_blocked_takes(&bad[i], 16);
+        const bool takes = tsi_conv_fc_blocked_takes(&bad[i], 16);
         if (takes) printf("  refusal %d taken\n", i);
         CHECK(!takes);
-        CHECK(!ts_conv_fc_blocked(&bad[i], 16, y, x, w, NULL));
+        CHECK(!tsi_conv_fc_blocked(&bad[i], 16, y, x, w, NULL));
     }
     bool untouched = true;
     for (int i = 0; i < 4 * 16 * 4; i++) untouched = untouched && y[i] == 7;

@@ -124,11 +124,11 @@ static void test_fused_matches(void) {
         for (int c = 0; c < N_CASES; c++) {
             for (int kk = 0; kk < (int)(sizeof kernels / sizeof kernels[0]); kk++) {
                 tsi_conv_force_provider(kernels[kk].provider);
-                if (ts_conv_direct_force_isa(kernels[kk].direct))
+                if (tsi_conv_direct_force_isa(kernels[kk].direct))
                     fused_matches(&CASES[c], devs[d], TS_F32, kernels[kk].name);
             }
             tsi_conv_force_provider(NULL);
-            CHECK(ts_conv_direct_force_isa(NULL));
+            CHECK(tsi_conv_direct_force_isa(NULL));
             fused_matches(&CASES[c], devs[d], TS_F64, "built-in");
         }
     fused_matches(&CASES[0], ts_cpu(), TS_BF16, "float32 copies");
@@ -330,8 +330,8 @@ static size_t wc_bytes(void) {
                            .og = wc_o() / g,
                            .k = WC_C / g * 9,
                            .p = side * (side - 1)};
-    const ts_conv_direct *d = ts_conv_direct_for(&geom, false);
-    return d ? (size_t)ts_conv_direct_pack_floats(d, &geom) * sizeof(float) : plain;
+    const ts_conv_direct *d = tsi_conv_direct_for(&geom, false);
+    return d ? (size_t)tsi_conv_direct_pack_floats(d, &geom) * sizeof(float) : plain;
 }
 
 static ts_tensor *conv(ts_tensor *x, ts_tensor *w) {
@@ -661,7 +661,7 @@ static void test_hard_acts(void) {
     const ts_dtype dts[2] = {TS_F64, TS_F32};
     for (int t = 0; t < 2; t++) {
         tsi_conv_force_provider("builtin");
-        CHECK(ts_conv_direct_force_isa("none"));
+        CHECK(tsi_conv_direct_force_isa("none"));
         ts_scope_begin();
         ts_manual_seed(31);
         const ts_opts o = {.dtype = dts[t]};
@@ -696,7 +696,7 @@ static void test_hard_acts(void) {
         ts_no_grad_end();
         ts_scope_end();
         tsi_conv_force_provider(NULL);
-        CHECK(ts_conv_direct_force_isa(NULL));
+        CHECK(tsi_conv_direct_force_isa(NULL));
     }
 }
 

@@ -788,7 +788,7 @@ int main(void) {
     const conv_case cnn = {8, 3, 32, 32, 6, 5, 5, {.groups = 0}, true, false, false};
     const char *isas[4] = {"avx512", "avx2", "generic", "none"};
     for (int is = 0; is < 4; is++) {
-        if (!ts_conv_direct_force_isa(isas[is])) continue;
+        if (!tsi_conv_direct_force_isa(isas[is])) continue;
         printf("conv kernels: %s\n", isas[is]);
         for (int i = 0; i < N_CONV_CASES; i++) run_conv_case(&conv_cases[i], ts_cpu(), TS_F32);
         run_conv_case(&cnn, ts_cpu(), TS_F32); /* SimpleCNN's first layer */
@@ -799,8 +799,8 @@ int main(void) {
         run_conv_case(&conv_cases[1], ts_cpu(), TS_F64);
         conv_inf_col = -1;
     }
-    CHECK(ts_conv_direct_force_isa(NULL));
-    CHECK(!ts_conv_direct_force_isa("sse9"));
+    CHECK(tsi_conv_direct_force_isa(NULL));
+    CHECK(!tsi_conv_direct_force_isa("sse9"));
     test_thread_independence();
     test_errors();
     return ts_test_finish();

@@ -608,6 +608,11 @@ static void test_scope_suspend(void) {
 
 int main(void) {
     if (ts_device_count(TS_SIM) < 4) ts_sim_configure(4, 0);
+    /* the library's version at run time is the header's */
+    char version[32];
+    snprintf(version, sizeof version, "%d.%d.%d", TS_VERSION_MAJOR, TS_VERSION_MINOR,
+             TS_VERSION_PATCH);
+    CHECK_STREQ(ts_library_version(), version);
     test_scope_suspend();
     /* self-check of the reference rounding against values torch 1.13 printed */
     CHECK(ref_f16(0.1) == 0.0999755859375 && ref_bf16(0.1) == 0.10009765625);

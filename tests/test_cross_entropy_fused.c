@@ -490,7 +490,7 @@ int main(void) {
     } else {
         return ts_test_skip_no_cuda("test_cross_entropy_fused: the fused kernels are not run here");
     }
-    const ts_backend *be = ts_backend_for(dev.type);
+    const ts_backend *be = tsi_backend_for(dev.type);
     fused = be && be->cross_entropy_forward && be->cross_entropy_backward;
     printf("device under test: %s (%s)\n", ts_device_str(dev),
            fused ? "fused kernels" : "no fused kernels: the composition");

@@ -38,7 +38,7 @@ static bool probe_started;
 
 static void *probe_stats(void *arg) {
     ts_mem_stats st;
-    ts_allocator_stats(probe_alloc, &st); /* takes the lock */
+    tsi_allocator_stats(probe_alloc, &st); /* takes the lock */
     atomic_store(&probe_done, true);
     return arg;
 }
@@ -98,111 +98,111 @@ static bool waits_exactly(int n, const uintptr_t (*expect)[2]) {
 #define NO_WAITS() waits_exactly(0, NULL)
 
 static void test_allocator_streams(void) {
-    ts_allocator *a = ts_allocator_new(&fake_be, 0);
-    ts_allocator_set_hooks(a, &fake_hooks);
+    ts_allocator *a = tsi_allocator_new(&fake_be, 0);
+    tsi_allocator_set_hooks(a, &fake_hooks);
     nwaits = ndevice_waits = 0;
     /* 10 MiB: a segment of its own, never split, so its history is exactly its own */
     const size_t big = 10 * MIB;
 
     /* freed on stream 1, reused on stream 1: no wait */
     fake_current = 1;
-    ts_block *b = ts_allocator_alloc(a, big, NULL, 0);
-    void *p = ts_block_ptr(b);
-    ts_allocator_release(a, b);
-    b = ts_allocator_alloc(a, big, NULL, 0);
-    CHECK(ts_block_ptr(b) == p && NO_WAITS());
-    ts_allocator_release(a, b);
+    ts_block *b = tsi_allocator_alloc(a, big, NULL, 0);
+    void *p = tsi_block_ptr(b);
+    tsi_allocator_release(a, b);
+    b = tsi_allocator_alloc(a, big, NULL, 0);
+    CHECK(tsi_block_ptr(b) == p && NO_WAITS());
+    tsi_allocator_release(a, b);
 
     /* reused on stream 2: stream 2 first waits for stream 1's work */
     fake_current = 2;
-    b = ts_allocator_alloc(a, big, NULL, 0);
-    CHECK(ts_block_ptr(b) == p && waits_exactly(1, (const uintptr_t[][2]){{1, 2}}));
+    b = tsi_allocator_alloc(a, big, NULL, 0);
+    CHECK(tsi_block_ptr(b) == p && waits_exactly(1, (const uintptr_t[][2]){{1, 2}}));
 
     /* released while stream 3 is current: streams 2 (its owner) and 3 are waited for */
     fake_current = 3;
-    ts_allocator_release(a, b);
+    tsi_allocator_release(a, b);
     fake_current = 4;
-    b = ts_allocator_alloc(a, big, NULL, 0);
-    CHECK(ts_block_ptr(b) == p && waits_exactly(2, (const uintptr_t[][2]){{2, 4}, {3, 4}}));
+    b = tsi_allocator_alloc(a, big, NULL, 0);
+    CHECK(tsi_block_ptr(b) == p && waits_exactly(2, (const uintptr_t[][2]){{2, 4}, {3, 4}}));
 
     /* a stream recorded on a live block (an asynchronous copy, say) is waited for too */
-    ts_allocator_record_stream(a, b, 5);
-    ts_allocator_release(a, b);
-    b = ts_allocator_alloc(a, big, NULL, 0);
-    CHECK(ts_block_ptr(b) == p && waits_exactly(1, (const uintptr_t[][2]){{5, 4}}));
+    tsi_allocator_record_stream(a, b, 5);
+    tsi_allocator_release(a, b);
+    b = tsi_allocator_alloc(a, big, NULL, 0);
+    CHECK(tsi_block_ptr(b) == p && waits_exactly(1, (const uintptr_t[][2]){{5, 4}}));
 
     /* the host (id 0) never needs waiting for */
-    ts_allocator_record_stream(a, b, 0);
-    ts_allocator_release(a, b);
-    b = ts_allocator_alloc(a, big, NULL, 0);
+    tsi_allocator_record_stream(a, b, 0);
+    tsi_allocator_release(a, b);
+    b = tsi_allocator_alloc(a, big, NULL, 0);
     CHECK(NO_WAITS());
 
     /* a block used by more streams than it remembers: the next user waits for the device */
-    for (uintptr_t s = 10; s < 16; s++) ts_allocator_record_stream(a, b, s);
-    ts_allocator_release(a, b);
-    b = ts_allocator_alloc(a, big, NULL, 0);
+    for (uintptr_t s = 10; s < 16; s++) tsi_allocator_record_stream(a, b, s);
+    tsi_allocator_release(a, b);
+    b = tsi_allocator_alloc(a, big, NULL, 0);
     CHECK(NO_WAITS() && ndevice_waits == 1);
-    ts_allocator_release(a, b);
+    tsi_allocator_release(a, b);
     ndevice_waits = 0;
 
     /* neighbours in one (small-pool) segment with different histories stay apart (a pool per
      * stream, as PyTorch's): stream 3 takes stream 2's block (with the free rest of the segment
      * merged in) and waits for stream 2 alone */
     fake_current = 1;
-    ts_block *x = ts_allocator_alloc(a, 512, NULL, 0);
+    ts_block *x = tsi_allocator_alloc(a, 512, NULL, 0);
     fake_current = 2;
-    ts_block *y = ts_allocator_alloc(a, 512, NULL, 0);
-    CHECK((char *)ts_block_ptr(y) == (char *)ts_block_ptr(x) + 512 && NO_WAITS());
-    void *px = ts_block_ptr(x);
+    ts_block *y = tsi_allocator_alloc(a, 512, NULL, 0);
+    CHECK((char *)tsi_block_ptr(y) == (char *)tsi_block_ptr(x) + 512 && NO_WAITS());
+    void *px = tsi_block_ptr(x);
     fake_current = 1;
-    ts_allocator_release(a, x);
+    tsi_allocator_release(a, x);
     fake_current = 2;
-    ts_allocator_release(a, y);
+    tsi_allocator_release(a, y);
     fake_current = 3;
-    ts_block *z = ts_allocator_alloc(a, 1024, NULL, 0);
-    CHECK(ts_block_ptr(z) == (char *)px + 512 && waits_exactly(1, (const uintptr_t[][2]){{2, 3}}));
-    ts_allocator_release(a, z);
+    ts_block *z = tsi_allocator_alloc(a, 1024, NULL, 0);
+    CHECK(tsi_block_ptr(z) == (char *)px + 512 && waits_exactly(1, (const uintptr_t[][2]){{2, 3}}));
+    tsi_allocator_release(a, z);
 
     /* empty_cache waits for the device once before handing segments back */
-    ts_allocator_empty_cache(a);
+    tsi_allocator_empty_cache(a);
     ts_mem_stats st;
-    ts_allocator_stats(a, &st);
+    tsi_allocator_stats(a, &st);
     CHECK(ndevice_waits == 1 && st.reserved == 0 && st.allocated == 0);
 
     /* the out-of-memory message of a device that reports its free memory */
     fake_limit = 32 * MIB;
     char msg[TS_OOM_MSG_LEN] = "";
-    CHECK(ts_allocator_alloc(a, 64 * MIB, msg, sizeof msg) == NULL);
+    CHECK(tsi_allocator_alloc(a, 64 * MIB, msg, sizeof msg) == NULL);
     CHECK_STREQ(msg, "tried to allocate 64.00 MiB; the device has a total capacity of 1.00 GiB of "
                      "which 123.00 MiB is free. Of the allocated memory 0 B is allocated by "
                      "tensors, and 0 B is reserved by the caching allocator but unallocated "
                      "(largest free cached block 0 B). If reserved but unallocated memory is "
                      "large, ts_empty_cache() returns it");
     fake_limit = SIZE_MAX;
-    ts_allocator_destroy(a);
+    tsi_allocator_destroy(a);
     fake_current = 0;
 }
 
 /* The pinned allocator's case: the host (stream 0) reuses a block whose use (a copy's event) was
  * recorded on it; the wait for that event runs with the allocator's lock released. */
 static void test_allocator_waits_unlocked(void) {
-    ts_allocator *a = ts_allocator_new(&fake_be, 0);
-    ts_allocator_set_hooks(a, &fake_hooks);
+    ts_allocator *a = tsi_allocator_new(&fake_be, 0);
+    tsi_allocator_set_hooks(a, &fake_hooks);
     nwaits = ndevice_waits = 0;
     fake_current = 0; /* the host */
-    ts_block *b = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
-    void *p = ts_block_ptr(b);
-    ts_allocator_record_stream(a, b, 77); /* a copy's event */
-    ts_allocator_release(a, b);
+    ts_block *b = tsi_allocator_alloc(a, 4 * MIB, NULL, 0);
+    void *p = tsi_block_ptr(b);
+    tsi_allocator_record_stream(a, b, 77); /* a copy's event */
+    tsi_allocator_release(a, b);
     probe_alloc = a;
-    b = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
+    b = tsi_allocator_alloc(a, 4 * MIB, NULL, 0);
     probe_alloc = NULL;
     if (probe_started) pthread_join(probe_thread, NULL);
-    CHECK(ts_block_ptr(b) == p && waits_exactly(1, (const uintptr_t[][2]){{77, 0}}));
+    CHECK(tsi_block_ptr(b) == p && waits_exactly(1, (const uintptr_t[][2]){{77, 0}}));
     if (!probe_lock_free) printf("  the wait for a copy ran under the allocator's lock\n");
     CHECK(probe_started && probe_lock_free);
-    ts_allocator_release(a, b);
-    ts_allocator_destroy(a);
+    tsi_allocator_release(a, b);
+    tsi_allocator_destroy(a);
 }
 
 /* Uses that supersede each other (pinned copies: a later event on the same stream covers an
@@ -215,22 +215,22 @@ static const ts_alloc_hooks fake_covering_hooks = {
     fake_current_stream, fake_stream_wait, fake_device_wait, false, fake_covers, false};
 
 static void test_allocator_covers(void) {
-    ts_allocator *a = ts_allocator_new(&fake_be, 0);
-    ts_allocator_set_hooks(a, &fake_covering_hooks);
+    ts_allocator *a = tsi_allocator_new(&fake_be, 0);
+    tsi_allocator_set_hooks(a, &fake_covering_hooks);
     nwaits = ndevice_waits = 0;
     fake_current = 0;
-    ts_block *b = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
-    void *p = ts_block_ptr(b);
-    for (uintptr_t k = 1; k <= 10; k++) ts_allocator_record_stream(a, b, 1000 + k);
-    ts_allocator_record_stream(a, b, 2001);
-    ts_allocator_record_stream(a, b, 2005);
-    ts_allocator_record_stream(a, b, 2003); /* earlier than 2005: nothing new */
-    ts_allocator_release(a, b);
-    b = ts_allocator_alloc(a, 4 * MIB, NULL, 0);
-    CHECK(ts_block_ptr(b) == p && waits_exactly(2, (const uintptr_t[][2]){{1010, 0}, {2005, 0}}));
+    ts_block *b = tsi_allocator_alloc(a, 4 * MIB, NULL, 0);
+    void *p = tsi_block_ptr(b);
+    for (uintptr_t k = 1; k <= 10; k++) tsi_allocator_record_stream(a, b, 1000 + k);
+    tsi_allocator_record_stream(a, b, 2001);
+    tsi_allocator_record_stream(a, b, 2005);
+    tsi_allocator_record_stream(a, b, 2003); /* earlier than 2005: nothing new */
+    tsi_allocator_release(a, b);
+    b = tsi_allocator_alloc(a, 4 * MIB, NULL, 0);
+    CHECK(tsi_block_ptr(b) == p && waits_exactly(2, (const uintptr_t[][2]){{1010, 0}, {2005, 0}}));
     CHECK_EQ(ndevice_waits, 0);
-    ts_allocator_release(a, b);
-    ts_allocator_destroy(a);
+    tsi_allocator_release(a, b);
+    tsi_allocator_destroy(a);
 }
 
 /* ------------------------------------------------------------------ record_stream's mistakes */

@@ -45,8 +45,8 @@ static int run_case(bool nt, int64_t m, int64_t n, int64_t k, int64_t pad, bool 
         for (int64_t j = 0; j < n; j++) b[nt ? j * ldb + p : p * ldb + j] = (float)rb[p * n + j];
     for (int64_t i = 0; i < cspan; i++) c[i] = GUARD_VALUE;
     float *c0 = c + GUARD;
-    bool took = nt ? ts_gemm_small_f32(m, n, k, a, lda, 1, b, 1, ldb, c0, ldc, 1, parallel)
-                   : ts_gemm_small_f32(m, n, k, a, 1, lda, b, ldb, 1, c0, ldc, 1, parallel);
+    bool took = nt ? tsi_gemm_small_f32(m, n, k, a, lda, 1, b, 1, ldb, c0, ldc, 1, parallel)
+                   : tsi_gemm_small_f32(m, n, k, a, 1, lda, b, ldb, 1, c0, ldc, 1, parallel);
     int bad = 0;
     if (took) {
         for (int64_t i = 0; i < m; i++)
@@ -81,7 +81,7 @@ static int run_case(bool nt, int64_t m, int64_t n, int64_t k, int64_t pad, bool 
 
 static bool have_kernels(void) {
     float x[16 * 64] = {0}, w[16 * 64] = {0}, y[16 * 16];
-    return ts_gemm_small_f32(16, 16, 64, x, 64, 1, w, 1, 64, y, 16, 1, false);
+    return tsi_gemm_small_f32(16, 16, 64, x, 64, 1, w, 1, 64, y, 16, 1, false);
 }
 
 static void test_shapes(void) {
@@ -136,18 +136,18 @@ static void test_thread_independent(void) {
 static void test_declines(void) {
     static float a[300 * 300], b[300 * 300], c[300 * 300];
     c[0] = GUARD_VALUE;
-    CHECK(!ts_gemm_small_f32(129, 32, 64, a, 64, 1, b, 1, 64, c, 32, 1, true)); /* NT, m > 128 */
-    CHECK(!ts_gemm_small_f32(32, 32, 63, a, 63, 1, b, 1, 63, c, 32, 1, true));  /* NT, k < 64 */
-    CHECK(!ts_gemm_small_f32(32, 32, 257, a, 1, 32, b, 32, 1, c, 32, 1, true)); /* TN, k > 256 */
-    CHECK(!ts_gemm_small_f32(15, 32, 64, a, 64, 1, b, 1, 64, c, 32, 1, true));  /* m < 16 */
-    CHECK(!ts_gemm_small_f32(32, 15, 64, a, 64, 1, b, 1, 64, c, 15, 1, true));  /* n < 16 */
-    CHECK(!ts_gemm_small_f32(32, 32, 64, a, 64, 1, b, 1, 64, c, 1, 32, true));  /* C col-major */
-    CHECK(!ts_gemm_small_f32(32, 32, 64, a, 64, 1, b, 64, 1, c, 32, 1, true));  /* NN */
-    CHECK(!ts_gemm_small_f32(32, 32, 64, a, 1, 32, b, 1, 64, c, 32, 1, true));  /* TT */
-    CHECK(!ts_gemm_small_f32(32, 32, 64, a, 0, 1, b, 1, 64, c, 32, 1, true));   /* rows alias */
-    ts_gemm_small_enable(false);
-    CHECK(!ts_gemm_small_f32(32, 32, 64, a, 64, 1, b, 1, 64, c, 32, 1, true));
-    ts_gemm_small_enable(true);
+    CHECK(!tsi_gemm_small_f32(129, 32, 64, a, 64, 1, b, 1, 64, c, 32, 1, true)); /* NT, m > 128 */
+    CHECK(!tsi_gemm_small_f32(32, 32, 63, a, 63, 1, b, 1, 63, c, 32, 1, true));  /* NT, k < 64 */
+    CHECK(!tsi_gemm_small_f32(32, 32, 257, a, 1, 32, b, 32, 1, c, 32, 1, true)); /* TN, k > 256 */
+    CHECK(!tsi_gemm_small_f32(15, 32, 64, a, 64, 1, b, 1, 64, c, 32, 1, true));  /* m < 16 */
+    CHECK(!tsi_gemm_small_f32(32, 15, 64, a, 64, 1, b, 1, 64, c, 15, 1, true));  /* n < 16 */
+    CHECK(!tsi_gemm_small_f32(32, 32, 64, a, 64, 1, b, 1, 64, c, 1, 32, true));  /* C col-major */
+    CHECK(!tsi_gemm_small_f32(32, 32, 64, a, 64, 1, b, 64, 1, c, 32, 1, true));  /* NN */
+    CHECK(!tsi_gemm_small_f32(32, 32, 64, a, 1, 32, b, 1, 64, c, 32, 1, true));  /* TT */
+    CHECK(!tsi_gemm_small_f32(32, 32, 64, a, 0, 1, b, 1, 64, c, 32, 1, true));   /* rows alias */
+    tsi_gemm_small_enable(false);
+    CHECK(!tsi_gemm_small_f32(32, 32, 64, a, 64, 1, b, 1, 64, c, 32, 1, true));
+    tsi_gemm_small_enable(true);
     CHECK(c[0] == GUARD_VALUE);
 }
 
@@ -160,7 +160,7 @@ static void test_linear_layer(void) {
     ts_tensor *bias = ts_randn(TS_SHAPE(128), (ts_opts){.requires_grad = true});
     float out[2][64 * 128], gw[2][128 * 784];
     for (int pass = 0; pass < 2; pass++) {
-        ts_gemm_small_enable(pass == 0);
+        tsi_gemm_small_enable(pass == 0);
         ts_scope_begin();
         ts_set_grad(w, NULL);
         ts_tensor *y = ts_linear(x, w, bias);
@@ -170,7 +170,7 @@ static void test_linear_layer(void) {
         CHECK_EQ(ts_copy_to_host(ts_grad(w), gw[pass], sizeof gw[pass]), TS_OK);
         ts_scope_end();
     }
-    ts_gemm_small_enable(true);
+    tsi_gemm_small_enable(true);
     double e_out = 0, e_gw = 0, s_out = 0, s_gw = 0;
     for (int i = 0; i < 64 * 128; i++)
         e_out = fmax(e_out, fabs(out[0][i] - out[1][i])), s_out = fmax(s_out, fabs(out[1][i]));

@@ -32,7 +32,7 @@ static double gamma_n(int64_t n) {
 
 /* whether the kernel runs here: an x86 build and a vector ISA */
 static bool kernel_here(void) {
-    return ts_gemv_rows_present() && ts_cpu_isa_get() != TS_ISA_GENERIC;
+    return tsi_gemv_rows_present() && ts_cpu_isa_get() != TS_ISA_GENERIC;
 }
 
 /* |got - (b + W x)| within the bound for each of n rows (W rows at stride ldw, y at stride sy,
@@ -75,7 +75,7 @@ static float *direct_case(int64_t n, int64_t k, int64_t pad, int64_t sy, int64_t
           *b = sb ? random_floats(n * sb) : NULL;
     float *yb = malloc(sizeof(float) * (size_t)span), *y = yb + GUARD;
     for (int64_t i = 0; i < span; i++) yb[i] = GUARD_VALUE;
-    const bool took = ts_gemv_f32(n, k, x, w, ldw, b, sb, y, sy, parallel);
+    const bool took = tsi_gemv_f32(n, k, x, w, ldw, b, sb, y, sy, parallel);
     CHECK(took == kernel_here());
     float *rows = NULL;
     char what[64];
@@ -123,12 +123,12 @@ static void check_direct(void) {
         free(one), free(two);
     }
     /* turned off: declines, writes nothing */
-    ts_gemv_enable(false);
+    tsi_gemv_enable(false);
     float x[4] = {1, 2, 3, 4}, w[8] = {1, 1, 1, 1, 2, 2, 2, 2}, y[2] = {-1, -1};
-    CHECK(!ts_gemv_f32(2, 4, x, w, 4, NULL, 0, y, 1, false));
+    CHECK(!tsi_gemv_f32(2, 4, x, w, 4, NULL, 0, y, 1, false));
     CHECK(y[0] == -1 && y[1] == -1);
-    ts_gemv_enable(true);
-    CHECK(ts_gemv_f32(2, 4, x, w, 4, NULL, 0, y, 1, false) == kernel_here());
+    tsi_gemv_enable(true);
+    CHECK(tsi_gemv_f32(2, 4, x, w, 4, NULL, 0, y, 1, false) == kernel_here());
     if (kernel_here()) CHECK(y[0] == 10 && y[1] == 20);
 }
 
@@ -155,7 +155,7 @@ static void linear_case(int64_t n, int64_t k, int64_t pad, bool bias) {
     ts_tensor *tx = tensor_of(x, TS_SHAPE(1, k)), *tb = bias ? tensor_of(b, TS_SHAPE(n)) : NULL;
     ts_tensor *tw = ts_narrow(tensor_of(w, TS_SHAPE(n, ldw)), 1, 0, k);
     float *want = malloc(sizeof(float) * (size_t)n);
-    const bool took = ts_gemv_f32(n, k, x, w, ldw, bias ? b : NULL, 1, want, 1, false);
+    const bool took = tsi_gemv_f32(n, k, x, w, ldw, bias ? b : NULL, 1, want, 1, false);
     char what[64];
     for (int threads = 1; threads <= 2; threads++) {
         ts_set_num_threads(threads);
@@ -191,7 +191,7 @@ static void column_case(int64_t m, int64_t k, int64_t pad) {
     ts_tensor *ta = ts_narrow(tensor_of(a, TS_SHAPE(m, lda)), 1, 0, k);
     ts_tensor *tv = tensor_of(v, TS_SHAPE(k, 1));
     float *want = malloc(sizeof(float) * (size_t)m);
-    const bool took = ts_gemv_f32(m, k, v, a, lda, NULL, 0, want, 1, false);
+    const bool took = tsi_gemv_f32(m, k, v, a, lda, NULL, 0, want, 1, false);
     ts_tensor *y = ts_matmul(ta, tv);
     CHECK(y && ts_ndim(y) == 2 && ts_size(y, 0) == m && ts_size(y, 1) == 1);
     if (y) {
@@ -232,7 +232,7 @@ int main(void) {
     if (ts_test_isa_gate()) return 77;
     ts_release(ts_zeros(TS_SHAPE(1), (ts_opts){0})); /* the cpu backend installed */
     printf("gemv: kernel %s (isa %s)\n", kernel_here() ? "on" : "declines",
-           ts_cpu_isa_name(ts_cpu_isa_get()));
+           tsi_cpu_isa_name(ts_cpu_isa_get()));
     check_direct();
     check_products();
     return ts_test_finish();

@@ -122,8 +122,8 @@ COUNTING(TS_SIM)
 
 /* Wraps the cpu and sim kernels with counters (the backend tables are static, writable data). */
 static void install_counters(void) {
-    ts_backend *cpu = (ts_backend *)ts_backend_for(TS_CPU),
-               *sim = (ts_backend *)ts_backend_for(TS_SIM);
+    ts_backend *cpu = (ts_backend *)tsi_backend_for(TS_CPU),
+               *sim = (ts_backend *)tsi_backend_for(TS_SIM);
     real_unscale[TS_CPU] = cpu->amp_unscale, cpu->amp_unscale = count_TS_CPU;
     real_unscale[TS_SIM] = sim->amp_unscale, sim->amp_unscale = count_TS_SIM;
 }

@@ -231,7 +231,7 @@ static void check_failed_build(int mode, ts_status code, const char *want) {
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (ts_device_count(TS_SIM) < 1) ts_sim_configure(1, 0);
-    ts_backend *sim = (ts_backend *)ts_backend_for(TS_SIM); /* sim's own table, not const */
+    ts_backend *sim = (ts_backend *)tsi_backend_for(TS_SIM); /* sim's own table, not const */
     if (!sim) return ts_test_skip("no sim backend");
     install(sim, true);
     printf("training through the hooks:\n");

@@ -106,17 +106,17 @@ static void test_copy(void) {
             snprintf(what, sizeof what, "copy %s <- %s", ts_dtype_name(D), ts_dtype_name(S));
             /* contiguous */
             ts_kview vd = kv1(dst, D, NCV), vs = kv1(src, S, NCV);
-            ts_cpu_copy(NULL, 0, &vd, &vs);
+            tsi_cpu_copy(NULL, 0, &vd, &vs);
             for (int i = 0; i < NCV; i++) expect_val(get(D, dst, i), want[i], D, what, i);
             /* transposed source into a contiguous 4x4 */
             int64_t sh[2] = {4, 4}, c[2] = {4, 1}, t[2] = {1, 4}, b[2] = {0, 1};
             vd = kv(dst, D, 2, sh, c), vs = kv(src, S, 2, sh, t);
-            ts_cpu_copy(NULL, 0, &vd, &vs);
+            tsi_cpu_copy(NULL, 0, &vd, &vs);
             for (int i = 0; i < NCV; i++)
                 expect_val(get(D, dst, i), want[(i % 4) * 4 + i / 4], D, what, i);
             /* broadcast row into a transposed destination */
             vd = kv(dst, D, 2, sh, t), vs = kv(src, S, 2, sh, b);
-            ts_cpu_copy(NULL, 0, &vd, &vs);
+            tsi_cpu_copy(NULL, 0, &vd, &vs);
             for (int i = 0; i < NCV; i++) expect_val(get(D, dst, i), want[i / 4], D, what, i);
             group_done();
         }
@@ -130,7 +130,7 @@ static void test_copy(void) {
             char src[32], dst[32];
             for (int i = 0; i < 4; i++) put(S, src, i, sp[i]);
             ts_kview vd = kv1(dst, D, 4), vs = kv1(src, S, 4);
-            ts_cpu_copy(NULL, 0, &vd, &vs);
+            tsi_cpu_copy(NULL, 0, &vd, &vs);
             for (int i = 0; i < 4; i++)
                 expect_val(get(D, dst, i), D == TS_BOOL ? (i < 3) : sp[i], D, "copy special", i);
             if (isflt(D)) CHECK(signbit(get(D, dst, 3)));
@@ -147,14 +147,14 @@ static void test_fill(void) {
             char buf[24 * 8];
             memset(buf, 0x5a, sizeof buf);
             ts_kview v = kv1(buf, D, 24);
-            ts_cpu_fill(NULL, 0, &v, vals[k]);
+            tsi_cpu_fill(NULL, 0, &v, vals[k]);
             for (int i = 0; i < 24; i++)
                 expect_val(get(D, buf, i), ref_convert(D, vals[k]), D, "fill", i);
             /* strided: every other element, the rest untouched */
             int64_t n = 12, st = 2;
             memset(buf, 0, sizeof buf);
             v = kv(buf, D, 1, &n, &st);
-            ts_cpu_fill(NULL, 0, &v, 1.0);
+            tsi_cpu_fill(NULL, 0, &v, 1.0);
             for (int i = 0; i < 24; i++) expect_val(get(D, buf, i), i % 2 ? 0 : 1, D, "fill", i);
             group_done();
         }

@@ -120,7 +120,7 @@ static void run_unary_case(ts_unary_op op, ts_dtype dt, const double *in, int n,
         if (pass == 2) vo = kv(out, odt, 2, sh, c), va = kv(a, dt, 2, sh, t);
         char saved[NUV * 8];
         memcpy(saved, a, sizeof saved);
-        ts_cpu_unary(NULL, 0, op, &vo, &va, lo, hi);
+        tsi_cpu_unary(NULL, 0, op, &vo, &va, lo, hi);
         for (int i = 0; i < n; i++) {
             int src = pass == 2 ? (i % 6) * 4 + i / 6 : i;
             double want = as_dtype(odt, ref_unary(op, get(dt, saved, src), lo, hi));
@@ -167,9 +167,9 @@ static void test_unary(void) {
     /* i64 wraps: -INT64_MIN and INT64_MIN^2 */
     int64_t big[2] = {INT64_MIN, (int64_t)3037000500}, r[2];
     ts_kview vo = kv1(r, TS_I64, 2), va = kv1(big, TS_I64, 2);
-    ts_cpu_unary(NULL, 0, TS_U_NEG, &vo, &va, 0, 0);
+    tsi_cpu_unary(NULL, 0, TS_U_NEG, &vo, &va, 0, 0);
     CHECK(r[0] == INT64_MIN && r[1] == -3037000500);
-    ts_cpu_unary(NULL, 0, TS_U_SQUARE, &vo, &va, 0, 0);
+    tsi_cpu_unary(NULL, 0, TS_U_SQUARE, &vo, &va, 0, 0);
     CHECK(r[0] == 0 && (uint64_t)r[1] == (uint64_t)3037000500 * (uint64_t)3037000500);
 }
 
@@ -303,8 +303,8 @@ static bool bool_op_ok(ts_binary_op op) { /* the ops PyTorch defines on bool */
 
 /* Layouts over a 3x4 output: 0 dense, 1 b broadcast along rows ([4] -> strides {0,1}),
  * 2 b as a column ([3,1] -> {1,0}), 3 a broadcast and b transposed, 4 out transposed,
- * 5 a as a column. a of dtype da, b of db, out of odt: ts_cpu_binary (da == db) or, widening,
- * ts_cpu_binary_widening; the reference is ref_binary in rdt on the values as stored. */
+ * 5 a as a column. a of dtype da, b of db, out of odt: tsi_cpu_binary (da == db) or, widening,
+ * tsi_cpu_binary_widening; the reference is ref_binary in rdt on the values as stored. */
 static void run_layouts(ts_binary_op op, ts_dtype da, ts_dtype db, ts_dtype odt, ts_dtype rdt,
                         const double *av, const double *bv, bool widening) {
     char a[NBV * 8], b[NBV * 8], out[NBV * 8];
@@ -318,7 +318,7 @@ static void run_layouts(ts_binary_op op, ts_dtype da, ts_dtype db, ts_dtype odt,
         if (lay == 4) vo = kv(out, odt, 2, sh, t);
         if (lay == 5) va = kv(a, da, 2, sh, col);
         memset(out, 0xff, sizeof out);
-        (widening ? ts_cpu_binary_widening : ts_cpu_binary)(NULL, 0, op, &vo, &va, &vb);
+        (widening ? tsi_cpu_binary_widening : tsi_cpu_binary)(NULL, 0, op, &vo, &va, &vb);
         for (int r = 0; r < 3; r++) {
             for (int k = 0; k < 4; k++) {
                 int ia = lay == 3 ? k : lay == 5 ? r : r * 4 + k;
@@ -354,7 +354,7 @@ static void run_scalar_case(ts_binary_op op, ts_dtype dt, const double *av, doub
         int64_t n = 6, st = 2;
         ts_kview vo = kv1(out, odt, NBV), va = kv1(a, dt, NBV);
         if (pass == 1) vo = kv(out, odt, 1, &n, &st), va = kv(a, dt, 1, &n, &st);
-        ts_cpu_binary_scalar(NULL, 0, op, &vo, &va, s);
+        tsi_cpu_binary_scalar(NULL, 0, op, &vo, &va, s);
         for (int i = 0; i < (pass ? 6 : NBV); i++) {
             int j = pass ? 2 * i : i;
             double want = ref_binary(op, get(dt, a, j), sv, dt);
@@ -401,15 +401,15 @@ static void test_binary(void) {
     run_binary_case(TS_B_POW, TS_U8, pa, pb);
     int64_t x[2] = {INT64_MIN, 17}, y[2] = {-1, 0}, r[2];
     ts_kview vo = kv1(r, TS_I64, 2), va = kv1(x, TS_I64, 2), vb = kv1(y, TS_I64, 2);
-    ts_cpu_binary(NULL, 0, TS_B_DIV, &vo, &va, &vb); /* must not trap */
+    tsi_cpu_binary(NULL, 0, TS_B_DIV, &vo, &va, &vb); /* must not trap */
     CHECK(r[0] == INT64_MIN && r[1] == 0);
-    ts_cpu_binary(NULL, 0, TS_B_FMOD, &vo, &va, &vb);
+    tsi_cpu_binary(NULL, 0, TS_B_FMOD, &vo, &va, &vb);
     CHECK(r[0] == 0 && r[1] == 0);
     /* f16 comparison against a scalar that f16 cannot hold exactly: PyTorch casts it first */
     uint16_t h[1] = {ref_f16(0.1f)};
     uint8_t eq[1] = {0};
     ts_kview vh = kv1(h, TS_F16, 1), ve = kv1(eq, TS_BOOL, 1);
-    ts_cpu_binary_scalar(NULL, 0, TS_B_EQ, &ve, &vh, 0.1);
+    tsi_cpu_binary_scalar(NULL, 0, TS_B_EQ, &ve, &vh, 0.1);
     CHECK_EQ(eq[0], 1);
 }
 
@@ -448,7 +448,7 @@ static void test_binary_widening(void) {
             bc[3] = {D1 * D2, 0, 1};
     ts_kview vo = kv(o, TS_F32, 3, sh, c), va = kv(a, TS_F32, 3, sh, t),
              vb = kv(b, TS_BF16, 3, sh, bc);
-    ts_cpu_binary_widening(NULL, 0, TS_B_SUB, &vo, &va, &vb);
+    tsi_cpu_binary_widening(NULL, 0, TS_B_SUB, &vo, &va, &vb);
     int bad = 0;
     for (int64_t i = 0; i < D0; i++)
         for (int64_t j = 0; j < D1; j++)
@@ -463,7 +463,7 @@ static void test_binary_widening(void) {
     for (int64_t i = 0; i < n; i++) hf[i] = ref_f16((float)(i % 2049) * 0.5f - 512.0f);
     memcpy(o, a, (size_t)n * sizeof *o);
     ts_kview v1 = kv1(o, TS_F32, n), vh = kv1(hf, TS_F16, n);
-    ts_cpu_binary_widening(NULL, 0, TS_B_ADD, &v1, &v1, &vh);
+    tsi_cpu_binary_widening(NULL, 0, TS_B_ADD, &v1, &v1, &vh);
     bad = 0;
     for (int64_t i = 0; i < n; i++) bad += o[i] != (float)((double)a[i] + ref_f16_val(hf[i]));
     CHECK_EQ(bad, 0);
@@ -507,7 +507,7 @@ static void test_activation_backward(void) {
         float out[8];
         ts_kview vo = kv1(out, TS_F32, 8), vg = kv1((void *)G, TS_F32, 8),
                  vs = kv1((void *)saved[k], TS_F32, 8);
-        ts_cpu_binary(NULL, 0, OPS[k], &vo, &vg, &vs);
+        tsi_cpu_binary(NULL, 0, OPS[k], &vo, &vg, &vs);
         for (int i = 0; i < 8; i++) expect_val(out[i], WANT[k][i], TS_F32, "torch backward", i);
         group_done();
     }
@@ -525,14 +525,14 @@ static void test_activation_backward(void) {
         bool sat = op == TS_B_SIGMOID_BWD || op == TS_B_TANH_BWD; /* saved outputs in (-1, 1) */
         for (int i = 0; i < N; i++) b64[i] = b32[i] = sat ? b32[i] / 2.5f : b32[i];
         ts_kview vo = kv1(o32, TS_F32, N), va = kv1(a32, TS_F32, N), vb = kv1(b32, TS_F32, N);
-        ts_cpu_binary(NULL, 0, op, &vo, &va, &vb);
+        tsi_cpu_binary(NULL, 0, op, &vo, &va, &vb);
         for (int i = 0; i < N; i++)
             expect_val(o32[i], ref_binary(op, a32[i], b32[i], TS_F32), TS_F32, "long f32", i);
         group_done();
         int64_t n = N, zero = 0;
         vo = kv1(o64, TS_F64, N), vb = kv1(b64, TS_F64, N);
         va = kv(a64, TS_F64, 1, &n, &zero); /* one gradient value for every element */
-        ts_cpu_binary(NULL, 0, op, &vo, &va, &vb);
+        tsi_cpu_binary(NULL, 0, op, &vo, &va, &vb);
         for (int i = 0; i < N; i++)
             expect_val(o64[i], ref_binary(op, a64[0], b64[i], TS_F64), TS_F64, "long f64", i);
         group_done();
@@ -553,7 +553,7 @@ static void test_where(void) {
             ts_kview va = kv(a, dt, 2, sh, c), vb = kv(b, dt, 2, sh, c);
             if (lay == 1) vc = kv(cond, TS_BOOL, 2, sh, col), vb = kv(b, dt, 2, sh, t);
             if (lay == 2) va = kv(a, dt, 2, sh, row), vo = kv(out, dt, 2, sh, t);
-            ts_cpu_where(NULL, 0, &vo, &vc, &va, &vb);
+            tsi_cpu_where(NULL, 0, &vo, &vc, &va, &vb);
             for (int r = 0; r < 3; r++) {
                 for (int q = 0; q < 4; q++) {
                     bool cv = lay == 1 ? cond[r] : cond[q];
@@ -588,7 +588,7 @@ static void test_large(void) {
             bc[3] = {D1 * D2, 0, 1};
     ts_kview vo = kv(o, TS_F32, 3, sh, c), va = kv(a, TS_F32, 3, sh, t),
              vb = kv(b, TS_F32, 3, sh, bc);
-    ts_cpu_binary(NULL, 0, TS_B_ADD, &vo, &va, &vb);
+    tsi_cpu_binary(NULL, 0, TS_B_ADD, &vo, &va, &vb);
     int bad = 0;
     for (int64_t i = 0; i < D0; i++)
         for (int64_t j = 0; j < D1; j++)
@@ -598,7 +598,7 @@ static void test_large(void) {
             }
     CHECK_EQ(bad, 0);
     ts_kview vd = kv(od, TS_F64, 3, sh, c);
-    ts_cpu_copy(NULL, 0, &vd, &va);
+    tsi_cpu_copy(NULL, 0, &vd, &va);
     bad = 0;
     for (int64_t i = 0; i < D0; i++)
         for (int64_t j = 0; j < D1; j++)
@@ -608,12 +608,12 @@ static void test_large(void) {
     /* in place on the transposed view: same result whatever order the kernel walks in */
     memcpy(o, a, (size_t)n * sizeof *o);
     ts_kview vt = kv(o, TS_F32, 3, sh, t);
-    ts_cpu_unary(NULL, 0, TS_U_NEG, &vt, &vt, 0, 0);
+    tsi_cpu_unary(NULL, 0, TS_U_NEG, &vt, &vt, 0, 0);
     bad = 0;
     for (int64_t i = 0; i < n; i++) bad += o[i] != -a[i];
     CHECK_EQ(bad, 0);
     ts_kview v1 = kv1(o, TS_F32, n), va1 = kv1(a, TS_F32, n);
-    ts_cpu_unary(NULL, 0, TS_U_SQUARE, &v1, &va1, 0, 0);
+    tsi_cpu_unary(NULL, 0, TS_U_SQUARE, &v1, &va1, 0, 0);
     bad = 0;
     for (int64_t i = 0; i < n; i++) bad += o[i] != a[i] * a[i];
     CHECK_EQ(bad, 0);
@@ -623,12 +623,12 @@ static void test_large(void) {
     struct timespec t0, t1;
     ts_kview s1 = kv1(o, TS_F32, 1), sa = kv1(a, TS_F32, 1), sb = kv1(b, TS_F32, 1);
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int i = 0; i < 1000000; i++) ts_cpu_binary(NULL, 0, TS_B_ADD, &s1, &sa, &sb);
+    for (int i = 0; i < 1000000; i++) tsi_cpu_binary(NULL, 0, TS_B_ADD, &s1, &sa, &sb);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ns1 = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e6;
     ts_kview vb1 = kv1(b, TS_F32, n);
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int i = 0; i < 50; i++) ts_cpu_binary(NULL, 0, TS_B_ADD, &v1, &va1, &vb1);
+    for (int i = 0; i < 50; i++) tsi_cpu_binary(NULL, 0, TS_B_ADD, &v1, &va1, &vb1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double gbs =
         50.0 * 12 * (double)n / ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));

@@ -63,7 +63,7 @@ static void gen(ts_random_kind kind, ts_dtype dt, void *data, int nd, const int6
     v.dtype = dt;
     v.ndim = nd;
     for (int d = 0; d < nd; d++) v.shape[d] = shape[d], v.strides[d] = strides[d];
-    ts_cpu_random(NULL, 0, kind, &v, p0, p1, seed, offset);
+    tsi_cpu_random(NULL, 0, kind, &v, p0, p1, seed, offset);
 }
 
 static void test_random(void) {

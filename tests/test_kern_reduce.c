@@ -233,7 +233,7 @@ static void check_reduce(ts_dtype dt, int nd, const int64_t *ps, const int *perm
     for (int64_t i = 0; i < 2 * outputs + 1; i++) wr(odt, obuf, i, 77);
     double sentinel = rd(odt, obuf, 0);
     ts_kview out = mkview(obuf, odt, nl, vs, ostr);
-    ts_cpu_reduce(NULL, 0, op, &out, &in, nred, corr);
+    tsi_cpu_reduce(NULL, 0, op, &out, &in, nred, corr);
     double *x = malloc((size_t)(n ? n : 1) * sizeof *x);
     ts_kview red = mkview(buf, dt, nred, vs + nl, vstr + nl);
     double rtol = isflt(dt) ? rtol_of(odt) : 0;
@@ -328,7 +328,7 @@ static void test_reduce(void) {
         for (int k = 0; k < 6; k++) {
             float o[3] = {5, 5, 5};
             ts_kview out = mkview(o, TS_F32, 1, osh, ost);
-            ts_cpu_reduce(NULL, 0, eops[k], &out, &in, 1, 1.0);
+            tsi_cpu_reduce(NULL, 0, eops[k], &out, &in, 1, 1.0);
             for (int i = 0; i < 3; i++)
                 EXPECT(close_to(o[i], ewant[k], 0, 0), "empty %s: %g", op_name[eops[k]], o[i]);
         }
@@ -336,7 +336,7 @@ static void test_reduce(void) {
         uint8_t bdummy = 0;
         ts_kview bin = mkview(&bdummy, TS_BOOL, 2, sh, st);
         ts_kview iout = mkview(isum, TS_I64, 1, osh, ost);
-        ts_cpu_reduce(NULL, 0, TS_R_SUM, &iout, &bin, 1, 0);
+        tsi_cpu_reduce(NULL, 0, TS_R_SUM, &iout, &bin, 1, 0);
         CHECK(isum[0] == 0 && isum[1] == 0 && isum[2] == 0);
         /* no outputs at all: nothing may be touched */
         int64_t sh2[2] = {0, 4};
@@ -344,7 +344,7 @@ static void test_reduce(void) {
         float o2 = 5;
         int64_t osh2[1] = {0};
         ts_kview out2 = mkview(&o2, TS_F32, 1, osh2, ost);
-        ts_cpu_reduce(NULL, 0, TS_R_SUM, &out2, &in2, 1, 0);
+        tsi_cpu_reduce(NULL, 0, TS_R_SUM, &out2, &in2, 1, 0);
         CHECK(o2 == 5);
     }
     /* full reduction to a 0-dim output; int64 values beyond 2^53 stay exact */
@@ -352,11 +352,11 @@ static void test_reduce(void) {
         int64_t v[4] = {(1ll << 60) + 1, (1ll << 60) + 3, (1ll << 60) + 2, -5};
         int64_t sh[1] = {4}, st[1] = {1}, r = 0;
         ts_kview in = mkview(v, TS_I64, 1, sh, st), out = mkview(&r, TS_I64, 0, sh, st);
-        ts_cpu_reduce(NULL, 0, TS_R_MAX, &out, &in, 1, 0);
+        tsi_cpu_reduce(NULL, 0, TS_R_MAX, &out, &in, 1, 0);
         CHECK(r == (1ll << 60) + 3);
-        ts_cpu_reduce(NULL, 0, TS_R_ARGMAX, &out, &in, 1, 0);
+        tsi_cpu_reduce(NULL, 0, TS_R_ARGMAX, &out, &in, 1, 0);
         CHECK(r == 1);
-        ts_cpu_reduce(NULL, 0, TS_R_SUM, &out, &in, 1, 0);
+        tsi_cpu_reduce(NULL, 0, TS_R_SUM, &out, &in, 1, 0);
         CHECK(r == (int64_t)(3 * ((1ull << 60)) + 6 - 5));
     }
     /* logsumexp stability and infinities */
@@ -364,13 +364,13 @@ static void test_reduce(void) {
         double v[3] = {1000, 1000, -INFINITY}, r;
         int64_t sh[1] = {3}, st[1] = {1};
         ts_kview in = mkview(v, TS_F64, 1, sh, st), out = mkview(&r, TS_F64, 0, sh, st);
-        ts_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
+        tsi_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
         CHECK_NEAR(r, 1000 + log(2.0), 1e-12);
         v[0] = v[1] = -INFINITY;
-        ts_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
+        tsi_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
         CHECK(r == -INFINITY);
         v[1] = INFINITY;
-        ts_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
+        tsi_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
         CHECK(r == INFINITY);
     }
 }
@@ -391,7 +391,7 @@ static float lse_f32(const float *x, int64_t n) {
     float r = 0;
     int64_t sh[1] = {n}, st[1] = {1};
     ts_kview in = mkview((void *)x, TS_F32, 1, sh, st), out = mkview(&r, TS_F32, 0, sh, st);
-    ts_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
+    tsi_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
     return r;
 }
 static void test_logsumexp_f32(void) {
@@ -445,7 +445,7 @@ static void test_logsumexp_f32(void) {
             uint16_t r = 0;
             int64_t sh[1] = {n}, st[1] = {1};
             ts_kview in = mkview(h, dt, 1, sh, st), out = mkview(&r, dt, 0, sh, st);
-            ts_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
+            tsi_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
             const double want = lse_ref(x, n), got = half ? ts_bf16_to_f32(r) : ts_f16_to_f32(r);
             int e;
             frexp(fmax(fabs(want), 0x1p-14), &e);
@@ -469,10 +469,10 @@ static void test_reduce_threads(void) {
             omp_set_num_threads(t + 1);
             ts_kview in = mkview(x, TS_F32, 1, sh, st), out = mkview(&r[t][0], TS_F32, 0, sh, st);
             if (op == TS_R_ARGMAX || op == TS_R_ARGMIN) continue;
-            ts_cpu_reduce(NULL, 0, (ts_reduce_op)op, &out, &in, 1, 1);
+            tsi_cpu_reduce(NULL, 0, (ts_reduce_op)op, &out, &in, 1, 1);
             ts_kview cin = mkview(x, TS_F32, 2, csh, cst),
                      cout = mkview(&r[t][1], TS_F32, 1, osh, st);
-            ts_cpu_reduce(NULL, 0, (ts_reduce_op)op, &cout, &cin, 1, 1);
+            tsi_cpu_reduce(NULL, 0, (ts_reduce_op)op, &cout, &cin, 1, 1);
         }
         if (op != TS_R_ARGMAX && op != TS_R_ARGMIN)
             EXPECT(memcmp(r[0], r[1], sizeof r[0]) == 0, "reduce %s differs with 1 and 2 threads",
@@ -501,7 +501,7 @@ static void check_softmax(ts_dtype dt, int nd, const int64_t *ps, const int *per
     char *buf = malloc((size_t)total * esz(dt)), *obuf = malloc((size_t)total * esz(dt));
     for (int64_t i = 0; i < total; i++) wr(dt, buf, i, (urand() * 2 - 1) * scale);
     ts_kview in = mkview(buf, dt, nd, vs, vstr), out = mkview(obuf, dt, nd, vs, ostr);
-    ts_cpu_softmax(NULL, 0, &out, &in, dim, lg);
+    tsi_cpu_softmax(NULL, 0, &out, &in, dim, lg);
     double rtol = dt == TS_F64 ? 1e-12 : dt == TS_F32 ? 1e-5 : dt == TS_F16 ? 2e-3 : 1e-2;
     double *row = malloc((size_t)vs[dim] * sizeof *row);
     int bad = 0;
@@ -548,9 +548,9 @@ static void test_softmax(void) {
     { /* a 0-dim tensor is a row of one: softmax 1, log_softmax 0 */
         double x = 3.5, y = -1;
         ts_kview in = mkview(&x, TS_F64, 0, NULL, NULL), out = mkview(&y, TS_F64, 0, NULL, NULL);
-        ts_cpu_softmax(NULL, 0, &out, &in, 0, false);
+        tsi_cpu_softmax(NULL, 0, &out, &in, 0, false);
         CHECK(y == 1.0);
-        ts_cpu_softmax(NULL, 0, &out, &in, 0, true);
+        tsi_cpu_softmax(NULL, 0, &out, &in, 0, true);
         CHECK(y == 0.0);
     }
     const int id2[2] = {0, 1}, tr2[2] = {1, 0};
@@ -579,7 +579,7 @@ static void check_index_select(ts_dtype dt, const int *perm, int dim) {
     for (int k = 0; k < 7; k++) idx[2 * k] = (int64_t)(urand() * (double)vs[dim]);
     ts_kview in = mkview(buf, dt, 3, vs, vstr), out = mkview(obuf, dt, 3, os, ostr);
     ts_kview iv = mkview(idx, TS_I64, 1, ish, ist);
-    ts_cpu_index_select(NULL, 0, &out, &in, dim, &iv);
+    tsi_cpu_index_select(NULL, 0, &out, &in, dim, &iv);
     int bad = 0;
     for (int64_t lin = 0; lin < numel(3, os); lin++) {
         int64_t m[3], rem = lin, src = 0;
@@ -616,7 +616,7 @@ static void check_gather_scatter(ts_dtype dt, const int *perm, int dim, const in
     for (int64_t i = 0; i < ni; i++) idx[i] = (int64_t)(urand() * (double)vs[dim]);
     ts_kview in = mkview(buf, dt, 3, vs, vstr), out = mkview(obuf, dt, 3, ishape, istr);
     ts_kview iv = mkview(idx, TS_I64, 3, ishape, istr), sv = mkview(sbuf, dt, 3, sshape, sstr);
-    ts_cpu_gather(NULL, 0, &out, &in, dim, &iv);
+    tsi_cpu_gather(NULL, 0, &out, &in, dim, &iv);
     int bad = 0;
     for (int64_t lin = 0; lin < ni; lin++) {
         int64_t m[3], rem = lin, off = 0;
@@ -626,7 +626,7 @@ static void check_gather_scatter(ts_dtype dt, const int *perm, int dim, const in
         bad += rd(dt, obuf, lin) != rd(dt, buf, off);
     }
     EXPECT(bad == 0, "gather dt=%d dim=%d: %d wrong", dt, dim, bad);
-    ts_cpu_scatter_add(NULL, 0, &in, dim, &iv, &sv);
+    tsi_cpu_scatter_add(NULL, 0, &in, dim, &iv, &sv);
     for (int64_t lin = 0; lin < ni; lin++) {
         int64_t m[3], rem = lin, off = 0, soff = 0;
         for (int d = 2; d >= 0; d--) m[d] = rem % ishape[d], rem /= ishape[d];
@@ -669,9 +669,9 @@ static void test_index(void) {
         ts_kview in = mkview(&x, TS_F32, 0, NULL, NULL), out = mkview(&y, TS_F32, 0, NULL, NULL);
         ts_kview iv = mkview(&zero, TS_I64, 0, NULL, NULL),
                  av = mkview(&acc, TS_F32, 0, NULL, NULL);
-        ts_cpu_gather(NULL, 0, &out, &in, 0, &iv);
+        tsi_cpu_gather(NULL, 0, &out, &in, 0, &iv);
         CHECK(y == 2.5f);
-        ts_cpu_scatter_add(NULL, 0, &av, 0, &iv, &in);
+        tsi_cpu_scatter_add(NULL, 0, &av, 0, &iv, &in);
         CHECK(acc == 3.5f);
     }
     /* big enough for the parallel paths */
@@ -681,12 +681,12 @@ static void test_index(void) {
     for (int64_t i = 0; i < R * C; i++) x[i] = (float)i, ix[i] = (i * 7919) % R;
     ts_kview in = mkview(x, TS_F32, 2, sh, st), out = mkview(o, TS_F32, 2, sh, st);
     ts_kview iv = mkview(ix, TS_I64, 2, sh, st);
-    ts_cpu_gather(NULL, 0, &out, &in, 0, &iv);
+    tsi_cpu_gather(NULL, 0, &out, &in, 0, &iv);
     int bad = 0;
     for (int64_t i = 0; i < R * C; i++) bad += o[i] != x[ix[i] * C + i % C];
     EXPECT(bad == 0, "big gather: %d wrong", bad);
     for (int64_t i = 0; i < R * C; i++) o[i] = 0;
-    ts_cpu_scatter_add(NULL, 0, &out, 0, &iv, &in);
+    tsi_cpu_scatter_add(NULL, 0, &out, 0, &iv, &in);
     double *ref = calloc((size_t)(R * C), sizeof *ref);
     for (int64_t i = 0; i < R * C; i++) ref[ix[i] * C + i % C] += x[i];
     bad = 0;

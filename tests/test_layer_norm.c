@@ -332,7 +332,7 @@ static ts_kview kv(void *p, ts_dtype dt, int64_t d0, int64_t d1) {
  * partial last vector. */
 static void test_isa_variants(void) {
     static const int64_t shapes[][2] = {{37, 4099}, {70, 17}, {5, 1}, {3, 48}};
-    const ts_backend *be = ts_backend_for(TS_CPU);
+    const ts_backend *be = tsi_backend_for(TS_CPU);
     for (int k = 0; k < 2; k++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             const ts_dtype dt = k ? TS_F64 : TS_F32;
@@ -362,8 +362,8 @@ static void test_isa_variants(void) {
                 a.dbias = kv(o + es * (2 * R * C + 2 * R + C), dt, 1, C);
                 const size_t wsb = be->layer_norm_workspace(be, 0, &a);
                 void *ws = aligned_alloc(64, (wsb + 63) / 64 * 64 + 64);
-                const bool have = ts_cpu_layer_norm_isa((ts_cpu_isa)isa, &a, false, NULL) &&
-                                  ts_cpu_layer_norm_isa((ts_cpu_isa)isa, &a, true, ws);
+                const bool have = tsi_cpu_layer_norm_isa((ts_cpu_isa)isa, &a, false, NULL) &&
+                                  tsi_cpu_layer_norm_isa((ts_cpu_isa)isa, &a, true, ws);
                 free(ws);
                 if (!have) {
                     free(o), out[isa] = NULL;
@@ -377,7 +377,7 @@ static void test_isa_variants(void) {
                                       "%s [%lld x %lld]: isa %s differs from "
                                       "generic",
                                       ts_dtype_name(dt), (long long)R, (long long)C,
-                                      ts_cpu_isa_name((ts_cpu_isa)isa));
+                                      tsi_cpu_isa_name((ts_cpu_isa)isa));
                 }
             }
             for (int isa = 0; isa < TS_ISA_COUNT; isa++) free(out[isa]);

@@ -616,11 +616,11 @@ static bool blocked_case(bool dbl, int64_t m, int64_t n, int64_t k, bool ta, boo
     }
     char *c0 = c + 8 * es; /* 8 guard elements before C */
     if (dbl)
-        ts_gemm_blocked_f64(m, n, k, (double *)a, rsa, csa, (double *)b, rsb, csb, (double *)c0,
-                            rsc, csc, parallel);
+        tsi_gemm_blocked_f64(m, n, k, (double *)a, rsa, csa, (double *)b, rsb, csb, (double *)c0,
+                             rsc, csc, parallel);
     else
-        ts_gemm_blocked_f32(m, n, k, (float *)a, rsa, csa, (float *)b, rsb, csb, (float *)c0, rsc,
-                            csc, parallel);
+        tsi_gemm_blocked_f32(m, n, k, (float *)a, rsa, csa, (float *)b, rsb, csb, (float *)c0, rsc,
+                             csc, parallel);
     bool ok = true;
     char *inside = calloc((size_t)(cspan + 16), 1);
     for (int64_t i = 0; i < m && ok; i++)
@@ -654,11 +654,11 @@ static void test_blocked_gemm(void) {
     const char *isas[3] = {"generic", "avx2", "avx512"};
     const int64_t sizes[5] = {1, 7, 63, 129, 257};
     for (int is = 0; is < 3; is++) {
-        if (!ts_gemm_blocked_force_isa(isas[is])) {
+        if (!tsi_gemm_blocked_force_isa(isas[is])) {
             printf("blocked GEMM: %s not supported here, skipped\n", isas[is]);
             continue;
         }
-        CHECK_STREQ(ts_gemm_blocked_isa(), isas[is]);
+        CHECK_STREQ(tsi_gemm_blocked_isa(), isas[is]);
         int cnt = 0, bad = 0;
         for (int im = 0; im < 5; im++)
             for (int in = 0; in < 5; in++)
@@ -679,15 +679,15 @@ static void test_blocked_gemm(void) {
         printf("blocked GEMM %s: %d cases, %d bad\n", isas[is], cnt + 5, bad);
         CHECK_EQ(bad, 0);
     }
-    CHECK(ts_gemm_blocked_force_isa(NULL));
-    CHECK(!ts_gemm_blocked_force_isa("sse9"));
+    CHECK(tsi_gemm_blocked_force_isa(NULL));
+    CHECK(!tsi_gemm_blocked_force_isa("sse9"));
 }
 
 /* The CPU matmul kernel with every storage order of A, B and C (C by columns too: the kernel
  * takes any output strides and hands the library C's transpose), at a size each provider runs
  * (a tiny one stays with the BLAS), against a float64 loop. */
 static void test_kernel_layouts(void) {
-    const ts_backend *be = ts_backend_for(TS_CPU);
+    const ts_backend *be = tsi_backend_for(TS_CPU);
     const int64_t sizes[2][3] = {{5, 6, 7}, {33, 47, 29}};
     for (int si = 0; si < 2; si++)
         for (int dbl = 0; dbl < 2; dbl++)

@@ -115,7 +115,7 @@ static bool direct_takes(int64_t c, int64_t h, int64_t w, int64_t o, int64_t k, 
                   .g = g};
     q.cg = c / g, q.og = o / g, q.k = q.cg * k * k, q.p = h * w;
     q.direct = k == 1;
-    return ts_conv_direct_for(&q, false) != NULL;
+    return tsi_conv_direct_for(&q, false) != NULL;
 }
 
 /* the same for a 1x1 unpadded convolution of stride sh x 1 */
@@ -136,7 +136,7 @@ static bool direct_takes_1x1(int64_t c, int64_t h, int64_t w, int64_t o, int64_t
                   .g = 1};
     q.cg = c, q.og = o, q.k = c, q.p = q.oh * w;
     q.direct = sh == 1;
-    return ts_conv_direct_for(&q, false) != NULL;
+    return tsi_conv_direct_for(&q, false) != NULL;
 }
 
 static void check_dispatch(int blk) {
@@ -314,7 +314,7 @@ static void check_conv_guards(int blk) {
     CHECK(!ran);
     ts_error_clear();
     /* the backend entry itself: another block than its own, either side */
-    const ts_backend *be = ts_backend_for(TS_CPU);
+    const ts_backend *be = tsi_backend_for(TS_CPU);
     float xs[16 * 9] = {0}, ws[16 * 9] = {0}, ys[16 * 9];
     const ts_conv2d_params prm = {.stride = {1, 1}, .dilation = {1, 1}, .groups = 1};
     const int64_t nchw[4] = {1, 16, 3, 3}, ohw[3] = {16, 3, 3}, khw[2] = {1, 1};
@@ -419,7 +419,7 @@ static void check_pool(void) {
     if (y) CHECK(ts_numel(y) == 16 && isnan(ts_item(ts_max(y))));
     ts_error_clear();
     /* the backend entry refuses blocks beyond 16 (and below 1): nothing written */
-    const ts_backend *be = ts_backend_for(TS_CPU);
+    const ts_backend *be = tsi_backend_for(TS_CPU);
     if (be->global_avg_pool_blocked) {
         float in[17 * 4], out[17];
         for (int i = 0; i < 17 * 4; i++) in[i] = 1;
@@ -488,7 +488,7 @@ static void check_mul(void) {
         CHECK_OK();
     }
     /* the backend entry's loops for 16, 8 and any other block */
-    const ts_backend *be = ts_backend_for(TS_CPU);
+    const ts_backend *be = tsi_backend_for(TS_CPU);
     if (be->mul_channels_blocked) {
         for (int b = 3; b <= 16; b++) {
             float xs[2 * 3 * 16], ss[2 * 16], out[2 * 3 * 16 + 1];

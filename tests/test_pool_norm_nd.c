@@ -217,6 +217,10 @@ static const pcase pcases[] = {
     {1, true, true, 1, 3, {6}, {.kernel = {2}, .divisor_override = -3}},
     {2, true, false, 1, 2, {5, 6}, {.kernel = {2, 3}, .padding = {1, 1}, .divisor_override = -4}},
     {2, false, true, 1, 2, {5, 6}, {.kernel = {2, 3}, .stride = {1, 2}, .dilation = {2, 1}}},
+    /* max over whole windows of one row (kern_pool.c's row path): 1-d, overlapping; 2-d 1 x k */
+    {1, false, false, 2, 3, {11}, {.kernel = {3}, .stride = {2}}},
+    {1, false, true, 1, 2, {9}, {.kernel = {4}, .stride = {1}}},
+    {2, false, false, 1, 2, {3, 8}, {.kernel = {1, 3}, .stride = {2, 2}}},
 };
 /* clang-format on */
 #define N_PCASES (int)(sizeof pcases / sizeof pcases[0])

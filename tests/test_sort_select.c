@@ -509,8 +509,52 @@ static void test_errors(void) {
     ts_scope_end();
 }
 
+/* long rows (ties and NaNs, sorted runs): topk's insertion buffer once full, and kthvalue /
+ * median / nanmedian by quickselect, against the brute-force stable order (on the CPU: the
+ * selection is planned on the host whatever the device) */
+static void test_long_rows(void) {
+    enum { R = 3, L = 301 };
+    static double x[R * L], rv[R * 8], ri[R * 8];
+    fill_ties(x, R * L, 777u);
+    for (int64_t j = 0; j < L; j++) x[2 * L + j] = (double)(j % 50); /* ascending runs */
+    ts_scope_begin();
+    ts_tensor *t = mk(TS_SHAPE(R, L), x, ts_cpu());
+    int64_t perm[L];
+    for (int desc = 0; desc < 2; desc++) {
+        for (int64_t r = 0; r < R; r++) {
+            ref_sort(x + r * L, L, 1, desc, perm);
+            for (int64_t q = 0; q < 8; q++)
+                rv[r * 8 + q] = x[r * L + perm[q]], ri[r * 8 + q] = (double)perm[q];
+        }
+        ts_tensor *idx = NULL;
+        CHECK(same(ts_topk(t, 8, 1, desc, true, &idx), TS_SHAPE(R, 8), rv, 0));
+        CHECK(same(idx, TS_SHAPE(R, 8), ri, 0));
+    }
+    const int64_t ks[3] = {1, 150, L};
+    for (int c = 0; c < 5; c++) {
+        double v[R], iv[R];
+        for (int64_t r = 0; r < R; r++) {
+            ref_sort(x + r * L, L, 1, false, perm);
+            int64_t nans = 0;
+            for (int64_t j = 0; j < L; j++) nans += isnan(x[r * L + j]);
+            int64_t q = c < 3    ? ks[c] - 1
+                        : c == 3 ? (nans ? L - nans : (L - 1) / 2)
+                                 : (nans < L ? (L - nans - 1) / 2 : 0);
+            v[r] = x[r * L + perm[q]], iv[r] = (double)perm[q];
+        }
+        ts_tensor *idx = NULL;
+        ts_tensor *got = c < 3    ? ts_kthvalue(t, ks[c], 1, false, &idx)
+                         : c == 3 ? ts_median_dim(t, 1, false, &idx)
+                                  : ts_nanmedian_dim(t, 1, false, &idx);
+        CHECK(same(got, TS_SHAPE(R), v, 0));
+        CHECK(same(idx, TS_SHAPE(R), iv, 0));
+    }
+    ts_scope_end();
+}
+
 int main(void) {
     ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
+    test_long_rows();
     fill_ties(a, 4096, 12345u);
     for (int di = 0; di < ndev; di++) {
         ts_scope_begin();

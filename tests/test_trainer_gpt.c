@@ -87,6 +87,36 @@ static void test_text_gpt(void) {
     d = weights_rel_diff(path_in("ck0", "model.safetensors"), path_in("ck1", "model.safetensors"));
     CHECK(d == 0);
     if (d != 0) fprintf(stderr, "  checkpointed activations vs kept: %g\n", d);
+    /* --offload-optimizer: AdamW's masters and state on the host, the same weights on sim:0 */
+    r = RUN(GPT, "--device", "sim:0", "--max-steps", "3", "--checkpoint", path_in("off0", NULL));
+    check_clean_exit(&r);
+    result_free(&r);
+    r = RUN(GPT, "--device", "sim:0", "--max-steps", "3", "--offload-optimizer", "--checkpoint",
+            path_in("off1", NULL));
+    check_clean_exit(&r);
+    CHECK(r.out && strstr(r.out, "(offloaded: masters and state on the host)"));
+    result_free(&r);
+    d = weights_rel_diff(path_in("off0", "model.safetensors"),
+                         path_in("off1", "model.safetensors"));
+    CHECK(d == 0);
+    if (d != 0) fprintf(stderr, "  offloaded optimizer vs on the device: %g\n", d);
+    /* --max-memory: the model placed over sim:0, sim:1 and the cpu, the same weights */
+    r = RUN(GPT, "--device", "sim:0", "--max-steps", "3", "--max-memory",
+            "sim:0=100KiB,sim:1=100KiB,cpu=1GiB", "--checkpoint", path_in("place", NULL));
+    check_clean_exit(&r);
+    CHECK(r.out && strstr(r.out, "blocks.0                 -> sim:1") &&
+          strstr(r.out, "ln_f                     -> sim:1"));
+    result_free(&r);
+    d = weights_rel_diff(path_in("off0", "model.safetensors"),
+                         path_in("place", "model.safetensors"));
+    CHECK(d == 0);
+    if (d != 0) fprintf(stderr, "  placed vs on one device: %g\n", d);
+    check_usage_error(RUN(GPT, "--max-memory", "cpu=1GiB", "--devices", "sim:0,sim:1"),
+                      "tessera: --max-memory: not with --devices (data parallel replicates the "
+                      "whole model)\n");
+    check_usage_error(RUN(GPT, "--offload-optimizer", "--graph"),
+                      "tessera: --offload-optimizer: not with --graph (the offloaded step copies "
+                      "to and from the host, which a capture cannot record)\n");
     check_usage_error(RUN("train", "--model", "mlp", DATA, "--checkpoint-activations", "1"),
                       "tessera: --checkpoint-activations: for --model gpt and the resnets, not "
                       "mlp\n");

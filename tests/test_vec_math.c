@@ -86,7 +86,7 @@ static void check_f32_fn(const ts_vec_kernels *vk, int fn, const char *name, ref
         double e = err_ulps(ys[i], r, atol, true);
         if (e > worst) worst = e, at = xs[i];
     }
-    printf("  %-8s %-9s [%g, %g]: worst %.2f ulp at %.9g (bound %.1f)\n", ts_cpu_isa_name(vk->isa),
+    printf("  %-8s %-9s [%g, %g]: worst %.2f ulp at %.9g (bound %.1f)\n", tsi_cpu_isa_name(vk->isa),
            name, lo, hi, worst, at, bound);
     CHECK(worst <= bound);
 }
@@ -150,7 +150,7 @@ static void test_f64_accuracy(const ts_vec_kernels *vk) {
             if (e > worst) worst = e, at = x[i];
         }
         printf("  %-8s %-9s [%g, %g]: worst %.2f ulp at %.17g (bound %.1f)\n",
-               ts_cpu_isa_name(vk->isa), cases[c].name, cases[c].lo, cases[c].hi, worst, at,
+               tsi_cpu_isa_name(vk->isa), cases[c].name, cases[c].lo, cases[c].hi, worst, at,
                cases[c].bound);
         CHECK(worst <= cases[c].bound);
     }
@@ -218,7 +218,7 @@ static void test_fma(const ts_vec_kernels *vk) {
     if (first >= 0)
         printf("  first at %lld: fma(%a, %a, %a) = %a, fmaf %a\n", (long long)first, a[first],
                b[first], c[first], y[first], fmaf(a[first], b[first], c[first]));
-    printf("  %-8s fma: %lld of %d differ from fmaf\n", ts_cpu_isa_name(vk->isa), (long long)bad,
+    printf("  %-8s fma: %lld of %d differ from fmaf\n", tsi_cpu_isa_name(vk->isa), (long long)bad,
            NF);
     CHECK_EQ(bad, 0);
 }
@@ -330,7 +330,7 @@ static void test_activations(const ts_vec_kernels *vk) {
         }
         printf("  %-8s %-9s: worst %.2f ulp against double at %.9g (bound %.0f), %.2f against "
                "the float formula at %.9g (bound %.0f)\n",
-               ts_cpu_isa_name(vk->isa), k->name, wd, atd, k->bound_d, wf, atf, k->bound_f);
+               tsi_cpu_isa_name(vk->isa), k->name, wd, atd, k->bound_d, wf, atf, k->bound_f);
         CHECK(wd <= k->bound_d);
         CHECK(wf <= k->bound_f);
     }
@@ -370,7 +370,7 @@ static void test_silu_bwd_tiny_g(const ts_vec_kernels *vk) {
     }
     printf("  %-8s silu_bwd, g s subnormal (g %.1e .. %.1e): worst %.2f ulp at %.9g (vector), "
            "%.2f at %.9g (scalar float), bound 6\n",
-           ts_cpu_isa_name(vk->isa), gmin, gmax, wv, atv, ws, ats);
+           tsi_cpu_isa_name(vk->isa), gmin, gmax, wv, atv, ws, ats);
     CHECK(wv <= 6);
     CHECK(ws <= 6);
 }
@@ -393,7 +393,7 @@ static void test_box_muller(const ts_vec_kernels *vk) {
         worst = e > worst ? e : worst;
     }
     printf("  %-8s box-muller: worst %.2f ulp against ts_philox_box_muller (bound 4)\n",
-           ts_cpu_isa_name(vk->isa), worst);
+           tsi_cpu_isa_name(vk->isa), worst);
     CHECK(worst <= 4);
 }
 
@@ -444,7 +444,7 @@ static void test_conversions(const ts_vec_kernels *vk) {
         for (int i = 0; i < len; i++) bad += a[i] != ts_f16_to_f32(h[15000 + i]);
     }
     printf("  %-8s f16/bf16 conversions: %d differences from kernel_math.h\n",
-           ts_cpu_isa_name(vk->isa), bad);
+           tsi_cpu_isa_name(vk->isa), bad);
     CHECK_EQ(bad, 0);
 }
 
@@ -493,16 +493,16 @@ static void test_same_bits(void) {
         xs[i] = fabsf(xs[i]) < 1e-30f || !isfinite(xs[i]) ? 0.5f : xs[i];
     for (int i = 0; i < 4096; i++) gs[i] = (float)i / 4096.0f - 0.5f;
     double rs[3], gs3[3];
-    run_all(ts_vec_kernels_for(TS_ISA_GENERIC), ref, N, rs);
+    run_all(tsi_vec_kernels_for(TS_ISA_GENERIC), ref, N, rs);
     for (int isa = TS_ISA_AVX2; isa < TS_ISA_COUNT; isa++) {
-        const ts_vec_kernels *vk = ts_vec_kernels_for((ts_cpu_isa)isa);
+        const ts_vec_kernels *vk = tsi_vec_kernels_for((ts_cpu_isa)isa);
         if (!vk) continue;
         run_all(vk, got, N, gs3);
         bool same = same_floats(ref, got, per) && memcmp(rs, gs3, sizeof rs) == 0;
         if (!same)
             printf("  sums %.17g %.17g %.17g / %.17g %.17g %.17g\n", rs[0], rs[1], rs[2], gs3[0],
                    gs3[1], gs3[2]);
-        printf("  %s gives the generic variant's bits: %s\n", ts_cpu_isa_name((ts_cpu_isa)isa),
+        printf("  %s gives the generic variant's bits: %s\n", tsi_cpu_isa_name((ts_cpu_isa)isa),
                same ? "yes" : "NO");
         CHECK(same);
     }
@@ -511,12 +511,12 @@ static void test_same_bits(void) {
 int main(void) {
     if (ts_test_isa_gate()) return 77;
     for (int isa = 0; isa < TS_ISA_COUNT; isa++) {
-        const ts_vec_kernels *vk = ts_vec_kernels_for((ts_cpu_isa)isa);
+        const ts_vec_kernels *vk = tsi_vec_kernels_for((ts_cpu_isa)isa);
         if (!vk) {
-            printf("%s: not on this CPU\n", ts_cpu_isa_name((ts_cpu_isa)isa));
+            printf("%s: not on this CPU\n", tsi_cpu_isa_name((ts_cpu_isa)isa));
             continue;
         }
-        printf("%s:\n", ts_cpu_isa_name((ts_cpu_isa)isa));
+        printf("%s:\n", tsi_cpu_isa_name((ts_cpu_isa)isa));
         test_fma(vk);
         test_f32_accuracy(vk);
         test_f64_accuracy(vk);
@@ -526,6 +526,6 @@ int main(void) {
         test_conversions(vk);
     }
     test_same_bits();
-    CHECK(ts_vec_kernels_get() == ts_vec_kernels_for(ts_cpu_isa_get()));
+    CHECK(tsi_vec_kernels_get() == tsi_vec_kernels_for(ts_cpu_isa_get()));
     return ts_test_finish();
 }

@@ -69,6 +69,12 @@ ARGS = {
     "train_profile": ["train", "--profile", "prof", "--profile-steps", "2:3"],
     "train_profile_steps_alone": ["train", "--profile-steps", "2:3"],
     "train_profile_steps_bad": ["train", "--profile", "prof", "--profile-steps", "3:2"],
+    "train_offload_optimizer": ["train", "--device", "sim:0", "--offload-optimizer",
+                                "--optimizer", "adamw"],
+    "train_offload_optimizer_graph": ["train", "--offload-optimizer", "--graph"],
+    "train_max_memory": ["train", "--model", "gpt", "--max-memory", "sim:0=2MiB,sim:1=1.5GB,cpu=64GiB"],
+    "train_max_memory_bad": ["train", "--max-memory", "sim:0=2XB,,gpu=1"],
+    "train_max_memory_devices": ["train", "--max-memory", "cpu=1GiB", "--devices", "sim:0,sim:1"],
 }
 
 CELLS = {

@@ -23,12 +23,27 @@ pc=$(find "$prefix" -name tessera.pc)
 cfg=$(find "$prefix" -name TesseraConfig.cmake)
 [ -n "$pc" ] && [ -n "$cfg" ] || { echo "install_test: tessera.pc or TesseraConfig.cmake missing" >&2; exit 1; }
 
-# pkg-config (a static library: --static adds the libraries it needs)
+# pkg-config, the shared library (what -ltessera finds): the program records where it is
 export PKG_CONFIG_PATH="$(dirname "$pc")"
+libdir=$(pkg-config --variable=libdir tessera)
+cc -std=c11 -o "$tmp/quickstart_so" "$src/examples/quickstart.c" \
+   $(pkg-config --cflags --libs tessera) -Wl,-rpath,"$libdir"
+ldd "$tmp/quickstart_so" | grep -q "libtessera.so.$(pkg-config --modversion tessera | cut -d. -f1,2) => $libdir" ||
+  { echo "install_test: the program did not link the installed libtessera.so" >&2; exit 1; }
+"$tmp/quickstart_so" >"$tmp/out_so"
+echo "install_test: pkg-config build against libtessera.so ran ($(head -1 "$tmp/out_so"))"
+
+# pkg-config, the static library (--static adds the libraries it needs)
 cc -std=c11 -o "$tmp/quickstart_pc" "$src/examples/quickstart.c" \
-   $(pkg-config --cflags --libs --static tessera)
+   $(pkg-config --cflags --libs --static tessera | sed "s|-ltessera |$libdir/libtessera.a |")
 "$tmp/quickstart_pc" >"$tmp/out_pc"
-echo "install_test: pkg-config build ran ($(head -1 "$tmp/out_pc"))"
+echo "install_test: pkg-config build against libtessera.a ran ($(head -1 "$tmp/out_pc"))"
+cmp -s "$tmp/out_pc" "$tmp/out_so" || { echo "install_test: shared and static disagree" >&2; exit 1; }
+
+# the installed command, moved with its prefix, finds its libtessera.so
+"$prefix/bin/tessera" devices >/dev/null ||
+  { echo "install_test: the installed tessera command does not run" >&2; exit 1; }
+echo "install_test: the installed tessera command runs"
 
 # CMake package
 mkdir -p "$tmp/project"

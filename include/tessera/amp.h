@@ -20,12 +20,13 @@ typedef struct ts_autocast_opts {
 /* device_type: TS_CPU, TS_CUDA or TS_SIM (TS_DEVICE_DEFAULT: the default device's type). dtype
  * must be TS_F16, TS_BF16 or TS_DTYPE_DEFAULT (TS_ERR_DTYPE otherwise; the region still opens so
  * begin/end stay paired). */
-void ts_autocast_begin(ts_device_type device_type, ts_dtype dtype);
-void ts_autocast_begin_ex(ts_device_type device_type, ts_autocast_opts o);
-void ts_autocast_end(void); /* TS_ERR_STATE when no region is open */
-bool ts_autocast_is_enabled(ts_device_type device_type);
-ts_dtype ts_autocast_get_dtype(ts_device_type device_type); /* the region's (or default) dtype */
-void ts_autocast_clear_cache(void);
+TS_API void ts_autocast_begin(ts_device_type device_type, ts_dtype dtype);
+TS_API void ts_autocast_begin_ex(ts_device_type device_type, ts_autocast_opts o);
+TS_API void ts_autocast_end(void); /* TS_ERR_STATE when no region is open */
+TS_API bool ts_autocast_is_enabled(ts_device_type device_type);
+TS_API ts_dtype
+ts_autocast_get_dtype(ts_device_type device_type); /* the region's (or default) dtype */
+TS_API void ts_autocast_clear_cache(void);
 
 /* ================================================================= grad scaler
  * PyTorch's torch.cuda.amp.GradScaler:
@@ -45,26 +46,27 @@ typedef struct ts_grad_scaler_opts {
     int growth_interval;   /* 0 -> 2000 */
     bool disabled;         /* enabled=False: scale/unscale/update do nothing, step just steps */
 } ts_grad_scaler_opts;
-ts_grad_scaler *ts_grad_scaler_new(ts_grad_scaler_opts o);
-void ts_grad_scaler_free(ts_grad_scaler *s);
-ts_tensor *ts_grad_scaler_scale(ts_grad_scaler *s, ts_tensor *loss); /* loss * scale */
+TS_API ts_grad_scaler *ts_grad_scaler_new(ts_grad_scaler_opts o);
+TS_API void ts_grad_scaler_free(ts_grad_scaler *s);
+TS_API ts_tensor *ts_grad_scaler_scale(ts_grad_scaler *s, ts_tensor *loss); /* loss * scale */
 /* Divides the optimizer's gradients by the scale in place and records whether any is Inf/NaN; a
  * second call before update is TS_ERR_STATE, like PyTorch. */
-ts_status ts_grad_scaler_unscale_(ts_grad_scaler *s, ts_optim *opt);
+TS_API ts_status ts_grad_scaler_unscale_(ts_grad_scaler *s, ts_optim *opt);
 /* Unscales if not done yet, then steps unless an Inf/NaN was found; *stepped (may be NULL) tells.
  * While capturing (graph.h) the step is recorded to skip itself on the device at each replay that
  * finds an Inf/NaN, and *stepped is false. */
-ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped);
+TS_API ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped);
 /* Backs off (Inf/NaN seen since the last update) or grows (growth_interval clean steps). With an
  * error pending (the iteration failed, a capture broke) it keeps the scale but still ends the
  * iteration, so the next one can unscale and step once the error is cleared. */
-ts_status ts_grad_scaler_update(ts_grad_scaler *s);
-ts_status ts_grad_scaler_set_scale(ts_grad_scaler *s, double new_scale); /* update(new_scale) */
-double ts_grad_scaler_get_scale(ts_grad_scaler *s); /* 1.0 when disabled, NAN on error */
-int ts_grad_scaler_growth_tracker(ts_grad_scaler *s);
+TS_API ts_status ts_grad_scaler_update(ts_grad_scaler *s);
+TS_API ts_status ts_grad_scaler_set_scale(ts_grad_scaler *s,
+                                          double new_scale); /* update(new_scale) */
+TS_API double ts_grad_scaler_get_scale(ts_grad_scaler *s);   /* 1.0 when disabled, NAN on error */
+TS_API int ts_grad_scaler_growth_tracker(ts_grad_scaler *s);
 /* PyTorch's state_dict keys: scale, growth_factor, backoff_factor, growth_interval,
  * _growth_tracker (0-dim f64 cpu tensors). */
-ts_tensor_list ts_grad_scaler_state_dict(ts_grad_scaler *s);
-ts_status ts_grad_scaler_load_state_dict(ts_grad_scaler *s, const ts_tensor_list *sd);
+TS_API ts_tensor_list ts_grad_scaler_state_dict(ts_grad_scaler *s);
+TS_API ts_status ts_grad_scaler_load_state_dict(ts_grad_scaler *s, const ts_tensor_list *sd);
 
 #endif /* TESSERA_AMP_H */

@@ -3,29 +3,30 @@
 #ifndef TESSERA_AUTOGRAD_H
 #define TESSERA_AUTOGRAD_H
 
-void ts_set_requires_grad(ts_tensor *t, bool on);
-bool ts_requires_grad(ts_tensor *t);
-ts_tensor *ts_grad(ts_tensor *t);                     /* borrowed; NULL when none */
-ts_status ts_set_grad(ts_tensor *t, ts_tensor *grad); /* NULL clears (zero_grad set_to_none) */
-bool ts_is_leaf(ts_tensor *t);
-uint64_t ts_version(ts_tensor *t);         /* bumped by every in-place op on the storage */
-const char *ts_grad_fn_name(ts_tensor *t); /* "AddBackward0", or NULL for leaves */
+TS_API void ts_set_requires_grad(ts_tensor *t, bool on);
+TS_API bool ts_requires_grad(ts_tensor *t);
+TS_API ts_tensor *ts_grad(ts_tensor *t); /* borrowed; NULL when none */
+TS_API ts_status ts_set_grad(ts_tensor *t,
+                             ts_tensor *grad); /* NULL clears (zero_grad set_to_none) */
+TS_API bool ts_is_leaf(ts_tensor *t);
+TS_API uint64_t ts_version(ts_tensor *t);         /* bumped by every in-place op on the storage */
+TS_API const char *ts_grad_fn_name(ts_tensor *t); /* "AddBackward0", or NULL for leaves */
 /* Backpropagate from a one-element tensor (gradient 1). */
-void ts_backward(ts_tensor *loss);
+TS_API void ts_backward(ts_tensor *loss);
 /* Backpropagate from t with the given gradient (same shape as t). */
-void ts_backward_with(ts_tensor *t, ts_tensor *grad);
+TS_API void ts_backward_with(ts_tensor *t, ts_tensor *grad);
 typedef struct ts_backward_opts {
     bool retain_graph; /* keep saved tensors so backward can run through the graph again */
 } ts_backward_opts;
-void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o); /* grad NULL: ones */
+TS_API void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o); /* grad NULL: ones */
 /* Thread-local, nestable: ops record no graph inside. */
-void ts_no_grad_begin(void);
-void ts_no_grad_end(void);
-bool ts_grad_enabled(void);
-ts_tensor *ts_detach(ts_tensor *t); /* shares storage, no graph */
+TS_API void ts_no_grad_begin(void);
+TS_API void ts_no_grad_end(void);
+TS_API bool ts_grad_enabled(void);
+TS_API ts_tensor *ts_detach(ts_tensor *t); /* shares storage, no graph */
 /* Anomaly mode (also TS_DETECT_ANOMALY=1): backward fails with TS_ERR_STATE naming the forward op
  * whose backward produced NaN/Inf. */
-void ts_detect_anomaly(bool on);
+TS_API void ts_detect_anomaly(bool on);
 /* Activation checkpointing (PyTorch's torch.utils.checkpoint, non-reentrant): runs
  * fn(ctx, inputs, n_inputs, outputs, n_outputs) recording the graph as usual, but whatever its ops
  * save for backward is dropped when it returns (its intermediates are freed) and recomputed by
@@ -38,18 +39,20 @@ void ts_detect_anomaly(bool on);
  * runs. Returns TS_OK or the error (outputs NULL). */
 typedef ts_status (*ts_checkpoint_fn)(void *ctx, ts_tensor *const *inputs, int n_inputs,
                                       ts_tensor **outputs, int n_outputs);
-ts_status ts_checkpoint(ts_checkpoint_fn fn, void *ctx, void (*ctx_free)(void *ctx),
-                        ts_tensor *const *inputs, int n_inputs, ts_tensor **outputs, int n_outputs);
+TS_API ts_status ts_checkpoint(ts_checkpoint_fn fn, void *ctx, void (*ctx_free)(void *ctx),
+                               ts_tensor *const *inputs, int n_inputs, ts_tensor **outputs,
+                               int n_outputs);
 /* The two halves of ts_checkpoint, for callers that run the function themselves (a binding):
  * between ts_checkpoint_begin and ts_checkpoint_end the calling thread's ops save placeholders;
  * fn is called only to recompute (given detached copies of the inputs, its outputs released).
  * begin returns NULL with the error on bad arguments (ctx taken over either way); end must close
  * the thread's innermost open frame (else TS_ERR_STATE). */
 typedef struct ts_checkpoint_frame ts_checkpoint_frame;
-ts_checkpoint_frame *ts_checkpoint_begin(ts_checkpoint_fn fn, void *ctx,
-                                         void (*ctx_free)(void *ctx), ts_tensor *const *inputs,
-                                         int n_inputs, int n_outputs);
-ts_status ts_checkpoint_end(ts_checkpoint_frame *f);
+TS_API ts_checkpoint_frame *ts_checkpoint_begin(ts_checkpoint_fn fn, void *ctx,
+                                                void (*ctx_free)(void *ctx),
+                                                ts_tensor *const *inputs, int n_inputs,
+                                                int n_outputs);
+TS_API ts_status ts_checkpoint_end(ts_checkpoint_frame *f);
 /* Gradient check by f64 central differences: compares the analytical vector-Jacobian product of a
  * random vector with the numerical one for every element of every input that requires grad. */
 typedef ts_tensor *(*ts_gradcheck_fn)(ts_tensor *const *inputs, int n, void *ctx);
@@ -59,7 +62,7 @@ typedef struct ts_gradcheck_opts {
     double rtol; /* 0 -> 1e-3 */
     bool verbose;
 } ts_gradcheck_opts;
-bool ts_gradcheck(ts_gradcheck_fn f, void *ctx, ts_tensor *const *inputs, int n,
-                  ts_gradcheck_opts o);
+TS_API bool ts_gradcheck(ts_gradcheck_fn f, void *ctx, ts_tensor *const *inputs, int n,
+                         ts_gradcheck_opts o);
 
 #endif /* TESSERA_AUTOGRAD_H */

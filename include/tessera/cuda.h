@@ -19,14 +19,14 @@ typedef struct ts_cuda_props {
 
 /* Devices the CUDA runtime reports (honours CUDA_VISIBLE_DEVICES); 0 without CUDA. Same as
  * ts_device_count(TS_CUDA). */
-int ts_cuda_device_count(void);
-ts_status ts_cuda_get_properties(int device, ts_cuda_props *out);
+TS_API int ts_cuda_device_count(void);
+TS_API ts_status ts_cuda_get_properties(int device, ts_cuda_props *out);
 /* The calling thread's current device: what ts_cuda(-1) and the device string "cuda" mean, and
  * where streams and events are made by default. Each thread starts on device 0. */
-ts_status ts_cuda_set_device(int device);
-int ts_cuda_current_device(void); /* -1 and TS_ERR_DEVICE when CUDA is not available */
+TS_API ts_status ts_cuda_set_device(int device);
+TS_API int ts_cuda_current_device(void); /* -1 and TS_ERR_DEVICE when CUDA is not available */
 /* Waits until every stream of the device has finished its work; device -1: the current device. */
-ts_status ts_cuda_synchronize(int device);
+TS_API ts_status ts_cuda_synchronize(int device);
 
 /* ------------------------------------------------------------------ streams
  * Kernels and copies run asynchronously, in order, on the calling thread's current stream of
@@ -43,43 +43,43 @@ typedef struct ts_cuda_event ts_cuda_event;
 
 /* A new stream on device (-1: the current one) that does not synchronise with the legacy default
  * stream. Streams are pooled: ts_cuda_stream_free hands it back for reuse. NULL + error. */
-ts_cuda_stream *ts_cuda_stream_new(int device);
+TS_API ts_cuda_stream *ts_cuda_stream_new(int device);
 /* Frees a stream from ts_cuda_stream_new (its queued work still runs). The default streams and
  * NULL are accepted and ignored. Every thread whose current stream it is (on its device) goes back
  * to the default stream. */
-ts_status ts_cuda_stream_free(ts_cuda_stream *s);
+TS_API ts_status ts_cuda_stream_free(ts_cuda_stream *s);
 /* The legacy default stream of device (-1: current). */
-ts_cuda_stream *ts_cuda_default_stream(int device);
+TS_API ts_cuda_stream *ts_cuda_default_stream(int device);
 /* Makes s the calling thread's current stream on s's device; other threads and devices keep
  * theirs. NULL: every device of the calling thread back to its default stream. */
-ts_status ts_cuda_set_stream(ts_cuda_stream *s);
-ts_cuda_stream *ts_cuda_current_stream(int device); /* never NULL when CUDA is available */
-int ts_cuda_stream_device(ts_cuda_stream *s);       /* -1 for NULL */
-ts_status ts_cuda_stream_synchronize(ts_cuda_stream *s);
+TS_API ts_status ts_cuda_set_stream(ts_cuda_stream *s);
+TS_API ts_cuda_stream *ts_cuda_current_stream(int device); /* never NULL when CUDA is available */
+TS_API int ts_cuda_stream_device(ts_cuda_stream *s);       /* -1 for NULL */
+TS_API ts_status ts_cuda_stream_synchronize(ts_cuda_stream *s);
 /* True when all work queued on s has finished (false also on error). */
-bool ts_cuda_stream_query(ts_cuda_stream *s);
+TS_API bool ts_cuda_stream_query(ts_cuda_stream *s);
 /* Work queued on s from now on waits until e's recorded work is done (no host wait). */
-ts_status ts_cuda_stream_wait_event(ts_cuda_stream *s, ts_cuda_event *e);
+TS_API ts_status ts_cuda_stream_wait_event(ts_cuda_stream *s, ts_cuda_event *e);
 /* The cudaStream_t, for launching one's own kernels in order with Tessera's. */
-void *ts_cuda_stream_handle(ts_cuda_stream *s);
+TS_API void *ts_cuda_stream_handle(ts_cuda_stream *s);
 /* PyTorch's Tensor.record_stream: the memory of cuda tensor t (its storage, for a view) is also
  * used by the work queued on stream s, so once t is freed it is not handed out again before the
  * reusing stream waited for s's work. For a tensor made on one stream and used on another: the
  * allocator itself only knows the streams current at allocation and release. TS_ERR_ARG for NULL
  * arguments or a tensor not on a cuda device. */
-ts_status ts_record_stream(ts_tensor *t, ts_cuda_stream *s);
+TS_API ts_status ts_record_stream(ts_tensor *t, ts_cuda_stream *s);
 
 /* ------------------------------------------------------------------ events */
 /* An event; with timing, ts_cuda_event_elapsed_ms can measure between two of them. It belongs to
  * the device of the first stream it is recorded on. */
-ts_cuda_event *ts_cuda_event_new(bool enable_timing);
+TS_API ts_cuda_event *ts_cuda_event_new(bool enable_timing);
 /* Captures the work queued on s so far (NULL: the current stream of the current device). */
-ts_status ts_cuda_event_record(ts_cuda_event *e, ts_cuda_stream *s);
-ts_status ts_cuda_event_synchronize(ts_cuda_event *e); /* waits for the captured work */
-bool ts_cuda_event_query(ts_cuda_event *e); /* true when it is done (or never recorded) */
+TS_API ts_status ts_cuda_event_record(ts_cuda_event *e, ts_cuda_stream *s);
+TS_API ts_status ts_cuda_event_synchronize(ts_cuda_event *e); /* waits for the captured work */
+TS_API bool ts_cuda_event_query(ts_cuda_event *e); /* true when it is done (or never recorded) */
 /* Milliseconds between two recorded timing events of one device; waits for `end` first. */
-ts_status ts_cuda_event_elapsed_ms(ts_cuda_event *start, ts_cuda_event *end, float *ms);
-void ts_cuda_event_free(ts_cuda_event *e); /* NULL is fine */
+TS_API ts_status ts_cuda_event_elapsed_ms(ts_cuda_event *start, ts_cuda_event *end, float *ms);
+TS_API void ts_cuda_event_free(ts_cuda_event *e); /* NULL is fine */
 
 /* ------------------------------------------------------------------ pinned host memory
  * ts_pin_memory(t) and ts_opts.pin_memory allocate page-locked memory (cudaHostAlloc) from a
@@ -88,14 +88,14 @@ void ts_cuda_event_free(ts_cuda_event *e); /* NULL is fine */
  * after the copy: the pinned block is handed out again only once that event has fired (not when
  * the whole stream is idle). Without CUDA "pinned" is only a flag. Statistics of that cache
  * (live_tensors is 0); ts_empty_cache(ts_cpu()) releases it. */
-ts_status ts_cuda_pinned_memory_stats(ts_mem_stats *out);
+TS_API ts_status ts_cuda_pinned_memory_stats(ts_mem_stats *out);
 
 /* ------------------------------------------------------------------ TF32 (cudacompute)
  * float32 matmuls and convolutions on CUDA use TF32 tensor cores only when this is on (products of
  * 10-bit mantissas: about 1e-3 relative error, several times the speed). Off by default, like
  * torch.backends.cuda.matmul.allow_tf32; f16/bf16 always use tensor cores. Process-wide; available
  * (and harmless) in builds without CUDA. */
-void ts_cuda_set_allow_tf32(bool allow);
-bool ts_cuda_allow_tf32(void);
+TS_API void ts_cuda_set_allow_tf32(bool allow);
+TS_API bool ts_cuda_allow_tf32(void);
 
 #endif /* TESSERA_CUDA_H */

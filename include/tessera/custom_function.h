@@ -56,9 +56,9 @@ typedef struct ts_custom_function {
  * released), at once without a graph, or on failure. Fails with TS_ERR_ARG (no backward, counts,
  * a dirty output that is no input), TS_ERR_STATE (a dirty leaf that requires grad), TS_ERR_OOM;
  * results are then NULL. */
-ts_status ts_custom_function_apply(const ts_custom_function *f, ts_tensor *const *inputs,
-                                   int n_inputs, ts_tensor *const *outputs, int n_outputs,
-                                   ts_tensor **results);
+TS_API ts_status ts_custom_function_apply(const ts_custom_function *f, ts_tensor *const *inputs,
+                                          int n_inputs, ts_tensor *const *outputs, int n_outputs,
+                                          ts_tensor **results);
 
 /* The graph seen from a tensor (PyTorch's grad_fn.next_functions): the node that made t and where
  * its input k's gradient goes. ts_grad_fn_node: t's node (NULL for a leaf), retained: release
@@ -68,11 +68,11 @@ ts_status ts_custom_function_apply(const ts_custom_function *f, ts_tensor *const
  * while n lives; PyTorch's AccumulateGrad), or NULL and *leaf NULL when the input needs no
  * gradient. */
 typedef struct ts_node ts_node;
-ts_node *ts_grad_fn_node(ts_tensor *t);
-void ts_node_release(ts_node *n);
-const char *ts_node_name(const ts_node *n);
-int ts_node_num_inputs(const ts_node *n);
-ts_node *ts_node_next(ts_node *n, int k, int *output_nr, ts_tensor **leaf);
+TS_API ts_node *ts_grad_fn_node(ts_tensor *t);
+TS_API void ts_node_release(ts_node *n);
+TS_API const char *ts_node_name(const ts_node *n);
+TS_API int ts_node_num_inputs(const ts_node *n);
+TS_API ts_node *ts_node_next(ts_node *n, int k, int *output_nr, ts_tensor **leaf);
 
 /* Tensor hooks (PyTorch's Tensor.register_hook) on a tensor made by a recorded op (not a leaf:
  * TS_ERR_UNSUPPORTED): fn(ctx, grad) runs when t's whole gradient is known (every use of t has
@@ -85,9 +85,9 @@ ts_node *ts_node_next(ts_node *n, int k, int *output_nr, ts_tensor **leaf);
  * ts_remove_tensor_hook: TS_ERR_ARG when t's node has no such hook (its history was replaced, or
  * the graph was freed). */
 typedef ts_tensor *(*ts_tensor_hook_fn)(void *ctx, ts_tensor *grad);
-int ts_register_tensor_hook(ts_tensor *t, ts_tensor_hook_fn fn, void *ctx,
-                            void (*ctx_free)(void *ctx));
-ts_status ts_remove_tensor_hook(ts_tensor *t, int handle);
+TS_API int ts_register_tensor_hook(ts_tensor *t, ts_tensor_hook_fn fn, void *ctx,
+                                   void (*ctx_free)(void *ctx));
+TS_API ts_status ts_remove_tensor_hook(ts_tensor *t, int handle);
 
 #ifdef __cplusplus
 }

@@ -21,30 +21,31 @@ typedef struct ts_dataset_ops {
 typedef struct ts_dataset ts_dataset;
 
 /* On failure (NULL, error set) ops->free(ctx) has already been called: ctx never leaks. */
-ts_dataset *ts_dataset_new(const ts_dataset_ops *ops, void *ctx);
-int64_t ts_dataset_len(ts_dataset *d);
-ts_status ts_dataset_get(ts_dataset *d, int64_t index, ts_sample *out); /* index in [0, len) */
+TS_API ts_dataset *ts_dataset_new(const ts_dataset_ops *ops, void *ctx);
+TS_API int64_t ts_dataset_len(ts_dataset *d);
+TS_API ts_status ts_dataset_get(ts_dataset *d, int64_t index,
+                                ts_sample *out); /* index in [0, len) */
 /* The sample as the loader makes it in `epoch` (ops->get_epoch, else get) */
-ts_status ts_dataset_get_epoch(ts_dataset *d, int64_t index, int64_t epoch, ts_sample *out);
-void ts_dataset_free(ts_dataset *d);                                    /* NULL-safe */
+TS_API ts_status ts_dataset_get_epoch(ts_dataset *d, int64_t index, int64_t epoch, ts_sample *out);
+TS_API void ts_dataset_free(ts_dataset *d); /* NULL-safe */
 /* number of classes when the dataset knows it (MNIST 10, image folder: subfolders), else 0 */
-int64_t ts_dataset_num_classes(ts_dataset *d);
-void ts_dataset_set_num_classes(ts_dataset *d, int64_t n);
+TS_API int64_t ts_dataset_num_classes(ts_dataset *d);
+TS_API void ts_dataset_set_num_classes(ts_dataset *d, int64_t n);
 
 typedef enum ts_data_split { TS_SPLIT_TRAIN = 0, TS_SPLIT_TEST } ts_data_split;
 
 /* Samples are the rows (first dim) of x and y (y may be NULL: y becomes an empty i64 tensor).
  * The dataset keeps its own references. */
-ts_dataset *ts_tensor_dataset(ts_tensor *x, ts_tensor *y);
+TS_API ts_dataset *ts_tensor_dataset(ts_tensor *x, ts_tensor *y);
 /* IDX files (plain or .gz): images u8 [N, H, W] -> x u8 [H, W, 1] (HWC), labels u8 [N] -> y i64
  * 0-dim */
-ts_dataset *ts_idx_dataset(const char *images_path, const char *labels_path);
+TS_API ts_dataset *ts_idx_dataset(const char *images_path, const char *labels_path);
 /* MNIST / Fashion-MNIST folder: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]; dir NULL means
  * Debian's /usr/share/datasets/fashion-mnist. Labels must be < 10. */
-ts_dataset *ts_mnist(const char *dir, ts_data_split split);
+TS_API ts_dataset *ts_mnist(const char *dir, ts_data_split split);
 /* CIFAR-10 binary batches (3,073-byte records): data_batch_1..5.bin / test_batch.bin in dir or in
  * dir/cifar-10-batches-bin; x u8 [32, 32, 3] (HWC), y i64 0-dim */
-ts_dataset *ts_cifar10(const char *dir, ts_data_split split);
+TS_API ts_dataset *ts_cifar10(const char *dir, ts_data_split split);
 typedef struct ts_csv_opts {
     int target_column; /* 0-based index of the target column (a zeroed opts: column 0); -1 = last */
     const char *target_name; /* or by header name (overrides target_column) */
@@ -53,7 +54,7 @@ typedef struct ts_csv_opts {
     char delimiter;          /* 0 -> ',' */
 } ts_csv_opts;
 /* numeric columns -> x f32 [features], y i64 0-dim (or f32 [1] for regression) */
-ts_dataset *ts_csv_dataset(const char *path, ts_csv_opts o);
+TS_API ts_dataset *ts_csv_dataset(const char *path, ts_csv_opts o);
 /* Byte-level language modelling: the bytes of a text file, or of every regular file under a folder
  * (sorted paths; symbolic links, hidden names and binary files — any NUL byte — skipped),
  * concatenated. A sample is x = bytes[o, o + context) and y = bytes[o + 1, o + context + 1), both
@@ -66,10 +67,10 @@ typedef struct ts_text_opts {
     double val_fraction; /* 0 -> 0.1 */
     uint64_t seed;       /* the training windows' offsets */
 } ts_text_opts;
-ts_dataset *ts_text_dataset(const char *path, ts_data_split split, ts_text_opts o);
+TS_API ts_dataset *ts_text_dataset(const char *path, ts_data_split split, ts_text_opts o);
 /* root/<class>/<image>: classes are the sorted subfolder names; x u8 [H, W, C]. Available when
  * built with an image library (stb); else TS_ERR_UNSUPPORTED. */
-ts_dataset *ts_image_folder(const char *root);
+TS_API ts_dataset *ts_image_folder(const char *root);
 
 /* =================================================================== transforms */
 /* Randomness of a transform comes from Philox keyed by (seed, epoch, sample index), so a sample's
@@ -82,7 +83,7 @@ typedef struct ts_transform_ctx {
 /* Layout (k >= 0): one Philox-4x32-10 block (src/backend/philox.h) under key seed with counter
  * {(uint32)index, (uint32)(index >> 32), (uint32)epoch, (uint32)k}; u = (((uint64)word1 << 32 |
  * word0) >> 11) * 2^-53. The loader's shuffle reads k = 0xFFFFFFFF, which no transform reaches. */
-double ts_transform_uniform(const ts_transform_ctx *c, int k);
+TS_API double ts_transform_uniform(const ts_transform_ctx *c, int k);
 
 /* apply: takes x (the callee releases or returns it) and returns the transformed sample x (a new
  * reference), or NULL with an error set. Runs on loader worker threads. */
@@ -90,23 +91,23 @@ typedef ts_tensor *(*ts_transform_fn)(ts_tensor *x, const ts_transform_ctx *c, v
 typedef struct ts_transform ts_transform;
 /* fn runs inside a scope of its own (its temporaries die after it): return an op's result with
  * ts_retain. The transform owns user (free_user(user) on free, also when the call fails). */
-ts_transform *ts_transform_new(ts_transform_fn fn, void *user, void (*free_user)(void *));
+TS_API ts_transform *ts_transform_new(ts_transform_fn fn, void *user, void (*free_user)(void *));
 /* Like fn: takes a reference to x (ts_retain it to keep your own) and returns a reference the
  * caller holds (not in a scope), or NULL with an error set. */
-ts_tensor *ts_transform_apply(ts_transform *t, ts_tensor *x, const ts_transform_ctx *c);
-void ts_transform_free(ts_transform *t); /* NULL-safe; frees composed children */
+TS_API ts_tensor *ts_transform_apply(ts_transform *t, ts_tensor *x, const ts_transform_ctx *c);
+TS_API void ts_transform_free(ts_transform *t); /* NULL-safe; frees composed children */
 /* u8 HWC -> f32 CHW / 255 (other dtypes: converted to f32, layout kept) */
-ts_transform *ts_to_tensor(void);
+TS_API ts_transform *ts_to_tensor(void);
 /* per channel (dim 0 of CHW): (x - mean[c]) / std[c] */
-ts_transform *ts_normalize(int channels, const float *mean, const float *std);
-ts_transform *ts_normalize3(float m0, float m1, float m2, float s0, float s1, float s2);
+TS_API ts_transform *ts_normalize(int channels, const float *mean, const float *std);
+TS_API ts_transform *ts_normalize3(float m0, float m1, float m2, float s0, float s1, float s2);
 /* on CHW or HWC-u8 images: pad by `padding` zeros each side, then crop size x size at random */
-ts_transform *ts_random_crop(int size, int padding);
-ts_transform *ts_random_hflip(double p);
+TS_API ts_transform *ts_random_crop(int size, int padding);
+TS_API ts_transform *ts_random_hflip(double p);
 /* applies each in order; takes ownership of the given transforms (also when it fails). Child i
  * draws with seed + i * 0x9E3779B97F4A7C15, so a crop and a flip in one compose are independent.
  * The built-ins work on cpu tensors. */
-ts_transform *ts_compose(int n, ts_transform *const *ts);
+TS_API ts_transform *ts_compose(int n, ts_transform *const *ts);
 
 /* =================================================================== samplers */
 /* PyTorch's DistributedSampler: the seeded permutation of the epoch (the loader's own shuffle for
@@ -121,12 +122,12 @@ typedef struct ts_distributed_sampler_opts {
     bool drop_last;
 } ts_distributed_sampler_opts;
 typedef struct ts_sampler ts_sampler;
-ts_sampler *ts_distributed_sampler(int64_t dataset_len, ts_distributed_sampler_opts o);
-int64_t ts_sampler_len(ts_sampler *s); /* indices per epoch for this replica */
-ts_status ts_sampler_set_epoch(ts_sampler *s, int64_t epoch);
+TS_API ts_sampler *ts_distributed_sampler(int64_t dataset_len, ts_distributed_sampler_opts o);
+TS_API int64_t ts_sampler_len(ts_sampler *s); /* indices per epoch for this replica */
+TS_API ts_status ts_sampler_set_epoch(ts_sampler *s, int64_t epoch);
 /* this replica's indices of the current epoch into out (room for ts_sampler_len) */
-ts_status ts_sampler_indices(ts_sampler *s, int64_t *out);
-void ts_sampler_free(ts_sampler *s); /* NULL-safe */
+TS_API ts_status ts_sampler_indices(ts_sampler *s, int64_t *out);
+TS_API void ts_sampler_free(ts_sampler *s); /* NULL-safe */
 
 /* ===================================================================== loader */
 typedef struct ts_loader_opts {
@@ -156,18 +157,18 @@ typedef struct ts_batch {
 /* The loader does not own the dataset (free it after the loader). It calls the dataset's get and
  * the transform inside a scope of its own, on its worker threads (workers > 0): a get built from
  * ops hands over ts_retain(result). On failure it frees o.transform too. */
-ts_loader *ts_loader_new(ts_dataset *d, ts_loader_opts o);
+TS_API ts_loader *ts_loader_new(ts_dataset *d, ts_loader_opts o);
 /* Next batch of the current epoch: true, or false at the end of the epoch (the next call starts
  * the next epoch) or on error (ts_error() set, e.g. a worker's error with its message). The same
  * batches arrive in the same order whatever the number of workers. */
-bool ts_loader_next(ts_loader *l, ts_batch *b);
-int64_t ts_loader_num_batches(ts_loader *l); /* per epoch */
+TS_API bool ts_loader_next(ts_loader *l, ts_batch *b);
+TS_API int64_t ts_loader_num_batches(ts_loader *l); /* per epoch */
 /* Start at this epoch (resume); stops the current epoch cleanly if one is running. */
-ts_status ts_loader_set_epoch(ts_loader *l, int64_t epoch);
-int64_t ts_loader_epoch(ts_loader *l);
+TS_API ts_status ts_loader_set_epoch(ts_loader *l, int64_t epoch);
+TS_API int64_t ts_loader_epoch(ts_loader *l);
 /* Start at batch `batch` of epoch `epoch` (a resume mid-epoch): the epoch's order is the same, the
  * batches before it are skipped without being made. */
-ts_status ts_loader_set_position(ts_loader *l, int64_t epoch, int64_t batch);
-void ts_loader_free(ts_loader *l); /* stops workers cleanly, also mid-epoch; NULL-safe */
+TS_API ts_status ts_loader_set_position(ts_loader *l, int64_t epoch, int64_t batch);
+TS_API void ts_loader_free(ts_loader *l); /* stops workers cleanly, also mid-epoch; NULL-safe */
 
 #endif /* TESSERA_DATA_H */

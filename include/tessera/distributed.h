@@ -25,32 +25,33 @@ typedef struct ts_dist_opts {
  * answers a world of one too, and TS_ERR_UNSUPPORTED when a launcher asked for more ranks.
  * Calling it twice is TS_ERR_STATE (PyTorch: "trying to initialize the default process group
  * twice!"). */
-ts_status ts_dist_init(ts_dist_opts o);
-bool ts_dist_is_available(void); /* built with MPI */
-bool ts_dist_is_initialized(void);
-int ts_dist_rank(void);       /* 0 before init */
-int ts_dist_world_size(void); /* 1 before init */
-int ts_dist_local_rank(void); /* rank among the processes of this machine */
-int ts_dist_local_world_size(void);
-ts_status ts_dist_barrier(void);
+TS_API ts_status ts_dist_init(ts_dist_opts o);
+TS_API bool ts_dist_is_available(void); /* built with MPI */
+TS_API bool ts_dist_is_initialized(void);
+TS_API int ts_dist_rank(void);       /* 0 before init */
+TS_API int ts_dist_world_size(void); /* 1 before init */
+TS_API int ts_dist_local_rank(void); /* rank among the processes of this machine */
+TS_API int ts_dist_local_world_size(void);
+TS_API ts_status ts_dist_barrier(void);
 /* Waits for outstanding work, releases the groups and leaves MPI. After a failure (a timed-out
  * or failed collective) it aborts the whole job instead (MPI_Abort), so no rank is left waiting. */
-ts_status ts_dist_finalize(void);
+TS_API ts_status ts_dist_finalize(void);
 /* Ends every rank of the job now with this exit code (MPI_Abort); a world of one exits. */
-void ts_dist_abort(int code);
+TS_API void ts_dist_abort(int code);
 /* "world 4, rank 0 (local 0 of 2), backend mpi (Open MPI v4.1.4), host NAME" — for `tessera
  * devices` and logs; thread-local buffer. */
-const char *ts_dist_describe(void);
+TS_API const char *ts_dist_describe(void);
 
 /* A subgroup (torch.distributed.new_group): every rank of the world calls it with the same list
  * of world ranks, in the same order relative to other group creations. Returns the group, also on
  * ranks outside it (where collectives on it are TS_ERR_ARG). Freed by ts_dist_finalize or
  * ts_dist_group_free. NULL means the world in every function below. */
 typedef struct ts_dist_group ts_dist_group;
-ts_dist_group *ts_dist_new_group(const int *ranks, int n); /* group ranks: sorted world ranks */
-void ts_dist_group_free(ts_dist_group *g);
-int ts_dist_group_rank(ts_dist_group *g); /* this process's rank in g, -1 outside it */
-int ts_dist_group_size(ts_dist_group *g);
+TS_API ts_dist_group *ts_dist_new_group(const int *ranks,
+                                        int n); /* group ranks: sorted world ranks */
+TS_API void ts_dist_group_free(ts_dist_group *g);
+TS_API int ts_dist_group_rank(ts_dist_group *g); /* this process's rank in g, -1 outside it */
+TS_API int ts_dist_group_size(ts_dist_group *g);
 
 /* ================================================================ collectives */
 typedef enum ts_dist_reduce_op {
@@ -72,31 +73,32 @@ typedef struct ts_dist_work ts_dist_work;
  * for every handle exactly once, before ts_dist_group_free of its group. NULL-safe: returns the
  * pending error. Work runs in the group's communication thread in call order, so every rank must
  * make its calls on a group in the same order (from one thread, or ordered among threads). */
-ts_status ts_dist_wait(ts_dist_work *w);
-bool ts_dist_test(ts_dist_work *w); /* finished (successfully or not); never blocks */
+TS_API ts_status ts_dist_wait(ts_dist_work *w);
+TS_API bool ts_dist_test(ts_dist_work *w); /* finished (successfully or not); never blocks */
 
-ts_status ts_dist_all_reduce(ts_tensor *t, ts_dist_reduce_op op, ts_dist_group *g);
-ts_dist_work *ts_dist_all_reduce_async(ts_tensor *t, ts_dist_reduce_op op, ts_dist_group *g);
-ts_status ts_dist_broadcast(ts_tensor *t, int src, ts_dist_group *g);
-ts_dist_work *ts_dist_broadcast_async(ts_tensor *t, int src, ts_dist_group *g);
+TS_API ts_status ts_dist_all_reduce(ts_tensor *t, ts_dist_reduce_op op, ts_dist_group *g);
+TS_API ts_dist_work *ts_dist_all_reduce_async(ts_tensor *t, ts_dist_reduce_op op, ts_dist_group *g);
+TS_API ts_status ts_dist_broadcast(ts_tensor *t, int src, ts_dist_group *g);
+TS_API ts_dist_work *ts_dist_broadcast_async(ts_tensor *t, int src, ts_dist_group *g);
 /* the result lands in t on dst only; other ranks' t is left as it was */
-ts_status ts_dist_reduce(ts_tensor *t, int dst, ts_dist_reduce_op op, ts_dist_group *g);
-ts_dist_work *ts_dist_reduce_async(ts_tensor *t, int dst, ts_dist_reduce_op op, ts_dist_group *g);
+TS_API ts_status ts_dist_reduce(ts_tensor *t, int dst, ts_dist_reduce_op op, ts_dist_group *g);
+TS_API ts_dist_work *ts_dist_reduce_async(ts_tensor *t, int dst, ts_dist_reduce_op op,
+                                          ts_dist_group *g);
 /* all_gather_into_tensor: out holds group-size times in's elements, rank r's in at block r
  * (out shaped [W * d0, ...] or [W, d0, ...]) */
-ts_status ts_dist_all_gather(ts_tensor *out, ts_tensor *in, ts_dist_group *g);
-ts_dist_work *ts_dist_all_gather_async(ts_tensor *out, ts_tensor *in, ts_dist_group *g);
+TS_API ts_status ts_dist_all_gather(ts_tensor *out, ts_tensor *in, ts_dist_group *g);
+TS_API ts_dist_work *ts_dist_all_gather_async(ts_tensor *out, ts_tensor *in, ts_dist_group *g);
 /* reduce_scatter_tensor: in holds group-size times out's elements; rank r gets block r reduced */
-ts_status ts_dist_reduce_scatter(ts_tensor *out, ts_tensor *in, ts_dist_reduce_op op,
-                                 ts_dist_group *g);
-ts_dist_work *ts_dist_reduce_scatter_async(ts_tensor *out, ts_tensor *in, ts_dist_reduce_op op,
-                                           ts_dist_group *g);
+TS_API ts_status ts_dist_reduce_scatter(ts_tensor *out, ts_tensor *in, ts_dist_reduce_op op,
+                                        ts_dist_group *g);
+TS_API ts_dist_work *ts_dist_reduce_scatter_async(ts_tensor *out, ts_tensor *in,
+                                                  ts_dist_reduce_op op, ts_dist_group *g);
 /* point to point; tag >= 0. Posted without blocking the group's thread (a ring of isend/irecv
  * cannot deadlock); cuda tensors (NCCL) block it instead: order sends and receives to match. */
-ts_status ts_dist_send(ts_tensor *t, int dst, int tag, ts_dist_group *g);
-ts_status ts_dist_recv(ts_tensor *t, int src, int tag, ts_dist_group *g);
-ts_dist_work *ts_dist_isend(ts_tensor *t, int dst, int tag, ts_dist_group *g);
-ts_dist_work *ts_dist_irecv(ts_tensor *t, int src, int tag, ts_dist_group *g);
+TS_API ts_status ts_dist_send(ts_tensor *t, int dst, int tag, ts_dist_group *g);
+TS_API ts_status ts_dist_recv(ts_tensor *t, int src, int tag, ts_dist_group *g);
+TS_API ts_dist_work *ts_dist_isend(ts_tensor *t, int dst, int tag, ts_dist_group *g);
+TS_API ts_dist_work *ts_dist_irecv(ts_tensor *t, int src, int tag, ts_dist_group *g);
 
 /* ================================================================ DistributedDataParallel */
 typedef struct ts_ddp_opts {
@@ -120,12 +122,12 @@ typedef struct ts_ddp_opts {
  * group's first rank. During backward each bucket of gradients (reverse registration order) is
  * all-reduced and averaged as soon as all its gradients are ready, while the rest of backward runs.
  * On failure the module is freed and NULL returned. */
-ts_module *ts_ddp(ts_module *module, ts_ddp_opts o);
-ts_module *ts_ddp_module(ts_module *ddp); /* the wrapped module (borrowed): save this one */
+TS_API ts_module *ts_ddp(ts_module *module, ts_ddp_opts o);
+TS_API ts_module *ts_ddp_module(ts_module *ddp); /* the wrapped module (borrowed): save this one */
 /* Gradient accumulation: forwards inside no_sync reduce nothing in their backward; the first
  * backward after it reduces the accumulated gradients (torch's `with ddp.no_sync():`). */
-void ts_ddp_no_sync_begin(ts_module *ddp);
-void ts_ddp_no_sync_end(ts_module *ddp);
+TS_API void ts_ddp_no_sync_begin(ts_module *ddp);
+TS_API void ts_ddp_no_sync_end(ts_module *ddp);
 /* statistics of the last synchronised backward, for benchmarks and logs */
 typedef struct ts_ddp_stats {
     int buckets;
@@ -134,7 +136,7 @@ typedef struct ts_ddp_stats {
     double wait_s; /* time backward waited for reductions still running at its end */
     bool overlap;  /* buckets were launched during backward (see ts_ddp_opts.overlap) */
 } ts_ddp_stats;
-ts_status ts_ddp_get_stats(ts_module *ddp, ts_ddp_stats *out);
+TS_API ts_status ts_ddp_get_stats(ts_module *ddp, ts_ddp_stats *out);
 
 /* ================================================================ sharded data parallel (FSDP) */
 typedef struct ts_fsdp_opts {
@@ -185,32 +187,33 @@ typedef struct ts_fsdp_opts {
  * parameters on different devices or dtypes, a model that differs across ranks) the module is
  * freed, NULL returned and the error names the op and what was wrong. Parameters must be used
  * only inside their unit's forward (the root's: anywhere in the model's forward). */
-ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o);
-ts_module *ts_fsdp_module(ts_module *fsdp); /* the wrapped module (borrowed) */
+TS_API ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o);
+TS_API ts_module *ts_fsdp_module(ts_module *fsdp); /* the wrapped module (borrowed) */
 /* The tensors the optimizer steps: each unit's shard (with decay_groups its two parts, decaying
  * first), a leaf that requires grad, whose .grad backward fills with this rank's part of the
  * averaged gradient (accumulating like any leaf).
  * Give them to any optimizer: ts_adamw_params(l.tensors, l.n, ...). The list retains them; free
  * it with ts_tensor_list_free (the optimizer keeps its own references). */
-ts_tensor_list ts_fsdp_parameters(ts_module *fsdp);
+TS_API ts_tensor_list ts_fsdp_parameters(ts_module *fsdp);
 /* With decay_groups: this rank's decaying shard parts ("<u>.flat_param"; the parameters of two or
  * more dimensions) and the others ("<u>.flat_param_no_decay"), one each a unit, as lists like
  * ts_fsdp_parameters' (whose tensors they are), for ts_adamw_params(decay) +
  * ts_optim_add_param_group_wd(no_decay, lr, 0). TS_ERR_STATE without decay_groups. */
-ts_status ts_fsdp_decay_groups(ts_module *fsdp, ts_tensor_list *decay, ts_tensor_list *no_decay);
+TS_API ts_status ts_fsdp_decay_groups(ts_module *fsdp, ts_tensor_list *decay,
+                                      ts_tensor_list *no_decay);
 /* Gradient accumulation: backwards of forwards inside no_sync reduce nothing (each rank keeps
  * its units' full gradients); the first backward after it reduces the sum. */
-void ts_fsdp_no_sync_begin(ts_module *fsdp);
-void ts_fsdp_no_sync_end(ts_module *fsdp);
+TS_API void ts_fsdp_no_sync_begin(ts_module *fsdp);
+TS_API void ts_fsdp_no_sync_end(ts_module *fsdp);
 /* Gathers every unit's full parameters now (FSDP2's unshard()), e.g. to read or save the model;
  * under stage 3 they stay gathered until a forward or backward reshards them. Collective: every
  * rank calls it. */
-ts_status ts_fsdp_unshard(ts_module *fsdp);
+TS_API ts_status ts_fsdp_unshard(ts_module *fsdp);
 /* torch.nn.utils.clip_grad_norm_ over the shards' gradients: the total norm of the whole model's
  * gradient (each rank's partial sum, all-reduced), every shard's .grad scaled by max_norm / (norm +
  * 1e-6) when that is below 1. Returns the norm before clipping (NAN on error). norm_type 0 -> 2;
  * INFINITY for the max norm. Collective: every rank calls it, after backward, before the step. */
-double ts_fsdp_clip_grad_norm(ts_module *fsdp, double max_norm, double norm_type);
+TS_API double ts_fsdp_clip_grad_norm(ts_module *fsdp, double max_norm, double norm_type);
 typedef struct ts_fsdp_stats {
     int units;
     size_t shard_bytes;    /* this rank's shards (what the optimizer steps) */
@@ -220,7 +223,7 @@ typedef struct ts_fsdp_stats {
      * gradient (in reduce_dtype) a reduction */
     size_t gather_bytes, reduce_bytes;
 } ts_fsdp_stats;
-ts_status ts_fsdp_get_stats(ts_module *fsdp, ts_fsdp_stats *out);
+TS_API ts_status ts_fsdp_get_stats(ts_module *fsdp, ts_fsdp_stats *out);
 
 /* Sharded checkpoints (docs/DISTRIBUTED.md, "Sharded checkpoints"). optim must be built over
  * ts_fsdp_parameters (those tensors, in that order); optim and scaler may be NULL. */
@@ -237,22 +240,23 @@ typedef struct ts_fsdp_checkpoint {
  * wait for all, then the group's first rank writes DIR/manifest.safetensors (generation G, world
  * W) atomically, which commits the save, and removes older generations. A rank that fails or dies
  * before that leaves the previous checkpoint whole. Collective; c may be NULL. */
-ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir, const ts_fsdp_checkpoint *c);
+TS_API ts_status ts_fsdp_save_sharded(ts_module *fsdp, const char *dir,
+                                      const ts_fsdp_checkpoint *c);
 /* Loads what DIR's manifest commits into an FSDP module of the same model and units in a group of
  * any size: each rank reads the files whose blocks overlap its shards and rebuilds its shards
  * (padded for this world) and its optimizer state. Everything is read and checked on every rank
  * before anything changes; then all ranks change or none (the error names the rank and file: a
  * missing or truncated shard, a different model). Collective. */
-ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpoint *c);
+TS_API ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpoint *c);
 /* The whole model's state dict (ts_module_state_dict's names) with every parameter gathered from
  * the shards in their dtype (full precision under mixed precision, where the module's own
  * parameters are param_dtype) on every rank; buffers as they are. PyTorch's
  * get_model_state_dict(full_state_dict=True). Collective; free with ts_tensor_list_free. */
-ts_tensor_list ts_fsdp_full_state_dict(ts_module *fsdp);
+TS_API ts_tensor_list ts_fsdp_full_state_dict(ts_module *fsdp);
 /* Consolidation: ts_fsdp_full_state_dict (ordinary names, as ts_module_save of the unwrapped
  * model: readable by ts_module_load, PyTorch's load_state_dict, `tessera generate`) written by the
  * group's first rank. Collective; every rank returns the same status. */
-ts_status ts_fsdp_save_full(ts_module *fsdp, const char *path);
+TS_API ts_status ts_fsdp_save_full(ts_module *fsdp, const char *path);
 
 /* ================================================================ hooks used by DDP and FSDP */
 /* PyTorch's Tensor.register_post_accumulate_grad_hook: fn runs after backward has accumulated
@@ -261,7 +265,7 @@ ts_status ts_fsdp_save_full(ts_module *fsdp, const char *path);
  * a hook that keeps state per pass resets it (DDP abandons the iteration); others should return
  * when ts_error() is set. Returns a handle > 0, or 0 on error. */
 typedef void (*ts_grad_hook_fn)(ts_tensor *leaf, void *ctx);
-int ts_register_post_accumulate_grad_hook(ts_tensor *leaf, ts_grad_hook_fn fn, void *ctx);
-ts_status ts_remove_grad_hook(ts_tensor *leaf, int handle);
+TS_API int ts_register_post_accumulate_grad_hook(ts_tensor *leaf, ts_grad_hook_fn fn, void *ctx);
+TS_API ts_status ts_remove_grad_hook(ts_tensor *leaf, int handle);
 
 #endif /* TESSERA_DISTRIBUTED_H */

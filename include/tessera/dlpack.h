@@ -18,7 +18,7 @@ struct DLManagedTensor;
  * Refused (NULL + error naming "to_dlpack" and t): a tensor that requires grad (TS_ERR_STATE,
  * PyTorch's rule: export ts_detach(t)), a sim device (TS_ERR_UNSUPPORTED: DLPack has no device
  * type for it; ts_to(t, ts_cpu()) first), TS_ERR_OOM. */
-struct DLManagedTensor *ts_to_dlpack(ts_tensor *t);
+TS_API struct DLManagedTensor *ts_to_dlpack(ts_tensor *t);
 
 /* Imports m without copying (torch.utils.dlpack.from_dlpack): the tensor's memory is
  * m->dl_tensor.data + byte_offset (storage offset 0), with m's shape and strides (NULL strides:
@@ -35,6 +35,6 @@ struct DLManagedTensor *ts_to_dlpack(ts_tensor *t);
  * the element size (TS_ERR_UNSUPPORTED), TS_ERR_OOM.
  * DLPack 0.6 has no read-only flag (DLPack 1.0's DLPACK_FLAG_BITMASK_READ_ONLY is absent): the
  * memory is shared both ways, and a write on either side is seen by the other. */
-ts_tensor *ts_from_dlpack(struct DLManagedTensor *m);
+TS_API ts_tensor *ts_from_dlpack(struct DLManagedTensor *m);
 
 #endif /* TESSERA_DLPACK_H */

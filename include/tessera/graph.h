@@ -25,19 +25,19 @@ typedef struct ts_graph_opts {
  * Rules (as torch.cuda.graph's): run a few warm-up steps eagerly first (optimizer state, the
  * lazily made buffers); feed new data by ts_copy_ into tensors made before the capture; keep
  * every tensor the step reads (parameters, inputs) alive while the graph lives. */
-ts_graph *ts_graph_capture_begin(ts_device dev, ts_graph_opts o);
+TS_API ts_graph *ts_graph_capture_begin(ts_device dev, ts_graph_opts o);
 /* Ends this thread's capture. TS_OK: the graph can be replayed. Otherwise the error that broke the
  * capture (the first one raised while capturing, still pending) and the graph can only be freed. */
-ts_status ts_graph_capture_end(void);
+TS_API ts_status ts_graph_capture_end(void);
 /* Runs the recorded kernels in order: no dispatch, checks, autograd or allocation (cuda: one
  * cudaGraphLaunch, asynchronous like any kernel; read the outputs as usual). */
-ts_status ts_graph_replay(ts_graph *g);
+TS_API ts_status ts_graph_replay(ts_graph *g);
 /* Frees the graph and gives its memory back (tensors made during the capture that are still
  * alive keep theirs until they are released). NULL is fine. */
-void ts_graph_free(ts_graph *g);
+TS_API void ts_graph_free(ts_graph *g);
 /* Kernels recorded (0 for NULL) */
-int64_t ts_graph_kernel_count(const ts_graph *g);
+TS_API int64_t ts_graph_kernel_count(const ts_graph *g);
 /* Whether this thread is capturing */
-bool ts_graph_is_capturing(void);
+TS_API bool ts_graph_is_capturing(void);
 
 #endif /* TESSERA_GRAPH_H */

@@ -11,12 +11,12 @@ extern "C" {
 
 /* Writes t as a PNG file: uint8, [C,H,W] with C in 1 (grey), 3 (RGB), 4 (RGBA), or [H,W] (grey);
  * any device and layout. Other dtypes, ranks or channel counts give TS_ERR_DTYPE / TS_ERR_SHAPE. */
-ts_status ts_image_save_png(const char *path, ts_tensor *t);
+TS_API ts_status ts_image_save_png(const char *path, ts_tensor *t);
 
 /* Decodes an image (PNG, JPEG, BMP, GIF, TGA, PNM... what stb_image reads) into a cpu uint8
  * [C,H,W] tensor. channels 0 keeps the file's own count; 1, 2, 3 or 4 converts to it. */
-ts_tensor *ts_image_read(const char *path, int channels);
-ts_tensor *ts_image_decode(const void *data, size_t nbytes, int channels);
+TS_API ts_tensor *ts_image_read(const char *path, int channels);
+TS_API ts_tensor *ts_image_decode(const void *data, size_t nbytes, int channels);
 
 #ifdef __cplusplus
 }

@@ -21,53 +21,53 @@
 /* linalg.lu_factor_ex: packed LU (L unit lower below the diagonal, U on and above) and *pivots
  * (int32, 1-based row swaps as LAPACK's getrf); info NULL: a singular matrix is no error either
  * (lu_factor's packed factors are still returned). Any m x n. No gradient. */
-ts_tensor *ts_linalg_lu_factor_ex(ts_tensor *A, ts_tensor **pivots, ts_tensor **info);
+TS_API ts_tensor *ts_linalg_lu_factor_ex(ts_tensor *A, ts_tensor **pivots, ts_tensor **info);
 /* torch.lu_unpack: P, and *L, *U (either may be NULL) from lu_factor's LU and pivots */
-ts_tensor *ts_lu_unpack(ts_tensor *LU, ts_tensor *pivots, ts_tensor **L, ts_tensor **U);
+TS_API ts_tensor *ts_lu_unpack(ts_tensor *LU, ts_tensor *pivots, ts_tensor **L, ts_tensor **U);
 /* linalg.lu: P, *L, *U with A = P L U (differentiable through L and U for square A) */
-ts_tensor *ts_linalg_lu(ts_tensor *A, ts_tensor **L, ts_tensor **U);
+TS_API ts_tensor *ts_linalg_lu(ts_tensor *A, ts_tensor **L, ts_tensor **U);
 /* linalg.lu_solve: X with A X = B (left) or X A = B, adjoint: with A^T, A given by lu_factor */
-ts_tensor *ts_linalg_lu_solve(ts_tensor *LU, ts_tensor *pivots, ts_tensor *B, bool left,
-                              bool adjoint);
+TS_API ts_tensor *ts_linalg_lu_solve(ts_tensor *LU, ts_tensor *pivots, ts_tensor *B, bool left,
+                                     bool adjoint);
 /* linalg.inv_ex / inv: info NULL raises "linalg.inv: The diagonal element k is zero, ..." */
-ts_tensor *ts_linalg_inv_ex(ts_tensor *A, ts_tensor **info);
-ts_tensor *ts_linalg_inv(ts_tensor *A);
+TS_API ts_tensor *ts_linalg_inv_ex(ts_tensor *A, ts_tensor **info);
+TS_API ts_tensor *ts_linalg_inv(ts_tensor *A);
 /* linalg.solve_ex / solve: X with A X = B (left) or X A = B (!left); B [..., n, k] or, when it
  * is 1-D or A's batch shape plus n, a batch of vectors; batch dims broadcast */
-ts_tensor *ts_linalg_solve_ex(ts_tensor *A, ts_tensor *B, bool left, ts_tensor **info);
-ts_tensor *ts_linalg_solve(ts_tensor *A, ts_tensor *B, bool left);
+TS_API ts_tensor *ts_linalg_solve_ex(ts_tensor *A, ts_tensor *B, bool left, ts_tensor **info);
+TS_API ts_tensor *ts_linalg_solve(ts_tensor *A, ts_tensor *B, bool left);
 /* linalg.det; linalg.slogdet returns the sign and sets *logabsdet; torch.logdet (NaN for a
  * negative determinant, -inf for a singular matrix) */
-ts_tensor *ts_linalg_det(ts_tensor *A);
-ts_tensor *ts_linalg_slogdet(ts_tensor *A, ts_tensor **logabsdet);
-ts_tensor *ts_logdet(ts_tensor *A);
+TS_API ts_tensor *ts_linalg_det(ts_tensor *A);
+TS_API ts_tensor *ts_linalg_slogdet(ts_tensor *A, ts_tensor **logabsdet);
+TS_API ts_tensor *ts_logdet(ts_tensor *A);
 
 /* ---------------------------------------------------------------- triangular and Cholesky */
 /* linalg.solve_triangular: X with A X = B (left) or X A = B, A upper or lower triangular (the
  * other triangle is ignored), unitriangular: a diagonal of ones assumed; batch dims broadcast */
-ts_tensor *ts_linalg_solve_triangular(ts_tensor *A, ts_tensor *B, bool upper, bool left,
-                                      bool unitriangular);
+TS_API ts_tensor *ts_linalg_solve_triangular(ts_tensor *A, ts_tensor *B, bool upper, bool left,
+                                             bool unitriangular);
 /* linalg.cholesky_ex / cholesky: L with A = L L^T (upper: U with A = U^T U); only the lower
  * triangle of A is read; info NULL raises "linalg.cholesky: The factorization could not be
  * completed because the input is not positive-definite (the leading minor of order k is not
  * positive-definite)." */
-ts_tensor *ts_linalg_cholesky_ex(ts_tensor *A, bool upper, ts_tensor **info);
-ts_tensor *ts_linalg_cholesky(ts_tensor *A, bool upper);
+TS_API ts_tensor *ts_linalg_cholesky_ex(ts_tensor *A, bool upper, ts_tensor **info);
+TS_API ts_tensor *ts_linalg_cholesky(ts_tensor *A, bool upper);
 /* torch.cholesky_solve(B, L, upper): X with (L L^T) X = B; torch.cholesky_inverse(L, upper) */
-ts_tensor *ts_cholesky_solve(ts_tensor *B, ts_tensor *L, bool upper);
-ts_tensor *ts_cholesky_inverse(ts_tensor *L, bool upper);
+TS_API ts_tensor *ts_cholesky_solve(ts_tensor *B, ts_tensor *L, bool upper);
+TS_API ts_tensor *ts_cholesky_inverse(ts_tensor *L, bool upper);
 
 /* ---------------------------------------------------------------- orthogonal factorizations */
 /* linalg.qr: Q (NULL for mode "r") and *R; mode "reduced" (Q m x k, R k x n, k = min(m, n)),
  * "complete" (Q m x m, R m x n) or "r" (R alone, no gradient) */
-ts_tensor *ts_linalg_qr(ts_tensor *A, const char *mode, ts_tensor **R);
+TS_API ts_tensor *ts_linalg_qr(ts_tensor *A, const char *mode, ts_tensor **R);
 /* linalg.svd: U, *S (descending), *Vh with A = U diag(S) Vh; full_matrices: U m x m, Vh n x n */
-ts_tensor *ts_linalg_svd(ts_tensor *A, bool full_matrices, ts_tensor **S, ts_tensor **Vh);
-ts_tensor *ts_linalg_svdvals(ts_tensor *A);
+TS_API ts_tensor *ts_linalg_svd(ts_tensor *A, bool full_matrices, ts_tensor **S, ts_tensor **Vh);
+TS_API ts_tensor *ts_linalg_svdvals(ts_tensor *A);
 /* linalg.eigh: the eigenvalues (ascending) of the symmetric A read from its lower (uplo "L") or
  * upper ("U") triangle, *V the eigenvectors as columns (NULL: eigvalsh) */
-ts_tensor *ts_linalg_eigh(ts_tensor *A, const char *uplo, ts_tensor **V);
-ts_tensor *ts_linalg_eigvalsh(ts_tensor *A, const char *uplo);
+TS_API ts_tensor *ts_linalg_eigh(ts_tensor *A, const char *uplo, ts_tensor **V);
+TS_API ts_tensor *ts_linalg_eigvalsh(ts_tensor *A, const char *uplo);
 
 /* ---------------------------------------------------------------- least squares, rank */
 /* linalg.lstsq: the solution of min ||A X - B|| (A [..., m, n], B [..., m, k] or [..., m]);
@@ -75,18 +75,18 @@ ts_tensor *ts_linalg_eigvalsh(ts_tensor *A, const char *uplo);
  * *residuals: squared residual norms per column when m > n and every A has full rank (gelsy,
  * gelsd, gelss, gels), else an empty tensor; *rank (int64) for all but gels; *sv (singular
  * values) for gelsd and gelss, else empty. Gradient through the pseudoinverse, as PyTorch. */
-ts_tensor *ts_linalg_lstsq(ts_tensor *A, ts_tensor *B, double rcond, const char *driver,
-                           ts_tensor **residuals, ts_tensor **rank, ts_tensor **sv);
+TS_API ts_tensor *ts_linalg_lstsq(ts_tensor *A, ts_tensor *B, double rcond, const char *driver,
+                                  ts_tensor **residuals, ts_tensor **rank, ts_tensor **sv);
 /* linalg.pinv: singular values <= max(atol, rtol * largest) dropped; atol < 0: 0; rtol < 0: 0
  * when atol > 0 was given, else eps * max(m, n); hermitian: via eigh (lower triangle) */
-ts_tensor *ts_linalg_pinv(ts_tensor *A, double atol, double rtol, bool hermitian);
+TS_API ts_tensor *ts_linalg_pinv(ts_tensor *A, double atol, double rtol, bool hermitian);
 /* linalg.matrix_rank (int64), the same tolerances */
-ts_tensor *ts_linalg_matrix_rank(ts_tensor *A, double atol, double rtol, bool hermitian);
+TS_API ts_tensor *ts_linalg_matrix_rank(ts_tensor *A, double atol, double rtol, bool hermitian);
 
 /* ---------------------------------------------------------------- matrix functions */
-ts_tensor *ts_linalg_matrix_power(ts_tensor *A, int64_t n); /* n < 0: inv(A)^-n */
-ts_tensor *ts_linalg_matrix_exp(ts_tensor *A);              /* Pade 13 with scaling and squaring */
+TS_API ts_tensor *ts_linalg_matrix_power(ts_tensor *A, int64_t n); /* n < 0: inv(A)^-n */
+TS_API ts_tensor *ts_linalg_matrix_exp(ts_tensor *A); /* Pade 13 with scaling and squaring */
 /* linalg.cond: p NULL or "2" (S max / S min), "-2", "fro", "nuc", "inf", "-inf", "1", "-1" */
-ts_tensor *ts_linalg_cond(ts_tensor *A, const char *p);
+TS_API ts_tensor *ts_linalg_cond(ts_tensor *A, const char *p);
 
 #endif /* TESSERA_LINALG_H */

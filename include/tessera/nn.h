@@ -4,7 +4,7 @@
 
 /* ========================================================== functional layers */
 /* y = x @ w^T + b; x [..., in], w [out, in], b [out] or NULL */
-ts_tensor *ts_linear(ts_tensor *x, ts_tensor *w, ts_tensor *b);
+TS_API ts_tensor *ts_linear(ts_tensor *x, ts_tensor *w, ts_tensor *b);
 
 /* Zero means PyTorch's default: stride 1, padding 0, dilation 1, groups 1. */
 typedef struct ts_conv2d_opts {
@@ -13,7 +13,7 @@ typedef struct ts_conv2d_opts {
     bool no_bias; /* modules only: create no bias parameter */
 } ts_conv2d_opts;
 /* x [N, C, H, W], w [O, C/groups, kh, kw], b [O] or NULL */
-ts_tensor *ts_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o);
+TS_API ts_tensor *ts_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o);
 
 /* kernel is required; stride 0 means the kernel size; padding 0; dilation 0 means 1. */
 typedef struct ts_pool2d_opts {
@@ -22,13 +22,13 @@ typedef struct ts_pool2d_opts {
     bool exclude_pad;     /* avg_pool2d: count_include_pad=False */
     int divisor_override; /* avg_pool2d: > 0 divides every window's sum by it; 0: none */
 } ts_pool2d_opts;
-ts_tensor *ts_max_pool2d(ts_tensor *x, ts_pool2d_opts o);
+TS_API ts_tensor *ts_max_pool2d(ts_tensor *x, ts_pool2d_opts o);
 /* max_pool2d(return_indices=True): also *indices (int64, the output's shape, in the caller's
  * scope): each maximum's flat position h * W + w within its input plane, as PyTorch's (first
  * occurrence; NaN wins). *indices is NULL when the call fails. */
-ts_tensor *ts_max_pool2d_with_indices(ts_tensor *x, ts_pool2d_opts o, ts_tensor **indices);
-ts_tensor *ts_avg_pool2d(ts_tensor *x, ts_pool2d_opts o);
-ts_tensor *ts_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w);
+TS_API ts_tensor *ts_max_pool2d_with_indices(ts_tensor *x, ts_pool2d_opts o, ts_tensor **indices);
+TS_API ts_tensor *ts_avg_pool2d(ts_tensor *x, ts_pool2d_opts o);
+TS_API ts_tensor *ts_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w);
 
 /* torch.nn.functional.pad: pad[0..npad) pairs (before, after) from the last dim backwards (npad
  * even, npad / 2 <= ndim). CONSTANT fills with value (cast to x's dtype; negative pads crop; any
@@ -43,7 +43,8 @@ typedef enum ts_pad_mode {
     TS_PAD_REPLICATE,
     TS_PAD_CIRCULAR
 } ts_pad_mode;
-ts_tensor *ts_pad(ts_tensor *x, const int64_t *pad, int npad, ts_pad_mode mode, double value);
+TS_API ts_tensor *ts_pad(ts_tensor *x, const int64_t *pad, int npad, ts_pad_mode mode,
+                         double value);
 
 /* torch.nn.functional.interpolate on x [N, C, d1..dk], k = 1, 2 or 3 (LINEAR needs k = 1,
  * BILINEAR and BICUBIC k = 2, TRILINEAR k = 3). Exactly one of size (k output sizes) and
@@ -72,32 +73,33 @@ typedef struct ts_interp_opts {
     bool recompute_scale_factor;
     bool antialias; /* not supported: TS_ERR_UNSUPPORTED */
 } ts_interp_opts;
-ts_tensor *ts_interpolate(ts_tensor *x, ts_interp_opts o);
+TS_API ts_tensor *ts_interpolate(ts_tensor *x, ts_interp_opts o);
 /* torch.nn.functional.pixel_shuffle: [*, C r^2, H, W] -> [*, C, H r, W r]; pixel_unshuffle the
  * inverse ([*, C, H r, W r] -> [*, C r^2, H, W]). Reshape and permute: any dtype, differentiable.
  */
-ts_tensor *ts_pixel_shuffle(ts_tensor *x, int64_t upscale_factor);
-ts_tensor *ts_pixel_unshuffle(ts_tensor *x, int64_t downscale_factor);
-ts_tensor *ts_dropout(ts_tensor *x, double p, bool training);
+TS_API ts_tensor *ts_pixel_shuffle(ts_tensor *x, int64_t upscale_factor);
+TS_API ts_tensor *ts_pixel_unshuffle(ts_tensor *x, int64_t downscale_factor);
+TS_API ts_tensor *ts_dropout(ts_tensor *x, double p, bool training);
 /* x [N, C] or [N, C, L] (1d) or [N, C, H, W] (2d). In training, batch statistics are used and the
  * running statistics (may be NULL) are updated in place with momentum (0 -> 0.1); in eval, the
  * running statistics are used. w, b may be NULL. eps 0 -> 1e-5. */
-ts_tensor *ts_batch_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *running_var,
-                         ts_tensor *w, ts_tensor *b, bool training, double momentum, double eps);
+TS_API ts_tensor *ts_batch_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *running_var,
+                                ts_tensor *w, ts_tensor *b, bool training, double momentum,
+                                double eps);
 /* normalises over the last normalized_shape.ndim dims; w, b of normalized_shape or NULL;
  * eps 0 -> 1e-5 */
-ts_tensor *ts_layer_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, ts_tensor *b,
-                         double eps);
+TS_API ts_tensor *ts_layer_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, ts_tensor *b,
+                                double eps);
 /* weight [num, dim], indices integer tensor of any shape -> indices.shape + [dim] */
-ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices);
+TS_API ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices);
 /* torch.nn.functional.scaled_dot_product_attention: q [..., L, E], k [..., S, E], v [..., S, Ev]
  * -> [..., L, Ev]; batch dims broadcast. attn_mask (NULL: none) broadcasts to [..., L, S]: bool
  * (true = may attend) or of q's dtype (added to the scores). is_causal: query i attends to keys
  * j <= i (top-left aligned; not together with attn_mask). dropout_p > 0 drops attention weights
  * (always, as the functional form). scale 0 -> 1/sqrt(E). */
-ts_tensor *ts_scaled_dot_product_attention(ts_tensor *q, ts_tensor *k, ts_tensor *v,
-                                           ts_tensor *attn_mask, double dropout_p, bool is_causal,
-                                           double scale);
+TS_API ts_tensor *ts_scaled_dot_product_attention(ts_tensor *q, ts_tensor *k, ts_tensor *v,
+                                                  ts_tensor *attn_mask, double dropout_p,
+                                                  bool is_causal, double scale);
 
 /* ===================================================================== losses */
 typedef enum ts_reduction {
@@ -116,44 +118,46 @@ typedef struct ts_loss_opts {
 } ts_loss_opts;
 /* logits [N, C] or [N, C, d1...]; target class indices (i64 [N, d1...]) or probabilities (float,
  * logits' shape) */
-ts_tensor *ts_cross_entropy(ts_tensor *logits, ts_tensor *target);
-ts_tensor *ts_cross_entropy_ex(ts_tensor *logits, ts_tensor *target, ts_loss_opts o);
-ts_tensor *ts_nll_loss(ts_tensor *log_probs, ts_tensor *target, ts_loss_opts o);
-ts_tensor *ts_mse_loss(ts_tensor *input, ts_tensor *target); /* mean */
-ts_tensor *ts_mse_loss_ex(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
-ts_tensor *ts_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
-ts_tensor *ts_smooth_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
-ts_tensor *ts_bce_with_logits(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
+TS_API ts_tensor *ts_cross_entropy(ts_tensor *logits, ts_tensor *target);
+TS_API ts_tensor *ts_cross_entropy_ex(ts_tensor *logits, ts_tensor *target, ts_loss_opts o);
+TS_API ts_tensor *ts_nll_loss(ts_tensor *log_probs, ts_tensor *target, ts_loss_opts o);
+TS_API ts_tensor *ts_mse_loss(ts_tensor *input, ts_tensor *target); /* mean */
+TS_API ts_tensor *ts_mse_loss_ex(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
+TS_API ts_tensor *ts_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
+TS_API ts_tensor *ts_smooth_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
+TS_API ts_tensor *ts_bce_with_logits(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
 /* The other PyTorch losses (src/nn/loss_more.c), composed from differentiable ops: every device,
  * autograd. r is the reduction; errors name the op and the argument (TS_ERR_SHAPE, TS_ERR_DTYPE,
  * TS_ERR_ARG, TS_ERR_DEVICE), with PyTorch's messages. */
 /* batchmean: the sum divided by input's size(0) (r is then ignored) */
-ts_tensor *ts_kl_div(ts_tensor *input, ts_tensor *target, ts_reduction r, bool batchmean,
-                     bool log_target);
-ts_tensor *ts_huber_loss(ts_tensor *input, ts_tensor *target, ts_reduction r, double delta,
-                         ts_tensor *weight /* NULL or broadcastable to input */);
-ts_tensor *ts_soft_margin_loss(ts_tensor *input, ts_tensor *target, ts_reduction r);
-ts_tensor *ts_margin_ranking_loss(ts_tensor *input1, ts_tensor *input2, ts_tensor *target,
-                                  double margin, ts_reduction r);
-ts_tensor *ts_hinge_embedding_loss(ts_tensor *input, ts_tensor *target, double margin,
-                                   ts_reduction r);
-ts_tensor *ts_cosine_embedding_loss(ts_tensor *input1, ts_tensor *input2, ts_tensor *target,
-                                    double margin, ts_reduction r);
-ts_tensor *ts_triplet_margin_loss(ts_tensor *anchor, ts_tensor *positive, ts_tensor *negative,
-                                  double margin, double p, double eps, bool swap, ts_reduction r);
-ts_tensor *ts_poisson_nll_loss(ts_tensor *input, ts_tensor *target, bool log_input, bool full,
-                               double eps, ts_reduction r);
+TS_API ts_tensor *ts_kl_div(ts_tensor *input, ts_tensor *target, ts_reduction r, bool batchmean,
+                            bool log_target);
+TS_API ts_tensor *ts_huber_loss(ts_tensor *input, ts_tensor *target, ts_reduction r, double delta,
+                                ts_tensor *weight /* NULL or broadcastable to input */);
+TS_API ts_tensor *ts_soft_margin_loss(ts_tensor *input, ts_tensor *target, ts_reduction r);
+TS_API ts_tensor *ts_margin_ranking_loss(ts_tensor *input1, ts_tensor *input2, ts_tensor *target,
+                                         double margin, ts_reduction r);
+TS_API ts_tensor *ts_hinge_embedding_loss(ts_tensor *input, ts_tensor *target, double margin,
+                                          ts_reduction r);
+TS_API ts_tensor *ts_cosine_embedding_loss(ts_tensor *input1, ts_tensor *input2, ts_tensor *target,
+                                           double margin, ts_reduction r);
+TS_API ts_tensor *ts_triplet_margin_loss(ts_tensor *anchor, ts_tensor *positive,
+                                         ts_tensor *negative, double margin, double p, double eps,
+                                         bool swap, ts_reduction r);
+TS_API ts_tensor *ts_poisson_nll_loss(ts_tensor *input, ts_tensor *target, bool log_input,
+                                      bool full, double eps, ts_reduction r);
 /* var: input's shape, or it without the last dim, or with last dim 1; clamped at eps without a
  * gradient through the clamp; a negative entry is TS_ERR_ARG */
-ts_tensor *ts_gaussian_nll_loss(ts_tensor *input, ts_tensor *target, ts_tensor *var, bool full,
-                                double eps, ts_reduction r);
+TS_API ts_tensor *ts_gaussian_nll_loss(ts_tensor *input, ts_tensor *target, ts_tensor *var,
+                                       bool full, double eps, ts_reduction r);
 /* input [C] or [N, C]; target i64 of input's shape, class indices ended by the first -1 */
-ts_tensor *ts_multilabel_margin_loss(ts_tensor *input, ts_tensor *target, ts_reduction r);
-ts_tensor *ts_multilabel_soft_margin_loss(ts_tensor *input, ts_tensor *target,
-                                          ts_tensor *weight /* NULL or [C] */, ts_reduction r);
+TS_API ts_tensor *ts_multilabel_margin_loss(ts_tensor *input, ts_tensor *target, ts_reduction r);
+TS_API ts_tensor *ts_multilabel_soft_margin_loss(ts_tensor *input, ts_tensor *target,
+                                                 ts_tensor *weight /* NULL or [C] */,
+                                                 ts_reduction r);
 /* input [C] or [N, C]; target i64 [N] (or 0-dim/[1]); p 1 or 2; weight NULL or [C] */
-ts_tensor *ts_multi_margin_loss(ts_tensor *input, ts_tensor *target, int p, double margin,
-                                ts_tensor *weight, ts_reduction r);
+TS_API ts_tensor *ts_multi_margin_loss(ts_tensor *input, ts_tensor *target, int p, double margin,
+                                       ts_tensor *weight, ts_reduction r);
 
 /* ==================================================================== modules */
 typedef struct ts_module ts_module;
@@ -176,33 +180,33 @@ struct ts_module {
 
 /* Allocates a zeroed module of `size` bytes (>= sizeof(ts_module)) with the given type name
  * (copied) and forward function. Free with ts_module_free. */
-void *ts_module_alloc(size_t size, const char *type_name, ts_forward_fn forward);
+TS_API void *ts_module_alloc(size_t size, const char *type_name, ts_forward_fn forward);
 /* Registers child under name (owned by parent from now on) and returns it. NULL-safe. On failure
  * (bad or clashing name, NULL parent) the child is freed, unless it already belongs to a module. */
-void *ts_module_add(ts_module *parent, const char *name, ts_module *child);
+TS_API void *ts_module_add(ts_module *parent, const char *name, ts_module *child);
 /* Registers a parameter (requires_grad is set; floating leaf tensors only) or a buffer under a name
  * without "."; the same name again replaces the tensor in place. Ownership: outside any scope the
  * module takes over the caller's reference; inside a scope it takes a reference of its own (the
  * scope keeps its one). So `ts_module_param(m, "weight", ts_empty(...))` never leaks either way.
  * The reference is consumed the same way on failure (NULL). Returns t, borrowed. */
-ts_tensor *ts_module_param(ts_module *m, const char *name, ts_tensor *t);
-ts_tensor *ts_module_buffer(ts_module *m, const char *name, ts_tensor *t);
-ts_tensor *ts_module_get(ts_module *m, const char *name);   /* "conv1.weight"; borrowed */
-ts_module *ts_module_child(ts_module *m, const char *name); /* "features.0"; borrowed */
+TS_API ts_tensor *ts_module_param(ts_module *m, const char *name, ts_tensor *t);
+TS_API ts_tensor *ts_module_buffer(ts_module *m, const char *name, ts_tensor *t);
+TS_API ts_tensor *ts_module_get(ts_module *m, const char *name);   /* "conv1.weight"; borrowed */
+TS_API ts_module *ts_module_child(ts_module *m, const char *name); /* "features.0"; borrowed */
 /* Recursive; NULL-safe. Only root modules: a child is freed by its parent (TS_ERR_STATE). */
-void ts_module_free(ts_module *m);
+TS_API void ts_module_free(ts_module *m);
 /* Runs m->forward inside a scope of its own: its intermediates are released on return (autograd
  * keeps what backward needs) and the result belongs to the caller's scope (or to the caller). */
-ts_tensor *ts_forward(ts_module *m, ts_tensor *x);
+TS_API ts_tensor *ts_forward(ts_module *m, ts_tensor *x);
 /* Activation checkpointing per module (ts_checkpoint): with the flag on, ts_forward runs the
  * module's forward so that its intermediates are recomputed in backward instead of kept (its
  * hooks run once, outside). Replicas (data parallel) keep the flag. */
-ts_status ts_module_set_checkpoint(ts_module *m, bool on);
-bool ts_module_checkpointed(ts_module *m);
+TS_API ts_status ts_module_set_checkpoint(ts_module *m, bool on);
+TS_API bool ts_module_checkpointed(ts_module *m);
 /* PyTorch's checkpoint_sequential: seq's children in order, split into `segments` runs of
  * n / segments children (the last run takes the rest; segments > n counts as n), every run but
  * the last under ts_checkpoint. -> the output, in the caller's scope. */
-ts_tensor *ts_checkpoint_sequential(ts_module *seq, int segments, ts_tensor *x);
+TS_API ts_tensor *ts_checkpoint_sequential(ts_module *seq, int segments, ts_tensor *x);
 /* Forward hooks (PyTorch's register_forward_pre_hook / register_forward_hook), run by ts_forward
  * and by the functional forms that take a module (ts_transformer_encoder_layer): pre hooks before
  * the module's forward, in registration order (a status other than TS_OK stops the forward, which
@@ -212,18 +216,18 @@ ts_tensor *ts_checkpoint_sequential(ts_module *seq, int segments, ts_tensor *x);
  * Returns a handle > 0, or 0 on error; hooks are not copied into replicas. */
 typedef ts_status (*ts_forward_pre_hook_fn)(ts_module *m, ts_tensor *x, void *ctx);
 typedef ts_tensor *(*ts_forward_hook_fn)(ts_module *m, ts_tensor *x, ts_tensor *y, void *ctx);
-int ts_module_register_forward_pre_hook(ts_module *m, ts_forward_pre_hook_fn fn, void *ctx);
-int ts_module_register_forward_hook(ts_module *m, ts_forward_hook_fn fn, void *ctx);
-ts_status ts_module_remove_forward_hook(ts_module *m, int handle);
+TS_API int ts_module_register_forward_pre_hook(ts_module *m, ts_forward_pre_hook_fn fn, void *ctx);
+TS_API int ts_module_register_forward_hook(ts_module *m, ts_forward_hook_fn fn, void *ctx);
+TS_API ts_status ts_module_remove_forward_hook(ts_module *m, int handle);
 /* Moves parameters, their gradients and buffers in place (their ts_tensor handles stay the same, as
  * in PyTorch); returns m, also on failure (error pending) so `net = ts_module_to(net, d)` cannot
  * lose the model. ts_module_to_dtype converts floating tensors only (num_batches_tracked stays
  * int64) and accepts floating dtypes only. */
-ts_module *ts_module_to(ts_module *m, ts_device d);
-ts_module *ts_module_to_dtype(ts_module *m, ts_dtype dt);
-void ts_module_train(ts_module *m, bool on); /* recursive */
-void ts_module_eval(ts_module *m);
-int64_t ts_module_num_parameters(ts_module *m); /* elements; a shared tensor counts once */
+TS_API ts_module *ts_module_to(ts_module *m, ts_device d);
+TS_API ts_module *ts_module_to_dtype(ts_module *m, ts_dtype dt);
+TS_API void ts_module_train(ts_module *m, bool on); /* recursive */
+TS_API void ts_module_eval(ts_module *m);
+TS_API int64_t ts_module_num_parameters(ts_module *m); /* elements; a shared tensor counts once */
 
 /* A list of named tensors (names owned by the list; each tensor retained by it). */
 typedef struct ts_tensor_list {
@@ -231,24 +235,26 @@ typedef struct ts_tensor_list {
     char **names;
     ts_tensor **tensors;
 } ts_tensor_list;
-ts_status ts_tensor_list_add(ts_tensor_list *l, const char *name, ts_tensor *t); /* retains */
-ts_tensor *ts_tensor_list_get(const ts_tensor_list *l,
-                              const char *name); /* borrowed; NULL if absent */
-void ts_tensor_list_free(ts_tensor_list *l);     /* releases and empties */
+TS_API ts_status ts_tensor_list_add(ts_tensor_list *l, const char *name,
+                                    ts_tensor *t); /* retains */
+TS_API ts_tensor *ts_tensor_list_get(const ts_tensor_list *l,
+                                     const char *name); /* borrowed; NULL if absent */
+TS_API void ts_tensor_list_free(ts_tensor_list *l);     /* releases and empties */
 /* PyTorch's order and names: a module's parameters, then its buffers, then each child's.
  * named_parameters/named_buffers list a shared tensor once (PyTorch's remove_duplicate). */
-ts_tensor_list ts_module_named_parameters(ts_module *m);
-ts_tensor_list ts_module_named_buffers(ts_module *m);
-ts_tensor_list ts_module_state_dict(ts_module *m); /* parameters and buffers */
+TS_API ts_tensor_list ts_module_named_parameters(ts_module *m);
+TS_API ts_tensor_list ts_module_named_buffers(ts_module *m);
+TS_API ts_tensor_list ts_module_state_dict(ts_module *m); /* parameters and buffers */
 /* Copies values into the module's tensors (any source device/dtype), without a graph. strict:
  * every key must match both ways (TS_ERR_ARG, PyTorch's "Missing key(s) in state_dict: ..."
  * message); shapes must agree in both modes (TS_ERR_SHAPE naming the key and both shapes). Nothing
  * is copied when it fails (out of memory included: values are staged on the tensors' devices and
  * dtypes first). */
-ts_status ts_module_load_state_dict(ts_module *m, const ts_tensor_list *sd, bool strict);
+TS_API ts_status ts_module_load_state_dict(ts_module *m, const ts_tensor_list *sd, bool strict);
 /* PyTorch's repr: "SimpleCNN(\n  (conv1): Conv2d(3, 6, kernel_size=(5, 5), stride=(1, 1))\n..." */
-char *ts_module_repr(ts_module *m);   /* malloc'ed */
-void ts_module_summary(ts_module *m); /* repr, "Total parameters: N", "Trainable parameters: N" */
+TS_API char *ts_module_repr(ts_module *m); /* malloc'ed */
+TS_API void
+ts_module_summary(ts_module *m); /* repr, "Total parameters: N", "Trainable parameters: N" */
 
 /* built-in modules (parameters initialised as PyTorch's defaults from the global generator, on the
  * default device) */
@@ -257,24 +263,24 @@ typedef struct ts_linear_opts {
     ts_dtype dtype;
     ts_device device;
 } ts_linear_opts;
-ts_module *ts_linear_new(int64_t in_features, int64_t out_features);
-ts_module *ts_linear_new_ex(int64_t in_features, int64_t out_features, ts_linear_opts o);
-ts_module *ts_conv2d_new(int64_t in_channels, int64_t out_channels, int kernel_size,
-                         ts_conv2d_opts o);
-ts_module *ts_conv2d_new2(int64_t in_channels, int64_t out_channels, int kh, int kw,
-                          ts_conv2d_opts o);
+TS_API ts_module *ts_linear_new(int64_t in_features, int64_t out_features);
+TS_API ts_module *ts_linear_new_ex(int64_t in_features, int64_t out_features, ts_linear_opts o);
+TS_API ts_module *ts_conv2d_new(int64_t in_channels, int64_t out_channels, int kernel_size,
+                                ts_conv2d_opts o);
+TS_API ts_module *ts_conv2d_new2(int64_t in_channels, int64_t out_channels, int kh, int kw,
+                                 ts_conv2d_opts o);
 /* reprs print an equal pair as one int (nn.MaxPool2d(2, 2)); AdaptiveAvgPool2d prints a tuple */
-ts_module *ts_max_pool2d_new(ts_pool2d_opts o);
-ts_module *ts_avg_pool2d_new(ts_pool2d_opts o);
-ts_module *ts_adaptive_avg_pool2d_new(int64_t out_h, int64_t out_w);
-ts_module *ts_relu_new(void);
-ts_module *ts_gelu_new(void);
-ts_module *ts_sigmoid_new(void);
-ts_module *ts_tanh_new(void);
-ts_module *ts_softmax_new(int dim);
-ts_module *ts_flatten_new(int start_dim, int end_dim); /* nn.Flatten(): 1, -1 */
-ts_module *ts_identity_new(void);                      /* nn.Identity: returns its input */
-ts_module *ts_dropout_new(double p);
+TS_API ts_module *ts_max_pool2d_new(ts_pool2d_opts o);
+TS_API ts_module *ts_avg_pool2d_new(ts_pool2d_opts o);
+TS_API ts_module *ts_adaptive_avg_pool2d_new(int64_t out_h, int64_t out_w);
+TS_API ts_module *ts_relu_new(void);
+TS_API ts_module *ts_gelu_new(void);
+TS_API ts_module *ts_sigmoid_new(void);
+TS_API ts_module *ts_tanh_new(void);
+TS_API ts_module *ts_softmax_new(int dim);
+TS_API ts_module *ts_flatten_new(int start_dim, int end_dim); /* nn.Flatten(): 1, -1 */
+TS_API ts_module *ts_identity_new(void);                      /* nn.Identity: returns its input */
+TS_API ts_module *ts_dropout_new(double p);
 typedef struct ts_norm_opts {
     double eps;      /* 0 -> 1e-5 */
     double momentum; /* 0 -> 0.1 */
@@ -282,13 +288,13 @@ typedef struct ts_norm_opts {
     bool no_running_stats;
     bool no_bias; /* LayerNorm(bias=False): a weight without a bias */
 } ts_norm_opts;
-ts_module *ts_batch_norm1d_new(int64_t num_features, ts_norm_opts o);
-ts_module *ts_batch_norm2d_new(int64_t num_features, ts_norm_opts o);
-ts_module *ts_layer_norm_new(ts_shape normalized_shape, ts_norm_opts o);
-ts_module *ts_embedding_new(int64_t num_embeddings, int64_t embedding_dim);
+TS_API ts_module *ts_batch_norm1d_new(int64_t num_features, ts_norm_opts o);
+TS_API ts_module *ts_batch_norm2d_new(int64_t num_features, ts_norm_opts o);
+TS_API ts_module *ts_layer_norm_new(ts_shape normalized_shape, ts_norm_opts o);
+TS_API ts_module *ts_embedding_new(int64_t num_embeddings, int64_t embedding_dim);
 /* children named "0", "1", ... like nn.Sequential */
-ts_module *ts_sequential_new(int n, ts_module *const *modules);
-ts_module *ts_sequential_append(ts_module *seq, ts_module *m);
+TS_API ts_module *ts_sequential_new(int n, ts_module *const *modules);
+TS_API ts_module *ts_sequential_append(ts_module *seq, ts_module *m);
 
 /* act(bn(conv(x))) for a Conv2d, a BatchNorm2d or NULL, and a ReLU or NULL: ts_forward of each in
  * turn, or, when no gradient is recorded (grad mode off, or neither x nor a parameter requires
@@ -300,23 +306,23 @@ ts_module *ts_sequential_append(ts_module *seq, ts_module *m);
  * buffers and state dict never change. Results agree with the modules' within float rounding
  * (docs/ARCHITECTURE.md, "Eval path"). Sequential does this by itself for every such run of its
  * children, as do the ResNet builders' blocks. */
-ts_tensor *ts_forward_conv_bn(ts_module *conv, ts_module *bn, ts_module *act, ts_tensor *x);
+TS_API ts_tensor *ts_forward_conv_bn(ts_module *conv, ts_module *bn, ts_module *act, ts_tensor *x);
 /* Turns that fusion on (the default) or off for the whole process, for comparisons and
  * benchmarks; returns the previous setting. */
-bool ts_set_eval_fusion(bool on);
+TS_API bool ts_set_eval_fusion(bool on);
 
 /* init (in place, no graph, from the global generator), PyTorch's formulas; return t (borrowed: no
  * new reference, unlike the in-place ops) or NULL. kaiming_uniform_ is mode fan_in, leaky_relu. */
-ts_tensor *ts_init_kaiming_uniform_(ts_tensor *t, double a);
+TS_API ts_tensor *ts_init_kaiming_uniform_(ts_tensor *t, double a);
 /* kaiming_normal_(t, a, mode, 'leaky_relu'): N(0, std), std = gain / sqrt(fan), gain =
  * sqrt(2 / (1 + a^2)); a = 0 is nonlinearity='relu'. TS_FAN_OUT is torchvision's ResNet init. */
 typedef enum ts_fan_mode { TS_FAN_IN = 0, TS_FAN_OUT } ts_fan_mode;
-ts_tensor *ts_init_kaiming_normal_(ts_tensor *t, double a, ts_fan_mode mode);
-ts_tensor *ts_init_uniform_(ts_tensor *t, double low, double high);
-ts_tensor *ts_init_normal_(ts_tensor *t, double mean, double std);
-ts_tensor *ts_init_xavier_uniform_(ts_tensor *t, double gain);
-ts_tensor *ts_init_zeros_(ts_tensor *t);
-ts_tensor *ts_init_ones_(ts_tensor *t);
+TS_API ts_tensor *ts_init_kaiming_normal_(ts_tensor *t, double a, ts_fan_mode mode);
+TS_API ts_tensor *ts_init_uniform_(ts_tensor *t, double low, double high);
+TS_API ts_tensor *ts_init_normal_(ts_tensor *t, double mean, double std);
+TS_API ts_tensor *ts_init_xavier_uniform_(ts_tensor *t, double gain);
+TS_API ts_tensor *ts_init_zeros_(ts_tensor *t);
+TS_API ts_tensor *ts_init_ones_(ts_tensor *t);
 
 /* ======================================================== more activations (issue 52)
  * torch.nn.functional's, with PyTorch's formulas, NaN propagation and gradients (the kink points
@@ -325,57 +331,57 @@ ts_tensor *ts_init_ones_(ts_tensor *t);
  * every device. The `_` forms write into t and return it (retained into the scope) as ts_relu_.
  * TS_ERR_DTYPE for integer inputs where PyTorch has no kernel, TS_ERR_ARG / TS_ERR_SHAPE with
  * PyTorch's messages for bad numbers and shapes. */
-ts_tensor *ts_elu(ts_tensor *t, double alpha); /* x > 0 ? x : alpha (e^x - 1) */
-ts_tensor *ts_elu_(ts_tensor *t, double alpha);
+TS_API ts_tensor *ts_elu(ts_tensor *t, double alpha); /* x > 0 ? x : alpha (e^x - 1) */
+TS_API ts_tensor *ts_elu_(ts_tensor *t, double alpha);
 /* x > 0 ? x : alpha (e^(x / alpha) - 1); alpha != 0 */
-ts_tensor *ts_celu(ts_tensor *t, double alpha);
-ts_tensor *ts_celu_(ts_tensor *t, double alpha);
-ts_tensor *ts_selu(ts_tensor *t); /* scale * elu(x, alpha), PyTorch's constants */
-ts_tensor *ts_selu_(ts_tensor *t);
+TS_API ts_tensor *ts_celu(ts_tensor *t, double alpha);
+TS_API ts_tensor *ts_celu_(ts_tensor *t, double alpha);
+TS_API ts_tensor *ts_selu(ts_tensor *t); /* scale * elu(x, alpha), PyTorch's constants */
+TS_API ts_tensor *ts_selu_(ts_tensor *t);
 /* clamp(x, min_val, max_val) (min_val <= max_val; integer tensors too, with the numbers truncated,
  * as PyTorch); relu6 is hardtanh(x, 0, 6) */
-ts_tensor *ts_hardtanh(ts_tensor *t, double min_val, double max_val);
-ts_tensor *ts_hardtanh_(ts_tensor *t, double min_val, double max_val);
-ts_tensor *ts_relu6(ts_tensor *t);
-ts_tensor *ts_relu6_(ts_tensor *t);
+TS_API ts_tensor *ts_hardtanh(ts_tensor *t, double min_val, double max_val);
+TS_API ts_tensor *ts_hardtanh_(ts_tensor *t, double min_val, double max_val);
+TS_API ts_tensor *ts_relu6(ts_tensor *t);
+TS_API ts_tensor *ts_relu6_(ts_tensor *t);
 /* x <= threshold ? value : x (integer tensors too: the numbers truncated, TS_ERR_ARG when they do
  * not fit the dtype) */
-ts_tensor *ts_threshold(ts_tensor *t, double threshold, double value);
-ts_tensor *ts_threshold_(ts_tensor *t, double threshold, double value);
-ts_tensor *ts_hardshrink(ts_tensor *t, double lambd); /* 0 on [-lambd, lambd], else x */
+TS_API ts_tensor *ts_threshold(ts_tensor *t, double threshold, double value);
+TS_API ts_tensor *ts_threshold_(ts_tensor *t, double threshold, double value);
+TS_API ts_tensor *ts_hardshrink(ts_tensor *t, double lambd); /* 0 on [-lambd, lambd], else x */
 /* x -+ lambd outside [-lambd, lambd], else 0; lambd >= 0 */
-ts_tensor *ts_softshrink(ts_tensor *t, double lambd);
-ts_tensor *ts_tanhshrink(ts_tensor *t); /* x - tanh(x) */
-ts_tensor *ts_softsign(ts_tensor *t);   /* x / (1 + |x|) */
-ts_tensor *ts_logsigmoid(ts_tensor *t); /* log(sigmoid(x)), stable both sides */
-ts_tensor *ts_mish(ts_tensor *t);       /* x tanh(log(1 + e^x)) */
-ts_tensor *ts_mish_(ts_tensor *t);
-ts_tensor *ts_hardsigmoid(ts_tensor *t); /* min(max(x + 3, 0), 6) / 6 */
-ts_tensor *ts_hardsigmoid_(ts_tensor *t);
-ts_tensor *ts_hardswish(ts_tensor *t); /* x min(max(x + 3, 0), 6) / 6 */
-ts_tensor *ts_hardswish_(ts_tensor *t);
+TS_API ts_tensor *ts_softshrink(ts_tensor *t, double lambd);
+TS_API ts_tensor *ts_tanhshrink(ts_tensor *t); /* x - tanh(x) */
+TS_API ts_tensor *ts_softsign(ts_tensor *t);   /* x / (1 + |x|) */
+TS_API ts_tensor *ts_logsigmoid(ts_tensor *t); /* log(sigmoid(x)), stable both sides */
+TS_API ts_tensor *ts_mish(ts_tensor *t);       /* x tanh(log(1 + e^x)) */
+TS_API ts_tensor *ts_mish_(ts_tensor *t);
+TS_API ts_tensor *ts_hardsigmoid(ts_tensor *t); /* min(max(x + 3, 0), 6) / 6 */
+TS_API ts_tensor *ts_hardsigmoid_(ts_tensor *t);
+TS_API ts_tensor *ts_hardswish(ts_tensor *t); /* x min(max(x + 3, 0), 6) / 6 */
+TS_API ts_tensor *ts_hardswish_(ts_tensor *t);
 /* glu: a * sigmoid(b), a and b the halves of dim (even size) */
-ts_tensor *ts_glu(ts_tensor *t, int dim);
+TS_API ts_tensor *ts_glu(ts_tensor *t, int dim);
 /* prelu: x > 0 ? x : w x; w (t's dtype and device) 0-dim or 1-D of 1 or C = t's dim 1 (a 0-/1-dim
  * t has one channel) elements; differentiable in both */
-ts_tensor *ts_prelu(ts_tensor *t, ts_tensor *w);
-ts_tensor *ts_softmin(ts_tensor *t, int dim); /* softmax(-x, dim) */
+TS_API ts_tensor *ts_prelu(ts_tensor *t, ts_tensor *w);
+TS_API ts_tensor *ts_softmin(ts_tensor *t, int dim); /* softmax(-x, dim) */
 
 /* =============================================================== transformers
  * (docs/TRANSFORMER.md) */
 /* GELU's tanh approximation, torch.nn.functional.gelu(x, approximate='tanh'):
  * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), composed from differentiable ops. */
-ts_tensor *ts_gelu_tanh(ts_tensor *t);
+TS_API ts_tensor *ts_gelu_tanh(ts_tensor *t);
 typedef enum ts_gelu_approximate { TS_GELU_NONE = 0, TS_GELU_TANH } ts_gelu_approximate;
-ts_module *ts_gelu_new_ex(ts_gelu_approximate approximate); /* nn.GELU(approximate=...) */
+TS_API ts_module *ts_gelu_new_ex(ts_gelu_approximate approximate); /* nn.GELU(approximate=...) */
 
 /* torch.nn.functional.rms_norm: x / sqrt(mean(x^2 over the last normalized_shape.ndim dims) + eps)
  * * w; w of normalized_shape or NULL; eps 0 -> None, PyTorch's default: the machine epsilon of x's
  * dtype (f32 1.19e-7). f16/bf16 inputs are computed in f32. */
-ts_tensor *ts_rms_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, double eps);
+TS_API ts_tensor *ts_rms_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, double eps);
 /* nn.RMSNorm: parameter "weight" (ones) unless o.no_affine; o.eps 0 -> None as above (momentum,
  * no_running_stats, no_bias unused). */
-ts_module *ts_rms_norm_new(ts_shape normalized_shape, ts_norm_opts o);
+TS_API ts_module *ts_rms_norm_new(ts_shape normalized_shape, ts_norm_opts o);
 
 /* nn.MultiheadAttention(embed_dim, num_heads, dropout, bias=!no_bias, batch_first): parameters
  * in_proj_weight [3E, E] (xavier_uniform_), in_proj_bias [3E] (zeros), out_proj.weight,
@@ -386,7 +392,7 @@ typedef struct ts_mha_opts {
     bool no_bias;
     bool batch_first; /* inputs [N, L, E]; false: [L, N, E] (PyTorch's default) */
 } ts_mha_opts;
-ts_module *ts_multihead_attention_new(int64_t embed_dim, int64_t num_heads, ts_mha_opts o);
+TS_API ts_module *ts_multihead_attention_new(int64_t embed_dim, int64_t num_heads, ts_mha_opts o);
 /* MultiheadAttention.forward: query [L, N, E] ([N, L, E] batch_first) or unbatched [L, E]; key and
  * value [S, N, E] likewise. key_padding_mask [N, S] ([S] unbatched) and attn_mask [L, S] or
  * [N * num_heads, L, S] (NULL: none): bool (true = NOT allowed to attend, PyTorch's MHA convention,
@@ -396,10 +402,10 @@ ts_module *ts_multihead_attention_new(int64_t embed_dim, int64_t num_heads, ts_m
  * weights averaged over the heads [N, L, S] ([L, S] unbatched), in the caller's scope; otherwise
  * the attention runs through ts_scaled_dot_product_attention and *attn_weights_out is NULL. Returns
  * attn_output of the query's shape. ts_forward(mha, x) is self-attention without masks. */
-ts_tensor *ts_multihead_attention(ts_module *mha, ts_tensor *query, ts_tensor *key,
-                                  ts_tensor *value, ts_tensor *key_padding_mask,
-                                  ts_tensor *attn_mask, bool is_causal, bool need_weights,
-                                  ts_tensor **attn_weights_out);
+TS_API ts_tensor *ts_multihead_attention(ts_module *mha, ts_tensor *query, ts_tensor *key,
+                                         ts_tensor *value, ts_tensor *key_padding_mask,
+                                         ts_tensor *attn_mask, bool is_causal, bool need_weights,
+                                         ts_tensor **attn_weights_out);
 
 typedef enum ts_activation {
     TS_ACT_RELU = 0, /* PyTorch's default */
@@ -418,11 +424,12 @@ typedef struct ts_transformer_opts {
 } ts_transformer_opts;
 /* Children in PyTorch's order and names: self_attn (MultiheadAttention), linear1, dropout,
  * linear2, norm1, norm2, dropout1, dropout2. */
-ts_module *ts_transformer_encoder_layer_new(int64_t d_model, int64_t nhead, ts_transformer_opts o);
+TS_API ts_module *ts_transformer_encoder_layer_new(int64_t d_model, int64_t nhead,
+                                                   ts_transformer_opts o);
 /* TransformerEncoderLayer.forward(src, src_mask, src_key_padding_mask, is_causal); masks as
  * ts_multihead_attention's. ts_forward(layer, src) runs it without masks. */
-ts_tensor *ts_transformer_encoder_layer(ts_module *layer, ts_tensor *src, ts_tensor *mask,
-                                        bool is_causal, ts_tensor *key_padding_mask);
+TS_API ts_tensor *ts_transformer_encoder_layer(ts_module *layer, ts_tensor *src, ts_tensor *mask,
+                                               bool is_causal, ts_tensor *key_padding_mask);
 
 /* A GPT (decoder-only transformer) built from the modules above: tok_emb (Embedding vocab x d),
  * pos_emb (Embedding context x d), drop (Dropout), blocks.N (TransformerEncoderLayer(d, n_head,
@@ -439,8 +446,8 @@ typedef struct ts_gpt_config {
     double dropout;     /* 0 */
 } ts_gpt_config;
 /* ts_forward(gpt, idx i64 [B, T]) -> logits [B, T, vocab]; T <= context, else TS_ERR_SHAPE */
-ts_module *ts_gpt_new(ts_gpt_config c);
-ts_gpt_config ts_gpt_get_config(ts_module *gpt); /* defaults resolved; zeros if not a GPT */
+TS_API ts_module *ts_gpt_new(ts_gpt_config c);
+TS_API ts_gpt_config ts_gpt_get_config(ts_module *gpt); /* defaults resolved; zeros if not a GPT */
 typedef struct ts_sample_opts {
     double temperature; /* 0 -> 1 */
     int64_t top_k;      /* 0: every token */
@@ -449,15 +456,16 @@ typedef struct ts_sample_opts {
 /* One token per row of logits [B, V] (any floating dtype and device): softmax(logits /
  * temperature) restricted to the top_k largest (ties with the k-th kept, as nanoGPT), drawn with
  * one U[0, 1) per row from the global generator. -> i64 [B] on the logits' device. */
-ts_tensor *ts_sample_logits(ts_tensor *logits, ts_sample_opts o);
+TS_API ts_tensor *ts_sample_logits(ts_tensor *logits, ts_sample_opts o);
 /* Appends new_tokens sampled tokens to idx i64 [B, T0] -> i64 [B, T0 + new_tokens]; each step
  * feeds the last `context` tokens (nanoGPT's crop) and recomputes them (no key/value cache). Runs
  * without a graph and in eval mode (the module's mode is restored afterwards). */
-ts_tensor *ts_gpt_generate(ts_module *gpt, ts_tensor *idx, int64_t new_tokens, ts_sample_opts o);
+TS_API ts_tensor *ts_gpt_generate(ts_module *gpt, ts_tensor *idx, int64_t new_tokens,
+                                  ts_sample_opts o);
 /* Activation checkpointing of the blocks (ts_module_set_checkpoint): block i is checkpointed when
  * every > 0 and i % every == 0 (1: all of them; 0: none). TS_ERR_ARG for a module that is not a
  * GPT or every < 0. */
-ts_status ts_gpt_checkpoint_blocks(ts_module *gpt, int every);
+TS_API ts_status ts_gpt_checkpoint_blocks(ts_module *gpt, int every);
 
 /* ======================================================== residual networks (docs/RESNET.md) */
 /* torchvision's blocks (ResNet v1.5: a block's stride is on its 3x3 conv), convs without bias.
@@ -467,12 +475,13 @@ ts_status ts_gpt_checkpoint_blocks(ts_module *gpt, int every);
  *   planes * 4), bn3, relu, downsample; width = planes * width_per_group / 64 * groups.
  * shortcut(x) is downsample(x) when a downsample module is given (the block takes it over, also
  * on failure), else x itself. Children keep PyTorch's default init; the ResNet builders re-init. */
-ts_module *ts_basic_block_new(int64_t inplanes, int64_t planes, int stride, ts_module *downsample);
+TS_API ts_module *ts_basic_block_new(int64_t inplanes, int64_t planes, int stride,
+                                     ts_module *downsample);
 /* groups, width_per_group 0 -> 1, 64 (torchvision's; ResNeXt and wide ResNets change them) */
-ts_module *ts_bottleneck_new(int64_t inplanes, int64_t planes, int stride, ts_module *downsample,
-                             int64_t groups, int64_t width_per_group);
+TS_API ts_module *ts_bottleneck_new(int64_t inplanes, int64_t planes, int stride,
+                                    ts_module *downsample, int64_t groups, int64_t width_per_group);
 /* torchvision's downsample: Sequential("0": Conv2d 1x1 stride without bias, "1": BatchNorm2d) */
-ts_module *ts_resnet_downsample_new(int64_t inplanes, int64_t outplanes, int stride);
+TS_API ts_module *ts_resnet_downsample_new(int64_t inplanes, int64_t outplanes, int stride);
 
 typedef enum ts_resnet_block { TS_BASIC_BLOCK = 0, TS_BOTTLENECK } ts_resnet_block;
 typedef struct ts_resnet_config {
@@ -499,13 +508,13 @@ typedef struct ts_resnet_config {
  * (AdaptiveAvgPool2d (1, 1)), fc (Linear). layers[i] blocks in stage i. Init as torchvision's:
  * convs kaiming_normal_ fan_out relu, BatchNorm weight 1 and bias 0, fc PyTorch's default.
  * ts_forward(resnet, x [N, in_channels, H, W]) -> logits [N, num_classes]. */
-ts_module *ts_resnet_new(ts_resnet_block block, const int layers[4], ts_resnet_config c);
+TS_API ts_module *ts_resnet_new(ts_resnet_block block, const int layers[4], ts_resnet_config c);
 /* Checkpointing of the residual blocks, counted over all stages (ts_gpt_checkpoint_blocks's rule).
  */
-ts_status ts_resnet_checkpoint_blocks(ts_module *resnet, int every);
-ts_module *ts_resnet18(ts_resnet_config c); /* BasicBlock [2, 2, 2, 2]: 11.7M parameters */
-ts_module *ts_resnet34(ts_resnet_config c); /* BasicBlock [3, 4, 6, 3]: 21.8M */
-ts_module *ts_resnet50(ts_resnet_config c); /* Bottleneck [3, 4, 6, 3]: 25.6M */
+TS_API ts_status ts_resnet_checkpoint_blocks(ts_module *resnet, int every);
+TS_API ts_module *ts_resnet18(ts_resnet_config c); /* BasicBlock [2, 2, 2, 2]: 11.7M parameters */
+TS_API ts_module *ts_resnet34(ts_resnet_config c); /* BasicBlock [3, 4, 6, 3]: 21.8M */
+TS_API ts_module *ts_resnet50(ts_resnet_config c); /* Bottleneck [3, 4, 6, 3]: 25.6M */
 /* He et al.'s CIFAR ResNets (2016, section 4.2), depth = 6n + 2: conv1 (3x3, width), bn1, relu,
  * layer1..layer3 (n BasicBlocks each, width, 2 width, 4 width channels; the first block of
  * layer2 and layer3 has stride 2), avgpool, fc. Where the shape changes the shortcut is the
@@ -513,8 +522,8 @@ ts_module *ts_resnet50(ts_resnet_config c); /* Bottleneck [3, 4, 6, 3]: 25.6M */
  * block's downsample child is a parameter-free "ShortcutA"); with shortcut_conv, option B
  * (torchvision's downsample.0 / downsample.1). Same init as the ResNets above. ts_resnet20: n 3,
  * 0.27M parameters, about 41M multiply-adds for a 32x32 image. */
-ts_module *ts_resnet_cifar(int depth, ts_resnet_config c);
-ts_module *ts_resnet20(ts_resnet_config c);
+TS_API ts_module *ts_resnet_cifar(int depth, ts_resnet_config c);
+TS_API ts_module *ts_resnet20(ts_resnet_config c);
 
 /* ============================================ recurrent layers (nn.RNN, nn.LSTM, nn.GRU, cells)
  * PyTorch's parameters, names and shapes: per layer l and direction (suffix "_reverse" for the
@@ -534,13 +543,13 @@ typedef struct ts_rnn_opts {
     bool bidirectional;
     int64_t proj_size; /* LSTM only: 0 none, else < hidden_size */
 } ts_rnn_opts;
-ts_module *ts_rnn_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
-ts_module *ts_lstm_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
-ts_module *ts_gru_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
+TS_API ts_module *ts_rnn_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
+TS_API ts_module *ts_lstm_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
+TS_API ts_module *ts_gru_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
 /* cells: only o.nonlinearity (RNNCell) and o.no_bias are used */
-ts_module *ts_rnn_cell_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
-ts_module *ts_lstm_cell_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
-ts_module *ts_gru_cell_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
+TS_API ts_module *ts_rnn_cell_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
+TS_API ts_module *ts_lstm_cell_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
+TS_API ts_module *ts_gru_cell_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts o);
 /* RNN/LSTM/GRU.forward: input [T, B, I] ([B, T, I] batch_first) or unbatched [T, I]; h0 [L*D, B,
  * H_out] ([L*D, H_out] unbatched), c0 (LSTM only) [L*D, B, H], NULL: zeros; lengths (NULL: all T)
  * an integer tensor [B]: sequence b's steps past lengths[b] leave the state as it was and output
@@ -548,11 +557,11 @@ ts_module *ts_gru_cell_new(int64_t input_size, int64_t hidden_size, ts_rnn_opts 
  * Returns output [T, B, D*H_out] (input's layout); *h_n [L*D, B, H_out] and *c_n [L*D, B, H] (LSTM;
  * NULL otherwise) in the caller's scope when not NULL. ts_forward(m, x) returns the output alone.
  * The input's dtype must be the parameters' (TS_ERR_DTYPE); shapes are checked (TS_ERR_SHAPE). */
-ts_tensor *ts_rnn_forward(ts_module *m, ts_tensor *input, ts_tensor *h0, ts_tensor *c0,
-                          ts_tensor *lengths, ts_tensor **h_n, ts_tensor **c_n);
+TS_API ts_tensor *ts_rnn_forward(ts_module *m, ts_tensor *input, ts_tensor *h0, ts_tensor *c0,
+                                 ts_tensor *lengths, ts_tensor **h_n, ts_tensor **c_n);
 /* Cell forward: input [B, I] or [I]; hx (and cx, LSTMCell) [B, H] or [H], NULL: zeros. Returns
  * h'; *c_out gets c' (LSTMCell). ts_forward(cell, x) returns h' from zero states. */
-ts_tensor *ts_rnn_cell_forward(ts_module *cell, ts_tensor *input, ts_tensor *hx, ts_tensor *cx,
-                               ts_tensor **c_out);
+TS_API ts_tensor *ts_rnn_cell_forward(ts_module *cell, ts_tensor *input, ts_tensor *hx,
+                                      ts_tensor *cx, ts_tensor **c_out);
 
 #endif /* TESSERA_NN_H */

@@ -23,11 +23,12 @@ typedef struct ts_onnx_opts {
  * Tessera lacks is TS_ERR_UNSUPPORTED at load, naming the node, its op type and opset; a malformed
  * file is TS_ERR_FORMAT naming what is wrong. ts_forward(m, x) runs a model of one input and
  * returns its first output; ts_onnx_run runs any. */
-ts_module *ts_onnx_load(const char *path, ts_onnx_opts o);
+TS_API ts_module *ts_onnx_load(const char *path, ts_onnx_opts o);
 /* The same from a buffer; external data is looked up in base_dir (NULL: refused). */
-ts_module *ts_onnx_load_buffer(const void *data, size_t size, const char *base_dir, ts_onnx_opts o);
+TS_API ts_module *ts_onnx_load_buffer(const void *data, size_t size, const char *base_dir,
+                                      ts_onnx_opts o);
 /* true when m was made by ts_onnx_load */
-bool ts_onnx_is_model(ts_module *m);
+TS_API bool ts_onnx_is_model(ts_module *m);
 
 /* What a graph value is: a tensor, a sequence of tensors, or an optional (a tensor, a sequence or
  * nothing). Sequences and optionals travel as ts_tensor handles: see ts_onnx_sequence below. */
@@ -43,18 +44,18 @@ typedef struct ts_onnx_value_info {
     /* a sequence or an optional: dtype is the element type of the tensors it holds and ndim -1 */
     ts_onnx_kind kind;
 } ts_onnx_value_info;
-int ts_onnx_num_inputs(ts_module *m);
-int ts_onnx_num_outputs(ts_module *m);
-ts_status ts_onnx_input_info(ts_module *m, int i, ts_onnx_value_info *out);
-ts_status ts_onnx_output_info(ts_module *m, int i, ts_onnx_value_info *out);
+TS_API int ts_onnx_num_inputs(ts_module *m);
+TS_API int ts_onnx_num_outputs(ts_module *m);
+TS_API ts_status ts_onnx_input_info(ts_module *m, int i, ts_onnx_value_info *out);
+TS_API ts_status ts_onnx_output_info(ts_module *m, int i, ts_onnx_value_info *out);
 
 /* Runs the graph: inputs[i] for the i-th graph input (on the model's device; symbolic dimensions
  * take the sizes given, fixed ones must match), outputs[0..n_outputs-1] get the first n_outputs
  * outputs, owned like any op's result. On failure every output is NULL and the error names the
  * node. Differentiable: ts_backward through the outputs reaches the parameters. A sequence or
  * optional input or output is a container (ts_onnx_sequence below), on its elements' device. */
-ts_status ts_onnx_run(ts_module *m, int n_inputs, ts_tensor *const *inputs, int n_outputs,
-                      ts_tensor **outputs);
+TS_API ts_status ts_onnx_run(ts_module *m, int n_inputs, ts_tensor *const *inputs, int n_outputs,
+                             ts_tensor **outputs);
 
 /* ------------------------------------------------------------------ sequences and optionals
  * ONNX's sequence and optional values are containers that travel through ts_onnx_run's inputs and
@@ -65,28 +66,28 @@ ts_status ts_onnx_run(ts_module *m, int n_inputs, ts_tensor *const *inputs, int 
 /* A sequence of tensors[0..n-1] (one dtype, one device; tensors may be NULL when n is 0).
  * o.dtype and o.device: an empty sequence's element type (float32 when zero) and device (the
  * default device); when given for a non-empty one, the tensors must match them. */
-ts_tensor *ts_onnx_sequence(int n, ts_tensor *const *tensors, ts_opts o);
+TS_API ts_tensor *ts_onnx_sequence(int n, ts_tensor *const *tensors, ts_opts o);
 /* An optional holding value (a tensor or a sequence), or nothing when value is NULL and no error
  * is pending (o.dtype and o.device as for an empty sequence). */
-ts_tensor *ts_onnx_optional(ts_tensor *value, ts_opts o);
-bool ts_onnx_is_sequence(ts_tensor *t); /* false for a tensor, an optional or NULL */
-bool ts_onnx_is_optional(ts_tensor *t);
+TS_API ts_tensor *ts_onnx_optional(ts_tensor *value, ts_opts o);
+TS_API bool ts_onnx_is_sequence(ts_tensor *t); /* false for a tensor, an optional or NULL */
+TS_API bool ts_onnx_is_optional(ts_tensor *t);
 /* -1 with TS_ERR_ARG when seq is no sequence */
-int64_t ts_onnx_sequence_length(ts_tensor *seq);
+TS_API int64_t ts_onnx_sequence_length(ts_tensor *seq);
 /* element i (negative: from the end), owned like any op's result; TS_ERR_ARG out of range */
-ts_tensor *ts_onnx_sequence_at(ts_tensor *seq, int64_t i);
-bool ts_onnx_optional_has_value(ts_tensor *opt); /* false with TS_ERR_ARG when no optional */
+TS_API ts_tensor *ts_onnx_sequence_at(ts_tensor *seq, int64_t i);
+TS_API bool ts_onnx_optional_has_value(ts_tensor *opt); /* false with TS_ERR_ARG when no optional */
 /* the value (a tensor or a sequence), owned like any op's result; TS_ERR_STATE when empty */
-ts_tensor *ts_onnx_optional_value(ts_tensor *opt);
+TS_API ts_tensor *ts_onnx_optional_value(ts_tensor *opt);
 
 /* A description of a model for `tessera info`: producer, IR version, opsets, operators with their
  * counts, parameter count, inputs and outputs. malloc'ed text; free() it. NULL on error. */
-char *ts_onnx_describe(ts_module *m);
+TS_API char *ts_onnx_describe(ts_module *m);
 
 /* Reads a serialized ONNX TensorProto (the backend test suite's input_N.pb / output_N.pb) onto dev.
  * *name (may be NULL) gets the tensor's name, malloc'ed ("" when none). */
-ts_tensor *ts_onnx_tensor_load(const char *path, ts_device dev, char **name);
-ts_tensor *ts_onnx_tensor_parse(const void *data, size_t size, ts_device dev, char **name);
+TS_API ts_tensor *ts_onnx_tensor_load(const char *path, ts_device dev, char **name);
+TS_API ts_tensor *ts_onnx_tensor_parse(const void *data, size_t size, ts_device dev, char **name);
 
 /* ------------------------------------------------------------------ export */
 /* Zero means default. */
@@ -108,7 +109,7 @@ typedef struct ts_onnx_export_opts {
  * their input instead). An op with no ONNX form is TS_ERR_UNSUPPORTED naming it; so is a tensor the
  * forward made with an op the trace does not know (named by its autograd node's op). The module is
  * left as it was (training mode restored). docs/ONNX.md lists the ops. */
-ts_status ts_onnx_export(ts_module *m, int n_inputs, ts_tensor *const *example_inputs,
-                         const char *path, ts_onnx_export_opts o);
+TS_API ts_status ts_onnx_export(ts_module *m, int n_inputs, ts_tensor *const *example_inputs,
+                                const char *path, ts_onnx_export_opts o);
 
 #endif /* TESSERA_ONNX_H */

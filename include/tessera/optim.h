@@ -57,93 +57,95 @@ typedef struct ts_rprop_opts {
     double lr, etaminus, etaplus, step_size_min, step_size_max; /* 1e-2, 0.5, 1.2, 1e-6, 50 */
     bool maximize;
 } ts_rprop_opts;
-ts_adagrad_opts ts_adagrad_defaults(void);
-ts_adadelta_opts ts_adadelta_defaults(void);
-ts_adamax_opts ts_adamax_defaults(void);
-ts_nadam_opts ts_nadam_defaults(void);
-ts_radam_opts ts_radam_defaults(void);
-ts_asgd_opts ts_asgd_defaults(void);
-ts_rprop_opts ts_rprop_defaults(void);
+TS_API ts_adagrad_opts ts_adagrad_defaults(void);
+TS_API ts_adadelta_opts ts_adadelta_defaults(void);
+TS_API ts_adamax_opts ts_adamax_defaults(void);
+TS_API ts_nadam_opts ts_nadam_defaults(void);
+TS_API ts_radam_opts ts_radam_defaults(void);
+TS_API ts_asgd_opts ts_asgd_defaults(void);
+TS_API ts_rprop_opts ts_rprop_defaults(void);
 
 /* Over every parameter of a module (one group), or over an explicit list. */
-ts_optim *ts_sgd(ts_module *m, ts_sgd_opts o);
-ts_optim *ts_sgd_params(ts_tensor *const *params, int n, ts_sgd_opts o);
-ts_optim *ts_adam(ts_module *m, ts_adam_opts o);
-ts_optim *ts_adam_params(ts_tensor *const *params, int n, ts_adam_opts o);
-ts_optim *ts_adamw(ts_module *m, ts_adam_opts o);
-ts_optim *ts_adamw_params(ts_tensor *const *params, int n, ts_adam_opts o);
+TS_API ts_optim *ts_sgd(ts_module *m, ts_sgd_opts o);
+TS_API ts_optim *ts_sgd_params(ts_tensor *const *params, int n, ts_sgd_opts o);
+TS_API ts_optim *ts_adam(ts_module *m, ts_adam_opts o);
+TS_API ts_optim *ts_adam_params(ts_tensor *const *params, int n, ts_adam_opts o);
+TS_API ts_optim *ts_adamw(ts_module *m, ts_adam_opts o);
+TS_API ts_optim *ts_adamw_params(ts_tensor *const *params, int n, ts_adam_opts o);
 /* AdamW over two groups, nanoGPT's rule: group 0 the parameters of 2 or more dims (weights,
  * embeddings) with o.weight_decay, group 1 the others (biases, norm weights) without decay (when a
  * module has only one kind, one group). */
-ts_optim *ts_adamw_decay_groups(ts_module *m, ts_adam_opts o);
-ts_optim *ts_rmsprop(ts_module *m, ts_rmsprop_opts o);
-ts_optim *ts_rmsprop_params(ts_tensor *const *params, int n, ts_rmsprop_opts o);
-ts_optim *ts_adagrad(ts_module *m, ts_adagrad_opts o);
-ts_optim *ts_adagrad_params(ts_tensor *const *params, int n, ts_adagrad_opts o);
-ts_optim *ts_adadelta(ts_module *m, ts_adadelta_opts o);
-ts_optim *ts_adadelta_params(ts_tensor *const *params, int n, ts_adadelta_opts o);
-ts_optim *ts_adamax(ts_module *m, ts_adamax_opts o);
-ts_optim *ts_adamax_params(ts_tensor *const *params, int n, ts_adamax_opts o);
-ts_optim *ts_nadam(ts_module *m, ts_nadam_opts o);
-ts_optim *ts_nadam_params(ts_tensor *const *params, int n, ts_nadam_opts o);
-ts_optim *ts_radam(ts_module *m, ts_radam_opts o);
-ts_optim *ts_radam_params(ts_tensor *const *params, int n, ts_radam_opts o);
-ts_optim *ts_asgd(ts_module *m, ts_asgd_opts o);
-ts_optim *ts_asgd_params(ts_tensor *const *params, int n, ts_asgd_opts o);
-ts_optim *ts_rprop(ts_module *m, ts_rprop_opts o);
-ts_optim *ts_rprop_params(ts_tensor *const *params, int n, ts_rprop_opts o);
+TS_API ts_optim *ts_adamw_decay_groups(ts_module *m, ts_adam_opts o);
+TS_API ts_optim *ts_rmsprop(ts_module *m, ts_rmsprop_opts o);
+TS_API ts_optim *ts_rmsprop_params(ts_tensor *const *params, int n, ts_rmsprop_opts o);
+TS_API ts_optim *ts_adagrad(ts_module *m, ts_adagrad_opts o);
+TS_API ts_optim *ts_adagrad_params(ts_tensor *const *params, int n, ts_adagrad_opts o);
+TS_API ts_optim *ts_adadelta(ts_module *m, ts_adadelta_opts o);
+TS_API ts_optim *ts_adadelta_params(ts_tensor *const *params, int n, ts_adadelta_opts o);
+TS_API ts_optim *ts_adamax(ts_module *m, ts_adamax_opts o);
+TS_API ts_optim *ts_adamax_params(ts_tensor *const *params, int n, ts_adamax_opts o);
+TS_API ts_optim *ts_nadam(ts_module *m, ts_nadam_opts o);
+TS_API ts_optim *ts_nadam_params(ts_tensor *const *params, int n, ts_nadam_opts o);
+TS_API ts_optim *ts_radam(ts_module *m, ts_radam_opts o);
+TS_API ts_optim *ts_radam_params(ts_tensor *const *params, int n, ts_radam_opts o);
+TS_API ts_optim *ts_asgd(ts_module *m, ts_asgd_opts o);
+TS_API ts_optim *ts_asgd_params(ts_tensor *const *params, int n, ts_asgd_opts o);
+TS_API ts_optim *ts_rprop(ts_module *m, ts_rprop_opts o);
+TS_API ts_optim *ts_rprop_params(ts_tensor *const *params, int n, ts_rprop_opts o);
 /* A further parameter group with its own learning rate (other options as the first group). */
-ts_status ts_optim_add_param_group(ts_optim *opt, ts_tensor *const *params, int n, double lr);
+TS_API ts_status ts_optim_add_param_group(ts_optim *opt, ts_tensor *const *params, int n,
+                                          double lr);
 /* The same with its own weight decay (PyTorch's add_param_group({"params": ..., "weight_decay":
  * wd})). */
-ts_status ts_optim_add_param_group_wd(ts_optim *opt, ts_tensor *const *params, int n, double lr,
-                                      double weight_decay);
-int ts_optim_num_groups(ts_optim *opt);
-double ts_optim_get_weight_decay(ts_optim *opt, int group);
-double ts_optim_get_lr(ts_optim *opt, int group);
-ts_status ts_optim_set_lr(ts_optim *opt, int group, double lr);
+TS_API ts_status ts_optim_add_param_group_wd(ts_optim *opt, ts_tensor *const *params, int n,
+                                             double lr, double weight_decay);
+TS_API int ts_optim_num_groups(ts_optim *opt);
+TS_API double ts_optim_get_weight_decay(ts_optim *opt, int group);
+TS_API double ts_optim_get_lr(ts_optim *opt, int group);
+TS_API ts_status ts_optim_set_lr(ts_optim *opt, int group, double lr);
 /* A group's momentum (SGD, RMSprop) or beta1 (Adam, AdamW, Adamax, NAdam, RAdam), which
  * PyTorch's OneCycleLR and CyclicLR cycle; TS_ERR_ARG (NAN from get) for the other kinds. */
-double ts_optim_get_momentum(ts_optim *opt, int group);
-ts_status ts_optim_set_momentum(ts_optim *opt, int group, double momentum);
-void ts_optim_zero_grad(ts_optim *opt); /* set_to_none, PyTorch 2's default */
+TS_API double ts_optim_get_momentum(ts_optim *opt, int group);
+TS_API ts_status ts_optim_set_momentum(ts_optim *opt, int group, double momentum);
+TS_API void ts_optim_zero_grad(ts_optim *opt); /* set_to_none, PyTorch 2's default */
 /* All or nothing: every parameter steps, or (an error, out of memory included) none changes, nor
  * the state. While an error is pending on the thread it does nothing and returns that error: the
  * gradients of a forward or backward that failed are never applied. */
-ts_status ts_optim_step(ts_optim *opt);
-void ts_optim_free(ts_optim *opt);
+TS_API ts_status ts_optim_step(ts_optim *opt);
+TS_API void ts_optim_free(ts_optim *opt);
 /* State as named tensors: "state.<i>.<name>" (i = parameter index over all groups, PyTorch's
  * numbering; e.g. momentum_buffer, exp_avg, exp_avg_sq, step) and "param_groups.<g>.lr"; step and
  * lr are 0-dim f64 cpu tensors. The list holds copies (later steps do not change it); free it with
  * ts_tensor_list_free. Loading copies the state onto the parameters' devices and dtypes and
  * replaces all state; a bad key, shape or missing buffer, or running out of memory, changes
  * nothing. */
-ts_tensor_list ts_optim_state_dict(ts_optim *opt);
-ts_status ts_optim_load_state_dict(ts_optim *opt, const ts_tensor_list *sd);
+TS_API ts_tensor_list ts_optim_state_dict(ts_optim *opt);
+TS_API ts_status ts_optim_load_state_dict(ts_optim *opt, const ts_tensor_list *sd);
 
 /* Learning-rate schedulers: step once per epoch (or per batch for one-cycle / warm-up). They use
  * torch's recursive forms, so several may be chained on one optimizer; free them before it. */
 typedef struct ts_lr_scheduler ts_lr_scheduler;
-ts_lr_scheduler *ts_step_lr(ts_optim *opt, int step_size, double gamma);
-ts_lr_scheduler *ts_multistep_lr(ts_optim *opt, const int *milestones, int n, double gamma);
-ts_lr_scheduler *ts_cosine_lr(ts_optim *opt, int t_max, double eta_min);
+TS_API ts_lr_scheduler *ts_step_lr(ts_optim *opt, int step_size, double gamma);
+TS_API ts_lr_scheduler *ts_multistep_lr(ts_optim *opt, const int *milestones, int n, double gamma);
+TS_API ts_lr_scheduler *ts_cosine_lr(ts_optim *opt, int t_max, double eta_min);
 /* LinearLR: factor goes from start_factor to end_factor over total_iters steps */
-ts_lr_scheduler *ts_linear_lr(ts_optim *opt, double start_factor, double end_factor,
-                              int total_iters);
+TS_API ts_lr_scheduler *ts_linear_lr(ts_optim *opt, double start_factor, double end_factor,
+                                     int total_iters);
 /* OneCycleLR with cosine annealing, pct_start 0.3, div_factor 25, final_div_factor 1e4; like
  * torch's default (cycle_momentum) it also cycles momentum (Adam: beta1) between 0.95 and 0.85.
  * Stepping past total_steps is TS_ERR_STATE. */
-ts_lr_scheduler *ts_onecycle_lr(ts_optim *opt, double max_lr, int total_steps);
+TS_API ts_lr_scheduler *ts_onecycle_lr(ts_optim *opt, double max_lr, int total_steps);
 /* Linear warm-up then cosine decay, per step (PyTorch: LambdaLR with this factor of the base lr):
  * (step + 1) / warmup_steps while step < warmup_steps, then min_ratio + (1 - min_ratio) x
  * (1 + cos(pi (step - warmup_steps) / (total_steps - warmup_steps))) / 2, min_ratio from
  * total_steps on. ts_warmup_cosine_factor is that factor, for loops that set the lr themselves. */
-ts_lr_scheduler *ts_warmup_cosine_lr(ts_optim *opt, int warmup_steps, int total_steps,
-                                     double min_ratio);
-double ts_warmup_cosine_factor(int64_t step, int64_t warmup, int64_t total, double min_ratio);
-void ts_scheduler_step(ts_lr_scheduler *s);
-int ts_scheduler_last_epoch(ts_lr_scheduler *s);
-void ts_scheduler_free(ts_lr_scheduler *s);
+TS_API ts_lr_scheduler *ts_warmup_cosine_lr(ts_optim *opt, int warmup_steps, int total_steps,
+                                            double min_ratio);
+TS_API double ts_warmup_cosine_factor(int64_t step, int64_t warmup, int64_t total,
+                                      double min_ratio);
+TS_API void ts_scheduler_step(ts_lr_scheduler *s);
+TS_API int ts_scheduler_last_epoch(ts_lr_scheduler *s);
+TS_API void ts_scheduler_free(ts_lr_scheduler *s);
 
 /* torch.nn.utils.clip_grad_norm_: scales gradients in place by min(max_norm / (total + 1e-6), 1),
  * total being their norm before clipping (the norm of each gradient's norm). norm_type 0 -> 2;
@@ -151,10 +153,10 @@ void ts_scheduler_free(ts_lr_scheduler *s);
  * The _tensor forms return it as a 0-d tensor on the first gradient's device (float64 when a
  * gradient is, else float32; NULL on error) and never read the device, so they can run inside a
  * captured step (docs/CAPTURE.md); ts_clip_grad_norm is ts_item of it. */
-double ts_clip_grad_norm(ts_tensor *const *params, int n, double max_norm, double norm_type);
-double ts_clip_grad_norm_module(ts_module *m, double max_norm);
-ts_tensor *ts_clip_grad_norm_tensor(ts_tensor *const *params, int n, double max_norm,
-                                    double norm_type);
-ts_tensor *ts_clip_grad_norm_module_tensor(ts_module *m, double max_norm);
+TS_API double ts_clip_grad_norm(ts_tensor *const *params, int n, double max_norm, double norm_type);
+TS_API double ts_clip_grad_norm_module(ts_module *m, double max_norm);
+TS_API ts_tensor *ts_clip_grad_norm_tensor(ts_tensor *const *params, int n, double max_norm,
+                                           double norm_type);
+TS_API ts_tensor *ts_clip_grad_norm_module_tensor(ts_module *m, double max_norm);
 
 #endif /* TESSERA_OPTIM_H */

@@ -15,17 +15,17 @@
  * Replicas on devices[1..] are copies of the module structs: see docs/PARALLEL.md for the rule this
  * puts on a module's own fields. On failure the module is freed (unless it already belongs to
  * another module) and NULL returned. */
-ts_module *ts_data_parallel(ts_module *module, const ts_device *devices, int n,
-                            ts_device output_device);
-ts_module *ts_data_parallel_module(ts_module *dp); /* the wrapped module (borrowed) */
+TS_API ts_module *ts_data_parallel(ts_module *module, const ts_device *devices, int n,
+                                   ts_device output_device);
+TS_API ts_module *ts_data_parallel_module(ts_module *dp); /* the wrapped module (borrowed) */
 
 /* The building blocks (torch.nn.parallel.scatter / gather), both differentiable. */
 /* Splits x along dim 0 in torch.chunk pieces and copies piece i to devices[i]. Writes the pieces
  * to out (room for n) and returns how many there are, which is fewer than n when the batch is
  * small (5 rows over 4 devices: 2, 2, 1), or -1 on error. */
-int ts_parallel_scatter(ts_tensor *x, const ts_device *devices, int n, ts_tensor **out);
+TS_API int ts_parallel_scatter(ts_tensor *x, const ts_device *devices, int n, ts_tensor **out);
 /* Copies the tensors to `device` and concatenates them along dim 0. When all are 0-dim (a loss per
  * replica) they are stacked into a vector, with PyTorch's warning on stderr (once). */
-ts_tensor *ts_parallel_gather(ts_tensor *const *ts, int n, ts_device device);
+TS_API ts_tensor *ts_parallel_gather(ts_tensor *const *ts, int n, ts_device device);
 
 #endif /* TESSERA_PARALLEL_H */

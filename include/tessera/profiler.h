@@ -23,24 +23,25 @@ typedef struct ts_profiler_opts {
 /* Starts recording in every thread (opts NULL: all false). TS_ERR_STATE if already running. The
  * previous session's results (if not taken) are dropped. Off, an op costs one relaxed atomic
  * load; on, each thread appends to a buffer of its own (no lock per op). */
-ts_status ts_profiler_start(const ts_profiler_opts *opts);
+TS_API ts_status ts_profiler_start(const ts_profiler_opts *opts);
 /* Stops and collects what every thread recorded (threads should have finished their ops). The
  * result stays as "the last profile" for ts_profiler_export_chrome / ts_profiler_take.
  * TS_ERR_STATE when not running. */
-ts_status ts_profiler_stop(void);
-bool ts_profiler_enabled(void);
+TS_API ts_status ts_profiler_stop(void);
+TS_API bool ts_profiler_enabled(void);
 /* User ranges (PyTorch's record_function): nest per thread; a pop without push is TS_ERR_STATE. */
-void ts_profiler_range_push(const char *name);
-ts_status ts_profiler_range_pop(void);
+TS_API void ts_profiler_range_push(const char *name);
+TS_API ts_status ts_profiler_range_pop(void);
 
 /* A collected profile. */
 typedef struct ts_profile ts_profile;
-ts_profile *ts_profiler_take(void);  /* the last profile, now owned by the caller; NULL if none */
-void ts_profile_free(ts_profile *p); /* NULL-safe */
+TS_API ts_profile *
+ts_profiler_take(void); /* the last profile, now owned by the caller; NULL if none */
+TS_API void ts_profile_free(ts_profile *p); /* NULL-safe */
 /* The last profile (ts_profiler_export_chrome) or p as Chrome trace-event JSON: Perfetto and
  * chrome://tracing open it. TS_ERR_STATE without a profile, TS_ERR_IO when the file fails. */
-ts_status ts_profiler_export_chrome(const char *path);
-ts_status ts_profile_export_chrome(const ts_profile *p, const char *path);
+TS_API ts_status ts_profiler_export_chrome(const char *path);
+TS_API ts_status ts_profile_export_chrome(const ts_profile *p, const char *path);
 
 typedef enum ts_profile_kind {
     TS_PROF_OP = 0,   /* an op (its front end's name: "add", "matmul") */
@@ -72,7 +73,7 @@ typedef struct ts_profile_event {
 } ts_profile_event;
 
 /* The events in start-time order; n_out the count. Owned by p. */
-const ts_profile_event *ts_profile_events(const ts_profile *p, size_t *n_out);
+TS_API const ts_profile_event *ts_profile_events(const ts_profile *p, size_t *n_out);
 
 /* PyTorch's key_averages: one row per name (and per shape when by_shape), totals over calls.
  * Returns the number of rows (writes up to cap of them), -1 + TS_ERR_ARG on bad arguments. */
@@ -84,11 +85,14 @@ typedef struct ts_profile_stat {
     int64_t total_ns, self_ns, max_ns;
     int64_t bytes; /* transfers: bytes moved in all */
 } ts_profile_stat;
-int64_t ts_profile_key_averages(const ts_profile *p, bool by_shape, ts_profile_stat *out,
-                                int64_t cap);
+TS_API int64_t ts_profile_key_averages(const ts_profile *p, bool by_shape, ts_profile_stat *out,
+                                       int64_t cap);
 
 #ifdef __cplusplus
 }
 #endif
+
+/* record_shapes: each event's input shapes and dtypes */
+#include "tessera/profiler_inputs.h"
 
 #endif /* TESSERA_PROFILER_H */

@@ -22,8 +22,9 @@
  * zip, a pickle past the limits of src/io/pickle_read.h) is TS_ERR_FORMAT naming the file; more
  * than TS_MAX_DIMS dims is TS_ERR_UNSUPPORTED. Nothing is added to out on failure; on success
  * the tensors are appended to out (a name already there is replaced, as by ts_tensor_list_add). */
-ts_status ts_load_pt(const char *path, ts_device dev, ts_tensor_list *out);
+TS_API ts_status ts_load_pt(const char *path, ts_device dev, ts_tensor_list *out);
 /* The same from memory ("<memory>" in messages; used by the fuzzer). */
-ts_status ts_load_pt_parse(const void *data, size_t size, ts_device dev, ts_tensor_list *out);
+TS_API ts_status ts_load_pt_parse(const void *data, size_t size, ts_device dev,
+                                  ts_tensor_list *out);
 
 #endif /* TESSERA_PT_H */

@@ -23,8 +23,8 @@ typedef enum ts_sync_debug {
     TS_SYNC_DEBUG_WARN = 1, /* a warning, once per call site */
     TS_SYNC_DEBUG_ERROR = 2 /* the op fails with TS_ERR_STATE naming itself */
 } ts_sync_debug;
-ts_status ts_set_sync_debug_mode(ts_sync_debug mode); /* TS_ERR_ARG for another value */
-ts_sync_debug ts_get_sync_debug_mode(void);
+TS_API ts_status ts_set_sync_debug_mode(ts_sync_debug mode); /* TS_ERR_ARG for another value */
+TS_API ts_sync_debug ts_get_sync_debug_mode(void);
 
 typedef struct ts_sync_event {
     const char *op; /* "item", "copy_to_host", "to", "nonzero" ... */
@@ -36,20 +36,20 @@ typedef struct ts_sync_event {
 /* Called for every implicit synchronisation while the mode is not OFF, in the thread doing it.
  * NULL restores the default (one line on stderr per new call site in warn mode). */
 typedef void (*ts_sync_debug_handler)(void *ctx, const ts_sync_event *ev);
-void ts_set_sync_debug_handler(ts_sync_debug_handler fn, void *ctx);
+TS_API void ts_set_sync_debug_handler(ts_sync_debug_handler fn, void *ctx);
 /* Forgets the call sites already reported (so they warn again). */
-void ts_sync_debug_reset(void);
+TS_API void ts_sync_debug_reset(void);
 
 /* Memory snapshots: every segment of every device's caching allocator (pinned host memory as
  * device "cpu_pinned") in PyTorch's _snapshot() layout, as JSON. */
-ts_status ts_memory_snapshot(const char *path); /* TS_ERR_IO when the file fails */
+TS_API ts_status ts_memory_snapshot(const char *path); /* TS_ERR_IO when the file fails */
 /* The same JSON as a malloc'ed string the caller frees with free(); NULL with TS_ERR_OOM. */
-char *ts_memory_snapshot_json(void);
+TS_API char *ts_memory_snapshot_json(void);
 /* From now on each allocation records its C backtrace (bounded depth), listed in snapshots. */
-void ts_memory_record_history(bool enabled);
+TS_API void ts_memory_record_history(bool enabled);
 /* Writes a snapshot to path whenever an allocation fails (NULL: off). TS_OOM_SNAPSHOT=path at
  * start-up sets it. */
-ts_status ts_memory_set_oom_snapshot(const char *path);
+TS_API ts_status ts_memory_set_oom_snapshot(const char *path);
 
 #ifdef __cplusplus
 }

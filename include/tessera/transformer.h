@@ -10,7 +10,8 @@
  * names, so a PyTorch state dict loads: self_attn and multihead_attn (MultiheadAttention),
  * linear1, dropout, linear2, norm1, norm2, norm3, dropout1, dropout2, dropout3. NULL with
  * TS_ERR_ARG naming "TransformerDecoderLayer" for a bad size or option. */
-ts_module *ts_transformer_decoder_layer_new(int64_t d_model, int64_t nhead, ts_transformer_opts o);
+TS_API ts_module *ts_transformer_decoder_layer_new(int64_t d_model, int64_t nhead,
+                                                   ts_transformer_opts o);
 
 /* The masks of TransformerDecoderLayer.forward, each NULL for none, as ts_multihead_attention's:
  * bool (true = may NOT attend) or float (added to the scores). tgt_mask [L, L] or
@@ -29,7 +30,7 @@ typedef struct ts_decoder_masks {
  * norm_first: x = x + sa(norm1(x)); x = x + mha(norm2(x), memory); x = x + ff(norm3(x)).
  * masks may be NULL (no masks). The layer's forward hooks run around it. ts_forward(layer, x)
  * fails (TS_ERR_ARG): the layer needs memory. */
-ts_tensor *ts_transformer_decoder_layer(ts_module *layer, ts_tensor *tgt, ts_tensor *memory,
-                                        const ts_decoder_masks *masks);
+TS_API ts_tensor *ts_transformer_decoder_layer(ts_module *layer, ts_tensor *tgt, ts_tensor *memory,
+                                               const ts_decoder_masks *masks);
 
 #endif /* TESSERA_TRANSFORMER_H */

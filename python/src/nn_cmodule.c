@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "tensor_impl.h"
+#include "tessera/placement.h"
 
 typedef struct {
     PyObject_HEAD ts_module *m;
@@ -180,6 +181,31 @@ static PyObject *cm_rnn_cell(PyObject *self, PyObject *args) {
 }
 
 #define FN(f) (PyCFunction)(void (*)(void))(f)
+/* place(budgets, example_input, with_grads, output_device, dry_run) -> the plan's text
+ * (ts_module_place_str; tessera.nn.utils.place) */
+static PyObject *cm_place(PyObject *self, PyObject *args) {
+    const char *budgets;
+    PyObject *ex, *outd;
+    int with_grads, dry;
+    if (!PyArg_ParseTuple(args, "sOpOp", &budgets, &ex, &with_grads, &outd, &dry)) return NULL;
+    ts_place_opts o = {.with_grads = with_grads, .dry_run = dry};
+    if (ex != Py_None && !(o.example_input = tsp_tensor_arg(ex, "place", "example_input")))
+        return NULL;
+    if (outd != Py_None && tsp_device_arg(outd, &o.output_device, "place", "output_device") < 0)
+        return NULL;
+    if (tsp_enter() < 0) return NULL;
+    ts_place_plan plan;
+    ts_status st;
+    TSP_NOGIL(st = ts_module_place_str(M(self), budgets, o, &plan));
+    if (st != TS_OK) return tsp_raise_pending();
+    char *text = ts_place_plan_str(&plan);
+    ts_place_plan_free(&plan);
+    if (!text) return tsp_raise_pending();
+    PyObject *r = PyUnicode_FromString(text);
+    free(text);
+    return r;
+}
+
 static PyMethodDef cmodule_methods[] = {
     {"forward", cm_forward, METH_O, "forward(x): ts_forward"},
     {"train", cm_train, METH_O, "train(mode): sets the C module's training flag (recursive)"},
@@ -189,6 +215,7 @@ static PyMethodDef cmodule_methods[] = {
     {"generate", FN(cm_generate), METH_VARARGS, NULL},
     {"rnn", FN(cm_rnn), METH_VARARGS, NULL},
     {"rnn_cell", FN(cm_rnn_cell), METH_VARARGS, NULL},
+    {"place", FN(cm_place), METH_VARARGS, "place(budgets, example, grads, out, dry): plan text"},
     {NULL, NULL, 0, NULL},
 };
 

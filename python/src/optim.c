@@ -3,6 +3,7 @@
  * rates, state dict and gradient clipping. tessera.optim's classes (PyTorch's param_groups,
  * schedulers) are thin Python over it. */
 #include "nn_impl.h"
+#include "tessera/optim_offload.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -252,6 +253,20 @@ static PyObject *co_load_state_dict(PyObject *self, PyObject *d) {
     Py_RETURN_NONE;
 }
 
+/* offload(): ts_optim_offload (master weights and state on the host) */
+static PyObject *co_offload(PyObject *self, PyObject *unused) {
+    (void)unused;
+    if (tsp_enter() < 0) return NULL;
+    ts_optim_offload(O(self));
+    if (tsp_check()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *co_is_offloaded(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return PyBool_FromLong(ts_optim_is_offloaded(O(self)));
+}
+
 #define FN(f) (PyCFunction)(void (*)(void))(f)
 static PyMethodDef coptim_methods[] = {
     {"step", co_step, METH_NOARGS, "one step of every parameter (all or nothing)"},
@@ -262,6 +277,8 @@ static PyMethodDef coptim_methods[] = {
     {"set_momentum", FN(co_set_momentum), METH_VARARGS, "a group's momentum or beta1"},
     {"state_dict", co_state_dict, METH_NOARGS, "{'state.<i>.<name>': Tensor, ...}"},
     {"load_state_dict", co_load_state_dict, METH_O, NULL},
+    {"offload", co_offload, METH_NOARGS, "master weights and state on the host"},
+    {"is_offloaded", co_is_offloaded, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

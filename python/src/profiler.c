@@ -2,6 +2,7 @@
  * stop the C profiler (tessera/profiler.h), user ranges, and a collected profile as a capsule with
  * its events, key averages and Chrome trace. */
 #include <tessera/profiler.h>
+#include <tessera/profiler_inputs.h>
 
 #include "tsp.h"
 
@@ -84,10 +85,18 @@ static PyObject *py_events(PyObject *self, PyObject *cap) {
             (long long)e->t1_ns, "self_ns", (long long)e->self_ns, "depth", e->depth, "bytes",
             (long long)e->bytes, "shape", e->shape, "flow", (unsigned long long)e->flow, "transfer",
             transfer_name(e->transfer), "pinned", e->pinned ? Py_True : Py_False);
-        if (!d) {
+        PyObject *dims = d ? PyUnicode_FromString(ts_profile_event_input_dims(p, i)) : NULL;
+        PyObject *types = dims ? PyUnicode_FromString(ts_profile_event_input_types(p, i)) : NULL;
+        if (!types || PyDict_SetItemString(d, "input_dims", dims) < 0 ||
+            PyDict_SetItemString(d, "input_types", types) < 0) {
+            Py_XDECREF(dims);
+            Py_XDECREF(types);
+            Py_XDECREF(d);
             Py_CLEAR(list);
             break;
         }
+        Py_DECREF(dims);
+        Py_DECREF(types);
         PyList_SET_ITEM(list, (Py_ssize_t)i, d);
     }
     return list;
@@ -123,6 +132,34 @@ static PyObject *py_key_averages(PyObject *self, PyObject *args) {
     return list;
 }
 
+/* the same grouped by input dims: (name, input dims, kind, calls, total_ns, self_ns, max_ns,
+ * bytes) */
+static PyObject *py_key_averages_by_input(PyObject *self, PyObject *cap) {
+    (void)self;
+    ts_profile *p = profile_arg(cap);
+    if (!p) return NULL;
+    int64_t n = ts_profile_key_averages_by_input(p, NULL, 0);
+    if (n < 0) return tsp_raise_pending();
+    ts_profile_input_stat *rows = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *rows);
+    if (!rows) return PyErr_NoMemory();
+    n = ts_profile_key_averages_by_input(p, rows, n);
+    PyObject *list = n < 0 ? (tsp_raise_pending(), NULL) : PyList_New((Py_ssize_t)n);
+    for (int64_t i = 0; list && i < n; i++) {
+        const ts_profile_stat *r = &rows[i].stat;
+        PyObject *t =
+            Py_BuildValue("(sssLLLLL)", r->name, rows[i].input_dims, kind_name(r->kind),
+                          (long long)r->calls, (long long)r->total_ns, (long long)r->self_ns,
+                          (long long)r->max_ns, (long long)r->bytes);
+        if (!t) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    }
+    PyMem_Free(rows);
+    return list;
+}
+
 static PyObject *py_export_chrome(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *cap, *path;
@@ -145,6 +182,7 @@ static PyMethodDef profiler_methods[] = {
     {"_profiler_range_pop", py_range_pop, METH_NOARGS, NULL},
     {"_profile_events", py_events, METH_O, NULL},
     {"_profile_key_averages", py_key_averages, METH_VARARGS, NULL},
+    {"_profile_key_averages_by_input", py_key_averages_by_input, METH_O, NULL},
     {"_profile_export_chrome", py_export_chrome, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };

@@ -48,7 +48,8 @@ static PyObject *forward(const char *name, PyObject *self, PyObject *args, PyObj
     X(put_, "put_(index, source, accumulate=False): in place")                                     \
     X(as_strided_scatter, "as_strided_scatter(src, size, stride, storage_offset=None)")            \
     X(nonzero_static, "nonzero_static(*, size, fill_value=-1)")                                    \
-    X(new_empty_strided, "new_empty_strided(size, stride, *, dtype=None, device=None)")
+    X(new_empty_strided, "new_empty_strided(size, stride, *, dtype=None, device=None)")            \
+    X(angle, "angle(): 0 or pi (real input; NaN stays NaN)")
 
 #define DEF(name, doc) FORWARD(name)
 EXTRA_METHODS(DEF)

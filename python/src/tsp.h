@@ -106,6 +106,8 @@ int tsp_init_profiler(PyObject *m); /* profiler.c: tessera.profiler's primitives
 /* sync_debug.c: sync debug mode and memory snapshots (tessera.cuda, tessera.cuda.memory) */
 int tsp_init_sync_debug(PyObject *m);
 int tsp_init_image(PyObject *m); /* image.c: PNG writing, image decoding (vision) */
+/* saved_hooks.c: saved-tensor hooks, save_on_cpu, the sim link (tessera.sim) */
+int tsp_init_saved_hooks(PyObject *m);
 
 /* ------------------------------------------------------------------ py-data's additions
  * tsp_wrap for a reference the caller owns whatever the scope (ts_retain's result, a data set's

@@ -78,3 +78,8 @@ preserve_format = memory_format("preserve_format", -1)
 if "get_num_threads" not in globals():
     get_num_threads, set_num_threads = _C._get_num_threads, _C._set_num_threads
 from ._einsum import einsum  # noqa: E402,F401
+from ._inplace_fns import install as _install_inplace  # noqa: E402 (torch.sin_(x)...)
+_install_inplace(globals())
+# out= on the common ops (issue 53): one wrapper (_out.py) over the functions above; keep it last
+from ._out import install as _install_out, can_cast  # noqa: E402,F401
+_install_out(globals(), (special,))

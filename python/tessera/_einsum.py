@@ -1,8 +1,10 @@
 """torch.einsum over Tessera's differentiable ops: each operand's repeated labels taken as
 diagonals (views), its dims permuted into one common label order and unsqueezed to full rank; the
 operands multiplied in turn (broadcasting), each label summed out as soon as no later operand and
-not the output needs it. Exact (the same products and sums as the definition), on every device;
-not yet routed to matmul for the two-operand contractions, so large contractions are slow."""
+not the output needs it. Exact (the same products and sums as the definition), on every device.
+With two or more operands whose shared labels agree in size, the operands are contracted left to
+right through batched matmul instead (each pair permuted to (batch, kept, contracted) and
+reshaped to 3-d): the same sums in another order, without the broadcast product's memory."""
 import string
 
 _LETTERS = string.ascii_letters
@@ -73,6 +75,73 @@ def _take_diagonals(t, labels):
         labels = [x for i, x in enumerate(labels) if i not in (a, b)] + [lab]
 
 
+def _reshape(t, shape):
+    return t.reshape(*shape) if shape else t.reshape(())
+
+
+def _sum_out(t, lab, needed):
+    """sum the dims of t whose labels no one needs any more"""
+    dims = tuple(d for d, x in enumerate(lab) if x not in needed)
+    if not dims:
+        return t, lab
+    return t.sum(dim=dims), [x for x in lab if x in needed]
+
+
+def _contract(a, la, b, lb, needed):
+    """a (labels la) times b (labels lb), summed over the shared labels not needed, as one
+    batched matmul: a -> (batch, a's kept, contracted), b -> (batch, contracted, b's kept)"""
+    size = dict(zip(la, a.shape))
+    size.update(zip(lb, b.shape))
+    batch = [x for x in la if x in lb and x in needed]
+    contr = [x for x in la if x in lb and x not in needed]
+    lk = [x for x in la if x not in lb]
+    rk = [x for x in lb if x not in la]
+
+    def arrange(t, lab, order, shape):
+        perm = [lab.index(x) for x in order]
+        if perm != list(range(len(perm))):
+            t = t.permute(*perm)
+        return t.reshape(*shape)
+
+    def prod(xs):
+        n = 1
+        for x in xs:
+            n *= size[x]
+        return n
+    nb, m, k, n = prod(batch), prod(lk), prod(contr), prod(rk)
+    am = arrange(a, la, batch + lk + contr, (nb, m, k) if batch else (m, k))
+    bm = arrange(b, lb, batch + contr + rk, (nb, k, n) if batch else (k, n))
+    r = am.matmul(bm)
+    lab = batch + lk + rk
+    return _reshape(r, [size[x] for x in lab]), lab
+
+
+def _by_matmul(ops, labs, out):
+    """the operands contracted left to right by _contract; None where it does not apply (one
+    operand, operands of different dtypes, a shared label whose sizes differ (broadcast ellipsis
+    dims), an empty dim)"""
+    if len(ops) < 2 or any(t.dtype != ops[0].dtype for t in ops):
+        return None
+    size = {}
+    for t, lab in zip(ops, labs):
+        for x, s in zip(lab, t.shape):
+            if s == 0 or size.setdefault(x, s) != s:
+                return None
+    result, rlab = None, None
+    for idx, (t, lab) in enumerate(zip(ops, labs)):
+        later = set(out).union(*[set(x) for x in labs[idx + 1:]])
+        t, lab = _sum_out(t, lab, later | set(rlab or ()))
+        if result is None:
+            result, rlab = t, lab
+            continue
+        result, rlab = _sum_out(result, rlab, later | set(lab))
+        result, rlab = _contract(result, rlab, t, lab, later)
+    perm = [rlab.index(x) for x in out]
+    if perm != list(range(len(perm))):
+        result = result.permute(*perm)
+    return result
+
+
 def einsum(equation, *operands):
     from . import Tensor
     if not isinstance(equation, str):  # the sublist form: op, [0, 1], op, [1, 2], [0, 2]
@@ -129,6 +198,9 @@ def einsum(equation, *operands):
                     raise ValueError("einsum(): output subscript %s does not appear in the "
                                      "equation for any input operand" % c)
                 out.append(x)
+    fast = _by_matmul(ops, labs, out)
+    if fast is not None:
+        return fast
     order = list(out)
     for lab in labs:
         for x in lab:

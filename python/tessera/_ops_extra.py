@@ -558,3 +558,43 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
 
 
 __all__ += ["histogramdd"]
+
+
+def _angle_values(x):
+    base = _C.where(x < 0, _C.full_like(x, math.pi), _C.zeros_like(x))
+    return _C.where(x != x, x, base)
+
+
+_ANGLE_FN = []
+
+
+def _angle_function():
+    """a custom Function whose gradient is zero everywhere (PyTorch's angle_backward for real
+    inputs), built on first use (tessera.autograd imports this module)"""
+    if not _ANGLE_FN:
+        from ._autograd_function import Function
+
+        class _Angle(Function):
+            @staticmethod
+            def forward(ctx, x):
+                return _angle_values(x)
+
+            @staticmethod
+            def backward(ctx, grad):
+                return _C.zeros_like(grad)
+        _ANGLE_FN.append(_Angle)
+    return _ANGLE_FN[0]
+
+
+def angle(input):
+    """torch.angle of a real tensor: 0 for x >= 0 (and -0.0), pi for x < 0, NaN for NaN; a float
+    result (the default float dtype for integer and bool inputs) whose gradient is zero, as
+    PyTorch's. Complex dtypes do not exist yet."""
+    if not input.is_floating_point():
+        return _angle_values(input.to(_C.get_default_dtype()))
+    if input.requires_grad and _C.is_grad_enabled():
+        return _angle_function().apply(input)
+    return _angle_values(input)
+
+
+__all__ += ["angle"]

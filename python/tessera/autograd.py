@@ -226,3 +226,8 @@ from ._autograd_function import Function  # noqa: E402
 
 # `import tessera.autograd.function` / `from tessera.autograd.function import once_differentiable`
 _sys.modules[__name__ + ".function"] = function
+
+from . import _autograd_graph as graph  # noqa: E402
+
+# `import tessera.autograd.graph` / `from tessera.autograd.graph import save_on_cpu`
+_sys.modules[__name__ + ".graph"] = graph

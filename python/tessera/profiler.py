@@ -14,6 +14,7 @@ between devices (bytes, pinned or pageable, GB/s). docs/PROFILING.md.
 """
 import enum
 import functools
+import json
 import os
 import socket
 import sys
@@ -141,10 +142,12 @@ def _fmt_time(us):
 class FunctionEventAvg:
     """One row of key_averages: times in microseconds, as PyTorch's."""
 
-    def __init__(self, row):
+    def __init__(self, row, by_input=False):
         name, shape, kind, calls, total_ns, self_ns, max_ns, nbytes = row
         self.key = name
-        self.input_shapes = shape
+        # group_by_input_shape: the inputs' dims as PyTorch's, a list of lists ([] when none
+        # were recorded); otherwise ""
+        self.input_shapes = (json.loads(shape) if shape else []) if by_input else shape
         self.kind = kind
         self.count = calls
         self.cpu_time_total = total_ns / 1e3
@@ -211,7 +214,7 @@ class EventList(list):
                      f"{_fmt_time(r.cpu_time):>14}",
                      f"{r.count:>12}"]
             if self._by_shape:
-                cells.append(f"{r.input_shapes:>24}")
+                cells.append(f"  {str(r.input_shapes)}")
             out.append("".join(cells))
         out.append(line)
         out.append(f"Self CPU time total: {_fmt_time(sum(r.self_cpu_time_total for r in self))}")
@@ -224,8 +227,9 @@ class EventList(list):
 class profile:
     """torch.profiler.profile: a context manager (or start()/stop()) with step() and a schedule.
 
-    activities: accepted (ProfilerActivity.CPU, CUDA); record_shapes: each op's result shape
-    and dtype; profile_memory: allocated bytes per device after each op (counter events);
+    activities: accepted (ProfilerActivity.CPU, CUDA); record_shapes: each op's input shapes
+    and dtypes (key_averages(group_by_input_shape=True), "Input Dims" in the trace) and its
+    result's; profile_memory: allocated bytes per device after each op (counter events);
     with_stack: accepted, no stacks. The last collected profile answers key_averages(),
     events() and export_chrome_trace()."""
 
@@ -326,12 +330,17 @@ class profile:
 
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0,
                      group_by_overload_name=False):
-        rows = _C._profile_key_averages(self._need("key_averages"), bool(group_by_input_shape))
-        return EventList([FunctionEventAvg(r) for r in rows], bool(group_by_input_shape))
+        prof = self._need("key_averages")
+        if group_by_input_shape:
+            rows = _C._profile_key_averages_by_input(prof)
+            return EventList([FunctionEventAvg(r, by_input=True) for r in rows], True)
+        rows = _C._profile_key_averages(prof, False)
+        return EventList([FunctionEventAvg(r) for r in rows], False)
 
     def events(self):
         """Every recorded event as a dict (kind, name, device, thread, t0_ns, t1_ns, self_ns,
-        depth, bytes, shape, flow, transfer, pinned), in start-time order."""
+        depth, bytes, shape, flow, transfer, pinned, input_dims, input_types: JSON text, "" when
+        not recorded), in start-time order."""
         return _C._profile_events(self._need("events"))
 
     def export_chrome_trace(self, path):

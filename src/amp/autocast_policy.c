@@ -136,7 +136,7 @@ static ts_dtype target_dtype(tsi_ac_policy p, ts_dtype lower, ts_tensor *const *
 }
 
 bool tsi_autocast_products_native(ts_device d, ts_dtype dt) {
-    const ts_backend *be = ts_backend_for(d.type);
+    const ts_backend *be = tsi_backend_for(d.type);
     return !be || !be->half_products_native || be->half_products_native(be, d.index, dt);
 }
 

@@ -17,6 +17,7 @@
 
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
+#include "autograd/saved_hooks.h"
 
 enum { FRAME_IDLE, FRAME_PACK, FRAME_RECOMPUTE };
 
@@ -42,11 +43,13 @@ struct ts_checkpoint_frame {
     int n_got, cap_got;
     ts_tensor **got;
     bool recomputed;
+    tsi_hooked *hooked; /* a tensor packed by saved-tensor hooks (saved_hooks.c): nothing else */
 };
 
 static _Thread_local tsi_ckpt_frame *active;
 
 static void frame_free(tsi_ckpt_frame *f) {
+    tsi_hooked_free(f->hooked);
     for (int i = 0; i < f->n_in; i++) ts_release(f->inputs[i]);
     for (int i = 0; i < f->n_got; i++) ts_release(f->got[i]);
     if (f->ctx_free && f->ctx) f->ctx_free(f->ctx);
@@ -72,8 +75,27 @@ static bool grow(void **v, int *cap, int n, size_t size) {
     return true;
 }
 
+tsi_ckpt_frame *tsi_ckpt_innermost(void) { return active; }
+
+/* saved-tensor hooks opened inside the innermost checkpoint (or with none open) take the save,
+ * except while a checkpoint recomputes; a placeholder frame of its own holds what they packed */
+static bool hooks_pack(tsi_saved *s, ts_tensor *t) {
+    tsi_ckpt_frame *f = calloc(1, sizeof *f);
+    tsi_hooked *h = f ? tsi_saved_hooks_pack(t) : NULL;
+    if (!h) { /* saved as itself */
+        free(f);
+        return false;
+    }
+    atomic_init(&f->refs, 1);
+    f->hooked = h;
+    s->frame = f;
+    s->index = 0;
+    return true;
+}
+
 bool tsi_ckpt_pack(tsi_saved *s, ts_tensor *t) {
     tsi_ckpt_frame *f = active;
+    if (!(f && f->mode == FRAME_RECOMPUTE) && tsi_saved_hooks_take(f)) return hooks_pack(s, t);
     if (!f) return false;
     if (f->mode == FRAME_RECOMPUTE) { /* collect it, and let the (throwaway) node keep it too */
         if (!grow((void **)&f->got, &f->cap_got, f->n_got, sizeof *f->got)) {
@@ -159,6 +181,7 @@ static bool recompute(tsi_ckpt_frame *f) {
 }
 
 ts_tensor *tsi_ckpt_unpack(tsi_ckpt_frame *f, int index) {
+    if (f->hooked) return tsi_hooked_unpack(f->hooked);
     if (!f->recomputed && !recompute(f)) return NULL;
     ts_tensor *t = f->got[index];
     const ts_shape want = f->packed[index].shape;

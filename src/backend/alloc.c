@@ -70,10 +70,10 @@ struct ts_allocator {
 static atomic_bool record_history;
 static void (*_Atomic oom_hook)(void);
 
-void ts_allocator_set_oom_hook(void (*fn)(void)) { atomic_store(&oom_hook, fn); }
+void tsi_allocator_set_oom_hook(void (*fn)(void)) { atomic_store(&oom_hook, fn); }
 
-void ts_allocator_record_history(bool on) { atomic_store(&record_history, on); }
-bool ts_allocator_recording_history(void) { return atomic_load(&record_history); }
+void tsi_allocator_record_history(bool on) { atomic_store(&record_history, on); }
+bool tsi_allocator_recording_history(void) { return atomic_load(&record_history); }
 
 /* ------------------------------------------------------------------ treap of free blocks
  * Keyed by (owner, size, address), as PyTorch's block pools are by (stream, size, address): the
@@ -318,7 +318,7 @@ static inline size_t segment_size(size_t rounded) {
     return (rounded + ROUND_LARGE - 1) & ~(ROUND_LARGE - 1);
 }
 
-void ts_format_bytes(size_t n, char *buf, size_t len) {
+void tsi_format_bytes(size_t n, char *buf, size_t len) {
     if (!buf || len == 0) return;
     if (n < KIB)
         snprintf(buf, len, "%zu B", n);
@@ -442,13 +442,13 @@ static void format_oom(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len
     if (a->be->memory_info) a->be->memory_info(a->be, a->index, &free_b, &total_b);
     size_t lf0 = largest_free(a->free_tree[POOL_SMALL]),
            lf1 = largest_free(a->free_tree[POOL_LARGE]);
-    ts_format_bytes(nbytes, req, sizeof req);
-    ts_format_bytes(a->allocated, alloc, sizeof alloc);
-    ts_format_bytes(a->reserved - a->allocated, cache, sizeof cache);
-    ts_format_bytes(lf0 > lf1 ? lf0 : lf1, big, sizeof big);
+    tsi_format_bytes(nbytes, req, sizeof req);
+    tsi_format_bytes(a->allocated, alloc, sizeof alloc);
+    tsi_format_bytes(a->reserved - a->allocated, cache, sizeof cache);
+    tsi_format_bytes(lf0 > lf1 ? lf0 : lf1, big, sizeof big);
     if (total_b) {
-        ts_format_bytes(total_b, cap, sizeof cap);
-        ts_format_bytes(free_b, fre, sizeof fre);
+        tsi_format_bytes(total_b, cap, sizeof cap);
+        tsi_format_bytes(free_b, fre, sizeof fre);
         snprintf(device, sizeof device, "the device has a total capacity of %s of which %s is free",
                  cap, fre);
     } else {
@@ -462,7 +462,7 @@ static void format_oom(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len
 }
 
 /* ------------------------------------------------------------------ public */
-ts_allocator *ts_allocator_new(const ts_backend *be, int index) {
+ts_allocator *tsi_allocator_new(const ts_backend *be, int index) {
     if (!be || !be->raw_alloc || !be->raw_free) return NULL;
     ts_allocator *a = calloc(1, sizeof *a);
     if (!a) return NULL;
@@ -476,7 +476,7 @@ ts_allocator *ts_allocator_new(const ts_backend *be, int index) {
     return a;
 }
 
-void ts_allocator_destroy(ts_allocator *a) {
+void tsi_allocator_destroy(ts_allocator *a) {
     if (!a) return;
     pthread_mutex_lock(&a->mu);
     release_cached(a);
@@ -489,9 +489,9 @@ void ts_allocator_destroy(ts_allocator *a) {
     free(a);
 }
 
-ts_block *ts_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len) {
+ts_block *tsi_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len) {
     /* TS_FAULT_ALLOC: every request counts, served from the cache or not */
-    bool injected = tsi_fault_alloc_hit((tsi_fault_site)ts_allocator_alloc);
+    bool injected = tsi_fault_alloc_hit((tsi_fault_site)tsi_allocator_alloc);
     void **frames = NULL;
     int nframes = 0;
     if (atomic_load_explicit(&record_history, memory_order_relaxed)) {
@@ -573,7 +573,7 @@ oom:
     return NULL;
 }
 
-void ts_allocator_release(ts_allocator *a, ts_block *b) {
+void tsi_allocator_release(ts_allocator *a, ts_block *b) {
     if (!b) return;
     /* the releasing thread's stream may have used the block last (outside the lock: a TLS read) */
     uintptr_t cur = a->hooks ? a->hooks->current_stream(a->index) : 0;
@@ -601,10 +601,10 @@ void ts_allocator_release(ts_allocator *a, ts_block *b) {
     free(frames);
 }
 
-void *ts_block_ptr(const ts_block *b) { return b ? b->ptr : NULL; }
-size_t ts_block_size(const ts_block *b) { return b ? b->size : 0; }
+void *tsi_block_ptr(const ts_block *b) { return b ? b->ptr : NULL; }
+size_t tsi_block_size(const ts_block *b) { return b ? b->size : 0; }
 
-void ts_allocator_stats(ts_allocator *a, ts_mem_stats *out) {
+void tsi_allocator_stats(ts_allocator *a, ts_mem_stats *out) {
     pthread_mutex_lock(&a->mu);
     memset(out, 0, sizeof *out);
     out->allocated = a->allocated;
@@ -616,31 +616,31 @@ void ts_allocator_stats(ts_allocator *a, ts_mem_stats *out) {
     pthread_mutex_unlock(&a->mu);
 }
 
-void ts_allocator_reset_peak(ts_allocator *a) {
+void tsi_allocator_reset_peak(ts_allocator *a) {
     pthread_mutex_lock(&a->mu);
     a->peak_allocated = a->allocated;
     a->peak_reserved = a->reserved;
     pthread_mutex_unlock(&a->mu);
 }
 
-void ts_allocator_empty_cache(ts_allocator *a) {
+void tsi_allocator_empty_cache(ts_allocator *a) {
     pthread_mutex_lock(&a->mu);
     release_cached(a);
     pthread_mutex_unlock(&a->mu);
 }
 
-void ts_allocator_set_hooks(ts_allocator *a, const ts_alloc_hooks *h) {
+void tsi_allocator_set_hooks(ts_allocator *a, const ts_alloc_hooks *h) {
     if (a) a->hooks = h && h->current_stream && h->stream_wait && h->device_wait ? h : NULL;
 }
 
-void ts_allocator_record_stream(ts_allocator *a, ts_block *b, uintptr_t stream) {
+void tsi_allocator_record_stream(ts_allocator *a, ts_block *b, uintptr_t stream) {
     if (!a || !b || !a->hooks) return;
     pthread_mutex_lock(&a->mu);
     streams_add(a, b, stream);
     pthread_mutex_unlock(&a->mu);
 }
 
-void ts_allocator_walk(ts_allocator *a, ts_alloc_walk_fn fn, void *ctx) {
+void tsi_allocator_walk(ts_allocator *a, ts_alloc_walk_fn fn, void *ctx) {
     if (!a || !fn) return;
     pthread_mutex_lock(&a->mu);
     for (const ts_block *seg = a->segments; seg; seg = seg->seg_next) {

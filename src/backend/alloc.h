@@ -14,9 +14,9 @@ typedef struct ts_allocator ts_allocator;
 typedef struct ts_block ts_block; /* one allocation handed out; opaque */
 
 /* One allocator per device (backend + index). Thread-safe. */
-ts_allocator *ts_allocator_new(const ts_backend *be, int index);
+ts_allocator *tsi_allocator_new(const ts_backend *be, int index);
 /* Frees every cached segment; live blocks (a leak) are reported by the caller's leak check. */
-void ts_allocator_destroy(ts_allocator *a);
+void tsi_allocator_destroy(ts_allocator *a);
 
 /* Rounds like PyTorch (512-byte granularity; small pool <= 1 MiB carved from 2 MiB segments; large
  * requests from 20 MiB segments below 10 MiB, else rounded to 2 MiB), best-fit, splits and merges.
@@ -24,16 +24,16 @@ void ts_allocator_destroy(ts_allocator *a);
  * (give it TS_OOM_MSG_LEN bytes) the request, the device's capacity and free memory, the bytes
  * allocated by tensors, reserved but unallocated, and the largest free cached block. */
 #define TS_OOM_MSG_LEN 512
-ts_block *ts_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len);
-void ts_allocator_release(ts_allocator *a, ts_block *b);
-void *ts_block_ptr(const ts_block *b);
-size_t ts_block_size(const ts_block *b); /* rounded size */
+ts_block *tsi_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t msg_len);
+void tsi_allocator_release(ts_allocator *a, ts_block *b);
+void *tsi_block_ptr(const ts_block *b);
+size_t tsi_block_size(const ts_block *b); /* rounded size */
 
-void ts_allocator_stats(ts_allocator *a, ts_mem_stats *out); /* live_tensors left 0 */
-void ts_allocator_reset_peak(ts_allocator *a);
-void ts_allocator_empty_cache(ts_allocator *a);
+void tsi_allocator_stats(ts_allocator *a, ts_mem_stats *out); /* live_tensors left 0 */
+void tsi_allocator_reset_peak(ts_allocator *a);
+void tsi_allocator_empty_cache(ts_allocator *a);
 /* "1.50 MiB" style formatting used in OOM messages */
-void ts_format_bytes(size_t n, char *buf, size_t len);
+void tsi_format_bytes(size_t n, char *buf, size_t len);
 
 /* Memory snapshots (ts_memory_snapshot): every block of every segment, in address order within a
  * segment, under the allocator's lock (fn must not allocate from this allocator). */
@@ -49,17 +49,17 @@ typedef struct ts_alloc_block_info {
     int nframes;
 } ts_alloc_block_info;
 typedef void (*ts_alloc_walk_fn)(void *ctx, const ts_alloc_block_info *b);
-void ts_allocator_walk(ts_allocator *a, ts_alloc_walk_fn fn, void *ctx);
+void tsi_allocator_walk(ts_allocator *a, ts_alloc_walk_fn fn, void *ctx);
 /* Allocations from now on record their backtrace (at most TS_ALLOC_HISTORY_DEPTH frames). */
 #define TS_ALLOC_HISTORY_DEPTH 24
-void ts_allocator_record_history(bool on);
-bool ts_allocator_recording_history(void);
+void tsi_allocator_record_history(bool on);
+bool tsi_allocator_recording_history(void);
 /* Called (outside every lock) after any allocator fails a request: TS_OOM_SNAPSHOT's writer. */
-void ts_allocator_set_oom_hook(void (*fn)(void));
+void tsi_allocator_set_oom_hook(void (*fn)(void));
 
 /* Stream-ordered reuse, for devices whose work runs asynchronously on streams (CUDA). A block
  * remembers the streams that used it: the one it was allocated on, the one current when it was
- * released, and any recorded with ts_allocator_record_stream. Reusing it from another stream first
+ * released, and any recorded with tsi_allocator_record_stream. Reusing it from another stream first
  * makes that stream wait for the work those streams had queued (an event, no host wait), so a block
  * freed on stream S is reused on S at no cost and elsewhere safely. Stream ids are opaque and
  * non-zero; 0 stands for the host (a pinned host allocator's own allocations), which never needs
@@ -87,10 +87,10 @@ typedef struct ts_alloc_hooks {
 } ts_alloc_hooks;
 
 /* Installs hooks before the allocator is first used (not thread-safe against allocations). */
-void ts_allocator_set_hooks(ts_allocator *a, const ts_alloc_hooks *h);
+void tsi_allocator_set_hooks(ts_allocator *a, const ts_alloc_hooks *h);
 /* A live block is also used by `stream` (PyTorch's record_stream): whoever reuses it after its
  * release waits for that stream's work too. */
-void ts_allocator_record_stream(ts_allocator *a, ts_block *b, uintptr_t stream);
+void tsi_allocator_record_stream(ts_allocator *a, ts_block *b, uintptr_t stream);
 
 #ifdef __cplusplus
 }

@@ -547,11 +547,11 @@ struct ts_backend {
 };
 
 /* The registry: one backend per device type; NULL when the type is not built or not present. */
-const ts_backend *ts_backend_for(ts_device_type type);
-void ts_backend_register(const ts_backend *be);
+const ts_backend *tsi_backend_for(ts_device_type type);
+void tsi_backend_register(const ts_backend *be);
 
 /* The CPU kernels, shared by the cpu and sim backends. */
-void ts_cpu_kernels_install(ts_backend *be);
+void tsi_cpu_kernels_install(ts_backend *be);
 
 /* A kernel that cannot get host scratch memory, and has no slower way that gives the same
  * numbers, records TS_ERR_OOM ("<kernel>: out of host memory for N bytes of scratch") with this;

@@ -63,7 +63,7 @@ static _Thread_local ts_graph *replaying; /* the graph this thread replays now *
 static void pool_give_back(tsi_capture_pool *p) { /* FREE and CONST; IN_USE ones wait */
     for (size_t i = 0; i < p->n; i++)
         if (p->blocks[i].state == HELD_FREE || p->blocks[i].state == HELD_CONST) {
-            ts_allocator_release(p->blocks[i].alloc, p->blocks[i].block);
+            tsi_allocator_release(p->blocks[i].alloc, p->blocks[i].block);
             p->blocks[i].state = HELD_GONE;
         }
 }
@@ -84,7 +84,7 @@ static int64_t pool_append(tsi_capture_pool *p, ts_allocator *a, ts_block *b, he
         if (!nb) return -1;
         p->blocks = nb, p->cap = cap;
     }
-    p->blocks[p->n] = (held_block){a, b, ts_block_size(b), st};
+    p->blocks[p->n] = (held_block){a, b, tsi_block_size(b), st};
     return (int64_t)p->n++;
 }
 
@@ -118,7 +118,7 @@ bool tsi_capture_pool_alloc(const char *op, ts_device dev, ts_allocator *a, size
     pthread_mutex_unlock(&p->lock);
     if (best < 0) { /* a new block, noted before anyone uses it */
         char msg[TS_OOM_MSG_LEN];
-        ts_block *b = ts_allocator_alloc(a, nbytes, msg, sizeof msg);
+        ts_block *b = tsi_allocator_alloc(a, nbytes, msg, sizeof msg);
         if (!b) {
             tsi_error_set(TS_ERR_OOM, "%s: out of memory on %s: %s", op, ts_device_str(dev), msg);
             return false;
@@ -127,7 +127,7 @@ bool tsi_capture_pool_alloc(const char *op, ts_device dev, ts_allocator *a, size
         *slot = pool_append(p, a, b, HELD_IN_USE);
         pthread_mutex_unlock(&p->lock);
         if (*slot < 0) {
-            ts_allocator_release(a, b);
+            tsi_allocator_release(a, b);
             tsi_error_set(TS_ERR_OOM, "%s: out of host memory noting the capture's block", op);
             return false;
         }
@@ -173,7 +173,7 @@ void *tsi_capture_const(size_t nbytes) {
     tsi_capture_pool *p = g->pool;
     ts_allocator *a = tsi_allocator(g->dev);
     char msg[TS_OOM_MSG_LEN] = "no allocator";
-    ts_block *b = a ? ts_allocator_alloc(a, nbytes ? nbytes : 1, msg, sizeof msg) : NULL;
+    ts_block *b = a ? tsi_allocator_alloc(a, nbytes ? nbytes : 1, msg, sizeof msg) : NULL;
     if (!b) {
         if (!ts_error())
             tsi_error_set(TS_ERR_OOM,
@@ -185,13 +185,13 @@ void *tsi_capture_const(size_t nbytes) {
     const int64_t slot = pool_append(p, a, b, HELD_CONST);
     pthread_mutex_unlock(&p->lock);
     if (slot < 0) {
-        ts_allocator_release(a, b);
+        tsi_allocator_release(a, b);
         if (!ts_error())
             tsi_error_set(TS_ERR_OOM,
                           "graph capture: out of host memory noting the capture's block");
         return NULL;
     }
-    return ts_block_ptr(b);
+    return tsi_block_ptr(b);
 }
 
 /* ------------------------------------------------------------------ capture */
@@ -299,7 +299,7 @@ ts_graph *ts_graph_capture_begin(ts_device dev, ts_graph_opts o) {
     atomic_init(&p->broken, false);
     p->dev = dev;
     g->dev = dev;
-    g->real = ts_backend_for(dev.type);
+    g->real = tsi_backend_for(dev.type);
     g->pool = p;
     tsi_capture_graph = g;
     return g;

@@ -119,7 +119,7 @@ ts_status ts_device_parse(const char *s, ts_device *out) {
 int ts_device_count(ts_device_type t) {
     tsi_init();
     if (t == TS_CPU) return 1;
-    const ts_backend *be = ts_backend_for(t);
+    const ts_backend *be = tsi_backend_for(t);
     return be ? be->device_count(be) : 0;
 }
 
@@ -153,6 +153,9 @@ bool tsi_check_device(const char *op, ts_device d) {
 
 bool tsi_same_device(const char *op, ts_tensor *const *ts, int n, bool allow_cpu_scalar,
                      ts_device *dev) {
+    /* the op's inputs, for the profiler's record_shapes: this list is the whole of them */
+    if (atomic_load_explicit(&tsi_placement_on, memory_order_relaxed))
+        tsi_prof_input_list(op, ts, n);
     int first = -1;
     for (int i = 0; i < n; i++) {
         if (!ts[i]) continue;
@@ -183,7 +186,7 @@ ts_status ts_sim_configure(int count, size_t capacity_bytes) {
     tsi_init();
     if (count < 0 || count > 64)
         return tsi_error_set(TS_ERR_ARG, "sim_configure: count must be in [0, 64], got %d", count);
-    int old = ts_sim_backend_count();
+    int old = tsi_sim_backend_count();
     for (int i = 0; i < old; i++)
         if (tsi_live_tensors(ts_sim(i)) > 0)
             return tsi_error_set(TS_ERR_STATE,
@@ -191,7 +194,7 @@ ts_status ts_sim_configure(int count, size_t capacity_bytes) {
                                  "them before re-configuring",
                                  i, (long long)tsi_live_tensors(ts_sim(i)));
     tsi_memory_drop_allocators(TS_SIM);
-    ts_sim_backend_configure(count, capacity_bytes);
+    tsi_sim_backend_configure(count, capacity_bytes);
     return TS_OK;
 }
 

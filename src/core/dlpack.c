@@ -130,7 +130,7 @@ static void import_release(void *ctx) {
     DLManagedTensor *m = ctx;
     /* kernels queued on the memory may still run: its owner may reuse it the moment it has it */
     if (m->dl_tensor.device.device_type == kDLCUDA) {
-        const ts_backend *be = ts_backend_for(TS_CUDA);
+        const ts_backend *be = tsi_backend_for(TS_CUDA);
         if (be) be->synchronize(be, m->dl_tensor.device.device_id);
     }
     if (m->deleter) m->deleter(m);

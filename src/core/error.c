@@ -2,7 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/sim/sim_link.h"
 #include "core/internal.h"
+#include "core/profiler_hooks.h"
 
 #define TSI_ERR_MSG_LEN 1024
 
@@ -51,6 +53,7 @@ const char *ts_status_string(ts_status s) {
 double (*tsi_dist_agree_max)(double local);
 
 ts_status tsi_error_set(ts_status code, const char *fmt, ...) {
+    if (atomic_load_explicit(&tsi_placement_on, memory_order_relaxed)) tsi_prof_inputs_drop();
     if (err_code != TS_OK) return code; /* first error wins */
     err_code = code;
     va_list ap;
@@ -88,7 +91,12 @@ void tsi_kernel_oom(const char *kernel, size_t bytes) {
 }
 
 bool tsi_check_input(const char *op, const ts_tensor *t, const char *what) {
-    if (t) return true;
+    if (t) {
+        if (atomic_load_explicit(&tsi_placement_on, memory_order_relaxed)) tsi_prof_input(op, t);
+        /* an input still being copied over a simulated link (sim_link.c): the op waits for it */
+        TSI_SIM_LINK_USE(t->storage->device, t->storage->uid);
+        return true;
+    }
     if (err_code == TS_OK) tsi_error_set(TS_ERR_ARG, "%s: %s is NULL", op, what);
     return false;
 }

@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_bridge.h"
 #include "backend/sim/sim_backend.h"
+#include "backend/sim/sim_link.h"
 #include "core/internal.h"
 #include "core/sync_debug.h"
 
@@ -47,14 +48,15 @@ static size_t env_size(const char *name) {
 }
 
 static void init_body(void) {
-    ts_cpu_backend_init();
-    ts_sim_backend_init();
+    tsi_cpu_backend_init();
+    tsi_sim_backend_init();
     /* registers "cuda" only with a device; without one (or without CUDA in the build) cuda:N is
      * "not available" with the reason (tsc_unavailable_reason) */
     tsc_backend_init();
     tsi_memory_init();
     long sims = env_long("TS_SIM_DEVICES", 0);
-    if (sims > 0 && sims <= 64) ts_sim_backend_configure((int)sims, env_size("TS_SIM_CAPACITY"));
+    if (sims > 0 && sims <= 64) tsi_sim_backend_configure((int)sims, env_size("TS_SIM_CAPACITY"));
+    tsi_sim_link_init_env(); /* TS_SIM_LINK */
     if (env_long("TS_LOG_PLACEMENT", 0) > 0) ts_log_placement(true);
     long fault = env_long("TS_FAULT_ALLOC", -1);
     if (fault >= 0) ts_fault_alloc_set(fault);

@@ -29,10 +29,10 @@ ts_allocator *tsi_allocator(ts_device d) {
     pthread_mutex_lock(&create_lock);
     a = atomic_load(&allocators[d.type][d.index]);
     if (!a) {
-        const ts_backend *be = ts_backend_for(d.type);
-        if (be) a = ts_allocator_new(be, d.index);
+        const ts_backend *be = tsi_backend_for(d.type);
+        if (be) a = tsi_allocator_new(be, d.index);
         /* cuda work is asynchronous: blocks are reused in stream order */
-        if (a && d.type == TS_CUDA) ts_allocator_set_hooks(a, tsc_device_alloc_hooks());
+        if (a && d.type == TS_CUDA) tsi_allocator_set_hooks(a, tsc_device_alloc_hooks());
         atomic_store_explicit(&allocators[d.type][d.index], a, memory_order_release);
     }
     pthread_mutex_unlock(&create_lock);
@@ -58,9 +58,9 @@ static ts_allocator *pinned(void) {
     pthread_mutex_lock(&create_lock);
     a = atomic_load(&pinned_allocator);
     if (!a) {
-        a = ts_allocator_new(be, 0);
+        a = tsi_allocator_new(be, 0);
         /* a block an asynchronous copy still reads is not handed out again until it is done */
-        if (a) ts_allocator_set_hooks(a, tsc_pinned_alloc_hooks());
+        if (a) tsi_allocator_set_hooks(a, tsc_pinned_alloc_hooks());
         atomic_store_explicit(&pinned_allocator, a, memory_order_release);
     }
     pthread_mutex_unlock(&create_lock);
@@ -75,13 +75,13 @@ bool tsi_storage_pin(const char *op, ts_tensor *t) {
     ts_allocator *a = pinned();
     if (a) {
         char msg[TS_OOM_MSG_LEN];
-        ts_block *b = ts_allocator_alloc(a, s->nbytes, msg, sizeof msg);
+        ts_block *b = tsi_allocator_alloc(a, s->nbytes, msg, sizeof msg);
         if (!b)
             return tsi_error_set(TS_ERR_OOM, "%s: out of pinned host memory: %s", op, msg), false;
-        ts_allocator_release(s->alloc, s->block);
+        tsi_allocator_release(s->alloc, s->block);
         s->alloc = a;
         s->block = b;
-        s->data = ts_block_ptr(b);
+        s->data = tsi_block_ptr(b);
     }
     s->pinned = true;
     return true;
@@ -89,14 +89,14 @@ bool tsi_storage_pin(const char *op, ts_tensor *t) {
 
 void tsi_storage_record_stream(ts_tensor *t, uintptr_t stream) {
     ts_storage *s = t->storage;
-    ts_allocator_record_stream(s->alloc, s->block, stream);
+    tsi_allocator_record_stream(s->alloc, s->block, stream);
 }
 
 ts_status ts_cuda_pinned_memory_stats(ts_mem_stats *out) {
     if (!out) return tsi_error_set(TS_ERR_ARG, "cuda_pinned_memory_stats: out is NULL");
     *out = (ts_mem_stats){0};
     ts_allocator *a = pinned();
-    if (a) ts_allocator_stats(a, out);
+    if (a) tsi_allocator_stats(a, out);
     return TS_OK;
 }
 
@@ -104,7 +104,7 @@ void tsi_memory_drop_allocators(ts_device_type t) {
     pthread_mutex_lock(&create_lock);
     for (int i = 0; i < TSI_MAX_INDEX; i++) {
         ts_allocator *a = atomic_exchange(&allocators[t][i], NULL);
-        if (a) ts_allocator_destroy(a);
+        if (a) tsi_allocator_destroy(a);
     }
     pthread_mutex_unlock(&create_lock);
 }
@@ -202,7 +202,7 @@ ts_status ts_memory_stats(ts_device d, ts_mem_stats *out) {
     if (!check_mem_device("memory_stats", &d)) return ts_error();
     *out = (ts_mem_stats){0};
     ts_allocator *a = tsi_allocator(d);
-    if (a) ts_allocator_stats(a, out);
+    if (a) tsi_allocator_stats(a, out);
     out->live_tensors = tsi_live_tensors(d);
     return TS_OK;
 }
@@ -210,24 +210,24 @@ ts_status ts_memory_stats(ts_device d, ts_mem_stats *out) {
 ts_status ts_memory_reset_peak(ts_device d) {
     if (!check_mem_device("memory_reset_peak", &d)) return ts_error();
     ts_allocator *a = tsi_allocator(d);
-    if (a) ts_allocator_reset_peak(a);
+    if (a) tsi_allocator_reset_peak(a);
     return TS_OK;
 }
 
 ts_status ts_empty_cache(ts_device d) {
     if (!check_mem_device("empty_cache", &d)) return ts_error();
     ts_allocator *a = tsi_allocator(d);
-    if (a) ts_allocator_empty_cache(a);
+    if (a) tsi_allocator_empty_cache(a);
     /* the cpu's cache includes the page-locked one and the kernels' cached scratch buffers */
     ts_allocator *p = atomic_load_explicit(&pinned_allocator, memory_order_acquire);
-    if (d.type == TS_CPU && p) ts_allocator_empty_cache(p);
+    if (d.type == TS_CPU && p) tsi_allocator_empty_cache(p);
     if (d.type == TS_CPU) tsi_host_scratch_empty();
     return TS_OK;
 }
 
 ts_status ts_device_memory(ts_device d, size_t *free_bytes, size_t *total_bytes) {
     if (!check_mem_device("device_memory", &d)) return ts_error();
-    const ts_backend *be = ts_backend_for(d.type);
+    const ts_backend *be = tsi_backend_for(d.type);
     size_t f = 0, t = 0;
     be->memory_info(be, d.index, &f, &t);
     if (free_bytes) *free_bytes = f;

@@ -86,11 +86,11 @@ static void on_block(void *ctx, const ts_alloc_block_info *b) {
 static void add_device(cJSON *segments, cJSON *devices, ts_allocator *a, ts_device d,
                        const char *name, bool *failed) {
     walk_ctx w = {.segments = segments, .device = name, .index = d.index};
-    ts_allocator_walk(a, on_block, &w);
+    tsi_allocator_walk(a, on_block, &w);
     seg_close(&w);
     *failed |= w.failed;
     ts_mem_stats st;
-    ts_allocator_stats(a, &st);
+    tsi_allocator_stats(a, &st);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToArray(devices, o);
     cJSON_AddStringToObject(o, "device", name);
@@ -102,7 +102,7 @@ static void add_device(cJSON *segments, cJSON *devices, ts_allocator *a, ts_devi
     cJSON_AddNumberToObject(o, "alloc_count", (double)st.alloc_count);
     cJSON_AddNumberToObject(o, "oom_count", (double)st.oom_count);
     size_t free_b = 0, total_b = 0;
-    const ts_backend *be = ts_backend_for(d.type);
+    const ts_backend *be = tsi_backend_for(d.type);
     if (be && be->memory_info && d.type != TS_CPU) be->memory_info(be, d.index, &free_b, &total_b);
     cJSON_AddNumberToObject(o, "capacity", (double)total_b); /* 0: unlimited / unknown */
     cJSON_AddNumberToObject(o, "free", (double)free_b);
@@ -147,7 +147,7 @@ ts_status ts_memory_snapshot(const char *path) {
     return TS_OK;
 }
 
-void ts_memory_record_history(bool enabled) { ts_allocator_record_history(enabled); }
+void ts_memory_record_history(bool enabled) { tsi_allocator_record_history(enabled); }
 
 /* Runs after a failed allocation, outside the allocator locks; keeps the caller's error. */
 static void oom_snapshot(void) {
@@ -173,6 +173,6 @@ ts_status ts_memory_set_oom_snapshot(const char *path) {
     free(oom_path);
     oom_path = copy;
     pthread_mutex_unlock(&oom_mu);
-    ts_allocator_set_oom_hook(copy ? oom_snapshot : NULL);
+    tsi_allocator_set_oom_hook(copy ? oom_snapshot : NULL);
     return TS_OK;
 }

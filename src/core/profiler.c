@@ -28,6 +28,7 @@ typedef struct open_span {
     int scope_depth;
     bool explicit_span; /* closed by tsi_prof_span_end, not by tsi_own */
     const void *node;   /* a backward node, or the forward node an op recorded */
+    bool has_in;        /* open_in[its index] holds its inputs */
 } open_span;
 static _Thread_local tsi_prof_thread *me;
 static _Thread_local open_span open_stack[MAX_OPEN];
@@ -36,6 +37,16 @@ static _Thread_local bool busy; /* the profiler's own calls into the library rec
 /* the session's options, read once a session (after its gen: ts_profiler_start writes them
  * before it publishes the gen) */
 static _Thread_local ts_profiler_opts my_opts;
+/* record_shapes: the inputs of the open spans (MAX_OPEN, allocated on first use), and those
+ * tsi_check_input saw for the op about to begin (pend_on: some, of op pend_op; the lists lack
+ * their "]") */
+static _Thread_local tsi_prof_inputs *open_in;
+static _Thread_local bool pend_on;
+static _Thread_local char pend_op[48];
+static _Thread_local tsi_prof_inputs pend;
+static _Thread_local int pend_n;
+static _Thread_local size_t pend_ld, pend_lt; /* strlen of pend.dims, pend.types */
+static _Thread_local bool pend_full;
 
 int64_t tsi_prof_now(void) {
     struct timespec ts;
@@ -43,7 +54,12 @@ int64_t tsi_prof_now(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void thread_gone(void *p) { atomic_store(&((tsi_prof_thread *)p)->dead, true); }
+/* runs in the ending thread: its buffer is freed at the next start, its open_in now */
+static void thread_gone(void *p) {
+    free(open_in);
+    open_in = NULL;
+    atomic_store(&((tsi_prof_thread *)p)->dead, true);
+}
 static void reg_init(void) { pthread_key_create(&reg_key, thread_gone); }
 
 /* This thread's buffer for the current session (reset on first use in a session). */
@@ -73,7 +89,7 @@ static tsi_prof_thread *thread_buf(void) {
     return me;
 }
 
-static void append(const ts_profile_event *e) {
+static void append(const ts_profile_event *e, const tsi_prof_inputs *in) {
     tsi_prof_thread *t = thread_buf();
     if (!t) return;
     size_t n = atomic_load_explicit(&t->n, memory_order_relaxed);
@@ -88,10 +104,20 @@ static void append(const ts_profile_event *e) {
             t->dropped++;
             return;
         }
+        c->in = NULL;
         t->chunks[t->n_chunks++] = c;
     }
-    t->chunks[ci]->ev[n % TSI_PROF_CHUNK] = *e;
-    t->chunks[ci]->ev[n % TSI_PROF_CHUNK].thread = t->id;
+    tsi_prof_chunk *c = t->chunks[ci];
+    c->ev[n % TSI_PROF_CHUNK] = *e;
+    c->ev[n % TSI_PROF_CHUNK].thread = t->id;
+    if (in && !c->in) c->in = calloc(TSI_PROF_CHUNK, sizeof *c->in); /* NULL: none kept */
+    if (c->in) { /* the chunk may hold a former session's inputs */
+        tsi_prof_inputs *slot = &c->in[n % TSI_PROF_CHUNK];
+        if (in)
+            *slot = *in;
+        else
+            slot->dims[0] = slot->types[0] = '\0';
+    }
     atomic_store_explicit(&t->n, n + 1, memory_order_release);
 }
 
@@ -109,7 +135,7 @@ static void memory_sample(ts_device d, int64_t at) {
                           .t1_ns = at,
                           .bytes = (int64_t)st.allocated};
     snprintf(e.name, sizeof e.name, "allocated");
-    append(&e);
+    append(&e, NULL);
 }
 
 static open_span *push(ts_profile_kind kind, const char *name, ts_device d, bool explicit_span) {
@@ -135,18 +161,104 @@ static open_span *push(ts_profile_kind kind, const char *name, ts_device d, bool
 static void close_top(int64_t at) {
     open_span *s = &open_stack[--n_open];
     s->ev.t1_ns = at;
-    append(&s->ev);
+    append(&s->ev, s->has_in ? &open_in[n_open] : NULL);
     if (s->ev.kind == TS_PROF_OP || s->ev.kind == TS_PROF_BACKWARD) memory_sample(s->ev.device, at);
+}
+
+/* n in decimal at p (no terminator): its length. snprintf costs most of record_shapes. */
+static size_t put_i64(char *p, int64_t n) {
+    char tmp[24];
+    size_t k = 0;
+    uint64_t u = n < 0 ? 0 - (uint64_t)n : (uint64_t)n;
+    do tmp[k++] = (char)('0' + u % 10);
+    while (u /= 10);
+    size_t len = 0;
+    if (n < 0) p[len++] = '-';
+    while (k) p[len++] = tmp[--k];
+    return len;
+}
+
+void tsi_prof_input(const char *op, const ts_tensor *t) {
+    if (busy || !atomic_load_explicit(&tsi_prof_on, memory_order_relaxed) || !thread_buf() ||
+        !my_opts.record_shapes)
+        return;
+    if (!op) return;
+    if (!pend_on || strncmp(pend_op, op, sizeof pend_op - 1)) {
+        pend_on = true;
+        snprintf(pend_op, sizeof pend_op, "%s", op);
+        pend_n = 0;
+        pend_full = false;
+        memcpy(pend.dims, "[", 2);
+        memcpy(pend.types, "[", 2);
+        pend_ld = pend_lt = 1;
+    }
+    if (pend_full) return;
+    /* the entry: at most ", [" + 8 dims of 20 digits and ", " + "]" (180 < its size) */
+    char dims[TS_PROF_INPUTS_LEN], type[48];
+    size_t nd = 0, nt = 0;
+    if (pend_n) dims[nd++] = ',', dims[nd++] = ' ', type[nt++] = ',', type[nt++] = ' ';
+    dims[nd++] = '[';
+    for (int i = 0; i < t->shape.ndim && i < TS_MAX_DIMS; i++) {
+        if (i) dims[nd++] = ',', dims[nd++] = ' ';
+        nd += put_i64(dims + nd, t->shape.dims[i]);
+    }
+    dims[nd++] = ']';
+    const char *name = ts_dtype_name(t->dtype);
+    size_t ln = strlen(name);
+    if (ln > sizeof type - 6) ln = sizeof type - 6;
+    type[nt++] = '"';
+    memcpy(type + nt, name, ln);
+    nt += ln;
+    type[nt++] = '"';
+    /* room for the entry, then `, "..."]` and the terminator */
+    const size_t tail = sizeof ", \"...\"]";
+    if (pend_ld + nd + tail > sizeof pend.dims || pend_lt + nt + tail > sizeof pend.types) {
+        const char *more = pend_n ? ", \"...\"" : "\"...\"";
+        size_t lm = strlen(more);
+        memcpy(pend.dims + pend_ld, more, lm + 1);
+        memcpy(pend.types + pend_lt, more, lm + 1);
+        pend_ld += lm;
+        pend_lt += lm;
+        pend_full = true;
+        return;
+    }
+    memcpy(pend.dims + pend_ld, dims, nd);
+    pend.dims[pend_ld += nd] = '\0';
+    memcpy(pend.types + pend_lt, type, nt);
+    pend.types[pend_lt += nt] = '\0';
+    pend_n++;
+}
+
+void tsi_prof_inputs_drop(void) { pend_on = false; }
+
+void tsi_prof_input_list(const char *op, ts_tensor *const *ts, int n) {
+    if (busy || !atomic_load_explicit(&tsi_prof_on, memory_order_relaxed)) return;
+    pend_on = false;
+    for (int i = 0; ts && i < n; i++)
+        if (ts[i]) tsi_prof_input(op, ts[i]);
 }
 
 void tsi_prof_op_begin(const char *op, ts_device d) {
     if (busy || !atomic_load_explicit(&tsi_prof_on, memory_order_relaxed)) return;
     busy = true;
-    push(TS_PROF_OP, op, tsi_resolve_device(d), false);
+    const bool seen = pend_on && op && !strncmp(pend_op, op, sizeof pend_op - 1);
+    pend_on = false;
+    open_span *s = push(TS_PROF_OP, op, tsi_resolve_device(d), false);
+    if (s && seen && my_opts.record_shapes &&
+        (open_in || (open_in = malloc(MAX_OPEN * sizeof *open_in)))) {
+        tsi_prof_inputs *in = &open_in[n_open - 1];
+        /* tsi_prof_input left room for the "]" */
+        memcpy(in->dims, pend.dims, pend_ld);
+        memcpy(in->dims + pend_ld, "]", 2);
+        memcpy(in->types, pend.types, pend_lt);
+        memcpy(in->types + pend_lt, "]", 2);
+        s->has_in = true;
+    }
     busy = false;
 }
 
 void tsi_prof_own(const ts_tensor *t) {
+    pend_on = false; /* inputs seen before a result was handed out belong to no later op */
     if (busy || !atomic_load_explicit(&tsi_prof_on, memory_order_relaxed) || !me ||
         me->gen != atomic_load_explicit(&prof_gen, memory_order_relaxed))
         return;
@@ -234,7 +346,7 @@ void tsi_prof_transfer(ts_device dst, ts_device src, size_t bytes, bool pinned, 
                                          : "Memcpy DtoD");
     ts_device on = dst.type == TS_CPU ? src : dst;
     if (on.type == TS_CUDA) e.stream = (uint64_t)tsc_current_stream_id(on.index);
-    append(&e);
+    append(&e, NULL);
     busy = false;
 }
 
@@ -256,7 +368,10 @@ ts_status ts_profiler_start(const ts_profiler_opts *opts) {
         tsi_prof_thread *t = *pp;
         if (atomic_load(&t->dead)) {
             *pp = t->next;
-            for (size_t i = 0; i < t->n_chunks; i++) free(t->chunks[i]);
+            for (size_t i = 0; i < t->n_chunks; i++) {
+                free(t->chunks[i]->in);
+                free(t->chunks[i]);
+            }
             free(t);
         } else {
             pp = &t->next;

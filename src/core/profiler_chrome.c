@@ -80,6 +80,10 @@ static void put_event(FILE *f, const ts_profile *p, const ts_profile_event *e, i
         fprintf(f, ",\"shape\":");
         put_str(f, e->shape);
     }
+    const char *dims = ts_profile_event_input_dims(p, (size_t)(e - p->ev));
+    if (dims[0]) /* JSON arrays already (profiler.c) */
+        fprintf(f, ",\"Input Dims\":%s,\"Input type\":%s", dims,
+                ts_profile_event_input_types(p, (size_t)(e - p->ev)));
     if (e->stream) fprintf(f, ",\"stream\":\"0x%" PRIx64 "\"", e->stream);
     if (e->kind == TS_PROF_TRANSFER) {
         double s = (double)(e->t1_ns - e->t0_ns) * 1e-9;

@@ -20,6 +20,19 @@ int64_t tsi_prof_now(void); /* ns, CLOCK_MONOTONIC */
  * where it started, or when the span around it ends. */
 void tsi_prof_op_begin(const char *op, ts_device d);
 void tsi_prof_own(const ts_tensor *t);
+/* record_shapes: tsi_check_input saw input t of op; the next tsi_prof_op_begin of the same op
+ * name takes the inputs seen since the last op began or handed out a result (error.c). An error
+ * drops them (tsi_prof_inputs_drop). */
+void tsi_prof_input(const char *op, const ts_tensor *t);
+void tsi_prof_inputs_drop(void);
+/* tsi_same_device's list (NULL entries skipped) replaces what was seen of op so far */
+void tsi_prof_input_list(const char *op, ts_tensor *const *ts, int n);
+/* An op whose checks run other ops (their results clear what was seen of it) names its inputs
+ * again right before its tsi_log_op. */
+static inline void tsi_prof_inputs_at(const char *op, ts_tensor *const *ts, int n) {
+    if (atomic_load_explicit(&tsi_placement_on, memory_order_relaxed))
+        tsi_prof_input_list(op, ts, n);
+}
 /* The end of an op that hands out no tensor (an optimizer step, the grad scaler's). */
 void tsi_prof_op_end(void);
 #define TSI_PROF_OP_END()                                                                          \

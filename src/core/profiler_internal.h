@@ -3,12 +3,20 @@
 #define TS_CORE_PROFILER_INTERNAL_H
 
 #include "core/profiler_hooks.h"
+#include "tessera/profiler_inputs.h"
 
 #define TSI_PROF_CHUNK      1024
 #define TSI_PROF_MAX_CHUNKS 4096 /* 4M events a thread and session; later ones are dropped */
 
+/* record_shapes: an op's inputs as JSON arrays (tessera/profiler_inputs.h) */
+typedef struct tsi_prof_inputs {
+    char dims[TS_PROF_INPUTS_LEN];
+    char types[TS_PROF_INPUTS_LEN];
+} tsi_prof_inputs;
+
 typedef struct tsi_prof_chunk {
     ts_profile_event ev[TSI_PROF_CHUNK];
+    tsi_prof_inputs *in; /* the inputs of ev[i]; allocated by the first event that has some */
 } tsi_prof_chunk;
 
 /* One thread's buffer: written by its thread alone; the count is published with release. */
@@ -28,6 +36,7 @@ struct ts_profile {
     size_t n;
     int64_t t0_ns, t1_ns; /* the session's start and stop */
     int64_t dropped;
+    tsi_prof_inputs *in; /* parallel to ev; NULL when no event has inputs */
 };
 
 /* Copies the events of the threads of session gen into a new profile (NULL: out of memory):

@@ -117,7 +117,7 @@ static uint64_t next_storage_uid(void) {
 static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
     ts_allocator *a = tsi_allocator(dev);
     if (!a) { /* made on first use: with a backend there, only memory can be missing */
-        if (ts_backend_for(dev.type))
+        if (tsi_backend_for(dev.type))
             tsi_error_set(TS_ERR_OOM, "%s: out of host memory for the allocator of %s", op,
                           ts_device_str(dev));
         else
@@ -139,7 +139,7 @@ static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
         return NULL;
     }
     char msg[TS_OOM_MSG_LEN];
-    if (!b) b = ts_allocator_alloc(a, nbytes, msg, sizeof msg);
+    if (!b) b = tsi_allocator_alloc(a, nbytes, msg, sizeof msg);
     if (!b) {
         STRUCT_FREE(CACHE_STORAGE, s);
         tsi_error_set(TS_ERR_OOM, "%s: out of memory on %s: %s", op, ts_device_str(dev), msg);
@@ -147,10 +147,10 @@ static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
     }
     atomic_init(&s->refs, 1);
     s->device = dev;
-    s->be = ts_backend_for(dev.type);
+    s->be = tsi_backend_for(dev.type);
     s->alloc = a;
     s->block = b;
-    s->data = ts_block_ptr(b);
+    s->data = tsi_block_ptr(b);
     s->nbytes = nbytes;
     atomic_init(&s->version, 0);
     s->uid = next_storage_uid();
@@ -179,7 +179,7 @@ static void storage_release(ts_storage *s) {
         bool kept =
             (s->capture_pool || tsi_capture_graph) &&
             tsi_capture_pool_take(s->capture_pool, s->capture_slot, s->device, s->alloc, s->block);
-        if (!kept) ts_allocator_release(s->alloc, s->block);
+        if (!kept) tsi_allocator_release(s->alloc, s->block);
     }
     STRUCT_FREE(CACHE_STORAGE, s);
 }
@@ -188,7 +188,7 @@ static void storage_release(ts_storage *s) {
  * only its memory goes back to the allocator and comes again. */
 void tsi_storage_free_data(ts_storage *s) {
     if (!s->alloc || !s->block) return;
-    ts_allocator_release(s->alloc, s->block);
+    tsi_allocator_release(s->alloc, s->block);
     s->block = NULL;
     s->data = NULL;
 }
@@ -196,13 +196,13 @@ void tsi_storage_free_data(ts_storage *s) {
 bool tsi_storage_alloc_data(const char *op, ts_storage *s) {
     if (s->block || !s->alloc) return true;
     char msg[TS_OOM_MSG_LEN];
-    ts_block *b = ts_allocator_alloc(s->alloc, s->nbytes, msg, sizeof msg);
+    ts_block *b = tsi_allocator_alloc(s->alloc, s->nbytes, msg, sizeof msg);
     if (!b)
         return tsi_error_set(TS_ERR_OOM, "%s: out of memory on %s: %s", op,
                              ts_device_str(s->device), msg),
                false;
     s->block = b;
-    s->data = ts_block_ptr(b);
+    s->data = tsi_block_ptr(b);
     return true;
 }
 
@@ -277,7 +277,7 @@ ts_tensor *tsi_new_external(const char *op, ts_shape s, ts_dtype dt, ts_device d
     if (!st) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), NULL;
     atomic_init(&st->refs, 1);
     st->device = dev;
-    st->be = ts_backend_for(dev.type);
+    st->be = tsi_backend_for(dev.type);
     st->alloc = NULL;
     st->block = NULL;
     st->data = data;
@@ -391,7 +391,7 @@ static double host_element_to_double(const void *src, ts_dtype dt) {
     double out = 0;
     ts_kview dv = {.data = (char *)&out, .dtype = TS_F64, .ndim = 0};
     ts_kview sv = {.data = (char *)src, .dtype = dt, .ndim = 0};
-    const ts_backend *cpu = ts_backend_for(TS_CPU);
+    const ts_backend *cpu = tsi_backend_for(TS_CPU);
     cpu->copy(cpu, 0, &dv, &sv);
     return out;
 }

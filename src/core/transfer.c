@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_bridge.h"
+#include "backend/sim/sim_link.h"
 #include "core/internal.h"
 #include "core/pinned.h"
 #include "core/profiler_hooks.h"
@@ -32,8 +33,8 @@ ts_tensor *tsi_cast(const char *op, ts_tensor *t, ts_dtype dt) {
  * is the cpu and the backends differ. */
 static bool move_bytes(const char *op, ts_device dd, void *dst, ts_device sd, const void *src,
                        size_t n) {
-    const ts_backend *dbe = tsi_capture_redirect(ts_backend_for(dd.type), dd),
-                     *sbe = tsi_capture_redirect(ts_backend_for(sd.type), sd);
+    const ts_backend *dbe = tsi_capture_redirect(tsi_backend_for(dd.type), dd),
+                     *sbe = tsi_capture_redirect(tsi_backend_for(sd.type), sd);
     if (sd.type == TS_CPU) {
         dbe->copy_h2d(dbe, dd.index, dst, src, n);
     } else if (dd.type == TS_CPU) {
@@ -95,12 +96,31 @@ ts_tensor *tsi_private_copy(const char *op, ts_tensor *t, ts_device dev, ts_dtyp
     return c;
 }
 
+/* ts_to_async to a sim device with a simulated link: queued on its host-to-device engine */
+static ts_tensor *sim_link_async(const char *op, ts_tensor *t, ts_device d) {
+    if (!tsi_check_device(op, d)) return NULL;
+    ts_tensor *out = tsi_new(op, t->shape, t->dtype, d);
+    if (!out) return NULL;
+    size_t n = (size_t)tsi_numel(t->shape) * tsi_dtype_size(t->dtype);
+    bool prof = atomic_load_explicit(&tsi_placement_on, memory_order_relaxed);
+    int64_t t0 = prof ? tsi_prof_now() : 0;
+    if (!tsi_sim_link_copy_async(d.index, out->storage->uid, tsi_kview(out).data, tsi_kview(t).data,
+                                 n))
+        move_bytes(op, d, tsi_kview(out).data, tsi_device(t), tsi_kview(t).data, n);
+    if (prof && tsi_prof_active()) tsi_prof_transfer(d, tsi_device(t), n, true, t0);
+    return out;
+}
+
 ts_tensor *tsi_to_device_async(const char *op, ts_tensor *t, ts_device d) {
     d = tsi_resolve_device(d);
     /* only a dense pinned source can be read by the copy engine while the host moves on */
-    bool async = d.type == TS_CUDA && tsi_device(t).type == TS_CPU && t->storage->pinned &&
-                 tsi_is_contiguous(t) && tsi_numel(t->shape) > 0;
+    bool async =
+        (d.type == TS_CUDA ||
+         (d.type == TS_SIM && atomic_load_explicit(&tsi_sim_link_on, memory_order_relaxed))) &&
+        tsi_device(t).type == TS_CPU && t->storage->pinned && tsi_is_contiguous(t) &&
+        tsi_numel(t->shape) > 0;
     if (!async) return tsi_to_device(op, t, d);
+    if (d.type == TS_SIM) return sim_link_async(op, t, d);
     if (!tsi_check_device(op, d)) return NULL;
     ts_tensor *out = tsi_new(op, t->shape, t->dtype, d);
     if (!out) return NULL;

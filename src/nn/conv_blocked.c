@@ -12,7 +12,7 @@
 
 int tsi_conv_block(ts_device dev) {
     if (tsi_capture_graph) return 0; /* a capture records plain kernels only */
-    const ts_backend *be = ts_backend_for(dev.type);
+    const ts_backend *be = tsi_backend_for(dev.type);
     return be && be->conv2d_block && be->conv2d_blocked ? be->conv2d_block(be) : 0;
 }
 

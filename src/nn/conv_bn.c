@@ -115,6 +115,8 @@ static bool plan_of(ts_module *conv, ts_module *bn, ts_module *act, ts_tensor *x
     if (atomic_load_explicit(&fusion_off, memory_order_relaxed) || !x) return false;
     if (!tsi_conv2d_parts_of(conv, &p->conv) || (act && !tsi_module_is_relu(act))) return false;
     if (!bn && !act) return false; /* nothing to fuse */
+    /* hooks (ts_module_place's among them) run only on the unfused path */
+    if (conv->impl->hooks || (bn && bn->impl->hooks) || (act && act->impl->hooks)) return false;
     if (bn && (!tsi_batch_norm2d_parts_of(bn, &p->bn) || bn->training || !p->bn.mean ||
                !p->bn.var || x->shape.ndim != 4))
         return false;

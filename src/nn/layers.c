@@ -363,6 +363,8 @@ static ts_tensor *sequential_forward(ts_module *self, ts_tensor *x) {
     return x;
 }
 
+bool tsi_module_is_sequential(const ts_module *m) { return m && m->forward == sequential_forward; }
+
 ts_module *ts_sequential_append(ts_module *seq, ts_module *m) {
     if (seq && seq->forward != sequential_forward) {
         tsi_error_set(TS_ERR_ARG, "sequential_append: %s is not a Sequential", seq->type_name);

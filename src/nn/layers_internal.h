@@ -24,7 +24,8 @@ typedef struct tsi_batch_norm2d_parts {
 } tsi_batch_norm2d_parts;
 bool tsi_batch_norm2d_parts_of(ts_module *m, tsi_batch_norm2d_parts *out);
 
-bool tsi_module_is_relu(const ts_module *m); /* a built-in ReLU */
+bool tsi_module_is_relu(const ts_module *m);       /* a built-in ReLU */
+bool tsi_module_is_sequential(const ts_module *m); /* a built-in Sequential (placement.c) */
 
 /* The run of modules at ms[0..n) that ts_forward_conv_bn takes at once: a Conv2d, then a
  * BatchNorm2d (*bn) and / or a ReLU (*act), each NULL when absent. Returns how many modules the

@@ -281,6 +281,10 @@ ts_tensor *ts_forward(ts_module *m, ts_tensor *x) {
     ts_scope_begin();
     if (ts_scope_depth() != depth + 1) return NULL; /* out of host memory */
     ts_tensor *y = NULL;
+    if (m->impl->place_input && !(x = ts_to(x, m->impl->place_dev))) { /* ts_module_place */
+        ts_scope_end();
+        return NULL;
+    }
     if (!m->impl->hooks) {
         y = ts_keep(tsi_module_run_forward(m, x));
     } else if (tsi_module_pre_hooks(m, x)) {

@@ -24,6 +24,11 @@ struct ts_module_impl {
     bool replica;       /* made by tsi_module_replicate: never runs the user's destroy hook */
     struct tsi_forward_hooks *hooks; /* module_hooks.c; NULL when none */
     bool checkpoint;                 /* ts_module_set_checkpoint: forward under ts_checkpoint */
+    /* placement.c (ts_module_place): the handle of the hook moving this module's output to the
+     * next placed module's device (0: none); on the placed root, the device its input moves to */
+    int place_hook;
+    bool place_input;
+    ts_device place_dev;
 };
 
 /* module_hooks.c: the forward hooks around m's forward (a cheap NULL test when there are none).

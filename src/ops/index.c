@@ -5,6 +5,7 @@
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
 #include "core/capture.h"
+#include "core/profiler_hooks.h"
 #include "ops/index_check.h"
 #include "ops/shape_grad.h"
 
@@ -128,6 +129,7 @@ ts_tensor *ts_index_select(ts_tensor *t, int dim, ts_tensor *index) {
     if (!idx) return NULL;
     ts_shape os = t->shape;
     if (os.ndim > 0) os.dims[d] = n;
+    tsi_prof_inputs_at(op, ops, 2); /* check_range ran ops */
     tsi_log_op(op, dev);
     ts_tensor *out = tsi_new(op, os, t->dtype, dev);
     if (out && tsi_numel(os) > 0) {
@@ -172,6 +174,7 @@ ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index) {
     if (!check_range(op, index, d, size1(t, d))) return NULL;
     ts_tensor *idx = tsi_cast(op, index, TS_I64); /* int32 indices as PyTorch takes them */
     if (!idx) return NULL;
+    tsi_prof_inputs_at(op, ops, 2); /* check_range ran ops */
     tsi_log_op(op, dev);
     ts_tensor *out = tsi_new(op, index->shape, t->dtype, dev);
     if (out && tsi_numel(index->shape) > 0) {
@@ -253,6 +256,7 @@ static ts_tensor *scatter_add_op(ts_tensor *t, int dim, ts_tensor *index, ts_ten
     const char *op = "scatter_add";
     const int d = tsi_scatter_check(op, t, dim, index, src);
     if (d < 0) return NULL;
+    tsi_prof_inputs_at(op, (ts_tensor *[]){t, index, src}, 3); /* its checks ran ops */
     tsi_log_op(op, tsi_device(t));
     ts_tensor *out = tsi_new(op, t->shape, t->dtype, tsi_device(t));
     if (!out) return NULL;

@@ -187,7 +187,7 @@ ts_tensor *ts_randperm(int64_t n, ts_opts o) {
     if (n > 0) {
         /* Keys from the Philox stream (the CPU kernel writing host memory), then an inside-out
          * Fisher-Yates shuffle that overwrites each key once it has been used. */
-        const ts_backend *cpu = ts_backend_for(TS_CPU);
+        const ts_backend *cpu = tsi_backend_for(TS_CPU);
         uint64_t seed, offset;
         tsi_rng_reserve(((uint64_t)n + 3) & ~(uint64_t)3, &seed, &offset);
         ts_kview kv = {.data = (char *)perm, .dtype = TS_I64, .ndim = 1};

@@ -57,8 +57,13 @@ static ts_tensor *take_rows(const char *op, const char *name, ts_tensor *t, int 
     return v;
 }
 
-/* where row r's pick lies in its sorted order (perm: the row's argsort) */
+/* where row r's pick lies in its sorted order (perm: the row's argsort; pick_kth and pick_median
+ * do not read it and take NULL) */
 typedef int64_t (*pick_fn)(const tsi_keys *k, const int64_t *perm, int64_t r, int64_t arg);
+static int64_t pick_kth(const tsi_keys *k, const int64_t *perm, int64_t r, int64_t arg);
+static int64_t pick_median(const tsi_keys *k, const int64_t *perm, int64_t r, int64_t arg);
+
+#define TOP_BY_INSERTION 32 /* topk of at most this many: an insertion buffer, not a sort */
 
 /* The selection behind every op here: t's keys along dim sorted (descending or not), then per row
  * either the first m sorted positions (pick NULL) or the one position pick gives (m 1). Sets *vo
@@ -80,9 +85,20 @@ static bool select_along(const char *op, const char *name, ts_tensor *t, int dim
     } else {
         tsi_keys k;
         if (tsi_keys_read(op, t, dim, &k)) {
-            int64_t *perm = host_alloc(op, k.rows * k.n, sizeof *perm);
+            /* topk's few and kthvalue's / median's one place need no full sort of the row */
+            const bool top = !pick && m < k.n && m <= TOP_BY_INSERTION;
+            const bool nth = !descending && (pick == pick_kth || pick == pick_median);
+            int64_t *perm = host_alloc(op, top ? 1 : nth ? k.n : k.rows * k.n, sizeof *perm);
             int64_t *pos = perm ? host_alloc(op, k.rows * m, sizeof *pos) : NULL;
-            if (pos && tsi_keys_argsort(op, &k, descending, perm)) {
+            if (pos && top) {
+                tsi_keys_top(&k, descending, m, pos);
+                v = take_rows(op, name, t, dim, pos, m, keepdim, &i);
+            } else if (pos && nth) {
+                bool ok = true;
+                for (int64_t r = 0; r < k.rows && ok; r++)
+                    ok = tsi_keys_nth(op, &k, r, pick(&k, NULL, r, arg), perm, &pos[r]);
+                if (ok) v = take_rows(op, name, t, dim, pos, m, keepdim, &i);
+            } else if (pos && tsi_keys_argsort(op, &k, descending, perm)) {
                 for (int64_t r = 0; r < k.rows; r++) {
                     const int64_t *p = perm + r * k.n;
                     if (pick)
@@ -174,16 +190,17 @@ static int64_t pick_kth(const tsi_keys *k, const int64_t *perm, int64_t r, int64
     return arg - 1;
 }
 
-static int64_t nan_count(const tsi_keys *k, const int64_t *perm, int64_t r) {
-    int64_t c = 0; /* the NaNs are last */
-    for (int64_t j = k->n - 1; j >= 0 && tsi_key_isnan(k, r * k->n + perm[j]); j--) c++;
+static int64_t nan_count(const tsi_keys *k, int64_t r) {
+    int64_t c = 0;
+    for (int64_t j = 0; j < k->n; j++) c += tsi_key_isnan(k, r * k->n + j);
     return c;
 }
 
 /* the lower median, or the first NaN when the row has any (median); nanmedian (arg 1) skips the
  * NaNs, and takes the first when they are all NaN */
 static int64_t pick_median(const tsi_keys *k, const int64_t *perm, int64_t r, int64_t arg) {
-    const int64_t c = nan_count(k, perm, r);
+    (void)perm;
+    const int64_t c = nan_count(k, r);
     if (!arg) return c ? k->n - c : (k->n - 1) / 2;
     return c < k->n ? (k->n - c - 1) / 2 : 0;
 }

@@ -32,6 +32,14 @@ void tsi_keys_free(tsi_keys *k);
  * ascending with NaN last, or descending with NaN first (PyTorch's sort). False on OOM. */
 bool tsi_keys_argsort(const char *op, const tsi_keys *k, bool descending, int64_t *perm);
 
+/* pos[r * m + i] = the position within row r of its i-th key in the order tsi_keys_argsort gives,
+ * for i < m, without sorting the row (an insertion buffer of m: for small m, as topk's) */
+void tsi_keys_top(const tsi_keys *k, bool descending, int64_t m, int64_t *pos);
+/* *place = the position within row r of its q-th key (0-based) in ascending tsi_keys_argsort
+ * order, by quickselect on scratch[0..n); false on OOM (its rare fallback sorts) */
+bool tsi_keys_nth(const char *op, const tsi_keys *k, int64_t r, int64_t q, int64_t *scratch,
+                  int64_t *place);
+
 /* a stable merge sort of idx[0..n) by before(ctx, a, b): a strictly before b. False on OOM. */
 typedef bool (*tsi_before_fn)(const void *ctx, int64_t a, int64_t b);
 bool tsi_stable_sort(const char *op, int64_t *idx, int64_t n, tsi_before_fn before,

@@ -397,6 +397,7 @@ ts_tensor *ts_expand_as(ts_tensor *t, ts_tensor *other) {
 
 ts_tensor *ts_contiguous(ts_tensor *t) {
     if (!tsi_check_input("contiguous", t, "tensor")) return NULL;
+    if (!tsi_is_contiguous(t)) tsi_log_op("contiguous", tsi_device(t)); /* a copy: the profiler's */
     ts_tensor *c = tsi_contiguous("contiguous", t);
     if (c == t) return tsi_own(c);
     return record_view(t, c, "CloneBackward0", "contiguous", tsi_identity_backward, NULL, 0);

@@ -220,6 +220,7 @@ void tsi_optim_param_clear(tsi_optim_param *pp) {
 
 void ts_optim_free(ts_optim *opt) {
     if (!opt) return;
+    tsi_optim_offload_free(opt);
     for (int i = 0; i < opt->n_params; i++) {
         tsi_optim_param_clear(&opt->params[i]);
         ts_release(opt->params[i].scalars);
@@ -471,6 +472,7 @@ ts_status tsi_optim_step_unless(ts_optim *opt, const ts_kview *skip_if) {
     tsi_init();
     if (!opt) return tsi_error_set(TS_ERR_ARG, "%s: optimizer is NULL", op);
     if (ts_error()) return ts_error();
+    if (opt->offload && !opt->offload_busy) return tsi_optim_offload_step(op, opt, skip_if);
     /* the kinds with host coefficients take them from the host's step counts at every step */
     if (opt->info->coefs) {
         char what[160];

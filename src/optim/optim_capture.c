@@ -13,13 +13,13 @@ static void *scalars_data(const tsi_optim_param *pp) { return tsi_kview(pp->scal
 
 static void write_scalars(const tsi_optim_param *pp, int first, const double *v, int n) {
     const ts_device dev = tsi_device(pp->scalars);
-    const ts_backend *be = ts_backend_for(dev.type);
+    const ts_backend *be = tsi_backend_for(dev.type);
     be->copy_h2d(be, dev.index, (double *)scalars_data(pp) + first, v, (size_t)n * sizeof *v);
 }
 
 static void read_scalars(const tsi_optim_param *pp, double v[TS_OPTIM_SCALARS]) {
     const ts_device dev = tsi_device(pp->scalars);
-    const ts_backend *be = ts_backend_for(dev.type);
+    const ts_backend *be = tsi_backend_for(dev.type);
     be->copy_d2h(be, dev.index, v, scalars_data(pp), TS_OPTIM_SCALARS * sizeof *v);
 }
 

@@ -67,6 +67,8 @@ struct ts_optim {
     int scratch_cap;
     bool capturable;         /* a step was captured: parameters keep their scalars on the device */
     const ts_kview *skip_if; /* during tsi_optim_step_unless: the grad scaler's found_inf */
+    struct tsi_optim_offload *offload; /* ts_optim_offload's host masters (offload.c); NULL */
+    bool offload_busy;                 /* inside the offloaded step: the masters step */
 };
 
 extern const tsi_optim_kind_info tsi_sgd_info, tsi_adam_info, tsi_adamw_info, tsi_rmsprop_info;
@@ -86,6 +88,16 @@ void tsi_optim_param_clear(tsi_optim_param *pp);
 /* The fused step, skipped on the device when *skip_if (a one-element f32 view) is nonzero; NULL
  * steps (ts_optim_step). The grad scaler's step inside a capture. */
 ts_status tsi_optim_step_unless(ts_optim *opt, const ts_kview *skip_if);
+
+/* ---- optimizer offload (offload.c) */
+typedef struct tsi_optim_offload tsi_optim_offload;
+/* The offloaded step (from tsi_optim_step_unless when opt->offload is set). */
+ts_status tsi_optim_offload_step(const char *op, ts_optim *opt, const ts_kview *skip_if);
+/* The masters stand in for the parameters (made for parameters added since; false with the
+ * error recorded), and the device parameters back. */
+bool tsi_optim_offload_enter(const char *op, ts_optim *opt);
+void tsi_optim_offload_leave(ts_optim *opt);
+void tsi_optim_offload_free(ts_optim *opt);
 
 /* ---- the capturable optimizer (optim_capture.c) */
 /* Whether steps of parameters on dev read their scalars from the device. */

@@ -245,7 +245,10 @@ ts_status ts_optim_load_state_dict(ts_optim *opt, const ts_tensor_list *sd) {
     if (!sd) return tsi_error_set(TS_ERR_ARG, "%s: state dict is NULL", op);
     if (tsi_optim_refuse_capturing(op, opt, 0, opt->n_params, "a load of the state"))
         return ts_error();
+    /* an offloaded optimizer's state is staged on the host, in float32, as its masters */
+    if (opt->offload && !tsi_optim_offload_enter(op, opt)) return ts_error();
     tsi_optim_staged *g = tsi_optim_load_stage(op, opt, sd);
+    if (opt->offload) tsi_optim_offload_leave(opt);
     if (!g) return ts_error();
     tsi_optim_load_commit(g);
     return TS_OK;

@@ -72,6 +72,9 @@ static void check_options(const tcli_opts *o) {
         abort();
     if ((!strcmp(o->command, "convert") || !strcmp(o->command, "export")) && !o->output) abort();
     if (o->profile_steps && !o->profile_dir) abort();
+    /* the optimizer offloaded and the model placed by budget: one device, no FSDP, no capture */
+    if (o->offload_optimizer && (o->fsdp || o->graph)) abort();
+    if (o->max_memory && (o->devices || o->fsdp || o->graph)) abort();
     if (o->no_optimize && strcmp(o->command, "run")) abort(); /* an option of run alone */
     if (o->device && o->devices) abort();
     if (o->amp_dtype && !o->amp) abort();

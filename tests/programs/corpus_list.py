@@ -8,18 +8,9 @@ XFAIL = {
     "ex_siamese_network": (r"NoneType copy mode not allowed|Boolean value of Tensor with more than one",
                            "np.array(tensor, copy=None) needs NumPy 2 (Debian's NumPy 1.24 refuses "
                            "copy=None; PyTorch fails there too); Tensor.__array__ exists now"),
-    "ex_word_language_model_lstm": (r"cannot pickle 'tessera._C.CModule'", "torch.save(model) of a whole "
-                                    "nn.Module: tessera._C.CModule does not pickle"),
-    "ex_word_language_model_gru": (r"cannot pickle 'tessera._C.CModule'", "torch.save(model) of a whole "
-                                   "nn.Module: tessera._C.CModule does not pickle"),
-    "ex_word_language_model_rnn_tanh": (r"cannot pickle 'tessera._C.CModule'", "torch.save(model) of a whole "
-                                        "nn.Module: tessera._C.CModule does not pickle"),
-    "ex_word_language_model_transformer": (r"cannot pickle 'tessera._C.CModule'", "torch.save(model) of a "
-                                           "whole nn.Module: tessera._C.CModule does not pickle"),
     "ex_mnist_hogwild": (r"No module named 'tessera.multiprocessing'",
                          "no tessera.multiprocessing (torch.multiprocessing, Tensor.share_memory_)"),
     "ex_gat": (r"has no attribute 'to_sparse'", "no sparse tensors (Tensor.to_sparse, sparse_coo_tensor)"),
-    "tut_tensorqs": (r"unexpected keyword argument 'out'", "no out= keyword on torch.matmul / torch.mul"),
 }
 
 

@@ -74,7 +74,25 @@ def test_record_shapes_groups_by_shape():
     rows = [r for r in prof.key_averages(group_by_input_shape=True) if r.key == "add_scalar"
             or r.key == "add"]
     shapes = sorted((r.input_shapes, r.count) for r in rows)
-    assert shapes == [("[2, 3] float32", 2), ("[5] float32", 1)], shapes
+    assert shapes == [([[2, 3]], 2), ([[5]], 1)], shapes
+
+
+def test_record_shapes_inputs_in_events_and_table():
+    a, b = torch.ones(4, 3), torch.ones(3, 2, dtype=torch.float64)
+    with profile(record_shapes=True) as prof:
+        torch.matmul(a, b.float())
+    mm = [e for e in prof.events() if e["name"] == "matmul"]
+    assert len(mm) == 1
+    assert json.loads(mm[0]["input_dims"]) == [[4, 3], [3, 2]]
+    assert json.loads(mm[0]["input_types"]) == ["float32", "float32"]
+    cast = [e for e in prof.events() if e["name"] == "to_dtype"]
+    assert [json.loads(e["input_types"]) for e in cast] == [["float64"]]
+    line = [ln for ln in prof.key_averages(group_by_input_shape=True).table().splitlines()
+            if ln.startswith("matmul ")]
+    assert len(line) == 1 and line[0].rstrip().endswith("[[4, 3], [3, 2]]"), line
+    with profile() as prof:  # without record_shapes: none
+        torch.matmul(a, a.t())
+    assert all(e["input_dims"] == "" for e in prof.events())
 
 
 def test_export_chrome_trace_is_valid(tmp_path):

@@ -36,12 +36,12 @@ int cf_main(const cf_suite *s) {
     if (ts_test_isa_gate()) return 77;
     int nsim = ts_device_count(TS_SIM); /* also starts the library and registers the backends */
     if (nsim < 1 && ts_sim_configure(1, 0) == TS_OK) nsim = 1;
-    bc_state.ref = ts_backend_for(TS_CPU);
+    bc_state.ref = tsi_backend_for(TS_CPU);
     if (!bc_state.ref) {
         printf("no cpu backend registered\n");
         return 1;
     }
-    const ts_backend *sim = ts_backend_for(TS_SIM);
+    const ts_backend *sim = tsi_backend_for(TS_SIM);
     CHECK(sim != NULL && nsim >= 1);
     /* under a TS_CPU_ISA cap (tests/CMakeLists.txt) sim would run the very kernels of the cpu it
      * is compared with: the CUDA emulation, an independent implementation, checks the variant */
@@ -70,7 +70,7 @@ int cf_main(const cf_suite *s) {
         printf("== %s against cpu (PyTorch tolerances)\n", emu_reduce->name);
         s->emulated_reduce();
     }
-    const ts_backend *cuda = ts_cuda_is_available() ? ts_backend_for(TS_CUDA) : NULL;
+    const ts_backend *cuda = ts_cuda_is_available() ? tsi_backend_for(TS_CUDA) : NULL;
     if (cuda)
         run_backend(s, cuda, "cuda:0", false, true);
     else {

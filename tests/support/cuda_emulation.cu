@@ -58,7 +58,7 @@ static unsigned tsc_grid_size(int, int64_t items, unsigned threads) {
  * 64-bit strided offsets. */
 extern "C" const ts_backend *bc_cuda_emulation(int mode) {
     static ts_backend be;
-    const ts_backend *cpu = ts_backend_for(TS_CPU);
+    const ts_backend *cpu = tsi_backend_for(TS_CPU);
     if (!cpu) return nullptr;
     be = *cpu; /* memory: host memory */
     be.name = "cuda (host emulation)";
@@ -91,7 +91,7 @@ extern "C" const ts_backend *bc_cuda_emulation(int mode) {
 /* The cpu backend with the emulated reductions and nothing else of the CUDA backend's. */
 extern "C" const ts_backend *bc_cuda_emulation_reduce(void) {
     static ts_backend be;
-    const ts_backend *cpu = ts_backend_for(TS_CPU);
+    const ts_backend *cpu = tsi_backend_for(TS_CPU);
     if (!cpu) return nullptr;
     be = *cpu;
     be.name = "cuda reductions (host emulation)";

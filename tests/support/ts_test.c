@@ -145,15 +145,15 @@ bool ts_test_near(double a, double b, double tol) {
 
 int ts_test_isa_gate(void) {
     const char *want = getenv("TS_TEST_ISA");
-    const ts_cpu_isa host = ts_cpu_isa_host();
-    if (want && *want && strcmp(ts_cpu_isa_name(ts_cpu_isa_get()), want) != 0)
-        return ts_test_skip("this host's best vector ISA is %s: no %s run", ts_cpu_isa_name(host),
+    const ts_cpu_isa host = tsi_cpu_isa_host();
+    if (want && *want && strcmp(tsi_cpu_isa_name(ts_cpu_isa_get()), want) != 0)
+        return ts_test_skip("this host's best vector ISA is %s: no %s run", tsi_cpu_isa_name(host),
                             want);
     /* capped at the host's own best ISA: the same kernels as the uncapped run of the same test,
      * which also covers sim and cuda (tests/CMakeLists.txt adds every capped run beside one) */
-    if (want && *want && strcmp(ts_cpu_isa_name(host), want) == 0)
+    if (want && *want && strcmp(tsi_cpu_isa_name(host), want) == 0)
         return ts_test_skip("%s is this host's best vector ISA: the same run as the uncapped one",
                             want);
-    printf("cpu isa: %s (host: %s)\n", ts_cpu_isa_name(ts_cpu_isa_get()), ts_cpu_isa_name(host));
+    printf("cpu isa: %s (host: %s)\n", tsi_cpu_isa_name(ts_cpu_isa_get()), tsi_cpu_isa_name(host));
     return 0;
 }

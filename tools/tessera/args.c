@@ -39,6 +39,8 @@ void tcli_usage(FILE *f) {
         "            (tessera info model.pt lists its tensors)\n"
         "  profile-view  a Chrome trace as a self-contained HTML page: tessera profile-view\n"
         "            trace.json -o out.html (timeline, per-op and transfer tables)\n"
+        "  memory-view  a memory snapshot as a self-contained HTML page: tessera memory-view\n"
+        "            snapshot.json -o out.html (segment map, totals, live blocks and stacks)\n"
         "\n"
         "options of train and eval:\n"
         "  --model NAME        lenet (LeNet-5, the default), mlp (inputs-128-classes, 784-128-10 "
@@ -154,6 +156,12 @@ void tcli_usage(FILE *f) {
         "                      gradients reduced in float32; AdamW decays what DDP decays\n"
         "  --fsdp-stage N      1: optimizer state sharded, 2: + gradients, 3: + parameters (3);\n"
         "                      implies --fsdp\n"
+        "  --offload-optimizer  float32 master weights and the optimizer's state on the host, the\n"
+        "                      step on the CPU (ZeRO-Offload): the device keeps the\n"
+        "                      parameters and gradients only (docs/MEMORY_PLANNING.md)\n"
+        "  --max-memory LIST   place the model across devices by budget, filled in order:\n"
+        "                      sim:0=2MiB,cpu=64GiB (B, KB, MB, GB, KiB, MiB, GiB); the\n"
+        "                      batches and the loss stay on --device (docs/MEMORY_PLANNING.md)\n"
         "\n"
         "options of generate:\n"
         "  --checkpoint DIR    a gpt's folder (model.safetensors, else latest.safetensors) or "
@@ -306,6 +314,8 @@ static const opt_spec specs[] = {
     {"--graph", K_FLAG, FOR_TRAIN, OFF(graph), NULL},
     {"--fsdp", K_FLAG, FOR_TRAIN, OFF(fsdp), NULL},
     {"--fsdp-stage", K_POS_INT, FOR_TRAIN, OFF(fsdp_stage), NULL},
+    {"--offload-optimizer", K_FLAG, FOR_TRAIN, OFF(offload_optimizer), NULL},
+    {"--max-memory", K_STRING, FOR_TRAIN, OFF(max_memory), NULL},
     {"--input", K_INPUT, FOR_RUN, OFF(inputs), NULL},
     {"--save", K_STRING, FOR_RUN, OFF(save), NULL},
     {"--bench", K_POS_INT, FOR_RUN, OFF(bench), NULL},
@@ -497,6 +507,16 @@ static int finish_options(tcli_opts *o, int mask, const char *cmd, bool data_giv
     if (o->fsdp && o->graph)
         return usage_fail("--fsdp: not with --graph (the gathers and reductions of the shards are "
                           "not captured)");
+    if (o->offload_optimizer && (o->fsdp || o->graph))
+        return usage_fail("--offload-optimizer: not with %s",
+                          o->fsdp ? "--fsdp (FSDP's cpu offload is not available)"
+                                  : "--graph (the offloaded step copies to and from the host, "
+                                    "which a capture cannot record)");
+    if (o->max_memory && (o->devices || o->fsdp || o->graph))
+        return usage_fail("--max-memory: not with %s",
+                          o->devices ? "--devices (data parallel replicates the whole model)"
+                          : o->fsdp  ? "--fsdp (FSDP shards the model across processes)"
+                                     : "--graph (a capture records one device)");
     if (strcmp(o->data, "csv") && (o->csv_target))
         return usage_fail("--csv-target: only for --data csv");
     if (mask == FOR_EXPORT && !o->output)

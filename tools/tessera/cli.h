@@ -56,6 +56,8 @@ typedef struct tcli_opts {
     bool graph;             /* --graph: each step a replay of one captured step (train.c) */
     bool fsdp;              /* --fsdp: sharded data parallel (FSDP) across the ranks */
     int fsdp_stage;         /* --fsdp-stage 1|2|3 (0: 3); implies --fsdp */
+    bool offload_optimizer; /* --offload-optimizer: master weights and state on the host */
+    const char *max_memory; /* --max-memory: per-device budgets, the model placed (placement.h) */
     /* generate */
     const char *prompt;
     int tokens, top_k;
@@ -93,6 +95,13 @@ int tcli_parse(int argc, char **argv, tcli_opts *o);
 int tcli_profile_view(int argc, char **argv);
 void tcli_profile_step_begin(const tcli_opts *o, int64_t step);
 int tcli_profile_step_end(const tcli_opts *o, int64_t step); /* step < 0: the run ended */
+/* profile.c, for the pages of profile-view and memory-view: the whole file (NUL-terminated, *n
+ * its length; NULL when unreadable), and text written inside a <script> element ("</" as "<\/",
+ * which JSON reads as the same characters) */
+char *tcli_read_all(const char *path, size_t *n);
+void tcli_put_script_text(FILE *f, const char *text, size_t n);
+/* memory_view.c: `tessera memory-view snapshot.json -o page.html` */
+int tcli_memory_view(int argc, char **argv);
 void tcli_usage(FILE *f);
 double tcli_default_lr(const tcli_opts *o);
 bool tcli_is_resnet(const char *model);

@@ -107,6 +107,7 @@ int tcli_devices(const tcli_opts *o) {
 int main(int argc, char **argv) {
     ts_cpu_bounded_spin(argv); /* a shared machine's cores: see docs/USAGE.md, "Threads" */
     if (argc >= 2 && !strcmp(argv[1], "profile-view")) return tcli_profile_view(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "memory-view")) return tcli_memory_view(argc, argv);
     tcli_opts o;
     int rc = tcli_parse(argc, argv, &o);
     if (rc >= 0) return rc;

@@ -20,13 +20,15 @@ static const char PAGE_HEAD[] =
     "border:1px solid #ccc}.ev{position:absolute;height:14px;font-size:10px;overflow:hidden;"
     "white-space:nowrap;border:1px solid #fff;box-sizing:border-box;color:#000}.lbl{position:"
     "absolute;left:0;font-size:11px;background:#fff8;z-index:2}</style></head><body>\n"
-    "<h1>Tessera profile</h1><p id=\"sum\"></p><h2>Timeline</h2><div>zoom <input id=\"zoom\" "
+    "<h1>Tessera profile</h1><p id=\"sum\"></p><p id=\"status\">not rendered (the page's "
+    "script did not run)</p><h2>Timeline</h2><div>zoom <input id=\"zoom\" "
     "type=\"range\" min=\"0\" max=\"8\" step=\"0.25\" value=\"0\"></div><div id=\"tl\"></div>\n"
     "<h2>Ops</h2><table id=\"ops\"></table><h2>Transfers</h2><table id=\"xfer\"></table>\n"
     "<script id=\"trace\" type=\"application/json\">\n";
 
 static const char PAGE_TAIL[] =
     "\n</script>\n<script>\n"
+    "window.onerror=function(m){document.getElementById('status').textContent='error: '+m;};\n"
     "const T=JSON.parse(document.getElementById('trace').textContent);\n"
     "const ev=(T.traceEvents||T).filter(e=>e.ph==='X');\n"
     "const names={};(T.traceEvents||T).filter(e=>e.ph==='M').forEach(e=>{names[e.name+':'+e.pid+"
@@ -88,9 +90,11 @@ static const char PAGE_TAIL[] =
     "table('xfer',[['At','ts',fmt],['Kind','kind'],['From','src'],['To','dst'],['Bytes','bytes']"
     ",['Memory','mem'],['Time','dur',fmt],['GB/s','gbps',v=>(+v).toFixed(3)]],xr,'ts');\n"
     "document.getElementById('zoom').oninput=timeline;timeline();\n"
+    "document.getElementById('status').textContent='rendered '+ev.length+' events, '+"
+    "document.querySelectorAll('#tl .lbl').length+' tracks';\n"
     "</script></body></html>\n";
 
-static char *read_all(const char *path, size_t *n) {
+char *tcli_read_all(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     size_t cap = 1 << 16, len = 0;
@@ -113,6 +117,18 @@ static char *read_all(const char *path, size_t *n) {
     if (buf) buf[len] = 0;
     *n = len;
     return buf;
+}
+
+void tcli_put_script_text(FILE *f, const char *text, size_t n) {
+    /* "</" cannot end the script element early: JSON reads "<\/" as the same characters */
+    for (size_t i = 0; i < n; i++) {
+        if (text[i] == '<' && i + 1 < n && text[i + 1] == '/') {
+            fputs("<\\/", f);
+            i++;
+        } else {
+            fputc(text[i], f);
+        }
+    }
 }
 
 int tcli_profile_view(int argc, char **argv) {
@@ -141,7 +157,7 @@ int tcli_profile_view(int argc, char **argv) {
         return tcli_fail(TCLI_USAGE, "profile-view: needs a trace and -o FILE.html (tessera "
                                      "profile-view trace.json -o out.html)");
     size_t n = 0;
-    char *text = read_all(in, &n);
+    char *text = tcli_read_all(in, &n);
     if (!text) return tcli_fail(TCLI_FAIL, "profile-view: cannot read %s", in);
     cJSON *j = cJSON_Parse(text);
     bool ok = j && (cJSON_IsArray(j) || cJSON_IsArray(cJSON_GetObjectItem(j, "traceEvents")));
@@ -159,15 +175,7 @@ int tcli_profile_view(int argc, char **argv) {
         return tcli_fail(TCLI_FAIL, "profile-view: cannot write %s", out);
     }
     fputs(PAGE_HEAD, f);
-    /* "</" cannot end the script element early: JSON reads "<\/" as the same characters */
-    for (size_t i = 0; i < n; i++) {
-        if (text[i] == '<' && i + 1 < n && text[i + 1] == '/') {
-            fputs("<\\/", f);
-            i++;
-        } else {
-            fputc(text[i], f);
-        }
-    }
+    tcli_put_script_text(f, text, n);
     fputs(PAGE_TAIL, f);
     free(text);
     if (ferror(f) | (fclose(f) != 0)) return tcli_fail(TCLI_FAIL, "profile-view: writing %s", out);

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tessera/optim_offload.h"
+#include "tessera/placement.h"
 
 static double now_s(void) {
     struct timespec t;
@@ -520,6 +522,22 @@ static int resume(trainer *t, int64_t *start_epoch, int64_t *start_batch) {
     return rc;
 }
 
+/* --max-memory: the model across the budgeted devices (weights and gradients charged), the
+ * output back on --device where the targets and the loss are; the plan printed. -1 when placed. */
+static int place_model(trainer *t) {
+    ts_place_plan plan;
+    if (ts_module_place_str(t->model, t->o->max_memory,
+                            (ts_place_opts){.with_grads = true, .output_device = t->dev},
+                            &plan) != TS_OK)
+        return tcli_fail_ts(TCLI_FAIL, "--max-memory");
+    char *s = ts_place_plan_str(&plan);
+    ts_place_plan_free(&plan);
+    if (!s) return tcli_fail_ts(TCLI_FAIL, "--max-memory");
+    printf("placement (--max-memory):\n%s", s);
+    free(s);
+    return -1;
+}
+
 /* Everything before the first step: the data, the model on its device (checkpointing, mixed
  * precision, FSDP / DDP / data parallel wrappers), the optimizer, the loaders, a resumed state,
  * the log. -1 when training can start, else the exit status. */
@@ -532,6 +550,9 @@ static int train_setup(trainer *t, int64_t *start, int64_t *start_batch) {
     if (o->graph && t->world > 1)
         return tcli_fail(TCLI_USAGE, "--graph: not with several processes (the gradients' "
                                      "all-reduce is not captured)");
+    if (o->max_memory && t->world > 1)
+        return tcli_fail(TCLI_USAGE, "--max-memory: not with several processes (DDP replicates "
+                                     "the whole model on each rank's device)");
     int rc = tcli_data_open(o, true, &t->data);
     if (rc >= 0) return rc;
     if (tcli_augment(o) && t->data.height != t->data.width)
@@ -541,7 +562,10 @@ static int train_setup(trainer *t, int64_t *start, int64_t *start_batch) {
     ts_manual_seed(o->seed);
     if (!(t->net = t->model = tcli_model_new(o, &t->data)))
         return ts_error() ? tcli_fail_ts(TCLI_FAIL, "model") : TCLI_USAGE;
-    t->net = t->model = ts_module_to(t->model, t->dev);
+    if (!o->max_memory)
+        t->net = t->model = ts_module_to(t->model, t->dev);
+    else if ((rc = place_model(t)) >= 0)
+        return rc;
     if (o->checkpoint_activations &&
         (!strcmp(o->model, "gpt")
              ? ts_gpt_checkpoint_blocks(t->model, o->checkpoint_activations)
@@ -568,6 +592,8 @@ static int train_setup(trainer *t, int64_t *start, int64_t *start_batch) {
     } else if (ts_error() || !(t->opt = make_optim(o, t->model))) {
         return tcli_fail_ts(TCLI_FAIL, "model");
     }
+    if (o->offload_optimizer && ts_optim_offload(t->opt) != TS_OK)
+        return tcli_fail_ts(TCLI_FAIL, "--offload-optimizer");
     if (t->world > 1 && !t->fsdp) {
         /* DistributedDataParallel: rank 0's weights everywhere, gradients averaged in backward;
          * the wrapper owns the model from now on (and frees it even on failure) */
@@ -661,6 +687,7 @@ static void print_banner(const trainer *t) {
     printf(", %s lr %g", opt_name, tcli_default_lr(o));
     if (!strcmp(o->optimizer, "sgd")) printf(" momentum %g", o->momentum);
     if (o->weight_decay > 0) printf(" weight decay %g", o->weight_decay);
+    if (o->offload_optimizer) printf(" (offloaded: masters and state on the host)");
     if (o->warmup > 0) printf(" warm-up %d", o->warmup);
     printf("%s, seed %llu%s\n", strcmp(o->schedule, "cosine") ? "" : " cosine decay",
            (unsigned long long)o->seed,

@@ -35,7 +35,9 @@ from .transformer import (TransformerEncoder, TransformerDecoderLayer, Transform
                           Transformer)
 from .pool_norm import *  # noqa: F401,F403 (1-d / 3-d pools, GroupNorm, InstanceNorm...)
 from .pool_norm import __all__ as _pool_norm_all
+from .functional_fractional import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: F401
 from . import functional, init, utils, models  # noqa: F401
+from . import modules  # noqa: F401,E402 (torch.nn.modules.X.Y paths; after the classes)
 
 __all__ = [
     "Parameter", "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "Identity",
@@ -57,3 +59,4 @@ __all__ += ["TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder
 __all__ += _layers_more_all
 __all__ += _conv_all
 __all__ += _pool_norm_all
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]

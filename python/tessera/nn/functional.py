@@ -321,5 +321,10 @@ from .functional_pool_norm import (  # noqa: E402,F401
     adaptive_max_pool3d_with_indices, max_unpool1d, max_unpool2d, max_unpool3d, group_norm,
     instance_norm, local_response_norm)
 
+# --- issue 52: fractional max pooling (functional_fractional.py)
+from .functional_fractional import (  # noqa: E402,F401
+    fractional_max_pool2d, fractional_max_pool3d, fractional_max_pool2d_with_indices,
+    fractional_max_pool3d_with_indices)
+
 # --- issue 52: affine_grid, grid_sample (4-D), linear_cross_entropy (functional_grid.py)
 from .functional_grid import affine_grid, grid_sample, linear_cross_entropy  # noqa: E402,F401

@@ -102,6 +102,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if not -rows <= padding_idx < rows:
             raise AssertionError("padding_idx must be within the number of embeddings")
         padding_idx = padding_idx % rows
+    if input.ndim == 2 and offsets is None and max_norm is None:
+        return _bag_fixed(input, weight, mode, per_sample_weights, padding_idx)
     bags = _bags(input, offsets, include_last_offset)
     flat = input.reshape(-1)
     idx = [int(v) for v in flat.tolist()]
@@ -133,6 +135,38 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if mode == "mean":
         counts = [max(sum(k), 1) for k in keep]
         y = y / _C.tensor(counts, dtype=weight.dtype, device=dev).unsqueeze(-1)
+    return y
+
+
+def _bag_fixed(input, weight, mode, per_sample_weights, padding_idx):
+    """embedding_bag of a 2-D input (bags of one length) in tensor ops, no Python loop over the
+    indices: the general path's products and sums, with its weights of 1 left out"""
+    nb, width = input.shape
+    rows, dim = weight.shape
+    dev = weight.device
+    if nb == 0 or width == 0:
+        return _C.zeros(nb, dim, dtype=weight.dtype, device=dev)
+    flat = input.reshape(-1)
+    if flat.min().item() < 0 or flat.max().item() >= rows:
+        raise IndexError(f"embedding_bag: index out of range [0, {rows}) in input")
+    emb = weight.index_select(0, flat).reshape(nb, width, dim)
+    keep = None if padding_idx is None else input != padding_idx
+    if mode == "max":
+        if keep is None:
+            return emb.max(dim=1)[0]
+        emb = emb.masked_fill(keep.logical_not().unsqueeze(-1), float("-inf"))
+        vals = emb.max(dim=1)[0]
+        nonempty = (keep.to(_C.int64).sum(dim=1) > 0).unsqueeze(-1)
+        return _C.where(nonempty, vals, _C.zeros_like(vals))
+    w = None if keep is None else keep.to(weight.dtype)
+    if per_sample_weights is not None:
+        w = per_sample_weights if w is None else w * per_sample_weights
+    y = (emb if w is None else emb * w.unsqueeze(-1)).sum(dim=1)
+    if mode == "mean":
+        if keep is None:
+            return y / width
+        counts = keep.to(weight.dtype).sum(dim=1).clamp(min=1)
+        y = y / counts.unsqueeze(-1)
     return y
 
 

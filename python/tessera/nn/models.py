@@ -26,16 +26,107 @@ class _CChild(Module):
         raise RuntimeError("tessera: a part of a C-built module cannot be called on its own")
 
 
-class CModule(Module):
-    """A Module over a C module `c` (a _C.CModule)."""
+def _cmake(factory, *args):
+    """(the C module _C.<factory>(*args) builds, the recipe that builds it again on unpickling)"""
+    return getattr(_C, factory)(*args), (factory, args)
 
-    def __init__(self, c):
+
+class CModule(Module):
+    """A Module over a C module `c` (a _C.CModule). `recipe` (from _cmake) lets it pickle: the
+    state holds the recipe and the C tensors by dotted name, and unpickling builds the C module
+    again and copies the values in (torch.save(model) of a whole module)."""
+
+    def __init__(self, c, recipe=None):
         super().__init__()
         object.__setattr__(self, "_c", c)
+        object.__setattr__(self, "_c_recipe", recipe)
+        self._place_all(c)
+
+    def _place_all(self, c):
         for name, p in c.named_tensors(False, Parameter):
             self._place(name, p, "_parameters")
         for name, b in c.named_tensors(True, Tensor):
             self._place(name, b, "_buffers")
+
+    def _from_torch_state(self, state):
+        """a module PyTorch pickled (its own attributes, no recipe): the state with the recipe
+        the class derives from those attributes (_torch_recipe), or None once restored as a
+        plain Module (a class without one)"""
+        import collections
+        maker = getattr(type(self), "_torch_recipe", None)
+        recipe = maker(state) if maker is not None and "_parameters" in state else None
+        if recipe is None:
+            super().__setstate__(state)
+            return None
+        state = dict(state, _c_recipe=recipe, _c_parameters=state["_parameters"],
+                     _c_buffers=state.get("_buffers") or collections.OrderedDict())
+        state["_parameters"], state["_buffers"] = (collections.OrderedDict(),
+                                                   collections.OrderedDict())
+        state.setdefault("_modules", collections.OrderedDict())
+        return state
+
+    def _leaf(self, dotted, store):
+        *path, leaf = dotted.split(".")
+        m = self
+        for part in path:
+            m = m._modules[part]
+        return getattr(m, store)[leaf]
+
+    def __getstate__(self):
+        if self.__dict__.get("_c") is None:
+            return super().__getstate__()
+        if self._c_recipe is None:
+            raise TypeError(f"tessera: cannot pickle {type(self).__name__}: its C module has no "
+                            "recipe; save its state_dict() instead")
+        import collections
+        state = self.__dict__.copy()
+        del state["_c"]
+        c_names = {}
+        for store, buffers in (("_parameters", False), ("_buffers", True)):
+            named = collections.OrderedDict(
+                (n, self._leaf(n, store)) for n, _ in self._c.named_tensors(buffers, Tensor))
+            state["_c" + store] = named
+            c_names[store] = {n for n in named if "." not in n}
+            state[store] = collections.OrderedDict(
+                (k, v) for k, v in self.__dict__[store].items() if k not in c_names[store])
+        state["_modules"] = collections.OrderedDict(
+            (k, v) for k, v in self._modules.items() if not isinstance(v, _CChild))
+        return state
+
+    def __setstate__(self, state):
+        if state.get("_c_parameters") is None:
+            state = self._from_torch_state(state)
+            if state is None:
+                return
+        recipe = state["_c_recipe"]
+        from ..autograd import no_grad
+        saved = {"_parameters": state.pop("_c_parameters"), "_buffers": state.pop("_c_buffers")}
+        rest = {k: state.pop(k) for k in ("_parameters", "_buffers", "_modules")}
+        c = getattr(_C, recipe[0])(*recipe[1])
+        Module.__init__(self)
+        self.__dict__.update(state)
+        object.__setattr__(self, "_c", c)
+        self._place_all(c)
+        for store in ("_parameters", "_buffers", "_modules"):
+            self.__dict__[store].update(rest[store])
+        with no_grad():
+            for store in ("_parameters", "_buffers"):
+                for name, old in saved[store].items():
+                    if old is None:
+                        continue
+                    try:
+                        new = self._leaf(name, store)
+                    except KeyError:
+                        raise RuntimeError(f"tessera: unpickling {type(self).__name__}: the file "
+                                           f"has {name}, which its C module does not") from None
+                    if old.shape != new.shape:
+                        raise RuntimeError(f"tessera: unpickling {type(self).__name__}: {name} "
+                                           f"has shape {tuple(old.shape)}, the module "
+                                           f"{tuple(new.shape)}")
+                    _C._nn_move_(new, old.device, old.dtype)
+                    new.copy_(old)
+                    new.requires_grad_(old.requires_grad)
+        self._sync_mode()
 
     def _place(self, dotted, tensor, store):
         *path, leaf = dotted.split(".")
@@ -106,8 +197,8 @@ class MultiheadAttention(CModule):
             self._py_init(embed_dim, num_heads, dropout, bias, add_bias_kv, kdim, vdim,
                           device, dtype)
         else:
-            super().__init__(_C._nn_mha(embed_dim, num_heads, float(dropout), bool(bias),
-                                        bool(batch_first)))
+            super().__init__(*_cmake("_nn_mha", embed_dim, num_heads, float(dropout), bool(bias),
+                                     bool(batch_first)))
             self.register_parameter("bias_k", None)  # kept off the C module's tensor list
             self.register_parameter("bias_v", None)
         for k, v in (("embed_dim", embed_dim), ("num_heads", num_heads), ("kdim", kdim),
@@ -248,10 +339,10 @@ class TransformerEncoderLayer(CModule):
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None):
         code = _builtin_activation(activation)
-        super().__init__(_C._nn_encoder_layer(d_model, nhead, dim_feedforward, float(dropout),
-                                              0 if code is None else code,
-                                              float(layer_norm_eps), bool(batch_first),
-                                              bool(norm_first), bool(bias)))
+        super().__init__(*_cmake("_nn_encoder_layer", d_model, nhead, dim_feedforward,
+                                 float(dropout), 0 if code is None else code,
+                                 float(layer_norm_eps), bool(batch_first), bool(norm_first),
+                                 bool(bias)))
         for k, v in (("d_model", d_model), ("nhead", nhead), ("dropout_p", float(dropout)),
                      ("layer_norm_eps", float(layer_norm_eps)), ("batch_first", batch_first),
                      ("norm_first", norm_first), ("_act_code", code),
@@ -287,8 +378,8 @@ class GPT(CModule):
 
     def __init__(self, vocab_size=256, context=256, n_layer=4, n_head=4, n_embd=256,
                  dropout=0.0, device=None, dtype=None):
-        super().__init__(_C._nn_gpt(vocab_size, context, n_layer, n_head, n_embd,
-                                    float(dropout)))
+        super().__init__(*_cmake("_nn_gpt", vocab_size, context, n_layer, n_head, n_embd,
+                                 float(dropout)))
         _to(self, device, dtype)
 
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, greedy=False):
@@ -298,10 +389,8 @@ class GPT(CModule):
 
 def _resnet(depth, cifar, num_classes, in_channels, width, cifar_stem=False,
             zero_init_residual=False):
-    c = _C._nn_resnet(depth, cifar, num_classes, in_channels, width, cifar_stem,
-                      zero_init_residual)
-    m = CModule(c)
-    return m
+    return CModule(*_cmake("_nn_resnet", depth, cifar, num_classes, in_channels, width,
+                           cifar_stem, zero_init_residual))
 
 
 def resnet18(num_classes=1000, in_channels=3, width=64, cifar_stem=False,

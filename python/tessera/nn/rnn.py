@@ -2,8 +2,7 @@
 the cells): RNN, LSTM, GRU, RNNCell, LSTMCell, GRUCell with PyTorch's constructor signatures,
 parameter names and forward tuples. The layers take a PackedSequence too (utils.rnn): it runs as
 the padded batch with each sequence's length, which is what packing means."""
-from .. import _C
-from .models import CModule, _to
+from .models import CModule, _cmake, _to
 
 _KINDS = {"RNN_TANH": 0, "RNN_RELU": 0, "LSTM": 1, "GRU": 2}
 
@@ -24,15 +23,24 @@ class RNNBase(CModule):
         if mode not in _KINDS:
             raise ValueError(f"Unrecognized RNN mode: {mode}")
         _check_layers(num_layers, dropout)
-        super().__init__(_C._nn_rnn(_KINDS[mode], False, input_size, hidden_size, num_layers,
-                                    mode == "RNN_RELU", bool(bias), bool(batch_first),
-                                    float(dropout), bool(bidirectional), proj_size))
+        super().__init__(*_cmake("_nn_rnn", _KINDS[mode], False, input_size, hidden_size,
+                                 num_layers, mode == "RNN_RELU", bool(bias), bool(batch_first),
+                                 float(dropout), bool(bidirectional), proj_size))
         for k, v in (("mode", mode), ("input_size", input_size), ("hidden_size", hidden_size),
                      ("num_layers", num_layers), ("bias", bias), ("batch_first", batch_first),
                      ("dropout", float(dropout)), ("bidirectional", bidirectional),
                      ("proj_size", proj_size)):
             object.__setattr__(self, k, v)
         _to(self, device, dtype)
+
+    @classmethod
+    def _torch_recipe(cls, state):
+        """the C constructor's arguments from a module PyTorch pickled (torch.save(model))"""
+        mode = state["mode"]
+        return ("_nn_rnn", (_KINDS[mode], False, state["input_size"], state["hidden_size"],
+                            state["num_layers"], mode == "RNN_RELU", bool(state["bias"]),
+                            bool(state["batch_first"]), float(state["dropout"]),
+                            bool(state["bidirectional"]), state.get("proj_size", 0)))
 
     def flatten_parameters(self):
         """PyTorch's cuDNN weight packing: nothing to do here"""
@@ -112,11 +120,20 @@ class GRU(RNNBase):
 
 class RNNCellBase(CModule):
     def __init__(self, kind, input_size, hidden_size, bias, relu, device, dtype):
-        super().__init__(_C._nn_rnn(kind, True, input_size, hidden_size, 1, relu, bool(bias),
-                                    False, 0.0, False, 0))
+        super().__init__(*_cmake("_nn_rnn", kind, True, input_size, hidden_size, 1, relu,
+                                 bool(bias), False, 0.0, False, 0))
         for k, v in (("input_size", input_size), ("hidden_size", hidden_size), ("bias", bias)):
             object.__setattr__(self, k, v)
         _to(self, device, dtype)
+
+    @classmethod
+    def _torch_recipe(cls, state):
+        kind = {"RNNCell": 0, "LSTMCell": 1, "GRUCell": 2}.get(cls.__name__)
+        if kind is None:
+            return None
+        return ("_nn_rnn", (kind, True, state["input_size"], state["hidden_size"], 1,
+                            state.get("nonlinearity") == "relu", bool(state["bias"]), False, 0.0,
+                            False, 0))
 
     def _cell(self, input, hx, cx):
         self._sync_mode()

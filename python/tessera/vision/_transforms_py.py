@@ -22,8 +22,9 @@ def _hw(size, fn):
 
 class Resize:
     """Resize(size, interpolation="bilinear"|"nearest"): an int matches the smaller edge (the
-    other keeps the aspect ratio, truncated), (h, w) is exact. Tensors: antialias=False
-    semantics (bilinear with align_corners=False); uint8 is rounded back to uint8."""
+    other keeps the aspect ratio, truncated), (h, w) is exact. Tensors: bilinear with
+    align_corners=False, antialias=False unless antialias=True is given; uint8 is rounded back
+    to uint8. A PIL image is resized by PIL (torchvision's PIL path)."""
 
     def __init__(self, size, interpolation="bilinear", max_size=None, antialias=None):
         if hasattr(interpolation, "value"):
@@ -31,11 +32,11 @@ class Resize:
         if interpolation not in ("bilinear", "nearest"):
             raise ValueError("Resize: interpolation must be 'bilinear' or 'nearest', got %r"
                              % (interpolation,))
-        if antialias:
-            raise ValueError("Resize: antialias=True is not supported (tensor semantics only)")
         if max_size is not None:
             raise ValueError("Resize: max_size is not supported")
-        self.size, self.interpolation = size, interpolation
+        # antialias=None keeps this Resize's antialias=False default (torchvision >= 0.17 reads
+        # None as True: pass antialias=True for its numbers when shrinking)
+        self.size, self.interpolation, self.antialias = size, interpolation, bool(antialias)
 
     def _out_size(self, h, w):
         if isinstance(self.size, int) or (isinstance(self.size, (list, tuple))
@@ -45,6 +46,8 @@ class Resize:
         return _hw(self.size, "Resize")
 
     def __call__(self, img):
+        if type(img).__module__.startswith("PIL."):
+            return self._pil(img)
         if img.dim() < 3:
             raise ValueError("Resize: expected [..., C, H, W], got %d dims" % img.dim())
         oh, ow = self._out_size(img.shape[-2], img.shape[-1])
@@ -53,11 +56,21 @@ class Resize:
         dtype = x.dtype
         if not dtype.is_floating_point:
             x = x.to(ts.float32)
-        kw = {"align_corners": False} if self.interpolation == "bilinear" else {}
-        y = F.interpolate(x, size=(oh, ow), mode=self.interpolation, **kw)
+        if self.antialias and self.interpolation == "bilinear":
+            from .transforms_functional import resize_antialias
+            y = resize_antialias(x, oh, ow)
+        else:
+            kw = {"align_corners": False} if self.interpolation == "bilinear" else {}
+            y = F.interpolate(x, size=(oh, ow), mode=self.interpolation, **kw)
         if not dtype.is_floating_point:
             y = y.round().clamp(0, 255 if dtype == ts.uint8 else None).to(dtype)
         return y.reshape(*lead, *y.shape[-3:])
+
+    def _pil(self, img):
+        from PIL import Image
+        oh, ow = self._out_size(img.size[1], img.size[0])
+        mode = Image.BILINEAR if self.interpolation == "bilinear" else Image.NEAREST
+        return img.resize((ow, oh), mode)
 
     def __repr__(self):
         return "Resize(size=%s, interpolation=%s)" % (self.size, self.interpolation)
@@ -70,12 +83,15 @@ class CenterCrop:
         self.size = _hw(size, "CenterCrop")
 
     def __call__(self, img):
-        h, w = img.shape[-2], img.shape[-1]
+        pil = type(img).__module__.startswith("PIL.")
+        h, w = (img.size[1], img.size[0]) if pil else (img.shape[-2], img.shape[-1])
         th, tw = self.size
         if th > h or tw > w:
             raise ValueError("CenterCrop: crop %dx%d is larger than the image %dx%d"
                              % (th, tw, h, w))
         top, left = int(round((h - th) / 2.0)), int(round((w - tw) / 2.0))
+        if pil:
+            return img.crop((left, top, left + tw, top + th))
         return img[..., top:top + th, left:left + tw]
 
     def __repr__(self):
@@ -87,7 +103,12 @@ class RandomVerticalFlip:
         self.p = p
 
     def __call__(self, img):
-        return img.flip(-2) if _rand() < self.p else img
+        if _rand() >= self.p:
+            return img
+        if type(img).__module__.startswith("PIL."):
+            from PIL import Image
+            return img.transpose(Image.FLIP_TOP_BOTTOM)
+        return img.flip(-2)
 
     def __repr__(self):
         return "RandomVerticalFlip(p=%s)" % self.p

@@ -1,5 +1,6 @@
 """tessera.vision.datasets — torchvision.datasets' MNIST, FashionMNIST and CIFAR10 (read by the C
-library, tessera.utils.data) with .classes / .class_to_idx, FakeData (_fakedata.py), and in
+library, tessera.utils.data) with .classes / .class_to_idx, FakeData (_fakedata.py), CIFAR100
+(_cifar100.py), and in
 Python DatasetFolder and ImageFolder (images decoded by stb_image: uint8 [C,H,W] tensors, not
 PIL)."""
 import os
@@ -8,9 +9,10 @@ import tessera as ts
 from tessera.utils import data as _data
 
 from ._fakedata import FakeData  # noqa: F401  (another change of issue 53)
+from ._cifar100 import CIFAR100  # noqa: F401  (issue 53: the Python or binary files, offline)
 
-__all__ = ["MNIST", "FashionMNIST", "CIFAR10", "FakeData", "DatasetFolder", "ImageFolder",
-           "IMG_EXTENSIONS"]
+__all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "FakeData", "DatasetFolder",
+           "ImageFolder", "IMG_EXTENSIONS"]
 
 
 class _Classes:

@@ -8,7 +8,39 @@ from tessera import _C
 __all__ = ["Compose", "ToTensor", "Normalize", "RandomCrop", "RandomHorizontalFlip", "Pad",
            "Grayscale", "Lambda",
            "Resize", "CenterCrop", "RandomVerticalFlip", "ConvertImageDtype", "RandomApply",
-           "RandomChoice"]
+           "RandomChoice", "ColorJitter", "RandomResizedCrop", "RandomRotation", "RandomAffine",
+           "GaussianBlur", "RandomErasing", "PILToTensor", "ToPILImage", "functional", "v2"]
+
+
+def _pil_in(t, img):
+    """a C transform given a PIL image, on PIL / NumPy as torchvision's PIL path: ToTensor
+    converts; flips, crops, pads and Grayscale give a PIL image; Normalize takes tensors only"""
+    import numpy as np
+    from PIL import Image
+    from . import transforms_functional as TF
+    if isinstance(t, ToTensor):
+        return TF.to_tensor(img)
+    if isinstance(t, RandomHorizontalFlip):
+        return img.transpose(Image.FLIP_LEFT_RIGHT) if float(_C.rand(1)) < t.p else img
+    if isinstance(t, Grayscale):
+        g = img.convert("L")
+        return Image.merge("RGB", (g, g, g)) if t.num_output_channels == 3 else g
+    if isinstance(t, (Pad, RandomCrop)):
+        a = np.asarray(img)
+        p = t.padding
+        if p:
+            a = np.pad(a, ((p, p), (p, p)) + ((0, 0),) * (a.ndim - 2))
+        if isinstance(t, RandomCrop):
+            h, w = a.shape[0], a.shape[1]
+            if t.size > h or t.size > w:
+                raise ValueError("RandomCrop: crop size %d is larger than the padded image %dx%d"
+                                 % (t.size, h, w))
+            i = int(_C.randint(0, h - t.size + 1, (1,)))
+            j = int(_C.randint(0, w - t.size + 1, (1,)))
+            a = a[i:i + t.size, j:j + t.size]
+        return Image.fromarray(np.ascontiguousarray(a), img.mode)
+    raise TypeError("%s: img should be a Tensor, got a PIL image (put it after ToTensor)"
+                    % type(t).__name__)
 
 
 class _Transform:
@@ -16,6 +48,8 @@ class _Transform:
         raise NotImplementedError
 
     def __call__(self, img):
+        if type(img).__module__.startswith("PIL."):
+            return _pil_in(self, img)
         return _C._apply_transform(self._spec(), img)
 
     def __repr__(self):
@@ -35,7 +69,7 @@ class Compose(_Transform):
         return ("compose", [s() for s in specs])
 
     def __call__(self, img):
-        spec = self._spec()
+        spec = None if type(img).__module__.startswith("PIL.") else self._spec()
         if spec is not None:
             return _C._apply_transform(spec, img)
         for t in self.transforms:
@@ -127,3 +161,35 @@ class Lambda:
 
 from ._transforms_py import (CenterCrop, ConvertImageDtype, RandomApply, RandomChoice,  # noqa: E402
                              RandomVerticalFlip, Resize)
+from ._transforms_aug import (ColorJitter, GaussianBlur, RandomAffine,  # noqa: E402
+                              RandomErasing, RandomResizedCrop, RandomRotation)
+from . import transforms_functional as functional  # noqa: E402
+
+
+class PILToTensor:
+    """a PIL image -> uint8 [C, H, W]"""
+
+    def __call__(self, pic):
+        return functional.pil_to_tensor(pic)
+
+    def __repr__(self):
+        return "PILToTensor()"
+
+
+class ToPILImage:
+    def __init__(self, mode=None):
+        self.mode = mode
+
+    def __call__(self, pic):
+        return functional.to_pil_image(pic, self.mode)
+
+    def __repr__(self):
+        return "ToPILImage()"
+
+
+from . import _transforms_v2 as v2  # noqa: E402
+import sys as _sys  # noqa: E402
+
+# import tessera.vision.transforms.functional / .v2 as torchvision's submodules import
+_sys.modules[__name__ + ".functional"] = functional
+_sys.modules[__name__ + ".v2"] = v2

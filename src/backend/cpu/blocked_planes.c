@@ -107,8 +107,8 @@ static int variant(int blk) {
     return 0;
 }
 
-void ts_cpu_global_avg_pool_blocked(const ts_backend *be, int index, float *out, const float *x,
-                                    int64_t n_cb, int64_t hw, int blk) {
+void tsi_cpu_global_avg_pool_blocked(const ts_backend *be, int index, float *out, const float *x,
+                                     int64_t n_cb, int64_t hw, int blk) {
     (void)be, (void)index;
     if (blk < 1 || blk > MAX_BLK) return;
     const int v = variant(blk);
@@ -126,8 +126,8 @@ void ts_cpu_global_avg_pool_blocked(const ts_backend *be, int index, float *out,
         });
 }
 
-void ts_cpu_mul_channels_blocked(const ts_backend *be, int index, float *out, const float *x,
-                                 const float *s, int64_t n_cb, int64_t hw, int blk) {
+void tsi_cpu_mul_channels_blocked(const ts_backend *be, int index, float *out, const float *x,
+                                  const float *s, int64_t n_cb, int64_t hw, int blk) {
     (void)be, (void)index;
     const int v = variant(blk);
     (void)v; /* the lane loop alone off x86 */

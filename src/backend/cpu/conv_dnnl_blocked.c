@@ -32,7 +32,7 @@ static int conv_provider(void) {
     return !e || !*e ? -1 : !strcmp(e, "dnnl") ? 1 : !strcmp(e, "builtin") ? 0 : -1;
 }
 
-int ts_cpu_conv2d_block(const ts_backend *be) {
+int tsi_cpu_conv2d_block(const ts_backend *be) {
     (void)be;
 #ifdef TS_HAVE_DNNL
     if (conv_provider() == 0 || !tsi_dnnl_engine()) return 0;
@@ -49,27 +49,27 @@ static bool goes_to_dnnl(const ts_cgeom *g) {
     const int forced = conv_provider();
     if (forced >= 0) return forced == 1;
     const bool depthwise_wide = g->cg == 1 && g->og == 1 && g->g >= 16;
-    return !ts_conv_direct_for(g, false) || depthwise_wide;
+    return !tsi_conv_direct_for(g, false) || depthwise_wide;
 }
 
-bool ts_cpu_conv2d_blocked(const ts_backend *be, int index, float *out, int out_block,
-                           const float *x, int x_block, const float *w, const float *bias,
-                           const int64_t nchw[4], const int64_t o_ohw[3], const int64_t khw[2],
-                           const ts_conv2d_params *p) {
+bool tsi_cpu_conv2d_blocked(const ts_backend *be, int index, float *out, int out_block,
+                            const float *x, int x_block, const float *w, const float *bias,
+                            const int64_t nchw[4], const int64_t o_ohw[3], const int64_t khw[2],
+                            const ts_conv2d_params *p) {
     (void)index;
-    const int blk = ts_cpu_conv2d_block(be);
+    const int blk = tsi_cpu_conv2d_block(be);
     if (!blk || (x_block && x_block != blk) || (out_block && out_block != blk)) return false;
-    const ts_cgeom g = ts_cgeom_make(nchw, o_ohw, khw, p);
+    const ts_cgeom g = tsi_cgeom_make(nchw, o_ohw, khw, p);
     if (g.c % g.g || g.o % g.g || g.n * g.o * g.oh * g.ow == 0) return false;
     /* blocked both sides, unless TS_CONV=dnnl: depthwise ones to conv_dw_blocked.c's kernel,
      * those of 1x1 images (a squeeze-excitation's) to conv_fc_blocked.c's */
     if (x_block && out_block && conv_provider() != 1) {
         const char *own = getenv("TS_CONV_OWN"); /* which of the two: "dw", "fc", both by default */
         const bool dw = !own || strstr(own, "dw"), fc = !own || strstr(own, "fc");
-        if (dw && ts_conv_dw_blocked_takes(&g, blk))
-            return ts_conv_dw_blocked(&g, blk, out, x, w, bias);
-        if (fc && ts_conv_fc_blocked_takes(&g, blk))
-            return ts_conv_fc_blocked(&g, blk, out, x, w, bias);
+        if (dw && tsi_conv_dw_blocked_takes(&g, blk))
+            return tsi_conv_dw_blocked(&g, blk, out, x, w, bias);
+        if (fc && tsi_conv_fc_blocked_takes(&g, blk))
+            return tsi_conv_fc_blocked(&g, blk, out, x, w, bias);
     }
     if (!goes_to_dnnl(&g)) return false;
     const tsi_conv_weight_id wid = {

@@ -35,7 +35,7 @@
 
 enum { MAX_K = 7, MAX_NW = 8 };
 
-bool ts_conv_dw_blocked_takes(const ts_cgeom *g, int blk) {
+bool tsi_conv_dw_blocked_takes(const ts_cgeom *g, int blk) {
 #ifdef TS_DW_X86
     return (blk == 16 || blk == 8) && g->g == g->c && g->cg == 1 && g->og == 1 && g->kh == g->kw &&
            (g->kh == 3 || g->kh == 5 || g->kh == 7) && g->sh == g->sw &&
@@ -144,9 +144,9 @@ DEFINE_DW(avx512, __attribute__((target(TS_ISA_TARGET_AVX512))), ts_dw16f, ts_dw
  * about a microsecond, what 16k vector FMAs take on one core. */
 enum { PARALLEL_MIN_MACS = 1 << 18 };
 
-bool ts_conv_dw_blocked(const ts_cgeom *g, int blk, float *y, const float *x, const float *w,
-                        const float *b) {
-    if (!ts_conv_dw_blocked_takes(g, blk)) return false;
+bool tsi_conv_dw_blocked(const ts_cgeom *g, int blk, float *y, const float *x, const float *w,
+                         const float *b) {
+    if (!tsi_conv_dw_blocked_takes(g, blk)) return false;
 #ifdef TS_DW_X86
     const int64_t ncb = (g->c + blk - 1) / blk, planes = g->n * ncb;
     int nt = 1;

@@ -12,11 +12,11 @@
 /* Whether the kernel takes g with blocks of blk: one channel a group and one output each, a
  * square kernel of 3, 5 or 7, the same stride 1 or 2 both ways, no dilation, pads below the
  * kernel, blk 16 or 8 (and an x86 build). */
-bool ts_conv_dw_blocked_takes(const ts_cgeom *g, int blk);
+bool tsi_conv_dw_blocked_takes(const ts_cgeom *g, int blk);
 
 /* y = act(depthwise(x, w) + b): w [C, 1, K, K], b [C] or NULL; the lanes of y past C are 0.
  * False where the kernel does not take g (nothing written) or scratch memory ran out. */
-bool ts_conv_dw_blocked(const ts_cgeom *g, int blk, float *y, const float *x, const float *w,
-                        const float *b);
+bool tsi_conv_dw_blocked(const ts_cgeom *g, int blk, float *y, const float *x, const float *w,
+                         const float *b);
 
 #endif /* TS_CONV_DW_BLOCKED_H */

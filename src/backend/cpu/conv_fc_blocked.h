@@ -11,11 +11,11 @@
 
 /* Whether the kernel takes g with blocks of blk: a 1x1 image, a 1x1 kernel, no pads, one group,
  * blk 16 or 8 (and an x86 build). */
-bool ts_conv_fc_blocked_takes(const ts_cgeom *g, int blk);
+bool tsi_conv_fc_blocked_takes(const ts_cgeom *g, int blk);
 
 /* y = act(w x + b) per image: w [O, C], b [O] or NULL; the lanes of y past O are 0. False where
  * the kernel does not take g (nothing written). */
-bool ts_conv_fc_blocked(const ts_cgeom *g, int blk, float *y, const float *x, const float *w,
-                        const float *b);
+bool tsi_conv_fc_blocked(const ts_cgeom *g, int blk, float *y, const float *x, const float *w,
+                         const float *b);
 
 #endif /* TS_CONV_FC_BLOCKED_H */

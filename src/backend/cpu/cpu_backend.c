@@ -47,41 +47,41 @@ static void cpu_memset_zero(const ts_backend *be, int index, void *p, size_t n) 
 
 static void cpu_synchronize(const ts_backend *be, int index) {}
 
-void ts_cpu_kernels_install(ts_backend *be) {
-    be->copy = ts_cpu_copy;
-    be->fill = ts_cpu_fill;
-    be->unary = ts_cpu_unary;
-    be->binary = ts_cpu_binary;
-    be->binary_widening = ts_cpu_binary_widening;
-    be->binary_scalar = ts_cpu_binary_scalar;
-    be->where = ts_cpu_where;
-    be->reduce = ts_cpu_reduce;
-    be->scan = ts_cpu_scan;
-    be->matmul = ts_cpu_matmul;
-    be->matmul_bias = ts_cpu_matmul_bias;
-    be->index_select = ts_cpu_index_select;
-    be->gather = ts_cpu_gather;
-    be->scatter_add = ts_cpu_scatter_add;
-    be->softmax = ts_cpu_softmax;
-    be->softmax_backward = ts_cpu_softmax_backward;
-    be->random = ts_cpu_random;
-    be->conv2d = ts_cpu_conv2d;
-    be->conv2d_backward_data = ts_cpu_conv2d_backward_data;
-    be->conv2d_backward_weight = ts_cpu_conv2d_backward_weight;
-    be->conv2d_channels_last = ts_cpu_conv2d_channels_last;
-    be->conv2d_block = ts_cpu_conv2d_block;
-    be->conv2d_blocked = ts_cpu_conv2d_blocked;
-    be->global_avg_pool_blocked = ts_cpu_global_avg_pool_blocked;
-    be->mul_channels_blocked = ts_cpu_mul_channels_blocked;
-    be->pool2d = ts_cpu_pool2d;
-    be->pool2d_channels_last = ts_cpu_pool2d_channels_last;
-    be->pool2d_backward = ts_cpu_pool2d_backward;
-    be->optim_step = ts_cpu_optim_step;
-    be->amp_unscale = ts_cpu_amp_unscale;
-    be->amp_update_scale = ts_cpu_amp_update_scale;
-    ts_cpu_sdpa_install(be);
-    ts_cpu_layer_norm_install(be);
-    ts_cpu_batch_norm_install(be);
+void tsi_cpu_kernels_install(ts_backend *be) {
+    be->copy = tsi_cpu_copy;
+    be->fill = tsi_cpu_fill;
+    be->unary = tsi_cpu_unary;
+    be->binary = tsi_cpu_binary;
+    be->binary_widening = tsi_cpu_binary_widening;
+    be->binary_scalar = tsi_cpu_binary_scalar;
+    be->where = tsi_cpu_where;
+    be->reduce = tsi_cpu_reduce;
+    be->scan = tsi_cpu_scan;
+    be->matmul = tsi_cpu_matmul;
+    be->matmul_bias = tsi_cpu_matmul_bias;
+    be->index_select = tsi_cpu_index_select;
+    be->gather = tsi_cpu_gather;
+    be->scatter_add = tsi_cpu_scatter_add;
+    be->softmax = tsi_cpu_softmax;
+    be->softmax_backward = tsi_cpu_softmax_backward;
+    be->random = tsi_cpu_random;
+    be->conv2d = tsi_cpu_conv2d;
+    be->conv2d_backward_data = tsi_cpu_conv2d_backward_data;
+    be->conv2d_backward_weight = tsi_cpu_conv2d_backward_weight;
+    be->conv2d_channels_last = tsi_cpu_conv2d_channels_last;
+    be->conv2d_block = tsi_cpu_conv2d_block;
+    be->conv2d_blocked = tsi_cpu_conv2d_blocked;
+    be->global_avg_pool_blocked = tsi_cpu_global_avg_pool_blocked;
+    be->mul_channels_blocked = tsi_cpu_mul_channels_blocked;
+    be->pool2d = tsi_cpu_pool2d;
+    be->pool2d_channels_last = tsi_cpu_pool2d_channels_last;
+    be->pool2d_backward = tsi_cpu_pool2d_backward;
+    be->optim_step = tsi_cpu_optim_step;
+    be->amp_unscale = tsi_cpu_amp_unscale;
+    be->amp_update_scale = tsi_cpu_amp_update_scale;
+    tsi_cpu_sdpa_install(be);
+    tsi_cpu_layer_norm_install(be);
+    tsi_cpu_batch_norm_install(be);
 }
 
 static ts_backend cpu_backend = {
@@ -98,13 +98,13 @@ static ts_backend cpu_backend = {
     .synchronize = cpu_synchronize,
     /* the cpu's own, not a kernel the sim device shares: sim stands in for a GPU, which multiplies
      * halves natively, so autocast keeps its half operands there on every host */
-    .half_products_native = ts_cpu_half_products_native,
+    .half_products_native = tsi_cpu_half_products_native,
 };
 
-void ts_cpu_backend_init(void) {
+void tsi_cpu_backend_init(void) {
     /* once: re-installing while other threads read the table would be a data race */
-    if (ts_backend_for(TS_CPU) == &cpu_backend) return;
+    if (tsi_backend_for(TS_CPU) == &cpu_backend) return;
     tsi_omp_wait_init();
-    ts_cpu_kernels_install(&cpu_backend);
-    ts_backend_register(&cpu_backend);
+    tsi_cpu_kernels_install(&cpu_backend);
+    tsi_backend_register(&cpu_backend);
 }

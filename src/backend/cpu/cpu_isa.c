@@ -9,7 +9,7 @@
 
 atomic_int tsi_cpu_isa_chosen = -1;
 
-ts_cpu_isa ts_cpu_isa_host(void) {
+ts_cpu_isa tsi_cpu_isa_host(void) {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
     const int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     /* F16C is not among __builtin_cpu_supports' names in older compilers: every AVX2 CPU has it */
@@ -21,13 +21,13 @@ ts_cpu_isa ts_cpu_isa_host(void) {
     return TS_ISA_GENERIC;
 }
 
-const char *ts_cpu_isa_name(ts_cpu_isa isa) {
+const char *tsi_cpu_isa_name(ts_cpu_isa isa) {
     return isa == TS_ISA_AVX512 ? "avx512" : isa == TS_ISA_AVX2 ? "avx2" : "generic";
 }
 
-int ts_cpu_isa_parse(const char *name, ts_cpu_isa *out) {
+int tsi_cpu_isa_parse(const char *name, ts_cpu_isa *out) {
     for (int i = 0; i < TS_ISA_COUNT; i++)
-        if (name && !strcmp(name, ts_cpu_isa_name((ts_cpu_isa)i))) {
+        if (name && !strcmp(name, tsi_cpu_isa_name((ts_cpu_isa)i))) {
             *out = (ts_cpu_isa)i;
             return 1;
         }
@@ -36,10 +36,10 @@ int ts_cpu_isa_parse(const char *name, ts_cpu_isa *out) {
 
 /* Idempotent: threads that race here compute the same answer; the warning may print twice. */
 ts_cpu_isa tsi_cpu_isa_choose(void) {
-    ts_cpu_isa chosen = ts_cpu_isa_host(), cap;
+    ts_cpu_isa chosen = tsi_cpu_isa_host(), cap;
     const char *env = getenv("TS_CPU_ISA");
     if (env && *env) {
-        if (ts_cpu_isa_parse(env, &cap)) {
+        if (tsi_cpu_isa_parse(env, &cap)) {
             if (cap < chosen) chosen = cap;
         } else {
             fprintf(stderr, "tessera: TS_CPU_ISA=%s is not one of avx512, avx2, generic; ignored\n",
@@ -50,5 +50,5 @@ ts_cpu_isa tsi_cpu_isa_choose(void) {
     return chosen;
 }
 
-const char *ts_cpu_vector_isa(void) { return ts_cpu_isa_name(ts_cpu_isa_get()); }
-const char *ts_cpu_vector_isa_best(void) { return ts_cpu_isa_name(ts_cpu_isa_host()); }
+const char *ts_cpu_vector_isa(void) { return tsi_cpu_isa_name(ts_cpu_isa_get()); }
+const char *ts_cpu_vector_isa_best(void) { return tsi_cpu_isa_name(tsi_cpu_isa_host()); }

@@ -18,8 +18,8 @@ typedef enum ts_cpu_isa { TS_ISA_GENERIC, TS_ISA_AVX2, TS_ISA_AVX512, TS_ISA_COU
 #define TS_ISA_PRAGMA_TARGET(isa) _Pragma("GCC push_options") TS_ISA_PRAGMA_(GCC target(isa))
 
 /* The best ISA this CPU supports, ignoring the cap. */
-ts_cpu_isa ts_cpu_isa_host(void);
-const char *ts_cpu_isa_name(ts_cpu_isa isa); /* "avx512", "avx2", "generic" */
+ts_cpu_isa tsi_cpu_isa_host(void);
+const char *tsi_cpu_isa_name(ts_cpu_isa isa); /* "avx512", "avx2", "generic" */
 
 /* The ISA in use: the best of AVX-512, AVX2 and the portable kernels that this CPU supports, no
  * higher than TS_CPU_ISA=avx512|avx2|generic (read once; oneDNN's ONEDNN_MAX_CPU_ISA). Every
@@ -33,6 +33,6 @@ static inline ts_cpu_isa ts_cpu_isa_get(void) {
 }
 
 /* Tests: parse "avx512" / "avx2" / "generic" (false for anything else). */
-int ts_cpu_isa_parse(const char *name, ts_cpu_isa *out);
+int tsi_cpu_isa_parse(const char *name, ts_cpu_isa *out);
 
 #endif /* TS_CPU_ISA_H */

@@ -6,76 +6,76 @@
 #include "backend/cpu/cpu_isa.h"
 
 /* kern_copy.c */
-void ts_cpu_copy(const ts_backend *be, int index, const ts_kview *dst, const ts_kview *src);
-void ts_cpu_fill(const ts_backend *be, int index, const ts_kview *dst, double value);
+void tsi_cpu_copy(const ts_backend *be, int index, const ts_kview *dst, const ts_kview *src);
+void tsi_cpu_fill(const ts_backend *be, int index, const ts_kview *dst, double value);
 /* kern_unary.c */
-void ts_cpu_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kview *out,
-                  const ts_kview *a, double p0, double p1);
+void tsi_cpu_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kview *out,
+                   const ts_kview *a, double p0, double p1);
 /* kern_binary.c */
-void ts_cpu_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
-                   const ts_kview *a, const ts_kview *b);
+void tsi_cpu_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                    const ts_kview *a, const ts_kview *b);
 /* backend.h's binary_widening */
-void ts_cpu_binary_widening(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
-                            const ts_kview *a, const ts_kview *b);
-void ts_cpu_binary_scalar(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
-                          const ts_kview *a, double s);
-void ts_cpu_where(const ts_backend *be, int index, const ts_kview *out, const ts_kview *cond,
-                  const ts_kview *a, const ts_kview *b);
+void tsi_cpu_binary_widening(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                             const ts_kview *a, const ts_kview *b);
+void tsi_cpu_binary_scalar(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                           const ts_kview *a, double s);
+void tsi_cpu_where(const ts_backend *be, int index, const ts_kview *out, const ts_kview *cond,
+                   const ts_kview *a, const ts_kview *b);
 /* kern_reduce.c */
-void ts_cpu_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview *out,
-                   const ts_kview *in, int nred, double param);
+void tsi_cpu_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview *out,
+                    const ts_kview *in, int nred, double param);
 /* kern_scan.c: cumsum, cumprod, cummax, cummin, logcumsumexp (backend.h's scan) */
-void ts_cpu_scan(const ts_backend *be, int index, ts_scan_op op, const ts_kview *out,
-                 const ts_kview *idx, const ts_kview *in, int dim);
+void tsi_cpu_scan(const ts_backend *be, int index, ts_scan_op op, const ts_kview *out,
+                  const ts_kview *idx, const ts_kview *in, int dim);
 /* kern_matmul.c (OpenBLAS when built with it, else gemm_blocked.c) */
-void ts_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
-                   const ts_kview *b);
-void ts_cpu_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
-                        const ts_kview *b, const ts_kview *bias);
+void tsi_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
+                    const ts_kview *b);
+void tsi_cpu_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
+                         const ts_kview *b, const ts_kview *bias);
 /* bf16 where oneDNN runs bf16 instructions here (AVX512-BF16, AMX: tsi_dnnl_bf16_native); f16
  * never (matmul_half widens it on every CPU) */
-bool ts_cpu_half_products_native(const ts_backend *be, int index, ts_dtype dt);
+bool tsi_cpu_half_products_native(const ts_backend *be, int index, ts_dtype dt);
 /* kern_index.c */
-void ts_cpu_index_select(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
-                         int dim, const ts_kview *idx);
-void ts_cpu_gather(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
-                   int dim, const ts_kview *idx);
-void ts_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, int dim,
-                        const ts_kview *idx, const ts_kview *src);
+void tsi_cpu_index_select(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                          int dim, const ts_kview *idx);
+void tsi_cpu_gather(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                    int dim, const ts_kview *idx);
+void tsi_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, int dim,
+                         const ts_kview *idx, const ts_kview *src);
 /* kern_softmax.c */
-void ts_cpu_softmax(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
-                    int dim, bool log);
+void tsi_cpu_softmax(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                     int dim, bool log);
 /* kern_softmax_bwd.c */
-bool ts_cpu_softmax_backward(const ts_backend *be, int index, const ts_kview *gx, const ts_kview *y,
-                             const ts_kview *g, int dim, bool log);
+bool tsi_cpu_softmax_backward(const ts_backend *be, int index, const ts_kview *gx,
+                              const ts_kview *y, const ts_kview *g, int dim, bool log);
 /* kern_random.c */
-void ts_cpu_random(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
-                   double p0, double p1, uint64_t seed, uint64_t offset);
+void tsi_cpu_random(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
+                    double p0, double p1, uint64_t seed, uint64_t offset);
 
 /* conv_dnnl_blocked.c: backend.h's conv2d_block / conv2d_blocked */
-int ts_cpu_conv2d_block(const ts_backend *be);
-bool ts_cpu_conv2d_blocked(const ts_backend *be, int index, float *out, int out_block,
-                           const float *x, int x_block, const float *w, const float *bias,
-                           const int64_t nchw[4], const int64_t o_ohw[3], const int64_t khw[2],
-                           const ts_conv2d_params *p);
+int tsi_cpu_conv2d_block(const ts_backend *be);
+bool tsi_cpu_conv2d_blocked(const ts_backend *be, int index, float *out, int out_block,
+                            const float *x, int x_block, const float *w, const float *bias,
+                            const int64_t nchw[4], const int64_t o_ohw[3], const int64_t khw[2],
+                            const ts_conv2d_params *p);
 /* blocked_planes.c: backend.h's global_avg_pool_blocked / mul_channels_blocked */
-void ts_cpu_global_avg_pool_blocked(const ts_backend *be, int index, float *out, const float *x,
-                                    int64_t n_cb, int64_t hw, int blk);
-void ts_cpu_mul_channels_blocked(const ts_backend *be, int index, float *out, const float *x,
-                                 const float *s, int64_t n_cb, int64_t hw, int blk);
+void tsi_cpu_global_avg_pool_blocked(const ts_backend *be, int index, float *out, const float *x,
+                                     int64_t n_cb, int64_t hw, int blk);
+void tsi_cpu_mul_channels_blocked(const ts_backend *be, int index, float *out, const float *x,
+                                  const float *s, int64_t n_cb, int64_t hw, int blk);
 
 /* kern_conv.c */
-void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
-                   const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p);
-void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview *gx,
-                                 const ts_kview *gout, const ts_kview *w,
-                                 const ts_conv2d_params *p);
-void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kview *gw,
-                                   const ts_kview *gout, const ts_kview *x,
-                                   const ts_conv2d_params *p);
+void tsi_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                    const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p);
+void tsi_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview *gx,
+                                  const ts_kview *gout, const ts_kview *w,
+                                  const ts_conv2d_params *p);
+void tsi_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kview *gw,
+                                    const ts_kview *gout, const ts_kview *x,
+                                    const ts_conv2d_params *p);
 /* kern_conv_nhwc.c: the entry points' channels_last path (x / out, gx / gout NHWC views), and
  * backend.h's conv2d_channels_last; tsi_conv_view_nhwc: v is NHWC-dense and not also NCHW */
-bool ts_cpu_conv2d_channels_last(const ts_backend *be, int index, ts_dtype dt);
+bool tsi_cpu_conv2d_channels_last(const ts_backend *be, int index, ts_dtype dt);
 bool tsi_conv_view_nhwc(const ts_kview *v);
 void tsi_conv2d_nhwc(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                      const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p);
@@ -86,15 +86,15 @@ void tsi_conv2d_backward_weight_nhwc(const ts_backend *be, int index, const ts_k
                                      const ts_kview *gout, const ts_kview *x,
                                      const ts_conv2d_params *p);
 /* kern_pool.c (NCHW planes; channels_last views go to kern_pool_nhwc.c) */
-void ts_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
-                   const ts_kview *indices, const ts_pool2d_params *p);
-void ts_cpu_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx,
-                            const ts_kview *gout, const ts_kview *indices,
-                            const ts_pool2d_params *p);
+void tsi_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                    const ts_kview *indices, const ts_pool2d_params *p);
+void tsi_cpu_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx,
+                             const ts_kview *gout, const ts_kview *indices,
+                             const ts_pool2d_params *p);
 /* kern_pool_nhwc.c: backend.h's pool2d_channels_last, and the kernels for NHWC-dense views
- * (tsi_pool_view_nhwc: C > 1) that ts_cpu_pool2d / ts_cpu_pool2d_backward hand over; indices
+ * (tsi_pool_view_nhwc: C > 1) that tsi_cpu_pool2d / tsi_cpu_pool2d_backward hand over; indices
  * NHWC-dense like out. tsi_pool_nhwc_count: the calls so far (tests check the path ran). */
-bool ts_cpu_pool2d_channels_last(const ts_backend *be, int index, ts_dtype dt);
+bool tsi_cpu_pool2d_channels_last(const ts_backend *be, int index, ts_dtype dt);
 bool tsi_pool_view_nhwc(const ts_kview *v);
 void tsi_pool2d_nhwc(const ts_kview *out, const ts_kview *x, const ts_kview *indices,
                      const ts_pool2d_params *p);
@@ -102,22 +102,22 @@ void tsi_pool2d_backward_nhwc(const ts_kview *gx, const ts_kview *gout, const ts
                               const ts_pool2d_params *p);
 uint64_t tsi_pool_nhwc_count(void);
 /* kern_optim.c */
-void ts_cpu_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args);
+void tsi_cpu_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args);
 /* kern_sdpa.c: sets the fused attention entries (sdpa_*) */
-void ts_cpu_sdpa_install(ts_backend *be);
+void tsi_cpu_sdpa_install(ts_backend *be);
 /* kern_layer_norm.c: sets the fused layer norm entries (layer_norm_*); tests: the forward or
  * backward of one ISA's variant (false when this CPU or build lacks it) */
-void ts_cpu_layer_norm_install(ts_backend *be);
-bool ts_cpu_layer_norm_isa(ts_cpu_isa isa, const ts_layer_norm_args *a, bool backward, void *ws);
+void tsi_cpu_layer_norm_install(ts_backend *be);
+bool tsi_cpu_layer_norm_isa(ts_cpu_isa isa, const ts_layer_norm_args *a, bool backward, void *ws);
 /* kern_batch_norm.c: sets the fused batch norm entries (batch_norm_*); tests: the forward or
  * backward of one ISA's variant (false when this CPU or build lacks it) */
-void ts_cpu_batch_norm_install(ts_backend *be);
-bool ts_cpu_batch_norm_isa(ts_cpu_isa isa, const ts_batch_norm_args *a, bool backward);
+void tsi_cpu_batch_norm_install(ts_backend *be);
+bool tsi_cpu_batch_norm_isa(ts_cpu_isa isa, const ts_batch_norm_args *a, bool backward);
 /* kern_amp.c */
-void ts_cpu_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, int n,
-                        const ts_kview *found_inf, const ts_kview *inv_scale);
-void ts_cpu_amp_update_scale(const ts_backend *be, int index, const ts_kview *scale,
-                             const ts_kview *growth_tracker, const ts_kview *found_inf,
-                             double growth_factor, double backoff_factor, int growth_interval);
+void tsi_cpu_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, int n,
+                         const ts_kview *found_inf, const ts_kview *inv_scale);
+void tsi_cpu_amp_update_scale(const ts_backend *be, int index, const ts_kview *scale,
+                              const ts_kview *growth_tracker, const ts_kview *found_inf,
+                              double growth_factor, double backoff_factor, int growth_interval);
 
 #endif /* TS_CPU_KERNELS_H */

@@ -121,7 +121,7 @@ static bool isa_supported(int isa) {
 #ifndef TS_GEMM_X86
     if (isa != ISA_GENERIC) return false;
 #endif
-    return isa <= (int)ts_cpu_isa_host();
+    return isa <= (int)tsi_cpu_isa_host();
 }
 
 /* The ISA every kernel family uses (TS_CPU_ISA caps it), unless a test forced one. */
@@ -134,9 +134,9 @@ static int current_isa(void) {
 #endif
 }
 
-const char *ts_gemm_blocked_isa(void) { return kernels_f32[current_isa()].isa; }
+const char *tsi_gemm_blocked_isa(void) { return kernels_f32[current_isa()].isa; }
 
-bool ts_gemm_blocked_force_isa(const char *name) {
+bool tsi_gemm_blocked_force_isa(const char *name) {
     if (!name) {
         forced_isa = -1;
         return true;
@@ -339,16 +339,16 @@ gemm_driver(const gemm_kernel *kd, size_t es, int64_t m, int64_t n, int64_t k, c
     return true;
 }
 
-bool ts_gemm_blocked_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa, int64_t csa,
-                         const float *b, int64_t rsb, int64_t csb, float *c, int64_t rsc,
-                         int64_t csc, bool parallel) {
+bool tsi_gemm_blocked_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa, int64_t csa,
+                          const float *b, int64_t rsb, int64_t csb, float *c, int64_t rsc,
+                          int64_t csc, bool parallel) {
     return gemm_driver(&kernels_f32[current_isa()], sizeof(float), m, n, k, (const char *)a, rsa,
                        csa, (const char *)b, rsb, csb, (char *)c, rsc, csc, parallel);
 }
 
-bool ts_gemm_blocked_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t rsa, int64_t csa,
-                         const double *b, int64_t rsb, int64_t csb, double *c, int64_t rsc,
-                         int64_t csc, bool parallel) {
+bool tsi_gemm_blocked_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t rsa,
+                          int64_t csa, const double *b, int64_t rsb, int64_t csb, double *c,
+                          int64_t rsc, int64_t csc, bool parallel) {
     return gemm_driver(&kernels_f64[current_isa()], sizeof(double), m, n, k, (const char *)a, rsa,
                        csa, (const char *)b, rsb, csb, (char *)c, rsc, csc, parallel);
 }

@@ -36,11 +36,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* 1 on, 0 off (ts_gemm_small_enable, or TS_GEMM_SMALL=off at the first call: how the providers
+/* 1 on, 0 off (tsi_gemm_small_enable, or TS_GEMM_SMALL=off at the first call: how the providers
  * were measured), -1 not yet read; racing first calls read the same answer */
 static atomic_int enabled = -1;
 
-void ts_gemm_small_enable(bool on) { atomic_store_explicit(&enabled, on, memory_order_relaxed); }
+void tsi_gemm_small_enable(bool on) { atomic_store_explicit(&enabled, on, memory_order_relaxed); }
 
 static bool small_enabled(void) {
     int on = atomic_load_explicit(&enabled, memory_order_relaxed);
@@ -156,9 +156,9 @@ static void gemm_tn(const small_variant *v, int64_t m, int64_t n, int64_t k, con
 }
 #endif /* TS_SMALL_GEMM_BLOCKS */
 
-bool ts_gemm_small_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa, int64_t csa,
-                       const float *b, int64_t rsb, int64_t csb, float *c, int64_t rsc, int64_t csc,
-                       bool parallel) {
+bool tsi_gemm_small_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa, int64_t csa,
+                        const float *b, int64_t rsb, int64_t csb, float *c, int64_t rsc,
+                        int64_t csc, bool parallel) {
 #ifdef TS_SMALL_GEMM_BLOCKS
     const small_variant *v = &variants[ts_cpu_isa_get()];
     if (!small_enabled() || !v->nt || m < 16 || n < 16 || csc != 1 || rsc < n) return false;

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* C[m,n] = A[m,k] @ B[k,n] (strides in elements, as ts_gemm_blocked_f32) when the operands have
+/* C[m,n] = A[m,k] @ B[k,n] (strides in elements, as tsi_gemm_blocked_f32) when the operands have
  * one of the two layouts it is written for and ts_cpu_isa_get() is AVX-512 or AVX2 (the portable
  * path declines: BLAS does these products there); returns false, touching nothing, otherwise:
  *   NT: A row-major (csa == 1), B the transpose of a row-major matrix (rsb == 1), m <= 128,
@@ -16,11 +16,11 @@
  * C must be row-major (csc == 1) and overlap neither operand; m and n at least 16. Each element's
  * summation order is fixed by the shapes alone, so the result does not depend on the thread
  * count. `parallel` lets it use OpenMP threads. */
-bool ts_gemm_small_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa, int64_t csa,
-                       const float *b, int64_t rsb, int64_t csb, float *c, int64_t rsc, int64_t csc,
-                       bool parallel);
+bool tsi_gemm_small_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t rsa, int64_t csa,
+                        const float *b, int64_t rsb, int64_t csb, float *c, int64_t rsc,
+                        int64_t csc, bool parallel);
 
 /* Tests: false turns the kernels off (every call returns false), true back on. */
-void ts_gemm_small_enable(bool on);
+void tsi_gemm_small_enable(bool on);
 
 #endif /* TS_GEMM_SMALL_H */

@@ -1,6 +1,6 @@
 /* gemm_small_blocks.h — the register-blocked kernels behind gemm_small.c (not public), one set per
  * ISA: gemm_small_avx512.c and gemm_small_avx2.c. Call a set only when ts_cpu_isa_get() allows it
- * (ts_gemm_small_f32 checks). */
+ * (tsi_gemm_small_f32 checks). */
 #ifndef TS_GEMM_SMALL_BLOCKS_H
 #define TS_GEMM_SMALL_BLOCKS_H
 

@@ -4,7 +4,7 @@
  * memory, not arithmetic, decides. The kernel reads four weight rows at a time in vectors of 16
  * (AVX-512) or 8 (AVX2) against x loaded once for the four, one register of partial sums per
  * row; the tail of k is one zero-padded vector of x and of each row. Threads split the rows in
- * one piece each (ts_gemv_piece_rows), each row summed by one thread in an order fixed by k, so
+ * one piece each (tsi_gemv_piece_rows), each row summed by one thread in an order fixed by k, so
  * the result is the same for any thread count. MobileNetV3-Small's classifier (576 -> 1024 -> 1000
  * at batch 1, 6.5 MB of weights) took 16% of the model's time in oneDNN's sgemm (its GEMV kernel,
  * 22 GB/s); figures in docs/ONNX.md. */
@@ -81,7 +81,7 @@ DEFINE_GEMV(avx2, __attribute__((target(TS_ISA_TARGET_AVX2))), ts_gemv8f, 8, HSU
 DEFINE_GEMV(avx512, __attribute__((target(TS_ISA_TARGET_AVX512))), ts_gemv16f, 16, HSUM16)
 #endif
 
-bool ts_gemv_rows_present(void) {
+bool tsi_gemv_rows_present(void) {
 #ifdef TS_GEMV_X86
     return true;
 #else
@@ -89,8 +89,8 @@ bool ts_gemv_rows_present(void) {
 #endif
 }
 
-void ts_gemv_rows_f32(bool wide, int64_t k, const float *x, const float *w, int64_t ldw, float *y,
-                      int64_t sy, int64_t o0, int64_t o1) {
+void tsi_gemv_rows_f32(bool wide, int64_t k, const float *x, const float *w, int64_t ldw, float *y,
+                       int64_t sy, int64_t o0, int64_t o1) {
 #ifdef TS_GEMV_X86
     if (wide)
         rows_avx512(k, x, w, ldw, y, sy, o0, o1);
@@ -101,10 +101,10 @@ void ts_gemv_rows_f32(bool wide, int64_t k, const float *x, const float *w, int6
 #endif
 }
 
-/* 1 on, 0 off (ts_gemv_enable, or TS_GEMV=off at the first call), -1 not yet read */
+/* 1 on, 0 off (tsi_gemv_enable, or TS_GEMV=off at the first call), -1 not yet read */
 static atomic_int enabled = -1;
 
-void ts_gemv_enable(bool on) { atomic_store_explicit(&enabled, on, memory_order_relaxed); }
+void tsi_gemv_enable(bool on) { atomic_store_explicit(&enabled, on, memory_order_relaxed); }
 
 static bool gemv_enabled(void) {
     int on = atomic_load_explicit(&enabled, memory_order_relaxed);
@@ -121,7 +121,7 @@ static bool gemv_enabled(void) {
  * second thread (MobileNetV3-Small at batch 1 ran these on one thread while the other waited) */
 enum { PARALLEL_MIN_MACS = 1 << 14 };
 
-int64_t ts_gemv_piece_rows(int64_t rows, double macs, bool parallel) {
+int64_t tsi_gemv_piece_rows(int64_t rows, double macs, bool parallel) {
 #ifdef TS_HAVE_OPENMP
     const int threads = omp_get_max_threads();
     if (!parallel || macs < PARALLEL_MIN_MACS || threads < 2 || omp_in_parallel() || rows <= 4)
@@ -134,18 +134,18 @@ int64_t ts_gemv_piece_rows(int64_t rows, double macs, bool parallel) {
 #endif
 }
 
-bool ts_gemv_f32(int64_t n, int64_t k, const float *x, const float *w, int64_t ldw,
-                 const float *bias, int64_t sbias, float *y, int64_t sy, bool parallel) {
+bool tsi_gemv_f32(int64_t n, int64_t k, const float *x, const float *w, int64_t ldw,
+                  const float *bias, int64_t sbias, float *y, int64_t sy, bool parallel) {
     const ts_cpu_isa isa = ts_cpu_isa_get();
-    if (!ts_gemv_rows_present() || isa == TS_ISA_GENERIC || !gemv_enabled()) return false;
+    if (!tsi_gemv_rows_present() || isa == TS_ISA_GENERIC || !gemv_enabled()) return false;
     const bool wide = isa == TS_ISA_AVX512;
-    const int64_t piece = ts_gemv_piece_rows(n, (double)n * (double)k, parallel);
+    const int64_t piece = tsi_gemv_piece_rows(n, (double)n * (double)k, parallel);
     const int64_t pieces = (n + piece - 1) / piece;
     TS_PARALLEL_FOR_IF(
         pieces > 1, for (int64_t it = 0; it < pieces; it++) {
             const int64_t o0 = it * piece, o1 = o0 + piece < n ? o0 + piece : n;
             for (int64_t o = o0; o < o1; o++) y[o * sy] = bias ? bias[o * sbias] : 0.0f;
-            ts_gemv_rows_f32(wide, k, x, w, ldw, y, sy, o0, o1);
+            tsi_gemv_rows_f32(wide, k, x, w, ldw, y, sy, o0, o1);
         });
     return true;
 }

@@ -34,8 +34,8 @@ static ts_allocator *allocator(void) {
     pthread_mutex_lock(&create_lock);
     a = atomic_load(&scratch);
     if (!a) {
-        const ts_backend *cpu = ts_backend_for(TS_CPU);
-        a = cpu ? ts_allocator_new(cpu, 0) : NULL;
+        const ts_backend *cpu = tsi_backend_for(TS_CPU);
+        a = cpu ? tsi_allocator_new(cpu, 0) : NULL;
         atomic_store_explicit(&scratch, a, memory_order_release);
     }
     pthread_mutex_unlock(&create_lock);
@@ -44,10 +44,10 @@ static ts_allocator *allocator(void) {
 
 void *tsi_host_scratch_get(size_t n, ts_block **block) {
     ts_allocator *a = allocator();
-    *block = a ? ts_allocator_alloc(a, n, NULL, 0) : NULL;
+    *block = a ? tsi_allocator_alloc(a, n, NULL, 0) : NULL;
     if (!*block) return NULL;
-    char *p = ts_block_ptr(*block);
-    const size_t size = ts_block_size(*block);
+    char *p = tsi_block_ptr(*block);
+    const size_t size = tsi_block_size(*block);
     SCRATCH_UNPOISON(p, size);
     if (size > n) SCRATCH_POISON(p + n, size - n);
     return p;
@@ -55,11 +55,11 @@ void *tsi_host_scratch_get(size_t n, ts_block **block) {
 
 void tsi_host_scratch_put(ts_block *block) {
     if (!block) return;
-    SCRATCH_UNPOISON(ts_block_ptr(block), ts_block_size(block));
-    ts_allocator_release(atomic_load_explicit(&scratch, memory_order_acquire), block);
+    SCRATCH_UNPOISON(tsi_block_ptr(block), tsi_block_size(block));
+    tsi_allocator_release(atomic_load_explicit(&scratch, memory_order_acquire), block);
 }
 
 void tsi_host_scratch_empty(void) {
     ts_allocator *a = atomic_load_explicit(&scratch, memory_order_acquire);
-    if (a) ts_allocator_empty_cache(a);
+    if (a) tsi_allocator_empty_cache(a);
 }

@@ -109,8 +109,8 @@ static int unscale_one(const ts_kview *g, float inv_scale) {
     return c.bad;
 }
 
-void ts_cpu_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, int n,
-                        const ts_kview *found_inf, const ts_kview *inv_scale) {
+void tsi_cpu_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, int n,
+                         const ts_kview *found_inf, const ts_kview *inv_scale) {
     const float inv = *(const float *)inv_scale->data;
     int bad = 0;
     for (int i = 0; i < n; i++) bad |= unscale_one(&grads[i], inv);
@@ -120,9 +120,9 @@ void ts_cpu_amp_unscale(const ts_backend *be, int index, const ts_kview *grads, 
 
 /* ------------------------------------------------------------------ scale update */
 
-void ts_cpu_amp_update_scale(const ts_backend *be, int index, const ts_kview *scale,
-                             const ts_kview *growth_tracker, const ts_kview *found_inf,
-                             double growth_factor, double backoff_factor, int growth_interval) {
+void tsi_cpu_amp_update_scale(const ts_backend *be, int index, const ts_kview *scale,
+                              const ts_kview *growth_tracker, const ts_kview *found_inf,
+                              double growth_factor, double backoff_factor, int growth_interval) {
     ts_amp_update_scale_one((float *)scale->data, (int32_t *)growth_tracker->data,
                             *(const float *)found_inf->data, growth_factor, backoff_factor,
                             growth_interval);

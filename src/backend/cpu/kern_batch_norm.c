@@ -81,7 +81,7 @@ static bool cpu_batch_norm_supports(const ts_backend *be, int index, const ts_ba
 static void cpu_batch_norm_forward(const ts_backend *be, int index, const ts_batch_norm_args *a) {
     (void)be, (void)index;
     if (a->channels_last) {
-        ts_cpu_batch_norm_nhwc_forward(LN_ISA_NOW(), a);
+        tsi_cpu_batch_norm_nhwc_forward(LN_ISA_NOW(), a);
         return;
     }
     variants[LN_ISA_NOW()][a->x.dtype == TS_F64].forward(a);
@@ -90,19 +90,19 @@ static void cpu_batch_norm_forward(const ts_backend *be, int index, const ts_bat
 static void cpu_batch_norm_backward(const ts_backend *be, int index, const ts_batch_norm_args *a) {
     (void)be, (void)index;
     if (a->channels_last) {
-        ts_cpu_batch_norm_nhwc_backward(LN_ISA_NOW(), a);
+        tsi_cpu_batch_norm_nhwc_backward(LN_ISA_NOW(), a);
         return;
     }
     variants[LN_ISA_NOW()][a->x.dtype == TS_F64].backward(a);
 }
 
-bool ts_cpu_batch_norm_isa(ts_cpu_isa isa, const ts_batch_norm_args *a, bool backward) {
+bool tsi_cpu_batch_norm_isa(ts_cpu_isa isa, const ts_batch_norm_args *a, bool backward) {
     if (!ln_isa_available(isa)) return false;
     if (a->channels_last) {
         if (backward)
-            ts_cpu_batch_norm_nhwc_backward((int)isa, a);
+            tsi_cpu_batch_norm_nhwc_backward((int)isa, a);
         else
-            ts_cpu_batch_norm_nhwc_forward((int)isa, a);
+            tsi_cpu_batch_norm_nhwc_forward((int)isa, a);
         return true;
     }
     const bn_variant *v = &variants[isa][a->x.dtype == TS_F64];
@@ -113,7 +113,7 @@ bool ts_cpu_batch_norm_isa(ts_cpu_isa isa, const ts_batch_norm_args *a, bool bac
     return true;
 }
 
-void ts_cpu_batch_norm_install(ts_backend *be) {
+void tsi_cpu_batch_norm_install(ts_backend *be) {
     be->batch_norm_supports = cpu_batch_norm_supports;
     be->batch_norm_forward = cpu_batch_norm_forward;
     be->batch_norm_backward = cpu_batch_norm_backward;

@@ -78,7 +78,7 @@ static inline void LN_NAME(moments_at)(const ts_batch_norm_args *a, int64_t o, i
                                        double *s, double *q) {
 #ifdef LN_HALF
     if (LN_NAME(is_half)(a)) {
-        const ts_vec_kernels *vk = ts_vec_kernels_get();
+        const ts_vec_kernels *vk = tsi_vec_kernels_get();
         float xb[BN_HALF_CHUNK];
         for (int64_t p0 = 0; p0 < n; p0 += BN_HALF_CHUNK) {
             const int64_t m = n - p0 < BN_HALF_CHUNK ? n - p0 : BN_HALF_CHUNK;
@@ -98,7 +98,7 @@ static inline void LN_NAME(output_at)(const ts_batch_norm_args *a, int64_t o, in
     const T *w = NULL, *b = NULL; /* LN_MAP_ROW's names */
 #ifdef LN_HALF
     if (LN_NAME(is_half)(a)) {
-        const ts_vec_kernels *vk = ts_vec_kernels_get();
+        const ts_vec_kernels *vk = tsi_vec_kernels_get();
         float xb[BN_HALF_CHUNK], yb[BN_HALF_CHUNK];
         for (int64_t p0 = 0; p0 < n; p0 += BN_HALF_CHUNK) {
             const int64_t cnt = n - p0 < BN_HALF_CHUNK ? n - p0 : BN_HALF_CHUNK;
@@ -119,7 +119,7 @@ static inline void LN_NAME(grad_sums_at)(const ts_batch_norm_args *a, int64_t o,
                                          double *s, double *q) {
 #ifdef LN_HALF
     if (LN_NAME(is_half)(a)) {
-        const ts_vec_kernels *vk = ts_vec_kernels_get();
+        const ts_vec_kernels *vk = tsi_vec_kernels_get();
         float xb[BN_HALF_CHUNK], db[BN_HALF_CHUNK];
         for (int64_t p0 = 0; p0 < n; p0 += BN_HALF_CHUNK) {
             const int64_t cnt = n - p0 < BN_HALF_CHUNK ? n - p0 : BN_HALF_CHUNK;
@@ -142,7 +142,7 @@ static inline void LN_NAME(dx_at)(const ts_batch_norm_args *a, int64_t o, int64_
     const T *w = NULL; /* LN_MAP_ROW's names: dy loads as bv */
 #ifdef LN_HALF
     if (LN_NAME(is_half)(a)) {
-        const ts_vec_kernels *vk = ts_vec_kernels_get();
+        const ts_vec_kernels *vk = tsi_vec_kernels_get();
         float xb[BN_HALF_CHUNK], db[BN_HALF_CHUNK], rb[BN_HALF_CHUNK];
         for (int64_t p0 = 0; p0 < n; p0 += BN_HALF_CHUNK) {
             const int64_t cnt = n - p0 < BN_HALF_CHUNK ? n - p0 : BN_HALF_CHUNK;

@@ -87,10 +87,10 @@ static const bn_nhwc_variant variants[][2] = {
 #endif
 };
 
-void ts_cpu_batch_norm_nhwc_forward(int isa, const ts_batch_norm_args *a) {
+void tsi_cpu_batch_norm_nhwc_forward(int isa, const ts_batch_norm_args *a) {
     variants[isa][a->x.dtype == TS_F64].forward(a);
 }
 
-void ts_cpu_batch_norm_nhwc_backward(int isa, const ts_batch_norm_args *a) {
+void tsi_cpu_batch_norm_nhwc_backward(int isa, const ts_batch_norm_args *a) {
     variants[isa][a->x.dtype == TS_F64].backward(a);
 }

@@ -6,7 +6,7 @@
 
 #include "backend/backend.h"
 
-void ts_cpu_batch_norm_nhwc_forward(int isa, const ts_batch_norm_args *a);
-void ts_cpu_batch_norm_nhwc_backward(int isa, const ts_batch_norm_args *a);
+void tsi_cpu_batch_norm_nhwc_forward(int isa, const ts_batch_norm_args *a);
+void tsi_cpu_batch_norm_nhwc_backward(int isa, const ts_batch_norm_args *a);
 
 #endif /* TS_KERN_BATCH_NORM_NHWC_H */

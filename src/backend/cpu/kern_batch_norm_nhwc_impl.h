@@ -14,7 +14,7 @@ static inline const T *LN_NAME(tile_in)(const ts_batch_norm_args *a, const ts_kv
 #ifdef LN_HALF
     if (v->dtype != TS_F32) {
         /* all the channels: the tile is one stretch of memory, one conversion */
-        const ts_vec_kernels *vk = ts_vec_kernels_get();
+        const ts_vec_kernels *vk = tsi_vec_kernels_get();
         const int64_t n = cw == a->c ? rows * cw : cw;
         for (int64_t r = 0; r < rows; r += n / cw)
             ts_vec_load_f32(vk, buf + r * cw, (const char *)v->data + ((r0 + r) * a->c + c0) * 2,
@@ -49,7 +49,7 @@ static inline void LN_NAME(tile_out_done)(const ts_batch_norm_args *a, const ts_
                                           const T *buf) {
 #ifdef LN_HALF
     if (v->dtype != TS_F32) {
-        const ts_vec_kernels *vk = ts_vec_kernels_get();
+        const ts_vec_kernels *vk = tsi_vec_kernels_get();
         const int64_t n = cw == a->c ? rows * cw : cw;
         for (int64_t r = 0; r < rows; r += n / cw)
             ts_vec_store_f32(vk, (char *)v->data + ((r0 + r) * a->c + c0) * 2, v->dtype, 2,

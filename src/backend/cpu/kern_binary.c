@@ -419,34 +419,34 @@ static const ts_cpu_seg_fn scalar_fns[TS_DTYPE_COUNT - 1] = {
     scalar_f32, scalar_f64, scalar_half, scalar_half, scalar_i64, scalar_i32, scalar_u8,
     scalar_b8,  scalar_i8,  scalar_i16,  scalar_u16,  scalar_u32, scalar_u64};
 
-void ts_cpu_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
-                   const ts_kview *a, const ts_kview *b) {
+void tsi_cpu_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                    const ts_kview *a, const ts_kview *b) {
     (void)be;
     (void)index;
-    bin_ctx ctx = {.op = op, .vk = ts_vec_kernels_get(), .dt = a->dtype};
+    bin_ctx ctx = {.op = op, .vk = tsi_vec_kernels_get(), .dt = a->dtype};
     const ts_kview *views[3] = {out, a, b};
     ts_cpu_iter it;
     ts_cpu_iter_init(&it, 3, views);
     ts_cpu_iter_run(&it, binary_fns[a->dtype - TS_F32], &ctx);
 }
 
-void ts_cpu_binary_widening(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
-                            const ts_kview *a, const ts_kview *b) {
+void tsi_cpu_binary_widening(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                             const ts_kview *a, const ts_kview *b) {
     (void)be, (void)index;
     bin_ctx ctx = {
-        .op = op, .vk = ts_vec_kernels_get(), .dt = TS_F32, .dta = a->dtype, .dtb = b->dtype};
+        .op = op, .vk = tsi_vec_kernels_get(), .dt = TS_F32, .dta = a->dtype, .dtb = b->dtype};
     const ts_kview *views[3] = {out, a, b};
     ts_cpu_iter it;
     ts_cpu_iter_init(&it, 3, views);
     ts_cpu_iter_run(&it, widening_chunks, &ctx);
 }
 
-void ts_cpu_binary_scalar(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
-                          const ts_kview *a, double s) {
+void tsi_cpu_binary_scalar(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                           const ts_kview *a, double s) {
     (void)be;
     (void)index;
     bin_ctx ctx = {.op = op,
-                   .vk = ts_vec_kernels_get(),
+                   .vk = tsi_vec_kernels_get(),
                    .dt = a->dtype,
                    .pow_kind = POW_GENERIC,
                    .sd = s,
@@ -495,8 +495,8 @@ WHERE_SEG(where2, uint16_t)
 WHERE_SEG(where4, uint32_t)
 WHERE_SEG(where8, uint64_t)
 
-void ts_cpu_where(const ts_backend *be, int index, const ts_kview *out, const ts_kview *cond,
-                  const ts_kview *a, const ts_kview *b) {
+void tsi_cpu_where(const ts_backend *be, int index, const ts_kview *out, const ts_kview *cond,
+                   const ts_kview *a, const ts_kview *b) {
     (void)be;
     (void)index;
     const ts_kview *views[4] = {out, cond, a, b};

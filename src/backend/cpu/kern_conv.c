@@ -25,8 +25,8 @@
 /* ------------------------------------------------------------------ geometry */
 typedef ts_cgeom cgeom;
 
-ts_cgeom ts_cgeom_make(const int64_t nchw[4], const int64_t o_ohw[3], const int64_t khw[2],
-                       const ts_conv2d_params *p) {
+ts_cgeom tsi_cgeom_make(const int64_t nchw[4], const int64_t o_ohw[3], const int64_t khw[2],
+                        const ts_conv2d_params *p) {
     cgeom g = {.n = nchw[0],
                .c = nchw[1],
                .h = nchw[2],
@@ -59,7 +59,7 @@ static cgeom geom_of(const ts_kview *x, const ts_kview *w, const ts_kview *y,
     const int64_t nchw[4] = {x->shape[0], x->shape[1], x->shape[2], x->shape[3]};
     const int64_t o_ohw[3] = {w->shape[0], y->shape[2], y->shape[3]};
     const int64_t khw[2] = {w->shape[2], w->shape[3]};
-    return ts_cgeom_make(nchw, o_ohw, khw, p);
+    return tsi_cgeom_make(nchw, o_ohw, khw, p);
 }
 
 /* Output columns ox whose input column ox*s + off lies in [0, w): [*lo, *hi). */
@@ -76,7 +76,7 @@ static void valid_range(int64_t off, int64_t s, int64_t w, int64_t ow, int64_t *
 /* The bounds convert to T as ts_clamp converts them (kern_unary.c). HardSigmoid / HardSwish as
  * the composed ops round: alpha * y, + beta, clamped to [0, 1] (NaN stays), times y. */
 #define DEFINE_ACT(T, S, FAM)                                                                      \
-    void ts_conv_act_##S(const cgeom *g, T *y, int64_t n) {                                        \
+    void tsi_conv_act_##S(const cgeom *g, T *y, int64_t n) {                                       \
         if (g->act == TS_CONV_ACT_RELU) {                                                          \
             for (int64_t i = 0; i < n; i++) y[i] = ts_relu_##FAM(y[i]);                            \
         } else if (g->act == TS_CONV_ACT_CLIP) {                                                   \
@@ -141,8 +141,8 @@ static void blas_single_end(int saved) {
         if (tsi_lib_##S##gemm(ta, tb, m, n, k, a, lda, b, ldb, acc ? (T)1 : (T)0, c, ldc)) return; \
         T *dst = acc ? tmp : c;                                                                    \
         const int64_t ldd = acc ? n : ldc;                                                         \
-        ts_gemm_blocked_##S(m, n, k, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb, tb ? ldb : 1, \
-                            dst, ldd, 1, par);                                                     \
+        tsi_gemm_blocked_##S(m, n, k, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb,              \
+                             tb ? ldb : 1, dst, ldd, 1, par);                                      \
         if (acc)                                                                                   \
             for (int64_t i = 0; i < m; i++)                                                        \
                 for (int64_t j = 0; j < n; j++) c[i * ldc + j] += tmp[i * n + j];                  \
@@ -218,9 +218,9 @@ DEFINE_GEMM(double, f64)
                 const T bo = b[gi * g->og + o];                                                    \
                 T *yr = yg + o * g->p;                                                             \
                 for (int64_t q = 0; q < g->p; q++) yr[q] += bo;                                    \
-                ts_conv_act_##S(g, yr, g->p);                                                      \
+                tsi_conv_act_##S(g, yr, g->p);                                                     \
             }                                                                                      \
-            if (!b) ts_conv_act_##S(g, yg, g->og * g->p);                                          \
+            if (!b) tsi_conv_act_##S(g, yg, g->og * g->p);                                         \
         }                                                                                          \
     }                                                                                              \
     static void bwd_data_image_##S(const cgeom *g, const void *gy_, const void *w_, void *gx_,     \
@@ -316,7 +316,7 @@ typedef struct pack_fill {
 
 static bool fill_pack(void *ctx, void *buf) {
     const pack_fill *c = ctx;
-    ts_conv_direct_pack_into(c->d, c->g, c->w, buf);
+    tsi_conv_direct_pack_into(c->d, c->g, c->w, buf);
     return true;
 }
 
@@ -324,12 +324,12 @@ static const float *direct_weights(const ts_conv_direct *d, const cgeom *g, cons
                                    const tsi_conv_weight_id *wid, tsi_wcache_entry **ref,
                                    float **own) {
     *own = NULL;
-    const ts_conv_direct_layout key = ts_conv_direct_layout_of(d, g);
+    const ts_conv_direct_layout key = tsi_conv_direct_layout_of(d, g);
     pack_fill pf = {d, g, w};
-    const size_t bytes = (size_t)ts_conv_direct_pack_floats(d, g) * sizeof(float);
+    const size_t bytes = (size_t)tsi_conv_direct_pack_floats(d, g) * sizeof(float);
     const void *hit = tsi_wcache_get(wid, &key, sizeof key, bytes, fill_pack, &pf, ref);
     if (hit) return hit;
-    return *own = ts_conv_direct_pack(d, g, w);
+    return *own = tsi_conv_direct_pack(d, g, w);
 }
 
 /* A depthwise convolution over 16 channels or more: oneDNN's kernels run it on channel-blocked
@@ -348,20 +348,20 @@ static bool group_parallel(const cgeom *g, int nt, bool bp) {
  * the weight's identity for the caches of rearranged weights (NULL: none). */
 static bool run_forward(const conv_fns *f, const cgeom *g, const char *x, const char *w,
                         const tsi_conv_weight_id *wid, const char *b, char *y) {
-    if (conv_use_dnnl(f, f == &fns_f32 && ts_conv_direct_for(g, false) && !depthwise_wide(g)) &&
+    if (conv_use_dnnl(f, f == &fns_f32 && tsi_conv_direct_for(g, false) && !depthwise_wide(g)) &&
         tsi_dnnl_conv_forward(g, (const float *)x, (const float *)w, wid, (const float *)b,
                               (float *)y))
         return true;
     const int nt = tsi_conv_max_threads();
     const bool bp = batch_parallel(g, nt);
-    const ts_conv_direct *d = f == &fns_f32 ? ts_conv_direct_for(g, false) : NULL;
+    const ts_conv_direct *d = f == &fns_f32 ? tsi_conv_direct_for(g, false) : NULL;
     const bool gp = d && group_parallel(g, nt, bp);
     const int nscratch = bp || gp ? nt : 1;
     tsi_wcache_entry *wref = NULL;
     float *wown = NULL;
     const float *wpk = d ? direct_weights(d, g, (const float *)w, wid, &wref, &wown) : NULL;
     if (!wpk) d = NULL; /* no memory for the packed weights: im2col still works */
-    const size_t col_bytes = d           ? (size_t)ts_conv_direct_scratch(d, g) * sizeof(float)
+    const size_t col_bytes = d           ? (size_t)tsi_conv_direct_scratch(d, g) * sizeof(float)
                              : g->direct ? 0
                                          : (size_t)(g->k * g->p) * f->es;
     char *scratch = col_bytes ? malloc(col_bytes * (size_t)nscratch) : NULL;
@@ -380,9 +380,9 @@ static bool run_forward(const conv_fns *f, const cgeom *g, const char *x, const 
 #pragma omp for schedule(static)
             for (int64_t it = 0; it < items; it++) {
                 const int64_t i = it / nt, s = it % nt;
-                ts_conv_direct_forward_groups(d, g, s * g->g / nt, (s + 1) * g->g / nt,
-                                              (const float *)(x + xs * (size_t)i), wpk,
-                                              (const float *)b, (float *)(y + ys * (size_t)i), col);
+                tsi_conv_direct_forward_groups(
+                    d, g, s * g->g / nt, (s + 1) * g->g / nt, (const float *)(x + xs * (size_t)i),
+                    wpk, (const float *)b, (float *)(y + ys * (size_t)i), col);
             }
         }
         free(scratch);
@@ -403,9 +403,9 @@ static bool run_forward(const conv_fns *f, const cgeom *g, const char *x, const 
         for (int64_t i = 0; i < g->n; i++) {
 #endif
             if (d)
-                ts_conv_direct_forward(d, g, (const float *)(x + xs * (size_t)i), wpk,
-                                       (const float *)b, (float *)(y + ys * (size_t)i),
-                                       (float *)col);
+                tsi_conv_direct_forward(d, g, (const float *)(x + xs * (size_t)i), wpk,
+                                        (const float *)b, (float *)(y + ys * (size_t)i),
+                                        (float *)col);
             else
                 f->fwd(g, x + xs * (size_t)i, w, b, y + ys * (size_t)i, col, !bp);
         }
@@ -448,7 +448,7 @@ static float *transposed_weights(const ts_conv_direct *d, const cgeom *g, const 
                         wt[(((gi * g->cg + c) * g->og + o) * g->kh + (g->kh - 1 - i)) * g->kw +
                            (g->kw - 1 - j)] =
                             w[(((gi * g->og + o) * g->cg + c) * g->kh + i) * g->kw + j];
-    float *wpk = ts_conv_direct_pack(d, t, wt);
+    float *wpk = tsi_conv_direct_pack(d, t, wt);
     free(wt);
     return wpk;
 }
@@ -457,7 +457,7 @@ static bool run_backward_data(const conv_fns *f, const cgeom *g, const char *gy,
                               char *gx) {
     cgeom tg;
     if (conv_use_dnnl(f, f == &fns_f32 && tsi_conv_transposed_geom(g, &tg) &&
-                             ts_conv_direct_for(&tg, false)) &&
+                             tsi_conv_direct_for(&tg, false)) &&
         tsi_dnnl_conv_backward_data(g, (const float *)gy, (const float *)w, (float *)gx))
         return true;
     const int nt = tsi_conv_max_threads();
@@ -465,10 +465,10 @@ static bool run_backward_data(const conv_fns *f, const cgeom *g, const char *gy,
     const int nscratch = bp ? nt : 1;
     cgeom t;
     const ts_conv_direct *d =
-        f == &fns_f32 && tsi_conv_transposed_geom(g, &t) ? ts_conv_direct_for(&t, false) : NULL;
+        f == &fns_f32 && tsi_conv_transposed_geom(g, &t) ? tsi_conv_direct_for(&t, false) : NULL;
     float *wpk = d ? transposed_weights(d, g, &t, (const float *)w) : NULL;
     if (!wpk) d = NULL;
-    const size_t col_bytes = d           ? (size_t)ts_conv_direct_scratch(d, &t) * sizeof(float)
+    const size_t col_bytes = d           ? (size_t)tsi_conv_direct_scratch(d, &t) * sizeof(float)
                              : g->direct ? 0
                                          : (size_t)(g->k * g->p) * f->es;
     char *scratch = col_bytes ? malloc(col_bytes * (size_t)nscratch) : NULL;
@@ -491,8 +491,8 @@ static bool run_backward_data(const conv_fns *f, const cgeom *g, const char *gy,
         for (int64_t i = 0; i < g->n; i++) {
 #endif
             if (d)
-                ts_conv_direct_forward(d, &t, (const float *)(gy + ys * (size_t)i), wpk, NULL,
-                                       (float *)(gx + xs * (size_t)i), (float *)col);
+                tsi_conv_direct_forward(d, &t, (const float *)(gy + ys * (size_t)i), wpk, NULL,
+                                        (float *)(gx + xs * (size_t)i), (float *)col);
             else
                 f->bwd_data(g, gy + ys * (size_t)i, w, gx + xs * (size_t)i, col, !bp);
         }
@@ -522,15 +522,15 @@ static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *g
         memset(gw, 0, (size_t)wlen * f->es);
         return true;
     }
-    if (conv_use_dnnl(f, f == &fns_f32 && ts_conv_direct_for(g, true)) &&
+    if (conv_use_dnnl(f, f == &fns_f32 && tsi_conv_direct_for(g, true)) &&
         tsi_dnnl_conv_backward_weight(g, (const float *)gy, (const float *)x, (float *)gw))
         return true;
     const int nt = tsi_conv_max_threads();
     const bool bp = batch_parallel(g, nt);
     const int nscratch = bp ? nt : 1;
     const int64_t nc = weight_chunks(g, f->es);
-    const ts_conv_direct *d = f == &fns_f32 ? ts_conv_direct_for(g, true) : NULL;
-    const size_t col_bytes = d           ? (size_t)ts_conv_direct_scratch(d, g) * sizeof(float)
+    const ts_conv_direct *d = f == &fns_f32 ? tsi_conv_direct_for(g, true) : NULL;
+    const size_t col_bytes = d           ? (size_t)tsi_conv_direct_scratch(d, g) * sizeof(float)
                              : g->direct ? 0
                                          : (size_t)(g->k * g->p) * f->es;
     /* the blocked GEMM (no library, or TS_GEMM=blocked) accumulates through tmp */
@@ -560,9 +560,9 @@ static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *g
             const int64_t n0 = ci * g->n / nc, n1 = (ci + 1) * g->n / nc;
             for (int64_t i = n0; i < n1; i++)
                 if (d)
-                    ts_conv_direct_weight(d, g, (const float *)(gy + ys * (size_t)i),
-                                          (const float *)(x + xs * (size_t)i),
-                                          (float *)(parts + ps * (size_t)ci), (float *)sc, i > n0);
+                    tsi_conv_direct_weight(d, g, (const float *)(gy + ys * (size_t)i),
+                                           (const float *)(x + xs * (size_t)i),
+                                           (float *)(parts + ps * (size_t)ci), (float *)sc, i > n0);
                 else
                     f->bwd_weight(g, gy + ys * (size_t)i, x + xs * (size_t)i,
                                   parts + ps * (size_t)ci, sc, sc ? sc + col_bytes : NULL, i > n0,
@@ -605,14 +605,14 @@ void tsi_conv_act_output(const cgeom *g, const ts_kview *out) {
     const int64_t n = tsi_conv_numel4(out);
     if (g->act == TS_CONV_ACT_NONE) return;
     if (out->dtype == TS_F64) {
-        ts_conv_act_f64(g, (double *)out->data, n);
+        tsi_conv_act_f64(g, (double *)out->data, n);
         return;
     }
     if (out->dtype == TS_F32) {
-        ts_conv_act_f32(g, (float *)out->data, n);
+        tsi_conv_act_f32(g, (float *)out->data, n);
         return;
     }
-    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const ts_vec_kernels *vk = tsi_vec_kernels_get();
     const int64_t chunks = (n + TSI_CONV_CHUNK - 1) / TSI_CONV_CHUNK;
     TS_PARALLEL_FOR_IF(
         chunks >= 4 * (int64_t)tsi_conv_max_threads() && tsi_conv_max_threads() > 1,
@@ -621,7 +621,7 @@ void tsi_conv_act_output(const cgeom *g, const ts_kview *out) {
             const int64_t i = c * TSI_CONV_CHUNK,
                           m = n - i < TSI_CONV_CHUNK ? n - i : TSI_CONV_CHUNK;
             ts_vec_load_f32(vk, buf, out->data + 2 * i, out->dtype, 2, m);
-            ts_conv_act_f32(g, buf, m);
+            tsi_conv_act_f32(g, buf, m);
             ts_vec_store_f32(vk, out->data + 2 * i, out->dtype, 2, buf, m);
         });
 }
@@ -634,8 +634,8 @@ static tsi_conv_weight_id weight_id(const ts_conv2d_params *p) {
 /* the dtypes kern_conv_half.c takes */
 static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
 
-void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
-                   const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p) {
+void tsi_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                    const ts_kview *w, const ts_kview *bias, const ts_conv2d_params *p) {
     (void)be, (void)index;
     if (tsi_conv_numel4(out) == 0) return;
     if (tsi_conv_view_nhwc(x) || tsi_conv_view_nhwc(out)) {
@@ -652,13 +652,13 @@ void ts_cpu_conv2d(const ts_backend *be, int index, const ts_kview *out, const t
     const char *bd = bias ? bias->data : NULL;
     if (run_forward(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, x->data, w->data, &wid, bd, out->data))
         return;
-    ts_conv_naive_forward(&g, dt, x->data, w->data, bd, out->data);
+    tsi_conv_naive_forward(&g, dt, x->data, w->data, bd, out->data);
     tsi_conv_act_output(&g, out);
 }
 
-void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview *gx,
-                                 const ts_kview *gout, const ts_kview *w,
-                                 const ts_conv2d_params *p) {
+void tsi_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview *gx,
+                                  const ts_kview *gout, const ts_kview *w,
+                                  const ts_conv2d_params *p) {
     (void)be, (void)index;
     if (tsi_conv_numel4(gx) == 0) return;
     if (tsi_conv_view_nhwc(gx) || tsi_conv_view_nhwc(gout)) {
@@ -670,15 +670,15 @@ void ts_cpu_conv2d_backward_data(const ts_backend *be, int index, const ts_kview
     if (!is_half(dt)) {
         if (!run_backward_data(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, gout->data, w->data,
                                gx->data))
-            ts_conv_naive_backward_data(&g, dt, gout->data, w->data, gx->data);
+            tsi_conv_naive_backward_data(&g, dt, gout->data, w->data, gx->data);
         return;
     }
     tsi_conv2d_backward_data_half(&g, gx, gout, w);
 }
 
-void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kview *gw,
-                                   const ts_kview *gout, const ts_kview *x,
-                                   const ts_conv2d_params *p) {
+void tsi_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kview *gw,
+                                    const ts_kview *gout, const ts_kview *x,
+                                    const ts_conv2d_params *p) {
     (void)be, (void)index;
     if (tsi_conv_numel4(gw) == 0) return;
     if (tsi_conv_view_nhwc(x) || tsi_conv_view_nhwc(gout)) {
@@ -690,7 +690,7 @@ void ts_cpu_conv2d_backward_weight(const ts_backend *be, int index, const ts_kvi
     if (!is_half(dt)) {
         if (!run_backward_weight(dt == TS_F64 ? &fns_f64 : &fns_f32, &g, gout->data, x->data,
                                  gw->data))
-            ts_conv_naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
+            tsi_conv_naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
         return;
     }
     tsi_conv2d_backward_weight_half(&g, gw, gout, x);

@@ -1,8 +1,8 @@
 /* kern_conv_act_vec.h — a forward convolution's fused activation on one vector of outputs (bias
  * added), for the vector kernels that apply it in registers (kern_conv_direct.c,
  * conv_dw_blocked.c). Lane by lane what kernel_math.h's ts_relu_f / ts_clamp_f and the composed
- * HardSigmoid / HardSwish give (kern_conv.c's ts_conv_act_f32): NaN stays NaN. V is a GCC vector of
- * float, VI the int32 vector of its width; the including file sets FMA contraction. */
+ * HardSigmoid / HardSwish give (kern_conv.c's tsi_conv_act_f32): NaN stays NaN. V is a GCC vector
+ * of float, VI the int32 vector of its width; the including file sets FMA contraction. */
 #ifndef TS_KERN_CONV_ACT_VEC_H
 #define TS_KERN_CONV_ACT_VEC_H
 

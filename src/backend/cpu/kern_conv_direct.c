@@ -326,11 +326,11 @@ static const ts_conv_direct *variant(void) {
 #endif
 }
 
-bool ts_conv_direct_force_isa(const char *name) {
+bool tsi_conv_direct_force_isa(const char *name) {
     if (!name) return forced = -1, true;
     if (strcmp(name, "none") == 0) return forced = 0, true;
     ts_cpu_isa isa;
-    if (!ts_cpu_isa_parse(name, &isa) || isa > ts_cpu_isa_host()) return false;
+    if (!tsi_cpu_isa_parse(name, &isa) || isa > tsi_cpu_isa_host()) return false;
 #ifndef TS_CONV_X86
     if (isa != TS_ISA_GENERIC) return false;
 #endif
@@ -341,7 +341,7 @@ bool ts_conv_direct_force_isa(const char *name) {
 /* Beyond 16 outputs per group the GEMM's arithmetic dominates and BLAS does it better. The weight
  * gradient reduces each register tile once per image, which pays off only over rows that fill
  * their vectors well. */
-const ts_conv_direct *ts_conv_direct_for(const ts_cgeom *g, bool weight_grad) {
+const ts_conv_direct *tsi_conv_direct_for(const ts_cgeom *g, bool weight_grad) {
     if (g->sw != 1 || g->direct || g->og > 16 || g->ow < 4) return NULL;
     const ts_conv_direct *d = variant();
     if (!d || !weight_grad) return d;
@@ -351,25 +351,25 @@ const ts_conv_direct *ts_conv_direct_for(const ts_cgeom *g, bool weight_grad) {
 }
 
 /* the padded input, then the padded (or transposed) gy of the weight gradient */
-int64_t ts_conv_direct_scratch(const ts_conv_direct *d, const ts_cgeom *g) {
+int64_t tsi_conv_direct_scratch(const ts_conv_direct *d, const ts_cgeom *g) {
     const int64_t growv = (g->ow + d->vl - 1) / d->vl * d->vl;
     return g->cg * (g->h + 2 * g->ph) * pad_stride(g, d->vl) +
            (g->og > d->vl ? g->og : d->vl) * g->oh * growv;
 }
 
-int64_t ts_conv_direct_pack_floats(const ts_conv_direct *d, const ts_cgeom *g) {
+int64_t tsi_conv_direct_pack_floats(const ts_conv_direct *d, const ts_cgeom *g) {
     const int64_t ob = d->ob, nblk = (g->og + ob - 1) / ob;
     return g->g * nblk * g->cg * g->kh * g->kw * ob;
 }
 
-ts_conv_direct_layout ts_conv_direct_layout_of(const ts_conv_direct *d, const ts_cgeom *g) {
+ts_conv_direct_layout tsi_conv_direct_layout_of(const ts_conv_direct *d, const ts_cgeom *g) {
     return (ts_conv_direct_layout){
         .ob = d->ob, .g = g->g, .og = g->og, .cg = g->cg, .kh = g->kh, .kw = g->kw};
 }
 
 /* [group][block][c][i][j][ob]: each tap's OB weights sit together for the broadcasts */
-void ts_conv_direct_pack_into(const ts_conv_direct *d, const ts_cgeom *g, const float *w,
-                              float *p) {
+void tsi_conv_direct_pack_into(const ts_conv_direct *d, const ts_cgeom *g, const float *w,
+                               float *p) {
     const int64_t ob = d->ob, nblk = (g->og + ob - 1) / ob, taps = g->cg * g->kh * g->kw;
     for (int64_t gi = 0; gi < g->g; gi++)
         for (int64_t bi = 0; bi < nblk; bi++)
@@ -381,29 +381,29 @@ void ts_conv_direct_pack_into(const ts_conv_direct *d, const ts_cgeom *g, const 
                 }
 }
 
-float *ts_conv_direct_pack(const ts_conv_direct *d, const ts_cgeom *g, const float *w) {
-    float *p = malloc(sizeof(float) * (size_t)ts_conv_direct_pack_floats(d, g) + 1);
-    if (p) ts_conv_direct_pack_into(d, g, w, p);
+float *tsi_conv_direct_pack(const ts_conv_direct *d, const ts_cgeom *g, const float *w) {
+    float *p = malloc(sizeof(float) * (size_t)tsi_conv_direct_pack_floats(d, g) + 1);
+    if (p) tsi_conv_direct_pack_into(d, g, w, p);
     return p;
 }
 
-void ts_conv_direct_forward(const ts_conv_direct *d, const ts_cgeom *g, const float *x,
-                            const float *wpk, const float *b, float *y, float *scratch) {
+void tsi_conv_direct_forward(const ts_conv_direct *d, const ts_cgeom *g, const float *x,
+                             const float *wpk, const float *b, float *y, float *scratch) {
     d->fwd(g, x, wpk, b, y, scratch);
 }
 
-void ts_conv_direct_forward_groups(const ts_conv_direct *d, const ts_cgeom *g, int64_t g0,
-                                   int64_t g1, const float *x, const float *wpk, const float *b,
-                                   float *y, float *scratch) {
+void tsi_conv_direct_forward_groups(const ts_conv_direct *d, const ts_cgeom *g, int64_t g0,
+                                    int64_t g1, const float *x, const float *wpk, const float *b,
+                                    float *y, float *scratch) {
     if (g0 >= g1) return;
     ts_cgeom s = *g; /* the kernel reads groups, per-group sizes and offsets within a group */
     s.g = g1 - g0, s.c = s.g * g->cg, s.o = s.g * g->og;
-    const int64_t per_group = ts_conv_direct_pack_floats(d, g) / g->g;
+    const int64_t per_group = tsi_conv_direct_pack_floats(d, g) / g->g;
     d->fwd(&s, x + g0 * g->cg * g->h * g->w, wpk + g0 * per_group, b ? b + g0 * g->og : NULL,
            y + g0 * g->og * g->oh * g->ow, scratch);
 }
 
-void ts_conv_direct_weight(const ts_conv_direct *d, const ts_cgeom *g, const float *gy,
-                           const float *x, float *gw, float *scratch, bool acc) {
+void tsi_conv_direct_weight(const ts_conv_direct *d, const ts_cgeom *g, const float *gy,
+                            const float *x, float *gw, float *scratch, bool acc) {
     d->wgt(g, gy, x, gw, scratch, acc);
 }

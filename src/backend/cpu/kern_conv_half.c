@@ -21,7 +21,7 @@ typedef ts_cgeom cgeom;
 
 /* f: n floats; h: n halves of dtype dt; widen: h -> f, else f -> h (rounded) */
 static void convert(float *f, char *h, ts_dtype dt, int64_t n, bool widen) {
-    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const ts_vec_kernels *vk = tsi_vec_kernels_get();
     const int64_t chunks = (n + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
     TS_PARALLEL_FOR_IF(
         CONVERT_PARALLEL(n), for (int64_t c = 0; c < chunks; c++) {
@@ -68,7 +68,7 @@ void tsi_conv2d_half(const cgeom *g, const ts_kview *out, const ts_kview *x, con
     gf.act = TS_CONV_ACT_NONE;
     cgeom gk = *g; /* the bf16 kernel applies ReLU itself */
     gk.act = tsi_conv_act_in_bf16_kernel(g->act);
-    if (bf16_native(out->dtype, ts_conv_direct_for(&gf, false)) &&
+    if (bf16_native(out->dtype, tsi_conv_direct_for(&gf, false)) &&
         tsi_dnnl_conv_forward_bf16(&gk, (const uint16_t *)x->data, (const uint16_t *)w->data, wid,
                                    bias ? (const uint16_t *)bias->data : NULL,
                                    (uint16_t *)out->data)) {
@@ -81,8 +81,8 @@ void tsi_conv2d_half(const cgeom *g, const ts_kview *out, const ts_kview *x, con
     if (fy && tsi_conv_forward_f32(&gf, fx, fw, fb, fy))
         from_f32(fy, tsi_conv_numel4(out), out);
     else
-        ts_conv_naive_forward(&gf, out->dtype, x->data, w->data, bias ? bias->data : NULL,
-                              out->data);
+        tsi_conv_naive_forward(&gf, out->dtype, x->data, w->data, bias ? bias->data : NULL,
+                               out->data);
     free(fx), free(fw), free(fb), free(fy);
     tsi_conv_act_output(g, out);
 }
@@ -91,7 +91,7 @@ void tsi_conv2d_backward_data_half(const cgeom *g, const ts_kview *gx, const ts_
                                    const ts_kview *w) {
     const ts_dtype dt = gx->dtype;
     cgeom tg;
-    if (bf16_native(dt, tsi_conv_transposed_geom(g, &tg) && ts_conv_direct_for(&tg, false)) &&
+    if (bf16_native(dt, tsi_conv_transposed_geom(g, &tg) && tsi_conv_direct_for(&tg, false)) &&
         tsi_dnnl_conv_backward_data_bf16(g, (const uint16_t *)gout->data, (const uint16_t *)w->data,
                                          (uint16_t *)gx->data))
         return;
@@ -101,14 +101,14 @@ void tsi_conv2d_backward_data_half(const cgeom *g, const ts_kview *gx, const ts_
     if (fx && tsi_conv_backward_data_f32(g, fy, fw, fx))
         from_f32(fx, tsi_conv_numel4(gx), gx);
     else
-        ts_conv_naive_backward_data(g, dt, gout->data, w->data, gx->data);
+        tsi_conv_naive_backward_data(g, dt, gout->data, w->data, gx->data);
     free(fx), free(fw), free(fy);
 }
 
 void tsi_conv2d_backward_weight_half(const cgeom *g, const ts_kview *gw, const ts_kview *gout,
                                      const ts_kview *x) {
     const ts_dtype dt = gw->dtype;
-    if (bf16_native(dt, ts_conv_direct_for(g, true)) &&
+    if (bf16_native(dt, tsi_conv_direct_for(g, true)) &&
         tsi_dnnl_conv_backward_weight_bf16(g, (const uint16_t *)gout->data,
                                            (const uint16_t *)x->data, (uint16_t *)gw->data))
         return;
@@ -118,6 +118,6 @@ void tsi_conv2d_backward_weight_half(const cgeom *g, const ts_kview *gw, const t
     if (fw && tsi_conv_backward_weight_f32(g, fy, fx, fw))
         from_f32(fw, tsi_conv_numel4(gw), gw);
     else
-        ts_conv_naive_backward_weight(g, dt, gout->data, x->data, gw->data);
+        tsi_conv_naive_backward_weight(g, dt, gout->data, x->data, gw->data);
     free(fx), free(fw), free(fy);
 }

@@ -58,8 +58,8 @@ static int64_t out_at(int64_t v, int64_t k, int64_t s, int64_t p, int64_t d, int
     return t / s < size ? t / s : -1;
 }
 
-void ts_conv_naive_forward(const ts_cgeom *g, ts_dtype dt, const char *x, const char *w,
-                           const char *b, char *y) {
+void tsi_conv_naive_forward(const ts_cgeom *g, ts_dtype dt, const char *x, const char *w,
+                            const char *b, char *y) {
     for (int64_t n = 0; n < g->n; n++)
         for (int64_t o = 0; o < g->o; o++) {
             const int64_t c0 = o / g->og * g->cg;
@@ -82,8 +82,8 @@ void ts_conv_naive_forward(const ts_cgeom *g, ts_dtype dt, const char *x, const 
         }
 }
 
-void ts_conv_naive_backward_data(const ts_cgeom *g, ts_dtype dt, const char *gy, const char *w,
-                                 char *gx) {
+void tsi_conv_naive_backward_data(const ts_cgeom *g, ts_dtype dt, const char *gy, const char *w,
+                                  char *gx) {
     for (int64_t n = 0; n < g->n; n++)
         for (int64_t ci = 0; ci < g->c; ci++) {
             const int64_t grp = ci / g->cg, c = ci % g->cg;
@@ -106,8 +106,8 @@ void ts_conv_naive_backward_data(const ts_cgeom *g, ts_dtype dt, const char *gy,
         }
 }
 
-void ts_conv_naive_backward_weight(const ts_cgeom *g, ts_dtype dt, const char *gy, const char *x,
-                                   char *gw) {
+void tsi_conv_naive_backward_weight(const ts_cgeom *g, ts_dtype dt, const char *gy, const char *x,
+                                    char *gw) {
     int64_t wi = 0;
     for (int64_t o = 0; o < g->o; o++) {
         const int64_t c0 = o / g->og * g->cg;

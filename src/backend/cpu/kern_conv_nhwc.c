@@ -19,7 +19,7 @@
 
 bool tsi_conv_view_nhwc(const ts_kview *v) { return ts_kview_nhwc_only(v); }
 
-bool ts_cpu_conv2d_channels_last(const ts_backend *be, int index, ts_dtype dt) {
+bool tsi_cpu_conv2d_channels_last(const ts_backend *be, int index, ts_dtype dt) {
     (void)be, (void)index;
     return dt == TS_F32 || dt == TS_F64 || dt == TS_F16 || dt == TS_BF16;
 }
@@ -81,7 +81,7 @@ static ts_cgeom geom(const ts_kview *x, const ts_kview *w, const ts_kview *y,
     const int64_t nchw[4] = {x->shape[0], x->shape[1], x->shape[2], x->shape[3]};
     const int64_t o_ohw[3] = {w->shape[0], y->shape[2], y->shape[3]};
     const int64_t khw[2] = {w->shape[2], w->shape[3]};
-    ts_cgeom g = ts_cgeom_make(nchw, o_ohw, khw, p);
+    ts_cgeom g = tsi_cgeom_make(nchw, o_ohw, khw, p);
     g.nhwc = true;
     return g;
 }
@@ -127,13 +127,13 @@ void tsi_conv2d_nhwc(const ts_backend *be, int index, const ts_kview *out, const
     ts_kview px, po;
     const bool have_x = plain_of(be, index, x, &px, true);
     if (have_x && plain_of(be, index, out, &po, false)) {
-        ts_cpu_conv2d(be, index, &po, &px, w, bias, p);
+        tsi_cpu_conv2d(be, index, &po, &px, w, bias, p);
         be->copy(be, index, out, &po);
         free(po.data), free(px.data);
         return;
     }
     if (have_x) free(px.data);
-    ts_conv_naive_forward(&g, dt, x->data, w->data, bd, out->data);
+    tsi_conv_naive_forward(&g, dt, x->data, w->data, bd, out->data);
     tsi_conv_act_output(&g, out);
 }
 
@@ -149,13 +149,13 @@ void tsi_conv2d_backward_data_nhwc(const ts_backend *be, int index, const ts_kvi
     ts_kview pg, px;
     const bool have_g = plain_of(be, index, gout, &pg, true);
     if (have_g && plain_of(be, index, gx, &px, false)) {
-        ts_cpu_conv2d_backward_data(be, index, &px, &pg, w, p);
+        tsi_cpu_conv2d_backward_data(be, index, &px, &pg, w, p);
         be->copy(be, index, gx, &px);
         free(px.data), free(pg.data);
         return;
     }
     if (have_g) free(pg.data);
-    ts_conv_naive_backward_data(&g, dt, gout->data, w->data, gx->data);
+    tsi_conv_naive_backward_data(&g, dt, gout->data, w->data, gx->data);
 }
 
 void tsi_conv2d_backward_weight_nhwc(const ts_backend *be, int index, const ts_kview *gw,
@@ -170,10 +170,10 @@ void tsi_conv2d_backward_weight_nhwc(const ts_backend *be, int index, const ts_k
     ts_kview pg, px;
     const bool have_g = plain_of(be, index, gout, &pg, true);
     if (have_g && plain_of(be, index, x, &px, true)) {
-        ts_cpu_conv2d_backward_weight(be, index, gw, &pg, &px, p);
+        tsi_cpu_conv2d_backward_weight(be, index, gw, &pg, &px, p);
         free(px.data), free(pg.data);
         return;
     }
     if (have_g) free(pg.data);
-    ts_conv_naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
+    tsi_conv_naive_backward_weight(&g, dt, gout->data, x->data, gw->data);
 }

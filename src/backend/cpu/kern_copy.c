@@ -171,7 +171,7 @@ RAW_COPY(raw_copy8, uint64_t)
  * the CPU has it), the very bits of the table's loops. p[0] = dst, p[1] = src. */
 static void cast_half(void *ctx, char *const *p, const int64_t *s, int64_t n) {
     const ts_dtype *dt = (const ts_dtype *)ctx; /* {dst, src} */
-    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const ts_vec_kernels *vk = tsi_vec_kernels_get();
     if (dt[0] == TS_F32 && s[0] == (int64_t)sizeof(float)) {
         ts_vec_load_f32(vk, (float *)p[0], p[1], dt[1], s[1], n);
     } else if (dt[1] == TS_F32 && s[1] == (int64_t)sizeof(float)) {
@@ -183,7 +183,7 @@ static void cast_half(void *ctx, char *const *p, const int64_t *s, int64_t n) {
 
 static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
 
-void ts_cpu_copy(const ts_backend *be, int index, const ts_kview *dst, const ts_kview *src) {
+void tsi_cpu_copy(const ts_backend *be, int index, const ts_kview *dst, const ts_kview *src) {
     (void)be;
     (void)index;
     const ts_kview *views[2] = {dst, src};
@@ -233,7 +233,7 @@ FILL_SEG(fill2, uint16_t)
 FILL_SEG(fill4, uint32_t)
 FILL_SEG(fill8, uint64_t)
 
-void ts_cpu_fill(const ts_backend *be, int index, const ts_kview *dst, double value) {
+void tsi_cpu_fill(const ts_backend *be, int index, const ts_kview *dst, double value) {
     (void)be;
     (void)index;
     union {

@@ -122,8 +122,8 @@ static void select_common(const ts_kview *out, const ts_kview *in, int dim, cons
         });
 }
 
-void ts_cpu_index_select(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
-                         int dim, const ts_kview *idx) {
+void tsi_cpu_index_select(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                          int dim, const ts_kview *idx) {
     (void)be;
     (void)index;
     ts_kview o = as_1d(out), i = as_1d(in);
@@ -132,8 +132,8 @@ void ts_cpu_index_select(const ts_backend *be, int index, const ts_kview *out, c
     select_common(&o, &i, dim, (const int64_t *)idx->data, xstr);
 }
 
-void ts_cpu_gather(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
-                   int dim, const ts_kview *idx) {
+void tsi_cpu_gather(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                    int dim, const ts_kview *idx) {
     (void)be;
     (void)index;
     ts_kview o = as_1d(out), i = as_1d(in), x = as_1d(idx);
@@ -179,8 +179,8 @@ IX_SCATTER_ROW(scatter_u16, uint16_t, ADD_U16)
 IX_SCATTER_ROW(scatter_u32, uint32_t, ADD_UNSIGNED)
 IX_SCATTER_ROW(scatter_u64, uint64_t, ADD_UNSIGNED)
 
-void ts_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, int dim,
-                        const ts_kview *idx, const ts_kview *src) {
+void tsi_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, int dim,
+                         const ts_kview *idx, const ts_kview *src) {
     (void)be;
     (void)index;
     ts_kview d = as_1d(dst), x = as_1d(idx), s = as_1d(src);

@@ -105,7 +105,7 @@ static void cpu_layer_norm_backward(const ts_backend *be, int index, const ts_la
     variant_for(a->x.dtype)->backward(a, (double *)ws);
 }
 
-bool ts_cpu_layer_norm_isa(ts_cpu_isa isa, const ts_layer_norm_args *a, bool backward, void *ws) {
+bool tsi_cpu_layer_norm_isa(ts_cpu_isa isa, const ts_layer_norm_args *a, bool backward, void *ws) {
     if (!ln_isa_available(isa)) return false;
     const ln_variant *v = &variants[isa][a->x.dtype == TS_F64];
     if (backward)
@@ -115,7 +115,7 @@ bool ts_cpu_layer_norm_isa(ts_cpu_isa isa, const ts_layer_norm_args *a, bool bac
     return true;
 }
 
-void ts_cpu_layer_norm_install(ts_backend *be) {
+void tsi_cpu_layer_norm_install(ts_backend *be) {
     be->layer_norm_supports = cpu_layer_norm_supports;
     be->layer_norm_workspace = cpu_layer_norm_workspace;
     be->layer_norm_forward = cpu_layer_norm_forward;

@@ -217,9 +217,9 @@ static bool gemv_one(const mm_desc *d, const float *a, const float *b, float *c,
     if ((double)d->m * (double)d->n * (double)d->k <= GEMM_DIRECT_MAX) return false;
     const bool a_rows = d->sa[2] == 1 || d->k == 1, b_cols = d->sb[1] == 1 || d->k == 1;
     if (d->m == 1 && a_rows && b_cols)
-        return ts_gemv_f32(d->n, d->k, a, b, d->sb[2], bias, sbias, c, d->sc[2], parallel);
+        return tsi_gemv_f32(d->n, d->k, a, b, d->sb[2], bias, sbias, c, d->sc[2], parallel);
     if (d->n == 1 && a_rows && b_cols) /* one bias element for every row */
-        return ts_gemv_f32(d->m, d->k, b, a, d->sa[1], bias, 0, c, d->sc[1], parallel);
+        return tsi_gemv_f32(d->m, d->k, b, a, d->sa[1], bias, 0, c, d->sc[1], parallel);
     return false;
 }
 
@@ -230,9 +230,9 @@ static bool gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, c
     if (!dbl && gemv_one(d, (const float *)a, (const float *)b, (float *)c, NULL, 0, parallel))
         return true;
     if (!dbl && !tsi_lib_sgemm_near_peak(macs) &&
-        ts_gemm_small_f32(d->m, d->n, d->k, (const float *)a, d->sa[1], d->sa[2], (const float *)b,
-                          d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
-                          parallel && run_in_parallel(macs)))
+        tsi_gemm_small_f32(d->m, d->n, d->k, (const float *)a, d->sa[1], d->sa[2], (const float *)b,
+                           d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
+                           parallel && run_in_parallel(macs)))
         return true;
     if (macs <= GEMM_DIRECT_MAX) {
         if (dbl)
@@ -245,12 +245,12 @@ static bool gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, c
                       d->sc[1], d->sc[2]);
     if (r != BLAS_CANNOT) return r == BLAS_DONE;
     if (dbl)
-        return ts_gemm_blocked_f64(d->m, d->n, d->k, (const double *)a, d->sa[1], d->sa[2],
-                                   (const double *)b, d->sb[1], d->sb[2], (double *)c, d->sc[1],
-                                   d->sc[2], parallel);
-    return ts_gemm_blocked_f32(d->m, d->n, d->k, (const float *)a, d->sa[1], d->sa[2],
-                               (const float *)b, d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
-                               parallel);
+        return tsi_gemm_blocked_f64(d->m, d->n, d->k, (const double *)a, d->sa[1], d->sa[2],
+                                    (const double *)b, d->sb[1], d->sb[2], (double *)c, d->sc[1],
+                                    d->sc[2], parallel);
+    return tsi_gemm_blocked_f32(d->m, d->n, d->k, (const float *)a, d->sa[1], d->sa[2],
+                                (const float *)b, d->sb[1], d->sb[2], (float *)c, d->sc[1],
+                                d->sc[2], parallel);
 }
 
 static void zero_out(const mm_desc *d, char *c, size_t es) {
@@ -314,7 +314,7 @@ static void halves_to_f32(float *dst, const char *p, bool bf, int64_t nb, int64_
         for (int64_t r = 0; r < total_rows;
              r++) { /* F16C where the CPU has it (vec_kernels.h) */
                     const char *src = p + 2 * (size_t)((r / rows) * s[0] + (r % rows) * s[1]);
-                    ts_vec_load_f32(ts_vec_kernels_get(), dst + r * cols, src,
+                    ts_vec_load_f32(tsi_vec_kernels_get(), dst + r * cols, src,
                                     bf ? TS_BF16 : TS_F16, 2 * s[2], cols);
         });
 }
@@ -381,14 +381,14 @@ static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b,
             char *dst = c + 2 * (size_t)((r / d->m) * d->sc[0] + (r % d->m) * d->sc[1]);
             if (fbias)
                 for (int64_t j = 0; j < n; j++) fc[r * n + j] += fbias[j];
-            ts_vec_store_f32(ts_vec_kernels_get(), dst, bf ? TS_BF16 : TS_F16, 2 * d->sc[2],
+            ts_vec_store_f32(tsi_vec_kernels_get(), dst, bf ? TS_BF16 : TS_F16, 2 * d->sc[2],
                              fc + r * n, n);
         });
     tsi_host_scratch_put(block);
     return true;
 }
 
-bool ts_cpu_half_products_native(const ts_backend *be, int index, ts_dtype dt) {
+bool tsi_cpu_half_products_native(const ts_backend *be, int index, ts_dtype dt) {
     (void)be, (void)index;
     return dt == TS_BF16 && tsi_dnnl_bf16_native();
 }
@@ -446,8 +446,8 @@ static void matmul_int(int_rows_fn fn, const mm_desc *d, const char *a, const ch
     fn(d, a, b, c, 0, rows);
 }
 
-void ts_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
-                   const ts_kview *b) {
+void tsi_cpu_matmul(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
+                    const ts_kview *b) {
     (void)be, (void)index;
     mm_desc d = mm_desc_of(out, a, b);
     bool ok = true;
@@ -510,8 +510,8 @@ ADD_ROW(add_row_f64, double)
  * primitive anyway (the bias added to the rounded product as it is stored), else the product and
  * then the bias added row by row: the same bits either way (tests/test_xformer_paths.c). f16 and
  * bf16 add the bias to the float32 sums and round once (matmul_half). */
-void ts_cpu_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
-                        const ts_kview *b, const ts_kview *bias) {
+void tsi_cpu_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
+                         const ts_kview *b, const ts_kview *bias) {
     const mm_desc d = mm_desc_of(out, a, b);
     if (out->dtype == TS_F16 || out->dtype == TS_BF16) {
         if (!matmul_half(out->dtype == TS_BF16, &d, a->data, b->data, out->data, bias->data,
@@ -532,7 +532,7 @@ void ts_cpu_matmul_bias(const ts_backend *be, int index, const ts_kview *out, co
                                          out->data, d.sc, bias->data))
             return;
     }
-    ts_cpu_matmul(be, index, out, a, b);
+    tsi_cpu_matmul(be, index, out, a, b);
     const int64_t rows = d.bsz * d.m, esz = (int64_t)ts_dtype_size(out->dtype);
     TS_PARALLEL_FOR_IF(
         run_in_parallel((double)(rows * d.n)), for (int64_t r = 0; r < rows; r++) {

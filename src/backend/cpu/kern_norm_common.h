@@ -43,7 +43,7 @@ static inline bool ln_isa_available(ts_cpu_isa isa) {
 #ifndef LN_X86
     if (isa != TS_ISA_GENERIC) return false;
 #endif
-    return (int)isa >= 0 && isa < TS_ISA_COUNT && isa <= ts_cpu_isa_host();
+    return (int)isa >= 0 && isa < TS_ISA_COUNT && isa <= tsi_cpu_isa_host();
 }
 
 #endif /* TS_KERN_NORM_COMMON_H */

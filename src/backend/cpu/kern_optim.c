@@ -198,7 +198,7 @@ static ts_optim_hparams tensor_hparams(const struct ts_optim_step_args *a, int i
     return h;
 }
 
-void ts_cpu_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args) {
+void tsi_cpu_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args) {
     if (args->skip_if && *(const float *)args->skip_if->data != 0) return; /* Inf/NaN: skipped */
     for (int i = 0; i < args->n; i++) {
         const ts_kview *pv = &args->param[i];

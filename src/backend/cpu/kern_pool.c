@@ -129,6 +129,36 @@ static void max2x2_plane_f32(const pgeom *g, const float *x, float *y, int64_t *
     }
 }
 
+/* Max over windows of one row (kernel height 1: max_pool1d's [N, C, 1, L] view), every window
+ * inside the row, no padding, no dilation: the generic loop's result (NaN wins, ties keep the
+ * first) with selects, as max2x2_plane_f32; the generic loop's branches mispredicted on random
+ * data (12x PyTorch's max_pool1d time, bench/results/SURFACE.md). */
+static bool is_max_row(const pgeom *g) {
+    return g->kind == TS_POOL_MAX && g->kh == 1 && g->ph == 0 && g->pw == 0 && g->dw == 1 &&
+           g->kw >= 1 && (g->ow - 1) * g->sw + g->kw <= g->w && (g->oh - 1) * g->sh < g->h;
+}
+
+static void max_row_plane_f32(const pgeom *g, const float *x, float *y, int64_t *idx) {
+    const int64_t w = g->w, ow = g->ow, kw = g->kw, sw = g->sw;
+    for (int64_t oy = 0; oy < g->oh; oy++) {
+        const int64_t base = oy * g->sh * w;
+        const float *r = x + base;
+        float *yr = y + oy * ow;
+        int64_t *ir = idx ? idx + oy * ow : NULL;
+        for (int64_t ox = 0; ox < ow; ox++) {
+            const float *win = r + ox * sw;
+            float m = win[0];
+            int64_t k = 0;
+            for (int64_t j = 1; j < kw; j++) {
+                const float v = win[j];
+                MAX2_STEP(v, j);
+            }
+            yr[ox] = m;
+            if (ir) ir[ox] = base + ox * sw + k;
+        }
+    }
+}
+
 /* The same for f16/bf16 without converting the output: a max is one of its inputs, so the
  * winner's bits are selected along with it (only the comparisons widen to f32). Through the
  * generic loop this was the largest cost of a LeNet-5 step under bf16 autocast. */
@@ -206,8 +236,8 @@ static float plane_mean_f32(const float *x, int64_t n) {
     return acc[0] / (float)n;
 }
 
-void ts_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
-                   const ts_kview *indices, const ts_pool2d_params *p) {
+void tsi_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                    const ts_kview *indices, const ts_pool2d_params *p) {
     (void)be, (void)index;
     const pgeom g = pgeom_of(x, out, p);
     if (g.planes == 0 || g.oh * g.ow == 0) return;
@@ -218,7 +248,7 @@ void ts_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const t
     const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow, planes = g.planes;
     const ts_dtype dt = out->dtype;
     const size_t es = dt == TS_F64 ? 8 : dt == TS_F32 ? 4 : 2;
-    const bool fast = is_max2x2(&g);
+    const bool fast = is_max2x2(&g), row = !fast && dt == TS_F32 && is_max_row(&g);
     int64_t *idx = indices && g.kind == TS_POOL_MAX ? (int64_t *)indices->data : NULL;
     const bool global = g.kind == TS_POOL_ADAPTIVE_AVG && g.oh == 1 && g.ow == 1 && dt == TS_F32;
     TS_PARALLEL_FOR_IF(
@@ -230,6 +260,8 @@ void ts_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const t
                 *(float *)yp = plane_mean_f32((const float *)xp, in_plane);
             else if (fast && dt == TS_F32)
                 max2x2_plane_f32(&g, (const float *)xp, (float *)yp, ip);
+            else if (row)
+                max_row_plane_f32(&g, (const float *)xp, (float *)yp, ip);
             else if (fast && dt == TS_F16)
                 max2x2_plane_f16(&g, (const uint16_t *)xp, (uint16_t *)yp, ip);
             else if (fast && dt == TS_BF16)
@@ -245,9 +277,9 @@ void ts_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const t
         });
 }
 
-void ts_cpu_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx,
-                            const ts_kview *gout, const ts_kview *indices,
-                            const ts_pool2d_params *p) {
+void tsi_cpu_pool2d_backward(const ts_backend *be, int index, const ts_kview *gx,
+                             const ts_kview *gout, const ts_kview *indices,
+                             const ts_pool2d_params *p) {
     (void)be, (void)index;
     const pgeom g = pgeom_of(gx, gout, p);
     const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow, planes = g.planes;

@@ -27,7 +27,7 @@ static atomic_uint_fast64_t calls;
 
 uint64_t tsi_pool_nhwc_count(void) { return atomic_load(&calls); }
 
-bool ts_cpu_pool2d_channels_last(const ts_backend *be, int index, ts_dtype dt) {
+bool tsi_cpu_pool2d_channels_last(const ts_backend *be, int index, ts_dtype dt) {
     (void)be, (void)index;
     return dt == TS_F32 || dt == TS_F64 || dt == TS_F16 || dt == TS_BF16;
 }
@@ -64,7 +64,7 @@ static bool parallel_worth(double work, int64_t tasks) {
 /* m channels at p (a pixel's run) as floats: p itself for float32, else widened into buf */
 static const float *run_f32(const nhwc *a, const char *p, int64_t m, float *buf) {
     if (a->dt == TS_F32) return (const float *)p;
-    ts_vec_load_f32(ts_vec_kernels_get(), buf, p, a->dt, 2, m);
+    ts_vec_load_f32(tsi_vec_kernels_get(), buf, p, a->dt, 2, m);
     return buf;
 }
 
@@ -72,7 +72,7 @@ static void store_f32(const nhwc *a, char *p, const float *v, int64_t m) {
     if (a->dt == TS_F32)
         memcpy(p, v, (size_t)m * sizeof *v);
     else
-        ts_vec_store_f32(ts_vec_kernels_get(), p, a->dt, 2, v, m);
+        ts_vec_store_f32(tsi_vec_kernels_get(), p, a->dt, 2, v, m);
 }
 
 /* The running max of one tap's run v into acc, with the tap's flat index q into best where it

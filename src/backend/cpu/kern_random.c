@@ -191,7 +191,7 @@ static void random_batch(ts_random_kind kind, const ts_kview *out, double p0, do
             }
         }
         /* ts_philox_box_muller's formula, vectorised (vec_math_impl.h) */
-        ts_vec_kernels_get()->normal_f64(v, u1, u2, p0, p1, m);
+        tsi_vec_kernels_get()->normal_f64(v, u1, u2, p0, p1, m);
         break;
     }
     case TS_RAND_BERNOULLI:
@@ -215,8 +215,8 @@ static void random_batch(ts_random_kind kind, const ts_kview *out, double p0, do
     store_linear(out, start, m, v, NULL);
 }
 
-void ts_cpu_random(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
-                   double p0, double p1, uint64_t seed, uint64_t offset) {
+void tsi_cpu_random(const ts_backend *be, int index, ts_random_kind kind, const ts_kview *out,
+                    double p0, double p1, uint64_t seed, uint64_t offset) {
     (void)be;
     (void)index;
     int64_t numel = 1;

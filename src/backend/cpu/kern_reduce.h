@@ -69,49 +69,50 @@ static inline bool ts_cpu_red_is_arg(ts_reduce_op op) {
     return op == TS_R_ARGMAX || op == TS_R_ARGMIN;
 }
 
-size_t ts_cpu_red_elem_size(ts_dtype dt);
+size_t tsi_cpu_red_elem_size(ts_dtype dt);
 /* Drops size-1 dims and merges neighbours that are contiguous with each other; row-major linear
  * indices are unchanged. An empty or 0-dim input gives one dim (size 0 or 1). */
-ts_cpu_rdims ts_cpu_red_coalesce(int nd, const int64_t *shape, const int64_t *strides);
-int64_t ts_cpu_red_lin_offset(const ts_cpu_rdims *r, int64_t lin);
-void ts_cpu_red_odo_init(ts_cpu_odo *o, const ts_cpu_rdims *r, int64_t lin);
+ts_cpu_rdims tsi_cpu_red_coalesce(int nd, const int64_t *shape, const int64_t *strides);
+int64_t tsi_cpu_red_lin_offset(const ts_cpu_rdims *r, int64_t lin);
+void tsi_cpu_red_odo_init(ts_cpu_odo *o, const ts_cpu_rdims *r, int64_t lin);
 /* n elements at stride s (elements) from p, converted */
-void ts_cpu_red_conv_run_f64(double *dst, const char *p, ts_dtype dt, int64_t s, int64_t n);
-void ts_cpu_red_conv_run_i64(int64_t *dst, const char *p, ts_dtype dt, int64_t s, int64_t n);
+void tsi_cpu_red_conv_run_f64(double *dst, const char *p, ts_dtype dt, int64_t s, int64_t n);
+void tsi_cpu_red_conv_run_i64(int64_t *dst, const char *p, ts_dtype dt, int64_t s, int64_t n);
 /* Loads the reduced elements at positions pos .. pos+m-1 (row-major over r) from base into dd (as
  * double) or di (as int64). */
-void ts_cpu_red_fetch(double *dd, int64_t *di, const char *base, ts_dtype dt, const ts_cpu_rdims *r,
-                      int64_t pos, int64_t m);
+void tsi_cpu_red_fetch(double *dd, int64_t *di, const char *base, ts_dtype dt,
+                       const ts_cpu_rdims *r, int64_t pos, int64_t m);
 
 /* Writes outputs o0 .. o0+n-1 (row-major over out), converting to out's dtype. */
-void ts_cpu_red_store_run_d(const ts_kview *out, int64_t o0, const double *v, int64_t n);
-void ts_cpu_red_store_run_i(const ts_kview *out, int64_t o0, const int64_t *v, int64_t n);
+void tsi_cpu_red_store_run_d(const ts_kview *out, int64_t o0, const double *v, int64_t n);
+void tsi_cpu_red_store_run_i(const ts_kview *out, int64_t o0, const int64_t *v, int64_t n);
 
-ts_cpu_fstate ts_cpu_red_fs_init(ts_reduce_op op);
-ts_cpu_fstate ts_cpu_red_lse_make(double m, double s);
+ts_cpu_fstate tsi_cpu_red_fs_init(ts_reduce_op op);
+ts_cpu_fstate tsi_cpu_red_lse_make(double m, double s);
 /* Merges the partial R (later positions) into L (earlier positions). */
-void ts_cpu_red_fs_combine(ts_reduce_op op, ts_cpu_fstate *L, const ts_cpu_fstate *R);
+void tsi_cpu_red_fs_combine(ts_reduce_op op, ts_cpu_fstate *L, const ts_cpu_fstate *R);
 /* Folds reduced positions [pos, pos + m <= RED_CHUNK) of a contiguous float32 run straight from the
- * input: sum and mean with ts_cpu_red_fetch + ts_cpu_red_fs_fold's bits, logsumexp (of float16 and
- * bfloat16 runs too) with float exponentials summed in double (kern_reduce_state.c); false (nothing
- * done) for other ops, dtypes, layouts and logsumexp runs whose largest element is not finite. */
-bool ts_cpu_red_fold_f32_run(ts_reduce_op op, ts_cpu_fstate *st, const char *base, ts_dtype dt,
-                             const ts_cpu_rdims *r, int64_t pos, int64_t m);
+ * input: sum and mean with tsi_cpu_red_fetch + tsi_cpu_red_fs_fold's bits, logsumexp (of float16
+ * and bfloat16 runs too) with float exponentials summed in double (kern_reduce_state.c); false
+ * (nothing done) for other ops, dtypes, layouts and logsumexp runs whose largest element is not
+ * finite. */
+bool tsi_cpu_red_fold_f32_run(ts_reduce_op op, ts_cpu_fstate *st, const char *base, ts_dtype dt,
+                              const ts_cpu_rdims *r, int64_t pos, int64_t m);
 /* Folds x[0..m), at reduced positions pos.., into st. */
-void ts_cpu_red_fs_fold(ts_reduce_op op, ts_cpu_fstate *st, const double *x, int64_t m,
-                        int64_t pos);
+void tsi_cpu_red_fs_fold(ts_reduce_op op, ts_cpu_fstate *st, const double *x, int64_t m,
+                         int64_t pos);
 /* The result (mean, var, ...; arg ops: the index) of a state; n is the full reduced count. */
-double ts_cpu_red_fs_finish(ts_reduce_op op, const ts_cpu_fstate *st, int64_t n, double corr);
+double tsi_cpu_red_fs_finish(ts_reduce_op op, const ts_cpu_fstate *st, int64_t n, double corr);
 /* Finishes and writes output o. */
-void ts_cpu_red_fs_store(ts_reduce_op op, const ts_kview *out, int64_t o, const ts_cpu_fstate *st,
-                         int64_t n, double corr);
-ts_cpu_istate ts_cpu_red_is_init(ts_reduce_op op);
-void ts_cpu_red_is_combine(ts_reduce_op op, ts_cpu_istate *L, const ts_cpu_istate *R);
-void ts_cpu_red_is_fold(ts_reduce_op op, ts_cpu_istate *st, const int64_t *x, int64_t m,
-                        int64_t pos);
-void ts_cpu_red_is_store(ts_reduce_op op, const ts_kview *out, int64_t o, const ts_cpu_istate *st);
+void tsi_cpu_red_fs_store(ts_reduce_op op, const ts_kview *out, int64_t o, const ts_cpu_fstate *st,
+                          int64_t n, double corr);
+ts_cpu_istate tsi_cpu_red_is_init(ts_reduce_op op);
+void tsi_cpu_red_is_combine(ts_reduce_op op, ts_cpu_istate *L, const ts_cpu_istate *R);
+void tsi_cpu_red_is_fold(ts_reduce_op op, ts_cpu_istate *st, const int64_t *x, int64_t m,
+                         int64_t pos);
+void tsi_cpu_red_is_store(ts_reduce_op op, const ts_kview *out, int64_t o, const ts_cpu_istate *st);
 
 /* kern_reduce_cols.c: the "reduce outer dims, keep a contiguous inner dim" path */
-void ts_cpu_red_cols(const ts_cpu_rplan *P);
+void tsi_cpu_red_cols(const ts_cpu_rplan *P);
 
 #endif /* TS_CPU_KERN_REDUCE_H */

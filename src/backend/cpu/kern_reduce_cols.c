@@ -20,11 +20,11 @@ static bool col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
     if (!mem) return false; /* reported by the caller, outside the parallel loop */
     if (P->ints) {
         int64_t *V = (int64_t *)mem, *I = V + tn, *x = I + tn;
-        ts_cpu_istate init = ts_cpu_red_is_init(op);
+        ts_cpu_istate init = tsi_cpu_red_is_init(op);
         for (int64_t c = 0; c < tn; c++) V[c] = init.v, I[c] = -1;
-        ts_cpu_red_odo_init(&o, &P->red, p0);
+        tsi_cpu_red_odo_init(&o, &P->red, p0);
         for (int64_t p = p0; p < p1; p++, ts_cpu_odo_next(&o, &P->red)) {
-            ts_cpu_red_conv_run_i64(x, base + (size_t)o.off * P->es, P->dt, 1, tn);
+            tsi_cpu_red_conv_run_i64(x, base + (size_t)o.off * P->es, P->dt, 1, tn);
             switch (op) {
             case TS_R_SUM:
                 for (int64_t c = 0; c < tn; c++) V[c] = (int64_t)((uint64_t)V[c] + (uint64_t)x[c]);
@@ -50,16 +50,16 @@ static bool col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
             if (is)
                 is[c] = st;
             else
-                ts_cpu_red_is_store(op, P->out, o0 + c, &st);
+                tsi_cpu_red_is_store(op, P->out, o0 + c, &st);
         }
         free(mem);
         return true;
     }
     double *A = (double *)mem, *B = A + tn, *x = B + tn;
     int64_t *I = (int64_t *)(x + tn);
-    ts_cpu_fstate init = ts_cpu_red_fs_init(op);
+    ts_cpu_fstate init = tsi_cpu_red_fs_init(op);
     for (int64_t c = 0; c < tn; c++) A[c] = init.a, B[c] = 0.0, I[c] = -1;
-    ts_cpu_red_odo_init(&o, &P->red, p0);
+    tsi_cpu_red_odo_init(&o, &P->red, p0);
     /* sums of f32/f64 read the input directly: a converted copy would double the bytes that must
      * stay in L1 next to the accumulators */
     bool direct = (op == TS_R_SUM || op == TS_R_MEAN || op == TS_R_VAR || op == TS_R_STD) &&
@@ -73,7 +73,7 @@ static bool col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
                 for (int64_t c = 0; c < tn; c++) A[c] += ((const double *)row)[c];
             continue;
         }
-        ts_cpu_red_conv_run_f64(x, row, P->dt, 1, tn);
+        tsi_cpu_red_conv_run_f64(x, row, P->dt, 1, tn);
         switch (op) {
         case TS_R_SUM:
         case TS_R_MEAN:
@@ -106,9 +106,9 @@ static bool col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
         bool var = op != TS_R_LOGSUMEXP;
         if (var)
             for (int64_t c = 0; c < tn; c++) A[c] /= (double)cnt;
-        ts_cpu_red_odo_init(&o, &P->red, p0);
+        tsi_cpu_red_odo_init(&o, &P->red, p0);
         for (int64_t p = p0; p < p1; p++, ts_cpu_odo_next(&o, &P->red)) {
-            ts_cpu_red_conv_run_f64(x, base + (size_t)o.off * P->es, P->dt, 1, tn);
+            tsi_cpu_red_conv_run_f64(x, base + (size_t)o.off * P->es, P->dt, 1, tn);
             if (var)
                 for (int64_t c = 0; c < tn; c++) B[c] += (x[c] - A[c]) * (x[c] - A[c]);
             else
@@ -116,18 +116,18 @@ static bool col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
         }
     }
     for (int64_t c = 0; c < tn; c++) {
-        ts_cpu_fstate st = op == TS_R_LOGSUMEXP ? ts_cpu_red_lse_make(A[c], B[c])
+        ts_cpu_fstate st = op == TS_R_LOGSUMEXP ? tsi_cpu_red_lse_make(A[c], B[c])
                                                 : (ts_cpu_fstate){A[c], B[c], cnt, I[c]};
         if (fs)
             fs[c] = st;
         else
-            ts_cpu_red_fs_store(op, P->out, o0 + c, &st, P->n, P->corr);
+            tsi_cpu_red_fs_store(op, P->out, o0 + c, &st, P->n, P->corr);
     }
     free(mem);
     return true;
 }
 
-void ts_cpu_red_cols(const ts_cpu_rplan *P) {
+void tsi_cpu_red_cols(const ts_cpu_rplan *P) {
     int64_t C = P->lead.shape[P->lead.nd - 1];
     ts_cpu_rdims rest = P->lead;
     rest.nd--;
@@ -159,7 +159,7 @@ void ts_cpu_red_cols(const ts_cpu_rplan *P) {
             int64_t it = w / nb, b = w % nb, q = it / ntiles, c0 = (it % ntiles) * RED_TILE;
             int64_t tn = C - c0 < RED_TILE ? C - c0 : RED_TILE;
             int64_t p0 = b * bs, p1 = p0 + bs < P->n ? p0 + bs : P->n;
-            const char *base = P->base + (size_t)(ts_cpu_red_lin_offset(&rest, q) + c0) * P->es;
+            const char *base = P->base + (size_t)(tsi_cpu_red_lin_offset(&rest, q) + c0) * P->es;
             if (!col_partial(P, base, tn, p0, p1, fs ? fs + w * tw : NULL, is ? is + w * tw : NULL,
                              q * C + c0))
                 atomic_store_explicit(&failed, true, memory_order_relaxed);
@@ -180,14 +180,14 @@ void ts_cpu_red_cols(const ts_cpu_rplan *P) {
             int64_t first = it * nb * tw + c;
             for (int64_t b = 1; b < nb; b++) {
                 if (fs)
-                    ts_cpu_red_fs_combine(P->op, &fs[first], &fs[first + b * tw]);
+                    tsi_cpu_red_fs_combine(P->op, &fs[first], &fs[first + b * tw]);
                 else
-                    ts_cpu_red_is_combine(P->op, &is[first], &is[first + b * tw]);
+                    tsi_cpu_red_is_combine(P->op, &is[first], &is[first + b * tw]);
             }
             if (fs)
-                ts_cpu_red_fs_store(P->op, P->out, q * C + c0 + c, &fs[first], P->n, P->corr);
+                tsi_cpu_red_fs_store(P->op, P->out, q * C + c0 + c, &fs[first], P->n, P->corr);
             else
-                ts_cpu_red_is_store(P->op, P->out, q * C + c0 + c, &is[first]);
+                tsi_cpu_red_is_store(P->op, P->out, q * C + c0 + c, &is[first]);
         }
     }
     free(fs);

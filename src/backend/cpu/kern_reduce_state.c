@@ -8,11 +8,11 @@
 #include "backend/kernel_math.h"
 #include "core/clones.h"
 
-size_t ts_cpu_red_elem_size(ts_dtype dt) { return ts_cpu_dtype_size(dt); }
+size_t tsi_cpu_red_elem_size(ts_dtype dt) { return ts_cpu_dtype_size(dt); }
 
 /* Drops size-1 dims and merges neighbours that are contiguous with each other; row-major linear
  * indices are unchanged. An empty or 0-dim input gives one dim (size 0 or 1). */
-ts_cpu_rdims ts_cpu_red_coalesce(int nd, const int64_t *shape, const int64_t *strides) {
+ts_cpu_rdims tsi_cpu_red_coalesce(int nd, const int64_t *shape, const int64_t *strides) {
     ts_cpu_rdims r;
     r.nd = 0;
     for (int d = 0; d < nd; d++) {
@@ -42,7 +42,7 @@ ts_cpu_rdims ts_cpu_red_coalesce(int nd, const int64_t *shape, const int64_t *st
     return r;
 }
 
-int64_t ts_cpu_red_lin_offset(const ts_cpu_rdims *r, int64_t lin) {
+int64_t tsi_cpu_red_lin_offset(const ts_cpu_rdims *r, int64_t lin) {
     int64_t off = 0;
     for (int d = r->nd - 1; d >= 0; d--) {
         off += (lin % r->shape[d]) * r->strides[d];
@@ -51,7 +51,7 @@ int64_t ts_cpu_red_lin_offset(const ts_cpu_rdims *r, int64_t lin) {
     return off;
 }
 
-void ts_cpu_red_odo_init(ts_cpu_odo *o, const ts_cpu_rdims *r, int64_t lin) {
+void tsi_cpu_red_odo_init(ts_cpu_odo *o, const ts_cpu_rdims *r, int64_t lin) {
     o->off = 0;
     for (int d = r->nd - 1; d >= 0; d--) {
         o->idx[d] = lin % r->shape[d];
@@ -75,7 +75,7 @@ void ts_cpu_red_odo_init(ts_cpu_odo *o, const ts_cpu_rdims *r, int64_t lin) {
 #define AS_I(v)   ((int64_t)(v))
 #define BOOL_I(v) ((int64_t)((v) != 0))
 
-void ts_cpu_red_conv_run_f64(double *dst, const char *p, ts_dtype dt, int64_t s, int64_t n) {
+void tsi_cpu_red_conv_run_f64(double *dst, const char *p, ts_dtype dt, int64_t s, int64_t n) {
     switch (dt) {
     case TS_F32:
         CONV_LOOP(float, AS_D);
@@ -121,7 +121,7 @@ void ts_cpu_red_conv_run_f64(double *dst, const char *p, ts_dtype dt, int64_t s,
     }
 }
 
-void ts_cpu_red_conv_run_i64(int64_t *dst, const char *p, ts_dtype dt, int64_t s, int64_t n) {
+void tsi_cpu_red_conv_run_i64(int64_t *dst, const char *p, ts_dtype dt, int64_t s, int64_t n) {
     switch (dt) {
     case TS_I64:
         CONV_LOOP(int64_t, AS_I);
@@ -157,30 +157,30 @@ void ts_cpu_red_conv_run_i64(int64_t *dst, const char *p, ts_dtype dt, int64_t s
 
 /* Loads the reduced elements at positions pos .. pos+m-1 (row-major over `r`) starting from base;
  * into dd (as double) or di (as int64). */
-void ts_cpu_red_fetch(double *dd, int64_t *di, const char *base, ts_dtype dt, const ts_cpu_rdims *r,
-                      int64_t pos, int64_t m) {
-    size_t es = ts_cpu_red_elem_size(dt);
+void tsi_cpu_red_fetch(double *dd, int64_t *di, const char *base, ts_dtype dt,
+                       const ts_cpu_rdims *r, int64_t pos, int64_t m) {
+    size_t es = tsi_cpu_red_elem_size(dt);
     int last = r->nd - 1;
     int64_t ls = r->strides[last];
     if (r->nd == 1) {
         const char *p = base + (size_t)(pos * ls) * es;
         if (dd)
-            ts_cpu_red_conv_run_f64(dd, p, dt, ls, m);
+            tsi_cpu_red_conv_run_f64(dd, p, dt, ls, m);
         else
-            ts_cpu_red_conv_run_i64(di, p, dt, ls, m);
+            tsi_cpu_red_conv_run_i64(di, p, dt, ls, m);
         return;
     }
     ts_cpu_odo o;
-    ts_cpu_red_odo_init(&o, r, pos);
+    tsi_cpu_red_odo_init(&o, r, pos);
     int64_t done = 0;
     while (done < m) {
         int64_t run = r->shape[last] - o.idx[last];
         if (run > m - done) run = m - done;
         const char *p = base + (size_t)o.off * es;
         if (dd)
-            ts_cpu_red_conv_run_f64(dd + done, p, dt, ls, run);
+            tsi_cpu_red_conv_run_f64(dd + done, p, dt, ls, run);
         else
-            ts_cpu_red_conv_run_i64(di + done, p, dt, ls, run);
+            tsi_cpu_red_conv_run_i64(di + done, p, dt, ls, run);
         done += run;
         if (done >= m) break;
         o.idx[last] += run - 1;
@@ -300,7 +300,7 @@ static void put_run_i(char *p, ts_dtype dt, int64_t s, const int64_t *v, int64_t
 static void store_run(const ts_kview *out, int64_t o0, const double *vd, const int64_t *vi,
                       int64_t n) {
     int nd = out->ndim;
-    size_t es = ts_cpu_red_elem_size(out->dtype);
+    size_t es = tsi_cpu_red_elem_size(out->dtype);
     if (nd == 0) {
         if (vd)
             put_run_d(out->data, out->dtype, 0, vd, n);
@@ -336,17 +336,17 @@ static void store_run(const ts_kview *out, int64_t o0, const double *vd, const i
     }
 }
 
-void ts_cpu_red_store_run_d(const ts_kview *out, int64_t o0, const double *v, int64_t n) {
+void tsi_cpu_red_store_run_d(const ts_kview *out, int64_t o0, const double *v, int64_t n) {
     store_run(out, o0, v, NULL, n);
 }
 
-void ts_cpu_red_store_run_i(const ts_kview *out, int64_t o0, const int64_t *v, int64_t n) {
+void tsi_cpu_red_store_run_i(const ts_kview *out, int64_t o0, const int64_t *v, int64_t n) {
     store_run(out, o0, NULL, v, n);
 }
 
 /* ------------------------------------------------------------------ float states */
 
-ts_cpu_fstate ts_cpu_red_fs_init(ts_reduce_op op) {
+ts_cpu_fstate tsi_cpu_red_fs_init(ts_reduce_op op) {
     ts_cpu_fstate s = {0.0, 0.0, 0, -1};
     if (op == TS_R_PROD)
         s.a = 1.0;
@@ -358,7 +358,7 @@ ts_cpu_fstate ts_cpu_red_fs_init(ts_reduce_op op) {
 }
 
 /* logsumexp partials keep (max, sum exp(x - max)); infinite or NaN maxima settle the answer. */
-ts_cpu_fstate ts_cpu_red_lse_make(double m, double s) {
+ts_cpu_fstate tsi_cpu_red_lse_make(double m, double s) {
     ts_cpu_fstate r = {m, s, 0, -1};
     if (m != m)
         r.b = NAN;
@@ -370,7 +370,7 @@ ts_cpu_fstate ts_cpu_red_lse_make(double m, double s) {
 }
 
 /* Merges the partial R (later positions) into L (earlier positions). */
-void ts_cpu_red_fs_combine(ts_reduce_op op, ts_cpu_fstate *L, const ts_cpu_fstate *R) {
+void tsi_cpu_red_fs_combine(ts_reduce_op op, ts_cpu_fstate *L, const ts_cpu_fstate *R) {
     switch (op) {
     case TS_R_SUM:
     case TS_R_MEAN:
@@ -400,15 +400,15 @@ void ts_cpu_red_fs_combine(ts_reduce_op op, ts_cpu_fstate *L, const ts_cpu_fstat
     }
     case TS_R_LOGSUMEXP: {
         if (L->a != L->a || R->a != R->a) {
-            *L = ts_cpu_red_lse_make(NAN, NAN);
+            *L = tsi_cpu_red_lse_make(NAN, NAN);
         } else if (L->a == -INFINITY) {
             *L = *R;
         } else if (R->a != -INFINITY) {
             double m = L->a > R->a ? L->a : R->a;
             if (m == INFINITY)
-                *L = ts_cpu_red_lse_make(m, 1.0);
+                *L = tsi_cpu_red_lse_make(m, 1.0);
             else
-                *L = ts_cpu_red_lse_make(m, L->b * exp(L->a - m) + R->b * exp(R->a - m));
+                *L = tsi_cpu_red_lse_make(m, L->b * exp(L->a - m) + R->b * exp(R->a - m));
         }
         break;
     }
@@ -455,28 +455,28 @@ static double sum_d(const double *x, int64_t m) {
  * Rows whose largest element is not finite (all -inf, +inf, only NaNs) take the double path.
  * float16 and bfloat16 runs convert to float first (exact), the same way. */
 static bool lse_f32_run(ts_cpu_fstate *st, const float *x, int64_t m) {
-    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const ts_vec_kernels *vk = tsi_vec_kernels_get();
     const float mx = vk->max_f32(x, m);
     if (!isfinite(mx)) return false;
-    ts_cpu_fstate c = ts_cpu_red_lse_make(mx, vk->exp_sum_f32(NULL, x, mx, m));
-    ts_cpu_red_fs_combine(TS_R_LOGSUMEXP, st, &c);
+    ts_cpu_fstate c = tsi_cpu_red_lse_make(mx, vk->exp_sum_f32(NULL, x, mx, m));
+    tsi_cpu_red_fs_combine(TS_R_LOGSUMEXP, st, &c);
     return true;
 }
 
-bool ts_cpu_red_fold_f32_run(ts_reduce_op op, ts_cpu_fstate *st, const char *base, ts_dtype dt,
-                             const ts_cpu_rdims *r, int64_t pos, int64_t m) {
+bool tsi_cpu_red_fold_f32_run(ts_reduce_op op, ts_cpu_fstate *st, const char *base, ts_dtype dt,
+                              const ts_cpu_rdims *r, int64_t pos, int64_t m) {
     if (r->nd != 1 || r->strides[0] != 1) return false;
     if (op == TS_R_LOGSUMEXP && (dt == TS_F16 || dt == TS_BF16) && m <= RED_CHUNK) {
         float buf[RED_CHUNK]; /* halves convert to float exactly (F16C where the CPU has it) */
-        ts_vec_load_f32(ts_vec_kernels_get(), buf, base + (size_t)pos * 2, dt, 2, m);
+        ts_vec_load_f32(tsi_vec_kernels_get(), buf, base + (size_t)pos * 2, dt, 2, m);
         return lse_f32_run(st, buf, m);
     }
     if (dt != TS_F32) return false;
     if (op == TS_R_LOGSUMEXP) return lse_f32_run(st, (const float *)base + pos, m);
     if (op != TS_R_SUM && op != TS_R_MEAN) return false;
-    ts_cpu_fstate c = ts_cpu_red_fs_init(op);
+    ts_cpu_fstate c = tsi_cpu_red_fs_init(op);
     sum_f_run((const float *)base + pos, m, &c.a);
-    ts_cpu_red_fs_combine(op, st, &c);
+    tsi_cpu_red_fs_combine(op, st, &c);
     return true;
 }
 
@@ -532,9 +532,9 @@ static double prod_d(const double *x, int64_t m) {
 }
 
 /* Folds x[0..m), at reduced positions pos.., into st. */
-void ts_cpu_red_fs_fold(ts_reduce_op op, ts_cpu_fstate *st, const double *x, int64_t m,
-                        int64_t pos) {
-    ts_cpu_fstate c = ts_cpu_red_fs_init(op);
+void tsi_cpu_red_fs_fold(ts_reduce_op op, ts_cpu_fstate *st, const double *x, int64_t m,
+                         int64_t pos) {
+    ts_cpu_fstate c = tsi_cpu_red_fs_init(op);
     switch (op) {
     case TS_R_SUM:
     case TS_R_MEAN:
@@ -558,8 +558,8 @@ void ts_cpu_red_fs_fold(ts_reduce_op op, ts_cpu_fstate *st, const double *x, int
     }
     case TS_R_LOGSUMEXP: {
         double mx = max_d(x, m, true), s = 0.0;
-        if (isfinite(mx)) s = ts_vec_kernels_get()->exp_sum_f64(x, mx, m);
-        c = ts_cpu_red_lse_make(mx, s);
+        if (isfinite(mx)) s = tsi_vec_kernels_get()->exp_sum_f64(x, mx, m);
+        c = tsi_cpu_red_lse_make(mx, s);
         break;
     }
     case TS_R_ARGMAX:
@@ -578,10 +578,10 @@ void ts_cpu_red_fs_fold(ts_reduce_op op, ts_cpu_fstate *st, const double *x, int
     default:
         break;
     }
-    ts_cpu_red_fs_combine(op, st, &c);
+    tsi_cpu_red_fs_combine(op, st, &c);
 }
 
-double ts_cpu_red_fs_finish(ts_reduce_op op, const ts_cpu_fstate *st, int64_t n, double corr) {
+double tsi_cpu_red_fs_finish(ts_reduce_op op, const ts_cpu_fstate *st, int64_t n, double corr) {
     switch (op) {
     case TS_R_ARGMAX:
     case TS_R_ARGMIN:
@@ -601,15 +601,15 @@ double ts_cpu_red_fs_finish(ts_reduce_op op, const ts_cpu_fstate *st, int64_t n,
     }
 }
 
-void ts_cpu_red_fs_store(ts_reduce_op op, const ts_kview *out, int64_t o, const ts_cpu_fstate *st,
-                         int64_t n, double corr) {
-    double v = ts_cpu_red_fs_finish(op, st, n, corr);
+void tsi_cpu_red_fs_store(ts_reduce_op op, const ts_kview *out, int64_t o, const ts_cpu_fstate *st,
+                          int64_t n, double corr) {
+    double v = tsi_cpu_red_fs_finish(op, st, n, corr);
     store_run(out, o, &v, NULL, 1);
 }
 
 /* ------------------------------------------------------------------ integer states */
 
-ts_cpu_istate ts_cpu_red_is_init(ts_reduce_op op) {
+ts_cpu_istate tsi_cpu_red_is_init(ts_reduce_op op) {
     ts_cpu_istate s = {0, -1};
     if (op == TS_R_PROD)
         s.v = 1;
@@ -621,7 +621,7 @@ ts_cpu_istate ts_cpu_red_is_init(ts_reduce_op op) {
 }
 
 /* Sums and products wrap (two's complement) like PyTorch instead of overflowing into UB. */
-void ts_cpu_red_is_combine(ts_reduce_op op, ts_cpu_istate *L, const ts_cpu_istate *R) {
+void tsi_cpu_red_is_combine(ts_reduce_op op, ts_cpu_istate *L, const ts_cpu_istate *R) {
     switch (op) {
     case TS_R_SUM:
         L->v = (int64_t)((uint64_t)L->v + (uint64_t)R->v);
@@ -646,9 +646,9 @@ void ts_cpu_red_is_combine(ts_reduce_op op, ts_cpu_istate *L, const ts_cpu_istat
     }
 }
 
-void ts_cpu_red_is_fold(ts_reduce_op op, ts_cpu_istate *st, const int64_t *x, int64_t m,
-                        int64_t pos) {
-    ts_cpu_istate c = ts_cpu_red_is_init(op);
+void tsi_cpu_red_is_fold(ts_reduce_op op, ts_cpu_istate *st, const int64_t *x, int64_t m,
+                         int64_t pos) {
+    ts_cpu_istate c = tsi_cpu_red_is_init(op);
     switch (op) {
     case TS_R_SUM: {
         uint64_t s = 0;
@@ -680,10 +680,11 @@ void ts_cpu_red_is_fold(ts_reduce_op op, ts_cpu_istate *st, const int64_t *x, in
     default:
         break;
     }
-    ts_cpu_red_is_combine(op, st, &c);
+    tsi_cpu_red_is_combine(op, st, &c);
 }
 
-void ts_cpu_red_is_store(ts_reduce_op op, const ts_kview *out, int64_t o, const ts_cpu_istate *st) {
+void tsi_cpu_red_is_store(ts_reduce_op op, const ts_kview *out, int64_t o,
+                          const ts_cpu_istate *st) {
     int64_t v = ts_cpu_red_is_arg(op) ? st->idx : st->v;
     store_run(out, o, NULL, &v, 1);
 }

@@ -89,7 +89,7 @@ static void scan_chunk_i(ts_scan_op op, scan_state *s, int64_t *v, int64_t *ix, 
 /* a 1-D view of m elements of v along dim starting at element offset off */
 static ts_kview line_view(const ts_kview *v, int dim, int64_t off, int64_t m) {
     ts_kview r = {0};
-    r.data = v->data + (size_t)off * ts_cpu_red_elem_size(v->dtype);
+    r.data = v->data + (size_t)off * tsi_cpu_red_elem_size(v->dtype);
     r.dtype = v->dtype;
     r.ndim = 1;
     r.shape[0] = m;
@@ -106,30 +106,30 @@ static void scan_line(ts_scan_op op, const ts_kview *out, const ts_kview *idx, c
                                                    : 0.0,
                     .u = op == TS_SCAN_PROD ? 1u : 0u};
     const int64_t n = in->shape[dim], is = in->strides[dim];
-    const size_t ies = ts_cpu_red_elem_size(in->dtype);
+    const size_t ies = tsi_cpu_red_elem_size(in->dtype);
     const bool ext = op == TS_SCAN_MAX || op == TS_SCAN_MIN;
     for (int64_t p = 0; p < n; p += SCAN_CHUNK) {
         int64_t m = n - p < SCAN_CHUNK ? n - p : SCAN_CHUNK;
         const char *src = in->data + (size_t)(io + p * is) * ies;
         ts_kview ov = line_view(out, dim, oo + p * out->strides[dim], m);
         if (ints) {
-            ts_cpu_red_conv_run_i64(ibuf, src, in->dtype, is, m);
+            tsi_cpu_red_conv_run_i64(ibuf, src, in->dtype, is, m);
             scan_chunk_i(op, &s, ibuf, xbuf, p, m);
-            ts_cpu_red_store_run_i(&ov, 0, ibuf, m);
+            tsi_cpu_red_store_run_i(&ov, 0, ibuf, m);
         } else {
-            ts_cpu_red_conv_run_f64(dbuf, src, in->dtype, is, m);
+            tsi_cpu_red_conv_run_f64(dbuf, src, in->dtype, is, m);
             scan_chunk_f(op, &s, dbuf, xbuf, p, m);
-            ts_cpu_red_store_run_d(&ov, 0, dbuf, m);
+            tsi_cpu_red_store_run_d(&ov, 0, dbuf, m);
         }
         if (ext) {
             ts_kview xv = line_view(idx, dim, xo + p * idx->strides[dim], m);
-            ts_cpu_red_store_run_i(&xv, 0, xbuf, m);
+            tsi_cpu_red_store_run_i(&xv, 0, xbuf, m);
         }
     }
 }
 
-void ts_cpu_scan(const ts_backend *be, int index, ts_scan_op op, const ts_kview *out,
-                 const ts_kview *idx, const ts_kview *in, int dim) {
+void tsi_cpu_scan(const ts_backend *be, int index, ts_scan_op op, const ts_kview *out,
+                  const ts_kview *idx, const ts_kview *in, int dim) {
     (void)be;
     (void)index;
     const int nd = in->ndim;

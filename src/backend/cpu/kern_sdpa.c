@@ -312,7 +312,7 @@ static void cpu_sdpa_backward(const ts_backend *be, int index, const ts_sdpa_arg
     var->backward(&pl, a, ws);
 }
 
-void ts_cpu_sdpa_install(ts_backend *be) {
+void tsi_cpu_sdpa_install(ts_backend *be) {
     be->sdpa_supports = cpu_sdpa_supports;
     be->sdpa_workspace = cpu_sdpa_workspace;
     be->sdpa_forward = cpu_sdpa_forward;

@@ -176,7 +176,7 @@ static void forward_batch(const ts_sdpa_args *a, const amx_sizes *z, int64_t n, 
     /* K^T (B of the scores: pairs along the head dim) and V, packed once */
     char *Vp = pack(Ktp, z->E, S, t.k, 1, t.krs);
     void *gw = pack(Vp, S, z->Ev, t.v, t.vrs, 1);
-    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const ts_vec_kernels *vk = tsi_vec_kernels_get();
     float *lse = (float *)a->lse.data + batch_offset(&a->lse, &a->q, z->nb, n);
     uint16_t *out = (uint16_t *)a->out.data + batch_offset(&a->out, &a->q, z->nb, n);
     const int64_t ors = a->out.strides[z->nb];
@@ -247,7 +247,7 @@ static void backward_batch(const ts_sdpa_args *a, const amx_sizes *z, int64_t n,
     char *Vtp = pack(Ktp, E, S, t.k, 1, t.krs);
     char *Kp = pack(Vtp, Ev, S, t.v, 1, t.vrs);
     void *gw = pack(Kp, S, E, t.k, t.krs, 1);
-    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const ts_vec_kernels *vk = tsi_vec_kernels_get();
     const float *lse = (const float *)a->lse.data + batch_offset(&a->lse, &a->q, nb, n);
     const uint16_t *o = (const uint16_t *)a->out.data + batch_offset(&a->out, &a->q, nb, n);
     const uint16_t *go = (const uint16_t *)a->dout.data + batch_offset(&a->dout, &a->q, nb, n);

@@ -63,11 +63,11 @@ static void offsets(const sm_dims *r, int nd, int64_t lin, int64_t *io, int64_t 
 /* ------------------------------------------------------------------ conversions */
 /* f32 / f16 / bf16 through vec_kernels.h's conversions (F16C where the CPU has it) */
 static void load_f(float *dst, const char *p, ts_dtype dt, int64_t s, int64_t n) {
-    ts_vec_load_f32(ts_vec_kernels_get(), dst, p, dt, s * (dt == TS_F32 ? 4 : 2), n);
+    ts_vec_load_f32(tsi_vec_kernels_get(), dst, p, dt, s * (dt == TS_F32 ? 4 : 2), n);
 }
 
 static void store_f(char *p, ts_dtype dt, int64_t s, const float *src, int64_t n) {
-    ts_vec_store_f32(ts_vec_kernels_get(), p, dt, s * (dt == TS_F32 ? 4 : 2), src, n);
+    ts_vec_store_f32(tsi_vec_kernels_get(), p, dt, s * (dt == TS_F32 ? 4 : 2), src, n);
 }
 
 static void load_d(double *dst, const char *p, ts_dtype dt, int64_t s, int64_t n) {
@@ -106,11 +106,11 @@ static void row_d(const double *x, double *y, int64_t L, bool lg) {
 
 /* the sum in double (vk keeps 16 lanes): long rows would lose digits in f32 */
 static void row_f(const float *x, float *y, int64_t L, bool lg) {
-    ts_vec_kernels_get()->softmax_row_f32(y, x, L, lg);
+    tsi_vec_kernels_get()->softmax_row_f32(y, x, L, lg);
 }
 
 /* v[c] = exp(v[c]) for c < n */
-static void exps_f(float *v, int64_t n) { ts_vec_kernels_get()->unary_f32(TS_U_EXP, v, v, n); }
+static void exps_f(float *v, int64_t n) { tsi_vec_kernels_get()->unary_f32(TS_U_EXP, v, v, n); }
 static void exps_d(double *v, int64_t n) {
     for (int64_t c = 0; c < n; c++) v[c] = exp(v[c]);
 }
@@ -208,8 +208,8 @@ static void exps_d(double *v, int64_t n) {
 SM_DEFINE(f, float, exps_f, logf, load_f, store_f)
 SM_DEFINE(d, double, exps_d, log, load_d, store_d)
 
-void ts_cpu_softmax(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
-                    int dim, bool log) {
+void tsi_cpu_softmax(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                     int dim, bool log) {
     (void)be;
     (void)index;
     ts_kview i1, o1;

@@ -30,7 +30,7 @@
     } while (0)
 
 static void row_f(float *gx, const float *y, const float *g, int64_t L, bool lg) {
-    ts_vec_kernels_get()->softmax_bwd_row_f32(gx, y, g, L, lg);
+    tsi_vec_kernels_get()->softmax_bwd_row_f32(gx, y, g, L, lg);
 }
 
 static void row_d(double *gx, const double *y, const double *g, int64_t L, bool lg) {
@@ -47,15 +47,15 @@ static void row_d(double *gx, const double *y, const double *g, int64_t L, bool 
 /* One f16 / bf16 row (es = 2) through float */
 static void row_half(char *gx, const char *y, const char *g, ts_dtype dt, int64_t L, bool lg) {
     float buf[3 * SMB_HALF_MAX];
-    const ts_vec_kernels *vk = ts_vec_kernels_get();
+    const ts_vec_kernels *vk = tsi_vec_kernels_get();
     ts_vec_load_f32(vk, buf, y, dt, 2, L);
     ts_vec_load_f32(vk, buf + L, g, dt, 2, L);
     vk->softmax_bwd_row_f32(buf + 2 * L, buf, buf + L, L, lg);
     ts_vec_store_f32(vk, gx, dt, 2, buf + 2 * L, L);
 }
 
-bool ts_cpu_softmax_backward(const ts_backend *be, int index, const ts_kview *gx, const ts_kview *y,
-                             const ts_kview *g, int dim, bool log) {
+bool tsi_cpu_softmax_backward(const ts_backend *be, int index, const ts_kview *gx,
+                              const ts_kview *y, const ts_kview *g, int dim, bool log) {
     (void)be;
     (void)index;
     const ts_dtype dt = y->dtype;

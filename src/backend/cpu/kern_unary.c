@@ -311,14 +311,14 @@ static void unary_u64(void *vctx, char *const *p, const int64_t *s, int64_t n) {
     }
 }
 
-void ts_cpu_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kview *out,
-                  const ts_kview *a, double p0, double p1) {
+void tsi_cpu_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kview *out,
+                   const ts_kview *a, double p0, double p1) {
     (void)be;
     (void)index;
     const bool half = a->dtype == TS_F16 || a->dtype == TS_BF16;
     unary_ctx ctx = {op,       p0,
-                     p1,       ts_vec_kernels_get(),
-                     a->dtype, (a->dtype == TS_F32 || half) && ts_vec_unary_has(op)};
+                     p1,       tsi_vec_kernels_get(),
+                     a->dtype, (a->dtype == TS_F32 || half) && tsi_vec_unary_has(op)};
     const ts_kview *views[2] = {out, a};
     ts_cpu_iter it;
     ts_cpu_iter_init(&it, 2, views);

@@ -2,7 +2,7 @@
 #ifndef TS_OMP_WAIT_H
 #define TS_OMP_WAIT_H
 
-/* At start-up (ts_cpu_backend_init; once, whoever calls first): notes the policy in effect and
+/* At start-up (tsi_cpu_backend_init; once, whoever calls first): notes the policy in effect and
  * takes a GOMP_SPINCOUNT that ts_cpu_bounded_spin set out of the environment again, so child
  * processes see what the program was given. */
 void tsi_omp_wait_init(void);

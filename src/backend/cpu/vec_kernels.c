@@ -148,7 +148,7 @@ static const ts_vec_kernels *const tables[TS_ISA_COUNT] = {
 #endif
 };
 
-const ts_vec_kernels *ts_vec_kernels_get(void) {
+const ts_vec_kernels *tsi_vec_kernels_get(void) {
 #ifdef TSV_X86
     return tables[ts_cpu_isa_get()];
 #else
@@ -156,12 +156,12 @@ const ts_vec_kernels *ts_vec_kernels_get(void) {
 #endif
 }
 
-const ts_vec_kernels *ts_vec_kernels_for(ts_cpu_isa isa) {
-    if ((int)isa < 0 || isa >= TS_ISA_COUNT || isa > ts_cpu_isa_host()) return NULL;
+const ts_vec_kernels *tsi_vec_kernels_for(ts_cpu_isa isa) {
+    if ((int)isa < 0 || isa >= TS_ISA_COUNT || isa > tsi_cpu_isa_host()) return NULL;
     return tables[isa];
 }
 
-bool ts_vec_unary_has(ts_unary_op op) {
+bool tsi_vec_unary_has(ts_unary_op op) {
     switch (op) {
     case TS_U_EXP:
     case TS_U_LOG:

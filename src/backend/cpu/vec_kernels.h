@@ -21,7 +21,7 @@
  */
 typedef struct ts_vec_kernels {
     ts_cpu_isa isa;
-    /* y = op(x) for the ops ts_vec_unary_has() accepts */
+    /* y = op(x) for the ops tsi_vec_unary_has() accepts */
     void (*unary_f32)(ts_unary_op op, float *y, const float *x, int64_t n);
     /* y = op(g, x) for TS_B_GELU_BWD and TS_B_SILU_BWD (x: the forward's input) */
     void (*bwd_f32)(ts_binary_op op, float *y, const float *g, const float *x, int64_t n);
@@ -55,11 +55,11 @@ typedef struct ts_vec_kernels {
 enum { TSV_EXP, TSV_LOG, TSV_TANH, TSV_ERF, TSV_ONEP_ERF, TSV_COS };
 
 /* The table for ts_cpu_isa_get(). */
-const ts_vec_kernels *ts_vec_kernels_get(void);
+const ts_vec_kernels *tsi_vec_kernels_get(void);
 /* The table of an ISA, or NULL when this CPU (or build) lacks it. */
-const ts_vec_kernels *ts_vec_kernels_for(ts_cpu_isa isa);
+const ts_vec_kernels *tsi_vec_kernels_for(ts_cpu_isa isa);
 /* Whether unary_f32 has op. */
-bool ts_vec_unary_has(ts_unary_op op);
+bool tsi_vec_unary_has(ts_unary_op op);
 
 /* Chunks of an f32 / f16 / bf16 run (stride in bytes) to and from floats, through the table's
  * conversions where the run is dense; f16 and bf16 kernels compute in float through these. */

@@ -17,6 +17,6 @@ extern "C" int tsc_backend_init(void) {
     tsc_install_elementwise(&g_cuda_backend);
     tsc_install_compute_kernels(&g_cuda_backend);
     tsc_install_graph(&g_cuda_backend);
-    ts_backend_register(&g_cuda_backend);
+    tsi_backend_register(&g_cuda_backend);
     return n;
 }

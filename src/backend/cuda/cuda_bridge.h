@@ -38,7 +38,7 @@ const ts_alloc_hooks *tsc_pinned_alloc_hooks(void);
 uintptr_t tsc_current_stream_id(int device);
 /* A use of a pinned block by the work queued so far on the current stream of `device` (an
  * asynchronous copy from or to it): an event recorded now, as an id for the pinned allocator's
- * ts_allocator_record_stream, so that the block's reuse waits for that copy alone. 0 when no event
+ * tsi_allocator_record_stream, so that the block's reuse waits for that copy alone. 0 when no event
  * could be recorded: then this has waited for the stream instead. */
 uintptr_t tsc_pinned_use_record(int device);
 /* The device the CUDA runtime has current for the calling thread (cudaGetDevice), -1 without

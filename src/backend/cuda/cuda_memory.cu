@@ -195,7 +195,7 @@ void *tsc_scratch_alloc(int index, size_t nbytes) {
     if (graph) return gp;
     ts_allocator *a = tsi_cuda_allocator(index);
     char msg[TS_OOM_MSG_LEN] = "";
-    ts_block *b = a ? ts_allocator_alloc(a, nbytes, msg, sizeof msg) : nullptr;
+    ts_block *b = a ? tsi_allocator_alloc(a, nbytes, msg, sizeof msg) : nullptr;
     if (!b) {
         tsi_error_set(TS_ERR_OOM, "cuda scratch memory: out of memory on cuda:%d: %s", index,
                       a ? msg : "no allocator");
@@ -203,11 +203,11 @@ void *tsc_scratch_alloc(int index, size_t nbytes) {
     }
     scratch_entry *e = (scratch_entry *)malloc(sizeof *e);
     if (!e) {
-        ts_allocator_release(a, b);
+        tsi_allocator_release(a, b);
         tsi_error_set(TS_ERR_OOM, "cuda scratch memory: out of host memory");
         return nullptr;
     }
-    e->ptr = ts_block_ptr(b);
+    e->ptr = tsi_block_ptr(b);
     e->block = b;
     pthread_mutex_lock(&g_scratch_mu);
     e->next = g_scratch;
@@ -235,7 +235,7 @@ void tsc_scratch_free(int index, void *p) {
     }
     pthread_mutex_unlock(&g_scratch_mu);
     if (!found) return; /* not ours: a caller's bug, but never worth a crash */
-    ts_allocator_release(tsi_cuda_allocator(index), found->block);
+    tsi_allocator_release(tsi_cuda_allocator(index), found->block);
     free(found);
 }
 
@@ -441,16 +441,16 @@ bool tsc_copy_table_h2d(int index, void *dst, const void *src, size_t n, const c
     if (graph) return graph_ok;
     cudaStream_t st = tsc_stream(index);
     ts_allocator *pa = tsi_pinned_allocator();
-    ts_block *b = pa ? ts_allocator_alloc(pa, n, nullptr, 0) : nullptr;
+    ts_block *b = pa ? tsi_allocator_alloc(pa, n, nullptr, 0) : nullptr;
     if (!b) /* no pinned memory: from pageable memory, and src must outlive the copy */
         return tsc_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, st), what, index) &&
                tsc_check(cudaStreamSynchronize(st), what, index);
-    memcpy(ts_block_ptr(b), src, n);
-    const bool ok = tsc_check(cudaMemcpyAsync(dst, ts_block_ptr(b), n, cudaMemcpyHostToDevice, st),
+    memcpy(tsi_block_ptr(b), src, n);
+    const bool ok = tsc_check(cudaMemcpyAsync(dst, tsi_block_ptr(b), n, cudaMemcpyHostToDevice, st),
                               what, index);
     /* the block goes back at once; it is handed out again only after this copy's event */
-    if (ok) ts_allocator_record_stream(pa, b, tsc_pinned_use_record(index));
-    ts_allocator_release(pa, b);
+    if (ok) tsi_allocator_record_stream(pa, b, tsc_pinned_use_record(index));
+    tsi_allocator_release(pa, b);
     return ok;
 }
 

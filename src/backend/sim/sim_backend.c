@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/sim/sim_link.h"
 
 #define GUARD ((size_t)64) /* bytes of known pattern on each side of a raw segment */
 
@@ -80,8 +81,19 @@ static void sim_raw_free(const ts_backend *be, int index, void *p, size_t nbytes
     if (index >= 0 && index < TS_SIM_MAX_DEVICES) atomic_fetch_sub(&sim_used[index], nbytes);
 }
 
-static void sim_copy_bytes(const ts_backend *be, int index, void *dst, const void *src, size_t n) {
-    if (n) memcpy(dst, src, n);
+/* host <-> sim: a plain memcpy, or through the simulated link when one is set (sim_link.c) */
+static void sim_copy_h2d(const ts_backend *be, int index, void *dst, const void *src, size_t n) {
+    if (atomic_load_explicit(&tsi_sim_link_on, memory_order_relaxed))
+        tsi_sim_link_copy(index, dst, src, n, true);
+    else if (n)
+        memcpy(dst, src, n);
+}
+
+static void sim_copy_d2h(const ts_backend *be, int index, void *dst, const void *src, size_t n) {
+    if (atomic_load_explicit(&tsi_sim_link_on, memory_order_relaxed))
+        tsi_sim_link_copy(index, dst, src, n, false);
+    else if (n)
+        memcpy(dst, src, n);
 }
 
 static void sim_copy_d2d(const ts_backend *be, int dst_index, void *dst, int src_index,
@@ -93,7 +105,10 @@ static void sim_memset_zero(const ts_backend *be, int index, void *p, size_t n) 
     if (n) memset(p, 0, n);
 }
 
-static void sim_synchronize(const ts_backend *be, int index) {}
+static void sim_synchronize(const ts_backend *be, int index) {
+    if (atomic_load_explicit(&tsi_sim_link_pending, memory_order_relaxed) > 0)
+        tsi_sim_link_sync(index);
+}
 
 static ts_backend sim_backend = {
     .name = "sim",
@@ -102,29 +117,29 @@ static ts_backend sim_backend = {
     .memory_info = sim_memory_info,
     .raw_alloc = sim_raw_alloc,
     .raw_free = sim_raw_free,
-    .copy_h2d = sim_copy_bytes,
-    .copy_d2h = sim_copy_bytes,
+    .copy_h2d = sim_copy_h2d,
+    .copy_d2h = sim_copy_d2h,
     .copy_d2d = sim_copy_d2d,
     .memset_zero = sim_memset_zero,
     .synchronize = sim_synchronize,
 };
 
-void ts_sim_backend_init(void) {
-    if (ts_backend_for(TS_SIM) == &sim_backend) return;
-    ts_cpu_kernels_install(&sim_backend);
-    ts_backend_register(&sim_backend);
+void tsi_sim_backend_init(void) {
+    if (tsi_backend_for(TS_SIM) == &sim_backend) return;
+    tsi_cpu_kernels_install(&sim_backend);
+    tsi_backend_register(&sim_backend);
 }
 
-int ts_sim_backend_configure(int count, size_t capacity) {
+int tsi_sim_backend_configure(int count, size_t capacity) {
     if (count < 0 || count > TS_SIM_MAX_DEVICES) return -1;
     atomic_store(&sim_capacity, capacity);
     atomic_store(&sim_count, count);
     return 0;
 }
 
-int ts_sim_backend_count(void) { return atomic_load(&sim_count); }
+int tsi_sim_backend_count(void) { return atomic_load(&sim_count); }
 
-size_t ts_sim_backend_used(int index) {
+size_t tsi_sim_backend_used(int index) {
     if (index < 0 || index >= TS_SIM_MAX_DEVICES) return 0;
     return atomic_load(&sim_used[index]);
 }

@@ -7,12 +7,12 @@
 #define TS_SIM_MAX_DEVICES 64
 
 /* Registers the sim backend (0 devices until configured); idempotent. Reads no environment. */
-void ts_sim_backend_init(void);
+void tsi_sim_backend_init(void);
 /* Sets the number of sim devices and the capacity of each (0 = unlimited). Returns 0, or -1 when
  * count < 0 or count > TS_SIM_MAX_DEVICES. Bytes already raw-allocated stay accounted. */
-int ts_sim_backend_configure(int count, size_t capacity);
-int ts_sim_backend_count(void);
+int tsi_sim_backend_configure(int count, size_t capacity);
+int tsi_sim_backend_count(void);
 /* Bytes currently raw-allocated on sim:index (segments, not tensors); 0 for a bad index. */
-size_t ts_sim_backend_used(int index);
+size_t tsi_sim_backend_used(int index);
 
 #endif /* TS_SIM_BACKEND_H */

@@ -1,6 +1,7 @@
 """tessera.nn.utils — gradient clipping (torch.nn.utils.clip_grad_norm_)."""
 from ... import _C
 from . import rnn  # noqa: F401,E402  (torch.nn.utils.rnn)
+from .placement import place  # noqa: F401,E402  (docs/MEMORY_PLANNING.md)
 
 Tensor = _C.Tensor
 
