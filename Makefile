@@ -52,10 +52,11 @@ test: build
 # One thread per test (OMP_NUM_THREADS=1): the sanitizers look at memory, and the Release suite
 # already runs every kernel split over the host's cores (TSan: the threaded tests). Two 2-thread
 # tests side by side under ctest -j2 took 1.5x as long as two 1-thread ones over the 40 heaviest
-# tests, 4x for some (docs/TESTING.md, "CI's time").
+# tests, 4x for some (docs/TESTING.md, "CI's time"). JOBS is passed down as the parent counted
+# them: nproc itself honours OMP_NUM_THREADS and would answer 1.
 asan:
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} \
-	ONEDNN_MAX_CPU_ISA=$${ONEDNN_MAX_CPU_ISA:-AVX512_CORE_BF16} $(MAKE) test BUILD=build-asan CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON -DTS_BUILD_BENCH=OFF -DTS_CUDA=OFF $(CMAKE_ARGS)"
+	ONEDNN_MAX_CPU_ISA=$${ONEDNN_MAX_CPU_ISA:-AVX512_CORE_BF16} $(MAKE) test JOBS=$(JOBS) BUILD=build-asan CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON -DTS_BUILD_BENCH=OFF -DTS_CUDA=OFF $(CMAKE_ARGS)"
 
 # ThreadSanitizer over the tests that run threads (tests/test_threads.c: training in 4 threads at
 # once, a model shared for inference; the loader's workers; data parallel's replica threads; the
