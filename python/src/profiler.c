@@ -102,6 +102,14 @@ static PyObject *py_events(PyObject *self, PyObject *cap) {
     return list;
 }
 
+/* one key_averages row: (name, shape or input dims, kind, calls, total_ns, self_ns, max_ns, bytes)
+ */
+static PyObject *stat_row(const ts_profile_stat *r, const char *shape) {
+    return Py_BuildValue("(sssLLLLL)", r->name, shape, kind_name(r->kind), (long long)r->calls,
+                         (long long)r->total_ns, (long long)r->self_ns, (long long)r->max_ns,
+                         (long long)r->bytes);
+}
+
 /* a list of (name, shape, kind, calls, total_ns, self_ns, max_ns, bytes) */
 static PyObject *py_key_averages(PyObject *self, PyObject *args) {
     (void)self;
@@ -118,10 +126,7 @@ static PyObject *py_key_averages(PyObject *self, PyObject *args) {
     PyObject *list = n < 0 ? (tsp_raise_pending(), NULL) : PyList_New((Py_ssize_t)n);
     for (int64_t i = 0; list && i < n; i++) {
         const ts_profile_stat *r = &rows[i];
-        PyObject *t =
-            Py_BuildValue("(sssLLLLL)", r->name, r->shape, kind_name(r->kind), (long long)r->calls,
-                          (long long)r->total_ns, (long long)r->self_ns, (long long)r->max_ns,
-                          (long long)r->bytes);
+        PyObject *t = stat_row(r, r->shape);
         if (!t) {
             Py_CLEAR(list);
             break;
@@ -146,10 +151,7 @@ static PyObject *py_key_averages_by_input(PyObject *self, PyObject *cap) {
     PyObject *list = n < 0 ? (tsp_raise_pending(), NULL) : PyList_New((Py_ssize_t)n);
     for (int64_t i = 0; list && i < n; i++) {
         const ts_profile_stat *r = &rows[i].stat;
-        PyObject *t =
-            Py_BuildValue("(sssLLLLL)", r->name, rows[i].input_dims, kind_name(r->kind),
-                          (long long)r->calls, (long long)r->total_ns, (long long)r->self_ns,
-                          (long long)r->max_ns, (long long)r->bytes);
+        PyObject *t = stat_row(r, rows[i].input_dims);
         if (!t) {
             Py_CLEAR(list);
             break;
