@@ -11,43 +11,13 @@
 #include "cli.h"
 #include "tessera/optim_offload.h"
 #include "tessera/placement.h"
+#include "train_internal.h"
 
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
-
-typedef struct trainer {
-    const tcli_opts *o;
-    ts_device dev; /* where the model lives and batches arrive: the first of devs */
-    ts_device devs[TCLI_MAX_DEVICES];
-    int ndev; /* > 1: data parallel over devs */
-    tcli_data data;
-    ts_module *model; /* the model itself: what checkpoints hold */
-    ts_module *net;   /* what runs: the model, or its DataParallel wrapper (which owns it) */
-    bool fsdp;        /* --fsdp: net is the FullyShardedDataParallel wrapper; model its module */
-    ts_optim *opt;
-    ts_dtype amp;           /* TS_DTYPE_DEFAULT: no autocast */
-    ts_grad_scaler *scaler; /* float16 autocast only */
-    ts_loader *train, *test;
-    ts_sampler *sampler; /* several processes: this rank's share of each epoch */
-    ts_logger *log;
-    int64_t step, batches; /* step: batches trained so far, over all epochs */
-    int64_t epochs;        /* --epochs, or fewer when --max-steps ends the run sooner */
-    int world, rank;       /* processes training together (mpirun), this one's rank */
-    bool is_main;          /* rank 0: prints progress, writes logs and checkpoints */
-    int64_t saved_batches; /* --resume: batches per epoch of the run that saved the checkpoint */
-    /* running sums of the epoch, kept on the device so that a batch costs no host sync */
-    ts_tensor *loss_sum, *correct;
-    double t_start; /* --time-limit counts from here */
-    /* --graph: the captured step, the static batch it reads, the eager steps before it */
-    ts_graph *graph;
-    ts_tensor *gx, *gy;
-    int64_t graph_warm;
-    bool graph_off;    /* the capture failed or cannot serve this run: eager from here on */
-    tcli_progress *pg; /* the epoch's progress, for --graph's lines */
-} trainer;
 
 /* --fsdp: the optimizer steps the shards; AdamW in two groups as make_optim's (each unit's shard
  * in its decaying part, the matrices and embeddings, and the rest: fsdp_wrap asks for them) */
@@ -89,173 +59,6 @@ static ts_optim *make_optim(const tcli_opts *o, ts_module *net) {
         return ts_adam(net, (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
     return ts_sgd(
         net, (ts_sgd_opts){.lr = lr, .momentum = o->momentum, .weight_decay = o->weight_decay});
-}
-
-/* Autocast around the forward pass and the loss with --amp (begin/end always pair). */
-static void amp_begin(const trainer *t) {
-    if (t->amp != TS_DTYPE_DEFAULT) ts_autocast_begin(t->dev.type, t->amp);
-}
-static void amp_end(const trainer *t) {
-    if (t->amp != TS_DTYPE_DEFAULT) ts_autocast_end();
-}
-
-/* Where a batch stands in its gradient-accumulation cycle (--grad-accum batches; the epoch's last
- * cycle may be shorter, and --max-steps may end one early). */
-typedef struct cycle {
-    bool first, last; /* zero the gradients before it; step the optimizer after it */
-    int64_t len;      /* batches in the cycle: each one's loss counts 1/len */
-} cycle;
-
-static cycle cycle_of(const trainer *t, int64_t done) {
-    const int64_t accum = t->o->grad_accum, start = done / accum * accum;
-    cycle c = {.first = done == start, .len = accum};
-    if (t->batches - start < c.len) c.len = t->batches - start;
-    c.last = done + 1 == start + c.len || (t->o->max_steps && t->step + 1 >= t->o->max_steps);
-    return c;
-}
-
-/* Forward and backward of one batch, and the optimizer step at its cycle's end; adds its loss x
- * size and its correct predictions (per token for a language model) to the sums. */
-static void train_batch(trainer *t, ts_batch *b, cycle c) {
-    ts_scope_begin();
-    if (c.first) ts_optim_zero_grad(t->opt);
-    /* DDP, FSDP: batches before the cycle's last only accumulate; its backward reduces them */
-    const bool no_sync = (t->world > 1 || t->fsdp) && !c.last;
-    if (no_sync && t->fsdp)
-        ts_fsdp_no_sync_begin(t->net);
-    else if (no_sync)
-        ts_ddp_no_sync_begin(t->net);
-    amp_begin(t);
-    ts_tensor *logits = ts_forward(t->net, b->x), *y = b->y;
-    tcli_flatten_tokens(&logits, &y);
-    ts_tensor *loss =
-        ts_cross_entropy_ex(logits, y, (ts_loss_opts){.label_smoothing = t->o->label_smoothing});
-    amp_end(t);
-    ts_tensor *part = c.len > 1 ? ts_div_scalar(loss, (double)c.len) : loss;
-    /* float16: a step with Inf/NaN gradients is skipped and the scale backs off */
-    ts_backward(t->scaler ? ts_grad_scaler_scale(t->scaler, part) : part);
-    if (no_sync && t->fsdp)
-        ts_fsdp_no_sync_end(t->net);
-    else if (no_sync)
-        ts_ddp_no_sync_end(t->net);
-    if (c.last) {
-        if (t->o->clip_grad > 0) {
-            if (t->scaler) ts_grad_scaler_unscale_(t->scaler, t->opt);
-            if (t->fsdp) /* the norm of the whole model's gradient, across the shards */
-                ts_fsdp_clip_grad_norm(t->net, t->o->clip_grad, 2);
-            else
-                ts_clip_grad_norm_module_tensor(t->model, t->o->clip_grad); /* no host read */
-        }
-        if (t->scaler) {
-            ts_grad_scaler_step(t->scaler, t->opt, NULL);
-            ts_grad_scaler_update(t->scaler);
-        } else {
-            ts_optim_step(t->opt);
-        }
-    }
-    ts_no_grad_begin();
-    ts_add_(t->loss_sum, ts_mul_scalar(loss, (double)ts_numel(y)));
-    ts_add_(t->correct, ts_sum(ts_eq(ts_argmax_dim(logits, 1, false), y)));
-    ts_no_grad_end();
-    ts_scope_end();
-}
-
-/* ------------------------------------------------------------------ --graph (docs/CAPTURE.md) */
-/* Eager steps before the capture, as PyTorch's CUDA-graph docs advise (a few iterations first):
- * the optimizer's state, the grad scaler's scale and the lazily made buffers exist by then, and a
- * capture never takes a parameter's first momentum step. */
-enum { GRAPH_WARMUP = 3 };
-
-static bool same_shape(ts_tensor *a, ts_tensor *b) {
-    ts_shape x = ts_shape_of(a), y = ts_shape_of(b);
-    if (x.ndim != y.ndim) return false;
-    for (int d = 0; d < x.ndim; d++)
-        if (x.dims[d] != y.dims[d]) return false;
-    return true;
-}
-
-/* Frees the graph and its static batch; the rest of the run trains eagerly. */
-static void graph_drop(trainer *t) {
-    ts_graph_free(t->graph);
-    ts_release(t->gx);
-    ts_release(t->gy);
-    t->graph = NULL, t->gx = t->gy = NULL;
-    t->graph_off = true;
-}
-
-/* b copied into the static batch, then the captured step over it (an error stays pending). */
-static void graph_replay(trainer *t, const ts_batch *b) {
-    ts_scope_begin(); /* the in-place ops hand back a reference */
-    ts_copy_(t->gx, b->x);
-    ts_copy_(t->gy, b->y);
-    ts_scope_end();
-    if (!ts_error()) ts_graph_replay(t->graph);
-}
-
-/* Captures train_batch over a static copy of b's shapes: true when it holds the step (not run
- * yet: the caller replays it for b). A capture records kernels without running them, so a failed
- * one trained nothing, but it did change some host state as if its kernels had run: an optimizer
- * step it recorded marked its parameters' state as made and stepped (state only a replay would
- * fill), the grad scaler moved to the next stage, and draws made on another device advanced the
- * generator. Those are put back, the failure is printed once and cleared, and false says b (and
- * every batch after it) trains eagerly. */
-static bool graph_capture(trainer *t, const ts_batch *b, cycle c) {
-    const ts_rng_state rng = ts_rng_get_state();
-    ts_tensor_list osd = ts_optim_state_dict(t->opt); /* snapshots of the state, not references */
-    const double scale = t->scaler && !ts_error() ? ts_grad_scaler_get_scale(t->scaler) : 0;
-    const bool saved = !ts_error();
-    ts_scope_begin();
-    t->gx = ts_keep(ts_empty_like(b->x));
-    t->gy = ts_keep(ts_empty_like(b->y));
-    ts_scope_end();
-    ts_status st = ts_error();
-    if (!st && (t->graph = ts_graph_capture_begin(t->dev, (ts_graph_opts){0}))) {
-        ts_batch sb = *b;
-        sb.x = t->gx, sb.y = t->gy;
-        train_batch(t, &sb, c);
-        st = ts_graph_capture_end();
-    } else if (!st) {
-        st = ts_error();
-    }
-    if (st == TS_OK) {
-        ts_tensor_list_free(&osd);
-        tcli_progress_note(t->pg,
-                           "--graph: the training step is captured on %s (%lld kernels) and "
-                           "replayed for each batch of %lld from step %lld",
-                           ts_device_str(t->dev), (long long)ts_graph_kernel_count(t->graph),
-                           (long long)ts_size(b->x, 0), (long long)t->step + 1);
-        return true;
-    }
-    tcli_progress_note(t->pg, "--graph: capture failed: %s; training on eagerly",
-                       ts_error_message());
-    ts_error_clear();
-    graph_drop(t);
-    if (saved) {
-        ts_rng_set_state(rng);
-        ts_optim_load_state_dict(t->opt, &osd);
-        if (t->scaler) ts_grad_scaler_set_scale(t->scaler, scale); /* and back to its first stage */
-    }
-    ts_tensor_list_free(&osd);
-    return false;
-}
-
-/* --graph: trains b by a replay of the captured step when it can (capturing it first after the
- * warm-up). False: b is the caller's to train eagerly (a warm-up step, a batch of another size
- * such as an epoch's last, no graph). */
-static bool graph_batch(trainer *t, ts_batch *b, cycle c) {
-    if (!t->o->graph || t->graph_off) return false;
-    if (!t->graph) {
-        /* the schedule sets the rate between steps; the replays read it on the device */
-        if (t->graph_warm < GRAPH_WARMUP || ts_size(b->x, 0) != t->o->batch_size) {
-            t->graph_warm++;
-            return false;
-        }
-        if (!graph_capture(t, b, c)) return false;
-    } else if (!same_shape(b->x, t->gx) || !same_shape(b->y, t->gy)) {
-        return false;
-    }
-    graph_replay(t, b);
-    return true;
 }
 
 static ts_status log_epoch(trainer *t, int64_t epoch, const double *v) {
@@ -395,8 +198,8 @@ static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc,
     tcli_profile_step_begin(o, t->step + 1);
     while (ts_loader_next(t->train, &b)) {
         if (scheduled && set_lr(t)) break;
-        const cycle c = cycle_of(t, done);
-        if (!graph_batch(t, &b, c)) train_batch(t, &b, c);
+        const cycle c = tcli_cycle_of(t, done);
+        if (!tcli_graph_batch(t, &b, c)) tcli_train_batch(t, &b, c);
         if (ts_error()) break;
         done++, t->step++;
         seen += ts_numel(b.y);
@@ -433,9 +236,9 @@ static int run_epoch(trainer *t, int64_t epoch, int64_t first, double *test_acc,
     double train_loss = ts_item(t->loss_sum) / (double)(seen ? seen : 1);
     double train_acc = ts_item(t->correct) / (double)(seen ? seen : 1);
     double test_loss, acc;
-    amp_begin(t);
+    tcli_amp_begin(t);
     ts_status st = tcli_evaluate(t->net, t->test, &test_loss, &acc, NULL);
-    amp_end(t);
+    tcli_amp_end(t);
     if (st) return tcli_fail_ts(TCLI_FAIL, "test");
     double secs = now_s() - t0;
     *test_acc = acc;
@@ -742,9 +545,9 @@ static int train_run(trainer *t) {
     if ((rc = tcli_profile_step_end(o, -1)) >= 0) return rc; /* ended inside the profiled steps */
     if (acc < 0) { /* resumed after the last epoch: nothing left to train */
         double loss;
-        amp_begin(t);
+        tcli_amp_begin(t);
         ts_status st = tcli_evaluate(t->net, t->test, &loss, &acc, NULL);
-        amp_end(t);
+        tcli_amp_end(t);
         if (st) return tcli_fail_ts(TCLI_FAIL, "test");
     }
     if ((rc = write_checkpoint(t)) >= 0) return rc;
@@ -800,7 +603,7 @@ int tcli_train(const tcli_opts *o) {
     if (o->threads) ts_set_num_threads(o->threads);
     rc = join_world(&t);
     if (rc < 0) rc = train_run(&t);
-    graph_drop(&t); /* before the model and the optimizer whose tensors it replays */
+    tcli_graph_drop(&t); /* before the model and the optimizer whose tensors it replays */
     ts_release(t.loss_sum);
     ts_release(t.correct);
     ts_logger_close(t.log);
