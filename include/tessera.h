@@ -786,6 +786,9 @@ TS_API ts_tensor *ts_log_softmax(ts_tensor *t, int dim);
 #include "tessera/placement.h"
 #include "tessera/saved_hooks.h"
 #include "tessera/sim_link.h"
+#include "tessera/weight_stream.h"
+/* the checks of an in-place op, for bindings that build one from the out-of-place op */
+#include "tessera/inplace.h"
 
 #ifdef __cplusplus
 }

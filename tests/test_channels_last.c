@@ -30,6 +30,7 @@
 #include "backend/cpu/kern_conv_drivers.h"
 #include "backend/cpu/matmul_dnnl.h"
 #include "backend/cuda/cuda_bridge.h"
+#include "backend/env_config.h"
 #include "bf16_check.h"
 #include "conv_sweep.h"
 #include "fault_sweep.h"
@@ -429,12 +430,14 @@ static void test_conv_cuda(ts_device d) {
     tsc_conv_nhwc_counters(&n0, &c0);
     for (int pass = 0; pass < 2; pass++) {
         if (pass) setenv("TS_CUDA_TEST_CONV_NHWC_COPY", "1", 1);
+        tsi_env_reload(TSI_ENV_CUDA_TEST_CONV_NHWC_COPY);
         for (size_t i = 0; i < NCASES + NCUDA_CASES; i++) {
             const conv_case *cc = i < NCASES ? &CASES[i] : &CUDA_CASES[i - NCASES];
             for (int k = 0; k < 3; k++)
                 check_conv_cuda(cc, d, dts[k], k != 1 || (i % 2) == 0, pass ? "copies" : "cuDNN");
         }
         if (pass) unsetenv("TS_CUDA_TEST_CONV_NHWC_COPY");
+        tsi_env_reload(TSI_ENV_CUDA_TEST_CONV_NHWC_COPY);
         if (!pass) tsc_conv_nhwc_counters(&n1, &c1);
     }
     tsc_conv_nhwc_counters(&n2, &c2);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_bridge.h"
+#include "backend/env_config.h"
 #include "ts_test.h"
 
 static ts_device dev; /* the device under test */
@@ -349,6 +350,7 @@ static void test_cudnn_declines(void) {
         return;
     }
     setenv("TS_CUDA_TEST_CUDNN_DECLINE", "1", 1);
+    tsi_env_reload(TSI_ENV_CUDA_TEST_CUDNN_DECLINE);
     ts_scope_begin();
     ts_manual_seed(37);
     /* a shape no other case uses, so that its algorithm is ranked here */
@@ -369,6 +371,7 @@ static void test_cudnn_declines(void) {
     CHECK(r2 - r1 == (r1 > r0 ? 1 : 0)); /* the cached algorithm, or im2col */
     ts_scope_end();
     unsetenv("TS_CUDA_TEST_CUDNN_DECLINE");
+    tsi_env_reload(TSI_ENV_CUDA_TEST_CUDNN_DECLINE);
     CHECK_OK();
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/env_config.h"
 #include "dist/dist_internal.h"
 #include "ts_test.h"
 
@@ -699,11 +700,13 @@ static void before_init(void) {
     if (!ts_dist_is_available() && !getenv("OMPI_COMM_WORLD_SIZE")) {
         /* built without MPI: a launcher asking for more ranks is refused */
         setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+        tsi_env_reload(TSI_ENV_OMPI_COMM_WORLD_SIZE);
         EXPECT_ERR(ts_dist_init((ts_dist_opts){0}), TS_ERR_UNSUPPORTED,
                    "ts_dist_init: the launcher asked for 3 ranks (OMPI_COMM_WORLD_SIZE=3) but this "
                    "Tessera was built without MPI");
         CHECK(!ts_dist_is_initialized());
         unsetenv("OMPI_COMM_WORLD_SIZE");
+        tsi_env_reload(TSI_ENV_OMPI_COMM_WORLD_SIZE);
     }
     ts_release(t);
 }

@@ -2,9 +2,9 @@
  * with 2 and 4 ranks): 10 steps of SGD with momentum and of Adam over the ranks equal one process
  * training on the global batch; small buckets, gradients as bucket views, no_sync accumulation,
  * find_unused_parameters and PyTorch's error without it, parameters and buffers broadcast from
- * rank 0, a model that differs across ranks, the grad scaler skipping a step on every rank together,
- * the hook the reducer runs on, and the wrapper's names. Every rank computes the one-process
- * reference itself, so each compares on its own. */
+ * rank 0, a model that differs across ranks, the grad scaler skipping a step on every rank
+ * together, the hook the reducer runs on, and the wrapper's names. Every rank computes the
+ * one-process reference itself, so each compares on its own. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,10 +111,10 @@ static void equivalence(opt_kind kind, ts_device dev, ts_dtype dt, ts_ddp_opts o
             /* two half batches: the first accumulates locally, the second reduces the sum; each
              * loss is halved so the sum is the mean over the rank's rows */
             ts_ddp_no_sync_begin(ddp);
-            ts_backward(ts_mul_scalar(
-                ts_cross_entropy(ts_forward(ddp, ts_narrow(xr, 0, 0, ROWS / 2)),
-                                 ts_narrow(yr, 0, 0, ROWS / 2)),
-                0.5));
+            ts_backward(
+                ts_mul_scalar(ts_cross_entropy(ts_forward(ddp, ts_narrow(xr, 0, 0, ROWS / 2)),
+                                               ts_narrow(yr, 0, 0, ROWS / 2)),
+                              0.5));
             ts_ddp_no_sync_end(ddp);
             ts_backward(ts_mul_scalar(
                 ts_cross_entropy(ts_forward(ddp, ts_narrow(xr, 0, ROWS / 2, ROWS / 2)),
@@ -157,9 +157,9 @@ static void bucket_layout(void) {
     ts_module_free(ddp);
     /* fc1 16x6+16 = 112, fc2 3x16+3 = 51, fc3 51 values: reverse order fc3.bias, fc3.weight, ...
      * with a first bucket of 100 bytes (25 floats) and 400-byte ones after it */
-    ddp = ts_ddp(mlp_new(1, ts_cpu(), TS_F32, 16),
-                 (ts_ddp_opts){.first_bucket_mb = 100.0 / 1048576, .bucket_cap_mb = 400.0 / 1048576,
-                               .gradient_as_bucket_view = true});
+    ddp = ts_ddp(mlp_new(1, ts_cpu(), TS_F32, 16), (ts_ddp_opts){.first_bucket_mb = 100.0 / 1048576,
+                                                                 .bucket_cap_mb = 400.0 / 1048576,
+                                                                 .gradient_as_bucket_view = true});
     CHECK(ts_ddp_get_stats(ddp, &st) == TS_OK);
     /* fc3.bias (3) + fc3.weight (48) = 204 B >= 100: bucket 0; fc2.bias + fc2.weight + fc1.bias
      * = 51 + 16 floats = 268 B, + fc1.weight 96 floats = 652 B >= 400: bucket 1 */
@@ -292,6 +292,44 @@ static void scaler_agrees(void) {
     CHECK_OK();
 }
 
+/* A scaler whose process group is this rank alone decides alone: the rank that saw the inf skips
+ * and backs off, the others step (ranks that train independently); a NULL scaler is refused. */
+static void scaler_alone(void) {
+    CHECK(ts_grad_scaler_set_process_group(NULL, NULL) == TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "scaler is NULL");
+    ts_dist_group *mine = NULL;
+    for (int r = 0; r < world; r++) { /* every rank creates every group, in the same order */
+        ts_dist_group *g = ts_dist_new_group(&r, 1);
+        if (r == rank) mine = g;
+    }
+    CHECK(mine && ts_dist_group_size(mine) == 1);
+    ts_module *ddp = ts_ddp(mlp_new(9, ts_cpu(), TS_F32, 8), (ts_ddp_opts){0});
+    ts_optim *opt = ts_sgd(ddp, (ts_sgd_opts){.lr = 0.1});
+    ts_grad_scaler *gs = ts_grad_scaler_new((ts_grad_scaler_opts){.init_scale = 1024});
+    CHECK(ts_grad_scaler_set_process_group(gs, mine) == TS_OK);
+    ts_scope_begin();
+    ts_tensor *w = ts_module_get(inner(ddp)->fc1, "weight");
+    ts_tensor *before = ts_clone(w);
+    ts_ddp_no_sync_begin(ddp);
+    ts_tensor *loss = ts_sum(ts_forward(ddp, ts_randn(TS_SHAPE(4, 6), (ts_opts){0})));
+    const bool inf_here = rank == world - 1;
+    if (inf_here) loss = ts_mul_scalar(loss, INFINITY);
+    ts_backward(ts_grad_scaler_scale(gs, loss));
+    ts_ddp_no_sync_end(ddp);
+    bool stepped = !inf_here;
+    CHECK(ts_grad_scaler_step(gs, opt, &stepped) == TS_OK);
+    CHECK(stepped == !inf_here);
+    CHECK(ts_grad_scaler_update(gs) == TS_OK);
+    CHECK(ts_grad_scaler_get_scale(gs) == (inf_here ? 512 : 1024));
+    const double moved = ts_item(ts_max(ts_abs(ts_sub(w, before))));
+    CHECK(inf_here ? moved == 0 : moved > 0);
+    ts_scope_end();
+    ts_grad_scaler_free(gs);
+    ts_optim_free(opt);
+    ts_module_free(ddp);
+    CHECK_OK();
+}
+
 /* The hook DDP builds on: it runs once per backward, after the last of several gradients. */
 static int hook_calls;
 static double hook_seen;
@@ -376,6 +414,7 @@ int main(void) {
     buffers(false);
     different_models();
     scaler_agrees();
+    scaler_alone();
     post_accumulate_hook();
     names_and_errors();
     ts_dist_finalize();

@@ -443,7 +443,7 @@ int main(void) {
     mp_step(ts_cpu(), (mp_case){.stage = 3, .param = TS_BF16, .reduce = TS_F32, .no_sync = true});
     mp_step(ts_cpu(), (mp_case){.stage = 1, .param = TS_BF16, .reduce = TS_F32, .no_sync = true});
     mp_autocast();
-    /* before any DDP wrapper: ts_ddp would register the scaler's agreement itself */
+    /* the scalers agree over the world by default: no DDP wrapper needed */
     scaler(false);
     scaler(true);
     decay_groups(3, ts_cpu());

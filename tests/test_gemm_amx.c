@@ -18,6 +18,7 @@
  * this program asks for all. */
 #include "amx_emulated_names.h"
 #include "backend/cpu/gemm_amx.c"
+#include "backend/env_config.h"
 #undef tsi_amx_gemm_ready
 #undef tsi_amx_gemm_takes
 #undef tsi_amx_gemm_bf16
@@ -377,6 +378,7 @@ static void serial_entries(void) {
 int main(void) {
     tsi_init_once();
     if (!getenv("TS_AMX_GEMM")) setenv("TS_AMX_GEMM", "all", 1);
+    tsi_env_reload(TSI_ENV_AMX_GEMM); /* the library read its environment at start-up */
     const char *mode = getenv("TS_AMX_GEMM"), *cap = getenv("ONEDNN_MAX_CPU_ISA");
     const bool asked = strcmp(mode, "off") != 0; /* on by default: only off turns it off */
     const bool capped = ts_test_dnnl_below_amx() || ts_cpu_isa_get() != TS_ISA_AVX512;

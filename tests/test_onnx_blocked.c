@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/env_config.h"
 #include "fault_sweep.h"
 #include "ts_test.h"
 
@@ -121,9 +122,11 @@ static uint8_t *mobile_model(size_t *len) {
 /* loaded with the rewrites; blocked: the blocked-layout one too (TS_ONNX_BLOCKED=0 otherwise) */
 static ts_module *load(const uint8_t *buf, size_t len, ts_device dev, bool blocked) {
     if (!blocked) setenv("TS_ONNX_BLOCKED", "0", 1);
+    tsi_env_reload(TSI_ENV_ONNX_BLOCKED); /* the library read its environment at start-up */
     ts_module *m =
         ts_onnx_load_buffer(buf, len, NULL, (ts_onnx_opts){.device = dev, .optimize = true});
     unsetenv("TS_ONNX_BLOCKED");
+    tsi_env_reload(TSI_ENV_ONNX_BLOCKED);
     return m;
 }
 
@@ -498,8 +501,10 @@ static void check_mobilenet(void) {
     }
     fclose(f);
     setenv("TS_ONNX_BLOCKED", "0", 1);
+    tsi_env_reload(TSI_ENV_ONNX_BLOCKED);
     ts_module *p = ts_onnx_load(path, (ts_onnx_opts){.optimize = true});
     unsetenv("TS_ONNX_BLOCKED");
+    tsi_env_reload(TSI_ENV_ONNX_BLOCKED);
     ts_module *m = ts_onnx_load(path, (ts_onnx_opts){.optimize = true});
     CHECK_OK();
     if (!m || !p) {

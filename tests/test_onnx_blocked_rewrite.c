@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/env_config.h"
 #include "ts_test.h"
 
 #ifndef TS_HAVE_ONNX
@@ -48,9 +49,11 @@ static Onnx__NodeProto *conv(Onnx__GraphProto *g, const char *name, const char *
 
 static ts_module *load(const uint8_t *buf, size_t len, const char *blocked_env) {
     if (blocked_env) setenv("TS_ONNX_BLOCKED", blocked_env, 1);
+    tsi_env_reload(TSI_ENV_ONNX_BLOCKED); /* the library read its environment at start-up */
     ts_module *m =
         ts_onnx_load_buffer(buf, len, NULL, (ts_onnx_opts){.device = ts_cpu(), .optimize = true});
     unsetenv("TS_ONNX_BLOCKED");
+    tsi_env_reload(TSI_ENV_ONNX_BLOCKED);
     return m;
 }
 

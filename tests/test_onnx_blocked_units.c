@@ -37,11 +37,7 @@ static int expected_block(void) {
 
 static char *saved_conv;
 static void conv_env(const char *v) {
-    tsi_conv_force_provider(v); /* kern_conv.c reads TS_CONV once */
-    if (v)
-        setenv("TS_CONV", v, 1);
-    else
-        unsetenv("TS_CONV");
+    tsi_conv_force_provider(v ? v : ""); /* NULL: automatic, whatever TS_CONV says */
 }
 static void conv_env_restore(void) { conv_env(saved_conv); }
 

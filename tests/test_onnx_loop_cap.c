@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/env_config.h"
 #include "ts_test.h"
 
 #ifndef TS_HAVE_ONNX
@@ -107,7 +108,8 @@ static void check_refused(const char *what, const char *node) {
 int main(void) {
     char cap[16];
     snprintf(cap, sizeof cap, "%d", CAP_ITERATIONS);
-    setenv("TS_ONNX_MAX_LOOP_ITERATIONS", cap, 1); /* read once, on the first run */
+    setenv("TS_ONNX_MAX_LOOP_ITERATIONS", cap, 1); /* the ONNX runs read it once, at the first */
+    tsi_env_reload(TSI_ENV_ONNX_MAX_LOOP_ITERATIONS);
     printf("TS_ONNX_MAX_LOOP_ITERATIONS=%s:\n", cap);
     /* within the limit: the sums, exactly (4999 runs; nested 70 x 70 + 70 = 4970 runs) */
     ts_module *m = loop_model(4999, 0, false);

@@ -12,6 +12,7 @@
 #include "amx_emulated_names.h"
 #include "backend/cpu/gemm_amx.c"
 #include "backend/cpu/kern_sdpa_amx.c"
+#include "backend/env_config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +243,7 @@ static void test_takes(void) {
 int main(void) {
     tsi_init_once();
     if (!getenv("TS_AMX_GEMM")) setenv("TS_AMX_GEMM", "all", 1);
+    tsi_env_reload(TSI_ENV_AMX_GEMM); /* the library read its environment at start-up */
     if (!tsi_amx_emu_gemm_ready())
         return ts_test_skip("the emulated tiles need AVX-512 and no cap below it");
     test_takes();

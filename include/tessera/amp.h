@@ -64,6 +64,14 @@ TS_API ts_status ts_grad_scaler_set_scale(ts_grad_scaler *s,
                                           double new_scale); /* update(new_scale) */
 TS_API double ts_grad_scaler_get_scale(ts_grad_scaler *s);   /* 1.0 when disabled, NAN on error */
 TS_API int ts_grad_scaler_growth_tracker(ts_grad_scaler *s);
+/* The processes that skip a step together: step() combines their found-infs (a MAX over the
+ * group) so that every rank skips the step, and backs off the scale, or none does (PyTorch's
+ * ShardedGradScaler(process_group=)). NULL, the default: the world, once ts_dist_init has made one
+ * of several processes (a world of one, or no ts_dist_init: no agreement). A group of this rank
+ * alone (ts_dist_new_group): no agreement, for ranks that train independently. Every rank of the
+ * group must step its scaler the same number of times. TS_ERR_ARG for a NULL scaler. */
+typedef struct ts_dist_group ts_dist_group;
+TS_API ts_status ts_grad_scaler_set_process_group(ts_grad_scaler *s, ts_dist_group *group);
 /* PyTorch's state_dict keys: scale, growth_factor, backoff_factor, growth_interval,
  * _growth_tracker (0-dim f64 cpu tensors). */
 TS_API ts_tensor_list ts_grad_scaler_state_dict(ts_grad_scaler *s);

@@ -22,7 +22,7 @@ typedef struct ts_mem_budget {
  * case-sensitive as accelerate's and llama.cpp's; no suffix means bytes. Errors (TS_ERR_ARG,
  * naming the entry): an empty list or entry, a missing '=', an unknown device or one this process
  * does not have, a device named twice, a bad size, more than cap entries. */
-TS_API TS_API ts_status ts_mem_budget_parse(const char *s, ts_mem_budget *out, int cap, int *n);
+TS_API ts_status ts_mem_budget_parse(const char *s, ts_mem_budget *out, int cap, int *n);
 
 typedef struct ts_place_opts {
     /* NULL: budgets hold parameters and buffers only. Otherwise the model runs once on it (grad
@@ -66,15 +66,15 @@ typedef struct ts_place_plan {
  * would need, when no plan fits (nothing moved then), TS_ERR_DEVICE (a budget or output_device
  * not available); a failed move reports its own error, puts the half-moved module back and joins
  * the units where they are (the model still runs). */
-TS_API TS_API ts_status ts_module_place(ts_module *m, const ts_mem_budget *budgets, int n_budgets,
-                                        ts_place_opts opts, ts_place_plan *plan);
+TS_API ts_status ts_module_place(ts_module *m, const ts_mem_budget *budgets, int n_budgets,
+                                 ts_place_opts opts, ts_place_plan *plan);
 /* ts_module_place from a budget string ("sim:0=2MiB,cpu=64GiB"). */
-TS_API TS_API ts_status ts_module_place_str(ts_module *m, const char *budgets, ts_place_opts opts,
-                                            ts_place_plan *plan);
+TS_API ts_status ts_module_place_str(ts_module *m, const char *budgets, ts_place_opts opts,
+                                     ts_place_plan *plan);
 /* The plan as text (malloc'ed; free()): one line per unit "blocks.0 -> sim:0  1.50 MiB" and one
  * per device "sim:0: 3.00 MiB of 4.00 MiB". NULL with TS_ERR_OOM. */
-TS_API TS_API char *ts_place_plan_str(const ts_place_plan *p);
-TS_API TS_API void ts_place_plan_free(ts_place_plan *p); /* NULL-safe; empties it */
+TS_API char *ts_place_plan_str(const ts_place_plan *p);
+TS_API void ts_place_plan_free(ts_place_plan *p); /* NULL-safe; empties it */
 
 #ifdef __cplusplus
 }

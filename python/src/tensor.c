@@ -418,7 +418,9 @@ static PyObject *tensor_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 }
 
 /* all tables of the pieces, concatenated into one (the type wants one array) */
-extern PyMethodDef tsp_tensor_extra_methods[]; /* tensor_extra.c (issue 52) */
+extern PyMethodDef tsp_tensor_extra_methods[];        /* tensor_extra.c (issue 52) */
+extern PyMethodDef tsp_tensor_inplace_methods[];      /* tensor_inplace.c (issue 53) */
+extern PyMethodDef tsp_tensor_view_inplace_methods[]; /* tensor_view_inplace.c (issue 53) */
 
 static PyMethodDef *concat_methods(PyMethodDef *const *parts, int n) {
     size_t count = 1;
@@ -464,7 +466,9 @@ int tsp_init_tensor(PyObject *m) {
                                     tsp_tensor_logic_methods,
                                     tsp_tensor_special_more_methods,
                                     tsp_tensor_linalg_decomp_methods,
-                                    tsp_tensor_extra_methods};
+                                    tsp_tensor_extra_methods,
+                                    tsp_tensor_inplace_methods,
+                                    tsp_tensor_view_inplace_methods};
     PyGetSetDef *const getsets[] = {core_getset, tsp_autograd_getset, tsp_tensor_linalg_getset};
     tensor_type.tp_methods = concat_methods(methods, (int)(sizeof methods / sizeof *methods));
     tensor_type.tp_getset = concat_getset(getsets, 3);

@@ -231,3 +231,8 @@ from . import _autograd_graph as graph  # noqa: E402
 
 # `import tessera.autograd.graph` / `from tessera.autograd.graph import save_on_cpu`
 _sys.modules[__name__ + ".graph"] = graph
+
+from . import _autograd_functional as functional  # noqa: E402
+
+# `import tessera.autograd.functional` / `from tessera.autograd.functional import jacobian`
+_sys.modules[__name__ + ".functional"] = functional

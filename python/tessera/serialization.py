@@ -618,8 +618,9 @@ def _torch_class(module, name):
 class _Archive:
     """The zip archive being loaded: records read with their sizes checked first."""
 
-    def __init__(self, zf, prefix, total, map_location):
+    def __init__(self, zf, prefix, total, map_location, mapped=None):
         self._zf, self._prefix, self._total = zf, prefix, total
+        self._mapped = mapped  # load(mmap=True): the file's private memory map
         self._map_location = map_location
         self._storages = {}
         self.byteorder = "little"
@@ -682,6 +683,28 @@ class _Archive:
                                  % (info.filename, pos, len(buf)))
         return buf
 
+    def mapped(self, name, nbytes):
+        """load(mmap=True): the record's bytes as a writable view of the file's private map (the
+        record must be stored uncompressed, as torch.save and tessera.save write them)"""
+        info = self.info(name)
+        if info.file_size != nbytes:
+            raise _C.FormatError("tessera.load: storage '%s' holds %d bytes, but data.pkl claims "
+                                 "%d" % (info.filename, info.file_size, nbytes))
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise _C.FormatError("tessera.load(mmap=True): record '%s' is compressed; a memory "
+                                 "map needs the uncompressed records torch.save writes (load it "
+                                 "without mmap)" % info.filename)
+        mm, at = self._mapped, info.header_offset
+        head = mm[at:at + 30]  # the record's local header: its name and extra field come next
+        if len(head) < 30 or head[:4] != b"PK\x03\x04":
+            raise _C.FormatError("tessera.load: record '%s' has no local header where the zip "
+                                 "directory says" % info.filename)
+        start = at + 30 + sum(struct.unpack("<HH", head[26:30]))
+        if start + nbytes > len(mm):
+            raise _C.FormatError("tessera.load: record '%s' runs past the end of the file"
+                                 % info.filename)
+        return memoryview(mm)[start:start + nbytes]
+
     def storage(self, dtype, key, location, numel):
         itemsize = _ITEMSIZE.get(dtype) or _FOREIGN_DTYPES.get(dtype, 1)
         nbytes = numel * itemsize
@@ -689,7 +712,10 @@ class _Archive:
         if st is None:
             if "/" in key or key in ("", ".", ".."):
                 raise pickle.UnpicklingError("bad storage key %r" % key)
-            raw = self.read("data/" + key, nbytes=nbytes)
+            if self._mapped is not None:
+                raw = self.mapped("data/" + key, nbytes)
+            else:
+                raw = self.read("data/" + key, nbytes=nbytes)
             st = _Storage(raw, dtype, location, self.byteorder)
             st = _restore(st, location, self._map_location)
             self._storages[key] = st
@@ -790,13 +816,16 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     the file's location tags to devices, or a callable(storage, location) returning None, a
     storage (storage.cpu() / .cuda(i) / .to(d)) or a device. weights_only=True (the default)
     resolves only PyTorch's allow-list of globals; weights_only=False resolves any class (only
-    for files you trust: unpickling runs code)."""
+    for files you trust: unpickling runs code). mmap=True (f must be a path): as PyTorch's, the
+    tensors' storages are a private (copy-on-write) memory map of the file, read from disk when
+    touched; writes to them stay in memory. Tensors that map_location sends to another device
+    are copies, as in PyTorch."""
     if weights_only is None:
         weights_only = True
     if pickle_module is not None and weights_only:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
-    if mmap:
-        raise _C.UnsupportedError("load(): mmap=True is not supported")
+    if mmap and not _is_path(f):
+        raise ValueError("f must be a file path in order to use the mmap argument")
     if not (map_location is None or callable(map_location) or
             isinstance(map_location, (str, bytes, _C.device, dict))):
         raise TypeError("load(): map_location must be a str, a tessera.device, a dict or a "
@@ -812,7 +841,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         except IsADirectoryError:
             raise _C.FileError("load(): '%s' is a directory" % path) from None
         with fh:
-            return _load_file(fh, map_location, weights_only, path, pickle_load_args)
+            return _load_file(fh, map_location, weights_only, path, pickle_load_args,
+                              bool(mmap))
     if not hasattr(f, "read"):
         raise TypeError("load(): argument 'f' must be a path or a binary file object, not %s"
                         % type(f).__name__)
@@ -833,14 +863,14 @@ def _load_safetensors(path, map_location):
     return _C.load(path, map_location=map_location)
 
 
-def _load_file(fh, map_location, weights_only, path, pickle_load_args):
+def _load_file(fh, map_location, weights_only, path, pickle_load_args, mmap=False):
     start = fh.tell()
     head = fh.read(len(_LEGACY_MAGIC))
     if not isinstance(head, bytes):
         raise TypeError("load(): the file must be opened in binary mode ('rb')")
     fh.seek(start)
     if head[:4] == b"PK\x03\x04" or head[:4] == b"PK\x05\x06":
-        return _load_zip(fh, map_location, weights_only, pickle_load_args)
+        return _load_zip(fh, map_location, weights_only, pickle_load_args, mmap)
     if head.startswith(_LEGACY_MAGIC):
         raise _C.UnsupportedError(
             "load(): this checkpoint is in PyTorch's legacy format (torch < 1.6 or "
@@ -858,7 +888,14 @@ def _load_file(fh, map_location, weights_only, path, pickle_load_args):
     raise _C.FormatError("load(): not a PyTorch checkpoint (zip) or safetensors file")
 
 
-def _load_zip(fh, map_location, weights_only, pickle_load_args):
+def _map_file(fh):
+    """a private (copy-on-write) memory map of the whole file: PyTorch's mmap=True with its
+    default MAP_PRIVATE; it stays open while tensors view it"""
+    import mmap
+    return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+
+
+def _load_zip(fh, map_location, weights_only, pickle_load_args, mmap=False):
     start = fh.tell()
     fh.seek(0, io.SEEK_END)
     total = fh.tell() - start
@@ -879,7 +916,7 @@ def _load_zip(fh, map_location, weights_only, pickle_load_args):
             raise _C.FormatError("load(): the zip archive has no <archive>/data.pkl: not a "
                                  "PyTorch checkpoint")
         prefix = pkl[0][:-len("data.pkl")]
-        archive = _Archive(zf, prefix, total, map_location)
+        archive = _Archive(zf, prefix, total, map_location, _map_file(fh) if mmap else None)
         data = archive.read("data.pkl")
         kwargs = {"encoding": pickle_load_args.get("encoding", "utf-8")}
         if "errors" in pickle_load_args:

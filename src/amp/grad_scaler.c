@@ -56,6 +56,12 @@ void tsi_gs_states_reset(ts_grad_scaler *s) {
     s->n_states = 0;
 }
 
+ts_status ts_grad_scaler_set_process_group(ts_grad_scaler *s, ts_dist_group *group) {
+    if (!s) return tsi_error_set(TS_ERR_ARG, "grad_scaler_set_process_group: scaler is NULL");
+    s->group = group;
+    return TS_OK;
+}
+
 void ts_grad_scaler_free(ts_grad_scaler *s) {
     if (!s) return;
     tsi_gs_states_reset(s);

@@ -27,6 +27,7 @@ struct ts_grad_scaler {
     ts_tensor *growth_tracker; /* i32 [1], on scale's device */
     tsi_gs_optim_state *states;
     int n_states, cap_states;
+    ts_dist_group *group; /* whose found-infs step() combines (NULL: the world) */
 };
 
 /* The scale and tracker must exist (a scaled loss came first): TS_ERR_STATE naming op otherwise. */

@@ -153,10 +153,16 @@ ts_status ts_grad_scaler_unscale_(ts_grad_scaler *s, ts_optim *opt) {
     return st ? unscale(op, s, opt, st) : ts_error();
 }
 
+/* Whether step() combines found-infs over several processes (ts_grad_scaler_set_process_group). */
+static bool agrees(const ts_grad_scaler *s) {
+    return tsi_dist_agree_size && tsi_dist_agree_size(s->group) > 1;
+}
+
 /* step() inside a capture: the optimizer step is recorded to skip itself on the device when
  * found_inf is nonzero (PyTorch's capturable step with found_inf), no host read. */
-static ts_status captured_step(const char *op, ts_optim *opt, tsi_gs_optim_state *st) {
-    if (st->n_found != 1 || tsi_dist_agree_max) {
+static ts_status captured_step(const char *op, const ts_grad_scaler *s, ts_optim *opt,
+                               tsi_gs_optim_state *st) {
+    if (st->n_found != 1 || agrees(s)) {
         tsi_capture_refuse(op, st->n_found != 1 ? "gradients on several devices"
                                                 : "the processes' agreement on skipping the step");
         return ts_error();
@@ -174,8 +180,8 @@ static ts_status captured_step(const char *op, ts_optim *opt, tsi_gs_optim_state
 /* A step that fails before the processes' found-inf agreement still takes part in it, failing,
  * so that the other processes fail with it instead of waiting for this one (tsi_dist_agree_max
  * with an error pending). Returns the error. */
-static ts_status fail_together(void) {
-    if (tsi_dist_agree_max) tsi_dist_agree_max(1);
+static ts_status fail_together(const ts_grad_scaler *s) {
+    if (s && agrees(s)) tsi_dist_agree_max(s->group, 1);
     return ts_error();
 }
 
@@ -190,35 +196,35 @@ ts_status ts_grad_scaler_step(ts_grad_scaler *s, ts_optim *opt, bool *stepped) {
         return r;
     }
     /* as ts_optim_step: no step on the gradients of a failed forward or backward */
-    if (ts_error()) return fail_together();
+    if (ts_error()) return fail_together(s);
     tsi_gs_optim_state *st = begin(op, s, opt);
-    if (!st) return fail_together();
+    if (!st) return fail_together(s);
     if (st->stage == TSI_GS_STEPPED) {
         tsi_error_set(TS_ERR_STATE, "%s: step() has already been called since the last update()",
                       op);
-        return fail_together();
+        return fail_together(s);
     }
-    if (st->stage == TSI_GS_READY && unscale(op, s, opt, st)) return fail_together();
+    if (st->stage == TSI_GS_READY && unscale(op, s, opt, st)) return fail_together(s);
     if (st->n_found == 0) {
         tsi_error_set(TS_ERR_STATE,
                       "%s: no inf checks were recorded for this optimizer (none of its "
                       "parameters has a gradient)",
                       op);
-        return fail_together();
+        return fail_together(s);
     }
     /* captured: *stepped stays false, the replays decide on the device */
-    if (tsi_optim_capturing(opt, 0, opt->n_params)) return captured_step(op, opt, st);
+    if (tsi_optim_capturing(opt, 0, opt->n_params)) return captured_step(op, s, opt, st);
     /* the one synchronisation of the iteration: the host decides whether to step */
     double any = 0;
     for (int k = 0; k < st->n_found; k++) any += ts_item(st->found_inf[k]);
     if (ts_error()) { /* the verdict could not be read: no step, the iteration starts over */
         forget(st);
-        return fail_together();
+        return fail_together(s);
     }
     /* several processes training together skip the step together (and update() backs off the
      * scale on every one of them) */
-    if (tsi_dist_agree_max && !ts_error()) {
-        double all = tsi_dist_agree_max(any);
+    if (agrees(s) && !ts_error()) {
+        double all = tsi_dist_agree_max(s->group, any);
         if (all > 0 && any == 0) tsi_gs_fill(st->found_inf[0], 1.0);
         any = all;
     }

@@ -6,6 +6,7 @@
 
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
+#include "backend/env_config.h"
 #include "core/profiler_hooks.h"
 
 static atomic_bool anomaly_on, anomaly_env_read;
@@ -18,8 +19,7 @@ void ts_detect_anomaly(bool on) {
 
 static bool anomaly_mode(void) {
     if (!atomic_exchange(&anomaly_env_read, true)) {
-        const char *v = getenv("TS_DETECT_ANOMALY");
-        if (v && *v && strcmp(v, "0") != 0) atomic_store(&anomaly_on, true);
+        if (tsi_env_on(TSI_ENV_DETECT_ANOMALY)) atomic_store(&anomaly_on, true);
     }
     return atomic_load(&anomaly_on);
 }

@@ -50,7 +50,8 @@ const char *ts_status_string(ts_status s) {
     return "TS_ERR_UNKNOWN";
 }
 
-double (*tsi_dist_agree_max)(double local);
+double (*tsi_dist_agree_max)(ts_dist_group *g, double local);
+int (*tsi_dist_agree_size)(ts_dist_group *g);
 
 ts_status tsi_error_set(ts_status code, const char *fmt, ...) {
     if (atomic_load_explicit(&tsi_placement_on, memory_order_relaxed)) tsi_prof_inputs_drop();

@@ -1,7 +1,7 @@
-/* init.c — library start-up: backends (cpu, sim, cuda when the runtime reports a device),
- * environment variables (TS_SIM_DEVICES, TS_LOG_PLACEMENT, TS_NUM_THREADS, TS_FAULT_ALLOC,
- * TS_SYNC_DEBUG, TS_OOM_SNAPSHOT), the
- * CPU thread count.
+/* init.c — library start-up: backends (cpu, sim, cuda when the runtime reports a device), the
+ * start-up environment variables (TS_SIM_DEVICES, TS_LOG_PLACEMENT, TS_NUM_THREADS,
+ * TS_FAULT_ALLOC, TS_SYNC_DEBUG, TS_OOM_SNAPSHOT; backend/env_config.h reads them), the CPU thread
+ * count.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_bridge.h"
+#include "backend/env_config.h"
 #include "backend/sim/sim_backend.h"
 #include "backend/sim/sim_link.h"
 #include "core/internal.h"
@@ -24,17 +25,10 @@ void openblas_set_num_threads(int n); /* OpenBLAS extension; declared here to av
 atomic_bool tsi_initialised;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-static long env_long(const char *name, long fallback) {
-    const char *v = getenv(name);
-    if (!v || !*v) return fallback;
-    char *end;
-    long x = strtol(v, &end, 10);
-    return *end ? fallback : x;
-}
-
-static size_t env_size(const char *name) {
-    const char *v = getenv(name);
-    if (!v || !*v) return 0;
+/* TS_SIM_CAPACITY: bytes, with an optional k/K, m/M or g/G (powers of 1024); 0 when unset */
+static size_t sim_capacity(void) {
+    const char *v = tsi_env(TSI_ENV_SIM_CAPACITY);
+    if (!v) return 0;
     char *end;
     double x = strtod(v, &end);
     double mul = 1;
@@ -54,21 +48,21 @@ static void init_body(void) {
      * "not available" with the reason (tsc_unavailable_reason) */
     tsc_backend_init();
     tsi_memory_init();
-    long sims = env_long("TS_SIM_DEVICES", 0);
-    if (sims > 0 && sims <= 64) tsi_sim_backend_configure((int)sims, env_size("TS_SIM_CAPACITY"));
+    long sims = tsi_env_long(TSI_ENV_SIM_DEVICES, 0);
+    if (sims > 0 && sims <= 64) tsi_sim_backend_configure((int)sims, sim_capacity());
     tsi_sim_link_init_env(); /* TS_SIM_LINK */
-    if (env_long("TS_LOG_PLACEMENT", 0) > 0) ts_log_placement(true);
-    long fault = env_long("TS_FAULT_ALLOC", -1);
+    if (tsi_env_long(TSI_ENV_LOG_PLACEMENT, 0) > 0) ts_log_placement(true);
+    long fault = tsi_env_long(TSI_ENV_FAULT_ALLOC, -1);
     if (fault >= 0) ts_fault_alloc_set(fault);
-    const char *sync = getenv("TS_SYNC_DEBUG");
+    const char *sync = tsi_env(TSI_ENV_SYNC_DEBUG);
     /* the variable directly: ts_set_sync_debug_mode would wait for this initialisation */
     if (sync && (!strcmp(sync, "warn") || !strcmp(sync, "1")))
         atomic_store(&tsi_sync_mode, TS_SYNC_DEBUG_WARN);
     else if (sync && (!strcmp(sync, "error") || !strcmp(sync, "2")))
         atomic_store(&tsi_sync_mode, TS_SYNC_DEBUG_ERROR);
-    const char *oom_snap = getenv("TS_OOM_SNAPSHOT");
-    if (oom_snap && *oom_snap) ts_memory_set_oom_snapshot(oom_snap);
-    long threads = env_long("TS_NUM_THREADS", 0);
+    const char *oom_snap = tsi_env(TSI_ENV_OOM_SNAPSHOT);
+    if (oom_snap) ts_memory_set_oom_snapshot(oom_snap);
+    long threads = tsi_env_long(TSI_ENV_NUM_THREADS, 0);
     if (threads > 0) ts_set_num_threads((int)threads);
     atomic_store_explicit(&tsi_initialised, true, memory_order_release);
 }

@@ -57,10 +57,13 @@ struct ts_tensor {
 };
 
 /* ------------------------------------------------------------------ distributed hooks */
-/* Set by the distributed layer when several processes train together: the maximum of a value
- * over them (the grad scaler's found-inf, so every rank skips a step or none does). NULL in a
- * world of one. */
-extern double (*tsi_dist_agree_max)(double local);
+/* The distributed layer's answers to the grad scaler (a layer below it): the maximum of a value
+ * over a group's processes (the found-inf, so every rank skips a step or none does; g NULL: the
+ * world) and the group's size. Registered by ts_dist_init for the life of the world
+ * (dist/process_group.c), NULL before and after. */
+typedef struct ts_dist_group ts_dist_group;
+extern double (*tsi_dist_agree_max)(ts_dist_group *g, double local);
+extern int (*tsi_dist_agree_size)(ts_dist_group *g);
 
 /* ------------------------------------------------------------------ errors */
 /* Records the error unless one is already pending (first wins); returns code. Message is

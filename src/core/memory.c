@@ -6,6 +6,7 @@
 
 #include "backend/cpu/host_scratch.h"
 #include "backend/cuda/cuda_bridge.h"
+#include "backend/env_config.h"
 #include "core/internal.h"
 #include "core/pinned.h"
 
@@ -250,6 +251,6 @@ void tsi_memory_init(void) {
 #ifndef NDEBUG
     atexit(report_leaks);
 #else
-    if (getenv("TS_REPORT_LEAKS")) atexit(report_leaks);
+    if (tsi_env(TSI_ENV_REPORT_LEAKS)) atexit(report_leaks);
 #endif
 }

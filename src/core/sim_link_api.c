@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/env_config.h"
 #include "backend/sim/sim_backend.h"
 #include "backend/sim/sim_link.h"
 #include "core/internal.h"
@@ -80,11 +81,14 @@ ts_status ts_sim_set_link_str(const char *spec, const char *what) {
     return ts_sim_set_link(bw, lat);
 }
 
-ts_status ts_sim_link_from_env(void) { return ts_sim_set_link_str(getenv("TS_SIM_LINK"), NULL); }
+ts_status ts_sim_link_from_env(void) {
+    tsi_env_reload(TSI_ENV_SIM_LINK);
+    return ts_sim_set_link_str(tsi_env(TSI_ENV_SIM_LINK), NULL);
+}
 
 void tsi_sim_link_init_env(void) {
-    const char *v = getenv("TS_SIM_LINK");
-    if (!v || !*v) return;
+    const char *v = tsi_env(TSI_ENV_SIM_LINK);
+    if (!v) return;
     if (ts_sim_set_link_str(v, NULL) != TS_OK)
         fprintf(stderr, "tessera: %s; the sim link stays off\n", ts_error_message());
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/env_config.h"
 #include "dist/ddp_internal.h"
 #include "nn/module_internal.h"
 
@@ -69,27 +70,6 @@ static ts_tensor *ddp_forward(ts_module *self, ts_tensor *x) {
     return y;
 }
 
-/* ------------------------------------------------------------------ found-inf agreement */
-/* The grad scaler asks whether any rank found an inf: a MAX over the world, so every rank skips
- * the step or none does. */
-static ts_dist_group *scaler_group; /* the last DDP's group: the ranks that train together */
-static double agree_max(double local) {
-    ts_tensor *t =
-        ts_error() ? NULL : ts_tensor_f64(TS_SHAPE(1), &local, (ts_opts){.device = ts_cpu()});
-    double v = local;
-    /* a rank that failed (an error pending: the scaler's step failed before its verdict, or t
-     * could not be made) joins anyway without a tensor: the all-reduce's cross-rank check fails it
-     * on every rank instead of leaving the others waiting */
-    if (ts_dist_all_reduce(t, TS_DIST_MAX, scaler_group) == TS_OK) v = ts_item(t);
-    if (ts_scope_depth() == 0) ts_release(t);
-    return v;
-}
-
-void tsi_dist_set_agree_group(ts_dist_group *g) {
-    scaler_group = g;
-    tsi_dist_agree_max = agree_max;
-}
-
 /* ------------------------------------------------------------------ life cycle */
 static void ddp_destroy(ts_module *self) {
     ddp_module *d = (ddp_module *)self;
@@ -128,8 +108,7 @@ static bool collect_params(ddp_module *d) {
 /* Overlap needs a core for the communication thread: while a collective waits for a slower rank,
  * MPI spins. */
 static bool choose_overlap(int opt) {
-    const char *env = getenv("TS_DDP_OVERLAP");
-    if (env && *env) return strcmp(env, "0") != 0;
+    if (tsi_env(TSI_ENV_DDP_OVERLAP)) return tsi_env_on(TSI_ENV_DDP_OVERLAP);
     if (opt != TS_DDP_OVERLAP_AUTO) return opt == TS_DDP_OVERLAP_ON;
     return tsi_dist_core_spare(ts_dist_local_world_size());
 }
@@ -177,7 +156,6 @@ ts_module *ts_ddp(ts_module *module, ts_ddp_opts o) {
         ts_module_free(&d->base);
         return NULL;
     }
-    if (world > 1) tsi_dist_set_agree_group(o.group);
     return &d->base;
 }
 

@@ -21,9 +21,6 @@ void tsi_dist_divide_by_world(ts_tensor *dst, ts_tensor *src, int world);
 /* same_model.c: the group a wrapper (DDP, FSDP) runs on: its size, or 0 with the error set
  * (TS_ERR_ARG naming op when this process is not a member, or the pending one). */
 int tsi_dist_wrap_group(const char *op, ts_dist_group *g);
-/* The grad scaler's found-inf is agreed (a MAX) over g from now on (ddp.c): DDP and FSDP call it
- * when they wrap a model in a group of more than one rank; the last call's group counts. */
-void tsi_dist_set_agree_group(ts_dist_group *g);
 /* m when its forward is `forward` (the wrapper's: DDP, FSDP), else NULL with TS_ERR_ARG "<op>:
  * module is NULL" / "<op>: <type> is not a <what>" (an error already pending stays). */
 ts_module *tsi_dist_wrapper_of(const char *op, ts_module *m, ts_forward_fn forward,

@@ -400,7 +400,6 @@ ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o) {
     }
     /* each rank holds only its shards' gradients: the grad scaler's found-inf is agreed across
      * the group (as PyTorch's ShardedGradScaler), so every rank skips a step or none does */
-    if (world > 1) tsi_dist_set_agree_group(o.group);
     return &f->base;
 }
 

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/env_config.h"
 #include "dist/dist_impl.h"
 
 tsd_world tsd_w;
@@ -19,19 +20,19 @@ double tsd_now(void) {
 }
 
 /* ------------------------------------------------------------------ the environment */
-static int env_int(const char *name, int fallback) {
-    const char *s = getenv(name);
-    if (!s || !*s) return fallback;
-    char *end;
-    long v = strtol(s, &end, 10);
-    return *end == '\0' && v >= 0 && v < (1L << 30) ? (int)v : fallback;
+static void world_ready(bool ready);
+
+static int env_int(tsi_env_id id, int fallback) {
+    long v = tsi_env_long(id, -1);
+    return v >= 0 && v < (1L << 30) ? (int)v : fallback;
 }
 
 /* Started by a launcher (mpirun, srun, hydra): only then does ts_dist_init touch MPI. */
 static bool launched(void) {
-    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"};
+    static const tsi_env_id vars[] = {TSI_ENV_OMPI_COMM_WORLD_SIZE, TSI_ENV_PMI_RANK,
+                                      TSI_ENV_PMIX_RANK, TSI_ENV_SLURM_PROCID};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
-        if (getenv(vars[i])) return true;
+        if (tsi_env(vars[i])) return true;
     return false;
 }
 
@@ -39,13 +40,15 @@ static bool launched(void) {
  * job step's tasks (set by srun) instead of the allocation's SLURM_NTASKS, which a single program
  * run by an sbatch script also sees. */
 static int launcher_size(const char **which, bool step) {
-    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
-    static const char *step_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"};
+    static const tsi_env_id vars[] = {TSI_ENV_OMPI_COMM_WORLD_SIZE, TSI_ENV_PMI_SIZE,
+                                      TSI_ENV_SLURM_NTASKS};
+    static const tsi_env_id step_vars[] = {TSI_ENV_OMPI_COMM_WORLD_SIZE, TSI_ENV_PMI_SIZE,
+                                           TSI_ENV_SLURM_STEP_NUM_TASKS};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-        const char *v = step ? step_vars[i] : vars[i];
+        const tsi_env_id v = step ? step_vars[i] : vars[i];
         int n = env_int(v, 1);
         if (n > 1) {
-            *which = v;
+            *which = tsi_env_name(v);
             return n;
         }
     }
@@ -53,8 +56,8 @@ static int launcher_size(const char **which, bool step) {
 }
 static double timeout_from(double opt) {
     if (opt > 0) return opt;
-    const char *s = getenv("TS_DIST_TIMEOUT");
-    if (s && *s) {
+    const char *s = tsi_env(TSI_ENV_DIST_TIMEOUT);
+    if (s) {
         char *end;
         double v = strtod(s, &end);
         if (*end == '\0' && v > 0) return v;
@@ -294,7 +297,7 @@ ts_status ts_dist_init(ts_dist_opts o) {
                                asked, which, tsd_w.size);
             goto out;
         }
-        tsd_w.initialized = true;
+        world_ready(true);
         goto out;
     }
 #else
@@ -320,7 +323,7 @@ ts_status ts_dist_init(ts_dist_opts o) {
         tsd_w.world = g;
         tsd_w.mpi = false;
         tsd_w.multiple = false;
-        tsd_w.initialized = true;
+        world_ready(true);
     }
 out:
     pthread_mutex_unlock(&tsd_init_mu);
@@ -333,16 +336,16 @@ int ts_dist_world_size(void) { return tsd_w.initialized ? tsd_w.size : 1; }
 int ts_dist_local_rank(void) {
     if (tsd_w.initialized) return tsd_w.local_rank;
     /* before init (to pick a GPU): what the launcher says */
-    int r = env_int("OMPI_COMM_WORLD_LOCAL_RANK", -1);
-    if (r < 0) r = env_int("SLURM_LOCALID", -1);
-    if (r < 0) r = env_int("MPI_LOCALRANKID", -1);
+    int r = env_int(TSI_ENV_OMPI_COMM_WORLD_LOCAL_RANK, -1);
+    if (r < 0) r = env_int(TSI_ENV_SLURM_LOCALID, -1);
+    if (r < 0) r = env_int(TSI_ENV_MPI_LOCALRANKID, -1);
     return r < 0 ? 0 : r;
 }
 
 int ts_dist_local_world_size(void) {
     if (tsd_w.initialized) return tsd_w.local_size;
-    int n = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", -1);
-    if (n < 1) n = env_int("MPI_LOCALNRANKS", -1);
+    int n = env_int(TSI_ENV_OMPI_COMM_WORLD_LOCAL_SIZE, -1);
+    if (n < 1) n = env_int(TSI_ENV_MPI_LOCALNRANKS, -1);
     return n < 1 ? 1 : n;
 }
 
@@ -417,7 +420,7 @@ ts_status ts_dist_finalize(void) {
         }
     }
 #endif
-    tsd_w.initialized = false;
+    world_ready(false);
     tsd_w.mpi = false;
     pthread_mutex_unlock(&tsd_init_mu);
     return TS_OK;
@@ -516,6 +519,26 @@ void ts_dist_group_free(ts_dist_group *g) {
 int ts_dist_group_rank(ts_dist_group *g) {
     if (!g) return ts_dist_rank();
     return g->rank;
+}
+
+/* ------------------------------------------------------------------ the grad scaler's agreement */
+/* Whether any rank found an inf: a MAX over the scaler's group, so every rank skips the step or
+ * none does. A rank that failed (an error pending: the scaler's step failed before its verdict,
+ * or t could not be made) joins anyway without a tensor: the all-reduce's cross-rank check fails
+ * it on every rank instead of leaving the others waiting. */
+static double agree_max(ts_dist_group *g, double local) {
+    ts_tensor *t =
+        ts_error() ? NULL : ts_tensor_f64(TS_SHAPE(1), &local, (ts_opts){.device = ts_cpu()});
+    double v = local;
+    if (ts_dist_all_reduce(t, TS_DIST_MAX, g) == TS_OK) v = ts_item(t);
+    if (ts_scope_depth() == 0) ts_release(t);
+    return v;
+}
+
+static void world_ready(bool ready) {
+    tsd_w.initialized = ready;
+    tsi_dist_agree_max = ready ? agree_max : NULL;
+    tsi_dist_agree_size = ready ? ts_dist_group_size : NULL;
 }
 
 int ts_dist_group_size(ts_dist_group *g) {

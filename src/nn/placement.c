@@ -114,6 +114,28 @@ static void collect(walk *w, ts_module *m) {
         if (w->units[i].next == NEXT_DEFAULT) w->units[i].next = i + 1 < w->n ? i + 1 : -1;
 }
 
+int tsi_place_units(ts_module *m, ts_module ***mods, tsi_unit_span **spans, bool *gpt) {
+    walk w = {0};
+    *mods = NULL;
+    *spans = NULL;
+    collect(&w, m);
+    tsi_unit_span *s = w.failed ? NULL : malloc((size_t)(w.n ? w.n : 1) * sizeof *s);
+    if (!s) {
+        free(w.mods);
+        free(w.units);
+        if (!w.failed) tsi_error_set(TS_ERR_OOM, "module_place: out of host memory");
+        return -1;
+    }
+    for (int i = 0; i < w.n; i++)
+        s[i] = (tsi_unit_span){w.units[i].first, w.units[i].count, w.units[i].exit};
+    *gpt = w.n > 0 && w.units[w.n - 1].next == 0 && w.n > 1;
+    *mods = w.mods;
+    *spans = s;
+    const int n = w.n;
+    free(w.units);
+    return n;
+}
+
 /* ------------------------------------------------------------------ sizes */
 typedef struct seen {
     ts_tensor **t;
@@ -361,6 +383,10 @@ ts_status ts_module_place(ts_module *m, const ts_mem_budget *budgets, int n_budg
     if (m->impl->parent)
         return tsi_error_set(TS_ERR_ARG, "%s: %s is a child module; place its root", op,
                              m->type_name);
+    if (tsi_module_streamed(m))
+        return tsi_error_set(TS_ERR_STATE,
+                             "%s: %s is streamed (ts_module_stream); ts_module_unstream it first",
+                             op, m->type_name);
     if (!budgets || n_budgets <= 0)
         return tsi_error_set(TS_ERR_ARG, "%s: no budgets (n_budgets %d)", op, n_budgets);
     if (opts.output_device.type != TS_DEVICE_DEFAULT && !ts_device_is_available(opts.output_device))

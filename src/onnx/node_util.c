@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/env_config.h"
 #include "onnx/onnx_internal.h"
 
 /* ------------------------------------------------------------------ the operator table */
@@ -133,9 +134,9 @@ int64_t tso_max_node_elements(void) {
     static _Atomic int64_t cap; /* 0: not read yet */
     int64_t c = cap;
     if (!c) {
-        const char *e = getenv("TS_ONNX_MAX_NODE_ELEMENTS");
+        const char *e = tsi_env(TSI_ENV_ONNX_MAX_NODE_ELEMENTS);
         char *end = NULL;
-        long long v = e && *e ? strtoll(e, &end, 10) : 0;
+        long long v = e ? strtoll(e, &end, 10) : 0;
         c = v > 0 && end && !*end ? (int64_t)v : (int64_t)1 << 40;
         if (c > (int64_t)1 << 60) c = (int64_t)1 << 60; /* products below stay in range */
         cap = c;
@@ -150,9 +151,9 @@ int64_t tso_max_loop_iterations(void) {
     static _Atomic int64_t cap; /* 0: not read yet */
     int64_t c = cap;
     if (!c) {
-        const char *e = getenv("TS_ONNX_MAX_LOOP_ITERATIONS");
+        const char *e = tsi_env(TSI_ENV_ONNX_MAX_LOOP_ITERATIONS);
         char *end = NULL;
-        long long v = e && *e ? strtoll(e, &end, 10) : 0;
+        long long v = e ? strtoll(e, &end, 10) : 0;
         c = v > 0 && end && !*end ? (int64_t)v : (int64_t)1 << 31;
         cap = c;
     }

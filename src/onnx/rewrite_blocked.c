@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "backend/env_config.h"
 #include "nn/conv_blocked.h"
 #include "onnx/ops_nn.h"
 
@@ -350,10 +351,7 @@ static bool apply(tso_graph *g, plan *p, bool *changed) {
     return true;
 }
 
-static bool rewrite_off(void) {
-    const char *e = getenv("TS_ONNX_BLOCKED");
-    return e && !strcmp(e, "0");
-}
+static bool rewrite_off(void) { return tsi_env_is(TSI_ENV_ONNX_BLOCKED, "0"); }
 
 bool tso_rewrite_blocked(tso_model *m) {
     tso_graph *g = m->graph;

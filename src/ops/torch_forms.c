@@ -4,6 +4,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
+#include "tessera/inplace.h"
 
 /* ------------------------------------------------------------------ clamp(Tensor min, max) */
 /* minimum(maximum(t, lo), hi): NaN anywhere propagates, lo > hi gives hi, and the gradients are
@@ -27,9 +28,19 @@ ts_tensor *ts_clamp_tensor(ts_tensor *t, ts_tensor *min, ts_tensor *max) {
     return y;
 }
 
+/* In place: computed from a clone when the graph is recorded (maximum / minimum save their input,
+ * which the copy_ would change under them: backward would then refuse the changed version). */
 ts_tensor *ts_clamp_tensor_(ts_tensor *t, ts_tensor *min, ts_tensor *max) {
+    tsi_init();
+    if (!tsi_check_input("clamp_", t, "input")) return NULL;
+    ts_tensor *const ins[3] = {t, min, max};
+    const bool graph = tsi_needs_graph(ins, 3);
+    if (ts_check_inplace(t, (min && min->requires_grad) || (max && max->requires_grad), "clamp_") !=
+        TS_OK)
+        return NULL;
     ts_scope_begin();
-    ts_tensor *v = ts_clamp_tensor(t, min, max);
+    ts_tensor *src = graph ? ts_clone(t) : t;
+    ts_tensor *v = src ? ts_clamp_tensor(src, min, max) : NULL;
     ts_tensor *r = v ? ts_copy_(t, v) : NULL;
     r = r ? ts_keep(r) : NULL;
     ts_scope_end();

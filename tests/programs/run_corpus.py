@@ -77,17 +77,26 @@ def make_data(root):
 
 
 def make_stubs(run):
-    """the programs plot, and gat imports requests (to download only what the harness generates); CI has
-    neither: no-op stand-ins (plots are not checked; nothing is downloaded)"""
+    """the programs plot, gat and nn_tutorial import requests (to download only what the harness
+    generates), nn_tutorial imports IPython; CI has none of them: no-op stand-ins (plots are not
+    checked; nothing is downloaded)"""
     pkg = os.path.join(run, "matplotlib")
     os.makedirs(pkg)
     noop = ("def _noop(*a, **k):\n    return _noop\n\n\n"
             "def __getattr__(name):\n    return _noop\n")
-    for mod in ("__init__", "pyplot"):
+    for mod in ("__init__", "pyplot", "ticker"):
         with open(os.path.join(pkg, mod + ".py"), "w") as f:
-            f.write(noop)
+            # `from matplotlib import pyplot` finds the submodule, not the package's __getattr__
+            f.write(noop + ("\nimport matplotlib.pyplot  # noqa: E402\nimport matplotlib.ticker  # noqa: E402\n"
+                            if mod == "__init__" else ""))
     with open(os.path.join(run, "requests.py"), "w") as f:
         f.write("def get(*a, **k):\n    raise RuntimeError('the corpus downloads nothing')\n")
+    # nn_tutorial imports IPython's debugger (its set_trace call is commented out)
+    ipy = os.path.join(run, "IPython", "core")
+    os.makedirs(ipy)
+    for mod in ("__init__", "core/__init__", "core/debugger"):
+        with open(os.path.join(run, "IPython", mod + ".py"), "w") as f:
+            f.write("def set_trace(*a, **k):\n    pass\n" if mod == "core/debugger" else "")
 
 
 def to_torch(text):

@@ -17,6 +17,7 @@
  * kernels.
  */
 #include "backend/cpu/conv_dnnl.h"
+#include "backend/env_config.h"
 
 #ifdef TS_HAVE_DNNL
 #include <math.h>
@@ -164,9 +165,8 @@ static pthread_once_t nhwc_once = PTHREAD_ONCE_INIT;
 static void choose_nhwc(void) {
     const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
     dnnl_avx512 = (isa & (unsigned)dnnl_cpu_isa_avx512_core) == (unsigned)dnnl_cpu_isa_avx512_core;
-    const char *e = getenv("TS_CONV_NHWC");
-    nhwc_keep = e && !strcmp(e, "keep");
-    nhwc_native = nhwc_keep ? true : e && !strcmp(e, "blocked") ? false : dnnl_avx512;
+    nhwc_keep = tsi_env_is(TSI_ENV_CONV_NHWC, "keep");
+    nhwc_native = nhwc_keep ? true : tsi_env_is(TSI_ENV_CONV_NHWC, "blocked") ? false : dnnl_avx512;
 }
 
 bool tsi_dnnl_conv_nhwc_native(void) {

@@ -22,20 +22,15 @@
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/kern_conv.h"
+#include "backend/env_config.h"
 #ifdef TS_HAVE_DNNL
 #include "backend/cpu/dnnl_common.h"
 #endif
 
-/* TS_CONV as kern_conv.c reads it: -1 automatic, 0 builtin, 1 dnnl (read at each call: cheap) */
-static int conv_provider(void) {
-    const char *e = getenv("TS_CONV");
-    return !e || !*e ? -1 : !strcmp(e, "dnnl") ? 1 : !strcmp(e, "builtin") ? 0 : -1;
-}
-
 int tsi_cpu_conv2d_block(const ts_backend *be) {
     (void)be;
 #ifdef TS_HAVE_DNNL
-    if (conv_provider() == 0 || !tsi_dnnl_engine()) return 0;
+    if (tsi_conv_provider() == 0 || !tsi_dnnl_engine()) return 0;
     const ts_cpu_isa isa = ts_cpu_isa_get();
     return isa == TS_ISA_AVX512 ? 16 : isa == TS_ISA_AVX2 ? 8 : 0;
 #else
@@ -46,7 +41,7 @@ int tsi_cpu_conv2d_block(const ts_backend *be) {
 /* kern_conv.c's conv_use_dnnl for a float32 forward: TS_CONV forces, else the shapes the direct
  * kernels do not take and the wide depthwise ones */
 static bool goes_to_dnnl(const ts_cgeom *g) {
-    const int forced = conv_provider();
+    const int forced = tsi_conv_provider();
     if (forced >= 0) return forced == 1;
     const bool depthwise_wide = g->cg == 1 && g->og == 1 && g->g >= 16;
     return !tsi_conv_direct_for(g, false) || depthwise_wide;
@@ -63,8 +58,9 @@ bool tsi_cpu_conv2d_blocked(const ts_backend *be, int index, float *out, int out
     if (g.c % g.g || g.o % g.g || g.n * g.o * g.oh * g.ow == 0) return false;
     /* blocked both sides, unless TS_CONV=dnnl: depthwise ones to conv_dw_blocked.c's kernel,
      * those of 1x1 images (a squeeze-excitation's) to conv_fc_blocked.c's */
-    if (x_block && out_block && conv_provider() != 1) {
-        const char *own = getenv("TS_CONV_OWN"); /* which of the two: "dw", "fc", both by default */
+    if (x_block && out_block && tsi_conv_provider() != 1) {
+        const char *own =
+            tsi_env(TSI_ENV_CONV_OWN); /* which of the two: "dw", "fc", both by default */
         const bool dw = !own || strstr(own, "dw"), fc = !own || strstr(own, "fc");
         if (dw && tsi_conv_dw_blocked_takes(&g, blk))
             return tsi_conv_dw_blocked(&g, blk, out, x, w, bias);

@@ -1,5 +1,6 @@
 /* cpu_isa.c — the CPU's vector ISA and the TS_CPU_ISA cap. */
 #include "backend/cpu/cpu_isa.h"
+#include "backend/env_config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +38,8 @@ int tsi_cpu_isa_parse(const char *name, ts_cpu_isa *out) {
 /* Idempotent: threads that race here compute the same answer; the warning may print twice. */
 ts_cpu_isa tsi_cpu_isa_choose(void) {
     ts_cpu_isa chosen = tsi_cpu_isa_host(), cap;
-    const char *env = getenv("TS_CPU_ISA");
-    if (env && *env) {
+    const char *env = tsi_env(TSI_ENV_CPU_ISA);
+    if (env) {
         if (tsi_cpu_isa_parse(env, &cap)) {
             if (cap < chosen) chosen = cap;
         } else {

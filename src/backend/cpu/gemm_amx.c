@@ -20,6 +20,7 @@
  * products (tsi_amx_pack_b). */
 #define _DEFAULT_SOURCE /* syscall */
 #include "backend/cpu/gemm_amx.h"
+#include "backend/env_config.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -66,8 +67,8 @@ static pthread_once_t ready_once = PTHREAD_ONCE_INIT;
 
 /* ONEDNN_MAX_CPU_ISA below the AMX ISAs caps every AMX path, this one too */
 static bool dnnl_cap_below_amx(void) {
-    const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
-    return cap && *cap && !strstr(cap, "AMX") && strcmp(cap, "ALL") != 0;
+    const char *cap = tsi_env(TSI_ENV_ONEDNN_MAX_CPU_ISA);
+    return cap && !strstr(cap, "AMX") && strcmp(cap, "ALL") != 0;
 }
 
 /* The CPU has AMX-BF16 and Linux hands this process the tiles' 8 KiB of state: asked for with
@@ -91,10 +92,9 @@ static bool tiles_granted(void) {
  * TS_AMX_GEMM=off: never; all: every bf16 product (the tests' _amx_all entries); on (or unset):
  * the large ones. */
 static void decide(void) {
-    const char *mode = getenv("TS_AMX_GEMM");
-    if (mode && !strcmp(mode, "off")) return;
+    if (tsi_env_is(TSI_ENV_AMX_GEMM, "off")) return;
     if (ts_cpu_isa_get() != TS_ISA_AVX512 || dnnl_cap_below_amx()) return;
-    take_all = mode && !strcmp(mode, "all");
+    take_all = tsi_env_is(TSI_ENV_AMX_GEMM, "all");
     ready = tiles_granted();
 }
 

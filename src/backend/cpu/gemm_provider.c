@@ -16,6 +16,7 @@
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/matmul_dnnl.h"
+#include "backend/env_config.h"
 
 #ifdef TS_HAVE_CBLAS
 #include <cblas.h>
@@ -85,7 +86,7 @@ static void describe(provider p, char *out, size_t n) {
  * 189 GFLOP/s on two Zen 3 cores against OpenBLAS's 157), the weight gradients of a short batch
  * into wide layers (assisted_layout) and the thin ones (docs/ARCHITECTURE.md has the tables). */
 static void choose(void) {
-    const char *force = getenv("TS_GEMM");
+    const char *force = tsi_env(TSI_ENV_GEMM);
     const ts_cpu_isa cap = ts_cpu_isa_get();
     provider want = cap == TS_ISA_AVX2 && blas_present() ? PROV_OPENBLAS : PROV_DNNL;
     if (force && *force) {
@@ -106,7 +107,7 @@ static void choose(void) {
 #ifdef TS_HAVE_DNNL
     /* the ISA cap of the library's own kernels applies to oneDNN's JIT too (its convolutions
      * included), whichever provider multiplies */
-    const char *dnnl_cap = getenv("ONEDNN_MAX_CPU_ISA");
+    const char *dnnl_cap = tsi_env(TSI_ENV_ONEDNN_MAX_CPU_ISA);
     /* uncapped, ONEDNN_MAX_CPU_ISA (oneDNN reads it itself) may still cap oneDNN alone: below
      * AVX512-BF16 or AMX, say, to test the bf16 products' other path on a host that has them */
     if (cap != TS_ISA_AVX512 || !dnnl_cap || !*dnnl_cap)

@@ -24,6 +24,7 @@
 #include "backend/cpu/gemm_small.h"
 #include "backend/cpu/host_scratch.h"
 #include "backend/cpu/omp_if.h"
+#include "backend/env_config.h"
 
 #ifdef TS_HAVE_OPENMP
 #include <omp.h>
@@ -45,8 +46,7 @@ void tsi_gemm_small_enable(bool on) { atomic_store_explicit(&enabled, on, memory
 static bool small_enabled(void) {
     int on = atomic_load_explicit(&enabled, memory_order_relaxed);
     if (on < 0) {
-        const char *env = getenv("TS_GEMM_SMALL");
-        on = !(env && !strcmp(env, "off"));
+        on = !tsi_env_is(TSI_ENV_GEMM_SMALL, "off");
         atomic_store_explicit(&enabled, on, memory_order_relaxed);
     }
     return on;

@@ -15,6 +15,7 @@
 #endif
 
 #include "backend/cpu/gemv.h"
+#include "backend/env_config.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -109,8 +110,7 @@ void tsi_gemv_enable(bool on) { atomic_store_explicit(&enabled, on, memory_order
 static bool gemv_enabled(void) {
     int on = atomic_load_explicit(&enabled, memory_order_relaxed);
     if (on < 0) {
-        const char *env = getenv("TS_GEMV");
-        on = !(env && !strcmp(env, "off"));
+        on = !tsi_env_is(TSI_ENV_GEMV, "off");
         atomic_store_explicit(&enabled, on, memory_order_relaxed);
     }
     return on;

@@ -16,6 +16,7 @@
 #include "backend/cpu/kern_conv_drivers.h"
 #include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
+#include "backend/env_config.h"
 #include "backend/kernel_math.h"
 
 #ifdef TS_HAVE_OPENMP
@@ -290,18 +291,22 @@ static const conv_fns fns_f64 = CONV_FNS(double, f64);
 /* Whether float32 convolution g goes to oneDNN (conv_dnnl.c): TS_CONV=dnnl|builtin forces the
  * choice; by default oneDNN takes the shapes the direct kernels do not (channels of ResNets and
  * the like), where its JIT kernels beat im2col + GEMM. `direct`: the direct kernels apply. */
-static int conv_forced = -2; /* -2 unread, -1 automatic, 0 builtin, 1 dnnl */
+static int conv_forced = -2; /* -2 as TS_CONV says, -1 automatic, 0 builtin, 1 dnnl */
 
 static int parse_provider(const char *e) {
     return !e || !*e ? -1 : !strcmp(e, "dnnl") ? 1 : !strcmp(e, "builtin") ? 0 : -1;
 }
 
-void tsi_conv_force_provider(const char *name) { conv_forced = parse_provider(name); }
+void tsi_conv_force_provider(const char *name) { conv_forced = name ? parse_provider(name) : -2; }
+
+int tsi_conv_provider(void) {
+    return conv_forced != -2 ? conv_forced : parse_provider(tsi_env(TSI_ENV_CONV));
+}
 
 static bool conv_use_dnnl(const conv_fns *f, bool direct) {
-    if (conv_forced == -2) conv_forced = parse_provider(getenv("TS_CONV"));
     if (f != &fns_f32) return false;
-    return conv_forced >= 0 ? conv_forced == 1 : !direct;
+    const int forced = tsi_conv_provider();
+    return forced >= 0 ? forced == 1 : !direct;
 }
 
 /* ------------------------------------------------------------------ drivers (f32 / f64) */

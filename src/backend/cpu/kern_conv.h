@@ -64,9 +64,13 @@ void tsi_conv_direct_forward_groups(const ts_conv_direct *d, const ts_cgeom *g, 
 void tsi_conv_direct_weight(const ts_conv_direct *d, const ts_cgeom *g, const float *gy,
                             const float *x, float *gw, float *scratch, bool acc);
 
-/* float32 convolutions: "dnnl" (oneDNN, when built in), "builtin" (im2col or direct kernels) or
- * NULL (automatic; TS_CONV=dnnl|builtin at start-up). Tests; not thread-safe. */
+/* float32 convolutions: "dnnl" (oneDNN, when built in), "builtin" (im2col or direct kernels), ""
+ * (automatic) or NULL (back to TS_CONV=dnnl|builtin as read at start-up; automatic when unset).
+ * Tests; not thread-safe. */
 void tsi_conv_force_provider(const char *name);
+/* The choice in force, for every convolution entry (kern_conv.c, conv_dnnl_blocked.c): -1
+ * automatic, 0 builtin, 1 dnnl. */
+int tsi_conv_provider(void);
 
 /* kern_conv_naive.c: the fallback without scratch memory (dense views of dtype dt, NCHW, or NHWC
  * when g->nhwc) */

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_compute_conv.h"
+#include "backend/env_config.h"
 
 #ifdef TS_HAVE_CUDNN
 /* after kernel_math.h: cuda_fp16.h's global `half` would shadow a local of that name there */
@@ -271,8 +272,7 @@ static int rank(cudnnHandle_t h, const ConvDescs *d, ConvDir dir, ts_dtype dt, b
 static long long g_dnn_runs, g_dnn_declined;
 
 static bool test_decline_first(void) {
-    const char *v = getenv("TS_CUDA_TEST_CUDNN_DECLINE");
-    return v && *v && strcmp(v, "0") != 0;
+    return tsi_env_on(TSI_ENV_CUDA_TEST_CUDNN_DECLINE);
 }
 
 /* Runs one candidate: its math type, its workspace, the call. */

@@ -27,6 +27,7 @@
 #include "backend/conv_layout.h"
 #include "backend/cuda/cuda_bridge.h"
 #include "backend/cuda/cuda_compute_conv.h"
+#include "backend/env_config.h"
 
 namespace {
 
@@ -35,11 +36,6 @@ namespace {
 
 /* ------------------------------------------------------------------ counters, switches */
 static long long g_native, g_copied; /* passes run natively / through NCHW copies */
-
-static bool env_on(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
 
 /* ------------------------------------------------------------------ transposes */
 #define TILE      32
@@ -235,7 +231,7 @@ static bool try_native(const ts_kview *a, const ts_kview *b) {
     const bool dnn = false;
 #endif
     return dnn && ts_kview_nhwc_dense(a) && ts_kview_nhwc_dense(b) &&
-           !env_on("TS_CUDA_TEST_CONV_NHWC_COPY");
+           !tsi_env_on(TSI_ENV_CUDA_TEST_CONV_NHWC_COPY);
 }
 
 /* The weight [o][cg][kh*kw] as KRSC [o][kh*kw][cg] in scratch; NULL with the error recorded */
@@ -319,8 +315,7 @@ extern "C" bool tsc_conv2d_channels_last(const ts_backend *be, int index, ts_dty
     static int on = -1; /* TS_CUDA_CONV_NHWC, read once */
     int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
     if (v < 0) {
-        const char *e = getenv("TS_CUDA_CONV_NHWC");
-        v = !(e && strcmp(e, "0") == 0);
+        v = !tsi_env_is(TSI_ENV_CUDA_CONV_NHWC, "0");
         __atomic_store_n(&on, v, __ATOMIC_RELAXED);
     }
     return v && (dt == TS_F32 || dt == TS_F16 || dt == TS_BF16);

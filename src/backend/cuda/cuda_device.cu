@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_bridge.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_internal.h"
+#include "backend/env_config.h"
 
 /* Written once during library start-up (under tsi_init's pthread_once), read-only afterwards. */
 static int g_count;
@@ -22,8 +23,8 @@ static thread_local int tl_user_device;
  * returned that error, from a driver that is installed (0: as if it reported no device). A test
  * hook: start-up failures are checked without a machine that has them. */
 static bool fake_probe_error(cudaError_t *e) {
-    const char *v = getenv("TS_CUDA_TEST_PROBE_ERROR");
-    if (!v || !*v) return false;
+    const char *v = tsi_env(TSI_ENV_CUDA_TEST_PROBE_ERROR);
+    if (!v) return false;
     char *end;
     long code = strtol(v, &end, 10);
     if (*end || code < 0) return false;
@@ -62,8 +63,7 @@ static void probe_failed(cudaError_t e, bool faked, const char *what) {
 }
 
 int tsc_runtime_probe(void) {
-    const char *sync = getenv("TS_CUDA_SYNC");
-    g_sync_launches = sync && *sync && strcmp(sync, "0") != 0;
+    g_sync_launches = tsi_env_on(TSI_ENV_CUDA_SYNC);
     int n = 0;
     cudaError_t e;
     const bool faked = fake_probe_error(&e);

@@ -33,6 +33,7 @@
 
 #include "backend/cuda/cuda_bridge.h"
 #include "backend/cuda/cuda_sdpa_common.cuh"
+#include "backend/env_config.h"
 
 namespace {
 
@@ -655,8 +656,7 @@ bool tc_enabled() {
     static int from_env = -1; /* read once */
     if (tc_forced >= 0) return tc_forced != 0;
     if (from_env < 0) {
-        const char *e = getenv("TS_CUDA_SDPA_TC");
-        from_env = e && !strcmp(e, "0") ? 0 : 1;
+        from_env = tsi_env_is(TSI_ENV_CUDA_SDPA_TC, "0") ? 0 : 1;
     }
     return from_env != 0;
 }

@@ -1,0 +1,18 @@
+/* inplace_check.c — ts_check_inplace (tessera/inplace.h): PyTorch's refusals before an in-place
+ * op, for the in-place forms built from an out-of-place op and ts_copy_. */
+#include "core/internal.h"
+#include "tessera/inplace.h"
+
+ts_status ts_check_inplace(ts_tensor *t, bool operand_requires_grad, const char *op) {
+    tsi_init();
+    if (!op) op = "in-place op";
+    if (!tsi_check_input(op, t, "input")) return ts_error();
+    if (!tsi_check_inplace(op, t)) return ts_error();
+    /* the history would reach the view but not the tensor it views (PyTorch's CopySlices) */
+    if (operand_requires_grad && tsi_grad_mode() && t->is_view && !t->requires_grad)
+        return tsi_error_set(TS_ERR_UNSUPPORTED,
+                             "%s: in-place operation on a view (%s) with an operand that requires "
+                             "grad is not supported; apply it to a clone of the view instead",
+                             op, tsi_desc(t));
+    return TS_OK;
+}

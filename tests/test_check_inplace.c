@@ -1,0 +1,77 @@
+/* test_check_inplace.c — ts_check_inplace (tessera/inplace.h): PyTorch's refusals before an
+ * in-place op, and ts_clamp_tensor_ on a tensor with history (computed from a clone, so its
+ * backward does not find its saved input changed). */
+#include <string.h>
+
+#include "tessera/inplace.h"
+#include "ts_test.h"
+
+static int64_t live_cpu(void) {
+    ts_mem_stats s;
+    ts_memory_stats(ts_cpu(), &s);
+    return s.live_tensors;
+}
+
+static void test_refusals(void) {
+    const float v[6] = {-1, 2, -3, 4, 0.5f, -0.5f};
+    ts_scope_begin();
+    ts_tensor *leaf = ts_from_data(TS_SHAPE(2, 3), TS_F32, v, (ts_opts){0});
+    ts_tensor *plain = ts_from_data(TS_SHAPE(2, 3), TS_F32, v, (ts_opts){0});
+    ts_set_requires_grad(leaf, true);
+    CHECK_OK();
+    /* a leaf that requires grad */
+    CHECK_EQ(ts_check_inplace(leaf, false, "sin_"), TS_ERR_STATE);
+    CHECK_ERR_HAS(TS_ERR_STATE, "sin_: a leaf Variable that requires grad");
+    /* a tensor with history: allowed; a view of it: not */
+    ts_tensor *y = ts_mul_scalar(leaf, 1.0);
+    CHECK_EQ(ts_check_inplace(y, true, "cos_"), TS_OK);
+    CHECK_EQ(ts_check_inplace(ts_select(y, 0, 1), false, "cos_"), TS_ERR_UNSUPPORTED);
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "cos_: in-place operation on a view");
+    /* a view of a plain tensor: allowed, unless an operand requires grad */
+    ts_tensor *pv = ts_select(plain, 0, 0);
+    CHECK_EQ(ts_check_inplace(pv, false, "hypot_"), TS_OK);
+    CHECK_EQ(ts_check_inplace(pv, true, "hypot_"), TS_ERR_UNSUPPORTED);
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "hypot_: in-place operation on a view");
+    /* grad mode off: everything may */
+    ts_no_grad_begin();
+    CHECK_EQ(ts_check_inplace(leaf, true, "sin_"), TS_OK);
+    CHECK_EQ(ts_check_inplace(ts_select(y, 0, 1), true, "sin_"), TS_OK);
+    ts_no_grad_end();
+    CHECK_EQ(ts_check_inplace(NULL, false, "sin_"), TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "sin_");
+    ts_scope_end();
+    CHECK_OK();
+}
+
+/* y = leaf * 1; y.clamp_(min = 0 as a tensor); sum(y).backward(): d/dleaf = [leaf > 0] */
+static void test_clamp_tensor_inplace_backward(void) {
+    const float v[6] = {-1, 2, -3, 4, 0.5f, -0.5f}, zero = 0;
+    ts_tensor *leaf = ts_from_data(TS_SHAPE(2, 3), TS_F32, v, (ts_opts){0});
+    ts_set_requires_grad(leaf, true);
+    ts_scope_begin();
+    ts_tensor *lo = ts_from_data((ts_shape){0}, TS_F32, &zero, (ts_opts){0});
+    ts_tensor *y = ts_mul_scalar(leaf, 1.0);
+    CHECK(ts_clamp_tensor_(y, lo, NULL) != NULL);
+    CHECK_OK();
+    ts_backward(ts_sum(y));
+    CHECK_OK();
+    float g[6] = {0}, out[6] = {0};
+    CHECK(ts_grad(leaf) != NULL);
+    if (ts_grad(leaf)) CHECK_EQ(ts_copy_to_host(ts_grad(leaf), g, sizeof g), TS_OK);
+    CHECK_EQ(ts_copy_to_host(y, out, sizeof out), TS_OK);
+    for (int i = 0; i < 6; i++) {
+        CHECK_NEAR(g[i], v[i] > 0 ? 1.0 : 0.0, 0);
+        CHECK_NEAR(out[i], v[i] > 0 ? v[i] : 0.0, 0);
+    }
+    ts_scope_end();
+    ts_release(leaf);
+    CHECK_OK();
+}
+
+int main(void) {
+    int64_t live0 = live_cpu();
+    test_refusals();
+    test_clamp_tensor_inplace_backward();
+    CHECK_EQ(live_cpu(), live0);
+    return ts_test_finish();
+}
