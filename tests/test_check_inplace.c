@@ -32,13 +32,18 @@ static void test_refusals(void) {
     CHECK_EQ(ts_check_inplace(pv, false, "hypot_"), TS_OK);
     CHECK_EQ(ts_check_inplace(pv, true, "hypot_"), TS_ERR_UNSUPPORTED);
     CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "hypot_: in-place operation on a view");
+    CHECK_EQ(ts_check_inplace(pv, true, "hypot_"), TS_ERR_UNSUPPORTED); /* the advice, too */
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "requires grad is not supported; apply it to a clone");
+    /* no op name: the messages say "in-place op" */
+    CHECK_EQ(ts_check_inplace(leaf, false, NULL), TS_ERR_STATE);
+    CHECK_ERR_HAS(TS_ERR_STATE, "in-place op: a leaf Variable");
     /* grad mode off: everything may */
     ts_no_grad_begin();
     CHECK_EQ(ts_check_inplace(leaf, true, "sin_"), TS_OK);
     CHECK_EQ(ts_check_inplace(ts_select(y, 0, 1), true, "sin_"), TS_OK);
     ts_no_grad_end();
     CHECK_EQ(ts_check_inplace(NULL, false, "sin_"), TS_ERR_ARG);
-    CHECK_ERR_HAS(TS_ERR_ARG, "sin_");
+    CHECK_ERR_HAS(TS_ERR_ARG, "sin_: input");
     ts_scope_end();
     CHECK_OK();
 }

@@ -2,7 +2,9 @@
  * GPT whose weights exceed the cap run streamed and give the plain uncapped run's outputs bit for
  * bit (sim runs the cpu kernels); the device holds at most prefetch + 1 units' weights (the
  * stream's counters and the allocator's peak); with a simulated link the copies are asynchronous;
- * the GPT trained streamed equals plain training bit for bit; errors; unstream; and an
+ * the GPT trained streamed equals plain training bit for bit; BatchNorm's running statistics come
+ * back to the host; gradients a model had move with it; stream, unstream and stream again; the
+ * registry's limit; out of device memory in a forward, a backward and unstream; errors; and an
  * allocation-failure sweep of a streamed forward and backward. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -394,14 +396,246 @@ static void sweep_teardown(void *p) {
     free(s);
 }
 
+/* ------------------------------------------------------------------ state kept and given back */
+static ts_module *bn_new(void) {
+    ts_manual_seed(9);
+    return ts_sequential_new(3, (ts_module *[]){ts_linear_new(8, 8),
+                                                ts_batch_norm1d_new(8, (ts_norm_opts){0}),
+                                                ts_linear_new(8, 2)});
+}
+
+/* training-mode forwards change BatchNorm's running statistics on the device: they go back to the
+ * host, equal to a plain run's */
+static void test_buffers(void) {
+    ts_module *p = ts_module_to(bn_new(), ts_sim(0)), *m = bn_new();
+    ts_manual_seed(21);
+    ts_tensor *x = ts_randn(TS_SHAPE(6, 8), (ts_opts){0});
+    ts_tensor *xd = ts_to(x, ts_sim(0));
+    CHECK_EQ(ts_module_stream(m, ts_sim(0), (ts_stream_opts){.prefetch = 1}), TS_OK);
+    for (int i = 0; i < 2; i++) {
+        size_t n1 = 0, n2 = 0;
+        char *a = infer(m, x, &n1, NULL), *b = infer(p, xd, &n2, NULL);
+        check_same(a, n1, b, n2, "BatchNorm forward");
+    }
+    const char *names[] = {"1.running_mean", "1.running_var", "1.num_batches_tracked"};
+    for (int i = 0; i < 3; i++) {
+        size_t n1 = 0, n2 = 0;
+        ts_tensor *h = ts_module_get(m, names[i]);
+        CHECK(h && ts_device_equal(ts_device_of(h), ts_cpu()));
+        if (!h) continue;
+        char *a = host_bytes(h, &n1), *b = host_bytes(ts_module_get(p, names[i]), &n2);
+        check_same(a, n1, b, n2, names[i]);
+    }
+    CHECK_EQ(ts_module_unstream(m), TS_OK);
+    ts_module_free(m);
+    ts_module_free(p);
+    ts_release(x), ts_release(xd);
+    CHECK_EQ(mem_now(), 0);
+    CHECK_OK();
+}
+
+/* training, prefetch 0: a unit without gradients of its own (the ReLU) is done with once the unit
+ * before it starts its backward; after a grad-mode forward only activations stay on the device */
+static void test_train_ring(void) {
+    ts_module *m = small_new();
+    CHECK_EQ(ts_module_stream(m, ts_sim(0), (ts_stream_opts){.prefetch = 0}), TS_OK);
+    ts_scope_begin();
+    ts_tensor *x = ts_randn(TS_SHAPE(2, 8), (ts_opts){0});
+    ts_tensor *y = ts_sum(ts_forward(m, x));
+    CHECK(y != NULL);
+    /* the input, three outputs (ReLU's too) and the sum: 5 tiny activations, no weights */
+    CHECK(mem_now() <= 5 * 512);
+    ts_backward(y);
+    CHECK_OK();
+    ts_scope_end();
+    ts_stream_stats st;
+    CHECK_EQ(ts_module_stream_stats(m, &st), TS_OK);
+    CHECK_EQ(st.backward_fetches, 4);
+    CHECK_EQ(st.max_resident_units, 1);
+    CHECK_EQ(mem_now(), 0);
+    CHECK_EQ(ts_module_unstream(m), TS_OK);
+    ts_module_free(m);
+    CHECK_OK();
+}
+
+/* a model on the device whose parameters have gradients already: they go to the host with them,
+ * values intact, and back with unstream */
+static void test_grads_move(void) {
+    ts_module *m = ts_module_to(small_new(), ts_sim(0));
+    ts_scope_begin();
+    ts_backward(ts_sum(ts_forward(m, ts_randn(TS_SHAPE(2, 8), (ts_opts){.device = ts_sim(0)}))));
+    ts_scope_end();
+    CHECK_OK();
+    ts_tensor_list l = ts_module_named_parameters(m);
+    char *w[8] = {0}, *g[8] = {0};
+    size_t nw[8], ng[8];
+    CHECK(l.n == 6);
+    for (int i = 0; i < l.n && i < 8; i++) {
+        w[i] = host_bytes(l.tensors[i], &nw[i]);
+        g[i] = host_bytes(ts_grad(l.tensors[i]), &ng[i]);
+    }
+    CHECK_EQ(ts_module_stream(m, ts_sim(0), (ts_stream_opts){0}), TS_OK);
+    CHECK_EQ(mem_now(), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        const ts_device at = pass ? ts_sim(0) : ts_cpu();
+        for (int i = 0; i < l.n && i < 8; i++) {
+            ts_tensor *t = l.tensors[i], *gt = ts_grad(t);
+            CHECK(gt && ts_device_equal(ts_device_of(t), at) &&
+                  ts_device_equal(ts_device_of(gt), at));
+            if (!gt) continue;
+            size_t a, b;
+            char *wb = host_bytes(t, &a), *gb = host_bytes(gt, &b);
+            CHECK(a == nw[i] && !memcmp(wb, w[i], a));
+            CHECK(b == ng[i] && !memcmp(gb, g[i], b));
+            free(wb), free(gb);
+        }
+        if (!pass) CHECK_EQ(ts_module_unstream(m), TS_OK);
+    }
+    for (int i = 0; i < 8; i++) free(w[i]), free(g[i]);
+    ts_tensor_list_free(&l);
+    ts_module_free(m);
+    CHECK_EQ(mem_now(), 0);
+    CHECK_OK();
+}
+
+/* stream, unstream, stream again: the same outputs; a model that lived on the device goes back
+ * there and nothing of the stream holds it after; at most 64 models streamed at once */
+static void test_restream(const char *ref, size_t nref, ts_tensor *x) {
+    ts_module *m = mlp_new();
+    for (int round = 0; round < 2; round++) {
+        CHECK_EQ(ts_module_stream(m, ts_sim(0), (ts_stream_opts){.prefetch = round}), TS_OK);
+        size_t n;
+        char *got = infer(m, x, &n, NULL);
+        const bool same = got && n == nref && !memcmp(got, ref, n);
+        CHECK(same);
+        free(got);
+        CHECK_EQ(ts_module_unstream(m), TS_OK);
+        CHECK(!ts_module_is_streamed(m));
+    }
+    ts_module_free(m);
+    ts_module *d = ts_module_to(small_new(), ts_sim(0));
+    const size_t on_dev = mem_now();
+    CHECK(on_dev > 0);
+    CHECK_EQ(ts_module_stream(d, ts_sim(0), (ts_stream_opts){0}), TS_OK);
+    CHECK_EQ(mem_now(), 0);
+    CHECK_EQ(ts_module_unstream(d), TS_OK);
+    CHECK_EQ(mem_now(), on_dev);
+    ts_module_free(d);
+    CHECK_EQ(mem_now(), 0);
+    enum { MAX = 64 };
+    ts_module *many[MAX + 1];
+    for (int i = 0; i <= MAX; i++) {
+        many[i] = small_new();
+        const ts_status st = ts_module_stream(many[i], ts_sim(0), (ts_stream_opts){0});
+        CHECK_EQ(st, i < MAX ? TS_OK : TS_ERR_STATE);
+    }
+    CHECK_ERR_HAS(TS_ERR_STATE, "models streamed at once");
+    CHECK(!ts_module_is_streamed(many[MAX]));
+    for (int i = 0; i <= MAX; i++) ts_module_free(many[i]);
+    CHECK_OK();
+}
+
+/* unstream out of device memory: nothing moves, the copies made before the failure are freed */
+static void test_unstream_oom(void) {
+    ts_module *m = ts_module_to(mlp_new(), ts_sim(0));
+    CHECK_OK();
+    CHECK_EQ(ts_module_stream(m, ts_sim(0), (ts_stream_opts){0}), TS_OK);
+    CHECK_EQ(mem_now(), 0);
+    ts_empty_cache(ts_sim(0));
+    /* room for about two of the five hidden Linears */
+    const int64_t fill = (int64_t)((GPT_CAP - 2 * LIN - 1024) / 4);
+    ts_tensor *f = ts_empty(TS_SHAPE(fill), (ts_opts){.device = ts_sim(0)});
+    CHECK(f != NULL);
+    const size_t with_fill = mem_now();
+    CHECK_EQ(ts_module_unstream(m), TS_ERR_OOM);
+    ts_error_clear();
+    CHECK(ts_module_is_streamed(m));
+    CHECK_EQ(mem_now(), with_fill);
+    ts_release(f);
+    CHECK_EQ(ts_module_unstream(m), TS_OK);
+    CHECK(ts_device_equal(ts_device_of(ts_module_get(m, "0.weight")), ts_sim(0)));
+    ts_module_free(m);
+    CHECK_EQ(mem_now(), 0);
+    CHECK_OK();
+}
+
+/* a backward that fails part-way (a weight changed since the forward) leaves a unit brought back
+ * for it; unstream frees its memory though the retained graph (y's) still holds the handles */
+static void test_failed_backward(void) {
+    ts_manual_seed(4);
+    ts_module *m =
+        ts_sequential_new(2, (ts_module *[]){ts_linear_new(64, 64), ts_linear_new(64, 64)});
+    CHECK_EQ(ts_module_stream(m, ts_sim(0), (ts_stream_opts){.prefetch = 1}), TS_OK);
+    ts_scope_begin();
+    ts_tensor *y = ts_sum(ts_forward(m, ts_randn(TS_SHAPE(2, 64), (ts_opts){0})));
+    CHECK(y != NULL);
+    CHECK(mem_now() < LIN); /* activations only */
+    ts_no_grad_begin();
+    ts_mul_scalar_(ts_module_get(m, "0.weight"), 2.0);
+    ts_no_grad_end();
+    CHECK_OK();
+    ts_backward_ex(y, NULL, (ts_backward_opts){.retain_graph = true});
+    CHECK_ERR_HAS(TS_ERR_STATE, "changed between the forward and its backward");
+    ts_error_clear();
+    CHECK_EQ(ts_module_unstream(m), TS_OK);
+    CHECK(mem_now() < LIN); /* the graph alive, the weights' memory gone */
+    ts_scope_end();
+    CHECK_EQ(mem_now(), 0);
+    ts_module_free(m);
+    CHECK_OK();
+}
+
+/* a unit's weights do not fit the device (even with the cache emptied): the forward fails with
+ * TS_ERR_OOM, leaves none of its copies behind, and runs once there is room */
+static void test_fetch_oom(void) {
+    ts_module *m = mlp_new();
+    CHECK_EQ(ts_module_stream(m, ts_sim(0), (ts_stream_opts){0}), TS_OK);
+    ts_tensor *x = ts_randn(TS_SHAPE(4, 64), (ts_opts){0});
+    ts_empty_cache(ts_sim(0));
+    /* room for the input, not for a hidden Linear's weight */
+    ts_tensor *f =
+        ts_empty(TS_SHAPE((int64_t)((GPT_CAP - LIN / 2) / 4)), (ts_opts){.device = ts_sim(0)});
+    CHECK(f != NULL);
+    const size_t with_fill = mem_now();
+    ts_scope_begin();
+    ts_no_grad_begin();
+    CHECK(ts_forward(m, x) == NULL);
+    ts_no_grad_end();
+    CHECK_ERR(TS_ERR_OOM);
+    ts_error_clear();
+    ts_scope_end();
+    CHECK_EQ(mem_now(), with_fill);
+    ts_stream_stats st;
+    CHECK_EQ(ts_module_stream_stats(m, &st), TS_OK);
+    CHECK(st.cache_flushes >= 1 && st.unit_fetches == 0);
+    ts_release(f);
+    size_t n;
+    free(infer(m, x, &n, NULL));
+    CHECK(ts_device_equal(ts_device_of(ts_module_get(m, "0.weight")), ts_cpu()));
+    CHECK_EQ(mem_now(), 0);
+    CHECK_EQ(ts_module_unstream(m), TS_OK);
+    ts_module_free(m);
+    ts_release(x);
+    CHECK_OK();
+}
+
 int main(void) {
     if (ts_sim_configure(2, 0) != TS_OK)
         return ts_test_skip("sim devices: %s", ts_test_error_str());
     refs r = make_refs();
     ts_empty_cache(ts_sim(0));
-    if (ts_sim_configure(2, CAP) != TS_OK)
-        return ts_test_skip("sim:0 capped: %s", ts_test_error_str());
+    /* sim:0 configured once already: a failure here is a tensor left on it (a leak), not a skip */
+    CHECK_EQ(ts_sim_configure(2, CAP), TS_OK);
+    if (ts_error()) return ts_test_finish();
+    char *mlp_ref = malloc(r.n_mlp);
+    memcpy(mlp_ref, r.mlp, r.n_mlp);
     test_mlp(&r);
+    test_restream(mlp_ref, r.n_mlp, r.x_mlp);
+    free(mlp_ref);
+    test_buffers();
+    test_train_ring();
+    test_failed_backward();
+    test_grads_move();
     test_errors();
     ts_fault_sweep(&(ts_sweep_case){.name = "module_stream",
                                     .setup = sweep_setup,
@@ -410,10 +644,12 @@ int main(void) {
                                     .teardown = sweep_teardown},
                    400);
     ts_empty_cache(ts_sim(0));
-    if (ts_sim_configure(2, GPT_CAP) != TS_OK)
-        return ts_test_skip("sim:0 capped: %s", ts_test_error_str());
+    CHECK_EQ(ts_sim_configure(2, GPT_CAP), TS_OK);
+    if (ts_error()) return ts_test_finish();
     test_gpt_link(&r);
     test_train(&r);
+    test_unstream_oom();
+    test_fetch_oom();
     ts_release(r.x_mlp);
     ts_release(r.x_gpt);
     ts_release(r.y_gpt);
