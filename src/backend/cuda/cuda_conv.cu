@@ -271,9 +271,7 @@ static int rank(cudnnHandle_t h, const ConvDescs *d, ConvDir dir, ts_dtype dt, b
  */
 static long long g_dnn_runs, g_dnn_declined;
 
-static bool test_decline_first(void) {
-    return tsi_env_on(TSI_ENV_CUDA_TEST_CUDNN_DECLINE);
-}
+static bool test_decline_first(void) { return tsi_env_on(TSI_ENV_CUDA_TEST_CUDNN_DECLINE); }
 
 /* Runs one candidate: its math type, its workspace, the call. */
 static cudnnStatus_t run_algo(int index, cudnnHandle_t h, const ConvDescs *d, ConvDir dir,
