@@ -106,6 +106,13 @@ def _grad_postprocess(inputs, create_graph):
     return tuple(_grad_postprocess(inp, create_graph) for inp in inputs)
 
 
+def _result_pair(outputs, res, create_graph, outputs_tuple, res_tuple):
+    """(outputs, res) as the functions return them: detached unless create_graph, unpacked to a
+    tensor where the caller passed one"""
+    return (_tuple_postprocess(_grad_postprocess(outputs, create_graph), outputs_tuple),
+            _tuple_postprocess(_grad_postprocess(res, create_graph), res_tuple))
+
+
 def _validate_v(v, other, is_other_tuple):
     if len(other) != len(v):
         if is_other_tuple:
@@ -239,10 +246,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
     with _set_grad_enabled(True if create_graph else _is_grad_enabled()):
         grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
         res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    res = _grad_postprocess(res, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(res, is_inputs_tuple))
+    return _result_pair(outputs, res, create_graph, is_outputs_tuple, is_inputs_tuple)
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -269,10 +273,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
             res = _jvp_double_back(outputs, inputs, v, strict)
         else:
             res = _jvp_rows(outputs, inputs, v, strict)
-    outputs = _grad_postprocess(outputs, create_graph)
-    res = _grad_postprocess(res, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(res, is_outputs_tuple))
+    return _result_pair(outputs, res, create_graph, is_outputs_tuple, is_outputs_tuple)
 
 
 def _jvp_double_back(outputs, inputs, v, strict):
@@ -438,10 +439,7 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     with _set_grad_enabled(True if create_graph else _is_grad_enabled()):
         grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
         res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    res = _grad_postprocess(res, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(res, is_inputs_tuple))
+    return _result_pair(outputs, res, create_graph, is_outputs_tuple, is_inputs_tuple)
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -457,7 +455,4 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     with _set_grad_enabled(True if create_graph else _is_grad_enabled()):
         grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
         res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    res = _grad_postprocess(res, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(res, is_inputs_tuple))
+    return _result_pair(outputs, res, create_graph, is_outputs_tuple, is_inputs_tuple)
