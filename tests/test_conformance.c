@@ -54,6 +54,15 @@ static void l_scatter(const ts_backend *b, const ts_kview *o, const ts_kview *i,
     KC(p);
     b->scatter_add(b, 0, &o[0], k->dim, &i[0], &i[1]);
 }
+static void l_cdist(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
+    KC(p);
+    b->cdist(b, 0, &o[0], &i[0], &i[1], k->p0);
+}
+static void l_gather_dims(const ts_backend *b, const ts_kview *o, const ts_kview *i,
+                          const void *p) {
+    KC(p); /* the tables follow the input: i[1] for the last dim, i[2] for the one before */
+    b->gather_dims(b, 0, &o[0], &i[0], k->dim, &i[1]);
+}
 static void l_random(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
     KC(p);
     (void)i;
@@ -528,6 +537,60 @@ static void test_amp_update_scale(void) {
     bc_kernel_end("amp_update_scale");
 }
 
+/* cdist (float dtypes, p = 0, 1, 2, 3, inf; strided inputs, a broadcast batch) and gather_dims
+ * (pad's one-pass gather over the last 1 or 2 dims; contiguous outputs, as the front ends make) */
+static void test_cdist_gather_dims(void) {
+    static const int64_t so[] = {2, 5, 6}, s1[] = {2, 5, 7}, s2[] = {2, 6, 7};
+    if (bc_present("cdist", bc_state.dev->cdist)) {
+        bc_kernel_begin();
+        const double ps[] = {0, 1, 2, 3, INFINITY};
+        for (int a = 0; a < BC_NDT; a++) {
+            const ts_dtype dt = bc_dtypes[a];
+            if (!bc_is_float(dt)) continue;
+            for (int q = 0; q < 5; q++)
+                for (int lay = 0; lay < 3; lay++) {
+                    bc_call c = {.nout = 1,
+                                 .nin = 2,
+                                 .out = {bc_mk(dt, 3, so, 0)},
+                                 .in = {bc_mk(dt, 3, s1, lay), bc_mk(dt, 3, s2, lay ? 1 : 0)}};
+                    if (lay == 2) c.in[1].strides[0] = 0; /* one x2 for both batches */
+                    bc_fill_host(&c.in[0], BC_ANY, 0);
+                    bc_fill_host(&c.in[1], BC_ANY, 0);
+                    kctx k = {.p0 = ps[q]};
+                    bc_check(bc_what("%s p %g layout %d", ts_dtype_name(dt), ps[q], lay), &c,
+                             l_cdist, &k);
+                }
+        }
+        bc_kernel_end("cdist");
+    }
+    if (bc_present("gather_dims", bc_state.dev->gather_dims)) {
+        bc_kernel_begin();
+        static const int64_t si[] = {3, 4, 5};
+        for (int a = 0; a < BC_NDT; a++) {
+            const ts_dtype dt = bc_dtypes[a];
+            for (int kd = 1; kd <= 2; kd++)
+                for (int lay = 0; lay < 3; lay++) {
+                    const int64_t os[] = {3, kd == 2 ? 6 : 4, 9};
+                    bc_call c = {.nout = 1,
+                                 .nin = 1 + kd,
+                                 .out = {bc_mk(dt, 3, os, 0)},
+                                 .in = {bc_mk(dt, 3, si, lay),
+                                        bc_mk(TS_I64, 1, (int64_t[]){9}, lay == 2 ? 2 : 0)}};
+                    bc_fill_host(&c.in[0], BC_ANY, 0);
+                    bc_fill_host(&c.in[1], BC_IDX, 5);
+                    if (kd == 2) {
+                        c.in[2] = bc_mk(TS_I64, 1, (int64_t[]){6}, 0);
+                        bc_fill_host(&c.in[2], BC_IDX, 4);
+                    }
+                    kctx k = {.dim = kd};
+                    bc_check(bc_what("%s k %d layout %d", ts_dtype_name(dt), kd, lay), &c,
+                             l_gather_dims, &k);
+                }
+        }
+        bc_kernel_end("gather_dims");
+    }
+}
+
 static void run_elementwise(void) {
     test_memory();
     test_copy();
@@ -540,6 +603,7 @@ static void run_elementwise(void) {
     test_random();
     test_amp_unscale();
     test_amp_update_scale();
+    test_cdist_gather_dims();
 }
 
 /* ------------------------------------------------------------------ self-check

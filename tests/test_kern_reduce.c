@@ -187,13 +187,17 @@ static double ref_reduce(ts_reduce_op op, const double *x, int64_t n, double cor
             if (bi < 0 || (op == TS_R_ARGMAX ? x[i] > x[bi] : x[i] < x[bi])) bi = i;
         }
         return (double)bi;
+    case TS_R_NORM2:
+        for (int64_t i = 0; i < n; i++) s += x[i] * x[i];
+        return sqrt(s);
     default:
         return 0;
     }
 }
 
-static const char *op_name[] = {"sum", "prod", "mean", "max",    "min",
-                                "var", "std",  "lse",  "argmax", "argmin"};
+static const char *op_name[] = {"sum", "prod", "mean",   "max",    "min",  "var",
+                                "std", "lse",  "argmax", "argmin", "norm2"};
+_Static_assert(sizeof op_name / sizeof *op_name == TS_R_COUNT, "a name for every reduce op");
 
 /* Reduces the last nred dims of a permuted view of a contiguous buffer of physical shape ps:
  * view dim d is physical dim perm[d]. The output is written with stride 2 (interleaved). */
@@ -317,15 +321,15 @@ static void test_reduce(void) {
     }
     check_reduce(TS_I64, 2, col_small, p01, 1, TS_R_PROD, 0, 0);
 
-    /* empty reductions: SUM 0, PROD 1, MEAN/VAR/STD NaN, LOGSUMEXP -inf */
+    /* empty reductions: SUM 0, PROD 1, MEAN/VAR/STD NaN, LOGSUMEXP -inf, NORM2 0 */
     {
         float dummy = 0;
         int64_t sh[2] = {3, 0}, st[2] = {0, 1}, osh[1] = {3}, ost[1] = {1};
         ts_kview in = mkview(&dummy, TS_F32, 2, sh, st);
-        const ts_reduce_op eops[] = {TS_R_SUM, TS_R_PROD, TS_R_MEAN,
-                                     TS_R_VAR, TS_R_STD,  TS_R_LOGSUMEXP};
-        const double ewant[] = {0, 1, NAN, NAN, NAN, -INFINITY};
-        for (int k = 0; k < 6; k++) {
+        const ts_reduce_op eops[] = {TS_R_SUM, TS_R_PROD,      TS_R_MEAN, TS_R_VAR,
+                                     TS_R_STD, TS_R_LOGSUMEXP, TS_R_NORM2};
+        const double ewant[] = {0, 1, NAN, NAN, NAN, -INFINITY, 0};
+        for (int k = 0; k < 7; k++) {
             float o[3] = {5, 5, 5};
             ts_kview out = mkview(o, TS_F32, 1, osh, ost);
             tsi_cpu_reduce(NULL, 0, eops[k], &out, &in, 1, 1.0);

@@ -93,6 +93,16 @@ static bool max_file(const Onnx__ModelProto *m) {
            ints_are(m, "ReduceMax", "axes", 2, (const int64_t[]){0, 1});
 }
 
+/* linalg.vector_norm(ord=2) over dim 1, kept: one ReduceL2 with that axis */
+static ts_tensor *norm2_fwd(ts_module *s, ts_tensor *x) {
+    (void)s;
+    return ts_vector_norm(ts_sin(x), 2, (ts_dims){.n = 1, .d = {1}}, true, TS_DTYPE_DEFAULT);
+}
+static bool norm2_file(const Onnx__ModelProto *m) {
+    return count_nodes(m, "ReduceL2") == 1 && attr_is(m, "ReduceL2", "keepdims", 1) &&
+           ints_are(m, "ReduceL2", "axes", 1, (const int64_t[]){1});
+}
+
 static ts_tensor *alpha1_fwd(ts_module *s, ts_tensor *x) {
     (void)s;
     return ts_add_alpha(ts_sub_scalar(x, 0.5), ts_sin(x), 1);
@@ -226,6 +236,8 @@ typedef struct export_case {
 static const export_case cases[] = {
     {"max", max_fwd, SHP(2, 3), max_file, 0},
     {"max without any initializer", max_plain_fwd, SHP(2, 3), max_plain_file, 0},
+    /* a sum of 3 squares in double against the importer's: the result's rounding each side */
+    {"vector_norm(2), dim 1, keepdim", norm2_fwd, SHP(2, 3), norm2_file, 2},
     {"add_alpha, alpha 1", alpha1_fwd, SHP(2, 3), alpha1_file, 0},
     /* x + 2.5 * s: fused (one rounding of the product kept) or Mul then Add: 2 roundings */
     {"add_alpha, alpha 2.5", alpha_fwd, SHP(2, 3), alpha_file, 2},

@@ -278,6 +278,17 @@ static void test_scatter_one_hot(ts_device dev) {
     ts_tensor *r1 = ts_scatter_add(
         ts_zeros(TS_SHAPE(2, 5), (ts_opts){.dtype = TS_F64, .device = dev}), 1, i1, src);
     CHECK(values_are(r1, (double[]){0, 0, 0, 0, 3, 0, 0, 0, 0, 0}, 10));
+    /* along the last dim from a transposed source (stride 2 along the scattered dim), repeated
+     * targets in a row: the one-element-per-index row path */
+    int64_t iv2[10] = {4, 4, 0, 2, 1, 3, 3, 3, 0, 4};
+    ts_tensor *srct = ts_transpose(ts_tensor_f64(TS_SHAPE(5, 2), sv, o), 0, 1); /* [2, 5] */
+    double want2[10] = {0};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 5; j++) want2[i * 5 + iv2[i * 5 + j]] += sv[j * 2 + i];
+    ts_tensor *r2 =
+        ts_scatter_add(ts_zeros(TS_SHAPE(2, 5), (ts_opts){.dtype = TS_F64, .device = dev}), 1,
+                       ts_tensor_i64(TS_SHAPE(2, 5), iv2, o), srct);
+    CHECK(values_are(r2, want2, 10));
     CHECK_OK();
     CHECK(ts_scatter_add(t, 0, idx, ts_zeros(TS_SHAPE(2, 5), o)) == NULL); /* f32 src */
     CHECK_ERR(TS_ERR_DTYPE);

@@ -8,6 +8,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tessera.h"
@@ -640,8 +641,47 @@ static void test_grads(void) {
     }
 }
 
+/* float32 erfinv (its own polynomial, kernel_math.h) against the float64 function rounded, on a
+ * dense set of floats: every 4099th float of (0, 1) (every binade down to the smallest normals),
+ * the 3000 floats just below 1 (the tail's steepest part) and their negatives: at most 1 ulp */
+static void test_erfinv_dense(void) {
+    enum { SPREAD = 0x3f800000 / 4099, TOP = 3000, N = 2 * (SPREAD + TOP) };
+    float *x = malloc(N * sizeof *x), *got = malloc(N * sizeof *got);
+    double *xd = malloc(N * sizeof *xd), *ref = malloc(N * sizeof *ref);
+    int n = 0;
+    for (uint32_t u = 1; u < 0x3f800000u && n + 2 <= 2 * SPREAD; u += 4099) {
+        memcpy(&x[n], &u, sizeof u);
+        x[n + 1] = -x[n];
+        n += 2;
+    }
+    for (uint32_t u = 0x3f800000u - TOP; u < 0x3f800000u; u++, n += 2) {
+        memcpy(&x[n], &u, sizeof u);
+        x[n + 1] = -x[n];
+    }
+    for (int i = 0; i < n; i++) xd[i] = x[i];
+    ts_scope_begin();
+    ts_tensor *yf = ts_erfinv(ts_tensor_f32(TS_SHAPE(n), x, (ts_opts){0}));
+    ts_tensor *yd = ts_erfinv(ts_tensor_f64(TS_SHAPE(n), xd, (ts_opts){0}));
+    CHECK(yf && yd && ts_copy_to_host(yf, got, (size_t)n * sizeof *got) == TS_OK &&
+          ts_copy_to_host(yd, ref, (size_t)n * sizeof *ref) == TS_OK);
+    ts_scope_end();
+    int worst = 0, at = 0;
+    for (int i = 0; i < n; i++) {
+        const float r = (float)ref[i];
+        int32_t a, b;
+        memcpy(&a, &got[i], 4);
+        memcpy(&b, &r, 4);
+        const int d = abs(a - b);
+        if (d > worst) worst = d, at = i;
+    }
+    printf("  erfinv float32 over %d floats: at most %d ulp (at %.9g)\n", n, worst, x[at]);
+    CHECK(worst <= 1);
+    free(x), free(got), free(xd), free(ref);
+}
+
 int main(void) {
     ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
+    test_erfinv_dense();
     test_sweeps();
     test_half();
     test_edges();

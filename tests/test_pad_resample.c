@@ -174,6 +174,57 @@ static void test_pad_values(void) {
     }
 }
 
+/* reflect / replicate / circular of the last 1-3 dims in one gather (gather_dims) from
+ * non-contiguous inputs, large enough to run threaded, and through the index_select route (an
+ * input that requires grad) with the same values */
+#define PS_H 30
+#define PS_W 31
+#define PS_N (4 * 3 * 8 * PS_H * PS_W)
+static void test_pad_strided(void) {
+    static double x[PS_N], xt[PS_N], r[2 * PS_N], got[2 * PS_N];
+    const struct {
+        int mode, k;
+        int64_t pad[6];
+    } cases[] = {{TS_PAD_REFLECT, 2, {2, 3, 1, 2}},
+                 {TS_PAD_REPLICATE, 3, {1, 2, 2, 1, 0, 1}},
+                 {TS_PAD_CIRCULAR, 1, {3, -1}},
+                 {TS_PAD_REFLECT, 3, {1, 1, 2, 2, 1, 1}}};
+    fill(x, PS_N, 9);
+    /* xt: x stored with its last two dims swapped */
+    for (int64_t o = 0; o < PS_N / (PS_H * PS_W); o++)
+        for (int64_t i = 0; i < PS_H; i++)
+            for (int64_t j = 0; j < PS_W; j++)
+                xt[(o * PS_W + j) * PS_H + i] = x[(o * PS_H + i) * PS_W + j];
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const int k = cases[c].k;
+        /* k + 2 dims: [N, C, (8,) H, W] with the leading dims folded into N */
+        const ts_shape in = k == 3   ? TS_SHAPE(4, 3, 8, PS_H, PS_W)
+                            : k == 2 ? TS_SHAPE(12, 8, PS_H, PS_W)
+                                     : TS_SHAPE(96, PS_H, PS_W);
+        const ts_shape o = pad_ref(cases[c].mode, in, x, cases[c].pad, k, 0, r);
+        CHECK(numel(o) <= 2 * PS_N);
+        for (int di = 0; di < ndev; di++)
+            for (int g = 0; g < 2; g++) {
+                ts_scope_begin();
+                ts_shape st = in;
+                st.dims[in.ndim - 1] = PS_H, st.dims[in.ndim - 2] = PS_W;
+                ts_tensor *t = ts_transpose(mk(st, xt, TS_F64, devs[di]), -1, -2);
+                if (g) ts_set_requires_grad(t = ts_detach(t), true);
+                CHECK(t && !ts_is_contiguous(t));
+                ts_tensor *y = ts_pad(t, cases[c].pad, 2 * k, (ts_pad_mode)cases[c].mode, 0);
+                bool ok = y && ts_ndim(y) == o.ndim && rd(y, got, numel(o));
+                for (int64_t e = 0; ok && e < numel(o); e++) ok = got[e] == r[e];
+                ts_test_record(ok);
+                if (!ok)
+                    ts_test_failf(__FILE__, __LINE__, "pad strided case %zu on %s%s%s", c,
+                                  ts_device_str(devs[di]), g ? " (graph)" : "",
+                                  ts_test_error_str());
+                ts_error_clear();
+                ts_scope_end();
+            }
+    }
+}
+
 /* ================================================================== interpolate references */
 /* PyTorch's mapping, written out in double from its definition (UpSample.h); the sizes used keep
  * every source coordinate away from integer ties, so float and double agree on the indices */
@@ -600,6 +651,7 @@ static void test_errors(void) {
 int main(void) {
     ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     test_pad_values();
+    test_pad_strided();
     test_interp_values();
     test_torch_values();
     test_half();

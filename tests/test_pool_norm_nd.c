@@ -3,6 +3,7 @@
  * adaptive avg / max pooling with indices, max unpooling, lp pooling, group / instance / local
  * response norms against float64 reference loops written here; gradients by ts_gradcheck; the
  * instance norm's running statistics; the error paths. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -530,6 +531,97 @@ static void test_lrn(ts_device dev) {
 }
 
 /* ------------------------------------------------------------------ errors */
+/* float32 max_pool1d without indices (the CPU's row paths: pairs for k = s = 2, any window else)
+ * over rows with NaNs at even and odd places and -inf: NaN wins its window, as PyTorch */
+static void test_max_pool1d_nan(ts_device dev) {
+    ts_scope_begin();
+    enum { L = 37 };
+    double v[2 * L];
+    for (int i = 0; i < 2 * L; i++) v[i] = urand();
+    v[4] = NAN, v[9] = NAN, v[L + 20] = NAN, v[L + 3] = -INFINITY, v[L + 30] = INFINITY;
+    ts_tensor *x = leaf(TS_SHAPE(1, 2, L), v, TS_F32, dev, false);
+    const int ks[][2] = {{2, 2}, {3, 1}, {3, 2}, {1, 1}};
+    for (int c = 0; c < 4; c++) {
+        const int k = ks[c][0], s = ks[c][1], ol = (L - k) / s + 1;
+        ts_tensor *y = ts_max_pool_nd(x, 1, (ts_pool_opts){.kernel = {k}, .stride = {s}}, NULL);
+        CHECK(y && ts_numel(y) == 2 * ol);
+        double *got = host(y);
+        for (int r = 0; r < 2; r++)
+            for (int o = 0; o < ol; o++) {
+                float m = (float)v[r * L + o * s];
+                for (int j = 1; j < k; j++) {
+                    const float a = (float)v[r * L + o * s + j];
+                    m = (a > m || a != a) && m == m ? a : m;
+                }
+                const double g = got[r * ol + o];
+                CHECK(m != m ? g != g : g == m);
+            }
+        free(got);
+    }
+    CHECK_OK();
+    ts_scope_end();
+}
+
+/* float32 average pooling with every window inside (the CPU's whole-window paths: 2x2 windows of
+ * stride 2, and the 3-d pool's depth pass as whole rows) against a float64 mean: each result is
+ * a float sum of at most 12 terms of |x| < 1 and a division, so within 16 float epsilons */
+static void test_avg_pool_full_f32(ts_device dev) {
+    ts_scope_begin();
+    struct {
+        int nd;
+        int64_t sh[5], k[3], s[3];
+        int divisor;
+    } cases[] = {{2, {2, 3, 6, 8}, {2, 2}, {2, 2}, 0},
+                 {2, {1, 2, 7, 9}, {2, 2}, {2, 2}, 3},
+                 {3, {1, 2, 4, 6, 4}, {2, 2, 2}, {2, 2, 2}, 0},
+                 {3, {2, 1, 5, 4, 6}, {3, 2, 2}, {1, 2, 2}, 0},
+                 {3, {1, 2, 6, 4, 4}, {3, 2, 2}, {2, 2, 2}, 5}};
+    for (int c = 0; c < 5; c++) {
+        const int nd = cases[c].nd;
+        const int64_t *sh = cases[c].sh;
+        int64_t in_sp[3] = {1, 1, 1}, out_sp[3] = {1, 1, 1}, n = sh[0] * sh[1], total = n;
+        ts_pool_opts o = {.divisor_override = cases[c].divisor};
+        for (int i = 0; i < nd; i++) {
+            in_sp[3 - nd + i] = sh[2 + i];
+            out_sp[3 - nd + i] = (sh[2 + i] - cases[c].k[i]) / cases[c].s[i] + 1;
+            o.kernel[i] = cases[c].k[i], o.stride[i] = cases[c].s[i];
+            total *= sh[2 + i];
+        }
+        int64_t k3[3] = {1, 1, 1}, s3[3] = {1, 1, 1};
+        for (int i = 0; i < nd; i++) k3[3 - nd + i] = cases[c].k[i], s3[3 - nd + i] = cases[c].s[i];
+        double *v = rand_vec(total);
+        ts_tensor *x = leaf(ts_shape_make(2 + nd, sh), v, TS_F32, dev, false);
+        ts_tensor *y = ts_avg_pool_nd(x, nd, o);
+        const int64_t on = n * out_sp[0] * out_sp[1] * out_sp[2];
+        CHECK(y && ts_numel(y) == on);
+        double *got = host(y);
+        const double div = cases[c].divisor ? cases[c].divisor : (double)(k3[0] * k3[1] * k3[2]);
+        bool ok = true;
+        for (int64_t q = 0; q < on && ok; q++) {
+            int64_t r = q, od[3];
+            for (int i = 2; i >= 0; i--) od[i] = r % out_sp[i], r /= out_sp[i];
+            double s = 0;
+            for (int64_t a = 0; a < k3[0]; a++)
+                for (int64_t b = 0; b < k3[1]; b++)
+                    for (int64_t e = 0; e < k3[2]; e++) {
+                        const int64_t iz = od[0] * s3[0] + a, iy = od[1] * s3[1] + b,
+                                      ix = od[2] * s3[2] + e;
+                        s +=
+                            (double)(float)v[((r * in_sp[0] + iz) * in_sp[1] + iy) * in_sp[2] + ix];
+                    }
+            ok = fabs(got[q] - s / div) <= 16 * FLT_EPSILON;
+            if (!ok)
+                printf("  avg case %d output %lld: got %.9g want %.9g\n", c, (long long)q, got[q],
+                       s / div);
+        }
+        CHECK(ok);
+        free(got);
+        free(v);
+    }
+    CHECK_OK();
+    ts_scope_end();
+}
+
 static void test_errors(ts_device dev, bool other_dev) {
     ts_scope_begin();
     ts_tensor *x = ts_zeros(TS_SHAPE(2, 3, 4, 4, 4), (ts_opts){.device = dev});
@@ -578,6 +670,8 @@ int main(void) {
         test_group_norm(devs[di]);
         test_instance_norm(devs[di]);
         test_lrn(devs[di]);
+        test_max_pool1d_nan(devs[di]);
+        test_avg_pool_full_f32(devs[di]);
         test_errors(devs[di], di > 0);
     }
     return ts_test_finish();

@@ -184,6 +184,7 @@ typedef enum ts_reduce_op {
     TS_R_ARGMAX,
     TS_R_ARGMIN, /* out dtype TS_I64; index within the flattened reduced dims; first
                     occurrence; NaN counts as the maximum/minimum like PyTorch */
+    TS_R_NORM2,  /* sqrt of the sum of squares (linalg.vector_norm's 2-norm), float inputs only */
     TS_R_COUNT
 } ts_reduce_op;
 
@@ -416,6 +417,20 @@ struct ts_backend {
     /* dst.scatter_add_(dim, idx, src) in place; idx TS_I64 of src's shape (or smaller, PyTorch) */
     void (*scatter_add)(const ts_backend *be, int index, const ts_kview *dst, int dim,
                         const ts_kview *idx, const ts_kview *src);
+    /* Optional (NULL: the front end composes). out [B,P,R] (contiguous) = the p-norm distances of
+     * the rows of x1 [B,P,M] and x2 [B,R,M] (3-D views of out's float dtype, any strides, a batch
+     * stride may be 0): (sum_m |x1[b,i,m] - x2[b,j,m]|^p)^(1/p); p = 0 the count of nonzero
+     * differences, p = inf their largest magnitude (NaN propagating). B, P, R, M >= 1, p >= 0.
+     * Differences, powers and sums in double (cpu) or at least float (half dtypes). */
+    void (*cdist)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x1,
+                  const ts_kview *x2, double p);
+    /* Optional (NULL: the front end gathers one dim at a time with index_select). out = in
+     * gathered along its last k dims (1 <= k <= 3) at once: out[..., j2, j1, j0] = in[...,
+     * idx[2][j2], idx[1][j1], idx[0][j0]], idx[i] (an array of k views) 1-D TS_I64 of out's size
+     * along dim ndim - 1 - i, values in range; out contiguous, in any strides, one dtype, both
+     * non-empty (pad's reflect, replicate and circular modes). */
+    void (*gather_dims)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                        int k, const ts_kview *idx);
     /* softmax / log_softmax along dim; out and in same shape and float dtype */
     void (*softmax)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                     int dim, bool log);

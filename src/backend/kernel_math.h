@@ -348,6 +348,37 @@ static inline TS_HD double ts_erfinv_d(double x) {
     return copysign(y, x);
 }
 
+/* erfinv for float, f16 and bf16: erfinv(x) = x p(w) with w = -log(1 - x^2), p a polynomial in
+ * w - 2.5 below w = 5 and in sqrt(w) - 3 above (Giles' variables, "Approximating the erfinv
+ * function", GPU Computing Gems, 2011), refitted to degree 12 / 13 (Chebyshev fits against 40-digit
+ * erfinv, tools/fit_erfinv.py: relative error 5e-11 / 4e-11 on w in [0, 16.5], which covers every
+ * float below 1), all in double. Checked on every 13th float of (0, 1) against ts_erfinv_d rounded:
+ * at most 1 ulp, 0.07% off by one (PyTorch's float kernel: at most 1 ulp too); 12x faster than
+ * rounding ts_erfinv_d. +-1, |x| > 1 and NaN go to the double function. */
+static inline TS_HD float ts_erfinv_f(float xf) {
+    const double x = xf, ax = fabs(x);
+    if (!(ax < 1)) return (float)ts_erfinv_d(x);
+    const double w = -log((1 - ax) * (1 + ax));
+    const double central[13] = {
+        -2.12035651318190038987e-11,   1.23028889731208042283e-10,    8.3270008210308130359e-10,
+        -1.08543970931123768455e-8,    1.36914960151991516646e-8,     4.786448243400271283e-7,
+        -0.00000341711523274501038134, -0.00000499588144876005954419, 0.000218250649399950022911,
+        -0.00125270808362228086134,    -0.00417731781014003475823,    0.246640276785267754707,
+        1.50140935111079192467};
+    const double tail[14] = {
+        -0.00000382676165171305238312, 0.0000179275724320442279577, -0.0000227853509399844867626,
+        -0.0000435374913713209499354,  0.000204556908875044191579,  -0.00028406394177385726224,
+        -0.000148434798132114734339,   0.00148386578481552248771,   -0.00355888045855192674232,
+        0.00568517826390345487794,     -0.00764379937176498794227,  0.00944552173857235062903,
+        1.00167527657830080949,        2.83297679873366099328};
+    const int mid = w < 5;
+    const double t = mid ? w - 2.5 : sqrt(w) - 3;
+    const double *c = mid ? central : tail;
+    double p = c[0];
+    for (int i = 1; i < (mid ? 13 : 14); i++) p = p * t + c[i];
+    return (float)(p * x);
+}
+
 /* e^-a I_nu(a) (scaled) or I_nu(a) for a = |x| >= 0 and nu 0 or 1: the power series up to 25
  * (positive terms: no cancellation), Hankel's asymptotic series above (its smallest term, near
  * k = 2a, is e^-2a < 1e-21 there); the unscaled large case multiplies by e^(a/2) twice so that it
@@ -382,7 +413,6 @@ static inline TS_HD double ts_i0e_d(double x) { return ts_bessel_i_d(0, fabs(x),
 static inline TS_HD double ts_i1_d(double x) { return copysign(ts_bessel_i_d(1, fabs(x), 0), x); }
 static inline TS_HD double ts_i1e_d(double x) { return copysign(ts_bessel_i_d(1, fabs(x), 1), x); }
 static inline TS_HD float ts_digamma_f(float x) { return (float)ts_digamma_d(x); }
-static inline TS_HD float ts_erfinv_f(float x) { return (float)ts_erfinv_d(x); }
 static inline TS_HD float ts_i0_f(float x) { return (float)ts_i0_d(x); }
 static inline TS_HD float ts_i0e_f(float x) { return (float)ts_i0e_d(x); }
 static inline TS_HD float ts_i1_f(float x) { return (float)ts_i1_d(x); }
@@ -408,11 +438,13 @@ static inline TS_HD float ts_deg2rad_f(float x) { return x * (float)(TS_KM_PI / 
 static inline TS_HD double ts_deg2rad_d(double x) { return x * (TS_KM_PI / 180); }
 static inline TS_HD float ts_rad2deg_f(float x) { return x * (float)(180 / TS_KM_PI); }
 static inline TS_HD double ts_rad2deg_d(double x) { return x * (180 / TS_KM_PI); }
-/* torch.logit: log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps >= 0 (eps < 0: none) */
-static inline TS_HD float ts_logit_f(float x, float eps) {
+/* torch.logit: log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps >= 0 (eps < 0: none);
+ * the ratio apart so that the CPU's float kernel can take the vectorised log of a run of them */
+static inline TS_HD float ts_logit_ratio_f(float x, float eps) {
     const float z = eps < 0.0f ? x : (x < eps ? eps : (x > 1.0f - eps ? 1.0f - eps : x));
-    return logf(z / (1.0f - z));
+    return z / (1.0f - z);
 }
+static inline TS_HD float ts_logit_f(float x, float eps) { return logf(ts_logit_ratio_f(x, eps)); }
 static inline TS_HD double ts_logit_d(double x, double eps) {
     const double z = eps < 0.0 ? x : (x < eps ? eps : (x > 1.0 - eps ? 1.0 - eps : x));
     return log(z / (1.0 - z));

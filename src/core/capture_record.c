@@ -280,6 +280,37 @@ static void rec_scatter_add(const ts_backend *be, int index, const ts_kview *dst
     RECORD(run_scatter_add, index, a);
 }
 
+static void run_cdist(const ts_backend *be, int index, const void *p) {
+    const ew_args *a = p;
+    be->cdist(be, index, &a->out, &a->a, &a->b, a->p0);
+}
+static void rec_cdist(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x1,
+                      const ts_kview *x2, double p) {
+    (void)be;
+    ew_args *a = args_new(sizeof *a);
+    if (!a) return;
+    a->out = *out, a->a = *x1, a->b = *x2, a->p0 = p;
+    RECORD(run_cdist, index, a);
+}
+
+typedef struct gather_dims_args {
+    int k;
+    ts_kview out, in, idx[3];
+} gather_dims_args;
+static void run_gather_dims(const ts_backend *be, int index, const void *p) {
+    const gather_dims_args *a = p;
+    be->gather_dims(be, index, &a->out, &a->in, a->k, a->idx);
+}
+static void rec_gather_dims(const ts_backend *be, int index, const ts_kview *out,
+                            const ts_kview *in, int k, const ts_kview *idx) {
+    (void)be;
+    gather_dims_args *a = args_new(sizeof *a);
+    if (!a) return;
+    a->k = k < 3 ? k : 3, a->out = *out, a->in = *in;
+    for (int i = 0; i < a->k; i++) a->idx[i] = idx[i];
+    RECORD(run_gather_dims, index, a);
+}
+
 static void run_softmax(const ts_backend *be, int index, const void *p) {
     const ew_args *a = p;
     be->softmax(be, index, &a->out, &a->a, a->dim, a->flag);
@@ -658,6 +689,8 @@ static void install_recorders(ts_backend *b, const ts_backend *real) {
     b->index_select = rec_index_select;
     b->gather = rec_gather;
     b->scatter_add = rec_scatter_add;
+    b->cdist = real->cdist ? rec_cdist : NULL;
+    b->gather_dims = real->gather_dims ? rec_gather_dims : NULL;
     b->softmax = rec_softmax;
     b->softmax_backward = real->softmax_backward ? rec_softmax_backward : NULL;
     b->random = rec_random;

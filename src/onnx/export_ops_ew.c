@@ -476,6 +476,7 @@ const tse_op tse_ops_elementwise[] = {
     {"stack", emit_stack, NULL},
     {"sum", emit_reduce, "ReduceSum"},
     {"mean", emit_reduce, "ReduceMean"},
+    {"norm2", emit_reduce, "ReduceL2"}, /* linalg.vector_norm(ord=2)'s one-pass reduction */
     {"prod", emit_reduce, "ReduceProd"},
     {"amax", emit_reduce, "ReduceMax"},
     {"amin", emit_reduce, "ReduceMin"},

@@ -43,22 +43,31 @@ static void free_host(int64_t *buf, int64_t *small) {
     if (buf != small) free(buf);
 }
 
-/* Every index value in [0, size): a min/max pass (vectorises), then a search only on failure. */
+/* Every index value in [0, size): one vectorised pass, then a search only on failure. An int64
+ * contiguous index on the cpu is read where it lies (no copy: this check cost more than gather
+ * itself); a sim device's may have a copy still queued on its link (sim_link.c), so it is read
+ * through ts_copy_to_host. */
+static bool any_out_of_range(const int64_t *v, int64_t n, int64_t size) {
+    /* v and size - 1 - v both have a clear top bit exactly when 0 <= v < size (in unsigned
+     * arithmetic, no overflow): an or and a subtraction per index, SSE2's paddq / por */
+    const uint64_t last = (uint64_t)size - 1;
+    uint64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) bad |= (uint64_t)v[i] | (last - (uint64_t)v[i]);
+    return (bad >> 63) != 0;
+}
 static bool check_range(const char *op, ts_tensor *idx, int d, int64_t size) {
     int64_t n = tsi_numel(idx->shape);
     if (n == 0) return true;
     /* a captured step reads nothing on the host: its indices are the caller's to keep in range,
      * as with CUDA's asynchronous device asserts (docs/CAPTURE.md) */
     if (tsi_capturing_on(tsi_device(idx))) return true;
+    const bool in_place =
+        tsi_device(idx).type == TS_CPU && idx->dtype == TS_I64 && tsi_is_contiguous(idx);
     int64_t small[SMALL_INDEX];
-    int64_t *v = index_to_host(op, idx, n, small);
+    int64_t *v = in_place ? (int64_t *)(idx->storage->data + idx->offset * (int64_t)sizeof *v)
+                          : index_to_host(op, idx, n, small);
     if (!v) return false;
-    int64_t lo = v[0], hi = v[0];
-    for (int64_t i = 1; i < n; i++) {
-        lo = v[i] < lo ? v[i] : lo;
-        hi = v[i] > hi ? v[i] : hi;
-    }
-    bool ok = lo >= 0 && hi < size;
+    const bool ok = !any_out_of_range(v, n, size);
     if (!ok) {
         int64_t bad = 0;
         for (int64_t i = 0; i < n; i++) {
@@ -70,7 +79,7 @@ static bool check_range(const char *op, ts_tensor *idx, int d, int64_t size) {
         tsi_error_set(TS_ERR_ARG, "%s: index %lld is out of bounds for dimension %d with size %lld",
                       op, (long long)bad, d, (long long)size);
     }
-    free_host(v, small);
+    if (!in_place) free_host(v, small);
     return ok;
 }
 

@@ -7,12 +7,14 @@
  * arithmetic (aten/src/ATen/native/UpSample.h, PadNd / ReflectionPad / ReplicationPad: the same
  * float or double types, floorf and all), so the indices are PyTorch's exactly; they go to the
  * device as one small tensor and index_select gathers (its backward, index_add, is the scatter of
- * PyTorch's backward kernels). */
+ * PyTorch's backward kernels). Without autograd, reflect / replicate / circular padding gathers all
+ * its dims in one pass of the backend's gather_dims kernel from the same indices. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "autograd/autograd.h"
+#include "autograd/trace.h"
 #include "ops/pad_resample.h"
 
 /* ------------------------------------------------------------------ shared pieces */
@@ -184,9 +186,55 @@ static bool pad_check_nonconstant(const char *op, ts_tensor *x, const int64_t *p
     return true;
 }
 
+/* Reflect / replicate / circular padding of the last k dims in one pass through the backend's
+ * gather_dims (the same source positions as the index_selects below); NULL with no error set when
+ * the backend has none, the input or output is empty, a graph is needed (index_select's backward
+ * is the scatter) or ONNX export traces (it records the index_selects). */
+static ts_tensor *pad_gather_dims(const char *op, ts_tensor *x, const int64_t *pad, int k,
+                                  ts_pad_mode mode) {
+    const ts_backend *be = tsi_be(x);
+    if (!be->gather_dims || tsi_trace_active || tsi_needs_graph(&x, 1) || !ts_numel(x)) return NULL;
+    const int nd = ts_ndim(x);
+    ts_shape s = ts_shape_of(x);
+    int64_t total = 0;
+    for (int i = 0; i < k; i++) {
+        s.dims[nd - 1 - i] += pad[2 * i] + pad[2 * i + 1];
+        total += s.dims[nd - 1 - i];
+    }
+    if (!tsi_numel(s)) return NULL;
+    int64_t *idx = host_alloc(op, (size_t)total, sizeof *idx);
+    if (!idx) return NULL;
+    ts_tensor *tab[3] = {NULL, NULL, NULL};
+    int64_t at = 0;
+    bool ok = true;
+    for (int i = 0; i < k && ok; i++) {
+        const int d = nd - 1 - i;
+        const int64_t len = ts_size(x, d);
+        pad_positions(mode, len, pad[2 * i], pad[2 * i + 1], idx + at);
+        for (int64_t j = 0; j < s.dims[d] && ok; j++) ok = idx[at + j] >= 0 && idx[at + j] < len;
+        if (!ok) break; /* never for checked paddings: index_select's checks then speak */
+        tab[i] = ts_tensor_i64(TS_SHAPE(s.dims[d]), idx + at,
+                               (ts_opts){.dtype = TS_I64, .device = ts_device_of(x)});
+        ok = tab[i] != NULL;
+        at += s.dims[d];
+    }
+    free(idx);
+    ts_tensor *y = ok ? tsi_own(tsi_new(op, s, ts_dtype_of(x), ts_device_of(x))) : NULL;
+    if (!y) return NULL;
+    ts_kview kt[3];
+    for (int i = 0; i < k; i++) kt[i] = tsi_kview(tab[i]);
+    const ts_kview ko = tsi_kview(y), ki = tsi_kview(x);
+    be->gather_dims(be, tsi_dev_index(y), &ko, &ki, k, kt);
+    return y;
+}
+
 static ts_tensor *pad_body(const char *op, ts_tensor *x, const int64_t *pad, int k,
                            ts_pad_mode mode, double value) {
     const int nd = ts_ndim(x);
+    if (mode != TS_PAD_CONSTANT) {
+        ts_tensor *g = pad_gather_dims(op, x, pad, k, mode);
+        if (g || ts_error() != TS_OK) return g;
+    }
     ts_tensor *y = x;
     for (int i = 0; i < k && y; i++) {
         const int d = nd - 1 - i;

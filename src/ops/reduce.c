@@ -3,6 +3,7 @@
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
 #include "ops/reduce_grad.h"
+#include "ops/reduce_internal.h"
 
 static bool needs_nonempty(ts_reduce_op rop) {
     return rop == TS_R_MAX || rop == TS_R_MIN || rop == TS_R_ARGMAX || rop == TS_R_ARGMIN;
@@ -26,6 +27,7 @@ static ts_dtype result_dtype(const char *op, ts_reduce_op rop, ts_dtype in, ts_d
         return TS_DTYPE_DEFAULT;
     case TS_R_VAR:
     case TS_R_STD:
+    case TS_R_NORM2:
         if (fl) return in;
         tsi_error_set(TS_ERR_DTYPE,
                       "%s: std and var only support floating point and complex dtypes, got %s", op,
@@ -322,6 +324,10 @@ ts_tensor *ts_sum_dims(ts_tensor *t, ts_dims dims, bool keepdim) {
 ts_tensor *ts_mean_dims(ts_tensor *t, ts_dims dims, bool keepdim) {
     return red_dims("mean", TS_R_MEAN, t, dims, keepdim, 0);
 }
+ts_tensor *tsi_norm2_dims(ts_tensor *t, ts_dims dims, bool keepdim) {
+    return red_dims("norm2", TS_R_NORM2, t, dims, keepdim, 0);
+}
+
 ts_tensor *ts_amax_dims(ts_tensor *t, ts_dims dims, bool keepdim) {
     return red_dims("amax", TS_R_MAX, t, dims, keepdim, 0);
 }

@@ -1,8 +1,8 @@
 /* reduce_norm.c — norm-type reductions and moments (issue 52): linalg.vector_norm (one node,
  * LinalgVectorNormBackward0, with PyTorch's norm_backward: 0 where the norm is 0, ties sharing
  * the inf norm's gradient), matrix_norm, F.normalize, var_mean / std_mean, aminmax,
- * count_nonzero, F.cosine_similarity, F.pairwise_distance, cdist; all but the vector norm's
- * backward are compositions of differentiable ops. */
+ * count_nonzero, F.cosine_similarity, F.pairwise_distance (cdist: cdist.c); all but the vector
+ * norm's backward are compositions of differentiable ops. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +10,7 @@
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
 #include "ops/linalg_internal.h"
+#include "ops/reduce_internal.h"
 
 static ts_tensor *finish(ts_tensor *y) {
     y = ts_error() == TS_OK && y ? ts_keep(y) : NULL;
@@ -85,7 +86,7 @@ static bool check_float(const char *op, ts_tensor *t, ts_dtype dtype) {
 static ts_tensor *norm_value(ts_tensor *x, double ord, ts_dims d, bool keepdim) {
     if (ord == 0) return ts_to_dtype(ts_sum_dims(ts_ne_scalar(x, 0), d, keepdim), x->dtype);
     if (ord == 1) return ts_sum_dims(ts_abs(x), d, keepdim);
-    if (ord == 2) return ts_sqrt(ts_sum_dims(ts_mul(x, x), d, keepdim));
+    if (ord == 2) return tsi_norm2_dims(x, d, keepdim); /* one pass, no x * x */
     if (ord == INFINITY) return ts_amax_dims(ts_abs(x), d, keepdim);
     if (ord == -INFINITY) return ts_amin_dims(ts_abs(x), d, keepdim);
     return ts_pow_scalar(ts_sum_dims(ts_pow_scalar(ts_abs(x), ord), d, keepdim), 1.0 / ord);
@@ -301,7 +302,7 @@ ts_tensor *ts_cosine_similarity(ts_tensor *a, ts_tensor *b, int dim, double eps)
     return finish(ts_sum_dim(ts_mul(ts_div(x1, n1), ts_div(x2, n2)), dim, false));
 }
 
-/* ------------------------------------------------------------------ pairwise_distance, cdist */
+/* ------------------------------------------------------------------ pairwise_distance */
 ts_tensor *ts_pairwise_distance(ts_tensor *a, ts_tensor *b, double p, double eps, bool keepdim) {
     const char *op = "pairwise_distance";
     tsi_init();
@@ -313,45 +314,4 @@ ts_tensor *ts_pairwise_distance(ts_tensor *a, ts_tensor *b, double p, double eps
     if (diff && !tsi_is_float(diff->dtype)) diff = ts_to_dtype(diff, TS_F32);
     return finish(
         vector_norm_op(op, diff, p, (ts_dims){.n = 1, .d = {nd - 1}}, keepdim, TS_DTYPE_DEFAULT));
-}
-
-ts_tensor *ts_cdist(ts_tensor *a, ts_tensor *b, double p) {
-    const char *op = "cdist";
-    tsi_init();
-    bool ok = tsi_check_input(op, a, "x1");
-    if (!(tsi_check_input(op, b, "x2") && ok)) return NULL;
-    ts_tensor *both[2] = {a, b};
-    ts_device dev;
-    if (!tsi_same_device(op, both, 2, false, &dev)) return NULL;
-    const int na = a->shape.ndim, nb = b->shape.ndim;
-    if (na < 2 || nb < 2)
-        return tsi_error_set(TS_ERR_SHAPE, "%s: only supports at least 2D tensors, got %s and %s",
-                             op, tsi_desc(a), tsi_desc(b)),
-               NULL;
-    if (a->shape.dims[na - 1] != b->shape.dims[nb - 1])
-        return tsi_error_set(TS_ERR_SHAPE,
-                             "%s: X1 and X2 must have the same number of columns. X1: %lld X2: "
-                             "%lld",
-                             op, (long long)a->shape.dims[na - 1],
-                             (long long)b->shape.dims[nb - 1]),
-               NULL;
-    if (!tsi_is_float(a->dtype) || a->dtype != b->dtype)
-        return tsi_error_set(TS_ERR_DTYPE,
-                             "%s: only supports floating-point dtypes of the same type, got %s "
-                             "and %s",
-                             op, tsi_desc(a), tsi_desc(b)),
-               NULL;
-    if (!(p >= 0))
-        return tsi_error_set(TS_ERR_ARG, "%s: only supports non-negative p values, got %g", op, p),
-               NULL;
-    if ((na > nb ? na : nb) + 1 > TS_MAX_DIMS)
-        return tsi_error_set(TS_ERR_SHAPE, "%s: at most %d dims are supported (%s and %s)", op,
-                             TS_MAX_DIMS - 1, tsi_desc(a), tsi_desc(b)),
-               NULL;
-    ts_scope_begin();
-    /* [..., P, 1, M] - [..., 1, R, M], then the norm over M (an empty M: zeros) */
-    ts_tensor *diff = ts_sub(ts_unsqueeze(a, -2), ts_unsqueeze(b, -3));
-    if (!diff) return finish(NULL);
-    if (a->shape.dims[na - 1] == 0) return finish(ts_sum_dim(diff, -1, false));
-    return finish(vector_norm_op(op, diff, p, TS_DIMS(-1), false, TS_DTYPE_DEFAULT));
 }

@@ -1,15 +1,16 @@
 /* sort.c — PyTorch's sorting and selection along a dim (issue 52): sort / argsort / msort, topk,
  * kthvalue, median / nanmedian (whole tensor and dim forms), mode. The order is planned on the
- * host (sort_host.h: a stable sort, NaN above every number), the values are gathered on the
- * tensor's device, and their gradient is scattered back through the indices. Where PyTorch leaves
- * the index of equal values to the implementation (unstable sort, topk, kthvalue, median, mode),
- * Tessera's is the one the stable sort gives: an index of an element with that value. */
+ * host (sort_keys.h: a stable sort of order keys, NaN above every number), the values are gathered
+ * on the tensor's device, and their gradient is scattered back through the indices. Where PyTorch
+ * leaves the index of equal values to the implementation (unstable sort, topk, kthvalue, median,
+ * mode), Tessera's is the one the stable sort gives: an index of an element with that value. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "autograd/autograd.h"
 #include "ops/shape_more_internal.h"
-#include "ops/sort_host.h"
+#include "ops/sort_keys.h"
 
 /* ------------------------------------------------------------------ backward */
 /* the values were t.gather(dim, idx): their gradient goes back to the gathered elements */
@@ -32,7 +33,7 @@ static void median_all_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi
 
 /* ------------------------------------------------------------------ taking rows */
 /* t.gather(dim, idx) for idx planned on the host: pos holds rows x m indices along dim, the rows
- * in the order of t with dim swapped last (tsi_keys). Returns the values (inside the caller's
+ * in the order of t with dim swapped last (tsi_okeys). Returns the values (inside the caller's
  * scope), *idx_out the int64 indices; keepdim false: dim removed (m is 1). */
 static ts_tensor *take_rows(const char *op, const char *name, ts_tensor *t, int dim,
                             const int64_t *pos, int64_t m, bool keepdim, ts_tensor **idx_out) {
@@ -57,59 +58,58 @@ static ts_tensor *take_rows(const char *op, const char *name, ts_tensor *t, int 
     return v;
 }
 
-/* where row r's pick lies in its sorted order (perm: the row's argsort; pick_kth and pick_median
- * do not read it and take NULL) */
-typedef int64_t (*pick_fn)(const tsi_keys *k, const int64_t *perm, int64_t r, int64_t arg);
-static int64_t pick_kth(const tsi_keys *k, const int64_t *perm, int64_t r, int64_t arg);
-static int64_t pick_median(const tsi_keys *k, const int64_t *perm, int64_t r, int64_t arg);
+/* what select_along takes from each row's order */
+typedef enum sel_kind {
+    SEL_FIRST, /* its first m places (sort, argsort, topk) */
+    SEL_RANK,  /* the place of rank arg (sort_keys.h: a rank, or TSI_RANK_*): kthvalue, median */
+    SEL_MODE,  /* the mode's place (mode_places) */
+} sel_kind;
 
-#define TOP_BY_INSERTION 32 /* topk of at most this many: an insertion buffer, not a sort */
+static bool mode_places(const char *op, const tsi_okeys *k, const int64_t *perm, int64_t *pos);
 
-/* The selection behind every op here: t's keys along dim sorted (descending or not), then per row
- * either the first m sorted positions (pick NULL) or the one position pick gives (m 1). Sets *vo
- * and *io to new tensors in no scope (the public functions own them, own_pair); false with the
+/* The selection behind every op here: t's keys along dim in their stable order (descending or
+ * not), then per row its first m places (SEL_FIRST) or one place (m 1, SEL_RANK / SEL_MODE). Sets
+ * *vo and *io to new tensors in no scope (the public functions own them, own_pair); false with the
  * error set. */
 static bool select_along(const char *op, const char *name, ts_tensor *t, int dim, bool keepdim,
-                         bool descending, int64_t m, pick_fn pick, int64_t arg, ts_tensor **vo,
+                         bool descending, int64_t m, sel_kind sel, int64_t arg, ts_tensor **vo,
                          ts_tensor **io) {
     *vo = *io = NULL;
     ts_tensor *v = NULL, *i = NULL;
     ts_scope_begin();
     if (t->shape.ndim == 0) { /* a 0-dim tensor is one row of one element; results 0-dim */
         ts_tensor *one = ts_reshape(t, TS_SHAPE(1));
-        if (one && select_along(op, name, one, 0, true, descending, m, pick, arg, &v, &i)) {
+        if (one && select_along(op, name, one, 0, true, descending, m, sel, arg, &v, &i)) {
             tsi_own(v), tsi_own(i);
             const ts_shape s = m ? TS_SHAPE() : TS_SHAPE(0);
             v = ts_reshape(v, s), i = ts_reshape(i, s);
         }
     } else {
-        tsi_keys k;
-        if (tsi_keys_read(op, t, dim, &k)) {
-            /* topk's few and kthvalue's / median's one place need no full sort of the row */
-            const bool top = !pick && m < k.n && m <= TOP_BY_INSERTION;
-            const bool nth = !descending && (pick == pick_kth || pick == pick_median);
-            int64_t *perm = host_alloc(op, top ? 1 : nth ? k.n : k.rows * k.n, sizeof *perm);
-            int64_t *pos = perm ? host_alloc(op, k.rows * m, sizeof *pos) : NULL;
-            if (pos && top) {
-                tsi_keys_top(&k, descending, m, pos);
-                v = take_rows(op, name, t, dim, pos, m, keepdim, &i);
-            } else if (pos && nth) {
-                bool ok = true;
-                for (int64_t r = 0; r < k.rows && ok; r++)
-                    ok = tsi_keys_nth(op, &k, r, pick(&k, NULL, r, arg), perm, &pos[r]);
-                if (ok) v = take_rows(op, name, t, dim, pos, m, keepdim, &i);
-            } else if (pos && tsi_keys_argsort(op, &k, descending, perm)) {
-                for (int64_t r = 0; r < k.rows; r++) {
-                    const int64_t *p = perm + r * k.n;
-                    if (pick)
-                        pos[r] = p[pick(&k, p, r, arg)];
-                    else
-                        memcpy(pos + r * m, p, (size_t)m * sizeof *pos);
-                }
-                v = take_rows(op, name, t, dim, pos, m, keepdim, &i);
+        tsi_okeys k;
+        if (tsi_okeys_read(op, t, dim, &k)) {
+            /* topk's few and kthvalue's / median's one place need no full sort of the row; a full
+             * sort is its own plan */
+            const bool top = sel == SEL_FIRST && m < k.n && m <= TSI_OKEYS_TOP_MAX;
+            const bool all = sel == SEL_FIRST && m == k.n;
+            int64_t *perm =
+                top || sel == SEL_RANK ? NULL : host_alloc(op, k.rows * k.n, sizeof *perm);
+            int64_t *pos = all ? perm : host_alloc(op, k.rows * m, sizeof *pos);
+            bool ok = pos && (perm || top || sel == SEL_RANK);
+            if (ok && top)
+                ok = tsi_okeys_top(op, &k, descending, m, pos);
+            else if (ok && sel == SEL_RANK)
+                ok = tsi_okeys_nth(op, &k, arg, pos);
+            else if (ok && (ok = tsi_okeys_argsort(op, &k, descending, perm))) {
+                if (sel == SEL_MODE)
+                    ok = mode_places(op, &k, perm, pos);
+                else if (!all)
+                    for (int64_t r = 0; r < k.rows; r++)
+                        memcpy(pos + r * m, perm + r * k.n, (size_t)m * sizeof *pos);
             }
-            free(perm), free(pos);
-            tsi_keys_free(&k);
+            if (ok) v = take_rows(op, name, t, dim, pos, m, keepdim, &i);
+            if (pos != perm) free(pos);
+            free(perm);
+            tsi_okeys_free(&k);
         }
     }
     const bool ok = v && i && ts_error() == TS_OK;
@@ -129,10 +129,10 @@ static ts_tensor *own_pair(ts_tensor *v, ts_tensor *i, ts_tensor **indices) {
 
 /* select_along for a public function: values, and *indices when wanted */
 static ts_tensor *selected(const char *op, const char *name, ts_tensor *t, int dim, bool keepdim,
-                           bool descending, int64_t m, pick_fn pick, int64_t arg,
+                           bool descending, int64_t m, sel_kind sel, int64_t arg,
                            ts_tensor **indices) {
     ts_tensor *v, *i;
-    if (!select_along(op, name, t, dim, keepdim, descending, m, pick, arg, &v, &i)) return NULL;
+    if (!select_along(op, name, t, dim, keepdim, descending, m, sel, arg, &v, &i)) return NULL;
     return own_pair(v, i, indices);
 }
 
@@ -149,7 +149,7 @@ ts_tensor *ts_sort(ts_tensor *t, int dim, bool descending, bool stable, ts_tenso
     if (indices) *indices = NULL;
     int d = wrap("sort", t, dim);
     if (d < 0) return NULL;
-    return selected("sort", "SortBackward0", t, d, true, descending, dim_size(t, d), NULL, 0,
+    return selected("sort", "SortBackward0", t, d, true, descending, dim_size(t, d), SEL_FIRST, 0,
                     indices);
 }
 
@@ -158,7 +158,8 @@ ts_tensor *ts_argsort(ts_tensor *t, int dim, bool descending, bool stable) {
     int d = wrap("argsort", t, dim);
     if (d < 0) return NULL;
     ts_tensor *v, *i;
-    if (!select_along("argsort", NULL, t, d, true, descending, dim_size(t, d), NULL, 0, &v, &i))
+    if (!select_along("argsort", NULL, t, d, true, descending, dim_size(t, d), SEL_FIRST, 0, &v,
+                      &i))
         return NULL;
     ts_release(v);
     return tsi_own(i);
@@ -167,7 +168,8 @@ ts_tensor *ts_argsort(ts_tensor *t, int dim, bool descending, bool stable) {
 ts_tensor *ts_msort(ts_tensor *t) {
     int d = wrap("msort", t, 0);
     if (d < 0) return NULL;
-    return selected("msort", "SortBackward0", t, d, true, false, dim_size(t, d), NULL, 0, NULL);
+    return selected("msort", "SortBackward0", t, d, true, false, dim_size(t, d), SEL_FIRST, 0,
+                    NULL);
 }
 
 ts_tensor *ts_topk(ts_tensor *t, int64_t k, int dim, bool largest, bool sorted,
@@ -181,43 +183,32 @@ ts_tensor *ts_topk(ts_tensor *t, int64_t k, int dim, bool largest, bool sorted,
                       (long long)k, (long long)dim_size(t, d));
         return NULL;
     }
-    return selected("topk", "TopkBackward0", t, d, true, largest, k, NULL, 0, indices);
+    return selected("topk", "TopkBackward0", t, d, true, largest, k, SEL_FIRST, 0, indices);
 }
 
 /* ------------------------------------------------------------------ kthvalue, median, mode */
-static int64_t pick_kth(const tsi_keys *k, const int64_t *perm, int64_t r, int64_t arg) {
-    (void)k, (void)perm, (void)r;
-    return arg - 1;
-}
-
-static int64_t nan_count(const tsi_keys *k, int64_t r) {
-    int64_t c = 0;
-    for (int64_t j = 0; j < k->n; j++) c += tsi_key_isnan(k, r * k->n + j);
-    return c;
-}
-
-/* the lower median, or the first NaN when the row has any (median); nanmedian (arg 1) skips the
- * NaNs, and takes the first when they are all NaN */
-static int64_t pick_median(const tsi_keys *k, const int64_t *perm, int64_t r, int64_t arg) {
-    (void)perm;
-    const int64_t c = nan_count(k, r);
-    if (!arg) return c ? k->n - c : (k->n - 1) / 2;
-    return c < k->n ? (k->n - c - 1) / 2 : 0;
-}
-
-/* the most frequent value, the smallest of those most frequent, at its last place in the stable
- * order (PyTorch's CPU scan over its sort); every NaN counts as a value of its own */
-static int64_t pick_mode(const tsi_keys *k, const int64_t *perm, int64_t r, int64_t arg) {
-    (void)arg;
-    int64_t best = 0, best_count = 0, run = 0;
-    for (int64_t j = 0; j < k->n; j++) {
-        run++;
-        if (j == k->n - 1 || !tsi_key_equal(k, r * k->n + perm[j], r * k->n + perm[j + 1])) {
-            if (run > best_count) best = j, best_count = run;
-            run = 0;
+/* pos[r] = the mode's place in row r's stable order perm: the most frequent value, the smallest
+ * of those most frequent, at its last place (PyTorch's CPU scan over its sort); every NaN counts
+ * as a value of its own */
+static bool mode_places(const char *op, const tsi_okeys *k, const int64_t *perm, int64_t *pos) {
+    uint64_t *key = host_alloc(op, k->n, sizeof *key);
+    if (!key) return false;
+    for (int64_t r = 0; r < k->rows; r++) {
+        const int64_t *p = perm + r * k->n;
+        tsi_okeys_row(k, r, key);
+        int64_t best = 0, best_count = 0, run = 0;
+        for (int64_t j = 0; j < k->n; j++) {
+            run++;
+            const uint64_t x = key[p[j]];
+            if (j == k->n - 1 || x != key[p[j + 1]] || tsi_okey_isnan(k, x)) {
+                if (run > best_count) best = j, best_count = run;
+                run = 0;
+            }
         }
+        pos[r] = p[best];
     }
-    return best;
+    free(key);
+    return true;
 }
 
 static bool nonempty_dim(const char *op, ts_tensor *t, int d) {
@@ -237,7 +228,14 @@ ts_tensor *ts_kthvalue(ts_tensor *t, int64_t k, int dim, bool keepdim, ts_tensor
                       d, (long long)k, (long long)dim_size(t, d));
         return NULL;
     }
-    return selected("kthvalue", "KthvalueBackward0", t, d, keepdim, false, 1, pick_kth, k, indices);
+    return selected("kthvalue", "KthvalueBackward0", t, d, keepdim, false, 1, SEL_RANK, k - 1,
+                    indices);
+}
+
+/* the lower median, or the first NaN when the row has any (median); nanmedian skips the NaNs, and
+ * takes the first when they are all NaN */
+static int64_t median_rank(bool ignore_nan) {
+    return ignore_nan ? TSI_RANK_NANMEDIAN : TSI_RANK_MEDIAN;
 }
 
 static ts_tensor *median_dim(const char *op, const char *name, ts_tensor *t, int dim, bool keepdim,
@@ -245,7 +243,7 @@ static ts_tensor *median_dim(const char *op, const char *name, ts_tensor *t, int
     if (indices) *indices = NULL;
     int d = wrap(op, t, dim);
     if (d < 0 || !nonempty_dim(op, t, d)) return NULL;
-    return selected(op, name, t, d, keepdim, false, 1, pick_median, ignore_nan, indices);
+    return selected(op, name, t, d, keepdim, false, 1, SEL_RANK, median_rank(ignore_nan), indices);
 }
 ts_tensor *ts_median_dim(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices) {
     return median_dim("median", "MedianBackward1", t, dim, keepdim, false, indices);
@@ -268,8 +266,8 @@ static ts_tensor *median_all(const char *op, const char *name, ts_tensor *t, boo
     ts_scope_begin();
     ts_no_grad_begin();
     ts_tensor *flat = ts_reshape(t, TS_SHAPE(ts_numel(t)));
-    bool ok =
-        flat && select_along(op, NULL, flat, 0, false, false, 1, pick_median, ignore_nan, &v, &i);
+    bool ok = flat && select_along(op, NULL, flat, 0, false, false, 1, SEL_RANK,
+                                   median_rank(ignore_nan), &v, &i);
     ts_no_grad_end();
     ts_scope_end();
     if (!ok) return NULL;
@@ -290,5 +288,5 @@ ts_tensor *ts_mode(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices) {
     if (indices) *indices = NULL;
     int d = wrap("mode", t, dim);
     if (d < 0 || !nonempty_dim("mode", t, d)) return NULL;
-    return selected("mode", "ModeBackward0", t, d, keepdim, false, 1, pick_mode, 0, indices);
+    return selected("mode", "ModeBackward0", t, d, keepdim, false, 1, SEL_MODE, 0, indices);
 }

@@ -1,4 +1,4 @@
-/* sort_host.c — keys of a tensor on the host and the stable argsort of their rows (sort_host.h). */
+/* sort_host.c — keys of a tensor on the host and their stable merge sort (sort_host.h). */
 #include "ops/sort_host.h"
 
 #include <stdlib.h>
@@ -38,17 +38,6 @@ static bool read_rows(const char *op, ts_tensor *x, int64_t rows, int64_t n, boo
     return true;
 }
 
-bool tsi_keys_read(const char *op, ts_tensor *t, int dim, tsi_keys *k) {
-    if (!tsi_sort_dtype_ok(op, t)) return false;
-    const int last = t->shape.ndim - 1;
-    ts_tensor *x = dim == last ? t : ts_transpose(t, dim, last);
-    if (!x) return false;
-    int64_t rows = 1;
-    for (int i = 0; i < t->shape.ndim; i++)
-        if (i != dim) rows *= t->shape.dims[i];
-    return read_rows(op, x, rows, t->shape.dims[dim], false, k);
-}
-
 bool tsi_keys_read_flat(const char *op, ts_tensor *t, bool as_float, tsi_keys *k) {
     if (!tsi_sort_dtype_ok(op, t)) return false;
     return read_rows(op, t, 1, ts_numel(t), as_float, k);
@@ -57,16 +46,6 @@ bool tsi_keys_read_flat(const char *op, ts_tensor *t, bool as_float, tsi_keys *k
 void tsi_keys_free(tsi_keys *k) {
     free(k->f), free(k->i);
     k->f = NULL, k->i = NULL;
-}
-
-/* a before b in the requested order (strictly) */
-typedef struct order {
-    const tsi_keys *k;
-    bool desc;
-} order;
-static bool key_before(const void *ctx, int64_t a, int64_t b) {
-    const order *o = ctx;
-    return o->desc ? tsi_key_less(o->k, b, a) : tsi_key_less(o->k, a, b);
 }
 
 /* stable merge sort of idx[0..n) using tmp[0..n) */
@@ -100,24 +79,6 @@ bool tsi_stable_sort(const char *op, int64_t *idx, int64_t n, tsi_before_fn befo
         return false;
     }
     merge_sort(idx, tmp, n, before, ctx);
-    free(tmp);
-    return true;
-}
-
-bool tsi_keys_argsort(const char *op, const tsi_keys *k, bool descending, int64_t *perm) {
-    const int64_t n = k->n;
-    const order o = {k, descending};
-    int64_t *tmp = malloc((size_t)(n > 0 ? n : 1) * sizeof *tmp); /* one scratch for every row */
-    if (!tmp) {
-        tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %lld indices", op, (long long)n);
-        return false;
-    }
-    for (int64_t r = 0; r < k->rows; r++) {
-        int64_t *p = perm + r * n;
-        for (int64_t j = 0; j < n; j++) p[j] = r * n + j;
-        merge_sort(p, tmp, n, key_before, &o);
-        for (int64_t j = 0; j < n; j++) p[j] -= r * n;
-    }
     free(tmp);
     return true;
 }

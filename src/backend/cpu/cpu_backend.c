@@ -62,6 +62,8 @@ void tsi_cpu_kernels_install(ts_backend *be) {
     be->index_select = tsi_cpu_index_select;
     be->gather = tsi_cpu_gather;
     be->scatter_add = tsi_cpu_scatter_add;
+    be->cdist = tsi_cpu_cdist;
+    be->gather_dims = tsi_cpu_gather_dims;
     be->softmax = tsi_cpu_softmax;
     be->softmax_backward = tsi_cpu_softmax_backward;
     be->random = tsi_cpu_random;

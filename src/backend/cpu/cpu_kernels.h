@@ -42,6 +42,12 @@ void tsi_cpu_gather(const ts_backend *be, int index, const ts_kview *out, const 
                     int dim, const ts_kview *idx);
 void tsi_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, int dim,
                          const ts_kview *idx, const ts_kview *src);
+/* kern_cdist.c */
+void tsi_cpu_cdist(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x1,
+                   const ts_kview *x2, double p);
+/* kern_gather_dims.c */
+void tsi_cpu_gather_dims(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                         int k, const ts_kview *idx);
 /* kern_softmax.c */
 void tsi_cpu_softmax(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                      int dim, bool log);

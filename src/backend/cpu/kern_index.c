@@ -67,6 +67,10 @@ static void row_offsets(const ix_walk *w, int64_t r, const int64_t *s0, const in
                              int64_t nk) {                                                         \
         T *d = (T *)dst;                                                                           \
         const T *s = (const T *)src;                                                               \
+        if (nk == 1) { /* along the last dim: one element per index, no per-element memcpy */      \
+            for (int64_t j = 0; j < nj; j++) d[j * dj] = s[idx[j * xj] * sdim];                    \
+            return;                                                                                \
+        }                                                                                          \
         for (int64_t j = 0; j < nj; j++) {                                                         \
             if (xk == 0) {                                                                         \
                 const T *sj = s + idx[j * xj] * sdim;                                              \
@@ -147,6 +151,13 @@ void tsi_cpu_gather(const ts_backend *be, int index, const ts_kview *out, const 
                      const int64_t *idx, int64_t xj, int64_t xk, int64_t nj, int64_t nk) {         \
         T *d = (T *)dst;                                                                           \
         const T *s = (const T *)src;                                                               \
+        if (nk == 1) { /* along the last dim: no inner loop */                                     \
+            for (int64_t j = 0; j < nj; j++) {                                                     \
+                T *dp = d + idx[j * xj] * ddim;                                                    \
+                *dp = ADD(*dp, s[j * sj]);                                                         \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
         for (int64_t j = 0; j < nj; j++)                                                           \
             for (int64_t k = 0; k < nk; k++) {                                                     \
                 T *dp = d + idx[j * xj + k * xk] * ddim + k * dk;                                  \

@@ -145,6 +145,23 @@ static void max_row_plane_f32(const pgeom *g, const float *x, float *y, int64_t 
         const float *r = x + base;
         float *yr = y + oy * ow;
         int64_t *ir = idx ? idx + oy * ow : NULL;
+        if (!ir && kw == 2 && sw == 2) { /* the common max_pool1d(x, 2): pairs, vectorises */
+            for (int64_t ox = 0; ox < ow; ox++) {
+                const float m = r[2 * ox], a = r[2 * ox + 1];
+                yr[ox] = sel_f32(0u - (uint32_t)((a > m) | (a != a)), a, m);
+            }
+            continue;
+        }
+        if (!ir) { /* no index to carry along */
+            for (int64_t ox = 0; ox < ow; ox++) {
+                const float *win = r + ox * sw;
+                float m = win[0];
+                for (int64_t j = 1; j < kw; j++)
+                    m = sel_f32(0u - (uint32_t)((win[j] > m) | (win[j] != win[j])), win[j], m);
+                yr[ox] = m;
+            }
+            continue;
+        }
         for (int64_t ox = 0; ox < ow; ox++) {
             const float *win = r + ox * sw;
             float m = win[0];
@@ -212,6 +229,38 @@ static bool is_max2x2(const pgeom *g) {
            g->ph == 0 && g->pw == 0 && g->dh == 1 && g->dw == 1;
 }
 
+/* Average pooling whose windows all lie inside the plane (no padding): rows of kernel width 1
+ * with stride 1 (the depth pass of avg_pool3d, pool_nd.c) as whole-row additions, and 2x2 windows
+ * of stride 2, both vectorisable. The sums start from 0 and add the window's elements in the
+ * generic loop's order (row by row, left to right), so the results are its bits. */
+static bool is_avg_full(const pgeom *g) {
+    return (g->kind == TS_POOL_AVG || g->kind == TS_POOL_AVG_EXCLUDE_PAD) && g->ph == 0 &&
+           g->pw == 0 && (g->oh - 1) * g->sh + g->kh <= g->h &&
+           (g->ow - 1) * g->sw + g->kw <= g->w &&
+           ((g->kw == 1 && g->sw == 1) || (g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2));
+}
+
+static void avg_full_plane_f32(const pgeom *g, const float *x, float *y) {
+    const int64_t w = g->w, ow = g->ow;
+    const float div = (float)(g->divisor > 0 ? g->divisor : g->kh * g->kw);
+    for (int64_t oy = 0; oy < g->oh; oy++) {
+        const float *r0 = x + oy * g->sh * w;
+        float *yr = y + oy * ow;
+        if (g->kw == 1) {
+            for (int64_t ox = 0; ox < ow; ox++) yr[ox] = 0.0f + r0[ox];
+            for (int64_t j = 1; j < g->kh; j++) {
+                const float *rj = r0 + j * w;
+                for (int64_t ox = 0; ox < ow; ox++) yr[ox] += rj[ox];
+            }
+            for (int64_t ox = 0; ox < ow; ox++) yr[ox] /= div;
+            continue;
+        }
+        const float *r1 = r0 + w;
+        for (int64_t ox = 0; ox < ow; ox++)
+            yr[ox] = ((((0.0f + r0[2 * ox]) + r0[2 * ox + 1]) + r1[2 * ox]) + r1[2 * ox + 1]) / div;
+    }
+}
+
 static bool pool_parallel(const pgeom *g) {
 #ifdef TS_HAVE_OPENMP
     return g->planes > 1 && (double)g->planes * (double)(g->h * g->w + g->oh * g->ow) > 32768 &&
@@ -249,6 +298,7 @@ void tsi_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const 
     const ts_dtype dt = out->dtype;
     const size_t es = dt == TS_F64 ? 8 : dt == TS_F32 ? 4 : 2;
     const bool fast = is_max2x2(&g), row = !fast && dt == TS_F32 && is_max_row(&g);
+    const bool avg_full = dt == TS_F32 && is_avg_full(&g);
     int64_t *idx = indices && g.kind == TS_POOL_MAX ? (int64_t *)indices->data : NULL;
     const bool global = g.kind == TS_POOL_ADAPTIVE_AVG && g.oh == 1 && g.ow == 1 && dt == TS_F32;
     TS_PARALLEL_FOR_IF(
@@ -262,6 +312,8 @@ void tsi_cpu_pool2d(const ts_backend *be, int index, const ts_kview *out, const 
                 max2x2_plane_f32(&g, (const float *)xp, (float *)yp, ip);
             else if (row)
                 max_row_plane_f32(&g, (const float *)xp, (float *)yp, ip);
+            else if (avg_full)
+                avg_full_plane_f32(&g, (const float *)xp, (float *)yp);
             else if (fast && dt == TS_F16)
                 max2x2_plane_f16(&g, (const uint16_t *)xp, (uint16_t *)yp, ip);
             else if (fast && dt == TS_BF16)

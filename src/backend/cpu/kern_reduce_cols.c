@@ -6,6 +6,22 @@
 
 #include "backend/cpu/kern_reduce.h"
 #include "backend/cpu/omp_if.h"
+#include "core/clones.h"
+
+/* A[c] += row[c] in double: the column path's inner loop, in an AVX2 clone where the CPU has
+ * it (four doubles per add, not SSE2's two; the same sums on every ISA) */
+TS_CPU_BODY void acc_f32_body(double *A, const float *row, int64_t n) {
+    for (int64_t c = 0; c < n; c++) A[c] += (double)row[c];
+}
+TS_CPU_VARIANTS(acc_f32, (double *A, const float *row, int64_t n), (A, row, n))
+TS_CPU_BODY void acc_f64_body(double *A, const double *row, int64_t n) {
+    for (int64_t c = 0; c < n; c++) A[c] += row[c];
+}
+TS_CPU_VARIANTS(acc_f64, (double *A, const double *row, int64_t n), (A, row, n))
+TS_CPU_BODY void accsq_f32_body(double *A, const float *row, int64_t n) {
+    for (int64_t c = 0; c < n; c++) A[c] += (double)row[c] * (double)row[c];
+}
+TS_CPU_VARIANTS(accsq_f32, (double *A, const float *row, int64_t n), (A, row, n))
 
 /* "Reduce the outer dims, keep a contiguous inner dim": each reduced position contributes one
  * contiguous row of tn kept columns, accumulated into per-column arrays (vectorisable), instead of
@@ -45,12 +61,10 @@ static bool col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
                 break;
             }
         }
-        for (int64_t c = 0; c < tn; c++) {
-            ts_cpu_istate st = {V[c], I[c]};
-            if (is)
-                is[c] = st;
-            else
-                tsi_cpu_red_is_store(op, P->out, o0 + c, &st);
+        if (is) {
+            for (int64_t c = 0; c < tn; c++) is[c] = (ts_cpu_istate){V[c], I[c]};
+        } else { /* one store of the tile's results (a call per output cost more than the sum) */
+            tsi_cpu_red_store_run_i(P->out, o0, ts_cpu_red_is_arg(op) ? I : V, tn);
         }
         free(mem);
         return true;
@@ -64,13 +78,18 @@ static bool col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
      * stay in L1 next to the accumulators */
     bool direct = (op == TS_R_SUM || op == TS_R_MEAN || op == TS_R_VAR || op == TS_R_STD) &&
                   (P->dt == TS_F32 || P->dt == TS_F64);
+    bool direct_sq = op == TS_R_NORM2 && P->dt == TS_F32;
     for (int64_t p = p0; p < p1; p++, ts_cpu_odo_next(&o, &P->red)) {
         const char *row = base + (size_t)o.off * P->es;
         if (direct) {
             if (P->dt == TS_F32)
-                for (int64_t c = 0; c < tn; c++) A[c] += (double)((const float *)row)[c];
+                acc_f32(A, (const float *)row, tn);
             else
-                for (int64_t c = 0; c < tn; c++) A[c] += ((const double *)row)[c];
+                acc_f64(A, (const double *)row, tn);
+            continue;
+        }
+        if (direct_sq) {
+            accsq_f32(A, (const float *)row, tn);
             continue;
         }
         tsi_cpu_red_conv_run_f64(x, row, P->dt, 1, tn);
@@ -83,6 +102,9 @@ static bool col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
             break;
         case TS_R_PROD:
             for (int64_t c = 0; c < tn; c++) A[c] *= x[c];
+            break;
+        case TS_R_NORM2:
+            for (int64_t c = 0; c < tn; c++) A[c] += x[c] * x[c];
             break;
         case TS_R_MAX:
         case TS_R_LOGSUMEXP:
@@ -121,8 +143,9 @@ static bool col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
         if (fs)
             fs[c] = st;
         else
-            tsi_cpu_red_fs_store(op, P->out, o0 + c, &st, P->n, P->corr);
+            x[c] = tsi_cpu_red_fs_finish(op, &st, P->n, P->corr);
     }
+    if (!fs) tsi_cpu_red_store_run_d(P->out, o0, x, tn); /* one store for the tile */
     free(mem);
     return true;
 }

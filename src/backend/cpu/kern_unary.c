@@ -72,8 +72,25 @@ typedef struct unary_ctx {
         UN_LOOP(T, T, CT, LD, ST, EXPR);                                                           \
         break;
 
+/* logit on f32: the ratios of a chunk, then vk's log of them (as PyTorch's vectorised kernel) */
+static void logit_vec_f32(const unary_ctx *ctx, char *const *p, const int64_t *s, int64_t n) {
+    float buf[UN_CHUNK];
+    const float eps = ctx->p0 >= 0 ? (float)ctx->p0 : -1.0f;
+    for (int64_t i = 0; i < n; i += UN_CHUNK) {
+        const int64_t m = n - i < UN_CHUNK ? n - i : UN_CHUNK;
+        ts_vec_load_f32(ctx->vk, buf, p[1] + i * s[1], TS_F32, s[1], m);
+        for (int64_t k = 0; k < m; k++) buf[k] = ts_logit_ratio_f(buf[k], eps);
+        ctx->vk->unary_f32(TS_U_LOG, buf, buf, m);
+        ts_vec_store_f32(ctx->vk, p[0] + i * s[0], TS_F32, s[0], buf, m);
+    }
+}
+
 /* The vectorised ops on f32: straight through vk on a dense run, through chunks otherwise. */
 static void unary_vec_f32(const unary_ctx *ctx, char *const *p, const int64_t *s, int64_t n) {
+    if (ctx->op == TS_U_LOGIT) {
+        logit_vec_f32(ctx, p, s, n);
+        return;
+    }
     if (s[0] == (int64_t)sizeof(float) && s[1] == (int64_t)sizeof(float)) {
         ctx->vk->unary_f32(ctx->op, (float *)p[0], (const float *)p[1], n);
         return;
@@ -316,9 +333,10 @@ void tsi_cpu_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kvi
     (void)be;
     (void)index;
     const bool half = a->dtype == TS_F16 || a->dtype == TS_BF16;
-    unary_ctx ctx = {op,       p0,
-                     p1,       tsi_vec_kernels_get(),
-                     a->dtype, (a->dtype == TS_F32 || half) && tsi_vec_unary_has(op)};
+    unary_ctx ctx = {
+        op,       p0,
+        p1,       tsi_vec_kernels_get(),
+        a->dtype, (a->dtype == TS_F32 || half) && (tsi_vec_unary_has(op) || op == TS_U_LOGIT)};
     const ts_kview *views[2] = {out, a};
     ts_cpu_iter it;
     ts_cpu_iter_init(&it, 2, views);

@@ -42,6 +42,8 @@ void tsc_install_compute_kernels(ts_backend *be) {
     be->index_select = tsc_index_select;
     be->gather = tsc_gather;
     be->scatter_add = tsc_scatter_add;
+    be->cdist = tsc_cdist;
+    be->gather_dims = tsc_gather_dims;
     be->softmax = tsc_softmax;
     be->softmax_backward = tsc_softmax_backward;
     be->conv2d = tsc_conv2d;

@@ -182,6 +182,11 @@ void tsc_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview
                 const ts_kview *in, int nred, double param);
 void tsc_matmul(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
                 const ts_kview *b);
+/* cuda_cdist.cu */
+void tsc_cdist(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x1,
+               const ts_kview *x2, double p);
+void tsc_gather_dims(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                     int k, const ts_kview *idx);
 void tsc_index_select(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                       int dim, const ts_kview *idx);
 void tsc_gather(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in, int dim,

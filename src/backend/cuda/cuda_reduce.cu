@@ -22,7 +22,7 @@ namespace {
 
 #define TSC_RHD __host__ __device__ __forceinline__
 
-enum RKind { K_SUM, K_PROD, K_MAX, K_MIN, K_VAR, K_LSE, K_ARGMAX, K_ARGMIN };
+enum RKind { K_SUM, K_PROD, K_MAX, K_MIN, K_VAR, K_LSE, K_ARGMAX, K_ARGMIN, K_SUMSQ };
 
 #define R_WARP_MAX_N   1024    /* rows up to this long: one warp per row (<= 32 per lane) */
 #define R_BLOCK        256     /* threads of a block that folds one chunk */
@@ -98,6 +98,8 @@ template <int K, typename A> TSC_RHD void r_fold(RState<A> &s, A x, int64_t pos)
     } else {
         if constexpr (K == K_SUM) {
             s.a += x;
+        } else if constexpr (K == K_SUMSQ) { /* TS_R_NORM2: the root is taken in r_store */
+            s.a += x * x;
         } else if constexpr (K == K_PROD) {
             s.a *= x;
         } else if constexpr (K == K_MAX) {
@@ -137,7 +139,9 @@ template <int K, typename A> TSC_RHD void r_fold(RState<A> &s, A x, int64_t pos)
 /* Merges R into L. Commutative for every kind: arg ties go to the smaller index, so partial
  * states may meet in any order (threads fold strided positions). */
 template <int K, typename A> TSC_RHD void r_combine(RState<A> &L, const RState<A> &R) {
-    if constexpr (K == K_SUM) {
+    if constexpr (K == K_SUMSQ) {
+        L.a += R.a;
+    } else if constexpr (K == K_SUM) {
         if constexpr (RIsInt<A>::value)
             L.a = (int64_t)((uint64_t)L.a + (uint64_t)R.a);
         else
@@ -276,7 +280,9 @@ template <int K, typename A> TSC_RHD void r_store(const RPlan &P, int64_t o, con
         tsc_store_i64(p, P.out_dt, s.a);
     } else {
         double v = (double)s.a;
-        if constexpr (K == K_SUM) {
+        if constexpr (K == K_SUMSQ) {
+            v = sqrt(v);
+        } else if constexpr (K == K_SUM) {
             if (P.op == TS_R_MEAN) v = P.n > 0 ? v / (double)P.n : NAN;
         } else if constexpr (K == K_VAR) {
             const double div = (double)P.n - P.corr;
@@ -488,6 +494,8 @@ static int r_kind(ts_reduce_op op) {
         return K_VAR;
     case TS_R_LOGSUMEXP:
         return K_LSE;
+    case TS_R_NORM2:
+        return K_SUMSQ;
     case TS_R_ARGMAX:
         return K_ARGMAX;
     default:
@@ -516,6 +524,9 @@ static void r_dispatch_float(int index, const RPlan &P, RPath pa, int k) {
         break;
     case K_LSE:
         r_run<T, A, K_LSE>(index, P, pa);
+        break;
+    case K_SUMSQ:
+        r_run<T, A, K_SUMSQ>(index, P, pa);
         break;
     case K_ARGMAX:
         r_run<T, A, K_ARGMAX>(index, P, pa);
@@ -555,6 +566,9 @@ static void r_dispatch_int(int index, const RPlan &P, RPath pa, ts_reduce_op op)
     case TS_R_VAR:
     case TS_R_STD:
         r_run<T, double, K_VAR>(index, P, pa);
+        break;
+    case TS_R_NORM2:
+        r_run<T, double, K_SUMSQ>(index, P, pa);
         break;
     default:
         r_run<T, double, K_LSE>(index, P, pa);
