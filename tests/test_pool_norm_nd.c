@@ -575,8 +575,9 @@ static void test_avg_pool_full_f32(ts_device dev) {
                  {2, {1, 2, 7, 9}, {2, 2}, {2, 2}, 3},
                  {3, {1, 2, 4, 6, 4}, {2, 2, 2}, {2, 2, 2}, 0},
                  {3, {2, 1, 5, 4, 6}, {3, 2, 2}, {1, 2, 2}, 0},
-                 {3, {1, 2, 6, 4, 4}, {3, 2, 2}, {2, 2, 2}, 5}};
-    for (int c = 0; c < 5; c++) {
+                 {3, {1, 2, 6, 4, 4}, {3, 2, 2}, {2, 2, 2}, 5},
+                 {2, {1, 2, 6, 8}, {2, 1}, {2, 2}, 0}}; /* the generic loop: not a 2x2 window */
+    for (int c = 0; c < 6; c++) {
         const int nd = cases[c].nd;
         const int64_t *sh = cases[c].sh;
         int64_t in_sp[3] = {1, 1, 1}, out_sp[3] = {1, 1, 1}, n = sh[0] * sh[1], total = n;

@@ -190,14 +190,15 @@ int main(void) {
     const int ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     for (int di = 0; di < ndev; di++) {
         const ts_device d = devs[di];
-        const ts_dtype fl[] = {TS_F32, TS_F64, TS_BF16}, in[] = {TS_I64, TS_I32, TS_U8, TS_BOOL};
-        for (int i = 0; i < 3; i++) {
+        const ts_dtype fl[] = {TS_F32, TS_F64, TS_BF16, TS_F16};
+        const ts_dtype in[] = {TS_I64, TS_I32, TS_U8, TS_BOOL, TS_I16, TS_I8, TS_U16, TS_U32};
+        for (int i = 0; i < 4; i++) {
             check_case(d, fl[i], 5, 7, 1);   /* insertion sort */
             check_case(d, fl[i], 4, 32, 0);  /* its longest rows, along dim 0 */
             check_case(d, fl[i], 4, 33, 1);  /* radix */
             check_case(d, fl[i], 3, 300, 0); /* radix along dim 0 */
         }
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 8; i++) {
             check_case(d, in[i], 5, 9, 1);
             check_case(d, in[i], 3, 257, 0);
         }

@@ -72,15 +72,19 @@ typedef struct unary_ctx {
         UN_LOOP(T, T, CT, LD, ST, EXPR);                                                           \
         break;
 
-/* logit on f32: the ratios of a chunk, then vk's log of them (as PyTorch's vectorised kernel) */
+/* logit on f32: the ratios of a chunk, then vk's log of them (as PyTorch's vectorised kernel);
+ * a NaN result (x outside [0, 1], or NaN) is logf's, so that its bits are the other backends'
+ * (ts_logit_f's: the vectorised log's NaN has another sign) */
 static void logit_vec_f32(const unary_ctx *ctx, char *const *p, const int64_t *s, int64_t n) {
-    float buf[UN_CHUNK];
+    float ratio[UN_CHUNK], buf[UN_CHUNK];
     const float eps = ctx->p0 >= 0 ? (float)ctx->p0 : -1.0f;
     for (int64_t i = 0; i < n; i += UN_CHUNK) {
         const int64_t m = n - i < UN_CHUNK ? n - i : UN_CHUNK;
         ts_vec_load_f32(ctx->vk, buf, p[1] + i * s[1], TS_F32, s[1], m);
-        for (int64_t k = 0; k < m; k++) buf[k] = ts_logit_ratio_f(buf[k], eps);
-        ctx->vk->unary_f32(TS_U_LOG, buf, buf, m);
+        for (int64_t k = 0; k < m; k++) ratio[k] = ts_logit_ratio_f(buf[k], eps);
+        ctx->vk->unary_f32(TS_U_LOG, buf, ratio, m);
+        for (int64_t k = 0; k < m; k++)
+            if (buf[k] != buf[k]) buf[k] = logf(ratio[k]);
         ts_vec_store_f32(ctx->vk, p[0] + i * s[0], TS_F32, s[0], buf, m);
     }
 }
