@@ -30,8 +30,9 @@ static void l_softmax(const ts_backend *b, const ts_kview *o, const ts_kview *i,
 }
 
 /* ------------------------------------------------------------------ cases */
-static const char *reduce_names[] = {"sum", "prod", "mean",      "max",    "min",
-                                     "var", "std",  "logsumexp", "argmax", "argmin"};
+static const char *reduce_names[] = {"sum", "prod",      "mean",   "max",    "min",  "var",
+                                     "std", "logsumexp", "argmax", "argmin", "norm2"};
+_Static_assert(sizeof reduce_names / sizeof *reduce_names == TS_R_COUNT, "a name per reduce op");
 
 static void test_reduce(void) {
     if (!bc_present("reduce", bc_state.dev->reduce)) return;
@@ -40,8 +41,8 @@ static void test_reduce(void) {
     for (int op = 0; op < TS_R_COUNT; op++)
         for (int a = 0; a < BC_NDT; a++) {
             ts_dtype dt = bc_dtypes[a];
-            bool float_op =
-                op == TS_R_MEAN || op == TS_R_VAR || op == TS_R_STD || op == TS_R_LOGSUMEXP;
+            bool float_op = op == TS_R_MEAN || op == TS_R_VAR || op == TS_R_STD ||
+                            op == TS_R_LOGSUMEXP || op == TS_R_NORM2;
             if (float_op && !bc_is_float(dt)) continue; /* the front end never asks for these */
             ts_dtype odt = op == TS_R_ARGMAX || op == TS_R_ARGMIN                    ? TS_I64
                            : (op == TS_R_SUM || op == TS_R_PROD) && !bc_is_float(dt) ? TS_I64
