@@ -18,6 +18,7 @@
 #include <omp.h>
 #endif
 
+#include "backend/cdist_math.h"
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loops.h"
@@ -34,7 +35,7 @@
 #define CD_PACK_PAR_MIN (1 << 16)
 #define CD_PANEL_BYTES  (4 << 20) /* each set's packed rows at a time */
 
-typedef enum { CD_P0, CD_P1, CD_P2, CD_PINF, CD_PGEN } cd_kind;
+typedef ts_cdist_kind cd_kind; /* cdist_math.h: one definition with CUDA */
 typedef double cd_v4 __attribute__((vector_size(32)));
 typedef long long cd_i4 __attribute__((vector_size(32)));
 
@@ -71,7 +72,7 @@ static void tile_pgen(double p, const double *xp, int64_t ld, int ni, const doub
             const double *x = xp + (size_t)i * (size_t)ld;
             const double *y = yp + (size_t)(j / 8) * (size_t)ystride + j % 8;
             double s = acc[(size_t)i * CD_JB + j];
-            for (int64_t m = m0; m < m1; m++) s += pow(fabs(x[m] - y[8 * m]), p);
+            for (int64_t m = m0; m < m1; m++) s = ts_cdist_fold(TS_CD_PGEN, s, x[m] - y[8 * m], p);
             acc[(size_t)i * CD_JB + j] = s;
         }
 }
@@ -172,7 +173,7 @@ static void run_tile(const cd_job *jb, int64_t b, const double *xp, int64_t i0, 
     memset(acc, 0, sizeof(double) * CD_IB * CD_JB);
     for (int64_t m0 = 0; m0 < M; m0 += CD_MC) {
         const int64_t m1 = M - m0 < CD_MC ? M : m0 + CD_MC;
-        if (jb->kind == CD_PGEN) tile_pgen(jb->p, xp, M, nx, yp, 8 * M, nb, m0, m1, acc);
+        if (jb->kind == TS_CD_PGEN) tile_pgen(jb->p, xp, M, nx, yp, 8 * M, nb, m0, m1, acc);
 #ifdef CD_X86
         else if (jb->avx2)
             cd_avx2_tile(jb->kind, xp, M, nx, yp, 8 * M, nb, m0, m1, acc);
@@ -183,19 +184,12 @@ static void run_tile(const cd_job *jb, int64_t b, const double *xp, int64_t i0, 
     for (int i = 0; i < ni; i++) {
         const double *a = acc + (size_t)i * CD_JB;
         const int64_t o = (b * jb->P + i0 + i) * jb->R + j0;
-        if (jb->kind == CD_P2 && jb->out->dtype == TS_F32) {
+        if (jb->kind == TS_CD_P2 && jb->out->dtype == TS_F32) {
             float *d = (float *)(void *)jb->out->data + o;
             for (int j = 0; j < nj; j++) d[j] = (float)sqrt(a[j]);
             continue;
         }
-        for (int j = 0; j < nj; j++) {
-            double v = a[j];
-            if (jb->kind == CD_P2)
-                v = sqrt(v);
-            else if (jb->kind == CD_PGEN)
-                v = pow(v, 1.0 / jb->p);
-            store(jb->out, o + j, v);
-        }
+        for (int j = 0; j < nj; j++) store(jb->out, o + j, ts_cdist_finish(jb->kind, a[j], jb->p));
     }
 }
 
@@ -213,8 +207,8 @@ void tsi_cpu_cdist(const ts_backend *be, int index, const ts_kview *out, const t
     (void)be, (void)index;
     const int64_t B = out->shape[0], P = x1->shape[1], R = x2->shape[1], M = x1->shape[2];
     if (B <= 0 || P <= 0 || R <= 0 || M <= 0) return;
-    cd_job jb = {out, x1, x2, CD_PGEN, p, P, R, M, false};
-    jb.kind = p == 0 ? CD_P0 : p == 1 ? CD_P1 : p == 2 ? CD_P2 : isinf(p) ? CD_PINF : CD_PGEN;
+    cd_job jb = {out, x1, x2, TS_CD_PGEN, p, P, R, M, false};
+    jb.kind = ts_cdist_kind_of(p);
 #ifdef CD_X86
     jb.avx2 = ts_cpu_isa_get() >= TS_ISA_AVX2;
 #endif

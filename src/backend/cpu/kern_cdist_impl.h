@@ -87,16 +87,16 @@ CD_ATTR static void CD_NAME(tile)(cd_kind kind, const double *xp, int64_t ld, in
                                   const double *yp, int64_t ystride, int nb, int64_t m0, int64_t m1,
                                   double *acc) {
     switch (kind) {
-    case CD_P2:
+    case TS_CD_P2:
         CD_NAME(tile_p2)(xp, ld, ni, yp, ystride, nb, m0, m1, acc);
         break;
-    case CD_P1:
+    case TS_CD_P1:
         CD_NAME(tile_p1)(xp, ld, ni, yp, ystride, nb, m0, m1, acc);
         break;
-    case CD_P0:
+    case TS_CD_P0:
         CD_NAME(tile_p0)(xp, ld, ni, yp, ystride, nb, m0, m1, acc);
         break;
-    case CD_PINF:
+    case TS_CD_PINF:
         CD_NAME(tile_pinf)(xp, ld, ni, yp, ystride, nb, m0, m1, acc);
         break;
     default:

@@ -2,6 +2,7 @@
  * thread per output element: cdist sums in double whatever the dtype (as the cpu kernel does, so
  * the two agree to the output's rounding); gather_dims reads each output element's source through
  * the padded dims' index tables. */
+#include "backend/cdist_math.h"
 #include "backend/cuda/cuda_compute.h"
 
 namespace {
@@ -10,7 +11,7 @@ struct CdPlan {
     char *out;
     const char *x1, *x2;
     ts_dtype dt;
-    int kind; /* 0: p = 0, 1: p = 1, 2: p = 2, 3: inf, 4: general */
+    ts_cdist_kind kind;
     double p;
     int64_t B, P, R, M;
     int64_t s1[3], s2[3];
@@ -41,29 +42,9 @@ __global__ void cd_kernel(CdPlan c) {
         for (int64_t m = 0; m < c.M; m++) {
             const double d =
                 cd_load(c.x1, c.dt, o1 + m * c.s1[2]) - cd_load(c.x2, c.dt, o2 + m * c.s2[2]);
-            const double a = fabs(d);
-            switch (c.kind) {
-            case 0:
-                acc += d != 0 ? 1.0 : 0.0;
-                break;
-            case 1:
-                acc += a;
-                break;
-            case 2:
-                acc += d * d;
-                break;
-            case 3:
-                acc = a > acc || a != a ? a : acc;
-                break;
-            default:
-                acc += pow(a, c.p);
-                break;
-            }
+            acc = ts_cdist_fold(c.kind, acc, d, c.p);
         }
-        if (c.kind == 2)
-            acc = sqrt(acc);
-        else if (c.kind == 4)
-            acc = pow(acc, 1.0 / c.p);
+        acc = ts_cdist_finish(c.kind, acc, c.p);
         switch (c.dt) {
         case TS_F32:
             ((float *)c.out)[e] = (float)acc;
@@ -114,7 +95,7 @@ void tsc_cdist(const ts_backend *be, int index, const ts_kview *out, const ts_kv
     (void)be;
     CdPlan c;
     c.out = out->data, c.x1 = x1->data, c.x2 = x2->data, c.dt = out->dtype, c.p = p;
-    c.kind = p == 0 ? 0 : p == 1 ? 1 : p == 2 ? 2 : isinf(p) ? 3 : 4;
+    c.kind = ts_cdist_kind_of(p);
     c.B = out->shape[0], c.P = x1->shape[1], c.R = x2->shape[1], c.M = x1->shape[2];
     for (int d = 0; d < 3; d++) c.s1[d] = x1->strides[d], c.s2[d] = x2->strides[d];
     const int64_t n = c.B * c.P * c.R;
