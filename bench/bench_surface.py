@@ -222,6 +222,34 @@ CASES = [
                               lambda L, t: L.cdist(t["a"], t["b"])),
 ]
 
+
+# complex tensors and torch.fft (issue 52's last part): rows of 1024 points, a 256 x 256 image
+def c64(shape):
+    r = rng()
+    return np.ascontiguousarray(r.standard_normal(shape) + 1j * r.standard_normal(shape),
+                                dtype=np.complex64)
+
+
+def crows(fn, width=1024):
+    def make(n):
+        return {"x": c64((max(1, n // width), width))}
+    return make, lambda lib, t: (lambda: fn(lib, t["x"]))
+
+
+CASES += [
+    ("fft.rfft", SIZES) + rows(lambda L, x: L.fft.rfft(x), width=1024),
+    ("fft.fft", SIZES) + crows(lambda L, x: L.fft.fft(x)),
+    ("fft.irfft", [None]) + fixed(lambda: {"x": c64((256, 513))},
+                                  lambda L, t: L.fft.irfft(t["x"], 1024)),
+    ("fft.fft2", [None]) + fixed(lambda: {"x": c64((8, 256, 256))},
+                                 lambda L, t: L.fft.fft2(t["x"])),
+    ("fft.fft_prime", [None]) + fixed(lambda: {"x": c64((256, 1031))},
+                                      lambda L, t: L.fft.fft(t["x"])),
+    ("complex_mul", SIZES) + (lambda n: {"x": c64(n), "y": c64(n)},
+                              lambda L, t: (lambda: t["x"] * t["y"])),
+    ("complex_abs", SIZES) + (lambda n: {"x": c64(n)}, lambda L, t: (lambda: t["x"].abs())),
+]
+
 # recurrent training steps (seq 64, batch 32, input 256, hidden 256, 2 layers), forward + backward
 T_, B_, I_, H_, LAYERS_ = 64, 32, 256, 256, 2
 
@@ -291,12 +319,12 @@ def run_case(name, n, make, call, repeats, target_s, check):
             a, b = to_np(fns["tessera"]()), to_np(fns["torch"]())
             if a.shape != b.shape:
                 agree = "SHAPE %s vs %s" % (a.shape, b.shape)
-            elif a.dtype.kind == "f" or b.dtype.kind == "f":
+            elif a.dtype.kind in "fc" or b.dtype.kind in "fc":
                 if name in ("LSTM_train_step", "GRU_train_step"):
                     agree = ""  # different random weights
-                elif not np.allclose(a.astype(np.float64), b.astype(np.float64),
+                elif not np.allclose(a.astype(np.complex128), b.astype(np.complex128),
                                      rtol=1e-3, atol=1e-3, equal_nan=True):
-                    agree = "DIFFER (max %.2e)" % np.nanmax(np.abs(a.astype(np.float64) - b))
+                    agree = "DIFFER (max %.2e)" % np.nanmax(np.abs(a.astype(np.complex128) - b))
             elif not np.array_equal(a, b):
                 agree = "DIFFER"
         except Exception as e:  # noqa: BLE001 - reported in the table

@@ -117,17 +117,20 @@ typedef enum ts_dtype {
     TS_I32,
     TS_U8,
     TS_BOOL,
-    TS_I8,  /* torch.int8 */
-    TS_I16, /* torch.int16 */
-    TS_U16, /* torch.uint16: like PyTorch, no promotion with another integer type */
-    TS_U32, /* torch.uint32 (same) */
-    TS_U64, /* torch.uint64 (same) */
+    TS_I8,   /* torch.int8 */
+    TS_I16,  /* torch.int16 */
+    TS_U16,  /* torch.uint16: like PyTorch, no promotion with another integer type */
+    TS_U32,  /* torch.uint32 (same) */
+    TS_U64,  /* torch.uint64 (same) */
+    TS_C64,  /* torch.complex64: interleaved float32 (real, imaginary) pairs */
+    TS_C128, /* torch.complex128: interleaved float64 pairs */
     TS_DTYPE_COUNT
 } ts_dtype;
 
 TS_API size_t ts_dtype_size(ts_dtype dt);
 TS_API const char *ts_dtype_name(ts_dtype dt); /* PyTorch's: "float32", "int64", "bool" ... */
-TS_API bool ts_dtype_is_floating(ts_dtype dt);
+TS_API bool ts_dtype_is_floating(ts_dtype dt); /* float16 ... float64 (complex: false) */
+TS_API bool ts_dtype_is_complex(ts_dtype dt);  /* complex64, complex128 */
 /* torch.promote_types; TS_DTYPE_COUNT where PyTorch has no rule (uint16, uint32 or uint64 with
  * another integer or bool type): the ops that promote refuse such a pair with TS_ERR_DTYPE. */
 TS_API ts_dtype ts_promote_types(ts_dtype a, ts_dtype b);
@@ -766,6 +769,8 @@ TS_API ts_tensor *ts_log_softmax(ts_tensor *t, int dim);
 #include "tessera/graph.h"
 
 /* torch.linalg (LAPACK), torch.special's remaining functions */
+#include "tessera/complex.h"
+#include "tessera/fft.h"
 #include "tessera/linalg.h"
 #include "tessera/special_more.h"
 /* convolutions beyond conv2d, pools and norms beyond 2-d, the transformer decoder */

@@ -109,9 +109,10 @@ static void test_round_trip_dtypes(void) {
         ts_dtype dt;
         uint8_t code, bits;
     } cases[] = {
-        {TS_F32, kDLFloat, 32},   {TS_F64, kDLFloat, 64}, {TS_F16, kDLFloat, 16},
-        {TS_BF16, kDLBfloat, 16}, {TS_I64, kDLInt, 64},   {TS_I32, kDLInt, 32},
+        {TS_F32, kDLFloat, 32},   {TS_F64, kDLFloat, 64},     {TS_F16, kDLFloat, 16},
+        {TS_BF16, kDLBfloat, 16}, {TS_I64, kDLInt, 64},       {TS_I32, kDLInt, 32},
         {TS_U8, kDLUInt, 8},      {TS_BOOL, kDLUInt, 8}, /* DLPack 0.6: no kDLBool */
+        {TS_C64, kDLComplex, 64}, {TS_C128, kDLComplex, 128},
     };
     int64_t live0 = live_cpu();
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
@@ -501,7 +502,7 @@ static void test_refusals(void) {
     CHECK(ts_from_dlpack(NULL) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "from_dlpack: the DLManagedTensor is NULL");
     deleter_calls = 0;
-    check_refused(foreign_1d(kDLComplex, 64, 1), TS_ERR_DTYPE, "complex64 (code 5, bits 64");
+    check_refused(foreign_1d(kDLComplex, 32, 1), TS_ERR_DTYPE, "complex32 (code 5, bits 32");
     check_refused(foreign_1d(kDLInt, 128, 1), TS_ERR_DTYPE, "dtype int128");
     check_refused(foreign_1d(kDLInt, 4, 1), TS_ERR_DTYPE, "dtype int4");
     check_refused(foreign_1d(kDLUInt, 24, 1), TS_ERR_DTYPE, "dtype uint24");

@@ -73,9 +73,9 @@ static double getd(ts_tensor *t, int64_t i) {
     } while (0)
 
 /* ------------------------------------------------------------------ names, sizes, promotion */
-static const ts_dtype all_dt[] = {TS_F32,  TS_F64, TS_F16, TS_BF16, TS_I64, TS_I32, TS_U8,
-                                  TS_BOOL, TS_I8,  TS_I16, TS_U16,  TS_U32, TS_U64};
-#define NDT 13
+static const ts_dtype all_dt[] = {TS_F32, TS_F64, TS_F16, TS_BF16, TS_I64, TS_I32, TS_U8,  TS_BOOL,
+                                  TS_I8,  TS_I16, TS_U16, TS_U32,  TS_U64, TS_C64, TS_C128};
+#define NDT 15
 /* torch.promote_types(row, column) in all_dt's order; X = RuntimeError (no rule) */
 enum { X = TS_DTYPE_COUNT };
 #define f32  TS_F32
@@ -91,20 +91,24 @@ enum { X = TS_DTYPE_COUNT };
 #define u16  TS_U16
 #define u32  TS_U32
 #define u64  TS_U64
+#define c64  TS_C64
+#define c128 TS_C128
 static const int torch_promote[NDT][NDT] = {
-    {f32, f64, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32},
-    {f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64},
-    {f32, f64, f16, f32, f16, f16, f16, f16, f16, f16, f16, f16, f16},
-    {f32, f64, f32, bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16},
-    {f32, f64, f16, bf16, i64, i64, i64, i64, i64, i64, X, X, X},
-    {f32, f64, f16, bf16, i64, i32, i32, i32, i32, i32, X, X, X},
-    {f32, f64, f16, bf16, i64, i32, u8, u8, i16, i16, X, X, X},
-    {f32, f64, f16, bf16, i64, i32, u8, b8, i8, i16, X, X, X},
-    {f32, f64, f16, bf16, i64, i32, i16, i8, i8, i16, X, X, X},
-    {f32, f64, f16, bf16, i64, i32, i16, i16, i16, i16, X, X, X},
-    {f32, f64, f16, bf16, X, X, X, X, X, X, u16, X, X},
-    {f32, f64, f16, bf16, X, X, X, X, X, X, X, u32, X},
-    {f32, f64, f16, bf16, X, X, X, X, X, X, X, X, u64},
+    {f32, f64, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, c64, c128},
+    {f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, c128, c128},
+    {f32, f64, f16, f32, f16, f16, f16, f16, f16, f16, f16, f16, f16, c64, c128},
+    {f32, f64, f32, bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16, c64, c128},
+    {f32, f64, f16, bf16, i64, i64, i64, i64, i64, i64, X, X, X, c64, c128},
+    {f32, f64, f16, bf16, i64, i32, i32, i32, i32, i32, X, X, X, c64, c128},
+    {f32, f64, f16, bf16, i64, i32, u8, u8, i16, i16, X, X, X, c64, c128},
+    {f32, f64, f16, bf16, i64, i32, u8, b8, i8, i16, X, X, X, c64, c128},
+    {f32, f64, f16, bf16, i64, i32, i16, i8, i8, i16, X, X, X, c64, c128},
+    {f32, f64, f16, bf16, i64, i32, i16, i16, i16, i16, X, X, X, c64, c128},
+    {f32, f64, f16, bf16, X, X, X, X, X, X, u16, X, X, X, X},
+    {f32, f64, f16, bf16, X, X, X, X, X, X, X, u32, X, X, X},
+    {f32, f64, f16, bf16, X, X, X, X, X, X, X, X, u64, X, X},
+    {c64, c128, c64, c64, c64, c64, c64, c64, c64, c64, X, X, X, c64, c128},
+    {c128, c128, c128, c128, c128, c128, c128, c128, c128, c128, X, X, X, c128, c128},
 };
 #undef f32
 #undef f64
@@ -119,6 +123,8 @@ static const int torch_promote[NDT][NDT] = {
 #undef u16
 #undef u32
 #undef u64
+#undef c64
+#undef c128
 
 static void test_table(void) {
     CHECK_STREQ(ts_dtype_name(TS_I8), "int8");
@@ -126,6 +132,9 @@ static void test_table(void) {
     CHECK_STREQ(ts_dtype_name(TS_U16), "uint16");
     CHECK_STREQ(ts_dtype_name(TS_U32), "uint32");
     CHECK_STREQ(ts_dtype_name(TS_U64), "uint64");
+    CHECK_STREQ(ts_dtype_name(TS_C64), "complex64");
+    CHECK_STREQ(ts_dtype_name(TS_C128), "complex128");
+    CHECK(ts_dtype_size(TS_C64) == 8 && ts_dtype_size(TS_C128) == 16);
     CHECK_EQ(ts_dtype_size(TS_I8), 1);
     CHECK_EQ(ts_dtype_size(TS_I16), 2);
     CHECK_EQ(ts_dtype_size(TS_U16), 2);

@@ -598,6 +598,15 @@ static void test_torch_forms(ts_device dev) {
     ts_tensor *two = ts_scalar(2, f64);
     CHECK_VALS(ts_div_rounding(x, two, TS_ROUNDING_TRUNC), 2, -2, 0, 0);
     CHECK_VALS(ts_div_rounding(x, two, TS_ROUNDING_FLOOR), 2, -3, 0, -1);
+    /* a float result has PyTorch's gradient: zero for both operands */
+    ts_tensor *xg = ts_clone(x), *tg = ts_full(TS_SHAPE(4), 3.0, f64);
+    ts_set_requires_grad(xg, true);
+    ts_set_requires_grad(tg, true);
+    ts_tensor *fq = ts_div_rounding(xg, tg, TS_ROUNDING_FLOOR);
+    CHECK(fq && ts_requires_grad(fq));
+    ts_backward(ts_sum(ts_mul(fq, x)));
+    CHECK_VALS(ts_grad(xg), 0, 0, 0, 0);
+    CHECK_VALS(ts_grad(tg), 0, 0, 0, 0);
     CHECK_OK();
     CHECK(!ts_div_rounding(a, ts_zeros(TS_SHAPE(1), (ts_opts){.device = dev, .dtype = TS_I64}),
                            TS_ROUNDING_FLOOR));

@@ -64,7 +64,8 @@ SIGN_AMBIGUOUS = {"svd", "linalg.svd", "linalg.eigh", "linalg.eig", "linalg.svdv
 
 # torch.testing defaults (assert_close)
 DEFAULT_TOL = {"float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7), "float16": (1e-3, 1e-5),
-               "bfloat16": (1.6e-2, 1e-5)}
+               "bfloat16": (1.6e-2, 1e-5), "complex64": (1.3e-6, 1e-5),
+               "complex128": (1e-7, 1e-7)}
 TOL_CLASSES = {"TestCommon", "TestGradients", "TestBwdGradients", "TestFwdGradients",
                "TestUnaryUfuncs", "TestBinaryUfuncs", "TestReductions", "TestMathBits",
                "TestDecomp", "TestModule", None}
@@ -98,11 +99,6 @@ def op_exclusion(op, torch):
         return "sparse layout (no sparse tensors in Tessera)"
     if "nested" in n or "jagged" in n:
         return "nested tensors"
-    if n.startswith("fft.") or n in ("stft", "istft"):
-        return "torch.fft: complex spectra (the issue's last part, with complex dtypes)"
-    if n in ("view_as_complex", "complex", "polar", "cfloat", "cdouble", "view_as_real",
-             "resolve_conj", "resolve_neg", "conj_physical", "imag"):
-        return "complex-valued input or output"
     if n.startswith("jiterator_"):
         return "CUDA-only (jiterator)"
     if n.startswith("torch.ops.") or (n.startswith("_") and not n.startswith("__")):
@@ -277,8 +273,6 @@ class W:
         if isinstance(v, torch.Tensor):
             if leaves is not None and id(v) in leaves:
                 return leaves[id(v)]
-            if v.is_complex():
-                raise Skip("complex tensor")
             if v.layout != torch.strided:
                 raise Skip("non-strided layout")
             if v.dtype == torch.bfloat16:
@@ -354,8 +348,6 @@ class W:
         if isinstance(v, T):
             dt = str(v.dtype).split(".")[-1]
             if side == "torch":
-                if v.is_complex():
-                    raise Skip("complex output")
                 x = v.detach()
                 a = (x.float() if x.dtype == self.torch.bfloat16 else x).resolve_conj().numpy()
             else:
@@ -418,7 +410,8 @@ class W:
         if shape_only or ea.size == 0:
             return None
         if ea.dtype.kind in "fc":
-            x, y = ea.astype(np.float64), aa.astype(np.float64)
+            wide = np.complex128 if "c" in (ea.dtype.kind, aa.dtype.kind) else np.float64
+            x, y = ea.astype(wide), aa.astype(wide)
             if absval:
                 x, y = np.abs(x), np.abs(y)
             ok = np.isclose(y, x, rtol=rtol, atol=atol, equal_nan=True)
@@ -443,7 +436,7 @@ class W:
             diff = diff[np.isfinite(diff)]
             return "%s: %d of %d values differ (max abs diff %.3g; at %s %r vs torch %r; rtol %.2g atol %.2g)" % (
                 where, int((~ok).sum()), ok.size, float(diff.max()) if diff.size else float("nan"),
-                list(idx), float(y[idx]), float(x[idx]), rtol, atol)
+                list(idx), y[idx].item(), x[idx].item(), rtol, atol)
         if np.array_equal(ea, aa):
             return None
         neq = ea != aa
@@ -495,7 +488,7 @@ class W:
         res = []
         def walk(v):
             if isinstance(v, T):
-                if v.dtype.is_floating_point:
+                if v.dtype.is_floating_point or v.dtype.is_complex:
                     res.append(v)
             elif isinstance(v, (list, tuple)):
                 for x in v:
@@ -533,8 +526,8 @@ class W:
         samples = []
         for dtype in dtypes:
             rtol, atol = self.tol(op, dtype)
-            grad_ok = op.supports_autograd and dtype.is_floating_point and not shape_only and \
-                op.name not in TORCH_GRAD_WRONG
+            grad_ok = op.supports_autograd and (dtype.is_floating_point or dtype.is_complex) \
+                and not shape_only and op.name not in TORCH_GRAD_WRONG
             try:
                 torch.manual_seed(0)
                 sl = list(op.sample_inputs("cpu", dtype, requires_grad=grad_ok))
@@ -612,7 +605,8 @@ class W:
         except Exception as e:
             return {"outcome": "skip", "reason": "torch raised: %s" % (str(e).splitlines() or [""])[0][:120],
                     "all_devices": True}
-        f32 = any(isinstance(t, torch.Tensor) and t.dtype == torch.float32 for t in memo.values())
+        f32 = any(isinstance(t, torch.Tensor) and t.dtype in (torch.float32, torch.complex64)
+                  for t in memo.values())
         refc = {}
 
         def ref(part, tleaves=None, gs=None):
@@ -668,6 +662,8 @@ class W:
             if not outs:
                 return {"outcome": "pass"}
             gen = torch.Generator().manual_seed(1)
+            # a complex output as its (real, imaginary) pairs: the loss stays real
+            outs = [torch.view_as_real(o) if o.is_complex() else o for o in outs]
             gs = [torch.randn(o.shape, dtype=o.dtype, generator=gen) for o in outs]
             loss = sum((o * g).sum() for o, g in zip(outs, gs))
             tg = torch.autograd.grad(loss, tleaves, allow_unused=True)
@@ -692,6 +688,7 @@ class W:
                     return {"outcome": "error", "reason": "grad: output does not require grad (no backward)"}
             tloss = None
             for o, g in zip(touts, gs):
+                o = ts.view_as_real(o) if o.is_complex() else o
                 gt = self.conv(g, "cpu").to(o.device)  # where the op put its output
                 term = (o * gt).sum()
                 tloss = term if tloss is None else tloss + term
@@ -728,6 +725,8 @@ class W:
                 c = v.detach().clone()
                 if c.dtype == torch.float32:
                     c = c.double()
+                elif c.dtype == torch.complex64:
+                    c = c.to(torch.complex128)
                 if v.requires_grad:
                     c.requires_grad_(True)
                 memo[id(v)] = c
@@ -741,7 +740,7 @@ class W:
         return v
 
     def ref_op(self, op, s, inp, args, kw, tleaves, gs, custom_wrapper):
-        """torch's float64 computation of a float32 sample: {'out': tree, 'grads': [tree]}."""
+        """torch's float64 (complex128) run of a float32 (complex64) sample: {out, grads}."""
         torch = self.torch
         res = {"out": None}
         try:
@@ -754,6 +753,7 @@ class W:
                 og = op.gradcheck_wrapper(op.op, i2, *a2, **k2) if custom_wrapper else out
                 og = s.output_process_fn_grad(og)
                 outs = [o for o in self.float_outputs(og, torch.Tensor) if o.requires_grad]
+                outs = [torch.view_as_real(o) if o.is_complex() else o for o in outs]
                 loss = sum((o * g.to(o.dtype)).sum() for o, g in zip(outs, gs))
                 lv = [memo[id(t)] for t in tleaves]
                 gr = torch.autograd.grad(loss, lv, allow_unused=True)
@@ -895,6 +895,8 @@ class W:
             if not outs:
                 return {"outcome": "pass"}
             gen = torch.Generator().manual_seed(1)
+            # a complex output as its (real, imaginary) pairs: the loss stays real
+            outs = [torch.view_as_real(o) if o.is_complex() else o for o in outs]
             gs = [torch.randn(o.shape, dtype=o.dtype, generator=gen) for o in outs]
             loss = sum((o * g).sum() for o, g in zip(outs, gs))
             tg = torch.autograd.grad(loss, tleaves + [p for _, p in params], allow_unused=True)
@@ -1088,6 +1090,9 @@ def worker_main(verbose):
                 ds = real_dtypes(o, torch)
                 if ds[0].is_floating_point:
                     ds = [d for d in ds if str(d).split(".")[-1] in task["dtypes"]]
+                for cd in (torch.complex64, torch.complex128):  # --dtypes ...,complex64
+                    if str(cd).split(".")[-1] in task["dtypes"] and o.supports_dtype(cd, "cpu"):
+                        ds.append(cd)
                 res = w.run_op(o, ds, devices, task["limit"])
             else:
                 m = mods[task["key"]]

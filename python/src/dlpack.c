@@ -148,14 +148,14 @@ static PyTypeObject owner_type = {
 /* NumPy's type string ("<f4") of a dtype, NULL when NumPy has none (bfloat16) */
 static const char *typestr(ts_dtype dt) {
     static const char *const le[TS_DTYPE_COUNT] = {
-        [TS_F32] = "<f4", [TS_F64] = "<f8", [TS_F16] = "<f2",  [TS_I64] = "<i8",
-        [TS_I32] = "<i4", [TS_U8] = "|u1",  [TS_BOOL] = "|b1", [TS_I8] = "|i1",
-        [TS_I16] = "<i2", [TS_U16] = "<u2", [TS_U32] = "<u4",  [TS_U64] = "<u8",
+        [TS_F32] = "<f4", [TS_F64] = "<f8",  [TS_F16] = "<f2", [TS_I64] = "<i8",   [TS_I32] = "<i4",
+        [TS_U8] = "|u1",  [TS_BOOL] = "|b1", [TS_I8] = "|i1",  [TS_I16] = "<i2",   [TS_U16] = "<u2",
+        [TS_U32] = "<u4", [TS_U64] = "<u8",  [TS_C64] = "<c8", [TS_C128] = "<c16",
     };
     static const char *const be[TS_DTYPE_COUNT] = {
-        [TS_F32] = ">f4", [TS_F64] = ">f8", [TS_F16] = ">f2",  [TS_I64] = ">i8",
-        [TS_I32] = ">i4", [TS_U8] = "|u1",  [TS_BOOL] = "|b1", [TS_I8] = "|i1",
-        [TS_I16] = ">i2", [TS_U16] = ">u2", [TS_U32] = ">u4",  [TS_U64] = ">u8",
+        [TS_F32] = ">f4", [TS_F64] = ">f8",  [TS_F16] = ">f2", [TS_I64] = ">i8",   [TS_I32] = ">i4",
+        [TS_U8] = "|u1",  [TS_BOOL] = "|b1", [TS_I8] = "|i1",  [TS_I16] = ">i2",   [TS_U16] = ">u2",
+        [TS_U32] = ">u4", [TS_U64] = ">u8",  [TS_C64] = ">c8", [TS_C128] = ">c16",
     };
     return (unsigned)dt < TS_DTYPE_COUNT ? (PY_LITTLE_ENDIAN ? le : be)[dt] : NULL;
 }
@@ -344,8 +344,8 @@ static int unsupported_array(PyObject *arr) {
     if (!dt) return -1;
     PyErr_Format(PyExc_TypeError,
                  "can't convert np.ndarray of type numpy.%S. The only supported types are: "
-                 "float64, float32, float16, int64, int32, int16, int8, uint64, uint32, uint16, "
-                 "uint8, and bool.",
+                 "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, "
+                 "uint64, uint32, uint16, uint8, and bool.",
                  dt);
     Py_DECREF(dt);
     return -1;
@@ -380,6 +380,7 @@ static int buffer_dtype(PyObject *arr, const Py_buffer *v, DLDataType *out) {
             code = kDLInt;
             break;
         }
+    if (f[0] == 'Z' && (f[1] == 'f' || f[1] == 'd') && !f[2]) code = kDLComplex; /* complex64/128 */
     if (code == 255) return unsupported_array(arr);
     *out = (DLDataType){code, (uint8_t)(v->itemsize * 8), 1};
     return 0;

@@ -30,6 +30,10 @@ static PyObject *dtype_is_floating(PyObject *self, void *unused) {
     (void)unused;
     return PyBool_FromLong(ts_dtype_is_floating(((dtype_obj *)self)->dt));
 }
+static PyObject *dtype_is_complex(PyObject *self, void *unused) {
+    (void)unused;
+    return PyBool_FromLong(ts_dtype_is_complex(((dtype_obj *)self)->dt));
+}
 static PyObject *dtype_itemsize(PyObject *self, void *unused) {
     (void)unused;
     return PyLong_FromSize_t(ts_dtype_size(((dtype_obj *)self)->dt));
@@ -48,6 +52,7 @@ static PyObject *dtype_reduce(PyObject *self, PyObject *unused) {
 
 static PyGetSetDef dtype_getset[] = {
     {"is_floating_point", dtype_is_floating, NULL, "a floating-point dtype", NULL},
+    {"is_complex", dtype_is_complex, NULL, "a complex dtype", NULL},
     {"itemsize", dtype_itemsize, NULL, "bytes per element", NULL},
     {"is_signed", dtype_is_signed, NULL, "a signed dtype", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -81,6 +86,8 @@ static ts_dtype dtype_from_name(const char *s) {
         {"uint8", TS_U8},
         {"bool", TS_BOOL},
         {"short", TS_I16},
+        {"cfloat", TS_C64},
+        {"cdouble", TS_C128},
         /* the legacy tensor types' names: x.type("torch.LongTensor") */
         {"FloatTensor", TS_F32},
         {"DoubleTensor", TS_F64},
@@ -342,8 +349,8 @@ int tsp_init_dtypes(PyObject *m) {
     static const struct {
         const char *alias;
         ts_dtype dt;
-    } aliases[] = {{"float", TS_F32}, {"double", TS_F64}, {"half", TS_F16},
-                   {"long", TS_I64},  {"int", TS_I32},    {"short", TS_I16}};
+    } aliases[] = {{"float", TS_F32}, {"double", TS_F64}, {"half", TS_F16},   {"long", TS_I64},
+                   {"int", TS_I32},   {"short", TS_I16},  {"cfloat", TS_C64}, {"cdouble", TS_C128}};
     for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
         if (add_dtype(m, aliases[i].dt, aliases[i].alias) < 0) return -1;
     return 0;

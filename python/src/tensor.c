@@ -468,10 +468,12 @@ int tsp_init_tensor(PyObject *m) {
                                     tsp_tensor_linalg_decomp_methods,
                                     tsp_tensor_extra_methods,
                                     tsp_tensor_inplace_methods,
-                                    tsp_tensor_view_inplace_methods};
-    PyGetSetDef *const getsets[] = {core_getset, tsp_autograd_getset, tsp_tensor_linalg_getset};
+                                    tsp_tensor_view_inplace_methods,
+                                    tsp_tensor_complex_methods};
+    PyGetSetDef *const getsets[] = {core_getset, tsp_autograd_getset, tsp_tensor_linalg_getset,
+                                    tsp_tensor_complex_getset};
     tensor_type.tp_methods = concat_methods(methods, (int)(sizeof methods / sizeof *methods));
-    tensor_type.tp_getset = concat_getset(getsets, 3);
+    tensor_type.tp_getset = concat_getset(getsets, 4);
     if (!tensor_type.tp_methods || !tensor_type.tp_getset) return -1;
     tensor_type.tp_as_number = &tsp_tensor_as_number;
     tensor_type.tp_richcompare = tsp_tensor_richcompare;
@@ -487,12 +489,12 @@ int tsp_init_tensor(PyObject *m) {
     tsp_init_tensor_special(); /* before PyType_Ready: `%` gets __mod__ and __rmod__ too */
     if (add_type(m, "Tensor", &tensor_type) < 0 || add_type(m, "Size", &size_type) < 0) return -1;
     PyMethodDef *const functions[] = {
-        tsp_tensor_core_functions,         tsp_tensor_ops_functions,
-        tsp_tensor_shape_functions,        tsp_tensor_reduce_functions,
-        tsp_tensor_special_functions,      tsp_tensor_linalg_functions,
-        tsp_tensor_shape_more_functions,   tsp_tensor_sort_functions,
-        tsp_tensor_logic_functions,        tsp_tensor_special_more_functions,
-        tsp_tensor_linalg_decomp_functions};
+        tsp_tensor_core_functions,          tsp_tensor_ops_functions,
+        tsp_tensor_shape_functions,         tsp_tensor_reduce_functions,
+        tsp_tensor_special_functions,       tsp_tensor_linalg_functions,
+        tsp_tensor_shape_more_functions,    tsp_tensor_sort_functions,
+        tsp_tensor_logic_functions,         tsp_tensor_special_more_functions,
+        tsp_tensor_linalg_decomp_functions, tsp_tensor_complex_functions};
     if (tsp_init_tensor_linalg() < 0 || tsp_init_tensor_sort() < 0) return -1;
     for (int i = 0; i < (int)(sizeof functions / sizeof *functions); i++)
         if (PyModule_AddFunctions(m, functions[i]) < 0) return -1;

@@ -2,17 +2,19 @@
  * and NumPy scalars (shape inferred, dtypes promoted as torch.tensor does), NumPy arrays (their
  * dtype kept) and existing tensors (a detached copy): tsp_tensor_from_data (tensor_impl.h). */
 #include "tensor_impl.h"
+#include "tessera/complex.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ tensor(data) */
-enum { KIND_BOOL, KIND_INT, KIND_FLOAT };
+enum { KIND_BOOL, KIND_INT, KIND_FLOAT, KIND_COMPLEX };
 
 typedef struct flat {
     ts_shape shape;
     int64_t n, cap;
-    double *f;       /* every value as a double */
+    double *f;       /* every value as a double (a complex number's real part) */
+    double *im;      /* the imaginary parts (0 for real numbers) */
     int64_t *i;      /* and as an int64 (exact for ints) */
     int kind;        /* the widest kind seen */
     ts_dtype dt;     /* torch's inferred dtype: the leaves' dtypes promoted (DEFAULT: none yet) */
@@ -100,7 +102,13 @@ static int add_leaf(flat *fl, PyObject *o) {
             return r;
         }
     }
-    if (PyBool_Check(o))
+    fl->im[fl->n] = 0;
+    if (PyComplex_Check(o)) {
+        kind = KIND_COMPLEX;
+        v = PyComplex_RealAsDouble(o);
+        fl->im[fl->n] = PyComplex_ImagAsDouble(o);
+        if (PyErr_Occurred()) return -1;
+    } else if (PyBool_Check(o))
         kind = KIND_BOOL, v = o == Py_True;
     else if (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o))) {
         int overflow;
@@ -136,7 +144,10 @@ static int add_leaf(flat *fl, PyObject *o) {
     fl->f[fl->n++] = v;
     if (kind > fl->kind) fl->kind = kind;
     static const ts_dtype leaf_dtype[] = {TS_BOOL, TS_I64, TS_DTYPE_DEFAULT};
-    return promote_leaf(fl, kind == KIND_FLOAT ? tsp_default_float : leaf_dtype[kind]);
+    const ts_dtype cdt = tsp_default_float == TS_F64 ? TS_C128 : TS_C64;
+    return promote_leaf(fl, kind == KIND_COMPLEX ? cdt
+                            : kind == KIND_FLOAT ? tsp_default_float
+                                                 : leaf_dtype[kind]);
 }
 
 static int fill(flat *fl, PyObject *o, int d) {
@@ -183,7 +194,28 @@ static ts_tensor *from_flat(flat *fl, ts_dtype dt, ts_opts o) {
             return NULL;
         }
     }
-    if (fl->kind == KIND_FLOAT)
+    if (fl->kind == KIND_COMPLEX && !ts_dtype_is_complex(o.dtype)) {
+        PyErr_Format(PyExc_TypeError, "tensor(): complex values cannot be converted to %s",
+                     ts_dtype_name(o.dtype));
+        return NULL;
+    }
+    if (fl->kind == KIND_COMPLEX) { /* (real, imag) pairs as float64 [..., 2], then complex */
+        double *pairs = malloc(sizeof(double) * 2 * (size_t)(fl->n ? fl->n : 1));
+        if (!pairs) return (ts_tensor *)PyErr_NoMemory();
+        for (int64_t k = 0; k < fl->n; k++) pairs[2 * k] = fl->f[k], pairs[2 * k + 1] = fl->im[k];
+        ts_shape ps = fl->shape;
+        ps.dims[ps.ndim++] = 2;
+        ts_dtype want = o.dtype;
+        o.dtype = TS_F64;
+        Py_BEGIN_ALLOW_THREADS;
+        ts_tensor *r = ts_from_data(ps, TS_F64, pairs, o);
+        ts_tensor *c = r ? ts_view_as_complex(r) : NULL;
+        t = c ? ts_to_dtype(c, want) : NULL;
+        tsp_drop(c);
+        tsp_drop(r);
+        Py_END_ALLOW_THREADS;
+        free(pairs);
+    } else if (fl->kind == KIND_FLOAT)
         TSP_NOGIL(t = ts_from_data(fl->shape, TS_F64, fl->f, o););
     else /* uint64: the same bits as uint64's, exactly */
         TSP_NOGIL(t = ts_from_data(fl->shape, o.dtype == TS_U64 ? TS_U64 : TS_I64, fl->i, o););
@@ -219,7 +251,8 @@ ts_tensor *tsp_tensor_from_data(PyObject *data, ts_dtype dt, ts_opts o) {
     ts_tensor *src = tsp_tensor_of(data);
     if (src) return from_tensor(src, dt, o);
     if (!PyList_Check(data) && !PyTuple_Check(data) && !PyFloat_CheckExact(data) &&
-        !PyLong_CheckExact(data)) { /* a NumPy array or scalar: its dtype, as torch.tensor */
+        !PyLong_CheckExact(data) &&
+        !PyComplex_CheckExact(data)) { /* a NumPy array or scalar: its dtype, as torch.tensor */
         int np = is_numpy_data(data);
         if (np < 0) return NULL;
         if (np) {
@@ -240,8 +273,9 @@ ts_tensor *tsp_tensor_from_data(PyObject *data, ts_dtype dt, ts_opts o) {
     for (int d = 0; d < fl.shape.ndim; d++) n *= fl.shape.dims[d];
     fl.f = malloc((size_t)(n ? n : 1) * sizeof *fl.f);
     fl.i = malloc((size_t)(n ? n : 1) * sizeof *fl.i);
+    fl.im = malloc((size_t)(n ? n : 1) * sizeof *fl.im);
     ts_tensor *t = NULL;
-    if (!fl.f || !fl.i)
+    if (!fl.f || !fl.i || !fl.im)
         PyErr_NoMemory();
     else if (fill(&fl, data, 0) == 0) {
         if (n == 0) fl.kind = KIND_FLOAT; /* tensor([]) is float32, as in torch */
@@ -249,5 +283,6 @@ ts_tensor *tsp_tensor_from_data(PyObject *data, ts_dtype dt, ts_opts o) {
     }
     free(fl.f);
     free(fl.i);
+    free(fl.im);
     return t;
 }

@@ -116,6 +116,9 @@ extern PyMethodDef tsp_tensor_reduce_methods[], tsp_tensor_reduce_functions[];
 extern PyMethodDef tsp_tensor_special_methods[], tsp_tensor_special_functions[];
 /* tensor_special_more.c: ndtr ... the polynomials, igamma, mvlgamma (issue 52) */
 extern PyMethodDef tsp_tensor_special_more_methods[], tsp_tensor_special_more_functions[];
+/* tensor_complex.c: complex tensors and torch.fft */
+extern PyMethodDef tsp_tensor_complex_methods[], tsp_tensor_complex_functions[];
+extern PyGetSetDef tsp_tensor_complex_getset[];
 void tsp_init_tensor_special(void); /* tensor_special.c: `%` */
 /* tensor_linalg.c: products and norms (issue 52), the mT / mH / H properties */
 extern PyMethodDef tsp_tensor_linalg_methods[], tsp_tensor_linalg_functions[];

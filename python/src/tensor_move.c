@@ -130,7 +130,9 @@ static PyObject *m_type(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                                            "ShortTensor",
                                                            "UInt16Tensor",
                                                            "UInt32Tensor",
-                                                           "UInt64Tensor"};
+                                                           "UInt64Tensor",
+                                                           "ComplexFloatTensor",
+                                                           "ComplexDoubleTensor"};
         return PyUnicode_FromFormat("tessera.%s", tnames[ts_dtype_of(T(self))]);
     }
     ts_dtype dt = TS_DTYPE_DEFAULT;
@@ -166,6 +168,8 @@ CAST_METHOD(byte, TS_U8)
 CAST_METHOD(char, TS_I8)
 CAST_METHOD(short, TS_I16)
 CAST_METHOD(bool, TS_BOOL)
+CAST_METHOD(cfloat, TS_C64)
+CAST_METHOD(cdouble, TS_C128)
 
 static PyObject *m_pin_memory(PyObject *self, PyObject *unused) {
     (void)unused;
@@ -222,6 +226,8 @@ PyMethodDef tsp_tensor_move_methods[] = {
     {"bool", FN(m_bool), FAST, NULL},
     {"char", FN(m_char), FAST, NULL},
     {"short", FN(m_short), FAST, NULL},
+    {"cfloat", FN(m_cfloat), FAST, NULL},
+    {"cdouble", FN(m_cdouble), FAST, NULL},
     {"pin_memory", m_pin_memory, METH_NOARGS, "a copy in page-locked memory"},
     {"contiguous", FN(m_contiguous), FAST, NULL},
     {"clone", FN(m_clone), FAST, NULL},

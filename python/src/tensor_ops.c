@@ -81,6 +81,17 @@ static PyObject *binary(PyObject *a, PyObject *b, const binop *op) {
         return tsp_wrap(r);
     }
     PyObject *num = ta ? b : a;
+    if (PyComplex_Check(num)) { /* a complex number: a 0-dim complex tensor beside the other */
+        ts_tensor *x = ta ? ta : tb;
+        ts_dtype dt = ts_dtype_of(x);
+        dt = ts_dtype_is_complex(dt) ? dt : dt == TS_F64 ? TS_C128 : TS_C64;
+        ts_tensor *c = tsp_tensor_from_data(num, dt, (ts_opts){.device = ts_device_of(x)});
+        if (!c) return NULL;
+        if (tsp_enter()) return tsp_drop(c), NULL;
+        TSP_NOGIL(r = ta ? op->tt(x, c) : op->tt(c, x));
+        tsp_drop(c);
+        return tsp_wrap(r);
+    }
     int k = tsp_number(num, &v);
     if (k <= 0) {
         if (k < 0) return NULL;

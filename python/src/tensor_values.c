@@ -8,22 +8,25 @@
 #define T TSP_T
 
 /* ------------------------------------------------------------------ values to Python */
-/* the tensor's elements as a contiguous cpu buffer of f64 (floating) or i64 (else); malloc'ed */
+/* the tensor's elements as a contiguous cpu buffer of f64 (floating), (f64, f64) pairs (complex)
+ * or i64 (else); malloc'ed */
 static void *host_values(ts_tensor *t, bool *floating, int64_t *n) {
     ts_dtype dt = ts_dtype_of(t);
+    const bool cx = ts_dtype_is_complex(dt);
     *floating = ts_dtype_is_floating(dt);
     *n = ts_numel(t);
     ts_tensor *c, *h = NULL;
-    void *buf = malloc((size_t)(*n ? *n : 1) * 8);
+    const size_t es = cx ? 16 : 8;
+    void *buf = malloc((size_t)(*n ? *n : 1) * es);
     if (!buf) return PyErr_NoMemory();
     Py_BEGIN_ALLOW_THREADS;
     ts_no_grad_begin();
-    c = ts_to_dtype(t, *floating ? TS_F64 : TS_I64);
+    c = ts_to_dtype(t, cx ? TS_C128 : *floating ? TS_F64 : TS_I64);
     if (c) h = ts_contiguous(c);
     tsp_drop(c);
     c = h ? ts_to(h, ts_cpu()) : NULL;
     tsp_drop(h);
-    if (c) ts_copy_to_host(c, buf, (size_t)(*n) * 8);
+    if (c) ts_copy_to_host(c, buf, (size_t)(*n) * es);
     tsp_drop(c);
     ts_no_grad_end();
     Py_END_ALLOW_THREADS;
@@ -32,6 +35,9 @@ static void *host_values(ts_tensor *t, bool *floating, int64_t *n) {
 }
 
 static PyObject *scalar_obj(ts_dtype dt, bool floating, const void *buf, int64_t i) {
+    if (ts_dtype_is_complex(dt))
+        return PyComplex_FromDoubles(((const double *)buf)[2 * i],
+                                     ((const double *)buf)[2 * i + 1]);
     if (floating) return PyFloat_FromDouble(((const double *)buf)[i]);
     int64_t v = ((const int64_t *)buf)[i];
     if (dt == TS_BOOL) return PyBool_FromLong(v != 0);

@@ -14,6 +14,7 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # 
 # --- data, io, devices, distributed (py-data): device_scope (tf.device), tessera.sim, tessera.vision
 from . import sim, vision, distributed, onnx  # noqa: E402,F401
 from . import special  # noqa: E402,F401  (torch.special's names, issue 52)
+from . import fft  # noqa: E402,F401  (torch.fft, issue 52)
 from . import serialization  # noqa: E402,F401  (PyTorch's .pt format, issue 53)
 from .serialization import save, load  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401  (torch.linalg's norms and products, issue 52)

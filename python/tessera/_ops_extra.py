@@ -589,7 +589,9 @@ def _angle_function():
 def angle(input):
     """torch.angle of a real tensor: 0 for x >= 0 (and -0.0), pi for x < 0, NaN for NaN; a float
     result (the default float dtype for integer and bool inputs) whose gradient is zero, as
-    PyTorch's. Complex dtypes do not exist yet."""
+    PyTorch's. Of a complex tensor: atan2(imag, real)."""
+    if input.is_complex():
+        return _C.angle(input)
     if not input.is_floating_point():
         return _angle_values(input.to(_C.get_default_dtype()))
     if input.requires_grad and _C.is_grad_enabled():

@@ -2,7 +2,7 @@
 they run on every device: trapezoid / trapz / cumulative_trapezoid, cov / corrcoef, cross,
 tril_indices / triu_indices, combinations, unravel_index, diagonal_scatter / select_scatter /
 slice_scatter, the *_copy forms of the views, unsafe_chunk / unsafe_split, renorm, dist, pdist,
-real / conj (real tensors), scalar_tensor, constant_pad_nd, gradient and frexp.
+real / conj, scalar_tensor, constant_pad_nd, gradient and frexp.
 
 Index tables (tril_indices, combinations) are made on the host, as PyTorch's CPU kernels make them.
 """
@@ -404,18 +404,22 @@ def unsafe_split(input, split_size_or_sections, dim=0):
 
 # ------------------------------------------------------------------ real tensors
 def real(input):
-    """torch.real: a real tensor itself (Tessera has no complex dtypes)"""
-    return input
+    """torch.real: the real parts of a complex tensor (a view); a real tensor itself"""
+    return _C.real(input) if input.is_complex() else input
 
 
 def conj(input):
-    """torch.conj: the identity on real tensors"""
-    return input
+    """torch.conj: the conjugate of a complex tensor (materialised); a real tensor itself"""
+    return _C.conj(input) if input.is_complex() else input
 
 
 conj_physical = conj
 resolve_conj = conj
-resolve_neg = conj
+
+
+def resolve_neg(input):
+    """torch.resolve_neg: the identity (Tessera has no lazy negation bit)"""
+    return input
 
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False, layout=None,

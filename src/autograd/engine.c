@@ -6,6 +6,7 @@
 
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
+#include "backend/complex_view.h"
 #include "backend/env_config.h"
 #include "core/profiler_hooks.h"
 
@@ -81,8 +82,16 @@ static void accumulate_leaf(ts_tensor *leaf, ts_tensor *g) {
         }
         return;
     }
-    ts_kview dv = tsi_kview(leaf->grad), av = tsi_kview(leaf->grad), bv = tsi_kview(g);
-    tsi_be(g)->binary(tsi_be(g), tsi_dev_index(g), TS_B_ADD, &dv, &av, &bv);
+    ts_kview dv = tsi_kview(leaf->grad), bv = tsi_kview(g);
+    const ts_backend *be = tsi_be(g);
+    if (tsi_is_complex(g->dtype)) { /* the real parts, then the imaginary ones */
+        for (int part = 0; part < 2; part++) {
+            ts_kview d = tsi_kview_part(&dv, part), b = tsi_kview_part(&bv, part);
+            be->binary(be, tsi_dev_index(g), TS_B_ADD, &d, &d, &b);
+        }
+    } else {
+        be->binary(be, tsi_dev_index(g), TS_B_ADD, &dv, &dv, &bv);
+    }
     ts_release(g);
 }
 
@@ -233,6 +242,13 @@ void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o) {
     }
     ts_tensor *g;
     if (!grad) {
+        if (tsi_is_complex(t->dtype)) {
+            tsi_error_set(TS_ERR_DTYPE,
+                          "backward: grad can be implicitly created only for real scalar "
+                          "outputs, got %s",
+                          tsi_desc(t));
+            return;
+        }
         if (tsi_numel(t->shape) != 1) {
             tsi_error_set(TS_ERR_SHAPE,
                           "backward: grad can be implicitly created only for scalar "

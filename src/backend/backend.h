@@ -16,6 +16,9 @@ typedef struct ts_kview {
     int64_t strides[TS_MAX_DIMS];
 } ts_kview;
 
+/* the three transforms of the fft slot */
+typedef enum ts_fft_kind { TS_FFT_C2C = 0, TS_FFT_R2C, TS_FFT_C2R } ts_fft_kind;
+
 typedef enum ts_unary_op {
     TS_U_NEG,
     TS_U_ABS,
@@ -431,6 +434,19 @@ struct ts_backend {
      * non-empty (pad's reflect, replicate and circular modes). */
     void (*gather_dims)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                         int k, const ts_kview *idx);
+    /* Optional (NULL: the front end refuses the FFTs on the device). One-dimensional discrete
+     * Fourier transforms of every line of in along dim into out (same ndim; every other dim
+     * equal; any strides; out does not overlap in; no size is 0). n is the transform length:
+     *   TS_FFT_C2C: in and out complex of one dtype, shape[dim] n for both;
+     *   TS_FFT_R2C: in real (float32 / float64), out the complex dtype of its width, in.shape[dim]
+     *               n, out.shape[dim] n / 2 + 1 (the non-negative frequencies);
+     *   TS_FFT_C2R: in complex, out real of its width, in.shape[dim] n / 2 + 1, out.shape[dim] n
+     *               (the imaginary parts of bin 0, and of bin n / 2 for even n, are ignored).
+     * out[k] = scale * sum_j in[j] e^(-+2 pi i j k / n): minus when forward (R2C always, C2R
+     * never). Arithmetic in the dtype's precision, twiddles computed in double. Returns false,
+     * having written nothing, only when its scratch memory cannot be had. */
+    bool (*fft)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in, int dim,
+                ts_fft_kind kind, bool forward, double scale);
     /* softmax / log_softmax along dim; out and in same shape and float dtype */
     void (*softmax)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                     int dim, bool log);

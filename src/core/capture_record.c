@@ -293,6 +293,22 @@ static void rec_cdist(const ts_backend *be, int index, const ts_kview *out, cons
     RECORD(run_cdist, index, a);
 }
 
+/* a transform replayed: scratch it cannot have is TS_ERR_OOM from ts_graph_replay */
+static void run_fft(const ts_backend *be, int index, const void *p) {
+    const ew_args *a = p;
+    if (!be->fft(be, index, &a->out, &a->a, a->dim, (ts_fft_kind)a->op, a->flag, a->p0))
+        tsi_kernel_oom("fft", 0);
+}
+static bool rec_fft(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
+                    int dim, ts_fft_kind kind, bool forward, double scale) {
+    (void)be;
+    ew_args *a = args_new(sizeof *a);
+    if (!a) return true; /* the capture has failed with TS_ERR_OOM already */
+    a->out = *out, a->a = *in, a->dim = dim, a->op = (int)kind, a->flag = forward, a->p0 = scale;
+    RECORD(run_fft, index, a);
+    return true;
+}
+
 typedef struct gather_dims_args {
     int k;
     ts_kview out, in, idx[3];
@@ -691,6 +707,7 @@ static void install_recorders(ts_backend *b, const ts_backend *real) {
     b->scatter_add = rec_scatter_add;
     b->cdist = real->cdist ? rec_cdist : NULL;
     b->gather_dims = real->gather_dims ? rec_gather_dims : NULL;
+    b->fft = real->fft ? rec_fft : NULL;
     b->softmax = rec_softmax;
     b->softmax_backward = real->softmax_backward ? rec_softmax_backward : NULL;
     b->random = rec_random;

@@ -41,6 +41,10 @@ static bool dtype_to_dl(ts_dtype dt, DLDataType *out) {
     case TS_BF16:
         out->code = kDLBfloat;
         return true;
+    case TS_C64:
+    case TS_C128:
+        out->code = kDLComplex;
+        return true;
     case TS_I64:
     case TS_I32:
     case TS_I16:
@@ -170,6 +174,8 @@ static bool dtype_from_dl(const DLManagedTensor *m, ts_dtype *out) {
         dt = d.bits == 32 ? TS_F32 : d.bits == 64 ? TS_F64 : d.bits == 16 ? TS_F16 : dt;
     else if (d.code == kDLBfloat)
         dt = d.bits == 16 ? TS_BF16 : dt;
+    else if (d.code == kDLComplex)
+        dt = d.bits == 64 ? TS_C64 : d.bits == 128 ? TS_C128 : dt;
     else if (d.code == kDLInt)
         dt = d.bits == 64   ? TS_I64
              : d.bits == 32 ? TS_I32

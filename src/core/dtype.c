@@ -2,9 +2,10 @@
 #include "core/internal.h"
 
 const size_t tsi_dtype_sizes[TS_DTYPE_COUNT] = {
-    [TS_DTYPE_DEFAULT] = 4, [TS_F32] = 4, [TS_F64] = 8, [TS_F16] = 2,  [TS_BF16] = 2,
-    [TS_I64] = 8,           [TS_I32] = 4, [TS_U8] = 1,  [TS_BOOL] = 1, [TS_I8] = 1,
-    [TS_I16] = 2,           [TS_U16] = 2, [TS_U32] = 4, [TS_U64] = 8,
+    [TS_DTYPE_DEFAULT] = 4, [TS_F32] = 4, [TS_F64] = 8, [TS_F16] = 2,
+    [TS_BF16] = 2,          [TS_I64] = 8, [TS_I32] = 4, [TS_U8] = 1,
+    [TS_BOOL] = 1,          [TS_I8] = 1,  [TS_I16] = 2, [TS_U16] = 2,
+    [TS_U32] = 4,           [TS_U64] = 8, [TS_C64] = 8, [TS_C128] = 16,
 };
 
 size_t ts_dtype_size(ts_dtype d) { return tsi_dtype_size(d); }
@@ -38,6 +39,10 @@ const char *ts_dtype_name(ts_dtype d) {
         return "uint32";
     case TS_U64:
         return "uint64";
+    case TS_C64:
+        return "complex64";
+    case TS_C128:
+        return "complex128";
     default:
         return "invalid";
     }
@@ -71,12 +76,17 @@ const char *tsi_torch_scalar_name(ts_dtype d) {
         return "UInt32";
     case TS_U64:
         return "UInt64";
+    case TS_C64:
+        return "ComplexFloat";
+    case TS_C128:
+        return "ComplexDouble";
     default:
         return "Undefined";
     }
 }
 
 bool ts_dtype_is_floating(ts_dtype d) { return tsi_is_float(tsi_resolve_dtype(d)); }
+bool ts_dtype_is_complex(ts_dtype d) { return tsi_is_complex(d); }
 
 /* rank within a category decides the winner; f16 with bf16 meets at f32 like torch */
 static int float_rank(ts_dtype d) {
@@ -116,6 +126,11 @@ ts_dtype ts_promote_types(ts_dtype a, ts_dtype b) {
     if (a == b) return a;
     if ((a == TS_BOOL && tsi_is_wide_uint(b)) || (b == TS_BOOL && tsi_is_wide_uint(a)))
         return TS_DTYPE_COUNT;
+    if (tsi_is_complex(a) || tsi_is_complex(b)) { /* complex128 when either part is double */
+        if (tsi_is_wide_uint(a) || tsi_is_wide_uint(b)) return TS_DTYPE_COUNT;
+        bool wide = a == TS_C128 || b == TS_C128 || a == TS_F64 || b == TS_F64;
+        return wide ? TS_C128 : TS_C64;
+    }
     if (a == TS_BOOL) return b;
     if (b == TS_BOOL) return a;
     bool fa = tsi_is_float(a), fb = tsi_is_float(b);

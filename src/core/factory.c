@@ -12,7 +12,7 @@ static ts_tensor *make(const char *op, ts_shape s, ts_dtype dt, ts_opts o) {
     tsi_init();
     ts_device dev = tsi_resolve_device(o.device);
     if (!tsi_check_device(op, dev)) return NULL;
-    if (o.requires_grad && !tsi_is_float(tsi_resolve_dtype(dt)))
+    if (o.requires_grad && !tsi_is_float(tsi_resolve_dtype(dt)) && !tsi_is_complex(dt))
         return tsi_error_set(TS_ERR_DTYPE,
                              "%s: only tensors of floating point dtype can require gradients, got "
                              "%s",

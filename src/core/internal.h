@@ -74,6 +74,14 @@ void tsi_error_append(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 /* Checks an input pointer: NULL with no pending error records TS_ERR_ARG "<op>: <what> is NULL";
  * NULL with a pending error keeps it. Returns t != NULL. */
 bool tsi_check_input(const char *op, const ts_tensor *t, const char *what);
+/* Complex tensors pass only the ops listed in src/core/complex_gate.c (its comment says why):
+ * tsi_check_input, tsi_new and tsi_cast refuse a complex tensor or dtype for any other op with
+ * TS_ERR_DTYPE "<op>: not implemented for 'ComplexFloat' (input: ...)". */
+bool tsi_complex_op_ok(const char *op);
+bool tsi_complex_refuse(const char *op, ts_dtype dt, const ts_tensor *t); /* sets it; false */
+size_t tsi_complex_op_names(const char *const **names);                   /* the list, for tests */
+#define TSI_COMPLEX_GATE(op, dt, t)                                                                \
+    (!tsi_is_complex(dt) || tsi_complex_op_ok(op) || tsi_complex_refuse(op, dt, t))
 
 /* Thread-local ring of formatting buffers for messages: valid until ~16 more calls. */
 char *tsi_fmt_buf(void);
@@ -106,6 +114,11 @@ static inline bool tsi_is_int(ts_dtype d) {
     return d == TS_I64 || d == TS_I32 || d == TS_U8 || d == TS_I8 || d == TS_I16 || d == TS_U16 ||
            d == TS_U32 || d == TS_U64;
 }
+static inline bool tsi_is_complex(ts_dtype d) { return d == TS_C64 || d == TS_C128; }
+/* complex64 -> float32, complex128 -> float64 (the dtype of a complex number's parts) */
+static inline ts_dtype tsi_complex_part(ts_dtype d) { return d == TS_C128 ? TS_F64 : TS_F32; }
+/* float64 -> complex128, any other -> complex64 (PyTorch's complex dtype for a real one) */
+static inline ts_dtype tsi_complex_of(ts_dtype d) { return d == TS_F64 ? TS_C128 : TS_C64; }
 /* the unsigned types past uint8 that PyTorch promotes only with themselves and floats */
 static inline bool tsi_is_wide_uint(ts_dtype d) {
     return d == TS_U16 || d == TS_U32 || d == TS_U64;

@@ -143,16 +143,15 @@ static formatter formatter_make(const double *f, const int64_t *iv, int64_t n, t
     return fm;
 }
 
-/* _Formatter.format: the element's text, right-aligned to max_width. */
-static void format_value(sbuf *b, const formatter *fm, const double *f, const int64_t *iv,
-                         int64_t i) {
-    char buf[NUM_BUF + 2];
+/* _Formatter.format's text without the padding; its length */
+static int value_text(char *buf, size_t cap, const formatter *fm, const double *f,
+                      const int64_t *iv, int64_t i) {
     int len;
     if (!fm->floating) {
         if (fm->is_bool)
-            len = snprintf(buf, sizeof buf, "%s", iv[i] ? "True" : "False");
+            len = snprintf(buf, cap, "%s", iv[i] ? "True" : "False");
         else
-            len = format_int(buf, sizeof buf, fm, iv[i]);
+            len = format_int(buf, cap, fm, iv[i]);
     } else if (fm->sci_mode) {
         len = fmt_float(buf, f[i], 'e', fm->precision);
     } else if (fm->int_mode) {
@@ -164,8 +163,28 @@ static void format_value(sbuf *b, const formatter *fm, const double *f, const in
     } else {
         len = fmt_float(buf, f[i], 'f', fm->precision);
     }
+    return len;
+}
+
+/* _Formatter.format: the element's text, right-aligned to max_width. */
+static void format_value(sbuf *b, const formatter *fm, const double *f, const int64_t *iv,
+                         int64_t i) {
+    char buf[NUM_BUF + 2];
+    int len = value_text(buf, sizeof buf, fm, f, iv, i);
     if (len < fm->max_width) sb_repeat(b, ' ', fm->max_width - len);
     sb_putn(b, buf, (size_t)len);
+}
+
+/* a complex element as torch writes it: the real part right-aligned, then the imaginary part
+ * with its sign and "j" ("10.+0.j", "-2.-2.j") */
+static void format_complex(sbuf *b, const formatter *re, const formatter *im, const double *fr,
+                           const double *fi, int64_t i) {
+    format_value(b, re, fr, NULL, i);
+    char buf[NUM_BUF + 2];
+    int len = value_text(buf, sizeof buf, im, fi, NULL, i);
+    if (buf[0] != '-' && buf[0] != '+') sb_putn(b, "+", 1);
+    sb_putn(b, buf, (size_t)len);
+    sb_putn(b, "j", 1);
 }
 
 /* ------------------------------------------------------------------ layout */
@@ -176,6 +195,8 @@ typedef struct printer {
     const double *f;
     const int64_t *iv;
     formatter fm;
+    const double *fi; /* complex: the imaginary parts (f the real ones), formatted by fm_im */
+    formatter fm_im;
     print_opts o;
     int ndim;
     int64_t dims[TS_MAX_DIMS], strides[TS_MAX_DIMS];
@@ -186,7 +207,7 @@ typedef struct printer {
 static void print_vector(const printer *p, int64_t base, int indent) {
     sbuf *b = p->b;
     int d = p->ndim - 1;
-    int element_length = p->fm.max_width + 2;
+    int element_length = p->fm.max_width + 2 + (p->fi ? p->fm_im.max_width + 2 : 0);
     int per_line = (int)floor((double)(p->o.linewidth - indent) / element_length);
     if (per_line < 1) per_line = 1;
     int64_t items = p->dims[d] + (p->cut[d] ? 1 : 0);
@@ -204,7 +225,10 @@ static void print_vector(const printer *p, int64_t base, int indent) {
         if (p->cut[d] && j == e) {
             sb_putn(b, " ...", 4);
         } else {
-            format_value(b, &p->fm, p->f, p->iv, base + k * p->strides[d]);
+            if (p->fi)
+                format_complex(b, &p->fm, &p->fm_im, p->f, p->fi, base + k * p->strides[d]);
+            else
+                format_value(b, &p->fm, p->f, p->iv, base + k * p->strides[d]);
             k++;
         }
     }
@@ -330,7 +354,7 @@ char *ts_to_string(ts_tensor *t) {
             snprintf(suffixes[nsuf++], 64, "dtype=torch.%s", ts_dtype_name(t->dtype));
         sb_puts(&b, "[]");
     } else {
-        if (t->dtype != TS_F32 && t->dtype != TS_I64 && t->dtype != TS_BOOL)
+        if (t->dtype != TS_F32 && t->dtype != TS_I64 && t->dtype != TS_BOOL && t->dtype != TS_C64)
             snprintf(suffixes[nsuf++], 64, "dtype=torch.%s", ts_dtype_name(t->dtype));
         printer p = {.b = &b, .o = o, .ndim = t->shape.ndim};
         bool summarize = numel > o.threshold;
@@ -341,17 +365,26 @@ char *ts_to_string(ts_tensor *t) {
             p.strides[d] = shown;
             shown *= p.dims[d];
         }
-        bool floating = tsi_is_float(t->dtype);
-        void *host = malloc((size_t)shown * 8);
-        ok = host && gather(t, &p, floating ? TS_F64 : TS_I64, host);
+        const bool cx = tsi_is_complex(t->dtype), floating = tsi_is_float(t->dtype) || cx;
+        void *host = malloc((size_t)shown * (cx ? 32 : 8)); /* complex: pairs, then the parts */
+        ok = host && gather(t, &p, cx ? TS_C128 : floating ? TS_F64 : TS_I64, host);
         if (!host) tsi_error_set(TS_ERR_OOM, "print: out of host memory");
         if (ok) {
-            if (floating)
+            if (cx) { /* the parts apart, each with its formatter (torch's _Formatter pair) */
+                double *pairs = host, *re = pairs + 2 * shown, *im = re + shown;
+                for (int64_t i = 0; i < shown; i++) re[i] = pairs[2 * i], im[i] = pairs[2 * i + 1];
+                p.f = re;
+                p.fi = im;
+                p.fm_im = formatter_make(im, NULL, shown, TS_F64, o.precision);
+            } else if (floating) {
                 p.f = host;
-            else
+            } else {
                 p.iv = host;
+            }
             p.fm = formatter_make(p.f, p.iv, shown, t->dtype, o.precision);
-            if (p.ndim == 0)
+            if (p.ndim == 0 && cx)
+                format_complex(&b, &p.fm, &p.fm_im, p.f, p.fi, 0);
+            else if (p.ndim == 0)
                 format_value(&b, &p.fm, p.f, p.iv, 0); /* _scalar_str */
             else
                 print_dims(&p, 0, 0, indent);

@@ -250,6 +250,7 @@ ts_tensor *tsi_new(const char *op, ts_shape s, ts_dtype dt, ts_device dev) {
     if (!tsi_check_shape(op, s)) return NULL;
     if ((unsigned)dt >= TS_DTYPE_COUNT)
         return tsi_error_set(TS_ERR_DTYPE, "%s: invalid dtype %d", op, (int)dt), NULL;
+    if (!TSI_COMPLEX_GATE(op, dt, NULL)) return NULL;
     dev = tsi_resolve_device(dev);
     if (dev.type != TS_CPU && !tsi_check_device(op, dev)) return NULL;
     int64_t numel = tsi_numel(s);
@@ -435,10 +436,10 @@ ts_status ts_copy_to_host(ts_tensor *t, void *dst, size_t dst_bytes) {
 /* ------------------------------------------------------------------ autograd fields */
 void ts_set_requires_grad(ts_tensor *t, bool on) {
     if (!tsi_check_input("set_requires_grad", t, "tensor")) return;
-    if (on && !tsi_is_float(t->dtype)) {
+    if (on && !tsi_is_float(t->dtype) && !tsi_is_complex(t->dtype)) {
         tsi_error_set(TS_ERR_DTYPE,
-                      "set_requires_grad: only tensors of floating point dtype can require "
-                      "gradients, got %s",
+                      "set_requires_grad: only tensors of floating point and complex dtype can "
+                      "require gradients, got %s",
                       tsi_desc(t));
         return;
     }

@@ -22,6 +22,13 @@ ts_tensor *tsi_contiguous(const char *op, ts_tensor *t) {
 ts_tensor *tsi_cast(const char *op, ts_tensor *t, ts_dtype dt) {
     dt = tsi_resolve_dtype(dt);
     if (t->dtype == dt) return ts_retain(t);
+    if (!TSI_COMPLEX_GATE(op, t->dtype, t)) return NULL; /* complex -> real drops a part */
+    if (tsi_is_complex(t->dtype) && dt == TS_BOOL) /* a nonzero test of both parts: not a copy */
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: casting complex to bool is not supported; compare with 0 "
+                             "instead (input: %s)",
+                             op, tsi_desc(t)),
+               NULL;
     ts_tensor *out = tsi_new_like(op, t->shape, dt, tsi_device(t), t);
     if (!out) return NULL;
     ts_kview dv = tsi_kview(out), sv = tsi_kview(t);

@@ -36,7 +36,7 @@ static const st_dtype st_dtypes[] = {
     {"F32", 32, TS_F32}, {"F64", 64, TS_F64},   {"F16", 16, TS_F16},   {"BF16", 16, TS_BF16},
     {"I64", 64, TS_I64}, {"I32", 32, TS_I32},   {"U8", 8, TS_U8},      {"BOOL", 8, TS_BOOL},
     {"I8", 8, TS_I8},    {"I16", 16, TS_I16},   {"U16", 16, TS_U16},   {"U32", 32, TS_U32},
-    {"U64", 64, TS_U64}, {"C64", 64, 0},        {"F8_E5M2", 8, 0},     {"F8_E4M3", 8, 0},
+    {"U64", 64, TS_U64}, {"C64", 64, TS_C64},   {"F8_E5M2", 8, 0},     {"F8_E4M3", 8, 0},
     {"F8_E8M0", 8, 0},   {"F8_E4M3FNUZ", 8, 0}, {"F8_E5M2FNUZ", 8, 0}, {"F6_E2M3", 6, 0},
     {"F6_E3M2", 6, 0},   {"F4", 4, 0},
 };
@@ -368,8 +368,8 @@ static ts_status check_supported(const st_header *h) {
         const st_entry *e = &h->entries[i];
         if (!e->dtype->dt)
             return st_fail(TS_ERR_UNSUPPORTED, h, e->name,
-                           "dtype %s is not supported by Tessera (F32, F64, F16, BF16, I64, I32, "
-                           "U8 and BOOL are)",
+                           "dtype %s is not supported by Tessera (F32, F64, F16, BF16, C64, "
+                           "BOOL and the integer dtypes are)",
                            e->dtype->name);
         if (e->ndim > TS_MAX_DIMS)
             return st_fail(TS_ERR_UNSUPPORTED, h, e->name,

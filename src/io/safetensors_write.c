@@ -12,12 +12,12 @@
 static const char *const st_names[TS_DTYPE_COUNT] = {
     [TS_F32] = "F32", [TS_F64] = "F64", [TS_F16] = "F16",   [TS_BF16] = "BF16", [TS_I64] = "I64",
     [TS_I32] = "I32", [TS_U8] = "U8",   [TS_BOOL] = "BOOL", [TS_I8] = "I8",     [TS_I16] = "I16",
-    [TS_U16] = "U16", [TS_U32] = "U32", [TS_U64] = "U64",
+    [TS_U16] = "U16", [TS_U32] = "U32", [TS_U64] = "U64",   [TS_C64] = "C64",
 };
 static const int st_rank[TS_DTYPE_COUNT] = {
     [TS_BOOL] = 0, [TS_U8] = 4,   [TS_F16] = 11, [TS_BF16] = 12, [TS_I32] = 13,
     [TS_F32] = 15, [TS_F64] = 17, [TS_I64] = 18, [TS_I8] = 5,    [TS_I16] = 9,
-    [TS_U16] = 10, [TS_U32] = 14, [TS_U64] = 19,
+    [TS_U16] = 10, [TS_U32] = 14, [TS_U64] = 19, [TS_C64] = 16,
 };
 
 typedef struct sbuf {
@@ -135,6 +135,10 @@ static ts_status check_args(const char *op, const char *path, const ts_tensor_li
             if (!ts_error()) tsi_error_set(TS_ERR_ARG, "%s: tensor '%.200s' is NULL", op, name);
             return ts_error();
         }
+        if ((unsigned)l->tensors[i]->dtype >= TS_DTYPE_COUNT || !st_names[l->tensors[i]->dtype])
+            return tsi_error_set(TS_ERR_DTYPE,
+                                 "%s: tensor '%.200s': the safetensors format has no %s dtype", op,
+                                 name, ts_dtype_name(l->tensors[i]->dtype));
     }
     for (int i = 0; i < 2 * n_meta; i++)
         if (!meta[i] || !utf8_ok(meta[i]))

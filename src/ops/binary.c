@@ -3,6 +3,7 @@
 #include "amp/autocast.h"
 #include "autograd/trace.h"
 #include "core/capture.h"
+#include "ops/complex.h"
 #include "ops/elementwise.h"
 
 static inline bool dev_eq(ts_device a, ts_device b) {
@@ -220,6 +221,7 @@ static ts_tensor *binary_rec(const char *op, ts_binary_op bop, ts_tensor *a, ts_
 /* autocast's policy decides by name (pow runs in f32; the others promote by themselves) */
 static ts_tensor *binary_op(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
                             bool inplace) {
+    if (!inplace && tsi_complex_in(a, b) && a && b) return tsi_complex_binary(op, bop, a, b);
     ts_tensor *const ins[2] = {a, b};
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, op, &a, &b);
@@ -381,9 +383,18 @@ static bool has_zero(ts_tensor *b) {
     return any;
 }
 
+/* the zero gradient of a rounded quotient, for each input that wants one */
+static void rounded_div_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    (void)go;
+    for (int i = 0; i < 2; i++)
+        if (tsi_node_needs(n, i))
+            gi[i] = ts_zeros(n->in_shape[i],
+                             (ts_opts){.dtype = n->in_dtype[i], .device = n->in_device[i]});
+}
+
 /* torch.div(a, b, rounding_mode=): trunc(a / b) or floor(a / b) in the result dtype (integers stay
- * integers and refuse a zero divisor, as PyTorch's ZeroDivisionError); no gradient (PyTorch's is
- * zero). */
+ * integers and refuse a zero divisor, as PyTorch's ZeroDivisionError); a float result records the
+ * gradient PyTorch gives, zero. */
 ts_tensor *ts_div_rounding(ts_tensor *a, ts_tensor *b, ts_rounding_mode mode) {
     const char *op = "div";
     tsi_init();
@@ -406,6 +417,8 @@ ts_tensor *ts_div_rounding(ts_tensor *a, ts_tensor *b, ts_rounding_mode mode) {
     ts_tensor *const ins[2] = {a, b};
     const ts_binary_op bop = mode == TS_ROUNDING_TRUNC ? TS_B_DIVTRUNC : TS_B_FLOORDIV;
     ts_tensor *y = tsi_own(binary_run(op, bop, a, b, false));
+    if (y && tsi_is_float(y->dtype) && tsi_needs_graph(ins, 2))
+        tsi_record("DivBackward1", op, rounded_div_backward, ins, 2, y, NULL, 0);
     return tsi_trace(op, ins, 2, y, NULL, 0, NULL, 0);
 }
 
@@ -423,6 +436,13 @@ BINARY_INPLACE(pow, TS_B_POW)
 ts_tensor *ts_add_alpha(ts_tensor *a, ts_tensor *b, double alpha) {
     const char *op = "add_alpha";
     tsi_init();
+    if (a && b && tsi_complex_in(a, b)) { /* a + (alpha b) through the complex path */
+        ts_scope_begin();
+        ts_tensor *y = tsi_complex_binary(op, TS_B_ADD, a, ts_mul_scalar(b, alpha));
+        y = y ? ts_keep(y) : NULL;
+        ts_scope_end();
+        return y;
+    }
     if (!tsi_check_input(op, a, "a") || !tsi_check_input(op, b, "b")) return NULL;
     ts_tensor *const ts[2] = {a, b};
     ts_device dev;

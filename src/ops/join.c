@@ -33,7 +33,7 @@ static bool check_list(const char *op, ts_tensor *const *ts, int n) {
 /* Records cat/stack over the n inputs (dim d) when the graph needs it; returns out owned. */
 static ts_tensor *record_join(const char *name, const char *op, tsi_backward_fn fn,
                               ts_tensor *const *ts, int n, ts_tensor *out, int d) {
-    if (out && tsi_is_float(out->dtype) && tsi_needs_graph(ts, n)) {
+    if (out && (tsi_is_float(out->dtype) || tsi_is_complex(out->dtype)) && tsi_needs_graph(ts, n)) {
         ts_node *node = tsi_record(name, op, fn, ts, n, out, NULL, 0);
         if (node) node->ip[0] = d;
     }
@@ -201,7 +201,8 @@ static int emit_pieces(const char *op, ts_tensor *t, int d, int64_t count, int64
     }
     /* one node for all the pieces (PyTorch's SplitBackward0) rather than a narrow per piece: its
      * backward joins the pieces' gradients in one pass */
-    if (max_out > 0 && tsi_is_float(t->dtype) && tsi_needs_graph(&t, 1)) {
+    if (max_out > 0 && (tsi_is_float(t->dtype) || tsi_is_complex(t->dtype)) &&
+        tsi_needs_graph(&t, 1)) {
         ts_node *n = tsi_node_new("SplitBackward0", op, tsi_split_backward, &t, 1, (int)count, 0);
         if (!n) return -1;
         n->ip[0] = d;

@@ -2,6 +2,7 @@
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
+#include "ops/complex.h"
 #include "ops/reduce_grad.h"
 #include "ops/reduce_internal.h"
 
@@ -215,6 +216,7 @@ static void record(ts_reduce_op rop, bool all, ts_tensor *t, ts_tensor *out, uns
  * everything but is recorded as a dim overload, as PyTorch does). */
 static ts_tensor *reduce_rec(const char *op, ts_reduce_op rop, ts_tensor *t, const int *dims,
                              int ndims, bool all, bool recorded_all, bool keepdim, double param) {
+    if (tsi_complex_in(t, NULL)) return tsi_complex_reduce(op, rop, t, dims, ndims, all, keepdim);
     ts_tensor *const in = t;
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, op, &t);

@@ -39,7 +39,7 @@ ts_tensor *ts_to_dtype(ts_tensor *t, ts_dtype dt) {
         return tsi_error_set(TS_ERR_DTYPE, "to_dtype: invalid dtype %d", (int)dt), NULL;
     tsi_log_op("to_dtype", tsi_device(t));
     ts_tensor *out = tsi_cast("to_dtype", t, dt);
-    if (out && out != t && tsi_is_float(out->dtype))
+    if (out && out != t && (tsi_is_float(out->dtype) || tsi_is_complex(out->dtype)))
         tsi_record("ToCopyBackward0", "to_dtype", tsi_identity_backward, &t, 1, out, NULL, 0);
     return tsi_own(tsi_trace("to_dtype", &t, 1, out, (int64_t[]){dt}, 1, NULL, 0));
 }
@@ -80,6 +80,8 @@ ts_tensor *ts_copy_(ts_tensor *dst, ts_tensor *src) {
     if (!tsi_check_input("copy_", dst, "destination") || !tsi_check_input("copy_", src, "source"))
         return NULL;
     if (!tsi_check_inplace("copy_", dst)) return NULL;
+    if (tsi_is_complex(src->dtype) && dst->dtype == TS_BOOL)
+        return tsi_complex_refuse("copy_ to bool", src->dtype, src), NULL;
     /* several elements of an expanded destination share one location: which source value lands
      * there would be arbitrary (and a data race under OpenMP), so PyTorch refuses it */
     for (int i = 0; i < dst->shape.ndim; i++)

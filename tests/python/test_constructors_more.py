@@ -83,8 +83,9 @@ def test_tensor_of_lists_with_numpy_leaves_promotes_as_torch():
 
 
 def test_tensor_of_unsupported_arrays_raises():
+    assert tessera.tensor(np.array([1 + 2j])).dtype == tessera.complex128  # the dtype kept
     with pytest.raises(TypeError, match="float64"):
-        tessera.tensor(np.array([1 + 2j]))
+        tessera.tensor(np.array([1], dtype=np.float128))
     with pytest.raises(TypeError):
         tessera.tensor(np.array(["a"]))
 

@@ -1,6 +1,8 @@
 /* op_table.c — the harness runner: builds each sample on every device and dtype, compares with f64.
  */
 #include "op_table.h"
+#include "tessera/complex.h"
+#include "tessera/logic.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -493,6 +495,74 @@ static void run_group(const ot_row *row, ts_device dev, ts_dtype d0, ts_dtype d1
     fflush(stdout);
 }
 
+/* ------------------------------------------------------------------ complex inputs */
+/* Every row's op with its first plain sample's row inputs made complex (float32 values, imaginary
+ * parts 0): the op must refuse with TS_ERR_DTYPE, or, if it has a complex path, give what it gives
+ * for the float32 inputs (as the real parts of a complex result, imaginary parts 0). Nothing may
+ * read the pairs as something else (src/core/complex_gate.c). */
+static bool same_values(ts_tensor *got, ts_tensor *want, char *why, size_t len) {
+    ts_tensor *g = got, *w = want;
+    if (ts_dtype_is_complex(ts_dtype_of(g))) {
+        ts_tensor *im = ts_imag(g);
+        double a = im ? ts_item(ts_sum(ts_abs(ts_to_dtype(im, TS_F64)))) : NAN;
+        if (!(a == 0)) return snprintf(why, len, "imaginary parts not 0 (sum |im| %g)", a), false;
+        g = ts_real(g);
+    }
+    if (!g || !w || !shape_eq(ts_shape_of(g), ts_shape_of(w)))
+        return snprintf(why, len, "shape differs from the float32 result"), false;
+    ts_tensor *d = ts_sub(ts_to_dtype(g, TS_F64), ts_to_dtype(w, TS_F64));
+    ts_tensor *m =
+        d ? ts_logical_and(ts_ne(d, d), ts_eq(ts_to_dtype(w, TS_F64), ts_to_dtype(w, TS_F64)))
+          : NULL;
+    double worst = d && ts_numel(d) ? ts_item(ts_max(ts_abs(ts_nan_to_num(d, 0, 0, 0)))) : 0;
+    double scale = d && ts_numel(d)
+                       ? ts_item(ts_max(ts_abs(ts_nan_to_num(ts_to_dtype(w, TS_F64), 0, 0, 0))))
+                       : 0;
+    bool nan_new = m && ts_numel(m) && ts_item(ts_sum(ts_to_dtype(m, TS_F64))) > 0;
+    if (!d || nan_new || !(worst <= 1e-6 * (1 + scale)))
+        return snprintf(why, len, "differs from the float32 result by %g%s", worst,
+                        nan_new ? " (new NaNs)" : ""),
+               false;
+    return true;
+}
+
+static void run_complex(const ot_row *row, ts_device dev, const ot_sample *samples, int ns) {
+    const ot_sample *s = NULL;
+    for (int i = 0; i < ns && !s; i++)
+        if (!samples[i].specials && !samples[i].large && samples[i].in[0].layout == OT_CONTIG)
+            s = &samples[i];
+    if (!s) return;
+    char why[256] = "";
+    bool ok = false, refused = false;
+    ts_scope_begin();
+    rng_seed(row->name, 7);
+    ts_tensor *real_in[OT_MAX_IN] = {0}, *cx_in[OT_MAX_IN] = {0};
+    for (int i = 0; i < s->n_in; i++) {
+        const ot_in *pi = &s->in[i];
+        ts_dtype dt = pi->role == OT_INDEX ? TS_I64 : pi->role == OT_MASK ? TS_BOOL : TS_F32;
+        real_in[i] = make_input(pi, dt, dev, row->domain[i], false);
+        cx_in[i] = pi->role == OT_ROW ? ts_to_dtype(ts_clone(real_in[i]), TS_C64) : real_in[i];
+    }
+    ts_error_clear();
+    ts_tensor *got = row->apply(cx_in, &s->args);
+    if (!got) {
+        refused = ts_error() == TS_ERR_DTYPE;
+        ok = refused;
+        if (!ok) snprintf(why, sizeof why, "refused with %s", ts_test_error_str());
+    } else if (ts_error() != TS_OK) {
+        snprintf(why, sizeof why, "a result and an error%s", ts_test_error_str());
+    } else {
+        /* in place too (fill_, zero_): the float32 inputs are apart from the complex ones */
+        ok = same_values(got, row->apply(real_in, &s->args), why, sizeof why);
+    }
+    ts_error_clear();
+    ts_scope_end();
+    ts_test_record(ok);
+    printf("%-4s %-22s %-7s %-17s %s%s%s\n", ok ? "ok" : "FAIL", row->name, ts_device_str(dev),
+           "complex64", refused ? "refused" : "taken", ok ? "" : ": ", ok ? "" : why);
+    fflush(stdout);
+}
+
 int ot_run_table(const ot_row *rows, int n) {
     ts_device devs[TS_TEST_MAX_DEVICES];
     int nd = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
@@ -509,6 +579,7 @@ int ot_run_table(const ot_row *rows, int n) {
                 else if (row->rejects & OT_BIT(dt))
                     run_group(row, devs[d], dt, dt, true, samples, ns);
             }
+            run_complex(row, devs[d], samples, ns);
             bool promotes = row->out == OT_OUT_PROMOTE || row->out == OT_OUT_PROMOTE_FLOAT;
             if (!promotes || row->samples != OT_S_BINARY || row->inplace) continue;
             for (size_t k = 0; k < sizeof mixed_pairs / sizeof mixed_pairs[0]; k++) {

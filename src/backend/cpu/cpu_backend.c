@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/kern_fft.h"
 #include "backend/cpu/omp_wait.h"
 
 #define CPU_ALIGN ((size_t)64) /* a cache line, and enough for any SIMD load the kernels use */
@@ -64,6 +65,7 @@ void tsi_cpu_kernels_install(ts_backend *be) {
     be->scatter_add = tsi_cpu_scatter_add;
     be->cdist = tsi_cpu_cdist;
     be->gather_dims = tsi_cpu_gather_dims;
+    be->fft = tsi_cpu_fft;
     be->softmax = tsi_cpu_softmax;
     be->softmax_backward = tsi_cpu_softmax_backward;
     be->random = tsi_cpu_random;

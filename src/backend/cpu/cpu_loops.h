@@ -67,9 +67,12 @@ typedef void (*ts_cpu_seg_fn)(void *ctx, char *const *p, const int64_t *s, int64
 
 static inline size_t ts_cpu_dtype_size(ts_dtype dt) {
     switch (dt) {
+    case TS_C128:
+        return 16;
     case TS_F64:
     case TS_I64:
     case TS_U64:
+    case TS_C64:
         return 8;
     case TS_F32:
     case TS_I32:

@@ -1,6 +1,7 @@
 /* kern_copy.c — CPU strided copy with cast between any two dtypes, and fill. */
 #include <string.h>
 
+#include "backend/complex_view.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/vec_kernels.h"
@@ -184,8 +185,11 @@ static void cast_half(void *ctx, char *const *p, const int64_t *s, int64_t n) {
 static bool is_half(ts_dtype dt) { return dt == TS_F16 || dt == TS_BF16; }
 
 void tsi_cpu_copy(const ts_backend *be, int index, const ts_kview *dst, const ts_kview *src) {
-    (void)be;
-    (void)index;
+    if ((tsi_kview_complex(dst) || tsi_kview_complex(src)) &&
+        (dst->dtype != src->dtype || dst->dtype == TS_C128)) {
+        tsi_copy_complex(be, index, dst, src); /* casts, and complex128's 16-byte elements */
+        return;
+    }
     const ts_kview *views[2] = {dst, src};
     ts_cpu_iter it;
     ts_cpu_iter_init(&it, 2, views);
@@ -234,8 +238,10 @@ FILL_SEG(fill4, uint32_t)
 FILL_SEG(fill8, uint64_t)
 
 void tsi_cpu_fill(const ts_backend *be, int index, const ts_kview *dst, double value) {
-    (void)be;
-    (void)index;
+    if (tsi_kview_complex(dst)) {
+        tsi_fill_complex(be, index, dst, value);
+        return;
+    }
     union {
         uint64_t u64;
         uint32_t u32;

@@ -2,6 +2,7 @@
  * and its channels_last form, pooling, optimizer steps, amp, and the fused attention, layer norm,
  * batch norm and cross-entropy) into the backend table, and the helpers they share. */
 #include "backend/cuda/cuda_compute.h"
+#include "backend/cuda/cuda_fft.h"
 
 tsc_dims tsc_coalesce(int nd, const int64_t *shape, const int64_t *s0, const int64_t *s1) {
     tsc_dims r;
@@ -44,6 +45,7 @@ void tsc_install_compute_kernels(ts_backend *be) {
     be->scatter_add = tsc_scatter_add;
     be->cdist = tsc_cdist;
     be->gather_dims = tsc_gather_dims;
+    be->fft = tsc_fft;
     be->softmax = tsc_softmax;
     be->softmax_backward = tsc_softmax_backward;
     be->conv2d = tsc_conv2d;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "backend/complex_view.h"
 #include "backend/cuda/cuda_elementwise.h"
 #include "backend/cuda/cuda_iter.cuh"
 
@@ -90,6 +91,10 @@ static void launch_cast(int index, ts_dtype src, const tsc_iter *it, unsigned bc
 }
 
 void tsc_copy(const ts_backend *be, int index, const ts_kview *dst, const ts_kview *src) {
+    if (tsi_kview_complex(dst) || tsi_kview_complex(src)) {
+        tsi_copy_complex(be, index, dst, src); /* as two float copies: no complex kernels */
+        return;
+    }
     if (!tsc_set_device(index)) return;
     const ts_kview *views[2] = {dst, src};
     tsc_iter it;
@@ -132,6 +137,10 @@ template <typename U> struct FillF {
 };
 
 void tsc_fill(const ts_backend *be, int index, const ts_kview *dst, double value) {
+    if (tsi_kview_complex(dst)) {
+        tsi_fill_complex(be, index, dst, value);
+        return;
+    }
     if (!tsc_set_device(index)) return;
     /* the value in dst's dtype, as the CPU converts it (kern_copy.c's TO_<dtype>_D) */
     unsigned char bits[8] = {0};

@@ -1,0 +1,224 @@
+/* fft_engine_impl.h — the FFT passes and transforms in one precision, included by fft_engine.c
+ * with FT (float or double), CT (tsi_cf32 or tsi_cf64), FN(x) (x's name in this precision) and
+ * TWF(p, f) (the plan's table f in this precision: p->f##32 or p->f##64) defined.
+ *
+ * The passes are FFTPACK's (as pocketfft has them): the pass of radix ip after factors whose
+ * product is l1 reads cc[a + ido (b + ip c)] and writes ch[a + ido (c + l1 u)], ido = n / (l1 ip):
+ * each output u of a butterfly over b is multiplied by the twiddle e^(+-2 pi i u l1 a / n). */
+
+#define CC(a, b, c) cc[(a) + ido * ((b) + cdim * (c))]
+#define CH(a, b, c) ch[(a) + ido * ((b) + l1 * (c))]
+#define WA(x, a)    wa[(a)-1 + (x) * (ido - 1)]
+
+static inline CT FN(add)(CT a, CT b) { return (CT){a.r + b.r, a.i + b.i}; }
+static inline CT FN(sub)(CT a, CT b) { return (CT){a.r - b.r, a.i - b.i}; }
+/* v w, or v conj(w) when fwd (the tables hold e^(+...)) */
+static inline CT FN(twm)(CT v, CT w, bool fwd) {
+    return fwd ? (CT){v.r * w.r + v.i * w.i, v.i * w.r - v.r * w.i}
+               : (CT){v.r * w.r - v.i * w.i, v.r * w.i + v.i * w.r};
+}
+/* i v */
+static inline CT FN(mul_i)(CT v) { return (CT){-v.i, v.r}; }
+/* output u of the butterfly at (a, k), twiddled (a = 0: the twiddle is 1) */
+static inline void FN(put)(CT *ch, int64_t at, CT y, const CT *wa, int64_t ido, int64_t a, int u,
+                           bool fwd) {
+    ch[at] = a > 0 && u > 0 ? FN(twm)(y, WA(u - 1, a), fwd) : y;
+}
+#define PUT(a, k, u, y) FN(put)(ch, (a) + ido * ((k) + l1 * (u)), (y), wa, ido, (a), (u), fwd)
+
+static void FN(pass2)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const CT *wa, bool fwd) {
+    const int64_t cdim = 2;
+    for (int64_t k = 0; k < l1; k++)
+        for (int64_t a = 0; a < ido; a++) {
+            const CT x0 = CC(a, 0, k), x1 = CC(a, 1, k);
+            PUT(a, k, 0, FN(add)(x0, x1));
+            PUT(a, k, 1, FN(sub)(x0, x1));
+        }
+}
+
+static void FN(pass3)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const CT *wa, bool fwd) {
+    const int64_t cdim = 3;
+    const FT s = (FT)(fwd ? -0.866025403784438646763723170752936183L
+                          : 0.866025403784438646763723170752936183L);
+    for (int64_t k = 0; k < l1; k++)
+        for (int64_t a = 0; a < ido; a++) {
+            const CT x0 = CC(a, 0, k), x1 = CC(a, 1, k), x2 = CC(a, 2, k);
+            const CT t = FN(add)(x1, x2), d = FN(sub)(x1, x2);
+            const CT c = {x0.r - (FT)0.5 * t.r, x0.i - (FT)0.5 * t.i};
+            const CT e = FN(mul_i)((CT){s * d.r, s * d.i});
+            PUT(a, k, 0, FN(add)(x0, t));
+            PUT(a, k, 1, FN(add)(c, e));
+            PUT(a, k, 2, FN(sub)(c, e));
+        }
+}
+
+static void FN(pass4)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const CT *wa, bool fwd) {
+    const int64_t cdim = 4;
+    for (int64_t k = 0; k < l1; k++)
+        for (int64_t a = 0; a < ido; a++) {
+            const CT x0 = CC(a, 0, k), x1 = CC(a, 1, k), x2 = CC(a, 2, k), x3 = CC(a, 3, k);
+            const CT t1 = FN(sub)(x0, x2), t2 = FN(add)(x0, x2);
+            const CT t3 = FN(add)(x1, x3), d = FN(sub)(x1, x3);
+            /* (x1 - x3) times -i (forward) or i */
+            const CT t4 = fwd ? (CT){d.i, -d.r} : (CT){-d.i, d.r};
+            PUT(a, k, 0, FN(add)(t2, t3));
+            PUT(a, k, 1, FN(add)(t1, t4));
+            PUT(a, k, 2, FN(sub)(t2, t3));
+            PUT(a, k, 3, FN(sub)(t1, t4));
+        }
+}
+
+static void FN(pass5)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const CT *wa, bool fwd) {
+    const int64_t cdim = 5;
+    const FT c1 = (FT)0.309016994374947424102293417182819059L,
+             c2 = (FT)-0.809016994374947424102293417182819059L;
+    const FT sg = fwd ? (FT)-1 : (FT)1, s1 = sg * (FT)0.951056516295153572116439333379382143L,
+             s2 = sg * (FT)0.587785252292473129168705954639072769L;
+    for (int64_t k = 0; k < l1; k++)
+        for (int64_t a = 0; a < ido; a++) {
+            const CT x0 = CC(a, 0, k), x1 = CC(a, 1, k), x2 = CC(a, 2, k), x3 = CC(a, 3, k),
+                     x4 = CC(a, 4, k);
+            const CT t1 = FN(add)(x1, x4), t2 = FN(add)(x2, x3);
+            const CT t3 = FN(sub)(x1, x4), t4 = FN(sub)(x2, x3);
+            const CT ra = {x0.r + c1 * t1.r + c2 * t2.r, x0.i + c1 * t1.i + c2 * t2.i};
+            const CT rb = {x0.r + c2 * t1.r + c1 * t2.r, x0.i + c2 * t1.i + c1 * t2.i};
+            const CT ia = FN(mul_i)((CT){s1 * t3.r + s2 * t4.r, s1 * t3.i + s2 * t4.i});
+            const CT ib = FN(mul_i)((CT){s2 * t3.r - s1 * t4.r, s2 * t3.i - s1 * t4.i});
+            PUT(a, k, 0, FN(add)(x0, FN(add)(t1, t2)));
+            PUT(a, k, 1, FN(add)(ra, ia));
+            PUT(a, k, 2, FN(add)(rb, ib));
+            PUT(a, k, 3, FN(sub)(rb, ib));
+            PUT(a, k, 4, FN(sub)(ra, ia));
+        }
+}
+
+/* an odd radix ip <= TSI_FFT_MAX_RADIX: the sums and differences of x_j and x_(ip-j) times the
+ * cosines and sines of the roots rt[r] = e^(2 pi i r / ip) give outputs u and ip - u at once */
+static void FN(passg)(int64_t ido, int64_t l1, int64_t ip, const CT *cc, CT *ch, const CT *wa,
+                      const CT *rt, bool fwd) {
+    const int64_t cdim = ip, hp = (ip - 1) / 2;
+    CT sa[TSI_FFT_MAX_RADIX / 2 + 1], sb[TSI_FFT_MAX_RADIX / 2 + 1];
+    for (int64_t k = 0; k < l1; k++)
+        for (int64_t a = 0; a < ido; a++) {
+            const CT x0 = CC(a, 0, k);
+            CT y0 = x0;
+            for (int64_t j = 1; j <= hp; j++) {
+                const CT xj = CC(a, j, k), xm = CC(a, ip - j, k);
+                sa[j] = FN(add)(xj, xm), sb[j] = FN(sub)(xj, xm);
+                y0 = FN(add)(y0, sa[j]);
+            }
+            PUT(a, k, 0, y0);
+            for (int64_t u = 1; u <= hp; u++) {
+                CT re = x0, im = {0, 0};
+                int64_t r = 0;
+                for (int64_t j = 1; j <= hp; j++) {
+                    r += u;
+                    if (r >= ip) r -= ip;
+                    re.r += sa[j].r * rt[r].r, re.i += sa[j].i * rt[r].r;
+                    im.r += sb[j].r * rt[r].i, im.i += sb[j].i * rt[r].i;
+                }
+                /* sum_j x_j e^(-+2 pi i j u / ip) = re -+ i im */
+                const CT e = FN(mul_i)(im);
+                PUT(a, k, (int)u, fwd ? FN(sub)(re, e) : FN(add)(re, e));
+                PUT(a, k, (int)(ip - u), fwd ? FN(add)(re, e) : FN(sub)(re, e));
+            }
+        }
+}
+
+#undef CC
+#undef CH
+#undef WA
+#undef PUT
+
+static void FN(run_factors)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
+    const int64_t n = p->n;
+    CT *p1 = c, *p2 = work;
+    int64_t l1 = 1;
+    for (int f = 0; f < p->nfct; f++) {
+        const int64_t ip = p->fct[f].p, ido = n / (l1 * ip);
+        const CT *wa = TWF(p, tw) + p->fct[f].tw;
+        switch (ip) {
+        case 2:
+            FN(pass2)(ido, l1, p1, p2, wa, fwd);
+            break;
+        case 3:
+            FN(pass3)(ido, l1, p1, p2, wa, fwd);
+            break;
+        case 4:
+            FN(pass4)(ido, l1, p1, p2, wa, fwd);
+            break;
+        case 5:
+            FN(pass5)(ido, l1, p1, p2, wa, fwd);
+            break;
+        default:
+            FN(passg)(ido, l1, ip, p1, p2, wa, TWF(p, tw) + p->fct[f].rt, fwd);
+            break;
+        }
+        CT *t = p1;
+        p1 = p2, p2 = t;
+        l1 *= ip;
+    }
+    if (p1 != c) memcpy(c, p1, sizeof(CT) * (size_t)n);
+}
+
+/* X_k = conj(w_k) sum_j (x_j conj(w_j)) w_(k-j), w_j = e^(i pi j^2 / n) (conjugated
+ * backwards): a cyclic convolution of length m through the inner plan, kern holding the
+ * transformed w / m */
+static void FN(run_bluestein)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
+    const int64_t n = p->n, m = p->m;
+    const CT *w = TWF(p, chirp), *kern = TWF(p, kern);
+    CT *a = work, *w2 = work + m;
+    for (int64_t j = 0; j < n; j++) a[j] = FN(twm)(c[j], w[j], !fwd);
+    memset(a + n, 0, sizeof(CT) * (size_t)(m - n));
+    FN(run_factors)(p->inner, a, w2, true);
+    /* the backward kernel is conj(kern[-k]) = conj(kern[k]): the wrapped chirp is symmetric */
+    for (int64_t k = 0; k < m; k++) a[k] = FN(twm)(a[k], kern[k], !fwd);
+    FN(run_factors)(p->inner, a, w2, false);
+    for (int64_t k = 0; k < n; k++) c[k] = FN(twm)(a[k], w[k], !fwd);
+}
+
+static void FN(run)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
+    if (p->kind == FFT_PLAN_BLUESTEIN)
+        FN(run_bluestein)(p, c, work, fwd);
+    else
+        FN(run_factors)(p, c, work, fwd);
+}
+
+/* A real transform of even length n = 2h (a REAL_EVEN plan): c[0..h] = X_0 .. X_h of x, c[0..h)
+ * holding x packed as (x_2j, x_2j+1) on entry: the half-length transform Z, then
+ * X_k = E + W^k O and X_(h-k) = conj(E - W^k O), E = (Z_k + conj Z_(h-k)) / 2,
+ * O = (Z_k - conj Z_(h-k)) / 2i, W = e^(-2 pi i / n). */
+static void FN(r2c_even)(const tsi_fft_plan *p, CT *c, CT *work) {
+    const int64_t h = p->n / 2;
+    const CT *w = TWF(p, chirp);
+    FN(run)(p->inner, c, work, true);
+    const CT z0 = c[0];
+    c[0] = (CT){z0.r + z0.i, 0}, c[h] = (CT){z0.r - z0.i, 0};
+    for (int64_t k = 1; 2 * k <= h; k++) {
+        const CT zk = c[k], zm = c[h - k];
+        const CT e = {(FT)0.5 * (zk.r + zm.r), (FT)0.5 * (zk.i - zm.i)};
+        const CT d = {(FT)0.5 * (zk.r - zm.r), (FT)0.5 * (zk.i + zm.i)};
+        const CT o = FN(twm)((CT){d.i, -d.r}, w[k], false); /* W^k d / i */
+        c[k] = FN(add)(e, o);
+        if (2 * k < h) c[h - k] = (CT){e.r - o.r, o.i - e.i};
+    }
+}
+
+/* Its inverse, unscaled, c[0..h] = X_0 .. X_h in (imaginary parts of X_0 and X_h unread), the n
+ * outputs out as reals in c[0..h) (x_2j, x_2j+1): Z'_k = E' + i O', E' = X_k + conj X_(h-k),
+ * O' = (X_k - conj X_(h-k)) W^-k, Z'_(h-k) = conj(E') + i conj(O'), then the inverse half-length
+ * transform. */
+static void FN(c2r_even)(const tsi_fft_plan *p, CT *c, CT *work) {
+    const int64_t h = p->n / 2;
+    const CT *w = TWF(p, chirp);
+    const FT r0 = c[0].r, rh = c[h].r;
+    c[0] = (CT){r0 + rh, r0 - rh};
+    for (int64_t k = 1; 2 * k <= h; k++) {
+        const CT xk = c[k], xm = c[h - k];
+        const CT e = {xk.r + xm.r, xk.i - xm.i};
+        const CT o = FN(twm)((CT){xk.r - xm.r, xk.i + xm.i}, w[k], true);
+        c[k] = FN(add)(e, FN(mul_i)(o));
+        if (2 * k < h) c[h - k] = (CT){e.r + o.i, o.r - e.i};
+    }
+    FN(run)(p->inner, c, work, false);
+}

@@ -1,0 +1,117 @@
+/* complex_gate.c — the one list of the ops that take complex64 / complex128 tensors.
+ *
+ * Complex tensors reach every op through the public API, but most ops have no complex path: their
+ * integer-or-float logic would read a complex tensor as something else and return a wrong number.
+ * So the core refuses a complex tensor at its three doors — an op's input check
+ * (tsi_check_input), a new tensor (tsi_new) and a dtype cast (tsi_cast) — unless the op's name is
+ * in this list, and each op named here has a complex path of its own. Adding complex support to an
+ * op is: write its path (most compose real ops over view_as_real, src/ops/complex.c), add its name
+ * here, add its row to the tests (tests/test_complex.c).
+ *
+ * Only names no other function uses belong here: the structural ops, which move elements without
+ * looking at them (views, copies, casts, joins, factories), and the complex-only ops. Arithmetic
+ * that also has a complex path (add, mul, abs, sum...) is not listed: its public function takes
+ * the complex path before its input check, so that another function sharing the name (add_scalar
+ * is "add" too) stays refused. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+/* sorted (strcmp order): bsearch; tests/test_complex.c checks the order */
+static const char *const complex_ops[] = {
+    "angle",
+    "backward", /* the engine: casts, copies, and leaf sums over the parts */
+    "cat",
+    "clone",
+    "conj",
+    "contiguous",
+    "copy_",
+    "copy_to_host",
+    "detach",
+    "device_of",
+    "dtype_of",
+    "element_size",
+    "empty",
+    "empty_like",
+    "expand",
+    "expand_as",
+    "fft",
+    "fill_",
+    "flatten",
+    "from_data",
+    "full",
+    "full_like",
+    "imag",
+    "is_contiguous",
+    "narrow",
+    "nbytes",
+    "ndim",
+    "numel",
+    "ones",
+    "ones_like",
+    "permute",
+    "print",
+    "real",
+    "register_hook",
+    "remove_grad_hook",
+    "remove_tensor_hook",
+    "reshape",
+    "safetensors_load",
+    "safetensors_parse",
+    "safetensors_save",
+    "scalar",
+    "select",
+    "set_grad",
+    "set_requires_grad",
+    "shape_of",
+    "size",
+    "slice",
+    "squeeze",
+    "stack",
+    "storage_offset",
+    "stride",
+    "t",
+    "tensor_list_add",
+    "to",
+    "to_dlpack",
+    "to_dtype",
+    "transpose",
+    "unsqueeze",
+    "view",
+    "view_as_complex",
+    "view_as_real",
+    "zeros",
+    "zeros_like",
+};
+
+static int cmp_name(const void *key, const void *elem) {
+    return strcmp((const char *)key, *(const char *const *)elem);
+}
+
+size_t tsi_complex_op_names(const char *const **names) {
+    *names = complex_ops;
+    return sizeof complex_ops / sizeof complex_ops[0];
+}
+
+bool tsi_complex_op_ok(const char *op) {
+    /* an op family's variants share its entry: "fft_rfft", "fft_ifft2" -> "fft" */
+    char fam[16];
+    const char *us = strchr(op, '_');
+    if (us && (size_t)(us - op) < sizeof fam && !strncmp(op, "fft_", 4)) {
+        memcpy(fam, op, (size_t)(us - op));
+        fam[us - op] = 0;
+        op = fam;
+    }
+    return bsearch(op, complex_ops, sizeof complex_ops / sizeof complex_ops[0],
+                   sizeof complex_ops[0], cmp_name) != NULL;
+}
+
+bool tsi_complex_refuse(const char *op, ts_dtype dt, const ts_tensor *t) {
+    if (t)
+        tsi_error_set(TS_ERR_DTYPE, "%s: not implemented for '%s' (input: %s)", op,
+                      tsi_torch_scalar_name(dt), tsi_desc(t));
+    else
+        tsi_error_set(TS_ERR_DTYPE, "%s: not implemented for '%s'", op, tsi_torch_scalar_name(dt));
+    return false;
+}
