@@ -124,6 +124,18 @@ static void test_views_casts(void) {
         CHECK(cat && ts_size(cat, 0) == 6);
         check_c("cat", ts_narrow(cat, 0, 3, 3), v, N, 0);
         check_c("clone", ts_clone(z), v, N, 0);
+        check_c("select", ts_select(z, 0, 1), v + 4, 4, 0);
+        check_c("stack", ts_select(ts_stack((ts_tensor *[]){z, z}, 2, 0), 0, 1), v, N, 0);
+        double complex host[N], zero[N] = {0}, one[N];
+        for (int i = 0; i < N; i++) one[i] = 1;
+        CHECK(ts_copy_to_host(ts_to(z, ts_cpu()), host, sizeof host) == TS_OK &&
+              !memcmp(host, v, sizeof host));
+        check_c("zeros_like", ts_zeros_like(z), zero, N, 0);
+        check_c("ones_like", ts_ones_like(z), one, N, 0);
+        check_c("zeros", ts_zeros(TS_SHAPE(N), (ts_opts){.dtype = TS_C128, .device = devs[di]}),
+                zero, N, 0);
+        check_c("permute", ts_contiguous(ts_permute(ts_transpose(z, 0, 1), TS_DIMS(1, 0))), v, N,
+                0);
         ts_scope_end();
     }
     /* view_as_complex's rules */
@@ -202,6 +214,11 @@ static void test_arith(void) {
                 CHECK(z && ts_dtype_of(z) == dt);
                 check_c(what, z, ref, N, tol);
             }
+            /* torch.result_type: a 0-dim float64 does not widen a complex64 tensor; a dimensioned
+             * float64 does */
+            ts_tensor *d0 = ts_scalar(0.5, (ts_opts){.dtype = TS_F64, .device = devs[di]});
+            CHECK(ts_dtype_of(ts_mul(x, d0)) == dt);
+            CHECK(ts_dtype_of(ts_add(ts_reshape(d0, TS_SHAPE(1)), x)) == TS_C128);
             /* broadcasting [3, 1] with [4] */
             ts_tensor *x3 = ts_reshape(ts_narrow(x, 0, 0, 3), TS_SHAPE(3, 1));
             ts_tensor *y4 = ts_narrow(y, 0, 0, 4);
@@ -318,7 +335,7 @@ static void test_refusals(void) {
     fill(v, N, 5);
     ts_tensor *z = mkc(TS_SHAPE(N), v, TS_C64, ts_cpu());
     CHECK(ts_sin(z) == NULL);
-    CHECK_ERR_HAS(TS_ERR_DTYPE, "sin: not implemented for 'ComplexFloat'");
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "sin: not implemented for 'ComplexFloat' (input: complex64 [12]");
     CHECK(ts_exp(z) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
     CHECK(ts_max(z) == NULL);
@@ -326,6 +343,21 @@ static void test_refusals(void) {
     CHECK(ts_lt(z, z) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
     CHECK(ts_pow(z, z) == NULL);
+    CHECK_ERR(TS_ERR_DTYPE);
+    /* NULL inputs are argument errors, not crashes */
+    CHECK(ts_view_as_real(NULL) == NULL && ts_view_as_complex(NULL) == NULL);
+    CHECK_ERR(TS_ERR_ARG);
+    CHECK(ts_complex(ts_real(z), NULL) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "imag is NULL");
+    CHECK(ts_polar(NULL, ts_real(z)) == NULL);
+    CHECK_ERR(TS_ERR_ARG);
+    CHECK(ts_real(NULL) == NULL);
+    CHECK_ERR(TS_ERR_ARG);
+    CHECK(ts_imag(NULL) == NULL && ts_conj(NULL) == NULL);
+    CHECK_ERR(TS_ERR_ARG);
+    CHECK(ts_angle(NULL) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "angle: input is NULL");
+    CHECK(ts_polar(ts_real(z), ts_to_dtype(ts_imag(z), TS_F64)) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
     CHECK(ts_pow_scalar(z, 2.0) == NULL); /* a scalar form without a complex path */
     CHECK_ERR(TS_ERR_DTYPE);

@@ -298,6 +298,8 @@ static void test_errors(void) {
     CHECK_ERR_HAS(TS_ERR_ARG, "unique");
     CHECK(ts_fft_fftn(z, (int64_t[]){4, 4}, 2, (ts_dims){0}, 0) == NULL);
     CHECK_ERR(TS_ERR_ARG);
+    CHECK(ts_fft_fftshift(NULL, (ts_dims){0}) == NULL && ts_fft_fft(NULL, -1, -1, 0) == NULL);
+    CHECK_ERR(TS_ERR_ARG);
     CHECK(ts_fft_fftfreq(4, 1, (ts_opts){.dtype = TS_I64}) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
     /* an integer input is taken as float32 */

@@ -36,7 +36,20 @@ static const char *const complex_ops[] = {
     "empty_like",
     "expand",
     "expand_as",
-    "fft",
+    "fft_fft",
+    "fft_fftn",
+    "fft_fftshift",
+    "fft_hfft",
+    "fft_hfftn",
+    "fft_ifft",
+    "fft_ifftn",
+    "fft_ifftshift",
+    "fft_ihfft",
+    "fft_ihfftn",
+    "fft_irfft",
+    "fft_irfftn",
+    "fft_rfft",
+    "fft_rfftn",
     "fill_",
     "flatten",
     "from_data",
@@ -53,9 +66,6 @@ static const char *const complex_ops[] = {
     "permute",
     "print",
     "real",
-    "register_hook",
-    "remove_grad_hook",
-    "remove_tensor_hook",
     "reshape",
     "safetensors_load",
     "safetensors_parse",
@@ -89,20 +99,7 @@ static int cmp_name(const void *key, const void *elem) {
     return strcmp((const char *)key, *(const char *const *)elem);
 }
 
-size_t tsi_complex_op_names(const char *const **names) {
-    *names = complex_ops;
-    return sizeof complex_ops / sizeof complex_ops[0];
-}
-
 bool tsi_complex_op_ok(const char *op) {
-    /* an op family's variants share its entry: "fft_rfft", "fft_ifft2" -> "fft" */
-    char fam[16];
-    const char *us = strchr(op, '_');
-    if (us && (size_t)(us - op) < sizeof fam && !strncmp(op, "fft_", 4)) {
-        memcpy(fam, op, (size_t)(us - op));
-        fam[us - op] = 0;
-        op = fam;
-    }
     return bsearch(op, complex_ops, sizeof complex_ops / sizeof complex_ops[0],
                    sizeof complex_ops[0], cmp_name) != NULL;
 }

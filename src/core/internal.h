@@ -79,7 +79,6 @@ bool tsi_check_input(const char *op, const ts_tensor *t, const char *what);
  * TS_ERR_DTYPE "<op>: not implemented for 'ComplexFloat' (input: ...)". */
 bool tsi_complex_op_ok(const char *op);
 bool tsi_complex_refuse(const char *op, ts_dtype dt, const ts_tensor *t); /* sets it; false */
-size_t tsi_complex_op_names(const char *const **names);                   /* the list, for tests */
 #define TSI_COMPLEX_GATE(op, dt, t)                                                                \
     (!tsi_is_complex(dt) || tsi_complex_op_ok(op) || tsi_complex_refuse(op, dt, t))
 

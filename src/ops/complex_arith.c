@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "ops/complex.h"
+#include "ops/elementwise.h"
 #include "tessera/complex.h"
 
 static ts_tensor *finish(ts_tensor *y) {
@@ -24,12 +25,10 @@ static void parts(ts_tensor *x, ts_dtype pd, ts_tensor **re, ts_tensor **im) {
     }
 }
 
-/* complex from parts that broadcast (im NULL: zero) */
+/* complex from parts that broadcast (one operand is complex: im is never absent) */
 static ts_tensor *combine(const char *op, ts_tensor *re, ts_tensor *im) {
-    if (!re) return NULL;
-    if (!im) im = ts_zeros_like(re);
     ts_shape s;
-    if (!im || !tsi_broadcast_shapes(op, re->shape, im->shape, &s)) return NULL;
+    if (!re || !im || !tsi_broadcast_shapes(op, re->shape, im->shape, &s)) return NULL;
     return ts_view_as_complex(ts_stack((ts_tensor *[]){ts_expand(re, s), ts_expand(im, s)}, 2, -1));
 }
 
@@ -57,14 +56,14 @@ ts_tensor *tsi_complex_binary(const char *op, ts_binary_op bop, ts_tensor *a, ts
         return tsi_complex_refuse(op, tsi_is_complex(a->dtype) ? a->dtype : b->dtype,
                                   tsi_is_complex(a->dtype) ? a : b),
                NULL;
-    ts_dtype r = ts_promote_types(a->dtype, b->dtype);
+    const ts_dtype r = tsi_ew_result_type2(a, b); /* a 0-dim float64 keeps complex64 */
     if (!tsi_check_promotion(op, r, a->dtype, b->dtype)) return NULL;
     const ts_dtype pd = tsi_complex_part(r);
     ts_scope_begin();
     ts_tensor *ar, *ai, *br, *bi;
     parts(a, pd, &ar, &ai);
     parts(b, pd, &br, &bi);
-    if (!ar || !br || ts_error()) return finish(NULL);
+    if (ts_error()) return finish(NULL); /* parts() failing leaves the error */
     switch (bop) {
     case TS_B_ADD:
         return finish(combine(op, ts_add(ar, br), add_opt(ai, bi)));

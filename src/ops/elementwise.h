@@ -19,8 +19,11 @@ static inline ts_dtype tsi_ew_promote(ts_dtype a, ts_dtype b) {
 }
 
 /* c10's combine_categories: a lower-priority result only matters when it is of a higher category
- * (bool < integer < floating) than the higher-priority one. */
+ * (bool < integer < floating < complex) than the higher-priority one; a complex one joining a
+ * floating one keeps its width (float64 with complex64: complex128). */
 static inline ts_dtype tsi_ew_combine(ts_dtype higher, ts_dtype lower) {
+    if (tsi_is_complex(higher)) return higher;
+    if (tsi_is_complex(lower)) return tsi_is_float(higher) ? tsi_complex_of(higher) : lower;
     if (tsi_is_float(higher)) return higher;
     if (higher == TS_BOOL || tsi_is_float(lower)) return tsi_ew_promote(higher, lower);
     return higher != TS_DTYPE_DEFAULT ? higher : lower;
