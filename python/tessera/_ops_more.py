@@ -414,7 +414,12 @@ def conj(input):
 
 
 conj_physical = conj
-resolve_conj = conj
+
+
+def resolve_conj(input):
+    """torch.resolve_conj: the identity (conj materialises: no lazy conjugate bit to resolve)"""
+    return input
+
 
 
 def resolve_neg(input):

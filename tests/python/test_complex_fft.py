@@ -66,6 +66,10 @@ def test_arithmetic(device, dtype):
     close(tessera.view_as_complex(r), a, tessera.complex64)
     close(tessera.complex(x.real, x.imag), a, dtype)
     close(tessera.polar(x.abs(), x.angle()), a, dtype)
+    # conj materialises: resolve_conj / resolve_neg have nothing to resolve
+    for f in (tessera.resolve_conj, tessera.resolve_neg, lambda t: t.resolve_conj()):
+        close(f(x), a, dtype)
+    close(tessera.conj_physical(x), np.conj(a), dtype)
 
 
 def test_refusals():
