@@ -109,7 +109,12 @@ static void test_views_casts(void) {
         double complex v32[N];
         for (int i = 0; i < N; i++) v32[i] = (float)creal(v[i]) + I * (float)cimag(v[i]);
         check_c("to complex64", ts_to_dtype(z, TS_C64), v32, N, 0);
-        check_r("complex to float64", ts_to_dtype(z, TS_F64), re, N, 0);
+        check_r("real part to float64", ts_to_dtype(ts_real(z), TS_F64), re, N, 0);
+        /* complex to a real dtype would drop the imaginary parts: refused */
+        CHECK(ts_to_dtype(z, TS_F64) == NULL);
+        CHECK_ERR_HAS(TS_ERR_DTYPE, "would discard the imaginary part");
+        CHECK(ts_copy_(ts_zeros(TS_SHAPE(3, 4), (ts_opts){.device = devs[di]}), z) == NULL);
+        CHECK_ERR_HAS(TS_ERR_DTYPE, "copy_: casting complex to float32");
         double complex rc[N];
         for (int i = 0; i < N; i++) rc[i] = re[i];
         check_c("float64 to complex", ts_to_dtype(ts_real(z), TS_C128), rc, N, 0);
@@ -363,6 +368,8 @@ static void test_refusals(void) {
     CHECK_ERR(TS_ERR_DTYPE);
     CHECK(ts_to_dtype(z, TS_BOOL) == NULL); /* a nonzero test of both parts, not a copy */
     CHECK_ERR_HAS(TS_ERR_DTYPE, "casting complex to bool");
+    CHECK(ts_to_dtype(z, TS_I64) == NULL);
+    CHECK_ERR(TS_ERR_DTYPE);
     CHECK(ts_matmul(ts_reshape(z, TS_SHAPE(3, 4)), ts_reshape(z, TS_SHAPE(4, 3))) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
     CHECK(ts_add_(z, z) == NULL); /* in place: no complex path yet */

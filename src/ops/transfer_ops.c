@@ -32,11 +32,23 @@ ts_tensor *ts_to_async(ts_tensor *t, ts_device d) {
     return tsi_own(out);
 }
 
+/* complex to a real dtype would drop the imaginary parts (PyTorch warns and does it): refused, so
+ * that no composite that casts "to float" turns complex values into wrong numbers */
+static bool complex_to_real(const char *op, const ts_tensor *src, ts_dtype dt) {
+    if (!tsi_is_complex(src->dtype) || tsi_is_complex(tsi_resolve_dtype(dt))) return false;
+    tsi_error_set(TS_ERR_DTYPE,
+                  "%s: casting complex to %s would discard the imaginary part; take real() or "
+                  "abs() first (input: %s)",
+                  op, ts_dtype_name(tsi_resolve_dtype(dt)), tsi_desc(src));
+    return true;
+}
+
 ts_tensor *ts_to_dtype(ts_tensor *t, ts_dtype dt) {
     tsi_init();
     if (!tsi_check_input("to_dtype", t, "tensor")) return NULL;
     if ((unsigned)dt >= TS_DTYPE_COUNT)
         return tsi_error_set(TS_ERR_DTYPE, "to_dtype: invalid dtype %d", (int)dt), NULL;
+    if (complex_to_real("to_dtype", t, dt)) return NULL;
     tsi_log_op("to_dtype", tsi_device(t));
     ts_tensor *out = tsi_cast("to_dtype", t, dt);
     if (out && out != t && (tsi_is_float(out->dtype) || tsi_is_complex(out->dtype)))
@@ -80,8 +92,7 @@ ts_tensor *ts_copy_(ts_tensor *dst, ts_tensor *src) {
     if (!tsi_check_input("copy_", dst, "destination") || !tsi_check_input("copy_", src, "source"))
         return NULL;
     if (!tsi_check_inplace("copy_", dst)) return NULL;
-    if (tsi_is_complex(src->dtype) && dst->dtype == TS_BOOL)
-        return tsi_complex_refuse("copy_ to bool", src->dtype, src), NULL;
+    if (complex_to_real("copy_", src, dst->dtype)) return NULL;
     /* several elements of an expanded destination share one location: which source value lands
      * there would be arbitrary (and a data race under OpenMP), so PyTorch refuses it */
     for (int i = 0; i < dst->shape.ndim; i++)

@@ -80,6 +80,12 @@ def test_refusals():
             f()
     with pytest.raises(tessera.DtypeError):
         tessera.imag(tessera.tensor([1.0]))
+    # casts to a real dtype drop the imaginary part: refused, and with them the composites that
+    # cast "to float" first (they returned real parts only)
+    for f in [lambda: z.float(), lambda: z.to(tessera.float64), lambda: tessera.zeros(2).copy_(z),
+              lambda: tessera.gradient(z), lambda: tessera.cov(tessera.stack([z, z]))]:
+        with pytest.raises(tessera.DtypeError, match="imaginary part"):
+            f()
 
 
 # ------------------------------------------------------------------ transforms
