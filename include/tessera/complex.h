@@ -9,8 +9,8 @@
  * TS_ERR_DTYPE "<op>: not implemented for 'ComplexFloat' (...)". Gradients follow PyTorch's
  * convention (the gradient of a real loss L with respect to z = x + iy is dL/dx + i dL/dy); a
  * complex output needs an explicit gradient for backward. Casting complex to a real dtype is
- * refused (PyTorch warns and drops the imaginary part): take ts_real or ts_abs. Each returns a new tensor (a view where said), or NULL with the
- * error set. */
+ * refused (PyTorch warns and drops the imaginary part): take ts_real or ts_abs. Each returns a new
+ * tensor (a view where said), or NULL with the error set. */
 #ifndef TESSERA_COMPLEX_H
 #define TESSERA_COMPLEX_H
 
