@@ -3,7 +3,8 @@
  * dims (one x2 for all batches too), non-contiguous inputs, tile-crossing sizes that run
  * threaded, rows spanning several packed panels, an empty M, zero rows,
  * NaNs, float32 / float16 / bfloat16 (references from the rounded inputs, tolerances from the
- * output's rounding alone: the kernel sums in double), ts_gradcheck of the recorded node
+ * output's rounding alone where the kernel sums in double; float32 p = 2 on AVX2 sums in float32:
+ * M eps32 relative, with its own tile- and panel-crossing cases), ts_gradcheck of the recorded node
  * (CdistBackward0), the gradient at zero distances, a captured step's replay (with pad's
  * gather_dims), and the refusals. */
 #include <math.h>
@@ -44,14 +45,15 @@ static double ref_dist(const double *a, int64_t sa, const double *b, int64_t sb,
     return p == 0 || p == 1 || isinf(p) ? r : p == 2 ? sqrt(r) : pow(r, 1 / p);
 }
 
-/* y against ref (n values): |y - ref| <= tol * (1 + |ref|), NaN where ref is NaN */
+/* y against ref (n values): |y - ref| <= tol * (1 + |ref|), NaN and inf where ref is */
 static void check_close(const char *what, ts_tensor *y, const double *ref, int64_t n, double tol) {
     static double got[MAXN];
     bool ok = n <= MAXN && rd(y, got, n);
     int64_t at = -1;
     for (int64_t i = 0; ok && i < n; i++) {
-        const bool good =
-            isnan(ref[i]) ? isnan(got[i]) : fabs(got[i] - ref[i]) <= tol * (1 + fabs(ref[i]));
+        const bool good = isnan(ref[i])   ? isnan(got[i])
+                          : isinf(ref[i]) ? got[i] == ref[i]
+                                          : fabs(got[i] - ref[i]) <= tol * (1 + fabs(ref[i]));
         if (!good) ok = false, at = i;
     }
     ts_test_record(ok);
@@ -94,8 +96,10 @@ static void test_plain(void) {
                     snprintf(what, sizeof what, "cdist %lldx%lldx%lld p=%g %s on %s", (long long)P,
                              (long long)R, (long long)M, ps[q], ts_dtype_name(dt),
                              ts_device_str(devs[di]));
-                    /* sums in double: the output's rounding (and pow's few ulps) only */
-                    check_close(what, y, ref, P * R, f ? 1.2e-7 : 4e-15);
+                    /* sums in double: the output's rounding (and pow's few ulps) only; float32
+                     * p = 2 sums in float32 (AVX2): M + 2 roundings of eps32 relative */
+                    const double tol = !f ? 4e-15 : ps[q] == 2 ? (double)(M + 2) * 6e-8 : 1.2e-7;
+                    check_close(what, y, ref, P * R, tol);
                     /* the same through transposed storage (columns apart in memory) */
                     ts_tensor *at = ts_transpose(
                         ts_contiguous(ts_transpose(mk(TS_SHAPE(P, M), x1, dt, devs[di]), 0, 1)), 0,
@@ -104,7 +108,7 @@ static void test_plain(void) {
                         ts_contiguous(ts_transpose(mk(TS_SHAPE(R, M), x2, dt, devs[di]), 0, 1)), 0,
                         1);
                     CHECK(at && bt && (M == 1 || !ts_is_contiguous(at)));
-                    check_close(what, ts_cdist(at, bt, ps[q]), ref, P * R, f ? 1.2e-7 : 4e-15);
+                    check_close(what, ts_cdist(at, bt, ps[q]), ref, P * R, tol);
                     ts_scope_end();
                 }
     }
@@ -179,6 +183,46 @@ static void test_shared_and_panels(void) {
                          mk(TS_SHAPE(100, 6000), big2, TS_F64, devs[0]), 1),
                 ref, 100 * 100, 1e-14);
     ts_scope_end();
+    CHECK_OK();
+}
+
+/* float32 p = 2 (summed in float32 on AVX2, kern_cdist_f32.c): sizes that are not multiples of
+ * its 6 x 16 (6 x 32) tiles, more columns than a tile takes at a time (512), a broadcast batch with
+ * one x2 for all (batch stride 0) and one x2 a batch, transposed storage, rows over several 2 MB
+ * panels; NaN and inf */
+static void test_f32_p2(void) {
+    static float a[1000 * 600], b[200 * 600];
+    static double x[1000 * 600], ref[MAXN * 4], da[1000 * 600], db[200 * 600];
+    /* B, P, R, M, whether x2 has the batch dim */
+    const int64_t cases[][5] = {
+        {3, 13, 29, 1, 0}, {2, 31, 47, 700, 0}, {1, 900, 12, 600, 0}, {3, 7, 40, 9, 1}};
+    for (int c = 0; c < 4; c++) {
+        const int64_t B = cases[c][0], P = cases[c][1], R = cases[c][2], M = cases[c][3];
+        const int64_t B2 = cases[c][4] ? B : 1;
+        fill(x, B * P * M, 11 + c);
+        for (int64_t i = 0; i < B * P * M; i++) a[i] = (float)x[i];
+        fill(x, B2 * R * M, 21 + c);
+        for (int64_t i = 0; i < B2 * R * M; i++) b[i] = (float)x[i];
+        if (M > 1) a[M + 1] = NAN, a[2 * M] = INFINITY; /* row 1: NaN; row 2: inf */
+        for (int64_t i = 0; i < B * P * M; i++) da[i] = a[i];
+        for (int64_t i = 0; i < B2 * R * M; i++) db[i] = b[i];
+        for (int64_t bb = 0; bb < B; bb++)
+            for (int64_t i = 0; i < P; i++)
+                for (int64_t j = 0; j < R; j++)
+                    ref[(bb * P + i) * R + j] = ref_dist(
+                        da + (bb * P + i) * M, 1, db + ((B2 > 1 ? bb : 0) * R + j) * M, 1, M, 2);
+        const double tol = (double)(M + 2) * 6e-8;
+        for (int di = 0; di < ndev; di++) {
+            ts_scope_begin();
+            ts_tensor *ta = mk(TS_SHAPE(B, P, M), da, TS_F32, devs[di]);
+            ts_tensor *tb = B2 > 1 ? mk(TS_SHAPE(B, R, M), db, TS_F32, devs[di])
+                                   : mk(TS_SHAPE(R, M), db, TS_F32, devs[di]);
+            check_close("cdist f32 p=2", ts_cdist(ta, tb, 2), ref, B * P * R, tol);
+            ts_tensor *at = ts_transpose(ts_contiguous(ts_transpose(ta, -1, -2)), -1, -2);
+            check_close("cdist f32 p=2 transposed", ts_cdist(at, tb, 2), ref, B * P * R, tol);
+            ts_scope_end();
+        }
+    }
     CHECK_OK();
 }
 
@@ -334,6 +378,7 @@ int main(void) {
     test_batched_strided();
     test_shared_and_panels();
     test_edges();
+    test_f32_p2();
     test_grads();
     test_capture();
     test_errors();

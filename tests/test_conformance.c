@@ -1,6 +1,7 @@
 /* test_conformance.c — backend conformance (DESIGN §9.2, ggml's test-backend-ops): every
  * elementwise and indexing kernel entry (memory, copy, fill, unary, binary, binary with a scalar,
- * where, index_select, gather, scatter_add, random, the grad scaler's) of every non-cpu backend
+ * where, ternary, index_select, gather, scatter_add, random, the grad scaler's) of every non-cpu
+ * backend
  * against the cpu backend on the same inputs, with guard bytes around every output buffer and
  * strided outputs to catch stride bugs; and a backend with planted bugs must fail. Reductions,
  * softmax and matmul: test_conformance_reduce.c; the run over the backends:
@@ -41,6 +42,10 @@ static void l_bscalar(const ts_backend *b, const ts_kview *o, const ts_kview *i,
 static void l_where(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
     (void)p;
     b->where(b, 0, &o[0], &i[0], &i[1], &i[2]);
+}
+static void l_ternary(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
+    KC(p);
+    b->ternary(b, 0, (ts_ternary_op)k->op, &o[0], &i[0], &i[1], &i[2], k->p0);
 }
 static void l_isel(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
     KC(p);
@@ -154,7 +159,7 @@ static const char *unary_names[] = {
     /* issue 52 */
     "expm1", "exp2", "log2", "log10", "erfc", "lgamma", "trunc", "digamma", "erfinv", "i0", "i0e",
     "i1", "i1e", "sinc", "frac", "deg2rad", "rad2deg", "polygamma", "logit", "nan_to_num",
-    "neginf_to",
+    "neginf_to", "nan_to_num_sym",
     /* issue 52's activations */
     "elu", "selu", "hardtanh", "hardshrink", "softshrink", "threshold", "logsigmoid", "mish",
     "hardsigmoid", "hardswish",
@@ -190,10 +195,11 @@ static int unary_kind(int op) {
 }
 
 /* the ops whose cpu kernels take the vectorised math of vec_kernels.h (all float dtypes: f16
- * and bf16 compute through f32; logit: the vectorised log of its ratios) */
+ * and bf16 compute through f32; logit: the vectorised log of its ratios; erfinv: its double
+ * log) */
 static bool vec_math_unary(int op) {
     return op == TS_U_EXP || op == TS_U_LOG || op == TS_U_TANH || op == TS_U_SIGMOID ||
-           op == TS_U_GELU || op == TS_U_SILU || op == TS_U_LOGIT;
+           op == TS_U_GELU || op == TS_U_SILU || op == TS_U_LOGIT || op == TS_U_ERFINV;
 }
 static bool vec_math_binary(int op) { return op == TS_B_GELU_BWD || op == TS_B_SILU_BWD; }
 
@@ -309,6 +315,50 @@ static void test_binary_scalar(void) {
             }
     bc_state.math_case = false;
     bc_kernel_end("binary_scalar");
+}
+
+/* addcmul, addcdiv, lerp (tensor and scalar weight) on the floating dtypes: broadcast, strided
+ * and large; divisors positive, lerp's weights in (-1, 1) (both of its formulas) */
+static void test_ternary(void) {
+    if (!bc_present("ternary", bc_state.dev->ternary)) return;
+    static const char *const names[TS_T_COUNT] = {"addcmul", "addcdiv", "lerp", "lerp_scalar"};
+    static const ts_dtype fdt[4] = {TS_F32, TS_F64, TS_F16, TS_BF16};
+    bc_kernel_begin();
+    for (int op = 0; op < TS_T_COUNT; op++)
+        for (int a = 0; a < 4; a++) {
+            const ts_dtype dt = fdt[a];
+            const char *dn = ts_dtype_name(dt);
+            const int ck = op == TS_T_ADDCDIV ? BC_POS : op == TS_T_LERP ? BC_UNIT : BC_ANY;
+            for (int k = 0; k < 2; k++) {
+                kctx kc = {.op = op, .p0 = k ? 0.75 : -0.3};
+                bc_call c = {.nout = 1,
+                             .nin = 3,
+                             .out = {bc_mk(dt, 2, S34, 0)},
+                             .in = {bc_expand(bc_mk(dt, 2, (int64_t[]){3, 1}, 0), S34),
+                                    bc_expand(bc_mk(dt, 2, (int64_t[]){1, 4}, 0), S34),
+                                    bc_mk(dt, 2, S34, 1)}};
+                bc_fill_host(&c.in[0], BC_ANY, 0), bc_fill_host(&c.in[1], BC_ANY, 0);
+                bc_fill_host(&c.in[2], ck, 0);
+                bc_check(bc_what("%s %s broadcast", names[op], dn), &c, l_ternary, &kc);
+                c = (bc_call){
+                    .nout = 1,
+                    .nin = 3,
+                    .out = {bc_mk(dt, 2, S57, 2)},
+                    .in = {bc_mk(dt, 2, S57, 1), bc_mk(dt, 2, S57, 0), bc_mk(dt, 2, S57, 2)}};
+                bc_fill_host(&c.in[0], BC_ANY, 0), bc_fill_host(&c.in[1], BC_ANY, 0);
+                bc_fill_host(&c.in[2], ck, 0);
+                bc_check(bc_what("%s %s strided", names[op], dn), &c, l_ternary, &kc);
+                c = (bc_call){
+                    .nout = 1,
+                    .nin = 3,
+                    .out = {bc_mk(dt, 2, SBIG, 0)},
+                    .in = {bc_mk(dt, 2, SBIG, 0), bc_mk(dt, 2, SBIG, 1), bc_mk(dt, 2, SBIG, 0)}};
+                bc_fill_host(&c.in[0], BC_ANY, 0), bc_fill_host(&c.in[1], BC_ANY, 0);
+                bc_fill_host(&c.in[2], ck, 0);
+                bc_check(bc_what("%s %s large", names[op], dn), &c, l_ternary, &kc);
+            }
+        }
+    bc_kernel_end("ternary");
 }
 
 static void test_where(void) {
@@ -599,6 +649,7 @@ static void run_elementwise(void) {
     test_binary();
     test_binary_scalar();
     test_where();
+    test_ternary();
     test_indexing();
     test_random();
     test_amp_unscale();

@@ -115,6 +115,40 @@ static void test_f32_accuracy(const ts_vec_kernels *vk) {
     CHECK(fabs(ly[4] - log((double)1e-45f)) <= 2 * ulp_f(log((double)1e-45f)));
 }
 
+/* erfinv (unary_f32's double-vector formula) against kernel_math.h's ts_erfinv_d rounded: at most
+ * 1 ulp on every 397th float of (0, 1), the 2000 floats below 1 and their negatives (the kernel
+ * that ts_erfinv runs is checked on cpu by test_ops_special); +-1, out of range, NaN, +-0 as the
+ * scalar function */
+static void test_erfinv(const ts_vec_kernels *vk) {
+    enum { SPREAD = 0x3f800000 / 397, TOP = 2000, N = 2 * (SPREAD + TOP) };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    int n = 0;
+    for (uint32_t u = 1; u < 0x3f800000u && n + 2 <= 2 * SPREAD; u += 397, n += 2) {
+        memcpy(&x[n], &u, sizeof u);
+        x[n + 1] = -x[n];
+    }
+    for (uint32_t u = 0x3f800000u - TOP; u < 0x3f800000u; u++, n += 2) {
+        memcpy(&x[n], &u, sizeof u);
+        x[n + 1] = -x[n];
+    }
+    vk->unary_f32(TS_U_ERFINV, y, x, n);
+    int worst = 0, at = 0;
+    for (int i = 0; i < n; i++) {
+        const float r = (float)ts_erfinv_d(x[i]);
+        int32_t a, b;
+        memcpy(&a, &y[i], 4), memcpy(&b, &r, 4);
+        if (abs(a - b) > worst) worst = abs(a - b), at = i;
+    }
+    printf("  %-8s erfinv over %d floats: at most %d ulp (at %.9g)\n", tsi_cpu_isa_name(vk->isa), n,
+           worst, x[at]);
+    CHECK(worst <= 1);
+    float sx[7] = {1.0f, -1.0f, 1.5f, -2.0f, NAN, 0.0f, -0.0f}, sy[7];
+    vk->unary_f32(TS_U_ERFINV, sy, sx, 7);
+    CHECK(sy[0] == INFINITY && sy[1] == -INFINITY && isnan(sy[2]) && isnan(sy[3]) && isnan(sy[4]) &&
+          sy[5] == 0 && !signbit(sy[5]) && sy[6] == 0 && signbit(sy[6]));
+    free(x), free(y);
+}
+
 static void test_f64_accuracy(const ts_vec_kernels *vk) {
     static double x[NSAMPLE / 4], y[NSAMPLE / 4];
     const int64_t n = NSAMPLE / 4;
@@ -458,6 +492,12 @@ static void run_all(const ts_vec_kernels *vk, float *out, int64_t n, double *sum
     vk->bwd_f32(TS_B_GELU_BWD, out + k, gs, xs, n), k += n;
     vk->bwd_f32(TS_B_SILU_BWD, out + k, gs, xs, n), k += n;
     vk->math_f32(TSV_ERF, out + k, xs, n), k += n;
+    /* erfinv over (-1, 1) (both of its polynomials) and, past the end, +-1, out of range, NaN */
+    static float xe[4096 + 5];
+    for (int64_t i = 0; i < n; i++) xe[i] = xs[i] / 30.0f;
+    const float special[5] = {1.0f, -1.0f, 1.5f, -0.0f, NAN};
+    memcpy(xe + n - 5, special, sizeof special);
+    vk->unary_f32(TS_U_ERFINV, out + k, xe, n), k += n;
     /* softmax and log_softmax rows and their gradients (from those outputs) */
     vk->softmax_row_f32(out + k, xs, n, false), k += n;
     vk->softmax_row_f32(out + k, xs, n, true), k += n;
@@ -486,8 +526,8 @@ static bool same_floats(const float *a, const float *b, int64_t n) {
 
 static void test_same_bits(void) {
     enum { N = 4093 };                       /* not a multiple of any width */
-    const int64_t per = 14 * (int64_t)N + 1; /* run_all's floats */
-    static float ref[14 * 4096 + 1 + 4096], got[14 * 4096 + 1 + 4096];
+    const int64_t per = 15 * (int64_t)N + 1; /* run_all's floats */
+    static float ref[15 * 4096 + 1 + 4096], got[15 * 4096 + 1 + 4096];
     fill_range(xs, N, -30.0f, 30.0f);
     for (int i = 0; i < N; i++) /* finite, so the sums are numbers */
         xs[i] = fabsf(xs[i]) < 1e-30f || !isfinite(xs[i]) ? 0.5f : xs[i];
@@ -519,6 +559,7 @@ int main(void) {
         printf("%s:\n", tsi_cpu_isa_name((ts_cpu_isa)isa));
         test_fma(vk);
         test_f32_accuracy(vk);
+        test_erfinv(vk);
         test_f64_accuracy(vk);
         test_activations(vk);
         test_silu_bwd_tiny_g(vk);

@@ -75,6 +75,7 @@ typedef enum ts_unary_op {
     TS_U_LOGIT,      /* p0 = eps: x clamped to [eps, 1 - eps] first; NAN or < 0: not clamped */
     TS_U_NAN_TO_NUM, /* NaN -> p0, +inf -> p1 */
     TS_U_NEGINF_TO,  /* -inf -> p0 (nan_to_num's second pass) */
+    TS_U_NAN_TO_NUM_SYM, /* NaN -> p0, +inf -> p1, -inf -> -p1 (nan_to_num in one pass) */
     /* issue 52's activations (kernel_math_act.h); float dtypes (the front ends refuse others) */
     TS_U_ELU,        /* p0 = alpha, p1 = the input's scale (elu 1, celu 1 / alpha) */
     TS_U_SELU,       /* no numbers */
@@ -104,6 +105,16 @@ typedef enum ts_unary_op {
     TS_U_SPH_BESSEL_J0,
     TS_U_COUNT
 } ts_unary_op;
+
+/* Pointwise ops of three operands (kernel_math.h's ts_ternary_f / _d, PyTorch's formulas);
+ * p the op's scalar */
+typedef enum ts_ternary_op {
+    TS_T_ADDCMUL,     /* a + p * b * c */
+    TS_T_ADDCDIV,     /* a + p * b / c */
+    TS_T_LERP,        /* a + c * (b - a) for |c| < 0.5, else b - (b - a) * (1 - c) */
+    TS_T_LERP_SCALAR, /* the same with weight p (c is not read) */
+    TS_T_COUNT
+} ts_ternary_op;
 
 typedef enum ts_binary_op {
     TS_B_ADD,
@@ -284,6 +295,25 @@ typedef struct ts_layer_norm_args {
     double eps;
 } ts_layer_norm_args;
 
+/* Fused recurrent-cell gates, one time step of nn.LSTM / nn.GRU (src/nn/rnn_cell_fused.c, the
+ * formulas of backend/rnn_cell_math.h). Every view is contiguous, on the backend's device, of one
+ * dtype (f32 or f64); rows B >= 1, hidden H >= 1; a view whose data is NULL is absent.
+ *   LSTM (lstm true): xw, gh [B, 4H], the pre-activations being xw + gh (gates i, f, g, o);
+ *     state = c_prev [B, H]. Forward writes h, c [B, H] and saved [B, 5H] (per row the activated
+ *     i, f, g, o, then tanh(c)). Backward reads saved, state and dh, dc [B, H] (absent: zeros)
+ *     and writes dxw [B, 4H] (the pre-activations' gradient: xw's and gh's) and dstate [B, H]
+ *     (absent: not wanted).
+ *   GRU: xw, gh [B, 3H] (gates r, z, n; gh includes b_hh), state = h_prev [B, H]. Forward writes
+ *     h and saved [B, 4H] (per row r, z, n, then gh's n part). Backward reads saved, state, dh
+ *     and writes dxw, dgh [B, 3H] (equal but for the n part) and dstate (the part through z).
+ * float32 takes its sigmoid and tanh from the same code as the unary ops, so h and c have the
+ * bits of the composed ops. */
+typedef struct ts_rnn_cell_args {
+    ts_kview xw, gh, state, h, c, saved, dh, dc, dxw, dgh, dstate;
+    int64_t rows, hidden;
+    bool lstm;
+} ts_rnn_cell_args;
+
 /* Fused batch normalisation in training mode (PyTorch's native_batch_norm and
  * native_batch_norm_backward) over x viewed as [n, c, hw] (hw = the product of the dims after the
  * channels, 1 for [N, C]). Every view is contiguous, on the backend's device, of one float dtype
@@ -375,6 +405,10 @@ struct ts_backend {
     /* out = a op s */
     void (*binary_scalar)(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
                           const ts_kview *a, double s);
+    /* Optional (NULL: the front end composes binary ops): out = op(a, b, c, p); a, b, c and out
+     * one floating dtype (f16 / bf16 compute in float), broadcast to out's shape */
+    void (*ternary)(const ts_backend *be, int index, ts_ternary_op op, const ts_kview *out,
+                    const ts_kview *a, const ts_kview *b, const ts_kview *c, double p);
     /* out = cond ? a : b; cond TS_BOOL; a, b, out one dtype; all broadcast to out's shape */
     void (*where)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *cond,
                   const ts_kview *a, const ts_kview *b);
@@ -534,6 +568,10 @@ struct ts_backend {
     void (*layer_norm_forward)(const ts_backend *be, int index, const ts_layer_norm_args *a);
     void (*layer_norm_backward)(const ts_backend *be, int index, const ts_layer_norm_args *a,
                                 void *ws);
+    /* Optional (NULL: the front end composes the gates of tensor ops): one LSTM / GRU step's
+     * gates (ts_rnn_cell_args), forward and backward. */
+    void (*rnn_cell_forward)(const ts_backend *be, int index, const ts_rnn_cell_args *a);
+    void (*rnn_cell_backward)(const ts_backend *be, int index, const ts_rnn_cell_args *a);
     /* Fused batch norm in training mode (ts_batch_norm_args). batch_norm_supports: whether the
      * kernels take this dtype and shape (else the front end composes it from reductions and
      * elementwise ops). NULL entries: the composition is used. */

@@ -178,6 +178,52 @@ static inline TS_HD double ts_floordiv_d(double a, double b) {
     return d - f > 0.5 ? f + 1.0 : f;
 }
 
+/* m ? x : y as a bit select (m 0 or 1): a loop the compiler vectorises, where ISO C's trapping
+ * math keeps it from turning a float ?: into a select */
+static inline TS_HD float ts_bitsel_f(int m, float x, float y) {
+    uint32_t a, b;
+    memcpy(&a, &x, sizeof a), memcpy(&b, &y, sizeof b);
+    const uint32_t k = 0u - (uint32_t)m, r = (a & k) | (b & ~k);
+    float f;
+    memcpy(&f, &r, sizeof f);
+    return f;
+}
+static inline TS_HD double ts_bitsel_d(int m, double x, double y) {
+    uint64_t a, b;
+    memcpy(&a, &x, sizeof a), memcpy(&b, &y, sizeof b);
+    const uint64_t k = 0u - (uint64_t)m, r = (a & k) | (b & ~k);
+    double f;
+    memcpy(&f, &r, sizeof f);
+    return f;
+}
+
+/* backend.h's ts_ternary_op (op: its value) in float (f32, f16, bf16) and double: PyTorch's
+ * addcmul, addcdiv and lerp kernels, term for term (lerp: its two-sided form, exact at both
+ * ends; both sides computed, then one picked by ts_bitsel); the CPU and CUDA kernels both call
+ * these */
+#define TS_TERNARY_BODY(ABS, T, SEL)                                                               \
+    switch (op) {                                                                                  \
+    case 0:                                                                                        \
+        return a + p * b * c;                                                                      \
+    case 1:                                                                                        \
+        return a + p * b / c;                                                                      \
+    case 2: {                                                                                      \
+        const T lo = a + c * (b - a), hi = b - (b - a) * (1 - c);                                  \
+        return SEL(ABS(c) < 0.5f, lo, hi);                                                         \
+    }                                                                                              \
+    default: {                                                                                     \
+        const T lo = a + p * (b - a), hi = b - (b - a) * (1 - p);                                  \
+        return SEL(ABS(p) < 0.5f, lo, hi);                                                         \
+    }                                                                                              \
+    }
+static inline TS_HD float ts_ternary_f(int op, float a, float b, float c, float p) {
+    TS_TERNARY_BODY(fabsf, float, ts_bitsel_f)
+}
+static inline TS_HD double ts_ternary_d(int op, double a, double b, double c, double p) {
+    TS_TERNARY_BODY(fabs, double, ts_bitsel_d)
+}
+#undef TS_TERNARY_BODY
+
 /* issue 52's activations (elu, hardtanh, mish...) and their TS_ACT_PARAM_UNARY list */
 #include "backend/kernel_math_act.h"
 
@@ -355,22 +401,26 @@ static inline TS_HD double ts_erfinv_d(double x) {
  * float below 1), all in double. Checked on every 13th float of (0, 1) against ts_erfinv_d rounded:
  * at most 1 ulp, 0.07% off by one (PyTorch's float kernel: at most 1 ulp too); 12x faster than
  * rounding ts_erfinv_d. +-1, |x| > 1 and NaN go to the double function. */
+/* the two polynomials' coefficients, highest degree first (the vectorised CPU kernel,
+ * vec_math_impl.h's tsv_erfinv_d, evaluates the same ones) */
+#define TS_ERFINV_CENTRAL                                                                          \
+    -2.12035651318190038987e-11, 1.23028889731208042283e-10, 8.3270008210308130359e-10,            \
+        -1.08543970931123768455e-8, 1.36914960151991516646e-8, 4.786448243400271283e-7,            \
+        -0.00000341711523274501038134, -0.00000499588144876005954419, 0.000218250649399950022911,  \
+        -0.00125270808362228086134, -0.00417731781014003475823, 0.246640276785267754707,           \
+        1.50140935111079192467
+#define TS_ERFINV_TAIL                                                                             \
+    -0.00000382676165171305238312, 0.0000179275724320442279577, -0.0000227853509399844867626,      \
+        -0.0000435374913713209499354, 0.000204556908875044191579, -0.00028406394177385726224,      \
+        -0.000148434798132114734339, 0.00148386578481552248771, -0.00355888045855192674232,        \
+        0.00568517826390345487794, -0.00764379937176498794227, 0.00944552173857235062903,          \
+        1.00167527657830080949, 2.83297679873366099328
 static inline TS_HD float ts_erfinv_f(float xf) {
     const double x = xf, ax = fabs(x);
     if (!(ax < 1)) return (float)ts_erfinv_d(x);
     const double w = -log((1 - ax) * (1 + ax));
-    const double central[13] = {
-        -2.12035651318190038987e-11,   1.23028889731208042283e-10,    8.3270008210308130359e-10,
-        -1.08543970931123768455e-8,    1.36914960151991516646e-8,     4.786448243400271283e-7,
-        -0.00000341711523274501038134, -0.00000499588144876005954419, 0.000218250649399950022911,
-        -0.00125270808362228086134,    -0.00417731781014003475823,    0.246640276785267754707,
-        1.50140935111079192467};
-    const double tail[14] = {
-        -0.00000382676165171305238312, 0.0000179275724320442279577, -0.0000227853509399844867626,
-        -0.0000435374913713209499354,  0.000204556908875044191579,  -0.00028406394177385726224,
-        -0.000148434798132114734339,   0.00148386578481552248771,   -0.00355888045855192674232,
-        0.00568517826390345487794,     -0.00764379937176498794227,  0.00944552173857235062903,
-        1.00167527657830080949,        2.83297679873366099328};
+    const double central[13] = {TS_ERFINV_CENTRAL};
+    const double tail[14] = {TS_ERFINV_TAIL};
     const int mid = w < 5;
     const double t = mid ? w - 2.5 : sqrt(w) - 3;
     const double *c = mid ? central : tail;
@@ -456,6 +506,13 @@ static inline TS_HD float ts_nan_to_num_f(float x, float nan_v, float pos_v) {
 static inline TS_HD double ts_nan_to_num_d(double x, double nan_v, double pos_v) {
     return x != x ? nan_v : (x == INFINITY ? pos_v : x);
 }
+/* ... or in one pass where -inf's value is -(+inf's) */
+static inline TS_HD float ts_nan_to_num_sym_f(float x, float nan_v, float pos_v) {
+    return x != x ? nan_v : (x == INFINITY ? pos_v : (x == -INFINITY ? -pos_v : x));
+}
+static inline TS_HD double ts_nan_to_num_sym_d(double x, double nan_v, double pos_v) {
+    return x != x ? nan_v : (x == INFINITY ? pos_v : (x == -INFINITY ? -pos_v : x));
+}
 static inline TS_HD float ts_neginf_to_f(float x, float v) { return x == -INFINITY ? v : x; }
 static inline TS_HD double ts_neginf_to_d(double x, double v) { return x == -INFINITY ? v : x; }
 
@@ -487,6 +544,7 @@ static inline TS_HD double ts_neginf_to_d(double x, double v) { return x == -INF
     X(TS_U_LOGIT, ts_logit_##FAM(a, p0 >= 0 ? (CT)p0 : (CT)-1), __VA_ARGS__)                       \
     X(TS_U_NAN_TO_NUM, ts_nan_to_num_##FAM(a, (CT)p0, (CT)p1), __VA_ARGS__)                        \
     X(TS_U_NEGINF_TO, ts_neginf_to_##FAM(a, (CT)p0), __VA_ARGS__)                                  \
+    X(TS_U_NAN_TO_NUM_SYM, ts_nan_to_num_sym_##FAM(a, (CT)p0, (CT)p1), __VA_ARGS__)                \
     TS_ACT_PARAM_UNARY(X, FAM, CT, __VA_ARGS__)
 
 /* ---- binary (issue 52): PyTorch's kernels' formulas, in the input's type */

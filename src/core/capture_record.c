@@ -188,6 +188,19 @@ static void rec_where(const ts_backend *be, int index, const ts_kview *out, cons
     RECORD(run_where, index, a);
 }
 
+static void run_ternary(const ts_backend *be, int index, const void *p) {
+    const ew_args *a = p;
+    be->ternary(be, index, (ts_ternary_op)a->op, &a->out, &a->a, &a->b, &a->c, a->p0);
+}
+static void rec_ternary(const ts_backend *be, int index, ts_ternary_op op, const ts_kview *out,
+                        const ts_kview *x, const ts_kview *y, const ts_kview *z, double pv) {
+    (void)be;
+    ew_args *a = args_new(sizeof *a);
+    if (!a) return;
+    a->op = (int)op, a->out = *out, a->a = *x, a->b = *y, a->c = *z, a->p0 = pv;
+    RECORD(run_ternary, index, a);
+}
+
 static void run_reduce(const ts_backend *be, int index, const void *p) {
     const ew_args *a = p;
     be->reduce(be, index, (ts_reduce_op)a->op, &a->out, &a->a, a->nred, a->p0);
@@ -538,6 +551,27 @@ static size_t pass_ln_workspace(const ts_backend *be, int index, const ts_layer_
     return real->layer_norm_workspace(real, index, a);
 }
 
+static void run_rnn_cell_fwd(const ts_backend *be, int index, const void *p) {
+    be->rnn_cell_forward(be, index, p);
+}
+static void run_rnn_cell_bwd(const ts_backend *be, int index, const void *p) {
+    be->rnn_cell_backward(be, index, p);
+}
+static void rec_rnn_cell(const ts_rnn_cell_args *args, int index, tsi_replay_fn run) {
+    ts_rnn_cell_args *a = args_new(sizeof *a);
+    if (!a) return;
+    *a = *args;
+    RECORD(run, index, a);
+}
+static void rec_rnn_cell_fwd(const ts_backend *be, int index, const ts_rnn_cell_args *a) {
+    (void)be;
+    rec_rnn_cell(a, index, run_rnn_cell_fwd);
+}
+static void rec_rnn_cell_bwd(const ts_backend *be, int index, const ts_rnn_cell_args *a) {
+    (void)be;
+    rec_rnn_cell(a, index, run_rnn_cell_bwd);
+}
+
 static void run_bn_fwd(const ts_backend *be, int index, const void *p) {
     be->batch_norm_forward(be, index, p);
 }
@@ -698,6 +732,7 @@ static void install_recorders(ts_backend *b, const ts_backend *real) {
     b->binary_widening = real->binary_widening ? rec_binary_widening : NULL;
     b->binary_scalar = rec_binary_scalar;
     b->where = rec_where;
+    b->ternary = real->ternary ? rec_ternary : NULL;
     b->reduce = rec_reduce;
     b->scan = real->scan ? rec_scan : NULL;
     b->matmul = rec_matmul;
@@ -724,6 +759,8 @@ static void install_recorders(ts_backend *b, const ts_backend *real) {
     b->layer_norm_workspace = real->layer_norm_workspace ? pass_ln_workspace : NULL;
     b->layer_norm_forward = real->layer_norm_forward ? rec_ln_fwd : NULL;
     b->layer_norm_backward = real->layer_norm_backward ? rec_ln_bwd : NULL;
+    b->rnn_cell_forward = real->rnn_cell_forward ? rec_rnn_cell_fwd : NULL;
+    b->rnn_cell_backward = real->rnn_cell_backward ? rec_rnn_cell_bwd : NULL;
     b->batch_norm_supports = real->batch_norm_supports ? pass_bn_supports : NULL;
     b->batch_norm_forward = real->batch_norm_forward ? rec_bn_fwd : NULL;
     b->batch_norm_backward = real->batch_norm_backward ? rec_bn_bwd : NULL;

@@ -48,6 +48,29 @@ static ts_tensor *per_channel(ts_tensor *t, int ndim) {
     return ts_reshape(t, ts_shape_make((size_t)ndim, d));
 }
 
+/* group_norm as layer_norm over the rows of [N * groups, per] (the backend's one-pass kernel
+ * and its backward node, NativeLayerNormBackward0), then the per-channel affine in one pass
+ * (addcmul) or two; the statistics are the composition's (biased variance, eps inside the root) */
+static ts_tensor *group_norm_fused(ts_tensor *x, int64_t groups, int64_t per, ts_tensor *w,
+                                   ts_tensor *b, double eps) {
+    const int64_t n = x->shape.dims[0];
+    ts_scope_begin();
+    ts_tensor *xr = ts_reshape(x, TS_SHAPE(n * groups, per));
+    ts_tensor *y = xr ? tsi_layer_norm_fused(xr, 1, NULL, NULL, eps) : NULL;
+    y = y ? ts_reshape(y, x->shape) : NULL;
+    ts_tensor *wc = y && w ? per_channel(w, x->shape.ndim) : NULL;
+    ts_tensor *bc = y && b ? per_channel(b, x->shape.ndim) : NULL;
+    if (wc && bc)
+        y = ts_addcmul(bc, y, wc, 1.0);
+    else if (wc)
+        y = ts_mul(y, wc);
+    else if (bc)
+        y = ts_add(y, bc);
+    y = ts_keep(y);
+    ts_scope_end();
+    return y;
+}
+
 ts_tensor *ts_group_norm(ts_tensor *x, int64_t groups, ts_tensor *w, ts_tensor *b, double eps,
                          ts_tensor **mean, ts_tensor **rstd) {
     const char *op = "group_norm";
@@ -63,6 +86,8 @@ ts_tensor *ts_group_norm(ts_tensor *x, int64_t groups, ts_tensor *w, ts_tensor *
                              op, tsi_shape_str(x->shape), (long long)groups),
                NULL;
     const int64_t per = tsi_numel(x->shape) / (n ? n * groups : 1);
+    if (!mean && !rstd && n && per && tsi_layer_norm_fused_takes(x, 1, x->dtype))
+        return group_norm_fused(x, groups, per, w, b, eps);
     ts_scope_begin();
     ts_tensor *xr = ts_reshape(x, TS_SHAPE(n, groups, n ? per : 0));
     ts_tensor *m = NULL;

@@ -2,15 +2,20 @@
  * orders (LSTM i, f, g, o; GRU r, z, n with n = tanh(W_in x + b_in + r * (W_hn h + b_hn))) and
  * init (uniform(-1/sqrt(hidden), 1/sqrt(hidden))), so a PyTorch state dict loads. Composed from
  * differentiable ops (autograd, every device and floating dtype for free): per layer and direction
- * the input projection of every time step is ONE product [T*B, I] x [I, G*H] (both biases folded
- * in but for GRU's b_hn), then each step is one product [B, H] x [H, G*H] added in place into it
- * and the gates' elementwise ops. The math matches src/onnx/ops_nn_rnn.c's (ONNX orders the gates
- * differently: its importer keeps its own). */
+ * the input projection of every time step is ONE product [T*B, I] x [I, G*H] (with b_ih), then
+ * each step is one product [B, H] x [H, G*H] (with b_hh, which a fused LSTM adds in the input
+ * projection instead) and the gates: for float32 and float64 one fused op (rnn_cell_fused.c: one
+ * kernel, one autograd node a step) and w_hh's gradient as one product per sequence (the weight
+ * sink, run_direction), for the other dtypes, under autocast and under an ONNX export's trace the
+ * elementwise ops. The math matches src/onnx/ops_nn_rnn.c's (ONNX orders the gates differently:
+ * its importer keeps its own). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "amp/autocast.h"
 #include "nn/module_internal.h"
+#include "nn/rnn_cell_fused.h"
 
 typedef enum rkind { K_RNN = 0, K_LSTM, K_GRU } rkind;
 static const int n_gates[] = {1, 4, 3};
@@ -205,21 +210,45 @@ static dir_w weights_of(rnn_m *m, int64_t layer, int d) {
     return w;
 }
 
-/* x [R, I] @ w_ih^T + b_ih (+ b_hh, but for GRU whose n gate keeps b_hn apart) -> [R, G*H] */
-static ts_tensor *input_proj(rnn_m *m, const dir_w *w, ts_tensor *x) {
-    ts_tensor *b = w->b_ih;
-    if (b && m->kind != K_GRU) b = ts_add(w->b_ih, w->b_hh);
-    return ts_linear(x, w->w_ih, b);
+/* x [R, I] @ w_ih^T + b_ih -> [R, G*H] */
+static ts_tensor *input_proj(const dir_w *w, ts_tensor *x) {
+    return ts_linear(x, w->w_ih, w->b_ih);
 }
 
-/* one step from xw [B, G*H] (the input's projection) and the state *h (*c): the new state */
-static bool step(rnn_m *m, const dir_w *w, ts_tensor *whh_t, ts_tensor *xw, ts_tensor **h,
-                 ts_tensor **c) {
+/* [B, G*H] = h @ w_hh^T + b_hh, fresh (the sums go into it in place): one node whose backward
+ * hands w_hh its gradient in w_hh's own layout, added in place into w_hh's .grad (a transpose made
+ * once for every step would collect each step's [G*H, Hin] gradient in a new buffer) */
+static ts_tensor *hidden_proj(const dir_w *w, ts_tensor *h) {
+    return w->b_hh ? ts_linear(h, w->w_hh, w->b_hh) : ts_mm(h, ts_t(w->w_hh));
+}
+
+/* one step from xw [B, G*H] (the input's projection) and the state *h (*c): the new state. The
+ * product takes wp's w_hh and b_hh (w's own, or detached ones whose gradients come from the weight
+ * sink, rnn_cell_fused.h); z: the sink's slice for the fused gates, or NULL; wfall: the weights
+ * for a step whose gates are not fused after all (its own graph to w_hh), or NULL */
+static bool step(rnn_m *m, const dir_w *w, const dir_w *wp, const dir_w *wfall, ts_tensor *z,
+                 ts_tensor *xw, ts_tensor **h, ts_tensor **c) {
     const int64_t H = m->hidden_size;
-    ts_tensor *gh = ts_mm(*h, whh_t); /* [B, G*H], fresh: the sums go into it in place */
+    ts_tensor *gh = hidden_proj(wp, *h);
+    if (!gh || !xw) return false;
+    const bool fused =
+        m->kind != K_RNN && tsi_rnn_cell_fused_takes(xw, gh, m->kind == K_LSTM ? *c : *h);
+    if (wfall && !fused) {
+        gh = hidden_proj(wfall, *h);
+        z = NULL;
+        if (!gh) return false;
+    }
     if (m->kind == K_RNN) {
         ts_tensor *a = ts_add_(gh, xw);
         *h = m->relu ? ts_relu(a) : ts_tanh(a);
+        return *h != NULL;
+    }
+    if (m->kind == K_LSTM && fused) {
+        /* the gates in one op (rnn_cell_fused.c): one kernel and one node for the step */
+        ts_tensor *hn = NULL, *cn = NULL;
+        if (!tsi_lstm_cell_fused(xw, gh, *c, z, &hn, &cn)) return false;
+        if (w->w_hr) hn = ts_mm(hn, ts_t(w->w_hr));
+        *h = hn, *c = cn;
         return *h != NULL;
     }
     if (m->kind == K_LSTM) {
@@ -236,15 +265,18 @@ static bool step(rnn_m *m, const dir_w *w, ts_tensor *whh_t, ts_tensor *xw, ts_t
         return *h != NULL && *c != NULL;
     }
     /* GRU: r, z from the summed projections; n = tanh(x_n + r * (h W_hn^T + b_hn)) */
-    if (w->b_hh) gh = ts_add_(gh, w->b_hh);
+    if (fused) {
+        *h = tsi_gru_cell_fused(xw, gh, *h, z);
+        return *h != NULL;
+    }
     ts_tensor *xs[2] = {NULL, NULL}, *hs[2] = {NULL, NULL}, *rz2[2] = {NULL, NULL};
     if (ts_split(xw, 2 * H, 1, xs, 2) != 2 || ts_split(gh, 2 * H, 1, hs, 2) != 2 ||
         ts_chunk(ts_sigmoid(ts_add(xs[0], hs[0])), 2, 1, rz2, 2) != 2)
         return false;
-    ts_tensor *r = rz2[0], *z = rz2[1];
+    ts_tensor *r = rz2[0], *zg = rz2[1];
     ts_tensor *n = ts_tanh(ts_add(xs[1], ts_mul(r, hs[1])));
     /* (1 - z) * n + z * h = n + z * (h - n) */
-    *h = ts_add(n, ts_mul(z, ts_sub(*h, n)));
+    *h = ts_add(n, ts_mul(zg, ts_sub(*h, n)));
     return *h != NULL;
 }
 
@@ -300,6 +332,71 @@ static bool check_input_vs_weights(const char *op, rnn_m *m, ts_tensor *x, ts_te
                              ts_dtype_name(w->dtype), tsi_desc(x)),
                false;
     return true;
+}
+
+/* host arrays of T entries for one direction's steps: outputs, inputs, weight sink slices and
+ * input states */
+typedef struct seq_bufs {
+    int64_t T;
+    ts_tensor **ys, **xs, **zs, **hin;
+} seq_bufs;
+
+/* One direction of one layer over the sequence: x2 [T * B, I] the layer's input, *h (*c) the
+ * initial state on entry and the final one on return; live_all [T, B, 1] or NULL. Returns the
+ * outputs [T, B, Hout] (NULL + error). */
+static ts_tensor *run_direction(rnn_m *m, const dir_w *w, int d, ts_tensor *x2, ts_tensor *live_all,
+                                int64_t B, seq_bufs *s, ts_tensor **h, ts_tensor **c) {
+    const int64_t T = s->T;
+    ts_tensor **ys = s->ys, **xs = s->xs, **zs = s->zs, **hin = s->hin;
+    /* Where the gates are fused, w_hh's gradient is one product over the sequence (the weight
+     * sink) and the steps multiply by a detached w_hh. The LSTM's gate gradients are those of
+     * both projections: b_hh joins b_ih in the input projection (one bias gradient for both) and
+     * the sink wraps that projection, whose gradient it passes on (every step's gradient of gh,
+     * assembled once); the GRU's n gate keeps b_hn apart, so its steps hand the sink their gh
+     * gradients through slices z_t. */
+    const bool sinkable =
+        m->kind != K_RNN && !tsi_autocast_any && tsi_rnn_cell_fused_takes(x2, NULL, *c ? *c : *h);
+    const bool fold = sinkable && m->kind == K_LSTM;
+    dir_w wp = *w, wd = *w; /* the steps' product: w's, then detached where a sink is */
+    if (fold) wp.b_hh = wd.b_hh = NULL;
+    ts_tensor *xw = ts_linear(x2, w->w_ih, fold && w->b_hh ? ts_add(w->b_ih, w->b_hh) : w->b_ih);
+    xw = xw ? ts_view(xw, TS_SHAPE(T, B, xw->shape.dims[1])) : NULL;
+    ts_tensor *sink = NULL;
+    bool ok =
+        xw && (!sinkable || tsi_rnn_weight_sink(w->w_hh, wp.b_hh, fold ? xw : NULL, T, B, &sink));
+    if (ok && sink) {
+        wd.w_hh = ts_detach(w->w_hh);
+        wd.b_hh = wp.b_hh ? ts_detach(wp.b_hh) : NULL;
+        ok = wd.w_hh && (!wp.b_hh || wd.b_hh) && (fold || ts_split(sink, 1, 0, zs, (int)T) == T);
+        if (fold) xw = sink;
+    }
+    /* the steps' inputs as views made by ONE split node: its backward assembles the [T, B, G*H]
+     * gradient in one pass (a select per step would zero-fill and add the whole buffer each
+     * step: T^2 traffic) */
+    ok = ok && ts_split(xw, 1, 0, xs, (int)T) == T;
+    const bool zslices = sink && !fold;
+    for (int64_t k = 0; ok && k < T; k++) {
+        const int64_t t = d ? T - 1 - k : k;
+        ts_tensor *hp = *h, *cp = *c;
+        hin[t] = *h;
+        ok = step(m, w, sink ? &wd : &wp, zslices ? &wp : NULL,
+                  zslices ? ts_squeeze_dim(zs[t], 0) : NULL, ts_squeeze_dim(xs[t], 0), h, c);
+        if (ok && live_all) {
+            /* past a sequence's end the state stays, the output is zero */
+            ts_tensor *live = ts_select(live_all, 0, t);
+            ys[t] = ts_where(live, *h, ts_zeros_like(*h));
+            *h = ts_where(live, *h, hp);
+            if (cp) *c = ts_where(live, *c, cp);
+            ok = ys[t] && *h && (!cp || *c);
+        } else {
+            ys[t] = *h;
+        }
+    }
+    if (ok && sink && !tsi_rnn_weight_sink_states(sink, hin, T)) {
+        if (!ts_error()) tsi_error_set(TS_ERR_OOM, "%s: out of memory", m->base.type_name);
+        ok = false;
+    }
+    return ok ? ts_stack(ys, (int)T, 0) : NULL;
 }
 
 ts_tensor *ts_rnn_forward(ts_module *mod, ts_tensor *input, ts_tensor *h0, ts_tensor *c0,
@@ -364,10 +461,12 @@ ts_tensor *ts_rnn_forward(ts_module *mod, ts_tensor *input, ts_tensor *h0, ts_te
             ts_arange(0, (double)T, 1, (ts_opts){.dtype = TS_I64, .device = ts_device_of(input)});
         live_all = ts_unsqueeze(ts_gt(ts_unsqueeze(len, 0), ts_unsqueeze(steps, 1)), 2);
     }
-    ts_tensor **ys = calloc((size_t)T, sizeof *ys), **xs = calloc((size_t)T, sizeof *xs);
+    const size_t tn = (size_t)T;
+    seq_bufs bufs = {T, calloc(tn, sizeof(ts_tensor *)), calloc(tn, sizeof(ts_tensor *)),
+                     calloc(tn, sizeof(ts_tensor *)), calloc(tn, sizeof(ts_tensor *))};
     ts_tensor **hs = calloc((size_t)LD, sizeof *hs), **cs = calloc((size_t)LD, sizeof *cs);
     ts_tensor *outs[2] = {NULL, NULL};
-    bool ok = ys && xs && hs && cs;
+    bool ok = bufs.ys && bufs.xs && bufs.zs && bufs.hin && hs && cs;
     if (!ok) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
     for (int64_t l = 0; ok && l < m->num_layers; l++) {
         const int64_t in = x->shape.dims[2];
@@ -379,30 +478,8 @@ ts_tensor *ts_rnn_forward(ts_module *mod, ts_tensor *input, ts_tensor *h0, ts_te
             ts_tensor *c = m->kind != K_LSTM ? NULL
                            : c0              ? ts_select(c0, 0, idx)
                                              : zeros_state(B, H, input);
-            ts_tensor *xw = input_proj(m, &w, x2);
-            xw = xw ? ts_view(xw, TS_SHAPE(T, B, xw->shape.dims[1])) : NULL;
-            ts_tensor *whh_t = ts_t(w.w_hh);
-            ok = xw && whh_t && h && (m->kind != K_LSTM || c);
-            /* the steps' inputs as views made by ONE split node: its backward assembles the
-             * [T, B, G*H] gradient in one pass (a select per step would zero-fill and add the
-             * whole buffer each step: T^2 traffic) */
-            ok = ok && ts_split(xw, 1, 0, xs, (int)T) == T;
-            for (int64_t k = 0; ok && k < T; k++) {
-                const int64_t t = d ? T - 1 - k : k;
-                ts_tensor *hp = h, *cp = c;
-                ok = step(m, &w, whh_t, ts_squeeze_dim(xs[t], 0), &h, &c);
-                if (ok && live_all) {
-                    /* past a sequence's end the state stays, the output is zero */
-                    ts_tensor *live = ts_select(live_all, 0, t);
-                    ys[t] = ts_where(live, h, ts_zeros_like(h));
-                    h = ts_where(live, h, hp);
-                    if (c) c = ts_where(live, c, cp);
-                    ok = ys[t] && h && (!cp || c);
-                } else {
-                    ys[t] = h;
-                }
-            }
-            if (ok) ok = (outs[d] = ts_stack(ys, (int)T, 0)) != NULL;
+            ok = x2 && h && (m->kind != K_LSTM || c);
+            ok = ok && (outs[d] = run_direction(m, &w, d, x2, live_all, B, &bufs, &h, &c)) != NULL;
             hs[idx] = h, cs[idx] = c;
         }
         if (!ok) break;
@@ -422,8 +499,10 @@ ts_tensor *ts_rnn_forward(ts_module *mod, ts_tensor *input, ts_tensor *h0, ts_te
         }
         if (!out || !hn || (m->kind == K_LSTM && !cn)) out = NULL;
     }
-    free(ys);
-    free(xs);
+    free(bufs.ys);
+    free(bufs.xs);
+    free(bufs.zs);
+    free(bufs.hin);
     free(hs);
     free(cs);
     out = ts_keep(out);
@@ -472,9 +551,9 @@ ts_tensor *ts_rnn_cell_forward(ts_module *mod, ts_tensor *input, ts_tensor *hx, 
                    : cx              ? (batched ? cx : ts_unsqueeze(cx, 0))
                                      : zeros_state(B, H, input);
     dir_w w = weights_of(m, 0, 0);
-    ts_tensor *xw = input_proj(m, &w, x);
+    ts_tensor *xw = input_proj(&w, x);
     ts_tensor *out = NULL;
-    if (xw && h && (m->kind != K_LSTM || c) && step(m, &w, ts_t(w.w_hh), xw, &h, &c)) {
+    if (xw && h && (m->kind != K_LSTM || c) && step(m, &w, &w, NULL, NULL, xw, &h, &c)) {
         out = batched ? h : ts_squeeze_dim(h, 0);
         if (c && !batched) c = ts_squeeze_dim(c, 0);
         if (c_out && m->kind == K_LSTM && !c) out = NULL;

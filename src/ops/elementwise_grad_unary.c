@@ -112,6 +112,7 @@ const char *tsi_ew_unary_name(const char *op, ts_unary_op u) {
         return "LogitBackward0";
     case TS_U_NAN_TO_NUM:
     case TS_U_NEGINF_TO:
+    case TS_U_NAN_TO_NUM_SYM:
         return "NanToNumBackward0";
     default:
         return tsi_ew_act_name(op, u);
@@ -168,6 +169,7 @@ unsigned tsi_ew_unary_saves(ts_unary_op u) {
     case TS_U_LOGIT:
     case TS_U_NAN_TO_NUM:
     case TS_U_NEGINF_TO:
+    case TS_U_NAN_TO_NUM_SYM:
         return TSI_EW_SAVE_A;
     default:
         return tsi_ew_act_is(u) ? TSI_EW_SAVE_A : 0;
@@ -388,6 +390,9 @@ void tsi_ew_unary_backward(ts_node *n, ts_tensor *const *grad_out, ts_tensor **g
         break;
     case TS_U_NEGINF_TO:
         r = ts_where(ts_eq_scalar(x, -INFINITY), tsi_ew_grad_zero(g), g);
+        break;
+    case TS_U_NAN_TO_NUM_SYM: /* g where x is finite */
+        r = ts_where(ts_isfinite(x), g, tsi_ew_grad_zero(g));
         break;
     default: /* issue 52's activations */
         if (!tsi_ew_act_is(u)) return;

@@ -1,6 +1,8 @@
 /* linalg.c — torch.linalg's LU-based ops (issue 52): lu_factor(_ex), inv(_ex), solve(_ex),
- * det, slogdet, logdet. LAPACK's getrf/getri/getrs on the host in float64 (linalg_lapack.c), the
- * results copied back to the operand's device; gradients as PyTorch's (linalg_grad.c). */
+ * det, slogdet, logdet. LAPACK's getrf/getri/getrs on the host: lu_factor in float64
+ * (linalg_lapack.c), inv, solve and the determinants in the operand's dtype (linalg_native.c,
+ * decision 0024); the results copied back to the operand's device; gradients as PyTorch's
+ * (linalg_grad.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,33 +92,26 @@ ts_tensor *ts_linalg_inv_ex(ts_tensor *A, ts_tensor **info) {
     if (info) *info = NULL;
     if (!tsl_check(op, A, "A", true)) return NULL;
     ts_scope_begin();
-    lu_host h;
+    tsl_nat a;
     ts_tensor *X = NULL, *I = NULL;
-    if (lu_compute(op, A, &h)) {
-        const int64_t n = h.lu.n;
-        bool ok = true;
-        for (int64_t i = 0; ok && i < h.lu.batch; i++) {
-            double *a = h.lu.a + i * n * n;
-            if (h.info[i] > 0) {
-                if (!info) {
-                    tsi_error_set(TS_ERR_ARG,
-                                  "%s: %sThe diagonal element %d is zero, the inversion could not "
-                                  "be completed because the input matrix is singular.",
-                                  op, tsl_batch_prefix(A, i), h.info[i]);
-                    ok = false;
-                }
-                continue; /* _ex: LAPACK's partial result stays, as PyTorch's */
-            }
-            if (tsl_getri(n, a, h.piv + i * n) < 0) {
-                tsi_error_set(TS_ERR_OOM, "%s: LAPACK getri failed", op);
+    if (tsl_nat_read(op, A, &a)) {
+        int32_t *inf = malloc((size_t)(a.batch > 0 ? a.batch : 1) * sizeof *inf);
+        bool ok = inf && tsl_nat_inv(op, &a, inf);
+        if (!inf) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+        for (int64_t i = 0; ok && !info && i < a.batch; i++)
+            if (inf[i] > 0) { /* _ex: LAPACK's partial result stays, as PyTorch's */
+                tsi_error_set(TS_ERR_ARG,
+                              "%s: %sThe diagonal element %d is zero, the inversion could not "
+                              "be completed because the input matrix is singular.",
+                              op, tsl_batch_prefix(A, i), inf[i]);
                 ok = false;
             }
-        }
         if (ok) {
-            X = tsl_write(A, A->shape, h.lu.a, A->dtype);
-            I = tsl_write_i32(A, tsl_batch(A->shape), h.info);
+            X = tsl_nat_write(A, A->shape, a.a, a.f32);
+            I = tsl_write_i32(A, tsl_batch(A->shape), inf);
         }
-        lu_free(&h);
+        free(inf);
+        tsl_nat_free(&a);
     }
     if (X) tsl_record("LinalgInvExBackward0", op, tsl_inv_backward, &A, 1, &X, 1, &X, 1);
     if (info && I) *info = ts_keep(I);
@@ -128,36 +123,29 @@ ts_tensor *ts_linalg_inv(ts_tensor *A) { return ts_linalg_inv_ex(A, NULL); }
 /* ------------------------------------------------------------------ solve */
 /* A X = B for A [..., n, n], B [..., n, k] of the same batch shape */
 static ts_tensor *solve_core(const char *op, ts_tensor *A, ts_tensor *B, ts_tensor **info) {
-    lu_host h;
-    tsl_mats b;
+    tsl_nat a, b;
     ts_tensor *X = NULL;
-    if (!lu_compute(op, A, &h)) return NULL;
-    if (tsl_read(op, B, &b)) {
-        const int64_t n = h.lu.n, k = b.n;
-        bool ok = true;
-        for (int64_t i = 0; ok && i < h.lu.batch; i++) {
-            if (h.info[i] > 0) {
-                if (!info) {
-                    tsi_error_set(TS_ERR_ARG,
-                                  "torch.linalg.solve: %sThe solver failed because the input "
-                                  "matrix is singular.",
-                                  tsl_batch_prefix(A, i));
-                    ok = false;
-                }
-                continue;
-            }
-            if (tsl_getrs(false, n, k, h.lu.a + i * n * n, h.piv + i * n, b.a + i * n * k) < 0) {
-                tsi_error_set(TS_ERR_OOM, "%s: LAPACK getrs failed", op);
+    if (!tsl_nat_read(op, A, &a)) return NULL;
+    if (tsl_nat_read(op, B, &b)) {
+        int32_t *inf = malloc((size_t)(a.batch > 0 ? a.batch : 1) * sizeof *inf);
+        bool ok = inf && tsl_nat_solve(op, &a, &b, inf);
+        if (!inf) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+        for (int64_t i = 0; ok && !info && i < a.batch; i++)
+            if (inf[i] > 0) {
+                tsi_error_set(TS_ERR_ARG,
+                              "torch.linalg.solve: %sThe solver failed because the input matrix "
+                              "is singular.",
+                              tsl_batch_prefix(A, i));
                 ok = false;
             }
-        }
         if (ok) {
-            X = tsl_write(A, B->shape, b.a, A->dtype);
-            if (info) *info = tsl_write_i32(A, tsl_batch(A->shape), h.info);
+            X = tsl_nat_write(A, B->shape, b.a, b.f32);
+            if (info) *info = tsl_write_i32(A, tsl_batch(A->shape), inf);
         }
-        tsl_free(&b);
+        free(inf);
+        tsl_nat_free(&b);
     }
-    lu_free(&h);
+    tsl_nat_free(&a);
     if (X) {
         ts_tensor *ins[2] = {A, B}, *saves[2] = {A, X};
         tsl_record("LinalgSolveExBackward0", op, tsl_solve_backward, ins, 2, &X, 1, saves, 2);
@@ -218,36 +206,20 @@ ts_tensor *ts_linalg_solve(ts_tensor *A, ts_tensor *B, bool left) {
 
 /* ------------------------------------------------------------------ det, slogdet, logdet */
 /* sign and log|det| of every matrix (sign 0, log -inf when singular); det (when non-NULL) gets
- * the determinants as products */
+ * the determinants as products instead (sign and logabs then allocated but not set) */
 static bool slogdet_host(const char *op, ts_tensor *A, double **sign, double **logabs,
                          double *det) {
-    lu_host h;
-    if (!lu_compute(op, A, &h)) return false;
-    const int64_t n = h.lu.n, b = h.lu.batch;
+    tsl_nat a;
+    if (!tsl_nat_read(op, A, &a)) return false;
+    const int64_t b = a.batch;
     *sign = malloc((size_t)(b > 0 ? b : 1) * sizeof(double));
     *logabs = malloc((size_t)(b > 0 ? b : 1) * sizeof(double));
-    if (!*sign || !*logabs) {
-        free(*sign), free(*logabs);
-        lu_free(&h);
-        tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
-        return false;
-    }
-    for (int64_t i = 0; i < b; i++) {
-        double s = 1, l = 0, p = 1;
-        const double *a = h.lu.a + i * n * n;
-        for (int64_t j = 0; j < n; j++) {
-            const double d = a[j * n + j];
-            p *= h.piv[i * n + j] != j + 1 ? -d : d;
-            if (h.piv[i * n + j] != j + 1) s = -s;
-            if (d < 0) s = -s;
-            l += log(fabs(d));
-        }
-        if (isinf(l) && l < 0) s = 0;
-        (*sign)[i] = s, (*logabs)[i] = l;
-        if (det) det[i] = p;
-    }
-    lu_free(&h);
-    return true;
+    bool ok = *sign && *logabs;
+    if (!ok) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+    if (ok) ok = tsl_nat_slogdet(op, &a, det ? NULL : *sign, det ? NULL : *logabs, det);
+    if (!ok) free(*sign), free(*logabs);
+    tsl_nat_free(&a);
+    return ok;
 }
 
 ts_tensor *ts_linalg_slogdet(ts_tensor *A, ts_tensor **logabsdet) {

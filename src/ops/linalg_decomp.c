@@ -1,7 +1,7 @@
 /* linalg_decomp.c — torch.linalg's orthogonal decompositions (issue 52): qr (geqrf + orgqr),
- * svd / svdvals (gesdd), eigh / eigvalsh (syevd), on the host in float64 through LAPACKE, the
- * results copied back to the operand's device in its dtype; gradients as PyTorch's
- * (linalg_grad.c). */
+ * svd / svdvals (gesdd), eigh / eigvalsh (syevd), on the host (svd in the operand's dtype:
+ * linalg_native.c; qr and eigh in float64 through LAPACKE), the results copied back to the
+ * operand's device in its dtype; gradients as PyTorch's (linalg_grad.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,39 +70,41 @@ ts_tensor *ts_linalg_qr(ts_tensor *A, const char *mode, ts_tensor **R) {
 }
 
 /* ------------------------------------------------------------------ svd */
-/* host SVD of every matrix: s (b x k), u (b x m x ku), vt (b x kv x n); vectors false: s only */
+/* host SVD of every matrix in A's dtype: s (b x k), u (b x m x ku), vt (b x kv x n); vectors
+ * false: s only */
 typedef struct svd_host {
     int64_t b, m, n, k, ku, kv;
-    double *s, *u, *vt;
+    bool f32;
+    void *s, *u, *vt;
 } svd_host;
 
 static bool svd_compute(const char *op, ts_tensor *A, bool vectors, bool full, svd_host *h) {
     memset(h, 0, sizeof *h);
-    tsl_mats a;
-    if (!tsl_read(op, A, &a)) return false;
+    tsl_nat a;
+    if (!tsl_nat_read(op, A, &a)) return false;
     const int64_t m = a.m, n = a.n, k = m < n ? m : n, b = a.batch;
-    h->b = b, h->m = m, h->n = n, h->k = k;
+    const size_t es = a.f32 ? sizeof(float) : sizeof(double);
+    h->b = b, h->m = m, h->n = n, h->k = k, h->f32 = a.f32;
     h->ku = full ? m : k, h->kv = full ? n : k;
-    h->s = zalloc(op, b * k, sizeof(double));
+    h->s = zalloc(op, b * k, es);
     if (vectors && h->s) {
-        h->u = zalloc(op, b * m * h->ku, sizeof(double));
-        h->vt = h->u ? zalloc(op, b * h->kv * n, sizeof(double)) : NULL;
+        h->u = zalloc(op, b * m * h->ku, es);
+        h->vt = h->u ? zalloc(op, b * h->kv * n, es) : NULL;
     }
-    bool ok = h->s && (!vectors || h->vt);
-    for (int64_t i = 0; ok && i < b; i++) {
-        int r =
-            tsl_gesdd(m, n, a.a + i * m * n, h->s + i * k, vectors ? h->u + i * m * h->ku : NULL,
-                      vectors ? h->vt + i * h->kv * n : NULL, full);
-        if (r != 0) {
-            tsi_error_set(r > 0 ? TS_ERR_ARG : TS_ERR_OOM,
+    int32_t *info = h->s ? zalloc(op, b, sizeof *info) : NULL;
+    bool ok = info && (!vectors || h->vt) &&
+              tsl_nat_svd(op, &a, h->s, vectors ? h->u : NULL, vectors ? h->vt : NULL, full, info);
+    for (int64_t i = 0; ok && i < b; i++)
+        if (info[i] != 0) {
+            tsi_error_set(TS_ERR_ARG,
                           "%s: %sThe algorithm failed to converge because the input matrix is "
                           "ill-conditioned or has too many repeated singular values (error code: "
                           "%d).",
-                          op, tsl_batch_prefix(A, i), r);
+                          op, tsl_batch_prefix(A, i), info[i]);
             ok = false;
         }
-    }
-    tsl_free(&a);
+    free(info);
+    tsl_nat_free(&a);
     if (!ok) free(h->s), free(h->u), free(h->vt);
     return ok;
 }
@@ -119,9 +121,9 @@ ts_tensor *ts_linalg_svd(ts_tensor *A, bool full_matrices, ts_tensor **S, ts_ten
     ts_tensor *U = NULL, *St = NULL, *V = NULL;
     if (svd_compute(op, A, true, full_matrices, &h)) {
         const ts_shape bs = tsl_batch(A->shape);
-        U = tsl_write(A, tsl_shape(bs, h.m, h.ku), h.u, A->dtype);
-        St = tsl_write(A, tsl_batch_vec(bs, h.k), h.s, A->dtype);
-        V = tsl_write(A, tsl_shape(bs, h.kv, h.n), h.vt, A->dtype);
+        U = tsl_nat_write(A, tsl_shape(bs, h.m, h.ku), h.u, h.f32);
+        St = tsl_nat_write(A, tsl_batch_vec(bs, h.k), h.s, h.f32);
+        V = tsl_nat_write(A, tsl_shape(bs, h.kv, h.n), h.vt, h.f32);
         svd_free(&h);
     }
     if (U && St && V) {
@@ -146,7 +148,7 @@ ts_tensor *ts_linalg_svdvals(ts_tensor *A) {
     } else {
         svd_host h;
         if (svd_compute(op, A, false, false, &h)) {
-            St = tsl_write(A, tsl_batch_vec(tsl_batch(A->shape), h.k), h.s, A->dtype);
+            St = tsl_nat_write(A, tsl_batch_vec(tsl_batch(A->shape), h.k), h.s, h.f32);
             svd_free(&h);
         }
     }

@@ -1,7 +1,9 @@
-/* linalg_lapack.h — the host side of torch.linalg (linalg.c): batches of matrices read to the
- * host as row-major float64, LAPACKE's factorizations on each matrix of a batch, and results
- * written back as tensors on the operand's device in its dtype. Every function here runs inside
- * the caller's scope and returns false (NULL) with the error set naming `op`. */
+/* linalg_lapack.h — the host side of torch.linalg (linalg*.c): batches of matrices read to the
+ * host as row-major float64 with LAPACKE's row-major factorizations on each matrix
+ * (linalg_lapack.c: qr, eigh, lstsq, lu_factor), or in the operand's own dtype with column-major
+ * LAPACK calls (linalg_native.c: inv, solve, det, cholesky, svd; decision 0024), and results
+ * written back as tensors on the operand's device in its dtype. Every function here runs inside the
+ * caller's scope and returns false (NULL) with the error set naming `op`. */
 #ifndef TS_OPS_LINALG_LAPACK_H
 #define TS_OPS_LINALG_LAPACK_H
 
@@ -48,5 +50,38 @@ int tsl_syevd(bool vectors, bool upper, int64_t n, double *a, double *w);
 /* least squares: b (max(m,n) x k) replaced by the solution in its first n rows; rank, s */
 int tsl_gels(const char *driver, int64_t m, int64_t n, int64_t k, double *a, double *b,
              double rcond, int64_t *rank, double *s);
+
+/* ---- the operand's own dtype (linalg_native.c, decision 0024): float32 matrices through LAPACK's
+ * s routines, float64 through its d routines, column-major calls without LAPACKE's row-major
+ * copies. Batches of row-major matrices in float or double (f32), one after another. */
+typedef struct tsl_nat {
+    int64_t batch, m, n;
+    bool f32;
+    void *a; /* malloc'ed */
+} tsl_nat;
+
+/* A ([..., m, n], float32 or float64) to the host in its dtype; false with the error set */
+bool tsl_nat_read(const char *op, ts_tensor *A, tsl_nat *M);
+bool tsl_nat_alloc(const char *op, bool f32, int64_t batch, int64_t m, int64_t n, tsl_nat *M);
+void tsl_nat_free(tsl_nat *M);
+/* a tensor of shape s from v (numel(s) floats or doubles, f32) on like's device */
+ts_tensor *tsl_nat_write(ts_tensor *like, ts_shape s, const void *v, bool f32);
+
+/* Every matrix of a batch of n x n in place; info[i]: LAPACK's for matrix i (> 0: singular / not
+ * positive-definite at that order, as PyTorch's on the same matrix). Each returns false with the
+ * error set naming op on a memory or argument failure. */
+/* inverse where info[i] == 0 (getrf + getri on the matrix itself; elsewhere its LU factors) */
+bool tsl_nat_inv(const char *op, tsl_nat *A, int32_t *info);
+/* B (batch x n x k) = A^-1 B where info[i] == 0; A replaced by its LU factors */
+bool tsl_nat_solve(const char *op, tsl_nat *A, tsl_nat *B, int32_t *info);
+/* Cholesky: L (from A's lower triangle) in the lower triangle, zeros above */
+bool tsl_nat_cholesky(const char *op, tsl_nat *A, int32_t *info);
+/* sign, log|det| (sign 0 and -inf when singular) and det of every matrix, in double (sign and
+ * logabs NULL: det only) */
+bool tsl_nat_slogdet(const char *op, const tsl_nat *A, double *sign, double *logabs, double *det);
+/* SVD of every m x n matrix of A (destroyed): s (batch x k), u (batch x m x ku), vt (batch x kv x
+ * n) in A's dtype (ku = kv = k, or m and n when full); u NULL: singular values only. info[i] > 0:
+ * gesdd did not converge on matrix i. */
+bool tsl_nat_svd(const char *op, tsl_nat *A, void *s, void *u, void *vt, bool full, int32_t *info);
 
 #endif /* TS_OPS_LINALG_LAPACK_H */

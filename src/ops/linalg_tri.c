@@ -1,6 +1,7 @@
 /* linalg_tri.c — triangular systems and Cholesky (issue 52): linalg.solve_triangular (hand
  * substitution in float64, IEEE results for a zero diagonal as PyTorch's), linalg.cholesky(_ex)
- * (LAPACK potrf), torch.cholesky_solve and cholesky_inverse composed of those two. */
+ * (LAPACK potrf in the operand's dtype, linalg_native.c), torch.cholesky_solve and cholesky_inverse
+ * composed of those two. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,37 +82,27 @@ ts_tensor *ts_linalg_cholesky_ex(ts_tensor *A, bool upper, ts_tensor **info) {
     if (info) *info = NULL;
     if (!tsl_check(op, A, "A", true)) return NULL;
     ts_scope_begin();
-    tsl_mats a;
+    tsl_nat a;
     ts_tensor *L = NULL, *I = NULL;
-    if (tsl_read(op, A, &a)) {
-        const int64_t n = a.n;
+    if (tsl_nat_read(op, A, &a)) {
         int32_t *inf = malloc((size_t)(a.batch > 0 ? a.batch : 1) * sizeof *inf);
-        bool ok = inf != NULL;
+        bool ok = inf && tsl_nat_cholesky(op, &a, inf);
         if (!inf) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
-        for (int64_t i = 0; ok && i < a.batch; i++) {
-            double *m = a.a + i * n * n;
-            const int r = tsl_potrf_lower(n, m);
-            if (r < 0) {
-                tsi_error_set(TS_ERR_OOM, "%s: LAPACK potrf failed (%d)", op, r);
-                ok = false;
-            } else if (r > 0 && !info) {
+        for (int64_t i = 0; ok && !info && i < a.batch; i++)
+            if (inf[i] > 0) {
                 tsi_error_set(TS_ERR_ARG,
                               "%s: %sThe factorization could not be completed because the input "
                               "is not positive-definite (the leading minor of order %d is not "
                               "positive-definite).",
-                              op, tsl_batch_prefix(A, i), r);
+                              op, tsl_batch_prefix(A, i), inf[i]);
                 ok = false;
             }
-            inf[i] = r;
-            for (int64_t p = 0; p < n; p++) /* L: zero above the diagonal */
-                for (int64_t q = p + 1; q < n; q++) m[p * n + q] = 0.0;
-        }
         if (ok) {
-            L = tsl_write(A, A->shape, a.a, A->dtype);
+            L = tsl_nat_write(A, A->shape, a.a, a.f32);
             I = tsl_write_i32(A, tsl_batch(A->shape), inf);
         }
         free(inf);
-        tsl_free(&a);
+        tsl_nat_free(&a);
     }
     if (L) tsl_record("LinalgCholeskyExBackward0", op, tsl_cholesky_backward, &A, 1, &L, 1, &L, 1);
     if (L && upper) L = tsl_mT(L);

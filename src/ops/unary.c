@@ -57,6 +57,7 @@ static bool unary_dtype(const char *op, ts_unary_op u, const ts_tensor *t, ts_dt
         return true;
     case TS_U_NAN_TO_NUM: /* integers and bool have no NaN or inf: a copy */
     case TS_U_NEGINF_TO:
+    case TS_U_NAN_TO_NUM_SYM:
         *copy_only = !tsi_is_float(d);
         return true;
     case TS_U_FRAC:
@@ -340,13 +341,15 @@ static double float_max(ts_dtype d) {
     }
 }
 
-/* Two passes of the kernel: NaN and +inf, then -inf (the backend's unary takes two numbers) */
+/* One pass of the kernel where -inf's value is -(+inf's) (the defaults); otherwise two: NaN and
+ * +inf, then -inf (the backend's unary takes two numbers) */
 ts_tensor *ts_nan_to_num(ts_tensor *t, double nan, double posinf, double neginf) {
     tsi_init();
     if (!tsi_check_input("nan_to_num", t, "input")) return NULL;
     const double m = float_max(t->dtype);
     const double pos = isnan(posinf) ? m : posinf, neg = isnan(neginf) ? -m : neginf;
     const double nums[3] = {nan, pos, neg};
+    if (neg == -pos) return unary_param_op("nan_to_num", TS_U_NAN_TO_NUM_SYM, t, nan, pos, nums, 3);
     ts_scope_begin();
     ts_tensor *a = unary_param_op("nan_to_num", TS_U_NAN_TO_NUM, t, nan, pos, nums, 3);
     ts_tensor *y =

@@ -49,6 +49,7 @@ static unsigned tsc_grid_size(int, int64_t items, unsigned threads) {
 #include "../../src/backend/cuda/cuda_copy.cu"
 #include "../../src/backend/cuda/cuda_random.cu"
 #include "../../src/backend/cuda/cuda_reduce.cu"
+#include "../../src/backend/cuda/cuda_ternary.cu"
 #include "../../src/backend/cuda/cuda_unary.cu"
 
 } // namespace tsc_emu
@@ -83,6 +84,7 @@ extern "C" const ts_backend *bc_cuda_emulation(int mode) {
     be.binary = tsc_emu::tsc_binary;
     be.binary_scalar = tsc_emu::tsc_binary_scalar;
     be.where = tsc_emu::tsc_where;
+    be.ternary = tsc_emu::tsc_ternary;
     be.random = tsc_emu::tsc_random;
     tsc_emu::tsc_emulation_mode = mode;
     return &be;

@@ -56,6 +56,7 @@ void tsi_cpu_kernels_install(ts_backend *be) {
     be->binary_widening = tsi_cpu_binary_widening;
     be->binary_scalar = tsi_cpu_binary_scalar;
     be->where = tsi_cpu_where;
+    be->ternary = tsi_cpu_ternary;
     be->reduce = tsi_cpu_reduce;
     be->scan = tsi_cpu_scan;
     be->matmul = tsi_cpu_matmul;
@@ -65,6 +66,8 @@ void tsi_cpu_kernels_install(ts_backend *be) {
     be->scatter_add = tsi_cpu_scatter_add;
     be->cdist = tsi_cpu_cdist;
     be->gather_dims = tsi_cpu_gather_dims;
+    be->rnn_cell_forward = tsi_cpu_rnn_cell_forward;
+    be->rnn_cell_backward = tsi_cpu_rnn_cell_backward;
     be->fft = tsi_cpu_fft;
     be->softmax = tsi_cpu_softmax;
     be->softmax_backward = tsi_cpu_softmax_backward;

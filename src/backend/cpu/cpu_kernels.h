@@ -21,6 +21,9 @@ void tsi_cpu_binary_scalar(const ts_backend *be, int index, ts_binary_op op, con
                            const ts_kview *a, double s);
 void tsi_cpu_where(const ts_backend *be, int index, const ts_kview *out, const ts_kview *cond,
                    const ts_kview *a, const ts_kview *b);
+/* kern_ternary.c: addcmul, addcdiv, lerp (backend.h's ternary) */
+void tsi_cpu_ternary(const ts_backend *be, int index, ts_ternary_op op, const ts_kview *out,
+                     const ts_kview *a, const ts_kview *b, const ts_kview *c, double p);
 /* kern_reduce.c */
 void tsi_cpu_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview *out,
                     const ts_kview *in, int nred, double param);
@@ -45,6 +48,9 @@ void tsi_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, i
 /* kern_cdist.c */
 void tsi_cpu_cdist(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x1,
                    const ts_kview *x2, double p);
+/* kern_rnn_cell.c: backend.h's rnn_cell_forward / rnn_cell_backward */
+void tsi_cpu_rnn_cell_forward(const ts_backend *be, int index, const ts_rnn_cell_args *a);
+void tsi_cpu_rnn_cell_backward(const ts_backend *be, int index, const ts_rnn_cell_args *a);
 /* kern_gather_dims.c */
 void tsi_cpu_gather_dims(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                          int k, const ts_kview *idx);

@@ -3,7 +3,8 @@
  * row by row, x2 in blocks of 8 rows column by column) into panels (all the rows for up to
  * CD_PANEL_BYTES, zero rows up to what the tiles read), so the differences, powers and sums are in
  * double whatever the dtype, each output's sum in column order; tiles of CD_IB x1 rows by CD_JB x2
- * rows then read the panels CD_MC columns at a time (kern_cdist_impl.h). Tiles run in parallel
+ * rows then read the panels CD_MC columns at a time (kern_cdist_impl.h). float32 with p = 2 on AVX2
+ * runs in float32 instead (kern_cdist_f32.c), as PyTorch's does. Tiles run in parallel
  * (OpenMP) when the work is large, each output written by one tile in a fixed order, so the
  * numbers do not depend on threads. */
 #include <math.h>
@@ -23,6 +24,7 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/host_scratch.h"
+#include "backend/cpu/kern_cdist_f32.h"
 #include "backend/cpu/omp_if.h"
 #include "backend/kernel_math.h"
 
@@ -207,6 +209,8 @@ void tsi_cpu_cdist(const ts_backend *be, int index, const ts_kview *out, const t
     (void)be, (void)index;
     const int64_t B = out->shape[0], P = x1->shape[1], R = x2->shape[1], M = x1->shape[2];
     if (B <= 0 || P <= 0 || R <= 0 || M <= 0) return;
+    /* float32 p = 2 on AVX2: in float32 (kern_cdist_f32.c) */
+    if (ts_cdist_kind_of(p) == TS_CD_P2 && tsi_cpu_cdist_f32_p2(out, x1, x2)) return;
     cd_job jb = {out, x1, x2, TS_CD_PGEN, p, P, R, M, false};
     jb.kind = ts_cdist_kind_of(p);
 #ifdef CD_X86

@@ -3,21 +3,70 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/cpu/kern_reduce.h"
 #include "backend/cpu/omp_if.h"
 #include "core/clones.h"
 
-/* A[c] += row[c] in double: the column path's inner loop, in an AVX2 clone where the CPU has
- * it (four doubles per add, not SSE2's two; the same sums on every ISA) */
-TS_CPU_BODY void acc_f32_body(double *A, const float *row, int64_t n) {
-    for (int64_t c = 0; c < n; c++) A[c] += (double)row[c];
+/* A[c] += rows[0][c] + rows[1][c] + ... in double, added in that order (the same sums on every
+ * ISA): the column path's sums of f32 and f64. The AVX2 variant keeps 16 columns in registers
+ * across the rows (no load and store of A per row); the baseline is the plain loop. */
+#define ACC_ROWS_GENERIC(T)                                                                        \
+    static void acc_rows_##T##_generic(double *A, const T *const *rows, int64_t nr, int64_t c0,    \
+                                       int64_t n) {                                                \
+        for (int64_t r = 0; r < nr; r++)                                                           \
+            for (int64_t c = c0; c < n; c++) A[c] += (double)rows[r][c];                           \
+    }
+ACC_ROWS_GENERIC(float)
+ACC_ROWS_GENERIC(double)
+#undef ACC_ROWS_GENERIC
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define ACC_AVX2 __attribute__((target(TS_ISA_TARGET_AVX2)))
+ACC_AVX2 static inline __m256d acc_ld_float(const float *x) {
+    return _mm256_cvtps_pd(_mm_loadu_ps(x));
 }
-TS_CPU_VARIANTS(acc_f32, (double *A, const float *row, int64_t n), (A, row, n))
-TS_CPU_BODY void acc_f64_body(double *A, const double *row, int64_t n) {
-    for (int64_t c = 0; c < n; c++) A[c] += row[c];
+ACC_AVX2 static inline __m256d acc_ld_double(const double *x) { return _mm256_loadu_pd(x); }
+#define ACC_ROWS_AVX2(T)                                                                           \
+    ACC_AVX2 static int64_t acc_rows_##T##_avx2(double *A, const T *const *rows, int64_t nr,       \
+                                                int64_t n) {                                       \
+        int64_t c = 0;                                                                             \
+        for (; c + 16 <= n; c += 16) {                                                             \
+            __m256d s0 = _mm256_loadu_pd(A + c), s1 = _mm256_loadu_pd(A + c + 4),                  \
+                    s2 = _mm256_loadu_pd(A + c + 8), s3 = _mm256_loadu_pd(A + c + 12);             \
+            for (int64_t r = 0; r < nr; r++) {                                                     \
+                const T *x = rows[r] + c;                                                          \
+                s0 = _mm256_add_pd(s0, acc_ld_##T(x));                                             \
+                s1 = _mm256_add_pd(s1, acc_ld_##T(x + 4));                                         \
+                s2 = _mm256_add_pd(s2, acc_ld_##T(x + 8));                                         \
+                s3 = _mm256_add_pd(s3, acc_ld_##T(x + 12));                                        \
+            }                                                                                      \
+            _mm256_storeu_pd(A + c, s0), _mm256_storeu_pd(A + c + 4, s1);                          \
+            _mm256_storeu_pd(A + c + 8, s2), _mm256_storeu_pd(A + c + 12, s3);                     \
+        }                                                                                          \
+        return c;                                                                                  \
+    }
+ACC_ROWS_AVX2(float)
+ACC_ROWS_AVX2(double)
+#undef ACC_ROWS_AVX2
+#define ACC_ROWS_FAST(T, A, rows, nr, n)                                                           \
+    (ts_cpu_isa_get() >= TS_ISA_AVX2 ? acc_rows_##T##_avx2(A, rows, nr, n) : 0)
+#else
+#define ACC_ROWS_FAST(T, A, rows, nr, n) 0
+#endif
+
+static void acc_rows_f32(double *A, const float *const *rows, int64_t nr, int64_t n) {
+    acc_rows_float_generic(A, rows, nr, ACC_ROWS_FAST(float, A, rows, nr, n), n);
 }
-TS_CPU_VARIANTS(acc_f64, (double *A, const double *row, int64_t n), (A, row, n))
+static void acc_rows_f64(double *A, const double *const *rows, int64_t nr, int64_t n) {
+    acc_rows_double_generic(A, rows, nr, ACC_ROWS_FAST(double, A, rows, nr, n), n);
+}
+
+/* rows per batch of acc_rows (their pointers on the stack) */
+#define ACC_ROWS 64
+
 TS_CPU_BODY void accsq_f32_body(double *A, const float *row, int64_t n) {
     for (int64_t c = 0; c < n; c++) A[c] += (double)row[c] * (double)row[c];
 }
@@ -79,15 +128,20 @@ static bool col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
     bool direct = (op == TS_R_SUM || op == TS_R_MEAN || op == TS_R_VAR || op == TS_R_STD) &&
                   (P->dt == TS_F32 || P->dt == TS_F64);
     bool direct_sq = op == TS_R_NORM2 && P->dt == TS_F32;
-    for (int64_t p = p0; p < p1; p++, ts_cpu_odo_next(&o, &P->red)) {
-        const char *row = base + (size_t)o.off * P->es;
-        if (direct) {
+    if (direct) { /* the rows' addresses a batch at a time, then their sums column-block-wise */
+        const char *rows[ACC_ROWS];
+        for (int64_t p = p0; p < p1;) {
+            int64_t nr = 0;
+            for (; nr < ACC_ROWS && p < p1; nr++, p++, ts_cpu_odo_next(&o, &P->red))
+                rows[nr] = base + (size_t)o.off * P->es;
             if (P->dt == TS_F32)
-                acc_f32(A, (const float *)row, tn);
+                acc_rows_f32(A, (const float *const *)rows, nr, tn);
             else
-                acc_f64(A, (const double *)row, tn);
-            continue;
+                acc_rows_f64(A, (const double *const *)rows, nr, tn);
         }
+    }
+    for (int64_t p = direct ? p1 : p0; p < p1; p++, ts_cpu_odo_next(&o, &P->red)) {
+        const char *row = base + (size_t)o.off * P->es;
         if (direct_sq) {
             accsq_f32(A, (const float *)row, tn);
             continue;
@@ -136,6 +190,11 @@ static bool col_partial(const ts_cpu_rplan *P, const char *base, int64_t tn, int
             else
                 for (int64_t c = 0; c < tn; c++) B[c] += exp(x[c] - A[c]);
         }
+    }
+    if (!fs && op == TS_R_SUM) { /* the results as they are (tsi_cpu_red_fs_finish's) */
+        tsi_cpu_red_store_run_d(P->out, o0, A, tn);
+        free(mem);
+        return true;
     }
     for (int64_t c = 0; c < tn; c++) {
         ts_cpu_fstate st = op == TS_R_LOGSUMEXP ? tsi_cpu_red_lse_make(A[c], B[c])

@@ -169,6 +169,7 @@ bool tsi_vec_unary_has(ts_unary_op op) {
     case TS_U_SIGMOID:
     case TS_U_GELU:
     case TS_U_SILU:
+    case TS_U_ERFINV:
         return true;
     default:
         return false;

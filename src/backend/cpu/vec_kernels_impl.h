@@ -46,6 +46,43 @@ typedef uint32_t TSV_NAME(tsv_u32) __attribute__((vector_size(sizeof(TSV_F))));
         }                                                                                          \
     } while (0)
 
+/* erfinv of floats, kernel_math.h's ts_erfinv_f in double vectors, a chunk at a time in three
+ * short loops (each of whose iterations the CPU overlaps: one loop of the whole formula is one
+ * long dependent chain per vector): the doubles (1 - |x|)(1 + |x|) (1 where |x| >= 1 or NaN),
+ * their logs (tsv_log_unit_d, 1e-11 relative where ts_erfinv_f takes libm's: the float results
+ * agree but for rare roundings of a near tie, within its 1 ulp), the polynomial; the scalar
+ * function where |x| >= 1 or NaN. */
+typedef float TSV_NAME(tsv_half_f) __attribute__((vector_size(sizeof(TSV_F) / 2)));
+static void TSV_NAME(tsv_erfinv_f32)(float *y, const float *x, int64_t n) {
+    enum { DW = sizeof(TSV_D) / sizeof(double), CH = 256 / DW };
+    TSV_D xd[CH], w[CH];
+    for (int64_t i0 = 0; i0 < n; i0 += CH * DW) {
+        const int64_t len = n - i0 < CH * DW ? n - i0 : CH * DW, nv = (len + DW - 1) / DW;
+        for (int64_t v = 0; v < nv; v++) {
+            const int64_t i = i0 + v * DW;
+            TSV_NAME(tsv_half_f) h = {0};
+            memcpy(&h, x + i, (size_t)(n - i < DW ? n - i : DW) * sizeof(float));
+            xd[v] = __builtin_convertvector(h, TSV_D);
+            const TSV_D ax = (TSV_D)((TSV_L)xd[v] & 0x7fffffffffffffffLL);
+            const TSV_D d = (1.0 - ax) * (1.0 + ax);
+            w[v] = TSV_NAME(tsv_sel_d)(ax < 1.0, d, TSV_NAME(tsv_splat_d)(1.0));
+        }
+        for (int64_t v = 0; v < nv; v++) w[v] = -TSV_NAME(tsv_log_unit_d)(w[v]);
+        for (int64_t v = 0; v < nv; v++) {
+            const int64_t i = i0 + v * DW;
+            const size_t m = (size_t)(n - i < DW ? n - i : DW);
+            const TSV_NAME(tsv_half_f) r = __builtin_convertvector(
+                TSV_NAME(tsv_erfinv_poly_d)(xd[v], w[v]), TSV_NAME(tsv_half_f));
+            memcpy(y + i, &r, m * sizeof(float));
+            int all_in = 1;
+            for (int l = 0; l < DW; l++) all_in &= __builtin_fabs(xd[v][l]) < 1;
+            if (!all_in)
+                for (size_t k = 0; k < m; k++)
+                    if (!(__builtin_fabs(xd[v][k]) < 1)) y[i + k] = ts_erfinv_f((float)xd[v][k]);
+        }
+    }
+}
+
 static void TSV_NAME(tsv_unary_f32)(ts_unary_op op, float *y, const float *x, int64_t n) {
     switch (op) {
     case TS_U_EXP:
@@ -65,6 +102,9 @@ static void TSV_NAME(tsv_unary_f32)(ts_unary_op op, float *y, const float *x, in
         break;
     case TS_U_SILU:
         TSV_MAP1(TSV_NAME(tsv_silu), 0.0f);
+        break;
+    case TS_U_ERFINV:
+        TSV_NAME(tsv_erfinv_f32)(y, x, n);
         break;
     default:
         break;

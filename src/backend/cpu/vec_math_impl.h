@@ -316,6 +316,61 @@ static inline TSV_D TSV_NAME(tsv_log_d)(TSV_D x) {
     return TSV_NAME(tsv_sel_d)(x != x, x, r);
 }
 
+/* log x for x in [2^-60, 1] (erfinv's (1 - |x|)(1 + |x|) of a float below 1): tsv_log_d's
+ * formula without its special cases (no subnormal, zero, negative, infinite or NaN x) and with
+ * T(s^2) cut to degree 4 (s <= 0.1716: the first term left out, 2 s^13 / 13, is below 2e-11):
+ * log x within 2e-11, which moves erfinv by under 1e-11 relative, far inside the float
+ * result's half ulp (erfinv's polynomials themselves are 5e-11). */
+static inline TSV_D TSV_NAME(tsv_log_unit_d)(TSV_D x) {
+    const TSV_L bits = (TSV_L)x;
+    TSV_L e = ((bits >> 52) & 0x7ff) - 1023;
+    TSV_D m = (TSV_D)((bits & 0x000fffffffffffffLL) | 0x3ff0000000000000LL); /* [1, 2) */
+    const TSV_L big = m > 1.4142135623730950488;
+    e -= big; /* +1 where big */
+    m = TSV_NAME(tsv_sel_d)(big, m * 0.5, m);
+    const TSV_D magic = TSV_NAME(tsv_splat_d)(6755399441055744.0);
+    const TSV_D fe = (TSV_D)(e + (TSV_L)magic) - magic;
+    const TSV_D f = m - 1.0, hfsq = 0.5 * f * f, s = f / (2.0 + f), z = s * s;
+    TSV_D q = TSV_NAME(tsv_splat_d)(1.8181795640132906276e-1);
+    q = q * z + 2.22222223917139174419e-1;
+    q = q * z + 2.85714285708036118108e-1;
+    q = q * z + 4.00000000000008769827e-1;
+    q = q * z + 6.66666666666666664649e-1;
+    const TSV_D R = q * z;
+    return fe * 6.93147180369123816490e-01 -
+           ((hfsq - (s * (hfsq + R) + fe * 1.90821492927058770002e-10)) - f);
+}
+
+/* kernel_math.h's ts_erfinv_f's polynomial in double lanes: x p(w) from x (|x| < 1) and
+ * w = -log((1 - |x|)(1 + |x|)), p one of the two polynomials, picked per lane (the central one's
+ * leading 0 leaves its Horner sums unchanged); a vector whose lanes all take one polynomial
+ * evaluates only that one. */
+static inline TSV_D TSV_NAME(tsv_erfinv_poly_d)(TSV_D x, TSV_D w) {
+    static const double central[14] = {0, TS_ERFINV_CENTRAL}, tail[14] = {TS_ERFINV_TAIL};
+    enum { DW = sizeof(TSV_D) / sizeof(double) };
+    const TSV_L mid = w < 5.0;
+    int n_mid = 0;
+    for (int l = 0; l < DW; l++) n_mid += mid[l] != 0;
+    TSV_D p = TSV_NAME(tsv_splat_d)(0.0);
+    if (n_mid == DW) {
+        const TSV_D t = w - 2.5;
+        for (int i = 1; i < 14; i++) p = p * t + central[i];
+        return p * x;
+    }
+    TSV_D sq;
+    for (int l = 0; l < DW; l++) sq[l] = __builtin_sqrt(w[l]); /* one vector square root */
+    if (n_mid == 0) {
+        const TSV_D t = sq - 3.0;
+        for (int i = 0; i < 14; i++) p = p * t + tail[i];
+        return p * x;
+    }
+    const TSV_D t = TSV_NAME(tsv_sel_d)(mid, w - 2.5, sq - 3.0);
+    for (int i = 0; i < 14; i++)
+        p = p * t + TSV_NAME(tsv_sel_d)(mid, TSV_NAME(tsv_splat_d)(central[i]),
+                                        TSV_NAME(tsv_splat_d)(tail[i]));
+    return p * x;
+}
+
 /* cos x: x = j pi/2 + r (pi/2 in two parts, the first with 33 bits so j pi/2 is exact for the
  * |j| < 2^20 this serves), then the sine or cosine polynomial of r in [-pi/4, pi/4]. Accurate
  * for |x| up to about 2^20; the Box-Muller angle stays below 2 pi. */

@@ -45,6 +45,8 @@ void tsc_install_compute_kernels(ts_backend *be) {
     be->scatter_add = tsc_scatter_add;
     be->cdist = tsc_cdist;
     be->gather_dims = tsc_gather_dims;
+    be->rnn_cell_forward = tsc_rnn_cell_forward;
+    be->rnn_cell_backward = tsc_rnn_cell_backward;
     be->fft = tsc_fft;
     be->softmax = tsc_softmax;
     be->softmax_backward = tsc_softmax_backward;

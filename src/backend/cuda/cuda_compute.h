@@ -187,6 +187,9 @@ void tsc_cdist(const ts_backend *be, int index, const ts_kview *out, const ts_kv
                const ts_kview *x2, double p);
 void tsc_gather_dims(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                      int k, const ts_kview *idx);
+/* cuda_rnn_cell.cu */
+void tsc_rnn_cell_forward(const ts_backend *be, int index, const ts_rnn_cell_args *a);
+void tsc_rnn_cell_backward(const ts_backend *be, int index, const ts_rnn_cell_args *a);
 void tsc_index_select(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                       int dim, const ts_kview *idx);
 void tsc_gather(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in, int dim,

@@ -16,6 +16,9 @@ void tsc_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview
                 const ts_kview *a, const ts_kview *b);
 void tsc_where(const ts_backend *be, int index, const ts_kview *out, const ts_kview *cond,
                const ts_kview *a, const ts_kview *b);
+/* cuda_ternary.cu */
+void tsc_ternary(const ts_backend *be, int index, ts_ternary_op op, const ts_kview *out,
+                 const ts_kview *a, const ts_kview *b, const ts_kview *c, double p);
 /* cuda_binary_scalar.cu */
 void tsc_binary_scalar(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
                        const ts_kview *a, double s);
@@ -30,6 +33,7 @@ static inline void tsc_install_elementwise(ts_backend *be) {
     be->binary = tsc_binary;
     be->binary_scalar = tsc_binary_scalar;
     be->where = tsc_where;
+    be->ternary = tsc_ternary;
     be->random = tsc_random;
 }
 
