@@ -156,6 +156,44 @@ static void test_matches_composition(ts_device dev, ts_dtype dt) {
     }
 }
 
+/* a transposed first operand (its stride differs from the output's), then all contiguous (one
+ * run of more elements than the kernel's float16 chunk, 256): every op, float32 and float16 */
+static void test_strided_large(ts_device dev) {
+    enum { R = 30, C = 40, N = R * C };
+    static double a[N], b[N], c[N], got[N];
+    static const ts_dtype dts[2] = {TS_F32, TS_F16};
+    for (int k = 0; k < 4; k++) {
+        const ts_dtype dt = dts[k % 2];
+        const bool tr = k < 2;
+        fill(a, N, 13), fill(b, N, 14), fill(c, N, 15);
+        for (int i = 0; i < N; i++) c[i] = c[i] / 4 + (c[i] >= 0 ? 0.1 : -0.1);
+        round_to(a, N, dt), round_to(b, N, dt), round_to(c, N, dt);
+        for (int op = 0; op < 4; op++) {
+            ts_scope_begin();
+            /* at[i][j] = a[j * C + i]: a [R, C] transposed to [C, R] */
+            ts_tensor *ta = tr ? ts_transpose(mk(TS_SHAPE(R, C), a, dt, dev), 0, 1)
+                               : mk(TS_SHAPE(C, R), a, dt, dev);
+            ts_tensor *tb = mk(TS_SHAPE(C, R), b, dt, dev), *tc = mk(TS_SHAPE(C, R), c, dt, dev);
+            const double p = op == LERP_SCALAR ? 0.6 : 1.5;
+            ts_tensor *y = run(op, ta, tb, tc, p);
+            bool ok = y && rd(y, got, N);
+            for (int i = 0; ok && i < C; i++)
+                for (int j = 0; j < R; j++) {
+                    const int o = i * R + j;
+                    double scale;
+                    const double r = ref(op, a[tr ? j * C + i : o], b[o], c[o], p, &scale);
+                    ok = fabs(got[o] - r) <= 4 * 0x1p-24 * scale + eps_of(dt) * fabs(r);
+                    if (!ok)
+                        printf("  %s %s%s on %s at %d: %.9g, want %.9g\n", NAMES[op],
+                               ts_dtype_name(dt), tr ? " transposed" : "", ts_device_str(dev), o,
+                               got[o], r);
+                }
+            ts_test_record(ok);
+            ts_scope_end();
+        }
+    }
+}
+
 /* gradients (the composition) by finite differences */
 static ts_tensor *g_addcmul(ts_tensor *const *x, int n, void *ctx) {
     (void)ctx, (void)n;
@@ -235,6 +273,7 @@ int main(void) {
         for (int k = 0; k < 4; k++) test_values(devs[d], dts[k]);
         test_matches_composition(devs[d], TS_F32);
         test_matches_composition(devs[d], TS_F64);
+        test_strided_large(devs[d]);
         test_grads(devs[d]);
         if (devs[d].type != TS_CPU) test_capture(devs[d]);
     }

@@ -92,6 +92,17 @@ TS_API ts_tensor *ts_layer_norm(ts_tensor *x, ts_shape normalized_shape, ts_tens
                                 double eps);
 /* weight [num, dim], indices integer tensor of any shape -> indices.shape + [dim] */
 TS_API ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices);
+/* torch.nn.functional.embedding_bag, modes sum (0) and mean (1): out [bags, dim] = each bag's
+ * rows of weight [num, dim] summed or averaged (over the kept entries; an empty bag gives zeros).
+ * indices int64 / int32: 2-D [bags, L] with offsets NULL, or 1-D with 1-D integer offsets (bag b =
+ * indices[offsets[b] : offsets[b + 1]], the last bag running to the end, or ending at the last
+ * offset with include_last_offset). per_sample_weights (NULL: none; mode sum only) of indices'
+ * shape and weight's dtype scale each row. Entries equal to padding_idx (-1: none) are left out.
+ * Differentiable in weight and per_sample_weights. Mode max (2) is TS_ERR_UNSUPPORTED; an index
+ * outside [0, num) or bad offsets TS_ERR_ARG. */
+TS_API ts_tensor *ts_embedding_bag(ts_tensor *weight, ts_tensor *indices, ts_tensor *offsets,
+                                   int mode, ts_tensor *per_sample_weights, int64_t padding_idx,
+                                   bool include_last_offset);
 /* torch.nn.functional.scaled_dot_product_attention: q [..., L, E], k [..., S, E], v [..., S, Ev]
  * -> [..., L, Ev]; batch dims broadcast. attn_mask (NULL: none) broadcasts to [..., L, S]: bool
  * (true = may attend) or of q's dtype (added to the scores). is_causal: query i attends to keys

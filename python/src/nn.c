@@ -181,6 +181,23 @@ static PyObject *nn_embedding(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
+/* _nn_embedding_bag(indices, weight, offsets, mode, per_sample_weights, padding_idx,
+ * include_last_offset) */
+static PyObject *nn_embedding_bag(PyObject *self, PyObject *args) {
+    (void)self;
+    static const char *const names[] = {"input", "weight", "offsets", "per_sample_weights"};
+    PyObject *o[4];
+    ts_tensor *t[4], *y;
+    int mode, last;
+    long long pad;
+    if (!PyArg_ParseTuple(args, "OOOiOLp:embedding_bag", &o[0], &o[1], &o[2], &mode, &o[3], &pad,
+                          &last))
+        return NULL;
+    if (tensor_args(o, t, 4, "embedding_bag", names, 12u) < 0 || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_embedding_bag(t[1], t[0], t[2], mode, t[3], (int64_t)pad, last));
+    return tsp_wrap(y);
+}
+
 /* _nn_sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale) */
 static PyObject *nn_sdpa(PyObject *self, PyObject *args) {
     (void)self;
@@ -404,6 +421,9 @@ static PyMethodDef nn_functions[] = {
     {"_nn_batch_norm", FN(nn_batch_norm), METH_VARARGS, NULL},
     {"_nn_layer_norm", FN(nn_layer_norm), METH_VARARGS, NULL},
     {"_nn_embedding", FN(nn_embedding), METH_VARARGS, "_nn_embedding(indices, weight)"},
+    {"_nn_embedding_bag", FN(nn_embedding_bag), METH_VARARGS,
+     "_nn_embedding_bag(indices, weight, offsets, mode, per_sample_weights, padding_idx, "
+     "include_last_offset)"},
     {"_nn_sdpa", FN(nn_sdpa), METH_VARARGS, NULL},
     {"_nn_one_hot", FN(nn_one_hot), METH_VARARGS, NULL},
     {"_nn_loss", FN(nn_loss), METH_VARARGS, NULL},

@@ -116,6 +116,18 @@ typedef enum ts_ternary_op {
     TS_T_COUNT
 } ts_ternary_op;
 
+/* embedding_bag's operands (the embedding_bag slot): the bags of rows of weight [N, D] (any
+ * strides) picked by idx (1-D contiguous, TS_I64 or TS_I32, values in [0, N)). offsets.data
+ * non-NULL: 1-D contiguous TS_I64 of bags + 1 entries, bag b = positions [offsets[b],
+ * offsets[b + 1]) of idx (non-decreasing, within idx); NULL: bag b = positions [b * width,
+ * (b + 1) * width). psw.data non-NULL (mode sum only): 1-D contiguous per-position weights of
+ * weight's dtype. Positions whose index equals padding_idx (>= 0; -1 none) are left out. */
+typedef struct ts_bag_args {
+    ts_kview weight, idx, offsets, psw;
+    int mode; /* 0 sum, 1 mean (sum / the bag's count of kept positions, 1 when none) */
+    int64_t padding_idx, width, bags;
+} ts_bag_args;
+
 typedef enum ts_binary_op {
     TS_B_ADD,
     TS_B_SUB,
@@ -461,6 +473,11 @@ struct ts_backend {
      * Differences, powers and sums in double (cpu) or at least float (half dtypes). */
     void (*cdist)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x1,
                   const ts_kview *x2, double p);
+    /* Optional (NULL: ts_embedding_bag refuses, TS_ERR_UNSUPPORTED). out [bags, D] contiguous, of
+     * weight's dtype (float32 or float64) = each bag's rows of weight reduced (ts_bag_args); an
+     * empty bag gives zeros. float32 accumulates in float32 (as PyTorch's cpu kernel). */
+    void (*embedding_bag)(const ts_backend *be, int index, const ts_kview *out,
+                          const ts_bag_args *a);
     /* Optional (NULL: the front end gathers one dim at a time with index_select). out = in
      * gathered along its last k dims (1 <= k <= 3) at once: out[..., j2, j1, j0] = in[...,
      * idx[2][j2], idx[1][j1], idx[0][j0]], idx[i] (an array of k views) 1-D TS_I64 of out's size

@@ -561,7 +561,15 @@ static inline TS_HD float ts_xlog1py_f(float x, float y) {
 static inline TS_HD double ts_xlog1py_d(double x, double y) {
     return y != y ? y : (x == 0.0 ? 0.0 : x * log1p(y));
 }
-static inline TS_HD float ts_hypot_f(float a, float b) { return hypotf(a, b); }
+/* float: the root of the sum of squares in double (no overflow or underflow there; one rounding
+ * of a result within 1e-16 of the exact one: hypotf's value but for near-ties) with hypot's
+ * infinities (an infinite argument gives inf, even with a NaN), branch-free so that the loops
+ * vectorise */
+static inline TS_HD float ts_hypot_f(float a, float b) {
+    const double x = a, y = b;
+    const float r = (float)sqrt(x * x + y * y);
+    return ts_bitsel_f((fabsf(a) == INFINITY) | (fabsf(b) == INFINITY), INFINITY, r);
+}
 static inline TS_HD double ts_hypot_d(double a, double b) { return hypot(a, b); }
 static inline TS_HD float ts_copysign_f(float a, float b) { return copysignf(a, b); }
 static inline TS_HD double ts_copysign_d(double a, double b) { return copysign(a, b); }

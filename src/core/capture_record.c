@@ -306,6 +306,23 @@ static void rec_cdist(const ts_backend *be, int index, const ts_kview *out, cons
     RECORD(run_cdist, index, a);
 }
 
+typedef struct bag_rec {
+    ts_kview out;
+    ts_bag_args a;
+} bag_rec;
+static void run_embedding_bag(const ts_backend *be, int index, const void *p) {
+    const bag_rec *r = p;
+    be->embedding_bag(be, index, &r->out, &r->a);
+}
+static void rec_embedding_bag(const ts_backend *be, int index, const ts_kview *out,
+                              const ts_bag_args *ba) {
+    (void)be;
+    bag_rec *r = args_new(sizeof *r);
+    if (!r) return;
+    r->out = *out, r->a = *ba;
+    RECORD(run_embedding_bag, index, r);
+}
+
 /* a transform replayed: scratch it cannot have is TS_ERR_OOM from ts_graph_replay */
 static void run_fft(const ts_backend *be, int index, const void *p) {
     const ew_args *a = p;
@@ -741,6 +758,7 @@ static void install_recorders(ts_backend *b, const ts_backend *real) {
     b->gather = rec_gather;
     b->scatter_add = rec_scatter_add;
     b->cdist = real->cdist ? rec_cdist : NULL;
+    b->embedding_bag = real->embedding_bag ? rec_embedding_bag : NULL;
     b->gather_dims = real->gather_dims ? rec_gather_dims : NULL;
     b->fft = real->fft ? rec_fft : NULL;
     b->softmax = rec_softmax;

@@ -59,14 +59,8 @@ def _bags(input, offsets, include_last_offset):
         raise ValueError("offsets has to be a 1D Tensor but got None")
     if offsets.ndim != 1:
         raise ValueError("offsets has to be a 1D Tensor")
-    off = [int(v) for v in offsets.tolist()]
+    off = _check_offsets(input, offsets)
     n = input.shape[0]
-    if off and off[0] != 0:
-        raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
-                           f"has to start from position 0. However, got {off[0]}")
-    if any(o > n or o < 0 for o in off) or any(a > b for a, b in zip(off, off[1:])):
-        raise RuntimeError(f"embedding_bag: offsets must be non-decreasing and in [0, {n}], got "
-                           f"{off}")
     ends = off[1:] if include_last_offset else off[1:] + [n]
     starts = off[:-1] if include_last_offset else off
     return [list(range(s, e)) for s, e in zip(starts, ends)]
@@ -102,6 +96,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if not -rows <= padding_idx < rows:
             raise AssertionError("padding_idx must be within the number of embeddings")
         padding_idx = padding_idx % rows
+    if mode != "max" and max_norm is None:
+        return _bag_c(input, weight, offsets, mode, per_sample_weights, padding_idx,
+                      include_last_offset)
     if input.ndim == 2 and offsets is None and max_norm is None:
         return _bag_fixed(input, weight, mode, per_sample_weights, padding_idx)
     bags = _bags(input, offsets, include_last_offset)
@@ -136,6 +133,44 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         counts = [max(sum(k), 1) for k in keep]
         y = y / _C.tensor(counts, dtype=weight.dtype, device=dev).unsqueeze(-1)
     return y
+
+
+def _bag_c(input, weight, offsets, mode, per_sample_weights, padding_idx, include_last_offset):
+    """sum and mean through the C op (one pass, no [bags, width, dim] gather): the offsets
+    checked here first for their messages (_bags'), an index out of range an IndexError"""
+    if input.ndim == 1 and offsets is not None and offsets.ndim == 1:
+        _check_offsets(input, offsets)
+    elif input.ndim != 2 or offsets is not None:
+        _bags(input, offsets, include_last_offset)  # raises _bags' error for these arguments
+    if input.dtype not in (_C.int64, _C.int32):
+        input = input.to(_C.int64)
+    if offsets is not None and offsets.dtype not in (_C.int64, _C.int32):
+        offsets = offsets.to(_C.int64)
+    psw = per_sample_weights
+    if psw is not None and psw.dtype != weight.dtype:
+        psw = psw.to(weight.dtype)
+    try:
+        return _C._nn_embedding_bag(input, weight, offsets, _BAG_MODES[mode], psw,
+                                    -1 if padding_idx is None else padding_idx,
+                                    include_last_offset)
+    except ValueError as e:
+        if "out of range in self" in str(e):
+            raise IndexError(f"embedding_bag: index out of range [0, {weight.shape[0]}) in "
+                             "input") from None
+        raise
+
+
+def _check_offsets(input, offsets):
+    """1-D offsets checked (PyTorch's messages), as a list"""
+    off = [int(v) for v in offsets.tolist()]
+    n = input.shape[0]
+    if off and off[0] != 0:
+        raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
+                           f"has to start from position 0. However, got {off[0]}")
+    if any(o > n or o < 0 for o in off) or any(a > b for a, b in zip(off, off[1:])):
+        raise RuntimeError(f"embedding_bag: offsets must be non-decreasing and in [0, {n}], got "
+                           f"{off}")
+    return off
 
 
 def _bag_fixed(input, weight, mode, per_sample_weights, padding_idx):

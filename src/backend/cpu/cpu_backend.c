@@ -65,6 +65,7 @@ void tsi_cpu_kernels_install(ts_backend *be) {
     be->gather = tsi_cpu_gather;
     be->scatter_add = tsi_cpu_scatter_add;
     be->cdist = tsi_cpu_cdist;
+    be->embedding_bag = tsi_cpu_embedding_bag;
     be->gather_dims = tsi_cpu_gather_dims;
     be->rnn_cell_forward = tsi_cpu_rnn_cell_forward;
     be->rnn_cell_backward = tsi_cpu_rnn_cell_backward;

@@ -45,6 +45,9 @@ void tsi_cpu_gather(const ts_backend *be, int index, const ts_kview *out, const 
                     int dim, const ts_kview *idx);
 void tsi_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, int dim,
                          const ts_kview *idx, const ts_kview *src);
+/* kern_embedding_bag.c */
+void tsi_cpu_embedding_bag(const ts_backend *be, int index, const ts_kview *out,
+                           const ts_bag_args *a);
 /* kern_cdist.c */
 void tsi_cpu_cdist(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x1,
                    const ts_kview *x2, double p);

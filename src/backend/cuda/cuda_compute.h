@@ -182,6 +182,8 @@ void tsc_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview
                 const ts_kview *in, int nred, double param);
 void tsc_matmul(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
                 const ts_kview *b);
+/* cuda_embedding_bag.cu */
+void tsc_embedding_bag(const ts_backend *be, int index, const ts_kview *out, const ts_bag_args *a);
 /* cuda_cdist.cu */
 void tsc_cdist(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x1,
                const ts_kview *x2, double p);

@@ -1,0 +1,414 @@
+/* test_embedding_bag.c — ts_embedding_bag (src/nn/embedding_bag.c, the embedding_bag slot:
+ * src/backend/cpu/kern_embedding_bag.c) on every device against a float64 reference written here:
+ * the 2-D and offsets forms, include_last_offset (positions after the last offset in no bag),
+ * empty bags, padding_idx (left out of the sums and of mean's count; a bag of padding only gives
+ * zeros), per_sample_weights, int32 indices and offsets, a strided weight (the portable loop),
+ * widths crossing the AVX2 path's 64- and 8-column blocks with enough bags to run threaded,
+ * float32 / float64 / float16 / bfloat16; the gradients by ts_gradcheck (EmbeddingBagBackward0)
+ * and against the reference's; a captured step's replay; the refusals.
+ *
+ * Tolerances: float64 sums rounded in double; float32 ones accumulate in float32 (as PyTorch's),
+ * each of a bag's L adds (and products) rounding by at most eps32 / 2 relative to the running
+ * value, so |error| <= (L + 1) eps32 sum|terms| (+ mean's division, eps32 / 2 relative): the
+ * check allows (L + 2) eps sum|terms| with eps of the dtype (float16 / bfloat16: of the output's
+ * rounding, from a reference of the rounded weights). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tessera.h"
+#include "tessera/autograd.h"
+#include "ts_test.h"
+
+static ts_device devs[TS_TEST_MAX_DEVICES];
+static int ndev;
+
+#define MAXN 65536
+
+static void fill(double *v, int64_t n, int seed) {
+    for (int64_t i = 0; i < n; i++) v[i] = sin(0.71 * (double)(i + 1) + 1.3 * seed) * 2.5;
+}
+static ts_tensor *mk(ts_shape s, const double *v, ts_dtype dt, ts_device d) {
+    return ts_to(ts_to_dtype(ts_tensor_f64(s, v, (ts_opts){.dtype = TS_F64}), dt), d);
+}
+static ts_tensor *mki(ts_shape s, const int64_t *v, ts_dtype dt, ts_device d) {
+    return ts_to(ts_to_dtype(ts_tensor_i64(s, v, (ts_opts){.dtype = TS_I64}), dt), d);
+}
+static bool rd(ts_tensor *t, double *out, int64_t n) {
+    ts_tensor *h = t ? ts_to_dtype(ts_to(ts_contiguous(t), ts_cpu()), TS_F64) : NULL;
+    return h && ts_numel(h) == n && ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK;
+}
+
+/* a bag problem: weight [N, D], n indices; off (bags + 1 bounds) or width */
+typedef struct prob {
+    int64_t N, D, n, bags, width;
+    const double *w, *psw;
+    const int64_t *idx, *off;
+    int mode;
+    int64_t pad;
+} prob;
+
+/* out [bags, D] and sum|terms| per element; the largest bag length in *lmax */
+static void ref_bag(const prob *p, double *out, double *mag, int64_t *lmax) {
+    *lmax = 0;
+    for (int64_t b = 0; b < p->bags; b++) {
+        const int64_t s = p->off ? p->off[b] : b * p->width;
+        const int64_t e = p->off ? p->off[b + 1] : s + p->width;
+        int64_t kept = 0;
+        if (e - s > *lmax) *lmax = e - s;
+        for (int64_t j = 0; j < p->D; j++) out[b * p->D + j] = mag[b * p->D + j] = 0;
+        for (int64_t q = s; q < e; q++) {
+            if (p->idx[q] == p->pad) continue;
+            kept++;
+            for (int64_t j = 0; j < p->D; j++) {
+                const double t = p->w[p->idx[q] * p->D + j] * (p->psw ? p->psw[q] : 1.0);
+                out[b * p->D + j] += t, mag[b * p->D + j] += fabs(t);
+            }
+        }
+        if (p->mode == 1 && kept > 0)
+            for (int64_t j = 0; j < p->D; j++) out[b * p->D + j] /= (double)kept;
+    }
+}
+
+static double eps_of(ts_dtype dt) {
+    return dt == TS_F64 ? 0x1p-52 : dt == TS_F32 ? 0x1p-23 : dt == TS_F16 ? 0x1p-10 : 0x1p-7;
+}
+
+static void check_bag(const char *what, ts_tensor *y, const prob *p, ts_dtype dt, ts_device d) {
+    static double got[MAXN], ref[MAXN], mag[MAXN];
+    const int64_t m = p->bags * p->D;
+    int64_t lmax;
+    ref_bag(p, ref, mag, &lmax);
+    bool ok = y && m <= MAXN && ts_ndim(y) == 2 && ts_size(y, 0) == p->bags &&
+              ts_size(y, 1) == p->D && rd(y, got, m);
+    int64_t at = -1;
+    const double e = eps_of(dt);
+    for (int64_t i = 0; ok && i < m; i++) {
+        /* half dtypes: the output rounded once more, by eps / 2 of the value */
+        const double tol = (double)(lmax + 2) * e * mag[i] +
+                           (dt == TS_F16 || dt == TS_BF16 ? e * fabs(ref[i]) : 0.0);
+        if (!(fabs(got[i] - ref[i]) <= tol)) ok = false, at = i;
+    }
+    ts_test_record(ok);
+    if (!ok)
+        ts_test_failf(__FILE__, __LINE__, "%s (%s, %s): element %lld: %.17g vs %.17g%s", what,
+                      ts_dtype_name(dt), ts_device_str(d), (long long)at, at >= 0 ? got[at] : 0.0,
+                      at >= 0 ? ref[at] : 0.0, ts_test_error_str());
+    ts_error_clear();
+}
+
+/* the weight rounded to dt, back in double (the reference of a rounded weight) */
+static void round_to(double *w, int64_t n, ts_dtype dt) {
+    ts_scope_begin();
+    ts_tensor *t = ts_to_dtype(ts_tensor_f64(TS_SHAPE(n), w, (ts_opts){.dtype = TS_F64}), dt);
+    rd(t, w, n);
+    ts_scope_end();
+}
+
+static ts_tensor *run(const prob *p, ts_dtype dt, ts_dtype it, ts_device d, bool last) {
+    ts_tensor *w = mk(TS_SHAPE(p->N, p->D), p->w, dt, d);
+    ts_tensor *ind = p->off ? mki(TS_SHAPE(p->n), p->idx, it, d)
+                            : mki(TS_SHAPE(p->bags, p->width), p->idx, it, d);
+    ts_tensor *off = NULL;
+    if (p->off) {
+        /* include_last_offset: the bags + 1 bounds; otherwise the bags' starts */
+        off = mki(TS_SHAPE(last ? p->bags + 1 : p->bags), p->off, it, d);
+    }
+    ts_tensor *psw = NULL;
+    if (p->psw)
+        psw = p->off ? mk(TS_SHAPE(p->n), p->psw, dt, d)
+                     : mk(TS_SHAPE(p->bags, p->width), p->psw, dt, d);
+    return ts_embedding_bag(w, ind, off, p->mode, psw, p->pad, last);
+}
+
+static const ts_dtype fdts[] = {TS_F64, TS_F32, TS_F16, TS_BF16};
+
+/* the forms on every device, dtype, index dtype and mode */
+static void test_forward(void) {
+    static double w[64 * 130], psw[1200];
+    static int64_t idx[1200];
+    fill(psw, 1200, 3);
+    for (int64_t i = 0; i < 1200; i++) idx[i] = (i * 37 + i / 7) % 64;
+    idx[5] = idx[6] = idx[7] = idx[8] = idx[9] = 3; /* 2-D: bag 1 of padding only (pad 3) */
+    /* offsets form: 11 positions; bag 1 empty, bag 4 empty at the end (n = 11) */
+    static const int64_t off_end[] = {0, 3, 3, 7, 11, 11}; /* 5 bags, last runs to n */
+    static const int64_t off_short[] = {0, 3, 3, 7, 9, 9}; /* include_last_offset: 9, 10 out */
+    for (int di = 0; di < ndev; di++)
+        for (int k = 0; k < 4; k++) {
+            const ts_dtype dt = fdts[k];
+            for (int mode = 0; mode < 2; mode++)
+                for (int usew = 0; usew < 2 - mode; usew++)
+                    for (int usepad = 0; usepad < 2; usepad++)
+                        for (int itk = 0; itk < 2; itk++) {
+                            const ts_dtype it = itk ? TS_I32 : TS_I64;
+                            const int64_t D = k == 1 ? 130 : 9;
+                            fill(w, 64 * D, 1);
+                            if (dt == TS_F16 || dt == TS_BF16) round_to(w, 64 * D, dt);
+                            double pw[1200];
+                            memcpy(pw, psw, sizeof pw);
+                            if (dt == TS_F16 || dt == TS_BF16) round_to(pw, 1200, dt);
+                            ts_scope_begin();
+                            /* 2-D: 7 bags of 5; float32: 240 bags of 5 (threaded, 130 columns) */
+                            prob p = {.N = 64,
+                                      .D = D,
+                                      .bags = k == 1 ? 240 : 7,
+                                      .width = 5,
+                                      .w = w,
+                                      .psw = usew ? pw : NULL,
+                                      .idx = idx,
+                                      .mode = mode,
+                                      .pad = usepad ? 3 : -1};
+                            p.n = p.bags * p.width;
+                            check_bag("2-D", run(&p, dt, it, devs[di], false), &p, dt, devs[di]);
+                            /* offsets, the last bag to the end */
+                            prob q = p;
+                            q.width = 0, q.n = 11, q.bags = 5, q.off = off_end;
+                            check_bag("offsets", run(&q, dt, it, devs[di], false), &q, dt,
+                                      devs[di]);
+                            /* include_last_offset: positions 9 and 10 in no bag */
+                            q.off = off_short;
+                            check_bag("include_last_offset", run(&q, dt, it, devs[di], true), &q,
+                                      dt, devs[di]);
+                            ts_scope_end();
+                            CHECK_OK();
+                        }
+        }
+}
+
+/* a strided weight (a transposed view: the portable loop) and an empty input */
+static void test_strided_and_empty(void) {
+    static double w[20 * 6], wt[6 * 20];
+    fill(w, 120, 5);
+    for (int r = 0; r < 20; r++)
+        for (int j = 0; j < 6; j++) wt[j * 20 + r] = w[r * 6 + j];
+    static const int64_t idx[] = {1, 4, 19, 0, 7, 7, 2, 3};
+    for (int di = 0; di < ndev; di++)
+        for (int k = 0; k < 2; k++) {
+            ts_scope_begin();
+            ts_tensor *W = ts_transpose(mk(TS_SHAPE(6, 20), wt, fdts[k], devs[di]), 0, 1);
+            ts_tensor *I = mki(TS_SHAPE(4, 2), idx, TS_I64, devs[di]);
+            prob p = {.N = 20,
+                      .D = 6,
+                      .bags = 4,
+                      .width = 2,
+                      .n = 8,
+                      .w = w,
+                      .idx = idx,
+                      .mode = 1,
+                      .pad = 7};
+            check_bag("strided weight", ts_embedding_bag(W, I, NULL, 1, NULL, 7, false), &p,
+                      fdts[k], devs[di]);
+            /* no positions: bags of zeros; no bags */
+            ts_tensor *E = ts_zeros(TS_SHAPE(0), (ts_opts){.dtype = TS_I64, .device = devs[di]});
+            ts_tensor *O = ts_zeros(TS_SHAPE(3), (ts_opts){.dtype = TS_I64, .device = devs[di]});
+            ts_tensor *y = ts_embedding_bag(W, E, O, 0, NULL, -1, false);
+            double z[18];
+            CHECK(y && ts_size(y, 0) == 3 && ts_size(y, 1) == 6 && rd(y, z, 18));
+            for (int i = 0; i < 18; i++) CHECK(z[i] == 0.0);
+            y = ts_embedding_bag(
+                W, ts_zeros(TS_SHAPE(0, 4), (ts_opts){.dtype = TS_I64, .device = devs[di]}), NULL,
+                1, NULL, -1, false);
+            CHECK(y && ts_size(y, 0) == 0 && ts_size(y, 1) == 6);
+            ts_scope_end();
+            CHECK_OK();
+        }
+}
+
+/* gradcheck: in[0] weight, in[1] per-sample weights (or absent) */
+typedef struct gctx {
+    ts_tensor *ind, *off;
+    int mode;
+    int64_t pad;
+    bool last;
+} gctx;
+static ts_tensor *gc_fn(ts_tensor *const *in, int n, void *ctx) {
+    const gctx *c = ctx;
+    return ts_embedding_bag(in[0], c->ind, c->off, c->mode, n > 1 ? in[1] : NULL, c->pad, c->last);
+}
+
+static void test_grads(void) {
+    static double w[12 * 4], psw[11];
+    fill(w, 48, 7), fill(psw, 11, 8);
+    static const int64_t idx[] = {1, 4, 4, 0, 7, 3, 2, 3, 11, 4, 5};
+    static const int64_t off[] = {0, 3, 3, 7, 9};
+    const ts_gradcheck_opts go = {.eps = 1e-6, .atol = 1e-7, .rtol = 1e-6};
+    for (int di = 0; di < ndev; di++)
+        for (int c = 0; c < 4; c++) {
+            ts_scope_begin();
+            const ts_device d = devs[di];
+            gctx g = {.mode = c == 1 ? 1 : 0, .pad = c >= 1 ? 3 : -1, .last = c == 2};
+            if (c == 3) { /* 2-D */
+                g.ind = mki(TS_SHAPE(2, 5), idx, TS_I64, d);
+            } else {
+                g.ind = mki(TS_SHAPE(11), idx, TS_I32, d);
+                g.off = mki(TS_SHAPE(c == 2 ? 5 : 4), off, TS_I64, d);
+            }
+            ts_tensor *in[2] = {mk(TS_SHAPE(12, 4), w, TS_F64, d),
+                                c == 3 ? mk(TS_SHAPE(2, 5), psw, TS_F64, d)
+                                       : mk(TS_SHAPE(11), psw, TS_F64, d)};
+            ts_set_requires_grad(in[0], true), ts_set_requires_grad(in[1], true);
+            const int nin = g.mode == 0 ? 2 : 1;
+            const bool ok = ts_gradcheck(gc_fn, &g, in, nin, go);
+            ts_test_record(ok);
+            if (!ok)
+                ts_test_failf(__FILE__, __LINE__, "gradcheck case %d on %s%s", c, ts_device_str(d),
+                              ts_test_error_str());
+            ts_error_clear();
+            /* the weight's gradient of y.sum() against the reference: each kept position adds
+             * its coefficient to its row (1, or 1 / kept for mean; 0 outside every bag) */
+            ts_tensor *x = mk(TS_SHAPE(12, 4), w, TS_F64, d);
+            ts_set_requires_grad(x, true);
+            ts_tensor *y = gc_fn((ts_tensor *[]){x}, 1, &g);
+            CHECK(y != NULL);
+            ts_backward(ts_sum(y));
+            double gw[48] = {0}, got[48];
+            const int64_t nb = c == 3 ? 2 : c == 2 ? 4 : 4;
+            for (int64_t b = 0; b < nb; b++) {
+                const int64_t s = c == 3 ? b * 5 : off[b];
+                const int64_t e = c == 3 ? s + 5 : (b + 1 < (c == 2 ? 5 : 4) ? off[b + 1] : 11);
+                int64_t kept = 0;
+                for (int64_t q = s; q < e; q++) kept += idx[q] != g.pad;
+                for (int64_t q = s; q < e; q++)
+                    if (idx[q] != g.pad)
+                        for (int j = 0; j < 4; j++)
+                            gw[idx[q] * 4 + j] += g.mode == 1 ? 1.0 / (double)kept : 1.0;
+            }
+            CHECK(rd(ts_grad(x), got, 48));
+            for (int i = 0; i < 48; i++) CHECK_NEAR(got[i], gw[i], 1e-14);
+            ts_scope_end();
+            CHECK_OK();
+        }
+}
+
+/* no bags (include_last_offset with one offset) and no positions: zero gradients */
+static void test_grads_empty(void) {
+    static double w[12 * 4], psw[11];
+    fill(w, 48, 7), fill(psw, 11, 8);
+    static const int64_t idx[] = {1, 4, 4, 0, 7, 3, 2, 3, 11, 4, 5};
+    for (int di = 0; di < ndev; di++)
+        for (int c = 0; c < 2; c++) {
+            ts_scope_begin();
+            const ts_device d = devs[di];
+            ts_tensor *x = mk(TS_SHAPE(12, 4), w, TS_F64, d);
+            ts_tensor *p = c == 0
+                               ? mk(TS_SHAPE(11), psw, TS_F64, d)
+                               : ts_zeros(TS_SHAPE(0, 3), (ts_opts){.dtype = TS_F64, .device = d});
+            ts_set_requires_grad(x, true), ts_set_requires_grad(p, true);
+            ts_tensor *y =
+                c == 0 ? ts_embedding_bag(x, mki(TS_SHAPE(11), idx, TS_I64, d),
+                                          mki(TS_SHAPE(1), idx + 3, TS_I64, d), 0, p, -1, true)
+                       : ts_embedding_bag(
+                             x, ts_zeros(TS_SHAPE(0, 3), (ts_opts){.dtype = TS_I64, .device = d}),
+                             NULL, 0, p, -1, false);
+            CHECK(y && ts_size(y, 0) == 0 && ts_size(y, 1) == 4);
+            ts_backward(ts_sum(y));
+            double g[48];
+            CHECK(rd(ts_grad(x), g, 48));
+            for (int i = 0; i < 48; i++) CHECK(g[i] == 0.0);
+            CHECK(ts_grad(p) && ts_numel(ts_grad(p)) == ts_numel(p));
+            ts_scope_end();
+            CHECK_OK();
+        }
+}
+
+/* a captured 2-D step replays with the weight's new values; the offsets form is refused there */
+static void test_capture(void) {
+    static double w1[10 * 3], w2[10 * 3];
+    fill(w1, 30, 1), fill(w2, 30, 2);
+    static const int64_t idx[] = {1, 2, 9, 0, 5, 5};
+    for (int di = 0; di < ndev; di++) {
+        const ts_device d = devs[di];
+        ts_scope_begin();
+        ts_tensor *W = mk(TS_SHAPE(10, 3), w1, TS_F32, d), *I = mki(TS_SHAPE(2, 3), idx, TS_I64, d);
+        ts_tensor *Y = ts_embedding_bag(W, I, NULL, 1, NULL, 5, false); /* warm-up */
+        ts_graph *g = ts_graph_capture_begin(d, (ts_graph_opts){0});
+        Y = ts_embedding_bag(W, I, NULL, 1, NULL, 5, false);
+        ts_tensor *R = ts_embedding_bag(W, ts_reshape(I, TS_SHAPE(6)),
+                                        mki(TS_SHAPE(2), (const int64_t[]){0, 3}, TS_I64, d), 0,
+                                        NULL, -1, false);
+        CHECK(R == NULL && ts_error() == TS_ERR_UNSUPPORTED);
+        ts_error_clear();
+        CHECK(g && ts_graph_capture_end() == TS_OK && ts_graph_kernel_count(g) >= 1);
+        ts_copy_(W, mk(TS_SHAPE(10, 3), w2, TS_F32, d));
+        CHECK(ts_graph_replay(g) == TS_OK);
+        prob p = {.N = 10,
+                  .D = 3,
+                  .bags = 2,
+                  .width = 3,
+                  .n = 6,
+                  .w = w2,
+                  .idx = idx,
+                  .mode = 1,
+                  .pad = 5};
+        check_bag("replayed", Y, &p, TS_F32, d);
+        ts_graph_free(g);
+        ts_scope_end();
+        CHECK_OK();
+    }
+}
+
+static void test_errors(void) {
+    ts_scope_begin();
+    ts_tensor *w = ts_ones(TS_SHAPE(5, 3), (ts_opts){.dtype = TS_F64});
+    ts_tensor *i2 = ts_tensor_i64(TS_SHAPE(2, 2), (const int64_t[]){0, 1, 2, 3}, (ts_opts){0});
+    ts_tensor *i1 = ts_tensor_i64(TS_SHAPE(4), (const int64_t[]){0, 1, 2, 3}, (ts_opts){0});
+    ts_tensor *o = ts_tensor_i64(TS_SHAPE(2), (const int64_t[]){0, 2}, (ts_opts){0});
+    CHECK(ts_embedding_bag(w, i2, NULL, 2, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "mode max");
+    CHECK(ts_embedding_bag(w, ts_tensor_i64(TS_SHAPE(1, 2), (const int64_t[]){0, 5}, (ts_opts){0}),
+                           NULL, 0, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "out of range");
+    CHECK(ts_embedding_bag(w, ts_tensor_i64(TS_SHAPE(1, 2), (const int64_t[]){-1, 0}, (ts_opts){0}),
+                           NULL, 0, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "out of range");
+    CHECK(ts_embedding_bag(w, i1, ts_tensor_i64(TS_SHAPE(2), (const int64_t[]){1, 2}, (ts_opts){0}),
+                           0, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "offsets[0] has to be 0");
+    CHECK(ts_embedding_bag(w, i1,
+                           ts_tensor_i64(TS_SHAPE(3), (const int64_t[]){0, 3, 2}, (ts_opts){0}), 0,
+                           NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "non-decreasing");
+    CHECK(ts_embedding_bag(w, i1, ts_tensor_i64(TS_SHAPE(2), (const int64_t[]){0, 5}, (ts_opts){0}),
+                           0, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "non-decreasing");
+    CHECK(ts_embedding_bag(w, i2, o, 0, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "offsets has to be NULL");
+    CHECK(ts_embedding_bag(w, i1, NULL, 0, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "offsets has to be a 1D");
+    CHECK(ts_embedding_bag(w, i2, NULL, 1, ts_ones(TS_SHAPE(2, 2), (ts_opts){.dtype = TS_F64}), -1,
+                           false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "only supported for mode sum");
+    CHECK(ts_embedding_bag(w, i2, NULL, 0, ts_ones(TS_SHAPE(4), (ts_opts){.dtype = TS_F64}), -1,
+                           false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "same shape");
+    CHECK(ts_embedding_bag(w, i2, NULL, 0, ts_ones(TS_SHAPE(2, 2), (ts_opts){0}), -1, false) ==
+          NULL);
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "per_sample_weights");
+    CHECK(ts_embedding_bag(w, i2, NULL, 0, NULL, 5, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "padding_idx");
+    CHECK(ts_embedding_bag(w, ts_to_dtype(i2, TS_F32), NULL, 0, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "int64 or int32");
+    CHECK(ts_embedding_bag(ts_ones(TS_SHAPE(5), (ts_opts){0}), i2, NULL, 0, NULL, -1, false) ==
+          NULL);
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "2D");
+    CHECK(ts_embedding_bag(w, ts_ones(TS_SHAPE(1, 1, 1), (ts_opts){.dtype = TS_I64}), NULL, 0, NULL,
+                           -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "1D or 2D");
+    CHECK(ts_embedding_bag(w, i2, NULL, 3, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "mode");
+    ts_scope_end();
+    CHECK_OK();
+}
+
+int main(void) {
+    if (ts_test_isa_gate()) return 77;
+    ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
+    test_forward();
+    test_strided_and_empty();
+    test_grads();
+    test_grads_empty();
+    test_capture();
+    test_errors();
+    CHECK_OK();
+    return ts_test_finish();
+}
