@@ -149,6 +149,42 @@ static void test_erfinv(const ts_vec_kernels *vk) {
     free(x), free(y);
 }
 
+/* lgamma (unary_f32's shifted Stirling series in double) against libm's double lgamma: within 1
+ * ulp of float where |lgamma| >= 1 and 6e-8 absolute below (near its zeros at 1 and 2, which are
+ * exactly 0), on 200,000 floats of (0, 60], the 1000 floats either side of 1 and of 2, tiny and
+ * huge x; x <= 0, inf and NaN as lgammaf */
+static void test_lgamma(const ts_vec_kernels *vk) {
+    enum { N = 200000 + 4000 + 8 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    int n = 0;
+    for (int i = 1; i <= 200000; i++) x[n++] = (float)(i * 3e-4);
+    for (int c = 1; c <= 2; c++) {
+        float up = (float)c, down = (float)c;
+        for (int i = 0; i < 1000; i++)
+            x[n++] = up = nextafterf(up, 100), x[n++] = down = nextafterf(down, 0);
+    }
+    const float edge[8] = {1.0f, 2.0f, 1e-45f, 1e-30f, 3e38f, 1e30f, 8.0f, 7.9999995f};
+    for (int i = 0; i < 8; i++) x[n++] = edge[i];
+    vk->unary_f32(TS_U_LGAMMA, y, x, n);
+    double worst = 0;
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+        const double r = lgamma((double)x[i]);
+        const float rf = (float)r; /* past float's range: inf */
+        const double e =
+            isinf(rf) ? (y[i] == rf ? 0 : INFINITY) : fabs(y[i] - r) / (ulp_f(fmax(fabs(r), 1.0)));
+        if (!(e <= worst)) worst = e, at = i;
+    }
+    printf("  %-8s lgamma over %d floats: at most %.2f ulp (units of max(|y|, 1)) at %.9g\n",
+           tsi_cpu_isa_name(vk->isa), n, worst, x[at]);
+    CHECK(worst <= 1);
+    float sx[6] = {1.0f, 2.0f, -0.5f, -2.0f, INFINITY, NAN}, sy[6];
+    vk->unary_f32(TS_U_LGAMMA, sy, sx, 6);
+    CHECK(sy[0] == 0 && sy[1] == 0 && sy[2] == lgammaf(-0.5f) && sy[3] == INFINITY &&
+          sy[4] == INFINITY && isnan(sy[5]));
+    free(x), free(y);
+}
+
 static void test_f64_accuracy(const ts_vec_kernels *vk) {
     static double x[NSAMPLE / 4], y[NSAMPLE / 4];
     const int64_t n = NSAMPLE / 4;
@@ -498,6 +534,7 @@ static void run_all(const ts_vec_kernels *vk, float *out, int64_t n, double *sum
     const float special[5] = {1.0f, -1.0f, 1.5f, -0.0f, NAN};
     memcpy(xe + n - 5, special, sizeof special);
     vk->unary_f32(TS_U_ERFINV, out + k, xe, n), k += n;
+    vk->unary_f32(TS_U_LGAMMA, out + k, xs, n), k += n; /* negatives: libm's, the rest vectors */
     /* softmax and log_softmax rows and their gradients (from those outputs) */
     vk->softmax_row_f32(out + k, xs, n, false), k += n;
     vk->softmax_row_f32(out + k, xs, n, true), k += n;
@@ -526,8 +563,8 @@ static bool same_floats(const float *a, const float *b, int64_t n) {
 
 static void test_same_bits(void) {
     enum { N = 4093 };                       /* not a multiple of any width */
-    const int64_t per = 15 * (int64_t)N + 1; /* run_all's floats */
-    static float ref[15 * 4096 + 1 + 4096], got[15 * 4096 + 1 + 4096];
+    const int64_t per = 16 * (int64_t)N + 1; /* run_all's floats */
+    static float ref[16 * 4096 + 1 + 4096], got[16 * 4096 + 1 + 4096];
     fill_range(xs, N, -30.0f, 30.0f);
     for (int i = 0; i < N; i++) /* finite, so the sums are numbers */
         xs[i] = fabsf(xs[i]) < 1e-30f || !isfinite(xs[i]) ? 0.5f : xs[i];
@@ -560,6 +597,7 @@ int main(void) {
         test_fma(vk);
         test_f32_accuracy(vk);
         test_erfinv(vk);
+        test_lgamma(vk);
         test_f64_accuracy(vk);
         test_activations(vk);
         test_silu_bwd_tiny_g(vk);

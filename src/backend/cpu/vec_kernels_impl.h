@@ -83,6 +83,52 @@ static void TSV_NAME(tsv_erfinv_f32)(float *y, const float *x, int64_t n) {
     }
 }
 
+/* lgamma of floats in double vectors, a chunk at a time in short loops as erfinv: x > 0 shifted
+ * to z = x + k >= 8 (k < 8) with the product p = x (x + 1) ... (x + k - 1), then
+ * lgamma(x) = Stirling(z) - log p (tsv_log_d's logs; about 1e-15 absolute near lgamma's zeros
+ * at 1 and 2, which are exactly 0; 1e-15 relative elsewhere: well inside float's rounding);
+ * libm's lgammaf where
+ * x <= 0, +inf or NaN (the reflection's poles and signs). */
+static void TSV_NAME(tsv_lgamma_f32)(float *y, const float *x, int64_t n) {
+    enum { DW = sizeof(TSV_D) / sizeof(double), CH = 256 / DW };
+    TSV_D xd[CH], z[CH], p[CH];
+    for (int64_t i0 = 0; i0 < n; i0 += CH * DW) {
+        const int64_t len = n - i0 < CH * DW ? n - i0 : CH * DW, nv = (len + DW - 1) / DW;
+        for (int64_t v = 0; v < nv; v++) {
+            const int64_t i = i0 + v * DW;
+            TSV_NAME(tsv_half_f) h = {0};
+            memcpy(&h, x + i, (size_t)(n - i < DW ? n - i : DW) * sizeof(float));
+            xd[v] = __builtin_convertvector(h, TSV_D);
+            const TSV_L ok = (xd[v] > 0.0) & (xd[v] < 3.5e38);
+            TSV_D zz = TSV_NAME(tsv_sel_d)(ok, xd[v], TSV_NAME(tsv_splat_d)(8.0)),
+                  pp = TSV_NAME(tsv_splat_d)(1.0);
+            for (int k = 0; k < 8; k++) {
+                const TSV_L low = zz < 8.0;
+                pp = TSV_NAME(tsv_sel_d)(low, pp * zz, pp);
+                zz = TSV_NAME(tsv_sel_d)(low, zz + 1.0, zz);
+            }
+            z[v] = zz, p[v] = pp;
+        }
+        for (int64_t v = 0; v < nv; v++) {
+            const TSV_D lz = TSV_NAME(tsv_log_d)(z[v]), lp = TSV_NAME(tsv_log_d)(p[v]);
+            const TSV_L zero = (xd[v] == 1.0) | (xd[v] == 2.0); /* exactly 0, as lgammaf */
+            z[v] = TSV_NAME(tsv_sel_d)(zero, TSV_NAME(tsv_splat_d)(0.0),
+                                       TSV_NAME(tsv_lgamma_stirling_d)(z[v], lz) - lp);
+        }
+        for (int64_t v = 0; v < nv; v++) {
+            const int64_t i = i0 + v * DW;
+            const size_t m = (size_t)(n - i < DW ? n - i : DW);
+            const TSV_NAME(tsv_half_f) r = __builtin_convertvector(z[v], TSV_NAME(tsv_half_f));
+            memcpy(y + i, &r, m * sizeof(float));
+            int all_in = 1;
+            for (int l = 0; l < DW; l++) all_in &= xd[v][l] > 0 && xd[v][l] < 3.5e38;
+            if (!all_in)
+                for (size_t k = 0; k < m; k++)
+                    if (!(xd[v][k] > 0 && xd[v][k] < 3.5e38)) y[i + k] = lgammaf((float)xd[v][k]);
+        }
+    }
+}
+
 static void TSV_NAME(tsv_unary_f32)(ts_unary_op op, float *y, const float *x, int64_t n) {
     switch (op) {
     case TS_U_EXP:
@@ -105,6 +151,9 @@ static void TSV_NAME(tsv_unary_f32)(ts_unary_op op, float *y, const float *x, in
         break;
     case TS_U_ERFINV:
         TSV_NAME(tsv_erfinv_f32)(y, x, n);
+        break;
+    case TS_U_LGAMMA:
+        TSV_NAME(tsv_lgamma_f32)(y, x, n);
         break;
     default:
         break;
