@@ -171,6 +171,7 @@ bool tsi_vec_unary_has(ts_unary_op op) {
     case TS_U_SILU:
     case TS_U_ERFINV:
     case TS_U_LGAMMA:
+    case TS_U_DIGAMMA:
         return true;
     default:
         return false;

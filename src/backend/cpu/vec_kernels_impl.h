@@ -129,6 +129,58 @@ static void TSV_NAME(tsv_lgamma_f32)(float *y, const float *x, int64_t n) {
     }
 }
 
+/* digamma of floats in double vectors, as kernel_math.h's ts_digamma_d for x > 0: shifted to
+ * z = x + k >= 10 with the sum of 1/(x + i) kept as one fraction (positive terms: no
+ * cancellation; one division), log z - 1/(2z) - the series in B2..B14, minus that sum (about
+ * 1e-15 absolute near digamma's root at 1.4616, 1e-15 relative elsewhere); ts_digamma_f where
+ * x <= 0, inf or NaN (reflection, poles). */
+static void TSV_NAME(tsv_digamma_f32)(float *y, const float *x, int64_t n) {
+    enum { DW = sizeof(TSV_D) / sizeof(double), CH = 256 / DW };
+    TSV_D xd[CH], z[CH], q[CH];
+    for (int64_t i0 = 0; i0 < n; i0 += CH * DW) {
+        const int64_t len = n - i0 < CH * DW ? n - i0 : CH * DW, nv = (len + DW - 1) / DW;
+        for (int64_t v = 0; v < nv; v++) {
+            const int64_t i = i0 + v * DW;
+            TSV_NAME(tsv_half_f) h = {0};
+            memcpy(&h, x + i, (size_t)(n - i < DW ? n - i : DW) * sizeof(float));
+            xd[v] = __builtin_convertvector(h, TSV_D);
+            const TSV_L ok = (xd[v] > 0.0) & (xd[v] < 3.5e38);
+            TSV_D zz = TSV_NAME(tsv_sel_d)(ok, xd[v], TSV_NAME(tsv_splat_d)(10.0)),
+                  num = TSV_NAME(tsv_splat_d)(0.0), den = TSV_NAME(tsv_splat_d)(1.0);
+            for (int k = 0; k < 10; k++) { /* num / den += 1 / zz */
+                const TSV_L low = zz < 10.0;
+                num = TSV_NAME(tsv_sel_d)(low, num * zz + den, num);
+                den = TSV_NAME(tsv_sel_d)(low, den * zz, den);
+                zz = TSV_NAME(tsv_sel_d)(low, zz + 1.0, zz);
+            }
+            z[v] = zz, q[v] = num / den;
+        }
+        for (int64_t v = 0; v < nv; v++) {
+            const TSV_D r = 1.0 / z[v], yy = r * r;
+            TSV_D s = TSV_NAME(tsv_splat_d)(1.0 / 12.0);
+            s = 691.0 / 32760.0 - yy * s;
+            s = 1.0 / 132.0 - yy * s;
+            s = 1.0 / 240.0 - yy * s;
+            s = 1.0 / 252.0 - yy * s;
+            s = 1.0 / 120.0 - yy * s;
+            s = 1.0 / 12.0 - yy * s;
+            z[v] = TSV_NAME(tsv_log_d)(z[v]) - 0.5 * r - yy * s - q[v];
+        }
+        for (int64_t v = 0; v < nv; v++) {
+            const int64_t i = i0 + v * DW;
+            const size_t m = (size_t)(n - i < DW ? n - i : DW);
+            const TSV_NAME(tsv_half_f) r = __builtin_convertvector(z[v], TSV_NAME(tsv_half_f));
+            memcpy(y + i, &r, m * sizeof(float));
+            int all_in = 1;
+            for (int l = 0; l < DW; l++) all_in &= xd[v][l] > 0 && xd[v][l] < 3.5e38;
+            if (!all_in)
+                for (size_t k = 0; k < m; k++)
+                    if (!(xd[v][k] > 0 && xd[v][k] < 3.5e38))
+                        y[i + k] = ts_digamma_f((float)xd[v][k]);
+        }
+    }
+}
+
 static void TSV_NAME(tsv_unary_f32)(ts_unary_op op, float *y, const float *x, int64_t n) {
     switch (op) {
     case TS_U_EXP:
@@ -154,6 +206,9 @@ static void TSV_NAME(tsv_unary_f32)(ts_unary_op op, float *y, const float *x, in
         break;
     case TS_U_LGAMMA:
         TSV_NAME(tsv_lgamma_f32)(y, x, n);
+        break;
+    case TS_U_DIGAMMA:
+        TSV_NAME(tsv_digamma_f32)(y, x, n);
         break;
     default:
         break;
