@@ -22,12 +22,14 @@ static int ndev;
 static void fill(double *v, int64_t n, int seed) {
     for (int64_t i = 0; i < n; i++) v[i] = sin(0.37 * (double)(i + 1) + 1.9 * seed) * 3.0;
 }
-/* values rounded to dt and back, as the tensor holds them */
+/* values rounded to dt and back, as the tensor holds them (in a scope of its own: the caller
+ * may be inside one) */
 static void round_to(double *v, int64_t n, ts_dtype dt) {
+    ts_scope_begin();
     ts_tensor *t =
         ts_to_dtype(ts_to_dtype(ts_tensor_f64(TS_SHAPE(n), v, (ts_opts){0}), dt), TS_F64);
     CHECK(t && ts_copy_to_host(t, v, (size_t)n * sizeof(double)) == TS_OK);
-    ts_release(t);
+    ts_scope_end();
 }
 static ts_tensor *mk(ts_shape s, const double *v, ts_dtype dt, ts_device d) {
     return ts_to(ts_to_dtype(ts_tensor_f64(s, v, (ts_opts){0}), dt), d);
