@@ -53,32 +53,43 @@ typedef uint32_t TSV_NAME(tsv_u32) __attribute__((vector_size(sizeof(TSV_F))));
  * agree but for rare roundings of a near tie, within its 1 ulp), the polynomial; the scalar
  * function where |x| >= 1 or NaN. */
 typedef float TSV_NAME(tsv_half_f) __attribute__((vector_size(sizeof(TSV_F) / 2)));
+/* the double-vector formulas' ends: the doubles of x[i ..] (past n: 0), and the floats back to
+ * y[i ..] (up to n), with the scalar function fb in the lanes outside ok (rare) */
+static inline TSV_D TSV_NAME(tsv_load_fd)(const float *x, int64_t i, int64_t n) {
+    enum { DW = sizeof(TSV_D) / sizeof(double) };
+    TSV_NAME(tsv_half_f) h = {0};
+    memcpy(&h, x + i, (size_t)(n - i < DW ? n - i : DW) * sizeof(float));
+    return __builtin_convertvector(h, TSV_D);
+}
+static inline void TSV_NAME(tsv_store_fd)(float *y, int64_t i, int64_t n, TSV_D r, TSV_D xd,
+                                          TSV_L ok, float (*fb)(float)) {
+    enum { DW = sizeof(TSV_D) / sizeof(double) };
+    const size_t m = (size_t)(n - i < DW ? n - i : DW);
+    const TSV_NAME(tsv_half_f) f = __builtin_convertvector(r, TSV_NAME(tsv_half_f));
+    memcpy(y + i, &f, m * sizeof(float));
+    int all_in = 1;
+    for (int l = 0; l < DW; l++) all_in &= ok[l] != 0;
+    if (!all_in)
+        for (size_t k = 0; k < m; k++)
+            if (!ok[k]) y[i + k] = fb((float)xd[k]);
+}
 static void TSV_NAME(tsv_erfinv_f32)(float *y, const float *x, int64_t n) {
     enum { DW = sizeof(TSV_D) / sizeof(double), CH = 256 / DW };
     TSV_D xd[CH], w[CH];
     for (int64_t i0 = 0; i0 < n; i0 += CH * DW) {
         const int64_t len = n - i0 < CH * DW ? n - i0 : CH * DW, nv = (len + DW - 1) / DW;
         for (int64_t v = 0; v < nv; v++) {
-            const int64_t i = i0 + v * DW;
-            TSV_NAME(tsv_half_f) h = {0};
-            memcpy(&h, x + i, (size_t)(n - i < DW ? n - i : DW) * sizeof(float));
-            xd[v] = __builtin_convertvector(h, TSV_D);
+            xd[v] = TSV_NAME(tsv_load_fd)(x, i0 + v * DW, n);
             const TSV_D ax = (TSV_D)((TSV_L)xd[v] & 0x7fffffffffffffffLL);
             const TSV_D d = (1.0 - ax) * (1.0 + ax);
             w[v] = TSV_NAME(tsv_sel_d)(ax < 1.0, d, TSV_NAME(tsv_splat_d)(1.0));
         }
         for (int64_t v = 0; v < nv; v++) w[v] = -TSV_NAME(tsv_log_unit_d)(w[v]);
         for (int64_t v = 0; v < nv; v++) {
-            const int64_t i = i0 + v * DW;
-            const size_t m = (size_t)(n - i < DW ? n - i : DW);
-            const TSV_NAME(tsv_half_f) r = __builtin_convertvector(
-                TSV_NAME(tsv_erfinv_poly_d)(xd[v], w[v]), TSV_NAME(tsv_half_f));
-            memcpy(y + i, &r, m * sizeof(float));
-            int all_in = 1;
-            for (int l = 0; l < DW; l++) all_in &= __builtin_fabs(xd[v][l]) < 1;
-            if (!all_in)
-                for (size_t k = 0; k < m; k++)
-                    if (!(__builtin_fabs(xd[v][k]) < 1)) y[i + k] = ts_erfinv_f((float)xd[v][k]);
+            const TSV_D ax = (TSV_D)((TSV_L)xd[v] & 0x7fffffffffffffffLL);
+            TSV_NAME(tsv_store_fd)
+            (y, i0 + v * DW, n, TSV_NAME(tsv_erfinv_poly_d)(xd[v], w[v]), xd[v], ax < 1.0,
+             ts_erfinv_f);
         }
     }
 }
@@ -87,18 +98,14 @@ static void TSV_NAME(tsv_erfinv_f32)(float *y, const float *x, int64_t n) {
  * to z = x + k >= 8 (k < 8) with the product p = x (x + 1) ... (x + k - 1), then
  * lgamma(x) = Stirling(z) - log p (tsv_log_d's logs; about 1e-15 absolute near lgamma's zeros
  * at 1 and 2, which are exactly 0; 1e-15 relative elsewhere: well inside float's rounding);
- * libm's lgammaf where
- * x <= 0, +inf or NaN (the reflection's poles and signs). */
+ * libm's lgammaf where x <= 0, +inf or NaN (the reflection's poles and signs). */
 static void TSV_NAME(tsv_lgamma_f32)(float *y, const float *x, int64_t n) {
     enum { DW = sizeof(TSV_D) / sizeof(double), CH = 256 / DW };
     TSV_D xd[CH], z[CH], p[CH];
     for (int64_t i0 = 0; i0 < n; i0 += CH * DW) {
         const int64_t len = n - i0 < CH * DW ? n - i0 : CH * DW, nv = (len + DW - 1) / DW;
         for (int64_t v = 0; v < nv; v++) {
-            const int64_t i = i0 + v * DW;
-            TSV_NAME(tsv_half_f) h = {0};
-            memcpy(&h, x + i, (size_t)(n - i < DW ? n - i : DW) * sizeof(float));
-            xd[v] = __builtin_convertvector(h, TSV_D);
+            xd[v] = TSV_NAME(tsv_load_fd)(x, i0 + v * DW, n);
             const TSV_L ok = (xd[v] > 0.0) & (xd[v] < 3.5e38);
             TSV_D zz = TSV_NAME(tsv_sel_d)(ok, xd[v], TSV_NAME(tsv_splat_d)(8.0)),
                   pp = TSV_NAME(tsv_splat_d)(1.0);
@@ -115,17 +122,9 @@ static void TSV_NAME(tsv_lgamma_f32)(float *y, const float *x, int64_t n) {
             z[v] = TSV_NAME(tsv_sel_d)(zero, TSV_NAME(tsv_splat_d)(0.0),
                                        TSV_NAME(tsv_lgamma_stirling_d)(z[v], lz) - lp);
         }
-        for (int64_t v = 0; v < nv; v++) {
-            const int64_t i = i0 + v * DW;
-            const size_t m = (size_t)(n - i < DW ? n - i : DW);
-            const TSV_NAME(tsv_half_f) r = __builtin_convertvector(z[v], TSV_NAME(tsv_half_f));
-            memcpy(y + i, &r, m * sizeof(float));
-            int all_in = 1;
-            for (int l = 0; l < DW; l++) all_in &= xd[v][l] > 0 && xd[v][l] < 3.5e38;
-            if (!all_in)
-                for (size_t k = 0; k < m; k++)
-                    if (!(xd[v][k] > 0 && xd[v][k] < 3.5e38)) y[i + k] = lgammaf((float)xd[v][k]);
-        }
+        for (int64_t v = 0; v < nv; v++)
+            TSV_NAME(tsv_store_fd)
+            (y, i0 + v * DW, n, z[v], xd[v], (xd[v] > 0.0) & (xd[v] < 3.5e38), lgammaf);
     }
 }
 
@@ -140,10 +139,7 @@ static void TSV_NAME(tsv_digamma_f32)(float *y, const float *x, int64_t n) {
     for (int64_t i0 = 0; i0 < n; i0 += CH * DW) {
         const int64_t len = n - i0 < CH * DW ? n - i0 : CH * DW, nv = (len + DW - 1) / DW;
         for (int64_t v = 0; v < nv; v++) {
-            const int64_t i = i0 + v * DW;
-            TSV_NAME(tsv_half_f) h = {0};
-            memcpy(&h, x + i, (size_t)(n - i < DW ? n - i : DW) * sizeof(float));
-            xd[v] = __builtin_convertvector(h, TSV_D);
+            xd[v] = TSV_NAME(tsv_load_fd)(x, i0 + v * DW, n);
             const TSV_L ok = (xd[v] > 0.0) & (xd[v] < 3.5e38);
             TSV_D zz = TSV_NAME(tsv_sel_d)(ok, xd[v], TSV_NAME(tsv_splat_d)(10.0)),
                   num = TSV_NAME(tsv_splat_d)(0.0), den = TSV_NAME(tsv_splat_d)(1.0);
@@ -166,18 +162,9 @@ static void TSV_NAME(tsv_digamma_f32)(float *y, const float *x, int64_t n) {
             s = 1.0 / 12.0 - yy * s;
             z[v] = TSV_NAME(tsv_log_d)(z[v]) - 0.5 * r - yy * s - q[v];
         }
-        for (int64_t v = 0; v < nv; v++) {
-            const int64_t i = i0 + v * DW;
-            const size_t m = (size_t)(n - i < DW ? n - i : DW);
-            const TSV_NAME(tsv_half_f) r = __builtin_convertvector(z[v], TSV_NAME(tsv_half_f));
-            memcpy(y + i, &r, m * sizeof(float));
-            int all_in = 1;
-            for (int l = 0; l < DW; l++) all_in &= xd[v][l] > 0 && xd[v][l] < 3.5e38;
-            if (!all_in)
-                for (size_t k = 0; k < m; k++)
-                    if (!(xd[v][k] > 0 && xd[v][k] < 3.5e38))
-                        y[i + k] = ts_digamma_f((float)xd[v][k]);
-        }
+        for (int64_t v = 0; v < nv; v++)
+            TSV_NAME(tsv_store_fd)
+            (y, i0 + v * DW, n, z[v], xd[v], (xd[v] > 0.0) & (xd[v] < 3.5e38), ts_digamma_f);
     }
 }
 
