@@ -71,10 +71,10 @@ typedef enum ts_unary_op {
     TS_U_FRAC,
     TS_U_DEG2RAD,
     TS_U_RAD2DEG,
-    TS_U_POLYGAMMA,  /* p0 = n (an integer >= 0) */
-    TS_U_LOGIT,      /* p0 = eps: x clamped to [eps, 1 - eps] first; NAN or < 0: not clamped */
-    TS_U_NAN_TO_NUM, /* NaN -> p0, +inf -> p1 */
-    TS_U_NEGINF_TO,  /* -inf -> p0 (nan_to_num's second pass) */
+    TS_U_POLYGAMMA,      /* p0 = n (an integer >= 0) */
+    TS_U_LOGIT,          /* p0 = eps: x clamped to [eps, 1 - eps] first; NAN or < 0: not clamped */
+    TS_U_NAN_TO_NUM,     /* NaN -> p0, +inf -> p1 */
+    TS_U_NEGINF_TO,      /* -inf -> p0 (nan_to_num's second pass) */
     TS_U_NAN_TO_NUM_SYM, /* NaN -> p0, +inf -> p1, -inf -> -p1 (nan_to_num in one pass) */
     /* issue 52's activations (kernel_math_act.h); float dtypes (the front ends refuse others) */
     TS_U_ELU,        /* p0 = alpha, p1 = the input's scale (elu 1, celu 1 / alpha) */

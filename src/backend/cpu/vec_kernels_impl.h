@@ -122,9 +122,10 @@ static void TSV_NAME(tsv_lgamma_f32)(float *y, const float *x, int64_t n) {
             z[v] = TSV_NAME(tsv_sel_d)(zero, TSV_NAME(tsv_splat_d)(0.0),
                                        TSV_NAME(tsv_lgamma_stirling_d)(z[v], lz) - lp);
         }
-        for (int64_t v = 0; v < nv; v++)
-            TSV_NAME(tsv_store_fd)
-            (y, i0 + v * DW, n, z[v], xd[v], (xd[v] > 0.0) & (xd[v] < 3.5e38), lgammaf);
+        for (int64_t v = 0; v < nv; v++) {
+            const TSV_L ok = (xd[v] > 0.0) & (xd[v] < 3.5e38);
+            TSV_NAME(tsv_store_fd)(y, i0 + v * DW, n, z[v], xd[v], ok, lgammaf);
+        }
     }
 }
 
@@ -162,9 +163,10 @@ static void TSV_NAME(tsv_digamma_f32)(float *y, const float *x, int64_t n) {
             s = 1.0 / 12.0 - yy * s;
             z[v] = TSV_NAME(tsv_log_d)(z[v]) - 0.5 * r - yy * s - q[v];
         }
-        for (int64_t v = 0; v < nv; v++)
-            TSV_NAME(tsv_store_fd)
-            (y, i0 + v * DW, n, z[v], xd[v], (xd[v] > 0.0) & (xd[v] < 3.5e38), ts_digamma_f);
+        for (int64_t v = 0; v < nv; v++) {
+            const TSV_L ok = (xd[v] > 0.0) & (xd[v] < 3.5e38);
+            TSV_NAME(tsv_store_fd)(y, i0 + v * DW, n, z[v], xd[v], ok, ts_digamma_f);
+        }
     }
 }
 
