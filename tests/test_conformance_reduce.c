@@ -1,9 +1,9 @@
 /* test_conformance_reduce.c — backend conformance (DESIGN §9.2) of the kernels that fold a
  * dimension: reductions (every op and dtype, inputs that overflow float partway, the large shapes
- * whose partial states a whole block merges), softmax and matmul, of every non-cpu backend against
- * the cpu backend, with guard bytes around every output buffer and strided outputs; and the CUDA
- * reductions emulated on the host. Elementwise kernels: test_conformance.c; the run over the
- * backends: support/conformance_run.c. */
+ * whose partial states a whole block merges), cumulative scans, softmax and matmul, of every
+ * non-cpu backend against the cpu backend, with guard bytes around every output buffer and strided
+ * outputs; and the CUDA reductions and scans emulated on the host. Elementwise kernels:
+ * test_conformance.c; the run over the backends: support/conformance_run.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,11 @@
 static void l_reduce(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
     KC(p);
     b->reduce(b, 0, (ts_reduce_op)k->op, &o[0], &i[0], k->nred, k->p0);
+}
+static void l_scan(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
+    KC(p); /* cummax / cummin: the indices in o[1] */
+    const bool ext = k->op == TS_SCAN_MAX || k->op == TS_SCAN_MIN;
+    b->scan(b, 0, (ts_scan_op)k->op, &o[0], ext ? &o[1] : NULL, &i[0], k->dim);
 }
 static void l_matmul(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
     (void)p;
@@ -202,6 +207,43 @@ static void test_matmul(void) {
     bc_kernel_end("matmul");
 }
 
+/* the cumulative ops: every op and dtype the front end asks for (sums and products of integers
+ * into int64, logcumsumexp of floats), along each dim of contiguous and transposed inputs into
+ * strided outputs, and along both dims of a large matrix (the cpu's threaded paths) */
+static void test_scan(void) {
+    if (!bc_present("scan", bc_state.dev->scan)) return;
+    static const char *const names[] = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"};
+    static const int64_t s345[] = {3, 4, 5};
+    bc_kernel_begin();
+    for (int op = TS_SCAN_SUM; op <= TS_SCAN_LOGSUMEXP; op++)
+        for (int a = 0; a < BC_NDT; a++) {
+            const ts_dtype dt = bc_dtypes[a];
+            const bool ext = op == TS_SCAN_MAX || op == TS_SCAN_MIN;
+            if (op == TS_SCAN_LOGSUMEXP && !bc_is_float(dt)) continue;
+            const ts_dtype odt = ext || bc_is_float(dt) ? dt : TS_I64;
+            const int kind = op == TS_SCAN_PROD ? BC_NONZERO : BC_ANY;
+            const char *dn = ts_dtype_name(dt);
+            bc_state.math_case = op == TS_SCAN_LOGSUMEXP;
+            for (int dim = 0; dim < 3; dim++)
+                for (int lay = 0; lay < 2; lay++) {
+                    kctx k = {.op = op, .dim = dim};
+                    bc_call c =
+                        one_in(bc_mk(odt, 3, s345, lay ? 2 : 0), bc_mk(dt, 3, s345, lay), kind, 0);
+                    if (ext) c.nout = 2, c.out[1] = bc_mk(TS_I64, 3, s345, lay);
+                    bc_check(bc_what("%s %s dim %d layout %d", names[op], dn, dim, lay), &c, l_scan,
+                             &k);
+                }
+            for (int dim = 0; dim < 2; dim++) {
+                kctx k = {.op = op, .dim = dim};
+                bc_call c = one_in(bc_mk(odt, 2, SBIG, 0), bc_mk(dt, 2, SBIG, dim), kind, 0);
+                if (ext) c.nout = 2, c.out[1] = bc_mk(TS_I64, 2, SBIG, 0);
+                bc_check(bc_what("%s %s large dim %d", names[op], dn, dim), &c, l_scan, &k);
+            }
+        }
+    bc_state.math_case = false;
+    bc_kernel_end("scan");
+}
+
 static void test_softmax(void) {
     if (!bc_present("softmax", bc_state.dev->softmax)) return;
     bc_kernel_begin();
@@ -246,15 +288,17 @@ static void run_reductions(void) {
     test_reduce();
     test_reduce_float_range();
     test_reduce_large();
+    test_scan();
     test_matmul();
     test_softmax();
 }
 
-/* the CUDA reductions run on the host: their accumulation rule and plans */
+/* the CUDA reductions and scans run on the host: their accumulation rule and plans */
 static void run_emulated_reductions(void) {
     test_reduce();
     test_reduce_float_range();
     test_reduce_large();
+    test_scan();
 }
 
 int main(void) {

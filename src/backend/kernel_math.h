@@ -262,6 +262,16 @@ static inline TS_HD double ts_ternary_d(int op, double a, double b, double c, do
  * less); the others compute in the input's type as PyTorch does. */
 #define TS_KM_PI 3.14159265358979323846
 
+/* digamma's asymptotic series in y = 1 / x^2 (Bernoulli numbers B2..B14): psi(x) ~ log x - 1/(2x)
+ * - TS_DIGAMMA_SERIES(y). A macro so the CPU's double vectors (vec_kernels_impl.h) evaluate the
+ * very same expression as the scalar function below. */
+#define TS_DIGAMMA_SERIES(y)                                                                       \
+    ((y) * (1.0 / 12 -                                                                             \
+            (y) * (1.0 / 120 -                                                                     \
+                   (y) * (1.0 / 252 -                                                              \
+                          (y) * (1.0 / 240 -                                                       \
+                                 (y) * (1.0 / 132 - (y) * (691.0 / 32760 - (y) * (1.0 / 12))))))))
+
 /* digamma: psi(+-0) = -+inf, negative integers and -inf NaN. Reflection below 0 (with the
  * argument reduced to [-1/2, 1/2] first, exact, so tan keeps its digits near the poles), the
  * recurrence up to 10, then the asymptotic series in Bernoulli numbers B2..B14. */
@@ -279,12 +289,7 @@ static inline TS_HD double ts_digamma_d(double x) {
     }
     if (x == INFINITY) return x;
     const double y = 1 / (x * x);
-    const double s =
-        y *
-        (1.0 / 12 -
-         y * (1.0 / 120 -
-              y * (1.0 / 252 - y * (1.0 / 240 - y * (1.0 / 132 - y * (691.0 / 32760 - y / 12))))));
-    return r + log(x) - 0.5 / x - s;
+    return r + log(x) - 0.5 / x - TS_DIGAMMA_SERIES(y);
 }
 
 /* (2j)! / B_2j, j = 1..12: the Euler-Maclaurin tail of the Hurwitz zeta function */

@@ -49,6 +49,7 @@ static unsigned tsc_grid_size(int, int64_t items, unsigned threads) {
 #include "../../src/backend/cuda/cuda_copy.cu"
 #include "../../src/backend/cuda/cuda_random.cu"
 #include "../../src/backend/cuda/cuda_reduce.cu"
+#include "../../src/backend/cuda/cuda_scan.cu"
 #include "../../src/backend/cuda/cuda_ternary.cu"
 #include "../../src/backend/cuda/cuda_unary.cu"
 
@@ -65,6 +66,7 @@ extern "C" const ts_backend *bc_cuda_emulation(int mode) {
     be.name = "cuda (host emulation)";
     /* the compute kernels are another file's: here they would only be the cpu's again */
     be.reduce = nullptr;
+    be.scan = nullptr;
     be.matmul = nullptr;
     be.index_select = nullptr;
     be.gather = nullptr;
@@ -98,5 +100,6 @@ extern "C" const ts_backend *bc_cuda_emulation_reduce(void) {
     be = *cpu;
     be.name = "cuda reductions (host emulation)";
     be.reduce = tsc_emu::tsc_reduce;
+    be.scan = tsc_emu::tsc_scan;
     return &be;
 }

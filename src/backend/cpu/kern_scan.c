@@ -1,13 +1,16 @@
 /* kern_scan.c — CPU cumulative ops along one dim (backend.h's scan): cumsum, cumprod, cummax,
  * cummin, logcumsumexp over strided views of any dtype. Each line (every position of the other
  * dims) is one sequential scan, read and written in chunks through the reductions' converters;
- * lines run in parallel when there are enough elements. */
+ * lines run in parallel when there are enough elements. Float sums and products whose lines are
+ * laid out for it take kern_scan_float.c's paths, with the same arithmetic. */
 #include <math.h>
 #include <stdint.h>
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/kern_reduce.h"
+#include "backend/cpu/kern_scan_float.h"
 #include "backend/cpu/omp_if.h"
+#include "backend/scan_math.h"
 
 #define SCAN_CHUNK   256
 #define SCAN_PAR_MIN 32768 /* fewer elements than this: one thread */
@@ -24,40 +27,16 @@ static bool is_float(ts_dtype dt) {
     return dt == TS_F32 || dt == TS_F64 || dt == TS_F16 || dt == TS_BF16;
 }
 
-/* PyTorch's _log_add_exp_helper(x, acc): NaN propagates, equal infinities stay */
-static double log_add_exp(double x, double y) {
-    double lo = isnan(y) ? y : (x < y ? x : y);
-    double hi = isnan(y) ? y : (x < y ? y : x);
-    if (isnan(x)) lo = hi = x;
-    if (lo != hi || isfinite(lo)) return log1p(exp(lo - hi)) + hi;
-    return x;
-}
-
-/* x replaces the running extreme: a NaN always does, nothing replaces a NaN, ties do (>= / <=) */
-static bool takes_over_d(ts_scan_op op, double x, double cur) {
-    if (isnan(x)) return true;
-    if (isnan(cur)) return false;
-    return op == TS_SCAN_MAX ? x >= cur : x <= cur;
-}
-
 static void scan_chunk_f(ts_scan_op op, scan_state *s, double *v, int64_t *ix, int64_t base,
                          int64_t m) {
     for (int64_t k = 0; k < m; k++) {
         double x = v[k];
-        switch (op) {
-        case TS_SCAN_SUM:
-            s->d += x;
-            break;
-        case TS_SCAN_PROD:
-            s->d *= x;
-            break;
-        case TS_SCAN_LOGSUMEXP:
-            s->d = log_add_exp(x, s->d);
-            break;
-        default: /* MAX, MIN */
-            if (!s->any || takes_over_d(op, x, s->d)) s->d = x, s->at = base + k, s->any = true;
+        if (op == TS_SCAN_MAX || op == TS_SCAN_MIN) {
+            if (!s->any || ts_scan_takes_over_d(op, x, s->d))
+                s->d = x, s->at = base + k, s->any = true;
             ix[k] = s->at;
-            break;
+        } else {
+            s->d = ts_scan_fold_d(op, s->d, x);
         }
         v[k] = s->d;
     }
@@ -77,7 +56,7 @@ static void scan_chunk_i(ts_scan_op op, scan_state *s, int64_t *v, int64_t *ix, 
             v[k] = (int64_t)s->u;
             break;
         default: /* MAX, MIN (LOGSUMEXP is floats only) */
-            if (!s->any || (op == TS_SCAN_MAX ? x >= s->i : x <= s->i))
+            if (!s->any || ts_scan_takes_over_i(op, x, s->i))
                 s->i = x, s->at = base + k, s->any = true;
             v[k] = s->i;
             ix[k] = s->at;
@@ -101,10 +80,7 @@ static void scan_line(ts_scan_op op, const ts_kview *out, const ts_kview *idx, c
                       int dim, int64_t oo, int64_t xo, int64_t io, bool ints) {
     double dbuf[SCAN_CHUNK];
     int64_t ibuf[SCAN_CHUNK], xbuf[SCAN_CHUNK];
-    scan_state s = {.d = op == TS_SCAN_PROD        ? 1.0
-                         : op == TS_SCAN_LOGSUMEXP ? -INFINITY
-                                                   : 0.0,
-                    .u = op == TS_SCAN_PROD ? 1u : 0u};
+    scan_state s = {.d = ts_scan_start_d(op), .u = op == TS_SCAN_PROD ? 1u : 0u};
     const int64_t n = in->shape[dim], is = in->strides[dim];
     const size_t ies = tsi_cpu_red_elem_size(in->dtype);
     const bool ext = op == TS_SCAN_MAX || op == TS_SCAN_MIN;
@@ -139,6 +115,7 @@ void tsi_cpu_scan(const ts_backend *be, int index, ts_scan_op op, const ts_kview
         if (d != dim) lines *= in->shape[d];
     }
     if (total == 0) return;
+    if (tsi_cpu_scan_float(op, out, in, dim)) return; /* float sums and products, laid out */
     /* extremes compare in the input's own type; sums and products accumulate in out's */
     const bool ints =
         (op == TS_SCAN_MAX || op == TS_SCAN_MIN) ? !is_float(in->dtype) : !is_float(out->dtype);

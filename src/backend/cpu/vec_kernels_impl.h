@@ -154,14 +154,7 @@ static void TSV_NAME(tsv_digamma_f32)(float *y, const float *x, int64_t n) {
         }
         for (int64_t v = 0; v < nv; v++) {
             const TSV_D r = 1.0 / z[v], yy = r * r;
-            TSV_D s = TSV_NAME(tsv_splat_d)(1.0 / 12.0);
-            s = 691.0 / 32760.0 - yy * s;
-            s = 1.0 / 132.0 - yy * s;
-            s = 1.0 / 240.0 - yy * s;
-            s = 1.0 / 252.0 - yy * s;
-            s = 1.0 / 120.0 - yy * s;
-            s = 1.0 / 12.0 - yy * s;
-            z[v] = TSV_NAME(tsv_log_d)(z[v]) - 0.5 * r - yy * s - q[v];
+            z[v] = TSV_NAME(tsv_log_d)(z[v]) - 0.5 * r - TS_DIGAMMA_SERIES(yy) - q[v];
         }
         for (int64_t v = 0; v < nv; v++) {
             const TSV_L ok = (xd[v] > 0.0) & (xd[v] < 3.5e38);

@@ -1,4 +1,4 @@
-/* cuda_compute.cu — installs the CUDA compute kernels (reduce, matmul, index ops, softmax, conv2d
+/* cuda_compute.cu — installs the CUDA compute kernels (reduce, scan, matmul, index ops, softmax, conv2d
  * and its channels_last form, pooling, optimizer steps, amp, and the fused attention, layer norm,
  * batch norm and cross-entropy) into the backend table, and the helpers they share. */
 #include "backend/cuda/cuda_compute.h"
@@ -39,6 +39,7 @@ tsc_dims tsc_coalesce(int nd, const int64_t *shape, const int64_t *s0, const int
 
 void tsc_install_compute_kernels(ts_backend *be) {
     be->reduce = tsc_reduce;
+    be->scan = tsc_scan;
     be->matmul = tsc_matmul;
     be->index_select = tsc_index_select;
     be->gather = tsc_gather;

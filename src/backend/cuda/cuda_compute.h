@@ -180,6 +180,9 @@ extern "C" {
 
 void tsc_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview *out,
                 const ts_kview *in, int nred, double param);
+/* cuda_scan.cu */
+void tsc_scan(const ts_backend *be, int index, ts_scan_op op, const ts_kview *out,
+              const ts_kview *idx, const ts_kview *in, int dim);
 void tsc_matmul(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
                 const ts_kview *b);
 /* cuda_embedding_bag.cu */
