@@ -218,7 +218,13 @@ static void test_linear_errors(ts_device dev) {
     CHECK(!ts_linear(x, w, ts_ones(TS_SHAPE(5), o)));
     CHECK(msg_has("bias"));
     CHECK_ERR(TS_ERR_SHAPE);
-    CHECK(!ts_linear(x, ts_ones(TS_SHAPE(3), o), NULL));
+    CHECK(!ts_linear(x, ts_ones(TS_SHAPE(4), o), NULL)); /* a 1-D weight of the wrong length */
+    CHECK_ERR(TS_ERR_SHAPE);
+    CHECK(!ts_linear(x, ts_ones(TS_SHAPE(3), o), ts_ones(TS_SHAPE(2), o))); /* 1-D w: 0-d bias */
+    CHECK(msg_has("bias") && msg_has("1-D weight"));
+    CHECK_ERR(TS_ERR_SHAPE);
+    CHECK(!ts_linear(x, ts_ones(TS_SHAPE(1, 4, 3), o), NULL));
+    CHECK(msg_has("weight must be 2-D"));
     CHECK_ERR(TS_ERR_SHAPE);
     CHECK(!ts_linear(x, ts_ones(TS_SHAPE(4, 3), (ts_opts){.dtype = TS_F64, .device = dev}), NULL));
     CHECK_ERR(TS_ERR_DTYPE);
@@ -229,6 +235,51 @@ static void test_linear_errors(ts_device dev) {
     CHECK_ERR(TS_ERR_ARG);
     CHECK(!ts_linear(ts_scalar(1, o), w, NULL));
     CHECK_ERR(TS_ERR_SHAPE);
+    ts_scope_end();
+}
+
+/* inputs PyTorch takes that look unusual (its OpInfo samples have them): a 1-D linear weight,
+ * an empty 1-D batch_norm input, a negative rms_norm eps, an empty gather index of any dtype */
+static void test_pytorch_edge_forms(ts_device dev) {
+    ts_scope_begin();
+    const ts_opts o = {.dtype = TS_F64, .device = dev};
+    const double xv[6] = {0.5, -1.25, 2.0, 1.5, 0.75, -3.0}, wv[3] = {2.0, -0.5, 0.25};
+    ts_tensor *x = ts_tensor_f64(TS_SHAPE(2, 3), xv, o), *w = ts_tensor_f64(TS_SHAPE(3), wv, o);
+    /* linear with w [in]: x @ w, the last dim contracted away; a 0-d bias added */
+    ts_tensor *y = ts_linear(x, w, NULL);
+    CHECK(shape_is(y, TS_SHAPE(2)));
+    double want[2];
+    for (int r = 0; r < 2; r++)
+        want[r] = xv[3 * r] * wv[0] + xv[3 * r + 1] * wv[1] + xv[3 * r + 2] * wv[2];
+    CHECK(close_to(y, want, 2, 1e-15));
+    ts_tensor *y0 = ts_linear(ts_tensor_f64(TS_SHAPE(3), xv, o), w, ts_scalar(0.5, o));
+    CHECK(shape_is(y0, TS_SHAPE()) && y0 && fabs(ts_item(y0) - (want[0] + 0.5)) < 1e-15);
+    /* batch_norm: an empty 1-D input has no channels; its output is an empty copy */
+    ts_tensor *e = ts_zeros(TS_SHAPE(0), o);
+    for (int training = 0; training < 2; training++)
+        CHECK(shape_is(ts_batch_norm(e, ts_zeros(TS_SHAPE(0), o), ts_ones(TS_SHAPE(0), o), NULL,
+                                     NULL, training, 0.1, 1e-5),
+                       TS_SHAPE(0)));
+    CHECK_OK();
+    CHECK(!ts_batch_norm(w, NULL, NULL, NULL, NULL, true, 0.1, 1e-5)); /* 1-D with elements */
+    CHECK(msg_has("2 or more dims"));
+    CHECK_ERR(TS_ERR_SHAPE);
+    /* rms_norm adds a negative eps as given: x / sqrt(mean(x^2) - 0.5) */
+    ts_tensor *r = ts_rms_norm(x, TS_SHAPE(3), NULL, -0.5);
+    double rw[6];
+    for (int row = 0; row < 2; row++) {
+        double ms = 0;
+        for (int k = 0; k < 3; k++) ms += xv[3 * row + k] * xv[3 * row + k] / 3;
+        for (int k = 0; k < 3; k++) rw[3 * row + k] = xv[3 * row + k] / sqrt(ms - 0.5);
+    }
+    CHECK(close_to(r, rw, 6, 1e-14));
+    /* gather: an empty index of any dtype and dims gives an empty result of its shape */
+    ts_tensor *gi = ts_empty(TS_SHAPE(2, 0), (ts_opts){.dtype = TS_U8, .device = dev});
+    CHECK(shape_is(ts_gather(w, 0, gi), TS_SHAPE(2, 0)));
+    CHECK_OK();
+    CHECK(!ts_gather(w, 0, ts_zeros(TS_SHAPE(2), (ts_opts){.dtype = TS_U8, .device = dev})));
+    CHECK(msg_has("int32/int64"));
+    CHECK_ERR(TS_ERR_DTYPE);
     ts_scope_end();
 }
 
@@ -711,6 +762,7 @@ int main(void) {
         test_batch_norm_errors(devs[d]);
         test_gradcheck(devs[d]);
         test_torch_forms(devs[d]);
+        test_pytorch_edge_forms(devs[d]);
     }
     ts_memory_stats(ts_sim(0), &after);
     CHECK_EQ(after.live_tensors, before.live_tensors); /* every temporary released */

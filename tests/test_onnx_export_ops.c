@@ -161,6 +161,20 @@ static bool gather_file(const Onnx__ModelProto *m) {
     return count_nodes(m, "GatherElements") == 1 && attr_is(m, "GatherElements", "axis", 1);
 }
 
+/* linear with a 1-D weight [3] and a 0-d bias over x [2, 3]: MatMul then Add, never Gemm (whose
+ * B must be 2-D) */
+static ts_tensor *linear_1d_fwd(ts_module *s, ts_tensor *x) {
+    (void)s;
+    const float wv[3] = {0.5f, -1.25f, 2.0f}, bv = 0.75f;
+    const ts_opts o = {.device = ts_device_of(x)};
+    ts_tensor *w = ts_from_data(TS_SHAPE(3), TS_F32, wv, o);
+    return ts_linear(ts_tanh(x), w, ts_from_data(TS_SHAPE(), TS_F32, &bv, o));
+}
+static bool linear_1d_file(const Onnx__ModelProto *m) {
+    return count_nodes(m, "MatMul") == 1 && count_nodes(m, "Add") == 1 &&
+           count_nodes(m, "Gemm") == 0;
+}
+
 /* attention over x [2, 3, 4] with an additive float mask [3, 3] (q, k, v different tensors) */
 static ts_tensor *sdpa_mask_fwd(ts_module *s, ts_tensor *x) {
     (void)s;
@@ -246,6 +260,8 @@ static const export_case cases[] = {
     /* 18-term sums in either kernel's order: 2 * 18 roundings */
     {"conv2d, default options", conv_fwd, SHP(1, 2, 5, 5), conv_file, 36},
     {"gather(1)", gather_fwd, SHP(2, 3), gather_file, 0},
+    /* a 3-term dot in either order, then the bias: 2 * 3 roundings */
+    {"linear, a 1-D weight and a 0-d bias", linear_1d_fwd, SHP(2, 3), linear_1d_file, 6},
     /* the fused kernel against MatMul, Mul, Add, Softmax, MatMul: sums of E = 4 and S = 3 terms,
      * the softmax's exp, sum and division, on each side */
     {"sdpa, a float mask", sdpa_mask_fwd, SHP(2, 3, 4), sdpa_mask_file, 2 * (4 + 3 + 8)},

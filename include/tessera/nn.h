@@ -3,7 +3,8 @@
 #define TESSERA_NN_H
 
 /* ========================================================== functional layers */
-/* y = x @ w^T + b; x [..., in], w [out, in], b [out] or NULL */
+/* y = x @ w^T + b; x [..., in], w [out, in], b [out] or NULL; or, as PyTorch, a 1-D w [in]:
+ * y = x @ w + b, x [..., in] -> [...], b 0-d or NULL */
 TS_API ts_tensor *ts_linear(ts_tensor *x, ts_tensor *w, ts_tensor *b);
 
 /* Zero means PyTorch's default: stride 1, padding 0, dilation 1, groups 1. */
@@ -388,7 +389,8 @@ TS_API ts_module *ts_gelu_new_ex(ts_gelu_approximate approximate); /* nn.GELU(ap
 
 /* torch.nn.functional.rms_norm: x / sqrt(mean(x^2 over the last normalized_shape.ndim dims) + eps)
  * * w; w of normalized_shape or NULL; eps 0 -> None, PyTorch's default: the machine epsilon of x's
- * dtype (f32 1.19e-7). f16/bf16 inputs are computed in f32. */
+ * dtype (f32 1.19e-7); any other eps is added as given, a negative one too, as PyTorch does.
+ * f16/bf16 inputs are computed in f32. */
 TS_API ts_tensor *ts_rms_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, double eps);
 /* nn.RMSNorm: parameter "weight" (ones) unless o.no_affine; o.eps 0 -> None as above (momentum,
  * no_running_stats, no_bias unused). */

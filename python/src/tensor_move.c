@@ -61,13 +61,25 @@ static PyObject *in_format(PyObject *self, int f) {
 }
 
 /* .to(device), .to(dtype), .to(device, dtype), .to(tensor), .to(device=, dtype=, non_blocking=,
- * copy=) */
+ * copy=), .to(dtype, non_blocking, copy), .to(tensor, non_blocking, copy) */
 static PyObject *m_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
     static const char *const names[] = {"device", "dtype", "non_blocking", "copy", "memory_format"};
     PyObject *a[5];
     if (tsp_parse(args, nargs, kw, "to", names, 5, 0, a) < 0) return NULL;
     PyObject *dev = a[0], *dty = a[1];
     ts_tensor *other = dev ? tsp_tensor_of(dev) : NULL;
+    if ((other || (dev && tsp_is_dtype(dev))) && nargs >= 2) {
+        /* .to(dtype, non_blocking, copy) and .to(tensor, non_blocking, copy): PyTorch's other
+         * overloads, whose second and third positions are the flags */
+        if (nargs > 3) {
+            PyErr_SetString(PyExc_TypeError,
+                            "to(): after a dtype or a tensor only non_blocking and copy follow");
+            return NULL;
+        }
+        if (nargs == 3) a[3] = a[2];
+        a[2] = a[1];
+        a[1] = dty = NULL;
+    }
     bool has_device = false, async, copy;
     ts_device d = {0};
     ts_dtype dt = TS_DTYPE_DEFAULT;

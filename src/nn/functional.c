@@ -81,18 +81,25 @@ static bool linear_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *
     ts_tensor *all[3] = {x, w, b};
     ts_device dev;
     if (!tsi_same_device(op, all, 3, false, &dev)) return false;
-    if (w->shape.ndim != 2)
+    /* a 1-D weight [in_features] is PyTorch's x @ w (no out_features dim), its bias 0-d */
+    const int wd = w->shape.ndim;
+    if (wd != 2 && wd != 1)
         return tsi_error_set(TS_ERR_SHAPE,
-                             "%s: weight must be 2-D [out_features, in_features], got %s", op,
-                             tsi_desc(w)),
+                             "%s: weight must be 2-D [out_features, in_features] or 1-D "
+                             "[in_features], got %s",
+                             op, tsi_desc(w)),
                false;
-    if (x->shape.ndim == 0 || x->shape.dims[x->shape.ndim - 1] != w->shape.dims[1])
+    const int64_t in_f = w->shape.dims[wd - 1];
+    if (x->shape.ndim == 0 || x->shape.dims[x->shape.ndim - 1] != in_f)
         return tsi_error_set(TS_ERR_SHAPE,
                              "%s: input %s does not fit weight %s (expected input [..., %lld])", op,
-                             tsi_shape_str(x->shape), tsi_shape_str(w->shape),
-                             (long long)w->shape.dims[1]),
+                             tsi_shape_str(x->shape), tsi_shape_str(w->shape), (long long)in_f),
                false;
-    if (b && (b->shape.ndim != 1 || b->shape.dims[0] != w->shape.dims[0]))
+    if (b && wd == 1 && b->shape.ndim != 0)
+        return tsi_error_set(TS_ERR_SHAPE, "%s: bias %s does not fit a 1-D weight (expected 0-d)",
+                             op, tsi_shape_str(b->shape)),
+               false;
+    if (b && wd == 2 && (b->shape.ndim != 1 || b->shape.dims[0] != w->shape.dims[0]))
         return tsi_error_set(TS_ERR_SHAPE, "%s: bias %s does not fit weight %s (expected [%lld])",
                              op, tsi_shape_str(b->shape), tsi_shape_str(w->shape),
                              (long long)w->shape.dims[0]),
@@ -104,6 +111,12 @@ static bool linear_check(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *
                              b ? ts_dtype_name(b->dtype) : "(none)"),
                false;
     return true;
+}
+
+static ts_tensor *keep_and_end(ts_tensor *y) {
+    y = ts_keep(y);
+    ts_scope_end();
+    return y;
 }
 
 /* x2 [rows, in] or 1-D/2-D x: product and bias in one backend call where it has one
@@ -122,6 +135,11 @@ static ts_tensor *linear_op(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
     const char *op = "linear";
     tsi_init();
     if (!linear_check(op, x, w, b)) return NULL;
+    if (w->shape.ndim == 1) { /* x @ w (+ b): the last dim contracted away */
+        ts_scope_begin();
+        ts_tensor *y = ts_matmul(x, w);
+        return keep_and_end(b ? ts_add(y, b) : y);
+    }
     const int nd = x->shape.ndim;
     const int64_t in = w->shape.dims[1], out_f = w->shape.dims[0];
     ts_scope_begin();
@@ -137,9 +155,7 @@ static ts_tensor *linear_op(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
         os.dims[nd - 1] = out_f;
         y = y2 ? ts_view(y2, os) : NULL;
     }
-    y = ts_keep(y);
-    ts_scope_end();
-    return y;
+    return keep_and_end(y);
 }
 
 ts_tensor *ts_linear(ts_tensor *x, ts_tensor *w, ts_tensor *b) {

@@ -76,12 +76,14 @@ static bool batch_norm_check(const char *op, ts_tensor *x, ts_tensor *rm, ts_ten
     ts_tensor *all[5] = {x, rm, rv, w, b};
     ts_device dev;
     if (!tsi_same_device(op, all, 5, false, &dev)) return false;
-    if (x->shape.ndim < 2)
+    /* an empty 1-d input has no channels (PyTorch's rule: its output is an empty copy) */
+    const bool empty_1d = x->shape.ndim == 1 && x->shape.dims[0] == 0;
+    if (x->shape.ndim < 2 && !empty_1d)
         return tsi_error_set(TS_ERR_SHAPE,
                              "%s: expected an input [N, C, ...] of 2 or more dims, got %s", op,
                              tsi_desc(x)),
                false;
-    const int64_t c = x->shape.dims[1];
+    const int64_t c = empty_1d ? 0 : x->shape.dims[1];
     if (!check_channel(op, rm, "running_mean", c) || !check_channel(op, rv, "running_var", c) ||
         !check_channel(op, w, "weight", c) || !check_channel(op, b, "bias", c))
         return false;
@@ -142,6 +144,7 @@ static ts_tensor *batch_norm_op(ts_tensor *x, ts_tensor *running_mean, ts_tensor
     const char *op = "batch_norm";
     tsi_init();
     if (!batch_norm_check(op, x, running_mean, running_var, w, b, training)) return NULL;
+    if (x->shape.ndim == 1) return ts_clone(x); /* empty, no channels (batch_norm_check) */
     if (momentum == 0) momentum = 0.1;
     if (eps == 0) eps = 1e-5;
     const int nd = x->shape.ndim;

@@ -32,6 +32,10 @@ static const char *swap_last(tse *e, const char *x, int nd) {
  * transposed weight and Add. The weight stays the module's parameter either way. */
 static const char *emit_linear(tse *e, const tsi_trace_rec *r, const char *const *in,
                                const char *out) {
+    if (tse_in(e, r, 1)->shape.ndim == 1) { /* a 1-D weight: x @ w (+ a 0-d bias) */
+        const char *y = tse_node2(e, "MatMul", in[0], in[1], in[2] ? NULL : out);
+        return in[2] ? tse_node2(e, "Add", y, in[2], out) : y;
+    }
     if (tse_in(e, r, 0)->shape.ndim == 2) {
         const char *c[3] = {in[0], in[1], in[2] ? in[2] : ""};
         Onnx__NodeProto *g = tse_node(e, "Gemm", in[2] ? 3 : 2, c, out);

@@ -150,6 +150,12 @@ ts_tensor *ts_index_select(ts_tensor *t, int dim, ts_tensor *index) {
     return tsi_own(tsi_trace(op, (ts_tensor *[]){t, index}, 2, out, (int64_t[]){d}, 1, NULL, 0));
 }
 
+/* gather's and scatter's index: int64 or int32, or any dtype when it is empty (PyTorch checks the
+ * dtype of an index with elements only) */
+static bool index_dtype_ok(const ts_tensor *index) {
+    return index->dtype == TS_I64 || index->dtype == TS_I32 || tsi_numel(index->shape) == 0;
+}
+
 ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index) {
     const char *op = "gather";
     tsi_init();
@@ -157,21 +163,23 @@ ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index) {
     ts_tensor *ops[2] = {t, index};
     ts_device dev;
     if (!tsi_same_device(op, ops, 2, false, &dev)) return NULL;
-    if (index->dtype != TS_I64 && index->dtype != TS_I32) {
+    if (!index_dtype_ok(index)) {
         tsi_error_set(TS_ERR_DTYPE, "%s(): Expected dtype int32/int64 for index, got %s", op,
                       ts_dtype_name(index->dtype));
         return NULL;
     }
     const int d = tsi_wrap_dim(op, dim, t->shape.ndim);
     if (d < 0) return NULL;
-    if (ndim1(index) != ndim1(t)) {
+    /* an empty index gives an empty result of its shape, whatever its dims (PyTorch) */
+    const bool empty = tsi_numel(index->shape) == 0;
+    if (!empty && ndim1(index) != ndim1(t)) {
         tsi_error_set(TS_ERR_SHAPE,
                       "%s(): Index tensor must have the same number of dimensions as input tensor "
                       "(got %s and %s)",
                       op, tsi_shape_str(index->shape), tsi_shape_str(t->shape));
         return NULL;
     }
-    for (int k = 0; k < ndim1(t); k++) {
+    for (int k = 0; k < ndim1(t) && !empty; k++) {
         if (k == d || size1(index, k) <= size1(t, k)) continue;
         const char *si = tsi_shape_str(index->shape);
         tsi_error_set(TS_ERR_SHAPE,
@@ -180,7 +188,7 @@ ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index) {
                       op, k, si, tsi_shape_str(t->shape), d);
         return NULL;
     }
-    if (!check_range(op, index, d, size1(t, d))) return NULL;
+    if (!empty && !check_range(op, index, d, size1(t, d))) return NULL;
     ts_tensor *idx = tsi_cast(op, index, TS_I64); /* int32 indices as PyTorch takes them */
     if (!idx) return NULL;
     tsi_prof_inputs_at(op, ops, 2); /* check_range ran ops */
@@ -205,7 +213,7 @@ int tsi_scatter_check(const char *op, ts_tensor *t, int dim, ts_tensor *index, t
     ts_tensor *ops[3] = {t, index, src};
     ts_device dev;
     if (!tsi_same_device(op, ops, 3, false, &dev)) return -1;
-    if (index->dtype != TS_I64 && index->dtype != TS_I32) {
+    if (!index_dtype_ok(index)) {
         tsi_error_set(TS_ERR_DTYPE, "%s(): Expected dtype int32/int64 for index, got %s", op,
                       ts_dtype_name(index->dtype));
         return -1;

@@ -154,6 +154,16 @@ def test_to_device_and_dtype(device):
     assert x.to(w).dtype == tessera.int64 and x.to(w).device == w.device
     assert y.cpu().device == tessera.device("cpu")
     assert x.pin_memory().is_pinned() and not x.is_pinned()
+    # PyTorch's other overloads: to(dtype, non_blocking, copy) and to(tensor, non_blocking, copy)
+    assert y.to(tessera.float32, False, True) is not y
+    assert y.to(tessera.float32, False, False) is y
+    assert y.to(tessera.float64, True).dtype == tessera.float64
+    assert y.to(w, False, True).dtype == tessera.int64 and y.to(y, False, False) is y
+    assert y.to(y, True, True) is not y
+    with pytest.raises(TypeError):
+        y.to(tessera.float64, False, False, False)
+    with pytest.raises(TypeError):
+        y.to(tessera.float64, dtype=tessera.float32)
 
 
 def test_casts(device):
