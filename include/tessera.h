@@ -297,6 +297,11 @@ TS_API ts_tensor *ts_squeeze_dim(ts_tensor *t, int dim);
 TS_API ts_tensor *ts_squeeze_dims(ts_tensor *t, ts_dims dims);
 TS_API ts_tensor *ts_unsqueeze(ts_tensor *t, int dim);
 TS_API ts_tensor *ts_narrow(ts_tensor *t, int dim, int64_t start, int64_t length);
+/* torch.as_strided: a view of t's storage with size, stride (size.ndim entries, >= 0) and
+ * storage_offset (< 0: t's own); it must fit in the storage. Gradient: PyTorch's (elements read
+ * twice get both reads' gradients; an input that overlaps itself shares them). */
+TS_API ts_tensor *ts_as_strided(ts_tensor *t, ts_shape size, const int64_t *stride,
+                                int64_t storage_offset);
 /* t[start:end:step] along dim, Python's rules: negative start/end count from the end, clamped */
 TS_API ts_tensor *ts_slice(ts_tensor *t, int dim, int64_t start, int64_t end, int64_t step);
 TS_API ts_tensor *ts_select(ts_tensor *t, int dim, int64_t index); /* removes dim */

@@ -1,5 +1,6 @@
 /* test_core_views.c — views share storage: view/reshape, flatten, permute, transpose, squeeze,
- * unsqueeze, narrow, slice, select, expand, contiguous, and version counters, on cpu and sim:0. */
+ * unsqueeze, narrow, slice, select, expand, contiguous, as_strided, and version counters, on cpu
+ * and sim:0. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,6 +391,62 @@ static void test_sharing_versions(ts_device dev) {
     ts_scope_end();
 }
 
+/* as_strided: views of the storage with strides of the caller's (overlapping reads, another
+ * offset, a view of a view), writes through them, the storage bound, and the gradient: each read
+ * of an element adds its gradient; an input that overlaps itself (expanded) shares it */
+static ts_tensor *f_as_strided(ts_tensor *const *in, int n, void *ctx) {
+    (void)n;
+    const int64_t *g = ctx; /* size[2], stride[2], offset */
+    return ts_as_strided(in[0], TS_SHAPE(g[0], g[1]), g + 2, g[4]);
+}
+
+static void test_as_strided(ts_device dev) {
+    ts_scope_begin();
+    const ts_opts o = {.dtype = TS_F64, .device = dev};
+    ts_tensor *x = ts_reshape(ts_arange(0, 12, 1, o), TS_SHAPE(3, 4));
+    /* overlapping windows [2, 3] over the flat storage, from element 1: x.flat[1 + i + 2 j] */
+    ts_tensor *w = ts_as_strided(x, TS_SHAPE(2, 3), (const int64_t[]){1, 2}, 1);
+    double v[12];
+    CHECK(shape_is(w, TS_SHAPE(2, 3)) && STRIDES(w, 1, 2) && read_all(w, v, 12) == 6);
+    const double want[6] = {1, 3, 5, 2, 4, 6};
+    for (int i = 0; i < 6; i++) CHECK(v[i] == want[i]);
+    /* a view of a view: the offset is the storage's, the default the input's own */
+    ts_tensor *row = ts_select(x, 0, 2); /* offset 8 */
+    ts_tensor *r2 = ts_as_strided(row, TS_SHAPE(2), (const int64_t[]){3}, -1);
+    CHECK(r2 && read_all(r2, v, 12) == 2 && v[0] == 8 && v[1] == 11);
+    /* writes reach the storage */
+    CHECK(ts_fill_(ts_as_strided(x, TS_SHAPE(3), (const int64_t[]){5}, 0), -1.0) != NULL);
+    CHECK(read_all(x, v, 12) == 12 && v[0] == -1 && v[5] == -1 && v[10] == -1 && v[1] == 1);
+    CHECK_OK();
+    /* past the storage's 12 elements, a negative size or stride: refused, naming the op */
+    CHECK(ts_as_strided(x, TS_SHAPE(2, 2), (const int64_t[]){4, 6}, 1) != NULL); /* to [11] */
+    CHECK_OK();
+    CHECK(!ts_as_strided(x, TS_SHAPE(2, 2), (const int64_t[]){4, 7}, 1)); /* reaches [12] */
+    CHECK_ERR_HAS(TS_ERR_ARG, "as_strided");
+    CHECK(!ts_as_strided(x, TS_SHAPE(2), (const int64_t[]){-1}, 4));
+    CHECK_ERR(TS_ERR_ARG);
+    CHECK(ts_as_strided(x, TS_SHAPE(0, 5), (const int64_t[]){100, 100}, 11) != NULL); /* empty */
+    CHECK_OK();
+    /* gradients: overlapping reads, and an expanded (self-overlapping) input */
+    ts_tensor *a = ts_rand(TS_SHAPE(3, 4), o);
+    ts_set_requires_grad(a, true);
+    int64_t g1[5] = {2, 3, 1, 2, 1};
+    CHECK(ts_gradcheck(f_as_strided, g1, &a, 1, (ts_gradcheck_opts){0}));
+    ts_tensor *y = ts_as_strided(a, TS_SHAPE(2, 3), (const int64_t[]){1, 1}, 1); /* 1 + i + j */
+    ts_backward(ts_sum(y));
+    CHECK(read_all(ts_grad(a), v, 12) == 12);
+    const double reads[12] = {0, 1, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0}; /* times each element is read */
+    for (int i = 0; i < 12; i++) CHECK(v[i] == reads[i]);
+    ts_tensor *b = ts_rand(TS_SHAPE(3), o);
+    ts_set_requires_grad(b, true);
+    ts_tensor *e = ts_expand(ts_unsqueeze(b, 0), TS_SHAPE(4, 3)); /* 4 rows sharing b's storage */
+    ts_tensor *ye = ts_as_strided(e, TS_SHAPE(2), (const int64_t[]){1}, 1); /* b[1], b[2] */
+    ts_backward(ts_sum(ye));
+    CHECK(read_all(ts_grad(b), v, 12) == 3 && v[0] == 0 && v[1] == 1 && v[2] == 1);
+    CHECK_OK();
+    ts_scope_end();
+}
+
 int main(void) {
     if (ts_device_count(TS_SIM) < 4) ts_sim_configure(4, 0);
     const ts_device devs[3] = {ts_cpu(), ts_sim(0), ts_sim(3)};
@@ -403,6 +460,7 @@ int main(void) {
         test_narrow_slice_select(devs[i]);
         test_expand_contiguous(devs[i]);
         test_sharing_versions(devs[i]);
+        test_as_strided(devs[i]);
         ts_memory_stats(devs[i], &after);
         CHECK_EQ(after.live_tensors, before.live_tensors);
         CHECK_EQ(after.allocated, before.allocated);

@@ -1,6 +1,7 @@
 /* tensor_shape.c — shape ops of the Tensor and tessera.*: view / reshape / permute / transpose /
  * squeeze / unsqueeze / flatten / expand / narrow / select (views), chunk / split / unbind (tuples
- * of views), cat / stack, index_select / gather / scatter_add. */
+ * of views), cat / stack, index_select / gather / scatter_add, as_strided (a view of the storage).
+ */
 #include "tensor_impl.h"
 
 #include <stdlib.h>
@@ -410,6 +411,43 @@ static PyObject *m_scatter_add_(PyObject *self, PyObject *const *a, Py_ssize_t n
     return call_scatter_add(self, a, n, kw, true);
 }
 
+/* as_strided(size, stride, storage_offset=None): a view of the storage with these strides */
+static PyObject *call_as_strided(ts_tensor *t, PyObject *size, PyObject *stride, PyObject *off) {
+    ts_shape sz, st;
+    int64_t o = -1;
+    if (tsp_shape_arg(size, &sz, "as_strided", "size") < 0 ||
+        tsp_shape_arg(stride, &st, "as_strided", "stride") < 0 ||
+        (off && off != Py_None && tsp_int_arg(off, &o, "as_strided", "storage_offset") < 0))
+        return NULL;
+    if (sz.ndim != st.ndim)
+        return PyErr_Format(PyExc_RuntimeError,
+                            "as_strided: mismatch in length of strides (%d) and shape (%d)",
+                            st.ndim, sz.ndim);
+    if (off && off != Py_None && o < 0)
+        return PyErr_Format(PyExc_RuntimeError, "as_strided: storage_offset must be >= 0, got %lld",
+                            (long long)o);
+    ts_tensor *r;
+    if (tsp_enter()) return NULL;
+    TSP_NOGIL(r = ts_as_strided(t, sz, st.dims, o));
+    return tsp_wrap(r);
+}
+static PyObject *m_as_strided(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
+    static const char *const names[] = {"size", "stride", "storage_offset"};
+    PyObject *a[3];
+    if (tsp_parse(args, n, kw, "as_strided", names, 3, 2, a) < 0) return NULL;
+    return call_as_strided(T(self), a[0], a[1], a[2]);
+}
+static PyObject *f_as_strided(PyObject *mod, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
+    (void)mod;
+    static const char *const names[] = {"input", "size", "stride", "storage_offset"};
+    PyObject *a[4];
+    ts_tensor *t;
+    if (tsp_parse(args, n, kw, "as_strided", names, 4, 3, a) < 0 ||
+        !(t = tsp_tensor_arg(a[0], "as_strided", "input")))
+        return NULL;
+    return call_as_strided(t, a[1], a[2], a[3]);
+}
+
 #define FAST               (METH_FASTCALL | METH_KEYWORDS)
 #define FN(f)              (PyCFunction)(void (*)(void))(f)
 #define M_INT_OP(name, op) {#name, FN(m_##name), FAST, NULL},
@@ -431,6 +469,7 @@ PyMethodDef tsp_tensor_shape_methods[] = {
     {"gather", FN(m_gather), FAST, "gather(dim, index)"},
     {"scatter_add", FN(m_scatter_add), FAST, "scatter_add(dim, index, src)"},
     {"scatter_add_", FN(m_scatter_add_), FAST, "scatter_add_(dim, index, src)"},
+    {"as_strided", FN(m_as_strided), FAST, "as_strided(size, stride, storage_offset=None)"},
     {NULL, NULL, 0, NULL},
 };
 PyMethodDef tsp_tensor_shape_functions[] = {
@@ -447,5 +486,6 @@ PyMethodDef tsp_tensor_shape_functions[] = {
     {"stack", FN(f_stack), FAST, "stack(tensors, dim=0)"},
     {"index_select", FN(f_index_select), FAST, NULL},
     {"gather", FN(f_gather), FAST, NULL},
+    {"as_strided", FN(f_as_strided), FAST, NULL},
     {NULL, NULL, 0, NULL},
 };

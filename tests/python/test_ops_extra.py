@@ -258,6 +258,31 @@ def test_as_strided_copy_and_scatter(device):
         torch.as_strided_copy(_t(x, device)[1:], (1,), (1,), 0)
 
 
+def test_as_strided_view(device):
+    x = RNG.standard_normal((3, 4))
+    for size, stride, off in (((2, 2), (1, 2), 1), ((3, 3), (4, 1), 0), ((2, 3), (0, 1), 5)):
+        xt = _t(x, device, rg=True)
+        v = torch.as_strided(xt, size, stride, off)
+        assert v.stride() == stride and v.storage_offset() == off
+        assert np.array_equal(_np(v), _as_strided_np(x, size, stride, off))
+        (v * v).sum().backward()  # each read adds its gradient 2 x
+        want = np.zeros(12)
+        for j in np.ndindex(*size):
+            p = off + sum(a * b for a, b in zip(j, stride))
+            want[p] += 2 * x.reshape(-1)[p]
+        assert np.allclose(_np(xt.grad), want.reshape(3, 4), rtol=1e-15, atol=0)
+    # a view: writes reach the input; the default offset is the input's own
+    y = _t(x, device)
+    y.as_strided((3,), (5,)).fill_(7.0)
+    assert all(_np(y).reshape(-1)[[0, 5, 10]] == 7.0)
+    row = y[2]
+    assert np.array_equal(_np(row.as_strided((2,), (2,))), _np(y).reshape(-1)[[8, 10]])
+    with pytest.raises(Exception, match="as_strided"):
+        y.as_strided((2, 2), (4, 7), 1)  # reaches element 12 of 12
+    with pytest.raises(RuntimeError, match="mismatch"):
+        y.as_strided((2, 2), (1,))
+
+
 # ---- factories, nonzero_static ------------------------------------------------------------------
 
 def test_empty_forms_and_nonzero_static(device):
