@@ -339,15 +339,15 @@ static void test_refusals(void) {
     double complex v[N];
     fill(v, N, 5);
     ts_tensor *z = mkc(TS_SHAPE(N), v, TS_C64, ts_cpu());
-    CHECK(ts_sin(z) == NULL);
-    CHECK_ERR_HAS(TS_ERR_DTYPE, "sin: not implemented for 'ComplexFloat' (input: complex64 [12]");
-    CHECK(ts_exp(z) == NULL);
+    CHECK(ts_asin(z) == NULL);
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "asin: not implemented for 'ComplexFloat' (input: complex64 [12]");
+    CHECK(ts_expm1(z) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
     CHECK(ts_max(z) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
     CHECK(ts_lt(z, z) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
-    CHECK(ts_pow(z, z) == NULL);
+    CHECK(ts_atan2(z, z) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
     /* NULL inputs are argument errors, not crashes */
     CHECK(ts_view_as_real(NULL) == NULL && ts_view_as_complex(NULL) == NULL);
@@ -364,15 +364,15 @@ static void test_refusals(void) {
     CHECK_ERR_HAS(TS_ERR_ARG, "angle: input is NULL");
     CHECK(ts_polar(ts_real(z), ts_to_dtype(ts_imag(z), TS_F64)) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
-    CHECK(ts_pow_scalar(z, 2.0) == NULL); /* a scalar form without a complex path */
+    CHECK(ts_fmod_scalar(z, 2.0) == NULL); /* a scalar form without a complex path */
     CHECK_ERR(TS_ERR_DTYPE);
     CHECK(ts_to_dtype(z, TS_BOOL) == NULL); /* a nonzero test of both parts, not a copy */
     CHECK_ERR_HAS(TS_ERR_DTYPE, "casting complex to bool");
     CHECK(ts_to_dtype(z, TS_I64) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
-    CHECK(ts_matmul(ts_reshape(z, TS_SHAPE(3, 4)), ts_reshape(z, TS_SHAPE(4, 3))) == NULL);
+    CHECK(ts_outer(z, z) == NULL); /* complex matmul is taken (test_complex_more.c), outer not */
     CHECK_ERR(TS_ERR_DTYPE);
-    CHECK(ts_add_(z, z) == NULL); /* in place: no complex path yet */
+    CHECK(ts_clamp_(z, 0, 1) == NULL); /* in place without a complex path */
     CHECK_ERR(TS_ERR_DTYPE);
     CHECK(ts_randn(TS_SHAPE(2), (ts_opts){.dtype = TS_C64}) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);

@@ -5,7 +5,12 @@
  * tensors: these, the views, copies, casts and joins (view, reshape, permute, transpose, select,
  * slice, narrow, squeeze, unsqueeze, expand, flatten, contiguous, clone, detach, to, to_dtype,
  * copy_, cat, stack), the factories (empty, zeros, full, from_data), add, sub, mul, div, neg, abs,
- * sum, mean and the FFTs (tessera/fft.h). Every other op refuses a complex tensor with
+ * sum, mean, the FFTs (tessera/fft.h), matmul / mm / bmm / mv / dot / vdot (both operands complex
+ * of one dtype), exp, log, log2, log10, sqrt, rsqrt, reciprocal, sin, cos, tan, sinh, cosh, tanh,
+ * sigmoid, sgn, square, pow (C99's principal branches), eq, ne, isnan, isinf, isfinite, isreal,
+ * isclose, allclose, and in place add_, sub_, mul_, div_, pow_ (and their _scalar_ forms), neg_,
+ * exp_, log_, sqrt_, sigmoid_, tanh_ (a real tensor cannot take a complex result). Every other op
+ * refuses a complex tensor with
  * TS_ERR_DTYPE "<op>: not implemented for 'ComplexFloat' (...)". Gradients follow PyTorch's
  * convention (the gradient of a real loss L with respect to z = x + iy is dL/dx + i dL/dy); a
  * complex output needs an explicit gradient for backward. Casting complex to a real dtype is

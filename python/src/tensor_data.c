@@ -211,6 +211,12 @@ static ts_tensor *from_flat(flat *fl, ts_dtype dt, ts_opts o) {
         ts_tensor *r = ts_from_data(ps, TS_F64, pairs, o);
         ts_tensor *c = r ? ts_view_as_complex(r) : NULL;
         t = c ? ts_to_dtype(c, want) : NULL;
+        if (t && t == c) { /* complex128: not a view of the private pairs but a tensor of its
+                            * own (a leaf that requires grad; in-place ops) */
+            ts_tensor *own = ts_clone(c);
+            tsp_drop(t);
+            t = own;
+        }
         tsp_drop(c);
         tsp_drop(r);
         Py_END_ALLOW_THREADS;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tensor_impl.h"
+#include "tessera/complex.h"
 
 #define T     TSP_T
 #define FAST  (METH_FASTCALL | METH_KEYWORDS)
@@ -497,6 +498,21 @@ static PyObject *get_mT(PyObject *self, void *unused) {
     TSP_NOGIL(r = ts_transpose(T(self), -2, -1));
     return tsp_wrap(r);
 }
+/* the conjugate transposes: conj (a real tensor as it is) then the transpose */
+static ts_tensor *adjoint(ts_tensor *t, bool last2) {
+    ts_scope_begin();
+    ts_tensor *c = ts_conj(t), *r = !c ? NULL : last2 ? ts_transpose(c, -2, -1) : ts_t(c);
+    r = r ? ts_keep(r) : NULL;
+    ts_scope_end();
+    return r;
+}
+static ts_tensor *adjoint_t(ts_tensor *t) { return adjoint(t, false); }
+static ts_tensor *adjoint_mt(ts_tensor *t) { return adjoint(t, true); }
+static PyObject *get_mH(PyObject *self, void *unused) {
+    (void)unused;
+    if (ts_ndim(T(self)) < 2) return get_mT(self, NULL); /* its error */
+    return tsp_unary(adjoint_mt, T(self));
+}
 static PyObject *get_H(PyObject *self, void *unused) {
     (void)unused;
     const int nd = ts_ndim(T(self));
@@ -505,7 +521,7 @@ static PyObject *get_H(PyObject *self, void *unused) {
                      "tensor.H is only supported on matrices (2-D tensors). Got %d-D tensor.", nd);
         return NULL;
     }
-    return tsp_unary(ts_t, T(self));
+    return tsp_unary(adjoint_t, T(self));
 }
 
 #define M_ADDX(name, an, bn)                                                                       \
@@ -542,8 +558,8 @@ PyMethodDef tsp_tensor_linalg_functions[] = {
 };
 PyGetSetDef tsp_tensor_linalg_getset[] = {
     {"mT", get_mT, NULL, "the last two dims transposed", NULL},
-    {"mH", get_mT, NULL, "mT (real tensors)", NULL},
-    {"H", get_H, NULL, "the transpose of a matrix (real tensors)", NULL},
+    {"mH", get_mH, NULL, "the conjugate transpose of the last two dims", NULL},
+    {"H", get_H, NULL, "the conjugate transpose of a matrix", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

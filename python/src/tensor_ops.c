@@ -117,6 +117,16 @@ static PyObject *binary(PyObject *a, PyObject *b, const binop *op) {
 static PyObject *inplace(PyObject *self, PyObject *other, const binop *op) {
     ts_tensor *t = T(self), *o = tsp_tensor_of(other), *r;
     double v;
+    if (!o && PyComplex_Check(other) && op->tt_) { /* a complex number: a 0-dim tensor of t's */
+        ts_dtype dt = ts_dtype_of(t);
+        dt = ts_dtype_is_complex(dt) ? dt : dt == TS_F64 ? TS_C128 : TS_C64;
+        ts_tensor *c = tsp_tensor_from_data(other, dt, (ts_opts){.device = ts_device_of(t)});
+        if (!c) return NULL;
+        if (tsp_enter()) return tsp_drop(c), NULL;
+        TSP_NOGIL(r = op->tt_(t, c));
+        tsp_drop(c);
+        return tsp_inplace_result(self, r);
+    }
     if (!o) {
         int k = tsp_number(other, &v);
         if (k <= 0) {

@@ -97,8 +97,8 @@ def multi_dot(tensors, *, out=None):
 
 
 def vecdot(x, y, *, dim=-1):
-    """sum(x * y, dim) for real tensors (broadcasting)"""
-    return (x * y).sum(dim)
+    """sum(conj(x) * y, dim) (broadcasting; conj of a real tensor is itself)"""
+    return (x.conj() * y).sum(dim)
 
 
 def cross(input, other, *, dim=-1, out=None):

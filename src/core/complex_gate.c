@@ -9,8 +9,10 @@
  * here, add its row to the tests (tests/test_complex.c).
  *
  * Only names no other function uses belong here: the structural ops, which move elements without
- * looking at them (views, copies, casts, joins, factories), and the complex-only ops. Arithmetic
- * that also has a complex path (add, mul, abs, sum...) is not listed: its public function takes
+ * looking at them (views, copies, casts, joins, factories), the complex-only ops, and the
+ * predicates composed of ops with complex paths (isclose, isnan...). Arithmetic that also has a
+ * complex path (add, mul, abs, sum, exp, matmul, their in-place forms...: complex_arith.c,
+ * complex_math.c, complex_linalg.c, complex_inplace.c) is not listed: its public function takes
  * the complex path before its input check, so that another function sharing the name (add_scalar
  * is "add" too) stays refused. */
 #include <stdlib.h>
@@ -57,6 +59,11 @@ static const char *const complex_ops[] = {
     "full_like",
     "imag",
     "is_contiguous",
+    "isclose",  /* composed of eq, ne, sub, abs: each with its complex path */
+    "isfinite", /* isnan, isinf, isfinite, isreal: over the parts (logic.c) */
+    "isinf",
+    "isnan",
+    "isreal",
     "narrow",
     "nbytes",
     "ndim",

@@ -221,7 +221,8 @@ static ts_tensor *binary_rec(const char *op, ts_binary_op bop, ts_tensor *a, ts_
 /* autocast's policy decides by name (pow runs in f32; the others promote by themselves) */
 static ts_tensor *binary_op(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
                             bool inplace) {
-    if (!inplace && tsi_complex_in(a, b) && a && b) return tsi_complex_binary(op, bop, a, b);
+    if (tsi_complex_in(a, b) && a && b)
+        return inplace ? tsi_complex_binary_(op, bop, a, b) : tsi_complex_binary(op, bop, a, b);
     ts_tensor *const ins[2] = {a, b};
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, op, &a, &b);

@@ -90,18 +90,8 @@ static ts_tensor *scalar_rec(const char *op, ts_binary_op bop, ts_tensor *a, dou
 /* autocast's policy decides by name (pow_scalar and rpow_scalar run in f32) */
 static ts_tensor *scalar_op(const char *op, ts_binary_op bop, ts_tensor *a, double s,
                             bool inplace) {
-    if (!inplace && tsi_complex_in(a, NULL) &&
-        (bop == TS_B_ADD || bop == TS_B_SUB || bop == TS_B_RSUB || bop == TS_B_MUL ||
-         bop == TS_B_DIV)) { /* the number as a 0-dim cpu tensor of the parts' dtype */
-        ts_scope_begin();
-        ts_tensor *st = ts_scalar(s, (ts_opts){.dtype = tsi_complex_part(a->dtype)});
-        ts_tensor *y = !st                ? NULL
-                       : bop == TS_B_RSUB ? tsi_complex_binary(op, TS_B_SUB, st, a)
-                                          : tsi_complex_binary(op, bop, a, st);
-        y = y ? ts_keep(y) : NULL;
-        ts_scope_end();
-        return y;
-    }
+    if (tsi_complex_in(a, NULL)) /* complex_arith.c: refused where there is no complex path */
+        return inplace ? tsi_complex_scalar_(op, bop, a, s) : tsi_complex_scalar(op, bop, a, s);
     ts_tensor *const in = a;
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, op, &a);

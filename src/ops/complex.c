@@ -85,6 +85,7 @@ ts_tensor *ts_view_as_complex(ts_tensor *t) {
                NULL;
     ts_shape s = t->shape;
     s.ndim = nd - 1;
+    s.dims[nd - 1] = 0; /* unused dims are 0 (shapes compare whole) */
     int64_t st[TS_MAX_DIMS];
     for (int i = 0; i < nd - 1; i++) st[i] = t->strides[i] / 2;
     ts_tensor *v = tsi_view_of(t, s, st, t->offset / 2);
@@ -97,7 +98,9 @@ ts_tensor *ts_view_as_complex(ts_tensor *t) {
 
 /* a complex tensor from parts of one float dtype and shape */
 static ts_tensor *from_parts(ts_tensor *re, ts_tensor *im) {
-    return ts_view_as_complex(ts_stack((ts_tensor *[]){re, im}, 2, -1));
+    ts_tensor *y = ts_view_as_complex(ts_stack((ts_tensor *[]){re, im}, 2, -1));
+    if (y) y->is_view = false; /* the stacked pairs are its own: a plain result */
+    return y;
 }
 
 ts_tensor *ts_complex(ts_tensor *re, ts_tensor *im) {

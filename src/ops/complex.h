@@ -10,10 +10,34 @@
 static inline bool tsi_complex_in(const ts_tensor *a, const ts_tensor *b) {
     return (a && tsi_is_complex(a->dtype)) || (b && tsi_is_complex(b->dtype));
 }
-/* add, sub, mul, div with a complex operand (the other complex, real or a 0-dim cpu tensor) */
+/* add, sub, mul, div, pow, eq, ne with a complex operand (the other complex, real or a 0-dim cpu
+ * tensor) */
 ts_tensor *tsi_complex_binary(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b);
-/* neg, abs of a complex tensor (abs is real) */
+/* the same with a number: add, sub, rsub, mul, div, pow, rpow, eq, ne */
+ts_tensor *tsi_complex_scalar(const char *op, ts_binary_op bop, ts_tensor *a, double s);
+/* neg, abs (real) and complex_math.c's functions of a complex tensor */
 ts_tensor *tsi_complex_unary(const char *op, ts_unary_op u, ts_tensor *t);
+/* a complex tensor from real parts of one float dtype that broadcast */
+ts_tensor *tsi_complex_combine(const char *op, ts_tensor *re, ts_tensor *im);
+
+/* complex_math.c: exp, log, log2, log10, sqrt, rsqrt, reciprocal, sin, cos, tan, sinh, cosh,
+ * tanh, sigmoid, square and sgn (op "sgn"; "sign" is refused, as PyTorch's) */
+ts_tensor *tsi_complex_math(const char *op, ts_unary_op u, ts_tensor *t);
+/* a^b with a or b complex; a^s and s^a for a number s */
+ts_tensor *tsi_complex_pow(const char *op, ts_tensor *a, ts_tensor *b);
+ts_tensor *tsi_complex_pow_scalar(const char *op, ts_tensor *a, double s);
+ts_tensor *tsi_complex_rpow_scalar(const char *op, ts_tensor *a, double s);
+
+/* complex_linalg.c: f (ts_matmul, ts_mm, ts_bmm, ts_mv, ts_dot) of complex a and b of one dtype,
+ * as four real products over the parts; conj_a: a conjugated first (vdot) */
+ts_tensor *tsi_complex_matmul(const char *op, ts_tensor *(*f)(ts_tensor *, ts_tensor *),
+                              ts_tensor *a, ts_tensor *b, bool conj_a);
+
+/* complex_inplace.c: a op= b, a op= s, t = f(t) for a complex a / t, through an out-of-place
+ * result copied into a (ts_copy_), computed from a clone of a when the graph is recorded */
+ts_tensor *tsi_complex_binary_(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b);
+ts_tensor *tsi_complex_scalar_(const char *op, ts_binary_op bop, ts_tensor *a, double s);
+ts_tensor *tsi_complex_unary_(const char *op, ts_unary_op u, ts_tensor *t);
 /* sum, mean over dims (all: every dim) of a complex tensor */
 ts_tensor *tsi_complex_reduce(const char *op, ts_reduce_op rop, ts_tensor *t, const int *dims,
                               int ndims, bool all, bool keepdim);

@@ -6,6 +6,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
+#include "ops/complex.h"
 
 static ts_tensor *finish(ts_tensor *y) {
     y = ts_error() == TS_OK && y ? ts_keep(y) : NULL;
@@ -24,6 +25,14 @@ typedef enum { P_NAN, P_INF, P_FINITE, P_POSINF, P_NEGINF, P_REAL } pred_kind;
 static ts_tensor *predicate(const char *op, ts_tensor *t, pred_kind k) {
     tsi_init();
     if (!tsi_check_input(op, t, "input")) return NULL;
+    if (tsi_is_complex(t->dtype)) { /* over the parts (isposinf / isneginf: refused by the gate) */
+        ts_scope_begin();
+        ts_tensor *x = ts_detach(t), *re = ts_real(x), *im = ts_imag(x);
+        return finish(k == P_REAL     ? ts_eq_scalar(im, 0)
+                      : k == P_FINITE ? ts_logical_and(ts_isfinite(re), ts_isfinite(im))
+                      : k == P_NAN    ? ts_logical_or(ts_isnan(re), ts_isnan(im))
+                                      : ts_logical_or(ts_isinf(re), ts_isinf(im)));
+    }
     if (!tsi_is_float(t->dtype) || k == P_REAL) /* integers and bool: finite, never NaN */
         return bool_full(t, k == P_FINITE || k == P_REAL);
     ts_scope_begin();
@@ -128,7 +137,7 @@ ts_tensor *ts_isclose(ts_tensor *a, ts_tensor *b, double rtol, double atol, bool
     ts_scope_begin();
     ts_tensor *x = ts_detach(a), *y = ts_detach(b);
     ts_tensor *close = ts_eq(x, y);
-    if (equal_nan && tsi_is_float(a->dtype))
+    if (equal_nan && (tsi_is_float(a->dtype) || tsi_is_complex(a->dtype)))
         close = ts_logical_or(close, ts_logical_and(ts_ne(x, x), ts_ne(y, y)));
     if (rtol == 0 && atol == 0) return finish(close);
     if (a->dtype == TS_BOOL) x = ts_to_dtype(x, TS_F32), y = ts_to_dtype(y, TS_F32);

@@ -5,6 +5,7 @@
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
+#include "ops/complex.h"
 #include "ops/shape_grad.h"
 
 typedef enum mm_kind { MM_MM, MM_BMM, MM_MATMUL } mm_kind;
@@ -244,6 +245,11 @@ static ts_tensor *matmul_record(const char *op, mm_kind kind, ts_tensor *a, ts_t
 }
 
 static ts_tensor *matmul_op(const char *op, mm_kind kind, ts_tensor *a, ts_tensor *b) {
+    if (tsi_complex_in(a, b)) { /* complex_linalg.c: real products over the parts */
+        ts_tensor *(*f)(ts_tensor *, ts_tensor *) = ts_matmul;
+        if (kind != MM_MATMUL) f = kind == MM_MM ? ts_mm : ts_bmm;
+        return tsi_complex_matmul(op, f, a, b, false);
+    }
     ts_tensor *const ins[2] = {a, b};
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, op, &a, &b);

@@ -7,6 +7,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
+#include "ops/complex.h"
 
 /* The scope's result kept for the caller, or NULL when anything failed; closes the scope. */
 static ts_tensor *finish(ts_tensor *y) {
@@ -217,6 +218,7 @@ static bool check_two(const char *op, ts_tensor *a, const char *na, int ra, ts_t
 ts_tensor *ts_mv(ts_tensor *mat, ts_tensor *vec) {
     const char *op = "mv";
     tsi_init();
+    if (tsi_complex_in(mat, vec)) return tsi_complex_matmul(op, ts_mv, mat, vec, false);
     if (!check_two(op, mat, "mat", 2, vec, "vec", 1) || !same_dtype(op, mat, "mat", vec, "vec") ||
         !same_size(op, mat->shape.dims[1], "mat's columns", vec->shape.dims[0], "vec"))
         return NULL;
@@ -225,6 +227,8 @@ ts_tensor *ts_mv(ts_tensor *mat, ts_tensor *vec) {
 
 static ts_tensor *dot_op(const char *op, ts_tensor *a, ts_tensor *b) {
     tsi_init();
+    if (tsi_complex_in(a, b)) /* vdot conjugates its first operand */
+        return tsi_complex_matmul(op, ts_dot, a, b, op[0] == 'v');
     if (!check_two(op, a, "input", 1, b, "tensor", 1) || !same_dtype(op, a, "input", b, "tensor") ||
         !same_size(op, a->shape.dims[0], "input", b->shape.dims[0], "tensor"))
         return NULL;

@@ -182,7 +182,8 @@ static ts_tensor *unary_checked(const char *op, ts_unary_op u, ts_tensor *t, boo
 
 /* autocast's policy decides by name: exp, log, rsqrt... run in f32; in-place forms never cast */
 static ts_tensor *unary_op(const char *op, ts_unary_op u, ts_tensor *t, bool inplace) {
-    if (!inplace && tsi_complex_in(t, NULL)) return tsi_complex_unary(op, u, t);
+    if (tsi_complex_in(t, NULL))
+        return inplace ? tsi_complex_unary_(op, u, t) : tsi_complex_unary(op, u, t);
     tsi_ac_frame ac;
     TSI_AUTOCAST_ENTER(&ac, op, &t);
     return tsi_autocast_exit(&ac, unary_checked(op, u, t, inplace));
