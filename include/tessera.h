@@ -287,6 +287,9 @@ TS_API ts_status ts_tensor_set_data(ts_tensor *t, ts_tensor *src);
 TS_API ts_tensor *ts_view(ts_tensor *t,
                           ts_shape s); /* one dim may be -1; needs compatible strides */
 TS_API ts_tensor *ts_reshape(ts_tensor *t, ts_shape s); /* view when possible, else a copy */
+/* Tensor.view(dtype): t's bytes as dtype; another element size scales the last dim (which needs
+ * unit stride) by the ratio. No gradient through a change of dtype (as PyTorch). */
+TS_API ts_tensor *ts_view_dtype(ts_tensor *t, ts_dtype dtype);
 TS_API ts_tensor *ts_flatten(ts_tensor *t, int start_dim, int end_dim);
 TS_API ts_tensor *ts_permute(ts_tensor *t, ts_dims dims);
 TS_API ts_tensor *ts_transpose(ts_tensor *t, int d0, int d1);

@@ -447,6 +447,33 @@ static void test_as_strided(ts_device dev) {
     ts_scope_end();
 }
 
+/* view(dtype): the same bytes as another dtype; another element size scales the last dim */
+static void test_view_dtype(ts_device dev) {
+    ts_scope_begin();
+    const double d[4] = {1.0, -2.5, 0.0, 3.0e10};
+    ts_tensor *x = ts_tensor_f64(TS_SHAPE(2, 2), d, (ts_opts){.dtype = TS_F64, .device = dev});
+    ts_tensor *bits = ts_view_dtype(x, TS_I64);
+    CHECK(shape_is(bits, TS_SHAPE(2, 2)) && ts_dtype_of(bits) == TS_I64);
+    int64_t b[4], want[4];
+    memcpy(want, d, sizeof want);
+    CHECK(ts_copy_to_host(ts_to(ts_contiguous(bits), ts_cpu()), b, sizeof b) == TS_OK);
+    CHECK(!memcmp(b, want, sizeof b));
+    ts_tensor *f = ts_view_dtype(ts_select(x, 0, 1), TS_F32); /* [2] f64 at offset 2 -> [4] f32 */
+    CHECK(shape_is(f, TS_SHAPE(4)) && ts_storage_offset(f) == 4 && ts_stride(f, 0) == 1);
+    ts_tensor *back = ts_view_dtype(f, TS_F64);
+    CHECK(back && ts_storage_offset(back) == 2 && ts_item(ts_select(back, 0, 1)) == 3.0e10);
+    CHECK(ts_fill_(ts_view_dtype(x, TS_U8), 0) != NULL); /* a view: writes reach x */
+    CHECK(ts_item(ts_sum(ts_abs(x))) == 0);
+    CHECK_OK();
+    CHECK(!ts_view_dtype(ts_t(x), TS_F32)); /* the last dim's stride is 2 */
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "stride(-1)");
+    CHECK(!ts_view_dtype(ts_narrow(ts_view_dtype(x, TS_F32), 1, 0, 3), TS_F64)); /* 3 of 2s */
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "divisible");
+    CHECK(!ts_view_dtype(ts_scalar(1, (ts_opts){.device = dev}), TS_F64)); /* 0-dim, 4 -> 8 */
+    CHECK_ERR(TS_ERR_SHAPE);
+    ts_scope_end();
+}
+
 int main(void) {
     if (ts_device_count(TS_SIM) < 4) ts_sim_configure(4, 0);
     const ts_device devs[3] = {ts_cpu(), ts_sim(0), ts_sim(3)};
@@ -461,6 +488,7 @@ int main(void) {
         test_expand_contiguous(devs[i]);
         test_sharing_versions(devs[i]);
         test_as_strided(devs[i]);
+        test_view_dtype(devs[i]);
         ts_memory_stats(devs[i], &after);
         CHECK_EQ(after.live_tensors, before.live_tensors);
         CHECK_EQ(after.allocated, before.allocated);

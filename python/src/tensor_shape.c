@@ -44,7 +44,19 @@ static PyObject *with_shape(ts_tensor *t, ts_shape s, shape_fn f) {
         if (shape_of_args(args, nargs, &s, #name) < 0) return NULL;                                \
         return with_shape(T(self), s, f);                                                          \
     }
-SIZES_METHOD(view, ts_view)
+SIZES_METHOD(view_shape, ts_view)
+/* view(*shape) or view(dtype): the same bytes as another dtype */
+static PyObject *m_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs == 1 && tsp_is_dtype(args[0])) {
+        ts_dtype dt;
+        if (tsp_dtype_arg(args[0], &dt, "view", "dtype") < 0) return NULL;
+        ts_tensor *r;
+        if (tsp_enter()) return NULL;
+        TSP_NOGIL(r = ts_view_dtype(T(self), dt));
+        return tsp_wrap(r);
+    }
+    return m_view_shape(self, args, nargs);
+}
 SIZES_METHOD(reshape, ts_reshape)
 SIZES_METHOD(expand, ts_expand)
 
@@ -453,8 +465,9 @@ static PyObject *f_as_strided(PyObject *mod, PyObject *const *args, Py_ssize_t n
 #define M_INT_OP(name, op) {#name, FN(m_##name), FAST, NULL},
 #define F_INT_OP(name, op) {#name, FN(f_##name), FAST, NULL},
 PyMethodDef tsp_tensor_shape_methods[] = {
-    INT_OP_LIST(M_INT_OP){"view", FN(m_view), METH_FASTCALL,
-                          "view(*shape): a view (one dim may be -1)"},
+    INT_OP_LIST(M_INT_OP){
+        "view", FN(m_view), METH_FASTCALL,
+        "view(*shape): a view (one dim may be -1); view(dtype): the bytes as dtype"},
     {"reshape", FN(m_reshape), METH_FASTCALL, "reshape(*shape): a view when possible, else a copy"},
     {"expand", FN(m_expand), METH_FASTCALL, "expand(*sizes): a broadcast view (-1 keeps a dim)"},
     {"view_as", m_view_as, METH_O, NULL},

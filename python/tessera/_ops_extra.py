@@ -2,7 +2,7 @@
 device and differentiate where the pieces do): the random family on the seeded Philox generator
 (normal, multinomial, Tensor.cauchy_ / exponential_ / geometric_ / log_normal_), index_put,
 index_reduce, put, as_strided_copy / as_strided_scatter, empty_strided / empty_permuted,
-nonzero_static. Tensor methods reach these through python/src/tensor_extra.c."""
+nonzero_static, hash_tensor. Tensor methods reach these through python/src/tensor_extra.c."""
 import math
 
 from . import _C
@@ -11,7 +11,7 @@ from ._shape_more import broadcast_tensors as _broadcast_tensors
 
 __all__ = ["normal", "multinomial", "index_put", "index_put_", "index_reduce", "put",
            "as_strided_copy", "as_strided_scatter", "empty_strided", "empty_permuted",
-           "nonzero_static"]
+           "nonzero_static", "hash_tensor"]
 
 
 def _gen(generator, fn):
@@ -600,3 +600,50 @@ def angle(input):
 
 
 __all__ += ["angle"]
+
+
+# ---- hash_tensor ------------------------------------------------------------------------------
+
+def _xor_fold(b, d):
+    """b (int64) xor-reduced along dim d, kept as size 1: halves xor-ed until one is left"""
+    n = b.shape[d]
+    if n == 0:
+        shape = list(b.shape)
+        shape[d] = 1
+        return _C.zeros(tuple(shape), dtype=_C.int64, device=b.device)
+    while n > 1:
+        h = n // 2
+        r = _C.bitwise_xor(b.narrow(d, 0, h), b.narrow(d, h, h))
+        b = _C.cat([r, b.narrow(d, 2 * h, 1)], d) if n % 2 else r
+        n = b.shape[d]
+    return b
+
+
+def hash_tensor(input, dim=None, *, keepdim=False, mode=0):
+    """torch.hash_tensor (mode 0): the xor of the elements' 64-bit patterns — floats as float64,
+    integers and bool as int64 — over dim (None or (): every dim), as uint64"""
+    if mode != 0:
+        raise RuntimeError("hash_tensor(): only mode=0 (the xor reduction) is supported, got %r"
+                           % (mode,))
+    nd = input.dim()
+    dims = list(range(nd)) if dim is None or dim == () else \
+        [dim] if isinstance(dim, int) else list(dim)
+    rank = max(nd, 1)  # a 0-dim tensor takes dim 0 and -1, as PyTorch
+    dims = sorted({d + rank if d < 0 else d for d in dims})
+    if any(d < 0 or d >= rank for d in dims):
+        raise IndexError("hash_tensor(): dim %r out of range for a %d-dim tensor" % (dim, nd))
+    x = input.detach()
+    if x.is_floating_point():
+        bits = x.to(_C.float64).contiguous().view(_C.int64)
+    elif x.dtype == _C.uint64:
+        bits = x.contiguous().view(_C.int64)
+    else:
+        bits = x.to(_C.int64)
+    if nd == 0:
+        return bits.view(_C.uint64).clone()
+    for d in dims:
+        bits = _xor_fold(bits, d)
+    if not keepdim:
+        for d in reversed(dims):
+            bits = bits.squeeze(d)
+    return bits.contiguous().view(_C.uint64)

@@ -421,3 +421,70 @@ ts_tensor *ts_contiguous_format(ts_tensor *t, ts_memory_format f) {
     if (c == t) return tsi_own(c);
     return record_view(t, c, "CloneBackward0", op, tsi_identity_backward, NULL, 0);
 }
+
+/* view(dtype): the same bytes read as another dtype. Elements of one size keep the shape; of
+ * another the last dim (unit stride) scales by the ratio, as PyTorch's view.dtype. No gradient
+ * flows through a change of dtype (PyTorch's output_differentiability: False). */
+ts_tensor *ts_view_dtype(ts_tensor *t, ts_dtype dtype) {
+    const char *op = "view";
+    if (!tsi_check_input(op, t, "input")) return NULL;
+    if ((unsigned)dtype >= TS_DTYPE_COUNT || tsi_dtype_size(dtype) == 0)
+        return tsi_error_set(TS_ERR_DTYPE, "view: not a dtype (%d)", (int)dtype), NULL;
+    if (dtype == t->dtype)
+        return record_view(t, tsi_view_of(t, t->shape, t->strides, t->offset), "AliasBackward0", op,
+                           tsi_identity_backward, NULL, 0);
+    const int64_t so = (int64_t)tsi_dtype_size(t->dtype), sn = (int64_t)tsi_dtype_size(dtype);
+    const char *from = ts_dtype_name(t->dtype), *to = ts_dtype_name(dtype);
+    ts_shape s = t->shape;
+    int64_t st[TS_MAX_DIMS];
+    memcpy(st, t->strides, sizeof st);
+    int64_t off = t->offset;
+    const int last = s.ndim - 1;
+    if (so != sn) {
+        if (s.ndim == 0)
+            return tsi_error_set(TS_ERR_SHAPE,
+                                 "view: self.dim() cannot be 0 to view %s as %s (different element "
+                                 "sizes)",
+                                 from, to),
+                   NULL;
+        if (st[last] != 1 && s.dims[last] != 1)
+            return tsi_error_set(TS_ERR_SHAPE,
+                                 "view: self.stride(-1) must be 1 to view %s as %s (different "
+                                 "element sizes), but got %lld",
+                                 from, to, (long long)st[last]),
+                   NULL;
+        if (so > sn) { /* each element becomes r smaller ones */
+            const int64_t r = so / sn;
+            for (int d = 0; d < last; d++) st[d] *= r;
+            s.dims[last] *= r, st[last] = 1, off *= r;
+        } else { /* r elements become one */
+            const int64_t r = sn / so;
+            if (s.dims[last] % r)
+                return tsi_error_set(TS_ERR_SHAPE,
+                                     "view: self.size(-1) must be divisible by %lld to view %s as "
+                                     "%s (different element sizes), but got %lld",
+                                     (long long)r, from, to, (long long)s.dims[last]),
+                       NULL;
+            if (off % r)
+                return tsi_error_set(TS_ERR_SHAPE,
+                                     "view: self.storage_offset() must be divisible by %lld to "
+                                     "view %s as %s (different element sizes), but got %lld",
+                                     (long long)r, from, to, (long long)off),
+                       NULL;
+            for (int d = 0; d < last; d++) {
+                if (st[d] % r && s.dims[d] > 1)
+                    return tsi_error_set(TS_ERR_SHAPE,
+                                         "view: self.stride(%d) must be divisible by %lld to view "
+                                         "%s as %s (different element sizes), but got %lld",
+                                         d, (long long)r, from, to, (long long)st[d]),
+                           NULL;
+                st[d] /= r;
+            }
+            s.dims[last] /= r, st[last] = 1, off /= r;
+        }
+    }
+    ts_tensor *v = tsi_view_of(t, s, st, off);
+    if (!v) return NULL;
+    v->dtype = dtype;
+    return tsi_own(v);
+}

@@ -283,6 +283,44 @@ def test_as_strided_view(device):
         y.as_strided((2, 2), (1,))
 
 
+def test_view_dtype(device):
+    a = RNG.standard_normal((3, 4))
+    for src, dst in ((np.float32, "int32"), (np.float64, "float32"), (np.float32, "float64"),
+                     (np.float32, "uint8"), (np.int64, "float64"), (np.float32, "float16")):
+        x = _t(a.astype(src), device, dtype=getattr(torch, np.dtype(src).name))
+        y = x.view(getattr(torch, dst))
+        want = a.astype(src).view(np.dtype(dst))
+        assert tuple(y.shape) == want.shape and y.dtype == getattr(torch, dst)
+        assert np.array_equal(y.cpu().numpy().view(np.uint8), want.view(np.uint8))
+    x = _t(a.astype(np.float64), device, dtype=torch.float64)
+    x.view(torch.int64).fill_(0)  # a view: writes reach x
+    assert not _np(x).any()
+    with pytest.raises(Exception, match="stride"):
+        _t(a, device, dtype=torch.float32).t().view(torch.float64)
+    with pytest.raises(Exception, match="divisible"):
+        _t(a, device, dtype=torch.float32)[:, :3].view(torch.float64)
+
+
+def test_hash_tensor(device):
+    a = RNG.standard_normal((3, 2, 5))
+    bits = a.view(np.uint64)
+    x = _t(a, device, dtype=torch.float64)
+    assert int(torch.hash_tensor(x)) == int(np.bitwise_xor.reduce(bits, axis=None))
+    for dim, keep in ((0, False), (-1, True), ((0, 2), False), (1, True)):
+        got = torch.hash_tensor(x, dim, keepdim=keep)
+        want = np.bitwise_xor.reduce(bits, axis=dim, keepdims=keep)
+        assert got.dtype == torch.uint64 and np.array_equal(got.cpu().numpy(), want)
+    # float32 and integers hash as float64 and int64
+    f = a.astype(np.float32)
+    got = torch.hash_tensor(_t(f, device, dtype=torch.float32), 1)
+    assert np.array_equal(got.cpu().numpy(), np.bitwise_xor.reduce(f.astype(np.float64).view(np.uint64), 1))
+    i = (a * 100).astype(np.int32)
+    got = torch.hash_tensor(_t(i, device, dtype=torch.int32), 2)
+    assert np.array_equal(got.cpu().numpy(), np.bitwise_xor.reduce(i.astype(np.int64).view(np.uint64), 2))
+    with pytest.raises(RuntimeError):
+        torch.hash_tensor(x, mode=1)
+
+
 # ---- factories, nonzero_static ------------------------------------------------------------------
 
 def test_empty_forms_and_nonzero_static(device):
