@@ -290,6 +290,11 @@ TS_API ts_tensor *ts_reshape(ts_tensor *t, ts_shape s); /* view when possible, e
 /* Tensor.view(dtype): t's bytes as dtype; another element size scales the last dim (which needs
  * unit stride) by the ratio. No gradient through a change of dtype (as PyTorch). */
 TS_API ts_tensor *ts_view_dtype(ts_tensor *t, ts_dtype dtype);
+/* Tensor.resize_: t takes shape size, contiguous from its storage offset, in place (a larger
+ * storage, holding the old bytes first, when needed; new elements uninitialised); returns t, or
+ * NULL (TS_ERR_STATE) when t requires grad. resize_as_: other's shape. */
+TS_API ts_tensor *ts_resize_(ts_tensor *t, ts_shape size);
+TS_API ts_tensor *ts_resize_as_(ts_tensor *t, ts_tensor *other);
 TS_API ts_tensor *ts_flatten(ts_tensor *t, int start_dim, int end_dim);
 TS_API ts_tensor *ts_permute(ts_tensor *t, ts_dims dims);
 TS_API ts_tensor *ts_transpose(ts_tensor *t, int d0, int d1);

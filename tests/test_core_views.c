@@ -474,6 +474,30 @@ static void test_view_dtype(ts_device dev) {
     ts_scope_end();
 }
 
+/* resize_ / resize_as_: in place; a larger size grows the storage keeping the old bytes */
+static void test_resize(ts_device dev) {
+    ts_scope_begin();
+    const ts_opts o = {.dtype = TS_F64, .device = dev};
+    ts_tensor *x = ts_arange(0, 6, 1, o);
+    CHECK(ts_resize_(x, TS_SHAPE(2, 3)) == x && shape_is(x, TS_SHAPE(2, 3)) && STRIDES(x, 3, 1));
+    double v[12];
+    CHECK(read_all(x, v, 12) == 6 && v[5] == 5);
+    CHECK(ts_resize_(x, TS_SHAPE(3, 4)) == x && shape_is(x, TS_SHAPE(3, 4)));
+    CHECK(read_all(x, v, 12) == 12);
+    for (int i = 0; i < 6; i++) CHECK(v[i] == i);                 /* the old elements first */
+    ts_tensor *view = ts_narrow(ts_arange(0, 10, 1, o), 0, 2, 8); /* storage offset 2 */
+    CHECK(ts_resize_as_(view, ts_zeros(TS_SHAPE(3), o)) == view);
+    CHECK(read_all(view, v, 12) == 3 && v[0] == 2 && v[2] == 4 && ts_storage_offset(view) == 2);
+    CHECK_OK();
+    ts_tensor *g = ts_ones(TS_SHAPE(2), o);
+    ts_set_requires_grad(g, true);
+    CHECK(!ts_resize_(g, TS_SHAPE(3)));
+    CHECK_ERR_HAS(TS_ERR_STATE, "require grad");
+    CHECK(!ts_resize_(x, TS_SHAPE(-1)));
+    CHECK_ERR(TS_ERR_SHAPE);
+    ts_scope_end();
+}
+
 int main(void) {
     if (ts_device_count(TS_SIM) < 4) ts_sim_configure(4, 0);
     const ts_device devs[3] = {ts_cpu(), ts_sim(0), ts_sim(3)};
@@ -489,6 +513,7 @@ int main(void) {
         test_sharing_versions(devs[i]);
         test_as_strided(devs[i]);
         test_view_dtype(devs[i]);
+        test_resize(devs[i]);
         ts_memory_stats(devs[i], &after);
         CHECK_EQ(after.live_tensors, before.live_tensors);
         CHECK_EQ(after.allocated, before.allocated);

@@ -460,6 +460,26 @@ static PyObject *f_as_strided(PyObject *mod, PyObject *const *args, Py_ssize_t n
     return call_as_strided(t, a[1], a[2], a[3]);
 }
 
+/* resize_(*sizes) / resize_as_(other): in place, self returned */
+static PyObject *resized(PyObject *self, ts_tensor *r) {
+    if (!r) return tsp_raise_pending();
+    Py_INCREF(self);
+    return self;
+}
+static PyObject *m_resize_(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    ts_shape s;
+    if (shape_of_args(args, nargs, &s, "resize_") < 0 || tsp_enter()) return NULL;
+    ts_tensor *r;
+    TSP_NOGIL(r = ts_resize_(T(self), s));
+    return resized(self, r);
+}
+static PyObject *m_resize_as_(PyObject *self, PyObject *o) {
+    ts_tensor *other = tsp_tensor_arg(o, "resize_as_", "the_template"), *r;
+    if (!other || tsp_enter()) return NULL;
+    TSP_NOGIL(r = ts_resize_as_(T(self), other));
+    return resized(self, r);
+}
+
 #define FAST               (METH_FASTCALL | METH_KEYWORDS)
 #define FN(f)              (PyCFunction)(void (*)(void))(f)
 #define M_INT_OP(name, op) {#name, FN(m_##name), FAST, NULL},
@@ -483,6 +503,8 @@ PyMethodDef tsp_tensor_shape_methods[] = {
     {"scatter_add", FN(m_scatter_add), FAST, "scatter_add(dim, index, src)"},
     {"scatter_add_", FN(m_scatter_add_), FAST, "scatter_add_(dim, index, src)"},
     {"as_strided", FN(m_as_strided), FAST, "as_strided(size, stride, storage_offset=None)"},
+    {"resize_", FN(m_resize_), METH_FASTCALL, "resize_(*sizes): in place, new elements unset"},
+    {"resize_as_", m_resize_as_, METH_O, "resize_as_(other): resize_ to other's shape"},
     {NULL, NULL, 0, NULL},
 };
 PyMethodDef tsp_tensor_shape_functions[] = {

@@ -11,7 +11,7 @@ from ._shape_more import broadcast_tensors as _broadcast_tensors
 
 __all__ = ["normal", "multinomial", "index_put", "index_put_", "index_reduce", "put",
            "as_strided_copy", "as_strided_scatter", "empty_strided", "empty_permuted",
-           "nonzero_static", "hash_tensor"]
+           "nonzero_static", "hash_tensor", "resize_as_"]
 
 
 def _gen(generator, fn):
@@ -647,3 +647,11 @@ def hash_tensor(input, dim=None, *, keepdim=False, mode=0):
         for d in reversed(dims):
             bits = bits.squeeze(d)
     return bits.contiguous().view(_C.uint64)
+
+
+def resize_as_(input, the_template, *, memory_format=None):
+    """torch.resize_as_: input resized in place to the_template's shape (Tensor.resize_as_)"""
+    from . import contiguous_format, preserve_format
+    if memory_format not in (None, contiguous_format, preserve_format):
+        raise RuntimeError("resize_as_(): only a contiguous result is supported")
+    return input.resize_as_(the_template)

@@ -452,3 +452,22 @@ def test_histogramdd(device):
     ref, _ = np.histogramdd(x, bins=4, density=True)
     h, _ = torch.histogramdd(_t(x, device), 4, density=True)
     assert np.allclose(_np(h), ref, rtol=1e-12)
+
+
+def test_resize(device):
+    x = torch.arange(6.0, device=device)
+    assert x.resize_(2, 3) is x and tuple(x.shape) == (2, 3) and x.stride() == (3, 1)
+    assert np.array_equal(_np(x), np.arange(6.0).reshape(2, 3))
+    x.resize_(2, 2)  # smaller: the same storage, the first elements
+    assert np.array_equal(_np(x), [[0, 1], [2, 3]])
+    x.resize_(3, 4)  # larger: a new storage holding the old bytes first
+    assert tuple(x.shape) == (3, 4) and np.array_equal(_np(x).reshape(-1)[:6], np.arange(6.0))
+    y = torch.zeros(5, device=device)
+    assert torch.resize_as_(y, x) is y and tuple(y.shape) == (3, 4)
+    v = torch.arange(10.0, device=device)[2:]  # a view keeps its storage offset
+    v.resize_(3)
+    assert np.array_equal(_np(v), [2, 3, 4]) and v.storage_offset() == 2
+    with pytest.raises(Exception, match="require grad"):
+        torch.ones(2, requires_grad=True).resize_(3)
+    with pytest.raises(Exception, match="negative"):
+        x.resize_(-1, 2)
