@@ -61,6 +61,9 @@ TS_API ts_tensor *ts_cholesky_inverse(ts_tensor *L, bool upper);
 /* linalg.qr: Q (NULL for mode "r") and *R; mode "reduced" (Q m x k, R k x n, k = min(m, n)),
  * "complete" (Q m x m, R m x n) or "r" (R alone, no gradient) */
 TS_API ts_tensor *ts_linalg_qr(ts_tensor *A, const char *mode, ts_tensor **R);
+/* torch.geqrf: LAPACK's compact QR (R above the diagonal, Householder vectors below) and *tau
+ * ([..., min(m, n)]); float64 arithmetic, A's dtype; no gradient */
+TS_API ts_tensor *ts_geqrf(ts_tensor *A, ts_tensor **tau);
 /* linalg.svd: U, *S (descending), *Vh with A = U diag(S) Vh; full_matrices: U m x m, Vh n x n */
 TS_API ts_tensor *ts_linalg_svd(ts_tensor *A, bool full_matrices, ts_tensor **S, ts_tensor **Vh);
 TS_API ts_tensor *ts_linalg_svdvals(ts_tensor *A);

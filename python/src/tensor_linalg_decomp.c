@@ -195,6 +195,15 @@ static PyObject *f_qr SIG {
     return results(r, 2);
 }
 
+static PyObject *f_geqrf SIG {
+    (void)mod;
+    PARSE("geqrf", 1, "input");
+    ts_tensor *A = TARG(0, "geqrf"), *r[2] = {0};
+    if (!A || tsp_enter()) return NULL;
+    TSP_NOGIL(r[0] = ts_geqrf(A, &r[1]));
+    return results(r, 2);
+}
+
 static PyObject *f_svd SIG {
     (void)mod;
     PARSE("linalg.svd", 1, "A", "full_matrices", "vectors");
@@ -302,6 +311,7 @@ PyMethodDef tsp_tensor_linalg_decomp_functions[] = {
     {"_linalg_cholesky_inverse", FN(f_cholesky_inverse), FAST,
      "_linalg_cholesky_inverse(L, upper)"},
     {"_linalg_qr", FN(f_qr), FAST, "_linalg_qr(A, mode='reduced')"},
+    {"_geqrf", FN(f_geqrf), FAST, "_geqrf(input): (a, tau)"},
     {"_linalg_svd", FN(f_svd), FAST, "_linalg_svd(A, full_matrices=True, vectors=True)"},
     {"_linalg_eigh", FN(f_eigh), FAST, "_linalg_eigh(A, UPLO='L', vectors=True)"},
     {"_linalg_lstsq", FN(f_lstsq), FAST, "_linalg_lstsq(A, B, rcond=None, driver='gelsy')"},
@@ -343,7 +353,9 @@ static PyObject *forward(const char *name, PyObject *self, PyObject *const *args
     X(cholesky)                                                                                    \
     X(cholesky_solve)                                                                              \
     X(cholesky_inverse)                                                                            \
-    X(qr) X(svd) X(pinverse) X(matrix_power) X(matrix_exp) X(lu) X(lu_solve) X(triangular_solve)
+    X(qr)                                                                                          \
+    X(geqrf) X(svd) X(pinverse) X(matrix_power) X(matrix_exp) X(lu) X(lu_solve)                    \
+        X(triangular_solve)
 #define DEF_FORWARD(name)                                                                          \
     static PyObject *m_##name(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {    \
         return forward(#name, self, a, n, kw);                                                     \

@@ -7,7 +7,7 @@ from . import linalg as _la
 from .linalg import return_types as _rt
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "cholesky", "cholesky_solve",
-           "cholesky_inverse", "qr", "svd", "pinverse", "matrix_power", "matrix_exp", "lu",
+           "cholesky_inverse", "qr", "geqrf", "svd", "pinverse", "matrix_power", "matrix_exp", "lu",
            "lu_solve", "lu_unpack", "triangular_solve"]
 
 
@@ -52,6 +52,12 @@ def cholesky_inverse(input, upper=False, *, out=None):
 def qr(input, some=True, *, out=None):
     _no_out("qr", out)
     return _rt.qr(*_C._linalg_qr(input, "reduced" if some else "complete"))
+
+
+def geqrf(input, *, out=None):
+    """(a, tau): LAPACK's compact QR (R above the diagonal, Householder vectors below)"""
+    _no_out("geqrf", out)
+    return _rt.geqrf(*_C._geqrf(input))
 
 
 def svd(input, some=True, compute_uv=True, *, out=None):

@@ -31,6 +31,7 @@ class return_types:
     linalg_cholesky_ex = _named("linalg_cholesky_ex", ["L", "info"])
     linalg_qr = _named("linalg_qr", ["Q", "R"])
     qr = _named("qr", ["Q", "R"])
+    geqrf = _named("geqrf", ["a", "tau"])
     linalg_svd = _named("linalg_svd", ["U", "S", "Vh"])
     svd = _named("svd", ["U", "S", "V"])
     linalg_eigh = _named("linalg_eigh", ["eigenvalues", "eigenvectors"])

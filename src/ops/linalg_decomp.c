@@ -69,6 +69,37 @@ ts_tensor *ts_linalg_qr(ts_tensor *A, const char *mode, ts_tensor **R) {
     return tsl_finish(Q);
 }
 
+/* torch.geqrf: LAPACK's compact QR of every matrix (R on and above the diagonal, the Householder
+ * vectors below it; tau their scales), computed in float64 and given in A's dtype. No gradient
+ * (PyTorch has none). */
+ts_tensor *ts_geqrf(ts_tensor *A, ts_tensor **tau_out) {
+    const char *op = "geqrf";
+    if (tau_out) *tau_out = NULL;
+    if (!tsl_check(op, A, "input", false)) return NULL;
+    const int64_t m = tsl_rows(A), n = tsl_cols(A), k = m < n ? m : n;
+    ts_scope_begin();
+    tsl_mats a;
+    ts_tensor *out = NULL, *tau_t = NULL;
+    if (tsl_read(op, A, &a)) {
+        double *tau = zalloc(op, a.batch * k, sizeof *tau);
+        bool ok = tau != NULL;
+        for (int64_t i = 0; ok && i < a.batch; i++)
+            if (tsl_geqrf(m, n, a.a + i * m * n, tau + i * k) < 0)
+                ok = !tsi_error_set(TS_ERR_OOM, "%s: LAPACK geqrf failed", op);
+        if (ok) {
+            const ts_shape bs = tsl_batch(A->shape);
+            out = tsl_write(A, A->shape, a.a, A->dtype);
+            ts_shape ts = bs;
+            ts.dims[ts.ndim++] = k;
+            tau_t = tsl_write(A, ts, tau, A->dtype);
+        }
+        free(tau);
+        tsl_free(&a);
+    }
+    if (tau_out && tau_t) *tau_out = ts_keep(tau_t);
+    return tsl_finish(out && tau_t ? out : NULL);
+}
+
 /* ------------------------------------------------------------------ svd */
 /* host SVD of every matrix in A's dtype: s (b x k), u (b x m x ku), vt (b x kv x n); vectors
  * false: s only */

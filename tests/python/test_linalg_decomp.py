@@ -258,3 +258,26 @@ def test_gradients_against_differences(name):
     loss_t(X).backward()
     num = numeric_grad(lambda v: float(loss_t(T(v)).item()), x)
     close(N(X.grad), num, 1e-6)
+
+
+def test_geqrf(device):
+    rng = np.random.default_rng(7)
+    for shape in ((4, 3), (3, 5), (2, 4, 4)):
+        a = rng.standard_normal(shape)
+        r = tessera.geqrf(tessera.tensor(a, dtype=tessera.float64, device=device))
+        assert r.a.shape == a.shape and tuple(r.tau.shape) == shape[:-2] + (min(shape[-2:]),)
+        for b in np.ndindex(*shape[:-2]):
+            h, tau = r.a.cpu().numpy()[b], r.tau.cpu().numpy()[b]
+            m, n = h.shape
+            q = np.eye(m)
+            for i in range(min(m, n)):  # Q = H_0 H_1 ... with H_i = I - tau_i v_i v_i^T
+                v = np.zeros(m)
+                v[i], v[i + 1:] = 1.0, h[i + 1:, i]
+                q = q @ (np.eye(m) - tau[i] * np.outer(v, v))
+            rr = np.triu(h)[:m]
+            assert np.allclose(q @ rr, a[b], rtol=0, atol=1e-13 * max(m, n))
+    f = tessera.geqrf(tessera.tensor(rng.standard_normal((3, 3)), dtype=tessera.float32,
+                                     device=device))
+    assert f.a.dtype == tessera.float32 and f.tau.dtype == tessera.float32
+    with pytest.raises(Exception, match="geqrf"):
+        tessera.geqrf(tessera.ones(3, device=device))
