@@ -481,6 +481,7 @@ static void test_names(void) {
 typedef struct gctx {
     ts_module *m;
     bool lstm, cell;
+    ts_tensor *lens; /* the sequences' lengths, or NULL */
 } gctx;
 
 /* inputs: x, h0, (c0), then the module's parameters (perturbed in place by gradcheck) */
@@ -492,8 +493,8 @@ static ts_tensor *f_rnn(ts_tensor *const *in, int n, void *ctx) {
         ts_tensor *h = ts_rnn_cell_forward(g->m, in[0], in[1], g->lstm ? in[2] : NULL, &cn);
         return g->lstm ? ts_cat((ts_tensor *[]){h, cn}, 2, 1) : h;
     }
-    ts_tensor *y =
-        ts_rnn_forward(g->m, in[0], in[1], g->lstm ? in[2] : NULL, NULL, &hn, g->lstm ? &cn : NULL);
+    ts_tensor *y = ts_rnn_forward(g->m, in[0], in[1], g->lstm ? in[2] : NULL, g->lens, &hn,
+                                  g->lstm ? &cn : NULL);
     if (!y) return NULL;
     /* every output in one vector */
     ts_tensor *parts[3] = {ts_reshape(y, TS_SHAPE(-1)), ts_reshape(hn, TS_SHAPE(-1)),
@@ -512,8 +513,8 @@ static ts_tensor *leaf(ts_shape s, double a, double b, ts_device dev) {
     return t;
 }
 
-static void gradcheck_module(const char *what, ts_module *m, bool lstm, bool cell, ts_shape xs,
-                             ts_shape hs, ts_shape cs, ts_device dev) {
+static void gradcheck_module_lens(const char *what, ts_module *m, bool lstm, bool cell, ts_shape xs,
+                                  ts_shape hs, ts_shape cs, ts_tensor *lens, ts_device dev) {
     ts_scope_begin();
     ts_module_to(ts_module_to_dtype(m, TS_F64), dev);
     ts_tensor *in[40];
@@ -523,7 +524,7 @@ static void gradcheck_module(const char *what, ts_module *m, bool lstm, bool cel
     if (lstm) in[n++] = leaf(cs, 0.29, 1.3, dev);
     ts_tensor_list l = ts_module_named_parameters(m);
     for (int i = 0; i < l.n && n < 40; i++) in[n++] = l.tensors[i];
-    gctx g = {m, lstm, cell};
+    gctx g = {m, lstm, cell, lens};
     bool ok = ts_gradcheck(f_rnn, &g, in, n, (ts_gradcheck_opts){0});
     printf("gradcheck %-28s on %s: %s\n", what, ts_device_str(dev), ok ? "ok" : "FAILED");
     CHECK(ok);
@@ -531,6 +532,11 @@ static void gradcheck_module(const char *what, ts_module *m, bool lstm, bool cel
     ts_tensor_list_free(&l);
     ts_module_free(m);
     ts_scope_end();
+}
+
+static void gradcheck_module(const char *what, ts_module *m, bool lstm, bool cell, ts_shape xs,
+                             ts_shape hs, ts_shape cs, ts_device dev) {
+    gradcheck_module_lens(what, m, lstm, cell, xs, hs, cs, NULL, dev);
 }
 
 static void test_gradcheck(ts_device dev) {
@@ -545,6 +551,23 @@ static void test_gradcheck(ts_device dev) {
         "LSTM 2 layers bidir proj",
         ts_lstm_new(2, 3, (ts_rnn_opts){.num_layers = 2, .bidirectional = true, .proj_size = 2}),
         true, false, TS_SHAPE(3, 2, 2), TS_SHAPE(4, 2, 2), TS_SHAPE(4, 2, 3), dev);
+    /* without a projection: every layer direction's steps as one op (rnn_seq_fused.c) */
+    gradcheck_module("LSTM 2 layers bidir",
+                     ts_lstm_new(2, 3, (ts_rnn_opts){.num_layers = 2, .bidirectional = true}), true,
+                     false, TS_SHAPE(3, 2, 2), TS_SHAPE(4, 2, 3), TS_SHAPE(4, 2, 3), dev);
+    gradcheck_module("GRU bidir no bias",
+                     ts_gru_new(2, 3, (ts_rnn_opts){.bidirectional = true, .no_bias = true}), false,
+                     false, TS_SHAPE(3, 2, 2), TS_SHAPE(2, 2, 3), TS_SHAPE(0), dev);
+    /* with lengths: a fused op a step and the weight sink (rnn_cell_fused.c); the GRU's steps
+     * hand the sink their gh gradients, the LSTM's sink wraps the input projection */
+    ts_tensor *lens = ts_tensor_f64(TS_SHAPE(2), (double[]){3, 2}, (ts_opts){.dtype = TS_I64});
+    gradcheck_module_lens("GRU 2 layers lengths", ts_gru_new(2, 3, (ts_rnn_opts){.num_layers = 2}),
+                          false, false, TS_SHAPE(3, 2, 2), TS_SHAPE(2, 2, 3), TS_SHAPE(0), lens,
+                          dev);
+    gradcheck_module_lens("LSTM bidir lengths",
+                          ts_lstm_new(2, 3, (ts_rnn_opts){.bidirectional = true}), true, false,
+                          TS_SHAPE(3, 2, 2), TS_SHAPE(2, 2, 3), TS_SHAPE(2, 2, 3), lens, dev);
+    ts_release(lens);
     gradcheck_module("GRU 2 layers batch_first",
                      ts_gru_new(2, 3, (ts_rnn_opts){.num_layers = 2, .batch_first = true}), false,
                      false, TS_SHAPE(2, 3, 2), TS_SHAPE(2, 2, 3), TS_SHAPE(0), dev);

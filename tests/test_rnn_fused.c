@@ -308,6 +308,143 @@ static void check_layer(ts_device dev, bool lstm, ts_dtype dt) {
     ts_scope_end();
 }
 
+/* ------------------------------------------------------------------ a layer's steps on threads */
+/* nn.LSTM / nn.GRU run a layer direction's steps as one op (src/nn/rnn_seq_fused.c), whose CPU
+ * entries give each thread its own batch rows through all the steps (kern_rnn_cell.c). A batch
+ * big enough to be split (32 rows, hidden 40), both directions, h0 and c0 requiring grad and every
+ * output in the loss: on 1 and 2 threads the outputs and every gradient (parameters, input, h0,
+ * c0) agree to float32's roundings (on AVX-512 bit for bit), as float32 does with float64. */
+enum { QT = 5, QB = 32, QI = 6, QH = 40, QD = 2 };
+enum { QN_OUT = QT * QB * QD * QH + 2 * QD * QB * QH, QN_GRAD = 4 * QD * QH * (QI + QH + 2) };
+
+/* outputs then gradients: y, h_n, c_n, then the gradients of x, h0, c0 and the parameters */
+static bool run_layer(ts_device dev, bool lstm, ts_dtype dt, int threads, double *v, int64_t *n) {
+    ts_set_num_threads(threads);
+    ts_scope_begin();
+    ts_manual_seed(17);
+    ts_rnn_opts o = {.bidirectional = true};
+    ts_module *m = lstm ? ts_lstm_new(QI, QH, o) : ts_gru_new(QI, QH, o);
+    ts_module_to(ts_module_to_dtype(m, dt), dev);
+    static double xv[QT * QB * QI], hv[QD * QB * QH], cv[QD * QB * QH];
+    fill(xv, QT * QB * QI, 0.43, 0.2);
+    fill(hv, QD * QB * QH, 0.31, 0.9);
+    fill(cv, QD * QB * QH, 0.17, 1.9);
+    ts_tensor *x = mk(TS_SHAPE(QT, QB, QI), xv, dt, dev, NULL),
+              *h0 = mk(TS_SHAPE(QD, QB, QH), hv, dt, dev, NULL),
+              *c0 = lstm ? mk(TS_SHAPE(QD, QB, QH), cv, dt, dev, NULL) : NULL;
+    ts_tensor *leaves[3] = {x, h0, c0};
+    for (int i = 0; i < 3; i++)
+        if (leaves[i]) ts_set_requires_grad(leaves[i], true);
+    ts_tensor *hn = NULL, *cn = NULL;
+    ts_tensor *y = ts_rnn_forward(m, x, h0, c0, NULL, &hn, lstm ? &cn : NULL);
+    ts_tensor *outs[3] = {y, hn, cn};
+    bool ok = y && hn && (!lstm || cn);
+    ts_tensor *loss = NULL;
+    for (int i = 0; ok && i < 3; i++)
+        if (outs[i]) {
+            ts_tensor *l = ts_mean(ts_mul(outs[i], ts_sin(outs[i])));
+            loss = loss ? ts_add(loss, l) : l;
+        }
+    if (ok) ts_backward(loss);
+    ok = ok && ts_error() == TS_OK;
+    *n = 0;
+    for (int i = 0; ok && i < 3; i++)
+        if (outs[i]) ok = rd(outs[i], v + *n, ts_numel(outs[i])), *n += ts_numel(outs[i]);
+    for (int i = 0; ok && i < 3; i++)
+        if (leaves[i])
+            ok = rd(ts_grad(leaves[i]), v + *n, ts_numel(leaves[i])), *n += ts_numel(leaves[i]);
+    ts_tensor_list l = ts_module_named_parameters(m);
+    for (int i = 0; ok && i < l.n; i++)
+        ok = rd(ts_grad(l.tensors[i]), v + *n, ts_numel(l.tensors[i])),
+        *n += ts_numel(l.tensors[i]);
+    ts_tensor_list_free(&l);
+    ts_module_free(m);
+    ts_scope_end();
+    return ok;
+}
+
+static void check_threads(ts_device dev, bool lstm) {
+    const int was = ts_get_num_threads();
+    enum { N = QN_OUT + QT * QB * QI + 2 * QD * QB * QH + QN_GRAD };
+    static double a[N], b[N], r[N];
+    int64_t na = 0, nb = 0, nr = 0;
+    bool ok = run_layer(dev, lstm, TS_F32, 1, a, &na) && run_layer(dev, lstm, TS_F32, 2, b, &nb) &&
+              run_layer(dev, lstm, TS_F64, 2, r, &nr);
+    ts_set_num_threads(was);
+    CHECK_OK();
+    CHECK(ok && na == nb && na == nr && na <= N);
+    if (!ok || na != nb || na != nr) return;
+    double scale = 0;
+    for (int64_t i = 0; i < nr; i++) scale = fabs(r[i]) > scale ? fabs(r[i]) : scale;
+    const double d12 = max_diff(a, b, na) / scale, e = max_diff(b, r, nb) / scale;
+    printf("%s bidirectional, batch %d on %s: 1 vs 2 threads %.2e, float32 vs float64 %.2e "
+           "(relative)\n",
+           lstm ? "nn.LSTM" : "nn.GRU", QB, ts_device_str(dev), d12, e);
+    /* the same bits with AVX-512 (each thread's products keep the kernels of the whole batch's);
+     * other ISAs' products may round rows differently by their count */
+    CHECK(d12 <= 2e-6);
+    CHECK(e <= 2e-5); /* T = 5 steps of float32 roundings (2^-24 each), a few dozen per element */
+}
+
+/* ---------------------------------------------------------- lengths: the step-by-step path */
+/* With lengths, nn.LSTM / nn.GRU take a fused op a step and the weight sink (rnn_cell_fused.c)
+ * instead of the sequence op: every length T, they compute the same thing. Two layers, both
+ * directions, no initial state (zeros, needing no gradient: the first step's gh then needs none
+ * either, while the sink still does), float64: outputs, final states and every parameter
+ * gradient agree to float64's roundings. */
+enum { LT = 4, LB = 3, LI = 4, LH = 5 };
+
+static bool run_lengths(ts_device dev, bool lstm, bool with_lengths, double *v, int64_t *n) {
+    ts_scope_begin();
+    ts_manual_seed(23);
+    ts_rnn_opts o = {.num_layers = 2, .bidirectional = true};
+    ts_module *m = lstm ? ts_lstm_new(LI, LH, o) : ts_gru_new(LI, LH, o);
+    ts_module_to(ts_module_to_dtype(m, TS_F64), dev);
+    double xv[LT * LB * LI];
+    fill(xv, LT * LB * LI, 0.37, 0.5);
+    ts_tensor *x = mk(TS_SHAPE(LT, LB, LI), xv, TS_F64, dev, NULL);
+    ts_tensor *lens = with_lengths ? ts_tensor_f64(TS_SHAPE(LB), (double[]){LT, LT, LT},
+                                                   (ts_opts){.dtype = TS_I64})
+                                   : NULL;
+    ts_tensor *hn = NULL, *cn = NULL;
+    ts_tensor *y = ts_rnn_forward(m, x, NULL, NULL, lens, &hn, lstm ? &cn : NULL);
+    ts_tensor *outs[3] = {y, hn, cn};
+    bool ok = y && hn && (!lstm || cn);
+    ts_tensor *loss = NULL;
+    for (int i = 0; ok && i < 3; i++)
+        if (outs[i]) {
+            ts_tensor *l = ts_sum(ts_mul(outs[i], ts_cos(outs[i])));
+            loss = loss ? ts_add(loss, l) : l;
+        }
+    if (ok) ts_backward(loss);
+    ok = ok && ts_error() == TS_OK;
+    *n = 0;
+    for (int i = 0; ok && i < 3; i++)
+        if (outs[i]) ok = rd(outs[i], v + *n, ts_numel(outs[i])), *n += ts_numel(outs[i]);
+    ts_tensor_list l = ts_module_named_parameters(m);
+    for (int i = 0; ok && i < l.n; i++)
+        ok = rd(ts_grad(l.tensors[i]), v + *n, ts_numel(l.tensors[i])),
+        *n += ts_numel(l.tensors[i]);
+    ts_tensor_list_free(&l);
+    ts_module_free(m);
+    ts_scope_end();
+    return ok;
+}
+
+static void check_full_lengths(ts_device dev, bool lstm) {
+    enum { N = 20000 };
+    static double a[N], b[N];
+    int64_t na = 0, nb = 0;
+    bool ok = run_lengths(dev, lstm, false, a, &na) && run_lengths(dev, lstm, true, b, &nb);
+    CHECK_OK();
+    CHECK(ok && na == nb && na <= N);
+    if (!ok || na != nb) return;
+    const double d = max_diff(a, b, na);
+    printf("%s 2 layers bidirectional on %s, every length T vs no lengths: %.2e\n",
+           lstm ? "nn.LSTM" : "nn.GRU", ts_device_str(dev), d);
+    CHECK(d <= 1e-13);
+}
+
 /* ------------------------------------------------------------------ captured steps */
 static ts_tensor *train_step(ts_module *m, ts_optim *o, ts_tensor *x) {
     ts_optim_zero_grad(o);
@@ -387,6 +524,10 @@ int main(void) {
             gradcheck_cell(devs[d], lstm, true, 2);
         }
         gradcheck_cell(devs[d], true, false, 1 | 4);
+        check_full_lengths(devs[d], true);
+        check_full_lengths(devs[d], false);
+        check_threads(devs[d], true);
+        check_threads(devs[d], false);
         check_capture(devs[d], true);
         check_capture(devs[d], false);
         test_errors(devs[d], devs[(d + 1) % nd]);

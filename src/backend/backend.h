@@ -326,6 +326,23 @@ typedef struct ts_rnn_cell_args {
     bool lstm;
 } ts_rnn_cell_args;
 
+/* One direction of an LSTM / GRU layer over its T steps (src/nn/rnn_seq_fused.c), the step loop of
+ * backend/rnn_seq_loop.h: each step's product h w^T (+ bias) and its gates (rnn_cell_forward), and
+ * backward to front each step's gates backward and the product giving the previous state's
+ * gradient. Views contiguous, of one dtype (f32 or f64), G = 4 (LSTM) or 3 (GRU) gates, B rows,
+ * H hidden; a view whose data is NULL is absent. In: xw [T, B, GH], w [GH, H], bias [GH] (the
+ * GRU's b_hh, or absent), h0, c0 [B, H] (c0: LSTM). Forward writes y [T, B, H], cells [T, B, H]
+ * (LSTM's c), saved [T, B, (G+1)H] (rnn_cell_forward's, per step), gh [B, GH] (scratch); reverse:
+ * the steps from T - 1 down to 0. Backward reads those and dy [T, B, H], dhn, dcn [B, H] (each
+ * absent: zeros) and writes dxw (and the GRU's dgh) [T, B, GH], dh0, dc0 [B, H] where present;
+ * work [6, B, H] scratch. */
+typedef struct ts_rnn_seq_args {
+    ts_kview xw, w, bias, h0, c0, y, cells, saved, gh;
+    ts_kview dy, dhn, dcn, dxw, dgh, dh0, dc0, work;
+    int64_t steps, rows, hidden;
+    bool lstm, reverse;
+} ts_rnn_seq_args;
+
 /* Fused batch normalisation in training mode (PyTorch's native_batch_norm and
  * native_batch_norm_backward) over x viewed as [n, c, hw] (hw = the product of the dims after the
  * channels, 1 for [N, C]). Every view is contiguous, on the backend's device, of one float dtype
@@ -589,6 +606,11 @@ struct ts_backend {
      * gates (ts_rnn_cell_args), forward and backward. */
     void (*rnn_cell_forward)(const ts_backend *be, int index, const ts_rnn_cell_args *a);
     void (*rnn_cell_backward)(const ts_backend *be, int index, const ts_rnn_cell_args *a);
+    /* Optional (NULL: the front end runs backend/rnn_seq_loop.h's loop over every row with the
+     * entries above): a layer direction's steps (ts_rnn_seq_args), forward and backward; the CPU
+     * splits the batch rows, independent sequences, among its threads. */
+    void (*rnn_seq_forward)(const ts_backend *be, int index, const ts_rnn_seq_args *a);
+    void (*rnn_seq_backward)(const ts_backend *be, int index, const ts_rnn_seq_args *a);
     /* Fused batch norm in training mode (ts_batch_norm_args). batch_norm_supports: whether the
      * kernels take this dtype and shape (else the front end composes it from reductions and
      * elementwise ops). NULL entries: the composition is used. */

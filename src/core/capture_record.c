@@ -589,6 +589,28 @@ static void rec_rnn_cell_bwd(const ts_backend *be, int index, const ts_rnn_cell_
     rec_rnn_cell(a, index, run_rnn_cell_bwd);
 }
 
+/* a layer direction's steps: one call, replayed as one (its views are the capture's memory) */
+static void run_rnn_seq_fwd(const ts_backend *be, int index, const void *p) {
+    be->rnn_seq_forward(be, index, p);
+}
+static void run_rnn_seq_bwd(const ts_backend *be, int index, const void *p) {
+    be->rnn_seq_backward(be, index, p);
+}
+static void rec_rnn_seq(const ts_rnn_seq_args *args, int index, tsi_replay_fn run) {
+    ts_rnn_seq_args *a = args_new(sizeof *a);
+    if (!a) return;
+    *a = *args;
+    RECORD(run, index, a);
+}
+static void rec_rnn_seq_fwd(const ts_backend *be, int index, const ts_rnn_seq_args *a) {
+    (void)be;
+    rec_rnn_seq(a, index, run_rnn_seq_fwd);
+}
+static void rec_rnn_seq_bwd(const ts_backend *be, int index, const ts_rnn_seq_args *a) {
+    (void)be;
+    rec_rnn_seq(a, index, run_rnn_seq_bwd);
+}
+
 static void run_bn_fwd(const ts_backend *be, int index, const void *p) {
     be->batch_norm_forward(be, index, p);
 }
@@ -779,6 +801,8 @@ static void install_recorders(ts_backend *b, const ts_backend *real) {
     b->layer_norm_backward = real->layer_norm_backward ? rec_ln_bwd : NULL;
     b->rnn_cell_forward = real->rnn_cell_forward ? rec_rnn_cell_fwd : NULL;
     b->rnn_cell_backward = real->rnn_cell_backward ? rec_rnn_cell_bwd : NULL;
+    b->rnn_seq_forward = real->rnn_seq_forward ? rec_rnn_seq_fwd : NULL;
+    b->rnn_seq_backward = real->rnn_seq_backward ? rec_rnn_seq_bwd : NULL;
     b->batch_norm_supports = real->batch_norm_supports ? pass_bn_supports : NULL;
     b->batch_norm_forward = real->batch_norm_forward ? rec_bn_fwd : NULL;
     b->batch_norm_backward = real->batch_norm_backward ? rec_bn_bwd : NULL;

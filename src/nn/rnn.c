@@ -4,11 +4,13 @@
  * differentiable ops (autograd, every device and floating dtype for free): per layer and direction
  * the input projection of every time step is ONE product [T*B, I] x [I, G*H] (with b_ih), then
  * each step is one product [B, H] x [H, G*H] (with b_hh, which a fused LSTM adds in the input
- * projection instead) and the gates: for float32 and float64 one fused op (rnn_cell_fused.c: one
- * kernel, one autograd node a step) and w_hh's gradient as one product per sequence (the weight
- * sink, run_direction), for the other dtypes, under autocast and under an ONNX export's trace the
- * elementwise ops. The math matches src/onnx/ops_nn_rnn.c's (ONNX orders the gates differently:
- * its importer keeps its own). */
+ * projection instead) and the gates: for float32 and float64 the whole direction's steps as one
+ * op (rnn_seq_fused.c: the steps' products and fused gates as backend calls, one autograd node, the
+ * CPU's threads each taking their own batch rows through every step), or, with lengths or a
+ * projection, one fused op a step (rnn_cell_fused.c: one kernel, one autograd node a step) and
+ * w_hh's gradient as one product per sequence (the weight sink, run_direction); for the other
+ * dtypes, under autocast and under an ONNX export's trace the elementwise ops. The math matches
+ * src/onnx/ops_nn_rnn.c's (ONNX orders the gates differently: its importer keeps its own). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include "amp/autocast.h"
 #include "nn/module_internal.h"
 #include "nn/rnn_cell_fused.h"
+#include "nn/rnn_seq_fused.h"
 
 typedef enum rkind { K_RNN = 0, K_LSTM, K_GRU } rkind;
 static const int n_gates[] = {1, 4, 3};
@@ -348,6 +351,22 @@ static ts_tensor *run_direction(rnn_m *m, const dir_w *w, int d, ts_tensor *x2, 
                                 int64_t B, seq_bufs *s, ts_tensor **h, ts_tensor **c) {
     const int64_t T = s->T;
     ts_tensor **ys = s->ys, **xs = s->xs, **zs = s->zs, **hin = s->hin;
+    if (m->kind != K_RNN && !live_all && !w->w_hr && !tsi_autocast_any &&
+        tsi_rnn_seq_fused_takes(x2, w->w_hh, m->kind == K_GRU ? w->b_hh : NULL, *h, *c)) {
+        /* the whole sequence as one op (rnn_seq_fused.c); the LSTM's b_hh joins b_ih in the
+         * input projection, the GRU's stays apart for its n gate */
+        const bool lstm = m->kind == K_LSTM;
+        ts_tensor *xw =
+            ts_linear(x2, w->w_ih, lstm && w->b_hh ? ts_add(w->b_ih, w->b_hh) : w->b_ih);
+        xw = xw ? ts_view(xw, TS_SHAPE(T, B, xw->shape.dims[1])) : NULL;
+        ts_tensor *y = NULL, *hn = NULL, *cn = NULL;
+        if (!xw || !tsi_rnn_seq_fused(lstm, xw, w->w_hh, lstm ? NULL : w->b_hh, *h, *c, d != 0, &y,
+                                      &hn, &cn))
+            return NULL;
+        *h = hn;
+        if (lstm) *c = cn;
+        return y;
+    }
     /* Where the gates are fused, w_hh's gradient is one product over the sequence (the weight
      * sink) and the steps multiply by a detached w_hh. The LSTM's gate gradients are those of
      * both projections: b_hh joins b_ih in the input projection (one bias gradient for both) and

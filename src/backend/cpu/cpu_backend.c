@@ -69,6 +69,8 @@ void tsi_cpu_kernels_install(ts_backend *be) {
     be->gather_dims = tsi_cpu_gather_dims;
     be->rnn_cell_forward = tsi_cpu_rnn_cell_forward;
     be->rnn_cell_backward = tsi_cpu_rnn_cell_backward;
+    be->rnn_seq_forward = tsi_cpu_rnn_seq_forward;
+    be->rnn_seq_backward = tsi_cpu_rnn_seq_backward;
     be->fft = tsi_cpu_fft;
     be->softmax = tsi_cpu_softmax;
     be->softmax_backward = tsi_cpu_softmax_backward;

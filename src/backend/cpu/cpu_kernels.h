@@ -54,6 +54,8 @@ void tsi_cpu_cdist(const ts_backend *be, int index, const ts_kview *out, const t
 /* kern_rnn_cell.c: backend.h's rnn_cell_forward / rnn_cell_backward */
 void tsi_cpu_rnn_cell_forward(const ts_backend *be, int index, const ts_rnn_cell_args *a);
 void tsi_cpu_rnn_cell_backward(const ts_backend *be, int index, const ts_rnn_cell_args *a);
+void tsi_cpu_rnn_seq_forward(const ts_backend *be, int index, const ts_rnn_seq_args *a);
+void tsi_cpu_rnn_seq_backward(const ts_backend *be, int index, const ts_rnn_seq_args *a);
 /* kern_gather_dims.c */
 void tsi_cpu_gather_dims(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                          int k, const ts_kview *idx);

@@ -12,6 +12,13 @@
 #include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/rnn_cell_math.h"
+#include "backend/rnn_seq_loop.h"
+
+#ifdef TS_HAVE_OPENMP
+#include <omp.h>
+
+#include "backend/cpu/blas_threads.h"
+#endif
 
 #define PTR(T, v) ((T *)(v).data)
 
@@ -206,4 +213,52 @@ void tsi_cpu_rnn_cell_backward(const ts_backend *be, int index, const ts_rnn_cel
         (f64 ? lstm_bwd_d : lstm_bwd_f)(a);
     else
         (f64 ? gru_bwd_d : gru_bwd_f)(a);
+}
+
+/* ------------------------------------------------------------------ a layer's steps */
+/* The rows are independent sequences: each thread takes a block of them through every step
+ * (backend/rnn_seq_loop.h; its products and gates then run on that thread alone), so the steps need
+ * no synchronisation between threads, where splitting each step's product and gates would meet
+ * twice a step. Threads only where each gets SEQ_MIN_ROWS rows and a step's product is big enough
+ * to be worth one. */
+enum { SEQ_MIN_ROWS = 16 };
+#define SEQ_MIN_MACS 1e5
+
+static int seq_threads(const ts_rnn_seq_args *a) {
+#ifdef TS_HAVE_OPENMP
+    if (omp_in_parallel()) return 1;
+    int n = omp_get_max_threads();
+    while (n > 1 && a->rows < (int64_t)n * SEQ_MIN_ROWS) n--;
+    const double macs = (double)a->rows * (double)a->hidden * (double)a->hidden;
+    return macs * (a->lstm ? 4 : 3) < SEQ_MIN_MACS ? 1 : n;
+#else
+    (void)a;
+    return 1;
+#endif
+}
+
+static void seq_run(const ts_backend *be, int index, const ts_rnn_seq_args *a, bool backward) {
+    const int nt = seq_threads(a);
+    if (nt <= 1) {
+        (backward ? tsi_rnn_seq_bwd_rows : tsi_rnn_seq_fwd_rows)(be, index, a, 0, a->rows);
+        return;
+    }
+#ifdef TS_HAVE_OPENMP
+    tsi_blas_single_begin(); /* one product per thread: the BLAS library's own threads stay out */
+#pragma omp parallel num_threads(nt)
+    {
+        const int i = omp_get_thread_num(), n = omp_get_num_threads();
+        const int64_t r0 = a->rows * i / n, r1 = a->rows * (i + 1) / n;
+        if (r1 > r0) (backward ? tsi_rnn_seq_bwd_rows : tsi_rnn_seq_fwd_rows)(be, index, a, r0, r1);
+    }
+    tsi_blas_single_end();
+#endif
+}
+
+void tsi_cpu_rnn_seq_forward(const ts_backend *be, int index, const ts_rnn_seq_args *a) {
+    seq_run(be, index, a, false);
+}
+
+void tsi_cpu_rnn_seq_backward(const ts_backend *be, int index, const ts_rnn_seq_args *a) {
+    seq_run(be, index, a, true);
 }
