@@ -4,8 +4,9 @@
  * empty bags, padding_idx (left out of the sums and of mean's count; a bag of padding only gives
  * zeros), per_sample_weights, int32 indices and offsets, a strided weight (the portable loop),
  * widths crossing the AVX2 path's 64- and 8-column blocks with enough bags to run threaded,
- * float32 / float64 / float16 / bfloat16; the gradients by ts_gradcheck (EmbeddingBagBackward0)
- * and against the reference's; a captured step's replay; the refusals.
+ * float32 / float64 / float16 / bfloat16, a column-broadcast (stride 0) weight; the gradients by
+ * ts_gradcheck (EmbeddingBagBackward0) and against the reference's; a captured step's replay; the
+ * refusals; an allocation-failure sweep (fault_sweep.h).
  *
  * Tolerances: float64 sums rounded in double; float32 ones accumulate in float32 (as PyTorch's),
  * each of a bag's L adds (and products) rounding by at most eps32 / 2 relative to the running
@@ -14,8 +15,10 @@
  * rounding, from a reference of the rounded weights). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "fault_sweep.h"
 #include "tessera.h"
 #include "tessera/autograd.h"
 #include "ts_test.h"
@@ -198,6 +201,27 @@ static void test_strided_and_empty(void) {
                       .pad = 7};
             check_bag("strided weight", ts_embedding_bag(W, I, NULL, 1, NULL, 7, false), &p,
                       fdts[k], devs[di]);
+            /* sum with per-sample weights on the strided weight (the portable loop's scaled
+             * strided adds) */
+            static double sw[8];
+            fill(sw, 8, 6);
+            prob ps = p;
+            ps.mode = 0, ps.pad = -1, ps.psw = sw;
+            check_bag("strided weight, per-sample weights",
+                      ts_embedding_bag(W, I, NULL, 0, mk(TS_SHAPE(4, 2), sw, fdts[k], devs[di]), -1,
+                                       false),
+                      &ps, fdts[k], devs[di]);
+            /* a weight broadcast along its columns (column stride 0): each row one value */
+            static double wc[20 * 6];
+            for (int r = 0; r < 20; r++)
+                for (int j = 0; j < 6; j++) wc[r * 6 + j] = w[r * 6];
+            double col[20];
+            for (int r = 0; r < 20; r++) col[r] = w[r * 6];
+            ts_tensor *Wc = ts_expand(mk(TS_SHAPE(20, 1), col, fdts[k], devs[di]), TS_SHAPE(20, 6));
+            prob pc = p;
+            pc.w = wc;
+            check_bag("column-broadcast weight", ts_embedding_bag(Wc, I, NULL, 1, NULL, 7, false),
+                      &pc, fdts[k], devs[di]);
             /* no positions: bags of zeros; no bags */
             ts_tensor *E = ts_zeros(TS_SHAPE(0), (ts_opts){.dtype = TS_I64, .device = devs[di]});
             ts_tensor *O = ts_zeros(TS_SHAPE(3), (ts_opts){.dtype = TS_I64, .device = devs[di]});
@@ -361,6 +385,17 @@ static void test_errors(void) {
     CHECK(ts_embedding_bag(w, ts_tensor_i64(TS_SHAPE(1, 2), (const int64_t[]){-1, 0}, (ts_opts){0}),
                            NULL, 0, NULL, -1, false) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "out of range");
+    /* an index far out of range (the kernel would read there): refused before any read */
+    CHECK(ts_embedding_bag(
+              w,
+              ts_tensor_i64(TS_SHAPE(1, 2), (const int64_t[]){(int64_t)1 << 40, 0}, (ts_opts){0}),
+              NULL, 0, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "out of range");
+    /* no offsets at all: no bags (offsets[0] is not read) */
+    ts_tensor *y0 = ts_embedding_bag(w, i1, ts_zeros(TS_SHAPE(0), (ts_opts){.dtype = TS_I64}), 0,
+                                     NULL, -1, false);
+    CHECK(y0 && ts_size(y0, 0) == 0 && ts_size(y0, 1) == 3);
+    CHECK_OK();
     CHECK(ts_embedding_bag(w, i1, ts_tensor_i64(TS_SHAPE(2), (const int64_t[]){1, 2}, (ts_opts){0}),
                            0, NULL, -1, false) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "offsets[0] has to be 0");
@@ -370,6 +405,12 @@ static void test_errors(void) {
     CHECK_ERR_HAS(TS_ERR_ARG, "non-decreasing");
     CHECK(ts_embedding_bag(w, i1, ts_tensor_i64(TS_SHAPE(2), (const int64_t[]){0, 5}, (ts_opts){0}),
                            0, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "non-decreasing");
+    /* an offset far past the input (the kernel would read there): refused before any read */
+    CHECK(ts_embedding_bag(
+              w, i1,
+              ts_tensor_i64(TS_SHAPE(3), (const int64_t[]){0, 2, (int64_t)1 << 40}, (ts_opts){0}),
+              0, NULL, -1, false) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "non-decreasing");
     CHECK(ts_embedding_bag(w, i2, o, 0, NULL, -1, false) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "offsets has to be NULL");
@@ -396,7 +437,69 @@ static void test_errors(void) {
     CHECK_ERR_HAS(TS_ERR_SHAPE, "1D or 2D");
     CHECK(ts_embedding_bag(w, i2, NULL, 3, NULL, -1, false) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "mode");
+    /* a 0-d input (with or without offsets), and missing operands */
+    ts_tensor *i0 = ts_tensor_i64(TS_SHAPE(), (const int64_t[]){1}, (ts_opts){0});
+    CHECK(ts_embedding_bag(w, i0, o, 0, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "1D or 2D");
+    CHECK(ts_embedding_bag(w, i0, NULL, 0, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "1D or 2D");
+    CHECK(ts_embedding_bag(NULL, i2, NULL, 0, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "embedding_bag: weight is NULL");
+    CHECK(ts_embedding_bag(w, NULL, NULL, 0, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "embedding_bag: input is NULL");
     ts_scope_end();
+    CHECK_OK();
+}
+
+/* every allocation failed in turn (fault_sweep.h): the offsets form with per-sample weights and
+ * its backward, the 2-D mean with padding, include_last_offset; each failure is a clear
+ * out-of-memory error that leaks nothing, and the ops succeed once it is cleared */
+typedef struct eb_st {
+    ts_tensor *w, *idx, *off, *psw, *i2;
+} eb_st;
+
+static void *eb_setup(void) {
+    static double w[12 * 4], psw[11];
+    fill(w, 48, 7), fill(psw, 11, 8);
+    static const int64_t idx[] = {1, 4, 4, 0, 7, 3, 2, 3, 11, 4, 5}, off[] = {0, 3, 3, 7, 9};
+    eb_st *s = calloc(1, sizeof *s);
+    ts_scope_begin();
+    s->w = ts_keep(mk(TS_SHAPE(12, 4), w, TS_F32, ts_cpu()));
+    ts_set_requires_grad(s->w, true);
+    s->psw = ts_keep(mk(TS_SHAPE(11), psw, TS_F32, ts_cpu()));
+    ts_set_requires_grad(s->psw, true);
+    s->idx = ts_keep(mki(TS_SHAPE(11), idx, TS_I32, ts_cpu()));
+    s->off = ts_keep(mki(TS_SHAPE(5), off, TS_I64, ts_cpu()));
+    s->i2 = ts_keep(mki(TS_SHAPE(2, 5), idx, TS_I64, ts_cpu()));
+    ts_scope_end();
+    return s;
+}
+
+static bool eb_run(void *p) {
+    eb_st *s = p;
+    ts_set_grad(s->w, NULL), ts_set_grad(s->psw, NULL);
+    ts_scope_begin();
+    ts_tensor *a = ts_embedding_bag(s->w, s->idx, s->off, 0, s->psw, 3, false);
+    ts_tensor *b = ts_embedding_bag(s->w, s->i2, NULL, 1, NULL, 4, false);
+    ts_tensor *c = ts_embedding_bag(s->w, s->idx, s->off, 1, NULL, -1, true);
+    bool ok = a && b && c;
+    if (ok) ts_backward(ts_add(ts_add(ts_sum(a), ts_sum(b)), ts_sum(c)));
+    ts_scope_end();
+    return ok && ts_error() == TS_OK && ts_grad(s->w) && ts_grad(s->psw);
+}
+
+static void eb_teardown(void *p) {
+    eb_st *s = p;
+    ts_release(s->w), ts_release(s->psw), ts_release(s->idx), ts_release(s->off);
+    ts_release(s->i2);
+    free(s);
+}
+
+static void test_fault_sweep(void) {
+    const ts_sweep_case c = {
+        .name = "embedding_bag", .setup = eb_setup, .run = eb_run, .teardown = eb_teardown};
+    const ts_sweep_stats st = ts_fault_sweep(&c, 5000);
+    CHECK(st.errors > 0 && st.oom == st.errors);
     CHECK_OK();
 }
 
@@ -409,6 +512,7 @@ int main(void) {
     test_grads_empty();
     test_capture();
     test_errors();
+    test_fault_sweep();
     CHECK_OK();
     return ts_test_finish();
 }

@@ -5,13 +5,15 @@
  * matrices (the column-major views transpose), against float64 references with tolerances from
  * the dtype's epsilon: the defining identities, the float32 result against the float64 one of the
  * same (float32-rounded) input, and the singular-matrix infos of the matrix itself (not of its
- * transpose). */
+ * transpose); batches of 0 x 0 matrices (every info 0), and an allocation-failure sweep over every
+ * route (fault_sweep.h: out-of-memory errors that say so). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault_sweep.h"
 #include "tessera.h"
 #include "tessera/linalg.h"
 #include "ts_test.h"
@@ -374,6 +376,112 @@ static void test_singular(ts_device d, ts_dtype dt) {
     CHECK_OK();
 }
 
+/* ------------------------------------------------------------------ empty matrices */
+/* a batch of 0 x 0 matrices: nothing is factorised and every info is 0 (the info arrays are set
+ * before the early return, not left as malloc gave them), so the plain ops succeed */
+static void test_empty(ts_device d, ts_dtype dt) {
+    const ts_opts o = {.dtype = dt, .device = d};
+    ts_tensor *A = ts_zeros(TS_SHAPE(5, 0, 0), o), *info = NULL;
+    ts_tensor *L = ts_linalg_cholesky_ex(A, false, &info);
+    CHECK(same_shape(L, TS_SHAPE(5, 0, 0)) && same_shape(info, TS_SHAPE(5)) && rd(info, g1));
+    for (int b = 0; b < 5; b++) CHECK(g1[b] == 0);
+    CHECK(same_shape(ts_linalg_cholesky(A, true), TS_SHAPE(5, 0, 0)));
+    info = NULL;
+    ts_tensor *X = ts_linalg_inv_ex(A, &info);
+    CHECK(same_shape(X, TS_SHAPE(5, 0, 0)) && same_shape(info, TS_SHAPE(5)) && rd(info, g1));
+    for (int b = 0; b < 5; b++) CHECK(g1[b] == 0);
+    CHECK(same_shape(ts_linalg_inv(A), TS_SHAPE(5, 0, 0)));
+    info = NULL;
+    X = ts_linalg_solve_ex(A, ts_zeros(TS_SHAPE(5, 0, 3), o), true, &info);
+    CHECK(same_shape(X, TS_SHAPE(5, 0, 3)) && same_shape(info, TS_SHAPE(5)) && rd(info, g1));
+    for (int b = 0; b < 5; b++) CHECK(g1[b] == 0);
+    CHECK(same_shape(ts_linalg_solve(A, ts_zeros(TS_SHAPE(5, 0, 2), o), true), TS_SHAPE(5, 0, 2)));
+    CHECK(rd(ts_linalg_det(A), g1)); /* the empty product */
+    for (int b = 0; b < 5; b++) CHECK(g1[b] == 1);
+    /* no columns on the right-hand side: the own LU's buffer of n * k = 0 values */
+    fill_mats(va, 2, 4, 5);
+    X = ts_linalg_solve(mk(TS_SHAPE(2, 4, 4), va, dt, d), ts_zeros(TS_SHAPE(2, 4, 0), o), true);
+    CHECK(same_shape(X, TS_SHAPE(2, 4, 0)));
+    CHECK_OK();
+}
+
+/* ------------------------------------------------------------------ allocation failures */
+/* Every allocation of inv, solve, det, cholesky and svd failed in turn (fault_sweep.h): on
+ * transposed operands (tsl_nat_read copies them), through the own LU (n <= 16) and LAPACK's (20),
+ * one matrix and a threaded batch. A failure is an out-of-memory error that says so ("out of ...
+ * memory", not a LAPACK failure code), leaks nothing, and the ops succeed once it is cleared. */
+typedef struct lin_st {
+    ts_dtype dt;
+    ts_tensor *a6, *a20, *b20, *batch, *spd;
+    char msg[512];
+} lin_st;
+
+static ts_dtype sweep_dt;
+
+static void *lin_setup(void) {
+    lin_st *s = calloc(1, sizeof *s);
+    s->dt = sweep_dt;
+    ts_scope_begin();
+    fill_mats(va, 1, 6, 90);
+    s->a6 = ts_keep(mk(TS_SHAPE(6, 6), va, s->dt, ts_cpu()));
+    fill_mats(va, 1, 20, 91);
+    s->a20 = ts_keep(mk(TS_SHAPE(20, 20), va, s->dt, ts_cpu()));
+    fill(vb, 20 * 3, 92);
+    s->b20 = ts_keep(mk(TS_SHAPE(20, 3), vb, s->dt, ts_cpu()));
+    fill_mats(va, 64, 12, 93);
+    s->batch = ts_keep(mk(TS_SHAPE(64, 12, 12), va, s->dt, ts_cpu()));
+    for (int64_t i = 0; i < 8; i++) /* diagonally dominant, symmetric: positive-definite */
+        for (int64_t j = 0; j < 8; j++) va[i * 8 + j] = i == j ? 10.0 : 1.0 / (double)(1 + i + j);
+    s->spd = ts_keep(mk(TS_SHAPE(8, 8), va, s->dt, ts_cpu()));
+    ts_scope_end();
+    return s;
+}
+
+static bool lin_run(void *p) {
+    lin_st *s = p;
+    s->msg[0] = '\0';
+    ts_scope_begin();
+    ts_tensor *a6 = ts_transpose(s->a6, 0, 1), *a20 = ts_transpose(s->a20, 0, 1);
+    ts_tensor *sv = NULL, *vh = NULL;
+    bool ok = ts_linalg_inv(a6) && ts_linalg_inv(a20) && ts_linalg_solve(a6, s->a6, true) &&
+              ts_linalg_solve(a20, s->b20, true) && ts_linalg_det(a6) && ts_linalg_det(a20) &&
+              ts_linalg_det(s->batch) && ts_linalg_inv(s->batch) &&
+              ts_linalg_cholesky(ts_transpose(s->spd, 0, 1), false) &&
+              ts_linalg_svd(a20, false, &sv, &vh) && ts_linalg_svdvals(a6);
+    snprintf(s->msg, sizeof s->msg, "%s", ts_error_message());
+    ts_scope_end();
+    return ok && ts_error() == TS_OK;
+}
+
+static void lin_check(void *p, bool ok) {
+    const lin_st *s = p;
+    if (!ok && !strstr(s->msg, "out of")) {
+        fprintf(stderr, "linalg sweep: a failed allocation reported \"%s\"\n", s->msg);
+        CHECK(strstr(s->msg, "out of") != NULL);
+    }
+}
+
+static void lin_teardown(void *p) {
+    lin_st *s = p;
+    ts_release(s->a6), ts_release(s->a20), ts_release(s->b20), ts_release(s->batch);
+    ts_release(s->spd);
+    free(s);
+}
+
+static void test_fault_sweep(void) {
+    for (int t = 0; t < 2; t++) {
+        sweep_dt = t ? TS_F32 : TS_F64;
+        const ts_sweep_case c = {.name = t ? "linalg native f32" : "linalg native f64",
+                                 .setup = lin_setup,
+                                 .run = lin_run,
+                                 .teardown = lin_teardown,
+                                 .check = lin_check};
+        const ts_sweep_stats st = ts_fault_sweep(&c, 5000);
+        CHECK(st.errors > 0 && st.oom == st.errors);
+    }
+    CHECK_OK();
+}
+
 int main(void) {
     ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     for (int di = 0; di < ndev; di++)
@@ -386,8 +494,10 @@ int main(void) {
             test_cholesky(devs[di], dt);
             test_svd(devs[di], dt);
             test_singular(devs[di], dt);
+            test_empty(devs[di], dt);
             ts_scope_end();
             CHECK_OK();
         }
+    test_fault_sweep();
     return ts_test_finish();
 }

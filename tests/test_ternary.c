@@ -5,12 +5,15 @@
  * relative to the terms' sizes, then the result's own rounding to the dtype), broadcast and
  * transposed operands, lerp's two sides (|w| < 0.5 and above) with a tensor and a scalar weight,
  * the same values as the composition that runs when a gradient is recorded (bit for bit where
- * the formulas agree term for term), gradients through that composition, a captured replay, and
- * the refusals. */
+ * the formulas agree term for term), gradients through that composition (lerp's scalar weight
+ * too), operands of two dtypes and a 0-d cpu operand (the composition), a captured replay, the
+ * refusals (devices named in argument order, the op named) and an allocation-failure sweep. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "fault_sweep.h"
 #include "tessera.h"
 #include "ts_test.h"
 
@@ -209,6 +212,14 @@ static ts_tensor *g_lerp(ts_tensor *const *x, int n, void *ctx) {
     (void)ctx, (void)n;
     return ts_lerp(x[0], x[1], x[2]);
 }
+static ts_tensor *g_lerp_lo(ts_tensor *const *x, int n, void *ctx) {
+    (void)ctx, (void)n;
+    return ts_lerp_scalar(x[0], x[1], 0.3);
+}
+static ts_tensor *g_lerp_hi(ts_tensor *const *x, int n, void *ctx) {
+    (void)ctx, (void)n;
+    return ts_lerp_scalar(x[0], x[1], -0.8);
+}
 static void test_grads(ts_device dev) {
     double a[6], b[3], c[6];
     fill(a, 6, 7), fill(b, 3, 8), fill(c, 6, 9);
@@ -220,6 +231,15 @@ static void test_grads(ts_device dev) {
                            grad_on(mk(TS_SHAPE(3), b, TS_F64, dev)),
                            grad_on(mk(TS_SHAPE(2, 3), c, TS_F64, dev))};
         CHECK(ts_gradcheck(fns[f], NULL, x, 3, (ts_gradcheck_opts){0}));
+        ts_scope_end();
+    }
+    /* lerp with a scalar weight (two operands), on both sides of 0.5 */
+    ts_gradcheck_fn lfns[2] = {g_lerp_lo, g_lerp_hi};
+    for (int f = 0; f < 2; f++) {
+        ts_scope_begin();
+        ts_tensor *x[2] = {grad_on(mk(TS_SHAPE(2, 3), a, TS_F64, dev)),
+                           grad_on(mk(TS_SHAPE(3), b, TS_F64, dev))};
+        CHECK(ts_gradcheck(lfns[f], NULL, x, 2, (ts_gradcheck_opts){0}));
         ts_scope_end();
     }
 }
@@ -247,6 +267,84 @@ static void test_capture(ts_device dev) {
     ts_scope_end();
 }
 
+/* operands of two dtypes (the composition promotes: the one-pass kernel takes one dtype only),
+ * tensor1 or tensor2 the wider one, and a 0-d cpu operand beside device tensors */
+static void test_mixed(ts_device dev) {
+    double a[6], b[6], c[6], got[6];
+    fill(a, 6, 16), fill(b, 6, 17), fill(c, 6, 18);
+    for (int i = 0; i < 6; i++) c[i] = c[i] / 4 + (c[i] >= 0 ? 0.5 : -0.5);
+    round_to(a, 6, TS_F32), round_to(b, 6, TS_F32), round_to(c, 6, TS_F32);
+    for (int k = 0; k < 4; k++) {
+        ts_scope_begin();
+        const int op = k % 2 ? ADDCDIV : ADDCMUL;
+        const ts_dtype d1 = k < 2 ? TS_F64 : TS_F32, d2 = k < 2 ? TS_F32 : TS_F64;
+        ts_tensor *ta = mk(TS_SHAPE(6), a, TS_F32, dev), *tb = mk(TS_SHAPE(6), b, d1, dev),
+                  *tc = mk(TS_SHAPE(6), c, d2, dev);
+        ts_tensor *y = run(op, ta, tb, tc, 0.75);
+        bool ok = y && ts_dtype_of(y) == TS_F64 && rd(y, got, 6);
+        for (int i = 0; ok && i < 6; i++) {
+            double scale;
+            const double r = ref(op, a[i], b[i], c[i], 0.75, &scale);
+            ok = fabs(got[i] - r) <= 4 * 0x1p-53 * scale;
+        }
+        if (!ok) printf("  %s of float32 and float64 on %s\n", NAMES[op], ts_device_str(dev));
+        ts_test_record(ok);
+        ts_scope_end();
+    }
+    /* a 0-d cpu tensor as tensor1 (allowed beside any device), float32 */
+    ts_scope_begin();
+    ts_tensor *s0 = mk(TS_SHAPE(), b, TS_F32, ts_cpu());
+    ts_tensor *y =
+        ts_addcmul(mk(TS_SHAPE(6), a, TS_F32, dev), s0, mk(TS_SHAPE(6), c, TS_F32, dev), 2.0);
+    bool ok = y && ts_dtype_of(y) == TS_F32 && rd(y, got, 6);
+    for (int i = 0; ok && i < 6; i++) {
+        double scale;
+        const double r = ref(ADDCMUL, a[i], b[0], c[i], 2.0, &scale);
+        ok = fabs(got[i] - r) <= 4 * 0x1p-24 * scale;
+    }
+    ts_test_record(ok);
+    ts_scope_end();
+    CHECK_OK();
+}
+
+/* every allocation of the one-pass path failed in turn (fault_sweep.h): a clear out-of-memory
+ * error, nothing leaked, and the ops succeed once it is cleared */
+typedef struct ter_st {
+    ts_tensor *a, *b, *c;
+} ter_st;
+static void *ter_setup(void) {
+    double v[12];
+    fill(v, 12, 19);
+    ter_st *s = calloc(1, sizeof *s);
+    ts_scope_begin();
+    s->a = ts_keep(mk(TS_SHAPE(3, 4), v, TS_F32, ts_cpu()));
+    s->b = ts_keep(mk(TS_SHAPE(4), v, TS_F32, ts_cpu()));
+    for (int i = 0; i < 12; i++) v[i] = 0.25 + 0.01 * i;
+    s->c = ts_keep(mk(TS_SHAPE(3, 4), v, TS_F32, ts_cpu()));
+    ts_scope_end();
+    return s;
+}
+static bool ter_run(void *p) {
+    ter_st *s = p;
+    ts_scope_begin();
+    bool ok = true;
+    for (int op = 0; op < 4; op++) ok = ok && run(op, s->a, s->b, s->c, 0.7) != NULL;
+    ts_scope_end();
+    return ok && ts_error() == TS_OK;
+}
+static void ter_teardown(void *p) {
+    ter_st *s = p;
+    ts_release(s->a), ts_release(s->b), ts_release(s->c);
+    free(s);
+}
+static void test_fault_sweep(void) {
+    const ts_sweep_case c = {
+        .name = "ternary", .setup = ter_setup, .run = ter_run, .teardown = ter_teardown};
+    const ts_sweep_stats st = ts_fault_sweep(&c, 1000);
+    CHECK(st.errors > 0 && st.oom == st.errors);
+    CHECK_OK();
+}
+
 static void test_refusals(void) {
     double v[3] = {1, 2, 3};
     ts_scope_begin();
@@ -264,6 +362,22 @@ static void test_refusals(void) {
         CHECK(ts_addcdiv(f, s, f, 1.0) == NULL && ts_error() == TS_ERR_DEVICE);
         CHECK(strstr(ts_error_message(), "addcdiv") != NULL);
         ts_error_clear();
+        /* lerp names itself for every operand on another device (tensor and scalar weight) */
+        for (int k = 0; k < 3; k++) {
+            ts_tensor *y = k == 0   ? ts_lerp(f, s, f)
+                           : k == 1 ? ts_lerp(f, f, s)
+                                    : ts_lerp_scalar(s, f, 0.25);
+            CHECK(y == NULL && ts_error() == TS_ERR_DEVICE);
+            CHECK(strstr(ts_error_message(), "lerp: expected all tensors") != NULL);
+            ts_error_clear();
+        }
+    }
+    if (ts_device_count(TS_SIM) >= 2) { /* the first two devices in argument order */
+        ts_tensor *s0 = ts_to(f, ts_sim(0)), *s1 = ts_to(f, ts_sim(1));
+        CHECK(ts_addcmul(f, s0, s1, 1.0) == NULL);
+        CHECK_ERR_HAS(TS_ERR_DEVICE, "two devices, cpu and sim:0");
+        CHECK(ts_addcdiv(s1, f, s0, 1.0) == NULL);
+        CHECK_ERR_HAS(TS_ERR_DEVICE, "two devices, sim:1 and cpu");
     }
     ts_scope_end();
 }
@@ -277,9 +391,11 @@ int main(void) {
         test_matches_composition(devs[d], TS_F64);
         test_strided_large(devs[d]);
         test_grads(devs[d]);
+        test_mixed(devs[d]);
         if (devs[d].type != TS_CPU) test_capture(devs[d]);
     }
     test_refusals();
+    test_fault_sweep();
     CHECK_OK();
     return ts_test_finish();
 }
