@@ -44,7 +44,11 @@ static PyObject *with_shape(ts_tensor *t, ts_shape s, shape_fn f) {
         if (shape_of_args(args, nargs, &s, #name) < 0) return NULL;                                \
         return with_shape(T(self), s, f);                                                          \
     }
-SIZES_METHOD(view_shape, ts_view)
+static PyObject *m_view_shape(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    ts_shape s;
+    if (shape_of_args(args, nargs, &s, "view") < 0) return NULL;
+    return with_shape(T(self), s, ts_view);
+}
 /* view(*shape) or view(dtype): the same bytes as another dtype */
 static PyObject *m_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs == 1 && tsp_is_dtype(args[0])) {
