@@ -489,10 +489,18 @@ static void test_resize(ts_device dev) {
     CHECK(ts_resize_as_(view, ts_zeros(TS_SHAPE(3), o)) == view);
     CHECK(read_all(view, v, 12) == 3 && v[0] == 2 && v[2] == 4 && ts_storage_offset(view) == 2);
     CHECK_OK();
+    /* a large growth: every new element writable and read back (the storage really grew) */
+    ts_tensor *big = ts_ones(TS_SHAPE(3), o);
+    CHECK(ts_resize_(big, TS_SHAPE(1000, 1000)) == big && ts_fill_(big, 2.0) != NULL);
+    CHECK(ts_item(ts_sum(big)) == 2e6);
+    /* to a 0-dim tensor: its first element */
+    ts_tensor *s0 = ts_arange(5, 8, 1, o);
+    CHECK(ts_resize_(s0, TS_SHAPE()) == s0 && ts_ndim(s0) == 0 && ts_item(s0) == 5);
+    CHECK_OK();
     ts_tensor *g = ts_ones(TS_SHAPE(2), o);
     ts_set_requires_grad(g, true);
     CHECK(!ts_resize_(g, TS_SHAPE(3)));
-    CHECK_ERR_HAS(TS_ERR_STATE, "require grad");
+    CHECK_ERR_HAS(TS_ERR_STATE, "resize_: cannot resize variables that require grad");
     CHECK(!ts_resize_(x, TS_SHAPE(-1)));
     CHECK_ERR(TS_ERR_SHAPE);
     ts_scope_end();
