@@ -354,8 +354,7 @@ static PyObject *forward(const char *name, PyObject *self, PyObject *const *args
     X(cholesky_solve)                                                                              \
     X(cholesky_inverse)                                                                            \
     X(qr)                                                                                          \
-    X(geqrf) X(svd) X(pinverse) X(matrix_power) X(matrix_exp) X(lu) X(lu_solve)                    \
-        X(triangular_solve)
+    X(geqrf) X(svd) X(pinverse) X(matrix_power) X(matrix_exp) X(lu) X(lu_solve) X(triangular_solve)
 #define DEF_FORWARD(name)                                                                          \
     static PyObject *m_##name(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {    \
         return forward(#name, self, a, n, kw);                                                     \

@@ -1,6 +1,6 @@
-/* cuda_compute.cu — installs the CUDA compute kernels (reduce, scan, matmul, index ops, softmax, conv2d
- * and its channels_last form, pooling, optimizer steps, amp, and the fused attention, layer norm,
- * batch norm and cross-entropy) into the backend table, and the helpers they share. */
+/* cuda_compute.cu — installs the CUDA compute kernels (reduce, scan, matmul, index ops, softmax,
+ * conv2d and its channels_last form, pooling, optimizer steps, amp, and the fused attention, layer
+ * norm, batch norm and cross-entropy) into the backend table, and the helpers they share. */
 #include "backend/cuda/cuda_compute.h"
 #include "backend/cuda/cuda_fft.h"
 
