@@ -24,7 +24,7 @@ static double bench_now_s(void) {
 }
 
 enum { N = 1 << 16 }; /* elements per call: in L2, so the math is what is timed */
-static float xf[N], yf[N], gf[N];
+static float xf[N], yf[N], gf[N], xl[N], xe[N]; /* xl in [0.1, 10), xe in (-0.99, 0.99) */
 static uint16_t hf[N];
 static double xd[N], yd[N], ud[N];
 
@@ -77,6 +77,12 @@ static void s_lse(void) {
 static void s_normal(void) {
     for (int i = 0; i < N; i++) yd[i] = ts_philox_box_muller(ud[i], xd[i] * 0.1 + 0.5);
 }
+static void s_lgamma(void) {
+    for (int i = 0; i < N; i++) yf[i] = lgammaf(xl[i]);
+}
+static void s_erfinv(void) {
+    for (int i = 0; i < N; i++) yf[i] = ts_erfinv_f(xe[i]);
+}
 static void s_f16_in(void) {
     for (int i = 0; i < N; i++) yf[i] = ts_f16_to_f32(hf[i]);
 }
@@ -107,6 +113,8 @@ static void v_normal(const ts_vec_kernels *vk) {
     for (int i = 0; i < N; i++) yd[i + 0] = xd[i] * 0.1 + 0.5;
     vk->normal_f64(yd, ud, yd, 0.0, 1.0, N);
 }
+static void v_lgamma(const ts_vec_kernels *vk) { vk->unary_f32(TS_U_LGAMMA, yf, xl, N); }
+static void v_erfinv(const ts_vec_kernels *vk) { vk->unary_f32(TS_U_ERFINV, yf, xe, N); }
 static void v_f16_in(const ts_vec_kernels *vk) { vk->f16_to_f32(yf, hf, N); }
 static void v_f16_out(const ts_vec_kernels *vk) { vk->f32_to_f16(hf, xf, N); }
 
@@ -121,6 +129,8 @@ static const fn_case cases[] = {
     {"softmax_row1024", s_softmax_row, v_softmax_row},
     {"logsumexp_f64", s_lse, v_lse},
     {"randn_boxmuller", s_normal, v_normal},
+    {"lgamma", s_lgamma, v_lgamma},
+    {"erfinv", s_erfinv, v_erfinv},
     {"f16_to_f32", s_f16_in, v_f16_in},
     {"f32_to_f16", s_f16_out, v_f16_out},
 };
@@ -209,6 +219,8 @@ int main(int argc, char **argv) {
         gf[i] = (float)((i * 40503u % 1000) / 1000.0 - 0.5);
         hf[i] = ts_f32_to_f16(xf[i]);
         xd[i] = xf[i];
+        xl[i] = (float)(0.1 + (i * 2654435761u % 99000) / 10000.0);
+        xe[i] = xf[i] / 10.1f;
         ud[i] = (double)(i * 2654435761u % 1000003) / 1000003.0;
     }
     const ts_vec_kernels *vk[K_COUNT] = {NULL, tsi_vec_kernels_for(TS_ISA_GENERIC),

@@ -219,6 +219,64 @@ static void test_digamma(const ts_vec_kernels *vk) {
     free(x), free(y);
 }
 
+/* lgamma's and erfinv's fast paths (unary_f32: another formula, or the same with fused
+ * multiply-adds, used only where a filter shows it rounds as the exact formula does) against their
+ * exact formulas alone (math_f32's TSV_LGAMMA_EXACT / TSV_ERFINV_EXACT), bit for bit: on every
+ * 61st float of [0, inf] (lgamma) and of (-1, 1) (erfinv), every float within 2^16 of lgamma's
+ * zeros 1 and 2 (where its absolute margin matters), every 4099th negative one, and the 63 inputs
+ * where lgamma's fast formula alone rounds otherwise (over every positive float, with and without
+ * fused multiply-adds; the filter must send them to the exact formula; erfinv's has none).
+ * TS_TEST_EXHAUSTIVE=1 checks every float of those ranges instead (minutes per ISA). */
+static const uint32_t lgamma_ties[] = {
+    0x1a8446cb, 0x1f116ab8, 0x2caa0a85, 0x3e495843, 0x3f3dc0d0, 0x3f7d688f, 0x3f7e646c, 0x3f7f7df3,
+    0x3f7fddbf, 0x3f7ffafc, 0x3f7fffc5, 0x3f7fffe2, 0x3f7ffffe, 0x3f800001, 0x3f800002, 0x3f800003,
+    0x3f800004, 0x3f800006, 0x3f80000a, 0x3f80005e, 0x3f800091, 0x3f8000d4, 0x3f8000e0, 0x3f80014c,
+    0x3f8002b6, 0x3f800390, 0x3f8006b6, 0x3f8006bd, 0x3f8013ab, 0x3f801c09, 0x3f801e59, 0x3f8035fa,
+    0x3f80427a, 0x3f80d746, 0x3f810397, 0x3f814e28, 0x3f8219cb, 0x3f82208c, 0x3f84ffdb, 0x3f8956dc,
+    0x3f8d0215, 0x3f8e5f14, 0x3fa02e57, 0x3fa21aa5, 0x3fbee3d4, 0x3fee9415, 0x3ffe472e, 0x3ffeb1b1,
+    0x3ffffb5e, 0x3fffff22, 0x3ffffffd, 0x3fffffff, 0x40000001, 0x40000002, 0x40000010, 0x40000021,
+    0x40000023, 0x4000004d, 0x4000006d, 0x400000cb, 0x40007bea, 0x4002e08d, 0x401affe4};
+/* the floats of [lo, hi) a step apart, through unary_f32's op and math_f32's exact fn in blocks;
+ * returns the number of differences (printing the first) */
+static int64_t fast_vs_exact(const ts_vec_kernels *vk, ts_unary_op op, int fn, uint64_t lo,
+                             uint64_t hi, uint64_t step, int64_t *count) {
+    enum { B = 1 << 14 };
+    static float x[B], a[B], b[B];
+    int64_t bad = 0;
+    for (uint64_t u = lo; u < hi;) {
+        int m = 0;
+        for (; m < B && u < hi; u += step) x[m++] = f_of((uint32_t)u);
+        vk->unary_f32(op, a, x, m);
+        vk->math_f32(fn, b, x, m);
+        for (int i = 0; i < m; i++)
+            if (memcmp(&a[i], &b[i], 4) != 0 && !(isnan(a[i]) && isnan(b[i])) && bad++ == 0)
+                printf("  first difference at %.9g: %.9g, exact %.9g\n", x[i], a[i], b[i]);
+        *count += m;
+    }
+    return bad;
+}
+static void test_fast_paths(const ts_vec_kernels *vk) {
+    const char *ex = getenv("TS_TEST_EXHAUSTIVE");
+    const uint64_t step = ex && ex[0] == '1' ? 1 : 61, nstep = ex && ex[0] == '1' ? 1 : 4099;
+    int64_t n = 0, bad = 0;
+    bad += fast_vs_exact(vk, TS_U_LGAMMA, TSV_LGAMMA_EXACT, 0, 0x7f800001u, step, &n);
+    bad += fast_vs_exact(vk, TS_U_LGAMMA, TSV_LGAMMA_EXACT, 0x80000000u, 0x100000000u, nstep, &n);
+    for (uint32_t c = 0x3f800000u; c <= 0x40000000u; c += 0x00800000u)
+        bad += fast_vs_exact(vk, TS_U_LGAMMA, TSV_LGAMMA_EXACT, c - 65536, c + 65536, 1, &n);
+    for (size_t i = 0; i < sizeof lgamma_ties / sizeof lgamma_ties[0]; i++)
+        bad += fast_vs_exact(vk, TS_U_LGAMMA, TSV_LGAMMA_EXACT, lgamma_ties[i], lgamma_ties[i] + 1u,
+                             1, &n);
+    printf("  %-8s lgamma's fast path over %lld floats: %lld differences from the exact formula\n",
+           tsi_cpu_isa_name(vk->isa), (long long)n, (long long)bad);
+    CHECK_EQ(bad, 0);
+    n = 0, bad = 0;
+    bad += fast_vs_exact(vk, TS_U_ERFINV, TSV_ERFINV_EXACT, 0, 0x3f800001u, step, &n);
+    bad += fast_vs_exact(vk, TS_U_ERFINV, TSV_ERFINV_EXACT, 0x80000000u, 0xbf800001u, step, &n);
+    printf("  %-8s erfinv's fast path over %lld floats: %lld differences from the exact formula\n",
+           tsi_cpu_isa_name(vk->isa), (long long)n, (long long)bad);
+    CHECK_EQ(bad, 0);
+}
+
 static void test_f64_accuracy(const ts_vec_kernels *vk) {
     static double x[NSAMPLE / 4], y[NSAMPLE / 4];
     const int64_t n = NSAMPLE / 4;
@@ -634,6 +692,7 @@ int main(void) {
         test_erfinv(vk);
         test_lgamma(vk);
         test_digamma(vk);
+        test_fast_paths(vk);
         test_f64_accuracy(vk);
         test_activations(vk);
         test_silu_bwd_tiny_g(vk);

@@ -78,6 +78,10 @@ typedef uint16_t tsv_v4h __attribute__((vector_size(8)));
 #define TSV_W       4
 #define TSV_F16C    0
 #define TSV_ISA     TS_ISA_GENERIC
+#ifdef TSV_X86
+#define TSV_MASK_D(m) _mm_movemask_pd((__m128d)(m))
+#define TSV_SQRT_D(v) _mm_sqrt_pd(v)
+#endif
 #define TSV_NAME(x) x##_generic
 #ifdef TSV_X86
 #define TSV_FMA(a, b, c) tsv_fma_sse2(a, b, c)
@@ -103,9 +107,12 @@ typedef uint16_t tsv_v8h __attribute__((vector_size(16)));
 #define TSV_W       8
 #define TSV_F16C    TSV_F16C_WIDTH(256)
 #define TSV_ISA     TS_ISA_AVX2
+#define TSV_MASK_D(m) _mm256_movemask_pd((__m256d)(m))
+#define TSV_SQRT_D(v) _mm256_sqrt_pd(v)
 #define TSV_NAME(x) x##_avx2
 #ifdef TSV_FMA_X86
 #define TSV_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define TSV_FMA_D(a, b, c) _mm256_fmadd_pd(a, b, c)
 #endif
 /* the math, then the loops over it */
 /* clang-format off */
@@ -128,9 +135,12 @@ typedef uint16_t tsv_v16h __attribute__((vector_size(32)));
 #define TSV_W       16
 #define TSV_F16C    TSV_F16C_WIDTH(512)
 #define TSV_ISA     TS_ISA_AVX512
+#define TSV_MASK_D(m) _mm512_movepi64_mask((__m512i)(m))
+#define TSV_SQRT_D(v) _mm512_sqrt_pd(v)
 #define TSV_NAME(x) x##_avx512
 #ifdef TSV_FMA_X86
 #define TSV_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define TSV_FMA_D(a, b, c) _mm512_fmadd_pd(a, b, c)
 #endif
 /* the math, then the loops over it */
 /* clang-format off */

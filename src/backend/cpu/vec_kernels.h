@@ -51,8 +51,18 @@ typedef struct ts_vec_kernels {
     void (*fma_f32)(float *y, const float *a, const float *b, const float *c, int64_t n);
 } ts_vec_kernels;
 
-/* math_f32 / math_f64's fn: */
-enum { TSV_EXP, TSV_LOG, TSV_TANH, TSV_ERF, TSV_ONEP_ERF, TSV_COS };
+/* math_f32 / math_f64's fn (the _EXACT ones, math_f32 only: unary_f32's lgamma and erfinv through
+ * their exact formulas alone, without the fast paths that round the same) */
+enum {
+    TSV_EXP,
+    TSV_LOG,
+    TSV_TANH,
+    TSV_ERF,
+    TSV_ONEP_ERF,
+    TSV_COS,
+    TSV_LGAMMA_EXACT,
+    TSV_ERFINV_EXACT
+};
 
 /* The table for ts_cpu_isa_get(). */
 const ts_vec_kernels *tsi_vec_kernels_get(void);

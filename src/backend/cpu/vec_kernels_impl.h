@@ -51,14 +51,22 @@ typedef uint32_t TSV_NAME(tsv_u32) __attribute__((vector_size(sizeof(TSV_F))));
  * long dependent chain per vector): the doubles (1 - |x|)(1 + |x|) (1 where |x| >= 1 or NaN),
  * their logs (tsv_log_unit_d, 1e-11 relative where ts_erfinv_f takes libm's: the float results
  * agree but for rare roundings of a near tie, within its 1 ulp), the polynomial; the scalar
- * function where |x| >= 1 or NaN. */
+ * function where |x| >= 1 or NaN. The logs and polynomials run with multiply-adds (tsv_*_fd,
+ * within 3.6e-16 relative of the exact formula's doubles over every float); the exact formula
+ * only for a vector with a lane whose result may round otherwise (tsv_rounds_as, margin 2^-40
+ * relative; none over every float on AVX-512, so its float results are the exact formula's). */
 typedef float TSV_NAME(tsv_half_f) __attribute__((vector_size(sizeof(TSV_F) / 2)));
 /* the double-vector formulas' ends: the doubles of x[i ..] (past n: 0), and the floats back to
  * y[i ..] (up to n), with the scalar function fb in the lanes outside ok (rare) */
+/* (whole vectors copy with a constant size, one load or store; a memcpy of a variable size was a
+ * call per vector) */
 static inline TSV_D TSV_NAME(tsv_load_fd)(const float *x, int64_t i, int64_t n) {
     enum { DW = sizeof(TSV_D) / sizeof(double) };
     TSV_NAME(tsv_half_f) h = {0};
-    memcpy(&h, x + i, (size_t)(n - i < DW ? n - i : DW) * sizeof(float));
+    if (n - i >= DW)
+        memcpy(&h, x + i, sizeof h);
+    else
+        memcpy(&h, x + i, (size_t)(n - i) * sizeof(float));
     return __builtin_convertvector(h, TSV_D);
 }
 static inline void TSV_NAME(tsv_store_fd)(float *y, int64_t i, int64_t n, TSV_D r, TSV_D xd,
@@ -66,14 +74,27 @@ static inline void TSV_NAME(tsv_store_fd)(float *y, int64_t i, int64_t n, TSV_D 
     enum { DW = sizeof(TSV_D) / sizeof(double) };
     const size_t m = (size_t)(n - i < DW ? n - i : DW);
     const TSV_NAME(tsv_half_f) f = __builtin_convertvector(r, TSV_NAME(tsv_half_f));
-    memcpy(y + i, &f, m * sizeof(float));
-    int all_in = 1;
-    for (int l = 0; l < DW; l++) all_in &= ok[l] != 0;
-    if (!all_in)
+    if (m == DW)
+        memcpy(y + i, &f, sizeof f);
+    else
+        memcpy(y + i, &f, m * sizeof(float));
+    if (TSV_NAME(tsv_mask_d)(ok) != (1u << DW) - 1)
         for (size_t k = 0; k < m; k++)
             if (!ok[k]) y[i + k] = fb((float)xd[k]);
 }
-static void TSV_NAME(tsv_erfinv_f32)(float *y, const float *x, int64_t n) {
+/* The filter of the fast paths: the lanes of y (within d of the exact formula's double) whose
+ * whole interval [y - d, y + d] rounds to one float, the float of y: the exact formula's double
+ * lies in it, so it rounds to that float too (rounding is monotonic; d includes a margin for the
+ * rounding of y -+ d). Compared as bits, so -0 and +0 differ. */
+typedef int32_t TSV_NAME(tsv_half_i) __attribute__((vector_size(sizeof(TSV_F) / 2)));
+static inline TSV_L TSV_NAME(tsv_rounds_as)(TSV_D y, TSV_D d) {
+    const TSV_NAME(tsv_half_f) lo = __builtin_convertvector(y - d, TSV_NAME(tsv_half_f)),
+                               hi = __builtin_convertvector(y + d, TSV_NAME(tsv_half_f));
+    return __builtin_convertvector((TSV_NAME(tsv_half_i))lo == (TSV_NAME(tsv_half_i))hi, TSV_L);
+}
+
+/* exact: the exact formula in every lane (math_f32's TSV_ERFINV_EXACT, for the tests) */
+static void TSV_NAME(tsv_erfinv_f32)(float *y, const float *x, int64_t n, bool exact) {
     enum { DW = sizeof(TSV_D) / sizeof(double), CH = 256 / DW };
     TSV_D xd[CH], w[CH];
     for (int64_t i0 = 0; i0 < n; i0 += CH * DW) {
@@ -84,12 +105,22 @@ static void TSV_NAME(tsv_erfinv_f32)(float *y, const float *x, int64_t n) {
             const TSV_D d = (1.0 - ax) * (1.0 + ax);
             w[v] = TSV_NAME(tsv_sel_d)(ax < 1.0, d, TSV_NAME(tsv_splat_d)(1.0));
         }
-        for (int64_t v = 0; v < nv; v++) w[v] = -TSV_NAME(tsv_log_unit_d)(w[v]);
+        /* the fast path: the same formula with multiply-adds, within 1e-15 relative of it */
+        for (int64_t v = 0; v < nv; v++) w[v] = -TSV_NAME(tsv_log_unit_fd)(w[v]);
         for (int64_t v = 0; v < nv; v++) {
             const TSV_D ax = (TSV_D)((TSV_L)xd[v] & 0x7fffffffffffffffLL);
-            TSV_NAME(tsv_store_fd)
-            (y, i0 + v * DW, n, TSV_NAME(tsv_erfinv_poly_d)(xd[v], w[v]), xd[v], ax < 1.0,
-             ts_erfinv_f);
+            const TSV_L in = ax < 1.0;
+            TSV_D r = TSV_NAME(tsv_erfinv_poly_fd)(xd[v], w[v]);
+            const TSV_D rabs = (TSV_D)((TSV_L)r & 0x7fffffffffffffffLL);
+            TSV_L sure = TSV_NAME(tsv_rounds_as)(r, rabs * 0x1p-40) | ~in;
+            if (exact) sure = (TSV_L){0};
+            if (TSV_NAME(tsv_mask_d)(sure) != (1u << DW) - 1) { /* near a tie: the exact one */
+                const TSV_D d =
+                    TSV_NAME(tsv_sel_d)(in, (1.0 - ax) * (1.0 + ax), TSV_NAME(tsv_splat_d)(1.0));
+                r = TSV_NAME(tsv_sel_d)(
+                    sure, r, TSV_NAME(tsv_erfinv_poly_d)(xd[v], -TSV_NAME(tsv_log_unit_d)(d)));
+            }
+            TSV_NAME(tsv_store_fd)(y, i0 + v * DW, n, r, xd[v], in, ts_erfinv_f);
         }
     }
 }
@@ -98,8 +129,18 @@ static void TSV_NAME(tsv_erfinv_f32)(float *y, const float *x, int64_t n) {
  * to z = x + k >= 8 (k < 8) with the product p = x (x + 1) ... (x + k - 1), then
  * lgamma(x) = Stirling(z) - log p (tsv_log_d's logs; about 1e-15 absolute near lgamma's zeros
  * at 1 and 2, which are exactly 0; 1e-15 relative elsewhere: well inside float's rounding);
- * libm's lgammaf where x <= 0, +inf or NaN (the reflection's poles and signs). */
-static void TSV_NAME(tsv_lgamma_f32)(float *y, const float *x, int64_t n) {
+ * libm's lgammaf where x <= 0, +inf or NaN (the reflection's poles and signs). That exact formula
+ * runs only where the fast path may round otherwise: one log per lane, of p where x < 8 (then
+ * lgamma(x) = lgamma(z) - log p with lgamma(z) on [8, 9) a polynomial) and of z = x above
+ * (Stirling's series), with multiply-adds; within 2^-40 |y| + 2^-43 of the exact formula's
+ * double y (measured: below 1.1e-14 relative and 1.5e-14 absolute, over every float). */
+static inline TSV_D TSV_NAME(tsv_lgamma_exact_d)(TSV_D xd, TSV_D z, TSV_D p) {
+    const TSV_D lz = TSV_NAME(tsv_log_d)(z), lp = TSV_NAME(tsv_log_d)(p);
+    const TSV_L zero = (xd == 1.0) | (xd == 2.0); /* exactly 0, as lgammaf */
+    return TSV_NAME(tsv_sel_d)(zero, TSV_NAME(tsv_splat_d)(0.0),
+                               TSV_NAME(tsv_lgamma_stirling_d)(z, lz) - lp);
+}
+static void TSV_NAME(tsv_lgamma_f32)(float *y, const float *x, int64_t n, bool exact) {
     enum { DW = sizeof(TSV_D) / sizeof(double), CH = 256 / DW };
     TSV_D xd[CH], z[CH], p[CH];
     for (int64_t i0 = 0; i0 < n; i0 += CH * DW) {
@@ -117,14 +158,29 @@ static void TSV_NAME(tsv_lgamma_f32)(float *y, const float *x, int64_t n) {
             z[v] = zz, p[v] = pp;
         }
         for (int64_t v = 0; v < nv; v++) {
-            const TSV_D lz = TSV_NAME(tsv_log_d)(z[v]), lp = TSV_NAME(tsv_log_d)(p[v]);
+            const TSV_L ok = (xd[v] > 0.0) & (xd[v] < 3.5e38), small = xd[v] < 8.0;
+            const unsigned m_small = TSV_NAME(tsv_mask_d)(small & ok);
+            const TSV_D l = TSV_NAME(tsv_log_pos_fd)(TSV_NAME(tsv_sel_d)(small, p[v], z[v]));
+            TSV_D r;
+            if (m_small == (1u << DW) - 1) {
+                r = TSV_NAME(tsv_lgamma_8to9_fd)(z[v]) - l;
+            } else if (m_small == 0) {
+                r = TSV_NAME(tsv_lgamma_stirling_fd)(z[v], l);
+            } else {
+                r = TSV_NAME(tsv_sel_d)(small, TSV_NAME(tsv_lgamma_8to9_fd)(z[v]) - l,
+                                        TSV_NAME(tsv_lgamma_stirling_fd)(z[v], l));
+            }
             const TSV_L zero = (xd[v] == 1.0) | (xd[v] == 2.0); /* exactly 0, as lgammaf */
-            z[v] = TSV_NAME(tsv_sel_d)(zero, TSV_NAME(tsv_splat_d)(0.0),
-                                       TSV_NAME(tsv_lgamma_stirling_d)(z[v], lz) - lp);
-        }
-        for (int64_t v = 0; v < nv; v++) {
-            const TSV_L ok = (xd[v] > 0.0) & (xd[v] < 3.5e38);
-            TSV_NAME(tsv_store_fd)(y, i0 + v * DW, n, z[v], xd[v], ok, lgammaf);
+            r = TSV_NAME(tsv_sel_d)(zero, TSV_NAME(tsv_splat_d)(0.0), r);
+            const TSV_D rabs = (TSV_D)((TSV_L)r & 0x7fffffffffffffffLL);
+            TSV_L sure =
+                TSV_NAME(tsv_rounds_as)(r, TSV_NAME(tsv_mad_d)(rabs, TSV_NAME(tsv_splat_d)(0x1p-40),
+                                                               TSV_NAME(tsv_splat_d)(0x1p-43))) |
+                zero | ~ok;
+            if (exact) sure = (TSV_L){0};
+            if (TSV_NAME(tsv_mask_d)(sure) != (1u << DW) - 1) /* near a tie: the exact formula */
+                r = TSV_NAME(tsv_sel_d)(sure, r, TSV_NAME(tsv_lgamma_exact_d)(xd[v], z[v], p[v]));
+            TSV_NAME(tsv_store_fd)(y, i0 + v * DW, n, r, xd[v], ok, lgammaf);
         }
     }
 }
@@ -184,10 +240,10 @@ static void TSV_NAME(tsv_unary_f32)(ts_unary_op op, float *y, const float *x, in
         TSV_MAP1(TSV_NAME(tsv_silu), 0.0f);
         break;
     case TS_U_ERFINV:
-        TSV_NAME(tsv_erfinv_f32)(y, x, n);
+        TSV_NAME(tsv_erfinv_f32)(y, x, n, false);
         break;
     case TS_U_LGAMMA:
-        TSV_NAME(tsv_lgamma_f32)(y, x, n);
+        TSV_NAME(tsv_lgamma_f32)(y, x, n, false);
         break;
     case TS_U_DIGAMMA:
         TSV_NAME(tsv_digamma_f32)(y, x, n);
@@ -210,6 +266,10 @@ static void TSV_NAME(tsv_math_f32)(int fn, float *y, const float *x, int64_t n) 
         TSV_MAP1(TSV_NAME(tsv_erf), 0.0f);
     else if (fn == TSV_ONEP_ERF)
         TSV_MAP1(TSV_NAME(tsv_onep_erf), 0.0f);
+    else if (fn == TSV_LGAMMA_EXACT)
+        TSV_NAME(tsv_lgamma_f32)(y, x, n, true);
+    else if (fn == TSV_ERFINV_EXACT)
+        TSV_NAME(tsv_erfinv_f32)(y, x, n, true);
     else if (fn == TSV_EXP || fn == TSV_LOG || fn == TSV_TANH) {
         const ts_unary_op op = fn == TSV_EXP ? TS_U_EXP : fn == TSV_LOG ? TS_U_LOG : TS_U_TANH;
         TSV_NAME(tsv_unary_f32)(op, y, x, n);
@@ -524,3 +584,6 @@ static const ts_vec_kernels TSV_NAME(tsv_kernels) = {
 #undef TSV_ISA
 #undef TSV_NAME
 #undef TSV_FMA
+#undef TSV_MASK_D
+#undef TSV_SQRT_D
+#undef TSV_FMA_D

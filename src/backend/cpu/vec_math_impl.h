@@ -27,7 +27,9 @@
  * emulation, else fmaf per lane) in the Horner steps and range reductions of the float functions:
  * every FMA is correctly rounded, and the compiler contracts nothing else in ISO C mode, so every
  * width gives the same bits for the same input, lane by lane. (kern_sdpa.c asks for contraction
- * and leaves its multiply-adds to it.) The double functions use no FMA.
+ * and leaves its multiply-adds to it.) The double functions use no FMA, but for the _fd ones of
+ * lgamma's and erfinv's fast paths (fused where the ISA has it), whose results are used only where
+ * they round to the float the exact formula gives (vec_kernels_impl.h's filter).
  * Sources: exp, log and tanh are Cephes' expf, logf and tanhf; erf's polynomial and the double ones
  * were fitted (Chebyshev, mpmath) for this file, erfc's (relative minimax by Lawson's iteration in
  * mpmath) too. */
@@ -250,6 +252,18 @@ static inline TSV_D TSV_NAME(tsv_splat_d)(double v) { return (TSV_D){0} + v; }
 static inline TSV_D TSV_NAME(tsv_sel_d)(TSV_L m, TSV_D a, TSV_D b) {
     return (TSV_D)((m & (TSV_L)a) | (~m & (TSV_L)b));
 }
+/* the lanes of m (each 0 or all ones) as bits, lane 0 the lowest: the includer's TSV_MASK_D (one
+ * instruction: movmskpd, vpmovq2m), else lane by lane */
+static inline unsigned TSV_NAME(tsv_mask_d)(TSV_L m) {
+#ifdef TSV_MASK_D
+    return (unsigned)TSV_MASK_D(m);
+#else
+    unsigned r = 0;
+    for (int l = 0; l < (int)(sizeof(TSV_L) / sizeof(int64_t)); l++)
+        r |= (unsigned)(m[l] != 0) << l;
+    return r;
+#endif
+}
 
 /* e^x = 2^n e^r, r = x - n log 2 in [-log 2 / 2, log 2 / 2] (two-part log 2, the first exact
  * times n), e^r = 1 + r + r^2 P(r); 2^n applied in two halves so subnormal results round once
@@ -363,17 +377,16 @@ static inline TSV_D TSV_NAME(tsv_erfinv_poly_d)(TSV_D x, TSV_D w) {
     static const double central[14] = {0, TS_ERFINV_CENTRAL}, tail[14] = {TS_ERFINV_TAIL};
     enum { DW = sizeof(TSV_D) / sizeof(double) };
     const TSV_L mid = w < 5.0;
-    int n_mid = 0;
-    for (int l = 0; l < DW; l++) n_mid += mid[l] != 0;
+    const unsigned m_mid = TSV_NAME(tsv_mask_d)(mid);
     TSV_D p = TSV_NAME(tsv_splat_d)(0.0);
-    if (n_mid == DW) {
+    if (m_mid == (1u << DW) - 1) {
         const TSV_D t = w - 2.5;
         for (int i = 1; i < 14; i++) p = p * t + central[i];
         return p * x;
     }
     TSV_D sq;
     for (int l = 0; l < DW; l++) sq[l] = __builtin_sqrt(w[l]); /* one vector square root */
-    if (n_mid == 0) {
+    if (m_mid == 0) {
         const TSV_D t = sq - 3.0;
         for (int i = 0; i < 14; i++) p = p * t + tail[i];
         return p * x;
@@ -383,6 +396,121 @@ static inline TSV_D TSV_NAME(tsv_erfinv_poly_d)(TSV_D x, TSV_D w) {
         p = p * t + TSV_NAME(tsv_sel_d)(mid, TSV_NAME(tsv_splat_d)(central[i]),
                                         TSV_NAME(tsv_splat_d)(tail[i]));
     return p * x;
+}
+
+/* The fast paths of lgamma and erfinv (vec_kernels_impl.h) below compute an approximation of the
+ * exact formulas above that is only ever used where it provably rounds to the same float (a
+ * filter on its distance to the nearest float boundary, then the exact formula for the rest), so
+ * their bits may differ between ISAs: tsv_mad_d is a b + c fused where the ISA has the instruction
+ * (TSV_FMA_D), two roundings elsewhere. */
+static inline TSV_D TSV_NAME(tsv_mad_d)(TSV_D a, TSV_D b, TSV_D c) {
+#ifdef TSV_FMA_D
+    return TSV_FMA_D(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
+#define TSV_MADS_D(a, b, c) TSV_NAME(tsv_mad_d)(a, b, TSV_NAME(tsv_splat_d)(c))
+/* tsv_log_d's formula for x > 0, normal and finite, without the special cases, with multiply-adds
+ * (within a few ulps of tsv_log_d) */
+static inline TSV_D TSV_NAME(tsv_log_pos_fd)(TSV_D x) {
+    const TSV_L bits = (TSV_L)x + (0x3ff0000000000000LL - 0x3fe6a09e667f3bcdLL);
+    const TSV_L e = (bits >> 52) - 1023; /* m = x / 2^e in [sqrt(1/2), sqrt(2)) */
+    const TSV_D m = (TSV_D)((bits & 0x000fffffffffffffLL) + 0x3fe6a09e667f3bcdLL);
+    const TSV_D magic = TSV_NAME(tsv_splat_d)(6755399441055744.0);
+    const TSV_D fe = (TSV_D)(e + (TSV_L)magic) - magic;
+    const TSV_D f = m - 1.0, hfsq = 0.5 * f * f, s = f / (2.0 + f), z = s * s;
+    TSV_D q = TSV_NAME(tsv_splat_d)(1.30866261478401021381e-1);
+    q = TSV_MADS_D(q, z, 1.32687731386568851847e-1);
+    q = TSV_MADS_D(q, z, 1.53862397028146581885e-1);
+    q = TSV_MADS_D(q, z, 1.8181795640132906276e-1);
+    q = TSV_MADS_D(q, z, 2.22222223917139174419e-1);
+    q = TSV_MADS_D(q, z, 2.85714285708036118108e-1);
+    q = TSV_MADS_D(q, z, 4.00000000000008769827e-1);
+    q = TSV_MADS_D(q, z, 6.66666666666666664649e-1);
+    const TSV_D t =
+        TSV_NAME(tsv_mad_d)(s, TSV_NAME(tsv_mad_d)(q, z, hfsq), fe * 1.90821492927058770002e-10);
+    return TSV_NAME(tsv_mad_d)(fe, TSV_NAME(tsv_splat_d)(6.93147180369123816490e-01),
+                               f - (hfsq - t));
+}
+/* tsv_log_unit_d's formula (its x in [2^-60, 1]) with multiply-adds */
+static inline TSV_D TSV_NAME(tsv_log_unit_fd)(TSV_D x) {
+    const TSV_L bits = (TSV_L)x + (0x3ff0000000000000LL - 0x3fe6a09e667f3bcdLL);
+    const TSV_L e = (bits >> 52) - 1023;
+    const TSV_D m = (TSV_D)((bits & 0x000fffffffffffffLL) + 0x3fe6a09e667f3bcdLL);
+    const TSV_D magic = TSV_NAME(tsv_splat_d)(6755399441055744.0);
+    const TSV_D fe = (TSV_D)(e + (TSV_L)magic) - magic;
+    const TSV_D f = m - 1.0, hfsq = 0.5 * f * f, s = f / (2.0 + f), z = s * s;
+    TSV_D q = TSV_NAME(tsv_splat_d)(1.8181795640132906276e-1);
+    q = TSV_MADS_D(q, z, 2.22222223917139174419e-1);
+    q = TSV_MADS_D(q, z, 2.85714285708036118108e-1);
+    q = TSV_MADS_D(q, z, 4.00000000000008769827e-1);
+    q = TSV_MADS_D(q, z, 6.66666666666666664649e-1);
+    const TSV_D t =
+        TSV_NAME(tsv_mad_d)(s, TSV_NAME(tsv_mad_d)(q, z, hfsq), fe * 1.90821492927058770002e-10);
+    return TSV_NAME(tsv_mad_d)(fe, TSV_NAME(tsv_splat_d)(6.93147180369123816490e-01),
+                               f - (hfsq - t));
+}
+/* tsv_erfinv_poly_d with multiply-adds */
+static inline TSV_D TSV_NAME(tsv_erfinv_poly_fd)(TSV_D x, TSV_D w) {
+    static const double central[14] = {0, TS_ERFINV_CENTRAL}, tail[14] = {TS_ERFINV_TAIL};
+    enum { DW = sizeof(TSV_D) / sizeof(double) };
+    const TSV_L mid = w < 5.0;
+    const unsigned m_mid = TSV_NAME(tsv_mask_d)(mid);
+    if (m_mid == (1u << DW) - 1) {
+        const TSV_D t = w - 2.5;
+        TSV_D p = TSV_NAME(tsv_splat_d)(central[1]);
+        for (int i = 2; i < 14; i++) p = TSV_MADS_D(p, t, central[i]);
+        return p * x;
+    }
+    TSV_D sq;
+#ifdef TSV_SQRT_D
+    sq = TSV_SQRT_D(w);
+#else
+    for (int l = 0; l < DW; l++) sq[l] = __builtin_sqrt(w[l]);
+#endif
+    if (m_mid == 0) {
+        const TSV_D t = sq - 3.0;
+        TSV_D p = TSV_NAME(tsv_splat_d)(tail[0]);
+        for (int i = 1; i < 14; i++) p = TSV_MADS_D(p, t, tail[i]);
+        return p * x;
+    }
+    const TSV_D t = TSV_NAME(tsv_sel_d)(mid, w - 2.5, sq - 3.0);
+    TSV_D p = TSV_NAME(tsv_splat_d)(0.0);
+    for (int i = 0; i < 14; i++)
+        p = TSV_NAME(tsv_mad_d)(p, t,
+                                TSV_NAME(tsv_sel_d)(mid, TSV_NAME(tsv_splat_d)(central[i]),
+                                                    TSV_NAME(tsv_splat_d)(tail[i])));
+    return p * x;
+}
+/* lgamma(z) for z in [8, 9]: its Taylor polynomial at 17/2 to degree 11 (coefficients
+ * (-1)^n zeta(n, 17/2) / n from n = 2, by sympy at 40 digits; the remainder is below 2.1e-16) */
+static inline TSV_D TSV_NAME(tsv_lgamma_8to9_fd)(TSV_D z) {
+    const TSV_D t = z - 8.5;
+    TSV_D q = TSV_NAME(tsv_splat_d)(-7.899975151791795093185403e-12);
+    q = TSV_MADS_D(q, t, 7.820539060389380308907944e-11);
+    q = TSV_MADS_D(q, t, -7.908669958187974624605479e-10);
+    q = TSV_MADS_D(q, t, 8.216595162548654248556994e-9);
+    q = TSV_MADS_D(q, t, -8.842061016950893701530709e-8);
+    q = TSV_MADS_D(q, t, 9.978735734399136657552487e-7);
+    q = TSV_MADS_D(q, t, -1.205104137230997469801715e-5);
+    q = TSV_MADS_D(q, t, 1.615058483450998921011446e-4);
+    q = TSV_MADS_D(q, t, -2.594085299317320554033427e-3);
+    q = TSV_MADS_D(q, t, 6.241905945946301099614820e-2);
+    q = TSV_MADS_D(q, t, 2.080090817579420121402624);
+    return TSV_MADS_D(q, t, 9.549267257300997711737140);
+}
+/* tsv_lgamma_stirling_d with multiply-adds */
+static inline TSV_D TSV_NAME(tsv_lgamma_stirling_fd)(TSV_D z, TSV_D logz) {
+    const TSV_D r = 1.0 / z, r2 = r * r;
+    TSV_D s = TSV_NAME(tsv_splat_d)(-691.0 / 360360.0);
+    s = TSV_MADS_D(s, r2, 1.0 / 1188.0);
+    s = TSV_MADS_D(s, r2, -1.0 / 1680.0);
+    s = TSV_MADS_D(s, r2, 1.0 / 1260.0);
+    s = TSV_MADS_D(s, r2, -1.0 / 360.0);
+    s = TSV_MADS_D(s, r2, 1.0 / 12.0);
+    return TSV_NAME(tsv_mad_d)(z - 0.5, logz,
+                               TSV_NAME(tsv_mad_d)(s, r, 0.91893853320467274178 - z));
 }
 
 /* cos x: x = j pi/2 + r (pi/2 in two parts, the first with 33 bits so j pi/2 is exact for the
