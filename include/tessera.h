@@ -407,7 +407,7 @@ TS_API ts_tensor *ts_xlog1py(ts_tensor *a, ts_tensor *b); /* a log1p(b), torch.s
 TS_API ts_tensor *ts_hypot(ts_tensor *a, ts_tensor *b);   /* float dtypes only */
 TS_API ts_tensor *ts_copysign(ts_tensor *a, ts_tensor *b);
 TS_API ts_tensor *ts_atan2(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_nextafter(ts_tensor *a, ts_tensor *b);   /* float dtypes only; no gradient */
+TS_API ts_tensor *ts_nextafter(ts_tensor *a, ts_tensor *b);   /* float dtypes; gradient (g, 0) */
 TS_API ts_tensor *ts_ldexp(ts_tensor *a, ts_tensor *b);       /* a * 2^b */
 TS_API ts_tensor *ts_float_power(ts_tensor *a, ts_tensor *b); /* pow in float64 */
 TS_API ts_tensor *ts_logaddexp(ts_tensor *a, ts_tensor *b);   /* float dtypes only */

@@ -165,7 +165,7 @@ static const char *unary_names[] = {
     "hardsigmoid", "hardswish",
     /* torch.special's remaining functions */
     "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "bessel_j0", "bessel_j1", "bessel_y0",
-    "bessel_y1", "bessel_k0", "bessel_k1", "bessel_k0e", "bessel_k1e", "sph_bessel_j0"};
+    "bessel_y1", "bessel_k0", "bessel_k1", "bessel_k0e", "bessel_k1e", "sph_bessel_j0", "airy_ai"};
 _Static_assert(sizeof unary_names / sizeof *unary_names == TS_U_COUNT, "a name per unary op");
 
 /* Input values where every unary op is defined. */

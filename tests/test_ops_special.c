@@ -545,10 +545,18 @@ static void test_dtypes(void) {
     CHECK(t && ts_dtype_of(t) == TS_F64);
     t = ts_ldexp(th, ti);
     CHECK(t && ts_dtype_of(t) == TS_F16 && rd(t, got, 3) && got[0] == 2 && got[2] == -0.375);
-    /* nextafter has no gradient (PyTorch's is not implemented either) */
-    ts_tensor *g = ts_tensor_f64(TS_SHAPE(3), iv, (ts_opts){.requires_grad = true});
-    CHECK(ts_nextafter(g, g) == NULL);
-    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "nextafter: autograd is not implemented");
+    /* nextafter under a graph: the forward runs and the gradient is PyTorch 2's, g for the
+     * first operand (broadcast back to its shape) and zero for the second */
+    static const double nb[2][3] = {{1, 5, -2}, {-1, 0, 9}}, gw[2][3] = {{1, 2, 3}, {4, 5, 6}};
+    ts_tensor *ga = ts_tensor_f64(TS_SHAPE(3), iv, (ts_opts){.requires_grad = true});
+    ts_tensor *gb = ts_tensor_f64(TS_SHAPE(2, 3), &nb[0][0], (ts_opts){.requires_grad = true});
+    ts_tensor *na = ts_nextafter(ga, gb);
+    double gg[6];
+    CHECK(na && ts_requires_grad(na) && rd(na, gg, 6) && gg[0] == nextafter(iv[0], nb[0][0]) &&
+          gg[5] == nextafter(iv[2], nb[1][2]));
+    ts_backward(ts_sum(ts_mul(na, ts_tensor_f64(TS_SHAPE(2, 3), &gw[0][0], (ts_opts){0}))));
+    CHECK(rd(ts_grad(ga), gg, 3) && gg[0] == 5 && gg[1] == 7 && gg[2] == 9);
+    CHECK(rd(ts_grad(gb), gg, 6) && gg[0] == 0 && gg[5] == 0 && !signbit(gg[3]));
     ts_scope_end();
 }
 

@@ -349,6 +349,8 @@ class W:
             dt = str(v.dtype).split(".")[-1]
             if side == "torch":
                 x = v.detach()
+                if x._is_zerotensor():  # a gradient PyTorch knows is zero (sgn's of a real input)
+                    x = self.torch.zeros(x.shape, dtype=x.dtype)
                 a = (x.float() if x.dtype == self.torch.bfloat16 else x).resolve_conj().numpy()
             else:
                 x = v.detach().cpu()

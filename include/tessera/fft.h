@@ -57,4 +57,36 @@ TS_API ts_tensor *ts_fft_rfftfreq(int64_t n, double d, ts_opts o);
 TS_API ts_tensor *ts_fft_fftshift(ts_tensor *x, ts_dims dims);
 TS_API ts_tensor *ts_fft_ifftshift(ts_tensor *x, ts_dims dims);
 
+/* torch.stft / torch.istft's optional arguments: start from ts_stft_defaults() (PyTorch's
+ * defaults) and change what the call gives. TS_STFT_DEFAULT marks a length not given. */
+#define TS_STFT_DEFAULT INT64_MIN
+typedef struct ts_stft_opts {
+    int64_t hop_length;   /* TS_STFT_DEFAULT: n_fft / 4 (floor) */
+    int64_t win_length;   /* TS_STFT_DEFAULT: n_fft */
+    ts_tensor *window;    /* 1-D of win_length, centred in n_fft with zeros; NULL: ones */
+    bool center;          /* true: stft pads n_fft / 2 each side first, istft trims it */
+    ts_pad_mode pad_mode; /* stft's padding when center (TS_PAD_REFLECT) */
+    bool normalized;      /* frames scaled by 1 / sqrt(n_fft) (istft: the inverse's) */
+    int onesided;         /* -1: stft: real input and window; istft: the input's size != n_fft */
+    int return_complex;   /* -1: not given (stft: true for complex inputs, refused for real ones;
+                             istft: false). stft's false: the complex result's view_as_real */
+    int align_to_window;  /* stft, -1 or (center false only) 0 / 1: frames of win_length start
+                             every hop (n_frames 1 + (L - win_length) / hop), as PyTorch's */
+    int64_t length;       /* istft: the output's length (trimmed or zero-padded); default: all */
+} ts_stft_opts;
+TS_API ts_stft_opts ts_stft_defaults(void); /* (o == NULL in the calls below: these) */
+
+/* torch.stft: x [L] or [B, L] (float32 / float64 / complex) -> complex [(B,) freq, n_frames]
+ * with freq n_fft / 2 + 1 (onesided) or n_fft, n_frames 1 + (L' - n_fft) / hop for the padded
+ * length L'; each frame x[m hop .. m hop + n_fft) times the window, transformed (PyTorch's
+ * semantics and checks). Differentiable (composed of unfold, mul and the FFTs), every device with
+ * an fft kernel. NULL with TS_ERR_ARG / _SHAPE / _DTYPE / _DEVICE and PyTorch's messages. */
+TS_API ts_tensor *ts_stft(ts_tensor *x, int64_t n_fft, const ts_stft_opts *o);
+/* torch.istft: the inverse of ts_stft by overlap-add of the windowed inverse transforms, divided
+ * by the window's squared overlap-add (TS_ERR_ARG where that falls below 1e-11: the window fails
+ * the NOLA condition). x complex [(B,) freq, n_frames]; the result real (complex with
+ * return_complex) [(B,) length] (length 0: empty, where PyTorch fails reducing the empty
+ * envelope). Differentiable, every device with an fft kernel. */
+TS_API ts_tensor *ts_istft(ts_tensor *x, int64_t n_fft, const ts_stft_opts *o);
+
 #endif /* TESSERA_FFT_H */

@@ -26,6 +26,8 @@ TS_API ts_tensor *ts_modified_bessel_k1(ts_tensor *t);
 TS_API ts_tensor *ts_scaled_modified_bessel_k0(ts_tensor *t);
 TS_API ts_tensor *ts_scaled_modified_bessel_k1(ts_tensor *t);
 TS_API ts_tensor *ts_spherical_bessel_j0(ts_tensor *t); /* sin(x) / x */
+/* Airy's Ai(x) (NaN at +-inf, as PyTorch's; no gradient, as PyTorch's) */
+TS_API ts_tensor *ts_airy_ai(ts_tensor *t);
 /* Hurwitz zeta(x, q); the regularized lower / upper incomplete gamma P(a, x), Q(a, x) (the
  * gradient flows to q and x alone, as PyTorch's) */
 TS_API ts_tensor *ts_zeta(ts_tensor *x, ts_tensor *q);

@@ -1,7 +1,8 @@
 /* tensor_complex.c — complex tensors and torch.fft in tessera._C (include/tessera/complex.h,
  * include/tessera/fft.h): view_as_real / view_as_complex / complex / polar / real / imag / conj /
  * angle as functions and Tensor methods (real and imag are also properties, in tensor.c's
- * getset), is_complex, and the _fft_* functions behind tessera.fft (python/tessera/fft.py). */
+ * getset), is_complex, the _fft_* functions behind tessera.fft (python/tessera/fft.py), and stft /
+ * istft as functions and Tensor methods. */
 #include "tensor_impl.h"
 #include "tessera/complex.h"
 #include "tessera/fft.h"
@@ -218,6 +219,96 @@ static PyObject *f__fft_ifftshift(PyObject *mod, PyObject *const *a, Py_ssize_t 
     return shift(a, n, kw, "ifftshift", ts_fft_ifftshift);
 }
 
+/* ------------------------------------------------------------------ stft / istft */
+/* an optional int (None: TS_STFT_DEFAULT) */
+static int opt_len(PyObject *o, int64_t *out, const char *fn, const char *arg) {
+    *out = TS_STFT_DEFAULT;
+    return o && o != Py_None ? tsp_int_arg(o, out, fn, arg) : 0;
+}
+/* an optional bool as -1 (None or not given) / 0 / 1 */
+static int opt_tri(PyObject *o, int *out, const char *fn, const char *arg) {
+    bool b = false;
+    *out = -1;
+    if (!o || o == Py_None) return 0;
+    if (tsp_bool_arg(o, false, &b, fn, arg) < 0) return -1;
+    return *out = b, 0;
+}
+static int opt_window(PyObject *o, ts_tensor **out, const char *fn) {
+    *out = NULL;
+    if (!o || o == Py_None) return 0;
+    return (*out = tsp_tensor_arg(o, fn, "window")) ? 0 : -1;
+}
+static int pad_mode_arg(PyObject *o, ts_pad_mode *out) {
+    static const char *const modes[] = {"constant", "reflect", "replicate", "circular"};
+    *out = TS_PAD_REFLECT;
+    if (!o) return 0;
+    const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
+    for (int i = 0; s && i < 4; i++)
+        if (!strcmp(s, modes[i])) return *out = (ts_pad_mode)i, 0;
+    PyErr_Format(PyExc_NotImplementedError, "Unrecognised padding mode %S", o);
+    return -1;
+}
+
+/* stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
+ *      pad_mode="reflect", normalized=False, onesided=None, return_complex=None,
+ *      align_to_window=None) */
+static PyObject *stft_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
+                           int unused) {
+    (void)unused;
+    static const char *const names[] = {
+        "input",    "n_fft",      "hop_length", "win_length",     "window",         "center",
+        "pad_mode", "normalized", "onesided",   "return_complex", "align_to_window"};
+    const char *fn = "stft";
+    PyObject *a[11] = {0};
+    if (tsp_parse_input(self, args, nargs, kw, fn, names, 11, 1, a) < 0) return NULL;
+    ts_tensor *x = tsp_tensor_arg(a[0], fn, "input"), *r;
+    ts_stft_opts o = ts_stft_defaults();
+    int64_t n_fft = 0;
+    if (!x || tsp_int_arg(a[1], &n_fft, fn, "n_fft") < 0 ||
+        opt_len(a[2], &o.hop_length, fn, "hop_length") < 0 ||
+        opt_len(a[3], &o.win_length, fn, "win_length") < 0 || opt_window(a[4], &o.window, fn) < 0 ||
+        tsp_bool_arg(a[5], true, &o.center, fn, "center") < 0 ||
+        pad_mode_arg(a[6], &o.pad_mode) < 0 ||
+        tsp_bool_arg(a[7], false, &o.normalized, fn, "normalized") < 0 ||
+        opt_tri(a[8], &o.onesided, fn, "onesided") < 0 ||
+        opt_tri(a[9], &o.return_complex, fn, "return_complex") < 0 ||
+        opt_tri(a[10], &o.align_to_window, fn, "align_to_window") < 0 || tsp_enter())
+        return NULL;
+    TSP_NOGIL(r = ts_stft(x, n_fft, &o));
+    return tsp_wrap(r);
+}
+TSP_METHOD_AND_FUNCTION(stft, stft_call, 0)
+
+/* istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
+ *       normalized=False, onesided=None, length=None, return_complex=False) */
+static PyObject *istft_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
+                            int unused) {
+    (void)unused;
+    static const char *const names[] = {"input",  "n_fft",         "hop_length", "win_length",
+                                        "window", "center",        "normalized", "onesided",
+                                        "length", "return_complex"};
+    const char *fn = "istft";
+    PyObject *a[10] = {0};
+    if (tsp_parse_input(self, args, nargs, kw, fn, names, 10, 1, a) < 0) return NULL;
+    ts_tensor *x = tsp_tensor_arg(a[0], fn, "input"), *r;
+    ts_stft_opts o = ts_stft_defaults();
+    int64_t n_fft = 0;
+    bool rc = false;
+    if (!x || tsp_int_arg(a[1], &n_fft, fn, "n_fft") < 0 ||
+        opt_len(a[2], &o.hop_length, fn, "hop_length") < 0 ||
+        opt_len(a[3], &o.win_length, fn, "win_length") < 0 || opt_window(a[4], &o.window, fn) < 0 ||
+        tsp_bool_arg(a[5], true, &o.center, fn, "center") < 0 ||
+        tsp_bool_arg(a[6], false, &o.normalized, fn, "normalized") < 0 ||
+        opt_tri(a[7], &o.onesided, fn, "onesided") < 0 ||
+        opt_len(a[8], &o.length, fn, "length") < 0 ||
+        tsp_bool_arg(a[9], false, &rc, fn, "return_complex") < 0 || tsp_enter())
+        return NULL;
+    o.return_complex = rc;
+    TSP_NOGIL(r = ts_istft(x, n_fft, &o));
+    return tsp_wrap(r);
+}
+TSP_METHOD_AND_FUNCTION(istft, istft_call, 0)
+
 /* ------------------------------------------------------------------ tables */
 #define FN(f)              ((PyCFunction)(void (*)(void))(f))
 #define FAST               (METH_FASTCALL | METH_KEYWORDS)
@@ -229,6 +320,8 @@ static PyObject *f__fft_ifftshift(PyObject *mod, PyObject *const *a, Py_ssize_t 
 PyMethodDef tsp_tensor_complex_methods[] = {
     COMPLEX_UNARY_LIST(M_UNARY){"is_complex", m_is_complex, METH_NOARGS, NULL},
     {"is_conj", m_is_conj, METH_NOARGS, NULL},
+    {"stft", FN(m_stft), FAST, NULL},
+    {"istft", FN(m_istft), FAST, NULL},
     {NULL, NULL, 0, NULL},
 };
 PyMethodDef tsp_tensor_complex_functions[] = {
@@ -241,6 +334,8 @@ PyMethodDef tsp_tensor_complex_functions[] = {
     {"_fft_rfftfreq", FN(f__fft_rfftfreq), FAST, NULL},
     {"_fft_fftshift", FN(f__fft_fftshift), FAST, NULL},
     {"_fft_ifftshift", FN(f__fft_ifftshift), FAST, NULL},
+    {"stft", FN(f_stft), FAST, "stft(input, n_fft, hop_length=None, win_length=None, ...)"},
+    {"istft", FN(f_istft), FAST, "istft(input, n_fft, hop_length=None, win_length=None, ...)"},
     {NULL, NULL, 0, NULL},
 };
 PyGetSetDef tsp_tensor_complex_getset[] = {

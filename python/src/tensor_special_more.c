@@ -22,7 +22,8 @@
     X(_special_modified_bessel_k1, ts_modified_bessel_k1)                                          \
     X(_special_scaled_modified_bessel_k0, ts_scaled_modified_bessel_k0)                            \
     X(_special_scaled_modified_bessel_k1, ts_scaled_modified_bessel_k1)                            \
-    X(_special_spherical_bessel_j0, ts_spherical_bessel_j0)
+    X(_special_spherical_bessel_j0, ts_spherical_bessel_j0)                                        \
+    X(_special_airy_ai, ts_airy_ai)
 /* (name, second argument's name, C function): tessera._C.<name>(input, <other>) */
 #define MORE_BINARY_LIST(X)                                                                        \
     X(_special_zeta, other, ts_zeta)                                                               \

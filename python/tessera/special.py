@@ -39,6 +39,7 @@ modified_bessel_k1 = _C._special_modified_bessel_k1
 scaled_modified_bessel_k0 = _C._special_scaled_modified_bessel_k0
 scaled_modified_bessel_k1 = _C._special_scaled_modified_bessel_k1
 spherical_bessel_j0 = _C._special_spherical_bessel_j0
+airy_ai = _C._special_airy_ai
 zeta = _C._special_zeta
 gammainc = _C.igamma
 gammaincc = _C.igammac
@@ -71,7 +72,7 @@ __all__ = [
     "logsumexp", "softmax", "log_softmax", "ndtr", "ndtri", "log_ndtr", "erfcx", "entr",
     "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1",
     "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
-    "scaled_modified_bessel_k1", "spherical_bessel_j0", "zeta", "gammainc", "gammaincc",
+    "scaled_modified_bessel_k1", "spherical_bessel_j0", "airy_ai", "zeta", "gammainc", "gammaincc",
     "multigammaln", "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
     "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
     "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",

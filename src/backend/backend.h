@@ -103,6 +103,7 @@ typedef enum ts_unary_op {
     TS_U_BESSEL_K0E, /* e^x K0(x) */
     TS_U_BESSEL_K1E,
     TS_U_SPH_BESSEL_J0,
+    TS_U_AIRY_AI,
     TS_U_COUNT
 } ts_unary_op;
 

@@ -64,6 +64,7 @@ static const char *const complex_ops[] = {
     "isinf",
     "isnan",
     "isreal",
+    "istft", /* stft.c: composed over the real views and the FFTs */
     "narrow",
     "nbytes",
     "ndim",
@@ -86,6 +87,7 @@ static const char *const complex_ops[] = {
     "slice",
     "squeeze",
     "stack",
+    "stft",
     "storage_offset",
     "stride",
     "t",

@@ -257,17 +257,12 @@ BINARY(atan2, TS_B_ATAN2)
 BINARY(logaddexp, TS_B_LOGADDEXP)
 BINARY(logaddexp2, TS_B_LOGADDEXP2)
 BINARY(remainder, TS_B_REM)
+BINARY(nextafter, TS_B_NEXTAFTER) /* PyTorch 2's gradient: g for a, zero for b */
 #undef BINARY
 
-/* floor_divide has no gradient (PyTorch's is not differentiable); nextafter's is not implemented
- * in PyTorch either */
+/* floor_divide has no gradient (PyTorch's is not differentiable) */
 static ts_tensor *binary_nograd(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b) {
     ts_tensor *const ins[2] = {a, b};
-    if (bop == TS_B_NEXTAFTER && a && b && tsi_needs_graph(ins, 2))
-        return tsi_error_set(TS_ERR_UNSUPPORTED,
-                             "%s: autograd is not implemented (a: %s, b: %s); detach the inputs",
-                             op, tsi_desc(a), tsi_desc(b)),
-               NULL;
     ts_tensor *y = tsi_own(binary_run(op, bop, a, b, false));
     return tsi_trace(op, ins, 2, y, NULL, 0, NULL, 0);
 }
@@ -280,9 +275,6 @@ ts_tensor *tsi_binary_plain(const char *op, ts_binary_op bop, ts_tensor *a, ts_t
 }
 ts_tensor *ts_floor_divide(ts_tensor *a, ts_tensor *b) {
     return binary_nograd("floor_divide", TS_B_FLOORDIV, a, b);
-}
-ts_tensor *ts_nextafter(ts_tensor *a, ts_tensor *b) {
-    return binary_nograd("nextafter", TS_B_NEXTAFTER, a, b);
 }
 
 /* ------------------------------------------------------------------ compositions (issue 52) */

@@ -37,6 +37,8 @@ const char *tsi_ew_binary_name(ts_binary_op bop) {
         return "LogaddexpBackward0";
     case TS_B_LOGADDEXP2:
         return "Logaddexp2Backward0";
+    case TS_B_NEXTAFTER:
+        return "NextafterBackward0";
     default:
         return NULL;
     }
@@ -197,6 +199,10 @@ void tsi_ew_binary_backward(ts_node *n, ts_tensor *const *grad_out, ts_tensor **
     case TS_B_LOGADDEXP2: /* g / (1 + 2^(b - a)), g / (1 + 2^(a - b)) */
         if (na) ga = ts_div(g, ts_add_scalar(ts_exp2(ts_sub(b, a)), 1));
         if (nb) gb = ts_div(g, ts_add_scalar(ts_exp2(ts_sub(a, b)), 1));
+        break;
+    case TS_B_NEXTAFTER: /* PyTorch 2's derivatives.yaml: self: grad, other: zeros */
+        if (na) ga = g;
+        if (nb) gb = ts_zeros_like(g);
         break;
     default:
         return;

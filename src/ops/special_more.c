@@ -97,6 +97,7 @@ UNARY(modified_bessel_k1, TS_U_BESSEL_K1, "SpecialModifiedBesselK1Backward0")
 UNARY(scaled_modified_bessel_k0, TS_U_BESSEL_K0E, NULL)
 UNARY(scaled_modified_bessel_k1, TS_U_BESSEL_K1E, NULL)
 UNARY(spherical_bessel_j0, TS_U_SPH_BESSEL_J0, NULL)
+UNARY(airy_ai, TS_U_AIRY_AI, NULL)
 #undef UNARY
 
 /* ------------------------------------------------------------------ two arguments */
