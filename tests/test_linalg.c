@@ -13,6 +13,7 @@
 
 #include "tessera.h"
 #include "tessera/linalg.h"
+#include "host_values.h"
 #include "ts_test.h"
 
 static ts_device devs[TS_TEST_MAX_DEVICES];
@@ -54,23 +55,9 @@ static int64_t numel_of(ts_shape s) {
     for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
     return n;
 }
-static ts_tensor *mk(ts_shape s, const double *v, ts_dtype dt, ts_device d) {
-    ts_tensor *t = ts_to(ts_tensor_f64(s, v, (ts_opts){.dtype = TS_F64}), d);
-    return dt == TS_F64 ? t : ts_to_dtype(t, dt);
-}
-static bool rd(ts_tensor *t, double *out) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(ts_contiguous(t), ts_cpu()), TS_F64) : NULL;
-    int64_t n = h ? ts_numel(h) : 0;
-    return h && n <= MAXV &&
-           (n == 0 || ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK);
-}
-static bool has_shape(ts_tensor *t, ts_shape s) {
-    if (!t) return false;
-    ts_shape g = ts_shape_of(t);
-    bool ok = g.ndim == s.ndim;
-    for (int k = 0; ok && k < s.ndim; k++) ok = g.dims[k] == s.dims[k];
-    return ok;
-}
+#define mk ts_test_tensor_f64 /* tests/support/host_values.h */
+#define rd(t, out) ts_test_read_f64(t, out, MAXV)
+#define has_shape ts_test_shape_is
 /* c (m x n) = a (m x k) b (k x n), row-major */
 static void mm(const double *a, const double *b, double *c, int64_t m, int64_t k, int64_t n) {
     for (int64_t i = 0; i < m; i++)

@@ -16,6 +16,7 @@
 #include "fault_sweep.h"
 #include "tessera.h"
 #include "tessera/linalg.h"
+#include "host_values.h"
 #include "ts_test.h"
 
 static ts_device devs[TS_TEST_MAX_DEVICES];
@@ -48,16 +49,8 @@ static void fill_mats(double *v, int64_t batch, int64_t n, int seed) {
             }
     }
 }
-static ts_tensor *mk(ts_shape s, const double *v, ts_dtype dt, ts_device d) {
-    ts_tensor *t = ts_to(ts_tensor_f64(s, v, (ts_opts){.dtype = TS_F64}), d);
-    return dt == TS_F64 ? t : ts_to_dtype(t, dt);
-}
-static bool rd(ts_tensor *t, double *out) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(ts_contiguous(t), ts_cpu()), TS_F64) : NULL;
-    const int64_t n = h ? ts_numel(h) : 0;
-    return h && n <= MAXV &&
-           (n == 0 || ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK);
-}
+#define mk ts_test_tensor_f64 /* tests/support/host_values.h */
+#define rd(t, out) ts_test_read_f64(t, out, MAXV)
 static bool same_shape(ts_tensor *t, ts_shape s) {
     if (!t) return false;
     const ts_shape g = ts_shape_of(t);

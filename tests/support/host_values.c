@@ -1,0 +1,22 @@
+/* host_values.c — tensors to and from float64 host arrays (host_values.h). */
+#include "host_values.h"
+
+ts_tensor *ts_test_tensor_f64(ts_shape s, const double *v, ts_dtype dt, ts_device d) {
+    ts_tensor *t = ts_to(ts_tensor_f64(s, v, (ts_opts){.dtype = TS_F64}), d);
+    return dt == TS_F64 ? t : ts_to_dtype(t, dt);
+}
+
+bool ts_test_read_f64(ts_tensor *t, double *out, int64_t max) {
+    ts_tensor *h = t ? ts_to_dtype(ts_to(ts_contiguous(t), ts_cpu()), TS_F64) : NULL;
+    const int64_t n = h ? ts_numel(h) : 0;
+    return h && n <= max &&
+           (n == 0 || ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK);
+}
+
+bool ts_test_shape_is(ts_tensor *t, ts_shape s) {
+    if (!t) return false;
+    const ts_shape g = ts_shape_of(t);
+    bool ok = g.ndim == s.ndim;
+    for (int k = 0; ok && k < s.ndim; k++) ok = g.dims[k] == s.dims[k];
+    return ok;
+}
