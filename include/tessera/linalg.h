@@ -72,6 +72,37 @@ TS_API ts_tensor *ts_linalg_svdvals(ts_tensor *A);
 TS_API ts_tensor *ts_linalg_eigh(ts_tensor *A, const char *uplo, ts_tensor **V);
 TS_API ts_tensor *ts_linalg_eigvalsh(ts_tensor *A, const char *uplo);
 
+/* linalg.eig: the eigenvalues of the square real A as complex (complex64 for float32, complex128
+ * for float64; LAPACK geev's order) and *V (NULL: not returned) the unit-norm eigenvectors as
+ * columns, each with its largest component real (geev's normalisation); A = V diag(L) V^-1.
+ * Differentiable as PyTorch's (the loss must not depend on the eigenvectors' phases). */
+TS_API ts_tensor *ts_linalg_eig(ts_tensor *A, ts_tensor **V);
+TS_API ts_tensor *ts_linalg_eigvals(ts_tensor *A);
+/* torch.ormqr: Q C (left, !transpose), Q^T C, C Q or C Q^T, Q = H_1 ... H_k the m x m product of
+ * the Householder reflectors in input ([..., m, n], below the diagonal, as geqrf's) scaled by tau
+ * ([..., k], k = min(m, n)); other C [..., m, p] (left) or
+ * [..., p, m]; same batch dims, one dtype. Differentiable in all three. */
+TS_API ts_tensor *ts_ormqr(ts_tensor *input, ts_tensor *tau, ts_tensor *other, bool left,
+                           bool transpose);
+/* linalg.ldl_factor_ex: the compact LDL^T (Bunch-Kaufman) of the symmetric A read from its lower
+ * triangle (LAPACK sytrf, uplo L; zeros above the diagonal) and *pivots (int32, sytrf's:
+ * 1-based, negative for 2 x 2 blocks); *info (int32, NULL: a singular D is an error, as
+ * linalg.ldl_factor) > 0 where D has an exact zero. hermitian is accepted (real: the same). No
+ * gradient. */
+TS_API ts_tensor *ts_linalg_ldl_factor_ex(ts_tensor *A, bool hermitian, ts_tensor **pivots,
+                                          ts_tensor **info);
+/* linalg.ldl_solve: X with A X = B from ldl_factor's LD and pivots (B [..., n, k]; batch dims
+ * broadcast). No gradient. */
+TS_API ts_tensor *ts_linalg_ldl_solve(ts_tensor *LD, ts_tensor *pivots, ts_tensor *B,
+                                      bool hermitian);
+/* linalg.polar: U (m x n, orthonormal columns) and *H (n x n, symmetric positive semi-definite)
+ * with A = U H, for m >= n, through the SVD (U = W Vh, H = Vh^T diag(S) Vh) in float64 */
+TS_API ts_tensor *ts_linalg_polar(ts_tensor *A, ts_tensor **H);
+/* linalg.matrix_sqrth: the symmetric positive-definite X with X X = A for a symmetric positive-
+ * definite A read from its lower triangle (eigh: V diag(sqrt(L)) V^T, in float64; a negative
+ * eigenvalue gives NaN) */
+TS_API ts_tensor *ts_linalg_matrix_sqrth(ts_tensor *A);
+
 /* ---------------------------------------------------------------- least squares, rank */
 /* linalg.lstsq: the solution of min ||A X - B|| (A [..., m, n], B [..., m, k] or [..., m]);
  * driver "gelsy" (NULL: default), "gelsd", "gelss" or "gels"; rcond < 0: eps * max(m, n).
@@ -91,5 +122,23 @@ TS_API ts_tensor *ts_linalg_matrix_power(ts_tensor *A, int64_t n); /* n < 0: inv
 TS_API ts_tensor *ts_linalg_matrix_exp(ts_tensor *A); /* Pade 13 with scaling and squaring */
 /* linalg.cond: p NULL or "2" (S max / S min), "-2", "fro", "nuc", "inf", "-inf", "1", "-1" */
 TS_API ts_tensor *ts_linalg_cond(ts_tensor *A, const char *p);
+
+/* ---------------------------------------------------------------- randomized low-rank SVD */
+/* q argument of the two below meaning PyTorch's default */
+#define TS_LOWRANK_Q_DEFAULT INT64_MIN
+/* torch.svd_lowrank: U [..., m, k], *S [..., k], *V [..., n, k] (k = min(q, m, n)) with
+ * A - M ~= U diag(S) V^T, by Halko et al.'s randomized algorithm with niter subspace iterations,
+ * as PyTorch's torch/_lowrank.py (q TS_LOWRANK_Q_DEFAULT: 6). M NULL or of A's dtype and device,
+ * broadcastable to A. The random test matrix comes from the global generator (ts_randn): the
+ * result depends on the seed; for A - M of rank <= q it is its truncated SVD up to the signs of
+ * the singular vectors. Composed of matmul, qr and svd: differentiable, every device. q < 0,
+ * niter < 0: TS_ERR_ARG. */
+TS_API ts_tensor *ts_svd_lowrank(ts_tensor *A, int64_t q, int64_t niter, ts_tensor *M,
+                                 ts_tensor **S, ts_tensor **V);
+/* torch.pca_lowrank: svd_lowrank of A minus its column means (center) or of A; q
+ * TS_LOWRANK_Q_DEFAULT: min(6, m, n); q outside [0, min(m, n)] or niter < 0: TS_ERR_ARG with
+ * PyTorch's message. */
+TS_API ts_tensor *ts_pca_lowrank(ts_tensor *A, int64_t q, bool center, int64_t niter,
+                                 ts_tensor **S, ts_tensor **V);
 
 #endif /* TESSERA_LINALG_H */

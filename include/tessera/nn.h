@@ -28,6 +28,12 @@ TS_API ts_tensor *ts_max_pool2d(ts_tensor *x, ts_pool2d_opts o);
  * scope): each maximum's flat position h * W + w within its input plane, as PyTorch's (first
  * occurrence; NaN wins). *indices is NULL when the call fails. */
 TS_API ts_tensor *ts_max_pool2d_with_indices(ts_tensor *x, ts_pool2d_opts o, ts_tensor **indices);
+/* aten.max_pool2d_with_indices_backward: max_pool2d's input gradient (x's shape, dtype and memory
+ * format) from the output's gradient go and max_pool2d_with_indices' indices (both the output's
+ * shape, o as the forward's): each go element added at its index. Indices outside the input plane:
+ * TS_ERR_ARG. Differentiable: go's gradient gathers at the indices, x's is zero (PyTorch's). */
+TS_API ts_tensor *ts_max_pool2d_backward(ts_tensor *go, ts_tensor *x, ts_pool2d_opts o,
+                                         ts_tensor *indices);
 TS_API ts_tensor *ts_avg_pool2d(ts_tensor *x, ts_pool2d_opts o);
 TS_API ts_tensor *ts_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w);
 
@@ -132,6 +138,15 @@ typedef struct ts_loss_opts {
  * logits' shape) */
 TS_API ts_tensor *ts_cross_entropy(ts_tensor *logits, ts_tensor *target);
 TS_API ts_tensor *ts_cross_entropy_ex(ts_tensor *logits, ts_tensor *target, ts_loss_opts o);
+/* torch.nn.functional.linear_cross_entropy: cross_entropy_ex(logits, target, o) of the logits
+ * input @ weight^T + bias reshaped to [N, C, d1..dK] ([C] for an unbatched input): input [N, in] or
+ * [in], weight [C, d1..dK, in], bias NULL or [C, d1..dK]; target class indices or probabilities
+ * (the logits' shape; then has_ignore_index is TS_ERR_ARG). chunk_rows 0: that composition;
+ * chunk_rows > 0 with a 2-D weight and a target that needs no gradient: the same losses computed
+ * chunk_rows rows at a time, with a backward that recomputes each chunk's logits (at most
+ * chunk_rows x C of them live at once; not twice differentiable). PyTorch's messages. */
+TS_API ts_tensor *ts_linear_cross_entropy(ts_tensor *input, ts_tensor *weight, ts_tensor *bias,
+                                          ts_tensor *target, ts_loss_opts o, int64_t chunk_rows);
 TS_API ts_tensor *ts_nll_loss(ts_tensor *log_probs, ts_tensor *target, ts_loss_opts o);
 TS_API ts_tensor *ts_mse_loss(ts_tensor *input, ts_tensor *target); /* mean */
 TS_API ts_tensor *ts_mse_loss_ex(ts_tensor *input, ts_tensor *target, ts_loss_opts o);

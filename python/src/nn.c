@@ -112,6 +112,28 @@ static PyObject *nn_pool2d(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
+/* _nn_max_pool2d_backward(grad_output, x, (kh, kw), (sh, sw), (ph, pw), (dh, dw), ceil_mode,
+ * indices): aten.max_pool2d_with_indices_backward */
+static PyObject *nn_max_pool2d_backward(PyObject *self, PyObject *args) {
+    (void)self;
+    static const char *const names[] = {"grad_output", "self", "indices"};
+    int ceil;
+    PyObject *o[3];
+    ts_tensor *t[3], *y;
+    ts_pool2d_opts p = {0};
+    if (!PyArg_ParseTuple(args, "OO(ii)(ii)(ii)(ii)pO:max_pool2d_with_indices_backward", &o[0],
+                          &o[1], &p.kernel[0], &p.kernel[1], &p.stride[0], &p.stride[1],
+                          &p.padding[0], &p.padding[1], &p.dilation[0], &p.dilation[1], &ceil,
+                          &o[2]))
+        return NULL;
+    p.ceil_mode = ceil;
+    if (tensor_args(o, t, 3, "max_pool2d_with_indices_backward", names, 0u) < 0 ||
+        tsp_enter() < 0)
+        return NULL;
+    TSP_NOGIL(y = ts_max_pool2d_backward(t[0], t[1], p, t[2]));
+    return tsp_wrap(y);
+}
+
 static PyObject *nn_adaptive_avg_pool2d(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *xo;
@@ -272,6 +294,34 @@ static PyObject *nn_loss(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
+/* _nn_linear_cross_entropy(input, linear_weight, target, linear_bias, weight, reduction,
+ * ignore_index (None: -100), label_smoothing, chunk_rows) */
+static PyObject *nn_linear_cross_entropy(PyObject *self, PyObject *args) {
+    (void)self;
+    static const char *const names[] = {"input", "linear_weight", "target", "linear_bias",
+                                        "weight"};
+    PyObject *o[5], *ignore;
+    ts_tensor *t[5], *y;
+    int reduction;
+    long long chunk;
+    ts_loss_opts lo = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOiOdL:linear_cross_entropy", &o[0], &o[1], &o[2], &o[3],
+                          &o[4], &reduction, &ignore, &lo.label_smoothing, &chunk))
+        return NULL;
+    if (reduction < 0 || reduction > 2)
+        return PyErr_Format(PyExc_ValueError, "linear_cross_entropy: bad reduction %d", reduction);
+    if (tensor_args(o, t, 5, "linear_cross_entropy", names, 24u) < 0) return NULL;
+    if (ignore != Py_None) {
+        lo.has_ignore_index = true;
+        if (tsp_int_arg(ignore, &lo.ignore_index, "linear_cross_entropy", "ignore_index") < 0)
+            return NULL;
+    }
+    lo.reduction = (ts_reduction)reduction, lo.weight = t[4];
+    if (tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_linear_cross_entropy(t[0], t[1], t[3], t[2], lo, (int64_t)chunk));
+    return tsp_wrap(y);
+}
+
 /* ------------------------------------------------------------------ init (in place) */
 enum {
     I_KAIMING_UNIFORM,
@@ -417,6 +467,8 @@ static PyMethodDef nn_functions[] = {
     {"_nn_conv2d", FN(nn_conv2d), METH_VARARGS, "_nn_conv2d(x, w, b, stride, padding, dil, g)"},
     {"_nn_pool2d", FN(nn_pool2d), METH_VARARGS, "_nn_pool2d(avg, x, k, s, p, d, ceil, excl)"},
     {"_nn_adaptive_avg_pool2d", FN(nn_adaptive_avg_pool2d), METH_VARARGS, NULL},
+    {"_nn_max_pool2d_backward", FN(nn_max_pool2d_backward), METH_VARARGS,
+     "_nn_max_pool2d_backward(grad_output, x, k, s, p, d, ceil, indices)"},
     {"_nn_dropout", FN(nn_dropout), METH_VARARGS, "_nn_dropout(x, p, training)"},
     {"_nn_batch_norm", FN(nn_batch_norm), METH_VARARGS, NULL},
     {"_nn_layer_norm", FN(nn_layer_norm), METH_VARARGS, NULL},
@@ -427,6 +479,9 @@ static PyMethodDef nn_functions[] = {
     {"_nn_sdpa", FN(nn_sdpa), METH_VARARGS, NULL},
     {"_nn_one_hot", FN(nn_one_hot), METH_VARARGS, NULL},
     {"_nn_loss", FN(nn_loss), METH_VARARGS, NULL},
+    {"_nn_linear_cross_entropy", FN(nn_linear_cross_entropy), METH_VARARGS,
+     "_nn_linear_cross_entropy(input, linear_weight, target, linear_bias, weight, reduction, "
+     "ignore_index, label_smoothing, chunk_rows)"},
     {"_nn_init", FN(nn_init), METH_VARARGS, NULL},
     {"_nn_move_", FN(nn_move_), METH_VARARGS, "_nn_move_(t, device, dtype): in place"},
     {"_nn_assign_", FN(nn_assign_), METH_VARARGS, "_nn_assign_(dst, src): copy, no graph"},

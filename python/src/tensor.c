@@ -421,6 +421,7 @@ static PyObject *tensor_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 extern PyMethodDef tsp_tensor_extra_methods[];        /* tensor_extra.c (issue 52) */
 extern PyMethodDef tsp_tensor_inplace_methods[];      /* tensor_inplace.c (issue 53) */
 extern PyMethodDef tsp_tensor_view_inplace_methods[]; /* tensor_view_inplace.c (issue 53) */
+extern PyMethodDef tsp_tensor_storage_methods[];      /* tensor_storage.c (issue 53) */
 
 static PyMethodDef *concat_methods(PyMethodDef *const *parts, int n) {
     size_t count = 1;
@@ -469,6 +470,7 @@ int tsp_init_tensor(PyObject *m) {
                                     tsp_tensor_extra_methods,
                                     tsp_tensor_inplace_methods,
                                     tsp_tensor_view_inplace_methods,
+                                    tsp_tensor_storage_methods,
                                     tsp_tensor_complex_methods};
     PyGetSetDef *const getsets[] = {core_getset, tsp_autograd_getset, tsp_tensor_linalg_getset,
                                     tsp_tensor_complex_getset};
@@ -494,7 +496,8 @@ int tsp_init_tensor(PyObject *m) {
         tsp_tensor_special_functions,       tsp_tensor_linalg_functions,
         tsp_tensor_shape_more_functions,    tsp_tensor_sort_functions,
         tsp_tensor_logic_functions,         tsp_tensor_special_more_functions,
-        tsp_tensor_linalg_decomp_functions, tsp_tensor_complex_functions};
+        tsp_tensor_linalg_decomp_functions, tsp_tensor_complex_functions,
+        tsp_tensor_linalg_more_functions};
     if (tsp_init_tensor_linalg() < 0 || tsp_init_tensor_sort() < 0) return -1;
     for (int i = 0; i < (int)(sizeof functions / sizeof *functions); i++)
         if (PyModule_AddFunctions(m, functions[i]) < 0) return -1;

@@ -1,7 +1,7 @@
 /* tensor_extra.c — issue 52's remaining Tensor methods whose bodies are exact Python
  * compositions in python/tessera/_ops_extra.py (the random family's cauchy_ / exponential_ /
  * geometric_ / log_normal_, multinomial, index_put, index_reduce, put, as_strided_scatter,
- * nonzero_static, new_empty_strided). The type is immutable from Python, so each method here
+ * nonzero_static, new_empty_strided; untyped_storage / storage from _storage.py). The type is immutable from Python, so each method here
  * forwards self and its arguments to the function of the same name there. */
 #include "tensor_impl.h"
 
@@ -49,7 +49,9 @@ static PyObject *forward(const char *name, PyObject *self, PyObject *args, PyObj
     X(as_strided_scatter, "as_strided_scatter(src, size, stride, storage_offset=None)")            \
     X(nonzero_static, "nonzero_static(*, size, fill_value=-1)")                                    \
     X(new_empty_strided, "new_empty_strided(size, stride, *, dtype=None, device=None)")            \
-    X(angle, "angle(): 0 or pi (real input; NaN stays NaN)")
+    X(angle, "angle(): 0 or pi (real input; NaN stays NaN)")                                       \
+    X(untyped_storage, "untyped_storage(): the bytes of the whole storage (shared)")               \
+    X(storage, "storage(): the whole storage as elements of the tensor's dtype (shared)")
 
 #define DEF(name, doc) FORWARD(name)
 EXTRA_METHODS(DEF)

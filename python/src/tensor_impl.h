@@ -126,6 +126,8 @@ extern PyGetSetDef tsp_tensor_linalg_getset[];
 int tsp_init_tensor_linalg(void); /* the aminmax (min, max) type */
 /* tensor_linalg_decomp.c: torch.linalg's decompositions as _C._linalg_* (issue 52) */
 extern PyMethodDef tsp_tensor_linalg_decomp_functions[], tsp_tensor_linalg_decomp_methods[];
+/* tensor_linalg_more.c: eig, ldl, polar, matrix_sqrth, ormqr as _C._linalg_* / _ormqr */
+extern PyMethodDef tsp_tensor_linalg_more_functions[];
 /* tensor_shape_more.c: flip, roll, tril, diagonal, scatter... (issue 52) */
 extern PyMethodDef tsp_tensor_shape_more_methods[], tsp_tensor_shape_more_functions[];
 /* tensor_logic.c: isnan, any / all, isclose, cumsum..., addcmul, lerp, repeat (issue 52) */

@@ -277,6 +277,45 @@ static PyObject *f_matrix_power SIG {
     return results(r, 1);
 }
 
+/* _svd_lowrank(A, q=None, niter=2, M=None), _pca_lowrank(A, q=None, center=True, niter=2):
+ * (U, S, V); q None: PyTorch's default */
+static int lowrank_q(PyObject *o, int64_t *q, const char *fn) {
+    if (!o || o == Py_None) {
+        *q = TS_LOWRANK_Q_DEFAULT;
+        return 0;
+    }
+    return tsp_int_arg(o, q, fn, "q");
+}
+
+static PyObject *f_svd_lowrank SIG {
+    (void)mod;
+    const char *fn = "svd_lowrank";
+    PARSE(fn, 1, "A", "q", "niter", "M");
+    ts_tensor *A = TARG(0, fn), *M = NULL, *r[3] = {0};
+    int64_t q, niter = 2;
+    if (!A || lowrank_q(a[1], &q, fn) < 0 ||
+        (a[2] && a[2] != Py_None && tsp_int_arg(a[2], &niter, fn, "niter") < 0))
+        return NULL;
+    if (a[3] && a[3] != Py_None && !(M = tsp_tensor_arg(a[3], fn, "M"))) return NULL;
+    if (tsp_enter()) return NULL;
+    TSP_NOGIL(r[0] = ts_svd_lowrank(A, q, niter, M, &r[1], &r[2]));
+    return results(r, 3);
+}
+
+static PyObject *f_pca_lowrank SIG {
+    (void)mod;
+    const char *fn = "pca_lowrank";
+    PARSE(fn, 1, "A", "q", "center", "niter");
+    ts_tensor *A = TARG(0, fn), *r[3] = {0};
+    int64_t q, niter = 2;
+    bool center;
+    if (!A || lowrank_q(a[1], &q, fn) < 0 || tsp_bool_arg(a[2], true, &center, fn, "center") < 0 ||
+        (a[3] && a[3] != Py_None && tsp_int_arg(a[3], &niter, fn, "niter") < 0) || tsp_enter())
+        return NULL;
+    TSP_NOGIL(r[0] = ts_pca_lowrank(A, q, center, niter, &r[1], &r[2]));
+    return results(r, 3);
+}
+
 static PyObject *f_matrix_exp SIG {
     (void)mod;
     PARSE("linalg.matrix_exp", 1, "A");
@@ -320,6 +359,8 @@ PyMethodDef tsp_tensor_linalg_decomp_functions[] = {
     {"_linalg_matrix_power", FN(f_matrix_power), FAST, "_linalg_matrix_power(A, n)"},
     {"_linalg_matrix_exp", FN(f_matrix_exp), FAST, "_linalg_matrix_exp(A)"},
     {"_linalg_cond", FN(f_cond), FAST, "_linalg_cond(A, p='2')"},
+    {"_svd_lowrank", FN(f_svd_lowrank), FAST, "_svd_lowrank(A, q=None, niter=2, M=None)"},
+    {"_pca_lowrank", FN(f_pca_lowrank), FAST, "_pca_lowrank(A, q=None, center=True, niter=2)"},
     {NULL, NULL, 0, NULL}};
 
 /* ------------------------------------------------------------------ Tensor methods */
@@ -354,7 +395,8 @@ static PyObject *forward(const char *name, PyObject *self, PyObject *const *args
     X(cholesky_solve)                                                                              \
     X(cholesky_inverse)                                                                            \
     X(qr)                                                                                          \
-    X(geqrf) X(svd) X(pinverse) X(matrix_power) X(matrix_exp) X(lu) X(lu_solve) X(triangular_solve)
+    X(geqrf)                                                                                       \
+    X(ormqr) X(svd) X(pinverse) X(matrix_power) X(matrix_exp) X(lu) X(lu_solve) X(triangular_solve)
 #define DEF_FORWARD(name)                                                                          \
     static PyObject *m_##name(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {    \
         return forward(#name, self, a, n, kw);                                                     \

@@ -1,8 +1,8 @@
 /* tensor_view_inplace.c — PyTorch's in-place view methods (issue 53: the tutorials'
- * batch_me.unsqueeze_(0)): unsqueeze_, squeeze_, t_, transpose_, swapdims_ and swapaxes_ change the
- * tensor's own shape and strides, never its data, and return it. Each takes the out-of-place view
- * (self.unsqueeze(...), whose argument checks and errors are PyTorch's) and gives its geometry to
- * self:
+ * batch_me.unsqueeze_(0)): unsqueeze_, squeeze_, t_, transpose_, swapdims_, swapaxes_ and
+ * as_strided_ change the tensor's own shape and strides, never its data, and return it. Each takes
+ * the out-of-place view (self.unsqueeze(...), whose argument checks and errors are PyTorch's) and
+ * gives its geometry to self:
  *  - a leaf that requires grad: refused with grad mode on (PyTorch's message); with it off, the
  *    same C tensor takes the view's geometry (ts_tensor_set_data), so it stays the leaf that
  *    optimizers and modules hold, and its version is bumped (graphs that saved it refuse backward,
@@ -60,7 +60,9 @@ static PyObject *view_inplace(const char *name, PyObject *self, PyObject *args, 
     X(t, "t_(): in place, a 2-D tensor transposed (0- and 1-D left as they are)")                  \
     X(transpose, "transpose_(dim0, dim1): in place, the two dims swapped")                         \
     X(swapdims, "swapdims_(dim0, dim1): transpose_'s alias")                                       \
-    X(swapaxes, "swapaxes_(axis0, axis1): transpose_'s alias")
+    X(swapaxes, "swapaxes_(axis0, axis1): transpose_'s alias")                                     \
+    X(as_strided, "as_strided_(size, stride, storage_offset=None): in place, a view of the "       \
+                  "storage")
 
 #define DEF(name, doc)                                                                             \
     static PyObject *m_##name##_(PyObject *self, PyObject *args, PyObject *kw) {                   \

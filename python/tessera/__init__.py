@@ -24,8 +24,10 @@ from ._shape_more import *  # noqa: E402,F401,F403  (hstack, meshgrid... issue 5
 from ._logic_more import *  # noqa: E402,F401,F403  (clamp_min, clone, rsub... issue 52)
 from ._ops_more import *  # noqa: E402,F401,F403  (trapezoid, cov, cross, *_copy... issue 52)
 from ._ops_extra import *  # noqa: E402,F401,F403  (normal, index_put, put... issue 52)
+from ._storage import TypedStorage, UntypedStorage  # noqa: E402,F401  (issue 53)
 from . import masked  # noqa: E402,F401  (torch.masked's reductions, issue 52)
 from . import signal  # noqa: E402,F401  (torch.signal.windows, issue 52)
+from . import ops  # noqa: E402,F401  (torch.ops.aten's overloads Tessera answers)
 from ._native_norm import *  # noqa: E402,F401,F403  (native_batch_norm... issue 52)
 # the activations PyTorch also has at the top level (torch.selu, torch.prelu...), issue 52
 from .nn.functional_act import (selu, selu_, celu, celu_, prelu,  # noqa: E402,F401

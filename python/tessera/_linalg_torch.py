@@ -7,8 +7,9 @@ from . import linalg as _la
 from .linalg import return_types as _rt
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "cholesky", "cholesky_solve",
-           "cholesky_inverse", "qr", "geqrf", "svd", "pinverse", "matrix_power", "matrix_exp", "lu",
-           "lu_solve", "lu_unpack", "triangular_solve"]
+           "cholesky_inverse", "qr", "geqrf", "ormqr", "svd", "pinverse", "matrix_power",
+           "matrix_exp", "lu", "lu_solve", "lu_unpack", "triangular_solve", "svd_lowrank",
+           "pca_lowrank"]
 
 
 def _no_out(fn, out):
@@ -58,6 +59,13 @@ def geqrf(input, *, out=None):
     """(a, tau): LAPACK's compact QR (R above the diagonal, Householder vectors below)"""
     _no_out("geqrf", out)
     return _rt.geqrf(*_C._geqrf(input))
+
+
+def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
+    """Q @ other (left, not transpose), Q^T @ other, other @ Q or other @ Q^T, Q the product of
+    geqrf's reflectors in input scaled by input2 (tau); differentiable"""
+    _no_out("ormqr", out)
+    return _C._ormqr(input, input2, input3, left, transpose)
 
 
 def svd(input, some=True, compute_uv=True, *, out=None):
@@ -113,3 +121,21 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     X = _C._linalg_solve_triangular(A.mT if transpose else A, b, upper != transpose, True,
                                     unitriangular)
     return _rt.triangular_solve(X, A.clone())
+
+
+def _lowrank_q(fn, q):
+    if q is not None and int(q) < 0:
+        raise ValueError("%s: q(=%d) must be non-negative integer" % (fn, int(q)))
+    return q
+
+
+def svd_lowrank(A, q=6, niter=2, M=None):
+    """(U, S, V) with A - M ~= U diag(S) V^T, k = min(q, m, n) columns: Halko et al.'s randomized
+    SVD (src/ops/linalg_lowrank.c); the random test matrix comes from tessera's generator"""
+    return tuple(_C._svd_lowrank(A, _lowrank_q("svd_lowrank", q), 2 if niter is None else niter,
+                                 M))
+
+
+def pca_lowrank(A, q=None, center=True, niter=2):
+    """(U, S, V): svd_lowrank of A minus its column means (center) or of A; q None: min(6, m, n)"""
+    return tuple(_C._pca_lowrank(A, _lowrank_q("pca_lowrank", q), bool(center), niter))

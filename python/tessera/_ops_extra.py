@@ -8,6 +8,7 @@ import math
 from . import _C
 from ._shape_more import broadcast_shapes as _broadcast_shapes
 from ._shape_more import broadcast_tensors as _broadcast_tensors
+from ._storage import storage, untyped_storage  # noqa: F401  (Tensor methods, tensor_extra.c)
 
 __all__ = ["normal", "multinomial", "index_put", "index_put_", "index_reduce", "put",
            "as_strided_copy", "as_strided_scatter", "empty_strided", "empty_permuted",

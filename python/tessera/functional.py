@@ -1,7 +1,6 @@
 """tessera.functional — PyTorch's torch.functional module: the tensor functions that module
 defines, which torch also exports at the top level (tutorials write `import torch.functional as F`).
-Here they are the top-level tessera functions themselves. PyTorch's stft, istft, pca_lowrank and
-svd_lowrank are not in Tessera yet and so not here either."""
+Here they are the top-level tessera functions themselves."""
 import tessera as _tessera
 
 _NAMES = ("atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors",

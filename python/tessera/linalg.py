@@ -6,9 +6,9 @@ Decompositions and solvers (include/tessera/linalg.h: LAPACK on the host in floa
 float64 tensors on any device; on cuda and sim that is a round trip through the host): inv /
 inv_ex, solve / solve_ex, det, slogdet, cholesky / cholesky_ex, qr, svd, svdvals, eigh,
 eigvalsh, lstsq, pinv, matrix_rank, matrix_power, matrix_exp, cond, solve_triangular, lu_factor /
-lu_factor_ex, lu, lu_solve, householder_product, tensorinv, tensorsolve, with PyTorch's named
-tuples and gradients. Complex matrices and linalg.eig / eigvals (complex results) are not
-supported.
+lu_factor_ex, lu, lu_solve, householder_product, tensorinv, tensorsolve, eig / eigvals (complex
+results for real matrices), ldl_factor / ldl_factor_ex / ldl_solve, polar, matrix_sqrth, with
+PyTorch's named tuples and gradients. Complex input matrices are not supported.
 """
 import collections as _collections
 import math as _math
@@ -41,6 +41,10 @@ class return_types:
     linalg_lu = _named("linalg_lu", ["P", "L", "U"])
     lu_unpack = _named("lu_unpack", ["P", "L", "U"])
     triangular_solve = _named("triangular_solve", ["solution", "cloned_coefficient"])
+    linalg_eig = _named("linalg_eig", ["eigenvalues", "eigenvectors"])
+    linalg_ldl_factor = _named("linalg_ldl_factor", ["LD", "pivots"])
+    linalg_ldl_factor_ex = _named("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+    linalg_polar = _named("linalg_polar", ["U", "H"])
     geqrf = _named("geqrf", ["a", "tau"])
 
 
@@ -349,3 +353,47 @@ def tensorsolve(A, B, dims=None, *, out=None):
         A = A.permute(rest + dims)
     rhs = tuple(A.shape[B.ndim:])
     return solve(A.reshape(B.numel(), _prod(rhs)), B.reshape(B.numel())).reshape(rhs)
+
+
+def eig(A, *, out=None):
+    """(eigenvalues, eigenvectors) of a real square A, complex (LAPACK geev's order and
+    normalisation); differentiable when the loss does not depend on the eigenvectors' phases"""
+    _no_out("eig", out)
+    return return_types.linalg_eig(*_C._linalg_eig(A))
+
+
+def eigvals(A, *, out=None):
+    _no_out("eigvals", out)
+    return _C._linalg_eig(A, False)
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
+    """(LD, pivots, info): LAPACK sytrf's compact LDL^T of the lower triangle; no gradient"""
+    _no_out("ldl_factor_ex", out)
+    r = return_types.linalg_ldl_factor_ex(*_C._linalg_ldl_factor(A, hermitian, True))
+    if check_errors and bool((r.info != 0).any()):
+        raise RuntimeError("torch.linalg.ldl_factor_ex: The factorization could not be completed "
+                           "because the block diagonal matrix D is exactly singular.")
+    return r
+
+
+def ldl_factor(A, *, hermitian=False, out=None):
+    _no_out("ldl_factor", out)
+    return return_types.linalg_ldl_factor(*_C._linalg_ldl_factor(A, hermitian, False))
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
+    _no_out("ldl_solve", out)
+    return _C._linalg_ldl_solve(LD, pivots, B, hermitian)
+
+
+def polar(A, *, out=None):
+    """(U, H) with A = U H, U with orthonormal columns, H symmetric positive semi-definite"""
+    _no_out("polar", out)
+    return return_types.linalg_polar(*_C._linalg_polar(A))
+
+
+def matrix_sqrth(A):
+    """the symmetric positive-definite square root of a symmetric positive-definite A (lower
+    triangle read)"""
+    return _C._linalg_matrix_sqrth(A)

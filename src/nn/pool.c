@@ -285,3 +285,95 @@ ts_tensor *ts_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w) {
     return tsi_trace(op, &x, 1, pool_forward(op, "AdaptiveAvgPool2DBackward0", x, &g, NULL),
                      (int64_t[]){out_h, out_w}, 2, NULL, 0);
 }
+
+/* ------------------------------------------------------------ max_pool2d_with_indices_backward */
+static bool same_shape(ts_shape a, ts_shape b) {
+    bool eq = a.ndim == b.ndim;
+    for (int i = 0; eq && i < a.ndim; i++) eq = a.dims[i] == b.dims[i];
+    return eq;
+}
+
+/* Its own gradient (PyTorch's max_pool_double_backward): the output's gradient gg (x's shape)
+ * gathered at the indices, in go's shape; x's gradient is zero. */
+static void max_pool_bwd_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    const ts_shape gs = n->in_shape[0], xs = n->in_shape[1];
+    if (tsi_node_needs(n, 1))
+        gi[1] = ts_zeros(xs, (ts_opts){.dtype = n->in_dtype[1], .device = n->in_device[1]});
+    if (!go[0] || !tsi_node_needs(n, 0)) return;
+    ts_tensor *idx = tsi_node_saved(n, 0);
+    if (!idx) return;
+    const int d = xs.ndim - 2; /* the plane's dim once H, W (OH, OW) are flattened */
+    ts_shape fx = xs, fg = gs;
+    fx.ndim = fg.ndim = d + 1;
+    fx.dims[d] = xs.dims[d] * xs.dims[d + 1];
+    fg.dims[d] = gs.dims[d] * gs.dims[d + 1];
+    ts_tensor *g = ts_gather(ts_reshape(go[0], fx), d, ts_reshape(idx, fg));
+    gi[0] = g ? ts_to_dtype(ts_reshape(g, gs), n->in_dtype[0]) : NULL;
+}
+
+ts_tensor *ts_max_pool2d_backward(ts_tensor *go, ts_tensor *x, ts_pool2d_opts o,
+                                  ts_tensor *indices) {
+    const char *op = "max_pool2d_with_indices_backward";
+    tsi_init();
+    pool_geom g;
+    if (!pool_check(op, x, o, TS_POOL_MAX, &g)) return NULL;
+    if (!tsi_check_input(op, go, "grad_output") || !tsi_check_input(op, indices, "indices"))
+        return NULL;
+    ts_tensor *all[3] = {go, x, indices};
+    ts_device dev;
+    if (!tsi_same_device(op, all, 3, false, &dev)) return NULL;
+    const ts_shape os =
+        g.unbatched ? TS_SHAPE(g.c, g.oh, g.ow) : TS_SHAPE(g.n, g.c, g.oh, g.ow);
+    if (!same_shape(go->shape, os) || !same_shape(indices->shape, os))
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: grad_output %s and indices %s must have the pooling's output "
+                             "shape %s",
+                             op, tsi_shape_str(go->shape), tsi_shape_str(indices->shape),
+                             tsi_shape_str(os)),
+               NULL;
+    if (indices->dtype != TS_I64)
+        return tsi_error_set(TS_ERR_DTYPE, "%s: indices must be int64 (Long), but got %s", op,
+                             tsi_torch_scalar_name(indices->dtype)),
+               NULL;
+    if (!tsi_is_float(go->dtype))
+        return tsi_error_set(TS_ERR_DTYPE, "%s: grad_output must be floating, but got %s", op,
+                             tsi_torch_scalar_name(go->dtype)),
+               NULL;
+    tsi_log_op(op, dev);
+    const int64_t plane = g.h * g.w;
+    ts_tensor *gx = NULL;
+    ts_scope_begin();
+    if (tsi_numel(os) > 0) { /* the kernel trusts its indices: each must lie in the input plane */
+        const double lo = ts_item(ts_min(indices)), hi = ts_item(ts_max(indices));
+        if (ts_error() == TS_OK && (lo < 0 || hi >= (double)plane))
+            tsi_error_set(TS_ERR_ARG,
+                          "%s: indices must lie in [0, %lld) (the input plane %lldx%lld), but "
+                          "got %.0f..%.0f",
+                          op, (long long)plane, (long long)g.h, (long long)g.w, lo, hi);
+    }
+    ts_tensor *gc = ts_error() == TS_OK ? tsi_cast(op, go, x->dtype) : NULL;
+    ts_tensor *gk = gc ? tsi_contiguous(op, gc) : NULL;
+    ts_tensor *ik = gk ? tsi_contiguous(op, indices) : NULL;
+    gx = ik ? tsi_new(op, x->shape, x->dtype, dev) : NULL;
+    if (gx && tsi_numel(x->shape) > 0) {
+        const ts_kview kx = kview4(gx, g.n, g.c, g.h, g.w, false),
+                       kg = kview4(gk, g.n, g.c, g.oh, g.ow, false),
+                       ki = kview4(ik, g.n, g.c, g.oh, g.ow, false);
+        tsi_be(gx)->pool2d_backward(tsi_be(gx), tsi_dev_index(gx), &kx, &kg, &ki, &g.p);
+    }
+    ts_release(gc);
+    ts_release(gk);
+    ts_release(ik);
+    ts_scope_end();
+    if (gx && tsi_prefers_channels_last(x)) { /* the input's memory format, as PyTorch's */
+        ts_tensor *cl = tsi_channels_last(op, gx);
+        ts_release(gx);
+        gx = cl;
+    }
+    if (gx) {
+        ts_tensor *ins[2] = {go, x};
+        tsi_record("MaxPool2DWithIndicesBackwardBackward0", op, max_pool_bwd_backward, ins, 2, gx,
+                   &indices, 1);
+    }
+    return tsi_own(gx);
+}

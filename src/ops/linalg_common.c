@@ -35,6 +35,8 @@ bool tsl_check(const char *op, ts_tensor *A, const char *name, bool square) {
 ts_shape tsl_batch(ts_shape s) {
     ts_shape b = s;
     b.ndim = s.ndim - 2;
+    /* the dims past ndim are zero in every shape (copy_ and others compare the whole array) */
+    for (int i = b.ndim; i < s.ndim; i++) b.dims[i] = 0;
     return b;
 }
 

@@ -58,5 +58,7 @@ void tsl_pinv_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi); /* A, 
 void tsl_lu_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi);   /* P, L, U */
 /* lu_factor's packed LU: P, L, U saved, the gradient of output 0 split into L's and U's */
 void tsl_lu_factor_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi);
+/* eig: L and V as (real, imaginary) pairs [..., n, 2] / [..., n, n, 2] (linalg_eig_grad.c) */
+void tsl_eig_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi);
 
 #endif /* TS_OPS_LINALG_INTERNAL_H */

@@ -7,6 +7,7 @@ from .layers import (Identity, Linear, Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvg
                      Dropout, BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm, Embedding)
 from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCELoss,
                    BCEWithLogitsLoss)
+from .loss import LinearCrossEntropyLoss, LinearCrossEntropyOptions  # noqa: F401
 from .loss import (KLDivLoss, HuberLoss, SoftMarginLoss, MarginRankingLoss, HingeEmbeddingLoss,
                    CosineEmbeddingLoss, TripletMarginLoss, TripletMarginWithDistanceLoss,
                    PoissonNLLLoss, GaussianNLLLoss, MultiLabelMarginLoss,
@@ -56,6 +57,7 @@ __all__ += ["KLDivLoss", "HuberLoss", "SoftMarginLoss", "MarginRankingLoss", "Hi
             "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
             "MultiMarginLoss"]
 __all__ += ["TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
+__all__ += ["LinearCrossEntropyLoss", "LinearCrossEntropyOptions"]
 __all__ += _layers_more_all
 __all__ += _conv_all
 __all__ += _pool_norm_all

@@ -172,38 +172,30 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     return out.reshape((N, C) + out_sp)
 
 
+def _chunk_rows(options, input):
+    """rows per chunk of the chunked form for PyTorch's LinearCrossEntropyOptions (0: the
+    reference composition, options None): batch_chunk_size, else chunking_method
+    "aspect_ratio[:f]" / "auto" (f * in_features rows), None: one chunk"""
+    if options is None:
+        return 0
+    n = input.shape[0] if input.ndim == 2 else 1
+    b = getattr(options, "batch_chunk_size", None)
+    if b is None:
+        method = getattr(options, "chunking_method", "auto")
+        if method is None:
+            b = n
+        else:
+            f = float(method.split(":", 1)[1]) if ":" in method else 1.0
+            b = int(f * input.shape[-1])
+    return max(1, min(int(b), max(n, 1)))
+
+
 def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,
                          reduction="mean", ignore_index=None, label_smoothing=0.0, options=None):
-    """F.linear_cross_entropy: cross_entropy(linear(input, W, b), target); options (PyTorch's
-    chunking) are accepted and do not change the value"""
+    """F.linear_cross_entropy: cross_entropy of linear(input, W, b)'s logits (src/nn/
+    loss_linear_ce.c); with options (PyTorch's LinearCrossEntropyOptions) the chunked form, which
+    never holds more than one chunk of logits, forward or backward"""
     from . import functional as F
-    if input.ndim < 1 or input.ndim > 2:
-        raise RuntimeError("expected input with dimensionality 1 or 2, got %d" % input.ndim)
-    if linear_weight.ndim < 2:
-        raise RuntimeError("expected linear_weight with dimensionality at least 2, got %d"
-                           % linear_weight.ndim)
-    batches, fin = tuple(input.shape[:-1]), input.shape[-1]
-    if fin != linear_weight.shape[-1]:
-        raise RuntimeError("expected equal input and linear_weight last dimensions "
-                           "(in_features), got %d and %d, respectively"
-                           % (fin, linear_weight.shape[-1]))
-    ncls, outf = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
-    if linear_bias is not None and tuple(linear_bias.shape) != (ncls,) + outf:
-        raise RuntimeError("expected linear_bias shape %s, got %s"
-                           % ((ncls,) + outf, tuple(linear_bias.shape)))
-    if outf and not batches:
-        raise RuntimeError("K-dimensional loss defined by linear_weight shape %s requires batched"
-                           " input, (N, %d), got unbatched input with shape %s"
-                           % (tuple(linear_weight.shape), fin, tuple(input.shape)))
-    shape = batches + (ncls,) + outf
-    if tuple(target.shape) == shape and ignore_index is not None:
-        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
-    ignore_index = -100 if ignore_index is None else ignore_index
-    if outf:
-        m = math.prod(outf) * ncls
-        linear_weight = linear_weight.reshape(m, fin)
-        if linear_bias is not None:
-            linear_bias = linear_bias.reshape(m)
-    logits = F.linear(input, linear_weight, linear_bias).reshape(shape)
-    return F.cross_entropy(logits, target, weight=weight, reduction=reduction,
-                           ignore_index=ignore_index, label_smoothing=label_smoothing)
+    return _C._nn_linear_cross_entropy(input, linear_weight, target, linear_bias, weight,
+                                       F._reduction(reduction), ignore_index,
+                                       float(label_smoothing), _chunk_rows(options, input))

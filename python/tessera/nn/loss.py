@@ -29,6 +29,69 @@ class CrossEntropyLoss(_WeightedLoss):
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
+class LinearCrossEntropyOptions:
+    """PyTorch's LinearCrossEntropyOptions: how LinearCrossEntropyLoss / F.linear_cross_entropy
+    chunk the batch (batch_chunk_size rows, else chunking_method "aspect_ratio[:f]" / "auto":
+    f * in_features rows, None: one chunk). allow_retain_graph, acc_policy and acc_dtype are kept
+    for PyTorch's sake: Tessera's chunked backward always recomputes (retain_graph works) and
+    accumulates in the input's dtype."""
+
+    def __init__(self, allow_retain_graph=False, batch_chunk_size=None, chunking_method="auto",
+                 acc_policy="auto", acc_dtype=None):
+        if batch_chunk_size is not None and int(batch_chunk_size) < 1:
+            raise ValueError("batch_chunk_size must be a positive integer, got %r"
+                             % (batch_chunk_size,))
+        self.allow_retain_graph, self.batch_chunk_size = allow_retain_graph, batch_chunk_size
+        self.chunking_method, self.acc_policy, self.acc_dtype = chunking_method, acc_policy, acc_dtype
+
+    def __repr__(self):
+        return ("LinearCrossEntropyOptions(allow_retain_graph=%r, batch_chunk_size=%r, "
+                "chunking_method=%r, acc_policy=%r, acc_dtype=%r)"
+                % (self.allow_retain_graph, self.batch_chunk_size, self.chunking_method,
+                   self.acc_policy, self.acc_dtype))
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """PyTorch's LinearCrossEntropyLoss: cross entropy of Linear(in_features,
+    num_classes * prod(out_features), bias) logits seen as (N, C, *out_features); the weight is
+    stored flat as PyTorch's (linear.weight, linear.bias), so its state dicts load"""
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None,
+                 dtype=None, reduction="mean", weight=None, ignore_index=None,
+                 label_smoothing=0.0, options=None):
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError("expected weight shape to be %s, got %s"
+                               % ((num_classes,), tuple(weight.shape)))
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError("expected label_smoothing to be in range [0, 1], got %s"
+                               % label_smoothing)
+        super().__init__(weight, None, None, reduction)
+        from .layers import Linear
+        self.num_classes, self.out_features = num_classes, tuple(out_features)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+        m = num_classes
+        for d in self.out_features:
+            m *= d
+        self.linear = Linear(in_features, m, bias=bias, device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        lw = self.linear.weight.reshape((self.num_classes,) + self.out_features
+                                        + (self.linear.in_features,))
+        lb = None if self.linear.bias is None else \
+            self.linear.bias.reshape((self.num_classes,) + self.out_features)
+        return F.linear_cross_entropy(input, lw, target, linear_bias=lb, weight=self.weight,
+                                      reduction=self.reduction, ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing, options=self.options)
+
+    def extra_repr(self):
+        return ("in_features=%d, num_classes=%d, out_features=%s, bias=%s, reduction=%s, "
+                "ignore_index=%s, label_smoothing=%s, options=%s"
+                % (self.linear.in_features, self.num_classes, self.out_features,
+                   self.linear.bias is not None, self.reduction, self.ignore_index,
+                   self.label_smoothing, self.options))
+
+
 class NLLLoss(_WeightedLoss):
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
                  reduction="mean"):

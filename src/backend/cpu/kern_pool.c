@@ -224,9 +224,10 @@ static void max_row_plane_f32(const pgeom *g, const float *x, float *y, int64_t 
 DEFINE_MAX2X2_HALF(f16, LOAD_H)
 DEFINE_MAX2X2_HALF(bf16, LOAD_BF)
 
-static bool is_max2x2(const pgeom *g) {
+static bool is_max2x2(const pgeom *g) { /* every window inside the plane (not so in ceil mode) */
     return g->kind == TS_POOL_MAX && g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 &&
-           g->ph == 0 && g->pw == 0 && g->dh == 1 && g->dw == 1;
+           g->ph == 0 && g->pw == 0 && g->dh == 1 && g->dw == 1 && 2 * g->oh <= g->h &&
+           2 * g->ow <= g->w;
 }
 
 /* Average pooling whose windows all lie inside the plane (no padding): rows of kernel width 1
