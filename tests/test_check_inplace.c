@@ -3,6 +3,7 @@
  * backward does not find its saved input changed). */
 #include <string.h>
 
+#include "tessera/complex.h"
 #include "tessera/inplace.h"
 #include "ts_test.h"
 
@@ -44,6 +45,12 @@ static void test_refusals(void) {
     ts_no_grad_end();
     CHECK_EQ(ts_check_inplace(NULL, false, "sin_"), TS_ERR_ARG);
     CHECK_ERR_HAS(TS_ERR_ARG, "sin_: input");
+    /* a complex tensor: the check is structural; the out-of-place op gates its dtype */
+    ts_tensor *z = ts_complex(plain, plain);
+    CHECK(z != NULL);
+    CHECK_EQ(ts_check_inplace(z, false, "sgn_"), TS_OK);
+    CHECK_EQ(ts_check_inplace(ts_select(z, 0, 0), true, "sgn_"), TS_ERR_UNSUPPORTED);
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "sgn_: in-place operation on a view");
     ts_scope_end();
     CHECK_OK();
 }

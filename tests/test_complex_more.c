@@ -222,12 +222,19 @@ typedef enum {
     F_SQUARE,
     F_POW25,
     F_POWM13,
+    F_POW0, /* PyTorch's special cases of a number exponent: 1, a, a a, sqrt, rsqrt, 1 / a */
+    F_POW1,
+    F_POW2,
+    F_POWH,
+    F_POWMH,
+    F_POWM1,
     F_RPOW,
     F_COUNT
 } fn_kind;
 static const char *const fn_names[F_COUNT] = {
     "exp",  "log",  "log2", "log10",   "sqrt", "rsqrt",  "reciprocal", "sin",      "cos",     "tan",
-    "sinh", "cosh", "tanh", "sigmoid", "sgn",  "square", "pow 2.5",    "pow -1.3", "rpow 1.7"};
+    "sinh", "cosh", "tanh", "sigmoid", "sgn",  "square", "pow 2.5",    "pow -1.3", "pow 0",
+    "pow 1", "pow 2", "pow 0.5", "pow -0.5", "pow -1", "rpow 1.7"};
 
 static double complex ref_fn(fn_kind f, double complex z) {
     switch (f) {
@@ -267,6 +274,18 @@ static double complex ref_fn(fn_kind f, double complex z) {
         return cpow(z, 2.5);
     case F_POWM13:
         return cpow(z, -1.3);
+    case F_POW0:
+        return 1;
+    case F_POW1:
+        return z;
+    case F_POW2:
+        return z * z;
+    case F_POWH:
+        return csqrt(z);
+    case F_POWMH:
+        return 1.0 / csqrt(z);
+    case F_POWM1:
+        return 1.0 / z;
     default:
         return cpow(1.7, z);
     }
@@ -309,6 +328,18 @@ static ts_tensor *apply_fn(fn_kind f, ts_tensor *z) {
         return ts_pow_scalar(z, 2.5);
     case F_POWM13:
         return ts_pow_scalar(z, -1.3);
+    case F_POW0:
+        return ts_pow_scalar(z, 0);
+    case F_POW1:
+        return ts_pow_scalar(z, 1);
+    case F_POW2:
+        return ts_pow_scalar(z, 2);
+    case F_POWH:
+        return ts_pow_scalar(z, 0.5);
+    case F_POWMH:
+        return ts_pow_scalar(z, -0.5);
+    case F_POWM1:
+        return ts_pow_scalar(z, -1);
     default:
         return ts_rpow_scalar(z, 1.7);
     }
@@ -711,6 +742,8 @@ static void test_leaf_grads(void) {
 
 int main(void) {
     ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
+    ts_mem_stats before[TS_TEST_MAX_DEVICES], after;
+    for (int i = 0; i < ndev; i++) ts_memory_stats(devs[i], &before[i]);
     test_matmul();
     test_functions();
     test_special();
@@ -719,5 +752,10 @@ int main(void) {
     test_grads();
     test_leaf_grads();
     CHECK_OK();
+    CHECK_EQ(ts_scope_depth(), 0); /* every op's own scope closed, nothing left alive */
+    for (int i = 0; i < ndev; i++) {
+        ts_memory_stats(devs[i], &after);
+        CHECK_EQ(after.live_tensors, before[i].live_tensors);
+    }
     return ts_test_finish();
 }

@@ -153,6 +153,10 @@ def _python_map(name, self, args, kw):
     return self
 
 
+# in-place draws whose out-of-place op never reads self (so never refuses a complex self itself)
+_DRAWS = ("bernoulli_", "random_")
+
+
 def _apply(name, self, args, kw):
     """self.NAME(*args, **kw), from python/src/tensor_inplace.c"""
     kw = kw or {}
@@ -172,6 +176,9 @@ def _apply(name, self, args, kw):
                        for a in chain(args, kw.values()))
     graph = _C.is_grad_enabled() and (self.requires_grad or operand_grad)
     self._check_inplace(name, operand_grad)
+    if name in _DRAWS and self.dtype.is_complex:  # they ignore self's values: no gate of theirs
+        kind = "ComplexFloat" if self.dtype == _C.complex64 else "ComplexDouble"
+        raise NotImplementedError('"%s" not implemented for \'%s\'' % (name, kind))
     if name == "float_power_" and self.dtype != _C.float64:
         raise RuntimeError("the base given to float_power_ has dtype %s but the operation's "
                            "result requires dtype Double" % _scalar_name(self.dtype))

@@ -6,7 +6,9 @@
 ts_status ts_check_inplace(ts_tensor *t, bool operand_requires_grad, const char *op) {
     tsi_init();
     if (!op) op = "in-place op";
-    if (!tsi_check_input(op, t, "input")) return ts_error();
+    /* not tsi_check_input: its complex gate is the out-of-place op's to apply (a complex tensor
+     * whose op has a complex path, sgn_ or sin_, is fine; one without is refused by that op) */
+    if (!t) return tsi_error_set(TS_ERR_ARG, "%s: input is NULL", op);
     if (!tsi_check_inplace(op, t)) return ts_error();
     /* the history would reach the view but not the tensor it views (PyTorch's CopySlices) */
     if (operand_requires_grad && tsi_grad_mode() && t->is_view && !t->requires_grad)

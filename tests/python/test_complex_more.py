@@ -90,6 +90,15 @@ def test_functions(device, dtype):
             # friends near their poles folded into atol
             np.testing.assert_allclose(arr(got), want, rtol=rtol, atol=atol * (1 + np.abs(want)).max(),
                                        err_msg=name)
+        if name in ("exp", "log", "sqrt", "sigmoid", "tanh"):
+            continue  # their in-place forms: test_inplace
+        y = x.clone()
+        assert getattr(y, name + "_")() is y and y.dtype == dtype  # the in-place form
+        np.testing.assert_allclose(arr(y), want, rtol=rtol, atol=atol * (1 + np.abs(want)).max(),
+                                   err_msg=name + "_")
+    for name, args in [("bernoulli_", ()), ("random_", ())]:  # draws: refused, as PyTorch's
+        with pytest.raises(NotImplementedError, match="not implemented for 'Complex"):
+            getattr(x.clone(), name)(*args)
     w = ctensor(cvals((3, 5), 4) * 0.5, dtype, device)
     bw = arr(w)
     r = 4 * rtol
