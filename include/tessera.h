@@ -283,48 +283,8 @@ TS_API ts_status ts_tensor_cast_(ts_tensor *t, ts_dtype dt);
  * its requires_grad, grad and graph stay. Out of host memory nothing changes. */
 TS_API ts_status ts_tensor_set_data(ts_tensor *t, ts_tensor *src);
 
-/* views (share storage with their input) */
-TS_API ts_tensor *ts_view(ts_tensor *t,
-                          ts_shape s); /* one dim may be -1; needs compatible strides */
-TS_API ts_tensor *ts_reshape(ts_tensor *t, ts_shape s); /* view when possible, else a copy */
-/* Tensor.view(dtype): t's bytes as dtype; another element size scales the last dim (which needs
- * unit stride) by the ratio. No gradient through a change of dtype (as PyTorch). */
-TS_API ts_tensor *ts_view_dtype(ts_tensor *t, ts_dtype dtype);
-/* Tensor.resize_: t takes shape size, contiguous from its storage offset, in place (a larger
- * storage, holding the old bytes first, when needed; new elements uninitialised); returns t, or
- * NULL (TS_ERR_STATE) when t requires grad. resize_as_: other's shape. */
-TS_API ts_tensor *ts_resize_(ts_tensor *t, ts_shape size);
-TS_API ts_tensor *ts_resize_as_(ts_tensor *t, ts_tensor *other);
-TS_API ts_tensor *ts_flatten(ts_tensor *t, int start_dim, int end_dim);
-TS_API ts_tensor *ts_permute(ts_tensor *t, ts_dims dims);
-TS_API ts_tensor *ts_transpose(ts_tensor *t, int d0, int d1);
-TS_API ts_tensor *ts_t(ts_tensor *t);       /* 2-D transpose (0- and 1-D returned as they are) */
-TS_API ts_tensor *ts_squeeze(ts_tensor *t); /* all size-1 dims */
-TS_API ts_tensor *ts_squeeze_dim(ts_tensor *t, int dim);
-/* squeeze(dim=(d0, d1, ...)): those of the dims whose size is 1 (a dim given twice: an error) */
-TS_API ts_tensor *ts_squeeze_dims(ts_tensor *t, ts_dims dims);
-TS_API ts_tensor *ts_unsqueeze(ts_tensor *t, int dim);
-TS_API ts_tensor *ts_narrow(ts_tensor *t, int dim, int64_t start, int64_t length);
-/* torch.as_strided: a view of t's storage with size, stride (size.ndim entries, >= 0) and
- * storage_offset (< 0: t's own); it must fit in the storage. Gradient: PyTorch's (elements read
- * twice get both reads' gradients; an input that overlaps itself shares them). */
-TS_API ts_tensor *ts_as_strided(ts_tensor *t, ts_shape size, const int64_t *stride,
-                                int64_t storage_offset);
-/* t[start:end:step] along dim, Python's rules: negative start/end count from the end, clamped */
-TS_API ts_tensor *ts_slice(ts_tensor *t, int dim, int64_t start, int64_t end, int64_t step);
-TS_API ts_tensor *ts_select(ts_tensor *t, int dim, int64_t index); /* removes dim */
-TS_API ts_tensor *ts_expand(ts_tensor *t, ts_shape s);             /* -1 keeps a dim */
-TS_API ts_tensor *ts_expand_as(ts_tensor *t, ts_tensor *other);
-TS_API ts_tensor *ts_contiguous(ts_tensor *t); /* t itself (retained) when already contiguous */
-/* Memory formats (PyTorch's torch.memory_format): TS_CHANNELS_LAST stores a 4-D [N, C, H, W]
- * tensor in N, H, W, C order (strides H*W*C, 1, W*C, C); shape and values are unchanged, so every
- * op takes it, and elementwise ops, casts, clones, conv2d and batch_norm keep it (their NHWC
- * kernels on the CPU: no reorders between convolutions). ts_contiguous_format copies t into the
- * format (t itself, retained, when it already is; differentiable); ts_is_contiguous_format asks.
- * TS_CHANNELS_LAST needs a 4-D tensor (TS_ERR_SHAPE otherwise, as PyTorch). */
-typedef enum ts_memory_format { TS_CONTIGUOUS_FORMAT = 0, TS_CHANNELS_LAST = 1 } ts_memory_format;
-TS_API ts_tensor *ts_contiguous_format(ts_tensor *t, ts_memory_format f);
-TS_API bool ts_is_contiguous_format(ts_tensor *t, ts_memory_format f);
+/* views, memory formats, resize_ */
+#include "tessera/views.h"
 
 /* ================================================================== elementwise ops */
 TS_API ts_tensor *ts_neg(ts_tensor *t);
@@ -612,142 +572,8 @@ TS_API ts_tensor *ts_pairwise_distance(ts_tensor *a, ts_tensor *b, double p, dou
 /* torch.cdist: [..., P, M] and [..., R, M] (batch dims broadcast) -> [..., P, R], p >= 0 */
 TS_API ts_tensor *ts_cdist(ts_tensor *a, ts_tensor *b, double p);
 
-/* ==================================================================== joining, indexing */
-TS_API ts_tensor *ts_cat(ts_tensor *const *ts, int n, int dim);
-TS_API ts_tensor *ts_stack(ts_tensor *const *ts, int n, int dim);
-/* split into pieces of split_size along dim (the last may be smaller); writes up to max_out views
- * into out and returns how many pieces there are (-1 on error) */
-TS_API int ts_split(ts_tensor *t, int64_t split_size, int dim, ts_tensor **out, int max_out);
-TS_API int ts_chunk(ts_tensor *t, int chunks, int dim, ts_tensor **out, int max_out);
-TS_API ts_tensor *ts_index_select(ts_tensor *t, int dim, ts_tensor *index);
-TS_API ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index);
-TS_API ts_tensor *ts_scatter_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src);
-TS_API ts_tensor *ts_scatter_add_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src);
-
-/* PyTorch's shape and indexing forms (issue 52, src/ops/shape_more.c), composed from the
- * differentiable ops above (gradients follow; results are copies, not views). Errors name the op
- * and the argument (TS_ERR_ARG, TS_ERR_SHAPE, TS_ERR_DTYPE, TS_ERR_DEVICE). */
-TS_API ts_tensor *ts_flip(ts_tensor *t, ts_dims dims); /* reverse the order along each of dims */
-TS_API ts_tensor *ts_fliplr(ts_tensor *t);             /* flip dim 1 (ndim >= 2) */
-TS_API ts_tensor *ts_flipud(ts_tensor *t);             /* flip dim 0 (ndim >= 1) */
-TS_API ts_tensor *ts_rot90(ts_tensor *t, int64_t k, int d0,
-                           int d1); /* k quarter turns, d0 towards d1 */
-/* roll by shifts[i] along dims.d[i] (dims.n == 0: one shift over the flattened tensor) */
-TS_API ts_tensor *ts_roll(ts_tensor *t, const int64_t *shifts, int nshifts, ts_dims dims);
-TS_API ts_tensor *ts_tril(ts_tensor *t,
-                          int64_t diagonal); /* last two dims; zero above the diagonal */
-TS_API ts_tensor *ts_triu(ts_tensor *t, int64_t diagonal);
-TS_API ts_tensor *ts_tril_(ts_tensor *t, int64_t diagonal);
-TS_API ts_tensor *ts_triu_(ts_tensor *t, int64_t diagonal);
-/* the diagonal of the (dim1, dim2) planes as the last dim (offset > 0: above the main one) */
-TS_API ts_tensor *ts_diagonal(ts_tensor *t, int64_t offset, int dim1, int dim2);
-/* the last dim of t as the diagonal of new (dim1, dim2) planes of size n + |offset| */
-TS_API ts_tensor *ts_diag_embed(ts_tensor *t, int64_t offset, int dim1, int dim2);
-TS_API ts_tensor *ts_diag(ts_tensor *t, int64_t diagonal);   /* 1-D: a matrix; 2-D: its diagonal */
-TS_API ts_tensor *ts_diagflat(ts_tensor *t, int64_t offset); /* diag of t flattened */
-/* each element repeated along dim (has_dim false: over the flattened tensor) */
-TS_API ts_tensor *ts_repeat_interleave(ts_tensor *t, int64_t repeats, bool has_dim, int dim);
-/* repeats: an integer tensor of one element or of t's size along dim (read on the host) */
-TS_API ts_tensor *ts_repeat_interleave_tensor(ts_tensor *t, ts_tensor *repeats, bool has_dim,
-                                              int dim);
-TS_API ts_tensor *ts_movedim(ts_tensor *t, ts_dims source, ts_dims destination); /* a view */
-/* Tensor.unfold: windows of size along dim every step, as a new last dim */
-TS_API ts_tensor *ts_unfold(ts_tensor *t, int dim, int64_t size, int64_t step);
-/* pieces of the given sizes (summing to t's size along dim) / cut at indices / n sections as
- * even as possible (torch.tensor_split); up to max_out views in out; the count, -1 on error */
-TS_API int ts_split_with_sizes(ts_tensor *t, const int64_t *sizes, int n, int dim, ts_tensor **out,
-                               int max_out);
-TS_API int ts_tensor_split_indices(ts_tensor *t, const int64_t *indices, int n, int dim,
-                                   ts_tensor **out, int max_out);
-TS_API int ts_tensor_split_sections(ts_tensor *t, int64_t sections, int dim, ts_tensor **out,
-                                    int max_out);
-TS_API ts_tensor *ts_take(ts_tensor *t,
-                          ts_tensor *index); /* t flattened at index (negatives wrap) */
-/* gather with t and index broadcast apart from dim (has_dim false: over the flattened tensor) */
-TS_API ts_tensor *ts_take_along_dim(ts_tensor *t, ts_tensor *index, bool has_dim, int dim);
-/* t with alpha * src's slices added at / copied to / value filled into the 1-D index along dim */
-TS_API ts_tensor *ts_index_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
-                               double alpha);
-TS_API ts_tensor *ts_index_add_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
-                                double alpha);
-TS_API ts_tensor *ts_index_copy(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src);
-TS_API ts_tensor *ts_index_copy_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src);
-TS_API ts_tensor *ts_index_fill(ts_tensor *t, int dim, ts_tensor *index, double value);
-TS_API ts_tensor *ts_index_fill_(ts_tensor *t, int dim, ts_tensor *index, double value);
-/* scatter: src's values (or value) written at index along dim; reduce NULL, "add" or "multiply"
- * (a position written twice without reduce keeps the last write, as PyTorch's CPU) */
-TS_API ts_tensor *ts_scatter(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
-                             const char *reduce);
-TS_API ts_tensor *ts_scatter_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
-                              const char *reduce);
-TS_API ts_tensor *ts_scatter_value(ts_tensor *t, int dim, ts_tensor *index, double value,
-                                   const char *reduce);
-TS_API ts_tensor *ts_scatter_value_(ts_tensor *t, int dim, ts_tensor *index, double value,
-                                    const char *reduce);
-/* scatter_reduce: reduce "sum", "prod", "mean", "amax" or "amin" */
-TS_API ts_tensor *ts_scatter_reduce(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
-                                    const char *reduce, bool include_self);
-TS_API ts_tensor *ts_scatter_reduce_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
-                                     const char *reduce, bool include_self);
-TS_API ts_tensor *ts_nonzero(ts_tensor *t); /* int64 [count, ndim] (read on the host) */
-TS_API ts_tensor *ts_masked_select(ts_tensor *t, ts_tensor *mask); /* 1-D, t and mask broadcast */
-/* t with the positions where mask (broadcast to t) is true taken from src's first elements */
-TS_API ts_tensor *ts_masked_scatter(ts_tensor *t, ts_tensor *mask, ts_tensor *src);
-TS_API ts_tensor *ts_masked_scatter_(ts_tensor *t, ts_tensor *mask, ts_tensor *src);
-TS_API ts_tensor *ts_block_diag(ts_tensor *const *ts,
-                                int n); /* 0-, 1- or 2-D blocks, dtypes promoted */
-TS_API ts_tensor *ts_one_hot(ts_tensor *index, int64_t num_classes); /* -1: max+1; result i64 */
-
-/* Sorting and selection (issue 52; src/ops/sort.c, quantile.c, search.c). Orders are planned on
- * the host (one read of the values) and the values gathered on t's device; uint64 is refused.
- * Order: stable, NaN above every number (first when descending); where PyTorch leaves the index
- * of equal values open (stable=false, topk, kthvalue, median, mode) it is that of this order.
- * Functions with `indices` return the values and set *indices (int64; NULL: not wanted); the
- * values' gradient is scattered back through the indices. */
-TS_API ts_tensor *ts_sort(ts_tensor *t, int dim, bool descending, bool stable, ts_tensor **indices);
-TS_API ts_tensor *ts_argsort(ts_tensor *t, int dim, bool descending, bool stable);
-TS_API ts_tensor *ts_msort(ts_tensor *t); /* sort along dim 0 */
-/* the k largest (smallest) along dim, in sorted order; k in [0, size] */
-TS_API ts_tensor *ts_topk(ts_tensor *t, int64_t k, int dim, bool largest, bool sorted,
-                          ts_tensor **indices);
-TS_API ts_tensor *ts_kthvalue(ts_tensor *t, int64_t k, int dim, bool keepdim, ts_tensor **indices);
-/* lower median of all elements (NaN when any is NaN; NaN for an empty float tensor); nanmedian
- * ignores NaNs. Gradient shared among the elements equal to the result. */
-TS_API ts_tensor *ts_median(ts_tensor *t);
-TS_API ts_tensor *ts_nanmedian(ts_tensor *t);
-TS_API ts_tensor *ts_median_dim(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices);
-TS_API ts_tensor *ts_nanmedian_dim(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices);
-/* most frequent value along dim (the smallest of ties), at its last index */
-TS_API ts_tensor *ts_mode(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices);
-/* q: a 0-dim or 1-D tensor of t's dtype (its dim first in the result), or NULL and q_scalar;
- * has_dim false: over all elements. interpolation "linear", "lower", "higher", "midpoint" or
- * "nearest". float32 / float64 only; nanquantile ignores NaNs. Differentiable. */
-TS_API ts_tensor *ts_quantile(ts_tensor *t, ts_tensor *q, double q_scalar, bool has_dim, int dim,
-                              bool keepdim, const char *interpolation);
-TS_API ts_tensor *ts_nanquantile(ts_tensor *t, ts_tensor *q, double q_scalar, bool has_dim, int dim,
-                                 bool keepdim, const char *interpolation);
-/* indices into sorted_sequence's last dim (1-D, or matching values' leading dims) where values
- * would be inserted: first (right false) or last place; sorter: int64 argsort of the sequence or
- * NULL. Result values' shape, int64 (int32 with out_int32). */
-TS_API ts_tensor *ts_searchsorted(ts_tensor *sorted_sequence, ts_tensor *values, bool out_int32,
-                                  bool right, ts_tensor *sorter);
-TS_API ts_tensor *ts_bucketize(ts_tensor *input, ts_tensor *boundaries, bool out_int32, bool right);
-/* unique elements (has_dim false, 1-D result) or slices along dim, ascending; *inverse (int64,
- * t's shape; along dim: 1-D) and *counts when asked (NULL: not wanted) */
-TS_API ts_tensor *ts_unique(ts_tensor *t, bool sorted, bool has_dim, int dim, ts_tensor **inverse,
-                            ts_tensor **counts);
-TS_API ts_tensor *ts_unique_consecutive(ts_tensor *t, bool has_dim, int dim, ts_tensor **inverse,
-                                        ts_tensor **counts);
-/* histogram of bins equal bins over [min, max] (min == max: the data's range); float32/64 */
-TS_API ts_tensor *ts_histc(ts_tensor *t, int64_t bins, double min, double max);
-/* counts of each value of a 1-D non-negative integer tensor (weights: their sums; float32 weights
- * give float32, others float64), at least minlength long */
-TS_API ts_tensor *ts_bincount(ts_tensor *t, ts_tensor *weights, int64_t minlength);
-/* bool, elements' shape: whether each element is in test_elements (negated with invert) */
-TS_API ts_tensor *ts_isin(ts_tensor *elements, ts_tensor *test_elements, bool assume_unique,
-                          bool invert);
-TS_API ts_tensor *ts_softmax(ts_tensor *t, int dim);
-TS_API ts_tensor *ts_log_softmax(ts_tensor *t, int dim);
+/* joining, splitting, indexing, sorting, counting, softmax */
+#include "tessera/indexing.h"
 
 /* predicates, logical and bitwise forms, cumulative ops, more pointwise forms */
 #include "tessera/logic.h"
@@ -807,6 +633,8 @@ TS_API ts_tensor *ts_log_softmax(ts_tensor *t, int dim);
 #include "tessera/weight_stream.h"
 /* the checks of an in-place op, for bindings that build one from the out-of-place op */
 #include "tessera/inplace.h"
+/* a tensor's storage: set_, as_strided_, data_ptr, its bytes as a tensor */
+#include "tessera/storage.h"
 
 #ifdef __cplusplus
 }
