@@ -23,13 +23,7 @@ static int ndev;
 static double buf_a[MAXV], buf_b[MAXV], got[MAXV], got2[MAXV], got3[MAXV];
 
 /* uniform in [-1, 1) from a seeded linear congruential generator (full rank in practice) */
-static void fill(double *v, int64_t n, int seed) {
-    uint32_t x = 2654435761u * (uint32_t)(seed + 1);
-    for (int64_t i = 0; i < n; i++) {
-        x = x * 1664525u + 1013904223u;
-        v[i] = (double)(x >> 8) / 8388608.0 - 1.0;
-    }
-}
+#define fill ts_test_fill_uniform /* tests/support/host_values.h */
 /* batch of n x n matrices made well conditioned: + n on the diagonal */
 static void fill_dominant(double *v, int64_t batch, int64_t n, int seed) {
     fill(v, batch * n * n, seed);

@@ -28,13 +28,7 @@ static double va[MAXV], vb[MAXV], g1[MAXV], g2[MAXV], g3[MAXV];
 static double eps_of(ts_dtype dt) { return dt == TS_F32 ? 0x1p-24 : 0x1p-53; }
 
 /* uniform in [-1, 1) from a seeded linear congruential generator */
-static void fill(double *v, int64_t n, int seed) {
-    uint32_t x = 2654435761u * (uint32_t)(seed + 1);
-    for (int64_t i = 0; i < n; i++) {
-        x = x * 1664525u + 1013904223u;
-        v[i] = (double)(x >> 8) / 8388608.0 - 1.0;
-    }
-}
+#define fill ts_test_fill_uniform /* tests/support/host_values.h */
 /* non-symmetric, well conditioned: uniform entries plus 2 sqrt(n) on the diagonal, the rows of
  * every other matrix in reverse order (so that partial pivoting swaps rows) */
 static void fill_mats(double *v, int64_t batch, int64_t n, int seed) {

@@ -23,13 +23,7 @@ static int ndev;
 #define MAXV 4096
 static double ha[MAXV], hb[MAXV], hA[MAXV], hm[MAXV], hu[MAXV], hs[MAXV], hv[MAXV], hr[MAXV];
 
-static void fill(double *v, int64_t n, int seed) {
-    uint32_t x = 2654435761u * (uint32_t)(seed + 1);
-    for (int64_t i = 0; i < n; i++) {
-        x = x * 1664525u + 1013904223u;
-        v[i] = (double)(x >> 8) / 8388608.0 - 1.0;
-    }
-}
+#define fill ts_test_fill_uniform /* tests/support/host_values.h */
 #define mk ts_test_tensor_f64 /* tests/support/host_values.h */
 #define rd(t, out) ts_test_read_f64(t, out, MAXV)
 #define has_shape ts_test_shape_is

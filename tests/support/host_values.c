@@ -20,3 +20,11 @@ bool ts_test_shape_is(ts_tensor *t, ts_shape s) {
     for (int k = 0; ok && k < s.ndim; k++) ok = g.dims[k] == s.dims[k];
     return ok;
 }
+
+void ts_test_fill_uniform(double *v, int64_t n, int seed) {
+    uint32_t x = 2654435761u * (uint32_t)(seed + 1);
+    for (int64_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        v[i] = (double)(x >> 8) / 8388608.0 - 1.0;
+    }
+}

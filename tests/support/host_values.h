@@ -13,6 +13,8 @@ ts_tensor *ts_test_tensor_f64(ts_shape s, const double *v, ts_dtype dt, ts_devic
 /* t's elements (any dtype, device and strides) as doubles in row-major order into out; false for
  * NULL, a failed copy or more than max elements */
 bool ts_test_read_f64(ts_tensor *t, double *out, int64_t max);
+/* n values in [-1, 1) from a linear congruential sequence seeded by seed (reproducible inputs) */
+void ts_test_fill_uniform(double *v, int64_t n, int seed);
 /* t is not NULL and has shape s */
 bool ts_test_shape_is(ts_tensor *t, ts_shape s);
 
