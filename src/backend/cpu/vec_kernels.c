@@ -13,9 +13,10 @@
 #define TSV_X86 1
 #include <immintrin.h>
 #endif
-/* clang ignores GCC target pragmas, so the F16C and FMA intrinsics would not inline into the
- * variants there: a clang build (the fuzzing one) converts halves in software and fuses
- * multiply-adds through fmaf lane by lane (vec_math_impl.h's fallback, the same bits) */
+/* clang ignores GCC target pragmas, so the F16C, FMA, movemask and sqrt intrinsics would not
+ * inline into the variants there: a clang build (the fuzzing one) converts halves in software,
+ * fuses multiply-adds through fmaf lane by lane and reads lane masks and square roots lane by lane
+ * (vec_math_impl.h's fallbacks, the same bits) */
 #ifdef __clang__
 #define TSV_F16C_WIDTH(w) 0
 #else
@@ -107,12 +108,12 @@ typedef uint16_t tsv_v8h __attribute__((vector_size(16)));
 #define TSV_W       8
 #define TSV_F16C    TSV_F16C_WIDTH(256)
 #define TSV_ISA     TS_ISA_AVX2
-#define TSV_MASK_D(m) _mm256_movemask_pd((__m256d)(m))
-#define TSV_SQRT_D(v) _mm256_sqrt_pd(v)
 #define TSV_NAME(x) x##_avx2
 #ifdef TSV_FMA_X86
 #define TSV_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define TSV_FMA_D(a, b, c) _mm256_fmadd_pd(a, b, c)
+#define TSV_MASK_D(m) _mm256_movemask_pd((__m256d)(m))
+#define TSV_SQRT_D(v) _mm256_sqrt_pd(v)
 #endif
 /* the math, then the loops over it */
 /* clang-format off */
@@ -135,12 +136,12 @@ typedef uint16_t tsv_v16h __attribute__((vector_size(32)));
 #define TSV_W       16
 #define TSV_F16C    TSV_F16C_WIDTH(512)
 #define TSV_ISA     TS_ISA_AVX512
-#define TSV_MASK_D(m) _mm512_movepi64_mask((__m512i)(m))
-#define TSV_SQRT_D(v) _mm512_sqrt_pd(v)
 #define TSV_NAME(x) x##_avx512
 #ifdef TSV_FMA_X86
 #define TSV_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define TSV_FMA_D(a, b, c) _mm512_fmadd_pd(a, b, c)
+#define TSV_MASK_D(m) _mm512_movepi64_mask((__m512i)(m))
+#define TSV_SQRT_D(v) _mm512_sqrt_pd(v)
 #endif
 /* the math, then the loops over it */
 /* clang-format off */
