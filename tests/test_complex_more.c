@@ -232,9 +232,9 @@ typedef enum {
     F_COUNT
 } fn_kind;
 static const char *const fn_names[F_COUNT] = {
-    "exp",  "log",  "log2", "log10",   "sqrt", "rsqrt",  "reciprocal", "sin",      "cos",     "tan",
-    "sinh", "cosh", "tanh", "sigmoid", "sgn",  "square", "pow 2.5",    "pow -1.3", "pow 0",
-    "pow 1", "pow 2", "pow 0.5", "pow -0.5", "pow -1", "rpow 1.7"};
+    "exp",   "log",   "log2",  "log10",   "sqrt",     "rsqrt",  "reciprocal", "sin",     "cos",
+    "tan",   "sinh",  "cosh",  "tanh",    "sigmoid",  "sgn",    "square",     "pow 2.5", "pow -1.3",
+    "pow 0", "pow 1", "pow 2", "pow 0.5", "pow -0.5", "pow -1", "rpow 1.7"};
 
 static double complex ref_fn(fn_kind f, double complex z) {
     switch (f) {

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_values.h"
 #include "tessera.h"
 #include "tessera/linalg.h"
-#include "host_values.h"
 #include "ts_test.h"
 
 static ts_device devs[TS_TEST_MAX_DEVICES];
@@ -49,9 +49,9 @@ static int64_t numel_of(ts_shape s) {
     for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
     return n;
 }
-#define mk ts_test_tensor_f64 /* tests/support/host_values.h */
+#define mk         ts_test_tensor_f64 /* tests/support/host_values.h */
 #define rd(t, out) ts_test_read_f64(t, out, MAXV)
-#define has_shape ts_test_shape_is
+#define has_shape  ts_test_shape_is
 /* c (m x n) = a (m x k) b (k x n), row-major */
 static void mm(const double *a, const double *b, double *c, int64_t m, int64_t k, int64_t n) {
     for (int64_t i = 0; i < m; i++)

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_values.h"
 #include "tessera.h"
 #include "tessera/linalg.h"
-#include "host_values.h"
 #include "ts_test.h"
 
 static ts_device devs[TS_TEST_MAX_DEVICES];
@@ -20,10 +20,10 @@ static int ndev;
 #define MAXV 1024
 static double va[MAXV], vb[MAXV], vc[MAXV], vd[MAXV];
 
-#define fill ts_test_fill_uniform /* tests/support/host_values.h */
-#define mk ts_test_tensor_f64 /* tests/support/host_values.h */
+#define fill       ts_test_fill_uniform /* tests/support/host_values.h */
+#define mk         ts_test_tensor_f64   /* tests/support/host_values.h */
 #define rd(t, out) ts_test_read_f64(t, out, MAXV)
-#define is_shape ts_test_shape_is
+#define is_shape   ts_test_shape_is
 static double tol_of(ts_dtype dt, int64_t n) {
     return (dt == TS_F32 ? 6e-8 : 1.2e-16) * 64.0 * (double)(n > 0 ? n : 1);
 }

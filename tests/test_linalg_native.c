@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "fault_sweep.h"
+#include "host_values.h"
 #include "tessera.h"
 #include "tessera/linalg.h"
-#include "host_values.h"
 #include "ts_test.h"
 
 static ts_device devs[TS_TEST_MAX_DEVICES];
@@ -43,7 +43,7 @@ static void fill_mats(double *v, int64_t batch, int64_t n, int seed) {
             }
     }
 }
-#define mk ts_test_tensor_f64 /* tests/support/host_values.h */
+#define mk         ts_test_tensor_f64 /* tests/support/host_values.h */
 #define rd(t, out) ts_test_read_f64(t, out, MAXV)
 static bool same_shape(ts_tensor *t, ts_shape s) {
     if (!t) return false;

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tessera.h"
 #include "host_values.h"
+#include "tessera.h"
 #include "ts_test.h"
 
 static ts_device devs[TS_TEST_MAX_DEVICES];
@@ -23,8 +23,8 @@ static double hx[MAXV], hw[MAXV], hb[MAXV], hcw[MAXV], hp[MAXV], href[MAXV], hgo
 static double g1[MAXV], g2[MAXV];
 static int64_t ht[MAXV];
 
-#define fill ts_test_fill_uniform /* tests/support/host_values.h */
-#define mk ts_test_tensor_f64 /* tests/support/host_values.h */
+#define fill       ts_test_fill_uniform /* tests/support/host_values.h */
+#define mk         ts_test_tensor_f64   /* tests/support/host_values.h */
 #define rd(t, out) ts_test_read_f64(t, out, MAXV)
 
 typedef struct {

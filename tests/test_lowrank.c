@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_values.h"
 #include "tessera.h"
 #include "tessera/linalg.h"
-#include "host_values.h"
 #include "ts_test.h"
 
 static ts_device devs[TS_TEST_MAX_DEVICES];
@@ -23,10 +23,10 @@ static int ndev;
 #define MAXV 4096
 static double ha[MAXV], hb[MAXV], hA[MAXV], hm[MAXV], hu[MAXV], hs[MAXV], hv[MAXV], hr[MAXV];
 
-#define fill ts_test_fill_uniform /* tests/support/host_values.h */
-#define mk ts_test_tensor_f64 /* tests/support/host_values.h */
+#define fill       ts_test_fill_uniform /* tests/support/host_values.h */
+#define mk         ts_test_tensor_f64   /* tests/support/host_values.h */
 #define rd(t, out) ts_test_read_f64(t, out, MAXV)
-#define has_shape ts_test_shape_is
+#define has_shape  ts_test_shape_is
 
 /* A [batch, m, n] = a [batch, m, k] b[batch, n, k]^T, host */
 static void low_rank(int64_t batch, int64_t m, int64_t n, int64_t k, int seed) {

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tessera.h"
 #include "host_values.h"
+#include "tessera.h"
 #include "ts_test.h"
 
 static ts_device devs[TS_TEST_MAX_DEVICES];
@@ -22,8 +22,8 @@ static int ndev;
 static double hx[MAXV], hg[MAXV], href[MAXV], hgot[MAXV], hauto[MAXV];
 static int64_t hidx[MAXV];
 
-#define fill ts_test_fill_uniform /* tests/support/host_values.h */
-#define mk ts_test_tensor_f64 /* tests/support/host_values.h */
+#define fill       ts_test_fill_uniform /* tests/support/host_values.h */
+#define mk         ts_test_tensor_f64   /* tests/support/host_values.h */
 #define rd(t, out) ts_test_read_f64(t, out, MAXV)
 static bool rd_i64(ts_tensor *t, int64_t *out) {
     ts_tensor *h = t ? ts_to(ts_contiguous(t), ts_cpu()) : NULL;

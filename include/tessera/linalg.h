@@ -138,7 +138,7 @@ TS_API ts_tensor *ts_svd_lowrank(ts_tensor *A, int64_t q, int64_t niter, ts_tens
 /* torch.pca_lowrank: svd_lowrank of A minus its column means (center) or of A; q
  * TS_LOWRANK_Q_DEFAULT: min(6, m, n); q outside [0, min(m, n)] or niter < 0: TS_ERR_ARG with
  * PyTorch's message. */
-TS_API ts_tensor *ts_pca_lowrank(ts_tensor *A, int64_t q, bool center, int64_t niter,
-                                 ts_tensor **S, ts_tensor **V);
+TS_API ts_tensor *ts_pca_lowrank(ts_tensor *A, int64_t q, bool center, int64_t niter, ts_tensor **S,
+                                 ts_tensor **V);
 
 #endif /* TESSERA_LINALG_H */

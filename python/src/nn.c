@@ -127,8 +127,7 @@ static PyObject *nn_max_pool2d_backward(PyObject *self, PyObject *args) {
                           &o[2]))
         return NULL;
     p.ceil_mode = ceil;
-    if (tensor_args(o, t, 3, "max_pool2d_with_indices_backward", names, 0u) < 0 ||
-        tsp_enter() < 0)
+    if (tensor_args(o, t, 3, "max_pool2d_with_indices_backward", names, 0u) < 0 || tsp_enter() < 0)
         return NULL;
     TSP_NOGIL(y = ts_max_pool2d_backward(t[0], t[1], p, t[2]));
     return tsp_wrap(y);
@@ -305,8 +304,8 @@ static PyObject *nn_linear_cross_entropy(PyObject *self, PyObject *args) {
     int reduction;
     long long chunk;
     ts_loss_opts lo = {0};
-    if (!PyArg_ParseTuple(args, "OOOOOiOdL:linear_cross_entropy", &o[0], &o[1], &o[2], &o[3],
-                          &o[4], &reduction, &ignore, &lo.label_smoothing, &chunk))
+    if (!PyArg_ParseTuple(args, "OOOOOiOdL:linear_cross_entropy", &o[0], &o[1], &o[2], &o[3], &o[4],
+                          &reduction, &ignore, &lo.label_smoothing, &chunk))
         return NULL;
     if (reduction < 0 || reduction > 2)
         return PyErr_Format(PyExc_ValueError, "linear_cross_entropy: bad reduction %d", reduction);

@@ -1,8 +1,9 @@
 /* tensor_extra.c — issue 52's remaining Tensor methods whose bodies are exact Python
  * compositions in python/tessera/_ops_extra.py (the random family's cauchy_ / exponential_ /
  * geometric_ / log_normal_, multinomial, index_put, index_reduce, put, as_strided_scatter,
- * nonzero_static, new_empty_strided; untyped_storage / storage from _storage.py). The type is immutable from Python, so each method here
- * forwards self and its arguments to the function of the same name there. */
+ * nonzero_static, new_empty_strided; untyped_storage / storage from _storage.py). The type is
+ * immutable from Python, so each method here forwards self and its arguments to the function of the
+ * same name there. */
 #include "tensor_impl.h"
 
 static PyObject *forward(const char *name, PyObject *self, PyObject *args, PyObject *kw) {

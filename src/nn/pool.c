@@ -322,8 +322,7 @@ ts_tensor *ts_max_pool2d_backward(ts_tensor *go, ts_tensor *x, ts_pool2d_opts o,
     ts_tensor *all[3] = {go, x, indices};
     ts_device dev;
     if (!tsi_same_device(op, all, 3, false, &dev)) return NULL;
-    const ts_shape os =
-        g.unbatched ? TS_SHAPE(g.c, g.oh, g.ow) : TS_SHAPE(g.n, g.c, g.oh, g.ow);
+    const ts_shape os = g.unbatched ? TS_SHAPE(g.c, g.oh, g.ow) : TS_SHAPE(g.n, g.c, g.oh, g.ow);
     if (!same_shape(go->shape, os) || !same_shape(indices->shape, os))
         return tsi_error_set(TS_ERR_SHAPE,
                              "%s: grad_output %s and indices %s must have the pooling's output "

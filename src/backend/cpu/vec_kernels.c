@@ -71,14 +71,14 @@ typedef int32_t tsv_v4i __attribute__((vector_size(16)));
 typedef double tsv_v2d __attribute__((vector_size(16)));
 typedef int64_t tsv_v2l __attribute__((vector_size(16)));
 typedef uint16_t tsv_v4h __attribute__((vector_size(8)));
-#define TSV_F       tsv_v4f
-#define TSV_I       tsv_v4i
-#define TSV_D       tsv_v2d
-#define TSV_L       tsv_v2l
-#define TSV_H       tsv_v4h
-#define TSV_W       4
-#define TSV_F16C    0
-#define TSV_ISA     TS_ISA_GENERIC
+#define TSV_F    tsv_v4f
+#define TSV_I    tsv_v4i
+#define TSV_D    tsv_v2d
+#define TSV_L    tsv_v2l
+#define TSV_H    tsv_v4h
+#define TSV_W    4
+#define TSV_F16C 0
+#define TSV_ISA  TS_ISA_GENERIC
 #ifdef TSV_X86
 #define TSV_MASK_D(m) _mm_movemask_pd((__m128d)(m))
 #define TSV_SQRT_D(v) _mm_sqrt_pd(v)
@@ -110,10 +110,10 @@ typedef uint16_t tsv_v8h __attribute__((vector_size(16)));
 #define TSV_ISA     TS_ISA_AVX2
 #define TSV_NAME(x) x##_avx2
 #ifdef TSV_FMA_X86
-#define TSV_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define TSV_FMA(a, b, c)   _mm256_fmadd_ps(a, b, c)
 #define TSV_FMA_D(a, b, c) _mm256_fmadd_pd(a, b, c)
-#define TSV_MASK_D(m) _mm256_movemask_pd((__m256d)(m))
-#define TSV_SQRT_D(v) _mm256_sqrt_pd(v)
+#define TSV_MASK_D(m)      _mm256_movemask_pd((__m256d)(m))
+#define TSV_SQRT_D(v)      _mm256_sqrt_pd(v)
 #endif
 /* the math, then the loops over it */
 /* clang-format off */
@@ -138,10 +138,10 @@ typedef uint16_t tsv_v16h __attribute__((vector_size(32)));
 #define TSV_ISA     TS_ISA_AVX512
 #define TSV_NAME(x) x##_avx512
 #ifdef TSV_FMA_X86
-#define TSV_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define TSV_FMA(a, b, c)   _mm512_fmadd_ps(a, b, c)
 #define TSV_FMA_D(a, b, c) _mm512_fmadd_pd(a, b, c)
-#define TSV_MASK_D(m) _mm512_movepi64_mask((__m512i)(m))
-#define TSV_SQRT_D(v) _mm512_sqrt_pd(v)
+#define TSV_MASK_D(m)      _mm512_movepi64_mask((__m512i)(m))
+#define TSV_SQRT_D(v)      _mm512_sqrt_pd(v)
 #endif
 /* the math, then the loops over it */
 /* clang-format off */
