@@ -411,15 +411,31 @@ static inline TSV_D TSV_NAME(tsv_mad_d)(TSV_D a, TSV_D b, TSV_D c) {
 #endif
 }
 #define TSV_MADS_D(a, b, c) TSV_NAME(tsv_mad_d)(a, b, TSV_NAME(tsv_splat_d)(c))
+/* the two multiply-add logs' shared steps: x = 2^e m with m in [sqrt(1/2), sqrt(2)); returns
+ * f = m - 1 with fe = e, s = f / (2 + f), z = s^2; and log x from them and the polynomial q(z) */
+static inline TSV_D TSV_NAME(tsv_log_reduce_fd)(TSV_D x, TSV_D *fe, TSV_D *s, TSV_D *z) {
+    const TSV_L bits = (TSV_L)x + (0x3ff0000000000000LL - 0x3fe6a09e667f3bcdLL);
+    const TSV_L e = (bits >> 52) - 1023;
+    const TSV_D m = (TSV_D)((bits & 0x000fffffffffffffLL) + 0x3fe6a09e667f3bcdLL);
+    const TSV_D magic = TSV_NAME(tsv_splat_d)(6755399441055744.0);
+    const TSV_D f = m - 1.0;
+    *fe = (TSV_D)(e + (TSV_L)magic) - magic;
+    *s = f / (2.0 + f);
+    *z = *s * *s;
+    return f;
+}
+static inline TSV_D TSV_NAME(tsv_log_finish_fd)(TSV_D f, TSV_D fe, TSV_D s, TSV_D z, TSV_D q) {
+    const TSV_D hfsq = 0.5 * f * f;
+    const TSV_D t =
+        TSV_NAME(tsv_mad_d)(s, TSV_NAME(tsv_mad_d)(q, z, hfsq), fe * 1.90821492927058770002e-10);
+    return TSV_NAME(tsv_mad_d)(fe, TSV_NAME(tsv_splat_d)(6.93147180369123816490e-01),
+                               f - (hfsq - t));
+}
 /* tsv_log_d's formula for x > 0, normal and finite, without the special cases, with multiply-adds
  * (within a few ulps of tsv_log_d) */
 static inline TSV_D TSV_NAME(tsv_log_pos_fd)(TSV_D x) {
-    const TSV_L bits = (TSV_L)x + (0x3ff0000000000000LL - 0x3fe6a09e667f3bcdLL);
-    const TSV_L e = (bits >> 52) - 1023; /* m = x / 2^e in [sqrt(1/2), sqrt(2)) */
-    const TSV_D m = (TSV_D)((bits & 0x000fffffffffffffLL) + 0x3fe6a09e667f3bcdLL);
-    const TSV_D magic = TSV_NAME(tsv_splat_d)(6755399441055744.0);
-    const TSV_D fe = (TSV_D)(e + (TSV_L)magic) - magic;
-    const TSV_D f = m - 1.0, hfsq = 0.5 * f * f, s = f / (2.0 + f), z = s * s;
+    TSV_D fe, s, z;
+    const TSV_D f = TSV_NAME(tsv_log_reduce_fd)(x, &fe, &s, &z);
     TSV_D q = TSV_NAME(tsv_splat_d)(1.30866261478401021381e-1);
     q = TSV_MADS_D(q, z, 1.32687731386568851847e-1);
     q = TSV_MADS_D(q, z, 1.53862397028146581885e-1);
@@ -428,28 +444,18 @@ static inline TSV_D TSV_NAME(tsv_log_pos_fd)(TSV_D x) {
     q = TSV_MADS_D(q, z, 2.85714285708036118108e-1);
     q = TSV_MADS_D(q, z, 4.00000000000008769827e-1);
     q = TSV_MADS_D(q, z, 6.66666666666666664649e-1);
-    const TSV_D t =
-        TSV_NAME(tsv_mad_d)(s, TSV_NAME(tsv_mad_d)(q, z, hfsq), fe * 1.90821492927058770002e-10);
-    return TSV_NAME(tsv_mad_d)(fe, TSV_NAME(tsv_splat_d)(6.93147180369123816490e-01),
-                               f - (hfsq - t));
+    return TSV_NAME(tsv_log_finish_fd)(f, fe, s, z, q);
 }
 /* tsv_log_unit_d's formula (its x in [2^-60, 1]) with multiply-adds */
 static inline TSV_D TSV_NAME(tsv_log_unit_fd)(TSV_D x) {
-    const TSV_L bits = (TSV_L)x + (0x3ff0000000000000LL - 0x3fe6a09e667f3bcdLL);
-    const TSV_L e = (bits >> 52) - 1023;
-    const TSV_D m = (TSV_D)((bits & 0x000fffffffffffffLL) + 0x3fe6a09e667f3bcdLL);
-    const TSV_D magic = TSV_NAME(tsv_splat_d)(6755399441055744.0);
-    const TSV_D fe = (TSV_D)(e + (TSV_L)magic) - magic;
-    const TSV_D f = m - 1.0, hfsq = 0.5 * f * f, s = f / (2.0 + f), z = s * s;
+    TSV_D fe, s, z;
+    const TSV_D f = TSV_NAME(tsv_log_reduce_fd)(x, &fe, &s, &z);
     TSV_D q = TSV_NAME(tsv_splat_d)(1.8181795640132906276e-1);
     q = TSV_MADS_D(q, z, 2.22222223917139174419e-1);
     q = TSV_MADS_D(q, z, 2.85714285708036118108e-1);
     q = TSV_MADS_D(q, z, 4.00000000000008769827e-1);
     q = TSV_MADS_D(q, z, 6.66666666666666664649e-1);
-    const TSV_D t =
-        TSV_NAME(tsv_mad_d)(s, TSV_NAME(tsv_mad_d)(q, z, hfsq), fe * 1.90821492927058770002e-10);
-    return TSV_NAME(tsv_mad_d)(fe, TSV_NAME(tsv_splat_d)(6.93147180369123816490e-01),
-                               f - (hfsq - t));
+    return TSV_NAME(tsv_log_finish_fd)(f, fe, s, z, q);
 }
 /* tsv_erfinv_poly_d with multiply-adds */
 static inline TSV_D TSV_NAME(tsv_erfinv_poly_fd)(TSV_D x, TSV_D w) {
