@@ -150,9 +150,10 @@ if(TS_DNNL)
   endif()
 endif()
 
-# CUDA (TS_CUDA=AUTO builds it whenever nvcc is found). The runtime, cuBLAS and cuFFT are required;
-# cuDNN (TS_HAVE_CUDNN) and NCCL (TS_HAVE_NCCL) are optional: without cuDNN convolutions run as
-# im2col + cuBLAS, without NCCL multi-GPU reductions go through peer copies. The build needs no GPU.
+# CUDA (TS_CUDA=AUTO builds it whenever nvcc is found). The runtime, cuBLAS, cuFFT and cuSOLVER are
+# required; cuDNN (TS_HAVE_CUDNN) and NCCL (TS_HAVE_NCCL) are optional: without cuDNN convolutions
+# run as im2col + cuBLAS, without NCCL multi-GPU reductions go through peer copies. The build needs
+# no GPU.
 set(TS_CUDA_ENABLED OFF)
 set(TS_CUDA_LIBS "")
 set(TS_CUDA_DEFS "")
@@ -170,16 +171,17 @@ if(NOT TS_CUDA STREQUAL "OFF")
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
     find_package(CUDAToolkit)
-    if(CUDAToolkit_FOUND AND TARGET CUDA::cudart AND TARGET CUDA::cublas AND TARGET CUDA::cufft)
+    if(CUDAToolkit_FOUND AND TARGET CUDA::cudart AND TARGET CUDA::cublas AND TARGET CUDA::cufft
+       AND TARGET CUDA::cusolver)
       set(TS_CUDA_ENABLED ON)
       set(CMAKE_CUDA_STANDARD 17)
       set(CMAKE_CUDA_STANDARD_REQUIRED ON)
       set(CMAKE_CUDA_EXTENSIONS OFF)
-      list(APPEND TS_CUDA_LIBS CUDA::cudart CUDA::cublas CUDA::cufft)
+      list(APPEND TS_CUDA_LIBS CUDA::cudart CUDA::cublas CUDA::cufft CUDA::cusolver)
       list(APPEND TS_CUDA_DEFS TS_HAVE_CUDA=1)
       # nvcc's kernel launch stubs use libstdc++'s static-guard and unwinding symbols: programs
       # built outside CMake link it too (CMake links with the host C++ compiler by itself)
-      set(TS_PC_LIBS "${TS_PC_LIBS} -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas -lcufft -lstdc++")
+      set(TS_PC_LIBS "${TS_PC_LIBS} -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas -lcufft -lcusolver -lstdc++")
       message(STATUS "Tessera: CUDA ${CUDAToolkit_VERSION} found (architectures "
                      "${CMAKE_CUDA_ARCHITECTURES})")
 
@@ -211,7 +213,8 @@ if(NOT TS_CUDA STREQUAL "OFF")
     endif()
   endif()
   if(TS_CUDA STREQUAL "ON" AND NOT TS_CUDA_ENABLED)
-    message(FATAL_ERROR "TS_CUDA=ON but no CUDA toolkit (nvcc, cudart, cuBLAS) was found")
+    message(FATAL_ERROR "TS_CUDA=ON but no CUDA toolkit (nvcc, cudart, cuBLAS, cuFFT, cuSOLVER) "
+                        "was found")
   endif()
   if(NOT TS_CUDA_ENABLED)
     message(STATUS "Tessera: no CUDA toolkit: building without the CUDA backend")

@@ -19,6 +19,27 @@ typedef struct ts_backward_opts {
     bool retain_graph; /* keep saved tensors so backward can run through the graph again */
 } ts_backward_opts;
 TS_API void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o); /* grad NULL: ones */
+/* PyTorch's torch.autograd.grad and backward(inputs=, create_graph=): one backward pass from
+ * outputs[0 .. n_outputs) seeded with grad_outputs[i] (NULL entry or array: ones for a
+ * one-element real output). With inputs (n_inputs > 0; leaves or tensors made by recorded ops,
+ * each requiring grad) only what leads to them runs: grads[k] (not accumulate) receives input k's
+ * gradient, scope-owned, or NULL when the outputs do not depend on it (an error unless
+ * allow_unused), and no .grad anywhere changes; with accumulate the gradients are added into the
+ * inputs' .grad instead (grads may be NULL). n_inputs 0 with accumulate: every leaf, as
+ * ts_backward. create_graph: the pass records the graph of the gradients (grad mode on inside
+ * it), so they can be differentiated again; a backward that cannot be (see docs/PYTHON.md's
+ * autograd section) gives gradients whose own backward fails with TS_ERR_UNSUPPORTED naming it.
+ * retain_graph keeps the saved tensors for another pass (create_graph implies it: the gradients'
+ * graph reaches back into this one). Returns TS_OK or the error (grads all NULL). */
+typedef struct ts_grad_opts {
+    bool retain_graph;
+    bool create_graph;
+    bool allow_unused;
+    bool accumulate;
+} ts_grad_opts;
+TS_API ts_status ts_autograd_grad(ts_tensor *const *outputs, ts_tensor *const *grad_outputs,
+                                  int n_outputs, ts_tensor *const *inputs, int n_inputs,
+                                  ts_grad_opts o, ts_tensor **grads);
 /* Thread-local, nestable: ops record no graph inside. */
 TS_API void ts_no_grad_begin(void);
 TS_API void ts_no_grad_end(void);

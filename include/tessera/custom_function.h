@@ -1,7 +1,7 @@
 /* tessera/custom_function.h — custom autograd functions (PyTorch's torch.autograd.Function): the
  * caller computes a forward itself and gives the backward as a callback, which the engine then runs
- * like any other node's; the graph walk behind grad_fn.next_functions; hooks on a non-leaf
- * tensor's gradient (Tensor.register_hook). */
+ * like any other node's; the graph walk behind grad_fn.next_functions; hooks on a tensor's
+ * gradient (Tensor.register_hook). */
 #ifndef TESSERA_CUSTOM_FUNCTION_H
 #define TESSERA_CUSTOM_FUNCTION_H
 
@@ -73,17 +73,29 @@ TS_API void ts_node_release(ts_node *n);
 TS_API const char *ts_node_name(const ts_node *n);
 TS_API int ts_node_num_inputs(const ts_node *n);
 TS_API ts_node *ts_node_next(ts_node *n, int k, int *output_nr, ts_tensor **leaf);
+/* Whether n's backward can be differentiated again (ts_autograd_grad with create_graph). A custom
+ * function's node cannot by default: a second backward through its gradients fails with
+ * TS_ERR_UNSUPPORTED. Declare it twice-differentiable when its backward computes every gradient
+ * with public ops from the incoming gradients and the function's inputs (not from a saved output
+ * or a value computed in the forward, which carry no history): under create_graph those ops run
+ * with grad mode on and record the gradient's graph. Python's autograd.Function does so unless
+ * the backward is @once_differentiable or saves anything but inputs. */
+TS_API void ts_node_set_twice_differentiable(ts_node *n, bool twice);
 
-/* Tensor hooks (PyTorch's Tensor.register_hook) on a tensor made by a recorded op (not a leaf:
- * TS_ERR_UNSUPPORTED): fn(ctx, grad) runs when t's whole gradient is known (every use of t has
- * added to it), before the backward of the op that made t, inside the engine's scope with grad
- * mode off. It returns the gradient to use instead (t's shape and device; cast to grad's dtype),
- * or NULL to keep grad (with an error set: the pass fails with it). Hooks run in registration
- * order, each on the previous one's result, in every backward through the node (retain_graph).
- * Returns a handle > 0, or 0 with the error (ctx_free(ctx) then runs at once). ctx_free, if
- * given, runs once: at ts_remove_tensor_hook, or when the graph is freed.
- * ts_remove_tensor_hook: TS_ERR_ARG when t's node has no such hook (its history was replaced, or
- * the graph was freed). */
+/* Tensor hooks (PyTorch's Tensor.register_hook) on a tensor that requires grad (one that does not:
+ * TS_ERR_STATE). On a tensor made by a recorded op, fn(ctx, grad) runs when t's whole gradient is
+ * known (every use of t has added to it), before the backward of the op that made t. On a leaf, it
+ * runs once per backward pass on the sum of the gradients the pass brings the leaf, before that
+ * sum is added into .grad (and before its post-accumulate-grad hooks; ts_autograd_grad: on the
+ * gradient it returns), as PyTorch's AccumulateGrad does. Either way it runs inside the engine's
+ * scope and grad mode (off, unless the pass records the gradients' graph). It returns the gradient
+ * to use instead (t's shape and device; cast to grad's dtype), or NULL to keep grad (with an error
+ * set: the pass fails with it, and a leaf's .grad is left as it was). Hooks run in registration
+ * order, each on the previous one's result, in every backward through the node (retain_graph) or
+ * into the leaf. Returns a handle > 0, or 0 with the error (ctx_free(ctx) then runs at once).
+ * ctx_free, if given, runs once: at ts_remove_tensor_hook, or when the graph (for a leaf: the
+ * tensor) is freed. ts_remove_tensor_hook: TS_ERR_ARG when t has no such hook (its history was
+ * replaced, or the graph was freed). */
 typedef ts_tensor *(*ts_tensor_hook_fn)(void *ctx, ts_tensor *grad);
 TS_API int ts_register_tensor_hook(ts_tensor *t, ts_tensor_hook_fn fn, void *ctx,
                                    void (*ctx_free)(void *ctx));

@@ -88,16 +88,101 @@ static int run_backward(ts_tensor *t, ts_tensor *grad, bool retain_graph) {
     return tsp_function_exception_restore(tsp_check());
 }
 
-static int check_create_graph(PyObject *o, const char *fn) {
-    bool cg;
-    if (tsp_bool_arg(o, false, &cg, fn, "create_graph") < 0) return -1;
-    if (cg) {
-        PyErr_Format(PyExc_NotImplementedError,
-                     "%s(): create_graph=True (higher-order gradients) is not in Tessera's C core",
-                     fn);
-        return -1;
+/* A sequence of tensors (or one tensor) as a borrowed array (PyMem); n; -1 with an exception.
+ * none_ok: None entries allowed (grad_outputs). *holder keeps the sequence alive. */
+static Py_ssize_t tensor_list(PyObject *o, const char *fn, const char *arg, bool none_ok,
+                              PyObject **holder, ts_tensor ***out) {
+    *holder = NULL;
+    *out = NULL;
+    if (PyObject_TypeCheck(o, tsp_tensor_type))
+        o = *holder = PyTuple_Pack(1, o);
+    else
+        o = *holder = PySequence_Fast(o, "expected a tensor or a sequence of tensors");
+    if (!o) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    ts_tensor **v = PyMem_Calloc(n ? (size_t)n : 1, sizeof *v);
+    if (!v) return PyErr_NoMemory(), -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PySequence_Fast_GET_ITEM(o, i);
+        if (none_ok && x == Py_None) continue;
+        if (!(v[i] = tsp_tensor_arg(x, fn, arg))) {
+            PyMem_Free(v);
+            return -1;
+        }
     }
-    return 0;
+    *out = v;
+    return n;
+}
+
+/* ts_autograd_grad without the GIL; a custom Function's exception raised as itself */
+static int run_grad(ts_tensor **outs, ts_tensor **gos, int n, ts_tensor **ins, int n_in,
+                    ts_grad_opts o, ts_tensor **grads) {
+    if (tsp_enter()) return -1;
+    tsp_function_exception_reset();
+    ts_status st;
+    TSP_NOGIL(st = ts_autograd_grad(outs, gos, n, ins, n_in, o, grads));
+    (void)st;
+    return tsp_function_exception_restore(tsp_check());
+}
+
+/* _grad(outputs, grad_outputs, inputs, retain_graph, create_graph, allow_unused, accumulate):
+ * torch.autograd.grad (a tuple, None for an unused input) and backward(inputs=, create_graph=)
+ * (accumulate: None). grad_outputs None: ones; inputs None or () with accumulate: every leaf. */
+static PyObject *f_grad(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 7)
+        return PyErr_Format(PyExc_TypeError, "_grad() takes 7 arguments (%zd given)", nargs);
+    bool retain, create, unused, acc;
+    if (tsp_bool_arg(args[3], false, &retain, "grad", "retain_graph") < 0 ||
+        tsp_bool_arg(args[4], false, &create, "grad", "create_graph") < 0 ||
+        tsp_bool_arg(args[5], false, &unused, "grad", "allow_unused") < 0 ||
+        tsp_bool_arg(args[6], false, &acc, "grad", "accumulate") < 0)
+        return NULL;
+    PyObject *h_out = NULL, *h_go = NULL, *h_in = NULL, *result = NULL;
+    ts_tensor **outs = NULL, **gos = NULL, **ins = NULL, **grads = NULL;
+    Py_ssize_t n = tensor_list(args[0], "grad", "outputs", false, &h_out, &outs), n_go = 0,
+               n_in = 0;
+    if (n < 0) goto done;
+    if (args[1] != Py_None &&
+        (n_go = tensor_list(args[1], "grad", "grad_outputs", true, &h_go, &gos)) < 0)
+        goto done;
+    if (args[1] != Py_None && n_go != n) {
+        PyErr_Format(PyExc_RuntimeError, "grad(): got %zd tensors and %zd gradients", n, n_go);
+        goto done;
+    }
+    if (args[2] != Py_None &&
+        (n_in = tensor_list(args[2], "grad", "inputs", false, &h_in, &ins)) < 0)
+        goto done;
+    if (n > INT_MAX || n_in > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "grad(): too many tensors");
+        goto done;
+    }
+    if (!acc && !(grads = PyMem_Calloc(n_in ? (size_t)n_in : 1, sizeof *grads))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    ts_grad_opts o = {
+        .retain_graph = retain, .create_graph = create, .allow_unused = unused, .accumulate = acc};
+    if (run_grad(outs, gos, (int)n, ins, (int)n_in, o, grads) < 0) goto done;
+    if (acc) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (!(result = PyTuple_New(n_in))) goto done;
+    for (Py_ssize_t k = 0; k < n_in; k++) {
+        PyObject *g = grads[k] ? tsp_wrap(grads[k]) : Py_NewRef(Py_None);
+        grads[k] = NULL;
+        if (!g) {
+            for (Py_ssize_t j = k + 1; j < n_in; j++) ts_release(grads[j]);
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyTuple_SET_ITEM(result, k, g);
+    }
+done:
+    PyMem_Free(outs), PyMem_Free(gos), PyMem_Free(ins), PyMem_Free(grads);
+    Py_XDECREF(h_out), Py_XDECREF(h_go), Py_XDECREF(h_in);
+    return result;
 }
 
 /* backward(gradient=None, retain_graph=None, create_graph=False, inputs=None) */
@@ -105,17 +190,51 @@ static PyObject *m_backward(PyObject *self, PyObject *const *args, Py_ssize_t na
     static const char *const names[] = {"gradient", "retain_graph", "create_graph", "inputs"};
     PyObject *a[4];
     ts_tensor *g = NULL;
-    bool retain;
+    bool retain, create;
     if (tsp_parse(args, nargs, kw, "backward", names, 4, 0, a) < 0 ||
         (a[0] && a[0] != Py_None && !(g = tsp_tensor_arg(a[0], "backward", "gradient"))) ||
-        tsp_bool_arg(a[1], false, &retain, "backward", "retain_graph") < 0 ||
-        check_create_graph(a[2], "backward") < 0)
+        tsp_bool_arg(a[2], false, &create, "backward", "create_graph") < 0 ||
+        tsp_bool_arg(a[1], create, &retain, "backward", "retain_graph") < 0)
         return NULL;
-    if (a[3] && a[3] != Py_None) {
-        PyErr_SetString(PyExc_NotImplementedError, "backward(): inputs= is not supported");
+    if (!create && (!a[3] || a[3] == Py_None)) {
+        if (run_backward(T(self), g, retain) < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    if (!g && ts_numel(T(self)) != 1) {
+        PyErr_SetString(tsp_error_type, "grad can be implicitly created only for scalar outputs");
         return NULL;
     }
-    if (run_backward(T(self), g, retain) < 0) return NULL;
+    PyObject *h_in = NULL;
+    ts_tensor **ins = NULL, *t = T(self);
+    Py_ssize_t n_in = 0;
+    if (a[3] && a[3] != Py_None) {
+        if ((n_in = tensor_list(a[3], "backward", "inputs", false, &h_in, &ins)) < 0) return NULL;
+        if (n_in == 0) {
+            Py_XDECREF(h_in), PyMem_Free(ins);
+            PyErr_SetString(tsp_error_type, "backward(): 'inputs' argument to backward() cannot "
+                                            "be empty.");
+            return NULL;
+        }
+    }
+    ts_grad_opts o = {.retain_graph = retain, .create_graph = create, .accumulate = true};
+    int rc = n_in > INT_MAX ? (PyErr_SetString(PyExc_ValueError, "too many inputs"), -1)
+                            : run_grad(&t, &g, 1, ins, (int)n_in, o, NULL);
+    Py_XDECREF(h_in), PyMem_Free(ins);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* _set_twice_differentiable(t, flag): t's node's backward can (not) be differentiated again */
+static PyObject *f_set_twice_differentiable(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *to;
+    int flag;
+    if (!PyArg_ParseTuple(args, "Op:_set_twice_differentiable", &to, &flag)) return NULL;
+    ts_tensor *t = tsp_tensor_arg(to, "_set_twice_differentiable", "tensor");
+    if (!t) return NULL;
+    ts_node *n = ts_grad_fn_node(t);
+    ts_node_set_twice_differentiable(n, flag != 0);
+    ts_node_release(n);
     Py_RETURN_NONE;
 }
 
@@ -143,6 +262,9 @@ PyMethodDef tsp_autograd_methods[] = {
     {"detach", m_detach, METH_NOARGS, "the same storage, out of the graph"},
     {"register_hook", tsp_tensor_register_hook, METH_O,
      "register_hook(hook): hook(grad) -> new grad or None, when this tensor's gradient is known"},
+    {"register_post_accumulate_grad_hook", tsp_tensor_register_post_accumulate_grad_hook, METH_O,
+     "register_post_accumulate_grad_hook(hook): hook(tensor) -> None, after backward accumulated "
+     "this leaf's .grad"},
     {"detach_", m_detach_, METH_NOARGS, "detach in place"},
     {NULL, NULL, 0, NULL},
 };
@@ -314,6 +436,9 @@ static PyMethodDef functions[] = {
     {"_checkpoint_begin", f_checkpoint_begin, METH_VARARGS, "_checkpoint_begin(recompute, inputs)"},
     {"_checkpoint_end", f_checkpoint_end, METH_O, "_checkpoint_end(frame)"},
     {"_backward", FN(f_backward), METH_FASTCALL, "_backward(tensors, grad_tensors, retain_graph)"},
+    {"_grad", FN(f_grad), METH_FASTCALL,
+     "_grad(outputs, grad_outputs, inputs, retain_graph, create_graph, allow_unused, accumulate)"},
+    {"_set_twice_differentiable", f_set_twice_differentiable, METH_VARARGS, NULL},
     {"is_grad_enabled", f_is_grad_enabled, METH_NOARGS, "gradient recording is on (this thread)"},
     {"_grad_disable", f_grad_disable, METH_NOARGS, NULL},
     {"_grad_restore_disable", f_grad_restore_disable, METH_NOARGS, NULL},

@@ -1,7 +1,8 @@
 /* autograd_function.c — custom autograd Functions (tessera.autograd.Function, whose Python side
  * is tessera/_autograd_function.py) over ts_custom_function_apply, and the graph's Python
  * surface: t.grad_fn as a Node with name() and next_functions ((node, input_nr) pairs; leaves as
- * AccumulateGrad nodes with .variable); Tensor.register_hook. A Function's backward (or a hook)
+ * AccumulateGrad nodes with .variable); Tensor.register_hook (leaves too) and
+ * register_post_accumulate_grad_hook. A Function's backward (or a hook)
  * runs from the C engine's backward with the GIL taken and the C scopes suspended; an exception it
  * raises fails the pass and is raised again, as itself, out of .backward(). */
 #include <stdlib.h>
@@ -95,10 +96,11 @@ static ts_status py_fn_backward(void *p, ts_tensor *const *go, int n_out, ts_ten
     }
     if (!seq) st = stash_exception(f->name);
     ts_scope_resume(sus);
-    /* inside the engine's scope again: aliases it owns carry the gradients past the objects */
+    /* inside the engine's scope again: aliases it owns carry the gradients past the objects
+     * (recorded aliases under create_graph, where grad mode is on: the gradients' history) */
     for (int j = 0; seq && j < n_in; j++) {
         ts_tensor *t = tsp_tensor_of(PySequence_Fast_GET_ITEM(seq, j));
-        if (t) gi[j] = ts_detach(t);
+        if (t) gi[j] = ts_view_dtype(t, ts_dtype_of(t));
     }
     Py_XDECREF(seq);
     Py_XDECREF(r);
@@ -210,8 +212,9 @@ static ts_tensor *py_hook_run(void *p, ts_tensor *grad) {
     }
     if (!r) stash_exception("register_hook");
     ts_scope_resume(sus);
-    ts_tensor *out =
-        r && r != Py_None ? ts_detach(tsp_tensor_of(r)) : NULL; /* the engine's scope */
+    ts_tensor *out = r && r != Py_None
+                         ? ts_view_dtype(tsp_tensor_of(r), ts_dtype_of(tsp_tensor_of(r)))
+                         : NULL; /* the engine's scope (a recorded alias under create_graph) */
     Py_XDECREF(r);
     Py_XDECREF(w);
     PyGILState_Release(gs);
@@ -250,6 +253,110 @@ static PyObject *f_tensor_remove_hook(PyObject *mod, PyObject *args) {
 PyObject *tsp_tensor_register_hook(PyObject *self, PyObject *hook) {
     PyObject *m = PyImport_ImportModule("tessera._autograd_function");
     PyObject *r = m ? PyObject_CallMethod(m, "_register_hook", "OO", self, hook) : NULL;
+    Py_XDECREF(m);
+    return r;
+}
+
+/* ------------------------------------------------------------------ post-accumulate-grad hooks */
+/* hook(tensor) -> None after backward accumulated the leaf's .grad
+ * (ts_register_post_accumulate_grad_hook). That C hook has no ctx_free: the state is owned by a
+ * companion hook on the leaf's gradient that changes nothing (ts_register_tensor_hook frees its ctx
+ * with the tensor or at its removal); the Tensor object is held weakly (it holds the hooks). */
+typedef struct post_hook {
+    PyObject *hook;
+    PyObject *tensor; /* a weakref to the Tensor object the hook was registered on */
+} post_hook;
+
+static void post_hook_free(void *p) {
+    post_hook *h = p;
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_XDECREF(h->hook);
+    Py_XDECREF(h->tensor);
+    PyGILState_Release(g);
+    PyMem_RawFree(h);
+}
+
+static ts_tensor *post_hook_keep(void *p, ts_tensor *grad) {
+    (void)p, (void)grad;
+    return NULL; /* the gradient as it is */
+}
+
+static void post_hook_run(ts_tensor *leaf, void *p) {
+    if (ts_error() != TS_OK) return; /* the pass failed: no Python code runs for it */
+    post_hook *h = p;
+    PyGILState_STATE gs = PyGILState_Ensure();
+    ts_scope_suspension sus = ts_scope_suspend();
+    PyObject *hook = Py_NewRef(h->hook); /* the hook may remove itself */
+    PyObject *t = PyObject_CallNoArgs(h->tensor);
+    if (t == Py_None) { /* the object is gone, the tensor is not (a module or the graph holds it) */
+        Py_DECREF(t);
+        t = tsp_wrap(ts_retain(leaf));
+    }
+    PyObject *r = t ? PyObject_CallOneArg(hook, t) : NULL;
+    if (r && r != Py_None) {
+        PyErr_Format(PyExc_TypeError,
+                     "register_post_accumulate_grad_hook: the hook returned %.100s; expected None",
+                     Py_TYPE(r)->tp_name);
+        Py_CLEAR(r);
+    }
+    if (!r) stash_exception("register_post_accumulate_grad_hook");
+    Py_XDECREF(r);
+    Py_XDECREF(t);
+    Py_DECREF(hook);
+    ts_scope_resume(sus);
+    PyGILState_Release(gs);
+}
+
+/* _tensor_register_post_hook(t, hook) -> (id, keeper id) */
+static PyObject *f_tensor_register_post_hook(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *to, *hook;
+    if (!PyArg_ParseTuple(args, "OO:_tensor_register_post_hook", &to, &hook)) return NULL;
+    ts_tensor *t = tsp_tensor_arg(to, "register_post_accumulate_grad_hook", "self");
+    if (!t) return NULL;
+    if (!PyCallable_Check(hook))
+        return PyErr_Format(PyExc_TypeError,
+                            "register_post_accumulate_grad_hook: the hook must be callable, not "
+                            "%.100s",
+                            Py_TYPE(hook)->tp_name);
+    post_hook *h = PyMem_RawMalloc(sizeof *h);
+    if (!h) return PyErr_NoMemory();
+    *h = (post_hook){.hook = Py_NewRef(hook), .tensor = PyWeakref_NewRef(to, NULL)};
+    if (!h->tensor) {
+        post_hook_free(h);
+        return NULL;
+    }
+    int keep = ts_register_tensor_hook(t, post_hook_keep, h, post_hook_free); /* owns h */
+    if (!keep) return tsp_raise_pending();
+    int id = ts_register_post_accumulate_grad_hook(t, post_hook_run, h);
+    if (!id) {
+        tsp_raise_pending();
+        ts_remove_tensor_hook(t, keep);
+        ts_error_clear();
+        return NULL;
+    }
+    return Py_BuildValue("ii", id, keep);
+}
+
+/* _tensor_remove_post_hook(t, id, keeper id): False when t no longer has it */
+static PyObject *f_tensor_remove_post_hook(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *to;
+    int id, keep;
+    if (!PyArg_ParseTuple(args, "Oii:_tensor_remove_post_hook", &to, &id, &keep)) return NULL;
+    ts_tensor *t = tsp_tensor_arg(to, "remove_hook", "self");
+    if (!t) return NULL;
+    ts_status st = ts_remove_grad_hook(t, id);
+    if (st == TS_OK) ts_remove_tensor_hook(t, keep); /* frees the state */
+    ts_error_clear();
+    return PyBool_FromLong(st == TS_OK);
+}
+
+/* Tensor.register_post_accumulate_grad_hook(hook): the handle of tessera._autograd_function */
+PyObject *tsp_tensor_register_post_accumulate_grad_hook(PyObject *self, PyObject *hook) {
+    PyObject *m = PyImport_ImportModule("tessera._autograd_function");
+    PyObject *r =
+        m ? PyObject_CallMethod(m, "_register_post_accumulate_grad_hook", "OO", self, hook) : NULL;
     Py_XDECREF(m);
     return r;
 }
@@ -399,6 +506,10 @@ static PyMethodDef functions[] = {
      "_tensor_register_hook(t, hook) -> id"},
     {"_tensor_remove_hook", f_tensor_remove_hook, METH_VARARGS,
      "_tensor_remove_hook(t, id) -> removed"},
+    {"_tensor_register_post_hook", f_tensor_register_post_hook, METH_VARARGS,
+     "_tensor_register_post_hook(t, hook) -> (id, keeper id)"},
+    {"_tensor_remove_post_hook", f_tensor_remove_post_hook, METH_VARARGS,
+     "_tensor_remove_post_hook(t, id, keeper id) -> removed"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -9,6 +9,8 @@
 int tsp_init_autograd_function(PyObject *m);
 /* Tensor.register_hook(hook) -> a removable handle (METH_O). */
 PyObject *tsp_tensor_register_hook(PyObject *self, PyObject *hook);
+/* Tensor.register_post_accumulate_grad_hook(hook) -> a removable handle (METH_O). */
+PyObject *tsp_tensor_register_post_accumulate_grad_hook(PyObject *self, PyObject *hook);
 /* t.grad_fn: a Node object for t's node, or None for a leaf (new reference). */
 PyObject *tsp_grad_fn_of(ts_tensor *t);
 /* Before a backward pass: forget an exception a previous pass left. After it (rc: tsp_check's

@@ -6,8 +6,10 @@ custom Function inside a model trained with loss.backward() works on every devic
 PyTorch 2.x: forward(ctx, *args, **kwargs), or forward(*args, **kwargs) with
 setup_context(ctx, inputs, output).
 
-Limits of the C core: no create_graph (the backward is not differentiated again: every backward
-is once_differentiable), no forward-mode AD (jvp), no vmap. A tensor saved with
+Under create_graph (double backward) the backward's ops record the gradients' graph when it saved
+only inputs with save_for_backward; one that saved an output or a value made in the forward (which
+carry no history here), or is @once_differentiable, gives gradients whose second backward raises.
+No forward-mode AD (jvp), no vmap. A tensor saved with
 save_for_backward is checked for in-place changes as in PyTorch; a tensor kept as a plain ctx
 attribute is not (and one that is also marked dirty would keep the graph alive in a cycle).
 """
@@ -85,13 +87,14 @@ BackwardCFunction = FunctionCtx
 
 
 def once_differentiable(fn):
-    """Marks a backward as not differentiable again. Tessera's C core never records a backward's
-    graph (no create_graph), so the wrapper only makes sure its ops run without recording."""
+    """Marks a backward as not differentiable again: it runs without recording, and under
+    create_graph its gradients fail a second backward that reaches them (PyTorch's DelayedError)."""
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         with _no_grad():
             return fn(ctx, *args)
+    wrapper._once_differentiable = True
     return wrapper
 
 
@@ -227,6 +230,15 @@ def _wrap_outputs(cls, ctx, args, output):
     for k, i in enumerate(positions):
         # a dirty output is the input object itself (its history now the node's)
         new[i] = outs[i] if flags[k] & 2 else results[k]
+    # under create_graph the backward's own ops record the gradients' graph; that graph is whole
+    # only when everything it reads has its history: the inputs (a saved output or a value made
+    # in the forward has none here), so anything else makes the node once-differentiable
+    twice = not getattr(cls.backward, "_once_differentiable", False) and all(
+        t is None or _contains(args, t) for t, _ in saved)
+    for k, i in enumerate(positions):
+        if new[i].grad_fn is not None:
+            _C._set_twice_differentiable(new[i], twice)
+            break
     return tuple(new) if is_tuple else new[0]
 
 
@@ -301,7 +313,32 @@ class _TensorHookHandle:
 
 
 def _register_hook(tensor, hook):
-    """Tensor.register_hook (python/src/autograd_function.c, src/autograd/tensor_hooks.c)."""
+    """Tensor.register_hook (python/src/autograd_function.c, src/autograd/tensor_hooks.c; on a
+    leaf src/autograd/leaf_hooks.c)."""
     if not tensor.requires_grad:
         raise _C.TesseraError("cannot register a hook on a tensor that doesn't require gradient")
     return _TensorHookHandle(tensor, _C._tensor_register_hook(tensor, hook))
+
+
+class _PostAccumulateGradHookHandle(_TensorHookHandle):
+    """What Tensor.register_post_accumulate_grad_hook returns: remove() takes the hook off."""
+
+    def __init__(self, tensor, ids):
+        super().__init__(tensor, ids[0])
+        self._keeper = ids[1]
+
+    def remove(self):
+        t = self._tensor()
+        if t is not None and self.id:
+            _C._tensor_remove_post_hook(t, self.id, self._keeper)
+        self.id = 0
+
+
+def _register_post_accumulate_grad_hook(tensor, hook):
+    """Tensor.register_post_accumulate_grad_hook: hook(tensor) -> None runs after backward has
+    accumulated the last gradient of the pass into this leaf's .grad (src/autograd/hooks.c)."""
+    if not tensor.requires_grad:
+        raise _C.TesseraError("cannot register a hook on a tensor that doesn't require gradient")
+    if tensor.grad_fn is not None:
+        raise _C.TesseraError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    return _PostAccumulateGradHookHandle(tensor, _C._tensor_register_post_hook(tensor, hook))

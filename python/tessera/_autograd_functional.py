@@ -15,11 +15,8 @@ torch.autograd.functional (PyTorch 2.15), on tessera.autograd.grad:
 * `jvp` (strict or not, create_graph=False) is J v computed row by row: one reverse pass per
   output element (PyTorch's double-vjp trick needs double backward).
 * What needs double backward — `hessian`, `vhp`, `hvp`, and `create_graph=True` anywhere —
-  follows PyTorch's algorithm through `grad(..., create_graph=True)`, which raises
-  NotImplementedError until Tessera's C core differentiates its backward passes.
-
-Limit inherited from tessera.autograd.grad: leaves other than `inputs` that the function uses and
-that require grad (a module's parameters) get the gradients accumulated into their .grad.
+  follows PyTorch's algorithm through `grad(..., create_graph=True)`; an op whose backward is not
+  differentiable again raises there (docs/PYTHON.md, "Higher-order gradients").
 """
 from . import _C
 
@@ -44,8 +41,8 @@ def _set_grad_enabled(mode):
     return set_grad_enabled(mode)
 
 
-# grad(create_graph=True) works (a check may bind the primitives to an engine that has it)
-_DOUBLE_BACKWARD = False
+# grad(create_graph=True) works (the C engine's create_graph)
+_DOUBLE_BACKWARD = True
 
 
 def _need_double_backward(fn, why):

@@ -164,56 +164,62 @@ def _as_tuple(x):
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Accumulates d(tensors)/d(leaves) into the leaves' .grad (torch.autograd.backward)."""
+    """Accumulates d(tensors)/d(leaves) into the leaves' .grad (torch.autograd.backward); with
+    inputs, into those tensors' .grad only; create_graph records the gradients' own graph."""
     tensors = _as_tuple(tensors)
     if grad_tensors is None:
         grad_tensors = (None,) * len(tensors)
     else:
         grad_tensors = _as_tuple(grad_tensors) if not isinstance(grad_tensors, Tensor) else (grad_tensors,)
-    if create_graph:
-        raise NotImplementedError("backward(): create_graph=True is not in Tessera's C core")
+    if retain_graph is None:
+        retain_graph = create_graph
     if inputs is not None:
-        raise NotImplementedError("backward(): inputs= is not supported")
-    _C._backward(tensors, grad_tensors, bool(retain_graph))
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise _C.TesseraError("backward(): 'inputs' argument to backward() cannot be empty.")
+    if not create_graph and inputs is None:
+        _C._backward(tensors, grad_tensors, bool(retain_graph))
+        return
+    _C._grad(tensors, grad_tensors, inputs, bool(retain_graph), bool(create_graph), False, True)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         only_inputs=True, allow_unused=False, is_grads_batched=False, materialize_grads=False):
-    """The gradients of outputs with respect to inputs (leaf tensors), without touching their .grad.
-
-    Built on backward(): each input's .grad is set aside, the pass runs, the new .grad is the
-    result, and the old one is put back. Limits of the C core: inputs must be leaves, and other
-    leaves the outputs depend on accumulate into their .grad as with backward().
-    """
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of outputs with respect to inputs (torch.autograd.grad), without touching any
+    .grad. Only the part of the graph that leads to the inputs runs; inputs may be leaves or
+    tensors made by recorded ops. create_graph=True records the gradients' graph, so they can be
+    differentiated again (higher-order gradients)."""
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
-    if create_graph:
-        raise NotImplementedError("grad(): create_graph=True (higher-order gradients) is not in "
-                                  "Tessera's C core")
-    if grad_outputs is None:
-        grad_outputs = (None,) * len(outputs)
-    else:
+    if is_grads_batched:
+        raise NotImplementedError("grad(): is_grads_batched=True needs vmap, which Tessera does "
+                                  "not have")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    elif materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    if retain_graph is None:
+        retain_graph = create_graph
+    if not inputs:
+        raise _C.TesseraError("grad requires non-empty inputs.")
+    if grad_outputs is not None:
         grad_outputs = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
+        if len(grad_outputs) != len(outputs):
+            raise _C.TesseraError("grad can be implicitly created only for scalar outputs"
+                                  if not grad_outputs else
+                                  "got %d tensors and %d gradients" % (len(outputs), len(grad_outputs)))
     for i, x in enumerate(inputs):
         if not isinstance(x, Tensor):
             raise TypeError("grad(): argument 'inputs' must be Tensors, not %s" % type(x).__name__)
         if not x.requires_grad:
-            raise _C.TesseraError("grad(): input %d does not require grad" % i)
-        if not x.is_leaf:
-            raise NotImplementedError("grad(): input %d is not a leaf; Tessera's C core "
-                                      "differentiates with respect to leaf tensors only" % i)
-    saved = [x.grad for x in inputs]
-    try:
-        for x in inputs:
-            x.grad = None
-        _C._backward(outputs, grad_outputs, bool(retain_graph))
-        result = tuple(x.grad for x in inputs)
-    finally:
-        for x, g in zip(inputs, saved):
-            x.grad = g
-    if not allow_unused and any(g is None for g in result):
-        raise _C.TesseraError("One of the differentiated Tensors appears to not have been used in "
-                              "the graph. Set allow_unused=True if this is the desired behavior.")
+            raise _C.TesseraError("One of the differentiated Tensors does not require grad")
+    for o in outputs:
+        if isinstance(o, Tensor) and not o.requires_grad:
+            raise _C.TesseraError("element 0 of tensors does not require grad and does not have a "
+                                  "grad_fn")
+    result = _C._grad(outputs, grad_outputs, inputs, bool(retain_graph), bool(create_graph),
+                      bool(allow_unused), False)
     if materialize_grads:
         result = tuple(_C.zeros_like(x) if g is None else g for x, g in zip(inputs, result))
     return result

@@ -18,8 +18,11 @@ typedef struct tsi_saved {
     ts_tensor *t; /* retained; never has this node as grad_fn (no reference cycles) */
     uint64_t version;
     tsi_ckpt_frame *frame; /* a reference; NULL for a tensor saved as itself */
-    int index;
+    int index; /* with a frame: the index there; else TSI_SAVED_INPUT or an output's number */
 } tsi_saved;
+/* tsi_saved.index of a tensor saved as itself (not one of the node's outputs), and of an output
+ * saved before its number was known */
+enum { TSI_SAVED_INPUT = -1, TSI_SAVED_OUTPUT_UNKNOWN = -2 };
 
 /* Computes the gradients of the inputs from those of the outputs.
  * grad_out[i]: gradient of output i, NULL when none reached it (treat as zeros).
@@ -49,7 +52,17 @@ typedef struct ts_node {
     ts_tensor **grad_acc; /* [n_out] */
     bool released;        /* saved tensors freed after a backward without retain_graph */
     uint64_t visit;       /* the backward pass that last visited this node */
+    uint8_t pass_flags;   /* the pass's TSI_PASS_* marks (engine scratch) */
+    uint8_t flags;        /* TSI_NODE_* */
 } ts_node;
+
+/* ts_node.flags. TWICE: the site that recorded the node vouches that its backward computes every
+ * gradient with public ops from the incoming gradients and the saved inputs and outputs, so under
+ * create_graph those ops record the gradient's own graph. ONCE: the backward cannot be
+ * differentiated again (it saved a detached copy, or a Python backward marked
+ * @once_differentiable): under create_graph its results carry a node that fails if a second
+ * backward reaches it (double_backward.c). */
+enum { TSI_NODE_ONCE = 1, TSI_NODE_TWICE = 2 };
 
 /* Grad mode on and some non-NULL input requires grad: the op must record a node. */
 static inline bool tsi_needs_graph(ts_tensor *const *ins, int n) {
@@ -99,7 +112,12 @@ void tsi_node_release(ts_node *n);
 ts_node *tsi_record(const char *name, const char *op, tsi_backward_fn fn, ts_tensor *const *ins,
                     int n_in, ts_tensor *out, ts_tensor *const *saves, int n_saves);
 
-/* Gradient helpers for backward functions (grad mode is off there). */
+/* A backward pass with create_graph runs on this thread (double_backward.c): backward functions
+ * run with grad mode on so that their public ops record the graph of the gradient, a saved output
+ * is handed out with its node as grad_fn, and the fused kernels take their composite forms. */
+bool tsi_create_graph_active(void);
+
+/* Gradient helpers for backward functions (grad mode is off there, except under create_graph). */
 /* Sum grad over the dims that were broadcast so it has `shape` (returns grad itself, retained into
  * the scope, when the shapes already match). */
 ts_tensor *tsi_sum_to(ts_tensor *grad, ts_shape shape);

@@ -271,3 +271,9 @@ ts_node *ts_node_next(ts_node *n, int k, int *output_nr, ts_tensor **leaf) {
     if (output_nr) *output_nr = n->next[k].output_nr;
     return tsi_node_retain(n->next[k].fn);
 }
+
+void ts_node_set_twice_differentiable(ts_node *n, bool twice) {
+    if (!n) return;
+    n->flags = (uint8_t)(twice ? (n->flags | TSI_NODE_TWICE) & ~TSI_NODE_ONCE
+                               : (n->flags & ~TSI_NODE_TWICE) | TSI_NODE_ONCE);
+}

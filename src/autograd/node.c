@@ -110,6 +110,7 @@ void tsi_node_save(ts_node *n, int slot, ts_tensor *t) {
     if (!t || tsi_ckpt_pack(&n->saved[slot], t)) return;
     n->saved[slot].t = ts_retain(t);
     n->saved[slot].version = atomic_load(&t->storage->version);
+    n->saved[slot].index = TSI_SAVED_INPUT;
 }
 
 void tsi_node_save_output(ts_node *n, int slot, ts_tensor *out) {
@@ -122,6 +123,25 @@ void tsi_node_save_output(ts_node *n, int slot, ts_tensor *out) {
     }
     n->saved[slot].t = alias;
     n->saved[slot].version = atomic_load(&out->storage->version);
+    n->saved[slot].index = out->grad_fn == n ? out->output_nr : TSI_SAVED_OUTPUT_UNKNOWN;
+}
+
+/* Under create_graph a saved output is handed out as an alias whose grad_fn is its node, so that
+ * what the backward computes from it is differentiable through the node again (PyTorch's
+ * SavedVariable does the same). The alias lives in the backward's scope: no reference cycle. */
+static ts_tensor *output_with_history(ts_node *n, const tsi_saved *s) {
+    if (s->index == TSI_SAVED_OUTPUT_UNKNOWN) {
+        n->flags |= TSI_NODE_ONCE; /* its history cannot be restored: no double backward */
+        return s->t;
+    }
+    ts_tensor *a = tsi_view_of(s->t, s->t->shape, s->t->strides, s->t->offset);
+    if (!a) {
+        tsi_error_set(TS_ERR_OOM, "backward: out of host memory (%s)", n->name);
+        return NULL;
+    }
+    a->is_view = s->t->is_view;
+    tsi_node_set_output(n, a, s->index);
+    return tsi_own(a);
 }
 
 ts_tensor *tsi_node_saved(ts_node *n, int slot) {
@@ -136,7 +156,11 @@ ts_tensor *tsi_node_saved(ts_node *n, int slot) {
         return NULL;
     }
     tsi_saved *s = &n->saved[slot];
-    if (s->frame) return tsi_ckpt_unpack(s->frame, s->index);
+    if (s->frame) {
+        /* recomputed without the forward's history: no double backward through it */
+        if (tsi_create_graph_active()) n->flags |= TSI_NODE_ONCE;
+        return tsi_ckpt_unpack(s->frame, s->index);
+    }
     if (!s->t) return NULL;
     uint64_t now = atomic_load(&s->t->storage->version);
     if (now != s->version) {
@@ -148,6 +172,7 @@ ts_tensor *tsi_node_saved(ts_node *n, int slot) {
                       (unsigned long long)s->version);
         return NULL;
     }
+    if (s->index != TSI_SAVED_INPUT && tsi_create_graph_active()) return output_with_history(n, s);
     return s->t;
 }
 

@@ -1,4 +1,5 @@
-/* tensor_hooks.c — hooks on a non-leaf tensor's gradient (PyTorch's Tensor.register_hook): the
+/* tensor_hooks.c — hooks on a tensor's gradient (PyTorch's Tensor.register_hook). On a leaf they
+ * go to leaf_hooks.c (run by the engine before it accumulates into .grad). On a non-leaf the
  * node that made the tensor gets a trampoline backward that runs the hooks on the gradient of that
  * output (complete when the node's turn comes: every consumer has added to it) and then the node's
  * own backward, with the node's own ctx put back for the call. The hooks live in the node's ctx
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "autograd/leaf_hooks.h"
 #include "tessera/custom_function.h"
 
 typedef struct hook {
@@ -86,13 +88,13 @@ int ts_register_tensor_hook(ts_tensor *t, ts_tensor_hook_fn fn, void *ctx,
         goto fail;
     }
     ts_node *n = t->grad_fn;
-    if (!n) {
-        tsi_error_set(TS_ERR_UNSUPPORTED,
-                      "%s: %s is a leaf (or does not require grad): hooks on leaves are not "
-                      "supported; only tensors made by recorded ops",
+    if (!n && !t->requires_grad) {
+        tsi_error_set(TS_ERR_STATE,
+                      "%s: cannot register a hook on a tensor that doesn't require gradient (%s)",
                       op, tsi_desc(t));
         goto fail;
     }
+    if (!n) return tsi_leaf_hook_add(t, fn, ctx, ctx_free); /* a leaf (leaf_hooks.c) */
     if (n->released) {
         tsi_error_set(TS_ERR_STATE, "%s: the graph of %s was already freed by a backward", op,
                       n->name);
@@ -127,6 +129,7 @@ fail:
 ts_status ts_remove_tensor_hook(ts_tensor *t, int handle) {
     if (!tsi_check_input("remove_tensor_hook", t, "tensor")) return ts_error();
     ts_node *n = t->grad_fn;
+    if (!n && tsi_leaf_hook_remove(t, handle)) return TS_OK;
     hooked *h = n && n->backward == hooked_backward ? n->ctx : NULL;
     for (int i = 0; h && i < h->n; i++)
         if (h->v[i].id == handle) {

@@ -19,6 +19,46 @@ typedef struct ts_kview {
 /* the three transforms of the fft slot */
 typedef enum ts_fft_kind { TS_FFT_C2C = 0, TS_FFT_R2C, TS_FFT_C2R } ts_fft_kind;
 
+/* The operations of the linalg slot (ts_linalg_args): batches of dense matrices, each in LAPACK's
+ * sense (k = min(m, n)). Inputs are read, never written; outputs are written whole. */
+typedef enum ts_linalg_op {
+    /* out (m x n) = a's packed LU factors (P a = L U, L unit lower); piv (k): getrf's 1-based
+     * pivot rows; info: getrf's (> 0: U[info, info] is exactly zero) */
+    TS_LINALG_LU = 0,
+    /* out (n x n) = a^-1 where info == 0, a's LU factors where info > 0 (getrf's) */
+    TS_LINALG_INV,
+    /* out (n x nrhs) = a^-1 b where info == 0, b where info > 0 (getrf's) */
+    TS_LINALG_SOLVE,
+    /* from a's LU factors: out2 NULL: out (batch) = det a; else out (batch) = sign of det a (0
+     * when singular), out2 (batch) = log|det a| (-inf when singular). info not set. */
+    TS_LINALG_DET,
+    /* out (n x n) = L of a's lower triangle (a = L L^T), zeros above the diagonal; info: potrf's
+     * (> 0: the leading minor of that order is not positive-definite) */
+    TS_LINALG_CHOLESKY,
+    /* symmetric a (its upper triangle when upper, else the lower one): out2 (n) = eigenvalues
+     * ascending; out (n x n) = the eigenvectors as columns (NULL: values only); info: syevd's */
+    TS_LINALG_EIGH,
+    /* out2 (k) = singular values descending; out (m x ku) = U, out3 (kv x n) = V^T, ku = kv = k,
+     * or m and n when full (out NULL: values only); info: > 0 when it did not converge */
+    TS_LINALG_SVD,
+    /* a = Q R: out (m x kq) = Q (NULL: none), out2 (kq x n) = R (zeros below the diagonal), kq =
+     * m when full, else k; info not set */
+    TS_LINALG_QR,
+} ts_linalg_op;
+
+typedef struct ts_linalg_args {
+    ts_linalg_op op;
+    const char *name;          /* the op, for error messages ("linalg.inv") */
+    ts_dtype dtype;            /* TS_F32 or TS_F64: a, b and every float output */
+    int64_t batch, m, n, nrhs; /* all >= 1 (nrhs: TS_LINALG_SOLVE's columns of b) */
+    bool upper, full;          /* EIGH's triangle; SVD's full matrices, QR's complete mode */
+    /* on the backend's device, contiguous, row-major, matrix after matrix */
+    const void *a, *b;       /* b: TS_LINALG_SOLVE's right-hand sides (batch x n x nrhs) */
+    void *out, *out2, *out3; /* as the op says; unused ones NULL */
+    int32_t *piv;            /* TS_LINALG_LU's pivots (batch x k), on the device */
+    int32_t *info;           /* on the host: batch entries, as the op says (NULL: not wanted) */
+} ts_linalg_args;
+
 typedef enum ts_unary_op {
     TS_U_NEG,
     TS_U_ABS,
@@ -516,6 +556,12 @@ struct ts_backend {
      * having written nothing, only when its scratch memory cannot be had. */
     bool (*fft)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in, int dim,
                 ts_fft_kind kind, bool forward, double scale);
+    /* Optional (NULL, as on cpu and sim: torch.linalg runs LAPACK on the host, src/ops/
+     * linalg_lapack.h). Dense factorizations of a batch of matrices in their own dtype
+     * (ts_linalg_args; the CUDA backend: cuSOLVER, cuda_linalg.cu). Waits for the device when
+     * info is asked for. Returns false with the error set (TS_ERR_OOM, TS_ERR_CUDA naming the
+     * library call) when it could not run; outputs are then undefined. */
+    bool (*linalg)(const ts_backend *be, int index, const ts_linalg_args *a);
     /* softmax / log_softmax along dim; out and in same shape and float dtype */
     void (*softmax)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *in,
                     int dim, bool log);

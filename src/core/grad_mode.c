@@ -1,4 +1,5 @@
 /* grad_mode.c — the thread-local no-grad depth (ts_no_grad_begin/end). */
+#include "core/grad_mode.h"
 #include "core/internal.h"
 
 static _Thread_local int no_grad_depth;
@@ -12,4 +13,10 @@ void ts_no_grad_end(void) {
         return;
     }
     no_grad_depth--;
+}
+
+int tsi_grad_depth_swap(int depth) {
+    int old = no_grad_depth;
+    no_grad_depth = depth;
+    return old;
 }

@@ -6,10 +6,12 @@
 
 #include "backend/fault_alloc.h"
 #include "core/capture.h"
+#include "core/grad_hooks_free.h"
 #include "core/internal.h"
 #include "core/sync_debug.h"
 
 void (*tsi_grad_fn_release)(struct ts_node *node);
+void (*tsi_grad_hooks_free)(struct tsi_grad_hooks *h);
 
 /* ------------------------------------------------------------------ struct caches
  * A training step or a loop of small ops makes and frees hundreds of tensors at a time, more than
@@ -334,7 +336,7 @@ void ts_release(ts_tensor *t) {
     if (!t) return;
     if (!drop_ref(&t->refs)) return;
     ts_release(t->grad);
-    free(t->hooks);
+    if (t->hooks) tsi_grad_hooks_free(t->hooks); /* set by autograd before any tensor has hooks */
     if (t->grad_fn && tsi_grad_fn_release) tsi_grad_fn_release(t->grad_fn);
     tsi_live_tensors_add(t->storage->device, -1);
     storage_release(t->storage);

@@ -54,6 +54,7 @@ ts_tensor *tsi_linear_fused(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
     if (tsi_needs_graph(ins, 3)) {
         ts_tensor *saves[2] = {w->requires_grad ? x : NULL, x->requires_grad ? w : NULL};
         ts_node *n = tsi_record("AddmmBackward0", OP, addmm_backward, ins, 3, y, saves, 2);
+        if (n) n->flags |= TSI_NODE_TWICE; /* mm and sum_to of the gradient */
         (void)n;
     }
     return tsi_own(y);

@@ -12,6 +12,9 @@ static ts_node *make_node(const char *name, const char *op, tsi_backward_fn fn,
     if (!n) return NULL;
     n->ip[0] = code;
     n->ip[1] = (save & TSI_EW_SAVE_OUT) != 0;
+    /* derivatives.yaml's formulas over public ops (fused activations take their composite forms
+     * under create_graph); in place, the saved old value is a detached copy: no double backward */
+    n->flags |= TSI_NODE_TWICE | (inplace && (save & TSI_EW_SAVE_A) ? TSI_NODE_ONCE : 0);
     n->p[0] = p0;
     n->p[1] = p1;
     if (save & TSI_EW_SAVE_A) {

@@ -176,10 +176,39 @@ unsigned tsi_ew_unary_saves(ts_unary_op u) {
     }
 }
 
+/* The fused activation backwards as public ops (kernel_math.h's formulas), for create_graph: they
+ * record the gradient's own graph. */
+static ts_tensor *composite_grad(ts_binary_op bop, ts_tensor *g, ts_tensor *v) {
+    switch (bop) {
+    case TS_B_TANH_BWD: /* v = y: 1 - y^2 */
+        return ts_mul(g, ts_rsub_scalar(ts_square(v), 1));
+    case TS_B_SIGMOID_BWD: /* v = y: y (1 - y) */
+        return ts_mul(g, ts_mul(v, ts_rsub_scalar(v, 1)));
+    case TS_B_RELU_BWD: /* v = y: g where y > 0 */
+        return ts_where(ts_gt_scalar(v, 0), g, tsi_ew_grad_zero(g));
+    case TS_B_GELU_BWD: { /* v = x: Phi(x) + x phi(x) */
+        ts_tensor *cdf =
+            ts_mul_scalar(ts_add_scalar(ts_erf(ts_mul_scalar(v, 0.70710678118654752440)), 1), 0.5);
+        ts_tensor *pdf =
+            ts_mul_scalar(ts_exp(ts_mul_scalar(ts_square(v), -0.5)), 0.39894228040143267794);
+        return ts_mul(g, ts_add(cdf, ts_mul(v, pdf)));
+    }
+    case TS_B_SILU_BWD: { /* v = x: s (1 + x (1 - s)) */
+        ts_tensor *sg = ts_sigmoid(v);
+        return ts_mul(g, ts_mul(sg, ts_add_scalar(ts_mul(v, ts_rsub_scalar(sg, 1)), 1)));
+    }
+    default:
+        return tsi_error_set(TS_ERR_UNSUPPORTED, "backward: no composite form of %d", (int)bop),
+               NULL;
+    }
+}
+
 /* bop(g, v) in one pass of the device's binary kernel: the fused activation backwards
  * (TS_B_*_BWD, kernel_math.h) instead of a chain of public ops, each a pass and a temporary. g
- * joins v's dtype and device when it arrives otherwise. */
+ * joins v's dtype and device when it arrives otherwise. Under create_graph, the same formulas as
+ * public ops. */
 static ts_tensor *fused_grad(const char *op, ts_binary_op bop, ts_tensor *g, ts_tensor *v) {
+    if (tsi_create_graph_active()) return composite_grad(bop, g, v);
     ts_tensor *gd = NULL, *gc = NULL, *out = NULL;
     if (!(gd = tsi_to_device(op, g, tsi_device(v))) || !(gc = tsi_cast(op, gd, v->dtype)))
         goto done;

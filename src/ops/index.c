@@ -104,7 +104,7 @@ static void record_indexed(const char *name, const char *op, tsi_backward_fn fn,
                            ts_tensor *out, ts_tensor *idx, int d) {
     if (!out || !tsi_is_float(out->dtype)) return;
     ts_node *n = tsi_record(name, op, fn, &t, 1, out, &idx, 1);
-    if (n) n->ip[0] = d;
+    if (n) n->ip[0] = d, n->flags |= TSI_NODE_TWICE; /* a scatter_add of g (shape_grad.c) */
 }
 
 ts_tensor *ts_index_select(ts_tensor *t, int dim, ts_tensor *index) {
@@ -266,7 +266,7 @@ static void record_scatter(const char *op, ts_tensor *t, ts_tensor *index, ts_te
     if (!tsi_is_float(out->dtype) || !tsi_needs_graph(ins, 2)) return;
     ts_node *n =
         tsi_record("ScatterAddBackward0", op, tsi_scatter_add_backward, ins, 2, out, &index, 1);
-    if (n) n->ip[0] = d;
+    if (n) n->ip[0] = d, n->flags |= TSI_NODE_TWICE; /* g, and a gather of g */
 }
 
 static ts_tensor *scatter_add_op(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {

@@ -35,7 +35,7 @@ static ts_tensor *record_join(const char *name, const char *op, tsi_backward_fn 
                               ts_tensor *const *ts, int n, ts_tensor *out, int d) {
     if (out && (tsi_is_float(out->dtype) || tsi_is_complex(out->dtype)) && tsi_needs_graph(ts, n)) {
         ts_node *node = tsi_record(name, op, fn, ts, n, out, NULL, 0);
-        if (node) node->ip[0] = d;
+        if (node) node->ip[0] = d, node->flags |= TSI_NODE_TWICE; /* narrow / select of g */
     }
     return tsi_own(tsi_trace(op, ts, n, out, (int64_t[]){d}, 1, NULL, 0));
 }
@@ -207,6 +207,7 @@ static int emit_pieces(const char *op, ts_tensor *t, int d, int64_t count, int64
         if (!n) return -1;
         n->ip[0] = d;
         n->ip[1] = len;
+        n->flags |= TSI_NODE_TWICE; /* cat of the pieces' gradients */
         for (int64_t i = 0; i < count && i < max_out; i++) tsi_node_set_output(n, out[i], (int)i);
         tsi_node_release(n);
     }

@@ -1,13 +1,23 @@
 /* linalg.c — torch.linalg's LU-based ops (issue 52): lu_factor(_ex), inv(_ex), solve(_ex),
  * det, slogdet, logdet. LAPACK's getrf/getri/getrs on the host: lu_factor in float64
  * (linalg_lapack.c), inv, solve and the determinants in the operand's dtype (linalg_native.c,
- * decision 0024); the results copied back to the operand's device; gradients as PyTorch's
- * (linalg_grad.c). */
+ * decision 0024); the results copied back to the operand's device; on a device whose backend has
+ * the linalg slot (CUDA: cuSOLVER) the same factorizations there instead (linalg_device.h).
+ * Gradients as PyTorch's (linalg_grad.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/linalg_device.h"
 #include "ops/linalg_internal.h"
+
+/* one int32 per matrix of A's batch on the host (error set when out of memory) */
+static int32_t *info_alloc(const char *op, ts_tensor *A) {
+    const int64_t b = tsi_numel(tsl_batch(A->shape));
+    int32_t *inf = calloc((size_t)(b > 0 ? b : 1), sizeof *inf);
+    if (!inf) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+    return inf;
+}
 
 /* ------------------------------------------------------------------ lu_factor */
 /* LU factors of every matrix of A: lu (batch x m x n), piv (batch x k), info (batch) */
@@ -42,6 +52,20 @@ static bool lu_compute(const char *op, ts_tensor *A, lu_host *h) {
     return true;
 }
 
+/* false with PyTorch's error for the first zero pivot (none with _ex: the infos say) */
+static bool lu_errors(const char *op, ts_tensor *A, const int32_t *inf, int64_t batch, bool ex) {
+    for (int64_t i = 0; !ex && i < batch; i++)
+        if (inf[i] > 0) {
+            tsi_error_set(TS_ERR_ARG,
+                          "%s: %sU[%d,%d] is zero and using it on lu_solve would result in a "
+                          "division by zero. If you still want to perform the factorization, "
+                          "consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)",
+                          op, tsl_batch_prefix(A, i), inf[i], inf[i]);
+            return false;
+        }
+    return true;
+}
+
 ts_tensor *ts_linalg_lu_factor_ex(ts_tensor *A, ts_tensor **pivots, ts_tensor **info) {
     const char *op = info ? "linalg.lu_factor_ex" : "torch.linalg.lu_factor";
     if (pivots) *pivots = NULL;
@@ -50,21 +74,18 @@ ts_tensor *ts_linalg_lu_factor_ex(ts_tensor *A, ts_tensor **pivots, ts_tensor **
     ts_scope_begin();
     lu_host h;
     ts_tensor *LU = NULL, *P = NULL, *I = NULL;
-    if (lu_compute(op, A, &h)) {
+    if (tsl_dev_ok(A, NULL)) { /* on the device (cuSOLVER), in A's dtype */
+        int32_t *inf = info_alloc(op, A);
+        if (inf && tsl_dev_lu(op, A, &LU, &P, inf) &&
+            lu_errors(op, A, inf, tsi_numel(tsl_batch(A->shape)), info != NULL))
+            I = tsl_write_i32(A, tsl_batch(A->shape), inf);
+        else
+            LU = P = NULL;
+        free(inf);
+    } else if (lu_compute(op, A, &h)) {
         const ts_shape b = tsl_batch(A->shape);
         const int64_t m = h.lu.m, n = h.lu.n, k = m < n ? m : n;
-        bool ok = true;
-        for (int64_t i = 0; ok && !info && i < h.lu.batch; i++)
-            if (h.info[i] > 0) {
-                tsi_error_set(TS_ERR_ARG,
-                              "%s: %sU[%d,%d] is zero and using it on lu_solve would result in a "
-                              "division by zero. If you still want to perform the factorization, "
-                              "consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, "
-                              "pivot)",
-                              op, tsl_batch_prefix(A, i), h.info[i], h.info[i]);
-                ok = false;
-            }
-        if (ok) {
+        if (lu_errors(op, A, h.info, h.lu.batch, info != NULL)) {
             LU = tsl_write(A, A->shape, h.lu.a, A->dtype);
             P = tsl_write_i32(A, tsl_batch_vec(b, k), h.piv);
             I = tsl_write_i32(A, b, h.info);
@@ -87,6 +108,19 @@ ts_tensor *ts_linalg_lu_factor_ex(ts_tensor *A, ts_tensor **pivots, ts_tensor **
 }
 
 /* ------------------------------------------------------------------ inv */
+/* PyTorch's error for the first singular matrix (none with _ex: LAPACK's partial result stays) */
+static bool inv_errors(const char *op, ts_tensor *A, const int32_t *inf, int64_t batch, bool ex) {
+    for (int64_t i = 0; !ex && i < batch; i++)
+        if (inf[i] > 0) {
+            tsi_error_set(TS_ERR_ARG,
+                          "%s: %sThe diagonal element %d is zero, the inversion could not be "
+                          "completed because the input matrix is singular.",
+                          op, tsl_batch_prefix(A, i), inf[i]);
+            return false;
+        }
+    return true;
+}
+
 ts_tensor *ts_linalg_inv_ex(ts_tensor *A, ts_tensor **info) {
     const char *op = "linalg.inv";
     if (info) *info = NULL;
@@ -94,18 +128,19 @@ ts_tensor *ts_linalg_inv_ex(ts_tensor *A, ts_tensor **info) {
     ts_scope_begin();
     tsl_nat a;
     ts_tensor *X = NULL, *I = NULL;
-    if (tsl_nat_read(op, A, &a)) {
+    if (tsl_dev_ok(A, NULL)) { /* on the device (cuSOLVER) */
+        int32_t *inf = info_alloc(op, A);
+        X = inf ? tsl_dev_inv(op, A, inf) : NULL;
+        if (X && inv_errors(op, A, inf, tsi_numel(tsl_batch(A->shape)), info != NULL))
+            I = tsl_write_i32(A, tsl_batch(A->shape), inf);
+        else
+            X = NULL;
+        free(inf);
+    } else if (tsl_nat_read(op, A, &a)) {
         int32_t *inf = malloc((size_t)(a.batch > 0 ? a.batch : 1) * sizeof *inf);
         bool ok = inf && tsl_nat_inv(op, &a, inf);
         if (!inf) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
-        for (int64_t i = 0; ok && !info && i < a.batch; i++)
-            if (inf[i] > 0) { /* _ex: LAPACK's partial result stays, as PyTorch's */
-                tsi_error_set(TS_ERR_ARG,
-                              "%s: %sThe diagonal element %d is zero, the inversion could not "
-                              "be completed because the input matrix is singular.",
-                              op, tsl_batch_prefix(A, i), inf[i]);
-                ok = false;
-            }
+        if (ok) ok = inv_errors(op, A, inf, a.batch, info != NULL);
         if (ok) {
             X = tsl_nat_write(A, A->shape, a.a, a.f32);
             I = tsl_write_i32(A, tsl_batch(A->shape), inf);
@@ -122,22 +157,45 @@ ts_tensor *ts_linalg_inv(ts_tensor *A) { return ts_linalg_inv_ex(A, NULL); }
 
 /* ------------------------------------------------------------------ solve */
 /* A X = B for A [..., n, n], B [..., n, k] of the same batch shape */
+/* PyTorch's error for the first singular matrix (none with _ex) */
+static bool solve_errors(ts_tensor *A, const int32_t *inf, int64_t batch, bool ex) {
+    for (int64_t i = 0; !ex && i < batch; i++)
+        if (inf[i] > 0) {
+            tsi_error_set(TS_ERR_ARG,
+                          "torch.linalg.solve: %sThe solver failed because the input matrix is "
+                          "singular.",
+                          tsl_batch_prefix(A, i));
+            return false;
+        }
+    return true;
+}
+
+static void solve_record(const char *op, ts_tensor *A, ts_tensor *B, ts_tensor *X) {
+    ts_tensor *ins[2] = {A, B}, *saves[2] = {A, X};
+    tsl_record("LinalgSolveExBackward0", op, tsl_solve_backward, ins, 2, &X, 1, saves, 2);
+}
+
 static ts_tensor *solve_core(const char *op, ts_tensor *A, ts_tensor *B, ts_tensor **info) {
     tsl_nat a, b;
     ts_tensor *X = NULL;
+    if (tsl_dev_ok(A, B)) { /* on the device (cuSOLVER) */
+        int32_t *inf = info_alloc(op, A);
+        X = inf ? tsl_dev_solve(op, A, B, inf) : NULL;
+        if (X && solve_errors(A, inf, tsi_numel(tsl_batch(A->shape)), info != NULL)) {
+            if (info) *info = tsl_write_i32(A, tsl_batch(A->shape), inf);
+        } else {
+            X = NULL;
+        }
+        free(inf);
+        if (X) solve_record(op, A, B, X);
+        return X;
+    }
     if (!tsl_nat_read(op, A, &a)) return NULL;
     if (tsl_nat_read(op, B, &b)) {
         int32_t *inf = malloc((size_t)(a.batch > 0 ? a.batch : 1) * sizeof *inf);
         bool ok = inf && tsl_nat_solve(op, &a, &b, inf);
         if (!inf) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
-        for (int64_t i = 0; ok && !info && i < a.batch; i++)
-            if (inf[i] > 0) {
-                tsi_error_set(TS_ERR_ARG,
-                              "torch.linalg.solve: %sThe solver failed because the input matrix "
-                              "is singular.",
-                              tsl_batch_prefix(A, i));
-                ok = false;
-            }
+        if (ok) ok = solve_errors(A, inf, a.batch, info != NULL);
         if (ok) {
             X = tsl_nat_write(A, B->shape, b.a, b.f32);
             if (info) *info = tsl_write_i32(A, tsl_batch(A->shape), inf);
@@ -146,10 +204,7 @@ static ts_tensor *solve_core(const char *op, ts_tensor *A, ts_tensor *B, ts_tens
         tsl_nat_free(&b);
     }
     tsl_nat_free(&a);
-    if (X) {
-        ts_tensor *ins[2] = {A, B}, *saves[2] = {A, X};
-        tsl_record("LinalgSolveExBackward0", op, tsl_solve_backward, ins, 2, &X, 1, saves, 2);
-    }
+    if (X) solve_record(op, A, B, X);
     return X;
 }
 
@@ -229,7 +284,9 @@ ts_tensor *ts_linalg_slogdet(ts_tensor *A, ts_tensor **logabsdet) {
     ts_scope_begin();
     double *s, *l;
     ts_tensor *S = NULL, *L = NULL;
-    if (slogdet_host(op, A, &s, &l, NULL)) {
+    if (tsl_dev_ok(A, NULL)) { /* on the device (cuSOLVER's getrf) */
+        if (!tsl_dev_det(op, A, NULL, &S, &L)) S = L = NULL;
+    } else if (slogdet_host(op, A, &s, &l, NULL)) {
         const ts_shape b = tsl_batch(A->shape);
         S = tsl_write(A, b, s, A->dtype);
         L = tsl_write(A, b, l, A->dtype);
@@ -250,8 +307,11 @@ ts_tensor *ts_linalg_det(ts_tensor *A) {
     double *s, *l;
     ts_tensor *D = NULL;
     const ts_shape b = tsl_batch(A->shape);
-    double *d = malloc((size_t)(tsi_numel(b) > 0 ? tsi_numel(b) : 1) * sizeof *d);
-    if (!d)
+    const bool dev = tsl_dev_ok(A, NULL); /* on the device (cuSOLVER's getrf) */
+    double *d = dev ? NULL : malloc((size_t)(tsi_numel(b) > 0 ? tsi_numel(b) : 1) * sizeof *d);
+    if (dev) {
+        if (!tsl_dev_det(op, A, &D, NULL, NULL)) D = NULL;
+    } else if (!d)
         tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
     else if (slogdet_host(op, A, &s, &l, d)) {
         D = tsl_write(A, b, d, A->dtype);

@@ -1,10 +1,13 @@
 /* linalg_decomp.c — torch.linalg's orthogonal decompositions (issue 52): qr (geqrf + orgqr),
  * svd / svdvals (gesdd), eigh / eigvalsh (syevd), on the host (svd in the operand's dtype:
  * linalg_native.c; qr and eigh in float64 through LAPACKE), the results copied back to the
- * operand's device in its dtype; gradients as PyTorch's (linalg_grad.c). */
+ * operand's device in its dtype; on a device whose backend has the linalg slot (CUDA: cuSOLVER's
+ * geqrf + orgqr, gesvd, syevd) there, in the operand's dtype (linalg_device.h). Gradients as
+ * PyTorch's (linalg_grad.c). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/linalg_device.h"
 #include "ops/linalg_internal.h"
 
 static void *zalloc(const char *op, int64_t n, size_t size) {
@@ -36,7 +39,12 @@ ts_tensor *ts_linalg_qr(ts_tensor *A, const char *mode, ts_tensor **R) {
     ts_scope_begin();
     tsl_mats a;
     ts_tensor *Q = NULL, *Rt = NULL;
-    if (tsl_read(op, A, &a)) {
+    if (tsl_dev_ok(A, NULL)) { /* on the device (cuSOLVER) */
+        if (!tsl_dev_qr(op, A, complete, r_only ? NULL : &Q, &Rt))
+            Q = Rt = NULL;
+        else if (r_only)
+            Q = empty_like_dt(A, A->dtype);
+    } else if (tsl_read(op, A, &a)) {
         const int64_t b = a.batch;
         double *tau = zalloc(op, k, sizeof *tau);
         double *q = tau ? zalloc(op, b * m * kq, sizeof *q) : NULL;
@@ -109,6 +117,30 @@ typedef struct svd_host {
     void *s, *u, *vt;
 } svd_host;
 
+/* PyTorch's error for the first matrix whose SVD did not converge */
+static bool svd_errors(const char *op, ts_tensor *A, const int32_t *info, int64_t b) {
+    for (int64_t i = 0; i < b; i++)
+        if (info[i] != 0) {
+            tsi_error_set(TS_ERR_ARG,
+                          "%s: %sThe algorithm failed to converge because the input matrix is "
+                          "ill-conditioned or has too many repeated singular values (error code: "
+                          "%d).",
+                          op, tsl_batch_prefix(A, i), info[i]);
+            return false;
+        }
+    return true;
+}
+
+/* the SVD on A's device (cuSOLVER's gesvd): S and, U non-NULL, U and Vh */
+static bool svd_device(const char *op, ts_tensor *A, bool full, ts_tensor **U, ts_tensor **S,
+                       ts_tensor **Vh) {
+    const int64_t b = tsi_numel(tsl_batch(A->shape));
+    int32_t *info = zalloc(op, b, sizeof *info);
+    const bool ok = info && tsl_dev_svd(op, A, full, U, S, Vh, info) && svd_errors(op, A, info, b);
+    free(info);
+    return ok;
+}
+
 static bool svd_compute(const char *op, ts_tensor *A, bool vectors, bool full, svd_host *h) {
     memset(h, 0, sizeof *h);
     tsl_nat a;
@@ -125,15 +157,7 @@ static bool svd_compute(const char *op, ts_tensor *A, bool vectors, bool full, s
     int32_t *info = h->s ? zalloc(op, b, sizeof *info) : NULL;
     bool ok = info && (!vectors || h->vt) &&
               tsl_nat_svd(op, &a, h->s, vectors ? h->u : NULL, vectors ? h->vt : NULL, full, info);
-    for (int64_t i = 0; ok && i < b; i++)
-        if (info[i] != 0) {
-            tsi_error_set(TS_ERR_ARG,
-                          "%s: %sThe algorithm failed to converge because the input matrix is "
-                          "ill-conditioned or has too many repeated singular values (error code: "
-                          "%d).",
-                          op, tsl_batch_prefix(A, i), info[i]);
-            ok = false;
-        }
+    if (ok) ok = svd_errors(op, A, info, b);
     free(info);
     tsl_nat_free(&a);
     if (!ok) free(h->s), free(h->u), free(h->vt);
@@ -150,7 +174,9 @@ ts_tensor *ts_linalg_svd(ts_tensor *A, bool full_matrices, ts_tensor **S, ts_ten
     ts_scope_begin();
     svd_host h;
     ts_tensor *U = NULL, *St = NULL, *V = NULL;
-    if (svd_compute(op, A, true, full_matrices, &h)) {
+    if (tsl_dev_ok(A, NULL)) {
+        if (!svd_device(op, A, full_matrices, &U, &St, &V)) U = St = V = NULL;
+    } else if (svd_compute(op, A, true, full_matrices, &h)) {
         const ts_shape bs = tsl_batch(A->shape);
         U = tsl_nat_write(A, tsl_shape(bs, h.m, h.ku), h.u, h.f32);
         St = tsl_nat_write(A, tsl_batch_vec(bs, h.k), h.s, h.f32);
@@ -176,6 +202,8 @@ ts_tensor *ts_linalg_svdvals(ts_tensor *A) {
     if (tsi_needs_graph(&A, 1)) { /* the gradient needs the vectors */
         ts_tensor *Vh;
         if (!ts_linalg_svd(A, false, &St, &Vh)) St = NULL;
+    } else if (tsl_dev_ok(A, NULL)) {
+        if (!svd_device(op, A, false, NULL, &St, NULL)) St = NULL;
     } else {
         svd_host h;
         if (svd_compute(op, A, false, false, &h)) {
@@ -197,6 +225,15 @@ static bool uplo_ok(const char *op, const char *uplo, bool *upper) {
     return false;
 }
 
+/* PyTorch's error for matrix i, whose syevd returned r (!= 0); false */
+static bool eigh_error(const char *op, ts_tensor *A, int64_t i, int r) {
+    tsi_error_set(r > 0 ? TS_ERR_ARG : TS_ERR_OOM,
+                  "%s: %sThe algorithm failed to converge because the input matrix is "
+                  "ill-conditioned or has too many repeated eigenvalues (error code: %d).",
+                  op, tsl_batch_prefix(A, i), r);
+    return false;
+}
+
 static ts_tensor *eigh_impl(const char *op, ts_tensor *A, const char *uplo, ts_tensor **V) {
     bool upper;
     if (!tsl_check(op, A, "A", true) || !uplo_ok(op, uplo, &upper)) return NULL;
@@ -204,20 +241,21 @@ static ts_tensor *eigh_impl(const char *op, ts_tensor *A, const char *uplo, ts_t
     const bool vectors = V || tsi_needs_graph(&A, 1);
     tsl_mats a;
     ts_tensor *L = NULL, *Vt = NULL;
-    if (tsl_read(op, A, &a)) {
+    if (tsl_dev_ok(A, NULL)) { /* on the device (cuSOLVER's syevd) */
+        const int64_t b = tsi_numel(tsl_batch(A->shape));
+        int32_t *info = zalloc(op, b, sizeof *info);
+        bool ok = info && tsl_dev_eigh(op, A, upper, &L, vectors ? &Vt : NULL, info);
+        for (int64_t i = 0; ok && i < b; i++)
+            if (info[i] != 0) ok = eigh_error(op, A, i, info[i]);
+        free(info);
+        if (!ok) L = Vt = NULL;
+    } else if (tsl_read(op, A, &a)) {
         const int64_t n = a.n, b = a.batch;
         double *w = zalloc(op, b * n, sizeof *w);
         bool ok = w != NULL;
         for (int64_t i = 0; ok && i < b; i++) {
             int r = tsl_syevd(vectors, upper, n, a.a + i * n * n, w + i * n);
-            if (r != 0) {
-                tsi_error_set(r > 0 ? TS_ERR_ARG : TS_ERR_OOM,
-                              "%s: %sThe algorithm failed to converge because the input matrix "
-                              "is ill-conditioned or has too many repeated eigenvalues (error "
-                              "code: %d).",
-                              op, tsl_batch_prefix(A, i), r);
-                ok = false;
-            }
+            if (r != 0) ok = eigh_error(op, A, i, r);
         }
         if (ok) {
             L = tsl_write(A, tsl_batch_vec(tsl_batch(A->shape), n), w, A->dtype);

@@ -3,7 +3,9 @@
  * (linalg_lapack.c: qr, eigh, lstsq, lu_factor), or in the operand's own dtype with column-major
  * LAPACK calls (linalg_native.c: inv, solve, det, cholesky, svd; decision 0024), and results
  * written back as tensors on the operand's device in its dtype. Every function here runs inside the
- * caller's scope and returns false (NULL) with the error set naming `op`. */
+ * caller's scope and returns false (NULL) with the error set naming `op`. Operands on a device
+ * whose backend has the linalg slot (CUDA: cuSOLVER) take linalg_device.h's path instead, for the
+ * ops it covers. */
 #ifndef TS_OPS_LINALG_LAPACK_H
 #define TS_OPS_LINALG_LAPACK_H
 

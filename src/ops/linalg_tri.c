@@ -1,10 +1,12 @@
 /* linalg_tri.c — triangular systems and Cholesky (issue 52): linalg.solve_triangular (hand
  * substitution in float64, IEEE results for a zero diagonal as PyTorch's), linalg.cholesky(_ex)
- * (LAPACK potrf in the operand's dtype, linalg_native.c), torch.cholesky_solve and cholesky_inverse
- * composed of those two. */
+ * (LAPACK potrf in the operand's dtype, linalg_native.c; cuSOLVER's on a device whose backend has
+ * the linalg slot, linalg_device.h), torch.cholesky_solve and cholesky_inverse composed of those
+ * two. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/linalg_device.h"
 #include "ops/linalg_internal.h"
 
 /* ------------------------------------------------------------------ solve_triangular */
@@ -77,6 +79,20 @@ ts_tensor *ts_linalg_solve_triangular(ts_tensor *A, ts_tensor *B, bool upper, bo
 }
 
 /* ------------------------------------------------------------------ cholesky */
+/* PyTorch's error for the first matrix that is not positive-definite (none with _ex) */
+static bool chol_errors(const char *op, ts_tensor *A, const int32_t *inf, int64_t batch, bool ex) {
+    for (int64_t i = 0; !ex && i < batch; i++)
+        if (inf[i] > 0) {
+            tsi_error_set(TS_ERR_ARG,
+                          "%s: %sThe factorization could not be completed because the input is "
+                          "not positive-definite (the leading minor of order %d is not "
+                          "positive-definite).",
+                          op, tsl_batch_prefix(A, i), inf[i]);
+            return false;
+        }
+    return true;
+}
+
 ts_tensor *ts_linalg_cholesky_ex(ts_tensor *A, bool upper, ts_tensor **info) {
     const char *op = "linalg.cholesky";
     if (info) *info = NULL;
@@ -84,19 +100,21 @@ ts_tensor *ts_linalg_cholesky_ex(ts_tensor *A, bool upper, ts_tensor **info) {
     ts_scope_begin();
     tsl_nat a;
     ts_tensor *L = NULL, *I = NULL;
-    if (tsl_nat_read(op, A, &a)) {
+    if (tsl_dev_ok(A, NULL)) { /* on the device (cuSOLVER's potrf) */
+        const int64_t b = tsi_numel(tsl_batch(A->shape));
+        int32_t *inf = calloc((size_t)(b > 0 ? b : 1), sizeof *inf);
+        if (!inf) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+        L = inf ? tsl_dev_cholesky(op, A, inf) : NULL;
+        if (L && chol_errors(op, A, inf, b, info != NULL))
+            I = tsl_write_i32(A, tsl_batch(A->shape), inf);
+        else
+            L = NULL;
+        free(inf);
+    } else if (tsl_nat_read(op, A, &a)) {
         int32_t *inf = malloc((size_t)(a.batch > 0 ? a.batch : 1) * sizeof *inf);
         bool ok = inf && tsl_nat_cholesky(op, &a, inf);
         if (!inf) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
-        for (int64_t i = 0; ok && !info && i < a.batch; i++)
-            if (inf[i] > 0) {
-                tsi_error_set(TS_ERR_ARG,
-                              "%s: %sThe factorization could not be completed because the input "
-                              "is not positive-definite (the leading minor of order %d is not "
-                              "positive-definite).",
-                              op, tsl_batch_prefix(A, i), inf[i]);
-                ok = false;
-            }
+        if (ok) ok = chol_errors(op, A, inf, a.batch, info != NULL);
         if (ok) {
             L = tsl_nat_write(A, A->shape, a.a, a.f32);
             I = tsl_write_i32(A, tsl_batch(A->shape), inf);

@@ -235,7 +235,9 @@ static ts_tensor *matmul_record(const char *op, mm_kind kind, ts_tensor *a, ts_t
         ts_tensor *saves[2] = {b->requires_grad ? a : NULL, a->requires_grad ? b : NULL};
         ts_node *n = tsi_record(matmul_grad_name(kind, a->shape.ndim, b->shape.ndim), op,
                                 tsi_matmul_backward, ins, 2, out, saves, 2);
-        /* b's layout, for a gradient in the same layout (b itself may not be saved) */
+        /* b's layout, for a gradient in the same layout (b itself may not be saved); the
+         * backward is matmuls of the gradient with the operands (shape_grad.c) */
+        if (n) n->flags |= TSI_NODE_TWICE;
         if (n)
             n->ip[0] = b->shape.ndim == 2 && b->strides[0] == 1 &&
                        b->strides[1] == b->shape.dims[0] && b->shape.dims[0] > 1 &&

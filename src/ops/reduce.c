@@ -207,6 +207,7 @@ static void record(ts_reduce_op rop, bool all, ts_tensor *t, ts_tensor *out, uns
     ts_node *n = tsi_record(name, op, fn, &t, 1, out, saves, 2);
     if (!n) return;
     if (save_out) tsi_node_save_output(n, 1, out);
+    n->flags |= TSI_NODE_TWICE; /* reduce_grad.c: public ops on g, the input and the result */
     n->ip[0] = mask;
     n->ip[1] = keepdim;
     n->p[0] = param;

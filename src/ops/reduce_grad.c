@@ -126,7 +126,9 @@ void tsi_logsumexp_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
 void tsi_softmax_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_tensor *y = tsi_node_saved(n, 0);
     if (!go[0] || !y) return;
-    if ((gi[0] = tsi_softmax_grad_fused(go[0], y, (int)n->ip[0], false)) || ts_error()) return;
+    if (!tsi_create_graph_active() &&
+        ((gi[0] = tsi_softmax_grad_fused(go[0], y, (int)n->ip[0], false)) || ts_error()))
+        return;
     ts_tensor *dot = ts_sum_dim(ts_mul(go[0], y), (int)n->ip[0], true);
     gi[0] = ts_mul(y, ts_sub(go[0], dot));
 }
@@ -135,7 +137,9 @@ void tsi_softmax_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
 void tsi_log_softmax_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_tensor *y = tsi_node_saved(n, 0);
     if (!go[0] || !y) return;
-    if ((gi[0] = tsi_softmax_grad_fused(go[0], y, (int)n->ip[0], true)) || ts_error()) return;
+    if (!tsi_create_graph_active() &&
+        ((gi[0] = tsi_softmax_grad_fused(go[0], y, (int)n->ip[0], true)) || ts_error()))
+        return;
     ts_tensor *sum = ts_sum_dim(go[0], (int)n->ip[0], true);
     gi[0] = ts_sub(go[0], ts_mul(ts_exp(y), sum));
 }

@@ -134,6 +134,7 @@ static ts_tensor *vector_norm_op(const char *op, ts_tensor *t, double ord, ts_di
             tsi_record("LinalgVectorNormBackward0", op, vector_norm_backward, &x, 1, y, saves, 2);
         if (n) {
             tsi_node_save_output(n, 1, y);
+            n->flags |= TSI_NODE_TWICE; /* public ops on g, x and the norm */
             n->ip[0] = mask, n->ip[1] = keepdim, n->p[0] = ord;
         }
     }

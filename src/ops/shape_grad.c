@@ -97,6 +97,8 @@ void tsi_scatter_add_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) 
         gi[1] = ts_reshape(picked, ss);
         return;
     }
+    /* copied into zeros: no history for a second backward */
+    if (tsi_create_graph_active()) n->flags |= TSI_NODE_ONCE;
     ts_tensor *full = ts_zeros(ss, o), *part = full;
     for (int k = 0; k < ss.ndim; k++) part = ts_narrow(part, k, 0, idx->shape.dims[k]);
     ts_copy_(part, picked);

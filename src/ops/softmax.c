@@ -37,6 +37,7 @@ static ts_tensor *softmax_run(const char *op, ts_tensor *t, int dim, bool log) {
             tsi_record(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", op,
                        log ? tsi_log_softmax_backward : tsi_softmax_backward, &t, 1, out, &none, 1);
         if (n) {
+            n->flags |= TSI_NODE_TWICE; /* reduce_grad.c (not fused under create_graph) */
             tsi_node_save_output(n, 0, out);
             n->ip[0] = d;
         }

@@ -8,6 +8,14 @@
 #include "core/sync_debug.h"
 #include "ops/view_grad.h"
 
+/* The node of a copy (to a device or dtype, clone): its backward hands the gradient back as it
+ * is or copied, which is its own derivative. */
+static void record_copy(const char *name, const char *op, tsi_backward_fn fn, ts_tensor *t,
+                        ts_tensor *out) {
+    ts_node *n = tsi_record(name, op, fn, &t, 1, out, NULL, 0);
+    if (n) n->flags |= TSI_NODE_TWICE;
+}
+
 ts_tensor *ts_to(ts_tensor *t, ts_device d) {
     tsi_init();
     if (!tsi_check_input("to", t, "tensor")) return NULL;
@@ -16,7 +24,7 @@ ts_tensor *ts_to(ts_tensor *t, ts_device d) {
     tsi_sync_ctx sync = tsi_sync_enter("to", TSI_CALLER);
     ts_tensor *out = tsi_to_device("to", t, rd);
     tsi_sync_leave(sync);
-    if (out && out != t) tsi_record("ToCopyBackward0", "to", tsi_to_backward, &t, 1, out, NULL, 0);
+    if (out && out != t) record_copy("ToCopyBackward0", "to", tsi_to_backward, t, out);
     return tsi_own(tsi_trace("to", &t, 1, out, NULL, 0, NULL, 0));
 }
 
@@ -28,7 +36,7 @@ ts_tensor *ts_to_async(ts_tensor *t, ts_device d) {
     ts_device rd = tsi_resolve_device(d);
     tsi_log_op("to", rd);
     ts_tensor *out = tsi_to_device_async("to", t, rd);
-    if (out && out != t) tsi_record("ToCopyBackward0", "to", tsi_to_backward, &t, 1, out, NULL, 0);
+    if (out && out != t) record_copy("ToCopyBackward0", "to", tsi_to_backward, t, out);
     return tsi_own(out);
 }
 
@@ -52,7 +60,7 @@ ts_tensor *ts_to_dtype(ts_tensor *t, ts_dtype dt) {
     tsi_log_op("to_dtype", tsi_device(t));
     ts_tensor *out = tsi_cast("to_dtype", t, dt);
     if (out && out != t && (tsi_is_float(out->dtype) || tsi_is_complex(out->dtype)))
-        tsi_record("ToCopyBackward0", "to_dtype", tsi_identity_backward, &t, 1, out, NULL, 0);
+        record_copy("ToCopyBackward0", "to_dtype", tsi_identity_backward, t, out);
     return tsi_own(tsi_trace("to_dtype", &t, 1, out, (int64_t[]){dt}, 1, NULL, 0));
 }
 
@@ -71,7 +79,7 @@ ts_tensor *ts_pin_memory(ts_tensor *t) {
     if (!tsi_storage_pin("pin_memory", out)) return ts_release(out), NULL;
     ts_kview dv = tsi_kview(out), sv = tsi_kview(t);
     tsi_be(t)->copy(tsi_be(t), 0, &dv, &sv);
-    tsi_record("ToCopyBackward0", "pin_memory", tsi_identity_backward, &t, 1, out, NULL, 0);
+    record_copy("ToCopyBackward0", "pin_memory", tsi_identity_backward, t, out);
     return tsi_own(out);
 }
 
@@ -83,7 +91,7 @@ ts_tensor *ts_clone(ts_tensor *t) {
     if (!out) return NULL;
     ts_kview dv = tsi_kview(out), sv = tsi_kview(t);
     tsi_be(t)->copy(tsi_be(t), tsi_dev_index(t), &dv, &sv);
-    tsi_record("CloneBackward0", "clone", tsi_identity_backward, &t, 1, out, NULL, 0);
+    record_copy("CloneBackward0", "clone", tsi_identity_backward, t, out);
     return tsi_own(tsi_trace("clone", &t, 1, out, NULL, 0, NULL, 0));
 }
 

@@ -11,6 +11,7 @@ static ts_tensor *record_view(ts_tensor *t, ts_tensor *out, const char *name, co
                               tsi_backward_fn fn, const int64_t *ip, int nip) {
     if (!out) return NULL;
     ts_node *n = tsi_record(name, op, fn, &t, 1, out, NULL, 0);
+    if (n) n->flags |= TSI_NODE_TWICE; /* view_grad.c: views and copies of the gradient */
     if (n && ip) memcpy(n->ip, ip, sizeof(int64_t) * (size_t)nip);
     return tsi_own(tsi_trace(op, &t, 1, out, ip, ip ? nip : 0, NULL, 0));
 }

@@ -3,6 +3,7 @@
  * norm, batch norm and cross-entropy) into the backend table, and the helpers they share. */
 #include "backend/cuda/cuda_compute.h"
 #include "backend/cuda/cuda_fft.h"
+#include "backend/cuda/cuda_linalg.h"
 
 tsc_dims tsc_coalesce(int nd, const int64_t *shape, const int64_t *s0, const int64_t *s1) {
     tsc_dims r;
@@ -50,6 +51,7 @@ void tsc_install_compute_kernels(ts_backend *be) {
     be->rnn_cell_forward = tsc_rnn_cell_forward;
     be->rnn_cell_backward = tsc_rnn_cell_backward;
     be->fft = tsc_fft;
+    be->linalg = tsc_linalg;
     be->softmax = tsc_softmax;
     be->softmax_backward = tsc_softmax_backward;
     be->conv2d = tsc_conv2d;
