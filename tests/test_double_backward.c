@@ -58,6 +58,21 @@ static ts_tensor *f_gather(ts_tensor *x) {
     return ts_sum(ts_pow_scalar(ts_gather(x, 0, idx), 3));
 }
 
+static ts_tensor *f_layer_norm(ts_tensor *x) { /* x as input [2, 3], weight and bias [3] */
+    ts_tensor *in = ts_reshape(x, TS_SHAPE(2, 3));
+    ts_tensor *y = ts_layer_norm(ts_mul_scalar(in, 1.5), TS_SHAPE(3), ts_narrow(x, 0, 0, 3),
+                                 ts_narrow(x, 0, 3, 3), 1e-5);
+    return ts_sum(ts_pow_scalar(y, 3));
+}
+
+static ts_tensor *f_max_pool(ts_tensor *x) { /* overlapping 2x2 windows, stride 1, with a tie */
+    ts_tensor *in =
+        ts_reshape(ts_cat((ts_tensor *[]){x, ts_narrow(x, 0, 0, 3)}, 2, 0), TS_SHAPE(1, 1, 3, 3));
+    ts_tensor *y =
+        ts_max_pool2d(ts_mul(in, in), (ts_pool2d_opts){.kernel = {2, 2}, .stride = {1, 1}});
+    return ts_sum(ts_mul(y, ts_exp(y)));
+}
+
 static const struct {
     const char *name;
     scalar_fn f;
@@ -73,6 +88,8 @@ static const struct {
     {"linear", f_linear},
     {"reductions", f_reductions},
     {"gather", f_gather},
+    {"layer_norm", f_layer_norm},
+    {"max_pool", f_max_pool},
 };
 
 static const double x0[N] = {0.31, -0.72, 1.13, 0.45, -1.27, 0.66};
@@ -216,6 +233,82 @@ static void backward_create_graph(ts_device d) {
     ts_scope_end();
 }
 
+/* ---------------------------------------------------------------- conv2d */
+typedef struct conv_case {
+    int stride, padding, dilation, groups;
+} conv_case;
+
+/* sum(tanh(conv2d(x, w, b))) over x [2, 2, 5, 5], w [4, 2 / groups, 3, 3], b [4]; the three
+ * gradients (out) with the graph recorded or not */
+static void conv_grads(const conv_case *cc, const double *xv, const double *wv, const double *bv,
+                       ts_device d, bool create, ts_tensor **out) {
+    const int cg = 2 / cc->groups;
+    ts_tensor *x =
+        ts_tensor_f64(TS_SHAPE(2, 2, 5, 5), xv, (ts_opts){.device = d, .requires_grad = true});
+    ts_tensor *w =
+        ts_tensor_f64(TS_SHAPE(4, cg, 3, 3), wv, (ts_opts){.device = d, .requires_grad = true});
+    ts_tensor *b = ts_tensor_f64(TS_SHAPE(4), bv, (ts_opts){.device = d, .requires_grad = true});
+    ts_conv2d_opts o = {.stride = {cc->stride, cc->stride},
+                        .padding = {cc->padding, cc->padding},
+                        .dilation = {cc->dilation, cc->dilation},
+                        .groups = cc->groups};
+    ts_tensor *y = ts_sum(ts_tanh(ts_conv2d(x, w, b, o)));
+    ts_tensor *ins[3] = {x, w, b};
+    CHECK_EQ(ts_autograd_grad(&y, NULL, 1, ins, 3, (ts_grad_opts){.create_graph = create}, out),
+             TS_OK);
+    if (!create) return;
+    /* H v for the v of the three parts (vx, vw, vb below, rebuilt from the same seeds) */
+    double vx[100], vw[72], vb[4];
+    ts_test_fill_uniform(vx, 100, 7), ts_test_fill_uniform(vw, 72, 8),
+        ts_test_fill_uniform(vb, 4, 9);
+    ts_tensor *v[3] = {ts_tensor_f64(TS_SHAPE(2, 2, 5, 5), vx, (ts_opts){.device = d}),
+                       ts_tensor_f64(TS_SHAPE(4, cg, 3, 3), vw, (ts_opts){.device = d}),
+                       ts_tensor_f64(TS_SHAPE(4), vb, (ts_opts){.device = d})};
+    ts_tensor *gv = ts_add(ts_add(ts_sum(ts_mul(out[0], v[0])), ts_sum(ts_mul(out[1], v[1]))),
+                           ts_sum(ts_mul(out[2], v[2])));
+    CHECK_EQ(ts_autograd_grad(&gv, NULL, 1, ins, 3, (ts_grad_opts){0}, out), TS_OK);
+}
+
+/* H v by double backward against (grad f(p + e v) - grad f(p - e v)) / 2e, every part of p */
+static void conv_hessian_vector(const conv_case *cc, ts_device d) {
+    const int cg = 2 / cc->groups, nw = 4 * cg * 9;
+    double x[100], w[72], b[4], vx[100], vw[72], vb[4];
+    ts_test_fill_uniform(x, 100, 1), ts_test_fill_uniform(w, nw, 2), ts_test_fill_uniform(b, 4, 3);
+    ts_test_fill_uniform(vx, 100, 7), ts_test_fill_uniform(vw, 72, 8),
+        ts_test_fill_uniform(vb, 4, 9);
+    const int sizes[3] = {100, nw, 4};
+    double got[3][100], diff[3][100];
+    ts_scope_begin();
+    ts_tensor *hv[3] = {0};
+    conv_grads(cc, x, w, b, d, true, hv);
+    for (int k = 0; k < 3; k++) CHECK(ts_test_read_f64(hv[k], got[k], sizes[k]));
+    const double e = 1e-5;
+    for (int sign = -1; sign <= 1; sign += 2) {
+        double xp[100], wp[72], bp[4];
+        for (int i = 0; i < 100; i++) xp[i] = x[i] + sign * e * vx[i];
+        for (int i = 0; i < nw; i++) wp[i] = w[i] + sign * e * vw[i];
+        for (int i = 0; i < 4; i++) bp[i] = b[i] + sign * e * vb[i];
+        ts_tensor *g[3] = {0};
+        conv_grads(cc, xp, wp, bp, d, false, g);
+        for (int k = 0; k < 3; k++) {
+            double h[100];
+            CHECK(ts_test_read_f64(g[k], h, sizes[k]));
+            for (int i = 0; i < sizes[k]; i++) diff[k][i] = sign < 0 ? -h[i] : diff[k][i] + h[i];
+        }
+    }
+    ts_scope_end();
+    int bad = 0;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < sizes[k]; i++) {
+            const double want = diff[k][i] / (2 * e);
+            if (fabs(got[k][i] - want) > 1e-6 * (1 + fabs(want)) && bad++ < 3)
+                fprintf(stderr, "conv s%d p%d d%d g%d on %s: part %d [%d] = %.12g, want %.12g\n",
+                        cc->stride, cc->padding, cc->dilation, cc->groups, ts_device_str(d), k, i,
+                        got[k][i], want);
+        }
+    CHECK_EQ(bad, 0);
+}
+
 int main(void) {
     ts_mem_stats before, after;
     ts_memory_stats(ts_sim(0), &before);
@@ -226,6 +319,9 @@ int main(void) {
         several_outputs(devs[di]);
         not_twice_differentiable(devs[di]);
         backward_create_graph(devs[di]);
+        const conv_case convs[] = {{1, 0, 1, 1}, {2, 1, 1, 2}, {1, 2, 2, 1}, {2, 0, 1, 1}};
+        for (size_t k = 0; k < sizeof convs / sizeof convs[0]; k++)
+            conv_hessian_vector(&convs[k], devs[di]);
     }
     ts_memory_stats(ts_sim(0), &after);
     CHECK_EQ(after.live_tensors, before.live_tensors);

@@ -1,6 +1,7 @@
 /* conv.c — the conv2d front end: PyTorch's checks and output size, the backend kernels, and the
  * ConvolutionBackward0 node. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
@@ -169,9 +170,71 @@ ts_conv2d_params tsi_conv_params_load(const ts_node *n) {
     return p;
 }
 
+/* The weight's gradient as a convolution (create_graph): for each group, the input with batch and
+ * channels swapped, convolved with the output gradient as the kernel (batch as its channels),
+ * the forward's dilation as the stride and its stride as the dilation, cut to the kernel's size:
+ * gw[o, c, i, j] = sum over n, y, x of g[n, o, y, x] xpad[n, c, y s + i d, x s + j d]. */
+static ts_tensor *weight_grad_composite(ts_tensor *x, ts_tensor *g, const ts_conv2d_params *p,
+                                        ts_shape ws) {
+    const int groups = p->groups > 0 ? p->groups : 1;
+    const int64_t cg = ws.dims[1], og = ws.dims[0] / groups;
+    ts_tensor *small[8], **parts = groups <= 8 ? small : malloc(sizeof *parts * (size_t)groups);
+    if (!parts) return tsi_error_set(TS_ERR_OOM, "conv2d_backward: out of host memory"), NULL;
+    const ts_conv2d_opts o = {.stride = {p->dilation[0], p->dilation[1]},
+                              .padding = {p->padding[0], p->padding[1]},
+                              .dilation = {p->stride[0], p->stride[1]},
+                              .groups = 1};
+    for (int k = 0; k < groups; k++) {
+        ts_tensor *xt = ts_transpose(ts_narrow(x, 1, k * cg, cg), 0, 1);
+        ts_tensor *gt = ts_transpose(ts_narrow(g, 1, k * og, og), 0, 1);
+        ts_tensor *r = ts_conv2d(xt, gt, NULL, o); /* [cg, og, >= kh, >= kw] */
+        r = ts_narrow(ts_narrow(r, 2, 0, ws.dims[2]), 3, 0, ws.dims[3]);
+        parts[k] = ts_transpose(r, 0, 1);
+    }
+    ts_tensor *gw = groups == 1 ? parts[0] : ts_cat(parts, groups, 0);
+    if (parts != small) free(parts);
+    return gw;
+}
+
+/* conv_backward's formulas as public ops, so that under create_graph they record the gradients'
+ * graph: the input's gradient is the transposed convolution of g, the weight's a convolution
+ * (weight_grad_composite), the bias's a sum. */
+static void conv_backward_composite(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    const ts_conv2d_params p = tsi_conv_params_load(n);
+    const ts_shape xs = n->in_shape[0], ws = n->in_shape[1];
+    const bool unbatched = xs.ndim == 3;
+    ts_tensor *g = go[0]->dtype == n->in_dtype[0] ? go[0] : ts_to_dtype(go[0], n->in_dtype[0]);
+    if (g && unbatched) g = ts_unsqueeze(g, 0);
+    if (!g) return;
+    if (tsi_node_needs(n, 0)) {
+        ts_tensor *w = tsi_node_saved(n, 1);
+        if (!w) return;
+        ts_convnd_opts o = {.groups = p.groups};
+        for (int i = 0; i < 2; i++) {
+            const int64_t in = xs.dims[xs.ndim - 2 + i], out = g->shape.dims[2 + i];
+            const int64_t made = (out - 1) * p.stride[i] - 2 * p.padding[i] +
+                                 p.dilation[i] * (ws.dims[2 + i] - 1) + 1;
+            o.stride[i] = p.stride[i], o.padding[i] = p.padding[i], o.dilation[i] = p.dilation[i];
+            o.output_padding[i] = (int)(in - made); /* the rows the forward's stride skipped */
+        }
+        ts_tensor *gx = ts_conv_transpose2d(g, w, NULL, o);
+        gi[0] = unbatched && gx ? ts_squeeze_dim(gx, 0) : gx;
+    }
+    if (tsi_node_needs(n, 1)) {
+        ts_tensor *x = tsi_node_saved(n, 0);
+        if (!x) return;
+        gi[1] = weight_grad_composite(unbatched ? ts_unsqueeze(x, 0) : x, g, &p, ws);
+    }
+    if (tsi_node_needs(n, 2)) gi[2] = ts_sum_dims(g, TS_DIMS(0, 2, 3), false);
+}
+
 static void conv_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     const char *op = "conv2d_backward";
     if (!go[0]) return;
+    if (tsi_create_graph_active()) {
+        conv_backward_composite(n, go, gi);
+        return;
+    }
     const ts_conv2d_params p = tsi_conv_params_load(n);
     const ts_shape xs = n->in_shape[0], ws = n->in_shape[1];
     const bool unbatched = xs.ndim == 3;
@@ -278,6 +341,10 @@ static ts_tensor *conv2d_op(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_
         ts_node *n =
             tsi_record("ConvolutionBackward0", "conv2d", conv_backward, ins, 3, c.out, saves, 2);
         if (n) tsi_conv_params_store(n, &c.g.p), n->ip[7] = c.cl; /* the forward's layout */
+        /* conv_backward_composite differentiates again when what it saved are the inputs
+         * themselves (not layout or dtype copies, which carry no history) */
+        if (n && (!saves[0] || saves[0] == x) && (!saves[1] || saves[1] == w))
+            n->flags |= TSI_NODE_TWICE;
     }
     conv_call_release(&c);
     return tsi_own(c.out);

@@ -65,9 +65,36 @@ static bool workspace(ts_tensor *like, size_t bytes, ts_tensor **ws) {
 
 static void *data_of(ts_tensor *t) { return t ? t->storage->data + t->offset : NULL; }
 
+/* The backward as public ops over statistics recomputed from x (the saved ones carry no history),
+ * so that under create_graph it records the gradients' graph: with xh = (x - mean) rstd and
+ * gh = g w, dx = rstd (gh - mean(gh) - xh mean(gh xh)), dw = sum of g xh, db = sum of g. */
+static void layer_norm_backward_composite(ts_node *n, ts_tensor *x, ts_tensor *w, ts_tensor *g,
+                                          ts_tensor **gi) {
+    const int nnorm = (int)n->ip[0], nd = x->shape.ndim;
+    ts_dims dims = {.n = nnorm};
+    for (int i = 0; i < nnorm; i++) dims.d[i] = nd - nnorm + i;
+    if (g->dtype != x->dtype) g = ts_to_dtype(g, x->dtype);
+    ts_tensor *xc = ts_sub(x, ts_mean_dims(x, dims, true));
+    ts_tensor *rstd = ts_rsqrt(ts_add_scalar(ts_mean_dims(ts_square(xc), dims, true), n->p[0]));
+    ts_tensor *xh = ts_mul(xc, rstd);
+    if (tsi_node_needs(n, 0)) {
+        ts_tensor *gh = w ? ts_mul(g, w) : g;
+        ts_tensor *inner = ts_sub(ts_sub(gh, ts_mean_dims(gh, dims, true)),
+                                  ts_mul(xh, ts_mean_dims(ts_mul(gh, xh), dims, true)));
+        gi[0] = ts_mul(rstd, inner);
+    }
+    if (tsi_node_needs(n, 1)) gi[1] = tsi_sum_to(ts_mul(g, xh), n->in_shape[1]);
+    if (tsi_node_needs(n, 2)) gi[2] = tsi_sum_to(g, n->in_shape[2]);
+}
+
 static void layer_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_tensor *x = tsi_node_saved(n, 0),
               *w = tsi_node_has_saved(n, 1) ? tsi_node_saved(n, 1) : NULL;
+    if (tsi_create_graph_active()) {
+        if (x && (!tsi_node_has_saved(n, 1) || w) && go[0])
+            layer_norm_backward_composite(n, x, w, go[0], gi);
+        return;
+    }
     ts_tensor *mean = tsi_node_saved(n, 2), *rstd = tsi_node_saved(n, 3);
     if (!x || (tsi_node_has_saved(n, 1) && !w) || !mean || !rstd || !go[0]) return;
     const int nnorm = (int)n->ip[0];
@@ -119,7 +146,10 @@ ts_tensor *tsi_layer_norm_fused(ts_tensor *x0, int nnorm, ts_tensor *w0, ts_tens
         ts_tensor *saves[4] = {x, w, mean, rstd};
         ts_node *n =
             tsi_record("NativeLayerNormBackward0", OP, layer_norm_backward, ins, 3, y, saves, 4);
-        if (n) n->ip[0] = nnorm;
+        if (n) n->ip[0] = nnorm, n->p[0] = eps;
+        /* the composite backward differentiates again when x and w were saved as themselves
+         * (not as contiguous copies, which carry no history) */
+        if (n && x == x0 && w == w0) n->flags |= TSI_NODE_TWICE;
     }
     ts_release(mean), ts_release(rstd);
     ts_release(x), ts_release(w), ts_release(b);

@@ -160,6 +160,20 @@ static ts_pool2d_params params_load(const ts_node *n) {
     return p;
 }
 
+/* Max pooling's backward as a scatter_add of g at the indices within each plane (public ops: under
+ * create_graph it records the gradient's graph, whose own backward is a gather). */
+static ts_tensor *max_pool_grad_composite(const ts_node *n, ts_tensor *g, ts_tensor *idx) {
+    const ts_shape xs = n->in_shape[0];
+    const int d = xs.ndim - 2; /* the plane's dim once H, W (OH, OW) are flattened */
+    ts_shape fx = xs, fg = g->shape;
+    fx.ndim = fg.ndim = d + 1;
+    fx.dims[d] = xs.dims[d] * xs.dims[d + 1];
+    fg.dims[d] = g->shape.dims[d] * g->shape.dims[d + 1];
+    if (g->dtype != n->in_dtype[0]) g = ts_to_dtype(g, n->in_dtype[0]);
+    ts_tensor *z = ts_zeros(fx, (ts_opts){.dtype = n->in_dtype[0], .device = n->in_device[0]});
+    return ts_reshape(ts_scatter_add(z, d, ts_reshape(idx, fg), ts_reshape(g, fg)), xs);
+}
+
 /* One backward for the three kinds: max pooling scatters through its saved indices, the averages
  * spread each gradient over its window. */
 static void pool_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
@@ -168,6 +182,10 @@ static void pool_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     const ts_pool2d_params p = params_load(n);
     ts_tensor *idx = NULL;
     if (p.kind == TS_POOL_MAX && !(idx = tsi_node_saved(n, 0))) return;
+    if (idx && tsi_create_graph_active()) {
+        gi[0] = max_pool_grad_composite(n, go[0], idx);
+        return;
+    }
     const ts_shape xs = n->in_shape[0];
     const int lead = xs.ndim == 3 ? 0 : 1;
     const int64_t N = xs.ndim == 3 ? 1 : xs.dims[0], C = xs.dims[lead], H = xs.dims[lead + 1],
@@ -223,6 +241,7 @@ static ts_tensor *pool_forward(const char *op, const char *node_name, ts_tensor 
     if (out) {
         ts_node *n = tsi_record(node_name, op, pool_backward, &x, 1, out, &idx, idx ? 1 : 0);
         if (n) params_store(n, &g->p), n->ip[9] = cl;
+        if (n && max) n->flags |= TSI_NODE_TWICE; /* max_pool_grad_composite */
     }
     if (indices_out) { /* the caller's: its reference moves into the scope */
         *indices_out = out && idx ? tsi_own(idx) : NULL;

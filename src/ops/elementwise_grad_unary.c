@@ -184,8 +184,9 @@ static ts_tensor *composite_grad(ts_binary_op bop, ts_tensor *g, ts_tensor *v) {
         return ts_mul(g, ts_rsub_scalar(ts_square(v), 1));
     case TS_B_SIGMOID_BWD: /* v = y: y (1 - y) */
         return ts_mul(g, ts_mul(v, ts_rsub_scalar(v, 1)));
-    case TS_B_RELU_BWD: /* v = y: g where y > 0 */
-        return ts_where(ts_gt_scalar(v, 0), g, tsi_ew_grad_zero(g));
+    case TS_B_RELU_BWD: /* v = y: 0 where y <= 0 (there y is 0: y * 0 keeps PyTorch's link to
+                         * y, whose derivative is 0), else g (NaN included) */
+        return ts_where(ts_le_scalar(v, 0), ts_mul_scalar(v, 0), g);
     case TS_B_GELU_BWD: { /* v = x: Phi(x) + x phi(x) */
         ts_tensor *cdf =
             ts_mul_scalar(ts_add_scalar(ts_erf(ts_mul_scalar(v, 0.70710678118654752440)), 1), 0.5);

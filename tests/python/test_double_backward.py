@@ -214,3 +214,32 @@ def test_grad_runs_leaf_hooks_once_on_the_sum():
     w.register_hook(lambda g: g.clamp(max=4))
     (w * 2 + w * 3).sum().backward()
     assert w.grad.tolist() == [4.0, 4.0]
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim:0"])
+def test_wgan_gp_with_a_conv_critic(device):
+    # WGAN-GP's penalty on a DCGAN-like critic: conv (stride 2, padding 1), leaky_relu, linear
+    torch.manual_seed(3)
+    critic = torch.nn.Sequential(torch.nn.Conv2d(2, 4, 3, stride=2, padding=1),
+                                 torch.nn.LeakyReLU(0.2), torch.nn.Flatten(),
+                                 torch.nn.Linear(4 * 3 * 3, 1)).double().to(device)
+    x = torch.randn(3, 2, 6, 6, dtype=torch.float64, device=device)
+
+    def penalty():
+        xi = x.clone().requires_grad_(True)
+        g, = torch.autograd.grad(critic(xi).sum(), xi, create_graph=True)
+        return ((g.reshape(3, -1).norm(2, dim=1) - 1) ** 2).mean()
+    penalty().backward()
+    w = critic[0].weight
+    got = w.grad[1, 0, 2, 1].item()
+    eps = 1e-6
+    with torch.no_grad():
+        w[1, 0, 2, 1] += eps
+    up = penalty().item()
+    with torch.no_grad():
+        w[1, 0, 2, 1] -= 2 * eps
+    down = penalty().item()
+    with torch.no_grad():
+        w[1, 0, 2, 1] += eps
+    assert got == pytest.approx((up - down) / (2 * eps), rel=1e-5, abs=1e-9)
+    assert critic[0].bias.grad is not None
