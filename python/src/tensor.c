@@ -51,7 +51,7 @@ ts_tensor *tsp_tensor_of(PyObject *o) {
 
 ts_tensor *tsp_tensor_arg(PyObject *o, const char *fn, const char *arg) {
     ts_tensor *t = o ? tsp_tensor_of(o) : NULL;
-    if (!t)
+    if (!t && !tsp_sparse_arg_error(o, fn, arg))
         PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be Tensor, not %.100s", fn, arg,
                      o ? Py_TYPE(o)->tp_name : "nothing");
     return t;
@@ -422,6 +422,8 @@ extern PyMethodDef tsp_tensor_extra_methods[];        /* tensor_extra.c (issue 5
 extern PyMethodDef tsp_tensor_inplace_methods[];      /* tensor_inplace.c (issue 53) */
 extern PyMethodDef tsp_tensor_view_inplace_methods[]; /* tensor_view_inplace.c (issue 53) */
 extern PyMethodDef tsp_tensor_storage_methods[];      /* tensor_storage.c (issue 53) */
+extern PyMethodDef tsp_tensor_shared_methods[];       /* tensor_shared.c (issue 53) */
+extern PyMethodDef tsp_tensor_shared_functions[];     /* tensor_shared.c (issue 53) */
 
 static PyMethodDef *concat_methods(PyMethodDef *const *parts, int n) {
     size_t count = 1;
@@ -471,11 +473,13 @@ int tsp_init_tensor(PyObject *m) {
                                     tsp_tensor_inplace_methods,
                                     tsp_tensor_view_inplace_methods,
                                     tsp_tensor_storage_methods,
-                                    tsp_tensor_complex_methods};
+                                    tsp_tensor_shared_methods,
+                                    tsp_tensor_complex_methods,
+                                    tsp_tensor_sparse_methods};
     PyGetSetDef *const getsets[] = {core_getset, tsp_autograd_getset, tsp_tensor_linalg_getset,
-                                    tsp_tensor_complex_getset};
+                                    tsp_tensor_complex_getset, tsp_tensor_sparse_getset};
     tensor_type.tp_methods = concat_methods(methods, (int)(sizeof methods / sizeof *methods));
-    tensor_type.tp_getset = concat_getset(getsets, 4);
+    tensor_type.tp_getset = concat_getset(getsets, (int)(sizeof getsets / sizeof *getsets));
     if (!tensor_type.tp_methods || !tensor_type.tp_getset) return -1;
     tensor_type.tp_as_number = &tsp_tensor_as_number;
     tensor_type.tp_richcompare = tsp_tensor_richcompare;
@@ -502,7 +506,8 @@ int tsp_init_tensor(PyObject *m) {
     for (int i = 0; i < (int)(sizeof functions / sizeof *functions); i++)
         if (PyModule_AddFunctions(m, functions[i]) < 0) return -1;
     if (PyModule_AddFunctions(m, type_functions) < 0 ||
-        PyModule_AddFunctions(m, tsp_tensor_values_functions) < 0)
+        PyModule_AddFunctions(m, tsp_tensor_values_functions) < 0 ||
+        PyModule_AddFunctions(m, tsp_tensor_shared_functions) < 0)
         return -1;
     return tsp_init_tensor_ops(m) < 0 ? -1 : tsp_init_tensor_reduce(m);
 }

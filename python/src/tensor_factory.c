@@ -143,7 +143,8 @@ static PyObject *sized(shape_factory f, const char *fn, PyObject *args, PyObject
     ts_shape s;
     ts_tensor *ot;
     if ((a[0] ? tsp_shape_arg(a[0], &s, fn, "size") : tsp_shape_args(args, 0, &s, fn)) < 0 ||
-        tsp_opts_args(a[2], a[3], a[4], a[5], &o, fn) < 0 || out_arg(a[6], &ot, &o, fn) < 0)
+        tsp_opts_args(a[2], a[3], a[4], a[5], &o, fn) < 0 || out_arg(a[6], &ot, &o, fn) < 0 ||
+        tsp_layout_arg(a[7], fn) < 0)
         return NULL;
     if (fill_value && tsp_double_arg(a[1], 0, fill_value, fn, "fill_value") < 0) return NULL;
     if (!o.dtype)
@@ -218,7 +219,8 @@ static PyObject *f_arange(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     if (tsp_double_arg(a[0], 0, &start, "arange", "start") < 0 ||
         tsp_double_arg(a[1], 0, &end, "arange", "end") < 0 ||
         tsp_double_arg(a[2], 1, &step, "arange", "step") < 0 ||
-        tsp_opts_args(a[3], a[4], a[6], NULL, &o, "arange") < 0 || tsp_enter())
+        tsp_opts_args(a[3], a[4], a[6], NULL, &o, "arange") < 0 ||
+        tsp_layout_arg(a[5], "arange") < 0 || tsp_enter())
         return NULL;
     ts_tensor *ot;
     if (out_arg(a[7], &ot, &o, "arange") < 0) return NULL;
@@ -310,7 +312,8 @@ static PyObject *like(shape_factory f, const char *fn, PyObject *const *args, Py
     if (!fill_value) a[0] = a[1], a[1] = NULL;
     ts_tensor *t = tsp_tensor_arg(a[0], fn, "input");
     ts_opts o = {0};
-    if (!t || tsp_opts_args(a[2], a[3], a[4], a[7], &o, fn) < 0) return NULL;
+    if (!t || tsp_opts_args(a[2], a[3], a[4], a[7], &o, fn) < 0 || tsp_layout_arg(a[6], fn) < 0)
+        return NULL;
     if (fill_value && tsp_double_arg(a[1], 0, fill_value, fn, "fill_value") < 0) return NULL;
     if (tsp_enter()) return NULL;
     if (!o.dtype) o.dtype = ts_dtype_of(t);
@@ -375,7 +378,7 @@ static PyObject *new_sized(PyObject *self, PyObject *const *args, Py_ssize_t nar
     ts_tensor *t = TSP_T(self), *res;
     ts_opts o = {0};
     double v = 0;
-    if (tsp_opts_args(a[2], a[3], a[4], a[5], &o, fn) < 0 ||
+    if (tsp_opts_args(a[2], a[3], a[4], a[5], &o, fn) < 0 || tsp_layout_arg(a[6], fn) < 0 ||
         (!data && !nsizes && tsp_shape_arg(a[0], &s, fn, "size") < 0) ||
         (fill && tsp_double_arg(a[1], 0, &v, fn, "fill_value") < 0) || tsp_enter())
         return NULL;

@@ -119,6 +119,13 @@ extern PyMethodDef tsp_tensor_special_more_methods[], tsp_tensor_special_more_fu
 /* tensor_complex.c: complex tensors and torch.fft */
 extern PyMethodDef tsp_tensor_complex_methods[], tsp_tensor_complex_functions[];
 extern PyGetSetDef tsp_tensor_complex_getset[];
+/* tensor_sparse.c (issue 53): to_sparse / to_dense / layout / is_sparse; the error a dense op gives
+ * for a sparse argument (1 when o is one and the NotImplementedError is set, else 0) */
+extern PyMethodDef tsp_tensor_sparse_methods[];
+extern PyGetSetDef tsp_tensor_sparse_getset[];
+int tsp_sparse_arg_error(PyObject *o, const char *fn, const char *arg);
+/* 0 for layout= None or tessera.strided; else -1 with NotImplementedError naming fn */
+int tsp_layout_arg(PyObject *o, const char *fn);
 void tsp_init_tensor_special(void); /* tensor_special.c: `%` */
 /* tensor_linalg.c: products and norms (issue 52), the mT / mH / H properties */
 extern PyMethodDef tsp_tensor_linalg_methods[], tsp_tensor_linalg_functions[];

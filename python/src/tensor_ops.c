@@ -229,6 +229,7 @@ PyObject *tsp_tensor_richcompare(PyObject *a, PyObject *b, int op) {
 static PyObject *or_type_error(PyObject *res, const char *fn, const char *suffix, PyObject *other) {
     if (res != Py_NotImplemented) return res;
     Py_DECREF(res);
+    if (tsp_sparse_arg_error(other, fn, "other")) return NULL;
     PyErr_Format(PyExc_TypeError, "%s%s(): argument 'other' must be Tensor or a number, not %.100s",
                  fn, suffix, Py_TYPE(other)->tp_name);
     return NULL;

@@ -83,6 +83,11 @@ if "get_num_threads" not in globals():
 from ._einsum import einsum  # noqa: E402,F401
 from ._inplace_fns import install as _install_inplace  # noqa: E402 (torch.sin_(x)...)
 _install_inplace(globals())
+# sparse COO tensors (issue 53): tessera.sparse; mm / matmul / add / sum... take a sparse operand
+from . import sparse  # noqa: E402
+from . import multiprocessing  # noqa: E402,F401  (torch.multiprocessing: shared tensors, issue 53)
+from .sparse import sparse_coo_tensor, sparse_coo, smm, spmm  # noqa: E402,F401
+sparse.install(globals())
 # out= on the common ops (issue 53): one wrapper (_out.py) over the functions above; keep it last
 from ._out import install as _install_out, can_cast  # noqa: E402,F401
 _install_out(globals(), (special,))

@@ -124,13 +124,25 @@ def _write(res, o):
         o.copy_(res)
 
 
+# name -> (accepts(args, kwargs), op): a second implementation for operands the first refuses with
+# TypeError / NotImplementedError (tessera.sparse registers its ops on sparse operands); try/except
+# costs nothing on the dense path
+FALLBACK = {}
+
+
 def with_out(name, fn, kind):
     """fn with PyTorch's out= keyword (kind: _CAST, _EXACT or _DTYPE, see the module's doc)"""
 
     @functools.wraps(fn)
     def op(*args, out=None, **kwargs):
         if out is None:
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except (TypeError, NotImplementedError):
+                alt = FALLBACK.get(name)
+                if alt is None or not alt[0](args, kwargs):
+                    raise
+            return alt[1](*args, **kwargs)
         from .autograd import no_grad
         if _C.is_grad_enabled():
             outs = out if isinstance(out, (tuple, list)) else (out,)

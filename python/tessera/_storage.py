@@ -69,6 +69,14 @@ class _StorageBase:
     def zero_(self):
         return self.fill_(0)
 
+    def share_memory_(self):
+        """moves the storage into shared memory, in place (Tensor.share_memory_)"""
+        self._tensor.share_memory_()
+        return self
+
+    def is_shared(self):
+        return self._tensor.is_shared()
+
     def copy_(self, source, non_blocking=False):
         if source.nbytes() != self.nbytes():
             raise RuntimeError("copy_: storages of %d and %d bytes" % (self.nbytes(),

@@ -55,6 +55,7 @@ static const char *const complex_ops[] = {
     "fill_",
     "flatten",
     "from_data",
+    "from_shared_fd", /* shared_storage.c: bytes only */
     "full",
     "full_like",
     "imag",
@@ -83,6 +84,8 @@ static const char *const complex_ops[] = {
     "set_grad",
     "set_requires_grad",
     "shape_of",
+    "share_memory_",
+    "shared_fd",
     "size",
     "slice",
     "squeeze",

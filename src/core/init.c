@@ -41,7 +41,11 @@ static size_t sim_capacity(void) {
     return x > 0 ? (size_t)(x * mul) : 0;
 }
 
+static void after_fork_child(void);
+
 static void init_body(void) {
+    /* before anything can start a thread pool */
+    pthread_atfork(NULL, NULL, after_fork_child);
     tsi_cpu_backend_init();
     tsi_sim_backend_init();
     /* registers "cuda" only with a device; without one (or without CUDA in the build) cuda:N is
@@ -80,6 +84,17 @@ void ts_set_num_threads(int n) {
     openblas_set_num_threads(n <= 0 ? 1 : n);
 #endif
     atomic_store(&num_threads, n);
+}
+
+/* A fork()ed child (multiprocessing's fork start method) has only the forking thread: libgomp's
+ * pool of the parent is gone, yet a parallel region of more than one thread would wait for it
+ * forever. The child runs its ops on one thread (spawn or forkserver start fresh processes with
+ * the full count). */
+static void after_fork_child(void) {
+#ifdef TS_HAVE_OPENMP
+    omp_set_num_threads(1);
+#endif
+    atomic_store(&num_threads, 1);
 }
 
 int ts_get_num_threads(void) {

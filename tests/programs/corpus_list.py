@@ -8,9 +8,6 @@ XFAIL = {
     "ex_siamese_network": (r"NoneType copy mode not allowed|Boolean value of Tensor with more than one",
                            "np.array(tensor, copy=None) needs NumPy 2 (Debian's NumPy 1.24 refuses "
                            "copy=None; PyTorch fails there too); Tensor.__array__ exists now"),
-    "ex_mnist_hogwild": (r"No module named 'tessera.multiprocessing'",
-                         "no tessera.multiprocessing (torch.multiprocessing, Tensor.share_memory_)"),
-    "ex_gat": (r"has no attribute 'to_sparse'", "no sparse tensors (Tensor.to_sparse, sparse_coo_tensor)"),
     "tut_module_load_state_dict_tips": (r"invalid device string 'meta'",
                                         "no meta device (with torch.device('meta'): modules without data)"),
 }

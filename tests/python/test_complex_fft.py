@@ -221,6 +221,7 @@ TAKES_COMPLEX = {
     "moveaxis", "unflatten", "squeeze_", "unsqueeze_", "t_", "transpose_", "copy_", "new_full",
     "new_tensor", "cfloat", "cdouble", "numpy", "tolist", "item", "type_as", "clone", "cuda",
     "sim", "pin_memory", "share_memory_", "requires_grad_", "retain_grad", "register_hook",
+    "is_shared",  # test_multiprocessing.py: shared memory holds any dtype's bytes
     # test_complex_more.py: the matmul family, the functions, comparisons, in place
     "matmul", "mm", "bmm", "mv", "dot", "vdot", "exp", "log", "log2", "log10", "sqrt", "rsqrt",
     "reciprocal", "sin", "cos", "tan", "sinh", "cosh", "tanh", "sigmoid", "sgn", "square", "pow",
@@ -233,6 +234,9 @@ TAKES_COMPLEX = {
     # path (and eq_ / ne_, whose results 0 / 1 are complex numbers too, as PyTorch's)
     "sgn_", "sin_", "cos_", "tan_", "sinh_", "cosh_", "log2_", "log10_", "reciprocal_", "rsqrt_",
     "square_", "eq_", "ne_", "not_equal_",
+    # test_sparse.py: a dense tensor's to_dense() is itself; to_sparse(0) / to_sparse_coo(0) wrap
+    # it whole (no index op; other sparse conversions of complex data refuse: index_select)
+    "to_dense", "to_sparse", "to_sparse_coo",
 }
 SKIP = {"backward", "data_ptr", "record_stream", "apply_", "map_", "map2_", "storage",
         "untyped_storage", "resize_", "resize_as_", "set_"}

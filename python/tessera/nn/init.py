@@ -43,6 +43,12 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
     return _init(_XU, tensor, gain)
 
 
+def xavier_normal_(tensor, gain=1.0, generator=None):
+    """normal draws of std gain * sqrt(2 / (fan_in + fan_out)) (Glorot), in place"""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
+
+
 def zeros_(tensor):
     return _init(_Z, tensor)
 

@@ -124,7 +124,10 @@ class CModule(Module):
                                            f"has shape {tuple(old.shape)}, the module "
                                            f"{tuple(new.shape)}")
                     _C._nn_move_(new, old.device, old.dtype)
-                    new.copy_(old)
+                    if old.is_shared() and old.device.type == "cpu":
+                        new.set_(old)  # shared memory (tessera.multiprocessing): the same pages
+                    else:
+                        new.copy_(old)
                     new.requires_grad_(old.requires_grad)
         self._sync_mode()
 

@@ -354,6 +354,17 @@ class Module:
             _C._nn_move_(t, device, cast)
         return self
 
+    def share_memory(self):
+        """Moves every parameter and buffer (and a gradient that exists already) into shared
+        memory in place (Tensor.share_memory_): processes given the module by
+        tessera.multiprocessing then train the same tensors. Gradients made later are not shared
+        (PyTorch's behaviour)."""
+        for t in self._tensors():
+            t.share_memory_()
+            if t.grad is not None:
+                t.grad.share_memory_()
+        return self
+
     def cuda(self, device=None):
         return self.to("cuda" if device is None else
                        (f"cuda:{device}" if isinstance(device, int) else device))

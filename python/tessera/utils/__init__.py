@@ -2,3 +2,11 @@
 (tessera.utils.checkpoint)."""
 from . import data  # noqa: F401
 from . import checkpoint  # noqa: F401
+
+# torch.utils.data.sampler: the samplers' module (tessera/utils/sampler.py) under PyTorch's name,
+# importable (`from tessera.utils.data.sampler import Sampler`) though data is a module
+import sys as _sys  # noqa: E402
+from . import sampler as _sampler  # noqa: E402
+
+data.sampler = _sampler
+_sys.modules.setdefault(__name__ + ".data.sampler", _sampler)

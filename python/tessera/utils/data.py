@@ -175,6 +175,7 @@ class _CDataset(Dataset):
         spec = _spec_of(self.transform)
         if self.transform is not None and spec is None:
             self._py_transform = self.transform
+        self._c_recipe = (make.__name__, args)  # how __setstate__ opens it again
         try:
             self._c = make(*args, transform=spec)
         except _t.FileError as e:
@@ -186,6 +187,19 @@ class _CDataset(Dataset):
 
     def __len__(self):
         return len(self._c)
+
+    def __getstate__(self):
+        """pickled (a process of tessera.multiprocessing receives it): the C reader is opened
+        again from its files on unpickling, the cached raw arrays left out"""
+        state = self.__dict__.copy()
+        state.pop("_c", None)
+        state.pop("_raw", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        name, args = self._c_recipe
+        self._c = getattr(_C, name)(*args, transform=_spec_of(self.transform))
 
     def __getitem__(self, index):
         x, y = self._c[index]
