@@ -166,6 +166,34 @@ static void grad_semantics(ts_device d) {
     CHECK_EQ(ts_autograd_grad(&y, NULL, 1, &w, 1, (ts_grad_opts){.accumulate = true}, NULL), TS_OK);
     CHECK(ts_test_read_f64(ts_grad(w), &v, 1) && v == 36); /* 4 x^2 */
     CHECK(ts_grad(x) == NULL);
+    /* backward(inputs=[h]) on a tensor made by an op: h.grad gets its gradient, twice added */
+    ts_tensor *y2 = ts_sum(ts_mul(h, h)); /* 4 x^2: dy2/dh = 2 h = 12 */
+    for (int k = 1; k <= 2; k++) {
+        CHECK_EQ(ts_autograd_grad(&y2, NULL, 1, &h, 1,
+                                  (ts_grad_opts){.accumulate = true, .retain_graph = true}, NULL),
+                 TS_OK);
+        CHECK(ts_test_read_f64(ts_grad(h), &v, 1) && v == 12 * k);
+    }
+    CHECK(ts_grad(x) == NULL);
+    CHECK_OK();
+    /* an empty output has no implicit gradient; a .grad of another rank is refused */
+    ts_tensor *empty =
+        ts_sum_dims(ts_reshape(ts_narrow(x, 0, 0, 0), TS_SHAPE(0, 1)), TS_DIMS(1), false);
+    CHECK_EQ(ts_autograd_grad(&empty, NULL, 1, &x, 1, (ts_grad_opts){.allow_unused = true}, gs),
+             TS_ERR_SHAPE);
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "scalar outputs");
+    ts_tensor *g0 = ts_zeros((ts_shape){0}, (ts_opts){.dtype = TS_F64, .device = d});
+    ts_tensor *hx = ts_mul_scalar(x, 1); /* [1]: a 0-dim gradient for it is refused */
+    CHECK_EQ(ts_autograd_grad(&hx, &g0, 1, &x, 1, (ts_grad_opts){0}, gs), TS_ERR_SHAPE);
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "does not match");
+    ts_tensor *e0 = leaf(NULL, 0, d); /* [0]: a 0-dim gradient is not its shape either */
+    CHECK_EQ(ts_set_grad(e0, g0), TS_ERR_ARG);
+    CHECK_ERR(TS_ERR_ARG);
+    for (int nd = 0; nd <= 2; nd += 2) { /* x is [1]: a 0-dim or a [1, 1] gradient */
+        ts_shape s = nd ? TS_SHAPE(1, 1) : (ts_shape){0};
+        CHECK_EQ(ts_set_grad(x, ts_zeros(s, (ts_opts){.dtype = TS_F64, .device = d})), TS_ERR_ARG);
+        CHECK_ERR(TS_ERR_ARG);
+    }
     /* errors: an input that does not require grad, no inputs without accumulate */
     ts_tensor *c = ts_tensor_f64(TS_SHAPE(1), (double[]){1}, (ts_opts){.device = d});
     CHECK_EQ(ts_autograd_grad(&y, NULL, 1, &c, 1, (ts_grad_opts){0}, gs), TS_ERR_STATE);
@@ -211,6 +239,66 @@ static void not_twice_differentiable(ts_device d) {
              TS_ERR_UNSUPPORTED);
     CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "double backward through MulBackward0");
     CHECK(hv == NULL);
+    ts_scope_end();
+}
+
+/* ---------------------------------------------------------------- a C custom function */
+/* square(x) with backward 2 g x over public ops; ctx: x (the input, with its history) */
+static ts_status square_backward(void *ctx, ts_tensor *const *g, int n_out, ts_tensor **gi,
+                                 int n_in) {
+    (void)n_out, (void)n_in;
+    gi[0] = ts_mul(ts_mul_scalar(g[0], 2), (ts_tensor *)ctx);
+    return TS_OK;
+}
+
+static ts_tensor *custom_square(ts_tensor *x, bool twice) {
+    ts_no_grad_begin();
+    ts_tensor *y = ts_mul(x, x), *r = NULL;
+    ts_no_grad_end();
+    ts_custom_function f = {.name = "SquareBackward", .backward = square_backward, .ctx = x};
+    CHECK_EQ(ts_custom_function_apply(&f, &x, 1, &y, 1, &r), TS_OK);
+    ts_node *n = ts_grad_fn_node(r);
+    CHECK(n != NULL);
+    ts_node_set_twice_differentiable(n, twice);
+    ts_node_release(n);
+    return r;
+}
+
+/* A backward that is not differentiable again: its gradient's DelayedError node must be reached
+ * by a second pass toward the node's own inputs (an edge into the leaf x) and toward what the
+ * incoming gradient depends on (w), so that pass fails instead of returning a gradient without
+ * that term; declared twice-differentiable, the same function gives the exact second
+ * derivatives. */
+static void custom_function_twice(ts_device d) {
+    ts_scope_begin();
+    ts_tensor *x = leaf((double[]){1.5, -2}, 2, d), *w = leaf((double[]){3, 0.5}, 2, d);
+    for (int twice = 0; twice < 2; twice++) {
+        /* f = sum(square(x) * w): df/dx = 2 x w (incoming gradient w), d2f/dx2 = 2 w,
+         * d2f/dxdw = 2 x */
+        ts_tensor *f = ts_sum(ts_mul(custom_square(x, twice), w)), *g = NULL;
+        CHECK_EQ(ts_autograd_grad(&f, NULL, 1, &x, 1, (ts_grad_opts){.create_graph = true}, &g),
+                 TS_OK);
+        double h[2] = {0};
+        CHECK(ts_test_read_f64(g, h, 2));
+        CHECK(h[0] == 9 && h[1] == -2);
+        CHECK_STREQ(ts_grad_fn_name(g), twice ? "MulBackward0" : "DelayedError");
+        ts_tensor *sg = ts_sum(g), *ins[2] = {x, w}, *gg[2] = {0};
+        ts_status st =
+            ts_autograd_grad(&sg, NULL, 1, &x, 1, (ts_grad_opts){.retain_graph = true}, gg);
+        CHECK_EQ(st, twice ? TS_OK : TS_ERR_UNSUPPORTED);
+        if (twice) {
+            CHECK(ts_test_read_f64(gg[0], h, 2) && h[0] == 6 && h[1] == 1); /* 2 w */
+        } else {
+            CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "double backward through SquareBackward");
+        }
+        st = ts_autograd_grad(&sg, NULL, 1, &ins[1], 1, (ts_grad_opts){0}, gg);
+        CHECK_EQ(st, twice ? TS_OK : TS_ERR_UNSUPPORTED);
+        if (twice) {
+            CHECK(ts_test_read_f64(gg[0], h, 2) && h[0] == 3 && h[1] == -4); /* 2 x */
+        } else {
+            CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "double backward through SquareBackward");
+        }
+    }
     ts_scope_end();
 }
 
@@ -319,6 +407,7 @@ int main(void) {
         several_outputs(devs[di]);
         not_twice_differentiable(devs[di]);
         backward_create_graph(devs[di]);
+        custom_function_twice(devs[di]);
         const conv_case convs[] = {{1, 0, 1, 1}, {2, 1, 1, 2}, {1, 2, 2, 1}, {2, 0, 1, 1}};
         for (size_t k = 0; k < sizeof convs / sizeof convs[0]; k++)
             conv_hessian_vector(&convs[k], devs[di]);
