@@ -43,7 +43,8 @@ TS_API bool ts_is_set_to(ts_tensor *t, ts_tensor *other);
  * shrinking, mapped MAP_SHARED, holding a copy of the bytes; every tensor and view of the storage
  * sees it from then on, and a process given the fd maps the same pages. Returns t (a no-op when
  * already shared, and for cuda tensors, as PyTorch documents); TS_ERR_DEVICE for a sim tensor
- * (sim devices live inside one process). The mapping and fd go with the storage's last reference. */
+ * (sim devices live inside one process). The mapping and fd go with the storage's last reference.
+ */
 TS_API ts_tensor *ts_share_memory_(ts_tensor *t);
 /* Whether t's storage is in shared memory (true for cuda tensors, PyTorch's answer). */
 TS_API bool ts_is_shared(ts_tensor *t);

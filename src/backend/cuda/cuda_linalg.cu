@@ -285,6 +285,14 @@ template <typename T> struct Job {
     const char *op;
 };
 
+/* the job's input batch (m x n matrices, read as they are) copied into dst on the stream */
+template <typename T> static bool copy_input(const Job<T> &j, T *dst) {
+    const size_t bytes = (size_t)(j.batch * j.m * j.n) * sizeof(T);
+    return tsc_check(
+        cudaMemcpyAsync(dst, j.a->a, bytes, cudaMemcpyDeviceToDevice, tsc_stream(j.index)),
+        "linalg: copy", j.index);
+}
+
 template <typename T> static bool ws_max(int *lw, int q) {
     if (q > *lw) *lw = q;
     return true;
@@ -452,12 +460,8 @@ template <typename T> static bool run_det(const Job<T> &j, const Parts<T> &p, in
     const ts_linalg_args *a = j.a;
     const int64_t b = j.batch, n = j.n;
     const int index = j.index;
-    const T *A = (const T *)a->a;
     cudaStream_t st = tsc_stream(index);
-    if (!tsc_check(
-            cudaMemcpyAsync(p.w1, A, (size_t)(b * n * n) * sizeof(T), cudaMemcpyDeviceToDevice, st),
-            "linalg: copy", index))
-        return false;
+    if (!copy_input(j, p.w1)) return false;
     for (int64_t i = 0; i < b; i++)
         if (!sol_ok(getrf(j.h, j.n, j.n, p.w1 + i * n * n, p.work, p.piv + i * n, p.info + i), j.op,
                     "getrf", index))
@@ -473,13 +477,8 @@ template <typename T> static bool run_cholesky(const Job<T> &j, const Parts<T> &
     const ts_linalg_args *a = j.a;
     const int64_t b = j.batch, n = j.n;
     const int index = j.index;
-    const T *A = (const T *)a->a;
-    cudaStream_t st = tsc_stream(index);
     T *out = (T *)a->out;
-    if (!tsc_check(
-            cudaMemcpyAsync(out, A, (size_t)(b * n * n) * sizeof(T), cudaMemcpyDeviceToDevice, st),
-            "linalg: copy", index))
-        return false;
+    if (!copy_input(j, out)) return false;
     for (int64_t i = 0; i < b; i++)
         if (!sol_ok(potrf(j.h, j.n, out + i * n * n, p.work, lw, p.info + i), j.op, "potrf", index))
             return false;
@@ -492,14 +491,9 @@ template <typename T> static bool run_eigh(const Job<T> &j, const Parts<T> &p, i
     const ts_linalg_args *a = j.a;
     const int64_t b = j.batch, n = j.n;
     const int index = j.index;
-    const T *A = (const T *)a->a;
-    cudaStream_t st = tsc_stream(index);
     const cusolverEigMode_t job = a->out ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
     const cublasFillMode_t up = a->upper ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
-    if (!tsc_check(
-            cudaMemcpyAsync(p.w1, A, (size_t)(b * n * n) * sizeof(T), cudaMemcpyDeviceToDevice, st),
-            "linalg: copy", index))
-        return false;
+    if (!copy_input(j, p.w1)) return false;
     for (int64_t i = 0; i < b; i++)
         if (!sol_ok(syevd(j.h, job, up, j.n, p.w1 + i * n * n, (T *)a->out2 + i * n, p.work, lw,
                           p.info + i),
@@ -515,17 +509,13 @@ template <typename T> static bool run_svd(const Job<T> &j, const Parts<T> &p, in
     const int64_t b = j.batch, m = j.m, n = j.n, k = j.k;
     const int index = j.index;
     const T *A = (const T *)a->a;
-    cudaStream_t st = tsc_stream(index);
     T *S = (T *)a->out2, *U = (T *)a->out, *Vt = (T *)a->out3;
     const int64_t ku = a->full ? m : k, kv = a->full ? n : k;
     if (m <= n) {
         /* the buffer is A^T (n x m, n >= m) column-major: A^T = Uc S VTc gives A = VTc^T S
          * Uc^T, and VTc (m x m) column-major is U row-major, Uc (n x kv) column-major is V^T
          * row-major: both written where they belong */
-        if (!tsc_check(cudaMemcpyAsync(p.w1, A, (size_t)(b * m * n) * sizeof(T),
-                                       cudaMemcpyDeviceToDevice, st),
-                       "linalg: copy", index))
-            return false;
+        if (!copy_input(j, p.w1)) return false;
         const signed char ju = !U ? 'N' : a->full ? 'A' : 'S', jv = !U ? 'N' : 'A';
         for (int64_t i = 0; i < b; i++)
             if (!sol_ok(gesvd(j.h, ju, jv, j.n, j.m, p.w1 + i * m * n, S + i * k,
