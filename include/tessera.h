@@ -59,6 +59,11 @@ typedef enum ts_device_type {
     TS_CPU,
     TS_CUDA,
     TS_SIM,
+    /* "meta": tensors with a shape, dtype and strides but no data (PyTorch's meta device). Ops
+     * check their arguments and compute their results' shapes and dtypes without running a
+     * kernel; reading the data (ts_item, a copy to another device, saving) is TS_ERR_DEVICE. A
+     * model built on it costs no memory: ts_assign_ or Module.to_empty give it real tensors. */
+    TS_META,
 } ts_device_type;
 
 typedef struct ts_device {
@@ -69,9 +74,10 @@ typedef struct ts_device {
 TS_API ts_device ts_cpu(void);
 TS_API ts_device ts_cuda(int i);
 TS_API ts_device ts_sim(int i);
+TS_API ts_device ts_meta(void);
 TS_API bool ts_device_equal(ts_device a, ts_device b); /* after resolving default and current */
-/* PyTorch's rules: "cpu", "cuda", "cuda:1", "sim:0"; "cuda:01", "cuda:", "gpu", "cpu:1x" are errors
- */
+/* PyTorch's rules: "cpu", "cuda", "cuda:1", "sim:0", "meta"; "cuda:01", "cuda:", "gpu", "cpu:1x"
+ * are errors */
 TS_API ts_status ts_device_parse(const char *s, ts_device *out);
 TS_API const char *
 ts_device_str(ts_device d); /* "cpu", "cuda:0", "sim:1" (thread-local ring buffer) */
@@ -233,6 +239,11 @@ TS_API void ts_rng_set_state(ts_rng_state s);
  * how the threads interleave (docs/ARCHITECTURE.md, "Threads"). A second begin restarts it. */
 TS_API void ts_rng_thread_begin(uint64_t seed);
 TS_API void ts_rng_thread_end(void);
+/* Exchanges the calling thread's own stream with (*on, *s): afterwards the thread draws from s
+ * (or, *on false, from the global generator) and (*on, *s) hold the stream it had. Swapping twice
+ * restores it and hands back where the drawing left s: a generator object of its own (PyTorch's
+ * torch.Generator) that leaves the global one and other threads alone, and nests. */
+TS_API void ts_rng_thread_swap(bool *on, ts_rng_state *s);
 TS_API ts_tensor *ts_rand(ts_shape s, ts_opts o);  /* U[0, 1) */
 TS_API ts_tensor *ts_randn(ts_shape s, ts_opts o); /* N(0, 1) */
 TS_API ts_tensor *ts_randint(int64_t low, int64_t high, ts_shape s,
@@ -286,291 +297,11 @@ TS_API ts_status ts_tensor_set_data(ts_tensor *t, ts_tensor *src);
 /* views, memory formats, resize_ */
 #include "tessera/views.h"
 
-/* ================================================================== elementwise ops */
-TS_API ts_tensor *ts_neg(ts_tensor *t);
-TS_API ts_tensor *ts_abs(ts_tensor *t);
-TS_API ts_tensor *ts_exp(ts_tensor *t);
-TS_API ts_tensor *ts_log(ts_tensor *t);
-TS_API ts_tensor *ts_log1p(ts_tensor *t);
-TS_API ts_tensor *ts_sqrt(ts_tensor *t);
-TS_API ts_tensor *ts_rsqrt(ts_tensor *t);
-TS_API ts_tensor *ts_sin(ts_tensor *t);
-TS_API ts_tensor *ts_cos(ts_tensor *t);
-TS_API ts_tensor *ts_tan(ts_tensor *t);
-TS_API ts_tensor *ts_asin(ts_tensor *t);
-TS_API ts_tensor *ts_acos(ts_tensor *t);
-TS_API ts_tensor *ts_atan(ts_tensor *t);
-TS_API ts_tensor *ts_sinh(ts_tensor *t);
-TS_API ts_tensor *ts_cosh(ts_tensor *t);
-TS_API ts_tensor *ts_asinh(ts_tensor *t);
-TS_API ts_tensor *ts_acosh(ts_tensor *t);
-TS_API ts_tensor *ts_atanh(ts_tensor *t);
-TS_API ts_tensor *ts_erf(ts_tensor *t);
-TS_API ts_tensor *ts_tanh(ts_tensor *t);
-TS_API ts_tensor *ts_sigmoid(ts_tensor *t);
-TS_API ts_tensor *ts_relu(ts_tensor *t);
-TS_API ts_tensor *ts_gelu(ts_tensor *t); /* exact (erf) form, PyTorch's default */
-TS_API ts_tensor *ts_silu(ts_tensor *t);
-TS_API ts_tensor *ts_softplus(ts_tensor *t); /* beta 1, threshold 20 */
-TS_API ts_tensor *ts_sign(ts_tensor *t);
-TS_API ts_tensor *ts_floor(ts_tensor *t);
-TS_API ts_tensor *ts_ceil(ts_tensor *t);
-TS_API ts_tensor *ts_round(ts_tensor *t); /* half to even */
-/* torch.round(decimals=d): half to even of x * 10^d, divided by 10^d (d < 0: of x / 10^-d, times
- * 10^-d), float dtypes only (d = 0: ts_round, integers too); gradient zero */
-TS_API ts_tensor *ts_round_decimals(ts_tensor *t, int64_t decimals);
-TS_API ts_tensor *ts_reciprocal(ts_tensor *t);
-TS_API ts_tensor *ts_square(ts_tensor *t);
-TS_API ts_tensor *ts_logical_not(ts_tensor *t);
-/* in place: return t (retained into the scope) or NULL */
-TS_API ts_tensor *ts_neg_(ts_tensor *t);
-TS_API ts_tensor *ts_abs_(ts_tensor *t);
-TS_API ts_tensor *ts_exp_(ts_tensor *t);
-TS_API ts_tensor *ts_log_(ts_tensor *t);
-TS_API ts_tensor *ts_sqrt_(ts_tensor *t);
-TS_API ts_tensor *ts_sigmoid_(ts_tensor *t);
-TS_API ts_tensor *ts_relu_(ts_tensor *t);
-TS_API ts_tensor *ts_tanh_(ts_tensor *t);
-TS_API ts_tensor *ts_zero_(ts_tensor *t);
-TS_API ts_tensor *ts_fill_(ts_tensor *t, double v);
+/* elementwise ops: unary, binary with broadcasting, with a number, in place, where, clamp */
+#include "tessera/elementwise.h"
 
-/* special elementwise functions (issue 52), PyTorch's semantics: integer and bool inputs give
- * float32 (trunc / fix keep integers; frac refuses them; nan_to_num copies them) */
-TS_API ts_tensor *ts_expm1(ts_tensor *t);
-TS_API ts_tensor *ts_exp2(ts_tensor *t);
-TS_API ts_tensor *ts_log2(ts_tensor *t);
-TS_API ts_tensor *ts_log10(ts_tensor *t);
-TS_API ts_tensor *ts_erfc(ts_tensor *t);
-TS_API ts_tensor *ts_erfinv(ts_tensor *t);
-TS_API ts_tensor *ts_lgamma(ts_tensor *t);
-TS_API ts_tensor *ts_digamma(ts_tensor *t);          /* psi(0) = -inf, negative integers NaN */
-TS_API ts_tensor *ts_polygamma(int n, ts_tensor *t); /* n >= 0; n = 0 is digamma */
-TS_API ts_tensor *ts_i0(ts_tensor *t);   /* modified Bessel functions of the first kind */
-TS_API ts_tensor *ts_i0e(ts_tensor *t);  /* e^-|x| i0(x) (torch.special.i0e) */
-TS_API ts_tensor *ts_i1(ts_tensor *t);   /* torch.special.i1 */
-TS_API ts_tensor *ts_i1e(ts_tensor *t);  /* e^-|x| i1(x) */
-TS_API ts_tensor *ts_sinc(ts_tensor *t); /* sin(pi x) / (pi x), 1 at 0 */
-TS_API ts_tensor *ts_logit(ts_tensor *t, double eps); /* eps NAN or < 0: no clamp */
-/* NaN -> nan, +inf -> posinf, -inf -> neginf; posinf / neginf NAN: the dtype's largest / lowest
- * finite value */
-TS_API ts_tensor *ts_nan_to_num(ts_tensor *t, double nan, double posinf, double neginf);
-TS_API ts_tensor *ts_trunc(ts_tensor *t);
-TS_API ts_tensor *ts_fix(ts_tensor *t);     /* trunc */
-TS_API ts_tensor *ts_frac(ts_tensor *t);    /* x - trunc(x) */
-TS_API ts_tensor *ts_sgn(ts_tensor *t);     /* sign (real tensors) */
-TS_API ts_tensor *ts_signbit(ts_tensor *t); /* bool: the sign bit (-0.0 and -NaN set it) */
-TS_API ts_tensor *ts_deg2rad(ts_tensor *t);
-TS_API ts_tensor *ts_rad2deg(ts_tensor *t);
-TS_API ts_tensor *ts_xlogy(ts_tensor *a,
-                           ts_tensor *b); /* a log(b), 0 where a == 0 unless b is NaN */
-TS_API ts_tensor *ts_xlog1py(ts_tensor *a, ts_tensor *b); /* a log1p(b), torch.special.xlog1py */
-TS_API ts_tensor *ts_hypot(ts_tensor *a, ts_tensor *b);   /* float dtypes only */
-TS_API ts_tensor *ts_copysign(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_atan2(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_nextafter(ts_tensor *a, ts_tensor *b);   /* float dtypes; gradient (g, 0) */
-TS_API ts_tensor *ts_ldexp(ts_tensor *a, ts_tensor *b);       /* a * 2^b */
-TS_API ts_tensor *ts_float_power(ts_tensor *a, ts_tensor *b); /* pow in float64 */
-TS_API ts_tensor *ts_logaddexp(ts_tensor *a, ts_tensor *b);   /* float dtypes only */
-TS_API ts_tensor *ts_logaddexp2(ts_tensor *a, ts_tensor *b);  /* float dtypes only */
-
-/* binary, with broadcasting and PyTorch's type promotion */
-TS_API ts_tensor *ts_add(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_sub(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_mul(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_div(ts_tensor *a, ts_tensor *b); /* true division */
-TS_API ts_tensor *ts_pow(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_maximum(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_minimum(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_fmod(ts_tensor *a, ts_tensor *b);
-/* torch.floor_divide (a // b, rounded down; no gradient) and torch.remainder (a - b * floor(a / b):
- * the divisor's sign; gradient -g floor(a / b) for b). Integers: x // 0 and x % 0 give 0 where
- * PyTorch raises. */
-TS_API ts_tensor *ts_floor_divide(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_remainder(ts_tensor *a, ts_tensor *b);
-/* torch.div(a, b, rounding_mode=None | 'trunc' | 'floor'): the rounded quotient in the result
- * dtype (integers stay integers; an integer zero divisor is refused, as PyTorch's
- * ZeroDivisionError); the rounded forms record no gradient (PyTorch's is zero). */
-typedef enum ts_rounding_mode {
-    TS_ROUNDING_NONE = 0,
-    TS_ROUNDING_TRUNC,
-    TS_ROUNDING_FLOOR
-} ts_rounding_mode;
-TS_API ts_tensor *ts_div_rounding(ts_tensor *a, ts_tensor *b, ts_rounding_mode mode);
-/* torch.bitwise_*: integer and bool tensors (the shifts: integers), broadcasting and promoting
- * like the arithmetic ops; shifts by a negative amount or >= the width give PyTorch's results
- * (<<: 0, >>: the sign). bitwise_not: logical_not on bool. */
-TS_API ts_tensor *ts_bitwise_and(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_bitwise_or(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_bitwise_xor(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_bitwise_left_shift(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_bitwise_right_shift(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_bitwise_and_(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_bitwise_or_(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_bitwise_xor_(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_bitwise_left_shift_(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_bitwise_right_shift_(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_bitwise_not(ts_tensor *t);
-TS_API ts_tensor *ts_eq(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_ne(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_lt(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_le(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_gt(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_ge(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_logical_and(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_logical_or(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_add_alpha(ts_tensor *a, ts_tensor *b, double alpha); /* a + alpha*b */
-/* scalar forms: the scalar is a "weak" Python number: an integral value keeps integer tensors
- * integer, a fractional one promotes them to the default float dtype; float tensors keep theirs. */
-TS_API ts_tensor *ts_add_scalar(ts_tensor *a, double s);
-TS_API ts_tensor *ts_sub_scalar(ts_tensor *a, double s);
-TS_API ts_tensor *ts_rsub_scalar(ts_tensor *a, double s); /* s - a */
-TS_API ts_tensor *ts_mul_scalar(ts_tensor *a, double s);
-TS_API ts_tensor *ts_div_scalar(ts_tensor *a, double s);
-TS_API ts_tensor *ts_pow_scalar(ts_tensor *a, double s);
-TS_API ts_tensor *ts_rpow_scalar(ts_tensor *a, double s); /* s ** a */
-TS_API ts_tensor *ts_maximum_scalar(ts_tensor *a, double s);
-TS_API ts_tensor *ts_minimum_scalar(ts_tensor *a, double s);
-TS_API ts_tensor *ts_fmod_scalar(ts_tensor *a, double s);
-TS_API ts_tensor *ts_eq_scalar(ts_tensor *a, double s);
-TS_API ts_tensor *ts_ne_scalar(ts_tensor *a, double s);
-TS_API ts_tensor *ts_lt_scalar(ts_tensor *a, double s);
-TS_API ts_tensor *ts_le_scalar(ts_tensor *a, double s);
-TS_API ts_tensor *ts_gt_scalar(ts_tensor *a, double s);
-TS_API ts_tensor *ts_ge_scalar(ts_tensor *a, double s);
-/* in place: the result must keep a's dtype and shape (PyTorch's rules) */
-TS_API ts_tensor *ts_add_(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_sub_(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_mul_(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_div_(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_pow_(ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_add_scalar_(ts_tensor *a, double s);
-TS_API ts_tensor *ts_sub_scalar_(ts_tensor *a, double s);
-TS_API ts_tensor *ts_mul_scalar_(ts_tensor *a, double s);
-TS_API ts_tensor *ts_div_scalar_(ts_tensor *a, double s);
-TS_API ts_tensor *ts_pow_scalar_(ts_tensor *a, double s);
-TS_API ts_tensor *ts_clamp_(ts_tensor *t, double min, double max);
-
-TS_API ts_tensor *ts_where(ts_tensor *cond, ts_tensor *a, ts_tensor *b);
-TS_API ts_tensor *ts_clamp(ts_tensor *t, double min, double max); /* NAN = no bound on that side */
-TS_API ts_tensor *ts_clamp_min(ts_tensor *t, double min);
-TS_API ts_tensor *ts_clamp_max(ts_tensor *t, double max);
-/* clamp with tensor bounds (either NULL, not both), broadcasting and promoting: minimum(maximum(t,
- * min), max), NaN propagating; differentiable in t, min and max with PyTorch 2.x's gradients (a
- * tie splits the gradient, as maximum / minimum) */
-TS_API ts_tensor *ts_clamp_tensor(ts_tensor *t, ts_tensor *min, ts_tensor *max);
-TS_API ts_tensor *ts_clamp_tensor_(ts_tensor *t, ts_tensor *min, ts_tensor *max);
-TS_API ts_tensor *ts_masked_fill(ts_tensor *t, ts_tensor *mask, double v);
-TS_API ts_tensor *ts_masked_fill_(ts_tensor *t, ts_tensor *mask, double v);
-
-/* ================================================================= reductions */
-/* dims: TS_DIMS(0, 2); an empty ts_dims reduces over all dims */
-TS_API ts_tensor *ts_sum(ts_tensor *t); /* over all elements: 0-dim result */
-TS_API ts_tensor *ts_mean(ts_tensor *t);
-TS_API ts_tensor *ts_prod(ts_tensor *t);
-TS_API ts_tensor *ts_max(ts_tensor *t);
-TS_API ts_tensor *ts_min(ts_tensor *t);
-TS_API ts_tensor *ts_var(ts_tensor *t);    /* correction 1 */
-TS_API ts_tensor *ts_std(ts_tensor *t);    /* correction 1 */
-TS_API ts_tensor *ts_argmax(ts_tensor *t); /* index into the flattened tensor */
-TS_API ts_tensor *ts_argmin(ts_tensor *t);
-TS_API ts_tensor *ts_logsumexp(ts_tensor *t);
-TS_API ts_tensor *ts_sum_dim(ts_tensor *t, int dim, bool keepdim);
-TS_API ts_tensor *ts_mean_dim(ts_tensor *t, int dim, bool keepdim);
-TS_API ts_tensor *ts_prod_dim(ts_tensor *t, int dim, bool keepdim);
-TS_API ts_tensor *ts_amax_dim(ts_tensor *t, int dim, bool keepdim);
-TS_API ts_tensor *ts_amin_dim(ts_tensor *t, int dim, bool keepdim);
-/* torch.max(t, dim): values and (when indices != NULL) indices, both owned like any result */
-TS_API ts_tensor *ts_max_dim(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices);
-TS_API ts_tensor *ts_min_dim(ts_tensor *t, int dim, bool keepdim, ts_tensor **indices);
-TS_API ts_tensor *ts_argmax_dim(ts_tensor *t, int dim, bool keepdim);
-TS_API ts_tensor *ts_argmin_dim(ts_tensor *t, int dim, bool keepdim);
-TS_API ts_tensor *ts_var_dim(ts_tensor *t, int dim, bool keepdim, double correction);
-TS_API ts_tensor *ts_std_dim(ts_tensor *t, int dim, bool keepdim, double correction);
-TS_API ts_tensor *ts_logsumexp_dim(ts_tensor *t, int dim, bool keepdim);
-TS_API ts_tensor *ts_sum_dims(ts_tensor *t, ts_dims dims, bool keepdim);
-TS_API ts_tensor *ts_mean_dims(ts_tensor *t, ts_dims dims, bool keepdim);
-TS_API ts_tensor *ts_amax_dims(ts_tensor *t, ts_dims dims, bool keepdim);
-TS_API ts_tensor *ts_amin_dims(ts_tensor *t, ts_dims dims, bool keepdim);
-TS_API ts_tensor *ts_var_dims(ts_tensor *t, ts_dims dims, bool keepdim, double correction);
-TS_API ts_tensor *ts_std_dims(ts_tensor *t, ts_dims dims, bool keepdim, double correction);
-TS_API ts_tensor *ts_logsumexp_dims(ts_tensor *t, ts_dims dims, bool keepdim);
-
-/* ==================================================================== linear algebra */
-TS_API ts_tensor *ts_mm(ts_tensor *a, ts_tensor *b);     /* [n,k] @ [k,m] */
-TS_API ts_tensor *ts_bmm(ts_tensor *a, ts_tensor *b);    /* [B,n,k] @ [B,k,m] */
-TS_API ts_tensor *ts_matmul(ts_tensor *a, ts_tensor *b); /* torch.matmul, batch dims broadcast */
-/* Products with PyTorch's names and checks (src/ops/products.c), composed of differentiable ops.
- * addX: beta * input + alpha * product, input broadcast to the product's shape (never the other
- * way); beta == 0 ignores input's values (NaN and inf too) and gives it no gradient; integer
- * operands need integral beta and alpha (TS_ERR_ARG); all operands share one dtype. The in-place
- * forms write into input, whose shape must be the product's. */
-TS_API ts_tensor *ts_addmm(ts_tensor *input, ts_tensor *mat1, ts_tensor *mat2, double beta,
-                           double alpha);
-TS_API ts_tensor *ts_addmv(ts_tensor *input, ts_tensor *mat, ts_tensor *vec, double beta,
-                           double alpha);
-TS_API ts_tensor *ts_addr(ts_tensor *input, ts_tensor *vec1, ts_tensor *vec2, double beta,
-                          double alpha);
-TS_API ts_tensor *ts_baddbmm(ts_tensor *input, ts_tensor *batch1, ts_tensor *batch2, double beta,
-                             double alpha);
-TS_API ts_tensor *ts_addbmm(ts_tensor *input, ts_tensor *batch1, ts_tensor *batch2, double beta,
-                            double alpha); /* the batch of products summed: [n, m] */
-TS_API ts_tensor *ts_addmm_(ts_tensor *input, ts_tensor *mat1, ts_tensor *mat2, double beta,
-                            double alpha);
-TS_API ts_tensor *ts_addmv_(ts_tensor *input, ts_tensor *mat, ts_tensor *vec, double beta,
-                            double alpha);
-TS_API ts_tensor *ts_addr_(ts_tensor *input, ts_tensor *vec1, ts_tensor *vec2, double beta,
-                           double alpha);
-TS_API ts_tensor *ts_baddbmm_(ts_tensor *input, ts_tensor *batch1, ts_tensor *batch2, double beta,
-                              double alpha);
-TS_API ts_tensor *ts_addbmm_(ts_tensor *input, ts_tensor *batch1, ts_tensor *batch2, double beta,
-                             double alpha);
-TS_API ts_tensor *ts_mv(ts_tensor *mat, ts_tensor *vec); /* [n, m] @ [m] */
-TS_API ts_tensor *ts_dot(ts_tensor *a, ts_tensor *b);    /* 1-D, same size and dtype: 0-dim */
-TS_API ts_tensor *ts_vdot(ts_tensor *a, ts_tensor *b);   /* dot (real tensors: no conjugate) */
-TS_API ts_tensor *ts_outer(ts_tensor *a, ts_tensor *b);  /* 1-D a, b: [n, m] (torch.ger) */
-TS_API ts_tensor *ts_inner(ts_tensor *a,
-                           ts_tensor *b); /* over the last dims; a 0-dim operand: a * b */
-/* sum over a's dims da[i] paired with b's db[i] (same count; a size-1 dim broadcasts): the
- * result's dims are a's others then b's others. torch.tensordot(dims=k): da = a's last k dims,
- * db = b's first k. */
-TS_API ts_tensor *ts_tensordot(ts_tensor *a, ts_tensor *b, ts_dims da, ts_dims db);
-TS_API ts_tensor *ts_kron(ts_tensor *a,
-                          ts_tensor *b);  /* up to 4 dims after padding to the same ndim */
-TS_API ts_tensor *ts_trace(ts_tensor *t); /* 2-D: the diagonal's sum (integers: int64) */
-/* torch.linalg.multi_dot: n >= 2 tensors, 2-D but the first and last, which may be 1-D; the
- * cheapest order of products (PyTorch's) */
-TS_API ts_tensor *ts_multi_dot(ts_tensor *const *ts, int n);
-
-/* ==================================================================== norms and moments */
-/* (src/ops/reduce_norm.c) torch.linalg.vector_norm: (sum |x|^ord)^(1/ord) over dims (n == 0: all
- * dims), ord any number: INFINITY max |x|, -INFINITY min |x|, 0 the count of non-zeros. Float
- * inputs only; dtype (TS_DTYPE_DEFAULT: t's) casts t first. PyTorch's gradients, including 0 where
- * the norm is 0 (ord = 2, general ord) and ties sharing evenly (inf). */
-TS_API ts_tensor *ts_vector_norm(ts_tensor *t, double ord, ts_dims dims, bool keepdim,
-                                 ts_dtype dtype);
-/* torch.linalg.matrix_norm over dims (d0, d1): ord "fro", "1", "-1", "inf", "-inf", and "nuc",
- * "2", "-2" from the singular values (tessera/linalg.h: LAPACK; TS_ERR_UNSUPPORTED in a build
- * without LAPACKE). */
-TS_API ts_tensor *ts_matrix_norm(ts_tensor *t, const char *ord, int d0, int d1, bool keepdim,
-                                 ts_dtype dtype);
-/* F.normalize: t / max(||t||_p over dim, eps) (ts_normalize is data.h's transform) */
-TS_API ts_tensor *ts_lp_normalize(ts_tensor *t, double p, int dim, double eps);
-/* var and mean (std and mean) over dims (n == 0: all) in one call; *mean gets the mean */
-TS_API ts_tensor *ts_var_mean(ts_tensor *t, ts_dims dims, bool keepdim, double correction,
-                              ts_tensor **mean);
-TS_API ts_tensor *ts_std_mean(ts_tensor *t, ts_dims dims, bool keepdim, double correction,
-                              ts_tensor **mean);
-/* torch.aminmax: returns the min, *max gets the max; over dim, or all elements when !has_dim */
-TS_API ts_tensor *ts_aminmax(ts_tensor *t, bool has_dim, int dim, bool keepdim, ts_tensor **max);
-TS_API ts_tensor *ts_count_nonzero(ts_tensor *t, ts_dims dims); /* int64; n == 0: all dims */
-/* F.cosine_similarity: sum over dim of (a / max(||a||, eps)) * (b / max(||b||, eps)), a and b
- * broadcast; PyTorch's gradient (the clamp does not stop it) */
-TS_API ts_tensor *ts_cosine_similarity(ts_tensor *a, ts_tensor *b, int dim, double eps);
-/* F.pairwise_distance: ||a - b + eps||_p over the last dim */
-TS_API ts_tensor *ts_pairwise_distance(ts_tensor *a, ts_tensor *b, double p, double eps,
-                                       bool keepdim);
-/* torch.cdist: [..., P, M] and [..., R, M] (batch dims broadcast) -> [..., P, R], p >= 0 */
-TS_API ts_tensor *ts_cdist(ts_tensor *a, ts_tensor *b, double p);
+/* reductions, products (mm, bmm, matmul...), norms and moments */
+#include "tessera/reductions.h"
 
 /* joining, splitting, indexing, sorting, counting, softmax */
 #include "tessera/indexing.h"

@@ -249,6 +249,11 @@ static void test_transfers(void) {
     CHECK(read_all(dst2, v, 64) == 6 && v[0] == 2 && v[5] == 2);
     CHECK(ts_copy_(ts_select(dst, 0, 0), ts_to(ts_t(s0), ts_sim(2))) == NULL); /* [3] <- [4,3] */
     CHECK_ERR(TS_ERR_SHAPE);
+    /* a destination whose shape has nonzero entries past ndim (as a binding may pass them) */
+    const ts_shape loose = {.ndim = 1, .dims = {-1, 3, 9}};
+    ts_tensor *flat = ts_clone(ts_view(ts_ones(TS_SHAPE(2, 3), (ts_opts){0}), loose));
+    CHECK(ts_copy_(flat, ts_full(TS_SHAPE(6), 7, (ts_opts){0})) == flat);
+    CHECK(read_all(flat, v, 64) == 6 && v[0] == 7 && v[5] == 7);
     /* copy_ within one storage with overlap */
     ts_tensor *ov = ts_arange(0, 6, 1, (ts_opts){.device = ts_sim(0)});
     CHECK(ts_copy_(ts_narrow(ov, 0, 1, 5), ts_narrow(ov, 0, 0, 5)) != NULL);

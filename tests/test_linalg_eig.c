@@ -168,6 +168,11 @@ static void test_polar(ts_device d, ts_dtype dt) {
         CHECK_NEAR(xd[1], 0, tol);
         CHECK_NEAR(xd[5], 0, tol);
     }
+    double u1[30], u2[30]; /* U alone (no H asked for): the same U */
+    ts_tensor *U2 = ts_linalg_polar(A, NULL);
+    CHECK(is_shape(U2, TS_SHAPE(B, m, n)));
+    if (rd(U, u1) && rd(U2, u2))
+        for (int64_t i = 0; i < B * m * n; i++) CHECK(u1[i] == u2[i]);
     ts_tensor *H0 = NULL;
     CHECK(is_shape(ts_linalg_polar(mk(TS_SHAPE(3, 0), va, dt, d), &H0), TS_SHAPE(3, 0)) &&
           is_shape(H0, TS_SHAPE(0, 0)));
@@ -234,7 +239,7 @@ static void test_grads(void) {
 static void test_errors(void) {
     ts_opts f64 = {.dtype = TS_F64};
     ts_tensor *rect = ts_ones(TS_SHAPE(2, 3), f64), *vec = ts_ones(TS_SHAPE(3), f64);
-    ts_tensor *V = NULL;
+    ts_tensor *V = rect, *H = rect; /* cleared on failure */
     CHECK(!ts_linalg_eig(rect, &V) && !V);
     CHECK_ERR_HAS(TS_ERR_SHAPE, "linalg.eig: A must be batches of square matrices, but they are 2 "
                                 "by 3 matrices");
@@ -246,7 +251,7 @@ static void test_errors(void) {
     ts_tensor *nan = ts_full(TS_SHAPE(2, 2), NAN, f64);
     CHECK(!ts_linalg_eigvals(nan));
     CHECK_ERR_HAS(TS_ERR_ARG, "linalg.eigvals: input tensor should not contain infs or NaNs.");
-    CHECK(!ts_linalg_polar(ts_ones(TS_SHAPE(3, 4), f64), NULL));
+    CHECK(!ts_linalg_polar(ts_ones(TS_SHAPE(3, 4), f64), &H) && !H);
     CHECK_ERR_HAS(TS_ERR_SHAPE, "linalg.polar: input must have at least as many rows as columns, "
                                 "but got 3 by 4 matrices");
     CHECK(!ts_linalg_polar(vec, NULL));
@@ -259,6 +264,49 @@ static void test_errors(void) {
     CHECK(!ts_linalg_eig(NULL, NULL));
     CHECK_ERR_HAS(TS_ERR_ARG, "linalg.eig: A is NULL");
     CHECK_OK();
+}
+
+/* eigvals checkpointed and its input modified in place before the backward: the recomputation is
+ * refused, so LinalgEigBackward0 gets no saved tensors and the backward fails with the checkpoint's
+ * error (not a crash) */
+static ts_status ck_eigvals(void *ctx, ts_tensor *const *in, int n_in, ts_tensor **out, int n_out) {
+    (void)ctx, (void)n_in, (void)n_out;
+    out[0] = ts_linalg_eigvals(in[0]);
+    return out[0] ? TS_OK : ts_error();
+}
+
+static void test_checkpoint_modified(void) {
+    ts_scope_begin();
+    ts_tensor *A = ts_from_data(TS_SHAPE(2, 2), TS_F64, (const double[]){2, 1, 1, 3}, (ts_opts){0});
+    ts_set_requires_grad(A, true);
+    ts_tensor *L = NULL;
+    CHECK(ts_checkpoint(ck_eigvals, NULL, NULL, &A, 1, &L, 1) == TS_OK && L);
+    ts_no_grad_begin();
+    CHECK(ts_fill_(A, 1.0) != NULL);
+    ts_no_grad_end();
+    CHECK_OK();
+    ts_backward(ts_sum(ts_view_as_real(L)));
+    CHECK_ERR_HAS(TS_ERR_STATE, "was modified by an inplace operation");
+    CHECK(ts_grad(A) == NULL);
+    ts_scope_end();
+}
+
+/* repeated eigenvalues: the eigenvectors' gradient is not finite (E_ij = 0, as PyTorch's); anomaly
+ * mode names the node that produced it, LinalgEigBackward0 (the backward of linalg.eig) */
+static void test_anomaly_names_node(void) {
+    ts_scope_begin();
+    ts_tensor *A = ts_from_data(TS_SHAPE(2, 2), TS_F64, (const double[]){2, 0, 0, 2}, (ts_opts){0});
+    ts_set_requires_grad(A, true);
+    ts_tensor *V = NULL, *L = ts_linalg_eig(A, &V);
+    CHECK(L && V);
+    ts_tensor *w = ts_from_data(TS_SHAPE(2, 2, 2), TS_F64, (const double[]){1, 2, 3, 4, 5, 6, 7, 8},
+                                (ts_opts){0});
+    ts_detect_anomaly(true);
+    ts_backward(ts_sum(ts_mul(ts_view_as_real(V), w)));
+    ts_detect_anomaly(false);
+    CHECK_ERR_HAS(TS_ERR_STATE, "function 'LinalgEigBackward0' (the backward of linalg.eig) "
+                                "returned nan or inf values");
+    ts_scope_end();
 }
 
 /* ------------------------------------------------------------------ allocation failures */
@@ -339,6 +387,8 @@ int main(void) {
     ts_scope_begin();
     test_grads();
     test_errors();
+    test_checkpoint_modified();
+    test_anomaly_names_node();
     ts_scope_end();
     CHECK_OK();
     test_fault_sweep();

@@ -243,8 +243,30 @@ static void test_errors(void) {
     CHECK_ERR(TS_ERR_ARG);
     CHECK(!ts_linalg_ldl_solve(LD, ts_ones(TS_SHAPE(3), f64), B, false));
     CHECK_ERR_HAS(TS_ERR_DTYPE, "linalg.ldl_solve: Expected pivots to be integers");
+    CHECK(!ts_linalg_ldl_solve(LD, ts_scalar(1, (ts_opts){.dtype = TS_I32}), B, false));
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "linalg.ldl_solve: Expected LD.shape[:-1] and pivots.shape to be "
+                                "the same, but got pivots with shape []");
+    /* 1 x 1: LD = A and pivots [1] (sytrf's, as PyTorch's); [[0]]: info 1, pivots [1] */
+    ts_tensor *P1 = NULL, *I1 = NULL;
+    ts_tensor *LD1 = ts_linalg_ldl_factor_ex(ts_full(TS_SHAPE(1, 1), 3, f64), false, &P1, &I1);
+    int32_t p1 = 0, i1 = -1;
+    CHECK(LD1 && ts_item(LD1) == 3 && P1 && ts_copy_to_host(P1, &p1, sizeof p1) == TS_OK &&
+          p1 == 1 && I1 && ts_copy_to_host(I1, &i1, sizeof i1) == TS_OK && i1 == 0);
+    p1 = 0;
+    LD1 = ts_linalg_ldl_factor_ex(ts_zeros(TS_SHAPE(1, 1), f64), false, &P1, &I1);
+    CHECK(LD1 && ts_copy_to_host(P1, &p1, sizeof p1) == TS_OK && p1 == 1 &&
+          ts_copy_to_host(I1, &i1, sizeof i1) == TS_OK && i1 == 1);
+    /* singular without info: an error naming the first such matrix, and no outputs */
+    P1 = A;
+    CHECK(!ts_linalg_ldl_factor_ex(ts_zeros(TS_SHAPE(2, 2, 2), f64), false, &P1, NULL) && !P1);
+    CHECK_ERR_HAS(TS_ERR_ARG, "linalg.ldl_factor: (Batch element 0): The factorization could not");
+    CHECK(!ts_linalg_ldl_solve(LD, P, ts_ones(TS_SHAPE(3), f64), false)); /* B a vector */
+    CHECK_ERR_HAS(TS_ERR_SHAPE,
+                  "linalg.ldl_solve: The input tensor B must have at least 2 dimensions.");
     /* ormqr */
     ts_tensor *tau = NULL, *a = ts_geqrf(ts_ones(TS_SHAPE(5, 3), f64), &tau);
+    CHECK(!ts_ormqr(a, NULL, ts_ones(TS_SHAPE(4, 2), f64), true, false));
+    CHECK_ERR_HAS(TS_ERR_ARG, "ormqr: tau is NULL");
     CHECK(!ts_ormqr(a, tau, ts_ones(TS_SHAPE(4, 2), f64), true, false));
     CHECK_ERR_HAS(TS_ERR_SHAPE, "torch.ormqr: other.shape[-2] must be equal to input.shape[-2]");
     CHECK(!ts_ormqr(a, tau, ts_ones(TS_SHAPE(2, 4), f64), false, false));
@@ -261,6 +283,10 @@ static void test_errors(void) {
     CHECK(!ts_ormqr(ts_expand(a, TS_SHAPE(2, 5, 3)), ts_expand(tau, TS_SHAPE(2, 3)),
                     ts_ones(TS_SHAPE(3, 5, 2), f64), true, false));
     CHECK_ERR_HAS(TS_ERR_SHAPE, "Expected batch dimensions of other to be equal");
+    CHECK(!ts_ormqr(ts_expand(a, TS_SHAPE(2, 5, 3)), ts_expand(tau, TS_SHAPE(3, 3)),
+                    ts_ones(TS_SHAPE(2, 5, 2), f64), true, false));
+    CHECK_ERR_HAS(TS_ERR_SHAPE,
+                  "torch.ormqr: Expected batch dimensions of tau to be equal to input.shape[:-2]");
     CHECK(!ts_ormqr(a, tau, ts_ones(TS_SHAPE(5), f64), true, false));
     CHECK_ERR_HAS(TS_ERR_SHAPE, "torch.ormqr: other must have at least 2 dimensions.");
     if (ndev > 1) {
@@ -270,6 +296,56 @@ static void test_errors(void) {
         CHECK_ERR(TS_ERR_DEVICE);
     }
     CHECK_OK();
+}
+
+/* every allocation of ldl_factor failed in turn (LAPACK's pivot buffer among them): each one an
+ * out-of-memory error and no result, never a factorization made without pivots */
+static void test_alloc_failures(void) {
+    const ts_opts f64 = {.dtype = TS_F64};
+    for (int i = 0; i < 9; i++) vd[i] = i % 4 == 0 ? 4.0 : 0.5;
+    ts_tensor *A = ts_tensor_f64(TS_SHAPE(3, 3), vd, f64);
+    int64_t k = 1;
+    for (; k < 200; k++) {
+        ts_scope_begin();
+        ts_tensor *P = NULL;
+        ts_fault_alloc_set(k);
+        ts_tensor *LD = ts_linalg_ldl_factor_ex(A, false, &P, NULL);
+        const bool fired = ts_fault_alloc_fired();
+        ts_fault_alloc_set(-1);
+        if (!fired) {
+            CHECK(LD && P);
+            CHECK_OK();
+            ts_scope_end();
+            break;
+        }
+        CHECK(!LD && !P);
+        CHECK_ERR(TS_ERR_OOM);
+        ts_scope_end();
+    }
+    CHECK(k > 1 && k < 200);
+    /* and of ldl_solve (LAPACK's pivot buffer among them) */
+    ts_scope_begin();
+    ts_tensor *P = NULL, *LD = ts_linalg_ldl_factor_ex(A, false, &P, NULL);
+    ts_tensor *B = ts_ones(TS_SHAPE(3, 2), f64);
+    CHECK(LD && P);
+    for (k = 1; k < 200; k++) {
+        ts_scope_begin();
+        ts_fault_alloc_set(k);
+        ts_tensor *X = ts_linalg_ldl_solve(LD, P, B, false);
+        const bool fired = ts_fault_alloc_fired();
+        ts_fault_alloc_set(-1);
+        if (!fired) {
+            CHECK(X != NULL);
+            CHECK_OK();
+            ts_scope_end();
+            break;
+        }
+        CHECK(X == NULL);
+        CHECK_ERR(TS_ERR_OOM);
+        ts_scope_end();
+    }
+    CHECK(k > 1 && k < 200);
+    ts_scope_end();
 }
 
 int main(void) {
@@ -286,6 +362,7 @@ int main(void) {
     ts_scope_begin();
     test_grads();
     test_errors();
+    test_alloc_failures();
     ts_scope_end();
     CHECK_OK();
     return ts_test_finish();

@@ -110,7 +110,8 @@ static void test_values(ts_device d, ts_dtype dt) {
             for (int64_t k = 0; k < C; k++) hp[i * C + k] /= s;
             ht[i] = (i * 7 + (int64_t)ci) % C;
         }
-        if (c->has_ignore) ht[2] = c->ignore, ht[5] = c->ignore;
+        /* has_ignore false with ignore -100: targets at the default ignore_index, -100 */
+        if (c->has_ignore || c->ignore == -100) ht[2] = c->ignore, ht[5] = c->ignore;
         const int64_t nref = reference(c, href);
         const int64_t chunks[4] = {0, 1, 3, N + 5}; /* 0: the reference composition */
         for (int ch = 0; ch < 4; ch++) {
@@ -194,6 +195,7 @@ static void test_grad_match(ts_device d, ts_dtype dt) {
         {8, 5, 4, true, false, false, 9, true, 0.0, TS_REDUCTION_NONE},
         {7, 5, 4, true, true, true, 0, false, 0.1, TS_REDUCTION_SUM},
         {7, 5, 4, false, false, true, 0, false, 0.0, TS_REDUCTION_MEAN},
+        {8, 5, 4, true, true, false, -100, false, 0.1, TS_REDUCTION_MEAN}, /* default ignore */
     };
     const double tol = dt == TS_F64 ? 1e-12 : 2e-5;
     for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
@@ -207,7 +209,7 @@ static void test_grad_match(ts_device d, ts_dtype dt) {
         fill(hp, N * C, 90 + (int)ci);
         for (int64_t i = 0; i < N * C; i++) hp[i] = fabs(hp[i]);
         for (int64_t i = 0; i < N; i++) ht[i] = (i * 3 + 1) % C;
-        if (c->has_ignore) ht[3] = c->ignore;
+        if (c->has_ignore || c->ignore == -100) ht[3] = c->ignore;
         double *res[2] = {g1, g2};
         for (int pass = 0; pass < 2; pass++) {
             ts_scope_begin();
@@ -240,6 +242,112 @@ static void test_grad_match(ts_device d, ts_dtype dt) {
         if (err > tol)
             printf("  (grad case %zu %s: err %.3g)\n", ci, dt == TS_F64 ? "f64" : "f32", err);
     }
+}
+
+/* no rows, chunked or not: cross_entropy's answer on empty logits (mean nan, sum 0, none [0]) */
+static void test_empty_rows(ts_device d) {
+    ts_scope_begin();
+    const ts_opts o = {.dtype = TS_F64, .device = d};
+    ts_tensor *x = ts_zeros(TS_SHAPE(0, 3), o), *w = ts_ones(TS_SHAPE(4, 3), o);
+    ts_tensor *t = ts_zeros(TS_SHAPE(0), (ts_opts){.dtype = TS_I64, .device = d});
+    for (int64_t chunk = 0; chunk <= 2; chunk += 2) {
+        ts_tensor *mean = ts_linear_cross_entropy(
+            x, w, NULL, t, (ts_loss_opts){.reduction = TS_REDUCTION_MEAN}, chunk);
+        ts_tensor *sum = ts_linear_cross_entropy(
+            x, w, NULL, t, (ts_loss_opts){.reduction = TS_REDUCTION_SUM}, chunk);
+        ts_tensor *none = ts_linear_cross_entropy(
+            x, w, NULL, t, (ts_loss_opts){.reduction = TS_REDUCTION_NONE}, chunk);
+        CHECK_OK();
+        CHECK(mean && ts_numel(mean) == 1 && isnan(ts_item(mean)));
+        CHECK(sum && ts_numel(sum) == 1 && ts_item(sum) == 0);
+        CHECK(none && ts_ndim(none) == 1 && ts_numel(none) == 0);
+    }
+    ts_scope_end();
+}
+
+/* probability targets of another dtype than the input (float64 for a float32 layer): the
+ * reference composition's type promotion, not the chunked node, whatever chunk_rows says; the
+ * same loss and gradients either way */
+static void test_prob_target_dtype(void) {
+    const int64_t N = 5, F = 3, C = 4;
+    fill(hx, N * F, 7);
+    fill(hw, C * F, 8);
+    fill(hp, N * C, 9);
+    for (int64_t i = 0; i < N; i++) {
+        double s = 0;
+        for (int64_t k = 0; k < C; k++) s += (hp[i * C + k] = fabs(hp[i * C + k]));
+        for (int64_t k = 0; k < C; k++) hp[i * C + k] /= s;
+    }
+    double loss[2];
+    double *res[2] = {g1, g2};
+    for (int pass = 0; pass < 2; pass++) {
+        ts_scope_begin();
+        ts_tensor *x = mk(TS_SHAPE(N, F), hx, TS_F32, ts_cpu());
+        ts_tensor *w = mk(TS_SHAPE(C, F), hw, TS_F32, ts_cpu());
+        ts_tensor *p = mk(TS_SHAPE(N, C), hp, TS_F64, ts_cpu());
+        ts_set_requires_grad(x, true);
+        ts_set_requires_grad(w, true);
+        ts_tensor *y = ts_linear_cross_entropy(x, w, NULL, p, (ts_loss_opts){0}, pass ? 2 : 0);
+        CHECK(y && ts_dtype_of(y) == TS_F64);
+        CHECK(y && !(ts_grad_fn_name(y) &&
+                     strcmp(ts_grad_fn_name(y), "LinearCrossEntropyBackward0") == 0));
+        loss[pass] = y ? ts_item(y) : NAN;
+        if (y) ts_backward(y);
+        CHECK_OK();
+        CHECK(rd(ts_grad(x), res[pass]) && rd(ts_grad(w), res[pass] + N * F));
+        ts_scope_end();
+    }
+    CHECK(loss[0] == loss[1]);
+    for (int64_t i = 0; i < N * F + C * F; i++) CHECK(g1[i] == g2[i]);
+}
+
+/* class weights of another dtype than the input (float64 for a float32 layer): refused as
+ * PyTorch's cross_entropy does, whatever chunk_rows says */
+static void test_class_weight_dtype(void) {
+    const int64_t N = 5, F = 3, C = 4;
+    fill(hx, N * F, 17);
+    fill(hw, C * F, 18);
+    for (int64_t k = 0; k < C; k++) hcw[k] = 1.0 + (double)k;
+    for (int64_t i = 0; i < N; i++) ht[i] = (i * 3 + 1) % C;
+    for (int64_t chunk = 0; chunk <= 2; chunk += 2) {
+        ts_scope_begin();
+        ts_tensor *x = mk(TS_SHAPE(N, F), hx, TS_F32, ts_cpu());
+        ts_tensor *w = mk(TS_SHAPE(C, F), hw, TS_F32, ts_cpu());
+        ts_tensor *cw = mk(TS_SHAPE(C), hcw, TS_F64, ts_cpu());
+        ts_tensor *t = ts_tensor_i64(TS_SHAPE(N), ht, (ts_opts){0});
+        ts_set_requires_grad(w, true);
+        CHECK(!ts_linear_cross_entropy(x, w, NULL, t, (ts_loss_opts){.weight = cw}, chunk));
+        CHECK_ERR_HAS(TS_ERR_DTYPE, "cross_entropy: expected scalar type Float but found Double");
+        ts_scope_end();
+    }
+}
+
+/* only the bias requires grad (not the input, not the weight): the chunked node still gives it
+ * its gradient, the reference composition's */
+static void test_bias_only_grad(void) {
+    const int64_t N = 7, F = 3, C = 4;
+    fill(hx, N * F, 27);
+    fill(hw, C * F, 28);
+    fill(hb, C, 29);
+    for (int64_t i = 0; i < N; i++) ht[i] = (i * 5 + 2) % C;
+    double *res[2] = {g1, g2};
+    for (int pass = 0; pass < 2; pass++) {
+        ts_scope_begin();
+        ts_tensor *x = mk(TS_SHAPE(N, F), hx, TS_F64, ts_cpu());
+        ts_tensor *w = mk(TS_SHAPE(C, F), hw, TS_F64, ts_cpu());
+        ts_tensor *b = mk(TS_SHAPE(C), hb, TS_F64, ts_cpu());
+        ts_tensor *t = ts_tensor_i64(TS_SHAPE(N), ht, (ts_opts){0});
+        ts_set_requires_grad(b, true);
+        ts_tensor *y = ts_linear_cross_entropy(x, w, b, t, (ts_loss_opts){0}, pass ? 3 : 0);
+        if (pass)
+            CHECK(y && ts_grad_fn_name(y) &&
+                  strcmp(ts_grad_fn_name(y), "LinearCrossEntropyBackward0") == 0);
+        if (y) ts_backward(y);
+        CHECK_OK();
+        CHECK(ts_grad(x) == NULL && ts_grad(w) == NULL && rd(ts_grad(b), res[pass]));
+        ts_scope_end();
+    }
+    for (int64_t k = 0; k < C; k++) CHECK_NEAR(g1[k], g2[k], 1e-12);
 }
 
 typedef struct {
@@ -330,12 +438,17 @@ int main(void) {
         }
         ts_scope_begin();
         test_shapes(devs[di]);
+        test_empty_rows(devs[di]);
         ts_scope_end();
     }
     ts_scope_begin();
     test_gradcheck();
     test_errors();
+    test_prob_target_dtype();
+    test_class_weight_dtype();
+    test_bias_only_grad();
     ts_scope_end();
     CHECK_OK();
+    CHECK_EQ(ts_scope_depth(), 0); /* every path closes the scopes it opened */
     return ts_test_finish();
 }

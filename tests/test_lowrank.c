@@ -166,6 +166,98 @@ static void test_values(ts_device d, ts_dtype dt) {
     ts_scope_end();
 }
 
+/* M of A's whole matrix shape [m, n], m != n (not a broadcast row): the factors of (A + M) - M */
+static void test_full_shape_m(void) {
+    const int64_t m = 5, n = 4, k = 2;
+    static double sv[MAXV];
+    low_rank(1, m, n, k, 9);
+    CHECK(full_sv(hA, 1, m, n, sv));
+    fill(hm, m * n, 91);
+    ts_scope_begin();
+    ts_tensor *A = mk(TS_SHAPE(1, m, n), hA, TS_F64, ts_cpu());
+    ts_tensor *M = mk(TS_SHAPE(m, n), hm, TS_F64, ts_cpu()), *S = NULL, *V = NULL;
+    ts_tensor *U = ts_svd_lowrank(ts_add(A, M), k, 2, M, &S, &V);
+    CHECK_OK();
+    check_factors("svd_lowrank M [5, 4]", U, S, V, hA, sv, 1, m, n, k, k, 4e-10);
+    ts_scope_end();
+}
+
+/* columns of the row-major rows x cols matrix X made orthonormal (modified Gram-Schmidt) */
+static void mgs(double *X, int64_t rows, int64_t cols) {
+    for (int64_t c = 0; c < cols; c++) {
+        for (int64_t p = 0; p < c; p++) {
+            double d = 0;
+            for (int64_t i = 0; i < rows; i++) d += X[i * cols + p] * X[i * cols + c];
+            for (int64_t i = 0; i < rows; i++) X[i * cols + c] -= d * X[i * cols + p];
+        }
+        double nrm = 0;
+        for (int64_t i = 0; i < rows; i++) nrm += X[i * cols + c] * X[i * cols + c];
+        nrm = sqrt(nrm);
+        for (int64_t i = 0; i < rows; i++) X[i * cols + c] /= nrm;
+    }
+}
+
+/* the number of subspace iterations: for A of full rank, U diag(S) V^T is the projection
+ * Q Q^T A onto the span that exactly niter iterations from the seeded draw R [n, q] reach
+ * (Q = orth(A R); niter times Q = orth(A orth(A^T Q))), computed here on the host; one
+ * iteration more or less gives another span */
+static void test_niter_span(void) {
+    enum { m = 7, n = 5, q = 2 };
+    const ts_opts f64 = {.dtype = TS_F64};
+    double a[m * n], r[n * q], y[m * q], z[n * q], u[m * q], s[q], v[n * q];
+    fill(a, m * n, 123);
+    for (int64_t niter = 0; niter <= 3; niter++) {
+        ts_scope_begin();
+        ts_manual_seed(21);
+        CHECK(ts_test_read_f64(ts_randn(TS_SHAPE(n, q), f64), r, n * q));
+        ts_manual_seed(21);
+        ts_tensor *A = mk(TS_SHAPE(m, n), a, TS_F64, ts_cpu()), *S = NULL, *V = NULL;
+        ts_tensor *U = ts_svd_lowrank(A, q, niter, NULL, &S, &V);
+        bool ok = ts_test_read_f64(U, u, m * q) && ts_test_read_f64(S, s, q) &&
+                  ts_test_read_f64(V, v, n * q);
+        CHECK(ok);
+        ts_scope_end();
+        if (!ok) continue;
+        for (int64_t i = 0; i < m; i++) /* y = A r */
+            for (int64_t c = 0; c < q; c++) {
+                y[i * q + c] = 0;
+                for (int64_t l = 0; l < n; l++) y[i * q + c] += a[i * n + l] * r[l * q + c];
+            }
+        mgs(y, m, q);
+        for (int64_t it = 0; it < niter; it++) {
+            for (int64_t j = 0; j < n; j++) /* z = A^T y */
+                for (int64_t c = 0; c < q; c++) {
+                    z[j * q + c] = 0;
+                    for (int64_t i = 0; i < m; i++) z[j * q + c] += a[i * n + j] * y[i * q + c];
+                }
+            mgs(z, n, q);
+            for (int64_t i = 0; i < m; i++) /* y = A z */
+                for (int64_t c = 0; c < q; c++) {
+                    y[i * q + c] = 0;
+                    for (int64_t l = 0; l < n; l++) y[i * q + c] += a[i * n + l] * z[l * q + c];
+                }
+            mgs(y, m, q);
+        }
+        double err = 0, scale = 0;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double proj = 0, got = 0; /* (y y^T a)_ij and (U diag(S) V^T)_ij */
+                for (int64_t c = 0; c < q; c++) {
+                    double yta = 0;
+                    for (int64_t l = 0; l < m; l++) yta += y[l * q + c] * a[l * n + j];
+                    proj += y[i * q + c] * yta;
+                    got += u[i * q + c] * s[c] * v[j * q + c];
+                }
+                err = fmax(err, fabs(got - proj));
+                scale = fmax(scale, fabs(a[i * n + j]));
+            }
+        CHECK(err <= 1e-10 * scale);
+        if (err > 1e-10 * scale)
+            printf("  (svd_lowrank niter %lld: |U S V^T - Q Q^T A| %.3g, scale %.3g)\n",
+                   (long long)niter, err, scale);
+    }
+}
+
 /* ---------------------------------------------------------------- gradients */
 typedef struct {
     int64_t q;
@@ -223,9 +315,20 @@ static void test_grads(void) {
 /* ---------------------------------------------------------------- refusals */
 static void test_errors(void) {
     ts_scope_begin();
-    ts_tensor *A = ts_randn(TS_SHAPE(5, 4), (ts_opts){0}), *S, *V;
-    CHECK(!ts_svd_lowrank(A, -2, 2, NULL, &S, &V) && !S && !V);
+    ts_tensor *A = ts_randn(TS_SHAPE(5, 4), (ts_opts){0}), *S = A, *V = A;
+    CHECK(!ts_svd_lowrank(A, -2, 2, NULL, &S, &V) && !S && !V); /* cleared on failure */
     CHECK_ERR_HAS(TS_ERR_ARG, "svd_lowrank: q(=-2)");
+    S = A, V = A;
+    CHECK(!ts_pca_lowrank(A, -2, true, 2, &S, &V) && !S && !V);
+    CHECK_ERR_HAS(TS_ERR_ARG, "pca_lowrank: q(=-2)");
+    CHECK(has_shape(ts_svd_lowrank(A, 2, 1, NULL, NULL, NULL), TS_SHAPE(5, 2))); /* U alone */
+    CHECK(has_shape(ts_pca_lowrank(A, 2, true, 1, NULL, NULL), TS_SHAPE(5, 2)));
+    CHECK_OK();
+    /* q default for svd_lowrank: 6 (PyTorch's), below min(m, n) = 8 here */
+    CHECK(has_shape(ts_svd_lowrank(ts_randn(TS_SHAPE(9, 8), (ts_opts){0}), TS_LOWRANK_Q_DEFAULT, 1,
+                                   NULL, NULL, NULL),
+                    TS_SHAPE(9, 6)));
+    CHECK_OK();
     CHECK(!ts_svd_lowrank(A, 2, -1, NULL, &S, &V));
     CHECK_ERR_HAS(TS_ERR_ARG, "svd_lowrank: niter(=-1)");
     CHECK(!ts_pca_lowrank(A, 5, true, 2, &S, &V));
@@ -267,6 +370,8 @@ int main(void) {
     ts_scope_begin();
     test_grads();
     test_errors();
+    test_full_shape_m();
+    test_niter_span();
     ts_scope_end();
     CHECK_OK();
     return ts_test_finish();

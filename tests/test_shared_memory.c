@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,6 +84,39 @@ static void test_fork(void) {
     CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     CHECK(at(shared, 0) == 0 && at(shared, 1) == 42 && at(shared, 2) == 42 && at(shared, 3) == 0);
     CHECK(at(private, 0) == 0 && at(private, 3) == 0); /* copy-on-write: the parent's stays */
+    ts_scope_end();
+}
+
+/* share_memory_ when it cannot get its memory: out of host memory for its bookkeeping (the first
+ * allocation fails), and no file descriptor left for the memfd (a child whose RLIMIT_NOFILE is
+ * used up): TS_ERR_OOM naming the cause, and the tensor stays private with its values */
+static void test_share_failures(void) {
+    ts_scope_begin();
+    ts_tensor *t = ts_arange(0, 4, 1, (ts_opts){.dtype = TS_F64});
+    ts_fault_alloc_set(1);
+    ts_tensor *r = ts_share_memory_(t);
+    const bool fired = ts_fault_alloc_fired();
+    ts_fault_alloc_set(-1);
+    CHECK(fired && r == NULL);
+    CHECK_ERR_HAS(TS_ERR_OOM, "share_memory_: out of host memory");
+    CHECK(!ts_is_shared(t) && at(t, 3) == 3);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) { /* every descriptor below the lowest free one is taken: none is left */
+        const int next = open("/dev/null", O_RDONLY);
+        struct rlimit rl;
+        bool ok = next >= 0 && close(next) == 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0;
+        rl.rlim_cur = (rlim_t)next;
+        ok = ok && setrlimit(RLIMIT_NOFILE, &rl) == 0 && ts_share_memory_(t) == NULL &&
+             ts_error() == TS_ERR_OOM &&
+             strstr(ts_error_message(), "share_memory_: memfd_create failed") != NULL &&
+             !ts_is_shared(t) && at(t, 3) == 3;
+        _exit(ok ? 0 : 1);
+    }
+    CHECK(pid > 0);
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(!ts_is_shared(t));
     ts_scope_end();
 }
 
@@ -162,7 +196,7 @@ static void test_devices(void) {
     ts_scope_begin();
     ts_tensor *x = ts_zeros(TS_SHAPE(3), (ts_opts){.device = ts_sim(0)});
     CHECK(!ts_share_memory_(x));
-    CHECK_ERR_HAS(TS_ERR_DEVICE, "sim:0");
+    CHECK_ERR_HAS(TS_ERR_DEVICE, "sim:0 (a sim device exists only inside one Tessera process");
     CHECK(!ts_is_shared(x));
     int fd;
     size_t nb, off;
@@ -197,6 +231,7 @@ int main(void) {
     int fds0 = count_fds(), maps0 = count_maps();
     test_share_and_views();
     test_fork();
+    test_share_failures();
     test_from_fd();
     test_devices();
     CHECK_EQ(count_fds(), fds0);

@@ -562,10 +562,21 @@ static void test_errors(void) {
     io.onesided = 0;
     CHECK(ts_istft(spec, 10, &io) == NULL);
     CHECK_ERR_HAS(TS_ERR_SHAPE, "to match n_fft when onesided=False, but got 6");
+    CHECK(ts_istft(spec, 4, &io) == NULL); /* 6 frequencies are more than n_fft 4 too */
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "to match n_fft when onesided=False, but got 6");
+    io.onesided = -1;
+    CHECK(ts_istft(spec, 8, &io) == NULL); /* 6 frequencies are more than 8 / 2 + 1 too */
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "to match n_fft / 2 + 1 when onesided=True, but got 6");
+    io.onesided = 1;
+    CHECK(ts_istft(spec, 8, &io) == NULL);
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "to match n_fft / 2 + 1 when onesided=True, but got 6");
     io.onesided = -1;
     io.hop_length = 11;
     CHECK(ts_istft(spec, 10, &io) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "expected 0 < hop_length <= win_length");
+    io.hop_length = 0;
+    CHECK(ts_istft(spec, 10, &io) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "expected 0 < hop_length <= win_length (0, 10)");
     io.hop_length = TS_STFT_DEFAULT;
     io.win_length = 11;
     CHECK(ts_istft(spec, 10, &io) == NULL);

@@ -3,6 +3,7 @@
  * the other; the extent, dtype, device and autograd refusals; no tensor or byte leaked. */
 #include <string.h>
 
+#include "tessera/inplace.h"
 #include "tessera/storage.h"
 #include "ts_test.h"
 
@@ -32,7 +33,9 @@ static void test_storage_view(ts_device dev) {
     CHECK(ts_data_ptr(x) == ts_data_ptr(elems) + 2 * sizeof(float)); /* offset 2 */
     CHECK(ts_data_ptr(ts_narrow(x, 0, 1, 2)) == ts_data_ptr(x) + sizeof(float));
     CHECK(ts_data_ptr(ts_zeros(TS_SHAPE(0), o)) == 0);
+    ts_error_clear();
     CHECK(!ts_data_ptr(NULL));
+    CHECK_ERR_HAS(TS_ERR_ARG, "data_ptr: tensor is NULL");
     ts_error_clear();
     CHECK(!ts_storage_view(x, (ts_dtype)99));
     CHECK_ERR(TS_ERR_DTYPE);
@@ -52,6 +55,11 @@ static void test_set_tensor(ts_device dev) {
     CHECK(ts_fill_(ts_select(ts_select(x, 0, 1), 0, 0), 42) != NULL);
     CHECK(ts_item(ts_select(ts_select(src, 0, 1), 0, 0)) == 42); /* the write reached src */
     CHECK(ts_set_(x, x) == x);
+    /* set_(y, y) leaves y as it was: not a view, so an in-place op whose operand requires grad
+     * is still allowed on it (as in PyTorch, where y._is_view() stays False) */
+    ts_tensor *y = ts_zeros(TS_SHAPE(3), o);
+    CHECK(ts_set_(y, y) == y && ts_numel(y) == 3);
+    CHECK(ts_check_inplace(y, true, "mul_") == TS_OK);
     CHECK(!ts_is_set_to(x, ts_contiguous(src)));
     CHECK(!ts_is_set_to(x, ts_narrow(src, 0, 0, 2)));
     CHECK_OK();
@@ -62,6 +70,10 @@ static void test_set_tensor(ts_device dev) {
     CHECK_ERR_HAS(TS_ERR_DEVICE, "set_");
     CHECK(!ts_set_(x, NULL));
     CHECK_ERR(TS_ERR_ARG);
+    ts_error_clear();
+    CHECK(!ts_set_(NULL, x)); /* the message names the argument */
+    CHECK_ERR_HAS(TS_ERR_ARG, "set_: self is NULL");
+    ts_error_clear();
     ts_scope_end();
 }
 
@@ -85,6 +97,16 @@ static void test_set_storage(ts_device dev) {
     CHECK(at(d, 0) == ref[0] && at(d, 1) == ref[1]);
     CHECK(ts_set_storage_(x, src, 10, TS_SHAPE(0), NULL) == x &&
           ts_numel(x) == 0); /* empty, at end */
+    CHECK_OK();
+    /* a storage of no bytes takes empty geometries (they need none) */
+    ts_tensor *none = ts_zeros(TS_SHAPE(0), o);
+    CHECK(ts_set_storage_(x, none, 0, TS_SHAPE(0, 3), NULL) == x && ts_numel(x) == 0 &&
+          ts_ndim(x) == 2);
+    CHECK(ts_as_strided_(none, TS_SHAPE(2, 0), (const int64_t[]){1, 1}, 0) == none &&
+          ts_ndim(none) == 2 && ts_numel(none) == 0);
+    CHECK_OK();
+    /* a 0-dim geometry: one element, at the offset */
+    CHECK(ts_set_storage_(x, src, 7, TS_SHAPE(), NULL) == x && ts_ndim(x) == 0 && ts_item(x) == 7);
     CHECK_OK();
     CHECK(!ts_set_storage_(x, src, 5, TS_SHAPE(2, 3), NULL)); /* 5 + 6 = 11 > 10 */
     CHECK_ERR_HAS(TS_ERR_ARG,
@@ -125,7 +147,8 @@ static void test_as_strided_empty(ts_device dev) {
     ts_tensor *g = ts_ones(TS_SHAPE(3), o);
     ts_set_requires_grad(g, true);
     CHECK(!ts_set_(g, ts_zeros(TS_SHAPE(3), o)));
-    CHECK_ERR_HAS(TS_ERR_STATE, "set_: a leaf Variable that requires grad");
+    CHECK_ERR_HAS(TS_ERR_STATE, "set_: a leaf Variable that requires grad is being used in an "
+                                "in-place operation.");
     CHECK(!ts_as_strided_(g, TS_SHAPE(1), (const int64_t[]){1}, 0));
     CHECK_ERR_HAS(TS_ERR_STATE, "as_strided_: a leaf Variable");
     ts_tensor *h = ts_mul_scalar(g, 2.0);

@@ -17,11 +17,13 @@ their reason.
 Run under PyTorch's interpreter (same CPython minor version as the built extension):
     PYTHONPATH=build/python /opt/torch2/bin/torch-python tools/opinfo_check.py [options]
 Options: --ops a,b (subset by name or name.variant), --modules (module_db; alone: modules only),
---module-names A,B, --device cpu|sim:0|both, --dtypes float32,float64, --limit-samples N,
+--module-names A,B, --device cpu|sim:0|both|meta, --dtypes float32,float64, --limit-samples N,
 --jobs N (worker processes: a crash or hang costs one op, not the run), --timeout S (per op),
 --json out.json, -v (per-sample details).
 Needs PyTorch 2.x (../shared/tools/install-torch.sh, with expecttest and hypothesis); not part of
-`make test`.
+`make test`. --device meta runs Tessera on the meta device (tensors without data) and compares
+each output's structure, shape and dtype only: a data-dependent op raises there (error), and a
+shape or dtype that differs from PyTorch's is wrong.
 """
 import argparse
 import collections
@@ -341,6 +343,31 @@ class W:
             return {k: self.fresh(x, memo) for k, x in v.items()}
         return v
 
+    def meta_compare(self, exp, got, where="out"):
+        """--device meta: torch's output (on the cpu) against Tessera's on the meta device, by
+        structure, shape and dtype; None when they agree, else what differs."""
+        torch = self.torch
+        if isinstance(exp, torch.Tensor):
+            if not isinstance(got, self.ts.Tensor):
+                return "%s: a %s, torch a tensor" % (where, type(got).__name__)
+            # a factory told device='cpu' by the sample makes it there, as PyTorch does
+            if not got.is_meta and str(got.device) != str(exp.device):
+                return "%s: on %s, not on meta" % (where, got.device)
+            de, dg = str(exp.dtype).split(".")[-1], str(got.dtype).split(".")[-1]
+            if tuple(exp.shape) != tuple(got.shape) or de != dg:
+                return "%s: %s %s, torch %s %s" % (where, dg, tuple(got.shape), de, tuple(exp.shape))
+            return None
+        if isinstance(exp, (list, tuple)) and not isinstance(exp, torch.Size):
+            if not isinstance(got, (list, tuple)) or len(got) != len(exp):
+                return "%s: %r, torch %d outputs" % (where, type(got).__name__, len(exp))
+            for i, (e, g) in enumerate(zip(exp, got)):
+                r = self.meta_compare(e, g, "%s[%d]" % (where, i))
+                if r:
+                    return r
+            return None
+        e, g = self.to_np(exp, "torch"), self.to_np(got, "ts")
+        return None if e == g else "%s: %r, torch %r" % (where, g, e)
+
     def to_np(self, v, side):
         """Outputs to a comparable tree: ('T', ndarray, dtype name) / ('S', number) / lists."""
         np = self.np
@@ -630,6 +657,9 @@ class W:
         except Exception as e:
             k, msg = self.exc(e)
             return {"outcome": k, "reason": msg}
+        if dev == "meta":  # no values: the outputs' structure, shapes and dtypes are the result
+            r = self.meta_compare(out, tout)
+            return {"outcome": "wrong", "reason": r} if r else {"outcome": "pass"}
         try:
             got = self.to_np(tout, "ts")
         except Exception as e:
@@ -852,6 +882,9 @@ class W:
                 mt.to(dev)
             mt.train(training)
             tout = mt(*ta, **tk)
+            if dev == "meta":  # no values: the outputs' structure, shapes and dtypes
+                r = self.meta_compare(out, tout)
+                return {"outcome": "wrong", "reason": r} if r else {"outcome": "pass"}
             got = self.to_np(tout, "ts")
         except Exception as e:
             kind, msg = self.exc(e)
@@ -1184,7 +1217,8 @@ def main():
     ap.add_argument("--ops", help="comma-separated op names (name or name.variant)")
     ap.add_argument("--modules", action="store_true", help="run module_db (alone: only modules)")
     ap.add_argument("--module-names", help="comma-separated module names (nn.Linear or Linear)")
-    ap.add_argument("--device", default="both", choices=["cpu", "sim:0", "both"])
+    ap.add_argument("--device", default="both", choices=["cpu", "sim:0", "both", "meta"],
+                    help="meta: outputs' shapes and dtypes only (no values on the meta device)")
     ap.add_argument("--dtypes", default="float32,float64")
     ap.add_argument("--limit-samples", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))

@@ -153,6 +153,10 @@ TS_API ts_tensor *ts_mse_loss_ex(ts_tensor *input, ts_tensor *target, ts_loss_op
 TS_API ts_tensor *ts_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
 TS_API ts_tensor *ts_smooth_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
 TS_API ts_tensor *ts_bce_with_logits(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
+/* binary_cross_entropy on probabilities (src/nn/loss_bce.c): PyTorch's loss (each log clamped at
+ * -100) and gradient (x - t) / max(x (1 - x), 1e-12), finite at x = 0 and 1; target the input's
+ * shape, o.weight broadcast to it; o.reduction. */
+TS_API ts_tensor *ts_binary_cross_entropy(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
 /* The other PyTorch losses (src/nn/loss_more.c), composed from differentiable ops: every device,
  * autograd. r is the reduction; errors name the op and the argument (TS_ERR_SHAPE, TS_ERR_DTYPE,
  * TS_ERR_ARG, TS_ERR_DEVICE), with PyTorch's messages. */

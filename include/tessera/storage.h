@@ -32,7 +32,7 @@ TS_API ts_tensor *ts_set_empty_(ts_tensor *t);
 TS_API ts_tensor *ts_as_strided_(ts_tensor *t, ts_shape size, const int64_t *stride,
                                  int64_t storage_offset);
 /* The address of t's first element in its device's memory (Tensor.data_ptr(); a cuda tensor's is
- * a device address), 0 when its storage holds no memory (an empty tensor's). */
+ * a device address), 0 when its storage holds no memory (an empty tensor's, a meta tensor's). */
 TS_API uintptr_t ts_data_ptr(ts_tensor *t);
 /* is_set_to: the same storage, offset, shape and strides (PyTorch's Tensor.is_set_to). */
 TS_API bool ts_is_set_to(ts_tensor *t, ts_tensor *other);

@@ -55,6 +55,16 @@ static PyObject *get_version(PyObject *self, void *unused) {
     (void)unused;
     return PyLong_FromUnsignedLongLong(ts_version(T(self)));
 }
+/* retains_grad: True on a non-leaf after retain_grad() (the hooks are kept by
+ * tessera._ops_extra, which answers) */
+static PyObject *get_retains_grad(PyObject *self, void *unused) {
+    (void)unused;
+    PyObject *mod = PyImport_ImportModule("tessera._ops_extra");
+    if (!mod) return NULL;
+    PyObject *r = PyObject_CallMethod(mod, "_retains_grad", "O", self);
+    Py_DECREF(mod);
+    return r;
+}
 
 PyGetSetDef tsp_autograd_getset[] = {
     {"requires_grad", get_requires_grad, set_requires_grad, "record ops for backward", NULL},
@@ -62,6 +72,8 @@ PyGetSetDef tsp_autograd_getset[] = {
     {"grad_fn", get_grad_fn, NULL, "the node that made this tensor (None for leaves)", NULL},
     {"is_leaf", get_is_leaf, NULL, "made by the user, not by a recorded op", NULL},
     {"_version", get_version, NULL, "bumped by every in-place op on the storage", NULL},
+    {"retains_grad", get_retains_grad, NULL, "a non-leaf whose .grad is kept (retain_grad())",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

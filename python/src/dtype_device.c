@@ -151,7 +151,7 @@ typedef struct {
 static PyTypeObject device_type;
 
 static const char *device_type_name(ts_device_type t) {
-    return t == TS_CUDA ? "cuda" : t == TS_SIM ? "sim" : "cpu";
+    return t == TS_CUDA ? "cuda" : t == TS_SIM ? "sim" : t == TS_META ? "meta" : "cpu";
 }
 
 PyObject *tsp_device_obj(ts_device d) {
@@ -169,7 +169,7 @@ static int parse_device_string(PyObject *s, ts_device *out, const char *fn, cons
         ts_error_clear();
         PyErr_Format(PyExc_ValueError,
                      "%s(): argument '%s': invalid device string '%s' (expected \"cpu\", \"cuda\", "
-                     "\"cuda:N\" or \"sim:N\")",
+                     "\"cuda:N\", \"sim:N\" or \"meta\")",
                      fn, arg, str);
         return -1;
     }
@@ -219,7 +219,7 @@ static PyObject *device_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
         }
         long i = PyLong_AsLong(index);
         if (i == -1 && PyErr_Occurred()) return NULL;
-        if (i < 0 || (d.type == TS_CPU && i != 0)) {
+        if (i < 0 || ((d.type == TS_CPU || d.type == TS_META) && i != 0)) {
             PyErr_Format(PyExc_ValueError, "device(): bad index %ld for '%U'", i, what);
             return NULL;
         }
@@ -230,7 +230,7 @@ static PyObject *device_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     return (PyObject *)o;
 }
 
-static bool has_index(ts_device d) { return d.type != TS_CPU && d.index >= 0; }
+static bool has_index(ts_device d) { return d.type != TS_CPU && d.type != TS_META && d.index >= 0; }
 
 static PyObject *device_str(PyObject *self) {
     ts_device d = ((device_obj *)self)->d;
@@ -296,7 +296,7 @@ static PyObject *device_reduce(PyObject *self, PyObject *unused) {
 }
 
 static PyGetSetDef device_getset[] = {
-    {"type", device_get_type, NULL, "\"cpu\", \"cuda\" or \"sim\"", NULL},
+    {"type", device_get_type, NULL, "\"cpu\", \"cuda\", \"sim\" or \"meta\"", NULL},
     {"index", device_get_index, NULL, "the device index, or None", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

@@ -18,7 +18,7 @@ PyMODINIT_FUNC PyInit__C(void) {
         tsp_init_index,       tsp_init_dlpack,   tsp_init_nn,     tsp_init_optim,
         tsp_init_amp,         tsp_init_data,     tsp_init_io,     tsp_init_dist,
         tsp_init_cuda,        tsp_init_profiler, tsp_init_image,  tsp_init_sync_debug,
-        tsp_init_saved_hooks,
+        tsp_init_saved_hooks, tsp_init_tfevents,
     };
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;

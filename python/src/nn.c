@@ -248,7 +248,7 @@ static PyObject *nn_one_hot(PyObject *self, PyObject *args) {
 }
 
 /* ------------------------------------------------------------------ losses */
-enum { L_CROSS_ENTROPY, L_NLL, L_MSE, L_L1, L_SMOOTH_L1, L_BCE_LOGITS, L_COUNT };
+enum { L_CROSS_ENTROPY, L_NLL, L_MSE, L_L1, L_SMOOTH_L1, L_BCE_LOGITS, L_BCE, L_COUNT };
 
 static ts_tensor *run_loss(int kind, ts_tensor *x, ts_tensor *y, ts_loss_opts o) {
     switch (kind) {
@@ -262,6 +262,8 @@ static ts_tensor *run_loss(int kind, ts_tensor *x, ts_tensor *y, ts_loss_opts o)
         return ts_l1_loss(x, y, o);
     case L_SMOOTH_L1:
         return ts_smooth_l1_loss(x, y, o);
+    case L_BCE:
+        return ts_binary_cross_entropy(x, y, o);
     default:
         return ts_bce_with_logits(x, y, o);
     }

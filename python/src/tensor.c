@@ -166,6 +166,10 @@ static PyObject *get_is_cpu(PyObject *self, void *unused) {
     (void)unused;
     return PyBool_FromLong(ts_device_of(T(self)).type == TS_CPU);
 }
+static PyObject *get_is_meta(PyObject *self, void *unused) {
+    (void)unused;
+    return PyBool_FromLong(ts_device_of(T(self)).type == TS_META);
+}
 /* is_xpu, is_mps: PyTorch's checks for devices tessera has no backend for: always False */
 static PyObject *get_false(PyObject *self, void *unused) {
     (void)self, (void)unused;
@@ -203,6 +207,7 @@ static PyGetSetDef core_getset[] = {
     {"ndim", get_ndim, NULL, "the number of dims", NULL},
     {"is_cuda", get_is_cuda, NULL, "on a CUDA device", NULL},
     {"is_cpu", get_is_cpu, NULL, "on the cpu", NULL},
+    {"is_meta", get_is_meta, NULL, "on the meta device (a shape and dtype, no data)", NULL},
     {"is_xpu", get_false, NULL, "on an XPU (always False: no such backend)", NULL},
     {"is_mps", get_false, NULL, "on an MPS device (always False: no such backend)", NULL},
     {"T", get_t_attr, NULL, "the transpose (2-D)", NULL},

@@ -12,6 +12,17 @@ static int keyword_index(PyObject *k, const char *const *names, int nnames) {
     return -1;
 }
 
+/* PyTorch's NumPy spellings (its argument parser's numpy_compatibility_arg_names): axis= for a
+ * parameter named dim, keepdims= for keepdim */
+static int numpy_alias_index(PyObject *key, const char *const *names, int nnames) {
+    static const char *const alias[][2] = {{"axis", "dim"}, {"keepdims", "keepdim"}};
+    for (int a = 0; a < 2; a++)
+        if (PyUnicode_CompareWithASCIIString(key, alias[a][0]) == 0)
+            for (int i = 0; i < nnames; i++)
+                if (!strcmp(names[i], alias[a][1])) return i;
+    return -1;
+}
+
 int tsp_parse(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const char *fn,
               const char *const *names, int nnames, int required, PyObject **out) {
     if (nargs > nnames) {
@@ -24,6 +35,7 @@ int tsp_parse(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const 
     for (Py_ssize_t k = 0; k < nkw; k++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, k);
         int i = keyword_index(key, names, nnames);
+        if (i < 0) i = numpy_alias_index(key, names, nnames);
         if (i < 0) {
             PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", fn, key);
             return -1;

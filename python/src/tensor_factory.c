@@ -153,10 +153,16 @@ static PyObject *sized(shape_factory f, const char *fn, PyObject *args, PyObject
                                                      : tsp_default_float;
     if (tsp_enter()) return NULL;
     ts_tensor *t;
+    tsp_generator_scope gs;
+    if (tsp_generator_begin(a[8], fn, &gs) < 0) return NULL;
     if (fill_value)
         t = full_exact(s, a[1], *fill_value, o);
     else
         TSP_NOGIL(t = f(s, o););
+    if (tsp_generator_end(&gs) < 0) {
+        tsp_drop(t);
+        return NULL;
+    }
     return into_out(a[6], ot, t, fn);
 }
 
@@ -202,8 +208,10 @@ static PyObject *f_randint(PyObject *mod, PyObject *const *args, Py_ssize_t narg
         tsp_opts_args(a[3], a[4], a[5], a[7], &o, "randint") < 0 || tsp_enter())
         return NULL;
     ts_tensor *t;
+    tsp_generator_scope gs;
+    if (tsp_generator_begin(a[6], "randint", &gs) < 0) return NULL;
     TSP_NOGIL(t = ts_randint(low, high, s, o););
-    return tsp_wrap(t);
+    return tsp_generator_finish(&gs, tsp_wrap(t));
 }
 
 /* arange(end) / arange(start, end, step=1): int64 when all are ints, else the default float */
@@ -425,11 +433,13 @@ static PyObject *random_(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         tsp_double_arg(a[0], 0, &x, fn, names[0]) < 0 ||
         tsp_double_arg(a[1], 1, &y, fn, names[1]) < 0 || tsp_enter())
         return NULL;
+    tsp_generator_scope gs;
+    if (tsp_generator_begin(a[2], fn, &gs) < 0) return NULL;
     if (normal)
         TSP_NOGIL(r = ts_normal_(TSP_T(self), x, y));
     else
         TSP_NOGIL(r = ts_uniform_(TSP_T(self), x, y));
-    return tsp_inplace_result(self, r);
+    return tsp_generator_finish(&gs, tsp_inplace_result(self, r));
 }
 static PyObject *m_uniform_(PyObject *self, PyObject *const *a, Py_ssize_t n, PyObject *kw) {
     return random_(self, a, n, kw, false);
@@ -450,8 +460,10 @@ static PyObject *f_randperm(PyObject *mod, PyObject *const *args, Py_ssize_t nar
         tsp_int_arg(a[0], &n, "randperm", "n") < 0 ||
         tsp_opts_args(a[1], a[2], a[3], NULL, &o, "randperm") < 0 || tsp_enter())
         return NULL;
+    tsp_generator_scope gs;
+    if (tsp_generator_begin(a[4], "randperm", &gs) < 0) return NULL;
     TSP_NOGIL(t = ts_randperm(n, o));
-    return tsp_wrap(t);
+    return tsp_generator_finish(&gs, tsp_wrap(t));
 }
 /* bernoulli(input, p=None): 1 with probability input (or p) per element */
 static PyObject *f_bernoulli(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
@@ -464,11 +476,13 @@ static PyObject *f_bernoulli(PyObject *mod, PyObject *const *args, Py_ssize_t na
         !(x = tsp_tensor_arg(a[0], "bernoulli", "input")) ||
         tsp_double_arg(a[1], NAN, &p, "bernoulli", "p") < 0 || tsp_enter())
         return NULL;
+    tsp_generator_scope gs;
+    if (tsp_generator_begin(a[2], "bernoulli", &gs) < 0) return NULL;
     if (isnan(p))
         TSP_NOGIL(t = ts_bernoulli(x));
     else
         TSP_NOGIL(t = ts_bernoulli_p(x, p));
-    return tsp_wrap(t);
+    return tsp_generator_finish(&gs, tsp_wrap(t));
 }
 
 static PyObject *f_is_tensor(PyObject *mod, PyObject *o) {
@@ -611,6 +625,8 @@ PyMethodDef tsp_tensor_core_functions[] = {
     {"initial_seed", f_initial_seed, METH_NOARGS, NULL},
     {"get_rng_state", f_get_rng_state, METH_NOARGS, "the generator's state (a tensor)"},
     {"set_rng_state", f_set_rng_state, METH_O, "set_rng_state(new_state)"},
+    {"_rng_thread_swap", tsp_f_rng_thread_swap, METH_VARARGS,
+     "_rng_thread_swap(on, seed, offset) -> (on, seed, offset): the thread's own random stream"},
     {"set_printoptions", FN(f_set_printoptions), FAST,
      "set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None)"},
     {NULL, NULL, 0, NULL},

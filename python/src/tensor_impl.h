@@ -95,6 +95,20 @@ int tsp_is_ndarray(PyObject *o, int ndim_min);
 int tsp_is_numpy_scalar(PyObject *o);
 ts_tensor *tsp_numpy_tensor(PyObject *o);
 
+/* generator= (tensor_generator.c): between begin and end a tessera.Generator g is the calling
+ * thread's random stream (nothing for None or tessera.default_generator); end stores where it
+ * stopped back into g, keeping a pending exception. TypeError naming fn for a non-generator. */
+typedef struct tsp_generator_scope {
+    PyObject *g; /* borrowed; NULL: nothing swapped */
+    bool on;
+    ts_rng_state state;
+} tsp_generator_scope;
+int tsp_generator_begin(PyObject *g, const char *fn, tsp_generator_scope *sc);
+int tsp_generator_end(tsp_generator_scope *sc);
+/* end, then result (NULL, result dropped, when end fails) */
+PyObject *tsp_generator_finish(tsp_generator_scope *sc, PyObject *result);
+PyObject *tsp_f_rng_thread_swap(PyObject *mod, PyObject *args);
+
 /* tessera.Size: a tuple of ints with numel() */
 PyObject *tsp_size_obj(ts_shape s);
 

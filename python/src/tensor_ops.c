@@ -543,20 +543,25 @@ static PyObject *f_clamp(PyObject *mod, PyObject *const *args, Py_ssize_t n, PyO
     return clamp(NULL, args, n, kw, false);
 }
 
-/* where(condition, input, other): numbers allowed for input / other */
+/* where(condition, input, other): numbers allowed for input, other or both */
 static PyObject *where3(PyObject *cond, PyObject *x, PyObject *y) {
     ts_tensor *c = tsp_tensor_arg(cond, "where", "condition"), *tx = tsp_tensor_of(x),
               *ty = tsp_tensor_of(y), *r = NULL, *sx = NULL, *sy = NULL;
     double vx, vy;
     if (!c) return NULL;
-    if (!tx && !ty) {
-        PyErr_SetString(PyExc_TypeError, "where(): 'input' or 'other' must be a Tensor");
-        return NULL;
-    }
     if ((!tx && tsp_double_arg(x, 0, &vx, "where", "input") < 0) ||
         (!ty && tsp_double_arg(y, 0, &vy, "where", "other") < 0) || tsp_enter())
         return NULL;
+    /* two numbers (torch.where(c, 1, 0)): 0-dim tensors on the condition's device, bool for
+     * bools, int64 for ints, the default float dtype for floats; ts_where promotes the pair as
+     * PyTorch's result_type of two numbers does */
+    const ts_dtype nx = PyBool_Check(x) ? TS_BOOL : PyFloat_Check(x) ? tsp_default_float : TS_I64;
+    const ts_dtype ny = PyBool_Check(y) ? TS_BOOL : PyFloat_Check(y) ? tsp_default_float : TS_I64;
     Py_BEGIN_ALLOW_THREADS;
+    if (!tx && !ty) {
+        tx = sx = ts_scalar(vx, (ts_opts){.dtype = nx, .device = ts_device_of(c)});
+        ty = sy = tx ? ts_scalar(vy, (ts_opts){.dtype = ny, .device = ts_device_of(c)}) : NULL;
+    }
     if (!tx) tx = sx = tsp_scalar_beside(ty, x, vx);
     if (!ty) ty = sy = tsp_scalar_beside(tx, y, vy);
     if (tx && ty) r = ts_where(c, tx, ty);

@@ -83,6 +83,7 @@ class Tensor:
     grad_fn: Any
     is_leaf: _bool
     _version: _int
+    retains_grad: _bool
     def __init__(self, *args: Any) -> None: ...
     @classmethod
     def _make_subclass(cls, cls_: type, data: "Tensor", require_grad: _bool = ...) -> Any: ...

@@ -25,6 +25,7 @@ from ._logic_more import *  # noqa: E402,F401,F403  (clamp_min, clone, rsub... i
 from ._ops_more import *  # noqa: E402,F401,F403  (trapezoid, cov, cross, *_copy... issue 52)
 from ._ops_extra import *  # noqa: E402,F401,F403  (normal, index_put, put... issue 52)
 from ._storage import TypedStorage, UntypedStorage  # noqa: E402,F401  (issue 53)
+from ._generator import Generator, default_generator  # noqa: E402,F401  (torch.Generator)
 from . import masked  # noqa: E402,F401  (torch.masked's reductions, issue 52)
 from . import signal  # noqa: E402,F401  (torch.signal.windows, issue 52)
 from . import ops  # noqa: E402,F401  (torch.ops.aten's overloads Tessera answers)
@@ -86,6 +87,7 @@ _install_inplace(globals())
 # sparse COO tensors (issue 53): tessera.sparse; mm / matmul / add / sum... take a sparse operand
 from . import sparse  # noqa: E402
 from . import multiprocessing  # noqa: E402,F401  (torch.multiprocessing: shared tensors, issue 53)
+from . import func; from .func import vmap  # noqa: E402,E702,F401  (torch.func, torch.vmap)
 from .sparse import sparse_coo_tensor, sparse_coo, smm, spmm  # noqa: E402,F401
 sparse.install(globals())
 # out= on the common ops (issue 53): one wrapper (_out.py) over the functions above; keep it last

@@ -50,10 +50,13 @@ def _renorm(self, p, dim, maxnorm):
 
 def _bernoulli(self, p=0.5, *, generator=None):
     """draws of probability p (a number or a tensor broadcast to self), in self's dtype"""
+    from ._generator import use
+    with use(generator, "bernoulli_"):
+        return _bernoulli_draw(self, p)
+
+
+def _bernoulli_draw(self, p):
     from . import bernoulli, full
-    if generator is not None:
-        raise NotImplementedError("bernoulli_(): generator= is not supported (draws follow "
-                                  "tessera.manual_seed)")
     if isinstance(p, Tensor):
         probs = p.to(device=self.device, dtype=_C.float64).expand(self.shape).contiguous()
     else:
@@ -85,9 +88,12 @@ def _fill_diagonal(self, fill_value, wrap=False):
 def _random(self, *args, generator=None, **kw):
     """random_(from=0, to=None): integers in [from, to - 1]; to None: up to 2^mantissa (floats)
     or the dtype's largest value"""
-    if generator is not None:
-        raise NotImplementedError("random_(): generator= is not supported (draws follow "
-                                  "tessera.manual_seed)")
+    from ._generator import use
+    with use(generator, "random_"):
+        return _random_draw(self, *args, **kw)
+
+
+def _random_draw(self, *args, **kw):
     names = ("from", "to")
     if len(args) > 2 or any(k not in names for k in kw):
         raise TypeError("random_() takes (from=0, to=None)")

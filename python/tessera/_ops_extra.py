@@ -14,10 +14,40 @@ __all__ = ["normal", "multinomial", "index_put", "index_put_", "index_reduce", "
            "as_strided_copy", "as_strided_scatter", "empty_strided", "empty_permuted",
            "nonzero_static", "hash_tensor", "resize_as_"]
 
+# ---- Tensor.retain_grad -------------------------------------------------------------------------
 
-def _gen(generator, fn):
-    if generator is not None:
-        raise TypeError("%s(): generator= is not supported; seed with tessera.manual_seed" % fn)
+_RETAINING = {}  # id(tensor) -> weakref: the non-leaves whose .grad is kept (one hook each)
+
+
+def retain_grad(self):
+    """Tensor.retain_grad(): after backward a non-leaf's .grad holds its gradient, accumulated
+    over backward passes as a leaf's (a hook that stores it); a leaf keeps its .grad anyway"""
+    import weakref
+    if not self.requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if self.is_leaf or id(self) in _RETAINING:
+        return None
+    key = id(self)
+    ref = weakref.ref(self, lambda _r, key=key: _RETAINING.pop(key, None))
+    _RETAINING[key] = ref
+
+    def keep(grad):
+        t = ref()
+        if t is not None:
+            g = grad.detach()
+            t.grad = g.clone() if t.grad is None else t.grad + g
+        return None
+    self.register_hook(keep)
+    return None
+
+
+def _retains_grad(self):
+    """Tensor.retains_grad (python/src/autograd.c): retain_grad() was called on this non-leaf"""
+    ref = _RETAINING.get(id(self))
+    return ref is not None and ref() is self
+
+
+from ._generator import drawing as _drawing
 
 
 # ---- random family ----------------------------------------------------------------------------
@@ -43,8 +73,8 @@ def _check_float(self, fn):
         raise TypeError("%s(): expected a floating-point tensor, got %s" % (fn, self.dtype))
 
 
+@_drawing("cauchy_")
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
-    _gen(generator, "cauchy_")
     _check_float(self, "cauchy_")
     if not sigma > 0:
         raise RuntimeError("cauchy_(): expects sigma > 0.0, but found sigma=%s" % sigma)
@@ -52,8 +82,8 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     return _fill_(self, (u - 0.5).mul(math.pi).tan().mul(sigma).add(median))
 
 
+@_drawing("exponential_")
 def exponential_(self, lambd=1.0, *, generator=None):
-    _gen(generator, "exponential_")
     _check_float(self, "exponential_")
     if not lambd > 0:
         raise RuntimeError("exponential_(): expects lambda > 0.0, but found lambda=%s" % lambd)
@@ -61,8 +91,8 @@ def exponential_(self, lambd=1.0, *, generator=None):
     return _fill_(self, (-u).log1p().neg().div(lambd))
 
 
+@_drawing("geometric_")
 def geometric_(self, p, *, generator=None):
-    _gen(generator, "geometric_")
     if not 0 < p < 1:
         raise RuntimeError("geometric_(): expects p to be in (0, 1), but got p=%s" % p)
     u = _uniform(self.to(_C.float64) if not self.dtype.is_floating_point else self)
@@ -71,19 +101,19 @@ def geometric_(self, p, *, generator=None):
     return _fill_(self, k.to(self.dtype))
 
 
+@_drawing("log_normal_")
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
-    _gen(generator, "log_normal_")
     _check_float(self, "log_normal_")
     if not std > 0:
         raise RuntimeError("log_normal_(): expects std > 0.0, but found std=%s" % std)
     return _fill_(self, _C.randn_like(self).mul(std).add(mean).exp())
 
 
+@_drawing("normal")
 def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
            device=None, pin_memory=False, requires_grad=False):
     """torch.normal: mean + std * N(0, 1) (tensor/tensor, tensor/float, float/tensor,
     float/float with size); differentiable in the tensor mean and std as torch's"""
-    _gen(generator, "normal")
     if out is not None:
         raise TypeError("normal(): out= is not supported")
     T = _C.Tensor
@@ -121,9 +151,9 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     return self.normal_(mean, std, generator=generator)
 
 
+@_drawing("multinomial")
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """torch.multinomial: indices drawn by the rows' weights (int64)"""
-    _gen(generator, "multinomial")
     if out is not None:
         raise TypeError("multinomial(): out= is not supported")
     if input.ndim not in (1, 2):

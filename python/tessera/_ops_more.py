@@ -595,7 +595,7 @@ def pdist(input, p=2):
 __all__ += ["pdist"]
 
 
-def histogram(input, bins, *, range=None, weight=None, density=False):
+def histogram(input, bins=100, *, range=None, weight=None, density=False):
     """torch.histogram: (hist, bin_edges) of a float tensor: bins equal-width bins over range
     (default: the data's min and max, widened by 1/2 each way when they are equal; [0, 1] when
     empty) or the given increasing bin edges; the last bin includes its right edge; weight per

@@ -183,6 +183,44 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     _C._grad(tensors, grad_tensors, inputs, bool(retain_graph), bool(create_graph), False, True)
 
 
+def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """grad(is_grads_batched=True): each grad_outputs[i] holds a batch of cotangents along its
+    first dim; the result is the batch of vector-Jacobian products, stacked along a new first dim
+    (one reverse pass per batch entry, as a loop: tessera.func.vmap's approach)."""
+    if grad_outputs is None:
+        raise _C.TesseraError("grad(): is_grads_batched=True needs grad_outputs")
+    gos = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
+    sizes = {int(g.shape[0]) for g in gos if isinstance(g, Tensor) and g.dim() > 0}
+    if len(sizes) != 1 or any(isinstance(g, Tensor) and g.dim() == 0 for g in gos):
+        raise _C.TesseraError("grad(): with is_grads_batched=True every grad_output must have "
+                              "the same first (batch) dim, got shapes %s"
+                              % [tuple(g.shape) for g in gos if isinstance(g, Tensor)])
+    n = sizes.pop()
+    per = []
+    for b in range(n):
+        gb = tuple(g[b] if isinstance(g, Tensor) else g for g in gos)
+        keep = True if b < n - 1 else retain_graph
+        per.append(grad(outputs, inputs, gb, retain_graph=keep, create_graph=create_graph,
+                        allow_unused=True))
+    out = []
+    for i, x in enumerate(inputs):
+        col = [r[i] for r in per]
+        if all(c is None for c in col):
+            if materialize_grads:
+                out.append(_C.zeros((n,) + tuple(x.shape), dtype=x.dtype, device=x.device))
+            elif not allow_unused:
+                raise _C.TesseraError("One of the differentiated Tensors appears to not have "
+                                      "been used in the graph. Set allow_unused=True if this is "
+                                      "the desired behavior.")
+            else:
+                out.append(None)
+            continue
+        col = [_C.zeros_like(x) if c is None else c for c in col]
+        out.append(_C.stack(col, 0))
+    return tuple(out)
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of outputs with respect to inputs (torch.autograd.grad), without touching any
@@ -191,9 +229,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     differentiated again (higher-order gradients)."""
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
-    if is_grads_batched:
-        raise NotImplementedError("grad(): is_grads_batched=True needs vmap, which Tessera does "
-                                  "not have")
     if allow_unused is None:
         allow_unused = materialize_grads
     elif materialize_grads and not allow_unused:
@@ -201,6 +236,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                          "but got: allow_unused=False.")
     if retain_graph is None:
         retain_graph = create_graph
+    if is_grads_batched:
+        return _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     if not inputs:
         raise _C.TesseraError("grad requires non-empty inputs.")
     if grad_outputs is not None:
@@ -242,3 +280,8 @@ from . import _autograd_functional as functional  # noqa: E402
 
 # `import tessera.autograd.functional` / `from tessera.autograd.functional import jacobian`
 _sys.modules[__name__ + ".functional"] = functional
+
+from . import _autograd_forward_ad as forward_ad  # noqa: E402
+
+# `import tessera.autograd.forward_ad as fwAD`
+_sys.modules[__name__ + ".forward_ad"] = forward_ad

@@ -807,10 +807,12 @@ def _is_path(f):
     return isinstance(f, (str, bytes, os.PathLike))
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
          **pickle_load_args):
-    """load(f, map_location=None, *, weights_only=True): an object saved by tessera.save or
-    torch.save (a path or a binary file object), or a safetensors file.
+    """load(f, map_location=None, *, weights_only=None): an object saved by tessera.save or
+    torch.save (a path or a binary file object), or a safetensors file. weights_only=None is
+    True (False with a pickle_module; the TORCH_FORCE_[NO_]WEIGHTS_ONLY_LOAD variables as in
+    PyTorch).
 
     map_location: as PyTorch's: a device (str or tessera.device) for every tensor, a dict from
     the file's location tags to devices, or a callable(storage, location) returning None, a
@@ -820,8 +822,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     tensors' storages are a private (copy-on-write) memory map of the file, read from disk when
     touched; writes to them stay in memory. Tensors that map_location sends to another device
     are copies, as in PyTorch."""
-    if weights_only is None:
-        weights_only = True
+    weights_only = _weights_only_default(weights_only, pickle_module)
     if pickle_module is not None and weights_only:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
     if mmap and not _is_path(f):
@@ -852,6 +853,25 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     if not (hasattr(f, "seek") and hasattr(f, "tell")) or (seekable and not seekable()):
         f = io.BytesIO(f.read())  # a pipe or socket: zip needs to seek
     return _load_file(f, map_location, weights_only, None, pickle_load_args)
+
+
+_TRUE = ("1", "y", "yes", "true")
+
+
+def _weights_only_default(weights_only, pickle_module):
+    """torch.load's rule: weights_only=None means True, False when a pickle_module is given; the
+    environment's TORCH_FORCE_WEIGHTS_ONLY_LOAD forces True, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD turns
+    an unspecified weights_only to False"""
+    force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE
+    force_no = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE
+    if force and force_no:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or "
+                           "`TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` should be set, but both were set.")
+    if force:
+        return True
+    if weights_only is None:
+        return not force_no and pickle_module is None
+    return bool(weights_only)
 
 
 def _load_safetensors(path, map_location):

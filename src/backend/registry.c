@@ -3,7 +3,7 @@
 
 #include "backend/backend.h"
 
-#define TYPE_SLOTS 4 /* TS_DEVICE_DEFAULT, TS_CPU, TS_CUDA, TS_SIM */
+#define TYPE_SLOTS 5 /* TS_DEVICE_DEFAULT, TS_CPU, TS_CUDA, TS_SIM, TS_META */
 
 /* Atomic because ops on worker threads look backends up while start-up may still register one. */
 static _Atomic(const ts_backend *) registry[TYPE_SLOTS];

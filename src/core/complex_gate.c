@@ -26,6 +26,7 @@ static const char *const complex_ops[] = {
     "backward", /* the engine: casts, copies, and leaf sums over the parts */
     "cat",
     "clone",
+    "complex_binary", /* complex_native.c's result: the binary kernels' complex path */
     "conj",
     "contiguous",
     "copy_",

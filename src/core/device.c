@@ -13,6 +13,7 @@
 ts_device ts_cpu(void) { return (ts_device){TS_CPU, 0}; }
 ts_device ts_cuda(int i) { return (ts_device){TS_CUDA, i}; }
 ts_device ts_sim(int i) { return (ts_device){TS_SIM, i}; }
+ts_device ts_meta(void) { return (ts_device){TS_META, 0}; }
 
 /* ------------------------------------------------------------- default-device stack */
 #define TSI_DEVICE_STACK_MAX 64
@@ -42,7 +43,7 @@ ts_device ts_default_device(void) { return dev_depth ? dev_stack[dev_depth - 1] 
 
 ts_device tsi_resolve_device(ts_device d) {
     if (d.type == TS_DEVICE_DEFAULT) return ts_default_device();
-    if (d.type == TS_CPU) d.index = 0;
+    if (d.type == TS_CPU || d.type == TS_META) d.index = 0;
     if (d.type == TS_CUDA && d.index < 0) d.index = tsc_current_device(); /* ts_cuda_set_device */
     return d;
 }
@@ -62,6 +63,8 @@ static const char *type_name(ts_device_type t) {
         return "cuda";
     case TS_SIM:
         return "sim";
+    case TS_META:
+        return "meta";
     default:
         return "default";
     }
@@ -70,7 +73,7 @@ static const char *type_name(ts_device_type t) {
 const char *ts_device_str(ts_device d) {
     char *b = tsi_fmt_buf();
     if (d.type == TS_DEVICE_DEFAULT) d = ts_default_device();
-    if (d.type == TS_CPU || (d.type == TS_CUDA && d.index < 0))
+    if (d.type == TS_CPU || d.type == TS_META || (d.type == TS_CUDA && d.index < 0))
         snprintf(b, TSI_FMT_BUF_LEN, "%s", type_name(d.type));
     else
         snprintf(b, TSI_FMT_BUF_LEN, "%s:%d", type_name(d.type), d.index);
@@ -89,10 +92,12 @@ ts_status ts_device_parse(const char *s, ts_device *out) {
         type = TS_CUDA;
     else if (n == 3 && !strncmp(s, "sim", 3))
         type = TS_SIM;
+    else if (n == 4 && !strncmp(s, "meta", 4))
+        type = TS_META;
     if (type == TS_DEVICE_DEFAULT)
         return tsi_error_set(TS_ERR_ARG,
-                             "device_parse: expected one of cpu, cuda, sim device type at start of "
-                             "device string: %s",
+                             "device_parse: expected one of cpu, cuda, sim, meta device type at "
+                             "start of device string: %s",
                              s);
     const char *p = s + n;
     long index = type == TS_CUDA ? -1 : 0;
@@ -107,6 +112,11 @@ ts_status ts_device_parse(const char *s, ts_device *out) {
         if (type == TS_CPU && index != 0)
             return tsi_error_set(
                 TS_ERR_ARG, "device_parse: CPU device index must be -1 or zero, got %ld", index);
+        if (type == TS_META && index != 0)
+            return tsi_error_set(TS_ERR_ARG,
+                                 "device_parse: there is one meta device (meta or meta:0), got "
+                                 "index %ld",
+                                 index);
     } else if (*p != '\0') {
         return tsi_error_set(TS_ERR_ARG, "device_parse: invalid device string: '%s'", s);
     }
@@ -118,7 +128,7 @@ ts_status ts_device_parse(const char *s, ts_device *out) {
 /* ------------------------------------------------------------- availability */
 int ts_device_count(ts_device_type t) {
     tsi_init();
-    if (t == TS_CPU) return 1;
+    if (t == TS_CPU || t == TS_META) return 1;
     const ts_backend *be = tsi_backend_for(t);
     return be ? be->device_count(be) : 0;
 }
@@ -127,12 +137,12 @@ bool ts_cuda_is_available(void) { return ts_device_count(TS_CUDA) > 0; }
 
 bool ts_device_is_available(ts_device d) {
     d = tsi_resolve_device(d);
-    if (d.type == TS_CPU) return true;
+    if (d.type == TS_CPU || d.type == TS_META) return true;
     return d.index >= 0 && d.index < ts_device_count(d.type);
 }
 
 bool tsi_check_device(const char *op, ts_device d) {
-    if (d.type != TS_CPU && d.type != TS_CUDA && d.type != TS_SIM)
+    if (d.type != TS_CPU && d.type != TS_CUDA && d.type != TS_SIM && d.type != TS_META)
         return tsi_error_set(TS_ERR_DEVICE, "%s: invalid device type %d", op, (int)d.type), false;
     if (ts_device_is_available(d)) return true;
     int n = ts_device_count(d.type);

@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_bridge.h"
 #include "backend/env_config.h"
+#include "backend/meta/meta_backend.h"
 #include "backend/sim/sim_backend.h"
 #include "backend/sim/sim_link.h"
 #include "core/internal.h"
@@ -48,6 +49,7 @@ static void init_body(void) {
     pthread_atfork(NULL, NULL, after_fork_child);
     tsi_cpu_backend_init();
     tsi_sim_backend_init();
+    tsi_meta_backend_init();
     /* registers "cuda" only with a device; without one (or without CUDA in the build) cuda:N is
      * "not available" with the reason (tsc_unavailable_reason) */
     tsc_backend_init();

@@ -98,6 +98,9 @@ ts_tensor *tsi_own(ts_tensor *t);
 ts_device tsi_resolve_device(ts_device d); /* default -> thread default; cuda -1 -> current */
 /* TS_ERR_DEVICE "<op>: device sim:5 is not available (2 sim devices)" when absent */
 bool tsi_check_device(const char *op, ts_device d);
+/* False (TS_ERR_DEVICE naming op and t) when t is a meta tensor, whose data a host read or a copy
+ * to another device would need: it has none. True otherwise. */
+bool tsi_meta_refuse(const char *op, const ts_tensor *t);
 static inline ts_dtype tsi_resolve_dtype(ts_dtype d) { return d == TS_DTYPE_DEFAULT ? TS_F32 : d; }
 bool tsi_device_eq(ts_device a, ts_device b); /* both resolved */
 /* All non-NULL tensors on one device; a 0-dim cpu tensor may join others when allow_cpu_scalar.

@@ -11,7 +11,7 @@
 #include "core/pinned.h"
 
 #define TSI_MAX_INDEX 64
-#define TSI_TYPES     4 /* indexed by ts_device_type */
+#define TSI_TYPES     5 /* indexed by ts_device_type */
 
 static _Atomic(ts_allocator *) allocators[TSI_TYPES][TSI_MAX_INDEX];
 static _Atomic(ts_allocator *) pinned_allocator; /* page-locked host memory (CUDA) */

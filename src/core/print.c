@@ -346,7 +346,12 @@ char *ts_to_string(ts_tensor *t) {
 
     int64_t numel = tsi_numel(t->shape);
     bool ok = true;
-    if (numel == 0) {
+    if (dev.type == TS_META) { /* no values: torch's "..." with the size and any other dtype */
+        shape_tuple(suffixes[nsuf++], 64, t->shape);
+        if (t->dtype != TS_F32)
+            snprintf(suffixes[nsuf++], 64, "dtype=torch.%s", ts_dtype_name(t->dtype));
+        sb_puts(&b, "...");
+    } else if (numel == 0) {
         /* torch names the shape unless it is (0,), and the dtype unless it is the default float
          * one: nothing in "[]" tells an empty int64 tensor apart. */
         if (t->shape.ndim != 1) shape_tuple(suffixes[nsuf++], 64, t->shape);

@@ -14,6 +14,8 @@ static int dev_pid(ts_device d) {
         return 100 + d.index;
     case TS_CUDA:
         return 200 + (d.index < 0 ? 0 : d.index);
+    case TS_META:
+        return 300;
     default:
         return 1;
     }

@@ -62,6 +62,16 @@ void ts_rng_thread_begin(uint64_t seed) {
 
 void ts_rng_thread_end(void) { thread_stream = (tsi_rng_stream){0}; }
 
+void ts_rng_thread_swap(bool *on, ts_rng_state *s) {
+    const tsi_rng_stream prev = thread_stream;
+    thread_stream = *on ? (tsi_rng_stream){.on = true,
+                                           .seed = s->seed,
+                                           .offset = (s->offset + 3) & ~(uint64_t)3}
+                        : (tsi_rng_stream){0};
+    *on = prev.on;
+    *s = (ts_rng_state){prev.seed, prev.offset};
+}
+
 void tsi_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset) {
     if (thread_stream.on) {
         *seed = thread_stream.seed;

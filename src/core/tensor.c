@@ -116,7 +116,31 @@ static uint64_t next_storage_uid(void) {
     return (uint64_t)atomic_fetch_add_explicit(&storage_uids, 1, memory_order_relaxed) + 1;
 }
 
+/* A meta tensor's memory: none. Its data pointer is this byte, which no kernel reads (the meta
+ * backend's kernels do nothing) and no front end reads either (tsi_meta_refuse). */
+static _Alignas(64) char meta_no_data[64];
+
+static ts_storage *meta_storage_new(const char *op, size_t nbytes, ts_device dev) {
+    ts_storage *s = STRUCT_ALLOC(CACHE_STORAGE, sizeof *s);
+    if (!s) {
+        tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+        return NULL;
+    }
+    memset(s, 0, sizeof *s);
+    s->device = dev;
+    s->be = tsi_backend_for(TS_META);
+    s->data = meta_no_data;
+    s->nbytes = nbytes;
+    s->uid = next_storage_uid();
+    s->capture_slot = -1;
+    atomic_init(&s->refs, 1);
+    atomic_init(&s->version, 0);
+    atomic_init(&s->exported, false);
+    return s;
+}
+
 static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
+    if (dev.type == TS_META) return meta_storage_new(op, nbytes, dev);
     ts_allocator *a = tsi_allocator(dev);
     if (!a) { /* made on first use: with a backend there, only memory can be missing */
         if (tsi_backend_for(dev.type))
@@ -388,6 +412,16 @@ bool ts_is_pinned(ts_tensor *t) { return t && t->storage->pinned; }
 bool ts_shares_storage(ts_tensor *a, ts_tensor *b) { return a && b && a->storage == b->storage; }
 
 /* ------------------------------------------------------------------ values back to the host */
+bool tsi_meta_refuse(const char *op, const ts_tensor *t) {
+    if (t->storage->device.type != TS_META) return true;
+    tsi_error_set(TS_ERR_DEVICE,
+                  "%s: cannot read the data of a meta tensor (%s): it has none; make it on "
+                  "another device, or give a module real tensors with to_empty() or "
+                  "load_state_dict(assign=True)",
+                  op, tsi_desc(t));
+    return false;
+}
+
 /* Converts one element already on the host to double through the CPU copy kernel, which owns the
  * single definition of every dtype conversion. */
 static double host_element_to_double(const void *src, ts_dtype dt) {
@@ -408,6 +442,7 @@ double ts_item(ts_tensor *t) {
                              (long long)n),
                NAN;
     if (tsi_capturing_on(tsi_device(t))) return tsi_capture_refuse("item", "a host read"), NAN;
+    if (!tsi_meta_refuse("item", t)) return NAN;
     if (!tsi_sync_point("item", tsi_device(t), TSI_CALLER)) return NAN;
     unsigned char buf[8];
     ts_kview v = tsi_kview(t);
@@ -427,6 +462,7 @@ ts_status ts_copy_to_host(ts_tensor *t, void *dst, size_t dst_bytes) {
     if (need == 0) return TS_OK;
     if (tsi_capturing_on(tsi_device(t)))
         return tsi_capture_refuse("copy_to_host", "a host read"), ts_error();
+    if (!tsi_meta_refuse("copy_to_host", t)) return ts_error();
     if (!tsi_sync_point("copy_to_host", tsi_device(t), TSI_CALLER)) return ts_error();
     ts_tensor *c = tsi_contiguous("copy_to_host", t);
     if (!c) return ts_error();

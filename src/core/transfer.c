@@ -63,6 +63,14 @@ ts_tensor *tsi_to_device(const char *op, ts_tensor *t, ts_device d) {
     d = tsi_resolve_device(d);
     if (tsi_device_eq(d, tsi_device(t))) return ts_retain(t);
     if (!tsi_check_device(op, d)) return NULL;
+    /* a meta tensor has no data to copy out (a copy into the meta device copies none) */
+    if (d.type != TS_META && tsi_device(t).type == TS_META)
+        return tsi_error_set(TS_ERR_DEVICE,
+                             "%s: cannot copy out of meta tensor %s; it has no data. To move a "
+                             "module from meta to another device, use Module.to_empty() instead "
+                             "of Module.to()",
+                             op, tsi_desc(t)),
+               NULL;
     /* a copy into pageable host memory waits for the device */
     if (d.type == TS_CPU && !tsi_sync_point(op, tsi_device(t), TSI_CALLER)) return NULL;
     ts_tensor *src = tsi_contiguous(op, t);

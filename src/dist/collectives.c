@@ -77,6 +77,11 @@ static void prepare(ts_dist_work *w, const char *op, ts_tensor *t, ts_tensor *t2
         null_input(w, op, "input");
         return;
     }
+    if (tsi_device(t).type == TS_META || (t2 && tsi_device(t2).type == TS_META)) {
+        local_fail(w, TS_ERR_DEVICE, "%s: %s is a meta tensor: it has no data to communicate", op,
+                   tsi_desc(tsi_device(t).type == TS_META ? t : t2));
+        return;
+    }
 #ifndef TSD_HAVE_NCCL
     if (on_cuda(t) || on_cuda(t2)) {
         local_fail(w, TS_ERR_UNSUPPORTED,

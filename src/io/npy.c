@@ -645,6 +645,7 @@ ts_status ts_npy_save(const char *path, ts_tensor *t) {
     size_t hn = build_header(hdr, sizeof hdr, t);
     if (!hn) return tsi_error_set(TS_ERR_STATE, "%s: header does not fit its buffer", op);
     size_t n = (size_t)tsi_numel(t->shape) * tsi_dtype_size(t->dtype);
+    if (!tsi_meta_refuse(op, t)) return ts_error(); /* no bytes to write */
     ts_tensor *c = n ? tsi_contiguous(op, t) : ts_retain(t);
     if (!c) return ts_error();
     tsi_afile f;

@@ -211,6 +211,7 @@ static ts_status build_header(const char *op, sbuf *b, const wentry *w, int n,
 static ts_status write_tensor(const char *op, tsi_afile *f, ts_tensor *t, char **scratch) {
     size_t n = nbytes_of(t);
     if (!n) return TS_OK;
+    if (!tsi_meta_refuse(op, t)) return ts_error(); /* no bytes to write */
     ts_tensor *c = tsi_contiguous(op, t);
     if (!c) return ts_error();
     const char *src = tsi_kview(c).data;

@@ -179,6 +179,25 @@ ts_status tsi_tfevents_scalar(tsi_wfile *f, const char *op, double wall_time, in
 
 static const char file_version[] = "brain.Event:2";
 
+/* the first record of every event file, flushed at once so that a reader sees a valid file */
+static ts_status write_version(tsi_wfile *f, const char *op, double wall_time) {
+    unsigned char msg[9 + 2 + sizeof file_version];
+    unsigned char *p = put_double(msg, EV_WALL_TIME, wall_time);
+    p = put_len(p, EV_FILE_VERSION, sizeof file_version - 1);
+    memcpy(p, file_version, sizeof file_version - 1);
+    p += sizeof file_version - 1;
+    ts_status st = tsi_tfevents_record(f, op, msg, (size_t)(p - msg));
+    if (st == TS_OK) st = tsi_wfile_flush(f, op);
+    if (st != TS_OK) tsi_wfile_close(f, op);
+    return st;
+}
+
+ts_status tsi_tfevents_create(tsi_wfile *f, const char *op, const char *path, double wall_time) {
+    int err = tsi_wfile_open(f, path, true);
+    if (err) return tsi_error_set(TS_ERR_IO, "%s: cannot create '%s': %s", op, path, strerror(err));
+    return write_version(f, op, wall_time);
+}
+
 ts_status tsi_tfevents_open(tsi_wfile *f, const char *op, const char *dir, double wall_time) {
     char host[256];
     if (gethostname(host, sizeof host) != 0 || !host[0]) snprintf(host, sizeof host, "localhost");
@@ -204,13 +223,5 @@ ts_status tsi_tfevents_open(tsi_wfile *f, const char *op, const char *dir, doubl
         return TS_ERR_IO;
     }
     free(path);
-    unsigned char msg[9 + 2 + sizeof file_version];
-    unsigned char *p = put_double(msg, EV_WALL_TIME, wall_time);
-    p = put_len(p, EV_FILE_VERSION, sizeof file_version - 1);
-    memcpy(p, file_version, sizeof file_version - 1);
-    p += sizeof file_version - 1;
-    ts_status st = tsi_tfevents_record(f, op, msg, (size_t)(p - msg));
-    if (st == TS_OK) st = tsi_wfile_flush(f, op);
-    if (st != TS_OK) tsi_wfile_close(f, op);
-    return st;
+    return write_version(f, op, wall_time);
 }

@@ -35,6 +35,9 @@ ts_status tsi_wfile_close(tsi_wfile *f, const char *op);
  * the same second already made that name) and writes and flushes its first record, an Event with
  * wall_time and file_version "brain.Event:2". TS_ERR_IO names the path. */
 ts_status tsi_tfevents_open(tsi_wfile *f, const char *op, const char *dir, double wall_time);
+/* Creates path (an existing file is TS_ERR_IO, EEXIST) and writes and flushes the same first
+ * record. */
+ts_status tsi_tfevents_create(tsi_wfile *f, const char *op, const char *path, double wall_time);
 /* One record: uint64 length (little-endian), masked CRC-32C of those 8 bytes, the data, masked
  * CRC-32C of the data. */
 ts_status tsi_tfevents_record(tsi_wfile *f, const char *op, const void *data, size_t n);

@@ -68,12 +68,11 @@ static ts_tensor *causal_mask(int64_t L, int64_t S, ts_device dev) {
     return ts_le(j, i);
 }
 
-ts_tensor *tsi_sdpa_reference(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask,
-                              double dropout_p, bool is_causal, double scale) {
+ts_tensor *tsi_sdpa_probs(ts_tensor *q, ts_tensor *k, ts_tensor *mask, bool is_causal,
+                          double scale) {
     const int64_t L = q->shape.dims[q->shape.ndim - 2], E = q->shape.dims[q->shape.ndim - 1];
     const int64_t S = k->shape.dims[k->shape.ndim - 2];
     const double s = scale > 0 ? scale : 1.0 / sqrt((double)E);
-    ts_scope_begin();
     ts_tensor *scores = ts_mul_scalar(ts_matmul(q, ts_transpose(k, -2, -1)), s);
     if (is_causal) mask = causal_mask(L, S, tsi_device(q));
     ts_tensor *attn;
@@ -89,6 +88,13 @@ ts_tensor *tsi_sdpa_reference(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tenso
     } else {
         attn = ts_softmax(scores, -1);
     }
+    return attn;
+}
+
+ts_tensor *tsi_sdpa_reference(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask,
+                              double dropout_p, bool is_causal, double scale) {
+    ts_scope_begin();
+    ts_tensor *attn = tsi_sdpa_probs(q, k, mask, is_causal, scale);
     if (dropout_p > 0) attn = ts_dropout(attn, dropout_p, true);
     ts_tensor *out = ts_matmul(attn, v);
     out = ts_keep(out);

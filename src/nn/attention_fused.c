@@ -75,7 +75,36 @@ static bool workspace(ts_tensor *like, size_t bytes, ts_tensor **ws_out) {
     return *ws_out != NULL;
 }
 
+/* The saved q, k or v (slot 0, 1, 2) as the forward got it: slots 6, 7, 8 hold the inputs
+ * themselves where the kernels read copies (which carry no history). */
+static ts_tensor *saved_input(ts_node *n, int slot) {
+    return tsi_node_has_saved(n, slot + 6) ? tsi_node_saved(n, slot + 6) : tsi_node_saved(n, slot);
+}
+
+/* The backward as public ops over the attention weights P recomputed by the reference's ops
+ * (attention.c), so that under create_graph it records the gradients' graph (without dropout:
+ * the site marks the node only then): dv = P^T g, dP = g v^T, dS = P (dP - rowsum(dP P)),
+ * dq = scale dS k, dk = scale dS^T q. */
+static void sdpa_backward_composite(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    ts_tensor *q = saved_input(n, 0), *k = saved_input(n, 1), *v = saved_input(n, 2);
+    ts_tensor *mask = tsi_node_has_saved(n, 3) ? tsi_node_saved(n, 3) : NULL;
+    if (!q || !k || !v || (tsi_node_has_saved(n, 3) && !mask) || !go[0]) return;
+    const double scale = n->p[0];
+    ts_tensor *g = go[0]->dtype == q->dtype ? go[0] : ts_to_dtype(go[0], q->dtype);
+    ts_tensor *p = tsi_sdpa_probs(q, k, mask, n->ip[0] != 0, scale);
+    if (tsi_node_needs(n, 2)) gi[2] = ts_matmul(ts_transpose(p, -2, -1), g);
+    if (!tsi_node_needs(n, 0) && !tsi_node_needs(n, 1)) return;
+    ts_tensor *dp = ts_matmul(g, ts_transpose(v, -2, -1));
+    ts_tensor *ds = ts_mul(p, ts_sub(dp, ts_sum_dim(ts_mul(dp, p), -1, true)));
+    if (tsi_node_needs(n, 0)) gi[0] = ts_mul_scalar(ts_matmul(ds, k), scale);
+    if (tsi_node_needs(n, 1)) gi[1] = ts_mul_scalar(ts_matmul(ts_transpose(ds, -2, -1), q), scale);
+}
+
 static void sdpa_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    if (tsi_create_graph_active() && n->p[1] == 0) {
+        sdpa_backward_composite(n, go, gi);
+        return;
+    }
     ts_tensor *q = tsi_node_saved(n, 0), *k = tsi_node_saved(n, 1), *v = tsi_node_saved(n, 2);
     ts_tensor *mask = tsi_node_has_saved(n, 3) ? tsi_node_saved(n, 3) : NULL;
     ts_tensor *out = tsi_node_saved(n, 4), *lse = tsi_node_saved(n, 5);
@@ -165,10 +194,16 @@ ts_tensor *tsi_sdpa_fused(ts_tensor *q0, ts_tensor *k0, ts_tensor *v0, ts_tensor
     ts_release(ws);
     ts_tensor *ins[3] = {q0, k0, v0};
     if (out && lse && tsi_needs_graph(ins, 3)) {
-        ts_tensor *saves[6] = {q, k, v, mask, NULL, lse};
+        /* q, k, v themselves too where the kernels read copies: sdpa_backward_composite
+         * (create_graph) differentiates through them */
+        ts_tensor *saves[9] = {q, k, v, mask, NULL, lse, NULL, NULL, NULL};
+        for (int i = 0; i < 3; i++)
+            if (saves[i] != ins[i]) saves[6 + i] = ins[i];
         ts_node *n = tsi_record("ScaledDotProductFlashAttentionBackward0", OP, sdpa_backward, ins,
-                                3, out, saves, 6);
+                                3, out, saves, 9);
         if (n) {
+            /* the composite backward has no dropout: with it the node stays once differentiable */
+            if (dropout_p == 0) n->flags |= TSI_NODE_TWICE;
             tsi_node_save_output(n, 4, out);
             n->p[0] = a.scale;
             n->p[1] = dropout_p;

@@ -45,7 +45,53 @@ static bool takes_channels_last(ts_tensor *x) {
 
 static ts_dtype stat_dtype(ts_dtype dt) { return dt == TS_F64 ? TS_F64 : TS_F32; }
 
+/* The saved input (slot 0: x, 1: w) as the forward got it: slots 4 and 5 hold the inputs
+ * themselves where the kernels read copies (contiguous or channels_last: no history). NULL when
+ * none was saved (no weight); NULL + error when it changed since. */
+static ts_tensor *saved_input(ts_node *n, int slot) {
+    if (tsi_node_has_saved(n, slot + 4)) return tsi_node_saved(n, slot + 4);
+    return tsi_node_has_saved(n, slot) ? tsi_node_saved(n, slot) : NULL;
+}
+
+/* The backward as public ops over statistics recomputed from x (the saved ones carry no history),
+ * so that under create_graph it records the gradients' graph. Over the reduced dims R (all but
+ * the channels', M values each), with xh = (x - mean) invstd and gh = g w: dx = invstd (gh -
+ * mean_R(gh) - xh mean_R(gh xh)), dw = sum_R(g xh), db = sum_R(g). A float16 / bfloat16 x is
+ * computed in float32 as the kernels do, each gradient then cast to its input's dtype. */
+static void batch_norm_backward_composite(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    ts_tensor *x = saved_input(n, 0), *w = saved_input(n, 1);
+    if (!x || (tsi_node_has_saved(n, 1) && !w) || !go[0]) return;
+    const int nd = x->shape.ndim;
+    ts_dims red = {.n = 0};
+    ts_shape cs = {.ndim = nd}; /* [1, C, 1, ...] */
+    for (int i = 0; i < nd; i++) {
+        cs.dims[i] = i == 1 ? x->shape.dims[1] : 1;
+        if (i != 1) red.d[red.n++] = i;
+    }
+    const ts_dtype sd = stat_dtype(x->dtype);
+    ts_tensor *xf = x->dtype == sd ? x : ts_to_dtype(x, sd);
+    ts_tensor *g = go[0]->dtype == sd ? go[0] : ts_to_dtype(go[0], sd);
+    ts_tensor *xc = ts_sub(xf, ts_mean_dims(xf, red, true));
+    ts_tensor *invstd = ts_rsqrt(ts_add_scalar(ts_mean_dims(ts_square(xc), red, true), n->p[0]));
+    ts_tensor *xh = ts_mul(xc, invstd);
+    ts_tensor *r[3] = {0};
+    if (tsi_node_needs(n, 0)) {
+        ts_tensor *gh = w ? ts_mul(g, ts_reshape(w->dtype == sd ? w : ts_to_dtype(w, sd), cs)) : g;
+        ts_tensor *inner = ts_sub(ts_sub(gh, ts_mean_dims(gh, red, true)),
+                                  ts_mul(xh, ts_mean_dims(ts_mul(gh, xh), red, true)));
+        r[0] = ts_mul(invstd, inner);
+    }
+    if (tsi_node_needs(n, 1)) r[1] = ts_sum_dims(ts_mul(g, xh), red, false);
+    if (tsi_node_needs(n, 2)) r[2] = ts_sum_dims(g, red, false);
+    for (int i = 0; i < 3; i++)
+        gi[i] = r[i] && r[i]->dtype != n->in_dtype[i] ? ts_to_dtype(r[i], n->in_dtype[i]) : r[i];
+}
+
 static void batch_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    if (tsi_create_graph_active()) {
+        batch_norm_backward_composite(n, go, gi);
+        return;
+    }
     ts_tensor *x = tsi_node_saved(n, 0),
               *w = tsi_node_has_saved(n, 1) ? tsi_node_saved(n, 1) : NULL;
     ts_tensor *mean = tsi_node_saved(n, 2), *invstd = tsi_node_saved(n, 3);
@@ -103,8 +149,12 @@ ts_tensor *tsi_batch_norm_fused(ts_tensor *x0, ts_tensor *w0, ts_tensor *b0, dou
     }
     ts_tensor *ins[3] = {x0, w0, b0};
     if (y && tsi_needs_graph(ins, 3)) {
-        ts_tensor *saves[4] = {x, w, mean, invstd};
-        tsi_record("NativeBatchNormBackward0", OP, batch_norm_backward, ins, 3, y, saves, 4);
+        /* the inputs themselves too where the kernels read copies: the composite backward
+         * (create_graph) differentiates through them */
+        ts_tensor *saves[6] = {x, w, mean, invstd, x != x0 ? x0 : NULL, w != w0 ? w0 : NULL};
+        ts_node *n =
+            tsi_record("NativeBatchNormBackward0", OP, batch_norm_backward, ins, 3, y, saves, 6);
+        if (n) n->p[0] = eps, n->flags |= TSI_NODE_TWICE; /* batch_norm_backward_composite */
     }
     if (y && mean_out) *mean_out = tsi_own(ts_retain(mean));
     if (y && var_out) *var_out = tsi_own(ts_retain(var));

@@ -174,8 +174,8 @@ ts_conv2d_params tsi_conv_params_load(const ts_node *n) {
  * channels swapped, convolved with the output gradient as the kernel (batch as its channels),
  * the forward's dilation as the stride and its stride as the dilation, cut to the kernel's size:
  * gw[o, c, i, j] = sum over n, y, x of g[n, o, y, x] xpad[n, c, y s + i d, x s + j d]. */
-static ts_tensor *weight_grad_composite(ts_tensor *x, ts_tensor *g, const ts_conv2d_params *p,
-                                        ts_shape ws) {
+ts_tensor *tsi_conv_weight_grad_composite(ts_tensor *x, ts_tensor *g, const ts_conv2d_params *p,
+                                          ts_shape ws) {
     const int groups = p->groups > 0 ? p->groups : 1;
     const int64_t cg = ws.dims[1], og = ws.dims[0] / groups;
     ts_tensor *small[8], **parts = groups <= 8 ? small : malloc(sizeof *parts * (size_t)groups);
@@ -198,7 +198,7 @@ static ts_tensor *weight_grad_composite(ts_tensor *x, ts_tensor *g, const ts_con
 
 /* conv_backward's formulas as public ops, so that under create_graph they record the gradients'
  * graph: the input's gradient is the transposed convolution of g, the weight's a convolution
- * (weight_grad_composite), the bias's a sum. */
+ * (tsi_conv_weight_grad_composite), the bias's a sum. */
 static void conv_backward_composite(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     const ts_conv2d_params p = tsi_conv_params_load(n);
     const ts_shape xs = n->in_shape[0], ws = n->in_shape[1];
@@ -223,7 +223,7 @@ static void conv_backward_composite(ts_node *n, ts_tensor *const *go, ts_tensor 
     if (tsi_node_needs(n, 1)) {
         ts_tensor *x = tsi_node_saved(n, 0);
         if (!x) return;
-        gi[1] = weight_grad_composite(unbatched ? ts_unsqueeze(x, 0) : x, g, &p, ws);
+        gi[1] = tsi_conv_weight_grad_composite(unbatched ? ts_unsqueeze(x, 0) : x, g, &p, ws);
     }
     if (tsi_node_needs(n, 2)) gi[2] = ts_sum_dims(g, TS_DIMS(0, 2, 3), false);
 }
@@ -358,12 +358,91 @@ ts_tensor *tsi_conv2d_forward_act(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_c
     return tsi_own(c.out);
 }
 
+/* One spatial dim of a valid convolution (input in > 0, kernel k, stride s, padding p, dilation
+ * d, all positive but p): the kernel taps [*start, *start + *len) that meet the input for some
+ * output position, and the padding *pad that gives the same outputs with only those taps; false
+ * when every tap meets the input (or none does). A 3x3 kernel with padding 1 on a 1x1 input (a
+ * ResNet's last stage on 28x28 images) meets it with its centre only: 1x1, padding 0. */
+static bool crop_dim(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int64_t *start,
+                     int64_t *len, int *pad) {
+    const int64_t span = in + 2 * p - d * (k - 1) - 1;
+    if (in <= 0 || span < 0) return false;
+    const int64_t out = span / s + 1;
+    int64_t lo = -1, hi = -1;
+    for (int64_t t = 0; t < k; t++) {
+        const int64_t first = p - t * d; /* tap t meets the input at o s in [first, first + in) */
+        const int64_t o = first <= 0 ? 0 : (first + s - 1) / s;
+        if (o < out && o * s < first + in) {
+            if (lo < 0) lo = t;
+            hi = t;
+        }
+    }
+    const int64_t kn = hi - lo + 1, pn = p - lo * d, spn = in + 2 * pn - d * (kn - 1) - 1;
+    if (lo < 0 || kn == k || pn < 0 || pn > INT32_MAX || spn < 0 || spn / s + 1 != out)
+        return false;
+    *start = lo, *len = kn, *pad = (int)pn;
+    return true;
+}
+
+/* conv2d with the weight's taps that only ever meet the padding cut off (crop_dim), when the call
+ * is otherwise valid (conv2d_op reports the rest with the caller's shapes): the zeros they would
+ * multiply add nothing but time. The cut weight is a differentiable view made contiguous, so the
+ * weight's gradient is zero on those taps and the node stays twice differentiable. A (cut) kernel
+ * that covers the whole input runs as ts_linear over the flattened input and weight. Not while an
+ * ONNX export traces (it records the call as made). */
+static ts_tensor *conv2d_cropped(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o) {
+    if (tsi_trace_active || !x || !w || (x->shape.ndim != 3 && x->shape.ndim != 4) ||
+        w->shape.ndim != 4 || x->dtype != w->dtype || (b && b->dtype != w->dtype) ||
+        tsi_device(x).type != tsi_device(w).type || tsi_device(x).index != tsi_device(w).index)
+        return conv2d_op(x, w, b, o);
+    const int lead = x->shape.ndim - 3, groups = o.groups ? o.groups : 1;
+    if (o.groups < 0 || w->shape.dims[1] * groups != x->shape.dims[lead] ||
+        w->shape.dims[0] % groups != 0)
+        return conv2d_op(x, w, b, o);
+    int64_t start[2] = {0, 0}, len[2] = {w->shape.dims[2], w->shape.dims[3]};
+    int pad[2] = {o.padding[0], o.padding[1]};
+    bool cut = false;
+    for (int i = 0; i < 2; i++) {
+        const int64_t s = o.stride[i] ? o.stride[i] : 1, d = o.dilation[i] ? o.dilation[i] : 1;
+        if (o.stride[i] < 0 || o.dilation[i] < 0 || o.padding[i] < 0) return conv2d_op(x, w, b, o);
+        if (crop_dim(x->shape.dims[lead + 1 + i], w->shape.dims[2 + i], s, o.padding[i], d,
+                     &start[i], &len[i], &pad[i]))
+            cut = true;
+    }
+    /* the cut kernel covers the whole unpadded input: one output position, a matrix product
+     * (stage 4's 3x3 convolutions at 1x1, stage 3's stride-2 entry at 2x2). Only a cut one: an
+     * uncut kernel that covers its input (a 1x1 convolution after a global pool) stays conv2d's,
+     * whose bits the ONNX blocked-layout rewrite reproduces (test_onnx_blocked_rewrite). */
+    const int64_t n = lead ? x->shape.dims[0] : 0, h = x->shape.dims[lead + 1],
+                  wd = x->shape.dims[lead + 2];
+    const bool whole = cut && lead && n > 0 && groups == 1 && pad[0] == 0 && pad[1] == 0 && len[0] == h &&
+                       len[1] == wd && (len[0] == 1 || o.dilation[0] <= 1) &&
+                       (len[1] == 1 || o.dilation[1] <= 1);
+    if (!cut) return conv2d_op(x, w, b, o);
+    ts_scope_begin();
+    ts_tensor *wn =
+        !cut ? w : ts_contiguous(ts_narrow(ts_narrow(w, 2, start[0], len[0]), 3, start[1], len[1]));
+    ts_tensor *y = NULL;
+    if (wn && whole) {
+        const int64_t oc = w->shape.dims[0];
+        y = ts_linear(ts_reshape(x, TS_SHAPE(n, x->shape.dims[1] * h * wd)),
+                      ts_reshape(wn, TS_SHAPE(oc, w->shape.dims[1] * h * wd)), b);
+        y = ts_keep(ts_reshape(y, TS_SHAPE(n, oc, 1, 1)));
+    } else if (wn) {
+        ts_conv2d_opts oc = o;
+        oc.padding[0] = pad[0], oc.padding[1] = pad[1];
+        y = ts_keep(conv2d_op(x, wn, b, oc));
+    }
+    ts_scope_end();
+    return y;
+}
+
 ts_tensor *ts_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_conv2d_opts o) {
     ts_tensor *const ins[3] = {x, w, b};
     const int64_t ip[7] = {o.stride[0],   o.stride[1],   o.padding[0], o.padding[1],
                            o.dilation[0], o.dilation[1], o.groups};
     tsi_ac_frame ac; /* autocast: lower precision */
     TSI_AUTOCAST_ENTER(&ac, "conv2d", &x, &w, &b);
-    return tsi_trace("conv2d", ins, 3, tsi_autocast_exit(&ac, conv2d_op(x, w, b, o)), ip, 7, NULL,
-                     0);
+    return tsi_trace("conv2d", ins, 3, tsi_autocast_exit(&ac, conv2d_cropped(x, w, b, o)), ip, 7,
+                     NULL, 0);
 }

@@ -26,4 +26,10 @@ bool tsi_conv_check_groups(const char *op, ts_shape xs, ts_shape ws, int64_t gro
 void tsi_conv_params_store(ts_node *n, const ts_conv2d_params *p);
 ts_conv2d_params tsi_conv_params_load(const ts_node *n);
 
+/* conv2d's weight gradient as public ops (conv.c; create_graph): for input x [N, C, H, W] and
+ * output gradient g [N, O, OH, OW] under p, the gradient of a weight of shape ws, recording its
+ * graph when grad mode is on. conv_transpose.c uses it with the roles of x and g swapped. */
+ts_tensor *tsi_conv_weight_grad_composite(ts_tensor *x, ts_tensor *g, const ts_conv2d_params *p,
+                                          ts_shape ws);
+
 #endif /* TS_NN_CONV_INTERNAL_H */

@@ -27,11 +27,43 @@ static bool empty_operand(const ts_tensor *out, const ts_tensor *a, const ts_ten
     return true;
 }
 
+/* The saved input (slot 0: x, 1: w) as the forward got it: slots 2 and 3 hold the inputs
+ * themselves where the kernels read contiguous copies (which carry no history). */
+static ts_tensor *saved_input(ts_node *n, int slot) {
+    return tsi_node_has_saved(n, slot + 2) ? tsi_node_saved(n, slot + 2) : tsi_node_saved(n, slot);
+}
+
+/* ct_backward's formulas as public ops, so that under create_graph they record the gradients'
+ * graph: gx = conv2d(gy, w) (its output has x's size: output_padding < stride here), gw = conv2d's
+ * weight gradient (conv.c's composite) with gy as the input and x as the output's gradient. */
+static void ct_backward_composite(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    const ts_conv2d_params p = tsi_conv_params_load(n);
+    ts_tensor *g = go[0]->dtype == n->in_dtype[0] ? go[0] : ts_to_dtype(go[0], n->in_dtype[0]);
+    if (!g) return;
+    if (tsi_node_needs(n, 0)) {
+        ts_tensor *w = saved_input(n, 1);
+        if (!w) return;
+        ts_conv2d_opts o = {.groups = p.groups};
+        for (int i = 0; i < 2; i++)
+            o.stride[i] = p.stride[i], o.padding[i] = p.padding[i], o.dilation[i] = p.dilation[i];
+        gi[0] = ts_conv2d(g, w, NULL, o);
+    }
+    if (tsi_node_needs(n, 1)) {
+        ts_tensor *x = saved_input(n, 0);
+        if (!x) return;
+        gi[1] = tsi_conv_weight_grad_composite(g, x, &p, n->in_shape[1]);
+    }
+}
+
 /* y = conv_transpose2d(x, w): gx = conv2d(gy, w), gw = conv2d's weight gradient with x as the
  * output's gradient and gy as the input */
 static void ct_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     const char *op = "conv_transpose2d_backward";
     if (!go[0]) return;
+    if (tsi_create_graph_active()) {
+        ct_backward_composite(n, go, gi);
+        return;
+    }
     const ts_conv2d_params p = tsi_conv_params_load(n);
     const ts_shape xs = n->in_shape[0], ws = n->in_shape[1];
     ts_tensor *gc = tsi_cast(op, go[0], n->in_dtype[0]);
@@ -76,10 +108,14 @@ static ts_tensor *ct2d_direct(ts_tensor *x, ts_tensor *w, const tsi_convnd_geom 
     }
     if (out) {
         ts_tensor *ins[2] = {x, w};
-        ts_tensor *saves[2] = {w->requires_grad ? xc : NULL, x->requires_grad ? wc : NULL};
+        /* the kernels read xc and wc; the inputs themselves too where those are copies, for
+         * ct_backward_composite (create_graph), which differentiates again */
+        ts_tensor *saves[4] = {w->requires_grad ? xc : NULL, x->requires_grad ? wc : NULL,
+                               w->requires_grad && xc != x ? x : NULL,
+                               x->requires_grad && wc != w ? w : NULL};
         ts_node *n = tsi_record("ConvolutionBackward0", "conv_transpose2d", ct_backward, ins, 2,
-                                out, saves, 2);
-        if (n) tsi_conv_params_store(n, &p);
+                                out, saves, 4);
+        if (n) tsi_conv_params_store(n, &p), n->flags |= TSI_NODE_TWICE;
     }
     ts_release(xc);
     ts_release(wc);

@@ -13,7 +13,8 @@ bool tsi_nn_index_scan(const char *op, ts_tensor *idx, int64_t size, bool has_ig
     int64_t n = tsi_numel(idx->shape), small[256], ign = 0;
     *bad = 0;
     if (n_ignored) *n_ignored = 0;
-    if (n == 0) return true;
+    /* a meta index has no values to check (PyTorch's meta kernels check none) */
+    if (n == 0 || tsi_device(idx).type == TS_META) return true;
     ts_tensor *c = tsi_cast(op, idx, TS_I64);
     int64_t *v = n <= 256 ? small : malloc((size_t)n * sizeof *v);
     if (!c || !v) {

@@ -22,6 +22,10 @@ ts_tensor *tsi_nn_add_into(ts_tensor *a, ts_tensor *b);
 /* scaled_dot_product_attention composed from differentiable ops (arguments already checked). */
 ts_tensor *tsi_sdpa_reference(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask,
                               double dropout_p, bool is_causal, double scale);
+/* Its attention weights softmax(q k^T scale + mask) before dropout, rows that mask every key
+ * 0 (scale 0: 1/sqrt(E)); the fused node's backward under create_graph differentiates them. */
+ts_tensor *tsi_sdpa_probs(ts_tensor *q, ts_tensor *k, ts_tensor *mask, bool is_causal,
+                          double scale);
 /* The backend's fused kernels (attention_fused.c): whether they take these arguments (already
  * checked), and the op through them. */
 bool tsi_sdpa_fused_applies(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask,

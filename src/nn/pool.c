@@ -174,6 +174,51 @@ static ts_tensor *max_pool_grad_composite(const ts_node *n, ts_tensor *g, ts_ten
     return ts_reshape(ts_scatter_add(z, d, ts_reshape(idx, fg), ts_reshape(g, fg)), xs);
 }
 
+static ts_tensor *pool_forward(const char *op, const char *node_name, ts_tensor *x,
+                               const pool_geom *g, ts_tensor **indices_out);
+
+/* The average poolings' backward is linear in g, so its own backward is the pooling again
+ * (PyTorch's AvgPool2DBackwardBackward0 and its adaptive twin): the incoming gradient's gradient
+ * is the pooling of gg, x's is zero. Inputs: g (the pooled shape), then x's edge. */
+static void avg_pool_bwd_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    const ts_shape gs = n->in_shape[0], xs = n->in_shape[1];
+    if (tsi_node_needs(n, 1))
+        gi[1] = ts_zeros(xs, (ts_opts){.dtype = n->in_dtype[1], .device = n->in_device[1]});
+    if (!go[0] || !tsi_node_needs(n, 0)) return;
+    pool_geom g = {.p = params_load(n), .unbatched = xs.ndim == 3};
+    const int lead = g.unbatched ? 0 : 1;
+    g.n = g.unbatched ? 1 : xs.dims[0];
+    g.c = xs.dims[lead], g.h = xs.dims[lead + 1], g.w = xs.dims[lead + 2];
+    g.oh = gs.dims[lead + 1], g.ow = gs.dims[lead + 2];
+    ts_tensor *gg = go[0]->dtype == n->in_dtype[1] ? go[0] : ts_to_dtype(go[0], n->in_dtype[1]);
+    const char *name =
+        g.p.kind == TS_POOL_ADAPTIVE_AVG ? "AdaptiveAvgPool2DBackward0" : "AvgPool2DBackward0";
+    ts_tensor *r = gg ? pool_forward(n->op, name, gg, &g, NULL) : NULL;
+    gi[0] = r && r->dtype != n->in_dtype[0] ? ts_to_dtype(r, n->in_dtype[0]) : r;
+}
+
+/* Under create_graph, gx (made by the kernels from go) as the output of avg_pool_bwd_backward's
+ * node, whose inputs are go and pool node n's own input edge. false + error on failure. */
+static bool avg_pool_grad_graph(ts_node *n, ts_tensor *go, ts_tensor *gx) {
+    const bool adaptive = n->ip[8] == TS_POOL_ADAPTIVE_AVG;
+    ts_node *e =
+        tsi_node_new(adaptive ? "AdaptiveAvgPool2DBackwardBackward0" : "AvgPool2DBackwardBackward0",
+                     adaptive ? "adaptive_avg_pool2d" : "avg_pool2d", avg_pool_bwd_backward,
+                     (ts_tensor *[]){go, NULL}, 2, 1, 0);
+    if (!e) return false;
+    e->next[1].fn = n->next[0].fn ? tsi_node_retain(n->next[0].fn) : NULL;
+    e->next[1].output_nr = n->next[0].output_nr;
+    e->next[1].leaf = ts_retain(n->next[0].leaf);
+    e->in_shape[1] = n->in_shape[0];
+    e->in_dtype[1] = n->in_dtype[0];
+    e->in_device[1] = n->in_device[0];
+    for (int i = 0; i < 11; i++) e->ip[i] = n->ip[i];
+    e->flags |= TSI_NODE_TWICE; /* pool_forward records the pooling of gg */
+    tsi_node_set_output(e, gx, 0);
+    tsi_node_release(e);
+    return true;
+}
+
 /* One backward for the three kinds: max pooling scatters through its saved indices, the averages
  * spread each gradient over its window. */
 static void pool_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
@@ -204,6 +249,8 @@ static void pool_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
         tsi_be(g)->pool2d_backward(tsi_be(g), tsi_dev_index(g), &kx, &kg, idx ? &ki : NULL, &p);
     }
     ts_release(g);
+    if (gx && !idx && tsi_create_graph_active() && !avg_pool_grad_graph(n, go[0], gx))
+        ts_release(gx), gx = NULL;
     gi[0] = tsi_own(gx);
 }
 
@@ -241,7 +288,8 @@ static ts_tensor *pool_forward(const char *op, const char *node_name, ts_tensor 
     if (out) {
         ts_node *n = tsi_record(node_name, op, pool_backward, &x, 1, out, &idx, idx ? 1 : 0);
         if (n) params_store(n, &g->p), n->ip[9] = cl;
-        if (n && max) n->flags |= TSI_NODE_TWICE; /* max_pool_grad_composite */
+        /* max_pool_grad_composite; the averages' gradient gets avg_pool_bwd_backward's node */
+        if (n) n->flags |= TSI_NODE_TWICE;
     }
     if (indices_out) { /* the caller's: its reference moves into the scope */
         *indices_out = out && idx ? tsi_own(idx) : NULL;

@@ -17,6 +17,11 @@ ts_tensor *tsi_complex_binary(const char *op, ts_binary_op bop, ts_tensor *a, ts
 ts_tensor *tsi_complex_scalar(const char *op, ts_binary_op bop, ts_tensor *a, double s);
 /* neg, abs (real) and complex_math.c's functions of a complex tensor */
 ts_tensor *tsi_complex_unary(const char *op, ts_unary_op u, ts_tensor *t);
+/* complex_native.c: a op b (add, sub, mul, div) in one backend kernel when no graph is recorded;
+ * r is the complex result dtype, both operands non-NULL */
+bool tsi_complex_native_ok(ts_binary_op bop, ts_tensor *a, ts_tensor *b);
+ts_tensor *tsi_complex_binary_native(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
+                                     ts_dtype r);
 /* a complex tensor from real parts of one float dtype that broadcast */
 ts_tensor *tsi_complex_combine(const char *op, ts_tensor *re, ts_tensor *im);
 

@@ -81,6 +81,7 @@ ts_tensor *tsi_complex_binary(const char *op, ts_binary_op bop, ts_tensor *a, ts
                NULL;
     const ts_dtype r = tsi_ew_result_type2(a, b); /* a 0-dim float64 keeps complex64 */
     if (!tsi_check_promotion(op, r, a->dtype, b->dtype)) return NULL;
+    if (tsi_complex_native_ok(bop, a, b)) return tsi_complex_binary_native(op, bop, a, b, r);
     const ts_dtype pd = tsi_complex_part(r);
     ts_scope_begin();
     ts_tensor *ar, *ai, *br, *bi;

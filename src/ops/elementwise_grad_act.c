@@ -44,10 +44,21 @@ static ts_tensor *pass_where(ts_tensor *keep, ts_tensor *g) {
     return ts_where(keep, g, tsi_ew_grad_zero(g));
 }
 
+/* The zero of a gradient that is 0 where x is past a kink. Under create_graph, a zero with x's
+ * history and derivative 0 (PyTorch's hardtanh_backward, threshold_backward, hardshrink_backward
+ * and softshrink_backward are differentiable in x, their derivative zeros_like: a second-order
+ * gradient of x is zeros, not None): |sign(x)| 0, +0 wherever x is not NaN, and these kinks never
+ * select a NaN x. Otherwise a plain 0-dim zero. */
+static ts_tensor *kink_zero(ts_tensor *g, ts_tensor *x) {
+    if (!tsi_create_graph_active()) return tsi_ew_grad_zero(g);
+    ts_tensor *z = ts_mul_scalar(ts_abs(ts_sign(x)), 0);
+    return z && z->dtype != g->dtype ? ts_to_dtype(z, g->dtype) : z;
+}
+
 /* g where x is outside [-l, l] (hardshrink_backward and softshrink's) */
 static ts_tensor *shrink_grad(ts_tensor *g, ts_tensor *x, double l) {
     ts_tensor *inside = ts_logical_and(ts_ge_scalar(x, -l), ts_le_scalar(x, l));
-    return ts_where(inside, tsi_ew_grad_zero(g), g);
+    return ts_where(inside, kink_zero(g, x), g);
 }
 
 /* elu_backward (is_result false): x <= 0 ? g * in_scale * neg * e^(x in_scale) : g * pos */
@@ -63,13 +74,13 @@ ts_tensor *tsi_ew_act_backward(ts_unary_op u, ts_tensor *g, ts_tensor *x, double
     case TS_U_SELU:
         return elu_grad(g, x, TS_SELU_ALPHA * TS_SELU_SCALE, 1, TS_SELU_SCALE);
     case TS_U_HARDTANH: /* 0 at and beyond the bounds; NaN passes g */
-        return ts_where(ts_logical_or(ts_le_scalar(x, p0), ts_ge_scalar(x, p1)),
-                        tsi_ew_grad_zero(g), g);
+        return ts_where(ts_logical_or(ts_le_scalar(x, p0), ts_ge_scalar(x, p1)), kink_zero(g, x),
+                        g);
     case TS_U_HARDSHRINK:
     case TS_U_SOFTSHRINK:
         return shrink_grad(g, x, p0);
     case TS_U_THRESHOLD: /* threshold_backward: 0 where x <= threshold */
-        return ts_where(ts_le_scalar(x, p0), tsi_ew_grad_zero(g), g);
+        return ts_where(ts_le_scalar(x, p0), kink_zero(g, x), g);
     case TS_U_LOGSIGMOID: /* sigmoid(-x), PyTorch's z / (1 + z) forms on either side */
         return ts_mul(g, ts_sigmoid(ts_neg(x)));
     case TS_U_MISH: { /* t + x sigmoid(x) (1 - t^2), t = tanh(softplus(x)) unthresholded */

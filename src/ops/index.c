@@ -61,6 +61,8 @@ static bool check_range(const char *op, ts_tensor *idx, int d, int64_t size) {
     /* a captured step reads nothing on the host: its indices are the caller's to keep in range,
      * as with CUDA's asynchronous device asserts (docs/CAPTURE.md) */
     if (tsi_capturing_on(tsi_device(idx))) return true;
+    /* nor does a meta op: its indices have no values (PyTorch's meta kernels check none) */
+    if (tsi_device(idx).type == TS_META) return true;
     const bool in_place =
         tsi_device(idx).type == TS_CPU && idx->dtype == TS_I64 && tsi_is_contiguous(idx);
     int64_t small[SMALL_INDEX];

@@ -154,7 +154,7 @@ ts_tensor *ts_set_empty_(ts_tensor *t) {
 
 uintptr_t ts_data_ptr(ts_tensor *t) {
     if (!tsi_check_input("data_ptr", t, "tensor")) return 0;
-    if (!t->storage->data || !t->storage->nbytes) return 0;
+    if (!t->storage->data || !t->storage->nbytes || t->storage->device.type == TS_META) return 0;
     return (uintptr_t)((char *)t->storage->data + t->offset * (int64_t)tsi_dtype_size(t->dtype));
 }
 

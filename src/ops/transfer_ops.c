@@ -114,7 +114,9 @@ ts_tensor *ts_copy_(ts_tensor *dst, ts_tensor *src) {
                    NULL;
     ts_shape bs;
     if (!tsi_broadcast_shapes("copy_", dst->shape, src->shape, &bs)) return NULL;
-    if (bs.ndim != dst->shape.ndim || memcmp(bs.dims, dst->shape.dims, sizeof bs.dims) != 0)
+    /* the dims in use only: a shape's entries past ndim are not kept zero (reshape leaves them) */
+    if (bs.ndim != dst->shape.ndim ||
+        memcmp(bs.dims, dst->shape.dims, sizeof bs.dims[0] * (size_t)bs.ndim) != 0)
         return tsi_error_set(TS_ERR_SHAPE, "copy_: source %s cannot be broadcast to destination %s",
                              tsi_desc(src), tsi_desc(dst)),
                NULL;

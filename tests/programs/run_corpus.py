@@ -11,6 +11,8 @@ python folder) on PYTHONPATH. --lib torch rewrites `tessera.vision` to `torchvis
 Data: Debian's Fashion-MNIST (/usr/share/datasets/fashion-mnist) stands in for MNIST; the harness writes
 the first TRAIN_N / TEST_N images of it, uncompressed, to ../data/{MNIST,FashionMNIST}/raw and
 ./data/... of the programs' working folder (torchvision's layout, which tessera.vision reads too).
+A program registered with numpy2=True runs under an interpreter with NumPy 2 (numpy2_python()); without
+one it is an expected failure.
 Exit status: 0 when every program passes or fails as listed in XFAIL (corpus_list.py); 1 otherwise, or
 when the whole run takes longer than --budget; 77 (ctest's skip) without Debian's Fashion-MNIST."""
 import argparse
@@ -36,11 +38,48 @@ FLOAT = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
 PROGRAMS = {}
 
 
-def program(name, args=(), pattern=None, bounds=None, *, torch=None, timeout=None, setup=None, source=None):
+def program(name, args=(), pattern=None, bounds=None, *, torch=None, timeout=None, setup=None, source=None,
+            numpy2=False):
     """setup: a program of this folder that makes the data (run first, in the same working folder);
-    source: the file (NAME.py) or folder (NAME/main.py) to run when not the entry's name"""
+    source: the file (NAME.py) or folder (NAME/main.py) to run when not the entry's name;
+    numpy2: the program needs NumPy 2 (run under numpy2_python() when this interpreter's NumPy is older)"""
     PROGRAMS[name] = dict(args=list(args), pattern=pattern, bounds=bounds, torch=torch, timeout=timeout,
-                          setup=setup, source=source or name)
+                          setup=setup, source=source or name, numpy2=numpy2)
+
+
+# Interpreters that may have NumPy 2 where this one has NumPy 1 (Debian 12's python3 has 1.24): the
+# environment's TS_CORPUS_NUMPY2_PYTHON, then the PyTorch venv the README's PyTorch numbers come from.
+NUMPY2_CANDIDATES = (os.environ.get("TS_CORPUS_NUMPY2_PYTHON", ""), "/opt/torch2/bin/torch-python")
+NUMPY1_FAILURE = r"NoneType copy mode not allowed"  # NumPy 1's np.array(x, copy=None), PyTorch's too
+
+
+def numpy_major(python):
+    """(NumPy's major version, Python's (major, minor)) under interpreter `python`; None if it fails"""
+    try:
+        out = subprocess.run([python, "-c", "import sys, numpy; print(numpy.__version__.split('.')[0], "
+                              "*sys.version_info[:2])"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True, timeout=60).stdout.split()
+        return int(out[0]), (int(out[1]), int(out[2]))
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return None
+
+
+_numpy2 = {}
+
+
+def numpy2_python():
+    """an interpreter with NumPy 2 and this one's Python version (so the build's extension, made for
+    it, loads): this one when it has NumPy 2, else the first of NUMPY2_CANDIDATES that does; None
+    when there is none"""
+    if "python" not in _numpy2:
+        _numpy2["python"] = None
+        for cand in (sys.executable,) + NUMPY2_CANDIDATES:
+            if cand and os.path.exists(cand):
+                got = numpy_major(cand)
+                if got and got[0] >= 2 and got[1] == tuple(sys.version_info[:2]):
+                    _numpy2["python"] = cand
+                    break
+    return _numpy2["python"]
 
 
 # the programs are registered in corpus_list.py, to keep this file about the harness
@@ -123,12 +162,17 @@ def copy_program(name, lib, work):
 def run_one(name, spec, lib, work, env, timeout, verbose):
     t0 = time.time()
     out, rc = "", 0
+    python = sys.executable
+    if spec["numpy2"]:
+        python = numpy2_python() or sys.executable
+        if python != sys.executable:
+            out = "(run under %s: it needs NumPy 2)\n" % python
     for step, args in ((spec["setup"], []), (spec["source"], spec["args"])):
         if step is None:
             continue
         path = copy_program(step, lib, work)
         try:
-            p = subprocess.run([sys.executable, path] + args, cwd=os.path.join(work, "run"), env=env,
+            p = subprocess.run([python, path] + args, cwd=os.path.join(work, "run"), env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                timeout=spec["timeout"] or timeout)
             out, rc = out + p.stdout, p.returncode
@@ -193,6 +237,10 @@ def main():
             spec = PROGRAMS[n]
             value, why, dt, out = run_one(n, spec, a.lib, work, env, a.timeout, a.verbose)
             match, xfail = XFAIL.get(n, (None, None)) if a.lib == "tessera" else (None, None)
+            if spec["numpy2"] and numpy2_python() is None:
+                # no interpreter with NumPy 2 here: PyTorch fails the same way (README)
+                match, xfail = NUMPY1_FAILURE, ("needs NumPy 2 (np.array(x, copy=None)); no interpreter with "
+                                                "it found (TS_CORPUS_NUMPY2_PYTHON)")
             if why is None:
                 status = "XPASS" if xfail else "pass"
             else:

@@ -7,7 +7,7 @@ Tensor = _C.Tensor
 # kinds of _C._nn_act (nn.c's table)
 _RELU, _GELU, _GELU_TANH, _SIGMOID, _TANH, _SILU, _SOFTPLUS = range(7)
 # kinds of _C._nn_loss
-_CE, _NLL, _MSE, _L1, _SMOOTH_L1, _BCE_LOGITS = range(6)
+_CE, _NLL, _MSE, _L1, _SMOOTH_L1, _BCE_LOGITS, _BCE = range(7)
 _REDUCTIONS = {"mean": 0, "sum": 1, "none": 2}
 
 
@@ -258,14 +258,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
-    """PyTorch's formula, composed from tensor ops: -(t log(p) + (1 - t) log(1 - p)), each log
-    clamped at -100 as PyTorch does."""
-    red = _reduction(reduction, size_average, reduce)
-    log_p, log_q = input.log().clamp(min=-100), (1 - input).log().clamp(min=-100)
-    loss = -(target * log_p + (1 - target) * log_q)
-    if weight is not None:
-        loss = loss * weight
-    return loss if red == 2 else (loss.sum() if red == 1 else loss.mean())
+    """PyTorch's loss -(t log(p) + (1 - t) log(1 - p)), each log clamped at -100, and its gradient
+    (p - t) / max(p (1 - p), 1e-12), finite where p is exactly 0 or 1 (src/nn/loss_bce.c)."""
+    return _loss(_BCE, input, target, _reduction(reduction, size_average, reduce), weight)
 
 
 # --- issue 52: norm-type functions (src/ops/reduce_norm.c)

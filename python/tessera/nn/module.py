@@ -1,5 +1,6 @@
 """tessera.nn.Module — PyTorch's Module in pure Python: registration, traversal, state dicts,
 train/eval, moves between devices and dtypes (in place: Parameter objects keep their identity)."""
+import warnings
 from collections import OrderedDict, namedtuple
 
 from .. import _C
@@ -15,6 +16,13 @@ def _addindent(s, n):
     if len(lines) == 1:
         return s
     return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
+
+
+def _assign_tensor(dst, src):
+    """load_state_dict(assign=True)'s step: dst shares src's storage, shape, device and dtype."""
+    dst.data = src
+    if dst.grad is not None:
+        dst.grad = None
 
 
 def _parse_to(args, kwargs):
@@ -279,7 +287,10 @@ class Module:
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copies the values into this module's tensors (their objects stay). Errors are PyTorch's:
         RuntimeError listing missing / unexpected keys (strict) and size mismatches; nothing is
-        copied when any is found."""
+        copied when any is found. assign=True (PyTorch's, for a module built on the meta device):
+        each parameter and buffer takes the state dict's tensor itself instead — its storage,
+        device and dtype, shared, not copied — keeping its requires_grad and losing its grad. The
+        module's Tensor objects stay (a C module or an optimizer holding them follows)."""
         if not hasattr(state_dict, "keys"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         own = OrderedDict()
@@ -314,6 +325,15 @@ class Module:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 self._get_name(), "\n\t".join(errors)))
         for dst, src in pairs:
+            if assign:
+                _assign_tensor(dst, src)
+                continue
+            if dst.is_meta and not src.is_meta:
+                warnings.warn("copying from a non-meta parameter in the checkpoint to a meta "
+                              "parameter in the current model, which is a no-op. (Did you mean "
+                              "to pass `assign=True` to assign items in the state dictionary to "
+                              "their corresponding key in the module instead of copying them in "
+                              "place?)")
             _C._nn_assign_(dst, src)
         return _IncompatibleKeys(missing, unexpected)
 
@@ -352,6 +372,23 @@ class Module:
         for t in self._tensors():
             cast = dtype if dtype is not None and t.is_floating_point() else None
             _C._nn_move_(t, device, cast)
+        return self
+
+    def to_empty(self, *, device, recurse=True):
+        """Gives every parameter and buffer (and gradient) new, uninitialised memory on `device`,
+        keeping shapes, dtypes and the Tensor objects: how a module built on the meta device gets
+        real tensors (then initialise or load them). recurse=False: this module's own only."""
+        from .. import empty_like
+        if recurse:
+            tensors = list(self._tensors())
+        else:
+            tensors = [t for t in list(self._parameters.values()) + list(self._buffers.values())
+                       if t is not None]
+        for t in tensors:
+            g = t.grad
+            t.data = empty_like(t, device=device)
+            if g is not None:
+                g.data = empty_like(g, device=device)
         return self
 
     def share_memory(self):

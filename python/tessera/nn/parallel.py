@@ -82,3 +82,11 @@ class DataParallel(Module):
             args = [p[i].to(dev) if p is not None else x for p, x in zip(pieces, inputs)]
             outputs.append(self._run_replica(dev, args, kwargs))
         return _C.cat([o.to(self.output_device) for o in outputs], 0)
+
+
+def __getattr__(name):
+    # torch.nn.parallel.DistributedDataParallel: the class tessera.distributed makes on first use
+    if name == "DistributedDataParallel":
+        from .. import distributed
+        return distributed.DistributedDataParallel
+    raise AttributeError("module 'tessera.nn.parallel' has no attribute %r" % name)

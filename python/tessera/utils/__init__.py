@@ -10,3 +10,11 @@ from . import sampler as _sampler  # noqa: E402
 
 data.sampler = _sampler
 _sys.modules.setdefault(__name__ + ".data.sampler", _sampler)
+
+# torch.utils.data's other submodules (dataloader: DataLoader, default_collate, get_worker_info;
+# dataset: Dataset, TensorDataset, Subset, ConcatDataset, random_split; distributed:
+# DistributedSampler) are this one module under those names, so `from
+# tessera.utils.data.dataloader import DataLoader` and `tessera.utils.data.dataset.Dataset` work
+for _sub in ("dataloader", "dataset", "distributed"):
+    setattr(data, _sub, data)
+    _sys.modules.setdefault(__name__ + ".data." + _sub, data)

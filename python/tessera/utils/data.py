@@ -23,6 +23,7 @@ import threading
 
 import tessera as _t
 from tessera import _C
+from tessera.utils.sampler import _rng
 from tessera.utils.sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
                                    SubsetRandomSampler, WeightedRandomSampler)
 
@@ -135,8 +136,9 @@ class ConcatDataset(Dataset):
         return self.datasets[k][index - (self.cumulative_sizes[k - 1] if k else 0)]
 
 
-def random_split(dataset, lengths):
-    """Splits dataset into non-overlapping Subsets of the given lengths (or fractions)."""
+def random_split(dataset, lengths, generator=None):
+    """Splits dataset into non-overlapping Subsets of the given lengths (or fractions); the
+    order is drawn from generator (a tessera.Generator or random.Random; None: the global one)."""
     n = len(dataset)
     if all(isinstance(x, float) for x in lengths) and abs(sum(lengths) - 1) < 1e-9:
         sizes = [int(n * f) for f in lengths]
@@ -148,7 +150,7 @@ def random_split(dataset, lengths):
         raise ValueError("random_split: the lengths add up to %d, the data set has %d samples"
                          % (sum(sizes), n))
     order = list(range(n))
-    _random.Random(_C._loader_seed()).shuffle(order)
+    _rng(generator).shuffle(order)
     out, start = [], 0
     for s in sizes:
         out.append(Subset(dataset, order[start:start + s]))
@@ -397,7 +399,8 @@ class DataLoader:
         self.drop_last = bool(drop_last)
         self.prefetch_factor = prefetch_factor
         self.worker_init_fn = worker_init_fn
-        self._seed = _C._loader_seed()
+        self._seed = (_C._loader_seed() if generator is None else
+                      _rng(generator).getrandbits(62))  # a tessera.Generator seeds the shuffle
         self._epoch = 0
         native = None
         c_sampler = getattr(sampler, "_c", None) if isinstance(sampler, DistributedSampler) else None
@@ -442,25 +445,34 @@ class DataLoader:
         return _PythonIter(self, epoch)
 
     def _indices(self, epoch):
+        """the epoch's indices, drawn lazily: a sampler may be long or endless (a RandomSampler with
+        replacement and num_samples=10**10, an infinite generator), as torch allows"""
         if self.sampler is not None:
-            return list(iter(self.sampler))  # its epoch is the user's (set_epoch), as in torch
+            return iter(self.sampler)  # its epoch is the user's (set_epoch), as in torch
         order = list(range(len(self.dataset)))
         if self.shuffle:
             _random.Random(self._seed * 1000003 + epoch).shuffle(order)
-        return order
+        return iter(order)
 
     def _batches(self, epoch):
-        """The epoch's index lists (one index per "batch" without auto-batching)."""
+        """The epoch's index lists (one index per "batch" without auto-batching), an iterator."""
         if self.batch_sampler is not None:
-            return [list(b) for b in self.batch_sampler]
+            return (list(b) for b in self.batch_sampler)
         idx = self._indices(epoch)
         if self.batch_size is None:
             return idx
-        bs = self.batch_size
-        out = [idx[i:i + bs] for i in range(0, len(idx), bs)]
-        if self.drop_last and out and len(out[-1]) < bs:
-            out.pop()
-        return out
+        return _chunks(idx, self.batch_size, self.drop_last)
+
+
+_DONE = object()
+
+
+def _chunks(it, size, drop_last):
+    while True:
+        batch = list(itertools.islice(it, size))
+        if not batch or (drop_last and len(batch) < size):
+            return
+        yield batch
 
 
 class _NativeIter:
@@ -600,7 +612,6 @@ class _PythonIter:
     def __init__(self, dl, epoch):
         self._dl = dl
         self._batches = dl._batches(epoch)
-        self._next = 0
         self._pool = None
         self._pending = collections.deque()
         if dl.num_workers > 0:
@@ -615,19 +626,17 @@ class _PythonIter:
         return self
 
     def __len__(self):
-        return len(self._batches)
+        return len(self._dl)
 
     def __next__(self):
         if self._pool is None:
-            if self._next >= len(self._batches):
-                raise StopIteration
-            self._next += 1
-            return _make_batch(self._dl, self._batches[self._next - 1])
-        while self._next < len(self._batches) and len(self._pending) < self._ahead:
+            return _make_batch(self._dl, next(self._batches))  # StopIteration ends the epoch
+        while len(self._pending) < self._ahead:
+            indices = next(self._batches, _DONE)
+            if indices is _DONE:
+                break
             # the workers get the loader, not this iterator: its last reference stays here
-            self._pending.append(self._pool.submit(_make_batch, self._dl,
-                                                   self._batches[self._next]))
-            self._next += 1
+            self._pending.append(self._pool.submit(_make_batch, self._dl, indices))
         if not self._pending:
             self._close()
             raise StopIteration

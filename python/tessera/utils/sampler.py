@@ -5,6 +5,7 @@ WeightedRandomSampler) and the grouping of indices into batches (BatchSampler).
 Random samplers draw from Python's Mersenne Twister seeded from tessera.manual_seed (as the
 DataLoader's own shuffling): a program that seeds Tessera sees the same order on every run; each
 new iteration (epoch) draws afresh. A `generator=` may be a random.Random, used as it is."""
+import itertools
 import random as _random
 
 from tessera import _C
@@ -28,7 +29,11 @@ def _rng(generator):
         return _random.Random(_C._loader_seed())
     if isinstance(generator, _random.Random):
         return generator
-    raise TypeError("generator must be a random.Random or None, not %s" % type(generator).__name__)
+    from tessera._generator import Generator, python_random
+    if isinstance(generator, Generator):  # torch's: a tessera.Generator seeds the shuffles
+        return python_random(generator)
+    raise TypeError("generator must be a tessera.Generator, a random.Random or None, not %s"
+                    % type(generator).__name__)
 
 
 class _Drawing(Sampler):
@@ -72,15 +77,18 @@ class RandomSampler(_Drawing):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
+        # drawn lazily: num_samples may be huge (an "infinite" loader asks for 10**10)
         n = len(self.data_source)
         if self.replacement:
-            return iter([self._gen.randrange(n) for _ in range(self.num_samples)])
-        out = []
-        for _ in range(-(-self.num_samples // n) if n else 0):  # num_samples may exceed n
+            return (self._gen.randrange(n) for _ in range(self.num_samples))
+        return self._permutations(n, self.num_samples)
+
+    def _permutations(self, n, count):
+        while count > 0 and n:  # num_samples may exceed n: one permutation after another
             order = list(range(n))
             self._gen.shuffle(order)
-            out.extend(order)
-        return iter(out[:self.num_samples])
+            yield from order[:count]
+            count -= n
 
     def __len__(self):
         return self.num_samples
@@ -129,7 +137,7 @@ class WeightedRandomSampler(_Drawing):
     def __iter__(self):
         n = len(self.weights)
         if self.replacement:
-            return iter(self._gen.choices(range(n), weights=self.weights, k=self.num_samples))
+            return self._draws(n)
         w = list(self.weights)  # without replacement: each draw removes its index
         out = []
         for _ in range(self.num_samples):
@@ -137,6 +145,15 @@ class WeightedRandomSampler(_Drawing):
             out.append(i)
             w[i] = 0.0
         return iter(out)
+
+    def _draws(self, n):
+        # lazily, in chunks: the same stream as one choices(k=num_samples) call
+        cum = list(itertools.accumulate(self.weights))
+        left = self.num_samples
+        while left > 0:
+            k = min(left, 4096)
+            yield from self._gen.choices(range(n), cum_weights=cum, k=k)
+            left -= k
 
     def __len__(self):
         return self.num_samples

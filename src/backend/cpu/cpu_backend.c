@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/kern_complex.h"
 #include "backend/cpu/kern_fft.h"
 #include "backend/cpu/omp_wait.h"
 
@@ -52,7 +53,7 @@ void tsi_cpu_kernels_install(ts_backend *be) {
     be->copy = tsi_cpu_copy;
     be->fill = tsi_cpu_fill;
     be->unary = tsi_cpu_unary;
-    be->binary = tsi_cpu_binary;
+    be->binary = tsi_cpu_binary_cx; /* complex dtypes: kern_complex.c */
     be->binary_widening = tsi_cpu_binary_widening;
     be->binary_scalar = tsi_cpu_binary_scalar;
     be->where = tsi_cpu_where;

@@ -9,21 +9,27 @@
 #define CT        tsi_cf32
 #define FN(x)     fft32_##x
 #define TWF(p, f) ((p)->f##32)
+#define TWT       tsi_cf32
+#define CZERO     0
 #include "backend/cpu/fft_engine_impl.h"
 #undef FT
 #undef CT
 #undef FN
 #undef TWF
+#undef TWT
 
 #define FT        double
 #define CT        tsi_cf64
 #define FN(x)     fft64_##x
 #define TWF(p, f) ((p)->f##64)
+#define TWT       tsi_cf64
 #include "backend/cpu/fft_engine_impl.h"
 #undef FT
 #undef CT
 #undef FN
 #undef TWF
+#undef TWT
+#undef CZERO
 
 void tsi_fft_run_f32(const tsi_fft_plan *p, tsi_cf32 *c, tsi_cf32 *work, bool fwd) {
     fft32_run(p, c, work, fwd);

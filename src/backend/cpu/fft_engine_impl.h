@@ -1,6 +1,8 @@
 /* fft_engine_impl.h — the FFT passes and transforms in one precision, included by fft_engine.c
  * with FT (float or double), CT (tsi_cf32 or tsi_cf64), FN(x) (x's name in this precision) and
- * TWF(p, f) (the plan's table f in this precision: p->f##32 or p->f##64) defined.
+ * TWF(p, f) (the plan's table f in this precision: p->f##32 or p->f##64) defined, TWT the type of
+ * its entries and CZERO a zero part. CT is the table's type (one line, fft_engine.c) or a pair of
+ * vectors of lines (fft_lines_vec.c: the same arithmetic lane by lane, the twiddles broadcast).
  *
  * The passes are FFTPACK's (as pocketfft has them): the pass of radix ip after factors whose
  * product is l1 reads cc[a + ido (b + ip c)] and writes ch[a + ido (c + l1 u)], ido = n / (l1 ip):
@@ -13,20 +15,20 @@
 static inline CT FN(add)(CT a, CT b) { return (CT){a.r + b.r, a.i + b.i}; }
 static inline CT FN(sub)(CT a, CT b) { return (CT){a.r - b.r, a.i - b.i}; }
 /* v w, or v conj(w) when fwd (the tables hold e^(+...)) */
-static inline CT FN(twm)(CT v, CT w, bool fwd) {
+static inline CT FN(twm)(CT v, TWT w, bool fwd) {
     return fwd ? (CT){v.r * w.r + v.i * w.i, v.i * w.r - v.r * w.i}
                : (CT){v.r * w.r - v.i * w.i, v.r * w.i + v.i * w.r};
 }
 /* i v */
 static inline CT FN(mul_i)(CT v) { return (CT){-v.i, v.r}; }
 /* output u of the butterfly at (a, k), twiddled (a = 0: the twiddle is 1) */
-static inline void FN(put)(CT *ch, int64_t at, CT y, const CT *wa, int64_t ido, int64_t a, int u,
+static inline void FN(put)(CT *ch, int64_t at, CT y, const TWT *wa, int64_t ido, int64_t a, int u,
                            bool fwd) {
     ch[at] = a > 0 && u > 0 ? FN(twm)(y, WA(u - 1, a), fwd) : y;
 }
 #define PUT(a, k, u, y) FN(put)(ch, (a) + ido * ((k) + l1 * (u)), (y), wa, ido, (a), (u), fwd)
 
-static void FN(pass2)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const CT *wa, bool fwd) {
+static void FN(pass2)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const TWT *wa, bool fwd) {
     const int64_t cdim = 2;
     for (int64_t k = 0; k < l1; k++)
         for (int64_t a = 0; a < ido; a++) {
@@ -36,7 +38,7 @@ static void FN(pass2)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const CT *w
         }
 }
 
-static void FN(pass3)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const CT *wa, bool fwd) {
+static void FN(pass3)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const TWT *wa, bool fwd) {
     const int64_t cdim = 3;
     const FT s = (FT)(fwd ? -0.866025403784438646763723170752936183L
                           : 0.866025403784438646763723170752936183L);
@@ -52,7 +54,7 @@ static void FN(pass3)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const CT *w
         }
 }
 
-static void FN(pass4)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const CT *wa, bool fwd) {
+static void FN(pass4)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const TWT *wa, bool fwd) {
     const int64_t cdim = 4;
     for (int64_t k = 0; k < l1; k++)
         for (int64_t a = 0; a < ido; a++) {
@@ -68,7 +70,7 @@ static void FN(pass4)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const CT *w
         }
 }
 
-static void FN(pass5)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const CT *wa, bool fwd) {
+static void FN(pass5)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const TWT *wa, bool fwd) {
     const int64_t cdim = 5;
     const FT c1 = (FT)0.309016994374947424102293417182819059L,
              c2 = (FT)-0.809016994374947424102293417182819059L;
@@ -94,8 +96,8 @@ static void FN(pass5)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const CT *w
 
 /* an odd radix ip <= TSI_FFT_MAX_RADIX: the sums and differences of x_j and x_(ip-j) times the
  * cosines and sines of the roots rt[r] = e^(2 pi i r / ip) give outputs u and ip - u at once */
-static void FN(passg)(int64_t ido, int64_t l1, int64_t ip, const CT *cc, CT *ch, const CT *wa,
-                      const CT *rt, bool fwd) {
+static void FN(passg)(int64_t ido, int64_t l1, int64_t ip, const CT *cc, CT *ch, const TWT *wa,
+                      const TWT *rt, bool fwd) {
     const int64_t cdim = ip, hp = (ip - 1) / 2;
     CT sa[TSI_FFT_MAX_RADIX / 2 + 1], sb[TSI_FFT_MAX_RADIX / 2 + 1];
     for (int64_t k = 0; k < l1; k++)
@@ -109,7 +111,7 @@ static void FN(passg)(int64_t ido, int64_t l1, int64_t ip, const CT *cc, CT *ch,
             }
             PUT(a, k, 0, y0);
             for (int64_t u = 1; u <= hp; u++) {
-                CT re = x0, im = {0, 0};
+                CT re = x0, im = {CZERO, CZERO};
                 int64_t r = 0;
                 for (int64_t j = 1; j <= hp; j++) {
                     r += u;
@@ -136,7 +138,7 @@ static void FN(run_factors)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
     int64_t l1 = 1;
     for (int f = 0; f < p->nfct; f++) {
         const int64_t ip = p->fct[f].p, ido = n / (l1 * ip);
-        const CT *wa = TWF(p, tw) + p->fct[f].tw;
+        const TWT *wa = TWF(p, tw) + p->fct[f].tw;
         switch (ip) {
         case 2:
             FN(pass2)(ido, l1, p1, p2, wa, fwd);
@@ -166,7 +168,7 @@ static void FN(run_factors)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
  * transformed w / m */
 static void FN(run_bluestein)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
     const int64_t n = p->n, m = p->m;
-    const CT *w = TWF(p, chirp), *kern = TWF(p, kern);
+    const TWT *w = TWF(p, chirp), *kern = TWF(p, kern);
     CT *a = work, *w2 = work + m;
     for (int64_t j = 0; j < n; j++) a[j] = FN(twm)(c[j], w[j], !fwd);
     memset(a + n, 0, sizeof(CT) * (size_t)(m - n));
@@ -190,10 +192,10 @@ static void FN(run)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
  * O = (Z_k - conj Z_(h-k)) / 2i, W = e^(-2 pi i / n). */
 static void FN(r2c_even)(const tsi_fft_plan *p, CT *c, CT *work) {
     const int64_t h = p->n / 2;
-    const CT *w = TWF(p, chirp);
+    const TWT *w = TWF(p, chirp);
     FN(run)(p->inner, c, work, true);
     const CT z0 = c[0];
-    c[0] = (CT){z0.r + z0.i, 0}, c[h] = (CT){z0.r - z0.i, 0};
+    c[0] = (CT){z0.r + z0.i, CZERO}, c[h] = (CT){z0.r - z0.i, CZERO};
     for (int64_t k = 1; 2 * k <= h; k++) {
         const CT zk = c[k], zm = c[h - k];
         const CT e = {(FT)0.5 * (zk.r + zm.r), (FT)0.5 * (zk.i - zm.i)};
@@ -210,9 +212,9 @@ static void FN(r2c_even)(const tsi_fft_plan *p, CT *c, CT *work) {
  * transform. */
 static void FN(c2r_even)(const tsi_fft_plan *p, CT *c, CT *work) {
     const int64_t h = p->n / 2;
-    const CT *w = TWF(p, chirp);
-    const FT r0 = c[0].r, rh = c[h].r;
-    c[0] = (CT){r0 + rh, r0 - rh};
+    const TWT *w = TWF(p, chirp);
+    const CT x0h = {c[0].r, c[h].r}; /* the real parts of X_0 and X_h */
+    c[0] = (CT){x0h.r + x0h.i, x0h.r - x0h.i};
     for (int64_t k = 1; 2 * k <= h; k++) {
         const CT xk = c[k], xm = c[h - k];
         const CT e = {xk.r + xm.r, xk.i - xm.i};

@@ -13,6 +13,7 @@
 #endif
 
 #include "backend/cpu/fft_engine.h"
+#include "backend/cpu/fft_lines_vec.h"
 #include "backend/cpu/omp_if.h"
 
 /* below this many n log2 n units of work the lines run on one thread */
@@ -20,6 +21,9 @@
 /* a dim that is not contiguous is gathered FFT_BLOCK lines at a time (at most FFT_BLOCK_BYTES) */
 #define FFT_BLOCK       8
 #define FFT_BLOCK_BYTES (1 << 20)
+/* the vector engine's buffers (a group's lines and its work) at most this large, else one line at
+ * a time */
+#define FFT_VEC_BYTES (8 << 20)
 
 typedef struct fft_job {
     const ts_kview *out, *in;
@@ -29,6 +33,7 @@ typedef struct fft_job {
     double scale;
     int64_t n, in_s, out_s; /* the length, the scalar strides along dim */
     int64_t block;          /* lines gathered together (kern_fft_impl.h) */
+    int vl;                 /* > 0: the groups run through fft_lines_vec.h, vl lines a vector */
     int nd;                 /* the other dims: their sizes and scalar strides */
     int64_t shape[TS_MAX_DIMS], in_o[TS_MAX_DIMS], out_o[TS_MAX_DIMS];
 } fft_job;
@@ -39,6 +44,7 @@ typedef struct fft_job {
 #define f32_run      tsi_fft_run_f32
 #define f32_r2c_even tsi_fft_r2c_even_f32
 #define f32_c2r_even tsi_fft_c2r_even_f32
+#define f32_vgroup   tsi_fft_vec_group_f32
 #include "backend/cpu/kern_fft_impl.h"
 #undef FT
 #undef CT
@@ -50,6 +56,7 @@ typedef struct fft_job {
 #define f64_run      tsi_fft_run_f64
 #define f64_r2c_even tsi_fft_r2c_even_f64
 #define f64_c2r_even tsi_fft_c2r_even_f64
+#define f64_vgroup   tsi_fft_vec_group_f64
 #include "backend/cpu/kern_fft_impl.h"
 #undef FT
 #undef CT
@@ -60,7 +67,7 @@ bool tsi_cpu_fft(const ts_backend *be, int index, const ts_kview *out, const ts_
     (void)be, (void)index;
     const bool dbl = kind == TS_FFT_R2C ? in->dtype == TS_F64 : in->dtype == TS_C128;
     const int64_t in_w = kind == TS_FFT_R2C ? 1 : 2, out_w = kind == TS_FFT_C2R ? 1 : 2;
-    fft_job jb = {out, in, NULL, kind, forward, scale, 0, 0, 0, 1, 0, {0}, {0}, {0}};
+    fft_job jb = {out, in, NULL, kind, forward, scale, 0, 0, 0, 1, 0, 0, {0}, {0}, {0}};
     jb.n = kind == TS_FFT_C2R ? out->shape[dim] : in->shape[dim];
     jb.in_s = in->strides[dim] * in_w, jb.out_s = out->strides[dim] * out_w;
     int64_t lines = 1;
@@ -89,8 +96,14 @@ bool tsi_cpu_fft(const ts_backend *be, int index, const ts_kview *out, const ts_
         const int64_t fit = FFT_BLOCK_BYTES / (jb.n * (int64_t)csz);
         jb.block = fit < 1 ? 1 : fit > FFT_BLOCK ? FFT_BLOCK : fit;
     }
-    const size_t per = ((size_t)jb.block * (size_t)jb.n + plan->work) * csz;
-    char *scratch = malloc(per * (size_t)nt);
+    /* several lines at once in vectors (C2C, and the real transforms of even length) */
+    const int vl = tsi_fft_vec_lanes(dbl);
+    if (vl > 0 && lines > 1 && (kind == TS_FFT_C2C || plan->kind == FFT_PLAN_REAL_EVEN) &&
+        (double)vl * (double)(jb.n + (int64_t)plan->work) * (double)csz <= FFT_VEC_BYTES)
+        jb.vl = vl, jb.block = vl;
+    size_t per = ((size_t)jb.block * (size_t)jb.n + (jb.vl ? (size_t)jb.vl : 1) * plan->work) * csz;
+    per = (per + 63) & ~(size_t)63; /* the vector groups' buffers are 64-byte aligned */
+    char *scratch = aligned_alloc(64, per * (size_t)nt);
     if (!scratch) {
         tsi_fft_plan_put(plan);
         return false;

@@ -67,6 +67,10 @@ static void FN(group)(const fft_job *jb, int64_t ioff, int64_t ooff, int64_t ils
     const FT scale = (FT)jb->scale;
     const tsi_fft_plan *p = jb->plan;
     const bool even = p->kind == FFT_PLAN_REAL_EVEN;
+    if (jb->vl) { /* the group's lines in the lanes of vectors (fft_lines_vec.h) */
+        FN(vgroup)(p, jb->kind, jb->forward, n, src, si, ils, dst, so, ols, g, scale, buf, work);
+        return;
+    }
     switch (jb->kind) {
     case TS_FFT_C2C:
         FN(load_c)(buf, bs, src, si, ils, g, n);

@@ -122,16 +122,28 @@
         else                                                                                       \
             rmsprop_loop_##SUF(h, p, g, sa, ba, ga, b, e, 0, 0, 0);                                \
     }                                                                                              \
-    /* Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop (optim_math_more.h) */                 \
+    /* Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop (optim_math_more.h). KIND < 0: the     \
+     * kind read from h per element; a literal kind with both state slots: the switch folds and    \
+     * the loop vectorizes (the same operations element by element, so the same bits) */           \
+    INLINE void more_loop_##SUF(const ts_optim_hparams *h, const double *coef, T *restrict p,      \
+                                const T *restrict g, T *restrict s0a, T *restrict s1a, int64_t b,  \
+                                int64_t e, const int KIND) {                                       \
+        ts_om_x_##MS x = ts_om_x_consts_##MS(h, coef);                                             \
+        if (KIND >= 0) x.kind = KIND;                                                              \
+        for (int64_t i = b; i < e; i++) {                                                          \
+            CT s0 = KIND >= 0 || s0a ? LD(s0a[i]) : (CT)0;                                         \
+            CT s1 = KIND >= 0 || s1a ? LD(s1a[i]) : (CT)0;                                         \
+            p[i] = ST(ts_om_more_##MS(&x, LD(p[i]), LD(g[i]), &s0, &s1));                          \
+            if (KIND >= 0 || s0a) s0a[i] = ST(s0);                                                 \
+            if (KIND >= 0 || s1a) s1a[i] = ST(s1);                                                 \
+        }                                                                                          \
+    }                                                                                              \
     static void more_##SUF(const ts_optim_hparams *h, const double *coef, T *p, const T *g,        \
                            T *s0a, T *s1a, int64_t b, int64_t e) {                                 \
-        const ts_om_x_##MS x = ts_om_x_consts_##MS(h, coef);                                       \
-        for (int64_t i = b; i < e; i++) {                                                          \
-            CT s0 = s0a ? LD(s0a[i]) : (CT)0, s1 = s1a ? LD(s1a[i]) : (CT)0;                       \
-            p[i] = ST(ts_om_more_##MS(&x, LD(p[i]), LD(g[i]), &s0, &s1));                          \
-            if (s0a) s0a[i] = ST(s0);                                                              \
-            if (s1a) s1a[i] = ST(s1);                                                              \
-        }                                                                                          \
+        if (h->kind == TS_OPTIM_ADADELTA && s0a && s1a)                                            \
+            more_loop_##SUF(h, coef, p, g, s0a, s1a, b, e, TS_OPTIM_ADADELTA);                     \
+        else                                                                                       \
+            more_loop_##SUF(h, coef, p, g, s0a, s1a, b, e, -1);                                    \
     }
 
 OPTIM_KERNELS(f32, float, float, f, LD_SAME, ST_SAME)

@@ -38,6 +38,10 @@ template <typename T> struct CompareF {
 
 void tsc_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
                 const ts_kview *a, const ts_kview *b) {
+    if (a->dtype == TS_C64 || a->dtype == TS_C128) { /* cuda_complex.cu */
+        tsc_complex_binary(be, index, op, out, a, b);
+        return;
+    }
     if (!tsc_set_device(index)) return;
     const ts_kview *views[3] = {out, a, b};
     if (tsc_binary_is_bool(op))

@@ -153,6 +153,9 @@ template <> TS_HD inline double tsc_convert<double, uint64_t>(uint64_t x) { retu
 /* ------------------------------------------------------------------ host dispatch */
 inline size_t tsc_dtype_size(ts_dtype dt) {
     switch (dt) {
+    case TS_C128: /* the complex binary kernels (cuda_complex.cu) */
+        return 16;
+    case TS_C64:
     case TS_F64:
     case TS_I64:
     case TS_U64:

@@ -14,6 +14,9 @@ void tsc_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kview *
 /* cuda_binary.cu */
 void tsc_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
                 const ts_kview *a, const ts_kview *b);
+/* cuda_complex.cu: tsc_binary on complex64 / complex128 (add, sub, mul, div) */
+void tsc_complex_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
+                        const ts_kview *a, const ts_kview *b);
 void tsc_where(const ts_backend *be, int index, const ts_kview *out, const ts_kview *cond,
                const ts_kview *a, const ts_kview *b);
 /* cuda_ternary.cu */

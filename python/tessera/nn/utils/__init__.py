@@ -35,3 +35,6 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
 
 def parameters_to_vector(parameters):
     return _C.cat([p.reshape(-1) for p in parameters])
+from . import parametrize  # noqa: F401,E402  (torch.nn.utils.parametrize)
+from . import parametrizations  # noqa: F401,E402  (torch.nn.utils.parametrizations)
+from . import prune  # noqa: F401,E402  (torch.nn.utils.prune)
