@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tessera/indexing.h"
+#include "tessera/linalg.h"
 #include "tessera/memory.h"
 #include "tessera/nn.h"
 #include "tessera/storage.h"
@@ -100,6 +101,28 @@ static void test_shapes(void) {
     ts_tensor *c = ts_ones(TS_SHAPE(3, 4), (ts_opts){.dtype = TS_F32});
     CHECK(ts_add(a, c) == NULL);
     CHECK_ERR_HAS(TS_ERR_DEVICE, "meta");
+    ts_scope_end();
+}
+
+/* the fused kernels' entries (workspace sizes, the host-side info of a factorization) */
+static void test_fused_entries(void) {
+    ts_scope_begin();
+    size_t free_b = 1, total_b = 1;
+    CHECK(ts_device_memory(ts_meta(), &free_b, &total_b) == TS_OK && free_b == 0 && total_b == 0);
+    ts_tensor *x = ts_empty(TS_SHAPE(4, 6),
+                            (ts_opts){.dtype = TS_F32, .device = ts_meta(), .requires_grad = true});
+    ts_tensor *w = ts_empty(TS_SHAPE(6),
+                            (ts_opts){.dtype = TS_F32, .device = ts_meta(), .requires_grad = true});
+    ts_tensor *y = ts_layer_norm(x, TS_SHAPE(6), w, NULL, 1e-5);
+    CHECK(on_meta(y) && shape_is(y, TS_SHAPE(4, 6)));
+    ts_backward(ts_sum(y));
+    CHECK_OK();
+    CHECK(on_meta(ts_grad(x)) && shape_is(ts_grad(x), TS_SHAPE(4, 6)));
+    CHECK(on_meta(ts_grad(w)) && shape_is(ts_grad(w), TS_SHAPE(6)));
+    /* a batch of 5: every matrix's info must read "factorized" */
+    ts_tensor *inv = ts_linalg_inv(ts_empty(TS_SHAPE(5, 3, 3), META));
+    CHECK(on_meta(inv) && shape_is(inv, TS_SHAPE(5, 3, 3)));
+    CHECK_OK();
     ts_scope_end();
 }
 
@@ -204,6 +227,7 @@ int main(void) {
     test_no_memory();
     test_shapes();
     test_backward();
+    test_fused_entries();
     test_reads_refused();
     test_print();
     test_files_refused();
