@@ -146,13 +146,13 @@ static void test_errors(void) {
     CHECK(ts_event_file_create(path, 1.0) == NULL);
     CHECK_ERR_HAS(TS_ERR_IO, "no/such/folder");
     CHECK(ts_event_file_create(NULL, 1.0) == NULL);
-    CHECK_ERR(TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "event_file_create: the path is NULL");
     CHECK(ts_event_file_create("", 1.0) == NULL);
-    CHECK_ERR(TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "event_file_create: the path is empty");
     CHECK(ts_event_file_write(NULL, "x", 1) == TS_ERR_ARG);
-    CHECK_ERR(TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "event_file_write: event file is NULL");
     CHECK(ts_event_file_flush(NULL) == TS_ERR_ARG);
-    CHECK_ERR(TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "event_file_flush: event file is NULL");
     CHECK(ts_event_file_close(NULL) == TS_OK);
     CHECK_OK();
 
@@ -160,6 +160,8 @@ static void test_errors(void) {
     ef = ts_event_file_create(path, 1.0);
     CHECK(ts_event_file_write(ef, NULL, 3) == TS_ERR_ARG);
     CHECK_ERR(TS_ERR_ARG);
+    CHECK(ts_event_file_write(ef, NULL, 1) == TS_ERR_ARG); /* one byte from nowhere: refused */
+    CHECK_ERR_HAS(TS_ERR_ARG, "event_file_write: event is NULL");
     CHECK(ts_event_file_close(ef) == TS_OK);
     remove(path);
 }
