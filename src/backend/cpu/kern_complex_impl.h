@@ -23,11 +23,31 @@ static inline VF FN(vld)(const FT *p) {
     return v;
 }
 static inline void FN(vst)(FT *p, VF v) { memcpy(p, &v, sizeof v); }
-static inline VF FN(vmul)(VF a, VF b) {
-    const VF t1 = __builtin_shuffle(a, DUP_RE) * b;
-    const VF t2 = __builtin_shuffle(a, DUP_IM) * __builtin_shuffle(b, SWAP);
-    return __builtin_shuffle(t1 - t2, t1 + t2, BLEND);
+#if defined(__clang__)
+/* clang has no __builtin_shuffle with a vector mask: lane by lane (the same values) */
+static inline VF FN(shuf1)(VF a, VI m) {
+    VF r;
+    for (int i = 0; i < W; i++) r[i] = a[m[i]];
+    return r;
 }
+static inline VF FN(shuf2)(VF a, VF b, VI m) {
+    VF r;
+    for (int i = 0; i < W; i++) r[i] = m[i] < W ? a[m[i]] : b[m[i] - W];
+    return r;
+}
+#define CX_SHUF1(a, m)    FN(shuf1)(a, m)
+#define CX_SHUF2(a, b, m) FN(shuf2)(a, b, m)
+#else
+#define CX_SHUF1(a, m)    __builtin_shuffle(a, m)
+#define CX_SHUF2(a, b, m) __builtin_shuffle(a, b, m)
+#endif
+static inline VF FN(vmul)(VF a, VF b) {
+    const VF t1 = CX_SHUF1(a, DUP_RE) * b;
+    const VF t2 = CX_SHUF1(a, DUP_IM) * CX_SHUF1(b, SWAP);
+    return CX_SHUF2(t1 - t2, t1 + t2, BLEND);
+}
+#undef CX_SHUF1
+#undef CX_SHUF2
 
 /* one element at byte pointers */
 static inline void FN(one)(ts_binary_op op, char *o, const char *x, const char *y) {
