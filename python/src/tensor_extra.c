@@ -52,7 +52,7 @@ static PyObject *forward(const char *name, PyObject *self, PyObject *args, PyObj
     X(new_empty_strided, "new_empty_strided(size, stride, *, dtype=None, device=None)")            \
     X(angle, "angle(): 0 or pi (real input; NaN stays NaN)")                                       \
     X(untyped_storage, "untyped_storage(): the bytes of the whole storage (shared)")               \
-    X(storage, "storage(): the whole storage as elements of the tensor's dtype (shared)")        \
+    X(storage, "storage(): the whole storage as elements of the tensor's dtype (shared)")          \
     X(retain_grad, "retain_grad(): a non-leaf keeps its .grad after backward, as a leaf does")
 
 #define DEF(name, doc) FORWARD(name)

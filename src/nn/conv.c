@@ -409,19 +409,19 @@ static ts_tensor *conv2d_cropped(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_co
                      &start[i], &len[i], &pad[i]))
             cut = true;
     }
+    if (!cut) return conv2d_op(x, w, b, o);
     /* the cut kernel covers the whole unpadded input: one output position, a matrix product
      * (stage 4's 3x3 convolutions at 1x1, stage 3's stride-2 entry at 2x2). Only a cut one: an
      * uncut kernel that covers its input (a 1x1 convolution after a global pool) stays conv2d's,
      * whose bits the ONNX blocked-layout rewrite reproduces (test_onnx_blocked_rewrite). */
     const int64_t n = lead ? x->shape.dims[0] : 0, h = x->shape.dims[lead + 1],
                   wd = x->shape.dims[lead + 2];
-    const bool whole = cut && lead && n > 0 && groups == 1 && pad[0] == 0 && pad[1] == 0 && len[0] == h &&
+    const bool whole = lead && n > 0 && groups == 1 && pad[0] == 0 && pad[1] == 0 && len[0] == h &&
                        len[1] == wd && (len[0] == 1 || o.dilation[0] <= 1) &&
                        (len[1] == 1 || o.dilation[1] <= 1);
-    if (!cut) return conv2d_op(x, w, b, o);
     ts_scope_begin();
     ts_tensor *wn =
-        !cut ? w : ts_contiguous(ts_narrow(ts_narrow(w, 2, start[0], len[0]), 3, start[1], len[1]));
+        ts_contiguous(ts_narrow(ts_narrow(w, 2, start[0], len[0]), 3, start[1], len[1]));
     ts_tensor *y = NULL;
     if (wn && whole) {
         const int64_t oc = w->shape.dims[0];
