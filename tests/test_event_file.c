@@ -3,6 +3,7 @@
  * first record's file_version, buffering until flush, records past the auto-flush size, and the
  * error paths. */
 #define _XOPEN_SOURCE 700
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,11 +167,59 @@ static void test_errors(void) {
     remove(path);
 }
 
+/* The descriptor open on path (found through /proc/self/fd), -1 if none. */
+static int fd_of(const char *path) {
+    for (int fd = 3; fd < 1024; fd++) {
+        char link[64], target[512];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 0) continue;
+        target[n] = 0;
+        if (strcmp(target, path) == 0) return fd;
+    }
+    return -1;
+}
+
+/* A write that fails (the file's descriptor pointed at /dev/full): flush and close report it,
+ * TS_ERR_IO naming the call, and close still frees the handle. */
+static void test_write_failure(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/full", tmpdir);
+    for (int closing = 0; closing < 2; closing++) {
+        ts_event_file *ef = ts_event_file_create(path, 1.0);
+        CHECK(ef != NULL);
+        char real[512];
+        const int fd = ef && realpath(path, real) ? fd_of(real) : -1;
+        const int full = open("/dev/full", O_WRONLY);
+        if (fd < 0 || full < 0) {
+            if (full >= 0) close(full);
+            ts_event_file_close(ef);
+            remove(path);
+            printf("no /proc/self/fd or /dev/full: the write failure is not tested\n");
+            return;
+        }
+        CHECK(dup2(full, fd) == fd);
+        close(full);
+        CHECK(ts_event_file_write(ef, "\x10\x01", 2) == TS_OK); /* buffered */
+        if (closing) {
+            CHECK(ts_event_file_close(ef) == TS_ERR_IO);
+            CHECK_ERR_HAS(TS_ERR_IO, "event_file_close: writing");
+        } else {
+            CHECK(ts_event_file_flush(ef) == TS_ERR_IO);
+            CHECK_ERR_HAS(TS_ERR_IO, "event_file_flush: writing");
+            ts_event_file_close(ef);
+            ts_error_clear();
+        }
+        remove(path);
+    }
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ts_event_file_XXXXXX");
     if (!mkdtemp(tmpdir)) return ts_test_skip("cannot create a scratch folder");
     test_roundtrip();
     test_errors();
+    test_write_failure();
     rmdir(tmpdir);
     return ts_test_finish();
 }

@@ -3,9 +3,9 @@
  * complex128 against a DFT summed in long double with exact twiddles (e^(2 pi i r / n) for r =
  * j k mod n, from a table in long double), over lengths that reach every radix pass (4, 2, 3, 5,
  * the generic odd one), Bluestein (prime factors above TSI_FFT_MAX_RADIX) and the real-even split;
- * several lines, a dim that is not last, strided input and output, a round trip, the ignored
- * imaginary parts of C2R, and allocation failures (false, nothing written). Where a GPU is
- * present, the CUDA slot (cuFFT) goes through the same length and layout checks.
+ * several lines, whole vector groups, a dim that is not last, strided input and output, a round
+ * trip, the ignored imaginary parts of C2R, and allocation failures (false, nothing written).
+ * Where a GPU is present, the CUDA slot (cuFFT) goes through the same length and layout checks.
  *
  * Tolerance, per output element: |err| <= C * eps * L * sqrt(n) * max|x|, C = 5, eps the dtype's
  * machine epsilon, L = log2(n) + 1 (the passes each output goes through; 3 (log2(m) + 1) for
@@ -248,6 +248,31 @@ static void test_strided(void) {
     }
 }
 
+/* whole vector groups (fft_lines_vec.c: 8 float32 or 4 float64 lines) in each of their gathers
+ * and scatters, and a last partial group: 19 contiguous lines (float32 pairs by 8 x 8
+ * transposes; element counts not a multiple of 4 leave a tail), and dim 0 of [n, 19] (neighbouring
+ * lines: complex pairs deinterleaved, the packed reals of R2C and C2R read and written as rows),
+ * for a FACTORS plan with an odd number of passes (32: 2 4 4, so the result ends in the work
+ * buffer), an even one (16), a generic radix (30, 98) and Bluestein (97) */
+static void test_groups(void) {
+    const int64_t ns[] = {16, 30, 32, 97, 98}, L = 19;
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        const int64_t n = ns[i], half = n / 2 + 1;
+        for (int d = 0; d < 2; d++) {
+            const bool dbl = d == 1;
+            check(TS_FFT_C2C, dbl, n, L, true, 1.0, rows(n, n), "c2c groups");
+            check(TS_FFT_C2C, dbl, n, L, false, 0.5, rows(n, n), "c2c groups");
+            check(TS_FFT_R2C, dbl, n, L, true, 1.0, rows(n, half), "r2c groups");
+            check(TS_FFT_C2R, dbl, n, L, false, 1.0 / (double)n, rows(half, n), "c2r groups");
+            const layout cols = {0, L, 1, L, 1};
+            check(TS_FFT_C2C, dbl, n, L, true, 1.0, cols, "c2c dim 0 groups");
+            check(TS_FFT_C2C, dbl, n, L, false, 0.25, cols, "c2c dim 0 groups");
+            check(TS_FFT_R2C, dbl, n, L, true, 1.0, cols, "r2c dim 0 groups");
+            check(TS_FFT_C2R, dbl, n, L, false, 1.0 / (double)n, cols, "c2r dim 0 groups");
+        }
+    }
+}
+
 /* a [3, n, 5] view along dim 1 (15 lines in groups of up to 5 neighbours, split between
  * threads mid-row: n = 600 is enough work for two) into a [5, 3, n]-strided output */
 static void test_3d(void) {
@@ -420,6 +445,7 @@ int main(void) {
     test_plans();
     test_lengths();
     test_strided();
+    test_groups();
     test_3d();
     test_round_trip();
     test_c2r_ignores_imag();
@@ -430,6 +456,7 @@ int main(void) {
         g_be = cuda;
         test_lengths();
         test_strided();
+        test_groups();
     } else {
         ts_test_no_cuda("test_fft_kernel: the cuda fft slot");
     }

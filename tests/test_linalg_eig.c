@@ -309,6 +309,31 @@ static void test_anomaly_names_node(void) {
     ts_scope_end();
 }
 
+/* the complex results are the outputs of PyTorch's node: grad_fn LinalgEigBackward0 (not the view
+ * that makes them complex), plain tensors an in-place op may write, which then fails the backward
+ * as PyTorch's (the node saved them) */
+static void test_grad_fn_name(void) {
+    ts_scope_begin();
+    ts_tensor *A =
+        ts_from_data(TS_SHAPE(2, 2), TS_F64, (const double[]){2, 1, -1, 3}, (ts_opts){0});
+    ts_set_requires_grad(A, true);
+    ts_tensor *V = NULL, *L = ts_linalg_eig(A, &V);
+    CHECK(L && V && ts_grad_fn_name(L) && ts_grad_fn_name(V));
+    CHECK(L && strcmp(ts_grad_fn_name(L), "LinalgEigBackward0") == 0);
+    CHECK(V && strcmp(ts_grad_fn_name(V), "LinalgEigBackward0") == 0);
+    ts_tensor *E = ts_linalg_eigvals(A);
+    CHECK(E && ts_grad_fn_name(E) && strcmp(ts_grad_fn_name(E), "LinalgEigBackward0") == 0);
+    ts_backward(ts_sum(ts_view_as_real(E))); /* the gradients reach the node as complex tensors */
+    CHECK(ts_grad(A) != NULL);
+    CHECK_OK();
+    CHECK(ts_mul_scalar_(L, 2.0) != NULL); /* allowed: L is not a view of anything */
+    CHECK_OK();
+    ts_backward(ts_sum(ts_view_as_real(V)));
+    CHECK_ERR_HAS(TS_ERR_STATE, "modified by an inplace operation");
+    ts_error_clear();
+    ts_scope_end();
+}
+
 /* ------------------------------------------------------------------ allocation failures */
 /* every allocation of the new ops failed in turn (fault_sweep.h): an out-of-memory error that says
  * so, nothing leaked, and the ops succeed once it is cleared */
@@ -389,6 +414,7 @@ int main(void) {
     test_errors();
     test_checkpoint_modified();
     test_anomaly_names_node();
+    test_grad_fn_name();
     ts_scope_end();
     CHECK_OK();
     test_fault_sweep();

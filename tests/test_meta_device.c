@@ -6,7 +6,10 @@
  * with TS_ERR_DEVICE naming the op (item, a copy out, copy_to_host, copy_ into another device),
  * writes into it a no-op; mixing meta with another device refused; the printer's "..." form;
  * data_ptr 0; .npy and safetensors files of meta tensors refused (no file left); a meta parameter
- * given real memory with ts_tensor_set_data. */
+ * given real memory with ts_tensor_set_data; the ops that plan on the host from values (sorting,
+ * quantile, scatter_reduce, take, masked_scatter, searches, linalg beyond the factorizations) give
+ * the cpu's result and gradient shapes and dtypes on meta, and those whose sizes depend on the
+ * values refuse naming the op. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,6 +222,278 @@ static void test_set_data(void) {
     ts_scope_end();
 }
 
+/* ---- ops whose kernels run on the host (sorting, scatter_reduce, searches, linalg beyond the
+ * backend's factorizations): on meta they give the results' shapes and dtypes without values, the
+ * same as the cpu's with values, gradients included */
+typedef struct host_case {
+    const char *name;
+    /* the op on inputs made by in() on device d; *aux: a second result or NULL; *leaf: the input
+     * whose gradient is compared (NULL: none) */
+    ts_tensor *(*run)(ts_device d, ts_tensor **aux, ts_tensor **leaf);
+} host_case;
+
+/* a float32 input: N(0, 1) values on the cpu, none on meta; rg: requires grad */
+static ts_tensor *in(ts_device d, ts_shape s, bool rg) {
+    ts_opts o = {.dtype = TS_F32, .device = d, .requires_grad = rg};
+    if (d.type == TS_META) return ts_empty(s, o);
+    o.requires_grad = false;
+    ts_tensor *t = ts_randn(s, o);
+    if (t && rg) ts_set_requires_grad(t, true);
+    return t;
+}
+/* an int64 index in [0, hi) */
+static ts_tensor *idx_in(ts_device d, ts_shape s, int64_t hi) {
+    ts_opts o = {.dtype = TS_I64, .device = d};
+    return d.type == TS_META ? ts_empty(s, o) : ts_randint(0, hi, s, o);
+}
+/* an upper-triangular float32 matrix batch with a diagonal away from zero (finite solves) */
+static ts_tensor *tri_in(ts_device d, ts_shape s, bool rg) {
+    ts_tensor *t = ts_triu(in(d, s, false), 0);
+    const int64_t n = s.dims[s.ndim - 1];
+    if (d.type != TS_META) t = ts_add(t, ts_full(TS_SHAPE(n), 4.0, (ts_opts){.dtype = TS_F32}));
+    if (d.type != TS_META) t = ts_triu(t, 0);
+    if (t && rg) t = ts_detach(t), ts_set_requires_grad(t, true);
+    return t;
+}
+
+static ts_tensor *c_sort(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    return ts_sort(*leaf = in(d, TS_SHAPE(3, 5, 2), true), 1, true, false, aux);
+}
+static ts_tensor *c_argsort(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux, (void)leaf;
+    return ts_argsort(in(d, TS_SHAPE(4, 6), false), 0, false, true);
+}
+static ts_tensor *c_msort(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux;
+    return ts_msort(*leaf = in(d, TS_SHAPE(4, 3), true));
+}
+static ts_tensor *c_topk(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    return ts_topk(*leaf = in(d, TS_SHAPE(2, 7, 3), true), 2, 1, true, true, aux);
+}
+static ts_tensor *c_kthvalue(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    return ts_kthvalue(*leaf = in(d, TS_SHAPE(3, 5), true), 2, -1, false, aux);
+}
+static ts_tensor *c_kthvalue_keep(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    return ts_kthvalue(*leaf = in(d, TS_SHAPE(3, 5), true), 3, 0, true, aux);
+}
+static ts_tensor *c_median_dim(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    return ts_median_dim(*leaf = in(d, TS_SHAPE(2, 3, 4), true), 1, false, aux);
+}
+static ts_tensor *c_nanmedian_dim(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    return ts_nanmedian_dim(*leaf = in(d, TS_SHAPE(2, 3, 4), true), 2, true, aux);
+}
+static ts_tensor *c_median(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux;
+    return ts_median(*leaf = in(d, TS_SHAPE(3, 4), true));
+}
+static ts_tensor *c_mode(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    return ts_mode(*leaf = in(d, TS_SHAPE(4, 5), true), 0, false, aux);
+}
+static ts_tensor *c_sort_0dim(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    return ts_sort(*leaf = in(d, TS_SHAPE(), true), 0, false, false, aux);
+}
+static ts_tensor *c_quantile(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux;
+    const ts_opts o = {.dtype = TS_F32, .device = d};
+    ts_tensor *q = d.type == TS_META ? ts_empty(TS_SHAPE(3), o) : ts_rand(TS_SHAPE(3), o);
+    return ts_quantile(*leaf = in(d, TS_SHAPE(4, 6), true), q, 0, true, 1, true, "linear");
+}
+static ts_tensor *c_scatter_reduce(ts_device d, ts_tensor **aux, ts_tensor **leaf, const char *r,
+                                   bool self) {
+    (void)aux;
+    ts_tensor *t = *leaf = in(d, TS_SHAPE(4, 3), true);
+    return ts_scatter_reduce(t, 0, idx_in(d, TS_SHAPE(6, 3), 4), in(d, TS_SHAPE(6, 3), false), r,
+                             self);
+}
+static ts_tensor *c_scatter_sum(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    return c_scatter_reduce(d, aux, leaf, "sum", true);
+}
+static ts_tensor *c_scatter_mean(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    return c_scatter_reduce(d, aux, leaf, "mean", false);
+}
+static ts_tensor *c_scatter_amax(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    return c_scatter_reduce(d, aux, leaf, "amax", false);
+}
+static ts_tensor *c_scatter_prod(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    return c_scatter_reduce(d, aux, leaf, "prod", true);
+}
+static ts_tensor *c_scatter_src(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux; /* the source's gradient */
+    ts_tensor *src = *leaf = in(d, TS_SHAPE(2, 5), true);
+    return ts_scatter_reduce(in(d, TS_SHAPE(3, 5), false), 0, idx_in(d, TS_SHAPE(2, 5), 3), src,
+                             "amin", true);
+}
+static ts_tensor *c_take(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux;
+    return ts_take(*leaf = in(d, TS_SHAPE(3, 4), true), idx_in(d, TS_SHAPE(2, 5), 12));
+}
+static ts_tensor *c_masked_scatter(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux;
+    ts_tensor *mask = ts_gt_scalar(in(d, TS_SHAPE(3, 4), false), 0);
+    return ts_masked_scatter(*leaf = in(d, TS_SHAPE(3, 4), true), mask, in(d, TS_SHAPE(12), false));
+}
+static ts_tensor *c_searchsorted(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux, (void)leaf;
+    ts_tensor *seq = ts_sort(in(d, TS_SHAPE(2, 5), false), -1, false, false, NULL);
+    return ts_searchsorted(seq, in(d, TS_SHAPE(2, 3), false), true, false, NULL);
+}
+static ts_tensor *c_isin(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux, (void)leaf;
+    return ts_isin(idx_in(d, TS_SHAPE(2, 3), 5), idx_in(d, TS_SHAPE(4), 5), false, true);
+}
+static ts_tensor *c_histc(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux, (void)leaf;
+    return ts_histc(in(d, TS_SHAPE(10), false), 7, 0, 0);
+}
+static ts_tensor *c_solve_tri(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux;
+    ts_tensor *A = tri_in(d, TS_SHAPE(2, 3, 3), false);
+    return ts_linalg_solve_triangular(A, *leaf = in(d, TS_SHAPE(2, 4, 3), true), true, false,
+                                      false);
+}
+static ts_tensor *c_solve_tri_A(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux;
+    ts_tensor *A = *leaf = tri_in(d, TS_SHAPE(3, 3), true);
+    return ts_linalg_solve_triangular(A, in(d, TS_SHAPE(2, 3, 2), false), true, true, false);
+}
+static ts_tensor *c_cholesky_solve(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux;
+    ts_tensor *L = ts_transpose(tri_in(d, TS_SHAPE(3, 3), false), -2, -1);
+    return ts_cholesky_solve(*leaf = in(d, TS_SHAPE(3, 2), true), L, false);
+}
+static ts_tensor *c_cholesky_inverse(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux;
+    return ts_cholesky_inverse(*leaf = tri_in(d, TS_SHAPE(2, 4, 4), true), true);
+}
+static ts_tensor *c_geqrf(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)leaf;
+    return ts_geqrf(in(d, TS_SHAPE(2, 5, 3), false), aux);
+}
+static ts_tensor *c_lu(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    ts_tensor *L = NULL;
+    ts_tensor *P = ts_linalg_lu(*leaf = in(d, TS_SHAPE(2, 4, 3), true), &L, aux);
+    return P && L ? ts_add(ts_sum(L), ts_sum(*aux)) : NULL; /* L and U's gradient */
+}
+static ts_tensor *c_lu_p(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)leaf;
+    return ts_linalg_lu(in(d, TS_SHAPE(3, 5), false), aux, NULL);
+}
+static ts_tensor *c_lu_solve(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux;
+    ts_tensor *piv = NULL, *LU = ts_linalg_lu_factor_ex(in(d, TS_SHAPE(3, 3), false), &piv, NULL);
+    return ts_linalg_lu_solve(LU, piv, *leaf = in(d, TS_SHAPE(2, 3), true), false, true);
+}
+static ts_tensor *c_pinv(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux;
+    return ts_linalg_pinv(*leaf = in(d, TS_SHAPE(2, 4, 3), true), -1, -1, false);
+}
+static ts_tensor *c_matrix_rank(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux, (void)leaf;
+    return ts_linalg_matrix_rank(in(d, TS_SHAPE(3, 4, 2), false), -1, -1, false);
+}
+static ts_tensor *c_nonzero_empty(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux, (void)leaf; /* no elements: an empty result needs no values */
+    return ts_nonzero(in(d, TS_SHAPE(0, 3), false));
+}
+static ts_tensor *c_matrix_exp(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux;
+    return ts_linalg_matrix_exp(*leaf = in(d, TS_SHAPE(2, 3, 3), true));
+}
+
+static bool same_structure(ts_tensor *c, ts_tensor *m) {
+    if (!c || !m) return !c && !m;
+    if (!on_meta(m) || ts_dtype_of(c) != ts_dtype_of(m) ||
+        ts_requires_grad(c) != ts_requires_grad(m))
+        return false;
+    return shape_is(m, ts_shape_of(c));
+}
+
+static void test_host_ops(void) {
+    static const host_case cases[] = {
+        {"sort", c_sort},
+        {"argsort", c_argsort},
+        {"msort", c_msort},
+        {"topk", c_topk},
+        {"kthvalue", c_kthvalue},
+        {"kthvalue keepdim", c_kthvalue_keep},
+        {"median dim", c_median_dim},
+        {"nanmedian dim", c_nanmedian_dim},
+        {"median", c_median},
+        {"mode", c_mode},
+        {"sort 0-dim", c_sort_0dim},
+        {"quantile", c_quantile},
+        {"scatter_reduce sum", c_scatter_sum},
+        {"scatter_reduce mean", c_scatter_mean},
+        {"scatter_reduce amax", c_scatter_amax},
+        {"scatter_reduce prod", c_scatter_prod},
+        {"scatter_reduce src", c_scatter_src},
+        {"take", c_take},
+        {"masked_scatter", c_masked_scatter},
+        {"searchsorted", c_searchsorted},
+        {"isin", c_isin},
+        {"histc", c_histc},
+        {"solve_triangular", c_solve_tri},
+        {"solve_triangular A", c_solve_tri_A},
+        {"cholesky_solve", c_cholesky_solve},
+        {"cholesky_inverse", c_cholesky_inverse},
+        {"geqrf", c_geqrf},
+        {"lu", c_lu},
+        {"lu P", c_lu_p},
+        {"lu_solve", c_lu_solve},
+        {"matrix_exp", c_matrix_exp},
+        {"pinv", c_pinv},
+        {"matrix_rank", c_matrix_rank},
+        {"nonzero empty", c_nonzero_empty},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ts_scope_begin();
+        ts_manual_seed(7);
+        ts_tensor *ca = NULL, *cl = NULL, *ma = NULL, *ml = NULL;
+        ts_tensor *cy = cases[i].run(ts_cpu(), &ca, &cl);
+        const bool cpu_ok = cy && ts_error() == TS_OK;
+        ts_error_clear();
+        ts_tensor *my = cases[i].run(ts_meta(), &ma, &ml);
+        const bool meta_ok = my && ts_error() == TS_OK;
+        if (!cpu_ok || !meta_ok || !same_structure(cy, my) || !same_structure(ca, ma))
+            fprintf(stderr, "  %s: cpu %s, meta %s\n", cases[i].name, cpu_ok ? "ok" : "failed",
+                    meta_ok ? "ok" : ts_error_message());
+        CHECK(cpu_ok && meta_ok);
+        CHECK(same_structure(cy, my));
+        CHECK(same_structure(ca, ma));
+        ts_error_clear();
+        if (cl && ml && ts_requires_grad(cy)) { /* the gradient's shape and dtype */
+            ts_backward(ts_sum(cy));
+            ts_backward(ts_sum(my));
+            CHECK_OK();
+            CHECK(ts_grad(cl) && same_structure(ts_grad(cl), ts_grad(ml)));
+        }
+        ts_scope_end();
+    }
+    /* refusals keep their checks on meta: k out of range, a uint64 sort */
+    ts_scope_begin();
+    ts_tensor *m = ts_empty(TS_SHAPE(3, 4), META);
+    CHECK(ts_topk(m, 5, 1, true, true, NULL) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "topk: selected index k out of range");
+    CHECK(ts_sort(ts_empty(TS_SHAPE(3), (ts_opts){.dtype = TS_U64, .device = ts_meta()}), 0, false,
+                  false, NULL) == NULL);
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "sort: not implemented for 'UInt64'");
+    CHECK(ts_scatter_reduce(m, 0, ts_empty(TS_SHAPE(2, 4), META), m, "sum", true) == NULL);
+    CHECK(ts_error() != TS_OK); /* a float index */
+    ts_error_clear();
+    /* sizes that depend on the values: refused naming the op */
+    ts_tensor *mask = ts_empty(TS_SHAPE(3, 4), (ts_opts){.dtype = TS_BOOL, .device = ts_meta()});
+    CHECK(ts_nonzero(m) == NULL);
+    CHECK_ERR_HAS(TS_ERR_DEVICE, "nonzero: the size of its result depends on the values");
+    CHECK(ts_masked_select(m, mask) == NULL);
+    CHECK_ERR_HAS(TS_ERR_DEVICE, "masked_select: the size of its result depends on the values");
+    CHECK(ts_unique(m, true, false, 0, NULL, NULL) == NULL);
+    CHECK_ERR_HAS(TS_ERR_DEVICE, "unique: the size of its result depends on the values");
+    CHECK(ts_bincount(ts_empty(TS_SHAPE(4), (ts_opts){.dtype = TS_I64, .device = ts_meta()}), NULL,
+                      0) == NULL);
+    CHECK_ERR_HAS(TS_ERR_DEVICE, "bincount: the size of its result depends on the values");
+    ts_scope_end();
+}
+
 int main(void) {
     if (ts_device_count(TS_SIM) < 1) ts_sim_configure(2, 0);
     ts_mem_stats before, after;
@@ -232,6 +507,7 @@ int main(void) {
     test_print();
     test_files_refused();
     test_set_data();
+    test_host_ops();
     ts_memory_stats(ts_cpu(), &after);
     CHECK_EQ(after.live_tensors, before.live_tensors);
     CHECK_EQ(ts_scope_depth(), 0);

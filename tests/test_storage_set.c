@@ -58,7 +58,9 @@ static void test_set_tensor(ts_device dev) {
     /* set_(y, y) leaves y as it was: not a view, so an in-place op whose operand requires grad
      * is still allowed on it (as in PyTorch, where y._is_view() stays False) */
     ts_tensor *y = ts_zeros(TS_SHAPE(3), o);
+    const uint64_t v0 = ts_version(y);
     CHECK(ts_set_(y, y) == y && ts_numel(y) == 3);
+    CHECK(ts_version(y) == v0 + 1); /* still a write for PyTorch: y._version goes up */
     CHECK(ts_check_inplace(y, true, "mul_") == TS_OK);
     CHECK(!ts_is_set_to(x, ts_contiguous(src)));
     CHECK(!ts_is_set_to(x, ts_narrow(src, 0, 0, 2)));

@@ -19,6 +19,10 @@ sys.modules['_fakeC'] = fake
 src = src.replace('from . import _C', 'import _fakeC as _C')
 M = types.ModuleType('mine'); exec(compile(src, 'mine', 'exec'), M.__dict__)
 M._grad = torch.autograd.grad; M._enable_grad = torch.enable_grad
+# the double-vjp helper it calls (python/tessera/_double_vjp.py), on the same primitives
+dsrc = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'python', 'tessera', '_double_vjp.py')).read()
+D = types.ModuleType('mine_double_vjp'); exec(compile(dsrc.replace('from . import _C', 'import _fakeC as _C'), 'mine_double_vjp', 'exec'), D.__dict__)
+D._grad = torch.autograd.grad; M._double_vjp = D.double_vjp
 M._set_grad_enabled = torch.set_grad_enabled; M._DOUBLE_BACKWARD = True
 torch.manual_seed(0)
 x = torch.randn(3, dtype=torch.float64); y = torch.randn(2, 3, dtype=torch.float64)

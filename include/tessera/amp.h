@@ -63,7 +63,7 @@ TS_API ts_status ts_grad_scaler_update(ts_grad_scaler *s);
 TS_API ts_status ts_grad_scaler_set_scale(ts_grad_scaler *s,
                                           double new_scale); /* update(new_scale) */
 TS_API double ts_grad_scaler_get_scale(ts_grad_scaler *s);   /* 1.0 when disabled, NAN on error */
-TS_API int ts_grad_scaler_growth_tracker(ts_grad_scaler *s);
+TS_API int ts_grad_scaler_growth_tracker(ts_grad_scaler *s); /* -1 on error */
 /* The processes that skip a step together: step() combines their found-infs (a MAX over the
  * group) so that every rank skips the step, and backs off the scale, or none does (PyTorch's
  * ShardedGradScaler(process_group=)). NULL, the default: the world, once ts_dist_init has made one

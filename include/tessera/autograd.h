@@ -3,7 +3,8 @@
 #ifndef TESSERA_AUTOGRAD_H
 #define TESSERA_AUTOGRAD_H
 
-TS_API void ts_set_requires_grad(ts_tensor *t, bool on);
+/* TS_ERR_DTYPE for an integer tensor, TS_ERR_STATE turning it off on a non-leaf (PyTorch's). */
+TS_API ts_status ts_set_requires_grad(ts_tensor *t, bool on);
 TS_API bool ts_requires_grad(ts_tensor *t);
 TS_API ts_tensor *ts_grad(ts_tensor *t); /* borrowed; NULL when none */
 TS_API ts_status ts_set_grad(ts_tensor *t,
@@ -11,14 +12,16 @@ TS_API ts_status ts_set_grad(ts_tensor *t,
 TS_API bool ts_is_leaf(ts_tensor *t);
 TS_API uint64_t ts_version(ts_tensor *t);         /* bumped by every in-place op on the storage */
 TS_API const char *ts_grad_fn_name(ts_tensor *t); /* "AddBackward0", or NULL for leaves */
-/* Backpropagate from a one-element tensor (gradient 1). */
-TS_API void ts_backward(ts_tensor *loss);
+/* Backpropagate from a one-element tensor (gradient 1). The three forms return ts_error() as the
+ * pass ends: TS_OK when it succeeded and no error is pending (decision 0025; they were void). */
+TS_API ts_status ts_backward(ts_tensor *loss);
 /* Backpropagate from t with the given gradient (same shape as t). */
-TS_API void ts_backward_with(ts_tensor *t, ts_tensor *grad);
+TS_API ts_status ts_backward_with(ts_tensor *t, ts_tensor *grad);
 typedef struct ts_backward_opts {
     bool retain_graph; /* keep saved tensors so backward can run through the graph again */
 } ts_backward_opts;
-TS_API void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o); /* grad NULL: ones */
+TS_API ts_status ts_backward_ex(ts_tensor *t, ts_tensor *grad,
+                                ts_backward_opts o); /* grad NULL: ones */
 /* PyTorch's torch.autograd.grad and backward(inputs=, create_graph=): one backward pass from
  * outputs[0 .. n_outputs) seeded with grad_outputs[i] (NULL entry or array: ones for a
  * one-element real output). With inputs (n_inputs > 0; leaves or tensors made by recorded ops,

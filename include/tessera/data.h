@@ -22,7 +22,7 @@ typedef struct ts_dataset ts_dataset;
 
 /* On failure (NULL, error set) ops->free(ctx) has already been called: ctx never leaks. */
 TS_API ts_dataset *ts_dataset_new(const ts_dataset_ops *ops, void *ctx);
-TS_API int64_t ts_dataset_len(ts_dataset *d);
+TS_API int64_t ts_dataset_len(ts_dataset *d); /* -1 on error */
 TS_API ts_status ts_dataset_get(ts_dataset *d, int64_t index,
                                 ts_sample *out); /* index in [0, len) */
 /* The sample as the loader makes it in `epoch` (ops->get_epoch, else get) */
@@ -36,16 +36,16 @@ typedef enum ts_data_split { TS_SPLIT_TRAIN = 0, TS_SPLIT_TEST } ts_data_split;
 
 /* Samples are the rows (first dim) of x and y (y may be NULL: y becomes an empty i64 tensor).
  * The dataset keeps its own references. */
-TS_API ts_dataset *ts_tensor_dataset(ts_tensor *x, ts_tensor *y);
+TS_API ts_dataset *ts_tensor_dataset_new(ts_tensor *x, ts_tensor *y);
 /* IDX files (plain or .gz): images u8 [N, H, W] -> x u8 [H, W, 1] (HWC), labels u8 [N] -> y i64
  * 0-dim */
-TS_API ts_dataset *ts_idx_dataset(const char *images_path, const char *labels_path);
+TS_API ts_dataset *ts_idx_dataset_new(const char *images_path, const char *labels_path);
 /* MNIST / Fashion-MNIST folder: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]; dir NULL means
  * Debian's /usr/share/datasets/fashion-mnist. Labels must be < 10. */
-TS_API ts_dataset *ts_mnist(const char *dir, ts_data_split split);
+TS_API ts_dataset *ts_mnist_new(const char *dir, ts_data_split split);
 /* CIFAR-10 binary batches (3,073-byte records): data_batch_1..5.bin / test_batch.bin in dir or in
  * dir/cifar-10-batches-bin; x u8 [32, 32, 3] (HWC), y i64 0-dim */
-TS_API ts_dataset *ts_cifar10(const char *dir, ts_data_split split);
+TS_API ts_dataset *ts_cifar10_new(const char *dir, ts_data_split split);
 typedef struct ts_csv_opts {
     int target_column; /* 0-based index of the target column (a zeroed opts: column 0); -1 = last */
     const char *target_name; /* or by header name (overrides target_column) */
@@ -54,7 +54,7 @@ typedef struct ts_csv_opts {
     char delimiter;          /* 0 -> ',' */
 } ts_csv_opts;
 /* numeric columns -> x f32 [features], y i64 0-dim (or f32 [1] for regression) */
-TS_API ts_dataset *ts_csv_dataset(const char *path, ts_csv_opts o);
+TS_API ts_dataset *ts_csv_dataset_new(const char *path, ts_csv_opts o);
 /* Byte-level language modelling: the bytes of a text file, or of every regular file under a folder
  * (sorted paths; symbolic links, hidden names and binary files — any NUL byte — skipped),
  * concatenated. A sample is x = bytes[o, o + context) and y = bytes[o + 1, o + context + 1), both
@@ -67,10 +67,10 @@ typedef struct ts_text_opts {
     double val_fraction; /* 0 -> 0.1 */
     uint64_t seed;       /* the training windows' offsets */
 } ts_text_opts;
-TS_API ts_dataset *ts_text_dataset(const char *path, ts_data_split split, ts_text_opts o);
+TS_API ts_dataset *ts_text_dataset_new(const char *path, ts_data_split split, ts_text_opts o);
 /* root/<class>/<image>: classes are the sorted subfolder names; x u8 [H, W, C]. Available when
  * built with an image library (stb); else TS_ERR_UNSUPPORTED. */
-TS_API ts_dataset *ts_image_folder(const char *root);
+TS_API ts_dataset *ts_image_folder_new(const char *root);
 
 /* =================================================================== transforms */
 /* Randomness of a transform comes from Philox keyed by (seed, epoch, sample index), so a sample's
@@ -97,17 +97,17 @@ TS_API ts_transform *ts_transform_new(ts_transform_fn fn, void *user, void (*fre
 TS_API ts_tensor *ts_transform_apply(ts_transform *t, ts_tensor *x, const ts_transform_ctx *c);
 TS_API void ts_transform_free(ts_transform *t); /* NULL-safe; frees composed children */
 /* u8 HWC -> f32 CHW / 255 (other dtypes: converted to f32, layout kept) */
-TS_API ts_transform *ts_to_tensor(void);
+TS_API ts_transform *ts_to_tensor_new(void);
 /* per channel (dim 0 of CHW): (x - mean[c]) / std[c] */
-TS_API ts_transform *ts_normalize(int channels, const float *mean, const float *std);
-TS_API ts_transform *ts_normalize3(float m0, float m1, float m2, float s0, float s1, float s2);
+TS_API ts_transform *ts_normalize_new(int channels, const float *mean, const float *std);
+TS_API ts_transform *ts_normalize3_new(float m0, float m1, float m2, float s0, float s1, float s2);
 /* on CHW or HWC-u8 images: pad by `padding` zeros each side, then crop size x size at random */
-TS_API ts_transform *ts_random_crop(int size, int padding);
-TS_API ts_transform *ts_random_hflip(double p);
+TS_API ts_transform *ts_random_crop_new(int size, int padding);
+TS_API ts_transform *ts_random_hflip_new(double p);
 /* applies each in order; takes ownership of the given transforms (also when it fails). Child i
  * draws with seed + i * 0x9E3779B97F4A7C15, so a crop and a flip in one compose are independent.
  * The built-ins work on cpu tensors. */
-TS_API ts_transform *ts_compose(int n, ts_transform *const *ts);
+TS_API ts_transform *ts_compose_new(int n, ts_transform *const *ts);
 
 /* =================================================================== samplers */
 /* PyTorch's DistributedSampler: the seeded permutation of the epoch (the loader's own shuffle for
@@ -122,7 +122,7 @@ typedef struct ts_distributed_sampler_opts {
     bool drop_last;
 } ts_distributed_sampler_opts;
 typedef struct ts_sampler ts_sampler;
-TS_API ts_sampler *ts_distributed_sampler(int64_t dataset_len, ts_distributed_sampler_opts o);
+TS_API ts_sampler *ts_distributed_sampler_new(int64_t dataset_len, ts_distributed_sampler_opts o);
 TS_API int64_t ts_sampler_len(ts_sampler *s); /* indices per epoch for this replica */
 TS_API ts_status ts_sampler_set_epoch(ts_sampler *s, int64_t epoch);
 /* this replica's indices of the current epoch into out (room for ts_sampler_len) */
@@ -170,5 +170,22 @@ TS_API int64_t ts_loader_epoch(ts_loader *l);
  * batches before it are skipped without being made. */
 TS_API ts_status ts_loader_set_position(ts_loader *l, int64_t epoch, int64_t batch);
 TS_API void ts_loader_free(ts_loader *l); /* stops workers cleanly, also mid-epoch; NULL-safe */
+
+/* The 0.1 names of the constructors above, kept as aliases for the 0.x series and removed at
+ * 1.0 (decision 0025: a constructor is ts_<type>_new). Each does what its new name does. */
+TS_API ts_dataset *ts_tensor_dataset(ts_tensor *x, ts_tensor *y);
+TS_API ts_dataset *ts_idx_dataset(const char *images_path, const char *labels_path);
+TS_API ts_dataset *ts_mnist(const char *dir, ts_data_split split);
+TS_API ts_dataset *ts_cifar10(const char *dir, ts_data_split split);
+TS_API ts_dataset *ts_csv_dataset(const char *path, ts_csv_opts o);
+TS_API ts_dataset *ts_text_dataset(const char *path, ts_data_split split, ts_text_opts o);
+TS_API ts_dataset *ts_image_folder(const char *root);
+TS_API ts_transform *ts_to_tensor(void);
+TS_API ts_transform *ts_normalize(int channels, const float *mean, const float *std);
+TS_API ts_transform *ts_normalize3(float m0, float m1, float m2, float s0, float s1, float s2);
+TS_API ts_transform *ts_random_crop(int size, int padding);
+TS_API ts_transform *ts_random_hflip(double p);
+TS_API ts_transform *ts_compose(int n, ts_transform *const *ts);
+TS_API ts_sampler *ts_distributed_sampler(int64_t dataset_len, ts_distributed_sampler_opts o);
 
 #endif /* TESSERA_DATA_H */

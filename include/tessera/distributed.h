@@ -47,7 +47,7 @@ TS_API const char *ts_dist_describe(void);
  * ranks outside it (where collectives on it are TS_ERR_ARG). Freed by ts_dist_finalize or
  * ts_dist_group_free. NULL means the world in every function below. */
 typedef struct ts_dist_group ts_dist_group;
-TS_API ts_dist_group *ts_dist_new_group(const int *ranks,
+TS_API ts_dist_group *ts_dist_group_new(const int *ranks,
                                         int n); /* group ranks: sorted world ranks */
 TS_API void ts_dist_group_free(ts_dist_group *g);
 TS_API int ts_dist_group_rank(ts_dist_group *g); /* this process's rank in g, -1 outside it */
@@ -121,8 +121,9 @@ typedef struct ts_ddp_opts {
  * shapes (error naming the rank and both shapes), then broadcasts parameters and buffers from the
  * group's first rank. During backward each bucket of gradients (reverse registration order) is
  * all-reduced and averaged as soon as all its gradients are ready, while the rest of backward runs.
- * On failure the module is freed and NULL returned. */
-TS_API ts_module *ts_ddp(ts_module *module, ts_ddp_opts o);
+ * On failure the module is freed and NULL returned, unless it already belongs to another module
+ * (TS_ERR_ARG, "already belongs"): that one keeps it. */
+TS_API ts_module *ts_ddp_new(ts_module *module, ts_ddp_opts o);
 TS_API ts_module *ts_ddp_module(ts_module *ddp); /* the wrapped module (borrowed): save this one */
 /* Gradient accumulation: forwards inside no_sync reduce nothing in their backward; the first
  * backward after it reduces the accumulated gradients (torch's `with ddp.no_sync():`). */
@@ -185,9 +186,10 @@ typedef struct ts_fsdp_opts {
  * whose storage the module's parameter tensors become slices of (their handles stay), and this
  * rank a 1/N shard of it. On failure (a unit that does not exist, a stage out of range, a unit's
  * parameters on different devices or dtypes, a model that differs across ranks) the module is
- * freed, NULL returned and the error names the op and what was wrong. Parameters must be used
+ * freed (unless it already belongs to another module, which keeps it), NULL returned and the
+ * error names the op and what was wrong. Parameters must be used
  * only inside their unit's forward (the root's: anywhere in the model's forward). */
-TS_API ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o);
+TS_API ts_module *ts_fsdp_new(ts_module *module, ts_fsdp_opts o);
 TS_API ts_module *ts_fsdp_module(ts_module *fsdp); /* the wrapped module (borrowed) */
 /* The tensors the optimizer steps: each unit's shard (with decay_groups its two parts, decaying
  * first), a leaf that requires grad, whose .grad backward fills with this rank's part of the
@@ -267,5 +269,11 @@ TS_API ts_status ts_fsdp_save_full(ts_module *fsdp, const char *path);
 typedef void (*ts_grad_hook_fn)(ts_tensor *leaf, void *ctx);
 TS_API int ts_register_post_accumulate_grad_hook(ts_tensor *leaf, ts_grad_hook_fn fn, void *ctx);
 TS_API ts_status ts_remove_grad_hook(ts_tensor *leaf, int handle);
+
+/* The 0.1 names of the constructors above, kept as aliases for the 0.x series and removed at
+ * 1.0 (decision 0025: a constructor is ts_<type>_new). Each does what its new name does. */
+TS_API ts_module *ts_ddp(ts_module *module, ts_ddp_opts o);
+TS_API ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o);
+TS_API ts_dist_group *ts_dist_new_group(const int *ranks, int n);
 
 #endif /* TESSERA_DISTRIBUTED_H */

@@ -155,7 +155,8 @@ TS_API ts_tensor *ts_smooth_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss
 TS_API ts_tensor *ts_bce_with_logits(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
 /* binary_cross_entropy on probabilities (src/nn/loss_bce.c): PyTorch's loss (each log clamped at
  * -100) and gradient (x - t) / max(x (1 - x), 1e-12), finite at x = 0 and 1; target the input's
- * shape, o.weight broadcast to it; o.reduction. */
+ * shape, o.weight broadcast to it; o.reduction. An input or target outside [0, 1] (NaN too) is
+ * refused with TS_ERR_ARG on cpu / sim (PyTorch's message); CUDA does not test it (NaN). */
 TS_API ts_tensor *ts_binary_cross_entropy(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
 /* The other PyTorch losses (src/nn/loss_more.c), composed from differentiable ops: every device,
  * autograd. r is the reduction; errors name the op and the argument (TS_ERR_SHAPE, TS_ERR_DTYPE,
@@ -213,7 +214,8 @@ struct ts_module {
  * (copied) and forward function. Free with ts_module_free. */
 TS_API void *ts_module_alloc(size_t size, const char *type_name, ts_forward_fn forward);
 /* Registers child under name (owned by parent from now on) and returns it. NULL-safe. On failure
- * (bad or clashing name, NULL parent) the child is freed, unless it already belongs to a module. */
+ * (bad or clashing name, NULL parent) the child is freed, unless it already belongs to a module or
+ * is parent's own ancestor (a cycle): then it is left where it was. */
 TS_API void *ts_module_add(ts_module *parent, const char *name, ts_module *child);
 /* Registers a parameter (requires_grad is set; floating leaf tensors only) or a buffer under a name
  * without "."; the same name again replaces the tensor in place. Ownership: outside any scope the
@@ -323,7 +325,10 @@ TS_API ts_module *ts_batch_norm1d_new(int64_t num_features, ts_norm_opts o);
 TS_API ts_module *ts_batch_norm2d_new(int64_t num_features, ts_norm_opts o);
 TS_API ts_module *ts_layer_norm_new(ts_shape normalized_shape, ts_norm_opts o);
 TS_API ts_module *ts_embedding_new(int64_t num_embeddings, int64_t embedding_dim);
-/* children named "0", "1", ... like nn.Sequential */
+/* children named "0", "1", ... like nn.Sequential. Takes over every module given, also when it
+ * fails (a NULL entry: a constructor that failed); one that already belongs to a module stays
+ * there. ts_sequential_append takes over m likewise and returns seq, also on failure (error
+ * pending), as ts_module_to does. */
 TS_API ts_module *ts_sequential_new(int n, ts_module *const *modules);
 TS_API ts_module *ts_sequential_append(ts_module *seq, ts_module *m);
 
@@ -544,9 +549,10 @@ TS_API ts_module *ts_resnet_new(ts_resnet_block block, const int layers[4], ts_r
 /* Checkpointing of the residual blocks, counted over all stages (ts_gpt_checkpoint_blocks's rule).
  */
 TS_API ts_status ts_resnet_checkpoint_blocks(ts_module *resnet, int every);
-TS_API ts_module *ts_resnet18(ts_resnet_config c); /* BasicBlock [2, 2, 2, 2]: 11.7M parameters */
-TS_API ts_module *ts_resnet34(ts_resnet_config c); /* BasicBlock [3, 4, 6, 3]: 21.8M */
-TS_API ts_module *ts_resnet50(ts_resnet_config c); /* Bottleneck [3, 4, 6, 3]: 25.6M */
+/* BasicBlock [2, 2, 2, 2]: 11.7M parameters */
+TS_API ts_module *ts_resnet18_new(ts_resnet_config c);
+TS_API ts_module *ts_resnet34_new(ts_resnet_config c); /* BasicBlock [3, 4, 6, 3]: 21.8M */
+TS_API ts_module *ts_resnet50_new(ts_resnet_config c); /* Bottleneck [3, 4, 6, 3]: 25.6M */
 /* He et al.'s CIFAR ResNets (2016, section 4.2), depth = 6n + 2: conv1 (3x3, width), bn1, relu,
  * layer1..layer3 (n BasicBlocks each, width, 2 width, 4 width channels; the first block of
  * layer2 and layer3 has stride 2), avgpool, fc. Where the shape changes the shortcut is the
@@ -554,8 +560,8 @@ TS_API ts_module *ts_resnet50(ts_resnet_config c); /* Bottleneck [3, 4, 6, 3]: 2
  * block's downsample child is a parameter-free "ShortcutA"); with shortcut_conv, option B
  * (torchvision's downsample.0 / downsample.1). Same init as the ResNets above. ts_resnet20: n 3,
  * 0.27M parameters, about 41M multiply-adds for a 32x32 image. */
-TS_API ts_module *ts_resnet_cifar(int depth, ts_resnet_config c);
-TS_API ts_module *ts_resnet20(ts_resnet_config c);
+TS_API ts_module *ts_resnet_cifar_new(int depth, ts_resnet_config c);
+TS_API ts_module *ts_resnet20_new(ts_resnet_config c);
 
 /* ============================================ recurrent layers (nn.RNN, nn.LSTM, nn.GRU, cells)
  * PyTorch's parameters, names and shapes: per layer l and direction (suffix "_reverse" for the
@@ -595,5 +601,13 @@ TS_API ts_tensor *ts_rnn_forward(ts_module *m, ts_tensor *input, ts_tensor *h0, 
  * h'; *c_out gets c' (LSTMCell). ts_forward(cell, x) returns h' from zero states. */
 TS_API ts_tensor *ts_rnn_cell_forward(ts_module *cell, ts_tensor *input, ts_tensor *hx,
                                       ts_tensor *cx, ts_tensor **c_out);
+
+/* The 0.1 names of the constructors above, kept as aliases for the 0.x series and removed at
+ * 1.0 (decision 0025: a constructor is ts_<type>_new). Each does what its new name does. */
+TS_API ts_module *ts_resnet18(ts_resnet_config c);
+TS_API ts_module *ts_resnet34(ts_resnet_config c);
+TS_API ts_module *ts_resnet50(ts_resnet_config c);
+TS_API ts_module *ts_resnet_cifar(int depth, ts_resnet_config c);
+TS_API ts_module *ts_resnet20(ts_resnet_config c);
 
 #endif /* TESSERA_NN_H */

@@ -15,8 +15,8 @@
  * Replicas on devices[1..] are copies of the module structs: see docs/PARALLEL.md for the rule this
  * puts on a module's own fields. On failure the module is freed (unless it already belongs to
  * another module) and NULL returned. */
-TS_API ts_module *ts_data_parallel(ts_module *module, const ts_device *devices, int n,
-                                   ts_device output_device);
+TS_API ts_module *ts_data_parallel_new(ts_module *module, const ts_device *devices, int n,
+                                       ts_device output_device);
 TS_API ts_module *ts_data_parallel_module(ts_module *dp); /* the wrapped module (borrowed) */
 
 /* The building blocks (torch.nn.parallel.scatter / gather), both differentiable. */
@@ -27,5 +27,10 @@ TS_API int ts_parallel_scatter(ts_tensor *x, const ts_device *devices, int n, ts
 /* Copies the tensors to `device` and concatenates them along dim 0. When all are 0-dim (a loss per
  * replica) they are stacked into a vector, with PyTorch's warning on stderr (once). */
 TS_API ts_tensor *ts_parallel_gather(ts_tensor *const *ts, int n, ts_device device);
+
+/* The 0.1 names of the constructors above, kept as aliases for the 0.x series and removed at
+ * 1.0 (decision 0025: a constructor is ts_<type>_new). Each does what its new name does. */
+TS_API ts_module *ts_data_parallel(ts_module *module, const ts_device *devices, int n,
+                                   ts_device output_device);
 
 #endif /* TESSERA_PARALLEL_H */

@@ -506,6 +506,29 @@ static PyObject *from_numpy(PyObject *unused, PyObject *arr) {
     return import_buffer(arr, true);
 }
 
+/* __array_wrap__(array, context=None, return_scalar=False): NumPy hands back the result of a
+ * function it ran on the tensor's array (np.exp(t), np.clip(t, 0, 1), np.transpose(t)...).
+ * PyTorch's answer: torch.from_numpy(array), a bool array made uint8 first; context and
+ * return_scalar are ignored (a 0-dim result stays a tensor), as PyTorch does. */
+PyObject *tsp_tensor_array_wrap(PyObject *self, PyObject *args, PyObject *kw) {
+    (void)self;
+    static char *names[] = {"array", "context", "return_scalar", NULL};
+    PyObject *arr, *ctx = Py_None, *scalar = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:__array_wrap__", names, &arr, &ctx, &scalar))
+        return NULL;
+    PyObject *dt = PyObject_GetAttrString(arr, "dtype");
+    PyObject *kind = dt ? PyObject_GetAttrString(dt, "kind") : NULL;
+    Py_XDECREF(dt);
+    if (!kind) return NULL;
+    int is_bool = PyUnicode_Check(kind) && PyUnicode_CompareWithASCIIString(kind, "b") == 0;
+    Py_DECREF(kind);
+    PyObject *a =
+        is_bool ? PyObject_CallMethod(arr, "astype", "s", "uint8") : (Py_INCREF(arr), arr);
+    PyObject *t = a ? from_numpy(NULL, a) : NULL;
+    Py_XDECREF(a);
+    return t;
+}
+
 /* ------------------------------------------------------------------ as_tensor, _data_ptr */
 /* t (a new reference) converted to dtype / device when they differ, else t itself. */
 static PyObject *converted(PyObject *t, PyObject *dtype, PyObject *device) {

@@ -340,6 +340,8 @@ PyMethodDef tsp_tensor_core_methods[] = {
     {"numpy", tsp_tensor_numpy, METH_NOARGS, "a NumPy array (zero-copy on the cpu)"},
     {"__array__", (PyCFunction)(void (*)(void))tsp_tensor_array, METH_VARARGS | METH_KEYWORDS,
      "NumPy's array protocol: numpy(), cast to dtype when given"},
+    {"__array_wrap__", (PyCFunction)(void (*)(void))tsp_tensor_array_wrap,
+     METH_VARARGS | METH_KEYWORDS, "NumPy's result of a function of the tensor: from_numpy"},
     {NULL, NULL, 0, NULL},
 };
 

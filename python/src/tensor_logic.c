@@ -206,8 +206,19 @@ static PyObject *call_addc(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *a[4] = {0};
     double value;
     ts_tensor *t1, *t2, *r;
-    if (tsp_parse_input(self, args, nargs, kw, fn, (const char **)names, 4, 2, a) < 0 ||
-        !(t1 = tsp_tensor_arg(a[1], fn, "tensor1")) ||
+    if (tsp_parse_input(self, args, nargs, kw, fn, (const char **)names, 4, 2, a) < 0) return NULL;
+    if (a[3] && (PyLong_Check(a[1]) || PyFloat_Check(a[1])) && tsp_tensor_of(a[2]) &&
+        tsp_tensor_of(a[3])) { /* torch's deprecated addcmul(input, Number value, t1, t2) */
+        if (PyErr_WarnFormat(PyExc_UserWarning, 1,
+                             "This overload of %s is deprecated: %s(Number value, Tensor tensor1, "
+                             "Tensor tensor2); use %s(Tensor tensor1, Tensor tensor2, *, "
+                             "Number value=1)",
+                             fn, fn, fn) < 0)
+            return NULL;
+        PyObject *v = a[1];
+        a[1] = a[2], a[2] = a[3], a[3] = v;
+    }
+    if (!(t1 = tsp_tensor_arg(a[1], fn, "tensor1")) ||
         !(t2 = tsp_tensor_arg(a[2], fn, "tensor2")) ||
         tsp_scalar_arg(a[3], 1.0, &value, fn, "value") < 0 || tsp_enter())
         return NULL;

@@ -270,6 +270,32 @@ static ts_tensor *div_rounding(PyObject *x, PyObject *other, PyObject *mode_obj)
     return r;
 }
 
+/* torch's deprecated overloads, still accepted (with a warning): add(Number alpha, Tensor other)
+ * and sub(...), the pair given positionally in that order, swapped here; and two numbers
+ * add(Number other, Number alpha), made the one number other * alpha (*prod, a new reference the
+ * caller releases). -1 on error. */
+static int deprecated_alpha(PyObject **other, PyObject **alpha, int positional, const char *fn,
+                            PyObject **prod) {
+    *prod = NULL;
+    if (!*alpha || tsp_tensor_of(*other)) return 0;
+    int num_other = PyLong_Check(*other) || PyFloat_Check(*other);
+    if (positional && num_other && tsp_tensor_of(*alpha)) {
+        if (PyErr_WarnFormat(PyExc_UserWarning, 1,
+                             "This overload of %s is deprecated: %s(Number alpha, Tensor other); "
+                             "use %s(Tensor other, *, Number alpha=1)",
+                             fn, fn, fn) < 0)
+            return -1;
+        PyObject *t = *other;
+        *other = *alpha, *alpha = t;
+        return 0;
+    }
+    if (num_other && (PyLong_Check(*alpha) || PyFloat_Check(*alpha))) {
+        if (!(*prod = PyNumber_Multiply(*other, *alpha))) return -1;
+        *other = *prod, *alpha = NULL;
+    }
+    return 0;
+}
+
 /* op(input, other, alpha=1) (div: rounding_mode=None too) */
 static PyObject *call_binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
                              const binop *op) {
@@ -288,6 +314,15 @@ static PyObject *call_binary(PyObject *self, PyObject *const *args, Py_ssize_t n
         }
         ts_tensor *res = div_rounding(a[0], a[1], a[3]);
         return res ? tsp_wrap(res) : NULL;
+    }
+    PyObject *prod = NULL;
+    if ((op == &op_add || op == &op_sub) && tsp_tensor_of(a[0]) &&
+        deprecated_alpha(&a[1], &a[2], nargs >= (self ? 2 : 3), op->name, &prod) < 0)
+        return NULL;
+    if (prod) {
+        PyObject *res = or_type_error(binary(a[0], prod, op), op->name, "", prod);
+        Py_DECREF(prod);
+        return res;
     }
     if (!tsp_tensor_of(a[0]) && !tsp_tensor_of(a[1])) {
         PyErr_Format(PyExc_TypeError, "%s(): argument 'input' must be Tensor, not %.100s", op->name,
@@ -328,6 +363,15 @@ static PyObject *call_inplace(PyObject *self, PyObject *const *args, Py_ssize_t 
         TSP_NOGIL(res = ts_copy_(T(self), q));
         tsp_drop(q);
         return tsp_inplace_result(self, res);
+    }
+    PyObject *prod = NULL;
+    if ((op == &op_add || op == &op_sub) &&
+        deprecated_alpha(&a[0], &a[1], nargs >= 2, op->name, &prod) < 0)
+        return NULL;
+    if (prod) {
+        PyObject *res = or_type_error(inplace(self, prod, op), op->name, "_", prod);
+        Py_DECREF(prod);
+        return res;
     }
     if (a[1]) { /* alpha: self += alpha * other, through the out-of-place op and copy_ */
         double alpha;

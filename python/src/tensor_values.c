@@ -203,9 +203,31 @@ static PyObject *m_format(PyObject *self, PyObject *spec) {
     return r;
 }
 
-/* copy.deepcopy(t): a new leaf with copied storage, the same requires_grad, type and attributes */
+/* A new meta leaf of that size and stride (a view of a meta storage just large enough); NULL with
+ * the error set. Strides are >= 0 (the caller checks). */
+static ts_tensor *meta_strided(ts_dtype dt, ts_shape size, const int64_t *stride, bool rg) {
+    int64_t extent = 1; /* elements the layout spans */
+    for (int d = 0; d < size.ndim; d++)
+        extent = size.dims[d] == 0 || extent == 0 ? 0 : extent + (size.dims[d] - 1) * stride[d];
+    ts_tensor *base = ts_empty(TS_SHAPE(extent), (ts_opts){.dtype = dt, .device = ts_meta()});
+    ts_tensor *t = base ? ts_as_strided(base, size, stride, 0) : NULL;
+    ts_release(base);
+    if (t && rg) ts_set_requires_grad(t, true);
+    return t;
+}
+
+/* copy.deepcopy(t): a new leaf with copied storage, the same requires_grad, type and attributes
+ * (a meta tensor: its size and strides, as PyTorch's) */
 static PyObject *m_deepcopy(PyObject *self, PyObject *memo) {
-    ts_tensor *d = ts_detach(T(self)), *c = d ? ts_clone(d) : NULL;
+    ts_tensor *d = NULL, *c = NULL;
+    if (ts_device_of(T(self)).type == TS_META) {
+        ts_tensor *t = T(self);
+        int64_t st[TS_MAX_DIMS];
+        for (int k = 0; k < ts_ndim(t); k++) st[k] = ts_stride(t, k);
+        TSP_NOGIL(c = meta_strided(ts_dtype_of(t), ts_shape_of(t), st, false));
+    } else {
+        d = ts_detach(T(self)), c = d ? ts_clone(d) : NULL;
+    }
     tsp_drop(d);
     if (c && ts_error() == TS_OK) ts_set_requires_grad(c, ts_requires_grad(T(self)));
     PyObject *r = tsp_wrap_as(Py_TYPE(self), c);
@@ -227,10 +249,44 @@ static PyObject *m_deepcopy(PyObject *self, PyObject *memo) {
     return r;
 }
 
+/* a tuple of the ints v[0..n) */
+static PyObject *int_tuple(const int64_t *v, int n) {
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *x = PyLong_FromLongLong((long long)v[i]);
+        if (!x) return Py_DECREF(t), NULL;
+        PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
+}
+
+/* a meta tensor has no values: (tessera._C._rebuild_meta_tensor, (type, dtype name, size, stride,
+ * requires_grad, attributes)), PyTorch's _rebuild_meta_tensor_no_storage with the type added */
+static PyObject *reduce_meta(PyObject *self) {
+    ts_tensor *t = T(self);
+    const ts_shape s = ts_shape_of(t);
+    int64_t st[TS_MAX_DIMS];
+    for (int d = 0; d < s.ndim; d++) st[d] = ts_stride(t, d);
+    PyObject *mod = PyImport_ImportModule("tessera._C");
+    PyObject *fn = mod ? PyObject_GetAttrString(mod, "_rebuild_meta_tensor") : NULL;
+    Py_XDECREF(mod);
+    PyObject *size = fn ? int_tuple(s.dims, s.ndim) : NULL;
+    PyObject *stride = size ? int_tuple(st, s.ndim) : NULL;
+    PyObject *dict = ((tsp_tensor *)self)->dict;
+    PyObject *r =
+        stride ? Py_BuildValue("O(OsOOOO)", fn, (PyObject *)Py_TYPE(self),
+                               ts_dtype_name(ts_dtype_of(t)), size, stride,
+                               ts_requires_grad(t) ? Py_True : Py_False, dict ? dict : Py_None)
+               : NULL;
+    Py_XDECREF(fn), Py_XDECREF(size), Py_XDECREF(stride);
+    return r;
+}
+
 /* pickle: (tessera._C._rebuild_tensor, (type, values as nested lists, dtype name, device,
  * requires_grad, attributes)); the values are exact in every dtype (f16/bf16 widen to double) */
 static PyObject *m_reduce_ex(PyObject *self, PyObject *protocol) {
     (void)protocol;
+    if (ts_device_of(T(self)).type == TS_META) return reduce_meta(self);
     PyObject *mod = PyImport_ImportModule("tessera._C");
     PyObject *fn = mod ? PyObject_GetAttrString(mod, "_rebuild_tensor") : NULL;
     Py_XDECREF(mod);
@@ -270,6 +326,44 @@ static PyObject *f_rebuild_tensor(PyObject *mod, PyObject *const *a, Py_ssize_t 
     return r;
 }
 
+/* _rebuild_meta_tensor(type, dtype, size, stride, requires_grad, attributes): a meta tensor of
+ * that size and stride (a view of a meta storage just large enough), a leaf */
+static PyObject *f_rebuild_meta_tensor(PyObject *mod, PyObject *const *a, Py_ssize_t n) {
+    (void)mod;
+    const char *fn = "_rebuild_meta_tensor";
+    ts_dtype dt = TS_DTYPE_DEFAULT;
+    ts_shape size, stride;
+    bool rg;
+    if (n != 6 || !PyType_Check(a[0]) || !PyType_IsSubtype((PyTypeObject *)a[0], tsp_tensor_type)) {
+        PyErr_SetString(PyExc_TypeError, "_rebuild_meta_tensor(): bad arguments");
+        return NULL;
+    }
+    if (tsp_dtype_arg(a[1], &dt, fn, "dtype") < 0 || tsp_shape_arg(a[2], &size, fn, "size") < 0 ||
+        tsp_shape_arg(a[3], &stride, fn, "stride") < 0 ||
+        tsp_bool_arg(a[4], false, &rg, fn, "requires_grad") < 0)
+        return NULL;
+    if (stride.ndim != size.ndim) {
+        PyErr_SetString(PyExc_ValueError,
+                        "_rebuild_meta_tensor(): size and stride differ in length");
+        return NULL;
+    }
+    for (int d = 0; d < size.ndim; d++) {
+        if (size.dims[d] < 0 || stride.dims[d] < 0) {
+            PyErr_SetString(PyExc_ValueError, "_rebuild_meta_tensor(): a negative size or stride");
+            return NULL;
+        }
+    }
+    ts_tensor *t = NULL;
+    TSP_NOGIL(t = meta_strided(dt, size, stride.dims, rg));
+    PyObject *r = t ? tsp_wrap_as((PyTypeObject *)a[0], t) : tsp_wrap(NULL);
+    if (r && a[5] != Py_None) {
+        PyObject *d = PyDict_Copy(a[5]);
+        if (!d) return Py_DECREF(r), NULL;
+        ((tsp_tensor *)r)->dict = d;
+    }
+    return r;
+}
+
 #define FN(f) (PyCFunction)(void (*)(void))(f)
 PyMethodDef tsp_tensor_values_methods[] = {
     {"item", m_item, METH_NOARGS, "the one element as a Python number"},
@@ -281,5 +375,7 @@ PyMethodDef tsp_tensor_values_methods[] = {
 };
 PyMethodDef tsp_tensor_values_functions[] = {
     {"_rebuild_tensor", FN(f_rebuild_tensor), METH_FASTCALL, "pickle's constructor of Tensors"},
+    {"_rebuild_meta_tensor", FN(f_rebuild_meta_tensor), METH_FASTCALL,
+     "pickle's constructor of meta Tensors"},
     {NULL, NULL, 0, NULL},
 };

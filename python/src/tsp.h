@@ -43,6 +43,7 @@ PyObject *tsp_tensor_dlpack(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *tsp_tensor_dlpack_device(PyObject *self, PyObject *unused);
 PyObject *tsp_tensor_numpy(PyObject *self, PyObject *unused);
 PyObject *tsp_tensor_array(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *tsp_tensor_array_wrap(PyObject *self, PyObject *args, PyObject *kw);
 
 /* ------------------------------------------------------------------ errors
  * tessera.TesseraError (a RuntimeError) carries the C library's message and its status name

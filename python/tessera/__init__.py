@@ -90,6 +90,9 @@ from . import multiprocessing  # noqa: E402,F401  (torch.multiprocessing: shared
 from . import func; from .func import vmap  # noqa: E402,E702,F401  (torch.func, torch.vmap)
 from .sparse import sparse_coo_tensor, sparse_coo, smm, spmm  # noqa: E402,F401
 sparse.install(globals())
+# __version__, multiply, range, manual_seed(seed=) (issue 53: the course programs)
+from ._course_aliases import install as _install_course  # noqa: E402
+_install_course(globals())
 # out= on the common ops (issue 53): one wrapper (_out.py) over the functions above; keep it last
 from ._out import install as _install_out, can_cast  # noqa: E402,F401
 _install_out(globals(), (special,))

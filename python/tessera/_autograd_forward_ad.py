@@ -130,20 +130,13 @@ def unpack_dual(tensor, *, level=None):
 
 
 def _tangent(lv, y):
-    from .autograd import grad
+    """y's tangent J t over the level's duals: None when y depends on none of them; zeros when it
+    does only through paths whose gradient does not involve the cotangent"""
+    from ._double_vjp import double_vjp
     duals = [d for d, _ in lv.duals]
     tangents = [t for _, t in lv.duals]
-    u = _C.zeros_like(y).requires_grad_(True)  # the dummy cotangent: J^T u is linear in it
-    gs = grad(y, duals, grad_outputs=u, retain_graph=True, create_graph=True, allow_unused=True)
-    s = None
-    for g, t in zip(gs, tangents):
-        if g is None:
-            continue
-        term = (g * t.to(g.dtype)).sum()
-        s = term if s is None else s + term
-    if s is None or not s.requires_grad:
-        # y depends on no dual, or only through paths whose gradient does not involve u (zero)
-        return None if s is None else _C.zeros_like(y)
     higher = any(t.requires_grad for t in tangents)
-    (jt,) = grad(s, (u,), create_graph=higher, allow_unused=True)
+    first, (jt,) = double_vjp([y], duals, tangents, higher)
+    if all(g is None for g in first):
+        return None
     return _C.zeros_like(y) if jt is None else jt

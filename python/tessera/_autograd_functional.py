@@ -31,6 +31,11 @@ def _grad(*args, **kwargs):
     return grad(*args, **kwargs)
 
 
+def _double_vjp(*args, **kwargs):
+    from ._double_vjp import double_vjp
+    return double_vjp(*args, **kwargs)
+
+
 def _enable_grad():
     from .autograd import enable_grad
     return enable_grad()
@@ -274,10 +279,8 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 
 
 def _jvp_double_back(outputs, inputs, v, strict):
-    grad_outputs = tuple(_zeros_like(out).requires_grad_(True) for out in outputs)
-    grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
-    _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
-    grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=True)
+    _, grad_res = _double_vjp(outputs, inputs, (None,) * len(inputs) if v is None else v, True,
+                              lambda first: _check_requires_grad(first, "grad_inputs", strict))
     return _fill_in_zeros(grad_res, outputs, strict, True, "back_trick")
 
 

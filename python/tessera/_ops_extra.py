@@ -457,6 +457,8 @@ def nonzero_static(input, *, size, fill_value=-1):
     """torch.nonzero_static: nonzero()'s rows, cut or padded with fill_value to size rows"""
     if size < 0:
         raise RuntimeError("nonzero_static(): 'size' must be an non-negative integer")
+    if input.is_meta:  # a static size: the shape needs no values
+        return _C.empty((size, input.ndim), dtype=_C.int64, device=input.device)
     nz = input.nonzero()
     n, nd = nz.shape[0], input.ndim
     if n >= size:
@@ -529,8 +531,9 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
     if input.ndim < 1:
         raise RuntimeError("torch.histogramdd: input tensor should have at least 1 dimension")
     D = input.shape[-1]
-    rows = input.detach().reshape(-1, D).tolist() if D else []
-    wts = weight.detach().flatten().tolist() if weight is not None else None
+    meta = input.is_meta  # no values: the shapes (each dim's edges over its range or [0, 1])
+    rows = input.detach().reshape(-1, D).tolist() if D and not meta else []
+    wts = weight.detach().flatten().tolist() if weight is not None and not meta else None
     if wts is not None and len(wts) != len(rows):
         raise RuntimeError("torch.histogramdd: weight should have shape input.shape[:-1]")
     if isinstance(bins, int):
@@ -563,6 +566,9 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
         edges_t.append(_C.linspace(lo, hi, b + 1, dtype=input.dtype, device=input.device))
+    if meta:
+        nbs = [max(e.shape[0] - 1, 0) for e in edges_t]
+        return _C.empty(nbs, dtype=input.dtype, device=input.device), edges_t
     edges = [e.tolist() for e in edges_t]
     nbs = [max(len(e) - 1, 0) for e in edges]
     total = math.prod(nbs)

@@ -603,6 +603,18 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
     import bisect
     if not input.dtype.is_floating_point:
         raise RuntimeError("\"histogram_cpu\" not implemented for '%s'" % input.dtype)
+    if input.is_meta:  # no values to count: the shapes (bins counts, bins + 1 edges)
+        if isinstance(bins, _C.Tensor):
+            if bins.ndim != 1 or bins.shape[0] < 1:
+                raise RuntimeError("torch.histogram: bins tensor should have one dimension and "
+                                   "at least 1 element")
+            nb = bins.shape[0] - 1
+        elif bins <= 0:
+            raise RuntimeError("torch.histogram(): bins must be > 0, but got %d" % bins)
+        else:
+            nb = bins
+        return (_C.empty(nb, dtype=input.dtype, device=input.device),
+                _C.empty(nb + 1, dtype=input.dtype, device=input.device))
     vals = input.detach().flatten().tolist()
     wts = weight.detach().flatten().tolist() if weight is not None else None
     if wts is not None and len(wts) != len(vals):

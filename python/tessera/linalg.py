@@ -209,21 +209,24 @@ def eigvalsh(A, UPLO="L", *, out=None):
     return _C._linalg_eigh(A, UPLO, False)
 
 
-def _tol(x):
-    """a tolerance: None, a number or a one-element tensor (-1: None for the C call)"""
+def _tol(x, A=None):
+    """a tolerance: None, a number or a one-element tensor (-1: None for the C call); a meta
+    tolerance for a meta A: no value, none needed (only shapes are computed)"""
     if x is None:
         return -1.0
     if isinstance(x, _C.Tensor):
         if x.numel() != 1:
             raise NotImplementedError("linalg: a tensor of tolerances per matrix is not "
                                       "supported; give one number")
+        if x.is_meta and isinstance(A, _C.Tensor) and A.is_meta:
+            return 0.0
         x = x.item()
     return float(x)
 
 
 def lstsq(A, B, rcond=None, *, driver=None, out=None):
     _no_out("lstsq", out)
-    return return_types.linalg_lstsq(*_C._linalg_lstsq(A, B, _tol(rcond), driver))
+    return return_types.linalg_lstsq(*_C._linalg_lstsq(A, B, _tol(rcond, A), driver))
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
@@ -231,7 +234,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
     if rcond is not None:
         rtol = rcond
         atol = 0.0 if atol is None else atol
-    return _C._linalg_pinv(A, _tol(atol), _tol(rtol), hermitian)
+    return _C._linalg_pinv(A, _tol(atol, A), _tol(rtol, A), hermitian)
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
@@ -240,7 +243,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None)
         atol, rtol = tol, 0.0
     per_matrix = [isinstance(t, _C.Tensor) and t.numel() != 1 for t in (atol, rtol)]
     if not any(per_matrix):
-        return _C._linalg_pinv(A, _tol(atol), _tol(rtol), hermitian, True)
+        return _C._linalg_pinv(A, _tol(atol, A), _tol(rtol, A), hermitian, True)
     # tolerances per matrix (tensors broadcast against the batch): compare the singular values
     S = eigvalsh(A).abs() if hermitian else svdvals(A)
     smax = S.amax(-1) if S.shape[-1] else _C.zeros(tuple(S.shape[:-1]), dtype=S.dtype,

@@ -11,6 +11,10 @@ The format is the zip archive `torch.save` has written since PyTorch 1.6:
                                        aligned)
     <archive>/.format_version, .storage_alignment, byteorder, version, .data/serialization_id
 
+A meta tensor has no data and no storage record: it is written as PyTorch writes it,
+torch._utils._rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad), and loads as a
+meta tensor of that size and stride whatever map_location says (PyTorch's behaviour both ways).
+
 Loading is safe by default (`weights_only=True`, PyTorch 2.6+'s default): the unpickler resolves
 only PyTorch's allow-list of globals (tensor rebuilders, storages, dtypes, Size, device,
 OrderedDict, Counter, set, bytearray, complex, _codecs.encode) and what `add_safe_globals` adds;
@@ -306,6 +310,29 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, bac
     return _build_tensor(storage, storage_offset, size, stride, name, bool(requires_grad))
 
 
+def _rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad=False):
+    """a meta tensor (no storage in the file: PyTorch writes none for a meta tensor); it stays on
+    meta whatever map_location says, as in PyTorch"""
+    name = dtype.name if isinstance(dtype, _Dtype) else _dtype_name(dtype)
+    if name in _FOREIGN_DTYPES or name not in _DTYPES:
+        raise _C.UnsupportedError("tessera.load: the checkpoint holds a torch.%s tensor; Tessera "
+                                  "has no %s dtype" % (name, name))
+    size, stride = _check_ints("size", size), _check_ints("stride", stride)
+    if len(size) != len(stride):
+        raise pickle.UnpicklingError("tensor size %s and stride %s differ in length"
+                                     % (size, stride))
+    if any(v < 0 for v in size + stride):
+        raise pickle.UnpicklingError("tensor size %s / stride %s has a negative entry"
+                                     % (size, stride))
+    if len(size) > _MAX_DIMS:
+        raise _C.UnsupportedError("tessera.load: a tensor of %d dimensions; Tessera has at most "
+                                  "%d" % (len(size), _MAX_DIMS))
+    if any(v >= _MAX_BYTES for v in size + stride):
+        raise _C.FormatError("tessera.load: a meta tensor of size %s, stride %s is larger than "
+                             "any memory" % (list(size), list(stride)))
+    return _C._rebuild_meta_tensor(_C.Tensor, name, size, stride, bool(requires_grad), None)
+
+
 def _parameter(data, requires_grad=True):
     from .nn.parameter import Parameter
     if not isinstance(data, _C.Tensor):
@@ -417,7 +444,7 @@ def _allowed():
         "torch._utils._rebuild_device_tensor_from_numpy": _rebuild_device_tensor_from_numpy,
         "torch._utils._rebuild_qtensor": _unsupported("quantized tensor"),
         "torch._utils._rebuild_sparse_tensor": _unsupported("sparse tensor"),
-        "torch._utils._rebuild_meta_tensor_no_storage": _unsupported("meta tensor"),
+        "torch._utils._rebuild_meta_tensor_no_storage": _rebuild_meta_tensor_no_storage,
         "torch._utils._rebuild_wrapper_subclass": _unsupported("tensor subclass"),
         "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
         "torch.storage.UntypedStorage": _StorageType("UntypedStorage", "uint8"),
@@ -1052,6 +1079,8 @@ def _plan(tensors):
             raise _C.UnsupportedError("save(): tensors of dtype %s cannot be written" % dtype)
         shape, stride = tuple(t.shape), tuple(t.stride())
         dev = t.device
+        if dev.type == "meta":  # no storage: _rebuild_meta_tensor_no_storage (_Writer)
+            continue
         n = _extent(shape, stride)
         if dev.type == "cpu" and n > 0 and all(s >= 0 for s in stride):
             ptr = _C._data_ptr(t)
@@ -1136,6 +1165,9 @@ class _Writer(pickle._Pickler):
         return _common_reduce(obj)
 
     def _tensor_reduce(self, t):
+        if t.device.type == "meta":  # no data, no storage: PyTorch's form
+            return (_g("torch._utils", "_rebuild_meta_tensor_no_storage"),
+                    (t.dtype, tuple(t.shape), tuple(t.stride()), bool(t.requires_grad)))
         if id(t) not in self._where:  # made while pickling (a __getstate__'s fresh tensor)
             where, groups = _plan([t])
             for g in groups:

@@ -214,7 +214,7 @@ double ts_grad_scaler_get_scale(ts_grad_scaler *s) {
 
 int ts_grad_scaler_growth_tracker(ts_grad_scaler *s) {
     tsi_init();
-    if (!s) return tsi_error_set(TS_ERR_ARG, "grad_scaler_growth_tracker: scaler is NULL"), 0;
+    if (!s) return tsi_error_set(TS_ERR_ARG, "grad_scaler_growth_tracker: scaler is NULL"), -1;
     if (!s->enabled) return 0;
     return s->growth_tracker ? (int)ts_item(s->growth_tracker) : s->init_growth_tracker;
 }

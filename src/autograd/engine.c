@@ -562,12 +562,14 @@ static ts_status backward_pass(ts_tensor *const *outputs, ts_tensor *const *grad
     return ok ? TS_OK : (ts_error() ? ts_error() : TS_ERR_STATE);
 }
 
-void ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o) {
+/* The status is ts_error() as the pass ends (decision 0025: TS_OK only when nothing failed). */
+ts_status ts_backward_ex(ts_tensor *t, ts_tensor *grad, ts_backward_opts o) {
     tsi_init();
-    if (!tsi_check_input("backward", t, "tensor")) return;
-    if (grad && !tsi_check_input("backward", grad, "gradient")) return;
+    if (!tsi_check_input("backward", t, "tensor")) return ts_error();
+    if (grad && !tsi_check_input("backward", grad, "gradient")) return ts_error();
     pass_ctx p = {0};
     backward_pass(&t, &grad, 1, &p, o.retain_graph);
+    return ts_error();
 }
 
 ts_status ts_autograd_grad(ts_tensor *const *outputs, ts_tensor *const *grad_outputs, int n_outputs,
@@ -626,10 +628,10 @@ ts_status ts_autograd_grad(ts_tensor *const *outputs, ts_tensor *const *grad_out
     return st;
 }
 
-void ts_backward(ts_tensor *loss) { ts_backward_ex(loss, NULL, (ts_backward_opts){0}); }
-void ts_backward_with(ts_tensor *t, ts_tensor *grad) {
-    if (!tsi_check_input("backward", grad, "gradient")) return;
-    ts_backward_ex(t, grad, (ts_backward_opts){0});
+ts_status ts_backward(ts_tensor *loss) { return ts_backward_ex(loss, NULL, (ts_backward_opts){0}); }
+ts_status ts_backward_with(ts_tensor *t, ts_tensor *grad) {
+    if (!tsi_check_input("backward", grad, "gradient")) return ts_error();
+    return ts_backward_ex(t, grad, (ts_backward_opts){0});
 }
 
 ts_status ts_set_grad(ts_tensor *t, ts_tensor *grad) {

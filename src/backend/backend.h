@@ -458,8 +458,10 @@ struct ts_backend {
     /* dst[i] = (dst.dtype) src[i]; same shape; strided; any dtype pair */
     void (*copy)(const ts_backend *be, int index, const ts_kview *dst, const ts_kview *src);
     void (*fill)(const ts_backend *be, int index, const ts_kview *dst, double value);
-    /* out = op(a); same shape; a.dtype == out.dtype except TS_U_LOGICAL_NOT (out TS_BOOL);
-     * float dtypes compute in f32 (f64 for f64); integer dtypes in int64 */
+    /* out = op(a); same shape; a.dtype == out.dtype except TS_U_LOGICAL_NOT (out TS_BOOL) and
+     * TS_U_ABS of a complex64 / complex128 a (out float32 / float64: kernel_math_complex.h's
+     * ts_cabs_f32 / f64; no other op takes a complex a); float dtypes compute in f32 (f64 for
+     * f64); integer dtypes in int64 */
     void (*unary)(const ts_backend *be, int index, ts_unary_op op, const ts_kview *out,
                   const ts_kview *a, double p0, double p1);
     /* out = a op b; a, b already broadcast to out's shape (stride 0) and of one dtype;
@@ -699,6 +701,14 @@ struct ts_backend {
     bool (*graph_launch)(const ts_backend *be, int index, void *graph, uint64_t seed,
                          uint64_t base);
     void (*graph_destroy)(const ts_backend *be, int index, void *graph);
+
+    /* ---- binary_cross_entropy (optional; NULL: the front end composes public ops and checks no
+     * value): out = the unweighted loss of input x and target t (bce_math.h's ts_bce_f / _d); out,
+     * x, t one floating dtype (f16 / bf16 compute in float) and out's shape. Returns bce_math.h's
+     * TS_BCE_BAD_INPUT | TS_BCE_BAD_TARGET for values outside [0, 1] (NaN included), read in the
+     * same pass; only a backend whose kernels finish before they return may have it. */
+    int (*bce)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+               const ts_kview *t);
 };
 
 /* The registry: one backend per device type; NULL when the type is not built or not present. */

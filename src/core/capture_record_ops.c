@@ -336,6 +336,7 @@ void tsi_capture_install_ops(ts_backend *b, const ts_backend *real) {
     b->binary_scalar = rec_binary_scalar;
     b->where = rec_where;
     b->ternary = real->ternary ? rec_ternary : NULL;
+    b->bce = NULL; /* its result is read on the host: a captured loss is composed */
     b->reduce = rec_reduce;
     b->scan = real->scan ? rec_scan : NULL;
     b->matmul = rec_matmul;

@@ -472,22 +472,19 @@ ts_status ts_copy_to_host(ts_tensor *t, void *dst, size_t dst_bytes) {
 }
 
 /* ------------------------------------------------------------------ autograd fields */
-void ts_set_requires_grad(ts_tensor *t, bool on) {
-    if (!tsi_check_input("set_requires_grad", t, "tensor")) return;
-    if (on && !tsi_is_float(t->dtype) && !tsi_is_complex(t->dtype)) {
-        tsi_error_set(TS_ERR_DTYPE,
-                      "set_requires_grad: only tensors of floating point and complex dtype can "
-                      "require gradients, got %s",
-                      tsi_desc(t));
-        return;
-    }
-    if (!on && t->grad_fn) {
-        tsi_error_set(TS_ERR_STATE,
-                      "set_requires_grad: you can only change requires_grad flags of leaf "
-                      "variables");
-        return;
-    }
+ts_status ts_set_requires_grad(ts_tensor *t, bool on) {
+    if (!tsi_check_input("set_requires_grad", t, "tensor")) return ts_error();
+    if (on && !tsi_is_float(t->dtype) && !tsi_is_complex(t->dtype))
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "set_requires_grad: only tensors of floating point and complex dtype "
+                             "can require gradients, got %s",
+                             tsi_desc(t));
+    if (!on && t->grad_fn)
+        return tsi_error_set(TS_ERR_STATE,
+                             "set_requires_grad: you can only change requires_grad flags of leaf "
+                             "variables");
     t->requires_grad = on;
+    return TS_OK;
 }
 bool ts_requires_grad(ts_tensor *t) { return t && t->requires_grad; }
 ts_tensor *ts_grad(ts_tensor *t) { return t ? t->grad : NULL; }

@@ -27,7 +27,7 @@ ts_dataset *ts_dataset_new(const ts_dataset_ops *ops, void *ctx) {
 }
 
 int64_t ts_dataset_len(ts_dataset *d) {
-    if (!d) return tsi_error_set(TS_ERR_ARG, "ts_dataset_len: dataset is NULL"), 0;
+    if (!d) return tsi_error_set(TS_ERR_ARG, "ts_dataset_len: dataset is NULL"), -1;
     return d->ops.len(d->ctx);
 }
 

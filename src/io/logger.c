@@ -240,9 +240,10 @@ ts_status ts_logger_flush(ts_logger *lg) {
     return st != TS_OK ? st : st2;
 }
 
-void ts_logger_close(ts_logger *lg) {
-    if (!lg) return;
-    tsi_wfile_close(&lg->jsonl, "logger_close");
-    tsi_wfile_close(&lg->events, "logger_close");
+ts_status ts_logger_close(ts_logger *lg) {
+    if (!lg) return TS_OK;
+    const ts_status a = tsi_wfile_close(&lg->jsonl, "logger_close");
+    const ts_status b = tsi_wfile_close(&lg->events, "logger_close");
     free(lg);
+    return a != TS_OK ? a : b;
 }

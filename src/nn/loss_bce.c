@@ -9,9 +9,21 @@
  * The composition of the clamped logs (what Python's F.binary_cross_entropy did before) has the
  * same forward but a NaN gradient where an input is exactly 0 or 1 (a float32 sigmoid saturates
  * there past 17): the log's derivative is infinite and the clamp's mask multiplies it by 0.
- * PyTorch's 1e-12 floor keeps that gradient finite. Every step is a public op, so it runs on
- * every device, and the backward is differentiable again (TSI_NODE_TWICE). */
+ * PyTorch's 1e-12 floor keeps that gradient finite. The backward's steps are public ops, so it
+ * runs on every device and is differentiable again (TSI_NODE_TWICE).
+ *
+ * The forward runs the backend's bce kernel where there is one (cpu, sim): the loss of every
+ * element in one pass, which also tests that input and target lie in [0, 1] (NaN not) and refuses
+ * them as PyTorch does ("all elements of input should be between 0 and 1", TS_ERR_ARG; input
+ * before target), without reading them again. Elsewhere the forward is the composition of the
+ * same formula, which tests no value: meta (no values, as PyTorch's meta kernel), a captured step
+ * and an ONNX trace (their ops are recorded, nothing is read on the host), CUDA (PyTorch's check
+ * there is an asynchronous device assert; the composition's logs give NaN for an input outside
+ * [0, 1], a target outside is not tested). */
+#include "autograd/trace.h"
+#include "backend/bce_math.h"
 #include "nn/functional_internal.h"
+#include "ops/elementwise.h"
 
 static const char *OP = "binary_cross_entropy";
 
@@ -54,6 +66,26 @@ static ts_tensor *unweighted(ts_tensor *x, ts_tensor *t) {
     return ts_sub(ts_mul(ts_sub_scalar(t, 1), lq), ts_mul(t, lx));
 }
 
+/* unweighted() in one pass of the backend's bce kernel, with the domain test; NULL with no error
+ * set where there is no kernel to run (the caller composes), NULL with the error for a value
+ * outside [0, 1]. Scope-owned. */
+static ts_tensor *fused(ts_tensor *x, ts_tensor *t) {
+    const ts_backend *be = tsi_be(x);
+    if (!be->bce || tsi_trace_active) return NULL;
+    const ts_dtype dt = tsi_ew_result_type2(x, t); /* (PyTorch refuses two dtypes; Tessera casts) */
+    x = ts_to_dtype(x, dt), t = ts_to_dtype(t, dt);
+    if (!x || !t) return NULL;
+    ts_tensor *out = tsi_own(tsi_new(OP, x->shape, dt, tsi_device(x)));
+    if (!out) return NULL;
+    const ts_kview ko = tsi_kview(out), kx = tsi_kview(x), kt = tsi_kview(t);
+    const int bad = tsi_numel(x->shape) ? be->bce(be, tsi_dev_index(out), &ko, &kx, &kt) : 0;
+    if (bad)
+        return tsi_error_set(TS_ERR_ARG, "%s: all elements of %s should be between 0 and 1", OP,
+                             bad & TS_BCE_BAD_INPUT ? "input" : "target"),
+               NULL;
+    return out;
+}
+
 static void bce_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_tensor *x = tsi_node_saved(n, 0), *t = tsi_node_saved(n, 1);
     const bool weighted = n->n_saved > 2; /* recorded with the weight as a third input */
@@ -79,7 +111,8 @@ ts_tensor *ts_binary_cross_entropy(ts_tensor *input, ts_tensor *target, ts_loss_
     const bool graph = tsi_needs_graph(ins, 3);
     ts_scope_begin();
     ts_no_grad_begin();
-    ts_tensor *loss = unweighted(input, target);
+    ts_tensor *loss = fused(input, target);
+    if (!loss && ts_error() == TS_OK) loss = unweighted(input, target);
     if (o.weight) loss = ts_mul(loss, o.weight);
     ts_no_grad_end();
     if (loss && graph) {

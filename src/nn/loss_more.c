@@ -363,8 +363,10 @@ ts_tensor *ts_gaussian_nll_loss(ts_tensor *input, ts_tensor *target, ts_tensor *
                                  op, tsi_shape_str(vs), tsi_shape_str(is)),
                    NULL;
     }
-    ts_scope_begin();
-    double nneg = ts_item(ts_sum(ts_to_dtype(ts_lt_scalar(var, 0), TS_I64)));
+    ts_scope_begin(); /* a meta var has no values to check */
+    double nneg = ts_device_of(var).type == TS_META
+                      ? 0
+                      : ts_item(ts_sum(ts_to_dtype(ts_lt_scalar(var, 0), TS_I64)));
     ts_scope_end();
     if (isnan(nneg)) return NULL;
     if (nneg > 0) return tsi_error_set(TS_ERR_ARG, "%s: var has negative entry/entries", op), NULL;

@@ -217,7 +217,8 @@ bool tso_rewrite_xformer(tso_model *m); /* rewrite_xformer.c */
 void tso_graph_drop_dead(tso_graph *g, const bool *dead);
 /* rewrite_blocked.c: values kept in oneDNN's channel-blocked layout between convolutions */
 bool tso_rewrite_blocked(tso_model *m);
-/* the block this run of m's top graph on dev uses (0: its blocked nodes run as the plain ones) */
+/* the block this run of m's top graph on dev uses (0: its blocked nodes run as the plain ones;
+ * -1: as the plain ones, the 4-D float32 inputs made channels_last: dense conv nets on AVX-512) */
 int tso_blocked_mode(const tso_model *m, ts_device dev, ts_tensor *const *inputs, int n_inputs);
 
 /* ------------------------------------------------------------------ sequences and optionals

@@ -374,16 +374,49 @@ bool tso_rewrite_blocked(tso_model *m) {
     return ok;
 }
 
-int tso_blocked_mode(const tso_model *m, ts_device dev, ts_tensor *const *inputs, int n_inputs) {
-    if (!m->blocked) return 0;
-    const int blk = tsi_conv_block(dev);
-    if (!blk || !tsi_grad_mode()) return blk;
+/* whether this run may record a gradient: grad mode on and an input or weight requiring grad */
+static bool may_record(const tso_model *m, ts_tensor *const *inputs, int n_inputs) {
+    if (!tsi_grad_mode()) return false;
     for (int i = 0; i < n_inputs; i++)
-        if (inputs[i] && ts_requires_grad(inputs[i])) return 0;
+        if (inputs[i] && ts_requires_grad(inputs[i])) return true;
     const tso_graph *g = m->graph;
     for (int v = 0; v < g->n_values; v++)
         if (g->values[v].kind == TSO_V_PARAM && g->values[v].tensor &&
             ts_requires_grad(g->values[v].tensor))
-            return 0;
-    return blk;
+            return true;
+    return false;
+}
+
+/* A dense convolution net: some Conv, every Conv of one group (ResNets, VGGs; not MobileNets,
+ * whose depthwise layers run Tessera's own blocked kernels). */
+static bool dense_convs(const tso_graph *g) {
+    int convs = 0;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const tso_node *n = &g->nodes[k];
+        tsi_conv_act a;
+        double lo, hi;
+        if (n->def != &conv_def && !tso_is_op(n, "Conv") && !tso_fused_conv_act(n, &a, &lo, &hi))
+            continue;
+        if (tso_attr_int(n, "group", 1) != 1) return false;
+        convs++;
+    }
+    return convs > 0;
+}
+
+/* Under TS_ONNX_BLOCKED=nhwc, dense convolution nets loaded with the rewrites
+ * (ts_onnx_opts.optimize) run channels_last where oneDNN's NHWC kernels are native (AVX-512:
+ * block 16), as the C API's ResNets do: the convolutions then take brgconv on the data as it lies
+ * and max pooling its NHWC kernel. ResNet-18 at batch 1, one thread, CPU time a forward (Zen 4,
+ * load 16): blocked 40-44 ms, NCHW 40-43, channels_last 33.5-34.5, the C API's model 29.5-35
+ * (bench/results/onnx-blocked.md, "ResNet-18: the import against the C API"). Not the default:
+ * the results then differ in rounding from the unrewritten model and from the model an export
+ * came from (test_onnx_optimize and test_onnx_export hold those to the same bits). -1 then: the
+ * blocked nodes run as the plain ones and run.c makes the 4-D float32 inputs channels_last. */
+int tso_blocked_mode(const tso_model *m, ts_device dev, ts_tensor *const *inputs, int n_inputs) {
+    const int blk = tsi_conv_block(dev);
+    if (m->optimize && blk == 16 && tsi_env_is(TSI_ENV_ONNX_BLOCKED, "nhwc") &&
+        !may_record(m, inputs, n_inputs) && dense_convs(m->graph))
+        return -1;
+    if (!m->blocked || !blk) return 0;
+    return may_record(m, inputs, n_inputs) ? 0 : blk;
 }

@@ -107,12 +107,10 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
         goto done;
     }
     ts_tensor **out = in + max_io;
-    tso_ctx ctx = {.model = m,
-                   .graph = g,
-                   .device = dev,
-                   .vals = vals,
-                   .outer = outer,
-                   .blk = !outer && g == m->graph ? tso_blocked_mode(m, dev, inputs, n_inputs) : 0};
+    tso_ctx ctx = {.model = m, .graph = g, .device = dev, .vals = vals, .outer = outer, .blk = 0};
+    /* > 0: the blocked nodes' block; -1: plain nodes, 4-D float32 inputs channels_last */
+    const int mode = !outer && g == m->graph ? tso_blocked_mode(m, dev, inputs, n_inputs) : 0;
+    ctx.blk = mode > 0 ? mode : 0;
     for (int v = 0; v < g->n_values; v++) {
         tso_value *val = &g->values[v];
         left[v] = val->uses;
@@ -134,7 +132,12 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
     for (int i = 0; ok && i < g->n_inputs; i++) {
         if (!check_input(g, i, inputs[i]))
             ok = false;
-        else
+        else if (mode < 0 && ts_ndim(inputs[i]) == 4 && ts_dtype_of(inputs[i]) == TS_F32) {
+            ts_scope_begin();
+            vals[g->inputs[i]] = ts_retain(ts_contiguous_format(inputs[i], TS_CHANNELS_LAST));
+            ts_scope_end();
+            if (!vals[g->inputs[i]]) ok = false;
+        } else
             vals[g->inputs[i]] = ts_retain(inputs[i]);
     }
     /* sub-graphs (Loop bodies) see other values on each iteration: the top level only */
@@ -191,7 +194,13 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
                           g->values[g->outputs[i]].name);
             break;
         }
-        outs[i] = ts_retain(t);
+        if (mode < 0 && !ts_is_contiguous(t)) { /* channels_last: the outputs as a plain run's */
+            ts_scope_begin();
+            outs[i] = ts_retain(ts_contiguous(t));
+            ts_scope_end();
+            if (!outs[i]) ok = false;
+        } else
+            outs[i] = ts_retain(t);
     }
     if (!ok)
         for (int i = 0; i < g->n_outputs; i++) {

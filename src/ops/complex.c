@@ -48,8 +48,11 @@ ts_tensor *ts_view_as_real(ts_tensor *t) {
     ts_tensor *v = tsi_view_of(t, s, st, 2 * t->offset);
     if (!v) return NULL;
     v->dtype = tsi_complex_part(t->dtype);
-    if (tsi_needs_graph(&t, 1))
-        tsi_record("ViewAsRealBackward0", op, view_as_real_backward, &t, 1, v, NULL, 0);
+    if (tsi_needs_graph(&t, 1)) {
+        ts_node *n =
+            tsi_record("ViewAsRealBackward0", op, view_as_real_backward, &t, 1, v, NULL, 0);
+        if (n) n->flags |= TSI_NODE_TWICE; /* a view of the gradient: differentiable again */
+    }
     return tsi_own(v);
 }
 
@@ -91,8 +94,11 @@ ts_tensor *ts_view_as_complex(ts_tensor *t) {
     ts_tensor *v = tsi_view_of(t, s, st, t->offset / 2);
     if (!v) return NULL;
     v->dtype = tsi_complex_of(t->dtype);
-    if (tsi_needs_graph(&t, 1))
-        tsi_record("ViewAsComplexBackward0", op, view_as_complex_backward, &t, 1, v, NULL, 0);
+    if (tsi_needs_graph(&t, 1)) {
+        ts_node *n =
+            tsi_record("ViewAsComplexBackward0", op, view_as_complex_backward, &t, 1, v, NULL, 0);
+        if (n) n->flags |= TSI_NODE_TWICE; /* a view of the gradient: differentiable again */
+    }
     return tsi_own(v);
 }
 

@@ -17,11 +17,24 @@ ts_tensor *tsi_complex_binary(const char *op, ts_binary_op bop, ts_tensor *a, ts
 ts_tensor *tsi_complex_scalar(const char *op, ts_binary_op bop, ts_tensor *a, double s);
 /* neg, abs (real) and complex_math.c's functions of a complex tensor */
 ts_tensor *tsi_complex_unary(const char *op, ts_unary_op u, ts_tensor *t);
-/* complex_native.c: a op b (add, sub, mul, div) in one backend kernel when no graph is recorded;
- * r is the complex result dtype, both operands non-NULL */
+/* complex_native.c: a op b (add, sub, mul, div) in one backend kernel, recording its own node when
+ * the graph needs one; r is the complex result dtype, both operands non-NULL */
 bool tsi_complex_native_ok(ts_binary_op bop, ts_tensor *a, ts_tensor *b);
 ts_tensor *tsi_complex_binary_native(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
                                      ts_dtype r);
+/* a op= b (add, sub, mul, div) for a complex a: the kernel writes a (a's history rebased onto the
+ * op's node when the graph needs one); a new reference to a in the caller's scope, or NULL */
+ts_tensor *tsi_complex_native_inplace(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b);
+/* complex_native_grad.c: the node of a op b (PyTorch's name, formulas and saves; in place: a's old
+ * value saved as a clone), a reference the caller releases after setting its output; and out
+ * recorded as the node's output (out released and NULL on failure) */
+struct ts_node *tsi_complex_native_node(const char *op, ts_binary_op bop, ts_tensor *a,
+                                        ts_tensor *b, bool inplace);
+ts_tensor *tsi_complex_native_record(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b,
+                                     ts_tensor *out);
+/* |t| of a complex t in one backend kernel (the unary slot's abs), when no graph is recorded */
+bool tsi_complex_abs_native_ok(ts_tensor *t);
+ts_tensor *tsi_complex_abs_native(const char *op, ts_tensor *t);
 /* a complex tensor from real parts of one float dtype that broadcast */
 ts_tensor *tsi_complex_combine(const char *op, ts_tensor *re, ts_tensor *im);
 

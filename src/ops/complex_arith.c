@@ -3,6 +3,7 @@
  * kernels and autograd differentiates them as PyTorch does (see complex.c). */
 #include <math.h>
 
+#include "autograd/autograd.h"
 #include "ops/complex.h"
 #include "ops/elementwise.h"
 #include "tessera/complex.h"
@@ -108,6 +109,10 @@ ts_tensor *tsi_complex_unary(const char *op, ts_unary_op u, ts_tensor *t) {
     case TS_U_NEG:
         return finish(ts_view_as_complex(ts_neg(ts_view_as_real(t))));
     case TS_U_ABS: /* the 2-norm of each pair: its gradient at 0 is 0, as PyTorch's */
+        if (tsi_complex_abs_native_ok(t)) {
+            ts_scope_end();
+            return tsi_complex_abs_native(op, t);
+        }
         return finish(
             ts_vector_norm(ts_view_as_real(t), 2.0, TS_DIMS(-1), false, TS_DTYPE_DEFAULT));
     default:
@@ -129,6 +134,7 @@ ts_tensor *tsi_complex_scalar(const char *op, ts_binary_op bop, ts_tensor *a, do
     ts_tensor *y = !st                ? NULL
                    : bop == TS_B_RSUB ? tsi_complex_binary(op, TS_B_SUB, st, a)
                                       : tsi_complex_binary(op, bop, a, st);
+    if (y && y->grad_fn && bop == TS_B_RSUB) y->grad_fn->name = "RsubBackward1"; /* PyTorch's */
     return finish(y);
 }
 

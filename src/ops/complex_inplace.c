@@ -1,10 +1,12 @@
 /* complex_inplace.c — in-place arithmetic of complex tensors (add_, sub_, mul_, div_, pow_, their
- * scalar forms, and neg_ / exp_ / log_ / sqrt_ / sigmoid_ / tanh_): the out-of-place complex
- * result (complex_arith.c, complex_math.c) copied into the tensor by ts_copy_, which bumps its
- * version and records the copy in the graph. When the graph is recorded the result is computed
- * from a clone, since the composition saves views of the parts that the copy overwrites. The
- * refusals are PyTorch's: a real tensor cannot hold a complex result, a leaf that requires grad
- * is not written in place, and the result must keep the tensor's shape. */
+ * scalar forms, and neg_ / exp_ / log_ / sqrt_ / sigmoid_ / tanh_). add_, sub_, mul_ and div_ (and
+ * their scalar forms) run the native kernel into the tensor (complex_native.c), with PyTorch's node
+ * (AddBackward0...) when the graph is recorded. The others: the out-of-place complex result
+ * (complex_arith.c, complex_math.c) copied into the tensor by ts_copy_, which bumps its version and
+ * records the copy in the graph; when the graph is recorded the result is computed from a clone,
+ * since the composition saves views of the parts that the copy overwrites. The refusals are
+ * PyTorch's: a real tensor cannot hold a complex result, a leaf that requires grad is not written
+ * in place, and the result must keep the tensor's shape. */
 #include "autograd/autograd.h"
 #include "ops/complex.h"
 #include "tessera/complex.h"
@@ -16,9 +18,8 @@ static bool shape_eq(ts_shape a, ts_shape b) {
     return true;
 }
 
-/* the checks before writing a; *src: a, or its clone when the graph is recorded */
-static bool begin(const char *op, ts_tensor *a, ts_tensor *other, ts_tensor **src,
-                  ts_tensor **other_src) {
+/* the checks before writing a */
+static bool check(const char *op, ts_tensor *a, ts_tensor *other) {
     if (!a) return tsi_error_set(TS_ERR_ARG, "%s: input is NULL", op), false;
     if (!tsi_is_complex(a->dtype))
         return tsi_error_set(TS_ERR_DTYPE,
@@ -36,6 +37,13 @@ static bool begin(const char *op, ts_tensor *a, ts_tensor *other, ts_tensor **sr
                              "grad is not supported; apply it to a clone of the view instead",
                              op, tsi_desc(a)),
                false;
+    return true;
+}
+
+/* check(); *src: a, or its clone when the graph is recorded */
+static bool begin(const char *op, ts_tensor *a, ts_tensor *other, ts_tensor **src,
+                  ts_tensor **other_src) {
+    if (!check(op, a, other)) return false;
     ts_tensor *ins[2] = {a, other};
     const bool graph = tsi_needs_graph(ins, other ? 2 : 1);
     *src = graph ? ts_clone(a) : a;
@@ -60,6 +68,8 @@ static ts_tensor *end(const char *op, ts_tensor *a, ts_tensor *y) {
 ts_tensor *tsi_complex_binary_(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b) {
     tsi_init();
     if (!b) return tsi_error_set(TS_ERR_ARG, "%s: other is NULL", op), NULL;
+    if (tsi_complex_native_ok(bop, a, b))
+        return check(op, a, b) ? tsi_complex_native_inplace(op, bop, a, b) : NULL;
     ts_scope_begin();
     ts_tensor *src, *bsrc;
     if (!begin(op, a, b, &src, &bsrc)) return end(op, a, NULL);
@@ -68,6 +78,15 @@ ts_tensor *tsi_complex_binary_(const char *op, ts_binary_op bop, ts_tensor *a, t
 
 ts_tensor *tsi_complex_scalar_(const char *op, ts_binary_op bop, ts_tensor *a, double s) {
     tsi_init();
+    if (tsi_complex_native_ok(bop, a, NULL)) { /* the number as PyTorch wraps it: a 0-dim tensor */
+        if (!check(op, a, NULL)) return NULL;
+        ts_scope_begin();
+        ts_tensor *st = ts_scalar(s, (ts_opts){.dtype = tsi_complex_part(a->dtype)});
+        ts_tensor *r = st ? tsi_complex_native_inplace(op, bop, a, st) : NULL;
+        r = r ? ts_keep(r) : NULL;
+        ts_scope_end();
+        return r;
+    }
     ts_scope_begin();
     ts_tensor *src;
     if (!begin(op, a, NULL, &src, NULL)) return end(op, a, NULL);

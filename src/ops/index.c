@@ -340,6 +340,14 @@ ts_tensor *ts_one_hot(ts_tensor *index, int64_t num_classes) {
                           "%s: Can not infer total number of classes from empty tensor.", op);
             return NULL;
         }
+    } else if (tsi_device(index).type == TS_META) { /* no values to check or count */
+        if (classes == -1) {
+            tsi_error_set(TS_ERR_DEVICE,
+                          "%s: the number of classes depends on the values, which a meta tensor "
+                          "does not have: give num_classes",
+                          op);
+            return NULL;
+        }
     } else {
         int64_t small[SMALL_INDEX];
         int64_t *v = index_to_host(op, index, n, small);

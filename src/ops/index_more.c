@@ -21,8 +21,9 @@ ts_tensor *ts_take(ts_tensor *t, ts_tensor *index) {
     if (!check_two(op, t, "input", index, "index") || !check_index_dtype(op, index, "index"))
         return NULL;
     const int64_t n = ts_numel(t), e = ts_numel(index);
+    const bool meta = tsi_device(t).type == TS_META; /* no index values to check or wrap */
     ts_scope_begin();
-    int64_t *v = host_i64(op, index);
+    int64_t *v = meta ? NULL : host_i64(op, index);
     for (int64_t i = 0; v && i < e; i++) {
         if (v[i] < -n || v[i] >= n) {
             tsi_error_set(TS_ERR_ARG,
@@ -33,7 +34,9 @@ ts_tensor *ts_take(ts_tensor *t, ts_tensor *index) {
         }
         if (v[i] < 0) v[i] += n;
     }
-    ts_tensor *idx = v && ts_error() == TS_OK ? index_on(t, v, e) : NULL;
+    ts_tensor *idx = meta                       ? ts_empty(TS_SHAPE(e), opts_on(t, TS_I64))
+                     : v && ts_error() == TS_OK ? index_on(t, v, e)
+                                                : NULL;
     free(v);
     ts_tensor *y = idx ? ts_index_select(ts_reshape(t, TS_SHAPE(n)), 0, idx) : NULL;
     return finish(y ? ts_reshape(y, index->shape) : NULL);
@@ -127,13 +130,52 @@ static bool sc_positions(const char *op, ts_tensor *t, int d, ts_tensor *index, 
     return ok;
 }
 
+/* The scatter's result from its plan: gi holds n x k candidates per position of t, flat positions
+ * into [src, t, sentinel] (sentinel: the reduction's identity); cnt the count of each position's
+ * values (SC_MEAN), has whether a source reaches it (!include_self). Inside a scope. */
+static ts_tensor *scatter_apply(ts_tensor *t, ts_tensor *src, int mode, bool include_self,
+                                int64_t k, ts_tensor *gi, ts_tensor *cnt, ts_tensor *has) {
+    const int64_t n = ts_numel(t), s = ts_numel(src);
+    const bool is_float = tsi_is_float(t->dtype);
+    double sv = 0;
+    if (mode == SC_PROD) sv = 1;
+    if (mode == SC_AMAX) sv = is_float ? -INFINITY : 0;
+    if (mode == SC_AMIN) sv = is_float ? INFINITY : 0;
+    ts_tensor *parts[3] = {ts_reshape(ts_contiguous(src), TS_SHAPE(s)), ts_reshape(t, TS_SHAPE(n)),
+                           ts_full(TS_SHAPE(1), sv, opts_on(t, t->dtype))};
+    if (!parts[0] || !parts[1] || !parts[2] || !gi) return NULL;
+    ts_tensor *v = ts_index_select(ts_cat(parts, 3, 0), 0, gi), *y = NULL;
+    if (mode == SC_LAST) return v ? ts_reshape(v, t->shape) : NULL;
+    v = v ? ts_reshape(v, TS_SHAPE(n, k)) : NULL;
+    if (mode == SC_SUM || mode == SC_MEAN) y = v ? ts_sum_dim(v, 1, false) : NULL;
+    if (mode == SC_PROD) y = v ? ts_prod_dim(v, 1, false) : NULL;
+    if (mode == SC_AMAX) y = v ? ts_amax_dim(v, 1, false) : NULL;
+    if (mode == SC_AMIN) y = v ? ts_amin_dim(v, 1, false) : NULL;
+    if (y && ts_dtype_of(y) != t->dtype) y = ts_to_dtype(y, t->dtype);
+    if (y && mode == SC_MEAN) {
+        ts_tensor *c = cnt ? ts_to_dtype(cnt, t->dtype) : NULL;
+        y = c ? (is_float ? ts_div(y, c) : ts_floor_divide(y, c)) : NULL;
+    }
+    if (y && !include_self) y = has ? ts_where(has, y, parts[1]) : NULL;
+    return y ? ts_reshape(y, t->shape) : NULL;
+}
+
 /* scatter with mode: SC_LAST writes (the last of repeated positions wins, as PyTorch's CPU);
  * the others reduce the sources of each position (with t's value when include_self). Every
- * position gathers its candidates from [src, t, sentinel] and reduces them along a row. */
+ * position gathers its candidates from [src, t, sentinel] and reduces them along a row. A meta t
+ * has no index values to plan with: the plan's tensors are meta tensors of their shapes. */
 static ts_tensor *scatter_core(const char *op, ts_tensor *t, int d, ts_tensor *index,
                                ts_tensor *src, int mode, bool include_self) {
     const int64_t n = ts_numel(t), s = ts_numel(src), e = ts_numel(index);
     const bool is_float = tsi_is_float(t->dtype);
+    if (tsi_device(t).type == TS_META) {
+        ts_scope_begin();
+        const int64_t k = mode == SC_LAST ? 1 : include_self ? 2 : 1;
+        ts_tensor *gi = ts_empty(TS_SHAPE(n * k), opts_on(t, TS_I64));
+        ts_tensor *cnt = mode == SC_MEAN ? ts_empty(TS_SHAPE(n), opts_on(t, TS_I64)) : NULL;
+        ts_tensor *has = include_self ? NULL : ts_empty(TS_SHAPE(n), opts_on(t, TS_BOOL));
+        return finish(scatter_apply(t, src, mode, include_self, k, gi, cnt, has));
+    }
     int64_t *opos = host_alloc(op, 2 * e, sizeof *opos), *spos = opos ? opos + e : NULL;
     int64_t *cnt = calloc((size_t)(n > 0 ? n : 1), sizeof *cnt);
     bool *has = host_alloc(op, n, sizeof *has);
@@ -176,36 +218,13 @@ static ts_tensor *scatter_core(const char *op, ts_tensor *t, int d, ts_tensor *i
         }
         free(fill);
     }
-    double sv = 0;
-    if (mode == SC_PROD) sv = 1;
-    if (mode == SC_AMAX) sv = is_float ? -INFINITY : 0;
-    if (mode == SC_AMIN) sv = is_float ? INFINITY : 0;
-    ts_tensor *parts[3] = {ts_reshape(ts_contiguous(src), TS_SHAPE(s)), ts_reshape(t, TS_SHAPE(n)),
-                           ts_full(TS_SHAPE(1), sv, opts_on(t, t->dtype))};
-    ts_tensor *gi = index_on(t, g, n * k);
-    if (!parts[0] || !parts[1] || !parts[2] || !gi) goto done;
-    ts_tensor *v = ts_index_select(ts_cat(parts, 3, 0), 0, gi);
-    if (mode == SC_LAST) {
-        y = v;
-    } else {
-        v = v ? ts_reshape(v, TS_SHAPE(n, k)) : NULL;
-        if (mode == SC_SUM || mode == SC_MEAN) y = v ? ts_sum_dim(v, 1, false) : NULL;
-        if (mode == SC_PROD) y = v ? ts_prod_dim(v, 1, false) : NULL;
-        if (mode == SC_AMAX) y = v ? ts_amax_dim(v, 1, false) : NULL;
-        if (mode == SC_AMIN) y = v ? ts_amin_dim(v, 1, false) : NULL;
-        if (y && ts_dtype_of(y) != t->dtype) y = ts_to_dtype(y, t->dtype);
-        if (y && mode == SC_MEAN) {
-            for (int64_t o = 0; o < n; o++) cnt[o] += include_self ? 1 : 0;
-            for (int64_t o = 0; o < n; o++) cnt[o] = cnt[o] > 0 ? cnt[o] : 1;
-            ts_tensor *c = ts_to_dtype(index_on(t, cnt, n), t->dtype);
-            y = c ? (is_float ? ts_div(y, c) : ts_floor_divide(y, c)) : NULL;
-        }
-        if (y && !include_self) {
-            ts_tensor *m = mask_on(t, TS_SHAPE(n), has);
-            y = m ? ts_where(m, y, parts[1]) : NULL;
-        }
+    for (int64_t o = 0; mode == SC_MEAN && o < n; o++) {
+        cnt[o] += include_self ? 1 : 0;
+        cnt[o] = cnt[o] > 0 ? cnt[o] : 1;
     }
-    y = y ? ts_reshape(y, t->shape) : NULL;
+    y = scatter_apply(t, src, mode, include_self, k, index_on(t, g, n * k),
+                      mode == SC_MEAN ? index_on(t, cnt, n) : NULL,
+                      include_self ? NULL : mask_on(t, TS_SHAPE(n), has));
 done:
     free(opos), free(cnt), free(has), free(g);
     return finish(y);
@@ -399,7 +418,7 @@ ts_tensor *ts_index_fill_(ts_tensor *t, int dim, ts_tensor *index, double value)
 static ts_tensor *nonzero_impl(ts_tensor *t) {
     const char *op = "nonzero";
     tsi_init();
-    if (!tsi_check_input(op, t, "input")) return NULL;
+    if (!tsi_check_input(op, t, "input") || !meta_sized_by_data(op, t)) return NULL;
     const int64_t n = ts_numel(t);
     const int nd = t->shape.ndim;
     ts_scope_begin();
@@ -443,7 +462,7 @@ ts_tensor *ts_nonzero(ts_tensor *t) {
 static ts_tensor *masked_select_impl(ts_tensor *t, ts_tensor *mask) {
     const char *op = "masked_select";
     ts_shape bs;
-    if (!check_mask(op, t, mask, &bs)) return NULL;
+    if (!check_mask(op, t, mask, &bs) || !meta_sized_by_data(op, t)) return NULL;
     const int64_t n = tsi_numel(bs);
     ts_scope_begin();
     ts_tensor *mb = ts_expand(mask, bs);
@@ -474,9 +493,11 @@ ts_tensor *ts_masked_scatter(ts_tensor *t, ts_tensor *mask, ts_tensor *src) {
                              op, ts_dtype_name(t->dtype), ts_dtype_name(src->dtype)),
                NULL;
     const int64_t n = tsi_numel(bs), s = ts_numel(src);
+    /* a meta mask has no values: the plan is a meta index of its shape (no source counted) */
+    const bool meta = tsi_device(t).type == TS_META;
     ts_scope_begin();
     ts_tensor *mb = ts_expand(mask, bs);
-    bool *m = mb ? host_bool(op, mb) : NULL;
+    bool *m = mb && !meta ? host_bool(op, mb) : NULL;
     int64_t c = 0, *g = m ? host_alloc(op, n, sizeof *g) : NULL;
     for (int64_t i = 0; g && i < n; i++) c += m[i];
     if (g && c > s)
@@ -484,7 +505,9 @@ ts_tensor *ts_masked_scatter(ts_tensor *t, ts_tensor *mask, ts_tensor *src) {
                       "%s: Number of elements of source < number of ones in mask (%lld < %lld)", op,
                       (long long)s, (long long)c);
     for (int64_t i = 0, k = 0; g && i < n; i++) g[i] = m[i] ? k++ : c + i;
-    ts_tensor *idx = g && ts_error() == TS_OK ? index_on(t, g, n) : NULL;
+    ts_tensor *idx = meta && mb                 ? ts_empty(TS_SHAPE(n), opts_on(t, TS_I64))
+                     : g && ts_error() == TS_OK ? index_on(t, g, n)
+                                                : NULL;
     free(m), free(g);
     ts_tensor *parts[2] = {NULL, NULL};
     if (idx) {

@@ -88,17 +88,19 @@ ts_tensor *ts_geqrf(ts_tensor *A, ts_tensor **tau_out) {
     ts_scope_begin();
     tsl_mats a;
     ts_tensor *out = NULL, *tau_t = NULL;
-    if (tsl_read(op, A, &a)) {
+    ts_shape ts = tsl_batch(A->shape);
+    ts.dims[ts.ndim++] = k;
+    if (tsl_is_meta(A)) {
+        out = tsl_meta(A, A->shape, A->dtype);
+        tau_t = tsl_meta(A, ts, A->dtype);
+    } else if (tsl_read(op, A, &a)) {
         double *tau = zalloc(op, a.batch * k, sizeof *tau);
         bool ok = tau != NULL;
         for (int64_t i = 0; ok && i < a.batch; i++)
             if (tsl_geqrf(m, n, a.a + i * m * n, tau + i * k) < 0)
                 ok = !tsi_error_set(TS_ERR_OOM, "%s: LAPACK geqrf failed", op);
         if (ok) {
-            const ts_shape bs = tsl_batch(A->shape);
             out = tsl_write(A, A->shape, a.a, A->dtype);
-            ts_shape ts = bs;
-            ts.dims[ts.ndim++] = k;
             tau_t = tsl_write(A, ts, tau, A->dtype);
         }
         free(tau);

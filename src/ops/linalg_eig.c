@@ -1,10 +1,10 @@
 /* linalg_eig.c — linalg.eig / eigvals of real square matrices: LAPACK's geev on the host in the
  * operand's dtype (sgeev for float32, dgeev for float64, as PyTorch's CPU build; decision 0024),
  * through LAPACKE's row-major interface so that geev sees A itself (its eigenvalue order and its
- * eigenvector normalisation: unit norm, largest component real). The results are complex: the node
- * LinalgEigBackward0 (linalg_eig_grad.c) records them as real (real, imaginary) pairs, [..., n, 2]
- * and [..., n, n, 2], and the caller receives their ts_view_as_complex views, so that the gradients
- * reach the node as real pairs on every device. */
+ * eigenvector normalisation: unit norm, largest component real). The results are complex: geev's
+ * real (real, imaginary) pairs, [..., n, 2] and [..., n, n, 2], seen through ts_view_as_complex;
+ * those complex tensors are the outputs of the node LinalgEigBackward0 (linalg_eig_grad.c,
+ * PyTorch's grad_fn), which saves the pairs and reads the complex gradients as pairs. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,13 +131,14 @@ static ts_tensor *eig_impl(const char *op, ts_tensor *A, ts_tensor **V) {
     const bool graph = tsi_needs_graph(&A, 1);
     ts_tensor *Lp = NULL, *Vp = NULL, *L = NULL;
     if (eig_pairs(op, A, V || graph, &Lp, &Vp)) {
-        ts_tensor *outs[2] = {Lp, V ? Vp : NULL}, *saves[2] = {Lp, Vp};
-        tsl_record("LinalgEigBackward0", op, tsl_eig_backward, &A, 1, outs, 2, saves, 2);
-        L = ts_view_as_complex(Lp);
-        if (V && L) {
-            ts_tensor *Vc = ts_view_as_complex(Vp);
-            *V = Vc ? ts_keep(Vc) : NULL;
-        }
+        L = ts_view_as_complex(Lp); /* the pairs need no grad: views without a node */
+        ts_tensor *Vc = V && L ? ts_view_as_complex(Vp) : NULL;
+        if (L) L->is_view = false; /* the pairs are their own: plain results */
+        if (Vc) Vc->is_view = false;
+        ts_tensor *outs[2] = {L, Vc}, *saves[2] = {Lp, Vp};
+        if (L && (!V || Vc))
+            tsl_record("LinalgEigBackward0", op, tsl_eig_backward, &A, 1, outs, 2, saves, 2);
+        if (V) *V = Vc ? ts_keep(Vc) : NULL;
     }
     return tsl_finish(L);
 }

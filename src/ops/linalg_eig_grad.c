@@ -1,6 +1,6 @@
 /* linalg_eig_grad.c — LinalgEigBackward0: PyTorch's linalg_eig_backward (FunctionsManual.cpp) for
  * a real A, written with real public ops over the (real, imaginary) parts of the complex matrices
- * (linalg_eig.c saves L and V as pairs and receives their gradients as pairs):
+ * (linalg_eig.c saves L and V as pairs; their complex gradients are read as pairs here):
  *
  *   gA = re( V^-H (diag(gL) + offdiag((V^H gV - V^H V diag(re diag(V^H gV))) / E)) V^H ),
  *   E_ij = conj(L_j) - conj(L_i),
@@ -8,6 +8,7 @@
  * and for eigvals (no gV) gA = re(V^-H diag(gL) V^H). The solve with V^H runs as a real solve of
  * order 2n with [[Re W, -Im W], [Im W, Re W]] (W = V^H), which is W acting on (re, im) stacked. */
 #include "ops/linalg_internal.h"
+#include "tessera/complex.h"
 
 typedef struct cpx {
     ts_tensor *r, *i;
@@ -58,10 +59,13 @@ static cpx inner(cpx L, cpx V, cpx W, ts_tensor *gLp, ts_tensor *gVp, int64_t n,
 void tsl_eig_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_tensor *Lp = tsi_node_saved(n, 0), *Vp = tsi_node_saved(n, 1);
     if ((!go[0] && !go[1]) || !Lp || !Vp) return;
+    ts_tensor *gLp = go[0] ? ts_view_as_real(go[0]) : NULL,
+              *gVp = go[1] ? ts_view_as_real(go[1]) : NULL;
+    if ((go[0] && !gLp) || (go[1] && !gVp)) return;
     const int64_t order = Lp->shape.dims[Lp->shape.ndim - 2];
     cpx L = parts(Lp), V = parts(Vp), W = cadj(V);
     if (!L.r || !L.i || !V.r || !V.i || !W.r || !W.i) return; /* the error is set */
-    cpx M = inner(L, V, W, go[0], go[1], order, L.r);
+    cpx M = inner(L, V, W, gLp, gVp, order, L.r);
     if (!M.r || !M.i) return;
     cpx C = cmm(M, W);
     /* W X = C as the real system of order 2n: [[Wr, -Wi], [Wi, Wr]] [Xr; Xi] = [Cr; Ci] */

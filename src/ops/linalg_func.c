@@ -69,14 +69,15 @@ ts_tensor *ts_linalg_matrix_exp(ts_tensor *A) {
     double norm = 0;
     tsl_mats h;
     ts_tensor *y = NULL;
-    if (tsl_read(op, A, &h)) {
-        for (int64_t i = 0; i < h.batch; i++)
+    const bool meta = tsl_is_meta(A); /* no values: s = 0, the same ops and shapes */
+    if (meta || tsl_read(op, A, &h)) {
+        for (int64_t i = 0; !meta && i < h.batch; i++)
             for (int64_t c = 0; c < h.n; c++) {
                 double s = 0;
                 for (int64_t r = 0; r < h.n; r++) s += fabs(h.a[(i * h.n + r) * h.n + c]);
                 norm = s > norm ? s : norm;
             }
-        tsl_free(&h);
+        if (!meta) tsl_free(&h);
         int s = norm > theta13 ? (int)ceil(log2(norm / theta13)) : 0;
         if (!isfinite(norm)) s = 0; /* NaN or inf propagate as they are */
         ts_tensor *X = ts_to_dtype(A, TS_F64);
@@ -188,6 +189,14 @@ ts_tensor *ts_lu_unpack(ts_tensor *LU, ts_tensor *pivots, ts_tensor **L, ts_tens
     ts_scope_begin();
     ts_tensor *P = NULL;
     int64_t *piv = NULL;
+    const int64_t nb = tsi_numel(bs);
+    double *p = NULL;
+    int64_t *perm = NULL;
+    bool ok = false;
+    if (tsl_is_meta(LU)) { /* no pivots to read: P's shape */
+        P = tsl_meta(LU, tsl_shape(bs, m, m), LU->dtype);
+        goto factors;
+    }
     {
         ts_tensor *pv = ts_contiguous(ts_to(ts_to_dtype(pivots, TS_I64), ts_cpu()));
         const int64_t np = tsi_numel(pivots->shape);
@@ -197,10 +206,9 @@ ts_tensor *ts_lu_unpack(ts_tensor *LU, ts_tensor *pivots, ts_tensor **L, ts_tens
         else if (pv && np && ts_copy_to_host(pv, piv, (size_t)np * sizeof *piv) != TS_OK)
             free(piv), piv = NULL;
     }
-    const int64_t nb = tsi_numel(bs);
-    double *p = piv ? calloc((size_t)(nb * m * m + 1), sizeof *p) : NULL;
-    int64_t *perm = p ? malloc((size_t)(m + 1) * sizeof *perm) : NULL;
-    bool ok = perm != NULL;
+    p = piv ? calloc((size_t)(nb * m * m + 1), sizeof *p) : NULL;
+    perm = p ? malloc((size_t)(m + 1) * sizeof *perm) : NULL;
+    ok = perm != NULL;
     for (int64_t i = 0; ok && i < nb; i++) {
         for (int64_t r = 0; r < m; r++) perm[r] = r;
         for (int64_t r = 0; r < k; r++) {
@@ -219,6 +227,7 @@ ts_tensor *ts_lu_unpack(ts_tensor *LU, ts_tensor *pivots, ts_tensor **L, ts_tens
     }
     if (ok) P = tsl_write(LU, tsl_shape(bs, m, m), p, LU->dtype);
     free(piv), free(p), free(perm);
+factors:
     if (P && L) {
         ts_tensor *l = ts_tril(ts_narrow(LU, -1, 0, k), -1);
         ts_tensor *I = ts_eye(m, k, (ts_opts){.dtype = LU->dtype, .device = ts_device_of(LU)});

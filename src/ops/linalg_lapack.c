@@ -63,6 +63,10 @@ static ts_opts on(ts_tensor *like, ts_dtype dt) {
     return o;
 }
 
+bool tsl_is_meta(ts_tensor *like) { return tsi_device(like).type == TS_META; }
+
+ts_tensor *tsl_meta(ts_tensor *like, ts_shape s, ts_dtype dt) { return ts_empty(s, on(like, dt)); }
+
 ts_tensor *tsl_write(ts_tensor *like, ts_shape s, const double *v, ts_dtype dt) {
     static const double none = 0;
     ts_tensor *t = ts_from_data(s, TS_F64, tsi_numel(s) ? v : &none, on(like, TS_F64));

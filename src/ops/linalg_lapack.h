@@ -31,6 +31,11 @@ ts_tensor *tsl_write(ts_tensor *like, ts_shape s, const double *v, ts_dtype dt);
 ts_tensor *tsl_write_i32(ts_tensor *like, ts_shape s, const int32_t *v);
 ts_tensor *tsl_write_i64(ts_tensor *like, ts_shape s, const int64_t *v);
 
+/* like is a meta tensor (no values to read): an op's host path gives its results as
+ * tsl_meta's, tensors of their shapes and dtypes on meta */
+bool tsl_is_meta(ts_tensor *like);
+ts_tensor *tsl_meta(ts_tensor *like, ts_shape s, ts_dtype dt);
+
 /* false + TS_ERR_UNSUPPORTED when built without LAPACKE */
 bool tsl_available(const char *op);
 

@@ -92,11 +92,14 @@ ts_tensor *ts_linalg_pinv(ts_tensor *A, double atol, double rtol, bool hermitian
     ts_scope_begin();
     const int64_t m = tsl_rows(A), n = tsl_cols(A);
     const ts_shape bs = tsl_batch(A->shape);
-    double *p = malloc((size_t)(tsi_numel(A->shape) > 0 ? tsi_numel(A->shape) : 1) * sizeof *p);
-    ts_tensor *P = NULL;
-    if (!p)
+    const bool meta = tsl_is_meta(A); /* no values: P's shape */
+    double *p =
+        meta ? NULL
+             : malloc((size_t)(tsi_numel(A->shape) > 0 ? tsi_numel(A->shape) : 1) * sizeof *p);
+    ts_tensor *P = meta ? tsl_meta(A, tsl_shape(bs, n, m), A->dtype) : NULL;
+    if (!p && !meta)
         tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
-    else if (pinv_host(op, A, atol, rtol, hermitian, NULL, NULL, p))
+    else if (!meta && pinv_host(op, A, atol, rtol, hermitian, NULL, NULL, p))
         P = tsl_write(A, tsl_shape(bs, n, m), p, A->dtype);
     free(p);
     if (P) {
@@ -112,6 +115,7 @@ ts_tensor *ts_linalg_matrix_rank(ts_tensor *A, double atol, double rtol, bool he
     tolerances(A, &atol, &rtol);
     ts_scope_begin();
     const ts_shape bs = tsl_batch(A->shape);
+    if (tsl_is_meta(A)) return tsl_finish(tsl_meta(A, bs, TS_I64)); /* no values: the shape */
     int64_t *r = malloc((size_t)(tsi_numel(bs) > 0 ? tsi_numel(bs) : 1) * sizeof *r);
     ts_tensor *R = NULL;
     if (!r)

@@ -28,15 +28,20 @@ static void trisolve(int64_t n, int64_t k, const double *a, double *b, bool uppe
 static ts_tensor *trisolve_core(const char *op, ts_tensor *A, ts_tensor *B, bool upper, bool unit) {
     tsl_mats a, b;
     ts_tensor *X = NULL;
-    if (!tsl_read(op, A, &a)) return NULL;
-    if (tsl_read(op, B, &b)) {
+    if (tsl_is_meta(A)) { /* no values: X is B's shape */
+        X = tsl_meta(A, B->shape, A->dtype);
+    } else if (!tsl_read(op, A, &a)) {
+        return NULL;
+    } else if (tsl_read(op, B, &b)) {
         const int64_t n = a.n, k = b.n;
         for (int64_t i = 0; i < a.batch; i++)
             trisolve(n, k, a.a + i * n * n, b.a + i * n * k, upper, unit);
         X = tsl_write(A, B->shape, b.a, A->dtype);
         tsl_free(&b);
+        tsl_free(&a);
+    } else {
+        tsl_free(&a);
     }
-    tsl_free(&a);
     if (X) {
         ts_tensor *ins[2] = {A, B}, *saves[2] = {A, X};
         ts_node *nd = tsl_record("LinalgSolveTriangularBackward0", op, tsl_trisolve_backward, ins,

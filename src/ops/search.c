@@ -18,6 +18,9 @@ static ts_tensor *ints_on(ts_tensor *t, ts_shape s, const int64_t *v, ts_dtype d
     return y && dt != TS_I64 ? ts_to_dtype(y, dt) : y;
 }
 
+/* a meta operand has no values: the ops whose results' shapes do not depend on them give those */
+static bool is_meta(ts_tensor *t) { return tsi_device(t).type == TS_META; }
+
 /* ------------------------------------------------------------------ searchsorted, bucketize */
 /* PyTorch's cus_lower_bound / cus_upper_bound over row `b` of the boundaries (NaN: past the end) */
 static int64_t bound(const tsi_keys *b, const int64_t *sorter, int64_t row, int64_t n,
@@ -95,6 +98,8 @@ ts_tensor *ts_searchsorted(ts_tensor *seq, ts_tensor *values, bool out_int32, bo
     const int64_t n = seq->shape.dims[seq->shape.ndim - 1], nv = ts_numel(values);
     const int64_t vrow = values->shape.ndim ? values->shape.dims[values->shape.ndim - 1] : 1;
     ts_scope_begin();
+    if (is_meta(values)) /* no values to search: the result's shape (sorter not range-checked) */
+        return finish(ts_empty(values->shape, opts_on(values, out_int32 ? TS_I32 : TS_I64)));
     tsi_keys b = {0}, v = {0};
     int64_t *s = NULL, *out = NULL;
     ts_tensor *y = NULL;
@@ -143,6 +148,7 @@ ts_tensor *ts_isin(ts_tensor *elements, ts_tensor *test, bool assume_unique, boo
     const bool fl = tsi_is_float(elements->dtype) || tsi_is_float(test->dtype);
     const int64_t ne = ts_numel(elements), nt = ts_numel(test);
     ts_scope_begin();
+    if (is_meta(elements)) return finish(ts_empty(elements->shape, opts_on(elements, TS_BOOL)));
     tsi_keys e = {0}, k = {0};
     int64_t *order = NULL;
     bool *hit = NULL;
@@ -200,6 +206,8 @@ ts_tensor *ts_histc(ts_tensor *t, int64_t bins, double min, double max) {
     }
     const int64_t n = ts_numel(t);
     ts_scope_begin();
+    /* bins counts whatever the values (the range checks need them: none on meta, as PyTorch's) */
+    if (is_meta(t)) return finish(ts_empty(TS_SHAPE(bins), opts_on(t, t->dtype)));
     tsi_keys k = {0};
     double *h = NULL;
     ts_tensor *y = NULL;
@@ -255,6 +263,7 @@ ts_tensor *ts_bincount(ts_tensor *t, ts_tensor *weights, int64_t minlength) {
         return tsi_error_set(TS_ERR_SHAPE,
                              "weights should be 1-d and have the same length as input"),
                NULL;
+    if (!meta_sized_by_data(op, t)) return NULL;
     ts_scope_begin();
     ts_tensor *y = NULL;
     double *w = NULL, *h = NULL;
@@ -322,7 +331,7 @@ static ts_tensor *unique_impl(const char *op, ts_tensor *t, bool sort, bool has_
     if (inverse) *inverse = NULL;
     if (counts) *counts = NULL;
     tsi_init();
-    if (!tsi_check_input(op, t, "input")) return NULL;
+    if (!tsi_check_input(op, t, "input") || !meta_sized_by_data(op, t)) return NULL;
     if (has_dim && (dim = tsi_wrap_dim(op, dim, t->shape.ndim)) < 0) return NULL;
     if (has_dim && t->shape.ndim == 0) has_dim = false;
     const int64_t n = has_dim ? t->shape.dims[dim] : ts_numel(t);

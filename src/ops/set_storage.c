@@ -75,7 +75,10 @@ ts_tensor *ts_set_(ts_tensor *t, ts_tensor *source) {
                              "%s: could not set tensor of type %s to a tensor of type %s", op,
                              ts_dtype_name(source->dtype), ts_dtype_name(t->dtype)),
                NULL;
-    if (source == t) return t;
+    if (source == t) { /* nothing moves, but PyTorch counts it as a write */
+        tsi_bump_version(t);
+        return t;
+    }
     ts_tensor *v = tsi_view_of(source, source->shape, source->strides, source->offset);
     return v ? take_geometry(t, v) : NULL;
 }

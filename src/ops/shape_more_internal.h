@@ -33,6 +33,18 @@ static inline ts_tensor *mask_on(ts_tensor *t, ts_shape s, const bool *v) {
     return ts_from_data(s, TS_BOOL, tsi_numel(s) ? v : &none, opts_on(t, TS_BOOL));
 }
 
+/* false (TS_ERR_DEVICE naming op) when t is a meta tensor and the op's result size depends on
+ * values, which it has none of (nonzero, masked_select, unique, bincount); true for a t without
+ * elements (an empty result, whatever the device) */
+static inline bool meta_sized_by_data(const char *op, ts_tensor *t) {
+    if (tsi_device(t).type != TS_META || tsi_numel(t->shape) == 0) return true;
+    tsi_error_set(TS_ERR_DEVICE,
+                  "%s: the size of its result depends on the values, which a meta tensor (%s) "
+                  "does not have",
+                  op, tsi_desc(t));
+    return false;
+}
+
 static inline void *host_alloc(const char *op, int64_t n, size_t elem) {
     void *p = malloc((size_t)(n > 0 ? n : 1) * elem);
     if (!p) tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %lld elements", op, (long long)n);

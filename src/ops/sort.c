@@ -10,6 +10,7 @@
 
 #include "autograd/autograd.h"
 #include "ops/shape_more_internal.h"
+#include "ops/sort_host.h"
 #include "ops/sort_keys.h"
 
 /* ------------------------------------------------------------------ backward */
@@ -27,14 +28,16 @@ static void take_dim_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) 
 static void median_all_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_tensor *x = tsi_node_saved(n, 0), *r = tsi_node_saved(n, 1);
     if (!go[0] || !x || !r) return;
-    ts_tensor *hit = isnan(ts_item(r)) ? ts_ne(x, x) : ts_eq(x, r);
+    /* on meta only the shape matters (and r has no value to read) */
+    ts_tensor *hit = tsi_device(r).type != TS_META && isnan(ts_item(r)) ? ts_ne(x, x) : ts_eq(x, r);
     gi[0] = ts_mul(ts_div(go[0], ts_sum(hit)), hit);
 }
 
 /* ------------------------------------------------------------------ taking rows */
 /* t.gather(dim, idx) for idx planned on the host: pos holds rows x m indices along dim, the rows
- * in the order of t with dim swapped last (tsi_okeys). Returns the values (inside the caller's
- * scope), *idx_out the int64 indices; keepdim false: dim removed (m is 1). */
+ * in the order of t with dim swapped last (tsi_okeys); NULL for a meta t (no values, so no plan:
+ * the indices are a meta tensor of their shape). Returns the values (inside the caller's scope),
+ * *idx_out the int64 indices; keepdim false: dim removed (m is 1). */
 static ts_tensor *take_rows(const char *op, const char *name, ts_tensor *t, int dim,
                             const int64_t *pos, int64_t m, bool keepdim, ts_tensor **idx_out) {
     const int last = t->shape.ndim - 1;
@@ -42,7 +45,8 @@ static ts_tensor *take_rows(const char *op, const char *name, ts_tensor *t, int 
     s.dims[dim] = s.dims[last];
     s.dims[last] = m;
     static const int64_t none = 0;
-    ts_tensor *idx = ts_from_data(s, TS_I64, tsi_numel(s) ? pos : &none, opts_on(t, TS_I64));
+    ts_tensor *idx = pos ? ts_from_data(s, TS_I64, tsi_numel(s) ? pos : &none, opts_on(t, TS_I64))
+                         : ts_empty(s, opts_on(t, TS_I64));
     if (idx && dim != last) idx = ts_contiguous(ts_transpose(idx, dim, last));
     if (!idx) return NULL;
     ts_no_grad_begin();
@@ -84,6 +88,8 @@ static bool select_along(const char *op, const char *name, ts_tensor *t, int dim
             const ts_shape s = m ? TS_SHAPE() : TS_SHAPE(0);
             v = ts_reshape(v, s), i = ts_reshape(i, s);
         }
+    } else if (tsi_device(t).type == TS_META) { /* no values to order: the results' shapes */
+        if (tsi_sort_dtype_ok(op, t)) v = take_rows(op, name, t, dim, NULL, m, keepdim, &i);
     } else {
         tsi_okeys k;
         if (tsi_okeys_read(op, t, dim, &k)) {

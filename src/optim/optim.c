@@ -235,7 +235,7 @@ void ts_optim_free(ts_optim *opt) {
 
 /* ------------------------------------------------------------------ groups, lr, zero_grad */
 int ts_optim_num_groups(ts_optim *opt) {
-    if (!opt) return tsi_error_set(TS_ERR_ARG, "optim_num_groups: optimizer is NULL"), 0;
+    if (!opt) return tsi_error_set(TS_ERR_ARG, "optim_num_groups: optimizer is NULL"), -1;
     return opt->n_groups;
 }
 
@@ -317,13 +317,15 @@ double ts_optim_get_weight_decay(ts_optim *opt, int group) {
     return opt->groups[group].h.weight_decay;
 }
 
-void ts_optim_zero_grad(ts_optim *opt) {
-    if (!opt) {
-        tsi_error_set(TS_ERR_ARG, "optim_zero_grad: optimizer is NULL");
-        return;
-    }
+ts_status ts_optim_zero_grad(ts_optim *opt) {
+    if (!opt) return tsi_error_set(TS_ERR_ARG, "optim_zero_grad: optimizer is NULL");
+    ts_status st = TS_OK;
     for (int i = 0; i < opt->n_params; i++)
-        if (opt->params[i].p->grad) ts_set_grad(opt->params[i].p, NULL);
+        if (opt->params[i].p->grad) {
+            const ts_status s = ts_set_grad(opt->params[i].p, NULL);
+            if (st == TS_OK) st = s;
+        }
+    return st;
 }
 
 /* ------------------------------------------------------------------ step */

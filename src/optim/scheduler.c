@@ -118,25 +118,21 @@ static void sched_apply(ts_lr_scheduler *s) {
     for (int g = 0; g < n && !ts_error(); g++) tsi_optim_group_changed("scheduler_step", s->opt, g);
 }
 
-void ts_scheduler_step(ts_lr_scheduler *s) {
-    if (!s) {
-        tsi_error_set(TS_ERR_ARG, "scheduler_step: scheduler is NULL");
-        return;
-    }
-    if (s->kind == S_ONECYCLE && s->last_epoch + 1 > s->total_steps) {
-        tsi_error_set(TS_ERR_STATE,
-                      "scheduler_step: tried to step %d times; the one-cycle "
-                      "schedule has %d total steps",
-                      s->last_epoch + 2, s->total_steps);
-        return;
-    }
+ts_status ts_scheduler_step(ts_lr_scheduler *s) {
+    if (!s) return tsi_error_set(TS_ERR_ARG, "scheduler_step: scheduler is NULL");
+    if (s->kind == S_ONECYCLE && s->last_epoch + 1 > s->total_steps)
+        return tsi_error_set(TS_ERR_STATE,
+                             "scheduler_step: tried to step %d times; the one-cycle "
+                             "schedule has %d total steps",
+                             s->last_epoch + 2, s->total_steps);
     /* while capturing the schedule would be frozen in the graph: it steps between replays */
     if (tsi_optim_refuse_capturing("scheduler_step", s->opt, 0, s->opt->n_params,
                                    "a learning-rate schedule step (step it between replays: the "
                                    "replays read the rate from the device)"))
-        return;
+        return ts_error();
     s->last_epoch++;
     sched_apply(s);
+    return ts_error(); /* sched_apply's out of memory (decision 0025: TS_OK only without one) */
 }
 
 int ts_scheduler_last_epoch(ts_lr_scheduler *s) {

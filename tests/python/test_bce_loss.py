@@ -2,7 +2,8 @@
 formulas, on cpu and sim:0: the loss with each log clamped at -100, the input's gradient
 g (x - t) / max(x (1 - x), 1e-12) w, finite where x is exactly 0 or 1 (a saturated float32 sigmoid:
 the corpus's siamese_network got NaN weights from the composed logs' inf * 0), the target's
-g (log1p(-x) - log x) w, the weight's; float64 gradcheck; float32 within its rounding; errors.
+g (log1p(-x) - log x) w, the weight's; float64 gradcheck; float32 within its rounding; errors, and
+values outside [0, 1] refused as PyTorch refuses them.
 Also torch.where with two numbers (the same program's torch.where(outputs > 0.5, 1, 0))."""
 import numpy as np
 import pytest
@@ -163,6 +164,25 @@ def test_errors():
         F.binary_cross_entropy(t(X), t(Y), weight=t([1.0, 2.0]))
     with pytest.raises(Exception, match="binary_cross_entropy.*floating"):
         F.binary_cross_entropy(t(X), torch.tensor([1] * X.size))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("bad", [1.5, -0.25, np.nan, np.inf])
+def test_values_outside_0_1_refused(device, dtype, bad):
+    """PyTorch's test of every element (its messages, RuntimeError; NaN is outside), the input's
+    before the target's; the ends 0 and 1 and -0 are inside."""
+    ok_x, ok_y = np.full(5, 0.5), np.array([0.0, 1.0, -0.0, 0.5, 1.0])
+    bad_x, bad_y = ok_x.copy(), ok_y.copy()
+    bad_x[3] = bad_y[4] = bad
+    with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
+        F.binary_cross_entropy(t(bad_x, device, dtype=dtype), t(ok_y, device, dtype=dtype))
+    with pytest.raises(RuntimeError, match="all elements of target should be between 0 and 1"):
+        F.binary_cross_entropy(t(ok_x, device, dtype=dtype), t(bad_y, device, dtype=dtype))
+    with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
+        nn.BCELoss()(t(bad_x, device, dtype=dtype), t(bad_y, device, dtype=dtype))
+    ends = F.binary_cross_entropy(t([0.0, 1.0, 0.5], device, dtype=dtype),
+                                  t([0.0, 1.0, -0.0], device, dtype=dtype), reduction="none")
+    np.testing.assert_allclose(host(ends), [0.0, 0.0, np.log(2)], rtol=4 * EPS32)
 
 
 @pytest.mark.parametrize("a, b, dtype", [(1, 0, "int64"), (1.5, 0, "float32"), (True, False, "bool"),

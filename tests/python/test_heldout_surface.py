@@ -10,6 +10,7 @@ import itertools
 import math
 import pickle
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -100,6 +101,75 @@ def test_generator_argument_must_be_a_generator():
         tessera.randn(3, generator=42)
     with pytest.raises(TypeError, match="multinomial.*generator"):
         tessera.multinomial(tessera.ones(3), 1, generator="g")
+
+
+class _StateOnly:
+    """anything with a _ts_rng attribute is taken as a generator (tensor_generator.c)"""
+
+    def __init__(self, state):
+        self._ts_rng = state
+
+
+def test_generator_none_is_the_global_generator():
+    tessera.manual_seed(8)
+    a = [tessera.randn(3).tolist(), tessera.rand(2).tolist(), tessera.randperm(5).tolist()]
+    tessera.manual_seed(8)
+    b = [tessera.randn(3, generator=None).tolist(), tessera.rand(2, generator=None).tolist(),
+         tessera.randperm(5, generator=None).tolist()]
+    assert a == b
+    tessera.empty(3).uniform_(generator=None)
+
+
+def test_generator_state_must_be_a_seed_offset_pair():
+    for state in ((1, 2, 3), (7,), [1, 2], "ab", 5):
+        with pytest.raises(TypeError, match="randn.*generator.*not a \\(seed, offset\\) pair"):
+            tessera.randn(3, generator=_StateOnly(state))
+    with pytest.raises(TypeError):  # an element that is no integer: int's own error
+        tessera.randn(3, generator=_StateOnly(("a", 0)))
+    g = _StateOnly((5, 0))
+    assert tessera.randn(3, generator=g).tolist() == \
+        tessera.randn(3, generator=tessera.Generator().manual_seed(5)).tolist()
+    assert g._ts_rng[0] == 5 and g._ts_rng[1] > 0
+
+
+class _ReadOnlyState:
+    """a generator whose state cannot be written back: the call raises that error"""
+
+    @property
+    def _ts_rng(self):
+        return (5, 0)
+
+    @_ts_rng.setter
+    def _ts_rng(self, v):
+        raise AttributeError("read-only generator state")
+
+
+def test_generator_state_written_back_or_the_error_raised():
+    g = _ReadOnlyState()
+    for call in (lambda: tessera.randn(3, generator=g), lambda: tessera.randperm(4, generator=g),
+                 lambda: tessera.randint(0, 9, (2,), generator=g),
+                 lambda: tessera.empty(3).uniform_(generator=g)):
+        with pytest.raises(AttributeError, match="read-only generator state"):
+            call()
+    # a failing call with a generator: its own error, and the generator's state still written
+    g2 = tessera.Generator().manual_seed(3)
+    with pytest.raises(Exception, match="randperm"):
+        tessera.randperm(-1, generator=g2)
+    assert g2._ts_rng[0] == 3
+
+
+def test_generator_calls_leak_no_reference():
+    """the state tuple written back is held by the generator alone; the global generator's None
+    state is released (before Python 3.12 None counts references)"""
+    g = tessera.Generator().manual_seed(1)
+    tessera.randn(2, generator=g)
+    refs = sys.getrefcount(g._ts_rng)  # (not in the assert: pytest's rewriting holds values)
+    assert refs == 2  # the attribute and getrefcount's argument
+    before = sys.getrefcount(None)
+    for _ in range(1000):
+        tessera.randn(1, generator=tessera.default_generator)
+    leaked = sys.getrefcount(None) - before
+    assert leaked < 500
 
 
 def test_generator_in_the_data_loader_and_random_split():

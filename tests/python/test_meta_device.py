@@ -1,5 +1,7 @@
 """The meta device from Python (PyTorch's): tensors without data, modules built under
-`with tessera.device("meta")`, load_state_dict(assign=True), Module.to_empty, the reads refused."""
+`with tessera.device("meta")`, load_state_dict(assign=True), Module.to_empty, the reads refused;
+pickle, copy.deepcopy and tessera.save / load of meta tensors as PyTorch (no data, no storage
+record), files read both ways with PyTorch."""
 import warnings
 
 import pytest
@@ -127,3 +129,137 @@ def test_load_map_location_meta(tmp_path):
     torch.save({"w": torch.ones(3, 2)}, str(p))
     sd = torch.load(str(p), map_location="meta")
     assert sd["w"].is_meta and sd["w"].shape == (3, 2)
+
+
+def test_host_planned_ops_give_shapes():
+    x = torch.empty(4, 6, device="meta", requires_grad=True)
+    v, i = torch.sort(x, dim=1, descending=True)
+    assert v.is_meta and v.shape == (4, 6) and i.dtype == torch.int64
+    v, i = torch.topk(x, 2)
+    assert v.shape == (4, 2) and i.shape == (4, 2)
+    v.sum().backward()
+    assert x.grad.is_meta and x.grad.shape == (4, 6)
+    assert torch.median(x, dim=0)[0].shape == (6,)
+    assert torch.quantile(x, 0.5, dim=1).shape == (4,)
+    idx = torch.empty(3, 6, dtype=torch.int64, device="meta")
+    assert x.scatter_reduce(0, idx, torch.empty(3, 6, device="meta"), "amax").shape == (4, 6)
+    h, e = torch.histogram(torch.empty(10, device="meta"), bins=5)
+    assert h.is_meta and h.shape == (5,) and e.shape == (6,)
+    h, es = torch.histogramdd(torch.empty(7, 2, device="meta"), bins=[3, 4])
+    assert h.shape == (3, 4) and [t.shape for t in es] == [(4,), (5,)]
+    assert torch.nonzero_static(torch.empty(3, 4, device="meta"), size=5).shape == (5, 2)
+    assert torch.linalg.pinv(torch.empty(2, 5, 3, device="meta")).shape == (2, 3, 5)
+    tol = torch.empty((), device="meta")  # a meta tolerance: no value, none needed on meta
+    r = torch.linalg.matrix_rank(torch.empty(3, 4, 4, device="meta"), rtol=tol)
+    assert r.is_meta and r.shape == (3,) and r.dtype == torch.int64
+    with pytest.raises(RuntimeError, match="meta"):  # but a cpu matrix needs its value
+        torch.linalg.matrix_rank(torch.ones(4, 4), rtol=tol)
+    with pytest.raises(RuntimeError, match="unique: the size of its result depends on the values"):
+        torch.unique(torch.empty(5, device="meta"))
+
+
+# ---- pickle, copy.deepcopy, tessera.save / load (PyTorch: no data and no storage for a meta
+# tensor; it comes back on meta with its size, stride, dtype and requires_grad)
+
+def _same_meta(a, b):
+    assert a.is_meta and b.is_meta
+    assert tuple(a.shape) == tuple(b.shape) and tuple(a.stride()) == tuple(b.stride())
+    assert a.dtype == b.dtype and a.requires_grad == b.requires_grad
+    assert type(a) is type(b)
+
+
+def _meta_objects():
+    return {"a": torch.empty(2, 3, device="meta"),
+            "t": torch.empty(3, 4, device="meta").t(),  # strides (1, 4): kept
+            "h": torch.empty(2, 2, dtype=torch.float16, device="meta", requires_grad=True),
+            "i": torch.empty(0, 5, dtype=torch.int64, device="meta"),
+            "s": torch.empty((), device="meta"),
+            "p": nn.Parameter(torch.empty(5, device="meta"))}
+
+
+def test_pickle_and_deepcopy_meta():
+    import copy
+    import pickle
+    objs = _meta_objects()
+    objs["t"].note = "kept"  # a tensor's attributes travel too
+    for back in (pickle.loads(pickle.dumps(objs)), pickle.loads(pickle.dumps(objs, protocol=2)),
+                 copy.deepcopy(objs)):
+        assert set(back) == set(objs)
+        for k in objs:
+            _same_meta(objs[k], back[k])
+        assert back["t"].note == "kept"
+    assert isinstance(pickle.loads(pickle.dumps(objs["p"])), nn.Parameter)
+    with torch.device("meta"):
+        m = nn.Linear(4, 3)
+    m2 = pickle.loads(pickle.dumps(m))
+    assert m2.weight.is_meta and m2.weight.shape == (3, 4) and m2.weight.requires_grad
+    assert copy.deepcopy(m).bias.is_meta
+
+
+def test_save_load_meta(tmp_path):
+    import pickle
+    import zipfile
+    objs = _meta_objects()
+    objs["cpu"] = torch.arange(4.0)
+    p = tmp_path / "m.pt"
+    torch.save(objs, str(p))
+    with zipfile.ZipFile(p) as z:
+        names = z.namelist()
+        pkl = z.read("m/data.pkl")
+    # one storage record: the cpu tensor's; the meta tensors have none
+    assert [n for n in names if "/data/" in n] == ["m/data/0"]
+    assert pkl.count(b"_rebuild_meta_tensor_no_storage") == 1  # written once, then memoised
+    for kw in ({}, {"map_location": "cpu"}, {"weights_only": False}):
+        back = torch.load(str(p), **kw)
+        for k in objs:
+            if k != "cpu":
+                _same_meta(objs[k], back[k])
+        assert torch.equal(back["cpu"], torch.arange(4.0))
+    with torch.device("meta"):
+        m = nn.Linear(4, 3)
+    torch.save(m.state_dict(), str(p))
+    sd = torch.load(str(p))
+    assert sd["weight"].is_meta and sd["weight"].shape == (3, 4)
+    # a size the file cannot mean is refused before any tensor is made
+    with pytest.raises(pickle.UnpicklingError):
+        torch.serialization._rebuild_meta_tensor_no_storage(torch.float32, (2, -1), (1, 1))
+
+
+# data.pkl as PyTorch 2.15's torch.save writes {"a": empty(2, 3), "t": empty(3, 4).t(),
+# "p": Parameter(empty(5)), "h": empty(2, 2, float16, requires_grad=True)}, all on meta
+_TORCH_META_PKL = (
+    b"\x80\x02}q\x00(X\x01\x00\x00\x00aq\x01ctorch._utils\n_rebuild_meta_tensor_no_storage\nq\x02("
+    b"ctorch\nfloat32\nq\x03K\x02K\x03\x86q\x04K\x03K\x01\x86q\x05\x89tq\x06Rq\x07X\x01\x00\x00\x00"
+    b"tq\x08h\x02(h\x03K\x04K\x03\x86q\tK\x01K\x04\x86q\n\x89tq\x0bRq\x0cX\x01\x00\x00\x00pq\rctorch."
+    b"_utils\n_rebuild_parameter\nq\x0eh\x02(h\x03K\x05\x85q\x0fK\x01\x85q\x10\x89tq\x11Rq\x12\x88cc"
+    b"ollections\nOrderedDict\nq\x13)Rq\x14\x87q\x15Rq\x16X\x01\x00\x00\x00hq\x17h\x02(ctorch\nfloa"
+    b"t16\nq\x18K\x02K\x02\x86q\x19K\x02K\x01\x86q\x1a\x88tq\x1bRq\x1cu.")
+
+
+def test_load_pytorch_written_meta(tmp_path):
+    import zipfile
+    p = tmp_path / "torch_meta.pt"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("archive/data.pkl", _TORCH_META_PKL)
+        z.writestr("archive/byteorder", "little")
+        z.writestr("archive/version", "3\n")
+    d = torch.load(str(p))
+    assert d["a"].is_meta and d["a"].shape == (2, 3) and d["a"].stride() == (3, 1)
+    assert d["t"].shape == (4, 3) and d["t"].stride() == (1, 4)
+    assert isinstance(d["p"], nn.Parameter) and d["p"].is_meta and d["p"].requires_grad
+    assert d["h"].dtype == torch.float16 and d["h"].requires_grad and d["h"].is_leaf
+
+
+def test_written_meta_loads_in_pytorch(tmp_path):
+    real = pytest.importorskip("torch")
+    if real is torch:
+        pytest.skip("tessera is imported as torch")
+    objs = _meta_objects()
+    p = tmp_path / "m.pt"
+    torch.save(objs, str(p))
+    d = real.load(str(p))
+    for k, v in objs.items():
+        assert d[k].is_meta and tuple(d[k].shape) == tuple(v.shape)
+        assert tuple(d[k].stride()) == tuple(v.stride()) and d[k].requires_grad == v.requires_grad
+        assert str(d[k].dtype) == "torch." + str(v.dtype).rsplit(".", 1)[-1]
+    assert isinstance(d["p"], real.nn.Parameter)

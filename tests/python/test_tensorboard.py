@@ -507,6 +507,98 @@ def test_event_file_binding_errors(tmp_path):
     assert f64(one(fields(recs[0]), 1)) == 1.5
 
 
+def test_event_file_handle_dropped_unclosed_is_flushed_and_closed(tmp_path):
+    """the capsule's destructor closes the file: its records reach the disk, no descriptor stays"""
+    import gc
+    from tessera import _C
+    path = str(tmp_path / "events.out.tfevents.d")
+    fds = len(os.listdir("/proc/self/fd"))
+    h = _C._event_file_create(path, 2.5)
+    _C._event_file_write(h, b"\x10\x07")
+    assert len(os.listdir("/proc/self/fd")) == fds + 1
+    del h
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) == fds
+    recs = read_records(path)
+    assert len(recs) == 2 and recs[1] == b"\x10\x07" and f64(one(fields(recs[0]), 1)) == 2.5
+
+
+def test_event_file_create_out_of_memory(tmp_path):
+    """each Python allocation of _event_file_create failing in turn (CPython's _testcapi hooks):
+    MemoryError, the event file closed (no descriptor left), never a crash"""
+    _testcapi = pytest.importorskip("_testcapi")
+    if not hasattr(_testcapi, "set_nomemory"):
+        pytest.skip("no _testcapi.set_nomemory")
+    from tessera import _C
+    fds = len(os.listdir("/proc/self/fd"))
+    failed = 0
+    for k in range(8):
+        path = str(tmp_path / ("events.out.tfevents.%d" % k))
+        h = None
+        _testcapi.set_nomemory(k, k + 1)
+        try:
+            h = _C._event_file_create(path, 1.0)
+        except MemoryError:
+            failed += 1
+        finally:
+            _testcapi.remove_mem_hooks()
+        if h is not None:
+            _C._event_file_close(h)
+            del h
+        assert len(os.listdir("/proc/self/fd")) == fds, k
+    assert failed >= 2  # the path's bytes, the box, the capsule: some of them
+
+
+def _fd_of(path):
+    real = os.path.realpath(path)
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink("/proc/self/fd/" + name) == real:
+                return int(name)
+        except OSError:
+            pass
+    return None
+
+
+def test_event_file_write_failure_raises(tmp_path):
+    """a failing write (the descriptor pointed at /dev/full) raises OSError from flush or close,
+    and a later flush says it failed earlier"""
+    from tessera import _C
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    for closing in (False, True):
+        path = str(tmp_path / ("events.out.tfevents.full%d" % closing))
+        h = _C._event_file_create(path, 1.0)
+        fd = _fd_of(path)
+        if fd is None:
+            _C._event_file_close(h)
+            pytest.skip("no /proc/self/fd")
+        full = os.open("/dev/full", os.O_WRONLY)
+        os.dup2(full, fd)
+        os.close(full)
+        _C._event_file_write(h, b"\x10\x01")
+        if closing:
+            with pytest.raises(OSError, match="event_file_close: writing"):
+                _C._event_file_close(h)
+        else:
+            with pytest.raises(OSError, match="event_file_flush: writing"):
+                _C._event_file_flush(h)
+            with pytest.raises(OSError, match="event_file_flush: writing .* failed earlier"):
+                _C._event_file_flush(h)
+            _C._event_file_close(h)  # the failure was reported once
+        with pytest.raises(ValueError, match="closed"):
+            _C._event_file_flush(h)
+
+
+def test_event_file_binding_docs():
+    from tessera import _C
+    for name, args in (("_event_file_create", "(path, wall_time)"),
+                       ("_event_file_write", "(handle, event)"),
+                       ("_event_file_flush", "(handle)"), ("_event_file_close", "(handle)")):
+        doc = getattr(_C, name).__doc__
+        assert doc.startswith(name + args + ": ") and len(doc) > 40, doc
+
+
 def test_pr_curve(tmp_path):
     import random
     rng = random.Random(4)

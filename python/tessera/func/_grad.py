@@ -206,18 +206,8 @@ def vjp(func, *primals, has_aux=False):
 
 def _jvp_double_backward(flat_out, flat_in, flat_t, create):
     """J t = d<J^T u, t>/du: u a dummy cotangent per output (J^T u is linear in u)"""
-    us = [_C.zeros_like(o).requires_grad_() if o.requires_grad else None for o in flat_out]
-    live = [i for i, u in enumerate(us) if u is not None]
-    g = _grads([flat_out[i] for i in live], flat_in, [us[i] for i in live], True) \
-        if live else [None] * len(flat_in)
-    pairs = [(gi, t) for gi, t in zip(g, flat_t) if isinstance(gi, Tensor) and gi.requires_grad]
-    jv = [None] * len(flat_out)
-    if pairs and live:
-        got = _autograd_grad([gi for gi, _ in pairs], [us[i] for i in live],
-                             [t for _, t in pairs], retain_graph=True, create_graph=create,
-                             allow_unused=True)
-        for i, v in zip(live, got):
-            jv[i] = v
+    from .._double_vjp import double_vjp
+    _, jv = double_vjp(flat_out, flat_in, flat_t, create)
     return [_C.zeros_like(o) if v is None else v for o, v in zip(flat_out, jv)]
 
 

@@ -38,6 +38,11 @@ from .pool_norm import *  # noqa: F401,F403 (1-d / 3-d pools, GroupNorm, Instanc
 from .pool_norm import __all__ as _pool_norm_all
 from .functional_fractional import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: F401
 from . import functional, init, utils, models  # noqa: F401
+from .lazy import (LazyLinear, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,  # noqa: F401
+                   UninitializedParameter, UninitializedBuffer)  # (issue 53: d2l's models)
+from . import parameter as _parameter  # noqa: E402 (torch.nn.parameter.UninitializedParameter)
+_parameter.UninitializedParameter = UninitializedParameter
+_parameter.UninitializedBuffer = UninitializedBuffer
 from . import modules  # noqa: F401,E402 (torch.nn.modules.X.Y paths; after the classes)
 
 __all__ = [
@@ -62,3 +67,5 @@ __all__ += _layers_more_all
 __all__ += _conv_all
 __all__ += _pool_norm_all
 __all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]
+__all__ += ["LazyLinear", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+            "UninitializedParameter", "UninitializedBuffer"]

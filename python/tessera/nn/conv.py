@@ -187,7 +187,13 @@ class _LazyMixin:
 
     def forward(self, input, *args, **kwargs):
         self.initialize_parameters(input)
-        return super().forward(input, *args, **kwargs)
+        # PyTorch's cls_to_become: the module is the eager one afterwards (d2l's init_cnn tests
+        # type(m) == nn.Conv2d); nn.Conv2d is layers.Conv2d, which has no padding modes
+        become = type(self).cls_to_become
+        if become is _Conv2d and self.padding_mode == "zeros":
+            from .layers import Conv2d as become
+        self.__class__ = become
+        return become.forward(self, input, *args, **kwargs)
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
         w = state_dict.get("weight") if hasattr(state_dict, "get") else None
@@ -201,7 +207,7 @@ def _lazy(cls):
     def __init__(self, out_channels, kernel_size, *args, **kwargs):
         cls.__init__(self, 0, out_channels, kernel_size, *args, **kwargs)
     return type("Lazy" + cls.__name__, (_LazyMixin, cls),
-                {"__init__": __init__, "__module__": __name__})
+                {"__init__": __init__, "__module__": __name__, "cls_to_become": cls})
 
 
 class _Conv2d(_ConvNd):

@@ -259,7 +259,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """PyTorch's loss -(t log(p) + (1 - t) log(1 - p)), each log clamped at -100, and its gradient
-    (p - t) / max(p (1 - p), 1e-12), finite where p is exactly 0 or 1 (src/nn/loss_bce.c)."""
+    (p - t) / max(p (1 - p), 1e-12), finite where p is exactly 0 or 1 (src/nn/loss_bce.c). An input
+    or target outside [0, 1] (NaN too) raises PyTorch's RuntimeError "all elements of input should
+    be between 0 and 1" on cpu and sim; on cuda an input outside gives NaN, a target goes untested.
+    """
     return _loss(_BCE, input, target, _reduction(reduction, size_average, reduce), weight)
 
 

@@ -49,6 +49,15 @@ class RNNBase(CModule):
     def all_weights(self):
         return [[getattr(self, n) for n in names] for names in self._flat_weights_names_grouped()]
 
+    @property
+    def _flat_weights_names(self):
+        """PyTorch's list of the parameters' names, layer by layer (d2l's init_seq2seq reads it)"""
+        return [n for names in self._flat_weights_names_grouped() for n in names]
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, n) for n in self._flat_weights_names]
+
     def _flat_weights_names_grouped(self):
         dirs = 2 if self.bidirectional else 1
         out = []

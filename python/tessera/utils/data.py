@@ -168,6 +168,11 @@ def _spec_of(transform):
     return spec() if callable(spec) else None
 
 
+def _expand_root(root):
+    """torchvision's VisionDataset: a str root has its ~ expanded (os.path.expanduser)"""
+    return os.path.expanduser(root) if isinstance(root, str) else root
+
+
 class _CDataset(Dataset):
     """A data set read by the C library; transform: a tessera.vision transform (runs in C) or any
     callable on a Tensor (runs in Python, and the DataLoader takes the Python path)."""
@@ -231,9 +236,9 @@ class MNIST(_CDataset):
 
     def __init__(self, root=None, train=True, transform=None, target_transform=None,
                  download=False):
-        self.root, self.train = root, train
+        self.root, self.train = _expand_root(root), train
         self.transform, self.target_transform = transform, target_transform
-        self._open(download, _C._mnist, self._find(root), bool(train))
+        self._open(download, _C._mnist, self._find(self.root), bool(train))
 
     @classmethod
     def _find(cls, root):
@@ -274,9 +279,9 @@ class CIFAR10(_CDataset):
     root/cifar-10-batches-bin. Samples: uint8 HWC [32, 32, 3] images and int labels."""
 
     def __init__(self, root, train=True, transform=None, target_transform=None, download=False):
-        self.root, self.train = root, train
+        self.root, self.train = _expand_root(root), train
         self.transform, self.target_transform = transform, target_transform
-        self._open(download, _C._cifar10, root, bool(train))
+        self._open(download, _C._cifar10, self.root, bool(train))
 
 
 class IdxDataset(_CDataset):
@@ -380,6 +385,10 @@ class DataLoader:
                              "batch_sampler=%r" % (shuffle, sampler, batch_sampler))
         if sampler is not None and shuffle:
             raise ValueError("DataLoader: sampler option is mutually exclusive with shuffle")
+        if shuffle and not iterable and batch_sampler is None and len(dataset) == 0:
+            # torch builds a RandomSampler here, which refuses an empty data set
+            raise ValueError("num_samples should be a positive integer value, but got "
+                             "num_samples=0")
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
                 raise ValueError("DataLoader: batch_sampler option is mutually exclusive with "

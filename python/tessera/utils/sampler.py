@@ -71,6 +71,9 @@ class RandomSampler(_Drawing):
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples
+        if self.num_samples <= 0:  # as torch: an empty data set too (DataLoader(shuffle=True))
+            raise ValueError("num_samples should be a positive integer value, but got "
+                             "num_samples=%r" % (self.num_samples,))
 
     @property
     def num_samples(self):

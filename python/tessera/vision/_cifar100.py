@@ -18,26 +18,32 @@ _MAX_BYTES = 1 << 30
 
 
 class _ArraysOnly(pickle.Unpickler):
+    """Resolves NumPy's array rebuilders only; `op` names the data set in its errors."""
+    op = "CIFAR100"
+
     def find_class(self, module, name):
         if (module, name) not in _SAFE:
-            raise pickle.UnpicklingError(f"CIFAR100: the file asks for {module}.{name}; only "
+            raise pickle.UnpicklingError(f"{self.op}: the file asks for {module}.{name}; only "
                                          "NumPy arrays are read")
         if module.startswith("numpy._core") and not hasattr(np, "_core"):
             module = module.replace("numpy._core", "numpy.core", 1)
         return super().find_class(module, name)
 
 
-def _unpickle(path):
+def _unpickle(path, op="CIFAR100"):
+    """The pickle at `path` (at most _MAX_BYTES), NumPy arrays and plain containers only."""
     if os.path.getsize(path) > _MAX_BYTES:
-        raise ts.FileError(f"CIFAR100: {path} is larger than {_MAX_BYTES} bytes")
+        raise ts.FileError(f"{op}: {path} is larger than {_MAX_BYTES} bytes")
     with open(path, "rb") as f:
-        return _ArraysOnly(f, encoding="latin1").load()
+        u = _ArraysOnly(f, encoding="latin1")
+        u.op = op
+        return u.load()
 
 
 class CIFAR100(_data.Dataset):
     def __init__(self, root, train=True, transform=None, target_transform=None,
                  download=False):
-        self.root, self.train = os.fspath(root), bool(train)
+        self.root, self.train = os.path.expanduser(os.fspath(root)), bool(train)
         self.transform, self.target_transform = transform, target_transform
         split = "train" if self.train else "test"
         py = os.path.join(self.root, "cifar-100-python")

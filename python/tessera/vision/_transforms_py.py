@@ -8,6 +8,24 @@ __all__ = ["Resize", "CenterCrop", "RandomVerticalFlip", "ConvertImageDtype", "R
            "RandomChoice"]
 
 
+def _hwc_u8(img):
+    """a uint8 [H, W, C] image, as the built-in data sets' samples are (torchvision's PIL images):
+    C in (1, 3, 4) and a first dimension that is not a channel count"""
+    return (isinstance(img, ts.Tensor) and img.dtype == ts.uint8 and img.dim() == 3
+            and img.shape[2] in (1, 3, 4) and img.shape[0] not in (1, 3, 4))
+
+
+def _as_chw(fn):
+    """__call__ on [..., C, H, W] made to take a uint8 [H, W, C] image too, giving one back (as
+    torchvision's PIL path keeps a PIL image): CIFAR10's samples through Resize / CenterCrop"""
+    def call(self, img):
+        if _hwc_u8(img):
+            return fn(self, img.permute(2, 0, 1)).permute(1, 2, 0).contiguous()
+        return fn(self, img)
+    call.__doc__, call.__name__ = fn.__doc__, fn.__name__
+    return call
+
+
 def _rand():
     return float(ts.rand(1))
 
@@ -45,6 +63,7 @@ class Resize:
             return (s, int(s * w / h)) if h <= w else (int(s * h / w), s)
         return _hw(self.size, "Resize")
 
+    @_as_chw
     def __call__(self, img):
         if type(img).__module__.startswith("PIL."):
             return self._pil(img)
@@ -82,6 +101,7 @@ class CenterCrop:
     def __init__(self, size):
         self.size = _hw(size, "CenterCrop")
 
+    @_as_chw
     def __call__(self, img):
         pil = type(img).__module__.startswith("PIL.")
         h, w = (img.size[1], img.size[0]) if pil else (img.shape[-2], img.shape[-1])

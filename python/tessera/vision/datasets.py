@@ -10,6 +10,7 @@ from tessera.utils import data as _data
 
 from ._fakedata import FakeData  # noqa: F401  (another change of issue 53)
 from ._cifar100 import CIFAR100  # noqa: F401  (issue 53: the Python or binary files, offline)
+from . import _cifar10_py  # CIFAR10 in torchvision's Python layout (issue 53)
 
 __all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "FakeData", "DatasetFolder",
            "ImageFolder", "IMG_EXTENSIONS"]
@@ -50,6 +51,50 @@ class CIFAR10(_Classes, _data.CIFAR10):
     classes = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship",
                "truck"]
 
+    _py_layout = False  # True: read from torchvision's cifar-10-batches-py (_cifar10_py.py)
+
+    def __init__(self, root, train=True, transform=None, target_transform=None, download=False):
+        try:
+            super().__init__(root, train, transform, target_transform, download)
+            self._py_layout = False
+        except ts.FileError:
+            # torchvision's own layout (root/cifar-10-batches-py), read in Python
+            folder = _cifar10_py.find(os.path.expanduser(os.fspath(root)))
+            if folder is None:
+                raise
+            self.root, self.train = os.path.expanduser(os.fspath(root)), train
+            self.transform, self.target_transform = transform, target_transform
+            data, targets, names = _cifar10_py.load(folder, bool(train))
+            self._raw_cache, self._py_layout = (data, targets), True
+            if names is not None:
+                self.classes = names
+
+    def __len__(self):
+        return len(self._raw_cache[1]) if self._py_layout else super().__len__()
+
+    def __getitem__(self, index):
+        if not self._py_layout:
+            return super().__getitem__(index)
+        img, target = ts.tensor(self.data[index]), self.targets[index]
+        if self.transform is not None:
+            img = self.transform(img)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return img, target
+
+    def _native(self):
+        return None if self._py_layout else super()._native()
+
+    def __setstate__(self, state):
+        if state.get("_py_layout"):
+            self.__dict__.update(state)
+        else:
+            super().__setstate__(state)
+
+    @property
+    def num_classes(self):
+        return 10 if self._py_layout else super().num_classes
+
     def _raw(self):
         if getattr(self, "_raw_cache", None) is None:
             import numpy as np
@@ -87,7 +132,7 @@ class DatasetFolder(_data.Dataset):
                  is_valid_file=None, allow_empty=False):
         if (extensions is None) == (is_valid_file is None):
             raise ValueError("DatasetFolder: give exactly one of extensions and is_valid_file")
-        self.root, self.loader = os.fspath(root), loader
+        self.root, self.loader = os.path.expanduser(os.fspath(root)), loader
         self.transform, self.target_transform = transform, target_transform
         if extensions is not None:
             exts = tuple(e.lower() for e in extensions)

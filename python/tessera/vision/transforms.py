@@ -43,6 +43,24 @@ def _pil_in(t, img):
                     % type(t).__name__)
 
 
+def _chw_u8(img):
+    """a uint8 [C, H, W] image (ImageFolder's loader, io.read_image, Resize / CenterCrop of one):
+    C in (1, 3, 4) and a last dimension that is not a channel count. The C transforms take uint8
+    images as [H, W, C], as the built-in data sets' samples (torchvision's PIL images) are."""
+    from tessera import uint8
+    return (getattr(img, "dtype", None) == uint8 and img.dim() == 3
+            and img.shape[0] in (1, 3, 4) and img.shape[2] not in (1, 3, 4))
+
+
+def _apply(spec, img):
+    """a C transform on img; a uint8 [C, H, W] image goes through as [H, W, C] and a uint8
+    result comes back as [C, H, W] (ToTensor gives float32 [C, H, W] either way)"""
+    if not _chw_u8(img):
+        return _C._apply_transform(spec, img)
+    out = _C._apply_transform(spec, img.permute(1, 2, 0).contiguous())
+    return out.permute(2, 0, 1).contiguous() if out.dtype == img.dtype and out.dim() == 3 else out
+
+
 class _Transform:
     def _spec(self):
         raise NotImplementedError
@@ -50,7 +68,7 @@ class _Transform:
     def __call__(self, img):
         if type(img).__module__.startswith("PIL."):
             return _pil_in(self, img)
-        return _C._apply_transform(self._spec(), img)
+        return _apply(self._spec(), img)
 
     def __repr__(self):
         return "%s()" % type(self).__name__
@@ -63,15 +81,25 @@ class Compose(_Transform):
         self.transforms = list(transforms)
 
     def _spec(self):
+        if any(isinstance(t, Grayscale) for t in self._before_to_tensor()):
+            return None  # Grayscale of the uint8 image (_gray_u8) runs in Python
         specs = [getattr(t, "_spec", None) for t in self.transforms]
         if not all(callable(s) for s in specs):
             return None  # a Python callable inside: the whole pipeline runs in Python
         return ("compose", [s() for s in specs])
 
+    def _before_to_tensor(self):
+        out = []
+        for t in self.transforms:
+            if isinstance(t, ToTensor):
+                return out
+            out.append(t)
+        return out
+
     def __call__(self, img):
         spec = None if type(img).__module__.startswith("PIL.") else self._spec()
         if spec is not None:
-            return _C._apply_transform(spec, img)
+            return _apply(spec, img)
         for t in self.transforms:
             img = t(img)
         return img
@@ -144,6 +172,37 @@ class Grayscale(_Transform):
 
     def _spec(self):
         return ("gray", self.num_output_channels)
+
+    def __call__(self, img):
+        from tessera import Tensor, uint8
+        if isinstance(img, Tensor) and img.dtype == uint8 and img.dim() in (2, 3):
+            return _gray_u8(img, self.num_output_channels)
+        return super().__call__(img)
+
+
+def _gray_u8(img, n):
+    """Grayscale of a uint8 image before ToTensor, as torchvision's PIL path: PIL's "L" of an RGB
+    image ((19595 R + 38470 G + 7471 B + 2**15) >> 16); [H, W] (an "L" image) or [H, W, C] in,
+    [H, W] (n 1) or [H, W, 3] (n 3) out; a [C, H, W] image gives [n, H, W]."""
+    import numpy as np
+    from tessera import tensor
+    a = img.numpy()
+    chw = _chw_u8(img)
+    if chw:
+        a = a.transpose(1, 2, 0)
+    if a.ndim == 3 and a.shape[2] not in (1, 3, 4):
+        raise ValueError("Grayscale: a uint8 image is [H, W], [H, W, C] or [C, H, W] with C 1, 3 "
+                         "or 4, got %s" % (list(img.shape),))
+    if a.ndim == 2 or a.shape[2] == 1:
+        g = a if a.ndim == 2 else a[:, :, 0]
+    else:
+        c = a[:, :, :3].astype(np.int64)
+        g = ((c[:, :, 0] * 19595 + c[:, :, 1] * 38470 + c[:, :, 2] * 7471 + 0x8000) >> 16)
+        g = g.astype(np.uint8)
+    out = np.repeat(g[:, :, None], 3, axis=2) if n == 3 else g
+    if chw:
+        out = out[None] if n == 1 else out.transpose(2, 0, 1)
+    return tensor(np.ascontiguousarray(out))
 
 
 class Lambda:

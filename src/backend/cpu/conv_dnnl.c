@@ -17,6 +17,7 @@
  * kernels.
  */
 #include "backend/cpu/conv_dnnl.h"
+#include "backend/cpu/conv_select.h"
 #include "backend/env_config.h"
 
 #ifdef TS_HAVE_DNNL
@@ -181,8 +182,8 @@ bool tsi_dnnl_conv_nhwc_native(void) {
  * NHWC, 38.6 with every layer blocked), or under NHWC_BLOCKED_MIN_MACS in all (ResNet-20 at batch
  * 1: 0.65 against 0.78 ms a forward). ResNet-18's 3x3 layers (64 channels and up, 37.7 M
  * multiply-adds an image) go blocked: its eval forward at batch 64 536 -> 458 ms. */
-#define NHWC_BLOCKED_MIN_TAPS 512.0
-#define NHWC_BLOCKED_MIN_MACS 8388608.0
+#define NHWC_BLOCKED_MIN_TAPS (tsi_conv_limits_get()->nhwc_blocked_min_taps)
+#define NHWC_BLOCKED_MIN_MACS (tsi_conv_limits_get()->nhwc_blocked_min_macs)
 
 /* With AVX-512 two float32 cases still go faster through the blocked layout, reorders included
  * (one thread, AMX host; bench_conv_formats, ONEDNN_VERBOSE of ResNet-18 CIFAR steps, and single
@@ -200,11 +201,13 @@ bool tsi_dnnl_conv_nhwc_native(void) {
  *   against 23.3 ms, 512 at 4x4: 23.5 against 20.3), more than its two reorders cost there (0.6 and
  *   0.3 ms); with 64 channels at 32x32 the reorders (2.5 ms) eat the gain (2.7).
  * bf16 (brgconv on AMX or AVX512-BF16) runs NHWC at the blocked layout's speed, 4x4 included. */
-#define AVX512_BLOCKED_MIN_TAPS 2048.0
+#define AVX512_BLOCKED_MIN_TAPS (tsi_conv_limits_get()->avx512_blocked_data_min_taps)
 
 static bool avx512_blocked_faster(const conv_key *k) {
     if (k->dt != dnnl_f32) return false;
-    if (k->kind == K_FWD) return k->ow <= 4 && k->n >= 2 && k->g == 1 && k->kh * k->kw > 1;
+    if (k->kind == K_FWD)
+        return k->ow <= tsi_conv_limits_get()->avx512_blocked_fwd_max_ow && k->n >= 2 &&
+               k->g == 1 && k->kh * k->kw > 1;
     const double taps = (double)(k->o / k->g) * (double)k->kh * (double)k->kw; /* per gx element */
     return k->kind == K_BWD_DATA && taps >= AVX512_BLOCKED_MIN_TAPS;
 }
@@ -490,7 +493,7 @@ static conv_key key_of(conv_kind kind, const ts_cgeom *g, bool has_bias, bool bf
 /* A forward of less work than this runs on one thread: MobileNetV3's squeeze-excitation
  * convolutions (1x1 images) and the like take microseconds, less than the threads of a parallel
  * region take to start and meet again. */
-#define ONE_THREAD_FLOPS 1e6
+#define ONE_THREAD_FLOPS (tsi_conv_limits_get()->dnnl_one_thread_flops)
 
 static bool forward(bool bf16, const ts_cgeom *g, const void *x, const void *w,
                     const tsi_conv_weight_id *wid, const void *b, void *y, int x_blk, int y_blk,

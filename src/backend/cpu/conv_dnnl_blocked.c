@@ -9,16 +9,17 @@
  * (conv_dnnl.c, whose key carries the two layouts): only the user's descriptors of x and y
  * differ, so where the primitive wants exactly the blocked layout (its JIT kernels on this ISA)
  * no reorder runs, and elsewhere oneDNN's reorder from or to the blocked layout does — a result
- * bit for bit the plain entry's either way. Only the convolutions the plain path would give
- * oneDNN are taken (kern_conv.c's choice: TS_CONV=builtin none, TS_CONV=dnnl all, by default
- * not those the direct kernels take, except depthwise ones of 16 groups or more); for the others
- * this returns false and the front end runs conv2d on plain copies. */
+ * bit for bit the plain entry's either way. Which kernel runs is conv_select.c's choice, the
+ * plain forward's (TS_CONV=builtin none, TS_CONV=dnnl all, by default not those the direct
+ * kernels take, except depthwise ones of 16 groups or more) plus Tessera's own blocked kernels;
+ * for the built-in ones this returns false and the front end runs conv2d on plain copies. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/conv_dnnl.h"
 #include "backend/cpu/conv_dw_blocked.h"
 #include "backend/cpu/conv_fc_blocked.h"
+#include "backend/cpu/conv_select.h"
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/kern_conv.h"
@@ -38,15 +39,6 @@ int tsi_cpu_conv2d_block(const ts_backend *be) {
 #endif
 }
 
-/* kern_conv.c's conv_use_dnnl for a float32 forward: TS_CONV forces, else the shapes the direct
- * kernels do not take and the wide depthwise ones */
-static bool goes_to_dnnl(const ts_cgeom *g) {
-    const int forced = tsi_conv_provider();
-    if (forced >= 0) return forced == 1;
-    const bool depthwise_wide = g->cg == 1 && g->og == 1 && g->g >= 16;
-    return !tsi_conv_direct_for(g, false) || depthwise_wide;
-}
-
 bool tsi_cpu_conv2d_blocked(const ts_backend *be, int index, float *out, int out_block,
                             const float *x, int x_block, const float *w, const float *bias,
                             const int64_t nchw[4], const int64_t o_ohw[3], const int64_t khw[2],
@@ -56,18 +48,18 @@ bool tsi_cpu_conv2d_blocked(const ts_backend *be, int index, float *out, int out
     if (!blk || (x_block && x_block != blk) || (out_block && out_block != blk)) return false;
     const ts_cgeom g = tsi_cgeom_make(nchw, o_ohw, khw, p);
     if (g.c % g.g || g.o % g.g || g.n * g.o * g.oh * g.ow == 0) return false;
-    /* blocked both sides, unless TS_CONV=dnnl: depthwise ones to conv_dw_blocked.c's kernel,
-     * those of 1x1 images (a squeeze-excitation's) to conv_fc_blocked.c's */
-    if (x_block && out_block && tsi_conv_provider() != 1) {
-        const char *own =
-            tsi_env(TSI_ENV_CONV_OWN); /* which of the two: "dw", "fc", both by default */
-        const bool dw = !own || strstr(own, "dw"), fc = !own || strstr(own, "fc");
-        if (dw && tsi_conv_dw_blocked_takes(&g, blk))
-            return tsi_conv_dw_blocked(&g, blk, out, x, w, bias);
-        if (fc && tsi_conv_fc_blocked_takes(&g, blk))
-            return tsi_conv_fc_blocked(&g, blk, out, x, w, bias);
+    /* conv_select.c's choice, as for the plain forward; Tessera's own kernels (depthwise ones,
+     * those of 1x1 images: a squeeze-excitation's) only with both sides blocked */
+    switch (tsi_conv_select(&g, TSI_CONV_PASS_FORWARD, TS_F32, x_block && out_block ? blk : 0)) {
+    case TSI_CONV_PATH_DW_BLOCKED:
+        return tsi_conv_dw_blocked(&g, blk, out, x, w, bias);
+    case TSI_CONV_PATH_FC_BLOCKED:
+        return tsi_conv_fc_blocked(&g, blk, out, x, w, bias);
+    case TSI_CONV_PATH_DNNL:
+        break;
+    default:
+        return false; /* the built-in kernels: the front end's plain path */
     }
-    if (!goes_to_dnnl(&g)) return false;
     const tsi_conv_weight_id wid = {
         .uid = p->weight_uid, .version = p->weight_version, .offset = p->weight_offset};
     return tsi_dnnl_conv_forward_blocked(&g, x, x_block, w, &wid, bias, out, out_block);

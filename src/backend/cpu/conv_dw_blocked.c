@@ -21,6 +21,7 @@
 
 #include <string.h>
 
+#include "backend/cpu/conv_select.h"
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/kern_conv_act_vec.h"
 #include "backend/cpu/omp_if.h"
@@ -142,7 +143,7 @@ DEFINE_DW(avx512, __attribute__((target(TS_ISA_TARGET_AVX512))), ts_dw16f, ts_dw
 
 /* Work below this many multiply-adds runs on one thread: a parallel region's start and join cost
  * about a microsecond, what 16k vector FMAs take on one core. */
-enum { PARALLEL_MIN_MACS = 1 << 18 };
+#define PARALLEL_MIN_MACS (tsi_conv_limits_get()->dw_blocked_parallel_min_macs) /* 2^18 */
 
 bool tsi_conv_dw_blocked(const ts_cgeom *g, int blk, float *y, const float *x, const float *w,
                          const float *b) {

@@ -52,12 +52,13 @@ static void cpu_synchronize(const ts_backend *be, int index) {}
 void tsi_cpu_kernels_install(ts_backend *be) {
     be->copy = tsi_cpu_copy;
     be->fill = tsi_cpu_fill;
-    be->unary = tsi_cpu_unary;
+    be->unary = tsi_cpu_unary_cx;   /* abs of a complex: kern_complex.c */
     be->binary = tsi_cpu_binary_cx; /* complex dtypes: kern_complex.c */
     be->binary_widening = tsi_cpu_binary_widening;
     be->binary_scalar = tsi_cpu_binary_scalar;
     be->where = tsi_cpu_where;
     be->ternary = tsi_cpu_ternary;
+    be->bce = tsi_cpu_bce;
     be->reduce = tsi_cpu_reduce;
     be->scan = tsi_cpu_scan;
     be->matmul = tsi_cpu_matmul;

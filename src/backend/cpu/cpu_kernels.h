@@ -24,6 +24,9 @@ void tsi_cpu_where(const ts_backend *be, int index, const ts_kview *out, const t
 /* kern_ternary.c: addcmul, addcdiv, lerp (backend.h's ternary) */
 void tsi_cpu_ternary(const ts_backend *be, int index, ts_ternary_op op, const ts_kview *out,
                      const ts_kview *a, const ts_kview *b, const ts_kview *c, double p);
+/* kern_bce.c: binary_cross_entropy's loss and domain test (backend.h's bce) */
+int tsi_cpu_bce(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
+                const ts_kview *t);
 /* kern_reduce.c */
 void tsi_cpu_reduce(const ts_backend *be, int index, ts_reduce_op op, const ts_kview *out,
                     const ts_kview *in, int nred, double param);

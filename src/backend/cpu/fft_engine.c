@@ -44,8 +44,10 @@ void tsi_fft_r2c_even_f64(const tsi_fft_plan *p, tsi_cf64 *c, tsi_cf64 *work) {
     fft64_r2c_even(p, c, work);
 }
 void tsi_fft_c2r_even_f32(const tsi_fft_plan *p, tsi_cf32 *c, tsi_cf32 *work) {
-    fft32_c2r_even(p, c, work);
+    const tsi_cf32 *r = fft32_c2r_even(p, c, work);
+    if (r != c) memcpy(c, r, sizeof(tsi_cf32) * (size_t)(p->n / 2));
 }
 void tsi_fft_c2r_even_f64(const tsi_fft_plan *p, tsi_cf64 *c, tsi_cf64 *work) {
-    fft64_c2r_even(p, c, work);
+    const tsi_cf64 *r = fft64_c2r_even(p, c, work);
+    if (r != c) memcpy(c, r, sizeof(tsi_cf64) * (size_t)(p->n / 2));
 }

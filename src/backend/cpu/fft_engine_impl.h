@@ -28,14 +28,26 @@ static inline void FN(put)(CT *ch, int64_t at, CT y, const TWT *wa, int64_t ido,
 }
 #define PUT(a, k, u, y) FN(put)(ch, (a) + ido * ((k) + l1 * (u)), (y), wa, ido, (a), (u), fwd)
 
-static void FN(pass2)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const TWT *wa, bool fwd) {
+/* radix 2, one loop per direction with the untwiddled a = 0 peeled off (as FN(pass4) below) */
+static inline __attribute__((always_inline)) void
+FN(pass2_dir)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const TWT *wa, bool fwd) {
     const int64_t cdim = 2;
-    for (int64_t k = 0; k < l1; k++)
-        for (int64_t a = 0; a < ido; a++) {
+    for (int64_t k = 0; k < l1; k++) {
+        CH(0, k, 0) = FN(add)(CC(0, 0, k), CC(0, 1, k));
+        CH(0, k, 1) = FN(sub)(CC(0, 0, k), CC(0, 1, k));
+        for (int64_t a = 1; a < ido; a++) {
             const CT x0 = CC(a, 0, k), x1 = CC(a, 1, k);
-            PUT(a, k, 0, FN(add)(x0, x1));
-            PUT(a, k, 1, FN(sub)(x0, x1));
+            CH(a, k, 0) = FN(add)(x0, x1);
+            CH(a, k, 1) = FN(twm)(FN(sub)(x0, x1), WA(0, a), fwd);
         }
+    }
+}
+
+static void FN(pass2)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const TWT *wa, bool fwd) {
+    if (fwd)
+        FN(pass2_dir)(ido, l1, cc, ch, wa, true);
+    else
+        FN(pass2_dir)(ido, l1, cc, ch, wa, false);
 }
 
 static void FN(pass3)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const TWT *wa, bool fwd) {
@@ -54,20 +66,37 @@ static void FN(pass3)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const TWT *
         }
 }
 
-static void FN(pass4)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const TWT *wa, bool fwd) {
+/* the butterfly of radix 4 at (a, k); tw: a > 0 (twiddled outputs). Always inlined, so that
+ * FN(pass4) compiles one loop per direction with the untwiddled a = 0 peeled off */
+static inline __attribute__((always_inline)) void FN(bfly4)(int64_t ido, int64_t l1, const CT *cc,
+                                                            CT *ch, const TWT *wa, int64_t a,
+                                                            int64_t k, bool fwd, bool tw) {
     const int64_t cdim = 4;
-    for (int64_t k = 0; k < l1; k++)
-        for (int64_t a = 0; a < ido; a++) {
-            const CT x0 = CC(a, 0, k), x1 = CC(a, 1, k), x2 = CC(a, 2, k), x3 = CC(a, 3, k);
-            const CT t1 = FN(sub)(x0, x2), t2 = FN(add)(x0, x2);
-            const CT t3 = FN(add)(x1, x3), d = FN(sub)(x1, x3);
-            /* (x1 - x3) times -i (forward) or i */
-            const CT t4 = fwd ? (CT){d.i, -d.r} : (CT){-d.i, d.r};
-            PUT(a, k, 0, FN(add)(t2, t3));
-            PUT(a, k, 1, FN(add)(t1, t4));
-            PUT(a, k, 2, FN(sub)(t2, t3));
-            PUT(a, k, 3, FN(sub)(t1, t4));
-        }
+    const CT x0 = CC(a, 0, k), x1 = CC(a, 1, k), x2 = CC(a, 2, k), x3 = CC(a, 3, k);
+    const CT t1 = FN(sub)(x0, x2), t2 = FN(add)(x0, x2);
+    const CT t3 = FN(add)(x1, x3), d = FN(sub)(x1, x3);
+    /* (x1 - x3) times -i (forward) or i */
+    const CT t4 = fwd ? (CT){d.i, -d.r} : (CT){-d.i, d.r};
+    const CT y1 = FN(add)(t1, t4), y2 = FN(sub)(t2, t3), y3 = FN(sub)(t1, t4);
+    CH(a, k, 0) = FN(add)(t2, t3);
+    CH(a, k, 1) = tw ? FN(twm)(y1, WA(0, a), fwd) : y1;
+    CH(a, k, 2) = tw ? FN(twm)(y2, WA(1, a), fwd) : y2;
+    CH(a, k, 3) = tw ? FN(twm)(y3, WA(2, a), fwd) : y3;
+}
+
+static inline __attribute__((always_inline)) void
+FN(pass4_dir)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const TWT *wa, bool fwd) {
+    for (int64_t k = 0; k < l1; k++) {
+        FN(bfly4)(ido, l1, cc, ch, wa, 0, k, fwd, false);
+        for (int64_t a = 1; a < ido; a++) FN(bfly4)(ido, l1, cc, ch, wa, a, k, fwd, true);
+    }
+}
+
+static void FN(pass4)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const TWT *wa, bool fwd) {
+    if (fwd)
+        FN(pass4_dir)(ido, l1, cc, ch, wa, true);
+    else
+        FN(pass4_dir)(ido, l1, cc, ch, wa, false);
 }
 
 static void FN(pass5)(int64_t ido, int64_t l1, const CT *cc, CT *ch, const TWT *wa, bool fwd) {
@@ -132,7 +161,8 @@ static void FN(passg)(int64_t ido, int64_t l1, int64_t ip, const CT *cc, CT *ch,
 #undef WA
 #undef PUT
 
-static void FN(run_factors)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
+/* the passes of a FACTORS plan from c, alternating with work: the buffer that holds the result */
+static CT *FN(passes)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
     const int64_t n = p->n;
     CT *p1 = c, *p2 = work;
     int64_t l1 = 1;
@@ -160,7 +190,12 @@ static void FN(run_factors)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
         p1 = p2, p2 = t;
         l1 *= ip;
     }
-    if (p1 != c) memcpy(c, p1, sizeof(CT) * (size_t)n);
+    return p1;
+}
+
+static void FN(run_factors)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
+    const CT *r = FN(passes)(p, c, work, fwd);
+    if (r != c) memcpy(c, r, sizeof(CT) * (size_t)p->n);
 }
 
 /* X_k = conj(w_k) sum_j (x_j conj(w_j)) w_(k-j), w_j = e^(i pi j^2 / n) (conjugated
@@ -179,11 +214,16 @@ static void FN(run_bluestein)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) 
     for (int64_t k = 0; k < n; k++) c[k] = FN(twm)(a[k], w[k], !fwd);
 }
 
-static void FN(run)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
-    if (p->kind == FFT_PLAN_BLUESTEIN)
-        FN(run_bluestein)(p, c, work, fwd);
-    else
-        FN(run_factors)(p, c, work, fwd);
+/* the transform of c: the buffer that holds it, c or (FACTORS plans) work */
+static CT *FN(run_to)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
+    if (p->kind != FFT_PLAN_BLUESTEIN) return FN(passes)(p, c, work, fwd);
+    FN(run_bluestein)(p, c, work, fwd);
+    return c;
+}
+
+static inline void FN(run)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
+    const CT *r = FN(run_to)(p, c, work, fwd);
+    if (r != c) memcpy(c, r, sizeof(CT) * (size_t)p->n);
 }
 
 /* A real transform of even length n = 2h (a REAL_EVEN plan): c[0..h] = X_0 .. X_h of x, c[0..h)
@@ -193,11 +233,11 @@ static void FN(run)(const tsi_fft_plan *p, CT *c, CT *work, bool fwd) {
 static void FN(r2c_even)(const tsi_fft_plan *p, CT *c, CT *work) {
     const int64_t h = p->n / 2;
     const TWT *w = TWF(p, chirp);
-    FN(run)(p->inner, c, work, true);
-    const CT z0 = c[0];
+    const CT *z = FN(run_to)(p->inner, c, work, true); /* Z, split into c */
+    const CT z0 = z[0];
     c[0] = (CT){z0.r + z0.i, CZERO}, c[h] = (CT){z0.r - z0.i, CZERO};
     for (int64_t k = 1; 2 * k <= h; k++) {
-        const CT zk = c[k], zm = c[h - k];
+        const CT zk = z[k], zm = z[h - k];
         const CT e = {(FT)0.5 * (zk.r + zm.r), (FT)0.5 * (zk.i - zm.i)};
         const CT d = {(FT)0.5 * (zk.r - zm.r), (FT)0.5 * (zk.i + zm.i)};
         const CT o = FN(twm)((CT){d.i, -d.r}, w[k], false); /* W^k d / i */
@@ -207,10 +247,10 @@ static void FN(r2c_even)(const tsi_fft_plan *p, CT *c, CT *work) {
 }
 
 /* Its inverse, unscaled, c[0..h] = X_0 .. X_h in (imaginary parts of X_0 and X_h unread), the n
- * outputs out as reals in c[0..h) (x_2j, x_2j+1): Z'_k = E' + i O', E' = X_k + conj X_(h-k),
- * O' = (X_k - conj X_(h-k)) W^-k, Z'_(h-k) = conj(E') + i conj(O'), then the inverse half-length
- * transform. */
-static void FN(c2r_even)(const tsi_fft_plan *p, CT *c, CT *work) {
+ * outputs out as reals (x_2j, x_2j+1) in the h first elements of the buffer returned (c or work):
+ * Z'_k = E' + i O', E' = X_k + conj X_(h-k), O' = (X_k - conj X_(h-k)) W^-k,
+ * Z'_(h-k) = conj(E') + i conj(O'), then the inverse half-length transform. */
+static CT *FN(c2r_even)(const tsi_fft_plan *p, CT *c, CT *work) {
     const int64_t h = p->n / 2;
     const TWT *w = TWF(p, chirp);
     const CT x0h = {c[0].r, c[h].r}; /* the real parts of X_0 and X_h */
@@ -222,5 +262,5 @@ static void FN(c2r_even)(const tsi_fft_plan *p, CT *c, CT *work) {
         c[k] = FN(add)(e, FN(mul_i)(o));
         if (2 * k < h) c[h - k] = (CT){e.r + o.i, o.r - e.i};
     }
-    FN(run)(p->inner, c, work, false);
+    return FN(run_to)(p->inner, c, work, false);
 }

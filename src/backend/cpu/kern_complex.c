@@ -1,7 +1,7 @@
 /* kern_complex.c — the CPU's complex64 / complex128 add, sub, mul and div (the binary slot on a
- * complex dtype): kern_complex_impl.h compiled for 16-byte vectors (the x86-64 baseline),
- * AVX2 and AVX-512, picked at each call by ts_cpu_isa_get(); every variant gives the bits of
- * kernel_math_complex.h's scalar formulas, which CUDA shares. */
+ * complex dtype) and abs (the unary slot on one): kern_complex_impl.h compiled for 16-byte vectors
+ * (the x86-64 baseline), AVX2 and AVX-512, picked at each call by ts_cpu_isa_get(); every variant
+ * gives the bits of kernel_math_complex.h's scalar formulas, which CUDA shares. */
 #include "backend/cpu/kern_complex.h"
 
 #include <math.h>
@@ -181,6 +181,43 @@ static void cx_seg64(void *vctx, char *const *p, const int64_t *s, int64_t n) {
     if (c->isa == TS_ISA_AVX2) return cx_avx2_64_seg(c->op, p, s, n);
 #endif
     cx_gen64_seg(c->op, p, s, n);
+}
+
+static void cx_abs32(void *vctx, char *const *p, const int64_t *s, int64_t n) {
+    const cx_ctx *c = vctx;
+#ifdef CX_X86
+    if (c->isa == TS_ISA_AVX512) return cx_avx512_32_abs_seg(p, s, n);
+    if (c->isa == TS_ISA_AVX2) return cx_avx2_32_abs_seg(p, s, n);
+#endif
+    (void)c;
+    cx_gen32_abs_seg(p, s, n);
+}
+
+static void cx_abs64(void *vctx, char *const *p, const int64_t *s, int64_t n) {
+    const cx_ctx *c = vctx;
+#ifdef CX_X86
+    if (c->isa == TS_ISA_AVX512) return cx_avx512_64_abs_seg(p, s, n);
+    if (c->isa == TS_ISA_AVX2) return cx_avx2_64_abs_seg(p, s, n);
+#endif
+    (void)c;
+    cx_gen64_abs_seg(p, s, n);
+}
+
+void tsi_cpu_unary_cx(const ts_backend *be, int index, ts_unary_op op, const ts_kview *out,
+                      const ts_kview *a, double p0, double p1) {
+    if (a->dtype != TS_C64 && a->dtype != TS_C128) {
+        tsi_cpu_unary(be, index, op, out, a, p0, p1);
+        return;
+    }
+    if (op != TS_U_ABS) { /* the front end sends only abs: never a number */
+        tsi_cpu_fill(be, index, out, NAN);
+        return;
+    }
+    cx_ctx ctx = {.op = TS_B_ADD, .isa = ts_cpu_isa_get()};
+    const ts_kview *views[2] = {out, a};
+    ts_cpu_iter it;
+    ts_cpu_iter_init(&it, 2, views);
+    ts_cpu_iter_run(&it, a->dtype == TS_C64 ? cx_abs32 : cx_abs64, &ctx);
 }
 
 bool tsi_cpu_complex_binary_ok(ts_binary_op op) {

@@ -8,7 +8,7 @@
  * ai br), then t1 - t2 in the real lanes and t1 + t2 in the imaginary ones, each product rounded
  * once (ISO C: no contraction into fused multiply-adds), so every variant gives the bits of
  * ts_cmul_SUF. Sums and differences are the parts' own (plain loops the compiler vectorises);
- * quotients are ts_cdiv_SUF element by element (Smith's branches). */
+ * quotients are ts_cdiv_SUF element by element (Smith's branches); abs is ts_cabs_SUF. */
 
 #define CX_CAT_(a, b) a##b
 #define CX_CAT(a, b)  CX_CAT_(a, b)
@@ -16,6 +16,7 @@
 #define CX_SUB        CX_CAT(ts_csub_, SUF)
 #define CX_MUL        CX_CAT(ts_cmul_, SUF)
 #define CX_DIV        CX_CAT(ts_cdiv_, SUF)
+#define CX_ABS        CX_CAT(ts_cabs_, SUF)
 
 static inline VF FN(vld)(const FT *p) {
     VF v;
@@ -117,6 +118,22 @@ static void FN(seg)(ts_binary_op op, char *const *p, const int64_t *s, int64_t n
     for (int64_t i = 0; i < n; i++) FN(one)(op, p[0] + i * s[0], p[1] + i * s[1], p[2] + i * s[2]);
 }
 
+/* |x| (the unary slot's abs): p[0] the real out, p[1] the complex input at byte strides s; a
+ * dense pair of operands in a plain loop the compiler vectorises (ts_cabs_SUF is branch-free) */
+static void FN(abs_seg)(char *const *p, const int64_t *s, int64_t n) {
+    if (s[0] == (int64_t)sizeof(FT) && s[1] == (int64_t)(2 * sizeof(FT))) {
+        FT *o = (FT *)(void *)p[0];
+        const FT *x = (const FT *)(const void *)p[1];
+        for (int64_t i = 0; i < n; i++) o[i] = CX_ABS(x[2 * i], x[2 * i + 1]);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const FT *x = (const FT *)(const void *)(p[1] + i * s[1]);
+        *(FT *)(void *)(p[0] + i * s[0]) = CX_ABS(x[0], x[1]);
+    }
+}
+
+#undef CX_ABS
 #undef CX_ADD
 #undef CX_SUB
 #undef CX_MUL

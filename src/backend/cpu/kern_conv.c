@@ -9,6 +9,7 @@
 #include "backend/cpu/blas_threads.h"
 #include "backend/cpu/conv_dnnl.h"
 #include "backend/cpu/conv_dnnl_wcache.h"
+#include "backend/cpu/conv_select.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
 #include "backend/cpu/gemm_provider.h"
@@ -106,12 +107,8 @@ int tsi_conv_max_threads(void) {
 }
 
 /* Many small images: one image per thread with single-threaded GEMMs. Few large ones: images in
- * turn, each GEMM using every thread. Never both levels at once. */
-static bool batch_parallel(const cgeom *g, int nt) {
-    if (nt <= 1 || g->n <= 1) return false;
-    const double flops = 2.0 * (double)g->o * (double)g->k * (double)g->p;
-    return g->n >= nt || flops < 2e7;
-}
+ * turn, each GEMM using every thread. Never both levels at once (conv_select.c's table). */
+static bool batch_parallel(const cgeom *g, int nt) { return tsi_conv_batch_parallel(g, nt); }
 
 #ifdef TS_HAVE_OPENMP
 /* OpenBLAS's own threads must stay out of GEMMs issued from inside an OpenMP region (one switch
@@ -288,9 +285,8 @@ static const conv_fns fns_f32 = CONV_FNS(float, f32);
 static const conv_fns fns_f64 = CONV_FNS(double, f64);
 
 /* ------------------------------------------------------------------ oneDNN or built in */
-/* Whether float32 convolution g goes to oneDNN (conv_dnnl.c): TS_CONV=dnnl|builtin forces the
- * choice; by default oneDNN takes the shapes the direct kernels do not (channels of ResNets and
- * the like), where its JIT kernels beat im2col + GEMM. `direct`: the direct kernels apply. */
+/* TS_CONV=dnnl|builtin, or a test's tsi_conv_force_provider: read by conv_select.c's
+ * tsi_conv_select, which makes the choice for every entry. */
 static int conv_forced = -2; /* -2 as TS_CONV says, -1 automatic, 0 builtin, 1 dnnl */
 
 static int parse_provider(const char *e) {
@@ -303,10 +299,9 @@ int tsi_conv_provider(void) {
     return conv_forced != -2 ? conv_forced : parse_provider(tsi_env(TSI_ENV_CONV));
 }
 
-static bool conv_use_dnnl(const conv_fns *f, bool direct) {
-    if (f != &fns_f32) return false;
-    const int forced = tsi_conv_provider();
-    return forced >= 0 ? forced == 1 : !direct;
+/* Whether pass over g goes to oneDNN (conv_dnnl.c): float32 only, as conv_select.c decides. */
+static bool conv_use_dnnl(const conv_fns *f, const cgeom *g, tsi_conv_pass pass) {
+    return f == &fns_f32 && tsi_conv_select(g, pass, TS_F32, 0) == TSI_CONV_PATH_DNNL;
 }
 
 /* ------------------------------------------------------------------ drivers (f32 / f64) */
@@ -337,23 +332,17 @@ static const float *direct_weights(const ts_conv_direct *d, const cgeom *g, cons
     return *own = tsi_conv_direct_pack(d, g, w);
 }
 
-/* A depthwise convolution over 16 channels or more: oneDNN's kernels run it on channel-blocked
- * copies, a vector of channels at each tap, where the direct kernels fill vectors along rows of
- * 7 to 56 outputs (MobileNetV3-Small at batch 1: 2.8 ms through oneDNN, 3.3 ms direct). */
-static bool depthwise_wide(const cgeom *g) { return g->cg == 1 && g->og == 1 && g->g >= 16; }
-
 /* One image's groups shared by the threads (the batch too small to share): depthwise convolutions
- * at batch 1, when there is enough work for a parallel region to pay. */
+ * at batch 1, when there is enough work for a parallel region to pay (conv_select.c's table). */
 static bool group_parallel(const cgeom *g, int nt, bool bp) {
-    if (nt <= 1 || bp || g->g < nt) return false;
-    return 2.0 * (double)g->n * (double)g->o * (double)g->k * (double)g->p >= 1e6;
+    return tsi_conv_group_parallel(g, nt, bp);
 }
 
 /* Returns false when scratch memory is missing (the caller falls back to the naive loops). wid:
  * the weight's identity for the caches of rearranged weights (NULL: none). */
 static bool run_forward(const conv_fns *f, const cgeom *g, const char *x, const char *w,
                         const tsi_conv_weight_id *wid, const char *b, char *y) {
-    if (conv_use_dnnl(f, f == &fns_f32 && tsi_conv_direct_for(g, false) && !depthwise_wide(g)) &&
+    if (conv_use_dnnl(f, g, TSI_CONV_PASS_FORWARD) &&
         tsi_dnnl_conv_forward(g, (const float *)x, (const float *)w, wid, (const float *)b,
                               (float *)y))
         return true;
@@ -460,9 +449,7 @@ static float *transposed_weights(const ts_conv_direct *d, const cgeom *g, const 
 
 static bool run_backward_data(const conv_fns *f, const cgeom *g, const char *gy, const char *w,
                               char *gx) {
-    cgeom tg;
-    if (conv_use_dnnl(f, f == &fns_f32 && tsi_conv_transposed_geom(g, &tg) &&
-                             tsi_conv_direct_for(&tg, false)) &&
+    if (conv_use_dnnl(f, g, TSI_CONV_PASS_DATA) &&
         tsi_dnnl_conv_backward_data(g, (const float *)gy, (const float *)w, (float *)gx))
         return true;
     const int nt = tsi_conv_max_threads();
@@ -527,7 +514,7 @@ static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *g
         memset(gw, 0, (size_t)wlen * f->es);
         return true;
     }
-    if (conv_use_dnnl(f, f == &fns_f32 && tsi_conv_direct_for(g, true)) &&
+    if (conv_use_dnnl(f, g, TSI_CONV_PASS_WEIGHT) &&
         tsi_dnnl_conv_backward_weight(g, (const float *)gy, (const float *)x, (float *)gw))
         return true;
     const int nt = tsi_conv_max_threads();
@@ -586,8 +573,6 @@ static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *g
 }
 
 /* ------------------------------------------------------------------ for kern_conv_half.c */
-bool tsi_conv_use_dnnl_f32(bool direct) { return conv_use_dnnl(&fns_f32, direct); }
-
 bool tsi_conv_forward_f32(const cgeom *g, const float *x, const float *w, const float *b,
                           float *y) {
     return run_forward(&fns_f32, g, (const char *)x, (const char *)w, NULL, (const char *)b,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/conv_select.h"
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/kern_conv.h"
 #include "backend/cpu/kern_conv_act_vec.h"
@@ -342,7 +343,10 @@ bool tsi_conv_direct_force_isa(const char *name) {
  * gradient reduces each register tile once per image, which pays off only over rows that fill
  * their vectors well. */
 const ts_conv_direct *tsi_conv_direct_for(const ts_cgeom *g, bool weight_grad) {
-    if (g->sw != 1 || g->direct || g->og > 16 || g->ow < 4) return NULL;
+    const tsi_conv_limits *lim = tsi_conv_limits_get(); /* conv_select.c's table */
+    if (g->sw != 1 || g->direct || g->og > lim->direct_max_outputs_per_group ||
+        g->ow < lim->direct_min_row)
+        return NULL;
     const ts_conv_direct *d = variant();
     if (!d || !weight_grad) return d;
     if (g->og % d->vl == 0) return d + 1;

@@ -29,8 +29,6 @@ void tsi_conv_act_output(const ts_cgeom *g, const ts_kview *out);
 static inline ts_conv_act tsi_conv_act_in_bf16_kernel(ts_conv_act act) {
     return act == TS_CONV_ACT_RELU ? act : TS_CONV_ACT_NONE;
 }
-/* Whether a float32 convolution goes to oneDNN (`direct`: the direct kernels apply). */
-bool tsi_conv_use_dnnl_f32(bool direct);
 /* The input gradient as a forward convolution over gy (unit strides only): false when not. */
 bool tsi_conv_transposed_geom(const ts_cgeom *g, ts_cgeom *t);
 /* The float32 drivers (oneDNN, direct or im2col): false when scratch memory is missing. */

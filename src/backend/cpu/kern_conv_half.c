@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "backend/cpu/conv_dnnl.h"
+#include "backend/cpu/conv_select.h"
 #include "backend/cpu/kern_conv.h"
 #include "backend/cpu/kern_conv_drivers.h"
 #include "backend/cpu/matmul_dnnl.h"
@@ -51,12 +52,13 @@ static void from_f32(const float *src, int64_t n, const ts_kview *v) {
     tsi_conv_round(v->data, v->dtype, src, n);
 }
 
-/* bf16 convolutions in bf16 (oneDNN) where the CPU multiplies bf16 natively and float32 would go to
- * oneDNN too (conv_use_dnnl: not the shapes the direct kernels take, as LeNet's, where oneDNN's
+/* bf16 convolutions in bf16 (oneDNN) where the CPU multiplies bf16 natively and conv_select.c
+ * gives the pass to oneDNN (not the shapes the direct kernels take, as LeNet's, where oneDNN's
  * per-call reorders cost more than the bf16 arithmetic saves; TS_CONV=dnnl|builtin forces either
- * way): every operand as it is, float32 sums, one rounding. `direct`: the direct kernels apply. */
-static bool bf16_native(ts_dtype dt, bool direct) {
-    return dt == TS_BF16 && tsi_conv_use_dnnl_f32(direct) && tsi_dnnl_bf16_native();
+ * way): every operand as it is, float32 sums, one rounding. */
+static bool bf16_native(ts_dtype dt, const cgeom *g, tsi_conv_pass pass) {
+    return dt == TS_BF16 && tsi_conv_select(g, pass, TS_BF16, 0) == TSI_CONV_PATH_DNNL &&
+           tsi_dnnl_bf16_native();
 }
 
 /* ------------------------------------------------------------------ f16 / bf16 */
@@ -68,7 +70,7 @@ void tsi_conv2d_half(const cgeom *g, const ts_kview *out, const ts_kview *x, con
     gf.act = TS_CONV_ACT_NONE;
     cgeom gk = *g; /* the bf16 kernel applies ReLU itself */
     gk.act = tsi_conv_act_in_bf16_kernel(g->act);
-    if (bf16_native(out->dtype, tsi_conv_direct_for(&gf, false)) &&
+    if (bf16_native(out->dtype, &gf, TSI_CONV_PASS_FORWARD) &&
         tsi_dnnl_conv_forward_bf16(&gk, (const uint16_t *)x->data, (const uint16_t *)w->data, wid,
                                    bias ? (const uint16_t *)bias->data : NULL,
                                    (uint16_t *)out->data)) {
@@ -90,8 +92,7 @@ void tsi_conv2d_half(const cgeom *g, const ts_kview *out, const ts_kview *x, con
 void tsi_conv2d_backward_data_half(const cgeom *g, const ts_kview *gx, const ts_kview *gout,
                                    const ts_kview *w) {
     const ts_dtype dt = gx->dtype;
-    cgeom tg;
-    if (bf16_native(dt, tsi_conv_transposed_geom(g, &tg) && tsi_conv_direct_for(&tg, false)) &&
+    if (bf16_native(dt, g, TSI_CONV_PASS_DATA) &&
         tsi_dnnl_conv_backward_data_bf16(g, (const uint16_t *)gout->data, (const uint16_t *)w->data,
                                          (uint16_t *)gx->data))
         return;
@@ -108,7 +109,7 @@ void tsi_conv2d_backward_data_half(const cgeom *g, const ts_kview *gx, const ts_
 void tsi_conv2d_backward_weight_half(const cgeom *g, const ts_kview *gw, const ts_kview *gout,
                                      const ts_kview *x) {
     const ts_dtype dt = gw->dtype;
-    if (bf16_native(dt, tsi_conv_direct_for(g, true)) &&
+    if (bf16_native(dt, g, TSI_CONV_PASS_WEIGHT) &&
         tsi_dnnl_conv_backward_weight_bf16(g, (const uint16_t *)gout->data,
                                            (const uint16_t *)x->data, (uint16_t *)gw->data))
         return;

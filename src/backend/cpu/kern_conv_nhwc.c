@@ -11,6 +11,7 @@
 
 #include "backend/conv_layout.h"
 #include "backend/cpu/conv_dnnl.h"
+#include "backend/cpu/conv_select.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/host_scratch.h"
 #include "backend/cpu/kern_conv.h"
@@ -24,19 +25,21 @@ bool tsi_cpu_conv2d_channels_last(const ts_backend *be, int index, ts_dtype dt) 
     return dt == TS_F32 || dt == TS_F64 || dt == TS_F16 || dt == TS_BF16;
 }
 
+/* conv_select.c gives pass over g (NHWC) to oneDNN */
+static bool to_dnnl(const ts_cgeom *g, tsi_conv_pass pass, ts_dtype dt) {
+    return tsi_conv_select(g, pass, dt, 0) == TSI_CONV_PATH_DNNL;
+}
+
 /* oneDNN's NHWC primitives take this dtype here */
-static bool dnnl_takes(ts_dtype dt) {
-    return (dt == TS_F32 || (dt == TS_BF16 && tsi_dnnl_bf16_native())) &&
-           tsi_conv_use_dnnl_f32(false);
+static bool dnnl_takes(const ts_cgeom *g, tsi_conv_pass pass, ts_dtype dt) {
+    return (dt == TS_F32 || (dt == TS_BF16 && tsi_dnnl_bf16_native())) && to_dnnl(g, pass, dt);
 }
 
 /* f16, and bf16 on a CPU that does not multiply it (or under the ISA caps), where a float32
  * convolution goes to oneDNN: the widened path below. */
-static bool widened_takes(ts_dtype dt) {
-    return (dt == TS_F16 || dt == TS_BF16) && !dnnl_takes(dt) && tsi_conv_use_dnnl_f32(false);
+static bool widened_takes(const ts_cgeom *g, tsi_conv_pass pass, ts_dtype dt) {
+    return (dt == TS_F16 || dt == TS_BF16) && !dnnl_takes(g, pass, dt) && to_dnnl(g, pass, dt);
 }
-
-typedef enum { PASS_FORWARD, PASS_DATA, PASS_WEIGHT } conv_pass;
 
 /* One pass in float32 for half operands: a and b (forward: x, w; backward-data: gy, w;
  * backward-weight: gy, x) and the bias widened into one cached scratch block, each in its own
@@ -45,7 +48,7 @@ typedef enum { PASS_FORWARD, PASS_DATA, PASS_WEIGHT } conv_pass;
  * widened path, without that path's NCHW copies and oneDNN's reorders of them. No activation
  * (g's is the caller's, on the rounded output). false: out of scratch memory or oneDNN declined;
  * out is then untouched. */
-static bool widened(conv_pass pass, const ts_cgeom *g, const ts_kview *out, const ts_kview *a,
+static bool widened(tsi_conv_pass pass, const ts_cgeom *g, const ts_kview *out, const ts_kview *a,
                     const ts_kview *b, const ts_kview *bias) {
     const int64_t na = tsi_conv_numel4(a), nb = tsi_conv_numel4(b), no = tsi_conv_numel4(out);
     const int64_t nbias = bias ? bias->shape[0] : 0;
@@ -61,10 +64,10 @@ static bool widened(conv_pass pass, const ts_cgeom *g, const ts_kview *out, cons
     if (bias) tsi_conv_widen(fbias, bias->data, bias->dtype, nbias);
     bool ok;
     switch (pass) {
-    case PASS_FORWARD:
+    case TSI_CONV_PASS_FORWARD:
         ok = tsi_dnnl_conv_forward_nhwc(false, g, fa, fb, NULL, fbias, fo);
         break;
-    case PASS_DATA:
+    case TSI_CONV_PASS_DATA:
         ok = tsi_dnnl_conv_backward_data_nhwc(false, g, fa, fb, fo);
         break;
     default:
@@ -106,7 +109,7 @@ void tsi_conv2d_nhwc(const ts_backend *be, int index, const ts_kview *out, const
     const ts_cgeom g = geom(x, w, out, p);
     const ts_dtype dt = out->dtype;
     const char *bd = bias ? bias->data : NULL;
-    if (dnnl_takes(dt)) {
+    if (dnnl_takes(&g, TSI_CONV_PASS_FORWARD, dt)) {
         const tsi_conv_weight_id wid = {p->weight_uid, p->weight_version, p->weight_offset};
         const bool bf16 = dt == TS_BF16;
         ts_cgeom gf = g; /* bf16: ReLU in the kernel, the others on the rounded output */
@@ -116,10 +119,10 @@ void tsi_conv2d_nhwc(const ts_backend *be, int index, const ts_kview *out, const
             return;
         }
     }
-    if (widened_takes(dt)) {
+    if (widened_takes(&g, TSI_CONV_PASS_FORWARD, dt)) {
         ts_cgeom gf = g;
         gf.act = TS_CONV_ACT_NONE;
-        if (widened(PASS_FORWARD, &gf, out, x, w, bias)) {
+        if (widened(TSI_CONV_PASS_FORWARD, &gf, out, x, w, bias)) {
             tsi_conv_act_output(&g, out);
             return;
         }
@@ -142,10 +145,12 @@ void tsi_conv2d_backward_data_nhwc(const ts_backend *be, int index, const ts_kvi
                                    const ts_conv2d_params *p) {
     const ts_cgeom g = geom(gx, w, gout, p);
     const ts_dtype dt = gx->dtype;
-    if (dnnl_takes(dt) &&
+    if (dnnl_takes(&g, TSI_CONV_PASS_DATA, dt) &&
         tsi_dnnl_conv_backward_data_nhwc(dt == TS_BF16, &g, gout->data, w->data, gx->data))
         return;
-    if (widened_takes(dt) && widened(PASS_DATA, &g, gx, gout, w, NULL)) return;
+    if (widened_takes(&g, TSI_CONV_PASS_DATA, dt) &&
+        widened(TSI_CONV_PASS_DATA, &g, gx, gout, w, NULL))
+        return;
     ts_kview pg, px;
     const bool have_g = plain_of(be, index, gout, &pg, true);
     if (have_g && plain_of(be, index, gx, &px, false)) {
@@ -163,10 +168,12 @@ void tsi_conv2d_backward_weight_nhwc(const ts_backend *be, int index, const ts_k
                                      const ts_conv2d_params *p) {
     const ts_cgeom g = geom(x, gw, gout, p);
     const ts_dtype dt = gw->dtype;
-    if (dnnl_takes(dt) &&
+    if (dnnl_takes(&g, TSI_CONV_PASS_WEIGHT, dt) &&
         tsi_dnnl_conv_backward_weight_nhwc(dt == TS_BF16, &g, gout->data, x->data, gw->data))
         return;
-    if (widened_takes(dt) && widened(PASS_WEIGHT, &g, gw, gout, x, NULL)) return;
+    if (widened_takes(&g, TSI_CONV_PASS_WEIGHT, dt) &&
+        widened(TSI_CONV_PASS_WEIGHT, &g, gw, gout, x, NULL))
+        return;
     ts_kview pg, px;
     const bool have_g = plain_of(be, index, gout, &pg, true);
     if (have_g && plain_of(be, index, x, &px, true)) {

@@ -1,5 +1,6 @@
 /* cuda_complex.cu — complex64 / complex128 add, sub, mul and div (the binary slot on a complex
- * dtype, reached from tsc_binary), with kernel_math_complex.h's formulas, which the CPU shares. */
+ * dtype, reached from tsc_binary) and abs (the unary slot on one, from tsc_unary), with
+ * kernel_math_complex.h's formulas, which the CPU shares. */
 #include "backend/cuda/cuda_elementwise.h"
 #include "backend/cuda/cuda_iter.cuh"
 #include "backend/kernel_math_complex.h"
@@ -75,4 +76,38 @@ void tsc_complex_binary(const ts_backend *be, int index, ts_binary_op op, const 
         tsc_run("complex binary kernel", index, ComplexBinaryF<float>{(int)op}, views);
     else
         tsc_run("complex binary kernel", index, ComplexBinaryF<double>{(int)op}, views);
+}
+
+/* abs: the real part's dtype out, ts_cabs_f32 / f64 (PyTorch's hypot); any other op NaN (the front
+ * end sends only abs: never a number) */
+template <typename R> struct ComplexAbsF {
+    using T = tsc_cx<R>;
+    static constexpr int NOPS = 2;
+    int op;
+    TS_HD R apply(T x) const;
+    template <int V> TS_HD void vec(const tsc_ptrs<2> &b, uint32_t i, unsigned bcast) const {
+        tsc_vec<T, V> x = tsc_ldv<T, V>(b.p[1], i, bcast & 2u);
+        tsc_vec<R, V> o;
+        TSC_UNROLL
+        for (int k = 0; k < V; k++) o.v[k] = apply(x.v[k]);
+        tsc_stv<R, V>(b.p[0], i, o);
+    }
+    TS_HD void one(char *const *p) const { *(R *)p[0] = apply(*(const T *)p[1]); }
+};
+template <> TS_HD inline float ComplexAbsF<float>::apply(tsc_cx<float> x) const {
+    return op == TS_U_ABS ? ts_cabs_f32(x.r, x.i) : NAN;
+}
+template <> TS_HD inline double ComplexAbsF<double>::apply(tsc_cx<double> x) const {
+    return op == TS_U_ABS ? ts_cabs_f64(x.r, x.i) : NAN;
+}
+
+void tsc_complex_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kview *out,
+                       const ts_kview *a) {
+    (void)be;
+    if (!tsc_set_device(index)) return;
+    const ts_kview *views[2] = {out, a};
+    if (a->dtype == TS_C64)
+        tsc_run("complex abs kernel", index, ComplexAbsF<float>{(int)op}, views);
+    else
+        tsc_run("complex abs kernel", index, ComplexAbsF<double>{(int)op}, views);
 }

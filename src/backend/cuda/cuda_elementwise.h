@@ -17,6 +17,9 @@ void tsc_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview
 /* cuda_complex.cu: tsc_binary on complex64 / complex128 (add, sub, mul, div) */
 void tsc_complex_binary(const ts_backend *be, int index, ts_binary_op op, const ts_kview *out,
                         const ts_kview *a, const ts_kview *b);
+/* cuda_complex.cu: tsc_unary on complex64 / complex128 (abs, out float32 / float64) */
+void tsc_complex_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kview *out,
+                       const ts_kview *a);
 void tsc_where(const ts_backend *be, int index, const ts_kview *out, const ts_kview *cond,
                const ts_kview *a, const ts_kview *b);
 /* cuda_ternary.cu */

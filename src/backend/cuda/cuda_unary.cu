@@ -192,6 +192,10 @@ static int64_t clamp_bound_i64(double v, int64_t unbounded) {
 
 void tsc_unary(const ts_backend *be, int index, ts_unary_op op, const ts_kview *out,
                const ts_kview *a, double p0, double p1) {
+    if (a->dtype == TS_C64 || a->dtype == TS_C128) { /* abs: cuda_complex.cu */
+        tsc_complex_unary(be, index, op, out, a);
+        return;
+    }
     if (!tsc_set_device(index)) return;
     const ts_kview *views[2] = {out, a};
     if (op == TS_U_LOGICAL_NOT) {
