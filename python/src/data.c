@@ -16,14 +16,15 @@ static ts_transform *transform_from_spec(PyObject *spec);
 
 /* Transform callbacks own x: they release it or return it. */
 
-/* pad zeros on each side of a square CHW (or HWC-u8) image: a random crop of the padded size */
+/* pad zeros on each side of a [..., H, W] image (a uint8 [H, W, C] one along H and W) */
 static ts_tensor *pad_fn(ts_tensor *x, const ts_transform_ctx *c, void *user) {
-    int p = *(int *)user;
-    ts_shape s = ts_shape_of(x);
-    int h = (int)(ts_dtype_of(x) == TS_U8 ? s.dims[0] : s.dims[s.ndim - 2]);
-    ts_transform *crop = ts_random_crop(h + 2 * p, p);
-    ts_tensor *y = crop ? ts_transform_apply(crop, x, c) : (ts_release(x), NULL);
-    ts_transform_free(crop);
+    (void)c;
+    int64_t p = *(int *)user;
+    const int64_t pads[6] = {0, 0, p, p, p, p}; /* from the last dim backwards */
+    int hwc = ts_dtype_of(x) == TS_U8 && ts_shape_of(x).ndim == 3;
+    /* fn runs in a scope of its own: the result outlives it through ts_retain */
+    ts_tensor *y = ts_retain(ts_pad(x, hwc ? pads : pads + 2, hwc ? 6 : 4, TS_PAD_CONSTANT, 0.0));
+    ts_release(x);
     return y;
 }
 

@@ -111,3 +111,23 @@ def test_grayscale_in_a_data_set():
     x, y = ds[5]
     assert x.shape == (3, 28, 28) and y == plain[5][1]
     np.testing.assert_array_equal(x.numpy(), np.repeat(plain[5][0].numpy(), 3, 0))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: T.ColorJitter(0.4, 0.4, 0.4, 0.1),
+    lambda: T.RandomResizedCrop((6, 5), scale=(0.3, 1.0)),
+    lambda: T.RandomRotation(30),
+    lambda: T.RandomAffine(20, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=10),
+    lambda: T.GaussianBlur(3, sigma=(0.5, 1.5)),
+    lambda: T.RandomErasing(p=1.0, value=7),
+], ids=["jitter", "resized_crop", "rotation", "affine", "blur", "erasing"])
+def test_augmentations_keep_hwc_samples(make):
+    """each augmentation on a data set's uint8 [H, W, C] sample is the same draw and the same
+    pixels as on its [C, H, W] view, given back as [H, W, C] (it was read as C = H rows)"""
+    t = make()
+    ts.manual_seed(5)
+    want = t(ts.tensor(CHW)).numpy()
+    ts.manual_seed(5)
+    got = t(ts.tensor(HWC))
+    assert got.dtype == ts.uint8 and tuple(got.shape) == want.transpose(1, 2, 0).shape
+    np.testing.assert_array_equal(got.numpy(), want.transpose(1, 2, 0))

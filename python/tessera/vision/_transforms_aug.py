@@ -9,6 +9,7 @@ import numbers
 import tessera as ts
 
 from . import transforms_functional as TF
+from ._transforms_py import _as_chw  # a data set's uint8 [H, W, C] sample in and out
 
 __all__ = ["ColorJitter", "RandomResizedCrop", "RandomRotation", "RandomAffine", "GaussianBlur",
            "RandomErasing"]
@@ -72,6 +73,7 @@ class ColorJitter:
                 img = fns[k](img, factor)
         return img
 
+    @_as_chw
     def __call__(self, img):
         return _pil_wrap(self._apply, img)
 
@@ -120,6 +122,7 @@ class RandomResizedCrop:
             w, h = width, height
         return (height - h) // 2, (width - w) // 2, h, w
 
+    @_as_chw
     def __call__(self, img):
         i, j, h, w = self.get_params(img, self.scale, self.ratio)
         return _pil_wrap(lambda x: TF.resized_crop(x, i, j, h, w, list(self.size),
@@ -157,6 +160,7 @@ class RandomRotation:
     def get_params(degrees):
         return _uniform(degrees[0], degrees[1])
 
+    @_as_chw
     def __call__(self, img):
         angle = self.get_params(self.degrees)
         return _pil_wrap(lambda x: TF.rotate(x, angle, self.interpolation, self.expand,
@@ -206,6 +210,7 @@ class RandomAffine:
                 shear_y = _uniform(shears[2], shears[3])
         return angle, translations, scale, (shear_x, shear_y)
 
+    @_as_chw
     def __call__(self, img):
         h, w = _image_hw(img)
         angle, tr, sc, sh = self.get_params(self.degrees, self.translate, self.scale,
@@ -242,6 +247,7 @@ class GaussianBlur:
     def get_params(sigma_min, sigma_max):
         return _uniform(sigma_min, sigma_max)
 
+    @_as_chw
     def __call__(self, img):
         s = self.get_params(self.sigma[0], self.sigma[1])
         return _pil_wrap(lambda x: TF.gaussian_blur(x, list(self.kernel_size), [s, s]),
@@ -288,6 +294,7 @@ class RandomErasing:
             return _randint(0, img_h - h + 1), _randint(0, img_w - w + 1), h, w, v
         return 0, 0, img_h, img_w, img
 
+    @_as_chw
     def __call__(self, img):
         if TF._is_pil(img):
             raise TypeError("RandomErasing: img should be a Tensor (torchvision erases tensors "

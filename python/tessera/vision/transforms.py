@@ -25,7 +25,9 @@ def _pil_in(t, img):
     if isinstance(t, Grayscale):
         g = img.convert("L")
         return Image.merge("RGB", (g, g, g)) if t.num_output_channels == 3 else g
-    if isinstance(t, (Pad, RandomCrop)):
+    if isinstance(t, Pad):
+        return _pad_pil(img, t._ltrb, t.fill, t.padding_mode)
+    if isinstance(t, RandomCrop):
         a = np.asarray(img)
         p = t.padding
         if p:
@@ -86,7 +88,10 @@ class Compose(_Transform):
         specs = [getattr(t, "_spec", None) for t in self.transforms]
         if not all(callable(s) for s in specs):
             return None  # a Python callable inside: the whole pipeline runs in Python
-        return ("compose", [s() for s in specs])
+        built = [s() for s in specs]
+        if any(b is None for b in built):
+            return None  # a transform with no C form (Pad's other modes): Python
+        return ("compose", built)
 
     def _before_to_tensor(self):
         out = []
@@ -151,15 +156,104 @@ class RandomHorizontalFlip(_Transform):
 
 
 class Pad(_Transform):
-    """Zeros on each side of a square image (an int padding)."""
+    """torchvision's Pad: `padding` an int (every side), (left/right, top/bottom) or (left, top,
+    right, bottom); `fill` a number (a tuple too for PIL images); `padding_mode` "constant",
+    "edge", "reflect" or "symmetric" (numpy.pad's modes of those names). Tensors are [..., H, W]
+    (uint8 samples of the built-in data sets [H, W, C], as elsewhere here). Zeros of one int on
+    every side run in C on the loader's threads; the other forms in Python."""
 
-    def __init__(self, padding, fill=0):
-        if not isinstance(padding, int) or fill != 0:
-            raise ValueError("Pad: only an int padding with fill 0 is supported")
-        self.padding = padding
+    _MODES = ("constant", "edge", "reflect", "symmetric")
+
+    def __init__(self, padding, fill=0, padding_mode="constant"):
+        p = (padding,) if isinstance(padding, int) else padding
+        if not isinstance(p, (tuple, list)) or len(p) not in (1, 2, 4) or \
+                not all(isinstance(v, int) and not isinstance(v, bool) for v in p):
+            raise TypeError("Pad: padding must be an int or a sequence of 1, 2 or 4 ints, got %r"
+                            % (padding,))
+        if padding_mode not in self._MODES:
+            raise ValueError("Pad: padding_mode should be constant, edge, reflect or symmetric, "
+                             "got %r" % (padding_mode,))
+        if not isinstance(fill, (int, float, tuple, list)) or isinstance(fill, bool):
+            raise TypeError("Pad: fill must be a number or a tuple, got %r" % (fill,))
+        if padding_mode != "constant" and min(p) < 0:
+            raise ValueError("Pad: padding can be negative only with padding_mode='constant'")
+        self.padding, self.fill, self.padding_mode = padding, fill, padding_mode
+        # left, top, right, bottom
+        self._ltrb = tuple(p) * 4 if len(p) == 1 else \
+            (p[0], p[1], p[0], p[1]) if len(p) == 2 else tuple(p)
+
+    def _simple(self):
+        return isinstance(self.padding, int) and self.padding >= 0 and self.fill == 0 and \
+            self.padding_mode == "constant"
 
     def _spec(self):
-        return ("pad", self.padding)
+        return ("pad", self.padding) if self._simple() else None
+
+    def __call__(self, img):
+        if type(img).__module__.startswith("PIL."):
+            return _pad_pil(img, self._ltrb, self.fill, self.padding_mode)
+        if self._simple():
+            return _apply(self._spec(), img)
+        return _pad_tensor(img, self._ltrb, self.fill, self.padding_mode)
+
+    def __repr__(self):
+        return "Pad(padding=%r, fill=%r, padding_mode=%s)" % (self.padding, self.fill,
+                                                             self.padding_mode)
+
+
+def _pad_pil(img, ltrb, fill, mode):
+    import numpy as np
+    from PIL import Image
+    left, top, right, bottom = ltrb
+    a = np.asarray(img)
+    if min(ltrb) < 0:  # torchvision crops a negative side of a PIL image
+        a = a[max(-top, 0):a.shape[0] - max(-bottom, 0), max(-left, 0):a.shape[1] - max(-right, 0)]
+        left, top, right, bottom = (max(v, 0) for v in ltrb)
+    widths = ((top, bottom), (left, right)) + ((0, 0),) * (a.ndim - 2)
+    if mode != "constant":
+        a = np.pad(a, widths, mode=mode)
+    elif isinstance(fill, (tuple, list)) and a.ndim == 3:
+        a = np.stack([np.pad(a[..., k], widths[:2], constant_values=fill[k % len(fill)])
+                      for k in range(a.shape[2])], axis=2)
+    else:
+        a = np.pad(a, widths, constant_values=fill)
+    return Image.fromarray(np.ascontiguousarray(a), img.mode)
+
+
+def _pad_tensor(img, ltrb, fill, mode):
+    """Pad of a [..., H, W] tensor (a uint8 [H, W, C] one through [C, H, W])"""
+    import tessera
+    from tessera import uint8
+    from tessera.nn import functional as F
+    if not isinstance(fill, (int, float)):
+        raise TypeError("Pad: a tensor image takes a number as fill, got %r" % (fill,))
+    if img.dim() < 2:
+        raise ValueError("Pad: expected an image of at least 2 dims [..., H, W], got %d"
+                         % img.dim())
+    hwc = img.dtype == uint8 and img.dim() == 3 and not _chw_u8(img)
+    x = img.permute(2, 0, 1) if hwc else img
+    left, top, right, bottom = ltrb
+    if mode == "symmetric":
+        def sym(t, dim, a, b):
+            n = t.shape[dim]
+            if a > n or b > n:
+                raise ValueError("Pad: symmetric padding of %d / %d is larger than the dim %d"
+                                 % (a, b, n))
+            parts = [t.narrow(dim, 0, a).flip(dim)] if a else []
+            parts.append(t)
+            if b:
+                parts.append(t.narrow(dim, n - b, b).flip(dim))
+            return tessera.cat(parts, dim)
+        x = sym(sym(x, x.dim() - 1, left, right), x.dim() - 2, top, bottom)
+    elif mode == "constant":
+        x = F.pad(x, (left, right, top, bottom), mode="constant", value=fill)
+    else:
+        lead = x.shape[:-2]
+        x3 = x.reshape((-1,) + tuple(x.shape[-2:]))
+        m = "replicate" if mode == "edge" else "reflect"
+        x3 = F.pad(x3, (left, right, top, bottom), mode=m)
+        x = x3.reshape(tuple(lead) + tuple(x3.shape[-2:]))
+    return x.permute(1, 2, 0).contiguous() if hwc else x
 
 
 class Grayscale(_Transform):
