@@ -105,6 +105,8 @@ int main(void) {
     b.n = 4, b.p = 10000000;
     CHECK(tsi_conv_batch_parallel(&b, 4));
     CHECK(!tsi_conv_batch_parallel(&b, 1));
+    b.n = 1, b.p = 10; /* one image: nothing to split among threads, however small */
+    CHECK(!tsi_conv_batch_parallel(&b, 4));
     ts_cgeom gp = geom(1, 1, 1, 1, 1, 1, 1, 1);
     gp.n = 1, gp.g = 2, gp.o = 1, gp.k = 1, gp.p = 500000; /* 1e6 flops */
     CHECK(tsi_conv_group_parallel(&gp, 2, false));
