@@ -106,7 +106,7 @@ int tsp_init_cuda(PyObject *m);     /* cuda_api.c: streams, events, set_default_
 int tsp_init_profiler(PyObject *m); /* profiler.c: tessera.profiler's primitives */
 /* sync_debug.c: sync debug mode and memory snapshots (tessera.cuda, tessera.cuda.memory) */
 int tsp_init_sync_debug(PyObject *m);
-int tsp_init_image(PyObject *m); /* image.c: PNG writing, image decoding (vision) */
+int tsp_init_image(PyObject *m);    /* image.c: PNG writing, image decoding (vision) */
 int tsp_init_tfevents(PyObject *m); /* tfevents.c: event files (utils.tensorboard) */
 /* saved_hooks.c: saved-tensor hooks, save_on_cpu, the sim link (tessera.sim) */
 int tsp_init_saved_hooks(PyObject *m);
