@@ -54,7 +54,7 @@ typedef struct bench_case {
 
 static void linreg_build(replica *r) {
     r->w = ts_rand(TS_SHAPE(10, 1), (ts_opts){.requires_grad = true});
-    r->opt = ts_sgd_params(&r->w, 1, (ts_sgd_opts){.lr = 0.01});
+    r->opt = ts_sgd_new_params(&r->w, 1, (ts_sgd_opts){.lr = 0.01});
 }
 static ts_tensor *linreg_forward(replica *r, ts_tensor *x, ts_tensor *y) {
     return ts_mean(ts_pow_scalar(ts_sub(ts_mm(x, r->w), y), 2));
@@ -66,7 +66,7 @@ static void linreg_batch(const bench_case *c, ts_tensor **x, ts_tensor **y) {
 
 static void simplenn_build(replica *r) {
     r->net = mlp_new((int64_t[]){784, 128, 10}, 3);
-    r->opt = ts_sgd(r->net, (ts_sgd_opts){.lr = 0.01, .momentum = 0.9});
+    r->opt = ts_sgd_new(r->net, (ts_sgd_opts){.lr = 0.01, .momentum = 0.9});
 }
 static ts_tensor *classify_loss(replica *r, ts_tensor *x, ts_tensor *y) {
     return ts_cross_entropy(ts_forward(r->net, x), y);

@@ -75,7 +75,7 @@ static void bench(const char *name, ts_module *(*make)(void), ts_shape xs, int64
 
     /* the same model without DDP, every rank stepping alone on its per-rank batch */
     ts_module *plain = make();
-    ts_optim *po = ts_sgd(plain, (ts_sgd_opts){.lr = 0.01, .momentum = 0.9});
+    ts_optim *po = ts_sgd_new(plain, (ts_sgd_opts){.lr = 0.01, .momentum = 0.9});
     double t_plain = time_steps(plain, po, x, y, iters);
     int64_t nparams = ts_module_num_parameters(plain);
     step_flat = ts_ones(TS_SHAPE(nparams), (ts_opts){0});
@@ -87,8 +87,8 @@ static void bench(const char *name, ts_module *(*make)(void), ts_shape xs, int64
 
     /* BENCH_BUCKET_VIEW=1: gradients as bucket views (no copy back after the reduction) */
     const char *bv = getenv("BENCH_BUCKET_VIEW");
-    ts_module *ddp = ts_ddp(make(), (ts_ddp_opts){.gradient_as_bucket_view = bv && *bv == '1'});
-    ts_optim *o = ts_sgd(ddp, (ts_sgd_opts){.lr = 0.01, .momentum = 0.9});
+    ts_module *ddp = ts_ddp_new(make(), (ts_ddp_opts){.gradient_as_bucket_view = bv && *bv == '1'});
+    ts_optim *o = ts_sgd_new(ddp, (ts_sgd_opts){.lr = 0.01, .momentum = 0.9});
     double t_ddp = time_steps(ddp, o, x, y, iters);
     ts_ddp_stats st = {0};
     double comm = 0, wait = 0;

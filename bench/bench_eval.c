@@ -100,12 +100,13 @@ int main(int argc, char **argv) {
         if (only_batch && n != only_batch) continue;
         ts_manual_seed(0);
         if (!only || !strcmp(only, "resnet20"))
-            bench("resnet20", ts_resnet20((ts_resnet_config){0}), n, 32);
+            bench("resnet20", ts_resnet20_new((ts_resnet_config){0}), n, 32);
         if (!only || !strcmp(only, "resnet18"))
             bench("resnet18",
-                  ts_resnet18((ts_resnet_config){.num_classes = 10, .cifar_stem = true}), n, 32);
+                  ts_resnet18_new((ts_resnet_config){.num_classes = 10, .cifar_stem = true}), n,
+                  32);
         if (!only || !strcmp(only, "resnet18_224"))
-            bench("resnet18_224", ts_resnet18((ts_resnet_config){0}), n, 224);
+            bench("resnet18_224", ts_resnet18_new((ts_resnet_config){0}), n, 224);
     }
     return 0;
 }

@@ -85,7 +85,7 @@ static ts_module *wrap_fsdp(ts_module *m, int layers, int stage) {
         snprintf(names[i], sizeof names[i], "blocks.%d", i);
         units[i] = names[i];
     }
-    return ts_fsdp(m, (ts_fsdp_opts){.units = units, .n_units = layers, .stage = stage});
+    return ts_fsdp_new(m, (ts_fsdp_opts){.units = units, .n_units = layers, .stage = stage});
 }
 
 static void step(ts_module *net, ts_optim *opt, ts_tensor *x, ts_tensor *y, int64_t vocab) {
@@ -116,16 +116,16 @@ static int speed(const gpt_case *c, const char *mode, int iters) {
     ts_optim *opt;
     const ts_adam_opts ao = {.lr = 3e-4, .weight_decay = 0.1};
     if (!strcmp(mode, "ddp")) {
-        net = ts_ddp(m, (ts_ddp_opts){0});
-        opt = ts_adamw(net, ao);
+        net = ts_ddp_new(m, (ts_ddp_opts){0});
+        opt = ts_adamw_new(net, ao);
     } else if (!strcmp(mode, "plain")) { /* no wrapper: every rank steps alone, as loaded */
         net = m;
-        opt = ts_adamw(net, ao);
+        opt = ts_adamw_new(net, ao);
     } else {
         int stage = !strcmp(mode, "fsdp1") ? 1 : !strcmp(mode, "fsdp2") ? 2 : 3;
         net = wrap_fsdp(m, (int)c->cfg.n_layer, stage);
         ts_tensor_list sh = ts_fsdp_parameters(net);
-        opt = ts_adamw_params(sh.tensors, sh.n, ao);
+        opt = ts_adamw_new_params(sh.tensors, sh.n, ao);
         ts_tensor_list_free(&sh);
     }
     die_on_error("setup");
@@ -218,7 +218,7 @@ static int memory(int layers) {
     const double P = (double)ts_module_num_parameters(m);
     ts_module *f = wrap_fsdp(m, layers, 3);
     ts_tensor_list sh = ts_fsdp_parameters(f);
-    ts_optim *opt = ts_adamw_params(sh.tensors, sh.n, (ts_adam_opts){.lr = 3e-4});
+    ts_optim *opt = ts_adamw_new_params(sh.tensors, sh.n, (ts_adam_opts){.lr = 3e-4});
     ts_tensor_list_free(&sh);
     ts_fsdp_stats st = {0};
     ts_fsdp_get_stats(f, &st);

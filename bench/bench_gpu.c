@@ -73,9 +73,9 @@ static void train_ctx_init(train_ctx *c, const model_case *mc, bool amp) {
     ts_manual_seed(0);
     c->model = ts_module_to(mc->make(mc->arg), bench_device);
     if (mc->lm)
-        c->opt = ts_adamw(c->model, (ts_adam_opts){.lr = mc->lr, .weight_decay = 0.1});
+        c->opt = ts_adamw_new(c->model, (ts_adam_opts){.lr = mc->lr, .weight_decay = 0.1});
     else
-        c->opt = ts_sgd(c->model, (ts_sgd_opts){.lr = mc->lr, .momentum = mc->momentum});
+        c->opt = ts_sgd_new(c->model, (ts_sgd_opts){.lr = mc->lr, .momentum = mc->momentum});
     if (amp) c->scaler = ts_grad_scaler_new((ts_grad_scaler_opts){0});
 }
 

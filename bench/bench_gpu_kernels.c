@@ -237,7 +237,7 @@ static void bench_adamw(int runs) {
         ts_release(g);
     }
     ts_optim *opt =
-        ok ? ts_adamw_params(params, n, (ts_adam_opts){.lr = 3e-4, .weight_decay = 0.1}) : NULL;
+        ok ? ts_adamw_new_params(params, n, (ts_adam_opts){.lr = 3e-4, .weight_decay = 0.1}) : NULL;
     report("adamw_f32", opt ? time_calls(adamw_call, opt, 20, runs) : -1);
     ts_optim_free(opt);
     for (int i = 0; i < n; i++) ts_release(params[i]);

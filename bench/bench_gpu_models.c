@@ -110,13 +110,13 @@ static double time_steps(train_ctx *c, int warmup, int steps, int runs, double *
 static bool bench_case(const model_case *mc, int warmup, int steps, int runs) {
     train_ctx c = {.mc = mc};
     ts_manual_seed(0);
-    ts_module *m = mc->lm ? ts_gpt_new(gpt_config) : ts_resnet50(resnet_config);
+    ts_module *m = mc->lm ? ts_gpt_new(gpt_config) : ts_resnet50_new(resnet_config);
     c.model = m ? ts_module_to(m, bench_device) : NULL;
     if (c.model) {
         if (mc->lm)
-            c.opt = ts_adamw(c.model, (ts_adam_opts){.lr = 3e-4, .weight_decay = 0.1});
+            c.opt = ts_adamw_new(c.model, (ts_adam_opts){.lr = 3e-4, .weight_decay = 0.1});
         else
-            c.opt = ts_sgd(c.model, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+            c.opt = ts_sgd_new(c.model, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
     }
     bool ok = !failed(mc->name, "setup");
     if (ok) {

@@ -34,17 +34,17 @@ int main(int argc, char **argv) {
     for (int i = 0; i < N; i++) lab[i] = i % 10;
     ts_tensor *x = ts_from_data(TS_SHAPE(N, 28, 28, 1), TS_U8, px, (ts_opts){.dtype = TS_U8});
     ts_tensor *y = ts_tensor_i64(TS_SHAPE(N), lab, (ts_opts){0});
-    ts_dataset *d = ts_tensor_dataset(x, y);
+    ts_dataset *d = ts_tensor_dataset_new(x, y);
     if (!d) die("dataset");
     const int reps = quick ? 1 : 3;
     for (int workers = 0; workers <= 2; workers++) {
-        ts_transform *tf[2] = {ts_to_tensor(),
-                               ts_normalize(1, (const float[]){0.2860f}, (const float[]){0.3530f})};
+        ts_transform *tf[2] = {ts_to_tensor_new(), ts_normalize_new(1, (const float[]){0.2860f},
+                                                                    (const float[]){0.3530f})};
         ts_loader *l = ts_loader_new(d, (ts_loader_opts){.batch_size = BATCH,
                                                          .shuffle = true,
                                                          .workers = workers,
                                                          .seed = 1,
-                                                         .transform = ts_compose(2, tf)});
+                                                         .transform = ts_compose_new(2, tf)});
         if (!l) die("loader");
         double best = 1e30;
         int64_t batches = 0, samples = 0;

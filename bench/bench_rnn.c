@@ -13,7 +13,7 @@ enum { T = 64, B = 32, I = 256, H = 256, LAYERS = 2 };
 static double bench(bool lstm, int steps, int repeats) {
     ts_manual_seed(0);
     ts_module *m = (lstm ? ts_lstm_new : ts_gru_new)(I, H, (ts_rnn_opts){.num_layers = LAYERS});
-    ts_optim *opt = ts_sgd(m, (ts_sgd_opts){.lr = 0.01});
+    ts_optim *opt = ts_sgd_new(m, (ts_sgd_opts){.lr = 0.01});
     ts_tensor *x = ts_randn(TS_SHAPE(T, B, I), (ts_opts){0});
     die_on_error("setup");
     double best = 1e30;

@@ -39,11 +39,11 @@ int main(int argc, char **argv) {
     /* 3,200 samples: an epoch is 50 batches of 64, so a run crosses 2,000 epoch boundaries */
     ts_tensor *x = ts_randn(TS_SHAPE(3200, 784), (ts_opts){0});
     ts_tensor *y = ts_randint(0, 10, TS_SHAPE(3200), (ts_opts){0});
-    ts_dataset *data = ts_tensor_dataset(x, y);
+    ts_dataset *data = ts_tensor_dataset_new(x, y);
     ts_loader *loader = ts_loader_new(
         data, (ts_loader_opts){.batch_size = 64, .shuffle = true, .seed = 1, .device = dev});
     ts_module *net = ts_module_to(mlp_new((int64_t[]){784, 128, 10}, 3), dev);
-    ts_optim *opt = ts_sgd(net, (ts_sgd_opts){.lr = 0.01, .momentum = 0.9});
+    ts_optim *opt = ts_sgd_new(net, (ts_sgd_opts){.lr = 0.01, .momentum = 0.9});
     if (ts_error()) return fail("setup");
     printf("# step rss_kb allocated reserved alloc_count live_tensors cpu_live loss\n");
     long step = 0;

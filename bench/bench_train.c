@@ -45,7 +45,7 @@ static double resnet_step_flops(int stages, int blocks, int64_t width, int64_t i
  * the same way). */
 static void bench_model(const char *name, ts_module *m, ts_tensor *x, ts_tensor *y, double lr,
                         double momentum, int steps, int repeats, double flops) {
-    ts_optim *opt = ts_sgd(m, (ts_sgd_opts){.lr = lr, .momentum = momentum});
+    ts_optim *opt = ts_sgd_new(m, (ts_sgd_opts){.lr = lr, .momentum = momentum});
     long rss0 = rss_reset();
     const bool autocast = getenv("BENCH_AUTOCAST") != NULL;
     if (getenv("BENCH_CHANNELS_LAST") && ts_ndim(x) == 4)
@@ -78,7 +78,7 @@ static void bench_linreg(int steps, int repeats) {
     ts_tensor *X = ts_rand(TS_SHAPE(100, 10), (ts_opts){0});
     ts_tensor *y = ts_rand(TS_SHAPE(100, 1), (ts_opts){0});
     ts_tensor *W = ts_rand(TS_SHAPE(10, 1), (ts_opts){.requires_grad = true});
-    ts_optim *opt = ts_sgd_params(&W, 1, (ts_sgd_opts){.lr = 0.01});
+    ts_optim *opt = ts_sgd_new_params(&W, 1, (ts_sgd_opts){.lr = 0.01});
     long rss0 = rss_reset();
     double best = 1e30;
     for (int r = 0; r <= repeats; r++) {
@@ -175,12 +175,12 @@ int main(int argc, char **argv) {
     /* ResNets in training mode (batch statistics), as the trainer runs them on CIFAR-10 */
     if (WANT("resnet18"))
         bench_model("resnet18",
-                    ts_resnet18((ts_resnet_config){.num_classes = 10, .cifar_stem = true}), img, y,
-                    0.1, 0.9, scale, 2, resnet_step_flops(4, 2, 64, 3, 32, true, 10, 64));
+                    ts_resnet18_new((ts_resnet_config){.num_classes = 10, .cifar_stem = true}), img,
+                    y, 0.1, 0.9, scale, 2, resnet_step_flops(4, 2, 64, 3, 32, true, 10, 64));
     ts_tensor *img128 = ts_randn(TS_SHAPE(128, 3, 32, 32), (ts_opts){0});
     ts_tensor *y128 = ts_randint(0, 10, TS_SHAPE(128), (ts_opts){0});
     if (WANT("resnet20"))
-        bench_model("resnet20", ts_resnet20((ts_resnet_config){0}), img128, y128, 0.1, 0.9,
+        bench_model("resnet20", ts_resnet20_new((ts_resnet_config){0}), img128, y128, 0.1, 0.9,
                     2 * scale, 2, resnet_step_flops(3, 3, 16, 3, 32, false, 10, 128));
     ts_release(img128);
     ts_release(y128);

@@ -85,7 +85,7 @@ static void bench_gpt(int steps) {
     gpt_ctx c;
     c.m = ts_gpt_new((ts_gpt_config){
         .vocab_size = V, .context = T, .n_layer = layers, .n_head = 4, .n_embd = d});
-    c.opt = ts_adamw(c.m, (ts_adam_opts){.lr = 3e-4, .weight_decay = 0.1});
+    c.opt = ts_adamw_new(c.m, (ts_adam_opts){.lr = 3e-4, .weight_decay = 0.1});
     c.idx = ts_randint(0, V, TS_SHAPE(B, T), (ts_opts){.dtype = TS_I64});
     c.tgt = ts_randint(0, V, TS_SHAPE(B, T), (ts_opts){.dtype = TS_I64});
     die_on_error("gpt setup");

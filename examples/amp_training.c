@@ -49,7 +49,7 @@ int main(void) {
     ts_device dev = pick_device();
     ts_manual_seed(0);
     ts_module *model = ts_module_to(simple_nn_new(), dev);
-    ts_optim *optimizer = ts_sgd(model, (ts_sgd_opts){.lr = 0.01});
+    ts_optim *optimizer = ts_sgd_new(model, (ts_sgd_opts){.lr = 0.01});
     ts_grad_scaler *scaler = ts_grad_scaler_new((ts_grad_scaler_opts){0}); /* PyTorch's defaults */
     EXAMPLE_CHECK();
 

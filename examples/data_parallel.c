@@ -37,7 +37,7 @@ static ts_dataset *make_dataset(void) {
     ts_tensor *labels = ts_randint(0, CLASSES, TS_SHAPE(SAMPLES), (ts_opts){0});
     ts_tensor *x = ts_add(ts_index_select(centres, 0, labels),
                           ts_randn(TS_SHAPE(SAMPLES, FEATURES), (ts_opts){0}));
-    ts_dataset *d = ts_tensor_dataset(x, labels);
+    ts_dataset *d = ts_tensor_dataset_new(x, labels);
     ts_scope_end();
     return d;
 }
@@ -57,11 +57,11 @@ int main(void) {
 
     ts_manual_seed(0);
     ts_module *model = ts_module_to(my_model_new(), devices[0]); /* MyModel().to('cuda:0') */
-    model = ts_data_parallel(model, devices, n, devices[0]);     /* nn.DataParallel(model) */
+    model = ts_data_parallel_new(model, devices, n, devices[0]); /* nn.DataParallel(model) */
     ts_dataset *data = make_dataset();
     ts_loader *loader = ts_loader_new(
         data, (ts_loader_opts){.batch_size = 64, .shuffle = true, .workers = 2, .seed = 42});
-    ts_optim *opt = ts_sgd(model, (ts_sgd_opts){.lr = 0.05, .momentum = 0.9});
+    ts_optim *opt = ts_sgd_new(model, (ts_sgd_opts){.lr = 0.05, .momentum = 0.9});
     if (!model || !loader || !opt) {
         fprintf(stderr, "error: %s\n", ts_error_message());
         return 1;

@@ -26,7 +26,7 @@ static double with_autograd(ts_device dev, ts_tensor *Xc, ts_tensor *yc) {
     ts_tensor *W =
         ts_keep(ts_rand(TS_SHAPE(10, 1), (ts_opts){.device = dev, .requires_grad = true}));
     ts_scope_end();
-    ts_optim *opt = ts_sgd_params(&W, 1, (ts_sgd_opts){.lr = 0.01});
+    ts_optim *opt = ts_sgd_new_params(&W, 1, (ts_sgd_opts){.lr = 0.01});
     double loss = 0;
     for (int epoch = 0; epoch < EPOCHS; epoch++) {
         ts_scope_begin();
@@ -48,7 +48,7 @@ static double with_autograd(ts_device dev, ts_tensor *Xc, ts_tensor *yc) {
 
 static double with_module(ts_device dev, ts_tensor *Xc, ts_tensor *yc) {
     ts_module *model = ts_module_to(ts_linear_new(10, 1), dev);
-    ts_optim *opt = ts_sgd(model, (ts_sgd_opts){.lr = 0.01});
+    ts_optim *opt = ts_sgd_new(model, (ts_sgd_opts){.lr = 0.01});
     ts_scope_begin();
     ts_tensor *X = ts_keep(ts_to(Xc, dev)), *y = ts_keep(ts_to(yc, dev));
     ts_scope_end();

@@ -78,7 +78,7 @@ int main(void) {
            ts_device_str(ts_device_of(ts_module_get(net, "stage1.0.weight"))),
            ts_device_str(ts_device_of(ts_module_get(net, "stage2.weight"))));
 
-    ts_optim *opt = ts_sgd(net, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    ts_optim *opt = ts_sgd_new(net, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
     double first = NAN, last = NAN;
     bool grads_home = true;
     for (int step = 0; step < 30; step++) {

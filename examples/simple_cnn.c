@@ -35,7 +35,7 @@ int main(void) {
     ts_manual_seed(0);
     ts_module *net = ts_module_to(simple_cnn_new(), dev);
     ts_module_summary(net);
-    ts_optim *opt = ts_sgd(net, (ts_sgd_opts){.lr = 0.001, .momentum = 0.9});
+    ts_optim *opt = ts_sgd_new(net, (ts_sgd_opts){.lr = 0.001, .momentum = 0.9});
     /* four fixed "mini-batches" of 16 images, normalised to [-1, 1] like the seed's transform */
     ts_scope_begin(); /* keep only the final images, not the intermediate tensors */
     ts_tensor *images = ts_keep(

@@ -23,7 +23,7 @@ static ts_module *simple_nn_new(void) {
 /* One training step; returns the loss before the step and after it. */
 static int train_step(ts_device dev, double *before, double *after) {
     ts_module *model = ts_module_to(simple_nn_new(), dev);
-    ts_optim *opt = ts_sgd(model, (ts_sgd_opts){.lr = 0.01});
+    ts_optim *opt = ts_sgd_new(model, (ts_sgd_opts){.lr = 0.01});
     ts_scope_begin();
     ts_tensor *input = ts_to(ts_randn(TS_SHAPE(64, 784), (ts_opts){0}), dev);
     ts_tensor *target = ts_to(ts_randint(0, 10, TS_SHAPE(64), (ts_opts){0}), dev);

@@ -89,10 +89,10 @@ int main(int argc, char **argv) {
     if (ts_dist_init((ts_dist_opts){0}) != TS_OK) fail("init");
     rank = ts_dist_rank();
     ts_manual_seed(3);
-    ts_module *f = ts_fsdp(ts_gpt_new(CFG), (ts_fsdp_opts){.units = UNITS, .n_units = 2});
+    ts_module *f = ts_fsdp_new(ts_gpt_new(CFG), (ts_fsdp_opts){.units = UNITS, .n_units = 2});
     if (!f) fail("fsdp");
     ts_tensor_list sh = ts_fsdp_parameters(f);
-    ts_optim *opt = ts_adamw_params(sh.tensors, sh.n, (ts_adam_opts){.lr = 1e-2});
+    ts_optim *opt = ts_adamw_new_params(sh.tensors, sh.n, (ts_adam_opts){.lr = 1e-2});
     ts_tensor_list_free(&sh);
     ts_fsdp_checkpoint c = {.optim = opt};
     printf("rank %d ready\n", rank);

@@ -317,7 +317,7 @@ static void check_models(ts_device d) {
                                                              .dropout = 0.2}),
                                   d);
     ts_module *rn = ts_module_to(
-        ts_resnet20((ts_resnet_config){.num_classes = 5, .width = 4, .in_channels = 1}), d);
+        ts_resnet20_new((ts_resnet_config){.num_classes = 5, .width = 4, .in_channels = 1}), d);
     CHECK(gpt && rn && ts_error() == TS_OK);
     ts_scope_begin();
     const double tok[16] = {1, 5, 3, 9, 2, 2, 15, 0, 4, 4, 7, 11, 13, 6, 8, 1};

@@ -49,7 +49,7 @@ static int train_gpt(ts_device d, int mode, float *w, int cap) {
                                                              .n_embd = 16,
                                                              .dropout = 0.1}),
                                   d);
-    ts_optim *opt = gpt ? ts_adamw(gpt, (ts_adam_opts){.lr = 1e-2}) : NULL;
+    ts_optim *opt = gpt ? ts_adamw_new(gpt, (ts_adam_opts){.lr = 1e-2}) : NULL;
     CHECK(gpt && opt);
     if (!opt) return 0;
     const double tok[16] = {1, 5, 3, 9, 2, 2, 15, 0, 4, 4, 7, 11, 13, 6, 8, 1};

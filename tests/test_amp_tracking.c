@@ -177,9 +177,10 @@ static double now(void) {
 static bool train(const model_case *mc, run_kind kind, uint64_t seed, int steps, double *losses) {
     const double u = ldexp(1, -8);
     ts_module *m = mc->make();
-    ts_optim *opt = !m          ? NULL
-                    : mc->adamw ? ts_adamw(m, (ts_adam_opts){.lr = mc->lr, .weight_decay = 0.01})
-                                : ts_sgd(m, (ts_sgd_opts){.lr = mc->lr, .momentum = 0.9});
+    ts_optim *opt = !m ? NULL
+                    : mc->adamw
+                        ? ts_adamw_new(m, (ts_adam_opts){.lr = mc->lr, .weight_decay = 0.01})
+                        : ts_sgd_new(m, (ts_sgd_opts){.lr = mc->lr, .momentum = 0.9});
     ts_tensor_list ps = ts_module_named_parameters(m);
     bool ok = m && opt && ps.n <= MAX_PARAMS;
     ts_manual_seed(seed);

@@ -57,7 +57,7 @@ static bool null_forward_module(void) { return ts_forward(NULL, x23) == NULL; }
 static bool null_forward_input(void) { return ts_forward(lin, NULL) == NULL; }
 static bool null_cross_entropy(void) { return ts_cross_entropy(NULL, idx) == NULL; }
 static bool null_optim_step(void) { return ts_optim_step(NULL) != TS_OK; }
-static bool null_sgd(void) { return ts_sgd(NULL, (ts_sgd_opts){.lr = 0.1}) == NULL; }
+static bool null_sgd(void) { return ts_sgd_new(NULL, (ts_sgd_opts){.lr = 0.1}) == NULL; }
 static bool null_loader(void) { return ts_loader_new(NULL, (ts_loader_opts){0}) == NULL; }
 static bool null_loader_next(void) {
     /* a refused call still leaves the batch empty (a caller may release what it holds) */
@@ -156,22 +156,24 @@ static bool opt_quantile_q(void) {
     return ts_quantile(x23, NULL, NAN, false, 0, false, "linear") == NULL;
 }
 static bool opt_dropout_nan(void) { return ts_dropout(x23, NAN, true) == NULL; }
-static bool opt_sgd_lr_nan(void) { return ts_sgd(lin, (ts_sgd_opts){.lr = NAN}) == NULL; }
-static bool opt_sgd_lr_neg(void) { return ts_sgd(lin, (ts_sgd_opts){.lr = -1}) == NULL; }
+static bool opt_sgd_lr_nan(void) { return ts_sgd_new(lin, (ts_sgd_opts){.lr = NAN}) == NULL; }
+static bool opt_sgd_lr_neg(void) { return ts_sgd_new(lin, (ts_sgd_opts){.lr = -1}) == NULL; }
 static bool opt_sgd_momentum_inf(void) {
-    return ts_sgd(lin, (ts_sgd_opts){.lr = 0.1, .momentum = INFINITY}) == NULL;
+    return ts_sgd_new(lin, (ts_sgd_opts){.lr = 0.1, .momentum = INFINITY}) == NULL;
 }
-static bool opt_adam_lr_inf(void) { return ts_adam(lin, (ts_adam_opts){.lr = INFINITY}) == NULL; }
+static bool opt_adam_lr_inf(void) {
+    return ts_adam_new(lin, (ts_adam_opts){.lr = INFINITY}) == NULL;
+}
 static bool opt_sgd_decay_neg(void) {
-    return ts_sgd(lin, (ts_sgd_opts){.lr = 0.1, .weight_decay = -0.5}) == NULL;
+    return ts_sgd_new(lin, (ts_sgd_opts){.lr = 0.1, .weight_decay = -0.5}) == NULL;
 }
 static bool opt_sgd_decay_inf(void) {
-    return ts_sgd(lin, (ts_sgd_opts){.lr = 0.1, .weight_decay = INFINITY}) == NULL;
+    return ts_sgd_new(lin, (ts_sgd_opts){.lr = 0.1, .weight_decay = INFINITY}) == NULL;
 }
-static bool opt_adam_beta(void) { return ts_adam(lin, (ts_adam_opts){.beta1 = 2}) == NULL; }
-static bool opt_adam_eps(void) { return ts_adam(lin, (ts_adam_opts){.eps = -1}) == NULL; }
+static bool opt_adam_beta(void) { return ts_adam_new(lin, (ts_adam_opts){.beta1 = 2}) == NULL; }
+static bool opt_adam_eps(void) { return ts_adam_new(lin, (ts_adam_opts){.eps = -1}) == NULL; }
 static bool opt_rmsprop_alpha(void) {
-    return ts_rmsprop(lin, (ts_rmsprop_opts){.alpha = 1.5}) == NULL;
+    return ts_rmsprop_new(lin, (ts_rmsprop_opts){.alpha = 1.5}) == NULL;
 }
 static bool opt_loader_batch(void) {
     return ts_loader_new(data, (ts_loader_opts){.batch_size = -5}) == NULL;
@@ -329,8 +331,8 @@ int main(void) {
     idx = ts_tensor_i64(TS_SHAPE(3), (int64_t[]){0, 1, 1}, (ts_opts){0});
     lin = ts_linear_new(3, 2);
     ts_scope_begin(); /* the dataset keeps its own references */
-    data = ts_tensor_dataset(ts_ones(TS_SHAPE(4, 3), (ts_opts){0}),
-                             ts_zeros(TS_SHAPE(4), (ts_opts){.dtype = TS_I64}));
+    data = ts_tensor_dataset_new(ts_ones(TS_SHAPE(4, 3), (ts_opts){0}),
+                                 ts_zeros(TS_SHAPE(4), (ts_opts){.dtype = TS_I64}));
     ts_scope_end();
     CHECK_OK();
     ts_mem_stats m0, m1;

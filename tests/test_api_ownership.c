@@ -130,28 +130,29 @@ static void resnet_blocks(void) {
 static void wrappers(void) {
     destroyed = 0;
     const ts_device same[2] = {ts_cpu(), ts_cpu()};
-    CHECK(ts_data_parallel(counted(), same, 2, (ts_device){0}) == NULL); /* devices not distinct */
+    CHECK(ts_data_parallel_new(counted(), same, 2, (ts_device){0}) ==
+          NULL); /* devices not distinct */
     CHECK_ERR(TS_ERR_ARG);
     CHECK_EQ(destroyed, 1);
 
-    CHECK(ts_ddp(counted(), (ts_ddp_opts){.bucket_cap_mb = -1}) == NULL);
+    CHECK(ts_ddp_new(counted(), (ts_ddp_opts){.bucket_cap_mb = -1}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     CHECK_EQ(destroyed, 2);
-    CHECK(ts_ddp(counted(), (ts_ddp_opts){.overlap = 7}) == NULL);
+    CHECK(ts_ddp_new(counted(), (ts_ddp_opts){.overlap = 7}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     CHECK_EQ(destroyed, 3);
-    CHECK(ts_fsdp(counted(), (ts_fsdp_opts){.stage = 7}) == NULL);
+    CHECK(ts_fsdp_new(counted(), (ts_fsdp_opts){.stage = 7}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     CHECK_EQ(destroyed, 4);
-    CHECK(ts_fsdp(counted(), (ts_fsdp_opts){.param_dtype = TS_I32}) == NULL);
+    CHECK(ts_fsdp_new(counted(), (ts_fsdp_opts){.param_dtype = TS_I32}) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
     CHECK_EQ(destroyed, 5);
     if (!ts_dist_is_initialized()) { /* no process group: the wrap itself fails */
-        CHECK(ts_ddp(counted(), (ts_ddp_opts){0}) == NULL);
+        CHECK(ts_ddp_new(counted(), (ts_ddp_opts){0}) == NULL);
         CHECK(ts_error() != TS_OK);
         ts_error_clear();
         CHECK_EQ(destroyed, 6);
-        CHECK(ts_fsdp(counted(), (ts_fsdp_opts){0}) == NULL);
+        CHECK(ts_fsdp_new(counted(), (ts_fsdp_opts){0}) == NULL);
         CHECK(ts_error() != TS_OK);
         ts_error_clear();
         CHECK_EQ(destroyed, 7);
@@ -161,11 +162,11 @@ static void wrappers(void) {
     ts_module *parent = counted();
     ts_module *child = ts_module_add(parent, "child", counted());
     const int before = destroyed;
-    CHECK(ts_data_parallel(child, NULL, 0, (ts_device){0}) == NULL);
+    CHECK(ts_data_parallel_new(child, NULL, 0, (ts_device){0}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "already belongs");
-    CHECK(ts_ddp(child, (ts_ddp_opts){0}) == NULL);
+    CHECK(ts_ddp_new(child, (ts_ddp_opts){0}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "already belongs");
-    CHECK(ts_fsdp(child, (ts_fsdp_opts){0}) == NULL);
+    CHECK(ts_fsdp_new(child, (ts_fsdp_opts){0}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "already belongs");
     CHECK_EQ(destroyed, before);
     CHECK(ts_module_child(parent, "child") == child);
@@ -205,7 +206,7 @@ static void data(void) {
     CHECK_EQ(users_freed, 1);
 
     ts_transform *given[3] = {counted_transform(), NULL, counted_transform()};
-    CHECK(ts_compose(3, given) == NULL); /* a NULL transform: the others are freed */
+    CHECK(ts_compose_new(3, given) == NULL); /* a NULL transform: the others are freed */
     CHECK_ERR(TS_ERR_ARG);
     CHECK_EQ(users_freed, 3);
 

@@ -486,7 +486,8 @@ static net_out resnet_step(ts_device dev, bool fuse) {
     const bool was = ts_set_eval_fusion(fuse);
     ts_manual_seed(5);
     ts_module *m = ts_module_to(
-        ts_resnet18((ts_resnet_config){.width = 8, .num_classes = 10, .cifar_stem = true}), dev);
+        ts_resnet18_new((ts_resnet_config){.width = 8, .num_classes = 10, .cifar_stem = true}),
+        dev);
     ts_manual_seed(6);
     ts_tensor *x = ts_randn(TS_SHAPE(4, 3, 16, 16), (ts_opts){.device = dev});
     ts_set_requires_grad(x, true);

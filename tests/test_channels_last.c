@@ -606,7 +606,7 @@ static void test_allocation_failures(void) {
  * holds the default against PyTorch's own numbers. */
 static ts_module *narrow_resnet(bool plain) {
     ts_manual_seed(11);
-    return ts_resnet18((ts_resnet_config){
+    return ts_resnet18_new((ts_resnet_config){
         .num_classes = 10, .width = 8, .cifar_stem = true, .plain_layout = plain});
 }
 

@@ -72,7 +72,7 @@ static int64_t i64_of(const ts_tensor_list *l, const char *name) {
 
 static void test_checkpoint_resume(void) {
     ts_module *net = make_net(1);
-    ts_optim *opt = ts_sgd(net, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    ts_optim *opt = ts_sgd_new(net, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
     train_step(net, opt, ts_cpu());
     train_step(net, opt, ts_cpu());
     ts_manual_seed(777);
@@ -104,7 +104,7 @@ static void test_checkpoint_resume(void) {
     /* resumed on sim:0 from a differently initialised model: same weights, step, RNG; and the
      * next step (which needs the momentum buffers) matches the original's bit for bit */
     ts_module *net2 = ts_module_to(make_net(2), ts_sim(0));
-    ts_optim *opt2 = ts_sgd(net2, (ts_sgd_opts){.lr = 0.5, .momentum = 0.9});
+    ts_optim *opt2 = ts_sgd_new(net2, (ts_sgd_opts){.lr = 0.5, .momentum = 0.9});
     CHECK(differ(net, net2));
     ts_manual_seed(5);
     int64_t step = -1;
@@ -196,7 +196,7 @@ static void amp_step(ts_module *net, ts_optim *opt, ts_grad_scaler *sc) {
 
 static void test_checkpoint_scaler(void) {
     ts_module *net = make_net(5);
-    ts_optim *opt = ts_sgd(net, (ts_sgd_opts){.lr = 0.01});
+    ts_optim *opt = ts_sgd_new(net, (ts_sgd_opts){.lr = 0.01});
     ts_grad_scaler *sc = ts_grad_scaler_new((ts_grad_scaler_opts){
         .init_scale = 512, .growth_factor = 4, .backoff_factor = 0.25, .growth_interval = 3});
     for (int i = 0; i < 4; i++) amp_step(net, opt, sc); /* grew once (2048), tracker 1 */
@@ -223,7 +223,7 @@ static void test_checkpoint_scaler(void) {
 
     /* resumed on sim:0 into a default scaler: same scaler state, and training continues alike */
     ts_module *net2 = ts_module_to(make_net(6), ts_sim(0));
-    ts_optim *opt2 = ts_sgd(net2, (ts_sgd_opts){.lr = 0.01});
+    ts_optim *opt2 = ts_sgd_new(net2, (ts_sgd_opts){.lr = 0.01});
     ts_grad_scaler *sc2 = ts_grad_scaler_new((ts_grad_scaler_opts){0});
     ts_checkpoint_parts in = {net2, opt2, sc2, -1, 0};
     CHECK(ts_checkpoint_load_parts(path, &in) == TS_OK);
@@ -251,7 +251,7 @@ static void test_checkpoint_scaler(void) {
 
     /* a bad scaler value is refused before the model changes */
     ts_module *net3 = make_net(7);
-    ts_optim *opt3 = ts_sgd(net3, (ts_sgd_opts){.lr = 0.01});
+    ts_optim *opt3 = ts_sgd_new(net3, (ts_sgd_opts){.lr = 0.01});
     ts_tensor_list bad = {0};
     ts_scope_begin();
     for (int i = 0; i < f.n; i++)

@@ -611,25 +611,25 @@ static void test_layer_norm(void) {
 static ts_optim *make_opt(int which, ts_tensor *const *p, int n) {
     switch (which) {
     case 0:
-        return ts_sgd_params(p, n, (ts_sgd_opts){.lr = 0.1});
+        return ts_sgd_new_params(p, n, (ts_sgd_opts){.lr = 0.1});
     case 1:
-        return ts_sgd_params(
+        return ts_sgd_new_params(
             p, n,
             (ts_sgd_opts){.lr = 0.1, .momentum = 0.9, .nesterov = true, .weight_decay = 0.01});
     case 2:
-        return ts_sgd_params(
+        return ts_sgd_new_params(
             p, n, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .maximize = true});
     case 3:
-        return ts_adam_params(p, n,
-                              (ts_adam_opts){.lr = 1e-2, .weight_decay = 0.01, .amsgrad = true});
+        return ts_adam_new_params(
+            p, n, (ts_adam_opts){.lr = 1e-2, .weight_decay = 0.01, .amsgrad = true});
     case 4:
-        return ts_adamw_params(p, n, (ts_adam_opts){.lr = 1e-2, .weight_decay = 0.01});
+        return ts_adamw_new_params(p, n, (ts_adam_opts){.lr = 1e-2, .weight_decay = 0.01});
     case 5:
-        return ts_rmsprop_params(
+        return ts_rmsprop_new_params(
             p, n,
             (ts_rmsprop_opts){.lr = 1e-2, .centered = true, .momentum = 0.5, .weight_decay = 0.01});
     default:
-        return ts_rmsprop_params(p, n, (ts_rmsprop_opts){.lr = 1e-2, .maximize = true});
+        return ts_rmsprop_new_params(p, n, (ts_rmsprop_opts){.lr = 1e-2, .maximize = true});
     }
 }
 
@@ -702,7 +702,7 @@ static void test_tables_under_load(void) {
     ts_optim *opt[2];
     ts_grad_scaler *sc[2];
     for (int k = 0; k < 2; k++) {
-        opt[k] = ts_sgd_params(p[k], NP, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+        opt[k] = ts_sgd_new_params(p[k], NP, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
         sc[k] = ts_grad_scaler_new((ts_grad_scaler_opts){0});
         ts_grad_scaler_scale(sc[k], ts_sum(p[k][0])); /* the scale lives on this device */
     }

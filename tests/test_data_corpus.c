@@ -142,7 +142,7 @@ static void one_cifar(const char *file, const char *path, const char *buf, size_
     snprintf(link, sizeof link, "%s/test_batch.bin", tmpdir);
     unlink(link);
     CHECK_EQ(symlink(path, link), 0);
-    ts_dataset *d = ts_cifar10(tmpdir, TS_SPLIT_TEST);
+    ts_dataset *d = ts_cifar10_new(tmpdir, TS_SPLIT_TEST);
     st = d ? TS_OK : ts_error();
     bad = false;
     if (d) {
@@ -160,7 +160,7 @@ static void one_csv(const char *file, const char *path, const char *buf, size_t 
         bool bad = false;
         ts_status st = probe_csv(buf, size, path, set, &bad); /* before bad is read */
         result mem = take(st, bad, file);
-        ts_dataset *d = ts_csv_dataset(path, probe_csv_sets[set].o);
+        ts_dataset *d = ts_csv_dataset_new(path, probe_csv_sets[set].o);
         st = d ? TS_OK : ts_error();
         bad = false;
         ts_sample s0;

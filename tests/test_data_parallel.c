@@ -19,8 +19,8 @@
 typedef enum { OPT_SGD, OPT_MOMENTUM, OPT_ADAM } opt_kind;
 
 static ts_optim *make_opt(ts_module *m, opt_kind k) {
-    if (k == OPT_ADAM) return ts_adam(m, (ts_adam_opts){.lr = 1e-2});
-    return ts_sgd(m, (ts_sgd_opts){.lr = 0.1, .momentum = k == OPT_MOMENTUM ? 0.9 : 0});
+    if (k == OPT_ADAM) return ts_adam_new(m, (ts_adam_opts){.lr = 1e-2});
+    return ts_sgd_new(m, (ts_sgd_opts){.lr = 0.1, .momentum = k == OPT_MOMENTUM ? 0.9 : 0});
 }
 
 /* Data parallel over sim:0..3 vs the same model on sim:0 alone, same global batches. */
@@ -28,7 +28,7 @@ static void train_equivalence(opt_kind kind, int64_t batch_size, bool input_on_c
     static const char *names[] = {"SGD", "SGD+momentum", "Adam"};
     ts_manual_seed(7);
     ts_module *ref = net_new(devs[0], NULL);
-    ts_module *dp = ts_data_parallel(net_clone(ref, devs[0]), devs, NDEV, DEV0);
+    ts_module *dp = ts_data_parallel_new(net_clone(ref, devs[0]), devs, NDEV, DEV0);
     CHECK(dp != NULL);
     CHECK(params_diff(ref, dp, false) == 0);
     ts_optim *o_ref = make_opt(ref, kind), *o_dp = make_opt(dp, kind);
@@ -89,7 +89,7 @@ static ts_module *cnn_new(void) {
 static void cnn_equivalence(void) {
     ts_manual_seed(8);
     ts_module *ref = cnn_new();
-    ts_module *dp = ts_data_parallel(cnn_new(), devs, NDEV, DEV0);
+    ts_module *dp = ts_data_parallel_new(cnn_new(), devs, NDEV, DEV0);
     ts_tensor_list sd = ts_module_state_dict(ref);
     ts_module_load_state_dict(ts_data_parallel_module(dp), &sd, true);
     ts_tensor_list_free(&sd);
@@ -152,7 +152,7 @@ static ts_module *tied_new(void) {
 static void tied_weights(void) {
     ts_manual_seed(9);
     ts_module *ref = tied_new();
-    ts_module *dp = ts_data_parallel(tied_new(), devs, NDEV, DEV0);
+    ts_module *dp = ts_data_parallel_new(tied_new(), devs, NDEV, DEV0);
     ts_module *inner = ts_data_parallel_module(dp);
     CHECK(ts_module_get(inner, "w") == ts_module_get(inner, "fc.weight"));
     ts_tensor_list sd = ts_module_state_dict(ref);
@@ -178,7 +178,7 @@ static void tied_weights(void) {
 static void one_step(int64_t batch_size, ts_device out_dev, const int *want_rows) {
     ts_manual_seed(11);
     ts_module *ref = net_new(devs[0], NULL);
-    ts_module *dp = ts_data_parallel(net_clone(ref, devs[0]), devs, NDEV, out_dev);
+    ts_module *dp = ts_data_parallel_new(net_clone(ref, devs[0]), devs, NDEV, out_dev);
     ts_scope_begin();
     ts_tensor *x, *y;
     batch(3, batch_size, &x, &y);
@@ -226,7 +226,7 @@ static void chunking(void) {
 static void eval_no_grad(void) {
     ts_manual_seed(12);
     ts_module *ref = net_new(devs[0], NULL);
-    ts_module *dp = ts_data_parallel(net_clone(ref, devs[0]), devs, NDEV, DEV0);
+    ts_module *dp = ts_data_parallel_new(net_clone(ref, devs[0]), devs, NDEV, DEV0);
     ts_module_eval(dp);
     CHECK(!dp->training && !ts_data_parallel_module(dp)->training);
     ts_scope_begin();
@@ -263,7 +263,7 @@ static void eval_no_grad(void) {
  * its device draws from that point of the generator. */
 static void replica_random_streams(void) {
     enum { ROWS = 2 * NDEV, COLS = 256 };
-    ts_module *dp = ts_data_parallel(ts_dropout_new(0.5), devs, NDEV, DEV0);
+    ts_module *dp = ts_data_parallel_new(ts_dropout_new(0.5), devs, NDEV, DEV0);
     ts_module *plain = ts_dropout_new(0.5);
     ts_scope_begin();
     ts_tensor *x = ts_add_scalar(ts_arange(0, ROWS * COLS, 1, (ts_opts){0}), 1.0);
@@ -322,7 +322,7 @@ static ts_module *bn_net_new(void) {
 static void batch_norm(void) {
     ts_manual_seed(13);
     ts_module *ref = bn_net_new();
-    ts_module *dp = ts_data_parallel(bn_net_new(), devs, NDEV, DEV0);
+    ts_module *dp = ts_data_parallel_new(bn_net_new(), devs, NDEV, DEV0);
     ts_module *inner = ts_data_parallel_module(dp);
     ts_tensor_list sd = ts_module_state_dict(ref);
     CHECK_OK();
@@ -374,7 +374,7 @@ static void batch_norm(void) {
 static void module_surface(void) {
     ts_manual_seed(15);
     ts_module *inner = net_new(devs[0], NULL);
-    ts_module *dp = ts_data_parallel(inner, devs, NDEV, DEV0);
+    ts_module *dp = ts_data_parallel_new(inner, devs, NDEV, DEV0);
     CHECK(ts_data_parallel_module(dp) == inner);
     CHECK_STREQ(dp->type_name, "DataParallel");
     CHECK(ts_module_child(dp, "module") == inner);
@@ -406,7 +406,7 @@ static void module_surface(void) {
     ts_module_free(dp);
 
     /* one device: the module is moved there at construction and its output is not gathered */
-    ts_module *one = ts_data_parallel(net_new(ts_cpu(), NULL), &devs[1], 1, ts_cpu());
+    ts_module *one = ts_data_parallel_new(net_new(ts_cpu(), NULL), &devs[1], 1, ts_cpu());
     CHECK(ts_device_equal(ts_device_of(ts_module_get(one, "module.scale")), devs[1]));
     ts_scope_begin();
     ts_tensor *o = ts_forward(one, ts_randn(TS_SHAPE(3, IN), (ts_opts){.device = ts_cpu()}));
@@ -415,7 +415,7 @@ static void module_surface(void) {
     ts_module_free(one);
 
     /* no device list: every sim device (there is no GPU here) */
-    ts_module *all = ts_data_parallel(net_new(devs[0], NULL), NULL, 0, DEV0);
+    ts_module *all = ts_data_parallel_new(net_new(devs[0], NULL), NULL, 0, DEV0);
     ts_scope_begin();
     reset_logs();
     CHECK(ts_forward(all, ts_randn(TS_SHAPE(8, IN), (ts_opts){.device = ts_cpu()})) != NULL);

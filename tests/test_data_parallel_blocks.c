@@ -18,7 +18,7 @@
 static void errors(void) {
     int destroyed = 0;
     /* parameters not on devices[0]: PyTorch's message, TS_ERR_DEVICE */
-    ts_module *dp = ts_data_parallel(net_new(ts_cpu(), &destroyed), devs, NDEV, DEV0);
+    ts_module *dp = ts_data_parallel_new(net_new(ts_cpu(), &destroyed), devs, NDEV, DEV0);
     ts_scope_begin();
     ts_tensor *x, *y;
     batch(5, 8, &x, &y);
@@ -61,14 +61,14 @@ static void errors(void) {
 
     /* construction errors free the module (no leak under ASan) */
     ts_device dup[2] = {devs[0], devs[0]};
-    CHECK(ts_data_parallel(net_new(devs[0], NULL), dup, 2, DEV0) == NULL);
+    CHECK(ts_data_parallel_new(net_new(devs[0], NULL), dup, 2, DEV0) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_device bad[2] = {devs[0], ts_sim(40)};
-    CHECK(ts_data_parallel(net_new(devs[0], NULL), bad, 2, DEV0) == NULL);
+    CHECK(ts_data_parallel_new(net_new(devs[0], NULL), bad, 2, DEV0) == NULL);
     CHECK_ERR(TS_ERR_DEVICE);
-    CHECK(ts_data_parallel(net_new(devs[0], NULL), NULL, 3, DEV0) == NULL);
+    CHECK(ts_data_parallel_new(net_new(devs[0], NULL), NULL, 3, DEV0) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_data_parallel(NULL, devs, NDEV, DEV0) == NULL);
+    CHECK(ts_data_parallel_new(NULL, devs, NDEV, DEV0) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_module *lin = ts_linear_new(2, 2);
     CHECK(ts_data_parallel_module(lin) == NULL);
@@ -80,8 +80,8 @@ static void errors(void) {
 /* ------------------------------------------------------------------ memory */
 static void no_leaks(void) {
     ts_manual_seed(14);
-    ts_module *dp = ts_data_parallel(net_new(devs[0], NULL), devs, NDEV, DEV0);
-    ts_optim *opt = ts_sgd(dp, (ts_sgd_opts){.lr = 0.05, .momentum = 0.9});
+    ts_module *dp = ts_data_parallel_new(net_new(devs[0], NULL), devs, NDEV, DEV0);
+    ts_optim *opt = ts_sgd_new(dp, (ts_sgd_opts){.lr = 0.05, .momentum = 0.9});
     /* one step first: momentum buffers and the allocator's cache are in place from then on */
     ts_mem_stats base[NDEV + 1];
     for (int step = 0; step < 25; step++) {
@@ -121,7 +121,7 @@ static void out_of_memory(void) {
     for (int i = 0; i < NDEV; i++) CHECK_EQ(stats(devs[i]).live_tensors, 0);
     CHECK_EQ(ts_sim_configure(NDEV, 8u << 20), TS_OK);
     ts_manual_seed(16);
-    ts_module *dp = ts_data_parallel(net_new(devs[0], NULL), devs, NDEV, DEV0);
+    ts_module *dp = ts_data_parallel_new(net_new(devs[0], NULL), devs, NDEV, DEV0);
     ts_mem_stats before[NDEV];
     for (int i = 0; i < NDEV; i++) before[i] = stats(devs[i]);
     ts_scope_begin();
@@ -153,7 +153,7 @@ static void out_of_memory(void) {
 static void broadcast_node_in_dp(void) {
     ts_manual_seed(17);
     ts_module *ref = net_new(devs[0], NULL);
-    ts_module *dp = ts_data_parallel(net_clone(ref, devs[0]), devs, NDEV, DEV0);
+    ts_module *dp = ts_data_parallel_new(net_clone(ref, devs[0]), devs, NDEV, DEV0);
     ts_scope_begin();
     ts_tensor *x, *y;
     batch(5, 8, &x, &y);

@@ -124,10 +124,10 @@ static void check_idx_samples(ts_dataset *d) {
 static void test_idx(void) {
     make_idx("a-images", "a-labels", false);
     make_idx("b-images.gz", "b-labels.gz", true);
-    ts_dataset *d = ts_idx_dataset(tpath("a-images"), tpath("a-labels"));
+    ts_dataset *d = ts_idx_dataset_new(tpath("a-images"), tpath("a-labels"));
     check_idx_samples(d);
     ts_dataset_free(d);
-    d = ts_idx_dataset(tpath("b-images.gz"), tpath("b-labels.gz"));
+    d = ts_idx_dataset_new(tpath("b-images.gz"), tpath("b-labels.gz"));
     check_idx_samples(d);
     /* index checks of the interface */
     ts_sample s;
@@ -145,23 +145,23 @@ static void test_idx(void) {
     make_idx("mnist/train-images-idx3-ubyte.gz", "mnist/train-labels-idx1-ubyte.gz", true);
     make_idx("mnist/t10k-images-idx3-ubyte", "mnist/t10k-labels-idx1-ubyte", false);
     for (int split = 0; split < 2; split++) {
-        d = ts_mnist(tpath("mnist"), (ts_data_split)split);
+        d = ts_mnist_new(tpath("mnist"), (ts_data_split)split);
         CHECK(d && ts_dataset_len(d) == 3 && ts_dataset_num_classes(d) == 10);
         ts_dataset_free(d);
     }
-    CHECK_FAIL(ts_mnist(tpath("nowhere"), TS_SPLIT_TRAIN), TS_ERR_IO,
+    CHECK_FAIL(ts_mnist_new(tpath("nowhere"), TS_SPLIT_TRAIN), TS_ERR_IO,
                "nowhere: No such file or directory; install Debian's dataset-fashion-mnist "
                "(apt-get install dataset-fashion-mnist) or pass --data-dir");
     mkdir(tpath("empty"), 0700);
-    CHECK_FAIL(ts_mnist(tpath("empty"), TS_SPLIT_TEST), TS_ERR_IO,
+    CHECK_FAIL(ts_mnist_new(tpath("empty"), TS_SPLIT_TEST), TS_ERR_IO,
                "empty/t10k-images-idx3-ubyte[.gz]: No such file or directory; install Debian's "
                "dataset-fashion-mnist");
-    CHECK_FAIL(ts_mnist(tpath("mnist"), (ts_data_split)5), TS_ERR_ARG, "unknown split 5");
-    CHECK_FAIL(ts_idx_dataset(tpath("missing"), tpath("a-labels")), TS_ERR_IO,
+    CHECK_FAIL(ts_mnist_new(tpath("mnist"), (ts_data_split)5), TS_ERR_ARG, "unknown split 5");
+    CHECK_FAIL(ts_idx_dataset_new(tpath("missing"), tpath("a-labels")), TS_ERR_IO,
                "missing: No such file or directory");
-    CHECK_FAIL(ts_idx_dataset(tpath("mnist"), tpath("a-labels")), TS_ERR_IO,
+    CHECK_FAIL(ts_idx_dataset_new(tpath("mnist"), tpath("a-labels")), TS_ERR_IO,
                "mnist: Is a directory");
-    CHECK_FAIL(ts_idx_dataset(NULL, tpath("a-labels")), TS_ERR_ARG, "images path is NULL");
+    CHECK_FAIL(ts_idx_dataset_new(NULL, tpath("a-labels")), TS_ERR_ARG, "images path is NULL");
 }
 
 /* One malformed images file (plain or gzip) paired with a-labels: the expected error. */
@@ -170,7 +170,7 @@ static void bad_images(const char *what, const void *bytes, size_t n, bool gz, t
     char name[64];
     snprintf(name, sizeof name, "bad-%s%s", what, gz ? ".gz" : "");
     (gz ? write_gz : write_file)(name, bytes, n);
-    CHECK_FAIL(ts_idx_dataset(tpath(name), tpath("a-labels")), code, frag);
+    CHECK_FAIL(ts_idx_dataset_new(tpath(name), tpath("a-labels")), code, frag);
     /* the in-memory reader says the same about the same bytes */
     size_t fn;
     unsigned char *raw = read_back(name, &fn);
@@ -246,15 +246,15 @@ static void test_idx_errors(void) {
     n = idx_bytes(buf, 0x801, 1, (uint32_t[]){2}, labels3, 2);
     write_file("two-labels", buf, n);
     make_idx("ok-images", "ok-labels", false);
-    CHECK_FAIL(ts_idx_dataset(tpath("ok-images"), tpath("two-labels")), TS_ERR_FORMAT,
+    CHECK_FAIL(ts_idx_dataset_new(tpath("ok-images"), tpath("two-labels")), TS_ERR_FORMAT,
                "ok-images has 3 images but");
     mkdir(tpath("badlab"), 0700);
     make_idx("badlab/t10k-images-idx3-ubyte", "badlab/t10k-labels-idx1-ubyte", false);
     n = idx_bytes(buf, 0x801, 1, (uint32_t[]){3}, (const unsigned char[]){1, 2, 10}, 3);
     write_file("badlab/t10k-labels-idx1-ubyte", buf, n);
-    CHECK_FAIL(ts_mnist(tpath("badlab"), TS_SPLIT_TEST), TS_ERR_FORMAT,
+    CHECK_FAIL(ts_mnist_new(tpath("badlab"), TS_SPLIT_TEST), TS_ERR_FORMAT,
                "t10k-labels-idx1-ubyte: label 10 at index 2 is out of range for 10 classes");
-    CHECK_FAIL(ts_idx_dataset(tpath("ok-images"), tpath("ok-images")), TS_ERR_FORMAT,
+    CHECK_FAIL(ts_idx_dataset_new(tpath("ok-images"), tpath("ok-images")), TS_ERR_FORMAT,
                "expected a labels file (IDX magic 0x00000801: unsigned bytes, 1 dim) but found "
                "magic 0x00000803 (an images file)");
 }
@@ -297,7 +297,7 @@ static void check_cifar_sample(ts_dataset *d, int64_t i, int r, int f) {
 static void test_cifar(void) {
     mkdir(tpath("cifar"), 0700);
     make_cifar("cifar/test_batch.bin", 3, 0);
-    ts_dataset *d = ts_cifar10(tpath("cifar"), TS_SPLIT_TEST);
+    ts_dataset *d = ts_cifar10_new(tpath("cifar"), TS_SPLIT_TEST);
     CHECK(d && ts_dataset_len(d) == 3 && ts_dataset_num_classes(d) == 10);
     for (int r = 0; d && r < 3; r++) check_cifar_sample(d, r, r, 0);
     ts_dataset_free(d);
@@ -308,7 +308,7 @@ static void test_cifar(void) {
         snprintf(name, sizeof name, "cifar/cifar-10-batches-bin/data_batch_%d.bin", f);
         make_cifar(name, f, f);
     }
-    d = ts_cifar10(tpath("cifar"), TS_SPLIT_TRAIN);
+    d = ts_cifar10_new(tpath("cifar"), TS_SPLIT_TRAIN);
     CHECK(d && ts_dataset_len(d) == 15);
     if (d) {
         check_cifar_sample(d, 0, 0, 1);
@@ -317,7 +317,7 @@ static void test_cifar(void) {
     }
     ts_dataset_free(d);
 
-    CHECK_FAIL(ts_cifar10(tpath("nocifar"), TS_SPLIT_TEST), TS_ERR_IO,
+    CHECK_FAIL(ts_cifar10_new(tpath("nocifar"), TS_SPLIT_TEST), TS_ERR_IO,
                "nocifar/test_batch.bin: No such file or directory; download the CIFAR-10 binary "
                "version");
     mkdir(tpath("cbad"), 0700);
@@ -325,17 +325,17 @@ static void test_cifar(void) {
     b[0] = 9;
     b[TSI_CIFAR_RECORD] = 10;
     write_file("cbad/test_batch.bin", b, 2 * TSI_CIFAR_RECORD);
-    CHECK_FAIL(ts_cifar10(tpath("cbad"), TS_SPLIT_TEST), TS_ERR_FORMAT,
+    CHECK_FAIL(ts_cifar10_new(tpath("cbad"), TS_SPLIT_TEST), TS_ERR_FORMAT,
                "cbad/test_batch.bin: record 1 has label 10 (CIFAR-10 labels are 0..9)");
     write_file("cbad/test_batch.bin", b, 2 * TSI_CIFAR_RECORD + 5);
-    CHECK_FAIL(ts_cifar10(tpath("cbad"), TS_SPLIT_TEST), TS_ERR_FORMAT,
+    CHECK_FAIL(ts_cifar10_new(tpath("cbad"), TS_SPLIT_TEST), TS_ERR_FORMAT,
                "test_batch.bin: 6151 bytes is not a whole number of 3073-byte records (2 records "
                "and 5 bytes over)");
     free(b);
     write_file("cbad/test_batch.bin", "", 0);
-    CHECK_FAIL(ts_cifar10(tpath("cbad"), TS_SPLIT_TEST), TS_ERR_FORMAT,
+    CHECK_FAIL(ts_cifar10_new(tpath("cbad"), TS_SPLIT_TEST), TS_ERR_FORMAT,
                "test_batch.bin: empty file");
-    CHECK_FAIL(ts_cifar10(NULL, TS_SPLIT_TEST), TS_ERR_ARG, "dir is NULL");
+    CHECK_FAIL(ts_cifar10_new(NULL, TS_SPLIT_TEST), TS_ERR_ARG, "dir is NULL");
 }
 
 /* Tensors in memory, on cpu and on sim:0 (the samples always come back on the cpu). */
@@ -346,7 +346,7 @@ static void test_tensor_dataset(void) {
         ts_tensor *x = ts_arange(0, 24, 1, (ts_opts){.dtype = TS_F32, .device = d0});
         x = ts_transpose(ts_reshape(x, TS_SHAPE(3, 4, 2)), 0, 1); /* [4, 3, 2], not contiguous */
         ts_tensor *y = ts_tensor_i64(TS_SHAPE(4), (int64_t[]){5, 6, 7, 8}, (ts_opts){.device = d0});
-        ts_dataset *d = ts_tensor_dataset(x, y);
+        ts_dataset *d = ts_tensor_dataset_new(x, y);
         ts_scope_end(); /* the dataset holds its own references */
         CHECK(d && ts_dataset_len(d) == 4);
         ts_sample s;
@@ -366,7 +366,7 @@ static void test_tensor_dataset(void) {
         ts_dataset_free(d);
     }
     ts_tensor *x = ts_ones(TS_SHAPE(2, 3), (ts_opts){0});
-    ts_dataset *d = ts_tensor_dataset(x, NULL);
+    ts_dataset *d = ts_tensor_dataset_new(x, NULL);
     ts_sample s;
     CHECK_EQ(ts_dataset_get(d, 1, &s), TS_OK);
     CHECK(s.y && ts_dtype_of(s.y) == TS_I64 && ts_ndim(s.y) == 1 && ts_numel(s.y) == 0);
@@ -374,10 +374,10 @@ static void test_tensor_dataset(void) {
     ts_release(s.y);
     ts_dataset_free(d);
     ts_tensor *y3 = ts_zeros(TS_SHAPE(3), (ts_opts){.dtype = TS_I64});
-    CHECK_FAIL(ts_tensor_dataset(x, y3), TS_ERR_SHAPE, "y must have one row per sample of x");
+    CHECK_FAIL(ts_tensor_dataset_new(x, y3), TS_ERR_SHAPE, "y must have one row per sample of x");
     ts_tensor *sc = ts_scalar(1, (ts_opts){0});
-    CHECK_FAIL(ts_tensor_dataset(sc, NULL), TS_ERR_SHAPE, "x must have a first dim of samples");
-    CHECK_FAIL(ts_tensor_dataset(NULL, NULL), TS_ERR_ARG, "ts_tensor_dataset: x is NULL");
+    CHECK_FAIL(ts_tensor_dataset_new(sc, NULL), TS_ERR_SHAPE, "x must have a first dim of samples");
+    CHECK_FAIL(ts_tensor_dataset_new(NULL, NULL), TS_ERR_ARG, "ts_tensor_dataset: x is NULL");
     ts_release(x);
     ts_release(y3);
     ts_release(sc);
@@ -434,7 +434,7 @@ static void *reader(void *arg) {
 }
 
 static void test_threads(void) {
-    shared_ds = ts_idx_dataset(tpath("b-images.gz"), tpath("b-labels.gz"));
+    shared_ds = ts_idx_dataset_new(tpath("b-images.gz"), tpath("b-labels.gz"));
     pthread_t th[4];
     for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, reader, NULL);
     long bad = 0;
@@ -458,7 +458,7 @@ static void test_fashion_mnist(void) {
         printf("SKIP (part): %s is absent (apt-get install dataset-fashion-mnist)\n", dir);
         return;
     }
-    ts_dataset *d = ts_mnist(dir, TS_SPLIT_TEST);
+    ts_dataset *d = ts_mnist_new(dir, TS_SPLIT_TEST);
     CHECK(d != NULL);
     if (!d) return;
     CHECK_EQ(ts_dataset_len(d), 10000);
@@ -526,7 +526,7 @@ static void check_image(ts_dataset *d, int64_t i, int w, int h, int seed, int gr
 /* root/<class>/<image>: classes in sorted order, images converted to the first image's channels. */
 static void test_image_folder(void) {
 #ifndef TS_HAVE_STB
-    CHECK_FAIL(ts_image_folder(tmpdir), TS_ERR_UNSUPPORTED, "install Debian's libstb-dev");
+    CHECK_FAIL(ts_image_folder_new(tmpdir), TS_ERR_UNSUPPORTED, "install Debian's libstb-dev");
 #else
     mkdir(tpath("img"), 0700);
     mkdir(tpath("img/dog"), 0700);
@@ -535,7 +535,7 @@ static void test_image_folder(void) {
     write_png("img/dog/a.png", 5, 4, 1, 90); /* gray: replicated into 3 channels */
     write_png("img/cat/x.png", 3, 2, 3, 1);
     write_file("img/cat/notes.txt", "not an image", 12);
-    ts_dataset *d = ts_image_folder(tpath("img"));
+    ts_dataset *d = ts_image_folder_new(tpath("img"));
     CHECK(d && ts_dataset_len(d) == 3 && ts_dataset_num_classes(d) == 2);
     if (d) {
         check_image(d, 0, 3, 2, 1, 0, 0);  /* cat/x.png */
@@ -553,10 +553,11 @@ static void test_image_folder(void) {
     ts_error_clear();
     ts_dataset_free(d);
     mkdir(tpath("img/empty"), 0700);
-    CHECK_FAIL(ts_image_folder(tpath("img")), TS_ERR_FORMAT, "img/empty: no images");
+    CHECK_FAIL(ts_image_folder_new(tpath("img")), TS_ERR_FORMAT, "img/empty: no images");
     mkdir(tpath("noclass"), 0700);
-    CHECK_FAIL(ts_image_folder(tpath("noclass")), TS_ERR_FORMAT, "noclass: no class folders");
-    CHECK_FAIL(ts_image_folder(tpath("absent")), TS_ERR_IO, "absent: No such file or directory");
+    CHECK_FAIL(ts_image_folder_new(tpath("noclass")), TS_ERR_FORMAT, "noclass: no class folders");
+    CHECK_FAIL(ts_image_folder_new(tpath("absent")), TS_ERR_IO,
+               "absent: No such file or directory");
 #endif
 }
 

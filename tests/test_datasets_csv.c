@@ -17,7 +17,7 @@ static ts_dataset *csv(const char *text, ts_csv_opts o) {
     if (!f) return NULL;
     fputs(text, f);
     fclose(f);
-    ts_dataset *d = ts_csv_dataset(path, o);
+    ts_dataset *d = ts_csv_dataset_new(path, o);
     /* the in-memory reader agrees, message for message */
     ts_status st = d ? TS_OK : ts_error();
     char msg[1024];
@@ -143,9 +143,9 @@ static void test_errors(void) {
     FAIL("\"a\"x,b\n1,2\n", none, TS_ERR_FORMAT, ":1: column 1: text after the closing quote");
     FAIL("a,b\n1,2\n", (ts_csv_opts){.delimiter = '.'}, TS_ERR_ARG,
          "delimiter '.' cannot separate numbers");
-    CHECK(ts_csv_dataset(NULL, none) == NULL);
+    CHECK(ts_csv_dataset_new(NULL, none) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_csv_dataset("/nonexistent/data.csv", none) == NULL);
+    CHECK(ts_csv_dataset_new("/nonexistent/data.csv", none) == NULL);
     CHECK(strstr(ts_error_message(), "/nonexistent/data.csv: No such file or directory"));
     CHECK_ERR(TS_ERR_IO);
 }

@@ -596,7 +596,7 @@ static void local_errors(void) {
 static void subgroups(void) {
     int evens[4], ne = 0;
     for (int r = 0; r < W; r += 2) evens[ne++] = r;
-    ts_dist_group *g = ts_dist_new_group(evens, ne);
+    ts_dist_group *g = ts_dist_group_new(evens, ne);
     CHECK(g != NULL);
     CHECK_OK();
     bool member = R % 2 == 0;
@@ -649,7 +649,7 @@ static void subgroups(void) {
     /* a second group with every rank, in reverse order (sorted, as PyTorch) */
     int rev[4];
     for (int i = 0; i < W; i++) rev[i] = W - 1 - i;
-    ts_dist_group *all = ts_dist_new_group(rev, W);
+    ts_dist_group *all = ts_dist_group_new(rev, W);
     CHECK(all != NULL);
     CHECK_EQ(ts_dist_group_rank(all), R);
     ts_scope_begin();
@@ -661,15 +661,15 @@ static void subgroups(void) {
 
     /* bad lists */
     int bad_list[2] = {0, W};
-    CHECK(ts_dist_new_group(bad_list, 2) == NULL);
+    CHECK(ts_dist_group_new(bad_list, 2) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     int dup[2] = {0, 0};
-    CHECK(ts_dist_new_group(dup, 2) == NULL);
+    CHECK(ts_dist_group_new(dup, 2) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     if (W > 1) {
         /* ranks disagree on the list */
         int mine[1] = {R == 0 ? 0 : 1};
-        CHECK(ts_dist_new_group(mine, 1) == NULL);
+        CHECK(ts_dist_group_new(mine, 1) == NULL);
         char want[160];
         snprintf(want, sizeof want, "new_group: rank %d passed world ranks [%d] but rank %d passed",
                  R == 0 ? 1 : 0, R == 0 ? 1 : 0, R);

@@ -74,8 +74,8 @@ static double params_rel_diff(ts_module *a, ts_module *b) {
 
 typedef enum { OPT_MOMENTUM, OPT_ADAM } opt_kind;
 static ts_optim *make_opt(ts_module *m, opt_kind k) {
-    if (k == OPT_ADAM) return ts_adam(m, (ts_adam_opts){.lr = 1e-2});
-    return ts_sgd(m, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    if (k == OPT_ADAM) return ts_adam_new(m, (ts_adam_opts){.lr = 1e-2});
+    return ts_sgd_new(m, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
 }
 
 /* ------------------------------------------------------------------ THE equivalence */
@@ -89,7 +89,7 @@ static ts_optim *make_opt(ts_module *m, opt_kind k) {
 static void equivalence(opt_kind kind, ts_device dev, ts_dtype dt, ts_ddp_opts o, bool no_sync) {
     static const char *names[] = {"SGD+momentum", "Adam"};
     ts_module *ref = mlp_new(42, dev, dt, 16);
-    ts_module *ddp = ts_ddp(mlp_new(42 + (uint64_t)rank, dev, dt, 16), o);
+    ts_module *ddp = ts_ddp_new(mlp_new(42 + (uint64_t)rank, dev, dt, 16), o);
     CHECK(ddp != NULL);
     if (!ddp) {
         ts_module_free(ref);
@@ -150,16 +150,17 @@ static void equivalence(opt_kind kind, ts_device dev, ts_dtype dt, ts_ddp_opts o
 /* The buckets: the default puts this small model in one; 1 KiB buckets give one per 256 f32 values,
  * and bucket views make .grad a view of a bucket (so gradients are not copied back). */
 static void bucket_layout(void) {
-    ts_module *ddp = ts_ddp(mlp_new(1, ts_cpu(), TS_F32, 16), (ts_ddp_opts){0});
+    ts_module *ddp = ts_ddp_new(mlp_new(1, ts_cpu(), TS_F32, 16), (ts_ddp_opts){0});
     ts_ddp_stats st;
     CHECK(ts_ddp_get_stats(ddp, &st) == TS_OK);
     CHECK_EQ(st.buckets, 1);
     ts_module_free(ddp);
     /* fc1 16x6+16 = 112, fc2 3x16+3 = 51, fc3 51 values: reverse order fc3.bias, fc3.weight, ...
      * with a first bucket of 100 bytes (25 floats) and 400-byte ones after it */
-    ddp = ts_ddp(mlp_new(1, ts_cpu(), TS_F32, 16), (ts_ddp_opts){.first_bucket_mb = 100.0 / 1048576,
-                                                                 .bucket_cap_mb = 400.0 / 1048576,
-                                                                 .gradient_as_bucket_view = true});
+    ddp = ts_ddp_new(mlp_new(1, ts_cpu(), TS_F32, 16),
+                     (ts_ddp_opts){.first_bucket_mb = 100.0 / 1048576,
+                                   .bucket_cap_mb = 400.0 / 1048576,
+                                   .gradient_as_bucket_view = true});
     CHECK(ts_ddp_get_stats(ddp, &st) == TS_OK);
     /* fc3.bias (3) + fc3.weight (48) = 204 B >= 100: bucket 0; fc2.bias + fc2.weight + fc1.bias
      * = 51 + 16 floats = 268 B, + fc1.weight 96 floats = 652 B >= 400: bucket 1 */
@@ -183,7 +184,7 @@ static void bucket_layout(void) {
 static void unused_parameters(void) {
     ts_scope_begin();
     ts_tensor *x = ts_randn(TS_SHAPE(4, 6), (ts_opts){0});
-    ts_module *ddp = ts_ddp(mlp_new(3, ts_cpu(), TS_F32, 8), (ts_ddp_opts){0});
+    ts_module *ddp = ts_ddp_new(mlp_new(3, ts_cpu(), TS_F32, 8), (ts_ddp_opts){0});
     inner(ddp)->branch = false;
     ts_backward(ts_sum(ts_forward(ddp, x))); /* fc3 unused: its bucket never fills */
     CHECK_OK();
@@ -194,7 +195,8 @@ static void unused_parameters(void) {
     CHECK_ERR(TS_ERR_STATE);
     ts_module_free(ddp);
 
-    ddp = ts_ddp(mlp_new(3, ts_cpu(), TS_F32, 8), (ts_ddp_opts){.find_unused_parameters = true});
+    ddp =
+        ts_ddp_new(mlp_new(3, ts_cpu(), TS_F32, 8), (ts_ddp_opts){.find_unused_parameters = true});
     ts_module *ref = mlp_new(3, ts_cpu(), TS_F32, 8);
     inner(ddp)->branch = ((mlp *)ref)->branch = false;
     for (int step = 0; step < 3; step++) {
@@ -235,7 +237,7 @@ static ts_module *bn_new(void) {
     return &m->base;
 }
 static void buffers(bool broadcast) {
-    ts_module *ddp = ts_ddp(bn_new(), (ts_ddp_opts){.no_broadcast_buffers = !broadcast});
+    ts_module *ddp = ts_ddp_new(bn_new(), (ts_ddp_opts){.no_broadcast_buffers = !broadcast});
     ts_module *net = ts_ddp_module(ddp);
     ts_tensor *rm = ts_module_get(net, "bn.running_mean");
     ts_release(ts_fill_(rm, 10.0 * rank)); /* each rank's own statistics (the op's reference) */
@@ -255,7 +257,7 @@ static void buffers(bool broadcast) {
 static void different_models(void) {
     if (world == 1) return;
     ts_module *m = mlp_new(1, ts_cpu(), TS_F32, rank == world - 1 ? 17 : 16);
-    ts_module *ddp = ts_ddp(m, (ts_ddp_opts){0});
+    ts_module *ddp = ts_ddp_new(m, (ts_ddp_opts){0});
     CHECK(ddp == NULL);
     char want[64];
     snprintf(want, sizeof want, "on rank %d", world - 1);
@@ -268,8 +270,8 @@ static void different_models(void) {
 /* The grad scaler: an inf on the last rank only (gradients not reduced: no_sync) makes every rank
  * skip the step and back off the scale. */
 static void scaler_agrees(void) {
-    ts_module *ddp = ts_ddp(mlp_new(9, ts_cpu(), TS_F32, 8), (ts_ddp_opts){0});
-    ts_optim *opt = ts_sgd(ddp, (ts_sgd_opts){.lr = 0.1});
+    ts_module *ddp = ts_ddp_new(mlp_new(9, ts_cpu(), TS_F32, 8), (ts_ddp_opts){0});
+    ts_optim *opt = ts_sgd_new(ddp, (ts_sgd_opts){.lr = 0.1});
     ts_grad_scaler *gs = ts_grad_scaler_new((ts_grad_scaler_opts){.init_scale = 1024});
     ts_scope_begin();
     ts_tensor *w = ts_module_get(inner(ddp)->fc1, "weight");
@@ -299,12 +301,12 @@ static void scaler_alone(void) {
     CHECK_ERR_HAS(TS_ERR_ARG, "scaler is NULL");
     ts_dist_group *mine = NULL;
     for (int r = 0; r < world; r++) { /* every rank creates every group, in the same order */
-        ts_dist_group *g = ts_dist_new_group(&r, 1);
+        ts_dist_group *g = ts_dist_group_new(&r, 1);
         if (r == rank) mine = g;
     }
     CHECK(mine && ts_dist_group_size(mine) == 1);
-    ts_module *ddp = ts_ddp(mlp_new(9, ts_cpu(), TS_F32, 8), (ts_ddp_opts){0});
-    ts_optim *opt = ts_sgd(ddp, (ts_sgd_opts){.lr = 0.1});
+    ts_module *ddp = ts_ddp_new(mlp_new(9, ts_cpu(), TS_F32, 8), (ts_ddp_opts){0});
+    ts_optim *opt = ts_sgd_new(ddp, (ts_sgd_opts){.lr = 0.1});
     ts_grad_scaler *gs = ts_grad_scaler_new((ts_grad_scaler_opts){.init_scale = 1024});
     CHECK(ts_grad_scaler_set_process_group(gs, mine) == TS_OK);
     ts_scope_begin();
@@ -361,7 +363,7 @@ static void post_accumulate_hook(void) {
 }
 
 static void names_and_errors(void) {
-    ts_module *ddp = ts_ddp(mlp_new(1, ts_cpu(), TS_F32, 4), (ts_ddp_opts){0});
+    ts_module *ddp = ts_ddp_new(mlp_new(1, ts_cpu(), TS_F32, 4), (ts_ddp_opts){0});
     ts_tensor_list sd = ts_module_state_dict(ddp);
     CHECK(sd.n == 6 && strcmp(sd.names[0], "module.fc1.weight") == 0);
     ts_tensor_list_free(&sd);
@@ -370,11 +372,11 @@ static void names_and_errors(void) {
     ts_tensor_list_free(&sd);
     CHECK(strcmp(ddp->type_name, "DistributedDataParallel") == 0);
     ts_module_free(ddp);
-    CHECK(ts_ddp(NULL, (ts_ddp_opts){0}) == NULL);
+    CHECK(ts_ddp_new(NULL, (ts_ddp_opts){0}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_ddp(mlp_new(1, ts_cpu(), TS_F32, 4), (ts_ddp_opts){.bucket_cap_mb = -1}) == NULL);
+    CHECK(ts_ddp_new(mlp_new(1, ts_cpu(), TS_F32, 4), (ts_ddp_opts){.bucket_cap_mb = -1}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_ddp(mlp_new(1, ts_cpu(), TS_F32, 4), (ts_ddp_opts){.overlap = 7}) == NULL);
+    CHECK(ts_ddp_new(mlp_new(1, ts_cpu(), TS_F32, 4), (ts_ddp_opts){.overlap = 7}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_module *lin = ts_linear_new(2, 2);
     CHECK(ts_ddp_module(lin) == NULL);

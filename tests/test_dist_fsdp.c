@@ -27,7 +27,7 @@ static const ts_gpt_config MINI = {
 
 static ts_module *model_new(model_kind k, uint64_t seed, ts_device dev) {
     ts_manual_seed(seed);
-    ts_module *m = k == M_GPT ? ts_gpt_new(MINI) : ts_resnet20((ts_resnet_config){.width = 8});
+    ts_module *m = k == M_GPT ? ts_gpt_new(MINI) : ts_resnet20_new((ts_resnet_config){.width = 8});
     return ts_module_to(ts_module_to_dtype(m, TS_F64), dev);
 }
 
@@ -60,8 +60,9 @@ static ts_tensor *loss_of(model_kind k, ts_tensor *out, ts_tensor *y) {
 }
 
 static ts_optim *optim_for(model_kind k, ts_tensor *const *p, int n) {
-    if (k == M_GPT) return ts_adamw_params(p, n, (ts_adam_opts){.lr = 3e-3, .weight_decay = 0.01});
-    return ts_sgd_params(p, n, (ts_sgd_opts){.lr = 0.05, .momentum = 0.9});
+    if (k == M_GPT)
+        return ts_adamw_new_params(p, n, (ts_adam_opts){.lr = 3e-3, .weight_decay = 0.01});
+    return ts_sgd_new_params(p, n, (ts_sgd_opts){.lr = 0.05, .momentum = 0.9});
 }
 
 /* max over parameters of |a - b| / max(|b|, 1e-3): relative, and absolute near zero */
@@ -108,7 +109,7 @@ typedef struct variant {
 
 static void equivalence(model_kind k, ts_device dev, variant v) {
     static const char *names[] = {"GPT-mini/AdamW", "ResNet-20/SGD+momentum"};
-    ts_module *ddp = ts_ddp(model_new(k, 42 + (uint64_t)rank, dev), (ts_ddp_opts){0});
+    ts_module *ddp = ts_ddp_new(model_new(k, 42 + (uint64_t)rank, dev), (ts_ddp_opts){0});
     ts_fsdp_opts o = {
         .stage = v.stage, .no_reshard_after_forward = v.keep, .no_prefetch = v.no_prefetch};
     if (v.policy) {
@@ -120,7 +121,7 @@ static void equivalence(model_kind k, ts_device dev, variant v) {
         o.units = k == M_GPT ? GPT_UNITS : RES_UNITS;
         o.n_units = k == M_GPT ? 2 : 3;
     }
-    ts_module *f = ts_fsdp(model_new(k, 42 + (uint64_t)rank, dev), o);
+    ts_module *f = ts_fsdp_new(model_new(k, 42 + (uint64_t)rank, dev), o);
     CHECK(ddp && f);
     if (!ddp || !f) {
         ts_module_free(ddp);
@@ -208,8 +209,8 @@ static void equivalence(model_kind k, ts_device dev, variant v) {
 
 /* ------------------------------------------------------------------ shards and names */
 static void layout(void) {
-    ts_module *f =
-        ts_fsdp(model_new(M_GPT, 1, ts_cpu()), (ts_fsdp_opts){.units = GPT_UNITS, .n_units = 2});
+    ts_module *f = ts_fsdp_new(model_new(M_GPT, 1, ts_cpu()),
+                               (ts_fsdp_opts){.units = GPT_UNITS, .n_units = 2});
     CHECK(f != NULL);
     if (!f) return;
     CHECK(strcmp(f->type_name, "FullyShardedDataParallel") == 0);
@@ -250,7 +251,7 @@ static void memory(int stage) {
     size_t base = allocated(dev);
     ts_module *m = model_new(M_GPT, 3, dev);
     size_t full = (size_t)ts_module_num_parameters(m) * sizeof(double); /* without rounding */
-    ts_module *f = ts_fsdp(m, (ts_fsdp_opts){.stage = stage, .units = GPT_UNITS, .n_units = 2});
+    ts_module *f = ts_fsdp_new(m, (ts_fsdp_opts){.stage = stage, .units = GPT_UNITS, .n_units = 2});
     ts_fsdp_stats st = {0};
     CHECK(ts_fsdp_get_stats(f, &st) == TS_OK);
     size_t held = allocated(dev) - base, slack = 8192;
@@ -285,9 +286,9 @@ static void peak_memory(void) {
     for (int i = 0; i < UNITS; i++) layers[i] = ts_linear_new(D, D);
     ts_module *m = ts_module_to(ts_module_to_dtype(ts_sequential_new(UNITS, layers), TS_F64), dev);
     const char *names[UNITS] = {"0", "1", "2", "3", "4", "5", "6", "7"};
-    ts_module *f = ts_fsdp(m, (ts_fsdp_opts){.units = names, .n_units = UNITS});
+    ts_module *f = ts_fsdp_new(m, (ts_fsdp_opts){.units = names, .n_units = UNITS});
     ts_tensor_list sh = ts_fsdp_parameters(f);
-    ts_optim *opt = ts_sgd_params(sh.tensors, sh.n, (ts_sgd_opts){.lr = 0.01});
+    ts_optim *opt = ts_sgd_new_params(sh.tensors, sh.n, (ts_sgd_opts){.lr = 0.01});
     ts_fsdp_stats st = {0};
     CHECK(ts_fsdp_get_stats(f, &st) == TS_OK);
     ts_mem_stats ms = {0};
@@ -364,9 +365,9 @@ static void gpt_peak_memory(void) {
     ts_module *m = ts_module_to(ts_module_to_dtype(ts_gpt_new(cfg), TS_F64), dev);
     const char *units[LAYERS] = {"blocks.0", "blocks.1", "blocks.2",
                                  "blocks.3", "blocks.4", "blocks.5"};
-    ts_module *f = ts_fsdp(m, (ts_fsdp_opts){.units = units, .n_units = LAYERS});
+    ts_module *f = ts_fsdp_new(m, (ts_fsdp_opts){.units = units, .n_units = LAYERS});
     ts_tensor_list sh = ts_fsdp_parameters(f);
-    ts_optim *opt = ts_adamw_params(sh.tensors, sh.n, (ts_adam_opts){.lr = 1e-3});
+    ts_optim *opt = ts_adamw_new_params(sh.tensors, sh.n, (ts_adam_opts){.lr = 1e-3});
     ts_tensor_list_free(&sh);
     ts_fsdp_stats st = {0};
     CHECK(ts_fsdp_get_stats(f, &st) == TS_OK);
@@ -415,26 +416,26 @@ static ts_module *two_fc_new(int hidden) {
 }
 
 static void errors(void) {
-    CHECK(ts_fsdp(NULL, (ts_fsdp_opts){0}) == NULL);
+    CHECK(ts_fsdp_new(NULL, (ts_fsdp_opts){0}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     const char *missing[] = {"fc1", "fc3"};
-    CHECK(ts_fsdp(two_fc_new(4), (ts_fsdp_opts){.units = missing, .n_units = 2}) == NULL);
+    CHECK(ts_fsdp_new(two_fc_new(4), (ts_fsdp_opts){.units = missing, .n_units = 2}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "FullyShardedDataParallel: unit 1, 'fc3': the model (TwoFC) has no "
                               "submodule of that name");
-    CHECK(ts_fsdp(two_fc_new(4), (ts_fsdp_opts){.stage = 4}) == NULL);
+    CHECK(ts_fsdp_new(two_fc_new(4), (ts_fsdp_opts){.stage = 4}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "stage must be 1, 2 or 3");
-    CHECK(ts_fsdp(two_fc_new(4), (ts_fsdp_opts){.stage = -1}) == NULL);
+    CHECK(ts_fsdp_new(two_fc_new(4), (ts_fsdp_opts){.stage = -1}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     /* one unit's parameters on two devices */
     ts_module *m = two_fc_new(4);
     ts_module_to(ts_module_child(m, "fc2"), ts_sim(0));
-    CHECK(ts_fsdp(m, (ts_fsdp_opts){0}) == NULL);
+    CHECK(ts_fsdp_new(m, (ts_fsdp_opts){0}) == NULL);
     CHECK_ERR_HAS(TS_ERR_DEVICE, "unit '<root>' holds parameters on different devices");
     /* ... which is fine when each device's parameters form their own units */
     const char *both[] = {"fc1", "fc2"};
     m = two_fc_new(4);
     ts_module_to(ts_module_child(m, "fc2"), ts_sim(0));
-    ts_module *f = ts_fsdp(m, (ts_fsdp_opts){.units = both, .n_units = 2});
+    ts_module *f = ts_fsdp_new(m, (ts_fsdp_opts){.units = both, .n_units = 2});
     CHECK(f != NULL);
     ts_module_free(f);
     CHECK_OK();
@@ -442,11 +443,11 @@ static void errors(void) {
     m = two_fc_new(4);
     ts_module *fc1 = ts_module_child(m, "fc1"), *fc2 = ts_module_child(m, "fc2");
     ts_module_param(fc2, "weight", ts_retain(ts_module_get(fc1, "weight")));
-    CHECK(ts_fsdp(m, (ts_fsdp_opts){.units = both, .n_units = 2}) == NULL);
+    CHECK(ts_fsdp_new(m, (ts_fsdp_opts){.units = both, .n_units = 2}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "is shared by unit 'fc2'");
     /* a model that differs across ranks: every rank gets the error naming the last rank */
     if (world > 1) {
-        CHECK(ts_fsdp(two_fc_new(rank == world - 1 ? 5 : 4), (ts_fsdp_opts){0}) == NULL);
+        CHECK(ts_fsdp_new(two_fc_new(rank == world - 1 ? 5 : 4), (ts_fsdp_opts){0}) == NULL);
         char want[64];
         snprintf(want, sizeof want, "on rank %d", world - 1);
         CHECK(strstr(ts_error_message(), "FSDP expects same model across all ranks") != NULL);
@@ -454,7 +455,7 @@ static void errors(void) {
         CHECK_ERR(TS_ERR_DIST);
     }
     /* a parameter moved after wrapping (stage 2: its memory is there to copy) */
-    f = ts_fsdp(two_fc_new(4), (ts_fsdp_opts){.stage = 2});
+    f = ts_fsdp_new(two_fc_new(4), (ts_fsdp_opts){.stage = 2});
     ts_module_to_dtype(ts_module_child(ts_fsdp_module(f), "fc2"), TS_F64);
     CHECK_OK();
     ts_scope_begin();
@@ -467,7 +468,7 @@ static void errors(void) {
     CHECK_ERR_HAS(TS_ERR_ARG, "is not a FullyShardedDataParallel");
     ts_module_free(lin);
     /* a unit left out of the loss: PyTorch-like error at the next forward, every rank alike */
-    f = ts_fsdp(two_fc_new(4), (ts_fsdp_opts){.units = both, .n_units = 2});
+    f = ts_fsdp_new(two_fc_new(4), (ts_fsdp_opts){.units = both, .n_units = 2});
     ts_scope_begin();
     ts_tensor *x = ts_randn(TS_SHAPE(2, 4), (ts_opts){0});
     two_fc *inner = (two_fc *)ts_fsdp_module(f);
@@ -481,7 +482,7 @@ static void errors(void) {
     ts_module_free(f);
     CHECK_OK();
     /* clipping before any backward: no shard has a gradient, the norm is 0 */
-    f = ts_fsdp(two_fc_new(4), (ts_fsdp_opts){.units = both, .n_units = 2});
+    f = ts_fsdp_new(two_fc_new(4), (ts_fsdp_opts){.units = both, .n_units = 2});
     CHECK(ts_fsdp_clip_grad_norm(f, 1.0, 2) == 0);
     CHECK_OK();
     /* a negative norm type is refused, as a NaN max_norm is (0 alone means 2) */

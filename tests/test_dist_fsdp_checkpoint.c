@@ -32,12 +32,12 @@ static ts_module *model_new(uint64_t seed) {
 }
 
 static ts_module *fsdp_new(uint64_t seed, int stage, int n_units) {
-    return ts_fsdp(model_new(seed),
-                   (ts_fsdp_opts){.stage = stage, .units = UNITS, .n_units = n_units});
+    return ts_fsdp_new(model_new(seed),
+                       (ts_fsdp_opts){.stage = stage, .units = UNITS, .n_units = n_units});
 }
 
 static ts_optim *optim_new(ts_tensor *const *p, int n) {
-    return ts_adamw_params(p, n, (ts_adam_opts){.lr = 3e-3, .weight_decay = 0.01});
+    return ts_adamw_new_params(p, n, (ts_adam_opts){.lr = 3e-3, .weight_decay = 0.01});
 }
 
 /* One step on this rank's rows of global batch `step`; returns the global mean loss. */
@@ -130,7 +130,7 @@ static void same_world(int stage, const char *dir) {
     ts_module *a = fsdp_new(42 + (uint64_t)rank, stage, 2);
     ts_tensor_list pa = ts_fsdp_parameters(a);
     ts_optim *oa = optim_new(pa.tensors, pa.n);
-    ts_module *ddp = ts_ddp(model_new(42), (ts_ddp_opts){0});
+    ts_module *ddp = ts_ddp_new(model_new(42), (ts_ddp_opts){0});
     ts_tensor_list pd = ts_module_named_parameters(ddp);
     ts_optim *od = optim_new(pd.tensors, pd.n);
     for (int s = 0; s < 3; s++) {
@@ -306,11 +306,11 @@ static ts_optim *optim_groups(ts_module *f) {
 
 static void chain(int stage, const char *dir, bool groups) {
     uint64_t seed = world == 4 ? 42 : 7 + (uint64_t)world;
-    ts_module *f =
-        groups ? ts_fsdp(model_new(seed),
-                         (ts_fsdp_opts){
-                             .stage = stage, .units = UNITS, .n_units = 2, .decay_groups = true})
-               : fsdp_new(seed, stage, 2);
+    ts_module *f = groups ? ts_fsdp_new(model_new(seed), (ts_fsdp_opts){.stage = stage,
+                                                                        .units = UNITS,
+                                                                        .n_units = 2,
+                                                                        .decay_groups = true})
+                          : fsdp_new(seed, stage, 2);
     ts_tensor_list p = ts_fsdp_parameters(f);
     ts_optim *o = groups ? optim_groups(f) : optim_new(p.tensors, p.n);
     ts_fsdp_checkpoint c = {.optim = o};

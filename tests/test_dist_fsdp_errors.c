@@ -67,7 +67,8 @@ static ts_module *three_fc_new(void) {
 static const char *const UNITS[] = {"fc2", "fc3"};
 
 static ts_module *fsdp_new(int stage) {
-    return ts_fsdp(three_fc_new(), (ts_fsdp_opts){.stage = stage, .units = UNITS, .n_units = 2});
+    return ts_fsdp_new(three_fc_new(),
+                       (ts_fsdp_opts){.stage = stage, .units = UNITS, .n_units = 2});
 }
 
 /* ------------------------------------------------------------------ units left waiting */

@@ -71,12 +71,12 @@ typedef struct mp_case {
  *   |p_fsdp - (p - 0.5 S)| <= 0.5 ((k - 1) u_R A + u_32 |S|) + u_32 (|p| + 0.5 |S| + ...)
  * with S = sum_r g_r / W and A = sum_r |g_r| / W in float64, k the terms summed (W, or 2W). */
 static void mp_step(ts_device dev, mp_case c) {
-    ts_module *f =
-        ts_fsdp(gpt(42 + (uint64_t)rank, TS_F32, dev), (ts_fsdp_opts){.stage = c.stage,
-                                                                      .units = UNITS,
-                                                                      .n_units = 2,
-                                                                      .param_dtype = c.param,
-                                                                      .reduce_dtype = c.reduce});
+    ts_module *f = ts_fsdp_new(gpt(42 + (uint64_t)rank, TS_F32, dev),
+                               (ts_fsdp_opts){.stage = c.stage,
+                                              .units = UNITS,
+                                              .n_units = 2,
+                                              .param_dtype = c.param,
+                                              .reduce_dtype = c.reduce});
     /* rank 0's initial weights: the FSDP module took them too */
     ts_module *ref = gpt(42, c.param, dev);
     ts_module *master = gpt(42, TS_F32, ts_cpu());
@@ -92,7 +92,7 @@ static void mp_step(ts_device dev, mp_case c) {
     ts_tensor_list_free(&fp);
     ts_tensor_list sh = ts_fsdp_parameters(f);
     for (int i = 0; i < sh.n; i++) CHECK(ts_dtype_of(sh.tensors[i]) == TS_F32);
-    ts_optim *opt = ts_sgd_params(sh.tensors, sh.n, (ts_sgd_opts){.lr = 0.5});
+    ts_optim *opt = ts_sgd_new_params(sh.tensors, sh.n, (ts_sgd_opts){.lr = 0.5});
     ts_tensor_list rp = ts_module_named_parameters(ref), mp = ts_module_named_parameters(master);
     CHECK(rp.n == mp.n && rp.n > 0);
     const ts_dtype rdt = c.reduce ? c.reduce : c.param;
@@ -184,12 +184,12 @@ static void mp_step(ts_device dev, mp_case c) {
 /* Autocast on top of mixed precision: a bf16 GPT under autocast trains (finite losses that fall)
  * and its float32 ops (layer norm, cross entropy) see float32. */
 static void mp_autocast(void) {
-    ts_module *f =
-        ts_fsdp(gpt(5, TS_F32, ts_cpu()),
-                (ts_fsdp_opts){
-                    .units = UNITS, .n_units = 2, .param_dtype = TS_BF16, .reduce_dtype = TS_F32});
+    ts_module *f = ts_fsdp_new(gpt(5, TS_F32, ts_cpu()), (ts_fsdp_opts){.units = UNITS,
+                                                                        .n_units = 2,
+                                                                        .param_dtype = TS_BF16,
+                                                                        .reduce_dtype = TS_F32});
     ts_tensor_list sh = ts_fsdp_parameters(f);
-    ts_optim *opt = ts_adamw_params(sh.tensors, sh.n, (ts_adam_opts){.lr = 1e-2});
+    ts_optim *opt = ts_adamw_new_params(sh.tensors, sh.n, (ts_adam_opts){.lr = 1e-2});
     double first = 0, last = 0;
     for (int step = 0; step < 8; step++) {
         ts_scope_begin();
@@ -226,9 +226,10 @@ static double extreme(double v, ts_dist_reduce_op op) {
 }
 
 static void scaler(bool clip) {
-    ts_module *f = ts_fsdp(gpt(7, TS_F32, ts_cpu()), (ts_fsdp_opts){.units = UNITS, .n_units = 2});
+    ts_module *f =
+        ts_fsdp_new(gpt(7, TS_F32, ts_cpu()), (ts_fsdp_opts){.units = UNITS, .n_units = 2});
     ts_tensor_list sh = ts_fsdp_parameters(f);
-    ts_optim *opt = ts_sgd_params(sh.tensors, sh.n, (ts_sgd_opts){.lr = 0.1});
+    ts_optim *opt = ts_sgd_new_params(sh.tensors, sh.n, (ts_sgd_opts){.lr = 0.1});
     ts_grad_scaler *s = ts_grad_scaler_new((ts_grad_scaler_opts){.init_scale = 1024});
     for (int step = 0; step < 2; step++) {
         ts_scope_begin();
@@ -289,13 +290,13 @@ static ts_optim *fsdp_adamw(ts_module *f, bool groups) {
     const ts_adam_opts o = {.lr = 3e-3, .weight_decay = 0.1};
     if (!groups) {
         ts_tensor_list l = ts_fsdp_parameters(f);
-        ts_optim *opt = ts_adamw_params(l.tensors, l.n, o);
+        ts_optim *opt = ts_adamw_new_params(l.tensors, l.n, o);
         ts_tensor_list_free(&l);
         return opt;
     }
     ts_tensor_list d, n;
     if (ts_fsdp_decay_groups(f, &d, &n) != TS_OK) return NULL;
-    ts_optim *opt = ts_adamw_params(d.tensors, d.n, o);
+    ts_optim *opt = ts_adamw_new_params(d.tensors, d.n, o);
     if (opt && ts_optim_add_param_group_wd(opt, n.tensors, n.n, o.lr, 0) != TS_OK) {
         ts_optim_free(opt);
         opt = NULL;
@@ -315,24 +316,24 @@ static void fsdp_step(ts_module *f, ts_optim *opt, int step, ts_device dev) {
     ts_scope_end();
 }
 
-/* DDP with ts_adamw_decay_groups (matrices and embeddings decay, biases and norms not) against
+/* DDP with ts_adamw_new_decay_groups (matrices and embeddings decay, biases and norms not) against
  * FSDP with decay_groups, in float64 (see test_dist_fsdp.c: the reductions' order differs once
  * W > 2); FSDP without the groups decays everything and must differ. Then a sharded checkpoint of
  * the grouped run resumes into a fresh module and optimizer bit for bit. */
 static void decay_groups(int stage, ts_device dev) {
-    ts_module *ddp = ts_ddp(gpt(42 + (uint64_t)rank, TS_F64, dev), (ts_ddp_opts){0});
+    ts_module *ddp = ts_ddp_new(gpt(42 + (uint64_t)rank, TS_F64, dev), (ts_ddp_opts){0});
     ts_fsdp_opts o = {.stage = stage, .units = UNITS, .n_units = 2, .decay_groups = true};
-    ts_module *f = ts_fsdp(gpt(42 + (uint64_t)rank, TS_F64, dev), o);
+    ts_module *f = ts_fsdp_new(gpt(42 + (uint64_t)rank, TS_F64, dev), o);
     o.decay_groups = false;
-    ts_module *all = ts_fsdp(gpt(42 + (uint64_t)rank, TS_F64, dev), o);
+    ts_module *all = ts_fsdp_new(gpt(42 + (uint64_t)rank, TS_F64, dev), o);
     CHECK(ddp && f && all);
     if (!ddp || !f || !all) {
         ts_module_free(ddp), ts_module_free(f), ts_module_free(all);
         ts_error_clear();
         return;
     }
-    ts_optim *o_ddp =
-        ts_adamw_decay_groups(ts_ddp_module(ddp), (ts_adam_opts){.lr = 3e-3, .weight_decay = 0.1});
+    ts_optim *o_ddp = ts_adamw_new_decay_groups(ts_ddp_module(ddp),
+                                                (ts_adam_opts){.lr = 3e-3, .weight_decay = 0.1});
     ts_optim *o_f = fsdp_adamw(f, true), *o_all = fsdp_adamw(all, false);
     CHECK(o_ddp && o_f && o_all);
     /* two leaves a unit, the decaying one first; together the shard */
@@ -372,7 +373,7 @@ static void decay_groups(int stage, ts_device dev) {
     ts_fsdp_checkpoint c = {.optim = o_f, .step = 20};
     CHECK(ts_fsdp_save_sharded(f, dir, &c) == TS_OK);
     o.decay_groups = true;
-    ts_module *f2 = ts_fsdp(gpt(9, TS_F64, dev), o);
+    ts_module *f2 = ts_fsdp_new(gpt(9, TS_F64, dev), o);
     ts_optim *o_f2 = f2 ? fsdp_adamw(f2, true) : NULL;
     ts_fsdp_checkpoint c2 = {.optim = o_f2};
     CHECK(o_f2 && ts_fsdp_load_sharded(f2, dir, &c2) == TS_OK);
@@ -387,7 +388,7 @@ static void decay_groups(int stage, ts_device dev) {
     /* an optimizer missing a unit's no-decay part is refused, naming it */
     ts_tensor_list dl, nl;
     ts_fsdp_decay_groups(f, &dl, &nl);
-    ts_optim *half = ts_adamw_params(dl.tensors, dl.n, (ts_adam_opts){.lr = 1e-3});
+    ts_optim *half = ts_adamw_new_params(dl.tensors, dl.n, (ts_adam_opts){.lr = 1e-3});
     ts_fsdp_checkpoint c3 = {.optim = half};
     CHECK(ts_fsdp_save_sharded(f, dir, &c3) != TS_OK);
     CHECK_ERR_HAS(TS_ERR_ARG, "the optimizer holds 3 parameters, the module 6 shards");
@@ -413,12 +414,12 @@ static void decay_groups(int stage, ts_device dev) {
 
 /* ------------------------------------------------------------------ errors */
 static void errors(void) {
-    CHECK(ts_fsdp(gpt(1, TS_F32, ts_cpu()), (ts_fsdp_opts){.param_dtype = TS_I64}) == NULL);
+    CHECK(ts_fsdp_new(gpt(1, TS_F32, ts_cpu()), (ts_fsdp_opts){.param_dtype = TS_I64}) == NULL);
     CHECK_ERR_HAS(TS_ERR_DTYPE, "FullyShardedDataParallel: param_dtype is int64: mixed precision");
-    CHECK(ts_fsdp(gpt(1, TS_F32, ts_cpu()),
-                  (ts_fsdp_opts){.param_dtype = TS_BF16, .reduce_dtype = TS_BOOL}) == NULL);
+    CHECK(ts_fsdp_new(gpt(1, TS_F32, ts_cpu()),
+                      (ts_fsdp_opts){.param_dtype = TS_BF16, .reduce_dtype = TS_BOOL}) == NULL);
     CHECK_ERR_HAS(TS_ERR_DTYPE, "reduce_dtype is bool");
-    ts_module *f = ts_fsdp(gpt(1, TS_F32, ts_cpu()), (ts_fsdp_opts){0});
+    ts_module *f = ts_fsdp_new(gpt(1, TS_F32, ts_cpu()), (ts_fsdp_opts){0});
     ts_tensor_list d, n;
     CHECK(ts_fsdp_decay_groups(f, &d, &n) == TS_ERR_STATE);
     CHECK_ERR_HAS(TS_ERR_STATE, "fsdp_decay_groups: the module was wrapped without decay_groups");

@@ -93,7 +93,7 @@ static bool one_point(const char *what, ts_fsdp_opts o, int victim, int n, sweep
     int64_t live0 = ts_sweep_live_tensors();
     ts_module *m = model_new();
     if (rank == victim) ts_fault_alloc_set(n);
-    ts_module *f = ts_fsdp(m, o);
+    ts_module *f = ts_fsdp_new(m, o);
     bool fired = rank == victim && ts_fault_alloc_fired();
     ts_fault_alloc_set(-1);
     char msg[1024];
@@ -145,7 +145,7 @@ static bool train_pass(ts_module *f, ts_grad_scaler *s) {
 
 /* the clip's all-reduce of the norm: a rank whose own part failed joins it failing */
 static void sweep_clip(int victim) {
-    ts_module *f = ts_fsdp(model_new(), (ts_fsdp_opts){.units = UNITS, .n_units = 2});
+    ts_module *f = ts_fsdp_new(model_new(), (ts_fsdp_opts){.units = UNITS, .n_units = 2});
     CHECK(f && train_pass(f, NULL));
     int n = 1;
     for (; n <= MAX_POINTS; n++) {
@@ -163,11 +163,11 @@ static void sweep_clip(int victim) {
 
 /* the grad scaler's step: a rank that fails before the found-inf agreement takes part failing */
 static void sweep_scaler_step(int victim) {
-    ts_module *f = ts_fsdp(model_new(), (ts_fsdp_opts){.units = UNITS, .n_units = 2});
+    ts_module *f = ts_fsdp_new(model_new(), (ts_fsdp_opts){.units = UNITS, .n_units = 2});
     ts_tensor_list l = ts_fsdp_parameters(f);
     int n = 1;
     for (; f && n <= MAX_POINTS; n++) {
-        ts_optim *o = ts_sgd_params(l.tensors, l.n, (ts_sgd_opts){.lr = 0.01});
+        ts_optim *o = ts_sgd_new_params(l.tensors, l.n, (ts_sgd_opts){.lr = 0.01});
         ts_grad_scaler *s = ts_grad_scaler_new((ts_grad_scaler_opts){.init_scale = 8});
         CHECK(o && s);
         ts_optim_zero_grad(o);
@@ -200,7 +200,7 @@ static void sweep(const char *what, ts_fsdp_opts o) {
         /* with more ranks, a failure inside each unit's building is named as such */
         for (int u = 0; world > 1 && u < N_UNITS; u++) CHECK(c.unit_oom[u] > 0);
         /* afterwards, ts_fsdp works on every rank */
-        ts_module *f = ts_fsdp(model_new(), o);
+        ts_module *f = ts_fsdp_new(model_new(), o);
         CHECK(f != NULL && works(f));
         ts_module_free(f);
         CHECK_OK();

@@ -321,13 +321,13 @@ static ts_module *net_new(net_kind k, uint64_t seed) {
     ts_module *m = NULL;
     switch (k) {
     case NET_R20:
-        m = ts_resnet20((ts_resnet_config){.width = 8});
+        m = ts_resnet20_new((ts_resnet_config){.width = 8});
         break;
     case NET_R18:
-        m = ts_resnet18((ts_resnet_config){.width = 8, .num_classes = 10, .cifar_stem = true});
+        m = ts_resnet18_new((ts_resnet_config){.width = 8, .num_classes = 10, .cifar_stem = true});
         break;
     case NET_R20_B:
-        m = ts_resnet20((ts_resnet_config){.width = 8, .shortcut_conv = true});
+        m = ts_resnet20_new((ts_resnet_config){.width = 8, .shortcut_conv = true});
         break;
     case NET_SEQ: { /* conv-bn-relu twice, then conv-relu without a batch-norm */
         ts_module *p[8] = {
@@ -513,7 +513,7 @@ static void invalidation(net_kind k, ts_device dev) {
     CHECK(agree(m, x, "the first call"));
 
     /* an optimizer step (training forward: the running statistics change too) */
-    ts_optim *opt = ts_sgd(m, (ts_sgd_opts){.lr = 0.1});
+    ts_optim *opt = ts_sgd_new(m, (ts_sgd_opts){.lr = 0.1});
     ts_module_train(m, true);
     ts_backward(ts_mean(ts_mul(ts_forward(m, x), ts_forward(m, x))));
     CHECK(ts_optim_step(opt) == TS_OK);

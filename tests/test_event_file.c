@@ -74,7 +74,7 @@ static void test_roundtrip(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/events.out.tfevents.1.test", tmpdir);
     double wall = 1234567890.5;
-    ts_event_file *ef = ts_event_file_create(path, wall);
+    ts_event_file *ef = ts_event_file_open(path, wall);
     CHECK(ef != NULL);
     if (!ef) return;
     /* the version record is on disk at once */
@@ -133,10 +133,10 @@ static void test_roundtrip(void) {
 static void test_errors(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/taken", tmpdir);
-    ts_event_file *ef = ts_event_file_create(path, 1.0);
+    ts_event_file *ef = ts_event_file_open(path, 1.0);
     CHECK(ef != NULL);
     /* an existing file is never appended to or truncated */
-    CHECK(ts_event_file_create(path, 2.0) == NULL);
+    CHECK(ts_event_file_open(path, 2.0) == NULL);
     CHECK_ERR_HAS(TS_ERR_IO, "taken");
     CHECK(ts_event_file_close(ef) == TS_OK);
     struct stat sb;
@@ -144,11 +144,11 @@ static void test_errors(void) {
     remove(path);
 
     snprintf(path, sizeof path, "%s/no/such/folder/events", tmpdir);
-    CHECK(ts_event_file_create(path, 1.0) == NULL);
+    CHECK(ts_event_file_open(path, 1.0) == NULL);
     CHECK_ERR_HAS(TS_ERR_IO, "no/such/folder");
-    CHECK(ts_event_file_create(NULL, 1.0) == NULL);
+    CHECK(ts_event_file_open(NULL, 1.0) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "event_file_create: the path is NULL");
-    CHECK(ts_event_file_create("", 1.0) == NULL);
+    CHECK(ts_event_file_open("", 1.0) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "event_file_create: the path is empty");
     CHECK(ts_event_file_write(NULL, "x", 1) == TS_ERR_ARG);
     CHECK_ERR_HAS(TS_ERR_ARG, "event_file_write: event file is NULL");
@@ -158,7 +158,7 @@ static void test_errors(void) {
     CHECK_OK();
 
     snprintf(path, sizeof path, "%s/nullbytes", tmpdir);
-    ef = ts_event_file_create(path, 1.0);
+    ef = ts_event_file_open(path, 1.0);
     CHECK(ts_event_file_write(ef, NULL, 3) == TS_ERR_ARG);
     CHECK_ERR(TS_ERR_ARG);
     CHECK(ts_event_file_write(ef, NULL, 1) == TS_ERR_ARG); /* one byte from nowhere: refused */
@@ -186,7 +186,7 @@ static void test_write_failure(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/full", tmpdir);
     for (int closing = 0; closing < 2; closing++) {
-        ts_event_file *ef = ts_event_file_create(path, 1.0);
+        ts_event_file *ef = ts_event_file_open(path, 1.0);
         CHECK(ef != NULL);
         char real[512];
         const int fd = ef && realpath(path, real) ? fd_of(real) : -1;

@@ -160,7 +160,7 @@ static void *gpt_setup(void) {
     gpt_st *s = calloc(1, sizeof *s);
     ts_manual_seed(23);
     s->m = ts_gpt_new(MINI);
-    s->o = ts_adamw_decay_groups(s->m, (ts_adam_opts){.lr = 1e-2, .weight_decay = 0.1});
+    s->o = ts_adamw_new_decay_groups(s->m, (ts_adam_opts){.lr = 1e-2, .weight_decay = 0.1});
     ts_manual_seed(24);
     ts_scope_begin();
     s->idx = ts_keep(ts_randint(0, MINI.vocab_size, TS_SHAPE(2, 6), (ts_opts){0}));

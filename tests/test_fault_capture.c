@@ -76,7 +76,7 @@ static void *cap_setup(void) {
     cap_st *s = calloc(1, sizeof *s);
     s->base_bytes = allocated();
     s->t.m = sweep_mlp_new(dev);
-    s->t.o = ts_sgd(s->t.m, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3});
+    s->t.o = ts_sgd_new(s->t.m, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3});
     if (scaled) s->sc = ts_grad_scaler_new((ts_grad_scaler_opts){.init_scale = 1024});
     sweep_batch_new(dev, &s->t.x, &s->t.y);
     for (int i = 0; i < WARMUP; i++) eager_loss(s);

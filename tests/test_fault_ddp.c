@@ -47,7 +47,7 @@ static bool collectives(coll_st *s) {
     if (ts_dist_wait(ts_dist_all_reduce_async(s->t, TS_DIST_MAX, NULL))) return false;
     if (ts_dist_barrier()) return false;
     int ranks[] = {0};
-    ts_dist_group *g = ts_dist_new_group(ranks, 1);
+    ts_dist_group *g = ts_dist_group_new(ranks, 1);
     if (!g) return false;
     ts_status st = ts_dist_all_reduce(s->t, TS_DIST_SUM, g);
     ts_dist_group_free(g);
@@ -102,14 +102,14 @@ static void *wrap_setup(void) { return calloc(1, sizeof(sweep_trainee)); }
 
 static bool wrap_run(void *p) {
     sweep_trainee *t = p;
-    t->m = ts_ddp(sweep_mlp_new(ts_cpu()), (ts_ddp_opts){0});
+    t->m = ts_ddp_new(sweep_mlp_new(ts_cpu()), (ts_ddp_opts){0});
     return t->m && ts_error() == TS_OK;
 }
 
 static void *step_setup(void) {
     sweep_trainee *t = calloc(1, sizeof *t);
-    t->m = ts_ddp(sweep_mlp_new(ts_cpu()), (ts_ddp_opts){.bucket_cap_mb = 100.0 / 1048576});
-    t->o = ts_sgd(t->m, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    t->m = ts_ddp_new(sweep_mlp_new(ts_cpu()), (ts_ddp_opts){.bucket_cap_mb = 100.0 / 1048576});
+    t->o = ts_sgd_new(t->m, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
     sweep_batch_new(ts_cpu(), &t->x, &t->y);
     CHECK_OK();
     return t;
@@ -120,7 +120,7 @@ static const char *const SWEEP_UNITS[] = {"0", "2"}; /* the two Linears; the roo
 
 static bool fsdp_wrap_run(void *p) {
     sweep_trainee *t = p;
-    t->m = ts_fsdp(sweep_mlp_new(ts_cpu()), (ts_fsdp_opts){.units = SWEEP_UNITS, .n_units = 2});
+    t->m = ts_fsdp_new(sweep_mlp_new(ts_cpu()), (ts_fsdp_opts){.units = SWEEP_UNITS, .n_units = 2});
     return t->m && ts_error() == TS_OK;
 }
 
@@ -139,10 +139,10 @@ static int fsdp_stage; /* the stage fsdp_step_setup wraps with */
 
 static void *fsdp_step_setup(void) {
     sweep_trainee *t = calloc(1, sizeof *t);
-    t->m = ts_fsdp(sweep_mlp_new(ts_cpu()),
-                   (ts_fsdp_opts){.units = SWEEP_UNITS, .n_units = 2, .stage = fsdp_stage});
+    t->m = ts_fsdp_new(sweep_mlp_new(ts_cpu()),
+                       (ts_fsdp_opts){.units = SWEEP_UNITS, .n_units = 2, .stage = fsdp_stage});
     ts_tensor_list l = ts_fsdp_parameters(t->m);
-    t->o = ts_sgd_params(l.tensors, l.n, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    t->o = ts_sgd_new_params(l.tensors, l.n, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
     ts_tensor_list_free(&l);
     sweep_batch_new(ts_cpu(), &t->x, &t->y);
     CHECK_OK();

@@ -73,9 +73,9 @@ static void *ck_setup(void) {
     snprintf(c->dir, sizeof c->dir, "/tmp/ts-fsdp-ckfault-XXXXXX");
     CHECK(mkdtemp(c->dir) != NULL);
     snprintf(c->manifest, sizeof c->manifest, "%s/manifest.safetensors", c->dir);
-    c->t.m = ts_fsdp(sweep_mlp_new(ts_cpu()), (ts_fsdp_opts){.units = UNITS, .n_units = 2});
+    c->t.m = ts_fsdp_new(sweep_mlp_new(ts_cpu()), (ts_fsdp_opts){.units = UNITS, .n_units = 2});
     ts_tensor_list l = ts_fsdp_parameters(c->t.m);
-    c->t.o = ts_sgd_params(l.tensors, l.n, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    c->t.o = ts_sgd_new_params(l.tensors, l.n, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
     ts_tensor_list_free(&l);
     c->scaler = ts_grad_scaler_new((ts_grad_scaler_opts){0});
     set_scaler(c->scaler, 1024, 7);

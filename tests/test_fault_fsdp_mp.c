@@ -25,7 +25,7 @@ static void *wrap_setup(void) { return calloc(1, sizeof(sweep_trainee)); }
 
 static bool wrap_run(void *p) {
     sweep_trainee *t = p;
-    t->m = ts_fsdp(sweep_mlp_new(ts_cpu()), OPTS);
+    t->m = ts_fsdp_new(sweep_mlp_new(ts_cpu()), OPTS);
     return t->m && ts_error() == TS_OK;
 }
 
@@ -42,10 +42,10 @@ static ts_snapshot snap(void *p) {
 /* AdamW in the two groups, as `tessera train --fsdp` builds it */
 static void *step_setup(void) {
     sweep_trainee *t = calloc(1, sizeof *t);
-    t->m = ts_fsdp(sweep_mlp_new(ts_cpu()), OPTS);
+    t->m = ts_fsdp_new(sweep_mlp_new(ts_cpu()), OPTS);
     ts_tensor_list d = {0}, n = {0};
     CHECK(ts_fsdp_decay_groups(t->m, &d, &n) == TS_OK);
-    t->o = ts_adamw_params(d.tensors, d.n, (ts_adam_opts){.lr = 0.01, .weight_decay = 0.1});
+    t->o = ts_adamw_new_params(d.tensors, d.n, (ts_adam_opts){.lr = 0.01, .weight_decay = 0.1});
     CHECK(ts_optim_add_param_group_wd(t->o, n.tensors, n.n, 0.01, 0) == TS_OK);
     ts_tensor_list_free(&d);
     ts_tensor_list_free(&n);

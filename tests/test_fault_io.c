@@ -122,7 +122,7 @@ static void sweep_safetensors(void) {
 static sweep_trainee *trained_new(int steps) {
     sweep_trainee *t = calloc(1, sizeof *t);
     t->m = sweep_mlp_new(ts_cpu());
-    t->o = ts_adam(t->m, (ts_adam_opts){.lr = 1e-2});
+    t->o = ts_adam_new(t->m, (ts_adam_opts){.lr = 1e-2});
     sweep_batch_new(ts_cpu(), &t->x, &t->y);
     for (int i = 0; i < steps; i++) sweep_trainee_step(t);
     return t;
@@ -221,7 +221,7 @@ static void *loader_setup(void) {
     ts_scope_begin();
     ts_tensor *x = ts_randn(TS_SHAPE(N_SAMPLES, 3), (ts_opts){0});
     ts_tensor *y = ts_randint(0, 4, TS_SHAPE(N_SAMPLES), (ts_opts){0});
-    s->d = ts_tensor_dataset(x, y);
+    s->d = ts_tensor_dataset_new(x, y);
     ts_scope_end();
     CHECK(s->d != NULL);
     return s;

@@ -16,8 +16,8 @@
 typedef enum { OPT_MOMENTUM, OPT_ADAM } opt_kind;
 
 static ts_optim *opt_new(ts_module *m, opt_kind k) {
-    if (k == OPT_ADAM) return ts_adam(m, (ts_adam_opts){.lr = 1e-2});
-    return ts_sgd(m, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    if (k == OPT_ADAM) return ts_adam_new(m, (ts_adam_opts){.lr = 1e-2});
+    return ts_sgd_new(m, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
 }
 
 /* ------------------------------------------------------------------ construction */
@@ -79,7 +79,7 @@ static void *strided_setup(void) {
     ts_scope_end();
     ts_set_requires_grad(s->w, true);
     ts_set_requires_grad(s->v, true);
-    s->o = ts_sgd_params(&s->v, 1, (ts_sgd_opts){.lr = 0.5, .momentum = 0.5});
+    s->o = ts_sgd_new_params(&s->v, 1, (ts_sgd_opts){.lr = 0.5, .momentum = 0.5});
     ts_optim_add_param_group(s->o, &s->w, 1, 0.25);
     CHECK_OK();
     return s;
@@ -197,7 +197,7 @@ static void sweep_scaler(void) {
 static void *dp_setup(void) {
     static const ts_device devs[2] = {{TS_SIM, 0}, {TS_SIM, 1}};
     sweep_trainee *t = calloc(1, sizeof *t);
-    t->m = ts_data_parallel(sweep_mlp_new(ts_sim(0)), devs, 2, (ts_device){0});
+    t->m = ts_data_parallel_new(sweep_mlp_new(ts_sim(0)), devs, 2, (ts_device){0});
     t->o = opt_new(t->m, OPT_MOMENTUM);
     sweep_batch_new(ts_sim(0), &t->x, &t->y);
     CHECK_OK();

@@ -148,8 +148,8 @@ static void check_step(const golden_model *gm, const ts_tensor_list *file, ts_de
 static void check_trajectory(const golden_model *gm, const ts_tensor_list *file, ts_device dev,
                              bool adam) {
     ts_module *m = load_model(gm, file, dev);
-    ts_optim *opt = adam ? ts_adam(m, (ts_adam_opts){.lr = 1e-3})
-                         : ts_sgd(m, (ts_sgd_opts){.lr = 0.01, .momentum = 0.9});
+    ts_optim *opt = adam ? ts_adam_new(m, (ts_adam_opts){.lr = 1e-3})
+                         : ts_sgd_new(m, (ts_sgd_opts){.lr = 0.01, .momentum = 0.9});
     double losses[10];
     ts_scope_begin();
     ts_tensor *x = ts_to(ts_tensor_list_get(file, "input"), dev);

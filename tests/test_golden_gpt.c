@@ -174,7 +174,7 @@ static void check_gpt(ts_device dev) {
     m = ts_gpt_new(MINI);
     load_prefixed(m, "model.");
     ts_module_to(m, dev);
-    ts_optim *opt = ts_adamw(m, (ts_adam_opts){.lr = 1e-3, .weight_decay = 0.1});
+    ts_optim *opt = ts_adamw_new(m, (ts_adam_opts){.lr = 1e-3, .weight_decay = 0.1});
     double losses[10];
     ts_scope_begin();
     idx = ts_to(ts_tensor_list_get(F, "input"), dev);

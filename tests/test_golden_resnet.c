@@ -89,9 +89,9 @@ typedef struct rcase {
 } rcase;
 
 static ts_module *make(const rcase *c) {
-    if (c->kind == 'c') return ts_resnet20(c->c);
+    if (c->kind == 'c') return ts_resnet20_new(c->c);
     if (c->kind == 'b') return ts_resnet_new(TS_BOTTLENECK, (const int[]){1, 1, 1, 1}, c->c);
-    return ts_resnet18(c->c);
+    return ts_resnet18_new(c->c);
 }
 
 /* Every element within rtol * |want| + scale * max |want|: float32 round-off grows with the size of
@@ -179,8 +179,8 @@ static void check_case(const rcase *c, ts_device dev, ts_dtype dt) {
 
 /* ------------------------------------------------------------------ full-size interop */
 static ts_module *full_model(const char *name) {
-    if (!strcmp(name, "resnet20")) return ts_resnet20((ts_resnet_config){0});
-    return ts_resnet18((ts_resnet_config){0});
+    if (!strcmp(name, "resnet20")) return ts_resnet20_new((ts_resnet_config){0});
+    return ts_resnet18_new((ts_resnet_config){0});
 }
 
 /* A state dict saved by PyTorch (check_resnet_torch.py save): loads strictly and gives its eval

@@ -139,7 +139,7 @@ static void reset_counters(void) {
 static void test_clean_step(ts_device dev, double init_scale) {
     model m = model_new(dev, dev, TS_F32);
     ts_tensor *params[2] = {m.w, m.v};
-    ts_optim *opt = ts_sgd_params(params, 2, (ts_sgd_opts){.lr = 0.1});
+    ts_optim *opt = ts_sgd_new_params(params, 2, (ts_sgd_opts){.lr = 0.1});
     ts_grad_scaler *s = ts_grad_scaler_new((ts_grad_scaler_opts){.init_scale = init_scale});
     const float S = (float)(init_scale ? init_scale : 65536.0);
     CHECK_NEAR(ts_grad_scaler_get_scale(s), S, 0); /* before the first scale: init_scale */
@@ -189,7 +189,7 @@ static void test_clean_step(ts_device dev, double init_scale) {
 static void test_skip(ts_device dev, double bad) {
     model m = model_new(dev, dev, TS_F32);
     ts_tensor *params[2] = {m.w, m.v};
-    ts_optim *opt = ts_sgd_params(params, 2, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    ts_optim *opt = ts_sgd_new_params(params, 2, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
     ts_grad_scaler *s = ts_grad_scaler_new((ts_grad_scaler_opts){0});
     bool stepped = false;
     for (int it = 0; it < 2; it++) { /* clean: momentum buffers exist, tracker 2 */
@@ -244,7 +244,7 @@ static void test_skip(ts_device dev, double bad) {
 static void test_growth(ts_device dev) {
     model m = model_new(dev, dev, TS_F32);
     ts_tensor *params[2] = {m.w, m.v};
-    ts_optim *opt = ts_sgd_params(params, 2, (ts_sgd_opts){.lr = 1e-6});
+    ts_optim *opt = ts_sgd_new_params(params, 2, (ts_sgd_opts){.lr = 1e-6});
     ts_grad_scaler *s = ts_grad_scaler_new((ts_grad_scaler_opts){0});
     bool ok = true, stepped = false;
     for (int it = 0; it < 2000 && ok; it++) {
@@ -289,7 +289,7 @@ static void test_growth(ts_device dev) {
 static void test_growth_bound(void) {
     model m = model_new(ts_cpu(), ts_cpu(), TS_F32);
     ts_tensor *params[2] = {m.w, m.v};
-    ts_optim *opt = ts_sgd_params(params, 2, (ts_sgd_opts){.lr = 1e-6});
+    ts_optim *opt = ts_sgd_new_params(params, 2, (ts_sgd_opts){.lr = 1e-6});
     ts_grad_scaler *s =
         ts_grad_scaler_new((ts_grad_scaler_opts){.init_scale = 0x1p126, .growth_interval = 1});
     for (int it = 0; it < 3; it++) {
@@ -315,7 +315,7 @@ static void test_multi_device(ts_device d0, ts_device d1) {
     for (int where = 0; where < 3; where++) { /* no Inf, Inf in w (d0), Inf in v (d1) */
         model m = model_new(d0, d1, TS_F32);
         ts_tensor *params[2] = {m.w, m.v};
-        ts_optim *opt = ts_sgd_params(params, 2, (ts_sgd_opts){.lr = 0.1});
+        ts_optim *opt = ts_sgd_new_params(params, 2, (ts_sgd_opts){.lr = 0.1});
         ts_grad_scaler *s = ts_grad_scaler_new((ts_grad_scaler_opts){0});
         if (where == 1) poison(&m, 1, INFINITY);
         if (where == 2) {
@@ -368,7 +368,7 @@ static void test_multi_device(ts_device d0, ts_device d1) {
 static void test_clip(ts_device dev) {
     model m = model_new(dev, dev, TS_F32);
     ts_tensor *params[2] = {m.w, m.v};
-    ts_optim *opt = ts_sgd_params(params, 2, (ts_sgd_opts){.lr = 0.1});
+    ts_optim *opt = ts_sgd_new_params(params, 2, (ts_sgd_opts){.lr = 0.1});
     ts_grad_scaler *s = ts_grad_scaler_new((ts_grad_scaler_opts){0});
     scaled_backward(&m, s, opt);
     CHECK(ts_grad_scaler_unscale_(s, opt) == TS_OK);
@@ -395,7 +395,7 @@ static void test_dtypes(ts_device dev) {
     for (int k = 0; k < 2; k++) {
         model m = model_new(dev, dev, dts[k]);
         ts_tensor *params[2] = {m.w, m.v};
-        ts_optim *opt = ts_sgd_params(params, 2, (ts_sgd_opts){.lr = 0.1});
+        ts_optim *opt = ts_sgd_new_params(params, 2, (ts_sgd_opts){.lr = 0.1});
         ts_grad_scaler *s = ts_grad_scaler_new((ts_grad_scaler_opts){.init_scale = 1024});
         scaled_backward(&m, s, opt);
         CHECK(ts_grad_scaler_unscale_(s, opt) == TS_OK);
@@ -422,8 +422,8 @@ static void test_dtypes(ts_device dev) {
 /* Two optimizers: an Inf in one skips only that one's step; update backs off for both. */
 static void test_two_optimizers(ts_device dev) {
     model m = model_new(dev, dev, TS_F32);
-    ts_optim *o1 = ts_sgd_params(&m.w, 1, (ts_sgd_opts){.lr = 0.1});
-    ts_optim *o2 = ts_sgd_params(&m.v, 1, (ts_sgd_opts){.lr = 0.1});
+    ts_optim *o1 = ts_sgd_new_params(&m.w, 1, (ts_sgd_opts){.lr = 0.1});
+    ts_optim *o2 = ts_sgd_new_params(&m.v, 1, (ts_sgd_opts){.lr = 0.1});
     ts_grad_scaler *s = ts_grad_scaler_new((ts_grad_scaler_opts){0});
     ts_scope_begin();
     ts_fill_(ts_select(m.xv, 0, 0), -INFINITY);
@@ -449,7 +449,7 @@ static bool msg_has(const char *what) { return strstr(ts_error_message(), what) 
 static void test_errors(ts_device dev) {
     model m = model_new(dev, dev, TS_F32);
     ts_tensor *params[2] = {m.w, m.v};
-    ts_optim *opt = ts_sgd_params(params, 2, (ts_sgd_opts){.lr = 0.1});
+    ts_optim *opt = ts_sgd_new_params(params, 2, (ts_sgd_opts){.lr = 0.1});
     ts_grad_scaler *s = ts_grad_scaler_new((ts_grad_scaler_opts){0});
 
     /* before any scaled loss: nothing to unscale with */
@@ -548,7 +548,7 @@ static void test_errors(ts_device dev) {
     hx = ts_retain(ts_to_dtype(h.xv, TS_F16));
     ts_scope_end();
     ts_tensor *hp[2] = {h.w, hv};
-    ts_optim *ho = ts_sgd_params(hp, 2, (ts_sgd_opts){.lr = 0.1});
+    ts_optim *ho = ts_sgd_new_params(hp, 2, (ts_sgd_opts){.lr = 0.1});
     s = ts_grad_scaler_new((ts_grad_scaler_opts){0});
     ts_scope_begin();
     ts_tensor *loss =
@@ -574,7 +574,7 @@ static void test_errors(ts_device dev) {
 static void test_disabled(ts_device dev) {
     model m = model_new(dev, dev, TS_F32);
     ts_tensor *params[2] = {m.w, m.v};
-    ts_optim *opt = ts_sgd_params(params, 2, (ts_sgd_opts){.lr = 0.1});
+    ts_optim *opt = ts_sgd_new_params(params, 2, (ts_sgd_opts){.lr = 0.1});
     ts_grad_scaler *s = ts_grad_scaler_new((ts_grad_scaler_opts){.disabled = true});
     ts_scope_begin();
     ts_tensor *loss = ts_sum(ts_mul(m.w, m.xw));
@@ -616,7 +616,7 @@ static double sd_value(const ts_tensor_list *l, const char *name) {
 static void test_state_dict(ts_device dev) {
     model m = model_new(dev, dev, TS_F32);
     ts_tensor *params[2] = {m.w, m.v};
-    ts_optim *opt = ts_sgd_params(params, 2, (ts_sgd_opts){.lr = 1e-3});
+    ts_optim *opt = ts_sgd_new_params(params, 2, (ts_sgd_opts){.lr = 1e-3});
     ts_grad_scaler *s = ts_grad_scaler_new((ts_grad_scaler_opts){
         .init_scale = 256, .growth_factor = 4, .backoff_factor = 0.25, .growth_interval = 3});
     ts_tensor_list sd = ts_grad_scaler_state_dict(s); /* before the first scale */
@@ -721,7 +721,7 @@ static void test_state_dict(ts_device dev) {
 static void test_failed_iteration(ts_device dev) {
     model m = model_new(dev, dev, TS_F32);
     ts_tensor *params[2] = {m.w, m.v};
-    ts_optim *opt = ts_sgd_params(params, 2, (ts_sgd_opts){.lr = 0.1});
+    ts_optim *opt = ts_sgd_new_params(params, 2, (ts_sgd_opts){.lr = 0.1});
     ts_grad_scaler *s = ts_grad_scaler_new((ts_grad_scaler_opts){.init_scale = 1024});
     scaled_backward(&m, s, opt);
     CHECK(ts_grad_scaler_step(s, opt, NULL) == TS_OK);

@@ -75,7 +75,7 @@ static ts_tensor *step(ts_module *m, ts_optim *opt, ts_tensor *x, ts_tensor *y) 
 }
 
 static ts_optim *sgd(ts_module *m) {
-    return ts_sgd(m, (ts_sgd_opts){.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4});
+    return ts_sgd_new(m, (ts_sgd_opts){.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4});
 }
 
 /* every parameter of a and b holds the same bits */
@@ -232,7 +232,7 @@ static void cifar_run(ts_device dev, bool graphed, ts_tensor **bx, ts_tensor **b
     ts_scope_begin();
     ts_manual_seed(5);
     ts_module *net = ts_module_to(ts_test_lenet_new(3, 0), dev); /* the SimpleCNN */
-    ts_optim *o = ts_sgd(net, (ts_sgd_opts){.lr = 0.01, .momentum = 0.9});
+    ts_optim *o = ts_sgd_new(net, (ts_sgd_opts){.lr = 0.01, .momentum = 0.9});
     ts_tensor *sx = ts_empty_like(bx[0]); /* this function's scope holds them */
     ts_tensor *sy = ts_empty_like(by[0]);
     ts_graph *g = NULL;

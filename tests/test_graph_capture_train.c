@@ -107,11 +107,11 @@ typedef struct trainer {
 static trainer trainer_new(model_kind k, ts_device dev) {
     trainer t = {.k = k, .m = model_new(k, dev)};
     if (k == M_GPT) {
-        t.opt = ts_adamw_decay_groups(t.m, (ts_adam_opts){.lr = 3e-3, .weight_decay = 0.1});
-        t.sched = ts_warmup_cosine_lr(t.opt, 10, STEPS, 0.1);
+        t.opt = ts_adamw_new_decay_groups(t.m, (ts_adam_opts){.lr = 3e-3, .weight_decay = 0.1});
+        t.sched = ts_warmup_cosine_lr_new(t.opt, 10, STEPS, 0.1);
     } else {
-        t.opt = ts_sgd(t.m, (ts_sgd_opts){.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4});
-        if (k == M_LENET) t.sched = ts_step_lr(t.opt, 30, 0.5);
+        t.opt = ts_sgd_new(t.m, (ts_sgd_opts){.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4});
+        if (k == M_LENET) t.sched = ts_step_lr_new(t.opt, 30, 0.5);
     }
     if (k == M_AMP)
         t.scaler =

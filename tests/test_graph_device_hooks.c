@@ -100,8 +100,8 @@ static void check_training(void) {
     }
     double eager[STEPS], replayed[STEPS];
     ts_module *m1 = model(), *m2 = model();
-    ts_optim *o1 = ts_adam(m1, (ts_adam_opts){.lr = 0.01});
-    ts_optim *o2 = ts_adam(m2, (ts_adam_opts){.lr = 0.01});
+    ts_optim *o1 = ts_adam_new(m1, (ts_adam_opts){.lr = 0.01});
+    ts_optim *o2 = ts_adam_new(m2, (ts_adam_opts){.lr = 0.01});
     eager_steps(m1, o1, xs, ys, STEPS, eager);
     eager_steps(m2, o2, xs, ys, WARMUP, replayed);
     ts_tensor *sx = ts_keep(ts_empty_like(xs[0])), *sy = ts_keep(ts_empty_like(ys[0]));

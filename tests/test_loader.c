@@ -326,9 +326,10 @@ static void test_shuffle(void) {
 
 /* ------------------------------------------------------------------ determinism and values */
 static ts_transform *augment(void) {
-    return ts_compose(
-        4, (ts_transform *[]){ts_to_tensor(), ts_random_crop(H, 2), ts_random_hflip(0.5),
-                              ts_normalize(1, (const float[]){0.25f}, (const float[]){0.5f})});
+    return ts_compose_new(
+        4,
+        (ts_transform *[]){ts_to_tensor_new(), ts_random_crop_new(H, 2), ts_random_hflip_new(0.5),
+                           ts_normalize_new(1, (const float[]){0.25f}, (const float[]){0.5f})});
 }
 
 static void test_workers_same_batches(void) {
@@ -379,14 +380,15 @@ static void test_workers_same_batches(void) {
 
     /* to_tensor + normalize values against the formula, f32 [B, 1, H, W] */
     ts_loader *l = ts_loader_new(
-        d, (ts_loader_opts){
-               .batch_size = 32,
-               .workers = 2,
-               .shuffle = true,
-               .seed = 5,
-               .transform = ts_compose(
-                   2, (ts_transform *[]){ts_to_tensor(), ts_normalize(1, (const float[]){0.2860f},
-                                                                      (const float[]){0.3530f})})});
+        d,
+        (ts_loader_opts){.batch_size = 32,
+                         .workers = 2,
+                         .shuffle = true,
+                         .seed = 5,
+                         .transform = ts_compose_new(
+                             2, (ts_transform *[]){ts_to_tensor_new(),
+                                                   ts_normalize_new(1, (const float[]){0.2860f},
+                                                                    (const float[]){0.3530f})})});
     ts_batch b;
     int bad = 0, batches = 0;
     while (ts_loader_next(l, &b)) {
@@ -439,11 +441,11 @@ static void test_errors(void) {
     td.fail_at = -1;
     /* a transform failing in a worker: normalize with 3 channels on 1-channel images */
     ts_loader *l = ts_loader_new(
-        d, (ts_loader_opts){
-               .batch_size = 8,
-               .workers = 2,
-               .transform = ts_compose(
-                   2, (ts_transform *[]){ts_to_tensor(), ts_normalize3(0, 0, 0, 1, 1, 1)})});
+        d, (ts_loader_opts){.batch_size = 8,
+                            .workers = 2,
+                            .transform = ts_compose_new(
+                                2, (ts_transform *[]){ts_to_tensor_new(),
+                                                      ts_normalize3_new(0, 0, 0, 1, 1, 1)})});
     ts_batch b;
     CHECK(!ts_loader_next(l, &b));
     CHECK_EQ(ts_error(), TS_ERR_SHAPE);
@@ -464,9 +466,10 @@ static void test_errors(void) {
     }
     td.odd_at = -1, td.odd_kind = 0;
     /* bad options: errors, and the transform is not leaked */
-    CHECK(ts_loader_new(NULL, (ts_loader_opts){.transform = ts_to_tensor()}) == NULL);
+    CHECK(ts_loader_new(NULL, (ts_loader_opts){.transform = ts_to_tensor_new()}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_loader_new(d, (ts_loader_opts){.workers = -1, .transform = ts_to_tensor()}) == NULL);
+    CHECK(ts_loader_new(d, (ts_loader_opts){.workers = -1, .transform = ts_to_tensor_new()}) ==
+          NULL);
     CHECK_ERR(TS_ERR_ARG);
     CHECK(ts_loader_new(d, (ts_loader_opts){.batch_size = -2}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
@@ -601,9 +604,9 @@ static void test_tensor_dataset(void) {
     for (int i = 0; i < N; i++) lab[i] = i % 10;
     ts_tensor *x = ts_from_data(TS_SHAPE(N, 28, 28, 1), TS_U8, px, (ts_opts){.dtype = TS_U8});
     ts_tensor *y = ts_tensor_i64(TS_SHAPE(N), lab, (ts_opts){0});
-    ts_dataset *d = ts_tensor_dataset(x, y);
+    ts_dataset *d = ts_tensor_dataset_new(x, y);
     ts_loader *l = ts_loader_new(
-        d, (ts_loader_opts){.batch_size = 64, .workers = 2, .transform = ts_to_tensor()});
+        d, (ts_loader_opts){.batch_size = 64, .workers = 2, .transform = ts_to_tensor_new()});
     ts_batch b;
     int bad = 0, nb = 0;
     while (ts_loader_next(l, &b)) {

@@ -93,35 +93,38 @@ static void compare(const char *what, ts_dataset *d, make_tf make, bool expect_f
 }
 
 /* ------------------------------------------------------------------ transforms */
-static ts_transform *to_tensor(void) { return ts_to_tensor(); }
+static ts_transform *to_tensor(void) { return ts_to_tensor_new(); }
 static ts_transform *tt_norm1(void) {
-    ts_transform *t[2] = {ts_to_tensor(),
-                          ts_normalize(1, (const float[]){0.2860f}, (const float[]){0.3530f})};
-    return ts_compose(2, t);
+    ts_transform *t[2] = {ts_to_tensor_new(),
+                          ts_normalize_new(1, (const float[]){0.2860f}, (const float[]){0.3530f})};
+    return ts_compose_new(2, t);
 }
 static ts_transform *tt_norm3(void) {
-    ts_transform *t[2] = {ts_to_tensor(), ts_normalize3(0.49f, 0.48f, 0.45f, 0.25f, 0.24f, 0.26f)};
-    return ts_compose(2, t);
+    ts_transform *t[2] = {ts_to_tensor_new(),
+                          ts_normalize3_new(0.49f, 0.48f, 0.45f, 0.25f, 0.24f, 0.26f)};
+    return ts_compose_new(2, t);
 }
 /* compose(compose(to_tensor, normalize), normalize(3)): nested, and two normalize steps */
 static ts_transform *nested(void) {
-    ts_transform *in[2] = {ts_to_tensor(),
-                           ts_normalize(1, (const float[]){0.5f}, (const float[]){0.5f})};
-    ts_transform *t[2] = {ts_compose(2, in), ts_normalize3(0.1f, -0.2f, 0.3f, 1.5f, 2.5f, 0.7f)};
-    return ts_compose(2, t);
+    ts_transform *in[2] = {ts_to_tensor_new(),
+                           ts_normalize_new(1, (const float[]){0.5f}, (const float[]){0.5f})};
+    ts_transform *t[2] = {ts_compose_new(2, in),
+                          ts_normalize3_new(0.1f, -0.2f, 0.3f, 1.5f, 2.5f, 0.7f)};
+    return ts_compose_new(2, t);
 }
 /* a per-channel normalize that does not fit 1-channel images: the general path's error */
 static ts_transform *norm3_on_gray(void) {
-    ts_transform *t[2] = {ts_to_tensor(), ts_normalize3(0.5f, 0.5f, 0.5f, 0.2f, 0.2f, 0.2f)};
-    return ts_compose(2, t);
+    ts_transform *t[2] = {ts_to_tensor_new(),
+                          ts_normalize3_new(0.5f, 0.5f, 0.5f, 0.2f, 0.2f, 0.2f)};
+    return ts_compose_new(2, t);
 }
 static ts_transform *with_crop(void) {
-    ts_transform *t[3] = {ts_to_tensor(), ts_random_crop(4, 1),
-                          ts_normalize(1, (const float[]){0.2f}, (const float[]){0.3f})};
-    return ts_compose(3, t);
+    ts_transform *t[3] = {ts_to_tensor_new(), ts_random_crop_new(4, 1),
+                          ts_normalize_new(1, (const float[]){0.2f}, (const float[]){0.3f})};
+    return ts_compose_new(3, t);
 }
 static ts_transform *normalize_only(void) {
-    return ts_normalize(1, (const float[]){0.2f}, (const float[]){0.3f});
+    return ts_normalize_new(1, (const float[]){0.2f}, (const float[]){0.3f});
 }
 
 /* ------------------------------------------------------------------ datasets */
@@ -142,8 +145,8 @@ static ts_dataset *u8_images(int64_t h, int64_t w, int64_t ch, bool labels) {
     for (int i = 0; i < N; i++) lab[i] = next_byte() % 10;
     ts_scope_begin();
     ts_dataset *d =
-        ts_tensor_dataset(ts_from_data(s, TS_U8, px, (ts_opts){.dtype = TS_U8}),
-                          labels ? ts_tensor_i64(TS_SHAPE(N), lab, (ts_opts){0}) : NULL);
+        ts_tensor_dataset_new(ts_from_data(s, TS_U8, px, (ts_opts){.dtype = TS_U8}),
+                              labels ? ts_tensor_i64(TS_SHAPE(N), lab, (ts_opts){0}) : NULL);
     ts_scope_end();
     free(px);
     CHECK(d != NULL);
@@ -156,8 +159,8 @@ static ts_dataset *f32_rows(void) {
     float y[N * 2];
     for (int i = 0; i < N * 2; i++) y[i] = (float)next_byte();
     ts_scope_begin();
-    ts_dataset *d = ts_tensor_dataset(ts_tensor_f32(TS_SHAPE(N, 4), x, (ts_opts){0}),
-                                      ts_tensor_f32(TS_SHAPE(N, 2), y, (ts_opts){0}));
+    ts_dataset *d = ts_tensor_dataset_new(ts_tensor_f32(TS_SHAPE(N, 4), x, (ts_opts){0}),
+                                          ts_tensor_f32(TS_SHAPE(N, 2), y, (ts_opts){0}));
     ts_scope_end();
     CHECK(d != NULL);
     return d;
@@ -184,7 +187,7 @@ static ts_dataset *idx_files(char *dir) {
     f = fopen(lab, "wb");
     CHECK(f && fwrite(lb, 1, sizeof lb, f) == sizeof lb);
     if (f) fclose(f);
-    ts_dataset *d = ts_idx_dataset(img, lab);
+    ts_dataset *d = ts_idx_dataset_new(img, lab);
     CHECK(d != NULL);
     unlink(img);
     unlink(lab);

@@ -7,15 +7,16 @@
  * writes into it a no-op; mixing meta with another device refused; the printer's "..." form;
  * data_ptr 0; .npy and safetensors files of meta tensors refused (no file left); a meta parameter
  * given real memory with ts_tensor_set_data; the ops that plan on the host from values (sorting,
- * quantile, scatter_reduce, take, masked_scatter, searches, linalg beyond the factorizations) give
- * the cpu's result and gradient shapes and dtypes on meta, and those whose sizes depend on the
- * values refuse naming the op. */
+ * quantile, scatter_reduce, take, masked_scatter, searches, linalg beyond the factorizations, eig,
+ * ldl_factor / ldl_solve and lstsq included) give the cpu's result and gradient shapes and dtypes
+ * on meta, and those whose sizes depend on the values refuse naming the op. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "tessera/complex.h"
 #include "tessera/indexing.h"
 #include "tessera/linalg.h"
 #include "tessera/memory.h"
@@ -391,6 +392,45 @@ static ts_tensor *c_matrix_rank(ts_device d, ts_tensor **aux, ts_tensor **leaf) 
     (void)aux, (void)leaf;
     return ts_linalg_matrix_rank(in(d, TS_SHAPE(3, 4, 2), false), -1, -1, false);
 }
+/* eig: the eigenvalues' pairs summed (a real loss), the eigenvectors as aux */
+static ts_tensor *c_eig(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    ts_tensor *L = ts_linalg_eig(*leaf = in(d, TS_SHAPE(2, 4, 4), true), aux);
+    return L ? ts_sum(ts_view_as_real(L)) : NULL;
+}
+static ts_tensor *c_eigvals(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux, (void)leaf;
+    return ts_linalg_eigvals(in(d, TS_SHAPE(3, 3), false));
+}
+static ts_tensor *c_ldl_factor(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)leaf;
+    return ts_linalg_ldl_factor_ex(in(d, TS_SHAPE(2, 4, 4), false), false, aux, NULL);
+}
+static ts_tensor *c_ldl_solve(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux, (void)leaf; /* B's batch broadcast against LD's */
+    ts_tensor *piv = NULL,
+              *LD = ts_linalg_ldl_factor_ex(in(d, TS_SHAPE(2, 3, 3), false), false, &piv, NULL);
+    return ts_linalg_ldl_solve(LD, piv, in(d, TS_SHAPE(4, 1, 3, 2), false), false);
+}
+static ts_tensor *c_lstsq(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)aux; /* gelsy: no residuals */
+    return ts_linalg_lstsq(*leaf = in(d, TS_SHAPE(2, 5, 3), true), in(d, TS_SHAPE(2, 5, 2), false),
+                           -1, NULL, NULL, NULL, NULL);
+}
+static ts_tensor *c_lstsq_gelsd(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    ts_tensor *rank = NULL, *sv = NULL; /* tall and of full rank: residuals per column */
+    ts_tensor *X = ts_linalg_lstsq(*leaf = in(d, TS_SHAPE(6, 3), true),
+                                   in(d, TS_SHAPE(6, 2), false), -1, "gelsd", aux, &rank, &sv);
+    const bool ok = rank && sv && ts_ndim(rank) == 0 && ts_dtype_of(rank) == TS_I64 &&
+                    ts_numel(sv) == 3 && ts_ndim(*aux) == 1 && ts_numel(*aux) == 2;
+    return ok ? X : NULL;
+}
+static ts_tensor *c_lstsq_vec(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
+    (void)leaf; /* B a vector; gels: rank and singular values empty */
+    ts_tensor *rank = NULL;
+    ts_tensor *X = ts_linalg_lstsq(in(d, TS_SHAPE(5, 3), false), in(d, TS_SHAPE(5), false), -1,
+                                   "gels", aux, &rank, NULL);
+    return rank && ts_numel(rank) == 0 ? X : NULL;
+}
 static ts_tensor *c_nonzero_empty(ts_device d, ts_tensor **aux, ts_tensor **leaf) {
     (void)aux, (void)leaf; /* no elements: an empty result needs no values */
     return ts_nonzero(in(d, TS_SHAPE(0, 3), false));
@@ -443,6 +483,13 @@ static void test_host_ops(void) {
         {"matrix_exp", c_matrix_exp},
         {"pinv", c_pinv},
         {"matrix_rank", c_matrix_rank},
+        {"eig", c_eig},
+        {"eigvals", c_eigvals},
+        {"ldl_factor_ex", c_ldl_factor},
+        {"ldl_solve", c_ldl_solve},
+        {"lstsq", c_lstsq},
+        {"lstsq gelsd", c_lstsq_gelsd},
+        {"lstsq vector gels", c_lstsq_vec},
         {"nonzero empty", c_nonzero_empty},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

@@ -105,8 +105,8 @@ static void check_pair(ts_device dev1, ts_device dev2) {
     ts_scope_end();
 
     /* (3) a few SGD steps: the same losses */
-    ts_optim *o = ts_sgd(net, (ts_sgd_opts){.lr = 0.2}),
-             *o_ref = ts_sgd(ref, (ts_sgd_opts){.lr = 0.2});
+    ts_optim *o = ts_sgd_new(net, (ts_sgd_opts){.lr = 0.2}),
+             *o_ref = ts_sgd_new(ref, (ts_sgd_opts){.lr = 0.2});
     double wl = 0;
     for (int step = 0; step < 5; step++) {
         ts_scope_begin();

@@ -4,9 +4,10 @@
  * weight that is a graph input) and accepts at the edges (depthwise of exactly 16, 17 outputs at
  * 3x3 stride 1, 16 at stride 2, explicit NOTSET, no bias), where it puts FromBlocked (a graph
  * output, a value an If's branch reads), the elementwise ops and a blocked Add and Mul that is no
- * scale, an Add of a plain value, TS_ONNX_BLOCKED, the per-run mode. Each model's outputs are those
- * of the model loaded with TS_ONNX_BLOCKED=0, bit for bit (the same convolutions and element ops,
- * in another layout). */
+ * scale, an Add of a plain value, TS_ONNX_BLOCKED, the per-run mode. Each model, loaded under
+ * TS_ONNX_BLOCKED=nchw (the blocked layout, not the default's channels_last for dense conv nets),
+ * gives the outputs of the model loaded with TS_ONNX_BLOCKED=0, bit for bit (the same convolutions
+ * and element ops, in another layout). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -74,7 +75,9 @@ static void check_model(const char *what, Onnx__GraphProto *g, int n_out, int64_
                         expect e) {
     size_t len;
     const uint8_t *buf = pack(model(g, 14), &len);
-    ts_module *m = load(buf, len, NULL), *p = load(buf, len, "0");
+    /* the blocked layout pinned: the default runs dense conv nets channels_last instead
+     * (test_onnx_nhwc), which rounds otherwise */
+    ts_module *m = load(buf, len, "nchw"), *p = load(buf, len, "0");
     CHECK_OK();
     if (!m || !p) return;
     const int c = count_op(m, "tessera.BlockedConv"), f = count_op(m, "tessera.FromBlocked");
@@ -169,6 +172,16 @@ static void check_rewrite(void) {
     node(g, "Conv", "nb", "N,ex.w", "NB"); /* no bias, no attributes */
     out_f(g, "X"), out_f(g, "NB");
     check_model("accepted readers", g, 3, 3, 18, (expect){7, 1, 0, 0});
+    /* the CPU selector's rule (conv_select.c): the direct kernels take a depthwise Conv of 15
+     * groups at stride 1 and one of 16 outputs at 3x3 stride 1 (plain), oneDNN the same depthwise
+     * Conv at stride 2 (blocked) */
+    g = graph_x();
+    conv(g, "a", "x", "A", 3, 15, 3, 2, 1, NULL);
+    conv(g, "d15", "A", "D", 15, 15, 3, 1, 15, NULL);
+    conv(g, "d15s2", "A", "E", 15, 15, 3, 2, 15, NULL);
+    conv(g, "o16", "E", "F", 15, 16, 3, 1, 1, NULL);
+    out_f(g, "D"), out_f(g, "F");
+    check_model("the selector's rule", g, 2, 3, 12, (expect){2, 1, 0, 0});
     /* dilations 2 x 1 and strides 1 x 2 (each side its own), and a value an If's branch reads
      * (pinned: FromBlocked) besides the blocked Conv reading it */
     g = graph_x();
@@ -213,27 +226,34 @@ static void check_rewrite(void) {
         ts_module *m = load(buf, len, NULL);
         CHECK(m && count_op(m, "tessera.BlockedConv") == 0 && !((tso_model *)m)->blocked);
         ts_module_free(m);
-        /* TS_ONNX_BLOCKED other than 0 leaves the rewrite on */
+        /* TS_ONNX_BLOCKED other than 0 leaves the rewrite on; this dense conv net runs
+         * channels_last where that is native (block 16) unless nchw pins the blocked layout */
         g = graph_x();
         conv(g, "a", "x", "A", 3, 32, 3, 2, 1, NULL);
         conv(g, "e", "A", "E", 32, 24, 1, 1, 1, NULL);
         out_f(g, "E");
         buf = pack(model(g, 14), &len);
         m = load(buf, len, "1");
-        ts_module *p = load(buf, len, "0");
+        ts_module *p = load(buf, len, "0"), *n = load(buf, len, "nchw");
         CHECK(m && count_op(m, "tessera.BlockedConv") == 2 && ((tso_model *)m)->blocked);
+        CHECK(n && count_op(n, "tessera.BlockedConv") == 2 && ((tso_model *)n)->blocked);
         CHECK(p && count_op(p, "tessera.BlockedConv") == 0 && !((tso_model *)p)->blocked);
-        if (m) {
-            /* the per-run mode: no gradient, the device's block; an input requiring grad, none */
+        if (m && n) {
+            /* the per-run mode: no gradient, the device's block (-1: channels_last, block 16);
+             * an input requiring grad, none */
+            const int blk = tsi_conv_block(ts_cpu());
             ts_tensor *x = rnd(TS_SHAPE(1, 3, 8, 8), TS_F32), *none[2] = {NULL, x};
             ts_no_grad_begin();
-            CHECK_EQ(tso_blocked_mode((tso_model *)m, ts_cpu(), none, 2), tsi_conv_block(ts_cpu()));
+            CHECK_EQ(tso_blocked_mode((tso_model *)m, ts_cpu(), none, 2), blk == 16 ? -1 : blk);
+            CHECK_EQ(tso_blocked_mode((tso_model *)n, ts_cpu(), none, 2), blk);
             ts_no_grad_end();
             /* grad mode: the parameters require grad (an absent input among the inputs) */
             CHECK_EQ(tso_blocked_mode((tso_model *)m, ts_cpu(), none, 2), 0);
+            CHECK_EQ(tso_blocked_mode((tso_model *)n, ts_cpu(), none, 2), 0);
             if (p) CHECK_EQ(tso_blocked_mode((tso_model *)p, ts_cpu(), none, 2), 0);
         }
         ts_module_free(m);
+        ts_module_free(n);
         ts_module_free(p);
     }
     CHECK_OK();

@@ -3,7 +3,10 @@
  * traced ops is exported with a dynamic batch at batch 2, loaded back, and both run on the same
  * random input at batch 2 and at batch 3, on every test device. The outputs agree within float32
  * rounding (TOL); where the import runs the same Tessera ops as the module they agree bit for bit
- * (the table says which: MLP, LeNet-5, SimpleCNN). Then: an op with no ONNX form and an op the
+ * (the table says which: MLP, LeNet-5, SimpleCNN), and so does the import with the inference
+ * rewrites on the blocked layout (TS_ONNX_BLOCKED=nchw); the default import, which runs dense conv
+ * nets channels_last, within TOL, and for the ReLU nets without batch norm within a bound from the
+ * arithmetic of a float64 reference (abs_bound_excess). Then: an op with no ONNX form and an op the
  * trace does not record are TS_ERR_UNSUPPORTED naming the op (and leave no file), the module keeps
  * its training mode, and an allocation-failure sweep over an export. */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
@@ -14,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/env_config.h"
 #include "fault_sweep.h"
 #include "sweep_model.h"
 #include "ts_test.h"
@@ -84,15 +88,15 @@ static ts_module *simplecnn_new(void) { return cnn_new("SimpleCNN", 3, 32, 0); }
  * need the module on them too; resnet18_cl keeps the default channels_last activations (oneDNN's
  * NHWC kernels: the same math summed in another order, within TOL). */
 static ts_module *resnet20_new(void) {
-    return ts_resnet20(
+    return ts_resnet20_new(
         (ts_resnet_config){.num_classes = 10, .in_channels = 3, .width = 4, .plain_layout = true});
 }
 static ts_module *resnet18_new(void) {
-    return ts_resnet18((ts_resnet_config){
+    return ts_resnet18_new((ts_resnet_config){
         .num_classes = 10, .in_channels = 3, .width = 4, .cifar_stem = true, .plain_layout = true});
 }
 static ts_module *resnet18_cl_new(void) {
-    return ts_resnet18(
+    return ts_resnet18_new(
         (ts_resnet_config){.num_classes = 10, .in_channels = 3, .width = 4, .cifar_stem = true});
 }
 static ts_module *gpt_new(void) {
@@ -204,6 +208,34 @@ static ts_tensor *input_for(ts_shape s, bool tokens, int64_t batch, ts_device de
     return ts_randn(s, (ts_opts){.device = dev});
 }
 
+/* ReLU nets without batch norm (MLP, LeNet-5, SimpleCNN): a float32 forward y of x is within
+ * gamma_n M of the exact one, M the float64 forward of the same module on |x| with |W| and |b|
+ * (Relu is then the identity and max pooling monotone, so M bounds every magnitude met), n the sum
+ * over the weights of K + 1 (the K products and the bias one output of that layer sums; the
+ * layers run in sequence, so their errors add), gamma_n = n u / (1 - n u). Returns the worst
+ * |y - exact| / (gamma_n M), exact from m in float64; m is left in float64 on the cpu with its
+ * parameters' absolute values. */
+static double abs_bound_excess(ts_module *m, ts_tensor *y, ts_tensor *x) {
+    ts_no_grad_begin();
+    m = ts_module_to_dtype(ts_module_to(m, ts_cpu()), TS_F64);
+    ts_tensor *x64 = ts_to_dtype(ts_to(x, ts_cpu()), TS_F64);
+    ts_tensor *want = ts_forward(m, x64);
+    ts_tensor_list ps = ts_module_named_parameters(m);
+    double n = 0;
+    for (int i = 0; i < ps.n; i++) {
+        ts_tensor *p = ps.tensors[i];
+        if (ts_ndim(p) >= 2) n += (double)ts_numel(p) / (double)ts_size(p, 0) + 1;
+        ts_abs_(p);
+    }
+    ts_tensor_list_free(&ps);
+    ts_tensor *mag = ts_forward(m, ts_abs(x64));
+    const double u = 0x1p-24, gamma = n * u / (1 - n * u);
+    ts_tensor *d = ts_abs(ts_sub(ts_to_dtype(ts_to(y, ts_cpu()), TS_F64), want));
+    ts_tensor *r = ts_max(ts_div(d, ts_mul_scalar(mag, gamma)));
+    ts_no_grad_end();
+    return r && !ts_error() ? ts_item(r) : INFINITY;
+}
+
 /* ------------------------------------------------------------------ export and compare */
 typedef struct zoo_case {
     const char *name;
@@ -211,6 +243,7 @@ typedef struct zoo_case {
     ts_shape in;    /* dim 0 is the batch */
     bool tokens;    /* int64 tokens in [0, 256) */
     bool same_bits; /* the import runs the very kernels the module ran */
+    bool abs_bound; /* a ReLU net without batch norm: abs_bound_excess applies */
 } zoo_case;
 
 static void export_case(const zoo_case *c, ts_device dev) {
@@ -244,10 +277,15 @@ static void export_case(const zoo_case *c, ts_device dev) {
         ts_set_eval_fusion(fusion);
         /* the graph with the inference rewrites against the modules' eval path: the same fold
          * (nn/bn_fold.h) and the same fused convolutions, so the same bits (the GPT's rewrites
-         * change its rounding) */
+         * change its rounding), on the layout the module ran (TS_ONNX_BLOCKED=nchw: the blocked
+         * layout, whose kernels are the plain ones') */
+        setenv("TS_ONNX_BLOCKED", "nchw", 1);
+        tsi_env_reload(TSI_ENV_ONNX_BLOCKED); /* the library read its environment at start-up */
         ts_module *go = c->same_bits
                             ? ts_onnx_load(path, (ts_onnx_opts){.device = dev, .optimize = true})
                             : NULL;
+        unsetenv("TS_ONNX_BLOCKED");
+        tsi_env_reload(TSI_ENV_ONNX_BLOCKED);
         bool same_o2 = true, same_o3 = true;
         if (go) {
             rel_err(ts_forward(go, x2), ts_forward(m, x2), &same_o2);
@@ -257,6 +295,22 @@ static void export_case(const zoo_case *c, ts_device dev) {
             printf("  %s: the optimized import differs from the eval path\n", c->name);
         CHECK(!c->same_bits || (go && same_o2 && same_o3));
         ts_module_free(go);
+        /* the default layout (dense conv nets channels_last where oneDNN's NHWC kernels are
+         * native): the same math summed in another order, within TOL */
+        ts_module *gd = ts_onnx_load(path, (ts_onnx_opts){.device = dev, .optimize = true});
+        ts_tensor *yd3 = gd ? ts_forward(gd, x3) : NULL;
+        bool same_d;
+        const double ed = yd3 ? rel_err(yd3, ts_forward(m, x3), &same_d) : INFINITY;
+        if (!(ed <= TOL)) printf("  %s: the default import is %.3g off\n", c->name, ed);
+        CHECK(ed <= TOL);
+        ts_module_free(gd);
+        /* and against float64 within the arithmetic's bound (m is then float64, the weights |.|) */
+        if (c->abs_bound) {
+            const double eb = yd3 ? abs_bound_excess(m, yd3, x3) : INFINITY;
+            printf("  %-10s %-6s default import against float64: |error| / bound %.3g\n", c->name,
+                   ts_device_str(dev), eb);
+            CHECK(eb <= 1);
+        }
         ts_no_grad_end();
         struct stat sb;
         stat(path, &sb);
@@ -486,15 +540,15 @@ int main(void) {
     ts_device devs[TS_TEST_MAX_DEVICES];
     const int nd = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     const zoo_case cases[] = {
-        {"mlp", mlp_new, TS_SHAPE(2, 1, 8, 8), false, true},
-        {"lenet", lenet_new, TS_SHAPE(2, 1, 28, 28), false, true},
-        {"simplecnn", simplecnn_new, TS_SHAPE(2, 3, 32, 32), false, true},
-        {"resnet20", resnet20_new, TS_SHAPE(2, 3, 16, 16), false, true},
-        {"resnet18", resnet18_new, TS_SHAPE(2, 3, 16, 16), false, true},
-        {"resnet18_cl", resnet18_cl_new, TS_SHAPE(2, 3, 16, 16), false, false},
+        {"mlp", mlp_new, TS_SHAPE(2, 1, 8, 8), false, true, true},
+        {"lenet", lenet_new, TS_SHAPE(2, 1, 28, 28), false, true, true},
+        {"simplecnn", simplecnn_new, TS_SHAPE(2, 3, 32, 32), false, true, true},
+        {"resnet20", resnet20_new, TS_SHAPE(2, 3, 16, 16), false, true, false},
+        {"resnet18", resnet18_new, TS_SHAPE(2, 3, 16, 16), false, true, false},
+        {"resnet18_cl", resnet18_cl_new, TS_SHAPE(2, 3, 16, 16), false, false, false},
         /* GELU and attention come back as their ONNX decompositions, not the fused kernels */
-        {"gpt", gpt_new, TS_SHAPE(2, 12), true, false},
-        {"sampler", sampler_new, TS_SHAPE(2, 4, 6, 6), false, true},
+        {"gpt", gpt_new, TS_SHAPE(2, 12), true, false, false},
+        {"sampler", sampler_new, TS_SHAPE(2, 4, 6, 6), false, true, false},
     };
     printf("exported (dynamic batch, at batch 2) and loaded back; max relative difference:\n");
     for (int d = 0; d < nd; d++)

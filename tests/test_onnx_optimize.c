@@ -7,19 +7,23 @@
  * 3-D Conv). Each model runs optimized and not on cpu and sim:0: the outputs agree within a bound
  * derived from the float32 arithmetic, the node count falls by what was rewritten, the parameters
  * hold the folded values, and a rewritten model's gradient with respect to its input equals the
- * original's within rounding. An allocation-failure sweep loads and runs an optimized model. */
+ * original's within rounding. The rewrites are checked on the blocked layout
+ * (TS_ONNX_BLOCKED=nchw); the default, which runs dense conv nets channels_last, is held to the
+ * same bound. An allocation-failure sweep loads and runs an optimized model. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/env_config.h"
 #include "fault_sweep.h"
 #include "ts_test.h"
 
 #ifndef TS_HAVE_ONNX
 int main(void) { return ts_test_skip("this build has no ONNX support (protobuf-c not found)"); }
 #else
+#include "nn/conv_blocked.h"
 #include "onnx/onnx_internal.h"
 
 #define U 0x1p-24 /* float32's unit roundoff */
@@ -529,6 +533,38 @@ static void check_spec(const spec *c, ts_device dev) {
     fixture_close(&f);
 }
 
+/* The default layout (TS_ONNX_BLOCKED unset): a dense conv net runs channels_last where oneDNN's
+ * NHWC kernels are native (onnx/rewrite_blocked.c), the same products summed in another order, so
+ * its outputs are held to the bound above (each side within (K + 8) u A of the exact value), not
+ * to the unrewritten model's bits. Returns whether the run went channels_last. */
+static bool check_default(const spec *c, ts_device dev) {
+    unsetenv("TS_ONNX_BLOCKED");
+    tsi_env_reload(TSI_ENV_ONNX_BLOCKED);
+    fixture f;
+    fixture_open(&f, c, dev);
+    setenv("TS_ONNX_BLOCKED", "nchw", 1);
+    tsi_env_reload(TSI_ENV_ONNX_BLOCKED);
+    const int n_out = c->bn == BN_SHARED || c->conv_is_output ? 2 : 1;
+    ts_scope_begin();
+    ts_no_grad_begin();
+    ts_tensor *x = input(c, &f.p, dev), *yp[2] = {0}, *yo[2] = {0};
+    const bool ran = run(f.plain, x, n_out, yp) && run(f.opt, x, n_out, yo);
+    const bool nhwc = f.opt && tso_blocked_mode((tso_model *)f.opt, dev, &x, 1) < 0;
+    CHECK(ran);
+    double tol[64], worst = 0;
+    output_tol(c, &f.p, tol);
+    for (int i = 0; ran && i < n_out; i++) worst = fmax(worst, excess(yo[i], yp[i], tol, c->cout));
+    CHECK(ran && worst <= 1);
+    if (nhwc)
+        printf("  %-58s %-5s channels_last, |difference| / bound %.3g\n", c->name,
+               ts_device_str(dev), worst);
+    ts_no_grad_end();
+    ts_scope_end();
+    CHECK_OK();
+    fixture_close(&f);
+    return nhwc;
+}
+
 /* ------------------------------------------------------------------ gradients */
 /* sum(y * g) backward through model m from a fresh leaf copy of x; the input's gradient (in the
  * current scope) and, through *wgrad, whether W's gradient came out finite and not all zero */
@@ -670,9 +706,19 @@ static void test_sweep(void) {
 int main(void) {
     ts_device devs[TS_TEST_MAX_DEVICES];
     int n_dev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
+    /* the rewrites on the layout they keep: the blocked one (TS_ONNX_BLOCKED=nchw); the default's
+     * channels_last runs of dense conv nets are held to the bound by check_default */
+    setenv("TS_ONNX_BLOCKED", "nchw", 1);
+    tsi_env_reload(TSI_ENV_ONNX_BLOCKED); /* the library read its environment at start-up */
     printf("optimized vs not (bound: (2K + 16) u A per channel; 0 when nothing is rewritten):\n");
     for (int d = 0; d < n_dev; d++)
         for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) check_spec(&specs[i], devs[d]);
+    int nhwc_runs = 0;
+    for (int d = 0; d < n_dev; d++)
+        for (size_t i = 0; i < sizeof specs / sizeof *specs; i++)
+            nhwc_runs += check_default(&specs[i], devs[d]);
+    /* with AVX-512 and oneDNN the dense 2-D specs ran channels_last */
+    if (tsi_conv_block(ts_cpu()) == 16) CHECK(nhwc_runs > 0);
     for (int d = 0; d < n_dev; d++) check_gradient(&specs[0], devs[d]);
     check_error_names_conv();
     test_sweep();

@@ -19,6 +19,7 @@
 #ifndef TS_HAVE_ONNX
 int main(void) { return ts_test_skip("this build has no ONNX support (protobuf-c not found)"); }
 #else
+#include "onnx/memo.h"
 #include "onnx/onnx_internal.h"
 #include "xformer_models.h"
 
@@ -187,6 +188,109 @@ static void test_linear(void) {
     }
 }
 
+/* ------------------------------------------------------------------ the flattened linear */
+typedef struct flat_spec {
+    const char *name;
+    int64_t t2[3]; /* the second Reshape's target */
+    bool flat_out; /* the flattened x is a graph output too: left alone */
+    int fused, removed;
+    /* t2 = [t2[0], t2[1], Shape(g)[1]] as torch.onnx builds it (1; 2: the Shape from start 1,
+     * whose fused node replays), and how many Shapes become tessera.LinearShape */
+    int shape_reader, lin_shapes;
+} flat_spec;
+
+/* Reshape(Gemm(Reshape(x, [-1, K]), W^T, b, transB), t2), x [L, B, K] the transpose of x0 */
+static void build_flat(const flat_spec *s) {
+    begin(17);
+    input("x0", 3, (int64_t[]){LB, LR, LK});
+    initializer("Wt", 2, (int64_t[]){LN, LK}, lin_wt);
+    initializer("b", 1, (int64_t[]){LN}, lin_b);
+    attr_ints(op("Transpose", "x0", "x"), "perm", 3, (int64_t[]){1, 0, 2});
+    constant_ints("t1", 2, (int64_t[]){-1, LK});
+    constant_ints("t2", 3, s->t2);
+    op("Reshape", "x t1", "xf");
+    attr_int(op("Gemm", "xf Wt b", "g"), "transB", 1);
+    if (s->shape_reader) {
+        Onnx__NodeProto *sh = op("Shape", "g", "sh");
+        if (s->shape_reader == 2) attr_int(sh, "start", 1);
+        constant_ints("ni", 1, (int64_t[]){s->shape_reader == 2 ? 0 : 1});
+        op("Gather", "sh ni", "nn");
+        constant_ints("lb", 2, s->t2);
+        attr_int(op("Concat", "lb nn", "t2s"), "axis", 0);
+        op("Reshape", "g t2s", "y");
+    } else {
+        op("Reshape", "g t2", "y");
+    }
+    output("y");
+    if (s->flat_out) output("xf");
+}
+
+/* The fused node's output shape follows from the input shapes (the memo's rule; the width read
+ * by a LinearShape is a function of them), and its fast path multiplies x's rows where they lie:
+ * the result is [B, L, N] in memory, seen as [L, B, N] (the file's nodes copy x to [L * B, K] and
+ * give a contiguous result). */
+static void check_flat_fast(const float *x0, const flat_spec *s) {
+    ts_module *m = load(true);
+    CHECK(m != NULL);
+    if (!m) return ts_error_clear();
+    tso_graph *g = ((tso_model *)m)->graph;
+    CHECK_EQ(nodes_of(m, "tessera.LinearShape"), s->lin_shapes);
+    unsigned char *f = tso_shape_values(g);
+    CHECK(f != NULL);
+    for (int k = 0; f && k < g->n_nodes; k++)
+        if (!strcmp(g->nodes[k].op_type, "tessera.FlatLinear"))
+            CHECK_EQ(f[g->nodes[k].out[0]], TSO_SHAPE_FIXED);
+        else if (!strcmp(g->nodes[k].op_type, "tessera.LinearShape"))
+            CHECK_EQ(f[g->nodes[k].out[0]], TSO_SHAPE_FIXED | TSO_SHAPE_ONLY);
+    free(f);
+    ts_scope_begin();
+    ts_tensor *in = host_tensor(TS_SHAPE(LB, LR, LK), x0, ts_cpu()), *y = run(m, 1, &in);
+    CHECK(y != NULL);
+    if (y && s->fused && s->t2[0] == LR) /* the rows where they lie: [B, L, N] in memory */
+        CHECK(ts_stride(y, 0) == LN && ts_stride(y, 1) == LR * LN && ts_stride(y, 2) == 1);
+    ts_error_clear();
+    ts_scope_end();
+    ts_module_free(m);
+}
+
+static void test_flat_linear(void) {
+    printf("flattened linear\n");
+    lin_weights_init();
+    const flat_spec specs[] = {
+        {"Gemm of [L, B, K] flattened, to [L, B, N]", {LR, LB, LN}, false, 1, 2, 0, 0},
+        {"to [B, L, N] (replayed)", {LB, LR, LN}, false, 1, 2, 0, 0},
+        {"flattened x read twice: left alone", {LR, LB, LN}, true, 0, 0, 0, 0},
+        {"N read by a Shape of the Gemm", {LR, LB, 0}, false, 1, 2, 1, 1},
+        {"N read by a Shape from start 1 (replayed)", {LR, LB, 0}, false, 1, 2, 2, 1},
+        {"Shape read, x read twice: left alone", {LR, LB, 0}, true, 0, 0, 1, 0},
+    };
+    float x0[LB * LR * LK], x[LR * LB * LK];
+    fill(x0, LB * LR * LK, 2.0);
+    for (int b = 0; b < LB; b++) /* x [LR, LB, LK], the transpose of x0 */
+        for (int r = 0; r < LR; r++)
+            for (int k = 0; k < LK; k++) x[(r * LB + b) * LK + k] = x0[(b * LR + r) * LK + k];
+    for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+        const flat_spec *s = &specs[i];
+        double want[LR * LB * LN], tol[LR * LB * LN];
+        lin_reference(x, LR * LB, true, want, tol); /* the rows in x's order, whatever t2 */
+        build_flat(s);
+        check_flat_fast(x0, s);
+        xcase c = {.name = s->name,
+                   .n_in = 1,
+                   .in_shape = {TS_SHAPE(LB, LR, LK)},
+                   .in_vals = {x0},
+                   .n_out = LR * LB * LN,
+                   .want = want,
+                   .tol = tol,
+                   .out_shape = {3, {s->t2[0], s->t2[1], LN}},
+                   .fused = s->fused,
+                   .removed = s->removed,
+                   .fused_type = "tessera.FlatLinear"};
+        run_case(&c);
+        done();
+    }
+}
+
 /* ------------------------------------------------------------------ attention */
 static void test_attention(void) {
     printf("attention\n");
@@ -238,6 +342,10 @@ typedef struct heads_spec {
     int64_t t2[4]; /* head split: the second Reshape's target ([B, H, L, E] or another) */
     bool t_out;    /* head split: the Transpose's output is a graph output too: left alone */
     int fused, removed;
+    /* head split: t2 = [Shape(g)[1], H, Shape(tr)[L's index], E] as torch.onnx builds it for the
+     * keys (1: Shape(tr), 2: Shape(tr) from start = 1, whose fused node replays), and how many
+     * Shapes become tessera.HeadShape */
+    int shape_reader, head_shapes;
 } heads_spec;
 
 enum { HL = 3, HB = 2, HH = 3, HE = 4 }; /* g [HL, HB, HH * HE] */
@@ -259,17 +367,77 @@ static void build_heads(const heads_spec *s) {
     constant_ints("t2", 4, s->t2);
     op("Reshape", "g t1", "r1");
     attr_ints(op("Transpose", "r1", "tr"), "perm", 3, (int64_t[]){1, 0, 2});
-    op("Reshape", "tr t2", "y");
+    if (s->shape_reader) { /* t2 = [B, H, L, E], L read from tr's shape [B*H, L, E] */
+        Onnx__NodeProto *sh = op("Shape", "tr", "sh");
+        if (s->shape_reader == 2) attr_int(sh, "start", 1); /* [L, E] */
+        constant_ints("li", 1, (int64_t[]){s->shape_reader == 2 ? 0 : 1});
+        op("Gather", "sh li", "l");
+        op("Shape", "g", "sg"); /* B from g's shape, as the exporters read it */
+        constant_ints("bi", 1, (int64_t[]){1});
+        op("Gather", "sg bi", "b");
+        constant_ints("h", 1, (int64_t[]){HH});
+        constant_ints("e", 1, (int64_t[]){HE});
+        attr_int(op("Concat", "b h l e", "t2s"), "axis", 0);
+        op("Reshape", "tr t2s", "y");
+    } else {
+        op("Reshape", "tr t2", "y");
+    }
     output("y");
     if (s->t_out) output("tr");
+}
+
+/* The keys' split whose L is read from the transposed keys' shape: the Shape's fused node
+ * computes that shape (the one the file's nodes give, on cpu and sim:0, grad mode or not), and
+ * the memo keeps what follows from it as it does in the plain model. */
+static void head_shape_checks(const heads_spec *s) {
+    ts_module *m[2] = {load(false), load(true)};
+    CHECK(m[0] && m[1]);
+    CHECK_EQ(m[1] ? nodes_of(m[1], "tessera.HeadShape") : -1, s->head_shapes);
+    if (!m[0] || !m[1] || !s->shape_reader) {
+        ts_error_clear();
+        ts_module_free(m[0]), ts_module_free(m[1]);
+        return;
+    }
+    float g[HL * HB * HH * HE];
+    fill(g, HL * HB * HH * HE, 1.0);
+    int skipped[2];
+    for (int i = 0; i < 2; i++) {
+        for (int rep = 0; rep < 3; rep++) {
+            ts_scope_begin();
+            ts_tensor *in = host_tensor(TS_SHAPE(HL, HB, HH * HE), g, ts_cpu());
+            ts_tensor *y = run(m[i], 1, &in);
+            CHECK(y && same_shape(ts_shape_of(y), TS_SHAPE(HB, HH, HL, HE)));
+            ts_error_clear();
+            ts_scope_end();
+        }
+        int64_t hits;
+        tso_memo_stats(((tso_model *)m[i])->graph, &hits, &skipped[i]);
+        CHECK_EQ(hits, 2);
+    }
+    /* plain: two Shapes, two Gathers, the Concat; optimized: one Shape replaced by the fused
+     * node (which lets the memo live in the other Shape's state) */
+    CHECK_EQ(skipped[0], 5);
+    CHECK_EQ(skipped[1], 5);
+    ts_module_free(m[0]);
+    ts_module_free(m[1]);
 }
 
 static void test_heads(void) {
     printf("head split\n");
     const heads_spec specs[] = {
-        {"Gather(x, 2) at axis 1", "tessera.Select", 0, 2, false, {0}, false, 1, 0},
-        {"Gather(x, -1) at axis 1", "tessera.Select", 0, -1, false, {0}, false, 1, 0},
-        {"Gather of an index [1]: left alone", "tessera.Select", 0, 1, true, {0}, false, 0, 0},
+        {"Gather(x, 2) at axis 1", "tessera.Select", 0, 2, false, {0}, false, 1, 0, 0, 0},
+        {"Gather(x, -1) at axis 1", "tessera.Select", 0, -1, false, {0}, false, 1, 0, 0, 0},
+        {"Gather of an index [1]: left alone",
+         "tessera.Select",
+         0,
+         1,
+         true,
+         {0},
+         false,
+         0,
+         0,
+         0,
+         0},
         {"head split to [B, H, L, E]",
          "tessera.HeadSplit",
          1,
@@ -278,7 +446,9 @@ static void test_heads(void) {
          {HB, HH, HL, HE},
          false,
          1,
-         2},
+         2,
+         0,
+         0},
         {"head split to [H, B, L, E] (replayed)",
          "tessera.HeadSplit",
          1,
@@ -287,7 +457,9 @@ static void test_heads(void) {
          {HH, HB, HL, HE},
          false,
          1,
-         2},
+         2,
+         0,
+         0},
         {"Transpose read twice: left alone",
          "tessera.HeadSplit",
          1,
@@ -296,6 +468,41 @@ static void test_heads(void) {
          {HB, HH, HL, HE},
          true,
          0,
+         0,
+         0,
+         0},
+        {"keys' split, L from Shape(tr)",
+         "tessera.HeadSplit",
+         1,
+         0,
+         false,
+         {HB, HH, HL, HE},
+         false,
+         1,
+         2,
+         1,
+         1},
+        {"keys' split, Shape(tr) start 1 (replayed)",
+         "tessera.HeadSplit",
+         1,
+         0,
+         false,
+         {HB, HH, HL, HE},
+         false,
+         1,
+         2,
+         2,
+         1},
+        {"keys' split, tr an output too: left alone",
+         "tessera.HeadSplit",
+         1,
+         0,
+         false,
+         {HB, HH, HL, HE},
+         true,
+         0,
+         0,
+         1,
          0},
     };
     float x[2 * 3 * 4], g[HL * HB * HH * HE];
@@ -318,6 +525,7 @@ static void test_heads(void) {
             n = HL * HB * HH * HE;
         }
         build_heads(s);
+        if (s->form == 1) head_shape_checks(s);
         xcase c = {.name = s->name,
                    .n_in = 1,
                    .in_shape = {s->form == 0 ? TS_SHAPE(2, 3, 4) : TS_SHAPE(HL, HB, HH * HE)},
@@ -340,6 +548,7 @@ int main(void) {
     ts_sim_configure(1, 0);
     test_gelu();
     test_linear();
+    test_flat_linear();
     test_attention();
     test_heads();
     arena_release();

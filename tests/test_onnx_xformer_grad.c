@@ -14,7 +14,26 @@
 #ifndef TS_HAVE_ONNX
 int main(void) { return ts_test_skip("this build has no ONNX support (protobuf-c not found)"); }
 #else
+#include "backend/cpu/gemm_provider.h"
+#include "tessera/profiler.h"
 #include "xformer_models.h"
+
+/* The weight copies (ts_contiguous) a run of m makes. */
+static int copies_in_run(ts_module *m, ts_tensor *x) {
+    CHECK(ts_profiler_start(NULL) == TS_OK);
+    ts_scope_begin();
+    CHECK(run(m, 1, &x) != NULL);
+    ts_scope_end();
+    CHECK(ts_profiler_stop() == TS_OK);
+    ts_profile *p = ts_profiler_take();
+    size_t n = 0;
+    const ts_profile_event *e = p ? ts_profile_events(p, &n) : NULL;
+    int copies = 0;
+    for (size_t i = 0; i < n; i++)
+        copies += e[i].kind == TS_PROF_OP && !strcmp(e[i].name, "contiguous");
+    ts_profile_free(p);
+    return copies;
+}
 
 /* ------------------------------------------------------------------ gradients */
 /* loss = sum(y * g) of a one-input model run on x (requires grad); the input's gradient */
@@ -145,6 +164,16 @@ static void test_linear_rows(void) {
             }
             if (step >= 2) ts_no_grad_end();
         }
+        /* the [K, N] weight is copied transposed only where that moves the NN product from the
+         * provider's GEMM to oneDNN's primitive (an AVX2 host's large products): this one is
+         * below the primitive's size on every host, so it multiplies W where it lies */
+        const bool pays = !tsi_lib_sgemm_primitive(false, false, R, LN, LK) &&
+                          tsi_lib_sgemm_primitive(false, true, R, LN, LK) && LK <= LN;
+        ts_no_grad_begin();
+        ts_scope_begin();
+        CHECK_EQ(copies_in_run(m[1], host_tensor(TS_SHAPE(2, R / 2, LK), x, devs[d])), pays);
+        ts_scope_end();
+        ts_no_grad_end();
     }
     memcpy(lin_w, saved, sizeof saved);
     ts_module_free(m[0]);

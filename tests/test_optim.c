@@ -124,13 +124,13 @@ static const optim_case cases[] = {
 static ts_optim *make(const optim_case *c, ts_tensor **p, int n) {
     switch (c->k) {
     case K_SGD:
-        return ts_sgd_params(p, n, c->sgd);
+        return ts_sgd_new_params(p, n, c->sgd);
     case K_ADAM:
-        return ts_adam_params(p, n, c->adam);
+        return ts_adam_new_params(p, n, c->adam);
     case K_ADAMW:
-        return ts_adamw_params(p, n, c->adam);
+        return ts_adamw_new_params(p, n, c->adam);
     case K_RMSPROP:
-        return ts_rmsprop_params(p, n, c->rms);
+        return ts_rmsprop_new_params(p, n, c->rms);
     }
     return NULL;
 }
@@ -184,7 +184,7 @@ static void test_groups_and_skip(void) {
     ts_tensor *p[2];
     double got[10];
     make_params(p, ts_sim(0), TS_F64);
-    ts_optim *opt = ts_sgd_params(p, 1, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    ts_optim *opt = ts_sgd_new_params(p, 1, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
     CHECK_EQ(ts_optim_add_param_group(opt, p + 1, 1, 0.01), TS_OK);
     CHECK_EQ(ts_optim_num_groups(opt), 2);
     CHECK_NEAR(ts_optim_get_lr(opt, 0), 0.1, 0);
@@ -312,7 +312,7 @@ static void test_state_dict_names(void) {
     ts_scope_begin(); /* the tensors made here belong to it */
     ts_tensor *p[2];
     make_params(p, ts_cpu(), TS_F64);
-    ts_optim *opt = ts_adam_params(p, 2, (ts_adam_opts){.lr = 0.01});
+    ts_optim *opt = ts_adam_new_params(p, 2, (ts_adam_opts){.lr = 0.01});
     set_grads(p, 0, true); /* p1 has no grad: no state for it */
     ts_optim_step(opt);
     ts_tensor_list sd = ts_optim_state_dict(opt);
@@ -373,7 +373,7 @@ static void test_state_dict_names(void) {
 static void test_module(void) {
     ts_scope_begin(); /* the tensors made here belong to it */
     ts_module *m = ts_linear_new_ex(3, 2, (ts_linear_opts){.dtype = TS_F64});
-    ts_optim *opt = ts_sgd(m, (ts_sgd_opts){.lr = 0.5});
+    ts_optim *opt = ts_sgd_new(m, (ts_sgd_opts){.lr = 0.5});
     CHECK(opt != NULL);
     ts_tensor *w = ts_module_get(m, "weight"), *b = ts_module_get(m, "bias");
     double w0[6], w1[6];
@@ -385,7 +385,7 @@ static void test_module(void) {
     for (int j = 0; j < 6; j++) CHECK_NEAR(w1[j], w0[j] - 0.5, 1e-15);
     /* the module moves to sim:0 after the optimizer was made: same handles, state follows */
     ts_optim_free(opt);
-    opt = ts_adam(m, (ts_adam_opts){0});
+    opt = ts_adam_new(m, (ts_adam_opts){0});
     ts_set_grad(w, ts_ones_like(w)), ts_set_grad(b, ts_ones_like(b));
     ts_optim_step(opt);
     ts_optim_zero_grad(opt);
@@ -436,8 +436,8 @@ static void test_module_adamw_rmsprop(void) {
         ts_copy_to_host(w, p0, 6 * sizeof(double));
         ts_copy_to_host(b, p0 + 6, 2 * sizeof(double));
         const double lr = k == 0 ? 0.1 : 0.01, wd = 0.25, alpha = 0.9;
-        ts_optim *opt = k == 0 ? ts_adamw(m, (ts_adam_opts){.lr = lr, .weight_decay = wd})
-                               : ts_rmsprop(m, (ts_rmsprop_opts){.lr = lr, .alpha = alpha});
+        ts_optim *opt = k == 0 ? ts_adamw_new(m, (ts_adam_opts){.lr = lr, .weight_decay = wd})
+                               : ts_rmsprop_new(m, (ts_rmsprop_opts){.lr = lr, .alpha = alpha});
         CHECK(opt != NULL);
         ts_set_grad(w, ts_tensor_f64(TS_SHAPE(2, 3), gw, (ts_opts){0}));
         ts_set_grad(b, ts_tensor_f64(TS_SHAPE(2), gb, (ts_opts){0}));
@@ -471,12 +471,12 @@ static void test_rmsprop_variants(void) {
         for (int i = 0; i < N; i++) p[i] = 0.3 * i - 0.5;
         ts_scope_begin();
         ts_tensor *t = ts_tensor_f64(TS_SHAPE(N), p, (ts_opts){.requires_grad = true});
-        ts_optim *opt = ts_rmsprop_params(&t, 1,
-                                          (ts_rmsprop_opts){.lr = lr,
-                                                            .alpha = alpha,
-                                                            .weight_decay = wd,
-                                                            .momentum = mom,
-                                                            .centered = centered});
+        ts_optim *opt = ts_rmsprop_new_params(&t, 1,
+                                              (ts_rmsprop_opts){.lr = lr,
+                                                                .alpha = alpha,
+                                                                .weight_decay = wd,
+                                                                .momentum = mom,
+                                                                .centered = centered});
         for (int step = 0; step < STEPS; step++) {
             double g[N];
             for (int i = 0; i < N; i++) g[i] = sin(1.0 + i + 2.0 * step);
@@ -526,45 +526,45 @@ static void test_seed_and_user_errors(void) {
 static void test_errors(void) {
     ts_tensor *p[2];
     make_params(p, ts_cpu(), TS_F64);
-    CHECK(ts_sgd_params(p, 2, (ts_sgd_opts){0}) == NULL); /* lr is required */
+    CHECK(ts_sgd_new_params(p, 2, (ts_sgd_opts){0}) == NULL); /* lr is required */
     CHECK_ERR_HAS(TS_ERR_ARG, "sgd: invalid learning rate 0 (lr is required, > 0)");
-    CHECK(ts_sgd_params(p, 2, (ts_sgd_opts){.lr = 0.1, .nesterov = true}) == NULL);
+    CHECK(ts_sgd_new_params(p, 2, (ts_sgd_opts){.lr = 0.1, .nesterov = true}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "sgd: nesterov momentum requires a momentum and zero dampening");
-    CHECK(ts_sgd_params(p, 2, (ts_sgd_opts){.lr = 0.1, .momentum = -1}) == NULL);
+    CHECK(ts_sgd_new_params(p, 2, (ts_sgd_opts){.lr = 0.1, .momentum = -1}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "sgd: invalid momentum value -1");
-    CHECK(ts_adam_params(p, 2, (ts_adam_opts){.beta1 = 1.0}) == NULL);
+    CHECK(ts_adam_new_params(p, 2, (ts_adam_opts){.beta1 = 1.0}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "adam: invalid beta parameter at index 0: 1");
-    CHECK(ts_adam_params(p, 2, (ts_adam_opts){.beta2 = 1.5}) == NULL);
+    CHECK(ts_adam_new_params(p, 2, (ts_adam_opts){.beta2 = 1.5}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "adam: invalid beta parameter at index 1: 1.5");
-    CHECK(ts_adam_params(p, 2, (ts_adam_opts){.eps = -1}) == NULL);
+    CHECK(ts_adam_new_params(p, 2, (ts_adam_opts){.eps = -1}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "adam: invalid epsilon value -1");
-    CHECK(ts_adam_params(p, 2, (ts_adam_opts){.weight_decay = -1}) == NULL);
+    CHECK(ts_adam_new_params(p, 2, (ts_adam_opts){.weight_decay = -1}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "adam: invalid weight_decay value -1");
-    CHECK(ts_adam_params(p, 2, (ts_adam_opts){.lr = -1}) == NULL);
+    CHECK(ts_adam_new_params(p, 2, (ts_adam_opts){.lr = -1}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "adam: invalid learning rate -1");
-    CHECK(ts_adamw_params(p, 2, (ts_adam_opts){.lr = -1}) == NULL);
+    CHECK(ts_adamw_new_params(p, 2, (ts_adam_opts){.lr = -1}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "adamw: invalid learning rate -1");
-    CHECK(ts_rmsprop_params(p, 2, (ts_rmsprop_opts){.alpha = -0.5}) == NULL);
+    CHECK(ts_rmsprop_new_params(p, 2, (ts_rmsprop_opts){.alpha = -0.5}) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "rmsprop: invalid alpha value -0.5");
-    CHECK(ts_sgd_params(p, 0, (ts_sgd_opts){.lr = 0.1}) == NULL); /* empty */
+    CHECK(ts_sgd_new_params(p, 0, (ts_sgd_opts){.lr = 0.1}) == NULL); /* empty */
     CHECK_ERR_HAS(TS_ERR_ARG, "sgd: ");
-    CHECK(ts_sgd_params(NULL, 2, (ts_sgd_opts){.lr = 0.1}) == NULL);
+    CHECK(ts_sgd_new_params(NULL, 2, (ts_sgd_opts){.lr = 0.1}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_tensor *dup[2] = {p[0], p[0]};
-    CHECK(ts_sgd_params(dup, 2, (ts_sgd_opts){.lr = 0.1}) == NULL);
+    CHECK(ts_sgd_new_params(dup, 2, (ts_sgd_opts){.lr = 0.1}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_tensor *ints = ts_zeros(TS_SHAPE(3), (ts_opts){.dtype = TS_I64});
-    CHECK(ts_adam_params(&ints, 1, (ts_adam_opts){0}) == NULL);
+    CHECK(ts_adam_new_params(&ints, 1, (ts_adam_opts){0}) == NULL);
     CHECK_ERR_HAS(TS_ERR_DTYPE, "adam: ");
     ts_scope_begin();
     ts_tensor *nonleaf = ts_mul_scalar(p[0], 2);
-    CHECK(ts_sgd_params(&nonleaf, 1, (ts_sgd_opts){.lr = 0.1}) == NULL);
+    CHECK(ts_sgd_new_params(&nonleaf, 1, (ts_sgd_opts){.lr = 0.1}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_scope_end();
-    CHECK(ts_sgd(NULL, (ts_sgd_opts){.lr = 0.1}) == NULL);
+    CHECK(ts_sgd_new(NULL, (ts_sgd_opts){.lr = 0.1}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
 
-    ts_optim *opt = ts_sgd_params(p, 1, (ts_sgd_opts){.lr = 0.1});
+    ts_optim *opt = ts_sgd_new_params(p, 1, (ts_sgd_opts){.lr = 0.1});
     CHECK_EQ(ts_optim_add_param_group(opt, p, 1, 0.1), TS_ERR_ARG); /* already in group 0 */
     ts_error_clear();
     CHECK_EQ(ts_optim_add_param_group(opt, p + 1, 1, -1), TS_ERR_ARG);
@@ -626,7 +626,7 @@ static void test_oom(void) {
     ts_scope_begin();
     ts_opts o = {.dtype = TS_F64, .device = ts_sim(0), .requires_grad = true};
     ts_tensor *p = ts_ones(TS_SHAPE(1 << 20), o);
-    ts_optim *opt = ts_adam_params(&p, 1, (ts_adam_opts){.lr = 0.1});
+    ts_optim *opt = ts_adam_new_params(&p, 1, (ts_adam_opts){.lr = 0.1});
     ts_set_grad(p, ts_ones(TS_SHAPE(1 << 20), (ts_opts){.dtype = TS_F64, .device = ts_sim(0)}));
     CHECK_EQ(ts_optim_step(opt), TS_ERR_OOM);
     CHECK(strstr(ts_error_message(), "optim_step") != NULL);

@@ -27,7 +27,7 @@ static void test_decay_groups(ts_device dev) {
     ts_module *seq = ts_sequential_new(
         2, (ts_module *[]){ts_linear_new(3, 2), ts_layer_norm_new(TS_SHAPE(2), (ts_norm_opts){0})});
     const double lr = 0.01, wd = 0.1;
-    ts_optim *opt = ts_adamw_decay_groups(seq, (ts_adam_opts){.lr = lr, .weight_decay = wd});
+    ts_optim *opt = ts_adamw_new_decay_groups(seq, (ts_adam_opts){.lr = lr, .weight_decay = wd});
     CHECK_OK();
     CHECK_EQ(ts_optim_num_groups(opt), 2);
     CHECK_NEAR(ts_optim_get_weight_decay(opt, 0), wd, 0);
@@ -64,7 +64,7 @@ static void test_decay_groups(ts_device dev) {
 
     /* a module of vectors only: one group, no decay */
     ts_module *ln = ts_layer_norm_new(TS_SHAPE(4), (ts_norm_opts){0});
-    opt = ts_adamw_decay_groups(ln, (ts_adam_opts){.weight_decay = 0.1});
+    opt = ts_adamw_new_decay_groups(ln, (ts_adam_opts){.weight_decay = 0.1});
     CHECK_EQ(ts_optim_num_groups(opt), 1);
     CHECK_NEAR(ts_optim_get_weight_decay(opt, 0), 0, 0);
     ts_optim_free(opt);
@@ -84,7 +84,7 @@ static void test_decay_groups_many(void) {
     for (int i = 0; i < LAYERS; i++) layers[i] = ts_linear_new(2, 2);
     ts_module *seq = ts_sequential_new(LAYERS, layers);
     const double lr = 0.01, wd = 0.1;
-    ts_optim *opt = ts_adamw_decay_groups(seq, (ts_adam_opts){.lr = lr, .weight_decay = wd});
+    ts_optim *opt = ts_adamw_new_decay_groups(seq, (ts_adam_opts){.lr = lr, .weight_decay = wd});
     CHECK(opt && ts_optim_num_groups(opt) == 2);
     ts_tensor_list l = ts_module_named_parameters(seq);
     CHECK_EQ(l.n, 2 * LAYERS);
@@ -116,7 +116,7 @@ static void test_decay_groups_many(void) {
 static void test_group_errors(void) {
     ts_tensor *p = ts_zeros(TS_SHAPE(2), (ts_opts){.requires_grad = true});
     ts_tensor *q = ts_zeros(TS_SHAPE(2), (ts_opts){.requires_grad = true});
-    ts_optim *opt = ts_adamw_params(&p, 1, (ts_adam_opts){.weight_decay = 0.1});
+    ts_optim *opt = ts_adamw_new_params(&p, 1, (ts_adam_opts){.weight_decay = 0.1});
     CHECK_EQ(ts_optim_add_param_group_wd(opt, &q, 1, 0.01, -1), TS_ERR_ARG);
     CHECK(strstr(ts_error_message(), "weight_decay") != NULL);
     ts_error_clear();
@@ -124,7 +124,7 @@ static void test_group_errors(void) {
     CHECK_NEAR(ts_optim_get_weight_decay(opt, 1), 0.5, 0);
     CHECK(isnan(ts_optim_get_weight_decay(opt, 2)));
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_adamw_decay_groups(NULL, (ts_adam_opts){0}) == NULL);
+    CHECK(ts_adamw_new_decay_groups(NULL, (ts_adam_opts){0}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_optim_free(opt);
     ts_release(p);
@@ -152,9 +152,9 @@ static void test_warmup_cosine(void) {
     /* the scheduler applies it to every group's base lr */
     ts_tensor *p = ts_zeros(TS_SHAPE(2), (ts_opts){.requires_grad = true});
     ts_tensor *q = ts_zeros(TS_SHAPE(2), (ts_opts){.requires_grad = true});
-    ts_optim *opt = ts_adamw_params(&p, 1, (ts_adam_opts){.lr = 0.1});
+    ts_optim *opt = ts_adamw_new_params(&p, 1, (ts_adam_opts){.lr = 0.1});
     ts_optim_add_param_group(opt, &q, 1, 0.05);
-    ts_lr_scheduler *s = ts_warmup_cosine_lr(opt, W, T, m);
+    ts_lr_scheduler *s = ts_warmup_cosine_lr_new(opt, W, T, m);
     CHECK_OK();
     bool ok = true;
     for (int e = 0; e <= T + 2; e++) {
@@ -164,9 +164,9 @@ static void test_warmup_cosine(void) {
         ts_scheduler_step(s);
     }
     CHECK(ok);
-    CHECK(ts_warmup_cosine_lr(opt, 5, 5, 0) == NULL);
+    CHECK(ts_warmup_cosine_lr_new(opt, 5, 5, 0) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_warmup_cosine_lr(opt, 1, 5, 2) == NULL);
+    CHECK(ts_warmup_cosine_lr_new(opt, 1, 5, 2) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_scheduler_free(s);
     ts_optim_free(opt);

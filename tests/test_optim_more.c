@@ -152,20 +152,22 @@ static const more_case cases[] = {
 static ts_optim *make(const more_case *c, ts_tensor **p, int n) {
     switch (c->k) {
     case K_ADAGRAD:
-        return ts_adagrad_params(p, n, (ts_adagrad_opts){c->a, c->b, c->c, c->d, c->e, c->flag});
+        return ts_adagrad_new_params(p, n,
+                                     (ts_adagrad_opts){c->a, c->b, c->c, c->d, c->e, c->flag});
     case K_ADADELTA:
-        return ts_adadelta_params(p, n, (ts_adadelta_opts){c->a, c->b, c->c, c->d, c->flag});
+        return ts_adadelta_new_params(p, n, (ts_adadelta_opts){c->a, c->b, c->c, c->d, c->flag});
     case K_ADAMAX:
-        return ts_adamax_params(p, n, (ts_adamax_opts){c->a, c->b, c->c, c->d, c->e, c->flag});
+        return ts_adamax_new_params(p, n, (ts_adamax_opts){c->a, c->b, c->c, c->d, c->e, c->flag});
     case K_NADAM:
-        return ts_nadam_params(p, n,
-                               (ts_nadam_opts){c->a, c->b, c->c, c->d, c->e, c->f, c->flag, false});
+        return ts_nadam_new_params(
+            p, n, (ts_nadam_opts){c->a, c->b, c->c, c->d, c->e, c->f, c->flag, false});
     case K_RADAM:
-        return ts_radam_params(p, n, (ts_radam_opts){c->a, c->b, c->c, c->d, c->e, c->flag, false});
+        return ts_radam_new_params(p, n,
+                                   (ts_radam_opts){c->a, c->b, c->c, c->d, c->e, c->flag, false});
     case K_ASGD:
-        return ts_asgd_params(p, n, (ts_asgd_opts){c->a, c->b, c->c, c->d, c->e, c->flag});
+        return ts_asgd_new_params(p, n, (ts_asgd_opts){c->a, c->b, c->c, c->d, c->e, c->flag});
     case K_RPROP:
-        return ts_rprop_params(p, n, (ts_rprop_opts){c->a, c->b, c->c, c->d, c->e, c->flag});
+        return ts_rprop_new_params(p, n, (ts_rprop_opts){c->a, c->b, c->c, c->d, c->e, c->flag});
     }
     return NULL;
 }
@@ -296,7 +298,7 @@ static void test_state_dict(void) {
 static void test_state_dict_errors(void) {
     ts_tensor *p[2];
     make_params(p, ts_cpu(), TS_F32);
-    ts_optim *o = ts_nadam_params(p, 2, ts_nadam_defaults());
+    ts_optim *o = ts_nadam_new_params(p, 2, ts_nadam_defaults());
     grads_at(p, 0);
     CHECK_EQ(ts_optim_step(o), TS_OK);
     ts_tensor_list sd = ts_optim_state_dict(o), bad = {0};
@@ -306,7 +308,7 @@ static void test_state_dict_errors(void) {
     CHECK_EQ(ts_optim_load_state_dict(o, &bad), TS_ERR_ARG);
     CHECK(strstr(ts_error_message(), "state.0.mu_product is missing") != NULL);
     ts_error_clear();
-    ts_optim *r = ts_rprop_params(p, 2, ts_rprop_defaults());
+    ts_optim *r = ts_rprop_new_params(p, 2, ts_rprop_defaults());
     CHECK_EQ(ts_optim_load_state_dict(r, &sd), TS_ERR_ARG); /* exp_avg: not Rprop's */
     CHECK(strstr(ts_error_message(), "Rprop keeps no state") != NULL);
     ts_error_clear();
@@ -323,7 +325,7 @@ static void test_state_dict_errors(void) {
 static void test_set_momentum(void) {
     ts_tensor *p[2];
     make_params(p, ts_cpu(), TS_F64);
-    ts_optim *o = ts_sgd_params(p, 2, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    ts_optim *o = ts_sgd_new_params(p, 2, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
     double want[10], buf[10] = {0}, got[10];
     memcpy(want, P0, sizeof P0);
     memcpy(want + 6, P1, sizeof P1);
@@ -343,12 +345,12 @@ static void test_set_momentum(void) {
     check_close("SGD with a momentum schedule", got, want, 10, 1e-12);
     CHECK_EQ(ts_optim_set_momentum(o, 0, -0.5), TS_ERR_ARG);
     ts_error_clear();
-    ts_optim *a = ts_adamax_params(p, 2, ts_adamax_defaults());
+    ts_optim *a = ts_adamax_new_params(p, 2, ts_adamax_defaults());
     CHECK_EQ(ts_optim_set_momentum(a, 0, 0.8), TS_OK);
     CHECK(ts_optim_get_momentum(a, 0) == 0.8);
     CHECK_EQ(ts_optim_set_momentum(a, 0, 1.0), TS_ERR_ARG); /* beta1 < 1 */
     ts_error_clear();
-    ts_optim *r = ts_rprop_params(p, 2, ts_rprop_defaults());
+    ts_optim *r = ts_rprop_new_params(p, 2, ts_rprop_defaults());
     CHECK_EQ(ts_optim_set_momentum(r, 0, 0.5), TS_ERR_ARG);
     CHECK(strstr(ts_error_message(), "Rprop has no momentum") != NULL);
     ts_error_clear();
@@ -372,35 +374,35 @@ static void test_errors(void) {
     make_params(p, ts_cpu(), TS_F32);
     ts_adadelta_opts ad = ts_adadelta_defaults();
     ad.rho = 1.5;
-    expect_arg_error(ts_adadelta_params(p, 2, ad), "invalid rho value 1.5");
+    expect_arg_error(ts_adadelta_new_params(p, 2, ad), "invalid rho value 1.5");
     ts_nadam_opts na = ts_nadam_defaults();
     na.beta2 = 1.0;
-    expect_arg_error(ts_nadam_params(p, 2, na), "invalid beta parameter at index 1");
+    expect_arg_error(ts_nadam_new_params(p, 2, na), "invalid beta parameter at index 1");
     na = ts_nadam_defaults();
     na.momentum_decay = -1;
-    expect_arg_error(ts_nadam_params(p, 2, na), "invalid momentum_decay value");
+    expect_arg_error(ts_nadam_new_params(p, 2, na), "invalid momentum_decay value");
     ts_rprop_opts rp = ts_rprop_defaults();
     rp.etaplus = 0.9;
-    expect_arg_error(ts_rprop_params(p, 2, rp), "invalid eta values");
+    expect_arg_error(ts_rprop_new_params(p, 2, rp), "invalid eta values");
     ts_adagrad_opts ag = ts_adagrad_defaults();
     ag.lr_decay = NAN;
-    expect_arg_error(ts_adagrad_params(p, 2, ag), "invalid lr_decay value");
+    expect_arg_error(ts_adagrad_new_params(p, 2, ag), "invalid lr_decay value");
     ts_asgd_opts as = ts_asgd_defaults();
     as.lambd = INFINITY;
-    expect_arg_error(ts_asgd_params(p, 2, as), "lambd");
-    expect_arg_error(ts_radam(NULL, ts_radam_defaults()), "module is NULL");
-    expect_arg_error(ts_adamax_params(p, 0, ts_adamax_defaults()), "empty parameter list");
+    expect_arg_error(ts_asgd_new_params(p, 2, as), "lambd");
+    expect_arg_error(ts_radam_new(NULL, ts_radam_defaults()), "module is NULL");
+    expect_arg_error(ts_adamax_new_params(p, 0, ts_adamax_defaults()), "empty parameter list");
     /* one-cycle cycles NAdam's beta1 (PyTorch's OneCycleLR), and refuses Adagrad (no momentum) */
-    ts_optim *na_opt = ts_nadam_params(p, 2, ts_nadam_defaults());
-    ts_lr_scheduler *oc = ts_onecycle_lr(na_opt, 0.1, 10);
+    ts_optim *na_opt = ts_nadam_new_params(p, 2, ts_nadam_defaults());
+    ts_lr_scheduler *oc = ts_onecycle_lr_new(na_opt, 0.1, 10);
     CHECK(oc != NULL);
     CHECK(fabs(ts_optim_get_momentum(na_opt, 0) - 0.95) < 1e-15);
     ts_scheduler_step(oc);
     CHECK(ts_optim_get_momentum(na_opt, 0) < 0.95);
     ts_scheduler_free(oc);
     ts_optim_free(na_opt);
-    ts_optim *ag_opt = ts_adagrad_params(p, 2, ts_adagrad_defaults());
-    CHECK(ts_onecycle_lr(ag_opt, 0.1, 10) == NULL);
+    ts_optim *ag_opt = ts_adagrad_new_params(p, 2, ts_adagrad_defaults());
+    CHECK(ts_onecycle_lr_new(ag_opt, 0.1, 10) == NULL);
     CHECK_EQ(ts_error(), TS_ERR_ARG);
     CHECK(strstr(ts_error_message(), "Adagrad has no momentum or beta1") != NULL);
     ts_error_clear();
@@ -408,7 +410,7 @@ static void test_errors(void) {
     /* zero is literal: lr 0 leaves the parameters unchanged */
     ts_adagrad_opts z = ts_adagrad_defaults();
     z.lr = 0;
-    ts_optim *o = ts_adagrad_params(p, 2, z);
+    ts_optim *o = ts_adagrad_new_params(p, 2, z);
     CHECK(o != NULL);
     grads_at(p, 1);
     CHECK_EQ(ts_optim_step(o), TS_OK);
@@ -456,7 +458,7 @@ static void test_asgd_average(void) {
 static void test_capture_refused(void) {
     ts_tensor *p[2];
     make_params(p, ts_sim(0), TS_F32);
-    ts_optim *o = ts_radam_params(p, 2, ts_radam_defaults());
+    ts_optim *o = ts_radam_new_params(p, 2, ts_radam_defaults());
     grads_at(p, 0);
     CHECK_EQ(ts_optim_step(o), TS_OK); /* warm-up, eagerly */
     double before[10], after[10];

@@ -15,8 +15,8 @@ typedef enum { K_ADAMW, K_SGD } kind;
 
 static ts_optim *make_opt(ts_module *m, kind k) {
     if (k == K_ADAMW)
-        return ts_adamw_decay_groups(m, (ts_adam_opts){.lr = 3e-2, .weight_decay = 0.1});
-    return ts_sgd(
+        return ts_adamw_new_decay_groups(m, (ts_adam_opts){.lr = 3e-2, .weight_decay = 0.1});
+    return ts_sgd_new(
         m, (ts_sgd_opts){.lr = 0.05, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-3});
 }
 
@@ -107,7 +107,8 @@ static void check_equal(bool gpt, kind k, int steps) {
     CHECK_EQ(ts_memory_stats(d, &before), TS_OK);
     CHECK_EQ(ts_optim_offload(ob), TS_OK);
     CHECK(ts_optim_is_offloaded(ob) && !ts_optim_is_offloaded(oa));
-    ts_lr_scheduler *sa = ts_cosine_lr(oa, steps, 1e-3), *sb = ts_cosine_lr(ob, steps, 1e-3);
+    ts_lr_scheduler *sa = ts_cosine_lr_new(oa, steps, 1e-3),
+                    *sb = ts_cosine_lr_new(ob, steps, 1e-3);
     train(&a, oa, sa, steps);
     ts_optim_zero_grad(oa);
     CHECK_EQ(ts_memory_stats(d, &plain), TS_OK);
@@ -186,7 +187,7 @@ static void check_bf16(void) {
     const ts_device d = ts_sim(0);
     model r = model_new(false, d);
     ts_module_to_dtype(r.m, TS_BF16);
-    ts_optim *o = ts_adamw(r.m, (ts_adam_opts){.lr = 3e-2, .weight_decay = 0.1});
+    ts_optim *o = ts_adamw_new(r.m, (ts_adam_opts){.lr = 3e-2, .weight_decay = 0.1});
     CHECK_EQ(ts_optim_offload(o), TS_OK);
     ts_tensor_list l = ts_module_named_parameters(r.m);
     ts_tensor *ref[8];
@@ -198,7 +199,7 @@ static void check_bf16(void) {
     }
     ts_tensor *xb = ts_keep(ts_to_dtype(r.x, TS_BF16));
     ts_scope_end();
-    ts_optim *oref = ts_adamw_params(ref, l.n, (ts_adam_opts){.lr = 3e-2, .weight_decay = 0.1});
+    ts_optim *oref = ts_adamw_new_params(ref, l.n, (ts_adam_opts){.lr = 3e-2, .weight_decay = 0.1});
     ts_release(r.x);
     r.x = xb;
     for (int s = 0; s < 6; s++) {

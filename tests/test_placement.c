@@ -226,6 +226,47 @@ static void test_gpt(void) {
 
 /* a model 1.4x the capped device (2.75x with its gradients): plain, out of memory; placed
  * over four capped devices, the unlimited run */
+/* a ResNet is cut into the children it runs in order: the stem's conv + bn + relu, each block,
+ * the pool and the classifier; placed over sim:0, sim:1 and the cpu it gives the unplaced run's
+ * output and gradients */
+static ts_module *resnet_new(void) {
+    ts_manual_seed(5);
+    return ts_resnet20_new((ts_resnet_config){.num_classes = 5, .width = 4, .in_channels = 1});
+}
+
+static void test_resnet(void) {
+    ts_manual_seed(6);
+    ts_tensor *x = ts_randn(TS_SHAPE(2, 1, 8, 8), (ts_opts){0});
+    ts_module *ref = resnet_new(), *m = resnet_new();
+    run want = forward_backward(ref, x);
+    ts_place_plan p;
+    CHECK_EQ(ts_module_place_str(m, "cpu=1GiB", (ts_place_opts){.dry_run = true}, &p), TS_OK);
+    CHECK_EQ(p.n_units, 1 + 9 + 2);
+    if (p.n_units == 12) {
+        CHECK_STREQ(p.units[0].name, "conv1..relu");
+        CHECK_STREQ(p.units[1].name, "layer1.0");
+        CHECK_STREQ(p.units[9].name, "layer3.2");
+        CHECK_STREQ(p.units[10].name, "avgpool");
+        CHECK_STREQ(p.units[11].name, "fc");
+    }
+    /* a third of the weights on each sim device, the rest on the cpu */
+    const size_t third = (p.used[0].bytes + 2) / 3;
+    ts_place_plan_free(&p);
+    char budgets[128];
+    snprintf(budgets, sizeof budgets, "sim:0=%zu,sim:1=%zu,cpu=1GiB", third, third);
+    CHECK_EQ(ts_module_place_str(m, budgets, (ts_place_opts){.output_device = ts_cpu()}, &p),
+             TS_OK);
+    CHECK(ts_device_equal(p.units[0].device, ts_sim(0)) &&
+          ts_device_equal(p.units[p.n_units - 1].device, ts_cpu()));
+    CHECK(p.used[0].bytes > 0 && p.used[1].bytes > 0);
+    check_plan(&p);
+    ts_place_plan_free(&p);
+    check_same(want, forward_backward(m, x), "ResNet-20");
+    ts_module_free(ref);
+    ts_module_free(m);
+    ts_release(x);
+}
+
 static ts_module *deep_new(void) {
     ts_manual_seed(9);
     ts_module *m = ts_sequential_new(0, NULL);
@@ -295,6 +336,7 @@ int main(void) {
     test_parse();
     test_sequential();
     test_gpt();
+    test_resnet();
     /* the capped devices from here on (nothing is left on them) */
     for (int i = 0; i < 4; i++) ts_empty_cache(ts_sim(i));
     if (ts_sim_configure(4, CAP) != TS_OK)

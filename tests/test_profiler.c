@@ -37,7 +37,7 @@ enum { BATCH = 8 };
 static size_t train_step(ts_device dev, bool profiled, float *params, size_t cap) {
     ts_manual_seed(0);
     ts_module *model = ts_module_to(tiny_new(), dev);
-    ts_optim *opt = ts_sgd(model, (ts_sgd_opts){.lr = 0.1f});
+    ts_optim *opt = ts_sgd_new(model, (ts_sgd_opts){.lr = 0.1f});
     ts_scope_begin();
     ts_tensor *x_cpu = ts_randn(TS_SHAPE(BATCH, 1, 8, 8), (ts_opts){0});
     ts_tensor *y_cpu = ts_randint(0, 5, TS_SHAPE(BATCH), (ts_opts){0});
@@ -101,7 +101,8 @@ static void check_trace(const char *path, ts_device dev) {
     CHECK(cJSON_IsArray(evs));
     const bool moves = dev.type != TS_CPU;
     double step_t0 = -1, step_t1 = -1, step_tid = -1;
-    int n_x = 0, n_ops = 0, n_bwd = 0, n_h2d = 0, n_d2h = 0, n_counter = 0, bad = 0;
+    int n_x = 0, n_ops = 0, n_bwd = 0, n_h2d = 0, n_d2h = 0, n_d2h_targets = 0, n_counter = 0,
+        bad = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, evs) {
         const char *ph = str(e, "ph");
@@ -174,6 +175,7 @@ static void check_trace(const char *path, ts_device dev) {
                 y_seen |= bytes == (double)y_bytes;
             } else if (!strcmp(kind, "DtoH")) {
                 n_d2h++;
+                n_d2h_targets += bytes == (double)y_bytes;
             } else {
                 CHECK(!"unexpected transfer kind");
             }
@@ -185,7 +187,10 @@ static void check_trace(const char *path, ts_device dev) {
     if (moves) {
         CHECK(x_seen && y_seen);
         CHECK_EQ(n_h2d, 4 + 2); /* ts_module_to's 4 parameters, x and y */
-        CHECK_EQ(n_d2h, 1 + 4); /* the loss, the parameters read back after the step */
+        /* the loss, the parameters read back after the step, and the host reads of the targets
+         * y by cross entropy's index checks (forward and backward) */
+        CHECK_EQ(n_d2h_targets, 3);
+        CHECK_EQ(n_d2h - n_d2h_targets, 1 + 4);
     } else {
         CHECK_EQ(n_h2d + n_d2h, 0);
     }

@@ -31,7 +31,7 @@ static void check_shape(ts_tensor *t, ts_shape want) {
 
 /* torchvision's numbers: sum(p.numel() for p in resnetNN().parameters()), len(state_dict()) */
 static void test_sizes_and_names(void) {
-    ts_module *m = ts_resnet18((ts_resnet_config){0});
+    ts_module *m = ts_resnet18_new((ts_resnet_config){0});
     CHECK_EQ(ts_module_num_parameters(m), 11689512);
     CHECK_EQ(state_dict_len(m), 122);
     const char *keys[] = {"conv1.weight",
@@ -52,13 +52,13 @@ static void test_sizes_and_names(void) {
     check_shape(ts_module_get(m, "fc.weight"), TS_SHAPE(1000, 512));
     ts_module_free(m);
 
-    m = ts_resnet34((ts_resnet_config){0});
+    m = ts_resnet34_new((ts_resnet_config){0});
     CHECK_EQ(ts_module_num_parameters(m), 21797672);
     CHECK_EQ(state_dict_len(m), 218);
     CHECK(has_key(m, "layer3.5.bn2.weight") && !has_key(m, "layer3.6.bn2.weight"));
     ts_module_free(m);
 
-    m = ts_resnet50((ts_resnet_config){0});
+    m = ts_resnet50_new((ts_resnet_config){0});
     CHECK_EQ(ts_module_num_parameters(m), 25557032);
     CHECK_EQ(state_dict_len(m), 320);
     /* stride on the 3x3 (v1.5); the first block of layer1 already needs a downsample (64 -> 256) */
@@ -68,20 +68,20 @@ static void test_sizes_and_names(void) {
     ts_module_free(m);
 
     /* the bottleneck width: planes * width_per_group / 64 * groups (wide ResNets, ResNeXt) */
-    m = ts_resnet50((ts_resnet_config){.width = 8, .width_per_group = 128});
+    m = ts_resnet50_new((ts_resnet_config){.width = 8, .width_per_group = 128});
     check_shape(ts_module_get(m, "layer1.0.conv2.weight"), TS_SHAPE(16, 16, 3, 3));
     check_shape(ts_module_get(m, "layer1.0.conv3.weight"), TS_SHAPE(32, 16, 1, 1));
     ts_module_free(m);
-    m = ts_resnet50((ts_resnet_config){.width = 8, .groups = 4, .width_per_group = 4});
+    m = ts_resnet50_new((ts_resnet_config){.width = 8, .groups = 4, .width_per_group = 4});
     /* width = 8 * 4 / 64 * 4 = 0 with integer division: refused */
     CHECK(m == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    m = ts_resnet50((ts_resnet_config){.width = 16, .groups = 4, .width_per_group = 32});
+    m = ts_resnet50_new((ts_resnet_config){.width = 16, .groups = 4, .width_per_group = 32});
     check_shape(ts_module_get(m, "layer1.0.conv2.weight"), TS_SHAPE(32, 8, 3, 3)); /* grouped */
     ts_module_free(m);
 
     /* He et al.'s resnet20: 0.27M parameters with option A (no shortcut parameters) */
-    m = ts_resnet20((ts_resnet_config){0});
+    m = ts_resnet20_new((ts_resnet_config){0});
     CHECK_EQ(ts_module_num_parameters(m), 269722);
     CHECK(!has_key(m, "layer4.0.conv1.weight"));
     char *r = ts_module_repr(m);
@@ -92,11 +92,11 @@ static void test_sizes_and_names(void) {
     check_shape(ts_module_get(m, "conv1.weight"), TS_SHAPE(16, 3, 3, 3));
     check_shape(ts_module_get(m, "fc.weight"), TS_SHAPE(10, 64));
     ts_module_free(m);
-    m = ts_resnet20((ts_resnet_config){.shortcut_conv = true});
+    m = ts_resnet20_new((ts_resnet_config){.shortcut_conv = true});
     CHECK_EQ(ts_module_num_parameters(m), 269722 + 16 * 32 + 64 + 32 * 64 + 128);
     check_shape(ts_module_get(m, "layer3.0.downsample.0.weight"), TS_SHAPE(64, 32, 1, 1));
     ts_module_free(m);
-    m = ts_resnet_cifar(56, (ts_resnet_config){0});
+    m = ts_resnet_cifar_new(56, (ts_resnet_config){0});
     CHECK(has_key(m, "layer1.8.conv2.weight") && !has_key(m, "layer1.9.conv2.weight"));
     ts_module_free(m);
     CHECK_OK();
@@ -105,10 +105,10 @@ static void test_sizes_and_names(void) {
 static void test_forward_shapes_and_repr(void) {
     ts_manual_seed(1);
     ts_scope_begin();
-    ts_module *m = ts_resnet18((ts_resnet_config){.num_classes = 7, .width = 8});
+    ts_module *m = ts_resnet18_new((ts_resnet_config){.num_classes = 7, .width = 8});
     check_shape(ts_forward(m, ts_randn(TS_SHAPE(2, 3, 64, 64), (ts_opts){0})), TS_SHAPE(2, 7));
     ts_module_free(m);
-    m = ts_resnet18(
+    m = ts_resnet18_new(
         (ts_resnet_config){.num_classes = 10, .in_channels = 1, .width = 4, .cifar_stem = true});
     check_shape(ts_module_get(m, "conv1.weight"), TS_SHAPE(4, 1, 3, 3));
     check_shape(ts_forward(m, ts_randn(TS_SHAPE(2, 1, 28, 28), (ts_opts){0})), TS_SHAPE(2, 10));
@@ -119,13 +119,13 @@ static void test_forward_shapes_and_repr(void) {
     CHECK(r && strstr(r, "(avgpool): AdaptiveAvgPool2d(output_size=(1, 1))"));
     free(r);
     ts_module_free(m);
-    m = ts_resnet50((ts_resnet_config){.width = 4, .num_classes = 3});
+    m = ts_resnet50_new((ts_resnet_config){.width = 4, .num_classes = 3});
     check_shape(ts_forward(m, ts_randn(TS_SHAPE(2, 3, 32, 32), (ts_opts){0})), TS_SHAPE(2, 3));
     r = ts_module_repr(m);
     CHECK(r && strstr(r, "(layer1): Sequential(\n    (0): Bottleneck(\n"));
     free(r);
     ts_module_free(m);
-    m = ts_resnet20((ts_resnet_config){.width = 4});
+    m = ts_resnet20_new((ts_resnet_config){.width = 4});
     check_shape(ts_forward(m, ts_randn(TS_SHAPE(3, 3, 32, 32), (ts_opts){0})), TS_SHAPE(3, 10));
     r = ts_module_repr(m);
     CHECK(r && strstr(r, "(downsample): ShortcutA(4, 8, stride=2)"));
@@ -157,7 +157,7 @@ static double max_abs(ts_tensor *t) {
 
 static void test_init(void) {
     ts_manual_seed(3);
-    ts_module *m = ts_resnet18((ts_resnet_config){0});
+    ts_module *m = ts_resnet18_new((ts_resnet_config){0});
     /* kaiming_normal_ fan_out relu: std sqrt(2 / (out * kh * kw)); 2.4M draws give ~0.05% */
     ts_tensor *w = ts_module_get(m, "layer4.0.conv2.weight");
     CHECK_NEAR(std_of(w), sqrt(2.0 / (512 * 9)), 0.01 * sqrt(2.0 / (512 * 9)));
@@ -172,13 +172,13 @@ static void test_init(void) {
     CHECK(max_abs(ts_module_get(m, "fc.weight")) > 0.9 / sqrt(512.0));
     ts_module_free(m);
 
-    m = ts_resnet18((ts_resnet_config){.width = 4, .zero_init_residual = true});
+    m = ts_resnet18_new((ts_resnet_config){.width = 4, .zero_init_residual = true});
     CHECK_EQ(max_abs(ts_module_get(m, "layer1.0.bn2.weight")), 0);
     CHECK_EQ(max_abs(ts_module_get(m, "layer4.1.bn2.weight")), 0);
     CHECK_EQ(max_abs(ts_module_get(m, "layer1.0.bn1.weight")), 1);
     CHECK_EQ(max_abs(ts_module_get(m, "layer2.0.downsample.1.weight")), 1);
     ts_module_free(m);
-    m = ts_resnet50((ts_resnet_config){.width = 4, .zero_init_residual = true});
+    m = ts_resnet50_new((ts_resnet_config){.width = 4, .zero_init_residual = true});
     CHECK_EQ(max_abs(ts_module_get(m, "layer3.2.bn3.weight")), 0);
     CHECK_EQ(max_abs(ts_module_get(m, "layer3.2.bn2.weight")), 1);
     ts_module_free(m);
@@ -206,7 +206,7 @@ static ts_tensor *shortcut_fn(ts_tensor *const *in, int n, void *ctx) {
 }
 
 static void test_option_a(void) {
-    ts_module *m = ts_resnet20((ts_resnet_config){.width = 4});
+    ts_module *m = ts_resnet20_new((ts_resnet_config){.width = 4});
     shortcut = ts_module_child(m, "layer2.0.downsample"); /* 4 -> 8 channels, stride 2 */
     ts_scope_begin();
     ts_tensor *x = ts_arange(0, 2 * 4 * 5 * 5, 1, (ts_opts){.dtype = TS_F32});
@@ -286,7 +286,7 @@ static void test_data_parallel(void) {
         return;
     }
     ts_manual_seed(9);
-    ts_module *m = ts_module_to(ts_resnet20((ts_resnet_config){.width = 4}), ts_sim(0));
+    ts_module *m = ts_module_to(ts_resnet20_new((ts_resnet_config){.width = 4}), ts_sim(0));
     ts_scope_begin();
     ts_tensor *x = ts_to(ts_randn(TS_SHAPE(4, 3, 16, 16), (ts_opts){0}), ts_sim(0));
     ts_module_eval(m);
@@ -297,7 +297,7 @@ static void test_data_parallel(void) {
     ts_keep(x);
     ts_scope_end();
     ts_device devs[2] = {ts_sim(0), ts_sim(1)};
-    ts_module *dp = ts_data_parallel(m, devs, 2, ts_sim(0));
+    ts_module *dp = ts_data_parallel_new(m, devs, 2, ts_sim(0));
     ts_scope_begin();
     ts_module_eval(dp);
     ts_no_grad_begin();
@@ -312,15 +312,15 @@ static void test_data_parallel(void) {
 }
 
 static void test_mistakes(void) {
-    CHECK(ts_resnet_cifar(21, (ts_resnet_config){0}) == NULL);
+    CHECK(ts_resnet_cifar_new(21, (ts_resnet_config){0}) == NULL);
     CHECK(strstr(ts_error_message(), "resnet_cifar: depth must be 6n + 2") != NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_resnet_cifar(2, (ts_resnet_config){0}) == NULL);
+    CHECK(ts_resnet_cifar_new(2, (ts_resnet_config){0}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_resnet18((ts_resnet_config){.groups = 2}) == NULL);
+    CHECK(ts_resnet18_new((ts_resnet_config){.groups = 2}) == NULL);
     CHECK(strstr(ts_error_message(), "BasicBlock only supports groups=1") != NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_resnet18((ts_resnet_config){.width = -4}) == NULL);
+    CHECK(ts_resnet18_new((ts_resnet_config){.width = -4}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     CHECK(ts_resnet_new(TS_BASIC_BLOCK, (const int[]){2, 0, 2, 2}, (ts_resnet_config){0}) == NULL);
     CHECK(strstr(ts_error_message(), "layers[1] must be at least 1") != NULL);

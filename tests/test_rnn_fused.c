@@ -471,7 +471,7 @@ static void check_capture(ts_device dev, bool lstm) {
         ts_manual_seed(5);
         m[i] = lstm ? ts_lstm_new(I, H, (ts_rnn_opts){0}) : ts_gru_new(I, H, (ts_rnn_opts){0});
         ts_module_to(m[i], dev);
-        o[i] = ts_sgd(m[i], (ts_sgd_opts){.lr = 0.5});
+        o[i] = ts_sgd_new(m[i], (ts_sgd_opts){.lr = 0.5});
     }
     for (int k = 0; k < STEPS; k++) train_step(m[0], o[0], xs[k]);
     train_step(m[1], o[1], xs[0]); /* warm-up */

@@ -15,7 +15,7 @@ static ts_dataset *index_dataset(int64_t n) {
     ts_tensor *x = ts_tensor_i64(TS_SHAPE(n, 1), v, (ts_opts){0});
     ts_tensor *y = ts_tensor_i64(TS_SHAPE(n), v, (ts_opts){0});
     free(v);
-    ts_dataset *d = ts_tensor_dataset(x, y);
+    ts_dataset *d = ts_tensor_dataset_new(x, y);
     ts_release(x);
     ts_release(y);
     return d;
@@ -71,9 +71,12 @@ static void rules(int W, int64_t n, bool shuffle, bool drop_last) {
         memset(seen, 0, (size_t)(n + 1) * sizeof *seen);
         int64_t total = 0;
         for (int r = 0; r < W; r++) {
-            ts_sampler *s = ts_distributed_sampler(
-                n, (ts_distributed_sampler_opts){.num_replicas = W, .rank = r, .seed = 11,
-                                                 .no_shuffle = !shuffle, .drop_last = drop_last});
+            ts_sampler *s = ts_distributed_sampler_new(
+                n, (ts_distributed_sampler_opts){.num_replicas = W,
+                                                 .rank = r,
+                                                 .seed = 11,
+                                                 .no_shuffle = !shuffle,
+                                                 .drop_last = drop_last});
             CHECK(s != NULL);
             if (!s) continue;
             ts_sampler_set_epoch(s, epoch);
@@ -125,18 +128,18 @@ static void rules(int W, int64_t n, bool shuffle, bool drop_last) {
  * [0, 1, 2, 0, 1]: rank 4 takes 1 (the list repeated from its start). */
 static void known_lists(void) {
     int64_t got[8];
-    ts_sampler *s = ts_distributed_sampler(
+    ts_sampler *s = ts_distributed_sampler_new(
         10, (ts_distributed_sampler_opts){.num_replicas = 4, .rank = 1, .no_shuffle = true});
     CHECK(ts_sampler_len(s) == 3 && ts_sampler_indices(s, got) == TS_OK);
     CHECK(got[0] == 1 && got[1] == 5 && got[2] == 9);
     ts_sampler_free(s);
-    s = ts_distributed_sampler(10, (ts_distributed_sampler_opts){.num_replicas = 4, .rank = 3,
-                                                                 .no_shuffle = true,
-                                                                 .drop_last = true});
+    s = ts_distributed_sampler_new(
+        10, (ts_distributed_sampler_opts){
+                .num_replicas = 4, .rank = 3, .no_shuffle = true, .drop_last = true});
     CHECK(ts_sampler_len(s) == 2 && ts_sampler_indices(s, got) == TS_OK);
     CHECK(got[0] == 3 && got[1] == 7);
     ts_sampler_free(s);
-    s = ts_distributed_sampler(
+    s = ts_distributed_sampler_new(
         3, (ts_distributed_sampler_opts){.num_replicas = 5, .rank = 4, .no_shuffle = true});
     CHECK(ts_sampler_len(s) == 1 && ts_sampler_indices(s, got) == TS_OK && got[0] == 1);
     ts_sampler_free(s);
@@ -145,7 +148,7 @@ static void known_lists(void) {
 
 static void epochs_differ(void) {
     int64_t a[50], b[50];
-    ts_sampler *s = ts_distributed_sampler(
+    ts_sampler *s = ts_distributed_sampler_new(
         100, (ts_distributed_sampler_opts){.num_replicas = 2, .rank = 0, .seed = 3});
     ts_sampler_set_epoch(s, 0);
     ts_sampler_indices(s, a);
@@ -157,31 +160,34 @@ static void epochs_differ(void) {
     CHECK(memcmp(a, b, sizeof a) == 0);
     ts_sampler_free(s);
     /* num_replicas 0: this process's world (one, outside a launcher) */
-    s = ts_distributed_sampler(7, (ts_distributed_sampler_opts){0});
+    s = ts_distributed_sampler_new(7, (ts_distributed_sampler_opts){0});
     CHECK(s && ts_sampler_len(s) == 7);
     ts_sampler_free(s);
     CHECK_OK();
 }
 
 static void errors(void) {
-    CHECK(ts_distributed_sampler(10, (ts_distributed_sampler_opts){.num_replicas = 4, .rank = 4}) ==
-          NULL);
+    CHECK(ts_distributed_sampler_new(
+              10, (ts_distributed_sampler_opts){.num_replicas = 4, .rank = 4}) == NULL);
     CHECK(strstr(ts_error_message(), "Invalid rank 4, rank should be in the interval [0, 3]"));
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_distributed_sampler(10, (ts_distributed_sampler_opts){.num_replicas = -2}) == NULL);
+    CHECK(ts_distributed_sampler_new(10, (ts_distributed_sampler_opts){.num_replicas = -2}) ==
+          NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_distributed_sampler(-1, (ts_distributed_sampler_opts){.num_replicas = 2}) == NULL);
+    CHECK(ts_distributed_sampler_new(-1, (ts_distributed_sampler_opts){.num_replicas = 2}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     CHECK(ts_sampler_len(NULL) == -1);
     CHECK_ERR(TS_ERR_ARG);
     CHECK(ts_sampler_set_epoch(NULL, 1) == TS_ERR_ARG);
     ts_error_clear();
     ts_dataset *d = index_dataset(10);
-    ts_sampler *s = ts_distributed_sampler(10, (ts_distributed_sampler_opts){.num_replicas = 2});
+    ts_sampler *s =
+        ts_distributed_sampler_new(10, (ts_distributed_sampler_opts){.num_replicas = 2});
     CHECK(ts_loader_new(d, (ts_loader_opts){.sampler = s, .shuffle = true}) == NULL);
     CHECK(strstr(ts_error_message(), "sampler option is mutually exclusive with shuffle"));
     CHECK_ERR(TS_ERR_ARG);
-    ts_sampler *other = ts_distributed_sampler(11, (ts_distributed_sampler_opts){.num_replicas = 2});
+    ts_sampler *other =
+        ts_distributed_sampler_new(11, (ts_distributed_sampler_opts){.num_replicas = 2});
     CHECK(ts_loader_new(d, (ts_loader_opts){.sampler = other}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_sampler_free(s);

@@ -173,26 +173,26 @@ static int make(const row *r, ts_optim *opt, ts_lr_scheduler **s) {
     static const int milestones[] = {2, 5, 5, 9};
     switch (r->kind) {
     case SC_STEP:
-        s[0] = ts_step_lr(opt, 3, 0.5);
+        s[0] = ts_step_lr_new(opt, 3, 0.5);
         return 1;
     case SC_MULTISTEP:
-        s[0] = ts_multistep_lr(opt, milestones, 4, 0.3);
+        s[0] = ts_multistep_lr_new(opt, milestones, 4, 0.3);
         return 1;
     case SC_COSINE:
-        s[0] = ts_cosine_lr(opt, 6, 0.001);
+        s[0] = ts_cosine_lr_new(opt, 6, 0.001);
         return 1;
     case SC_LINEAR:
-        s[0] = ts_linear_lr(opt, 0.25, 1.0, 4);
+        s[0] = ts_linear_lr_new(opt, 0.25, 1.0, 4);
         return 1;
     case SC_ONECYCLE:
-        s[0] = ts_onecycle_lr(opt, 1.0, 10);
+        s[0] = ts_onecycle_lr_new(opt, 1.0, 10);
         return 1;
     case SC_ONECYCLE_ADAM:
-        s[0] = ts_onecycle_lr(opt, 0.5, 7);
+        s[0] = ts_onecycle_lr_new(opt, 0.5, 7);
         return 1;
     case SC_CHAINED:
-        s[0] = ts_linear_lr(opt, 0.5, 1.0, 3);
-        s[1] = ts_step_lr(opt, 2, 0.5);
+        s[0] = ts_linear_lr_new(opt, 0.5, 1.0, 3);
+        s[1] = ts_step_lr_new(opt, 2, 0.5);
         return 2;
     }
     return 0;
@@ -209,8 +209,8 @@ static void test_rows(void) {
         ts_tensor *p = ts_zeros(TS_SHAPE(1), (ts_opts){.requires_grad = true});
         ts_tensor *q = ts_zeros(TS_SHAPE(1), (ts_opts){.requires_grad = true});
         ts_optim *opt = r->kind == SC_ONECYCLE_ADAM
-                            ? ts_adam_params(&p, 1, (ts_adam_opts){.lr = 0.1})
-                            : ts_sgd_params(&p, 1, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
+                            ? ts_adam_new_params(&p, 1, (ts_adam_opts){.lr = 0.1})
+                            : ts_sgd_new_params(&p, 1, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9});
         CHECK_EQ(ts_optim_add_param_group(opt, &q, 1, 0.05), TS_OK);
         ts_lr_scheduler *s[2] = {NULL, NULL};
         int ns = make(r, opt, s);
@@ -244,26 +244,26 @@ static void test_rows(void) {
 
 static void test_errors(void) {
     ts_tensor *p = ts_zeros(TS_SHAPE(1), (ts_opts){.requires_grad = true});
-    ts_optim *opt = ts_sgd_params(&p, 1, (ts_sgd_opts){.lr = 0.1});
-    CHECK(ts_step_lr(opt, 0, 0.5) == NULL);
+    ts_optim *opt = ts_sgd_new_params(&p, 1, (ts_sgd_opts){.lr = 0.1});
+    CHECK(ts_step_lr_new(opt, 0, 0.5) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_step_lr(NULL, 2, 0.5) == NULL);
+    CHECK(ts_step_lr_new(NULL, 2, 0.5) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_multistep_lr(opt, NULL, 2, 0.5) == NULL);
+    CHECK(ts_multistep_lr_new(opt, NULL, 2, 0.5) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_cosine_lr(opt, 0, 0) == NULL);
+    CHECK(ts_cosine_lr_new(opt, 0, 0) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_linear_lr(opt, 0, 1, 5) == NULL);
+    CHECK(ts_linear_lr_new(opt, 0, 1, 5) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_linear_lr(opt, 0.5, 1.5, 5) == NULL);
+    CHECK(ts_linear_lr_new(opt, 0.5, 1.5, 5) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_onecycle_lr(opt, 0.1, 0) == NULL);
+    CHECK(ts_onecycle_lr_new(opt, 0.1, 0) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_scheduler_step(NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_scheduler_free(NULL);
     CHECK_NEAR(ts_optim_get_lr(opt, 0), 0.1, 0); /* failed constructors changed nothing */
-    ts_lr_scheduler *s = ts_multistep_lr(opt, NULL, 0, 0.5); /* no milestones: constant */
+    ts_lr_scheduler *s = ts_multistep_lr_new(opt, NULL, 0, 0.5); /* no milestones: constant */
     for (int e = 0; e < 3; e++) ts_scheduler_step(s);
     CHECK_NEAR(ts_optim_get_lr(opt, 0), 0.1, 0);
     ts_scheduler_free(s);

@@ -12,6 +12,7 @@
 
 #include "backend/cpu/gemm_amx.h"
 #include "backend/cpu/kern_sdpa_amx.h"
+#include "backend/cpu/sdpa_select.h"
 #include "nn/functional_internal.h"
 #include "sdpa_half_bound.h"
 #include "ts_test.h"
@@ -179,7 +180,7 @@ static ts_tensor *rounded64(ts_tensor *t, ts_dtype dt) {
  * dk lost: all far past the bound; D off by 1% fails (32 checks) and by 0.3% (10); before the
  * bounds took the measured sums (u Ev max|dO| max|v| and L in place of the column sum), D off
  * by 1% passed.
- * On a host with AMX, bf16 attention of up to TS_SDPA_AMX_MAX_SCORES scores takes the tiles
+ * On a host with AMX, bf16 attention of up to amx_max_scores scores (sdpa_select.c) takes the tiles
  * (kern_sdpa_amx.c), which also round the weights P and dS to bf16 as operands of their
  * products: support/sdpa_half_bound.h has the bounds of both paths. */
 static void run_half_case(const sdpa_case *c, ts_dtype dt, ts_device dev) {
@@ -210,7 +211,8 @@ static void run_half_case(const sdpa_case *c, ts_dtype dt, ts_device dev) {
     sdpa_half_case hc;
     sdpa_half_measure(&hc, q64, k64, v64, g64, m64, causal, c->scale, ref, ts_grad(qr), ts_grad(kr),
                       ts_grad(vr));
-    hc.amx = dt == TS_BF16 && tsi_amx_gemm_ready() && c->L * c->S <= TS_SDPA_AMX_MAX_SCORES;
+    hc.amx = dt == TS_BF16 && tsi_amx_gemm_ready() &&
+             c->L * c->S <= tsi_sdpa_limits_get()->amx_max_scores;
     const sdpa_half_tol tol = sdpa_half_tolerances(u, &hc);
     sdpa_close_rel("output", label, out, ref, u, tol.out);
     sdpa_close_rel("grad query", label, ts_grad(q), ts_grad(qr), u, tol.dq);

@@ -7,7 +7,7 @@
  * Forward (out, lse) and backward (dq, dk, dv) against the float64 reference on the same bf16
  * inputs, within support/sdpa_half_bound.h's AMX bounds; lse against log sum e^(scores); 1 and 2
  * threads bit for bit; tsi_sdpa_amx_takes' choice (bf16 only, no dropout, L x S within
- * TS_SDPA_AMX_MAX_SCORES). */
+ * sdpa_select.c's amx_max_scores). */
 #define _DEFAULT_SOURCE /* setenv */
 #include "amx_emulated_names.h"
 #include "backend/cpu/gemm_amx.c"
@@ -230,12 +230,12 @@ static void test_takes(void) {
     tsi_kview_fill(&a.q, f);
     CHECK(!tsi_sdpa_amx_takes(&a));
     /* L x S just past the limit, and at it */
-    ts_tensor *lq =
-        ts_zeros(TS_SHAPE(1, TS_SDPA_AMX_MAX_SCORES / 256 + 1, 8), (ts_opts){.dtype = TS_BF16});
+    const int64_t max_scores = tsi_sdpa_limits_get()->amx_max_scores;
+    ts_tensor *lq = ts_zeros(TS_SHAPE(1, max_scores / 256 + 1, 8), (ts_opts){.dtype = TS_BF16});
     ts_tensor *lk = ts_zeros(TS_SHAPE(1, 256, 8), (ts_opts){.dtype = TS_BF16});
     tsi_kview_fill(&a.q, lq), tsi_kview_fill(&a.k, lk), tsi_kview_fill(&a.v, lk);
     CHECK(!tsi_sdpa_amx_takes(&a));
-    tsi_kview_fill(&a.q, ts_narrow(lq, 1, 0, TS_SDPA_AMX_MAX_SCORES / 256));
+    tsi_kview_fill(&a.q, ts_narrow(lq, 1, 0, max_scores / 256));
     CHECK(tsi_sdpa_amx_takes(&a));
     ts_scope_end();
 }

@@ -76,7 +76,7 @@ int main(void) {
     const int64_t N = NA + NB + NZ, T = 64;
 
     /* ---- validation split: fixed windows over the last 10% */
-    ts_dataset *val = ts_text_dataset(root, TS_SPLIT_TEST, (ts_text_opts){.context = T});
+    ts_dataset *val = ts_text_dataset_new(root, TS_SPLIT_TEST, (ts_text_opts){.context = T});
     CHECK_OK();
     const int64_t n_train = (int64_t)((double)N * 0.9), n_val = N - n_train;
     CHECK_EQ(ts_dataset_len(val), (n_val - 1) / T);
@@ -92,7 +92,8 @@ int main(void) {
 
     /* ---- training split: window i starts in [i T, i T + T), the offsets change with the epoch,
      * the same epoch gives the same windows, and every window lies in the training bytes */
-    ts_dataset *tr = ts_text_dataset(root, TS_SPLIT_TRAIN, (ts_text_opts){.context = T, .seed = 7});
+    ts_dataset *tr =
+        ts_text_dataset_new(root, TS_SPLIT_TRAIN, (ts_text_opts){.context = T, .seed = 7});
     CHECK_OK();
     const int64_t W = n_train / T - 1;
     CHECK_EQ(ts_dataset_len(tr), W);
@@ -114,7 +115,7 @@ int main(void) {
     for (int q = 0; q < 4; q++) CHECK(shift_hist[q] > W / 16);
     /* another seed, other windows */
     ts_dataset *tr2 =
-        ts_text_dataset(root, TS_SPLIT_TRAIN, (ts_text_opts){.context = T, .seed = 8});
+        ts_text_dataset_new(root, TS_SPLIT_TRAIN, (ts_text_opts){.context = T, .seed = 8});
     int64_t *x2 = malloc((size_t)T * sizeof *x2), differ = 0;
     for (int64_t i = 0; i < W; i++) {
         sample_bytes(tr, i, 0, T, x);
@@ -158,27 +159,27 @@ int main(void) {
     CHECK_OK();
 
     /* ---- a single file is read as it is */
-    ts_dataset *one = ts_text_dataset(path("a.txt"), TS_SPLIT_TEST,
-                                      (ts_text_opts){.context = 16, .val_fraction = 0.5});
+    ts_dataset *one = ts_text_dataset_new(path("a.txt"), TS_SPLIT_TEST,
+                                          (ts_text_opts){.context = 16, .val_fraction = 0.5});
     CHECK_OK();
     CHECK_EQ(ts_dataset_len(one), (NA - NA / 2 - 1) / 16);
     ts_dataset_free(one);
 
     /* ---- errors name the op and the cause */
-    CHECK(!ts_text_dataset(path("nowhere"), TS_SPLIT_TRAIN, (ts_text_opts){0}));
+    CHECK(!ts_text_dataset_new(path("nowhere"), TS_SPLIT_TRAIN, (ts_text_opts){0}));
     CHECK(strstr(ts_error_message(), "ts_text_dataset") && strstr(ts_error_message(), "nowhere"));
     CHECK_ERR(TS_ERR_IO);
-    CHECK(!ts_text_dataset(path("bin.dat"), TS_SPLIT_TRAIN, (ts_text_opts){0}));
+    CHECK(!ts_text_dataset_new(path("bin.dat"), TS_SPLIT_TRAIN, (ts_text_opts){0}));
     CHECK(strstr(ts_error_message(), "binary") != NULL);
     CHECK_ERR(TS_ERR_FORMAT);
-    CHECK(!ts_text_dataset(path("a.txt"), TS_SPLIT_TRAIN, (ts_text_opts){.context = 2000}));
+    CHECK(!ts_text_dataset_new(path("a.txt"), TS_SPLIT_TRAIN, (ts_text_opts){.context = 2000}));
     CHECK(strstr(ts_error_message(), "too short") != NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(!ts_text_dataset(root, TS_SPLIT_TRAIN, (ts_text_opts){.context = -1}));
+    CHECK(!ts_text_dataset_new(root, TS_SPLIT_TRAIN, (ts_text_opts){.context = -1}));
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(!ts_text_dataset(root, TS_SPLIT_TRAIN, (ts_text_opts){.val_fraction = 1.5}));
+    CHECK(!ts_text_dataset_new(root, TS_SPLIT_TRAIN, (ts_text_opts){.val_fraction = 1.5}));
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(!ts_text_dataset(NULL, TS_SPLIT_TRAIN, (ts_text_opts){0}));
+    CHECK(!ts_text_dataset_new(NULL, TS_SPLIT_TRAIN, (ts_text_opts){0}));
     CHECK_ERR(TS_ERR_ARG);
 
     ts_dataset_free(val);

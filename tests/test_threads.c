@@ -53,11 +53,11 @@ static void train(run *r) {
     ts_module *layers[] = {ts_linear_new(6, 16), ts_relu_new(), ts_dropout_new(0.25),
                            ts_linear_new(16, 3)};
     ts_module *m = ts_sequential_new(4, layers);
-    ts_optim *o = ts_adam(m, (ts_adam_opts){.lr = 1e-2});
+    ts_optim *o = ts_adam_new(m, (ts_adam_opts){.lr = 1e-2});
     ts_scope_begin();
     ts_tensor *x = ts_randn(TS_SHAPE(SAMPLES, 6), (ts_opts){.device = ts_cpu()});
     ts_tensor *y = ts_randint(0, 3, TS_SHAPE(SAMPLES), (ts_opts){.device = ts_cpu()});
-    ts_dataset *d = ts_tensor_dataset(x, y);
+    ts_dataset *d = ts_tensor_dataset_new(x, y);
     ts_scope_end();
     ts_loader *l = ts_loader_new(d, (ts_loader_opts){.batch_size = BATCH,
                                                      .shuffle = true,

@@ -111,6 +111,38 @@ static void test_text_gpt(void) {
                          path_in("place", "model.safetensors"));
     CHECK(d == 0);
     if (d != 0) fprintf(stderr, "  placed vs on one device: %g\n", d);
+    /* --stream-weights: the weights on the host, each block copied to sim:0 two units ahead and
+     * the optimizer stepping on the host: the same weights */
+    r = RUN(GPT, "--device", "sim:0", "--max-steps", "3", "--stream-weights", "2", "--checkpoint",
+            path_in("stream", NULL));
+    check_clean_exit(&r);
+    CHECK(r.out && strstr(r.out, "weights streamed to sim:0, 2 units ahead (--stream-weights)"));
+    result_free(&r);
+    d = weights_rel_diff(path_in("off0", "model.safetensors"),
+                         path_in("stream", "model.safetensors"));
+    CHECK(d == 0);
+    if (d != 0) fprintf(stderr, "  streamed vs on the device: %g\n", d);
+    /* streamed with its blocks checkpointed (recomputed in backward from the kept copies): the
+     * weights of the run with checkpointing alone */
+    r = RUN(GPT, "--layers", "2", "--dropout", "0.1", "--max-steps", "3", "--device", "sim:0",
+            "--stream-weights", "1", "--checkpoint-activations", "1", "--checkpoint",
+            path_in("ck2", NULL));
+    check_clean_exit(&r);
+    result_free(&r);
+    d = weights_rel_diff(path_in("ck1", "model.safetensors"), path_in("ck2", "model.safetensors"));
+    CHECK(d == 0);
+    if (d != 0) fprintf(stderr, "  streamed and checkpointed vs checkpointed: %g\n", d);
+    r = RUN(GPT, "--max-steps", "1", "--stream-weights", "1"); /* --device cpu */
+    CHECK_EQ(exit_code(&r), 1);
+    CHECK(r.err && strstr(r.err, "--stream-weights") && strstr(r.err, "a sim or cuda device"));
+    result_free(&r);
+    check_usage_error(RUN(GPT, "--stream-weights", "1", "--max-memory", "cpu=1GiB"),
+                      "tessera: --stream-weights: not with --max-memory (placement and streaming "
+                      "do not combine: stream the whole model)\n");
+    check_usage_error(RUN(GPT, "--stream-weights", "0", "--offload-optimizer"),
+                      "tessera: --offload-optimizer: not with --stream-weights (streamed weights "
+                      "live on the host, where the optimizer steps already)\n");
+    check_usage_prefix(RUN(GPT, "--stream-weights", "-1"), "tessera: --stream-weights");
     check_usage_error(RUN(GPT, "--max-memory", "cpu=1GiB", "--devices", "sim:0,sim:1"),
                       "tessera: --max-memory: not with --devices (data parallel replicates the "
                       "whole model)\n");

@@ -23,7 +23,7 @@ static void test_trace_of_steps(void) {
     cJSON *j = text ? cJSON_Parse(text) : NULL;
     CHECK(j != NULL);
     const cJSON *evs = cJSON_GetObjectItem(j, "traceEvents"), *e;
-    int steps[8] = {0}, waits = 0, ops = 0, bwd = 0, other_ranges = 0, h2d = 0;
+    int steps[8] = {0}, waits = 0, ops = 0, bwd = 0, other_ranges = 0, h2d = 0, d2h = 0;
     double s2_t0 = 0, s3_t1 = 0;
     cJSON_ArrayForEach(e, evs) {
         const cJSON *ph = cJSON_GetObjectItem(e, "ph"), *name = cJSON_GetObjectItem(e, "name"),
@@ -45,13 +45,20 @@ static void test_trace_of_steps(void) {
         waits += !strcmp(c, "dataloader");
         ops += !strcmp(c, "cpu_op");
         bwd += !strcmp(c, "backward");
-        h2d += !strcmp(c, "gpu_memcpy");
+        if (!strcmp(c, "gpu_memcpy")) {
+            const cJSON *kind = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "kind");
+            const bool to_dev = cJSON_IsString(kind) && !strcmp(kind->valuestring, "HtoD");
+            h2d += to_dev, d2h += !to_dev;
+        }
     }
     CHECK(steps[2] == 1 && steps[3] == 1);
     CHECK(steps[1] == 0 && steps[4] == 0 && steps[5] == 0);
     CHECK_EQ(other_ranges, 0);
     CHECK_EQ(waits, 2);   /* the loader's wait before each profiled step */
     CHECK_EQ(h2d, 2 * 2); /* each batch's images and labels moved to sim:0 */
+    /* the host reads of the labels by cross entropy's index checks (forward twice, backward
+     * once), each a device-to-host copy */
+    CHECK_EQ(d2h, 2 * 3);
     CHECK(ops > 10 && bwd > 4);
     CHECK(s2_t0 > 0 && s3_t1 > s2_t0);
     /* every op lies in the two steps */

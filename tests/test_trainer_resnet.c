@@ -17,7 +17,7 @@
  * the batch statistics of train mode. */
 static bool resnet_reference(const char *weights, int64_t width, double *loss, double *acc) {
     ts_tensor_list sd = {0};
-    ts_module *m = ts_resnet20((ts_resnet_config){.in_channels = 1, .width = width});
+    ts_module *m = ts_resnet20_new((ts_resnet_config){.in_channels = 1, .width = width});
     bool ok = m && !ts_safetensors_load(weights, ts_cpu(), &sd) &&
               !ts_module_load_state_dict(m, &sd, true);
     ts_tensor_list_free(&sd);

@@ -76,7 +76,7 @@ static void test_uniform(void) {
 
 /* ------------------------------------------------------------------ to_tensor */
 static void test_to_tensor(void) {
-    ts_transform *tt = ts_to_tensor();
+    ts_transform *tt = ts_to_tensor_new();
     ts_transform_ctx c = {0};
     /* HWC [2, 3, 3] u8 -> CHW [3, 2, 3] f32: out[ch][h][w] = in[h][w][ch] / 255 (f32 division,
      * torchvision's img.permute(2, 0, 1).float().div(255)) */
@@ -158,7 +158,7 @@ static void test_to_tensor(void) {
 static void test_normalize(void) {
     ts_transform_ctx c = {0};
     const float mean[3] = {0.4914f, 0.4822f, 0.4465f}, sd[3] = {0.247f, 0.243f, 0.261f};
-    ts_transform *nt = ts_normalize(3, mean, sd);
+    ts_transform *nt = ts_normalize_new(3, mean, sd);
     float v[3 * 2 * 2];
     for (int i = 0; i < 12; i++) v[i] = (float)i / 11.0f;
     ts_tensor *x = ts_tensor_f32(TS_SHAPE(3, 2, 2), v, (ts_opts){0});
@@ -207,7 +207,7 @@ static void test_normalize(void) {
     ts_release(y);
     ts_release(xd);
     /* normalize3 is normalize(3, ...) */
-    ts_transform *n3 = ts_normalize3(mean[0], mean[1], mean[2], sd[0], sd[1], sd[2]);
+    ts_transform *n3 = ts_normalize3_new(mean[0], mean[1], mean[2], sd[0], sd[1], sd[2]);
     ts_tensor *y1 = ts_transform_apply(nt, ts_retain(x), &c);
     ts_tensor *y2 = ts_transform_apply(n3, ts_retain(x), &c);
     if (y1 && y2) {
@@ -219,7 +219,7 @@ static void test_normalize(void) {
     ts_release(y1);
     ts_release(y2);
     /* one channel: broadcast over everything (Fashion-MNIST's 0.2860, 0.3530) */
-    ts_transform *n1 = ts_normalize(1, (const float[]){0.2860f}, (const float[]){0.3530f});
+    ts_transform *n1 = ts_normalize_new(1, (const float[]){0.2860f}, (const float[]){0.3530f});
     ts_tensor *x1 = ts_tensor_f32(TS_SHAPE(2, 3), v, (ts_opts){0});
     y = ts_transform_apply(n1, ts_retain(x1), &c);
     if (y) {
@@ -236,11 +236,11 @@ static void test_normalize(void) {
     ts_tensor *xi = ts_zeros(TS_SHAPE(3, 2, 2), (ts_opts){.dtype = TS_U8});
     CHECK(ts_transform_apply(nt, xi, &c) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
-    CHECK(ts_normalize(2, mean, (const float[]){1, 0}) == NULL);
+    CHECK(ts_normalize_new(2, mean, (const float[]){1, 0}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_normalize(0, mean, sd) == NULL);
+    CHECK(ts_normalize_new(0, mean, sd) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_normalize(3, NULL, sd) == NULL);
+    CHECK(ts_normalize_new(3, NULL, sd) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_release(x1);
     ts_release(x);
@@ -264,7 +264,7 @@ static uint8_t padded_byte(const uint8_t *src, img_desc d, int pad, int p, int r
 
 /* Checks n samples of crop(size, pad) on image src against the naive reference. */
 static void check_crop(ts_tensor *x, img_desc d, int size, int pad, int n, int *hist, int nhist) {
-    ts_transform *cr = ts_random_crop(size, pad);
+    ts_transform *cr = ts_random_crop_new(size, pad);
     uint8_t *src = host_bytes(x);
     int bad = 0;
     for (int i = 0; i < n; i++) {
@@ -320,7 +320,7 @@ static void test_crop(void) {
     /* a padding wider than the crop: some crops are all zeros, none overruns */
     check_crop(xf, (img_desc){false, 2, 4, 5, 4}, 2, 6, 300, NULL, 0);
     /* the crop depends on the epoch */
-    ts_transform *cr = ts_random_crop(4, 2);
+    ts_transform *cr = ts_random_crop_new(4, 2);
     int differ = 0;
     for (int i = 0; i < 20; i++) {
         ts_tensor *a = ts_transform_apply(cr, ts_retain(x), &(ts_transform_ctx){1, 0, i});
@@ -334,15 +334,15 @@ static void test_crop(void) {
     }
     CHECK(differ >= 10);
     /* errors: crop larger than the padded image, bad sizes, no image */
-    ts_transform *big = ts_random_crop(10, 2);
+    ts_transform *big = ts_random_crop_new(10, 2);
     CHECK(ts_transform_apply(big, ts_retain(x), &(ts_transform_ctx){0}) == NULL);
     CHECK_ERR(TS_ERR_SHAPE);
     CHECK(ts_transform_apply(cr, ts_zeros(TS_SHAPE(4), (ts_opts){0}), &(ts_transform_ctx){0}) ==
           NULL);
     CHECK_ERR(TS_ERR_SHAPE);
-    CHECK(ts_random_crop(0, 1) == NULL);
+    CHECK(ts_random_crop_new(0, 1) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_random_crop(3, -1) == NULL);
+    CHECK(ts_random_crop_new(3, -1) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_transform_free(big);
     ts_transform_free(cr);
@@ -353,7 +353,7 @@ static void test_crop(void) {
 
 /* Applies flip(p) to n samples of x: each output is x or its mirror as the draw says. */
 static int check_flip(ts_tensor *x, img_desc d, double p, int n, bool give_away) {
-    ts_transform *fl = ts_random_hflip(p);
+    ts_transform *fl = ts_random_hflip_new(p);
     uint8_t *src = host_bytes(x);
     int bad = 0, flipped = 0;
     for (int i = 0; i < n; i++) {
@@ -407,9 +407,9 @@ static void test_flip(void) {
     /* odd width */
     ts_tensor *xo = ts_tensor_f32(TS_SHAPE(1, 2, 3), v, (ts_opts){0});
     check_flip(xo, (img_desc){false, 1, 2, 3, 4}, 1.0, 3, true);
-    CHECK(ts_random_hflip(1.5) == NULL);
+    CHECK(ts_random_hflip_new(1.5) == NULL);
     CHECK_ERR(TS_ERR_ARG);
-    CHECK(ts_random_hflip(NAN) == NULL);
+    CHECK(ts_random_hflip_new(NAN) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     ts_release(x);
     ts_release(xf);
@@ -443,9 +443,9 @@ static void test_compose_and_callbacks(void) {
     uint8_t px[4 * 4];
     for (int i = 0; i < 16; i++) px[i] = (uint8_t)(i * 16 + 3);
     ts_tensor *x = ts_from_data(TS_SHAPE(4, 4, 1), TS_U8, px, (ts_opts){.dtype = TS_U8});
-    ts_transform *tn =
-        ts_compose(2, (ts_transform *[]){ts_to_tensor(), ts_normalize(1, (const float[]){0.5f},
-                                                                      (const float[]){0.25f})});
+    ts_transform *tn = ts_compose_new(
+        2, (ts_transform *[]){ts_to_tensor_new(),
+                              ts_normalize_new(1, (const float[]){0.5f}, (const float[]){0.25f})});
     ts_transform_ctx c = {.seed = 3, .epoch = 0, .index = 9};
     ts_tensor *y = ts_transform_apply(tn, ts_retain(x), &c);
     CHECK(shape_is(y, TS_SHAPE(1, 4, 4)));
@@ -461,8 +461,8 @@ static void test_compose_and_callbacks(void) {
     /* child i draws with seed + i * 0x9E3779B97F4A7C15: compose(crop, flip) == crop(seed) then
      * flip(seed + step) */
     ts_transform *cf =
-        ts_compose(2, (ts_transform *[]){ts_random_crop(3, 1), ts_random_hflip(0.5)});
-    ts_transform *cr = ts_random_crop(3, 1), *fl = ts_random_hflip(0.5);
+        ts_compose_new(2, (ts_transform *[]){ts_random_crop_new(3, 1), ts_random_hflip_new(0.5)});
+    ts_transform *cr = ts_random_crop_new(3, 1), *fl = ts_random_hflip_new(0.5);
     int bad = 0;
     for (int i = 0; i < 64; i++) {
         ts_transform_ctx ci = {.seed = 77, .epoch = 1, .index = i};
@@ -482,7 +482,7 @@ static void test_compose_and_callbacks(void) {
     ts_transform_free(cr);
     ts_transform_free(fl);
     /* an empty compose is the identity */
-    ts_transform *id = ts_compose(0, NULL);
+    ts_transform *id = ts_compose_new(0, NULL);
     y = ts_transform_apply(id, ts_retain(x), &c);
     CHECK(y == x);
     ts_release(y);
@@ -490,7 +490,7 @@ static void test_compose_and_callbacks(void) {
     /* a NULL child (a failed constructor): the error, and the other children are freed */
     freed_users = 0;
     ts_transform *u = ts_transform_new(add_k, &(double){1}, count_free);
-    CHECK(ts_compose(2, (ts_transform *[]){u, NULL}) == NULL);
+    CHECK(ts_compose_new(2, (ts_transform *[]){u, NULL}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
     CHECK_EQ(freed_users, 1);
 

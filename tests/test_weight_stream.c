@@ -88,7 +88,7 @@ typedef struct refs {
 } refs;
 
 static ts_optim *sgd(ts_module *m) {
-    return ts_sgd(m, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3});
+    return ts_sgd_new(m, (ts_sgd_opts){.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3});
 }
 
 static char *all_params(ts_module *m, size_t *n) {

@@ -55,17 +55,17 @@ typedef struct ts_place_plan {
 
 /* Places m (a root module) across the budgeted devices: its units, in execution order (a
  * Sequential's children, nested Sequentials flattened and a Conv2d + BatchNorm2d + ReLU run kept
- * together; a GPT's embeddings, each block, the final norm; any other module is one unit), are
- * assigned in order to the first device with room left, then the next (a device once left is not
- * used again, so transfers stay few). Units are moved there (ts_module_to) and each unit whose
- * successor lives elsewhere gets a forward hook moving its output there (differentiable: the
- * gradients flow back); the root moves its input to the first unit's device. Placing again
- * replaces the earlier placement. plan (may be NULL) receives the plan: free it with
- * ts_place_plan_free. Errors: TS_ERR_ARG (NULL module, a child module, no budgets), TS_ERR_OOM
- * "module_place: the budgets cannot hold the model" naming each device, its budget and what it
- * would need, when no plan fits (nothing moved then), TS_ERR_DEVICE (a budget or output_device
- * not available); a failed move reports its own error, puts the half-moved module back and joins
- * the units where they are (the model still runs). */
+ * together; a GPT's embeddings, each block, the final norm; a ResNet's children as a Sequential's;
+ * any other module is one unit), are assigned in order to the first device with room left, then
+ * the next (a device once left is not used again, so transfers stay few). Units are moved there
+ * (ts_module_to) and each unit whose successor lives elsewhere gets a forward hook moving its
+ * output there (differentiable: the gradients flow back); the root moves its input to the first
+ * unit's device. Placing again replaces the earlier placement. plan (may be NULL) receives the
+ * plan: free it with ts_place_plan_free. Errors: TS_ERR_ARG (NULL module, a child module, no
+ * budgets), TS_ERR_OOM "module_place: the budgets cannot hold the model" naming each device, its
+ * budget and what it would need, when no plan fits (nothing moved then), TS_ERR_DEVICE (a budget or
+ * output_device not available); a failed move reports its own error, puts the half-moved module
+ * back and joins the units where they are (the model still runs). */
 TS_API ts_status ts_module_place(ts_module *m, const ts_mem_budget *budgets, int n_budgets,
                                  ts_place_opts opts, ts_place_plan *plan);
 /* ts_module_place from a budget string ("sim:0=2MiB,cpu=64GiB"). */

@@ -30,10 +30,12 @@ TS_API ts_status ts_saved_tensors_hooks_pop(void); /* TS_ERR_STATE when none is 
 
 /* Activation offload: while the scope is open, every saved tensor of >= min_bytes on a device other
  * than the cpu (parameters excepted: they stay on the device anyway) is copied to host memory
- * (page-locked with pin_memory) in the forward, and copied back when backward needs it; with
- * pin_memory, unpacking one also starts the asynchronous copies of the `prefetch` tensors saved
- * just before it (the ones backward needs next). Gradients are bit-identical to a run without it.
- * Host memory running out keeps that tensor on its device (no error). */
+ * (page-locked with pin_memory) in the forward, and copied back when backward needs it, with its
+ * own strides and offset (views of one storage share one copy of it); with pin_memory,
+ * unpacking one also starts the asynchronous copies of the `prefetch` tensors saved just before it
+ * (the ones backward needs next). Gradients are bit-identical to a run without it (the kernels
+ * see the layouts they see without it). Host memory running out keeps that tensor on its device
+ * (no error). */
 typedef struct ts_save_on_cpu_opts {
     size_t min_bytes; /* smaller tensors stay where they are (0: all) */
     bool pin_memory;
@@ -44,7 +46,9 @@ TS_API ts_status ts_save_on_cpu_end(void); /* TS_ERR_STATE when the innermost ho
 
 /* Process-wide counters of the offload since start-up or the last reset. */
 typedef struct ts_save_on_cpu_stats {
-    uint64_t offloaded, offloaded_bytes; /* tensors (and bytes) copied to the host */
+    /* host copies made (and their bytes): one per device storage (at one version) saved from,
+     * shared by the saved views of it */
+    uint64_t offloaded, offloaded_bytes;
     uint64_t kept;                       /* saved tensors left where they were */
     uint64_t restored, prefetched;       /* copied back (of those, ahead of need) */
 } ts_save_on_cpu_stats;

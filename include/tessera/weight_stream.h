@@ -20,12 +20,14 @@ typedef struct ts_stream_opts {
 /* Streams m (a root module) on dev (a sim or cuda device): its parameters and buffers move to the
  * host (pinned where the host allocator supports it; the same handles, dtypes and values), and
  * each forward runs its units (as ts_module_place cuts them: a Sequential's children, a GPT's
- * embeddings, blocks and final norm; any other module is one unit) on dev, each unit's weights
- * copied in (ts_to_async: queued on the copy engine, overlapping the compute of the units before)
- * just before it runs and freed after. The input moves to dev; the output stays there.
+ * embeddings, blocks and final norm, a ResNet's stem, blocks, pool and classifier; any other
+ * module is one unit) on dev, each unit's weights copied in (ts_to_async: queued on the copy
+ * engine, overlapping the compute of the units before) just before it runs and freed after. The
+ * input moves to dev; the output stays there.
  * Training: with grad mode on, a unit's weights are copied in again before its backward and freed
  * after it; the gradients flow back to the host parameters' .grad (their copy is differentiable),
- * so an optimizer over ts_module_parameters(m) steps the host weights.
+ * so an optimizer over ts_module_parameters(m) steps the host weights. A checkpointed module in a
+ * unit recomputes in its backward from the unit's copies.
  * Errors: TS_ERR_ARG (NULL module, a child module, prefetch < 0, a model without tensors),
  * TS_ERR_DEVICE (dev not a sim or cuda device, or not available), TS_ERR_STATE (m streamed
  * already, or placed by ts_module_place), TS_ERR_OOM (host memory: nothing changed). */

@@ -93,7 +93,7 @@ static ts_transform *normalize_from_spec(PyObject *spec) {
         PyErr_Format(PyExc_ValueError, "Normalize: mean has %d values but std %d", n, m);
         return NULL;
     }
-    return ts_normalize(n, mean, std);
+    return ts_normalize_new(n, mean, std);
 }
 
 static ts_transform *compose_from_spec(PyObject *list) {
@@ -107,7 +107,7 @@ static ts_transform *compose_from_spec(PyObject *list) {
         made++;
     ts_transform *t = NULL;
     if (parts && made == n)
-        t = ts_compose((int)n, parts); /* owns the parts from here, also when it fails */
+        t = ts_compose_new((int)n, parts); /* owns the parts from here, also when it fails */
     else
         for (Py_ssize_t i = 0; parts && i < made; i++) ts_transform_free(parts[i]);
     if (!parts) PyErr_NoMemory();
@@ -129,13 +129,13 @@ static ts_transform *transform_from_spec(PyObject *spec) {
     if (!kind)
         PyErr_SetString(PyExc_TypeError, "transform spec must be a tuple (name, ...)");
     else if (strcmp(kind, "to_tensor") == 0)
-        t = ts_to_tensor();
+        t = ts_to_tensor_new();
     else if (strcmp(kind, "normalize") == 0 && n == 3)
         t = normalize_from_spec(spec);
     else if (strcmp(kind, "random_crop") == 0 && n == 3)
-        t = ts_random_crop((int)PyLong_AsLong(a1), (int)PyLong_AsLong(a2));
+        t = ts_random_crop_new((int)PyLong_AsLong(a1), (int)PyLong_AsLong(a2));
     else if (strcmp(kind, "hflip") == 0 && n == 2)
-        t = ts_random_hflip(PyFloat_AsDouble(a1));
+        t = ts_random_hflip_new(PyFloat_AsDouble(a1));
     else if (strcmp(kind, "pad") == 0 && n == 2)
         t = int_transform(pad_fn, PyLong_AsLong(a1));
     else if (strcmp(kind, "gray") == 0 && n == 2)
@@ -278,7 +278,7 @@ static PyObject *py_tensor_dataset(PyObject *self, PyObject *args, PyObject *kw)
     ts_tensor *x = tsp_tensor_arg(xo, "TensorDataset", "x");
     ts_tensor *y = yo == Py_None ? NULL : tsp_tensor_arg(yo, "TensorDataset", "y");
     if (!x || (yo != Py_None && !y)) return NULL;
-    return ds_new(ts_tensor_dataset(x, y), spec);
+    return ds_new(ts_tensor_dataset_new(x, y), spec);
 }
 
 /* _idx_dataset(images, labels, transform=None): a pair of IDX files */
@@ -290,7 +290,7 @@ static PyObject *py_idx_dataset(PyObject *self, PyObject *args, PyObject *kw) {
                                      &images, PyUnicode_FSConverter, &labels, &spec))
         return NULL;
     ts_dataset *d;
-    TSP_NOGIL(d = ts_idx_dataset(PyBytes_AS_STRING(images), PyBytes_AS_STRING(labels)););
+    TSP_NOGIL(d = ts_idx_dataset_new(PyBytes_AS_STRING(images), PyBytes_AS_STRING(labels)););
     Py_DECREF(images);
     Py_DECREF(labels);
     return ds_new(d, spec);
@@ -343,7 +343,7 @@ static PyObject *sampler_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         return NULL;
     o.no_shuffle = !shuffle, o.seed = seed, o.drop_last = drop_last;
     sampler_object *self = (sampler_object *)type->tp_alloc(type, 0);
-    if (self && !(self->s = ts_distributed_sampler(n, o))) {
+    if (self && !(self->s = ts_distributed_sampler_new(n, o))) {
         Py_DECREF(self);
         return tsp_raise_pending();
     }

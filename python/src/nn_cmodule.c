@@ -9,6 +9,7 @@
 
 #include "tensor_impl.h"
 #include "tessera/placement.h"
+#include "tessera/weight_stream.h"
 
 typedef struct {
     PyObject_HEAD ts_module *m;
@@ -206,6 +207,41 @@ static PyObject *cm_place(PyObject *self, PyObject *args) {
     return r;
 }
 
+/* stream(device, prefetch): ts_module_stream; unstream(): ts_module_unstream; stream_stats() -> a
+ * dict of ts_stream_stats's counters (tessera.nn.utils.stream) */
+static PyObject *cm_stream(PyObject *self, PyObject *args) {
+    PyObject *devo;
+    int prefetch;
+    if (!PyArg_ParseTuple(args, "Oi", &devo, &prefetch)) return NULL;
+    ts_device dev;
+    if (tsp_device_arg(devo, &dev, "stream", "device") < 0 || tsp_enter() < 0) return NULL;
+    ts_status st;
+    TSP_NOGIL(st = ts_module_stream(M(self), dev, (ts_stream_opts){.prefetch = prefetch}));
+    if (st != TS_OK) return tsp_raise_pending();
+    Py_RETURN_NONE;
+}
+
+static PyObject *cm_unstream(PyObject *self, PyObject *unused) {
+    if (tsp_enter() < 0) return NULL;
+    ts_status st;
+    TSP_NOGIL(st = ts_module_unstream(M(self)));
+    if (st != TS_OK) return tsp_raise_pending();
+    Py_RETURN_NONE;
+}
+
+static PyObject *cm_stream_stats(PyObject *self, PyObject *unused) {
+    if (!ts_module_is_streamed(M(self))) Py_RETURN_NONE;
+    ts_stream_stats s;
+    if (ts_module_stream_stats(M(self), &s) != TS_OK) return tsp_raise_pending();
+    return Py_BuildValue(
+        "{s:i,s:K,s:K,s:K,s:K,s:K,s:i,s:n,s:K}", "units", s.units, "copies",
+        (unsigned long long)s.copies, "bytes", (unsigned long long)s.bytes, "unit_fetches",
+        (unsigned long long)s.unit_fetches, "prefetched", (unsigned long long)s.prefetched,
+        "backward_fetches", (unsigned long long)s.backward_fetches, "max_resident_units",
+        s.max_resident_units, "max_resident_bytes", (Py_ssize_t)s.max_resident_bytes,
+        "cache_flushes", (unsigned long long)s.cache_flushes);
+}
+
 static PyMethodDef cmodule_methods[] = {
     {"forward", cm_forward, METH_O, "forward(x): ts_forward"},
     {"train", cm_train, METH_O, "train(mode): sets the C module's training flag (recursive)"},
@@ -216,6 +252,9 @@ static PyMethodDef cmodule_methods[] = {
     {"rnn", FN(cm_rnn), METH_VARARGS, NULL},
     {"rnn_cell", FN(cm_rnn_cell), METH_VARARGS, NULL},
     {"place", FN(cm_place), METH_VARARGS, "place(budgets, example, grads, out, dry): plan text"},
+    {"stream", FN(cm_stream), METH_VARARGS, "stream(device, prefetch): ts_module_stream"},
+    {"unstream", cm_unstream, METH_NOARGS, "unstream(): ts_module_unstream"},
+    {"stream_stats", cm_stream_stats, METH_NOARGS, "stream_stats() -> dict, None unstreamed"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -257,10 +296,10 @@ static PyObject *nn_resnet(PyObject *self, PyObject *args) {
     ts_module *m = NULL;
     if (!cifar && depth != 18 && depth != 34 && depth != 50)
         return PyErr_Format(PyExc_ValueError, "resnet: depth %d is not 18, 34 or 50", depth);
-    TSP_NOGIL(m = cifar         ? ts_resnet_cifar(depth, c)
-                  : depth == 18 ? ts_resnet18(c)
-                  : depth == 34 ? ts_resnet34(c)
-                                : ts_resnet50(c));
+    TSP_NOGIL(m = cifar         ? ts_resnet_cifar_new(depth, c)
+                  : depth == 18 ? ts_resnet18_new(c)
+                  : depth == 34 ? ts_resnet34_new(c)
+                                : ts_resnet50_new(c));
     return cmodule_wrap(m);
 }
 

@@ -51,30 +51,32 @@ enum {
 static ts_optim *make(int kind, ts_tensor **h, int n, const double *hp, int f1, int f2) {
     switch (kind) {
     case K_SGD:
-        return ts_sgd_params(h, n, (ts_sgd_opts){hp[0], hp[1], hp[2], hp[3], f1, f2});
+        return ts_sgd_new_params(h, n, (ts_sgd_opts){hp[0], hp[1], hp[2], hp[3], f1, f2});
     case K_ADAM:
     case K_ADAMW: {
         ts_adam_opts o = {hp[0], hp[1], hp[2], hp[3], hp[4], f1, f2};
-        return kind == K_ADAM ? ts_adam_params(h, n, o) : ts_adamw_params(h, n, o);
+        return kind == K_ADAM ? ts_adam_new_params(h, n, o) : ts_adamw_new_params(h, n, o);
     }
     case K_RMSPROP:
-        return ts_rmsprop_params(h, n,
-                                 (ts_rmsprop_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f1, f2});
+        return ts_rmsprop_new_params(h, n,
+                                     (ts_rmsprop_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f1, f2});
     case K_ADAGRAD:
-        return ts_adagrad_params(h, n, (ts_adagrad_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f2});
+        return ts_adagrad_new_params(h, n,
+                                     (ts_adagrad_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f2});
     case K_ADADELTA:
-        return ts_adadelta_params(h, n, (ts_adadelta_opts){hp[0], hp[1], hp[2], hp[3], f2});
+        return ts_adadelta_new_params(h, n, (ts_adadelta_opts){hp[0], hp[1], hp[2], hp[3], f2});
     case K_ADAMAX:
-        return ts_adamax_params(h, n, (ts_adamax_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f2});
+        return ts_adamax_new_params(h, n, (ts_adamax_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f2});
     case K_NADAM:
-        return ts_nadam_params(h, n,
-                               (ts_nadam_opts){hp[0], hp[1], hp[2], hp[3], hp[4], hp[5], f1, f2});
+        return ts_nadam_new_params(
+            h, n, (ts_nadam_opts){hp[0], hp[1], hp[2], hp[3], hp[4], hp[5], f1, f2});
     case K_RADAM:
-        return ts_radam_params(h, n, (ts_radam_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f1, f2});
+        return ts_radam_new_params(h, n,
+                                   (ts_radam_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f1, f2});
     case K_ASGD:
-        return ts_asgd_params(h, n, (ts_asgd_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f2});
+        return ts_asgd_new_params(h, n, (ts_asgd_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f2});
     case K_RPROP:
-        return ts_rprop_params(h, n, (ts_rprop_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f2});
+        return ts_rprop_new_params(h, n, (ts_rprop_opts){hp[0], hp[1], hp[2], hp[3], hp[4], f2});
     default:
         return ts_error_set(TS_ERR_ARG, "optimizer: unknown kind %d", kind), NULL;
     }

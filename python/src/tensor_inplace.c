@@ -66,6 +66,7 @@ static PyObject *m_check_inplace(PyObject *self, PyObject *args) {
     X(clamp_min_)                                                                                  \
     X(clip_)                                                                                       \
     X(copysign_)                                                                                   \
+    X(conj_physical_)                                                                              \
     X(cos_)                                                                                        \
     X(cosh_)                                                                                       \
     X(cumprod_)                                                                                    \

@@ -490,15 +490,39 @@ static PyObject *unary_inplace(PyObject *self, ts_tensor *(*f)(ts_tensor *)) {
 UNARY_INPLACE_LIST(DEF_UNARY_INPLACE)
 
 /* ------------------------------------------------------------------ the rest */
+/* fill_(value) with a complex value (a Python complex or a 0-dim complex tensor): the value copied
+ * into every element (copy_ broadcasts it; a real self refuses the complex value) */
+static PyObject *fill_complex(PyObject *self, PyObject *value) {
+    ts_tensor *v = tsp_tensor_of(value), *own = NULL, *r;
+    if (v && ts_ndim(v) != 0)
+        return PyErr_Format(PyExc_RuntimeError,
+                            "fill_ only supports 0-dimension value tensor but got tensor with %d "
+                            "dimensions.",
+                            ts_ndim(v));
+    if (!v) {
+        ts_dtype dt = ts_dtype_of(T(self));
+        own = tsp_tensor_from_data(value, ts_dtype_is_complex(dt) ? dt : TS_C128,
+                                   (ts_opts){.device = ts_cpu()});
+        if (!own) return NULL;
+        v = own;
+    }
+    if (tsp_enter()) return tsp_drop(own), NULL;
+    TSP_NOGIL(r = ts_copy_(T(self), v));
+    tsp_drop(own);
+    return tsp_inplace_result(self, r);
+}
+
 /* fill_(value): a number or a 0-dim tensor */
 static PyObject *m_fill_(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
     static const char *const names[] = {"value"};
     PyObject *a[1];
     double v;
     ts_tensor *r;
-    if (tsp_parse(args, nargs, kw, "fill_", names, 1, 1, a) < 0 ||
-        tsp_scalar_arg(a[0], 0, &v, "fill_", "value") < 0 || tsp_enter())
-        return NULL;
+    if (tsp_parse(args, nargs, kw, "fill_", names, 1, 1, a) < 0) return NULL;
+    ts_tensor *vt = tsp_tensor_of(a[0]);
+    if (PyComplex_Check(a[0]) || (vt && ts_dtype_is_complex(ts_dtype_of(vt))))
+        return fill_complex(self, a[0]);
+    if (tsp_scalar_arg(a[0], 0, &v, "fill_", "value") < 0 || tsp_enter()) return NULL;
     TSP_NOGIL(r = ts_fill_(T(self), v));
     return tsp_inplace_result(self, r);
 }

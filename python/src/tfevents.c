@@ -42,7 +42,7 @@ static PyObject *py_event_file_create(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O&d:_event_file_create", PyUnicode_FSConverter, &path, &wall_time))
         return NULL;
     ts_event_file *ef;
-    TSP_NOGIL(ef = ts_event_file_create(PyBytes_AS_STRING(path), wall_time););
+    TSP_NOGIL(ef = ts_event_file_open(PyBytes_AS_STRING(path), wall_time););
     Py_DECREF(path);
     if (!ef) return tsp_raise_pending();
     event_box *box = PyMem_Malloc(sizeof *box);

@@ -29,9 +29,9 @@ _ALIAS = {"absolute": "abs", "arccos": "acos", "arccosh": "acosh", "arcsin": "as
           "less_equal": "le", "not_equal": "ne", "multiply": "mul", "subtract": "sub"}
 
 # every in-place name: the out-of-place Tensor method it writes back (by default name without _)
-INPLACE = ("acos_", "acosh_", "addcdiv_", "addcmul_", "arccos_", "arccosh_", "arcsin_",
-           "arcsinh_", "arctan2_", "arctan_", "arctanh_", "asin_", "asinh_", "atan2_", "atan_",
-           "atanh_", "bernoulli_", "bitwise_not_", "ceil_", "clamp_max_", "clamp_min_",
+INPLACE = ("acos_", "acosh_", "addcdiv_", "addcmul_", "arccos_", "arccosh_", "arcsin_", "arcsinh_",
+           "arctan2_", "arctan_", "arctanh_", "asin_", "asinh_", "atan2_", "atan_", "atanh_",
+           "bernoulli_", "bitwise_not_", "ceil_", "clamp_max_", "clamp_min_", "conj_physical_",
            "copysign_", "cos_", "cosh_", "cumprod_", "cumsum_", "deg2rad_", "digamma_", "eq_",
            "erf_", "erfc_", "erfinv_", "exp2_", "expm1_", "fix_", "float_power_", "floor_",
            "floor_divide_", "fmod_", "frac_", "gcd_", "ge_", "greater_", "greater_equal_", "gt_",
@@ -185,6 +185,9 @@ def _apply(name, self, args, kw):
     if name in _DRAWS and self.dtype.is_complex:  # they ignore self's values: no gate of theirs
         kind = "ComplexFloat" if self.dtype == _C.complex64 else "ComplexDouble"
         raise NotImplementedError('"%s" not implemented for \'%s\'' % (name, kind))
+    if name == "conj_physical_" and self.dtype.is_complex and not graph:
+        self.imag.neg_()  # no graph: the imaginary parts negated where they lie
+        return self
     if name == "float_power_" and self.dtype != _C.float64:
         raise RuntimeError("the base given to float_power_ has dtype %s but the operation's "
                            "result requires dtype Double" % _scalar_name(self.dtype))

@@ -374,7 +374,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """(LD, pivots, info): LAPACK sytrf's compact LDL^T of the lower triangle; no gradient"""
     _no_out("ldl_factor_ex", out)
     r = return_types.linalg_ldl_factor_ex(*_C._linalg_ldl_factor(A, hermitian, True))
-    if check_errors and bool((r.info != 0).any()):
+    if check_errors and not r.info.is_meta and bool((r.info != 0).any()):
         raise RuntimeError("torch.linalg.ldl_factor_ex: The factorization could not be completed "
                            "because the block diagonal matrix D is exactly singular.")
     return r

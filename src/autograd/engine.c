@@ -435,6 +435,14 @@ static ts_tensor *seed_for(ts_tensor *t, ts_tensor *grad, int i, bool create_gra
                       tsi_desc(grad), tsi_desc(t));
         return NULL;
     }
+    if (tsi_is_complex(grad->dtype) != tsi_is_complex(t->dtype)) { /* a cast would lose a part */
+        tsi_error_set(TS_ERR_DTYPE,
+                      "backward: For complex Tensors, both grad_output and output are required to "
+                      "have the same dtype. Mismatch in dtype: grad_output[%d] has a dtype of %s "
+                      "and output[%d] has a dtype of %s.",
+                      i, tsi_torch_scalar_name(grad->dtype), i, tsi_torch_scalar_name(t->dtype));
+        return NULL;
+    }
     if (!tsi_device_eq(tsi_device(grad), tsi_device(t))) {
         tsi_error_set(TS_ERR_DEVICE,
                       "backward: expected the gradient on %s like the tensor, but it is on %s",

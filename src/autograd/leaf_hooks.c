@@ -101,6 +101,15 @@ static ts_tensor *replacement(ts_tensor *leaf, ts_tensor *g, ts_tensor *r, bool 
         *ok = false;
         return NULL;
     }
+    if (tsi_is_complex(r->dtype) != tsi_is_complex(g->dtype)) { /* a cast would lose a part */
+        tsi_error_set(TS_ERR_DTYPE,
+                      "register_hook: a hook on the leaf %s returned %s for a gradient of %s "
+                      "(a complex gradient needs a complex result, a real one a real result)",
+                      tsi_desc(leaf), tsi_torch_scalar_name(r->dtype),
+                      tsi_torch_scalar_name(g->dtype));
+        *ok = false;
+        return NULL;
+    }
     ts_tensor *c = r->dtype == g->dtype ? ts_retain(r) : tsi_cast("register_hook", r, g->dtype);
     if (!c) *ok = false;
     return c;

@@ -6,12 +6,14 @@
  * the simulated link's). */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "autograd/saved_hooks.h"
 #include "backend/sim/sim_link.h"
 #include "tessera/saved_hooks.h"
 
 typedef struct item item;
+typedef struct copy copy;
 
 /* one scope's offloaded tensors, in saving order; lives while the scope or any item does */
 typedef struct group {
@@ -20,14 +22,32 @@ typedef struct group {
     pthread_mutex_t mu;
     item **items; /* [n]; an entry is NULL once its item is freed */
     int n, cap;
+    copy *copies; /* the live host copies, to share among views of one storage */
 } group;
+
+/* The host copy of a run of a device storage's elements [base, base + len), made once for every
+ * saved view of the storage at one version: each saved tensor comes back as a view with its own
+ * strides, offset and (within 64 bytes) alignment, so backward's kernels take the paths they take
+ * without offload and give the same bits (a contiguous copy would turn a channels_last activation
+ * or a transposed operand into another layout, and another summation order). */
+struct copy {
+    copy *next;
+    uint64_t uid, version; /* the device storage's, when copied */
+    int64_t base, len;     /* in elements of dtype */
+    ts_dtype dtype;
+    ts_device dev;
+    ts_tensor *host; /* [len] on the host (pinned with pin_memory) */
+    ts_tensor *back; /* [len] on dev again: prefetched or unpacked */
+    int refs;        /* items using it (under the group's lock) */
+};
 
 struct item {
     ts_tensor *kept; /* saved as itself (small, on the cpu, a parameter) */
-    ts_tensor *host; /* the host copy */
-    ts_device dev;
-    ts_tensor *back; /* on dev again: prefetched or unpacked */
-    int index;       /* in the group; -1: not listed */
+    copy *c;         /* else the host copy it is a view of */
+    ts_shape shape;
+    int64_t strides[TS_MAX_DIMS], offset; /* offset from c->base */
+    ts_tensor *back;                      /* the view on dev again */
+    int index;                            /* in the group; -1: not listed */
 };
 
 static struct {
@@ -43,6 +63,84 @@ static void group_release(group *g) {
 
 static void group_free_ctx(void *ctx) { group_release(ctx); }
 
+/* The elements of t's storage to copy: all of it when it is at most 4x t (the views of one
+ * activation then share one copy), else t's own span, widened down to a 64-byte boundary. false:
+ * no span in whole elements (a storage viewed with another dtype's size). */
+static bool span_of(const ts_tensor *t, int64_t *base, int64_t *len) {
+    const int64_t es = (int64_t)tsi_dtype_size(t->dtype);
+    const int64_t all = (int64_t)(t->storage->nbytes / (size_t)es);
+    if (t->storage->nbytes % (size_t)es || !t->storage->data) return false;
+    int64_t hi = t->offset + 1;
+    for (int i = 0; i < t->shape.ndim; i++) hi += (t->shape.dims[i] - 1) * t->strides[i];
+    if (hi > all) return false;
+    const int64_t numel = tsi_numel(t->shape);
+    if (all <= 4 * numel) {
+        *base = 0, *len = all;
+        return true;
+    }
+    const int64_t line = 64 % es ? 1 : 64 / es;
+    *base = t->offset - t->offset % line;
+    *len = hi - *base;
+    return true;
+}
+
+/* the copy holding t's elements (under g->mu): a live one of the same storage and version, or a
+ * new one; NULL + error (out of memory) */
+static copy *copy_for(group *g, ts_tensor *t) {
+    int64_t base, len;
+    if (!span_of(t, &base, &len)) {
+        tsi_error_set(TS_ERR_UNSUPPORTED, "save_on_cpu: no whole elements of the tensor's dtype in "
+                                          "its storage, or no memory");
+        return NULL;
+    }
+    const ts_storage *st = t->storage;
+    const uint64_t version = atomic_load(&t->storage->version);
+    int64_t hi = t->offset + 1;
+    for (int i = 0; i < t->shape.ndim; i++) hi += (t->shape.dims[i] - 1) * t->strides[i];
+    for (copy *c = g->copies; c; c = c->next)
+        if (c->uid == st->uid && c->version == version && c->dtype == t->dtype &&
+            c->base <= t->offset && hi <= c->base + c->len) {
+            c->refs++;
+            return c;
+        }
+    copy *c = calloc(1, sizeof *c);
+    if (!c) return tsi_error_set(TS_ERR_OOM, "save_on_cpu: out of host memory"), NULL;
+    ts_tensor *whole = tsi_view_of(t, (ts_shape){.ndim = 1, .dims = {len}}, (int64_t[]){1}, base);
+    ts_tensor *h = whole ? ts_to(whole, ts_cpu()) : NULL; /* scope-owned (the hooks' scope) */
+    ts_release(whole);
+    if (h && g->o.pin_memory) h = ts_pin_memory(h);
+    if (!h) {
+        free(c);
+        return NULL;
+    }
+    *c = (copy){.next = g->copies,
+                .uid = st->uid,
+                .version = version,
+                .base = base,
+                .len = len,
+                .dtype = t->dtype,
+                .dev = tsi_device(t),
+                .host = ts_retain(h),
+                .refs = 1};
+    g->copies = c;
+    atomic_fetch_add(&stats.offloaded, 1);
+    atomic_fetch_add(&stats.offloaded_bytes, (uint64_t)len * tsi_dtype_size(t->dtype));
+    return c;
+}
+
+/* drops one item's use of c (under g->mu) */
+static void copy_drop(group *g, copy *c) {
+    if (--c->refs) return;
+    for (copy **p = &g->copies; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    ts_release(c->host);
+    ts_release(c->back);
+    free(c);
+}
+
 static void *pack(void *ctx, ts_tensor *t) {
     group *g = ctx;
     item *it = calloc(1, sizeof *it);
@@ -56,41 +154,42 @@ static void *pack(void *ctx, ts_tensor *t) {
         return it;
     }
     const ts_status before = ts_error();
-    ts_tensor *h = ts_to(t, ts_cpu()); /* scope-owned (the hooks' scope) */
-    if (h && g->o.pin_memory) h = ts_pin_memory(h);
     pthread_mutex_lock(&g->mu);
+    copy *c = copy_for(g, t);
     bool listed = false;
-    if (h && g->n == g->cap) {
-        int c = g->cap ? 2 * g->cap : 64;
-        item **p = realloc(g->items, (size_t)c * sizeof *p);
-        if (p) g->items = p, g->cap = c;
+    if (c && g->n == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 64;
+        item **p = realloc(g->items, (size_t)cap * sizeof *p);
+        if (p) g->items = p, g->cap = cap;
     }
-    if (h && g->n < g->cap) {
+    if (c && g->n < g->cap) {
         it->index = g->n;
         g->items[g->n++] = it;
         listed = true;
+    } else if (c) {
+        copy_drop(g, c);
     }
     pthread_mutex_unlock(&g->mu);
-    if (!h || !listed) { /* out of host memory: the tensor stays on its device */
+    if (!listed) { /* out of host memory: the tensor stays on its device */
         if (ts_error() != before) ts_error_clear();
         it->kept = ts_retain(t);
         atomic_fetch_add(&stats.kept, 1);
         return it;
     }
-    it->host = ts_retain(h);
-    it->dev = tsi_device(t);
-    atomic_fetch_add(&stats.offloaded, 1);
-    atomic_fetch_add(&stats.offloaded_bytes, bytes);
+    it->c = c;
+    it->shape = t->shape;
+    memcpy(it->strides, t->strides, sizeof it->strides);
+    it->offset = t->offset - c->base;
     atomic_fetch_add(&g->refs, 1);
     return it;
 }
 
-/* starts bringing item k back (under g->mu); false + error when it could not */
-static bool bring_back(item *it, bool ahead) {
-    if (it->back) return true;
-    ts_tensor *d = ts_to_async(it->host, it->dev);
+/* starts bringing a copy back (under g->mu); false + error when it could not */
+static bool bring_back(copy *c, bool ahead) {
+    if (c->back) return true;
+    ts_tensor *d = ts_to_async(c->host, c->dev);
     if (!d) return false;
-    it->back = ts_retain(d);
+    c->back = ts_retain(d);
     atomic_fetch_add(&stats.restored, 1);
     if (ahead) atomic_fetch_add(&stats.prefetched, 1);
     return true;
@@ -101,11 +200,15 @@ static ts_tensor *unpack(void *ctx, void *handle) {
     item *it = handle;
     if (it->kept) return it->kept;
     pthread_mutex_lock(&g->mu);
-    bool ok = bring_back(it, false);
+    bool ok = bring_back(it->c, false);
+    if (ok && !it->back) {
+        it->back = tsi_view_of(it->c->back, it->shape, it->strides, it->offset);
+        if (!it->back) ok = false;
+    }
     /* the ones saved just before: backward needs them next */
     const int depth = g->o.pin_memory && g->o.prefetch > 0 ? g->o.prefetch : 0;
     for (int k = it->index - 1; ok && k >= 0 && k >= it->index - depth; k--)
-        if (g->items[k] && !bring_back(g->items[k], true)) {
+        if (g->items[k] && !bring_back(g->items[k]->c, true)) {
             ts_error_clear(); /* a prefetch that fails is retried when needed */
             break;
         }
@@ -121,11 +224,11 @@ static void free_packed(void *ctx, void *handle) {
     item *it = handle;
     ts_release(it->kept);
     if (it->index >= 0) {
+        ts_release(it->back);
         pthread_mutex_lock(&g->mu);
         g->items[it->index] = NULL;
+        copy_drop(g, it->c);
         pthread_mutex_unlock(&g->mu);
-        ts_release(it->host);
-        ts_release(it->back);
         group_release(g);
     }
     free(it);

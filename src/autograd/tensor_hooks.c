@@ -58,6 +58,15 @@ static bool run_hooks(ts_node *n, hooked *h, int k) {
                           k, n->name, tsi_desc(r), want);
             return false;
         }
+        if (tsi_is_complex(r->dtype) != tsi_is_complex(g->dtype)) { /* a cast would lose a part */
+            tsi_error_set(TS_ERR_DTYPE,
+                          "register_hook: a hook on output %d of %s returned %s for a gradient of "
+                          "%s (a complex gradient needs a complex result, a real one a real "
+                          "result)",
+                          k, n->name, tsi_torch_scalar_name(r->dtype),
+                          tsi_torch_scalar_name(g->dtype));
+            return false;
+        }
         ts_tensor *c = r->dtype == g->dtype ? ts_retain(r) : tsi_cast("register_hook", r, g->dtype);
         if (!c) return false;
         ts_release(g);

@@ -23,7 +23,8 @@
 /* sorted (strcmp order): bsearch; tests/test_complex.c checks the order */
 static const char *const complex_ops[] = {
     "angle",
-    "backward", /* the engine: casts, copies, and leaf sums over the parts */
+    "autograd_grad", /* the engine's pass for chosen inputs (ts_autograd_grad) */
+    "backward",      /* the engine: casts, copies, and leaf sums over the parts */
     "cat",
     "clone",
     "complex_binary", /* complex_native.c's result: the binary kernels' complex path */
@@ -76,6 +77,7 @@ static const char *const complex_ops[] = {
     "permute",
     "print",
     "real",
+    "register_hook", /* hooks on gradients (leaf_hooks.c, tensor_hooks.c): no cast across kinds */
     "reshape",
     "safetensors_load",
     "safetensors_parse",

@@ -8,6 +8,7 @@
 #include "core/capture.h"
 #include "core/grad_hooks_free.h"
 #include "core/internal.h"
+#include "core/profiler_hooks.h"
 #include "core/sync_debug.h"
 
 void (*tsi_grad_fn_release)(struct ts_node *node);
@@ -433,6 +434,16 @@ static double host_element_to_double(const void *src, ts_dtype dt) {
     return out;
 }
 
+/* A read of a device tensor's bytes into pageable host memory is a device-to-host transfer in the
+ * profiler's trace (ts_to's copies are recorded by transfer.c); a cpu tensor's is not. */
+static int64_t d2h_start(const ts_tensor *t) {
+    return tsi_device(t).type != TS_CPU && tsi_prof_active() ? tsi_prof_now() : -1;
+}
+static void d2h_done(const ts_tensor *t, size_t bytes, int64_t t0) {
+    if (t0 >= 0 && tsi_prof_active())
+        tsi_prof_transfer((ts_device){.type = TS_CPU}, tsi_device(t), bytes, false, t0);
+}
+
 double ts_item(ts_tensor *t) {
     if (!tsi_check_input("item", t, "tensor")) return NAN;
     int64_t n = tsi_numel(t->shape);
@@ -446,7 +457,9 @@ double ts_item(ts_tensor *t) {
     if (!tsi_sync_point("item", tsi_device(t), TSI_CALLER)) return NAN;
     unsigned char buf[8];
     ts_kview v = tsi_kview(t);
+    const int64_t t0 = d2h_start(t);
     tsi_be(t)->copy_d2h(tsi_be(t), tsi_dev_index(t), buf, v.data, tsi_dtype_size(t->dtype));
+    d2h_done(t, tsi_dtype_size(t->dtype), t0);
     return host_element_to_double(buf, t->dtype);
 }
 
@@ -466,7 +479,9 @@ ts_status ts_copy_to_host(ts_tensor *t, void *dst, size_t dst_bytes) {
     if (!tsi_sync_point("copy_to_host", tsi_device(t), TSI_CALLER)) return ts_error();
     ts_tensor *c = tsi_contiguous("copy_to_host", t);
     if (!c) return ts_error();
+    const int64_t t0 = d2h_start(c);
     tsi_be(c)->copy_d2h(tsi_be(c), tsi_dev_index(c), dst, tsi_kview(c).data, need);
+    d2h_done(c, need, t0);
     ts_release(c);
     return TS_OK;
 }

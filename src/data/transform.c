@@ -247,7 +247,7 @@ ts_transform *ts_normalize(int channels, const float *mean, const float *std) {
 }
 
 ts_transform *ts_normalize3(float m0, float m1, float m2, float s0, float s1, float s2) {
-    return ts_normalize(3, (const float[]){m0, m1, m2}, (const float[]){s0, s1, s2});
+    return ts_normalize_new(3, (const float[]){m0, m1, m2}, (const float[]){s0, s1, s2});
 }
 
 /* ------------------------------------------------------------------ image geometry */

@@ -1,6 +1,7 @@
 /* attention_fused.c — scaled_dot_product_attention through the backend's fused kernels: the
  * views they take, the output laid out as PyTorch's flash attention lays it out, dropout's Philox
- * counters, and the backward node that recomputes the weights from the saved log-sum-exp. */
+ * counters, and the backward node that recomputes the weights from the saved log-sum-exp (under
+ * create_graph: from q and k by public ops, dropout's keep mask drawn again from its counters). */
 #include <math.h>
 
 #include "nn/functional_internal.h"
@@ -81,10 +82,25 @@ static ts_tensor *saved_input(ts_node *n, int slot) {
     return tsi_node_has_saved(n, slot + 6) ? tsi_node_saved(n, slot + 6) : tsi_node_saved(n, slot);
 }
 
+/* Dropout's scaled keep mask D [B.., L, S] of the forward (a constant: no graph): the kernels'
+ * Philox draws (backend.h: weight (b, i, j) at stream position offset + (b L + i) S + j, kept
+ * when u24 < 1 - p), which are the backend's bernoulli draws from the same seed and offset (as
+ * ts_dropout's mask on the reference's weights), times 1 / (1 - p) (0 for p = 1). */
+static ts_tensor *dropout_scaled_keep(ts_node *n, ts_tensor *p) {
+    const double dp = n->p[1];
+    ts_tensor *keep = tsi_new(OP, p->shape, p->dtype, tsi_device(p));
+    if (!keep) return NULL;
+    const ts_kview kv = tsi_kview(keep);
+    const ts_backend *be = tsi_be(keep);
+    be->random(be, tsi_dev_index(keep), TS_RAND_BERNOULLI, &kv, 1 - dp, 0, (uint64_t)n->ip[1],
+               (uint64_t)n->ip[2]);
+    return ts_mul_scalar(tsi_own(keep), dp >= 1 ? 0 : 1 / (1 - dp));
+}
+
 /* The backward as public ops over the attention weights P recomputed by the reference's ops
- * (attention.c), so that under create_graph it records the gradients' graph (without dropout:
- * the site marks the node only then): dv = P^T g, dP = g v^T, dS = P (dP - rowsum(dP P)),
- * dq = scale dS k, dk = scale dS^T q. */
+ * (attention.c), so that under create_graph it records the gradients' graph. With dropout's
+ * scaled keep mask D (1 without dropout): dv = (P D)^T g, dP = (g v^T) D, dS = P (dP -
+ * rowsum(dP P)), dq = scale dS k, dk = scale dS^T q. */
 static void sdpa_backward_composite(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_tensor *q = saved_input(n, 0), *k = saved_input(n, 1), *v = saved_input(n, 2);
     ts_tensor *mask = tsi_node_has_saved(n, 3) ? tsi_node_saved(n, 3) : NULL;
@@ -92,16 +108,20 @@ static void sdpa_backward_composite(ts_node *n, ts_tensor *const *go, ts_tensor 
     const double scale = n->p[0];
     ts_tensor *g = go[0]->dtype == q->dtype ? go[0] : ts_to_dtype(go[0], q->dtype);
     ts_tensor *p = tsi_sdpa_probs(q, k, mask, n->ip[0] != 0, scale);
-    if (tsi_node_needs(n, 2)) gi[2] = ts_matmul(ts_transpose(p, -2, -1), g);
+    ts_tensor *drop = p && n->p[1] > 0 ? dropout_scaled_keep(n, p) : NULL;
+    if (n->p[1] > 0 && !drop) return;
+    if (tsi_node_needs(n, 2))
+        gi[2] = ts_matmul(ts_transpose(drop ? ts_mul(p, drop) : p, -2, -1), g);
     if (!tsi_node_needs(n, 0) && !tsi_node_needs(n, 1)) return;
     ts_tensor *dp = ts_matmul(g, ts_transpose(v, -2, -1));
+    if (drop) dp = ts_mul(dp, drop);
     ts_tensor *ds = ts_mul(p, ts_sub(dp, ts_sum_dim(ts_mul(dp, p), -1, true)));
     if (tsi_node_needs(n, 0)) gi[0] = ts_mul_scalar(ts_matmul(ds, k), scale);
     if (tsi_node_needs(n, 1)) gi[1] = ts_mul_scalar(ts_matmul(ts_transpose(ds, -2, -1), q), scale);
 }
 
 static void sdpa_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
-    if (tsi_create_graph_active() && n->p[1] == 0) {
+    if (tsi_create_graph_active()) {
         sdpa_backward_composite(n, go, gi);
         return;
     }
@@ -202,8 +222,7 @@ ts_tensor *tsi_sdpa_fused(ts_tensor *q0, ts_tensor *k0, ts_tensor *v0, ts_tensor
         ts_node *n = tsi_record("ScaledDotProductFlashAttentionBackward0", OP, sdpa_backward, ins,
                                 3, out, saves, 9);
         if (n) {
-            /* the composite backward has no dropout: with it the node stays once differentiable */
-            if (dropout_p == 0) n->flags |= TSI_NODE_TWICE;
+            n->flags |= TSI_NODE_TWICE; /* sdpa_backward_composite under create_graph */
             tsi_node_save_output(n, 4, out);
             n->p[0] = a.scale;
             n->p[1] = dropout_p;

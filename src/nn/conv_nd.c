@@ -1,6 +1,10 @@
 /* conv_nd.c — conv1d (conv2d over a height-1 view) and conv3d (a sum over the kernel's depth of
  * conv2d over depth slices), composed from differentiable ops so that they run with autograd on
- * every device; and the checks every k-dim (transposed) convolution shares. */
+ * every device; and the checks every k-dim (transposed) convolution shares. conv3d's float32
+ * inference calls on the CPU run oneDNN's 3-d primitive instead (conv3d_direct). */
+#include "amp/autocast.h"
+#include "autograd/trace.h"
+#include "backend/cpu/conv3d_dnnl.h"
 #include "nn/conv_internal.h"
 #include "nn/conv_nd_internal.h"
 
@@ -174,10 +178,55 @@ ts_tensor *ts_conv1d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convnd_opts o)
     return keep_result(y ? ts_squeeze_dim(y, hdim) : NULL);
 }
 
+/* conv3d as one oneDNN primitive (conv3d_dnnl.h) where nothing needs the composition: float32 on
+ * the CPU, no graph to record (no input requires grad while grad mode is on), no autocast, no ONNX
+ * trace and no capture (which record the composed ops). The composition runs three conv2d and
+ * sums them, with copies of the input's depth slices and of the result; the primitive reads and
+ * writes each once (bench_surface's conv3d, 2 x 16 x 16^3 by 32 x 16 x 3^3, one thread on a loaded
+ * Zen 4: about 1.3x, level with PyTorch within 10%; bench/results/SURFACE.md).
+ * 1: *out holds the result; 0: not taken (or oneDNN declined), nothing set; -1: out of memory,
+ * the error set. */
+static int conv3d_direct(ts_tensor *x, ts_tensor *w, ts_tensor *b, const tsi_convnd_geom *g,
+                         ts_tensor **out) {
+    ts_tensor *ins[3] = {x, w, b};
+    ts_dtype lower;
+    if (g->dev.type != TS_CPU || x->dtype != TS_F32 || w->dtype != TS_F32 ||
+        (b && b->dtype != TS_F32) || tsi_needs_graph(ins, 3) || tsi_trace_active ||
+        tsi_capture_graph || tsi_autocast_active(g->dev, &lower))
+        return 0;
+    tsi_conv3d_geom c3 = {.n = g->n, .c = g->cin, .o = g->cout, .groups = g->groups};
+    for (int i = 0; i < 3; i++) {
+        c3.in[i] = g->in[i], c3.out[i] = g->out[i], c3.k[i] = g->ker[i];
+        c3.s[i] = g->s[i], c3.p[i] = g->p[i], c3.d[i] = g->d[i];
+    }
+    const ts_shape os = g->unbatched ? TS_SHAPE(g->cout, g->out[0], g->out[1], g->out[2])
+                                     : TS_SHAPE(g->n, g->cout, g->out[0], g->out[1], g->out[2]);
+    if (tsi_numel(x->shape) == 0 || tsi_numel(w->shape) == 0 || tsi_numel(os) == 0) return 0;
+    ts_tensor *xc = tsi_contiguous("conv3d", x), *wc = xc ? tsi_contiguous("conv3d", w) : NULL;
+    ts_tensor *bc = wc && b ? tsi_contiguous("conv3d", b) : NULL;
+    ts_tensor *y = wc && (bc || !b) ? tsi_new("conv3d", os, TS_F32, g->dev) : NULL;
+    int r = -1;
+    if (y) {
+        const ts_kview kx = tsi_kview(xc), kw = tsi_kview(wc), ky = tsi_kview(y);
+        const ts_kview kb = bc ? tsi_kview(bc) : kw;
+        r = tsi_dnnl_conv3d_forward(&c3, (const float *)kx.data, (const float *)kw.data,
+                                    bc ? (const float *)kb.data : NULL, (float *)ky.data);
+    }
+    ts_release(xc), ts_release(wc), ts_release(bc);
+    if (r == 1)
+        *out = tsi_own(y);
+    else
+        ts_release(y);
+    return r;
+}
+
 ts_tensor *ts_conv3d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convnd_opts o) {
     tsi_init();
     tsi_convnd_geom g;
     if (!tsi_convnd_check("conv3d", 3, false, x, w, b, o, &g)) return NULL;
+    ts_tensor *direct = NULL;
+    const int taken = conv3d_direct(x, w, b, &g, &direct);
+    if (taken) return direct; /* NULL on failure, the error set */
     const ts_conv2d_opts c = {.stride = {g.s[1], g.s[2]},
                               .padding = {g.p[1], g.p[2]},
                               .dilation = {g.d[1], g.d[2]},

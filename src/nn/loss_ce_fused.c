@@ -5,7 +5,8 @@
  * logits, the targets and those log-sum-exps, where the composition (loss_ce.c) writes and keeps
  * the whole [N, C] log-softmax. The losses come in the logits' compute dtype (float32 for float16
  * and bfloat16, float64 for float64): loss_ce.c reduces them with the composition's ops and
- * rounds the result once to the logits' dtype. */
+ * rounds the result once to the logits' dtype. Under create_graph the backward is public ops over
+ * the softmax recomputed from the logits, so it is differentiable again. */
 #include "nn/functional_internal.h"
 
 static const char *OP = "cross_entropy";
@@ -42,7 +43,34 @@ static ts_cross_entropy_args base_args(ts_tensor *x, ts_tensor *tg, ts_tensor *l
     return a;
 }
 
+/* The backward as public ops over the softmax recomputed from the logits (the saved log-sum-exp
+ * carries no history), so that under create_graph it records the gradient's graph: per row with
+ * upstream g, smoothing e and C classes, dx = g (softmax(x) - (1 - e) onehot(t) - e / C), zero in
+ * an ignored row (the kernels' formula, backend.h). Slot 3 holds the logits themselves where the
+ * kernels read a copy (which carries no history). */
+static void cross_entropy_backward_composite(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    ts_tensor *x = tsi_node_has_saved(n, 3) ? tsi_node_saved(n, 3) : tsi_node_saved(n, 0);
+    ts_tensor *tg = tsi_node_saved(n, 1);
+    if (!x || !tg || !go[0] || !tsi_node_needs(n, 0)) return;
+    const int cd = x->shape.ndim - 1;
+    const int64_t classes = x->shape.dims[cd];
+    const double e = n->p[0];
+    const ts_dtype rd = row_dtype(x->dtype);
+    ts_tensor *xf = x->dtype == rd ? x : ts_to_dtype(x, rd);
+    ts_tensor *g = ts_unsqueeze(go[0]->dtype == rd ? go[0] : ts_to_dtype(go[0], rd), cd);
+    ts_tensor *ign = ts_eq_scalar(tg, (double)n->ip[0]);
+    ts_tensor *t = ts_clamp(ts_masked_fill(tg, ign, 0), 0, (double)(classes - 1));
+    ts_tensor *d = ts_mul(g, ts_add_scalar(ts_softmax(xf, cd), -e / (double)classes));
+    d = ts_scatter_add(d, cd, ts_unsqueeze(t, cd), ts_mul_scalar(g, e - 1));
+    d = ts_masked_fill(d, ts_unsqueeze(ign, cd), 0);
+    gi[0] = d && d->dtype != x->dtype ? ts_to_dtype(d, x->dtype) : d;
+}
+
 static void cross_entropy_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    if (tsi_create_graph_active()) {
+        cross_entropy_backward_composite(n, go, gi);
+        return;
+    }
     ts_tensor *x = tsi_node_saved(n, 0), *tg = tsi_node_saved(n, 1), *lse = tsi_node_saved(n, 2);
     if (!x || !tg || !lse || !go[0] || !tsi_node_needs(n, 0)) return;
     /* the rows' gradient may come broadcast (a sum's backward): contiguous, in lse's dtype */
@@ -81,10 +109,12 @@ ts_tensor *tsi_cross_entropy_fused(ts_tensor *x0, ts_tensor *target, int64_t ign
     }
     ts_tensor *ins[1] = {x0};
     if (loss && tsi_needs_graph(ins, 1)) {
-        ts_tensor *saves[3] = {x, tg, lse};
+        /* x0 itself too where the kernels read a copy: the composite backward differentiates
+         * through it */
+        ts_tensor *saves[4] = {x, tg, lse, x != x0 ? x0 : NULL};
         ts_node *n = tsi_record("CrossEntropyLossBackward0", OP, cross_entropy_backward, ins, 1,
-                                loss, saves, 3);
-        if (n) n->ip[0] = ignore_index, n->p[0] = label_smoothing;
+                                loss, saves, 4);
+        if (n) n->ip[0] = ignore_index, n->p[0] = label_smoothing, n->flags |= TSI_NODE_TWICE;
     }
     ts_release(lse), ts_release(x), ts_release(tg);
     return tsi_own(loss);

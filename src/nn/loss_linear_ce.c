@@ -11,8 +11,10 @@
  *      class index t (not ignored): ((1 - e) w_t + e/C sum(w)) p - (1 - e) w_t onehot(t) - e/C w
  *      probabilities y:             sum(w y') p - w y',  y' = (1 - e) y + e / C
  *    times s_i (ignored rows: 0), the derivative of cross_entropy's per-row loss
- *    -(1 - e) w_t log p_t - e/C sum_c w_c log p_c (resp. -sum_c w_c y'_c log p_c); not twice
- *    differentiable (as PyTorch's chunked path). */
+ *    -(1 - e) w_t log p_t - e/C sum_c w_c log p_c (resp. -sum_c w_c y'_c log p_c). Under
+ *    create_graph the node takes every row as one chunk and the same formula out of place, so its
+ *    ops record the gradient's graph and it is differentiable again (PyTorch's chunked path is
+ *    not). */
 #include <stdlib.h>
 
 #include "nn/functional_internal.h"
@@ -44,35 +46,64 @@ static ts_tensor *chunk_softmax(ts_tensor *xc, ts_tensor *w, ts_tensor *b) {
     return P;
 }
 
-/* d loss_rows / d logits for one chunk's softmax P [B, C] (overwritten and returned), times the
- * per-row upstream scale s ([B, 1] or 0-dim); see the file's comment. In place, so that a chunk
- * holds about two [B, C] tensors. */
+/* chunk_grad's steps on P: in place (a chunk then holds about two [B, C] tensors), or out of place
+ * under create_graph (an in-place step would save a detached value: no double backward) */
+static ts_tensor *mul_on(bool ip, ts_tensor *P, ts_tensor *b) {
+    return ip ? ts_mul_(P, b) : ts_mul(P, b);
+}
+static ts_tensor *sub_on(bool ip, ts_tensor *P, ts_tensor *b) {
+    return ip ? ts_sub_(P, b) : ts_sub(P, b);
+}
+static ts_tensor *add_scalar_on(bool ip, ts_tensor *P, double v) {
+    return ip ? ts_add_scalar_(P, v) : ts_add_scalar(P, v);
+}
+static ts_tensor *scatter_add_on(bool ip, ts_tensor *P, ts_tensor *index, ts_tensor *src) {
+    return ip ? ts_scatter_add_(P, 1, index, src) : ts_scatter_add(P, 1, index, src);
+}
+
+/* d loss_rows / d logits for one chunk's softmax P [B, C] (overwritten and returned where ip),
+ * times the per-row upstream scale s ([B, 1] or 0-dim); see the file's comment. */
 static ts_tensor *chunk_grad(ts_tensor *P, ts_tensor *t, ts_tensor *cw, double sumw, bool prob,
-                             int64_t ignore, double e, ts_tensor *s) {
+                             int64_t ignore, double e, ts_tensor *s, bool ip) {
     if (!P) return NULL;
     const int64_t C = P->shape.dims[1];
     if (prob) { /* sum(w y') p - w y' */
         ts_tensor *wy = ts_add_scalar(ts_mul_scalar(t, 1.0 - e), e / (double)C);
         if (cw) wy = ts_mul_(wy, ts_unsqueeze(cw, 0));
-        ts_mul_(P, ts_sum_dim(wy, 1, true));
-        ts_sub_(P, wy);
-        return ts_mul_(P, s);
+        P = mul_on(ip, P, ts_sum_dim(wy, 1, true));
+        P = sub_on(ip, P, wy);
+        return mul_on(ip, P, s);
     }
     /* ((1 - e) w_t + e/C sum(w)) p - e/C w, then - (1 - e) w_t at t; ignored rows zero */
     ts_tensor *ign = ts_eq_scalar(t, (double)ignore);
     ts_tensor *tc = ts_masked_fill(t, ign, 0.0); /* ignored rows point at class 0, then zeroed */
     ts_tensor *wt = cw ? ts_index_select(cw, 0, tc) : ts_ones_like(ts_to_dtype(t, P->dtype));
     ts_tensor *a = ts_unsqueeze(ts_mul_scalar(wt, 1.0 - e), 1); /* [B, 1] */
-    ts_mul_(P, ts_add_scalar(a, e / (double)C * sumw));
+    P = mul_on(ip, P, ts_add_scalar(a, e / (double)C * sumw));
     if (e != 0.0) {
         if (cw)
-            ts_sub_(P, ts_unsqueeze(ts_mul_scalar(cw, e / (double)C), 0));
+            P = sub_on(ip, P, ts_unsqueeze(ts_mul_scalar(cw, e / (double)C), 0));
         else
-            ts_add_scalar_(P, -e / (double)C);
+            P = add_scalar_on(ip, P, -e / (double)C);
     }
-    ts_scatter_add_(P, 1, ts_unsqueeze(tc, 1), ts_neg(a));
+    P = scatter_add_on(ip, P, ts_unsqueeze(tc, 1), ts_neg(a));
     ts_tensor *keep = ts_unsqueeze(ts_to_dtype(ts_logical_not(ign), P->dtype), 1);
-    return ts_mul_(P, ts_mul(keep, s));
+    return mul_on(ip, P, ts_mul(keep, s));
+}
+
+/* Under create_graph: every row at once, out of place (the chunks' in-place accumulation would
+ * not record the gradient's graph) */
+static void whole_backward(ts_node *n, ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_tensor *t,
+                           ts_tensor *cw, double sumw, ts_tensor *s, ts_tensor **gi) {
+    ts_tensor *P = ts_softmax(ts_linear(x, w, b), 1);
+    ts_tensor *G = chunk_grad(P, t, cw, sumw, n->ip[3] != 0, n->ip[1], n->p[0], s, false);
+    if (!G) return;
+    if (tsi_node_needs(n, 0)) {
+        ts_tensor *gx = ts_matmul(G, w);
+        gi[0] = n->ip[4] ? ts_reshape(gx, n->in_shape[0]) : gx;
+    }
+    if (tsi_node_needs(n, 1)) gi[1] = ts_matmul(ts_t(G), x);
+    if (b && tsi_node_needs(n, 2)) gi[2] = ts_sum_dim(G, 0, false);
 }
 
 static void chunked_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
@@ -90,6 +121,10 @@ static void chunked_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     if (r == TS_REDUCTION_MEAN) s = ts_div(s, tsi_node_saved(n, S_DIV));
     if (r == TS_REDUCTION_NONE) s = ts_reshape(s, TS_SHAPE(N, 1));
     const double sumw = cw ? ts_item(ts_sum(cw)) : (double)w->shape.dims[0]; /* sum of weights */
+    if (tsi_create_graph_active()) {
+        whole_backward(n, x, w, b, t, cw, sumw, s, gi);
+        return;
+    }
     /* the gradients accumulate in place: one input-, weight- and bias-sized tensor each */
     const ts_opts xo = {.dtype = x->dtype, .device = ts_device_of(x)};
     ts_tensor *gx = tsi_node_needs(n, 0) ? ts_zeros(x->shape, xo) : NULL;
@@ -101,7 +136,7 @@ static void chunked_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
         ts_tensor *xc = ts_narrow(x, 0, r0, nb);
         ts_tensor *G =
             chunk_grad(chunk_softmax(xc, w, b), ts_narrow(t, 0, r0, nb), cw, sumw, prob, n->ip[1],
-                       n->p[0], r == TS_REDUCTION_NONE ? ts_narrow(s, 0, r0, nb) : s);
+                       n->p[0], r == TS_REDUCTION_NONE ? ts_narrow(s, 0, r0, nb) : s, true);
         if (gx) ts_copy_(ts_narrow(gx, 0, r0, nb), ts_matmul(G, w));
         if (gw) ts_add_(gw, ts_matmul(ts_t(G), xc));
         if (gb) ts_add_(gb, ts_sum_dim(G, 0, false));
@@ -172,6 +207,7 @@ static ts_tensor *chunked(ts_tensor *x0, ts_tensor *w, ts_tensor *b, ts_tensor *
         if (n) {
             n->ip[0] = o.reduction, n->ip[1] = ignore, n->ip[2] = chunk, n->ip[3] = prob,
             n->ip[4] = unbatched, n->p[0] = o.label_smoothing;
+            n->flags |= TSI_NODE_TWICE; /* whole_backward under create_graph */
         }
     }
     y = ts_error() == TS_OK && y ? ts_keep(y) : NULL;

@@ -106,7 +106,9 @@ static bool walk_gpt(walk *w, ts_module *m) {
 }
 
 static void collect(walk *w, ts_module *m) {
-    if (tsi_module_is_sequential(m))
+    /* a ResNet (src/models/resnet.c) runs its children in the order they were added: the stem's
+     * conv + bn + relu, maxpool, the stages' blocks, avgpool, fc (flattened on the way: a view) */
+    if (tsi_module_is_sequential(m) || !strcmp(m->type_name, "ResNet"))
         walk_seq(w, m, "");
     else if (!walk_gpt(w, m))
         push_unit(w, m->type_name, &m, 1);

@@ -228,10 +228,13 @@ static ts_tensor *hidden_proj(const dir_w *w, ts_tensor *h) {
 /* one step from xw [B, G*H] (the input's projection) and the state *h (*c): the new state. The
  * product takes wp's w_hh and b_hh (w's own, or detached ones whose gradients come from the weight
  * sink, rnn_cell_fused.h); z: the sink's slice for the fused gates, or NULL; wfall: the weights
- * for a step whose gates are not fused after all (its own graph to w_hh), or NULL */
+ * for a step whose gates are not fused after all (its own graph to w_hh), or NULL; x: the input
+ * xw = input_proj(w, x) was made from where the step's products keep their graph (a cell module's
+ * step: the fused gates' node is then differentiable again), or NULL */
 static bool step(rnn_m *m, const dir_w *w, const dir_w *wp, const dir_w *wfall, ts_tensor *z,
-                 ts_tensor *xw, ts_tensor **h, ts_tensor **c) {
+                 ts_tensor *x, ts_tensor *xw, ts_tensor **h, ts_tensor **c) {
     const int64_t H = m->hidden_size;
+    const tsi_rnn_cell_recipe recipe = {x, w->w_ih, w->b_ih, *h, wp->w_hh, wp->b_hh};
     ts_tensor *gh = hidden_proj(wp, *h);
     if (!gh || !xw) return false;
     const bool fused =
@@ -249,7 +252,7 @@ static bool step(rnn_m *m, const dir_w *w, const dir_w *wp, const dir_w *wfall, 
     if (m->kind == K_LSTM && fused) {
         /* the gates in one op (rnn_cell_fused.c): one kernel and one node for the step */
         ts_tensor *hn = NULL, *cn = NULL;
-        if (!tsi_lstm_cell_fused(xw, gh, *c, z, &hn, &cn)) return false;
+        if (!tsi_lstm_cell_fused_ex(xw, gh, *c, z, x ? &recipe : NULL, &hn, &cn)) return false;
         if (w->w_hr) hn = ts_mm(hn, ts_t(w->w_hr));
         *h = hn, *c = cn;
         return *h != NULL;
@@ -269,7 +272,7 @@ static bool step(rnn_m *m, const dir_w *w, const dir_w *wp, const dir_w *wfall, 
     }
     /* GRU: r, z from the summed projections; n = tanh(x_n + r * (h W_hn^T + b_hn)) */
     if (fused) {
-        *h = tsi_gru_cell_fused(xw, gh, *h, z);
+        *h = tsi_gru_cell_fused_ex(xw, gh, *h, z, x ? &recipe : NULL);
         return *h != NULL;
     }
     ts_tensor *xs[2] = {NULL, NULL}, *hs[2] = {NULL, NULL}, *rz2[2] = {NULL, NULL};
@@ -356,12 +359,13 @@ static ts_tensor *run_direction(rnn_m *m, const dir_w *w, int d, ts_tensor *x2, 
         /* the whole sequence as one op (rnn_seq_fused.c); the LSTM's b_hh joins b_ih in the
          * input projection, the GRU's stays apart for its n gate */
         const bool lstm = m->kind == K_LSTM;
-        ts_tensor *xw =
-            ts_linear(x2, w->w_ih, lstm && w->b_hh ? ts_add(w->b_ih, w->b_hh) : w->b_ih);
+        const tsi_rnn_proj proj = {x2, w->w_ih,
+                                   lstm && w->b_hh ? ts_add(w->b_ih, w->b_hh) : w->b_ih};
+        ts_tensor *xw = ts_linear(x2, w->w_ih, proj.b);
         xw = xw ? ts_view(xw, TS_SHAPE(T, B, xw->shape.dims[1])) : NULL;
         ts_tensor *y = NULL, *hn = NULL, *cn = NULL;
-        if (!xw || !tsi_rnn_seq_fused(lstm, xw, w->w_hh, lstm ? NULL : w->b_hh, *h, *c, d != 0, &y,
-                                      &hn, &cn))
+        if (!xw || !tsi_rnn_seq_fused(lstm, xw, w->w_hh, lstm ? NULL : w->b_hh, *h, *c, d != 0,
+                                      &proj, &y, &hn, &cn))
             return NULL;
         *h = hn;
         if (lstm) *c = cn;
@@ -399,7 +403,7 @@ static ts_tensor *run_direction(rnn_m *m, const dir_w *w, int d, ts_tensor *x2, 
         ts_tensor *hp = *h, *cp = *c;
         hin[t] = *h;
         ok = step(m, w, sink ? &wd : &wp, zslices ? &wp : NULL,
-                  zslices ? ts_squeeze_dim(zs[t], 0) : NULL, ts_squeeze_dim(xs[t], 0), h, c);
+                  zslices ? ts_squeeze_dim(zs[t], 0) : NULL, NULL, ts_squeeze_dim(xs[t], 0), h, c);
         if (ok && live_all) {
             /* past a sequence's end the state stays, the output is zero */
             ts_tensor *live = ts_select(live_all, 0, t);
@@ -572,7 +576,7 @@ ts_tensor *ts_rnn_cell_forward(ts_module *mod, ts_tensor *input, ts_tensor *hx, 
     dir_w w = weights_of(m, 0, 0);
     ts_tensor *xw = input_proj(&w, x);
     ts_tensor *out = NULL;
-    if (xw && h && (m->kind != K_LSTM || c) && step(m, &w, &w, NULL, NULL, xw, &h, &c)) {
+    if (xw && h && (m->kind != K_LSTM || c) && step(m, &w, &w, NULL, NULL, x, xw, &h, &c)) {
         out = batched ? h : ts_squeeze_dim(h, 0);
         if (c && !batched) c = ts_squeeze_dim(c, 0);
         if (c_out && m->kind == K_LSTM && !c) out = NULL;

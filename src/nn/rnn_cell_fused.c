@@ -2,10 +2,14 @@
  * rnn.c's step): one kernel pass forward and one backward over the step's [B, 4H] / [B, 3H]
  * gates, and one autograd node (PyTorch's names for its fused cells: ThnnFusedLstmCellBackward0,
  * ThnnFusedGruCellBackward0), where the composition runs a dozen elementwise ops and nodes per
- * step. The node keeps the activated gates (the LSTM's with tanh(c)) and the previous state. */
+ * step. The node keeps the activated gates (the LSTM's with tanh(c)) and the previous state; given
+ * how xw and gh were made (a recipe: the cell modules' steps), also those tensors, and under
+ * create_graph its backward makes the gates again from them by public ops (differentiable
+ * again). */
 #include "nn/rnn_cell_fused.h"
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
+#include "nn/rnn_step_back.h"
 
 static const char *const OPL = "lstm_cell_fused", *const OPG = "gru_cell_fused";
 
@@ -76,8 +80,63 @@ static ts_kview view_or_absent(ts_tensor *t) {
     return t ? tsi_kview(t) : (ts_kview){.dtype = TS_F32};
 }
 
+/* ------------------------------------------------------------------ the recipe */
+/* the node's slots past the kernels' two: the recipe, then the previous state itself */
+enum { S_X = 2, S_WIH, S_BIH, S_H, S_WHH, S_BHH, S_STATE, S_N };
+
+static void save_recipe(ts_node *n, const tsi_rnn_cell_recipe *r, ts_tensor *state) {
+    ts_tensor *t[S_N - S_X] = {r->x, r->w_ih, r->b_ih, r->h, r->w_hh, r->b_hh, state};
+    for (int i = 0; i < S_N - S_X; i++) tsi_node_save(n, S_X + i, t[i]);
+    n->flags |= TSI_NODE_TWICE; /* the composite backward under create_graph */
+}
+
+/* recorded with a recipe (more slots than the kernels' two) */
+static bool with_recipe(const ts_node *n) { return n->n_saved == S_N; }
+
+static ts_tensor *saved_or_null(ts_node *n, int slot, bool *ok) {
+    if (!tsi_node_has_saved(n, slot)) return NULL;
+    ts_tensor *t = tsi_node_saved(n, slot);
+    *ok = *ok && t;
+    return t;
+}
+
+/* xw and gh made again from the recipe (gh NULL where there was none) and the previous state:
+ * false with the error set */
+static bool remake(ts_node *n, ts_tensor **xw, ts_tensor **gh, ts_tensor **state) {
+    bool ok = true;
+    ts_tensor *x = saved_or_null(n, S_X, &ok), *wi = saved_or_null(n, S_WIH, &ok),
+              *bi = saved_or_null(n, S_BIH, &ok), *h = saved_or_null(n, S_H, &ok),
+              *wh = saved_or_null(n, S_WHH, &ok), *bh = saved_or_null(n, S_BHH, &ok);
+    *state = saved_or_null(n, S_STATE, &ok);
+    if (!ok || !x || !wi || !*state) return false;
+    *xw = ts_linear(x, wi, bi);
+    *gh = !wh ? NULL : bh ? ts_linear(h, wh, bh) : ts_mm(h, ts_t(wh));
+    return *xw && (!wh || *gh);
+}
+
+/* the gradient of an absent output: zeros like the state */
+static ts_tensor *or_zeros(ts_tensor *g, ts_tensor *state) { return g ? g : ts_zeros_like(state); }
+
 /* ------------------------------------------------------------------ LSTM */
+/* The backward as public ops over the gates made again (create_graph): a = xw + gh, then
+ * rnn_step_back.h's step; xw's, gh's (and z's) gradient da, c_prev's the cell's. */
+static void lstm_backward_composite(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    ts_tensor *xw = NULL, *gh = NULL, *cp = NULL, *dcp = NULL;
+    if ((!go[0] && !go[1]) || !remake(n, &xw, &gh, &cp)) return;
+    ts_tensor *da = tsi_lstm_step_back(gh ? ts_add(xw, gh) : xw, cp, or_zeros(go[0], cp),
+                                       or_zeros(go[1], cp), &dcp);
+    if (!da || !dcp) return;
+    if (tsi_node_needs(n, 0)) gi[0] = da;
+    if (tsi_node_needs(n, 1)) gi[1] = da;
+    if (tsi_node_needs(n, 2)) gi[2] = dcp;
+    if (tsi_node_needs(n, 3)) gi[3] = da;
+}
+
 static void lstm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    if (tsi_create_graph_active() && with_recipe(n)) {
+        lstm_backward_composite(n, go, gi);
+        return;
+    }
     ts_tensor *sv = tsi_node_saved(n, 0), *cp = tsi_node_saved(n, 1);
     if (!sv || !cp || (!go[0] && !go[1])) return;
     const ts_dtype dt = sv->dtype;
@@ -113,11 +172,19 @@ static void lstm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
 
 bool tsi_lstm_cell_fused(ts_tensor *xw0, ts_tensor *gh0, ts_tensor *c0, ts_tensor *z,
                          ts_tensor **h_out, ts_tensor **c_out) {
+    return tsi_lstm_cell_fused_ex(xw0, gh0, c0, z, NULL, h_out, c_out);
+}
+
+bool tsi_lstm_cell_fused_ex(ts_tensor *xw0, ts_tensor *gh0, ts_tensor *c0, ts_tensor *z,
+                            const tsi_rnn_cell_recipe *recipe, ts_tensor **h_out,
+                            ts_tensor **c_out) {
     tsi_init();
     if (h_out) *h_out = NULL;
     if (c_out) *c_out = NULL;
     if (!h_out || !c_out)
         return tsi_error_set(TS_ERR_ARG, "%s: h and c outputs must not be NULL", OPL), false;
+    if (recipe && z)
+        return tsi_error_set(TS_ERR_ARG, "%s: a recipe of xw and gh goes without z", OPL), false;
     int64_t B = 0, H = 0;
     if (!check(OPL, xw0, gh0, true, c0, "c_prev", z, 4, &B, &H)) return false;
     const ts_device dev = tsi_device(xw0);
@@ -144,11 +211,12 @@ bool tsi_lstm_cell_fused(ts_tensor *xw0, ts_tensor *gh0, ts_tensor *c0, ts_tenso
         be->rnn_cell_forward(be, tsi_dev_index(xw), &a);
         ts_tensor *ins[4] = {xw0, gh0, c0, z};
         if (tsi_needs_graph(ins, 4)) {
-            ts_node *n =
-                tsi_node_new("ThnnFusedLstmCellBackward0", OPL, lstm_backward, ins, 4, 2, 2);
+            ts_node *n = tsi_node_new("ThnnFusedLstmCellBackward0", OPL, lstm_backward, ins, 4, 2,
+                                      recipe ? S_N : 2);
             if (n) {
                 tsi_node_save(n, 0, sv);
                 tsi_node_save(n, 1, cp);
+                if (recipe) save_recipe(n, recipe, c0);
                 tsi_node_set_output(n, h, 0);
                 tsi_node_set_output(n, c, 1);
                 tsi_node_release(n);
@@ -167,7 +235,24 @@ bool tsi_lstm_cell_fused(ts_tensor *xw0, ts_tensor *gh0, ts_tensor *c0, ts_tenso
 }
 
 /* ------------------------------------------------------------------ GRU */
+/* The backward as public ops over the gates made again (create_graph), rnn_step_back.h's step:
+ * xw's gradient, gh's (and z's), h_prev's direct part */
+static void gru_backward_composite(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    ts_tensor *xw = NULL, *gh = NULL, *hp = NULL, *dxw = NULL, *dgh = NULL;
+    if (!go[0] || !remake(n, &xw, &gh, &hp) || !gh) return;
+    ts_tensor *dh = tsi_gru_step_back(xw, gh, hp, go[0], &dxw, &dgh);
+    if (!dh || !dxw || !dgh) return;
+    if (tsi_node_needs(n, 0)) gi[0] = dxw;
+    if (tsi_node_needs(n, 1)) gi[1] = dgh;
+    if (tsi_node_needs(n, 2)) gi[2] = dh;
+    if (tsi_node_needs(n, 3)) gi[3] = dgh;
+}
+
 static void gru_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    if (tsi_create_graph_active() && with_recipe(n)) {
+        gru_backward_composite(n, go, gi);
+        return;
+    }
     ts_tensor *sv = tsi_node_saved(n, 0), *hp = tsi_node_saved(n, 1);
     if (!sv || !hp || !go[0]) return;
     const ts_dtype dt = sv->dtype;
@@ -207,7 +292,16 @@ static void gru_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
 }
 
 ts_tensor *tsi_gru_cell_fused(ts_tensor *xw0, ts_tensor *gh0, ts_tensor *h0, ts_tensor *z) {
+    return tsi_gru_cell_fused_ex(xw0, gh0, h0, z, NULL);
+}
+
+ts_tensor *tsi_gru_cell_fused_ex(ts_tensor *xw0, ts_tensor *gh0, ts_tensor *h0, ts_tensor *z,
+                                 const tsi_rnn_cell_recipe *recipe) {
     tsi_init();
+    if (recipe && (z || !recipe->w_hh))
+        return tsi_error_set(TS_ERR_ARG, "%s: a recipe of xw and gh needs w_hh and goes without z",
+                             OPG),
+               NULL;
     int64_t B = 0, H = 0;
     if (!check(OPG, xw0, gh0, false, h0, "h_prev", z, 3, &B, &H)) return NULL;
     const ts_device dev = tsi_device(xw0);
@@ -231,10 +325,13 @@ ts_tensor *tsi_gru_cell_fused(ts_tensor *xw0, ts_tensor *gh0, ts_tensor *h0, ts_
         const ts_backend *be = tsi_be(xw);
         be->rnn_cell_forward(be, tsi_dev_index(xw), &a);
         ts_tensor *ins[4] = {xw0, gh0, h0, z};
-        ts_tensor *saves[2] = {sv, hp};
-        if (tsi_needs_graph(ins, 4))
-            ok = tsi_record("ThnnFusedGruCellBackward0", OPG, gru_backward, ins, 4, h, saves, 2) !=
-                 NULL;
+        ts_tensor *saves[S_N] = {sv, hp}; /* the recipe's slots filled by save_recipe */
+        if (tsi_needs_graph(ins, 4)) {
+            ts_node *n = tsi_record("ThnnFusedGruCellBackward0", OPG, gru_backward, ins, 4, h,
+                                    saves, recipe ? S_N : 2);
+            if (n && recipe) save_recipe(n, recipe, h0);
+            ok = n != NULL;
+        }
     }
     ts_release(xw), ts_release(gh), ts_release(hp), ts_release(sv);
     if (!ok) {

@@ -8,7 +8,8 @@
  * adds the output's gradient to the recurrent one in place of the engine's accumulation, and makes
  * w_hh's gradient ONE product over the T * B rows (b_hh's one sum), as the weight sink of
  * rnn_cell_fused.c does for the step-by-step path. The arithmetic is that path's: the same kernels
- * (mm's and linear's products, the fused gates, the add), in the same order. */
+ * (mm's and linear's products, the fused gates, the add), in the same order. Under create_graph
+ * the backward is rnn_seq_composite.c's public ops instead. */
 #include "nn/rnn_seq_fused.h"
 #include "autograd/autograd.h"
 #include "backend/rnn_seq_loop.h"
@@ -49,10 +50,16 @@ static ts_tensor *grad_arg(ts_tensor *g, ts_dtype dt, bool *ok) {
     return r;
 }
 
-enum { S_SAVED, S_CELLS, S_H0, S_C0, S_W, S_OUT, N_SAVED };
-enum { I_XW, I_W, I_B, I_H0, I_C0, N_IN };
+enum { S_SAVED = TSI_RS_SAVED, S_CELLS = TSI_RS_CELLS, S_H0 = TSI_RS_H0, S_C0 = TSI_RS_C0 };
+enum { S_W = TSI_RS_W, S_OUT = TSI_RS_OUT, N_SAVED = TSI_RS_N };
+enum { I_XW = TSI_RS_I_XW, I_W = TSI_RS_I_W, I_B = TSI_RS_I_B, I_H0 = TSI_RS_I_H0 };
+enum { I_C0 = TSI_RS_I_C0, N_IN = TSI_RS_N_IN };
 
 static void seq_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    if (tsi_create_graph_active()) {
+        tsi_rnn_seq_backward_composite(n, go, gi);
+        return;
+    }
     const int64_t T = n->ip[0], B = n->ip[1], H = n->ip[2];
     const bool lstm = n->ip[3] != 0, reverse = n->ip[4] != 0;
     const int64_t GH = (lstm ? 4 : 3) * H, BH = B * H;
@@ -126,7 +133,8 @@ static void seq_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
 
 /* ------------------------------------------------------------------ forward */
 bool tsi_rnn_seq_fused(bool lstm, ts_tensor *xw, ts_tensor *w_hh, ts_tensor *b_hh, ts_tensor *h0,
-                       ts_tensor *c0, bool reverse, ts_tensor **y, ts_tensor **hn, ts_tensor **cn) {
+                       ts_tensor *c0, bool reverse, const tsi_rnn_proj *proj, ts_tensor **y,
+                       ts_tensor **hn, ts_tensor **cn) {
     tsi_init();
     *y = *hn = NULL;
     if (cn) *cn = NULL;
@@ -199,6 +207,20 @@ bool tsi_rnn_seq_fused(bool lstm, ts_tensor *xw, ts_tensor *w_hh, ts_tensor *b_h
                 tsi_node_set_output(n, hl, 1);
                 if (lstm) tsi_node_set_output(n, *cl, 2);
                 tsi_node_save_output(n, S_OUT, *out);
+                /* for the composite backward: what the kernels read copies of, b_hh, and xw (or
+                 * how it was made) */
+                if (hp0 != h0) tsi_node_save(n, TSI_RS_H0_IN, h0);
+                if (lstm && cp0 != c0) tsi_node_save(n, TSI_RS_C0_IN, c0);
+                if (w != w_hh) tsi_node_save(n, TSI_RS_W_IN, w_hh);
+                if (b_hh) tsi_node_save(n, TSI_RS_B_IN, b_hh);
+                if (proj) {
+                    tsi_node_save(n, TSI_RS_PX, proj->x);
+                    tsi_node_save(n, TSI_RS_PW, proj->w_ih);
+                    if (proj->b) tsi_node_save(n, TSI_RS_PB, proj->b);
+                } else {
+                    tsi_node_save(n, TSI_RS_XW_IN, xw);
+                }
+                n->flags |= TSI_NODE_TWICE; /* tsi_rnn_seq_backward_composite */
                 tsi_node_release(n);
             }
             ok = n != NULL;

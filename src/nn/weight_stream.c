@@ -114,7 +114,7 @@ void tsi_ws_drop(stream *s, sunit *u) {
         ts_release(e->d);
         e->d = NULL;
     }
-    u->keep = u->prefetched = false;
+    u->keep = u->prefetched = u->recompute = false;
     u->done = 0;
     note_resident(s, u, false);
 }
@@ -227,10 +227,8 @@ static void wait_copies(stream *s, sunit *u) {
         if (u->e[k].d) TSI_SIM_LINK_USE(s->dev, u->e[k].d->storage->uid);
 }
 
-/* After a unit's forward: a buffer it changed (running statistics) goes back to the host; then
- * the copies go (kept, memory freed, when a backward will need them). */
-static bool release_after_forward(stream *s, sunit *u, bool keep) {
-    swap(u, false);
+/* A buffer the unit changed (running statistics) back to the host. */
+static bool copy_back(sunit *u) {
     bool ok = true;
     for (int k = 0; k < u->n && ok; k++) {
         entry *e = &u->e[k];
@@ -243,8 +241,17 @@ static bool release_after_forward(stream *s, sunit *u, bool keep) {
                 ts_scope_end();
             }
             e->hver = ts_version(e->h);
+            e->dver = ts_version(e->d);
         }
     }
+    return ok;
+}
+
+/* After a unit's forward: its changed buffers go back to the host; then the copies go (kept,
+ * memory freed, when a backward will need them). */
+static bool release_after_forward(stream *s, sunit *u, bool keep) {
+    swap(u, false);
+    const bool ok = copy_back(u);
     if (!keep) {
         tsi_ws_drop(s, u);
         return ok;
@@ -268,10 +275,27 @@ static ts_tensor *grad_done(void *ctx, ts_tensor *grad) {
     if (!s) return grad;
     sunit *u = &s->u[i];
     if (u->keep && ++u->done == u->n_grad) { /* its backward is over: the memory goes */
+        swap(u, false);
+        copy_back(u); /* the buffers a recomputation changed (checkpointed batch norms) */
         for (int k = 0; k < u->n; k++) tsi_storage_free_data(u->e[k].d->storage);
         note_resident(s, u, false);
     }
     return grad;
+}
+
+/* m or a module below it is checkpointed: its backward runs its forward again */
+static bool has_checkpoint(const ts_module *m) {
+    if (m->impl->checkpoint) return true;
+    const tsi_named *c = &m->impl->children;
+    for (int i = 0; i < c->n; i++)
+        if (has_checkpoint(c->items[i])) return true;
+    return false;
+}
+
+static bool unit_recomputes(const stream *s, int i) {
+    for (int k = 0; k < s->spans[i].count; k++)
+        if (has_checkpoint(s->mods[s->spans[i].first + k])) return true;
+    return false;
 }
 
 static void pre_backward(void *ctx) {
@@ -288,6 +312,7 @@ static void pre_backward(void *ctx) {
     /* units after it without gradients of their own are done with */
     for (int j = i + 1; j < s->n; j++)
         if (s->u[j].keep && s->u[j].n_grad == 0 && s->u[j].resident) {
+            swap(&s->u[j], false);
             for (int k = 0; k < s->u[j].n; k++) tsi_storage_free_data(s->u[j].e[k].d->storage);
             note_resident(s, &s->u[j], false);
         }
@@ -295,10 +320,24 @@ static void pre_backward(void *ctx) {
     for (int j = i - 1; j >= 0 && j >= i - s->o.prefetch; j--)
         if (!refill(s, j)) return;
     wait_copies(s, &s->u[i]);
+    /* a checkpointed module of the unit runs its forward again in this backward: it reads the
+     * copies (the handles whose gradients the graph's copy nodes take) from the slots until the
+     * unit's backward is done */
+    if (unit_recomputes(s, i)) swap(&s->u[i], true);
 }
 
 static bool unit_start(stream *s, int i) {
     sunit *u = &s->u[i];
+    if (u->keep) {
+        /* its forward again inside its backward (a checkpointed module recomputing): the kept
+         * copies, brought back before the backward, in the slots, so that what the recomputation
+         * saves are the handles the graph's copy nodes take the gradients of */
+        if (!refill(s, i)) return false;
+        wait_copies(s, u);
+        swap(u, true);
+        u->recompute = true;
+        return true;
+    }
     if (u->swapped) return true; /* another module of the unit started it */
     bool ok = fetch(s, i, false);
     for (int j = i + 1; ok && j < s->n && j <= i + s->o.prefetch; j++) ok = fetch(s, j, true);
@@ -323,6 +362,10 @@ ts_status tsi_ws_unit_pre(ts_module *m, ts_tensor *x, void *ctx) {
 static bool unit_finish(stream *s, int i, ts_tensor **y) {
     const bool keep = ts_grad_enabled() && *y && ts_requires_grad(*y);
     sunit *u = &s->u[i];
+    if (u->recompute) { /* the copies stay for the backward under way, its hooks set already */
+        u->recompute = false;
+        return copy_back(u);
+    }
     if (!release_after_forward(s, u, keep)) {
         tsi_ws_drop(s, u);
         return false;

@@ -29,6 +29,7 @@ typedef struct sunit {
     bool swapped;    /* the slots hold the copies */
     bool prefetched; /* started ahead of its turn */
     bool keep;       /* copies kept for a backward (their memory freed in between) */
+    bool recompute;  /* running again inside its backward (activation checkpointing) */
     size_t bytes;
     int *pre_h; /* on each of its modules (their order within the unit may vary: C leaves the
                    order of a call's arguments open, as in the GPT's tok_emb + pos_emb) */

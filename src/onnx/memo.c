@@ -78,6 +78,22 @@ static unsigned char node_flags(const tso_node *n, const unsigned char *f) {
     /* a Shape or Size reads only its input's shape */
     if (is_shape_op(n) && n->n_in >= 1 && n->in[0] >= 0 && (f[n->in[0]] & TSO_SHAPE_FIXED))
         return TSO_SHAPE_FIXED | TSO_SHAPE_ONLY;
+    /* the head split's shape (rewrite_xformer.c) reads its first input's shape and its second's
+     * values, as the Shape of a Reshape to them */
+    if (!strcmp(n->op_type, "tessera.HeadShape") && n->n_in == 2 && n->in[0] >= 0 &&
+        n->in[1] >= 0 && (f[n->in[0]] & TSO_SHAPE_FIXED) && (f[n->in[1]] & TSO_SHAPE_ONLY))
+        return TSO_SHAPE_FIXED | TSO_SHAPE_ONLY;
+    /* the flattened linear (rewrite_xformer.c): its shape follows from its inputs' shapes and
+     * the values of its two Reshapes' targets, the second input and the last (where another
+     * input takes either place, the rule is not met: data-dependent, which is safe); the linear's
+     * shape reads the first input's and the weight's shapes and the second input's values */
+    if (!strcmp(n->op_type, "tessera.FlatLinear") && n->n_in >= 4 && fixed_in && !only_in &&
+        n->in[1] >= 0 && n->in[n->n_in - 1] >= 0 && (f[n->in[1]] & TSO_SHAPE_ONLY) &&
+        (f[n->in[n->n_in - 1]] & TSO_SHAPE_ONLY))
+        return TSO_SHAPE_FIXED;
+    if (!strcmp(n->op_type, "tessera.LinearShape") && n->n_in >= 3 && fixed_in && n->in[1] >= 0 &&
+        (f[n->in[1]] & TSO_SHAPE_ONLY))
+        return TSO_SHAPE_FIXED | TSO_SHAPE_ONLY;
     /* a deterministic function of values that are functions of the input shapes is one too */
     if (only_in) return TSO_SHAPE_FIXED | TSO_SHAPE_ONLY;
     return rule && fixed_in && values_only ? TSO_SHAPE_FIXED : 0;

@@ -81,6 +81,9 @@ typedef struct tso_model {
     bool optimize;
     bool no_weights;
     bool blocked; /* the blocked-layout rewrite (rewrite_blocked.c) changed the top graph */
+    /* a dense conv net loaded with the rewrites and not under TS_ONNX_BLOCKED=nchw or 0: its runs
+     * go channels_last where oneDNN's NHWC kernels are native (tso_blocked_mode) */
+    bool channels_last;
 } tso_model;
 
 /* What an operator sees while it runs. */
@@ -218,7 +221,8 @@ void tso_graph_drop_dead(tso_graph *g, const bool *dead);
 /* rewrite_blocked.c: values kept in oneDNN's channel-blocked layout between convolutions */
 bool tso_rewrite_blocked(tso_model *m);
 /* the block this run of m's top graph on dev uses (0: its blocked nodes run as the plain ones;
- * -1: as the plain ones, the 4-D float32 inputs made channels_last: dense conv nets on AVX-512) */
+ * -1: as the plain ones, the 4-D float32 inputs made channels_last: m->channels_last on AVX-512,
+ * the default for dense conv nets) */
 int tso_blocked_mode(const tso_model *m, ts_device dev, ts_tensor *const *inputs, int n_inputs);
 
 /* ------------------------------------------------------------------ sequences and optionals

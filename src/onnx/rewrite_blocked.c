@@ -6,28 +6,32 @@
  *
  * A value is kept blocked when its producer can give that form: a Conv (or the fused Conv +
  * activation of rewrite_conv.c) oneDNN runs — 2-D, float32 weight known at load, explicit
- * symmetric pads, group 1 or depthwise of 16 channels or more — or a node on blocked inputs
- * alone: Relu, Clip, HardSwish, HardSigmoid, LeakyRelu, Sigmoid (elementwise: any finite padding
- * stays finite), Add and Mul of two blocked values of the same channel count (the layouts then
- * broadcast alike: the squeeze-excitation's [N, Cb, 1, 1, B] scale against [N, Cb, H, W, B]), and
- * GlobalAveragePool (a mean over dims 2 and 3); such a Mul runs the blocked per-channel scale
- * kernel when one operand is the other's [N, Cb, 1, 1, B] scale. A Conv's output is blocked only
- * when some reader takes the blocked form. The producer then writes a new value (its name +
- * "#blocked"); the readers that take it read that, and when others read the value, or it is a graph
- * output or a sub-graph reads it, a FromBlocked node after the producer makes the original value
- * from it.
+ * symmetric pads, group 1 or depthwise, and one the CPU's selector gives oneDNN (conv_select.c's
+ * table, asked through backend/conv_select_query.h: not those the direct kernels take) — or a
+ * node on blocked inputs alone: Relu, Clip, HardSwish, HardSigmoid, LeakyRelu, Sigmoid
+ * (elementwise: any finite padding stays finite), Add and Mul of two blocked values of the same
+ * channel count (the layouts then broadcast alike: the squeeze-excitation's [N, Cb, 1, 1, B] scale
+ * against [N, Cb, H, W, B]), and GlobalAveragePool (a mean over dims 2 and 3); such a Mul runs
+ * the blocked per-channel scale kernel when one operand is the other's [N, Cb, 1, 1, B] scale. A
+ * Conv's output is blocked only when some reader takes the blocked form. The producer then writes
+ * a new value (its name + "#blocked"); the readers that take it read that, and when others read
+ * the value, or it is a graph output or a sub-graph reads it, a FromBlocked node after the
+ * producer makes the original value from it.
  *
  * Which layout a run uses is decided per run (tso_blocked_mode): the block of the device's
  * blocked convolutions (nn/conv_blocked.h's tsi_conv_block: the CPU with oneDNN, unless
  * TS_CONV=builtin), none while a gradient may be recorded (grad mode on and an input or weight
  * requiring grad) — and then every rewritten node runs as the node it replaced, FromBlocked passes
- * its input on, and the results are the unrewritten graph's. TS_ONNX_BLOCKED=0 at load skips the
- * rewrite (comparisons, benchmarks). */
+ * its input on, and the results are the unrewritten graph's. Dense conv nets run channels_last
+ * instead where oneDNN's NHWC kernels are native (tso_blocked_mode). TS_ONNX_BLOCKED at load:
+ * nchw keeps the blocked layout for every net (the layout before issue 54), 0 skips the rewrite
+ * (comparisons, benchmarks); unset or anything else (nhwc) is the default. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "backend/conv_select_query.h"
 #include "backend/env_config.h"
 #include "nn/conv_blocked.h"
 #include "onnx/ops_nn.h"
@@ -136,18 +140,20 @@ static int64_t conv_of(const tso_graph *g, const tso_node *n, bnode *b) {
         pads[0] != pads[2] || pads[1] != pads[3])
         return 0;
     const int64_t group = tso_attr_int(n, "group", 1), o = ts_size(w, 0);
-    const bool depthwise = group >= 16 && ts_size(w, 1) == 1 && o == group;
+    const bool depthwise = group > 1 && group < 65536 && ts_size(w, 1) == 1 && o == group;
     if (group != 1 && !depthwise) return 0;
-    /* what the direct kernels would take (kern_conv.c): the plain path then, not the blocked one */
-    const bool one_by_one =
-        ks[0] == 1 && ks[1] == 1 && st[0] == 1 && st[1] == 1 && !pads[0] && !pads[1];
-    if (group == 1 && o <= 16 && st[1] == 1 && !one_by_one) return 0;
     b->o = (ts_conv2d_opts){.stride = {(int)st[0], (int)st[1]},
                             .padding = {(int)pads[0], (int)pads[1]},
                             .dilation = {(int)dl[0], (int)dl[1]},
                             .groups = (int)group};
     b->c = ts_size(w, 1) * group;
-    return o;
+    /* those the CPU's direct kernels take (conv_select.c's rule, asked without the image) stay on
+     * the plain path: the blocked one would reorder around them */
+    const ts_conv2d_params cp = {.stride = {b->o.stride[0], b->o.stride[1]},
+                                 .padding = {b->o.padding[0], b->o.padding[1]},
+                                 .dilation = {b->o.dilation[0], b->o.dilation[1]},
+                                 .groups = b->o.groups};
+    return tsi_conv_f32_forward_dnnl(b->c, o, ks, &cp) ? o : 0;
 }
 
 /* the elementwise operators that run on a blocked value as they are */
@@ -353,9 +359,12 @@ static bool apply(tso_graph *g, plan *p, bool *changed) {
 
 static bool rewrite_off(void) { return tsi_env_is(TSI_ENV_ONNX_BLOCKED, "0"); }
 
+static bool dense_convs(const tso_graph *g);
+
 bool tso_rewrite_blocked(tso_model *m) {
     tso_graph *g = m->graph;
     if (rewrite_off() || g->n_nodes == 0) return true;
+    m->channels_last = !tsi_env_is(TSI_ENV_ONNX_BLOCKED, "nchw") && dense_convs(g);
     /* the values' channels, and those of the new values (one a node at most) */
     plan p = {calloc((size_t)g->n_values + (size_t)g->n_nodes + 1, sizeof *p.chans),
               calloc((size_t)g->n_nodes + 1, sizeof *p.kinds),
@@ -403,20 +412,17 @@ static bool dense_convs(const tso_graph *g) {
     return convs > 0;
 }
 
-/* Under TS_ONNX_BLOCKED=nhwc, dense convolution nets loaded with the rewrites
- * (ts_onnx_opts.optimize) run channels_last where oneDNN's NHWC kernels are native (AVX-512:
- * block 16), as the C API's ResNets do: the convolutions then take brgconv on the data as it lies
- * and max pooling its NHWC kernel. ResNet-18 at batch 1, one thread, CPU time a forward (Zen 4,
- * load 16): blocked 40-44 ms, NCHW 40-43, channels_last 33.5-34.5, the C API's model 29.5-35
- * (bench/results/onnx-blocked.md, "ResNet-18: the import against the C API"). Not the default:
- * the results then differ in rounding from the unrewritten model and from the model an export
- * came from (test_onnx_optimize and test_onnx_export hold those to the same bits). -1 then: the
- * blocked nodes run as the plain ones and run.c makes the 4-D float32 inputs channels_last. */
+/* Dense convolution nets loaded with the rewrites (ts_onnx_opts.optimize; m->channels_last, not
+ * under TS_ONNX_BLOCKED=nchw or 0) run channels_last where oneDNN's NHWC kernels are native
+ * (AVX-512: block 16), as the C API's ResNets do: the convolutions then take brgconv on the data
+ * as it lies and max pooling its NHWC kernel (decision 0026). ResNet-18, the import against the
+ * C API's model: bench/results/onnx-blocked.md, "ResNet-18: the import against the C API". The
+ * results differ from the unrewritten model's in rounding only (other kernels summing the same
+ * products in another order; decision 0019). -1 then: the blocked nodes run as the plain ones and
+ * run.c makes the 4-D float32 inputs channels_last. */
 int tso_blocked_mode(const tso_model *m, ts_device dev, ts_tensor *const *inputs, int n_inputs) {
     const int blk = tsi_conv_block(dev);
-    if (m->optimize && blk == 16 && tsi_env_is(TSI_ENV_ONNX_BLOCKED, "nhwc") &&
-        !may_record(m, inputs, n_inputs) && dense_convs(m->graph))
-        return -1;
+    if (m->channels_last && blk == 16 && !may_record(m, inputs, n_inputs)) return -1;
     if (!m->blocked || !blk) return 0;
     return may_record(m, inputs, n_inputs) ? 0 : blk;
 }

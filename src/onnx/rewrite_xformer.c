@@ -13,13 +13,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/gemm_provider.h"
+#include "backend/cpu/sdpa_select.h"
 #include "onnx/memo.h"
 #include "onnx/onnx_internal.h"
 
 #define XF_MAX_NODES 12 /* the largest pattern: attention with every optional part */
 #define XF_MAX_IO    16 /* an operator may read absent trailing inputs up to here (run.c) */
 
-typedef enum xf_kind { XF_GELU, XF_LINEAR, XF_ATTN, XF_SELECT, XF_HEADS } xf_kind;
+typedef enum xf_kind {
+    XF_GELU,
+    XF_LINEAR,
+    XF_ATTN,
+    XF_SELECT,
+    XF_HEADS,
+    XF_HEAD_SHAPE,
+    XF_FLAT_LINEAR,
+    XF_LIN_SHAPE
+} xf_kind;
 
 /* A fused node's state: the replaced nodes in graph order, and where the fast path finds its
  * operands among the fused node's inputs (-1: absent). */
@@ -43,7 +54,10 @@ typedef struct xf_state {
     int k_rank, axis;
     int64_t k_perm[TS_MAX_DIMS];
     /* SELECT: Gather(in[x], index) at axis (the attribute), index a constant scalar. HEADS:
-     * Reshape(Transpose(Reshape(in[x], in[sq]), [1, 0, 2]), in[sk]) (the head split) */
+     * Reshape(Transpose(Reshape(in[x], in[sq]), [1, 0, 2]), in[sk]) (the head split). HEAD_SHAPE:
+     * Shape(Transpose(Reshape(in[x], in[sq]), [1, 0, 2])). FLAT_LINEAR: Reshape(Linear(Reshape(
+     * in[x], in[sq]), in[w], in[b]), in[sk]). LIN_SHAPE: Shape(Linear(Reshape(in[x], in[sq]),
+     * in[w], ...)) */
     int64_t index;
 } xf_state;
 
@@ -96,18 +110,26 @@ static bool shape_is(ts_tensor *t, int ndim, int64_t d0, int64_t d1) {
 }
 
 /* The weight as ts_linear wants it, [N, K]. A [K, N] weight goes as its transposed view
- * (ts_linear then multiplies by W itself) unless, on the cpu (or sim), the product has 1024 rows
- * or more and K <= N: there it is copied transposed, so the GEMM reads it transposed, which
- * oneDNN's primitive runs faster than the [K, N] form an AVX2 host gives OpenBLAS
- * (gemm_provider.c). Measured on two Zen 3 cores for GPT-mini's products of 4096 rows, copy
+ * (ts_linear then multiplies by W itself, an NN product) unless, on the cpu (or sim), a float32
+ * product of 1024 rows or more with K <= N would leave oneDNN's matmul primitive for the
+ * provider's NN GEMM while its NT form stays with the primitive (gemm_provider.c: an AVX2 host,
+ * where OpenBLAS runs the NN products): there it is copied transposed, so the GEMM reads it
+ * transposed. Measured on two Zen 3 cores (AVX2) for GPT-mini's products of 4096 rows, copy
  * included: K 256, N 768: 11.1 ms against 12.2; N 1024: 15.1 against 18.8; but K 1024, N 256:
- * 19.0 against 17.2, so a long K keeps W. (cuBLAS takes either form.) The copy is recorded by
- * autograd and traces like any op: the gradient reaches the parameter. */
+ * 19.0 against 17.2, so a long K keeps W. Where the primitive takes both forms (AVX-512) they
+ * run alike and the copy, made on every run, is a loss (bench/results/onnx-blocked.md). (cuBLAS
+ * takes either form.) The copy is recorded by autograd and traces like any op: the gradient
+ * reaches the parameter. */
+static bool weight_copy_pays(ts_tensor *w, int64_t rows, int64_t k, int64_t n) {
+    return rows >= 1024 && k <= n && ts_dtype_of(w) == TS_F32 && ts_device_of(w).type != TS_CUDA &&
+           !tsi_lib_sgemm_primitive(false, false, rows, n, k) &&
+           tsi_lib_sgemm_primitive(false, true, rows, n, k);
+}
+
 static ts_tensor *weight_nk(const xf_state *s, ts_tensor *x, ts_tensor *w) {
     if (s->w_nk) return w;
     const int64_t k = ts_size(x, -1), rows = k > 0 ? ts_numel(x) / k : 0;
-    const bool copy = rows >= 1024 && k <= ts_size(w, 1) && ts_device_of(w).type != TS_CUDA;
-    return copy ? ts_contiguous(ts_t(w)) : ts_t(w);
+    return weight_copy_pays(w, rows, k, ts_size(w, 1)) ? ts_contiguous(ts_t(w)) : ts_t(w);
 }
 
 /* x viewed with its leading dims in memory order (x itself when they are, or when no order makes
@@ -131,11 +153,11 @@ static ts_tensor *rows_in_memory(ts_tensor *x, ts_dims *perm) {
     return x;
 }
 
-static ts_tensor *linear_fast(const xf_state *s, ts_tensor *const *in) {
-    ts_tensor *x = in[s->x], *w = in[s->w], *b = s->b >= 0 ? in[s->b] : NULL;
+/* x @ W + b over x's rows where they lie; NULL when the dtypes or shapes do not fit */
+static ts_tensor *linear_rows(const xf_state *s, ts_tensor *x, ts_tensor *w, ts_tensor *b) {
     ts_dtype dt = ts_dtype_of(x);
     if (!tsi_is_float(dt) || ts_dtype_of(w) != dt || (b && ts_dtype_of(b) != dt) ||
-        ts_ndim(x) < 2 || (s->gemm && ts_ndim(x) != 2) || ts_ndim(w) != 2)
+        ts_ndim(x) < 2 || ts_ndim(w) != 2)
         return NULL;
     const int64_t k = ts_size(x, -1), n = ts_size(w, s->w_nk ? 0 : 1);
     if (!shape_is(w, 2, s->w_nk ? n : k, s->w_nk ? k : n) || (b && !shape_is(b, 1, n, 0)))
@@ -146,6 +168,12 @@ static ts_tensor *linear_fast(const xf_state *s, ts_tensor *const *in) {
     if (!y || xm == x) return y;
     for (int i = 0; i < perm.n; i++) back.d[perm.d[i]] = i;
     return ts_permute(y, back);
+}
+
+static ts_tensor *linear_fast(const xf_state *s, ts_tensor *const *in) {
+    ts_tensor *x = in[s->x];
+    if (s->gemm && ts_ndim(x) != 2) return NULL;
+    return linear_rows(s, x, in[s->w], s->b >= 0 ? in[s->b] : NULL);
 }
 
 /* ------------------------------------------------------------------ attention */
@@ -207,13 +235,13 @@ static bool softmax_last(const xf_state *s, int rank) {
     return axis == rank - 1;
 }
 
-/* k itself, or a copy when its rows lie a multiple of 4 KiB apart: the fused kernel gathers each
- * block of keys column by column, and the exporters' head split ([L, B*H, E] transposed and viewed
- * as [B, H, L, E]) leaves the rows 16 KiB apart, all in one cache set: 30 ms per GPT-mini layer
- * ([16, 4, 256, 64]) against 16 after a 1 ms copy (Zen 3). Q and V are read row by row: no cost. */
+/* k itself, or a copy when the attention selector says its rows lie too evenly apart
+ * (tsi_sdpa_keys_copy: a multiple of 4 KiB, where the fused kernel's gathers of a key block fall
+ * in one cache set; the exporters' head split, left as the file has it, leaves GPT-mini's rows
+ * 16 KiB apart: rewritten, they lie 3 KiB apart). Q and V are read row by row: no cost. */
 static ts_tensor *keys_apart(ts_tensor *k) {
     const int64_t row = ts_stride(k, -2) * (int64_t)tsi_dtype_size(ts_dtype_of(k));
-    return ts_size(k, -2) > 1 && row >= 4096 && row % 4096 == 0 ? ts_contiguous(k) : k;
+    return tsi_sdpa_keys_copy(ts_size(k, -2), row) ? ts_contiguous(k) : k;
 }
 
 static ts_tensor *attn_fast(const tso_node *n, const xf_state *s, ts_tensor *const *in) {
@@ -294,14 +322,82 @@ static ts_tensor *heads_fast(const tso_node *n, const xf_state *s, ts_tensor *co
     return v ? ts_permute(v, (ts_dims){4, {1, 2, 0, 3}}) : NULL;
 }
 
+/* The head split's shape as the exporters read it (the keys' length, from the transposed keys):
+ * Shape(Transpose(Reshape(g, t1), [1, 0, 2])) from g's shape and t1's values, no data touched.
+ * Read from the Transpose, that Shape kept the keys' head split from being rewritten, which cost
+ * two copies of the keys a layer (the Reshape's, and the attention's of rows 16 KiB apart). */
+static ts_tensor *head_shape_fast(const tso_node *n, const xf_state *s, ts_tensor *const *in) {
+    ts_tensor *g = in[s->x];
+    const tso_node *sh = &s->steps[2];
+    ts_shape t1;
+    if (ts_ndim(g) != 3 || tso_attr_int(&s->steps[0], "allowzero", 0) || tso_attr(sh, "start") ||
+        tso_attr(sh, "end") || !reshape_target(n, in[s->sq], ts_shape_of(g), &t1) || t1.ndim != 3)
+        return NULL;
+    const int64_t d[3] = {t1.dims[1], t1.dims[0], t1.dims[2]};
+    return ts_from_data(TS_SHAPE(3), TS_I64, d, tso_opts_of(g, TS_I64));
+}
+
+/* The flattened linear: Reshape(Linear(Reshape(x, t1), W, b), t2) with t1 flattening x to
+ * [rows, K] and t2 giving the rows x's leading dims back is the linear of x viewed with those
+ * dims, run on its rows where they lie. The exporters' Gemm of attention's output reads
+ * [L, B, H, E] (the fused attention's [B, L, H, E] transposed) as [L * B, H * E], a copy, and
+ * hands back [L, B, N], whose [B, L, N] transpose the residual Add then read strided; here x is
+ * a view and the result's transpose is contiguous. */
+static ts_tensor *flat_linear_fast(const tso_node *n, const xf_state *s, ts_tensor *const *in) {
+    ts_tensor *x = in[s->x], *w = in[s->w];
+    const ts_shape xs = ts_shape_of(x);
+    ts_shape t1, t2;
+    if (ts_ndim(w) != 2 || tso_attr_int(&s->steps[0], "allowzero", 0) ||
+        tso_attr_int(&s->steps[s->n_steps - 1], "allowzero", 0) ||
+        !reshape_target(n, in[s->sq], xs, &t1) || t1.ndim != 2)
+        return NULL;
+    const int64_t nn = ts_size(w, s->w_nk ? 0 : 1);
+    if (!reshape_target(n, in[s->sk], TS_SHAPE(t1.dims[0], nn), &t2) || t2.ndim < 2 ||
+        t2.ndim > xs.ndim || t2.dims[t2.ndim - 1] != nn)
+        return NULL;
+    const int m = t2.ndim - 1;
+    ts_shape v = {.ndim = m + 1};
+    int64_t k = 1;
+    for (int d = 0; d < xs.ndim; d++) {
+        if (d < m && xs.dims[d] != t2.dims[d]) return NULL;
+        if (d < m)
+            v.dims[d] = xs.dims[d];
+        else
+            k *= xs.dims[d];
+    }
+    if (k != t1.dims[1]) return NULL;
+    v.dims[m] = k;
+    ts_tensor *xv = ts_reshape(x, v);
+    return xv ? linear_rows(s, xv, w, s->b >= 0 ? in[s->b] : NULL) : NULL;
+}
+
+/* LIN_SHAPE: Shape(Linear(Reshape(in[x], in[sq]))) as torch.onnx reads it from a flattened Gemm
+ * (its output's width) to unflatten the result: [rows, N] from x's shape, the target and the
+ * weight's shape, no data touched. Read from the linear, that Shape kept the flattened linear
+ * from being rewritten. */
+static ts_tensor *lin_shape_fast(const tso_node *n, const xf_state *s, ts_tensor *const *in) {
+    ts_tensor *x = in[s->x], *w = in[s->w];
+    const tso_node *sh = &s->steps[s->n_steps - 1];
+    ts_shape t1;
+    if (ts_ndim(w) != 2 || tso_attr_int(&s->steps[0], "allowzero", 0) || tso_attr(sh, "start") ||
+        tso_attr(sh, "end") || !reshape_target(n, in[s->sq], ts_shape_of(x), &t1) || t1.ndim != 2 ||
+        ts_size(w, s->w_nk ? 1 : 0) != t1.dims[1])
+        return NULL;
+    const int64_t d[2] = {t1.dims[0], ts_size(w, s->w_nk ? 0 : 1)};
+    return ts_from_data(TS_SHAPE(2), TS_I64, d, tso_opts_of(x, TS_I64));
+}
+
 /* ------------------------------------------------------------------ the fused operator */
 static bool run_fused(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out) {
     const xf_state *s = n->state;
-    ts_tensor *y = s->kind == XF_GELU     ? gelu_fast(s, in)
-                   : s->kind == XF_LINEAR ? linear_fast(s, in)
-                   : s->kind == XF_ATTN   ? attn_fast(n, s, in)
-                   : s->kind == XF_SELECT ? select_fast(s, in)
-                                          : heads_fast(n, s, in);
+    ts_tensor *y = s->kind == XF_GELU          ? gelu_fast(s, in)
+                   : s->kind == XF_LINEAR      ? linear_fast(s, in)
+                   : s->kind == XF_ATTN        ? attn_fast(n, s, in)
+                   : s->kind == XF_SELECT      ? select_fast(s, in)
+                   : s->kind == XF_HEADS       ? heads_fast(n, s, in)
+                   : s->kind == XF_HEAD_SHAPE  ? head_shape_fast(n, s, in)
+                   : s->kind == XF_FLAT_LINEAR ? flat_linear_fast(n, s, in)
+                                               : lin_shape_fast(n, s, in);
     if (ts_error()) return tso_fail_pending(n);
     if (!y) return replay(c, n, in, out); /* the fast path does not apply: run the originals */
     out[0] = y;
@@ -314,6 +410,9 @@ static const tso_op_def fused_defs[] = {
     [XF_ATTN] = {"tessera.Attention", 1, run_fused, NULL, false},
     [XF_SELECT] = {"tessera.Select", 1, run_fused, NULL, false},
     [XF_HEADS] = {"tessera.HeadSplit", 1, run_fused, NULL, false},
+    [XF_HEAD_SHAPE] = {"tessera.HeadShape", 1, run_fused, NULL, false},
+    [XF_FLAT_LINEAR] = {"tessera.FlatLinear", 1, run_fused, NULL, false},
+    [XF_LIN_SHAPE] = {"tessera.LinearShape", 1, run_fused, NULL, false},
 };
 
 /* ------------------------------------------------------------------ building fused nodes */
@@ -856,6 +955,191 @@ static bool match_heads(matcher *mt, int k) {
     return fuse(mt->g, mt->dead, &p, s, roles, 3);
 }
 
+/* A copy of node n (no sub-graph, no state) for a fused node's steps; false on OOM. */
+static bool node_copy(tso_node *dst, const tso_node *n) {
+    *dst = *n;
+    dst->label = tsi_strdup(n->label);
+    dst->in = malloc(sizeof(int) * (size_t)(n->n_in + n->n_out + 1));
+    if (!dst->label || !dst->in) {
+        free(dst->label);
+        free(dst->in);
+        *dst = (tso_node){0};
+        return false;
+    }
+    memcpy(dst->in, n->in, sizeof(int) * (size_t)(n->n_in + n->n_out));
+    dst->out = dst->in + n->n_in;
+    return true;
+}
+
+/* How many live nodes other than Shapes read value v (*reader: one of them); -1 when a graph
+ * output or a sub-graph reads it, or a node reads it twice. */
+static int readers_but_shapes(const matcher *mt, int v, int *reader) {
+    const tso_graph *g = mt->g;
+    if (g->values[v].pinned) return -1;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i] == v) return -1;
+    int count = 0;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const tso_node *n = &g->nodes[k];
+        int reads = 0;
+        for (int i = 0; !mt->dead[k] && i < n->n_in; i++) reads += n->in[i] == v;
+        if (reads > 1) return -1;
+        if (reads && !(tso_is_op(n, "Shape") && n->n_in == 1)) count++, *reader = k;
+    }
+    return count;
+}
+
+/* Shape(T), T = Transpose(Reshape(g, t1), [1, 0, 2]) read otherwise by one Reshape only (the head
+ * split's second): the Shape becomes a node reading g and t1 that computes the shape from them
+ * (or runs copies of the Reshape and the Transpose, then the Shape, where it cannot), so that the
+ * head split's pass finds T with one reader. */
+static bool match_head_shape(matcher *mt, int k) {
+    const tso_node *sh = &mt->g->nodes[k];
+    if (strcmp(sh->op_type, "Shape") || sh->n_in != 1 || sh->n_out != 1 || sh->state) return true;
+    int tr = made_by(mt, sh->in[0], "Transpose"), reader = -1;
+    const int64_t *perm;
+    if (tr < 0 || mt->g->nodes[tr].n_out != 1 || mt->g->nodes[tr].state || mt->g->nodes[tr].n_sub ||
+        tso_attr_ints(&mt->g->nodes[tr], "perm", &perm) != 3 || perm[0] != 1 || perm[1] != 0 ||
+        perm[2] != 2 || readers_but_shapes(mt, sh->in[0], &reader) != 1 ||
+        !tso_is_op(&mt->g->nodes[reader], "Reshape"))
+        return true;
+    const int r1 = sole(mt, mt->g->nodes[tr].in[0], "Reshape");
+    if (r1 < 0 || mt->g->nodes[r1].n_in != 2 || mt->g->nodes[r1].in[1] < 0 ||
+        mt->g->nodes[r1].state)
+        return true;
+    xf_state *s = state_new(XF_HEAD_SHAPE);
+    if (!s) return false;
+    int *io = malloc(sizeof(int) * 3);
+    char label[320];
+    snprintf(label, sizeof label, "%.200s, fused as %s", sh->label,
+             fused_defs[XF_HEAD_SHAPE].op_type);
+    char *lab = tsi_strdup(label);
+    bool ok = io && lab && node_copy(&s->steps[0], &mt->g->nodes[r1]);
+    if (ok) s->n_steps = 1, ok = node_copy(&s->steps[1], &mt->g->nodes[tr]);
+    if (!ok) {
+        free(io);
+        free(lab);
+        xf_free(s);
+        return tsi_error_set(TS_ERR_OOM, "onnx_load: out of host memory (rewrites)"), false;
+    }
+    io[0] = mt->g->nodes[r1].in[0]; /* g */
+    io[1] = mt->g->nodes[r1].in[1]; /* t1 */
+    io[2] = sh->out[0];
+    s->x = 0;
+    s->sq = 1;
+    s->n_steps = 3;
+    s->steps[2] = *sh; /* the step owns the Shape's label and value list now */
+    mt->g->nodes[k] = (tso_node){.proto = s->steps[2].proto,
+                                 .label = lab,
+                                 .op_type = fused_defs[XF_HEAD_SHAPE].op_type,
+                                 .opset = s->steps[2].opset,
+                                 .def = &fused_defs[XF_HEAD_SHAPE],
+                                 .n_in = 2,
+                                 .n_out = 1,
+                                 .in = io,
+                                 .out = io + 2,
+                                 .state = s,
+                                 .free_state = xf_free};
+    return true;
+}
+
+/* Reshape(tessera.Linear(Reshape(x, t1)), t2): the flattened linear (after the linear pass) */
+static bool match_flat_linear(matcher *mt, int k) {
+    const tso_node *r2 = &mt->g->nodes[k];
+    if (strcmp(r2->op_type, "Reshape") || r2->n_in != 2) return true;
+    const int li = sole(mt, r2->in[0], "tessera.Linear");
+    const tso_node *ln = li >= 0 ? &mt->g->nodes[li] : NULL;
+    const xf_state *ls = ln ? ln->state : NULL;
+    const int r1 = ls && ls->x >= 0 ? sole(mt, ln->in[ls->x], "Reshape") : -1;
+    if (r1 < 0 || mt->g->nodes[r1].n_in != 2) return true;
+    xf_state *s = state_new(XF_FLAT_LINEAR);
+    if (!s) return false;
+    s->w_nk = ls->w_nk;
+    pattern p = {.n = 0};
+    take_node(&p, k);
+    take_node(&p, li);
+    take_node(&p, r1);
+    const tso_node *first = &mt->g->nodes[r1];
+    role roles[] = {{first->in[0], &s->x},
+                    {first->in[1], &s->sq},
+                    {r2->in[1], &s->sk},
+                    {ln->in[ls->w], &s->w},
+                    {ls->b >= 0 ? ln->in[ls->b] : -1, &s->b}};
+    return fuse(mt->g, mt->dead, &p, s, roles, 5);
+}
+
+/* Shape(Y), Y = tessera.Linear(Reshape(x, t1)) read otherwise by one Reshape only (the flattened
+ * linear's second): the Shape becomes a node reading x, t1 and the linear's other inputs that
+ * computes [rows, N] from them (or runs copies of the Reshape, the linear's nodes and the Shape,
+ * where it cannot), so that the flattened linear's pass finds Y with one reader. */
+static bool match_lin_shape(matcher *mt, int k) {
+    const tso_node *sh = &mt->g->nodes[k];
+    if (strcmp(sh->op_type, "Shape") || sh->n_in != 1 || sh->n_out != 1 || sh->state) return true;
+    const int li = made_by(mt, sh->in[0], "tessera.Linear");
+    int reader = -1;
+    if (li < 0 || readers_but_shapes(mt, sh->in[0], &reader) != 1 ||
+        !tso_is_op(&mt->g->nodes[reader], "Reshape"))
+        return true;
+    const tso_node *ln = &mt->g->nodes[li];
+    const xf_state *ls = ln->state;
+    const int r1 = ls->x >= 0 ? sole(mt, ln->in[ls->x], "Reshape") : -1;
+    if (r1 < 0 || mt->g->nodes[r1].n_in != 2 || mt->g->nodes[r1].in[1] < 0 ||
+        mt->g->nodes[r1].state || ls->n_steps + 2 > XF_MAX_NODES)
+        return true;
+    for (int i = 0; i < ls->n_steps; i++)
+        if (ls->steps[i].state || ls->steps[i].n_sub) return true;
+    xf_state *s = state_new(XF_LIN_SHAPE);
+    if (!s) return false;
+    int *io = malloc(sizeof(int) * (XF_MAX_IO + 1)), n_in = 0;
+    char label[320];
+    snprintf(label, sizeof label, "%.200s, fused as %s", sh->label,
+             fused_defs[XF_LIN_SHAPE].op_type);
+    char *lab = tsi_strdup(label);
+    bool ok = io && lab && node_copy(&s->steps[0], &mt->g->nodes[r1]);
+    if (ok) s->n_steps = 1;
+    for (int i = 0; ok && i < ls->n_steps; i++)
+        if ((ok = node_copy(&s->steps[i + 1], &ls->steps[i]))) s->n_steps = i + 2;
+    /* the values the steps read from outside them, in order of first reading */
+    bool fits = true;
+    for (int i = 0; ok && i < s->n_steps; i++)
+        for (int j = 0; j < s->steps[i].n_in; j++) {
+            const int v = s->steps[i].in[j];
+            bool known = v < 0;
+            for (int e = 0; !known && e < i; e++) known = s->steps[e].out[0] == v;
+            for (int e = 0; !known && e < n_in; e++) known = io[e] == v;
+            if (known) continue;
+            if (n_in == XF_MAX_IO)
+                fits = false;
+            else
+                io[n_in++] = v;
+        }
+    if (!ok || !fits) {
+        free(io);
+        free(lab);
+        xf_free(s);
+        if (!ok) tsi_error_set(TS_ERR_OOM, "onnx_load: out of host memory (rewrites)");
+        return ok; /* !fits: too many inputs, left as it is */
+    }
+    s->x = position(io, n_in, mt->g->nodes[r1].in[0]);
+    s->sq = position(io, n_in, mt->g->nodes[r1].in[1]);
+    s->w = position(io, n_in, ln->in[ls->w]);
+    s->w_nk = ls->w_nk;
+    io[n_in] = sh->out[0];
+    s->steps[s->n_steps++] = *sh; /* the step owns the Shape's label and value list now */
+    mt->g->nodes[k] = (tso_node){.proto = s->steps[s->n_steps - 1].proto,
+                                 .label = lab,
+                                 .op_type = fused_defs[XF_LIN_SHAPE].op_type,
+                                 .opset = s->steps[s->n_steps - 1].opset,
+                                 .def = &fused_defs[XF_LIN_SHAPE],
+                                 .n_in = n_in,
+                                 .n_out = 1,
+                                 .in = io,
+                                 .out = io + n_in,
+                                 .state = s,
+                                 .free_state = xf_free};
+    return true;
+}
+
 /* ------------------------------------------------------------------ the passes */
 typedef bool (*match_fn)(matcher *mt, int k);
 
@@ -876,9 +1160,10 @@ bool tso_rewrite_xformer(tso_model *m) {
     tso_graph *g = m->graph;
     unsigned char *shape = tso_shape_values(g);
     if (!shape) return false;
-    bool ok = pass(g, shape, match_select) && pass(g, shape, match_heads) &&
-              pass(g, shape, match_attention) && pass(g, shape, match_gelu) &&
-              pass(g, shape, match_linear);
+    bool ok = pass(g, shape, match_select) && pass(g, shape, match_head_shape) &&
+              pass(g, shape, match_heads) && pass(g, shape, match_attention) &&
+              pass(g, shape, match_gelu) && pass(g, shape, match_linear) &&
+              pass(g, shape, match_lin_shape) && pass(g, shape, match_flat_linear);
     free(shape);
     return ok;
 }

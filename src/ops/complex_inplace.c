@@ -1,7 +1,8 @@
 /* complex_inplace.c — in-place arithmetic of complex tensors (add_, sub_, mul_, div_, pow_, their
  * scalar forms, and neg_ / exp_ / log_ / sqrt_ / sigmoid_ / tanh_). add_, sub_, mul_ and div_ (and
  * their scalar forms) run the native kernel into the tensor (complex_native.c), with PyTorch's node
- * (AddBackward0...) when the graph is recorded. The others: the out-of-place complex result
+ * (AddBackward0...) when the graph is recorded; neg_ with no graph recorded is the real kernel on
+ * the pairs (view_as_real). The others: the out-of-place complex result
  * (complex_arith.c, complex_math.c) copied into the tensor by ts_copy_, which bumps its version and
  * records the copy in the graph; when the graph is recorded the result is computed from a clone,
  * since the composition saves views of the parts that the copy overwrites. The refusals are
@@ -101,7 +102,15 @@ ts_tensor *tsi_complex_unary_(const char *op, ts_unary_op u, ts_tensor *t) {
                              op, tsi_desc(t)),
                NULL;
     ts_scope_begin();
+    const bool ok = check(op, t, NULL);
+    if (ok && u == TS_U_NEG && !tsi_needs_graph(&t, 1)) {
+        /* no graph: the real kernel negates both parts of the pairs where they lie (the view
+         * shares t's version counter, which the kernel's write bumps) */
+        ts_tensor *r = ts_neg_(ts_view_as_real(t)) ? ts_retain(t) : NULL;
+        ts_scope_end();
+        return tsi_own(r);
+    }
     ts_tensor *src;
-    if (!begin(op, t, NULL, &src, NULL)) return end(op, t, NULL);
+    if (!ok || !begin(op, t, NULL, &src, NULL)) return end(op, t, NULL);
     return end(op, t, tsi_complex_unary(op, u, src));
 }

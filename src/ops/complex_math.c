@@ -9,7 +9,9 @@
  * picks the side of the cut at the negative reals: sqrt(-4 - 0i) = -2i); tanh by Kahan's form
  * (no overflow of sinh and cosh, exact +-1 past |x| = 22); tan(z) = -i tanh(iz); sigmoid from
  * the exponential of -|Re z| (no overflow). Where a branch is picked with ts_where, the other
- * branch is fed a harmless input, so that its gradient is zero rather than NaN. */
+ * branch is fed a harmless input, so that its gradient is zero rather than NaN. square and
+ * reciprocal (and rsqrt's last step) are the native product z * z and quotient 1 / z
+ * (complex_native.c), PyTorch's own formulas. */
 #include <math.h>
 #include <string.h>
 
@@ -96,15 +98,11 @@ static cpair c_div(const char *op, cpair a, cpair b) {
     return split(tsi_complex_binary(op, TS_B_DIV, join(op, a), join(op, b)));
 }
 
-/* 1 / z; 1 / 0 = inf + NaN i, as PyTorch's reciprocal */
-static cpair c_reciprocal(const char *op, cpair z) {
-    ts_tensor *x = z.re;
-    ts_tensor *zero =
-        ts_logical_and(ts_eq_scalar(ts_detach(x), 0), ts_eq_scalar(ts_detach(z.im), 0));
-    ts_tensor *one = cst(x, 1.0), *zr = cst(x, 0.0);
-    cpair safe = {ts_where(zero, one, x), ts_where(zero, zr, z.im)};
-    cpair q = c_div(op, (cpair){one, zr}, safe);
-    return (cpair){ts_where(zero, cst(x, INFINITY), q.re), ts_where(zero, cst(x, NAN), q.im)};
+/* 1 / z as the native quotient (kernel_math_complex.h's Smith division): 1 / 0 = inf + NaN i, as
+ * PyTorch's reciprocal */
+static ts_tensor *c_reciprocal(const char *op, ts_tensor *z) {
+    ts_tensor *one = z ? ts_scalar(1.0, (ts_opts){.dtype = tsi_complex_part(z->dtype)}) : NULL;
+    return one ? tsi_complex_binary(op, TS_B_DIV, one, z) : NULL;
 }
 
 /* 1 / (1 + e^-z) for Re z >= 0, e^z / (1 + e^z) below: the exponential of -|Re z| never
@@ -156,11 +154,9 @@ ts_tensor *tsi_complex_math(const char *op, ts_unary_op u, ts_tensor *t) {
         r = c_sqrt(z);
         break;
     case TS_U_RSQRT:
-        r = c_reciprocal(op, c_sqrt(z));
-        break;
+        return finish(c_reciprocal(op, join(op, c_sqrt(z))));
     case TS_U_RECIPROCAL:
-        r = c_reciprocal(op, z);
-        break;
+        return finish(c_reciprocal(op, t));
     case TS_U_SIN: /* sin x cosh y + i cos x sinh y */
         r = (cpair){ts_mul(ts_sin(z.re), ts_cosh(z.im)), ts_mul(ts_cos(z.re), ts_sinh(z.im))};
         break;
@@ -183,9 +179,8 @@ ts_tensor *tsi_complex_math(const char *op, ts_unary_op u, ts_tensor *t) {
     case TS_U_SIGMOID:
         r = c_sigmoid(op, z);
         break;
-    case TS_U_SQUARE:
-        r = c_mul(z, z);
-        break;
+    case TS_U_SQUARE: /* z z as the native product (PyTorch's pow(z, 2) is its z * z) */
+        return finish(tsi_complex_binary(op, TS_B_MUL, t, t));
     case TS_U_SIGN:
         if (strcmp(op, "sgn") == 0 || strcmp(op, "sgn_") == 0) {
             r = c_sgn(t, z);

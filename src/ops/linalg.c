@@ -148,7 +148,7 @@ ts_tensor *ts_linalg_inv_ex(ts_tensor *A, ts_tensor **info) {
         free(inf);
         tsl_nat_free(&a);
     }
-    if (X) tsl_record("LinalgInvExBackward0", op, tsl_inv_backward, &A, 1, &X, 1, &X, 1);
+    if (X) tsl_twice(tsl_record("LinalgInvExBackward0", op, tsl_inv_backward, &A, 1, &X, 1, &X, 1));
     if (info && I) *info = ts_keep(I);
     return tsl_finish(X);
 }
@@ -172,7 +172,8 @@ static bool solve_errors(ts_tensor *A, const int32_t *inf, int64_t batch, bool e
 
 static void solve_record(const char *op, ts_tensor *A, ts_tensor *B, ts_tensor *X) {
     ts_tensor *ins[2] = {A, B}, *saves[2] = {A, X};
-    tsl_record("LinalgSolveExBackward0", op, tsl_solve_backward, ins, 2, &X, 1, saves, 2);
+    tsl_twice(
+        tsl_record("LinalgSolveExBackward0", op, tsl_solve_backward, ins, 2, &X, 1, saves, 2));
 }
 
 static ts_tensor *solve_core(const char *op, ts_tensor *A, ts_tensor *B, ts_tensor **info) {
@@ -294,7 +295,8 @@ ts_tensor *ts_linalg_slogdet(ts_tensor *A, ts_tensor **logabsdet) {
     }
     if (S && L) {
         ts_tensor *outs[2] = {S, L}; /* sign's gradient is zero, as PyTorch's */
-        tsl_record("LinalgSlogdetBackward0", op, tsl_slogdet_backward, &A, 1, outs, 2, &A, 1);
+        tsl_twice(
+            tsl_record("LinalgSlogdetBackward0", op, tsl_slogdet_backward, &A, 1, outs, 2, &A, 1));
     }
     if (logabsdet && L) *logabsdet = ts_keep(L);
     return tsl_finish(S);
@@ -320,7 +322,7 @@ ts_tensor *ts_linalg_det(ts_tensor *A) {
     free(d);
     if (D) {
         ts_tensor *saves[2] = {A, D};
-        tsl_record("LinalgDetBackward0", op, tsl_det_backward, &A, 1, &D, 1, saves, 2);
+        tsl_twice(tsl_record("LinalgDetBackward0", op, tsl_det_backward, &A, 1, &D, 1, saves, 2));
     }
     return tsl_finish(D);
 }

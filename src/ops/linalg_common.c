@@ -76,6 +76,10 @@ ts_node *tsl_record(const char *name, const char *op, tsi_backward_fn fn, ts_ten
     if (!tsi_needs_graph(ins, n_in)) return NULL;
     ts_node *n = tsi_node_new(name, op, fn, ins, n_in, n_out, n_saves);
     if (!n) return NULL;
+    /* the outputs first: a saved output then knows its output number (its history under
+     * create_graph) */
+    for (int j = 0; j < n_out; j++)
+        if (outs[j]) tsi_node_set_output(n, outs[j], j);
     for (int i = 0; i < n_saves; i++) {
         bool is_out = false;
         for (int j = 0; j < n_out; j++) is_out |= saves[i] && saves[i] == outs[j];
@@ -84,8 +88,6 @@ ts_node *tsl_record(const char *name, const char *op, tsi_backward_fn fn, ts_ten
         else if (saves[i])
             tsi_node_save(n, i, saves[i]);
     }
-    for (int j = 0; j < n_out; j++)
-        if (outs[j]) tsi_node_set_output(n, outs[j], j);
     tsi_node_release(n);
     return n;
 }

@@ -71,7 +71,7 @@ ts_tensor *ts_linalg_qr(ts_tensor *A, const char *mode, ts_tensor **R) {
     }
     if (Q && Rt && !r_only) {
         ts_tensor *outs[2] = {Q, Rt};
-        tsl_record("LinalgQrBackward0", op, tsl_qr_backward, &A, 1, outs, 2, outs, 2);
+        tsl_twice(tsl_record("LinalgQrBackward0", op, tsl_qr_backward, &A, 1, outs, 2, outs, 2));
     }
     if (R && Rt) *R = ts_keep(Rt);
     return tsl_finish(Q);
@@ -189,7 +189,7 @@ ts_tensor *ts_linalg_svd(ts_tensor *A, bool full_matrices, ts_tensor **S, ts_ten
         ts_tensor *outs[3] = {U, St, V};
         ts_node *nd =
             tsl_record("LinalgSvdBackward0", op, tsl_svd_backward, &A, 1, outs, 3, outs, 3);
-        if (nd) nd->ip[0] = full_matrices;
+        if (tsl_twice(nd)) nd->ip[0] = full_matrices;
     }
     if (S && St) *S = ts_keep(St);
     if (Vh && V) *Vh = ts_keep(V);
@@ -268,7 +268,8 @@ static ts_tensor *eigh_impl(const char *op, ts_tensor *A, const char *uplo, ts_t
     }
     if (L && Vt) {
         ts_tensor *outs[2] = {L, Vt};
-        tsl_record("LinalgEighBackward0", op, tsl_eigh_backward, &A, 1, outs, 2, outs, 2);
+        tsl_twice(
+            tsl_record("LinalgEighBackward0", op, tsl_eigh_backward, &A, 1, outs, 2, outs, 2));
     }
     if (V && Vt) *V = ts_keep(Vt);
     return tsl_finish(L);

@@ -75,6 +75,15 @@ static void unpack(bool f32, int64_t n, const void *wr, const void *wi, const vo
 /* the pairs of every matrix of A: *Lp [..., n, 2], *Vp [..., n, n, 2] (vectors) in A's dtype on
  * its device; false with the error set */
 static bool eig_pairs(const char *op, ts_tensor *A, bool vectors, ts_tensor **Lp, ts_tensor **Vp) {
+    if (tsl_is_meta(A)) { /* no values: the pairs' shapes */
+        const int64_t n = tsl_rows(A);
+        const ts_shape bs = tsl_batch(A->shape);
+        ts_shape vs = tsl_shape(bs, n, n);
+        vs.dims[vs.ndim++] = 2;
+        *Lp = tsl_meta(A, tsl_shape(bs, n, 2), A->dtype);
+        if (vectors) *Vp = tsl_meta(A, vs, A->dtype);
+        return *Lp && (!vectors || *Vp);
+    }
     tsl_nat a;
     if (!tsl_nat_read(op, A, &a)) return false;
     const int64_t n = a.n, b = a.batch;

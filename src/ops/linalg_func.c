@@ -250,7 +250,7 @@ ts_tensor *ts_linalg_lu(ts_tensor *A, ts_tensor **L, ts_tensor **U) {
     ts_no_grad_end();
     if (P && Lt && Ut) {
         ts_tensor *outs[3] = {NULL, Lt, Ut}, *saves[3] = {P, Lt, Ut};
-        tsl_record("LinalgLuBackward0", op, tsl_lu_backward, &A, 1, outs, 3, saves, 3);
+        tsl_twice(tsl_record("LinalgLuBackward0", op, tsl_lu_backward, &A, 1, outs, 3, saves, 3));
     }
     if (ts_error() == TS_OK) {
         if (L && Lt) *L = ts_keep(Lt);

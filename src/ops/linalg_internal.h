@@ -30,6 +30,13 @@ bool tsl_broadcast_batch(const char *op, ts_tensor **A, ts_tensor **B);
 ts_node *tsl_record(const char *name, const char *op, tsi_backward_fn fn, ts_tensor *const *ins,
                     int n_in, ts_tensor *const *outs, int n_out, ts_tensor *const *saves,
                     int n_saves);
+/* n marked differentiable again (TSI_NODE_TWICE): for a backward of public ops over saved inputs
+ * and outputs only (linalg_grad.c), never over a value computed without a graph (lu_factor's L
+ * and U, eig's pairs). Returns n. */
+static inline ts_node *tsl_twice(ts_node *n) {
+    if (n) n->flags |= TSI_NODE_TWICE;
+    return n;
+}
 
 /* the result of a scope: y kept into the enclosing one (NULL with an error pending) */
 static inline ts_tensor *tsl_finish(ts_tensor *y) {

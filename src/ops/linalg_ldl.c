@@ -57,7 +57,12 @@ ts_tensor *ts_linalg_ldl_factor_ex(ts_tensor *A, bool hermitian, ts_tensor **piv
     ts_scope_begin();
     tsl_mats a;
     ts_tensor *LD = NULL, *P = NULL, *Inf = NULL;
-    if (tsl_read(op, A, &a)) {
+    if (tsl_is_meta(A)) { /* no values: the shapes */
+        const ts_shape bs = tsl_batch(A->shape);
+        LD = tsl_meta(A, A->shape, A->dtype);
+        P = tsl_meta(A, tsl_batch_vec(bs, tsl_rows(A)), TS_I32);
+        Inf = tsl_meta(A, bs, TS_I32);
+    } else if (tsl_read(op, A, &a)) {
         const int64_t n = a.n, b = a.batch;
         int32_t *piv = calloc((size_t)(b * n > 0 ? b * n : 1), sizeof *piv);
         int32_t *inf = calloc((size_t)(b > 0 ? b : 1), sizeof *inf);
@@ -145,8 +150,10 @@ ts_tensor *ts_linalg_ldl_solve(ts_tensor *LD, ts_tensor *pivots, ts_tensor *B, b
     ts_tensor *P = ts_unsqueeze(pivots, -1); /* [..., n, 1]: broadcast with LD's batch */
     tsl_mats a, b;
     int64_t *piv = NULL;
-    if (P && tsl_broadcast_batch(op, &L, &B) && tsl_broadcast_batch(op, &P, &B) &&
-        (P = ts_contiguous(ts_to_dtype(P, TS_I64))) && tsl_read(op, L, &a)) {
+    const bool shaped = P && tsl_broadcast_batch(op, &L, &B) && tsl_broadcast_batch(op, &P, &B);
+    if (shaped && tsl_is_meta(LD)) {
+        X = tsl_meta(LD, B->shape, LD->dtype); /* no values: X is B's (broadcast) shape */
+    } else if (shaped && (P = ts_contiguous(ts_to_dtype(P, TS_I64))) && tsl_read(op, L, &a)) {
         const int64_t k = tsl_cols(B), nb = a.batch;
         piv = malloc((size_t)(nb * n > 0 ? nb * n : 1) * sizeof *piv);
         bool ok = piv && (nb * n == 0 || ts_copy_to_host(ts_to(P, ts_cpu()), piv,

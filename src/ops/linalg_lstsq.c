@@ -104,7 +104,7 @@ ts_tensor *ts_linalg_pinv(ts_tensor *A, double atol, double rtol, bool hermitian
     free(p);
     if (P) {
         ts_tensor *saves[2] = {A, P};
-        tsl_record("LinalgPinvBackward0", op, tsl_pinv_backward, &A, 1, &P, 1, saves, 2);
+        tsl_twice(tsl_record("LinalgPinvBackward0", op, tsl_pinv_backward, &A, 1, &P, 1, saves, 2));
     }
     return tsl_finish(P);
 }
@@ -197,6 +197,21 @@ static bool lstsq_host(const char *op, ts_tensor *A, ts_tensor *B, double rcond,
     return ok && *X && *res && *rank && *sv;
 }
 
+/* lstsq_host's outputs on meta: their shapes and dtypes, A taken as of full rank (the residuals
+ * of gelsd / gelss are empty when a matrix is not: a fact of the values) */
+static bool lstsq_meta(ts_tensor *A, ts_tensor *B, const char *drv, bool vec, ts_tensor **X,
+                       ts_tensor **res, ts_tensor **rank, ts_tensor **sv) {
+    const int64_t m = tsl_rows(A), n = tsl_cols(A), k = tsl_cols(B), kk = m < n ? m : n;
+    const ts_shape bs = tsl_batch(A->shape);
+    const bool gels = !strcmp(drv, "gels"), gelsy = !strcmp(drv, "gelsy");
+    *X = tsl_meta(A, tsl_shape(bs, n, k), A->dtype);
+    *res = m > n && !gelsy ? tsl_meta(A, vec ? bs : tsl_batch_vec(bs, k), A->dtype)
+                           : empty_of(A, A->dtype);
+    *rank = gels ? empty_of(A, TS_I64) : tsl_meta(A, bs, TS_I64);
+    *sv = gels || gelsy ? empty_of(A, A->dtype) : tsl_meta(A, tsl_batch_vec(bs, kk), A->dtype);
+    return *X && *res && *rank && *sv;
+}
+
 ts_tensor *ts_linalg_lstsq(ts_tensor *A, ts_tensor *B, double rcond, const char *driver,
                            ts_tensor **residuals, ts_tensor **rank, ts_tensor **sv) {
     const char *op = "torch.linalg.lstsq";
@@ -243,7 +258,9 @@ ts_tensor *ts_linalg_lstsq(ts_tensor *A, ts_tensor *B, double rcond, const char 
     ts_tensor *X = NULL, *res = NULL, *rk = NULL, *s = NULL;
     if (b && tsl_broadcast_batch(op, &a, &b)) {
         ts_no_grad_begin();
-        const bool ok = lstsq_host(op, a, b, rcond, driver, vec, &X, &res, &rk, &s);
+        const bool ok = tsl_is_meta(a)
+                            ? lstsq_meta(a, b, driver, vec, &X, &res, &rk, &s)
+                            : lstsq_host(op, a, b, rcond, driver, vec, &X, &res, &rk, &s);
         ts_no_grad_end();
         ts_tensor *ab[2] = {a, b};
         if (ok && tsi_needs_graph(ab, 2)) { /* PyTorch's gradient: that of pinv(A) B */

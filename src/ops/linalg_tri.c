@@ -46,7 +46,7 @@ static ts_tensor *trisolve_core(const char *op, ts_tensor *A, ts_tensor *B, bool
         ts_tensor *ins[2] = {A, B}, *saves[2] = {A, X};
         ts_node *nd = tsl_record("LinalgSolveTriangularBackward0", op, tsl_trisolve_backward, ins,
                                  2, &X, 1, saves, 2);
-        if (nd) nd->ip[0] = upper, nd->ip[1] = unit;
+        if (tsl_twice(nd)) nd->ip[0] = upper, nd->ip[1] = unit;
     }
     return X;
 }
@@ -127,7 +127,9 @@ ts_tensor *ts_linalg_cholesky_ex(ts_tensor *A, bool upper, ts_tensor **info) {
         free(inf);
         tsl_nat_free(&a);
     }
-    if (L) tsl_record("LinalgCholeskyExBackward0", op, tsl_cholesky_backward, &A, 1, &L, 1, &L, 1);
+    if (L)
+        tsl_twice(tsl_record("LinalgCholeskyExBackward0", op, tsl_cholesky_backward, &A, 1, &L, 1,
+                             &L, 1));
     if (L && upper) L = tsl_mT(L);
     if (info && I) *info = ts_keep(I);
     return tsl_finish(L);

@@ -307,11 +307,12 @@ ts_tensor *ts_pad(ts_tensor *x, const int64_t *pad, int npad, ts_pad_mode mode, 
                    NULL;
         if (!pad_check_nonconstant(op, x, pad, k, mode)) return NULL;
     }
+    tsi_log_op(op, tsi_device(x)); /* its parts run in a scope of their own: one span */
     ts_scope_begin();
     ts_tensor *y = pad_body(op, x, pad, k, mode, value);
-    y = ts_error() == TS_OK && y ? ts_keep(y) : NULL;
+    y = ts_error() == TS_OK && y ? ts_retain(y) : NULL;
     ts_scope_end();
-    return y;
+    return tsi_own(y);
 }
 
 /* ================================================================== interpolate */

@@ -12,10 +12,11 @@
 #include "ops/linalg_internal.h"
 #include "ops/reduce_internal.h"
 
+/* the result to the caller's scope; tsi_own ends the op's profiler span there */
 static ts_tensor *finish(ts_tensor *y) {
-    y = ts_error() == TS_OK && y ? ts_keep(y) : NULL;
+    y = ts_error() == TS_OK && y ? ts_retain(y) : NULL;
     ts_scope_end();
-    return y;
+    return tsi_own(y);
 }
 
 /* ------------------------------------------------------------------ vector_norm */
@@ -92,8 +93,9 @@ static ts_tensor *norm_value(ts_tensor *x, double ord, ts_dims d, bool keepdim) 
     return ts_pow_scalar(ts_sum_dims(ts_pow_scalar(ts_abs(x), ord), d, keepdim), 1.0 / ord);
 }
 
+/* span: the op starts a profiler span of its own (false: its caller's span covers it) */
 static ts_tensor *vector_norm_op(const char *op, ts_tensor *t, double ord, ts_dims dims,
-                                 bool keepdim, ts_dtype dtype) {
+                                 bool keepdim, ts_dtype dtype, bool span) {
     tsi_init();
     if (!tsi_check_input(op, t, "input") || !check_float(op, t, dtype)) return NULL;
     if (isnan(ord)) return tsi_error_set(TS_ERR_ARG, "%s: ord must be a number, got nan", op), NULL;
@@ -122,6 +124,7 @@ static ts_tensor *vector_norm_op(const char *op, ts_tensor *t, double ord, ts_di
                                      "the operation does not have an identity (%s)",
                                      op, ord_str(ord), tsi_desc(t)),
                        NULL;
+    if (span) tsi_log_op(op, tsi_device(t));
     ts_scope_begin();
     ts_tensor *x = dtype != TS_DTYPE_DEFAULT && dtype != t->dtype ? ts_to_dtype(t, dtype) : t;
     if (!x) return finish(NULL);
@@ -142,7 +145,7 @@ static ts_tensor *vector_norm_op(const char *op, ts_tensor *t, double ord, ts_di
 }
 
 ts_tensor *ts_vector_norm(ts_tensor *t, double ord, ts_dims dims, bool keepdim, ts_dtype dtype) {
-    return vector_norm_op("linalg.vector_norm", t, ord, dims, keepdim, dtype);
+    return vector_norm_op("linalg.vector_norm", t, ord, dims, keepdim, dtype, true);
 }
 
 /* ------------------------------------------------------------------ matrix_norm */
@@ -179,6 +182,7 @@ ts_tensor *ts_matrix_norm(ts_tensor *t, const char *ord, int d0, int d1, bool ke
         const int s = a;
         a = b, b = s;
     }
+    tsi_log_op(op, tsi_device(t));
     ts_scope_begin();
     ts_tensor *v = ts_vector_norm(t, 1, (ts_dims){.n = 1, .d = {a}}, keepdim, dtype);
     if (!keepdim && a < b) b--;
@@ -190,9 +194,10 @@ ts_tensor *ts_lp_normalize(ts_tensor *t, double p, int dim, double eps) {
     const char *op = "normalize";
     tsi_init();
     if (!tsi_check_input(op, t, "input")) return NULL;
+    tsi_log_op(op, tsi_device(t));
     ts_scope_begin();
     ts_tensor *nrm =
-        vector_norm_op(op, t, p, (ts_dims){.n = 1, .d = {dim}}, true, TS_DTYPE_DEFAULT);
+        vector_norm_op(op, t, p, (ts_dims){.n = 1, .d = {dim}}, true, TS_DTYPE_DEFAULT, false);
     ts_tensor *den = nrm ? ts_expand_as(ts_clamp_min(nrm, eps), t) : NULL;
     return finish(den ? ts_div(t, den) : NULL);
 }
@@ -293,13 +298,16 @@ ts_tensor *ts_cosine_similarity(ts_tensor *a, ts_tensor *b, int dim, double eps)
     ts_shape s;
     if (!tsi_broadcast_shapes(op, a->shape, b->shape, &s)) return NULL;
     if (tsi_wrap_dim(op, dim, s.ndim) < 0) return NULL;
+    tsi_log_op(op, tsi_device(a));
     ts_scope_begin();
     ts_tensor *x1 = tsi_is_float(a->dtype) ? a : ts_to_dtype(a, common);
     ts_tensor *x2 = tsi_is_float(b->dtype) ? b : ts_to_dtype(b, common);
     x1 = ts_expand(x1, s), x2 = ts_expand(x2, s);
     const ts_dims d = {.n = 1, .d = {dim}};
-    ts_tensor *n1 = clamp_value_only(vector_norm_op(op, x1, 2, d, true, TS_DTYPE_DEFAULT), eps);
-    ts_tensor *n2 = clamp_value_only(vector_norm_op(op, x2, 2, d, true, TS_DTYPE_DEFAULT), eps);
+    ts_tensor *n1 =
+        clamp_value_only(vector_norm_op(op, x1, 2, d, true, TS_DTYPE_DEFAULT, false), eps);
+    ts_tensor *n2 =
+        clamp_value_only(vector_norm_op(op, x2, 2, d, true, TS_DTYPE_DEFAULT, false), eps);
     return finish(ts_sum_dim(ts_mul(ts_div(x1, n1), ts_div(x2, n2)), dim, false));
 }
 
@@ -310,9 +318,10 @@ ts_tensor *ts_pairwise_distance(ts_tensor *a, ts_tensor *b, double p, double eps
     bool ok = tsi_check_input(op, a, "x1");
     if (!(tsi_check_input(op, b, "x2") && ok)) return NULL;
     const int nd = a->shape.ndim > b->shape.ndim ? a->shape.ndim : b->shape.ndim;
+    tsi_log_op(op, tsi_device(a));
     ts_scope_begin();
     ts_tensor *diff = ts_add_scalar(ts_sub(a, b), eps);
     if (diff && !tsi_is_float(diff->dtype)) diff = ts_to_dtype(diff, TS_F32);
-    return finish(
-        vector_norm_op(op, diff, p, (ts_dims){.n = 1, .d = {nd - 1}}, keepdim, TS_DTYPE_DEFAULT));
+    return finish(vector_norm_op(op, diff, p, (ts_dims){.n = 1, .d = {nd - 1}}, keepdim,
+                                 TS_DTYPE_DEFAULT, false));
 }

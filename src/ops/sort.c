@@ -126,11 +126,12 @@ static bool select_along(const char *op, const char *name, ts_tensor *t, int dim
 
 /* the results of select_along to the caller's scope; indices NULL: not wanted */
 static ts_tensor *own_pair(ts_tensor *v, ts_tensor *i, ts_tensor **indices) {
+    v = tsi_own(v); /* first: the profiler's op span ends at it, with the values' shape */
     if (indices)
         *indices = tsi_own(i);
     else
         ts_release(i);
-    return tsi_own(v);
+    return v;
 }
 
 /* select_along for a public function: values, and *indices when wanted */
@@ -138,6 +139,7 @@ static ts_tensor *selected(const char *op, const char *name, ts_tensor *t, int d
                            bool descending, int64_t m, sel_kind sel, int64_t arg,
                            ts_tensor **indices) {
     ts_tensor *v, *i;
+    tsi_log_op(op, tsi_device(t)); /* the op starts: its checks passed */
     if (!select_along(op, name, t, dim, keepdim, descending, m, sel, arg, &v, &i)) return NULL;
     return own_pair(v, i, indices);
 }
@@ -164,6 +166,7 @@ ts_tensor *ts_argsort(ts_tensor *t, int dim, bool descending, bool stable) {
     int d = wrap("argsort", t, dim);
     if (d < 0) return NULL;
     ts_tensor *v, *i;
+    tsi_log_op("argsort", tsi_device(t));
     if (!select_along("argsort", NULL, t, d, true, descending, dim_size(t, d), SEL_FIRST, 0, &v,
                       &i))
         return NULL;
@@ -269,6 +272,7 @@ static ts_tensor *median_all(const char *op, const char *name, ts_tensor *t, boo
         v = ts_full(TS_SHAPE(), NAN, opts_on(t, t->dtype));
         return finish(v);
     }
+    tsi_log_op(op, tsi_device(t));
     ts_scope_begin();
     ts_no_grad_begin();
     ts_tensor *flat = ts_reshape(t, TS_SHAPE(ts_numel(t)));

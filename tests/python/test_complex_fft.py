@@ -234,6 +234,8 @@ TAKES_COMPLEX = {
     # path (and eq_ / ne_, whose results 0 / 1 are complex numbers too, as PyTorch's)
     "sgn_", "sin_", "cos_", "tan_", "sinh_", "cosh_", "log2_", "log10_", "reciprocal_", "rsqrt_",
     "square_", "eq_", "ne_", "not_equal_",
+    # test_complex_inplace.py: conj_physical_ (the imaginary parts negated in place)
+    "conj_physical_",
     # test_sparse.py: a dense tensor's to_dense() is itself; to_sparse(0) / to_sparse_coo(0) wrap
     # it whole (no index op; other sparse conversions of complex data refuse: index_select)
     "to_dense", "to_sparse", "to_sparse_coo",

@@ -67,7 +67,7 @@ CASES = {
     "frac_": (G, (), {}, lambda x: x - np.trunc(x)),
     "round_": (G * 1.37, (), {"decimals": 1}, lambda x, decimals: np.round(x, decimals)),
     "clamp_max_": (G, (0.5,), {}, np.minimum), "clamp_min_": (G, (-0.5,), {}, np.maximum),
-    "copysign_": (G, (O,), {}, np.copysign),
+    "copysign_": (G, (O,), {}, np.copysign), "conj_physical_": (G, (), {}, np.conj),
     "cos_": (G, (), {}, np.cos), "cosh_": (G, (), {}, np.cosh), "sin_": (G, (), {}, np.sin),
     "sinh_": (G, (), {}, np.sinh), "tan_": (G, (), {}, np.tan),
     "exp2_": (G, (), {}, np.exp2), "expm1_": (G, (), {}, np.expm1),

@@ -156,6 +156,16 @@ def test_host_planned_ops_give_shapes():
         torch.linalg.matrix_rank(torch.ones(4, 4), rtol=tol)
     with pytest.raises(RuntimeError, match="unique: the size of its result depends on the values"):
         torch.unique(torch.empty(5, device="meta"))
+    w, v = torch.linalg.eig(torch.empty(2, 4, 4, device="meta", dtype=torch.float64))
+    assert w.is_meta and w.shape == (2, 4) and v.shape == (2, 4, 4) and v.dtype == torch.complex128
+    ld, piv, info = torch.linalg.ldl_factor_ex(torch.empty(3, 3, device="meta"), check_errors=True)
+    assert ld.shape == (3, 3) and piv.dtype == info.dtype == torch.int32 and info.shape == ()
+    x = torch.linalg.ldl_solve(ld, piv, torch.empty(4, 3, 2, device="meta"))
+    assert x.is_meta and x.shape == (4, 3, 2)
+    r = torch.linalg.lstsq(torch.empty(2, 6, 3, device="meta"), torch.empty(2, 6, 2, device="meta"),
+                           driver="gelsd")  # taken as of full rank: residuals per column
+    assert r.solution.shape == (2, 3, 2) and r.residuals.shape == (2, 2)
+    assert r.rank.shape == (2,) and r.singular_values.shape == (2, 3)
 
 
 # ---- pickle, copy.deepcopy, tessera.save / load (PyTorch: no data and no storage for a meta

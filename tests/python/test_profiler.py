@@ -185,6 +185,23 @@ def test_transfers_are_recorded():
     assert _row(prof.key_averages(), "Memcpy HtoD").count == 1
 
 
+def test_item_and_numpy_are_device_to_host_transfers():
+    if not torch.sim.is_available():
+        torch.sim.configure(2)
+    y = torch.randn(8).to("sim:0")
+    with profile() as prof:
+        loss = (y * y).sum()
+        loss.item()
+        y.tolist()
+    kinds = [(t["transfer"], t["bytes"], t["pinned"]) for t in prof.transfers()]
+    assert kinds[0] == ("DtoH", 4, False), kinds  # the loss
+    assert len(kinds) == 2 and kinds[1][0] == "DtoH" and kinds[1][1] >= 32, kinds  # tolist
+    # a cpu tensor's values are read where they are: no transfer
+    with profile() as prof:
+        torch.ones(3).sum().item()
+    assert prof.transfers() == []
+
+
 def test_errors():
     prof = profile()
     with pytest.raises(RuntimeError, match="no profile"):

@@ -162,6 +162,9 @@ void tcli_usage(FILE *f) {
         "  --max-memory LIST   place the model across devices by budget, filled in order:\n"
         "                      sim:0=2MiB,cpu=64GiB (B, KB, MB, GB, KiB, MiB, GiB); the\n"
         "                      batches and the loss stay on --device (docs/MEMORY_PLANNING.md)\n"
+        "  --stream-weights K  weights on the host, each unit's copied to --device (sim, cuda)\n"
+        "                      just before it runs, K units ahead, and freed after it (0-1024);\n"
+        "                      the optimizer steps on the host (docs/MEMORY_PLANNING.md)\n"
         "\n"
         "options of generate:\n"
         "  --checkpoint DIR    a gpt's folder (model.safetensors, else latest.safetensors) or "
@@ -316,6 +319,7 @@ static const opt_spec specs[] = {
     {"--fsdp-stage", K_POS_INT, FOR_TRAIN, OFF(fsdp_stage), NULL},
     {"--offload-optimizer", K_FLAG, FOR_TRAIN, OFF(offload_optimizer), NULL},
     {"--max-memory", K_STRING, FOR_TRAIN, OFF(max_memory), NULL},
+    {"--stream-weights", K_NONNEG_INT, FOR_TRAIN, OFF(stream_weights), NULL},
     {"--input", K_INPUT, FOR_RUN, OFF(inputs), NULL},
     {"--save", K_STRING, FOR_RUN, OFF(save), NULL},
     {"--bench", K_POS_INT, FOR_RUN, OFF(bench), NULL},
@@ -517,6 +521,16 @@ static int finish_options(tcli_opts *o, int mask, const char *cmd, bool data_giv
                           o->devices ? "--devices (data parallel replicates the whole model)"
                           : o->fsdp  ? "--fsdp (FSDP shards the model across processes)"
                                      : "--graph (a capture records one device)");
+    if (o->stream_weights >= 0 && (o->devices || o->fsdp || o->graph || o->max_memory))
+        return usage_fail("--stream-weights: not with %s",
+                          o->devices ? "--devices (data parallel replicates the whole model)"
+                          : o->fsdp  ? "--fsdp (FSDP shards the model across processes)"
+                          : o->graph ? "--graph (a capture cannot record the copies)"
+                                     : "--max-memory (placement and streaming do not "
+                                       "combine: stream the whole model)");
+    if (o->stream_weights >= 0 && o->offload_optimizer)
+        return usage_fail("--offload-optimizer: not with --stream-weights (streamed weights live "
+                          "on the host, where the optimizer steps already)");
     if (strcmp(o->data, "csv") && (o->csv_target))
         return usage_fail("--csv-target: only for --data csv");
     if (mask == FOR_EXPORT && !o->output)
@@ -547,6 +561,7 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
                      .epochs = 0,     /* 2, or no limit with --max-steps */
                      .batch_size = 0, /* 64, or 128 for the resnets */
                      .workers = -1,   /* tcli_workers */
+                     .stream_weights = -1,
                      .log_every = 50,
                      .lr = -1,
                      .momentum = 0.9,

@@ -127,10 +127,10 @@ static int open_csv(const tcli_opts *o, tcli_data *d) {
         char tr[4096], te[4096];
         snprintf(tr, sizeof tr, "%s/train.csv", path);
         snprintf(te, sizeof te, "%s/test.csv", path);
-        if (!(d->train = ts_csv_dataset(tr, co)) || !(d->test = ts_csv_dataset(te, co)))
+        if (!(d->train = ts_csv_dataset_new(tr, co)) || !(d->test = ts_csv_dataset_new(te, co)))
             return tcli_fail_ts(TCLI_USAGE, NULL);
     } else {
-        if (!(d->whole = ts_csv_dataset(path, co))) return tcli_fail_ts(TCLI_USAGE, NULL);
+        if (!(d->whole = ts_csv_dataset_new(path, co))) return tcli_fail_ts(TCLI_USAGE, NULL);
         int rc = split_csv(o, d);
         if (rc >= 0) return rc;
     }
@@ -216,17 +216,17 @@ int tcli_data_open(const tcli_opts *o, bool need_train, tcli_data *d) {
 
 ts_transform *tcli_data_transform(const tcli_data *d) {
     if (d->text) return NULL; /* byte values are the model's input */
-    if (!d->channels) return ts_normalize((int)d->features, d->fmean, d->fstd);
-    ts_transform *ts[2] = {ts_to_tensor(), ts_normalize((int)d->channels, d->mean, d->std)};
-    return ts_compose(2, ts);
+    if (!d->channels) return ts_normalize_new((int)d->features, d->fmean, d->fstd);
+    ts_transform *ts[2] = {ts_to_tensor_new(), ts_normalize_new((int)d->channels, d->mean, d->std)};
+    return ts_compose_new(2, ts);
 }
 
 ts_transform *tcli_train_transform(const tcli_data *d, bool augment) {
     if (!augment || !d->channels) return tcli_data_transform(d);
     /* on the uint8 image, before to_tensor: padding is black, as torchvision's on a PIL image */
-    ts_transform *ts[4] = {ts_random_crop((int)d->height, 4), ts_random_hflip(0.5), ts_to_tensor(),
-                           ts_normalize((int)d->channels, d->mean, d->std)};
-    return ts_compose(4, ts);
+    ts_transform *ts[4] = {ts_random_crop_new((int)d->height, 4), ts_random_hflip_new(0.5),
+                           ts_to_tensor_new(), ts_normalize_new((int)d->channels, d->mean, d->std)};
+    return ts_compose_new(4, ts);
 }
 
 void tcli_data_close(tcli_data *d) {

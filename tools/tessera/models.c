@@ -77,10 +77,10 @@ ts_module *tcli_model_new(const tcli_opts *o, const tcli_data *d) {
      * stem, which keeps the resolution that the ImageNet stem's stride 4 would throw away */
     ts_resnet_config rc = {
         .num_classes = d->classes, .in_channels = d->channels, .width = o->width};
-    if (!strcmp(name, "resnet20")) return ts_resnet20(rc);
+    if (!strcmp(name, "resnet20")) return ts_resnet20_new(rc);
     if (!strcmp(name, "resnet18")) {
         rc.cifar_stem = true;
-        return ts_resnet18(rc);
+        return ts_resnet18_new(rc);
     }
     return cnn_new("SimpleCNN", d, 0);
 }

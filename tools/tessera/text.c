@@ -50,9 +50,9 @@ int tcli_text_open(const tcli_opts *o, bool need_train, tcli_data *d) {
         return tcli_fail(TCLI_USAGE, "--data-dir: '%s': %s", path, strerror(errno));
     }
     ts_text_opts to = {.context = o->context, .seed = o->seed};
-    if (need_train && !(d->train = ts_text_dataset(path, TS_SPLIT_TRAIN, to)))
+    if (need_train && !(d->train = ts_text_dataset_new(path, TS_SPLIT_TRAIN, to)))
         return tcli_fail_ts(TCLI_USAGE, "--data text");
-    if (!(d->test = ts_text_dataset(path, TS_SPLIT_TEST, to)))
+    if (!(d->test = ts_text_dataset_new(path, TS_SPLIT_TEST, to)))
         return tcli_fail_ts(TCLI_USAGE, "--data text");
     d->text = true;
     d->features = o->context;

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "tessera/optim_offload.h"
 #include "tessera/placement.h"
+#include "tessera/weight_stream.h"
 #include "train_internal.h"
 
 static double now_s(void) {
@@ -27,8 +28,8 @@ static ts_optim *make_fsdp_optim(const tcli_opts *o, ts_module *fsdp) {
         ts_tensor_list d = {0}, n = {0};
         ts_optim *opt = NULL;
         if (ts_fsdp_decay_groups(fsdp, &d, &n) == TS_OK)
-            opt = ts_adamw_params(d.tensors, d.n,
-                                  (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
+            opt = ts_adamw_new_params(d.tensors, d.n,
+                                      (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
         if (opt && ts_optim_add_param_group_wd(opt, n.tensors, n.n, lr, 0) != TS_OK) {
             ts_optim_free(opt);
             opt = NULL;
@@ -40,12 +41,12 @@ static ts_optim *make_fsdp_optim(const tcli_opts *o, ts_module *fsdp) {
     ts_tensor_list l = ts_fsdp_parameters(fsdp);
     ts_optim *opt = NULL;
     if (!ts_error() && !strcmp(o->optimizer, "sgd"))
-        opt = ts_sgd_params(
+        opt = ts_sgd_new_params(
             l.tensors, l.n,
             (ts_sgd_opts){.lr = lr, .momentum = o->momentum, .weight_decay = o->weight_decay});
     else if (!ts_error() && !strcmp(o->optimizer, "adam"))
-        opt = ts_adam_params(l.tensors, l.n,
-                             (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
+        opt = ts_adam_new_params(l.tensors, l.n,
+                                 (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
     ts_tensor_list_free(&l);
     return opt;
 }
@@ -53,11 +54,11 @@ static ts_optim *make_fsdp_optim(const tcli_opts *o, ts_module *fsdp) {
 static ts_optim *make_optim(const tcli_opts *o, ts_module *net) {
     double lr = tcli_default_lr(o);
     if (!strcmp(o->optimizer, "adamw"))
-        return ts_adamw_decay_groups(net,
-                                     (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
+        return ts_adamw_new_decay_groups(net,
+                                         (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
     if (!strcmp(o->optimizer, "adam"))
-        return ts_adam(net, (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
-    return ts_sgd(
+        return ts_adam_new(net, (ts_adam_opts){.lr = lr, .weight_decay = o->weight_decay});
+    return ts_sgd_new(
         net, (ts_sgd_opts){.lr = lr, .momentum = o->momentum, .weight_decay = o->weight_decay});
 }
 
@@ -120,12 +121,12 @@ static ts_module *fsdp_wrap(trainer *t, ts_module *model) {
             snprintf(names[n], sizeof names[n], "layer%d", i);
     }
     for (int i = 0; i < n; i++) units[i] = names[i];
-    return ts_fsdp(model, (ts_fsdp_opts){.stage = o->fsdp_stage,
-                                         .units = units,
-                                         .n_units = n,
-                                         .param_dtype = low,
-                                         .reduce_dtype = low ? TS_F32 : TS_DTYPE_DEFAULT,
-                                         .decay_groups = !strcmp(o->optimizer, "adamw")});
+    return ts_fsdp_new(model, (ts_fsdp_opts){.stage = o->fsdp_stage,
+                                             .units = units,
+                                             .n_units = n,
+                                             .param_dtype = low,
+                                             .reduce_dtype = low ? TS_F32 : TS_DTYPE_DEFAULT,
+                                             .decay_groups = !strcmp(o->optimizer, "adamw")});
 }
 
 /* --fsdp: each rank's peak memory on its device, at the end of an epoch (rank order) */
@@ -353,6 +354,9 @@ static int train_setup(trainer *t, int64_t *start, int64_t *start_batch) {
     if (o->graph && t->world > 1)
         return tcli_fail(TCLI_USAGE, "--graph: not with several processes (the gradients' "
                                      "all-reduce is not captured)");
+    if (o->stream_weights >= 0 && t->world > 1)
+        return tcli_fail(TCLI_USAGE, "--stream-weights: not with several processes (DDP "
+                                     "replicates the whole model on each rank's device)");
     if (o->max_memory && t->world > 1)
         return tcli_fail(TCLI_USAGE, "--max-memory: not with several processes (DDP replicates "
                                      "the whole model on each rank's device)");
@@ -365,10 +369,17 @@ static int train_setup(trainer *t, int64_t *start, int64_t *start_batch) {
     ts_manual_seed(o->seed);
     if (!(t->net = t->model = tcli_model_new(o, &t->data)))
         return ts_error() ? tcli_fail_ts(TCLI_FAIL, "model") : TCLI_USAGE;
-    if (!o->max_memory)
+    if (o->stream_weights >= 0) {
+        if (ts_module_stream(t->model, t->dev, (ts_stream_opts){.prefetch = o->stream_weights}) !=
+            TS_OK)
+            return tcli_fail_ts(TCLI_FAIL, "--stream-weights");
+        printf("weights streamed to %s, %d unit%s ahead (--stream-weights)\n",
+               ts_device_str(t->dev), o->stream_weights, o->stream_weights == 1 ? "" : "s");
+    } else if (!o->max_memory) {
         t->net = t->model = ts_module_to(t->model, t->dev);
-    else if ((rc = place_model(t)) >= 0)
+    } else if ((rc = place_model(t)) >= 0) {
         return rc;
+    }
     if (o->checkpoint_activations &&
         (!strcmp(o->model, "gpt")
              ? ts_gpt_checkpoint_blocks(t->model, o->checkpoint_activations)
@@ -400,22 +411,22 @@ static int train_setup(trainer *t, int64_t *start, int64_t *start_batch) {
     if (t->world > 1 && !t->fsdp) {
         /* DistributedDataParallel: rank 0's weights everywhere, gradients averaged in backward;
          * the wrapper owns the model from now on (and frees it even on failure) */
-        t->net = ts_ddp(t->model, (ts_ddp_opts){0});
+        t->net = ts_ddp_new(t->model, (ts_ddp_opts){0});
         if (!t->net) {
             t->model = NULL;
             return tcli_fail_ts(TCLI_FAIL, "distributed");
         }
     } else if (t->ndev > 1) {
         /* the wrapper owns the model from now on (and frees it even on failure) */
-        t->net = ts_data_parallel(t->model, t->devs, t->ndev, t->dev);
+        t->net = ts_data_parallel_new(t->model, t->devs, t->ndev, t->dev);
         if (!t->net) {
             t->model = NULL;
             return tcli_fail_ts(TCLI_FAIL, "--devices");
         }
     }
     if (t->world > 1 &&
-        !(t->sampler = ts_distributed_sampler(ts_dataset_len(t->data.train),
-                                              (ts_distributed_sampler_opts){.seed = o->seed})))
+        !(t->sampler = ts_distributed_sampler_new(ts_dataset_len(t->data.train),
+                                                  (ts_distributed_sampler_opts){.seed = o->seed})))
         return tcli_fail_ts(TCLI_FAIL, "distributed");
     t->train = ts_loader_new(t->data.train, (ts_loader_opts){.batch_size = o->batch_size,
                                                              .shuffle = !t->sampler,

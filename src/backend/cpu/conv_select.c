@@ -76,6 +76,19 @@ static bool builtin_direct(const ts_cgeom *g, tsi_conv_pass pass) {
     }
 }
 
+/* the choice between oneDNN and the built-in kernels when TS_CONV forces neither */
+static tsi_conv_path default_path(const ts_cgeom *g, tsi_conv_pass pass, ts_dtype dt) {
+    /* channels_last: oneDNN's NHWC primitives on the data as it lies (conv_dnnl.c's layout rule
+     * then reads the table); the built-in kernels would need NCHW copies */
+    if (g->nhwc) return TSI_CONV_PATH_DNNL;
+    /* float32 depthwise forwards of 16 groups and up: oneDNN (measured in float32 only; bf16
+     * keeps the general rule) */
+    if (pass == TSI_CONV_PASS_FORWARD && dt == TS_F32 && depthwise_wide(g))
+        return TSI_CONV_PATH_DNNL;
+    /* oneDNN's JIT kernels take what the direct kernels do not: above them im2col + GEMM loses */
+    return builtin_direct(g, pass) ? TSI_CONV_PATH_BUILTIN : TSI_CONV_PATH_DNNL;
+}
+
 tsi_conv_path tsi_conv_select(const ts_cgeom *g, tsi_conv_pass pass, ts_dtype dt, int blk) {
     if (dt == TS_F64) return TSI_CONV_PATH_BUILTIN; /* oneDNN has no float64 convolution */
     const int forced = tsi_conv_provider();
@@ -89,15 +102,22 @@ tsi_conv_path tsi_conv_select(const ts_cgeom *g, tsi_conv_pass pass, ts_dtype dt
             return TSI_CONV_PATH_FC_BLOCKED;
     }
     if (forced >= 0) return forced == 1 ? TSI_CONV_PATH_DNNL : TSI_CONV_PATH_BUILTIN;
-    /* channels_last: oneDNN's NHWC primitives on the data as it lies (conv_dnnl.c's layout rule
-     * then reads the table); the built-in kernels would need NCHW copies */
-    if (g->nhwc) return TSI_CONV_PATH_DNNL;
-    /* float32 depthwise forwards of 16 groups and up: oneDNN (measured in float32 only; bf16
-     * keeps the general rule) */
-    if (pass == TSI_CONV_PASS_FORWARD && dt == TS_F32 && depthwise_wide(g))
-        return TSI_CONV_PATH_DNNL;
-    /* oneDNN's JIT kernels take what the direct kernels do not: above them im2col + GEMM loses */
-    return builtin_direct(g, pass) ? TSI_CONV_PATH_BUILTIN : TSI_CONV_PATH_DNNL;
+    return default_path(g, pass, dt);
+}
+
+bool tsi_conv_f32_forward_dnnl(int64_t c, int64_t o, const int64_t khw[2],
+                               const ts_conv2d_params *p) {
+    /* one image of direct_min_row x direct_min_row outputs, the narrowest rows the direct
+     * kernels take (the rule reads no other size of the image) */
+    const int64_t ow = limits.direct_min_row, o_ohw[3] = {o, ow, ow};
+    int64_t nchw[4] = {1, c, 1, 1};
+    for (int d = 0; d < 2; d++) {
+        const int64_t in = (ow - 1) * p->stride[d] + p->dilation[d] * (khw[d] - 1) + 1 -
+                           2 * (int64_t)p->padding[d];
+        nchw[2 + d] = in > 1 ? in : 1;
+    }
+    const ts_cgeom g = tsi_cgeom_make(nchw, o_ohw, khw, p);
+    return default_path(&g, TSI_CONV_PASS_FORWARD, TS_F32) == TSI_CONV_PATH_DNNL;
 }
 
 bool tsi_conv_batch_parallel(const ts_cgeom *g, int nt) {

@@ -8,6 +8,7 @@
 #ifndef TS_CONV_SELECT_H
 #define TS_CONV_SELECT_H
 
+#include "backend/conv_select_query.h"
 #include "backend/cpu/kern_conv.h"
 
 typedef enum {

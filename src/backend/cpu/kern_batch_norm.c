@@ -11,40 +11,33 @@
  * Backward, per channel: pass A sums dy and dy * (x - mean) in double lanes (the products in the
  * dtype), giving dbias and dweight; pass B writes dx = (dy - sum(dy) / m - (x - mean) * invstd^2
  * sum(dy (x - mean)) / m) * invstd * weight.
- * Tasks (OpenMP) are groups of consecutive channels, so that narrow channels (4 x 4 images) still
- * read memory in long stretches; a channel's sums never depend on its group or the thread count,
- * and nothing needs a workspace. A lone channel runs on one thread.
+ * Tasks (OpenMP) are groups of consecutive channels (norm_select.c's tsi_norm_batch_group), so
+ * that narrow channels (4 x 4 images) still read memory in long stretches; a channel's sums never
+ * depend on its group or the thread count, and nothing needs a workspace. A lone channel runs on
+ * one thread.
  * Variants: AVX-512, AVX2 and portable vectors (kern_norm_isa.h), for f32 and f64, chosen by
- * ts_cpu_isa_get(); they give the same bits (no FMA contraction).
+ * tsi_norm_variant(); they give the same bits (no FMA contraction).
  * f16 / bf16 (PyTorch's CPU batch norm on half input, autocast's): x, y, dy and dx in the half
  * dtype, the parameters, their gradients and the statistics float32; the float variants read the
  * segments through float chunks (kern_batch_norm_impl.h), so the result is the float kernel's
  * on the widened input, rounded once to the half dtype, with half the memory traffic.
- * channels_last arguments ([n, hw, c]) go to kern_batch_norm_nhwc.c's kernels, same arithmetic. */
+ * channels_last arguments ([n, hw, c]) go to kern_batch_norm_nhwc.c's kernels, same arithmetic
+ * (tsi_norm_select_batch decides both that and which dtypes and shapes the kernels take). */
 #include "backend/cpu/kern_batch_norm_nhwc.h"
 #include "backend/cpu/kern_norm_common.h"
 #include "backend/cpu/omp_if.h"
 
 #include "backend/cpu/vec_kernels.h"
 
-#define BN_MAX_GROUP 64 /* channels of one task at most */
+#define BN_MAX_GROUP TSI_NORM_BN_MAX_GROUP /* channels of one task at most */
 /* elements of an f16 / bf16 segment converted to float at a time (a multiple of 16) */
 #define BN_HALF_CHUNK 512
-/* a group's elements per sample, at least (where there are channels) */
-#define BN_GROUP_ELEMS 512
 
-/* Channels per task: enough for BN_GROUP_ELEMS contiguous elements per sample, at most
- * BN_MAX_GROUP, and few enough that there are tasks for every thread when the channels allow. */
-static int64_t bn_group(const ts_batch_norm_args *a) {
-    int64_t g = (BN_GROUP_ELEMS + a->hw - 1) / a->hw;
-    if (g > BN_MAX_GROUP) g = BN_MAX_GROUP;
-    const int64_t per4 = (a->c + 3) / 4; /* four tasks at least */
-    if (g > per4) g = per4;
-    return g < 1 ? 1 : g;
-}
+/* Channels per task (norm_select.c) */
+static int64_t bn_group(const ts_batch_norm_args *a) { return tsi_norm_batch_group(a->c, a->hw); }
 
 static bool bn_parallel(const ts_batch_norm_args *a, int64_t groups) {
-    return groups > 1 && a->n * a->c * a->hw >= LN_PAR_MIN;
+    return tsi_norm_parallel(a->n * a->c * a->hw, groups);
 }
 
 /* Samples whose segments give the shift: 16 elements or more, where there are */
@@ -73,32 +66,30 @@ static const bn_variant variants[][2] = {
 
 static bool cpu_batch_norm_supports(const ts_backend *be, int index, const ts_batch_norm_args *a) {
     (void)be, (void)index;
-    const ts_dtype d = a->x.dtype;
-    return (d == TS_F32 || d == TS_F64 || d == TS_F16 || d == TS_BF16) && a->n >= 1 && a->c >= 1 &&
-           a->hw >= 1 && a->n * a->hw >= 2;
+    return tsi_norm_select_batch(a) != TSI_NORM_PATH_COMPOSED;
 }
 
 static void cpu_batch_norm_forward(const ts_backend *be, int index, const ts_batch_norm_args *a) {
     (void)be, (void)index;
-    if (a->channels_last) {
-        tsi_cpu_batch_norm_nhwc_forward(LN_ISA_NOW(), a);
+    if (tsi_norm_select_batch(a) == TSI_NORM_PATH_NHWC) {
+        tsi_cpu_batch_norm_nhwc_forward(tsi_norm_variant(), a);
         return;
     }
-    variants[LN_ISA_NOW()][a->x.dtype == TS_F64].forward(a);
+    variants[tsi_norm_variant()][a->x.dtype == TS_F64].forward(a);
 }
 
 static void cpu_batch_norm_backward(const ts_backend *be, int index, const ts_batch_norm_args *a) {
     (void)be, (void)index;
-    if (a->channels_last) {
-        tsi_cpu_batch_norm_nhwc_backward(LN_ISA_NOW(), a);
+    if (tsi_norm_select_batch(a) == TSI_NORM_PATH_NHWC) {
+        tsi_cpu_batch_norm_nhwc_backward(tsi_norm_variant(), a);
         return;
     }
-    variants[LN_ISA_NOW()][a->x.dtype == TS_F64].backward(a);
+    variants[tsi_norm_variant()][a->x.dtype == TS_F64].backward(a);
 }
 
 bool tsi_cpu_batch_norm_isa(ts_cpu_isa isa, const ts_batch_norm_args *a, bool backward) {
     if (!ln_isa_available(isa)) return false;
-    if (a->channels_last) {
+    if (tsi_norm_select_batch(a) == TSI_NORM_PATH_NHWC) {
         if (backward)
             tsi_cpu_batch_norm_nhwc_backward((int)isa, a);
         else

@@ -6,10 +6,12 @@
  * backward's sums of dy and dy * (x - mean) (products in the dtype) in double, and dx = (dy - c1 -
  * (x - mean) * c2) * scale.
  * The channels are innermost, so the vectors run across channels (kern_batch_norm_nhwc_impl.h)
- * and the n * hw rows are cut into a fixed partition of blocks (bn_plan_begin: it depends on the
- * shape alone), each block's per-channel sums in double kept apart and added in block order: the
- * same bits with any number of threads. The workspace (the blocks' sums) comes from the host
- * scratch cache; when it cannot be had the kernel reports it (tsi_kernel_oom) and writes nothing.
+ * and the n * hw rows are cut into a fixed partition of blocks (norm_select.c's
+ * tsi_norm_batch_nhwc_blocks: it depends on the shape alone), each block's per-channel sums in
+ * double kept apart and added in block order: the same bits with any number of threads. The
+ * workspace (the blocks' sums) comes from the host scratch cache; when it cannot be had the kernel
+ * reports it (tsi_kernel_oom) and writes nothing. Whether a pass runs on threads:
+ * tsi_norm_parallel.
  * Variants: AVX-512, AVX2 and portable vectors (kern_norm_isa.h), the same bits (no FMA
  * contraction, each channel's operations in the same order in every variant). f16 / bf16 x, y, dy,
  * dx: tiles converted to float (the float variants), parameters and statistics float32, each
@@ -28,8 +30,6 @@
 #define BN_TILE_CH   256
 #define BN_TILE_MIN  512
 #define BN_TILE      (BN_TILE_ROWS * BN_TILE_CH) /* a tile's elements at most (the half buffers) */
-#define BN_BLOCK     32768 /* elements of a block of rows, at least (where there are) */
-#define BN_BLOCKS    32    /* blocks at most: the workspace holds 2 * c sums for each */
 
 /* The partition of the rows into blocks and the workspace: part, each block's sums of the two
  * passes (2 * c doubles a block), k the shifts, t three per-channel vectors of the dtype. */
@@ -42,12 +42,8 @@ typedef struct bn_plan {
 
 static bool bn_plan_begin(const ts_batch_norm_args *a, bn_plan *p) {
     const int64_t rows = a->n * a->hw, c = a->c;
-    int64_t nb = (rows * c + BN_BLOCK - 1) / BN_BLOCK;
-    if (nb > BN_BLOCKS) nb = BN_BLOCKS;
-    if (nb > rows) nb = rows;
-    if (nb < 1) nb = 1;
-    const int64_t rb = (rows + nb - 1) / nb;
-    *p = (bn_plan){.rows = rows, .rb = rb, .nb = (rows + rb - 1) / rb};
+    *p = (bn_plan){.rows = rows};
+    tsi_norm_batch_nhwc_blocks(rows, c, &p->rb, &p->nb);
     const size_t bytes = sizeof(double) * (size_t)c * (size_t)(2 * p->nb + 4);
     p->part = tsi_host_scratch_get(bytes, &p->blk);
     if (!p->part) {
@@ -66,7 +62,7 @@ static int64_t bn_block_end(const bn_plan *p, int64_t b) {
 }
 
 static bool bn_plan_parallel(const ts_batch_norm_args *a, const bn_plan *p) {
-    return p->nb > 1 && p->rows * a->c >= LN_PAR_MIN;
+    return tsi_norm_parallel(p->rows * a->c, p->nb);
 }
 
 #define NORM_IMPL "backend/cpu/kern_batch_norm_nhwc_impl.h"

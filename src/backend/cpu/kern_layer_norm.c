@@ -6,19 +6,19 @@
  * which is what backward reads back.
  * Backward, per row: pass A sums g = dy * w and g * xhat in double and adds the row's dy * xhat
  * and dy into the partial sums of dweight and dbias; pass B writes dx = rstd * (g - mean(g) -
- * xhat * mean(g * xhat)). The rows are cut into at most LN_MAX_BLOCKS blocks of consecutive rows,
- * as a function of the shape only; each block keeps its own partial sums (in the workspace, in
- * double) and the partial sums are added in block order at the end, so dweight and dbias never
- * depend on the number of threads, and the workspace is O(cols), never O(rows * cols).
+ * xhat * mean(g * xhat)). The rows are cut into blocks of consecutive rows (norm_select.c's
+ * tsi_norm_layer_blocks: a bounded number, as a function of the shape only); each block keeps its
+ * own partial sums (in the workspace, in double) and the partial sums are added in block order at
+ * the end, so dweight and dbias never depend on the number of threads, and the workspace is
+ * O(cols), never O(rows * cols). Whether a pass runs on threads: tsi_norm_parallel.
  * Variants: AVX-512, AVX2 and portable vectors (kern_layer_norm_impl.h under a target pragma), for
- * f32 and f64, chosen by ts_cpu_isa_get(); they give the same bits (no FMA contraction). */
+ * f32 and f64, chosen by tsi_norm_variant(); they give the same bits (no FMA contraction). Which
+ * dtypes and shapes the kernels take: tsi_norm_select_layer. */
 #include "backend/cpu/kern_norm_common.h"
 
-#define LN_MAX_BLOCKS 64  /* blocks of rows with partial sums of dweight and dbias */
-#define LN_MIN_ROWS   32  /* rows per block at least (the workspace stays small) */
-#define LN_COMBINE    256 /* columns per task when the partial sums are added */
-#define LN_SUB        32  /* rows whose dweight / dbias terms are summed in the dtype */
-#define LN_PI         16  /* columns of dweight, then of dbias, interleaved in the partial sums */
+#define LN_COMBINE 256 /* columns per task when the partial sums are added */
+#define LN_SUB     32  /* rows whose dweight / dbias terms are summed in the dtype */
+#define LN_PI      16  /* columns of dweight, then of dbias, interleaved in the partial sums */
 
 /* How backward cuts the rows: `blocks` runs of consecutive rows, balanced. With no dweight or
  * dbias wanted every row is a block of its own. */
@@ -28,14 +28,9 @@ typedef struct ln_plan {
 } ln_plan;
 
 static ln_plan ln_plan_for(const ts_layer_norm_args *a) {
-    ln_plan pl = {
-        .rows = a->rows, .blocks = a->rows, .ld = 2 * ((a->cols + LN_PI - 1) / LN_PI * LN_PI)};
-    if (a->dweight.data || a->dbias.data) {
-        pl.blocks = a->rows / LN_MIN_ROWS;
-        if (pl.blocks > LN_MAX_BLOCKS) pl.blocks = LN_MAX_BLOCKS;
-        if (pl.blocks < 1) pl.blocks = 1;
-    }
-    return pl;
+    return (ln_plan){.rows = a->rows,
+                     .blocks = tsi_norm_layer_blocks(a->rows, a->dweight.data || a->dbias.data),
+                     .ld = 2 * ((a->cols + LN_PI - 1) / LN_PI * LN_PI)};
 }
 
 /* A block's partial sums interleave dweight's and dbias's LN_PI columns at a time (a whole
@@ -56,10 +51,6 @@ static inline int64_t ln_block_start(const ln_plan *pl, int64_t blk) {
     return blk * pl->rows / pl->blocks;
 }
 
-static inline bool ln_parallel(int64_t rows, int64_t cols) {
-    return rows > 1 && rows * cols >= LN_PAR_MIN;
-}
-
 #define NORM_IMPL "backend/cpu/kern_layer_norm_impl.h"
 #include "backend/cpu/kern_norm_isa.h"
 
@@ -78,11 +69,13 @@ static const ln_variant variants[][2] = {
 #endif
 };
 
-static const ln_variant *variant_for(ts_dtype dt) { return &variants[LN_ISA_NOW()][dt == TS_F64]; }
+static const ln_variant *variant_for(ts_dtype dt) {
+    return &variants[tsi_norm_variant()][dt == TS_F64];
+}
 
 static bool cpu_layer_norm_supports(const ts_backend *be, int index, const ts_layer_norm_args *a) {
     (void)be, (void)index;
-    return (a->x.dtype == TS_F32 || a->x.dtype == TS_F64) && a->rows >= 1 && a->cols >= 1;
+    return tsi_norm_select_layer(a) == TSI_NORM_PATH_ROWS;
 }
 
 static size_t cpu_layer_norm_workspace(const ts_backend *be, int index,

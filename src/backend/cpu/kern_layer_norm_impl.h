@@ -81,7 +81,7 @@ static void LN_NAME(forward)(const ts_layer_norm_args *a) {
     const T *b = (const T *)a->bias.data;
     T *Y = (T *)a->y.data, *M = (T *)a->mean.data, *R = (T *)a->rstd.data;
     const double eps = a->eps;
-    TS_PARALLEL_FOR_IF(ln_parallel(rows, n),
+    TS_PARALLEL_FOR_IF(tsi_norm_parallel(rows * n, rows),
                        for (int64_t r = 0; r < rows; r++)
                            LN_NAME(forward_row)(X + r * n, w, b, Y + r * n, n, eps, M + r, R + r););
 }
@@ -240,7 +240,7 @@ LN_NAME(backward_block)(const ts_layer_norm_args *a, const ln_plan *pl, int64_t 
 
 static void LN_NAME(backward)(const ts_layer_norm_args *a, double *ws) {
     const ln_plan pl = ln_plan_for(a);
-    const bool par = ln_parallel(a->rows, a->cols) && pl.blocks > 1;
+    const bool par = tsi_norm_parallel(a->rows * a->cols, pl.blocks);
     const bool has_w = a->weight.data != NULL;
     const bool want_w = a->dweight.data != NULL, want_b = a->dbias.data != NULL;
     /* each combination its own loop: the flags are constants inside */
@@ -264,7 +264,7 @@ static void LN_NAME(backward)(const ts_layer_norm_args *a, double *ws) {
      * at a time */
     const int64_t n = a->cols, chunks = (n + LN_COMBINE - 1) / LN_COMBINE;
     T *dw = (T *)a->dweight.data, *db = (T *)a->dbias.data;
-    const bool cpar = par && n * pl.blocks >= LN_PAR_MIN;
+    const bool cpar = par && tsi_norm_parallel(n * pl.blocks, pl.blocks);
     TS_PARALLEL_FOR_IF(
         cpar, for (int64_t c = 0; c < chunks; c++) {
             const int64_t j0 = c * LN_COMBINE, m = n - j0 < LN_COMBINE ? n - j0 : LN_COMBINE;

@@ -1,6 +1,7 @@
 /* kern_norm_common.h — what the fused normalisation kernels (kern_layer_norm.c,
- * kern_batch_norm.c) share outside their variants: the 16-lane double sums, the threshold for
- * threads, and the choice of variant. kern_norm_isa.h compiles the variants. */
+ * kern_batch_norm.c, kern_batch_norm_nhwc.c) share outside their variants: the 16-lane double
+ * sums and whether this build has the x86 variants. Their path, variant, threads and partitions
+ * come from norm_select.h; kern_norm_isa.h compiles the variants. */
 #ifndef TS_KERN_NORM_COMMON_H
 #define TS_KERN_NORM_COMMON_H
 
@@ -11,14 +12,13 @@
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/norm_select.h"
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
 #include "backend/cpu/omp_if.h"
-
-#define LN_PAR_MIN 32768 /* fewer elements than this: one thread */
 
 /* 16 lanes added in one fixed tree */
 static inline double ln_sum16(double *l) {
@@ -30,12 +30,10 @@ static inline double ln_sum16(double *l) {
 #define LN_CAT2(a, b) a##_##b
 #define LN_CAT(a, b)  LN_CAT2(a, b)
 
-/* The row of a variant table (0 portable, 1 AVX2, 2 AVX-512) ts_cpu_isa_get() picks */
+/* Whether the variant tables have the AVX2 and AVX-512 rows (0 portable, 1 AVX2, 2 AVX-512);
+ * tsi_norm_variant() picks the row */
 #if defined(__GNUC__) && defined(__x86_64__)
-#define LN_X86       1
-#define LN_ISA_NOW() ((int)ts_cpu_isa_get())
-#else
-#define LN_ISA_NOW() 0
+#define LN_X86 1
 #endif
 
 /* Whether the tests' forced variant `isa` exists in this build and on this CPU */

@@ -14,9 +14,9 @@
  * Variants: AVX-512, AVX2+FMA and portable, each for f32 and f64 (the include of
  * kern_sdpa_impl.h under a target pragma), chosen by ts_cpu_isa_get(); bf16 and f16 tensors (what
  * autocast gives attention) run the f32 kernels on operands widened as they are packed, with the
- * log-sum-exp in f32 and each output and gradient element rounded once; on a host with AMX, bf16
- * without dropout and with at most TS_SDPA_AMX_MAX_SCORES scores a batch goes to the tiles
- * instead (kern_sdpa_amx.c). */
+ * log-sum-exp in f32 and each output and gradient element rounded once. sdpa_select.c decides
+ * the path (on a host with AMX, bf16 without dropout and of few enough scores a batch goes to the
+ * tiles instead: kern_sdpa_amx.c), the thread count and the backward's chunks. */
 #if defined(__clang__)
 #pragma clang fp contract(fast)
 #elif defined(__GNUC__)
@@ -34,6 +34,7 @@
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/kern_sdpa_amx.h"
+#include "backend/cpu/sdpa_select.h"
 #include "backend/kernel_math.h"
 #include "backend/philox.h"
 
@@ -242,7 +243,8 @@ static const sdpa_variant *variant_for(ts_dtype dt) {
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-static sdpa_plan make_plan(const ts_sdpa_args *a, const sdpa_variant *var) {
+/* chunks: the backward's chunks of a batch's key blocks (tsi_sdpa_select's) */
+static sdpa_plan make_plan(const ts_sdpa_args *a, const sdpa_variant *var, int64_t chunks) {
     sdpa_plan pl = {.nb = a->q.ndim - 2, .N = 1};
     for (int d = 0; d < pl.nb; d++) pl.N *= pl.bshape[d] = a->q.shape[d];
     pl.L = a->q.shape[pl.nb], pl.E = a->q.shape[pl.nb + 1];
@@ -251,10 +253,7 @@ static sdpa_plan make_plan(const ts_sdpa_args *a, const sdpa_variant *var) {
     pl.blk = var->blk;
     pl.nq = (pl.L + pl.blk - 1) / pl.blk, pl.nk = (pl.S + pl.blk - 1) / pl.blk;
     pl.Lp = pl.nq * pl.blk;
-    /* at least 4 (batch, key-chunk) items to share among threads; a function of the shapes only,
-     * so the order dq's partial sums are added in never depends on the thread count */
-    pl.chunks = pl.N >= 4 ? 1 : (4 / pl.N < pl.nk ? 4 / pl.N : pl.nk);
-    if (pl.chunks < 1) pl.chunks = 1;
+    pl.chunks = chunks;
     return pl;
 }
 
@@ -266,25 +265,20 @@ static bool cpu_sdpa_supports(const ts_backend *be, int index, const ts_sdpa_arg
     return true;
 }
 
+/* The path, threads and chunking of the call (sdpa_select.c decides; a function of the shapes and
+ * the host, so the workspace query and the kernels agree) */
+static tsi_sdpa_choice choose(const ts_sdpa_args *a, const sdpa_variant *var, bool backward) {
+    return tsi_sdpa_select(a, backward, var->blk, tsi_sdpa_host_now());
+}
+
 static size_t cpu_sdpa_workspace(const ts_backend *be, int index, ts_sdpa_args *a, bool backward) {
     (void)be, (void)index;
     const sdpa_variant *var = variant_for(a->q.dtype);
-    const sdpa_plan pl = make_plan(a, var);
-    const bool amx = tsi_sdpa_amx_takes(a);
-    int threads = 1;
-#ifdef TS_HAVE_OPENMP
-    threads = omp_get_max_threads();
-#endif
-    /* the AMX path's threads take whole batches */
-    const int64_t items = amx ? pl.N : backward ? pl.N * pl.chunks : pl.N * pl.nq;
-    /* below ~a million multiply-adds a parallel region costs more than it saves */
-    const double work = (double)pl.N * (double)pl.L * (double)pl.S * (double)(pl.E + pl.Ev);
-    if (work < 1e6) threads = 1;
-    if (threads > items) threads = (int)items;
-    if (threads < 1) threads = 1;
-    a->threads = threads;
-    if (amx) return tsi_sdpa_amx_workspace(a, threads, backward);
-    size_t bytes = var->thread_bytes(&pl, backward) * (size_t)threads;
+    const tsi_sdpa_choice c = choose(a, var, backward);
+    a->threads = c.threads;
+    if (c.path == TSI_SDPA_PATH_AMX) return tsi_sdpa_amx_workspace(a, c.threads, backward);
+    const sdpa_plan pl = make_plan(a, var, c.chunks);
+    size_t bytes = var->thread_bytes(&pl, backward) * (size_t)c.threads;
     if (backward && pl.chunks > 1)
         bytes += (size_t)(pl.N * pl.chunks * pl.Lp * pl.Ep) * (a->q.dtype == TS_F64 ? 8 : 4);
     return bytes;
@@ -292,23 +286,25 @@ static size_t cpu_sdpa_workspace(const ts_backend *be, int index, ts_sdpa_args *
 
 static void cpu_sdpa_forward(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws) {
     (void)be, (void)index;
-    if (tsi_sdpa_amx_takes(a)) {
+    const sdpa_variant *var = variant_for(a->q.dtype);
+    const tsi_sdpa_choice c = choose(a, var, false);
+    if (c.path == TSI_SDPA_PATH_AMX) {
         tsi_sdpa_amx_forward(a, ws);
         return;
     }
-    const sdpa_variant *var = variant_for(a->q.dtype);
-    const sdpa_plan pl = make_plan(a, var);
+    const sdpa_plan pl = make_plan(a, var, c.chunks);
     var->forward(&pl, a, ws);
 }
 
 static void cpu_sdpa_backward(const ts_backend *be, int index, const ts_sdpa_args *a, void *ws) {
     (void)be, (void)index;
-    if (tsi_sdpa_amx_takes(a)) {
+    const sdpa_variant *var = variant_for(a->q.dtype);
+    const tsi_sdpa_choice c = choose(a, var, true);
+    if (c.path == TSI_SDPA_PATH_AMX) {
         tsi_sdpa_amx_backward(a, ws);
         return;
     }
-    const sdpa_variant *var = variant_for(a->q.dtype);
-    const sdpa_plan pl = make_plan(a, var);
+    const sdpa_plan pl = make_plan(a, var, c.chunks);
     var->backward(&pl, a, ws);
 }
 

@@ -3,8 +3,8 @@
  * The flash kernels (kern_sdpa_impl.h) widen bf16 operands and multiply in float32 FMAs, a
  * sixteenth of what the tiles do on a host with AMX. Here each batch's block products are
  * gemm_amx.c's tile products (bf16 operands, float32 sums), and for sequences whose L x S scores
- * fit a thread's cache (TS_SDPA_AMX_MAX_SCORES) the whole score matrix is formed at once, so no
- * online rescaling is needed.
+ * fit a thread's cache (sdpa_select.c's amx_max_scores) the whole score matrix is formed at once,
+ * so no online rescaling is needed.
  *
  * Forward: S = Q K^T (float32); per row x = scale S (+ mask), P = e^(x - m) / l and
  * lse = m + log l; out = round(P) V.
@@ -27,14 +27,13 @@
 #endif
 
 #include "backend/cpu/gemm_amx.h"
+#include "backend/cpu/sdpa_select.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
 
 bool tsi_sdpa_amx_takes(const ts_sdpa_args *a) {
-    const int nb = a->q.ndim - 2;
-    const int64_t L = a->q.shape[nb], S = a->k.shape[nb];
-    return a->q.dtype == TS_BF16 && a->dropout_p == 0 && L * S <= TS_SDPA_AMX_MAX_SCORES &&
-           tsi_amx_gemm_ready();
+    const tsi_sdpa_host host = {.threads = 1, .tiles = tsi_amx_gemm_ready()};
+    return tsi_sdpa_select(a, false, 1, host).path == TSI_SDPA_PATH_AMX;
 }
 
 /* sizes of one call */

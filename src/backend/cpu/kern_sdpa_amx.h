@@ -1,6 +1,6 @@
 /* kern_sdpa_amx.h — bf16 attention whose block products run on AMX tiles (kern_sdpa_amx.c): the
  * path kern_sdpa.c takes for bf16 on a host with AMX when one batch's L x S scores fit a thread's
- * cache. */
+ * cache (the choice is sdpa_select.c's). */
 #ifndef TS_KERN_SDPA_AMX_H
 #define TS_KERN_SDPA_AMX_H
 
@@ -22,12 +22,9 @@ static inline int64_t tsi_sdpa_batch_offset(const ts_kview *v, const int64_t *bs
     return off;
 }
 
-/* The most scores (L x S) one batch may have on this path: its float32 scores, their bf16
- * weights and (backward) their gradients stay in a core's L2 cache. */
-#define TS_SDPA_AMX_MAX_SCORES (512 * 512)
-
-/* Whether these arguments take the AMX path: bf16, no dropout, L x S within the limit, and the
- * AMX kernel ready (tsi_amx_gemm_ready: the CPU, Linux's grant and the caps). */
+/* Whether tsi_sdpa_select sends these arguments to this path (bf16, no dropout, L x S within
+ * tsi_sdpa_limits' amx_max_scores) with the tiles of this file's tsi_amx_gemm_ready (the CPU,
+ * Linux's grant and the caps; a test compiled against the emulated tiles asks through it). */
 bool tsi_sdpa_amx_takes(const ts_sdpa_args *a);
 /* Bytes of workspace for `threads` threads (each works on whole batches), 64-byte aligned. */
 size_t tsi_sdpa_amx_workspace(const ts_sdpa_args *a, int threads, bool backward);

@@ -2,6 +2,7 @@
 from ... import _C
 from . import rnn  # noqa: F401,E402  (torch.nn.utils.rnn)
 from .placement import place  # noqa: F401,E402  (docs/MEMORY_PLANNING.md)
+from .weight_stream import stream, stream_stats, unstream  # noqa: F401,E402  (the same)
 
 Tensor = _C.Tensor
 
