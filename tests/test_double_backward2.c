@@ -16,39 +16,18 @@
 
 #include "backend/backend.h"
 #include "host_values.h"
+#include "hv_check.h"
 #include "nn/rnn_cell_fused.h"
 #include "nn/rnn_seq_fused.h"
 #include "tessera/linalg.h"
 #include "tessera/nn.h"
 #include "ts_test.h"
 
-#define MAXIN 7
-#define MAXN  256
+#define MAXIN TS_HV_MAXIN
 
-typedef ts_tensor *(*multi_fn)(ts_tensor *const *in);
-
-typedef struct dims_spec {
-    int ndim;
-    int64_t d[4];
-} dims_spec;
-#define SH(n, ...)                                                                                 \
-    {                                                                                              \
-        n, { __VA_ARGS__ }                                                                         \
-    }
-
-typedef struct hv_case {
-    const char *name;
-    multi_fn f;
-    int n_in;
-    dims_spec shape[MAXIN];
-    const char *node; /* the node the case is about: y's history must hold it (NULL: not checked) */
-} hv_case;
-
-static ts_shape shape_of(dims_spec s) {
-    ts_shape r = {.ndim = s.ndim};
-    for (int i = 0; i < s.ndim; i++) r.dims[i] = s.d[i];
-    return r;
-}
+typedef ts_hv_case hv_case;
+#define SH       TS_HV_SH
+#define shape_of ts_hv_shape
 
 static ts_opts f64_on(ts_tensor *like) {
     return (ts_opts){.dtype = TS_F64, .device = ts_device_of(like)};
@@ -384,120 +363,6 @@ static const hv_case cases[] = {
      "RnnSequenceBackward0"},
 };
 
-/* ---------------------------------------------------------------- the check */
-typedef struct point {
-    double v[MAXIN][MAXN];
-    int64_t n[MAXIN];
-} point;
-
-static int64_t numel_of(ts_shape s) {
-    int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
-    return n;
-}
-
-static void make_inputs(const hv_case *c, const point *p, ts_device d, ts_tensor **ins) {
-    for (int k = 0; k < c->n_in; k++)
-        ins[k] = ts_tensor_f64(shape_of(c->shape[k]), p->v[k],
-                               (ts_opts){.device = d, .requires_grad = true});
-}
-
-static void gradients(const hv_case *c, const point *p, ts_device d, point *out) {
-    ts_scope_begin();
-    ts_tensor *ins[MAXIN], *g[MAXIN] = {0};
-    make_inputs(c, p, d, ins);
-    ts_tensor *y = c->f(ins);
-    CHECK_EQ(ts_autograd_grad(&y, NULL, 1, ins, c->n_in, (ts_grad_opts){.allow_unused = true}, g),
-             TS_OK);
-    for (int k = 0; k < c->n_in; k++) {
-        out->n[k] = p->n[k];
-        memset(out->v[k], 0, sizeof out->v[k]);
-        if (g[k]) CHECK(ts_test_read_f64(g[k], out->v[k], p->n[k]));
-    }
-    ts_scope_end();
-}
-
-/* whether node `name` is in t's history (a walk over grad_fn's inputs, by name) */
-static bool has_node(ts_tensor *t, const char *name) {
-    ts_node *stack[4096];
-    int n = 0;
-    if (t->grad_fn) stack[n++] = t->grad_fn;
-    for (int seen = 0; n && seen < 100000; seen++) {
-        ts_node *x = stack[--n];
-        if (!strcmp(x->name, name)) return true;
-        for (int i = 0; i < x->n_in && n < 4096; i++)
-            if (x->next[i].fn) stack[n++] = x->next[i].fn;
-    }
-    return false;
-}
-
-static void hessian_vector(const hv_case *c, ts_device d) {
-    static point p, v, first, got, plus, minus;
-    for (int k = 0; k < c->n_in; k++) {
-        p.n[k] = v.n[k] = got.n[k] = numel_of(shape_of(c->shape[k]));
-        CHECK(p.n[k] <= MAXN);
-        ts_test_fill_uniform(p.v[k], p.n[k], 1 + k);
-        ts_test_fill_uniform(v.v[k], v.n[k], 7 + k);
-    }
-    gradients(c, &p, d, &first);
-    ts_scope_begin();
-    ts_tensor *ins[MAXIN], *g[MAXIN] = {0}, *hv[MAXIN] = {0};
-    make_inputs(c, &p, d, ins);
-    ts_tensor *y = c->f(ins);
-    if (c->node && y && !has_node(y, c->node))
-        fprintf(stderr, "%s on %s: no %s in the result's history\n", c->name, ts_device_str(d),
-                c->node);
-    CHECK(!c->node || (y && has_node(y, c->node)));
-    CHECK_EQ(ts_autograd_grad(&y, NULL, 1, ins, c->n_in,
-                              (ts_grad_opts){.create_graph = true, .allow_unused = true}, g),
-             TS_OK);
-    ts_tensor *gv = NULL;
-    int bad = 0;
-    for (int k = 0; k < c->n_in; k++) {
-        if (!g[k]) continue;
-        double gk[MAXN];
-        CHECK(ts_test_read_f64(g[k], gk, p.n[k]));
-        for (int64_t i = 0; i < p.n[k]; i++)
-            if (fabs(gk[i] - first.v[k][i]) > 1e-12 * (1 + fabs(first.v[k][i])) && bad++ < 3)
-                fprintf(stderr,
-                        "%s on %s: create_graph's gradient %d[%lld] = %.15g, first order %.15g\n",
-                        c->name, ts_device_str(d), k, (long long)i, gk[i], first.v[k][i]);
-        ts_tensor *vk = ts_tensor_f64(shape_of(c->shape[k]), v.v[k], (ts_opts){.device = d});
-        ts_tensor *t = ts_sum(ts_mul(g[k], vk));
-        gv = gv ? ts_add(gv, t) : t;
-    }
-    CHECK(gv != NULL);
-    CHECK_EQ(ts_autograd_grad(&gv, NULL, 1, ins, c->n_in, (ts_grad_opts){.allow_unused = true}, hv),
-             TS_OK);
-    CHECK_OK();
-    for (int k = 0; k < c->n_in; k++) {
-        memset(got.v[k], 0, sizeof got.v[k]);
-        if (hv[k]) CHECK(ts_test_read_f64(hv[k], got.v[k], p.n[k]));
-    }
-    ts_scope_end();
-    /* central differences of the first-order gradients along v; step 1e-5: truncation ~1e-10 of
-     * the third derivative, rounding ~1e-16 / 1e-5 of the gradient's size */
-    const double e = 1e-5;
-    static point q;
-    for (int sign = -1; sign <= 1; sign += 2) {
-        for (int k = 0; k < c->n_in; k++) {
-            q.n[k] = p.n[k];
-            for (int64_t i = 0; i < p.n[k]; i++) q.v[k][i] = p.v[k][i] + sign * e * v.v[k][i];
-        }
-        gradients(c, &q, d, sign < 0 ? &minus : &plus);
-    }
-    for (int k = 0; k < c->n_in; k++)
-        for (int64_t i = 0; i < p.n[k]; i++) {
-            const double want = (plus.v[k][i] - minus.v[k][i]) / (2 * e);
-            if (fabs(got.v[k][i] - want) > 1e-6 * (1 + fabs(want)) && bad++ < 6)
-                fprintf(stderr,
-                        "%s on %s: (Hv) of input %d [%lld] = %.12g, differences give %.12g\n",
-                        c->name, ts_device_str(d), k, (long long)i, got.v[k][i], want);
-        }
-    if (bad) fprintf(stderr, "%s on %s: %d mismatches\n", c->name, ts_device_str(d), bad);
-    CHECK_EQ(bad, 0);
-}
-
 /* what stays once differentiable says so: a layer's steps with lengths multiply by a detached
  * w_hh (the weight sink gives its gradient), so a second backward through them fails clearly */
 static void lstm_lengths_once(ts_device d) {
@@ -535,7 +400,7 @@ int main(void) {
             if (fused_ce)
                 sim->cross_entropy_forward = host_ce_forward,
                 sim->cross_entropy_backward = host_ce_backward;
-            hessian_vector(&cases[k], devs[di]);
+            ts_hv_check(&cases[k], devs[di]);
             sim->cross_entropy_forward = NULL, sim->cross_entropy_backward = NULL;
         }
     for (int di = 0; di < 2; di++) lstm_lengths_once(devs[di]);

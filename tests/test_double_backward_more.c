@@ -15,36 +15,14 @@
 #include <string.h>
 
 #include "host_values.h"
+#include "hv_check.h"
 #include "tessera/conv.h"
 #include "tessera/pool_norm.h"
 #include "ts_test.h"
 
-#define MAXIN 3
-
-typedef ts_tensor *(*multi_fn)(ts_tensor *const *in);
-
-/* an input's shape as a constant: ndim, then the dims */
-typedef struct dims_spec {
-    int ndim;
-    int64_t d[5];
-} dims_spec;
-#define SH(n, ...)                                                                                 \
-    {                                                                                              \
-        n, { __VA_ARGS__ }                                                                         \
-    }
-
-typedef struct hv_case {
-    const char *name;
-    multi_fn f;
-    int n_in;
-    dims_spec shape[MAXIN];
-} hv_case;
-
-static ts_shape shape_of(dims_spec s) {
-    ts_shape r = {.ndim = s.ndim};
-    for (int i = 0; i < s.ndim; i++) r.dims[i] = s.d[i];
-    return r;
-}
+typedef ts_hv_case hv_case;
+#define SH       TS_HV_SH
+#define shape_of ts_hv_shape
 
 static ts_opts f64_on(ts_tensor *like) {
     return (ts_opts){.dtype = TS_F64, .device = ts_device_of(like)};
@@ -213,148 +191,58 @@ static ts_tensor *f_sdpa_float_mask(ts_tensor *const *in) {
 }
 
 static const hv_case cases[] = {
-    {"batch_norm train", f_bn_train, 3, {SH(4, 4, 3, 2, 2), SH(1, 3), SH(1, 3)}},
-    {"batch_norm train 2d", f_bn_train, 3, {SH(2, 6, 3), SH(1, 3), SH(1, 3)}},
-    {"batch_norm train plain", f_bn_train_plain, 1, {SH(3, 5, 2, 3)}},
-    {"batch_norm train strided", f_bn_train_strided, 3, {SH(3, 3, 4, 2), SH(1, 6), SH(1, 3)}},
-    {"batch_norm train channels_last", f_bn_train_nhwc, 3, {SH(4, 2, 3, 2, 3), SH(1, 3), SH(1, 3)}},
-    {"batch_norm eval", f_bn_eval, 3, {SH(4, 3, 3, 2, 2), SH(1, 3), SH(1, 3)}},
-    {"batch_norm eval plain", f_bn_eval_plain, 1, {SH(3, 3, 2, 5)}},
-    {"avg_pool2d channels_last", f_avg2d_nhwc, 1, {SH(4, 2, 3, 4, 5)}},
-    {"avg_pool2d", f_avg2d, 1, {SH(4, 2, 2, 5, 5)}},
-    {"avg_pool2d exclude_pad ceil", f_avg2d_exclude_ceil, 1, {SH(4, 2, 2, 5, 6)}},
-    {"avg_pool2d divisor", f_avg2d_divisor, 1, {SH(3, 2, 4, 5)}},
-    {"avg_pool1d", f_avg1d, 1, {SH(3, 2, 3, 8)}},
-    {"avg_pool3d", f_avg3d, 1, {SH(5, 1, 2, 4, 3, 5)}},
-    {"avg_pool3d divisor", f_avg3d_divisor, 1, {SH(4, 2, 4, 4, 4)}},
-    {"adaptive_avg_pool2d", f_adaptive2d, 1, {SH(4, 2, 2, 5, 7)}},
-    {"adaptive_avg_pool1d", f_adaptive1d, 1, {SH(3, 2, 3, 7)}},
-    {"adaptive_avg_pool3d", f_adaptive3d, 1, {SH(5, 1, 2, 3, 4, 5)}},
-    {"conv_transpose2d", f_ct2d, 3, {SH(4, 2, 4, 3, 3), SH(4, 4, 3, 3, 3), SH(1, 3)}},
-    {"conv_transpose2d groups", f_ct2d_groups, 2, {SH(4, 2, 4, 3, 3), SH(4, 4, 1, 2, 2)}},
+    {"batch_norm train", f_bn_train, 3, {SH(4, 4, 3, 2, 2), SH(1, 3), SH(1, 3)}, NULL},
+    {"batch_norm train 2d", f_bn_train, 3, {SH(2, 6, 3), SH(1, 3), SH(1, 3)}, NULL},
+    {"batch_norm train plain", f_bn_train_plain, 1, {SH(3, 5, 2, 3)}, NULL},
+    {"batch_norm train strided", f_bn_train_strided, 3, {SH(3, 3, 4, 2), SH(1, 6), SH(1, 3)}, NULL},
+    {"batch_norm train channels_last",
+     f_bn_train_nhwc,
+     3,
+     {SH(4, 2, 3, 2, 3), SH(1, 3), SH(1, 3)},
+     NULL},
+    {"batch_norm eval", f_bn_eval, 3, {SH(4, 3, 3, 2, 2), SH(1, 3), SH(1, 3)}, NULL},
+    {"batch_norm eval plain", f_bn_eval_plain, 1, {SH(3, 3, 2, 5)}, NULL},
+    {"avg_pool2d channels_last", f_avg2d_nhwc, 1, {SH(4, 2, 3, 4, 5)}, NULL},
+    {"avg_pool2d", f_avg2d, 1, {SH(4, 2, 2, 5, 5)}, NULL},
+    {"avg_pool2d exclude_pad ceil", f_avg2d_exclude_ceil, 1, {SH(4, 2, 2, 5, 6)}, NULL},
+    {"avg_pool2d divisor", f_avg2d_divisor, 1, {SH(3, 2, 4, 5)}, NULL},
+    {"avg_pool1d", f_avg1d, 1, {SH(3, 2, 3, 8)}, NULL},
+    {"avg_pool3d", f_avg3d, 1, {SH(5, 1, 2, 4, 3, 5)}, NULL},
+    {"avg_pool3d divisor", f_avg3d_divisor, 1, {SH(4, 2, 4, 4, 4)}, NULL},
+    {"adaptive_avg_pool2d", f_adaptive2d, 1, {SH(4, 2, 2, 5, 7)}, NULL},
+    {"adaptive_avg_pool1d", f_adaptive1d, 1, {SH(3, 2, 3, 7)}, NULL},
+    {"adaptive_avg_pool3d", f_adaptive3d, 1, {SH(5, 1, 2, 3, 4, 5)}, NULL},
+    {"conv_transpose2d", f_ct2d, 3, {SH(4, 2, 4, 3, 3), SH(4, 4, 3, 3, 3), SH(1, 3)}, NULL},
+    {"conv_transpose2d groups", f_ct2d_groups, 2, {SH(4, 2, 4, 3, 3), SH(4, 4, 1, 2, 2)}, NULL},
     {"conv_transpose2d unbatched",
      f_ct2d_unbatched,
      3,
-     {SH(3, 2, 3, 3), SH(4, 2, 2, 3, 2), SH(1, 2)}},
-    {"conv_transpose1d", f_ct1d, 3, {SH(3, 2, 2, 5), SH(3, 2, 3, 3), SH(1, 3)}},
-    {"conv_transpose3d", f_ct3d, 3, {SH(5, 1, 2, 3, 2, 3), SH(5, 2, 2, 2, 2, 2), SH(1, 2)}},
-    {"sdpa", f_sdpa, 3, {SH(4, 2, 2, 3, 4), SH(4, 2, 2, 5, 4), SH(4, 2, 2, 5, 3)}},
+     {SH(3, 2, 3, 3), SH(4, 2, 2, 3, 2), SH(1, 2)},
+     NULL},
+    {"conv_transpose1d", f_ct1d, 3, {SH(3, 2, 2, 5), SH(3, 2, 3, 3), SH(1, 3)}, NULL},
+    {"conv_transpose3d", f_ct3d, 3, {SH(5, 1, 2, 3, 2, 3), SH(5, 2, 2, 2, 2, 2), SH(1, 2)}, NULL},
+    {"sdpa", f_sdpa, 3, {SH(4, 2, 2, 3, 4), SH(4, 2, 2, 5, 4), SH(4, 2, 2, 5, 3)}, NULL},
     {"sdpa causal strided",
      f_sdpa_causal,
      3,
-     {SH(4, 2, 2, 4, 3), SH(4, 2, 2, 4, 5), SH(4, 2, 2, 5, 3)}},
+     {SH(4, 2, 2, 4, 3), SH(4, 2, 2, 4, 5), SH(4, 2, 2, 5, 3)},
+     NULL},
     {"sdpa bool mask",
      f_sdpa_bool_mask,
      3,
-     {SH(4, 2, 2, 3, 4), SH(4, 2, 2, 5, 4), SH(4, 2, 2, 5, 3)}},
-    {"sdpa float mask", f_sdpa_float_mask, 3, {SH(3, 2, 3, 4), SH(3, 2, 5, 4), SH(3, 2, 5, 3)}},
-    {"hardtanh", f_hardtanh, 1, {SH(1, 24)}},
-    {"relu6", f_relu6, 1, {SH(1, 24)}},
-    {"threshold", f_threshold, 1, {SH(1, 24)}},
-    {"hardshrink", f_hardshrink, 1, {SH(1, 24)}},
-    {"softshrink", f_softshrink, 1, {SH(1, 24)}},
+     {SH(4, 2, 2, 3, 4), SH(4, 2, 2, 5, 4), SH(4, 2, 2, 5, 3)},
+     NULL},
+    {"sdpa float mask",
+     f_sdpa_float_mask,
+     3,
+     {SH(3, 2, 3, 4), SH(3, 2, 5, 4), SH(3, 2, 5, 3)},
+     NULL},
+    {"hardtanh", f_hardtanh, 1, {SH(1, 24)}, NULL},
+    {"relu6", f_relu6, 1, {SH(1, 24)}, NULL},
+    {"threshold", f_threshold, 1, {SH(1, 24)}, NULL},
+    {"hardshrink", f_hardshrink, 1, {SH(1, 24)}, NULL},
+    {"softshrink", f_softshrink, 1, {SH(1, 24)}, NULL},
 };
-
-/* ---------------------------------------------------------------- the check */
-#define MAXN 512
-
-typedef struct point {
-    double v[MAXIN][MAXN];
-    int64_t n[MAXIN];
-} point;
-
-static int64_t numel_of(ts_shape s) {
-    int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
-    return n;
-}
-
-/* the case's inputs at p (requiring grad) */
-static void make_inputs(const hv_case *c, const point *p, ts_device d, ts_tensor **ins) {
-    for (int k = 0; k < c->n_in; k++)
-        ins[k] = ts_tensor_f64(shape_of(c->shape[k]), p->v[k],
-                               (ts_opts){.device = d, .requires_grad = true});
-}
-
-/* the first-order gradients at p into out (zeros where an input gets none) */
-static void gradients(const hv_case *c, const point *p, ts_device d, point *out) {
-    ts_scope_begin();
-    ts_tensor *ins[MAXIN], *g[MAXIN] = {0};
-    make_inputs(c, p, d, ins);
-    ts_tensor *y = c->f(ins);
-    CHECK_EQ(ts_autograd_grad(&y, NULL, 1, ins, c->n_in, (ts_grad_opts){.allow_unused = true}, g),
-             TS_OK);
-    for (int k = 0; k < c->n_in; k++) {
-        out->n[k] = p->n[k];
-        memset(out->v[k], 0, sizeof out->v[k]);
-        if (g[k]) CHECK(ts_test_read_f64(g[k], out->v[k], p->n[k]));
-    }
-    ts_scope_end();
-}
-
-static void hessian_vector(const hv_case *c, ts_device d) {
-    static point p, v, first, got, plus, minus;
-    for (int k = 0; k < c->n_in; k++) {
-        p.n[k] = v.n[k] = got.n[k] = numel_of(shape_of(c->shape[k]));
-        CHECK(p.n[k] <= MAXN);
-        ts_test_fill_uniform(p.v[k], p.n[k], 1 + k);
-        ts_test_fill_uniform(v.v[k], v.n[k], 7 + k);
-    }
-    gradients(c, &p, d, &first);
-    ts_scope_begin();
-    ts_tensor *ins[MAXIN], *g[MAXIN] = {0}, *hv[MAXIN] = {0};
-    make_inputs(c, &p, d, ins);
-    ts_tensor *y = c->f(ins);
-    CHECK_EQ(ts_autograd_grad(&y, NULL, 1, ins, c->n_in,
-                              (ts_grad_opts){.create_graph = true, .allow_unused = true}, g),
-             TS_OK);
-    ts_tensor *gv = NULL;
-    int bad = 0;
-    for (int k = 0; k < c->n_in; k++) {
-        if (!g[k]) continue;
-        /* the recorded gradient is the first-order one (the composite forms against the kernels) */
-        double gk[MAXN];
-        CHECK(ts_test_read_f64(g[k], gk, p.n[k]));
-        for (int64_t i = 0; i < p.n[k]; i++)
-            if (fabs(gk[i] - first.v[k][i]) > 1e-12 * (1 + fabs(first.v[k][i])) && bad++ < 3)
-                fprintf(stderr,
-                        "%s on %s: create_graph's gradient %d[%lld] = %.15g, first order %.15g\n",
-                        c->name, ts_device_str(d), k, (long long)i, gk[i], first.v[k][i]);
-        ts_tensor *vk = ts_tensor_f64(shape_of(c->shape[k]), v.v[k], (ts_opts){.device = d});
-        ts_tensor *t = ts_sum(ts_mul(g[k], vk));
-        gv = gv ? ts_add(gv, t) : t;
-    }
-    CHECK(gv != NULL);
-    CHECK_EQ(ts_autograd_grad(&gv, NULL, 1, ins, c->n_in, (ts_grad_opts){.allow_unused = true}, hv),
-             TS_OK);
-    CHECK_OK();
-    for (int k = 0; k < c->n_in; k++) {
-        memset(got.v[k], 0, sizeof got.v[k]);
-        if (hv[k]) CHECK(ts_test_read_f64(hv[k], got.v[k], p.n[k]));
-    }
-    ts_scope_end();
-    /* central differences of the first-order gradients along v; step 1e-5: truncation ~1e-10 of
-     * the third derivative, rounding ~1e-16 / 1e-5 of the gradient's size */
-    const double e = 1e-5;
-    point q;
-    for (int sign = -1; sign <= 1; sign += 2) {
-        for (int k = 0; k < c->n_in; k++) {
-            q.n[k] = p.n[k];
-            for (int64_t i = 0; i < p.n[k]; i++) q.v[k][i] = p.v[k][i] + sign * e * v.v[k][i];
-        }
-        gradients(c, &q, d, sign < 0 ? &minus : &plus);
-    }
-    for (int k = 0; k < c->n_in; k++)
-        for (int64_t i = 0; i < p.n[k]; i++) {
-            const double want = (plus.v[k][i] - minus.v[k][i]) / (2 * e);
-            if (fabs(got.v[k][i] - want) > 1e-6 * (1 + fabs(want)) && bad++ < 6)
-                fprintf(stderr,
-                        "%s on %s: (Hv) of input %d [%lld] = %.12g, differences give %.12g\n",
-                        c->name, ts_device_str(d), k, (long long)i, got.v[k][i], want);
-        }
-    if (bad) fprintf(stderr, "%s on %s: %d mismatches\n", c->name, ts_device_str(d), bad);
-    CHECK_EQ(bad, 0);
-}
 
 /* ---------------------------------------------------------------- PyTorch's links */
 typedef ts_tensor *(*unary_fn)(ts_tensor *x);
@@ -433,7 +321,7 @@ int main(void) {
     };
     for (int di = 0; di < 2; di++) {
         for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
-            hessian_vector(&cases[k], devs[di]);
+            ts_hv_check(&cases[k], devs[di]);
         for (size_t k = 0; k < sizeof links / sizeof links[0]; k++)
             zero_link(links[k].f, links[k].name, links[k].linked, devs[di]);
     }
