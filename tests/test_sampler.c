@@ -65,7 +65,8 @@ static void rules(int W, int64_t n, bool shuffle, bool drop_last) {
     int *seen = calloc((size_t)(n + 1), sizeof *seen);
     for (int64_t epoch = 0; epoch < 2; epoch++) {
         if (shuffle)
-            CHECK_EQ(loader_epoch(d, (ts_loader_opts){.shuffle = true, .seed = 11}, epoch, order), n);
+            CHECK_EQ(loader_epoch(d, (ts_loader_opts){.shuffle = true, .seed = 11}, epoch, order),
+                     n);
         else
             for (int64_t i = 0; i < n; i++) order[i] = i;
         memset(seen, 0, (size_t)(n + 1) * sizeof *seen);
@@ -84,7 +85,8 @@ static void rules(int W, int64_t n, bool shuffle, bool drop_last) {
             CHECK(ts_sampler_indices(s, got) == TS_OK);
             int64_t wl = torch_share(order, n, W, r, drop_last, want);
             CHECK_EQ(len, wl);
-            bool same = len == wl && (len == 0 || memcmp(got, want, (size_t)len * sizeof *got) == 0);
+            bool same =
+                len == wl && (len == 0 || memcmp(got, want, (size_t)len * sizeof *got) == 0);
             CHECK(same);
             if (!same)
                 printf("W %d n %lld shuffle %d drop_last %d epoch %lld rank %d differs\n", W,
@@ -95,9 +97,9 @@ static void rules(int W, int64_t n, bool shuffle, bool drop_last) {
             /* the loader fed by the sampler delivers exactly its list, with 0 and 2 workers */
             for (int workers = 0; workers <= 2; workers += 2) {
                 int64_t *lg = malloc((size_t)(len + 1) * sizeof *lg);
-                int64_t k = loader_epoch(d, (ts_loader_opts){.batch_size = 3, .sampler = s,
-                                                             .workers = workers},
-                                         epoch, lg);
+                int64_t k = loader_epoch(
+                    d, (ts_loader_opts){.batch_size = 3, .sampler = s, .workers = workers}, epoch,
+                    lg);
                 CHECK_EQ(k, len);
                 CHECK(k == len && (len == 0 || memcmp(lg, got, (size_t)len * sizeof *lg) == 0));
                 free(lg);

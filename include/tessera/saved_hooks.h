@@ -49,8 +49,8 @@ typedef struct ts_save_on_cpu_stats {
     /* host copies made (and their bytes): one per device storage (at one version) saved from,
      * shared by the saved views of it */
     uint64_t offloaded, offloaded_bytes;
-    uint64_t kept;                       /* saved tensors left where they were */
-    uint64_t restored, prefetched;       /* copied back (of those, ahead of need) */
+    uint64_t kept;                 /* saved tensors left where they were */
+    uint64_t restored, prefetched; /* copied back (of those, ahead of need) */
 } ts_save_on_cpu_stats;
 TS_API void ts_save_on_cpu_stats_get(ts_save_on_cpu_stats *out);
 TS_API void ts_save_on_cpu_reset_stats(void);

@@ -415,6 +415,27 @@ int tso_xf_position(const int *ins, int n, int v) {
     return -1;
 }
 
+char *tso_xf_label(const char *last_label, xf_kind kind) {
+    char label[320];
+    snprintf(label, sizeof label, "%.200s, fused as %s", last_label, tso_xf_defs[kind].op_type);
+    return tsi_strdup(label);
+}
+
+tso_node tso_xf_node(xf_state *s, char *label, int *io, int n_in) {
+    const tso_node *last = &s->steps[s->n_steps - 1];
+    return (tso_node){.proto = last->proto,
+                      .label = label,
+                      .op_type = tso_xf_defs[s->kind].op_type,
+                      .opset = last->opset,
+                      .def = &tso_xf_defs[s->kind],
+                      .n_in = n_in,
+                      .n_out = 1,
+                      .in = io,
+                      .out = io + n_in,
+                      .state = s,
+                      .free_state = tso_xf_free};
+}
+
 /* Replaces the pattern's nodes by one fused node at its last node's place (the one whose output
  * is the result: every other node of the pattern is before it); the others are marked dead. false
  * with TS_ERR_OOM, the graph unchanged. Takes s (freed when no node is made). */
@@ -429,9 +450,7 @@ bool tso_xf_fuse(tso_graph *g, bool *dead, pattern *p, xf_state *s, const role *
         free(s);
         return true; /* not a pattern after all: left as it is */
     }
-    char label[320];
-    snprintf(label, sizeof label, "%.200s, fused as %s", r->label, tso_xf_defs[s->kind].op_type);
-    char *lab = tsi_strdup(label);
+    char *lab = tso_xf_label(r->label, s->kind);
     int *io = malloc(sizeof(int) * (size_t)(n_in + 2));
     if (!lab || !io) {
         free(lab);
@@ -451,17 +470,7 @@ bool tso_xf_fuse(tso_graph *g, bool *dead, pattern *p, xf_state *s, const role *
             dead[p->nodes[i]] = true;
         }
     }
-    *r = (tso_node){.proto = s->steps[p->n - 1].proto,
-                    .label = lab,
-                    .op_type = tso_xf_defs[s->kind].op_type,
-                    .opset = s->steps[p->n - 1].opset,
-                    .def = &tso_xf_defs[s->kind],
-                    .n_in = n_in,
-                    .n_out = 1,
-                    .in = io,
-                    .out = io + n_in,
-                    .state = s,
-                    .free_state = tso_xf_free};
+    *r = tso_xf_node(s, lab, io, n_in);
     return true;
 }
 

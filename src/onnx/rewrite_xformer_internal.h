@@ -75,6 +75,11 @@ xf_state *tso_xf_state_new(xf_kind kind);
 void tso_xf_free(void *state); /* a fused node's free_state */
 void tso_xf_take_node(pattern *p, int k);
 int tso_xf_position(const int *ins, int n, int v); /* v's place in ins, -1 when absent */
+/* "<the last replaced node's label>, fused as tessera.X", malloc'ed (NULL: out of memory) */
+char *tso_xf_label(const char *last_label, xf_kind kind);
+/* The fused node of state s (whose last step is the node it stands for), taking label and io (its
+ * n_in inputs, then its one output) */
+tso_node tso_xf_node(xf_state *s, char *label, int *io, int n_in);
 /* Replaces the pattern's nodes by one fused node at its last node's place; the others are marked
  * dead. false with TS_ERR_OOM, the graph unchanged. Takes s (freed when no node is made). */
 bool tso_xf_fuse(tso_graph *g, bool *dead, pattern *p, xf_state *s, const role *roles, int n_roles);

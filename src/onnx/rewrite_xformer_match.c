@@ -490,10 +490,7 @@ static bool match_head_shape(matcher *mt, int k) {
     xf_state *s = tso_xf_state_new(XF_HEAD_SHAPE);
     if (!s) return false;
     int *io = malloc(sizeof(int) * 3);
-    char label[320];
-    snprintf(label, sizeof label, "%.200s, fused as %s", sh->label,
-             tso_xf_defs[XF_HEAD_SHAPE].op_type);
-    char *lab = tsi_strdup(label);
+    char *lab = tso_xf_label(sh->label, XF_HEAD_SHAPE);
     bool ok = io && lab && node_copy(&s->steps[0], &mt->g->nodes[r1]);
     if (ok) s->n_steps = 1, ok = node_copy(&s->steps[1], &mt->g->nodes[tr]);
     if (!ok) {
@@ -509,17 +506,7 @@ static bool match_head_shape(matcher *mt, int k) {
     s->sq = 1;
     s->n_steps = 3;
     s->steps[2] = *sh; /* the step owns the Shape's label and value list now */
-    mt->g->nodes[k] = (tso_node){.proto = s->steps[2].proto,
-                                 .label = lab,
-                                 .op_type = tso_xf_defs[XF_HEAD_SHAPE].op_type,
-                                 .opset = s->steps[2].opset,
-                                 .def = &tso_xf_defs[XF_HEAD_SHAPE],
-                                 .n_in = 2,
-                                 .n_out = 1,
-                                 .in = io,
-                                 .out = io + 2,
-                                 .state = s,
-                                 .free_state = tso_xf_free};
+    mt->g->nodes[k] = tso_xf_node(s, lab, io, 2);
     return true;
 }
 
@@ -571,10 +558,7 @@ static bool match_lin_shape(matcher *mt, int k) {
     xf_state *s = tso_xf_state_new(XF_LIN_SHAPE);
     if (!s) return false;
     int *io = malloc(sizeof(int) * (XF_MAX_IO + 1)), n_in = 0;
-    char label[320];
-    snprintf(label, sizeof label, "%.200s, fused as %s", sh->label,
-             tso_xf_defs[XF_LIN_SHAPE].op_type);
-    char *lab = tsi_strdup(label);
+    char *lab = tso_xf_label(sh->label, XF_LIN_SHAPE);
     bool ok = io && lab && node_copy(&s->steps[0], &mt->g->nodes[r1]);
     if (ok) s->n_steps = 1;
     for (int i = 0; ok && i < ls->n_steps; i++)
@@ -606,17 +590,7 @@ static bool match_lin_shape(matcher *mt, int k) {
     s->w_nk = ls->w_nk;
     io[n_in] = sh->out[0];
     s->steps[s->n_steps++] = *sh; /* the step owns the Shape's label and value list now */
-    mt->g->nodes[k] = (tso_node){.proto = s->steps[s->n_steps - 1].proto,
-                                 .label = lab,
-                                 .op_type = tso_xf_defs[XF_LIN_SHAPE].op_type,
-                                 .opset = s->steps[s->n_steps - 1].opset,
-                                 .def = &tso_xf_defs[XF_LIN_SHAPE],
-                                 .n_in = n_in,
-                                 .n_out = 1,
-                                 .in = io,
-                                 .out = io + n_in,
-                                 .state = s,
-                                 .free_state = tso_xf_free};
+    mt->g->nodes[k] = tso_xf_node(s, lab, io, n_in);
     return true;
 }
 

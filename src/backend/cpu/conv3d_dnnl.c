@@ -45,25 +45,6 @@ static void entry_free(c3_entry *e) {
     memset(e, 0, sizeof *e);
 }
 
-static void md_of(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag) {
-    dnnl_dims_t d = {0}; /* oneDNN reads a whole dnnl_dims_t */
-    memcpy(d, dims, (size_t)nd * sizeof *dims);
-    dnnl_memory_desc_init_by_tag(md, nd, d, dnnl_f32, tag);
-}
-
-static bool make_reorder(const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
-                         dnnl_primitive_t *out) {
-    *out = NULL;
-    if (dnnl_memory_desc_equal(src, dst)) return true;
-    dnnl_primitive_desc_t pd;
-    const dnnl_engine_t engine = tsi_dnnl_engine();
-    if (dnnl_reorder_primitive_desc_create(&pd, src, engine, dst, engine, NULL) != dnnl_success)
-        return false;
-    const dnnl_status_t st = dnnl_primitive_create(out, pd);
-    dnnl_primitive_desc_destroy(pd);
-    return st == dnnl_success;
-}
-
 static bool build(c3_entry *e) {
     const tsi_conv3d_geom *g = &e->key.g;
     const int64_t src_d[5] = {g->n, g->c, g->in[0], g->in[1], g->in[2]};
@@ -80,18 +61,18 @@ static bool build(c3_entry *e) {
         pr[i] = (g->out[i] - 1) * g->s[i] - g->in[i] + (g->k[i] - 1) * g->d[i] + 1 - g->p[i];
     }
     dnnl_memory_desc_t any[NARGS];
-    md_of(&e->user[A_SRC], 5, src_d, dnnl_ncdhw);
-    md_of(&e->user[A_DST], 5, dst_d, dnnl_ncdhw);
-    md_of(&e->user[A_B], 1, b_d, dnnl_x);
-    md_of(&any[A_SRC], 5, src_d, dnnl_format_tag_any);
-    md_of(&any[A_DST], 5, dst_d, dnnl_format_tag_any);
-    md_of(&any[A_B], 1, b_d, dnnl_format_tag_any);
+    tsi_dnnl_plain_md(&e->user[A_SRC], 5, src_d, dnnl_ncdhw, dnnl_f32);
+    tsi_dnnl_plain_md(&e->user[A_DST], 5, dst_d, dnnl_ncdhw, dnnl_f32);
+    tsi_dnnl_plain_md(&e->user[A_B], 1, b_d, dnnl_x, dnnl_f32);
+    tsi_dnnl_plain_md(&any[A_SRC], 5, src_d, dnnl_format_tag_any, dnnl_f32);
+    tsi_dnnl_plain_md(&any[A_DST], 5, dst_d, dnnl_format_tag_any, dnnl_f32);
+    tsi_dnnl_plain_md(&any[A_B], 1, b_d, dnnl_format_tag_any, dnnl_f32);
     if (g->groups > 1) {
-        md_of(&e->user[A_W], 6, wg_d, dnnl_goidhw);
-        md_of(&any[A_W], 6, wg_d, dnnl_format_tag_any);
+        tsi_dnnl_plain_md(&e->user[A_W], 6, wg_d, dnnl_goidhw, dnnl_f32);
+        tsi_dnnl_plain_md(&any[A_W], 6, wg_d, dnnl_format_tag_any, dnnl_f32);
     } else {
-        md_of(&e->user[A_W], 5, w_d, dnnl_oidhw);
-        md_of(&any[A_W], 5, w_d, dnnl_format_tag_any);
+        tsi_dnnl_plain_md(&e->user[A_W], 5, w_d, dnnl_oidhw, dnnl_f32);
+        tsi_dnnl_plain_md(&any[A_W], 5, w_d, dnnl_format_tag_any, dnnl_f32);
     }
     const bool bias = e->key.has_bias != 0;
     dnnl_primitive_attr_t attr = NULL;
@@ -109,10 +90,10 @@ static bool build(c3_entry *e) {
         e->prim_md[A_W] = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         e->prim_md[A_DST] = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
         if (bias) e->prim_md[A_B] = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
-        ok = make_reorder(&e->user[A_SRC], &e->prim_md[A_SRC], &e->reorder[A_SRC]) &&
-             make_reorder(&e->user[A_W], &e->prim_md[A_W], &e->reorder[A_W]) &&
-             (!bias || make_reorder(&e->user[A_B], &e->prim_md[A_B], &e->reorder[A_B])) &&
-             make_reorder(&e->prim_md[A_DST], &e->user[A_DST], &e->reorder[A_DST]);
+        ok = tsi_dnnl_make_reorder(&e->user[A_SRC], &e->prim_md[A_SRC], &e->reorder[A_SRC]) &&
+             tsi_dnnl_make_reorder(&e->user[A_W], &e->prim_md[A_W], &e->reorder[A_W]) &&
+             (!bias || tsi_dnnl_make_reorder(&e->user[A_B], &e->prim_md[A_B], &e->reorder[A_B])) &&
+             tsi_dnnl_make_reorder(&e->prim_md[A_DST], &e->user[A_DST], &e->reorder[A_DST]);
         e->scratch = dnnl_memory_desc_get_size(
             dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
         ok = ok && dnnl_primitive_create(&e->prim, pd) == dnnl_success;

@@ -89,35 +89,14 @@ static dnnl_format_tag_t act_tag(int64_t blk) {
     return blk == 16 ? dnnl_nChw16c : blk == 8 ? dnnl_nChw8c : dnnl_nchw;
 }
 
-static void plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag,
-                     int64_t dt) {
-    dnnl_dims_t d = {0}; /* oneDNN reads a whole dnnl_dims_t */
-    memcpy(d, dims, (size_t)nd * sizeof *dims);
-    dnnl_memory_desc_init_by_tag(md, nd, d, (dnnl_data_type_t)dt, tag);
-}
-
-/* The reorder from src to dst descriptors, or NULL when they are equal; false on failure. */
-static bool make_reorder(const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
-                         dnnl_primitive_t *out) {
-    *out = NULL;
-    if (dnnl_memory_desc_equal(src, dst)) return true;
-    dnnl_primitive_desc_t pd;
-    const dnnl_engine_t engine = tsi_dnnl_engine();
-    if (dnnl_reorder_primitive_desc_create(&pd, src, engine, dst, engine, NULL) != dnnl_success)
-        return false;
-    dnnl_status_t st = dnnl_primitive_create(out, pd);
-    dnnl_primitive_desc_destroy(pd);
-    return st == dnnl_success;
-}
-
 /* Fills one argument: user layout `user`, the primitive's from pd's query (q, idx). */
 static bool arg_of(conv_arg *a, const dnnl_memory_desc_t *user, const_dnnl_primitive_desc_t pd,
                    dnnl_query_t q, int idx, int dnnl_arg, bool output) {
     a->user = *user;
     a->prim = *dnnl_primitive_desc_query_md(pd, q, idx);
     a->dnnl_arg = dnnl_arg;
-    return output ? make_reorder(&a->prim, &a->user, &a->reorder)
-                  : make_reorder(&a->user, &a->prim, &a->reorder);
+    return output ? tsi_dnnl_make_reorder(&a->prim, &a->user, &a->reorder)
+                  : tsi_dnnl_make_reorder(&a->user, &a->prim, &a->reorder);
 }
 
 /* The forward's activation as an eltwise post-op, applied by the kernel to each output block
@@ -240,23 +219,25 @@ static bool build(conv_entry *e) {
                       (k->ow - 1) * k->sw - k->w + (k->kw - 1) * k->dw + 1 - k->pw};
     dnnl_memory_desc_t src_u, dst_u, w_u, b_u, src_a, dst_a, w_a, b_a;
     const int64_t dt = k->dt;
-    plain_md(&src_u, 4, src_d, k->nhwc ? dnnl_nhwc : act_tag(k->x_blk), dt);
-    plain_md(&dst_u, 4, dst_d, k->nhwc ? dnnl_nhwc : act_tag(k->y_blk), dt);
+    tsi_dnnl_plain_md(&src_u, 4, src_d, k->nhwc ? dnnl_nhwc : act_tag(k->x_blk),
+                      (dnnl_data_type_t)dt);
+    tsi_dnnl_plain_md(&dst_u, 4, dst_d, k->nhwc ? dnnl_nhwc : act_tag(k->y_blk),
+                      (dnnl_data_type_t)dt);
     if (k->g > 1)
-        plain_md(&w_u, 5, wg_d, dnnl_goihw, dt);
+        tsi_dnnl_plain_md(&w_u, 5, wg_d, dnnl_goihw, (dnnl_data_type_t)dt);
     else
-        plain_md(&w_u, 4, w_d, dnnl_oihw, dt);
-    plain_md(&b_u, 1, b_d, dnnl_x, dt);
+        tsi_dnnl_plain_md(&w_u, 4, w_d, dnnl_oihw, (dnnl_data_type_t)dt);
+    tsi_dnnl_plain_md(&b_u, 1, b_d, dnnl_x, (dnnl_data_type_t)dt);
     /* NHWC named, not left to oneDNN, which would pick its blocked layout and reorder — where
      * its NHWC kernels run at the blocked ones' speed (tsi_dnnl_conv_nhwc_native) */
     const dnnl_format_tag_t act_any = k->nhwc && keeps_nhwc(k) ? dnnl_nhwc : dnnl_format_tag_any;
-    plain_md(&src_a, 4, src_d, act_any, dt);
-    plain_md(&dst_a, 4, dst_d, act_any, dt);
+    tsi_dnnl_plain_md(&src_a, 4, src_d, act_any, (dnnl_data_type_t)dt);
+    tsi_dnnl_plain_md(&dst_a, 4, dst_d, act_any, (dnnl_data_type_t)dt);
     if (k->g > 1)
-        plain_md(&w_a, 5, wg_d, dnnl_format_tag_any, dt);
+        tsi_dnnl_plain_md(&w_a, 5, wg_d, dnnl_format_tag_any, (dnnl_data_type_t)dt);
     else
-        plain_md(&w_a, 4, w_d, dnnl_format_tag_any, dt);
-    plain_md(&b_a, 1, b_d, dnnl_format_tag_any, dt);
+        tsi_dnnl_plain_md(&w_a, 4, w_d, dnnl_format_tag_any, (dnnl_data_type_t)dt);
+    tsi_dnnl_plain_md(&b_a, 1, b_d, dnnl_format_tag_any, (dnnl_data_type_t)dt);
 
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t fwd_pd = NULL, pd = NULL;

@@ -7,6 +7,7 @@
 #ifdef TS_HAVE_DNNL
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <dnnl.h>
 
@@ -24,6 +25,13 @@ bool tsi_dnnl_scratchpad(size_t bytes, dnnl_memory_t *mem, ts_block **block);
  * forever, so the caches key on this (before, convolutions made while ts_set_num_threads(1) was
  * in force kept one thread after ts_set_num_threads(2): ResNet-18's convs ran at half speed). */
 int tsi_dnnl_threads(void);
+
+/* A plain descriptor of nd dims (at most DNNL_MAX_NDIMS) in the tag's order and type dt. */
+void tsi_dnnl_plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag,
+                       dnnl_data_type_t dt);
+/* The reorder from src to dst descriptors, or *out NULL when they are equal; false on failure. */
+bool tsi_dnnl_make_reorder(const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
+                           dnnl_primitive_t *out);
 #endif
 
 #endif /* TS_DNNL_COMMON_H */

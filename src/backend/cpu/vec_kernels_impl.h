@@ -149,9 +149,10 @@ static void TSV_NAME(tsv_erfinv_f32)(float *y, const float *x, int64_t n, bool e
             const TSV_D ax = (TSV_D)((TSV_L)xd[v] & 0x7fffffffffffffffLL);
             const TSV_L in = ax < 1.0;
             const TSV_L sure = (TSV_NAME(tsv_clear_of_tie)(w[v], 1 << 13) | (w[v] == 0.0)) & in;
-            if (exact || TSV_NAME(tsv_mask_d)(sure) != (1u << DW) - 1)
-                TSV_NAME(tsv_store_fd)
-                (y, i0 + v * DW, n, TSV_NAME(tsv_erfinv_exact_d)(xd[v]), xd[v], in, ts_erfinv_f);
+            if (exact || TSV_NAME(tsv_mask_d)(sure) != (1u << DW) - 1) {
+                const TSV_D exact_d = TSV_NAME(tsv_erfinv_exact_d)(xd[v]);
+                TSV_NAME(tsv_store_fd)(y, i0 + v * DW, n, exact_d, xd[v], in, ts_erfinv_f);
+            }
         }
     }
 }
