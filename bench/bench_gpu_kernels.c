@@ -10,6 +10,11 @@
  *   sdpa_*_fwd                 the same two, forward alone (inputs not requiring grad)
  *   softmax_f32                softmax over [8192, 4096], forward + backward
  *   adamw_f32                  one AdamW step over GPT-2 124M's 148 parameter tensors
+ *   linear_bias_{f32,bf16}     GPT-2's MLP up-projection, x [8192, 768] @ w [3072, 768]^T + b,
+ *                              forward + backward (dx, dw, db): cuBLASLt's bias and bias-gradient
+ *                              epilogues (matmul_bias, matmul_bgrad)
+ *   linear_bias_*_unfused      the same as mm + add (the product, the bias add and the bias
+ *                              gradient's reduction separate): what the epilogues replace
  * Each line is "name ms-per-call ms": the median of rounds of calls between two device
  * synchronisations, after a warm-up round; "name: failed: <message>" when the case fails. Without
  * a GPU prints "bench_gpu_kernels: SKIP: <reason>" and exits 0. Usage: bench_gpu_kernels [quick]
@@ -206,6 +211,28 @@ static void bench_softmax(int runs) {
 /* GPT-2 124M's parameters: wte, wpe, 12 blocks of (ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc,
  * mlp.c_proj; weights and biases), ln_f: 148 tensors */
 #define GPT2_TENSORS 148
+static bool linear_call(void *p) {
+    op_ctx *c = p;
+    ts_tensor *y = c->causal ? ts_add(ts_mm(c->in[0], ts_t(c->in[1])), c->in[2])
+                             : ts_linear(c->in[0], c->in[1], c->in[2]);
+    if (!y) return false;
+    ts_backward_with(y, c->dy);
+    clear_grads(c);
+    return true;
+}
+
+/* linear with a bias, forward + backward; `unfused` (in ctx.causal): mm, then add */
+static void bench_linear(const char *name, ts_dtype dt, bool unfused, int runs) {
+    const int64_t rows = d(8192, 64), in = d(768, 96), out = d(3072, 80);
+    op_ctx c = {.in = {leaf(TS_SHAPE(rows, in), dt, 1, true),
+                       leaf(TS_SHAPE(out, in), dt, 0.02, true),
+                       leaf(TS_SHAPE(out), dt, 0.02, true)},
+                .dy = leaf(TS_SHAPE(rows, out), dt, 1, false),
+                .causal = unfused};
+    report(name, c.dy ? time_calls(linear_call, &c, 20, runs) : -1);
+    free_ctx(&c);
+}
+
 static int gpt2_shapes(ts_shape *s) {
     const int64_t v = d(50257, 500), t = d(1024, 64), c = d(768, 32);
     int n = 0;
@@ -262,5 +289,9 @@ int main(int argc, char **argv) {
     bench_sdpa("sdpa_bf16_e128", 6, 128, false, true, runs);
     bench_softmax(runs);
     bench_adamw(runs);
+    bench_linear("linear_bias_f32", TS_F32, false, runs);
+    bench_linear("linear_bias_f32_unfused", TS_F32, true, runs);
+    bench_linear("linear_bias_bf16", TS_BF16, false, runs);
+    bench_linear("linear_bias_bf16_unfused", TS_BF16, true, runs);
     return 0;
 }

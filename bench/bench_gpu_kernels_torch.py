@@ -4,7 +4,8 @@ between two synchronisations, after a warm-up round). Prints "name ms-per-call m
 optimizer line is the best of PyTorch's foreach and fused AdamW ("#" lines say each). Attention
 runs through F.scaled_dot_product_attention (FlashAttention-2 / cuDNN, PyTorch's choice), layer
 norm, batch norm, softmax and cross-entropy through their functional forms (cuDNN for batch
-norm). Without CUDA prints "bench_gpu_kernels_torch: SKIP: <reason>". Usage: [quick]
+norm), linear with a bias through F.linear (cuBLASLt's epilogues) and as mm + add. Without CUDA
+prints "bench_gpu_kernels_torch: SKIP: <reason>". Usage: [quick]
 """
 import statistics
 import sys
@@ -128,6 +129,19 @@ def bench_adamw():
     report("adamw_f32", best)
 
 
+def bench_linear(name, dtype, unfused):
+    x = leaf((8192, 768), dtype, grad=True)
+    w, b = leaf((3072, 768), dtype, 0.02, grad=True), leaf(3072, dtype, 0.02, grad=True)
+    dy = leaf((8192, 3072), dtype)
+
+    def call():
+        y = torch.mm(x, w.t()) + b if unfused else F.linear(x, w, b)
+        y.backward(dy)
+        clear(x, w, b)
+
+    report(name, time_calls(call, 20))
+
+
 def main():
     if not torch.cuda.is_available():
         print("bench_gpu_kernels_torch: SKIP: torch.cuda is not available")
@@ -148,6 +162,10 @@ def main():
     bench_sdpa("sdpa_bf16_e128", 6, 128, False, fwd_only=True)
     bench_softmax()
     bench_adamw()
+    bench_linear("linear_bias_f32", torch.float32, False)
+    bench_linear("linear_bias_f32_unfused", torch.float32, True)
+    bench_linear("linear_bias_bf16", torch.bfloat16, False)
+    bench_linear("linear_bias_bf16_unfused", torch.bfloat16, True)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ each slower op: bench/results/SURFACE.md.
 
 Run under PyTorch's interpreter with tessera on the path:
     PYTHONPATH=build-nocuda/python /opt/torch2/bin/torch-python bench/bench_surface.py [--quick]
-        [--sizes 1e3,1e5,1e7] [--repeats 5] [--ops name,name] [--markdown]
+        [--sizes 1e3,1e5,1e7] [--repeats 5] [--ops name,name] [--markdown] [--threads 1,2]
 
 Per case: each library at 1 and at 2 threads; measurements interleaved (Tessera, PyTorch, Tessera,
 PyTorch, ...) so that load from other processes on a shared host hits both alike; each measurement
@@ -278,6 +278,51 @@ CASES += [
 ]
 
 
+# RMSNorm at LLaMA's shapes (rows x hidden): the op (the fused kernels where the library has them),
+# and the composition it replaced (x * rsqrt(mean(x^2) + eps) * w: decision 0028's "before"),
+# forward alone and forward + backward (the output gradient given, x and w requiring grad).
+RMS_SHAPES = {"4096x4096": (4096, 4096), "8192x768": (8192, 768)}
+
+
+def rms_case(shape, composed, train):
+    rows_, cols_ = RMS_SHAPES[shape]
+
+    def make(n):
+        r = rng()
+        return {"x": f32(r.standard_normal((rows_, cols_))),
+                "w": f32(r.uniform(0.5, 1.5, cols_)),
+                "g": f32(r.standard_normal((rows_, cols_)))}
+
+    def call(lib, t):
+        x, w, g = t["x"], t["w"], t["g"]
+        if train:
+            x.requires_grad_(True)
+            w.requires_grad_(True)
+        eps = float(np.finfo(np.float32).eps)
+
+        def fwd():
+            if composed:
+                return x * lib.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+            return nnf(lib).rms_norm(x, (cols_,), w)
+
+        def step():
+            x.grad = None
+            w.grad = None
+            y = fwd()
+            y.backward(g)
+            return y
+        return step if train else fwd
+    return make, call
+
+
+for _shape in RMS_SHAPES:
+    for _composed in (False, True):
+        for _train in (False, True):
+            CASES.append(("rms_norm%s%s_%s" % ("_composed" if _composed else "",
+                                               "_train" if _train else "", _shape), [None])
+                         + rms_case(_shape, _composed, _train))
+
+
 # ---------------------------------------------------------------- timing
 def first(out):
     while isinstance(out, (tuple, list)) or (hasattr(out, "_fields")):
@@ -330,7 +375,7 @@ def run_case(name, n, make, call, repeats, target_s, check):
         except Exception as e:  # noqa: BLE001 - reported in the table
             agree = "check failed: %s" % e
     best = {}
-    for threads in (1, 2):
+    for threads in THREADS:
         ts.set_num_threads(threads)
         torch.set_num_threads(threads)
         numbers = {}
@@ -345,6 +390,9 @@ def run_case(name, n, make, call, repeats, target_s, check):
             med = statistics.median(samples[lname])
             best[lname] = min(best.get(lname, math.inf), med)
     return best["tessera"], best["torch"], agree
+
+
+THREADS = (1, 2)  # --threads: the thread counts tried (each side keeps its best)
 
 
 def fmt_time(s):
@@ -379,7 +427,10 @@ def main():
     ap.add_argument("--ops", default="")
     ap.add_argument("--quick", action="store_true", help="sizes 1e3,1e5; 3 repeats; 5 ms")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--threads", default="1,2", help="thread counts to try; each side's best kept")
     args = ap.parse_args()
+    global THREADS
+    THREADS = tuple(int(t) for t in args.threads.split(","))
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     repeats, target = args.repeats, args.target_ms / 1e3
     if args.quick:

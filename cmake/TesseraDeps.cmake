@@ -171,17 +171,17 @@ if(NOT TS_CUDA STREQUAL "OFF")
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
     find_package(CUDAToolkit)
-    if(CUDAToolkit_FOUND AND TARGET CUDA::cudart AND TARGET CUDA::cublas AND TARGET CUDA::cufft
-       AND TARGET CUDA::cusolver)
+    if(CUDAToolkit_FOUND AND TARGET CUDA::cudart AND TARGET CUDA::cublas AND TARGET CUDA::cublasLt
+       AND TARGET CUDA::cufft AND TARGET CUDA::cusolver)
       set(TS_CUDA_ENABLED ON)
       set(CMAKE_CUDA_STANDARD 17)
       set(CMAKE_CUDA_STANDARD_REQUIRED ON)
       set(CMAKE_CUDA_EXTENSIONS OFF)
-      list(APPEND TS_CUDA_LIBS CUDA::cudart CUDA::cublas CUDA::cufft CUDA::cusolver)
+      list(APPEND TS_CUDA_LIBS CUDA::cudart CUDA::cublas CUDA::cublasLt CUDA::cufft CUDA::cusolver)
       list(APPEND TS_CUDA_DEFS TS_HAVE_CUDA=1)
       # nvcc's kernel launch stubs use libstdc++'s static-guard and unwinding symbols: programs
       # built outside CMake link it too (CMake links with the host C++ compiler by itself)
-      set(TS_PC_LIBS "${TS_PC_LIBS} -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas -lcufft -lcusolver -lstdc++")
+      set(TS_PC_LIBS "${TS_PC_LIBS} -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas -lcublasLt -lcufft -lcusolver -lstdc++")
       message(STATUS "Tessera: CUDA ${CUDAToolkit_VERSION} found (architectures "
                      "${CMAKE_CUDA_ARCHITECTURES})")
 

@@ -357,6 +357,7 @@ TS_API ts_status ts_tensor_set_data(ts_tensor *t, ts_tensor *src);
 #include "tessera/sync_debug.h"
 /* models bigger than the device: a simulated host link, saved tensors offloaded, placement by
  * memory budget, the optimizer offloaded to the host */
+#include "tessera/optim_master.h"
 #include "tessera/optim_offload.h"
 #include "tessera/placement.h"
 #include "tessera/saved_hooks.h"

@@ -325,11 +325,15 @@ static void check_models(ts_device d) {
         ts_to(ts_to_dtype(ts_tensor_f64(TS_SHAPE(2, 8), tok, (ts_opts){0}), TS_I64), d);
     ts_manual_seed(10);
     ts_tensor *img = ts_to(ts_randn(TS_SHAPE(2, 1, 8, 8), (ts_opts){0}), d);
-    for (int every = 0; every <= 2; every++) {
-        CHECK_EQ(ts_gpt_checkpoint_blocks(gpt, every), TS_OK);
+    /* sub: the GPT's chosen blocks checkpointed by sublayer (the module flag then stays off) */
+    for (int k = 0; k <= 4; k++) {
+        const int every = k % 3, sub = k >= 3;
+        CHECK_EQ(sub ? ts_gpt_checkpoint_sublayers(gpt, every)
+                     : ts_gpt_checkpoint_blocks(gpt, every),
+                 TS_OK);
         CHECK_EQ(ts_resnet_checkpoint_blocks(rn, every), TS_OK);
-        CHECK(ts_module_checkpointed(ts_module_child(gpt, "blocks.0")) == (every > 0));
-        CHECK(ts_module_checkpointed(ts_module_child(gpt, "blocks.1")) == (every == 1));
+        CHECK(ts_module_checkpointed(ts_module_child(gpt, "blocks.0")) == (every > 0 && !sub));
+        CHECK(ts_module_checkpointed(ts_module_child(gpt, "blocks.1")) == (every == 1 && !sub));
         /* resnet20: 3 blocks a stage, counted over the stages */
         CHECK(ts_module_checkpointed(ts_module_child(rn, "layer1.1")) == (every == 1));
         CHECK(ts_module_checkpointed(ts_module_child(rn, "layer1.2")) == (every > 0));
@@ -350,6 +354,14 @@ static void check_models(ts_device d) {
     ts_error_clear();
     CHECK_EQ(ts_gpt_checkpoint_blocks(gpt, -1), TS_ERR_ARG);
     ts_error_clear();
+    CHECK_EQ(ts_gpt_checkpoint_sublayers(rn, 1), TS_ERR_ARG);
+    ts_error_clear();
+    CHECK_EQ(ts_gpt_checkpoint_sublayers(gpt, -1), TS_ERR_ARG);
+    ts_error_clear();
+    CHECK_EQ(ts_transformer_encoder_layer_checkpoint_sublayers(rn, true), TS_ERR_ARG);
+    ts_error_clear();
+    CHECK_EQ(ts_transformer_encoder_layer_checkpoint_sublayers(NULL, true), TS_ERR_ARG);
+    ts_error_clear();
     ts_scope_end();
     ts_module_free(gpt);
     ts_module_free(rn);
@@ -358,6 +370,104 @@ static void check_models(ts_device d) {
 static ts_status fail_fn(void *p, ts_tensor *const *in, int n_in, ts_tensor **out, int n_out) {
     (void)p, (void)in, (void)n_in, (void)out, (void)n_out;
     return ts_error_set(TS_ERR_ARG, "fail_fn: planned failure");
+}
+
+/* a post-norm TransformerEncoderLayer with dropout, a float mask and a key padding mask,
+ * checkpointed by sublayer (the masks are inputs of the attention's checkpoint): the output and
+ * the gradients of the input and of a weight in each sublayer equal the plain layer's */
+static void check_sublayers(ts_device d) {
+    ts_manual_seed(12);
+    ts_module *layer = ts_module_to(
+        ts_transformer_encoder_layer_new(
+            16, 2,
+            (ts_transformer_opts){
+                .dim_feedforward = 32, .has_dropout = true, .dropout = 0.3, .batch_first = true}),
+        d);
+    CHECK(layer != NULL);
+    ts_scope_begin();
+    ts_manual_seed(13);
+    ts_tensor *x0 = ts_to(ts_randn(TS_SHAPE(2, 6, 16), (ts_opts){0}), d);
+    ts_tensor *mask = ts_to(ts_randn(TS_SHAPE(6, 6), (ts_opts){0}), d);
+    const double pad[12] = {0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1};
+    ts_tensor *kpm =
+        ts_to(ts_to_dtype(ts_tensor_f64(TS_SHAPE(2, 6), pad, (ts_opts){0}), TS_BOOL), d);
+    ts_tensor *res[2][4];
+    for (int sub = 0; sub <= 1; sub++) {
+        CHECK_EQ(ts_transformer_encoder_layer_checkpoint_sublayers(layer, sub), TS_OK);
+        ts_tensor *x = ts_detach(x0);
+        ts_set_requires_grad(x, true);
+        ts_manual_seed(14);
+        ts_tensor *y = ts_transformer_encoder_layer(layer, x, mask, false, kpm);
+        ts_backward(ts_sum(ts_mul(y, y)));
+        CHECK_OK();
+        const char *w[2] = {"self_attn.in_proj_weight", "linear1.weight"};
+        res[sub][0] = ts_detach(y);
+        res[sub][1] = ts_add_scalar(ts_grad(x), 0.0);
+        for (int i = 0; i < 2; i++) {
+            ts_tensor *p = ts_module_get(layer, w[i]);
+            res[sub][2 + i] = ts_add_scalar(ts_grad(p), 0.0);
+            ts_set_grad(p, NULL);
+        }
+    }
+    for (int i = 0; i < 4; i++) CHECK(same(res[0][i], res[1][i]));
+    ts_scope_end();
+    ts_module_free(layer);
+}
+
+/* Each recomputed tensor is freed once the node that saved it has run: in the backward of
+ * tanh(tanh(tanh(tanh(x)))) checkpointed (each tanh saves its output, S bytes), when y2's
+ * gradient arrives the backward of the last two tanh has run, so of the four recomputed outputs
+ * only y1 and y2 are held: the device holds what it held before the backward (x, y4, the loss)
+ * plus y1, y2 and at most two gradients of S bytes (y3's and y2's), 4 S; holding all four
+ * recomputed outputs until the function's backward ends would be 6 S. */
+enum { REL_N = 16384 }; /* S = 64 KiB */
+typedef struct rel_ctx {
+    ts_device d;
+    bool recomputing; /* the recomputation's y2 is never differentiated: no hook on it */
+    size_t at_hook;
+    int fired;
+} rel_ctx;
+
+static ts_tensor *rel_hook(void *p, ts_tensor *g) {
+    rel_ctx *c = p;
+    ts_mem_stats m;
+    ts_memory_stats(c->d, &m);
+    c->at_hook = m.allocated;
+    c->fired++;
+    return g;
+}
+
+static ts_status tanh4(void *p, ts_tensor *const *in, int n_in, ts_tensor **out, int n_out) {
+    (void)n_in, (void)n_out;
+    rel_ctx *c = p;
+    ts_tensor *y2 = ts_tanh(ts_tanh(in[0]));
+    if (!c->recomputing && y2 && ts_register_tensor_hook(y2, rel_hook, c, NULL) <= 0)
+        return ts_error();
+    out[0] = ts_tanh(ts_tanh(y2));
+    return out[0] ? TS_OK : ts_error();
+}
+
+static void check_release(ts_device d) {
+    const size_t S = REL_N * sizeof(float);
+    rel_ctx c = {.d = d};
+    ts_scope_begin();
+    ts_tensor *x = ts_to(ts_randn(TS_SHAPE(REL_N), (ts_opts){0}), d);
+    ts_set_requires_grad(x, true);
+    ts_tensor *y = NULL;
+    CHECK_EQ(ts_checkpoint(tanh4, &c, NULL, &x, 1, &y, 1), TS_OK);
+    c.recomputing = true;
+    ts_tensor *loss = ts_sum(y);
+    ts_mem_stats m0;
+    ts_memory_stats(d, &m0);
+    ts_backward(loss);
+    CHECK_OK();
+    CHECK_EQ(c.fired, 1);
+    const bool ok = c.at_hook <= m0.allocated + 4 * S && c.at_hook >= m0.allocated + 2 * S;
+    if (!ok)
+        fprintf(stderr, "  at y2's gradient %zu bytes, before the backward %zu, S %zu\n", c.at_hook,
+                m0.allocated, S);
+    CHECK(ok);
+    ts_scope_end();
 }
 
 static void check_refusals(void) {
@@ -401,9 +511,11 @@ int main(void) {
         check_mismatch(d);
         check_modules(d);
         check_models(d);
+        check_sublayers(d);
         if (d.type == TS_SIM) { /* sim counts every byte */
             check_memory(d);
             check_peak(d);
+            check_release(d);
         }
     }
     check_refusals();

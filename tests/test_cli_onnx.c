@@ -285,6 +285,44 @@ static bool export_conv_bn_relu(const char *path) {
     return ok;
 }
 
+/* run --max-memory on two capped sim devices: the interpreter runs a graph whole on one device, so
+ * the model (the file's six float32 parameters and buffers, 24 bytes) goes to the first device
+ * whose budget holds it: not sim:0 (16 B), sim:1 (1 KiB); its outputs equal the
+ * unplaced run's on sim:1 byte for byte. Budgets that hold it nowhere fail naming the reason. */
+static void test_run_max_memory(const char *model, const char *x_arg) {
+    const char *const env[] = {"TS_SIM_DEVICES=2", "TS_SIM_CAPACITY=1M", NULL};
+    result r =
+        run_env(env, (const char *const[]){"run", model, "--input", x_arg, "--save",
+                                           path_in("mm_ref", NULL), "--device", "sim:1", NULL});
+    check_clean_exit(&r);
+    result_free(&r);
+    r = run_env(env,
+                (const char *const[]){"run", model, "--input", x_arg, "--save", path_in("mm", NULL),
+                                      "--max-memory", "sim:0=16B,sim:1=1KiB,cpu=1GiB", NULL});
+    check_clean_exit(&r);
+    CHECK(has(r.out, "placement (--max-memory):\n"));
+    CHECK(has(r.out, "OnnxModel                -> sim:1    24 B\n"));
+    CHECK(has(r.out, "sim:1: 24 B of 1.00 KiB\n"));
+    CHECK(has(r.out, " on sim:1, inference rewrites on\n"));
+    result_free(&r);
+    size_t n_ref = 0, n = 0;
+    char *ref = slurp(path_in("mm_ref", "output.npy"), &n_ref);
+    char *got = slurp(path_in("mm", "output.npy"), &n);
+    CHECK(ref && got && n == n_ref && n > 0 && !memcmp(ref, got, n));
+    free(ref), free(got);
+    r = run_env(env, (const char *const[]){"run", model, "--input", x_arg, "--max-memory",
+                                           "sim:0=16B,sim:1=20B", NULL});
+    CHECK_EQ(exit_code(&r), 1);
+    CHECK(!r.out || !*r.out); /* nothing on stdout */
+    CHECK(has(r.err, "tessera: --max-memory: module_place: the budgets cannot hold the model"));
+    CHECK(has(r.err, "(an ONNX graph runs whole on one device: tessera run does not split it "
+                     "across devices)\n"));
+    result_free(&r);
+    check_usage_error(RUN("run", model, "--max-memory", "cpu=1GiB", "--device", "cpu"),
+                      "tessera: --max-memory: not with --device (the budgets choose the device)\n");
+    check_usage_prefix(RUN("run", model, "--max-memory", "cpu=lots"), "tessera: --max-memory: ");
+}
+
 /* run's inference rewrites: on by default, off with --no-optimize and with --grad-output (whose
  * gradients are the file's parameters'); y = relu(((2x + 1) - 1) / 2 + 0.5) = relu(x + 0.5) exactly
  * either way */
@@ -320,6 +358,7 @@ static void test_run_optimize(void) {
     CHECK(gt && ts_numel(gt) == 1 && ts_copy_to_host(gt, gs, sizeof gs) == TS_OK && gs[0] == 4);
     ts_release(gt);
     CHECK_OK();
+    test_run_max_memory(model, x_arg);
     check_usage_error(RUN("info", model, "--no-optimize"),
                       "tessera: --no-optimize: not an option of 'tessera info' (see tessera "
                       "--help)\n");

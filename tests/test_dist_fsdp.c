@@ -104,14 +104,17 @@ typedef struct variant {
     int stage;
     bool keep, no_prefetch, no_sync, policy;
     bool no_root; /* ResNet: every parameter in a named unit, so there is no root unit */
+    bool offload; /* cpu_offload: shards, their gradients and the optimizer's state on the host */
     double clip;  /* > 0: clip by the global norm (in turn the 2-norm, the max norm, the 3-norm) */
 } variant;
 
 static void equivalence(model_kind k, ts_device dev, variant v) {
     static const char *names[] = {"GPT-mini/AdamW", "ResNet-20/SGD+momentum"};
     ts_module *ddp = ts_ddp_new(model_new(k, 42 + (uint64_t)rank, dev), (ts_ddp_opts){0});
-    ts_fsdp_opts o = {
-        .stage = v.stage, .no_reshard_after_forward = v.keep, .no_prefetch = v.no_prefetch};
+    ts_fsdp_opts o = {.stage = v.stage,
+                      .no_reshard_after_forward = v.keep,
+                      .no_prefetch = v.no_prefetch,
+                      .cpu_offload = v.offload};
     if (v.policy) {
         o.min_unit_params = k == M_GPT ? 10000 : 3000;
     } else if (v.no_root) {
@@ -137,6 +140,11 @@ static void equivalence(model_kind k, ts_device dev, variant v) {
     ts_fsdp_stats st;
     CHECK(ts_fsdp_get_stats(f, &st) == TS_OK);
     CHECK_EQ(st.units, shards.n);
+    /* offloaded: every shard on the host, page-locked, the parameters on their device */
+    for (int i = 0; v.offload && i < shards.n; i++) {
+        CHECK_EQ(ts_device_of(shards.tensors[i]).type, TS_CPU);
+        CHECK(ts_is_pinned(shards.tensors[i]));
+    }
     int clipped = 0;
     for (int step = 0; step < 20; step++) {
         ts_scope_begin();
@@ -168,6 +176,10 @@ static void equivalence(model_kind k, ts_device dev, variant v) {
             CHECK(fabs(nd - nf) <= 1e-9 * nd);
             clipped += nd > v.clip;
         }
+        /* offloaded: the reduced gradients came back to the shards on the host */
+        for (int i = 0; v.offload && i < shards.n; i++)
+            CHECK(ts_grad(shards.tensors[i]) &&
+                  ts_device_of(ts_grad(shards.tensors[i])).type == TS_CPU);
         ts_optim_step(o_ddp);
         ts_optim_step(o_f);
         ts_scope_end();
@@ -180,7 +192,10 @@ static void equivalence(model_kind k, ts_device dev, variant v) {
         printf("rank %d: %s on %s, stage %d%s%s%s%s: parameters differ from DDP's by %.3g "
                "relative (tolerance %g)\n",
                rank, names[k], ts_device_str(dev), v.stage, v.keep ? ", kept after forward" : "",
-               v.no_prefetch ? ", no prefetch" : "", v.no_sync ? ", no_sync" : "",
+               v.no_prefetch ? ", no prefetch" : "",
+               v.no_sync   ? ", no_sync"
+               : v.offload ? ", cpu_offload"
+                           : "",
                v.policy     ? ", size policy"
                : v.no_root  ? ", no root unit"
                : v.clip > 0 ? ", clipped"
@@ -246,28 +261,36 @@ static size_t allocated(ts_device d) {
 /* Between steps stage 3 holds the shards only (and after a backward their gradients): the
  * gathered parameters and the full gradients were given back. Stages 1 and 2 keep the full
  * parameters beside the shards. The slack is the allocator's rounding (512 bytes a block). */
-static void memory(int stage) {
+static void memory(int stage, bool offload) {
     ts_device dev = ts_sim(rank % 4);
     size_t base = allocated(dev);
     ts_module *m = model_new(M_GPT, 3, dev);
     size_t full = (size_t)ts_module_num_parameters(m) * sizeof(double); /* without rounding */
-    ts_module *f = ts_fsdp_new(m, (ts_fsdp_opts){.stage = stage, .units = GPT_UNITS, .n_units = 2});
+    ts_module *f = ts_fsdp_new(m, (ts_fsdp_opts){
+                                      .stage = stage,
+                                      .units = GPT_UNITS,
+                                      .n_units = 2,
+                                      .cpu_offload = offload,
+                                  });
     ts_fsdp_stats st = {0};
     CHECK(ts_fsdp_get_stats(f, &st) == TS_OK);
+    /* offloaded, the shards and their gradients are on the host: none of them on the device */
+    const size_t shards = offload ? 0 : st.shard_bytes;
     size_t held = allocated(dev) - base, slack = 8192;
     if (stage == 3)
-        CHECK(held <= st.shard_bytes + slack);
+        CHECK(held <= shards + slack);
     else
-        CHECK(held >= full + st.shard_bytes);
+        CHECK(held >= full + shards);
+    if (offload && stage == 3) CHECK(held <= slack);
     ts_scope_begin();
     ts_tensor *x, *y;
     batch(M_GPT, 0, dev, &x, &y);
     ts_backward(loss_of(M_GPT, ts_forward(f, x), y));
     ts_scope_end();
     held = allocated(dev) - base;
-    if (stage == 3) CHECK(held <= 2 * st.shard_bytes + slack);
-    if (stage == 2) CHECK(held <= full + 2 * st.shard_bytes + slack); /* no full gradients */
-    if (stage == 1) CHECK(held >= 2 * full);                          /* full gradients kept */
+    if (stage == 3) CHECK(held <= 2 * shards + slack);
+    if (stage == 2) CHECK(held <= full + 2 * shards + slack); /* no full gradients */
+    if (stage == 1) CHECK(held >= 2 * full);                  /* full gradients kept */
     ts_module_free(f);
     CHECK(allocated(dev) == base);
     CHECK_OK();
@@ -426,6 +449,8 @@ static void errors(void) {
     CHECK_ERR_HAS(TS_ERR_ARG, "stage must be 1, 2 or 3");
     CHECK(ts_fsdp_new(two_fc_new(4), (ts_fsdp_opts){.stage = -1}) == NULL);
     CHECK_ERR(TS_ERR_ARG);
+    CHECK(ts_fsdp_new(two_fc_new(4), (ts_fsdp_opts){.stage = 1, .cpu_offload = true}) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "cpu_offload needs stage 2 or 3");
     /* one unit's parameters on two devices */
     ts_module *m = two_fc_new(4);
     ts_module_to(ts_module_child(m, "fc2"), ts_sim(0));
@@ -513,7 +538,12 @@ int main(void) {
     equivalence(M_RESNET, sim, (variant){.stage = 3, .no_root = true});
     equivalence(M_GPT, sim, (variant){.stage = 3, .clip = 0.3});
     equivalence(M_RESNET, ts_cpu(), (variant){.stage = 1, .clip = 1.0});
-    for (int stage = 1; stage <= 3; stage++) memory(stage);
+    for (int stage = 1; stage <= 3; stage++) memory(stage, false);
+    memory(2, true);
+    memory(3, true);
+    equivalence(M_GPT, sim, (variant){.stage = 3, .offload = true});
+    equivalence(M_RESNET, sim, (variant){.stage = 2, .offload = true});
+    equivalence(M_GPT, sim, (variant){.stage = 3, .offload = true, .no_sync = true, .clip = 0.3});
     peak_memory();
     gpt_peak_memory();
     layout();

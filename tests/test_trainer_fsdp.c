@@ -21,6 +21,9 @@ static void test_usage(void) {
     check_usage_error(RUN("train", "--fsdp", "--graph"),
                       "tessera: --fsdp: not with --graph (the gathers and reductions of the "
                       "shards are not captured)\n");
+    check_usage_error(RUN("train", "--fsdp-stage", "1", "--offload-optimizer"),
+                      "tessera: --offload-optimizer: with --fsdp, stage 2 or 3 (FSDP's cpu "
+                      "offload of the shards; stage 1 keeps full gradients on every rank)\n");
     check_usage_error(RUN("train", "--fsdp-stage", "4"),
                       "tessera: --fsdp-stage: expected 1 (optimizer state sharded), 2 (+ "
                       "gradients) or 3 (+ parameters), got 4\n");
@@ -36,7 +39,7 @@ static result run_mpi(int np, const char *const *args) {
     argv[n++] = TS_TESSERA_BIN;
     for (int i = 0; args[i] && n < 79; i++) argv[n++] = args[i];
     argv[n] = NULL;
-    const char *envs[] = {"OMP_NUM_THREADS=1", NULL};
+    const char *envs[] = {"OMP_NUM_THREADS=1", "TS_SIM_DEVICES=1", NULL};
     return run_argv(envs, argv);
 }
 #define RUN_MPI(np, ...) run_mpi(np, (const char *const[]){__VA_ARGS__, NULL})
@@ -74,6 +77,18 @@ static void test_fsdp_equals_ddp(void) {
         CHECK(w && !strcmp(w, "2"));
         free(w);
     }
+    /* --offload-optimizer with --fsdp: each rank's shards, gradients and momentum on the host, the
+     * model on sim:0, the same weights (sim runs the cpu's kernels) */
+    r = RUN_MPI(2, RUNF("fsdpoff", "32", "12"), "--fsdp", "--offload-optimizer", "--device",
+                "sim:0");
+    CHECK_EQ(exit_code(&r), 0);
+    if (exit_code(&r) != 0) fprintf(stderr, "mpiexec: %s\n%s\n", r.out, r.err);
+    CHECK(r.out && strstr(r.out, "(offloaded: masters and state on the host)"));
+    result_free(&r);
+    double doff = weights_rel_diff(path_in("fsdpoff", "model.safetensors"),
+                                   path_in("ddp", "model.safetensors"));
+    if (!(doff <= 1e-6)) fprintf(stderr, "offloaded fsdp vs ddp: %g relative\n", doff);
+    CHECK(doff <= 1e-6);
 
     /* saved by 2 ranks after epoch 1 (8 batches of 64), resumed as a world of one with the same
      * global batch, on to step 12 */

@@ -87,6 +87,15 @@ static void test_text_gpt(void) {
     d = weights_rel_diff(path_in("ck0", "model.safetensors"), path_in("ck1", "model.safetensors"));
     CHECK(d == 0);
     if (d != 0) fprintf(stderr, "  checkpointed activations vs kept: %g\n", d);
+    /* --checkpoint-sublayers: the blocks' attention and feed-forward each recomputed alone */
+    r = RUN(GPT, "--layers", "2", "--dropout", "0.1", "--max-steps", "3",
+            "--checkpoint-activations", "1", "--checkpoint-sublayers", "--checkpoint",
+            path_in("ck2", NULL));
+    check_clean_exit(&r);
+    result_free(&r);
+    d = weights_rel_diff(path_in("ck0", "model.safetensors"), path_in("ck2", "model.safetensors"));
+    CHECK(d == 0);
+    if (d != 0) fprintf(stderr, "  activations checkpointed by sublayer vs kept: %g\n", d);
     /* --offload-optimizer: AdamW's masters and state on the host, the same weights on sim:0 */
     r = RUN(GPT, "--device", "sim:0", "--max-steps", "3", "--checkpoint", path_in("off0", NULL));
     check_clean_exit(&r);
@@ -152,6 +161,9 @@ static void test_text_gpt(void) {
     check_usage_error(RUN("train", "--model", "mlp", DATA, "--checkpoint-activations", "1"),
                       "tessera: --checkpoint-activations: for --model gpt and the resnets, not "
                       "mlp\n");
+    check_usage_error(RUN(GPT, "--checkpoint-sublayers"),
+                      "tessera: --checkpoint-sublayers: for --model gpt with "
+                      "--checkpoint-activations N\n");
 
     r = RUN(GPT, "--time-limit", "0.001", "--label-smoothing", "0.1", "--clip-grad", "1");
     check_clean_exit(&r);

@@ -178,6 +178,14 @@ typedef struct ts_fsdp_opts {
      * (biases, norms) after, and this rank's shard reaches the optimizer as two leaves, the part
      * of each (either may be empty); ts_fsdp_decay_groups lists them apart. */
     bool decay_groups;
+    /* FSDP's CPUOffload(offload_params=True), stages 2 and 3 (TS_ERR_ARG with stage 1, whose
+     * gradients are full on every rank): each unit's shard, what the optimizer steps, lives in
+     * page-locked host memory, and so do its gradient and (made by the optimizer on the shard's
+     * device) the optimizer's state; an optimizer over ts_fsdp_parameters then steps on the CPU.
+     * Each gather copies the shard to the parameters' device first, each reduced gradient comes
+     * back to the host. The device holds only the gathered parameters and the gradients of the
+     * units being computed. The results are those without offload: the same sums and kernels. */
+    bool cpu_offload;
 } ts_fsdp_opts;
 
 /* Wraps module (which it then owns) as the root "FullyShardedDataParallel" with child "module".

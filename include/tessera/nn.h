@@ -340,8 +340,8 @@ TS_API ts_module *ts_sequential_append(ts_module *seq, ts_module *m);
  * rounded once) and the ReLU applied as the output is written. The folded tensors are kept in
  * the Conv2d until any of their sources changes (in place or replaced); the module's parameters,
  * buffers and state dict never change. Results agree with the modules' within float rounding
- * (docs/ARCHITECTURE.md, "Eval path"). Sequential does this by itself for every such run of its
- * children, as do the ResNet builders' blocks. */
+ * (bench/results/cpu-conv.md, "Eval path"). Sequential does this by itself for every such run of
+ * its children, as do the ResNet builders' blocks. */
 TS_API ts_tensor *ts_forward_conv_bn(ts_module *conv, ts_module *bn, ts_module *act, ts_tensor *x);
 /* Turns that fusion on (the default) or off for the whole process, for comparisons and
  * benchmarks; returns the previous setting. */
@@ -412,9 +412,10 @@ typedef enum ts_gelu_approximate { TS_GELU_NONE = 0, TS_GELU_TANH } ts_gelu_appr
 TS_API ts_module *ts_gelu_new_ex(ts_gelu_approximate approximate); /* nn.GELU(approximate=...) */
 
 /* torch.nn.functional.rms_norm: x / sqrt(mean(x^2 over the last normalized_shape.ndim dims) + eps)
- * * w; w of normalized_shape or NULL; eps 0 -> None, PyTorch's default: the machine epsilon of x's
- * dtype (f32 1.19e-7); any other eps is added as given, a negative one too, as PyTorch does.
- * f16/bf16 inputs are computed in f32. */
+ * * w; w of normalized_shape or NULL; eps 0 -> None, PyTorch's default: the machine epsilon of the
+ * type it computes in (f64 2.2e-16; f32 1.19e-7, also for f16/bf16 inputs, which are computed in
+ * f32); any other eps is added as given, a negative one too, as PyTorch does. Fused kernels where
+ * the backend has them (decision 0028). */
 TS_API ts_tensor *ts_rms_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, double eps);
 /* nn.RMSNorm: parameter "weight" (ones) unless o.no_affine; o.eps 0 -> None as above (momentum,
  * no_running_stats, no_bias unused). */
@@ -467,6 +468,12 @@ TS_API ts_module *ts_transformer_encoder_layer_new(int64_t d_model, int64_t nhea
  * ts_multihead_attention's. ts_forward(layer, src) runs it without masks. */
 TS_API ts_tensor *ts_transformer_encoder_layer(ts_module *layer, ts_tensor *src, ts_tensor *mask,
                                                bool is_causal, ts_tensor *key_padding_mask);
+/* Activation checkpointing of the layer's two sublayers, each on its own (the attention with its
+ * residual and norm, then the feed-forward with its): each runs under ts_checkpoint, so a backward
+ * recomputes one sublayer's intermediates at a time, never the whole layer's. Results and
+ * gradients are those of the plain layer, bit for bit. TS_ERR_ARG for a module that is not a
+ * TransformerEncoderLayer. */
+TS_API ts_status ts_transformer_encoder_layer_checkpoint_sublayers(ts_module *layer, bool on);
 
 /* A GPT (decoder-only transformer) built from the modules above: tok_emb (Embedding vocab x d),
  * pos_emb (Embedding context x d), drop (Dropout), blocks.N (TransformerEncoderLayer(d, n_head,
@@ -503,6 +510,12 @@ TS_API ts_tensor *ts_gpt_generate(ts_module *gpt, ts_tensor *idx, int64_t new_to
  * every > 0 and i % every == 0 (1: all of them; 0: none). TS_ERR_ARG for a module that is not a
  * GPT or every < 0. */
 TS_API ts_status ts_gpt_checkpoint_blocks(ts_module *gpt, int every);
+/* The same choice of blocks (every > 0 and i % every == 0), each checkpointed by sublayer
+ * (ts_transformer_encoder_layer_checkpoint_sublayers): the recomputation held in backward is one
+ * sublayer's, for one more kept input per block (the feed-forward's). Each call replaces the
+ * other's setting (ts_gpt_checkpoint_blocks(gpt, 0) switches both off). Errors as
+ * ts_gpt_checkpoint_blocks'. */
+TS_API ts_status ts_gpt_checkpoint_sublayers(ts_module *gpt, int every);
 
 /* ======================================================== residual networks (docs/RESNET.md) */
 /* torchvision's blocks (ResNet v1.5: a block's stride is on its 3x3 conv), convs without bias.

@@ -143,6 +143,18 @@ static PyObject *cm_generate(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
+/* checkpoint_blocks(every, sublayers): the GPT's activation checkpointing, whole blocks or by
+ * sublayer (ts_gpt_checkpoint_blocks / ts_gpt_checkpoint_sublayers) */
+static PyObject *cm_checkpoint_blocks(PyObject *self, PyObject *args) {
+    int every, sublayers;
+    if (!PyArg_ParseTuple(args, "ip:checkpoint_blocks", &every, &sublayers)) return NULL;
+    if (tsp_enter() < 0) return NULL;
+    ts_status st = sublayers ? ts_gpt_checkpoint_sublayers(M(self), every)
+                             : ts_gpt_checkpoint_blocks(M(self), every);
+    if (st != TS_OK) return tsp_raise_pending();
+    Py_RETURN_NONE;
+}
+
 /* rnn(input, h0, c0, lengths) -> (output, h_n, c_n|None): RNN / LSTM / GRU forward */
 static PyObject *cm_rnn(PyObject *self, PyObject *args) {
     PyObject *o[4];
@@ -249,6 +261,7 @@ static PyMethodDef cmodule_methods[] = {
     {"mha", FN(cm_mha), METH_VARARGS, NULL},
     {"encoder_layer", FN(cm_encoder_layer), METH_VARARGS, NULL},
     {"generate", FN(cm_generate), METH_VARARGS, NULL},
+    {"checkpoint_blocks", FN(cm_checkpoint_blocks), METH_VARARGS, NULL},
     {"rnn", FN(cm_rnn), METH_VARARGS, NULL},
     {"rnn_cell", FN(cm_rnn_cell), METH_VARARGS, NULL},
     {"place", FN(cm_place), METH_VARARGS, "place(budgets, example, grads, out, dry): plan text"},

@@ -3,6 +3,7 @@
  * rates, state dict and gradient clipping. tessera.optim's classes (PyTorch's param_groups,
  * schedulers) are thin Python over it. */
 #include "nn_impl.h"
+#include "tessera/optim_master.h"
 #include "tessera/optim_offload.h"
 
 #include <math.h>
@@ -269,6 +270,20 @@ static PyObject *co_is_offloaded(PyObject *self, PyObject *unused) {
     return PyBool_FromLong(ts_optim_is_offloaded(O(self)));
 }
 
+/* set_master_weights(on): ts_optim_set_master_weights (float32 masters of f16/bf16 parameters) */
+static PyObject *co_set_master_weights(PyObject *self, PyObject *on) {
+    const int v = PyObject_IsTrue(on);
+    if (v < 0 || tsp_enter() < 0) return NULL;
+    ts_optim_set_master_weights(O(self), v != 0);
+    if (tsp_check()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *co_master_weights(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return PyBool_FromLong(ts_optim_master_weights(O(self)));
+}
+
 #define FN(f) (PyCFunction)(void (*)(void))(f)
 static PyMethodDef coptim_methods[] = {
     {"step", co_step, METH_NOARGS, "one step of every parameter (all or nothing)"},
@@ -281,6 +296,8 @@ static PyMethodDef coptim_methods[] = {
     {"load_state_dict", co_load_state_dict, METH_O, NULL},
     {"offload", co_offload, METH_NOARGS, "master weights and state on the host"},
     {"is_offloaded", co_is_offloaded, METH_NOARGS, NULL},
+    {"set_master_weights", co_set_master_weights, METH_O, "float32 masters of f16/bf16 params"},
+    {"master_weights", co_master_weights, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -17,6 +17,7 @@
 
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
+#include "autograd/checkpoint_slot.h"
 #include "autograd/saved_hooks.h"
 
 enum { FRAME_IDLE, FRAME_PACK, FRAME_RECOMPUTE };
@@ -62,6 +63,15 @@ static void frame_free(tsi_ckpt_frame *f) {
 
 void tsi_ckpt_release(tsi_ckpt_frame *f) {
     if (f && atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) == 1) frame_free(f);
+}
+
+void tsi_ckpt_release_slot(tsi_ckpt_frame *f, int index) {
+    if (!f) return;
+    if (!f->hooked && index >= 0 && index < f->n_got) {
+        ts_release(f->got[index]);
+        f->got[index] = NULL;
+    }
+    tsi_ckpt_release(f);
 }
 
 /* grows an array of `size`-byte elements to hold n + 1 */
@@ -184,6 +194,10 @@ ts_tensor *tsi_ckpt_unpack(tsi_ckpt_frame *f, int index) {
     if (f->hooked) return tsi_hooked_unpack(f->hooked);
     if (!f->recomputed && !recompute(f)) return NULL;
     ts_tensor *t = f->got[index];
+    if (!t) {
+        tsi_error_set(TS_ERR_STATE, "checkpoint: recomputed tensor %d was already freed", index);
+        return NULL;
+    }
     const ts_shape want = f->packed[index].shape;
     if (t->dtype != f->packed[index].dtype || t->shape.ndim != want.ndim ||
         memcmp(t->shape.dims, want.dims, sizeof(int64_t) * (size_t)want.ndim)) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "autograd/checkpoint_slot.h"
 #include "core/profiler_hooks.h"
 
 ts_node *tsi_node_retain(ts_node *n) {
@@ -15,7 +16,7 @@ void tsi_node_release_saved(ts_node *n) {
     for (int i = 0; i < n->n_saved; i++) {
         ts_release(n->saved[i].t);
         n->saved[i].t = NULL;
-        tsi_ckpt_release(n->saved[i].frame);
+        tsi_ckpt_release_slot(n->saved[i].frame, n->saved[i].index);
         n->saved[i].frame = NULL;
     }
     if (n->ctx_free && n->ctx) n->ctx_free(n->ctx);

@@ -341,11 +341,15 @@ typedef struct ts_sdpa_args {
  * Forward: mean = the row's mean, rstd = 1 / sqrt(biased variance + eps), y = (x - mean) * rstd
  * * weight + bias. Backward, from x, dy, weight, mean and rstd: with xhat = (x - mean) * rstd and
  * g = dy * weight, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) (means over the row),
- * dweight = the sum over rows of dy * xhat, dbias = that of dy. rows, cols >= 1. */
+ * dweight = the sum over rows of dy * xhat, dbias = that of dy. rows, cols >= 1.
+ * rms (RMSNorm, src/nn/rms_norm.c): no mean subtracted and no bias (mean, bias, dbias absent):
+ * rstd = 1 / sqrt(mean(x^2) + eps), y = x * rstd * weight; backward with g = dy * weight,
+ * dx = rstd * (g - x * rstd^2 * mean(g * x)), dweight = the sum over rows of dy * x * rstd. */
 typedef struct ts_layer_norm_args {
     ts_kview x, weight, bias, y, mean, rstd, dy, dx, dweight, dbias;
     int64_t rows, cols;
     double eps;
+    bool rms;
 } ts_layer_norm_args;
 
 /* Fused recurrent-cell gates, one time step of nn.LSTM / nn.GRU (src/nn/rnn_cell_fused.c, the
@@ -508,9 +512,19 @@ struct ts_backend {
     /* out = a @ b + bias for one product (2-D views [M,K] x [K,N] -> [M,N] in the 3-D form of
      * matmul, batch 1), bias [N] added to every row: the product rounded, then the bias added, as
      * matmul followed by an add (the same bits), in one pass where the library can (oneDNN's bias
-     * argument). f32 and f64. NULL: the front end adds the bias itself (linear's addmm). */
+     * argument). f32 and f64; f16 / bf16 add the bias to the float32 sums and round once (so do
+     * CUDA's every dtype: cuBLASLt's bias epilogue). NULL: the front end adds the bias itself
+     * (linear's addmm). */
     void (*matmul_bias)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
                         const ts_kview *b, const ts_kview *bias);
+    /* Optional (NULL: the front end composes matmul and reduce). Linear's weight and bias
+     * gradients in one call: dw [N, K] = g^T @ x and db [N] = the sums of g's columns (over its M
+     * rows), for g [M, N] and x [M, K] (2-D views, any strides; dw and db contiguous; one float
+     * dtype; M, N, K >= 1). Returns true when done; false, having written nothing, where it
+     * declines those views (the front end then composes) — a decision made from the views alone.
+     * cuda: cuBLASLt's weight-gradient GEMM with the bias-gradient epilogue (BGRADB). */
+    bool (*matmul_bgrad)(const ts_backend *be, int index, const ts_kview *dw, const ts_kview *db,
+                         const ts_kview *g, const ts_kview *x);
     /* Optional (NULL: they are): whether matmul multiplies operands of the half dtype dt (TS_F16,
      * TS_BF16) in that dtype's own instructions, rather than widening them to float32 and running
      * the float32 kernels. Where it does not, autocast gives the products float32 operands and

@@ -53,7 +53,8 @@ typedef struct ts_optim_hparams {
 #define TS_OPTIM_COEFS 4
 
 /* Every view is contiguous; a parameter's grad and state have its shape and dtype (a float dtype;
- * f16/bf16 compute in f32). Parameters are updated in place, state too. */
+ * f16/bf16 compute in f32), except with a master (below). Parameters are updated in place, state
+ * too. */
 struct ts_optim_step_args {
     ts_optim_hparams h;
     int n;                 /* tensors */
@@ -78,6 +79,11 @@ struct ts_optim_step_args {
     /* The grad scaler's verdict on the device (NULL: step): a one-element f32 view; nonzero
      * skips the whole call (parameters, state and step counts unchanged). */
     const ts_kview *skip_if;
+    /* Float32 master weights (ts_optim_set_master_weights), NULL for none: per tensor an f32
+     * contiguous view of the parameter's numel, or data NULL for none (f32/f64 parameters). A
+     * tensor with a master steps the master (read and written as the parameter would be, its state
+     * f32) and stores the parameter as the result rounded once to its dtype, in the same pass. */
+    const ts_kview *master;
 };
 
 /* The slots of a capturable optimizer's device scalars (ts_optim_step_args.scalars). */

@@ -255,7 +255,7 @@ static void rec_ce_bwd(const ts_backend *be, int index, const ts_cross_entropy_a
 typedef struct optim_rec {
     struct ts_optim_step_args a;
     ts_kview skip_if;
-    ts_kview views[]; /* param, grad, state[0..TS_OPTIM_SLOTS), scalars: n each */
+    ts_kview views[]; /* param, grad, state[0..TS_OPTIM_SLOTS), scalars, master: n each */
 } optim_rec;
 static void run_optim(const ts_backend *be, int index, const void *p) {
     const optim_rec *r = p;
@@ -283,7 +283,7 @@ static void rec_optim(const ts_backend *be, int index, const struct ts_optim_ste
             return;
         }
     const size_t n = (size_t)(args->n > 0 ? args->n : 0);
-    optim_rec *r = tsi_capture_args_new(sizeof *r + (3 + TS_OPTIM_SLOTS) * n * sizeof(ts_kview));
+    optim_rec *r = tsi_capture_args_new(sizeof *r + (4 + TS_OPTIM_SLOTS) * n * sizeof(ts_kview));
     if (!r) return;
     r->a = *args;
     r->a.param = copy_table(r->views, args->param, n);
@@ -291,6 +291,7 @@ static void rec_optim(const ts_backend *be, int index, const struct ts_optim_ste
     for (int k = 0; k < TS_OPTIM_SLOTS; k++)
         r->a.state[k] = copy_table(r->views + (2 + (size_t)k) * n, args->state[k], n);
     r->a.scalars = copy_table(r->views + (2 + TS_OPTIM_SLOTS) * n, args->scalars, n);
+    r->a.master = copy_table(r->views + (3 + TS_OPTIM_SLOTS) * n, args->master, n);
     r->a.skip_if = args->skip_if ? (r->skip_if = *args->skip_if, &r->skip_if) : NULL;
     r->a.step = NULL;  /* counted on the device */
     r->a.fresh = NULL; /* all false: checked above */

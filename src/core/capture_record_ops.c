@@ -167,6 +167,22 @@ static void rec_matmul_bias(const ts_backend *be, int index, const ts_kview *out
     RECORD(run_matmul_bias, index, a);
 }
 
+static void run_matmul_bgrad(const ts_backend *be, int index, const void *p) {
+    const ew_args *a = p;
+    (void)be->matmul_bgrad(be, index, &a->out, &a->a, &a->b, &a->c);
+}
+/* taken or declined as rec_softmax_backward's kernel (below): run once here, recorded if taken */
+static bool rec_matmul_bgrad(const ts_backend *be, int index, const ts_kview *dw,
+                             const ts_kview *db, const ts_kview *g, const ts_kview *x) {
+    const ts_backend *real = tsi_capture_real_of(be);
+    if (!real->matmul_bgrad || !real->matmul_bgrad(real, index, dw, db, g, x)) return false;
+    ew_args *a = tsi_capture_args_new(sizeof *a);
+    if (!a) return true;
+    a->out = *dw, a->a = *db, a->b = *g, a->c = *x;
+    RECORD(run_matmul_bgrad, index, a);
+    return true;
+}
+
 static void run_index_select(const ts_backend *be, int index, const void *p) {
     const ew_args *a = p;
     be->index_select(be, index, &a->out, &a->a, a->dim, &a->b);
@@ -341,6 +357,7 @@ void tsi_capture_install_ops(ts_backend *b, const ts_backend *real) {
     b->scan = real->scan ? rec_scan : NULL;
     b->matmul = rec_matmul;
     b->matmul_bias = real->matmul_bias ? rec_matmul_bias : NULL;
+    b->matmul_bgrad = real->matmul_bgrad ? rec_matmul_bgrad : NULL;
     b->index_select = rec_index_select;
     b->gather = rec_gather;
     b->scatter_add = rec_scatter_add;

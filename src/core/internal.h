@@ -26,6 +26,11 @@ typedef struct ts_storage {
     /* Handed to another framework (ts_to_dlpack): it may write the memory without a version
      * bump, so no cache may key on uid + version (conv.c's weight identity). Never cleared. */
     atomic_bool exported;
+    /* Index values read and found within [0, range_below) (core/index_range.c), for the elements,
+     * dtype and version that hashed to range_key: a later bounds check of a tensor viewing the
+     * same elements against a size >= range_below reads nothing from the device. 0: none. */
+    atomic_uint_fast64_t range_key;
+    atomic_int_fast64_t range_below;
     bool pinned;
     /* Memory Tessera does not own (ts_from_dlpack, tsi_new_external): alloc and block are NULL
      * and the last reference calls release(release_ctx) instead of giving a block back, so the
@@ -55,6 +60,17 @@ struct ts_tensor {
     int output_nr;
     struct tsi_grad_hooks *hooks; /* post-accumulate-grad hooks (leaves; autograd/hooks.c) */
 };
+
+/* Index bounds already checked (core/index_range.c): whether every value of idx is known to lie
+ * in [0, size) from an earlier read of the same elements (storage version, dtype, offset and the
+ * dims' sizes and strides unchanged, in any order; never for memory shared with another framework
+ * or not Tessera's own), and the record of such a read (one per storage, the latest). The checks of
+ * gather, index_select, scatter and the losses' targets ask first, so the label tensor of a
+ * training step is read to the host once, not by every op that indexes with it. Writes through
+ * ts_data_ptr that bump no version are outside the contract, as for the convolution's weight
+ * caches. */
+bool tsi_index_range_known(const ts_tensor *idx, int64_t size);
+void tsi_index_range_note(ts_tensor *idx, int64_t below);
 
 /* ------------------------------------------------------------------ distributed hooks */
 /* The distributed layer's answers to the grad scaler (a layer below it): the maximum of a value

@@ -12,8 +12,9 @@
 #include "backend/sim/sim_link.h"
 #include "core/internal.h"
 
-ts_status ts_sim_set_link(double bw, double lat) {
-    tsi_init();
+/* The public setters' bodies, without tsi_init: start-up (tsi_sim_link_init_env, inside tsi_init's
+ * once) calls them too, and tsi_init there would wait for itself. */
+static ts_status set_link(double bw, double lat) {
     if (bw == 0 && lat == 0) {
         tsi_sim_link_set_params(0, 0);
         return TS_OK;
@@ -26,6 +27,11 @@ ts_status ts_sim_set_link(double bw, double lat) {
                              lat);
     tsi_sim_link_set_params(bw, lat);
     return TS_OK;
+}
+
+ts_status ts_sim_set_link(double bw, double lat) {
+    tsi_init();
+    return set_link(bw, lat);
 }
 
 bool ts_sim_link_get(double *bw, double *lat) {
@@ -55,10 +61,9 @@ static bool parse_quantity(const char *s, size_t len, const char *const *units, 
     return false;
 }
 
-ts_status ts_sim_set_link_str(const char *spec, const char *what) {
-    tsi_init();
+static ts_status set_link_str(const char *spec, const char *what) {
     if (!what) what = "TS_SIM_LINK";
-    if (!spec || !*spec || !strcmp(spec, "off") || !strcmp(spec, "0")) return ts_sim_set_link(0, 0);
+    if (!spec || !*spec || !strcmp(spec, "off") || !strcmp(spec, "0")) return set_link(0, 0);
     static const char *const bw_units[] = {"B/s",  "KB/s",  "MB/s",  "GB/s",
                                            "TB/s", "KiB/s", "MiB/s", "GiB/s"};
     static const double bw_scale[] = {1, 1e3, 1e6, 1e9, 1e12, 1024.0, 1048576.0, 1073741824.0};
@@ -78,7 +83,12 @@ ts_status ts_sim_set_link_str(const char *spec, const char *what) {
                              "%s='%s': the latency after the comma must be a number >= 0 with a "
                              "unit (s, ms, us, ns), e.g. 16GB/s,5us",
                              what, spec);
-    return ts_sim_set_link(bw, lat);
+    return set_link(bw, lat);
+}
+
+ts_status ts_sim_set_link_str(const char *spec, const char *what) {
+    tsi_init();
+    return set_link_str(spec, what);
 }
 
 ts_status ts_sim_link_from_env(void) {
@@ -89,8 +99,10 @@ ts_status ts_sim_link_from_env(void) {
 void tsi_sim_link_init_env(void) {
     const char *v = tsi_env(TSI_ENV_SIM_LINK);
     if (!v) return;
-    if (ts_sim_set_link_str(v, NULL) != TS_OK)
+    if (set_link_str(v, NULL) != TS_OK) { /* reported here, not left pending for the caller */
         fprintf(stderr, "tessera: %s; the sim link stays off\n", ts_error_message());
+        ts_error_clear();
+    }
 }
 
 static bool index_ok(const char *op, int index, bool all_ok) {

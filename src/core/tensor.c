@@ -137,6 +137,8 @@ static ts_storage *meta_storage_new(const char *op, size_t nbytes, ts_device dev
     atomic_init(&s->refs, 1);
     atomic_init(&s->version, 0);
     atomic_init(&s->exported, false);
+    atomic_init(&s->range_key, 0);
+    atomic_init(&s->range_below, 0);
     return s;
 }
 
@@ -182,6 +184,8 @@ static ts_storage *storage_new(const char *op, size_t nbytes, ts_device dev) {
     atomic_init(&s->version, 0);
     s->uid = next_storage_uid();
     atomic_init(&s->exported, false);
+    atomic_init(&s->range_key, 0);
+    atomic_init(&s->range_below, 0);
     s->pinned = false;
     s->release = NULL;
     s->release_ctx = NULL;
@@ -313,6 +317,8 @@ ts_tensor *tsi_new_external(const char *op, ts_shape s, ts_dtype dt, ts_device d
     atomic_init(&st->version, 0);
     st->uid = next_storage_uid();
     atomic_init(&st->exported, false);
+    atomic_init(&st->range_key, 0);
+    atomic_init(&st->range_below, 0);
     st->pinned = false;
     st->release = NULL;
     st->release_ctx = NULL;

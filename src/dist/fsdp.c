@@ -353,6 +353,8 @@ ts_module *ts_fsdp(ts_module *module, ts_fsdp_opts o) {
         bad = "units must list n_units names";
     else if (o.min_unit_params < 0)
         bad = "min_unit_params must not be negative";
+    else if (o.cpu_offload && o.stage == 1)
+        bad = "cpu_offload needs stage 2 or 3 (stage 1 keeps full gradients on every rank)";
     if (!bad && ((o.param_dtype && !tsi_is_float(o.param_dtype)) ||
                  (o.reduce_dtype && !tsi_is_float(o.reduce_dtype)))) {
         ts_dtype d = o.param_dtype && !tsi_is_float(o.param_dtype) ? o.param_dtype : o.reduce_dtype;

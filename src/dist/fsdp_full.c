@@ -8,13 +8,18 @@
 /* Unit u's parameters in full precision: its shards gathered in their own dtype (not
  * param_dtype), each parameter of the state dict replaced by a view of that. */
 static bool full_unit(fsdp_module *f, fsdp_unit *u, ts_tensor_list *sd) {
-    ts_tensor *full =
-        tsi_new("fsdp_full_state_dict", TS_SHAPE(u->padded), u->shard->dtype, tsi_device(u->shard));
+    /* on the parameters' device (a cpu_offload shard is copied there for the gather) */
+    const ts_device dev = tsi_device(u->flat);
+    ts_tensor *full = tsi_new("fsdp_full_state_dict", TS_SHAPE(u->padded), u->shard->dtype, dev);
     bool ok = full != NULL;
-    if (ok && f->world > 1)
-        ok = ts_dist_wait(tsi_dist_all_gather_unchecked(full, u->shard, f->o.group)) == TS_OK;
-    else if (ok)
+    if (ok && f->world > 1) {
+        ts_scope_begin();
+        ts_tensor *src = tsi_device(u->shard).type == dev.type ? u->shard : ts_to(u->shard, dev);
+        ok = src && ts_dist_wait(tsi_dist_all_gather_unchecked(full, src, f->o.group)) == TS_OK;
+        ts_scope_end();
+    } else if (ok) {
         ok = ts_copy_(full, u->shard) != NULL;
+    }
     for (int k = 0; ok && k < u->n_params; k++) {
         fsdp_param *pp = &u->params[k];
         for (int e = 0; e < sd->n; e++) {

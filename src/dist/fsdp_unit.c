@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "core/pinned.h"
 #include "dist/fsdp_internal.h"
 #include "nn/module_internal.h"
 
@@ -33,8 +34,12 @@ static bool launch_gather(fsdp_unit *u) {
      * holds it until done) */
     ts_scope_begin();
     ts_no_grad_begin();
-    ts_tensor *src =
-        u->flat->dtype == u->shard->dtype ? u->shard : ts_to_dtype(u->shard, u->flat->dtype);
+    ts_tensor *src = u->shard;
+    /* cpu_offload: the shard crosses to the parameters' device first */
+    if (tsi_device(src).type != tsi_device(u->flat).type ||
+        tsi_device(src).index != tsi_device(u->flat).index)
+        src = ts_to(src, tsi_device(u->flat));
+    if (src && u->flat->dtype != src->dtype) src = ts_to_dtype(src, u->flat->dtype);
     ts_no_grad_end();
     u->gather_work = src ? tsi_dist_all_gather_unchecked(u->flat, src, u->f->o.group) : NULL;
     ts_scope_end();
@@ -145,7 +150,7 @@ static bool launch_reduce(fsdp_unit *u) {
         f->stats.all_reduces++;
         u->reduced = g; /* the full average; the parameters' .grad when it is the flat gradient */
     } else {
-        u->reduced = tsi_new(OP, u->shard->shape, g->dtype, tsi_device(u->shard));
+        u->reduced = tsi_new(OP, u->shard->shape, g->dtype, tsi_device(g));
         u->reduce_work =
             u->reduced ? tsi_dist_reduce_scatter_unchecked(u->reduced, g, TS_DIST_SUM, f->o.group)
                        : NULL;
@@ -176,6 +181,8 @@ static bool deliver(fsdp_unit *u) {
     /* in the shard's dtype, one copy of its own (stage 1's is a block of the full gradient) */
     if (mine && (mine->dtype != u->shard->dtype || f->o.stage == 1))
         mine = mine->dtype != u->shard->dtype ? ts_to_dtype(mine, u->shard->dtype) : ts_clone(mine);
+    /* on the shard's device: the host with cpu_offload */
+    if (mine && f->o.cpu_offload) mine = ts_to(mine, tsi_device(u->shard));
     ok = ok && mine != NULL;
     /* each leaf its part: the shard, or its decaying and non-decaying parts */
     for (int k = 0; ok && k < u->n_leaves; k++) {
@@ -390,9 +397,10 @@ static bool make_leaves(fsdp_unit *u) {
 
 bool tsi_fsdp_unit_flatten(fsdp_unit *u) {
     ts_tensor *p0 = u->params[0].p;
+    const bool offload = u->f->o.cpu_offload && tsi_device(p0).type != TS_CPU;
     u->flat = tsi_new(OP, TS_SHAPE(u->padded), p0->dtype, tsi_device(p0));
-    u->shard = tsi_new(OP, TS_SHAPE(u->shard_n), p0->dtype, tsi_device(p0));
-    if (!u->flat || !u->shard) return false;
+    u->shard = tsi_new(OP, TS_SHAPE(u->shard_n), p0->dtype, offload ? ts_cpu() : tsi_device(p0));
+    if (!u->flat || !u->shard || (offload && !tsi_storage_pin(OP, u->shard))) return false;
     bool ok = tsi_scope_open();
     if (!ok) return false;
     ts_no_grad_begin();
@@ -414,7 +422,14 @@ bool tsi_fsdp_unit_shard(fsdp_unit *u) {
     if (f->world > 1)
         ok = tsi_dist_broadcast_unchecked(u->flat, tsi_dist_group_world_rank(f->o.group, 0),
                                           f->o.group) == TS_OK;
-    if (ok) {
+    if (ok && tsi_device(u->shard).type != tsi_device(u->flat).type) { /* cpu_offload */
+        ts_scope_begin();
+        ts_no_grad_begin();
+        ok = ts_copy_(u->shard, ts_narrow(u->flat, 0, (int64_t)f->rank * u->shard_n, u->shard_n)) !=
+             NULL;
+        ts_no_grad_end();
+        ts_scope_end();
+    } else if (ok) {
         ts_kview d = tsi_kview(u->shard), s = tsi_kview(u->flat);
         s.shape[0] = u->shard_n;
         s.data += (size_t)f->rank * (size_t)u->shard_n * tsi_dtype_size(u->flat->dtype);

@@ -193,15 +193,26 @@ ts_tensor *ts_gpt_generate(ts_module *m, ts_tensor *idx, int64_t new_tokens, ts_
     return cur;
 }
 
-ts_status ts_gpt_checkpoint_blocks(ts_module *m, int every) {
-    gpt *g = as_gpt(m, "gpt_checkpoint_blocks");
+/* blocks i with every > 0 and i % every == 0 checkpointed whole (!sublayers) or by sublayer */
+static ts_status checkpoint_blocks(ts_module *m, int every, bool sublayers, const char *op) {
+    gpt *g = as_gpt(m, op);
     if (!g) return ts_error();
-    if (every < 0)
-        return ts_error_set(TS_ERR_ARG, "gpt_checkpoint_blocks: every must be >= 0, got %d", every);
+    if (every < 0) return ts_error_set(TS_ERR_ARG, "%s: every must be >= 0, got %d", op, every);
     for (int64_t i = 0; i < g->c.n_layer; i++) {
         char name[32];
         snprintf(name, sizeof name, "%lld", (long long)i);
-        ts_module_set_checkpoint(ts_module_child(g->blocks, name), every > 0 && i % every == 0);
+        ts_module *blk = ts_module_child(g->blocks, name);
+        const bool on = every > 0 && i % every == 0;
+        ts_module_set_checkpoint(blk, on && !sublayers);
+        ts_transformer_encoder_layer_checkpoint_sublayers(blk, on && sublayers);
     }
     return ts_error();
+}
+
+ts_status ts_gpt_checkpoint_blocks(ts_module *m, int every) {
+    return checkpoint_blocks(m, every, false, "gpt_checkpoint_blocks");
+}
+
+ts_status ts_gpt_checkpoint_sublayers(ts_module *m, int every) {
+    return checkpoint_blocks(m, every, true, "gpt_checkpoint_sublayers");
 }

@@ -290,8 +290,9 @@ ts_tensor *ts_embedding_bag(ts_tensor *weight, ts_tensor *indices, ts_tensor *of
         if (!idx64 || !backward_tables(op, &pl, mode, padding_idx, w, &bag, &coef))
             return finish(NULL, &pl);
         ts_tensor *nin[2] = {w, p};
-        tsi_record("EmbeddingBagBackward0", op, embedding_bag_backward, nin, 2, y,
-                   (ts_tensor *[]){p ? w : NULL, idx64, bag, coef, p}, SV_N);
+        ts_node *n = tsi_record("EmbeddingBagBackward0", op, embedding_bag_backward, nin, 2, y,
+                                (ts_tensor *[]){p ? w : NULL, idx64, bag, coef, p}, SV_N);
+        if (n) n->flags |= TSI_NODE_TWICE; /* public ops on g, the weight and psw */
     }
     if (half && y) y = ts_to_dtype(y, wt);
     y = tsi_trace(op, ins, 2, y, NULL, 0, NULL, 0);

@@ -15,6 +15,9 @@ bool tsi_nn_index_scan(const char *op, ts_tensor *idx, int64_t size, bool has_ig
     if (n_ignored) *n_ignored = 0;
     /* a meta index has no values to check (PyTorch's meta kernels check none) */
     if (n == 0 || tsi_device(idx).type == TS_META) return true;
+    /* read before and all within [0, size): none bad, none ignored unless ignore is a class */
+    if ((!has_ignore || ignore < 0 || ignore >= size) && tsi_index_range_known(idx, size))
+        return true;
     ts_tensor *c = tsi_cast(op, idx, TS_I64);
     int64_t *v = n <= 256 ? small : malloc((size_t)n * sizeof *v);
     if (!c || !v) {
@@ -36,6 +39,7 @@ bool tsi_nn_index_scan(const char *op, ts_tensor *idx, int64_t size, bool has_ig
     }
     if (n_ignored) *n_ignored = ign;
     if (v != small) free(v);
+    if (ok && ign == 0) tsi_index_range_note(idx, size);
     return ok;
 }
 

@@ -2,12 +2,12 @@
  * native_layer_norm): one pass writes the output and each row's mean and rstd, and the backward
  * node (NativeLayerNormBackward0) keeps only the input, the weight and those two per-row values,
  * where the composition keeps several tensors of the input's size. */
-#include "nn/functional_internal.h"
+#include "nn/norm_rows.h"
 
 static const char *OP = "layer_norm";
 
 /* rows = the product of the leading dims, cols = that of the last `nnorm` */
-static void rows_cols(const ts_tensor *x, int nnorm, int64_t *rows, int64_t *cols) {
+void tsi_norm_rows_cols(const ts_tensor *x, int nnorm, int64_t *rows, int64_t *cols) {
     int64_t r = 1, c = 1;
     for (int d = 0; d < x->shape.ndim; d++) {
         if (d < x->shape.ndim - nnorm)
@@ -19,7 +19,7 @@ static void rows_cols(const ts_tensor *x, int nnorm, int64_t *rows, int64_t *col
 }
 
 /* The kernels' view of a contiguous tensor as [d0, d1] (d0 = 0: one dim of d1); t NULL: absent. */
-static void view2(ts_kview *v, const ts_tensor *t, int64_t d0, int64_t d1) {
+void tsi_norm_view2(ts_kview *v, const ts_tensor *t, int64_t d0, int64_t d1) {
     *v = (ts_kview){.dtype = t ? t->dtype : TS_F32};
     if (!t) return;
     v->data = t->storage->data + t->offset * (int64_t)tsi_dtype_size(t->dtype);
@@ -36,10 +36,10 @@ static void view2(ts_kview *v, const ts_tensor *t, int64_t d0, int64_t d1) {
 
 static ts_layer_norm_args base_args(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor *b) {
     ts_layer_norm_args a = {0};
-    rows_cols(x, nnorm, &a.rows, &a.cols);
-    view2(&a.x, x, a.rows, a.cols);
-    view2(&a.weight, w, 0, a.cols);
-    view2(&a.bias, b, 0, a.cols);
+    tsi_norm_rows_cols(x, nnorm, &a.rows, &a.cols);
+    tsi_norm_view2(&a.x, x, a.rows, a.cols);
+    tsi_norm_view2(&a.weight, w, 0, a.cols);
+    tsi_norm_view2(&a.bias, b, 0, a.cols);
     return a;
 }
 
@@ -49,7 +49,7 @@ bool tsi_layer_norm_fused_takes(ts_tensor *x, int nnorm, ts_dtype dt) {
         !be->layer_norm_backward)
         return false;
     ts_layer_norm_args a = {0};
-    rows_cols(x, nnorm, &a.rows, &a.cols);
+    tsi_norm_rows_cols(x, nnorm, &a.rows, &a.cols);
     if (a.rows < 1 || a.cols < 1) return false;
     a.x.dtype = dt;
     return be->layer_norm_supports(be, tsi_dev_index(x), &a);
@@ -101,12 +101,12 @@ static void layer_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi
     tsi_norm_grads r;
     if (!tsi_norm_grads_begin(OP, n, x, go[0], &r)) return;
     ts_layer_norm_args a = base_args(x, nnorm, w, NULL);
-    view2(&a.mean, mean, 0, a.rows);
-    view2(&a.rstd, rstd, 0, a.rows);
-    view2(&a.dy, r.dy, a.rows, a.cols);
-    view2(&a.dx, r.g[0], a.rows, a.cols);
-    view2(&a.dweight, r.g[1], 0, a.cols);
-    view2(&a.dbias, r.g[2], 0, a.cols);
+    tsi_norm_view2(&a.mean, mean, 0, a.rows);
+    tsi_norm_view2(&a.rstd, rstd, 0, a.rows);
+    tsi_norm_view2(&a.dy, r.dy, a.rows, a.cols);
+    tsi_norm_view2(&a.dx, r.g[0], a.rows, a.cols);
+    tsi_norm_view2(&a.dweight, r.g[1], 0, a.cols);
+    tsi_norm_view2(&a.dbias, r.g[2], 0, a.cols);
     const ts_backend *be = tsi_be(x);
     const int idx = tsi_dev_index(x);
     ts_tensor *ws = NULL;
@@ -132,9 +132,9 @@ ts_tensor *tsi_layer_norm_fused(ts_tensor *x0, int nnorm, ts_tensor *w0, ts_tens
         rstd = mean ? tsi_new(OP, TS_SHAPE(a.rows), stat_dtype(x->dtype), dev) : NULL;
     }
     if (rstd) {
-        view2(&a.y, y, a.rows, a.cols);
-        view2(&a.mean, mean, 0, a.rows);
-        view2(&a.rstd, rstd, 0, a.rows);
+        tsi_norm_view2(&a.y, y, a.rows, a.cols);
+        tsi_norm_view2(&a.mean, mean, 0, a.rows);
+        tsi_norm_view2(&a.rstd, rstd, 0, a.rows);
         a.eps = eps;
         const ts_backend *be = tsi_be(x);
         be->layer_norm_forward(be, tsi_dev_index(x), &a);

@@ -1,10 +1,13 @@
 /* linear_fused.c — linear's product and bias in one backend call (PyTorch's addmm): the backend's
- * matmul_bias adds the bias as the product is stored (oneDNN's bias argument on the cpu) instead
- * of a second pass over the output. One node, AddmmBackward0, gives all three gradients with the
- * products and the sum of the composition (mm, then add_) it replaces, which stays where the
- * backend has no matmul_bias, and is what the tests compare with. f32 / f64 give the
- * composition's bits; f16 / bf16 (autocast's linear) add the bias to the float32 sums and round
+ * matmul_bias adds the bias as the product is stored (oneDNN's bias argument on the cpu,
+ * cuBLASLt's bias epilogue on CUDA) instead of a second pass over the output. One node,
+ * AddmmBackward0, gives all three gradients with the products and the sum of the composition (mm,
+ * then add_) it replaces, which stays where the backend has no matmul_bias, and is what the tests
+ * compare with; where the backend has matmul_bgrad (CUDA: cuBLASLt's BGRADB epilogue) the weight
+ * and bias gradients come from one GEMM. On the cpu f32 / f64 give the composition's bits; f16 /
+ * bf16 (autocast's linear), and every dtype on CUDA, add the bias to the float32 sums and round
  * once, where the composition rounds the product and then the sum. */
+#include "core/profiler_hooks.h"
 #include "nn/functional_internal.h"
 
 static const char *OP = "linear";
@@ -16,9 +19,48 @@ bool tsi_linear_fused_takes(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
            tsi_numel(x->shape) > 0 && tsi_numel(w->shape) > 0;
 }
 
+/* The weight and bias gradients in one backend call (matmul_bgrad: cuBLASLt's BGRADB epilogue on
+ * CUDA) where both are wanted and no graph is recorded of them (create_graph composes, with
+ * public ops); false, with nothing set, where the backend declines (the composition follows). */
+static bool bgrad_fused(ts_tensor *g, ts_tensor *x, ts_tensor **gw, ts_tensor **gb) {
+    const ts_backend *be = tsi_be(g);
+    ts_tensor *ins[2] = {g, x};
+    if (!be->matmul_bgrad || tsi_needs_graph(ins, 2) || g->dtype != x->dtype ||
+        g->shape.ndim != 2 || x->shape.ndim != 2 || tsi_numel(g->shape) == 0 ||
+        tsi_numel(x->shape) == 0 || tsi_device(g).type != tsi_device(x).type ||
+        tsi_dev_index(g) != tsi_dev_index(x))
+        return false;
+    const int64_t out_f = g->shape.dims[1], in = x->shape.dims[1];
+    tsi_log_op(OP, tsi_device(g));
+    ts_tensor *dw = tsi_new(OP, TS_SHAPE(out_f, in), g->dtype, tsi_device(g));
+    ts_tensor *db = dw ? tsi_new(OP, TS_SHAPE(out_f), g->dtype, tsi_device(g)) : NULL;
+    const ts_kview kdw = dw ? tsi_kview(dw) : (ts_kview){0}, kdb = db ? tsi_kview(db) : kdw;
+    const ts_kview kg = tsi_kview(g), kx = tsi_kview(x);
+    if (!db || !be->matmul_bgrad(be, tsi_dev_index(g), &kdw, &kdb, &kg, &kx)) {
+        /* declined, or out of memory (recorded): the op ends here, the composition follows */
+        ts_release(dw), ts_release(db);
+        TSI_PROF_OP_END();
+        return false;
+    }
+    *gw = tsi_own(dw), *gb = tsi_own(db);
+    return true;
+}
+
 static void addmm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_tensor *g = go[0];
     if (!g) return;
+    if (tsi_node_needs(n, 1) && tsi_node_needs(n, 2)) {
+        ts_tensor *x = tsi_node_saved(n, 0);
+        if (!x) return;
+        if (bgrad_fused(g, x, &gi[1], &gi[2])) {
+            if (tsi_node_needs(n, 0)) {
+                ts_tensor *w = tsi_node_saved(n, 1);
+                if (!w) return;
+                gi[0] = ts_mm(g, w);
+            }
+            return;
+        }
+    }
     if (tsi_node_needs(n, 0)) { /* the same product mm's backward makes: g w */
         ts_tensor *w = tsi_node_saved(n, 1);
         if (!w) return;

@@ -105,6 +105,10 @@ static void nll_prepare(ts_tensor *tg, ts_loss_opts o, nll_ctx *c) {
         c->ign_mask = ts_eq_scalar(tg, (double)ignore);
         c->safe = ts_masked_fill(tg, c->ign_mask, 0);
         if (c->n_ign < 0) c->safe = ts_clamp(c->safe, 0, (double)(c->classes - 1));
+        /* the ignored targets made class 0 and the rest checked: the gather and its backward
+         * need not read them again */
+        else if (c->safe && c->classes > 0)
+            tsi_index_range_note(c->safe, c->classes);
     }
     if (o.weight) {
         ts_tensor *flat = ts_reshape(c->safe, TS_SHAPE(c->n_tgt));

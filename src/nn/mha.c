@@ -217,8 +217,8 @@ ts_tensor *ts_multihead_attention(ts_module *mod, ts_tensor *query, ts_tensor *k
         /* q, k and v are views of it, [N, H, L, hd] with strides (3 L E, hd, 3 E, 1), split off
          * by one node (SplitBackward0) whose backward writes their three gradients into one
          * [N, L, 3 E] buffer in a single pass; three selects each zero-filled a buffer of that
-         * size in backward, and the three were added up and then copied (docs/ARCHITECTURE.md,
-         * "Attention") */
+         * size in backward, and the three were added up and then copied (bench/results/
+         * transformer.md) */
         ts_tensor *qkv = ts_linear(q, W, B), *part[3] = {NULL, NULL, NULL};
         ts_chunk(ts_reshape(qkv, TS_SHAPE(N, L, 3, H, E / H)), 3, 2, part, 3);
         q = ts_permute(ts_squeeze_dim(part[0], 2), (ts_dims){4, {0, 2, 1, 3}});

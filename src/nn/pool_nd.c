@@ -393,7 +393,7 @@ ts_tensor *ts_max_unpool_nd(ts_tensor *x, ts_tensor *indices, int nd, const int6
         static const char *const names[] = {"", "MaxUnpool1DBackward0", "MaxUnpool2DBackward0",
                                             "MaxUnpool3DBackward0"};
         ts_node *n = tsi_record(names[nd], op, unpool_backward, &x, 1, y, &flat, 1);
-        if (n) n->ip[0] = B, n->ip[1] = C, n->ip[2] = p;
+        if (n) n->ip[0] = B, n->ip[1] = C, n->ip[2] = p, n->flags |= TSI_NODE_TWICE; /* gather */
     }
     return finish(y, NULL, NULL);
 }

@@ -1,8 +1,10 @@
-/* rms_norm.c — rms_norm (functional) and nn.RMSNorm, composed from differentiable primitives. */
+/* rms_norm.c — rms_norm (functional) and nn.RMSNorm: through the backend's fused kernels where it
+ * has them (rms_norm_fused.c), else composed from differentiable primitives. */
 #include <float.h>
 #include <math.h>
 
 #include "nn/module_internal.h"
+#include "nn/rms_norm_fused.h"
 
 static const char *OP = "rms_norm";
 
@@ -40,24 +42,40 @@ static bool rms_check(ts_tensor *x, ts_shape ns, ts_tensor *w) {
     return true;
 }
 
-/* torch.finfo(dtype).eps */
-static double machine_eps(ts_dtype d) {
-    switch (d) {
-    case TS_F64:
-        return DBL_EPSILON;
-    case TS_F16:
-        return 0.0009765625;
-    case TS_BF16:
-        return 0.0078125;
-    default:
-        return FLT_EPSILON;
-    }
+/* PyTorch's default eps (eps=None): the machine epsilon of the type the op computes in, its
+ * opmath type (std::numeric_limits<opmath_t>::epsilon() in ATen's rms_norm): float64's for
+ * float64, float32's for float32 and for float16 / bfloat16, which compute in float32 (not
+ * torch.finfo(float16).eps: that would swamp the mean of squares of inputs near 1e-3). */
+static double default_eps(ts_dtype d) { return d == TS_F64 ? DBL_EPSILON : FLT_EPSILON; }
+
+/* The dtype the fused kernels run in, in *dt; false: the composition runs. x's own dtype when
+ * they take it; a float16 / bfloat16 x takes float32 copies when they take those (the cpu
+ * kernels are float32 / float64), its output rounded to x's dtype once. A weight of another
+ * dtype keeps the composition's promotion, and meta tensors the composition's nodes. */
+static bool fused_dtype(ts_tensor *x, ts_tensor *w, int nnorm, ts_dtype *dt) {
+    if (tsi_device(x).type == TS_META || (w && w->dtype != x->dtype)) return false;
+    *dt = x->dtype;
+    if (tsi_rms_norm_fused_takes(x, nnorm, *dt)) return true;
+    *dt = TS_F32;
+    return (x->dtype == TS_F16 || x->dtype == TS_BF16) && tsi_rms_norm_fused_takes(x, nnorm, *dt);
 }
 
 ts_tensor *ts_rms_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, double eps) {
     tsi_init();
     if (!rms_check(x, normalized_shape, w)) return NULL;
-    if (eps == 0) eps = machine_eps(x->dtype);
+    if (eps == 0) eps = default_eps(x->dtype);
+    const int nnorm = normalized_shape.ndim;
+    ts_dtype dt;
+    if (fused_dtype(x, w, nnorm, &dt)) {
+        if (dt == x->dtype) return tsi_rms_norm_fused(x, nnorm, w, eps);
+        ts_scope_begin();
+        ts_tensor *y =
+            tsi_rms_norm_fused(ts_to_dtype(x, dt), nnorm, w ? ts_to_dtype(w, dt) : NULL, eps);
+        y = ts_keep(y ? ts_to_dtype(y, x->dtype) : NULL);
+        ts_scope_end();
+        return y;
+    }
+    /* the composition: where the kernels decline, and the reference the tests compare them with */
     ts_dims red = {.n = normalized_shape.ndim};
     for (int i = 0; i < red.n; i++) red.d[i] = x->shape.ndim - red.n + i;
     ts_scope_begin();

@@ -1,5 +1,7 @@
 /* transformer.c — nn.TransformerEncoderLayer (post-norm or pre-norm) with PyTorch's child names,
  * built from MultiheadAttention, Linear, LayerNorm and Dropout modules. */
+#include <stdlib.h>
+
 #include "nn/transformer_internal.h"
 
 typedef struct enc_m {
@@ -7,6 +9,7 @@ typedef struct enc_m {
     ts_module *self_attn, *linear1, *dropout, *linear2, *norm1, *norm2, *dropout1, *dropout2;
     ts_activation act;
     bool norm_first;
+    bool ckpt_sublayers; /* ts_transformer_encoder_layer_checkpoint_sublayers */
 } enc_m;
 
 static ts_tensor *enc_run(ts_module *layer, ts_tensor *src, ts_tensor *mask, bool is_causal,
@@ -107,30 +110,81 @@ ts_tensor *ts_transformer_encoder_layer(ts_module *layer, ts_tensor *src, ts_ten
     return y;
 }
 
-static ts_tensor *enc_run(ts_module *layer, ts_tensor *src, ts_tensor *mask, bool is_causal,
-                          ts_tensor *key_padding_mask) {
-    enc_m *m = (enc_m *)layer;
-    ts_scope_begin();
-    ts_tensor *x = src, *h;
+/* The attention sublayer, with its residual and norm: x + SA(norm1(x)) pre-norm, norm1(x + SA(x))
+ * post-norm. */
+static ts_tensor *sa_block(enc_m *m, ts_tensor *x, ts_tensor *mask, bool is_causal,
+                           ts_tensor *key_padding_mask) {
 #define SA(in)                                                                                     \
     ts_forward(m->dropout1, ts_multihead_attention(m->self_attn, in, in, in, key_padding_mask,     \
                                                    mask, is_causal, false, NULL))
+    if (!m->norm_first) return ts_forward(m->norm1, ts_add(x, SA(x)));
+    ts_tensor *h = ts_forward(m->norm1, x); /* once: SA names its input three times */
+    return ts_add(x, SA(h));
+#undef SA
+}
+
+/* The feed-forward sublayer, likewise: x + FF(norm2(x)) or norm2(x + FF(x)). */
+static ts_tensor *ff_block(enc_m *m, ts_tensor *x) {
 #define FF(in)                                                                                     \
     ts_forward(                                                                                    \
         m->dropout2,                                                                               \
         ts_forward(m->linear2, ts_forward(m->dropout, tsi_transformer_activate(                    \
                                                           m->act, ts_forward(m->linear1, in)))))
-    if (m->norm_first) {
-        h = ts_forward(m->norm1, x);
-        x = ts_add(x, SA(h));
-        h = ts_forward(m->norm2, x);
-        x = ts_add(x, FF(h));
-    } else {
-        x = ts_forward(m->norm1, ts_add(x, SA(x)));
-        x = ts_forward(m->norm2, ts_add(x, FF(x)));
-    }
-#undef SA
+    if (!m->norm_first) return ts_forward(m->norm2, ts_add(x, FF(x)));
+    ts_tensor *h = ts_forward(m->norm2, x);
+    return ts_add(x, FF(h));
 #undef FF
+}
+
+/* The sublayers as ts_checkpoint's functions: in = {x, mask, key_padding_mask} and {x}. */
+typedef struct sa_ctx {
+    enc_m *m;
+    bool is_causal;
+} sa_ctx;
+
+static ts_status sa_fn(void *ctx, ts_tensor *const *in, int n_in, ts_tensor **out, int n_out) {
+    (void)n_in, (void)n_out;
+    const sa_ctx *c = ctx;
+    out[0] = sa_block(c->m, in[0], in[1], c->is_causal, in[2]);
+    return out[0] ? TS_OK : ts_error() != TS_OK ? ts_error() : TS_ERR_STATE;
+}
+
+static ts_status ff_fn(void *ctx, ts_tensor *const *in, int n_in, ts_tensor **out, int n_out) {
+    (void)n_in, (void)n_out;
+    out[0] = ff_block(ctx, in[0]);
+    return out[0] ? TS_OK : ts_error() != TS_OK ? ts_error() : TS_ERR_STATE;
+}
+
+/* Each sublayer under a checkpoint of its own: a backward recomputes one sublayer at a time. */
+static ts_tensor *enc_run_checkpointed(enc_m *m, ts_tensor *x, ts_tensor *mask, bool is_causal,
+                                       ts_tensor *key_padding_mask) {
+    sa_ctx *c = malloc(sizeof *c);
+    if (!c) return tsi_error_set(TS_ERR_OOM, "transformer_encoder_layer: out of host memory"), NULL;
+    *c = (sa_ctx){m, is_causal};
+    ts_tensor *in[3] = {x, mask, key_padding_mask}, *y = NULL;
+    if (ts_checkpoint(sa_fn, c, free, in, 3, &y, 1) != TS_OK) return NULL;
+    ts_tensor *z = NULL;
+    return ts_checkpoint(ff_fn, m, NULL, &y, 1, &z, 1) == TS_OK ? z : NULL;
+}
+
+ts_status ts_transformer_encoder_layer_checkpoint_sublayers(ts_module *layer, bool on) {
+    tsi_init();
+    if (!layer || layer->forward != enc_forward)
+        return tsi_error_set(TS_ERR_ARG,
+                             "transformer_encoder_layer_checkpoint_sublayers: expected a "
+                             "TransformerEncoderLayer module, got %s",
+                             layer ? layer->type_name : "NULL");
+    ((enc_m *)layer)->ckpt_sublayers = on;
+    return TS_OK;
+}
+
+static ts_tensor *enc_run(ts_module *layer, ts_tensor *src, ts_tensor *mask, bool is_causal,
+                          ts_tensor *key_padding_mask) {
+    enc_m *m = (enc_m *)layer;
+    ts_scope_begin();
+    ts_tensor *x = m->ckpt_sublayers && ts_grad_enabled()
+                       ? enc_run_checkpointed(m, src, mask, is_causal, key_padding_mask)
+                       : ff_block(m, sa_block(m, src, mask, is_causal, key_padding_mask));
     x = ts_keep(x);
     ts_scope_end();
     return x;

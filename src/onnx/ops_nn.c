@@ -154,13 +154,22 @@ static TSO_NN_CHECK(check_batch_norm) {
 /* training: batch statistics (the variance without correction) normalise x, and the running
  * statistics move toward them: running * momentum + batch * (1 - momentum) */
 static bool batch_norm_training(const tso_node *n, ts_tensor *const *in, ts_tensor **out,
-                                double eps, double momentum) {
+                                double eps, double momentum, bool fused) {
     ts_tensor *x = in[0];
     ts_dims d = dims_from(1, ts_ndim(x));
     d.d[0] = 0; /* every dim but the channels: 0, 2, 3, ... */
-    ts_tensor *mean = ts_mean_dims(x, d, true), *var = ts_var_dims(x, d, true, 0);
-    out[0] = normalize(x, mean, var, channel_param(in[1], x, false), channel_param(in[2], x, false),
-                       eps);
+    const bool stats = tso_nn_wants(n, 1) || tso_nn_wants(n, 2);
+    ts_tensor *mean = NULL, *var = NULL;
+    if (stats || !fused) mean = ts_mean_dims(x, d, true), var = ts_var_dims(x, d, true, 0);
+    if (fused) { /* ts_batch_norm in training, without running statistics: the norm selector's */
+        ts_shape s = ts_shape_of(x);
+        ts_tensor *x3 = s.ndim > 4 ? ts_reshape(x, TS_SHAPE(s.dims[0], s.dims[1], -1)) : x;
+        ts_tensor *y = ts_batch_norm(x3, NULL, NULL, in[1], in[2], true, 0, eps);
+        out[0] = y && s.ndim > 4 ? ts_reshape(y, s) : y;
+    } else {
+        out[0] = normalize(x, mean, var, channel_param(in[1], x, false),
+                           channel_param(in[2], x, false), eps);
+    }
     for (int i = 1; i <= 2 && out[0]; i++) {
         if (!tso_nn_wants(n, i)) continue;
         ts_tensor *batch = ts_reshape(i == 1 ? mean : var, ts_shape_of(in[2 + i]));
@@ -183,11 +192,16 @@ static TSO_NN_RUN(run_batch_norm) {
     bool training = n->opset >= 14  ? tso_attr_int(n, "training_mode", 0) != 0
                     : n->opset <= 6 ? tso_attr_int(n, "is_test", 0) == 0
                                     : false;
-    if (training) return batch_norm_training(n, in, out, eps, momentum);
     bool per_act = n->opset < 9 && tso_attr_int(n, "spatial", 1) == 0;
     ts_dtype dt = ts_dtype_of(x);
     bool same = true;
     for (int i = 1; i < 5; i++) same &= ts_dtype_of(in[i]) == dt && ts_ndim(in[i]) == 1;
+    if (training) { /* the fused kernel takes scale and bias of x's dtype, two values a channel
+                       or more (PyTorch refuses one; ONNX normalises it to the bias) */
+        bool fused = eps > 0 && ts_size(x, 1) > 0 && ts_numel(x) >= 2 * ts_size(x, 1);
+        for (int i = 1; i < 3; i++) fused &= ts_dtype_of(in[i]) == dt && ts_ndim(in[i]) == 1;
+        return batch_norm_training(n, in, out, eps, momentum, fused);
+    }
     if (!per_act && same && eps > 0 && ts_ndim(x) >= 2) {
         /* Tessera's fused kernel: [N, C], [N, C, L] or [N, C, H, W] */
         ts_shape s = ts_shape_of(x);

@@ -122,6 +122,7 @@ ts_tensor *ts_as_strided(ts_tensor *t, ts_shape size, const int64_t *stride,
         for (int d = 0; d < size.ndim; d++) g->out_strides[d] = stride[d];
         g->in_offset = t->offset, g->out_offset = off;
         n->ctx = g, n->ctx_free = free;
+        n->flags |= TSI_NODE_TWICE; /* index_add and take of g: linear */
     }
     return tsi_own(tsi_trace(op, &t, 1, out, NULL, 0, NULL, 0));
 }

@@ -410,8 +410,10 @@ ts_tensor *ts_div_rounding(ts_tensor *a, ts_tensor *b, ts_rounding_mode mode) {
     ts_tensor *const ins[2] = {a, b};
     const ts_binary_op bop = mode == TS_ROUNDING_TRUNC ? TS_B_DIVTRUNC : TS_B_FLOORDIV;
     ts_tensor *y = tsi_own(binary_run(op, bop, a, b, false));
-    if (y && tsi_is_float(y->dtype) && tsi_needs_graph(ins, 2))
-        tsi_record("DivBackward1", op, rounded_div_backward, ins, 2, y, NULL, 0);
+    if (y && tsi_is_float(y->dtype) && tsi_needs_graph(ins, 2)) {
+        ts_node *n = tsi_record("DivBackward1", op, rounded_div_backward, ins, 2, y, NULL, 0);
+        if (n) n->flags |= TSI_NODE_TWICE; /* zeros: their own derivative */
+    }
     return tsi_trace(op, ins, 2, y, NULL, 0, NULL, 0);
 }
 

@@ -130,6 +130,7 @@ ts_tensor *ts_cdist(ts_tensor *a, ts_tensor *b, double p) {
         if (n) {
             tsi_node_save_output(n, 2, y);
             n->p[0] = p;
+            n->flags |= TSI_NODE_TWICE; /* public ops, linear in g, on x1, x2 and the distances */
         }
     }
     return finish(y);

@@ -56,7 +56,8 @@ static void cumsum_backward(ts_node *n, ts_tensor *const *g, ts_tensor **gi) {
 
 /* PyTorch's cumprod_backward without its host check for zeros: per line, positions before the
  * first zero get reversed_cumsum(g * y) / x; the first zero gets the reversed cumsum of g times
- * the cumprod of x with that zero replaced by one; later positions get 0. */
+ * the cumprod of x with that zero replaced by one; later positions get 0. Public ops on g, x and
+ * y: its own derivative where x has no zero (create_graph checks that). */
 static void cumprod_backward(ts_node *n, ts_tensor *const *g, ts_tensor **gi) {
     if (!g[0]) return;
     const int d = (int)n->ip[0];
@@ -67,6 +68,10 @@ static void cumprod_backward(ts_node *n, ts_tensor *const *g, ts_tensor **gi) {
         return;
     }
     ts_tensor *z = ts_eq_scalar(x, 0);
+    /* past a line's first zero the gradient is 0 here, but its derivative in that zero is not:
+     * under create_graph, an input with a zero says so if differentiated again (one read) */
+    if (tsi_create_graph_active() && tsi_device(x).type != TS_META && z && ts_item(ts_sum(z)) > 0)
+        n->flags |= TSI_NODE_ONCE;
     ts_tensor *c = ts_cumsum(z, d, TS_DTYPE_DEFAULT);
     ts_tensor *before = ts_eq_scalar(c, 0);
     ts_tensor *first = ts_logical_and(ts_eq_scalar(c, 1), z);
@@ -108,7 +113,58 @@ static ts_tensor *rev_lcse(ts_tensor *x, int d) {
     return ts_flip(ts_logcumsumexp(ts_flip(x, TS_DIMS(d)), d), TS_DIMS(d));
 }
 
-/* PyTorch's logcumsumexp_backward (real case) */
+/* logcumsumexp's gradient is a linear map of g with weights from x and y = logcumsumexp(x),
+ * A(g)_i = sum_{j >= i} g_j e^(x_i - y_j); its adjoint is A*(h)_j = sum_{i <= j} h_i e^(x_i - y_j).
+ * Both are evaluated in PyTorch's signed log-space form (logcumsumexp_backward: the positive and
+ * negative parts of g apart), which is not differentiable in g where g is 0 (a where on log|g|: a
+ * second derivative of 0 there, and the double-vjp trick's cotangent is all zeros). So under
+ * create_graph the value carries a node of its own, whose backward is A and A* again:
+ *   r = A(g):  dg = A*(k), dx = k r, dy = -g A*(k);
+ *   r = A*(h): dh = A(k), dx = h A(k), dy = -k r.
+ * ip[0] the dim, ip[1] adjoint; saved g (or h), x, y and the result r. */
+static ts_tensor *lcse_map(ts_tensor *g, ts_tensor *x, ts_tensor *y, int d, bool adjoint);
+
+static void lcse_map_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    const int d = (int)n->ip[0];
+    const bool adjoint = n->ip[1] != 0;
+    ts_tensor *g = tsi_node_saved(n, 0), *x = tsi_node_saved(n, 1), *y = tsi_node_saved(n, 2);
+    ts_tensor *r = tsi_node_saved(n, 3), *k = go[0];
+    if (!k || !g || !x || !y || !r) return;
+    ts_tensor *m = lcse_map(k, x, y, d, !adjoint); /* A*(k), or A(k) for the adjoint */
+    if (!m) return;
+    if (tsi_node_needs(n, 0)) gi[0] = m;
+    if (tsi_node_needs(n, 1)) gi[1] = adjoint ? ts_mul(g, m) : ts_mul(k, r);
+    if (tsi_node_needs(n, 2)) gi[2] = ts_neg(adjoint ? ts_mul(k, r) : ts_mul(g, m));
+}
+
+static ts_tensor *lcse_map(ts_tensor *g, ts_tensor *x, ts_tensor *y, int d, bool adjoint) {
+    ts_no_grad_begin();
+    ts_tensor *gmin = ts_full_like(g, lowest_of(ts_dtype_of(g)));
+    ts_tensor *lag = ts_log(ts_abs(g));
+    ts_tensor *part[2] = {ts_where(ts_gt_scalar(g, 0), lag, gmin),
+                          ts_where(ts_lt_scalar(g, 0), lag, gmin)};
+    for (int s = 0; s < 2; s++) /* e^(x + revlcse(log g - y)), e^(lcse(log h + x) - y) */
+        part[s] = adjoint ? ts_exp(ts_sub(ts_logcumsumexp(ts_add(part[s], x), d), y))
+                          : ts_exp(ts_add(rev_lcse(ts_sub(part[s], y), d), x));
+    ts_tensor *r = ts_sub(part[0], part[1]);
+    ts_no_grad_end();
+    ts_tensor *const ins[3] = {g, x, y};
+    if (r && tsi_needs_graph(ins, 3)) {
+        ts_node *n = tsi_node_new(adjoint ? "LogcumsumexpBackwardAdjointBackward0"
+                                          : "LogcumsumexpBackwardBackward0",
+                                  "logcumsumexp", lcse_map_backward, ins, 3, 1, 4);
+        if (!n) return NULL;
+        tsi_node_set_output(n, r, 0);
+        for (int i = 0; i < 3; i++) tsi_node_save(n, i, ins[i]);
+        tsi_node_save_output(n, 3, r);
+        n->ip[0] = d, n->ip[1] = adjoint;
+        n->flags |= TSI_NODE_TWICE; /* lcse_map again, and products */
+        tsi_node_release(n);
+    }
+    return r;
+}
+
+/* PyTorch's logcumsumexp_backward (real case): A(g) above */
 static void lcse_backward(ts_node *n, ts_tensor *const *g, ts_tensor **gi) {
     if (!g[0]) return;
     const int d = (int)n->ip[0];
@@ -118,13 +174,7 @@ static void lcse_backward(ts_node *n, ts_tensor *const *g, ts_tensor **gi) {
         gi[0] = ts_zeros_like(x);
         return;
     }
-    ts_tensor *gmin = ts_full_like(g[0], lowest_of(ts_dtype_of(g[0])));
-    ts_tensor *lag = ts_log(ts_abs(g[0]));
-    ts_tensor *lp = ts_where(ts_gt_scalar(g[0], 0), lag, gmin);
-    ts_tensor *ln = ts_where(ts_lt_scalar(g[0], 0), lag, gmin);
-    ts_tensor *op = ts_exp(ts_add(rev_lcse(ts_sub(lp, y), d), x));
-    ts_tensor *on = ts_exp(ts_add(rev_lcse(ts_sub(ln, y), d), x));
-    gi[0] = ts_sub(op, on);
+    gi[0] = lcse_map(g[0], x, y, d, false);
 }
 
 /* ------------------------------------------------------------------ front ends */
@@ -157,6 +207,7 @@ static ts_tensor *cum_sum_prod(const char *op, ts_tensor *t, int dim, ts_dtype d
                        prod ? cumprod_backward : cumsum_backward, &src, 1, y, saves, prod ? 2 : 0);
         if (n) {
             n->ip[0] = d;
+            n->flags |= TSI_NODE_TWICE; /* linear in g; cumprod's: see cumprod_backward */
             if (prod) tsi_node_save_output(n, 1, y);
         }
     }
@@ -195,7 +246,7 @@ static ts_tensor *cum_ext(const char *op, ts_tensor *t, int dim, ts_tensor **ind
     if (y && tsi_needs_graph(&t, 1)) {
         ts_node *n = tsi_record(max ? "CummaxBackward0" : "CumminBackward0", op, cumext_backward,
                                 &t, 1, y, &ix, 1);
-        if (n) n->ip[0] = d;
+        if (n) n->ip[0] = d, n->flags |= TSI_NODE_TWICE; /* a scatter_add of g */
     }
     y = tsi_own(y);
     ix = tsi_own(ix);
@@ -227,6 +278,7 @@ ts_tensor *ts_logcumsumexp(ts_tensor *t, int dim) {
         ts_node *n = tsi_record("LogcumsumexpBackward0", op, lcse_backward, &t, 1, y, saves, 2);
         if (n) {
             n->ip[0] = d;
+            n->flags |= TSI_NODE_TWICE; /* lcse_map: a node of its own under create_graph */
             tsi_node_save_output(n, 1, y);
         }
     }

@@ -95,6 +95,7 @@ static ts_tensor *transform(const char *op, ts_tensor *x, int dim, ts_fft_kind k
         if (nd) {
             nd->ip[0] = dim, nd->ip[1] = kind, nd->ip[2] = forward, nd->ip[3] = n;
             nd->p[0] = scale;
+            nd->flags |= TSI_NODE_TWICE; /* the adjoint transform, recorded: linear in g */
         }
     }
     return tsi_own(y);

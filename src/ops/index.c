@@ -63,6 +63,8 @@ static bool check_range(const char *op, ts_tensor *idx, int d, int64_t size) {
     if (tsi_capturing_on(tsi_device(idx))) return true;
     /* nor does a meta op: its indices have no values (PyTorch's meta kernels check none) */
     if (tsi_device(idx).type == TS_META) return true;
+    /* read before by a check against a size no larger (the loss's, the forward gather's) */
+    if (tsi_index_range_known(idx, size)) return true;
     const bool in_place =
         tsi_device(idx).type == TS_CPU && idx->dtype == TS_I64 && tsi_is_contiguous(idx);
     int64_t small[SMALL_INDEX];
@@ -82,6 +84,7 @@ static bool check_range(const char *op, ts_tensor *idx, int d, int64_t size) {
                       op, (long long)bad, d, (long long)size);
     }
     if (!in_place) free_host(v, small);
+    if (ok) tsi_index_range_note(idx, size);
     return ok;
 }
 

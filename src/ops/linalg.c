@@ -97,10 +97,10 @@ ts_tensor *ts_linalg_lu_factor_ex(ts_tensor *A, ts_tensor **pivots, ts_tensor **
         ts_no_grad_begin();
         Pm = ts_lu_unpack(LU, P, &L, &U);
         ts_no_grad_end();
-        ts_tensor *outs[3] = {LU, NULL, NULL}, *saves[3] = {Pm, L, U};
-        if (Pm && L && U)
-            tsl_record("LinalgLuFactorExBackward0", op, tsl_lu_factor_backward, &A, 1, outs, 3,
-                       saves, 3);
+        ts_tensor *outs[3] = {LU, NULL, NULL}, *saves[4] = {Pm, L, U, LU};
+        if (Pm && L && U) /* LU saved too: create_graph unpacks it again, with its history */
+            tsl_twice(tsl_record("LinalgLuFactorExBackward0", op, tsl_lu_factor_backward, &A, 1,
+                                 outs, 3, saves, 4));
     }
     if (pivots && P) *pivots = ts_keep(P);
     if (info && I) *info = ts_keep(I);

@@ -141,12 +141,14 @@ static ts_tensor *eig_impl(const char *op, ts_tensor *A, ts_tensor **V) {
     ts_tensor *Lp = NULL, *Vp = NULL, *L = NULL;
     if (eig_pairs(op, A, V || graph, &Lp, &Vp)) {
         L = ts_view_as_complex(Lp); /* the pairs need no grad: views without a node */
-        ts_tensor *Vc = V && L ? ts_view_as_complex(Vp) : NULL;
+        /* with a graph V is an output even for eigvals: create_graph reads it with its history */
+        ts_tensor *Vc = (V || graph) && L ? ts_view_as_complex(Vp) : NULL;
         if (L) L->is_view = false; /* the pairs are their own: plain results */
         if (Vc) Vc->is_view = false;
-        ts_tensor *outs[2] = {L, Vc}, *saves[2] = {Lp, Vp};
-        if (L && (!V || Vc))
-            tsl_record("LinalgEigBackward0", op, tsl_eig_backward, &A, 1, outs, 2, saves, 2);
+        ts_tensor *outs[2] = {L, Vc}, *saves[4] = {Lp, Vp, L, Vc};
+        if (L && (!(V || graph) || Vc))
+            tsl_twice(
+                tsl_record("LinalgEigBackward0", op, tsl_eig_backward, &A, 1, outs, 2, saves, 4));
         if (V) *V = Vc ? ts_keep(Vc) : NULL;
     }
     return tsl_finish(L);

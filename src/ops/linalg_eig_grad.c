@@ -59,6 +59,11 @@ static cpx inner(cpx L, cpx V, cpx W, ts_tensor *gLp, ts_tensor *gVp, int64_t n,
 void tsl_eig_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_tensor *Lp = tsi_node_saved(n, 0), *Vp = tsi_node_saved(n, 1);
     if ((!go[0] && !go[1]) || !Lp || !Vp) return;
+    if (tsi_create_graph_active()) { /* the pairs again, as views of the outputs with history */
+        ts_tensor *L = tsi_node_saved(n, 2), *V = tsi_node_saved(n, 3);
+        Lp = L ? ts_view_as_real(L) : NULL, Vp = V ? ts_view_as_real(V) : NULL;
+        if (!Lp || !Vp) return;
+    }
     ts_tensor *gLp = go[0] ? ts_view_as_real(go[0]) : NULL,
               *gVp = go[1] ? ts_view_as_real(go[1]) : NULL;
     if ((go[0] && !gLp) || (go[1] && !gVp)) return;

@@ -250,11 +250,21 @@ void tsl_lu_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     lu_grad(P, L, U, go[1], go[2], &gi[0]);
 }
 
-/* lu_factor: the packed LU's gradient is L's below the diagonal and U's on and above it */
+/* lu_factor: the packed LU's gradient is L's below the diagonal and U's on and above it. The saved
+ * L and U were unpacked without a graph: under create_graph they are unpacked again from the saved
+ * LU (its node's output), so that the gradient depends on A through them. */
 void tsl_lu_factor_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_tensor *P = tsi_node_saved(n, 0), *L = tsi_node_saved(n, 1), *U = tsi_node_saved(n, 2);
     if (!P || !L || !U || !go[0]) return;
     const int64_t k = tsl_cols(L);
+    if (tsi_create_graph_active() && k > 0) {
+        ts_tensor *LU = tsi_node_saved(n, 3);
+        if (!LU) return;
+        const ts_opts o = {.dtype = LU->dtype, .device = ts_device_of(LU)};
+        L = ts_add(ts_tril(ts_narrow(LU, -1, 0, k), -1), ts_eye(tsl_rows(LU), k, o));
+        U = ts_triu(ts_narrow(LU, -2, 0, k), 0);
+        if (!L || !U) return;
+    }
     ts_tensor *gL = ts_tril(ts_narrow(go[0], -1, 0, k), -1);
     ts_tensor *gU = ts_triu(ts_narrow(go[0], -2, 0, k), 0);
     if (gL && gU) lu_grad(P, L, U, gL, gU, &gi[0]);

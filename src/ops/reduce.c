@@ -305,7 +305,7 @@ static ts_tensor *minmax_dim(const char *op, ts_reduce_op vop, ts_reduce_op iop,
     if (graph) {
         const char *name = vop == TS_R_MAX ? "MaxBackward0" : "MinBackward0";
         ts_node *n = tsi_record(name, op, tsi_max_dim_backward, &t, 1, v, &i, 1);
-        if (n) n->ip[0] = mask, n->ip[1] = keepdim;
+        if (n) n->ip[0] = mask, n->ip[1] = keepdim, n->flags |= TSI_NODE_TWICE; /* scatter_add */
     }
     if (indices)
         *indices = tsi_own(i);

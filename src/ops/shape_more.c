@@ -214,7 +214,15 @@ static ts_shape diagonal_geometry(const ts_tensor *t, int64_t offset, int a, int
     return s;
 }
 
-/* zeros of the input's shape with the gradient written along the diagonal (ip: offset, a, b) */
+/* diagonal_backward is linear in g, so its own backward is diagonal again (PyTorch's
+ * DiagonalBackwardBackward0): gg's diagonal, recorded (ip as the diagonal's node) */
+static void diagonal_backward_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    if (go[0]) gi[0] = ts_diagonal(go[0], n->ip[0], (int)n->ip[1], (int)n->ip[2]);
+}
+
+/* zeros of the input's shape with the gradient written along the diagonal (ip: offset, a, b);
+ * the copy runs without a graph, so under create_graph the result gets
+ * diagonal_backward_backward's node instead */
 static void diagonal_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     ts_tensor *g = go[0];
     if (!g) return;
@@ -223,7 +231,17 @@ static void diagonal_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) 
     int64_t st[TS_MAX_DIMS], at;
     ts_shape s = diagonal_geometry(z, n->ip[0], (int)n->ip[1], (int)n->ip[2], st, &at);
     ts_tensor *part = tsi_own(tsi_view_of(z, s, st, at));
-    if (part && ts_copy_(part, g)) gi[0] = z;
+    ts_no_grad_begin();
+    const bool ok = part && ts_copy_(part, g);
+    ts_no_grad_end();
+    if (!ok) return;
+    ts_node *e = tsi_record("DiagonalBackwardBackward0", n->op, diagonal_backward_backward, &g, 1,
+                            z, NULL, 0);
+    if (e) {
+        for (int i = 0; i < 3; i++) e->ip[i] = n->ip[i];
+        e->flags |= TSI_NODE_TWICE; /* a diagonal of gg */
+    }
+    gi[0] = z;
 }
 
 ts_tensor *ts_diagonal(ts_tensor *t, int64_t offset, int dim1, int dim2) {
@@ -246,7 +264,7 @@ ts_tensor *ts_diagonal(ts_tensor *t, int64_t offset, int dim1, int dim2) {
     ts_tensor *v = tsi_view_of(t, s, st, at);
     if (!v) return NULL;
     ts_node *node = tsi_record("DiagonalBackward0", op, diagonal_backward, &t, 1, v, NULL, 0);
-    if (node) node->ip[0] = offset, node->ip[1] = a, node->ip[2] = b;
+    if (node) node->ip[0] = offset, node->ip[1] = a, node->ip[2] = b, node->flags |= TSI_NODE_TWICE;
     const int64_t ip[3] = {offset, a, b};
     return tsi_own(tsi_trace(op, &t, 1, v, ip, 3, NULL, 0));
 }

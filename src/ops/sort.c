@@ -55,7 +55,7 @@ static ts_tensor *take_rows(const char *op, const char *name, ts_tensor *t, int 
     if (!v) return NULL;
     if (name && tsi_needs_graph(&t, 1)) {
         ts_node *node = tsi_record(name, op, take_dim_backward, &t, 1, v, &idx, 1);
-        if (node) node->ip[0] = dim;
+        if (node) node->ip[0] = dim, node->flags |= TSI_NODE_TWICE; /* a scatter_add of g */
     }
     if (!keepdim) v = ts_squeeze_dim(v, dim), idx = ts_squeeze_dim(idx, dim);
     *idx_out = idx;
@@ -285,7 +285,7 @@ static ts_tensor *median_all(const char *op, const char *name, ts_tensor *t, boo
     if (tsi_needs_graph(&t, 1)) {
         ts_tensor *saves[2] = {t, NULL};
         ts_node *n = tsi_record(name, op, median_all_backward, &t, 1, v, saves, 2);
-        if (n) tsi_node_save_output(n, 1, v);
+        if (n) tsi_node_save_output(n, 1, v), n->flags |= TSI_NODE_TWICE; /* g's share: linear */
     }
     return tsi_own(v);
 }

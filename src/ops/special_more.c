@@ -77,6 +77,7 @@ static ts_tensor *special_unary(const char *op, ts_unary_op u, ts_tensor *t, con
         if (!n) return NULL; /* y belongs to the caller's scope */
         tsi_node_save_output(n, 1, y);
         n->p[0] = (double)u;
+        n->flags |= TSI_NODE_TWICE; /* unary_deriv: public ops on g, x and y */
     }
     return y; /* ts_keep put it in the caller's scope */
 }
@@ -156,6 +157,7 @@ static ts_tensor *special_binary(const char *op, ts_binary_op bop, ts_tensor *a,
         ts_node *n = tsi_record(gname, op, binary_backward, ins, 2, out, ins, 2);
         if (!n) return NULL;
         n->p[0] = (double)bop;
+        n->flags |= TSI_NODE_TWICE; /* public ops on g and the inputs (a needs no grad) */
     }
     return out; /* ts_keep put it in the caller's scope */
 }

@@ -1,12 +1,17 @@
 /* offload.c — optimizer offload (ZeRO-Offload): float32 master weights and the optimizer's state
  * on the host, the step run there by the CPU kernels, the weights copied back in each parameter's
- * dtype. The wrapped optimizer is unchanged: during a step its parameters are the masters (so its
- * state is made and kept on the host, in float32), outside it the device parameters (so
- * zero_grad, the grad scaler, clipping and state dicts see the model). */
+ * dtype. On a sim device with a simulated link the copies overlap: each gradient's is queued on
+ * the link's device-to-host engine as backward finishes it (the step waits for it), each weight's
+ * on the host-to-device engine after the step (the first op that reads the parameter waits for it,
+ * as for any copy in flight: core/error.c); elsewhere they are synchronous. The wrapped optimizer
+ * is unchanged: during a step its parameters are the masters (so its state is made and kept on the
+ * host, in float32), outside it the device parameters (so zero_grad, the grad scaler, clipping and
+ * state dicts see the model). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/sim/sim_link.h"
 #include "core/pinned.h"
 #include "optim/optim_internal.h"
 #include "tessera/distributed.h"
@@ -19,10 +24,11 @@ typedef struct off_param {
     ts_tensor *stage;      /* the parameter's dtype on the host (NULL for float32): casts */
     uint64_t uid, version; /* dev's storage and version when master last equalled it */
     int hook;              /* the grad-ready hook on dev (0: none) */
-    /* hgrad holds the gradient at (g_uid, g_version, g_data), copied by the hook in backward */
+    /* hgrad holds the gradient at (g_uid, g_version, g_data), copied by the hook in backward (into
+     * stage when g_cast: cast into hgrad at the step, once the copy has landed) */
     uint64_t g_uid, g_version;
     const void *g_data;
-    bool g_ready;
+    bool g_ready, g_cast;
 } off_param;
 
 struct tsi_optim_offload {
@@ -54,6 +60,42 @@ static void read_to_host(ts_tensor *dst, ts_tensor *stage, ts_tensor *src) {
     ts_tensor *to = stage ? stage : dst;
     be->copy_d2h(be, tsi_dev_index(src), tsi_kview(to).data, tsi_kview(src).data, nbytes(src));
     if (stage) host_cast(dst, stage);
+}
+
+/* The gradient's bytes to the host buffer `to` (stage or hgrad): queued on the simulated link's
+ * device-to-host engine when there is one (the step waits for it), else copied now. */
+static void grad_to_host(ts_tensor *to, ts_tensor *g) {
+    const int idx = tsi_dev_index(g);
+    void *dst = tsi_kview(to).data;
+    const void *src = tsi_kview(g).data;
+    if (tsi_device(g).type == TS_SIM && to->storage->pinned &&
+        tsi_sim_link_copy_async_d2h(idx, to->storage->uid, dst, src, nbytes(g)))
+        return;
+    const ts_backend *be = tsi_be(g);
+    be->copy_d2h(be, idx, dst, src, nbytes(g));
+}
+
+/* The updated weight (src: master or stage) to the parameter: queued on the simulated link's
+ * host-to-device engine when there is one (whatever reads the parameter next waits for it), else
+ * copied now. */
+static void weight_to_device(ts_tensor *dev, ts_tensor *src) {
+    const int idx = tsi_dev_index(dev);
+    void *dst = tsi_kview(dev).data;
+    const void *from = tsi_kview(src).data;
+    if (tsi_device(dev).type == TS_SIM && src->storage->pinned &&
+        tsi_sim_link_copy_async(idx, dev->storage->uid, dst, from, nbytes(src)))
+        return;
+    const ts_backend *be = tsi_be(dev);
+    be->copy_h2d(be, idx, dst, from, nbytes(src));
+}
+
+/* Before the host reads or rewrites q's buffers: the gradient's queued copy has landed and the
+ * last step's weight copy has left (no-ops without a simulated link). */
+static void wait_copies(off_param *q) {
+    if (tsi_device(q->dev).type != TS_SIM) return;
+    const int idx = tsi_dev_index(q->dev);
+    tsi_sim_link_wait_uid(idx, (q->stage ? q->stage : q->hgrad)->storage->uid);
+    tsi_sim_link_wait_uid(idx, q->dev->storage->uid);
 }
 
 static void note_synced(off_param *q) {
@@ -109,11 +151,12 @@ static void grad_ready(ts_tensor *leaf, void *ctx) {
         q->g_ready = false;
         ts_tensor *g = leaf->grad;
         if (ts_error() || !grad_fits(q, g)) return;
-        read_to_host(q->hgrad, q->stage, g);
+        grad_to_host(q->stage ? q->stage : q->hgrad, g); /* the cast waits for the step */
         if (ts_error()) return; /* a failed copy (cuda) */
         q->g_uid = g->storage->uid;
         q->g_version = atomic_load(&g->storage->version);
         q->g_data = tsi_kview(g).data;
+        q->g_cast = q->stage != NULL;
         q->g_ready = true;
         return;
     }
@@ -261,6 +304,11 @@ ts_status tsi_optim_offload_step(const char *op, ts_optim *opt, const ts_kview *
         off_param *q = &o->p[i];
         ts_tensor *g = q->dev->grad;
         if (!g) continue;
+        wait_copies(q);
+        if (grad_copied(q, g) && q->g_cast) { /* landed in stage: before anything else uses it */
+            host_cast(q->hgrad, q->stage);
+            q->g_cast = false;
+        }
         if (!grad_copied(q, g)) {
             ts_tensor *gc = tsi_contiguous(op, g);
             if (!gc) return ts_error();
@@ -292,9 +340,8 @@ ts_status tsi_optim_offload_step(const char *op, ts_optim *opt, const ts_kview *
         if (!q->dev->grad) continue;
         ts_tensor *src = q->master;
         if (q->stage) host_cast(q->stage, q->master), src = q->stage;
-        const ts_backend *be = tsi_be(q->dev);
-        be->copy_h2d(be, tsi_dev_index(q->dev), tsi_kview(q->dev).data, tsi_kview(src).data,
-                     nbytes(src));
+        q->g_cast = false; /* stage holds the weight now */
+        weight_to_device(q->dev, src);
         tsi_bump_version(q->dev);
         note_synced(q);
     }

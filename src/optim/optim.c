@@ -42,15 +42,16 @@ static bool grow_scratch(ts_optim *o, int need) {
     ts_kview *skv = malloc((size_t)cap * sizeof *skv);
     double *coef = malloc((size_t)TS_OPTIM_COEFS * (size_t)cap * sizeof *coef);
     double *aux_next = malloc((size_t)TS_OPTIM_AUX * (size_t)cap * sizeof *aux_next);
-    if (!kv || !steps || !fresh || !sel || !copies || !skv || !coef || !aux_next) {
+    ts_kview *mkv = malloc((size_t)cap * sizeof *mkv);
+    if (!kv || !steps || !fresh || !sel || !copies || !skv || !coef || !aux_next || !mkv) {
         free(kv), free(steps), free(fresh), free(sel), free(copies), free(skv);
-        free(coef), free(aux_next);
+        free(coef), free(aux_next), free(mkv);
         return false;
     }
     free(o->kv), free(o->steps), free(o->fresh), free(o->sel), free(o->copies), free(o->skv);
-    free(o->coef), free(o->aux_next);
+    free(o->coef), free(o->aux_next), free(o->mkv);
     o->kv = kv, o->steps = steps, o->fresh = fresh, o->sel = sel, o->copies = copies;
-    o->skv = skv, o->coef = coef, o->aux_next = aux_next;
+    o->skv = skv, o->coef = coef, o->aux_next = aux_next, o->mkv = mkv;
     o->scratch_cap = cap;
     return true;
 }
@@ -224,12 +225,13 @@ void ts_optim_free(ts_optim *opt) {
     for (int i = 0; i < opt->n_params; i++) {
         tsi_optim_param_clear(&opt->params[i]);
         ts_release(opt->params[i].scalars);
+        tsi_optim_master_drop(&opt->params[i]);
         ts_release(opt->params[i].p);
     }
     free(opt->params);
     free(opt->groups);
     free(opt->kv), free(opt->steps), free(opt->fresh), free(opt->sel), free(opt->copies);
-    free(opt->skv), free(opt->coef), free(opt->aux_next);
+    free(opt->skv), free(opt->coef), free(opt->aux_next), free(opt->mkv);
     free(opt);
 }
 
@@ -336,19 +338,20 @@ static bool same_shape(ts_shape a, ts_shape b) {
     return true;
 }
 
-/* Creates the slots the options use and moves existing state to the parameter's device and dtype
- * (after the model moved, or after a load). */
+/* Creates the slots the options use and moves existing state to the parameter's device and to its
+ * state dtype (after the model moved, after a load, after master weights were turned on or off). */
 static bool prepare_state(const char *op, ts_optim *o, const ts_optim_hparams *h,
                           tsi_optim_param *pp) {
     ts_tensor *p = pp->p;
+    const ts_dtype sdt = tsi_optim_state_dtype(o, pp);
     for (int k = 0; k < TS_OPTIM_SLOTS; k++) {
         ts_tensor *s = pp->state[k];
-        if (s && tsi_device_eq(tsi_device(s), tsi_device(p)) && s->dtype == p->dtype &&
+        if (s && tsi_device_eq(tsi_device(s), tsi_device(p)) && s->dtype == sdt &&
             tsi_is_contiguous(s))
             continue;
         if (s) {
             ts_tensor *a = tsi_to_device(op, s, tsi_device(p));
-            ts_tensor *b = a ? tsi_cast(op, a, p->dtype) : NULL;
+            ts_tensor *b = a ? tsi_cast(op, a, sdt) : NULL;
             ts_tensor *c = b ? tsi_contiguous(op, b) : NULL;
             ts_release(a), ts_release(b);
             if (!c) return false;
@@ -357,7 +360,7 @@ static bool prepare_state(const char *op, ts_optim *o, const ts_optim_hparams *h
             continue;
         }
         if (!o->info->slot_used(h, k)) continue;
-        s = tsi_new(op, p->shape, p->dtype, tsi_device(p));
+        s = tsi_new(op, p->shape, sdt, tsi_device(p));
         if (!s) return false;
         /* SGD's buffer starts as the first gradient: no need to clear it */
         pp->fresh[k] = h->kind == TS_OPTIM_SGD;
@@ -390,9 +393,12 @@ static void run_batch(const char *op, ts_optim *o, const ts_optim_hparams *h, co
     /* a capturable optimizer's scalars: every parameter of the batch has them (one device) */
     if (o->params[sel[0]].scalars) args.scalars = o->skv;
     if (o->info->coefs) args.coef = o->coef;
+    /* float32 masters: every parameter of the batch has one (one dtype, f16 or bf16) or none */
+    if (o->params[sel[0]].master) args.master = o->mkv;
     for (int j = 0; j < n; j++) {
         tsi_optim_param *pp = &o->params[sel[j]];
         kp[j] = tsi_kview(pp->p);
+        if (args.master) o->mkv[j] = tsi_kview(pp->master);
         kg[j] = tsi_kview(pp->p->grad);
         for (int k = 0; k < TS_OPTIM_SLOTS; k++)
             if (args.state[k])
@@ -418,6 +424,7 @@ static void run_batch(const char *op, ts_optim *o, const ts_optim_hparams *h, co
             for (int k = 0; k < TS_OPTIM_AUX; k++)
                 pp->aux[k] = o->aux_next[(size_t)j * TS_OPTIM_AUX + (size_t)k];
         tsi_bump_version(pp->p);
+        if (pp->master) tsi_bump_version(pp->master);
     }
 }
 
@@ -497,6 +504,9 @@ ts_status tsi_optim_step_unless(ts_optim *opt, const ts_kview *skip_if) {
             return tsi_error_set(TS_ERR_UNSUPPORTED, "%s: no fused optimizer step on %s", op,
                                  ts_device_str(tsi_device(p)));
     }
+    /* masters first: the state's dtype follows them */
+    for (int i = 0; i < opt->n_params; i++)
+        if (!tsi_optim_master_prepare(op, opt, &opt->params[i])) return ts_error();
     for (int gi = 0; gi < opt->n_groups; gi++) {
         const tsi_optim_group *g = &opt->groups[gi];
         for (int i = g->first; i < g->first + g->n; i++)
@@ -540,6 +550,9 @@ ts_status tsi_optim_step_unless(ts_optim *opt, const ts_kview *skip_if) {
     }
     opt->skip_if = NULL;
     drop_copies(opt);
+    /* parameters and masters agree again (after every write: parameters may share a storage) */
+    for (int i = 0; i < opt->n_params; i++)
+        if (opt->params[i].master) tsi_optim_master_synced(&opt->params[i]);
     return TS_OK;
 }
 

@@ -20,6 +20,11 @@ typedef struct tsi_optim_param {
     /* a capturable optimizer's scalars on p's device (optim_capture.c), NULL until then: the
      * step count there is the one that counts */
     ts_tensor *scalars;
+    /* the float32 master of an f16/bf16 parameter (ts_optim_set_master_weights; optim_master.c),
+     * NULL until made; the parameter's storage (uid) and version and the master's version when
+     * they last agreed */
+    ts_tensor *master;
+    uint64_t master_puid, master_pver, master_mver;
 } tsi_optim_param;
 
 typedef struct tsi_optim_group {
@@ -69,6 +74,8 @@ struct ts_optim {
     const ts_kview *skip_if; /* during tsi_optim_step_unless: the grad scaler's found_inf */
     struct tsi_optim_offload *offload; /* ts_optim_offload's host masters (offload.c); NULL */
     bool offload_busy;                 /* inside the offloaded step: the masters step */
+    bool master_weights;               /* ts_optim_set_master_weights (optim_master.c) */
+    ts_kview *mkv;                     /* [cap_params]: the masters' views during a step */
 };
 
 extern const tsi_optim_kind_info tsi_sgd_info, tsi_adam_info, tsi_adamw_info, tsi_rmsprop_info;
@@ -88,6 +95,19 @@ void tsi_optim_param_clear(tsi_optim_param *pp);
 /* The fused step, skipped on the device when *skip_if (a one-element f32 view) is nonzero; NULL
  * steps (ts_optim_step). The grad scaler's step inside a capture. */
 ts_status tsi_optim_step_unless(ts_optim *opt, const ts_kview *skip_if);
+
+/* ---- float32 master weights (optim_master.c) */
+/* Whether pp's parameter steps through a master (masters on, an f16/bf16 parameter). */
+bool tsi_optim_master_wanted(const ts_optim *o, const tsi_optim_param *pp);
+/* The dtype of pp's state: f32 with a master, the parameter's otherwise. */
+ts_dtype tsi_optim_state_dtype(const ts_optim *o, const tsi_optim_param *pp);
+/* Before a step: pp's master made (or remade from the parameter, when something else wrote it
+ * or it is elsewhere), or dropped when unwanted; false with the error recorded. */
+bool tsi_optim_master_prepare(const char *op, ts_optim *o, tsi_optim_param *pp);
+/* After the step wrote parameter and master: their versions noted as agreeing. */
+void tsi_optim_master_synced(tsi_optim_param *pp);
+/* Drops pp's master. */
+void tsi_optim_master_drop(tsi_optim_param *pp);
 
 /* ---- optimizer offload (offload.c) */
 typedef struct tsi_optim_offload tsi_optim_offload;

@@ -29,7 +29,12 @@ ts_tensor_list ts_optim_state_dict(ts_optim *opt) {
     bool ok = true;
     for (int i = 0; ok && i < opt->n_params; i++) {
         tsi_optim_param *pp = &opt->params[i];
-        if (!pp->has_state) continue;
+        if (pp->master) { /* float32 master weights (optim_master.c): a snapshot too */
+            snprintf(name, sizeof name, "state.%d.master_weight", i);
+            ok = add_entry(op, &l, name,
+                           tsi_private_copy(op, pp->master, tsi_device(pp->master), TS_F32));
+        }
+        if (!ok || !pp->has_state) continue;
         const ts_dtype sdt = opt->info->f32_scalars ? TS_F32 : TS_F64;
         if (opt->info->has_step) {
             snprintf(name, sizeof name, "state.%d.step", i);
@@ -71,6 +76,7 @@ static bool parse_key(const char *key, const char *prefix, int *index, const cha
 typedef struct staged_state {
     ts_tensor *src[TS_OPTIM_SLOTS]; /* borrowed from the dict */
     ts_tensor *copy[TS_OPTIM_SLOTS];
+    ts_tensor *master_src, *master; /* "master_weight": borrowed, and its f32 copy */
     double step;
     double aux[TS_OPTIM_AUX];
     bool any, has_step, has_aux[TS_OPTIM_AUX];
@@ -125,6 +131,14 @@ static bool stage_entry(const char *op, ts_optim *opt, const char *key, ts_tenso
         s->has_aux[k] = s->any = true;
         return true;
     }
+    if (strcmp(rest, "master_weight") == 0) { /* float32 master weights: not state proper */
+        if (!tsi_is_float(t->dtype) || tsi_numel(t->shape) != tsi_numel(p->shape))
+            return tsi_error_set(TS_ERR_SHAPE, "%s: %s is %s but parameter %d is %s", op, key,
+                                 tsi_desc(t), idx, tsi_desc(p)),
+                   false;
+        s->master_src = t;
+        return true;
+    }
     for (int k = 0; k < TS_OPTIM_SLOTS; k++) {
         const char *sn = opt->info->slot_names[k];
         if (!sn || strcmp(rest, sn) != 0) continue;
@@ -177,8 +191,10 @@ struct tsi_optim_staged {
 
 void tsi_optim_load_drop(tsi_optim_staged *g) {
     if (!g) return;
-    for (int i = 0; g->st && i < g->opt->n_params; i++)
+    for (int i = 0; g->st && i < g->opt->n_params; i++) {
         for (int k = 0; k < TS_OPTIM_SLOTS; k++) ts_release(g->st[i].copy[k]);
+        ts_release(g->st[i].master);
+    }
     free(g->st);
     free(g->lrs);
     free(g);
@@ -204,10 +220,16 @@ tsi_optim_staged *tsi_optim_load_stage(const char *op, ts_optim *opt, const ts_t
     /* copies onto the parameters' devices and dtypes before anything changes */
     for (int i = 0; ok && i < opt->n_params; i++) {
         ts_tensor *p = opt->params[i].p;
+        /* f32 with master weights, the parameter's dtype otherwise */
+        const ts_dtype sdt = tsi_optim_state_dtype(opt, &opt->params[i]);
         for (int k = 0; ok && k < TS_OPTIM_SLOTS; k++)
             if (st[i].src[k])
-                ok = (st[i].copy[k] =
-                          tsi_private_copy(op, st[i].src[k], tsi_device(p), p->dtype)) != NULL;
+                ok = (st[i].copy[k] = tsi_private_copy(op, st[i].src[k], tsi_device(p), sdt)) !=
+                     NULL;
+        /* a master for a parameter that takes one; ignored otherwise */
+        if (ok && st[i].master_src && tsi_optim_master_wanted(opt, &opt->params[i]))
+            ok = (st[i].master = tsi_private_copy(op, st[i].master_src, tsi_device(p), TS_F32)) !=
+                 NULL;
     }
     if (!ok) {
         tsi_optim_load_drop(g);
@@ -222,6 +244,14 @@ void tsi_optim_load_commit(tsi_optim_staged *g) {
     for (int i = 0; i < opt->n_params; i++) {
         tsi_optim_param *pp = &opt->params[i];
         tsi_optim_param_clear(pp); /* torch replaces the state wholesale */
+        /* the loaded master, or none: the next step makes it from the parameter */
+        tsi_optim_master_drop(pp);
+        if (st[i].master) {
+            /* its numel checked; the kernel reads it flat */
+            pp->master = st[i].master;
+            st[i].master = NULL;
+            tsi_optim_master_synced(pp);
+        }
         if (!st[i].any) continue;
         for (int k = 0; k < TS_OPTIM_SLOTS; k++) {
             pp->state[k] = st[i].copy[k];

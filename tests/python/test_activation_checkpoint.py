@@ -153,3 +153,25 @@ def test_frame_is_closed_once():
     tessera._C._checkpoint_end(frame)
     with pytest.raises(ValueError):
         tessera._C._checkpoint_end(frame)
+
+
+def gpt_run(device, every, sublayers):
+    """A GPT with dropout: its logits and every parameter's gradient after one backward."""
+    tessera.manual_seed(7)
+    g = nn.GPT(vocab_size=13, context=8, n_layer=3, n_head=2, n_embd=8, dropout=0.2).to(device)
+    g.checkpoint_blocks(every, sublayers)
+    tessera.manual_seed(8)
+    idx = tessera.randint(0, 13, (2, 8), device=device)
+    tessera.manual_seed(9)
+    out = g(idx)
+    (out * out).mean().backward()
+    return out.tolist(), [p.grad.tolist() for p in g.parameters()]
+
+
+def test_gpt_checkpoint_blocks_and_sublayers_match(device):
+    plain = gpt_run(device, 0, False)
+    for every, sublayers in ((1, False), (1, True), (2, True)):
+        assert gpt_run(device, every, sublayers) == plain, (every, sublayers)
+    g = nn.GPT(vocab_size=5, context=4, n_layer=1, n_head=1, n_embd=4)
+    with pytest.raises(Exception, match="every must be >= 0"):
+        g.checkpoint_blocks(-1, True)

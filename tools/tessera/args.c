@@ -102,6 +102,8 @@ void tcli_usage(FILE *f) {
         "  --checkpoint-activations N  gpt, resnets: keep no activations of every Nth block\n"
         "                      (1: all blocks) and recompute them in backward: less memory,\n"
         "                      about a third more compute\n"
+        "  --checkpoint-sublayers  gpt: checkpoint those blocks' attention and feed-forward\n"
+        "                      sublayers each on its own: fewer activations held in backward\n"
         "  --optimizer NAME    sgd (default), adam or adamw (default for gpt: decoupled weight\n"
         "                      decay on matrices and embeddings, none on biases and norms)\n"
         "  --lr X              learning rate (sgd: 0.02, resnets 0.1; adam, adamw: 0.001)\n"
@@ -158,7 +160,9 @@ void tcli_usage(FILE *f) {
         "                      implies --fsdp\n"
         "  --offload-optimizer  float32 master weights and the optimizer's state on the host, the\n"
         "                      step on the CPU (ZeRO-Offload): the device keeps the\n"
-        "                      parameters and gradients only (docs/MEMORY_PLANNING.md)\n"
+        "                      parameters and gradients only (docs/MEMORY_PLANNING.md); with\n"
+        "                      --fsdp (stage 2 or 3) each rank's shards and their state\n"
+        "                      live on the host (FSDP's cpu_offload)\n"
         "  --max-memory LIST   place the model across devices by budget, filled in order:\n"
         "                      sim:0=2MiB,cpu=64GiB (B, KB, MB, GB, KiB, MiB, GiB); the\n"
         "                      batches and the loss stay on --device (docs/MEMORY_PLANNING.md)\n"
@@ -186,6 +190,9 @@ void tcli_usage(FILE *f) {
         "  --no-optimize       run the file's graph as it is, without the inference rewrites\n"
         "                      (on by default: BatchNormalization folded into the Conv before\n"
         "                      it, Conv + Relu / Clip fused and the others of docs/ONNX.md)\n"
+        "  --max-memory LIST   the device by budget: the model runs whole on the first device\n"
+        "                      of the list whose budget holds its weights (an ONNX graph is\n"
+        "                      not split across devices); not with --device\n"
         "  --device, --threads, --seed as above\n"
         "\n"
         "options of export (and --model, --data, --width, --context, --layers, --heads, --dim,\n"
@@ -302,6 +309,7 @@ static const opt_spec specs[] = {
     {"--max-steps", K_POS_INT, FOR_TRAIN, OFF(max_steps), NULL},
     {"--checkpoint-every", K_POS_INT, FOR_TRAIN, OFF(checkpoint_every), NULL},
     {"--checkpoint-activations", K_POS_INT, FOR_TRAIN, OFF(checkpoint_activations), NULL},
+    {"--checkpoint-sublayers", K_FLAG, FOR_TRAIN, OFF(checkpoint_sublayers), NULL},
     {"--optimizer", K_CHOICE, FOR_TRAIN, OFF(optimizer), "sgd|adam|adamw"},
     {"--lr", K_POS_REAL, FOR_TRAIN, OFF(lr), NULL},
     {"--momentum", K_UNIT_REAL, FOR_TRAIN, OFF(momentum), NULL},
@@ -318,7 +326,7 @@ static const opt_spec specs[] = {
     {"--fsdp", K_FLAG, FOR_TRAIN, OFF(fsdp), NULL},
     {"--fsdp-stage", K_POS_INT, FOR_TRAIN, OFF(fsdp_stage), NULL},
     {"--offload-optimizer", K_FLAG, FOR_TRAIN, OFF(offload_optimizer), NULL},
-    {"--max-memory", K_STRING, FOR_TRAIN, OFF(max_memory), NULL},
+    {"--max-memory", K_STRING, FOR_TRAIN | FOR_RUN, OFF(max_memory), NULL},
     {"--stream-weights", K_NONNEG_INT, FOR_TRAIN, OFF(stream_weights), NULL},
     {"--input", K_INPUT, FOR_RUN, OFF(inputs), NULL},
     {"--save", K_STRING, FOR_RUN, OFF(save), NULL},
@@ -489,6 +497,9 @@ static int finish_options(tcli_opts *o, int mask, const char *cmd, bool data_giv
     if (o->checkpoint_activations && strcmp(o->model, "gpt") && strncmp(o->model, "resnet", 6))
         return usage_fail("--checkpoint-activations: for --model gpt and the resnets, not %s",
                           o->model);
+    if (o->checkpoint_sublayers && (!o->checkpoint_activations || strcmp(o->model, "gpt")))
+        return usage_fail(
+            "--checkpoint-sublayers: for --model gpt with --checkpoint-activations N");
     if (o->resume && !o->checkpoint)
         return usage_fail("--resume: needs --checkpoint DIR (the folder to resume from)");
     if (mask == FOR_EVAL && !o->checkpoint)
@@ -511,11 +522,14 @@ static int finish_options(tcli_opts *o, int mask, const char *cmd, bool data_giv
     if (o->fsdp && o->graph)
         return usage_fail("--fsdp: not with --graph (the gathers and reductions of the shards are "
                           "not captured)");
-    if (o->offload_optimizer && (o->fsdp || o->graph))
-        return usage_fail("--offload-optimizer: not with %s",
-                          o->fsdp ? "--fsdp (FSDP's cpu offload is not available)"
-                                  : "--graph (the offloaded step copies to and from the host, "
-                                    "which a capture cannot record)");
+    if (o->offload_optimizer && o->graph)
+        return usage_fail("--offload-optimizer: not with --graph (the offloaded step copies to and "
+                          "from the host, which a capture cannot record)");
+    if (o->offload_optimizer && o->fsdp && o->fsdp_stage == 1)
+        return usage_fail("--offload-optimizer: with --fsdp, stage 2 or 3 (FSDP's cpu offload of "
+                          "the shards; stage 1 keeps full gradients on every rank)");
+    if (o->max_memory && mask == FOR_RUN && o->device)
+        return usage_fail("--max-memory: not with --device (the budgets choose the device)");
     if (o->max_memory && (o->devices || o->fsdp || o->graph))
         return usage_fail("--max-memory: not with %s",
                           o->devices ? "--devices (data parallel replicates the whole model)"

@@ -34,6 +34,7 @@ typedef struct tcli_opts {
     int max_steps;              /* train: stop after this many optimizer steps (0: no limit) */
     int checkpoint_every;       /* train: also checkpoint every N steps (0: at epoch ends only) */
     int checkpoint_activations; /* train: recompute every Nth block in backward (0: keep all) */
+    bool checkpoint_sublayers;  /* train, gpt: those blocks by sublayer (attention, feed-forward) */
     double lr, momentum, weight_decay; /* < 0: the optimizer's default */
     const char *optimizer;             /* sgd, adam, adamw (default: adamw for gpt, else sgd) */
     uint64_t seed;

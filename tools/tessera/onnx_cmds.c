@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "tessera/placement.h"
 
 #define MAX_IO 256 /* inputs and outputs `tessera run` handles; far above real models */
 
@@ -284,16 +285,52 @@ static int grad_output(const tcli_opts *o, ts_module *m, ts_device dev, int n_ou
     return rc;
 }
 
+/* --max-memory: the interpreter runs a whole graph on one device (its inputs'), so the model is
+ * one unit of ts_module_place: planned (a dry run over the file's weights, loaded on the cpu) on
+ * the first budgeted device that holds it, then loaded there as without --max-memory. -1 with *dev
+ * and *text (the plan, malloc'ed: printed once the run succeeded) set, or the exit status after
+ * the error line. */
+static int place_whole(const tcli_opts *o, ts_device *dev, char **text) {
+    ts_module *m;
+    int rc = load(o, ts_cpu(), false, &m);
+    if (rc >= 0) return rc;
+    ts_place_plan plan = {0};
+    ts_status st = ts_module_place_str(m, o->max_memory, (ts_place_opts){.dry_run = true}, &plan);
+    ts_module_free(m);
+    if (st != TS_OK) {
+        rc = tcli_fail(st == TS_ERR_OOM ? TCLI_FAIL : TCLI_USAGE, "--max-memory: %s%s",
+                       ts_error_message(),
+                       st == TS_ERR_OOM ? " (an ONNX graph runs whole on one device: tessera run "
+                                          "does not split it across devices)"
+                                        : "");
+        ts_place_plan_free(&plan);
+        return rc;
+    }
+    *text = plan.n_units == 1 ? ts_place_plan_str(&plan) : NULL;
+    if (*text)
+        *dev = plan.units[0].device;
+    else
+        rc = tcli_fail(TCLI_FAIL, "--max-memory: %s",
+                       plan.n_units == 1 ? ts_error_message() : "expected the model as one unit");
+    ts_place_plan_free(&plan);
+    return rc;
+}
+
 int tcli_run(const tcli_opts *o) {
     ts_device dev;
-    int rc = tcli_resolve_device(o, &dev);
+    char *plan = NULL;
+    int rc = o->max_memory ? place_whole(o, &dev, &plan) : tcli_resolve_device(o, &dev);
     if (rc >= 0) return rc;
     if (o->threads) ts_set_num_threads(o->threads);
     ts_manual_seed(o->seed);
     ts_module *m;
-    if ((rc = load(o, dev, run_optimizes(o), &m)) >= 0) return rc;
+    if ((rc = load(o, dev, run_optimizes(o), &m)) >= 0) {
+        free(plan);
+        return rc;
+    }
     int n_in = ts_onnx_num_inputs(m), n_out = ts_onnx_num_outputs(m);
     if (n_in > MAX_IO || n_out > MAX_IO) {
+        free(plan);
         ts_module_free(m);
         return tcli_fail(TCLI_USAGE, "%s: %d inputs and %d outputs (tessera run takes %d)", o->onnx,
                          n_in, n_out, MAX_IO);
@@ -306,6 +343,8 @@ int tcli_run(const tcli_opts *o) {
     if (!grad) ts_no_grad_begin();
     rc = make_inputs(o, m, dev, n_in, in, desc, &batch);
     if (rc < 0 && ts_onnx_run(m, n_in, in, n_out, out)) rc = fail_lib(NULL);
+    if (rc < 0 && plan) printf("placement (--max-memory):\n%s", plan);
+    free(plan);
     if (rc < 0)
         printf("%s on %s, inference rewrites %s\n", o->onnx, ts_device_str(dev),
                run_optimizes(o) ? "on"

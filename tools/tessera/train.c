@@ -126,7 +126,8 @@ static ts_module *fsdp_wrap(trainer *t, ts_module *model) {
                                              .n_units = n,
                                              .param_dtype = low,
                                              .reduce_dtype = low ? TS_F32 : TS_DTYPE_DEFAULT,
-                                             .decay_groups = !strcmp(o->optimizer, "adamw")});
+                                             .decay_groups = !strcmp(o->optimizer, "adamw"),
+                                             .cpu_offload = o->offload_optimizer});
 }
 
 /* --fsdp: each rank's peak memory on its device, at the end of an epoch (rank order) */
@@ -380,10 +381,10 @@ static int train_setup(trainer *t, int64_t *start, int64_t *start_batch) {
     } else if ((rc = place_model(t)) >= 0) {
         return rc;
     }
-    if (o->checkpoint_activations &&
-        (!strcmp(o->model, "gpt")
-             ? ts_gpt_checkpoint_blocks(t->model, o->checkpoint_activations)
-             : ts_resnet_checkpoint_blocks(t->model, o->checkpoint_activations)) != TS_OK)
+    const int every = o->checkpoint_activations;
+    if (every && (strcmp(o->model, "gpt")   ? ts_resnet_checkpoint_blocks(t->model, every)
+                  : o->checkpoint_sublayers ? ts_gpt_checkpoint_sublayers(t->model, every)
+                                            : ts_gpt_checkpoint_blocks(t->model, every)) != TS_OK)
         return tcli_fail_ts(TCLI_FAIL, "--checkpoint-activations");
     if (o->amp) {
         t->amp = !o->amp_dtype                  ? ts_autocast_get_dtype(t->dev.type)
@@ -406,7 +407,8 @@ static int train_setup(trainer *t, int64_t *start, int64_t *start_batch) {
     } else if (ts_error() || !(t->opt = make_optim(o, t->model))) {
         return tcli_fail_ts(TCLI_FAIL, "model");
     }
-    if (o->offload_optimizer && ts_optim_offload(t->opt) != TS_OK)
+    /* with --fsdp the shards themselves are on the host (cpu_offload): the optimizer is there */
+    if (o->offload_optimizer && !t->fsdp && ts_optim_offload(t->opt) != TS_OK)
         return tcli_fail_ts(TCLI_FAIL, "--offload-optimizer");
     if (t->world > 1 && !t->fsdp) {
         /* DistributedDataParallel: rank 0's weights everywhere, gradients averaged in backward;

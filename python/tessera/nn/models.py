@@ -385,6 +385,14 @@ class GPT(CModule):
                                  float(dropout)))
         _to(self, device, dtype)
 
+    def checkpoint_blocks(self, every=1, sublayers=False):
+        """Activation checkpointing (nn.h: ts_gpt_checkpoint_blocks): block i recomputes its
+        activations in backward when every > 0 and i % every == 0 (0: none); with sublayers its
+        attention and feed-forward are checkpointed each on its own (ts_gpt_checkpoint_sublayers),
+        so a backward holds one sublayer's recomputation at a time. Returns self."""
+        self._c.checkpoint_blocks(int(every), bool(sublayers))
+        return self
+
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, greedy=False):
         return self._c.generate(idx, int(max_new_tokens), float(temperature),
                                 0 if top_k is None else int(top_k), bool(greedy))

@@ -82,6 +82,22 @@ class Optimizer:
         self._c.step()
         return loss
 
+    def set_master_weights(self, on=True):
+        """Float32 master weights for the float16 / bfloat16 parameters (Apex's, llm.c's;
+        ts_optim_set_master_weights): each step updates a float32 copy of the parameter, with its
+        state in float32, and writes the parameter as that copy rounded once, so updates smaller
+        than the parameter's rounding step are not lost. 4 bytes a parameter. float32 / float64
+        parameters are unaffected; off drops the masters. The state dict keeps them under
+        "master_weight". Refused for an offloaded optimizer (offload keeps its own masters).
+        Returns self."""
+        self._c.set_master_weights(bool(on))
+        return self
+
+    @property
+    def master_weights(self):
+        """Whether set_master_weights(True) is in force."""
+        return self._c.master_weights()
+
     def state_dict(self):
         """PyTorch's layout: {"state": {i: {name: Tensor}}, "param_groups": [{..., "params": [i]}]}
         (i numbers the parameters over all groups)."""

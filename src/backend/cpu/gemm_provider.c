@@ -140,8 +140,8 @@ bool tsi_lib_sgemm_near_peak(double macs) {
 
 /* Where OpenBLAS is the provider (AVX2 kernels), which products with a transposed operand oneDNN
  * 2.x's primitive (gemm:jit there) runs faster. On two Zen 3 cores, GFLOP/s primitive / OpenBLAS
- * (docs/ARCHITECTURE.md): A^T B only over a short reduction into wide rows (1024 x 1024 x 256
- * 166-180 / 91-168, 4096 x 512 x 256 171 / 151); a long reduction, or 256-wide rows, at half
+ * (bench/results/cpu-matmul.md): A^T B only over a short reduction into wide rows (1024 x 1024 x
+ * 256 166-180 / 91-168, 4096 x 512 x 256 171 / 151); a long reduction, or 256-wide rows, at half
  * OpenBLAS's speed (a transformer's weight gradients 1024 x 256 x 4096 75 / 151, 256 x 1024 x 4096
  * 85 / 161; 4096 x 256 x 256 79 / 136), and 1024^3 166 / 180. A B^T everywhere at least level
  * (4096 x 1024 x 256 189 / 157, 1024^3 173-180 / 180). */

@@ -24,7 +24,7 @@ bool tsi_lib_sgemm_near_peak(double macs);
  * reduction) with beta 0 (the others go to the provider's GEMM): every layout where oneDNN is the
  * provider; where OpenBLAS is (the AVX2 kernels), those with B transposed and the A^T B ones over
  * a short reduction into wide rows, where oneDNN's AVX2 kernels beat OpenBLAS's (its NN products
- * run at half OpenBLAS's speed, its long-reduction A^T B ones too: docs/ARCHITECTURE.md). */
+ * run at half OpenBLAS's speed, its long-reduction A^T B ones too: bench/results/cpu-matmul.md). */
 bool tsi_lib_sgemm_primitive(bool ta, bool tb, int64_t m, int64_t n, int64_t k);
 
 /* Where tsi_lib_sgemm sends a float32 product first (tests check the rules): oneDNN's matmul

@@ -13,7 +13,11 @@
  * O(cols), never O(rows * cols). Whether a pass runs on threads: tsi_norm_parallel.
  * Variants: AVX-512, AVX2 and portable vectors (kern_layer_norm_impl.h under a target pragma), for
  * f32 and f64, chosen by tsi_norm_variant(); they give the same bits (no FMA contraction). Which
- * dtypes and shapes the kernels take: tsi_norm_select_layer. */
+ * dtypes and shapes the kernels take: tsi_norm_select_layer.
+ * RMSNorm (a->rms): forward sums x^2 in double instead of the two moments' passes (mean 0), y = x
+ * * rstd * w; backward is layer norm's with mean 0 and without the mean(g) term, which gives dx =
+ * rstd * (g - xhat * mean(g * xhat)) = rstd * (g - x * rstd^2 * mean(g * x)) and dweight = the sum
+ * of dy * x * rstd. */
 #include "backend/cpu/kern_norm_common.h"
 
 #define LN_COMBINE 256 /* columns per task when the partial sums are added */

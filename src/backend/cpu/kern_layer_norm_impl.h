@@ -56,14 +56,42 @@ static void LN_NAME(moments)(const T *x, int64_t n, double *mean, double *var) {
     *var = v < 0 ? 0 : v;
 }
 
-/* y = (x - mean) * rstd * w + b for one row (w, b NULL: absent); writes the row's mean and rstd */
+/* RMSNorm's statistic: the row's mean of x^2, summed in double (16 lanes, as moments) */
+static double LN_NAME(mean_square)(const T *x, int64_t n) {
+    const int64_t n16 = n & ~(int64_t)15;
+    VD q[NACC];
+    for (int k = 0; k < NACC; k++) q[k] = (VD){0};
+    for (int64_t j = 0; j < n16; j += 16)
+        for (int k = 0; k < NACC; k++) {
+            const VD d = LN_NAME(load_d)(x + j + k * WD);
+            q[k] += d * d;
+        }
+    double lq[16];
+    LN_NAME(lanes)(lq, q);
+    for (int64_t j = n16; j < n; j++) lq[j & 15] += (double)x[j] * (double)x[j];
+    return ln_sum16(lq) / (double)n;
+}
+
+/* y = (x - mean) * rstd * w + b for one row (w, b NULL: absent); writes the row's mean and rstd.
+ * rms (mean_out NULL, b NULL): mean 0 and the mean of x^2 for the variance, y = x * rstd * w. */
 static void LN_NAME(forward_row)(const T *x, const T *w, const T *b, T *y, int64_t n, double eps,
-                                 T *mean_out, T *rstd_out) {
-    double m, var;
-    LN_NAME(moments)(x, n, &m, &var);
+                                 bool rms, T *mean_out, T *rstd_out) {
+    double m = 0, var;
+    if (rms)
+        var = LN_NAME(mean_square)(x, n);
+    else
+        LN_NAME(moments)(x, n, &m, &var);
     const T mt = (T)m, rt = (T)(1.0 / sqrt(var + eps));
-    *mean_out = mt;
+    if (!rms) *mean_out = mt;
     *rstd_out = rt;
+    if (rms) {
+        const V rv = LN_NAME(splat)(rt);
+        if (w)
+            LN_MAP_ROW(y, n, xv * rv * wv, 1, 0);
+        else
+            LN_MAP_ROW(y, n, xv * rv, 0, 0);
+        return;
+    }
     const V mv = LN_NAME(splat)(mt), rv = LN_NAME(splat)(rt);
     if (w && b)
         LN_MAP_ROW(y, n, (xv - mv) * rv * wv + bv, 1, 1);
@@ -81,9 +109,10 @@ static void LN_NAME(forward)(const ts_layer_norm_args *a) {
     const T *b = (const T *)a->bias.data;
     T *Y = (T *)a->y.data, *M = (T *)a->mean.data, *R = (T *)a->rstd.data;
     const double eps = a->eps;
+    const bool rms = a->rms;
     TS_PARALLEL_FOR_IF(tsi_norm_parallel(rows * n, rows),
-                       for (int64_t r = 0; r < rows; r++)
-                           LN_NAME(forward_row)(X + r * n, w, b, Y + r * n, n, eps, M + r, R + r););
+                       for (int64_t r = 0; r < rows; r++) LN_NAME(forward_row)(
+                           X + r * n, w, b, Y + r * n, n, eps, rms, rms ? NULL : M + r, R + r););
 }
 
 /* The terms of one whole vector at column j: pw += dy xhat, pb += dy (ln_pidx's layout) */
@@ -199,11 +228,13 @@ LN_NAME(backward_row)(const ts_layer_norm_args *a, int64_t r, T *pw, T *pb, cons
     const int64_t n = a->cols;
     const T *x = (const T *)a->x.data + r * n, *dy = (const T *)a->dy.data + r * n;
     const T *w = (const T *)a->weight.data;
-    const T mt = ((const T *)a->mean.data)[r], rt = ((const T *)a->rstd.data)[r];
+    /* rms: mean 0, so xhat = x * rstd, and no mean(g) term in dx */
+    const T mt = a->rms ? (T)0 : ((const T *)a->mean.data)[r], rt = ((const T *)a->rstd.data)[r];
     double s1 = 0, s2 = 0;
     /* with dx, pass B takes the dweight / dbias terms of the row's whole vectors */
     const int64_t b_end = a->dx.data ? n & ~(int64_t)(VL - 1) : 0;
     LN_NAME(row_sums)(x, dy, w, pw, pb, n, mt, rt, &s1, &s2, has_w, want_w, want_b, b_end);
+    if (a->rms) s1 = 0;
     if (a->dx.data) {
         T *dxr = (T *)a->dx.data + r * n;
         LN_NAME(row_dx)(x, dy, w, dxr, n, mt, rt, s1, s2, has_w, pw, pb, want_w, want_b);

@@ -2,8 +2,8 @@
  *
  * oneDNN's sgemm (dnnl_sgemm) runs its older JIT GEMM; the matmul primitive runs the brgemm
  * kernels PyTorch's oneDNN paths use, which on the 2-core Zen 5 host reach 91-93% of the machine's
- * peak on the MLP's products where sgemm reaches 57-90% (docs/ARCHITECTURE.md, "GEMM and
- * convolution providers"). A primitive is built for one shape and layout (a few hundred
+ * peak on the MLP's products where sgemm reaches 57-90% (bench/results/cpu-matmul.md,
+ * "GEMM and convolution providers"). A primitive is built for one shape and layout (a few hundred
  * microseconds), so they are kept in a small cache keyed by both; each call makes its memory
  * objects and stream (microseconds) and takes its scratchpad from host_scratch.c (through
  * dnnl_common.h, with the engine conv_dnnl.c uses too). A primitive runs

@@ -47,7 +47,10 @@ const tsi_norm_limits *tsi_norm_limits_get(void) { return &limits; }
  * (weight and bias) on [16, 256, 1024] forward + backward (bench/results/normalization.md, "Layer
  * norm", Zen 5). float16 / bfloat16 are declined: src/nn/norm.c then runs these kernels on float32
  * copies (decision 0007: float16 35.3-36.7 ms -> 10.0-10.6), and group_norm, which asks in the
- * input's own dtype, composes. */
+ * input's own dtype, composes. RMSNorm (a->rms) takes the same row: float32 / float64, halves
+ * through float32 copies (src/nn/rms_norm.c); the composition took 2.9-5.8x the time forward +
+ * backward on [4096, 4096] and [8192, 768] float32 (bench/results/normalization.md, "RMSNorm",
+ * Zen 4 under load 6-7: indicative; decision 0028). */
 tsi_norm_path tsi_norm_select_layer(const ts_layer_norm_args *a) {
     const ts_dtype d = a->x.dtype;
     if ((d != TS_F32 && d != TS_F64) || a->rows < 1 || a->cols < 1) return TSI_NORM_PATH_COMPOSED;

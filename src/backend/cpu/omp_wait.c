@@ -3,8 +3,8 @@
  * libgomp reads OMP_WAIT_POLICY and GOMP_SPINCOUNT once, in its constructor, before main. Its
  * default (300000 spins, a few milliseconds, before a thread sleeps) collapses when other processes
  * want the cores: a thread that finished its share spins on the barrier, keeping its core from the
- * preempted thread it waits for, and every parallel region pays for it (docs/ARCHITECTURE.md,
- * "Threads", has the figures). A library cannot change that setting in its own process: the loader
+ * preempted thread it waits for, and every parallel region pays for it (bench/results/threads.md
+ * has the figures). A library cannot change that setting in its own process: the loader
  * runs libc's initialisation, which resets the environment to the one the kernel passed, after an
  * executable's .preinit_array and before libgomp's constructor. So ts_cpu_bounded_spin re-executes
  * the program once with GOMP_SPINCOUNT set (the `tessera` command calls it first thing), and
@@ -23,7 +23,7 @@
 
 #include "tessera.h"
 
-/* Measured on a loaded 2-core machine (docs/ARCHITECTURE.md): about 10 microseconds of spinning
+/* Measured on a loaded 2-core machine (bench/results/threads.md): about 10 microseconds of spinning
  * before a thread sleeps. */
 #define TS_OMP_SPINCOUNT "1000"
 /* marks a GOMP_SPINCOUNT that ts_cpu_bounded_spin set (so start-up can take it out again) */

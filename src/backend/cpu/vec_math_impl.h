@@ -159,7 +159,7 @@ static inline TSV_F TSV_NAME(tsv_tanh)(TSV_F x) {
  * minimax, mpmath; beyond, e^-a^2 is below FLT_MIN and erfc is 0). One division and no second
  * piece: erf adds x P(x^2) below 1, where 1 - erfc would lose erf's relative digits near 0. q
  * computed as (a + a) w - 1 (one fma) rather than 1 - 4 w or (a - 2) w keeps w's rounding from
- * moving the argument by up to (a + 2) ulps (ARCHITECTURE.md, "Vectorised math"). */
+ * moving the argument by up to (a + 2) ulps (bench/results/vec-math.md). */
 static inline TSV_F TSV_NAME(tsv_erf_poly)(TSV_F x) {
     const TSV_F z = x * x;
     TSV_F p = TSV_NAME(tsv_splat)(7.875875063e-5f);

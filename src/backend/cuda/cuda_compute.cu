@@ -42,6 +42,8 @@ void tsc_install_compute_kernels(ts_backend *be) {
     be->reduce = tsc_reduce;
     be->scan = tsc_scan;
     be->matmul = tsc_matmul;
+    be->matmul_bias = tsc_matmul_bias;
+    be->matmul_bgrad = tsc_matmul_bgrad;
     be->index_select = tsc_index_select;
     be->gather = tsc_gather;
     be->scatter_add = tsc_scatter_add;

@@ -19,6 +19,9 @@
  * double (each thread every 8th row, then the 8 in a fixed order) into the workspace, and a second
  * kernel adds the runs' partial sums in run order and rounds once. No atomics: the results are
  * deterministic, and the workspace is O(parts * cols), never O(rows * cols).
+ * RMSNorm (a->rms; no mean, no bias): forward sums x^2 in double in one pass instead of the two
+ * (var = mean(x^2), mean 0), y = x * rstd * w; backward is layer norm's with mean 0 and no mean(g)
+ * term: dx = rstd * (g - xhat * mean(g * xhat)), dweight = the sum of dy * x * rstd.
  * Everything is queued on the current stream, with no allocation and no host synchronisation, so
  * the kernels can be captured into a CUDA graph. */
 #include "backend/cuda/cuda_compute.h"
@@ -42,6 +45,7 @@ template <typename T> struct LnRows {
     A *mean, *rstd;
     int64_t rows, cols;
     double eps;
+    bool rms; /* RMSNorm: mean 0 (mean absent), no mean(g) term in dx */
 };
 
 template <typename T> LnRows<T> ln_rows(const ts_layer_norm_args *a) {
@@ -58,6 +62,7 @@ template <typename T> LnRows<T> ln_rows(const ts_layer_norm_args *a) {
     P.rows = a->rows;
     P.cols = a->cols;
     P.eps = a->eps;
+    P.rms = a->rms;
     return P;
 }
 
@@ -139,13 +144,16 @@ template <typename T, int N, bool BLOCK> __global__ void ln_forward_kernel(LnRow
         const int64_t c0 = (int64_t)lane * N, step = (int64_t)group * N;
         A v[N];
         LnSums s = {0, 0};
-        for (int64_t c = c0; c < n; c += step) {
-            ln_load<T, N>(x, c, v);
+        double mean = 0; /* rms: the mean of x^2 is the variance about 0 */
+        if (!P.rms) {
+            for (int64_t c = c0; c < n; c += step) {
+                ln_load<T, N>(x, c, v);
 #pragma unroll
-            for (int i = 0; i < N; i++) s.a += (double)v[i];
+                for (int i = 0; i < N; i++) s.a += (double)v[i];
+            }
+            mean = ln_group_sum<BLOCK>(s).a / (double)n;
+            s.a = 0;
         }
-        const double mean = ln_group_sum<BLOCK>(s).a / (double)n;
-        s.a = 0;
         for (int64_t c = c0; c < n; c += step) {
             ln_load<T, N>(x, c, v);
 #pragma unroll
@@ -156,7 +164,8 @@ template <typename T, int N, bool BLOCK> __global__ void ln_forward_kernel(LnRow
         }
         const double var = ln_group_sum<BLOCK>(s).a / (double)n;
         const A mt = (A)mean, rt = (A)(1.0 / sqrt(var + P.eps));
-        if (lane == 0) P.mean[r] = mt, P.rstd[r] = rt;
+        if (lane == 0 && !P.rms) P.mean[r] = mt;
+        if (lane == 0) P.rstd[r] = rt;
         for (int64_t c = c0; c < n; c += step) {
             A w[N], b[N];
             ln_load<T, N>(x, c, v);
@@ -176,7 +185,7 @@ template <typename T, int N, bool BLOCK> __global__ void ln_backward_dx_kernel(L
     LN_FOR_ROWS(BLOCK, r, lane, group) {
         const T *x = P.x + r * n, *dy = P.dy + r * n;
         T *dx = P.dx + r * n;
-        const A mt = P.mean[r], rt = P.rstd[r];
+        const A mt = P.rms ? (A)0 : P.mean[r], rt = P.rstd[r];
         const int64_t c0 = (int64_t)lane * N, step = (int64_t)group * N;
         A v[N], d[N], w[N];
         LnSums s = {0, 0};
@@ -192,7 +201,7 @@ template <typename T, int N, bool BLOCK> __global__ void ln_backward_dx_kernel(L
             }
         }
         s = ln_group_sum<BLOCK>(s);
-        const A c1 = (A)(s.a / (double)n), c2 = (A)(s.b / (double)n);
+        const A c1 = P.rms ? (A)0 : (A)(s.a / (double)n), c2 = (A)(s.b / (double)n);
         for (int64_t c = c0; c < n; c += step) {
             ln_load<T, N>(x, c, v);
             ln_load<T, N>(dy, c, d);
@@ -232,7 +241,8 @@ __global__ void ln_param_partials_kernel(LnRows<T> P, double *pw, double *pb, in
         for (int64_t r = r0 + threadIdx.y; r < r1; r += LN_PART_ROWS) {
             const A d = tsc_load_acc(P.dy[r * n + col]);
             if (pw) {
-                const A xh = (tsc_load_acc(P.x[r * n + col]) - P.mean[r]) * P.rstd[r];
+                const A mt = P.rms ? (A)0 : P.mean[r];
+                const A xh = (tsc_load_acc(P.x[r * n + col]) - mt) * P.rstd[r];
                 sw += (double)(d * xh);
             }
             sb += (double)d;

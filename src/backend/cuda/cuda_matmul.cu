@@ -132,19 +132,6 @@ static mat_layout layout_of(int64_t rows, int64_t cols, int64_t rs, int64_t cs, 
     return LAYOUT_NONE;
 }
 
-static cudaDataType blas_type(ts_dtype dt) {
-    switch (dt) {
-    case TS_F64:
-        return CUDA_R_64F;
-    case TS_F16:
-        return CUDA_R_16F;
-    case TS_BF16:
-        return CUDA_R_16BF;
-    default:
-        return CUDA_R_32F;
-    }
-}
-
 /* ------------------------------------------------------------------ integer matmul */
 template <typename T>
 __global__ void int_mm_kernel(ts_kview out, ts_kview a, ts_kview b, int64_t total) {
@@ -163,6 +150,31 @@ __global__ void int_mm_kernel(ts_kview out, ts_kview a, ts_kview b, int64_t tota
 }
 
 } /* namespace */
+
+bool tsc_mat_copy(int index, const char *what, size_t es, char *dst, tsc_mat_strides ds,
+                  const char *src, tsc_mat_strides ss, int64_t batch, int64_t rows, int64_t cols) {
+    return mat_copy(index, what, es, dst, ds, src, ss, batch, rows, cols, false);
+}
+
+int tsc_mat_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int64_t *ld) {
+    const mat_layout l = layout_of(rows, cols, rs, cs, ld);
+    return l == LAYOUT_ROW ? TSC_LAYOUT_ROW : l == LAYOUT_COL ? TSC_LAYOUT_COL : TSC_LAYOUT_NONE;
+}
+
+size_t tsc_blas_workspace_size(int index) { return blas_workspace_size(index); }
+
+cudaDataType tsc_blas_type(ts_dtype dt) {
+    switch (dt) {
+    case TS_F64:
+        return CUDA_R_64F;
+    case TS_F16:
+        return CUDA_R_16F;
+    case TS_BF16:
+        return CUDA_R_16BF;
+    default:
+        return CUDA_R_32F;
+    }
+}
 
 bool tsc_gemm(int index, const char *what, ts_dtype ab_dt, ts_dtype c_dt, int64_t batch, int64_t m,
               int64_t n, int64_t k, tsc_mat a, tsc_mat b, tsc_mat c, double beta) {
@@ -231,9 +243,9 @@ bool tsc_gemm(int index, const char *what, ts_dtype ab_dt, ts_dtype c_dt, int64_
                 ct = CUBLAS_COMPUTE_32F_FAST_TF32;
             ok = blas_ok(cublasGemmStridedBatchedEx_64(
                              h, tx, ty, rm, rn, k, dbl ? (const void *)&alpha_d : &alpha_f, x.data,
-                             blas_type(ab_dt), ldx, x.s.sb, y.data, blas_type(ab_dt), ldy, y.s.sb,
-                             dbl ? (const void *)&beta : &beta_f, cw.data, blas_type(c_dt), ldc,
-                             cw.s.sb, batch, ct, CUBLAS_GEMM_DEFAULT),
+                             tsc_blas_type(ab_dt), ldx, x.s.sb, y.data, tsc_blas_type(ab_dt), ldy,
+                             y.s.sb, dbl ? (const void *)&beta : &beta_f, cw.data,
+                             tsc_blas_type(c_dt), ldc, cw.s.sb, batch, ct, CUBLAS_GEMM_DEFAULT),
                          what, index);
         }
         if (ws) tsc_scratch_free(index, ws);

@@ -23,6 +23,7 @@ namespace {
  * compute type (exact in double). */
 struct OTensor {
     void *p;
+    float *mw; /* the float32 master (ts_optim_step_args.master), NULL for none */
     const void *g;
     void *s[TS_OPTIM_SLOTS];
     int64_t numel;
@@ -122,7 +123,22 @@ __global__ void count_kernel(const float *skip, const OTensor *tab, int n) {
     tab[i].sc[TS_OPTIM_SC_STEPS] += 1;
 }
 
-template <typename T>
+/* A parameter element through its float32 master when MASTER (the parameter stores the result
+ * rounded once to T), directly otherwise. */
+template <typename T, bool MASTER>
+__device__ __forceinline__ typename tsc_acc<T>::type p_load(const T *p, const float *mw,
+                                                            int64_t i) {
+    if (MASTER) return mw[i];
+    return tsc_load_acc(p[i]);
+}
+template <typename T, bool MASTER>
+__device__ __forceinline__ void p_store(T *p, float *mw, int64_t i, typename tsc_acc<T>::type r) {
+    if (MASTER) mw[i] = (float)r;
+    p[i] = tsc_from_acc<T>(r);
+}
+
+/* T: the parameters' and gradients' type; S: the state's (f32 with masters, MASTER) */
+template <typename T, typename S, bool MASTER>
 __global__ void optim_kernel(OArgs a, const OTensor *tab, int n, int64_t nchunks) {
     typedef typename tsc_acc<T>::type CT;
     typedef OM<CT> M;
@@ -148,52 +164,56 @@ __global__ void optim_kernel(OArgs a, const OTensor *tab, int n, int64_t nchunks
                 M::bias(&h, t.sc[TS_OPTIM_SC_STEPS], &nstep, &bc2s);
         }
         T *p = (T *)t.p;
+        float *mw = t.mw;
         const T *g = (const T *)t.g;
-        T *s0 = (T *)t.s[0], *s1 = (T *)t.s[1], *s2 = (T *)t.s[2];
+        S *s0 = (S *)t.s[0], *s1 = (S *)t.s[1], *s2 = (S *)t.s[2];
         const int64_t b = (c - t.chunk0) * OPT_CHUNK;
         const int64_t e = b + OPT_CHUNK < t.numel ? b + OPT_CHUNK : t.numel;
         if (a.kind >= TS_OPTIM_ADAGRAD) { /* optim_math_more.h: slots 0 and 1 */
             const typename M::X x = M::xconsts(&a.h, t.coef);
             for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) {
                 CT v0 = s0 ? tsc_load_acc(s0[i]) : (CT)0, v1 = s1 ? tsc_load_acc(s1[i]) : (CT)0;
-                p[i] =
-                    tsc_from_acc<T>(M::more(&x, tsc_load_acc(p[i]), tsc_load_acc(g[i]), &v0, &v1));
-                if (s0) s0[i] = tsc_from_acc<T>(v0);
-                if (s1) s1[i] = tsc_from_acc<T>(v1);
+                p_store<T, MASTER>(
+                    p, mw, i,
+                    M::more(&x, p_load<T, MASTER>(p, mw, i), tsc_load_acc(g[i]), &v0, &v1));
+                if (s0) s0[i] = tsc_from_acc<S>(v0);
+                if (s1) s1[i] = tsc_from_acc<S>(v1);
             }
             continue;
         }
         for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) {
-            const CT pv = tsc_load_acc(p[i]), gv = tsc_load_acc(g[i]);
+            const CT pv = p_load<T, MASTER>(p, mw, i), gv = tsc_load_acc(g[i]);
             if (a.kind == TS_OPTIM_SGD) {
                 const bool fresh = t.fresh != 0;
                 CT bv = a.mom && !fresh ? tsc_load_acc(s0[i]) : (CT)0;
-                p[i] = tsc_from_acc<T>(M::sgd(k, pv, gv, &bv, a.wd, a.mom, fresh, a.nest));
-                if (a.mom) s0[i] = tsc_from_acc<T>(bv);
+                p_store<T, MASTER>(p, mw, i, M::sgd(k, pv, gv, &bv, a.wd, a.mom, fresh, a.nest));
+                if (a.mom) s0[i] = tsc_from_acc<S>(bv);
             } else if (a.kind == TS_OPTIM_RMSPROP) {
                 CT sq = tsc_load_acc(s0[i]);
                 CT bv = a.mom ? tsc_load_acc(s1[i]) : (CT)0;
                 CT ga = a.centered ? tsc_load_acc(s2[i]) : (CT)0;
-                p[i] =
-                    tsc_from_acc<T>(M::rmsprop(k, pv, gv, &sq, &bv, &ga, a.wd, a.centered, a.mom));
-                s0[i] = tsc_from_acc<T>(sq);
-                if (a.mom) s1[i] = tsc_from_acc<T>(bv);
-                if (a.centered) s2[i] = tsc_from_acc<T>(ga);
+                p_store<T, MASTER>(p, mw, i,
+                                   M::rmsprop(k, pv, gv, &sq, &bv, &ga, a.wd, a.centered, a.mom));
+                s0[i] = tsc_from_acc<S>(sq);
+                if (a.mom) s1[i] = tsc_from_acc<S>(bv);
+                if (a.centered) s2[i] = tsc_from_acc<S>(ga);
             } else {
                 CT m = tsc_load_acc(s0[i]), v = tsc_load_acc(s1[i]);
                 CT mx = a.ams ? tsc_load_acc(s2[i]) : (CT)0;
-                p[i] = tsc_from_acc<T>(
-                    M::adam(k, nstep, bc2s, pv, gv, &m, &v, &mx, a.adamw, a.wd, a.ams));
-                s0[i] = tsc_from_acc<T>(m);
-                s1[i] = tsc_from_acc<T>(v);
-                if (a.ams) s2[i] = tsc_from_acc<T>(mx);
+                p_store<T, MASTER>(
+                    p, mw, i, M::adam(k, nstep, bc2s, pv, gv, &m, &v, &mx, a.adamw, a.wd, a.ams));
+                s0[i] = tsc_from_acc<S>(m);
+                s1[i] = tsc_from_acc<S>(v);
+                if (a.ams) s2[i] = tsc_from_acc<S>(mx);
             }
         }
     }
 }
 
-/* The tensors of args with dtype dt (usually all of them): one table, one copy, one launch. */
-static void optim_launch(int index, const struct ts_optim_step_args *args, ts_dtype dt) {
+/* The tensors of args with dtype dt and a master or not (usually all of them): one table, one
+ * copy, one launch. */
+static void optim_launch(int index, const struct ts_optim_step_args *args, ts_dtype dt,
+                         bool master) {
     const ts_optim_hparams *h = &args->h;
     OTensor *tab = (OTensor *)malloc((size_t)args->n * sizeof(OTensor));
     if (!tab) {
@@ -204,12 +224,14 @@ static void optim_launch(int index, const struct ts_optim_step_args *args, ts_dt
     int64_t nchunks = 0;
     for (int i = 0; i < args->n; i++) {
         const ts_kview *pv = &args->param[i];
-        if (pv->dtype != dt) continue;
+        float *mw = args->master ? (float *)args->master[i].data : nullptr;
+        if (pv->dtype != dt || (mw != nullptr) != master) continue;
         int64_t numel = 1;
         for (int d = 0; d < pv->ndim; d++) numel *= pv->shape[d];
         if (numel <= 0) continue;
         OTensor t;
         t.p = pv->data;
+        t.mw = mw;
         t.g = args->grad[i].data;
         for (int k = 0; k < TS_OPTIM_SLOTS; k++)
             t.s[k] = args->state[k] ? (void *)args->state[k][i].data : NULL;
@@ -261,7 +283,13 @@ static void optim_launch(int index, const struct ts_optim_step_args *args, ts_dt
                 a.skip, dtab, n);
             tsc_launch_check("optim_step: step counts", index);
         }
-        TSC_FLOAT_SWITCH(dt, T, optim_kernel<T><<<grid, TSC_THREADS, 0, st>>>(a, dtab, n, nchunks))
+        if (!master)
+            TSC_FLOAT_SWITCH(
+                dt, T, optim_kernel<T, T, false><<<grid, TSC_THREADS, 0, st>>>(a, dtab, n, nchunks))
+        else if (dt == TS_F16)
+            optim_kernel<tsc_f16, float, true><<<grid, TSC_THREADS, 0, st>>>(a, dtab, n, nchunks);
+        else if (dt == TS_BF16)
+            optim_kernel<tsc_bf16, float, true><<<grid, TSC_THREADS, 0, st>>>(a, dtab, n, nchunks);
         tsc_launch_check("optim_step", index);
     }
     if (dtab) tsc_scratch_free(index, dtab);
@@ -273,11 +301,16 @@ static void optim_launch(int index, const struct ts_optim_step_args *args, ts_dt
 void tsc_optim_step(const ts_backend *be, int index, const struct ts_optim_step_args *args) {
     (void)be;
     if (args->n <= 0 || !tsc_begin(index)) return;
-    /* the front end groups by dtype, so this is one launch; mixed calls get one per dtype */
+    /* the front end groups by dtype, so this is one launch; mixed calls get one per dtype (and
+     * per master or none: masters are f16/bf16 parameters') */
     const ts_dtype dts[4] = {TS_F32, TS_F64, TS_F16, TS_BF16};
-    for (int k = 0; k < 4; k++) {
-        bool any = false;
-        for (int i = 0; i < args->n && !any; i++) any = args->param[i].dtype == dts[k];
-        if (any) optim_launch(index, args, dts[k]);
-    }
+    for (int k = 0; k < 4; k++)
+        for (int m = 0; m < 2; m++) {
+            if (m && dts[k] != TS_F16 && dts[k] != TS_BF16) continue;
+            bool any = false;
+            for (int i = 0; i < args->n && !any; i++)
+                any = args->param[i].dtype == dts[k] &&
+                      (args->master && args->master[i].data) == (m != 0);
+            if (any) optim_launch(index, args, dts[k], m != 0);
+        }
 }

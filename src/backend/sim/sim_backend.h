@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+struct ts_backend;
+
 #define TS_SIM_MAX_DEVICES 64
 
 /* Registers the sim backend (0 devices until configured); idempotent. Reads no environment. */
@@ -14,5 +16,7 @@ int tsi_sim_backend_configure(int count, size_t capacity);
 int tsi_sim_backend_count(void);
 /* Bytes currently raw-allocated on sim:index (segments, not tensors); 0 for a bad index. */
 size_t tsi_sim_backend_used(int index);
+/* Sets be->matmul_bgrad to sim's (sim_matmul_bgrad.c: the cpu kernels, the composition's order). */
+void tsi_sim_install_bgrad(struct ts_backend *be);
 
 #endif /* TS_SIM_BACKEND_H */

@@ -16,7 +16,7 @@
 #include "backend/sim/sim_backend.h"
 #include "tessera.h"
 
-#define MAX_PENDING 64 /* queued asynchronous copies tracked per device */
+#define MAX_PENDING 256 /* queued asynchronous copies tracked per device */
 
 typedef struct pending_copy {
     uint64_t uid; /* the destination storage's uid */
@@ -108,7 +108,8 @@ bool tsi_sim_link_copy(int index, void *dst, const void *src, size_t n, bool h2d
     return true;
 }
 
-bool tsi_sim_link_copy_async(int index, uint64_t dst_uid, void *dst, const void *src, size_t n) {
+/* Queues a copy on sim:index's engine of that direction (0: h2d, 1: d2h). */
+static bool copy_async(int index, uint64_t dst_uid, void *dst, const void *src, size_t n, int e) {
     if (index < 0 || index >= TS_SIM_MAX_DEVICES) return false;
     pthread_mutex_lock(&mu);
     if (bandwidth <= 0) {
@@ -127,17 +128,28 @@ bool tsi_sim_link_copy_async(int index, uint64_t dst_uid, void *dst, const void 
         prune(l, now);
     }
     if (n) memcpy(dst, src, n);
-    const int64_t start = l->free_at[0] > now ? l->free_at[0] : now;
+    const int64_t start = l->free_at[e] > now ? l->free_at[e] : now;
     const int64_t dur = model_ns(n);
-    l->free_at[0] = start + dur;
+    l->free_at[e] = start + dur;
     l->pending[l->n_pending++] = (pending_copy){dst_uid, start + dur};
     atomic_fetch_add(&tsi_sim_link_pending, 1);
     l->st.busy_ns += dur;
-    l->st.bytes_h2d += n;
-    l->st.copies_h2d++;
+    if (e == 0)
+        l->st.bytes_h2d += n, l->st.copies_h2d++;
+    else
+        l->st.bytes_d2h += n, l->st.copies_d2h++;
     l->st.async_copies++;
     pthread_mutex_unlock(&mu);
     return true;
+}
+
+bool tsi_sim_link_copy_async(int index, uint64_t dst_uid, void *dst, const void *src, size_t n) {
+    return copy_async(index, dst_uid, dst, src, n, 0);
+}
+
+bool tsi_sim_link_copy_async_d2h(int index, uint64_t dst_uid, void *dst, const void *src,
+                                 size_t n) {
+    return copy_async(index, dst_uid, dst, src, n, 1);
 }
 
 void tsi_sim_link_wait_uid(int index, uint64_t uid) {

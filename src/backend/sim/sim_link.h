@@ -20,6 +20,9 @@ bool tsi_sim_link_copy(int index, void *dst, const void *src, size_t n, bool h2d
  * modelled time runs on the engine while the caller goes on. False (nothing copied) when the link
  * is off. */
 bool tsi_sim_link_copy_async(int index, uint64_t dst_uid, void *dst, const void *src, size_t n);
+/* The same device-to-host (an offloaded optimizer's gradients): dst_uid is the host storage's, and
+ * nothing waits for it but tsi_sim_link_wait_uid, a synchronous copy and a device sync. */
+bool tsi_sim_link_copy_async_d2h(int index, uint64_t dst_uid, void *dst, const void *src, size_t n);
 /* Waits for the queued copies into the storage with that uid / for all of sim:index's. */
 void tsi_sim_link_wait_uid(int index, uint64_t uid);
 void tsi_sim_link_sync(int index);

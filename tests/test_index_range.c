@@ -1,0 +1,158 @@
+/* test_index_range.c — an index tensor's values read once (core/index_range.c): cross entropy's
+ * labels on sim:0 are copied to the host once per step, not by the loss, the gather and the
+ * backward's scatter each, and not at all in a second step with the same labels; and the record
+ * never lets a changed or different index through unchecked: an in-place write, a check against a
+ * smaller size, a view of other elements, an ignore_index that is a class, memory handed to
+ * another framework. */
+#include <math.h>
+#include <string.h>
+
+#include <dlpack/dlpack.h>
+
+#include "core/internal.h"
+#include "tessera.h"
+#include "tessera/dlpack.h"
+#include "tessera/profiler.h"
+#include "ts_test.h"
+
+static ts_device sim0(void) { return ts_sim(0); }
+
+static void start(void) { CHECK_EQ(ts_profiler_start(&(ts_profiler_opts){0}), TS_OK); }
+
+/* device-to-host copies recorded since start() */
+static int reads(void) {
+    CHECK_EQ(ts_profiler_stop(), TS_OK);
+    ts_profile *p = ts_profiler_take();
+    size_t n = 0;
+    const ts_profile_event *ev = p ? ts_profile_events(p, &n) : NULL;
+    int k = 0;
+    for (size_t i = 0; ev && i < n; i++)
+        k += ev[i].kind == TS_PROF_TRANSFER && ev[i].transfer == TS_XFER_D2H;
+    ts_profile_free(p);
+    return k;
+}
+
+static ts_tensor *labels(const int64_t *v, int64_t n, ts_device dev) {
+    return ts_tensor_i64(TS_SHAPE(n), v, (ts_opts){.device = dev});
+}
+
+/* mean cross entropy of logits [n, c] (row-major) against targets, in double */
+static double ce_ref(const float *x, const int64_t *t, int n, int c, int64_t ignore) {
+    double s = 0;
+    int counted = 0;
+    for (int i = 0; i < n; i++) {
+        if (t[i] == ignore) continue;
+        double m = x[i * c], z = 0;
+        for (int j = 1; j < c; j++) m = x[i * c + j] > m ? x[i * c + j] : m;
+        for (int j = 0; j < c; j++) z += exp((double)x[i * c + j] - m);
+        s += m + log(z) - x[i * c + t[i]];
+        counted++;
+    }
+    return s / counted;
+}
+
+static void training_step_reads_labels_once(void) {
+    ts_scope_begin();
+    enum { N = 6, C = 5 };
+    float xv[N * C];
+    for (int i = 0; i < N * C; i++) xv[i] = (float)((i * 7 % 11) - 5) / 4.0f;
+    const int64_t tv[N] = {0, 4, 2, 2, 1, 3};
+    ts_tensor *x = ts_tensor_f32(TS_SHAPE(N, C), xv, (ts_opts){.device = sim0()});
+    ts_set_requires_grad(x, true);
+    ts_tensor *t = labels(tv, N, sim0());
+    CHECK_OK();
+    for (int step = 0; step < 2; step++) {
+        start();
+        ts_tensor *loss = ts_cross_entropy(x, t);
+        CHECK_EQ(ts_backward(loss), TS_OK);
+        /* the loss, the gather of its log-probabilities, the scatter of the gather's backward */
+        CHECK_EQ(reads(), step == 0 ? 1 : 0);
+        CHECK_NEAR(ts_item(loss), ce_ref(xv, tv, N, C, -100), 1e-5);
+    }
+    /* labels written in place (a version bump): read again, and a bad one refused */
+    start();
+    ts_fill_(ts_narrow(t, 0, 2, 1), 3);
+    ts_cross_entropy(x, t);
+    CHECK_EQ(reads(), 1);
+    CHECK_OK();
+    ts_fill_(ts_narrow(t, 0, 5, 1), 7);
+    CHECK(ts_cross_entropy(x, t) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "out of bounds");
+    CHECK(ts_gather(x, 1, ts_unsqueeze(t, 1)) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "out of bounds");
+    ts_scope_end();
+}
+
+static void views_and_sizes(void) {
+    ts_scope_begin();
+    const int64_t v[4] = {0, 1, 2, 7};
+    ts_tensor *i = labels(v, 4, sim0());
+    ts_tensor *src8 = ts_zeros(TS_SHAPE(8), (ts_opts){.device = sim0()});
+    ts_tensor *src5 = ts_zeros(TS_SHAPE(5), (ts_opts){.device = sim0()});
+    CHECK_OK();
+    /* checked against 8; an unsqueezed view of the same elements needs no read */
+    start();
+    CHECK(ts_index_select(src8, 0, i) != NULL);
+    CHECK(ts_gather(ts_unsqueeze(src8, 1), 0, ts_unsqueeze(i, 1)) != NULL);
+    CHECK_EQ(reads(), 1);
+    /* a smaller size is read and refused: 7 >= 5 */
+    CHECK(ts_index_select(src5, 0, i) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "out of bounds");
+    /* the first three checked against 5; the whole tensor (with the 7) is another set */
+    ts_tensor *head = ts_narrow(i, 0, 0, 3);
+    start();
+    CHECK(ts_index_select(src5, 0, head) != NULL);
+    CHECK(ts_index_select(src5, 0, head) != NULL);
+    CHECK_EQ(reads(), 1);
+    CHECK(ts_index_select(src5, 0, i) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "out of bounds");
+    /* the same elements through as_strided with other strides: [0, 2] is not [0, 1, 2] */
+    ts_tensor *odd = ts_as_strided(i, TS_SHAPE(2), (int64_t[]){3}, 0); /* 0 and 7 */
+    CHECK(ts_index_select(src5, 0, odd) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "out of bounds");
+    ts_scope_end();
+}
+
+/* nll_loss with an ignore_index that is a valid class must count the ignored targets even when
+ * the targets were checked before */
+static void ignore_index_inside_the_classes(void) {
+    ts_scope_begin();
+    enum { N = 4, C = 3 };
+    float xv[N * C];
+    for (int k = 0; k < N * C; k++) xv[k] = (float)(k % 5) - 2.0f;
+    const int64_t tv[N] = {0, 1, 2, 1};
+    ts_tensor *x = ts_tensor_f32(TS_SHAPE(N, C), xv, (ts_opts){.device = sim0()});
+    ts_tensor *t = labels(tv, N, sim0());
+    CHECK(ts_gather(x, 1, ts_unsqueeze(t, 1)) != NULL); /* notes [0, 3) */
+    ts_tensor *loss =
+        ts_cross_entropy_ex(x, t, (ts_loss_opts){.has_ignore_index = true, .ignore_index = 1});
+    CHECK_OK();
+    CHECK_NEAR(ts_item(loss), ce_ref(xv, tv, N, C, 1), 1e-5);
+    ts_scope_end();
+}
+
+/* memory handed to another framework may change without a version bump: never recorded */
+static void exported_memory_is_always_read(void) {
+    ts_scope_begin();
+    const int64_t v[3] = {0, 1, 2};
+    ts_tensor *i = labels(v, 3, ts_cpu());
+    ts_tensor *src = ts_zeros(TS_SHAPE(3), (ts_opts){0});
+    CHECK(ts_index_select(src, 0, i) != NULL);
+    CHECK(tsi_index_range_known(i, 3));
+    CHECK(!tsi_index_range_known(i, 2));
+    struct DLManagedTensor *m = ts_to_dlpack(i);
+    CHECK(m != NULL);
+    CHECK(!tsi_index_range_known(i, 3));
+    CHECK(ts_index_select(src, 0, i) != NULL);
+    CHECK(!tsi_index_range_known(i, 3));
+    if (m && m->deleter) m->deleter(m);
+    ts_scope_end();
+}
+
+int main(void) {
+    training_step_reads_labels_once();
+    views_and_sizes();
+    ignore_index_inside_the_classes();
+    exported_memory_is_always_read();
+    return ts_test_finish();
+}
