@@ -20,14 +20,19 @@ static ts_device sim0(void) { return ts_sim(0); }
 static void start(void) { CHECK_EQ(ts_profiler_start(&(ts_profiler_opts){0}), TS_OK); }
 
 /* device-to-host copies recorded since start() */
+static int64_t read_bytes; /* of the last reads() */
 static int reads(void) {
     CHECK_EQ(ts_profiler_stop(), TS_OK);
     ts_profile *p = ts_profiler_take();
     size_t n = 0;
     const ts_profile_event *ev = p ? ts_profile_events(p, &n) : NULL;
     int k = 0;
+    read_bytes = 0;
     for (size_t i = 0; ev && i < n; i++)
-        k += ev[i].kind == TS_PROF_TRANSFER && ev[i].transfer == TS_XFER_D2H;
+        if (ev[i].kind == TS_PROF_TRANSFER && ev[i].transfer == TS_XFER_D2H) {
+            k++;
+            read_bytes += ev[i].bytes;
+        }
     ts_profile_free(p);
     return k;
 }
@@ -113,6 +118,60 @@ static void views_and_sizes(void) {
     ts_scope_end();
 }
 
+/* An embedding's forward and backward: the tokens read once (the lookup's check; the [4, 8] ids
+ * and their [32] reshape are the same elements), the backward's scatter of an expanded index
+ * reads nothing; positions made by arange are never read; an expanded index not seen before
+ * reads its distinct elements only. */
+static void embedding_and_broadcast_indices(void) {
+    ts_scope_begin();
+    const ts_opts o = {.device = sim0()};
+    ts_tensor *w = ts_randn(TS_SHAPE(10, 6), o), *wp = ts_randn(TS_SHAPE(8, 6), o);
+    ts_set_requires_grad(w, true);
+    ts_set_requires_grad(wp, true);
+    int64_t tv[32];
+    for (int i = 0; i < 32; i++) tv[i] = (i * 7) % 10;
+    ts_tensor *tok = ts_tensor_i64(TS_SHAPE(4, 8), tv, o);
+    CHECK_OK();
+    start();
+    ts_tensor *pos = ts_arange(0, 8, 1, o);
+    ts_tensor *h = ts_add(ts_embedding(w, tok), ts_embedding(wp, pos));
+    CHECK_EQ(ts_backward(ts_sum(ts_mul(h, h))), TS_OK);
+    CHECK_EQ(reads(), 1);
+    /* the gradients are the cpu's (where every check reads in place) */
+    ts_tensor *wc = ts_to(ts_detach(w), ts_cpu()), *wpc = ts_to(ts_detach(wp), ts_cpu());
+    ts_set_requires_grad(wc, true);
+    ts_set_requires_grad(wpc, true);
+    ts_tensor *hc = ts_add(ts_embedding(wc, ts_to(tok, ts_cpu())),
+                           ts_embedding(wpc, ts_arange(0, 8, 1, (ts_opts){0})));
+    CHECK_EQ(ts_backward(ts_sum(ts_mul(hc, hc))), TS_OK);
+    for (int k = 0; k < 2; k++) {
+        ts_tensor *g = ts_grad(k ? wp : w), *gc = ts_grad(k ? wpc : wc);
+        CHECK(g && gc);
+        if (g && gc) CHECK(ts_item(ts_max(ts_abs(ts_sub(ts_to(g, ts_cpu()), gc)))) == 0);
+    }
+    /* positions that start below zero are read, and refused */
+    start();
+    CHECK(ts_embedding(wp, ts_arange(-1, 7, 1, o)) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "out of range");
+    CHECK_EQ(reads(), 1);
+    /* a fresh index expanded to [4, 5]: 4 values read (32 bytes), not 20 */
+    const int64_t iv[4] = {0, 1, 2, 3};
+    ts_tensor *wide =
+        ts_expand(ts_reshape(ts_tensor_i64(TS_SHAPE(4), iv, o), TS_SHAPE(4, 1)), TS_SHAPE(4, 5));
+    ts_tensor *src = ts_ones(TS_SHAPE(4, 5), o);
+    start();
+    CHECK(ts_scatter_add(ts_zeros(TS_SHAPE(4, 5), o), 0, wide, src) != NULL);
+    CHECK_EQ(reads(), 1);
+    CHECK_EQ(read_bytes, 32);
+    /* and one out of range in it is caught */
+    const int64_t bad[4] = {0, 1, 9, 3};
+    wide =
+        ts_expand(ts_reshape(ts_tensor_i64(TS_SHAPE(4), bad, o), TS_SHAPE(4, 1)), TS_SHAPE(4, 5));
+    CHECK(ts_scatter_add(ts_zeros(TS_SHAPE(4, 5), o), 0, wide, src) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "out of bounds");
+    ts_scope_end();
+}
+
 /* nll_loss with an ignore_index that is a valid class must count the ignored targets even when
  * the targets were checked before */
 static void ignore_index_inside_the_classes(void) {
@@ -152,6 +211,7 @@ static void exported_memory_is_always_read(void) {
 int main(void) {
     training_step_reads_labels_once();
     views_and_sizes();
+    embedding_and_broadcast_indices();
     ignore_index_inside_the_classes();
     exported_memory_is_always_read();
     return ts_test_finish();

@@ -150,9 +150,17 @@ ts_tensor *ts_arange(double start, double end, double step, ts_opts o) {
     if (!tsi_tensor_cap_check("arange", n)) return NULL;
     double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
     if (!v) return tsi_error_set(TS_ERR_OOM, "arange: out of host memory"), NULL;
-    for (int64_t i = 0; i < n; i++) v[i] = start + (double)i * step;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = start + (double)i * step;
+        lo = fmin(lo, v[i]), hi = fmax(hi, v[i]);
+    }
     ts_tensor *t = from_doubles("arange", TS_SHAPE(n), v, dt, o);
     free(v);
+    /* integer positions made here are known to lie in [0, hi + 1): an index check reads none of
+     * them back (a transformer's position embedding, core/index_range.c) */
+    if (t && (dt == TS_I64 || dt == TS_I32) && n > 0 && lo >= 0 && hi < 2e9)
+        tsi_index_range_note(t, (int64_t)hi + 1);
     return tsi_own(t);
 }
 

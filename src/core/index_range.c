@@ -17,21 +17,39 @@ static uint64_t mix(uint64_t h) {
 }
 
 /* Which values t reads: its storage's version (bumped by every in-place write), dtype, offset,
- * and its dims as a set of (size, stride) pairs, so views of the same elements (unsqueeze,
- * squeeze, permute) have the same key. 0 where the memory may change without a version bump
- * (handed to or taken from another framework, shared memory). */
+ * and its dims in a canonical form, so views of the same elements have the same key: dims of size
+ * 1 and broadcast dims (stride 0) left out, the rest ordered by stride and merged where one
+ * continues another (a contiguous [4, 256] and its [1024] reshape, unsqueeze, permute, expand).
+ * 0 where the memory may change without a version bump (handed to or taken from another
+ * framework, shared memory). */
 static uint64_t contents_key(const ts_tensor *t) {
     const ts_storage *s = t->storage;
     if (!s || !s->alloc || s->release || atomic_load(&s->exported)) return 0;
-    uint64_t dims = 0; /* a sum: the same for any order of the dims */
-    for (int i = 0; i < t->shape.ndim; i++)
-        if (t->shape.dims[i] != 1)
-            dims +=
-                mix((uint64_t)t->shape.dims[i] * 0x9e3779b97f4a7c15ULL ^ (uint64_t)t->strides[i]);
+    int64_t size[TS_MAX_DIMS], stride[TS_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < t->shape.ndim; i++) {
+        if (t->shape.dims[i] == 1 || t->strides[i] == 0) continue;
+        int k = n++; /* insertion by stride */
+        for (; k > 0 && stride[k - 1] > t->strides[i]; k--)
+            size[k] = size[k - 1], stride[k] = stride[k - 1];
+        size[k] = t->shape.dims[i], stride[k] = t->strides[i];
+    }
+    int m = 0;
+    for (int k = 0; k < n; k++) {
+        if (m > 0 && stride[k] == size[m - 1] * stride[m - 1]) {
+            size[m - 1] *= size[k];
+        } else {
+            size[m] = size[k], stride[m] = stride[k];
+            m++;
+        }
+    }
     uint64_t h = mix((uint64_t)atomic_load(&s->version));
     h = mix(h ^ (uint64_t)t->offset);
     h = mix(h ^ (uint64_t)t->dtype);
-    h = mix(h ^ dims);
+    for (int k = 0; k < m; k++) {
+        h = mix(h ^ (uint64_t)size[k]);
+        h = mix(h ^ (uint64_t)stride[k]);
+    }
     return h | 1; /* never the "nothing known" 0 */
 }
 

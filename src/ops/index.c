@@ -55,6 +55,12 @@ static bool any_out_of_range(const int64_t *v, int64_t n, int64_t size) {
     for (int64_t i = 0; i < n; i++) bad |= (uint64_t)v[i] | (last - (uint64_t)v[i]);
     return (bad >> 63) != 0;
 }
+static bool has_broadcast_dim(const ts_tensor *t) {
+    for (int i = 0; i < t->shape.ndim; i++)
+        if (t->strides[i] == 0 && t->shape.dims[i] > 1) return true;
+    return false;
+}
+
 static bool check_range(const char *op, ts_tensor *idx, int d, int64_t size) {
     int64_t n = tsi_numel(idx->shape);
     if (n == 0) return true;
@@ -65,6 +71,17 @@ static bool check_range(const char *op, ts_tensor *idx, int d, int64_t size) {
     if (tsi_device(idx).type == TS_META) return true;
     /* read before by a check against a size no larger (the loss's, the forward gather's) */
     if (tsi_index_range_known(idx, size)) return true;
+    /* a broadcast index (expand: index_select's backward) reads each distinct element once */
+    if (has_broadcast_dim(idx)) {
+        ts_shape cs = idx->shape;
+        for (int i = 0; i < cs.ndim; i++)
+            if (idx->strides[i] == 0) cs.dims[i] = 1;
+        ts_tensor *core = tsi_view_of(idx, cs, idx->strides, idx->offset);
+        if (!core) return false;
+        const bool ok = check_range(op, core, d, size);
+        ts_release(core);
+        return ok;
+    }
     const bool in_place =
         tsi_device(idx).type == TS_CPU && idx->dtype == TS_I64 && tsi_is_contiguous(idx);
     int64_t small[SMALL_INDEX];
