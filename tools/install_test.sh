@@ -28,8 +28,11 @@ export PKG_CONFIG_PATH="$(dirname "$pc")"
 libdir=$(pkg-config --variable=libdir tessera)
 cc -std=c11 -o "$tmp/quickstart_so" "$src/examples/quickstart.c" \
    $(pkg-config --cflags --libs tessera) -Wl,-rpath,"$libdir"
-ldd "$tmp/quickstart_so" | grep -q "libtessera.so.$(pkg-config --modversion tessera | cut -d. -f1,2) => $libdir" ||
-  { echo "install_test: the program did not link the installed libtessera.so" >&2; exit 1; }
+# (ldd's output read whole, not piped into grep -q: under pipefail the SIGPIPE ldd gets when grep
+# stops reading early fails the pipeline even on a match)
+linked=$(ldd "$tmp/quickstart_so")
+grep -q "libtessera.so.$(pkg-config --modversion tessera | cut -d. -f1,2) => $libdir" <<<"$linked" ||
+  { echo "install_test: the program did not link the installed libtessera.so" >&2; echo "$linked" >&2; exit 1; }
 "$tmp/quickstart_so" >"$tmp/out_so"
 echo "install_test: pkg-config build against libtessera.so ran ($(head -1 "$tmp/out_so"))"
 
