@@ -41,6 +41,13 @@ ts_tensor *tsi_sdpa_fused(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *m
 bool tsi_linear_fused_takes(ts_tensor *x, ts_tensor *w, ts_tensor *b);
 ts_tensor *tsi_linear_fused(ts_tensor *x, ts_tensor *w, ts_tensor *b);
 bool tsi_layer_norm_fused_takes(ts_tensor *x, int nnorm, ts_dtype dt);
+/* Whether the backend's fused kernels take a norm over x (nnorm: the normalized dims) in dtype
+ * dt: tsi_layer_norm_fused_takes, tsi_rms_norm_fused_takes, batch_norm's (norm.c). */
+typedef bool (*tsi_norm_takes_fn)(ts_tensor *x, int nnorm, ts_dtype dt);
+/* The dtype a norm over x (affine parameters w, b or NULL) runs in through the fused kernels, in
+ * *dt; false: the composition runs (norm.c). */
+bool tsi_norm_fused_dtype(ts_tensor *x, ts_tensor *w, ts_tensor *b, int nnorm,
+                          tsi_norm_takes_fn takes, ts_dtype *dt);
 ts_tensor *tsi_layer_norm_fused(ts_tensor *x, int nnorm, ts_tensor *w, ts_tensor *b, double eps);
 
 /* The fused norms' backward (node inputs x, weight, bias): begin casts the output gradient go to

@@ -43,27 +43,42 @@ static ts_layer_norm_args base_args(ts_tensor *x, int nnorm, ts_tensor *w, ts_te
     return a;
 }
 
-bool tsi_layer_norm_fused_takes(ts_tensor *x, int nnorm, ts_dtype dt) {
+bool tsi_norm_rows_take(ts_tensor *x, int nnorm, ts_dtype dt, bool rms) {
     const ts_backend *be = tsi_be(x);
     if (!be->layer_norm_supports || !be->layer_norm_workspace || !be->layer_norm_forward ||
         !be->layer_norm_backward)
         return false;
-    ts_layer_norm_args a = {0};
+    ts_layer_norm_args a = {.rms = rms};
     tsi_norm_rows_cols(x, nnorm, &a.rows, &a.cols);
     if (a.rows < 1 || a.cols < 1) return false;
     a.x.dtype = dt;
     return be->layer_norm_supports(be, tsi_dev_index(x), &a);
 }
 
-static ts_dtype stat_dtype(ts_dtype dt) { return dt == TS_F64 ? TS_F64 : TS_F32; }
-
-/* A workspace tensor of `bytes` (none for 0); false with TS_ERR_OOM when it cannot be had. */
-static bool workspace(ts_tensor *like, size_t bytes, ts_tensor **ws) {
-    *ws = bytes ? tsi_new(OP, TS_SHAPE((int64_t)bytes), TS_U8, tsi_device(like)) : NULL;
-    return !bytes || *ws;
+bool tsi_layer_norm_fused_takes(ts_tensor *x, int nnorm, ts_dtype dt) {
+    return tsi_norm_rows_take(x, nnorm, dt, false);
 }
 
-static void *data_of(ts_tensor *t) { return t ? t->storage->data + t->offset : NULL; }
+ts_dtype tsi_norm_stat_dtype(ts_dtype dt) { return dt == TS_F64 ? TS_F64 : TS_F32; }
+
+void tsi_norm_rows_backward(const char *op, ts_node *n, ts_tensor *x, ts_tensor *g,
+                            ts_layer_norm_args *a, ts_tensor **gi) {
+    tsi_norm_grads r;
+    if (!tsi_norm_grads_begin(op, n, x, g, &r)) return;
+    tsi_norm_view2(&a->dy, r.dy, a->rows, a->cols);
+    tsi_norm_view2(&a->dx, r.g[0], a->rows, a->cols);
+    tsi_norm_view2(&a->dweight, r.g[1], 0, a->cols);
+    tsi_norm_view2(&a->dbias, r.g[2], 0, a->cols);
+    const ts_backend *be = tsi_be(x);
+    const int idx = tsi_dev_index(x);
+    /* the partial sums' workspace (none for 0 bytes); TS_ERR_OOM when it cannot be had */
+    const size_t bytes = be->layer_norm_workspace(be, idx, a);
+    ts_tensor *ws = bytes ? tsi_new(op, TS_SHAPE((int64_t)bytes), TS_U8, tsi_device(x)) : NULL;
+    const bool ok = !bytes || ws;
+    if (ok) be->layer_norm_backward(be, idx, a, ws ? ws->storage->data + ws->offset : NULL);
+    ts_release(ws);
+    tsi_norm_grads_end(&r, ok, gi);
+}
 
 /* The backward as public ops over statistics recomputed from x (the saved ones carry no history),
  * so that under create_graph it records the gradients' graph: with xh = (x - mean) rstd and
@@ -97,23 +112,10 @@ static void layer_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi
     }
     ts_tensor *mean = tsi_node_saved(n, 2), *rstd = tsi_node_saved(n, 3);
     if (!x || (tsi_node_has_saved(n, 1) && !w) || !mean || !rstd || !go[0]) return;
-    const int nnorm = (int)n->ip[0];
-    tsi_norm_grads r;
-    if (!tsi_norm_grads_begin(OP, n, x, go[0], &r)) return;
-    ts_layer_norm_args a = base_args(x, nnorm, w, NULL);
+    ts_layer_norm_args a = base_args(x, (int)n->ip[0], w, NULL);
     tsi_norm_view2(&a.mean, mean, 0, a.rows);
     tsi_norm_view2(&a.rstd, rstd, 0, a.rows);
-    tsi_norm_view2(&a.dy, r.dy, a.rows, a.cols);
-    tsi_norm_view2(&a.dx, r.g[0], a.rows, a.cols);
-    tsi_norm_view2(&a.dweight, r.g[1], 0, a.cols);
-    tsi_norm_view2(&a.dbias, r.g[2], 0, a.cols);
-    const ts_backend *be = tsi_be(x);
-    const int idx = tsi_dev_index(x);
-    ts_tensor *ws = NULL;
-    const bool ok = workspace(x, be->layer_norm_workspace(be, idx, &a), &ws);
-    if (ok) be->layer_norm_backward(be, idx, &a, data_of(ws));
-    ts_release(ws);
-    tsi_norm_grads_end(&r, ok, gi);
+    tsi_norm_rows_backward(OP, n, x, go[0], &a, gi);
 }
 
 ts_tensor *tsi_layer_norm_fused(ts_tensor *x0, int nnorm, ts_tensor *w0, ts_tensor *b0,
@@ -128,8 +130,8 @@ ts_tensor *tsi_layer_norm_fused(ts_tensor *x0, int nnorm, ts_tensor *w0, ts_tens
     ts_layer_norm_args a = {0};
     if (y) {
         a = base_args(x, nnorm, w, b);
-        mean = tsi_new(OP, TS_SHAPE(a.rows), stat_dtype(x->dtype), dev);
-        rstd = mean ? tsi_new(OP, TS_SHAPE(a.rows), stat_dtype(x->dtype), dev) : NULL;
+        mean = tsi_new(OP, TS_SHAPE(a.rows), tsi_norm_stat_dtype(x->dtype), dev);
+        rstd = mean ? tsi_new(OP, TS_SHAPE(a.rows), tsi_norm_stat_dtype(x->dtype), dev) : NULL;
     }
     if (rstd) {
         tsi_norm_view2(&a.y, y, a.rows, a.cols);

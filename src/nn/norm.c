@@ -6,10 +6,6 @@
 #include "nn/functional_internal.h"
 
 /* ------------------------------------------------------------------ the fused kernels' dtype */
-/* Whether the backend's fused kernels take a norm over x (nnorm: layer_norm's normalized dims) in
- * dtype dt: tsi_layer_norm_fused_takes, or batch_norm's below. */
-typedef bool (*fused_takes_fn)(ts_tensor *x, int nnorm, ts_dtype dt);
-
 static bool batch_norm_takes(ts_tensor *x, int nnorm, ts_dtype dt) {
     (void)nnorm;
     return tsi_batch_norm_fused_takes(x, dt);
@@ -21,8 +17,8 @@ static bool batch_norm_takes(ts_tensor *x, int nnorm, ts_dtype dt) {
  * the op then runs on float32 copies and rounds its output to x's dtype once at the end, as
  * PyTorch's CPU kernels for half compute in float. Parameters of another dtype than x's (a
  * float16 input with float32 parameters) keep the composition's promotion. */
-static bool fused_dtype(ts_tensor *x, ts_tensor *w, ts_tensor *b, int nnorm, fused_takes_fn takes,
-                        ts_dtype *dt) {
+bool tsi_norm_fused_dtype(ts_tensor *x, ts_tensor *w, ts_tensor *b, int nnorm,
+                          tsi_norm_takes_fn takes, ts_dtype *dt) {
     if ((w && w->dtype != x->dtype) || (b && b->dtype != x->dtype)) return false;
     *dt = x->dtype;
     if (takes(x, nnorm, *dt)) return true;
@@ -51,7 +47,7 @@ static bool batch_norm_dtypes(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_dtype
         *dt = xd, *pt = TS_F32;
         return true;
     }
-    if (!fused_dtype(x, w, b, 0, batch_norm_takes, dt)) return false;
+    if (!tsi_norm_fused_dtype(x, w, b, 0, batch_norm_takes, dt)) return false;
     *pt = *dt;
     return true;
 }
@@ -268,7 +264,7 @@ static ts_tensor *layer_norm_op(ts_tensor *x, ts_shape normalized_shape, ts_tens
      * which is also the reference the tests compare them with */
     const int nnorm = normalized_shape.ndim;
     ts_dtype dt;
-    if (fused_dtype(x, w, b, nnorm, tsi_layer_norm_fused_takes, &dt)) {
+    if (tsi_norm_fused_dtype(x, w, b, nnorm, tsi_layer_norm_fused_takes, &dt)) {
         if (dt == x->dtype) return tsi_layer_norm_fused(x, nnorm, w, b, eps);
         ts_scope_begin();
         ts_tensor *y =

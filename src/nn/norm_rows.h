@@ -9,5 +9,15 @@
 void tsi_norm_rows_cols(const ts_tensor *x, int nnorm, int64_t *rows, int64_t *cols);
 /* The kernels' view of a contiguous tensor as [d0, d1] (d0 = 0: one dim of d1); t NULL: absent. */
 void tsi_norm_view2(ts_kview *v, const ts_tensor *t, int64_t d0, int64_t d1);
+/* Whether the backend has the four layer-norm entries and they take a norm over x's last nnorm
+ * dims in dtype dt, as layer norm or (rms) as RMSNorm. */
+bool tsi_norm_rows_take(ts_tensor *x, int nnorm, ts_dtype dt, bool rms);
+/* The per-row statistics' dtype: float64 for float64, else float32 (the kernels'). */
+ts_dtype tsi_norm_stat_dtype(ts_dtype dt);
+/* A fused node's backward through the kernels: a (x, weight, bias and the saved statistics
+ * already set) gets the gradients' views, the workspace the backend asks for, and the call;
+ * gi as tsi_norm_grads_end leaves it. */
+void tsi_norm_rows_backward(const char *op, ts_node *n, ts_tensor *x, ts_tensor *g,
+                            ts_layer_norm_args *a, ts_tensor **gi);
 
 #endif /* TS_NN_NORM_ROWS_H */

@@ -48,16 +48,12 @@ static bool rms_check(ts_tensor *x, ts_shape ns, ts_tensor *w) {
  * torch.finfo(float16).eps: that would swamp the mean of squares of inputs near 1e-3). */
 static double default_eps(ts_dtype d) { return d == TS_F64 ? DBL_EPSILON : FLT_EPSILON; }
 
-/* The dtype the fused kernels run in, in *dt; false: the composition runs. x's own dtype when
- * they take it; a float16 / bfloat16 x takes float32 copies when they take those (the cpu
- * kernels are float32 / float64), its output rounded to x's dtype once. A weight of another
- * dtype keeps the composition's promotion, and meta tensors the composition's nodes. */
+/* The dtype the fused kernels run in (norm.c's rule: x's own, or float32 copies of a float16 /
+ * bfloat16 x rounded back once; a weight of another dtype composes), in *dt; false: the
+ * composition runs, as it does for meta tensors (the composition's nodes). */
 static bool fused_dtype(ts_tensor *x, ts_tensor *w, int nnorm, ts_dtype *dt) {
-    if (tsi_device(x).type == TS_META || (w && w->dtype != x->dtype)) return false;
-    *dt = x->dtype;
-    if (tsi_rms_norm_fused_takes(x, nnorm, *dt)) return true;
-    *dt = TS_F32;
-    return (x->dtype == TS_F16 || x->dtype == TS_BF16) && tsi_rms_norm_fused_takes(x, nnorm, *dt);
+    return tsi_device(x).type != TS_META &&
+           tsi_norm_fused_dtype(x, w, NULL, nnorm, tsi_rms_norm_fused_takes, dt);
 }
 
 ts_tensor *ts_rms_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, double eps) {

@@ -16,21 +16,8 @@ static ts_layer_norm_args base_args(ts_tensor *x, int nnorm, ts_tensor *w) {
 }
 
 bool tsi_rms_norm_fused_takes(ts_tensor *x, int nnorm, ts_dtype dt) {
-    const ts_backend *be = tsi_be(x);
-    if (!be->layer_norm_supports || !be->layer_norm_workspace || !be->layer_norm_forward ||
-        !be->layer_norm_backward)
-        return false;
-    ts_layer_norm_args a = {.rms = true};
-    tsi_norm_rows_cols(x, nnorm, &a.rows, &a.cols);
-    if (a.rows < 1 || a.cols < 1) return false;
-    a.x.dtype = dt;
-    return be->layer_norm_supports(be, tsi_dev_index(x), &a);
+    return tsi_norm_rows_take(x, nnorm, dt, true);
 }
-
-/* rstd's dtype: float64 for float64, else float32 (the kernels' statistics) */
-static ts_dtype stat_dtype(ts_dtype dt) { return dt == TS_F64 ? TS_F64 : TS_F32; }
-
-static void *data_of(ts_tensor *t) { return t ? t->storage->data + t->offset : NULL; }
 
 /* The backward as public ops over rstd recomputed from x (the saved one carries no history), so
  * that under create_graph it records the gradients' graph: with gw = g w,
@@ -60,22 +47,10 @@ static void rms_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) 
     }
     ts_tensor *rstd = tsi_node_saved(n, 2);
     if (!x || (tsi_node_has_saved(n, 1) && !w) || !rstd || !go[0]) return;
-    const int nnorm = (int)n->ip[0];
-    tsi_norm_grads r; /* the node's third input (layer norm's bias) is always NULL */
-    if (!tsi_norm_grads_begin(OP, n, x, go[0], &r)) return;
-    ts_layer_norm_args a = base_args(x, nnorm, w);
+    /* the node's third input (layer norm's bias) is always NULL: no dbias */
+    ts_layer_norm_args a = base_args(x, (int)n->ip[0], w);
     tsi_norm_view2(&a.rstd, rstd, 0, a.rows);
-    tsi_norm_view2(&a.dy, r.dy, a.rows, a.cols);
-    tsi_norm_view2(&a.dx, r.g[0], a.rows, a.cols);
-    tsi_norm_view2(&a.dweight, r.g[1], 0, a.cols);
-    const ts_backend *be = tsi_be(x);
-    const int idx = tsi_dev_index(x);
-    const size_t bytes = be->layer_norm_workspace(be, idx, &a);
-    ts_tensor *ws = bytes ? tsi_new(OP, TS_SHAPE((int64_t)bytes), TS_U8, tsi_device(x)) : NULL;
-    const bool ok = !bytes || ws;
-    if (ok) be->layer_norm_backward(be, idx, &a, data_of(ws));
-    ts_release(ws);
-    tsi_norm_grads_end(&r, ok, gi);
+    tsi_norm_rows_backward(OP, n, x, go[0], &a, gi);
 }
 
 ts_tensor *tsi_rms_norm_fused(ts_tensor *x0, int nnorm, ts_tensor *w0, double eps) {
@@ -88,7 +63,7 @@ ts_tensor *tsi_rms_norm_fused(ts_tensor *x0, int nnorm, ts_tensor *w0, double ep
     ts_layer_norm_args a = {0};
     if (y) {
         a = base_args(x, nnorm, w);
-        rstd = tsi_new(OP, TS_SHAPE(a.rows), stat_dtype(x->dtype), dev);
+        rstd = tsi_new(OP, TS_SHAPE(a.rows), tsi_norm_stat_dtype(x->dtype), dev);
     }
     if (rstd) {
         tsi_norm_view2(&a.y, y, a.rows, a.cols);

@@ -152,7 +152,7 @@ static void grad_ready(ts_tensor *leaf, void *ctx) {
         ts_tensor *g = leaf->grad;
         if (ts_error() || !grad_fits(q, g)) return;
         grad_to_host(q->stage ? q->stage : q->hgrad, g); /* the cast waits for the step */
-        if (ts_error()) return; /* a failed copy (cuda) */
+        if (ts_error()) return;                          /* a failed copy (cuda) */
         q->g_uid = g->storage->uid;
         q->g_version = atomic_load(&g->storage->version);
         q->g_data = tsi_kview(g).data;

@@ -72,6 +72,11 @@ struct lt_operand {
     int64_t ld;
 };
 
+/* An operand whose op() is rows x cols: stored as that (column-major), or transposed (trans) */
+lt_operand lt_op(const void *data, bool trans, uint64_t rows, uint64_t cols, int64_t ld) {
+    return lt_operand{data, trans, trans ? cols : rows, trans ? rows : cols, ld};
+}
+
 struct lt_gemm {
     ts_dtype dt;
     cublasLtEpilogue_t epi;
@@ -274,11 +279,9 @@ void tsc_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const
         g.dt = out->dtype, g.epi = CUBLASLT_EPILOGUE_BIAS;
         g.m = (uint64_t)n, g.n = (uint64_t)m, g.k = (uint64_t)k;
         /* A = b^T (n x k): b row-major is b^T column-major; b column-major needs OP_T */
-        g.a = lt_operand{b->data, lb == TSC_LAYOUT_COL, lb == TSC_LAYOUT_COL ? (uint64_t)k : g.m,
-                         lb == TSC_LAYOUT_COL ? g.m : (uint64_t)k, ldb};
+        g.a = lt_op(b->data, lb == TSC_LAYOUT_COL, g.m, (uint64_t)k, ldb);
         /* B = a^T (k x m) likewise */
-        g.b = lt_operand{a->data, la == TSC_LAYOUT_COL, la == TSC_LAYOUT_COL ? g.n : (uint64_t)k,
-                         la == TSC_LAYOUT_COL ? (uint64_t)k : g.n, lda};
+        g.b = lt_op(a->data, la == TSC_LAYOUT_COL, (uint64_t)k, g.n, lda);
         g.d = out->data, g.ldd = ldd, g.bias = bias->data;
         const int rc = lt_run(index, "linear", g);
         if (rc != 0) return; /* done, or the error recorded */
@@ -301,11 +304,9 @@ bool tsc_matmul_bgrad(const ts_backend *be, int index, const ts_kview *dw, const
     p.dt = g->dtype, p.epi = CUBLASLT_EPILOGUE_BGRADB;
     p.m = (uint64_t)k, p.n = (uint64_t)n, p.k = (uint64_t)m;
     /* A = x^T (k x m): x row-major is x^T column-major; x column-major needs OP_T */
-    p.a = lt_operand{x->data, lx == TSC_LAYOUT_COL, lx == TSC_LAYOUT_COL ? (uint64_t)m : p.m,
-                     lx == TSC_LAYOUT_COL ? p.m : (uint64_t)m, ldx};
+    p.a = lt_op(x->data, lx == TSC_LAYOUT_COL, p.m, (uint64_t)m, ldx);
     /* B = g (m x n): g column-major as it is; g row-major is g^T column-major, OP_T */
-    p.b = lt_operand{g->data, lg == TSC_LAYOUT_ROW, lg == TSC_LAYOUT_ROW ? p.n : (uint64_t)m,
-                     lg == TSC_LAYOUT_ROW ? (uint64_t)m : p.n, ldg};
+    p.b = lt_op(g->data, lg == TSC_LAYOUT_ROW, (uint64_t)m, p.n, ldg);
     p.d = dw->data, p.ldd = k, p.bias = db->data;
     return lt_run(index, "linear backward", p) != 0;
 }
