@@ -15,6 +15,10 @@
  *                              epilogues (matmul_bias, matmul_bgrad)
  *   linear_bias_*_unfused      the same as mm + add (the product, the bias add and the bias
  *                              gradient's reduction separate): what the epilogues replace
+ *   linear_{relu,gelu_tanh}_{f32,bf16}  the same up-projection followed by relu / GELU's tanh
+ *                              form, Sequential(Linear, act), forward + backward: the activation
+ *                              in cuBLASLt's epilogue (matmul_bias_act, decision 0032)
+ *   linear_*_{f32,bf16}_unfused  the same as linear, then the activation's own ops
  * Each line is "name ms-per-call ms": the median of rounds of calls between two device
  * synchronisations, after a warm-up round; "name: failed: <message>" when the case fails. Without
  * a GPU prints "bench_gpu_kernels: SKIP: <reason>" and exits 0. Usage: bench_gpu_kernels [quick]
@@ -233,6 +237,51 @@ static void bench_linear(const char *name, ts_dtype dt, bool unfused, int runs) 
     free_ctx(&c);
 }
 
+/* Linear + activation: Sequential(Linear, ReLU or GELU(approximate='tanh')), which runs the pair
+ * through matmul_bias_act (cuBLASLt's RELU_BIAS / GELU_AUX_BIAS epilogues), or `unfused`: linear
+ * (matmul_bias) then the activation's own ops, what the epilogue replaces */
+typedef struct {
+    ts_module *seq;
+    ts_tensor *x, *w, *b, *dy; /* w and b borrowed from seq */
+    bool gelu, unfused;
+} act_ctx;
+
+static bool linear_act_call(void *p) {
+    act_ctx *c = p;
+    ts_tensor *y;
+    if (c->unfused) {
+        ts_tensor *z = ts_linear(c->x, c->w, c->b);
+        y = c->gelu ? ts_gelu_tanh(z) : ts_relu(z);
+    } else {
+        y = ts_forward(c->seq, c->x);
+    }
+    if (!y) return false;
+    ts_backward_with(y, c->dy);
+    ts_set_grad(c->x, NULL), ts_set_grad(c->w, NULL), ts_set_grad(c->b, NULL);
+    return true;
+}
+
+static void bench_linear_act(const char *name, ts_dtype dt, bool gelu, bool unfused, int runs) {
+    const int64_t rows = d(8192, 64), in = d(768, 96), out = d(3072, 80);
+    ts_module *lin =
+        ts_linear_new_ex(in, out, (ts_linear_opts){.dtype = dt, .device = bench_device});
+    ts_module *act = gelu ? ts_gelu_new_ex(TS_GELU_TANH) : ts_relu_new();
+    ts_module *seq = lin && act ? ts_sequential_new(2, (ts_module *const[]){lin, act}) : NULL;
+    act_ctx c = {.seq = seq,
+                 .x = leaf(TS_SHAPE(rows, in), dt, 1, true),
+                 .w = seq ? ts_module_get(seq, "0.weight") : NULL,
+                 .b = seq ? ts_module_get(seq, "0.bias") : NULL,
+                 .dy = leaf(TS_SHAPE(rows, out), dt, 1, false),
+                 .gelu = gelu,
+                 .unfused = unfused};
+    report(name, c.x && c.w && c.b && c.dy ? time_calls(linear_act_call, &c, 20, runs) : -1);
+    ts_release(c.x), ts_release(c.dy);
+    if (seq)
+        ts_module_free(seq);
+    else
+        ts_module_free(lin), ts_module_free(act);
+}
+
 static int gpt2_shapes(ts_shape *s) {
     const int64_t v = d(50257, 500), t = d(1024, 64), c = d(768, 32);
     int n = 0;
@@ -293,5 +342,13 @@ int main(int argc, char **argv) {
     bench_linear("linear_bias_f32_unfused", TS_F32, true, runs);
     bench_linear("linear_bias_bf16", TS_BF16, false, runs);
     bench_linear("linear_bias_bf16_unfused", TS_BF16, true, runs);
+    bench_linear_act("linear_relu_f32", TS_F32, false, false, runs);
+    bench_linear_act("linear_relu_f32_unfused", TS_F32, false, true, runs);
+    bench_linear_act("linear_relu_bf16", TS_BF16, false, false, runs);
+    bench_linear_act("linear_relu_bf16_unfused", TS_BF16, false, true, runs);
+    bench_linear_act("linear_gelu_tanh_f32", TS_F32, true, false, runs);
+    bench_linear_act("linear_gelu_tanh_f32_unfused", TS_F32, true, true, runs);
+    bench_linear_act("linear_gelu_tanh_bf16", TS_BF16, true, false, runs);
+    bench_linear_act("linear_gelu_tanh_bf16_unfused", TS_BF16, true, true, runs);
     return 0;
 }

@@ -142,6 +142,22 @@ def bench_linear(name, dtype, unfused):
     report(name, time_calls(call, 20))
 
 
+def bench_linear_act(name, dtype, gelu, unfused):
+    # PyTorch's eager nn.Sequential(Linear, ReLU / GELU(approximate="tanh")): linear (addmm's bias
+    # epilogue), then the activation's kernel; `unfused`: mm + add, then the activation
+    x = leaf((8192, 768), dtype, grad=True)
+    w, b = leaf((3072, 768), dtype, 0.02, grad=True), leaf(3072, dtype, 0.02, grad=True)
+    dy = leaf((8192, 3072), dtype)
+
+    def call():
+        z = torch.mm(x, w.t()) + b if unfused else F.linear(x, w, b)
+        y = F.gelu(z, approximate="tanh") if gelu else F.relu(z)
+        y.backward(dy)
+        clear(x, w, b)
+
+    report(name, time_calls(call, 20))
+
+
 def main():
     if not torch.cuda.is_available():
         print("bench_gpu_kernels_torch: SKIP: torch.cuda is not available")
@@ -166,6 +182,11 @@ def main():
     bench_linear("linear_bias_f32_unfused", torch.float32, True)
     bench_linear("linear_bias_bf16", torch.bfloat16, False)
     bench_linear("linear_bias_bf16_unfused", torch.bfloat16, True)
+    for act in ("relu", "gelu_tanh"):
+        for tag, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+            for unfused in (False, True):
+                name = f"linear_{act}_{tag}" + ("_unfused" if unfused else "")
+                bench_linear_act(name, dtype, act == "gelu_tanh", unfused)
 
 
 if __name__ == "__main__":

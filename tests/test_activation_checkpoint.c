@@ -497,6 +497,106 @@ static void check_refusals(void) {
     CHECK(p.calls == 1 && p.frees == 1 && ts_grad_fn_name(o2[0]) == NULL);
     ts_scope_end();
 }
+/* A function of eight outputs (k + 1) tanh(x): every output's gradient reaches x through the
+ * recomputation as in the plain run (the recomputation's outputs array holds all eight). */
+enum { MANY = 8 };
+static ts_status many_out(void *p, ts_tensor *const *in, int n_in, ts_tensor **out, int n_out) {
+    (void)p, (void)n_in;
+    ts_tensor *h = ts_tanh(in[0]);
+    for (int k = 0; k < n_out; k++) out[k] = ts_mul_scalar(ts_mul(h, in[0]), k + 1.0);
+    for (int k = 0; k < n_out; k++)
+        if (!out[k]) return ts_error();
+    return TS_OK;
+}
+
+static void check_many_outputs(ts_device d) {
+    ts_scope_begin();
+    ts_tensor *x = param(TS_SHAPE(5, 7), d, 21);
+    ts_tensor *grads[2];
+    for (int ck = 0; ck < 2; ck++) {
+        ts_tensor *out[MANY];
+        if (ck)
+            CHECK_EQ(ts_checkpoint(many_out, NULL, NULL, &x, 1, out, MANY), TS_OK);
+        else
+            CHECK_EQ(many_out(NULL, &x, 1, out, MANY), TS_OK);
+        ts_tensor *loss = ts_sum(out[0]);
+        for (int k = 1; k < MANY; k++) loss = ts_add(loss, ts_sum(out[k]));
+        ts_backward(loss);
+        CHECK_OK();
+        grads[ck] = ts_add_scalar(ts_grad(x), 0.0);
+        ts_set_grad(x, NULL);
+    }
+    CHECK(same(grads[0], grads[1]));
+    ts_scope_end();
+}
+
+/* A recomputation that saves a tensor of another shape than the forward did (one count of
+ * saves): [3] where the forward saved [3, 0] (the same leading dims, one dim fewer), [3, 1]
+ * where it saved [3] (one more), [1, 3] where it saved [3, 1]; the backward refuses, naming the
+ * tensor. */
+typedef struct shape_ctx {
+    int calls, variant;
+} shape_ctx;
+
+static ts_status shape_fn(void *p, ts_tensor *const *in, int n_in, ts_tensor **out, int n_out) {
+    (void)n_in, (void)n_out;
+    shape_ctx *c = p;
+    const bool first = c->calls++ == 0;
+    ts_tensor *x = in[0], *t = x; /* x: [3] */
+    if (c->variant == 0) t = first ? ts_narrow(ts_unsqueeze(x, 1), 1, 0, 0) : x;
+    if (c->variant == 1) t = first ? x : ts_unsqueeze(x, 1);
+    if (c->variant == 2) t = first ? ts_unsqueeze(x, 1) : ts_unsqueeze(x, 0);
+    out[0] = ts_sum(ts_tanh(t)); /* tanh saves its output */
+    return out[0] ? TS_OK : ts_error();
+}
+
+static void check_shape_mismatch(ts_device d) {
+    for (int v = 0; v < 3; v++) {
+        ts_scope_begin();
+        ts_tensor *x = param(TS_SHAPE(3), d, 22);
+        shape_ctx c = {.variant = v};
+        ts_tensor *out = NULL;
+        CHECK_EQ(ts_checkpoint(shape_fn, &c, NULL, &x, 1, &out, 1), TS_OK);
+        ts_backward(out);
+        CHECK_EQ(c.calls, 2);
+        CHECK_ERR_HAS(TS_ERR_STATE, "recomputed tensor 0 is");
+        ts_scope_end();
+    }
+}
+
+/* Each allocation of a checkpointed forward failed in turn: an error (out of memory, or the
+ * op's own) with no output, or success with every output; never success without outputs. */
+static void check_alloc_faults(void) {
+    ts_scope_begin();
+    fn_ctx c = {0};
+    ts_tensor *x = param(TS_SHAPE(6, 8), ts_cpu(), 1), *y = param(TS_SHAPE(6, 16), ts_cpu(), 2);
+    c.w1 = param(TS_SHAPE(8, 16), ts_cpu(), 3), c.w2 = param(TS_SHAPE(8, 16), ts_cpu(), 4);
+    ts_tensor *in[2] = {x, y}, *out[2];
+    ts_fault_alloc_set(0);
+    CHECK_EQ(ts_checkpoint(body, &c, NULL, in, 2, out, 2), TS_OK);
+    const uint64_t count = ts_fault_alloc_count();
+    ts_fault_alloc_set(-1);
+    int failed = 0;
+    for (uint64_t n = 1; n <= count; n++) {
+        ts_scope_begin();
+        out[0] = out[1] = NULL;
+        ts_fault_alloc_set((int64_t)n);
+        const ts_status st = ts_checkpoint(body, &c, NULL, in, 2, out, 2);
+        ts_fault_alloc_set(-1);
+        const ts_status err = ts_error();
+        const bool ok = st == TS_OK ? out[0] && out[1] && err == TS_OK : err == st;
+        if (!ok)
+            printf("  allocation %llu of %llu failed: status %d, error %d, outputs %p %p\n",
+                   (unsigned long long)n, (unsigned long long)count, (int)st, (int)err,
+                   (void *)out[0], (void *)out[1]);
+        CHECK(ok);
+        failed += st != TS_OK;
+        ts_error_clear();
+        ts_scope_end();
+    }
+    CHECK(failed > 0);
+    ts_scope_end();
+}
 
 int main(void) {
     ts_device devs[TS_TEST_MAX_DEVICES];
@@ -512,6 +612,8 @@ int main(void) {
         check_modules(d);
         check_models(d);
         check_sublayers(d);
+        check_many_outputs(d);
+        check_shape_mismatch(d);
         if (d.type == TS_SIM) { /* sim counts every byte */
             check_memory(d);
             check_peak(d);
@@ -519,5 +621,6 @@ int main(void) {
         }
     }
     check_refusals();
+    check_alloc_faults();
     return ts_test_finish();
 }

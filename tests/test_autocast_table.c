@@ -18,9 +18,9 @@
  * Tessera applies on every device type):
  *   lower_precision_fp: mm, bmm, matmul, linear, conv2d                      -> F32/LOW/MIX: L
  *   fp32: exp, log, log1p, reciprocal, rsqrt, tan, asin, acos, sinh, cosh, pow (Tensor_Tensor,
- *         Tensor_Scalar, Scalar), softplus, layer_norm, nll_loss, l1_loss, smooth_l1_loss,
- *         mse_loss, kl_div, huber_loss, soft_margin_loss, hinge_embedding_loss, poisson_nll_loss,
- *         margin_ranking_loss, triplet_margin_loss,
+ *         Tensor_Scalar, Scalar), softplus, layer_norm, rms_norm, nll_loss, l1_loss,
+ *         smooth_l1_loss, mse_loss, kl_div, huber_loss, soft_margin_loss, hinge_embedding_loss,
+ *         poisson_nll_loss, margin_ranking_loss, triplet_margin_loss,
  * binary_cross_entropy_with_logits, logsumexp; fp32_set_opt_dtype: sum, prod, softmax, log_softmax,
  * cumsum, cumprod;
  * cross_entropy (PyTorch's composite of log_softmax + nll_loss, both fp32)    -> F32/LOW/MIX: F
@@ -106,6 +106,7 @@ static ts_tensor *a_nll(ts_tensor **in) { return ts_nll_loss(in[0], in[1], (ts_l
 static ts_tensor *a_layer_norm(ts_tensor **in) {
     return ts_layer_norm(in[0], TS_SHAPE(3), in[1], in[2], 0);
 }
+static ts_tensor *a_rms_norm(ts_tensor **in) { return ts_rms_norm(in[0], TS_SHAPE(3), in[1], 0); }
 static ts_tensor *a_batch_norm(ts_tensor **in) {
     return ts_batch_norm(in[0], in[3], in[4], in[1], in[2], true, 0, 0);
 }
@@ -177,6 +178,7 @@ static const row rows[] = {
     {"cross_entropy", K_CE, a_ce, "FFFDX"},
     {"nll_loss", K_CE, a_nll, "FFFDX"},
     {"layer_norm", K_NORM, a_layer_norm, "FFFDX"},
+    {"rms_norm", K_NORM, a_rms_norm, "FFFDX"},
     {"batch_norm", K_NORM, a_batch_norm, "FLLDX"},
     /* promote */
     {"cat", K_BINARY, a_cat, "FLFDI"},

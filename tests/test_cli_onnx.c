@@ -285,11 +285,14 @@ static bool export_conv_bn_relu(const char *path) {
     return ok;
 }
 
-/* run --max-memory on two capped sim devices: the interpreter runs a graph whole on one device, so
- * the model (the file's six float32 parameters and buffers, 24 bytes) goes to the first device
- * whose budget holds it: not sim:0 (16 B), sim:1 (1 KiB); its outputs equal the
- * unplaced run's on sim:1 byte for byte. Budgets that hold it nowhere fail naming the reason. */
-static void test_run_max_memory(const char *model, const char *x_arg) {
+/* run --max-memory on two capped sim devices. With the rewrites the model is one node (the Conv,
+ * BatchNorm folded in, Relu fused: its weight and bias, 8 bytes; the BatchNorm's four unread
+ * initializers stay on the cpu): not on sim:0 (4 B), on sim:1 (1 KiB), its outputs the unplaced
+ * run's on sim:1 byte for byte. Without them (--no-optimize, and --grad-output's file graph) the
+ * graph splits: the Conv on sim:0 (8 B), BatchNormalization and Relu on sim:1 (16 B), with the
+ * outputs and every gradient of the unplaced cpu run. Budgets that hold a node nowhere fail naming
+ * each device. */
+static void test_run_max_memory(const char *model, const char *x_arg, const char *g_arg) {
     const char *const env[] = {"TS_SIM_DEVICES=2", "TS_SIM_CAPACITY=1M", NULL};
     result r =
         run_env(env, (const char *const[]){"run", model, "--input", x_arg, "--save",
@@ -298,25 +301,44 @@ static void test_run_max_memory(const char *model, const char *x_arg) {
     result_free(&r);
     r = run_env(env,
                 (const char *const[]){"run", model, "--input", x_arg, "--save", path_in("mm", NULL),
-                                      "--max-memory", "sim:0=16B,sim:1=1KiB,cpu=1GiB", NULL});
+                                      "--max-memory", "sim:0=4B,sim:1=1KiB,cpu=1GiB", NULL});
     check_clean_exit(&r);
     CHECK(has(r.out, "placement (--max-memory):\n"));
-    CHECK(has(r.out, "OnnxModel                -> sim:1    24 B\n"));
-    CHECK(has(r.out, "sim:1: 24 B of 1.00 KiB\n"));
+    CHECK(has(r.out, "node '/Conv_1' (Conv)    -> sim:1    8 B\n"));
+    CHECK(has(r.out, "sim:1: 8 B of 1.00 KiB\n"));
     CHECK(has(r.out, " on sim:1, inference rewrites on\n"));
     result_free(&r);
-    size_t n_ref = 0, n = 0;
-    char *ref = slurp(path_in("mm_ref", "output.npy"), &n_ref);
-    char *got = slurp(path_in("mm", "output.npy"), &n);
-    CHECK(ref && got && n == n_ref && n > 0 && !memcmp(ref, got, n));
-    free(ref), free(got);
+    CHECK(same_file(path_in("mm_ref", "output.npy"), path_in("mm", "output.npy")));
+    /* split: the file's graph, with and without its gradients */
+    for (int grad = 0; grad < 2; grad++) {
+        const char *flag = grad ? "--grad-output" : "--no-optimize", *val = grad ? g_arg : NULL;
+        r = run_env(env, (const char *const[]){"run", model, "--input", x_arg, "--save",
+                                               path_in("mm_ref", NULL), flag, val, NULL});
+        check_clean_exit(&r);
+        result_free(&r);
+        r = run_env(env, (const char *const[]){"run", model, "--input", x_arg, "--save",
+                                               path_in("mm", NULL), "--max-memory",
+                                               "sim:0=8B,sim:1=16B,cpu=1GiB", flag, val, NULL});
+        check_clean_exit(&r);
+        CHECK(has(r.out, "node '/Conv_1' (Conv)    -> sim:0    8 B\n"));
+        CHECK(has(r.out, "(2 nodes) -> sim:1    16 B\n"));
+        CHECK(has(r.out, "sim:0: 8 B of 8 B\nsim:1: 16 B of 16 B\ncpu: 0 B of 1.00 GiB\n"));
+        CHECK(has(r.out, " on sim:0 + sim:1, inference rewrites off ("));
+        result_free(&r);
+        CHECK(same_file(path_in("mm_ref", "output.npy"), path_in("mm", "output.npy")));
+        const char *grads[] = {"0.weight", "0.bias", "1.weight", "1.bias"};
+        for (int i = 0; grad && i < 4; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "grad/%s.npy", grads[i]);
+            CHECK(same_file(path_in("mm_ref", name), path_in("mm", name)));
+        }
+    }
     r = run_env(env, (const char *const[]){"run", model, "--input", x_arg, "--max-memory",
-                                           "sim:0=16B,sim:1=20B", NULL});
+                                           "sim:0=4B,sim:1=4B", NULL});
     CHECK_EQ(exit_code(&r), 1);
     CHECK(!r.out || !*r.out); /* nothing on stdout */
     CHECK(has(r.err, "tessera: --max-memory: module_place: the budgets cannot hold the model"));
-    CHECK(has(r.err, "(an ONNX graph runs whole on one device: tessera run does not split it "
-                     "across devices)\n"));
+    CHECK(has(r.err, "fits on none of sim:0=4 B (0 B planned), sim:1=4 B (0 B planned)\n"));
     result_free(&r);
     check_usage_error(RUN("run", model, "--max-memory", "cpu=1GiB", "--device", "cpu"),
                       "tessera: --max-memory: not with --device (the budgets choose the device)\n");
@@ -358,7 +380,7 @@ static void test_run_optimize(void) {
     CHECK(gt && ts_numel(gt) == 1 && ts_copy_to_host(gt, gs, sizeof gs) == TS_OK && gs[0] == 4);
     ts_release(gt);
     CHECK_OK();
-    test_run_max_memory(model, x_arg);
+    test_run_max_memory(model, x_arg, g_arg);
     check_usage_error(RUN("info", model, "--no-optimize"),
                       "tessera: --no-optimize: not an option of 'tessera info' (see tessera "
                       "--help)\n");

@@ -172,6 +172,35 @@ static void embedding_and_broadcast_indices(void) {
     ts_scope_end();
 }
 
+/* The canonical form merges a dim into the one before it only where it continues it, and keeps
+ * every dim: a [2, 2, 2] view of 8 ids is not its first 4 (checked before), so an id out of range
+ * among the last 4 is caught; a [2, 3, 2] and a [6, 2] view of the same 12 of 24 ids (every
+ * other pair: the two outer dims of the first merge into one) are one set, read once. */
+static void merged_dims(void) {
+    ts_scope_begin();
+    const ts_opts o = {.device = sim0()};
+    ts_tensor *w = ts_randn(TS_SHAPE(8, 3), o);
+    const int64_t v8[8] = {0, 1, 2, 3, 4, 5, 6, 9};
+    ts_tensor *i8 = labels(v8, 8, sim0());
+    CHECK(ts_embedding(w, ts_narrow(i8, 0, 0, 4)) != NULL);
+    CHECK(ts_embedding(w, ts_reshape(i8, TS_SHAPE(2, 2, 2))) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "out of range");
+    int64_t v24[24];
+    for (int k = 0; k < 24; k++) v24[k] = k % 4 < 2 ? k % 8 : 100; /* the pairs kept are < 8 */
+    ts_tensor *i24 = labels(v24, 24, sim0());
+    ts_tensor *a = ts_narrow(ts_reshape(i24, TS_SHAPE(2, 3, 4)), 2, 0, 2); /* strides 12, 4, 1 */
+    ts_tensor *b = ts_narrow(ts_reshape(i24, TS_SHAPE(6, 4)), 1, 0, 2);    /* strides 4, 1 */
+    CHECK_OK();
+    start();
+    CHECK(ts_gather(ts_zeros(TS_SHAPE(8, 3, 2), o), 0, a) != NULL);
+    CHECK(ts_gather(ts_zeros(TS_SHAPE(8, 2), o), 0, b) != NULL);
+    CHECK_EQ(reads(), 1);
+    /* the whole of it is another set: its 100s are caught */
+    CHECK(ts_gather(ts_zeros(TS_SHAPE(8, 4), o), 0, ts_reshape(i24, TS_SHAPE(6, 4))) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "out of bounds");
+    ts_scope_end();
+}
+
 /* nll_loss with an ignore_index that is a valid class must count the ignored targets even when
  * the targets were checked before */
 static void ignore_index_inside_the_classes(void) {
@@ -213,6 +242,7 @@ int main(void) {
     views_and_sizes();
     embedding_and_broadcast_indices();
     ignore_index_inside_the_classes();
+    merged_dims();
     exported_memory_is_always_read();
     return ts_test_finish();
 }

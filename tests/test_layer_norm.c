@@ -499,6 +499,52 @@ static void test_module_defaults(void) {
     CHECK_OK();
     ts_scope_end();
 }
+/* Under create_graph the node's backward is the composite one (public ops over statistics
+ * recomputed from x, so that it can be differentiated again): in float64 its gradients equal the
+ * kernels' within a few ulps, for a normalized_shape of the last dim and of the last two, with and
+ * without weight and bias; and dx can be differentiated again. */
+static void test_create_graph_backward(void) {
+    for (int di = 0; di < ndev; di++)
+        for (int k = 0; k < 4; k++) {
+            ts_scope_begin();
+            ts_manual_seed(40 + k);
+            const bool two = k & 1, affine = k < 2;
+            const ts_opts o = {.dtype = TS_F64, .device = devs[di], .requires_grad = true};
+            ts_tensor *x = ts_randn(TS_SHAPE(3, 4, 5), o);
+            ts_shape ns = two ? TS_SHAPE(4, 5) : TS_SHAPE(5);
+            ts_tensor *w = affine ? ts_randn(ns, o) : NULL, *b = affine ? ts_randn(ns, o) : NULL;
+            ts_tensor *g =
+                ts_randn(TS_SHAPE(3, 4, 5), (ts_opts){.dtype = TS_F64, .device = devs[di]});
+            ts_tensor *in[3] = {x, w, b}, *fused[3] = {NULL}, *comp[3] = {NULL};
+            const int n = affine ? 3 : 1;
+            ts_tensor *y = ts_layer_norm(x, ns, w, b, 1e-5);
+            CHECK_STREQ(y ? ts_grad_fn_name(y) : NULL, "NativeLayerNormBackward0");
+            CHECK_EQ(
+                ts_autograd_grad(&y, &g, 1, in, n, (ts_grad_opts){.retain_graph = true}, fused),
+                TS_OK);
+            CHECK_EQ(ts_autograd_grad(&y, &g, 1, in, n, (ts_grad_opts){.create_graph = true}, comp),
+                     TS_OK);
+            for (int i = 0; i < n; i++) {
+                CHECK(fused[i] && comp[i]);
+                if (!fused[i] || !comp[i]) continue;
+                if (i < 2) CHECK(ts_requires_grad(comp[i])); /* dbias = sum(g): no graph */
+                const double scale = ts_item(ts_max(ts_abs(fused[i])));
+                const double diff = ts_item(ts_max(ts_abs(ts_sub(fused[i], comp[i]))));
+                if (!(diff <= 64 * 2.220446049250313e-16 * scale))
+                    printf("  %s, case %d, gradient %d: %.3g against scale %.3g\n",
+                           ts_device_str(devs[di]), k, i, diff, scale);
+                CHECK(diff <= 64 * 2.220446049250313e-16 * scale);
+            }
+            /* and differentiated again: the gradient of sum(dx v) with respect to x */
+            ts_tensor *v =
+                ts_randn(TS_SHAPE(3, 4, 5), (ts_opts){.dtype = TS_F64, .device = devs[di]});
+            ts_tensor *s = comp[0] ? ts_sum(ts_mul(comp[0], v)) : NULL, *h = NULL;
+            CHECK(s && ts_autograd_grad(&s, NULL, 1, &x, 1, (ts_grad_opts){0}, &h) == TS_OK);
+            CHECK(h && isfinite(ts_item(ts_sum(ts_abs(h)))));
+            ts_error_clear();
+            ts_scope_end();
+        }
+}
 
 int main(void) {
     if (ts_test_isa_gate()) return 77;
@@ -510,5 +556,6 @@ int main(void) {
     test_memory();
     test_fallbacks();
     test_inplace_after_forward();
+    test_create_graph_backward();
     return ts_test_finish();
 }

@@ -4,12 +4,16 @@
  * TS_OOM_SNAPSHOT writes a snapshot when it happens. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/alloc.h"
 #include "tessera.h"
+#include "tessera/storage.h"
 #include "tessera/sync_debug.h"
 #include "ts_test.h"
 
@@ -150,6 +154,118 @@ static void test_oom(const char *oom_path) {
     ts_scope_end();
 }
 
+/* The frames of the block at address addr (NULL: none or no such block). */
+static const cJSON *block_frames(const cJSON *root, uintptr_t addr) {
+    const cJSON *seg, *b;
+    cJSON_ArrayForEach(seg, cJSON_GetObjectItemCaseSensitive(root, "segments")) {
+        cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(seg, "blocks")) {
+            if (num(b, "address") == (double)addr)
+                return cJSON_GetObjectItemCaseSensitive(b, "frames");
+        }
+    }
+    return NULL;
+}
+
+/* How many frames of fr are named name, with that file and line, and where the first is. */
+static int find_frame(const cJSON *fr, const char *name, const char *file, int line, int *first) {
+    int hits = 0, i = 0;
+    *first = -1;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, fr) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(f, "name");
+        const cJSON *fi = cJSON_GetObjectItemCaseSensitive(f, "filename");
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(f, "line");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, name) && cJSON_IsString(fi) &&
+            !strcmp(fi->valuestring, file) && cJSON_IsNumber(l) && l->valuedouble == line) {
+            if (*first < 0) *first = i;
+            hits++;
+        }
+        i++;
+    }
+    return hits;
+}
+
+static void *other_thread(void *arg) {
+    ts_tensor **out = arg;
+    CHECK(ts_memory_history_context("[{\"name\": \"worker\", \"filename\": \"w.py\", "
+                                    "\"line\": 7}]") == TS_OK);
+    *out = ts_empty(TS_SHAPE(3000), (ts_opts){.device = ts_sim(0)});
+    ts_memory_history_context(NULL);
+    return NULL;
+}
+
+/* A thread's context (a binding's frames) follows the C backtrace of what it allocates while it is
+ * set, in that thread only; text that is not a frame list is one frame; the C backtrace starts at
+ * the allocator's caller. */
+static void test_context(void) {
+    ts_device d = ts_sim(0);
+    ts_memory_record_history(true);
+    CHECK(ts_memory_recording_history());
+    CHECK(ts_memory_history_context("[{\"name\": \"step\", \"filename\": \"train.py\", "
+                                    "\"line\": 12}, {\"name\": \"<module>\", \"filename\": "
+                                    "\"train.py\", \"line\": 40}]") == TS_OK);
+    ts_tensor *a = ts_empty(TS_SHAPE(1000), (ts_opts){.device = d});
+    ts_tensor *w = NULL;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, other_thread, &w) == 0);
+    pthread_join(th, NULL);
+    CHECK(ts_memory_history_context("not json") == TS_OK);
+    ts_tensor *b = ts_empty(TS_SHAPE(2000), (ts_opts){.device = d});
+    CHECK(ts_memory_history_context(NULL) == TS_OK);
+    ts_tensor *c = ts_empty(TS_SHAPE(4000), (ts_opts){.device = d});
+    CHECK_OK();
+    char *s = ts_memory_snapshot_json();
+    cJSON *root = s ? cJSON_Parse(s) : NULL;
+    free(s);
+    CHECK(root != NULL);
+    if (root && a && b && c && w) {
+        const cJSON *fa = block_frames(root, ts_data_ptr(a)),
+                    *fb = block_frames(root, ts_data_ptr(b));
+        const cJSON *fc = block_frames(root, ts_data_ptr(c)),
+                    *fw = block_frames(root, ts_data_ptr(w));
+        int n = cJSON_GetArraySize(fa), first, first2;
+        /* the C frames, then the two context frames in order, last */
+        CHECK_EQ(find_frame(fa, "step", "train.py", 12, &first), 1);
+        CHECK_EQ(find_frame(fa, "<module>", "train.py", 40, &first2), 1);
+        CHECK_EQ(first, n - 2);
+        CHECK_EQ(first2, n - 1);
+        CHECK(n > 2); /* and C frames before them */
+        CHECK_EQ(find_frame(fa, "worker", "w.py", 7, &first), 0);
+        CHECK_EQ(find_frame(fw, "worker", "w.py", 7, &first), 1); /* the other thread's own */
+        CHECK_EQ(first, cJSON_GetArraySize(fw) - 1);
+        CHECK_EQ(find_frame(fw, "step", "train.py", 12, &first), 0);
+        CHECK_EQ(find_frame(fb, "not json", "", 0, &first), 1);
+        CHECK_EQ(first, cJSON_GetArraySize(fb) - 1);
+        CHECK_EQ(find_frame(fc, "step", "train.py", 12, &first), 0); /* cleared */
+        CHECK_EQ(find_frame(fc, "not json", "", 0, &first), 0);
+        CHECK(cJSON_GetArraySize(fc) > 0); /* the C frames stay */
+    }
+    cJSON_Delete(root);
+    /* the first C frame is the allocator's caller, not the allocator itself: no frame lies in the
+     * first bytes of tsi_allocator_alloc (its call of backtrace is well inside 4 KiB of its start)
+     */
+    ts_memory_history_context("[]");
+    ts_tensor *e = ts_empty(TS_SHAPE(5000), (ts_opts){.device = d});
+    s = ts_memory_snapshot_json();
+    root = s ? cJSON_Parse(s) : NULL;
+    free(s);
+    const cJSON *fe = root && e ? block_frames(root, ts_data_ptr(e)) : NULL, *f;
+    CHECK(cJSON_GetArraySize(fe) > 0);
+    const uintptr_t lo = (uintptr_t)tsi_allocator_alloc, hi = lo + 4096;
+    cJSON_ArrayForEach(f, fe) {
+        const char *name = cJSON_GetObjectItemCaseSensitive(f, "name")->valuestring;
+        const char *plus = strrchr(name, '[');
+        uintptr_t pc = plus ? (uintptr_t)strtoull(plus + 1, NULL, 16) : 0;
+        CHECK(!(pc >= lo && pc < hi));
+    }
+    cJSON_Delete(root);
+    ts_memory_history_context(NULL);
+    ts_memory_record_history(false);
+    CHECK(!ts_memory_recording_history());
+    ts_release(a), ts_release(b), ts_release(c), ts_release(w), ts_release(e);
+    CHECK_OK();
+}
+
 int main(void) {
     char path[64], oom_path[64];
     snprintf(path, sizeof path, "/tmp/ts_snapshot_%d.json", (int)getpid());
@@ -159,6 +275,7 @@ int main(void) {
     if (ts_sim_configure(2, 8 * MIB) != TS_OK) return ts_test_skip("sim devices busy");
     test_snapshot(path);
     test_oom(oom_path);
+    test_context();
     remove(path);
     remove(oom_path);
     return ts_test_finish();

@@ -2,12 +2,12 @@
  * (test_onnx_export.c) cannot tell a wrong form from a right one: the file is parsed with the
  * generated protobuf-c code and its nodes and attributes checked (ReduceMax over every dim, Add
  * without a Mul for alpha 1, ArgMax's keepdims, Conv's default strides and dilations,
- * GatherElements' axis), then loaded back and run on the example beside the module, shapes equal
- * and values within the rounding of the two computations (SDPA with a float mask, causal with
- * fewer queries than keys, Where), and the integer dtypes (Cast, Add, Max, Sub in int8, uint8,
- * int16, uint16, int32, uint32 and uint64 past 2^63, exact). An input changed in place through
- * another view is refused naming it; repeated exports of a long trace leave no heap behind (glibc's
- * count; LSan under ASan). */
+ * GatherElements' axis, index_select's Gather, a dilated MaxPool), then loaded back and run on the
+ * example beside the module, shapes equal and values within the rounding of the two computations
+ * (SDPA with a float mask, causal with fewer queries than keys, Where), and the integer dtypes
+ * (Cast, Add, Max, Sub in int8, uint8, int16, uint16, int32, uint32 and uint64 past 2^63, exact).
+ * An input changed in place through another view is refused naming it; repeated exports of a long
+ * trace leave no heap behind (glibc's count; LSan under ASan). */
 #define _DEFAULT_SOURCE /* mkdtemp */
 #include <float.h>
 #include <math.h>
@@ -161,6 +161,31 @@ static bool gather_file(const Onnx__ModelProto *m) {
     return count_nodes(m, "GatherElements") == 1 && attr_is(m, "GatherElements", "axis", 1);
 }
 
+/* index_select along dim 1 of x [2, 3] with a constant index [3]: one Gather with axis 1 */
+static ts_tensor *index_select_fwd(ts_module *s, ts_tensor *x) {
+    (void)s;
+    const int64_t idx[3] = {2, 0, 2};
+    ts_tensor *it = ts_from_data(TS_SHAPE(3), TS_I64, idx,
+                                 (ts_opts){.dtype = TS_I64, .device = ts_device_of(x)});
+    return ts_index_select(ts_mul_scalar(x, 0.5), 1, it);
+}
+static bool index_select_file(const Onnx__ModelProto *m) {
+    return count_nodes(m, "Gather") == 1 && attr_is(m, "Gather", "axis", 1);
+}
+
+/* a dilated max pool (kernel 2, dilation 2, stride 1) over x [1, 1, 5, 5]: MaxPool carries
+ * dilations (an average pool could not before opset 19, a max pool can) */
+static ts_tensor *max_pool_dilated_fwd(ts_module *s, ts_tensor *x) {
+    (void)s;
+    return ts_max_pool2d(ts_tanh(x),
+                         (ts_pool2d_opts){.kernel = {2, 2}, .stride = {1, 1}, .dilation = {2, 2}});
+}
+static bool max_pool_dilated_file(const Onnx__ModelProto *m) {
+    static const int64_t twos[2] = {2, 2};
+    return count_nodes(m, "MaxPool") == 1 && ints_are(m, "MaxPool", "dilations", 2, twos) &&
+           ints_are(m, "MaxPool", "kernel_shape", 2, twos);
+}
+
 /* linear with a 1-D weight [3] and a 0-d bias over x [2, 3]: MatMul then Add, never Gemm (whose
  * B must be 2-D) */
 static ts_tensor *linear_1d_fwd(ts_module *s, ts_tensor *x) {
@@ -260,6 +285,9 @@ static const export_case cases[] = {
     /* 18-term sums in either kernel's order: 2 * 18 roundings */
     {"conv2d, default options", conv_fwd, SHP(1, 2, 5, 5), conv_file, 36},
     {"gather(1)", gather_fwd, SHP(2, 3), gather_file, 0},
+    {"index_select(1)", index_select_fwd, SHP(2, 3), index_select_file, 0},
+    /* the same tanh kernel on both sides, then a max: exact */
+    {"max_pool2d, dilation 2", max_pool_dilated_fwd, SHP(1, 1, 5, 5), max_pool_dilated_file, 0},
     /* a 3-term dot in either order, then the bias: 2 * 3 roundings */
     {"linear, a 1-D weight and a 0-d bias", linear_1d_fwd, SHP(2, 3), linear_1d_file, 6},
     /* the fused kernel against MatMul, Mul, Add, Softmax, MatMul: sums of E = 4 and S = 3 terms,

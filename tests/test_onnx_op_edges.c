@@ -1,6 +1,7 @@
 /* test_onnx_op_edges.c — ONNX operators at edges ONNX's backend suite (test_onnx_backend) does not
  * reach, where tools/mutate.sh left mutants of src/onnx/ops_*.c alive: a variadic Max / Sum with
  * an absent middle operand, Reshape-1's shape attribute one past the rank limit and longer,
+ * Unsqueeze-1 without its axes,
  * QuantizeLinear without a zero point (uint8) and with a scale that fits no axis, and
  * DequantizeLinear's type-mismatch message naming both operands, ConvInteger's refusal of an
  * int16 input, QLinearConv's refusal of a per-channel x_scale, Resize-10's refusal of "cubic"
@@ -77,6 +78,26 @@ static void test_reshape1_rank(void) {
         ts_module_free(m);
         done();
     }
+}
+
+/* ------------------------------------------------------------------ Unsqueeze-1 */
+/* opset 11: the axes are an attribute, required: without it the node is refused by name (an
+ * operator returning false with no error of its own reads as "failed without an error") */
+static void test_unsqueeze1_no_axes(void) {
+    begin(11);
+    op("Unsqueeze", "x", "y");
+    input("x", 1, (const int64_t[]){2});
+    output("y");
+    ts_module *m = load(false);
+    if (m) {
+        ts_scope_begin();
+        ts_tensor *x = ts_ones(TS_SHAPE(2), (ts_opts){0}), *y = NULL;
+        CHECK(ts_onnx_run(m, 1, &x, 1, &y) != TS_OK && !y);
+        ts_scope_end();
+    }
+    CHECK_ERR_HAS(TS_ERR_FORMAT, "(Unsqueeze): needs axes");
+    ts_module_free(m);
+    done();
 }
 
 /* ------------------------------------------------------------------ quantization */
@@ -285,6 +306,7 @@ static void test_grid_sample_reflect_twice(void) {
 int main(void) {
     test_variadic_absent();
     test_reshape1_rank();
+    test_unsqueeze1_no_axes();
     test_quantize_no_zero_point();
     test_quantize_scale_misfit();
     test_dequantize_mismatch();

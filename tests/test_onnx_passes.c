@@ -3,7 +3,8 @@
  * index 0, an integer initializer) and a folding failure with nodes after it, the rewrites chained
  * (the convolution rewrite removes nodes, then the transformer rewrite finds its pattern by the
  * producers tso_graph_drop_dead renumbered), the input-shape message of a declared 0 and of a dim
- * with neither value nor name, and the shape operand of rank 2 refused. Models built with
+ * with neither value nor name, the shape operand of rank 2 refused, and a graph of many
+ * two-output nodes within the loader's bound on values. Models built with
  * xformer_util.h's builders; every value is a small dyadic rational, so each output is exact in
  * float32 and checked for equality. */
 #include <math.h>
@@ -236,6 +237,37 @@ static void test_shape_operand_rank(void) {
     done();
 }
 
+/* The loader bounds a graph's values by their sum (inputs, initializers and every node's
+ * outputs): a chain of 24 two-output Dropouts has 1 + 48 values, far below TSO_MAX_VALUES (a
+ * product of the output counts would be 2^24). It loads, and runs as the identity. */
+static void test_many_two_output_nodes(void) {
+    begin(13);
+    char ins[16], outs[32];
+    for (int k = 0; k < 24; k++) {
+        if (k)
+            snprintf(ins, sizeof ins, "y%d", k - 1);
+        else
+            snprintf(ins, sizeof ins, "x");
+        if (k < 23)
+            snprintf(outs, sizeof outs, "y%d m%d", k, k);
+        else
+            snprintf(outs, sizeof outs, "y m%d", k);
+        op("Dropout", ins, outs);
+    }
+    input("x", 1, (const int64_t[]){3});
+    output("y");
+    ts_module *m = load(false);
+    CHECK(m);
+    if (!m) printf("  load: %s\n", ts_test_error_str());
+    ts_scope_begin();
+    ts_tensor *x = host_tensor(TS_SHAPE(3), (const float[]){1.5f, -2, 0.25f}, ts_cpu());
+    ts_tensor *y = m ? run(m, 1, &x) : NULL;
+    check_close("24 Dropouts", y, (const double[]){1.5, -2, 0.25}, (const double[]){0, 0, 0}, 3);
+    ts_scope_end();
+    ts_module_free(m);
+    done();
+}
+
 int main(void) {
     test_fold_value_zero();
     test_fold_failure();
@@ -243,6 +275,7 @@ int main(void) {
     test_scalar_weight_left();
     test_input_shape_message();
     test_shape_operand_rank();
+    test_many_two_output_nodes();
     arena_release();
     return ts_test_finish();
 }

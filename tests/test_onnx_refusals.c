@@ -225,15 +225,22 @@ static const one_case cases[] = {
 };
 
 /* ------------------------------------------------------------------ attribute lists at the cap
- * An attribute the operator does not read, of TSO_MAX_ATTR_LIST ints (accepted) and one more
- * (refused: the loader's cap on an untrusted file). */
-static void check_list_cap(int64_t count, bool accepted) {
+ * An attribute the operator does not read, of TSO_MAX_ATTR_LIST ints or floats (accepted) and one
+ * more (refused: the loader's cap on an untrusted file). */
+static void check_list_cap(int64_t count, bool floats, bool accepted) {
     Onnx__GraphProto *g = graph();
     add_input(g, "x", tensor_type(FLOAT, 1, (int64_t[]){3}));
     Onnx__NodeProto *n = node(g, "Relu", "r", "x", "y");
-    Onnx__AttributeProto *a = attr(n, "junk", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
-    a->n_ints = (size_t)count;
-    a->ints = get((size_t)count * sizeof *a->ints); /* zeros: one byte each when packed */
+    Onnx__AttributeProto *a = attr(n, "junk",
+                                   floats ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS
+                                          : ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    if (floats) {
+        a->n_floats = (size_t)count;
+        a->floats = get((size_t)count * sizeof *a->floats); /* zeros, four bytes each */
+    } else {
+        a->n_ints = (size_t)count;
+        a->ints = get((size_t)count * sizeof *a->ints); /* zeros: one byte each when packed */
+    }
     add_output(g, "y", NULL);
     ts_module *m = load(model(g, 13));
     if (accepted) {
@@ -559,8 +566,10 @@ static void test_failed_allocations(void) {
 int main(void) {
     printf("one-node models:\n");
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
-    check_list_cap(TSO_MAX_ATTR_LIST, true);
-    check_list_cap(TSO_MAX_ATTR_LIST + 1, false);
+    for (int floats = 0; floats <= 1; floats++) {
+        check_list_cap(TSO_MAX_ATTR_LIST, floats, true);
+        check_list_cap(TSO_MAX_ATTR_LIST + 1, floats, false);
+    }
     test_failed_allocations();
     printf("results:\n");
     check_scan("output axis 1", 1, 0);

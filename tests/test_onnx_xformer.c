@@ -5,7 +5,8 @@
  * shape, the causal mask built from Shape / Trilu / Where) and as Tessera's exporter writes it
  * (constant scale and mask), the head split, and the forms that must be left alone (an
  * intermediate with a second reader, constants that are not GELU's, inputs that are not
- * initializers) or must keep their mask (a mask that is not causal). Each model runs optimized and
+ * initializers, a Gemm with beta 2) or must keep their mask (a mask that is not causal, the causal
+ * graph filling -2 where torch.onnx writes -inf). Each model runs optimized and
  * plain on cpu and sim:0, twice (the second from the shape memo), against a float64 reference
  * computed here, within a bound from the float32 arithmetic; the node count falls by what was
  * rewritten. */
@@ -188,6 +189,40 @@ static void test_linear(void) {
     }
 }
 
+/* Gemm(x, W, b) with beta 2 is x W + 2 b: not a Linear, left alone */
+static void test_gemm_beta(void) {
+    float x[LB * LR * LK];
+    fill(x, LB * LR * LK, 2.0);
+    double with_b[LB * LR * LN], tol_b[LB * LR * LN], no_b[LB * LR * LN], tol_0[LB * LR * LN];
+    lin_reference(x, LB * LR, true, with_b, tol_b);
+    lin_reference(x, LB * LR, false, no_b, tol_0);
+    for (int i = 0; i < LB * LR * LN; i++) { /* x W + 2 b, bound (K + 2) u (|x| |W| + 2 |b|) */
+        with_b[i] = 2 * with_b[i] - no_b[i];
+        tol_b[i] *= 2;
+    }
+    begin(17);
+    input("x", 2, (int64_t[]){SYM, LK});
+    initializer("W", 2, (int64_t[]){LK, LN}, lin_w);
+    initializer("b", 1, (int64_t[]){LN}, lin_b);
+    Onnx__AttributeProto *beta =
+        attr(op("Gemm", "x W b", "y"), "beta", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    beta->f = 2.0f;
+    beta->has_f = 1;
+    output("y");
+    xcase c = {.name = "Gemm with beta 2: kept",
+               .n_in = 1,
+               .in_shape = {TS_SHAPE(LB * LR, LK)},
+               .in_vals = {x},
+               .n_out = LB * LR * LN,
+               .want = with_b,
+               .tol = tol_b,
+               .fused = 0,
+               .removed = 0,
+               .fused_type = "tessera.Linear"};
+    run_case(&c);
+    done();
+}
+
 /* ------------------------------------------------------------------ the flattened linear */
 typedef struct flat_spec {
     const char *name;
@@ -299,6 +334,7 @@ static void test_attention(void) {
         {"torch.onnx, causal, L 3 < S 5", A_TORCH, M_CAUSAL_GRAPH, 3, 5, false, 0, 1, 6},
         {"torch.onnx, no mask", A_TORCH, M_NONE, 5, 5, false, 0, 1, 5},
         {"torch.onnx, upper=1 mask: kept", A_TORCH, M_UPPER_GRAPH, 5, 5, false, 0, 1, 6},
+        {"torch.onnx mask graph, -2 for -inf", A_TORCH, M_FILL_GRAPH, 5, 5, false, 0, 1, 6},
         {"Tessera export, causal constant", A_TESSERA, M_CAUSAL_CONST, 4, 4, false, 0, 1, 5},
         {"near-causal constant: kept", A_TESSERA, M_NEAR_CONST, 4, 4, false, 0, 1, 5},
         {"Div, mask input first", A_DIV, M_INPUT, 4, 6, false, 0, 1, 5},
@@ -548,6 +584,7 @@ int main(void) {
     ts_sim_configure(1, 0);
     test_gelu();
     test_linear();
+    test_gemm_beta();
     test_flat_linear();
     test_attention();
     test_heads();

@@ -473,6 +473,69 @@ static void test_errors(void) {
     CHECK_OK();
 }
 
+static int64_t live_cpu_tensors(void) {
+    ts_mem_stats s = {0};
+    CHECK_EQ(ts_memory_stats(ts_cpu(), &s), TS_OK);
+    return s.live_tensors;
+}
+
+static int master_entries(ts_optim *opt) {
+    ts_tensor_list sd = ts_optim_state_dict(opt);
+    int k = 0;
+    for (int i = 0; i < sd.n; i++) k += strstr(sd.names[i], "master_weight") != NULL;
+    ts_tensor_list_free(&sd);
+    return k;
+}
+
+/* Turning masters on is all or nothing: with each of its allocations failed in turn (the first
+ * parameter's master made, the second's copy failing, too) it reports TS_ERR_OOM, stays off and
+ * keeps no master (none in the state dict, no tensor left alive); turned off, the masters are
+ * freed. */
+static void test_alloc_faults(void) {
+    ts_tensor *p[2];
+    make_params(p, ts_cpu(), TS_BF16);
+    ts_optim *a = ts_adam_new_params(p, 2, (ts_adam_opts){.lr = 1e-4});
+    const int64_t live0 = live_cpu_tensors();
+    ts_fault_alloc_set(0);
+    CHECK_EQ(ts_optim_set_master_weights(a, true), TS_OK);
+    const uint64_t count = ts_fault_alloc_count();
+    ts_fault_alloc_set(-1);
+    CHECK_EQ(master_entries(a), 2);
+    CHECK(live_cpu_tensors() > live0);
+    CHECK_EQ(ts_optim_set_master_weights(a, false), TS_OK);
+    CHECK_EQ(live_cpu_tensors(), live0);
+    CHECK_EQ(master_entries(a), 0);
+    int failed = 0;
+    for (uint64_t n = 1; n <= count; n++) {
+        ts_fault_alloc_set((int64_t)n);
+        const ts_status st = ts_optim_set_master_weights(a, true);
+        const bool fired = ts_fault_alloc_fired();
+        ts_fault_alloc_set(-1);
+        if (st != TS_OK) {
+            failed++;
+            CHECK(fired);
+            CHECK_ERR(TS_ERR_OOM);
+            CHECK(!ts_optim_master_weights(a));
+            if (live_cpu_tensors() != live0 || master_entries(a) != 0)
+                printf("  allocation %llu failed: %lld tensors left alive, %d masters kept\n",
+                       (unsigned long long)n, (long long)(live_cpu_tensors() - live0),
+                       master_entries(a));
+            CHECK_EQ(live_cpu_tensors(), live0);
+            CHECK_EQ(master_entries(a), 0);
+        } else {
+            CHECK(ts_optim_master_weights(a));
+            CHECK_EQ(master_entries(a), 2);
+        }
+        CHECK_EQ(ts_optim_set_master_weights(a, false), TS_OK);
+        CHECK_EQ(live_cpu_tensors(), live0);
+    }
+    /* a failure at every allocation of the two copies, the second parameter's among them */
+    CHECK(failed >= 2);
+    ts_optim_free(a);
+    ts_release(p[0]), ts_release(p[1]);
+    CHECK_OK();
+}
+
 int main(void) {
     test_matches_f32();
     test_state_dict();
@@ -480,5 +543,6 @@ int main(void) {
     test_outside_writes();
     test_shared_storage();
     test_errors();
+    test_alloc_faults();
     return ts_test_finish();
 }

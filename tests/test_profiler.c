@@ -93,6 +93,62 @@ static const char *str(const cJSON *o, const char *k) {
 }
 
 /* The trace of one profiled step on dev. */
+/* Device time (sim: its kernels run in the calling thread, so an op's device span is its own
+ * span): one "kernel" event for each outermost op on the device and none for ops inside another
+ * op or on the cpu, on a device track of the device's process, with the op's correlation, inside
+ * its op's time, and an ac2g flow from the op to it. */
+static void check_kernels(const cJSON *evs, ts_device dev) {
+    int n_kernels = 0, n_device_ops = 0, bad = 0, n_ac2g = 0;
+    const cJSON *e, *g;
+    cJSON_ArrayForEach(e, evs) {
+        if (!strcmp(str(e, "ph"), "s") && !strcmp(str(e, "cat"), "ac2g")) n_ac2g++;
+        if (strcmp(str(e, "ph"), "X")) continue;
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(e, "args");
+        if (!strcmp(str(e, "cat"), "cpu_op") && !strcmp(str(a, "device"), ts_device_str(dev))) {
+            /* outermost: no cpu_op on its thread encloses it */
+            double t0 = num(e, "ts"), t1 = t0 + num(e, "dur");
+            bool inner = false;
+            cJSON_ArrayForEach(g, evs) {
+                if (g == e || strcmp(str(g, "ph"), "X") || strcmp(str(g, "cat"), "cpu_op") ||
+                    num(g, "tid") != num(e, "tid") || num(g, "pid") != num(e, "pid"))
+                    continue;
+                double u0 = num(g, "ts"), u1 = u0 + num(g, "dur");
+                inner |= u0 <= t0 && t1 <= u1 && (u0 < t0 || t1 < u1);
+            }
+            const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "correlation");
+            /* outermost ops on a sim device carry one, inner ones and the cpu's none */
+            const bool timed = dev.type != TS_CPU && !inner;
+            n_device_ops += timed;
+            bad += timed != (c != NULL);
+        }
+        if (strcmp(str(e, "cat"), "kernel")) continue;
+        n_kernels++;
+        const double corr = num(a, "correlation");
+        bad += num(e, "tid") < 2000 || strcmp(str(a, "device"), ts_device_str(dev)) != 0;
+        int ops = 0;
+        cJSON_ArrayForEach(g, evs) {
+            const cJSON *ga = cJSON_GetObjectItemCaseSensitive(g, "args");
+            if (strcmp(str(g, "ph"), "X") || strcmp(str(g, "cat"), "cpu_op") ||
+                !cJSON_GetObjectItemCaseSensitive(ga, "correlation") ||
+                num(ga, "correlation") != corr)
+                continue;
+            ops++;
+            /* the same name and pid, inside the op (1 ns of slack: 3 decimals of a microsecond) */
+            bad += strcmp(str(g, "name"), str(e, "name")) != 0 || num(g, "pid") != num(e, "pid") ||
+                   num(e, "ts") < num(g, "ts") - 1e-3 ||
+                   num(e, "ts") + num(e, "dur") > num(g, "ts") + num(g, "dur") + 1e-3;
+        }
+        bad += ops != 1;
+    }
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(n_kernels, n_device_ops);
+    CHECK_EQ(n_ac2g, n_kernels);
+    if (dev.type == TS_CPU)
+        CHECK_EQ(n_kernels, 0);
+    else
+        CHECK(n_kernels > 5);
+}
+
 static void check_trace(const char *path, ts_device dev) {
     cJSON *root = read_json(path);
     CHECK(root != NULL);
@@ -211,6 +267,7 @@ static void check_trace(const char *path, ts_device dev) {
     CHECK(n_s >= 4);
     CHECK_EQ(n_s, n_f);
     CHECK_EQ(unmatched, 0);
+    check_kernels(evs, dev);
     cJSON_Delete(root);
 }
 
@@ -334,8 +391,53 @@ static void check_errors(void) {
     CHECK(ts_profiler_take() == NULL);
 }
 
+/* An op built of other ops (cosine_similarity: norms, divisions, a sum inside its span) gets one
+ * device-time span, its inner ops none; each span within its op and with its correlation. */
+static void check_kernel_nesting(void) {
+    ts_device d = ts_sim(0);
+    ts_scope_begin();
+    ts_tensor *a = ts_randn(TS_SHAPE(4, 16), (ts_opts){.device = d});
+    ts_tensor *b = ts_randn(TS_SHAPE(4, 16), (ts_opts){.device = d});
+    CHECK_EQ(ts_profiler_start(NULL), TS_OK);
+    CHECK(ts_cosine_similarity(a, b, 1, 1e-8) != NULL);
+    CHECK_EQ(ts_profiler_stop(), TS_OK);
+    ts_profile *p = ts_profiler_take();
+    size_t n = 0;
+    const ts_profile_event *ev = ts_profile_events(p, &n);
+    int ops = 0, kernels = 0, outer_corr = 0, inner_corr = 0;
+    uint64_t corr = 0;
+    int64_t op_t0 = 0, op_t1 = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].kind == TS_PROF_OP) {
+            ops++;
+            if (!strcmp(ev[i].name, "cosine_similarity")) {
+                outer_corr += ev[i].correlation != 0;
+                corr = ev[i].correlation, op_t0 = ev[i].t0_ns, op_t1 = ev[i].t1_ns;
+            } else {
+                inner_corr += ev[i].correlation != 0;
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].kind != TS_PROF_KERNEL) continue;
+        kernels++;
+        CHECK(!strcmp(ev[i].name, "cosine_similarity"));
+        CHECK(ev[i].correlation == corr && corr != 0);
+        CHECK(ev[i].t0_ns >= op_t0 && ev[i].t1_ns <= op_t1 && ev[i].t1_ns >= ev[i].t0_ns);
+        CHECK_EQ(ev[i].self_ns, ev[i].t1_ns - ev[i].t0_ns);
+    }
+    CHECK(ops > 3); /* the op and the ops inside it */
+    CHECK_EQ(outer_corr, 1);
+    CHECK_EQ(inner_corr, 0);
+    CHECK_EQ(kernels, 1);
+    ts_profile_free(p);
+    ts_scope_end();
+    CHECK_OK();
+}
+
 int main(void) {
     check_errors();
+    check_kernel_nesting();
     run_on(ts_cpu());
     run_on(ts_sim(0));
     check_threads();

@@ -110,8 +110,11 @@ static void check_step(ts_device dev) {
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "traceEvents")) {
         const cJSON *a = cJSON_GetObjectItem(e, "args");
-        const cJSON *name = cJSON_GetObjectItem(e, "name");
-        if (!cJSON_IsString(name) || strcmp(name->valuestring, "matmul")) continue;
+        const cJSON *name = cJSON_GetObjectItem(e, "name"), *cat = cJSON_GetObjectItem(e, "cat");
+        /* the op (on sim its device time is a "kernel" event of the same name, without inputs) */
+        if (!cJSON_IsString(name) || strcmp(name->valuestring, "matmul") || !cJSON_IsString(cat) ||
+            strcmp(cat->valuestring, "cpu_op"))
+            continue;
         const cJSON *d = cJSON_GetObjectItem(a, "Input Dims"),
                     *t = cJSON_GetObjectItem(a, "Input type");
         CHECK(cJSON_GetArraySize(d) == 2 && cJSON_GetArraySize(t) == 2);

@@ -1,11 +1,13 @@
 /* test_resnet.c — the ResNet builders and blocks: torchvision's parameter counts and names, output
  * shapes, torchvision's init (kaiming_normal_ fan_out, zero_init_residual), the option A shortcut's
- * values and gradients (gradcheck), blocks by hand, data parallel replicas, and the mistakes. */
+ * values and gradients (gradcheck), blocks by hand, data parallel replicas, the mistakes, and
+ * allocation failures while a block is built. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault_sweep.h"
 #include "ts_test.h"
 
 static bool has_key(ts_module *m, const char *name) {
@@ -349,6 +351,57 @@ static void test_mistakes(void) {
     CHECK_OK();
 }
 
+/* Allocation failures while a block is built (fault_sweep.h): every failing allocation, a child's
+ * included, makes the builder return NULL with the error set (never a block with a child missing)
+ * and leaks nothing, the downsample it was given included. */
+typedef struct {
+    bool bottleneck, returned;
+    ts_status err;
+} block_sweep;
+
+static void *block_sweep_setup_basic(void) { return calloc(1, sizeof(block_sweep)); }
+static void *block_sweep_setup_bottleneck(void) {
+    block_sweep *s = calloc(1, sizeof *s);
+    if (s) s->bottleneck = true;
+    return s;
+}
+
+static bool block_sweep_run(void *p) {
+    block_sweep *s = p;
+    ts_module *ds = ts_resnet_downsample_new(4, 8, 2);
+    if (!ds) { /* the downsample's own failure, before the block's */
+        s->returned = false;
+        s->err = ts_error();
+        return false;
+    }
+    ts_module *m =
+        s->bottleneck ? ts_bottleneck_new(4, 2, 2, ds, 0, 0) : ts_basic_block_new(4, 8, 2, ds);
+    s->returned = m != NULL;
+    s->err = ts_error();
+    ts_module_free(m);
+    return s->returned && s->err == TS_OK;
+}
+
+static void block_sweep_check(void *p, bool ok) {
+    block_sweep *s = p;
+    (void)ok;
+    CHECK(s->returned == (s->err == TS_OK));
+}
+
+static void test_block_faults(void) {
+    ts_sweep_case c = {.name = "BasicBlock with downsample",
+                       .setup = block_sweep_setup_basic,
+                       .run = block_sweep_run,
+                       .teardown = free,
+                       .check = block_sweep_check};
+    ts_sweep_stats st = ts_fault_sweep(&c, 2000);
+    CHECK(st.errors > 0 && st.oom == st.errors);
+    c.name = "Bottleneck with downsample";
+    c.setup = block_sweep_setup_bottleneck;
+    st = ts_fault_sweep(&c, 2000);
+    CHECK(st.errors > 0 && st.oom == st.errors);
+}
+
 int main(void) {
     test_sizes_and_names();
     test_forward_shapes_and_repr();
@@ -357,5 +410,6 @@ int main(void) {
     test_blocks();
     test_data_parallel();
     test_mistakes();
+    test_block_faults();
     return ts_test_finish();
 }

@@ -1,7 +1,8 @@
 /* test_sample.c — ts_sample_logits (src/models/sample.c), the token draw behind ts_gpt_generate and
  * `tessera generate`, on every device and in float32 and bfloat16: the support of top-k (exactly
  * the k largest, ties with the k-th kept, never one more), the drawn frequencies against the exact
- * softmax(logits / temperature) probabilities within a binomial bound, greedy's first maximum,
+ * softmax(logits / temperature) probabilities within a binomial bound (also for logits near 1000,
+ * whose exponentials overflow unless shifted), greedy's first maximum,
  * determinism under ts_manual_seed, and the refusals. */
 #include <math.h>
 #include <stdio.h>
@@ -98,6 +99,27 @@ static void test_distribution(ts_device d, ts_dtype dt) {
     ts_scope_end();
 }
 
+/* softmax(l / T) does not change when a constant is added to every logit: logits around 1000
+ * (exact in float32) at temperature 0.5 draw as logits_row does. exp(l / T) itself overflows
+ * there (e^2004): the draw must subtract the largest l / T, not some other shift. */
+static void test_shift_invariance(ts_device d) {
+    double row[V], p[V];
+    for (int j = 0; j < V; j++) row[j] = logits_row[j] + 1000.0;
+    ts_scope_begin();
+    ts_tensor *l = logits_on(d, TS_F32, row);
+    for (int k = 0; k <= 3; k += 3) {
+        long long c[V];
+        char what[96];
+        snprintf(what, sizeof what, "%s logits + 1000, temperature 0.5, top_k %d", ts_device_str(d),
+                 k);
+        exact_probs(logits_row, 0.5, k, p);
+        const bool drawn = draw_counts(l, (ts_sample_opts){.temperature = 0.5, .top_k = k}, c);
+        if (!drawn) fprintf(stderr, "  %s: draw failed%s\n", what, ts_test_error_str());
+        CHECK(drawn && counts_match(c, p, what));
+    }
+    ts_scope_end();
+}
+
 /* top_k = 2 keeps the two tokens tied at the 2nd largest value; top_k = 3 keeps exactly those
  * three (token 5, the 4th largest, never appears) */
 static void test_topk_support(ts_device d) {
@@ -180,6 +202,7 @@ int main(void) {
         test_distribution(devs[i], TS_F32);
         test_distribution(devs[i], TS_BF16);
         test_topk_support(devs[i]);
+        test_shift_invariance(devs[i]);
         test_greedy(devs[i]);
         test_seeded(devs[i]);
     }

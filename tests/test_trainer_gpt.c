@@ -120,6 +120,21 @@ static void test_text_gpt(void) {
                          path_in("place", "model.safetensors"));
     CHECK(d == 0);
     if (d != 0) fprintf(stderr, "  placed vs on one device: %g\n", d);
+    /* --override-tensor: the token embedding (tied to the head) and the blocks' first Linears
+     * stored on the cpu, copied to their block's device per forward: the same weights */
+    r = RUN(GPT, "--device", "sim:0", "--max-steps", "3", "--max-memory",
+            "sim:0=100KiB,sim:1=100KiB,cpu=1GiB", "--override-tensor",
+            "^tok_emb\\.=cpu,linear1\\.weight$=cpu", "--checkpoint", path_in("ovr", NULL));
+    check_clean_exit(&r);
+    CHECK(r.out && strstr(r.out, "tok_emb.weight           -> cpu") &&
+          strstr(r.out, "blocks.0.linear1.weight  -> cpu") && strstr(r.out, "(override, used on "));
+    result_free(&r);
+    d = weights_rel_diff(path_in("off0", "model.safetensors"), path_in("ovr", "model.safetensors"));
+    CHECK(d == 0);
+    if (d != 0) fprintf(stderr, "  placed with overrides vs on one device: %g\n", d);
+    check_usage_error(RUN(GPT, "--override-tensor", "tok_emb=cpu"),
+                      "tessera: --override-tensor: only with --max-memory (the overridden tensors "
+                      "are charged to their device's budget)\n");
     /* --stream-weights: the weights on the host, each block copied to sim:0 two units ahead and
      * the optimizer stepping on the host: the same weights */
     r = RUN(GPT, "--device", "sim:0", "--max-steps", "3", "--stream-weights", "2", "--checkpoint",

@@ -618,6 +618,97 @@ static void test_fetch_oom(void) {
     ts_release(x);
     CHECK_OK();
 }
+/* Three models streamed at once (registry slots 0, 1 and 2: each unit's backward hooks find
+ * their own stream), each a copy of one model: every forward and every weight's gradient equal
+ * the plain model's bits. */
+static void test_many_streams(void) {
+    ts_manual_seed(9);
+    ts_module *plain = ts_module_to(small_new(), ts_sim(0)), *m[3];
+    ts_tensor *x = ts_randn(TS_SHAPE(3, 8), (ts_opts){0});
+    size_t nref = 0, n = 0;
+    ts_scope_begin();
+    char *ref = infer(plain, ts_to(x, ts_sim(0)), &nref, NULL);
+    ts_scope_end();
+    for (int k = 0; k < 3; k++) {
+        ts_manual_seed(9);
+        m[k] = small_new();
+        CHECK_EQ(ts_module_stream(m[k], ts_sim(0), (ts_stream_opts){.prefetch = k % 2}), TS_OK);
+    }
+    for (int k = 0; k < 3; k++) {
+        char *copy = ref ? malloc(nref) : NULL;
+        if (copy) memcpy(copy, ref, nref);
+        char what[40];
+        snprintf(what, sizeof what, "stream %d of three", k);
+        char *got = infer(m[k], x, &n, NULL);
+        check_same(got, n, copy, nref, what);
+    }
+    /* training: each unit's backward hooks find their stream (the weights brought back) */
+    size_t ng = 0;
+    ts_scope_begin();
+    CHECK_EQ(ts_backward(ts_sum(ts_forward(plain, ts_to(x, ts_sim(0))))), TS_OK);
+    char *gref = host_bytes(ts_grad(ts_module_get(plain, "0.weight")), &ng);
+    ts_scope_end();
+    for (int k = 2; k >= 0; k--) {
+        ts_scope_begin();
+        CHECK_EQ(ts_backward(ts_sum(ts_forward(m[k], x))), TS_OK);
+        ts_tensor *g = ts_grad(ts_module_get(m[k], "0.weight"));
+        CHECK(g != NULL);
+        char *got = g ? host_bytes(g, &n) : NULL, *copy = gref ? malloc(ng) : NULL;
+        if (copy) memcpy(copy, gref, ng);
+        char what[48];
+        snprintf(what, sizeof what, "stream %d of three, gradient", k);
+        check_same(got, n, copy, ng, what);
+        ts_scope_end();
+    }
+    free(gref);
+    for (int k = 0; k < 3; k++) {
+        CHECK_EQ(ts_module_unstream(m[k]), TS_OK);
+        ts_module_free(m[k]);
+    }
+    free(ref);
+    ts_module_free(plain);
+    ts_release(x);
+    CHECK_OK();
+}
+/* The backward's refill of a unit out of device memory even with the cache emptied (the last
+ * unit, a Linear(4, 4096): its 64 KiB weight): the backward fails with TS_ERR_OOM naming
+ * module_stream, and nothing of the unit stays on the device once the graph is gone. The room
+ * left beside a fill is swept so that some tries fail there (others fail elsewhere, or succeed). */
+static void test_refill_oom(void) {
+    ts_manual_seed(4);
+    ts_module *m =
+        ts_sequential_new(2, (ts_module *[]){ts_linear_new(8, 4), ts_linear_new(4, 4096)});
+    CHECK_EQ(ts_module_stream(m, ts_sim(0), (ts_stream_opts){0}), TS_OK);
+    ts_tensor *x = ts_randn(TS_SHAPE(2, 8), (ts_opts){0});
+    const int64_t w = 4 * 4096 * 4;
+    int at_refill = 0;
+    for (int64_t room = w; room <= 4 * w; room += 2048) {
+        ts_empty_cache(ts_sim(0));
+        const int64_t fill = ((int64_t)GPT_CAP - (int64_t)mem_now() - room) / 4;
+        ts_tensor *f = ts_empty(TS_SHAPE(fill), (ts_opts){.device = ts_sim(0)});
+        CHECK(f != NULL);
+        ts_scope_begin();
+        ts_tensor *o = ts_forward(m, x), *y = ts_sum(ts_mul(o, o));
+        const ts_status st = y ? ts_backward(y) : TS_ERR_STATE;
+        const bool refill = st == TS_ERR_OOM && strstr(ts_error_message(), "module_stream");
+        ts_error_clear();
+        ts_scope_end();
+        ts_release(f);
+        if (refill) {
+            at_refill++;
+            if (mem_now() != 0)
+                fprintf(stderr, "  room %lld: %zu bytes left after a failed refill\n",
+                        (long long)room, mem_now());
+            CHECK_EQ(mem_now(), 0);
+        }
+    }
+    CHECK(at_refill > 0);
+    CHECK_EQ(ts_module_unstream(m), TS_OK);
+    ts_module_free(m);
+    ts_release(x);
+    CHECK_EQ(mem_now(), 0);
+    CHECK_OK();
+}
 
 int main(void) {
     if (ts_sim_configure(2, 0) != TS_OK)
@@ -634,6 +725,7 @@ int main(void) {
     free(mlp_ref);
     test_buffers();
     test_train_ring();
+    test_many_streams();
     test_failed_backward();
     test_grads_move();
     test_errors();
@@ -650,6 +742,7 @@ int main(void) {
     test_train(&r);
     test_unstream_oom();
     test_fetch_oom();
+    test_refill_oom();
     ts_release(r.x_mlp);
     ts_release(r.x_gpt);
     ts_release(r.y_gpt);

@@ -6,7 +6,8 @@
 # whose object code equals the original's are equivalent for certain and left out of the score, as
 # are mutants that do not compile. Every file is restored afterwards, also on Ctrl-C.
 #
-# Python extension sources (python/src/*.c) rebuild tessera_python and run their pytest files.
+# Python extension sources (python/src/*.c) rebuild tessera_python and run their pytest files; a
+# library source whose map line names pytest files rebuilds tessera_python (and libtessera.so) too.
 #
 # Usage: nice -n 19 tools/mutate.sh [-n N] [-s SEED] [-B BUILD] [-o REPORT] [-r OLD] FILE...
 #   -n N       mutants per file, drawn at random (seeded) among those that compile (default 20;
@@ -91,12 +92,13 @@ object_of() {
     esac
 }
 build_lib() { cmake --build "$build" -j "$jobs" --target "$(target_of "$1")" >"$work/build.log" 2>&1; }
-targets_of() { # the map's "test:VAR=value" entries name the target test
-    local t
+targets_of() { # the map's "test:VAR=value" entries name the target test; pytest files ("py:")
+    local t py=""  # run against the extension, which links libtessera.so: rebuild both
     for t in $1; do
         [[ $t == np[0-9]:* ]] && t=${t#np?:}
-        [[ $t == py:* ]] || printf '%s ' "${t%%:*}"
+        if [[ $t == py:* ]]; then py=1; else printf '%s ' "${t%%:*}"; fi
     done
+    [ -z "$py" ] || printf 'tessera_python '
 }
 # Runs each test program as ctest would (TS_SIM_DEVICES=4, from the tests' folder; "test:VAR=value"
 # adds a variable, e.g. test_ops_table:TS_OT_FILTER=softmax for the rows a file can touch; "np2:test"
@@ -205,7 +207,9 @@ print("\n".join(names))' "$work/m" "$seed" "$f")
     done
     cp "$work/original" "$f" # the draw can end on a mutant that did not compile
     current=""
-    build_lib "$f" || true # the original again
+    build_lib "$f" || true # the original again, and the tests linked with it
+    # shellcheck disable=SC2086
+    cmake --build "$build" -j "$jobs" --target $targets >"$work/build.log" 2>&1 || true
     score="n/a"
     [ $((k + s)) -gt 0 ] && score=$(awk -v k=$k -v s=$s 'BEGIN { printf "%.1f%%", 100 * k / (k + s) }')
     line=$(printf '%-36s %3d sampled: %3d killed, %3d survived, %3d same object, %3d not compiling; score %s' \

@@ -414,12 +414,22 @@ TS_API ts_module *ts_gelu_new_ex(ts_gelu_approximate approximate); /* nn.GELU(ap
 /* torch.nn.functional.rms_norm: x / sqrt(mean(x^2 over the last normalized_shape.ndim dims) + eps)
  * * w; w of normalized_shape or NULL; eps 0 -> None, PyTorch's default: the machine epsilon of the
  * type it computes in (f64 2.2e-16; f32 1.19e-7, also for f16/bf16 inputs, which are computed in
- * f32); any other eps is added as given, a negative one too, as PyTorch does. Fused kernels where
- * the backend has them (decision 0028). */
+ * f32); eps -0.0 -> an eps of exactly zero (F.rms_norm(eps=0.0)); any other eps is added as given,
+ * a negative one too, as PyTorch does. Autocast: float32. Fused kernels where the backend has them
+ * (decision 0028). */
 TS_API ts_tensor *ts_rms_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, double eps);
 /* nn.RMSNorm: parameter "weight" (ones) unless o.no_affine; o.eps 0 -> None as above (momentum,
  * no_running_stats, no_bias unused). */
 TS_API ts_module *ts_rms_norm_new(ts_shape normalized_shape, ts_norm_opts o);
+/* A pre-norm block's residual add and the next norm in one pass (decision 0031): *h = x +
+ * residual (ts_add's bits; x and residual of one shape, dtype and device, no broadcasting) and
+ * returns ts_layer_norm(*h, ...) / ts_rms_norm(*h, ...) with the same bits. h is an output of its
+ * own: its gradient (from y and from any later use) flows to x and residual. h must not be NULL;
+ * on failure NULL is returned and *h is NULL. */
+TS_API ts_tensor *ts_add_layer_norm(ts_tensor *x, ts_tensor *residual, ts_shape normalized_shape,
+                                    ts_tensor *w, ts_tensor *b, double eps, ts_tensor **h);
+TS_API ts_tensor *ts_add_rms_norm(ts_tensor *x, ts_tensor *residual, ts_shape normalized_shape,
+                                  ts_tensor *w, double eps, ts_tensor **h);
 
 /* nn.MultiheadAttention(embed_dim, num_heads, dropout, bias=!no_bias, batch_first): parameters
  * in_proj_weight [3E, E] (xavier_uniform_), in_proj_bias [3E] (zeros), out_proj.weight,

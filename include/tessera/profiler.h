@@ -50,6 +50,8 @@ typedef enum ts_profile_kind {
     TS_PROF_WAIT,     /* a data-loader wait ("DataLoader.next") */
     TS_PROF_TRANSFER, /* a copy between devices */
     TS_PROF_MEMORY,   /* a memory counter sample (t0 == t1) */
+    TS_PROF_KERNEL,   /* an op's work on its device (sim, cuda): its stream's time from the op's
+                         start to its end, on the device's clock mapped to the host's */
 } ts_profile_kind;
 
 typedef enum ts_transfer_kind { TS_XFER_H2D = 1, TS_XFER_D2H, TS_XFER_D2D } ts_transfer_kind;
@@ -70,6 +72,7 @@ typedef struct ts_profile_event {
     ts_transfer_kind transfer;
     bool pinned;    /* a transfer from or to pinned host memory */
     char shape[64]; /* record_shapes: the result's "[2, 3] float32" */
+    uint64_t correlation; /* an op and its TS_PROF_KERNEL span: the same nonzero id on both */
 } ts_profile_event;
 
 /* The events in start-time order; n_out the count. Owned by p. */

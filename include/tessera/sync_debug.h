@@ -45,8 +45,17 @@ TS_API void ts_sync_debug_reset(void);
 TS_API ts_status ts_memory_snapshot(const char *path); /* TS_ERR_IO when the file fails */
 /* The same JSON as a malloc'ed string the caller frees with free(); NULL with TS_ERR_OOM. */
 TS_API char *ts_memory_snapshot_json(void);
-/* From now on each allocation records its C backtrace (bounded depth), listed in snapshots. */
+/* From now on each allocation records its C backtrace (bounded depth, from the caller of the
+ * allocator), listed in snapshots. */
 TS_API void ts_memory_record_history(bool enabled);
+TS_API bool ts_memory_recording_history(void);
+/* The calling thread's allocation context: frames listed after the C backtrace of each allocation
+ * this thread makes while history recording is on, as a JSON array of PyTorch's snapshot frames
+ * ([{"name": ..., "filename": ..., "line": ...}], innermost first; other text is listed as one
+ * frame named by it). A binding passes its caller's stack: the Python package sets the Python
+ * frames of each call into the library. It stays until replaced; NULL clears it. The text is
+ * copied. TS_ERR_OOM: the thread then has no context. */
+TS_API ts_status ts_memory_history_context(const char *frames_json);
 /* Writes a snapshot to path whenever an allocation fails (NULL: off). TS_OOM_SNAPSHOT=path at
  * start-up sets it. */
 TS_API ts_status ts_memory_set_oom_snapshot(const char *path);

@@ -194,14 +194,16 @@ static PyObject *cm_rnn_cell(PyObject *self, PyObject *args) {
 }
 
 #define FN(f) (PyCFunction)(void (*)(void))(f)
-/* place(budgets, example_input, with_grads, output_device, dry_run) -> the plan's text
- * (ts_module_place_str; tessera.nn.utils.place) */
-static PyObject *cm_place(PyObject *self, PyObject *args) {
+/* place(budgets, example_input, with_grads, output_device, dry_run[, overrides]) -> the plan's
+ * text (ts_module_place_str; tessera.nn.utils.place); tsp.h */
+PyObject *tsp_place(ts_module *m, PyObject *args) {
     const char *budgets;
     PyObject *ex, *outd;
+    const char *overrides = NULL;
     int with_grads, dry;
-    if (!PyArg_ParseTuple(args, "sOpOp", &budgets, &ex, &with_grads, &outd, &dry)) return NULL;
-    ts_place_opts o = {.with_grads = with_grads, .dry_run = dry};
+    if (!PyArg_ParseTuple(args, "sOpOp|z", &budgets, &ex, &with_grads, &outd, &dry, &overrides))
+        return NULL;
+    ts_place_opts o = {.with_grads = with_grads, .dry_run = dry, .overrides = overrides};
     if (ex != Py_None && !(o.example_input = tsp_tensor_arg(ex, "place", "example_input")))
         return NULL;
     if (outd != Py_None && tsp_device_arg(outd, &o.output_device, "place", "output_device") < 0)
@@ -209,7 +211,7 @@ static PyObject *cm_place(PyObject *self, PyObject *args) {
     if (tsp_enter() < 0) return NULL;
     ts_place_plan plan;
     ts_status st;
-    TSP_NOGIL(st = ts_module_place_str(M(self), budgets, o, &plan));
+    TSP_NOGIL(st = ts_module_place_str(m, budgets, o, &plan));
     if (st != TS_OK) return tsp_raise_pending();
     char *text = ts_place_plan_str(&plan);
     ts_place_plan_free(&plan);
@@ -218,6 +220,8 @@ static PyObject *cm_place(PyObject *self, PyObject *args) {
     free(text);
     return r;
 }
+
+static PyObject *cm_place(PyObject *self, PyObject *args) { return tsp_place(M(self), args); }
 
 /* stream(device, prefetch): ts_module_stream; unstream(): ts_module_unstream; stream_stats() -> a
  * dict of ts_stream_stats's counters (tessera.nn.utils.stream) */

@@ -143,10 +143,14 @@ static PyObject *onnx_repr(onnx_object *self) {
     return r;
 }
 
+/* place(...): ts_module_place splits the graph across devices (tessera.nn.utils.place) */
+static PyObject *onnx_place(onnx_object *self, PyObject *args) { return tsp_place(self->m, args); }
+
 static PyMethodDef onnx_methods[] = {
     {"run", (PyCFunction)onnx_run, METH_VARARGS, "run(inputs, n_outputs=-1) -> [outputs]"},
     {"forward", (PyCFunction)onnx_forward, METH_O, "forward(x): the first output"},
     {"train", (PyCFunction)onnx_train, METH_O, "train(mode)"},
+    {"place", (PyCFunction)onnx_place, METH_VARARGS, "place(budgets, example, grads, out, dry)"},
     {"named_tensors", (PyCFunction)onnx_named_tensors, METH_VARARGS, "named_tensors(buffers, cls)"},
     {NULL, NULL, 0, NULL},
 };

@@ -59,7 +59,8 @@ static PyObject *py_range_pop(PyObject *self, PyObject *unused) {
 }
 
 static const char *kind_name(ts_profile_kind k) {
-    static const char *names[] = {"op", "backward", "range", "wait", "transfer", "memory"};
+    static const char *names[] = {"op",       "backward", "range", "wait",
+                                  "transfer", "memory",   "kernel"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
 
@@ -78,13 +79,14 @@ static PyObject *py_events(PyObject *self, PyObject *cap) {
     for (size_t i = 0; list && i < n; i++) {
         const ts_profile_event *e = &ev[i];
         PyObject *d = Py_BuildValue(
-            "{s:s,s:s,s:s,s:s,s:i,s:K,s:L,s:L,s:L,s:i,s:L,s:s,s:K,s:s,s:O}", "kind",
+            "{s:s,s:s,s:s,s:s,s:i,s:K,s:L,s:L,s:L,s:i,s:L,s:s,s:K,s:s,s:O,s:K}", "kind",
             kind_name(e->kind), "name", e->name, "device", ts_device_str(e->device), "src_device",
             e->kind == TS_PROF_TRANSFER ? ts_device_str(e->src_device) : "", "thread", e->thread,
             "stream", (unsigned long long)e->stream, "t0_ns", (long long)e->t0_ns, "t1_ns",
             (long long)e->t1_ns, "self_ns", (long long)e->self_ns, "depth", e->depth, "bytes",
             (long long)e->bytes, "shape", e->shape, "flow", (unsigned long long)e->flow, "transfer",
-            transfer_name(e->transfer), "pinned", e->pinned ? Py_True : Py_False);
+            transfer_name(e->transfer), "pinned", e->pinned ? Py_True : Py_False, "correlation",
+            (unsigned long long)e->correlation);
         PyObject *dims = d ? PyUnicode_FromString(ts_profile_event_input_dims(p, i)) : NULL;
         PyObject *types = dims ? PyUnicode_FromString(ts_profile_event_input_types(p, i)) : NULL;
         if (!types || PyDict_SetItemString(d, "input_dims", dims) < 0 ||

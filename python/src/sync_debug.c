@@ -79,11 +79,111 @@ static PyObject *py_snapshot_json(PyObject *self, PyObject *unused) {
     return r;
 }
 
+/* ------------------------------------------------------------------ allocation history */
+int tsp_history_on; /* read and written with the GIL held */
+
+#define HISTORY_MAX_FRAMES 64
+
+static _Thread_local uint64_t history_hash; /* of the context this thread set last; 0: none */
+
+/* A growing string; ok turns false when memory runs out (the text is then dropped). */
+typedef struct json_buf {
+    char *s;
+    size_t len, cap;
+    bool ok;
+} json_buf;
+
+static void put_raw(json_buf *b, const char *s, size_t n) {
+    if (!b->ok) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = (b->len + n + 1) * 2;
+        char *t = realloc(b->s, cap);
+        if (!t) {
+            b->ok = false;
+            return;
+        }
+        b->s = t, b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+
+/* s as a JSON string: quotes and backslashes escaped, control characters as \u00XX. */
+static void put_string(json_buf *b, const char *s) {
+    put_raw(b, "\"", 1);
+    for (; *s; s++) {
+        const unsigned char c = (unsigned char)*s;
+        char esc[8];
+        if (c == '"' || c == '\\')
+            put_raw(b, (char[]){'\\', (char)c}, 2);
+        else if (c < 0x20)
+            put_raw(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", c));
+        else
+            put_raw(b, (const char *)&c, 1);
+    }
+    put_raw(b, "\"", 1);
+}
+
+static void put_code_attr(json_buf *b, PyCodeObject *code, const char *attr) {
+    PyObject *o = PyObject_GetAttrString((PyObject *)code, attr);
+    const char *s = o ? PyUnicode_AsUTF8(o) : NULL;
+    if (!s) PyErr_Clear();
+    put_string(b, s ? s : "?");
+    Py_XDECREF(o);
+}
+
+/* The calling thread's Python stack (innermost first, at most HISTORY_MAX_FRAMES frames) becomes
+ * its allocation context. The same frames at the same lines as the thread's last call keep the
+ * context already set (a hash of the code objects and lines). Out of memory: no context. */
+void tsp_history_mark(void) {
+    PyFrameObject *fr[HISTORY_MAX_FRAMES];
+    int n = 0;
+    PyFrameObject *g = PyEval_GetFrame(); /* borrowed */
+    Py_XINCREF(g);
+    while (g && n < HISTORY_MAX_FRAMES) {
+        fr[n++] = g;
+        g = PyFrame_GetBack(g); /* new reference */
+    }
+    Py_XDECREF(g);
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a over (code, line) pairs */
+    for (int i = 0; i < n; i++) {
+        PyCodeObject *code = PyFrame_GetCode(fr[i]);
+        h = (h ^ (uint64_t)(uintptr_t)code) * 1099511628211ULL;
+        h = (h ^ (uint64_t)PyFrame_GetLineNumber(fr[i])) * 1099511628211ULL;
+        Py_DECREF(code);
+    }
+    if (h != history_hash) {
+        json_buf b = {.ok = true};
+        put_raw(&b, "[", 1);
+        for (int i = 0; i < n; i++) {
+            PyCodeObject *code = PyFrame_GetCode(fr[i]);
+            char line[40];
+            put_raw(&b, i ? ", {\"name\": " : "{\"name\": ", i ? 11 : 9);
+            put_code_attr(&b, code, "co_name");
+            put_raw(&b, ", \"filename\": ", 14);
+            put_code_attr(&b, code, "co_filename");
+            put_raw(&b, line,
+                    (size_t)snprintf(line, sizeof line, ", \"line\": %d}",
+                                     PyFrame_GetLineNumber(fr[i])));
+            Py_DECREF(code);
+        }
+        put_raw(&b, "]", 1);
+        bool set = b.ok && ts_memory_history_context(b.s) == TS_OK;
+        if (!set) ts_memory_history_context(NULL), ts_error_clear();
+        history_hash = set ? h : 0;
+        free(b.s);
+    }
+    for (int i = 0; i < n; i++) Py_DECREF(fr[i]);
+}
+
 static PyObject *py_record_history(PyObject *self, PyObject *arg) {
     (void)self;
     int on = PyObject_IsTrue(arg);
     if (on < 0) return NULL;
     ts_memory_record_history(on);
+    tsp_history_on = on;
+    if (!on) ts_memory_history_context(NULL), history_hash = 0;
     Py_RETURN_NONE;
 }
 

@@ -59,10 +59,17 @@ PyObject *tsp_raise_pending(void);
  * that runs kernels calls it first. */
 int tsp_enter(void);
 
+/* While tessera.cuda.memory._record_memory_history is on, the Python stack of each call into the
+ * library becomes the thread's allocation context (ts_memory_history_context), so snapshots list
+ * the Python frames of every allocation after its C frames (sync_debug.c). */
+extern int tsp_history_on;
+void tsp_history_mark(void);
+
 /* The GIL is released around every C call that may take long (kernels, copies, backward,
  * loading): TSP_NOGIL(y = ts_matmul(a, b);) */
 #define TSP_NOGIL(...)                                                                             \
     do {                                                                                           \
+        if (tsp_history_on) tsp_history_mark();                                                    \
         Py_BEGIN_ALLOW_THREADS __VA_ARGS__;                                                        \
         Py_END_ALLOW_THREADS                                                                       \
     } while (0)
@@ -72,6 +79,9 @@ int tsp_enter(void);
 /* None (the thread's default device), "cpu", "cuda", "cuda:1", "sim:0", a tessera.device, an int
  * (cuda:N) */
 int tsp_device_arg(PyObject *o, ts_device *out, const char *fn, const char *arg);
+/* nn_cmodule.c: place(budgets, example_input, with_grads, output_device, dry_run[, overrides])
+ * on m (a C module or an ONNX model) -> the plan's text (tessera.nn.utils.place) */
+PyObject *tsp_place(ts_module *m, PyObject *args);
 /* None (keeps *out), a tessera.dtype object, or a string ("float32", "bfloat16", "int64") */
 int tsp_dtype_arg(PyObject *o, ts_dtype *out, const char *fn, const char *arg);
 /* A memory_format argument: 0 contiguous_format, 1 channels_last, -1 preserve_format / absent /

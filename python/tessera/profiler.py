@@ -150,13 +150,22 @@ class FunctionEventAvg:
         self.input_shapes = (json.loads(shape) if shape else []) if by_input else shape
         self.kind = kind
         self.count = calls
-        self.cpu_time_total = total_ns / 1e3
-        self.self_cpu_time_total = self_ns / 1e3
-        self.cpu_time_max = max_ns / 1e3
-        self.cpu_time = self.cpu_time_total / calls if calls else 0.0
         self.bytes = nbytes
-        self.device_time_total = 0.0
-        self.self_device_time_total = 0.0
+        # a kernel row (an op's time on its sim / cuda device) holds device time, no CPU time;
+        # _fold_device_time gives each op row its kernels' device time
+        device = kind == "kernel"
+        self.cpu_time_total = 0.0 if device else total_ns / 1e3
+        self.self_cpu_time_total = 0.0 if device else self_ns / 1e3
+        self.cpu_time_max = 0.0 if device else max_ns / 1e3
+        self.cpu_time = self.cpu_time_total / calls if calls else 0.0
+        self.device_time_total = total_ns / 1e3 if device else 0.0
+        self.self_device_time_total = self.device_time_total
+        self.device_time = self.device_time_total / calls if calls else 0.0
+
+    # PyTorch's names of the same figures
+    cuda_time_total = property(lambda self: self.device_time_total)
+    self_cuda_time_total = property(lambda self: self.self_device_time_total)
+    cuda_time = property(lambda self: self.device_time)
 
     def __repr__(self):
         return (f"<FunctionEventAvg key={self.key} self_cpu_time={_fmt_time(self.self_cpu_time_total)}"
@@ -166,6 +175,24 @@ class FunctionEventAvg:
 _SORT_KEYS = {"cpu_time_total": "cpu_time_total", "self_cpu_time_total": "self_cpu_time_total",
               "cpu_time": "cpu_time", "count": "count", "cpu_time_avg": "cpu_time",
               "self_cpu_time": "self_cpu_time_total"}
+for _dev in ("cuda", "device", "xpu"):
+    _SORT_KEYS.update({f"{_dev}_time_total": "device_time_total",
+                       f"self_{_dev}_time_total": "self_device_time_total",
+                       f"{_dev}_time": "device_time", f"{_dev}_time_avg": "device_time"})
+
+
+def _fold_device_time(rows):
+    """Each op row gains the device time of the kernel rows of its name (its own device work, as
+    PyTorch's "CUDA total" of an op); the kernel rows stay, as PyTorch lists its kernels."""
+    kernels = {}
+    for r in rows:
+        if r.kind == "kernel":
+            kernels[r.key] = kernels.get(r.key, 0.0) + r.device_time_total
+    for r in rows:
+        if r.kind == "op" and r.key in kernels:
+            r.device_time_total = kernels[r.key]
+            r.device_time = r.device_time_total / r.count if r.count else 0.0
+    return rows
 
 
 class EventList(list):
@@ -181,18 +208,23 @@ class EventList(list):
         if sort_by is not None:
             attr = _SORT_KEYS.get(sort_by)
             if attr is None:
-                if sort_by.startswith(("cuda", "device", "xpu", "self_cuda", "self_device")):
-                    attr = "cpu_time_total"  # no device times yet: the host's order
-                else:
-                    raise ValueError(f"table: unknown sort_by {sort_by!r}; one of "
-                                     f"{sorted(_SORT_KEYS)}")
+                raise ValueError(f"table: unknown sort_by {sort_by!r}; one of "
+                                 f"{sorted(_SORT_KEYS)}")
             rows.sort(key=lambda r: getattr(r, attr), reverse=True)
         if row_limit is not None and row_limit > 0:
             rows = rows[:row_limit]
         self_total = sum(r.self_cpu_time_total for r in self) or 1.0
-        w = max([len("Name")] + [min(len(r.key), max_name_column_width) for r in rows]) + 2
+        # a kernel row (an op's device time) is shown as "<op> [device]"
+        names = [r.key + " [device]" if r.kind == "kernel" else r.key for r in rows]
+        w = max([len("Name")] + [min(len(n), max_name_column_width) for n in names]) + 2
         cols = [("Name", w), ("Self CPU %", 12), ("Self CPU", 12), ("CPU total %", 12),
-                ("CPU total", 12), ("CPU time avg", 14), ("# of Calls", 12)]
+                ("CPU total", 12), ("CPU time avg", 14)]
+        device = any(r.device_time_total for r in self)
+        dev_total = sum(r.self_device_time_total for r in self) or 1.0
+        if device:
+            cols += [("Self Device", 12), ("Self Device %", 14), ("Device total", 14),
+                     ("Device time avg", 16)]
+        cols.append(("# of Calls", 12))
         if self._by_shape:
             cols.append(("Input Shapes", 24))
         line = "-" * sum(width for _, width in cols)
@@ -203,21 +235,28 @@ class EventList(list):
         out.append("".join(f"{name:>{width}}" if i else f"{name:<{width}}"
                            for i, (name, width) in enumerate(cols)))
         out.append(line)
-        for r in rows:
-            name = r.key if len(r.key) <= max_name_column_width else \
-                r.key[:max_name_column_width - 3] + "..."
+        for r, name in zip(rows, names):
+            name = name if len(name) <= max_name_column_width else \
+                name[:max_name_column_width - 3] + "..."
             cells = [f"{name:<{w}}",
                      f"{100.0 * r.self_cpu_time_total / self_total:>11.2f}%",
                      f"{_fmt_time(r.self_cpu_time_total):>12}",
                      f"{100.0 * r.cpu_time_total / self_total:>11.2f}%",
                      f"{_fmt_time(r.cpu_time_total):>12}",
-                     f"{_fmt_time(r.cpu_time):>14}",
-                     f"{r.count:>12}"]
+                     f"{_fmt_time(r.cpu_time):>14}"]
+            if device:
+                cells += [f"{_fmt_time(r.self_device_time_total):>12}",
+                          f"{100.0 * r.self_device_time_total / dev_total:>13.2f}%",
+                          f"{_fmt_time(r.device_time_total):>14}",
+                          f"{_fmt_time(r.device_time):>16}"]
+            cells.append(f"{r.count:>12}")
             if self._by_shape:
                 cells.append(f"  {str(r.input_shapes)}")
             out.append("".join(cells))
         out.append(line)
         out.append(f"Self CPU time total: {_fmt_time(sum(r.self_cpu_time_total for r in self))}")
+        if device:
+            out.append(f"Self Device time total: {_fmt_time(dev_total)}")
         return "\n".join(out) + "\n"
 
     def __str__(self):
@@ -333,13 +372,15 @@ class profile:
         prof = self._need("key_averages")
         if group_by_input_shape:
             rows = _C._profile_key_averages_by_input(prof)
+            # (kernel rows have no inputs: their time stays on their own rows)
             return EventList([FunctionEventAvg(r, by_input=True) for r in rows], True)
         rows = _C._profile_key_averages(prof, False)
-        return EventList([FunctionEventAvg(r) for r in rows], False)
+        return EventList(_fold_device_time([FunctionEventAvg(r) for r in rows]), False)
 
     def events(self):
         """Every recorded event as a dict (kind, name, device, thread, t0_ns, t1_ns, self_ns,
-        depth, bytes, shape, flow, transfer, pinned, input_dims, input_types: JSON text, "" when
+        depth, bytes, shape, flow, transfer, pinned, correlation (an op and its "kernel" event:
+        its device time), input_dims, input_types: JSON text, "" when
         not recorded), in start-time order."""
         return _C._profile_events(self._need("events"))
 

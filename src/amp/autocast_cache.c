@@ -91,18 +91,22 @@ void ts_autocast_clear_cache(void) { tsi_autocast_cache_release(); }
 
 int tsi_autocast_cache_size(void) { return (int)count; }
 
-/* The cast with its ToCopyBackward0 node. force_graph: record it even with grad mode off. */
+/* The cast with its ToCopyBackward0 node. force_graph: record it even with grad mode off. The
+ * backward hands the gradient back as it is (the engine casts it to the source's dtype), which is
+ * its own derivative: differentiable again, as ts_to_dtype's node is. */
 static ts_tensor *cast_recorded(const char *op, ts_tensor *t, ts_dtype dt, bool force_graph) {
     ts_tensor *c = tsi_cast(op, t, dt);
     if (!c || c == t) return c;
     tsi_autocast_cast_count++;
     if (!t->requires_grad) return c;
     if (!force_graph) {
-        tsi_record("ToCopyBackward0", op, tsi_identity_backward, &t, 1, c, NULL, 0);
+        ts_node *n = tsi_record("ToCopyBackward0", op, tsi_identity_backward, &t, 1, c, NULL, 0);
+        if (n) n->flags |= TSI_NODE_TWICE;
         return c;
     }
     ts_node *n = tsi_node_new("ToCopyBackward0", op, tsi_identity_backward, &t, 1, 1, 0);
     if (n) {
+        n->flags |= TSI_NODE_TWICE;
         tsi_node_set_output(n, c, 0);
         tsi_node_release(n); /* c owns it now */
     }

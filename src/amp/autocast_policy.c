@@ -56,6 +56,7 @@ static const policy_entry table[] = {
     {"pow_scalar", TSI_AC_FP32}, /* pow.Tensor_Scalar */
     {"prod", TSI_AC_FP32},       /* fp32_set_opt_dtype, all overloads */
     {"reciprocal", TSI_AC_FP32},
+    {"rms_norm", TSI_AC_FP32},
     {"rpow_scalar", TSI_AC_FP32}, /* pow.Scalar: a number to a tensor's powers */
     {"rsqrt", TSI_AC_FP32},
     {"scaled_dot_product_attention", TSI_AC_LOWER},

@@ -12,13 +12,19 @@ typedef struct tsi_edge {
 } tsi_edge;
 
 /* A saved tensor, or inside a checkpointed function (checkpoint.c) a placeholder: the frame that
- * recomputes it and its index there (t NULL). */
+ * recomputes it and its index there, and the saved tensor's history without its data, which the
+ * recomputed tensor gets under create_graph (PyTorch's SavedVariable keeps grad_fn and output_nr
+ * the same way): hist and hist_nr (its grad_fn, retained, and output number); hist NULL: hist_nr
+ * is this node's output's number, or TSI_SAVED_INPUT with t the leaf itself (retained; NULL when
+ * the tensor needs no gradient), or TSI_SAVED_OUTPUT_UNKNOWN. */
 typedef struct ts_checkpoint_frame tsi_ckpt_frame; /* tessera.h's ts_checkpoint_frame */
 typedef struct tsi_saved {
     ts_tensor *t; /* retained; never has this node as grad_fn (no reference cycles) */
     uint64_t version;
     tsi_ckpt_frame *frame; /* a reference; NULL for a tensor saved as itself */
-    int index; /* with a frame: the index there; else TSI_SAVED_INPUT or an output's number */
+    int index;   /* with a frame: the index there; else TSI_SAVED_INPUT or an output's number */
+    int hist_nr; /* with a frame: see above */
+    struct ts_node *hist;
 } tsi_saved;
 /* tsi_saved.index of a tensor saved as itself (not one of the node's outputs), and of an output
  * saved before its number was known */

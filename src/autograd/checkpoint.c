@@ -5,7 +5,10 @@
  * again on the same inputs with the same random numbers and autocast state; the tensors saved by
  * that recomputation, in the order they are saved, fill the placeholders. Gradients reach the
  * inputs and every parameter the function uses through the original graph: nothing is
- * differentiated twice and hooks (DDP's) fire as without checkpointing.
+ * differentiated twice and hooks (DDP's) fire as without checkpointing. A placeholder also keeps
+ * its tensor's history (grad_fn and output number, or the leaf): under create_graph the
+ * recomputed tensor is handed out with it, so the gradients are differentiable again through the
+ * original graph (PyTorch's non-reentrant checkpoint does the same through SavedVariable).
  *
  * The frame of a checkpointed call lives while any placeholder refers to it (its nodes' saved
  * slots) and holds the function's context, its inputs (retained, with their versions) and, once
@@ -121,6 +124,10 @@ bool tsi_ckpt_pack(tsi_saved *s, ts_tensor *t) {
     f->packed[f->n_packed].dtype = t->dtype;
     s->frame = f;
     s->index = f->n_packed++;
+    /* the history without the data, for create_graph (tsi_ckpt_unpack_saved) */
+    s->hist = t->grad_fn ? tsi_node_retain(t->grad_fn) : NULL;
+    s->hist_nr = t->grad_fn ? t->output_nr : TSI_SAVED_INPUT;
+    if (!t->grad_fn && t->requires_grad) s->t = ts_retain(t); /* a leaf: kept, as PyTorch does */
     atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
     return true;
 }
@@ -208,6 +215,32 @@ ts_tensor *tsi_ckpt_unpack(tsi_ckpt_frame *f, int index) {
         return NULL;
     }
     return t;
+}
+
+ts_tensor *tsi_ckpt_unpack_saved(ts_node *n, tsi_saved *s) {
+    tsi_ckpt_frame *f = s->frame;
+    bool again = tsi_create_graph_active();
+    if (again && (f->hooked || s->hist_nr == TSI_SAVED_OUTPUT_UNKNOWN)) {
+        n->flags |= TSI_NODE_ONCE; /* no history to give it: no double backward through n */
+        again = false;
+    }
+    ts_tensor *r = tsi_ckpt_unpack(f, s->index);
+    if (!r || !again) return r;
+    if (!s->hist && s->hist_nr == TSI_SAVED_INPUT && s->t) return s->t; /* the leaf itself */
+    /* the recomputed values with the forward's history: what the backward computes from them is
+     * differentiable through the original graph (the recomputation's own graph starts from
+     * detached inputs: never through that) */
+    ts_tensor *a = tsi_view_of(r, r->shape, r->strides, r->offset);
+    if (!a) {
+        tsi_error_set(TS_ERR_OOM, "backward: out of host memory (%s)", n->name);
+        return NULL;
+    }
+    a->is_view = r->is_view;
+    if (s->hist)
+        tsi_node_set_output(s->hist, a, s->hist_nr);
+    else if (s->hist_nr >= 0)
+        tsi_node_set_output(n, a, s->hist_nr);
+    return tsi_own(a);
 }
 
 ts_checkpoint_frame *ts_checkpoint_begin(ts_checkpoint_fn fn, void *ctx,

@@ -121,6 +121,7 @@ ts_tensor *tsi_pre_backward_hook(ts_tensor *t, tsi_pre_backward_fn fn, void *ctx
             return NULL;
         }
         *c = (pre_backward_ctx){.fn = fn, .ctx = ctx};
+        n->flags |= TSI_NODE_TWICE; /* the gradient handed on as it is: its own derivative */
         n->ctx = c;
         n->ctx_free = free;
         tsi_node_set_output(n, out, 0);

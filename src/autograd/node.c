@@ -18,6 +18,8 @@ void tsi_node_release_saved(ts_node *n) {
         n->saved[i].t = NULL;
         tsi_ckpt_release_slot(n->saved[i].frame, n->saved[i].index);
         n->saved[i].frame = NULL;
+        tsi_node_release(n->saved[i].hist);
+        n->saved[i].hist = NULL;
     }
     if (n->ctx_free && n->ctx) n->ctx_free(n->ctx);
     n->ctx = NULL;
@@ -119,7 +121,13 @@ void tsi_node_save_output(ts_node *n, int slot, ts_tensor *out) {
     if (!alias) return;
     alias->is_view = out->is_view;
     if (tsi_ckpt_pack(&n->saved[slot], alias)) { /* a placeholder: the alias is not kept */
+        tsi_saved *s = &n->saved[slot];
         ts_release(alias);
+        ts_release(s->t); /* its history is this node's: never a cycle through a reference */
+        tsi_node_release(s->hist);
+        s->t = NULL;
+        s->hist = NULL;
+        s->hist_nr = out->grad_fn == n ? out->output_nr : TSI_SAVED_OUTPUT_UNKNOWN;
         return;
     }
     n->saved[slot].t = alias;
@@ -157,11 +165,7 @@ ts_tensor *tsi_node_saved(ts_node *n, int slot) {
         return NULL;
     }
     tsi_saved *s = &n->saved[slot];
-    if (s->frame) {
-        /* recomputed without the forward's history: no double backward through it */
-        if (tsi_create_graph_active()) n->flags |= TSI_NODE_ONCE;
-        return tsi_ckpt_unpack(s->frame, s->index);
-    }
+    if (s->frame) return tsi_ckpt_unpack_saved(n, s);
     if (!s->t) return NULL;
     uint64_t now = atomic_load(&s->t->storage->version);
     if (now != s->version) {

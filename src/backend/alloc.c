@@ -46,6 +46,7 @@ struct ts_block {
     ts_block *seg_prev, *seg_next; /* a segment's head block: the allocator's list of segments */
     void **frames;                 /* while allocated with history recording on: its backtrace */
     int nframes;
+    struct alloc_ctx *ctx; /* and the allocating thread's context then (a binding's stack) */
 };
 
 typedef struct slab {
@@ -69,6 +70,35 @@ struct ts_allocator {
 
 static atomic_bool record_history;
 static void (*_Atomic oom_hook)(void);
+
+/* A thread's allocation context (tsi_allocator_set_context): immutable text shared by the
+ * blocks allocated under it, freed with the last of them. */
+typedef struct alloc_ctx {
+    atomic_int refs;
+    char text[];
+} alloc_ctx;
+static _Thread_local alloc_ctx *thread_ctx;
+
+static alloc_ctx *ctx_ref(alloc_ctx *c) {
+    if (c) atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+    return c;
+}
+static void ctx_unref(alloc_ctx *c) {
+    if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) free(c);
+}
+
+bool tsi_allocator_set_context(const char *text) {
+    ctx_unref(thread_ctx);
+    thread_ctx = NULL;
+    if (!text) return true;
+    size_t n = strlen(text);
+    alloc_ctx *c = malloc(sizeof *c + n + 1);
+    if (!c) return false;
+    atomic_init(&c->refs, 1);
+    memcpy(c->text, text, n + 1);
+    thread_ctx = c;
+    return true;
+}
 
 void tsi_allocator_set_oom_hook(void (*fn)(void)) { atomic_store(&oom_hook, fn); }
 
@@ -414,6 +444,7 @@ static ts_block *new_segment(ts_allocator *a, size_t size, int pool) {
     b->streams_overflow = false;
     b->frames = NULL;
     b->nframes = 0;
+    b->ctx = NULL;
     b->seg_prev = NULL;
     b->seg_next = a->segments;
     if (a->segments) a->segments->seg_prev = b;
@@ -494,14 +525,17 @@ ts_block *tsi_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t 
     bool injected = tsi_fault_alloc_hit((tsi_fault_site)tsi_allocator_alloc);
     void **frames = NULL;
     int nframes = 0;
+    alloc_ctx *ctx = NULL;
     if (atomic_load_explicit(&record_history, memory_order_relaxed)) {
-        void *fr[TS_ALLOC_HISTORY_DEPTH];
-        nframes = backtrace(fr, TS_ALLOC_HISTORY_DEPTH);
+        /* the backtrace without this function's own frame: the stack starts at its caller */
+        void *fr[TS_ALLOC_HISTORY_DEPTH + 1];
+        nframes = backtrace(fr, TS_ALLOC_HISTORY_DEPTH + 1) - 1;
         frames = nframes > 0 ? malloc((size_t)nframes * sizeof *frames) : NULL;
         if (frames)
-            memcpy(frames, fr, (size_t)nframes * sizeof *frames);
+            memcpy(frames, fr + 1, (size_t)nframes * sizeof *frames);
         else
             nframes = 0;
+        ctx = ctx_ref(thread_ctx);
     }
     pthread_mutex_lock(&a->mu);
     if (nbytes > MAX_REQUEST || injected) goto oom;
@@ -540,6 +574,7 @@ ts_block *tsi_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t 
             r->streams_overflow = b->streams_overflow;
             r->frames = NULL;
             r->nframes = 0;
+            r->ctx = NULL;
             memcpy(r->streams, b->streams, sizeof r->streams);
             if (b->next) b->next->prev = r;
             b->next = r;
@@ -552,6 +587,7 @@ ts_block *tsi_allocator_alloc(ts_allocator *a, size_t nbytes, char *msg, size_t 
     b->allocated = true;
     b->frames = frames;
     b->nframes = nframes;
+    b->ctx = ctx;
     a->allocated += b->size;
     if (a->allocated > a->peak_allocated) a->peak_allocated = a->allocated;
     a->alloc_count++;
@@ -564,6 +600,7 @@ oom:
     format_oom(a, nbytes, msg, msg_len);
     pthread_mutex_unlock(&a->mu);
     free(frames);
+    ctx_unref(ctx);
     void (*hook)(void) = atomic_load(&oom_hook);
     if (hook) hook();
     if (injected && msg && msg_len > 0) {
@@ -579,8 +616,10 @@ void tsi_allocator_release(ts_allocator *a, ts_block *b) {
     uintptr_t cur = a->hooks ? a->hooks->current_stream(a->index) : 0;
     pthread_mutex_lock(&a->mu);
     void **frames = b->frames;
+    alloc_ctx *ctx = b->ctx;
     b->frames = NULL;
     b->nframes = 0;
+    b->ctx = NULL;
     b->allocated = false;
     a->allocated -= b->size;
     streams_add(a, b, cur);
@@ -599,6 +638,7 @@ void tsi_allocator_release(ts_allocator *a, ts_block *b) {
     free_insert(a, b);
     pthread_mutex_unlock(&a->mu);
     free(frames);
+    ctx_unref(ctx);
 }
 
 void *tsi_block_ptr(const ts_block *b) { return b ? b->ptr : NULL; }
@@ -657,6 +697,7 @@ void tsi_allocator_walk(ts_allocator *a, ts_alloc_walk_fn fn, void *ctx) {
                 .allocated = b->allocated,
                 .frames = (void *const *)b->frames,
                 .nframes = b->nframes,
+                .context = b->ctx ? b->ctx->text : NULL,
             };
             fn(ctx, &info);
         }

@@ -47,12 +47,17 @@ typedef struct ts_alloc_block_info {
     bool allocated;
     void *const *frames; /* backtrace of the allocation (history recording on), else NULL */
     int nframes;
+    const char *context; /* the allocating thread's context then (tsi_allocator_set_context) */
 } ts_alloc_block_info;
 typedef void (*ts_alloc_walk_fn)(void *ctx, const ts_alloc_block_info *b);
 void tsi_allocator_walk(ts_allocator *a, ts_alloc_walk_fn fn, void *ctx);
 /* Allocations from now on record their backtrace (at most TS_ALLOC_HISTORY_DEPTH frames). */
 #define TS_ALLOC_HISTORY_DEPTH 24
 void tsi_allocator_record_history(bool on);
+/* The calling thread's allocation context: text (a binding's stack, as the JSON frames of
+ * ts_memory_history_context) attached to each block this thread allocates while history recording
+ * is on; NULL clears it. Copied; false (out of memory: the thread has none then). */
+bool tsi_allocator_set_context(const char *text);
 bool tsi_allocator_recording_history(void);
 /* Called (outside every lock) after any allocator fails a request: TS_OOM_SNAPSHOT's writer. */
 void tsi_allocator_set_oom_hook(void (*fn)(void));

@@ -169,6 +169,24 @@ typedef struct ts_bag_args {
     int64_t padding_idx, width, bags;
 } ts_bag_args;
 
+/* The activations of the matmul_bias_act slot (decision 0032): ts_relu's (max(z, 0), NaN stays
+ * NaN) and GELU's tanh approximation (ts_gelu_tanh). PyTorch's default GELU (erf) has no
+ * epilogue: cuBLASLt's is the tanh form, so it must never be asked for here. */
+typedef enum ts_epi_act { TS_EPI_RELU, TS_EPI_GELU_TANH } ts_epi_act;
+
+/* The activation's saved state for the backward, written by matmul_bias_act for out [M, N]: row i
+ * at data + i * ld (the column-major aux matrix of cuBLASLt's D = out^T, ld its leading dimension),
+ * ld >= N. GELU_TANH: the pre-activation z = a @ b + bias rounded to out's dtype, ld elements of
+ * that dtype (a multiple of 8); the front end reads it (the composed backward) and a backward
+ * slot (cuBLASLt's DGELU_BGRAD: dz = (dy @ W) * gelu'(z) and its bias gradient in one GEMM) can.
+ * RELU: a bit mask, bit i * ld + j set where z[i][j] > 0 (the order of bits within a byte the
+ * backend's own: cuBLASLt's DRELU_BGRAD input), ld a multiple of 128 bits; the front end never
+ * reads it (relu's backward reads the output). */
+typedef struct ts_epi_aux {
+    void *data;
+    int64_t ld;
+} ts_epi_aux;
+
 typedef enum ts_binary_op {
     TS_B_ADD,
     TS_B_SUB,
@@ -350,6 +368,11 @@ typedef struct ts_layer_norm_args {
     int64_t rows, cols;
     double eps;
     bool rms;
+    /* Fused residual add (optional): when residual's data is non-NULL the forward normalises
+     * h = x + residual instead of x, the sum rounded to T as ts_add rounds it, and writes h
+     * (residual and h [rows, cols], T). Backward is unchanged: it reads h as its x (the front
+     * end passes h as x), residual and h absent. */
+    ts_kview residual, h;
 } ts_layer_norm_args;
 
 /* Fused recurrent-cell gates, one time step of nn.LSTM / nn.GRU (src/nn/rnn_cell_fused.c, the
@@ -525,6 +548,16 @@ struct ts_backend {
      * cuda: cuBLASLt's weight-gradient GEMM with the bias-gradient epilogue (BGRADB). */
     bool (*matmul_bgrad)(const ts_backend *be, int index, const ts_kview *dw, const ts_kview *db,
                          const ts_kview *g, const ts_kview *x);
+    /* Optional (NULL: the front end composes linear and the activation). out = act(a @ b + bias)
+     * with matmul_bias's views (f32, f64, f16, bf16; M, N, K >= 1), the activation applied as the
+     * output is stored (decision 0032): ts_relu's or ts_gelu_tanh's (never the erf GELU). aux
+     * NULL, or its data set: the activation's saved state for training (ts_epi_aux). Returns
+     * true when done; false, having written nothing, where it declines (the front end then
+     * composes) — a decision made from the arguments alone. cuda: cuBLASLt's RELU_BIAS /
+     * GELU_BIAS epilogues, RELU_AUX_BIAS / GELU_AUX_BIAS with aux. */
+    bool (*matmul_bias_act)(const ts_backend *be, int index, ts_epi_act act, const ts_kview *out,
+                            const ts_kview *a, const ts_kview *b, const ts_kview *bias,
+                            const ts_epi_aux *aux);
     /* Optional (NULL: they are): whether matmul multiplies operands of the half dtype dt (TS_F16,
      * TS_BF16) in that dtype's own instructions, rather than widening them to float32 and running
      * the float32 kernels. Where it does not, autocast gives the products float32 operands and

@@ -23,6 +23,9 @@ const ts_backend *tsc_pinned_backend(void) { return NULL; }
 const ts_alloc_hooks *tsc_pinned_alloc_hooks(void) { return NULL; }
 uintptr_t tsc_current_stream_id(int device) { return 0; }
 uintptr_t tsc_pinned_use_record(int device) { return 0; }
+uint64_t tsc_prof_mark(int device) { return (void)device, 0; }
+int64_t tsc_prof_elapsed_ns(uint64_t from, uint64_t to) { return (void)from, (void)to, -1; }
+void tsc_prof_mark_free(uint64_t mark) { (void)mark; }
 int tsc_runtime_device(void) { return -1; }
 void tsc_cudnn_counters(long long *runs, long long *declined) { *runs = *declined = -1; }
 void tsc_conv_nhwc_counters(long long *native, long long *copied) { *native = *copied = -1; }
@@ -30,6 +33,10 @@ void tsc_sdpa_tc_force(int mode) { (void)mode; }
 long long tsc_sdpa_tc_runs(void) { return -1; }
 bool tsc_copy_h2d_async(int device, void *dst, const void *src, size_t n) {
     unavailable("to_async");
+    return false;
+}
+bool tsc_copy_d2h_async(int device, void *dst, const void *src, size_t n) {
+    unavailable("copy_d2h_async");
     return false;
 }
 

@@ -30,19 +30,40 @@ typedef struct walk_ctx {
     bool failed;
 } walk_ctx;
 
-static cJSON *frames_json(void *const *frames, int n) {
+/* A frame of PyTorch's snapshot layout. */
+static void add_frame(cJSON *arr, const char *name, const char *file, double line) {
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddStringToObject(f, "name", name);
+    cJSON_AddStringToObject(f, "filename", file);
+    cJSON_AddNumberToObject(f, "line", line);
+    cJSON_AddItemToArray(arr, f);
+}
+
+/* The C backtrace, innermost first, then the thread's context of that allocation (a binding's
+ * frames, innermost first: PyTorch lists the C++ frames before the Python ones the same way). A
+ * context that is not a JSON array of frames is listed as one frame named by its text. */
+static cJSON *frames_json(void *const *frames, int n, const char *context) {
     cJSON *arr = cJSON_CreateArray();
     char **names = n > 0 ? backtrace_symbols(frames, n) : NULL;
     for (int i = 0; arr && i < n; i++) {
-        cJSON *f = cJSON_CreateObject();
         char addr[32];
         snprintf(addr, sizeof addr, "%p", frames[i]);
-        cJSON_AddStringToObject(f, "name", names ? names[i] : addr);
-        cJSON_AddStringToObject(f, "filename", "");
-        cJSON_AddNumberToObject(f, "line", 0);
-        cJSON_AddItemToArray(arr, f);
+        add_frame(arr, names ? names[i] : addr, "", 0);
     }
     free(names);
+    cJSON *ctx = context ? cJSON_Parse(context) : NULL;
+    if (arr && context && !cJSON_IsArray(ctx)) add_frame(arr, context, "", 0);
+    const cJSON *list = cJSON_IsArray(ctx) ? ctx : NULL, *f;
+    cJSON_ArrayForEach(f, list) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
+        const cJSON *file = cJSON_GetObjectItemCaseSensitive(f, "filename");
+        const cJSON *line = cJSON_GetObjectItemCaseSensitive(f, "line");
+        if (arr)
+            add_frame(arr, cJSON_IsString(name) ? name->valuestring : "?",
+                      cJSON_IsString(file) ? file->valuestring : "",
+                      cJSON_IsNumber(line) ? line->valuedouble : 0);
+    }
+    cJSON_Delete(ctx);
     return arr;
 }
 
@@ -79,7 +100,8 @@ static void on_block(void *ctx, const ts_alloc_block_info *b) {
     cJSON_AddNumberToObject(o, "requested_size", (double)b->size);
     cJSON_AddStringToObject(o, "state", b->allocated ? "active_allocated" : "inactive");
     if (b->allocated) w->allocated += b->size, w->active += b->size;
-    if (b->frames) cJSON_AddItemToObject(o, "frames", frames_json(b->frames, b->nframes));
+    if (b->frames || b->context)
+        cJSON_AddItemToObject(o, "frames", frames_json(b->frames, b->nframes, b->context));
     cJSON_AddItemToArray(w->blocks, o);
 }
 
@@ -148,6 +170,12 @@ ts_status ts_memory_snapshot(const char *path) {
 }
 
 void ts_memory_record_history(bool enabled) { tsi_allocator_record_history(enabled); }
+bool ts_memory_recording_history(void) { return tsi_allocator_recording_history(); }
+
+ts_status ts_memory_history_context(const char *frames_json) {
+    if (tsi_allocator_set_context(frames_json)) return TS_OK;
+    return tsi_error_set(TS_ERR_OOM, "memory_history_context: out of host memory");
+}
 
 /* Runs after a failed allocation, outside the allocator locks; keeps the caller's error. */
 static void oom_snapshot(void) {

@@ -21,6 +21,7 @@ static pthread_key_t reg_key;
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 static ts_profile *last_profile;
 static int64_t session_t0;
+static atomic_uint_fast64_t next_correlation = 1;
 
 #define MAX_OPEN 64
 typedef struct open_span {
@@ -29,6 +30,8 @@ typedef struct open_span {
     bool explicit_span; /* closed by tsi_prof_span_end, not by tsi_own */
     const void *node;   /* a backward node, or the forward node an op recorded */
     bool has_in;        /* open_in[its index] holds its inputs */
+    bool marked;        /* its device time is measured: m0 marked where it started */
+    uint64_t m0;
 } open_span;
 static _Thread_local tsi_prof_thread *me;
 static _Thread_local open_span open_stack[MAX_OPEN];
@@ -58,6 +61,7 @@ int64_t tsi_prof_now(void) {
 static void thread_gone(void *p) {
     free(open_in);
     open_in = NULL;
+    /* its device marks are read at the stop like the others' (the buffer stays until then) */
     atomic_store(&((tsi_prof_thread *)p)->dead, true);
 }
 static void reg_init(void) { pthread_key_create(&reg_key, thread_gone); }
@@ -82,6 +86,7 @@ static tsi_prof_thread *thread_buf(void) {
     /* a new session: what this thread recorded before was collected (or dropped) at its stop */
     pthread_mutex_lock(&reg_mu);
     atomic_store_explicit(&me->n, 0, memory_order_relaxed);
+    tsi_prof_kmarks_drop(me);
     me->gen = gen;
     my_opts = prof_opts;
     pthread_mutex_unlock(&reg_mu);
@@ -155,12 +160,45 @@ static open_span *push(ts_profile_kind kind, const char *name, ts_device d, bool
     s->explicit_span = explicit_span;
     n_open++;
     s->ev.t0_ns = tsi_prof_now();
+    /* an op on a sim or cuda device that no other op encloses: its device time is marked */
+    bool outermost = kind == TS_PROF_OP && (d.type == TS_SIM || d.type == TS_CUDA);
+    for (int i = 0; outermost && i < n_open - 1; i++)
+        outermost = open_stack[i].ev.kind != TS_PROF_OP;
+    if (outermost && (s->m0 = tsi_prof_kernel_mark(d, me->gen, s->ev.t0_ns)) != 0) {
+        s->marked = true;
+        s->ev.correlation = atomic_fetch_add_explicit(&next_correlation, 1, memory_order_relaxed);
+    }
     return s;
+}
+
+/* The device-time span of an op that ends now (its end marked), kept for the stop. */
+static void kernel_span(const open_span *s, int64_t at) {
+    const uint64_t m1 = tsi_prof_kernel_mark(s->ev.device, me->gen, at);
+    if (me->n_km == me->cap_km) {
+        size_t cap = me->cap_km ? 2 * me->cap_km : 256;
+        tsi_prof_kmark *g = realloc(me->km, cap * sizeof *g);
+        if (!g) {
+            if (s->ev.device.type == TS_CUDA) tsc_prof_mark_free(s->m0), tsc_prof_mark_free(m1);
+            me->dropped++;
+            return;
+        }
+        me->km = g, me->cap_km = cap;
+    }
+    tsi_prof_kmark *k = &me->km[me->n_km++];
+    memset(k, 0, sizeof *k);
+    k->ev.kind = TS_PROF_KERNEL;
+    memcpy(k->ev.name, s->ev.name, sizeof k->ev.name);
+    k->ev.device = s->ev.device;
+    k->ev.stream = s->ev.stream;
+    k->ev.thread = me->id;
+    k->ev.correlation = s->ev.correlation;
+    k->m0 = s->m0, k->m1 = m1;
 }
 
 static void close_top(int64_t at) {
     open_span *s = &open_stack[--n_open];
     s->ev.t1_ns = at;
+    if (s->marked) kernel_span(s, at);
     append(&s->ev, s->has_in ? &open_in[n_open] : NULL);
     if (s->ev.kind == TS_PROF_OP || s->ev.kind == TS_PROF_BACKWARD) memory_sample(s->ev.device, at);
 }
@@ -372,6 +410,8 @@ ts_status ts_profiler_start(const ts_profiler_opts *opts) {
                 free(t->chunks[i]->in);
                 free(t->chunks[i]);
             }
+            tsi_prof_kmarks_drop(t);
+            free(t->km);
             free(t);
         } else {
             pp = &t->next;
@@ -402,6 +442,9 @@ ts_status ts_profiler_stop(void) {
     ts_profile *p = tsi_prof_collect(reg_head, gen, session_t0, tsi_prof_now());
     pthread_mutex_unlock(&reg_mu);
     /* this thread's spans still open (a range around the stop) are not recorded */
+    for (int i = 0; me && i < n_open; i++)
+        if (open_stack[i].marked && open_stack[i].ev.device.type == TS_CUDA)
+            tsc_prof_mark_free(open_stack[i].m0);
     if (me) n_open = 0;
     last_profile = p;
     pthread_mutex_unlock(&ctl_mu);

@@ -47,26 +47,34 @@ static const char *category(ts_profile_kind k) {
         return "dataloader";
     case TS_PROF_TRANSFER:
         return "gpu_memcpy";
+    case TS_PROF_KERNEL:
+        return "kernel";
     default:
         return "memory";
     }
 }
 
-/* the track of an event: its host thread, or (thread, cuda stream) */
+/* the track of an event: its host thread, or (thread, cuda stream); device time (kernel spans)
+ * one track per device stream, whichever thread queued the work */
 typedef struct track {
     int pid, thread;
     uint64_t stream;
     int tid;
+    bool device;
 } track;
 
 static int track_of(track *tr, size_t *n, const ts_profile_event *e, int pid) {
+    const bool device = e->kind == TS_PROF_KERNEL;
     for (size_t i = 0; i < *n; i++)
-        if (tr[i].pid == pid && tr[i].thread == e->thread && tr[i].stream == e->stream)
+        if (tr[i].pid == pid && tr[i].device == device && tr[i].stream == e->stream &&
+            (device || tr[i].thread == e->thread))
             return tr[i].tid;
-    int tid = e->stream ? 1000 + (int)*n : e->thread + 1;
-    tr[(*n)++] = (track){pid, e->thread, e->stream, tid};
+    int tid = device ? 2000 + (int)*n : e->stream ? 1000 + (int)*n : e->thread + 1;
+    tr[(*n)++] = (track){pid, e->thread, e->stream, tid, device};
     return tid;
 }
+
+#define AC2G_ID0 ((uint64_t)1 << 40)
 
 static double us(const ts_profile *p, int64_t t) { return (double)(t - p->t0_ns) / 1e3; }
 
@@ -99,6 +107,7 @@ static void put_event(FILE *f, const ts_profile *p, const ts_profile_event *e, i
                 ts_device_str(e->device), s > 0 ? (double)e->bytes / s * 1e-9 : 0.0);
     }
     if (e->flow) fprintf(f, ",\"flow\":%" PRIu64, e->flow);
+    if (e->correlation) fprintf(f, ",\"correlation\":%" PRIu64, e->correlation);
     fprintf(f, "}}");
 }
 
@@ -157,7 +166,12 @@ ts_status ts_profile_export_chrome(const ts_profile *p, const char *path) {
         name_process(f, pids, &npids, pid, on);
         size_t before = ntr;
         int tid = track_of(tr, &ntr, e, pid);
-        if (ntr != before) {
+        if (ntr != before && e->kind == TS_PROF_KERNEL)
+            fprintf(f,
+                    ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
+                    "\"args\":{\"name\":\"device stream 0x%" PRIx64 "\"}}",
+                    pid, tid, e->stream);
+        else if (ntr != before) {
             fprintf(f,
                     ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
                     "\"args\":{\"name\":\"thread %d",
@@ -172,6 +186,14 @@ ts_status ts_profile_export_chrome(const ts_profile *p, const char *path) {
                     ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f%s}",
                     e->kind == TS_PROF_OP ? "s" : "f", e->flow, pid, tid, us(p, e->t0_ns),
                     e->kind == TS_PROF_OP ? "" : ",\"bp\":\"e\"");
+        /* an op to its device time (Kineto's "ac2g": launch to kernel), ids apart from the
+         * fwdbwd flows' */
+        if (e->correlation)
+            fprintf(f,
+                    ",\n{\"ph\":\"%s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%" PRIu64
+                    ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f%s}",
+                    e->kind == TS_PROF_KERNEL ? "f" : "s", AC2G_ID0 + e->correlation, pid, tid,
+                    us(p, e->t0_ns), e->kind == TS_PROF_KERNEL ? ",\"bp\":\"e\"" : "");
     }
     fprintf(f, "\n]}\n");
     free(tr);

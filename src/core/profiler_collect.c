@@ -28,7 +28,8 @@ static bool self_times(ts_profile_event *ev, size_t n) {
     for (size_t i = 0; i < n; i++) {
         ts_profile_event *e = &ev[i];
         e->self_ns = e->t1_ns - e->t0_ns;
-        if (e->kind == TS_PROF_MEMORY) continue;
+        /* counters, and device time (its own track: not inside the host's spans) */
+        if (e->kind == TS_PROF_MEMORY || e->kind == TS_PROF_KERNEL) continue;
         while (top > 0) {
             ts_profile_event *p = &ev[stack[top - 1]];
             if (p->thread == e->thread && e->t0_ns >= p->t0_ns && e->t1_ns <= p->t1_ns) break;
@@ -96,7 +97,7 @@ ts_profile *tsi_prof_collect(tsi_prof_thread *threads, uint64_t gen, int64_t t0,
     for (tsi_prof_thread *t = threads; t; t = t->next) {
         if (t->gen != gen) continue;
         size_t n = atomic_load_explicit(&t->n, memory_order_acquire);
-        total += n;
+        total += n + t->n_km;
         for (size_t c = 0; c * TSI_PROF_CHUNK < n; c++) any_in |= t->chunks[c]->in != NULL;
     }
     const size_t cnt = total ? total : 1;
@@ -116,6 +117,15 @@ ts_profile *tsi_prof_collect(tsi_prof_thread *threads, uint64_t gen, int64_t t0,
             if (gin && c->in) gin[k] = c->in[i % TSI_PROF_CHUNK];
         }
         dropped += t->dropped;
+        for (size_t i = 0; i < t->n_km && k < total; i++) {
+            if (!tsi_prof_kernel_times(&t->km[i], gen)) {
+                dropped++;
+                continue;
+            }
+            r[k] = (rec){t->km[i].ev, k};
+            k++;
+        }
+        t->n_km = 0;
     }
     qsort(r, k, sizeof *r, by_thread_time);
     events_of(r, k, ev);

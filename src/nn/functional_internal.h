@@ -40,6 +40,13 @@ ts_tensor *tsi_sdpa_fused(ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *m
  * AddmmBackward0 node; takes: the backend has it, f32 / f64, x 2-D, a bias, nothing empty */
 bool tsi_linear_fused_takes(ts_tensor *x, ts_tensor *w, ts_tensor *b);
 ts_tensor *tsi_linear_fused(ts_tensor *x, ts_tensor *w, ts_tensor *b);
+/* The views linear's product hands the matmul slots: x [rows, in] and w^T [in, out] (a view of w
+ * [out, in]) in matmul's 3-D form, y [rows, out] contiguous */
+void tsi_linear_kviews(ts_tensor *x, ts_tensor *w, ts_tensor *y, ts_kview *ka, ts_kview *kb,
+                       ts_kview *ko);
+/* AddmmBackward0's gradients for the output gradient g of a node with inputs (x, w, b) and saved
+ * slots 0 = x, 1 = w (linear_act_fused.c's node reuses them for its pre-activation gradient) */
+void tsi_addmm_grads(ts_node *n, ts_tensor *g, ts_tensor **gi);
 bool tsi_layer_norm_fused_takes(ts_tensor *x, int nnorm, ts_dtype dt);
 /* Whether the backend's fused kernels take a norm over x (nnorm: the normalized dims) in dtype
  * dt: tsi_layer_norm_fused_takes, tsi_rms_norm_fused_takes, batch_norm's (norm.c). */

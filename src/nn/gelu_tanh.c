@@ -2,6 +2,7 @@
  * from differentiable ops so autograd derives its backward. */
 #include <math.h>
 
+#include "nn/layers_internal.h"
 #include "nn/module_internal.h"
 
 ts_tensor *ts_gelu_tanh(ts_tensor *x) {
@@ -26,6 +27,8 @@ static ts_tensor *gelu_tanh_forward(ts_module *self, ts_tensor *x) {
     (void)self;
     return ts_gelu_tanh(x);
 }
+
+bool tsi_module_is_gelu_tanh(const ts_module *m) { return m && m->forward == gelu_tanh_forward; }
 
 static void gelu_tanh_extra(ts_module *self, char *buf, size_t n) {
     (void)self;

@@ -118,6 +118,18 @@ static void layer_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi
     tsi_norm_rows_backward(OP, n, x, go[0], &a, gi);
 }
 
+void tsi_layer_norm_fused_record(ts_tensor *const *ins, ts_tensor *x, ts_tensor *w, ts_tensor *mean,
+                                 ts_tensor *rstd, ts_tensor *y, int nnorm, double eps) {
+    if (!tsi_needs_graph(ins, 3)) return;
+    ts_tensor *saves[4] = {x, w, mean, rstd};
+    ts_node *n =
+        tsi_record("NativeLayerNormBackward0", OP, layer_norm_backward, ins, 3, y, saves, 4);
+    if (n) n->ip[0] = nnorm, n->p[0] = eps;
+    /* the composite backward differentiates again when x and w were saved as themselves (not as
+     * contiguous copies, which carry no history) */
+    if (n && x == ins[0] && w == ins[1]) n->flags |= TSI_NODE_TWICE;
+}
+
 ts_tensor *tsi_layer_norm_fused(ts_tensor *x0, int nnorm, ts_tensor *w0, ts_tensor *b0,
                                 double eps) {
     const ts_device dev = tsi_device(x0);
@@ -144,15 +156,7 @@ ts_tensor *tsi_layer_norm_fused(ts_tensor *x0, int nnorm, ts_tensor *w0, ts_tens
         ts_release(y), y = NULL;
     }
     ts_tensor *ins[3] = {x0, w0, b0};
-    if (y && tsi_needs_graph(ins, 3)) {
-        ts_tensor *saves[4] = {x, w, mean, rstd};
-        ts_node *n =
-            tsi_record("NativeLayerNormBackward0", OP, layer_norm_backward, ins, 3, y, saves, 4);
-        if (n) n->ip[0] = nnorm, n->p[0] = eps;
-        /* the composite backward differentiates again when x and w were saved as themselves
-         * (not as contiguous copies, which carry no history) */
-        if (n && x == x0 && w == w0) n->flags |= TSI_NODE_TWICE;
-    }
+    if (y) tsi_layer_norm_fused_record(ins, x, w, mean, rstd, y, nnorm, eps);
     ts_release(mean), ts_release(rstd);
     ts_release(x), ts_release(w), ts_release(b);
     return tsi_own(y);

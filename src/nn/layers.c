@@ -38,6 +38,12 @@ static ts_tensor *linear_forward(ts_module *self, ts_tensor *x) {
     return ts_linear(x, tsi_param_at(self, m->w), tsi_param_at(self, m->b));
 }
 
+bool tsi_linear_parts_of(ts_module *m, ts_tensor **w, ts_tensor **b) {
+    if (!m || m->forward != linear_forward) return false;
+    *w = tsi_param_at(m, ((linear_m *)m)->w), *b = tsi_param_at(m, ((linear_m *)m)->b);
+    return true;
+}
+
 static void linear_extra(ts_module *self, char *buf, size_t n) {
     linear_m *m = (linear_m *)self;
     snprintf(buf, n, "in_features=%lld, out_features=%lld, bias=%s", (long long)m->in,
@@ -356,7 +362,13 @@ static ts_tensor *sequential_forward(ts_module *self, ts_tensor *x) {
     ts_module *const *ms = (ts_module *const *)c->items;
     for (int i = 0; i < c->n && x;) {
         ts_module *bn, *act;
+        ts_activation la;
         const int span = tsi_conv_bn_span(ms + i, c->n - i, &bn, &act);
+        if (span == 1 && tsi_linear_act_span(ms + i, c->n - i, &la)) { /* linear_act_fused.c */
+            x = tsi_forward_linear_act(ms[i], la, x);
+            i += 2;
+            continue;
+        }
         x = span > 1 ? ts_forward_conv_bn(ms[i], bn, act, x) : ts_forward(ms[i], x);
         i += span;
     }

@@ -128,6 +128,18 @@ static ts_tensor *ln_forward(ts_module *self, ts_tensor *x) {
     return ts_layer_norm(x, m->shape, tsi_param_at(self, m->w), tsi_param_at(self, m->b), m->eps);
 }
 
+bool tsi_layer_norm_parts_of(ts_module *self, tsi_layer_norm_parts *out) {
+    if (!self || self->forward != ln_forward || self->impl->hooks || self->impl->place_input ||
+        self->impl->checkpoint)
+        return false;
+    ln_m *m = (ln_m *)self;
+    *out = (tsi_layer_norm_parts){.shape = m->shape,
+                                  .w = tsi_param_at(self, m->w),
+                                  .b = tsi_param_at(self, m->b),
+                                  .eps = m->eps};
+    return true;
+}
+
 static void ln_extra(ts_module *self, char *buf, size_t n) {
     ln_m *m = (ln_m *)self;
     char eps[40];

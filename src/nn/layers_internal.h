@@ -24,6 +24,28 @@ typedef struct tsi_batch_norm2d_parts {
 } tsi_batch_norm2d_parts;
 bool tsi_batch_norm2d_parts_of(ts_module *m, tsi_batch_norm2d_parts *out);
 
+/* A built-in Linear's weight and bias (NULL: none); false for any other module. */
+bool tsi_linear_parts_of(ts_module *m, ts_tensor **w, ts_tensor **b);
+/* linear_act_fused.c: act(Linear(x)) with the backend's matmul_bias_act where it takes them (a
+ * built-in Linear with a bias and no hooks, relu or gelu_tanh), else the modules' composition;
+ * tsi_linear_act the same for ts_linear's tensors. */
+ts_tensor *tsi_forward_linear_act(ts_module *linear, ts_activation act, ts_tensor *x);
+ts_tensor *tsi_linear_act(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_activation act);
+/* Whether ms[0..n) starts with a built-in Linear and a built-in ReLU or GELU(approximate='tanh')
+ * without hooks (*act: which), the pair Sequential's forward runs as tsi_forward_linear_act. */
+bool tsi_linear_act_span(ts_module *const *ms, int n, ts_activation *act);
+bool tsi_module_is_gelu_tanh(const ts_module *m); /* a built-in GELU(approximate='tanh') */
+/* A built-in LayerNorm's normalized_shape, weight and bias (NULL: none) and eps, when
+ * ts_forward of it would run just ts_layer_norm with them (no hooks, ts_module_place's among them,
+ * no placed input, no checkpoint: transformer.c then fuses it with the residual add before it);
+ * false otherwise and for any other module. */
+typedef struct tsi_layer_norm_parts {
+    ts_shape shape;
+    ts_tensor *w, *b;
+    double eps;
+} tsi_layer_norm_parts;
+bool tsi_layer_norm_parts_of(ts_module *m, tsi_layer_norm_parts *out);
+
 bool tsi_module_is_relu(const ts_module *m);       /* a built-in ReLU */
 bool tsi_module_is_sequential(const ts_module *m); /* a built-in Sequential (placement.c) */
 

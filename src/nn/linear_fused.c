@@ -46,9 +46,7 @@ static bool bgrad_fused(ts_tensor *g, ts_tensor *x, ts_tensor **gw, ts_tensor **
     return true;
 }
 
-static void addmm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
-    ts_tensor *g = go[0];
-    if (!g) return;
+void tsi_addmm_grads(ts_node *n, ts_tensor *g, ts_tensor **gi) {
     if (tsi_node_needs(n, 1) && tsi_node_needs(n, 2)) {
         ts_tensor *x = tsi_node_saved(n, 0);
         if (!x) return;
@@ -74,22 +72,32 @@ static void addmm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     if (tsi_node_needs(n, 2)) gi[2] = tsi_sum_to(g, n->in_shape[2]);
 }
 
+static void addmm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    if (go[0]) tsi_addmm_grads(n, go[0], gi);
+}
+
+void tsi_linear_kviews(ts_tensor *x, ts_tensor *w, ts_tensor *y, ts_kview *ka, ts_kview *kb,
+                       ts_kview *ko) {
+    const int64_t rows = x->shape.dims[0], in = x->shape.dims[1], out_f = w->shape.dims[0];
+    *ka = tsi_kview(x), *kb = tsi_kview(w), *ko = tsi_kview(y);
+    ka->ndim = kb->ndim = ko->ndim = 3;
+    ka->shape[0] = kb->shape[0] = ko->shape[0] = 1;
+    ka->strides[0] = kb->strides[0] = ko->strides[0] = 0;
+    ka->shape[1] = rows, ka->shape[2] = in, ka->strides[1] = x->strides[0],
+    ka->strides[2] = x->strides[1];
+    /* w^T [in, out] as a transposed view of w */
+    kb->shape[1] = in, kb->shape[2] = out_f, kb->strides[1] = w->strides[1],
+    kb->strides[2] = w->strides[0];
+    ko->shape[1] = rows, ko->shape[2] = out_f, ko->strides[1] = out_f, ko->strides[2] = 1;
+}
+
 ts_tensor *tsi_linear_fused(ts_tensor *x, ts_tensor *w, ts_tensor *b) {
     const ts_device dev = tsi_device(x);
     tsi_log_op(OP, dev);
-    const int64_t rows = x->shape.dims[0], in = x->shape.dims[1], out_f = w->shape.dims[0];
-    ts_tensor *y = tsi_new(OP, TS_SHAPE(rows, out_f), x->dtype, dev);
+    ts_tensor *y = tsi_new(OP, TS_SHAPE(x->shape.dims[0], w->shape.dims[0]), x->dtype, dev);
     if (!y) return NULL;
-    ts_kview ka = tsi_kview(x), kb = tsi_kview(w), ko = tsi_kview(y), kbias = tsi_kview(b);
-    ka.ndim = kb.ndim = ko.ndim = 3;
-    ka.shape[0] = kb.shape[0] = ko.shape[0] = 1;
-    ka.strides[0] = kb.strides[0] = ko.strides[0] = 0;
-    ka.shape[1] = rows, ka.shape[2] = in, ka.strides[1] = x->strides[0],
-    ka.strides[2] = x->strides[1];
-    /* w^T [in, out] as a transposed view of w */
-    kb.shape[1] = in, kb.shape[2] = out_f, kb.strides[1] = w->strides[1],
-    kb.strides[2] = w->strides[0];
-    ko.shape[1] = rows, ko.shape[2] = out_f, ko.strides[1] = out_f, ko.strides[2] = 1;
+    ts_kview ka, kb, ko, kbias = tsi_kview(b);
+    tsi_linear_kviews(x, w, y, &ka, &kb, &ko);
     const ts_backend *be = tsi_be(x);
     be->matmul_bias(be, tsi_dev_index(x), &ko, &ka, &kb, &kbias);
     ts_tensor *ins[3] = {x, w, b};

@@ -19,5 +19,14 @@ ts_dtype tsi_norm_stat_dtype(ts_dtype dt);
  * gi as tsi_norm_grads_end leaves it. */
 void tsi_norm_rows_backward(const char *op, ts_node *n, ts_tensor *x, ts_tensor *g,
                             ts_layer_norm_args *a, ts_tensor **gi);
+/* The fused ops' nodes for y computed by the kernels (when grad mode and some input need one):
+ * ins = {input, weight, bias} as the caller got them (rms: bias NULL), x and w their contiguous
+ * forms the kernels read, mean / rstd the per-row statistics (rms: rstd only).
+ * NativeLayerNormBackward0 / RmsNormBackward0, as tsi_layer_norm_fused / tsi_rms_norm_fused
+ * record them (add_norm_fused.c records them over h). */
+void tsi_layer_norm_fused_record(ts_tensor *const *ins, ts_tensor *x, ts_tensor *w, ts_tensor *mean,
+                                 ts_tensor *rstd, ts_tensor *y, int nnorm, double eps);
+void tsi_rms_norm_fused_record(ts_tensor *const *ins, ts_tensor *x, ts_tensor *w, ts_tensor *rstd,
+                               ts_tensor *y, int nnorm, double eps);
 
 #endif /* TS_NN_NORM_ROWS_H */

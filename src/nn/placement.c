@@ -2,6 +2,7 @@
  * memory budget (accelerate's device_map="auto"), moved there, and joined by forward hooks that
  * move each unit's output to the next unit's device (ts_to: differentiable, so gradients flow
  * back the same way). */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,9 +145,9 @@ typedef struct seen {
     int n, cap;
 } seen;
 
-static bool add_list(seen *s, ts_tensor_list *l, size_t mult, size_t *bytes) {
+static bool add_list(seen *s, ts_tensor_list *l, size_t mult, size_t *bytes, const tsi_ovr *o) {
     for (int i = 0; i < l->n; i++) {
-        bool dup = false;
+        bool dup = tsi_ovr_find(o, l->tensors[i]) >= 0; /* charged on its own device */
         for (int k = 0; k < s->n && !dup; k++) dup = s->t[k] == l->tensors[i];
         if (dup) continue;
         if (s->n == s->cap) {
@@ -160,7 +161,7 @@ static bool add_list(seen *s, ts_tensor_list *l, size_t mult, size_t *bytes) {
     return true;
 }
 
-static bool measure_params(walk *w, bool with_grads) {
+static bool measure_params(walk *w, bool with_grads, const tsi_ovr *o) {
     seen s = {0};
     bool ok = true;
     for (int i = 0; i < w->n && ok; i++)
@@ -168,8 +169,8 @@ static bool measure_params(walk *w, bool with_grads) {
             ts_module *m = w->mods[w->units[i].first + k];
             ts_tensor_list ps = ts_module_named_parameters(m), bs = ts_module_named_buffers(m);
             ok = ts_error() == TS_OK &&
-                 add_list(&s, &ps, with_grads ? 2 : 1, &w->units[i].pbytes) &&
-                 add_list(&s, &bs, 1, &w->units[i].pbytes);
+                 add_list(&s, &ps, with_grads ? 2 : 1, &w->units[i].pbytes, o) &&
+                 add_list(&s, &bs, 1, &w->units[i].pbytes, o);
             ts_tensor_list_free(&ps);
             ts_tensor_list_free(&bs);
         }
@@ -224,7 +225,25 @@ static bool measure_acts(walk *w, ts_module *root, ts_tensor *example) {
 }
 
 /* ------------------------------------------------------------------ assignment */
-static bool assign(walk *w, const ts_mem_budget *b, int nb, size_t *used) {
+/* the overridden tensors first, each on its device */
+static bool charge_overrides(const tsi_ovr *o, const ts_mem_budget *b, int nb, size_t *used) {
+    for (int i = 0; i < o->n; i++) used[o->t[i].dev] += o->t[i].bytes;
+    for (int k = 0; k < nb; k++)
+        if (used[k] > b[k].bytes) {
+            char x[32], y[32];
+            tsi_fmt_bytes(used[k], x, sizeof x);
+            tsi_fmt_bytes(b[k].bytes, y, sizeof y);
+            return tsi_error_set(TS_ERR_OOM,
+                                 "module_place: the budgets cannot hold the model: the tensors "
+                                 "overridden to %s need %s, its budget is %s",
+                                 ts_device_str(b[k].device), x, y),
+                   false;
+        }
+    return true;
+}
+
+static bool assign(walk *w, const ts_mem_budget *b, int nb, size_t *used, const tsi_ovr *o) {
+    if (!charge_overrides(o, b, nb, used)) return false;
     int d = 0;
     for (int i = 0; i < w->n; i++) {
         unit *u = &w->units[i];
@@ -233,6 +252,7 @@ static bool assign(walk *w, const ts_mem_budget *b, int nb, size_t *used) {
         if (d == nb) {
             size_t total = 0, acts = 0;
             for (int k = 0; k < w->n; k++) total += w->units[k].pbytes, acts += w->units[k].abytes;
+            for (int k = 0; k < o->n; k++) total += o->t[k].bytes;
             char t[32], a[32], nd[32];
             tsi_fmt_bytes(total + acts, t, sizeof t);
             tsi_fmt_bytes(acts, a, sizeof a);
@@ -277,6 +297,7 @@ static ts_tensor *move_hook(ts_module *m, ts_tensor *x, ts_tensor *y, void *ctx)
 
 /* takes an earlier placement's hooks out of the whole tree */
 static void unplace(ts_module *m) {
+    if (!m->impl->parent) tsi_ovr_unplace(m);
     if (m->impl->place_hook) ts_module_remove_forward_hook(m, m->impl->place_hook);
     m->impl->place_hook = 0;
     m->impl->place_input = false;
@@ -284,27 +305,65 @@ static void unplace(ts_module *m) {
     for (int i = 0; i < c->n; i++) unplace(c->items[i]);
 }
 
-/* the device of a module's first parameter or buffer (its children's when it has none) */
-static bool first_tensor_device(ts_module *m, ts_device *d) {
+/* the device of a module's first parameter or buffer not overridden (its children's when it has
+ * none) */
+static bool first_tensor_device(ts_module *m, ts_device *d, const tsi_ovr *o) {
     const struct ts_module_impl *im = m->impl;
-    if (im->params.n || im->buffers.n) {
-        *d = ts_device_of(im->params.n ? im->params.items[0] : im->buffers.items[0]);
-        return true;
+    for (int kind = 0; kind < 2; kind++) {
+        const tsi_named *l = kind ? &im->buffers : &im->params;
+        for (int i = 0; i < l->n; i++)
+            if (tsi_ovr_find(o, l->items[i]) < 0) {
+                *d = ts_device_of(l->items[i]);
+                return true;
+            }
     }
     for (int i = 0; i < im->children.n; i++)
-        if (first_tensor_device(im->children.items[i], d)) return true;
+        if (first_tensor_device(im->children.items[i], d, o)) return true;
     return false;
+}
+
+static bool unit_has_override(const tsi_ovr *o, int ui) {
+    for (int i = 0; i < o->n; i++)
+        if (o->t[i].unit == ui) return true;
+    return false;
+}
+
+/* m and its children moved to d, but for the overridden tensors (ts_module_to without them) */
+static bool move_except(ts_module *m, ts_device d, const tsi_ovr *o) {
+    if (!o->n) {
+        const ts_status before = ts_error();
+        ts_module_to(m, d);
+        return ts_error() == before;
+    }
+    const struct ts_module_impl *im = m->impl;
+    for (int kind = 0; kind < 2; kind++) {
+        const tsi_named *l = kind ? &im->buffers : &im->params;
+        for (int i = 0; i < l->n; i++) {
+            ts_tensor *t = l->items[i];
+            if (tsi_ovr_find(o, t) >= 0) continue;
+            if (tsi_tensor_move_storage(t, tsi_resolve_device(d)) != TS_OK ||
+                (t->grad && tsi_tensor_move_storage(t->grad, tsi_resolve_device(d)) != TS_OK))
+                return false;
+        }
+    }
+    for (int i = 0; i < im->children.n; i++)
+        if (!move_except(im->children.items[i], d, o)) return false;
+    return true;
 }
 
 /* Joins the units where they are now: each unit's output moves to the next unit's device, the
  * root's input to the first's (a unit without tensors runs where its input is). Run after the
  * moves whether they all succeeded or not, so that the model always runs. */
-static bool link(walk *w, ts_module *root, ts_device *dev, ts_device out) {
+static bool link(walk *w, ts_module *root, ts_device *dev, ts_device out, const ts_mem_budget *b,
+                 const tsi_ovr *o) {
     int known = -1;
     for (int i = 0; i < w->n; i++) {
         bool has = false;
         for (int k = 0; k < w->units[i].count && !has; k++)
-            has = first_tensor_device(w->mods[w->units[i].first + k], &dev[i]);
+            has = first_tensor_device(w->mods[w->units[i].first + k], &dev[i], o);
+        /* all its tensors overridden: it runs where planned, their copies brought there */
+        if (!has && unit_has_override(o, i))
+            has = true, dev[i] = tsi_resolve_device(b[w->units[i].dev].device);
         if (has && known < 0) {
             known = i;
             for (int k = 0; k < i; k++) dev[k] = dev[i];
@@ -330,32 +389,45 @@ static bool link(walk *w, ts_module *root, ts_device *dev, ts_device out) {
     return true;
 }
 
-static bool install(walk *w, ts_module *root, const ts_mem_budget *b, ts_device out) {
+static bool install(walk *w, ts_module *root, const ts_mem_budget *b, ts_device out,
+                    const tsi_ovr *o) {
     ts_device *dev = calloc((size_t)w->n, sizeof *dev);
     if (!dev) return tsi_error_set(TS_ERR_OOM, "module_place: out of host memory"), false;
-    ts_status before = ts_error();
-    bool moved = true;
+    /* the overridden tensors first (a tensor stays usable wherever it is: the hooks copy it to
+     * its unit's device), so a unit's device never holds them on the way */
+    bool moved = tsi_ovr_move(o, b);
     for (int i = 0; i < w->n && moved; i++)
         for (int k = 0; k < w->units[i].count && moved; k++) {
             ts_module *m = w->mods[w->units[i].first + k];
             ts_device was;
-            const bool had = first_tensor_device(m, &was);
-            ts_module_to(m, b[w->units[i].dev].device);
+            const bool had = first_tensor_device(m, &was, o);
+            moved = move_except(m, b[w->units[i].dev].device, o);
             /* a module half moved cannot run: back where it was (the first error stays) */
-            if (!(moved = ts_error() == before) && had) ts_module_to(m, was);
+            if (!moved && had) move_except(m, was, o);
         }
-    bool linked = link(w, root, dev, out);
+    bool linked = link(w, root, dev, out, b, o);
+    linked = linked && tsi_ovr_install(o, root, dev, w->n > 1 && w->units[w->n - 1].next == 0);
     free(dev);
     return moved && linked;
 }
 
 static bool fill_plan(const walk *w, const ts_mem_budget *b, int nb, const size_t *used,
-                      ts_place_plan *p) {
+                      const tsi_ovr *o, ts_place_plan *p) {
     *p = (ts_place_plan){.n_devices = nb};
     p->units = calloc((size_t)w->n, sizeof *p->units);
     p->used = calloc((size_t)nb, sizeof *p->used);
     p->budgets = malloc((size_t)nb * sizeof *p->budgets);
-    bool ok = p->units && p->used && p->budgets;
+    p->overrides = o->n ? calloc((size_t)o->n, sizeof *p->overrides) : NULL;
+    bool ok = p->units && p->used && p->budgets && (p->overrides || !o->n);
+    for (int i = 0; ok && i < o->n; i++) {
+        const tsi_ovr_tensor *t = &o->t[i];
+        p->overrides[i] = (ts_place_override){.name = tsi_strdup(t->name),
+                                              .device = b[t->dev].device,
+                                              .used_on = b[w->units[t->unit].dev].device,
+                                              .bytes = t->bytes};
+        p->n_overrides = i + 1;
+        ok = p->overrides[i].name != NULL;
+    }
     for (int i = 0; ok && i < w->n; i++) {
         const unit *u = &w->units[i];
         p->units[i] = (ts_place_unit){.name = tsi_strdup(u->name),
@@ -374,6 +446,81 @@ static bool fill_plan(const walk *w, const ts_mem_budget *b, int nb, const size_
         tsi_error_set(TS_ERR_OOM, "module_place: out of host memory");
     }
     return ok;
+}
+
+/* ------------------------------------------------------------------ self-placing types */
+static const tsi_place_self *_Atomic self_ops; /* placement_internal.h: an imported ONNX graph */
+
+void tsi_place_register_self(const tsi_place_self *ops) { atomic_store(&self_ops, ops); }
+
+/* consecutive units on one device become one unit of the plan, named by the type */
+static void merge_runs(walk *w, const tsi_place_self *ops, void *state) {
+    int n = 0;
+    for (int i = 0; i < w->n;) {
+        int j = i;
+        unit u = w->units[i];
+        for (; j + 1 < w->n && w->units[j + 1].dev == u.dev; j++)
+            u.pbytes += w->units[j + 1].pbytes, u.abytes += w->units[j + 1].abytes;
+        ops->run_name(state, i, j, u.name, sizeof u.name);
+        w->units[n++] = u;
+        i = j + 1;
+    }
+    w->n = n;
+}
+
+/* ts_module_place for a type with units of its own: the same assignment, its own install */
+static ts_status place_self(const tsi_place_self *ops, ts_module *m, const ts_mem_budget *b, int nb,
+                            ts_place_opts opts, ts_place_plan *plan) {
+    if (opts.overrides && *opts.overrides)
+        return tsi_error_set(TS_ERR_ARG,
+                             "module_place: overrides: not for %s (its units are graph nodes, "
+                             "not modules)",
+                             m->type_name);
+    void *state = NULL;
+    tsi_place_item *items = NULL;
+    walk w = {0};
+    int *dev = NULL;
+    size_t *used = calloc((size_t)nb, sizeof *used);
+    const int n = used ? ops->units(m, &opts, &items, &state) : -1;
+    bool ok = n >= 0;
+    if (ok) {
+        w.units = calloc((size_t)(n ? n : 1), sizeof *w.units);
+        dev = malloc((size_t)(n ? n : 1) * sizeof *dev);
+        ok = w.units && dev;
+    }
+    if (!used || (n >= 0 && !ok)) tsi_error_set(TS_ERR_OOM, "module_place: out of host memory");
+    for (int i = 0; ok && i < n; i++) {
+        w.units[i] = (unit){.next = -1, .pbytes = items[i].pbytes, .abytes = items[i].abytes};
+        memcpy(w.units[i].name, items[i].name, sizeof w.units[i].name);
+        w.units[i].name[sizeof w.units[i].name - 1] = '\0';
+        w.n = w.cap = i + 1;
+    }
+    const tsi_ovr none = {0}; /* refused above */
+    if (ok) ok = assign(&w, b, nb, used, &none);
+    for (int i = 0; ok && i < w.n; i++) dev[i] = w.units[i].dev;
+    if (ok && !opts.dry_run) ok = ops->install(m, state, dev, b, nb, opts.output_device);
+    if (ok && (plan || opts.verbose)) {
+        merge_runs(&w, ops, state);
+        ts_place_plan p;
+        ok = fill_plan(&w, b, nb, used, &none, &p);
+        if (ok && opts.verbose) {
+            char *s = ts_place_plan_str(&p);
+            if (s) fprintf(stderr, "module_place: plan\n%s", s);
+            free(s);
+        }
+        if (ok && plan)
+            *plan = p;
+        else if (ok)
+            ts_place_plan_free(&p);
+    }
+    if (ops->free_state) ops->free_state(state);
+    free(items);
+    free(w.units);
+    free(dev);
+    free(used);
+    if (ok) return TS_OK;
+    ts_status st = ts_error();
+    return st != TS_OK ? st : tsi_error_set(TS_ERR_STATE, "module_place: failed");
 }
 
 ts_status ts_module_place(ts_module *m, const ts_mem_budget *budgets, int n_budgets,
@@ -398,21 +545,30 @@ ts_status ts_module_place(ts_module *m, const ts_mem_budget *budgets, int n_budg
         if (!ts_device_is_available(budgets[i].device))
             return tsi_error_set(TS_ERR_DEVICE, "%s: budget %d names %s, which is not available",
                                  op, i, ts_device_str(budgets[i].device));
+    const tsi_place_self *self = atomic_load(&self_ops);
+    if (self && self->claims(m)) return place_self(self, m, budgets, n_budgets, opts, plan);
+    tsi_ovr_restore(m); /* the walk below must see the stored tensors */
     walk w = {0};
+    tsi_ovr ov;
+    if (!tsi_ovr_parse(opts.overrides, budgets, n_budgets, &ov)) return ts_error();
     size_t *used = calloc((size_t)n_budgets, sizeof *used);
     bool ok = used != NULL;
     if (!ok) tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
     if (ok) collect(&w, m), ok = !w.failed && w.n > 0;
-    if (ok) ok = measure_params(&w, opts.with_grads);
+    for (int i = 0; ok && i < w.n; i++)
+        for (int k = 0; ok && k < w.units[i].count; k++)
+            ok = tsi_ovr_scan(&ov, w.mods[w.units[i].first + k], i, opts.with_grads);
+    if (ok) ok = tsi_ovr_all_used(&ov);
+    if (ok) ok = measure_params(&w, opts.with_grads, &ov);
     if (ok && opts.example_input) ok = measure_acts(&w, m, opts.example_input);
-    if (ok) ok = assign(&w, budgets, n_budgets, used);
+    if (ok) ok = assign(&w, budgets, n_budgets, used, &ov);
     if (ok && !opts.dry_run) {
         unplace(m);
-        ok = install(&w, m, budgets, opts.output_device);
+        ok = install(&w, m, budgets, opts.output_device, &ov);
     }
     if (ok && (plan || opts.verbose)) {
         ts_place_plan p;
-        ok = fill_plan(&w, budgets, n_budgets, used, &p);
+        ok = fill_plan(&w, budgets, n_budgets, used, &ov, &p);
         if (ok && opts.verbose) {
             char *s = ts_place_plan_str(&p);
             if (s) fprintf(stderr, "module_place: plan\n%s", s);
@@ -426,6 +582,7 @@ ts_status ts_module_place(ts_module *m, const ts_mem_budget *budgets, int n_budg
     free(used);
     free(w.mods);
     free(w.units);
+    tsi_ovr_free(&ov);
     if (ok) return TS_OK;
     ts_status st = ts_error();
     return st != TS_OK ? st : tsi_error_set(TS_ERR_STATE, "%s: failed", op);

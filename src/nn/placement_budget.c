@@ -125,6 +125,12 @@ char *ts_place_plan_str(const ts_place_plan *p) {
         }
         tsi_sb_puts(&b, "\n");
     }
+    for (int i = 0; i < p->n_overrides; i++) {
+        const ts_place_override *o = &p->overrides[i];
+        tsi_fmt_bytes(o->bytes, x, sizeof x);
+        tsi_sb_printf(&b, "%-24s -> %-8s %s (override, used on %s)\n", o->name,
+                      ts_device_str(o->device), x, ts_device_str(o->used_on));
+    }
     for (int i = 0; i < p->n_devices; i++) {
         tsi_fmt_bytes(p->used[i].bytes, x, sizeof x);
         tsi_fmt_bytes(p->budgets ? p->budgets[i].bytes : 0, y, sizeof y);
@@ -140,6 +146,8 @@ char *ts_place_plan_str(const ts_place_plan *p) {
 void ts_place_plan_free(ts_place_plan *p) {
     if (!p) return;
     for (int i = 0; i < p->n_units && p->units; i++) free(p->units[i].name);
+    for (int i = 0; i < p->n_overrides && p->overrides; i++) free(p->overrides[i].name);
+    free(p->overrides);
     free(p->units);
     free(p->used);
     free(p->budgets);

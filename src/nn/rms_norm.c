@@ -3,6 +3,7 @@
 #include <float.h>
 #include <math.h>
 
+#include "amp/autocast.h"
 #include "nn/module_internal.h"
 #include "nn/rms_norm_fused.h"
 
@@ -46,7 +47,7 @@ static bool rms_check(ts_tensor *x, ts_shape ns, ts_tensor *w) {
  * opmath type (std::numeric_limits<opmath_t>::epsilon() in ATen's rms_norm): float64's for
  * float64, float32's for float32 and for float16 / bfloat16, which compute in float32 (not
  * torch.finfo(float16).eps: that would swamp the mean of squares of inputs near 1e-3). */
-static double default_eps(ts_dtype d) { return d == TS_F64 ? DBL_EPSILON : FLT_EPSILON; }
+double tsi_rms_norm_default_eps(ts_dtype d) { return d == TS_F64 ? DBL_EPSILON : FLT_EPSILON; }
 
 /* The dtype the fused kernels run in (norm.c's rule: x's own, or float32 copies of a float16 /
  * bfloat16 x rounded back once; a weight of another dtype composes), in *dt; false: the
@@ -56,10 +57,13 @@ static bool fused_dtype(ts_tensor *x, ts_tensor *w, int nnorm, ts_dtype *dt) {
            tsi_norm_fused_dtype(x, w, NULL, nnorm, tsi_rms_norm_fused_takes, dt);
 }
 
-ts_tensor *ts_rms_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, double eps) {
-    tsi_init();
+double tsi_rms_norm_eps(double eps, ts_dtype d) {
+    return eps != 0 ? eps : signbit(eps) ? 0.0 : tsi_rms_norm_default_eps(d);
+}
+
+static ts_tensor *rms_norm_op(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, double eps) {
     if (!rms_check(x, normalized_shape, w)) return NULL;
-    if (eps == 0) eps = default_eps(x->dtype);
+    eps = tsi_rms_norm_eps(eps, x->dtype);
     const int nnorm = normalized_shape.ndim;
     ts_dtype dt;
     if (fused_dtype(x, w, nnorm, &dt)) {
@@ -83,6 +87,13 @@ ts_tensor *ts_rms_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, do
     y = ts_keep(y);
     ts_scope_end();
     return y;
+}
+
+ts_tensor *ts_rms_norm(ts_tensor *x, ts_shape normalized_shape, ts_tensor *w, double eps) {
+    tsi_init();
+    tsi_ac_frame ac; /* autocast: float32 (CUDA's list, as for layer_norm) */
+    TSI_AUTOCAST_ENTER(&ac, OP, &x, &w);
+    return tsi_autocast_exit(&ac, rms_norm_op(x, normalized_shape, w, eps));
 }
 
 typedef struct rms_m {

@@ -53,6 +53,17 @@ static void rms_norm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) 
     tsi_norm_rows_backward(OP, n, x, go[0], &a, gi);
 }
 
+void tsi_rms_norm_fused_record(ts_tensor *const *ins, ts_tensor *x, ts_tensor *w, ts_tensor *rstd,
+                               ts_tensor *y, int nnorm, double eps) {
+    if (!tsi_needs_graph(ins, 3)) return;
+    ts_tensor *saves[3] = {x, w, rstd};
+    ts_node *n = tsi_record("RmsNormBackward0", OP, rms_norm_backward, ins, 3, y, saves, 3);
+    if (n) n->ip[0] = nnorm, n->p[0] = eps;
+    /* the composite backward differentiates again when x and w were saved as themselves (not as
+     * contiguous copies, which carry no history) */
+    if (n && x == ins[0] && w == ins[1]) n->flags |= TSI_NODE_TWICE;
+}
+
 ts_tensor *tsi_rms_norm_fused(ts_tensor *x0, int nnorm, ts_tensor *w0, double eps) {
     const ts_device dev = tsi_device(x0);
     tsi_log_op(OP, dev);
@@ -76,14 +87,7 @@ ts_tensor *tsi_rms_norm_fused(ts_tensor *x0, int nnorm, ts_tensor *w0, double ep
     }
     /* three inputs as layer norm's node (tsi_norm_grads' gradients), the third always NULL */
     ts_tensor *ins[3] = {x0, w0, NULL};
-    if (y && tsi_needs_graph(ins, 3)) {
-        ts_tensor *saves[3] = {x, w, rstd};
-        ts_node *n = tsi_record("RmsNormBackward0", OP, rms_norm_backward, ins, 3, y, saves, 3);
-        if (n) n->ip[0] = nnorm, n->p[0] = eps;
-        /* the composite backward differentiates again when x and w were saved as themselves
-         * (not as contiguous copies, which carry no history) */
-        if (n && x == x0 && w == w0) n->flags |= TSI_NODE_TWICE;
-    }
+    if (y) tsi_rms_norm_fused_record(ins, x, w, rstd, y, nnorm, eps);
     ts_release(rstd);
     ts_release(x), ts_release(w);
     return tsi_own(y);

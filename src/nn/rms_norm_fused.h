@@ -17,4 +17,11 @@ bool tsi_rms_norm_fused_takes(ts_tensor *x, int nnorm, ts_dtype dt);
  * create_graph its backward is the composition of public ops (differentiable again). */
 ts_tensor *tsi_rms_norm_fused(ts_tensor *x, int nnorm, ts_tensor *w, double eps);
 
+/* rms_norm's eps for eps 0 (None, PyTorch's default): the machine epsilon of the type it computes
+ * in (rms_norm.c) */
+double tsi_rms_norm_default_eps(ts_dtype d);
+/* the eps rms_norm adds for a given eps: +0.0 means None (the default above), -0.0 an eps of
+ * exactly zero (F.rms_norm(eps=0.0)); any other value as it is */
+double tsi_rms_norm_eps(double eps, ts_dtype d);
+
 #endif /* TS_NN_RMS_NORM_FUSED_H */

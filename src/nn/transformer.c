@@ -2,6 +2,7 @@
  * built from MultiheadAttention, Linear, LayerNorm and Dropout modules. */
 #include <stdlib.h>
 
+#include "nn/layers_internal.h"
 #include "nn/transformer_internal.h"
 
 typedef struct enc_m {
@@ -110,30 +111,55 @@ ts_tensor *ts_transformer_encoder_layer(ts_module *layer, ts_tensor *src, ts_ten
     return y;
 }
 
+/* The attention sublayer's output SA(in) and the feed-forward sublayer's FF(in), before the
+ * residual add */
+static ts_tensor *sa_out(enc_m *m, ts_tensor *in, ts_tensor *mask, bool is_causal,
+                         ts_tensor *key_padding_mask) {
+    return ts_forward(m->dropout1,
+                      ts_multihead_attention(m->self_attn, in, in, in, key_padding_mask, mask,
+                                             is_causal, false, NULL));
+}
+
+static ts_tensor *ff_out(enc_m *m, ts_tensor *in) {
+    return ts_forward(m->dropout2,
+                      ts_forward(m->linear2, ts_forward(m->dropout, tsi_forward_linear_act(
+                                                                        m->linear1, m->act, in))));
+}
+
 /* The attention sublayer, with its residual and norm: x + SA(norm1(x)) pre-norm, norm1(x + SA(x))
  * post-norm. */
 static ts_tensor *sa_block(enc_m *m, ts_tensor *x, ts_tensor *mask, bool is_causal,
                            ts_tensor *key_padding_mask) {
-#define SA(in)                                                                                     \
-    ts_forward(m->dropout1, ts_multihead_attention(m->self_attn, in, in, in, key_padding_mask,     \
-                                                   mask, is_causal, false, NULL))
-    if (!m->norm_first) return ts_forward(m->norm1, ts_add(x, SA(x)));
+    if (!m->norm_first)
+        return ts_forward(m->norm1, ts_add(x, sa_out(m, x, mask, is_causal, key_padding_mask)));
     ts_tensor *h = ts_forward(m->norm1, x); /* once: SA names its input three times */
-    return ts_add(x, SA(h));
-#undef SA
+    return ts_add(x, sa_out(m, h, mask, is_causal, key_padding_mask));
 }
 
 /* The feed-forward sublayer, likewise: x + FF(norm2(x)) or norm2(x + FF(x)). */
 static ts_tensor *ff_block(enc_m *m, ts_tensor *x) {
-#define FF(in)                                                                                     \
-    ts_forward(                                                                                    \
-        m->dropout2,                                                                               \
-        ts_forward(m->linear2, ts_forward(m->dropout, tsi_transformer_activate(                    \
-                                                          m->act, ts_forward(m->linear1, in)))))
-    if (!m->norm_first) return ts_forward(m->norm2, ts_add(x, FF(x)));
-    ts_tensor *h = ts_forward(m->norm2, x);
-    return ts_add(x, FF(h));
-#undef FF
+    if (!m->norm_first) return ts_forward(m->norm2, ts_add(x, ff_out(m, x)));
+    return ts_add(x, ff_out(m, ts_forward(m->norm2, x)));
+}
+
+/* Pre-norm, both sublayers in one go: the attention sublayer's residual add h = x + SA(norm1(x))
+ * and norm2(h) in one pass (ts_add_layer_norm, decision 0031) when norm2 is a plain built-in
+ * LayerNorm, then h + FF(norm2(h)): ff_block(sa_block(x))'s ops, values and graph (the same
+ * add, the same norm node), one pass over h fewer. */
+static ts_tensor *pre_norm_blocks(enc_m *m, ts_tensor *x, ts_tensor *mask, bool is_causal,
+                                  ts_tensor *key_padding_mask) {
+    tsi_layer_norm_parts p;
+    if (!m->norm_first || !tsi_layer_norm_parts_of(m->norm2, &p))
+        return ff_block(m, sa_block(m, x, mask, is_causal, key_padding_mask));
+    ts_tensor *a = sa_out(m, ts_forward(m->norm1, x), mask, is_causal, key_padding_mask);
+    if (!a) return NULL;
+    /* ts_add would promote or broadcast (an autocast sublayer's lower dtype): unfused */
+    bool same = a->dtype == x->dtype && a->shape.ndim == x->shape.ndim;
+    for (int i = 0; same && i < x->shape.ndim; i++) same = a->shape.dims[i] == x->shape.dims[i];
+    if (!same) return ff_block(m, ts_add(x, a));
+    ts_tensor *h = NULL;
+    ts_tensor *y = ts_add_layer_norm(x, a, p.shape, p.w, p.b, p.eps, &h);
+    return y ? ts_add(h, ff_out(m, y)) : NULL;
 }
 
 /* The sublayers as ts_checkpoint's functions: in = {x, mask, key_padding_mask} and {x}. */
@@ -184,7 +210,7 @@ static ts_tensor *enc_run(ts_module *layer, ts_tensor *src, ts_tensor *mask, boo
     ts_scope_begin();
     ts_tensor *x = m->ckpt_sublayers && ts_grad_enabled()
                        ? enc_run_checkpointed(m, src, mask, is_causal, key_padding_mask)
-                       : ff_block(m, sa_block(m, src, mask, is_causal, key_padding_mask));
+                       : pre_norm_blocks(m, src, mask, is_causal, key_padding_mask);
     x = ts_keep(x);
     ts_scope_end();
     return x;

@@ -3,6 +3,7 @@
  * query and key/value), the feed-forward block, three LayerNorms and Dropouts. */
 #include "tessera/transformer.h"
 
+#include "nn/layers_internal.h"
 #include "nn/transformer_internal.h"
 
 static const char *OP = "TransformerDecoderLayer";
@@ -71,7 +72,7 @@ static ts_tensor *mha_block(dec_m *m, ts_tensor *x, ts_tensor *mem, const ts_dec
 }
 
 static ts_tensor *ff_block(dec_m *m, ts_tensor *x) {
-    ts_tensor *h = tsi_transformer_activate(m->act, ts_forward(m->linear1, x));
+    ts_tensor *h = tsi_forward_linear_act(m->linear1, m->act, x);
     return ts_forward(m->dropout3, ts_forward(m->linear2, ts_forward(m->dropout, h)));
 }
 

@@ -6,6 +6,7 @@
 
 #include "nn/module_internal.h"
 #include "onnx/onnx_internal.h"
+#include "onnx/place.h"
 
 bool tso_graph_compile(tso_model *m, tso_graph *g, const Onnx__GraphProto *gp);
 bool tso_read_file(const char *op, const char *path, uint8_t **data, size_t *size);
@@ -14,6 +15,8 @@ bool tso_optimize(tso_model *m); /* optimize.c */
 
 static void model_destroy(ts_module *self) {
     tso_model *m = (tso_model *)self;
+    tso_place_free(m->place);
+    m->place = NULL;
     tso_graph_free(m->graph);
     if (m->proto) onnx__model_proto__free_unpacked(m->proto, &tso_pb_allocator);
     free(m->base_dir);
@@ -142,6 +145,7 @@ static int model_opset(const Onnx__ModelProto *mp) {
 ts_module *ts_onnx_load_buffer(const void *data, size_t size, const char *base_dir,
                                ts_onnx_opts o) {
     tsi_init();
+    tso_place_register(); /* ts_module_place splits the graphs this makes */
     if (!data && size) return tsi_error_set(TS_ERR_ARG, "onnx_load: data is NULL"), NULL;
     if (size > TSO_MAX_FILE_BYTES)
         return tsi_error_set(TS_ERR_FORMAT, "onnx_load: %zu bytes is past protobuf's 2 GiB", size),

@@ -84,6 +84,10 @@ typedef struct tso_model {
     /* a dense conv net loaded with the rewrites and not under TS_ONNX_BLOCKED=nchw or 0: its runs
      * go channels_last where oneDNN's NHWC kernels are native (tso_blocked_mode) */
     bool channels_last;
+    /* ts_module_place's split of the top graph across devices (place.h); NULL: it runs whole on
+     * its inputs' device */
+    struct tso_place *place;
+    size_t *measure; /* place.c's example run: per top-level node, the bytes of its outputs */
 } tso_model;
 
 /* What an operator sees while it runs. */

@@ -8,6 +8,7 @@
 
 #include "onnx/memo.h"
 #include "onnx/onnx_internal.h"
+#include "onnx/place.h"
 
 static pthread_mutex_t const_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -69,17 +70,115 @@ static bool check_input(const tso_graph *g, int i, ts_tensor *t) {
     return true;
 }
 
-static void drop_use(tso_graph *g, ts_tensor **vals, int *left, int v) {
+/* A placed run (place.h): per value and device, the value's copy there (NULL: none yet) */
+typedef struct moves {
+    const tso_place *pl; /* NULL: the graph runs whole on one device */
+    ts_tensor **copy;    /* v * pl->n_devs + d */
+} moves;
+
+static void release_copies(moves *mv, int v) {
+    for (int d = 0; mv->pl && d < mv->pl->n_devs; d++) {
+        ts_tensor **c = &mv->copy[(size_t)v * (size_t)mv->pl->n_devs + (size_t)d];
+        ts_release(*c);
+        *c = NULL;
+    }
+}
+
+static void drop_use(tso_graph *g, ts_tensor **vals, int *left, moves *mv, int v) {
     if (v < 0 || g->values[v].pinned) return;
     if (--left[v] == 0) {
         ts_release(vals[v]);
         vals[v] = NULL;
+        release_copies(mv, v);
     }
 }
 
 /* node n has read its inputs (or had its outputs from the memo): one use of each less */
-static void release_inputs(tso_graph *g, ts_tensor **vals, int *left, const tso_node *n) {
-    for (int i = 0; i < n->n_in; i++) drop_use(g, vals, left, n->in[i]);
+static void release_inputs(tso_graph *g, ts_tensor **vals, int *left, moves *mv,
+                           const tso_node *n) {
+    for (int i = 0; i < n->n_in; i++) drop_use(g, vals, left, mv, n->in[i]);
+}
+
+/* value v for a node on device d of a placed run: itself when there, else its copy there (a
+ * constant's made at placement, anything else's moved on first use in this run); borrowed */
+static ts_tensor *placed_value(const tso_graph *g, moves *mv, ts_tensor *const *vals, int v,
+                               int d) {
+    ts_tensor *t = vals[v];
+    if (!t || tsi_device_eq(tsi_device(t), mv->pl->devs[d])) return t;
+    const size_t at = (size_t)v * (size_t)mv->pl->n_devs + (size_t)d;
+    if (!mv->copy[at]) {
+        ts_tensor *c = g->values[v].kind == TSO_V_CONST ? mv->pl->copies[at] : NULL;
+        if (c && t == g->values[v].tensor) {
+            mv->copy[at] = ts_retain(c);
+        } else {
+            ts_scope_begin();
+            mv->copy[at] = ts_retain(tso_place_move(t, mv->pl->devs[d]));
+            ts_scope_end();
+        }
+    }
+    return mv->copy[at];
+}
+
+/* A node with sub-graphs on device d of a placed run: the top-level values its sub-graphs read
+ * are swapped for their copies on d while it runs (saved[] gets what to put back: *n_saved
+ * pairs). false with the error set. */
+static bool swap_outer(const tso_graph *g, const tso_node *n, moves *mv, ts_tensor **vals, int d,
+                       int **saved_v, ts_tensor ***saved_t, int *n_saved) {
+    int count = 0;
+    for (int s = 0; s < n->n_sub; s++)
+        for (int i = 0; i < n->sub[s]->n_values; i++)
+            count += n->sub[s]->values[i].kind == TSO_V_OUTER;
+    *n_saved = 0;
+    *saved_v = malloc((size_t)(count ? count : 1) * sizeof **saved_v);
+    *saved_t = malloc((size_t)(count ? count : 1) * sizeof **saved_t);
+    if (!*saved_v || !*saved_t)
+        return tsi_error_set(TS_ERR_OOM, "onnx_run: out of host memory"), false;
+    for (int s = 0; s < n->n_sub; s++)
+        for (int i = 0; i < n->sub[s]->n_values; i++) {
+            const tso_value *val = &n->sub[s]->values[i];
+            if (val->kind != TSO_V_OUTER || !vals[val->outer]) continue;
+            ts_tensor *c = placed_value(g, mv, vals, val->outer, d);
+            if (!c) return false;
+            (*saved_v)[*n_saved] = val->outer;
+            (*saved_t)[(*n_saved)++] = vals[val->outer];
+            vals[val->outer] = c;
+        }
+    return true;
+}
+
+static void unswap_outer(ts_tensor **vals, int *saved_v, ts_tensor **saved_t, int n_saved) {
+    for (int i = n_saved - 1; i >= 0; i--) vals[saved_v[i]] = saved_t[i];
+    free(saved_v);
+    free(saved_t);
+}
+
+/* node n's inputs into in[] (a placed run: on the node's device nd); false with the error naming
+ * the node */
+static bool node_inputs(const tso_graph *g, const tso_node *n, ts_tensor **vals, moves *mv, int nd,
+                        ts_tensor **in) {
+    for (int i = 0; i < n->n_in; i++) {
+        int v = n->in[i];
+        in[i] = v >= 0 ? vals[v] : NULL;
+        if (v >= 0 && !in[i])
+            return tso_fail(n, TS_ERR_ARG,
+                            "input '%s' has no value (an optional output not produced)",
+                            g->values[v].name);
+        if (v >= 0 && mv->pl && !(in[i] = placed_value(g, mv, vals, v, nd)))
+            return tso_fail_pending(n);
+    }
+    return true;
+}
+
+/* a graph output as the caller gets it (a new reference): contiguous after a channels_last run,
+ * as a plain run's; on the placement's output device */
+static ts_tensor *output_of(ts_tensor *t, int mode, const moves *mv) {
+    const bool moved = mv->pl && !tsi_device_eq(tsi_device(t), mv->pl->out);
+    if (!(mode < 0 && !ts_is_contiguous(t)) && !moved) return ts_retain(t);
+    ts_scope_begin();
+    if (mode < 0 && !ts_is_contiguous(t)) t = ts_contiguous(t);
+    ts_tensor *o = ts_retain(t && moved ? tso_place_move(t, mv->pl->out) : t);
+    ts_scope_end();
+    return o;
 }
 
 bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
@@ -101,7 +200,13 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
     }
     ts_tensor **in = calloc((size_t)max_io * 2, sizeof *in);
     tso_memo_run memo = {0};
-    bool ok = vals && left && in;
+    const bool top = !outer && g == m->graph;
+    moves mv = {.pl = top && m->place && m->place->n_nodes == g->n_nodes &&
+                              m->place->n_values == g->n_values
+                          ? m->place
+                          : NULL};
+    if (mv.pl) mv.copy = calloc((size_t)g->n_values * (size_t)mv.pl->n_devs + 1, sizeof *mv.copy);
+    bool ok = vals && left && in && (!mv.pl || mv.copy);
     if (!ok) {
         tsi_error_set(TS_ERR_OOM, "onnx_run: out of host memory");
         goto done;
@@ -109,7 +214,9 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
     ts_tensor **out = in + max_io;
     tso_ctx ctx = {.model = m, .graph = g, .device = dev, .vals = vals, .outer = outer, .blk = 0};
     /* > 0: the blocked nodes' block; -1: plain nodes, 4-D float32 inputs channels_last */
-    const int mode = !outer && g == m->graph ? tso_blocked_mode(m, dev, inputs, n_inputs) : 0;
+    const int mode = !top    ? 0
+                     : mv.pl ? tso_place_mode(m, mv.pl, inputs, n_inputs)
+                             : tso_blocked_mode(m, dev, inputs, n_inputs);
     ctx.blk = mode > 0 ? mode : 0;
     for (int v = 0; v < g->n_values; v++) {
         tso_value *val = &g->values[v];
@@ -118,8 +225,8 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
         case TSO_V_PARAM:
             vals[v] = ts_retain(val->tensor);
             break;
-        case TSO_V_CONST:
-            vals[v] = const_on(val, dev);
+        case TSO_V_CONST: /* placed: copied where read (placed_value) */
+            vals[v] = mv.pl ? ts_retain(val->tensor) : const_on(val, dev);
             if (!vals[v]) ok = false;
             break;
         case TSO_V_OUTER:
@@ -141,29 +248,31 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
             vals[g->inputs[i]] = ts_retain(inputs[i]);
     }
     /* sub-graphs (Loop bodies) see other values on each iteration: the top level only */
-    if (ok && !outer && g == m->graph) tso_memo_begin(g, dev, inputs, vals, &memo);
+    if (ok && top) tso_memo_begin(g, dev, inputs, vals, &memo);
     for (int k = 0; ok && k < g->n_nodes; k++) {
         tso_node *n = &g->nodes[k];
         if (tso_memo_skips(&memo, k)) {
-            release_inputs(g, vals, left, n);
+            release_inputs(g, vals, left, &mv, n);
             continue;
         }
-        for (int i = 0; i < n->n_in; i++) {
-            int v = n->in[i];
-            in[i] = v >= 0 ? vals[v] : NULL;
-            if (v >= 0 && !in[i]) {
-                ok = tso_fail(n, TS_ERR_ARG,
-                              "input '%s' has no value (an optional output not produced)",
-                              g->values[v].name);
-                break;
-            }
+        const int nd = mv.pl ? mv.pl->node_dev[k] : 0;
+        if (mv.pl) ctx.device = mv.pl->devs[nd];
+        ok = node_inputs(g, n, vals, &mv, nd, in);
+        int *saved_v = NULL, n_saved = 0;
+        ts_tensor **saved_t = NULL;
+        if (ok && mv.pl && n->n_sub &&
+            !swap_outer(g, n, &mv, vals, nd, &saved_v, &saved_t, &n_saved))
+            ok = tso_fail_pending(n);
+        if (!ok) {
+            unswap_outer(vals, saved_v, saved_t, n_saved);
+            break;
         }
-        if (!ok) break;
         for (int i = n->n_in; i < max_io; i++) in[i] = NULL;
         for (int i = 0; i < max_io; i++) out[i] = NULL;
         int depth = ts_scope_depth();
         ts_scope_begin();
         if (ts_scope_depth() != depth + 1) {
+            unswap_outer(vals, saved_v, saved_t, n_saved);
             ok = false;
             break;
         }
@@ -173,13 +282,17 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
         if (ok)
             for (int i = 0; i < n->n_out; i++)
                 if (n->out[i] >= 0) vals[n->out[i]] = ts_retain(out[i]);
+        if (ok && top && m->measure) /* place.c's example run */
+            for (int i = 0; i < n->n_out; i++)
+                if (out[i]) m->measure[k] += ts_nbytes(out[i]);
         ts_scope_end();
+        if (mv.pl && n->n_sub) unswap_outer(vals, saved_v, saved_t, n_saved);
         if (!ok) {
             tso_fail_pending(n);
             break;
         }
         tso_memo_note(&memo, g, k, vals);
-        release_inputs(g, vals, left, n);
+        release_inputs(g, vals, left, &mv, n);
         for (int i = 0; i < n->n_out; i++)
             if (n->out[i] >= 0 && left[n->out[i]] == 0 && !g->values[n->out[i]].pinned) {
                 ts_release(vals[n->out[i]]);
@@ -194,13 +307,7 @@ bool tso_run_graph(tso_model *m, tso_graph *g, tso_ctx *outer, ts_device dev,
                           g->values[g->outputs[i]].name);
             break;
         }
-        if (mode < 0 && !ts_is_contiguous(t)) { /* channels_last: the outputs as a plain run's */
-            ts_scope_begin();
-            outs[i] = ts_retain(ts_contiguous(t));
-            ts_scope_end();
-            if (!outs[i]) ok = false;
-        } else
-            outs[i] = ts_retain(t);
+        if (!(outs[i] = output_of(t, mode, &mv))) ok = false;
     }
     if (!ok)
         for (int i = 0; i < g->n_outputs; i++) {
@@ -211,6 +318,8 @@ done:
     tso_memo_end(&memo, g, ok);
     if (vals)
         for (int v = 0; v < g->n_values; v++) ts_release(vals[v]);
+    for (int v = 0; mv.copy && v < g->n_values; v++) release_copies(&mv, v);
+    free(mv.copy);
     free(vals);
     free(left);
     free(in);
@@ -235,7 +344,9 @@ ts_status ts_onnx_run(ts_module *mod, int n_inputs, ts_tensor *const *inputs, in
         return tsi_error_set(TS_ERR_ARG, "onnx_run: the model has %d inputs, %d given", g->n_inputs,
                              n_inputs);
     ts_device dev = ts_default_device();
-    if (n_inputs && inputs[0])
+    if (m->place) /* placed (place.c): the first device's, where the shape memo's key points */
+        dev = m->place->devs[0];
+    else if (n_inputs && inputs[0])
         dev = ts_device_of(inputs[0]);
     else {
         for (int v = 0; v < g->n_values; v++)

@@ -3,7 +3,12 @@
  * dtype. On a sim device with a simulated link the copies overlap: each gradient's is queued on
  * the link's device-to-host engine as backward finishes it (the step waits for it), each weight's
  * on the host-to-device engine after the step (the first op that reads the parameter waits for it,
- * as for any copy in flight: core/error.c); elsewhere they are synchronous. The wrapped optimizer
+ * as for any copy in flight: core/error.c). On cuda each weight's copy is queued on the current
+ * stream (tsc_copy_h2d_async from the pinned master or stage: the kernels after it on that stream
+ * read the new weight) and the host waits for it only before it next writes that master or stage
+ * (the next step, or the gradient's copy into stage), and each gradient's copy to the pinned
+ * hgrad or stage is queued on it too as backward finishes it (tsc_copy_d2h_async), the step
+ * waiting for that copy's event alone. The wrapped optimizer
  * is unchanged: during a step its parameters are the masters (so its state is made and kept on the
  * host, in float32), outside it the device parameters (so zero_grad, the grad scaler, clipping and
  * state dicts see the model). */
@@ -11,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda/cuda_bridge.h"
 #include "backend/sim/sim_link.h"
 #include "core/pinned.h"
 #include "optim/optim_internal.h"
@@ -29,6 +35,10 @@ typedef struct off_param {
     uint64_t g_uid, g_version;
     const void *g_data;
     bool g_ready, g_cast;
+    /* cuda: the pinned-use tokens of the copies in flight (0: none): the weight's from master or
+     * stage, waited for before the host writes either; the gradient's to hgrad or stage, waited
+     * for before the host reads it */
+    uintptr_t h2d, d2h;
 } off_param;
 
 struct tsi_optim_offload {
@@ -62,36 +72,65 @@ static void read_to_host(ts_tensor *dst, ts_tensor *stage, ts_tensor *src) {
     if (stage) host_cast(dst, stage);
 }
 
+/* cuda: the host waits for one copy's event (recycled: done already) */
+static void wait_use(const off_param *q, uintptr_t *use) {
+    if (!*use) return;
+    const ts_alloc_hooks *h = tsc_pinned_alloc_hooks();
+    if (h && h->stream_wait) h->stream_wait(tsi_dev_index(q->dev), *use, 0);
+    *use = 0;
+}
+
 /* The gradient's bytes to the host buffer `to` (stage or hgrad): queued on the simulated link's
- * device-to-host engine when there is one (the step waits for it), else copied now. */
-static void grad_to_host(ts_tensor *to, ts_tensor *g) {
+ * device-to-host engine when there is one, on cuda on the current stream after the backward that
+ * made it (q->d2h notes it; to's block is not reused before it ran) (the step waits for either),
+ * else copied now. */
+static void grad_to_host(off_param *q, ts_tensor *to, ts_tensor *g) {
     const int idx = tsi_dev_index(g);
     void *dst = tsi_kview(to).data;
     const void *src = tsi_kview(g).data;
     if (tsi_device(g).type == TS_SIM && to->storage->pinned &&
         tsi_sim_link_copy_async_d2h(idx, to->storage->uid, dst, src, nbytes(g)))
         return;
+    if (tsi_device(g).type == TS_CUDA && to->storage->pinned) {
+        wait_use(q, &q->d2h); /* an earlier pass's copy into the same buffer, maybe elsewhere */
+        if (tsc_copy_d2h_async(idx, dst, src, nbytes(g))) { /* else TS_ERR_CUDA is set */
+            q->d2h = tsc_pinned_use_record(idx);            /* 0: it has waited already */
+            if (q->d2h) tsi_storage_record_stream(to, q->d2h);
+        }
+        return;
+    }
     const ts_backend *be = tsi_be(g);
     be->copy_d2h(be, idx, dst, src, nbytes(g));
 }
 
 /* The updated weight (src: master or stage) to the parameter: queued on the simulated link's
- * host-to-device engine when there is one (whatever reads the parameter next waits for it), else
- * copied now. */
-static void weight_to_device(ts_tensor *dev, ts_tensor *src) {
+ * host-to-device engine when there is one (whatever reads the parameter next waits for it), on
+ * cuda on the current stream (q->h2d notes it: the host waits before it rewrites src; src's block
+ * is not reused before the copy ran either), else copied now. */
+static void weight_to_device(off_param *q, ts_tensor *src) {
+    ts_tensor *dev = q->dev;
     const int idx = tsi_dev_index(dev);
     void *dst = tsi_kview(dev).data;
     const void *from = tsi_kview(src).data;
     if (tsi_device(dev).type == TS_SIM && src->storage->pinned &&
         tsi_sim_link_copy_async(idx, dev->storage->uid, dst, from, nbytes(src)))
         return;
+    if (tsi_device(dev).type == TS_CUDA && src->storage->pinned) {
+        if (tsc_copy_h2d_async(idx, dst, from, nbytes(src))) { /* else TS_ERR_CUDA is set */
+            q->h2d = tsc_pinned_use_record(idx);               /* 0: it has waited already */
+            if (q->h2d) tsi_storage_record_stream(src, q->h2d);
+        }
+        return;
+    }
     const ts_backend *be = tsi_be(dev);
     be->copy_h2d(be, idx, dst, from, nbytes(src));
 }
 
 /* Before the host reads or rewrites q's buffers: the gradient's queued copy has landed and the
- * last step's weight copy has left (no-ops without a simulated link). */
+ * last step's weight copy has left (no-ops without a simulated link or a cuda copy in flight). */
 static void wait_copies(off_param *q) {
+    wait_use(q, &q->h2d);
+    wait_use(q, &q->d2h);
     if (tsi_device(q->dev).type != TS_SIM) return;
     const int idx = tsi_dev_index(q->dev);
     tsi_sim_link_wait_uid(idx, (q->stage ? q->stage : q->hgrad)->storage->uid);
@@ -151,7 +190,8 @@ static void grad_ready(ts_tensor *leaf, void *ctx) {
         q->g_ready = false;
         ts_tensor *g = leaf->grad;
         if (ts_error() || !grad_fits(q, g)) return;
-        grad_to_host(q->stage ? q->stage : q->hgrad, g); /* the cast waits for the step */
+        if (q->stage) wait_use(q, &q->h2d); /* the last weight copy has read stage (cuda) */
+        grad_to_host(q, q->stage ? q->stage : q->hgrad, g); /* the cast waits for the step */
         if (ts_error()) return;                          /* a failed copy (cuda) */
         q->g_uid = g->storage->uid;
         q->g_version = atomic_load(&g->storage->version);
@@ -341,7 +381,7 @@ ts_status tsi_optim_offload_step(const char *op, ts_optim *opt, const ts_kview *
         ts_tensor *src = q->master;
         if (q->stage) host_cast(q->stage, q->master), src = q->stage;
         q->g_cast = false; /* stage holds the weight now */
-        weight_to_device(q->dev, src);
+        weight_to_device(q, src);
         tsi_bump_version(q->dev);
         note_synced(q);
     }

@@ -15,12 +15,36 @@ typedef struct bcast_ctx {
     ts_device devices[TSI_DP_MAX_DEVICES];
 } bcast_ctx;
 
+/* Under create_graph: the same sums from public ops (ts_to, ts_add), which record the gradient's
+ * own graph, so the reduction is differentiable again (its derivative is a broadcast, as with
+ * PyTorch's ReduceAddCoalesced). Summed in rank order, as tsi_copy_reduce_add does. */
+static void reduce_add_recorded(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    const bcast_ctx *c = n->ctx;
+    const int P = n->n_in, D = c->n_devices;
+    for (int p = 0; p < P; p++) {
+        if (!tsi_node_needs(n, p)) continue;
+        ts_tensor *acc = NULL;
+        for (int r = 1; r < D; r++) {
+            ts_tensor *g = go[(r - 1) * P + p];
+            if (!g) continue;
+            ts_tensor *moved = ts_to(g, c->devices[0]);
+            acc = moved && acc ? ts_add(acc, moved) : moved;
+            if (!acc) return;
+        }
+        gi[p] = acc;
+    }
+}
+
 /* go[(r - 1) * P + p]: the gradient of parameter p's copy on devices[r]. The copies on one device
  * are rank r's contribution; devices[0] has none (its replica uses the parameters themselves, whose
  * gradients reach them directly). */
 static void broadcast_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     const bcast_ctx *c = n->ctx;
     const int P = n->n_in, D = c->n_devices;
+    if (tsi_create_graph_active()) {
+        reduce_add_recorded(n, go, gi);
+        return;
+    }
     ts_tensor **ins = calloc((size_t)P * (size_t)(D + 1), sizeof *ins);
     if (!ins) {
         tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %d gradients", n->op, P * D);
@@ -61,6 +85,7 @@ bool tsi_broadcast_coalesced(ts_tensor *const *params, int n_params, const ts_de
     for (int r = 0; r < n_devices; r++) c->devices[r] = devices[r];
     node->ctx = c;
     node->ctx_free = ctx_free;
+    node->flags |= TSI_NODE_TWICE; /* reduce_add_recorded under create_graph */
     /* copies of parameters that do not require grad stay plain tensors (PyTorch marks them
      * non-differentiable) */
     for (int k = 0; k < n_out; k++)

@@ -120,8 +120,9 @@ static void torch_scale(void) {
     op("Sqrt", "scale", "s2");
 }
 
-/* the causal mask torch.onnx builds from Q's and K's shapes (upper: Trilu's attribute) */
-static void torch_mask(int upper) {
+/* the causal mask torch.onnx builds from Q's and K's shapes (upper: Trilu's attribute; fill:
+ * the value above the diagonal, -inf in torch.onnx's) */
+static void torch_mask(int upper, double fill) {
     constant_ints("m2", 1, (int64_t[]){-2});
     constant_ints("m1", 1, (int64_t[]){-1});
     op("Shape", "q", "qs");
@@ -134,7 +135,7 @@ static void torch_mask(int upper) {
     attr_int(op("Trilu", "full", "tril"), "upper", upper);
     constant("zero", 0.0, 1);
     op("Equal", "tril zero", "above");
-    constant("ninf", -INFINITY, 1);
+    constant("ninf", fill, 1);
     constant("zero2", 0.0, 1);
     op("Where", "above ninf zero2", "mask");
 }
@@ -161,7 +162,8 @@ void build_attention(const attn_spec *s) {
         constant("c", s->form == A_DIV ? 2.0 : 0.5, 0);
         op(s->form == A_DIV ? "Div" : "Mul", "raw c", "scores");
     }
-    if (s->mask == M_CAUSAL_GRAPH || s->mask == M_UPPER_GRAPH) torch_mask(s->mask == M_UPPER_GRAPH);
+    if (s->mask == M_CAUSAL_GRAPH || s->mask == M_UPPER_GRAPH || s->mask == M_FILL_GRAPH)
+        torch_mask(s->mask == M_UPPER_GRAPH, s->mask == M_FILL_GRAPH ? -2.0 : -INFINITY);
     if (s->mask == M_CAUSAL_CONST || s->mask == M_NEAR_CONST)
         constant_tensor("mask", 2, (int64_t[]){s->L, s->S}, attn_mask_vals);
     if (s->mask != M_NONE) {
@@ -191,6 +193,9 @@ void attn_mask_of(const attn_spec *s) {
                 break;
             case M_NONE:
                 *m = 0;
+                break;
+            case M_FILL_GRAPH:
+                *m = j <= i ? 0.0f : -2.0f;
                 break;
             default:
                 *m = j <= i ? 0.0f : -INFINITY;

@@ -68,6 +68,7 @@ typedef enum mask_kind {
     M_CAUSAL_CONST, /* a constant [L, S]: 0 on and below the diagonal, -inf above */
     M_NEAR_CONST,   /* the same with one entry changed: not causal */
     M_INPUT,        /* a float mask fed at run time, first operand of the Add */
+    M_FILL_GRAPH,   /* the causal graph with -2 for -inf: an additive mask, not causal */
 } mask_kind;
 
 typedef struct attn_spec {

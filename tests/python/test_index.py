@@ -45,6 +45,8 @@ ADVANCED = [
     (Ellipsis, [4, 0]), ([1], Ellipsis, [2]), (None, [0, 1]), ([0, 1], None, [1, 1]),
     (1, [2, 0], slice(1, 3)), (slice(None), slice(None), [3, 3, 0]), [], (slice(None), [[]]),
     (0, [1, 2], [3, 0]), (0, (1, 2), (3, 0)),
+    # a first index of lower rank than a later one: it broadcasts over the leading dims
+    ([0, 1], [[1], [2]]), ([1, 0, 1], slice(None), [[0], [3]]),
 ]
 
 
@@ -382,6 +384,8 @@ def test_other_errors(device):
         t[::0]
     with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool"):
         t[tessera.tensor([1.0])]
+    with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool"):
+        t[0, tessera.tensor([1.0])]  # inside a tuple key too
     with pytest.raises(RuntimeError, match=r"shape mismatch: value tensor of shape \[3\] cannot be "
                                            r"broadcast to indexing result of shape \[2, 3, 2, 5\]"):
         t[:, :, [0, 1]] = tessera.tensor([1.0, 2.0, 3.0], device=device)

@@ -123,6 +123,23 @@ def test_pytorch_layout_and_fragmentation(tmp_path):
     assert brows[0][5] == "7" and brows[0][7].strip() == "f<x> a.py:3"
 
 
+def test_python_frames_listed_first(tmp_path):
+    # a Tessera snapshot's block: ten C frames (no file), then the Python frames of the call; the
+    # page's stack starts with the Python lines (the user's), then as many C frames as fit
+    c_frames = [{"name": f"libtessera.so(+0x{i:x})", "filename": "", "line": 0} for i in range(10)]
+    py = [{"name": "step", "filename": "train.py", "line": 12},
+          {"name": "<module>", "filename": "train.py", "line": 40}]
+    seg = {"device": 0, "device_name": "sim:0", "address": 0, "total_size": 512,
+           "blocks": [{"address": 0, "size": 512, "state": "active_allocated",
+                       "frames": c_frames + py}]}
+    page = view(tmp_path, {"segments": [seg]})
+    (cells,) = [c for _, c in page.tables["blocks"][1:]]
+    lines = cells[7].strip().split("\n")
+    assert lines[:2] == ["step train.py:12", "<module> train.py:40"]
+    assert lines[2:8] == [f["name"] for f in c_frames[:6]]
+    assert lines[8] == "... 4 more"
+
+
 def test_bad_input(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"traceEvents": []}')

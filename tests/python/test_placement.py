@@ -51,3 +51,40 @@ def test_errors():
     with pytest.raises(NotImplementedError, match="is a Python module"):
         place(nn.Sequential(nn.Linear(2, 2)), "cpu=1GiB")
     assert "cpu: " in place(m, "cpu=1GiB", training=True, dry_run=True)
+
+
+def test_overrides_equal_unplaced():
+    if tessera.sim.device_count() < 2:
+        pytest.skip("needs TS_SIM_DEVICES=2")
+    idx = tessera.randint(0, 16, (2, 8))
+    y0, g0 = run(gpt(), idx)
+    m = gpt()
+    # the token embedding (tied to the head) and block 1's first Linear stored on the cpu, used
+    # on their units' devices; the rest as in test_gpt_placed_equals_unplaced
+    plan = place(m, {"sim:0": "16KiB", "sim:1": 15000, "cpu": "1GiB"}, output_device="cpu",
+                 overrides={r"^tok_emb\.": "cpu", r"blocks\.1\.linear1\.": "cpu"})
+    assert "tok_emb.weight           -> cpu      1.00 KiB (override, used on sim:0)" in plan
+    assert "blocks.1.linear1.bias    -> cpu" in plan
+    params = dict(m.named_parameters())
+    assert str(params["tok_emb.weight"].device) == "cpu"
+    assert str(params["blocks.1.linear1.weight"].device) == "cpu"
+    assert str(params["blocks.1.linear2.weight"].device) == "sim:1"
+    y1, g1 = run(m, idx)
+    assert y0.tobytes() == y1.tobytes()
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(g0, g1))
+    assert str(m.tok_emb.weight.grad.device) == "cpu"
+
+
+def test_override_errors():
+    m = gpt()
+    with pytest.raises(ValueError, match="bad regular expression 'a\\('"):
+        place(m, "cpu=1GiB", overrides="a(=cpu")
+    with pytest.raises(ValueError, match="matches none of the model's parameters"):
+        place(m, "cpu=1GiB", overrides={"nothing": "cpu"})
+    with pytest.raises(ValueError, match="without ','"):
+        place(m, "cpu=1GiB", overrides={"a{1,2}": "cpu"})
+    with pytest.raises(TypeError, match="overrides must be"):
+        place(m, "cpu=1GiB", overrides=["a=cpu"])
+    if tessera.sim.device_count() >= 1:
+        with pytest.raises(ValueError, match="sim:0 has no budget"):
+            place(m, "cpu=1GiB", overrides="tok_emb=sim:0")

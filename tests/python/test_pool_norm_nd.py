@@ -206,6 +206,16 @@ def test_instance_norm_running_stats(device):
         (2, 3, 2, 2, 2)
 
 
+def test_norm_argument_errors(device):
+    x = t64(RNG.standard_normal((2, 4, 3)), device)
+    with pytest.raises(TypeError, match=r"group_norm\(\): argument 'bias' must be Tensor, not str"):
+        F.group_norm(x, 2, None, "b")
+    with pytest.raises(TypeError, match="argument 'running_mean' must be Tensor, not str"):
+        F.instance_norm(x, running_mean="m")
+    with pytest.raises(TypeError, match="argument 'weight' must be Tensor, not str"):
+        F.instance_norm(x, weight="w")
+
+
 def test_local_response_norm(device):
     x = RNG.standard_normal((2, 5, 3, 2))
     y = nn.LocalResponseNorm(3, alpha=0.5, beta=0.75, k=2.0)(t64(x, device))

@@ -66,6 +66,38 @@ def test_table_prints():
     assert "Input Shapes" in shaped
 
 
+def test_device_time_of_ops_on_a_sim_device():
+    """Ops on sim:0 get their device time (a "kernel" row each, and the op row's
+    device_time_total / cuda_time_total); the cpu's have none; the table shows device columns
+    and sorts by them."""
+    a, b = torch.randn(16, 16, device="sim:0"), torch.randn(16, 16, device="sim:0")
+    c = torch.randn(16, 16)
+    with profile() as prof:
+        for _ in range(3):
+            torch.matmul(a, b)
+        torch.add(c, c)
+    avgs = prof.key_averages()
+    mm = [r for r in avgs if r.key == "matmul" and r.kind == "op"][0]
+    k = [r for r in avgs if r.key == "matmul" and r.kind == "kernel"][0]
+    add = [r for r in avgs if r.key == "add" and r.kind == "op"][0]
+    assert k.count == 3 and k.cpu_time_total == 0 and k.device_time_total > 0
+    assert mm.device_time_total == k.device_time_total == mm.cuda_time_total
+    # sim runs its kernels in the calling thread: the device span lies inside the op's
+    assert 0 < mm.device_time_total <= mm.cpu_time_total + 1e-3
+    assert add.device_time_total == 0
+    assert not [r for r in avgs if r.kind == "kernel" and r.key == "add"]
+    ev = prof.events()
+    ops = {e["correlation"]: e for e in ev if e["kind"] == "op" and e["correlation"]}
+    kernels = [e for e in ev if e["kind"] == "kernel"]
+    assert len(kernels) == 3 and all(ops[e["correlation"]]["name"] == "matmul" for e in kernels)
+    table = avgs.table(sort_by="cuda_time_total")
+    assert "Self Device" in table and "Self Device time total:" in table
+    rows = [ln.split()[:2] for ln in table.splitlines()[3:5]]
+    # the largest device time first: the op and its device row
+    assert sorted(r[0] for r in rows) == ["matmul", "matmul"]
+    assert ["matmul", "[device]"] in rows
+
+
 def test_record_shapes_groups_by_shape():
     with profile(record_shapes=True) as prof:
         torch.add(torch.ones(2, 3), 1.0)

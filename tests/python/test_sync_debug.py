@@ -3,6 +3,7 @@ user's line for each synchronizing operation, errors in "error" mode, quiet for 
 waits and for cpu tensors; and tessera.cuda.memory's snapshots."""
 import inspect
 import json
+import sys
 import warnings
 
 import pytest
@@ -117,3 +118,48 @@ def test_memory_snapshot(tmp_path):
     C.memory._dump_snapshot(str(path))
     assert "segments" in json.loads(path.read_text())
     del keep
+
+
+def _allocate_here(n):
+    return T.empty(n, device="sim:1")  # the line the snapshot must name
+
+
+def test_memory_snapshot_python_frames():
+    """Each allocation's frames end with the Python stack of the call that made it (innermost
+    first, file and line), after its C frames; calls made before recording have none."""
+    before = T.empty(1111, device="sim:1")
+    C.memory._record_memory_history("all")
+    try:
+        here = _allocate_here(2222)
+        line_call = sys._getframe().f_lineno - 1
+        x = T.ones(3333, device="sim:1")
+        line_ones = sys._getframe().f_lineno - 1
+        y = x * 2  # an operator's result (tp_as_number), not a factory
+        line_mul = sys._getframe().f_lineno - 1
+    finally:
+        C.memory._record_memory_history(None)
+    snap = C.memory._snapshot()
+    blocks = {b["address"]: b for s in snap["segments"] for b in s["blocks"]}
+
+    def frames(t):
+        return blocks[t.data_ptr()].get("frames", [])
+
+    me = test_memory_snapshot_python_frames.__name__
+    fr = frames(here)
+    py = [f for f in fr if f["filename"] == __file__]
+    assert [f["name"] for f in py[:2]] == ["_allocate_here", me]
+    assert py[1]["line"] == line_call
+    assert py[0]["line"] == _allocate_here.__code__.co_firstlineno + 1
+    # the Python frames come last, innermost first, after at least one C frame
+    first_py = fr.index(py[0])
+    assert first_py > 0 and all(f["filename"] == "" for f in fr[:first_py])
+    assert [f["name"] for f in frames(x) if f["filename"] == __file__][0] == me
+    assert [f["line"] for f in frames(x) if f["filename"] == __file__][0] == line_ones
+    assert [f["line"] for f in frames(y) if f["filename"] == __file__][0] == line_mul
+    assert not [f for f in frames(before) if f["filename"] == __file__]
+    # recording off: a new allocation has no frames
+    z = T.empty(4444, device="sim:1")
+    snap2 = C.memory._snapshot()
+    zb = [b for s in snap2["segments"] for b in s["blocks"] if b["address"] == z.data_ptr()]
+    assert zb and not zb[0].get("frames")
+    del before, here, x, y, z

@@ -166,6 +166,11 @@ void tcli_usage(FILE *f) {
         "  --max-memory LIST   place the model across devices by budget, filled in order:\n"
         "                      sim:0=2MiB,cpu=64GiB (B, KB, MB, GB, KiB, MiB, GiB); the\n"
         "                      batches and the loss stay on --device (docs/MEMORY_PLANNING.md)\n"
+        "  --override-tensor RULES  with --max-memory, pattern=device,... (llama.cpp's\n"
+        "                      -ot): a parameter whose dotted name matches a pattern (POSIX\n"
+        "                      extended regex, the first match wins) is stored on that\n"
+        "                      device, charged to its budget, and copied to its block's\n"
+        "                      device for each forward\n"
         "  --stream-weights K  weights on the host, each unit's copied to --device (sim, cuda)\n"
         "                      just before it runs, K units ahead, and freed after it (0-1024);\n"
         "                      the optimizer steps on the host (docs/MEMORY_PLANNING.md)\n"
@@ -327,6 +332,7 @@ static const opt_spec specs[] = {
     {"--fsdp-stage", K_POS_INT, FOR_TRAIN, OFF(fsdp_stage), NULL},
     {"--offload-optimizer", K_FLAG, FOR_TRAIN, OFF(offload_optimizer), NULL},
     {"--max-memory", K_STRING, FOR_TRAIN | FOR_RUN, OFF(max_memory), NULL},
+    {"--override-tensor", K_STRING, FOR_TRAIN, OFF(override_tensor), NULL},
     {"--stream-weights", K_NONNEG_INT, FOR_TRAIN, OFF(stream_weights), NULL},
     {"--input", K_INPUT, FOR_RUN, OFF(inputs), NULL},
     {"--save", K_STRING, FOR_RUN, OFF(save), NULL},
@@ -528,6 +534,9 @@ static int finish_options(tcli_opts *o, int mask, const char *cmd, bool data_giv
     if (o->offload_optimizer && o->fsdp && o->fsdp_stage == 1)
         return usage_fail("--offload-optimizer: with --fsdp, stage 2 or 3 (FSDP's cpu offload of "
                           "the shards; stage 1 keeps full gradients on every rank)");
+    if (o->override_tensor && !o->max_memory)
+        return usage_fail("--override-tensor: only with --max-memory (the overridden tensors are "
+                          "charged to their device's budget)");
     if (o->max_memory && mask == FOR_RUN && o->device)
         return usage_fail("--max-memory: not with --device (the budgets choose the device)");
     if (o->max_memory && (o->devices || o->fsdp || o->graph))

@@ -59,6 +59,7 @@ typedef struct tcli_opts {
     int fsdp_stage;         /* --fsdp-stage 1|2|3 (0: 3); implies --fsdp */
     bool offload_optimizer; /* --offload-optimizer: master weights and state on the host */
     const char *max_memory; /* --max-memory: per-device budgets, the model placed (placement.h) */
+    const char *override_tensor; /* --override-tensor: pattern=device rules (with --max-memory) */
     int stream_weights;     /* --stream-weights K: weights streamed, K units ahead (-1: off) */
     /* generate */
     const char *prompt;

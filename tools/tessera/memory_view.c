@@ -51,7 +51,8 @@ static const char PAGE_TAIL[] =
     "   x.className='blk '+(b.state||'inactive');"
     "x.style.left=(W*(b.address-s.address)/(s.total_size||1))+'px';\n"
     "   x.style.width=Math.max(1,W*b.size/(s.total_size||1))+'px';x.title=b.state+' '+b.size+"
-    "' bytes'+(b.frames&&b.frames.length?'\\n'+b.frames.slice(0,8).map(f=>f.name+(f.filename?"
+    "' bytes'+(b.frames&&b.frames.length?'\\n'+b.frames.filter(f=>f.filename).concat("
+    "b.frames.filter(f=>!f.filename)).slice(0,8).map(f=>f.name+(f.filename?"
     "' '+f.filename+':'+f.line:'')).join('\\n'):'');e.appendChild(x);});\n"
     "  row.appendChild(e);});});\n"
     "document.getElementById('status').textContent='rendered '+nseg+' segments, '+nblk+"
@@ -204,23 +205,28 @@ static int by_size(const void *pa, const void *pb) {
     return a->size > b->size ? -1 : a->size < b->size;
 }
 
+/* The frames with a file (a binding's: the Python lines of the call) first, then the C frames,
+ * at most MAX_FRAMES in all. */
 static void write_frames(FILE *f, const cJSON *frames) {
     int i = 0, n = cJSON_GetArraySize(frames);
-    const cJSON *fr;
-    cJSON_ArrayForEach(fr, frames) {
-        if (i == MAX_FRAMES) {
-            fprintf(f, "... %d more", n - i);
-            break;
+    for (int pass = 0; pass < 2; pass++) {
+        const cJSON *fr;
+        cJSON_ArrayForEach(fr, frames) {
+            const char *file = str(fr, "filename");
+            if ((file && *file) != (pass == 0)) continue;
+            if (i == MAX_FRAMES) {
+                fprintf(f, "... %d more", n - i);
+                return;
+            }
+            put_esc(f, str(fr, "name") ? str(fr, "name") : "?");
+            if (file && *file) {
+                fputc(' ', f);
+                put_esc(f, file);
+                fprintf(f, ":%d", (int)num(fr, "line"));
+            }
+            fputc('\n', f);
+            i++;
         }
-        put_esc(f, str(fr, "name") ? str(fr, "name") : "?");
-        const char *file = str(fr, "filename");
-        if (file && *file) {
-            fputc(' ', f);
-            put_esc(f, file);
-            fprintf(f, ":%d", (int)num(fr, "line"));
-        }
-        fputc('\n', f);
-        i++;
     }
 }
 

@@ -202,25 +202,34 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* One run in a scope of its own, finished on the device before it returns. */
-static bool run_once(ts_module *m, ts_device dev, int n_in, ts_tensor **in) {
+/* The devices a run uses: one, or those --max-memory's plan splits the graph over, in order. */
+typedef struct run_devs {
+    ts_device d[16];
+    int n;
+    char text[160]; /* "sim:0" or "sim:0 + sim:1 + cpu" */
+} run_devs;
+
+/* One run in a scope of its own, finished on the devices before it returns. */
+static bool run_once(ts_module *m, const run_devs *rd, int n_in, ts_tensor **in) {
     ts_scope_begin();
     ts_tensor *out[MAX_IO];
     int n_out = ts_onnx_num_outputs(m);
     bool ok = ts_onnx_run(m, n_in, in, n_out, out) == TS_OK;
-    if (ok && dev.type == TS_CUDA) ok = ts_cuda_synchronize(dev.index) == TS_OK;
+    for (int i = 0; ok && i < rd->n; i++)
+        if (rd->d[i].type == TS_CUDA) ok = ts_cuda_synchronize(rd->d[i].index) == TS_OK;
     ts_scope_end();
     return ok;
 }
 
 /* --bench N: warm-up runs, then N timed ones: latency median and p90, and throughput. */
-static int bench(ts_module *m, ts_device dev, int n_in, ts_tensor **in, int iters, int64_t batch) {
+static int bench(ts_module *m, const run_devs *rd, int n_in, ts_tensor **in, int iters,
+                 int64_t batch) {
     enum { WARMUP = 3 };
     double *ms = malloc((size_t)iters * sizeof *ms);
     if (!ms) return tcli_fail(TCLI_FAIL, "--bench: out of memory");
     for (int i = 0; i < WARMUP + iters; i++) {
         double t0 = now_ms();
-        if (!run_once(m, dev, n_in, in)) {
+        if (!run_once(m, rd, n_in, in)) {
             free(ms);
             return tcli_fail_ts(TCLI_FAIL, "--bench");
         }
@@ -231,7 +240,7 @@ static int bench(ts_module *m, ts_device dev, int n_in, ts_tensor **in, int iter
     int k90 = (iters * 9 + 9) / 10 - 1; /* nearest rank: ceil(0.9 N) - 1 */
     printf("bench: %d runs after %d warm-up on %s: median %.4g ms, p90 %.4g ms, %.4g samples/s "
            "(batch %lld)\n",
-           iters, WARMUP, ts_device_str(dev), median, ms[k90],
+           iters, WARMUP, rd->text, median, ms[k90],
            median > 0 ? (double)batch * 1e3 / median : 0.0, (long long)batch);
     free(ms);
     return -1;
@@ -240,8 +249,7 @@ static int bench(ts_module *m, ts_device dev, int n_in, ts_tensor **in, int iter
 /* --grad-output NAME=FILE.npy: the gradients of sum(output NAME * g) reach every parameter of the
  * imported model through autograd; with --save each is written as DIR/grad/<parameter>.npy (the
  * state-dict name: tools/onnx_real_models.py --grad compares them with PyTorch's). */
-static int grad_output(const tcli_opts *o, ts_module *m, ts_device dev, int n_out,
-                       ts_tensor **out) {
+static int grad_output(const tcli_opts *o, ts_module *m, int n_out, ts_tensor **out) {
     const char *eq = strchr(o->grad_output, '=');
     if (!eq || eq == o->grad_output)
         return tcli_fail(TCLI_USAGE, "--grad-output: expected NAME=FILE.npy, got '%s'",
@@ -256,7 +264,7 @@ static int grad_output(const tcli_opts *o, ts_module *m, ts_device dev, int n_ou
     if (k < 0)
         return tcli_fail(TCLI_USAGE, "--grad-output: the model has no output '%.*s'",
                          (int)(eq - o->grad_output), o->grad_output);
-    ts_tensor *g = ts_npy_load(eq + 1, dev);
+    ts_tensor *g = ts_npy_load(eq + 1, ts_device_of(out[k]));
     if (g) ts_backward(ts_sum(ts_mul(out[k], g)));
     if (!g || ts_error()) return tcli_fail_ts(TCLI_FAIL, "--grad-output");
     ts_tensor_list params = ts_module_named_parameters(m);
@@ -285,49 +293,56 @@ static int grad_output(const tcli_opts *o, ts_module *m, ts_device dev, int n_ou
     return rc;
 }
 
-/* --max-memory: the interpreter runs a whole graph on one device (its inputs'), so the model is
- * one unit of ts_module_place: planned (a dry run over the file's weights, loaded on the cpu) on
- * the first budgeted device that holds it, then loaded there as without --max-memory. -1 with *dev
- * and *text (the plan, malloc'ed: printed once the run succeeded) set, or the exit status after
- * the error line. */
-static int place_whole(const tcli_opts *o, ts_device *dev, char **text) {
-    ts_module *m;
-    int rc = load(o, ts_cpu(), false, &m);
-    if (rc >= 0) return rc;
+/* --max-memory: the model (loaded on the cpu) placed by ts_module_place: its nodes, in execution
+ * order, split into runs over the budgeted devices, each node's initializers moved to its run's
+ * device (docs/MEMORY_PLANNING.md). -1 with rd (the runs' devices: the inputs are made on the
+ * first) and *text (the plan, malloc'ed: printed once the run succeeded) set, or the exit status
+ * after the error line. */
+static int place(const tcli_opts *o, ts_module *m, run_devs *rd, char **text) {
     ts_place_plan plan = {0};
-    ts_status st = ts_module_place_str(m, o->max_memory, (ts_place_opts){.dry_run = true}, &plan);
-    ts_module_free(m);
+    ts_status st = ts_module_place_str(m, o->max_memory, (ts_place_opts){0}, &plan);
     if (st != TS_OK) {
-        rc = tcli_fail(st == TS_ERR_OOM ? TCLI_FAIL : TCLI_USAGE, "--max-memory: %s%s",
-                       ts_error_message(),
-                       st == TS_ERR_OOM ? " (an ONNX graph runs whole on one device: tessera run "
-                                          "does not split it across devices)"
-                                        : "");
         ts_place_plan_free(&plan);
-        return rc;
+        return tcli_fail(st == TS_ERR_OOM ? TCLI_FAIL : TCLI_USAGE, "--max-memory: %s",
+                         ts_error_message());
     }
-    *text = plan.n_units == 1 ? ts_place_plan_str(&plan) : NULL;
-    if (*text)
-        *dev = plan.units[0].device;
-    else
-        rc = tcli_fail(TCLI_FAIL, "--max-memory: %s",
-                       plan.n_units == 1 ? ts_error_message() : "expected the model as one unit");
+    rd->n = 0;
+    size_t len = 0;
+    for (int i = 0; i < plan.n_units; i++) {
+        if (rd->n && ts_device_equal(rd->d[rd->n - 1], plan.units[i].device)) continue;
+        if (rd->n == (int)(sizeof rd->d / sizeof rd->d[0])) break;
+        rd->d[rd->n++] = plan.units[i].device;
+        len +=
+            (size_t)snprintf(rd->text + len, len < sizeof rd->text ? sizeof rd->text - len : 0,
+                             "%s%s", rd->n > 1 ? " + " : "", ts_device_str(plan.units[i].device));
+    }
+    if (!rd->n) { /* a graph without nodes: where its outputs go */
+        rd->d[rd->n++] = plan.budgets[0].device;
+        snprintf(rd->text, sizeof rd->text, "%s", ts_device_str(rd->d[0]));
+    }
+    *text = ts_place_plan_str(&plan);
     ts_place_plan_free(&plan);
-    return rc;
+    return *text ? -1 : tcli_fail(TCLI_FAIL, "--max-memory: %s", ts_error_message());
 }
 
 int tcli_run(const tcli_opts *o) {
-    ts_device dev;
+    ts_device dev = ts_cpu();
+    run_devs rd = {.n = 1};
     char *plan = NULL;
-    int rc = o->max_memory ? place_whole(o, &dev, &plan) : tcli_resolve_device(o, &dev);
+    int rc = o->max_memory ? -1 : tcli_resolve_device(o, &dev);
     if (rc >= 0) return rc;
     if (o->threads) ts_set_num_threads(o->threads);
     ts_manual_seed(o->seed);
     ts_module *m;
-    if ((rc = load(o, dev, run_optimizes(o), &m)) >= 0) {
-        free(plan);
+    if ((rc = load(o, dev, run_optimizes(o), &m)) >= 0) return rc;
+    if (o->max_memory && (rc = place(o, m, &rd, &plan)) >= 0) {
+        ts_module_free(m);
         return rc;
     }
+    if (o->max_memory)
+        dev = rd.d[0];
+    else
+        rd.d[0] = dev, snprintf(rd.text, sizeof rd.text, "%s", ts_device_str(dev));
     int n_in = ts_onnx_num_inputs(m), n_out = ts_onnx_num_outputs(m);
     if (n_in > MAX_IO || n_out > MAX_IO) {
         free(plan);
@@ -346,7 +361,7 @@ int tcli_run(const tcli_opts *o) {
     if (rc < 0 && plan) printf("placement (--max-memory):\n%s", plan);
     free(plan);
     if (rc < 0)
-        printf("%s on %s, inference rewrites %s\n", o->onnx, ts_device_str(dev),
+        printf("%s on %s, inference rewrites %s\n", o->onnx, rd.text,
                run_optimizes(o) ? "on"
                : o->no_optimize ? "off (--no-optimize)"
                                 : "off (--grad-output)");
@@ -365,8 +380,8 @@ int tcli_run(const tcli_opts *o) {
             print_output(vi.name, out[i]);
     }
     if (rc < 0 && o->save) rc = save_outputs(o->save, n_out, out, m);
-    if (rc < 0 && grad) rc = grad_output(o, m, dev, n_out, out);
-    if (rc < 0 && o->bench) rc = bench(m, dev, n_in, in, o->bench, batch);
+    if (rc < 0 && grad) rc = grad_output(o, m, n_out, out);
+    if (rc < 0 && o->bench) rc = bench(m, &rd, n_in, in, o->bench, batch);
     if (!grad) ts_no_grad_end();
     ts_scope_end();
     ts_module_free(m);

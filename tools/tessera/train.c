@@ -332,7 +332,9 @@ static int resume(trainer *t, int64_t *start_epoch, int64_t *start_batch) {
 static int place_model(trainer *t) {
     ts_place_plan plan;
     if (ts_module_place_str(t->model, t->o->max_memory,
-                            (ts_place_opts){.with_grads = true, .output_device = t->dev},
+                            (ts_place_opts){.with_grads = true,
+                                            .output_device = t->dev,
+                                            .overrides = t->o->override_tensor},
                             &plan) != TS_OK)
         return tcli_fail_ts(TCLI_FAIL, "--max-memory");
     char *s = ts_place_plan_str(&plan);

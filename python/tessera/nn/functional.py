@@ -200,8 +200,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
-    return _C._nn_layer_norm(True, input, _shape(normalized_shape), weight, None,
-                             0.0 if eps is None else float(eps))
+    # the C call's eps: +0.0 is None (the default), -0.0 an eps of exactly zero
+    eps = 0.0 if eps is None else -0.0 if float(eps) == 0 else float(eps)
+    return _C._nn_layer_norm(True, input, _shape(normalized_shape), weight, None, eps)
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,

@@ -17,7 +17,10 @@
  * RMSNorm (a->rms): forward sums x^2 in double instead of the two moments' passes (mean 0), y = x
  * * rstd * w; backward is layer norm's with mean 0 and without the mean(g) term, which gives dx =
  * rstd * (g - xhat * mean(g * xhat)) = rstd * (g - x * rstd^2 * mean(g * x)) and dweight = the sum
- * of dy * x * rstd. */
+ * of dy * x * rstd.
+ * Fused residual add (a->residual, decision 0031): forward first writes the row of h = x +
+ * residual (one addition in the dtype, ts_add's bits) and normalises that row as above, read back
+ * from L1; backward is unchanged (the front end hands it h as x). */
 #include "backend/cpu/kern_norm_common.h"
 
 #define LN_COMBINE 256 /* columns per task when the partial sums are added */
@@ -78,7 +81,11 @@ static const ln_variant *variant_for(ts_dtype dt) {
 }
 
 static bool cpu_layer_norm_supports(const ts_backend *be, int index, const ts_layer_norm_args *a) {
-    (void)be, (void)index;
+    (void)index;
+    /* the residual form (decision 0031): the cpu declines it, as it measured no faster than
+     * ts_add and then the norm (0.91-1.02x); sim runs it, so CI tests the fused front end and
+     * kernel CUDA uses, with the same bits */
+    if (a->residual.data && be->type == TS_CPU) return false;
     return tsi_norm_select_layer(a) == TSI_NORM_PATH_ROWS;
 }
 

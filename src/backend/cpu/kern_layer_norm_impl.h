@@ -103,16 +103,39 @@ static void LN_NAME(forward_row)(const T *x, const T *w, const T *b, T *y, int64
         LN_MAP_ROW(y, n, (xv - mv) * rv, 0, 0);
 }
 
+/* The fused residual add of one row: h = x + res in T (ts_add's bits: one IEEE addition per
+ * element, whatever the vector width) */
+static void LN_NAME(add_row)(const T *x, const T *res, T *h, int64_t n) {
+    int64_t j = 0;
+    for (; j + VL <= n; j += VL) {
+        V xv, rv;
+        memcpy(&xv, x + j, sizeof xv);
+        memcpy(&rv, res + j, sizeof rv);
+        xv += rv;
+        memcpy(h + j, &xv, sizeof xv);
+    }
+    for (; j < n; j++) h[j] = x[j] + res[j];
+}
+
+/* One row; with a residual the row normalised is h = x + residual, written first (the later
+ * passes read it back from L1). */
+static void LN_NAME(forward_one)(const ts_layer_norm_args *a, int64_t r) {
+    const int64_t n = a->cols;
+    const T *x = (const T *)a->x.data + r * n;
+    if (a->residual.data) {
+        T *h = (T *)a->h.data + r * n;
+        LN_NAME(add_row)(x, (const T *)a->residual.data + r * n, h, n);
+        x = h;
+    }
+    LN_NAME(forward_row)
+    (x, (const T *)a->weight.data, (const T *)a->bias.data, (T *)a->y.data + r * n, n, a->eps,
+     a->rms, a->rms ? NULL : (T *)a->mean.data + r, (T *)a->rstd.data + r);
+}
+
 static void LN_NAME(forward)(const ts_layer_norm_args *a) {
-    const int64_t rows = a->rows, n = a->cols;
-    const T *X = (const T *)a->x.data, *w = (const T *)a->weight.data;
-    const T *b = (const T *)a->bias.data;
-    T *Y = (T *)a->y.data, *M = (T *)a->mean.data, *R = (T *)a->rstd.data;
-    const double eps = a->eps;
-    const bool rms = a->rms;
-    TS_PARALLEL_FOR_IF(tsi_norm_parallel(rows * n, rows),
-                       for (int64_t r = 0; r < rows; r++) LN_NAME(forward_row)(
-                           X + r * n, w, b, Y + r * n, n, eps, rms, rms ? NULL : M + r, R + r););
+    const int64_t rows = a->rows;
+    TS_PARALLEL_FOR_IF(tsi_norm_parallel(rows * a->cols, rows),
+                       for (int64_t r = 0; r < rows; r++) LN_NAME(forward_one)(a, r););
 }
 
 /* The terms of one whole vector at column j: pw += dy xhat, pb += dy (ln_pidx's layout) */

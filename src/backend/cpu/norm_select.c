@@ -50,7 +50,10 @@ const tsi_norm_limits *tsi_norm_limits_get(void) { return &limits; }
  * input's own dtype, composes. RMSNorm (a->rms) takes the same row: float32 / float64, halves
  * through float32 copies (src/nn/rms_norm.c); the composition took 2.9-5.8x the time forward +
  * backward on [4096, 4096] and [8192, 768] float32 (bench/results/normalization.md, "RMSNorm",
- * Zen 4 under load 6-7: indicative; decision 0028). */
+ * Zen 4 under load 6-7: indicative; decision 0028). The residual form (a->residual, decision 0031)
+ * takes the same row, float32 / float64 only (halves compose: ts_add, then the path above); it
+ * measured 0.91-1.02x the time of ts_add + the norm on [8192, 768] float32, one thread
+ * (bench/results/normalization.md, "Residual add + norm", Zen 4 under load 5: indicative). */
 tsi_norm_path tsi_norm_select_layer(const ts_layer_norm_args *a) {
     const ts_dtype d = a->x.dtype;
     if ((d != TS_F32 && d != TS_F64) || a->rows < 1 || a->cols < 1) return TSI_NORM_PATH_COMPOSED;

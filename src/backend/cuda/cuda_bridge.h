@@ -59,6 +59,19 @@ long long tsc_sdpa_tc_runs(void);
  * be page-locked and stay untouched until the copy ran (the pinned allocator sees to that when
  * the caller records the stream on the source block). False + TS_ERR_CUDA on failure. */
 bool tsc_copy_h2d_async(int device, void *dst, const void *src, size_t n);
+/* Device -> host copy queued on the current stream of `device`, returning at once: dst must be
+ * page-locked, and the host reads it only after the copy ran: record the use
+ * (tsc_pinned_use_record, also for tsi_storage_record_stream on dst's block) and wait for it with
+ * tsc_pinned_alloc_hooks()->stream_wait(device, use, 0). False + TS_ERR_CUDA on failure. */
+bool tsc_copy_d2h_async(int device, void *dst, const void *src, size_t n);
+/* The profiler's device-time marks (cuda_prof_mark.cu): tsc_prof_mark records a timing event on
+ * the current stream of `device` now and returns it as a nonzero id (0: none could be recorded,
+ * or the stream is being captured); tsc_prof_elapsed_ns waits until the stream has passed `to`
+ * and returns the nanoseconds from `from` to it (-1: unknown); tsc_prof_mark_free releases one
+ * (0 allowed). None of them sets an error. */
+uint64_t tsc_prof_mark(int device);
+int64_t tsc_prof_elapsed_ns(uint64_t from, uint64_t to);
+void tsc_prof_mark_free(uint64_t mark);
 
 /* ---- implemented by the C core for the CUDA backend */
 

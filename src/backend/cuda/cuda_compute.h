@@ -185,11 +185,14 @@ void tsc_scan(const ts_backend *be, int index, ts_scan_op op, const ts_kview *ou
               const ts_kview *idx, const ts_kview *in, int dim);
 void tsc_matmul(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
                 const ts_kview *b);
-/* cuda_matmul_lt.cu: linear's GEMMs with cuBLASLt's bias and bias-gradient epilogues */
+/* cuda_matmul_lt.cu: linear's GEMMs with cuBLASLt's bias, bias-gradient and activation epilogues */
 void tsc_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
                      const ts_kview *b, const ts_kview *bias);
 bool tsc_matmul_bgrad(const ts_backend *be, int index, const ts_kview *dw, const ts_kview *db,
                       const ts_kview *g, const ts_kview *x);
+bool tsc_matmul_bias_act(const ts_backend *be, int index, ts_epi_act act, const ts_kview *out,
+                         const ts_kview *a, const ts_kview *b, const ts_kview *bias,
+                         const ts_epi_aux *aux);
 /* cuda_embedding_bag.cu */
 void tsc_embedding_bag(const ts_backend *be, int index, const ts_kview *out, const ts_bag_args *a);
 /* cuda_cdist.cu */

@@ -19,6 +19,9 @@
  * double (each thread every 8th row, then the 8 in a fixed order) into the workspace, and a second
  * kernel adds the runs' partial sums in run order and rounds once. No atomics: the results are
  * deterministic, and the workspace is O(parts * cols), never O(rows * cols).
+ * Fused residual add (a->residual, decision 0031): forward first writes h = x + residual (in float,
+ * double for f64, rounded once to T: cuda_binary.cu's add) and normalises h, each thread reading
+ * back the elements it wrote; backward is unchanged (the front end hands it h as x).
  * RMSNorm (a->rms; no mean, no bias): forward sums x^2 in double in one pass instead of the two
  * (var = mean(x^2), mean 0), y = x * rstd * w; backward is layer norm's with mean 0 and no mean(g)
  * term: dx = rstd * (g - xhat * mean(g * xhat)), dweight = the sum of dy * x * rstd.
@@ -41,11 +44,13 @@ namespace {
 template <typename T> struct LnRows {
     typedef typename tsc_acc<T>::type A;
     const T *x, *w, *b, *dy;
-    T *y, *dx;
+    const T *res; /* the fused residual add (forward): NULL, or y normalises h = x + res */
+    T *y, *dx, *h;
     A *mean, *rstd;
     int64_t rows, cols;
     double eps;
-    bool rms; /* RMSNorm: mean 0 (mean absent), no mean(g) term in dx */
+    bool rms;     /* RMSNorm: mean 0 (mean absent), no mean(g) term in dx */
+    bool res_vec; /* x and res can be read a vector at a time (the residual form) */
 };
 
 template <typename T> LnRows<T> ln_rows(const ts_layer_norm_args *a) {
@@ -55,14 +60,17 @@ template <typename T> LnRows<T> ln_rows(const ts_layer_norm_args *a) {
     P.w = (const T *)a->weight.data;
     P.b = (const T *)a->bias.data;
     P.dy = (const T *)a->dy.data;
+    P.res = (const T *)a->residual.data;
     P.y = (T *)a->y.data;
     P.dx = (T *)a->dx.data;
+    P.h = (T *)a->h.data;
     P.mean = (A *)a->mean.data;
     P.rstd = (A *)a->rstd.data;
     P.rows = a->rows;
     P.cols = a->cols;
     P.eps = a->eps;
     P.rms = a->rms;
+    P.res_vec = false;
     return P;
 }
 
@@ -143,6 +151,27 @@ template <typename T, int N, bool BLOCK> __global__ void ln_forward_kernel(LnRow
         T *y = P.y + r * n;
         const int64_t c0 = (int64_t)lane * N, step = (int64_t)group * N;
         A v[N];
+        if (P.res) {
+            /* h = x + residual, rounded to T as ts_add rounds it (cuda_binary.cu: in A, then
+             * once to T); the passes below read h back, each thread the elements it wrote */
+            T *h = P.h + r * n;
+            const T *res = P.res + r * n;
+            for (int64_t c = c0; c < n; c += step) {
+                if (P.res_vec) {
+                    A q[N];
+                    ln_load<T, N>(x, c, v);
+                    ln_load<T, N>(res, c, q);
+#pragma unroll
+                    for (int i = 0; i < N; i++) v[i] += q[i];
+                } else {
+#pragma unroll
+                    for (int i = 0; i < N; i++)
+                        v[i] = tsc_load_acc(x[c + i]) + tsc_load_acc(res[c + i]);
+                }
+                ln_store<T, N>(h, c, v);
+            }
+            x = h;
+        }
         LnSums s = {0, 0};
         double mean = 0; /* rms: the mean of x^2 is the variance about 0 */
         if (!P.rms) {
@@ -310,9 +339,14 @@ static bool ln_aligned(int64_t cols, size_t elem, const void *const *ptrs, int n
     } while (0)
 
 template <typename T> void ln_forward(int index, const ts_layer_norm_args *a) {
-    const LnRows<T> P = ln_rows<T>(a);
-    const void *ptrs[] = {P.x, P.w, P.b, P.y};
+    LnRows<T> P = ln_rows<T>(a);
+    /* the vector width from the tensors the unfused kernel would see (h as x), so the row's sums
+     * run in its order and give its bits; x and residual are read a vector at a time only when
+     * they allow it too (element by element otherwise, into the same threads' elements) */
+    const void *ptrs[] = {P.res ? P.h : P.x, P.w, P.b, P.y};
     const bool vec = ln_aligned(P.cols, sizeof(T), ptrs, 4);
+    const void *in[] = {P.x, P.res};
+    P.res_vec = P.res && ln_aligned(P.cols, sizeof(T), in, 2);
     LN_LAUNCH_ROWS(ln_forward_kernel, T, P, vec, index);
     tsc_launch_check("layer_norm_forward", index);
 }

@@ -1,7 +1,9 @@
 /* cuda_matmul_lt.cu — linear's GEMMs with cuBLASLt epilogues (decision 0029): matmul_bias, the
  * forward's product with the bias added in the GEMM's epilogue (CUBLASLT_EPILOGUE_BIAS), and
  * matmul_bgrad, the weight gradient's GEMM that also writes the bias gradient, the column sums of
- * the output gradient (CUBLASLT_EPILOGUE_BGRADB), as PyTorch's addmm and linear backward do.
+ * the output gradient (CUBLASLT_EPILOGUE_BGRADB), as PyTorch's addmm and linear backward do; and
+ * matmul_bias_act (decision 0032), the forward's GEMM with the bias and relu or GELU's tanh form
+ * in the epilogue (RELU_BIAS / GELU_BIAS; the AUX forms also write the backward's aux matrix).
  *
  * cuBLASLt is column-major, so a row-major result R is computed as the column-major R^T:
  *   forward   out [M, N] = a [M, K] @ b [K, N] + bias:  D = out^T (N x M) = b^T a^T, the bias
@@ -85,13 +87,15 @@ struct lt_gemm {
     void *d;
     int64_t ldd;
     void *bias; /* the bias (read) or the bias gradient (written) */
+    void *aux;  /* NULL, or the activation epilogues' aux matrix (ts_epi_aux), ld aux_ld */
+    int64_t aux_ld;
 };
 
 /* The heuristic's answer for one configuration (found = false: it has none). */
 struct lt_key {
     int device, dt, epi, ta, tb, tf32, align;
     uint64_t m, n, k;
-    int64_t lda, ldb, ldd;
+    int64_t lda, ldb, ldd, aux_ld;
 };
 struct lt_entry {
     lt_key key;
@@ -108,7 +112,7 @@ int g_cache_next;
 bool key_eq(const lt_key &x, const lt_key &y) {
     return x.device == y.device && x.dt == y.dt && x.epi == y.epi && x.ta == y.ta && x.tb == y.tb &&
            x.tf32 == y.tf32 && x.align == y.align && x.m == y.m && x.n == y.n && x.k == y.k &&
-           x.lda == y.lda && x.ldb == y.ldb && x.ldd == y.ldd;
+           x.lda == y.lda && x.ldb == y.ldb && x.ldd == y.ldd && x.aux_ld == y.aux_ld;
 }
 
 bool cache_find(const lt_key &key, lt_entry *out) {
@@ -169,6 +173,12 @@ cublasStatus_t make_descs(const lt_gemm &g, bool tf32, lt_descs *ds) {
                                           sizeof g.bias));
     LT_TRY(cublasLtMatmulDescSetAttribute(ds->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                           sizeof bias_type));
+    if (g.aux) { /* the aux matrix of the output's type (GELU) or a bit mask (RELU) */
+        LT_TRY(cublasLtMatmulDescSetAttribute(ds->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                              &g.aux, sizeof g.aux));
+        LT_TRY(cublasLtMatmulDescSetAttribute(ds->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                              &g.aux_ld, sizeof g.aux_ld));
+    }
     LT_TRY(cublasLtMatrixLayoutCreate(&ds->a, t, g.a.rows, g.a.cols, g.a.ld));
     LT_TRY(cublasLtMatrixLayoutCreate(&ds->b, t, g.b.rows, g.b.cols, g.b.ld));
     LT_TRY(cublasLtMatrixLayoutCreate(&ds->d, t, g.m, g.n, g.ldd));
@@ -180,10 +190,10 @@ cublasStatus_t make_descs(const lt_gemm &g, bool tf32, lt_descs *ds) {
  * no error recorded), -1 on an error (recorded). */
 int lt_run(int index, const char *what, const lt_gemm &g) {
     const bool tf32 = g.dt == TS_F32 && ts_cuda_allow_tf32();
-    const void *ptrs[4] = {g.a.data, g.b.data, g.d, g.bias};
-    const int align = alignment_of(ptrs, 4);
-    const lt_key key = {index, (int)g.dt, (int)g.epi, g.a.trans, g.b.trans, tf32, align,
-                        g.m,   g.n,       g.k,        g.a.ld,    g.b.ld,    g.ldd};
+    const void *ptrs[5] = {g.a.data, g.b.data, g.d, g.bias, g.aux};
+    const int align = alignment_of(ptrs, g.aux ? 5 : 4);
+    const lt_key key = {index, (int)g.dt, (int)g.epi, g.a.trans, g.b.trans, tf32,  align,
+                        g.m,   g.n,       g.k,        g.a.ld,    g.b.ld,    g.ldd, g.aux_ld};
     lt_descs ds;
     cublasStatus_t s = make_descs(g, tf32, &ds);
     if (s == CUBLAS_STATUS_NOT_SUPPORTED) return 0;
@@ -262,31 +272,69 @@ bool bias_then_gemm(int index, const ts_kview *out, const ts_kview *a, const ts_
 
 } /* namespace */
 
-void tsc_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
-                     const ts_kview *b, const ts_kview *bias) {
-    (void)be;
+namespace {
+
+/* The forward's GEMM, out^T (n x m, column-major) = b^T a^T, with epilogue epi: false where the
+ * views are not plain (out row-major, a and b row- or column-major, the bias packed, K >= 1). */
+bool forward_gemm(const ts_kview *out, const ts_kview *a, const ts_kview *b, const ts_kview *bias,
+                  cublasLtEpilogue_t epi, lt_gemm *g) {
     const int64_t m = out->shape[1], n = out->shape[2], k = a->shape[2];
-    if (m * n == 0 || !tsc_begin(index)) return;
-    /* out^T (n x m, column-major) = b^T a^T: out row-major, the bias packed */
     int64_t ldd = 0, lda = 0, ldb = 0;
     const int lo = tsc_mat_layout(m, n, out->strides[1], out->strides[2], &ldd);
     const int la = tsc_mat_layout(m, k, a->strides[1], a->strides[2], &lda);
     const int lb = tsc_mat_layout(k, n, b->strides[1], b->strides[2], &ldb);
     const bool packed = n == 1 || bias->strides[bias->ndim - 1] == 1;
-    if (k > 0 && lt_dtype(out->dtype) && lo == TSC_LAYOUT_ROW && la != TSC_LAYOUT_NONE &&
-        lb != TSC_LAYOUT_NONE && packed) {
-        lt_gemm g;
-        g.dt = out->dtype, g.epi = CUBLASLT_EPILOGUE_BIAS;
-        g.m = (uint64_t)n, g.n = (uint64_t)m, g.k = (uint64_t)k;
-        /* A = b^T (n x k): b row-major is b^T column-major; b column-major needs OP_T */
-        g.a = lt_op(b->data, lb == TSC_LAYOUT_COL, g.m, (uint64_t)k, ldb);
-        /* B = a^T (k x m) likewise */
-        g.b = lt_op(a->data, la == TSC_LAYOUT_COL, (uint64_t)k, g.n, lda);
-        g.d = out->data, g.ldd = ldd, g.bias = bias->data;
+    if (k < 1 || !lt_dtype(out->dtype) || lo != TSC_LAYOUT_ROW || la == TSC_LAYOUT_NONE ||
+        lb == TSC_LAYOUT_NONE || !packed)
+        return false;
+    *g = lt_gemm();
+    g->dt = out->dtype, g->epi = epi;
+    g->m = (uint64_t)n, g->n = (uint64_t)m, g->k = (uint64_t)k;
+    /* A = b^T (n x k): b row-major is b^T column-major; b column-major needs OP_T */
+    g->a = lt_op(b->data, lb == TSC_LAYOUT_COL, g->m, (uint64_t)k, ldb);
+    /* B = a^T (k x m) likewise */
+    g->b = lt_op(a->data, la == TSC_LAYOUT_COL, (uint64_t)k, g->n, lda);
+    g->d = out->data, g->ldd = ldd, g->bias = bias->data;
+    return true;
+}
+
+} /* namespace */
+
+void tsc_matmul_bias(const ts_backend *be, int index, const ts_kview *out, const ts_kview *a,
+                     const ts_kview *b, const ts_kview *bias) {
+    (void)be;
+    if (out->shape[1] * out->shape[2] == 0 || !tsc_begin(index)) return;
+    lt_gemm g;
+    if (forward_gemm(out, a, b, bias, CUBLASLT_EPILOGUE_BIAS, &g)) {
         const int rc = lt_run(index, "linear", g);
         if (rc != 0) return; /* done, or the error recorded */
     }
     (void)bias_then_gemm(index, out, a, b, bias);
+}
+
+/* The activation in the GEMM's epilogue (decision 0032): RELU_BIAS / GELU_BIAS, their AUX forms
+ * writing the pre-activation (GELU) or the sign mask (RELU) for the backward. cuBLASLt's GELU is
+ * the tanh approximation: the front end asks for it only for gelu_tanh. f32 (TF32 as matmul_bias),
+ * f16 and bf16; f64, views that are not plain, an aux ld cuBLASLt refuses (RELU: a multiple of
+ * 128 bits; GELU: of 8 elements) and shapes without an algorithm are declined (the front end
+ * composes). */
+bool tsc_matmul_bias_act(const ts_backend *be, int index, ts_epi_act act, const ts_kview *out,
+                         const ts_kview *a, const ts_kview *b, const ts_kview *bias,
+                         const ts_epi_aux *aux) {
+    (void)be;
+    const int64_t n = out->shape[2];
+    const bool relu = act == TS_EPI_RELU, with_aux = aux && aux->data;
+    if ((!relu && act != TS_EPI_GELU_TANH) || out->dtype == TS_F64 || out->shape[1] * n == 0)
+        return false;
+    if (with_aux && (aux->ld < n || aux->ld % (relu ? 128 : 8) != 0)) return false;
+    const cublasLtEpilogue_t epi =
+        relu ? (with_aux ? CUBLASLT_EPILOGUE_RELU_AUX_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS)
+             : (with_aux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS);
+    lt_gemm g;
+    if (!forward_gemm(out, a, b, bias, epi, &g)) return false;
+    if (with_aux) g.aux = aux->data, g.aux_ld = aux->ld;
+    if (!tsc_begin(index)) return true; /* the error recorded */
+    return lt_run(index, "linear", g) != 0;
 }
 
 bool tsc_matmul_bgrad(const ts_backend *be, int index, const ts_kview *dw, const ts_kview *db,
@@ -300,7 +348,7 @@ bool tsc_matmul_bgrad(const ts_backend *be, int index, const ts_kview *dw, const
     if (lg == TSC_LAYOUT_NONE || lx == TSC_LAYOUT_NONE) return false;
     if (!tsc_begin(index)) return true; /* the error recorded */
     /* dw^T (k x n, column-major, ld k) = x^T g; the bias gradient over B's columns (BGRADB) */
-    lt_gemm p;
+    lt_gemm p = lt_gemm();
     p.dt = g->dtype, p.epi = CUBLASLT_EPILOGUE_BGRADB;
     p.m = (uint64_t)k, p.n = (uint64_t)n, p.k = (uint64_t)m;
     /* A = x^T (k x m): x row-major is x^T column-major; x column-major needs OP_T */

@@ -433,6 +433,13 @@ extern "C" bool tsc_copy_h2d_async(int device, void *dst, const void *src, size_
                      "asynchronous copy to cuda", device);
 }
 
+extern "C" bool tsc_copy_d2h_async(int device, void *dst, const void *src, size_t n) {
+    if (!n) return true;
+    if (!tsc_set_device(device)) return false;
+    return tsc_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, tsc_stream(device)),
+                     "asynchronous copy from cuda", device);
+}
+
 bool tsc_copy_table_h2d(int index, void *dst, const void *src, size_t n, const char *what) {
     if (!n) return true;
     if (!tsc_set_device(index)) return false;

@@ -128,6 +128,7 @@ void tsi_sim_backend_init(void) {
     if (tsi_backend_for(TS_SIM) == &sim_backend) return;
     tsi_cpu_kernels_install(&sim_backend);
     tsi_sim_install_bgrad(&sim_backend);
+    tsi_sim_install_bias_act(&sim_backend);
     tsi_backend_register(&sim_backend);
 }
 

@@ -18,5 +18,8 @@ int tsi_sim_backend_count(void);
 size_t tsi_sim_backend_used(int index);
 /* Sets be->matmul_bgrad to sim's (sim_matmul_bgrad.c: the cpu kernels, the composition's order). */
 void tsi_sim_install_bgrad(struct ts_backend *be);
+/* Sets be->matmul_bias_act to sim's (sim_matmul_bias_act.c: the cpu kernels in the composition's
+ * order). */
+void tsi_sim_install_bias_act(struct ts_backend *be);
 
 #endif /* TS_SIM_BACKEND_H */
