@@ -4,8 +4,10 @@
  * grad, y's gradient given). Timed in the process's CPU time (CLOCK_PROCESS_CPUTIME_ID), not wall
  * time: on a shared host under load the wall clock mostly measures the wait for a core. Rounds
  * are interleaved (each round times every case once) and each case keeps its best round; a case
- * is the mean of REPS calls; then ts_add, layer_norm and rms_norm alone (forward).
- * Usage: bench_add_norm [ROWS COLS [ROUNDS [THREADS]]] (defaults 8192 768 9 1) */
+ * is the mean of REPS calls; then ts_add, layer_norm and rms_norm alone (forward). On sim:0 by
+ * default: the cpu backend declines the fused kernel (decision 0031), sim runs it with the cpu's
+ * kernels; "cpu" as DEVICE times the cpu's choice (both columns then the composition).
+ * Usage: bench_add_norm [ROWS COLS [ROUNDS [THREADS [DEVICE]]]] (defaults 8192 768 9 1 sim:0) */
 #define BENCH_NAME "bench_add_norm"
 #include <stdbool.h>
 #include <stdint.h>
@@ -68,13 +70,18 @@ int main(int argc, char **argv) {
     const int64_t rows = argc > 2 ? atoll(argv[1]) : 8192, cols = argc > 2 ? atoll(argv[2]) : 768;
     const int rounds = argc > 3 ? atoi(argv[3]) : 9, threads = argc > 4 ? atoi(argv[4]) : 1;
     ts_set_num_threads(threads);
+    ts_device dev = ts_sim(0);
+    if (argc > 5) ts_device_parse(argv[5], &dev);
+    /* sim:0 there unless TS_SIM_DEVICES made it */
+    if (dev.type == TS_SIM && !ts_device_is_available(dev)) ts_sim_configure(dev.index + 1, 0);
+    die_on_error("device");
     ts_manual_seed(1);
-    const ts_opts o = {.requires_grad = true};
+    const ts_opts o = {.requires_grad = true, .device = dev};
     env e = {ts_randn(TS_SHAPE(rows, cols), o),
              ts_randn(TS_SHAPE(rows, cols), o),
              ts_randn(TS_SHAPE(cols), o),
              ts_randn(TS_SHAPE(cols), o),
-             ts_randn(TS_SHAPE(rows, cols), (ts_opts){0}),
+             ts_randn(TS_SHAPE(rows, cols), (ts_opts){.device = dev}),
              cols};
     die_on_error("inputs");
     double best[NCASES];
@@ -86,8 +93,9 @@ int main(int argc, char **argv) {
             const double t = (cpu_s() - t0) / REPS;
             if (t < best[k]) best[k] = t;
         }
-    printf("[%lld, %lld] float32, %d thread(s), best of %d rounds of %d calls, ms of CPU time\n",
-           (long long)rows, (long long)cols, threads, rounds, REPS);
+    printf("[%lld, %lld] float32 on %s, %d thread(s), best of %d rounds of %d calls, ms of CPU "
+           "time\n",
+           (long long)rows, (long long)cols, ts_device_str(dev), threads, rounds, REPS);
     printf("| case | ts_add + norm | fused | unfused / fused |\n|---|---|---|---|\n");
     static const char *names[4] = {"layer_norm forward", "rms_norm forward",
                                    "layer_norm forward + backward", "rms_norm forward + backward"};

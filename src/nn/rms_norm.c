@@ -110,8 +110,11 @@ static ts_tensor *rms_forward(ts_module *self, ts_tensor *x) {
 
 static void rms_extra(ts_module *self, char *buf, size_t n) {
     rms_m *m = (rms_m *)self;
-    char eps[40] = "None";
-    if (m->eps > 0) tsi_py_float(m->eps, eps, sizeof eps);
+    char eps[40] = "None"; /* eps 0: None; -0.0: an explicit 0.0 (ts_rms_norm) */
+    if (m->eps == 0 && signbit(m->eps))
+        snprintf(eps, sizeof eps, "0.0");
+    else if (m->eps != 0)
+        tsi_py_float(m->eps, eps, sizeof eps);
     size_t k = 0;
     for (int i = 0; i < m->shape.ndim && k < n; i++)
         k +=

@@ -294,6 +294,10 @@ def test_rms_norm_explicit_zero_eps(device):
     m = tessera.nn.RMSNorm(2, eps=0.0).to(device)
     for a, b in zip(_flat(m(x32)), wz):
         assert abs(a - b) <= 1e-5 * abs(b), (a, b)
+    # the repr says what PyTorch's says
+    assert "eps=0.0," in repr(m)
+    assert "eps=None," in repr(tessera.nn.RMSNorm(2))
+    assert "eps=1e-06," in repr(tessera.nn.RMSNorm(2, eps=1e-6))
 
 
 @pytest.mark.parametrize("device", ["cpu", "sim:0"])
