@@ -70,8 +70,8 @@ typedef struct ts_profile_event {
     uint64_t flow;   /* forward op -> its backward node: the same nonzero id on both */
     int64_t bytes;   /* a transfer's bytes; a memory sample's allocated bytes */
     ts_transfer_kind transfer;
-    bool pinned;    /* a transfer from or to pinned host memory */
-    char shape[64]; /* record_shapes: the result's "[2, 3] float32" */
+    bool pinned;          /* a transfer from or to pinned host memory */
+    char shape[64];       /* record_shapes: the result's "[2, 3] float32" */
     uint64_t correlation; /* an op and its TS_PROF_KERNEL span: the same nonzero id on both */
 } ts_profile_event;
 

@@ -35,7 +35,7 @@ typedef struct tsi_prof_thread {
     atomic_size_t n;
     size_t n_chunks;
     int64_t dropped;
-    atomic_bool dead; /* its thread ended: freed at the next start */
+    atomic_bool dead;   /* its thread ended: freed at the next start */
     tsi_prof_kmark *km; /* device-time spans of this session, read and freed at its stop */
     size_t n_km, cap_km;
     tsi_prof_chunk *chunks[TSI_PROF_MAX_CHUNKS];

@@ -469,6 +469,24 @@ static void merge_runs(walk *w, const tsi_place_self *ops, void *state) {
 }
 
 /* ts_module_place for a type with units of its own: the same assignment, its own install */
+/* The plan of a finished placement: printed with verbose, handed to *plan when asked (else
+ * freed). */
+static bool report_plan(const walk *w, const ts_mem_budget *b, int nb, const size_t *used,
+                        const tsi_ovr *ov, bool verbose, ts_place_plan *plan) {
+    ts_place_plan p;
+    if (!fill_plan(w, b, nb, used, ov, &p)) return false;
+    if (verbose) {
+        char *s = ts_place_plan_str(&p);
+        if (s) fprintf(stderr, "module_place: plan\n%s", s);
+        free(s);
+    }
+    if (plan)
+        *plan = p;
+    else
+        ts_place_plan_free(&p);
+    return true;
+}
+
 static ts_status place_self(const tsi_place_self *ops, ts_module *m, const ts_mem_budget *b, int nb,
                             ts_place_opts opts, ts_place_plan *plan) {
     if (opts.overrides && *opts.overrides)
@@ -501,17 +519,7 @@ static ts_status place_self(const tsi_place_self *ops, ts_module *m, const ts_me
     if (ok && !opts.dry_run) ok = ops->install(m, state, dev, b, nb, opts.output_device);
     if (ok && (plan || opts.verbose)) {
         merge_runs(&w, ops, state);
-        ts_place_plan p;
-        ok = fill_plan(&w, b, nb, used, &none, &p);
-        if (ok && opts.verbose) {
-            char *s = ts_place_plan_str(&p);
-            if (s) fprintf(stderr, "module_place: plan\n%s", s);
-            free(s);
-        }
-        if (ok && plan)
-            *plan = p;
-        else if (ok)
-            ts_place_plan_free(&p);
+        ok = report_plan(&w, b, nb, used, &none, opts.verbose, plan);
     }
     if (ops->free_state) ops->free_state(state);
     free(items);
@@ -566,19 +574,8 @@ ts_status ts_module_place(ts_module *m, const ts_mem_budget *budgets, int n_budg
         unplace(m);
         ok = install(&w, m, budgets, opts.output_device, &ov);
     }
-    if (ok && (plan || opts.verbose)) {
-        ts_place_plan p;
-        ok = fill_plan(&w, budgets, n_budgets, used, &ov, &p);
-        if (ok && opts.verbose) {
-            char *s = ts_place_plan_str(&p);
-            if (s) fprintf(stderr, "module_place: plan\n%s", s);
-            free(s);
-        }
-        if (ok && plan)
-            *plan = p;
-        else if (ok)
-            ts_place_plan_free(&p);
-    }
+    if (ok && (plan || opts.verbose))
+        ok = report_plan(&w, budgets, n_budgets, used, &ov, opts.verbose, plan);
     free(used);
     free(w.mods);
     free(w.units);

@@ -192,7 +192,7 @@ static void grad_ready(ts_tensor *leaf, void *ctx) {
         if (ts_error() || !grad_fits(q, g)) return;
         if (q->stage) wait_use(q, &q->h2d); /* the last weight copy has read stage (cuda) */
         grad_to_host(q, q->stage ? q->stage : q->hgrad, g); /* the cast waits for the step */
-        if (ts_error()) return;                          /* a failed copy (cuda) */
+        if (ts_error()) return;                             /* a failed copy (cuda) */
         q->g_uid = g->storage->uid;
         q->g_version = atomic_load(&g->storage->version);
         q->g_data = tsi_kview(g).data;

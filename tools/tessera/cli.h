@@ -60,7 +60,7 @@ typedef struct tcli_opts {
     bool offload_optimizer; /* --offload-optimizer: master weights and state on the host */
     const char *max_memory; /* --max-memory: per-device budgets, the model placed (placement.h) */
     const char *override_tensor; /* --override-tensor: pattern=device rules (with --max-memory) */
-    int stream_weights;     /* --stream-weights K: weights streamed, K units ahead (-1: off) */
+    int stream_weights;          /* --stream-weights K: weights streamed, K units ahead (-1: off) */
     /* generate */
     const char *prompt;
     int tokens, top_k;
