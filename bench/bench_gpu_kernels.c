@@ -19,6 +19,12 @@
  *                              form, Sequential(Linear, act), forward + backward: the activation
  *                              in cuBLASLt's epilogue (matmul_bias_act, decision 0032)
  *   linear_*_{f32,bf16}_unfused  the same as linear, then the activation's own ops
+ *   mlp_{relu,gelu_tanh}_{f32,bf16}  GPT-2's whole MLP, Sequential(Linear(768, 3072), act,
+ *                              Linear(3072, 768)) on [8192, 768], forward + backward: one node
+ *                              (mlp_fused.c), the activation's gradient and the first bias
+ *                              gradient in the second layer's input-gradient GEMM
+ *                              (matmul_dact_bgrad: DRELU_BGRAD / DGELU_BGRAD, decision 0032)
+ *   mlp_*_{f32,bf16}_unfused   the same as linear, the activation's own ops, linear
  * Each line is "name ms-per-call ms": the median of rounds of calls between two device
  * synchronisations, after a warm-up round; "name: failed: <message>" when the case fails. Without
  * a GPU prints "bench_gpu_kernels: SKIP: <reason>" and exits 0. Usage: bench_gpu_kernels [quick]
@@ -282,6 +288,53 @@ static void bench_linear_act(const char *name, ts_dtype dt, bool gelu, bool unfu
         ts_module_free(lin), ts_module_free(act);
 }
 
+/* GPT-2's MLP: Sequential(Linear, ReLU or GELU(approximate='tanh'), Linear), one node whose
+ * backward takes matmul_dact_bgrad, or `unfused`: linear, the activation's ops, linear */
+typedef struct {
+    ts_module *seq;
+    ts_tensor *x, *p[4], *dy; /* p (W1, b1, W2, b2) borrowed from seq */
+    bool gelu, unfused;
+} mlp_ctx;
+
+static bool mlp_call(void *p) {
+    mlp_ctx *c = p;
+    ts_tensor *y;
+    if (c->unfused) {
+        ts_tensor *z = ts_linear(c->x, c->p[0], c->p[1]);
+        y = ts_linear(c->gelu ? ts_gelu_tanh(z) : ts_relu(z), c->p[2], c->p[3]);
+    } else {
+        y = ts_forward(c->seq, c->x);
+    }
+    if (!y) return false;
+    ts_backward_with(y, c->dy);
+    ts_set_grad(c->x, NULL);
+    for (int i = 0; i < 4; i++) ts_set_grad(c->p[i], NULL);
+    return true;
+}
+
+static void bench_mlp(const char *name, ts_dtype dt, bool gelu, bool unfused, int runs) {
+    const int64_t rows = d(8192, 64), in = d(768, 96), hid = d(3072, 80);
+    const ts_linear_opts o = {.dtype = dt, .device = bench_device};
+    ts_module *ms[3] = {ts_linear_new_ex(in, hid, o),
+                        gelu ? ts_gelu_new_ex(TS_GELU_TANH) : ts_relu_new(),
+                        ts_linear_new_ex(hid, in, o)};
+    ts_module *seq = ms[0] && ms[1] && ms[2] ? ts_sequential_new(3, ms) : NULL;
+    static const char *const names[4] = {"0.weight", "0.bias", "2.weight", "2.bias"};
+    mlp_ctx c = {.seq = seq,
+                 .x = leaf(TS_SHAPE(rows, in), dt, 1, true),
+                 .dy = leaf(TS_SHAPE(rows, in), dt, 1, false),
+                 .gelu = gelu,
+                 .unfused = unfused};
+    bool ok = seq && c.x && c.dy;
+    for (int i = 0; i < 4 && ok; i++) ok = (c.p[i] = ts_module_get(seq, names[i])) != NULL;
+    report(name, ok ? time_calls(mlp_call, &c, 10, runs) : -1);
+    ts_release(c.x), ts_release(c.dy);
+    if (seq)
+        ts_module_free(seq);
+    else
+        for (int i = 0; i < 3; i++) ts_module_free(ms[i]);
+}
+
 static int gpt2_shapes(ts_shape *s) {
     const int64_t v = d(50257, 500), t = d(1024, 64), c = d(768, 32);
     int n = 0;
@@ -350,5 +403,13 @@ int main(int argc, char **argv) {
     bench_linear_act("linear_gelu_tanh_f32_unfused", TS_F32, true, true, runs);
     bench_linear_act("linear_gelu_tanh_bf16", TS_BF16, true, false, runs);
     bench_linear_act("linear_gelu_tanh_bf16_unfused", TS_BF16, true, true, runs);
+    bench_mlp("mlp_relu_f32", TS_F32, false, false, runs);
+    bench_mlp("mlp_relu_f32_unfused", TS_F32, false, true, runs);
+    bench_mlp("mlp_relu_bf16", TS_BF16, false, false, runs);
+    bench_mlp("mlp_relu_bf16_unfused", TS_BF16, false, true, runs);
+    bench_mlp("mlp_gelu_tanh_f32", TS_F32, true, false, runs);
+    bench_mlp("mlp_gelu_tanh_f32_unfused", TS_F32, true, true, runs);
+    bench_mlp("mlp_gelu_tanh_bf16", TS_BF16, true, false, runs);
+    bench_mlp("mlp_gelu_tanh_bf16_unfused", TS_BF16, true, true, runs);
     return 0;
 }

@@ -158,6 +158,26 @@ def bench_linear_act(name, dtype, gelu, unfused):
     report(name, time_calls(call, 20))
 
 
+def bench_mlp(name, dtype, gelu, unfused):
+    # GPT-2's MLP, eager nn.Sequential(Linear, ReLU / GELU(approximate="tanh"), Linear): linear,
+    # the activation's kernel, linear; `unfused`: mm + add for both layers
+    x = leaf((8192, 768), dtype, grad=True)
+    w1, b1 = leaf((3072, 768), dtype, 0.02, grad=True), leaf(3072, dtype, 0.02, grad=True)
+    w2, b2 = leaf((768, 3072), dtype, 0.02, grad=True), leaf(768, dtype, 0.02, grad=True)
+    dy = leaf((8192, 768), dtype)
+
+    def lin(t, w, b):
+        return torch.mm(t, w.t()) + b if unfused else F.linear(t, w, b)
+
+    def call():
+        z = lin(x, w1, b1)
+        y = lin(F.gelu(z, approximate="tanh") if gelu else F.relu(z), w2, b2)
+        y.backward(dy)
+        clear(x, w1, b1, w2, b2)
+
+    report(name, time_calls(call, 10))
+
+
 def main():
     if not torch.cuda.is_available():
         print("bench_gpu_kernels_torch: SKIP: torch.cuda is not available")
@@ -187,6 +207,11 @@ def main():
             for unfused in (False, True):
                 name = f"linear_{act}_{tag}" + ("_unfused" if unfused else "")
                 bench_linear_act(name, dtype, act == "gelu_tanh", unfused)
+    for act in ("relu", "gelu_tanh"):
+        for tag, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+            for unfused in (False, True):
+                name = f"mlp_{act}_{tag}" + ("_unfused" if unfused else "")
+                bench_mlp(name, dtype, act == "gelu_tanh", unfused)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host_read_util.h"
 #include "tessera.h"
 #include "ts_test.h"
 
@@ -22,10 +23,6 @@ static int ndev;
 /* ------------------------------------------------------------------ tensors */
 static ts_tensor *mk(const double *v, int64_t n, ts_dtype dt, ts_device d) {
     return ts_to(ts_to_dtype(ts_tensor_f64(TS_SHAPE(n), v, (ts_opts){.device = ts_cpu()}), dt), d);
-}
-static bool rd(ts_tensor *t, double *out, int64_t n) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(t, ts_cpu()), TS_F64) : NULL;
-    return h && ts_numel(h) == n && ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK;
 }
 
 /* ------------------------------------------------------------------ references (long double)

@@ -40,7 +40,8 @@ static void test_lower_values(void) {
 }
 
 /* fp32 ops on lower-precision input compute in f32: the result equals the f32 op on the same
- * (exactly widened) values, which a lower-precision computation would miss by ~1e-3. */
+ * (exactly widened) values, which a lower-precision computation would miss by ~1e-3. CUDA's lists
+ * (sim); the CPU's do not list softmax, sum or exp: they stay in the lower dtype there. */
 static void test_fp32_values(void) {
     ts_scope_begin();
     ts_tensor *x = randu(TS_SHAPE(4, 33), cfg_lower, -3, 3);
@@ -51,9 +52,14 @@ static void test_fp32_values(void) {
     ts_tensor *sm = ts_softmax(x, 1), *sum = ts_sum_dim(x, 1, false), *e = ts_exp(x);
     ts_autocast_end();
     CHECK_OK();
-    CHECK(max_diff(sm, ref_sm, 4 * 33) < 1e-6);
-    CHECK(max_diff(sum, ref_sum, 4) < 1e-4);
-    CHECK(max_diff(e, ref_exp, 4 * 33) < 1e-4);
+    if (cfg_dev.type == TS_CPU) {
+        CHECK(ts_dtype_of(sm) == cfg_lower && ts_dtype_of(sum) == cfg_lower &&
+              ts_dtype_of(e) == cfg_lower);
+    } else {
+        CHECK(max_diff(sm, ref_sm, 4 * 33) < 1e-6);
+        CHECK(max_diff(sum, ref_sum, 4) < 1e-4);
+        CHECK(max_diff(e, ref_exp, 4 * 33) < 1e-4);
+    }
     /* and without autocast the same ops stay in lower precision */
     CHECK(ts_dtype_of(ts_softmax(x, 1)) == cfg_lower);
     ts_scope_end();
@@ -130,9 +136,10 @@ static void test_gradients(void) {
     ts_set_requires_grad(b, true);
     ts_autocast_begin(cfg_dev.type, cfg_lower);
     ts_tensor *y = ts_linear(x, w, b);
-    ts_tensor *loss = ts_sum(y); /* fp32 */
+    ts_tensor *loss = ts_sum(y); /* fp32 on CUDA's lists (sim); the CPU's leave sum alone */
     ts_autocast_end();
-    CHECK(ts_dtype_of(y) == cfg_lower && ts_dtype_of(loss) == TS_F32);
+    CHECK(ts_dtype_of(y) == cfg_lower &&
+          ts_dtype_of(loss) == (cfg_dev.type == TS_CPU ? cfg_lower : TS_F32));
     CHECK_STREQ(ts_grad_fn_name(loss), "SumBackward0");
     ts_backward(loss);
     CHECK_OK();

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host_read_util.h"
 #include "tessera.h"
 #include "ts_test.h"
 
@@ -24,11 +25,6 @@ static void fill(double *v, int64_t n, int seed) {
 }
 static ts_tensor *mk(ts_shape s, const double *v, ts_dtype dt, ts_device d) {
     return ts_to(ts_to_dtype(ts_tensor_f64(s, v, (ts_opts){.dtype = TS_F64}), dt), d);
-}
-/* t's values as doubles (n of them) */
-static bool rd(ts_tensor *t, double *out, int64_t n) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(ts_contiguous(t), ts_cpu()), TS_F64) : NULL;
-    return h && ts_numel(h) == n && ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK;
 }
 
 /* (sum_m |a[m] - b[m]|^p)^(1/p) over m < M, a and b at strides sa, sb */

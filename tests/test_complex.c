@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "host_read_util.h"
 #include "tessera.h"
 #include "tessera/autograd.h"
 #include "tessera/complex.h"
@@ -41,10 +42,6 @@ static bool rdc(ts_tensor *t, double complex *out, int64_t n) {
     h = h ? ts_contiguous(h) : NULL;
     return h && ts_numel(h) == 2 * n &&
            ts_copy_to_host(h, out, (size_t)n * sizeof(double complex)) == TS_OK;
-}
-static bool rd(ts_tensor *t, double *out, int64_t n) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(ts_contiguous(t), ts_cpu()), TS_F64) : NULL;
-    return h && ts_numel(h) == n && ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK;
 }
 
 /* |got - ref| <= tol * (1 + |ref|) elementwise */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "fault_sweep.h"
+#include "host_read_util.h"
 #include "tessera.h"
 #include "tessera/autograd.h"
 #include "ts_test.h"
@@ -36,10 +37,6 @@ static ts_tensor *mk(ts_shape s, const double *v, ts_dtype dt, ts_device d) {
 }
 static ts_tensor *mki(ts_shape s, const int64_t *v, ts_dtype dt, ts_device d) {
     return ts_to(ts_to_dtype(ts_tensor_i64(s, v, (ts_opts){.dtype = TS_I64}), dt), d);
-}
-static bool rd(ts_tensor *t, double *out, int64_t n) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(ts_contiguous(t), ts_cpu()), TS_F64) : NULL;
-    return h && ts_numel(h) == n && ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK;
 }
 
 /* a bag problem: weight [N, D], n indices; off (bags + 1 bounds) or width */

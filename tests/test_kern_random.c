@@ -13,40 +13,9 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/kernel_math.h"
 #include "backend/philox.h"
+#include "kern_access.h"
 #include "stats.h"
 #include "ts_test.h"
-
-static size_t esz(ts_dtype dt) {
-    switch (dt) {
-    case TS_F64:
-    case TS_I64:
-        return 8;
-    case TS_F32:
-    case TS_I32:
-        return 4;
-    case TS_F16:
-    case TS_BF16:
-        return 2;
-    default:
-        return 1;
-    }
-}
-
-static double rd(ts_dtype dt, const char *base, int64_t off) {
-    const char *p = base + (size_t)off * esz(dt);
-    switch (dt) {
-    case TS_F32:
-        return *(const float *)p;
-    case TS_F64:
-        return *(const double *)p;
-    case TS_I64:
-        return (double)*(const int64_t *)p;
-    case TS_I32:
-        return *(const int32_t *)p;
-    default:
-        return *(const uint8_t *)p;
-    }
-}
 
 #define EXPECT(cond, ...)                                                                          \
     do {                                                                                           \
@@ -57,12 +26,7 @@ static double rd(ts_dtype dt, const char *base, int64_t off) {
 
 static void gen(ts_random_kind kind, ts_dtype dt, void *data, int nd, const int64_t *shape,
                 const int64_t *strides, double p0, double p1, uint64_t seed, uint64_t offset) {
-    ts_kview v;
-    memset(&v, 0, sizeof v);
-    v.data = data;
-    v.dtype = dt;
-    v.ndim = nd;
-    for (int d = 0; d < nd; d++) v.shape[d] = shape[d], v.strides[d] = strides[d];
+    ts_kview v = kv(data, dt, nd, shape, strides);
     tsi_cpu_random(NULL, 0, kind, &v, p0, p1, seed, offset);
 }
 
@@ -155,7 +119,7 @@ static void test_random(void) {
             int bad = 0;
             for (int64_t i = 0; i < 200; i++)
                 for (int64_t j = 0; j < 500; j++)
-                    bad += rd(dt, a, i * 500 + j) != rd(dt, b, i + j * 200);
+                    bad += get(dt, a, i * 500 + j) != get(dt, b, i + j * 200);
             EXPECT(bad == 0, "random kind %d: strided output differs (%d)", kind, bad);
             free(a);
             free(b);
@@ -171,7 +135,7 @@ static void test_random(void) {
             int bad = 0;
             for (int64_t i = 0; i < 995; i += 37) {
                 gen((ts_random_kind)kind, dt, b, 1, s5, st, -1, 100, 99, (uint64_t)i);
-                for (int k = 0; k < 5; k++) bad += rd(dt, b, k) != rd(dt, a, i + k);
+                for (int k = 0; k < 5; k++) bad += get(dt, b, k) != get(dt, a, i + k);
             }
             EXPECT(bad == 0, "random kind %d dtype %d: counter property broken (%d)", kind, dt,
                    bad);

@@ -11,90 +11,10 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/kernel_math.h"
+#include "kern_access.h"
 #include "ts_test.h"
 
 /* ------------------------------------------------------------------ helpers */
-static size_t esz(ts_dtype dt) {
-    switch (dt) {
-    case TS_F64:
-    case TS_I64:
-        return 8;
-    case TS_F32:
-    case TS_I32:
-        return 4;
-    case TS_F16:
-    case TS_BF16:
-        return 2;
-    default:
-        return 1;
-    }
-}
-
-static bool isflt(ts_dtype dt) {
-    return dt == TS_F32 || dt == TS_F64 || dt == TS_F16 || dt == TS_BF16;
-}
-
-static double rd(ts_dtype dt, const char *base, int64_t off) {
-    const char *p = base + (size_t)off * esz(dt);
-    switch (dt) {
-    case TS_F32:
-        return *(const float *)p;
-    case TS_F64:
-        return *(const double *)p;
-    case TS_F16:
-        return ts_f16_to_f32(*(const uint16_t *)p);
-    case TS_BF16:
-        return ts_bf16_to_f32(*(const uint16_t *)p);
-    case TS_I64:
-        return (double)*(const int64_t *)p;
-    case TS_I32:
-        return *(const int32_t *)p;
-    default:
-        return *(const uint8_t *)p;
-    }
-}
-
-static void wr(ts_dtype dt, char *base, int64_t off, double v) {
-    char *p = base + (size_t)off * esz(dt);
-    switch (dt) {
-    case TS_F32:
-        *(float *)p = (float)v;
-        break;
-    case TS_F64:
-        *(double *)p = v;
-        break;
-    case TS_F16:
-        *(uint16_t *)p = ts_f32_to_f16((float)v);
-        break;
-    case TS_BF16:
-        *(uint16_t *)p = ts_f32_to_bf16((float)v);
-        break;
-    case TS_I64:
-        *(int64_t *)p = (int64_t)v;
-        break;
-    case TS_I32:
-        *(int32_t *)p = (int32_t)v;
-        break;
-    case TS_BOOL:
-        *(uint8_t *)p = v != 0;
-        break;
-    default:
-        *(uint8_t *)p = (uint8_t)v;
-        break;
-    }
-}
-
-static ts_kview mkview(void *data, ts_dtype dt, int nd, const int64_t *shape,
-                       const int64_t *strides) {
-    ts_kview v;
-    memset(&v, 0, sizeof v);
-    v.data = data;
-    v.dtype = dt;
-    v.ndim = nd;
-    for (int d = 0; d < nd; d++) v.shape[d] = shape[d], v.strides[d] = strides[d];
-    return v;
-}
-
 static void contig(int nd, const int64_t *shape, int64_t *strides, int64_t mult) {
     int64_t s = mult;
     for (int d = nd - 1; d >= 0; d--) strides[d] = s, s *= shape[d];
@@ -219,9 +139,9 @@ static void check_reduce(ts_dtype dt, int nd, const int64_t *ps, const int *perm
         else
             v = floor(urand() * (op == TS_R_PROD ? 5 : 201)) - (op == TS_R_PROD ? 2 : 100);
         if (nan_every && isflt(dt) && i % nan_every == 3) v = NAN;
-        wr(dt, buf, i, v);
+        put(dt, buf, i, v);
     }
-    ts_kview in = mkview(buf, dt, nd, vs, vstr);
+    ts_kview in = kv(buf, dt, nd, vs, vstr);
     int nl = nd - nred;
     int64_t outputs = numel(nl, vs), n = numel(nred, vs + nl);
     bool ints = !isflt(dt) && (op == TS_R_SUM || op == TS_R_PROD || op == TS_R_MAX ||
@@ -234,18 +154,18 @@ static void check_reduce(ts_dtype dt, int nd, const int64_t *ps, const int *perm
     int64_t ostr[TS_MAX_DIMS];
     contig(nl, vs, ostr, 2);
     char *obuf = calloc((size_t)(2 * outputs + 1), esz(odt)); /* calloc: GCC 13's warning */
-    for (int64_t i = 0; i < 2 * outputs + 1; i++) wr(odt, obuf, i, 77);
-    double sentinel = rd(odt, obuf, 0);
-    ts_kview out = mkview(obuf, odt, nl, vs, ostr);
+    for (int64_t i = 0; i < 2 * outputs + 1; i++) put(odt, obuf, i, 77);
+    double sentinel = get(odt, obuf, 0);
+    ts_kview out = kv(obuf, odt, nl, vs, ostr);
     tsi_cpu_reduce(NULL, 0, op, &out, &in, nred, corr);
     double *x = malloc((size_t)(n ? n : 1) * sizeof *x);
-    ts_kview red = mkview(buf, dt, nred, vs + nl, vstr + nl);
+    ts_kview red = kv(buf, dt, nred, vs + nl, vstr + nl);
     double rtol = isflt(dt) ? rtol_of(odt) : 0;
     if (isflt(dt) && (op == TS_R_VAR || op == TS_R_STD)) rtol *= 10;
     for (int64_t o = 0; o < outputs; o++) {
-        ts_kview lead = mkview(buf, dt, nl, vs, vstr);
+        ts_kview lead = kv(buf, dt, nl, vs, vstr);
         int64_t base = voff(&lead, o);
-        for (int64_t r = 0; r < n; r++) x[r] = rd(dt, buf, base + voff(&red, r));
+        for (int64_t r = 0; r < n; r++) x[r] = get(dt, buf, base + voff(&red, r));
         double want = ref_reduce(op, x, n, corr);
         if (ints && op == TS_R_PROD) { /* int64 products wrap */
             uint64_t w = 1;
@@ -254,14 +174,14 @@ static void check_reduce(ts_dtype dt, int nd, const int64_t *ps, const int *perm
         }
         if (odt == TS_F16 || odt == TS_BF16) { /* the output's own range and rounding */
             char tmp[2];
-            wr(odt, tmp, 0, want);
-            want = rd(odt, tmp, 0);
+            put(odt, tmp, 0, want);
+            want = get(odt, tmp, 0);
         }
-        double got = rd(odt, obuf, 2 * o);
+        double got = get(odt, obuf, 2 * o);
         EXPECT(close_to(got, want, rtol, 1e-12),
                "reduce %s dt=%d nred=%d perm0=%d o=%lld: got %.17g want %.17g", op_name[op], dt,
                nred, perm[0], (long long)o, got, want);
-        EXPECT(rd(odt, obuf, 2 * o + 1) == sentinel, "reduce %s wrote between outputs",
+        EXPECT(get(odt, obuf, 2 * o + 1) == sentinel, "reduce %s wrote between outputs",
                op_name[op]);
     }
     free(x);
@@ -325,29 +245,29 @@ static void test_reduce(void) {
     {
         float dummy = 0;
         int64_t sh[2] = {3, 0}, st[2] = {0, 1}, osh[1] = {3}, ost[1] = {1};
-        ts_kview in = mkview(&dummy, TS_F32, 2, sh, st);
+        ts_kview in = kv(&dummy, TS_F32, 2, sh, st);
         const ts_reduce_op eops[] = {TS_R_SUM, TS_R_PROD,      TS_R_MEAN, TS_R_VAR,
                                      TS_R_STD, TS_R_LOGSUMEXP, TS_R_NORM2};
         const double ewant[] = {0, 1, NAN, NAN, NAN, -INFINITY, 0};
         for (int k = 0; k < 7; k++) {
             float o[3] = {5, 5, 5};
-            ts_kview out = mkview(o, TS_F32, 1, osh, ost);
+            ts_kview out = kv(o, TS_F32, 1, osh, ost);
             tsi_cpu_reduce(NULL, 0, eops[k], &out, &in, 1, 1.0);
             for (int i = 0; i < 3; i++)
                 EXPECT(close_to(o[i], ewant[k], 0, 0), "empty %s: %g", op_name[eops[k]], o[i]);
         }
         int64_t isum[3] = {9, 9, 9};
         uint8_t bdummy = 0;
-        ts_kview bin = mkview(&bdummy, TS_BOOL, 2, sh, st);
-        ts_kview iout = mkview(isum, TS_I64, 1, osh, ost);
+        ts_kview bin = kv(&bdummy, TS_BOOL, 2, sh, st);
+        ts_kview iout = kv(isum, TS_I64, 1, osh, ost);
         tsi_cpu_reduce(NULL, 0, TS_R_SUM, &iout, &bin, 1, 0);
         CHECK(isum[0] == 0 && isum[1] == 0 && isum[2] == 0);
         /* no outputs at all: nothing may be touched */
         int64_t sh2[2] = {0, 4};
-        ts_kview in2 = mkview(&dummy, TS_F32, 2, sh2, st);
+        ts_kview in2 = kv(&dummy, TS_F32, 2, sh2, st);
         float o2 = 5;
         int64_t osh2[1] = {0};
-        ts_kview out2 = mkview(&o2, TS_F32, 1, osh2, ost);
+        ts_kview out2 = kv(&o2, TS_F32, 1, osh2, ost);
         tsi_cpu_reduce(NULL, 0, TS_R_SUM, &out2, &in2, 1, 0);
         CHECK(o2 == 5);
     }
@@ -355,7 +275,7 @@ static void test_reduce(void) {
     {
         int64_t v[4] = {(1ll << 60) + 1, (1ll << 60) + 3, (1ll << 60) + 2, -5};
         int64_t sh[1] = {4}, st[1] = {1}, r = 0;
-        ts_kview in = mkview(v, TS_I64, 1, sh, st), out = mkview(&r, TS_I64, 0, sh, st);
+        ts_kview in = kv(v, TS_I64, 1, sh, st), out = kv(&r, TS_I64, 0, sh, st);
         tsi_cpu_reduce(NULL, 0, TS_R_MAX, &out, &in, 1, 0);
         CHECK(r == (1ll << 60) + 3);
         tsi_cpu_reduce(NULL, 0, TS_R_ARGMAX, &out, &in, 1, 0);
@@ -367,7 +287,7 @@ static void test_reduce(void) {
     {
         double v[3] = {1000, 1000, -INFINITY}, r;
         int64_t sh[1] = {3}, st[1] = {1};
-        ts_kview in = mkview(v, TS_F64, 1, sh, st), out = mkview(&r, TS_F64, 0, sh, st);
+        ts_kview in = kv(v, TS_F64, 1, sh, st), out = kv(&r, TS_F64, 0, sh, st);
         tsi_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
         CHECK_NEAR(r, 1000 + log(2.0), 1e-12);
         v[0] = v[1] = -INFINITY;
@@ -394,7 +314,7 @@ static double lse_ref(const float *x, int64_t n) {
 static float lse_f32(const float *x, int64_t n) {
     float r = 0;
     int64_t sh[1] = {n}, st[1] = {1};
-    ts_kview in = mkview((void *)x, TS_F32, 1, sh, st), out = mkview(&r, TS_F32, 0, sh, st);
+    ts_kview in = kv((void *)x, TS_F32, 1, sh, st), out = kv(&r, TS_F32, 0, sh, st);
     tsi_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
     return r;
 }
@@ -448,7 +368,7 @@ static void test_logsumexp_f32(void) {
             }
             uint16_t r = 0;
             int64_t sh[1] = {n}, st[1] = {1};
-            ts_kview in = mkview(h, dt, 1, sh, st), out = mkview(&r, dt, 0, sh, st);
+            ts_kview in = kv(h, dt, 1, sh, st), out = kv(&r, dt, 0, sh, st);
             tsi_cpu_reduce(NULL, 0, TS_R_LOGSUMEXP, &out, &in, 1, 0);
             const double want = lse_ref(x, n), got = half ? ts_bf16_to_f32(r) : ts_f16_to_f32(r);
             int e;
@@ -471,11 +391,10 @@ static void test_reduce_threads(void) {
         float r[2][21];
         for (int t = 0; t < 2; t++) {
             omp_set_num_threads(t + 1);
-            ts_kview in = mkview(x, TS_F32, 1, sh, st), out = mkview(&r[t][0], TS_F32, 0, sh, st);
+            ts_kview in = kv(x, TS_F32, 1, sh, st), out = kv(&r[t][0], TS_F32, 0, sh, st);
             if (op == TS_R_ARGMAX || op == TS_R_ARGMIN) continue;
             tsi_cpu_reduce(NULL, 0, (ts_reduce_op)op, &out, &in, 1, 1);
-            ts_kview cin = mkview(x, TS_F32, 2, csh, cst),
-                     cout = mkview(&r[t][1], TS_F32, 1, osh, st);
+            ts_kview cin = kv(x, TS_F32, 2, csh, cst), cout = kv(&r[t][1], TS_F32, 1, osh, st);
             tsi_cpu_reduce(NULL, 0, (ts_reduce_op)op, &cout, &cin, 1, 1);
         }
         if (op != TS_R_ARGMAX && op != TS_R_ARGMIN)
@@ -503,8 +422,8 @@ static void check_softmax(ts_dtype dt, int nd, const int64_t *ps, const int *per
         contig(nd, vs, ostr, 1);
     }
     char *buf = malloc((size_t)total * esz(dt)), *obuf = malloc((size_t)total * esz(dt));
-    for (int64_t i = 0; i < total; i++) wr(dt, buf, i, (urand() * 2 - 1) * scale);
-    ts_kview in = mkview(buf, dt, nd, vs, vstr), out = mkview(obuf, dt, nd, vs, ostr);
+    for (int64_t i = 0; i < total; i++) put(dt, buf, i, (urand() * 2 - 1) * scale);
+    ts_kview in = kv(buf, dt, nd, vs, vstr), out = kv(obuf, dt, nd, vs, ostr);
     tsi_cpu_softmax(NULL, 0, &out, &in, dim, lg);
     double rtol = dt == TS_F64 ? 1e-12 : dt == TS_F32 ? 1e-5 : dt == TS_F16 ? 2e-3 : 1e-2;
     double *row = malloc((size_t)vs[dim] * sizeof *row);
@@ -521,13 +440,13 @@ static void check_softmax(ts_dtype dt, int nd, const int64_t *ps, const int *per
         if (idim != 0) continue;
         double m = -INFINITY, s = 0;
         for (int64_t k = 0; k < vs[dim]; k++) {
-            row[k] = rd(dt, buf, io + k * vstr[dim]);
+            row[k] = get(dt, buf, io + k * vstr[dim]);
             m = row[k] > m ? row[k] : m;
         }
         for (int64_t k = 0; k < vs[dim]; k++) s += exp(row[k] - m);
         for (int64_t k = 0; k < vs[dim]; k++) {
             double want = lg ? row[k] - m - log(s) : exp(row[k] - m) / s;
-            double got = rd(dt, obuf, oo + k * ostr[dim]);
+            double got = get(dt, obuf, oo + k * ostr[dim]);
             bool ok = close_to(got, want, rtol, rtol);
             bad += !ok;
             EXPECT(ok, "softmax dt=%d dim=%d log=%d rev=%d: got %.9g want %.9g", dt, dim, lg,
@@ -551,7 +470,7 @@ static void test_softmax(void) {
                         check_softmax(dts[t], 3, ps, perms[p], dim, lg, rev, 3.0);
     { /* a 0-dim tensor is a row of one: softmax 1, log_softmax 0 */
         double x = 3.5, y = -1;
-        ts_kview in = mkview(&x, TS_F64, 0, NULL, NULL), out = mkview(&y, TS_F64, 0, NULL, NULL);
+        ts_kview in = kv(&x, TS_F64, 0, NULL, NULL), out = kv(&y, TS_F64, 0, NULL, NULL);
         tsi_cpu_softmax(NULL, 0, &out, &in, 0, false);
         CHECK(y == 1.0);
         tsi_cpu_softmax(NULL, 0, &out, &in, 0, true);
@@ -578,11 +497,11 @@ static void check_index_select(ts_dtype dt, const int *perm, int dim) {
     os[dim] = 7;
     contig(3, os, ostr, 1);
     char *buf = malloc(120 * esz(dt)), *obuf = malloc((size_t)numel(3, os) * esz(dt));
-    for (int64_t i = 0; i < 120; i++) wr(dt, buf, i, dt == TS_BOOL ? (i % 3 == 0) : i % 97);
+    for (int64_t i = 0; i < 120; i++) put(dt, buf, i, dt == TS_BOOL ? (i % 3 == 0) : i % 97);
     int64_t idx[14], ish[1] = {7}, ist[1] = {2};
     for (int k = 0; k < 7; k++) idx[2 * k] = (int64_t)(urand() * (double)vs[dim]);
-    ts_kview in = mkview(buf, dt, 3, vs, vstr), out = mkview(obuf, dt, 3, os, ostr);
-    ts_kview iv = mkview(idx, TS_I64, 1, ish, ist);
+    ts_kview in = kv(buf, dt, 3, vs, vstr), out = kv(obuf, dt, 3, os, ostr);
+    ts_kview iv = kv(idx, TS_I64, 1, ish, ist);
     tsi_cpu_index_select(NULL, 0, &out, &in, dim, &iv);
     int bad = 0;
     for (int64_t lin = 0; lin < numel(3, os); lin++) {
@@ -590,7 +509,7 @@ static void check_index_select(ts_dtype dt, const int *perm, int dim) {
         for (int d = 2; d >= 0; d--) m[d] = rem % os[d], rem /= os[d];
         m[dim] = idx[2 * m[dim]];
         for (int d = 0; d < 3; d++) src += m[d] * vstr[d];
-        bad += rd(dt, obuf, lin) != rd(dt, buf, src);
+        bad += get(dt, obuf, lin) != get(dt, buf, src);
     }
     EXPECT(bad == 0, "index_select dt=%d dim=%d perm0=%d: %d wrong", dt, dim, perm[0], bad);
     free(obuf);
@@ -613,13 +532,13 @@ static void check_gather_scatter(ts_dtype dt, const int *perm, int dim, const in
     double ref[120];
     bool fl = isflt(dt);
     for (int64_t i = 0; i < 120; i++) {
-        wr(dt, buf, i, fl ? floor(urand() * 64 - 32) / 8 : (double)(i % 13));
-        ref[i] = rd(dt, buf, i);
+        put(dt, buf, i, fl ? floor(urand() * 64 - 32) / 8 : (double)(i % 13));
+        ref[i] = get(dt, buf, i);
     }
-    for (int64_t i = 0; i < ns; i++) wr(dt, sbuf, i, fl ? floor(urand() * 64 - 32) / 8 : i % 7);
+    for (int64_t i = 0; i < ns; i++) put(dt, sbuf, i, fl ? floor(urand() * 64 - 32) / 8 : i % 7);
     for (int64_t i = 0; i < ni; i++) idx[i] = (int64_t)(urand() * (double)vs[dim]);
-    ts_kview in = mkview(buf, dt, 3, vs, vstr), out = mkview(obuf, dt, 3, ishape, istr);
-    ts_kview iv = mkview(idx, TS_I64, 3, ishape, istr), sv = mkview(sbuf, dt, 3, sshape, sstr);
+    ts_kview in = kv(buf, dt, 3, vs, vstr), out = kv(obuf, dt, 3, ishape, istr);
+    ts_kview iv = kv(idx, TS_I64, 3, ishape, istr), sv = kv(sbuf, dt, 3, sshape, sstr);
     tsi_cpu_gather(NULL, 0, &out, &in, dim, &iv);
     int bad = 0;
     for (int64_t lin = 0; lin < ni; lin++) {
@@ -627,7 +546,7 @@ static void check_gather_scatter(ts_dtype dt, const int *perm, int dim, const in
         for (int d = 2; d >= 0; d--) m[d] = rem % ishape[d], rem /= ishape[d];
         m[dim] = idx[lin];
         for (int d = 0; d < 3; d++) off += m[d] * vstr[d];
-        bad += rd(dt, obuf, lin) != rd(dt, buf, off);
+        bad += get(dt, obuf, lin) != get(dt, buf, off);
     }
     EXPECT(bad == 0, "gather dt=%d dim=%d: %d wrong", dt, dim, bad);
     tsi_cpu_scatter_add(NULL, 0, &in, dim, &iv, &sv);
@@ -637,7 +556,7 @@ static void check_gather_scatter(ts_dtype dt, const int *perm, int dim, const in
         for (int d = 0; d < 3; d++) soff += m[d] * sstr[d];
         m[dim] = idx[lin];
         for (int d = 0; d < 3; d++) off += m[d] * vstr[d];
-        ref[off] += rd(dt, sbuf, soff);
+        ref[off] += get(dt, sbuf, soff);
     }
     if (dt == TS_BOOL)
         for (int i = 0; i < 120; i++) ref[i] = ref[i] != 0;
@@ -645,7 +564,7 @@ static void check_gather_scatter(ts_dtype dt, const int *perm, int dim, const in
         for (int i = 0; i < 120; i++) ref[i] = (double)((uint8_t)(int)ref[i]);
     double tol = dt == TS_BF16 ? 0.25 : dt == TS_F16 ? 0.02 : 0;
     bad = 0;
-    for (int i = 0; i < 120; i++) bad += !close_to(rd(dt, buf, i), ref[i], 0, tol);
+    for (int i = 0; i < 120; i++) bad += !close_to(get(dt, buf, i), ref[i], 0, tol);
     EXPECT(bad == 0, "scatter_add dt=%d dim=%d perm0=%d: %d wrong", dt, dim, perm[0], bad);
     free(idx);
     free(sbuf);
@@ -670,9 +589,8 @@ static void test_index(void) {
     { /* 0-dim gather / scatter_add */
         float x = 2.5f, y = 0, acc = 1;
         int64_t zero = 0;
-        ts_kview in = mkview(&x, TS_F32, 0, NULL, NULL), out = mkview(&y, TS_F32, 0, NULL, NULL);
-        ts_kview iv = mkview(&zero, TS_I64, 0, NULL, NULL),
-                 av = mkview(&acc, TS_F32, 0, NULL, NULL);
+        ts_kview in = kv(&x, TS_F32, 0, NULL, NULL), out = kv(&y, TS_F32, 0, NULL, NULL);
+        ts_kview iv = kv(&zero, TS_I64, 0, NULL, NULL), av = kv(&acc, TS_F32, 0, NULL, NULL);
         tsi_cpu_gather(NULL, 0, &out, &in, 0, &iv);
         CHECK(y == 2.5f);
         tsi_cpu_scatter_add(NULL, 0, &av, 0, &iv, &in);
@@ -683,8 +601,8 @@ static void test_index(void) {
     float *x = malloc((size_t)(R * C) * sizeof *x), *o = malloc((size_t)(R * C) * sizeof *o);
     int64_t *ix = malloc((size_t)(R * C) * sizeof *ix);
     for (int64_t i = 0; i < R * C; i++) x[i] = (float)i, ix[i] = (i * 7919) % R;
-    ts_kview in = mkview(x, TS_F32, 2, sh, st), out = mkview(o, TS_F32, 2, sh, st);
-    ts_kview iv = mkview(ix, TS_I64, 2, sh, st);
+    ts_kview in = kv(x, TS_F32, 2, sh, st), out = kv(o, TS_F32, 2, sh, st);
+    ts_kview iv = kv(ix, TS_I64, 2, sh, st);
     tsi_cpu_gather(NULL, 0, &out, &in, 0, &iv);
     int bad = 0;
     for (int64_t i = 0; i < R * C; i++) bad += o[i] != x[ix[i] * C + i % C];

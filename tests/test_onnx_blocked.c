@@ -46,58 +46,24 @@ int main(void) { return ts_test_skip("this build has no ONNX support (protobuf-c
 
 enum { SIDE = 13, CIN = 3, C1 = 24, CS = 8, C2 = 40, NCLS = 10 };
 
-static double uniform(uint64_t *s, double lo, double hi) {
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return lo + (hi - lo) * (double)(*s >> 11) * 0x1p-53;
-}
-
-/* an initializer of random values in [-a, a] */
-static void init_rand(Onnx__GraphProto *g, const char *name, int ndim, const int64_t *dims,
-                      double a, uint64_t *s) {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= dims[i];
-    float *v = get((size_t)n * sizeof *v);
-    for (int64_t i = 0; i < n; i++) v[i] = (float)uniform(s, -a, a);
-    add_init(g, tensor(name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, ndim, dims, v,
-                       (size_t)n * sizeof *v));
-}
-
-static Onnx__NodeProto *conv(Onnx__GraphProto *g, const char *name, const char *ins,
-                             const char *out, int64_t k, int64_t stride, int64_t group, uint64_t *s,
-                             int64_t cin, int64_t cout) {
-    char w[32], b[32], all[128];
-    snprintf(w, sizeof w, "%s.w", name);
-    snprintf(b, sizeof b, "%s.b", name);
-    init_rand(g, w, 4, (int64_t[]){cout, cin / group, k, k},
-              1.0 / sqrt((double)(cin / group * k * k)), s);
-    init_rand(g, b, 1, (int64_t[]){cout}, 0.2, s);
-    snprintf(all, sizeof all, "%s,%s,%s", ins, w, b);
-    Onnx__NodeProto *n = node(g, "Conv", name, all, out);
-    attr_ints(n, "kernel_shape", 2, (int64_t[]){k, k});
-    attr_ints(n, "strides", 2, (int64_t[]){stride, stride});
-    attr_ints(n, "pads", 4, (int64_t[]){k / 2, k / 2, k / 2, k / 2});
-    if (group > 1) attr_int(n, "group", group);
-    return n;
-}
-
 /* the model's bytes: outputs "out" [1, NCLS] and "res" [1, C2, 7, 7] (the residual sum) */
 static uint8_t *mobile_model(size_t *len) {
     uint64_t s = 2024;
     Onnx__GraphProto *g = graph();
     add_input(g, "x", tensor_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, -1, NULL));
-    conv(g, "c1", "x", "y1", 3, 2, 1, &s, CIN, C1);
+    add_conv(g, "c1", "x", "y1", 3, 2, 1, &s, CIN, C1);
     node(g, "HardSwish", "hs1", "y1", "h1");
-    conv(g, "dw", "h1", "y2", 3, 1, C1, &s, C1, C1);
+    add_conv(g, "dw", "h1", "y2", 3, 1, C1, &s, C1, C1);
     node(g, "Relu", "r2", "y2", "a2");
     node(g, "GlobalAveragePool", "se_pool", "a2", "sp");
-    conv(g, "se1", "sp", "s1", 1, 1, 1, &s, C1, CS);
+    add_conv(g, "se1", "sp", "s1", 1, 1, 1, &s, C1, CS);
     node(g, "Clip", "se_clip", "s1,zero,top", "s1r"); /* fused: Clip(0, 0.05) bites both sides */
-    conv(g, "se2", "s1r", "s2", 1, 1, 1, &s, CS, C1);
+    add_conv(g, "se2", "s1r", "s2", 1, 1, 1, &s, CS, C1);
     node(g, "HardSigmoid", "se_hs", "s2", "s2h");
     node(g, "Mul", "se_mul", "a2,s2h", "se");
-    conv(g, "pw", "se", "p0", 1, 1, 1, &s, C1, C2);
+    add_conv(g, "pw", "se", "p0", 1, 1, 1, &s, C1, C2);
     node(g, "Clip", "pw_clip", "p0,floor", "p"); /* fused: a lower bound only (-0.3) */
-    conv(g, "q", "p", "q1", 3, 1, 1, &s, C2, C2);
+    add_conv(g, "q", "p", "q1", 3, 1, 1, &s, C2, C2);
     node(g, "HardSwish", "hs2", "q1", "q2");
     node(g, "Add", "res_add", "p,q2", "res");
     Onnx__NodeProto *clip = node(g, "Clip", "clip", "res,lo,hi", "cl");
@@ -110,8 +76,8 @@ static uint8_t *mobile_model(size_t *len) {
     add_init(g, tensor("hi", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 0, NULL, (float[]){2.5f}, 4));
     node(g, "GlobalAveragePool", "pool", "cl", "gp");
     node(g, "Flatten", "flat", "gp", "f");
-    init_rand(g, "fc.w", 2, (int64_t[]){NCLS, C2}, 0.3, &s);
-    init_rand(g, "fc.b", 1, (int64_t[]){NCLS}, 0.1, &s);
+    add_init_rand(g, "fc.w", 2, (int64_t[]){NCLS, C2}, 0.3, &s);
+    add_init_rand(g, "fc.b", 1, (int64_t[]){NCLS}, 0.1, &s);
     Onnx__NodeProto *gemm = node(g, "Gemm", "fc", "f,fc.w,fc.b", "out");
     attr_int(gemm, "transB", 1);
     add_output(g, "out", tensor_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, -1, NULL));
@@ -140,7 +106,7 @@ static int count_op(ts_module *m, const char *op) {
 static ts_tensor *input(ts_device dev, int64_t side, uint64_t seed) {
     const int64_t n = CIN * side * side;
     float *v = malloc((size_t)n * sizeof *v);
-    for (int64_t i = 0; i < n; i++) v[i] = (float)uniform(&seed, -2, 2);
+    for (int64_t i = 0; i < n; i++) v[i] = (float)rand_uniform(&seed, -2, 2);
     ts_tensor *x = ts_from_data(TS_SHAPE(1, CIN, side, side), TS_F32, v,
                                 (ts_opts){.dtype = TS_F32, .device = dev});
     free(v);
@@ -164,16 +130,16 @@ static uint8_t *plain_model(size_t *len) {
     uint64_t s = 99;
     Onnx__GraphProto *g = graph();
     add_input(g, "x", tensor_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, -1, NULL));
-    conv(g, "a", "x", "A", 3, 2, 1, &s, CIN, 32);
-    conv(g, "e", "A", "E", 1, 1, 1, &s, 32, 24);
-    conv(g, "g2", "A", "G", 3, 1, 2, &s, 32, 32);
-    conv(g, "b", "x", "B", 3, 2, 1, &s, CIN, 8);
-    conv(g, "dw8", "B", "D", 3, 1, 8, &s, 8, 8);
-    conv(g, "small", "A", "S", 3, 1, 1, &s, 32, 16);
-    Onnx__NodeProto *same = conv(g, "same", "A", "M", 3, 1, 1, &s, 32, 32);
+    add_conv(g, "a", "x", "A", 3, 2, 1, &s, CIN, 32);
+    add_conv(g, "e", "A", "E", 1, 1, 1, &s, 32, 24);
+    add_conv(g, "g2", "A", "G", 3, 1, 2, &s, 32, 32);
+    add_conv(g, "b", "x", "B", 3, 2, 1, &s, CIN, 8);
+    add_conv(g, "dw8", "B", "D", 3, 1, 8, &s, 8, 8);
+    add_conv(g, "small", "A", "S", 3, 1, 1, &s, 32, 16);
+    Onnx__NodeProto *same = add_conv(g, "same", "A", "M", 3, 1, 1, &s, 32, 32);
     same->n_attribute = 2; /* kernel_shape, strides: pads dropped for auto_pad */
     attr_string(same, "auto_pad", "SAME_UPPER");
-    Onnx__NodeProto *asym = conv(g, "asym", "A", "Y", 3, 1, 1, &s, 32, 32);
+    Onnx__NodeProto *asym = add_conv(g, "asym", "A", "Y", 3, 1, 1, &s, 32, 32);
     asym->n_attribute = 2;
     attr_ints(asym, "pads", 4, (int64_t[]){1, 0, 1, 2});
     const char *outs[] = {"E", "G", "D", "S", "M", "Y"};
@@ -339,7 +305,7 @@ static void check_helpers(void) {
     ts_scope_begin();
     uint64_t s = 5;
     float v[2 * 5 * 3 * 2];
-    for (int i = 0; i < 60; i++) v[i] = (float)uniform(&s, -1, 1);
+    for (int i = 0; i < 60; i++) v[i] = (float)rand_uniform(&s, -1, 1);
     ts_tensor *x = ts_from_data(TS_SHAPE(2, 5, 3, 2), TS_F32, v, (ts_opts){.dtype = TS_F32});
     ts_tensor *xb = tsi_to_blocked(x, 4);
     CHECK(xb && ts_ndim(xb) == 5 && ts_size(xb, 1) == 2 && ts_size(xb, 4) == 4);
@@ -365,7 +331,7 @@ static void check_helpers(void) {
     const int blk = tsi_conv_block(ts_cpu());
     if (blk) {
         float w[C1 * 5];
-        for (int i = 0; i < C1 * 5; i++) w[i] = (float)uniform(&s, -1, 1);
+        for (int i = 0; i < C1 * 5; i++) w[i] = (float)rand_uniform(&s, -1, 1);
         ts_tensor *wt = ts_from_data(TS_SHAPE(C1, 5, 1, 1), TS_F32, w, (ts_opts){.dtype = TS_F32});
         bool ran = false;
         ts_tensor *y = tsi_conv2d_act_blocked(x, 0, 5, wt, NULL, (ts_conv2d_opts){0},
@@ -384,7 +350,7 @@ static void check_helpers(void) {
         /* asymmetric strides, pads and dilations, blocked in and plain out, blocked in of another
          * block (taken through the plain path), against tsi_conv2d_act */
         float w3[C1 * 5 * 3 * 2];
-        for (int i = 0; i < C1 * 5 * 6; i++) w3[i] = (float)uniform(&s, -1, 1);
+        for (int i = 0; i < C1 * 5 * 6; i++) w3[i] = (float)rand_uniform(&s, -1, 1);
         ts_tensor *w3t =
             ts_from_data(TS_SHAPE(C1, 5, 3, 2), TS_F32, w3, (ts_opts){.dtype = TS_F32});
         ts_tensor *x9 = ts_rand(TS_SHAPE(2, 5, 9, 11), (ts_opts){.dtype = TS_F32});

@@ -47,57 +47,26 @@ enum { SIDE = 32, CIN = 3, C1 = 32, NCLS = 10 };
 
 static double gamma_n(int n) { return n * U / (1 - n * U); }
 
-static double uniform(uint64_t *s, double lo, double hi) {
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return lo + (hi - lo) * (double)(*s >> 11) * 0x1p-53;
-}
-
-static void init_rand(Onnx__GraphProto *g, const char *name, int ndim, const int64_t *dims,
-                      double a, uint64_t *s) {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= dims[i];
-    float *v = get((size_t)n * sizeof *v);
-    for (int64_t i = 0; i < n; i++) v[i] = (float)uniform(s, -a, a);
-    add_init(g, tensor(name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, ndim, dims, v,
-                       (size_t)n * sizeof *v));
-}
-
-static void conv(Onnx__GraphProto *g, const char *name, const char *in, const char *out, int64_t k,
-                 int64_t stride, int64_t group, uint64_t *s, int64_t cin, int64_t cout) {
-    char w[32], b[32], all[128];
-    snprintf(w, sizeof w, "%s.w", name);
-    snprintf(b, sizeof b, "%s.b", name);
-    init_rand(g, w, 4, (int64_t[]){cout, cin / group, k, k},
-              1.0 / sqrt((double)(cin / group * k * k)), s);
-    init_rand(g, b, 1, (int64_t[]){cout}, 0.2, s);
-    snprintf(all, sizeof all, "%s,%s,%s", in, w, b);
-    Onnx__NodeProto *n = node(g, "Conv", name, all, out);
-    attr_ints(n, "kernel_shape", 2, (int64_t[]){k, k});
-    attr_ints(n, "strides", 2, (int64_t[]){stride, stride});
-    attr_ints(n, "pads", 4, (int64_t[]){k / 2, k / 2, k / 2, k / 2});
-    if (group > 1) attr_int(n, "group", group);
-}
-
 /* the ResNet-like model; group: the block's second convolution's groups */
 static uint8_t *resnet_model(int64_t group, size_t *len) {
     uint64_t s = 54;
     Onnx__GraphProto *g = graph();
     add_input(g, "x", tensor_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, -1, NULL));
-    conv(g, "stem", "x", "y0", 3, 2, 1, &s, CIN, C1);
+    add_conv(g, "stem", "x", "y0", 3, 2, 1, &s, CIN, C1);
     node(g, "Relu", "r0", "y0", "a0");
     Onnx__NodeProto *mp = node(g, "MaxPool", "pool", "a0", "p");
     attr_ints(mp, "kernel_shape", 2, (int64_t[]){3, 3});
     attr_ints(mp, "strides", 2, (int64_t[]){2, 2});
     attr_ints(mp, "pads", 4, (int64_t[]){1, 1, 1, 1});
-    conv(g, "c1", "p", "y1", 3, 1, 1, &s, C1, C1);
+    add_conv(g, "c1", "p", "y1", 3, 1, 1, &s, C1, C1);
     node(g, "Relu", "r1", "y1", "a1");
-    conv(g, "c2", "a1", "y2", 3, 1, group, &s, C1, C1);
+    add_conv(g, "c2", "a1", "y2", 3, 1, group, &s, C1, C1);
     node(g, "Add", "add", "y2,p", "sum");
     node(g, "Relu", "r2", "sum", "a2");
     node(g, "GlobalAveragePool", "gap", "a2", "gp");
     node(g, "Flatten", "flat", "gp", "f");
-    init_rand(g, "fc.w", 2, (int64_t[]){NCLS, C1}, 0.3, &s);
-    init_rand(g, "fc.b", 1, (int64_t[]){NCLS}, 0.1, &s);
+    add_init_rand(g, "fc.w", 2, (int64_t[]){NCLS, C1}, 0.3, &s);
+    add_init_rand(g, "fc.b", 1, (int64_t[]){NCLS}, 0.1, &s);
     Onnx__NodeProto *gemm = node(g, "Gemm", "fc", "f,fc.w,fc.b", "out");
     attr_int(gemm, "transB", 1);
     add_output(g, "out", tensor_type(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, -1, NULL));
@@ -112,7 +81,7 @@ static ts_module *load(const uint8_t *buf, size_t len, bool optimize) {
 static ts_tensor *input(uint64_t seed) {
     const int64_t n = CIN * SIDE * SIDE;
     float *v = malloc((size_t)n * sizeof *v);
-    for (int64_t i = 0; i < n; i++) v[i] = (float)uniform(&seed, -2, 2);
+    for (int64_t i = 0; i < n; i++) v[i] = (float)rand_uniform(&seed, -2, 2);
     ts_tensor *x = ts_from_data(TS_SHAPE(1, CIN, SIDE, SIDE), TS_F32, v, (ts_opts){0});
     free(v);
     return x;

@@ -264,12 +264,75 @@ static void test_null_inputs(void) {
     CHECK_ERR(TS_ERR_ARG);
     ts_scope_end();
 }
+/* where's contiguous selects by element size (kern_binary.c's WHERE_SEG): x and y full or one
+ * broadcast value each, and masked_fill (one pass through where with a broadcast value), over a
+ * random condition of an odd length, against the same select made here byte for byte (so a NaN's
+ * payload must pass through unchanged too). */
+static void test_where_select_paths(void) {
+    static const ts_dtype DT[] = {TS_BOOL, TS_U8, TS_F16, TS_BF16, TS_I32, TS_F32, TS_F64, TS_I64};
+    enum { N = 1037 };
+    static uint8_t c[N], x[N * 8], y[N * 8], xs[8], ys[8], got[N * 8], want[N * 8];
+    uint64_t st = 88172645463325252ull;
+    for (int di = 0; di < ndev; di++)
+        for (size_t d = 0; d < sizeof DT / sizeof DT[0]; d++) {
+            const ts_dtype dt = DT[d];
+            const size_t sz = ts_dtype_size(dt);
+            for (size_t i = 0; i < N * sz; i++) {
+                st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+                x[i] = (uint8_t)st, y[i] = (uint8_t)(st >> 8);
+                if (dt == TS_BOOL) x[i] &= 1, y[i] &= 1;
+            }
+            for (int i = 0; i < N; i++) {
+                st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+                c[i] = (uint8_t)(st >> 20) & 1;
+            }
+            memcpy(xs, x + 3 * sz, sz), memcpy(ys, y + 5 * sz, sz);
+            ts_scope_begin();
+            const ts_device dev = devs[di];
+            const ts_opts o = {.dtype = dt, .device = dev};
+            ts_tensor *tc = ts_from_data(TS_SHAPE(N), TS_BOOL, c, (ts_opts){.device = dev});
+            ts_tensor *tx = ts_from_data(TS_SHAPE(N), dt, x, o);
+            ts_tensor *ty = ts_from_data(TS_SHAPE(N), dt, y, o);
+            ts_tensor *sx = ts_from_data((ts_shape){0}, dt, xs, o);
+            ts_tensor *sy = ts_from_data((ts_shape){0}, dt, ys, o);
+            for (int form = 0; form < 4; form++) {
+                const bool fx = form & 1, fy = form & 2; /* full x, full y */
+                ts_tensor *r = ts_where(tc, fx ? tx : sx, fy ? ty : sy);
+                for (int i = 0; i < N; i++)
+                    memcpy(want + i * sz, c[i] ? (fx ? x + i * sz : xs) : (fy ? y + i * sz : ys),
+                           sz);
+                CHECK(r != NULL && ts_copy_to_host(r, got, N * sz) == TS_OK);
+                if (r && memcmp(got, want, N * sz)) {
+                    fprintf(stderr, "where form %d, %s on %s differs\n", form, ts_dtype_name(dt),
+                            ts_device_str(dev));
+                    CHECK(false);
+                }
+            }
+            if (ts_dtype_is_floating(dt)) {
+                ts_tensor *v = ts_to_dtype(ts_scalar(0.5, (ts_opts){.device = dev}), dt);
+                uint8_t vb[8];
+                CHECK(v && ts_copy_to_host(v, vb, sz) == TS_OK);
+                ts_tensor *r = ts_masked_fill(tx, tc, 0.5);
+                for (int i = 0; i < N; i++) memcpy(want + i * sz, c[i] ? vb : x + i * sz, sz);
+                CHECK(r != NULL && ts_copy_to_host(r, got, N * sz) == TS_OK);
+                if (r && memcmp(got, want, N * sz)) {
+                    fprintf(stderr, "masked_fill, %s on %s differs\n", ts_dtype_name(dt),
+                            ts_device_str(dev));
+                    CHECK(false);
+                }
+            }
+            CHECK_OK();
+            ts_scope_end();
+        }
+}
+
 int main(void) {
     if (!ew_setup_devices()) return ts_test_skip("no sim devices: %s", ts_error_message());
     int64_t before[2];
     ew_live_tensors(before);
     test_inplace();
     test_where_masked_clamp();
+    test_where_select_paths();
     test_devices();
     test_null_inputs();
     return ew_finish(before);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_isa.h"
 #include "ts_test.h"
 
 static double *host(ts_tensor *t) {
@@ -253,6 +254,131 @@ static void test_select_gather(ts_device dev, ts_device other) {
     ts_scope_end();
 }
 
+/* Large enough to run in parallel, with rows split into blocks of indices (kern_index.c's
+ * select_common: a task holds about 16384 elements, so a row of 700 indices of 70 elements is
+ * three blocks, the last one short): every element is the one its index names. x holds
+ * 1000 * i + j, exact in float32. */
+static uint64_t lcg_state = 88172645463325252ull;
+static int64_t below(int64_t n) {
+    lcg_state = lcg_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (int64_t)((lcg_state >> 33) % (uint64_t)n);
+}
+static int64_t count(ts_shape s) {
+    int64_t n = 1;
+    for (int i = 0; i < s.ndim; i++) n *= s.dims[i];
+    return n;
+}
+static ts_tensor *pattern(ts_shape s, ts_opts o) {
+    const int64_t n = count(s);
+    float *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(i % 4000000);
+    ts_tensor *t = ts_tensor_f32(s, v, o);
+    free(v);
+    return t;
+}
+static ts_tensor *random_index(ts_shape s, int64_t bound, ts_opts o, int64_t **out) {
+    const int64_t n = count(s);
+    int64_t *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = below(bound);
+    *out = v;
+    return ts_tensor_i64(s, v, (ts_opts){.device = o.device});
+}
+
+/* index_select of x [d0, d1, d2] (row-major values h) along dim with index v[0..n): exact */
+static bool select_ok(ts_tensor *y, const double *h, const int64_t *dims, int dim, const int64_t *v,
+                      int64_t n) {
+    int64_t od[3] = {dims[0], dims[1], dims[2]};
+    od[dim] = n;
+    if (!y || ts_numel(y) != od[0] * od[1] * od[2]) return false;
+    double *g = host(y);
+    bool ok = true;
+    for (int64_t a = 0; a < od[0]; a++)
+        for (int64_t b = 0; b < od[1]; b++)
+            for (int64_t c = 0; c < od[2]; c++) {
+                int64_t src[3] = {a, b, c};
+                src[dim] = v[src[dim]];
+                ok &= g[(a * od[1] + b) * od[2] + c] ==
+                      h[(src[0] * dims[1] + src[1]) * dims[2] + src[2]];
+            }
+    free(g);
+    return ok;
+}
+
+static void test_select_gather_blocks(ts_device dev) {
+    ts_scope_begin();
+    ts_opts o = {.device = dev};
+    /* {d0, d1, d2, dim, n}: dim 0 of a matrix (one row, three blocks), a middle dim (four rows of
+     * three blocks), rows longer than a block (one index a task), a small one (one thread) */
+    static const int64_t cases[][5] = {
+        {1, 300, 70, 1, 700}, {4, 50, 200, 1, 180}, {1, 3, 20000, 1, 4}, {1, 9, 5, 1, 7}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const int64_t *dims = cases[k];
+        const int dim = (int)cases[k][3];
+        const int64_t n = cases[k][4];
+        ts_tensor *x = pattern(TS_SHAPE(dims[0], dims[1], dims[2]), o);
+        int64_t *v;
+        ts_tensor *idx = random_index(TS_SHAPE(n), dims[dim], o, &v);
+        double *h = host(x);
+        CHECK(select_ok(ts_index_select(x, dim, idx), h, dims, dim, v, n));
+        /* a transposed source (the last dim strided): the element loop instead of memcpy */
+        ts_tensor *xt = ts_contiguous(ts_transpose(x, 0, 2));
+        CHECK(select_ok(ts_index_select(ts_transpose(xt, 0, 2), dim, idx), h, dims, dim, v, n));
+        free(h), free(v);
+        CHECK_OK();
+    }
+    /* a long index is checked in blocks of 32768 among the threads: a bad value in any block, the
+     * last one short, is found, by the check's AVX2 and portable variants */
+    const ts_cpu_isa saved = ts_cpu_isa_get();
+    for (int isa = TS_ISA_GENERIC; isa <= (int)saved; isa++) {
+        atomic_store(&tsi_cpu_isa_chosen, isa);
+        enum { L = 100000 };
+        int64_t *v = malloc(L * sizeof *v);
+        for (int64_t i = 0; i < L; i++) v[i] = below(5);
+        ts_tensor *x = pattern(TS_SHAPE(5, 2), o);
+        const int64_t bad_at[4] = {-1, 40000, L - 1, 7}, bad_val[4] = {0, -1, 5, INT64_MIN};
+        for (int k = 0; k < 4; k++) {
+            int64_t keep = 0;
+            if (bad_at[k] >= 0) keep = v[bad_at[k]], v[bad_at[k]] = bad_val[k];
+            ts_tensor *y = ts_index_select(x, 0, ts_tensor_i64(TS_SHAPE(L), v, o));
+            CHECK(bad_at[k] < 0 ? y != NULL : y == NULL);
+            if (bad_at[k] >= 0) {
+                CHECK_ERR(TS_ERR_ARG);
+                v[bad_at[k]] = keep;
+            }
+        }
+        free(v);
+        CHECK_OK();
+    }
+    atomic_store(&tsi_cpu_isa_chosen, (int)saved);
+    /* gather along the last dim, dense (its own loop) and with a transposed index (strided), and
+     * along dim 0 (one row of blocks) */
+    for (int along = 0; along < 2; along++) {
+        const int64_t R = along ? 300 : 40, C = along ? 70 : 1000;
+        ts_tensor *x = pattern(TS_SHAPE(R, C), o);
+        double *h = host(x);
+        for (int tr = 0; tr < 2; tr++) {
+            const int64_t IR = along ? 500 : R, IC = C;
+            int64_t *v;
+            const int64_t bound = along ? R : C;
+            ts_tensor *idx = tr ? ts_transpose(random_index(TS_SHAPE(IC, IR), bound, o, &v), 0, 1)
+                                : random_index(TS_SHAPE(IR, IC), bound, o, &v);
+            ts_tensor *y = ts_gather(x, along ? 0 : 1, idx);
+            double *g = y ? host(y) : NULL;
+            bool ok = g && ts_numel(y) == IR * IC;
+            for (int64_t i = 0; ok && i < IR; i++)
+                for (int64_t j = 0; j < IC; j++) {
+                    const int64_t ix = tr ? v[j * IR + i] : v[i * IC + j];
+                    ok &= g[i * IC + j] == (along ? h[ix * C + j] : h[i * C + ix]);
+                }
+            CHECK(ok);
+            free(g), free(v);
+        }
+        free(h);
+        CHECK_OK();
+    }
+    ts_scope_end();
+}
+
 /* ------------------------------------------------------------------ scatter_add, one_hot */
 static void test_scatter_one_hot(ts_device dev) {
     ts_scope_begin();
@@ -340,6 +466,7 @@ int main(void) {
         test_cat_stack(devs[i], other);
         test_split_chunk(devs[i]);
         test_select_gather(devs[i], other);
+        test_select_gather_blocks(devs[i]);
         test_scatter_one_hot(devs[i]);
         CHECK_OK();
     }

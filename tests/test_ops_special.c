@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/cpu_kernels.h"
+#include "host_read_util.h"
 #include "tessera.h"
 #include "ts_test.h"
 
@@ -23,10 +26,6 @@ static int ndev;
 /* ------------------------------------------------------------------ tensors */
 static ts_tensor *mk(const double *v, int64_t n, ts_dtype dt, ts_device d) {
     return ts_to(ts_to_dtype(ts_tensor_f64(TS_SHAPE(n), v, (ts_opts){.device = ts_cpu()}), dt), d);
-}
-static bool rd(ts_tensor *t, double *out, int64_t n) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(t, ts_cpu()), TS_F64) : NULL;
-    return h && ts_numel(h) == n && ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK;
 }
 /* the same value, or both NaN; zeros by sign when sz */
 static bool same(double a, double b, bool sz) {
@@ -649,6 +648,89 @@ static void test_grads(void) {
     }
 }
 
+/* float32 logit's paths in the CPU kernel (kern_unary.c's logit_vec_f32), under every ISA this
+ * host has: dense operands read and written where they lie, a strided input (a slice of step 2)
+ * and a transposed one through the chunk buffer, with and without eps, over three chunks of 512,
+ * with values outside [0, 1], 0, 1 and NaN. Every layout gives the dense call's bits; a NaN
+ * result has logf's bits (the other backends'); the rest lies within 4 ulp + 2^-23 of the float64
+ * logit of the float input (the float ratio's rounding: 2^-24 relative, so 2^-24 absolute after
+ * the log). */
+static float logit_ratio_ref(float x, float eps) {
+    const float z = eps < 0 ? x : (x < eps ? eps : (x > 1 - eps ? 1 - eps : x));
+    return z / (1 - z);
+}
+static void test_logit_paths(void) {
+    enum { N = 1300 };
+    static float xv[2 * N], dense[N], got[N];
+    for (int i = 0; i < 2 * N; i++) {
+        xv[i] = (float)((i * 7919) % 10007) / 10006.0f; /* [0, 1] */
+        if (i % 97 == 0) xv[i] = -0.25f;
+        if (i % 89 == 0) xv[i] = 1.5f;
+        if (i % 101 == 0) xv[i] = NAN;
+    }
+    const ts_cpu_isa host = tsi_cpu_isa_host(), saved = ts_cpu_isa_get();
+    for (int isa = TS_ISA_GENERIC; isa <= (int)host; isa++) {
+        atomic_store(&tsi_cpu_isa_chosen, isa);
+        for (int e = 0; e < 2; e++) {
+            const double eps = e ? 0.05 : NAN;
+            ts_scope_begin();
+            ts_opts o = {.device = ts_cpu()};
+            ts_tensor *x = ts_tensor_f32(TS_SHAPE(N), xv, o);
+            /* the first N of a [2N] tensor with step 2: the same values as a strided view */
+            float sv[2 * N];
+            for (int i = 0; i < N; i++) sv[2 * i] = xv[i], sv[2 * i + 1] = 7.0f;
+            ts_tensor *xs = ts_slice(ts_tensor_f32(TS_SHAPE(2 * N), sv, o), 0, 0, 2 * N, 2);
+            /* [26, 50] transposed of a [50, 26] holding the values column-major */
+            float tv[N];
+            for (int r = 0; r < 26; r++)
+                for (int c = 0; c < 50; c++) tv[c * 26 + r] = xv[r * 50 + c];
+            ts_tensor *xt = ts_t(ts_tensor_f32(TS_SHAPE(50, 26), tv, o));
+            ts_tensor *y = ts_logit(x, eps);
+            bool ok = y && ts_copy_to_host(y, dense, sizeof dense) == TS_OK;
+            for (int i = 0; ok && i < N; i++) {
+                const float r = logit_ratio_ref(xv[i], e ? 0.05f : -1.0f);
+                const float lf = logf(r);
+                if (isnan(dense[i])) {
+                    ok = isnan(lf) && !memcmp(&dense[i], &lf, sizeof lf);
+                    continue;
+                }
+                const double lo = 0.05f, hi = 1.0f - 0.05f; /* the kernel's float bounds */
+                const double z = e ? fmin(fmax((double)xv[i], lo), hi) : (double)xv[i];
+                const double ref = log(z / (1 - z));
+                const double err = fabs((double)dense[i] - ref);
+                const double tol = 4 * (double)FLT_EPSILON * fabs(ref) + 0x1p-23;
+                ok = isinf(ref) ? (double)dense[i] == ref : err <= tol; /* x = 0 or 1 */
+            }
+            CHECK(ok);
+            ts_tensor *ys[2] = {ts_logit(xs, eps), ts_contiguous(ts_logit(xt, eps))};
+            for (int k = 0; k < 2; k++) {
+                ts_tensor *yk = ys[k];
+                bool same_bits = yk && ts_numel(yk) == N &&
+                                 ts_copy_to_host(ts_contiguous(ts_reshape(yk, TS_SHAPE(N))), got,
+                                                 sizeof got) == TS_OK &&
+                                 !memcmp(got, dense, sizeof got);
+                CHECK(same_bits);
+                if (!same_bits)
+                    fprintf(stderr, "  logit %s input, eps %g, isa %s: other bits\n",
+                            k ? "transposed" : "strided", eps, tsi_cpu_isa_name((ts_cpu_isa)isa));
+            }
+            /* a strided output (no public op writes one: the kernel itself) */
+            float ob[2 * N];
+            ts_kview ko = {
+                .data = (char *)ob, .dtype = TS_F32, .ndim = 1, .shape = {N}, .strides = {2}};
+            ts_kview ki = {
+                .data = (char *)xv, .dtype = TS_F32, .ndim = 1, .shape = {N}, .strides = {1}};
+            tsi_cpu_unary(NULL, 0, TS_U_LOGIT, &ko, &ki, e ? 0.05 : -1, 0);
+            bool strided_out = true;
+            for (int i = 0; i < N; i++) strided_out &= !memcmp(&ob[2 * i], &dense[i], sizeof ob[0]);
+            CHECK(strided_out);
+            ts_scope_end();
+        }
+    }
+    atomic_store(&tsi_cpu_isa_chosen, (int)saved);
+    CHECK_OK();
+}
+
 /* float32 erfinv (its own polynomial, kernel_math.h) against the float64 function rounded, on a
  * dense set of floats: every 4099th float of (0, 1) (every binade down to the smallest normals),
  * the 3000 floats just below 1 (the tail's steepest part) and their negatives: at most 1 ulp */
@@ -690,6 +772,7 @@ static void test_erfinv_dense(void) {
 int main(void) {
     ndev = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     test_erfinv_dense();
+    test_logit_paths();
     test_sweeps();
     test_half();
     test_edges();

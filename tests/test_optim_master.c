@@ -437,6 +437,48 @@ static void test_shared_storage(void) {
     CHECK_OK();
 }
 
+/* p.data = another view of the parameter's own storage (ts_tensor_set_data: the same storage, no
+ * version bump): the master stands for the old geometry, so it is remade from the parameter.
+ * SGD, lr 0.5, gradient 1: every value exact in bf16 and f32. After each change one step must give
+ * the new values - 0.5; a stale master gives the old ones - 0.5 (or reads past its end). The
+ * changes: the offset moved with the size kept, a [2, 2] view of the same elements, its transpose
+ * (the same shape, other strides), a shorter view, and a longer one at the same offset and
+ * strides. */
+static void test_set_data_own_storage(void) {
+    double v[8];
+    for (int j = 0; j < 8; j++) v[j] = j + 1;
+    ts_tensor *base = ts_tensor_f64(TS_SHAPE(8), v, (ts_opts){.dtype = TS_BF16});
+    ts_tensor *p = ts_narrow(base, 0, 0, 4);
+    CHECK_EQ(ts_set_requires_grad(p, true), TS_OK);
+    ts_optim *a = ts_sgd_new_params(&p, 1, (ts_sgd_opts){.lr = 0.5});
+    CHECK_EQ(ts_optim_set_master_weights(a, true), TS_OK);
+    /* p's values (row-major) after the step that follows change r; base is then
+     * [0.5 1.5 2.5 3.5 | p's storage] */
+    static const double want[6][4] = {
+        {0.5, 1.5, 2.5, 3.5}, {4.5, 5.5, 6.5, 7.5}, {4, 5, 6, 7}, {3.5, 5.5, 4.5, 6.5}, {3, 4},
+        {2.5, 3.5, 5, 6}};
+    for (int r = 0; r < 6; r++) {
+        ts_scope_begin();
+        ts_tensor *alias = ts_detach(r == 2 || r == 3 ? p : base), *src = NULL;
+        if (r == 1) src = ts_narrow(alias, 0, 4, 4);
+        if (r == 2) src = ts_view(alias, TS_SHAPE(2, 2));
+        if (r == 3) src = ts_transpose(alias, 0, 1);
+        if (r == 4) src = ts_narrow(alias, 0, 4, 2);
+        if (r == 5) src = ts_narrow(alias, 0, 4, 4);
+        if (src) CHECK_EQ(ts_tensor_set_data(p, src), TS_OK);
+        CHECK_EQ(ts_set_grad(p, ts_ones(ts_shape_of(p), (ts_opts){.dtype = TS_BF16})), TS_OK);
+        ts_scope_end();
+        CHECK_EQ(ts_optim_step(a), TS_OK);
+        const int n = r == 4 ? 2 : 4;
+        double got[4];
+        read_f64(p, got, n);
+        for (int j = 0; j < n; j++) CHECK_NEAR(got[j], want[r][j], 0);
+    }
+    ts_optim_free(a);
+    ts_release(p), ts_release(base);
+    CHECK_OK();
+}
+
 static void test_errors(void) {
     CHECK_EQ(ts_optim_set_master_weights(NULL, true), TS_ERR_ARG);
     CHECK_ERR_HAS(TS_ERR_ARG, "optimizer is NULL");
@@ -542,6 +584,7 @@ int main(void) {
     test_capture();
     test_outside_writes();
     test_shared_storage();
+    test_set_data_own_storage();
     test_errors();
     test_alloc_faults();
     return ts_test_finish();

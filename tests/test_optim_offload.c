@@ -298,6 +298,43 @@ static void check_errors(void) {
     CHECK_OK();
 }
 
+/* The parameter takes other elements after it was offloaded (ts_tensor_set_data). Another view of
+ * the same storage (no version bump) is re-read into the master: [1 1 1 1 | 5 5 5 5], p the first
+ * half, stepped (lr 0.5, gradient 1) to 0.5, then the second half, stepped to 4.5 (a stale master
+ * gives 0). Another shape: the host buffers keep the old one, so the step refuses (TS_ERR_SHAPE)
+ * and changes nothing, also with a gradient from a backward over the new shape (which the
+ * grad-ready hook must not copy into the old buffers); a gradient set before the change no longer
+ * matches the parameter (TS_ERR_ARG). */
+static void check_set_data(void) {
+    const ts_opts on_sim = {.device = ts_sim(0)};
+    ts_tensor *base = ts_to(ts_tensor_f64(TS_SHAPE(8), (const double[]){1, 1, 1, 1, 5, 5, 5, 5},
+                                          (ts_opts){.dtype = TS_F32}),
+                            ts_sim(0));
+    ts_tensor *p = ts_narrow(base, 0, 0, 4);
+    CHECK_EQ(ts_set_requires_grad(p, true), TS_OK);
+    ts_optim *o = ts_sgd_new_params(&p, 1, (ts_sgd_opts){.lr = 0.5});
+    CHECK_EQ(ts_optim_offload(o), TS_OK);
+    ts_scope_begin();
+    CHECK_EQ(ts_set_grad(p, ts_ones(TS_SHAPE(4), on_sim)), TS_OK);
+    CHECK_EQ(ts_optim_step(o), TS_OK);
+    CHECK_NEAR(ts_item(ts_sum(p)), 4 * 0.5, 0);
+    CHECK_EQ(ts_tensor_set_data(p, ts_narrow(ts_detach(base), 0, 4, 4)), TS_OK);
+    CHECK_EQ(ts_optim_step(o), TS_OK);
+    CHECK_NEAR(ts_item(ts_sum(p)), 4 * 4.5, 0);
+    CHECK_EQ(ts_tensor_set_data(p, ts_full(TS_SHAPE(8), 2, on_sim)), TS_OK);
+    CHECK_EQ(ts_optim_step(o), TS_ERR_ARG); /* the gradient is still [4] */
+    CHECK_ERR_HAS(TS_ERR_ARG, "does not match it");
+    CHECK_EQ(ts_set_grad(p, NULL), TS_OK);
+    CHECK_EQ(ts_backward(ts_sum(ts_mul_scalar(p, 3))), TS_OK); /* gradient 3, [8] */
+    CHECK_EQ(ts_optim_step(o), TS_ERR_SHAPE);
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "changed shape since it was offloaded");
+    CHECK_NEAR(ts_item(ts_sum(p)), 8 * 2, 0);
+    ts_scope_end();
+    ts_optim_free(o);
+    ts_release(p), ts_release(base);
+    CHECK_OK();
+}
+
 /* ------------------------------------------------------------------ allocation failures */
 static void *offload_setup(void) {
     sweep_trainee *t = calloc(1, sizeof *t);
@@ -343,6 +380,7 @@ int main(void) {
     }
     check_grad_scaler();
     check_errors();
+    check_set_data();
     check_faults();
     return ts_test_finish();
 }

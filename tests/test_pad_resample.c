@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host_read_util.h"
 #include "tessera.h"
 #include "ts_test.h"
 
@@ -18,10 +19,6 @@ static int ndev;
 
 static ts_tensor *mk(ts_shape s, const double *v, ts_dtype dt, ts_device d) {
     return ts_to(ts_to_dtype(ts_tensor_f64(s, v, (ts_opts){.device = ts_cpu()}), dt), d);
-}
-static bool rd(ts_tensor *t, double *out, int64_t n) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(ts_contiguous(t), ts_cpu()), TS_F64) : NULL;
-    return h && ts_numel(h) == n && ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK;
 }
 static int64_t numel(ts_shape s) {
     int64_t n = 1;

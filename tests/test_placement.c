@@ -3,15 +3,8 @@
  * (sim runs the cpu kernels: same kernels, same order), every budget holds, a budget too small is
  * a clear error that moves nothing, a model too large for the capped sim device fails plainly and
  * runs once placed, and an allocation-failure sweep over the placement leaks nothing. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "fault_sweep.h"
-#include "tessera/placement.h"
-#include "ts_test.h"
-
-#define CAP ((size_t)96 << 10) /* every sim device's capacity */
+#include "placement_test_util.h"
 
 /* ------------------------------------------------------------------ budgets */
 static void test_parse(void) {
@@ -49,61 +42,7 @@ static void test_parse(void) {
     }
 }
 
-/* ------------------------------------------------------------------ models and runs */
-/* Linear(32, 32) - ReLU, six times, then Linear(32, 4): 4224 bytes per hidden Linear */
-static ts_module *mlp_new(void) {
-    ts_manual_seed(7);
-    ts_module *m[13];
-    for (int i = 0; i < 6; i++) m[2 * i] = ts_linear_new(32, 32), m[2 * i + 1] = ts_relu_new();
-    m[12] = ts_linear_new(32, 4);
-    return ts_sequential_new(13, m);
-}
-
-static ts_module *gpt_new(void) {
-    ts_manual_seed(3);
-    return ts_gpt_new(
-        (ts_gpt_config){.vocab_size = 16, .context = 8, .n_layer = 3, .n_head = 2, .n_embd = 16});
-}
-
-/* the output and every parameter's gradient, as host bytes */
-typedef struct run {
-    size_t n;
-    char *bytes;
-} run;
-
-static void put(run *r, ts_tensor *t) {
-    ts_tensor *c = ts_to(ts_contiguous(t), ts_cpu());
-    size_t k = ts_nbytes(c);
-    r->bytes = realloc(r->bytes, r->n + k);
-    CHECK_EQ(ts_copy_to_host(c, r->bytes + r->n, k), TS_OK);
-    r->n += k;
-}
-
-static run forward_backward(ts_module *m, ts_tensor *x) {
-    run r = {0};
-    ts_scope_begin();
-    ts_tensor *y = ts_forward(m, x);
-    CHECK(y != NULL);
-    if (y) {
-        put(&r, y);
-        ts_backward(ts_sum(ts_mul(y, y)));
-        ts_tensor_list ps = ts_module_named_parameters(m);
-        for (int i = 0; i < ps.n; i++) put(&r, ts_grad(ps.tensors[i]));
-        ts_tensor_list_free(&ps);
-    }
-    ts_scope_end();
-    CHECK_OK();
-    return r;
-}
-
-static void check_same(run a, run b, const char *what) {
-    bool same = a.n == b.n && a.n > 0 && !memcmp(a.bytes, b.bytes, a.n);
-    CHECK(same);
-    if (!same) fprintf(stderr, "  %s: placed run differs from the unplaced one\n", what);
-    free(a.bytes);
-    free(b.bytes);
-}
-
+/* ------------------------------------------------------------------ plans */
 static int budget_index(const ts_place_plan *p, ts_device d) {
     for (int k = 0; k < p->n_devices; k++)
         if (ts_device_equal(p->budgets[k].device, d)) return k;
@@ -229,11 +168,6 @@ static void test_gpt(void) {
 /* a ResNet is cut into the children it runs in order: the stem's conv + bn + relu, each block,
  * the pool and the classifier; placed over sim:0, sim:1 and the cpu it gives the unplaced run's
  * output and gradients */
-static ts_module *resnet_new(void) {
-    ts_manual_seed(5);
-    return ts_resnet20_new((ts_resnet_config){.num_classes = 5, .width = 4, .in_channels = 1});
-}
-
 static void test_resnet(void) {
     ts_manual_seed(6);
     ts_tensor *x = ts_randn(TS_SHAPE(2, 1, 8, 8), (ts_opts){0});
@@ -267,13 +201,6 @@ static void test_resnet(void) {
     ts_release(x);
 }
 
-static ts_module *deep_new(void) {
-    ts_manual_seed(9);
-    ts_module *m = ts_sequential_new(0, NULL);
-    for (int i = 0; i < 32; i++) ts_sequential_append(m, ts_linear_new(32, 32));
-    return m;
-}
-
 static void test_capped(void) {
     ts_tensor *x = ts_randn(TS_SHAPE(4, 32), (ts_opts){0});
     ts_module *ref = deep_new(), *m = deep_new();
@@ -296,20 +223,6 @@ static void test_capped(void) {
 }
 
 /* ------------------------------------------------------------------ allocation failures */
-typedef struct sweep_state {
-    ts_module *m;
-    ts_tensor *x;
-} sweep_state;
-
-static void *sweep_setup(void) {
-    sweep_state *s = calloc(1, sizeof *s);
-    ts_manual_seed(1);
-    ts_module *l[3] = {ts_linear_new(4, 4), ts_relu_new(), ts_linear_new(4, 2)};
-    s->m = ts_sequential_new(3, l);
-    s->x = ts_ones(TS_SHAPE(2, 4), (ts_opts){0});
-    return s;
-}
-
 static bool sweep_run(void *p) {
     sweep_state *s = p;
     ts_place_plan plan;
@@ -321,13 +234,6 @@ static bool sweep_run(void *p) {
     bool ok = ts_forward(s->m, s->x) != NULL;
     ts_scope_end();
     return ok && ts_error() == TS_OK;
-}
-
-static void sweep_teardown(void *p) {
-    sweep_state *s = p;
-    ts_module_free(s->m);
-    ts_release(s->x);
-    free(s);
 }
 
 int main(void) {

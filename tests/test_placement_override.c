@@ -8,78 +8,8 @@
  * inference the copies go after each unit, so a model whose weights overflow the capped device
  * runs with them kept on the cpu; placing again without overrides takes the hooks out; an
  * allocation-failure sweep over an overriding placement and a forward leaks nothing. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "fault_sweep.h"
-#include "tessera/placement.h"
-#include "ts_test.h"
-
-#define CAP ((size_t)96 << 10) /* every sim device's capacity, from test_capped on */
-
-/* Linear(32, 32) - ReLU, six times, then Linear(32, 4): 4224 bytes per hidden Linear */
-static ts_module *mlp_new(void) {
-    ts_manual_seed(7);
-    ts_module *m[13];
-    for (int i = 0; i < 6; i++) m[2 * i] = ts_linear_new(32, 32), m[2 * i + 1] = ts_relu_new();
-    m[12] = ts_linear_new(32, 4);
-    return ts_sequential_new(13, m);
-}
-
-/* the output, every parameter's gradient and every buffer, as host bytes */
-typedef struct run {
-    size_t n;
-    char *bytes;
-} run;
-
-static void put(run *r, ts_tensor *t) {
-    ts_tensor *c = ts_to(ts_contiguous(t), ts_cpu());
-    size_t k = ts_nbytes(c);
-    r->bytes = realloc(r->bytes, r->n + k);
-    CHECK_EQ(ts_copy_to_host(c, r->bytes + r->n, k), TS_OK);
-    r->n += k;
-}
-
-static run forward_backward(ts_module *m, ts_tensor *x) {
-    run r = {0};
-    ts_scope_begin();
-    ts_tensor *y = ts_forward(m, x);
-    CHECK(y != NULL);
-    if (y) {
-        put(&r, y);
-        ts_backward(ts_sum(ts_mul(y, y)));
-        ts_tensor_list ps = ts_module_named_parameters(m), bs = ts_module_named_buffers(m);
-        for (int i = 0; i < ps.n; i++) put(&r, ts_grad(ps.tensors[i]));
-        for (int i = 0; i < bs.n; i++) put(&r, bs.tensors[i]);
-        ts_tensor_list_free(&ps);
-        ts_tensor_list_free(&bs);
-    }
-    ts_scope_end();
-    CHECK_OK();
-    return r;
-}
-
-static run forward_only(ts_module *m, ts_tensor *x) {
-    run r = {0};
-    ts_scope_begin();
-    ts_no_grad_begin();
-    ts_tensor *y = ts_forward(m, x);
-    CHECK(y != NULL);
-    if (y) put(&r, y);
-    ts_no_grad_end();
-    ts_scope_end();
-    CHECK_OK();
-    return r;
-}
-
-static void check_same(run a, run b, const char *what) {
-    bool same = a.n == b.n && a.n > 0 && !memcmp(a.bytes, b.bytes, a.n);
-    CHECK(same);
-    if (!same) fprintf(stderr, "  %s: placed run differs from the unplaced one\n", what);
-    free(a.bytes);
-    free(b.bytes);
-}
+#include "placement_test_util.h"
 
 static bool on(ts_module *m, const char *name, ts_device d) {
     ts_tensor *t = ts_module_get(m, name);
@@ -193,12 +123,7 @@ static void test_errors(void) {
 /* ------------------------------------------------------------------ a GPT and a ResNet */
 static void test_gpt(void) {
     ts_tensor *idx = ts_randint(0, 16, TS_SHAPE(2, 8), (ts_opts){.dtype = TS_I64});
-    ts_manual_seed(3);
-    const ts_gpt_config cfg = {
-        .vocab_size = 16, .context = 8, .n_layer = 3, .n_head = 2, .n_embd = 16};
-    ts_module *ref = ts_gpt_new(cfg);
-    ts_manual_seed(3);
-    ts_module *m = ts_gpt_new(cfg);
+    ts_module *ref = gpt_new(), *m = gpt_new();
     run want = forward_backward(ref, idx);
     /* the token embedding (tied to the head, which runs after the last block) on the cpu, a
      * block's first Linear on sim:1 while the block runs on sim:0 */
@@ -220,8 +145,7 @@ static void test_gpt(void) {
     check_same(want, forward_backward(m, idx), "GPT");
     CHECK(on(m, "tok_emb.weight", ts_cpu()));
     /* with the blocks checkpointed, the recomputation in backward copies the weights in again */
-    ts_manual_seed(3);
-    ts_module *ck = ts_gpt_new(cfg);
+    ts_module *ck = gpt_new();
     for (int i = 0; i < 3; i++) {
         char name[16];
         snprintf(name, sizeof name, "blocks.%d", i);
@@ -233,20 +157,13 @@ static void test_gpt(void) {
                                                               "blocks\\.1\\.linear1\\.=sim:1"},
                                  NULL),
              TS_OK);
-    ts_module *ref2 = NULL;
-    ts_manual_seed(3);
-    ref2 = ts_gpt_new(cfg);
+    ts_module *ref2 = gpt_new();
     check_same(forward_backward(ref2, idx), forward_backward(ck, idx), "GPT, checkpointed");
     ts_module_free(ref2);
     ts_module_free(ck);
     ts_module_free(ref);
     ts_module_free(m); /* with its override hooks installed */
     ts_release(idx);
-}
-
-static ts_module *resnet_new(void) {
-    ts_manual_seed(5);
-    return ts_resnet20_new((ts_resnet_config){.num_classes = 5, .width = 4, .in_channels = 1});
 }
 
 static void test_resnet(void) {
@@ -269,13 +186,6 @@ static void test_resnet(void) {
 }
 
 /* ------------------------------------------------------------------ capped devices */
-static ts_module *deep_new(void) {
-    ts_manual_seed(9);
-    ts_module *m = ts_sequential_new(0, NULL);
-    for (int i = 0; i < 32; i++) ts_sequential_append(m, ts_linear_new(32, 32));
-    return m;
-}
-
 /* 32 Linears (135168 B) on a 96 KiB device: with every weight kept on the cpu, inference on
  * sim:0 holds one copy at a time */
 static void test_capped(void) {
@@ -294,20 +204,6 @@ static void test_capped(void) {
 }
 
 /* ------------------------------------------------------------------ allocation failures */
-typedef struct sweep_state {
-    ts_module *m;
-    ts_tensor *x;
-} sweep_state;
-
-static void *sweep_setup(void) {
-    sweep_state *s = calloc(1, sizeof *s);
-    ts_manual_seed(1);
-    ts_module *l[3] = {ts_linear_new(4, 4), ts_relu_new(), ts_linear_new(4, 2)};
-    s->m = ts_sequential_new(3, l);
-    s->x = ts_ones(TS_SHAPE(2, 4), (ts_opts){0});
-    return s;
-}
-
 static bool sweep_run(void *p) {
     sweep_state *s = p;
     ts_place_plan plan;
@@ -321,13 +217,6 @@ static bool sweep_run(void *p) {
     bool ok = y && ts_backward(ts_sum(y)) == TS_OK;
     ts_scope_end();
     return ok && ts_error() == TS_OK;
-}
-
-static void sweep_teardown(void *p) {
-    sweep_state *s = p;
-    ts_module_free(s->m);
-    ts_release(s->x);
-    free(s);
 }
 
 int main(void) {

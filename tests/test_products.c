@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host_read_util.h"
 #include "tessera.h"
 #include "ts_test.h"
 
@@ -21,21 +22,6 @@ static ts_tensor *mk(ts_shape s, const double *v, ts_device d, bool rg) {
     t = ts_detach(t);
     if (rg) ts_set_requires_grad(t, true);
     return t;
-}
-static bool rd(ts_tensor *t, double *out, int64_t n) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(ts_contiguous(t), ts_cpu()), TS_F64) : NULL;
-    return h && ts_numel(h) == n && ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK;
-}
-/* every element within tol of the reference */
-static bool near_all(ts_tensor *t, const double *ref, int64_t n, double tol) {
-    static double got[4096];
-    if (n > 4096 || !rd(t, got, n)) return false;
-    for (int64_t i = 0; i < n; i++)
-        if (!(fabs(got[i] - ref[i]) <= tol * (1 + fabs(ref[i])))) {
-            fprintf(stderr, "  element %lld: %.17g vs %.17g\n", (long long)i, got[i], ref[i]);
-            return false;
-        }
-    return true;
 }
 /* c[n, m] = a[n, k] @ b[k, m] (row-major) */
 static void ref_mm(const double *a, const double *b, double *c, int n, int k, int m) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host_read_util.h"
 #include "tessera.h"
 #include "ts_test.h"
 
@@ -20,20 +21,6 @@ static ts_tensor *mk(ts_shape s, const double *v, ts_device d, bool rg) {
     ts_tensor *t = ts_detach(ts_to(ts_tensor_f64(s, v, (ts_opts){.dtype = TS_F64}), d));
     if (rg) ts_set_requires_grad(t, true);
     return t;
-}
-static bool rd(ts_tensor *t, double *out, int64_t n) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(ts_contiguous(t), ts_cpu()), TS_F64) : NULL;
-    return h && ts_numel(h) == n && ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK;
-}
-static bool near_all(ts_tensor *t, const double *ref, int64_t n, double tol) {
-    static double got[4096];
-    if (n > 4096 || !rd(t, got, n)) return false;
-    for (int64_t i = 0; i < n; i++)
-        if (!(fabs(got[i] - ref[i]) <= tol * (1 + fabs(ref[i])))) {
-            fprintf(stderr, "  element %lld: %.17g vs %.17g\n", (long long)i, got[i], ref[i]);
-            return false;
-        }
-    return true;
 }
 
 /* ||v[0..n) step s||_p */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "host_read_util.h"
 #include "nn/rnn_cell_fused.h"
 #include "ts_test.h"
 
@@ -28,11 +29,6 @@ static ts_tensor *mk(ts_shape s, const double *v, ts_dtype dt, ts_device dev, do
             rounded[0] = NAN;
     }
     return t;
-}
-
-static bool rd(ts_tensor *t, double *out, int64_t n) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(ts_contiguous(t), ts_cpu()), TS_F64) : NULL;
-    return h && ts_numel(h) == n && ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK;
 }
 
 static double max_diff(const double *a, const double *b, int64_t n) {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host_read_util.h"
 #include "tessera.h"
 #include "ts_test.h"
 
@@ -25,10 +26,6 @@ static ts_tensor *mk(ts_shape s, const double *v, ts_device d, bool rg) {
 }
 static ts_tensor *mki(ts_shape s, const int64_t *v, ts_device d) {
     return ts_to(ts_tensor_i64(s, v, (ts_opts){.dtype = TS_I64}), d);
-}
-static bool rd(ts_tensor *t, double *out, int64_t n) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(ts_contiguous(t), ts_cpu()), TS_F64) : NULL;
-    return h && ts_numel(h) == n && ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK;
 }
 /* t has shape s and exactly the values ref (the ops move values: no rounding) */
 static bool same(ts_tensor *t, ts_shape s, const double *ref) {
@@ -255,6 +252,21 @@ static void test_indexing(ts_device d) {
     ts_tensor *row = ts_ne_scalar(mk(TS_SHAPE(3), (double[]){1, 0, 1}, d, false), 0);
     r[0] = a[0], r[1] = a[2], r[2] = a[3], r[3] = a[5];
     CHECK(same(ts_masked_select(mk(TS_SHAPE(2, 3), a, d, false), row), TS_SHAPE(4), r));
+    /* a random mask over 3000 elements (the kept positions written without a branch), all false,
+     * all true, and only the last element */
+    static double xv[3000], want[3000];
+    static bool mv[3000];
+    for (int pass = 0; pass < 4; pass++) {
+        int64_t c = 0;
+        for (int64_t i = 0; i < 3000; i++) {
+            xv[i] = (double)i + 0.5;
+            mv[i] = pass == 0 ? sin(2.3 * (double)i * (double)i) > 0
+                              : pass == 2 || (pass == 3 && i == 2999);
+            if (mv[i]) want[c++] = xv[i];
+        }
+        ts_tensor *mt = ts_from_data(TS_SHAPE(3, 1000), TS_BOOL, mv, (ts_opts){.device = d});
+        CHECK(same(ts_masked_select(mk(TS_SHAPE(3, 1000), xv, d, false), mt), TS_SHAPE(c), want));
+    }
     const double ms[6] = {a[0], b[0], a[2], b[1], b[2], a[5]};
     CHECK(same(ts_masked_scatter(mk(TS_SHAPE(2, 3), a, d, false), mask, src), TS_SHAPE(2, 3), ms));
     /* block_diag of a [2, 2], a [3] and a 0-dim */

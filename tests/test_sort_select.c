@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host_read_util.h"
 #include "tessera.h"
 #include "ts_test.h"
 
@@ -30,10 +31,6 @@ static void fill_distinct(double *v, int64_t n, int seed) {
 }
 static ts_tensor *mk(ts_shape s, const double *v, ts_device d) {
     return ts_to(ts_tensor_f64(s, v, (ts_opts){.dtype = TS_F64}), d);
-}
-static bool rd(ts_tensor *t, double *out, int64_t n) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(ts_contiguous(t), ts_cpu()), TS_F64) : NULL;
-    return h && ts_numel(h) == n && ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK;
 }
 static bool same_shape(ts_tensor *t, ts_shape s) {
     if (!t) return false;

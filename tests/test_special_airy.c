@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "host_read_util.h"
 #include "tessera.h"
 #include "tessera/special_more.h"
 #include "ts_test.h"
@@ -73,11 +74,6 @@ enum { NT = sizeof table / sizeof *table };
  * means anything: the input's own rounding moves Ai by ~eps |x Ai'|) */
 static double scale(double x, double ai) {
     return x >= 0 ? fabs(ai) : pow(fmax(-x, 1.0), -0.25) / sqrt(3.14159265358979323846);
-}
-
-static bool rd(ts_tensor *t, double *out, int64_t n) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(t, ts_cpu()), TS_F64) : NULL;
-    return h && ts_numel(h) == n && ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK;
 }
 
 /* Each result within 4.5 eps (1e-15) of its scale: the node values are correctly rounded (0.5

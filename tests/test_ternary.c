@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fault_sweep.h"
+#include "host_read_util.h"
 #include "tessera.h"
 #include "ts_test.h"
 
@@ -36,10 +37,6 @@ static void round_to(double *v, int64_t n, ts_dtype dt) {
 }
 static ts_tensor *mk(ts_shape s, const double *v, ts_dtype dt, ts_device d) {
     return ts_to(ts_to_dtype(ts_tensor_f64(s, v, (ts_opts){0}), dt), d);
-}
-static bool rd(ts_tensor *t, double *out, int64_t n) {
-    ts_tensor *h = t ? ts_to_dtype(ts_to(ts_contiguous(t), ts_cpu()), TS_F64) : NULL;
-    return h && ts_numel(h) == n && ts_copy_to_host(h, out, (size_t)n * sizeof(double)) == TS_OK;
 }
 static double eps_of(ts_dtype dt) {
     return dt == TS_F64 ? 0x1p-53 : dt == TS_F32 ? 0x1p-24 : dt == TS_F16 ? 0x1p-11 : 0x1p-8;

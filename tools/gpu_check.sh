@@ -261,14 +261,14 @@ fi
 
 # ------------------------------------------------------------------ 2k. the fused kernels
 # Each of $KERNEL_TESTS alone on cuda:0 (TS_REQUIRE_CUDA=1: a skip is a failure), checking the
-# fused kernels (layer norm, batch norm, cross-entropy, attention) and cuSOLVER's linalg against
-# float64 references and the CPU on every shape class; then bench/run_gpu_kernels.sh, each kernel
-# beside PyTorch's.
+# fused kernels (layer norm, batch norm, cross-entropy, attention, cuBLASLt's activation
+# epilogues) and cuSOLVER's linalg against float64 references and the CPU on every shape class;
+# then bench/run_gpu_kernels.sh, each kernel beside PyTorch's.
 klog=$OUT/kernels.log
 : >"$klog"
 if want kernels; then
     kok=1
-    for t in ${KERNEL_TESTS:-test_layer_norm test_batch_norm test_batch_norm_nhwc test_batch_norm_bf16 test_cross_entropy_fused test_sdpa test_sdpa_tc test_golden_sdpa test_channels_last test_cuda_compute test_linalg_cuda}; do
+    for t in ${KERNEL_TESTS:-test_layer_norm test_batch_norm test_batch_norm_nhwc test_batch_norm_bf16 test_cross_entropy_fused test_sdpa test_sdpa_tc test_golden_sdpa test_channels_last test_cuda_compute test_linalg_cuda test_linear_act_epilogue test_mlp_fused}; do
         if [ ! -x "$bin/tests/$t" ]; then
             note "$t: not built"
             kok=0

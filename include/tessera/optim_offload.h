@@ -24,8 +24,9 @@ extern "C" {
  * is saved in float32 on the cpu and loads into an optimizer with or without offload). A parameter
  * changed from outside (a loaded checkpoint, an in-place edit) is re-read into its master before
  * the next step. Steps stay all or nothing. Refused: parameters on the cpu or not contiguous, a
- * captured (capturable) optimizer, steps inside a capture. Offloading an offloaded optimizer does
- * nothing. */
+ * captured (capturable) optimizer, steps inside a capture, a step after a parameter took another
+ * dtype or shape (ts_tensor_set_data: TS_ERR_DTYPE, TS_ERR_SHAPE). Offloading an offloaded
+ * optimizer does nothing. */
 TS_API ts_status ts_optim_offload(ts_optim *opt);
 /* Whether opt is offloaded. */
 TS_API bool ts_optim_is_offloaded(ts_optim *opt);

@@ -18,6 +18,8 @@ typedef struct ts_profiler_opts {
     bool record_shapes;  /* each op's result shape and dtype (see docs/PROFILING.md) */
     bool profile_memory; /* allocated bytes of the op's device after each op: counter events */
     bool with_stack;     /* accepted; stacks are not recorded */
+    bool with_flops;     /* each op's floating-point operations and bytes moved, computed from its
+                            inputs' shapes (implies recording them, as record_shapes does) */
 } ts_profiler_opts;
 
 /* Starts recording in every thread (opts NULL: all false). TS_ERR_STATE if already running. The
@@ -44,14 +46,16 @@ TS_API ts_status ts_profiler_export_chrome(const char *path);
 TS_API ts_status ts_profile_export_chrome(const ts_profile *p, const char *path);
 
 typedef enum ts_profile_kind {
-    TS_PROF_OP = 0,   /* an op (its front end's name: "add", "matmul") */
-    TS_PROF_BACKWARD, /* an autograd node's backward ("AddBackward0") */
-    TS_PROF_RANGE,    /* a user range */
-    TS_PROF_WAIT,     /* a data-loader wait ("DataLoader.next") */
-    TS_PROF_TRANSFER, /* a copy between devices */
-    TS_PROF_MEMORY,   /* a memory counter sample (t0 == t1) */
-    TS_PROF_KERNEL,   /* an op's work on its device (sim, cuda): its stream's time from the op's
-                         start to its end, on the device's clock mapped to the host's */
+    TS_PROF_OP = 0,     /* an op (its front end's name: "add", "matmul") */
+    TS_PROF_BACKWARD,   /* an autograd node's backward ("AddBackward0") */
+    TS_PROF_RANGE,      /* a user range */
+    TS_PROF_WAIT,       /* a data-loader wait ("DataLoader.next") */
+    TS_PROF_TRANSFER,   /* a copy between devices */
+    TS_PROF_MEMORY,     /* a memory counter sample (t0 == t1) */
+    TS_PROF_KERNEL,     /* an op's work on its device (sim, cuda): its stream's time from the op's
+                           start to its end, on the device's clock mapped to the host's */
+    TS_PROF_COLLECTIVE, /* a collective or point-to-point operation of a process group
+                           ("all_reduce"): its bytes, rank and group size */
 } ts_profile_kind;
 
 typedef enum ts_transfer_kind { TS_XFER_H2D = 1, TS_XFER_D2H, TS_XFER_D2D } ts_transfer_kind;
@@ -73,6 +77,9 @@ typedef struct ts_profile_event {
     bool pinned;          /* a transfer from or to pinned host memory */
     char shape[64];       /* record_shapes: the result's "[2, 3] float32" */
     uint64_t correlation; /* an op and its TS_PROF_KERNEL span: the same nonzero id on both */
+    int64_t flops;        /* with_flops: an op's floating-point operations (0: not counted) */
+    int64_t op_bytes;     /* with_flops: the bytes an op reads and writes (its inputs and result) */
+    int rank, world_size; /* a collective: the caller's rank in its group and the group's size */
 } ts_profile_event;
 
 /* The events in start-time order; n_out the count. Owned by p. */
@@ -86,7 +93,8 @@ typedef struct ts_profile_stat {
     ts_profile_kind kind;
     int64_t calls;
     int64_t total_ns, self_ns, max_ns;
-    int64_t bytes; /* transfers: bytes moved in all */
+    int64_t bytes; /* transfers and collectives: bytes moved in all */
+    int64_t flops; /* with_flops: the ops' floating-point operations in all */
 } ts_profile_stat;
 TS_API int64_t ts_profile_key_averages(const ts_profile *p, bool by_shape, ts_profile_stat *out,
                                        int64_t cap);

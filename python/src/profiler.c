@@ -18,12 +18,15 @@ static ts_profile *profile_arg(PyObject *cap) {
 
 static PyObject *py_start(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
-    static char *names[] = {"record_shapes", "profile_memory", "with_stack", NULL};
-    int shapes = 0, memory = 0, stack = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ppp:_profiler_start", names, &shapes, &memory,
-                                     &stack))
+    static char *names[] = {"record_shapes", "profile_memory", "with_stack", "with_flops", NULL};
+    int shapes = 0, memory = 0, stack = 0, flops = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|pppp:_profiler_start", names, &shapes, &memory,
+                                     &stack, &flops))
         return NULL;
-    ts_profiler_opts o = {.record_shapes = shapes, .profile_memory = memory, .with_stack = stack};
+    ts_profiler_opts o = {.record_shapes = shapes,
+                          .profile_memory = memory,
+                          .with_stack = stack,
+                          .with_flops = flops};
     if (ts_profiler_start(&o) != TS_OK) return tsp_raise_pending();
     Py_RETURN_NONE;
 }
@@ -59,8 +62,8 @@ static PyObject *py_range_pop(PyObject *self, PyObject *unused) {
 }
 
 static const char *kind_name(ts_profile_kind k) {
-    static const char *names[] = {"op",       "backward", "range", "wait",
-                                  "transfer", "memory",   "kernel"};
+    static const char *names[] = {"op",       "backward", "range",  "wait",
+                                  "transfer", "memory",   "kernel", "collective"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
 
@@ -79,14 +82,15 @@ static PyObject *py_events(PyObject *self, PyObject *cap) {
     for (size_t i = 0; list && i < n; i++) {
         const ts_profile_event *e = &ev[i];
         PyObject *d = Py_BuildValue(
-            "{s:s,s:s,s:s,s:s,s:i,s:K,s:L,s:L,s:L,s:i,s:L,s:s,s:K,s:s,s:O,s:K}", "kind",
+            "{s:s,s:s,s:s,s:s,s:i,s:K,s:L,s:L,s:L,s:i,s:L,s:s,s:K,s:s,s:O,s:K,s:L,s:L}", "kind",
             kind_name(e->kind), "name", e->name, "device", ts_device_str(e->device), "src_device",
             e->kind == TS_PROF_TRANSFER ? ts_device_str(e->src_device) : "", "thread", e->thread,
             "stream", (unsigned long long)e->stream, "t0_ns", (long long)e->t0_ns, "t1_ns",
             (long long)e->t1_ns, "self_ns", (long long)e->self_ns, "depth", e->depth, "bytes",
             (long long)e->bytes, "shape", e->shape, "flow", (unsigned long long)e->flow, "transfer",
             transfer_name(e->transfer), "pinned", e->pinned ? Py_True : Py_False, "correlation",
-            (unsigned long long)e->correlation);
+            (unsigned long long)e->correlation, "flops", (long long)e->flops, "op_bytes",
+            (long long)e->op_bytes);
         PyObject *dims = d ? PyUnicode_FromString(ts_profile_event_input_dims(p, i)) : NULL;
         PyObject *types = dims ? PyUnicode_FromString(ts_profile_event_input_types(p, i)) : NULL;
         if (!types || PyDict_SetItemString(d, "input_dims", dims) < 0 ||
@@ -99,20 +103,31 @@ static PyObject *py_events(PyObject *self, PyObject *cap) {
         }
         Py_DECREF(dims);
         Py_DECREF(types);
+        /* a collective's rank in its group and the group's size (0 for other events) */
+        PyObject *rank = PyLong_FromLong(e->rank), *world = PyLong_FromLong(e->world_size);
+        int bad = !rank || !world || PyDict_SetItemString(d, "rank", rank) < 0 ||
+                  PyDict_SetItemString(d, "world_size", world) < 0;
+        Py_XDECREF(rank);
+        Py_XDECREF(world);
+        if (bad) {
+            Py_DECREF(d);
+            Py_CLEAR(list);
+            break;
+        }
         PyList_SET_ITEM(list, (Py_ssize_t)i, d);
     }
     return list;
 }
 
-/* one key_averages row: (name, shape or input dims, kind, calls, total_ns, self_ns, max_ns, bytes)
- */
+/* one key_averages row: (name, shape or input dims, kind, calls, total_ns, self_ns, max_ns, bytes,
+ * flops) */
 static PyObject *stat_row(const ts_profile_stat *r, const char *shape) {
-    return Py_BuildValue("(sssLLLLL)", r->name, shape, kind_name(r->kind), (long long)r->calls,
+    return Py_BuildValue("(sssLLLLLL)", r->name, shape, kind_name(r->kind), (long long)r->calls,
                          (long long)r->total_ns, (long long)r->self_ns, (long long)r->max_ns,
-                         (long long)r->bytes);
+                         (long long)r->bytes, (long long)r->flops);
 }
 
-/* a list of (name, shape, kind, calls, total_ns, self_ns, max_ns, bytes) */
+/* a list of (name, shape, kind, calls, total_ns, self_ns, max_ns, bytes, flops) */
 static PyObject *py_key_averages(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *cap;
@@ -140,7 +155,7 @@ static PyObject *py_key_averages(PyObject *self, PyObject *args) {
 }
 
 /* the same grouped by input dims: (name, input dims, kind, calls, total_ns, self_ns, max_ns,
- * bytes) */
+ * bytes, flops) */
 static PyObject *py_key_averages_by_input(PyObject *self, PyObject *cap) {
     (void)self;
     ts_profile *p = profile_arg(cap);
@@ -179,7 +194,8 @@ static PyObject *py_export_chrome(PyObject *self, PyObject *args) {
 
 static PyMethodDef profiler_methods[] = {
     {"_profiler_start", TSP_KW(py_start),
-     "_profiler_start(record_shapes=False, profile_memory=False, with_stack=False)"},
+     "_profiler_start(record_shapes=False, profile_memory=False, with_stack=False, "
+     "with_flops=False)"},
     {"_profiler_stop", py_stop, METH_NOARGS, "_profiler_stop(): the collected profile"},
     {"_profiler_enabled", py_enabled, METH_NOARGS, NULL},
     {"_profiler_range_push", py_range_push, METH_O, NULL},

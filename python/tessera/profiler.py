@@ -10,11 +10,13 @@
 
 Every op is recorded on the host clock (sim and cuda ops too: their host side), with autograd
 backward nodes linked to their forward op, record_function ranges, DataLoader waits and copies
-between devices (bytes, pinned or pageable, GB/s). docs/PROFILING.md.
+between devices (bytes, pinned or pageable, GB/s) and collectives (bytes, rank, group size).
+docs/PROFILING.md.
 """
 import enum
 import functools
 import json
+import math
 import os
 import socket
 import sys
@@ -139,11 +141,19 @@ def _fmt_time(us):
     return f"{us:.3f}us"
 
 
+def _flops_unit(smallest):
+    """PyTorch's _build_table unit for the flops column: (scale, "FLOPs" / "KFLOPs" / ...)
+    chosen by the smallest nonzero count."""
+    units = ["FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs"]
+    k = int(max(0, min(math.log10(smallest) / 3, float(len(units) - 1))))
+    return 10.0 ** (k * -3.0), units[k]
+
+
 class FunctionEventAvg:
     """One row of key_averages: times in microseconds, as PyTorch's."""
 
     def __init__(self, row, by_input=False):
-        name, shape, kind, calls, total_ns, self_ns, max_ns, nbytes = row
+        name, shape, kind, calls, total_ns, self_ns, max_ns, nbytes, flops = row[:9]
         self.key = name
         # group_by_input_shape: the inputs' dims as PyTorch's, a list of lists ([] when none
         # were recorded); otherwise ""
@@ -151,6 +161,8 @@ class FunctionEventAvg:
         self.kind = kind
         self.count = calls
         self.bytes = nbytes
+        # with_flops: the floating-point operations of the row's calls in all (0: not counted)
+        self.flops = flops
         # a kernel row (an op's time on its sim / cuda device) holds device time, no CPU time;
         # _fold_device_time gives each op row its kernels' device time
         device = kind == "kernel"
@@ -198,9 +210,10 @@ def _fold_device_time(rows):
 class EventList(list):
     """key_averages()'s result: a list of FunctionEventAvg with PyTorch's table()."""
 
-    def __init__(self, rows, by_shape=False):
+    def __init__(self, rows, by_shape=False, with_flops=False):
         super().__init__(rows)
         self._by_shape = by_shape
+        self._with_flops = with_flops
 
     def table(self, sort_by=None, row_limit=100, max_name_column_width=55, header=None,
               top_level_events_only=False):
@@ -225,8 +238,17 @@ class EventList(list):
             cols += [("Self Device", 12), ("Self Device %", 14), ("Device total", 14),
                      ("Device time avg", 16)]
         cols.append(("# of Calls", 12))
+        shapes_w = 0
         if self._by_shape:
-            cols.append(("Input Shapes", 24))
+            # PyTorch's width: the longest shapes + 4, at most 80 (and room for the header)
+            shapes_w = max(14, min(max((len(str(r.input_shapes)) for r in self), default=0) + 4,
+                                   80))
+            cols.append(("Input Shapes", shapes_w))
+        # with_flops: PyTorch's "Total <unit>FLOPs", the unit chosen by the smallest nonzero row
+        flops = [r.flops for r in self if r.flops > 0] if self._with_flops else []
+        if flops:
+            flops_scale, flops_unit = _flops_unit(min(flops))
+            cols.append((f"Total {flops_unit}", 14))
         line = "-" * sum(width for _, width in cols)
         out = []
         if header:
@@ -251,7 +273,9 @@ class EventList(list):
                           f"{_fmt_time(r.device_time):>16}"]
             cells.append(f"{r.count:>12}")
             if self._by_shape:
-                cells.append(f"  {str(r.input_shapes)}")
+                cells.append(f"{str(r.input_shapes)[:shapes_w]:>{shapes_w}}")
+            if flops:
+                cells.append(f"{r.flops * flops_scale:>14.3f}" if r.flops > 0 else f"{'--':>14}")
             out.append("".join(cells))
         out.append(line)
         out.append(f"Self CPU time total: {_fmt_time(sum(r.self_cpu_time_total for r in self))}")
@@ -280,7 +304,10 @@ class profile:
         for a in self.activities:
             if not isinstance(a, ProfilerActivity):
                 raise TypeError(f"profile: activities holds {a!r}, not a ProfilerActivity")
-        self.record_shapes = bool(record_shapes)
+        # with_flops: each op's floating-point operations from its inputs' shapes, which it
+        # records (as PyTorch's, it implies record_shapes)
+        self.with_flops = bool(with_flops)
+        self.record_shapes = bool(record_shapes) or self.with_flops
         self.profile_memory = bool(profile_memory)
         self.with_stack = bool(with_stack)
         self.schedule = schedule or _default_schedule_fn
@@ -296,7 +323,8 @@ class profile:
     def _start_trace(self):
         if not self._running:
             _C._profiler_start(record_shapes=self.record_shapes,
-                               profile_memory=self.profile_memory, with_stack=self.with_stack)
+                               profile_memory=self.profile_memory, with_stack=self.with_stack,
+                               with_flops=self.with_flops)
             self._running = True
 
     def _stop_trace(self):
@@ -373,15 +401,19 @@ class profile:
         if group_by_input_shape:
             rows = _C._profile_key_averages_by_input(prof)
             # (kernel rows have no inputs: their time stays on their own rows)
-            return EventList([FunctionEventAvg(r, by_input=True) for r in rows], True)
+            return EventList([FunctionEventAvg(r, by_input=True) for r in rows], True,
+                             self.with_flops)
         rows = _C._profile_key_averages(prof, False)
-        return EventList(_fold_device_time([FunctionEventAvg(r) for r in rows]), False)
+        return EventList(_fold_device_time([FunctionEventAvg(r) for r in rows]), False,
+                         self.with_flops)
 
     def events(self):
         """Every recorded event as a dict (kind, name, device, thread, t0_ns, t1_ns, self_ns,
         depth, bytes, shape, flow, transfer, pinned, correlation (an op and its "kernel" event:
         its device time), input_dims, input_types: JSON text, "" when
-        not recorded), in start-time order."""
+        not recorded; with_flops: flops, PyTorch's FunctionEvent.flops, and op_bytes, the bytes
+        of its inputs and result; 0 when not counted; rank, world_size: a "collective" event's
+        rank in its process group and the group's size), in start-time order."""
         return _C._profile_events(self._need("events"))
 
     def export_chrome_trace(self, path):
@@ -402,6 +434,14 @@ class profile:
             out.append(e)
         return out
 
+    def collectives(self):
+        """The collective and point-to-point operations (all_reduce, broadcast, reduce,
+        all_gather, reduce_scatter, send, recv, barrier): dicts with name, bytes (the message; of
+        all_gather and reduce_scatter the whole tensor of world-size blocks), shape, device, rank,
+        world_size and seconds (from the call to where its data movement finished)."""
+        return [dict(e, seconds=(e["t1_ns"] - e["t0_ns"]) * 1e-9) for e in self.events()
+                if e["kind"] == "collective"]
+
 
 # torch.autograd.profiler.profile / record_function: the older spelling
 class _AutogradProfile(profile):
@@ -410,7 +450,7 @@ class _AutogradProfile(profile):
                  use_kineto=False, use_cpu=True, experimental_config=None, acc_events=False,
                  custom_trace_id_callback=None):
         super().__init__(record_shapes=record_shapes, profile_memory=profile_memory,
-                         with_stack=with_stack)
+                         with_stack=with_stack, with_flops=with_flops)
         self.enabled = enabled
 
     def __enter__(self):

@@ -1,87 +1,123 @@
-/* autocast_policy.c — which ops autocast casts, and to what: PyTorch's lists (CUDA's, from
- * aten/src/ATen/autocast_mode.cpp, applied on every device type) for the ops Tessera has, and the
- * casting of an op's arguments that the front ends call (tsi_autocast_enter/exit). docs/AMP.md
- * explains each choice. */
+/* autocast_policy.c — which ops autocast casts, and to what: PyTorch's lists
+ * (aten/src/ATen/autocast_mode.cpp: CUDA's on cuda and sim, the CPU's on the cpu, decision 0033)
+ * for the ops Tessera has, and the casting of an op's arguments that the front ends call
+ * (tsi_autocast_enter/exit). docs/AMP.md explains each choice. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "amp/autocast.h"
 
 typedef struct policy_entry {
-    const char *op; /* the front end's op name, as in its error messages */
-    tsi_ac_policy policy;
+    const char *op;       /* the front end's op name, as in its error messages */
+    tsi_ac_policy policy; /* CUDA's lists: on cuda and sim (docs/decisions/0033) */
+    tsi_ac_policy cpu;    /* the CPU's lists (AutocastCPU), as PyTorch 2.x gives them */
 } policy_entry;
 
+/* The CPU's layer_norm and rms_norm (on no CPU list): PyTorch's CPU kernels take a half input with
+ * float32 parameters, compute in float32 and return the input's dtype. Tessera's fused kernels
+ * take only parameters of x's dtype (mixed ones compose), so autocast gives them that: the
+ * eligible arguments widened to float32 (exact), the float32 result rounded once to a half
+ * input's dtype. */
+#define AC_IN_DTYPE ((tsi_ac_policy)(TSI_AC_KEEP + 1))
+
+#define NONE  TSI_AC_NONE
+#define FP32  TSI_AC_FP32
+#define LOWP  TSI_AC_LOWER_PRODUCT
+#define PROMO TSI_AC_PROMOTE
+
 /* Sorted by name (bsearch). Not listed (NONE): everything else, e.g. mean, var, sqrt, relu, the
- * pools, add/mul (which promote by type promotion anyway) and every in-place op, as in PyTorch. */
+ * pools, add/mul (which promote by type promotion anyway) and every in-place op, as in PyTorch.
+ * The CPU's fp32 list holds the losses and prod but none of CUDA's pointwise functions,
+ * reductions, softmaxes or norms: there those run in the dtype they are given. */
 static const policy_entry table[] = {
     /* fp32: CUDA's list is binary_cross_entropy_with_logits, l1/smooth_l1/mse/nll loss ... */
-    {"acos", TSI_AC_FP32},
-    {"asin", TSI_AC_FP32},
+    {"acos", FP32, NONE},
+    {"asin", FP32, NONE},
     /* batch_norm is on neither CPU's nor CUDA's list: their kernels take a half input with float32
      * parameters and compute in float32 (Tessera's fused kernels and composition too), so a bf16
      * input stays bf16; KEEP only keeps autocast off for the ops it is made of */
-    {"batch_norm", TSI_AC_KEEP},
-    {"binary_cross_entropy_with_logits", TSI_AC_FP32},
-    {"bmm", TSI_AC_LOWER_PRODUCT},
+    {"batch_norm", TSI_AC_KEEP, TSI_AC_KEEP},
+    {"binary_cross_entropy_with_logits", FP32, FP32},
+    {"bmm", LOWP, LOWP},
     /* promote: cat and stack are on PyTorch's CPU promote list (CUDA's cat promotes natively) */
-    {"cat", TSI_AC_PROMOTE},
-    {"conv2d", TSI_AC_LOWER},
-    {"cosh", TSI_AC_FP32},
+    {"cat", PROMO, PROMO},
+    {"conv2d", TSI_AC_LOWER, TSI_AC_LOWER},
+    {"cosh", FP32, NONE},
     /* cross_entropy is log_softmax + nll_loss in PyTorch, both fp32; the CPU list names it */
-    {"cosine_embedding_loss", TSI_AC_FP32},
-    {"cross_entropy", TSI_AC_FP32},
-    {"cumprod", TSI_AC_FP32}, /* fp32_set_opt_dtype */
-    {"cumsum", TSI_AC_FP32},  /* fp32_set_opt_dtype */
-    {"exp", TSI_AC_FP32},
-    {"hinge_embedding_loss", TSI_AC_FP32},
-    {"huber_loss", TSI_AC_FP32},
-    {"kl_div", TSI_AC_FP32},
-    {"l1_loss", TSI_AC_FP32},
-    {"layer_norm", TSI_AC_FP32},
-    {"linear", TSI_AC_LOWER_PRODUCT},
-    {"log", TSI_AC_FP32},
-    {"log1p", TSI_AC_FP32},
-    {"log_softmax", TSI_AC_FP32}, /* fp32_set_opt_dtype */
-    {"logsumexp", TSI_AC_FP32},
-    {"margin_ranking_loss", TSI_AC_FP32},
-    {"matmul", TSI_AC_LOWER_PRODUCT},
-    {"mm", TSI_AC_LOWER_PRODUCT},
-    {"mse_loss", TSI_AC_FP32},
-    {"multi_margin_loss", TSI_AC_FP32},
-    {"multilabel_margin_loss", TSI_AC_FP32},
-    {"nll_loss", TSI_AC_FP32},
-    {"poisson_nll_loss", TSI_AC_FP32},
-    {"pow", TSI_AC_FP32},        /* pow.Tensor_Tensor */
-    {"pow_scalar", TSI_AC_FP32}, /* pow.Tensor_Scalar */
-    {"prod", TSI_AC_FP32},       /* fp32_set_opt_dtype, all overloads */
-    {"reciprocal", TSI_AC_FP32},
-    {"rms_norm", TSI_AC_FP32},
-    {"rpow_scalar", TSI_AC_FP32}, /* pow.Scalar: a number to a tensor's powers */
-    {"rsqrt", TSI_AC_FP32},
-    {"scaled_dot_product_attention", TSI_AC_LOWER},
-    {"scatter_add", TSI_AC_PROMOTE},
-    {"sinh", TSI_AC_FP32},
-    {"smooth_l1_loss", TSI_AC_FP32},
-    {"soft_margin_loss", TSI_AC_FP32},
-    {"softmax", TSI_AC_FP32}, /* fp32_set_opt_dtype */
-    {"softplus", TSI_AC_FP32},
-    {"stack", TSI_AC_PROMOTE},
-    {"sum", TSI_AC_FP32}, /* fp32_set_opt_dtype, all overloads */
-    {"tan", TSI_AC_FP32},
+    {"cosine_embedding_loss", FP32, FP32},
+    {"cross_entropy", FP32, FP32},
+    {"cumprod", FP32, NONE}, /* fp32_set_opt_dtype */
+    {"cumsum", FP32, NONE},  /* fp32_set_opt_dtype */
+    {"erfinv", FP32, NONE},
+    {"exp", FP32, NONE},
+    {"expm1", FP32, NONE},
+    {"hinge_embedding_loss", FP32, FP32},
+    {"huber_loss", FP32, FP32},
+    {"kl_div", FP32, FP32},
+    {"l1_loss", FP32, FP32},
+    {"layer_norm", FP32, AC_IN_DTYPE},
+    {"linear", LOWP, LOWP},
+    {"log", FP32, NONE},
+    {"log10", FP32, NONE},
+    {"log1p", FP32, NONE},
+    {"log2", FP32, NONE},
+    {"log_softmax", FP32, NONE}, /* fp32_set_opt_dtype */
+    {"logsumexp", FP32, NONE},
+    {"margin_ranking_loss", FP32, FP32},
+    {"matmul", LOWP, LOWP},
+    {"mm", LOWP, LOWP},
+    {"mse_loss", FP32, FP32},
+    {"multi_margin_loss", FP32, FP32},
+    {"multilabel_margin_loss", FP32, FP32},
+    {"nll_loss", FP32, FP32},
+    {"poisson_nll_loss", FP32, FP32},
+    {"pow", FP32, NONE},        /* pow.Tensor_Tensor */
+    {"pow_scalar", FP32, NONE}, /* pow.Tensor_Scalar */
+    {"prod", FP32, FP32},       /* fp32_set_opt_dtype, all overloads; the CPU's fp32 list */
+    {"reciprocal", FP32, NONE},
+    {"rms_norm", FP32, AC_IN_DTYPE},
+    {"rpow_scalar", FP32, NONE}, /* pow.Scalar: a number to a tensor's powers */
+    {"rsqrt", FP32, NONE},
+    {"scaled_dot_product_attention", TSI_AC_LOWER, TSI_AC_LOWER},
+    /* CUDA's promote list; not the CPU's, where mixed dtypes are the op's error */
+    {"scatter_add", PROMO, NONE},
+    {"sinh", FP32, NONE},
+    {"smooth_l1_loss", FP32, FP32},
+    {"soft_margin_loss", FP32, FP32},
+    {"softmax", FP32, NONE}, /* fp32_set_opt_dtype */
+    {"softplus", FP32, NONE},
+    {"stack", PROMO, PROMO},
+    {"sum", FP32, NONE}, /* fp32_set_opt_dtype, all overloads */
+    {"tan", FP32, NONE},
+    {"triplet_margin_loss", FP32, FP32},
     /* where promotes natively in PyTorch; listing it gives the same dtypes */
-    {"triplet_margin_loss", TSI_AC_FP32},
-    {"where", TSI_AC_PROMOTE},
+    {"where", PROMO, PROMO},
 };
 #define N_TABLE (sizeof table / sizeof table[0])
+#undef NONE
+#undef FP32
+#undef LOWP
+#undef PROMO
 
 static int cmp_entry(const void *key, const void *e) {
     return strcmp((const char *)key, ((const policy_entry *)e)->op);
 }
 
+static const policy_entry *find(const char *op) {
+    return bsearch(op, table, N_TABLE, sizeof table[0], cmp_entry);
+}
+
+/* CUDA's column (autocast.h) */
 tsi_ac_policy tsi_autocast_policy(const char *op) {
-    const policy_entry *e = bsearch(op, table, N_TABLE, sizeof table[0], cmp_entry);
+    const policy_entry *e = find(op);
     return e ? e->policy : TSI_AC_NONE;
+}
+
+/* The policy on a device type: the CPU's column on the cpu; CUDA's on cuda and on sim, which
+ * stands in for a device in tests and so follows CUDA's lists. */
+static tsi_ac_policy policy_on(const char *op, ts_device_type type) {
+    const policy_entry *e = find(op);
+    return !e ? TSI_AC_NONE : type == TS_CPU ? e->cpu : e->policy;
 }
 
 /* ------------------------------------------------------------------ argument casting */
@@ -145,15 +181,19 @@ bool tsi_autocast_products_native(ts_device d, ts_dtype dt) {
 static bool cast_args(tsi_ac_frame *f, const char *op, ts_tensor **ts, int n) {
     ts_device dev;
     ts_dtype lower;
-    tsi_ac_policy p = tsi_autocast_policy(op);
-    if (p == TSI_AC_NONE || !op_device(ts, n, &dev) || !tsi_autocast_active(dev, &lower))
-        return false;
+    if (!op_device(ts, n, &dev)) return false;
+    tsi_ac_policy p = policy_on(op, dev.type);
+    if (p == TSI_AC_NONE || !tsi_autocast_active(dev, &lower)) return false;
     ts_dtype to = target_dtype(p, lower, ts, n, dev.type);
     f->round_to = TS_DTYPE_DEFAULT;
     f->op = op;
     if (p == TSI_AC_LOWER_PRODUCT && !tsi_autocast_products_native(dev, lower)) {
         to = TS_F32;
         f->round_to = lower;
+    }
+    if (p == AC_IN_DTYPE) {
+        to = TS_F32;
+        if (eligible(ts[0], dev.type) && ts[0]->dtype != TS_F32) f->round_to = ts[0]->dtype;
     }
     f->owned = n <= TSI_AC_FRAME_SMALL ? f->small : malloc((size_t)n * sizeof *f->owned);
     if (!f->owned) {
@@ -188,7 +228,7 @@ void tsi_autocast_enter_slow(tsi_ac_frame *f, const char *op, ts_tensor **const 
 void tsi_autocast_enter_list_slow(tsi_ac_frame *f, const char *op, ts_tensor *const **list, int n) {
     f->list = NULL;
     /* invalid lists are the op's to report */
-    if (!*list || n <= 0 || tsi_autocast_policy(op) == TSI_AC_NONE) return;
+    if (!*list || n <= 0 || !find(op)) return;
     ts_tensor **copy = malloc((size_t)n * sizeof *copy);
     if (!copy) {
         tsi_error_set(TS_ERR_OOM, "%s: out of host memory for %d autocast arguments", op, n);

@@ -90,6 +90,14 @@ static bool grow(void **v, int *cap, int n, size_t size) {
 
 tsi_ckpt_frame *tsi_ckpt_innermost(void) { return active; }
 
+/* the history without the data, which the unpacked tensor gets under create_graph
+ * (tsi_ckpt_unpack_saved): t's grad_fn and output number, or the leaf itself */
+static void keep_history(tsi_saved *s, ts_tensor *t) {
+    s->hist = t->grad_fn ? tsi_node_retain(t->grad_fn) : NULL;
+    s->hist_nr = t->grad_fn ? t->output_nr : TSI_SAVED_INPUT;
+    if (!t->grad_fn && t->requires_grad) s->t = ts_retain(t); /* a leaf: kept, as PyTorch does */
+}
+
 /* saved-tensor hooks opened inside the innermost checkpoint (or with none open) take the save,
  * except while a checkpoint recomputes; a placeholder frame of its own holds what they packed */
 static bool hooks_pack(tsi_saved *s, ts_tensor *t) {
@@ -103,6 +111,7 @@ static bool hooks_pack(tsi_saved *s, ts_tensor *t) {
     f->hooked = h;
     s->frame = f;
     s->index = 0;
+    keep_history(s, t);
     return true;
 }
 
@@ -124,10 +133,7 @@ bool tsi_ckpt_pack(tsi_saved *s, ts_tensor *t) {
     f->packed[f->n_packed].dtype = t->dtype;
     s->frame = f;
     s->index = f->n_packed++;
-    /* the history without the data, for create_graph (tsi_ckpt_unpack_saved) */
-    s->hist = t->grad_fn ? tsi_node_retain(t->grad_fn) : NULL;
-    s->hist_nr = t->grad_fn ? t->output_nr : TSI_SAVED_INPUT;
-    if (!t->grad_fn && t->requires_grad) s->t = ts_retain(t); /* a leaf: kept, as PyTorch does */
+    keep_history(s, t);
     atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
     return true;
 }
@@ -217,19 +223,44 @@ ts_tensor *tsi_ckpt_unpack(tsi_ckpt_frame *f, int index) {
     return t;
 }
 
+static void saved_leaf_backward(ts_node *n, ts_tensor *const *g, ts_tensor **gi) {
+    (void)n;
+    gi[0] = g[0];
+}
+
+/* r as a tensor whose gradient goes to the leaf (PyTorch's unpacked SavedVariable of a leaf:
+ * the unpack hook's data with the leaf's grad accumulator); scope-owned, NULL + error */
+static ts_tensor *leaf_alias(ts_node *n, ts_tensor *leaf, ts_tensor *r) {
+    ts_node *e = tsi_node_new("SavedLeafBackward", n->op, saved_leaf_backward, &leaf, 1, 1, 0);
+    ts_tensor *a = e ? tsi_view_of(r, r->shape, r->strides, r->offset) : NULL;
+    if (!a) {
+        if (e) tsi_node_release(e);
+        return e ? (tsi_error_set(TS_ERR_OOM, "backward: out of host memory (%s)", n->name), NULL)
+                 : NULL;
+    }
+    e->flags |= TSI_NODE_TWICE; /* the identity: differentiable again */
+    a->is_view = r->is_view;
+    tsi_node_set_output(e, a, 0);
+    tsi_node_release(e);
+    return tsi_own(a);
+}
+
 ts_tensor *tsi_ckpt_unpack_saved(ts_node *n, tsi_saved *s) {
     tsi_ckpt_frame *f = s->frame;
     bool again = tsi_create_graph_active();
-    if (again && (f->hooked || s->hist_nr == TSI_SAVED_OUTPUT_UNKNOWN)) {
+    if (again && s->hist_nr == TSI_SAVED_OUTPUT_UNKNOWN) {
         n->flags |= TSI_NODE_ONCE; /* no history to give it: no double backward through n */
         again = false;
     }
     ts_tensor *r = tsi_ckpt_unpack(f, s->index);
     if (!r || !again) return r;
-    if (!s->hist && s->hist_nr == TSI_SAVED_INPUT && s->t) return s->t; /* the leaf itself */
-    /* the recomputed values with the forward's history: what the backward computes from them is
-     * differentiable through the original graph (the recomputation's own graph starts from
-     * detached inputs: never through that) */
+    /* a leaf: the hook's data reaching it, or the leaf itself */
+    if (!s->hist && s->hist_nr == TSI_SAVED_INPUT && s->t)
+        return f->hooked ? leaf_alias(n, s->t, r) : s->t;
+    /* the recomputed (or unpacked) values with the forward's history: what the backward computes
+     * from them is differentiable through the original graph (the recomputation's own graph
+     * starts from detached inputs, an unpack hook's result's history is dropped: never through
+     * those) */
     ts_tensor *a = tsi_view_of(r, r->shape, r->strides, r->offset);
     if (!a) {
         tsi_error_set(TS_ERR_OOM, "backward: out of host memory (%s)", n->name);

@@ -12,10 +12,11 @@
  * has. */
 void tsi_ckpt_release_slot(tsi_ckpt_frame *f, int index);
 
-/* The tensor of n's placeholder s (recomputed the first time). Under create_graph it carries the
- * saved tensor's history (s->hist, s->hist_nr, or the leaf in s->t); where there is none to give
- * (a saved-tensor hook's frame, an output of unknown number) n is marked TSI_NODE_ONCE. Borrowed or
- * scope-owned; NULL + error. */
+/* The tensor of n's placeholder s (recomputed, or unpacked by saved-tensor hooks, the first
+ * time). Under create_graph it carries the saved tensor's history (s->hist, s->hist_nr, or the leaf
+ * in s->t: a hook's data reaches the leaf through a SavedLeafBackward node); where there is none to
+ * give (an output of unknown number) n is marked TSI_NODE_ONCE. Borrowed or scope-owned; NULL +
+ * error. */
 ts_tensor *tsi_ckpt_unpack_saved(ts_node *n, tsi_saved *s);
 
 #endif /* TS_AUTOGRAD_CHECKPOINT_SLOT_H */

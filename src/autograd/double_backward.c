@@ -5,9 +5,9 @@
  * A backward function is differentiable again when it computes its gradients with public ops on
  * its incoming gradients, its saved inputs and its saved outputs: run with grad mode on, those ops
  * record the gradient's own graph. The site that records a node says so (TSI_NODE_TWICE) next to
- * the formula; a node that saved a detached copy (an in-place op's old value), a saved-tensor
- * hook's placeholder or an output of unknown number is marked TSI_NODE_ONCE (a checkpoint's
- * placeholder keeps its tensor's history: checkpoint.c). Every other node's
+ * the formula; a node that saved a detached copy (an in-place op's old value) or an output of
+ * unknown number is marked TSI_NODE_ONCE (a checkpoint's or a saved-tensor hook's placeholder
+ * keeps its tensor's history: checkpoint.c). Every other node's
  * gradients get a DelayedError node: correct values, and a clear error if a second backward
  * reaches them, never a second derivative that silently lacks a term. */
 #include <stdlib.h>

@@ -4,6 +4,7 @@
 #include "autograd/saved_hooks.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "tessera/saved_hooks.h"
 
@@ -22,6 +23,8 @@ struct tsi_hooked {
     hooks *h;
     void *handle;
     ts_tensor *unpacked; /* retained, once unpacked */
+    ts_shape shape;      /* the saved tensor's shape and dtype */
+    ts_dtype dtype;
 };
 
 static _Thread_local hooks *top;
@@ -89,6 +92,8 @@ tsi_hooked *tsi_saved_hooks_pack(ts_tensor *t) {
     }
     atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
     p->h = h;
+    p->shape = t->shape;
+    p->dtype = t->dtype;
     return p;
 }
 
@@ -98,6 +103,18 @@ ts_tensor *tsi_hooked_unpack(tsi_hooked *p) {
     ts_no_grad_begin();
     ts_scope_begin();
     ts_tensor *t = p->h->unpack(p->h->ctx, p->handle);
+    /* the backward's kernels read the saved tensor as the forward saved it: another shape is the
+     * hooks' error; another dtype is cast back (PyTorch's ops would promote, or refuse) */
+    if (t && (t->shape.ndim != p->shape.ndim ||
+              memcmp(t->shape.dims, p->shape.dims, sizeof(int64_t) * (size_t)p->shape.ndim))) {
+        tsi_error_set(TS_ERR_SHAPE,
+                      "saved_tensors_hooks: unpack returned a tensor of shape %s for a saved "
+                      "tensor of shape %s",
+                      tsi_shape_str(t->shape), tsi_shape_str(p->shape));
+        t = NULL;
+    } else if (t && t->dtype != p->dtype) {
+        t = ts_to_dtype(t, p->dtype);
+    }
     p->unpacked = ts_retain(t);
     ts_scope_end();
     ts_no_grad_end();

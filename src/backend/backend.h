@@ -180,8 +180,8 @@ typedef enum ts_epi_act { TS_EPI_RELU, TS_EPI_GELU_TANH } ts_epi_act;
  * that dtype (a multiple of 8); the front end reads it (the composed backward) and a backward
  * slot (cuBLASLt's DGELU_BGRAD: dz = (dy @ W) * gelu'(z) and its bias gradient in one GEMM) can.
  * RELU: a bit mask, bit i * ld + j set where z[i][j] > 0 (the order of bits within a byte the
- * backend's own: cuBLASLt's DRELU_BGRAD input), ld a multiple of 128 bits; the front end never
- * reads it (relu's backward reads the output). */
+ * backend's own: cuBLASLt's DRELU_BGRAD input), ld a multiple of 128 bits; only the backend's
+ * matmul_dact_bgrad reads it (the composed relu backward reads the output). */
 typedef struct ts_epi_aux {
     void *data;
     int64_t ld;
@@ -558,6 +558,17 @@ struct ts_backend {
     bool (*matmul_bias_act)(const ts_backend *be, int index, ts_epi_act act, const ts_kview *out,
                             const ts_kview *a, const ts_kview *b, const ts_kview *bias,
                             const ts_epi_aux *aux);
+    /* Optional (NULL: the front end composes matmul, the activation's gradient and reduce). The
+     * backward through matmul_bias_act's activation fused with the next layer's input-gradient
+     * GEMM (decision 0032): dz [M, N1] = (g [M, N2] @ w [N2, N1]) * act'(z), act' read from aux as
+     * matmul_bias_act wrote it for z [M, N1] (relu: the bit mask; gelu_tanh: the pre-activation),
+     * and db [N1] = the sums of dz's columns. g and w 2-D views (any strides), dz [M, N1] and db
+     * [N1] contiguous, one float dtype; M, N1, N2 >= 1. Returns true when done; false, having
+     * written nothing, where it declines (the front end then composes) — a decision made from the
+     * arguments alone. cuda: cuBLASLt's DRELU_BGRAD / DGELU_BGRAD epilogues. */
+    bool (*matmul_dact_bgrad)(const ts_backend *be, int index, ts_epi_act act, const ts_kview *dz,
+                              const ts_kview *db, const ts_kview *g, const ts_kview *w,
+                              const ts_epi_aux *aux);
     /* Optional (NULL: they are): whether matmul multiplies operands of the half dtype dt (TS_F16,
      * TS_BF16) in that dtype's own instructions, rather than widening them to float32 and running
      * the float32 kernels. Where it does not, autocast gives the products float32 operands and

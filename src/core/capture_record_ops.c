@@ -359,6 +359,7 @@ void tsi_capture_install_ops(ts_backend *b, const ts_backend *real) {
     b->matmul_bias = real->matmul_bias ? rec_matmul_bias : NULL;
     b->matmul_bgrad = real->matmul_bgrad ? rec_matmul_bgrad : NULL;
     b->matmul_bias_act = NULL; /* a captured Linear + activation is composed */
+    b->matmul_dact_bgrad = NULL;
     b->index_select = rec_index_select;
     b->gather = rec_gather;
     b->scatter_add = rec_scatter_add;

@@ -20,7 +20,7 @@ static int reg_next_id;
 static pthread_key_t reg_key;
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 static ts_profile *last_profile;
-static int64_t session_t0;
+static _Atomic int64_t session_t0; /* read by tsi_prof_collective in any thread */
 static atomic_uint_fast64_t next_correlation = 1;
 
 #define MAX_OPEN 64
@@ -216,6 +216,15 @@ static size_t put_i64(char *p, int64_t n) {
     return len;
 }
 
+/* "[2, 3] float32" */
+static void shape_of(char shape[64], const ts_tensor *t) {
+    char *p = shape, *end = p + 64;
+    p += snprintf(p, (size_t)(end - p), "[");
+    for (int i = 0; i < t->shape.ndim && p < end; i++)
+        p += snprintf(p, (size_t)(end - p), "%s%lld", i ? ", " : "", (long long)t->shape.dims[i]);
+    if (p < end) snprintf(p, (size_t)(end - p), "] %s", ts_dtype_name(t->dtype));
+}
+
 void tsi_prof_input(const char *op, const ts_tensor *t) {
     if (busy || !atomic_load_explicit(&tsi_prof_on, memory_order_relaxed) || !thread_buf() ||
         !my_opts.record_shapes)
@@ -308,14 +317,7 @@ void tsi_prof_own(const ts_tensor *t) {
         open_span *s = &open_stack[n_open - 1];
         if (s->explicit_span || s->scope_depth < depth) break;
         if (now < 0) now = tsi_prof_now();
-        if (first && t && my_opts.record_shapes) {
-            char *p = s->ev.shape, *end = p + sizeof s->ev.shape;
-            p += snprintf(p, (size_t)(end - p), "[");
-            for (int i = 0; i < t->shape.ndim && p < end; i++)
-                p += snprintf(p, (size_t)(end - p), "%s%lld", i ? ", " : "",
-                              (long long)t->shape.dims[i]);
-            if (p < end) snprintf(p, (size_t)(end - p), "] %s", ts_dtype_name(t->dtype));
-        }
+        if (first && t && my_opts.record_shapes) shape_of(s->ev.shape, t);
         first = false;
         close_top(now);
     }
@@ -388,6 +390,19 @@ void tsi_prof_transfer(ts_device dst, ts_device src, size_t bytes, bool pinned, 
     busy = false;
 }
 
+void tsi_prof_collective(const ts_profile_event *e, const ts_tensor *t) {
+    if (busy || !atomic_load_explicit(&tsi_prof_on, memory_order_relaxed) || !thread_buf()) return;
+    if (e->t0_ns < session_t0) return; /* submitted before this session */
+    busy = true;
+    ts_profile_event c = *e;
+    c.kind = TS_PROF_COLLECTIVE;
+    c.t1_ns = tsi_prof_now();
+    c.depth = n_open;
+    if (t) shape_of(c.shape, t);
+    append(&c, NULL);
+    busy = false;
+}
+
 /* ------------------------------------------------------------------ the public calls */
 static pthread_mutex_t ctl_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -420,6 +435,7 @@ ts_status ts_profiler_start(const ts_profiler_opts *opts) {
     pthread_mutex_unlock(&reg_mu);
     pthread_mutex_lock(&reg_mu);
     prof_opts = opts ? *opts : (ts_profiler_opts){0};
+    prof_opts.record_shapes |= prof_opts.with_flops; /* the flops come from the inputs' shapes */
     pthread_mutex_unlock(&reg_mu);
     session_t0 = tsi_prof_now();
     atomic_fetch_add(&prof_gen, 1);
@@ -439,7 +455,8 @@ ts_status ts_profiler_stop(void) {
     tsi_placement_refresh();
     uint64_t gen = atomic_load(&prof_gen);
     pthread_mutex_lock(&reg_mu);
-    ts_profile *p = tsi_prof_collect(reg_head, gen, session_t0, tsi_prof_now());
+    ts_profile *p =
+        tsi_prof_collect(reg_head, gen, session_t0, tsi_prof_now(), prof_opts.with_flops);
     pthread_mutex_unlock(&reg_mu);
     /* this thread's spans still open (a range around the stop) are not recorded */
     for (int i = 0; me && i < n_open; i++)

@@ -1,6 +1,7 @@
 /* profiler_chrome.c — a profile as Chrome trace-event JSON (Perfetto, chrome://tracing): one
- * process per device, one thread track per host thread (and cuda stream), "X" complete events,
- * "s"/"f" flows from a forward op to its backward node, "C" counters of allocated memory. */
+ * process per device, one thread track per host thread (and cuda stream) and one for its
+ * collectives, "X" complete events, "s"/"f" flows from a forward op to its backward node, "C"
+ * counters of allocated memory. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,29 +50,57 @@ static const char *category(ts_profile_kind k) {
         return "gpu_memcpy";
     case TS_PROF_KERNEL:
         return "kernel";
+    case TS_PROF_COLLECTIVE:
+        return "collective";
     default:
         return "memory";
     }
 }
 
 /* the track of an event: its host thread, or (thread, cuda stream); device time (kernel spans)
- * one track per device stream, whichever thread queued the work */
+ * one track per device stream, whichever thread queued the work; collectives one track per device
+ * ("collectives"), whichever thread ran them */
 typedef struct track {
     int pid, thread;
     uint64_t stream;
     int tid;
-    bool device;
+    bool device, coll;
 } track;
 
 static int track_of(track *tr, size_t *n, const ts_profile_event *e, int pid) {
-    const bool device = e->kind == TS_PROF_KERNEL;
+    const bool device = e->kind == TS_PROF_KERNEL, coll = e->kind == TS_PROF_COLLECTIVE;
     for (size_t i = 0; i < *n; i++)
-        if (tr[i].pid == pid && tr[i].device == device && tr[i].stream == e->stream &&
-            (device || tr[i].thread == e->thread))
+        if (tr[i].pid == pid && tr[i].coll == coll &&
+            (coll || (tr[i].device == device && tr[i].stream == e->stream &&
+                      (device || tr[i].thread == e->thread))))
             return tr[i].tid;
-    int tid = device ? 2000 + (int)*n : e->stream ? 1000 + (int)*n : e->thread + 1;
-    tr[(*n)++] = (track){pid, e->thread, e->stream, tid, device};
+    int tid = coll        ? 3000 + (int)*n
+              : device    ? 2000 + (int)*n
+              : e->stream ? 1000 + (int)*n
+                          : e->thread + 1;
+    tr[(*n)++] = (track){pid, e->thread, e->stream, tid, device, coll};
     return tid;
+}
+
+/* a collective's args as Kineto's record_param_comms names them; its dtype from its shape
+ * ("[8, 4] float32"), the message's elements from its bytes: all_gather's input and
+ * reduce_scatter's output are one block of world size */
+static void put_comms_args(FILE *f, const ts_profile_event *e) {
+    const char *sp = strrchr(e->shape, ' ');
+    ts_dtype dt = TS_DTYPE_COUNT;
+    for (int d = TS_F32; sp && d < TS_DTYPE_COUNT && dt == TS_DTYPE_COUNT; d++)
+        if (!strcmp(sp + 1, ts_dtype_name((ts_dtype)d))) dt = (ts_dtype)d;
+    const int64_t size = dt != TS_DTYPE_COUNT ? (int64_t)tsi_dtype_size(dt) : 1;
+    const int64_t all = size > 0 ? e->bytes / size : e->bytes;
+    const int64_t block = e->world_size > 0 ? all / e->world_size : all;
+    fprintf(f, ",\"Collective name\":");
+    put_str(f, e->name);
+    fprintf(f,
+            ",\"In msg nelems\":%" PRId64 ",\"Out msg nelems\":%" PRId64
+            ",\"Group size\":%d,\"Rank\":%d,\"bytes\":%" PRId64,
+            !strcmp(e->name, "all_gather") ? block : all,
+            !strcmp(e->name, "reduce_scatter") ? block : all, e->world_size, e->rank, e->bytes);
+    if (dt != TS_DTYPE_COUNT) fprintf(f, ",\"dtype\":\"%s\"", tsi_torch_scalar_name(dt));
 }
 
 #define AC2G_ID0 ((uint64_t)1 << 40)
@@ -106,8 +135,11 @@ static void put_event(FILE *f, const ts_profile *p, const ts_profile_event *e, i
                 e->bytes, e->pinned ? "pinned" : "pageable", ts_device_str(e->src_device),
                 ts_device_str(e->device), s > 0 ? (double)e->bytes / s * 1e-9 : 0.0);
     }
+    if (e->kind == TS_PROF_COLLECTIVE) put_comms_args(f, e);
     if (e->flow) fprintf(f, ",\"flow\":%" PRIu64, e->flow);
     if (e->correlation) fprintf(f, ",\"correlation\":%" PRIu64, e->correlation);
+    if (e->flops) fprintf(f, ",\"flops\":%" PRId64, e->flops); /* with_flops, as Kineto's */
+    if (e->op_bytes) fprintf(f, ",\"op_bytes\":%" PRId64, e->op_bytes);
     fprintf(f, "}}");
 }
 
@@ -166,7 +198,12 @@ ts_status ts_profile_export_chrome(const ts_profile *p, const char *path) {
         name_process(f, pids, &npids, pid, on);
         size_t before = ntr;
         int tid = track_of(tr, &ntr, e, pid);
-        if (ntr != before && e->kind == TS_PROF_KERNEL)
+        if (ntr != before && e->kind == TS_PROF_COLLECTIVE)
+            fprintf(f,
+                    ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
+                    "\"args\":{\"name\":\"collectives\"}}",
+                    pid, tid);
+        else if (ntr != before && e->kind == TS_PROF_KERNEL)
             fprintf(f,
                     ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
                     "\"args\":{\"name\":\"device stream 0x%" PRIx64 "\"}}",

@@ -22,9 +22,17 @@ static int by_time(const void *pa, const void *pb) {
 }
 
 /* self = duration minus the durations of the events directly inside (same thread) */
-static bool self_times(ts_profile_event *ev, size_t n) {
+/* Self times: each span's time less that of the spans directly inside it. And the FLOPs of an
+ * op inside an op that counts its own are zeroed: they are part of the outer op's (conv3d's
+ * conv2d, a composition's matmul), so the totals count each product once. */
+static bool nest(ts_profile_event *ev, size_t n) {
     size_t *stack = malloc((n ? n : 1) * sizeof *stack), top = 0;
-    if (!stack) return false;
+    bool *counted = malloc((n ? n : 1) * sizeof *counted); /* the span or one around it counts */
+    if (!stack || !counted) {
+        free(stack);
+        free(counted);
+        return false;
+    }
     for (size_t i = 0; i < n; i++) {
         ts_profile_event *e = &ev[i];
         e->self_ns = e->t1_ns - e->t0_ns;
@@ -36,9 +44,12 @@ static bool self_times(ts_profile_event *ev, size_t n) {
             top--;
         }
         if (top > 0) ev[stack[top - 1]].self_ns -= e->t1_ns - e->t0_ns;
+        if (top > 0 && counted[top - 1]) e->flops = 0;
+        counted[top] = e->flops > 0 || (top > 0 && counted[top - 1]);
         stack[top++] = i;
     }
     free(stack);
+    free(counted);
     return true;
 }
 
@@ -90,7 +101,8 @@ static void events_of(const rec *r, size_t n, ts_profile_event *ev) {
     for (size_t i = 0; i < n; i++) ev[i] = r[i].ev;
 }
 
-ts_profile *tsi_prof_collect(tsi_prof_thread *threads, uint64_t gen, int64_t t0, int64_t t1) {
+ts_profile *tsi_prof_collect(tsi_prof_thread *threads, uint64_t gen, int64_t t0, int64_t t1,
+                             bool with_flops) {
     size_t total = 0;
     int64_t dropped = 0;
     bool any_in = false;
@@ -129,8 +141,13 @@ ts_profile *tsi_prof_collect(tsi_prof_thread *threads, uint64_t gen, int64_t t0,
     }
     qsort(r, k, sizeof *r, by_thread_time);
     events_of(r, k, ev);
-    if (!self_times(ev, k)) goto fail;
-    for (size_t i = 0; i < k; i++) r[i].ev.self_ns = ev[i].self_ns;
+    for (size_t i = 0; with_flops && i < k; i++)
+        tsi_prof_flops(&ev[i], gin ? &gin[r[i].src] : NULL);
+    if (!nest(ev, k)) goto fail;
+    for (size_t i = 0; i < k; i++) {
+        r[i].ev.self_ns = ev[i].self_ns;
+        r[i].ev.flops = ev[i].flops, r[i].ev.op_bytes = ev[i].op_bytes;
+    }
     qsort(r, k, sizeof *r, by_time);
     events_of(r, k, ev);
     for (size_t i = 0; in && i < k; i++) in[i] = gin[r[i].src];
@@ -213,6 +230,7 @@ static int64_t key_averages(const ts_profile *p, int key, ts_profile_input_stat 
         st->self_ns += e->self_ns;
         if (d > st->max_ns) st->max_ns = d;
         st->bytes += e->bytes;
+        st->flops += e->flops;
     }
     *rows_out = rows;
     return n;

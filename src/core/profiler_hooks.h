@@ -47,5 +47,9 @@ int tsi_prof_span_begin(ts_profile_kind kind, const char *name, ts_device d, con
 void tsi_prof_span_end(int token);
 /* A finished copy of bytes from src to dst that started at t0 (tsi_prof_now). */
 void tsi_prof_transfer(ts_device dst, ts_device src, size_t bytes, bool pinned, int64_t t0);
+/* A collective or point-to-point operation that finished now (src/dist/comm_thread.c, in the thread
+ * where it completed): e's name, device, t0_ns (its submission), bytes, rank and world_size set;
+ * the shape is t's (NULL: none). Dropped when it was submitted before this session started. */
+void tsi_prof_collective(const ts_profile_event *e, const ts_tensor *t);
 
 #endif /* TS_CORE_PROFILER_HOOKS_H */

@@ -50,8 +50,13 @@ struct ts_profile {
 };
 
 /* Copies the events of the threads of session gen into a new profile (NULL: out of memory):
- * sorted, self times and flows resolved. */
-ts_profile *tsi_prof_collect(tsi_prof_thread *threads, uint64_t gen, int64_t t0, int64_t t1);
+ * sorted, self times and flows resolved; with_flops: each op's flops and op_bytes. */
+ts_profile *tsi_prof_collect(tsi_prof_thread *threads, uint64_t gen, int64_t t0, int64_t t1,
+                             bool with_flops);
+
+/* with_flops (profiler_flops.c): e's flops and op_bytes from its inputs (NULL: none recorded)
+ * and its result's shape; 0 for events that are not ops and ops not counted. */
+void tsi_prof_flops(ts_profile_event *e, const tsi_prof_inputs *in);
 
 /* A mark on d's current stream now (profiler_kernel.c): the host time on sim, a timing event on
  * cuda (0: none, or another device type). */

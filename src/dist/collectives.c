@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/profiler_hooks.h"
 #include "dist/dist_impl.h"
 
 /* A failure of this rank's own checks, recorded in the item (not yet in the thread's state: with
@@ -216,6 +217,27 @@ void tsd_finish(ts_dist_work *w) {
         tsi_be(w->t)->copy(tsi_be(w->t), tsi_dev_index(w->t), &d, &s);
     }
     if (writes_t(w)) tsi_bump_version(w->t);
+}
+
+static int64_t nbytes(const ts_tensor *t) {
+    return t ? tsi_numel(t->shape) * (int64_t)tsi_dtype_size(t->dtype) : 0;
+}
+
+/* The profiler's event: the message is the tensor; of all_gather and reduce_scatter the whole
+ * (world size x block) tensor, the output of one and the input of the other (the event's shape
+ * is that tensor's). */
+void tsd_prof_record(const ts_dist_work *w) {
+    if (!w->prof_t0 || w->status != TS_OK) return;
+    if (w->kind == TSD_GATHER_BYTES || w->kind == TSD_NEW_GROUP) return; /* internal exchanges */
+    const ts_tensor *t = w->kind == TSD_REDUCE_SCATTER ? w->t2 : w->t;
+    ts_profile_event e = {.kind = TS_PROF_COLLECTIVE,
+                          .device = t ? tsi_device(t) : ts_cpu(),
+                          .t0_ns = w->prof_t0,
+                          .bytes = nbytes(t),
+                          .rank = w->g->rank,
+                          .world_size = w->g->size};
+    snprintf(e.name, sizeof e.name, "%s", tsd_kind_name(w->kind));
+    tsi_prof_collective(&e, t);
 }
 
 /* ------------------------------------------------------------------ the public forms */

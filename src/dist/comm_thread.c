@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/profiler_hooks.h"
 #include "dist/dist_impl.h"
 
 /* ------------------------------------------------------------------ items */
@@ -32,6 +33,7 @@ ts_dist_work *tsd_work_new(ts_dist_group *g, tsd_kind kind) {
 #ifdef TS_HAVE_MPI
     w->req = MPI_REQUEST_NULL;
 #endif
+    if (tsi_prof_active()) w->prof_t0 = tsi_prof_now(); /* its submission */
     return w;
 }
 
@@ -91,6 +93,7 @@ static void execute_locked(ts_dist_group *g, ts_dist_work *w) {
     g->running = w;
     pthread_mutex_unlock(&g->mu);
     run_one(g, w);
+    if (!w->posted) tsd_prof_record(w); /* before its waiter can see it done */
     pthread_mutex_lock(&g->mu);
     finished_locked(g, w);
 }
@@ -179,6 +182,7 @@ static void p2p_poll_locked(ts_dist_work *w) {
     if (flag) {
         w->state = TSD_DONE;
         w->t_end = tsd_now();
+        tsd_prof_record(w); /* a posted request completes here, in the thread that tests it */
     }
 #else
     (void)w;

@@ -75,6 +75,7 @@ struct ts_dist_work {
     MPI_Request req; /* p2p: posted by the thread, completed by the waiter */
 #endif
     double t_start, t_end; /* seconds (tsd_now) */
+    int64_t prof_t0;       /* tsi_prof_now at its making while the profiler is on, else 0 */
     ts_status status;
     char msg[TSD_MSG_LEN];
 };
@@ -171,6 +172,9 @@ void tsd_execute(ts_dist_work *w);
 bool tsd_check_exchange(ts_dist_work *w);
 /* The item's last steps in the waiter's thread (collectives.c): AVG's division, copy-back. */
 void tsd_finish(ts_dist_work *w);
+/* The profiler's event of a finished item (collectives.c), in the thread where it completed: only
+ * when it was made while the profiler was on (prof_t0) and succeeded. */
+void tsd_prof_record(const ts_dist_work *w);
 /* Records a failure on an item (first one wins). */
 void tsd_work_fail(ts_dist_work *w, ts_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

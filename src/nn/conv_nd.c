@@ -160,16 +160,18 @@ ts_tensor *tsi_depth_spread(ts_tensor *x, int64_t every, int64_t front, int64_t 
 }
 
 /* ------------------------------------------------------------------ conv1d, conv3d */
+/* The composition's result, handed out in the caller's scope (which ends the op's span) */
 static ts_tensor *keep_result(ts_tensor *y) {
-    y = y ? ts_keep(y) : NULL;
+    y = y ? ts_retain(y) : NULL;
     ts_scope_end();
-    return y;
+    return tsi_own(y);
 }
 
 ts_tensor *ts_conv1d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convnd_opts o) {
     tsi_init();
     tsi_convnd_geom g;
     if (!tsi_convnd_check("conv1d", 1, false, x, w, b, o, &g)) return NULL;
+    tsi_log_op("conv1d", g.dev);
     const ts_conv2d_opts c = {
         .stride = {1, g.s[0]}, .padding = {0, g.p[0]}, .dilation = {1, g.d[0]}, .groups = g.groups};
     const int hdim = x->shape.ndim - 1; /* a height of 1 before the length */
@@ -224,9 +226,10 @@ ts_tensor *ts_conv3d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convnd_opts o)
     tsi_init();
     tsi_convnd_geom g;
     if (!tsi_convnd_check("conv3d", 3, false, x, w, b, o, &g)) return NULL;
+    tsi_log_op("conv3d", g.dev);
     ts_tensor *direct = NULL;
     const int taken = conv3d_direct(x, w, b, &g, &direct);
-    if (taken) return direct; /* NULL on failure, the error set */
+    if (taken) return taken > 0 ? direct : tsi_own(NULL); /* failed: the error set, span ended */
     const ts_conv2d_opts c = {.stride = {g.s[1], g.s[2]},
                               .padding = {g.p[1], g.p[2]},
                               .dilation = {g.d[1], g.d[2]},

@@ -185,6 +185,7 @@ static ts_tensor *conv_transpose_run(const char *op, int k, ts_tensor *x, ts_ten
                                      ts_tensor *b, ts_convnd_opts o) {
     tsi_convnd_geom g;
     if (!tsi_convnd_check(op, k, true, x, w, b, o, &g)) return NULL;
+    tsi_log_op(op, g.dev);
     ts_scope_begin();
     ts_tensor *xb = g.unbatched ? ts_unsqueeze(x, 0) : x;
     g.n = g.unbatched ? 1 : g.n;
@@ -197,9 +198,9 @@ static ts_tensor *conv_transpose_run(const char *op, int k, ts_tensor *x, ts_ten
         y = ts_add(y, ts_reshape(b, bs));
     }
     if (g.unbatched && y) y = ts_squeeze_dim(y, 0);
-    y = y ? ts_keep(y) : NULL;
+    y = y ? ts_retain(y) : NULL;
     ts_scope_end();
-    return y;
+    return tsi_own(y); /* ends the op's span */
 }
 
 static ts_tensor *conv_transpose(const char *op, int k, ts_tensor *x, ts_tensor *w, ts_tensor *b,

@@ -82,13 +82,13 @@ void tsi_norm_rows_backward(const char *op, ts_node *n, ts_tensor *x, ts_tensor 
 
 /* The backward as public ops over statistics recomputed from x (the saved ones carry no history),
  * so that under create_graph it records the gradients' graph: with xh = (x - mean) rstd and
- * gh = g w, dx = rstd (gh - mean(gh) - xh mean(gh xh)), dw = sum of g xh, db = sum of g. */
+ * gh = g w, dx = rstd (gh - mean(gh) - xh mean(gh xh)), dw = sum of g xh, db = sum of g. g has y's
+ * dtype, which is x's (the engine casts every gradient to its tensor's dtype). */
 static void layer_norm_backward_composite(ts_node *n, ts_tensor *x, ts_tensor *w, ts_tensor *g,
                                           ts_tensor **gi) {
     const int nnorm = (int)n->ip[0], nd = x->shape.ndim;
     ts_dims dims = {.n = nnorm};
     for (int i = 0; i < nnorm; i++) dims.d[i] = nd - nnorm + i;
-    if (g->dtype != x->dtype) g = ts_to_dtype(g, x->dtype);
     ts_tensor *xc = ts_sub(x, ts_mean_dims(x, dims, true));
     ts_tensor *rstd = ts_rsqrt(ts_add_scalar(ts_mean_dims(ts_square(xc), dims, true), n->p[0]));
     ts_tensor *xh = ts_mul(xc, rstd);

@@ -292,6 +292,10 @@ static ts_tensor *flatten_forward(ts_module *self, ts_tensor *x) {
 static ts_tensor *dropout_forward(ts_module *self, ts_tensor *x) {
     return ts_dropout(x, ((simple_m *)self)->p, self->training);
 }
+bool tsi_module_dropout_identity(const ts_module *m) {
+    return m && m->forward == dropout_forward && !m->impl->hooks && !m->impl->place_input &&
+           (!m->training || ((const simple_m *)m)->p == 0);
+}
 
 static void gelu_extra(ts_module *self, char *buf, size_t n) {
     snprintf(buf, n, "approximate='none'");
@@ -361,9 +365,15 @@ static ts_tensor *sequential_forward(ts_module *self, ts_tensor *x) {
     const tsi_named *c = &self->impl->children;
     ts_module *const *ms = (ts_module *const *)c->items;
     for (int i = 0; i < c->n && x;) {
-        ts_module *bn, *act;
+        ts_module *bn, *act, *drop;
         ts_activation la;
         const int span = tsi_conv_bn_span(ms + i, c->n - i, &bn, &act);
+        const int mlp = span == 1 ? tsi_mlp_span(ms + i, c->n - i, &la, &drop) : 0;
+        if (mlp > 0) { /* mlp_fused.c */
+            x = tsi_forward_mlp(ms[i], la, drop, ms[i + mlp - 1], x);
+            i += mlp;
+            continue;
+        }
         if (span == 1 && tsi_linear_act_span(ms + i, c->n - i, &la)) { /* linear_act_fused.c */
             x = tsi_forward_linear_act(ms[i], la, x);
             i += 2;

@@ -35,6 +35,17 @@ ts_tensor *tsi_linear_act(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_activatio
  * without hooks (*act: which), the pair Sequential's forward runs as tsi_forward_linear_act. */
 bool tsi_linear_act_span(ts_module *const *ms, int n, ts_activation *act);
 bool tsi_module_is_gelu_tanh(const ts_module *m); /* a built-in GELU(approximate='tanh') */
+/* mlp_fused.c: linear2(dropout(act(linear1(x)))) as one node where the backend has
+ * matmul_bias_act and a graph is recorded (its backward: matmul_dact_bgrad where the backend has
+ * it), dropout NULL or the identity; else the modules' composition. */
+ts_tensor *tsi_forward_mlp(ts_module *linear1, ts_activation act, ts_module *dropout,
+                           ts_module *linear2, ts_tensor *x);
+/* How many of ms[0..n) Sequential's forward runs as tsi_forward_mlp (a Linear, a ReLU or
+ * GELU(approximate='tanh'), optionally a Dropout, a Linear, none with hooks): 0 where they are not
+ * such a run; *act, *dropout (NULL: none) what it holds. */
+int tsi_mlp_span(ts_module *const *ms, int n, ts_activation *act, ts_module **dropout);
+/* A built-in Dropout that is the identity now: no hooks, p == 0 or not training. */
+bool tsi_module_dropout_identity(const ts_module *m);
 /* A built-in LayerNorm's normalized_shape, weight and bias (NULL: none) and eps, when
  * ts_forward of it would run just ts_layer_norm with them (no hooks, ts_module_place's among them,
  * no placed input, no checkpoint: transformer.c then fuses it with the residual add before it);

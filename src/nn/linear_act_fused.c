@@ -13,6 +13,7 @@
 #include "core/profiler_hooks.h"
 #include "nn/functional_internal.h"
 #include "nn/layers_internal.h"
+#include "nn/linear_act_internal.h"
 #include "nn/transformer_internal.h"
 
 static const char *OP = "linear";
@@ -25,11 +26,9 @@ static ts_tensor *compose(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_activatio
     return tsi_transformer_activate(act, ts_linear(x, w, b));
 }
 
-/* g times the activation's derivative at s (relu: its output; gelu_tanh: its input), as the
- * composition's nodes compute it: the activation run again on a detached copy of s with grad mode
- * on and differentiated, in an autograd pass of its own over a graph of its own (a pass that
- * reached this node's graph would disturb the pass running it). */
-static ts_tensor *act_grad(ts_activation act, ts_tensor *s, ts_tensor *g) {
+/* (linear_act_internal.h) a small autograd pass of its own over a graph of its own: a pass that
+ * reached this node's graph would disturb the pass running it */
+ts_tensor *tsi_linear_act_grad(ts_activation act, ts_tensor *s, ts_tensor *g) {
     ts_scope_begin();
     ts_tensor *in = ts_detach(s);
     if (in && ts_set_requires_grad(in, true) != TS_OK) in = NULL;
@@ -50,8 +49,8 @@ static ts_tensor *act_grad(ts_activation act, ts_tensor *s, ts_tensor *g) {
  * link to y with derivative 0 kept as PyTorch keeps it); gelu_tanh's derivative written out,
  * 0.5 (1 + t) + 0.5 z (1 - t^2) k (1 + 3 c z^2), t = tanh(k z (1 + c z^2)) (the composition
  * differentiates its nine ops instead: the same value up to rounding). */
-static ts_tensor *act_grad_graph(ts_activation act, ts_tensor *x, ts_tensor *w, ts_tensor *b,
-                                 ts_tensor *g) {
+ts_tensor *tsi_linear_act_grad_graph(ts_activation act, ts_tensor *x, ts_tensor *w, ts_tensor *b,
+                                     ts_tensor *g) {
     ts_tensor *z = ts_linear(x, w, b);
     if (act == TS_ACT_RELU) {
         ts_tensor *y = ts_relu(z);
@@ -76,47 +75,64 @@ static void linear_act_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi
         ts_tensor *x = tsi_node_saved(n, SAVE_X), *w = tsi_node_saved(n, SAVE_W);
         ts_tensor *b = tsi_node_saved(n, SAVE_B);
         if (!x || !w || !b) return;
-        dz = act_grad_graph(act, x, w, b, g);
+        dz = tsi_linear_act_grad_graph(act, x, w, b, g);
     } else {
         ts_tensor *s = tsi_node_saved(n, SAVE_ACT);
-        dz = s ? act_grad(act, s, g) : NULL;
+        dz = s ? tsi_linear_act_grad(act, s, g) : NULL;
     }
     if (dz) tsi_addmm_grads(n, dz, gi);
 }
 
-/* The slot's call for x2 [rows, in]; NULL with *declined set where the backend declines. */
-static ts_tensor *fused_rows(ts_tensor *x2, ts_tensor *w, ts_tensor *b, ts_activation act,
-                             bool *declined) {
+ts_tensor *tsi_linear_act_slot(ts_tensor *x2, ts_tensor *w, ts_tensor *b, ts_activation act,
+                               bool want_aux, ts_tensor **aux, bool *declined) {
     const ts_device dev = tsi_device(x2);
     const int64_t rows = x2->shape.dims[0], out_f = w->shape.dims[0];
-    ts_tensor *const ins[3] = {x2, w, b};
-    const bool graph = tsi_needs_graph(ins, 3);
     const ts_epi_act ea = act == TS_ACT_RELU ? TS_EPI_RELU : TS_EPI_GELU_TANH;
+    const bool relu = ea == TS_EPI_RELU;
+    *aux = NULL;
     tsi_log_op(OP, dev);
     ts_tensor *y = tsi_new(OP, TS_SHAPE(rows, out_f), x2->dtype, dev);
-    /* gelu_tanh's backward reads the pre-activation: the slot writes it, rows ld apart */
-    const int64_t ld = (out_f + 7) / 8 * 8;
-    ts_tensor *zbuf = y && graph && ea == TS_EPI_GELU_TANH
-                          ? tsi_new(OP, TS_SHAPE(rows, ld), x2->dtype, dev)
-                          : NULL;
-    if (!y || (graph && ea == TS_EPI_GELU_TANH && !zbuf)) {
+    /* ts_epi_aux's layouts: the pre-activation rows ld elements apart, the mask rows ld bits */
+    const int64_t ld = relu ? (out_f + 127) / 128 * 128 : (out_f + 7) / 8 * 8;
+    ts_tensor *abuf = y && want_aux ? tsi_new(OP, TS_SHAPE(rows, relu ? ld / 8 : ld),
+                                              relu ? TS_U8 : x2->dtype, dev)
+                                    : NULL;
+    if (!y || (want_aux && !abuf)) {
         ts_release(y);
         return NULL; /* out of memory, recorded */
     }
     ts_kview ka, kb, ko, kbias = tsi_kview(b);
     tsi_linear_kviews(x2, w, y, &ka, &kb, &ko);
-    const ts_epi_aux aux = {zbuf ? tsi_kview(zbuf).data : NULL, ld};
+    const ts_epi_aux ka_aux = {abuf ? tsi_kview(abuf).data : NULL, ld};
     const ts_backend *be = tsi_be(x2);
-    if (!be->matmul_bias_act(be, tsi_dev_index(x2), ea, &ko, &ka, &kb, &kbias, &aux)) {
-        ts_release(y), ts_release(zbuf);
+    if (!be->matmul_bias_act(be, tsi_dev_index(x2), ea, &ko, &ka, &kb, &kbias, &ka_aux)) {
+        ts_release(y), ts_release(abuf);
         TSI_PROF_OP_END(); /* the op ends here: the composition follows */
         *declined = true;
         return NULL;
     }
-    if (!(y = tsi_own(y))) return NULL; /* out of host memory, recorded */
-    if (!graph) return y;
-    ts_tensor *z = zbuf ? ts_narrow(tsi_own(zbuf), 1, 0, out_f) : NULL;
-    if (zbuf && !z) return NULL;
+    if (!(y = tsi_own(y))) {
+        ts_release(abuf);
+        return NULL; /* out of host memory, recorded */
+    }
+    if (abuf && !(abuf = tsi_own(abuf))) return NULL;
+    if (abuf && !relu && !(abuf = ts_narrow(abuf, 1, 0, out_f))) return NULL;
+    *aux = abuf;
+    return y;
+}
+
+/* The slot's call for x2 [rows, in] and its node; NULL with *declined set where the backend
+ * declines. */
+static ts_tensor *fused_rows(ts_tensor *x2, ts_tensor *w, ts_tensor *b, ts_activation act,
+                             bool *declined) {
+    ts_tensor *const ins[3] = {x2, w, b};
+    const bool graph = tsi_needs_graph(ins, 3);
+    /* gelu_tanh's backward reads the pre-activation the slot saves; relu's reads the output */
+    ts_tensor *z = NULL;
+    ts_tensor *y =
+        tsi_linear_act_slot(x2, w, b, act, graph && act == TS_ACT_GELU_TANH, &z, declined);
+    if (!y || !graph) return y;
+    if (act == TS_ACT_GELU_TANH && !z) return NULL;
     ts_node *n = tsi_node_new("LinearActBackward", OP, linear_act_backward, ins, 3, 1, N_SAVES);
     if (!n) return NULL;
     n->ip[0] = act;
@@ -132,7 +148,7 @@ static ts_tensor *fused_rows(ts_tensor *x2, ts_tensor *w, ts_tensor *b, ts_activ
 }
 
 /* Whether the slot may take these (x, w, b already of the lower dtype under autocast). */
-static bool takes(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_activation act) {
+bool tsi_linear_act_takes(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_activation act) {
     if (act != TS_ACT_RELU && act != TS_ACT_GELU_TANH) return false; /* never the erf GELU */
     if (!x || !w || !b || tsi_trace_active || !tsi_be(x)->matmul_bias_act) return false;
     const ts_dtype dt = x->dtype;
@@ -150,7 +166,7 @@ static bool takes(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_activation act) {
 }
 
 static ts_tensor *linear_act_op(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_activation act) {
-    if (!takes(x, w, b, act)) return compose(x, w, b, act);
+    if (!tsi_linear_act_takes(x, w, b, act)) return compose(x, w, b, act);
     const int nd = x->shape.ndim;
     const int64_t in = w->shape.dims[1];
     ts_scope_begin();
@@ -172,7 +188,7 @@ ts_tensor *tsi_linear_act(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_activatio
     if (!tsi_check_input(OP, x, "input") || !tsi_check_input(OP, w, "weight") ||
         (b && !tsi_check_input(OP, b, "bias")))
         return NULL;
-    if (!takes(x, w, b, act) && !tsi_autocast_any) return compose(x, w, b, act);
+    if (!tsi_linear_act_takes(x, w, b, act) && !tsi_autocast_any) return compose(x, w, b, act);
     tsi_ac_frame ac; /* autocast: linear's lower precision, as ts_linear's */
     TSI_AUTOCAST_ENTER(&ac, OP, &x, &w, &b);
     return tsi_autocast_exit(&ac, linear_act_op(x, w, b, act));

@@ -9,6 +9,7 @@
  * once, where the composition rounds the product and then the sum. */
 #include "core/profiler_hooks.h"
 #include "nn/functional_internal.h"
+#include "nn/linear_act_internal.h"
 
 static const char *OP = "linear";
 
@@ -46,30 +47,23 @@ static bool bgrad_fused(ts_tensor *g, ts_tensor *x, ts_tensor **gw, ts_tensor **
     return true;
 }
 
+void tsi_linear_grads(ts_tensor *g, ts_tensor *x, ts_tensor *w, ts_shape bshape, ts_tensor **gx,
+                      ts_tensor **gw, ts_tensor **gb) {
+    if (gw && gb && bgrad_fused(g, x, gw, gb)) {
+        if (gx) *gx = ts_mm(g, w);
+        return;
+    }
+    if (gx) *gx = ts_mm(g, w);       /* the same product mm's backward makes: g w */
+    if (gw) *gw = ts_mm(ts_t(g), x); /* g^T x, in the weight's layout (mm_mat2_backward's) */
+    if (gb) *gb = tsi_sum_to(g, bshape);
+}
+
 void tsi_addmm_grads(ts_node *n, ts_tensor *g, ts_tensor **gi) {
-    if (tsi_node_needs(n, 1) && tsi_node_needs(n, 2)) {
-        ts_tensor *x = tsi_node_saved(n, 0);
-        if (!x) return;
-        if (bgrad_fused(g, x, &gi[1], &gi[2])) {
-            if (tsi_node_needs(n, 0)) {
-                ts_tensor *w = tsi_node_saved(n, 1);
-                if (!w) return;
-                gi[0] = ts_mm(g, w);
-            }
-            return;
-        }
-    }
-    if (tsi_node_needs(n, 0)) { /* the same product mm's backward makes: g w */
-        ts_tensor *w = tsi_node_saved(n, 1);
-        if (!w) return;
-        gi[0] = ts_mm(g, w);
-    }
-    if (tsi_node_needs(n, 1)) { /* g^T x, in the weight's layout (mm_mat2_backward's) */
-        ts_tensor *x = tsi_node_saved(n, 0);
-        if (!x) return;
-        gi[1] = ts_mm(ts_t(g), x);
-    }
-    if (tsi_node_needs(n, 2)) gi[2] = tsi_sum_to(g, n->in_shape[2]);
+    const bool nx = tsi_node_needs(n, 0), nw = tsi_node_needs(n, 1), nb = tsi_node_needs(n, 2);
+    ts_tensor *x = nw ? tsi_node_saved(n, 0) : NULL, *w = nx ? tsi_node_saved(n, 1) : NULL;
+    if ((nw && !x) || (nx && !w)) return;
+    tsi_linear_grads(g, x, w, n->in_shape[2], nx ? &gi[0] : NULL, nw ? &gi[1] : NULL,
+                     nb ? &gi[2] : NULL);
 }
 
 static void addmm_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {

@@ -21,13 +21,13 @@ bool tsi_rms_norm_fused_takes(ts_tensor *x, int nnorm, ts_dtype dt) {
 
 /* The backward as public ops over rstd recomputed from x (the saved one carries no history), so
  * that under create_graph it records the gradients' graph: with gw = g w,
- * dx = rstd (gw - x rstd^2 mean(gw x)), dw = the sum of g x rstd. */
+ * dx = rstd (gw - x rstd^2 mean(gw x)), dw = the sum of g x rstd. g has y's dtype, which is x's
+ * (the engine casts every gradient to its tensor's dtype). */
 static void rms_norm_backward_composite(ts_node *n, ts_tensor *x, ts_tensor *w, ts_tensor *g,
                                         ts_tensor **gi) {
     const int nnorm = (int)n->ip[0], nd = x->shape.ndim;
     ts_dims dims = {.n = nnorm};
     for (int i = 0; i < nnorm; i++) dims.d[i] = nd - nnorm + i;
-    if (g->dtype != x->dtype) g = ts_to_dtype(g, x->dtype);
     ts_tensor *rstd = ts_rsqrt(ts_add_scalar(ts_mean_dims(ts_square(x), dims, true), n->p[0]));
     if (tsi_node_needs(n, 0)) {
         ts_tensor *gw = w ? ts_mul(g, w) : g;

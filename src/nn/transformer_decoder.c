@@ -72,8 +72,8 @@ static ts_tensor *mha_block(dec_m *m, ts_tensor *x, ts_tensor *mem, const ts_dec
 }
 
 static ts_tensor *ff_block(dec_m *m, ts_tensor *x) {
-    ts_tensor *h = tsi_forward_linear_act(m->linear1, m->act, x);
-    return ts_forward(m->dropout3, ts_forward(m->linear2, ts_forward(m->dropout, h)));
+    /* mlp_fused.c: one node where the middle dropout is the identity */
+    return ts_forward(m->dropout3, tsi_forward_mlp(m->linear1, m->act, m->dropout, m->linear2, x));
 }
 
 static ts_tensor *dec_run(dec_m *m, ts_tensor *tgt, ts_tensor *mem, const ts_decoder_masks *k) {

@@ -138,14 +138,17 @@ static ts_tensor *masked_fill_op(const char *op, ts_tensor *t, ts_tensor *mask, 
     const bool any = tsi_numel(s) > 0;
     if (!inplace) {
         ts_tensor *t2 = prepare(op, t, dev, t->dtype, &tt);
-        if (t2) out = tsi_new(op, s, t->dtype, dev);
-        if (out && any) { /* fill, then keep t where the mask is false */
+        if (t2) vt = tsi_new(op, (ts_shape){0}, t->dtype, dev);
+        if (vt) out = tsi_new(op, s, t->dtype, dev);
+        if (out && any) { /* the value where the mask is set, t elsewhere: one pass */
             const ts_backend *be = tsi_be(out);
             const int idx = tsi_dev_index(out);
+            ts_kview kv = tsi_kview(vt);
+            be->fill(be, idx, &kv, v);
             ts_kview ko = tsi_kview(out), km = tsi_ew_kview_to(m2, &s),
                      kt = tsi_ew_kview_to(t2, &s);
-            be->fill(be, idx, &ko, v);
-            be->where(be, idx, &ko, &km, &ko, &kt);
+            kv = tsi_ew_kview_to(vt, &s);
+            be->where(be, idx, &ko, &km, &kv, &kt);
         }
     } else {
         if (!tm && tsi_ew_overlaps(t, m2)) m2 = tm = tsi_ew_clone(op, mask); /* partly overlaps */

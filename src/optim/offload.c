@@ -28,7 +28,8 @@ typedef struct off_param {
     ts_tensor *master;     /* float32 on the host, pinned */
     ts_tensor *hgrad;      /* float32 on the host, pinned: the gradient a step uses */
     ts_tensor *stage;      /* the parameter's dtype on the host (NULL for float32): casts */
-    uint64_t uid, version; /* dev's storage and version when master last equalled it */
+    uint64_t uid, version; /* dev's storage and version when master last equalled it, */
+    int64_t offset;        /* and its offset there (p.data = another view moves it) */
     int hook;              /* the grad-ready hook on dev (0: none) */
     /* hgrad holds the gradient at (g_uid, g_version, g_data), copied by the hook in backward (into
      * stage when g_cast: cast into hgrad at the step, once the copy has landed) */
@@ -140,6 +141,7 @@ static void wait_copies(off_param *q) {
 static void note_synced(off_param *q) {
     q->uid = q->dev->storage->uid;
     q->version = atomic_load(&q->dev->storage->version);
+    q->offset = q->dev->offset;
 }
 
 /* The parameter's host buffers (masters, gradient, stage); dtype, contiguity and device checked. */
@@ -167,13 +169,18 @@ static bool grad_copied(const off_param *q, ts_tensor *g) {
            atomic_load(&g->storage->version) == q->g_version && tsi_kview(g).data == q->g_data;
 }
 
-/* A gradient that matches its parameter, contiguous. */
+static bool same_shape(const ts_tensor *a, const ts_tensor *b) {
+    return a->shape.ndim == b->shape.ndim &&
+           memcmp(a->shape.dims, b->shape.dims, sizeof(int64_t) * (size_t)a->shape.ndim) == 0;
+}
+
+/* A gradient that matches its parameter and the host buffers it is copied into, contiguous (the
+ * parameter may have taken another shape since: ts_tensor_set_data). */
 static bool grad_fits(const off_param *q, ts_tensor *g) {
     ts_tensor *d = q->dev;
     return g && tsi_device_eq(tsi_device(g), tsi_device(d)) && g->dtype == d->dtype &&
            g->dtype == (q->stage ? q->stage->dtype : TS_F32) && tsi_is_contiguous(g) &&
-           g->shape.ndim == d->shape.ndim &&
-           memcmp(g->shape.dims, d->shape.dims, sizeof(int64_t) * (size_t)d->shape.ndim) == 0;
+           same_shape(g, d) && same_shape(g, q->master);
 }
 
 /* The grad-ready hook (ts_register_post_accumulate_grad_hook): the gradient goes to the host as
@@ -182,8 +189,9 @@ static bool grad_fits(const off_param *q, ts_tensor *g) {
  * copies what the hook skipped (a strided or mismatched gradient, a failed pass). */
 static void grad_ready(ts_tensor *leaf, void *ctx) {
     ts_optim *opt = ctx;
-    tsi_optim_offload *o = opt->offload;
-    if (!o || opt->offload_busy) return;
+    tsi_optim_offload *o = opt->offload; /* set: the hooks are added after it is made and removed
+                                          * before it is freed (param_init, param_drop) */
+    if (opt->offload_busy) return;
     for (int i = 0; i < o->n; i++) {
         off_param *q = &o->p[i];
         if (q->dev != leaf) continue;
@@ -309,9 +317,8 @@ ts_tensor *ts_optim_offload_master(ts_optim *opt, int i) {
 /* Checks parameter i's gradient against its parameter and the masters' buffers. */
 static bool check_grad(const char *op, const off_param *q, int i) {
     ts_tensor *d = q->dev, *g = d->grad;
-    if (!tsi_device_eq(tsi_device(g), tsi_device(d)) || g->dtype != d->dtype ||
-        g->shape.ndim != d->shape.ndim ||
-        memcmp(g->shape.dims, d->shape.dims, sizeof(int64_t) * (size_t)d->shape.ndim) != 0)
+    /* a gradient set before the parameter took another shape (ts_tensor_set_data) */
+    if (!tsi_device_eq(tsi_device(g), tsi_device(d)) || g->dtype != d->dtype || !same_shape(g, d))
         return tsi_error_set(TS_ERR_ARG,
                              "%s: the gradient of parameter %d (%s) does not match it (%s)", op, i,
                              tsi_desc(g), tsi_desc(d)),
@@ -320,6 +327,12 @@ static bool check_grad(const char *op, const off_param *q, int i) {
         return tsi_error_set(TS_ERR_DTYPE,
                              "%s: parameter %d changed dtype since it was offloaded (now %s)", op,
                              i, tsi_desc(d)),
+               false;
+    if (!same_shape(d, q->master)) /* the host buffers (and the copies' sizes) are the old shape */
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: parameter %d changed shape since it was offloaded (now %s, "
+                             "offloaded as %s)",
+                             op, i, tsi_desc(d), tsi_shape_str(q->master->shape)),
                false;
     return check_param(op, d, i);
 }
@@ -355,7 +368,7 @@ ts_status tsi_optim_offload_step(const char *op, ts_optim *opt, const ts_kview *
             read_to_host(q->hgrad, q->stage, gc);
             ts_release(gc);
         }
-        if (q->dev->storage->uid != q->uid ||
+        if (q->dev->storage->uid != q->uid || q->dev->offset != q->offset ||
             atomic_load(&q->dev->storage->version) != q->version) {
             read_to_host(q->master, q->stage, q->dev); /* changed from outside: re-read */
             note_synced(q);

@@ -21,10 +21,11 @@ typedef struct tsi_optim_param {
      * step count there is the one that counts */
     ts_tensor *scalars;
     /* the float32 master of an f16/bf16 parameter (ts_optim_set_master_weights; optim_master.c),
-     * NULL until made; the parameter's storage (uid) and version and the master's version when
-     * they last agreed */
+     * NULL until made; the parameter's storage (uid), version, offset and strides and the master's
+     * version when they last agreed */
     ts_tensor *master;
     uint64_t master_puid, master_pver, master_mver;
+    int64_t master_poff, master_pstrides[TS_MAX_DIMS];
 } tsi_optim_param;
 
 typedef struct tsi_optim_group {

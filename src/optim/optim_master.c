@@ -2,6 +2,7 @@
  * the step updates the master with the float32 math and stores the parameter as the master rounded
  * once (the backend's optim_step, ts_optim_step_args.master). */
 #include <stdatomic.h>
+#include <string.h>
 
 #include "optim/optim_internal.h"
 #include "tessera/optim_master.h"
@@ -21,9 +22,12 @@ static uint64_t version_of(const ts_tensor *t) {
 }
 
 void tsi_optim_master_synced(tsi_optim_param *pp) {
-    pp->master_puid = pp->p->storage->uid;
-    pp->master_pver = version_of(pp->p);
+    const ts_tensor *p = pp->p;
+    pp->master_puid = p->storage->uid;
+    pp->master_pver = version_of(p);
     pp->master_mver = version_of(pp->master);
+    pp->master_poff = p->offset;
+    memcpy(pp->master_pstrides, p->strides, sizeof pp->master_pstrides);
 }
 
 void tsi_optim_master_drop(tsi_optim_param *pp) {
@@ -32,14 +36,17 @@ void tsi_optim_master_drop(tsi_optim_param *pp) {
 }
 
 /* The master still stands for the parameter: same memory (a move or a dtype change gives the
- * parameter new memory), same size, and the parameter written only by the optimizer since they
- * last agreed. Every write of the optimizer bumps both versions
- * once (a captured step's replays too), so any other write shows as a difference; a master is
- * written by its optimizer only. */
+ * parameter new memory), the same elements of it (p.data = another view of the same storage,
+ * ts_tensor_set_data, changes the geometry and no version), and the parameter written only by the
+ * optimizer since they last agreed. Every write of the optimizer bumps both versions once (a
+ * captured step's replays too), so any other write shows as a difference; a master is written by
+ * its optimizer only. The master has the parameter's shape as made. */
 static bool master_current(const tsi_optim_param *pp) {
     const ts_tensor *m = pp->master, *p = pp->p;
     return m && p->storage->uid == pp->master_puid && tsi_device_eq(tsi_device(m), tsi_device(p)) &&
-           tsi_numel(m->shape) == tsi_numel(p->shape) &&
+           p->offset == pp->master_poff && m->shape.ndim == p->shape.ndim &&
+           !memcmp(m->shape.dims, p->shape.dims, sizeof(int64_t) * (size_t)p->shape.ndim) &&
+           !memcmp(pp->master_pstrides, p->strides, sizeof(int64_t) * (size_t)p->shape.ndim) &&
            version_of(p) - pp->master_pver == version_of(m) - pp->master_mver;
 }
 

@@ -2,6 +2,8 @@
  * tests (the loader's, test_onnx_refusals, test_onnx_describe, test_onnx_node_cap, and the
  * transformer tests through xformer_util.c): everything a case builds comes from an arena, freed
  * after the case (arena_free) and at the end (arena_release). */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -193,6 +195,39 @@ uint8_t *pack(const Onnx__ModelProto *m, size_t *len) {
     uint8_t *buf = get(*len);
     onnx__model_proto__pack(m, buf);
     return buf;
+}
+
+double rand_uniform(uint64_t *s, double lo, double hi) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * (double)(*s >> 11) * 0x1p-53;
+}
+
+void add_init_rand(Onnx__GraphProto *g, const char *name, int ndim, const int64_t *dims, double a,
+                   uint64_t *s) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= dims[i];
+    float *v = get((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = (float)rand_uniform(s, -a, a);
+    add_init(g, tensor(name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, ndim, dims, v,
+                       (size_t)n * sizeof *v));
+}
+
+Onnx__NodeProto *add_conv(Onnx__GraphProto *g, const char *name, const char *in, const char *out,
+                          int64_t k, int64_t stride, int64_t group, uint64_t *s, int64_t cin,
+                          int64_t cout) {
+    char w[32], b[32], all[128];
+    snprintf(w, sizeof w, "%s.w", name);
+    snprintf(b, sizeof b, "%s.b", name);
+    add_init_rand(g, w, 4, (int64_t[]){cout, cin / group, k, k},
+                  1.0 / sqrt((double)(cin / group * k * k)), s);
+    add_init_rand(g, b, 1, (int64_t[]){cout}, 0.2, s);
+    snprintf(all, sizeof all, "%s,%s,%s", in, w, b);
+    Onnx__NodeProto *n = node(g, "Conv", name, all, out);
+    attr_ints(n, "kernel_shape", 2, (int64_t[]){k, k});
+    attr_ints(n, "strides", 2, (int64_t[]){stride, stride});
+    attr_ints(n, "pads", 4, (int64_t[]){k / 2, k / 2, k / 2, k / 2});
+    if (group > 1) attr_int(n, "group", group);
+    return n;
 }
 
 void arena_release(void) {

@@ -43,4 +43,15 @@ Onnx__ModelProto *model(Onnx__GraphProto *g, int opset);
 /* The model's bytes (from the arena). */
 uint8_t *pack(const Onnx__ModelProto *m, size_t *len);
 
+/* A uniform draw in [lo, hi) from the 64-bit LCG state *s (advanced). */
+double rand_uniform(uint64_t *s, double lo, double hi);
+/* A float initializer of g with values drawn uniformly in [-a, a) from *s. */
+void add_init_rand(Onnx__GraphProto *g, const char *name, int ndim, const int64_t *dims, double a,
+                   uint64_t *s);
+/* A Conv node of g, name(in) -> out, k x k with this stride and group, padded to keep the size
+ * (k / 2), its weight "<name>.w" (scaled 1 / sqrt(fan-in)) and bias "<name>.b" drawn from *s. */
+Onnx__NodeProto *add_conv(Onnx__GraphProto *g, const char *name, const char *in, const char *out,
+                          int64_t k, int64_t stride, int64_t group, uint64_t *s, int64_t cin,
+                          int64_t cout);
+
 #endif /* TS_TEST_ONNX_BUILD_H */

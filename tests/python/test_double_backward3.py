@@ -244,7 +244,8 @@ def test_data_parallel_hessian_vector():
 @pytest.mark.parametrize("device", ["cpu", "sim:0"])
 def test_autocast_casts_differentiable_again(device, cache):
     # L = sum((x w)^2), w a float32 parameter cast to bfloat16 by mm (the cast cache when enabled)
-    # and the product cast back to float32 by sum: dL/dw = 2 X^T X W, its derivative along V
+    # and the product cast back to float32 by mse_loss (sum against zeros; float32 on the CPU's
+    # and CUDA's lists): dL/dw = 2 X^T X W, its derivative along V
     # 2 X^T X V; integers below 256 throughout, which bfloat16 holds exactly
     X = [[1.0, 0.0], [2.0, 1.0], [-1.0, 1.0]]
     W = [[1.0, 2.0], [-1.0, 3.0]]
@@ -253,7 +254,7 @@ def test_autocast_casts_differentiable_again(device, cache):
     w = tessera.tensor(W, device=device).requires_grad_()
     with tessera.autocast(device.split(":")[0], dtype=tessera.bfloat16, cache_enabled=cache):
         y = x @ w
-        loss = (y * y).sum()
+        loss = tessera.nn.functional.mse_loss(y, tessera.zeros_like(y), reduction="sum")
     assert y.dtype == tessera.bfloat16 and loss.dtype == tessera.float32
     g, = tessera.autograd.grad(loss, w, create_graph=True)
     hv, = tessera.autograd.grad((g * tessera.tensor(V, device=device)).sum(), w)
@@ -302,12 +303,15 @@ def test_rms_norm_explicit_zero_eps(device):
 
 @pytest.mark.parametrize("device", ["cpu", "sim:0"])
 def test_rms_norm_autocasts_to_float32(device):
-    # on CUDA's float32 list (PyTorch 2.15's autocast_mode.h AT_FORALL_FP32), as layer_norm
+    # on CUDA's float32 list (PyTorch 2.15's autocast_mode.h AT_FORALL_FP32), as layer_norm; on
+    # no CPU list: there a bf16 input gives bf16, computed in float32 and rounded once (decision
+    # 0033), within bf16's unit roundoff 2^-8
     x = tessera.tensor([[1.0, -2.0, 0.5]], device=device).to(tessera.bfloat16)
     w = tessera.tensor([1.0, 0.5, 2.0], device=device)
     with tessera.autocast(device.split(":")[0], dtype=tessera.bfloat16):
         y = tessera.nn.functional.rms_norm(x, (3,), w)
-    assert y.dtype == tessera.float32
+    cpu = device == "cpu"
+    assert y.dtype == (tessera.bfloat16 if cpu else tessera.float32)
     want = _rms_ref([[1.0, -2.0, 0.5]], 2.0 ** -23, [1.0, 0.5, 2.0])[0]
     for a, b in zip(_flat(y), want):
-        assert abs(a - b) <= 1e-6 * abs(b), (a, b)
+        assert abs(a - b) <= (2.0 ** -8 if cpu else 1e-6) * abs(b), (a, b)

@@ -247,3 +247,95 @@ def test_errors():
         schedule(wait=0, warmup=0, active=0)
     with pytest.raises(TypeError):
         profile(activities=["cpu"])
+
+
+def _flops_program():
+    """Ops of known shapes; the flops PyTorch 2's profiler gives the same program
+    (with_flops=True, aten::mm / bmm / conv2d / add / mul; its linear and matmul count on the
+    aten::addmm and aten::mm inside them), written out."""
+    torch.manual_seed(0)
+    a, b = torch.randn(4, 3), torch.randn(3, 5)
+    x, w = torch.randn(2, 8, 6, 6), torch.randn(4, 4, 3, 3)
+    b1, b2 = torch.randn(3, 4, 5), torch.randn(3, 5, 6)
+    m1, m2 = torch.randn(2, 3, 4, 5), torch.randn(5, 6)
+    lw, lb = torch.randn(7, 3), torch.randn(7)
+    p, q, r = torch.randn(4, 5), torch.randn(4, 5), torch.randn(5)
+
+    def run():
+        torch.mm(a, b)
+        torch.mm(a, b)
+        torch.bmm(b1, b2)
+        torch.nn.functional.conv2d(x, w, padding=1, groups=2)
+        torch.nn.functional.linear(a, lw, lb)
+        torch.matmul(m1, m2)
+        torch.add(p, q)
+        torch.mul(p, r)
+    # PyTorch's counts, per op (2 * M * N * K; conv2d 2 * N * Ho * Wo * kh * kw * Cin * Cout /
+    # groups; add and mul one per element)
+    want = {"mm": [120, 120], "bmm": [720], "conv2d": [20736], "linear": [168],
+            "matmul": [1440], "add": [20], "mul": [20]}
+    return run, want
+
+
+def test_with_flops_counts_as_pytorch():
+    run, want = _flops_program()
+    with profile(with_flops=True) as prof:
+        run()
+    assert prof.record_shapes  # with_flops implies it, as PyTorch's
+    ops = [e for e in prof.events() if e["kind"] == "op"]
+    got = {}
+    for e in ops:
+        if e["name"] in want:
+            got.setdefault(e["name"], []).append(e["flops"])
+    assert got == want
+    # bytes moved: the inputs' and the result's (float32)
+    mm = next(e for e in ops if e["name"] == "mm")
+    assert mm["input_dims"] == "[[4, 3], [3, 5]]"
+    assert mm["op_bytes"] == (4 * 3 + 3 * 5 + 4 * 5) * 4
+    # key_averages sums them per name (FunctionEventAvg.flops)
+    avgs = prof.key_averages()
+    for name, counts in want.items():
+        assert _row(avgs, name).flops == sum(counts), name
+    # the table's flops column: PyTorch's unit, chosen by the smallest nonzero row (20: FLOPs)
+    table = avgs.table()
+    header = table.splitlines()[1]
+    assert header.split()[-2:] == ["Total", "FLOPs"], header
+    conv = [ln for ln in table.splitlines() if ln.startswith("conv2d ")]
+    assert len(conv) == 1 and conv[0].split()[-1] == "20736.000", conv
+    # a larger smallest row: KFLOPs, values scaled
+    with profile(with_flops=True) as prof:
+        torch.bmm(torch.randn(3, 40, 50), torch.randn(3, 50, 60))  # 720000 FLOPs
+        torch.nn.functional.conv2d(torch.randn(2, 8, 60, 60), torch.randn(4, 4, 3, 3), padding=1,
+                                   groups=2)  # 2 * 2 * 60 * 60 * 3 * 3 * 8 * 4 / 2
+        torch.relu(torch.randn(3))
+    table = prof.key_averages().table()
+    assert table.splitlines()[1].split()[-2:] == ["Total", "KFLOPs"]
+    lines = {ln.split()[0]: ln.split() for ln in table.splitlines()[3:-2]}
+    assert lines["bmm"][-1] == "720.000" and lines["conv2d"][-1] == "2073.600"
+    assert lines["relu"][-1] == "--"
+    # grouped by input shape too
+    shaped = prof.key_averages(group_by_input_shape=True).table()
+    assert "Input Shapes" in shaped and "Total KFLOPs" in shaped
+
+
+def test_with_flops_off_and_trace(tmp_path):
+    run, _ = _flops_program()
+    with profile(record_shapes=True) as prof:
+        run()
+    assert all(e["flops"] == 0 and e["op_bytes"] == 0 for e in prof.events())
+    assert all(r.flops == 0 for r in prof.key_averages())
+    assert "FLOPs" not in prof.key_averages().table()
+    # the trace: "flops" on counted ops (as Kineto's), "op_bytes" on ops
+    with profile(with_flops=True) as prof:
+        run()
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(path)
+    ev = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("cat") == "cpu_op"]
+    conv = [e for e in ev if e["name"] == "conv2d"]
+    assert len(conv) == 1 and conv[0]["args"]["flops"] == 20736
+    assert conv[0]["args"]["op_bytes"] == (2 * 8 * 6 * 6 + 4 * 4 * 3 * 3 + 2 * 4 * 6 * 6) * 4
+    assert all("flops" not in e["args"] for e in ev if e["name"] == "randn")
+    # the older spelling passes it through
+    with torch.autograd.profiler.profile(with_flops=True) as old:
+        run()
+    assert _row(old.key_averages(), "bmm").flops == 720

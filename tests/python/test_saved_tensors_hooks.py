@@ -55,6 +55,29 @@ def test_hook_errors():
         saved_tensors_hooks(1, 2).__enter__()
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_unpack_of_another_dtype_or_shape(device):
+    """The backward's kernels read a saved tensor as the forward saved it: an unpack of another
+    dtype is cast back (a float64 round trip changes nothing; PyTorch's layer_norm refuses it, its
+    elementwise ops promote), one of another shape is an error naming both shapes."""
+    def grads(pack=None):
+        tessera.manual_seed(1)
+        x = tessera.randn(4, 16, device=device, requires_grad=True)
+        w = tessera.randn(16, device=device, requires_grad=True)
+        g = tessera.randn(4, 16, device=device)
+        if pack is None:
+            y = tessera.nn.functional.layer_norm(x, (16,), w)
+        else:
+            with saved_tensors_hooks(pack, lambda t: t):
+                y = tessera.nn.functional.layer_norm(x, (16,), w)
+        (y * g).sum().backward()
+        return x.grad.tolist(), w.grad.tolist()
+
+    assert grads(lambda t: t.to(tessera.float64)) == grads()
+    with pytest.raises(Exception, match=r"unpack returned a tensor of shape \[64\]"):
+        grads(lambda t: t.reshape(-1) if t.dim() == 2 else t)
+
+
 def train(device, ctx):
     tessera.manual_seed(2)
     net = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Dropout(0.2), nn.Linear(32, 32),

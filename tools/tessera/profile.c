@@ -1,6 +1,6 @@
 /* profile.c — `tessera profile-view trace.json -o out.html` (a self-contained page: the trace
- * inline, a timeline, the per-op table and the transfer table, no network) and the trainer's
- * `--profile DIR --profile-steps A:B` (docs/PROFILING.md). */
+ * inline, a timeline, the per-op table, the transfer table and the collectives table, no
+ * network) and the trainer's `--profile DIR --profile-steps A:B` (docs/PROFILING.md). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +24,7 @@ static const char PAGE_HEAD[] =
     "script did not run)</p><h2>Timeline</h2><div>zoom <input id=\"zoom\" "
     "type=\"range\" min=\"0\" max=\"8\" step=\"0.25\" value=\"0\"></div><div id=\"tl\"></div>\n"
     "<h2>Ops</h2><table id=\"ops\"></table><h2>Transfers</h2><table id=\"xfer\"></table>\n"
+    "<h2>Collectives</h2><table id=\"coll\"></table>\n"
     "<script id=\"trace\" type=\"application/json\">\n";
 
 static const char PAGE_TAIL[] =
@@ -41,7 +42,7 @@ static const char PAGE_TAIL[] =
     "if(!ev.length){t0=0;t1=1;}\n"
     "document.getElementById('sum').textContent=ev.length+' events over '+fmt(t1-t0);\n"
     "const colors={cpu_op:'#8cf',backward:'#fc8',user_annotation:'#ccc',dataloader:'#c9f',"
-    "gpu_memcpy:'#f88',kernel:'#8d8'};\n"
+    "gpu_memcpy:'#f88',kernel:'#8d8',collective:'#fd6'};\n"
     "function timeline(){const tl=document.getElementById('tl');tl.innerHTML='';\n"
     " const W=Math.max(800,tl.clientWidth-20)*Math.pow(2,+document.getElementById('zoom')."
     "value);\n"
@@ -90,6 +91,10 @@ static const char PAGE_TAIL[] =
     "e.args['GB/s'],ts:e.ts-t0}));\n"
     "table('xfer',[['At','ts',fmt],['Kind','kind'],['From','src'],['To','dst'],['Bytes','bytes']"
     ",['Memory','mem'],['Time','dur',fmt],['GB/s','gbps',v=>(+v).toFixed(3)]],xr,'ts');\n"
+    "const cr=ev.filter(e=>e.cat==='collective').map(e=>({name:e.name,rank:e.args.Rank,size:"
+    "e.args['Group size'],bytes:e.args.bytes,dur:e.dur,ts:e.ts-t0}));\n"
+    "table('coll',[['At','ts',fmt],['Name','name'],['Rank','rank'],['Group size','size'],"
+    "['Bytes','bytes'],['Time','dur',fmt]],cr,'ts');\n"
     "document.getElementById('zoom').oninput=timeline;timeline();\n"
     "document.getElementById('status').textContent='rendered '+ev.length+' events, '+"
     "document.querySelectorAll('#tl .lbl').length+' tracks';\n"

@@ -152,6 +152,12 @@ static bool assisted_layout(bool ta, bool tb, int64_t n, int64_t k) {
     return ta && k <= TS_GEMM_TN_PRIM_MAX_K && n >= TS_GEMM_TN_PRIM_MIN_N;
 }
 
+bool tsi_lib_sgemm_primitive_provider(void) {
+    pthread_once(&once, choose);
+    /* below AVX-512 (TS_CPU_ISA=generic, a host without AVX2) oneDNN 2.x has no brgemm matmul */
+    return prim_all && ts_cpu_isa_get() == TS_ISA_AVX512;
+}
+
 /* tsi_lib_sgemm_primitive once choose() has run */
 static bool primitive_takes(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
     const double macs = (double)m * (double)n * (double)k;

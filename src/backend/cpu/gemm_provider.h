@@ -27,6 +27,11 @@ bool tsi_lib_sgemm_near_peak(double macs);
  * run at half OpenBLAS's speed, its long-reduction A^T B ones too: bench/results/cpu-matmul.md). */
 bool tsi_lib_sgemm_primitive(bool ta, bool tb, int64_t m, int64_t n, int64_t k);
 
+/* Whether oneDNN's matmul primitive is the float32 provider with its brgemm kernels (oneDNN chosen,
+ * not TS_GEMM=dnnl-sgemm, the kernels in use AVX-512): kern_matmul.c then gives it whole batches
+ * of products. */
+bool tsi_lib_sgemm_primitive_provider(void);
+
 /* Where tsi_lib_sgemm sends a float32 product first (tests check the rules): oneDNN's matmul
  * primitive, oneDNN's sgemm (where it is the provider, or a thin product beside OpenBLAS), the
  * BLAS, or none (the built-in blocked GEMM). */

@@ -67,6 +67,10 @@ static void row_offsets(const ix_walk *w, int64_t r, const int64_t *s0, const in
                              int64_t nk) {                                                         \
         T *d = (T *)dst;                                                                           \
         const T *s = (const T *)src;                                                               \
+        if (nk == 1 && dj == 1 && xj == 1 && sdim == 1) { /* dense, one element an index */        \
+            for (int64_t j = 0; j < nj; j++) d[j] = s[idx[j]];                                     \
+            return;                                                                                \
+        }                                                                                          \
         if (nk == 1) { /* along the last dim: one element per index, no per-element memcpy */      \
             for (int64_t j = 0; j < nj; j++) d[j * dj] = s[idx[j * xj] * sdim];                    \
             return;                                                                                \
@@ -90,8 +94,12 @@ IX_COPY_ROW(uint16_t)
 IX_COPY_ROW(uint32_t)
 IX_COPY_ROW(uint64_t)
 
+/* Elements one task of select_common copies at least (when its row holds that many). */
+#define IX_TASK_ELEMS 16384
+
 /* out[..., j, ..., k] = in[..., idx(j[, k]), ..., k]; idx strides are per out dim (zero for the
- * dims index_select's 1-D index does not have). */
+ * dims index_select's 1-D index does not have). The threads share out tasks of a row's indices
+ * (blocks of j), not whole rows: index_select along dim 0 of a matrix is one row. */
 static void select_common(const ts_kview *out, const ts_kview *in, int dim, const int64_t *idx,
                           const int64_t *xstr) {
     ix_walk w = walk_make(out, dim);
@@ -101,26 +109,29 @@ static void select_common(const ts_kview *out, const ts_kview *in, int dim, cons
     if (w.nrows * nj * nk == 0) return;
     size_t es = elem_size(out->dtype);
     bool par = w.nrows * nj * nk >= IX_PAR_MIN;
+    const int64_t jb = nk >= IX_TASK_ELEMS ? 1 : (IX_TASK_ELEMS + nk - 1) / nk; /* j a task */
+    const int64_t nb = (nj + jb - 1) / jb;                                      /* tasks a row */
+    const int64_t dj = out->strides[dim], sdim = in->strides[dim], xj = xstr[dim];
     TS_PARALLEL_FOR_IF(
-        par, for (int64_t r = 0; r < w.nrows; r++) {
+        par, for (int64_t t = 0; t < w.nrows * nb; t++) {
+            const int64_t r = t / nb, j0 = (t % nb) * jb, cnt = nj - j0 < jb ? nj - j0 : jb;
             int64_t oo, io, xo;
             row_offsets(&w, r, out->strides, in->strides, xstr, &oo, &io, &xo);
-            char *dst = out->data + (size_t)oo * es;
-            const char *src = in->data + (size_t)io * es;
-            const int64_t *ix = idx + xo;
-            int64_t dj = out->strides[dim], sdim = in->strides[dim], xj = xstr[dim];
+            char *dst = out->data + (oo + j0 * dj) * (int64_t)es;
+            const char *src = in->data + io * (int64_t)es;
+            const int64_t *ix = idx + xo + j0 * xj;
             switch (es) {
             case 1:
-                copy_row_uint8_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, nj, nk);
+                copy_row_uint8_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, cnt, nk);
                 break;
             case 2:
-                copy_row_uint16_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, nj, nk);
+                copy_row_uint16_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, cnt, nk);
                 break;
             case 4:
-                copy_row_uint32_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, nj, nk);
+                copy_row_uint32_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, cnt, nk);
                 break;
             default:
-                copy_row_uint64_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, nj, nk);
+                copy_row_uint64_t(dst, dj, dk, src, sdim, sk, ix, xj, xk, cnt, nk);
                 break;
             }
         });

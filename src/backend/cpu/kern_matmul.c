@@ -253,6 +253,28 @@ static bool gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, c
                                 d->sc[2], parallel);
 }
 
+/* A batch of float32 products goes to oneDNN's matmul primitive in one call where that primitive is
+ * the provider (tsi_lib_sgemm_primitive_provider: AVX-512): its brgemm kernels thread over the
+ * batch and the blocks of C, where one by one each product paid a call, and attention's Q K^T
+ * (k = 64) went to gemm_small's dot-product blocks, whose 24 horizontal sums cost as much as 64
+ * steps of k. `bench_bmm sweep`, Zen 4, least CPU time of one thread, one by one / batched
+ * (bench/results/cpu-matmul.md, "Batches of small products"): 32 x 128x128x64 Q K^T 1.72x,
+ * 32 x 64^3 1.18x, 32 x 16^3 6.3x (the plain loop), 8 x 256^3 1.03x. Not taken:
+ *  - under BATCH_PRIM_MIN_MACS multiply-adds in all (the call's fixed cost, 2-3 us: 2 x 16x16x64
+ *    0.58x, 2 x 32^3 0.73x; from 2^17 on 0.92-6.3x);
+ *  - products of one row or column (m or n 1: decode-time attention), which gemv.c's dot products
+ *    and the plain loop run 1.4-2.4x faster (256 x 1x256x64 0.42x, 256 x 64x1x64 0.71x);
+ *  - products of (GEMM_DIRECT_MAX, BATCH_PRIM_TINY_MACS) multiply-adds, which OpenBLAS's
+ *    small-matrix path runs one by one (8 x 24^3 0.71x, 16 x 7x33x65 0.68x, 32 x 24^3 0.94x). */
+#define BATCH_PRIM_MIN_MACS  131072.0
+#define BATCH_PRIM_TINY_MACS 32768.0
+static bool batch_to_primitive(const mm_desc *d) {
+    const double macs = (double)d->m * (double)d->n * (double)d->k;
+    return d->bsz > 1 && d->m > 1 && d->n > 1 && macs * (double)d->bsz >= BATCH_PRIM_MIN_MACS &&
+           (macs <= GEMM_DIRECT_MAX || macs >= BATCH_PRIM_TINY_MACS) &&
+           tsi_lib_sgemm_primitive_provider();
+}
+
 static void zero_out(const mm_desc *d, char *c, size_t es) {
     for (int64_t bi = 0; bi < d->bsz; bi++)
         for (int64_t i = 0; i < d->m; i++)
@@ -269,6 +291,11 @@ static bool matmul_float(bool dbl, const mm_desc *d, const char *a, const char *
         return true;
     }
     const double flops = (double)d->m * (double)d->n * (double)d->k;
+    if (!dbl && batch_to_primitive(d)) {
+        const int r = tsi_dnnl_matmul_batched_f32(d->bsz, d->m, d->n, d->k, (const float *)a, d->sa,
+                                                  (const float *)b, d->sb, (float *)c, d->sc);
+        if (r != 0) return r > 0; /* -1: out of memory (a slower path would round differently) */
+    }
     /* Many small matrices: one GEMM per thread beats threading each GEMM. One big GEMM keeps the
      * library's own threads. */
     if (d->bsz > 1 && flops < 4e6 && run_in_parallel(flops * (double)d->bsz)) {

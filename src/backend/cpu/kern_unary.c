@@ -74,23 +74,34 @@ typedef struct unary_ctx {
 
 /* logit on f32: the ratios of a chunk, then vk's log of them (as PyTorch's vectorised kernel);
  * a NaN result (x outside [0, 1], or NaN) is logf's, so that its bits are the other backends'
- * (ts_logit_f's: the vectorised log's NaN has another sign) */
-static void logit_vec_f32(const unary_ctx *ctx, char *const *p, const int64_t *s, int64_t n) {
+ * (ts_logit_f's: the vectorised log's NaN has another sign). Inlined in the ISA variants of the
+ * unary bodies, so that the ratio and NaN loops are vectorised; a dense operand is read or written
+ * where it lies (no copy through the chunk buffer). */
+TS_CPU_BODY void logit_vec_f32(const unary_ctx *ctx, char *const *p, const int64_t *s, int64_t n) {
     float ratio[UN_CHUNK], buf[UN_CHUNK];
     const float eps = ctx->p0 >= 0 ? (float)ctx->p0 : -1.0f;
+    const bool dense_in = s[1] == (int64_t)sizeof(float);
+    const bool dense_out = s[0] == (int64_t)sizeof(float);
     for (int64_t i = 0; i < n; i += UN_CHUNK) {
         const int64_t m = n - i < UN_CHUNK ? n - i : UN_CHUNK;
-        ts_vec_load_f32(ctx->vk, buf, p[1] + i * s[1], TS_F32, s[1], m);
-        for (int64_t k = 0; k < m; k++) ratio[k] = ts_logit_ratio_f(buf[k], eps);
-        ctx->vk->unary_f32(TS_U_LOG, buf, ratio, m);
-        for (int64_t k = 0; k < m; k++)
-            if (buf[k] != buf[k]) buf[k] = logf(ratio[k]);
-        ts_vec_store_f32(ctx->vk, p[0] + i * s[0], TS_F32, s[0], buf, m);
+        const float *x = dense_in ? (const float *)(p[1] + i * s[1]) : buf;
+        if (!dense_in) ts_vec_load_f32(ctx->vk, buf, p[1] + i * s[1], TS_F32, s[1], m);
+        if (eps < 0.0f)
+            for (int64_t k = 0; k < m; k++) ratio[k] = ts_logit_ratio_f(x[k], -1.0f);
+        else
+            for (int64_t k = 0; k < m; k++) ratio[k] = ts_logit_ratio_f(x[k], eps);
+        float *y = dense_out ? (float *)(p[0] + i * s[0]) : buf;
+        ctx->vk->unary_f32(TS_U_LOG, y, ratio, m);
+        bool nan = false;
+        for (int64_t k = 0; k < m; k++) nan |= y[k] != y[k];
+        for (int64_t k = 0; nan && k < m; k++)
+            if (y[k] != y[k]) y[k] = logf(ratio[k]);
+        if (!dense_out) ts_vec_store_f32(ctx->vk, p[0] + i * s[0], TS_F32, s[0], buf, m);
     }
 }
 
 /* The vectorised ops on f32: straight through vk on a dense run, through chunks otherwise. */
-static void unary_vec_f32(const unary_ctx *ctx, char *const *p, const int64_t *s, int64_t n) {
+TS_CPU_BODY void unary_vec_f32(const unary_ctx *ctx, char *const *p, const int64_t *s, int64_t n) {
     if (ctx->op == TS_U_LOGIT) {
         logit_vec_f32(ctx, p, s, n);
         return;

@@ -36,6 +36,7 @@ typedef struct mm_prim {
     dnnl_primitive_t prim;
     dnnl_memory_desc_t a, b, c, bias;
     size_t scratch;
+    bool brgemm; /* oneDNN picked its brgemm kernels (not gemm:jit, not a reference loop) */
 } mm_prim;
 
 #define MM_SLOTS 64
@@ -71,9 +72,14 @@ static bool build(mm_prim *p) {
         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
         dnnl_primitive_desc_create(&pd, &desc, attr, tsi_dnnl_engine(), NULL) == dnnl_success &&
         dnnl_primitive_create(&p->prim, pd) == dnnl_success;
-    if (ok)
+    if (ok) {
         p->scratch = dnnl_memory_desc_get_size(
             dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
+        const char *impl = NULL;
+        p->brgemm =
+            dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+            impl && !strncmp(impl, "brg", 3);
+    }
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (attr) dnnl_primitive_attr_destroy(attr);
     return ok;
@@ -125,12 +131,16 @@ static atomic_uint_fast64_t runs, bf16_runs;
 uint64_t tsi_dnnl_matmul_count(void) { return atomic_load(&runs); }
 uint64_t tsi_dnnl_matmul_bf16_count(void) { return atomic_load(&bf16_runs); }
 
-static bool run(const mm_key *key, const void *a, const void *b, void *c, const void *bias) {
+/* 1: done; 0: declined, nothing written (no primitive for it, or brgemm_only and oneDNN would
+ * run another kernel); -1: the primitive could not run (its scratchpad, memory objects or stream
+ * not had) */
+static int run(const mm_key *key, const void *a, const void *b, void *c, const void *bias,
+               bool brgemm_only) {
     const dnnl_engine_t engine = tsi_dnnl_engine();
     mm_prim p;
     if (!engine || key->bsz < 1 || key->m < 1 || key->n < 1 || key->k < 1 ||
-        !primitive_for(key, &p))
-        return false;
+        !primitive_for(key, &p) || (brgemm_only && !p.brgemm))
+        return 0;
     dnnl_stream_t st = NULL; /* streams are not thread-safe: one per call (cheap on the CPU) */
     dnnl_memory_t mem[5] = {0};
     ts_block *scratch = NULL;
@@ -158,7 +168,7 @@ static bool run(const mm_key *key, const void *a, const void *b, void *c, const 
     tsi_host_scratch_put(scratch);
     if (st) dnnl_stream_destroy(st);
     if (ok) atomic_fetch_add(key->dt == dnnl_bf16 ? &bf16_runs : &runs, 1);
-    return ok;
+    return ok ? 1 : -1;
 }
 
 bool tsi_dnnl_matmul_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
@@ -168,10 +178,10 @@ bool tsi_dnnl_matmul_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, cons
     return tsi_dnnl_matmul_strided(TS_F32, 1, m, n, k, a, sa, b, sb, c, sc);
 }
 
-static bool strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k, const void *a,
-                    const int64_t sa[3], const void *b, const int64_t sb[3], void *c,
-                    const int64_t sc[3], const void *bias) {
-    if (dt != TS_F32 && dt != TS_BF16) return false;
+static int strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k, const void *a,
+                   const int64_t sa[3], const void *b, const int64_t sb[3], void *c,
+                   const int64_t sc[3], const void *bias, bool brgemm_only) {
+    if (dt != TS_F32 && dt != TS_BF16) return 0;
     const mm_key key = {dt == TS_BF16 ? dnnl_bf16 : dnnl_f32,
                         bsz,
                         m,
@@ -182,20 +192,30 @@ static bool strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k, const 
                         {sc[0], sc[1], sc[2]},
                         tsi_dnnl_threads(),
                         bias != NULL};
-    return run(&key, a, b, c, bias);
+    return run(&key, a, b, c, bias, brgemm_only);
 }
 
 bool tsi_dnnl_matmul_strided(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k, const void *a,
                              const int64_t sa[3], const void *b, const int64_t sb[3], void *c,
                              const int64_t sc[3]) {
-    return strided(dt, bsz, m, n, k, a, sa, b, sb, c, sc, NULL);
+    return strided(dt, bsz, m, n, k, a, sa, b, sb, c, sc, NULL, false) > 0;
+}
+
+static atomic_bool batched_on = true;
+void tsi_dnnl_matmul_batched_enable(bool on) { atomic_store(&batched_on, on); }
+
+int tsi_dnnl_matmul_batched_f32(int64_t bsz, int64_t m, int64_t n, int64_t k, const float *a,
+                                const int64_t sa[3], const float *b, const int64_t sb[3], float *c,
+                                const int64_t sc[3]) {
+    if (!atomic_load(&batched_on)) return 0;
+    return strided(TS_F32, bsz, m, n, k, a, sa, b, sb, c, sc, NULL, true);
 }
 
 bool tsi_dnnl_matmul_strided_bias(int dt, int64_t bsz, int64_t m, int64_t n, int64_t k,
                                   const void *a, const int64_t sa[3], const void *b,
                                   const int64_t sb[3], void *c, const int64_t sc[3],
                                   const void *bias) {
-    return strided(dt, bsz, m, n, k, a, sa, b, sb, c, sc, bias);
+    return strided(dt, bsz, m, n, k, a, sa, b, sb, c, sc, bias, false) > 0;
 }
 
 bool tsi_dnnl_bf16_native(void) {
@@ -245,6 +265,13 @@ bool tsi_dnnl_matmul_strided_bias(int dt, int64_t bsz, int64_t m, int64_t n, int
     (void)dt, (void)bsz, (void)m, (void)n, (void)k, (void)a, (void)sa, (void)b, (void)sb;
     (void)c, (void)sc, (void)bias;
     return false;
+}
+void tsi_dnnl_matmul_batched_enable(bool on) { (void)on; }
+int tsi_dnnl_matmul_batched_f32(int64_t bsz, int64_t m, int64_t n, int64_t k, const float *a,
+                                const int64_t sa[3], const float *b, const int64_t sb[3], float *c,
+                                const int64_t sc[3]) {
+    (void)bsz, (void)m, (void)n, (void)k, (void)a, (void)sa, (void)b, (void)sb, (void)c, (void)sc;
+    return 0;
 }
 bool tsi_dnnl_bf16_native(void) { return false; }
 const char *tsi_dnnl_effective_isa(void) { return "none"; }

@@ -26,6 +26,19 @@ bool tsi_dnnl_matmul_strided_bias(int dt, int64_t bsz, int64_t m, int64_t n, int
                                   const void *a, const int64_t sa[3], const void *b,
                                   const int64_t sb[3], void *c, const int64_t sc[3],
                                   const void *bias);
+/* A whole batch of float32 products in one call (strides as tsi_dnnl_matmul_strided), where oneDNN
+ * runs it with its brgemm kernels, which thread over the batch and the blocks of C and never
+ * split k, so each element's sum does not depend on the thread count. 1: done. 0, having written
+ * nothing: declined (oneDNN absent, switched off, or it would pick another kernel: gemm:jit under
+ * an AVX2 cap, a reference loop for layouts brgemm does not take, such as a column stride of 2).
+ * -1: it takes the batch but could not run it (scratchpad or oneDNN's objects not had): the
+ * caller reports out of memory rather than multiply another way, which rounds differently. */
+int tsi_dnnl_matmul_batched_f32(int64_t bsz, int64_t m, int64_t n, int64_t k, const float *a,
+                                const int64_t sa[3], const float *b, const int64_t sb[3], float *c,
+                                const int64_t sc[3]);
+/* Tests and benchmarks: false makes tsi_dnnl_matmul_batched_f32 decline every batch (the products
+ * then go one by one), true restores it. */
+void tsi_dnnl_matmul_batched_enable(bool on);
 /* Whether oneDNN multiplies bf16 with bf16 instructions here: the CPU has AVX512-BF16 (or AMX)
  * and neither TS_CPU_ISA nor ONEDNN_MAX_CPU_ISA caps oneDNN below them. Without them a bf16
  * primitive would emulate the products (slower than widening to float32), so callers widen. */

@@ -45,6 +45,7 @@ void tsc_install_compute_kernels(ts_backend *be) {
     be->matmul_bias = tsc_matmul_bias;
     be->matmul_bgrad = tsc_matmul_bgrad;
     be->matmul_bias_act = tsc_matmul_bias_act;
+    be->matmul_dact_bgrad = tsc_matmul_dact_bgrad;
     be->index_select = tsc_index_select;
     be->gather = tsc_gather;
     be->scatter_add = tsc_scatter_add;

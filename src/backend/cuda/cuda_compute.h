@@ -193,6 +193,9 @@ bool tsc_matmul_bgrad(const ts_backend *be, int index, const ts_kview *dw, const
 bool tsc_matmul_bias_act(const ts_backend *be, int index, ts_epi_act act, const ts_kview *out,
                          const ts_kview *a, const ts_kview *b, const ts_kview *bias,
                          const ts_epi_aux *aux);
+bool tsc_matmul_dact_bgrad(const ts_backend *be, int index, ts_epi_act act, const ts_kview *dz,
+                           const ts_kview *db, const ts_kview *g, const ts_kview *w,
+                           const ts_epi_aux *aux);
 /* cuda_embedding_bag.cu */
 void tsc_embedding_bag(const ts_backend *be, int index, const ts_kview *out, const ts_bag_args *a);
 /* cuda_cdist.cu */

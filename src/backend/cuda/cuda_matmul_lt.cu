@@ -3,13 +3,18 @@
  * matmul_bgrad, the weight gradient's GEMM that also writes the bias gradient, the column sums of
  * the output gradient (CUBLASLT_EPILOGUE_BGRADB), as PyTorch's addmm and linear backward do; and
  * matmul_bias_act (decision 0032), the forward's GEMM with the bias and relu or GELU's tanh form
- * in the epilogue (RELU_BIAS / GELU_BIAS; the AUX forms also write the backward's aux matrix).
+ * in the epilogue (RELU_BIAS / GELU_BIAS; the AUX forms also write the backward's aux matrix), and
+ * matmul_dact_bgrad, the next layer's input-gradient GEMM with the activation's gradient read from
+ * that aux and the bias gradient of its result (DRELU_BGRAD / DGELU_BGRAD).
  *
  * cuBLASLt is column-major, so a row-major result R is computed as the column-major R^T:
  *   forward   out [M, N] = a [M, K] @ b [K, N] + bias:  D = out^T (N x M) = b^T a^T, the bias
  *             one entry per row of D (N of them);
  *   backward  dw [N, K] = g^T [N, M] @ x [M, K]:        D = dw^T (K x N) = x^T g, the bias
  *             gradient one entry per column of D, summed over the GEMM's k (M): B's, BGRADB.
+ *   dact      dz [M, N1] = (g [M, N2] @ w [N2, N1]) act'(z): D = dz^T (N1 x M) = w^T g^T, laid
+ *             out as the forward's D = z^T, so the aux reads as written; db one entry per row of
+ *             D (N1 of them), the sum over its columns.
  * An operand stored row-major is read as its transpose with no copy; one stored column-major gets
  * CUBLAS_OP_T. f32 (TF32 where the user allowed it), f16 and bf16 (f32 accumulation and scale)
  * and f64. The algorithm comes from cuBLASLt's heuristic, cached per shape, layout, dtype and
@@ -356,5 +361,42 @@ bool tsc_matmul_bgrad(const ts_backend *be, int index, const ts_kview *dw, const
     /* B = g (m x n): g column-major as it is; g row-major is g^T column-major, OP_T */
     p.b = lt_op(g->data, lg == TSC_LAYOUT_ROW, (uint64_t)m, p.n, ldg);
     p.d = dw->data, p.ldd = k, p.bias = db->data;
+    return lt_run(index, "linear backward", p) != 0;
+}
+
+/* The activation's gradient in the input-gradient GEMM's epilogue (decision 0032): DRELU_BGRAD /
+ * DGELU_BGRAD read the aux matmul_bias_act's RELU_AUX_BIAS / GELU_AUX_BIAS wrote (the bit mask; the
+ * pre-activation) and write db, the sums of dz's columns, as the bias gradient. f32 (TF32 as
+ * matmul), f16 and bf16, as the forward; f64, views that are not plain, an aux ld cuBLASLt
+ * refuses and shapes without an algorithm are declined (the front end composes). */
+bool tsc_matmul_dact_bgrad(const ts_backend *be, int index, ts_epi_act act, const ts_kview *dz,
+                           const ts_kview *db, const ts_kview *g, const ts_kview *w,
+                           const ts_epi_aux *aux) {
+    (void)be;
+    const bool relu = act == TS_EPI_RELU;
+    if ((!relu && act != TS_EPI_GELU_TANH) || !aux || !aux->data || g->ndim != 2 || w->ndim != 2 ||
+        dz->ndim != 2 || db->ndim != 1)
+        return false;
+    const int64_t m = g->shape[0], n2 = g->shape[1], n1 = w->shape[1];
+    if (!lt_dtype(dz->dtype) || dz->dtype == TS_F64 || m * n1 * n2 == 0) return false;
+    if (aux->ld < n1 || aux->ld % (relu ? 128 : 8) != 0) return false;
+    int64_t ldd = 0, ldg = 0, ldw = 0;
+    const int lo = tsc_mat_layout(m, n1, dz->strides[0], dz->strides[1], &ldd);
+    const int lg = tsc_mat_layout(m, n2, g->strides[0], g->strides[1], &ldg);
+    const int lw = tsc_mat_layout(n2, n1, w->strides[0], w->strides[1], &ldw);
+    const bool packed = n1 == 1 || db->strides[0] == 1;
+    if (lo != TSC_LAYOUT_ROW || lg == TSC_LAYOUT_NONE || lw == TSC_LAYOUT_NONE || !packed)
+        return false;
+    if (!tsc_begin(index)) return true; /* the error recorded */
+    lt_gemm p = lt_gemm();
+    p.dt = dz->dtype;
+    p.epi = relu ? CUBLASLT_EPILOGUE_DRELU_BGRAD : CUBLASLT_EPILOGUE_DGELU_BGRAD;
+    p.m = (uint64_t)n1, p.n = (uint64_t)m, p.k = (uint64_t)n2;
+    /* A = w^T (n1 x n2): w row-major is w^T column-major; w column-major needs OP_T */
+    p.a = lt_op(w->data, lw == TSC_LAYOUT_COL, p.m, (uint64_t)n2, ldw);
+    /* B = g^T (n2 x m) likewise */
+    p.b = lt_op(g->data, lg == TSC_LAYOUT_COL, (uint64_t)n2, p.n, ldg);
+    p.d = dz->data, p.ldd = ldd, p.bias = db->data;
+    p.aux = aux->data, p.aux_ld = aux->ld;
     return lt_run(index, "linear backward", p) != 0;
 }

@@ -129,6 +129,7 @@ void tsi_sim_backend_init(void) {
     tsi_cpu_kernels_install(&sim_backend);
     tsi_sim_install_bgrad(&sim_backend);
     tsi_sim_install_bias_act(&sim_backend);
+    tsi_sim_install_dact_bgrad(&sim_backend);
     tsi_backend_register(&sim_backend);
 }
 

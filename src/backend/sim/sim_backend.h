@@ -21,5 +21,8 @@ void tsi_sim_install_bgrad(struct ts_backend *be);
 /* Sets be->matmul_bias_act to sim's (sim_matmul_bias_act.c: the cpu kernels in the composition's
  * order). */
 void tsi_sim_install_bias_act(struct ts_backend *be);
+/* Sets be->matmul_dact_bgrad to sim's (sim_matmul_dact_bgrad.c: the cpu kernels, the composed
+ * backward's order). */
+void tsi_sim_install_dact_bgrad(struct ts_backend *be);
 
 #endif /* TS_SIM_BACKEND_H */
