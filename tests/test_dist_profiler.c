@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "dist/dist_internal.h"
+#include "json_file_util.h"
 #include "tessera.h"
 #include "tessera/profiler.h"
 #include "ts_test.h"
@@ -184,19 +185,8 @@ static void check_chrome(const ts_profile *p) {
     char path[128];
     snprintf(path, sizeof path, "/tmp/ts_dist_profiler_%d_%d.json", (int)getpid(), R);
     CHECK_EQ(ts_profile_export_chrome(p, path), TS_OK);
-    FILE *f = fopen(path, "rb");
-    CHECK(f != NULL);
-    if (!f) return;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)len + 1);
-    CHECK_EQ(fread(buf, 1, (size_t)len, f), (size_t)len);
-    buf[len] = '\0';
-    fclose(f);
+    cJSON *root = read_json(path);
     remove(path);
-    cJSON *root = cJSON_Parse(buf);
-    free(buf);
     CHECK(root != NULL);
     const cJSON *evs = cJSON_GetObjectItemCaseSensitive(root, "traceEvents"), *e;
     int k = 0;

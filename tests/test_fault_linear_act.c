@@ -1,9 +1,12 @@
-/* test_fault_linear_act.c — allocation-failure sweeps (fault_sweep.h) over Linear + activation
- * through the matmul_bias_act slot (linear_act_fused.c, sim_matmul_bias_act.c) on sim:0:
- * Sequential(Linear, ReLU) and Sequential(Linear, GELU(approximate='tanh')), forward and backward,
- * and second-order gradients (create_graph). Each failing allocation must end
- * in a clear error and leak nothing, and the scenario must succeed after ts_error_clear(); the
- * output and gradients are the fault-free run's after a success. */
+/* test_fault_linear_act.c — allocation-failure sweeps (fault_sweep.h) on sim:0 over Linear +
+ * activation through the matmul_bias_act slot (linear_act_fused.c, sim_matmul_bias_act.c):
+ * Sequential(Linear, ReLU) and Sequential(Linear, GELU(approximate='tanh')); and over Linear,
+ * activation, Linear as one node (mlp_fused.c: matmul_bias_act forward, matmul_dact_bgrad
+ * backward, sim_matmul_dact_bgrad.c): Sequential(Linear, ReLU, Linear) and Sequential(Linear,
+ * GELU(approximate='tanh'), Dropout(0), Linear). Forward and backward, and second-order gradients
+ * (create_graph). Each failing allocation must end in a clear error and leak nothing, and the
+ * scenario must succeed after ts_error_clear(); the output and gradients are the fault-free run's
+ * after a success. */
 #include <stdlib.h>
 
 #include "fault_sweep.h"
@@ -17,14 +20,17 @@ typedef struct act_st {
     bool create_graph;
 } act_st;
 
-static void *setup_with(bool gelu, bool create_graph) {
+static void *setup_with(bool gelu, bool create_graph, bool mlp) {
     act_st *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     const ts_device dev = {TS_SIM, 0};
     ts_manual_seed(41);
     ts_module *lin = ts_linear_new_ex(6, 10, (ts_linear_opts){.device = dev});
     ts_module *act = gelu ? ts_gelu_new_ex(TS_GELU_TANH) : ts_relu_new();
-    s->m = ts_sequential_new(2, (ts_module *const[]){lin, act});
+    ts_module *lin2 = mlp ? ts_linear_new_ex(10, 4, (ts_linear_opts){.device = dev}) : NULL;
+    s->m = !mlp   ? ts_sequential_new(2, (ts_module *const[]){lin, act})
+           : gelu ? ts_sequential_new(4, (ts_module *const[]){lin, act, ts_dropout_new(0), lin2})
+                  : ts_sequential_new(3, (ts_module *const[]){lin, act, lin2});
     s->create_graph = create_graph;
     ts_scope_begin();
     s->x = ts_keep(ts_randn(TS_SHAPE(2, 3, 6), (ts_opts){.device = dev, .requires_grad = true}));
@@ -33,10 +39,14 @@ static void *setup_with(bool gelu, bool create_graph) {
     return s;
 }
 
-static void *relu_setup(void) { return setup_with(false, false); }
-static void *gelu_setup(void) { return setup_with(true, false); }
-static void *relu_cg_setup(void) { return setup_with(false, true); }
-static void *gelu_cg_setup(void) { return setup_with(true, true); }
+static void *relu_setup(void) { return setup_with(false, false, false); }
+static void *gelu_setup(void) { return setup_with(true, false, false); }
+static void *relu_cg_setup(void) { return setup_with(false, true, false); }
+static void *gelu_cg_setup(void) { return setup_with(true, true, false); }
+static void *mlp_relu_setup(void) { return setup_with(false, false, true); }
+static void *mlp_gelu_setup(void) { return setup_with(true, false, true); }
+static void *mlp_relu_cg_setup(void) { return setup_with(false, true, true); }
+static void *mlp_gelu_cg_setup(void) { return setup_with(true, true, true); }
 
 static bool run(void *p) {
     act_st *s = p;
@@ -111,6 +121,29 @@ int main(void) {
          * (decision 0032); errors and leaks are still checked */
         {.name = "Linear+GELU-tanh create_graph",
          .setup = gelu_cg_setup,
+         .run = run,
+         .teardown = teardown},
+        {.name = "Linear+ReLU+Linear fwd+bwd",
+         .setup = mlp_relu_setup,
+         .run = run,
+         .teardown = teardown,
+         .snap = snap,
+         .any_state_on_error = true},
+        {.name = "Linear+GELU-tanh+Linear fwd+bwd",
+         .setup = mlp_gelu_setup,
+         .run = run,
+         .teardown = teardown,
+         .snap = snap,
+         .any_state_on_error = true},
+        {.name = "Linear+ReLU+Linear create_graph",
+         .setup = mlp_relu_cg_setup,
+         .run = run,
+         .teardown = teardown,
+         .snap = snap,
+         .any_state_on_error = true},
+        /* as the GELU-tanh create_graph case above */
+        {.name = "Linear+GELU-tanh+Linear create_graph",
+         .setup = mlp_gelu_cg_setup,
          .run = run,
          .teardown = teardown},
     };

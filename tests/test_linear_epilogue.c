@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "epilogue_test_util.h"
 #include "ts_test.h"
 
 /* ------------------------------------------------------------------ the slot's calls */
@@ -49,46 +50,6 @@ static void install_counter(ts_device_type t) {
 }
 
 /* ------------------------------------------------------------------ host values */
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static double uniform(void) { /* in [-1, 1) */
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng >> 11) / 4503599627370496.0 - 1.0;
-}
-
-/* a [shape] tensor of dt on dev with uniform values; NULL inside a scope on failure */
-static ts_tensor *make(ts_shape s, ts_dtype dt, ts_device dev) {
-    const int64_t n = s.ndim == 1 ? s.dims[0] : s.dims[0] * s.dims[1];
-    double *h = malloc((size_t)(n > 0 ? n : 1) * sizeof *h);
-    if (!h) return NULL;
-    for (int64_t i = 0; i < n; i++) h[i] = uniform();
-    ts_tensor *t = ts_to(ts_to_dtype(ts_tensor_f64(s, h, (ts_opts){0}), dt), dev);
-    free(h);
-    return t;
-}
-
-/* t's values as float64 on the host, row-major (malloc'ed; NULL on failure) */
-static double *host(ts_tensor *t) {
-    if (!t) return NULL;
-    const int64_t n = ts_numel(t);
-    double *h = malloc((size_t)(n > 0 ? n : 1) * sizeof *h);
-    ts_tensor *c = ts_contiguous(ts_to(ts_to_dtype(t, TS_F64), ts_cpu()));
-    if (h && (!c || ts_copy_to_host(c, h, (size_t)n * sizeof *h) != TS_OK)) free(h), h = NULL;
-    return h;
-}
-
-static double unit_roundoff(ts_dtype dt) {
-    switch (dt) {
-    case TS_F64:
-        return ldexp(1, -53);
-    case TS_F16:
-        return ldexp(1, -11);
-    case TS_BF16:
-        return ldexp(1, -8);
-    default:
-        return ldexp(1, -24);
-    }
-}
-
 /* ------------------------------------------------------------------ one case */
 typedef struct lin_case {
     int64_t rows, in, out;
@@ -99,19 +60,6 @@ typedef struct lin_case {
 typedef struct lin_result {
     double *v[4]; /* y, gx, gw, gb (NULL where not asked) */
 } lin_result;
-
-/* checks got against want[i] +- tol[i] elementwise, printing the first miss */
-static bool within(const char *what, const double *got, const double *want, const double *tol,
-                   int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        if (!(fabs(got[i] - want[i]) <= tol[i])) {
-            printf("  %s[%lld]: %.17g, reference %.17g, bound %.3g\n", what, (long long)i, got[i],
-                   want[i], tol[i]);
-            return false;
-        }
-    }
-    return true;
-}
 
 /* Runs one case on dev (values drawn from `seed`) and checks it against the float64 reference;
  * fills res (the caller frees) for the cpu / sim comparison. */
@@ -221,14 +169,6 @@ static void run_case(const lin_case *c, ts_dtype dt, ts_device dev, uint64_t see
 
 static void free_result(lin_result *r) {
     for (int i = 0; i < 4; i++) free(r->v[i]), r->v[i] = NULL;
-}
-
-/* bit-identical (== on the values; -0 and +0 alike) */
-static bool same(const double *a, const double *b, int64_t n) {
-    if (!a || !b) return a == b;
-    for (int64_t i = 0; i < n; i++)
-        if (a[i] != b[i]) return false;
-    return true;
 }
 
 static const lin_case CASES[] = {

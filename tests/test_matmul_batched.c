@@ -224,6 +224,9 @@ int main(void) {
     check_case(256, 1, 64, 64, CONTIG, TRANSPOSED, false);
     check_case(64, 50, 1, 40, CONTIG, CONTIG, false);
     check_case(8, 24, 24, 24, CONTIG, CONTIG, false);
+    check_case(32, 24, 24, 24, CONTIG, CONTIG,
+               false); /* enough work in all, each product mid-size */
+    check_case(16, 7, 33, 65, CONTIG, TRANSPOSED, false);
     check_case(2, 16, 16, 64, CONTIG, TRANSPOSED, false);
     check_faults();
     ts_mem_stats after;

@@ -117,6 +117,13 @@ static void test_where_masked_clamp(void) {
         CHECK(ts_masked_fill_(bm, bm, 0) == bm); /* mask aliasing the destination */
         const double r3[3] = {0, 0, 0};
         CHECK_VALS("masked_fill_ self mask", bm, TS_BOOL, r3, 3);
+        /* in place on a dense view past its storage's start: the element before it stays (the
+         * mask's element before its own view is set) */
+        const double pv[5] = {10, 20, 30, 40, 50}, pm[5] = {1, 0, 1, 0, 1};
+        ts_tensor *pb = mk1(5, TS_F32, pv, dv), *pmb = mk1(5, TS_BOOL, pm, dv);
+        CHECK(ts_masked_fill_(ts_narrow(pb, 0, 1, 4), ts_narrow(pmb, 0, 1, 4), -1) != NULL);
+        const double rn[5] = {10, 20, -1, 40, -1};
+        CHECK_VALS("masked_fill_ of a narrowed view", pb, TS_F32, rn, 5);
 
         /* clamp: NAN leaves a side open; bounds promote like Python numbers */
         const double xv[6] = {-3, -0.5, 0, 0.7, 2, NAN};
@@ -326,6 +333,57 @@ static void test_where_select_paths(void) {
         }
 }
 
+/* where's select off the contiguous path: a condition broadcast along the inner dimension (stride
+ * 0) and an x read with a stride of 2, for every element size, against the select made here byte
+ * for byte (the one-byte types must not take the contiguous select for these either). */
+static void test_where_strided(void) {
+    static const ts_dtype DT[] = {TS_BOOL, TS_U8, TS_F16, TS_I32, TS_F64};
+    enum { R = 7, C = 9 };
+    uint8_t c[R], x[R * 2 * C * 8], y[R * C * 8], got[R * C * 8], want[R * C * 8];
+    for (int i = 0; i < R; i++) c[i] = (uint8_t)((i * 5 + 1) % 3 == 0);
+    for (int di = 0; di < ndev; di++)
+        for (size_t d = 0; d < sizeof DT / sizeof DT[0]; d++) {
+            const ts_dtype dt = DT[d];
+            const size_t sz = ts_dtype_size(dt);
+            for (size_t i = 0; i < sizeof x; i++) x[i] = (uint8_t)(i * 37 + 11);
+            for (size_t i = 0; i < sizeof y; i++) y[i] = (uint8_t)(i * 59 + 3);
+            if (dt == TS_BOOL) {
+                for (size_t i = 0; i < sizeof x; i++) x[i] &= 1;
+                for (size_t i = 0; i < sizeof y; i++) y[i] = (uint8_t)((y[i] & 1) ^ 1);
+            }
+            ts_scope_begin();
+            const ts_device dev = devs[di];
+            const ts_opts o = {.dtype = dt, .device = dev};
+            ts_tensor *tc = ts_from_data(TS_SHAPE(R, 1), TS_BOOL, c, (ts_opts){.device = dev});
+            ts_tensor *tx = ts_slice(ts_from_data(TS_SHAPE(R, 2 * C), dt, x, o), 1, 0, 2 * C, 2);
+            ts_tensor *ty = ts_from_data(TS_SHAPE(R, C), dt, y, o);
+            ts_tensor *r = ts_where(tc, tx, ty);
+            for (int i = 0; i < R; i++)
+                for (int j = 0; j < C; j++)
+                    memcpy(want + (i * C + j) * sz,
+                           c[i] ? x + (i * 2 * C + 2 * j) * sz : y + (i * C + j) * sz, sz);
+            CHECK(r != NULL && ts_copy_to_host(r, got, R * C * sz) == TS_OK);
+            if (r && memcmp(got, want, R * C * sz)) {
+                fprintf(stderr, "where strided, %s on %s differs\n", ts_dtype_name(dt),
+                        ts_device_str(dev));
+                CHECK(false);
+            }
+            /* the condition broadcast alone (x, y contiguous) */
+            r = ts_where(tc, ty, ts_fliplr(ty));
+            for (int i = 0; i < R; i++)
+                for (int j = 0; j < C; j++)
+                    memcpy(want + (i * C + j) * sz, y + (i * C + (c[i] ? j : C - 1 - j)) * sz, sz);
+            CHECK(r != NULL && ts_copy_to_host(r, got, R * C * sz) == TS_OK);
+            if (r && memcmp(got, want, R * C * sz)) {
+                fprintf(stderr, "where broadcast condition, %s on %s differs\n", ts_dtype_name(dt),
+                        ts_device_str(dev));
+                CHECK(false);
+            }
+            CHECK_OK();
+            ts_scope_end();
+        }
+}
+
 int main(void) {
     if (!ew_setup_devices()) return ts_test_skip("no sim devices: %s", ts_error_message());
     int64_t before[2];
@@ -333,6 +391,7 @@ int main(void) {
     test_inplace();
     test_where_masked_clamp();
     test_where_select_paths();
+    test_where_strided();
     test_devices();
     test_null_inputs();
     return ew_finish(before);

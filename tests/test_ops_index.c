@@ -276,6 +276,15 @@ static ts_tensor *pattern(ts_shape s, ts_opts o) {
     free(v);
     return t;
 }
+/* the same in int16 (kern_index.c's 2-byte copy loop): i * 7919 mod 32749, distinct runs */
+static ts_tensor *pattern16(ts_shape s, ts_opts o) {
+    const int64_t n = count(s);
+    int16_t *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = (int16_t)(i * 7919 % 32749);
+    ts_tensor *t = ts_from_data(s, TS_I16, v, o);
+    free(v);
+    return t;
+}
 static ts_tensor *random_index(ts_shape s, int64_t bound, ts_opts o, int64_t **out) {
     const int64_t n = count(s);
     int64_t *v = malloc((size_t)n * sizeof *v);
@@ -308,9 +317,13 @@ static void test_select_gather_blocks(ts_device dev) {
     ts_scope_begin();
     ts_opts o = {.device = dev};
     /* {d0, d1, d2, dim, n}: dim 0 of a matrix (one row, three blocks), a middle dim (four rows of
-     * three blocks), rows longer than a block (one index a task), a small one (one thread) */
-    static const int64_t cases[][5] = {
-        {1, 300, 70, 1, 700}, {4, 50, 200, 1, 180}, {1, 3, 20000, 1, 4}, {1, 9, 5, 1, 7}};
+     * three blocks), two rows of two blocks (the tasks' rows and blocks not coprime), rows longer
+     * than a block (one index a task), a small one (one thread) */
+    static const int64_t cases[][5] = {{1, 300, 70, 1, 700},
+                                       {4, 50, 200, 1, 180},
+                                       {2, 50, 200, 1, 100},
+                                       {1, 3, 20000, 1, 4},
+                                       {1, 9, 5, 1, 7}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const int64_t *dims = cases[k];
         const int dim = (int)cases[k][3];
@@ -323,7 +336,11 @@ static void test_select_gather_blocks(ts_device dev) {
         /* a transposed source (the last dim strided): the element loop instead of memcpy */
         ts_tensor *xt = ts_contiguous(ts_transpose(x, 0, 2));
         CHECK(select_ok(ts_index_select(ts_transpose(xt, 0, 2), dim, idx), h, dims, dim, v, n));
-        free(h), free(v);
+        /* a 2-byte type: its own copy loop */
+        ts_tensor *x16 = pattern16(TS_SHAPE(dims[0], dims[1], dims[2]), o);
+        double *h16 = host(x16);
+        CHECK(select_ok(ts_index_select(x16, dim, idx), h16, dims, dim, v, n));
+        free(h16), free(h), free(v);
         CHECK_OK();
     }
     /* a long index is checked in blocks of 32768 among the threads: a bad value in any block, the

@@ -479,6 +479,34 @@ static void test_set_data_own_storage(void) {
     CHECK_OK();
 }
 
+/* p.data = a view that differs from the parameter in its last two strides only (a [1, 1, 2, 2]
+ * transposed in its last two dims: the same storage, offset, shape and leading strides): the
+ * master is read again from the parameter's new geometry. Storage after the first step
+ * [0.5 1.5 2.5 3.5]; the parameter then reads [[0.5 2.5] [1.5 3.5]], and the second step leaves
+ * [[0 2] [1 3]], storage [0 1 2 3] (a stale master would give [0 2 1 3]). */
+static void test_set_data_last_strides(void) {
+    const double v[4] = {1, 2, 3, 4};
+    ts_tensor *base = ts_tensor_f64(TS_SHAPE(4), v, (ts_opts){.dtype = TS_BF16});
+    ts_tensor *p = ts_view(base, TS_SHAPE(1, 1, 2, 2));
+    CHECK_EQ(ts_set_requires_grad(p, true), TS_OK);
+    ts_optim *a = ts_sgd_new_params(&p, 1, (ts_sgd_opts){.lr = 0.5});
+    CHECK_EQ(ts_optim_set_master_weights(a, true), TS_OK);
+    static const double want[2][4] = {{0.5, 1.5, 2.5, 3.5}, {0, 1, 2, 3}};
+    for (int r = 0; r < 2; r++) {
+        ts_scope_begin();
+        if (r == 1) CHECK_EQ(ts_tensor_set_data(p, ts_transpose(ts_detach(p), 2, 3)), TS_OK);
+        CHECK_EQ(ts_set_grad(p, ts_ones(ts_shape_of(p), (ts_opts){.dtype = TS_BF16})), TS_OK);
+        ts_scope_end();
+        CHECK_EQ(ts_optim_step(a), TS_OK);
+        double got[4];
+        read_f64(base, got, 4);
+        for (int j = 0; j < 4; j++) CHECK_NEAR(got[j], want[r][j], 0);
+    }
+    ts_optim_free(a);
+    ts_release(p), ts_release(base);
+    CHECK_OK();
+}
+
 static void test_errors(void) {
     CHECK_EQ(ts_optim_set_master_weights(NULL, true), TS_ERR_ARG);
     CHECK_ERR_HAS(TS_ERR_ARG, "optimizer is NULL");
@@ -585,6 +613,7 @@ int main(void) {
     test_outside_writes();
     test_shared_storage();
     test_set_data_own_storage();
+    test_set_data_last_strides();
     test_errors();
     test_alloc_faults();
     return ts_test_finish();

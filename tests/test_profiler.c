@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_file_util.h"
 #include "tessera.h"
 #include "tessera/profiler.h"
 #include "ts_test.h"
@@ -65,22 +66,6 @@ static size_t train_step(ts_device dev, bool profiled, float *params, size_t cap
     ts_module_free(model);
     CHECK_EQ(ts_error(), TS_OK);
     return n;
-}
-
-static cJSON *read_json(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (!buf) return NULL;
-    buf[got] = 0;
-    cJSON *j = cJSON_Parse(buf);
-    free(buf);
-    return j;
 }
 
 static double num(const cJSON *o, const char *k) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/profiler_internal.h"
+#include "json_file_util.h"
 #include "tessera.h"
 #include "tessera/profiler.h"
 #include "ts_test.h"
@@ -208,22 +209,6 @@ static void check_counts(ts_device dev) {
     }
 }
 
-static cJSON *read_json(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (!buf) return NULL;
-    buf[got] = 0;
-    cJSON *j = cJSON_Parse(buf);
-    free(buf);
-    return j;
-}
-
 /* the trace's op events: "flops" where counted (only there), "op_bytes" */
 static void check_trace(void) {
     const expect x = expected();
@@ -309,6 +294,14 @@ static void check_formulas(void) {
     CHECK_EQ(e.flops, 9);
     CHECK_EQ(e.op_bytes, 9 * F32);
     e = counted("mm", "", "", "[3, 3] float32");
+    CHECK_EQ(e.flops, 0);
+    /* an empty result: no products, the inputs' bytes still moved ([0, 3] @ [3, 4]) */
+    e = counted("mm", "[[0, 3], [3, 4]]", "[\"float32\", \"float32\"]", "[0, 4] float32");
+    CHECK_EQ(e.flops, 0);
+    CHECK_EQ(e.op_bytes, 3 * 4 * F32);
+    /* not the op's usual ranks: scaled_dot_product_attention with a 1-d value counts none */
+    e = counted("scaled_dot_product_attention", "[[2, 4], [3, 4], [3]]",
+                "[\"float32\", \"float32\", \"float32\"]", "[2] float32");
     CHECK_EQ(e.flops, 0);
     /* not an op */
     e = (ts_profile_event){.kind = TS_PROF_RANGE, .name = "mm", .shape = "[3, 3] float32"};

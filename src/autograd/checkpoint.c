@@ -212,8 +212,7 @@ ts_tensor *tsi_ckpt_unpack(tsi_ckpt_frame *f, int index) {
         return NULL;
     }
     const ts_shape want = f->packed[index].shape;
-    if (t->dtype != f->packed[index].dtype || t->shape.ndim != want.ndim ||
-        memcmp(t->shape.dims, want.dims, sizeof(int64_t) * (size_t)want.ndim)) {
+    if (t->dtype != f->packed[index].dtype || !tsi_shape_equal(t->shape, want)) {
         tsi_error_set(TS_ERR_STATE,
                       "checkpoint: recomputed tensor %d is %s, but the forward saved a %s tensor "
                       "of %d dims there; the checkpointed function must run the same ops each time",

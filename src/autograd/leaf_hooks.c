@@ -84,13 +84,9 @@ static tsi_leaf_hook *next_hook(struct tsi_grad_hooks *h, int last, int top) {
     return NULL;
 }
 
-static bool same_shape(ts_shape a, ts_shape b) {
-    return a.ndim == b.ndim && memcmp(a.dims, b.dims, sizeof(int64_t) * (size_t)a.ndim) == 0;
-}
-
 /* one hook's result r for gradient g: a new reference to use instead (NULL: keep g, or failed) */
 static ts_tensor *replacement(ts_tensor *leaf, ts_tensor *g, ts_tensor *r, bool *ok) {
-    if (!same_shape(r->shape, g->shape) || !tsi_device_eq(tsi_device(r), tsi_device(g))) {
+    if (!tsi_shape_equal(r->shape, g->shape) || !tsi_device_eq(tsi_device(r), tsi_device(g))) {
         char want[160], got[160];
         snprintf(want, sizeof want, "%s", tsi_desc(g));
         snprintf(got, sizeof got, "%s", tsi_desc(r));

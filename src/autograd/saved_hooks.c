@@ -4,7 +4,6 @@
 #include "autograd/saved_hooks.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "tessera/saved_hooks.h"
 
@@ -105,8 +104,7 @@ ts_tensor *tsi_hooked_unpack(tsi_hooked *p) {
     ts_tensor *t = p->h->unpack(p->h->ctx, p->handle);
     /* the backward's kernels read the saved tensor as the forward saved it: another shape is the
      * hooks' error; another dtype is cast back (PyTorch's ops would promote, or refuse) */
-    if (t && (t->shape.ndim != p->shape.ndim ||
-              memcmp(t->shape.dims, p->shape.dims, sizeof(int64_t) * (size_t)p->shape.ndim))) {
+    if (t && !tsi_shape_equal(t->shape, p->shape)) {
         tsi_error_set(TS_ERR_SHAPE,
                       "saved_tensors_hooks: unpack returned a tensor of shape %s for a saved "
                       "tensor of shape %s",

@@ -102,6 +102,13 @@ bool tsi_complex_refuse(const char *op, ts_dtype dt, const ts_tensor *t); /* set
 char *tsi_fmt_buf(void);
 #define TSI_FMT_BUF_LEN 256
 const char *tsi_shape_str(ts_shape s);    /* "[2, 3]" */
+/* Whether a and b have the same dims */
+static inline bool tsi_shape_equal(ts_shape a, ts_shape b) {
+    if (a.ndim != b.ndim) return false;
+    for (int i = 0; i < a.ndim; i++)
+        if (a.dims[i] != b.dims[i]) return false;
+    return true;
+}
 const char *tsi_desc(const ts_tensor *t); /* "float32 [2, 3] on sim:0" */
 
 /* ------------------------------------------------------------------ scopes */

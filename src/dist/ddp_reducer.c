@@ -6,18 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "autograd/autograd.h"
 #include "dist/ddp_internal.h"
+#include "dist/dist_impl.h"
 
 static const char *OP = "DistributedDataParallel";
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void grad_ready_hook(ts_tensor *leaf, void *ctx);
 
@@ -312,17 +306,11 @@ bool tsi_ddp_prepare_backward(ddp_module *d, ts_tensor *out) {
 /* ---- reduction */
 /* slot = g / world in one pass over memory (tsi_dist_divide_by_world); a plain copy when the world
  * is one. Falls back to a copy (divided at launch) when g is not of the slot's dtype and device. */
-static bool same_shape(ts_shape a, ts_shape b) {
-    if (a.ndim != b.ndim) return false;
-    for (int i = 0; i < a.ndim; i++)
-        if (a.dims[i] != b.dims[i]) return false;
-    return true;
-}
-
 static bool copy_scaled(ddp_module *d, ddp_param *pp, ts_tensor *g) {
     ts_tensor *slot = pp->slot;
     if (d->world == 1 || g->dtype != slot->dtype ||
-        !tsi_device_eq(tsi_device(g), tsi_device(slot)) || !same_shape(g->shape, slot->shape)) {
+        !tsi_device_eq(tsi_device(g), tsi_device(slot)) ||
+        !tsi_shape_equal(g->shape, slot->shape)) {
         if (!ts_copy_(slot, g)) return false;
         pp->scaled = d->world == 1;
         return true;
@@ -364,9 +352,9 @@ static bool finalize(ddp_module *d) {
     for (int b = 0; b < d->n_buckets; b++) {
         ddp_bucket *bk = &d->buckets[b];
         if (bk->work) {
-            double busy = 0, t0 = now_s();
+            double busy = 0, t0 = tsd_now();
             if (tsi_dist_wait_busy(bk->work, &busy) != TS_OK) ok = false;
-            d->wait_s += now_s() - t0;
+            d->wait_s += tsd_now() - t0;
             d->comm_s += busy;
             bk->work = NULL;
         }

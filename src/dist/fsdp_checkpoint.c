@@ -122,13 +122,6 @@ static void layout_diff(const char *saved, const char *mine, char *msg, size_t c
              *a ? "checkpoint" : "model", *a ? a : b);
 }
 
-static bool same_shape(ts_shape a, ts_shape b) {
-    if (a.ndim != b.ndim) return false;
-    for (int d = 0; d < a.ndim; d++)
-        if (a.dims[d] != b.dims[d]) return false;
-    return true;
-}
-
 static ts_tensor *i64_scalar(uint64_t bits) {
     int64_t v;
     memcpy(&v, &bits, sizeof v);
@@ -682,7 +675,7 @@ ts_status ts_fsdp_load_sharded(ts_module *fsdp, const char *dir, ts_fsdp_checkpo
         char key[512];
         snprintf(key, sizeof key, "buffer.%s", bufs.names[i]);
         ts_tensor *t = ts_tensor_list_get(&L.first, key);
-        if (!t || !same_shape(t->shape, bufs.tensors[i]->shape))
+        if (!t || !tsi_shape_equal(t->shape, bufs.tensors[i]->shape))
             ok = tsi_error_set(TS_ERR_ARG, "%s: %s: buffer '%s' is %s", op, L.first_path,
                                bufs.names[i], t ? "of another shape" : "missing") == TS_OK;
         else {

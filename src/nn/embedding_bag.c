@@ -157,13 +157,6 @@ static ts_tensor *finish(ts_tensor *y, bag_plan *pl) {
     return y;
 }
 
-static bool same_shape(ts_shape a, ts_shape b) {
-    if (a.ndim != b.ndim) return false;
-    for (int i = 0; i < a.ndim; i++)
-        if (a.dims[i] != b.dims[i]) return false;
-    return true;
-}
-
 static bool check_args(const char *op, ts_tensor *w, ts_tensor *ind, ts_tensor *off, int mode,
                        ts_tensor *psw, int64_t pad) {
     if (w->shape.ndim != 2)
@@ -210,7 +203,7 @@ static bool check_args(const char *op, ts_tensor *w, ts_tensor *ind, ts_tensor *
                              "supported for mode sum",
                              op),
                false;
-    if (psw && !same_shape(psw->shape, ind->shape))
+    if (psw && !tsi_shape_equal(psw->shape, ind->shape))
         return tsi_error_set(TS_ERR_SHAPE,
                              "%s: per_sample_weights %s and input %s must have the same shape", op,
                              tsi_desc(psw), tsi_desc(ind)),

@@ -11,13 +11,6 @@
 
 #define PI_ 3.14159265358979323846
 
-static bool shape_eq(ts_shape a, ts_shape b) {
-    if (a.ndim != b.ndim) return false;
-    for (int i = 0; i < a.ndim; i++)
-        if (a.dims[i] != b.dims[i]) return false;
-    return true;
-}
-
 /* tensors checked (the first nreq required, NULLs after them skipped), on one device (0-dim cpu
  * tensors allowed) */
 static bool check_all(const char *op, ts_tensor **ts, const char *const *names, int n, int nreq,
@@ -119,7 +112,7 @@ static ts_tensor *huber_loss_op(ts_tensor *input, ts_tensor *target, ts_reductio
         return tsi_error_set(TS_ERR_ARG,
                              "%s: huber_loss does not support non-positive values for delta.", op),
                NULL;
-    if (weight && !shape_eq(weight->shape, input->shape))
+    if (weight && !tsi_shape_equal(weight->shape, input->shape))
         return tsi_error_set(TS_ERR_SHAPE,
                              "%s: Weights and input must have the same size (weight %s, input %s)",
                              op, tsi_shape_str(weight->shape), tsi_shape_str(input->shape)),
@@ -345,7 +338,7 @@ ts_tensor *ts_gaussian_nll_loss(ts_tensor *input, ts_tensor *target, ts_tensor *
         return NULL;
     ts_shape is = input->shape, vs = var->shape;
     bool unsq = false;
-    if (!shape_eq(is, vs)) {
+    if (!tsi_shape_equal(is, vs)) {
         bool lead = is.ndim >= 1; /* input.size()[:-1] == var.size() */
         if (lead && vs.ndim == is.ndim - 1) {
             for (int i = 0; i < vs.ndim; i++) lead = lead && vs.dims[i] == is.dims[i];

@@ -90,13 +90,6 @@ static bool mask_dtype_ok(ts_tensor *mask, const char *what) {
     return false;
 }
 
-static bool same_shape(ts_shape a, ts_shape b) {
-    if (a.ndim != b.ndim) return false;
-    for (int i = 0; i < a.ndim; i++)
-        if (a.dims[i] != b.dims[i]) return false;
-    return true;
-}
-
 static bool mha_check(mha_m *m, ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *kpm,
                       ts_tensor *am) {
     if (!tsi_check_input(OP, q, "query") || !tsi_check_input(OP, k, "key") ||
@@ -121,7 +114,7 @@ static bool mha_check(mha_m *m, ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_ten
                              OP, (long long)E, tsi_shape_str(q->shape), tsi_shape_str(k->shape),
                              tsi_shape_str(v->shape)),
                false;
-    if (!same_shape(k->shape, v->shape))
+    if (!tsi_shape_equal(k->shape, v->shape))
         return tsi_error_set(TS_ERR_SHAPE, "%s: key shape %s does not match value shape %s", OP,
                              tsi_shape_str(k->shape), tsi_shape_str(v->shape)),
                false;
@@ -144,7 +137,7 @@ static bool mha_check(mha_m *m, ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_ten
     const int64_t S = k->shape.dims[nd == 3 && !m->batch_first ? 0 : nd - 2];
     if (kpm) {
         ts_shape want = nd == 3 ? TS_SHAPE(N, S) : TS_SHAPE(S);
-        if (!same_shape(kpm->shape, want))
+        if (!tsi_shape_equal(kpm->shape, want))
             return tsi_error_set(TS_ERR_SHAPE,
                                  "%s: expected shape of key_padding_mask to be %s, "
                                  "but got %s",
@@ -153,12 +146,12 @@ static bool mha_check(mha_m *m, ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_ten
     }
     if (am) {
         ts_shape want2 = TS_SHAPE(L, S), want3 = TS_SHAPE(N * m->num_heads, L, S);
-        if (am->shape.ndim == 2 && !same_shape(am->shape, want2))
+        if (am->shape.ndim == 2 && !tsi_shape_equal(am->shape, want2))
             return tsi_error_set(TS_ERR_SHAPE,
                                  "%s: The shape of the 2D attn_mask is %s, but should be %s.", OP,
                                  tsi_shape_str(am->shape), tsi_shape_str(want2)),
                    false;
-        if (am->shape.ndim == 3 && !same_shape(am->shape, want3))
+        if (am->shape.ndim == 3 && !tsi_shape_equal(am->shape, want3))
             return tsi_error_set(TS_ERR_SHAPE,
                                  "%s: The shape of the 3D attn_mask is %s, but should be %s.", OP,
                                  tsi_shape_str(am->shape), tsi_shape_str(want3)),

@@ -122,13 +122,6 @@ ts_tensor_list ts_module_state_dict(ts_module *m) {
 }
 
 /* ------------------------------------------------------------------ loading */
-static bool same_shape(ts_shape a, ts_shape b) {
-    if (a.ndim != b.ndim) return false;
-    for (int i = 0; i < a.ndim; i++)
-        if (a.dims[i] != b.dims[i]) return false;
-    return true;
-}
-
 /* Appends `\n\t<title> "k1", "k2". ` for the keys of `keys` absent from `other` (PyTorch's text).
  */
 static int list_absent(tsi_strbuf *b, const char *title, const ts_tensor_list *keys,
@@ -186,7 +179,7 @@ tsi_module_staged *tsi_module_load_stage(const char *op, ts_module *m, const ts_
     }
     for (int i = 0; i < own->n; i++) {
         ts_tensor *src = ts_tensor_list_get(sd, own->names[i]), *dst = own->tensors[i];
-        if (!src || same_shape(src->shape, dst->shape)) continue;
+        if (!src || tsi_shape_equal(src->shape, dst->shape)) continue;
         tsi_sb_printf(&b,
                       "\n\tsize mismatch for %s: copying a param with shape %s from checkpoint, "
                       "the shape in current model is %s.",

@@ -354,12 +354,6 @@ ts_tensor *ts_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w) {
 }
 
 /* ------------------------------------------------------------ max_pool2d_with_indices_backward */
-static bool same_shape(ts_shape a, ts_shape b) {
-    bool eq = a.ndim == b.ndim;
-    for (int i = 0; eq && i < a.ndim; i++) eq = a.dims[i] == b.dims[i];
-    return eq;
-}
-
 /* Its own gradient (PyTorch's max_pool_double_backward): the output's gradient gg (x's shape)
  * gathered at the indices, in go's shape; x's gradient is zero. */
 static void max_pool_bwd_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
@@ -390,7 +384,7 @@ ts_tensor *ts_max_pool2d_backward(ts_tensor *go, ts_tensor *x, ts_pool2d_opts o,
     ts_device dev;
     if (!tsi_same_device(op, all, 3, false, &dev)) return NULL;
     const ts_shape os = g.unbatched ? TS_SHAPE(g.c, g.oh, g.ow) : TS_SHAPE(g.n, g.c, g.oh, g.ow);
-    if (!same_shape(go->shape, os) || !same_shape(indices->shape, os))
+    if (!tsi_shape_equal(go->shape, os) || !tsi_shape_equal(indices->shape, os))
         return tsi_error_set(TS_ERR_SHAPE,
                              "%s: grad_output %s and indices %s must have the pooling's output "
                              "shape %s",

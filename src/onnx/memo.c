@@ -214,19 +214,12 @@ static memo_key *key_new(const tso_graph *g, ts_device dev, ts_tensor *const *in
     return k;
 }
 
-static bool shape_eq(ts_shape a, ts_shape b) {
-    if (a.ndim != b.ndim) return false;
-    for (int d = 0; d < a.ndim; d++)
-        if (a.dims[d] != b.dims[d]) return false;
-    return true;
-}
-
 static bool key_eq(const memo_key *a, const memo_key *b) {
     if (!a || !b || !tsi_device_eq(a->dev, b->dev) || a->autocast != b->autocast ||
         a->autocast_dtype != b->autocast_dtype || a->n != b->n)
         return false;
     for (int i = 0; i < a->n; i++)
-        if (a->in[i].dtype != b->in[i].dtype || !shape_eq(a->in[i].shape, b->in[i].shape))
+        if (a->in[i].dtype != b->in[i].dtype || !tsi_shape_equal(a->in[i].shape, b->in[i].shape))
             return false;
     return true;
 }

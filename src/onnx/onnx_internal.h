@@ -168,6 +168,11 @@ bool tso_fail(const tso_node *n, ts_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Adds the node to a pending error from a Tessera op ("... (in onnx node 'x' (Add))"). */
 bool tso_fail_pending(const tso_node *n);
+/* An operator's run function in an ops_*.c file (a tso_run_fn), and its usual end: the result in
+ * out[0], or the node's pending error reported */
+#define TSO_RUN(name)                                                                              \
+    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
+#define TSO_DONE(x) return (out[0] = (x)) != NULL || tso_fail_pending(n)
 /* TS_ONNX_MAX_NODE_ELEMENTS (default 2^40): the most elements a node's output or workspace may
  * have; ts_onnx_run and ts_onnx_load make it every new tensor's limit while they run
  * (tsi_tensor_cap_set), and Conv/pooling check their workspaces against it */

@@ -7,9 +7,6 @@
 
 #include "onnx/onnx_internal.h"
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-
 /* ------------------------------------------------------------------ NonMaxSuppression */
 /* NonMaxSuppression's result size depends on the data (which boxes survive), which only the host
  * can size the result from: boxes and scores are read to the host (f32, as the reference computes
@@ -138,7 +135,7 @@ static bool check_nms(const tso_node *n) {
     return true;
 }
 
-RUN(run_nms) {
+TSO_RUN(run_nms) {
     ts_shape bs = ts_shape_of(in[0]), ss = ts_shape_of(in[1]);
     if (bs.ndim != 3 || bs.dims[2] != 4 || ss.ndim != 3 || ss.dims[0] != bs.dims[0] ||
         ss.dims[2] != bs.dims[1])
@@ -309,8 +306,8 @@ static bool run_roi_align(tso_ctx *c, const tso_node *n, ts_tensor *const *in, t
 }
 
 /* opset 10 has no coordinate_transformation_mode: its behaviour is output_half_pixel */
-RUN(run_roi_align10) { return run_roi_align(c, n, in, out, false); }
-RUN(run_roi_align16) {
+TSO_RUN(run_roi_align10) { return run_roi_align(c, n, in, out, false); }
+TSO_RUN(run_roi_align16) {
     char buf[32];
     return run_roi_align(
         c, n, in, out,

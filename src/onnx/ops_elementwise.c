@@ -5,10 +5,6 @@
 
 #include "onnx/onnx_internal.h"
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-#define DONE(x) return (out[0] = (x)) != NULL || tso_fail_pending(n)
-
 /* ------------------------------------------------------------------ unary */
 /* r converted back to x's type: ONNX keeps an integer input's type where Tessera (as PyTorch)
  * computes a float function of it in float32 (Erf takes integers) */
@@ -17,10 +13,10 @@ static ts_tensor *keep_type(ts_tensor *x, ts_tensor *r) {
 }
 
 #define UNARY(fname, expr)                                                                         \
-    RUN(fname) {                                                                                   \
+    TSO_RUN(fname) {                                                                               \
         (void)c;                                                                                   \
         ts_tensor *x = in[0];                                                                      \
-        DONE(expr);                                                                                \
+        TSO_DONE(expr);                                                                            \
     }
 UNARY(run_identity, tsi_own(ts_retain(x)))
 UNARY(run_neg, ts_neg(x))
@@ -53,14 +49,14 @@ UNARY(run_softplus, ts_log1p(ts_exp(x)))
 UNARY(run_softsign, ts_div(x, ts_add_scalar(ts_abs(x), 1)))
 UNARY(run_isnan, ts_ne(x, x))
 
-RUN(run_leaky_relu) {
+TSO_RUN(run_leaky_relu) {
     (void)c;
     double a = tso_attr_float(n, "alpha", 0.01f);
     ts_tensor *x = in[0];
-    DONE(ts_where(ts_ge_scalar(x, 0), x, ts_mul_scalar(x, a)));
+    TSO_DONE(ts_where(ts_ge_scalar(x, 0), x, ts_mul_scalar(x, a)));
 }
 
-RUN(run_prelu) {
+TSO_RUN(run_prelu) {
     (void)c;
     ts_tensor *x = in[0], *slope = in[1];
     /* opset 6 and older exporters give one slope per channel ([C] for [N, C, ...]): that is a
@@ -73,80 +69,82 @@ RUN(run_prelu) {
         for (int d = 1; d < nd - 1; d++) s.dims[d] = 1;
         slope = ts_reshape(slope, s);
     }
-    DONE(ts_where(ts_ge_scalar(x, 0), x, ts_mul(x, slope)));
+    TSO_DONE(ts_where(ts_ge_scalar(x, 0), x, ts_mul(x, slope)));
 }
 
-RUN(run_elu) {
+TSO_RUN(run_elu) {
     (void)c;
     double a = tso_attr_float(n, "alpha", 1.0f);
     ts_tensor *x = in[0];
-    DONE(ts_where(ts_gt_scalar(x, 0), x, ts_mul_scalar(ts_sub_scalar(ts_exp(x), 1), a)));
+    TSO_DONE(ts_where(ts_gt_scalar(x, 0), x, ts_mul_scalar(ts_sub_scalar(ts_exp(x), 1), a)));
 }
 
-RUN(run_celu) {
+TSO_RUN(run_celu) {
     (void)c;
     double a = tso_attr_float(n, "alpha", 1.0f);
     ts_tensor *x = in[0];
     /* max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) */
-    DONE(ts_add(ts_clamp_min(x, 0),
-                ts_clamp_max(ts_mul_scalar(ts_sub_scalar(ts_exp(ts_div_scalar(x, a)), 1), a), 0)));
+    TSO_DONE(
+        ts_add(ts_clamp_min(x, 0),
+               ts_clamp_max(ts_mul_scalar(ts_sub_scalar(ts_exp(ts_div_scalar(x, a)), 1), a), 0)));
 }
 
-RUN(run_selu) {
+TSO_RUN(run_selu) {
     (void)c;
     double a = tso_attr_float(n, "alpha", 1.67326319217681884765625f);
     double g = tso_attr_float(n, "gamma", 1.05070102214813232421875f);
     ts_tensor *x = in[0];
-    DONE(ts_mul_scalar(
+    TSO_DONE(ts_mul_scalar(
         ts_where(ts_gt_scalar(x, 0), x, ts_mul_scalar(ts_sub_scalar(ts_exp(x), 1), a)), g));
 }
 
-RUN(run_hard_sigmoid) {
+TSO_RUN(run_hard_sigmoid) {
     (void)c;
     double a = tso_attr_float(n, "alpha", 0.2f), b = tso_attr_float(n, "beta", 0.5f);
-    DONE(ts_clamp(ts_add_scalar(ts_mul_scalar(in[0], a), b), 0, 1));
+    TSO_DONE(ts_clamp(ts_add_scalar(ts_mul_scalar(in[0], a), b), 0, 1));
 }
 
-RUN(run_hard_swish) {
+TSO_RUN(run_hard_swish) {
     (void)c;
     ts_tensor *x = in[0];
-    DONE(ts_mul(x, ts_clamp(ts_add_scalar(ts_mul_scalar(x, 1.0 / 6.0), 0.5), 0, 1)));
+    TSO_DONE(ts_mul(x, ts_clamp(ts_add_scalar(ts_mul_scalar(x, 1.0 / 6.0), 0.5), 0, 1)));
 }
 
-RUN(run_thresholded_relu) {
+TSO_RUN(run_thresholded_relu) {
     (void)c;
     double a = tso_attr_float(n, "alpha", 1.0f);
     ts_tensor *x = in[0];
-    DONE(ts_where(ts_gt_scalar(x, a), x, ts_zeros_like(x)));
+    TSO_DONE(ts_where(ts_gt_scalar(x, a), x, ts_zeros_like(x)));
 }
 
-RUN(run_shrink) {
+TSO_RUN(run_shrink) {
     (void)c;
     double bias = tso_attr_float(n, "bias", 0.0f), l = tso_attr_float(n, "lambd", 0.5f);
     ts_tensor *x = in[0];
     ts_tensor *zero = ts_zeros_like(x);
     ts_tensor *r = ts_where(ts_lt_scalar(x, -l), ts_add_scalar(x, bias),
                             ts_where(ts_gt_scalar(x, l), ts_sub_scalar(x, bias), zero));
-    DONE(r);
+    TSO_DONE(r);
 }
 
 /* Clip: attributes min / max before opset 11, optional inputs from 11 */
-RUN(run_clip6) {
+TSO_RUN(run_clip6) {
     (void)c;
-    DONE(ts_clamp(in[0], tso_attr_float(n, "min", -INFINITY), tso_attr_float(n, "max", INFINITY)));
+    TSO_DONE(
+        ts_clamp(in[0], tso_attr_float(n, "min", -INFINITY), tso_attr_float(n, "max", INFINITY)));
 }
 
-RUN(run_clip11) {
+TSO_RUN(run_clip11) {
     (void)c;
     double lo = NAN, hi = NAN;
     if (n->n_in > 1 && in[1] && !tso_read_scalar(n, in[1], &lo, "min")) return false;
     if (n->n_in > 2 && in[2] && !tso_read_scalar(n, in[2], &hi, "max")) return false;
-    if (isnan(lo) && isnan(hi)) DONE(ts_clone(in[0]));
+    if (isnan(lo) && isnan(hi)) TSO_DONE(ts_clone(in[0]));
     if (!isnan(lo) && !isnan(hi) && lo > hi) {
         /* ONNX (as NumPy's clip): every element becomes max */
-        DONE(ts_full_like(in[0], hi));
+        TSO_DONE(ts_full_like(in[0], hi));
     }
-    DONE(ts_clamp(in[0], lo, hi));
+    TSO_DONE(ts_clamp(in[0], lo, hi));
 }
 
 /* ------------------------------------------------------------------ binary */
@@ -159,11 +157,11 @@ static bool same_types(const tso_node *n, ts_tensor *a, ts_tensor *b) {
 }
 
 #define BINARY(fname, expr)                                                                        \
-    RUN(fname) {                                                                                   \
+    TSO_RUN(fname) {                                                                               \
         (void)c;                                                                                   \
         ts_tensor *a = in[0], *b = in[1];                                                          \
         if (!same_types(n, a, b)) return false;                                                    \
-        DONE(expr);                                                                                \
+        TSO_DONE(expr);                                                                            \
     }
 BINARY(run_add, ts_add(a, b))
 BINARY(run_sub, ts_sub(a, b))
@@ -177,38 +175,38 @@ BINARY(run_and, ts_logical_and(a, b))
 BINARY(run_or, ts_logical_or(a, b))
 BINARY(run_xor, ts_ne(a, b))
 
-RUN(run_div) {
+TSO_RUN(run_div) {
     (void)c;
     ts_tensor *a = in[0], *b = in[1];
     if (!same_types(n, a, b)) return false;
     ts_dtype dt = ts_dtype_of(a);
-    if (ts_dtype_is_floating(dt)) DONE(ts_div(a, b));
+    if (ts_dtype_is_floating(dt)) TSO_DONE(ts_div(a, b));
     /* integers: the quotient truncated toward zero, computed in float64 */
-    DONE(ts_to_dtype(ts_div(ts_to_dtype(a, TS_F64), ts_to_dtype(b, TS_F64)), dt));
+    TSO_DONE(ts_to_dtype(ts_div(ts_to_dtype(a, TS_F64), ts_to_dtype(b, TS_F64)), dt));
 }
 
-RUN(run_mod) {
+TSO_RUN(run_mod) {
     (void)c;
     ts_tensor *a = in[0], *b = in[1];
     if (!same_types(n, a, b)) return false;
-    if (tso_attr_int(n, "fmod", 0)) DONE(ts_fmod(a, b));
+    if (tso_attr_int(n, "fmod", 0)) TSO_DONE(ts_fmod(a, b));
     if (ts_dtype_is_floating(ts_dtype_of(a)))
         return tso_fail(n, TS_ERR_ARG, "fmod=0 needs integer operands, got %s", tsi_desc(a));
     /* Python's modulo: the sign of the divisor */
     ts_tensor *r = ts_fmod(a, b);
     ts_tensor *fix =
         ts_logical_and(ts_ne_scalar(r, 0), ts_ne(ts_lt_scalar(r, 0), ts_lt_scalar(b, 0)));
-    DONE(ts_where(fix, ts_add(r, b), r));
+    TSO_DONE(ts_where(fix, ts_add(r, b), r));
 }
 
-RUN(run_pow) {
+TSO_RUN(run_pow) {
     (void)c;
     ts_tensor *a = in[0], *b = in[1];
     ts_dtype dt = ts_dtype_of(a);
-    if (ts_dtype_of(b) == dt) DONE(ts_pow(a, b));
+    if (ts_dtype_of(b) == dt) TSO_DONE(ts_pow(a, b));
     /* the exponent may have another type; the result keeps the base's */
-    if (ts_dtype_is_floating(dt)) DONE(ts_pow(a, ts_to_dtype(b, dt)));
-    DONE(ts_to_dtype(ts_pow(ts_to_dtype(a, TS_F64), ts_to_dtype(b, TS_F64)), dt));
+    if (ts_dtype_is_floating(dt)) TSO_DONE(ts_pow(a, ts_to_dtype(b, dt)));
+    TSO_DONE(ts_to_dtype(ts_pow(ts_to_dtype(a, TS_F64), ts_to_dtype(b, TS_F64)), dt));
 }
 
 /* BitShift on the unsigned types: x * 2^y (LEFT, wrapping) and x // 2^y (RIGHT) in x's type,
@@ -226,7 +224,7 @@ static bool check_bitshift(const tso_node *n) {
     return bitshift_left(n, &left);
 }
 
-RUN(run_bitshift) {
+TSO_RUN(run_bitshift) {
     (void)c;
     ts_tensor *x = in[0], *y = in[1];
     bool left;
@@ -235,7 +233,7 @@ RUN(run_bitshift) {
     if (dt != TS_U8 && dt != TS_U16 && dt != TS_U32 && dt != TS_U64)
         return tso_fail(n, TS_ERR_DTYPE, "needs unsigned integers, got %s", tsi_desc(x));
     ts_tensor *p = ts_pow(ts_full_like(y, 2), y);
-    DONE(left ? ts_mul(x, p) : ts_floor_divide(x, p));
+    TSO_DONE(left ? ts_mul(x, p) : ts_floor_divide(x, p));
 }
 
 /* Opsets 1 to 6: without broadcast=1 the operands have one shape; with it, B's dims are a run of
@@ -266,7 +264,7 @@ static bool legacy_operand(const tso_node *n, ts_tensor *a, ts_tensor **b) {
 
 /* the opset 1-6 row of a binary operator: its operands made NumPy's, then the row of opset 7 */
 #define LEGACY(fname, modern)                                                                      \
-    RUN(fname) {                                                                                   \
+    TSO_RUN(fname) {                                                                               \
         ts_tensor *ab[2] = {in[0], in[1]};                                                         \
         return legacy_operand(n, ab[0], &ab[1]) && modern(c, n, ab, out);                          \
     }
@@ -296,30 +294,30 @@ static bool variadic(const tso_node *n, ts_tensor *const *in, ts_tensor **out,
     out[0] = n->n_in == 1 ? ts_mul_scalar(acc, 1) : acc; /* a new tensor, never the input itself */
     return out[0] != NULL || tso_fail_pending(n);
 }
-RUN(run_sum) {
+TSO_RUN(run_sum) {
     (void)c;
     return variadic(n, in, out, ts_add);
 }
-RUN(run_max) {
+TSO_RUN(run_max) {
     (void)c;
     return variadic(n, in, out, ts_maximum);
 }
-RUN(run_min) {
+TSO_RUN(run_min) {
     (void)c;
     return variadic(n, in, out, ts_minimum);
 }
-RUN(run_mean) {
+TSO_RUN(run_mean) {
     (void)c;
     if (!variadic(n, in, out, ts_add)) return false;
-    DONE(ts_div_scalar(out[0], n->n_in));
+    TSO_DONE(ts_div_scalar(out[0], n->n_in));
 }
 
-RUN(run_where) {
+TSO_RUN(run_where) {
     (void)c;
     if (ts_dtype_of(in[0]) != TS_BOOL)
         return tso_fail(n, TS_ERR_DTYPE, "condition must be bool, got %s", tsi_desc(in[0]));
     if (!same_types(n, in[1], in[2])) return false;
-    DONE(ts_where(in[0], in[1], in[2]));
+    TSO_DONE(ts_where(in[0], in[1], in[2]));
 }
 
 /* ------------------------------------------------------------------ casts */
@@ -331,22 +329,22 @@ static bool check_cast(const tso_node *n) {
     return true;
 }
 
-RUN(run_cast) {
+TSO_RUN(run_cast) {
     (void)c;
     ts_dtype to = tso_dtype_from_onnx((int32_t)tso_attr_int(n, "to", -1));
     ts_tensor *x = in[0];
-    if (ts_dtype_of(x) == to) DONE(ts_clone(x));
-    DONE(ts_to_dtype(x, to));
+    if (ts_dtype_of(x) == to) TSO_DONE(ts_clone(x));
+    TSO_DONE(ts_to_dtype(x, to));
 }
 
-RUN(run_cast_like) {
+TSO_RUN(run_cast_like) {
     (void)c;
     ts_dtype to = ts_dtype_of(in[1]);
-    if (ts_dtype_of(in[0]) == to) DONE(ts_clone(in[0]));
-    DONE(ts_to_dtype(in[0], to));
+    if (ts_dtype_of(in[0]) == to) TSO_DONE(ts_clone(in[0]));
+    TSO_DONE(ts_to_dtype(in[0], to));
 }
 
-RUN(run_isinf) {
+TSO_RUN(run_isinf) {
     (void)c;
     ts_tensor *x = in[0];
     bool pos = tso_attr_int(n, "detect_positive", 1), neg = tso_attr_int(n, "detect_negative", 1);
@@ -354,12 +352,12 @@ RUN(run_isinf) {
                        : ts_zeros(ts_shape_of(x), (ts_opts){.dtype = TS_BOOL, .device = c->device});
     ts_tensor *m = neg ? ts_eq_scalar(x, -INFINITY)
                        : ts_zeros(ts_shape_of(x), (ts_opts){.dtype = TS_BOOL, .device = c->device});
-    DONE(ts_logical_or(p, m));
+    TSO_DONE(ts_logical_or(p, m));
 }
 
 /* Dropout: the identity in inference (the mask output all true); with training_mode true (opset
  * 12 inputs: data, ratio, training_mode) Tessera's dropout draws its own mask. */
-RUN(run_dropout) {
+TSO_RUN(run_dropout) {
     (void)c;
     double ratio = tso_attr_float(n, "ratio", 0.5f);
     double training = 0;

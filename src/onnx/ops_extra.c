@@ -2,10 +2,6 @@
  * Det, composed from Tessera's differentiable ops so they run on any device. */
 #include "onnx/onnx_internal.h"
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-#define DONE(x) return (out[0] = (x)) != NULL || tso_fail_pending(n)
-
 /* ------------------------------------------------------------------ MaxUnpool */
 static bool check_max_unpool(const tso_node *n) {
     const int64_t *k, *p, *s;
@@ -43,7 +39,7 @@ static bool unpool_shape(const tso_node *n, ts_tensor *x, ts_shape *s) {
 
 /* The indices are MaxPool's, into the whole flattened tensor: X is scattered into zeros of the
  * inferred shape, which output_shape then extends with zeros at the end of each dim. */
-RUN(run_max_unpool) {
+TSO_RUN(run_max_unpool) {
     (void)c;
     ts_tensor *x = in[0];
     ts_shape s;
@@ -65,7 +61,7 @@ RUN(run_max_unpool) {
             y = pad_end(y, d, want[d] - s.dims[d]);
         }
     }
-    DONE(y);
+    TSO_DONE(y);
 }
 
 /* ------------------------------------------------------------------ Det */
@@ -93,7 +89,7 @@ static ts_tensor *lu_step(ts_tensor *a, int64_t k, ts_tensor *rows, ts_tensor **
     return ts_cat(parts, 2, 1);
 }
 
-RUN(run_det) {
+TSO_RUN(run_det) {
     (void)c;
     ts_tensor *a = in[0];
     ts_shape s = ts_shape_of(a);
@@ -110,7 +106,7 @@ RUN(run_det) {
         ts_reshape(ts_arange(0, (double)m, 1, tso_opts_of(a, TS_I64)), TS_SHAPE(1, m));
     ts_tensor *det = ts_ones(TS_SHAPE(b), tso_opts_of(a, dt));
     for (int64_t k = 0; k < m && a; k++) a = lu_step(a, k, rows, &det);
-    DONE(a ? ts_reshape(det, bs) : NULL);
+    TSO_DONE(a ? ts_reshape(det, bs) : NULL);
 }
 
 const tso_op_def tso_ops_extra[] = {

@@ -5,10 +5,6 @@
 
 #include "onnx/onnx_internal.h"
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-#define DONE(x) return (out[0] = (x)) != NULL || tso_fail_pending(n)
-
 /* ------------------------------------------------------------------ GridSample */
 typedef enum gs_mode { GS_BILINEAR, GS_NEAREST, GS_BICUBIC } gs_mode;
 typedef enum gs_pad { GS_ZEROS, GS_BORDER, GS_REFLECTION } gs_pad;
@@ -138,7 +134,7 @@ static ts_tensor *gs_weight(ts_tensor *wy, ts_tensor *wx) {
     return wx ? ts_mul(wy, wx) : wy;
 }
 
-RUN(run_grid_sample) {
+TSO_RUN(run_grid_sample) {
     (void)c;
     ts_tensor *x = in[0], *grid = in[1];
     gs_mode mode;
@@ -169,7 +165,7 @@ RUN(run_grid_sample) {
             if (wt) v = ts_mul(v, ts_unsqueeze(ts_to_dtype(wt, xdt), 1));
             y = y ? ts_add(y, v) : v;
         }
-    DONE(ts_reshape(y, TS_SHAPE(nb, ch, ho, wo)));
+    TSO_DONE(ts_reshape(y, TS_SHAPE(nb, ch, ho, wo)));
 }
 
 const tso_op_def tso_ops_grid_sample[] = {

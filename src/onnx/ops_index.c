@@ -5,10 +5,6 @@
 
 #include "onnx/onnx_internal.h"
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-#define DONE(x) return (out[0] = (x)) != NULL || tso_fail_pending(n)
-
 /* ------------------------------------------------------------------ helpers */
 /* host values as an i64 vector on x's device */
 static ts_tensor *i64_vector(ts_tensor *x, const int64_t *v, int64_t count) {
@@ -68,7 +64,7 @@ static ts_tensor *linear_index(tso_ctx *c, ts_tensor *idx, const int64_t *dims, 
 
 /* ------------------------------------------------------------------ Gather family */
 /* data's axis replaced by the indices' dims: an index_select of the flattened indices */
-RUN(run_gather) {
+TSO_RUN(run_gather) {
     (void)c;
     ts_tensor *x = in[0], *idx = in[1];
     if (!index_type(n, idx, "indices")) return false;
@@ -82,10 +78,10 @@ RUN(run_gather) {
         !join_shape(n, head.dims, head.ndim, s.dims + axis + 1, s.ndim - axis - 1, &o))
         return false;
     ts_tensor *flat = ts_reshape(wrap_index(idx, s.dims[axis], NULL), TS_SHAPE(ts_numel(idx)));
-    DONE(ts_reshape(ts_index_select(x, axis, flat), o));
+    TSO_DONE(ts_reshape(ts_index_select(x, axis, flat), o));
 }
 
-RUN(run_gather_elements) {
+TSO_RUN(run_gather_elements) {
     (void)c;
     ts_tensor *x = in[0], *idx = in[1];
     if (!index_type(n, idx, "indices")) return false;
@@ -94,12 +90,12 @@ RUN(run_gather_elements) {
     if (ts_ndim(idx) != ts_ndim(x))
         return tso_fail(n, TS_ERR_SHAPE, "indices %s and data %s differ in rank", tsi_desc(idx),
                         tsi_desc(x));
-    DONE(ts_gather(x, axis, wrap_index(idx, ts_size(x, axis), NULL)));
+    TSO_DONE(ts_gather(x, axis, wrap_index(idx, ts_size(x, axis), NULL)));
 }
 
 /* data [b..., g..., rest...] (batch_dims b, opset 12) read at index tuples [b..., q..., k]: the
  * tuples become positions in data flattened to [B * G, rest...], one index_select. */
-RUN(run_gather_nd) {
+TSO_RUN(run_gather_nd) {
     ts_tensor *x = in[0], *idx = in[1];
     if (!index_type(n, idx, "indices")) return false;
     ts_shape s = ts_shape_of(x), is = ts_shape_of(idx);
@@ -129,7 +125,7 @@ RUN(run_gather_nd) {
     ts_tensor *pos =
         linear_index(c, ts_reshape(idx, TS_SHAPE(batch, -1, k)), s.dims + b, (int)k, base);
     ts_tensor *lin = ts_reshape(pos, TS_SHAPE(-1));
-    DONE(ts_reshape(ts_index_select(ts_reshape(x, flat), 0, lin), o));
+    TSO_DONE(ts_reshape(ts_index_select(ts_reshape(x, flat), 0, lin), o));
 }
 
 /* ------------------------------------------------------------------ Scatter family */
@@ -185,15 +181,8 @@ static bool same_types(const tso_node *n, ts_tensor *data, ts_tensor *upd) {
                     tsi_desc(data));
 }
 
-static bool same_shape(ts_shape a, ts_shape b) {
-    if (a.ndim != b.ndim) return false;
-    for (int d = 0; d < a.ndim; d++)
-        if (a.dims[d] != b.dims[d]) return false;
-    return true;
-}
-
 /* ScatterElements (and Scatter, opsets 9-10): reduction from opset 16 */
-RUN(run_scatter_elements) {
+TSO_RUN(run_scatter_elements) {
     (void)c;
     ts_tensor *x = in[0], *idx = in[1], *upd = in[2];
     reduction r = RED_NONE;
@@ -201,15 +190,15 @@ RUN(run_scatter_elements) {
         return false;
     int axis = tso_wrap_axis(n, tso_attr_int(n, "axis", 0), ts_ndim(x), false);
     if (axis < 0) return false;
-    if (ts_ndim(idx) != ts_ndim(x) || !same_shape(ts_shape_of(idx), ts_shape_of(upd)))
+    if (ts_ndim(idx) != ts_ndim(x) || !tsi_shape_equal(ts_shape_of(idx), ts_shape_of(upd)))
         return tso_fail(n, TS_ERR_SHAPE, "indices %s, updates %s and data %s do not fit",
                         tsi_desc(idx), tsi_desc(upd), tsi_desc(x));
-    DONE(scatter(x, axis, wrap_index(idx, ts_size(x, axis), NULL), upd, r));
+    TSO_DONE(scatter(x, axis, wrap_index(idx, ts_size(x, axis), NULL), upd, r));
 }
 
 /* data [g..., rest...] with updates [q..., rest...] at index tuples [q..., k]: a scatter along dim
  * 0 of data flattened to [G, rest...], the tuples' positions broadcast over rest */
-RUN(run_scatter_nd) {
+TSO_RUN(run_scatter_nd) {
     ts_tensor *x = in[0], *idx = in[1], *upd = in[2];
     reduction r = RED_NONE;
     if (!reduction_of(n, &r) || !index_type(n, idx, "indices") || !same_types(n, x, upd))
@@ -226,7 +215,7 @@ RUN(run_scatter_nd) {
         !join_shape(n, &count, 1, s.dims + k, n_rest, &uflat))
         return false;
     if (!join_shape(n, is.dims, is.ndim - 1, s.dims + k, n_rest, &ushape) ||
-        !same_shape(ushape, ts_shape_of(upd)))
+        !tsi_shape_equal(ushape, ts_shape_of(upd)))
         return tso_fail(n, TS_ERR_SHAPE, "updates %s do not fit indices %s and data %s",
                         tsi_desc(upd), tsi_desc(idx), tsi_desc(x));
     ts_tensor *pos = linear_index(c, ts_reshape(idx, TS_SHAPE(count, k)), s.dims, (int)k, NULL);
@@ -234,13 +223,13 @@ RUN(run_scatter_nd) {
     for (int d = 1; d < one.ndim; d++) one.dims[d] = 1;
     ts_tensor *full = ts_contiguous(ts_expand(ts_reshape(pos, one), uflat));
     ts_tensor *y = scatter(ts_reshape(x, flat), 0, full, ts_reshape(upd, uflat), r);
-    DONE(ts_reshape(y, s));
+    TSO_DONE(ts_reshape(y, s));
 }
 
 /* ------------------------------------------------------------------ OneHot */
 /* indices compared with the classes 0..depth-1 laid along the new axis (negative indices wrap,
  * those out of range match none), then on / off values chosen (differentiable in values) */
-RUN(run_one_hot) {
+TSO_RUN(run_one_hot) {
     (void)c;
     ts_tensor *idx = in[0], *values = in[2];
     double depth_v;
@@ -261,7 +250,7 @@ RUN(run_one_hot) {
     for (int d = 0; d < r; d++) cs.dims[d] = d == axis ? depth : 1;
     ts_tensor *classes = ts_reshape(ts_arange(0, (double)depth, 1, tso_opts_of(idx, TS_I64)), cs);
     ts_tensor *v = ts_reshape(values, TS_SHAPE(2));
-    DONE(ts_where(ts_eq(w, classes), ts_select(v, 0, 1), ts_select(v, 0, 0)));
+    TSO_DONE(ts_where(ts_eq(w, classes), ts_select(v, 0, 1), ts_select(v, 0, 0)));
 }
 
 /* ------------------------------------------------------------------ data-dependent shapes */
@@ -280,7 +269,7 @@ static uint8_t *truth_on_host(const tso_node *n, ts_tensor *x, int64_t count) {
 }
 
 /* [rank, count] i64: the coordinates of the non-zero elements in row-major order */
-RUN(run_non_zero) {
+TSO_RUN(run_non_zero) {
     (void)c;
     ts_tensor *x = in[0];
     ts_shape s = ts_shape_of(x);
@@ -310,7 +299,7 @@ RUN(run_non_zero) {
 }
 
 /* the slices along axis (of the flattened input without one) whose condition is true */
-RUN(run_compress) {
+TSO_RUN(run_compress) {
     ts_tensor *x = in[0], *cond = in[1];
     if (ts_ndim(cond) != 1)
         return tso_fail(n, TS_ERR_SHAPE, "condition must be 1-D, got %s", tsi_desc(cond));
@@ -341,12 +330,12 @@ RUN(run_compress) {
     free(pos);
     (void)c;
     if (!ok) return false;
-    DONE(ts_index_select(x, axis, sel));
+    TSO_DONE(ts_index_select(x, axis, sel));
 }
 
 /* ------------------------------------------------------------------ ReverseSequence */
 /* a gather along the time axis: position t of batch b reads lens[b] - 1 - t while t < lens[b] */
-RUN(run_reverse_sequence) {
+TSO_RUN(run_reverse_sequence) {
     (void)c;
     ts_tensor *x = in[0], *lens = in[1];
     if (!index_type(n, lens, "sequence_lens")) return false;
@@ -368,7 +357,7 @@ RUN(run_reverse_sequence) {
     ts_tensor *l =
         ts_reshape(ts_dtype_of(lens) == TS_I64 ? lens : ts_to_dtype(lens, TS_I64), bshape);
     ts_tensor *src = ts_where(ts_lt(t, l), ts_sub(ts_sub_scalar(l, 1), t), t);
-    DONE(ts_gather(x, ta, ts_contiguous(ts_expand(src, ts_shape_of(x)))));
+    TSO_DONE(ts_gather(x, ta, ts_contiguous(ts_expand(src, ts_shape_of(x)))));
 }
 
 /* ------------------------------------------------------------------ Unique */
@@ -462,7 +451,7 @@ static bool values_on_host(const tso_node *n, ts_tensor *x, slices *s, void **bu
     return true;
 }
 
-RUN(run_unique) {
+TSO_RUN(run_unique) {
     (void)c;
     ts_tensor *x = in[0];
     const Onnx__AttributeProto *a = tso_attr(n, "axis");

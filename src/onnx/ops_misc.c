@@ -5,10 +5,6 @@
 
 #include "onnx/onnx_internal.h"
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-#define DONE(x) return (out[0] = (x)) != NULL || tso_fail_pending(n)
-
 static bool check_constant(const tso_node *n) {
     const Onnx__AttributeProto *a = n->proto->n_attribute ? n->proto->attribute[0] : NULL;
     if (n->proto->n_attribute != 1 || !a)
@@ -20,7 +16,7 @@ static bool check_constant(const tso_node *n) {
     return true;
 }
 
-RUN(run_constant) {
+TSO_RUN(run_constant) {
     (void)in;
     const Onnx__AttributeProto *a = n->proto->attribute[0];
     ts_opts f32 = {.dtype = TS_F32, .device = c->device};
@@ -64,7 +60,7 @@ static bool check_if(const tso_node *n) {
            body_arity(n, tso_node_subgraph(n, "else_branch"), "else_branch", 0, n->n_out);
 }
 
-RUN(run_if) {
+TSO_RUN(run_if) {
     double cond;
     if (!tso_read_scalar(n, in[0], &cond, "cond")) return false;
     tso_graph *g = tso_node_subgraph(n, cond != 0 ? "then_branch" : "else_branch");
@@ -213,7 +209,7 @@ static bool check_loop(const tso_node *n) {
 /* ONNX's spec: run while i < M (when given) and cond (when given); the body gets the iteration
  * number and the condition, returns the next condition (ignored without a cond input), the next
  * loop-carried values and one value per scan output. */
-RUN(run_loop) {
+TSO_RUN(run_loop) {
     tso_graph *body = tso_node_subgraph(n, "body");
     int n_state = n->n_in - 2;
     int64_t trips = INT64_MAX;
@@ -331,7 +327,7 @@ static bool check_scan9(const tso_node *n) {
     return body_arity(n, tso_node_subgraph(n, "body"), "body", n->n_in, n->n_out);
 }
 
-RUN(run_scan9) {
+TSO_RUN(run_scan9) {
     int m = (int)tso_attr_int(n, "num_scan_inputs", 0), n_state = n->n_in - m;
     scan_attrs a = {"scan_input_axes", "scan_input_directions", "scan_output_axes",
                     "scan_output_directions"};
@@ -355,7 +351,7 @@ static bool check_scan8(const tso_node *n) {
     return body_arity(n, tso_node_subgraph(n, "body"), "body", n->n_in - 1, n->n_out);
 }
 
-RUN(run_scan8) {
+TSO_RUN(run_scan8) {
     int n_args = n->n_in - 1, n_out = n->n_out;
     int64_t batch = ts_ndim(in[1]) ? ts_size(in[1], 0) : -1;
     for (int i = 1; i < n->n_in; i++)
@@ -452,20 +448,20 @@ static ts_shape attr_shape(const tso_node *n, bool *ok) {
     return s;
 }
 
-RUN(run_random_normal) {
+TSO_RUN(run_random_normal) {
     (void)in;
     bool ok;
     ts_shape s = attr_shape(n, &ok);
     if (!ok) return false;
-    DONE(draw(c, n, DRAW_NORMAL, s, attr_dtype(n, TS_F32), NULL));
+    TSO_DONE(draw(c, n, DRAW_NORMAL, s, attr_dtype(n, TS_F32), NULL));
 }
 
-RUN(run_random_uniform) {
+TSO_RUN(run_random_uniform) {
     (void)in;
     bool ok;
     ts_shape s = attr_shape(n, &ok);
     if (!ok) return false;
-    DONE(draw(c, n, DRAW_UNIFORM, s, attr_dtype(n, TS_F32), NULL));
+    TSO_DONE(draw(c, n, DRAW_UNIFORM, s, attr_dtype(n, TS_F32), NULL));
 }
 
 /* the *Like forms: the input's shape, and its dtype unless the attribute says another */
@@ -478,22 +474,23 @@ static ts_dtype like_dtype(const tso_node *n, ts_tensor *x, bool *ok) {
     return d;
 }
 
-RUN(run_random_normal_like) {
+TSO_RUN(run_random_normal_like) {
     bool ok;
     ts_dtype d = like_dtype(n, in[0], &ok);
     if (!ok) return false;
-    DONE(draw(c, n, DRAW_NORMAL, ts_shape_of(in[0]), d, NULL));
+    TSO_DONE(draw(c, n, DRAW_NORMAL, ts_shape_of(in[0]), d, NULL));
 }
 
-RUN(run_random_uniform_like) {
+TSO_RUN(run_random_uniform_like) {
     bool ok;
     ts_dtype d = like_dtype(n, in[0], &ok);
     if (!ok) return false;
-    DONE(draw(c, n, DRAW_UNIFORM, ts_shape_of(in[0]), d, NULL));
+    TSO_DONE(draw(c, n, DRAW_UNIFORM, ts_shape_of(in[0]), d, NULL));
 }
 
-RUN(run_bernoulli) {
-    DONE(draw(c, n, DRAW_BERNOULLI, ts_shape_of(in[0]), attr_dtype(n, ts_dtype_of(in[0])), in[0]));
+TSO_RUN(run_bernoulli) {
+    TSO_DONE(
+        draw(c, n, DRAW_BERNOULLI, ts_shape_of(in[0]), attr_dtype(n, ts_dtype_of(in[0])), in[0]));
 }
 
 const tso_op_def tso_ops_misc[] = {

@@ -7,8 +7,6 @@
 #include "onnx/ops_nn.h"
 #include "ops/pad_resample.h"
 
-#define DONE(x) return (out[0] = (x)) != NULL || tso_fail_pending(n)
-
 /* ------------------------------------------------------------------ shared helpers */
 ts_shape tso_nn_along(int ndim, int dim, int64_t len) {
     ts_shape s = {.ndim = ndim};
@@ -53,7 +51,7 @@ static TSO_NN_RUN(run_gemm) {
     /* beta 0 drops C (NaN or inf in it included), as ONNX's reference */
     if (y && cc && beta != 0) y = ts_add(y, beta == 1 ? cc : ts_mul_scalar(cc, beta));
     if (y && ts_dtype_of(y) != dt) y = ts_to_dtype(y, dt);
-    DONE(y);
+    TSO_DONE(y);
 }
 
 static TSO_NN_RUN(run_matmul) {
@@ -61,7 +59,7 @@ static TSO_NN_RUN(run_matmul) {
     if (ts_dtype_of(in[0]) != ts_dtype_of(in[1]))
         return tso_fail(n, TS_ERR_DTYPE, "operands of different types: %s and %s", tsi_desc(in[0]),
                         tsi_desc(in[1]));
-    DONE(ts_matmul(in[0], in[1]));
+    TSO_DONE(ts_matmul(in[0], in[1]));
 }
 
 /* ------------------------------------------------------------------ softmax family */
@@ -85,13 +83,13 @@ static bool run_coerced(const tso_node *n, ts_tensor *x, ts_tensor **out, axis_f
     for (int i = 0; i < axis; i++) rows *= ts_size(x, i);
     int64_t cols = rows ? ts_numel(x) / rows : 0;
     ts_tensor *y = f(ts_reshape(x, TS_SHAPE(rows, cols)), 1);
-    DONE(y ? ts_reshape(y, ts_shape_of(x)) : NULL);
+    TSO_DONE(y ? ts_reshape(y, ts_shape_of(x)) : NULL);
 }
 
 static bool run_along(const tso_node *n, ts_tensor *x, ts_tensor **out, axis_fn f) {
     int axis = norm_axis(n, tso_attr_int(n, "axis", -1), ts_ndim(x));
     if (axis < 0) return false;
-    DONE(f(x, axis));
+    TSO_DONE(f(x, axis));
 }
 
 static ts_tensor *softmax(ts_tensor *x, int axis) { return ts_softmax(x, axis); }
@@ -207,10 +205,10 @@ static TSO_NN_RUN(run_batch_norm) {
         ts_shape s = ts_shape_of(x);
         ts_tensor *x3 = s.ndim > 4 ? ts_reshape(x, TS_SHAPE(s.dims[0], s.dims[1], -1)) : x;
         ts_tensor *y = ts_batch_norm(x3, in[3], in[4], in[1], in[2], false, 0, eps);
-        DONE(y && s.ndim > 4 ? ts_reshape(y, s) : y);
+        TSO_DONE(y && s.ndim > 4 ? ts_reshape(y, s) : y);
     }
-    DONE(normalize(x, channel_param(in[3], x, per_act), channel_param(in[4], x, per_act),
-                   channel_param(in[1], x, per_act), channel_param(in[2], x, per_act), eps));
+    TSO_DONE(normalize(x, channel_param(in[3], x, per_act), channel_param(in[4], x, per_act),
+                       channel_param(in[1], x, per_act), channel_param(in[2], x, per_act), eps));
 }
 
 static TSO_NN_RUN(run_instance_norm) {
@@ -220,8 +218,8 @@ static TSO_NN_RUN(run_instance_norm) {
         return tso_fail(n, TS_ERR_SHAPE, "expected an input [N, C, D1, ...], got %s", tsi_desc(x));
     ts_dims d = dims_from(2, ts_ndim(x));
     ts_tensor *mean = ts_mean_dims(x, d, true), *var = ts_var_dims(x, d, true, 0);
-    DONE(normalize(x, mean, var, channel_param(in[1], x, false), channel_param(in[2], x, false),
-                   tso_attr_float(n, "epsilon", 1e-5f)));
+    TSO_DONE(normalize(x, mean, var, channel_param(in[1], x, false), channel_param(in[2], x, false),
+                       tso_attr_float(n, "epsilon", 1e-5f)));
 }
 
 static TSO_NN_CHECK(check_layer_norm) {
@@ -229,13 +227,6 @@ static TSO_NN_CHECK(check_layer_norm) {
     if (!ts_dtype_is_floating(st) || st == TS_DTYPE_DEFAULT)
         return tso_fail(n, TS_ERR_UNSUPPORTED, "stash_type %lld is not a floating type Tessera has",
                         (long long)tso_attr_int(n, "stash_type", 1));
-    return true;
-}
-
-static bool same_shape(ts_shape a, ts_shape b) {
-    if (a.ndim != b.ndim) return false;
-    for (int i = 0; i < a.ndim; i++)
-        if (a.dims[i] != b.dims[i]) return false;
     return true;
 }
 
@@ -253,10 +244,10 @@ static TSO_NN_RUN(run_layer_norm) {
     ts_shape ns = {.ndim = rank - axis};
     for (int i = axis; i < rank; i++) ns.dims[i - axis] = ts_size(x, i);
     bool stats = tso_nn_wants(n, 1) || tso_nn_wants(n, 2);
-    if (!stats && st == dt && eps > 0 && same_shape(ts_shape_of(scale), ns) &&
-        (!bias || same_shape(ts_shape_of(bias), ns)) && ts_dtype_of(scale) == dt &&
+    if (!stats && st == dt && eps > 0 && tsi_shape_equal(ts_shape_of(scale), ns) &&
+        (!bias || tsi_shape_equal(ts_shape_of(bias), ns)) && ts_dtype_of(scale) == dt &&
         (!bias || ts_dtype_of(bias) == dt))
-        DONE(ts_layer_norm(x, ns, scale, bias, eps)); /* Tessera's fused kernel */
+        TSO_DONE(ts_layer_norm(x, ns, scale, bias, eps)); /* Tessera's fused kernel */
     ts_dims d = dims_from(axis, rank);
     ts_tensor *xs = st == dt ? x : ts_to_dtype(x, st);
     ts_tensor *mean = ts_mean_dims(xs, d, true);
@@ -299,7 +290,7 @@ static TSO_NN_RUN(run_lrn) {
     ts_tensor *den =
         sum ? ts_pow_scalar(ts_add_scalar(ts_mul_scalar(sum, alpha / (double)size), bias), beta)
             : NULL;
-    DONE(den ? ts_div(x, den) : NULL);
+    TSO_DONE(den ? ts_div(x, den) : NULL);
 }
 
 /* MeanVarianceNormalization: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over axes (default
@@ -318,7 +309,7 @@ static TSO_NN_RUN(run_mvn) {
         if ((d.d[i] = norm_axis(n, ax[i], rank)) < 0) return false;
     ts_tensor *mean = ts_mean_dims(x, d, true);
     ts_tensor *var = ts_sub(ts_mean_dims(ts_mul(x, x), d, true), ts_mul(mean, mean));
-    DONE(ts_div(ts_sub(x, mean), ts_add_scalar(ts_sqrt(var), 1e-9)));
+    TSO_DONE(ts_div(ts_sub(x, mean), ts_add_scalar(ts_sqrt(var), 1e-9)));
 }
 
 /* ------------------------------------------------------------------ the table */

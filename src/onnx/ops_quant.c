@@ -8,9 +8,6 @@
 
 #include "onnx/ops_nn.h"
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-
 /* ------------------------------------------------------------------ operands */
 static bool check_u8(const tso_node *n, ts_tensor *t, const char *what) {
     if (!t) return tso_fail(n, TS_ERR_ARG, "the input %s is required", what);
@@ -92,7 +89,7 @@ static ts_tensor *int_matmul(const tso_node *n, ts_tensor *a, ts_tensor *azp, ts
     return ts_matmul(centered(a, azp), centered(b, bzp));
 }
 
-RUN(run_matmul_integer) {
+TSO_RUN(run_matmul_integer) {
     (void)c;
     ts_tensor *azp = tso_nn_opt(n, in, 2), *bzp = tso_nn_opt(n, in, 3);
     if (!check_u8(n, in[0], "A") || !check_u8(n, in[1], "B") ||
@@ -111,7 +108,7 @@ static bool matmul_scales(const tso_node *n, ts_tensor *const *in, ts_tensor **s
     return *sb != NULL;
 }
 
-RUN(run_qlinear_matmul) {
+TSO_RUN(run_qlinear_matmul) {
     (void)c;
     if (!check_u8(n, in[0], "a") || !check_scale(n, in[1], "a_scale") ||
         !check_u8(n, in[2], "a_zero_point") || !check_u8(n, in[3], "b") ||
@@ -148,7 +145,7 @@ static ts_tensor *int_conv(tso_ctx *c, const tso_node *n, ts_tensor *x, ts_tenso
     return tso_nn_run_conv(c, n, args, res) ? res[0] : NULL;
 }
 
-RUN(run_conv_integer) {
+TSO_RUN(run_conv_integer) {
     ts_tensor *xzp = tso_nn_opt(n, in, 2), *wzp = tso_nn_opt(n, in, 3);
     if (!check_u8(n, in[0], "x") || !check_u8(n, in[1], "w") ||
         (xzp && !check_u8(n, xzp, "x_zero_point")) || (wzp && !check_u8(n, wzp, "w_zero_point")))
@@ -169,7 +166,7 @@ static bool conv_bias(const tso_node *n, ts_tensor *b, ts_tensor *w, ts_tensor *
     return *b64 || tso_fail_pending(n);
 }
 
-RUN(run_qlinear_conv) {
+TSO_RUN(run_qlinear_conv) {
     if (!check_u8(n, in[0], "x") || !check_scale(n, in[1], "x_scale") ||
         !check_u8(n, in[2], "x_zero_point") || !check_u8(n, in[3], "w") ||
         !check_scale(n, in[4], "w_scale") || !check_u8(n, in[5], "w_zero_point") ||

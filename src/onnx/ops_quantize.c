@@ -3,10 +3,6 @@
  * so they run on any device. The integer products on quantized operands are ops_quant.c's. */
 #include "onnx/onnx_internal.h"
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-#define DONE(x) return (out[0] = (x)) != NULL || tso_fail_pending(n)
-
 /* ------------------------------------------------------------------ quantization */
 /* QuantizeLinear to uint8, int8, uint16 or int16 (the zero point's type; uint8 without one). */
 
@@ -66,17 +62,17 @@ static ts_tensor *quantize(ts_tensor *x, ts_tensor *scale, ts_tensor *zp) {
     return ts_to_dtype(ts_clamp(q, lo, hi), qt);
 }
 
-RUN(run_quantize) {
+TSO_RUN(run_quantize) {
     (void)c;
     if (!check_zero_point(n, in[2])) return false;
     ts_tensor *scale = quant_param(n, in[1], in[0]);
     ts_tensor *zp = in[2] ? quant_param(n, in[2], in[0]) : NULL;
     if (!scale || (in[2] && !zp)) return tso_fail_pending(n);
-    DONE(quantize(in[0], scale, zp));
+    TSO_DONE(quantize(in[0], scale, zp));
 }
 
 /* (x - zp) * scale in float32, in the scale's type */
-RUN(run_dequantize) {
+TSO_RUN(run_dequantize) {
     (void)c;
     if (in[2] && ts_dtype_of(in[2]) != ts_dtype_of(in[0]))
         return tso_fail(n, TS_ERR_ARG, "x %s and zero point %s differ in type", tsi_desc(in[0]),
@@ -86,11 +82,11 @@ RUN(run_dequantize) {
     if (!scale || (in[2] && !zp)) return tso_fail_pending(n);
     ts_tensor *dx = ts_to_dtype(in[0], TS_F32);
     if (zp) dx = ts_sub(dx, ts_to_dtype(zp, TS_F32));
-    DONE(ts_to_dtype(ts_mul(dx, ts_to_dtype(scale, TS_F32)), ts_dtype_of(in[1])));
+    TSO_DONE(ts_to_dtype(ts_mul(dx, ts_to_dtype(scale, TS_F32)), ts_dtype_of(in[1])));
 }
 
 /* the scale from x's range including 0 (1 when it is empty), the zero point that maps 0 exactly */
-RUN(run_dynamic_quantize) {
+TSO_RUN(run_dynamic_quantize) {
     (void)c;
     ts_tensor *x = ts_to_dtype(in[0], TS_F32);
     ts_tensor *hi = ts_maximum_scalar(ts_max(x), 0), *lo = ts_minimum_scalar(ts_min(x), 0);

@@ -7,10 +7,6 @@
 
 #include "onnx/onnx_internal.h"
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-#define DONE(x) return (out[0] = (x)) != NULL || tso_fail_pending(n)
-
 /* ------------------------------------------------------------------ axes */
 /* An axis in [-rank, rank - 1] made non-negative; -1 (error named after the node) when out of
  * range. */
@@ -120,7 +116,7 @@ static bool reduce(const tso_node *n, ts_tensor *const *in, ts_tensor **out, red
     ts_dims d;
     bool noop;
     if (!reduce_axes(n, in, axes_input, x, &d, &noop)) return false;
-    if (noop) DONE(ts_clone(x));
+    if (noop) TSO_DONE(ts_clone(x));
     bool keep = tso_attr_int(n, "keepdims", 1) != 0;
     ts_dtype dt = ts_dtype_of(x);
     bool fractional = k == R_MEAN || k == R_L2 || k == R_LOG_SUM || k == R_LOG_SUM_EXP;
@@ -128,11 +124,11 @@ static bool reduce(const tso_node *n, ts_tensor *const *in, ts_tensor **out, red
     if (fractional && !ts_dtype_is_floating(dt)) src = ts_to_dtype(x, TS_F64);
     ts_tensor *r = src ? reduce_core(k, src, d, keep) : NULL;
     if (r && ts_dtype_of(r) != dt) r = ts_to_dtype(r, dt);
-    DONE(r);
+    TSO_DONE(r);
 }
 
 #define REDUCE(fname, kind, axes_input)                                                            \
-    RUN(fname) {                                                                                   \
+    TSO_RUN(fname) {                                                                               \
         (void)c;                                                                                   \
         return reduce(n, in, out, kind, axes_input);                                               \
     }
@@ -156,16 +152,16 @@ static bool arg_extreme(tso_ctx *c, const tso_node *n, ts_tensor *x, ts_tensor *
     if (axis < 0) return false;
     bool keep = tso_attr_int(n, "keepdims", 1) != 0;
     ts_tensor *(*arg)(ts_tensor *, int, bool) = max ? ts_argmax_dim : ts_argmin_dim;
-    if (!tso_attr_int(n, "select_last_index", 0)) DONE(arg(x, axis, keep));
+    if (!tso_attr_int(n, "select_last_index", 0)) TSO_DONE(arg(x, axis, keep));
     int64_t size = ts_size(x, axis);
     ts_tensor *rev =
         ts_arange((double)size - 1, -1, -1, (ts_opts){.dtype = TS_I64, .device = c->device});
     ts_tensor *i = arg(ts_index_select(x, axis, rev), axis, keep);
-    DONE(ts_rsub_scalar(i, (double)(size - 1)));
+    TSO_DONE(ts_rsub_scalar(i, (double)(size - 1)));
 }
 
-RUN(run_argmax) { return arg_extreme(c, n, in[0], out, true); }
-RUN(run_argmin) { return arg_extreme(c, n, in[0], out, false); }
+TSO_RUN(run_argmax) { return arg_extreme(c, n, in[0], out, true); }
+TSO_RUN(run_argmin) { return arg_extreme(c, n, in[0], out, false); }
 
 /* ------------------------------------------------------------------ TopK */
 /* "any" along axis (kept as a size-1 dim) of a bool tensor */
@@ -252,9 +248,9 @@ static bool topk(tso_ctx *c, const tso_node *n, ts_tensor *x, int64_t k, ts_tens
     return out[0] != NULL || tso_fail_pending(n);
 }
 
-RUN(run_topk1) { return topk(c, n, in[0], tso_attr_int(n, "k", -1), out); }
+TSO_RUN(run_topk1) { return topk(c, n, in[0], tso_attr_int(n, "k", -1), out); }
 
-RUN(run_topk10) {
+TSO_RUN(run_topk10) {
     int64_t k;
     if (tso_read_ints(n, in[1], &k, 1, "k") != 1)
         return ts_error() ? false : tso_fail(n, TS_ERR_SHAPE, "k must hold one value");
@@ -288,14 +284,14 @@ static ts_tensor *target_i64(ts_tensor *t) {
     return ts_dtype_of(t) == TS_I64 ? t : ts_to_dtype(t, TS_I64);
 }
 
-RUN(run_nll_loss) {
+TSO_RUN(run_nll_loss) {
     (void)c;
     ts_tensor *w = n->n_in > 2 ? in[2] : NULL;
-    DONE(ts_nll_loss(in[0], target_i64(in[1]), loss_opts(n, w)));
+    TSO_DONE(ts_nll_loss(in[0], target_i64(in[1]), loss_opts(n, w)));
 }
 
 /* the loss, and the log-probabilities as a second output when asked */
-RUN(run_softmax_ce_loss) {
+TSO_RUN(run_softmax_ce_loss) {
     (void)c;
     ts_tensor *w = n->n_in > 2 ? in[2] : NULL;
     if (ts_ndim(in[0]) < 2)

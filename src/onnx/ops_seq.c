@@ -7,9 +7,6 @@
 
 #include "onnx/onnx_internal.h"
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-
 /* ------------------------------------------------------------------ helpers */
 /* in[i] is a container of kind; a clear error naming the node otherwise. */
 static bool need(const tso_node *n, ts_tensor *const *in, int i, ts_onnx_kind kind) {
@@ -77,13 +74,13 @@ static bool check_sequence_empty(const tso_node *n) {
     return true;
 }
 
-RUN(run_sequence_empty) {
+TSO_RUN(run_sequence_empty) {
     (void)in;
     int32_t t = (int32_t)tso_attr_int(n, "dtype", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
     return emit(n, out, TS_ONNX_SEQUENCE, NULL, 0, tso_dtype_from_onnx(t), c->device);
 }
 
-RUN(run_sequence_construct) {
+TSO_RUN(run_sequence_construct) {
     (void)c;
     if (n->n_in < 1) return tso_fail(n, TS_ERR_FORMAT, "needs at least one input");
     for (int i = 0; i < n->n_in; i++) {
@@ -99,7 +96,7 @@ RUN(run_sequence_construct) {
     return emit(n, out, TS_ONNX_SEQUENCE, in, n->n_in, ts_dtype_of(in[0]), tsi_device(in[0]));
 }
 
-RUN(run_sequence_insert) {
+TSO_RUN(run_sequence_insert) {
     (void)c;
     if (!need(n, in, 0, TS_ONNX_SEQUENCE) || !need_tensor(n, in, 1) || !fits(n, in[0], in[1]))
         return false;
@@ -108,14 +105,14 @@ RUN(run_sequence_insert) {
     return at >= 0 && edit(n, in[0], in[1], at, out);
 }
 
-RUN(run_sequence_erase) {
+TSO_RUN(run_sequence_erase) {
     (void)c;
     if (!need(n, in, 0, TS_ONNX_SEQUENCE)) return false;
     int64_t at = position(n, in[1], -1, tso_seq_length(in[0]), false);
     return at >= 0 && edit(n, in[0], NULL, at, out);
 }
 
-RUN(run_sequence_at) {
+TSO_RUN(run_sequence_at) {
     (void)c;
     if (!need(n, in, 0, TS_ONNX_SEQUENCE)) return false;
     if (!in[1]) return tso_fail(n, TS_ERR_FORMAT, "needs the input position");
@@ -125,7 +122,7 @@ RUN(run_sequence_at) {
     return true;
 }
 
-RUN(run_sequence_length) {
+TSO_RUN(run_sequence_length) {
     if (!need(n, in, 0, TS_ONNX_SEQUENCE)) return false;
     int64_t len = tso_seq_length(in[0]);
     out[0] = tso_ints_tensor(c, &len, 1, false);
@@ -168,7 +165,7 @@ static int64_t *split_sizes(const tso_node *n, ts_tensor *split, int64_t dim, in
     return sizes;
 }
 
-RUN(run_split_to_sequence) {
+TSO_RUN(run_split_to_sequence) {
     (void)c;
     if (!need_tensor(n, in, 0)) return false;
     ts_tensor *x = in[0];
@@ -197,7 +194,7 @@ static bool check_concat_from_sequence(const tso_node *n) {
     return true;
 }
 
-RUN(run_concat_from_sequence) {
+TSO_RUN(run_concat_from_sequence) {
     (void)c;
     if (!need(n, in, 0, TS_ONNX_SEQUENCE)) return false;
     int64_t len = tso_seq_length(in[0]);
@@ -258,7 +255,7 @@ static bool map_step(tso_ctx *c, const tso_node *n, tso_graph *body, ts_tensor *
     return true;
 }
 
-RUN(run_sequence_map) {
+TSO_RUN(run_sequence_map) {
     tso_graph *body = tso_node_subgraph(n, "body");
     int64_t len = map_length(n, in);
     if (len < 0) return false;
@@ -301,7 +298,7 @@ static bool check_optional(const tso_node *n) {
     return true;
 }
 
-RUN(run_optional) {
+TSO_RUN(run_optional) {
     if (in[0]) {
         if (tso_kind_of(in[0]) == TS_ONNX_OPTIONAL)
             return tso_fail(n, TS_ERR_ARG,
@@ -317,13 +314,13 @@ RUN(run_optional) {
  * reading, which models of earlier opsets rely on too: backend test_loop16_seq_none carries an
  * optional into a Loop body at the first iteration and the sequence itself after); an absent
  * input is an empty optional. */
-RUN(run_optional_has_element) {
+TSO_RUN(run_optional_has_element) {
     bool has = in[0] && (tso_kind_of(in[0]) != TS_ONNX_OPTIONAL || tso_seq_length(in[0]) > 0);
     out[0] = ts_scalar(has, (ts_opts){.dtype = TS_BOOL, .device = c->device});
     return out[0] != NULL || tso_fail_pending(n);
 }
 
-RUN(run_optional_get_element) {
+TSO_RUN(run_optional_get_element) {
     (void)c;
     if (!in[0]) return tso_fail(n, TS_ERR_ARG, "input 0 is absent");
     ts_tensor *v = in[0];

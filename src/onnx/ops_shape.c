@@ -5,9 +5,6 @@
 
 #include "onnx/onnx_internal.h"
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-#define DONE(x)  return (out[0] = (x)) != NULL || tso_fail_pending(n)
 #define MAX_INTS (2 * TS_MAX_DIMS) /* the longest shape-like list a node here reads (pads) */
 
 /* ------------------------------------------------------------------ helpers */
@@ -104,7 +101,7 @@ static bool reshape_to(const tso_node *n, ts_tensor *x, const int64_t *v, int co
 }
 
 /* opsets 1-4: the shape is an attribute */
-RUN(run_reshape1) {
+TSO_RUN(run_reshape1) {
     (void)c;
     int64_t v[TS_MAX_DIMS + 1];
     int count = attr_list(n, "shape", v, TS_MAX_DIMS + 1);
@@ -113,7 +110,7 @@ RUN(run_reshape1) {
 }
 
 /* opset 5 on: the shape is an input; allowzero (opset 14) makes 0 a real zero dim */
-RUN(run_reshape5) {
+TSO_RUN(run_reshape5) {
     (void)c;
     int64_t v[TS_MAX_DIMS + 1];
     int count = tso_read_ints(n, in[1], v, TS_MAX_DIMS + 1, "shape");
@@ -134,24 +131,24 @@ static bool shape_of(const tso_node *n, ts_tensor *x, int64_t start, int64_t end
            tso_fail_pending(n);
 }
 
-RUN(run_shape1) {
+TSO_RUN(run_shape1) {
     (void)c;
     return shape_of(n, in[0], 0, TS_MAX_DIMS, out);
 }
 
-RUN(run_shape15) {
+TSO_RUN(run_shape15) {
     (void)c;
     return shape_of(n, in[0], tso_attr_int(n, "start", 0), tso_attr_int(n, "end", TS_MAX_DIMS),
                     out);
 }
 
-RUN(run_size) {
+TSO_RUN(run_size) {
     (void)c;
-    DONE(ts_full(TS_SHAPE(), (double)ts_numel(in[0]), tso_opts_of(in[0], TS_I64)));
+    TSO_DONE(ts_full(TS_SHAPE(), (double)ts_numel(in[0]), tso_opts_of(in[0], TS_I64)));
 }
 
 /* [d0 * ... * d(axis-1), d(axis) * ... * d(r-1)] (a negative axis counts from the end, opset 11) */
-RUN(run_flatten) {
+TSO_RUN(run_flatten) {
     (void)c;
     ts_tensor *x = in[0];
     ts_shape s = ts_shape_of(x);
@@ -159,7 +156,7 @@ RUN(run_flatten) {
     if (axis < 0) return false;
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < s.ndim; d++) *(d < axis ? &outer : &inner) *= s.dims[d];
-    DONE(ts_reshape(x, TS_SHAPE(outer, inner)));
+    TSO_DONE(ts_reshape(x, TS_SHAPE(outer, inner)));
 }
 
 /* ------------------------------------------------------------ Squeeze, Unsqueeze, Transpose */
@@ -182,7 +179,7 @@ static bool squeeze(const tso_node *n, ts_tensor *x, const int64_t *axes, int co
 }
 
 /* opsets 1-12: axes is an attribute */
-RUN(run_squeeze1) {
+TSO_RUN(run_squeeze1) {
     (void)c;
     int64_t axes[TS_MAX_DIMS];
     int count = attr_list_or_default(n, "axes", axes, TS_MAX_DIMS);
@@ -190,7 +187,7 @@ RUN(run_squeeze1) {
 }
 
 /* opset 13 on: axes is an optional input */
-RUN(run_squeeze13) {
+TSO_RUN(run_squeeze13) {
     (void)c;
     int64_t axes[TS_MAX_DIMS];
     int count = input_list(n, in, 1, "axes", axes, TS_MAX_DIMS);
@@ -216,14 +213,14 @@ static bool unsqueeze(const tso_node *n, ts_tensor *x, const int64_t *axes, int 
     return (out[0] = ts_reshape(x, o)) != NULL || tso_fail_pending(n);
 }
 
-RUN(run_unsqueeze1) {
+TSO_RUN(run_unsqueeze1) {
     (void)c;
     int64_t axes[TS_MAX_DIMS];
     int count = attr_list(n, "axes", axes, TS_MAX_DIMS);
     return count >= -1 && unsqueeze(n, in[0], axes, count, out);
 }
 
-RUN(run_unsqueeze13) {
+TSO_RUN(run_unsqueeze13) {
     (void)c;
     int64_t axes[TS_MAX_DIMS];
     int count = input_list(n, in, 1, "axes", axes, TS_MAX_DIMS);
@@ -231,7 +228,7 @@ RUN(run_unsqueeze13) {
 }
 
 /* perm defaults to the dims reversed */
-RUN(run_transpose) {
+TSO_RUN(run_transpose) {
     (void)c;
     ts_tensor *x = in[0];
     int r = ts_ndim(x);
@@ -251,12 +248,12 @@ RUN(run_transpose) {
         seen[p] = true;
         dims.d[d] = p;
     }
-    DONE(ts_permute(x, dims));
+    TSO_DONE(ts_permute(x, dims));
 }
 
 /* ------------------------------------------------------------------ Concat, Split */
 /* opsets 1-3 default axis to 1; from 4 it is required */
-RUN(run_concat) {
+TSO_RUN(run_concat) {
     (void)c;
     if (n->n_in < 1 || !in[0]) return tso_fail(n, TS_ERR_ARG, "needs at least one input");
     for (int i = 1; i < n->n_in; i++)
@@ -265,12 +262,12 @@ RUN(run_concat) {
                             in[i] ? tsi_desc(in[i]) : "absent", tsi_desc(in[0]));
     int axis = tso_wrap_axis(n, tso_attr_int(n, "axis", 1), ts_ndim(in[0]), false);
     if (axis < 0) return false;
-    DONE(ts_cat(in, n->n_in, axis));
+    TSO_DONE(ts_cat(in, n->n_in, axis));
 }
 
 /* split sizes come from an input (opsets 1 and 13 on) or the attribute (opsets 2-12): reading
  * whichever the node has covers every version; without them the parts are equal. */
-RUN(run_split) {
+TSO_RUN(run_split) {
     (void)c;
     ts_tensor *x = in[0];
     int parts = n->n_out;
@@ -347,11 +344,11 @@ static bool slice(const tso_node *n, ts_tensor *x, const int64_t *starts, const 
         if (step == 0) return tso_fail(n, TS_ERR_ARG, "step 0 on axis %d", axis);
         y = slice_axis(y, axis, starts[i], ends[i], step);
     }
-    DONE(y == x ? same(x) : y);
+    TSO_DONE(y == x ? same(x) : y);
 }
 
 /* opsets 1-9: starts, ends and axes are attributes */
-RUN(run_slice1) {
+TSO_RUN(run_slice1) {
     (void)c;
     int64_t starts[TS_MAX_DIMS], ends[TS_MAX_DIMS], axes[TS_MAX_DIMS];
     int count = attr_list(n, "starts", starts, TS_MAX_DIMS);
@@ -363,7 +360,7 @@ RUN(run_slice1) {
 }
 
 /* opset 10 on: inputs, and steps */
-RUN(run_slice10) {
+TSO_RUN(run_slice10) {
     (void)c;
     int64_t starts[TS_MAX_DIMS], ends[TS_MAX_DIMS], axes[TS_MAX_DIMS], steps[TS_MAX_DIMS];
     int count = input_list(n, in, 1, "starts", starts, TS_MAX_DIMS);
@@ -377,7 +374,7 @@ RUN(run_slice10) {
 
 /* ------------------------------------------------------------------ Expand, Tile */
 /* bidirectional (NumPy) broadcasting of the input with the given shape */
-RUN(run_expand) {
+TSO_RUN(run_expand) {
     (void)c;
     ts_tensor *x = in[0];
     int64_t v[TS_MAX_DIMS + 1];
@@ -395,11 +392,11 @@ RUN(run_expand) {
                             tsi_desc(x), j, (long long)b);
         o.dims[d] = a == 1 ? b : a;
     }
-    DONE(ts_expand(x, o));
+    TSO_DONE(ts_expand(x, o));
 }
 
 /* each dim repeated: unsqueeze before it, expand the new dim, merge the two */
-RUN(run_tile) {
+TSO_RUN(run_tile) {
     (void)c;
     ts_tensor *x = in[0];
     int r = ts_ndim(x);
@@ -420,7 +417,7 @@ RUN(run_tile) {
         ts_tensor *u = ts_expand(ts_unsqueeze(y, d), e);
         y = u ? ts_reshape(u, shape_with(s, d, s.dims[d] * reps[d])) : NULL;
     }
-    DONE(y == x ? same(x) : y);
+    TSO_DONE(y == x ? same(x) : y);
 }
 
 /* ------------------------------------------------------------------ Pad */
@@ -501,11 +498,11 @@ static bool pad(const tso_node *n, ts_tensor *x, const int64_t *pads, int count,
         if (after) parts[k++] = pad_block(y, shape_with(s, d, after), value, attr_value);
         y = ts_cat(parts, k, d);
     }
-    DONE(y == x ? same(x) : y);
+    TSO_DONE(y == x ? same(x) : y);
 }
 
 /* opsets 1-10: pads (opset 1: paddings) and value are attributes */
-RUN(run_pad2) {
+TSO_RUN(run_pad2) {
     (void)c;
     int64_t pads[MAX_INTS];
     int count = attr_list(n, "pads", pads, MAX_INTS);
@@ -515,7 +512,7 @@ RUN(run_pad2) {
 }
 
 /* opset 11 on: pads and constant_value are inputs */
-RUN(run_pad11) {
+TSO_RUN(run_pad11) {
     (void)c;
     int64_t pads[MAX_INTS];
     int count = tso_read_ints(n, in[1], pads, MAX_INTS, "pads");
@@ -536,7 +533,7 @@ static bool check_constant_of_shape(const tso_node *n) {
     return true;
 }
 
-RUN(run_constant_of_shape) {
+TSO_RUN(run_constant_of_shape) {
     int64_t v[TS_MAX_DIMS + 1];
     int count = tso_read_ints(n, in[0], v, TS_MAX_DIMS + 1, "shape");
     if (count < 0 || !check_rank(n, count)) return false;
@@ -545,15 +542,15 @@ RUN(run_constant_of_shape) {
     ts_shape s = ts_shape_make((size_t)count, v);
     bool present;
     ts_tensor *value = tso_attr_tensor(n, "value", ts_device_of(in[0]), &present);
-    if (!present) DONE(ts_zeros(s, (ts_opts){.dtype = TS_F32, .device = ts_device_of(in[0])}));
+    if (!present) TSO_DONE(ts_zeros(s, (ts_opts){.dtype = TS_F32, .device = ts_device_of(in[0])}));
     if (!value) return false;
     (void)c;
     /* the one-element value broadcast, then materialised (the result owns its memory) */
-    DONE(ts_contiguous(ts_expand(ts_reshape(value, TS_SHAPE()), s)));
+    TSO_DONE(ts_contiguous(ts_expand(ts_reshape(value, TS_SHAPE()), s)));
 }
 
 /* the count is data-dependent: start, limit and delta are read as numbers (shape-like scalars) */
-RUN(run_range) {
+TSO_RUN(run_range) {
     (void)c;
     double start, limit, delta;
     if (!tso_read_scalar(n, in[0], &start, "start") ||
@@ -562,15 +559,15 @@ RUN(run_range) {
     if (delta == 0) return tso_fail(n, TS_ERR_ARG, "delta is 0");
     ts_opts o = tso_opts_of(in[0], ts_dtype_of(in[0]));
     if ((delta > 0 && limit <= start) || (delta < 0 && limit >= start))
-        DONE(ts_empty(TS_SHAPE(0), o));
-    DONE(ts_arange(start, limit, delta, o));
+        TSO_DONE(ts_empty(TS_SHAPE(0), o));
+    TSO_DONE(ts_arange(start, limit, delta, o));
 }
 
 /* ------------------------------------------------------------------ DepthToSpace, SpaceToDepth */
 /* a 4-D input reshaped to 6 dims, permuted, and reshaped to the result */
 static bool reshuffle(const tso_node *n, ts_tensor *x, ts_shape mid, ts_dims perm, ts_shape o,
                       ts_tensor **out) {
-    DONE(ts_reshape(ts_permute(ts_reshape(x, mid), perm), o));
+    TSO_DONE(ts_reshape(ts_permute(ts_reshape(x, mid), perm), o));
 }
 
 static bool block_of(const tso_node *n, ts_tensor *x, int64_t *b) {
@@ -594,7 +591,7 @@ static bool check_depth_to_space(const tso_node *n) {
     return dcr_mode(n, &dcr);
 }
 
-RUN(run_depth_to_space) {
+TSO_RUN(run_depth_to_space) {
     (void)c;
     ts_tensor *x = in[0];
     int64_t b;
@@ -612,7 +609,7 @@ RUN(run_depth_to_space) {
     return reshuffle(n, x, TS_SHAPE(N, C2, b, b, H, W), TS_DIMS(0, 1, 4, 2, 5, 3), o, out);
 }
 
-RUN(run_space_to_depth) {
+TSO_RUN(run_space_to_depth) {
     (void)c;
     ts_tensor *x = in[0];
     int64_t b;
@@ -636,7 +633,7 @@ static ts_tensor *diagonal_offset(ts_tensor *x, int64_t rows, int64_t cols) {
 }
 
 /* the upper (col - row >= k) or lower (col - row <= k) triangle of the last two dims */
-RUN(run_trilu) {
+TSO_RUN(run_trilu) {
     (void)c;
     ts_tensor *x = in[0];
     if (ts_ndim(x) < 2)
@@ -648,7 +645,7 @@ RUN(run_trilu) {
     ts_tensor *off = diagonal_offset(x, ts_size(x, -2), ts_size(x, -1));
     bool upper = tso_attr_int(n, "upper", 1) != 0;
     ts_tensor *keep = upper ? ts_ge_scalar(off, (double)k) : ts_le_scalar(off, (double)k);
-    DONE(ts_where(keep, x, ts_zeros_like(x)));
+    TSO_DONE(ts_where(keep, x, ts_zeros_like(x)));
 }
 
 static bool check_eye_like(const tso_node *n) {
@@ -659,14 +656,14 @@ static bool check_eye_like(const tso_node *n) {
     return true;
 }
 
-RUN(run_eye_like) {
+TSO_RUN(run_eye_like) {
     (void)c;
     ts_tensor *x = in[0];
     if (ts_ndim(x) != 2) return tso_fail(n, TS_ERR_SHAPE, "needs a 2-D input, got %s", tsi_desc(x));
     const Onnx__AttributeProto *a = tso_attr(n, "dtype");
     ts_dtype dt = a ? tso_dtype_from_onnx((int32_t)a->i) : ts_dtype_of(x);
     ts_tensor *off = diagonal_offset(x, ts_size(x, 0), ts_size(x, 1));
-    DONE(ts_to_dtype(ts_eq_scalar(off, (double)tso_attr_int(n, "k", 0)), dt));
+    TSO_DONE(ts_to_dtype(ts_eq_scalar(off, (double)tso_attr_int(n, "k", 0)), dt));
 }
 
 /* ------------------------------------------------------------------ CumSum */
@@ -683,7 +680,7 @@ static ts_tensor *shift(ts_tensor *x, int axis, int64_t s, bool reverse) {
 
 /* Tessera has no cumsum: a Hillis-Steele scan (log2(len) shifted adds) of differentiable ops; the
  * exclusive sum is the inclusive sum of the input shifted by one. */
-RUN(run_cumsum) {
+TSO_RUN(run_cumsum) {
     (void)c;
     ts_tensor *x = in[0];
     int64_t a;
@@ -695,7 +692,7 @@ RUN(run_cumsum) {
     int64_t len = ts_size(x, axis);
     ts_tensor *y = tso_attr_int(n, "exclusive", 0) ? shift(x, axis, 1, reverse) : x;
     for (int64_t s = 1; s < len && y; s *= 2) y = ts_add(y, shift(y, axis, s, reverse));
-    DONE(y == x ? same(x) : y);
+    TSO_DONE(y == x ? same(x) : y);
 }
 
 const tso_op_def tso_ops_shape[] = {

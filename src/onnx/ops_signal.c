@@ -9,9 +9,6 @@
 
 #define TWO_PI 6.283185307179586476925286766559 /* C11 has no M_PI */
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-
 /* ------------------------------------------------------------------ the transform */
 /* cos (or sin) of 2 pi k t / n for t in [0, len) (rows) and k in [0, bins) (columns), as dt on
  * dev. k * t is reduced mod n in integers first, so the angle stays in [0, 2 pi) and exact. */
@@ -112,7 +109,7 @@ static bool check_dft(const tso_node *n) {
     return true;
 }
 
-RUN(run_dft) {
+TSO_RUN(run_dft) {
     (void)c;
     ts_tensor *x = in[0];
     if (!check_signal(n, x, 2, "input")) return false;
@@ -165,7 +162,7 @@ static ts_tensor *frames(ts_tensor *x, int64_t count, int64_t f, int64_t step) {
     return ts_reshape(picked, TS_SHAPE(ts_size(x, 0), count, f, ts_size(x, 2)));
 }
 
-RUN(run_stft) {
+TSO_RUN(run_stft) {
     (void)c;
     ts_tensor *x = in[0], *window = in[2] && ts_numel(in[2]) ? in[2] : NULL;
     if (!check_signal(n, x, 3, "signal")) return false;

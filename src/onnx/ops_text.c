@@ -7,9 +7,6 @@
 
 #include "onnx/onnx_internal.h"
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-
 static const char *const tfidf_modes[] = {"TF", "IDF", "TFIDF"};
 
 /* output columns at most: far past a real vocabulary, and a hostile index cannot ask for 2^31 */
@@ -205,7 +202,7 @@ static ts_tensor *count_all(const tso_node *n, ts_tensor *x, const pool *p) {
     return y;
 }
 
-RUN(run_tfidf) {
+TSO_RUN(run_tfidf) {
     (void)c;
     ts_tensor *x = in[0];
     ts_dtype dt = ts_dtype_of(x);

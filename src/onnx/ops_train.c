@@ -7,9 +7,6 @@
 
 #include "onnx/onnx_internal.h"
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-
 /* ------------------------------------------------------------------ optimizer steps */
 /* Inputs R (learning rate), T (update count), then `per` groups of n tensors each (X..., G..., and
  * V... / H...); outputs `per - 1` groups of n (X_new..., then the new state). */
@@ -153,15 +150,15 @@ static bool run_steps(const tso_node *n, ts_tensor *const *in, ts_tensor **out, 
     return true;
 }
 
-RUN(run_momentum) {
+TSO_RUN(run_momentum) {
     (void)c;
     return run_steps(n, in, out, 3, momentum_step);
 }
-RUN(run_adagrad) {
+TSO_RUN(run_adagrad) {
     (void)c;
     return run_steps(n, in, out, 3, adagrad_step);
 }
-RUN(run_adam) {
+TSO_RUN(run_adam) {
     (void)c;
     return run_steps(n, in, out, 4, adam_step);
 }
@@ -313,7 +310,7 @@ static bool gradient_pass(const tso_node *n, regraph *r, ts_tensor *const *in, t
     return !ts_error() || tso_fail_pending(n);
 }
 
-RUN(run_gradient) {
+TSO_RUN(run_gradient) {
     if (!ts_grad_enabled())
         return tso_fail(n, TS_ERR_STATE, "Gradient needs autograd; the model runs under no_grad");
     const tso_graph *g = c->graph;

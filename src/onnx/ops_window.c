@@ -5,10 +5,6 @@
 
 #include "onnx/onnx_internal.h"
 
-#define RUN(name)                                                                                  \
-    static bool name(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out)
-#define DONE(x) return (out[0] = (x)) != NULL || tso_fail_pending(n)
-
 static const double PI = 3.14159265358979323846;
 
 /* ------------------------------------------------------------------ windows */
@@ -52,12 +48,12 @@ static bool run_window(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_t
         break;
     }
     ts_dtype dt = tso_dtype_from_onnx((int32_t)tso_attr_int(n, "output_datatype", 1));
-    DONE(ts_to_dtype(w, dt));
+    TSO_DONE(ts_to_dtype(w, dt));
 }
 
-RUN(run_hann) { return run_window(c, n, in, out, WIN_HANN); }
-RUN(run_hamming) { return run_window(c, n, in, out, WIN_HAMMING); }
-RUN(run_blackman) { return run_window(c, n, in, out, WIN_BLACKMAN); }
+TSO_RUN(run_hann) { return run_window(c, n, in, out, WIN_HANN); }
+TSO_RUN(run_hamming) { return run_window(c, n, in, out, WIN_HAMMING); }
+TSO_RUN(run_blackman) { return run_window(c, n, in, out, WIN_BLACKMAN); }
 
 /* ------------------------------------------------------------------ MelWeightMatrix */
 /* The triangle edges are integer spectrogram bins computed from the scalar inputs on the host
@@ -94,7 +90,7 @@ static ts_tensor *mel_row(tso_ctx *c, const int64_t *edges, int64_t first, int64
         ts_reshape(tso_ints_tensor(c, edges + first, (int)mels, true), TS_SHAPE(1, mels)), TS_F64);
 }
 
-RUN(run_mel) {
+TSO_RUN(run_mel) {
     int64_t mels, dft, *edges = NULL;
     if (!mel_edges(n, in, &mels, &dft, &edges)) return false;
     ts_tensor *lo = mel_row(c, edges, 0, mels), *ce = mel_row(c, edges, 1, mels);
@@ -114,7 +110,7 @@ RUN(run_mel) {
     ts_tensor *w =
         ts_where(in_fall, fall, ts_where(peak, ts_ones_like(zero), ts_where(in_rise, rise, zero)));
     ts_dtype dt = tso_dtype_from_onnx((int32_t)tso_attr_int(n, "output_datatype", 1));
-    DONE(ts_to_dtype(w, dt));
+    TSO_DONE(ts_to_dtype(w, dt));
 }
 
 const tso_op_def tso_ops_window[] = {

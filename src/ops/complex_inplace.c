@@ -12,13 +12,6 @@
 #include "ops/complex.h"
 #include "tessera/complex.h"
 
-static bool shape_eq(ts_shape a, ts_shape b) {
-    if (a.ndim != b.ndim) return false;
-    for (int i = 0; i < a.ndim; i++)
-        if (a.dims[i] != b.dims[i]) return false;
-    return true;
-}
-
 /* the checks before writing a */
 static bool check(const char *op, ts_tensor *a, ts_tensor *other) {
     if (!a) return tsi_error_set(TS_ERR_ARG, "%s: input is NULL", op), false;
@@ -55,7 +48,7 @@ static bool begin(const char *op, ts_tensor *a, ts_tensor *other, ts_tensor **sr
 
 /* y copied into a (same shape); a new reference to a in the caller's scope */
 static ts_tensor *end(const char *op, ts_tensor *a, ts_tensor *y) {
-    if (y && !shape_eq(y->shape, a->shape)) {
+    if (y && !tsi_shape_equal(y->shape, a->shape)) {
         tsi_error_set(TS_ERR_SHAPE, "%s: output with shape %s doesn't match the broadcast shape %s",
                       op, tsi_shape_str(a->shape), tsi_shape_str(y->shape));
         y = NULL;

@@ -62,10 +62,7 @@ static inline bool tsi_ew_can_cast(ts_dtype from, ts_dtype to) {
 static inline bool tsi_ew_bool_out(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_OR; }
 
 static inline bool tsi_ew_shape_eq(const ts_shape *a, const ts_shape *b) {
-    if (a->ndim != b->ndim) return false;
-    for (int i = 0; i < a->ndim; i++)
-        if (a->dims[i] != b->dims[i]) return false;
-    return true;
+    return tsi_shape_equal(*a, *b);
 }
 
 /* t's kernel view broadcast to s (the plain view when t already has shape s: cheaper). */

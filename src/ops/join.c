@@ -7,13 +7,6 @@
 #include "autograd/trace.h"
 #include "ops/shape_grad.h"
 
-static bool shape_eq(ts_shape a, ts_shape b) {
-    if (a.ndim != b.ndim) return false;
-    for (int i = 0; i < a.ndim; i++)
-        if (a.dims[i] != b.dims[i]) return false;
-    return true;
-}
-
 /* NULL checks for a list of operands, naming the offending entry */
 static bool check_list(const char *op, ts_tensor *const *ts, int n) {
     if (!ts || n <= 0) {
@@ -125,7 +118,7 @@ static ts_tensor *stack_op(ts_tensor *const *ts, int n, int dim) {
     const ts_shape s = ts[0]->shape;
     ts_dtype dt = ts[0]->dtype;
     for (int i = 1; i < n; i++) {
-        if (!shape_eq(ts[i]->shape, s)) {
+        if (!tsi_shape_equal(ts[i]->shape, s)) {
             const char *s0 = tsi_shape_str(s);
             tsi_error_set(TS_ERR_SHAPE,
                           "%s: stack expects each tensor to be equal size, but got %s at entry 0 "

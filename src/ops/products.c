@@ -146,19 +146,12 @@ static ts_tensor *add_product(const char *op, add_kind k, ts_tensor *input, ts_t
     return finish(add_scaled(op, input, p, beta, alpha));
 }
 
-static bool shape_eq(ts_shape a, ts_shape b) {
-    if (a.ndim != b.ndim) return false;
-    for (int i = 0; i < a.ndim; i++)
-        if (a.dims[i] != b.dims[i]) return false;
-    return true;
-}
-
 /* in place: the result must have input's shape */
 static ts_tensor *add_product_(const char *op, add_kind k, ts_tensor *input, ts_tensor *a,
                                ts_tensor *b, double beta, double alpha) {
     ts_scope_begin();
     ts_tensor *v = add_product(op, k, input, a, b, beta, alpha);
-    if (v && !shape_eq(v->shape, input->shape)) {
+    if (v && !tsi_shape_equal(v->shape, input->shape)) {
         tsi_error_set(TS_ERR_SHAPE,
                       "%s_: output with shape %s doesn't match the broadcast shape %s", op,
                       tsi_shape_str(input->shape), tsi_shape_str(v->shape));

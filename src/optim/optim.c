@@ -331,13 +331,6 @@ ts_status ts_optim_zero_grad(ts_optim *opt) {
 }
 
 /* ------------------------------------------------------------------ step */
-static bool same_shape(ts_shape a, ts_shape b) {
-    if (a.ndim != b.ndim) return false;
-    for (int d = 0; d < a.ndim; d++)
-        if (a.dims[d] != b.dims[d]) return false;
-    return true;
-}
-
 /* Creates the slots the options use and moves existing state to the parameter's device and to its
  * state dtype (after the model moved, after a load, after master weights were turned on or off). */
 static bool prepare_state(const char *op, ts_optim *o, const ts_optim_hparams *h,
@@ -495,7 +488,7 @@ ts_status tsi_optim_step_unless(ts_optim *opt, const ts_kview *skip_if) {
         ts_tensor *p = opt->params[i].p, *g = p->grad;
         if (!g) continue;
         if (!tsi_device_eq(tsi_device(g), tsi_device(p)) || g->dtype != p->dtype ||
-            !same_shape(g->shape, p->shape))
+            !tsi_shape_equal(g->shape, p->shape))
             return tsi_error_set(TS_ERR_ARG,
                                  "%s: the gradient of parameter %d (%s) does not "
                                  "match it (%s)",

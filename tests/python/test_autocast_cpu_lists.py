@@ -167,3 +167,19 @@ def test_sim_follows_cuda_lists(name):
     T.manual_seed(0)
     got = result_codes(name, "sim:0", T.bfloat16) + result_codes(name, "sim:0", T.float16)
     assert got == SIM_CUDA[name], f"{name} on sim: {got}, CUDA's lists {SIM_CUDA[name]}"
+
+
+@pytest.mark.parametrize("low", [T.bfloat16, T.float16])
+def test_cpu_norms_computed_in_float32(low):
+    """layer_norm and rms_norm of a lower-precision input with a float32 weight under the cpu's
+    autocast: computed in float32, then rounded to the input's dtype (the same bits as doing so
+    by hand), not in the input's dtype."""
+    T.manual_seed(3)
+    x = (T.randn(3, 5) * 3 + 1).to(low)
+    w = T.randn(5) + 1
+    with T.autocast("cpu", dtype=low):
+        y1 = F.layer_norm(x, (5,), w)
+        y2 = F.rms_norm(x, (5,), w)
+    assert y1.dtype == low and y2.dtype == low
+    assert y1.tolist() == F.layer_norm(x.float(), (5,), w).to(low).tolist()
+    assert y2.tolist() == F.rms_norm(x.float(), (5,), w).to(low).tolist()

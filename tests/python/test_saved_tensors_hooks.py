@@ -76,6 +76,9 @@ def test_unpack_of_another_dtype_or_shape(device):
     assert grads(lambda t: t.to(tessera.float64)) == grads()
     with pytest.raises(Exception, match=r"unpack returned a tensor of shape \[64\]"):
         grads(lambda t: t.reshape(-1) if t.dim() == 2 else t)
+    # the same rank and first dim, another last dim: the whole shape is compared
+    with pytest.raises(Exception, match=r"unpack returned a tensor of shape \[4, 8\]"):
+        grads(lambda t: t[:, :8] if t.dim() == 2 else t)
 
 
 def train(device, ctx):
