@@ -37,7 +37,25 @@
  * whose op is on both its CPU and CUDA lists (mm, bmm, matmul, linear, conv2d, prod, the losses,
  * cat, stack) and the unlisted add/where/mean rows; conv2d INT differs (PyTorch's CPU conv takes
  * integers, Tessera's refuses them with or without autocast). */
-typedef enum { K_MM, K_BMM, K_LINEAR, K_CONV, K_UNARY, K_BINARY, K_CE, K_NORM, K_WHERE } kind;
+typedef enum {
+    K_MM,
+    K_BMM,
+    K_LINEAR,
+    K_CONV,
+    K_UNARY,
+    K_BINARY,
+    K_CE,
+    K_NORM,
+    K_WHERE,
+    K_ADDMM,
+    K_ADDMV,
+    K_ADDR,
+    K_BADDBMM,
+    K_ADDBMM,
+    K_DOT,
+    K_CONV1,
+    K_CONV3
+} kind;
 typedef ts_tensor *(*apply_fn)(ts_tensor **in);
 
 static ts_tensor *a_mm(ts_tensor **in) { return ts_mm(in[0], in[1]); }
@@ -47,6 +65,37 @@ static ts_tensor *a_linear(ts_tensor **in) { return ts_linear(in[0], in[1], in[2
 static ts_tensor *a_conv(ts_tensor **in) {
     return ts_conv2d(in[0], in[1], in[2], (ts_conv2d_opts){0});
 }
+static ts_tensor *a_conv1d(ts_tensor **in) {
+    return ts_conv1d(in[0], in[1], in[2], (ts_convnd_opts){0});
+}
+static ts_tensor *a_conv3d(ts_tensor **in) {
+    return ts_conv3d(in[0], in[1], in[2], (ts_convnd_opts){0});
+}
+static ts_tensor *a_group_norm(ts_tensor **in) {
+    return ts_group_norm(in[0], 1, in[1], in[2], 1e-5, NULL, NULL);
+}
+static ts_tensor *a_bce_prob(ts_tensor **in) {
+    return ts_binary_cross_entropy(ts_mul_scalar(in[0], 0.5), ts_mul_scalar(in[1], 0.5),
+                                   (ts_loss_opts){0});
+}
+static ts_tensor *a_vector_norm(ts_tensor **in) {
+    return ts_vector_norm(in[0], 2, TS_DIMS(1), false, TS_DTYPE_DEFAULT);
+}
+static ts_tensor *a_matrix_norm(ts_tensor **in) {
+    return ts_matrix_norm(in[0], "fro", 0, 1, false, TS_DTYPE_DEFAULT);
+}
+static ts_tensor *a_addmm(ts_tensor **in) { return ts_addmm(in[0], in[1], in[2], 1, 1); }
+static ts_tensor *a_addmv(ts_tensor **in) { return ts_addmv(in[0], in[1], in[2], 1, 1); }
+static ts_tensor *a_addr(ts_tensor **in) { return ts_addr(in[0], in[1], in[2], 1, 1); }
+static ts_tensor *a_baddbmm(ts_tensor **in) { return ts_baddbmm(in[0], in[1], in[2], 1, 1); }
+static ts_tensor *a_addbmm(ts_tensor **in) { return ts_addbmm(in[0], in[1], in[2], 1, 1); }
+static ts_tensor *a_mv(ts_tensor **in) { return ts_mv(in[0], in[1]); }
+static ts_tensor *a_dot(ts_tensor **in) { return ts_dot(in[0], in[1]); }
+static ts_tensor *a_tensordot(ts_tensor **in) {
+    return ts_tensordot(in[0], in[1], TS_DIMS(1), TS_DIMS(0));
+}
+static ts_tensor *a_prelu(ts_tensor **in) { return ts_prelu(in[0], in[1]); }
+static ts_tensor *a_cdist(ts_tensor **in) { return ts_cdist(in[0], in[1], 2.0); }
 static ts_tensor *a_softmax(ts_tensor **in) { return ts_softmax(in[0], 1); }
 static ts_tensor *a_log_softmax(ts_tensor **in) { return ts_log_softmax(in[0], 1); }
 static ts_tensor *a_sum(ts_tensor **in) { return ts_sum(in[0]); }
@@ -139,6 +188,12 @@ typedef struct row {
     const char *expect_cpu; /* the same on the cpu (the CPU's lists); NULL: as expect */
 } row;
 
+/* Issue 52's rows, from PyTorch 2.15's lists (the cpu measured with torch.autocast("cpu")): the
+ * add* products, mv, conv1d, conv3d and prelu are lower_precision_fp (addmv, addr and mv on CUDA's
+ * list only: on the cpu their kernels run on the inputs as they are); cdist, group_norm and the
+ * vector / matrix norms fp32 (group_norm the input's dtype on the cpu, as layer_norm; the norms on
+ * CUDA's list only); dot and tensordot CUDA's promote; binary_cross_entropy CUDA's banned list (X
+ * for any dtype) and the CPU's fp32. */
 static const row rows[] = {
     /* lower_precision_fp */
     {"mm", K_MM, a_mm, "LLLDI", NULL},
@@ -146,6 +201,16 @@ static const row rows[] = {
     {"matmul", K_MM, a_matmul, "LLLDI", NULL},
     {"linear", K_LINEAR, a_linear, "LLLDI", NULL},
     {"conv2d", K_CONV, a_conv, "LLLDX", NULL},
+    {"conv1d", K_CONV1, a_conv1d, "LLLDX", NULL},
+    {"conv3d", K_CONV3, a_conv3d, "LLLDX", NULL},
+    {"addmm", K_ADDMM, a_addmm, "LLLDI", NULL},
+    {"baddbmm", K_BADDBMM, a_baddbmm, "LLLDI", NULL},
+    {"addbmm", K_ADDBMM, a_addbmm, "LLLDI", NULL},
+    /* on CUDA's list only: on the cpu the op's kernel on its inputs (mixed: its dtype error) */
+    {"addmv", K_ADDMV, a_addmv, "LLLDI", "FLXDI"},
+    {"addr", K_ADDR, a_addr, "LLLDI", "FLFDI"},
+    {"mv", K_NORM, a_mv, "LLLDI", "FLXDI"},
+    {"prelu", K_NORM, a_prelu, "LLLDX", NULL},
     /* fp32 (integer inputs: what the op gives them, e.g. exp(int) is f32, sum(int) int64) */
     {"softmax", K_UNARY, a_softmax, "FFFDX", "FLODX"},
     {"log_softmax", K_UNARY, a_log_softmax, "FFFDX", "FLODX"},
@@ -158,6 +223,8 @@ static const row rows[] = {
     {"cumprod", K_UNARY, a_cumprod, "FFFDI", "FLODI"},
     {"logsumexp", K_UNARY, a_logsumexp, "FFFDF", "FLODF"},
     {"logsumexp_dim", K_UNARY, a_logsumexp_dim, "FFFDF", "FLODF"},
+    {"vector_norm", K_UNARY, a_vector_norm, "FFFDX", "FLODX"},
+    {"matrix_norm", K_UNARY, a_matrix_norm, "FFFDX", "FLODX"},
     {"exp", K_UNARY, a_exp, "FFFDF", "FLODF"},
     {"log", K_UNARY, a_log, "FFFDF", "FLODF"},
     {"log1p", K_UNARY, a_log1p, "FFFDF", "FLODF"},
@@ -187,16 +254,25 @@ static const row rows[] = {
     {"poisson_nll_loss", K_BINARY, a_poisson, "FFFDX", NULL},
     {"margin_ranking_loss", K_BINARY, a_margin_ranking, "FFFDX", NULL},
     {"triplet_margin_loss", K_BINARY, a_triplet, "FFFDX", NULL},
+    {"cdist", K_BINARY, a_cdist, "FFFDX", NULL},
+    /* banned on CUDA's list (X: the error under autocast, any dtype, as PyTorch's banned
+     * kernel); the CPU's fp32 list */
+    {"binary_cross_entropy", K_BINARY, a_bce_prob, "XXXXX", "FFFDX"},
     {"cross_entropy", K_CE, a_ce, "FFFDX", NULL},
     {"nll_loss", K_CE, a_nll, "FFFDX", NULL},
     {"layer_norm", K_NORM, a_layer_norm, "FFFDX", "FLLDX"},
     {"rms_norm", K_NORM, a_rms_norm, "FFFDX", "FLLDX"},
     {"batch_norm", K_NORM, a_batch_norm, "FLLDX", NULL},
+    {"group_norm", K_NORM, a_group_norm, "FFFDX", "FLLDX"},
     /* promote */
     {"cat", K_BINARY, a_cat, "FLFDI", NULL},
     {"stack", K_BINARY, a_stack, "FLFDI", NULL},
     {"where", K_WHERE, a_where, "FLFDI", NULL},
     {"scatter_add", K_BINARY, a_scatter_add, "FLFDI", "FLXDI"},
+    /* CUDA's promote list; on the cpu dot is its kernel (mixed: its dtype error) and tensordot
+     * composes mm (lower_precision_fp) after its same-dtype check */
+    {"dot", K_DOT, a_dot, "FLFDI", "FLXDI"},
+    {"tensordot", K_MM, a_tensordot, "FLFDI", "LLXDI"},
     /* not listed: untouched */
     {"mean", K_UNARY, a_mean, "FLODX", NULL},
     {"var", K_UNARY, a_var, "FLODX", NULL},
@@ -264,6 +340,32 @@ static void make_inputs(kind k, int c, ts_tensor **in) {
         in[0] = make(TS_SHAPE(2, 3), d0);
         for (int i = 1; i < 5; i++) in[i] = make(TS_SHAPE(3), d1);
         break;
+    case K_ADDMM: /* input, mat1, mat2 */
+        in[0] = make(TS_SHAPE(2, 4), d0), in[1] = make(TS_SHAPE(2, 3), d1);
+        in[2] = make(TS_SHAPE(3, 4), d1);
+        break;
+    case K_ADDMV:
+        in[0] = make(TS_SHAPE(2), d0), in[1] = make(TS_SHAPE(2, 3), d1);
+        in[2] = make(TS_SHAPE(3), d1);
+        break;
+    case K_ADDR:
+        in[0] = make(TS_SHAPE(2, 3), d0), in[1] = make(TS_SHAPE(2), d1);
+        in[2] = make(TS_SHAPE(3), d1);
+        break;
+    case K_BADDBMM:
+    case K_ADDBMM:
+        in[0] = make(k == K_BADDBMM ? TS_SHAPE(2, 2, 4) : TS_SHAPE(2, 4), d0);
+        in[1] = make(TS_SHAPE(2, 2, 3), d1), in[2] = make(TS_SHAPE(2, 3, 4), d1);
+        break;
+    case K_CONV1:
+    case K_CONV3:
+        in[0] = make(k == K_CONV1 ? TS_SHAPE(1, 1, 4) : TS_SHAPE(1, 1, 4, 4, 4), d0);
+        in[1] = make(k == K_CONV1 ? TS_SHAPE(1, 1, 3) : TS_SHAPE(1, 1, 3, 3, 3), d1);
+        in[2] = make(TS_SHAPE(1), d1);
+        break;
+    case K_DOT:
+        in[0] = make(TS_SHAPE(3), d0), in[1] = make(TS_SHAPE(3), d1);
+        break;
     case K_WHERE:
         in[0] = make(TS_SHAPE(2, 3), d0), in[1] = make(TS_SHAPE(2, 3), d1);
         in[2] = ts_tensor_i64(TS_SHAPE(2, 3), (const int64_t[]){1, 0, 1, 1, 0, 0},
@@ -316,6 +418,24 @@ static void test_policy_table(void) {
     }
 }
 
+/* binary_cross_entropy under CUDA's autocast (sim): PyTorch's banned kernel's error, naming the op
+ * and the way out; the region's state is whole after it (the next op casts again) */
+static void test_bce_banned(void) {
+    ts_scope_begin();
+    const ts_device sim = {TS_SIM, 0};
+    ts_tensor *x = ts_full(TS_SHAPE(2, 3), 0.25, (ts_opts){.device = sim});
+    ts_tensor *t = ts_full(TS_SHAPE(2, 3), 0.5, (ts_opts){.device = sim});
+    ts_autocast_begin(TS_SIM, TS_BF16);
+    CHECK(ts_binary_cross_entropy(x, t, (ts_loss_opts){0}) == NULL);
+    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "binary_cross_entropy: unsafe to autocast");
+    ts_tensor *m = ts_mm(x, ts_transpose(t, 0, 1));
+    CHECK(m && ts_dtype_of(m) == TS_BF16);
+    ts_autocast_end();
+    CHECK(ts_binary_cross_entropy(x, t, (ts_loss_opts){0}) != NULL);
+    CHECK_OK();
+    ts_scope_end();
+}
+
 int main(void) {
     if (ts_device_count(TS_SIM) < 2) return ts_test_skip("needs TS_SIM_DEVICES >= 2");
     ts_manual_seed(1);
@@ -323,5 +443,6 @@ int main(void) {
         autocast_cfg_select(c);
         test_policy_table();
     }
+    test_bce_banned();
     return ts_test_finish();
 }

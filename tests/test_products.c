@@ -279,6 +279,15 @@ static void test_errors(void) {
     double iv[8];
     ts_tensor *ir = ts_addmm(ts_ones(TS_SHAPE(2, 4), i64), i23, i34, 2, 3); /* 2 + 3 * 3 = 11 */
     CHECK(ir && ts_dtype_of(ir) == TS_I64 && rd(ir, iv, 8) && iv[0] == 11 && iv[7] == 11);
+    /* addr promotes (PyTorch's kernel): int64 input + f64 vectors -> f64, 2 * 1 + 3 * 1 * 1 = 5;
+     * all integral: beta and alpha must be integers */
+    ts_tensor *pr = ts_addr(ts_ones(TS_SHAPE(2, 3), i64), ts_ones(TS_SHAPE(2), f), v3, 2, 3);
+    CHECK(pr && ts_dtype_of(pr) == TS_F64 && rd(pr, iv, 6) && iv[0] == 5 && iv[5] == 5);
+    CHECK(ts_addr(ts_ones(TS_SHAPE(2, 3), i64), ts_ones(TS_SHAPE(2), i64),
+                  ts_ones(TS_SHAPE(3), i64), 0.5, 1) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "beta");
+    CHECK(ts_addr_(ts_ones(TS_SHAPE(2, 3), i64), ts_ones(TS_SHAPE(2), f), v3, 1, 1) == NULL);
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "can't be cast");
     CHECK(ts_baddbmm(ts_ones(TS_SHAPE(2, 2, 2), f), ts_ones(TS_SHAPE(2, 2, 3), f),
                      ts_ones(TS_SHAPE(3, 3, 2), f), 1, 1) == NULL);
     CHECK_ERR_HAS(TS_ERR_SHAPE, "baddbmm");

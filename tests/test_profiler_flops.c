@@ -280,6 +280,9 @@ static void check_formulas(void) {
     e = counted("matmul", "[[5], [2, 5, 3]]", "[\"float16\", \"float16\"]", "[2, 3] float16");
     CHECK_EQ(e.flops, 2 * 2 * 5 * 3);
     CHECK_EQ(e.op_bytes, (5 + 2 * 5 * 3 + 2 * 3) * 2);
+    /* a batch of matrices by a vector: [2, 3, 4] @ [4] -> [2, 3], no N */
+    e = counted("matmul", "[[2, 3, 4], [4]]", "[\"float32\", \"float32\"]", "[2, 3] float32");
+    CHECK_EQ(e.flops, 2 * 2 * 3 * 4);
     /* a list cut with "...": the formula's inputs are there, the bytes are unknown (0) */
     e = counted("matmul", "[[4, 3], [3, 5], \"...\"]", "[\"float32\", \"float32\", \"...\"]",
                 "[4, 5] float32");

@@ -13,12 +13,15 @@ typedef struct policy_entry {
     tsi_ac_policy cpu;    /* the CPU's lists (AutocastCPU), as PyTorch 2.x gives them */
 } policy_entry;
 
-/* The CPU's layer_norm and rms_norm (on no CPU list): PyTorch's CPU kernels take a half input with
- * float32 parameters, compute in float32 and return the input's dtype. Tessera's fused kernels
- * take only parameters of x's dtype (mixed ones compose), so autocast gives them that: the
+/* The CPU's layer_norm, rms_norm and group_norm (on no CPU list): PyTorch's CPU kernels take a half
+ * input with float32 parameters, compute in float32 and return the input's dtype. Tessera's fused
+ * kernels take only parameters of x's dtype (mixed ones compose), so autocast gives them that: the
  * eligible arguments widened to float32 (exact), the float32 result rounded once to a half
  * input's dtype. */
 #define AC_IN_DTYPE ((tsi_ac_policy)(TSI_AC_KEEP + 1))
+/* CUDA's banned list (binary_cross_entropy): under autocast the op fails with PyTorch's reason, its
+ * arguments replaced by NULL (the op returns NULL, the error pending) */
+#define AC_BANNED ((tsi_ac_policy)(TSI_AC_KEEP + 2))
 
 #define NONE  TSI_AC_NONE
 #define FP32  TSI_AC_FP32
@@ -32,30 +35,41 @@ typedef struct policy_entry {
 static const policy_entry table[] = {
     /* fp32: CUDA's list is binary_cross_entropy_with_logits, l1/smooth_l1/mse/nll loss ... */
     {"acos", FP32, NONE},
+    {"addbmm", LOWP, LOWP},
+    {"addmm", LOWP, LOWP},
+    {"addmv", LOWP, TSI_AC_KEEP}, /* on CUDA's list only: the CPU's kernel, no cast */
+    {"addr", LOWP, TSI_AC_KEEP},  /* as addmv */
     {"asin", FP32, NONE},
+    {"baddbmm", LOWP, LOWP},
     /* batch_norm is on neither CPU's nor CUDA's list: their kernels take a half input with float32
      * parameters and compute in float32 (Tessera's fused kernels and composition too), so a bf16
      * input stays bf16; KEEP only keeps autocast off for the ops it is made of */
     {"batch_norm", TSI_AC_KEEP, TSI_AC_KEEP},
+    {"binary_cross_entropy", AC_BANNED, FP32},
     {"binary_cross_entropy_with_logits", FP32, FP32},
     {"bmm", LOWP, LOWP},
     /* promote: cat and stack are on PyTorch's CPU promote list (CUDA's cat promotes natively) */
     {"cat", PROMO, PROMO},
+    {"cdist", FP32, FP32},
     {"conv2d", TSI_AC_LOWER, TSI_AC_LOWER},
     {"cosh", FP32, NONE},
     /* cross_entropy is log_softmax + nll_loss in PyTorch, both fp32; the CPU list names it */
     {"cosine_embedding_loss", FP32, FP32},
     {"cross_entropy", FP32, FP32},
-    {"cumprod", FP32, NONE}, /* fp32_set_opt_dtype */
-    {"cumsum", FP32, NONE},  /* fp32_set_opt_dtype */
+    {"cumprod", FP32, NONE},     /* fp32_set_opt_dtype */
+    {"cumsum", FP32, NONE},      /* fp32_set_opt_dtype */
+    {"dot", PROMO, TSI_AC_KEEP}, /* CUDA's promote list; the CPU's kernel, no cast */
     {"erfinv", FP32, NONE},
     {"exp", FP32, NONE},
     {"expm1", FP32, NONE},
+    {"group_norm", FP32, AC_IN_DTYPE},
     {"hinge_embedding_loss", FP32, FP32},
     {"huber_loss", FP32, FP32},
     {"kl_div", FP32, FP32},
     {"l1_loss", FP32, FP32},
     {"layer_norm", FP32, AC_IN_DTYPE},
+    {"linalg.matrix_norm", FP32, NONE}, /* fp32_set_opt_dtype */
+    {"linalg.vector_norm", FP32, NONE}, /* fp32_set_opt_dtype */
     {"linear", LOWP, LOWP},
     {"log", FP32, NONE},
     {"log10", FP32, NONE},
@@ -69,11 +83,13 @@ static const policy_entry table[] = {
     {"mse_loss", FP32, FP32},
     {"multi_margin_loss", FP32, FP32},
     {"multilabel_margin_loss", FP32, FP32},
+    {"mv", LOWP, TSI_AC_KEEP}, /* as addmv */
     {"nll_loss", FP32, FP32},
     {"poisson_nll_loss", FP32, FP32},
     {"pow", FP32, NONE},        /* pow.Tensor_Tensor */
     {"pow_scalar", FP32, NONE}, /* pow.Tensor_Scalar */
-    {"prod", FP32, FP32},       /* fp32_set_opt_dtype, all overloads; the CPU's fp32 list */
+    {"prelu", TSI_AC_LOWER, TSI_AC_LOWER},
+    {"prod", FP32, FP32}, /* fp32_set_opt_dtype, all overloads; the CPU's fp32 list */
     {"reciprocal", FP32, NONE},
     {"rms_norm", FP32, AC_IN_DTYPE},
     {"rpow_scalar", FP32, NONE}, /* pow.Scalar: a number to a tensor's powers */
@@ -89,6 +105,7 @@ static const policy_entry table[] = {
     {"stack", PROMO, PROMO},
     {"sum", FP32, NONE}, /* fp32_set_opt_dtype, all overloads */
     {"tan", FP32, NONE},
+    {"tensordot", PROMO, NONE}, /* CUDA's promote list; the CPU composes mm */
     {"triplet_margin_loss", FP32, FP32},
     /* where promotes natively in PyTorch; listing it gives the same dtypes */
     {"where", PROMO, PROMO},
@@ -194,6 +211,14 @@ static bool cast_args(tsi_ac_frame *f, const char *op, ts_tensor **ts, int n) {
     if (p == AC_IN_DTYPE) {
         to = TS_F32;
         if (eligible(ts[0], dev.type) && ts[0]->dtype != TS_F32) f->round_to = ts[0]->dtype;
+    }
+    if (p == AC_BANNED) {
+        tsi_error_set(TS_ERR_UNSUPPORTED,
+                      "%s: unsafe to autocast (PyTorch's CUDA list, followed on cuda and sim, "
+                      "bans it): many models apply a sigmoid right before it; combine the two "
+                      "with binary_cross_entropy_with_logits, which is safe to autocast",
+                      op);
+        for (int i = 0; i < n; i++) ts[i] = NULL;
     }
     f->owned = n <= TSI_AC_FRAME_SMALL ? f->small : malloc((size_t)n * sizeof *f->owned);
     if (!f->owned) {

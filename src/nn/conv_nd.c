@@ -167,7 +167,7 @@ static ts_tensor *keep_result(ts_tensor *y) {
     return tsi_own(y);
 }
 
-ts_tensor *ts_conv1d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convnd_opts o) {
+static ts_tensor *conv1d_body(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convnd_opts o) {
     tsi_init();
     tsi_convnd_geom g;
     if (!tsi_convnd_check("conv1d", 1, false, x, w, b, o, &g)) return NULL;
@@ -222,7 +222,7 @@ static int conv3d_direct(ts_tensor *x, ts_tensor *w, ts_tensor *b, const tsi_con
     return r;
 }
 
-ts_tensor *ts_conv3d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convnd_opts o) {
+static ts_tensor *conv3d_body(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convnd_opts o) {
     tsi_init();
     tsi_convnd_geom g;
     if (!tsi_convnd_check("conv3d", 3, false, x, w, b, o, &g)) return NULL;
@@ -251,4 +251,20 @@ ts_tensor *ts_conv3d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convnd_opts o)
     ts_tensor *y5 = ts_reshape(acc, TS_SHAPE(N, OD, g.cout, g.out[1], g.out[2]));
     ts_tensor *y = ts_contiguous(ts_permute(y5, TS_DIMS(0, 2, 1, 3, 4)));
     return keep_result(g.unbatched && y ? ts_squeeze_dim(y, 0) : y);
+}
+
+/* autocast: conv2d's policy (lower precision), as PyTorch's conv1d and conv3d; the arguments are
+ * cast before the checks, so mixed dtypes are fine under autocast */
+ts_tensor *ts_conv1d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convnd_opts o) {
+    tsi_init();
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, "conv2d", &x, &w, &b);
+    return tsi_autocast_exit(&ac, conv1d_body(x, w, b, o));
+}
+
+ts_tensor *ts_conv3d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convnd_opts o) {
+    tsi_init();
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, "conv2d", &x, &w, &b);
+    return tsi_autocast_exit(&ac, conv3d_body(x, w, b, o));
 }

@@ -2,6 +2,7 @@
  * composed as PyTorch computes them (native_group_norm's statistics; instance_norm as batch_norm
  * over [1, N*C, *]; local_response_norm's avg-pool of x^2 across channels): every device,
  * autograd through the composed ops. */
+#include "amp/autocast.h"
 #include "nn/functional_internal.h"
 #include "tessera/pool_norm.h"
 
@@ -71,8 +72,8 @@ static ts_tensor *group_norm_fused(ts_tensor *x, int64_t groups, int64_t per, ts
     return y;
 }
 
-ts_tensor *ts_group_norm(ts_tensor *x, int64_t groups, ts_tensor *w, ts_tensor *b, double eps,
-                         ts_tensor **mean, ts_tensor **rstd) {
+static ts_tensor *group_norm_body(ts_tensor *x, int64_t groups, ts_tensor *w, ts_tensor *b,
+                                  double eps, ts_tensor **mean, ts_tensor **rstd) {
     const char *op = "group_norm";
     tsi_init();
     if (mean) *mean = NULL;
@@ -109,6 +110,16 @@ ts_tensor *ts_group_norm(ts_tensor *x, int64_t groups, ts_tensor *w, ts_tensor *
         return NULL;
     }
     return y;
+}
+
+/* autocast: CUDA's fp32 list; on the cpu (no list) the input's dtype with float32 parameters, as
+ * layer_norm (autocast_policy.c). The statistics form (native_group_norm's) is on no list. */
+ts_tensor *ts_group_norm(ts_tensor *x, int64_t groups, ts_tensor *w, ts_tensor *b, double eps,
+                         ts_tensor **mean, ts_tensor **rstd) {
+    if (mean || rstd) return group_norm_body(x, groups, w, b, eps, mean, rstd);
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, "group_norm", &x, &w, &b);
+    return tsi_autocast_exit(&ac, group_norm_body(x, groups, w, b, eps, NULL, NULL));
 }
 
 ts_tensor *ts_instance_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *running_var,

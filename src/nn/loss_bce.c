@@ -20,6 +20,7 @@
  * and an ONNX trace (their ops are recorded, nothing is read on the host), CUDA (PyTorch's check
  * there is an asynchronous device assert; the composition's logs give NaN for an input outside
  * [0, 1], a target outside is not tested). */
+#include "amp/autocast.h"
 #include "autograd/trace.h"
 #include "backend/bce_math.h"
 #include "nn/functional_internal.h"
@@ -104,7 +105,7 @@ static void bce_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     if (weighted && tsi_node_needs(n, 2)) gi[2] = tsi_sum_to(ts_mul(g, unweighted(x, t)), w->shape);
 }
 
-ts_tensor *ts_binary_cross_entropy(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+static ts_tensor *bce_body(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
     tsi_init();
     if (!bce_prob_check(input, target, o)) return NULL;
     ts_tensor *ins[3] = {input, target, o.weight};
@@ -127,4 +128,11 @@ ts_tensor *ts_binary_cross_entropy(ts_tensor *input, ts_tensor *target, ts_loss_
     y = ts_keep(y);
     ts_scope_end();
     return y;
+}
+
+/* autocast: the CPU's fp32 list; CUDA's bans it (the error, autocast_policy.c) */
+ts_tensor *ts_binary_cross_entropy(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, OP, &input, &target, &o.weight);
+    return tsi_autocast_exit(&ac, bce_body(input, target, o));
 }

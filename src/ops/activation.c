@@ -3,6 +3,7 @@
  * forms: one unary kernel op each, kernel_math_act.h; tanhshrink, softsign, glu, prelu, softmin:
  * compositions of differentiable ops, as PyTorch composes or derives them). PyTorch's argument
  * checks and messages; the gradients are elementwise_grad_act.c's. */
+#include "amp/autocast.h"
 #include "ops/elementwise.h"
 
 /* the kernel op u with numbers p0, p1, traced with the user's numbers */
@@ -223,7 +224,7 @@ ts_tensor *ts_glu(ts_tensor *t, int dim) {
 }
 
 /* prelu: x > 0 ? x : w x, w one slope or one per channel (dim 1; a 0-/1-dim input has one) */
-ts_tensor *ts_prelu(ts_tensor *t, ts_tensor *w) {
+static ts_tensor *prelu_body(ts_tensor *t, ts_tensor *w) {
     tsi_init();
     if (!tsi_check_input("prelu", t, "input") || !tsi_check_input("prelu", w, "weight") ||
         !float_input("prelu", "prelu_cpu", t))
@@ -262,6 +263,13 @@ ts_tensor *ts_prelu(ts_tensor *t, ts_tensor *w) {
     ts_tensor *y = ts_keep(ts_where(ts_gt_scalar(t, 0), t, ts_mul(wr, t)));
     ts_scope_end();
     return y;
+}
+
+/* prelu is on PyTorch's lower_precision_fp lists (CUDA's and the CPU's) */
+ts_tensor *ts_prelu(ts_tensor *t, ts_tensor *w) {
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, "prelu", &t, &w);
+    return tsi_autocast_exit(&ac, prelu_body(t, w));
 }
 
 /* softmin = softmax of -x */

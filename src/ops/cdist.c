@@ -7,6 +7,7 @@
  * other set's rows), so the two routes differentiate alike. */
 #include <math.h>
 
+#include "amp/autocast.h"
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
 
@@ -82,7 +83,7 @@ static ts_tensor *cdist_kernel(const char *op, ts_tensor *a, ts_tensor *b, doubl
     return y;
 }
 
-ts_tensor *ts_cdist(ts_tensor *a, ts_tensor *b, double p) {
+static ts_tensor *cdist_body(ts_tensor *a, ts_tensor *b, double p) {
     const char *op = "cdist";
     tsi_init();
     bool ok = tsi_check_input(op, a, "x1");
@@ -134,4 +135,11 @@ ts_tensor *ts_cdist(ts_tensor *a, ts_tensor *b, double p) {
         }
     }
     return finish(y);
+}
+
+/* cdist is on PyTorch's fp32 lists (CUDA's and the CPU's) */
+ts_tensor *ts_cdist(ts_tensor *a, ts_tensor *b, double p) {
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, "cdist", &a, &b);
+    return tsi_autocast_exit(&ac, cdist_body(a, b, p));
 }

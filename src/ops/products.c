@@ -5,9 +5,11 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "amp/autocast.h"
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
 #include "ops/complex.h"
+#include "ops/elementwise.h"
 
 /* The scope's result kept for the caller, or NULL when anything failed; closes the scope. */
 static ts_tensor *finish(ts_tensor *y) {
@@ -92,10 +94,14 @@ static bool check_add(const char *op, add_kind k, ts_tensor *input, ts_tensor *a
     ts_device dev;
     if (!tsi_same_device(op, all, 3, false, &dev)) return false;
     if (!need_ndim(op, a, an[k], ar[k]) || !need_ndim(op, b, bn[k], br[k])) return false;
+    /* addr promotes its three dtypes (PyTorch's TensorIterator kernel: outer and add do here) */
+    if (k == ADD_R) {
+        ts_dtype r = ts_promote_types(ts_promote_types(input->dtype, a->dtype), b->dtype);
+        return check_scalars(op, r, beta, alpha);
+    }
     if (!same_dtype(op, input, "input", a, an[k]) || !same_dtype(op, a, an[k], b, bn[k]))
         return false;
     if (!check_scalars(op, a->dtype, beta, alpha)) return false;
-    if (k == ADD_R) return true;
     if ((k == ADD_BADDBMM || k == ADD_BMM) &&
         !same_size(op, a->shape.dims[0], "batch1's batch", b->shape.dims[0], "batch2's batch"))
         return false;
@@ -157,25 +163,40 @@ static ts_tensor *add_product_(const char *op, add_kind k, ts_tensor *input, ts_
                       tsi_shape_str(input->shape), tsi_shape_str(v->shape));
         v = NULL;
     }
+    if (v && !tsi_ew_can_cast(v->dtype, input->dtype)) { /* addr promotes */
+        tsi_error_set(TS_ERR_DTYPE,
+                      "%s_: result type %s can't be cast to the desired output type %s", op,
+                      tsi_torch_scalar_name(v->dtype), tsi_torch_scalar_name(input->dtype));
+        v = NULL;
+    }
     return finish(v ? ts_copy_(input, v) : NULL);
 }
 
+/* the out-of-place forms enter autocast (PyTorch's lower_precision_fp list; the in-place ones are
+ * on no list) */
+static ts_tensor *add_product_ac(const char *op, add_kind k, ts_tensor *input, ts_tensor *a,
+                                 ts_tensor *b, double beta, double alpha) {
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, op, &input, &a, &b);
+    return tsi_autocast_exit(&ac, add_product(op, k, input, a, b, beta, alpha));
+}
+
 ts_tensor *ts_addmm(ts_tensor *input, ts_tensor *mat1, ts_tensor *mat2, double beta, double alpha) {
-    return add_product("addmm", ADD_MM, input, mat1, mat2, beta, alpha);
+    return add_product_ac("addmm", ADD_MM, input, mat1, mat2, beta, alpha);
 }
 ts_tensor *ts_addmv(ts_tensor *input, ts_tensor *mat, ts_tensor *vec, double beta, double alpha) {
-    return add_product("addmv", ADD_MV, input, mat, vec, beta, alpha);
+    return add_product_ac("addmv", ADD_MV, input, mat, vec, beta, alpha);
 }
 ts_tensor *ts_addr(ts_tensor *input, ts_tensor *vec1, ts_tensor *vec2, double beta, double alpha) {
-    return add_product("addr", ADD_R, input, vec1, vec2, beta, alpha);
+    return add_product_ac("addr", ADD_R, input, vec1, vec2, beta, alpha);
 }
 ts_tensor *ts_baddbmm(ts_tensor *input, ts_tensor *batch1, ts_tensor *batch2, double beta,
                       double alpha) {
-    return add_product("baddbmm", ADD_BADDBMM, input, batch1, batch2, beta, alpha);
+    return add_product_ac("baddbmm", ADD_BADDBMM, input, batch1, batch2, beta, alpha);
 }
 ts_tensor *ts_addbmm(ts_tensor *input, ts_tensor *batch1, ts_tensor *batch2, double beta,
                      double alpha) {
-    return add_product("addbmm", ADD_BMM, input, batch1, batch2, beta, alpha);
+    return add_product_ac("addbmm", ADD_BMM, input, batch1, batch2, beta, alpha);
 }
 ts_tensor *ts_addmm_(ts_tensor *input, ts_tensor *mat1, ts_tensor *mat2, double beta,
                      double alpha) {
@@ -208,7 +229,7 @@ static bool check_two(const char *op, ts_tensor *a, const char *na, int ra, ts_t
     return (ra < 0 || need_ndim(op, a, na, ra)) && (rb < 0 || need_ndim(op, b, nb, rb));
 }
 
-ts_tensor *ts_mv(ts_tensor *mat, ts_tensor *vec) {
+static ts_tensor *mv_body(ts_tensor *mat, ts_tensor *vec) {
     const char *op = "mv";
     tsi_init();
     if (tsi_complex_in(mat, vec)) return tsi_complex_matmul(op, ts_mv, mat, vec, false);
@@ -227,7 +248,17 @@ static ts_tensor *dot_op(const char *op, ts_tensor *a, ts_tensor *b) {
         return NULL;
     return ts_matmul(a, b);
 }
-ts_tensor *ts_dot(ts_tensor *a, ts_tensor *b) { return dot_op("dot", a, b); }
+ts_tensor *ts_mv(ts_tensor *mat, ts_tensor *vec) {
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, "mv", &mat, &vec);
+    return tsi_autocast_exit(&ac, mv_body(mat, vec));
+}
+
+ts_tensor *ts_dot(ts_tensor *a, ts_tensor *b) {
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, "dot", &a, &b);
+    return tsi_autocast_exit(&ac, dot_op("dot", a, b));
+}
 ts_tensor *ts_vdot(ts_tensor *a, ts_tensor *b) { return dot_op("vdot", a, b); }
 
 ts_tensor *ts_outer(ts_tensor *a, ts_tensor *b) {
@@ -239,7 +270,7 @@ ts_tensor *ts_outer(ts_tensor *a, ts_tensor *b) {
 }
 
 /* ------------------------------------------------------------------ tensordot, inner */
-ts_tensor *ts_tensordot(ts_tensor *a, ts_tensor *b, ts_dims da, ts_dims db) {
+static ts_tensor *tensordot_body(ts_tensor *a, ts_tensor *b, ts_dims da, ts_dims db) {
     const char *op = "tensordot";
     tsi_init();
     if (!check_two(op, a, "a", -1, b, "b", -1) || !same_dtype(op, a, "a", b, "b")) return NULL;
@@ -307,6 +338,12 @@ ts_tensor *ts_tensordot(ts_tensor *a, ts_tensor *b, ts_dims da, ts_dims db) {
     ta = ts_reshape(ts_permute(ta, pa), TS_SHAPE(fa, cs));
     tb = ts_reshape(ts_permute(tb, pb), TS_SHAPE(cs, fb));
     return finish(ts_reshape(ts_mm(ta, tb), os));
+}
+
+ts_tensor *ts_tensordot(ts_tensor *a, ts_tensor *b, ts_dims da, ts_dims db) {
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, "tensordot", &a, &b);
+    return tsi_autocast_exit(&ac, tensordot_body(a, b, da, db));
 }
 
 ts_tensor *ts_inner(ts_tensor *a, ts_tensor *b) {

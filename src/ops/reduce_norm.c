@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "amp/autocast.h"
 #include "autograd/autograd.h"
 #include "autograd/trace.h"
 #include "ops/linalg_internal.h"
@@ -144,13 +145,18 @@ static ts_tensor *vector_norm_op(const char *op, ts_tensor *t, double ord, ts_di
     return finish(y);
 }
 
+/* autocast: CUDA's fp32_set_opt_dtype (a given dtype is used as it is); on no CPU list */
 ts_tensor *ts_vector_norm(ts_tensor *t, double ord, ts_dims dims, bool keepdim, ts_dtype dtype) {
-    return vector_norm_op("linalg.vector_norm", t, ord, dims, keepdim, dtype, true);
+    const char *op = "linalg.vector_norm";
+    if (dtype != TS_DTYPE_DEFAULT) return vector_norm_op(op, t, ord, dims, keepdim, dtype, true);
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, op, &t);
+    return tsi_autocast_exit(&ac, vector_norm_op(op, t, ord, dims, keepdim, dtype, true));
 }
 
 /* ------------------------------------------------------------------ matrix_norm */
-ts_tensor *ts_matrix_norm(ts_tensor *t, const char *ord, int d0, int d1, bool keepdim,
-                          ts_dtype dtype) {
+static ts_tensor *matrix_norm_body(ts_tensor *t, const char *ord, int d0, int d1, bool keepdim,
+                                   ts_dtype dtype) {
     const char *op = "linalg.matrix_norm";
     tsi_init();
     if (!tsi_check_input(op, t, "input") || !check_float(op, t, dtype)) return NULL;
@@ -187,6 +193,15 @@ ts_tensor *ts_matrix_norm(ts_tensor *t, const char *ord, int d0, int d1, bool ke
     ts_tensor *v = ts_vector_norm(t, 1, (ts_dims){.n = 1, .d = {a}}, keepdim, dtype);
     if (!keepdim && a < b) b--;
     return finish(max ? ts_amax_dim(v, b, keepdim) : ts_amin_dim(v, b, keepdim));
+}
+
+/* autocast: as vector_norm */
+ts_tensor *ts_matrix_norm(ts_tensor *t, const char *ord, int d0, int d1, bool keepdim,
+                          ts_dtype dtype) {
+    if (dtype != TS_DTYPE_DEFAULT) return matrix_norm_body(t, ord, d0, d1, keepdim, dtype);
+    tsi_ac_frame ac;
+    TSI_AUTOCAST_ENTER(&ac, "linalg.matrix_norm", &t);
+    return tsi_autocast_exit(&ac, matrix_norm_body(t, ord, d0, d1, keepdim, dtype));
 }
 
 /* ------------------------------------------------------------------ normalize */

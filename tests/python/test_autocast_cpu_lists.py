@@ -9,8 +9,8 @@ gets the other half dtype). A code is six letters: F32 LOW MIX in a bfloat16 reg
 in a float16 one; L = bfloat16, O = float16, F = float32, X = an error.
 
 sim follows CUDA's lists instead (decision 0033): a few rows check that it still differs there.
-The ops whose Tessera front end has no autocast entry (conv1d, conv3d, prelu, addmm, baddbmm,
-addbmm, cdist, binary_cross_entropy, dot, mv, einsum, ...) are not compared (docs/AMP.md)."""
+The ops whose Tessera front end has no autocast entry (einsum, ...) are not compared, nor cross,
+which promotes mixed dtypes where PyTorch's refuses them (docs/AMP.md)."""
 import pytest
 
 import tessera as T
@@ -39,6 +39,12 @@ TORCH_CPU = {
     "atan": "FLOFOL", "erf": "FLOFOL", "sin": "FLOFOL", "tanh": "FLOFOL", "var": "FLOFOL",
     "max_pool2d": "FLOFOL", "avg_pool2d": "FLOFOL", "gelu": "FLOFOL", "silu": "FLOFOL",
     "sigmoid": "FLOFOL",
+    "addmm": "LLLOOO", "baddbmm": "LLLOOO", "addbmm": "LLLOOO", "prelu": "LLLOOO",
+    "conv1d": "LLLOOO", "conv3d": "LLLOOO", "addmv": "FLXFOX", "addr": "FLFFOF", "mv": "FLXFOX",
+    "dot": "FLXFOX", "tensordot": "LLXOOX", "cdist": "FFFFFF", "group_norm": "FLLFOO",
+    "binary_cross_entropy": "FFFFFF", "dist": "FLFFOF", "atan2": "FLFFOF", "addcmul": "FLFFOF",
+    "addcdiv": "FLFFOF", "cosine_similarity": "FLFFOF", "renorm": "FLOFOL",
+    "vector_norm": "FLOFOL", "matrix_norm": "FLOFOL",
 }
 
 # the programs: name -> (function, [(shape, kind)]); kind r: normal, p: in [0.25, 0.75),
@@ -115,6 +121,30 @@ OPS = {
     "avg_pool2d": (lambda a: F.avg_pool2d(a, 2), [((1, 1, 4, 4), "r")]),
     "gelu": (F.gelu, [((3,), "r")]), "silu": (F.silu, [((3,), "r")]),
     "sigmoid": (T.sigmoid, [((3,), "r")]),
+    "addmm": (lambda i, a, b: T.addmm(i, a, b), [((2, 4), "r"), ((2, 3), "r"), ((3, 4), "r")]),
+    "addmv": (lambda i, a, b: T.addmv(i, a, b), [((2,), "r"), ((2, 3), "r"), ((3,), "r")]),
+    "addr": (lambda i, a, b: T.addr(i, a, b), [((2, 3), "r"), ((2,), "r"), ((3,), "r")]),
+    "baddbmm": (lambda i, a, b: T.baddbmm(i, a, b),
+                [((2, 2, 4), "r"), ((2, 2, 3), "r"), ((2, 3, 4), "r")]),
+    "addbmm": (lambda i, a, b: T.addbmm(i, a, b),
+               [((2, 4), "r"), ((2, 2, 3), "r"), ((2, 3, 4), "r")]),
+    "mv": (T.mv, [((2, 3), "r"), ((3,), "r")]),
+    "dot": (T.dot, [((3,), "r"), ((3,), "r")]),
+    "tensordot": (lambda a, b: T.tensordot(a, b, dims=1), [((2, 3), "r"), ((3, 4), "r")]),
+    "prelu": (F.prelu, [((2, 3), "r"), ((3,), "p")]),
+    "cdist": (T.cdist, [((2, 3), "r"), ((4, 3), "r")]),
+    "conv1d": (lambda x, w: F.conv1d(x, w), [((1, 2, 5), "r"), ((3, 2, 2), "r")]),
+    "conv3d": (lambda x, w: F.conv3d(x, w), [((1, 2, 3, 3, 3), "r"), ((3, 2, 2, 2, 2), "r")]),
+    "dist": (T.dist, [((2, 3), "r"), ((2, 3), "r")]),
+    "atan2": (T.atan2, [((2, 3), "r"), ((2, 3), "r")]),
+    "addcmul": (T.addcmul, [((2, 3), "r"), ((2, 3), "r"), ((2, 3), "r")]),
+    "addcdiv": (T.addcdiv, [((2, 3), "r"), ((2, 3), "r"), ((2, 3), "p")]),
+    "cosine_similarity": (F.cosine_similarity, [((2, 3), "r"), ((2, 3), "r")]),
+    "group_norm": (lambda x, w: F.group_norm(x, 1, w), [((2, 3, 2), "r"), ((3,), "p")]),
+    "renorm": (lambda a: T.renorm(a, 2, 0, 1.0), [((2, 3), "r")]),
+    "vector_norm": (lambda a: T.linalg.vector_norm(a), [((2, 3), "r")]),
+    "matrix_norm": (lambda a: T.linalg.matrix_norm(a), [((2, 3), "r")]),
+    "binary_cross_entropy": (F.binary_cross_entropy, [((2, 3), "u"), ((2, 3), "u")]),
 }
 
 CODE = {T.bfloat16: "L", T.float16: "O", T.float32: "F", T.float64: "D"}
@@ -158,7 +188,11 @@ def test_cpu_autocast_dtypes_as_pytorch(name):
 # float32 for the pointwise functions, reductions, softmaxes and norms the cpu leaves alone
 SIM_CUDA = {"exp": "FFFFFF", "sum": "FFFFFF", "softmax": "FFFFFF", "cumsum": "FFFFFF",
             "log2": "FFFFFF", "layer_norm": "FFFFFF", "mm": "LLLOOO", "prod": "FFFFFF",
-            "scatter_add": "FLFFOF"}
+            "scatter_add": "FLFFOF", "addmv": "LLLOOO", "mv": "LLLOOO", "dot": "FLFFOF",
+            "tensordot": "FLFFOF", "cdist": "FFFFFF", "group_norm": "FFFFFF",
+            "binary_cross_entropy": "XXXXXX", "vector_norm": "FFFFFF", "matrix_norm": "FFFFFF",
+            "dist": "FFFFFF", "renorm": "FFFFFF", "cosine_similarity": "FFFFFF",
+            "prelu": "LLLOOO", "conv1d": "LLLOOO"}
 
 
 @pytest.mark.skipif(T.sim.device_count() < 1, reason="needs a sim device")
