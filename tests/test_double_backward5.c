@@ -219,6 +219,38 @@ static void leaf_accumulates(ts_device d) {
     ts_scope_end();
 }
 
+/* Every allocation of the create_graph gradient through a leaf saved under hooks failing in turn
+ * (the SavedLeafBackward node and the view of the unpacked data among them): an error, or the
+ * right gradient; nothing leaked (main's count of live tensors). */
+static void leaf_alloc_faults(void) {
+    ts_tensor *x =
+        ts_tensor_f64(TS_SHAPE(3), (const double[]){0.5, -1, 2}, (ts_opts){.requires_grad = true});
+    bool fired = true;
+    for (int64_t i = 1; fired; i++) {
+        ts_scope_begin();
+        CHECK_EQ(ts_saved_tensors_hooks_push(pack_clone, unpack_clone, free_handle, NULL, NULL),
+                 TS_OK);
+        ts_tensor *z = ts_sum(ts_mul(ts_mul(x, x), x));
+        CHECK_EQ(ts_saved_tensors_hooks_pop(), TS_OK);
+        ts_tensor *g = NULL;
+        ts_fault_alloc_set(i);
+        const ts_status st =
+            ts_autograd_grad(&z, NULL, 1, &x, 1, (ts_grad_opts){.create_graph = true}, &g);
+        fired = ts_fault_alloc_fired();
+        ts_fault_alloc_set(-1);
+        if (fired) {
+            CHECK(st != TS_OK);
+            ts_error_clear();
+        } else {
+            CHECK_EQ(st, TS_OK);
+            CHECK(g && close_to(g, (const double[]){0.75, 3, 12}, 3, "3x^2"));
+        }
+        ts_scope_end();
+    }
+    ts_release(x);
+    CHECK_OK();
+}
+
 int main(void) {
     if (ts_device_count(TS_SIM) < 1) return ts_test_skip("needs TS_SIM_DEVICES >= 1");
     ts_mem_stats before, after;
@@ -229,6 +261,7 @@ int main(void) {
         doubled_unpack(devs[di]);
         leaf_accumulates(devs[di]);
     }
+    leaf_alloc_faults();
     CHECK_OK();
     ts_memory_stats(ts_sim(0), &after);
     CHECK_EQ(after.live_tensors, before.live_tensors);

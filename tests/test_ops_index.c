@@ -336,11 +336,15 @@ static void test_select_gather_blocks(ts_device dev) {
         /* a transposed source (the last dim strided): the element loop instead of memcpy */
         ts_tensor *xt = ts_contiguous(ts_transpose(x, 0, 2));
         CHECK(select_ok(ts_index_select(ts_transpose(xt, 0, 2), dim, idx), h, dims, dim, v, n));
-        /* a 2-byte type: its own copy loop */
+        /* 1-, 2- and 8-byte types: a copy loop each */
         ts_tensor *x16 = pattern16(TS_SHAPE(dims[0], dims[1], dims[2]), o);
-        double *h16 = host(x16);
-        CHECK(select_ok(ts_index_select(x16, dim, idx), h16, dims, dim, v, n));
-        free(h16), free(h), free(v);
+        ts_tensor *xo[3] = {x16, ts_to_dtype(x16, TS_U8), ts_to_dtype(x16, TS_F64)};
+        for (int t = 0; t < 3; t++) {
+            double *ht = host(xo[t]);
+            CHECK(ht && select_ok(ts_index_select(xo[t], dim, idx), ht, dims, dim, v, n));
+            free(ht);
+        }
+        free(h), free(v);
         CHECK_OK();
     }
     /* a long index is checked in blocks of 32768 among the threads: a bad value in any block, the
