@@ -307,9 +307,10 @@ static void check_errors(void) {
  * matches the parameter (TS_ERR_ARG). */
 static void check_set_data(void) {
     const ts_opts on_sim = {.device = ts_sim(0)};
-    ts_tensor *base = ts_to(ts_tensor_f64(TS_SHAPE(8), (const double[]){1, 1, 1, 1, 5, 5, 5, 5},
-                                          (ts_opts){.dtype = TS_F32}),
-                            ts_sim(0));
+    ts_tensor *host = ts_tensor_f64(TS_SHAPE(8), (const double[]){1, 1, 1, 1, 5, 5, 5, 5},
+                                    (ts_opts){.dtype = TS_F32});
+    ts_tensor *base = ts_to(host, ts_sim(0));
+    ts_release(host);
     ts_tensor *p = ts_narrow(base, 0, 0, 4);
     CHECK_EQ(ts_set_requires_grad(p, true), TS_OK);
     ts_optim *o = ts_sgd_new_params(&p, 1, (ts_sgd_opts){.lr = 0.5});

@@ -28,14 +28,15 @@ static void relu_grad(const ts_backend *be, int index, const ts_kview *dz, const
                       void *t) {
     const int64_t m = dz->shape[0], n = dz->shape[1];
     const unsigned char *bits = (const unsigned char *)aux->data;
-    unsigned char *pos = (unsigned char *)t; /* the first m * n bytes of a temporary */
+    /* the temporary: the mask in dz's dtype first (malloc's alignment), then m * n bytes of bool */
+    unsigned char *pos = (unsigned char *)t + (size_t)(m * n) * elem_size(dz->dtype);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             const int64_t k = i * aux->ld + j;
             pos[i * n + j] = (unsigned char)((bits[k / 8] >> (k % 8)) & 1u);
         }
     const ts_kview kp = plain(pos, TS_BOOL, m, n, n);
-    const ts_kview v = plain((char *)t + m * n, dz->dtype, m, n, n);
+    const ts_kview v = plain(t, dz->dtype, m, n, n);
     be->copy(be, index, &v, &kp);
     be->binary(be, index, TS_B_RELU_BWD, dz, dz, &v);
 }
