@@ -101,7 +101,7 @@ bool tsi_complex_refuse(const char *op, ts_dtype dt, const ts_tensor *t); /* set
 /* Thread-local ring of formatting buffers for messages: valid until ~16 more calls. */
 char *tsi_fmt_buf(void);
 #define TSI_FMT_BUF_LEN 256
-const char *tsi_shape_str(ts_shape s);    /* "[2, 3]" */
+const char *tsi_shape_str(ts_shape s); /* "[2, 3]" */
 /* Whether a and b have the same dims */
 static inline bool tsi_shape_equal(ts_shape a, ts_shape b) {
     if (a.ndim != b.ndim) return false;
