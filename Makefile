@@ -7,7 +7,7 @@ DEB_PKGS  := build-essential cmake pkg-config libopenblas-openmp-dev zlib1g-dev 
              openmpi-bin libopenmpi-dev fortunes libdnnl-dev \
              libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libdlpack-dev \
              liblapacke-dev abigail-tools \
-             python3-dev python3-numpy python3-pytest python3-venv
+             python3-dev python3-numpy python3-pytest python3-venv python3-pip
 
 .PHONY: all deps configure build run test asan tsan clean python
 
@@ -30,7 +30,10 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 # LeNet-5 on Fashion-MNIST for 2 epochs on the best device present; prints the test accuracy.
-run: build
+# Builds only what it runs (the library and the `tessera` command); `make test` builds the rest in
+# the same folder (the tests, examples, benchmarks and the Python package).
+run: configure
+	cmake --build $(BUILD) -j $(JOBS) --target tessera_cli
 	$(BUILD)/tessera train --model lenet --data fashion-mnist --epochs 2
 
 # The Python package (import tessera) in $(BUILD)/python: PYTHONPATH=$(BUILD)/python python3 ...

@@ -5,8 +5,9 @@
  * data and backward weights, the kernels oneDNN chose, and the two reorders per activation that
  * the blocked layout costs Tessera. Measures oneDNN, not Tessera: whether keeping activations in
  * NHWC between layers (PyTorch's channels_last) would take the reorders away without slower
- * convolutions on this host (docs/RESNET.md). One thread unless OMP_NUM_THREADS says otherwise.
- * Usage: bench_conv_formats [f32|bf16] (bf16 only where oneDNN has native bf16 kernels). */
+ * convolutions on this host (bench/results/resnet.md). One thread unless OMP_NUM_THREADS says
+ * otherwise. Usage: bench_conv_formats [f32|bf16] (bf16 only where oneDNN has native bf16
+ * kernels). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,11 +1,11 @@
-/* bench_eval.c — eval-mode inference of the ResNets at batch 1 and 64 (docs/RESNET.md, "Eval
- * speed"): the eval path with batch-norm folded into the convolutions ("fused"), the same with
- * the fusion turned off ("unfused", ts_set_eval_fusion(false): each Conv2d, BatchNorm2d and ReLU
- * in turn), both under ts_no_grad, and eval with gradients recorded ("grad": the autograd graph
- * built and dropped, what no-grad saves). Prints "model batch mode wall_ms cpu_ms" lines, each
- * the best of several runs after a warm-up (cpu_ms: the process's CPU time, all threads); threads
- * from TS_NUM_THREADS. bench/run_eval.sh runs it beside PyTorch (bench_eval_torch.py). Usage:
- * bench_eval [MODEL [BATCH]]   MODEL: resnet20 | resnet18 (CIFAR stem, 32x32) | resnet18_224
+/* bench_eval.c — eval-mode inference of the ResNets at batch 1 and 64 (bench/results/resnet.md,
+ * "Eval speed"): the eval path with batch-norm folded into the convolutions ("fused"), the same
+ * with the fusion turned off ("unfused", ts_set_eval_fusion(false): each Conv2d, BatchNorm2d and
+ * ReLU in turn), both under ts_no_grad, and eval with gradients recorded ("grad": the autograd
+ * graph built and dropped, what no-grad saves). Prints "model batch mode wall_ms cpu_ms" lines,
+ * each the best of several runs after a warm-up (cpu_ms: the process's CPU time, all threads);
+ * threads from TS_NUM_THREADS. bench/run_eval.sh runs it beside PyTorch (bench_eval_torch.py).
+ * Usage: bench_eval [MODEL [BATCH]]   MODEL: resnet20 | resnet18 (CIFAR stem, 32x32) | resnet18_224
  * BENCH_AUTOCAST=1: every forward inside its own bf16 autocast region on the cpu (a fresh region
  * per forward, as an inference loop's `with torch.autocast(...)` per batch: the parameter casts
  * are made each time), the input float32 as before.

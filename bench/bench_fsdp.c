@@ -13,7 +13,7 @@
  * bench_fsdp memory [LAYERS]: the 124M GPT (LAYERS blocks, default 12) under stage 3: each rank's
  * peak allocated memory over a step beside the formula's terms: 16 bytes a parameter / N, two
  * blocks gathered, the activations (a forward and backward of the unwrapped model that drops each
- * gradient once accumulated, on rank 0), and the terms docs/DISTRIBUTED.md adds: the root unit
+ * gradient once accumulated, on rank 0), and the terms docs/FSDP.md adds: the root unit
  * gathered and two blocks' full gradients. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -180,7 +180,7 @@ static void drop_grad(ts_tensor *p, void *ctx) {
 /* The peak allocated bytes of a forward and backward of the unwrapped model above what was
  * allocated before, every parameter's gradient dropped as soon as backward has accumulated it
  * (a post-accumulate-grad hook, where FSDP reduces it): the activations and backward's working
- * tensors, among them a weight's gradient as it is computed (docs/DISTRIBUTED.md's "activations").
+ * tensors, among them a weight's gradient as it is computed (docs/FSDP.md's "activations").
  */
 static double activation_bytes(const gpt_case *c, ts_tensor *x, ts_tensor *y) {
     ts_device cpu = ts_cpu();
@@ -234,7 +234,7 @@ static int memory(int layers) {
     const double unit = (double)st.unit_bytes_max;
     const double sharded = 16 * P / world;
     const double issue = sharded + 2 * unit + act; /* the issue's formula */
-    const double bound = issue + root + 2 * unit;  /* docs/DISTRIBUTED.md: + root, 2 units' grads */
+    const double bound = issue + root + 2 * unit;  /* docs/FSDP.md: + root, 2 units' grads */
     double peaks[64] = {0}, acts[64] = {0};
     gather((double)ms.peak_allocated, peaks);
     gather(act, acts);
@@ -250,7 +250,7 @@ static int memory(int layers) {
                2 * unit / MB);
         printf("  activations (rank 0, unwrapped, gradients dropped)    %10.1f MB\n", act / MB);
         printf("  = the issue's formula                                 %10.1f MB\n", issue / MB);
-        printf("  + root unit gathered, 2 units' full gradients (docs/DISTRIBUTED.md) %.1f MB: "
+        printf("  + root unit gathered, 2 units' full gradients (docs/FSDP.md) %.1f MB: "
                "%.1f MB\n",
                (root + 2 * unit) / MB, bound / MB);
         printf("  DDP for comparison: 16 P + activations                %10.1f MB\n",

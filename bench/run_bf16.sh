@@ -16,7 +16,7 @@ flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx512f|
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); ISA: $flags"
 "$build/bench/bench_peak_bf16"
 # on an AMX host: Tessera's own AMX kernel against oneDNN's AMX primitive on the large products
-# (the kernel takes those by default; docs/AMP.md, "AMX host, session 23")
+# (the kernel takes those by default; bench/results/autocast.md, "AMX host, session 23")
 case " $flags " in *" amx_bf16 "*)
     TS_AMX_GEMM=all "$build/bench/bench_amx_gemm" 4096 4096 1024 2048 2048 1024 ;;
 esac

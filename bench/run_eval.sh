@@ -3,7 +3,7 @@
 # at batch 1 and 64: Tessera with batch-norm folded into the convolutions (fused) and without
 # (unfused), both under ts_no_grad, and with autograd on (grad); PyTorch under torch.no_grad,
 # torch.inference_mode and with autograd on; each side at 1 and 2 threads, every figure the best
-# of its runs (docs/RESNET.md, "Eval speed"). PYTHON and BENCH_ISA as in bench_env.sh.
+# of its runs (bench/results/resnet.md, "Eval speed"). PYTHON and BENCH_ISA as in bench_env.sh.
 # Usage: bench/run_eval.sh [BUILD_DIR] [MODEL [BATCH]]   (builds nothing; BUILD_DIR: "build")
 # ROUNDS (2): each round runs Tessera then PyTorch at 1 and 2 threads, and each figure keeps its
 # best, so a slow spell of a shared machine hits both sides.

@@ -162,14 +162,59 @@ if(NOT TS_CUDA STREQUAL "OFF")
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()
-  # Hopper by default: sm_90 machine code plus compute_90 PTX (CMake's "90" means both). Set before
-  # enable_language, which would otherwise pick nvcc's own default.
-  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
-    set(CMAKE_CUDA_ARCHITECTURES 90 CACHE STRING "CUDA architectures (default 90: sm_90 + PTX)")
+  # The CUDA code built (docs/decisions/0040-cuda-code-for-the-machine.md): a
+  # CMAKE_CUDA_ARCHITECTURES given by the user wins. Otherwise the GPUs nvidia-smi sees get their
+  # machine code plus PTX (an H100 or H200: "90", sm_90 + compute_90), and a machine where it sees
+  # none gets compute_90 PTX alone ("90-virtual": no ptxas, most of the CUDA build) compiled fast
+  # (TS_CUDA_FAST_BUILD). Set before enable_language, which would otherwise pick nvcc's default.
+  set(TS_CUDA_FAST_BUILD AUTO CACHE STRING "CUDA built to be checked, not run: PTX alone unless \
+CMAKE_CUDA_ARCHITECTURES says, --Ofast-compile=max, host -O1 for .cu files (AUTO: no GPU seen)")
+  set_property(CACHE TS_CUDA_FAST_BUILD PROPERTY STRINGS AUTO ON OFF)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL ""
+     OR CMAKE_CUDA_ARCHITECTURES STREQUAL "${TS_CUDA_ARCH_CHOSEN}")
+    set(ts_caps "")
+    find_program(TS_NVIDIA_SMI nvidia-smi)
+    if(TS_NVIDIA_SMI)
+      execute_process(COMMAND ${TS_NVIDIA_SMI} --query-gpu=compute_cap --format=csv,noheader
+                      OUTPUT_VARIABLE ts_smi RESULT_VARIABLE ts_smi_rc ERROR_QUIET TIMEOUT 20)
+      if(ts_smi_rc EQUAL 0)
+        string(REGEX MATCHALL "[0-9]+\\.[0-9]+" ts_smi "${ts_smi}")
+        foreach(cap ${ts_smi})
+          string(REPLACE "." "" cap ${cap})
+          list(APPEND ts_caps ${cap})
+        endforeach()
+        list(REMOVE_DUPLICATES ts_caps)
+      endif()
+    endif()
+    if(ts_caps AND NOT TS_CUDA_FAST_BUILD STREQUAL "ON")
+      set(ts_arch "${ts_caps}") # each GPU's machine code + its PTX, for GPUs after it
+      set(TS_CUDA_GPU_SEEN ON CACHE INTERNAL "")
+    elseif(TS_CUDA_FAST_BUILD STREQUAL "OFF")
+      set(ts_arch 90) # sm_90 + compute_90 PTX, for a GPU that is not here
+      set(TS_CUDA_GPU_SEEN OFF CACHE INTERNAL "")
+    else()
+      set(ts_arch 90-virtual)
+      set(TS_CUDA_GPU_SEEN OFF CACHE INTERNAL "")
+    endif()
+    set(CMAKE_CUDA_ARCHITECTURES "${ts_arch}" CACHE STRING
+        "CUDA architectures (default: the GPUs nvidia-smi sees, 90-virtual without one)" FORCE)
+    set(TS_CUDA_ARCH_CHOSEN "${ts_arch}" CACHE INTERNAL "the architectures Tessera chose")
   endif()
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
+    # The fast build: the device code's fastest optimisation (nvcc 12.8+) and the .cu files' host
+    # code at -O1, in this folder's variables (the cache keeps nvcc's defaults for a GPU build).
+    set(TS_CUDA_FAST OFF)
+    if(TS_CUDA_FAST_BUILD STREQUAL "ON" OR (TS_CUDA_FAST_BUILD STREQUAL "AUTO" AND
+       NOT TS_CUDA_GPU_SEEN AND CMAKE_CUDA_ARCHITECTURES STREQUAL "${TS_CUDA_ARCH_CHOSEN}"))
+      set(TS_CUDA_FAST ON)
+      if(CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.8)
+        string(APPEND CMAKE_CUDA_FLAGS " --Ofast-compile=max")
+      endif()
+      string(REGEX REPLACE "(^| )-O[23]( |$)" "\\1-O1\\2" CMAKE_CUDA_FLAGS_RELEASE
+             "${CMAKE_CUDA_FLAGS_RELEASE}")
+    endif()
     find_package(CUDAToolkit)
     if(CUDAToolkit_FOUND AND TARGET CUDA::cudart AND TARGET CUDA::cublas AND TARGET CUDA::cublasLt
        AND TARGET CUDA::cufft AND TARGET CUDA::cusolver)
@@ -182,8 +227,15 @@ if(NOT TS_CUDA STREQUAL "OFF")
       # nvcc's kernel launch stubs use libstdc++'s static-guard and unwinding symbols: programs
       # built outside CMake link it too (CMake links with the host C++ compiler by itself)
       set(TS_PC_LIBS "${TS_PC_LIBS} -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas -lcublasLt -lcufft -lcusolver -lstdc++")
+      if(TS_CUDA_FAST)
+        set(ts_how "fast build: to be checked, not run here")
+      elseif(TS_CUDA_GPU_SEEN AND CMAKE_CUDA_ARCHITECTURES STREQUAL "${TS_CUDA_ARCH_CHOSEN}")
+        set(ts_how "the GPUs nvidia-smi sees")
+      else()
+        set(ts_how "nvcc's optimisation")
+      endif()
       message(STATUS "Tessera: CUDA ${CUDAToolkit_VERSION} found (architectures "
-                     "${CMAKE_CUDA_ARCHITECTURES})")
+                     "${CMAKE_CUDA_ARCHITECTURES}: ${ts_how})")
 
       find_path(TS_CUDNN_INCLUDE cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV CUDNN_ROOT
                 PATH_SUFFIXES include)

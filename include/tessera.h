@@ -352,6 +352,8 @@ TS_API ts_status ts_tensor_set_data(ts_tensor *t, ts_tensor *src);
 /* PyTorch checkpoints (.pt) and PNG images */
 #include "tessera/image.h"
 #include "tessera/pt.h"
+/* torchvision.ops: nms, the box ops, roi_align, roi_pool */
+#include "tessera/vision_ops.h"
 /* the profiler; implicit synchronisations and memory snapshots */
 #include "tessera/profiler.h"
 #include "tessera/sync_debug.h"

@@ -102,6 +102,9 @@ static ld d_hardswish(ld x, const double *p) {
     return x <= -3 ? 0 : (x < 3 ? x / 3 + 0.5L : 1);
 }
 
+static ld y_leaky(ld x, const double *p) { return x > 0 ? x : x * p[0]; }
+static ld d_leaky(ld x, const double *p) { return x > 0 ? 1 : p[0]; }
+
 /* ------------------------------------------------------------------ the ops */
 #define W(NAME, CALL)                                                                              \
     static ts_tensor *NAME(ts_tensor *t, const double *p) {                                        \
@@ -131,6 +134,8 @@ W(f_hardsigmoid, ts_hardsigmoid(t))
 W(i_hardsigmoid, ts_hardsigmoid_(t))
 W(f_hardswish, ts_hardswish(t))
 W(i_hardswish, ts_hardswish_(t))
+W(f_leaky, ts_leaky_relu(t, p[0]))
+W(i_leaky, ts_leaky_relu_(t, p[0]))
 
 typedef struct act {
     const char *name, *grad_fn;
@@ -143,6 +148,25 @@ typedef struct act {
 
 static const act acts[] = {
     {"elu", "EluBackward0", f_elu, i_elu, {2, 0}, y_elu, d_elu, {0}, 1},
+    {"leaky_relu", "LeakyReluBackward0", f_leaky, i_leaky, {0.01, 0}, y_leaky, d_leaky, {0}, 1},
+    {"leaky_relu (slope 0.2)",
+     "LeakyReluBackward0",
+     f_leaky,
+     i_leaky,
+     {0.2, 0},
+     y_leaky,
+     d_leaky,
+     {0},
+     1},
+    {"leaky_relu (slope -0.5)",
+     "LeakyReluBackward0",
+     f_leaky,
+     i_leaky,
+     {-0.5, 0},
+     y_leaky,
+     d_leaky,
+     {0},
+     1},
     {"elu (alpha 1)", "EluBackward0", f_elu, i_elu, {1, 0}, y_elu, d_elu, {0}, 1},
     {"celu", "CeluBackward0", f_celu, i_celu, {0.5, 0}, y_celu, d_celu, {0}, 1},
     {"selu", "EluBackward0", f_selu, i_selu, {0, 0}, y_selu, d_selu, {0}, 1},

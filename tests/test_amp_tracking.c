@@ -35,8 +35,8 @@
  * autocast curve is not float32's bit for bit; with native bf16 (AVX512-BF16 or AMX, no cap) the
  * products went to oneDNN's bf16 matmul, and under a cap none did, so the widened float32 path
  * ran with one rounding of each result (tests/CMakeLists.txt runs this test under the TS_CPU_ISA
- * and ONEDNN_MAX_CPU_ISA caps too). docs/AMP.md has the measured margins and the planted bugs
- * that fail it. */
+ * and ONEDNN_MAX_CPU_ISA caps too). bench/results/autocast.md has the measured margins and the
+ * planted bugs that fail it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -225,9 +225,31 @@ static bool opt_chunk(void) {
     return ts_chunk(x23, 0, 0, out, 4) <= 0;
 }
 
+/* torchvision.ops (vision_ops.h) */
+static bool null_nms(void) { return ts_nms(NULL, idx, 0.5) == NULL; }
+static bool null_boxes_to_rois(void) { return ts_boxes_to_rois(NULL, 3) == NULL; }
+static bool opt_roi_align_size(void) {
+    return ts_roi_align(ts_ones(TS_SHAPE(1, 1, 4, 4), (ts_opts){0}),
+                        ts_zeros(TS_SHAPE(1, 5), (ts_opts){0}), INT64_MAX, 2, 1.0, 2,
+                        false) == NULL;
+}
+static bool opt_roi_pool_scale(void) {
+    return ts_roi_pool(ts_ones(TS_SHAPE(1, 1, 4, 4), (ts_opts){0}),
+                       ts_zeros(TS_SHAPE(1, 5), (ts_opts){0}), 2, 2, NAN) == NULL;
+}
+static bool opt_box_fmt(void) {
+    return ts_box_convert(ts_zeros(TS_SHAPE(2, 4), (ts_opts){0}), TS_BOX_XYXY, (ts_box_fmt)-1) ==
+           NULL;
+}
+
 static const row rows[] = {
     /* clang-format off */
     {"add(NULL, x)", null_add, TS_ERR_ARG, "add"},
+    {"nms(NULL, s)", null_nms, TS_ERR_ARG, "nms"},
+    {"boxes_to_rois(NULL, 3)", null_boxes_to_rois, TS_ERR_ARG, "boxes_to_rois"},
+    {"roi_align(out_h INT64_MAX)", opt_roi_align_size, TS_ERR_ARG, "roi_align"},
+    {"roi_pool(spatial_scale NaN)", opt_roi_pool_scale, TS_ERR_ARG, "roi_pool"},
+    {"box_convert(out_fmt -1)", opt_box_fmt, TS_ERR_ARG, "box_convert"},
     {"add(x, NULL)", null_add2, TS_ERR_ARG, "add"},
     {"relu(NULL)", null_relu, TS_ERR_ARG, "relu"},
     {"sum(NULL)", null_sum, TS_ERR_ARG, "sum"},

@@ -164,7 +164,7 @@ static ts_tensor *a_layer_norm(ts_tensor **in) {
 }
 static ts_tensor *a_rms_norm(ts_tensor **in) { return ts_rms_norm(in[0], TS_SHAPE(3), in[1], 0); }
 static ts_tensor *a_batch_norm(ts_tensor **in) {
-    return ts_batch_norm(in[0], in[3], in[4], in[1], in[2], true, 0, 0);
+    return ts_batch_norm(in[0], in[3], in[4], in[1], in[2], true, 0.1, 0);
 }
 static ts_tensor *a_cat(ts_tensor **in) { return ts_cat(in, 2, 0); }
 static ts_tensor *a_stack(ts_tensor **in) { return ts_stack(in, 2, 1); }

@@ -44,6 +44,9 @@ typedef struct bn_case {
     int xk;
 } bn_case;
 
+/* the momentum ts_batch_norm is given: PyTorch's default 0.1 for a 0 in the table */
+static double momentum_of(const bn_case *k) { return k->momentum ? k->momentum : 0.1; }
+
 static int64_t hw_of(const bn_case *k) {
     return (k->ndim > 2 ? k->h : 1) * (k->ndim > 3 ? k->w : 1);
 }
@@ -74,11 +77,10 @@ static ts_bn_data make_data(const bn_case *k, ts_dtype dt) {
 
 /* ------------------------------------------------------------------ the reference */
 /* bn_ref.h's, the kernels' double sums in 16 lanes of at most n * ceil(hw / 16) terms each */
-static ts_bn_ref reference(const bn_case *k, const ts_bn_data *d, ts_dtype dt) {
+static ts_bn_ref reference(const bn_case *k, const ts_bn_data *d, ts_dtype dt, double mom) {
     const int64_t hw = hw_of(k);
-    return ts_bn_reference(d, k->n, k->c, hw, k->weight, k->bias, k->eps ? k->eps : 1e-5,
-                           k->momentum ? k->momentum : 0.1, (double)(k->n * ((hw + 15) / 16)) + 8,
-                           dt);
+    return ts_bn_reference(d, k->n, k->c, hw, k->weight, k->bias, k->eps ? k->eps : 1e-5, mom,
+                           (double)(k->n * ((hw + 15) / 16)) + 8, dt);
 }
 
 /* ------------------------------------------------------------------ the cases */
@@ -107,7 +109,9 @@ static ts_tensor *param(const double *p, int64_t c, ts_dtype dt, ts_device dev, 
 
 /* One case with input x of dtype dt and the parameters and running statistics of dtype pt (dt,
  * or float32 with a half dt: autocast's mixed batch norm). */
-static void run_case(const bn_case *k, ts_dtype dt, ts_dtype pt, ts_device dev) {
+/* frozen: momentum 0 taken literally (PyTorch's): the running statistics must not move */
+static void run_case(const bn_case *k, ts_dtype dt, ts_dtype pt, ts_device dev, bool frozen) {
+    const double mom = frozen ? 0.0 : momentum_of(k);
     /* eps 1e-12 over a tiny variance: dx reaches 5.6e5, beyond float16's 65504 (inf is its
      * rounding) */
     if (dt == TS_F16 && k->xk == X_TINY_VAR && k->eps < 1e-6) return;
@@ -127,10 +131,10 @@ static void run_case(const bn_case *k, ts_dtype dt, ts_dtype pt, ts_device dev) 
     /* halves: the float32 kernels' bounds, widened by the rounding to the half dtype of what is
      * of that dtype; half running statistics are updated in the half dtype (the update's
      * roundings in its unit) */
-    ts_bn_ref r = reference(k, &d, ts_test_is_half(dt) ? TS_F32 : dt);
+    ts_bn_ref r = reference(k, &d, ts_test_is_half(dt) ? TS_F32 : dt, mom);
     const int64_t tot = k->n * k->c * hw_of(k);
     if (ts_test_is_half(dt)) {
-        ts_bn_ref rh = reference(k, &d, pt);
+        ts_bn_ref rh = reference(k, &d, pt, mom);
         double *t;
         t = r.trm, r.trm = rh.trm, rh.trm = t;
         t = r.trv, r.trv = rh.trv, rh.trv = t;
@@ -146,7 +150,7 @@ static void run_case(const bn_case *k, ts_dtype dt, ts_dtype pt, ts_device dev) 
     ts_tensor *b = k->bias ? param(d.b, k->c, pt, dev, true) : NULL;
     ts_tensor *rm = k->running ? param(d.rm, k->c, pt, dev, false) : NULL;
     ts_tensor *rv = k->running ? param(d.rv, k->c, pt, dev, false) : NULL;
-    ts_tensor *y = ts_batch_norm(x, rm, rv, w, b, true, k->momentum, k->eps);
+    ts_tensor *y = ts_batch_norm(x, rm, rv, w, b, true, mom, k->eps);
     CHECK_OK();
     CHECK(y && ts_dtype_of(y) == dt && ts_shape_of(y).ndim == s.ndim);
     /* every backend's fused kernels (cpu, sim, cuda); a half input runs as it is, its
@@ -156,6 +160,10 @@ static void run_case(const bn_case *k, ts_dtype dt, ts_dtype pt, ts_device dev) 
     if (k->running) {
         CHECK_TOL(label, "running_mean", rm, r.rm, r.trm, k->c);
         CHECK_TOL(label, "running_var", rv, r.rv, r.trv, k->c);
+        if (frozen) { /* (1 - 0) running + 0 batch: the very same values */
+            CHECK(ts_item(ts_sum(ts_ne(rm, param(d.rm, k->c, pt, dev, false)))) == 0);
+            CHECK(ts_item(ts_sum(ts_ne(rv, param(d.rv, k->c, pt, dev, false)))) == 0);
+        }
     }
     ts_tensor *dy = ts_tensor_f64(TS_SHAPE(tot), d.dy, (ts_opts){.dtype = dt, .device = dev});
     ts_backward_with(y, ts_reshape(dy, s));
@@ -201,10 +209,15 @@ static void test_against_reference(void) {
     for (int di = 0; di < ndev; di++)
         for (int t = 0; t < 4; t++)
             for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-                run_case(&cases[i], dts[t], dts[t], devs[di]);
+                run_case(&cases[i], dts[t], dts[t], devs[di], false);
                 /* a half input with float32 parameters and statistics (autocast's) */
-                if (ts_test_is_half(dts[t])) run_case(&cases[i], dts[t], TS_F32, devs[di]);
+                if (ts_test_is_half(dts[t])) run_case(&cases[i], dts[t], TS_F32, devs[di], false);
             }
+    /* momentum 0 (frozen statistics): [N, C], [N, C, L] and [N, C, H, W] far from zero */
+    for (int di = 0; di < ndev; di++)
+        for (int t = 0; t < 4; t++)
+            for (size_t i = 0; i < 4; i++)
+                run_case(&cases[(size_t[]){0, 3, 11, 15}[i]], dts[t], dts[t], devs[di], true);
 }
 
 /* ------------------------------------------------------------------ threads */
@@ -310,7 +323,7 @@ static void test_memory(void) {
     ts_mem_stats before, after;
     CHECK(ts_memory_stats(ts_cpu(), &before) == TS_OK);
     CHECK(ts_memory_reset_peak(ts_cpu()) == TS_OK);
-    ts_tensor *y = ts_batch_norm(x, rm, rv, w, b, true, 0, 0);
+    ts_tensor *y = ts_batch_norm(x, rm, rv, w, b, true, 0.1, 0);
     ts_backward_with(y, g);
     CHECK_OK();
     CHECK(ts_memory_stats(ts_cpu(), &after) == TS_OK);

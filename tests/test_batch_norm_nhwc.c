@@ -309,7 +309,7 @@ static void frontend_case(int64_t n, int64_t c, int64_t h, int64_t w, ts_dtype d
               *b = leaf(TS_SHAPE(c), d.b, pt, dev, true);
     ts_tensor *rm = leaf(TS_SHAPE(c), d.rm, pt, dev, false);
     ts_tensor *rv = leaf(TS_SHAPE(c), d.rv, pt, dev, false);
-    ts_tensor *y = ts_batch_norm(x, rm, rv, wt, b, true, 0, 0);
+    ts_tensor *y = ts_batch_norm(x, rm, rv, wt, b, true, 0.1, 0);
     CHECK_OK();
     CHECK(is_cl(y));
     CHECK(y && ts_dtype_of(y) == dt);
@@ -462,7 +462,7 @@ static void *sweep_setup(void) {
 static bool sweep_forward(void *p) {
     bn_sweep *s = p;
     ts_scope_begin();
-    ts_tensor *y = ts_batch_norm(s->x, s->rm, s->rv, s->w, s->b, true, 0, 0);
+    ts_tensor *y = ts_batch_norm(s->x, s->rm, s->rv, s->w, s->b, true, 0.1, 0);
     const bool ok = y && is_cl(y) && ts_error() == TS_OK;
     ts_scope_end();
     return ok;

@@ -93,6 +93,19 @@ static void l_amp_update(const ts_backend *b, const ts_kview *o, const ts_kview 
     b->amp_update_scale(b, 0, &o[0], &o[1], &i[0], k->p0, k->p1, k->dim);
 }
 
+static void l_roi(const ts_backend *b, const ts_kview *o, const ts_kview *i, const void *p) {
+    KC(p); /* op 0 roi_align, 1 roi_pool; log: backward; dim: sampling ratio; nred: aligned */
+    ts_roi_args a = {
+        .rois = i[1], .spatial_scale = k->p0, .sampling_ratio = k->dim, .aligned = k->nred != 0};
+    a.input = k->log ? o[0] : i[0];  /* backward: the input's gradient, accumulated */
+    a.output = k->log ? i[0] : o[0]; /* backward: the output's gradient */
+    if (k->op == 1) a.argmax = k->log ? i[2] : o[1];
+    if (k->op == 0)
+        b->roi_align(b, 0, &a, k->log);
+    else
+        b->roi_pool(b, 0, &a, k->log);
+}
+
 /* ------------------------------------------------------------------ cases */
 static void test_memory(void) {
     bc_kernel_begin();
@@ -162,7 +175,7 @@ static const char *unary_names[] = {
     "neginf_to", "nan_to_num_sym",
     /* issue 52's activations */
     "elu", "selu", "hardtanh", "hardshrink", "softshrink", "threshold", "logsigmoid", "mish",
-    "hardsigmoid", "hardswish",
+    "hardsigmoid", "hardswish", "leaky_relu",
     /* torch.special's remaining functions */
     "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "bessel_j0", "bessel_j1", "bessel_y0",
     "bessel_y1", "bessel_k0", "bessel_k1", "bessel_k0e", "bessel_k1e", "sph_bessel_j0", "airy_ai"};
@@ -642,6 +655,67 @@ static void test_cdist_gather_dims(void) {
     }
 }
 
+/* roi_align / roi_pool (torchvision.ops), forward and backward: rois in and around a [2, 3, 7, 8]
+ * input, float32 and float64 */
+static bc_spec roi_rois(ts_dtype dt) {
+    static const double r[5][5] = {{0, 0.5, 1.0, 6.0, 5.5},
+                                   {1, -2.0, -1.0, 3.0, 9.0},
+                                   {1, 4.2, 2.1, 4.3, 2.2},
+                                   {0, 3.0, 0.0, 15.0, 12.0},
+                                   {1, 1.0, 1.0, 7.9, 6.9}};
+    bc_spec s = bc_mk(dt, 2, (int64_t[]){5, 5}, 0);
+    bc_fill_host(&s, BC_ANY, 0);
+    for (int j = 0; j < 25; j++) ot_store(s.host + j * (int64_t)bc_esz(dt), dt, r[j / 5][j % 5]);
+    return s;
+}
+static bc_spec zeros_of(ts_dtype dt, int nd, const int64_t *shape) {
+    bc_spec s = bc_mk(dt, nd, shape, 0);
+    bc_fill_host(&s, BC_ANY, 0);
+    for (int64_t j = 0; j < bc_numel(&s); j++) ot_store(s.host + j * (int64_t)bc_esz(dt), dt, 0);
+    return s;
+}
+static void test_roi(void) {
+    static const int64_t xs[] = {2, 3, 7, 8}, ys[] = {5, 3, 2, 3};
+    for (int op = 0; op < 2; op++) {
+        if (!bc_present(op ? "roi_pool" : "roi_align", op ? (const void *)bc_state.dev->roi_pool
+                                                          : (const void *)bc_state.dev->roi_align))
+            continue;
+        bc_kernel_begin();
+        for (int dt2 = 0; dt2 < 2; dt2++)
+            for (int bwd = 0; bwd < 2; bwd++)
+                for (int v = 0; v < (op ? 1 : 3); v++) {
+                    const ts_dtype dt = dt2 ? TS_F64 : TS_F32;
+                    bc_call c = {.nout = bwd ? 1 : 1 + op, .nin = 2 + (bwd && op)};
+                    if (bwd) {
+                        c.out[0] = zeros_of(dt, 4, xs);
+                        c.in[0] = bc_mk(dt, 4, ys, 0);
+                        bc_fill_host(&c.in[0], BC_ANY, 0);
+                        if (op) {
+                            c.in[2] = bc_mk(TS_I64, 4, ys, 0);
+                            bc_fill_host(&c.in[2], BC_IDX, 56);
+                        }
+                    } else {
+                        c.out[0] = bc_mk(dt, 4, ys, 0);
+                        if (op) c.out[1] = bc_mk(TS_I64, 4, ys, 0);
+                        c.in[0] = bc_mk(dt, 4, xs, 0);
+                        bc_fill_host(&c.in[0], BC_ANY, 0);
+                    }
+                    c.in[1] = roi_rois(dt);
+                    kctx k = {.op = op,
+                              .log = bwd,
+                              .dim = v == 0   ? 2
+                                     : v == 1 ? 0
+                                              : 1,
+                              .nred = v != 0,
+                              .p0 = v == 2 ? 0.5 : 1.0};
+                    bc_check(bc_what("%s %s variant %d", ts_dtype_name(dt),
+                                     bwd ? "backward" : "forward", v),
+                             &c, l_roi, &k);
+                }
+        bc_kernel_end(op ? "roi_pool" : "roi_align");
+    }
+}
+
 static void run_elementwise(void) {
     test_memory();
     test_copy();
@@ -656,6 +730,7 @@ static void run_elementwise(void) {
     test_amp_unscale();
     test_amp_update_scale();
     test_cdist_gather_dims();
+    test_roi();
 }
 
 /* ------------------------------------------------------------------ self-check

@@ -3,11 +3,11 @@
  * running statistics; affine or not; a non-contiguous input), average pooling (1-d, 2-d, 3-d;
  * count_include_pad, ceil_mode, divisor_override; adaptive), the transposed convolutions (1-d,
  * 2-d, 3-d; stride, padding, output_padding, dilation, groups, bias, unbatched) and the kinked
- * activations (hardtanh, relu6, threshold, hardshrink, softshrink). For each, with p every input
- * and v a direction: the gradients recorded under create_graph equal the first-order ones, and
- * H v by double backward equals (grad f(p + e v) - grad f(p - e v)) / 2e of first-order gradients,
- * in float64, on cpu and sim. And PyTorch's links: the gradient of hardtanh & co. (and of the
- * average poolings) depends on x with derivative zero (a second-order gradient of zeros, not
+ * activations (hardtanh, relu6, threshold, hardshrink, softshrink, leaky_relu). For each, with p
+ * every input and v a direction: the gradients recorded under create_graph equal the first-order
+ * ones, and H v by double backward equals (grad f(p + e v) - grad f(p - e v)) / 2e of first-order
+ * gradients, in float64, on cpu and sim. And PyTorch's links: the gradient of hardtanh & co. (and
+ * of the average poolings) depends on x with derivative zero (a second-order gradient of zeros, not
  * None), clamp's does not depend on x at all. */
 #include <math.h>
 #include <stdio.h>
@@ -166,6 +166,9 @@ static ts_tensor *f_hardshrink(ts_tensor *const *in) {
 static ts_tensor *f_softshrink(ts_tensor *const *in) {
     return head(ts_softshrink(act_in(in[0]), 0.4));
 }
+static ts_tensor *f_leaky_relu(ts_tensor *const *in) {
+    return head(ts_leaky_relu(act_in(in[0]), 0.2));
+}
 
 /* ---------------------------------------------------------------- attention */
 static ts_tensor *f_sdpa(ts_tensor *const *in) {
@@ -242,6 +245,7 @@ static const hv_case cases[] = {
     {"threshold", f_threshold, 1, {SH(1, 24)}, NULL},
     {"hardshrink", f_hardshrink, 1, {SH(1, 24)}, NULL},
     {"softshrink", f_softshrink, 1, {SH(1, 24)}, NULL},
+    {"leaky_relu", f_leaky_relu, 1, {SH(1, 24)}, NULL},
 };
 
 /* ---------------------------------------------------------------- PyTorch's links */
@@ -251,6 +255,7 @@ static ts_tensor *u_relu6(ts_tensor *x) { return ts_relu6(ts_mul_scalar(x, 4)); 
 static ts_tensor *u_threshold(ts_tensor *x) { return ts_threshold(x, 0.1, 2.0); }
 static ts_tensor *u_hardshrink(ts_tensor *x) { return ts_hardshrink(x, 0.5); }
 static ts_tensor *u_softshrink(ts_tensor *x) { return ts_softshrink(x, 0.5); }
+static ts_tensor *u_leaky_relu(ts_tensor *x) { return ts_leaky_relu(x, 0.2); }
 static ts_tensor *u_avg_pool(ts_tensor *x) {
     return ts_avg_pool_nd(ts_reshape(x, TS_SHAPE(1, 2, 4)), 1, (ts_pool_opts){.kernel = {2}});
 }
@@ -308,15 +313,11 @@ int main(void) {
         unary_fn f;
         bool linked;
     } links[] = {
-        {"hardtanh", u_hardtanh, true},
-        {"relu6", u_relu6, true},
-        {"threshold", u_threshold, true},
-        {"hardshrink", u_hardshrink, true},
-        {"softshrink", u_softshrink, true},
-        {"avg_pool1d", u_avg_pool, true},
-        {"adaptive_avg_pool1d", u_adaptive, true},
-        {"clamp", u_clamp, false},
-        {"clamp_min", u_clamp_min, false},
+        {"hardtanh", u_hardtanh, true},     {"relu6", u_relu6, true},
+        {"threshold", u_threshold, true},   {"hardshrink", u_hardshrink, true},
+        {"softshrink", u_softshrink, true}, {"leaky_relu", u_leaky_relu, true},
+        {"avg_pool1d", u_avg_pool, true},   {"adaptive_avg_pool1d", u_adaptive, true},
+        {"clamp", u_clamp, false},          {"clamp_min", u_clamp_min, false},
         {"clamp_max", u_clamp_max, false},
     };
     for (int di = 0; di < 2; di++) {

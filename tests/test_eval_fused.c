@@ -7,8 +7,8 @@
  *     |fused - exact| <= (K + 2) u A,   A = sum_i |W_i s x_i| + |b'|   (to first order in u)
  * per output element (ReLU is exact). The float64 reference's own error, (K + 8) u64 A, is added.
  * The unfused path rounds the convolution, then scale, shift and two more operations of the
- * batch-norm: it is held to the ONNX rewrite's (2K + 16) u A_u (docs/ONNX.md) with A_u adding
- * |mean s| and |b s|. Running variances are drawn down to 1e-4, where a forgotten eps (1e-5)
+ * batch-norm: it is held to the ONNX rewrite's (2K + 16) u A_u (docs/ONNX_REWRITES.md) with A_u
+ * adding |mean s| and |b s|. Running variances are drawn down to 1e-4, where a forgotten eps (1e-5)
  * moves s by 5%. Whole networks (ResNet-20, a narrow ResNet-18, a CIFAR ResNet with option-B
  * downsample Sequentials) are compared with the same network in float64: the fused output's error
  * is held to that of the unfused one (4x, or 32 u of the largest output).

@@ -220,6 +220,13 @@ FN(f_layer_norm2, ts_layer_norm(A, TS_SHAPE(3, 4), NULL, NULL, 1e-3))
 FN(f_layer_norm_w, ts_layer_norm(ts_transpose(A, 0, 1), TS_SHAPE(5), B, NULL, 0))
 FN(f_layer_norm_b, ts_layer_norm(A, TS_SHAPE(2, 3), NULL, B, 0.1))
 FN(f_embedding, ts_embedding(A, i64(DEV, TS_SHAPE(2, 3), (int64_t[]){4, 0, 4, 2, 1, 4})))
+/* torchvision.ops: two rois over a [2, 2, 5, 5] input, one partly outside it */
+static ts_tensor *rois2(ts_device dev) {
+    return f64(dev, TS_SHAPE(2, 5), (double[]){0, 0.5, 0.3, 3.2, 2.9, 1, 1.1, -0.6, 5.4, 3.5});
+}
+FN(f_roi_align, ts_roi_align(A, rois2(DEV), 2, 3, 1.0, 2, true))
+FN(f_roi_align_adaptive, ts_roi_align(A, rois2(DEV), 3, 2, 0.5, 0, false))
+FN(f_roi_pool, ts_roi_pool(A, rois2(DEV), 2, 2, 1.0))
 FN(f_gelu_tanh, ts_gelu_tanh(A))
 FN(f_rms_norm, ts_rms_norm(A, TS_SHAPE(4), B, 0))
 FN(f_rms_norm2, ts_rms_norm(A, TS_SHAPE(3, 4), NULL, 1e-3))
@@ -439,6 +446,9 @@ static int table(row *rows) {
         ROW("layer_norm (weight only, strided input)", f_layer_norm_w, "aa", S(5, 3), S(5)),
         ROW("layer_norm (bias only, 2 dims)", f_layer_norm_b, "aa", S(4, 2, 3), S(2, 3)),
         ROW("embedding", f_embedding, "a", S(5, 3)),
+        ROW("roi_align", f_roi_align, "a", S(2, 2, 5, 5)),
+        ROW("roi_align (adaptive sampling, not aligned)", f_roi_align_adaptive, "a", S(2, 2, 5, 5)),
+        ROW("roi_pool", f_roi_pool, "a", S(2, 2, 5, 5)),
         ROW("gelu (tanh)", f_gelu_tanh, "a", S(2, 5)),
         ROW("rms_norm", f_rms_norm, "aa", S(2, 3, 4), S(4)),
         ROW("rms_norm (2 dims, no weight)", f_rms_norm2, "a", S(2, 3, 4)),

@@ -347,7 +347,7 @@ static void test_batch_norm(ts_device dev, ts_dtype dt) {
     /* [N, C], training, default momentum and eps: batch statistics, running stats updated */
     ts_tensor *rm = vec(3, RM0, dt, dev), *rv = vec(3, RV0, dt, dev);
     ts_tensor *x2 = seqt(TS_SHAPE(4, 3), 1.3, 0.1, 2, 0.5, dt, dev);
-    CHECK_CLOSE(ts_batch_norm(x2, rm, rv, w, b, true, 0, 0), BN2_Y, tol);
+    CHECK_CLOSE(ts_batch_norm(x2, rm, rv, w, b, true, 0.1, 0), BN2_Y, tol);
     CHECK_CLOSE(rm, BN2_RM, tol);
     CHECK_CLOSE(rv, BN2_RV, tol);
     /* [N, C, L] with momentum 0.2 and eps 1e-3 */
@@ -579,7 +579,7 @@ static void test_grads_vs_torch(ts_device dev, ts_dtype dt) {
     ts_tensor *bw = vec(3, BW, dt, dev), *bb = vec(3, BB, dt, dev);
     ts_tensor *g2 = seqt(TS_SHAPE(4, 3), 0.3, 1.7, 1, 0, dt, dev);
     ts_tensor *rm = vec(3, RM0, dt, dev), *rv = vec(3, RV0, dt, dev);
-    ts_tensor *by = ts_batch_norm(bx, rm, rv, bw, bb, true, 0, 0);
+    ts_tensor *by = ts_batch_norm(bx, rm, rv, bw, bb, true, 0.1, 0);
     CHECK_CLOSE(by, BN2_Y, tol);
     /* the running statistics are updated outside the graph */
     CHECK(!ts_requires_grad(rm) && !ts_requires_grad(rv) && !ts_grad_fn_name(rm));

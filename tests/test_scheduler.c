@@ -272,8 +272,77 @@ static void test_errors(void) {
     CHECK_OK();
 }
 
+/* One-cycle over every optimizer of the Adam family (PyTorch cycles betas[0] for any group with
+ * betas): beta1 follows the Adam row's sequence (the same for all: PyTorch's values do not depend
+ * on the optimizer), momentum is left alone, and each step uses the cycled beta1 — the same bits
+ * as a twin optimizer whose beta1 is set by hand to the same values. Planted bugs this catches:
+ * a kind left out of the scheduler's list (its momentum cycled instead of beta1), a beta1 changed
+ * in the group but not written to the step's device scalars. */
+static ts_optim *adam_family(int k, ts_tensor *p) {
+    switch (k) {
+    case 0:
+        return ts_adam_new_params(&p, 1, (ts_adam_opts){.lr = 0.1});
+    case 1:
+        return ts_adamw_new_params(&p, 1, (ts_adam_opts){.lr = 0.1});
+    case 2:
+        return ts_adamax_new_params(&p, 1, (ts_adamax_opts){.lr = 0.1});
+    case 3:
+        return ts_nadam_new_params(&p, 1, (ts_nadam_opts){.lr = 0.1});
+    default:
+        return ts_radam_new_params(&p, 1, (ts_radam_opts){.lr = 0.1});
+    }
+}
+
+static void test_onecycle_adam_family(void) {
+    static const char *const names[] = {"Adam", "AdamW", "Adamax", "NAdam", "RAdam"};
+    const row *r = NULL;
+    for (int i = 0; i < N_ROWS; i++)
+        if (rows[i].kind == SC_ONECYCLE_ADAM) r = &rows[i];
+    if (!r) return;
+    static const double g0[3] = {0.5, -1.25, 2.0};
+    for (int k = 0; k < 5; k++) {
+        ts_tensor *p = ts_tensor_f64(TS_SHAPE(3), g0, (ts_opts){.requires_grad = true});
+        ts_tensor *q = ts_tensor_f64(TS_SHAPE(3), g0, (ts_opts){.requires_grad = true});
+        ts_optim *opt = adam_family(k, p), *twin = adam_family(k, q);
+        const double mom0 = opt->groups[0].h.momentum; /* not a beta: must stay as it is */
+        ts_lr_scheduler *s = ts_onecycle_lr_new(opt, 0.5, 7);
+        CHECK(s != NULL);
+        int bad = 0;
+        for (int e = 0; e <= r->steps && s; e++) {
+            ts_scope_begin(); /* the step's tensors die with it */
+            if (e > 0) {
+                /* the same gradient on both, a step of each, then the schedule's next values */
+                for (int t = 0; t < 2; t++) {
+                    ts_tensor *x = t ? q : p;
+                    ts_backward(ts_sum(ts_mul_scalar(ts_mul(x, x), 0.5 + 0.25 * e)));
+                }
+                ts_optim_step(opt), ts_optim_step(twin);
+                ts_optim_zero_grad(opt), ts_optim_zero_grad(twin);
+                ts_scheduler_step(s);
+            }
+            const double b1 = ts_optim_get_momentum(opt, 0);
+            if (!ts_test_near(b1, r->mom[e], 4e-16) && bad++ == 0)
+                printf("  one-cycle %s: epoch %d: beta1 %.17g, want %.17g\n", names[k], e, b1,
+                       r->mom[e]);
+            if (opt->groups[0].h.beta1 != b1 || opt->groups[0].h.momentum != mom0) bad++;
+            ts_optim_set_lr(twin, 0, ts_optim_get_lr(opt, 0));
+            ts_optim_set_momentum(twin, 0, b1);
+            if (ts_item(ts_sum(ts_ne(p, q))) != 0 && bad++ == 0)
+                printf("  one-cycle %s: epoch %d: the step did not use the cycled beta1\n",
+                       names[k], e);
+            ts_scope_end();
+        }
+        CHECK_EQ(bad, 0);
+        ts_scheduler_free(s);
+        ts_optim_free(opt), ts_optim_free(twin);
+        ts_release(p), ts_release(q);
+        CHECK_OK();
+    }
+}
+
 int main(void) {
     test_rows();
     test_errors();
+    test_onecycle_adam_family();
     return ts_test_finish();
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # install_test.sh — installs a built Tessera as a new user would (cmake --install to a temporary
 # prefix), moves the install elsewhere (it must not remember where it was made), then builds
-# examples/quickstart.c from outside the source tree twice — with pkg-config and with
-# find_package(Tessera) — and runs both programs.
+# examples/quickstart.c from outside the source tree: with the compile line of docs/USAGE.md, run
+# exactly as written there (the lines between its install_test markers, with HOME a temporary
+# folder holding the install at $HOME/opt/tessera), against libtessera.a with pkg-config --static,
+# and with find_package(Tessera); and runs the programs.
 # Usage: tools/install_test.sh [build folder, default build]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,18 +25,37 @@ pc=$(find "$prefix" -name tessera.pc)
 cfg=$(find "$prefix" -name TesseraConfig.cmake)
 [ -n "$pc" ] && [ -n "$cfg" ] || { echo "install_test: tessera.pc or TesseraConfig.cmake missing" >&2; exit 1; }
 
-# pkg-config, the shared library (what -ltessera finds): the program records where it is
+# The documented compile line (docs/USAGE.md, between the install_test markers), as written: the
+# install where it says ($HOME/opt/tessera, HOME a temporary folder), my_program.c the quickstart,
+# LD_LIBRARY_PATH without any folder holding a libtessera.so (the program must find it itself).
+doc_lines=$(awk '/<!-- install_test: begin/ {on = 1; next} /<!-- install_test: end/ {on = 0}
+                 on && !/^```/' "$src/docs/USAGE.md")
+[ -n "$doc_lines" ] || { echo "install_test: no install_test markers in docs/USAGE.md" >&2; exit 1; }
+mkdir -p "$tmp/home/opt" "$tmp/user"
+mv "$prefix" "$tmp/home/opt/tessera"
+prefix=$tmp/home/opt/tessera
+pc=$(find "$prefix" -name tessera.pc)
+cp "$src/examples/quickstart.c" "$tmp/user/my_program.c"
+ld_path=""
+IFS=: read -ra dirs <<<"${LD_LIBRARY_PATH:-}"
+for d in "${dirs[@]}"; do
+  [ -n "$d" ] && ! compgen -G "$d/libtessera.so*" >/dev/null && ld_path=${ld_path:+$ld_path:}$d
+done
+echo "install_test: docs/USAGE.md's lines:"
+sed 's/^/  /' <<<"$doc_lines"
+(cd "$tmp/user" && env -u PKG_CONFIG_PATH HOME="$tmp/home" LD_LIBRARY_PATH="$ld_path" \
+   bash -euo pipefail -c "$doc_lines") >"$tmp/out_so" ||
+  { echo "install_test: docs/USAGE.md's compile line failed" >&2; exit 1; }
+[ -x "$tmp/user/my_program" ] || { echo "install_test: the lines built no my_program" >&2; exit 1; }
+# the program links the installed libtessera.so (ldd's output read whole, not piped into grep -q:
+# under pipefail the SIGPIPE ldd gets when grep stops reading early fails the pipeline on a match)
 export PKG_CONFIG_PATH="$(dirname "$pc")"
 libdir=$(pkg-config --variable=libdir tessera)
-cc -std=c11 -o "$tmp/quickstart_so" "$src/examples/quickstart.c" \
-   $(pkg-config --cflags --libs tessera) -Wl,-rpath,"$libdir"
-# (ldd's output read whole, not piped into grep -q: under pipefail the SIGPIPE ldd gets when grep
-# stops reading early fails the pipeline even on a match)
-linked=$(ldd "$tmp/quickstart_so")
-grep -q "libtessera.so.$(pkg-config --modversion tessera | cut -d. -f1,2) => $libdir" <<<"$linked" ||
+linked=$(env LD_LIBRARY_PATH="$ld_path" ldd "$tmp/user/my_program")
+so_name=libtessera.so.$(pkg-config --modversion tessera | cut -d. -f1,2)
+grep -q "$so_name => $(cd "$libdir" && pwd -P)/$so_name\|$so_name => $libdir/$so_name" <<<"$linked" ||
   { echo "install_test: the program did not link the installed libtessera.so" >&2; echo "$linked" >&2; exit 1; }
-"$tmp/quickstart_so" >"$tmp/out_so"
-echo "install_test: pkg-config build against libtessera.so ran ($(head -1 "$tmp/out_so"))"
+echo "install_test: docs/USAGE.md's line built a program on libtessera.so that ran ($(head -1 "$tmp/out_so"))"
 
 # pkg-config, the static library (--static adds the libraries it needs)
 cc -std=c11 -o "$tmp/quickstart_pc" "$src/examples/quickstart.c" \

@@ -10,7 +10,8 @@ rule"); (2) every #include in src/models, tools/ and python/src of a private src
 the public headers only); (3) the K largest files of src/, python/src and tools/tessera; (4) every
 function longer than N lines (default 150) and whether a comment in the ten lines above it says why
 ("long:" in the comment, e.g. `/* long: one switch over the ONNX attribute types */`).
---strict exits 1 when (1), (2) or an unexplained long function is found (CI can run it so).
+(5) every #include of one backend's private header (src/backend/cpu, cuda, sim) from a front end.
+--strict exits 1 when (1), (2), (5) or an unexplained long function is found (ctest runs it so).
 """
 import argparse
 import os
@@ -91,6 +92,40 @@ def upward_includes():
                     continue
                 if RANK[them] > RANK[me] and not excepted(rel, target):
                     out.append("%s:%d includes %s (%s above %s)" % (rel, n, target, them, me))
+    return out
+
+
+# the front ends reach a backend through src/backend/backend.h (the interface), the shared headers
+# at src/backend/ and core's API only: the folders of one backend (src/backend/cpu, cuda, sim) are
+# private to it and to core, which builds the backends and moves data between them. parallel/ (one
+# process's device sets) is not a front end here: its NCCL transport (transport_nccl.c) drives the
+# cuda backend's collectives as core drives its copies.
+FRONT_ENDS = ("src/ops/", "src/nn/", "src/optim/", "src/onnx/", "src/dist/", "src/amp/",
+              "src/autograd/", "src/io/", "src/data/", "src/models/", "python/src/",
+              "tools/tessera/")
+BACKEND_PRIVATE = ("src/backend/cpu/", "src/backend/cuda/", "src/backend/sim/")
+
+
+def backend_private_includes():
+    """every #include of one backend's private header from a front end"""
+    out = []
+    for top in ("src", "python/src", "tools/tessera"):
+        for rel in source_files(top):
+            if not rel.startswith(FRONT_ENDS):
+                continue
+            with open(os.path.join(ROOT, rel), encoding="utf-8", errors="replace") as fh:
+                for n, line in enumerate(fh, 1):
+                    m = INCLUDE_RE.match(line)
+                    if not m:
+                        continue
+                    inc = m.group(1)
+                    for base in (os.path.dirname(rel), "src"):
+                        cand = os.path.normpath(os.path.join(base, inc))
+                        if os.path.exists(os.path.join(ROOT, cand)):
+                            if cand.startswith(BACKEND_PRIVATE):
+                                out.append("%s:%d includes %s, private to its backend"
+                                           % (rel, n, cand))
+                            break
     return out
 
 
@@ -180,6 +215,11 @@ def main():
     for s in priv:
         print("  " + s)
 
+    be = backend_private_includes()
+    print("== a backend's private headers included by a front end: %d" % len(be))
+    for s in be:
+        print("  " + s)
+
     sizes = []
     for top in ("src", "python/src", "tools/tessera"):
         for rel in source_files(top):
@@ -202,7 +242,7 @@ def main():
           (a.max_function, len(long_fns), len(unexplained)))
     for length, rel, line, name, why in long_fns:
         print("  %5d  %s:%d %s%s" % (length, rel, line, name, "" if why else "   <- no 'long:' comment"))
-    if a.strict and (up or priv or unexplained):
+    if a.strict and (up or priv or be or unexplained):
         return 1
     return 0
 

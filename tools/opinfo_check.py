@@ -4,7 +4,8 @@
 Draws every OpInfo's sample inputs (torch.testing._internal.common_methods_invocations.op_db)
 and every ModuleInfo's module inputs (torch.testing._internal.common_modules.module_db) on the
 CPU in float32 and float64 (an op with neither: its first integer/bool dtype), runs PyTorch and
-Tessera on the same values on cpu and on sim:0, and compares outputs and gradients (backward of
+Tessera on the same values on cpu and on sim:0, and compares outputs, the argument tensors after
+the call (what an op writes into them: running statistics, out= buffers; issue 76), and gradients (backward of
 sum(out * g) with the same random g on both sides) within the dtype's tolerance (the largest of
 torch.testing's default and the op's own toleranceOverride/precisionOverride decorators).
 
@@ -614,10 +615,14 @@ class W:
         torch, ts = self.torch, self.ts
         memo = {}
         inp, args, kw = self.fresh(s.input, memo), self.fresh(tuple(s.args), memo), self.fresh(dict(s.kwargs), memo)
+        # the argument tensors as given: an op that writes into one (running statistics, an out=
+        # buffer, a trailing-underscore op) is compared on what it wrote (mutated_compare)
+        before = {k: v.detach().clone() for k, v in memo.items()}
         try:
             torch.manual_seed(0)
             out = op.op(inp, *args, **kw)
             exp = self.to_np(out, "torch")
+            after = {k: self.to_np(v, "torch") for k, v in memo.items()}
             if not shape_only:  # random (dropout_p > 0...): a second seed gives other values
                 torch.manual_seed(12345)
                 seed = torch.manual_seed  # the suite's wrapper_set_seed seeds 42 inside the op
@@ -646,6 +651,13 @@ class W:
             return refc.get(part)
         leaves = {}
         try:
+            # Tessera gets the arguments as they were before torch's runs wrote into them
+            for k, v in memo.items():
+                if not self.same_bits(self.to_np(before[k], "torch"), after[k]):
+                    x = self.conv(before[k], dev)
+                    if v.requires_grad and v.is_leaf:
+                        x.requires_grad_(True)
+                    leaves[id(v)] = x
             tinp, targs, tkw = self.conv(inp, dev, leaves), self.conv(args, dev, leaves), self.conv(kw, dev, leaves)
         except Exception as e:
             k, msg = self.exc(e)
@@ -676,6 +688,9 @@ class W:
             if op.name in ("svd", "linalg.svd"):
                 rf = self.svd_determined(op.name, rf)
             r = self.compare(exp, got, rtol, atol, shape_only, absval, ref=rf)
+        if r:
+            return {"outcome": "wrong", "reason": r}
+        r = self.mutated_compare(memo, after, leaves, rtol, atol, shape_only)
         if r:
             return {"outcome": "wrong", "reason": r}
         if not grad_ok:
@@ -748,6 +763,31 @@ class W:
             if r:
                 return {"outcome": "wrong", "reason": r}
         return {"outcome": "pass"}
+
+    def same_bits(self, e, a):
+        """Two to_np trees hold the very same values (NaN equal to NaN)."""
+        np = self.np
+        if e[0] != "T" or a[0] != "T":
+            return e == a
+        return e[3] == a[3] and np.array_equal(e[1], a[1], equal_nan=e[1].dtype.kind in "fc")
+
+    def mutated_compare(self, memo, after, leaves, rtol, atol, shape_only):
+        """Every argument tensor after the op, Tessera's against torch's: the values an op wrote
+        into its arguments (F.batch_norm's running statistics, an out= buffer) are results too,
+        and an argument torch leaves alone must stay as it was. None when all agree."""
+        for i, (k, v) in enumerate(memo.items()):
+            t = leaves.get(id(v))
+            if t is None:  # not passed on (an argument Tessera's signature never saw)
+                continue
+            try:
+                got = self.to_np(t, "ts")
+            except Exception as e:
+                return "argument %d after the op: %s" % (i, self.exc(e)[1])
+            r = self.compare(after[k], got, rtol, atol, shape_only,
+                             where="argument %d %s" % (i, tuple(v.shape)) + " after the op")
+            if r:
+                return r
+        return None
 
     def up(self, v, memo):
         """A float64 copy of a torch value (float32 tensors upcast; leaves kept leaves)."""

@@ -30,8 +30,9 @@ TS_API ts_status ts_backward_ex(ts_tensor *t, ts_tensor *grad,
  * allow_unused), and no .grad anywhere changes; with accumulate the gradients are added into the
  * inputs' .grad instead (grads may be NULL). n_inputs 0 with accumulate: every leaf, as
  * ts_backward. create_graph: the pass records the graph of the gradients (grad mode on inside
- * it), so they can be differentiated again; a backward that cannot be (see docs/PYTHON.md's
- * autograd section) gives gradients whose own backward fails with TS_ERR_UNSUPPORTED naming it.
+ * it), so they can be differentiated again; a backward that cannot be (see
+ * docs/PYTHON_AUTOGRAD.md, "Higher-order gradients") gives gradients whose own backward fails
+ * with TS_ERR_UNSUPPORTED naming it.
  * retain_graph keeps the saved tensors for another pass (create_graph implies it: the gradients'
  * graph reaches back into this one). Returns TS_OK or the error (grads all NULL). */
 typedef struct ts_grad_opts {

@@ -235,7 +235,7 @@ typedef struct ts_fsdp_stats {
 } ts_fsdp_stats;
 TS_API ts_status ts_fsdp_get_stats(ts_module *fsdp, ts_fsdp_stats *out);
 
-/* Sharded checkpoints (docs/DISTRIBUTED.md, "Sharded checkpoints"). optim must be built over
+/* Sharded checkpoints (docs/FSDP.md, "Sharded checkpoints"). optim must be built over
  * ts_fsdp_parameters (those tensors, in that order); optim and scaler may be NULL. */
 typedef struct ts_optim ts_optim;
 typedef struct ts_grad_scaler ts_grad_scaler;

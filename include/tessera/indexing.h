@@ -16,6 +16,10 @@ TS_API ts_tensor *ts_stack(ts_tensor *const *ts, int n, int dim);
  * into out and returns how many pieces there are (-1 on error) */
 TS_API int ts_split(ts_tensor *t, int64_t split_size, int dim, ts_tensor **out, int max_out);
 TS_API int ts_chunk(ts_tensor *t, int chunks, int dim, ts_tensor **out, int max_out);
+/* the selects along dim (torch.unbind): writes up to max_out views into out and returns how many
+ * there are (-1 on error). As split's and chunk's, these views are one multi-output op's: writing
+ * one in place while the graph would record it is PyTorch's error. */
+TS_API int ts_unbind(ts_tensor *t, int dim, ts_tensor **out, int max_out);
 TS_API ts_tensor *ts_index_select(ts_tensor *t, int dim, ts_tensor *index);
 TS_API ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index);
 TS_API ts_tensor *ts_scatter_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src);

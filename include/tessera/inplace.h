@@ -12,10 +12,12 @@ extern "C" {
 
 /* May `op` (its name, for the message) write into t in place, with grad mode as it is now and
  * another operand that requires grad or not? TS_OK; else the error is set and returned:
- * TS_ERR_STATE for a leaf that requires grad ("a leaf Variable that requires grad is being used in
- * an in-place operation.", PyTorch's), TS_ERR_UNSUPPORTED for a view of a tensor that requires grad
- * or a view written with an operand that requires grad (its history would not reach the tensor it
- * views). With grad mode off everything may. TS_ERR_ARG for a NULL t. */
+ * TS_ERR_STATE (PyTorch's messages) for a leaf that requires grad ("a leaf Variable that requires
+ * grad is being used in an in-place operation."), a view of one, and a view made under no_grad or
+ * by split / chunk whose write would be recorded; a view of a tensor that requires grad, or written
+ * with an operand that does, is fine (its base's history takes the write: PyTorch's CopySlices,
+ * docs/decisions/0038-inplace-on-views.md). TS_ERR_UNSUPPORTED for such a write to an alias with
+ * no known base (detach). With grad mode off everything may. TS_ERR_ARG for a NULL t. */
 TS_API ts_status ts_check_inplace(ts_tensor *t, bool operand_requires_grad, const char *op);
 
 #ifdef __cplusplus

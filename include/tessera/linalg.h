@@ -53,7 +53,8 @@ TS_API ts_tensor *ts_linalg_solve_triangular(ts_tensor *A, ts_tensor *B, bool up
  * positive-definite)." */
 TS_API ts_tensor *ts_linalg_cholesky_ex(ts_tensor *A, bool upper, ts_tensor **info);
 TS_API ts_tensor *ts_linalg_cholesky(ts_tensor *A, bool upper);
-/* torch.cholesky_solve(B, L, upper): X with (L L^T) X = B; torch.cholesky_inverse(L, upper) */
+/* torch.cholesky_solve(B, L, upper): X with (L L^T) X = B; torch.cholesky_inverse(L, upper).
+ * Only L's triangle is read, but L's gradient is PyTorch's dense one (decision 0039). */
 TS_API ts_tensor *ts_cholesky_solve(ts_tensor *B, ts_tensor *L, bool upper);
 TS_API ts_tensor *ts_cholesky_inverse(ts_tensor *L, bool upper);
 

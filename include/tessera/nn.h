@@ -88,8 +88,9 @@ TS_API ts_tensor *ts_pixel_shuffle(ts_tensor *x, int64_t upscale_factor);
 TS_API ts_tensor *ts_pixel_unshuffle(ts_tensor *x, int64_t downscale_factor);
 TS_API ts_tensor *ts_dropout(ts_tensor *x, double p, bool training);
 /* x [N, C] or [N, C, L] (1d) or [N, C, H, W] (2d). In training, batch statistics are used and the
- * running statistics (may be NULL) are updated in place with momentum (0 -> 0.1); in eval, the
- * running statistics are used. w, b may be NULL. eps 0 -> 1e-5. */
+ * running statistics (may be NULL) are updated in place with momentum taken literally, as
+ * PyTorch's: running = (1 - momentum) running + momentum batch, so 0 leaves them unchanged; in
+ * eval, the running statistics are used. w, b may be NULL. eps 0 -> 1e-5. */
 TS_API ts_tensor *ts_batch_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *running_var,
                                 ts_tensor *w, ts_tensor *b, bool training, double momentum,
                                 double eps);
@@ -99,6 +100,9 @@ TS_API ts_tensor *ts_layer_norm(ts_tensor *x, ts_shape normalized_shape, ts_tens
                                 double eps);
 /* weight [num, dim], indices integer tensor of any shape -> indices.shape + [dim] */
 TS_API ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices);
+/* embedding with PyTorch's padding_idx: that row of weight (in [0, num_embeddings)) gets no
+ * gradient from its uses, -1 for none (ts_embedding); TS_ERR_ARG outside that range */
+TS_API ts_tensor *ts_embedding_padded(ts_tensor *weight, ts_tensor *indices, int64_t padding_idx);
 /* torch.nn.functional.embedding_bag, modes sum (0) and mean (1): out [bags, dim] = each bag's
  * rows of weight [num, dim] summed or averaged (over the kept entries; an empty bag gives zeros).
  * indices int64 / int32: 2-D [bags, L] with offsets NULL, or 1-D with 1-D integer offsets (bag b =
@@ -316,10 +320,13 @@ TS_API ts_module *ts_identity_new(void);                      /* nn.Identity: re
 TS_API ts_module *ts_dropout_new(double p);
 typedef struct ts_norm_opts {
     double eps;      /* 0 -> 1e-5 */
-    double momentum; /* 0 -> 0.1 */
+    double momentum; /* 0 -> 0.1 unless momentum_set (BatchNorm) */
     bool no_affine;
     bool no_running_stats;
     bool no_bias; /* LayerNorm(bias=False): a weight without a bias */
+    /* true: momentum is taken as given, 0 included (running statistics frozen, as PyTorch's
+     * momentum=0); false (the zeroed default): momentum 0 means PyTorch's default 0.1 */
+    bool momentum_set;
 } ts_norm_opts;
 TS_API ts_module *ts_batch_norm1d_new(int64_t num_features, ts_norm_opts o);
 TS_API ts_module *ts_batch_norm2d_new(int64_t num_features, ts_norm_opts o);
@@ -374,6 +381,10 @@ TS_API ts_tensor *ts_celu(ts_tensor *t, double alpha);
 TS_API ts_tensor *ts_celu_(ts_tensor *t, double alpha);
 TS_API ts_tensor *ts_selu(ts_tensor *t); /* scale * elu(x, alpha), PyTorch's constants */
 TS_API ts_tensor *ts_selu_(ts_tensor *t);
+/* x > 0 ? x : x * negative_slope (PyTorch's default slope is 0.01); floating dtypes only; the
+ * gradient at 0 (and at NaN) is negative_slope, as PyTorch's */
+TS_API ts_tensor *ts_leaky_relu(ts_tensor *t, double negative_slope);
+TS_API ts_tensor *ts_leaky_relu_(ts_tensor *t, double negative_slope);
 /* clamp(x, min_val, max_val) (min_val <= max_val; integer tensors too, with the numbers truncated,
  * as PyTorch); relu6 is hardtanh(x, 0, 6) */
 TS_API ts_tensor *ts_hardtanh(ts_tensor *t, double min_val, double max_val);

@@ -48,7 +48,8 @@ TS_API ts_tensor *ts_group_norm(ts_tensor *x, int64_t groups, ts_tensor *w, ts_t
                                 double eps, ts_tensor **mean, ts_tensor **rstd);
 /* instance_norm on [N, C, *] (at least one spatial dim): batch_norm of each (n, c) plane.
  * use_input_stats: normalise with the plane's statistics and, when running_mean / running_var
- * are given ([C]), update them in place as PyTorch (momentum, unbiased variance, averaged over N);
+ * are given ([C]), update them in place as PyTorch (momentum taken literally, 0 leaving them
+ * unchanged; unbiased variance; averaged over N);
  * otherwise normalise with the running statistics (both required). */
 TS_API ts_tensor *ts_instance_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *running_var,
                                    ts_tensor *w, ts_tensor *b, bool use_input_stats,

@@ -190,7 +190,6 @@ static PyTypeObject scaler_type = {
     .tp_methods = scaler_methods,
 };
 
-#define FN(f) (PyCFunction)(void (*)(void))(f)
 static PyMethodDef amp_functions[] = {
     {"_amp_begin", FN(amp_begin), METH_VARARGS, "_amp_begin(device_type, dtype, enabled, cache)"},
     {"_amp_end", amp_end, METH_NOARGS, NULL},

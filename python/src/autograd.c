@@ -265,8 +265,6 @@ static PyObject *m_detach_(PyObject *self, PyObject *unused) {
     return Py_NewRef(self);
 }
 
-#define FAST  (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f) (PyCFunction)(void (*)(void))(f)
 PyMethodDef tsp_autograd_methods[] = {
     {"requires_grad_", FN(m_requires_grad_), FAST, "requires_grad_(requires_grad=True)"},
     {"backward", FN(m_backward), FAST,

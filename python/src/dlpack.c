@@ -588,7 +588,6 @@ static PyObject *data_ptr(PyObject *unused, PyObject *arg) {
     return r;
 }
 
-#define FN(f) (PyCFunction)(void (*)(void))(f)
 static PyMethodDef functions[] = {
     {"from_dlpack", from_dlpack, METH_O,
      "from_dlpack(ext_tensor): a Tensor sharing the memory of an object with __dlpack__ (NumPy, "

@@ -109,13 +109,25 @@ static ts_dtype dtype_from_name(const char *s) {
     return TS_DTYPE_COUNT;
 }
 
-int tsp_is_dtype(PyObject *o) { return Py_IS_TYPE(o, &dtype_type); }
+/* a PyTorch dtype name Tessera has no storage for (tessera.float8_e4m3fn..., _dtype_info.py's
+ * unsupported_dtype): it counts as a dtype where one is told from a device, then is refused */
+static int is_unsupported_dtype(PyObject *o) {
+    return strcmp(Py_TYPE(o)->tp_name, "unsupported_dtype") == 0;
+}
+
+int tsp_is_dtype(PyObject *o) { return Py_IS_TYPE(o, &dtype_type) || is_unsupported_dtype(o); }
 
 int tsp_dtype_arg(PyObject *o, ts_dtype *out, const char *fn, const char *arg) {
     if (o == NULL || o == Py_None) return 0;
     if (Py_IS_TYPE(o, &dtype_type)) {
         *out = ((dtype_obj *)o)->dt;
         return 0;
+    }
+    if (is_unsupported_dtype(o)) {
+        PyObject *msg = PyObject_GetAttrString(o, "_ts_unsupported");
+        if (msg) PyErr_Format(PyExc_TypeError, "%s(): argument '%s': %S", fn, arg, msg);
+        Py_XDECREF(msg);
+        return -1;
     }
     /* Python's own types, as torch takes them: float -> float64, int -> int64, bool */
     if (o == (PyObject *)&PyFloat_Type) return *out = TS_F64, 0;

@@ -190,15 +190,16 @@ static PyObject *nn_layer_norm(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
-/* _nn_embedding(indices, weight) */
+/* _nn_embedding(indices, weight, padding_idx=-1): -1 none, else a row in [0, num_embeddings) */
 static PyObject *nn_embedding(PyObject *self, PyObject *args) {
     (void)self;
     static const char *const names[] = {"input", "weight"};
     PyObject *o[2];
     ts_tensor *t[2], *y;
-    if (!PyArg_ParseTuple(args, "OO:embedding", &o[0], &o[1])) return NULL;
+    long long pad = -1;
+    if (!PyArg_ParseTuple(args, "OO|L:embedding", &o[0], &o[1], &pad)) return NULL;
     if (tensor_args(o, t, 2, "embedding", names, 0u) < 0 || tsp_enter() < 0) return NULL;
-    TSP_NOGIL(y = ts_embedding(t[1], t[0]));
+    TSP_NOGIL(y = ts_embedding_padded(t[1], t[0], (int64_t)pad));
     return tsp_wrap(y);
 }
 
@@ -460,7 +461,6 @@ static PyObject *nn_zero_grad(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-#define FN(f) (PyCFunction)(void (*)(void))(f)
 static PyMethodDef nn_functions[] = {
     {"_nn_act", FN(nn_act), METH_VARARGS, "_nn_act(kind, x): an activation"},
     {"_nn_softmax", FN(nn_softmax), METH_VARARGS, "_nn_softmax(log, x, dim)"},
@@ -473,7 +473,8 @@ static PyMethodDef nn_functions[] = {
     {"_nn_dropout", FN(nn_dropout), METH_VARARGS, "_nn_dropout(x, p, training)"},
     {"_nn_batch_norm", FN(nn_batch_norm), METH_VARARGS, NULL},
     {"_nn_layer_norm", FN(nn_layer_norm), METH_VARARGS, NULL},
-    {"_nn_embedding", FN(nn_embedding), METH_VARARGS, "_nn_embedding(indices, weight)"},
+    {"_nn_embedding", FN(nn_embedding), METH_VARARGS,
+     "_nn_embedding(indices, weight, padding_idx=-1)"},
     {"_nn_embedding_bag", FN(nn_embedding_bag), METH_VARARGS,
      "_nn_embedding_bag(indices, weight, offsets, mode, per_sample_weights, padding_idx, "
      "include_last_offset)"},

@@ -21,12 +21,14 @@ enum {
     AM_MISH,
     AM_HARDSIGMOID,
     AM_HARDSWISH,
+    AM_LEAKY_RELU,
     AM_COUNT
 };
 
 static const char *const am_names[AM_COUNT] = {
-    "elu",        "celu",       "selu",     "hardtanh",   "relu6", "threshold",   "hardshrink",
-    "softshrink", "tanhshrink", "softsign", "logsigmoid", "mish",  "hardsigmoid", "hardswish"};
+    "elu",        "celu",       "selu",        "hardtanh",   "relu6",
+    "threshold",  "hardshrink", "softshrink",  "tanhshrink", "softsign",
+    "logsigmoid", "mish",       "hardsigmoid", "hardswish",  "leaky_relu"};
 
 static ts_tensor *run(int k, ts_tensor *x, double a, double b, bool inplace) {
     switch (k) {
@@ -56,13 +58,16 @@ static ts_tensor *run(int k, ts_tensor *x, double a, double b, bool inplace) {
         return inplace ? ts_mish_(x) : ts_mish(x);
     case AM_HARDSIGMOID:
         return inplace ? ts_hardsigmoid_(x) : ts_hardsigmoid(x);
+    case AM_LEAKY_RELU:
+        return inplace ? ts_leaky_relu_(x, a) : ts_leaky_relu(x, a);
     default:
         return inplace ? ts_hardswish_(x) : ts_hardswish(x);
     }
 }
 
 static bool has_inplace(int k) {
-    return k <= AM_THRESHOLD || k == AM_MISH || k == AM_HARDSIGMOID || k == AM_HARDSWISH;
+    return k <= AM_THRESHOLD || k == AM_MISH || k == AM_HARDSIGMOID || k == AM_HARDSWISH ||
+           k == AM_LEAKY_RELU;
 }
 
 /* _nn_act_more(kind, x, a, b, inplace): a, b the kind's numbers in the C signature's order; in
@@ -116,7 +121,6 @@ static PyObject *nn_prelu(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
-#define FN(f) (PyCFunction)(void (*)(void))(f)
 static PyMethodDef act_more_functions[] = {
     {"_nn_act_more", FN(nn_act_more), METH_VARARGS, "_nn_act_more(kind, x, a, b, inplace)"},
     {"_nn_glu", FN(nn_glu), METH_VARARGS, "_nn_glu(x, dim)"},

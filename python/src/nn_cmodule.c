@@ -193,7 +193,6 @@ static PyObject *cm_rnn_cell(PyObject *self, PyObject *args) {
     return co ? Py_BuildValue("(NN)", ho, co) : (Py_DECREF(ho), NULL);
 }
 
-#define FN(f) (PyCFunction)(void (*)(void))(f)
 /* place(budgets, example_input, with_grads, output_device, dry_run[, overrides]) -> the plan's
  * text (ts_module_place_str; tessera.nn.utils.place); tsp.h */
 PyObject *tsp_place(ts_module *m, PyObject *args) {

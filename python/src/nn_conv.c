@@ -76,7 +76,6 @@ static PyObject *nn_col2im(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
-#define FN(f) (PyCFunction)(void (*)(void))(f)
 static PyMethodDef conv_functions[] = {
     {"_nn_convnd", FN(nn_convnd), METH_VARARGS,
      "_nn_convnd(transposed, k, x, w, b, stride, padding, dilation, output_padding, groups)"},

@@ -101,7 +101,6 @@ static PyObject *nn_loss_more(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
-#define FN(f) (PyCFunction)(void (*)(void))(f)
 static PyMethodDef loss_more_functions[] = {
     {"_nn_loss_more", FN(nn_loss_more), METH_VARARGS,
      "_nn_loss_more(kind, t0, t1, t2, reduction, a, b, c, f1, f2)"},

@@ -158,7 +158,6 @@ static PyObject *nn_local_response_norm(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
-#define FN(f) (PyCFunction)(void (*)(void))(f)
 static PyMethodDef pool_norm_functions[] = {
     {"_nn_pool_nd", FN(nn_pool_nd), METH_VARARGS,
      "_nn_pool_nd(kind, x, nd, k, s, p, d, ceil, excl, divisor, return_indices, norm_type)"},

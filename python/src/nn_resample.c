@@ -95,7 +95,6 @@ static PyObject *nn_pixel_shuffle(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
-#define FN(f) (PyCFunction)(void (*)(void))(f)
 static PyMethodDef resample_functions[] = {
     {"_nn_pad", FN(nn_pad), METH_VARARGS, "_nn_pad(x, pad, mode, value)"},
     {"_nn_interpolate", FN(nn_interpolate), METH_VARARGS,

@@ -284,7 +284,6 @@ static PyObject *co_master_weights(PyObject *self, PyObject *unused) {
     return PyBool_FromLong(ts_optim_master_weights(O(self)));
 }
 
-#define FN(f) (PyCFunction)(void (*)(void))(f)
 static PyMethodDef coptim_methods[] = {
     {"step", co_step, METH_NOARGS, "one step of every parameter (all or nothing)"},
     {"zero_grad", co_zero_grad, METH_NOARGS, "sets every gradient to None"},

@@ -319,8 +319,6 @@ static PyObject *m_make_subclass(PyObject *cls, PyObject *const *args, Py_ssize_
     return tsp_wrap_as((PyTypeObject *)a[0], t);
 }
 
-#define FAST  (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f) (PyCFunction)(void (*)(void))(f)
 PyMethodDef tsp_tensor_core_methods[] = {
     {"size", FN(m_size), FAST, "size(dim=None): the shape, or one dim's size"},
     {"stride", FN(m_stride), FAST, "stride(dim=None)"},

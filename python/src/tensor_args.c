@@ -240,3 +240,31 @@ int tsp_opts_args(PyObject *dtype, PyObject *device, PyObject *requires_grad, Py
         return -1;
     return 0;
 }
+
+PyObject *tsp_results(const char *op, ts_tensor *const *r, int n) {
+    bool ok = ts_error() == TS_OK && n >= 1 && n <= 8;
+    for (int i = 0; i < n; i++) ok &= r[i] != NULL;
+    if (!ok) {
+        for (int i = 0; i < n; i++) tsp_drop(r[i]);
+        if (ts_error() == TS_OK) {
+            PyErr_Format(PyExc_RuntimeError, "%s: an op returned no result", op);
+            return NULL;
+        }
+        return tsp_raise_pending();
+    }
+    ts_tensor *p[8];
+    memcpy(p, r, (size_t)n * sizeof *p);
+    return n == 1 ? tsp_wrap(p[0]) : tsp_tuple_of(p, n);
+}
+
+int tsp_str_arg(PyObject *o, const char *dflt, const char **out, const char *fn, const char *arg) {
+    *out = dflt;
+    if (!o || o == Py_None) return 0;
+    if (!PyUnicode_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be str, not %.100s", fn, arg,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    *out = PyUnicode_AsUTF8(o);
+    return *out ? 0 : -1;
+}

@@ -310,8 +310,6 @@ static PyObject *istft_call(PyObject *self, PyObject *const *args, Py_ssize_t na
 TSP_METHOD_AND_FUNCTION(istft, istft_call, 0)
 
 /* ------------------------------------------------------------------ tables */
-#define FN(f)              ((PyCFunction)(void (*)(void))(f))
-#define FAST               (METH_FASTCALL | METH_KEYWORDS)
 #define M_UNARY(name, cfn) {#name, m_##name, METH_NOARGS, NULL},
 #define F_UNARY(name, cfn) {#name, f_##name, METH_O, NULL},
 #define F_FFT1(name)       {"_fft_" #name, FN(f__fft_##name), FAST, NULL},

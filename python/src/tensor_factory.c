@@ -39,7 +39,7 @@ static ts_tensor *full_double(ts_shape s, double v, ts_opts o) {
 static ts_tensor *full_exact(ts_shape s, PyObject *value, double v, ts_opts o) {
     const ts_dtype dt = o.dtype;
     if (!value || !PyLong_Check(value) || PyBool_Check(value) || dt == TS_DTYPE_DEFAULT ||
-        ts_dtype_is_floating(dt) || dt == TS_BOOL || fabs(v) <= 9007199254740992.0)
+        ts_dtype_is_floating(dt) || dt == TS_BOOL || fabs(v) < 9007199254740992.0)
         return full_double(s, v, o);
     int overflow;
     long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
@@ -146,19 +146,37 @@ static PyObject *sized(shape_factory f, const char *fn, PyObject *args, PyObject
         tsp_opts_args(a[2], a[3], a[4], a[5], &o, fn) < 0 || out_arg(a[6], &ot, &o, fn) < 0 ||
         tsp_layout_arg(a[7], fn) < 0)
         return NULL;
-    if (fill_value && tsp_double_arg(a[1], 0, fill_value, fn, "fill_value") < 0) return NULL;
+    PyObject *fill = NULL; /* a 0-dim Tensor fill as its Python number, as torch.full takes it */
+    if (fill_value && tsp_tensor_of(a[1])) {
+        if (ts_ndim(tsp_tensor_of(a[1])) != 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "full(): argument 'fill_value' must be a number or a 0-dim Tensor, not "
+                         "a %d-dim Tensor",
+                         ts_ndim(tsp_tensor_of(a[1])));
+            return NULL;
+        }
+        if (!(fill = PyObject_CallMethod(a[1], "item", NULL))) return NULL;
+        a[1] = fill;
+    }
+    if ((fill_value && tsp_double_arg(a[1], 0, fill_value, fn, "fill_value") < 0) || tsp_enter()) {
+        Py_XDECREF(fill);
+        return NULL;
+    }
     if (!o.dtype)
         o.dtype = fill_value && PyBool_Check(a[1])   ? TS_BOOL
                   : fill_value && PyLong_Check(a[1]) ? TS_I64 /* torch's full((2,), 3): int64 */
                                                      : tsp_default_float;
-    if (tsp_enter()) return NULL;
     ts_tensor *t;
     tsp_generator_scope gs;
-    if (tsp_generator_begin(a[8], fn, &gs) < 0) return NULL;
+    if (tsp_generator_begin(a[8], fn, &gs) < 0) {
+        Py_XDECREF(fill);
+        return NULL;
+    }
     if (fill_value)
         t = full_exact(s, a[1], *fill_value, o);
     else
         TSP_NOGIL(t = f(s, o););
+    Py_XDECREF(fill);
     if (tsp_generator_end(&gs) < 0) {
         tsp_drop(t);
         return NULL;
@@ -591,8 +609,6 @@ static PyObject *f_initial_seed(PyObject *mod, PyObject *unused) {
     return PyLong_FromUnsignedLongLong(ts_initial_seed());
 }
 
-#define FAST   (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f)  (PyCFunction)(void (*)(void))(f)
 #define KWARGS (METH_VARARGS | METH_KEYWORDS)
 PyMethodDef tsp_tensor_core_functions[] = {
     {"tensor", FN(f_tensor), FAST,

@@ -24,6 +24,23 @@ PyObject *tsp_tuple_of(ts_tensor **pieces, int n);
  * tensor: the default float; an int beside a bool tensor: int64). */
 ts_tensor *tsp_scalar_beside(ts_tensor *t, PyObject *num, double v);
 #define TSP_NARGS(a) ((int)(sizeof(a) / sizeof *(a)))
+/* A fastcall function's parse in one line, for files whose functions take SIG's arguments:
+ * PARSE(fn, required, names...) declares `names` and `a` (the arguments as objects, NULL when
+ * absent) and returns NULL with the exception set on a bad call; TARG(i, fn) is argument i as a
+ * tensor (NULL with the exception set). */
+#define SIG (PyObject * mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
+#define PARSE(fn, required, ...)                                                                   \
+    static const char *const names[] = {__VA_ARGS__};                                              \
+    PyObject *a[TSP_NARGS(names)] = {0};                                                           \
+    if (tsp_parse(args, nargs, kw, fn, names, TSP_NARGS(names), required, a) < 0) return NULL
+#define TARG(i, fn) tsp_tensor_arg(a[i], fn, names[i])
+/* An op's n results (at most 8; their references move in) as the tensor (n == 1) or a tuple; when
+ * one is NULL or an error is pending, all are dropped and the error raised (`op` names the call
+ * when no error was recorded). */
+PyObject *tsp_results(const char *op, ts_tensor *const *r, int n);
+/* A str argument: *out = its UTF-8 (alive while o is), dflt for None or absent; -1 with a
+ * TypeError naming fn and arg for another type. */
+int tsp_str_arg(PyObject *o, const char *dflt, const char **out, const char *fn, const char *arg);
 
 /* A Python number (bool, int, float, or anything with __float__ that is not a Tensor) -> *v;
  * 1 when o is a number, 0 when it is not (no exception), -1 on error. */

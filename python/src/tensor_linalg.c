@@ -9,9 +9,7 @@
 #include "tensor_impl.h"
 #include "tessera/complex.h"
 
-#define T     TSP_T
-#define FAST  (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f) (PyCFunction)(void (*)(void))(f)
+#define T TSP_T
 
 /* ------------------------------------------------------------------ addmm and family */
 typedef ts_tensor *(*addx_fn)(ts_tensor *, ts_tensor *, ts_tensor *, double, double);

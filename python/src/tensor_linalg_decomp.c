@@ -8,50 +8,7 @@
 #include "tensor_impl.h"
 #include "tessera/linalg.h"
 
-#define FAST  (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f) (PyCFunction)(void (*)(void))(f)
-
-/* results (their references move in) as a tuple of n, or the pending error raised */
-static PyObject *results(ts_tensor *const *r, int n) {
-    bool ok = ts_error() == TS_OK;
-    for (int i = 0; i < n; i++) ok &= r[i] != NULL;
-    if (!ok) {
-        for (int i = 0; i < n; i++) tsp_drop(r[i]);
-        if (ts_error() == TS_OK) {
-            PyErr_SetString(PyExc_RuntimeError, "linalg: an op returned no result");
-            return NULL;
-        }
-        return tsp_raise_pending();
-    }
-    ts_tensor *p[4];
-    memcpy(p, r, (size_t)n * sizeof *p);
-    return n == 1 ? tsp_wrap(p[0]) : tsp_tuple_of(p, n);
-}
-
-/* a str argument (None -> dflt) into buf */
-static int str_arg(PyObject *o, const char *dflt, char *buf, size_t cap, const char *fn,
-                   const char *arg) {
-    if (!o || o == Py_None) {
-        snprintf(buf, cap, "%s", dflt ? dflt : "");
-        return 0;
-    }
-    const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
-    if (!s) {
-        PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be str, not %s", fn, arg,
-                     Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    snprintf(buf, cap, "%s", s);
-    return 0;
-}
-
 /* the parse of every function here: names, how many are tensors (first), the rest as objects */
-#define PARSE(fn, required, ...)                                                                   \
-    static const char *const names[] = {__VA_ARGS__};                                              \
-    PyObject *a[TSP_NARGS(names)] = {0};                                                           \
-    if (tsp_parse(args, nargs, kw, fn, names, TSP_NARGS(names), required, a) < 0) return NULL
-#define TARG(i, fn) tsp_tensor_arg(a[i], fn, names[i])
-#define SIG         (PyObject * mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
 
 /* ------------------------------------------------------------------ LU family */
 static PyObject *f_inv SIG {
@@ -61,7 +18,7 @@ static PyObject *f_inv SIG {
     bool ex;
     if (!A || tsp_bool_arg(a[1], false, &ex, "linalg.inv", "ex") < 0 || tsp_enter()) return NULL;
     TSP_NOGIL(r[0] = ts_linalg_inv_ex(A, ex ? &r[1] : NULL));
-    return results(r, ex ? 2 : 1);
+    return tsp_results("linalg", r, ex ? 2 : 1);
 }
 
 static PyObject *f_solve SIG {
@@ -73,21 +30,20 @@ static PyObject *f_solve SIG {
         tsp_bool_arg(a[3], false, &ex, "linalg.solve", "ex") < 0 || tsp_enter())
         return NULL;
     TSP_NOGIL(r[0] = ts_linalg_solve_ex(A, B, left, ex ? &r[1] : NULL));
-    return results(r, ex ? 2 : 1);
+    return tsp_results("linalg", r, ex ? 2 : 1);
 }
 
 static PyObject *f_det SIG {
     (void)mod;
     PARSE("linalg.det", 1, "A", "kind");
     ts_tensor *A = TARG(0, "linalg.det"), *r[2] = {0};
-    char kind[16];
-    if (!A || str_arg(a[1], "det", kind, sizeof kind, "linalg.det", "kind") < 0 || tsp_enter())
-        return NULL;
+    const char *kind;
+    if (!A || tsp_str_arg(a[1], "det", &kind, "linalg.det", "kind") < 0 || tsp_enter()) return NULL;
     const bool slog = !strcmp(kind, "slogdet");
     TSP_NOGIL(r[0] = slog                      ? ts_linalg_slogdet(A, &r[1])
                      : !strcmp(kind, "logdet") ? ts_logdet(A)
                                                : ts_linalg_det(A));
-    return results(r, slog ? 2 : 1);
+    return tsp_results("linalg", r, slog ? 2 : 1);
 }
 
 static PyObject *f_lu_factor SIG {
@@ -98,7 +54,7 @@ static PyObject *f_lu_factor SIG {
     if (!A || tsp_bool_arg(a[1], false, &ex, "linalg.lu_factor", "ex") < 0 || tsp_enter())
         return NULL;
     TSP_NOGIL(r[0] = ts_linalg_lu_factor_ex(A, &r[1], ex ? &r[2] : NULL));
-    return results(r, ex ? 3 : 2);
+    return tsp_results("linalg", r, ex ? 3 : 2);
 }
 
 static PyObject *f_lu_unpack SIG {
@@ -107,7 +63,7 @@ static PyObject *f_lu_unpack SIG {
     ts_tensor *LU = TARG(0, "lu_unpack"), *piv = LU ? TARG(1, "lu_unpack") : NULL, *r[3] = {0};
     if (!piv || tsp_enter()) return NULL;
     TSP_NOGIL(r[0] = ts_lu_unpack(LU, piv, &r[1], &r[2]));
-    return results(r, 3);
+    return tsp_results("linalg", r, 3);
 }
 
 static PyObject *f_lu SIG {
@@ -116,7 +72,7 @@ static PyObject *f_lu SIG {
     ts_tensor *A = TARG(0, "linalg.lu"), *r[3] = {0};
     if (!A || tsp_enter()) return NULL;
     TSP_NOGIL(r[0] = ts_linalg_lu(A, &r[1], &r[2]));
-    return results(r, 3);
+    return tsp_results("linalg", r, 3);
 }
 
 static PyObject *f_lu_solve SIG {
@@ -130,7 +86,7 @@ static PyObject *f_lu_solve SIG {
         tsp_bool_arg(a[4], false, &adj, fn, "adjoint") < 0 || tsp_enter())
         return NULL;
     TSP_NOGIL(r[0] = ts_linalg_lu_solve(LU, piv, B, left, adj));
-    return results(r, 1);
+    return tsp_results("linalg", r, 1);
 }
 
 /* ------------------------------------------------------------------ triangular, cholesky */
@@ -143,7 +99,7 @@ static PyObject *f_cholesky SIG {
         tsp_bool_arg(a[2], false, &ex, "linalg.cholesky", "ex") < 0 || tsp_enter())
         return NULL;
     TSP_NOGIL(r[0] = ts_linalg_cholesky_ex(A, upper, ex ? &r[1] : NULL));
-    return results(r, ex ? 2 : 1);
+    return tsp_results("linalg", r, ex ? 2 : 1);
 }
 
 static PyObject *f_solve_triangular SIG {
@@ -157,7 +113,7 @@ static PyObject *f_solve_triangular SIG {
         tsp_bool_arg(a[4], false, &unit, fn, "unitriangular") < 0 || tsp_enter())
         return NULL;
     TSP_NOGIL(r[0] = ts_linalg_solve_triangular(A, B, upper, left, unit));
-    return results(r, 1);
+    return tsp_results("linalg", r, 1);
 }
 
 static PyObject *f_cholesky_solve SIG {
@@ -169,7 +125,7 @@ static PyObject *f_cholesky_solve SIG {
     if (!L || tsp_bool_arg(a[2], false, &upper, "cholesky_solve", "upper") < 0 || tsp_enter())
         return NULL;
     TSP_NOGIL(r[0] = ts_cholesky_solve(B, L, upper));
-    return results(r, 1);
+    return tsp_results("linalg", r, 1);
 }
 
 static PyObject *f_cholesky_inverse SIG {
@@ -180,7 +136,7 @@ static PyObject *f_cholesky_inverse SIG {
     if (!L || tsp_bool_arg(a[1], false, &upper, "cholesky_inverse", "upper") < 0 || tsp_enter())
         return NULL;
     TSP_NOGIL(r[0] = ts_cholesky_inverse(L, upper));
-    return results(r, 1);
+    return tsp_results("linalg", r, 1);
 }
 
 /* ------------------------------------------------------------------ qr, svd, eigh */
@@ -188,11 +144,11 @@ static PyObject *f_qr SIG {
     (void)mod;
     PARSE("linalg.qr", 1, "A", "mode");
     ts_tensor *A = TARG(0, "linalg.qr"), *r[2] = {0};
-    char mode[32];
-    if (!A || str_arg(a[1], "reduced", mode, sizeof mode, "linalg.qr", "mode") < 0 || tsp_enter())
+    const char *mode;
+    if (!A || tsp_str_arg(a[1], "reduced", &mode, "linalg.qr", "mode") < 0 || tsp_enter())
         return NULL;
     TSP_NOGIL(r[0] = ts_linalg_qr(A, mode, &r[1]));
-    return results(r, 2);
+    return tsp_results("linalg", r, 2);
 }
 
 static PyObject *f_geqrf SIG {
@@ -201,7 +157,7 @@ static PyObject *f_geqrf SIG {
     ts_tensor *A = TARG(0, "geqrf"), *r[2] = {0};
     if (!A || tsp_enter()) return NULL;
     TSP_NOGIL(r[0] = ts_geqrf(A, &r[1]));
-    return results(r, 2);
+    return tsp_results("linalg", r, 2);
 }
 
 static PyObject *f_svd SIG {
@@ -214,23 +170,23 @@ static PyObject *f_svd SIG {
         return NULL;
     if (!vectors) {
         TSP_NOGIL(r[0] = ts_linalg_svdvals(A));
-        return results(r, 1);
+        return tsp_results("linalg", r, 1);
     }
     TSP_NOGIL(r[0] = ts_linalg_svd(A, full, &r[1], &r[2]));
-    return results(r, 3);
+    return tsp_results("linalg", r, 3);
 }
 
 static PyObject *f_eigh SIG {
     (void)mod;
     PARSE("linalg.eigh", 1, "A", "UPLO", "vectors");
     ts_tensor *A = TARG(0, "linalg.eigh"), *r[2] = {0};
-    char uplo[8];
+    const char *uplo;
     bool vectors;
-    if (!A || str_arg(a[1], "L", uplo, sizeof uplo, "linalg.eigh", "UPLO") < 0 ||
+    if (!A || tsp_str_arg(a[1], "L", &uplo, "linalg.eigh", "UPLO") < 0 ||
         tsp_bool_arg(a[2], true, &vectors, "linalg.eigh", "vectors") < 0 || tsp_enter())
         return NULL;
     TSP_NOGIL(r[0] = vectors ? ts_linalg_eigh(A, uplo, &r[1]) : ts_linalg_eigvalsh(A, uplo));
-    return results(r, vectors ? 2 : 1);
+    return tsp_results("linalg", r, vectors ? 2 : 1);
 }
 
 /* ------------------------------------------------------------------ lstsq, pinv, rank */
@@ -240,12 +196,12 @@ static PyObject *f_lstsq SIG {
     PARSE(fn, 2, "A", "B", "rcond", "driver");
     ts_tensor *A = TARG(0, fn), *B = A ? TARG(1, fn) : NULL, *r[4] = {0};
     double rcond;
-    char drv[16];
+    const char *drv;
     if (!B || tsp_scalar_arg(a[2], -1, &rcond, fn, "rcond") < 0 ||
-        str_arg(a[3], "gelsy", drv, sizeof drv, fn, "driver") < 0 || tsp_enter())
+        tsp_str_arg(a[3], "gelsy", &drv, fn, "driver") < 0 || tsp_enter())
         return NULL;
     TSP_NOGIL(r[0] = ts_linalg_lstsq(A, B, rcond, drv, &r[1], &r[2], &r[3]));
-    return results(r, 4);
+    return tsp_results("linalg", r, 4);
 }
 
 /* _linalg_pinv(A, atol=None, rtol=None, hermitian=False, rank=False) */
@@ -263,7 +219,7 @@ static PyObject *f_pinv SIG {
         return NULL;
     TSP_NOGIL(r[0] = rank ? ts_linalg_matrix_rank(A, atol, rtol, herm)
                           : ts_linalg_pinv(A, atol, rtol, herm));
-    return results(r, 1);
+    return tsp_results("linalg", r, 1);
 }
 
 /* ------------------------------------------------------------------ matrix functions */
@@ -274,7 +230,7 @@ static PyObject *f_matrix_power SIG {
     int64_t n;
     if (!A || tsp_int_arg(a[1], &n, "linalg.matrix_power", "n") < 0 || tsp_enter()) return NULL;
     TSP_NOGIL(r[0] = ts_linalg_matrix_power(A, n));
-    return results(r, 1);
+    return tsp_results("linalg", r, 1);
 }
 
 /* _svd_lowrank(A, q=None, niter=2, M=None), _pca_lowrank(A, q=None, center=True, niter=2):
@@ -299,7 +255,7 @@ static PyObject *f_svd_lowrank SIG {
     if (a[3] && a[3] != Py_None && !(M = tsp_tensor_arg(a[3], fn, "M"))) return NULL;
     if (tsp_enter()) return NULL;
     TSP_NOGIL(r[0] = ts_svd_lowrank(A, q, niter, M, &r[1], &r[2]));
-    return results(r, 3);
+    return tsp_results("linalg", r, 3);
 }
 
 static PyObject *f_pca_lowrank SIG {
@@ -313,7 +269,7 @@ static PyObject *f_pca_lowrank SIG {
         (a[3] && a[3] != Py_None && tsp_int_arg(a[3], &niter, fn, "niter") < 0) || tsp_enter())
         return NULL;
     TSP_NOGIL(r[0] = ts_pca_lowrank(A, q, center, niter, &r[1], &r[2]));
-    return results(r, 3);
+    return tsp_results("linalg", r, 3);
 }
 
 static PyObject *f_matrix_exp SIG {
@@ -322,17 +278,17 @@ static PyObject *f_matrix_exp SIG {
     ts_tensor *A = TARG(0, "linalg.matrix_exp"), *r[1] = {0};
     if (!A || tsp_enter()) return NULL;
     TSP_NOGIL(r[0] = ts_linalg_matrix_exp(A));
-    return results(r, 1);
+    return tsp_results("linalg", r, 1);
 }
 
 static PyObject *f_cond SIG {
     (void)mod;
     PARSE("linalg.cond", 1, "A", "p");
     ts_tensor *A = TARG(0, "linalg.cond"), *r[1] = {0};
-    char p[16];
-    if (!A || str_arg(a[1], "2", p, sizeof p, "linalg.cond", "p") < 0 || tsp_enter()) return NULL;
+    const char *p;
+    if (!A || tsp_str_arg(a[1], "2", &p, "linalg.cond", "p") < 0 || tsp_enter()) return NULL;
     TSP_NOGIL(r[0] = ts_linalg_cond(A, p));
-    return results(r, 1);
+    return tsp_results("linalg", r, 1);
 }
 
 PyMethodDef tsp_tensor_linalg_decomp_functions[] = {

@@ -7,32 +7,6 @@
 #include "tensor_impl.h"
 #include "tessera/linalg.h"
 
-#define FAST  (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f) (PyCFunction)(void (*)(void))(f)
-#define SIG   (PyObject * mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
-#define PARSE(fn, required, ...)                                                                   \
-    static const char *const names[] = {__VA_ARGS__};                                              \
-    PyObject *a[TSP_NARGS(names)] = {0};                                                           \
-    if (tsp_parse(args, nargs, kw, fn, names, TSP_NARGS(names), required, a) < 0) return NULL
-#define TARG(i, fn) tsp_tensor_arg(a[i], fn, names[i])
-
-/* results (their references move in) as a tuple of n (one: the tensor), or the error raised */
-static PyObject *results(ts_tensor *const *r, int n) {
-    bool ok = ts_error() == TS_OK;
-    for (int i = 0; i < n; i++) ok &= r[i] != NULL;
-    if (!ok) {
-        for (int i = 0; i < n; i++) tsp_drop(r[i]);
-        if (ts_error() == TS_OK) {
-            PyErr_SetString(PyExc_RuntimeError, "linalg: an op returned no result");
-            return NULL;
-        }
-        return tsp_raise_pending();
-    }
-    ts_tensor *p[3];
-    memcpy(p, r, (size_t)n * sizeof *p);
-    return n == 1 ? tsp_wrap(p[0]) : tsp_tuple_of(p, n);
-}
-
 /* _linalg_eig(A, vectors=True): (L, V) or L */
 static PyObject *f_eig SIG {
     (void)mod;
@@ -42,7 +16,7 @@ static PyObject *f_eig SIG {
     if (!A || tsp_bool_arg(a[1], true, &vectors, "linalg.eig", "vectors") < 0 || tsp_enter())
         return NULL;
     TSP_NOGIL(r[0] = vectors ? ts_linalg_eig(A, &r[1]) : ts_linalg_eigvals(A));
-    return results(r, vectors ? 2 : 1);
+    return tsp_results("linalg", r, vectors ? 2 : 1);
 }
 
 /* _ormqr(input, tau, other, left=True, transpose=False) */
@@ -56,7 +30,7 @@ static PyObject *f_ormqr SIG {
         tsp_bool_arg(a[4], false, &trans, "ormqr", "transpose") < 0 || tsp_enter())
         return NULL;
     TSP_NOGIL(r[0] = ts_ormqr(A, t, C, left, trans));
-    return results(r, 1);
+    return tsp_results("linalg", r, 1);
 }
 
 /* _linalg_ldl_factor(A, hermitian=False, ex=False): (LD, pivots[, info]) */
@@ -69,7 +43,7 @@ static PyObject *f_ldl_factor SIG {
         tsp_bool_arg(a[2], false, &ex, "linalg.ldl_factor", "ex") < 0 || tsp_enter())
         return NULL;
     TSP_NOGIL(r[0] = ts_linalg_ldl_factor_ex(A, herm, &r[1], ex ? &r[2] : NULL));
-    return results(r, ex ? 3 : 2);
+    return tsp_results("linalg", r, ex ? 3 : 2);
 }
 
 /* _linalg_ldl_solve(LD, pivots, B, hermitian=False) */
@@ -82,7 +56,7 @@ static PyObject *f_ldl_solve SIG {
     bool herm;
     if (!B || tsp_bool_arg(a[3], false, &herm, fn, "hermitian") < 0 || tsp_enter()) return NULL;
     TSP_NOGIL(r[0] = ts_linalg_ldl_solve(LD, P, B, herm));
-    return results(r, 1);
+    return tsp_results("linalg", r, 1);
 }
 
 /* _linalg_polar(A): (U, H) */
@@ -92,7 +66,7 @@ static PyObject *f_polar SIG {
     ts_tensor *A = TARG(0, "linalg.polar"), *r[2] = {0};
     if (!A || tsp_enter()) return NULL;
     TSP_NOGIL(r[0] = ts_linalg_polar(A, &r[1]));
-    return results(r, 2);
+    return tsp_results("linalg", r, 2);
 }
 
 static PyObject *f_matrix_sqrth SIG {
@@ -101,7 +75,7 @@ static PyObject *f_matrix_sqrth SIG {
     ts_tensor *A = TARG(0, "linalg.matrix_sqrth"), *r[1] = {0};
     if (!A || tsp_enter()) return NULL;
     TSP_NOGIL(r[0] = ts_linalg_matrix_sqrth(A));
-    return results(r, 1);
+    return tsp_results("linalg", r, 1);
 }
 
 PyMethodDef tsp_tensor_linalg_more_functions[] = {

@@ -8,9 +8,7 @@
 
 #include "tensor_impl.h"
 
-#define T     TSP_T
-#define FAST  (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f) (PyCFunction)(void (*)(void))(f)
+#define T TSP_T
 
 static ts_tensor *input_of(PyObject *self, PyObject *a0) { return self ? T(self) : T(a0); }
 

@@ -152,6 +152,18 @@ static PyObject *m_type(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     return moved(self, false, (ts_device){0}, dt, false, false);
 }
 
+/* type_as(other): PyTorch's self.type(other.type()), whose type string names the device too:
+ * other's dtype on other's device */
+static PyObject *m_type_as(PyObject *self, PyObject *other) {
+    ts_tensor *o = tsp_tensor_of(other);
+    if (!o) {
+        PyErr_Format(PyExc_TypeError, "type_as(): argument 'other' must be Tensor, not %.100s",
+                     Py_TYPE(other)->tp_name);
+        return NULL;
+    }
+    return moved(self, true, ts_device_of(o), ts_dtype_of(o), false, false);
+}
+
 /* x.float(memory_format=torch.preserve_format) and the other casts */
 static PyObject *cast_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
                              ts_dtype dt, const char *fn) {
@@ -221,13 +233,12 @@ static PyObject *m_copy_(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return tsp_inplace_result(self, r);
 }
 
-#define FAST  (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f) (PyCFunction)(void (*)(void))(f)
 PyMethodDef tsp_tensor_move_methods[] = {
     {"to", FN(m_to), FAST, "to(device=None, dtype=None, non_blocking=False, copy=False)"},
     {"cuda", FN(m_cuda), FAST, "cuda(device=None, non_blocking=False)"},
     {"cpu", m_cpu, METH_NOARGS, "a copy on the cpu (self when already there)"},
     {"type", FN(m_type), FAST, "type(dtype=None): the type name, or a cast"},
+    {"type_as", m_type_as, METH_O, "type_as(other): other's dtype on other's device"},
     {"float", FN(m_float), FAST, NULL},
     {"double", FN(m_double), FAST, NULL},
     {"half", FN(m_half), FAST, NULL},

@@ -639,9 +639,20 @@ static PyObject *where3(PyObject *cond, PyObject *x, PyObject *y) {
     return tsp_wrap(r);
 }
 static PyObject *f_where(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
-    (void)mod;
     static const char *const names[] = {"condition", "input", "other"};
     PyObject *a[3];
+    if (nargs == 1 && (!kw || PyTuple_GET_SIZE(kw) == 0)) {
+        /* where(condition): PyTorch's nonzero(condition, as_tuple=True) */
+        if (!tsp_tensor_arg(args[0], "where", "condition")) return NULL;
+        PyObject *nz = PyObject_GetAttrString(mod, "nonzero");
+        PyObject *pos = nz ? PyTuple_Pack(1, args[0]) : NULL;
+        PyObject *opt = pos ? Py_BuildValue("{s:O}", "as_tuple", Py_True) : NULL;
+        PyObject *r = opt ? PyObject_Call(nz, pos, opt) : NULL;
+        Py_XDECREF(nz);
+        Py_XDECREF(pos);
+        Py_XDECREF(opt);
+        return r;
+    }
     if (tsp_parse(args, nargs, kw, "where", names, 3, 3, a) < 0) return NULL;
     return where3(a[0], a[1], a[2]);
 }
@@ -756,8 +767,6 @@ static PyObject *softmax_like(PyObject *self, PyObject *const *args, Py_ssize_t 
 SOFTMAX(softmax)
 SOFTMAX(log_softmax)
 
-#define FAST                (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f)               (PyCFunction)(void (*)(void))(f)
 #define M_BINARY(name, op)  {#name, FN(m_##name), FAST, NULL},
 #define F_BINARY(name, op)  {#name, FN(f_##name), FAST, NULL},
 #define M_INPLACE(name, op) {#name "_", FN(m_##name##_), FAST, NULL},
@@ -786,7 +795,7 @@ PyMethodDef tsp_tensor_ops_functions[] = {
     BINARY_LIST(F_BINARY) UNARY_LIST(F_UNARY){"clamp", FN(f_clamp), FAST, NULL},
     {"round", FN(f_round), FAST, "round(input, decimals=0)"},
     {"clip", FN(f_clamp), FAST, NULL},
-    {"where", FN(f_where), FAST, "where(condition, input, other)"},
+    {"where", FN(f_where), FAST, "where(condition, input, other) / where(condition)"},
     {"mm", FN(f_mm), METH_FASTCALL, NULL},
     {"bmm", FN(f_bmm), METH_FASTCALL, NULL},
     {"softmax", FN(f_softmax), FAST, NULL},

@@ -162,8 +162,6 @@ static PyObject *call_minmax(PyObject *self, PyObject *const *args, Py_ssize_t n
 TSP_METHOD_AND_FUNCTION(max, call_minmax, true)
 TSP_METHOD_AND_FUNCTION(min, call_minmax, false)
 
-#define FAST           (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f)          (PyCFunction)(void (*)(void))(f)
 #define M_RED(name, r) {#name, FN(m_##name), FAST, #name "(dim=None, keepdim=False)"},
 #define F_RED(name, r) {#name, FN(f_##name), FAST, #name "(input, dim=None, keepdim=False)"},
 PyMethodDef tsp_tensor_reduce_methods[] = {

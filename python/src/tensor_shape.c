@@ -292,7 +292,11 @@ static PyObject *call_pieces(PyObject *self, PyObject *const *args, Py_ssize_t n
 TSP_METHOD_AND_FUNCTION(split, call_pieces, false)
 TSP_METHOD_AND_FUNCTION(chunk, call_pieces, true)
 
-/* unbind(input, dim=0): the selects along dim */
+/* unbind(input, dim=0): the selects along dim (ts_unbind: one multi-output op's views) */
+static int unbind_adapter(ts_tensor *t, int64_t k, int dim, ts_tensor **out, int max) {
+    (void)k;
+    return ts_unbind(t, dim, out, max);
+}
 static PyObject *call_unbind(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
                              const char *fn) {
     static const char *const names[] = {"input", "dim"};
@@ -302,19 +306,7 @@ static PyObject *call_unbind(PyObject *self, PyObject *const *args, Py_ssize_t n
     ts_tensor *t = r < 0 ? NULL : self ? T(self) : tsp_tensor_arg(a[0], "unbind", "input");
     int64_t dim = 0;
     if (!t || (a[1] && tsp_int_arg(a[1], &dim, "unbind", "dim") < 0) || tsp_enter()) return NULL;
-    int64_t n = ts_size(t, (int)dim);
-    if (tsp_check()) return NULL;
-    PyObject *tup = PyTuple_New((Py_ssize_t)n);
-    for (int64_t i = 0; tup && i < n; i++) {
-        ts_tensor *s;
-        TSP_NOGIL(s = ts_select(t, (int)dim, i));
-        PyObject *o = tsp_wrap(s);
-        if (!o)
-            Py_CLEAR(tup);
-        else
-            PyTuple_SET_ITEM(tup, (Py_ssize_t)i, o);
-    }
-    return tup;
+    return pieces_by_int(t, 0, dim, unbind_adapter);
 }
 TSP_METHOD_AND_FUNCTION(unbind, call_unbind, "unbind")
 
@@ -484,8 +476,6 @@ static PyObject *m_resize_as_(PyObject *self, PyObject *o) {
     return resized(self, r);
 }
 
-#define FAST               (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f)              (PyCFunction)(void (*)(void))(f)
 #define M_INT_OP(name, op) {#name, FN(m_##name), FAST, NULL},
 #define F_INT_OP(name, op) {#name, FN(f_##name), FAST, NULL},
 PyMethodDef tsp_tensor_shape_methods[] = {

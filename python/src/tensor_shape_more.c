@@ -9,9 +9,7 @@
 
 #include "tensor_impl.h"
 
-#define T     TSP_T
-#define FAST  (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f) (PyCFunction)(void (*)(void))(f)
+#define T TSP_T
 
 /* ------------------------------------------------------------------ helpers */
 /* ints: one int, a sequence of ints or an integer tensor (its values) -> v[0..*n), at most max */

@@ -5,8 +5,6 @@
 #include "tensor_impl.h"
 #include "tessera/storage.h"
 
-#define FN(f) (PyCFunction)(void (*)(void))(f)
-
 static PyObject *m_share_memory_(PyObject *self, PyObject *unused) {
     (void)unused;
     if (!ts_share_memory_(TSP_T(self))) return tsp_raise_pending();

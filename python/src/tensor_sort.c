@@ -6,9 +6,7 @@
 
 #include "tensor_impl.h"
 
-#define T     TSP_T
-#define FAST  (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f) (PyCFunction)(void (*)(void))(f)
+#define T TSP_T
 
 /* ------------------------------------------------------------------ helpers */
 static ts_tensor *input_of(PyObject *self, PyObject *a0) { return self ? T(self) : T(a0); }
@@ -68,19 +66,6 @@ static ts_tensor *tensor_or_scalar(PyObject *o, ts_tensor *beside, ts_tensor **m
     *made = ts_full(TS_SHAPE(), v, opts);
     if (!*made) tsp_raise_pending();
     return *made;
-}
-
-static int str_arg(PyObject *o, const char *dflt, const char **out, const char *fn,
-                   const char *arg) {
-    *out = dflt;
-    if (!o || o == Py_None) return 0;
-    if (!PyUnicode_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be str, not %.100s", fn, arg,
-                     Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    *out = PyUnicode_AsUTF8(o);
-    return *out ? 0 : -1;
 }
 
 /* ------------------------------------------------------------------ sort, argsort, msort */
@@ -187,7 +172,7 @@ static PyObject *call_quantile(PyObject *self, PyObject *const *args, Py_ssize_t
     double qs = 0;
     if (tsp_parse_input(self, args, nargs, kw, fn, names, 5, 1, a) < 0 ||
         tsp_bool_arg(a[3], false, &keepdim, fn, "keepdim") < 0 ||
-        str_arg(a[4], "linear", &interp, fn, "interpolation") < 0)
+        tsp_str_arg(a[4], "linear", &interp, fn, "interpolation") < 0)
         return NULL;
     const bool has_dim = a[2] && a[2] != Py_None;
     if ((has_dim && tsp_int_arg(a[2], &dim, fn, "dim") < 0)) return NULL;
@@ -220,7 +205,7 @@ static PyObject *f_searchsorted(PyObject *mod, PyObject *const *args, Py_ssize_t
         !(seq = tsp_tensor_arg(a[0], fn, "sorted_sequence")) ||
         tsp_bool_arg(a[2], false, &out_int32, fn, "out_int32") < 0 ||
         tsp_bool_arg(a[3], false, &right, fn, "right") < 0 ||
-        str_arg(a[4], NULL, &side, fn, "side") < 0 ||
+        tsp_str_arg(a[4], NULL, &side, fn, "side") < 0 ||
         (a[5] && a[5] != Py_None && !(sorter = tsp_tensor_arg(a[5], fn, "sorter"))))
         return NULL;
     if (side) {

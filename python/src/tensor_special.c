@@ -195,8 +195,6 @@ static PyObject *nb_remainder(PyObject *a, PyObject *b) {
     return binary_call(a, b, "remainder", "other", ts_remainder);
 }
 
-#define FAST                       (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f)                      (PyCFunction)(void (*)(void))(f)
 #define M_UNARY(name, cfn)         {#name, m_##name, METH_NOARGS, NULL},
 #define F_UNARY(name, cfn)         {#name, f_##name, METH_O, NULL},
 #define M_BINARY(name, other, cfn) {#name, FN(m_##name), FAST, NULL},

@@ -156,8 +156,6 @@ static PyObject *m_sum_to_size(PyObject *self, PyObject *args) {
     return tsp_wrap(r);
 }
 
-#define FAST                       (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f)                      (PyCFunction)(void (*)(void))(f)
 #define F_UNARY(name, cfn)         {#name, f_##name, METH_O, NULL},
 #define F_BINARY(name, other, cfn) {#name, FN(f_##name), FAST, NULL},
 #define M_BINARY(name, other, cfn) {#name, FN(m_##name), FAST, NULL},

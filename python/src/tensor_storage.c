@@ -7,9 +7,6 @@
 #include "tensor_impl.h"
 #include "tessera/storage.h"
 
-#define FAST  (METH_FASTCALL | METH_KEYWORDS)
-#define FN(f) (PyCFunction)(void (*)(void))(f)
-
 static PyObject *in_place(PyObject *self, ts_tensor *r) {
     if (!r) return tsp_raise_pending();
     return Py_NewRef(self);

@@ -364,7 +364,6 @@ static PyObject *f_rebuild_meta_tensor(PyObject *mod, PyObject *const *a, Py_ssi
     return r;
 }
 
-#define FN(f) (PyCFunction)(void (*)(void))(f)
 PyMethodDef tsp_tensor_values_methods[] = {
     {"item", m_item, METH_NOARGS, "the one element as a Python number"},
     {"tolist", m_tolist, METH_NOARGS, "the elements as nested lists"},

@@ -116,8 +116,9 @@ int tsp_init_cuda(PyObject *m);     /* cuda_api.c: streams, events, set_default_
 int tsp_init_profiler(PyObject *m); /* profiler.c: tessera.profiler's primitives */
 /* sync_debug.c: sync debug mode and memory snapshots (tessera.cuda, tessera.cuda.memory) */
 int tsp_init_sync_debug(PyObject *m);
-int tsp_init_image(PyObject *m);    /* image.c: PNG writing, image decoding (vision) */
-int tsp_init_tfevents(PyObject *m); /* tfevents.c: event files (utils.tensorboard) */
+int tsp_init_image(PyObject *m);      /* image.c: PNG writing, image decoding (vision) */
+int tsp_init_vision_ops(PyObject *m); /* vision_ops.c: torchvision.ops (tessera.vision.ops) */
+int tsp_init_tfevents(PyObject *m);   /* tfevents.c: event files (utils.tensorboard) */
 /* saved_hooks.c: saved-tensor hooks, save_on_cpu, the sim link (tessera.sim) */
 int tsp_init_saved_hooks(PyObject *m);
 
@@ -127,6 +128,10 @@ int tsp_init_saved_hooks(PyObject *m);
  * this one releases the caller's (io.c). */
 PyObject *tsp_wrap_owned(ts_tensor *t);
 PyObject *tsp_wrap_owned_as(PyTypeObject *type, ts_tensor *t);
+/* A method table's entries: FN(f) casts a C function of any signature to PyCFunction, FAST is
+ * the flags of a fastcall function with keywords ({"name", FN(f), FAST, doc}). */
+#define FN(f) (PyCFunction)(void (*)(void))(f)
+#define FAST  (METH_FASTCALL | METH_KEYWORDS)
 /* a PyMethodDef's function and flags for fn(self, args, kwargs) */
 #define TSP_KW(fn) (PyCFunction)(void (*)(void))(fn), METH_VARARGS | METH_KEYWORDS
 /* PyType_Ready(type) and m.name = type; 0, or -1 with an exception (io.c) */

@@ -29,6 +29,13 @@ from ._generator import Generator, default_generator  # noqa: E402,F401  (torch.
 from . import masked  # noqa: E402,F401  (torch.masked's reductions, issue 52)
 from . import signal  # noqa: E402,F401  (torch.signal.windows, issue 52)
 from . import ops  # noqa: E402,F401  (torch.ops.aten's overloads Tessera answers)
+from . import library  # noqa: E402,F401  (torch.library.custom_op: torch.ops.<ns>.<name>)
+
+
+def is_floating_point(input):
+    """torch.is_floating_point: the Tensor method as a function"""
+    return input.is_floating_point()
+
 from ._native_norm import *  # noqa: E402,F401,F403  (native_batch_norm... issue 52)
 # the activations PyTorch also has at the top level (torch.selu, torch.prelu...), issue 52
 from .nn.functional_act import (selu, selu_, celu, celu_, prelu,  # noqa: E402,F401
@@ -93,6 +100,16 @@ sparse.install(globals())
 # __version__, multiply, range, manual_seed(seed=) (issue 53: the course programs)
 from ._course_aliases import install as _install_course  # noqa: E402
 _install_course(globals())
+# torch.jit / fx / compiler / hub, compile, _assert, finfo / iinfo and the float8 names: what
+# libraries that import torch call outside tracing (issue 75; tessera.compat runs them)
+from . import jit, fx, compiler, hub  # noqa: E402,F401
+from .compiler import compile  # noqa: E402,F401
+from .fx import _assert  # noqa: E402,F401
+from ._dtype_info import install as _install_dtype_info  # noqa: E402
+_install_dtype_info(globals())
+# torch.greater / less / not_equal / subtract / divide...: the same functions (issue 75)
+from ._op_aliases import install as _install_op_aliases  # noqa: E402
+_install_op_aliases(globals())
 # out= on the common ops (issue 53): one wrapper (_out.py) over the functions above; keep it last
 from ._out import install as _install_out, can_cast  # noqa: E402,F401
 _install_out(globals(), (special,))

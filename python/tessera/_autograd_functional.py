@@ -16,7 +16,7 @@ torch.autograd.functional (PyTorch 2.15), on tessera.autograd.grad:
   output element (PyTorch's double-vjp trick needs double backward).
 * What needs double backward — `hessian`, `vhp`, `hvp`, and `create_graph=True` anywhere —
   follows PyTorch's algorithm through `grad(..., create_graph=True)`; an op whose backward is not
-  differentiable again raises there (docs/PYTHON.md, "Higher-order gradients").
+  differentiable again raises there (docs/PYTHON_AUTOGRAD.md, "Higher-order gradients").
 """
 from . import _C
 

@@ -3,8 +3,8 @@ atan2_, lerp_, eq_, nan_to_num_, cumsum_... and the out-of-place aliases arccos,
 
 One generic path (python/src/tensor_inplace.c forwards each method here by name):
 `x.NAME_(*args)` checks what PyTorch checks before an in-place op (`ts_check_inplace`: a leaf
-that requires grad, a view of a tensor that requires grad, a view written with an operand that
-requires grad), computes the out-of-place op `x.NAME(*args)` — on a clone of x when the graph is
+that requires grad, a view of one, a view made under no_grad or by split; a write through another
+view reaches its base's history, PyTorch's CopySlices), computes the out-of-place op `x.NAME(*args)` — on a clone of x when the graph is
 recorded, so that what the op saves for backward is not the tensor about to change — and writes
 the result back with `copy_`. So autograd is PyTorch's: the version counter goes up once (a tensor
 saved for backward by an earlier op then makes that backward raise), the gradient flows through

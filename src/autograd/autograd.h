@@ -73,8 +73,10 @@ enum { TSI_NODE_ONCE = 1, TSI_NODE_TWICE = 2 };
 /* Grad mode on and some non-NULL input requires grad: the op must record a node. */
 static inline bool tsi_needs_graph(ts_tensor *const *ins, int n) {
     if (!tsi_grad_mode()) return false;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        tsi_view_sync(ins[i]); /* a view written through its base or another view */
         if (ins[i] && ins[i]->requires_grad) return true;
+    }
     return false;
 }
 

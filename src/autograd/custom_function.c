@@ -257,7 +257,10 @@ fail:
 }
 
 /* ------------------------------------------------------------------ walking the graph */
-ts_node *ts_grad_fn_node(ts_tensor *t) { return t ? tsi_node_retain(t->grad_fn) : NULL; }
+ts_node *ts_grad_fn_node(ts_tensor *t) {
+    tsi_view_sync(t);
+    return t ? tsi_node_retain(t->grad_fn) : NULL;
+}
 void ts_node_release(ts_node *n) { tsi_node_release(n); }
 const char *ts_node_name(const ts_node *n) { return n ? n->name : NULL; }
 int ts_node_num_inputs(const ts_node *n) { return n ? n->n_in : 0; }

@@ -528,6 +528,7 @@ static ts_status backward_pass(ts_tensor *const *outputs, ts_tensor *const *grad
     const ts_status before = ts_error();
     bool ok = true;
     for (int i = 0; i < n_outputs && ok; i++) {
+        tsi_view_sync(outputs[i]); /* a view written through its base: the base's history */
         ok = tsi_check_input("backward", outputs[i], "tensors") &&
              (seeds[i] =
                   seed_for(outputs[i], grad_outputs ? grad_outputs[i] : NULL, i, p->create_graph));
@@ -596,6 +597,7 @@ ts_status ts_autograd_grad(ts_tensor *const *outputs, ts_tensor *const *grad_out
         for (int k = 0; k < n_inputs; k++) grads[k] = NULL;
     for (int k = 0; k < n_inputs; k++) {
         if (!tsi_check_input(op, inputs[k], "inputs")) return ts_error();
+        tsi_view_sync(inputs[k]);
         if (!inputs[k]->requires_grad)
             return tsi_error_set(TS_ERR_STATE,
                                  "%s: one of the differentiated Tensors (input %d, %s) does not "
@@ -664,4 +666,7 @@ ts_tensor *ts_detach(ts_tensor *t) {
     return tsi_own(tsi_view_of(t, t->shape, t->strides, t->offset));
 }
 
-const char *ts_grad_fn_name(ts_tensor *t) { return t && t->grad_fn ? t->grad_fn->name : NULL; }
+const char *ts_grad_fn_name(ts_tensor *t) {
+    tsi_view_sync(t);
+    return t && t->grad_fn ? t->grad_fn->name : NULL;
+}

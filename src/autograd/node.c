@@ -5,6 +5,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/checkpoint_slot.h"
+#include "autograd/copy_slices.h"
 #include "core/profiler_hooks.h"
 
 ts_node *tsi_node_retain(ts_node *n) {
@@ -94,6 +95,7 @@ ts_node *tsi_node_new(const char *name, const char *op, tsi_backward_fn fn, ts_t
     for (int i = 0; i < n_in; i++) {
         ts_tensor *t = ins[i];
         if (!t) continue;
+        tsi_view_sync(t); /* a view written through its base takes the base's history */
         n->in_shape[i] = t->shape;
         n->in_dtype[i] = t->dtype;
         n->in_device[i] = tsi_device(t);
@@ -111,7 +113,19 @@ ts_node *tsi_node_new(const char *name, const char *op, tsi_backward_fn fn, ts_t
 
 void tsi_node_save(ts_node *n, int slot, ts_tensor *t) {
     if (!t || tsi_ckpt_pack(&n->saved[slot], t)) return;
-    n->saved[slot].t = ts_retain(t);
+    /* a view with history: an alias without the base (the base's history may come to hold n);
+     * a leaf is kept itself, since an alias of it would be another leaf, and the gradients a
+     * double backward sends through the saved tensor would miss the real one */
+    if (t->view_base && t->grad_fn) {
+        ts_tensor *a = tsi_view_of(t, t->shape, t->strides, t->offset);
+        if (!a) return;
+        a->requires_grad = t->requires_grad;
+        a->grad_fn = tsi_node_retain(t->grad_fn);
+        a->output_nr = t->output_nr;
+        n->saved[slot].t = a;
+    } else {
+        n->saved[slot].t = ts_retain(t);
+    }
     n->saved[slot].version = atomic_load(&t->storage->version);
     n->saved[slot].index = TSI_SAVED_INPUT;
 }
@@ -182,6 +196,8 @@ ts_tensor *tsi_node_saved(ts_node *n, int slot) {
 }
 
 void tsi_node_set_output(ts_node *n, ts_tensor *out, int output_nr) {
+    /* an in-place op's result that is a view: its base takes the history (copy_slices.h) */
+    if (out->view_writing && tsi_view_rebase(n, out, output_nr)) return;
     ts_node *old = out->grad_fn;
     out->grad_fn = tsi_node_retain(n);
     out->output_nr = output_nr;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "autograd/saved_hooks.h"
-#include "backend/sim/sim_link.h"
+#include "core/pinned.h"
 #include "tessera/saved_hooks.h"
 
 typedef struct item item;
@@ -215,7 +215,7 @@ static ts_tensor *unpack(void *ctx, void *handle) {
     pthread_mutex_unlock(&g->mu);
     if (!ok) return NULL;
     /* needed now: a copy still on a simulated link is waited for here, whatever reads it next */
-    TSI_SIM_LINK_USE(it->back->storage->device, it->back->storage->uid);
+    tsi_copy_link_wait(it->back->storage->device, it->back);
     return it->back;
 }
 

@@ -127,6 +127,7 @@ typedef enum ts_unary_op {
     TS_U_MISH,
     TS_U_HARDSIGMOID,
     TS_U_HARDSWISH,
+    TS_U_LEAKY_RELU, /* p0 = negative_slope */
     /* torch.special's remaining functions (kernel_math_special.h); float dtypes (the front ends
      * promote) */
     TS_U_NDTR,
@@ -144,6 +145,9 @@ typedef enum ts_unary_op {
     TS_U_BESSEL_K1E,
     TS_U_SPH_BESSEL_J0,
     TS_U_AIRY_AI,
+    /* The count. Every switch or table over the ops asserts it (_Static_assert(TS_U_COUNT == N,
+     * ...), ggml's way): adding an op fails the compile at each place that must take it, until
+     * that place has the op and its count is raised. */
     TS_U_COUNT
 } ts_unary_op;
 
@@ -168,6 +172,28 @@ typedef struct ts_bag_args {
     int mode; /* 0 sum, 1 mean (sum / the bag's count of kept positions, 1 when none) */
     int64_t padding_idx, width, bags;
 } ts_bag_args;
+
+/* roi_align / roi_pool's operands (the roi_align and roi_pool slots, torchvision's kernels;
+ * roi_math.h's arithmetic). input [N, C, H, W] and rois [K, 5] (batch index, x1, y1, x2, y2, the
+ * batch indices already checked in [0, N)) contiguous, of one float dtype (TS_F32 / TS_F64);
+ * output [K, C, PH, PW] contiguous. Forward: output written; roi_pool's argmax (TS_I64 [K, C,
+ * PH, PW]) gets each bin's max at h * W + w within its plane, -1 for an empty bin. Backward:
+ * input is the input's gradient, already zeroed, into which the output's gradient (in output) is
+ * added; roi_pool reads argmax. spatial_scale is rounded to the dtype first (as torchvision). */
+typedef struct ts_roi_args {
+    ts_kview input, rois, output, argmax;
+    double spatial_scale;
+    int sampling_ratio; /* roi_align: > 0 samples per bin side; <= 0 ceil(roi size / bins) */
+    bool aligned;       /* roi_align: pixel centres at +0.5 (coordinates shifted by -0.5) */
+} ts_roi_args;
+
+/* conv3d_forward's geometry: x [n, c, in[0..2]] (NCDHW), w [o, c / groups, k[0..2]], y [n, o,
+ * out[0..2]]; stride s, padding p (both sides), dilation d (PyTorch's: 1 is none), per spatial dim
+ */
+typedef struct tsi_conv3d_geom {
+    int64_t n, c, o, groups;
+    int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+} tsi_conv3d_geom;
 
 /* The activations of the matmul_bias_act slot (decision 0032): ts_relu's (max(z, 0), NaN stays
  * NaN) and GELU's tanh approximation (ts_gelu_tanh). PyTorch's default GELU (erf) has no
@@ -767,6 +793,39 @@ struct ts_backend {
      * same pass; only a backend whose kernels finish before they return may have it. */
     int (*bce)(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x,
                const ts_kview *t);
+
+    /* ---- conv3d's float32 forward as one primitive (optional; NULL or false: the front end
+     * composes conv2d over depth slices, as it does for gradients, float64 and the other devices):
+     * y = conv3d(x, w) + b on contiguous NCDHW / OIDHW float32 views (b->data NULL: no bias).
+     * Returns false, having written nothing the caller relies on, when it declines the shape or
+     * its memory runs out. The cpu's: oneDNN's 3-d primitive (conv3d_dnnl.c). */
+    bool (*conv3d_forward)(const ts_backend *be, int index, const tsi_conv3d_geom *g,
+                           const ts_kview *x, const ts_kview *w, const ts_kview *b,
+                           const ts_kview *y);
+
+    /* ---- layout hints, for front ends that choose an operand's layout before calling ops (the
+     * ONNX import's transformer rewrites); optional, NULL: no preference. No error, no side effect.
+     * hint_keys_copy: whether attention's keys, S rows lying row_bytes apart, are better copied
+     * contiguous first (the cpu's: rows a multiple of 4 KiB apart share a cache set,
+     * sdpa_select.h). hint_weight_transposed: whether a float32 product of rows x k by k x n runs
+     * faster with the weight stored [n, k] (read transposed) than [k, n] (the cpu's: where oneDNN's
+     * primitive takes the NT form and the provider's GEMM the NN one, gemm_provider.h). */
+    bool (*hint_keys_copy)(const ts_backend *be, int64_t S, int64_t row_bytes);
+    bool (*hint_weight_transposed)(const ts_backend *be, int64_t rows, int64_t k, int64_t n);
+
+    /* ---- torchvision.ops (optional; NULL: the front ends refuse, TS_ERR_UNSUPPORTED) */
+    /* Greedy non-maximum suppression over boxes [n, 4] (contiguous x1, y1, x2, y2, float32 /
+     * float64) already sorted by decreasing score: keep (TS_BOOL [n]) gets 1 for each box that no
+     * kept box before it overlaps with IoU > iou_threshold (IoU in the boxes' dtype, compared in
+     * double: torchvision's cpu kernel). cls.data non-NULL: TS_I64 [n] classes, and only boxes of
+     * one class suppress each other (batched_nms). Returns false, having written nothing, only when
+     * its scratch memory cannot be had. */
+    bool (*nms)(const ts_backend *be, int index, const ts_kview *keep, const ts_kview *boxes,
+                const ts_kview *cls, double iou_threshold);
+    /* roi_align's forward or backward (ts_roi_args) */
+    void (*roi_align)(const ts_backend *be, int index, const ts_roi_args *a, bool backward);
+    /* roi_pool's forward or backward (ts_roi_args) */
+    void (*roi_pool)(const ts_backend *be, int index, const ts_roi_args *a, bool backward);
 };
 
 /* The registry: one backend per device type; NULL when the type is not built or not present. */

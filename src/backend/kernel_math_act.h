@@ -1,10 +1,10 @@
 /* kernel_math_act.h — issue 52's activations (elu, celu, selu, hardtanh, hardshrink, softshrink,
- * threshold, logsigmoid, mish, hardsigmoid, hardswish): one scalar formula each, in float (f) and
- * double (d), shared by the CPU loops and the CUDA kernels through TS_ACT_PARAM_UNARY (expanded
- * inside kernel_math.h's TS_SPECIAL_PARAM_UNARY). The formulas, their order of operations and their
- * NaN behaviour are PyTorch's CPU kernels' (ATen/native/cpu/Activation.cpp): a comparison with NaN
- * is false, so NaN takes the branch the kernel's `else` names, and NaN comes out. Included by
- * kernel_math.h only (TS_HD comes from there). */
+ * threshold, logsigmoid, mish, hardsigmoid, hardswish, leaky_relu): one scalar formula each, in
+ * float (f) and double (d), shared by the CPU loops and the CUDA kernels through TS_ACT_PARAM_UNARY
+ * (expanded inside kernel_math.h's TS_SPECIAL_PARAM_UNARY). The formulas, their order of operations
+ * and their NaN behaviour are PyTorch's CPU kernels' (ATen/native/cpu/Activation.cpp): a comparison
+ * with NaN is false, so NaN takes the branch the kernel's `else` names, and NaN comes out. Included
+ * by kernel_math.h only (TS_HD comes from there). */
 #ifndef TS_KERNEL_MATH_ACT_H
 #define TS_KERNEL_MATH_ACT_H
 
@@ -63,6 +63,13 @@ static inline TS_HD double ts_hardsigmoid_d(double x) { return ts_relu6_of_d(x +
 static inline TS_HD float ts_hardswish_f(float x) { return x * ts_relu6_of_f(x + 3.0f) / 6.0f; }
 static inline TS_HD double ts_hardswish_d(double x) { return x * ts_relu6_of_d(x + 3.0) / 6.0; }
 
+/* leaky_relu: x > 0 ? x : x * slope (PyTorch's kernel: NaN and -0 take the slope's side, NaN
+ * stays NaN, -0 stays -0 for a positive slope) */
+static inline TS_HD float ts_leaky_relu_f(float x, float slope) { return x > 0.0f ? x : x * slope; }
+static inline TS_HD double ts_leaky_relu_d(double x, double slope) {
+    return x > 0.0 ? x : x * slope;
+}
+
 /* The activations as (op, expression, trailing arguments) over `a` (of the compute type CT) and
  * the doubles p0, p1 (the backend's unary numbers; backend.h says which is which), FAM f or d. */
 #define TS_ACT_PARAM_UNARY(X, FAM, CT, ...)                                                        \
@@ -76,6 +83,7 @@ static inline TS_HD double ts_hardswish_d(double x) { return x * ts_relu6_of_d(x
     X(TS_U_LOGSIGMOID, ts_logsigmoid_##FAM(a), __VA_ARGS__)                                        \
     X(TS_U_MISH, ts_mish_##FAM(a), __VA_ARGS__)                                                    \
     X(TS_U_HARDSIGMOID, ts_hardsigmoid_##FAM(a), __VA_ARGS__)                                      \
-    X(TS_U_HARDSWISH, ts_hardswish_##FAM(a), __VA_ARGS__)
+    X(TS_U_HARDSWISH, ts_hardswish_##FAM(a), __VA_ARGS__)                                          \
+    X(TS_U_LEAKY_RELU, ts_leaky_relu_##FAM(a, (CT)p0), __VA_ARGS__)
 
 #endif /* TS_KERNEL_MATH_ACT_H */

@@ -338,6 +338,34 @@ static void rec_update_scale(const ts_backend *be, int index, const ts_kview *sc
     RECORD(run_update_scale, index, r);
 }
 
+/* ------------------------------------------------------------------ roi_align, roi_pool */
+typedef struct roi_rec {
+    ts_roi_args a;
+    bool backward;
+} roi_rec;
+static void run_roi_align(const ts_backend *be, int index, const void *p) {
+    const roi_rec *r = p;
+    be->roi_align(be, index, &r->a, r->backward);
+}
+static void rec_roi_align(const ts_backend *be, int index, const ts_roi_args *ra, bool backward) {
+    (void)be;
+    roi_rec *r = tsi_capture_args_new(sizeof *r);
+    if (!r) return;
+    r->a = *ra, r->backward = backward;
+    RECORD(run_roi_align, index, r);
+}
+static void run_roi_pool(const ts_backend *be, int index, const void *p) {
+    const roi_rec *r = p;
+    be->roi_pool(be, index, &r->a, r->backward);
+}
+static void rec_roi_pool(const ts_backend *be, int index, const ts_roi_args *ra, bool backward) {
+    (void)be;
+    roi_rec *r = tsi_capture_args_new(sizeof *r);
+    if (!r) return;
+    r->a = *ra, r->backward = backward;
+    RECORD(run_roi_pool, index, r);
+}
+
 void tsi_capture_install_layers(ts_backend *b, const ts_backend *real) {
     b->conv2d = rec_conv;
     b->conv2d_backward_data = rec_conv_bwd_data;
@@ -364,4 +392,7 @@ void tsi_capture_install_layers(ts_backend *b, const ts_backend *real) {
     b->optim_step = real->optim_step ? rec_optim : NULL;
     b->amp_unscale = real->amp_unscale ? rec_unscale : NULL;
     b->amp_update_scale = real->amp_update_scale ? rec_update_scale : NULL;
+    b->roi_align = real->roi_align ? rec_roi_align : NULL;
+    b->roi_pool = real->roi_pool ? rec_roi_pool : NULL;
+    b->nms = NULL; /* its result is read on the host: nms refuses a capture */
 }

@@ -59,7 +59,18 @@ struct ts_tensor {
     struct ts_node *grad_fn;
     int output_nr;
     struct tsi_grad_hooks *hooks; /* post-accumulate-grad hooks (leaves; autograd/hooks.c) */
+    /* A view made by a view op (autograd/copy_slices.h): the tensor it looks into (retained; the
+     * root, never itself such a view), the storage version its grad_fn was derived at, how it was
+     * made (TSI_VIEW_*) and, for one of several views a split makes, which one. NULL otherwise. */
+    ts_tensor *view_base;
+    uint64_t view_version;
+    const char *view_multi_op; /* "Split", "Unbind": the multi-output op (PyTorch's name) */
+    int32_t view_multi_nr;
+    uint8_t view_creation;
+    bool view_writing; /* tsi_check_inplace passed it for a recorded write: its node rebases */
 };
+/* ts_tensor.view_creation: in grad mode, under no_grad, or one of several outputs of one op */
+enum { TSI_VIEW_DEFAULT = 0, TSI_VIEW_NO_GRAD = 1, TSI_VIEW_MULTI = 2 };
 
 /* Index bounds already checked (core/index_range.c): whether every value of idx is known to lie
  * in [0, size) from an earlier read of the same elements (storage version, dtype, offset and the
@@ -267,9 +278,31 @@ ts_tensor *tsi_to_device(const char *op, ts_tensor *t, ts_device d);
 ts_tensor *tsi_private_copy(const char *op, ts_tensor *t, ts_device dev, ts_dtype dt);
 /* Grad mode (thread-local, ts_no_grad_begin/end): autograd records only while it is on. */
 bool tsi_grad_mode(void);
-/* In-place ops with grad mode on: a leaf that requires grad is an error (PyTorch; TS_ERR_STATE),
- * and so is a view of a tensor that requires grad (TS_ERR_UNSUPPORTED: no CopySlices yet). */
+/* In-place ops with grad mode on (core/inplace_rules.c): PyTorch's refusals (TS_ERR_STATE) of a
+ * leaf that requires grad, a view of one, a view made under no_grad or by a multi-output op
+ * (split, unbind) whose write would be recorded; a view with no known base that requires grad is
+ * TS_ERR_UNSUPPORTED. A view of a tensor that requires grad, or written with an operand that
+ * does, is fine: its base gets a CopySlices node (autograd/copy_slices.h). */
 bool tsi_check_inplace(const char *op, ts_tensor *t);
+bool tsi_check_inplace_operand(const char *op, ts_tensor *t, bool operand_requires_grad);
+/* PyTorch's refusal of a write into a tensor whose elements overlap (an expanded view: a stride 0
+ * over a dim of size > 1): which value lands there would be arbitrary. TS_ERR_ARG, one message. */
+bool tsi_check_no_self_overlap(const char *op, ts_tensor *t);
+/* The base a view op's view looks into, or NULL (not such a view, or its storage was swapped). */
+static inline ts_tensor *tsi_view_base(const ts_tensor *t) {
+    return t->view_base && t->view_base->storage == t->storage ? t->view_base : NULL;
+}
+/* Set by autograd (copy_slices.c): a view whose storage changed in place since its grad_fn was
+ * derived takes its history from its base again (PyTorch regenerates it lazily the same way). */
+typedef void (*tsi_view_refresh_t)(ts_tensor *t);
+extern _Atomic(tsi_view_refresh_t) tsi_view_refresh_fn; /* set by the first view's attach */
+static inline void tsi_view_sync(ts_tensor *t) {
+    if (t && t->view_base &&
+        atomic_load_explicit(&t->storage->version, memory_order_relaxed) != t->view_version) {
+        tsi_view_refresh_t f = atomic_load_explicit(&tsi_view_refresh_fn, memory_order_relaxed);
+        if (f) f(t);
+    }
+}
 /* Set by the autograd engine: releases a node when its output tensor dies. */
 extern void (*tsi_grad_fn_release)(struct ts_node *node);
 /* While capturing on its device, a storage changed in place is noted by the graph, whose replays

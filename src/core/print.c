@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/strbuf.h"
 
 /* The rules mirror torch/_tensor_str.py (_Formatter, _vector_str, _tensor_str_with_formatter,
  * get_summarized_data, _str_intern, _add_suffixes); comments name the Python they follow. */
@@ -35,43 +36,6 @@ ts_status ts_print_options(int precision, int threshold, int edgeitems, int line
     atomic_store(&opt_edgeitems, edgeitems);
     atomic_store(&opt_linewidth, linewidth);
     return TS_OK;
-}
-
-/* ------------------------------------------------------------------ growable string */
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool failed;
-} sbuf;
-
-static void sb_putn(sbuf *b, const char *s, size_t n) {
-    if (b->failed) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (b->len + n + 1 > cap) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
-
-static void sb_repeat(sbuf *b, char c, int n) {
-    char chunk[64];
-    memset(chunk, c, sizeof chunk);
-    while (n > 0) {
-        int k = n < (int)sizeof chunk ? n : (int)sizeof chunk;
-        sb_putn(b, chunk, (size_t)k);
-        n -= k;
-    }
 }
 
 /* ------------------------------------------------------------------ numbers */
@@ -167,31 +131,31 @@ static int value_text(char *buf, size_t cap, const formatter *fm, const double *
 }
 
 /* _Formatter.format: the element's text, right-aligned to max_width. */
-static void format_value(sbuf *b, const formatter *fm, const double *f, const int64_t *iv,
+static void format_value(tsi_strbuf *b, const formatter *fm, const double *f, const int64_t *iv,
                          int64_t i) {
     char buf[NUM_BUF + 2];
     int len = value_text(buf, sizeof buf, fm, f, iv, i);
-    if (len < fm->max_width) sb_repeat(b, ' ', fm->max_width - len);
-    sb_putn(b, buf, (size_t)len);
+    if (len < fm->max_width) tsi_sb_repeat(b, ' ', fm->max_width - len);
+    tsi_sb_putn(b, buf, (size_t)len);
 }
 
 /* a complex element as torch writes it: the real part right-aligned, then the imaginary part
  * with its sign and "j" ("10.+0.j", "-2.-2.j") */
-static void format_complex(sbuf *b, const formatter *re, const formatter *im, const double *fr,
-                           const double *fi, int64_t i) {
+static void format_complex(tsi_strbuf *b, const formatter *re, const formatter *im,
+                           const double *fr, const double *fi, int64_t i) {
     format_value(b, re, fr, NULL, i);
     char buf[NUM_BUF + 2];
     int len = value_text(buf, sizeof buf, im, fi, NULL, i);
-    if (buf[0] != '-' && buf[0] != '+') sb_putn(b, "+", 1);
-    sb_putn(b, buf, (size_t)len);
-    sb_putn(b, "j", 1);
+    if (buf[0] != '-' && buf[0] != '+') tsi_sb_putn(b, "+", 1);
+    tsi_sb_putn(b, buf, (size_t)len);
+    tsi_sb_putn(b, "j", 1);
 }
 
 /* ------------------------------------------------------------------ layout */
 /* The host copy holds exactly the elements torch shows (get_summarized_data): along a cut dim,
  * the first and last edgeitems entries; "..." goes between the two halves. */
 typedef struct printer {
-    sbuf *b;
+    tsi_strbuf *b;
     const double *f;
     const int64_t *iv;
     formatter fm;
@@ -205,25 +169,25 @@ typedef struct printer {
 
 /* _vector_str */
 static void print_vector(const printer *p, int64_t base, int indent) {
-    sbuf *b = p->b;
+    tsi_strbuf *b = p->b;
     int d = p->ndim - 1;
     int element_length = p->fm.max_width + 2 + (p->fi ? p->fm_im.max_width + 2 : 0);
     int per_line = (int)floor((double)(p->o.linewidth - indent) / element_length);
     if (per_line < 1) per_line = 1;
     int64_t items = p->dims[d] + (p->cut[d] ? 1 : 0);
     int64_t e = p->o.edgeitems;
-    sb_putn(b, "[", 1);
+    tsi_sb_putn(b, "[", 1);
     for (int64_t j = 0, k = 0; j < items; j++) {
         if (j > 0) {
             if (j % per_line == 0) {
-                sb_putn(b, ",\n", 2);
-                sb_repeat(b, ' ', indent + 1);
+                tsi_sb_putn(b, ",\n", 2);
+                tsi_sb_repeat(b, ' ', indent + 1);
             } else {
-                sb_putn(b, ", ", 2);
+                tsi_sb_putn(b, ", ", 2);
             }
         }
         if (p->cut[d] && j == e) {
-            sb_putn(b, " ...", 4);
+            tsi_sb_putn(b, " ...", 4);
         } else {
             if (p->fi)
                 format_complex(b, &p->fm, &p->fm_im, p->f, p->fi, base + k * p->strides[d]);
@@ -232,7 +196,7 @@ static void print_vector(const printer *p, int64_t base, int indent) {
             k++;
         }
     }
-    sb_putn(b, "]", 1);
+    tsi_sb_putn(b, "]", 1);
 }
 
 /* _tensor_str_with_formatter for dims d.. of the host copy */
@@ -241,25 +205,25 @@ static void print_dims(const printer *p, int d, int64_t base, int indent) {
         print_vector(p, base, indent);
         return;
     }
-    sbuf *b = p->b;
+    tsi_strbuf *b = p->b;
     int sub_dims = p->ndim - d; /* dim() of this slice */
     int64_t items = p->dims[d] + (p->cut[d] ? 1 : 0);
     int64_t e = p->o.edgeitems;
-    sb_putn(b, "[", 1);
+    tsi_sb_putn(b, "[", 1);
     for (int64_t j = 0, k = 0; j < items; j++) {
         if (j > 0) {
-            sb_putn(b, ",", 1);
-            sb_repeat(b, '\n', sub_dims - 1);
-            sb_repeat(b, ' ', indent + 1);
+            tsi_sb_putn(b, ",", 1);
+            tsi_sb_repeat(b, '\n', sub_dims - 1);
+            tsi_sb_repeat(b, ' ', indent + 1);
         }
         if (p->cut[d] && j == e) {
-            sb_putn(b, "...", 3);
+            tsi_sb_putn(b, "...", 3);
         } else {
             print_dims(p, d + 1, base + k * p->strides[d], indent + 1);
             k++;
         }
     }
-    sb_putn(b, "]", 1);
+    tsi_sb_putn(b, "]", 1);
 }
 
 /* ------------------------------------------------------------------ data */
@@ -299,23 +263,24 @@ static bool gather(ts_tensor *t, const printer *p, ts_dtype host_dt, void *host)
 
 /* ------------------------------------------------------------------ suffixes */
 /* _add_suffixes: a suffix goes on its own line when it would pass linewidth. */
-static void add_suffixes(sbuf *b, const char suffixes[][64], int n, int indent, int linewidth) {
-    const char *nl = b->failed ? NULL : strrchr(b->p, '\n');
+static void add_suffixes(tsi_strbuf *b, const char suffixes[][64], int n, int indent,
+                         int linewidth) {
+    const char *nl = b->failed ? NULL : strrchr(b->s, '\n');
     /* Python: len(s) - s.rfind("\n") + 1, where rfind gives -1 when there is no newline */
-    long last_line_len = nl ? (long)b->len - (long)(nl - b->p) + 1 : (long)b->len + 2;
+    long last_line_len = nl ? (long)b->len - (long)(nl - b->s) + 1 : (long)b->len + 2;
     for (int i = 0; i < n; i++) {
         long len = (long)strlen(suffixes[i]);
         if (last_line_len + len + 2 > linewidth) {
-            sb_putn(b, ",\n", 2);
-            sb_repeat(b, ' ', indent);
+            tsi_sb_putn(b, ",\n", 2);
+            tsi_sb_repeat(b, ' ', indent);
             last_line_len = indent + len;
         } else {
-            sb_putn(b, ", ", 2);
+            tsi_sb_putn(b, ", ", 2);
             last_line_len += len + 2;
         }
-        sb_puts(b, suffixes[i]);
+        tsi_sb_puts(b, suffixes[i]);
     }
-    sb_putn(b, ")", 1);
+    tsi_sb_putn(b, ")", 1);
 }
 
 static void shape_tuple(char *out, size_t cap, ts_shape s) {
@@ -336,8 +301,8 @@ char *ts_to_string(ts_tensor *t) {
                     atomic_load(&opt_edgeitems), atomic_load(&opt_linewidth)};
     const char *prefix = "tensor(";
     int indent = (int)strlen(prefix);
-    sbuf b = {0};
-    sb_puts(&b, prefix);
+    tsi_strbuf b = {0};
+    tsi_sb_puts(&b, prefix);
 
     char suffixes[4][64];
     int nsuf = 0;
@@ -350,14 +315,14 @@ char *ts_to_string(ts_tensor *t) {
         shape_tuple(suffixes[nsuf++], 64, t->shape);
         if (t->dtype != TS_F32)
             snprintf(suffixes[nsuf++], 64, "dtype=torch.%s", ts_dtype_name(t->dtype));
-        sb_puts(&b, "...");
+        tsi_sb_puts(&b, "...");
     } else if (numel == 0) {
         /* torch names the shape unless it is (0,), and the dtype unless it is the default float
          * one: nothing in "[]" tells an empty int64 tensor apart. */
         if (t->shape.ndim != 1) shape_tuple(suffixes[nsuf++], 64, t->shape);
         if (t->dtype != TS_F32)
             snprintf(suffixes[nsuf++], 64, "dtype=torch.%s", ts_dtype_name(t->dtype));
-        sb_puts(&b, "[]");
+        tsi_sb_puts(&b, "[]");
     } else {
         if (t->dtype != TS_F32 && t->dtype != TS_I64 && t->dtype != TS_BOOL && t->dtype != TS_C64)
             snprintf(suffixes[nsuf++], 64, "dtype=torch.%s", ts_dtype_name(t->dtype));
@@ -402,10 +367,10 @@ char *ts_to_string(ts_tensor *t) {
 
     if (!ok || b.failed) {
         if (ok) tsi_error_set(TS_ERR_OOM, "print: out of host memory");
-        free(b.p);
+        free(b.s);
         return NULL;
     }
-    return b.p;
+    return b.s;
 }
 
 void ts_print(ts_tensor *t) {

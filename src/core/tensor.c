@@ -254,6 +254,12 @@ static ts_tensor *tensor_alloc(const char *op, ts_storage *st, ts_dtype dt) {
     t->grad_fn = NULL;
     t->output_nr = 0;
     t->hooks = NULL;
+    t->view_base = NULL;
+    t->view_version = 0;
+    t->view_multi_op = NULL;
+    t->view_multi_nr = 0;
+    t->view_creation = TSI_VIEW_DEFAULT;
+    t->view_writing = false;
     tsi_live_tensors_add(st->device, 1);
     return t;
 }
@@ -369,6 +375,7 @@ void ts_release(ts_tensor *t) {
     ts_release(t->grad);
     if (t->hooks) tsi_grad_hooks_free(t->hooks); /* set by autograd before any tensor has hooks */
     if (t->grad_fn && tsi_grad_fn_release) tsi_grad_fn_release(t->grad_fn);
+    ts_release(t->view_base); /* a root: its own view_base is NULL (one level deep) */
     tsi_live_tensors_add(t->storage->device, -1);
     storage_release(t->storage);
     STRUCT_FREE(CACHE_TENSOR, t);
@@ -507,7 +514,13 @@ ts_status ts_set_requires_grad(ts_tensor *t, bool on) {
     t->requires_grad = on;
     return TS_OK;
 }
-bool ts_requires_grad(ts_tensor *t) { return t && t->requires_grad; }
+bool ts_requires_grad(ts_tensor *t) {
+    tsi_view_sync(t);
+    return t && t->requires_grad;
+}
 ts_tensor *ts_grad(ts_tensor *t) { return t ? t->grad : NULL; }
-bool ts_is_leaf(ts_tensor *t) { return t && t->grad_fn == NULL; }
+bool ts_is_leaf(ts_tensor *t) {
+    tsi_view_sync(t);
+    return t && t->grad_fn == NULL;
+}
 uint64_t ts_version(ts_tensor *t) { return t ? (uint64_t)atomic_load(&t->storage->version) : 0; }

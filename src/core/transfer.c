@@ -153,19 +153,45 @@ ts_tensor *tsi_to_device_async(const char *op, ts_tensor *t, ts_device d) {
     return out;
 }
 
-bool tsi_check_inplace(const char *op, ts_tensor *t) {
-    if (!t->requires_grad || !tsi_grad_mode()) return true;
-    if (t->grad_fn == NULL && !t->is_view)
-        return tsi_error_set(TS_ERR_STATE,
-                             "%s: a leaf Variable that requires grad is being used in an in-place "
-                             "operation.",
-                             op),
-               false;
-    if (t->is_view)
-        return tsi_error_set(TS_ERR_UNSUPPORTED,
-                             "%s: in-place operation on a view of a tensor that requires grad is "
-                             "not supported (%s); apply it to a ts_clone of the view instead",
-                             op, tsi_desc(t)),
-               false;
-    return true;
+/* tsi_copy_queue_h2d / _d2h: dev is the device tensor, host the pinned cpu one */
+static tsi_copy_queue copy_queue(ts_tensor *dev, ts_tensor *host, bool h2d, uintptr_t *use) {
+    if (use) *use = 0;
+    if (!host->storage->pinned) return TSI_COPY_NOT_QUEUED;
+    const int idx = tsi_dev_index(dev);
+    const size_t n = (size_t)tsi_numel(dev->shape) * tsi_dtype_size(dev->dtype);
+    void *dp = tsi_kview(dev).data, *hp = tsi_kview(host).data;
+    switch (tsi_device(dev).type) {
+    case TS_SIM:
+        if (h2d ? tsi_sim_link_copy_async(idx, dev->storage->uid, dp, hp, n)
+                : tsi_sim_link_copy_async_d2h(idx, host->storage->uid, hp, dp, n))
+            return TSI_COPY_QUEUED;
+        return TSI_COPY_NOT_QUEUED; /* no link */
+    case TS_CUDA: {
+        if (!(h2d ? tsc_copy_h2d_async(idx, dp, hp, n) : tsc_copy_d2h_async(idx, hp, dp, n)))
+            return TSI_COPY_FAILED;                      /* TS_ERR_CUDA is set */
+        const uintptr_t ev = tsc_pinned_use_record(idx); /* 0: it has waited already */
+        if (ev) tsi_storage_record_stream(host, ev);
+        if (use) *use = ev;
+        return TSI_COPY_QUEUED;
+    }
+    default:
+        return TSI_COPY_NOT_QUEUED;
+    }
 }
+
+tsi_copy_queue tsi_copy_queue_h2d(ts_tensor *dev, ts_tensor *host, uintptr_t *use) {
+    return copy_queue(dev, host, true, use);
+}
+
+tsi_copy_queue tsi_copy_queue_d2h(ts_tensor *host, ts_tensor *dev, uintptr_t *use) {
+    return copy_queue(dev, host, false, use);
+}
+
+void tsi_copy_use_wait(ts_device dev, uintptr_t *use) {
+    if (!*use) return;
+    const ts_alloc_hooks *h = tsc_pinned_alloc_hooks();
+    if (h && h->stream_wait) h->stream_wait(dev.index, *use, 0);
+    *use = 0;
+}
+
+void tsi_copy_link_wait(ts_device dev, ts_tensor *t) { TSI_SIM_LINK_USE(dev, t->storage->uid); }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "amp/grad_scaler_internal.h"
+#include "core/strbuf.h"
 #include "dist/fsdp_internal.h"
 #include "io/atomic_file.h"
 #include "nn/module_internal.h"
@@ -32,40 +33,6 @@
 #define MSG_LEN  480
 
 /* ------------------------------------------------------------------ small helpers */
-typedef struct sbuf {
-    char *s;
-    size_t n, cap;
-    bool oom;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int w = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (w < 0) {
-            b->oom = true;
-            return;
-        }
-        if (b->s && b->n + (size_t)w < b->cap) {
-            b->n += (size_t)w;
-            return;
-        }
-        size_t cap = (b->cap ? 2 * b->cap : 256) + (size_t)w;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = true;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-        b->s[b->n] = '\0';
-    }
-}
-
 static char *path_join(const char *dir, const char *name) {
     size_t n = strlen(dir) + strlen(name) + 2;
     char *p = malloc(n);
@@ -83,20 +50,20 @@ static char *shard_name(uint64_t gen, int rank, int world) {
 /* The units and their parameters as text, one line each: what a checkpoint must match to load.
  * Independent of the world size (offsets are within the unpadded flat buffer). */
 static char *layout_of(fsdp_module *f) {
-    sbuf b = {0};
+    tsi_strbuf b = {0};
     for (int i = 0; i < f->n_units; i++) {
         fsdp_unit *u = &f->units[i];
-        sb_printf(&b, "unit %d '%s' %lld %s\n", i, u->is_root ? "<root>" : u->name,
-                  (long long)u->numel, ts_dtype_name(u->shard->dtype));
+        tsi_sb_printf(&b, "unit %d '%s' %lld %s\n", i, u->is_root ? "<root>" : u->name,
+                      (long long)u->numel, ts_dtype_name(u->shard->dtype));
         for (int k = 0; k < u->n_params; k++) {
             fsdp_param *pp = &u->params[k];
-            sb_printf(&b, "  %s at %lld [", pp->name, (long long)pp->offset);
+            tsi_sb_printf(&b, "  %s at %lld [", pp->name, (long long)pp->offset);
             for (int d = 0; d < pp->p->shape.ndim; d++)
-                sb_printf(&b, "%s%lld", d ? ", " : "", (long long)pp->p->shape.dims[d]);
-            sb_printf(&b, "]\n");
+                tsi_sb_printf(&b, "%s%lld", d ? ", " : "", (long long)pp->p->shape.dims[d]);
+            tsi_sb_printf(&b, "]\n");
         }
     }
-    if (b.oom || !b.s) {
+    if (b.failed || !b.s) {
         free(b.s);
         return NULL;
     }

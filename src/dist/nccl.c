@@ -19,6 +19,8 @@
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+
+#include "backend/nccl_dtype.h"
 #pragma GCC diagnostic pop
 
 #define NCCL_MAX_DEVICES 64
@@ -32,46 +34,6 @@ typedef struct nccl_dev {
 typedef struct nccl_comms {
     nccl_dev dev[NCCL_MAX_DEVICES];
 } nccl_comms;
-
-static bool nccl_type(ts_dtype dt, ncclDataType_t *out) {
-    switch (dt) {
-    case TS_F32:
-        *out = ncclFloat32;
-        return true;
-    case TS_F64:
-        *out = ncclFloat64;
-        return true;
-    case TS_F16:
-        *out = ncclFloat16;
-        return true;
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
-    case TS_BF16:
-        *out = ncclBfloat16;
-        return true;
-#endif
-    case TS_I64:
-        *out = ncclInt64;
-        return true;
-    case TS_I32:
-        *out = ncclInt32;
-        return true;
-    case TS_I8:
-        *out = ncclInt8;
-        return true;
-    case TS_U32:
-        *out = ncclUint32;
-        return true;
-    case TS_U64:
-        *out = ncclUint64;
-        return true;
-    case TS_U8:
-    case TS_BOOL:
-        *out = ncclUint8;
-        return true;
-    default:
-        return false;
-    }
-}
 
 /* bool as uint8: sum and max are logical or, product and min logical and (as PyTorch) */
 static ncclRedOp_t nccl_op(ts_dist_reduce_op op, ts_dtype dt, bool *avg_done) {
@@ -193,7 +155,7 @@ void tsd_nccl_execute(ts_dist_work *w) {
     ts_tensor *b = w->buf;
     int device = b->storage->device.index;
     ncclDataType_t type;
-    if (!nccl_type(b->dtype, &type)) {
+    if (!tsi_nccl_dtype(b->dtype, &type)) {
         tsd_work_fail(w, TS_ERR_DTYPE, "%s: NCCL cannot carry %s", tsd_kind_name(w->kind),
                       tsi_desc(b));
         return;

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/internal.h"
+#include "core/strbuf.h"
 #include "io/atomic_file.h"
 #include "io/tfevents.h"
 
@@ -24,72 +25,46 @@ static double wall_clock(void) {
 }
 
 /* ------------------------------------------------------------------ JSON text */
-typedef struct jbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} jbuf;
-
-static void jb_put(jbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = true;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void jb_puts(jbuf *b, const char *s) { jb_put(b, s, strlen(s)); }
-
 /* A JSON string: quotes, backslashes and control characters escaped; the caller checked UTF-8. */
-static void jb_string(jbuf *b, const char *s) {
-    jb_put(b, "\"", 1);
+static void jb_string(tsi_strbuf *b, const char *s) {
+    tsi_sb_putn(b, "\"", 1);
     const char *run = s;
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c >= 0x20 && c != '"' && c != '\\') continue;
-        jb_put(b, run, (size_t)(s - run));
+        tsi_sb_putn(b, run, (size_t)(s - run));
         char esc[8];
         switch (c) {
         case '"':
-            jb_puts(b, "\\\"");
+            tsi_sb_puts(b, "\\\"");
             break;
         case '\\':
-            jb_puts(b, "\\\\");
+            tsi_sb_puts(b, "\\\\");
             break;
         case '\n':
-            jb_puts(b, "\\n");
+            tsi_sb_puts(b, "\\n");
             break;
         case '\t':
-            jb_puts(b, "\\t");
+            tsi_sb_puts(b, "\\t");
             break;
         case '\r':
-            jb_puts(b, "\\r");
+            tsi_sb_puts(b, "\\r");
             break;
         default:
             snprintf(esc, sizeof esc, "\\u%04x", c);
-            jb_puts(b, esc);
+            tsi_sb_puts(b, esc);
         }
         run = s + 1;
     }
-    jb_put(b, run, (size_t)(s - run));
-    jb_put(b, "\"", 1);
+    tsi_sb_putn(b, run, (size_t)(s - run));
+    tsi_sb_putn(b, "\"", 1);
 }
 
 /* The shortest of %.15g, %.16g, %.17g that reads back as v, so 0.53 stays "0.53" and every value
  * round-trips exactly; NaN and infinities, which JSON lacks, become null. */
-static void jb_number(jbuf *b, double v) {
+static void jb_number(tsi_strbuf *b, double v) {
     if (!isfinite(v)) {
-        jb_puts(b, "null");
+        tsi_sb_puts(b, "null");
         return;
     }
     char s[40];
@@ -100,13 +75,13 @@ static void jb_number(jbuf *b, double v) {
     /* a locale with a decimal comma changes both printf and strtod; JSON wants a point */
     for (char *c = s; *c; c++)
         if (!(*c >= '0' && *c <= '9') && *c != '-' && *c != '+' && *c != 'e') *c = '.';
-    jb_puts(b, s);
+    tsi_sb_puts(b, s);
 }
 
-static void jb_int(jbuf *b, int64_t v) {
+static void jb_int(tsi_strbuf *b, int64_t v) {
     char s[24];
     snprintf(s, sizeof s, "%lld", (long long)v);
-    jb_puts(b, s);
+    tsi_sb_puts(b, s);
 }
 
 /* Well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF): TensorBoard's
@@ -139,11 +114,11 @@ static bool valid_utf8(const char *str) {
     return true;
 }
 
-static ts_status put_line(ts_logger *lg, const char *op, jbuf *b) {
-    jb_put(b, "}\n", 2);
-    ts_status st = b->oom ? tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op)
-                          : tsi_wfile_put(&lg->jsonl, op, b->p, b->len);
-    free(b->p);
+static ts_status put_line(ts_logger *lg, const char *op, tsi_strbuf *b) {
+    tsi_sb_putn(b, "}\n", 2);
+    ts_status st = b->failed ? tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op)
+                             : tsi_wfile_put(&lg->jsonl, op, b->s, b->len);
+    free(b->s);
     return st;
 }
 
@@ -188,14 +163,14 @@ ts_status ts_logger_scalar(ts_logger *lg, const char *tag, int64_t step, double 
     if (!valid_utf8(tag))
         return tsi_error_set(TS_ERR_ARG, "%s: tag '%.200s' is not valid UTF-8", op, tag);
     double now = wall_clock();
-    jbuf b = {0};
-    jb_puts(&b, "{\"step\": ");
+    tsi_strbuf b = {0};
+    tsi_sb_puts(&b, "{\"step\": ");
     jb_int(&b, step);
-    jb_puts(&b, ", \"tag\": ");
+    tsi_sb_puts(&b, ", \"tag\": ");
     jb_string(&b, tag);
-    jb_puts(&b, ", \"value\": ");
+    tsi_sb_puts(&b, ", \"value\": ");
     jb_number(&b, value);
-    jb_puts(&b, ", \"wall_time\": ");
+    tsi_sb_puts(&b, ", \"wall_time\": ");
     jb_number(&b, now);
     ts_status st = put_line(lg, op, &b);
     /* the event file is written even when the JSON file failed: each is useful without the other */
@@ -220,13 +195,13 @@ ts_status ts_logger_record(ts_logger *lg, int64_t step, int n, const char *const
             return tsi_error_set(TS_ERR_ARG, "%s: key %d '%.200s' is not valid UTF-8", op, i,
                                  keys[i]);
     }
-    jbuf b = {0};
-    jb_puts(&b, "{\"step\": ");
+    tsi_strbuf b = {0};
+    tsi_sb_puts(&b, "{\"step\": ");
     jb_int(&b, step);
     for (int i = 0; i < n; i++) {
-        jb_puts(&b, ", ");
+        tsi_sb_puts(&b, ", ");
         jb_string(&b, keys[i]);
-        jb_puts(&b, ": ");
+        tsi_sb_puts(&b, ": ");
         jb_number(&b, values[i]);
     }
     return put_line(lg, op, &b);

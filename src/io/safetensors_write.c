@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/strbuf.h"
 #include "io/atomic_file.h"
 
 /* Names, and the rank of each dtype in the Python library's Dtype enum: it writes the tensors by
@@ -20,38 +21,14 @@ static const int st_rank[TS_DTYPE_COUNT] = {
     [TS_U16] = 10, [TS_U32] = 14, [TS_U64] = 19, [TS_C64] = 16,
 };
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool failed;
-} sbuf;
-
-static void sb_putn(sbuf *b, const char *s, size_t n) {
-    if (b->failed) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-static void sb_puts(sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
-static void sb_u64(sbuf *b, uint64_t v) {
+static void sb_u64(tsi_strbuf *b, uint64_t v) {
     char tmp[24];
-    sb_putn(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v));
+    tsi_sb_putn(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v));
 }
 /* A JSON string escaped as serde_json does (short escapes, \u00XX for other controls, UTF-8 as is).
  */
-static void sb_json_str(sbuf *b, const char *s) {
-    sb_putn(b, "\"", 1);
+static void sb_json_str(tsi_strbuf *b, const char *s) {
+    tsi_sb_putn(b, "\"", 1);
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
         const char *esc = *c == '"'    ? "\\\""
                           : *c == '\\' ? "\\\\"
@@ -67,11 +44,11 @@ static void sb_json_str(sbuf *b, const char *s) {
             esc = u;
         }
         if (esc)
-            sb_puts(b, esc);
+            tsi_sb_puts(b, esc);
         else
-            sb_putn(b, (const char *)c, 1);
+            tsi_sb_putn(b, (const char *)c, 1);
     }
-    sb_putn(b, "\"", 1);
+    tsi_sb_putn(b, "\"", 1);
 }
 
 /* The reader (ours and Python's) refuses names that are not UTF-8, so the writer does too. */
@@ -160,7 +137,7 @@ static const char *duplicate_of(const char *const *s, int n, int stride, const c
 }
 
 /* JSON header padded with spaces so the data starts 8-byte aligned, as the Python writer does. */
-static ts_status build_header(const char *op, sbuf *b, const wentry *w, int n,
+static ts_status build_header(const char *op, tsi_strbuf *b, const wentry *w, int n,
                               const char *const *meta, int n_meta) {
     const char **keys = NULL;
     const char *dup = duplicate_of(meta, n_meta, 2, &keys);
@@ -169,41 +146,41 @@ static ts_status build_header(const char *op, sbuf *b, const wentry *w, int n,
         free(keys);
         return tsi_error_set(TS_ERR_ARG, "%s: metadata key '%.200s' appears twice", op, dup);
     }
-    sb_putn(b, "{", 1);
+    tsi_sb_putn(b, "{", 1);
     if (n_meta > 0) {
-        sb_puts(b, "\"__metadata__\":{");
+        tsi_sb_puts(b, "\"__metadata__\":{");
         for (int k = 0; k < n_meta; k++) { /* keys sorted, so the bytes do not depend on order */
             int i = 0;
             while (meta[2 * i] != keys[k]) i++;
-            if (k) sb_putn(b, ",", 1);
+            if (k) tsi_sb_putn(b, ",", 1);
             sb_json_str(b, meta[2 * i]);
-            sb_putn(b, ":", 1);
+            tsi_sb_putn(b, ":", 1);
             sb_json_str(b, meta[2 * i + 1]);
         }
-        sb_putn(b, "}", 1);
+        tsi_sb_putn(b, "}", 1);
     }
     free(keys);
     uint64_t at = 0;
     for (int i = 0; i < n; i++) {
         const ts_tensor *t = w[i].t;
-        if (i || n_meta > 0) sb_putn(b, ",", 1);
+        if (i || n_meta > 0) tsi_sb_putn(b, ",", 1);
         sb_json_str(b, w[i].name);
-        sb_puts(b, ":{\"dtype\":\"");
-        sb_puts(b, st_names[t->dtype]);
-        sb_puts(b, "\",\"shape\":[");
+        tsi_sb_puts(b, ":{\"dtype\":\"");
+        tsi_sb_puts(b, st_names[t->dtype]);
+        tsi_sb_puts(b, "\",\"shape\":[");
         for (int d = 0; d < t->shape.ndim; d++) {
-            if (d) sb_putn(b, ",", 1);
+            if (d) tsi_sb_putn(b, ",", 1);
             sb_u64(b, (uint64_t)t->shape.dims[d]);
         }
-        sb_puts(b, "],\"data_offsets\":[");
+        tsi_sb_puts(b, "],\"data_offsets\":[");
         sb_u64(b, at);
-        sb_putn(b, ",", 1);
+        tsi_sb_putn(b, ",", 1);
         at += nbytes_of(t);
         sb_u64(b, at);
-        sb_puts(b, "]}");
+        tsi_sb_puts(b, "]}");
     }
-    sb_putn(b, "}", 1);
-    while (!b->failed && b->len % 8) sb_putn(b, " ", 1);
+    tsi_sb_putn(b, "}", 1);
+    while (!b->failed && b->len % 8) tsi_sb_putn(b, " ", 1);
     return b->failed ? tsi_error_set(TS_ERR_OOM, "%s: out of memory for the header", op) : TS_OK;
 }
 
@@ -249,7 +226,7 @@ ts_status ts_safetensors_save(const char *path, const ts_tensor_list *tensors,
     free(names);
     for (int i = 0; i < n && !st; i++) w[i] = (wentry){tensors->names[i], tensors->tensors[i]};
     if (!st) qsort(w, (size_t)n, sizeof *w, cmp_write_order);
-    sbuf hdr = {0};
+    tsi_strbuf hdr = {0};
     if (!st) st = build_header(op, &hdr, w, n, meta, n_meta);
     tsi_afile f;
     if (!st) st = tsi_afile_open(&f, op, path);
@@ -257,7 +234,7 @@ ts_status ts_safetensors_save(const char *path, const ts_tensor_list *tensors,
         unsigned char len8[8];
         for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hdr.len >> (8 * i));
         st = tsi_afile_write(&f, len8, 8);
-        if (!st) st = tsi_afile_write(&f, hdr.p, hdr.len);
+        if (!st) st = tsi_afile_write(&f, hdr.s, hdr.len);
         char *scratch = NULL;
         for (int i = 0; i < n && !st; i++) st = write_tensor(op, &f, w[i].t, &scratch);
         free(scratch);
@@ -266,7 +243,7 @@ ts_status ts_safetensors_save(const char *path, const ts_tensor_list *tensors,
         else
             st = tsi_afile_commit(&f);
     }
-    free(hdr.p);
+    free(hdr.s);
     free(w);
     return st;
 }

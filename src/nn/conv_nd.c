@@ -4,7 +4,6 @@
  * inference calls on the CPU run oneDNN's 3-d primitive instead (conv3d_direct). */
 #include "amp/autocast.h"
 #include "autograd/trace.h"
-#include "backend/cpu/conv3d_dnnl.h"
 #include "nn/conv_internal.h"
 #include "nn/conv_nd_internal.h"
 
@@ -180,19 +179,20 @@ static ts_tensor *conv1d_body(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convn
     return keep_result(y ? ts_squeeze_dim(y, hdim) : NULL);
 }
 
-/* conv3d as one oneDNN primitive (conv3d_dnnl.h) where nothing needs the composition: float32 on
- * the CPU, no graph to record (no input requires grad while grad mode is on), no autocast, no ONNX
- * trace and no capture (which record the composed ops). The composition runs three conv2d and
- * sums them, with copies of the input's depth slices and of the result; the primitive reads and
- * writes each once (bench_surface's conv3d, 2 x 16 x 16^3 by 32 x 16 x 3^3, one thread on a loaded
- * Zen 4: about 1.3x, level with PyTorch within 10%; bench/results/SURFACE.md).
- * 1: *out holds the result; 0: not taken (or oneDNN declined), nothing set; -1: out of memory,
- * the error set. */
+/* conv3d as one primitive of the backend (its conv3d_forward slot: oneDNN's on the cpu) where
+ * nothing needs the composition: float32, no graph to record (no input requires grad while grad
+ * mode is on), no autocast, no ONNX trace and no capture (which record the composed ops). The
+ * composition runs three conv2d and sums them, with copies of the input's depth slices and of the
+ * result; the primitive reads and writes each once (bench_surface's conv3d, 2 x 16 x 16^3 by 32 x
+ * 16 x 3^3, one thread on a loaded Zen 4: about 1.3x, level with PyTorch within 10%;
+ * bench/results/SURFACE.md). 1: *out holds the result; 0: not taken (or oneDNN declined), nothing
+ * set; -1: out of memory, the error set. */
 static int conv3d_direct(ts_tensor *x, ts_tensor *w, ts_tensor *b, const tsi_convnd_geom *g,
                          ts_tensor **out) {
     ts_tensor *ins[3] = {x, w, b};
     ts_dtype lower;
-    if (g->dev.type != TS_CPU || x->dtype != TS_F32 || w->dtype != TS_F32 ||
+    const ts_backend *be = tsi_backend_for(g->dev.type);
+    if (!be || !be->conv3d_forward || x->dtype != TS_F32 || w->dtype != TS_F32 ||
         (b && b->dtype != TS_F32) || tsi_needs_graph(ins, 3) || tsi_trace_active ||
         tsi_capture_graph || tsi_autocast_active(g->dev, &lower))
         return 0;
@@ -210,9 +210,8 @@ static int conv3d_direct(ts_tensor *x, ts_tensor *w, ts_tensor *b, const tsi_con
     int r = -1;
     if (y) {
         const ts_kview kx = tsi_kview(xc), kw = tsi_kview(wc), ky = tsi_kview(y);
-        const ts_kview kb = bc ? tsi_kview(bc) : kw;
-        r = tsi_dnnl_conv3d_forward(&c3, (const float *)kx.data, (const float *)kw.data,
-                                    bc ? (const float *)kb.data : NULL, (float *)ky.data);
+        const ts_kview kb = bc ? tsi_kview(bc) : (ts_kview){0};
+        r = be->conv3d_forward(be, g->dev.index, &c3, &kx, &kw, &kb, &ky);
     }
     ts_release(xc), ts_release(wc), ts_release(bc);
     if (r == 1)

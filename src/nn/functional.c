@@ -203,7 +203,8 @@ ts_tensor *ts_dropout(ts_tensor *x, double p, bool training) {
 }
 
 /* ------------------------------------------------------------------ embedding */
-ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices) {
+/* padding_idx: a row of weight whose gradient stays zero, or -1 */
+static ts_tensor *embedding_op(ts_tensor *weight, ts_tensor *indices, int64_t padding_idx) {
     const char *op = "embedding";
     tsi_init();
     if (!tsi_check_input(op, weight, "weight") || !tsi_check_input(op, indices, "indices"))
@@ -235,11 +236,31 @@ ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices) {
                       op, (long long)bad, tsi_shape_str(weight->shape));
         return NULL;
     }
+    if (padding_idx < -1 || padding_idx >= weight->shape.dims[0])
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: padding_idx must be within num_embeddings (%lld rows), or -1 for "
+                             "none, got %lld",
+                             op, (long long)weight->shape.dims[0], (long long)padding_idx),
+               NULL;
     os.dims[os.ndim++] = weight->shape.dims[1];
     ts_scope_begin();
     ts_tensor *flat = ts_reshape(indices, TS_SHAPE(tsi_numel(indices->shape)));
-    ts_tensor *y = ts_view(ts_index_select(weight, 0, flat), os);
-    y = ts_keep(y);
+    ts_tensor *rows = ts_index_select(weight, 0, flat);
+    /* the padding row's uses pass no gradient (PyTorch's embedding_backward): their values come
+     * through a detached copy of the rows, the rest through the rows themselves */
+    if (rows && padding_idx >= 0 && tsi_needs_graph(&weight, 1)) {
+        ts_tensor *pad = ts_unsqueeze(ts_eq_scalar(flat, (double)padding_idx), 1);
+        rows = ts_where(pad, ts_detach(rows), rows);
+    }
+    ts_tensor *y = ts_keep(rows ? ts_view(rows, os) : NULL);
     ts_scope_end();
     return tsi_trace(op, all, 2, y, NULL, 0, NULL, 0);
+}
+
+ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices) {
+    return embedding_op(weight, indices, -1);
+}
+
+ts_tensor *ts_embedding_padded(ts_tensor *weight, ts_tensor *indices, int64_t padding_idx) {
+    return embedding_op(weight, indices, padding_idx);
 }

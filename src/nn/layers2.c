@@ -82,7 +82,7 @@ static ts_module *bn_new(const char *name, int dims, int64_t features, ts_norm_o
     m->base.extra_repr = bn_extra;
     m->features = features;
     m->eps = o.eps ? o.eps : 1e-5;
-    m->momentum = o.momentum ? o.momentum : 0.1;
+    m->momentum = o.momentum || o.momentum_set ? o.momentum : 0.1;
     m->affine = !o.no_affine;
     m->track = !o.no_running_stats;
     m->dims = dims;

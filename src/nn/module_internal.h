@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "core/internal.h"
+#include "core/strbuf.h" /* tsi_strbuf: reprs and long error messages */
 
 /* Names and items in insertion order (PyTorch's OrderedDicts); re-registering a name replaces the
  * item in place, so positions ("slots") never move. */
@@ -86,14 +87,5 @@ ts_module *tsi_module_replicate(ts_module *m, tsi_replica_map_fn map, void *ctx)
 
 /* Python's repr(float): "1e-05", "0.1", "1.0". */
 void tsi_py_float(double v, char *out, size_t n);
-
-/* A growable string for reprs and long error messages; on OOM it sets `failed` and stops. */
-typedef struct tsi_strbuf {
-    char *s;
-    size_t len, cap;
-    bool failed;
-} tsi_strbuf;
-void tsi_sb_puts(tsi_strbuf *b, const char *s);
-void tsi_sb_printf(tsi_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* TS_NN_MODULE_INTERNAL_H */

@@ -7,40 +7,6 @@
 #include "nn/module_internal.h"
 
 /* ------------------------------------------------------------------ strings */
-static bool sb_reserve(tsi_strbuf *b, size_t extra) {
-    if (b->failed) return false;
-    if (b->len + extra + 1 <= b->cap) return true;
-    size_t cap = b->cap ? b->cap : 128;
-    while (cap < b->len + extra + 1) cap *= 2;
-    char *s = realloc(b->s, cap);
-    if (!s) {
-        b->failed = true;
-        return false;
-    }
-    b->s = s;
-    b->cap = cap;
-    return true;
-}
-
-void tsi_sb_puts(tsi_strbuf *b, const char *s) {
-    size_t n = strlen(s);
-    if (!sb_reserve(b, n)) return;
-    memcpy(b->s + b->len, s, n + 1);
-    b->len += n;
-}
-
-void tsi_sb_printf(tsi_strbuf *b, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || !sb_reserve(b, (size_t)n)) return;
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
 /* Python's repr(float): the shortest digits that read back to v, in scientific notation when the
  * decimal exponent is below -4 or at least 16, fixed with at least one decimal otherwise. */
 void tsi_py_float(double v, char *out, size_t n) {

@@ -141,7 +141,6 @@ static ts_tensor *batch_norm_op(ts_tensor *x, ts_tensor *running_mean, ts_tensor
     tsi_init();
     if (!batch_norm_check(op, x, running_mean, running_var, w, b, training)) return NULL;
     if (x->shape.ndim == 1) return ts_clone(x); /* empty, no channels (batch_norm_check) */
-    if (momentum == 0) momentum = 0.1;
     if (eps == 0) eps = 1e-5;
     const int nd = x->shape.ndim;
     const int64_t c = x->shape.dims[1], count = c > 0 ? tsi_numel(x->shape) / c : 0;

@@ -17,8 +17,6 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
-#include "backend/cuda/cuda_bridge.h"
-#include "backend/sim/sim_link.h"
 #include "core/pinned.h"
 #include "nn/weight_stream_internal.h"
 #include "tessera/custom_function.h"
@@ -195,21 +193,14 @@ static bool refill(stream *s, int i) {
             return false;
         }
         const size_t n = ts_nbytes(d);
-        void *dst = tsi_kview(d).data;
-        const void *src = tsi_kview(h).data;
-        const int idx = tsi_dev_index(d);
-        bool queued = false;
-        if (s->dev.type == TS_SIM && h->storage->pinned)
-            queued = tsi_sim_link_copy_async(idx, d->storage->uid, dst, src, n);
-        else if (s->dev.type == TS_CUDA && h->storage->pinned) {
-            if (!tsc_copy_h2d_async(idx, dst, src, n)) {
-                for (int j = 0; j <= k; j++) tsi_storage_free_data(u->e[j].d->storage);
-                return false;
-            }
-            tsi_storage_record_stream(h, tsc_pinned_use_record(idx));
-            queued = true;
+        const tsi_copy_queue q = tsi_copy_queue_h2d(d, h, NULL);
+        if (q == TSI_COPY_FAILED) { /* TS_ERR_CUDA is set */
+            for (int j = 0; j <= k; j++) tsi_storage_free_data(u->e[j].d->storage);
+            return false;
         }
-        if (!queued) tsi_be(d)->copy_h2d(tsi_be(d), idx, dst, src, n);
+        if (q == TSI_COPY_NOT_QUEUED)
+            tsi_be(d)->copy_h2d(tsi_be(d), tsi_dev_index(d), tsi_kview(d).data, tsi_kview(h).data,
+                                n);
         s->st.copies++;
         s->st.bytes += n;
     }
@@ -224,7 +215,7 @@ static bool refill(stream *s, int i) {
 static void wait_copies(stream *s, sunit *u) {
     if (s->dev.type != TS_SIM) return;
     for (int k = 0; k < u->n; k++)
-        if (u->e[k].d) TSI_SIM_LINK_USE(s->dev, u->e[k].d->storage->uid);
+        if (u->e[k].d) tsi_copy_link_wait(s->dev, u->e[k].d);
 }
 
 /* A buffer the unit changed (running statistics) back to the host. */

@@ -91,6 +91,13 @@ static const char *emit_clamp(tse *e, const tsi_trace_rec *r, const char *const 
     return c[0] ? tse_node1(e, "Clip", 3, c, out) : NULL;
 }
 
+/* leaky_relu(negative_slope) as LeakyRelu(alpha) (the same function; ONNX names no gradient) */
+static const char *emit_leaky_relu(tse *e, const tsi_trace_rec *r, const char *const *in,
+                                   const char *out) {
+    Onnx__NodeProto *n = tse_node(e, "LeakyRelu", 1, in, out);
+    return n && tse_attr_float(e, n, "alpha", (float)r->f[0]) ? n->output[0] : NULL;
+}
+
 /* ------------------------------------------------------------------ binary */
 /* a op b (the row's ONNX operator) with both operands cast to the type Tessera computed in; the
  * reversed scalar forms (rsub_scalar: s - x) swap them, and ne is Not(Equal). */
@@ -417,6 +424,7 @@ const tse_op tse_ops_elementwise[] = {
     {"square", emit_square, NULL},
     {"silu", emit_silu, NULL},
     {"gelu", emit_gelu, NULL},
+    {"leaky_relu", emit_leaky_relu, NULL},
     {"clamp", emit_clamp, NULL},
     {"clamp_min", emit_clamp, NULL},
     {"clamp_max", emit_clamp, NULL},

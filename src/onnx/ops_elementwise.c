@@ -51,9 +51,7 @@ UNARY(run_isnan, ts_ne(x, x))
 
 TSO_RUN(run_leaky_relu) {
     (void)c;
-    double a = tso_attr_float(n, "alpha", 0.01f);
-    ts_tensor *x = in[0];
-    TSO_DONE(ts_where(ts_ge_scalar(x, 0), x, ts_mul_scalar(x, a)));
+    TSO_DONE(ts_leaky_relu(in[0], tso_attr_float(n, "alpha", 0.01f)));
 }
 
 TSO_RUN(run_prelu) {

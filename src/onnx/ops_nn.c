@@ -162,7 +162,9 @@ static bool batch_norm_training(const tso_node *n, ts_tensor *const *in, ts_tens
     if (fused) { /* ts_batch_norm in training, without running statistics: the norm selector's */
         ts_shape s = ts_shape_of(x);
         ts_tensor *x3 = s.ndim > 4 ? ts_reshape(x, TS_SHAPE(s.dims[0], s.dims[1], -1)) : x;
-        ts_tensor *y = ts_batch_norm(x3, NULL, NULL, in[1], in[2], true, 0, eps);
+        /* no running statistics here (updated below): the momentum is unused; ONNX's momentum
+         * weighs the running value, PyTorch's the batch's */
+        ts_tensor *y = ts_batch_norm(x3, NULL, NULL, in[1], in[2], true, 1 - momentum, eps);
         out[0] = y && s.ndim > 4 ? ts_reshape(y, s) : y;
     } else {
         out[0] = normalize(x, mean, var, channel_param(in[1], x, false),
@@ -204,7 +206,8 @@ static TSO_NN_RUN(run_batch_norm) {
         /* Tessera's fused kernel: [N, C], [N, C, L] or [N, C, H, W] */
         ts_shape s = ts_shape_of(x);
         ts_tensor *x3 = s.ndim > 4 ? ts_reshape(x, TS_SHAPE(s.dims[0], s.dims[1], -1)) : x;
-        ts_tensor *y = ts_batch_norm(x3, in[3], in[4], in[1], in[2], false, 0, eps);
+        /* inference: the running statistics are read, never moved (momentum unused) */
+        ts_tensor *y = ts_batch_norm(x3, in[3], in[4], in[1], in[2], false, 1 - momentum, eps);
         TSO_DONE(y && s.ndim > 4 ? ts_reshape(y, s) : y);
     }
     TSO_DONE(normalize(x, channel_param(in[3], x, per_act), channel_param(in[4], x, per_act),

@@ -14,8 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/gemm_provider.h"
-#include "backend/cpu/sdpa_select.h"
+#include "backend/backend.h"
 #include "onnx/memo.h"
 #include "onnx/onnx_internal.h"
 #include "onnx/rewrite_xformer_internal.h"
@@ -71,7 +70,8 @@ static bool shape_is(ts_tensor *t, int ndim, int64_t d0, int64_t d1) {
 /* The weight as ts_linear wants it, [N, K]. A [K, N] weight goes as its transposed view
  * (ts_linear then multiplies by W itself, an NN product) unless, on the cpu (or sim), a float32
  * product of 1024 rows or more with K <= N would leave oneDNN's matmul primitive for the
- * provider's NN GEMM while its NT form stays with the primitive (gemm_provider.c: an AVX2 host,
+ * provider's NN GEMM while its NT form stays with the primitive (the backend's
+ * hint_weight_transposed, gemm_provider.c: an AVX2 host,
  * where OpenBLAS runs the NN products): there it is copied transposed, so the GEMM reads it
  * transposed. Measured on two Zen 3 cores (AVX2) for GPT-mini's products of 4096 rows, copy
  * included: K 256, N 768: 11.1 ms against 12.2; N 1024: 15.1 against 18.8; but K 1024, N 256:
@@ -80,9 +80,9 @@ static bool shape_is(ts_tensor *t, int ndim, int64_t d0, int64_t d1) {
  * takes either form.) The copy is recorded by autograd and traces like any op: the gradient
  * reaches the parameter. */
 static bool weight_copy_pays(ts_tensor *w, int64_t rows, int64_t k, int64_t n) {
-    return rows >= 1024 && k <= n && ts_dtype_of(w) == TS_F32 && ts_device_of(w).type != TS_CUDA &&
-           !tsi_lib_sgemm_primitive(false, false, rows, n, k) &&
-           tsi_lib_sgemm_primitive(false, true, rows, n, k);
+    const ts_backend *be = tsi_backend_for(ts_device_of(w).type);
+    return rows >= 1024 && k <= n && ts_dtype_of(w) == TS_F32 && be && be->hint_weight_transposed &&
+           be->hint_weight_transposed(be, rows, k, n);
 }
 
 static ts_tensor *weight_nk(const xf_state *s, ts_tensor *x, ts_tensor *w) {
@@ -194,13 +194,17 @@ static bool softmax_last(const xf_state *s, int rank) {
     return axis == rank - 1;
 }
 
-/* k itself, or a copy when the attention selector says its rows lie too evenly apart
- * (tsi_sdpa_keys_copy: a multiple of 4 KiB, where the fused kernel's gathers of a key block fall
- * in one cache set; the exporters' head split, left as the file has it, leaves GPT-mini's rows
- * 16 KiB apart: rewritten, they lie 3 KiB apart). Q and V are read row by row: no cost. */
+/* k itself, or a copy when the device's backend says its rows lie too evenly apart
+ * (the cpu's hint_keys_copy, the attention selector's tsi_sdpa_keys_copy: a multiple of 4 KiB,
+ * where the fused kernel's gathers of a key block fall in one cache set; the exporters' head split,
+ * left as the file has it, leaves GPT-mini's rows 16 KiB apart: rewritten, they lie 3 KiB apart). Q
+ * and V are read row by row: no cost. */
 static ts_tensor *keys_apart(ts_tensor *k) {
     const int64_t row = ts_stride(k, -2) * (int64_t)tsi_dtype_size(ts_dtype_of(k));
-    return tsi_sdpa_keys_copy(ts_size(k, -2), row) ? ts_contiguous(k) : k;
+    const ts_backend *be = tsi_backend_for(ts_device_of(k).type);
+    return be && be->hint_keys_copy && be->hint_keys_copy(be, ts_size(k, -2), row)
+               ? ts_contiguous(k)
+               : k;
 }
 
 static ts_tensor *attn_fast(const tso_node *n, const xf_state *s, ts_tensor *const *in) {

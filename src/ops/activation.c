@@ -1,8 +1,8 @@
-/* activation.c — issue 52's activations (torch.nn.functional's elu, celu, selu, hardtanh, relu6,
- * hardshrink, softshrink, threshold, logsigmoid, mish, hardsigmoid, hardswish and their in-place
- * forms: one unary kernel op each, kernel_math_act.h; tanhshrink, softsign, glu, prelu, softmin:
- * compositions of differentiable ops, as PyTorch composes or derives them). PyTorch's argument
- * checks and messages; the gradients are elementwise_grad_act.c's. */
+/* activation.c — issue 52's activations (torch.nn.functional's elu, celu, selu, leaky_relu,
+ * hardtanh, relu6, hardshrink, softshrink, threshold, logsigmoid, mish, hardsigmoid, hardswish and
+ * their in-place forms: one unary kernel op each, kernel_math_act.h; tanhshrink, softsign, glu,
+ * prelu, softmin: compositions of differentiable ops, as PyTorch composes or derives them).
+ * PyTorch's argument checks and messages; the gradients are elementwise_grad_act.c's. */
 #include "amp/autocast.h"
 #include "ops/elementwise.h"
 
@@ -33,6 +33,16 @@ ts_tensor *ts_celu_(ts_tensor *t, double alpha) { return celu_op("celu_", t, alp
 
 ts_tensor *ts_selu(ts_tensor *t) { return act("selu", TS_U_SELU, t, 0, 0, false, NULL, 0); }
 ts_tensor *ts_selu_(ts_tensor *t) { return act("selu_", TS_U_SELU, t, 0, 0, true, NULL, 0); }
+
+/* ------------------------------------------------------------------ leaky_relu */
+/* x > 0 ? x : x * negative_slope, floating dtypes (PyTorch has no integer kernel); the gradient
+ * takes the slope at 0 (PyTorch's leaky_relu_backward) */
+ts_tensor *ts_leaky_relu(ts_tensor *t, double negative_slope) {
+    return act("leaky_relu", TS_U_LEAKY_RELU, t, negative_slope, 0, false, &negative_slope, 1);
+}
+ts_tensor *ts_leaky_relu_(ts_tensor *t, double negative_slope) {
+    return act("leaky_relu_", TS_U_LEAKY_RELU, t, negative_slope, 0, true, &negative_slope, 1);
+}
 
 /* ------------------------------------------------------------------ hardtanh, relu6, threshold */
 /* Integer tensors (PyTorch takes them): the numbers become the dtype's integers, as c10's

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "autograd/copy_slices.h"
 #include "autograd/trace.h"
 
 /* the two geometries over the storage, for the backward */
@@ -109,6 +110,7 @@ ts_tensor *ts_as_strided(ts_tensor *t, ts_shape size, const int64_t *stride,
                NULL;
     ts_tensor *out = tsi_view_of(t, size, stride, off);
     if (!out) return NULL;
+    tsi_view_attach(t, out); /* in-place writes through it reach t's history (copy_slices.h) */
     ts_node *n = tsi_record("AsStridedBackward0", op, as_strided_backward, &t, 1, out, NULL, 0);
     if (n) {
         strided_geom *g = calloc(1, sizeof *g);

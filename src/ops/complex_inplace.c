@@ -22,16 +22,8 @@ static bool check(const char *op, ts_tensor *a, ts_tensor *other) {
                              op, tsi_torch_scalar_name(tsi_complex_of(a->dtype)),
                              tsi_torch_scalar_name(a->dtype), tsi_desc(a)),
                false;
-    if (!tsi_check_inplace(op, a)) return false;
-    const bool other_grad = other && other->requires_grad;
-    /* the history would reach the view but not the tensor it views (PyTorch's CopySlices) */
-    if (other_grad && tsi_grad_mode() && a->is_view && !a->requires_grad)
-        return tsi_error_set(TS_ERR_UNSUPPORTED,
-                             "%s: in-place operation on a view (%s) with an operand that requires "
-                             "grad is not supported; apply it to a clone of the view instead",
-                             op, tsi_desc(a)),
-               false;
-    return true;
+    /* a view's base takes the write into its history (autograd/copy_slices.h) */
+    return tsi_check_inplace_operand(op, a, other && other->requires_grad);
 }
 
 /* check(); *src: a, or its clone when the graph is recorded */

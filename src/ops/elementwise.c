@@ -33,14 +33,7 @@ ts_tensor *tsi_ew_clone(const char *op, ts_tensor *x) {
 
 bool tsi_ew_check_inplace(const char *op, ts_tensor *dst, ts_dtype result, const ts_shape *bshape) {
     if (!tsi_check_inplace(op, dst)) return false; /* leaves that require grad (grad mode on) */
-    for (int i = 0; i < dst->shape.ndim; i++)
-        if (dst->shape.dims[i] > 1 && dst->strides[i] == 0)
-            return tsi_error_set(TS_ERR_ARG,
-                                 "%s: unsupported operation: more than one element of the "
-                                 "written-to tensor refers to a single memory location. Please "
-                                 "clone() the tensor before performing the operation (output %s)",
-                                 op, tsi_desc(dst)),
-                   false;
+    if (!tsi_check_no_self_overlap(op, dst)) return false;
     if (!tsi_ew_can_cast(result, dst->dtype))
         return tsi_error_set(TS_ERR_DTYPE,
                              "%s: result type %s can't be cast to the desired output type %s "

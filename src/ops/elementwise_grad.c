@@ -75,13 +75,8 @@ ts_tensor *tsi_ew_record_binary(const char *op, ts_binary_op bop, ts_tensor *a, 
 }
 
 ts_node *tsi_ew_begin_binary(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b) {
-    /* the history would reach the view but not the tensor it views (PyTorch's CopySlices) */
-    if (a->is_view && !a->requires_grad)
-        return tsi_error_set(TS_ERR_UNSUPPORTED,
-                             "%s: in-place operation on a view (%s) with an operand that requires "
-                             "grad is not supported; apply it to a ts_clone of the view instead",
-                             op, tsi_desc(a)),
-               NULL;
+    /* the view rules with the operand (a view's base takes the write: autograd/copy_slices.h) */
+    if (!tsi_check_inplace_operand(op, a, b->requires_grad)) return NULL;
     ts_tensor *const ins[2] = {a, b};
     return make_node(tsi_ew_binary_name(bop), op, tsi_ew_binary_backward, ins, 2, a, b,
                      tsi_ew_binary_saves(bop, a->requires_grad, b->requires_grad), true, bop, 1, 0);

@@ -7,7 +7,11 @@
 #include "backend/kernel_math.h" /* TS_SELU_ALPHA, TS_SELU_SCALE */
 #include "ops/elementwise_grad.h"
 
-bool tsi_ew_act_is(ts_unary_op u) { return u >= TS_U_ELU && u <= TS_U_HARDSWISH; }
+/* every activation of kernel_math_act.h has its name and backward here (backend.h's TS_U_COUNT) */
+_Static_assert(TS_U_COUNT == 81, "a ts_unary_op was added or removed: an activation needs its "
+                                 "case in both switches here; then update the count");
+
+bool tsi_ew_act_is(ts_unary_op u) { return u >= TS_U_ELU && u <= TS_U_LEAKY_RELU; }
 
 const char *tsi_ew_act_name(const char *op, ts_unary_op u) {
     const size_t len = strlen(op);
@@ -34,6 +38,8 @@ const char *tsi_ew_act_name(const char *op, ts_unary_op u) {
         return "HardsigmoidBackward0";
     case TS_U_HARDSWISH:
         return "HardswishBackward0";
+    case TS_U_LEAKY_RELU:
+        return inplace ? "LeakyReluBackward1" : "LeakyReluBackward0";
     default:
         return NULL;
     }
@@ -95,6 +101,13 @@ ts_tensor *tsi_ew_act_backward(ts_unary_op u, ts_tensor *g, ts_tensor *x, double
         ts_tensor *mid = ts_mul(g, ts_add_scalar(ts_div_scalar(x, 3), 0.5));
         ts_tensor *r = ts_where(ts_lt_scalar(x, 3), mid, g);
         return ts_where(ts_le_scalar(x, -3), tsi_ew_grad_zero(g), r);
+    }
+    case TS_U_LEAKY_RELU: { /* leaky_relu_backward: x > 0 ? g : g * slope (0 and NaN: slope) */
+        ts_tensor *pos = ts_gt_scalar(x, 0);
+        /* under create_graph x's history joins with derivative 0 (PyTorch's self: zeros_like),
+         * through the branch that only a number x takes */
+        ts_tensor *gp = tsi_create_graph_active() ? ts_add(g, kink_zero(g, x)) : g;
+        return ts_where(pos, gp, ts_mul_scalar(g, p0));
     }
     default:
         return NULL;

@@ -4,6 +4,10 @@
 
 #include "ops/elementwise_grad.h"
 
+_Static_assert(TS_U_COUNT == 81, "a ts_unary_op was added or removed: give it its grad_fn name, "
+                                 "what it saves and its backward in the three switches here (an "
+                                 "activation: elementwise_grad_act.c); then update the count");
+
 const char *tsi_ew_unary_name(const char *op, ts_unary_op u) {
     switch (u) {
     case TS_U_NEG:

@@ -9,12 +9,7 @@ ts_status ts_check_inplace(ts_tensor *t, bool operand_requires_grad, const char 
     /* not tsi_check_input: its complex gate is the out-of-place op's to apply (a complex tensor
      * whose op has a complex path, sgn_ or sin_, is fine; one without is refused by that op) */
     if (!t) return tsi_error_set(TS_ERR_ARG, "%s: input is NULL", op);
-    if (!tsi_check_inplace(op, t)) return ts_error();
-    /* the history would reach the view but not the tensor it views (PyTorch's CopySlices) */
-    if (operand_requires_grad && tsi_grad_mode() && t->is_view && !t->requires_grad)
-        return tsi_error_set(TS_ERR_UNSUPPORTED,
-                             "%s: in-place operation on a view (%s) with an operand that requires "
-                             "grad is not supported; apply it to a clone of the view instead",
-                             op, tsi_desc(t));
+    /* a view's base takes the write into its history (autograd/copy_slices.h) */
+    if (!tsi_check_inplace_operand(op, t, operand_requires_grad)) return ts_error();
     return TS_OK;
 }

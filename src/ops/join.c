@@ -4,6 +4,7 @@
 
 #include "amp/autocast.h"
 #include "autograd/autograd.h"
+#include "autograd/copy_slices.h"
 #include "autograd/trace.h"
 #include "ops/shape_grad.h"
 
@@ -191,6 +192,7 @@ static int emit_pieces(const char *op, ts_tensor *t, int d, int64_t count, int64
         int64_t l = size - start < len ? size - start : len;
         out[i] = ts_narrow(t, d, start, l);
         if (!out[i]) return -1;
+        tsi_view_mark_multi(out[i], "Split", (int)i); /* PyTorch's name for split and chunk */
     }
     /* one node for all the pieces (PyTorch's SplitBackward0) rather than a narrow per piece: its
      * backward joins the pieces' gradients in one pass */
@@ -243,6 +245,24 @@ int ts_split(ts_tensor *t, int64_t split_size, int dim, ts_tensor **out, int max
     int64_t count = split_size == 0 ? 1 : (size + split_size - 1) / split_size;
     if (count < 1) count = 1;
     return emit_pieces(op, t, d, count, split_size, out, max_out);
+}
+
+int ts_unbind(ts_tensor *t, int dim, ts_tensor **out, int max_out) {
+    const char *op = "unbind";
+    if (!check_split_args(op, t, out, max_out)) return -1;
+    const int d = tsi_wrap_dim(op, dim, t->shape.ndim);
+    if (d < 0) return -1;
+    const int64_t n = t->shape.dims[d];
+    if (n > INT_MAX) {
+        tsi_error_set(TS_ERR_ARG, "%s: %lld pieces are too many", op, (long long)n);
+        return -1;
+    }
+    for (int64_t i = 0; i < n && i < max_out; i++) {
+        out[i] = ts_select(t, d, i);
+        if (!out[i]) return -1; /* as ts_split: the pieces written belong to the caller */
+        tsi_view_mark_multi(out[i], "Unbind", (int)i);
+    }
+    return (int)n;
 }
 
 int ts_chunk(ts_tensor *t, int chunks, int dim, ts_tensor **out, int max_out) {

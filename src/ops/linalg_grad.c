@@ -77,6 +77,22 @@ void tsl_trisolve_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
     if (tsi_node_needs(n, 1)) gi[1] = gB;
 }
 
+/* cholesky_solve (B, L): gB = cholesky_solve(gX, L), gL = -(C L) (upper: -(L C)) with
+ * C = gB X^T + X gB^T, dense over both triangles as PyTorch's cholesky_solve_backward */
+void tsl_cholesky_solve_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi) {
+    ts_tensor *L = tsi_node_saved(n, 0), *X = tsi_node_saved(n, 1);
+    if (!go[0] || !L || !X) return;
+    const bool upper = n->ip[0];
+    ts_tensor *gB = ts_cholesky_solve(go[0], L, upper);
+    if (!gB) return;
+    if (tsi_node_needs(n, 1)) {
+        ts_tensor *c = ts_matmul(gB, mT(X));
+        c = c ? ts_add(c, mT(c)) : NULL;
+        if (c) gi[1] = ts_neg(upper ? ts_matmul(L, c) : ts_matmul(c, L));
+    }
+    if (tsi_node_needs(n, 0)) gi[0] = gB;
+}
+
 /* copyltu(M): the lower triangle mirrored above the diagonal */
 static ts_tensor *copyltu(ts_tensor *M) {
     ts_tensor *l = ts_tril(M, -1);

@@ -58,6 +58,8 @@ void tsl_slogdet_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi);  /*
 void tsl_cholesky_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi); /* L */
 /* A, X; ip[0] upper, ip[1] unitriangular (left only) */
 void tsl_trisolve_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi);
+/* L, X; ip[0] upper: PyTorch's dense gradient of L (linalg_tri.c's ts_cholesky_solve) */
+void tsl_cholesky_solve_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi);
 void tsl_qr_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi);   /* Q, R */
 void tsl_svd_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi);  /* U, S, Vh; ip[0] full */
 void tsl_eigh_backward(ts_node *n, ts_tensor *const *go, ts_tensor **gi); /* L, V */

@@ -17,7 +17,7 @@
 #include <omp.h>
 #endif
 
-#include "backend/cpu/omp_if.h"
+#include "backend/omp_if.h"
 #include "core/internal.h"
 #include "ops/linalg_lapack.h"
 

@@ -139,14 +139,26 @@ ts_tensor *ts_linalg_cholesky(ts_tensor *A, bool upper) {
     return ts_linalg_cholesky_ex(A, upper, NULL);
 }
 
-/* (L L^T) X = B through two triangular solves (upper: U^T U) */
+/* (L L^T) X = B through two triangular solves (upper: U^T U), computed without a graph; one
+ * node with PyTorch's gradient (cholesky_solve_backward): gB = cholesky_solve(gX, L) and a DENSE
+ * gL = -(C L) (upper: -(L C)), C = gB X^T + X gB^T, although the forward reads only L's triangle
+ * (docs/decisions/0039-cholesky-dense-gradient.md). cholesky_inverse is this with B = I. */
 ts_tensor *ts_cholesky_solve(ts_tensor *B, ts_tensor *L, bool upper) {
     const char *op = "cholesky_solve";
     if (!tsl_check(op, B, "B", false) || !tsl_check(op, L, "L", true)) return NULL;
     ts_scope_begin();
-    ts_tensor *Y = ts_linalg_solve_triangular(upper ? tsl_mT(L) : L, B, false, true, false);
-    ts_tensor *X =
-        Y ? ts_linalg_solve_triangular(upper ? L : tsl_mT(L), Y, true, true, false) : NULL;
+    ts_tensor *b = B, *l = L, *X = NULL;
+    if (!tsl_broadcast_batch(op, &b, &l)) return tsl_finish(NULL);
+    ts_no_grad_begin();
+    ts_tensor *Y = ts_linalg_solve_triangular(upper ? tsl_mT(l) : l, b, false, true, false);
+    X = Y ? ts_linalg_solve_triangular(upper ? l : tsl_mT(l), Y, true, true, false) : NULL;
+    ts_no_grad_end();
+    if (X) {
+        ts_tensor *ins[2] = {b, l}, *saves[2] = {l, X};
+        ts_node *nd = tsl_record("CholeskySolveBackward0", op, tsl_cholesky_solve_backward, ins, 2,
+                                 &X, 1, saves, 2);
+        if (tsl_twice(nd)) nd->ip[0] = upper;
+    }
     return tsl_finish(X);
 }
 

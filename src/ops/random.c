@@ -54,20 +54,10 @@ static bool need_float(const char *op, ts_dtype dt) {
     return false;
 }
 
-/* PyTorch refuses in-place writes to self-overlapping (expanded) views. */
+/* PyTorch's refusals before an in-place write: autograd's, then a self-overlapping (expanded)
+ * destination */
 static bool check_inplace(const char *op, ts_tensor *t) {
-    if (!tsi_check_inplace(op, t)) return false;
-    for (int d = 0; d < t->shape.ndim; d++) {
-        if (t->strides[d] == 0 && t->shape.dims[d] > 1) {
-            tsi_error_set(TS_ERR_ARG,
-                          "%s: unsupported operation: more than one element of the written-to "
-                          "tensor refers to a single memory location. Please clone() the tensor "
-                          "before performing the operation.",
-                          op);
-            return false;
-        }
-    }
-    return true;
+    return tsi_check_inplace(op, t) && tsi_check_no_self_overlap(op, t);
 }
 
 static ts_tensor *float_factory(const char *op, ts_shape s, ts_opts o, ts_random_kind kind) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "autograd/copy_slices.h"
 #include "autograd/trace.h"
 #include "ops/shape_more_internal.h"
 
@@ -263,6 +264,7 @@ ts_tensor *ts_diagonal(ts_tensor *t, int64_t offset, int dim1, int dim2) {
     ts_shape s = diagonal_geometry(t, offset, a, b, st, &at);
     ts_tensor *v = tsi_view_of(t, s, st, at);
     if (!v) return NULL;
+    tsi_view_attach(t, v); /* in-place writes through it reach t's history (copy_slices.h) */
     ts_node *node = tsi_record("DiagonalBackward0", op, diagonal_backward, &t, 1, v, NULL, 0);
     if (node) node->ip[0] = offset, node->ip[1] = a, node->ip[2] = b, node->flags |= TSI_NODE_TWICE;
     const int64_t ip[3] = {offset, a, b};
@@ -447,14 +449,17 @@ static int split_check(const char *op, ts_tensor *t, int dim, ts_tensor **out, i
     return tsi_wrap_dim(op, dim, t->shape.ndim);
 }
 
-/* the pieces [start[i], start[i] + len[i]) along d */
+/* the pieces [start[i], start[i] + len[i]) along d; multi: PyTorch's name of the op when its
+ * pieces are the outputs of one multi-output view op (not modifiable in place when recorded),
+ * NULL when they are separate slices (tensor_split) */
 static int emit(ts_tensor *t, int d, const int64_t *start, const int64_t *len, int64_t count,
-                ts_tensor **out, int max_out) {
+                ts_tensor **out, int max_out, const char *multi) {
     if (count > 1 << 20)
         return tsi_error_set(TS_ERR_ARG, "split: %lld pieces are too many", (long long)count), -1;
     for (int64_t i = 0; i < count && i < max_out; i++) {
         out[i] = ts_narrow(t, d, start[i], len[i]);
         if (!out[i]) return -1; /* as ts_split: the pieces written belong to the caller */
+        if (multi) tsi_view_mark_multi(out[i], multi, (int)i);
     }
     return (int)count;
 }
@@ -488,7 +493,7 @@ int ts_split_with_sizes(ts_tensor *t, const int64_t *sizes, int n, int dim, ts_t
     if (!start) return -1;
     if (n > 0) start[0] = 0;
     for (int i = 1; i < n; i++) start[i] = start[i - 1] + sizes[i - 1];
-    const int r = emit(t, d, start, sizes, n, out, max_out);
+    const int r = emit(t, d, start, sizes, n, out, max_out, "SplitWithSizes");
     free(start);
     return r;
 }
@@ -509,7 +514,7 @@ int ts_tensor_split_indices(ts_tensor *t, const int64_t *indices, int n, int dim
         b = b < 0 ? (b + size < 0 ? 0 : b + size) : (b > size ? size : b);
         start[i] = a, len[i] = b > a ? b - a : 0;
     }
-    const int r = emit(t, d, start, len, (int64_t)n + 1, out, max_out);
+    const int r = emit(t, d, start, len, (int64_t)n + 1, out, max_out, NULL);
     free(start);
     return r;
 }
@@ -530,7 +535,7 @@ int ts_tensor_split_sections(ts_tensor *t, int64_t sections, int dim, ts_tensor 
         len[i] = base + (i < extra ? 1 : 0);
         start[i] = s, s += len[i];
     }
-    const int r = emit(t, d, start, len, sections, out, max_out);
+    const int r = emit(t, d, start, len, sections, out, max_out, NULL);
     free(start);
     return r;
 }

@@ -99,19 +99,11 @@ ts_tensor *ts_copy_(ts_tensor *dst, ts_tensor *src) {
     tsi_init();
     if (!tsi_check_input("copy_", dst, "destination") || !tsi_check_input("copy_", src, "source"))
         return NULL;
-    if (!tsi_check_inplace("copy_", dst)) return NULL;
+    if (!tsi_check_inplace_operand("copy_", dst, src->requires_grad)) return NULL;
     if (complex_to_real("copy_", src, dst->dtype)) return NULL;
     /* several elements of an expanded destination share one location: which source value lands
      * there would be arbitrary (and a data race under OpenMP), so PyTorch refuses it */
-    for (int i = 0; i < dst->shape.ndim; i++)
-        if (dst->shape.dims[i] > 1 && dst->strides[i] == 0)
-            return tsi_error_set(TS_ERR_ARG,
-                                 "copy_: unsupported operation: more than one element of the "
-                                 "written-to tensor refers to a single memory location. Please "
-                                 "clone() the tensor before performing the operation (destination "
-                                 "%s)",
-                                 tsi_desc(dst)),
-                   NULL;
+    if (!tsi_check_no_self_overlap("copy_", dst)) return NULL;
     ts_shape bs;
     if (!tsi_broadcast_shapes("copy_", dst->shape, src->shape, &bs)) return NULL;
     /* the dims in use only: a shape's entries past ndim are not kept zero (reshape leaves them) */

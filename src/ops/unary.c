@@ -5,6 +5,11 @@
 #include "ops/complex.h"
 #include "ops/elementwise.h"
 
+/* each op's dtype rule is a case below or the default (the input's dtype, any dtype) */
+_Static_assert(TS_U_COUNT == 81, "a ts_unary_op was added or removed: give it its dtype rule in "
+                                 "unary_dtype (the default takes every dtype); then update the "
+                                 "count");
+
 /* The result dtype of u on t (PyTorch's): float functions make integers f32, rounding is the
  * identity on integers. *copy_only: the result is t converted, no kernel to run. */
 static bool unary_dtype(const char *op, ts_unary_op u, const ts_tensor *t, ts_dtype *r,
@@ -72,6 +77,7 @@ static bool unary_dtype(const char *op, ts_unary_op u, const ts_tensor *t, ts_dt
     case TS_U_MISH:
     case TS_U_HARDSIGMOID:
     case TS_U_HARDSWISH:
+    case TS_U_LEAKY_RELU:
     case TS_U_GELU:
     case TS_U_SILU:
     case TS_U_SOFTPLUS:

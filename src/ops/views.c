@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
+#include "autograd/copy_slices.h"
 #include "autograd/trace.h"
 #include "ops/view_grad.h"
 
@@ -10,6 +11,7 @@
 static ts_tensor *record_view(ts_tensor *t, ts_tensor *out, const char *name, const char *op,
                               tsi_backward_fn fn, const int64_t *ip, int nip) {
     if (!out) return NULL;
+    tsi_view_attach(t, out); /* in-place writes through it reach t's history (copy_slices.h) */
     ts_node *n = tsi_record(name, op, fn, &t, 1, out, NULL, 0);
     if (n) n->flags |= TSI_NODE_TWICE; /* view_grad.c: views and copies of the gradient */
     if (n && ip) memcpy(n->ip, ip, sizeof(int64_t) * (size_t)nip);

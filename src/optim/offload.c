@@ -4,10 +4,10 @@
  * the link's device-to-host engine as backward finishes it (the step waits for it), each weight's
  * on the host-to-device engine after the step (the first op that reads the parameter waits for it,
  * as for any copy in flight: core/error.c). On cuda each weight's copy is queued on the current
- * stream (tsc_copy_h2d_async from the pinned master or stage: the kernels after it on that stream
+ * stream (tsi_copy_queue_h2d from the pinned master or stage: the kernels after it on that stream
  * read the new weight) and the host waits for it only before it next writes that master or stage
  * (the next step, or the gradient's copy into stage), and each gradient's copy to the pinned
- * hgrad or stage is queued on it too as backward finishes it (tsc_copy_d2h_async), the step
+ * hgrad or stage is queued on it too as backward finishes it (tsi_copy_queue_d2h), the step
  * waiting for that copy's event alone. The wrapped optimizer
  * is unchanged: during a step its parameters are the masters (so its state is made and kept on the
  * host, in float32), outside it the device parameters (so zero_grad, the grad scaler, clipping and
@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cuda/cuda_bridge.h"
-#include "backend/sim/sim_link.h"
 #include "core/pinned.h"
 #include "optim/optim_internal.h"
 #include "tessera/distributed.h"
@@ -75,10 +73,7 @@ static void read_to_host(ts_tensor *dst, ts_tensor *stage, ts_tensor *src) {
 
 /* cuda: the host waits for one copy's event (recycled: done already) */
 static void wait_use(const off_param *q, uintptr_t *use) {
-    if (!*use) return;
-    const ts_alloc_hooks *h = tsc_pinned_alloc_hooks();
-    if (h && h->stream_wait) h->stream_wait(tsi_dev_index(q->dev), *use, 0);
-    *use = 0;
+    tsi_copy_use_wait(tsi_device(q->dev), use);
 }
 
 /* The gradient's bytes to the host buffer `to` (stage or hgrad): queued on the simulated link's
@@ -86,22 +81,11 @@ static void wait_use(const off_param *q, uintptr_t *use) {
  * made it (q->d2h notes it; to's block is not reused before it ran) (the step waits for either),
  * else copied now. */
 static void grad_to_host(off_param *q, ts_tensor *to, ts_tensor *g) {
-    const int idx = tsi_dev_index(g);
-    void *dst = tsi_kview(to).data;
-    const void *src = tsi_kview(g).data;
-    if (tsi_device(g).type == TS_SIM && to->storage->pinned &&
-        tsi_sim_link_copy_async_d2h(idx, to->storage->uid, dst, src, nbytes(g)))
-        return;
-    if (tsi_device(g).type == TS_CUDA && to->storage->pinned) {
-        wait_use(q, &q->d2h); /* an earlier pass's copy into the same buffer, maybe elsewhere */
-        if (tsc_copy_d2h_async(idx, dst, src, nbytes(g))) { /* else TS_ERR_CUDA is set */
-            q->d2h = tsc_pinned_use_record(idx);            /* 0: it has waited already */
-            if (q->d2h) tsi_storage_record_stream(to, q->d2h);
-        }
-        return;
-    }
+    /* an earlier pass's cuda copy into the same buffer, maybe elsewhere */
+    if (tsi_device(g).type == TS_CUDA) wait_use(q, &q->d2h);
+    if (tsi_copy_queue_d2h(to, g, &q->d2h) != TSI_COPY_NOT_QUEUED) return; /* or TS_ERR_CUDA */
     const ts_backend *be = tsi_be(g);
-    be->copy_d2h(be, idx, dst, src, nbytes(g));
+    be->copy_d2h(be, tsi_dev_index(g), tsi_kview(to).data, tsi_kview(g).data, nbytes(g));
 }
 
 /* The updated weight (src: master or stage) to the parameter: queued on the simulated link's
@@ -110,21 +94,12 @@ static void grad_to_host(off_param *q, ts_tensor *to, ts_tensor *g) {
  * is not reused before the copy ran either), else copied now. */
 static void weight_to_device(off_param *q, ts_tensor *src) {
     ts_tensor *dev = q->dev;
-    const int idx = tsi_dev_index(dev);
-    void *dst = tsi_kview(dev).data;
-    const void *from = tsi_kview(src).data;
-    if (tsi_device(dev).type == TS_SIM && src->storage->pinned &&
-        tsi_sim_link_copy_async(idx, dev->storage->uid, dst, from, nbytes(src)))
-        return;
-    if (tsi_device(dev).type == TS_CUDA && src->storage->pinned) {
-        if (tsc_copy_h2d_async(idx, dst, from, nbytes(src))) { /* else TS_ERR_CUDA is set */
-            q->h2d = tsc_pinned_use_record(idx);               /* 0: it has waited already */
-            if (q->h2d) tsi_storage_record_stream(src, q->h2d);
-        }
-        return;
-    }
+    uintptr_t use = 0;
+    const tsi_copy_queue r = tsi_copy_queue_h2d(dev, src, &use);
+    if (tsi_device(dev).type == TS_CUDA && r == TSI_COPY_QUEUED) q->h2d = use;
+    if (r != TSI_COPY_NOT_QUEUED) return; /* or TS_ERR_CUDA is set */
     const ts_backend *be = tsi_be(dev);
-    be->copy_h2d(be, idx, dst, from, nbytes(src));
+    be->copy_h2d(be, tsi_dev_index(dev), tsi_kview(dev).data, tsi_kview(src).data, nbytes(src));
 }
 
 /* Before the host reads or rewrites q's buffers: the gradient's queued copy has landed and the
@@ -132,10 +107,8 @@ static void weight_to_device(off_param *q, ts_tensor *src) {
 static void wait_copies(off_param *q) {
     wait_use(q, &q->h2d);
     wait_use(q, &q->d2h);
-    if (tsi_device(q->dev).type != TS_SIM) return;
-    const int idx = tsi_dev_index(q->dev);
-    tsi_sim_link_wait_uid(idx, (q->stage ? q->stage : q->hgrad)->storage->uid);
-    tsi_sim_link_wait_uid(idx, q->dev->storage->uid);
+    tsi_copy_link_wait(tsi_device(q->dev), q->stage ? q->stage : q->hgrad);
+    tsi_copy_link_wait(tsi_device(q->dev), q->dev);
 }
 
 static void note_synced(off_param *q) {

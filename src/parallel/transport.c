@@ -6,8 +6,9 @@
 #if defined(TS_HAVE_CUDA) && defined(TS_HAVE_NCCL)
 #include "backend/cuda/cuda_nccl.h"
 
-/* Only when NCCL can take all of it: the dtypes NCCL reduces (f32, f64, f16, bf16 from NCCL 2.10),
- * every device a CUDA device. Anything else (a sim device in the set, integer tensors) copies. */
+/* Only when NCCL can take all of it: the dtypes it carries (tsc_nccl_supports: floats and
+ * integers, not bool), every device a CUDA device. Anything else (a sim device in the set, bool or
+ * complex tensors) copies. */
 static bool use_nccl(ts_tensor *const *ts, int n_ts, const ts_device *devices, int n_devices) {
     if (n_devices < 2) return false;
     for (int r = 0; r < n_devices; r++)

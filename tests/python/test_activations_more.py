@@ -1,6 +1,6 @@
 """Issue 52's activations (tessera.nn.functional elu, celu, selu, hardtanh, relu6, threshold,
-hardshrink, softshrink, tanhshrink, softsign, logsigmoid, mish, hardsigmoid, hardswish, glu, prelu,
-softmin, the in-place forms, and the nn modules) against NumPy float64 formulas, on cpu and sim:0:
+hardshrink, softshrink, tanhshrink, softsign, logsigmoid, mish, hardsigmoid, hardswish, leaky_relu,
+glu, prelu, softmin, the in-place forms, and the nn modules) against NumPy float64 formulas, on cpu and sim:0:
 values (NaN and the kink points included), gradients against central differences in float64 and
 PyTorch's choice at the kinks, float32 within its rounding, modules' arguments and reprs, errors."""
 import math
@@ -71,13 +71,18 @@ CASES = {
                     lambda x: np.where(lt(-3, x) & lt(x, 3), 1 / 6, 0.0)),
     "hardswish": (F.hardswish, lambda x: x * np.clip(x + 3, 0, 6) / 6,
                   lambda x: np.where(x <= -3, 0.0, np.where(lt(x, 3), x / 3 + 0.5, 1.0))),
+    # leaky_relu_backward: x > 0 ? g : g * slope (the slope at 0 and at NaN, as PyTorch)
+    "leaky_relu": (lambda x: F.leaky_relu(x, 0.2),
+                   lambda x: np.where(x > 0, x, 0.2 * x),
+                   lambda x: np.where(x > 0, 1.0, 0.2)),
 }
 KINKS = {"elu": [0.0], "celu": [0.0], "selu": [0.0], "hardtanh": [-1.5, 2.0], "relu6": [0.0, 6.0],
          "threshold": [1.0], "hardshrink": [-0.75, 0.75], "softshrink": [-0.75, 0.75],
-         "hardsigmoid": [-3.0, 3.0], "hardswish": [-3.0, 3.0]}
+         "hardsigmoid": [-3.0, 3.0], "hardswish": [-3.0, 3.0], "leaky_relu": [0.0]}
 # where PyTorch's backward passes the gradient at NaN (its comparisons are false there)
 NAN_GRAD = {"elu": 1.0, "celu": 1.0, "selu": SS, "hardtanh": 1.0, "relu6": 1.0, "threshold": 1.0,
-            "hardshrink": 1.0, "softshrink": 1.0, "hardsigmoid": 0.0, "hardswish": 1.0}
+            "hardshrink": 1.0, "softshrink": 1.0, "hardsigmoid": 0.0, "hardswish": 1.0,
+            "leaky_relu": 0.2}
 
 
 def points(name):
@@ -384,3 +389,27 @@ def test_top_level_forms(device):
         y = x.clone()
         assert inplace(y, *args) is y
         assert y.tolist() == functional(x, *args).tolist()
+
+
+def test_leaky_relu_pytorch(device):
+    """F.leaky_relu / leaky_relu_ / nn.LeakyReLU against PyTorch 2.15's values and gradients
+    (printed by torch): the slope's gradient at 0, -0 and NaN, inplace=True writing into input."""
+    x = t([-2.0, -0.0, 0.0, 1.5, math.nan], device, grad=True, dtype=np.float32)
+    y = F.leaky_relu(x, 0.2)
+    assert y.grad_fn.name() == "LeakyReluBackward0"
+    np.testing.assert_array_equal(host(y), [-0.4000000059604645, -0.0, 0.0, 1.5, math.nan])
+    assert math.copysign(1, host(y)[1]) == -1
+    y.sum().backward()
+    np.testing.assert_array_equal(host(x.grad), np.float32([0.2, 0.2, 0.2, 1.0, 0.2]))
+    z = t([-1.0, 2.0], device)
+    assert F.leaky_relu(z, 0.1, inplace=True) is z and F.leaky_relu_(z, 2.0) is z
+    np.testing.assert_allclose(host(z), [-0.2, 2.0], rtol=1e-15)
+    m = nn.LeakyReLU(0.3, inplace=True)
+    w = t([-1.0, 1.0], device)
+    assert m(w) is w and repr(m) == "LeakyReLU(negative_slope=0.3, inplace=True)"
+    with pytest.raises(Exception, match="leaky_relu.*'Long'"):
+        F.leaky_relu(torch.tensor([1, -2]).to(device))
+    # rrelu in evaluation is leaky_relu with the mean slope, its gradient included
+    r = t([-1.0, 0.0, 3.0], device, grad=True)
+    F.rrelu(r, 0.1, 0.3).sum().backward()
+    np.testing.assert_allclose(host(r.grad), [0.2, 0.2, 1.0], rtol=1e-15)

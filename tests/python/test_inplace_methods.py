@@ -210,13 +210,24 @@ def test_autograd_errors():
     y.lerp_(t(O), 0.5)
     with pytest.raises(tessera.StateError, match="modified by an inplace operation"):
         z.sum().backward()
-    # a view of a tensor that requires grad, and a view written with an operand that requires grad
-    c = t(G).requires_grad_() * 1
-    with pytest.raises(tessera.UnsupportedError, match="exp2_"):
-        c[0].exp2_()
+    # a view of a tensor that requires grad writes through to its base's history (CopySlices),
+    # a view written with an operand that requires grad brings its base into the graph, and a view
+    # of a leaf that requires grad is refused (tests/python/test_inplace_view_autograd.py)
+    a0 = t(G).requires_grad_()
+    c = a0 * 1
+    c[0].exp2_()
+    assert c.grad_fn.name() == "CopySlices"
+    c.sum().backward()
+    want = np.ones_like(G)
+    want[0] = np.exp2(G[0]) * np.log(2)
+    np.testing.assert_allclose(a0.grad.numpy(), want, rtol=1e-13)
     base = t(G)
-    with pytest.raises(tessera.UnsupportedError, match="hypot_: in-place operation on a view"):
-        base[0].hypot_(t(O[0]).requires_grad_())
+    w = t(O[0]).requires_grad_()
+    base[0].hypot_(w)
+    base.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), O[0] / np.hypot(G[0], O[0]), rtol=1e-13)
+    with pytest.raises(tessera.StateError, match="exp2_: a view of a leaf Variable"):
+        a0[0].exp2_()
     # dtypes and shapes as PyTorch
     with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
                                            "output type Long"):

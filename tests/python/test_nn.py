@@ -572,3 +572,18 @@ def test_reassigned_parameter_and_child_keep_their_place():
     assert [n for n, _ in m.named_parameters()] == [
         "a", "b", "first.weight", "first.bias", "second.weight", "second.bias"]
     assert m.a.shape == (3,) and m.first.weight.shape == (2, 2)
+
+
+def test_embedding_padding_idx_gets_no_gradient(device):
+    """nn.Embedding(padding_idx=-1) and F.embedding(padding_idx=...) against PyTorch 2.15's numbers
+    (printed by torch): the padding row's uses give it no gradient, their values are its row."""
+    e = nn.Embedding(4, 2, padding_idx=-1).to(device)
+    assert e.padding_idx == 3
+    with tessera.no_grad():
+        e.weight.copy_(tessera.arange(8.0).view(4, 2).to(device))
+    y = e(tessera.tensor([[3, 1], [3, 0]]).to(device))
+    (y * tessera.arange(1.0, 9.0).view(2, 2, 2).to(device)).sum().backward()
+    assert y.to("cpu").tolist() == [[[6.0, 7.0], [2.0, 3.0]], [[6.0, 7.0], [0.0, 1.0]]]
+    assert e.weight.grad.to("cpu").tolist() == [[7.0, 8.0], [3.0, 4.0], [0.0, 0.0], [0.0, 0.0]]
+    with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
+        F.embedding(tessera.tensor([0]), tessera.ones(3, 2), padding_idx=3)

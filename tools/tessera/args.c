@@ -194,7 +194,7 @@ void tcli_usage(FILE *f) {
         "                      (the file's graph: the inference rewrites stay off)\n"
         "  --no-optimize       run the file's graph as it is, without the inference rewrites\n"
         "                      (on by default: BatchNormalization folded into the Conv before\n"
-        "                      it, Conv + Relu / Clip fused and the others of docs/ONNX.md)\n"
+        "                      it, Conv + Relu / Clip fused, docs/ONNX_REWRITES.md)\n"
         "  --max-memory LIST   the device by budget: the model runs whole on the first device\n"
         "                      of the list whose budget holds its weights (an ONNX graph is\n"
         "                      not split across devices); not with --device\n"

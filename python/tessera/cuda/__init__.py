@@ -235,3 +235,5 @@ def get_sync_debug_mode():
 
 
 from . import memory  # noqa: E402,F401  (tessera.cuda.memory: snapshots)
+from .graphs import (CUDAGraph, graph, graph_pool_handle,  # noqa: E402,F401  (torch.cuda.graphs)
+                     is_current_stream_capturing, make_graphed_callables)

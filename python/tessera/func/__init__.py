@@ -4,7 +4,7 @@ stack_module_state, grad, grad_and_value, vjp, jvp, jacrev, jacfwd, hessian and 
 The autodiff transforms run on tessera.autograd.grad (reverse mode, with create_graph for the
 nested ones); jvp uses the double-backward trick and jacfwd computes jacrev's numbers by reverse
 mode; vmap is a loop over the samples (see each submodule's docstring for what differs from
-PyTorch's batching rules). docs/PYTHON.md, "tessera.func"."""
+PyTorch's batching rules). docs/PYTHON_AUTOGRAD.md, "tessera.func"."""
 from ._functional_call import functional_call, stack_module_state
 from ._grad import grad, grad_and_value, vjp, jvp, jacrev, jacfwd, hessian, linearize
 from ._vmap import vmap

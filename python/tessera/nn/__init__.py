@@ -1,5 +1,5 @@
 """tessera.nn — Module (subclassable as PyTorch's), the C library's layers, losses."""
-from .parameter import Parameter
+from .parameter import Parameter, Buffer  # noqa: F401
 from .module import Module
 from .container import Sequential, ModuleList, ModuleDict, ParameterList
 from .layers import (Identity, Linear, Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, ReLU,
@@ -43,6 +43,7 @@ from .lazy import (LazyLinear, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d
 from . import parameter as _parameter  # noqa: E402 (torch.nn.parameter.UninitializedParameter)
 _parameter.UninitializedParameter = UninitializedParameter
 _parameter.UninitializedBuffer = UninitializedBuffer
+from .sync_batchnorm import SyncBatchNorm  # noqa: E402,F401  (issue 75)
 from . import modules  # noqa: F401,E402 (torch.nn.modules.X.Y paths; after the classes)
 
 __all__ = [
@@ -69,3 +70,4 @@ __all__ += _pool_norm_all
 __all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]
 __all__ += ["LazyLinear", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
             "UninitializedParameter", "UninitializedBuffer"]
+__all__ += ["SyncBatchNorm"]

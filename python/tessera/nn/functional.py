@@ -79,10 +79,6 @@ def softplus(input, beta=1.0, threshold=20.0):
     return _C.where(input * beta > threshold, input, y)
 
 
-def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return relu(input) - relu(-input) * negative_slope
-
-
 def _unsupported(what):
     raise NotImplementedError(f"tessera: {what} is not supported")
 
@@ -209,7 +205,15 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     if max_norm is not None or scale_grad_by_freq or sparse:
         _unsupported("embedding(max_norm / scale_grad_by_freq / sparse)")
-    return _C._nn_embedding(input, weight)
+    if padding_idx is None:
+        return _C._nn_embedding(input, weight)
+    rows = weight.shape[0]
+    if padding_idx >= 0:  # PyTorch's messages and normalisation
+        assert padding_idx < rows, "Padding_idx must be within num_embeddings"
+    else:
+        assert padding_idx >= -rows, "Padding_idx must be within num_embeddings"
+        padding_idx += rows
+    return _C._nn_embedding(input, weight, int(padding_idx))
 
 
 def one_hot(tensor, num_classes=-1):
@@ -293,7 +297,7 @@ from .functional_loss import (kl_div, huber_loss, soft_margin_loss,  # noqa: E40
 from .functional_act import (elu, elu_, celu, celu_, selu, selu_, hardtanh,  # noqa: E402,F401
                              hardtanh_, relu6, threshold, threshold_, hardshrink, softshrink,
                              tanhshrink, softsign, logsigmoid, mish, hardsigmoid, hardswish, glu,
-                             prelu, softmin)
+                             prelu, softmin, leaky_relu, leaky_relu_)
 
 # --- issue 52: attention (functional_attn.py), bilinear, embedding_bag, rrelu, the alpha and
 # feature dropouts (functional_more.py), ctc_loss (functional_ctc.py)

@@ -1,16 +1,24 @@
 """tessera.nn.functional's activations of issue 52 (src/ops/activation.c): elu, celu, selu,
 hardtanh, relu6, threshold, hardshrink, softshrink, tanhshrink, softsign, logsigmoid, mish,
-hardsigmoid, hardswish, glu, prelu, softmin and the in-place forms, with PyTorch's signatures;
-each is one C call. `inplace=True` writes into input and returns it, as PyTorch."""
+hardsigmoid, hardswish, leaky_relu, glu, prelu, softmin and the in-place forms, with PyTorch's
+signatures; each is one C call. `inplace=True` writes into input and returns it, as PyTorch."""
 from .. import _C
 
 # kinds of _C._nn_act_more (python/src/nn_act_more.c)
 (_ELU, _CELU, _SELU, _HARDTANH, _RELU6, _THRESHOLD, _HARDSHRINK, _SOFTSHRINK, _TANHSHRINK,
- _SOFTSIGN, _LOGSIGMOID, _MISH, _HARDSIGMOID, _HARDSWISH) = range(14)
+ _SOFTSIGN, _LOGSIGMOID, _MISH, _HARDSIGMOID, _HARDSWISH, _LEAKY_RELU) = range(15)
 
 
 def _act(kind, input, a=0.0, b=0.0, inplace=False):
     return _C._nn_act_more(kind, input, float(a), float(b), bool(inplace))
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _act(_LEAKY_RELU, input, negative_slope, inplace=inplace)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return _act(_LEAKY_RELU, input, negative_slope, inplace=True)
 
 
 def elu(input, alpha=1.0, inplace=False):

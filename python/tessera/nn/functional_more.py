@@ -220,9 +220,9 @@ def _renorm_rows(weight, rows, max_norm, norm_type):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """x >= 0: x; x < 0: a * x with a ~ U(lower, upper) per element in training, (lower + upper)
     / 2 in evaluation"""
-    if not training:
-        slope = (lower + upper) / 2
-        y = _C.where(input >= 0, input, input * slope)
+    if not training:  # PyTorch's rrelu in eval is leaky_relu with the mean slope
+        from .functional_act import leaky_relu
+        return leaky_relu(input, (lower + upper) / 2, inplace)
     else:
         a = _C.rand_like(input) * (upper - lower) + lower
         y = _C.where(input >= 0, input, input * a)

@@ -160,6 +160,10 @@ class Module:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
                                 "(torch.nn.Module or None expected)")
             self._modules[name] = None
+        elif params is not None and isinstance(value, Tensor) and \
+                getattr(value, "_is_buffer", False):           # nn.Buffer(t, persistent=...)
+            self._remove_everywhere(name, keep=self._buffers)
+            self.register_buffer(name, value, persistent=getattr(value, "persistent", True))
         elif params is not None and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "

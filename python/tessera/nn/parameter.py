@@ -22,5 +22,23 @@ class Parameter(Tensor):
         return (Parameter, (self.data, self.requires_grad))
 
 
+class _BufferMeta(type(Tensor)):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and getattr(obj, "_is_buffer", False)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """torch.nn.Buffer: `self.x = nn.Buffer(t, persistent=False)` in a Module registers t (detached)
+    as a buffer, as register_buffer does. The result is a plain Tensor marked as a buffer."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            data = _C.empty(0)
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
+
+
 def is_parameter(x):
     return isinstance(x, Parameter)

@@ -2,6 +2,8 @@
 (tessera.utils.checkpoint)."""
 from . import data  # noqa: F401
 from . import checkpoint  # noqa: F401
+from . import _pytree  # noqa: F401  (torch.utils._pytree)
+from . import hooks  # noqa: F401  (torch.utils.hooks: RemovableHandle, issue 75)
 
 # torch.utils.data.sampler: the samplers' module (tessera/utils/sampler.py) under PyTorch's name,
 # importable (`from tessera.utils.data.sampler import Sampler`) though data is a module

@@ -4,7 +4,7 @@ checkpoint(function, *args) runs function with the graph recorded as usual, but 
 ops save for backward are dropped when it returns and recomputed (function run again on the same
 inputs, with the same random numbers and autocast state) the first time the backward needs them:
 memory for compute. Gradients reach the inputs and every parameter the function uses. The C core
-does the work (ts_checkpoint_begin/end, src/autograd/checkpoint.c; docs/PYTHON.md).
+does the work (ts_checkpoint_begin/end, src/autograd/checkpoint.c; docs/PYTHON_AUTOGRAD.md).
 
 Differences from PyTorch: use_reentrant=True and False both run the non-reentrant algorithm (the
 gradients are the same); the random state is always restored for the recomputation

@@ -20,10 +20,11 @@ import os
 import queue
 import random as _random
 import threading
+from typing import Generic
 
 import tessera as _t
 from tessera import _C
-from tessera.utils.sampler import _rng
+from tessera.utils.sampler import _rng, _T_co
 from tessera.utils.sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
                                    SubsetRandomSampler, WeightedRandomSampler)
 
@@ -35,8 +36,9 @@ __all__ = [
 ]
 
 
-class Dataset:
-    """A map-style data set: subclass it and define __getitem__ (and __len__)."""
+class Dataset(Generic[_T_co]):
+    """A map-style data set: subclass it and define __getitem__ (and __len__); Dataset[T] is a
+    generic alias (typing.Generic), as in torch."""
 
     def __getitem__(self, index):
         raise NotImplementedError("Dataset subclasses must define __getitem__")
@@ -46,7 +48,7 @@ class Dataset:
         return None
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[_T_co]):
     """A stream of samples: subclass it and define __iter__. The DataLoader batches the stream
     in order (no shuffle, no sampler); with num_workers > 0 one thread reads it ahead of the
     training loop, so the stream is read once — not once per worker as with torch's processes,
@@ -365,14 +367,23 @@ def _pin(obj):
 
 # ------------------------------------------------------------------ the loader
 
-class DataLoader:
+class DataLoader(Generic[_T_co]):
     """torch.utils.data.DataLoader: batches of a map-style data set, shuffled per epoch when
     shuffle=True (the order follows tessera.manual_seed), made by num_workers threads."""
 
     def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False,
                  timeout=0, worker_init_fn=None, prefetch_factor=None, persistent_workers=False,
-                 generator=None):
+                 generator=None, multiprocessing_context=None, in_order=True,
+                 pin_memory_device=""):
+        # the workers are threads: no process start method to choose, and batches always come
+        # in order (which in_order=False allows); PyTorch's check of a context without workers
+        if multiprocessing_context is not None and int(num_workers) == 0:
+            raise ValueError("multiprocessing_context can only be used with multi-process "
+                             "loading (num_workers > 0), but got num_workers=0")
+        self.multiprocessing_context = multiprocessing_context
+        self.in_order = bool(in_order)
+        self.pin_memory_device = pin_memory_device
         if batch_size is not None and (isinstance(batch_size, bool) or int(batch_size) < 1):
             raise ValueError("DataLoader: batch_size should be a positive integer or None, got %r"
                              % (batch_size,))

@@ -7,15 +7,19 @@ DataLoader's own shuffling): a program that seeds Tessera sees the same order on
 new iteration (epoch) draws afresh. A `generator=` may be a random.Random, used as it is."""
 import itertools
 import random as _random
+from typing import Generic, TypeVar
 
 from tessera import _C
+
+_T_co = TypeVar("_T_co", covariant=True)
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
 
 
-class Sampler:
-    """Base class: an iterable of indices (define __iter__, and __len__ where known)."""
+class Sampler(Generic[_T_co]):
+    """Base class: an iterable of indices (define __iter__, and __len__ where known); Sampler[int]
+    is a generic alias, as in torch."""
 
     def __init__(self, data_source=None):
         pass

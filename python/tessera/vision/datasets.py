@@ -175,3 +175,9 @@ class ImageFolder(DatasetFolder):
                  is_valid_file=None, allow_empty=False):
         super().__init__(root, loader, IMG_EXTENSIONS if is_valid_file is None else None,
                          transform, target_transform, is_valid_file, allow_empty)
+
+
+# torchvision's other data sets: importable names whose construction raises (issue 75)
+from ._unavailable_datasets import *  # noqa: E402,F401,F403
+from ._unavailable_datasets import NAMES as _UNAVAILABLE  # noqa: E402
+__all__ += list(_UNAVAILABLE)

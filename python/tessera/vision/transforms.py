@@ -317,6 +317,7 @@ from ._transforms_py import (CenterCrop, ConvertImageDtype, RandomApply, RandomC
 from ._transforms_aug import (ColorJitter, GaussianBlur, RandomAffine,  # noqa: E402
                               RandomErasing, RandomResizedCrop, RandomRotation)
 from . import transforms_functional as functional  # noqa: E402
+from ._interpolation import InterpolationMode  # noqa: E402,F401  (issue 75)
 
 
 class PILToTensor:

@@ -424,3 +424,6 @@ def to_pil_image(pic, mode=None):
     if a.ndim == 3 and a.shape[2] == 1:
         a = a[:, :, 0]
     return Image.fromarray(a, mode)
+
+
+from ._interpolation import InterpolationMode  # noqa: E402,F401  (issue 75)

@@ -5,15 +5,15 @@
  * Each plane of B channels is one vector (16 lanes with AVX-512, 8 with AVX2), in code compiled
  * for that ISA (the library is built for baseline x86-64, where these loops were 128-bit), and the
  * planes are shared among OpenMP's threads once a call's elements pay for their start: in
- * MobileNetV3-Small they ran on one thread while the second waited (docs/ONNX.md). The pooling
- * sums as kern_pool.c's plane_mean_f32 does (16 partial sums, element i into sum i % 16, the tail
- * likewise, then halved pairwise 8, 4, 2, 1, and divided by hw), lane by lane: the same bits as
- * the plain layout's global average pooling, on any ISA and thread count. */
+ * MobileNetV3-Small they ran on one thread while the second waited (bench/results/onnx-models.md).
+ * The pooling sums as kern_pool.c's plane_mean_f32 does (16 partial sums, element i into sum i %
+ * 16, the tail likewise, then halved pairwise 8, 4, 2, 1, and divided by hw), lane by lane: the
+ * same bits as the plain layout's global average pooling, on any ISA and thread count. */
 #include <string.h>
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_kernels.h"
-#include "backend/cpu/omp_if.h"
+#include "backend/omp_if.h"
 
 /* elements of x from which a call's planes are shared among threads */
 enum { PARALLEL_MIN_ELEMS = 1 << 14, MAX_BLK = 16 };

@@ -212,3 +212,11 @@ bool tsi_dnnl_conv3d_forward(const tsi_conv3d_geom *g, const float *x, const flo
 }
 uint64_t tsi_dnnl_conv3d_count(void) { return 0; }
 #endif
+
+bool tsi_cpu_conv3d_forward(const ts_backend *be, int index, const tsi_conv3d_geom *g,
+                            const ts_kview *x, const ts_kview *w, const ts_kview *b,
+                            const ts_kview *y) {
+    (void)be, (void)index;
+    return tsi_dnnl_conv3d_forward(g, (const float *)x->data, (const float *)w->data,
+                                   (const float *)b->data, (float *)y->data);
+}

@@ -24,7 +24,7 @@
 #include "backend/cpu/conv_select.h"
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/kern_conv_act_vec.h"
-#include "backend/cpu/omp_if.h"
+#include "backend/omp_if.h"
 
 #ifdef TS_HAVE_OPENMP
 #include <omp.h>

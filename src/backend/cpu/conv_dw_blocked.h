@@ -1,7 +1,7 @@
 /* conv_dw_blocked.h — the CPU backend's own depthwise convolutions on channel-blocked activations
  * (x and y [N, ceil(C/B), H, W, B] float32, B 16 with AVX-512 and 8 with AVX2), which
  * conv_dnnl_blocked.c gives the depthwise convolutions of the blocked layout in place of oneDNN's
- * (docs/ONNX.md, "Kernels of their own in the blocked layout"). */
+ * (docs/ONNX_REWRITES.md, "Kernels of their own in the blocked layout"). */
 #ifndef TS_CONV_DW_BLOCKED_H
 #define TS_CONV_DW_BLOCKED_H
 

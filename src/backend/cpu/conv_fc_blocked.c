@@ -10,7 +10,7 @@
 #include "backend/cpu/conv_fc_blocked.h"
 
 #include "backend/cpu/gemv.h"
-#include "backend/cpu/omp_if.h"
+#include "backend/omp_if.h"
 
 bool tsi_conv_fc_blocked_takes(const ts_cgeom *g, int blk) {
     return tsi_gemv_rows_present() && (blk == 16 || blk == 8) && g->g == 1 && g->h == 1 &&

@@ -1,7 +1,8 @@
 /* conv_fc_blocked.h — the CPU backend's convolutions of 1x1 images on channel-blocked activations
  * (x [N, ceil(C/B), 1, 1, B], y [N, ceil(O/B), 1, 1, B] float32, B 16 with AVX-512 and 8 with
  * AVX2): a squeeze-excitation's fully connected layers, which conv_dnnl_blocked.c gives this
- * kernel in place of oneDNN's (docs/ONNX.md, "Kernels of their own in the blocked layout"). */
+ * kernel in place of oneDNN's (docs/ONNX_REWRITES.md, "Kernels of their own in the blocked
+ * layout"). */
 #ifndef TS_CONV_FC_BLOCKED_H
 #define TS_CONV_FC_BLOCKED_H
 

@@ -38,7 +38,7 @@ static const tsi_conv_limits limits = {
     .dnnl_one_thread_flops = 1e6,
     /* conv_dw_blocked.c: one thread below 2^18 multiply-adds, about what a parallel region's
      * start and join cost (a microsecond, 16k vector FMAs on one core). The kernel itself is
-     * measured (docs/ONNX.md "Kernels of their own in the blocked layout": with it and the FC
+     * measured (docs/decisions/0034-onnx-own-blocked-kernels.md: with it and the FC
      * kernel 8-16% less CPU than oneDNN's on MobileNetV3-Small); this cut-off is NOT MEASURED. */
     .dw_blocked_parallel_min_macs = 262144.0,
     /* channels_last below AVX-512 (AVX2 kernels read NHWC 20% slower than nChw8c, Zen 3): NHWC

@@ -6,10 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/cpu/conv3d_dnnl.h"
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/gemm_provider.h"
 #include "backend/cpu/kern_complex.h"
 #include "backend/cpu/kern_fft.h"
 #include "backend/cpu/omp_wait.h"
+#include "backend/cpu/sdpa_select.h"
 
 #define CPU_ALIGN ((size_t)64) /* a cache line, and enough for any SIMD load the kernels use */
 
@@ -49,7 +52,18 @@ static void cpu_memset_zero(const ts_backend *be, int index, void *p, size_t n) 
 
 static void cpu_synchronize(const ts_backend *be, int index) {}
 
+static bool cpu_hint_keys_copy(const ts_backend *be, int64_t S, int64_t row_bytes) {
+    return tsi_sdpa_keys_copy(S, row_bytes);
+}
+
+static bool cpu_hint_weight_transposed(const ts_backend *be, int64_t rows, int64_t k, int64_t n) {
+    return !tsi_lib_sgemm_primitive(false, false, rows, n, k) &&
+           tsi_lib_sgemm_primitive(false, true, rows, n, k);
+}
+
 void tsi_cpu_kernels_install(ts_backend *be) {
+    be->hint_keys_copy = cpu_hint_keys_copy; /* sim too: it runs these kernels */
+    be->hint_weight_transposed = cpu_hint_weight_transposed;
     be->copy = tsi_cpu_copy;
     be->fill = tsi_cpu_fill;
     be->unary = tsi_cpu_unary_cx;   /* abs of a complex: kern_complex.c */
@@ -68,6 +82,9 @@ void tsi_cpu_kernels_install(ts_backend *be) {
     be->scatter_add = tsi_cpu_scatter_add;
     be->cdist = tsi_cpu_cdist;
     be->embedding_bag = tsi_cpu_embedding_bag;
+    be->nms = tsi_cpu_nms;
+    be->roi_align = tsi_cpu_roi_align;
+    be->roi_pool = tsi_cpu_roi_pool;
     be->gather_dims = tsi_cpu_gather_dims;
     be->rnn_cell_forward = tsi_cpu_rnn_cell_forward;
     be->rnn_cell_backward = tsi_cpu_rnn_cell_backward;
@@ -118,5 +135,6 @@ void tsi_cpu_backend_init(void) {
     if (tsi_backend_for(TS_CPU) == &cpu_backend) return;
     tsi_omp_wait_init();
     tsi_cpu_kernels_install(&cpu_backend);
+    cpu_backend.conv3d_forward = tsi_cpu_conv3d_forward; /* the cpu's alone: sim composes */
     tsi_backend_register(&cpu_backend);
 }

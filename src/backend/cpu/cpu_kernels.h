@@ -51,6 +51,11 @@ void tsi_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, i
 /* kern_embedding_bag.c */
 void tsi_cpu_embedding_bag(const ts_backend *be, int index, const ts_kview *out,
                            const ts_bag_args *a);
+/* kern_roi.c, kern_nms.c: backend.h's roi_align, roi_pool and nms (torchvision.ops) */
+void tsi_cpu_roi_align(const ts_backend *be, int index, const ts_roi_args *a, bool backward);
+void tsi_cpu_roi_pool(const ts_backend *be, int index, const ts_roi_args *a, bool backward);
+bool tsi_cpu_nms(const ts_backend *be, int index, const ts_kview *keep, const ts_kview *boxes,
+                 const ts_kview *cls, double iou_threshold);
 /* kern_cdist.c */
 void tsi_cpu_cdist(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x1,
                    const ts_kview *x2, double p);

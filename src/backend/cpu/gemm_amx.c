@@ -4,9 +4,9 @@
  * bf16 tile B (stored as 16 rows of k-pairs: row r holds B[2r][c], B[2r + 1][c] for c = 0..15,
  * "VNNI" order) into a 16 x 16 float32 tile, each product exact and each sum in float32: 16384
  * FLOP an instruction, 3.8 TFLOP/s on one core of the development host against 0.85-0.97 that
- * Debian's oneDNN 2.6 gets from it (docs/AMP.md). The kernel keeps a 32 x 32 block of C in four
- * accumulator tiles (0-3) and loads two A tiles (4, 5) and two B tiles (6, 7) per step of 32 along
- * k: four tdpbf16ps for four tile loads.
+ * Debian's oneDNN 2.6 gets from it (bench/results/autocast.md). The kernel keeps a 32 x 32 block
+ * of C in four accumulator tiles (0-3) and loads two A tiles (4, 5) and two B tiles (6, 7) per
+ * step of 32 along k: four tdpbf16ps for four tile loads.
  *
  * Both operands are packed first into the shared scratch (any strides, any batch layout, zero
  * padding to whole tiles): A as rows of Kp (k rounded up to 32) elements, Mp (m rounded up to 32)
@@ -87,10 +87,10 @@ static bool tiles_granted(void) {
 }
 
 /* On by default for the large products (TS_AMX_GEMM_MIN_MACS): measured on an AMX host against
- * oneDNN 2.6.3's AMX kernel (bench/bench_amx_gemm.c, docs/AMP.md), 1.1-1.8x faster there in every
- * layout, and as fast or slower below (small operands, where packing costs more than it saves).
- * TS_AMX_GEMM=off: never; all: every bf16 product (the tests' _amx_all entries); on (or unset):
- * the large ones. */
+ * oneDNN 2.6.3's AMX kernel (bench/bench_amx_gemm.c, bench/results/autocast.md), 1.1-1.8x faster
+ * there in every layout, and as fast or slower below (small operands, where packing costs more
+ * than it saves). TS_AMX_GEMM=off: never; all: every bf16 product (the tests' _amx_all entries);
+ * on (or unset): the large ones. */
 static void decide(void) {
     if (tsi_env_is(TSI_ENV_AMX_GEMM, "off")) return;
     if (ts_cpu_isa_get() != TS_ISA_AVX512 || dnnl_cap_below_amx()) return;

@@ -14,7 +14,7 @@ bool tsi_amx_gemm_ready(void);
 
 /* Whether a bf16 product of `macs` multiply-adds goes to this kernel rather than oneDNN's: ready,
  * and from TS_AMX_GEMM_MIN_MACS (below it oneDNN 2.6's kernel, which packs nothing for small
- * operands, is as fast or faster: docs/AMP.md), or every size with TS_AMX_GEMM=all. */
+ * operands, is as fast or faster: bench/results/autocast.md); any size with TS_AMX_GEMM=all. */
 #define TS_AMX_GEMM_MIN_MACS 2147483648.0
 bool tsi_amx_gemm_takes(double macs);
 

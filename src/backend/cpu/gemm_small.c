@@ -23,8 +23,8 @@
  * path declines and leaves these products to the BLAS library. */
 #include "backend/cpu/gemm_small.h"
 #include "backend/cpu/host_scratch.h"
-#include "backend/cpu/omp_if.h"
 #include "backend/env_config.h"
+#include "backend/omp_if.h"
 
 #ifdef TS_HAVE_OPENMP
 #include <omp.h>

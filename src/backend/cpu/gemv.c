@@ -7,7 +7,7 @@
  * one piece each (tsi_gemv_piece_rows), each row summed by one thread in an order fixed by k, so
  * the result is the same for any thread count. MobileNetV3-Small's classifier (576 -> 1024 -> 1000
  * at batch 1, 6.5 MB of weights) took 16% of the model's time in oneDNN's sgemm (its GEMV kernel,
- * 22 GB/s); figures in docs/ONNX.md. */
+ * 22 GB/s); figures in bench/results/onnx-blocked.md and bench/results/onnx-models.md. */
 #if defined(__clang__)
 #pragma clang fp contract(fast)
 #elif defined(__GNUC__)
@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_isa.h"
-#include "backend/cpu/omp_if.h"
+#include "backend/omp_if.h"
 
 #ifdef TS_HAVE_OPENMP
 #include <omp.h>

@@ -25,7 +25,7 @@
  * (tsi_norm_select_batch decides both that and which dtypes and shapes the kernels take). */
 #include "backend/cpu/kern_batch_norm_nhwc.h"
 #include "backend/cpu/kern_norm_common.h"
-#include "backend/cpu/omp_if.h"
+#include "backend/omp_if.h"
 
 #include "backend/cpu/vec_kernels.h"
 

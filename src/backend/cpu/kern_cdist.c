@@ -25,8 +25,8 @@
 #include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/host_scratch.h"
 #include "backend/cpu/kern_cdist_f32.h"
-#include "backend/cpu/omp_if.h"
 #include "backend/kernel_math.h"
+#include "backend/omp_if.h"
 
 #define CD_IB 16  /* x1 rows a tile (a multiple of 4) */
 #define CD_JB 32  /* x2 rows a tile (a multiple of 8) */

@@ -26,7 +26,7 @@
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/host_scratch.h"
-#include "backend/cpu/omp_if.h"
+#include "backend/omp_if.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 

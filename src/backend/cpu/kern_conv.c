@@ -15,10 +15,10 @@
 #include "backend/cpu/gemm_provider.h"
 #include "backend/cpu/kern_conv.h"
 #include "backend/cpu/kern_conv_drivers.h"
-#include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/env_config.h"
 #include "backend/kernel_math.h"
+#include "backend/omp_if.h"
 
 #ifdef TS_HAVE_OPENMP
 #include <omp.h>

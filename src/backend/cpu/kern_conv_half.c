@@ -7,8 +7,8 @@
 #include "backend/cpu/kern_conv.h"
 #include "backend/cpu/kern_conv_drivers.h"
 #include "backend/cpu/matmul_dnnl.h"
-#include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
+#include "backend/omp_if.h"
 
 typedef ts_cgeom cgeom;
 

@@ -2,7 +2,7 @@
  * conv2d_channels_last: x, out, gx and gout NHWC views, the weight OIHW as always). float32, and
  * bf16 where the CPU multiplies bf16, run oneDNN's NHWC primitives on the data as it lies, so no
  * activation is reordered (a ResNet step's NCHW <-> nChw16c reorders were ~6% of it,
- * docs/RESNET.md). f16, and bf16 where the CPU does not multiply it, run the same float32
+ * bench/results/resnet.md). f16, and bf16 where the CPU does not multiply it, run the same float32
  * primitives on float32 NHWC copies (widened below). Everything else (no oneDNN, TS_CONV=builtin,
  * float64, a shape oneDNN declines) goes through NCHW copies and the plain entry points, so the
  * results are theirs; without memory for the copies, the allocation-free loops run on the NHWC data

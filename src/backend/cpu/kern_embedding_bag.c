@@ -15,8 +15,8 @@
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_kernels.h"
-#include "backend/cpu/omp_if.h"
 #include "backend/embedding_bag_math.h"
+#include "backend/omp_if.h"
 
 /* elements (positions x D) below which the bags run on one thread */
 #define EB_PAR_MIN (1 << 15)

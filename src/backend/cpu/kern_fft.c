@@ -14,7 +14,7 @@
 
 #include "backend/cpu/fft_engine.h"
 #include "backend/cpu/fft_lines_vec.h"
-#include "backend/cpu/omp_if.h"
+#include "backend/omp_if.h"
 
 /* below this many n log2 n units of work the lines run on one thread */
 #define FFT_PAR_MIN (1 << 16)

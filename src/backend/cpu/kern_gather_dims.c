@@ -10,7 +10,7 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loops.h"
-#include "backend/cpu/omp_if.h"
+#include "backend/omp_if.h"
 
 #define GD_PAR_MIN 65536 /* fewer output elements than this: one thread */
 #define GD_ROWS    64    /* rows a parallel item */

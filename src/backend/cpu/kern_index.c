@@ -3,8 +3,8 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loops.h"
-#include "backend/cpu/omp_if.h"
 #include "backend/kernel_math.h"
+#include "backend/omp_if.h"
 
 #define IX_PAR_MIN 32768 /* fewer elements than this: one thread */
 

@@ -14,9 +14,9 @@
 #include "backend/cpu/gemv.h"
 #include "backend/cpu/host_scratch.h"
 #include "backend/cpu/matmul_dnnl.h"
-#include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
+#include "backend/omp_if.h"
 
 #include "backend/cpu/gemm_provider.h"
 #ifdef TS_HAVE_OPENMP

@@ -18,7 +18,7 @@
 #include <immintrin.h>
 #endif
 
-#include "backend/cpu/omp_if.h"
+#include "backend/omp_if.h"
 
 /* 16 lanes added in one fixed tree */
 static inline double ln_sum16(double *l) {

@@ -6,8 +6,8 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/kern_pool_geom.h"
-#include "backend/cpu/omp_if.h"
 #include "backend/kernel_math.h"
+#include "backend/omp_if.h"
 
 #ifdef TS_HAVE_OPENMP
 #include <omp.h>

@@ -3,9 +3,9 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loops.h"
-#include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
+#include "backend/omp_if.h"
 #include "backend/philox.h"
 
 /* Elements generated per batch: their words live on the stack. The values depend only on the stream

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "backend/cpu/kern_reduce.h"
-#include "backend/cpu/omp_if.h"
+#include "backend/omp_if.h"
 
 /* Partial over reduced positions [p0, p1) of output o. */
 static void row_partial(const ts_cpu_rplan *P, int64_t o, int64_t p0, int64_t p1, ts_cpu_fstate *fs,

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "backend/cpu/kern_reduce.h"
-#include "backend/cpu/omp_if.h"
+#include "backend/omp_if.h"
 #include "core/clones.h"
 
 /* A[c] += rows[0][c] + rows[1][c] + ... in double, added in that order (the same sums on every

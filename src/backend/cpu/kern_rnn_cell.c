@@ -9,8 +9,8 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/cpu_loops.h"
-#include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
+#include "backend/omp_if.h"
 #include "backend/rnn_cell_math.h"
 #include "backend/rnn_seq_loop.h"
 

@@ -9,7 +9,7 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/kern_reduce.h"
 #include "backend/cpu/kern_scan_float.h"
-#include "backend/cpu/omp_if.h"
+#include "backend/omp_if.h"
 #include "backend/scan_math.h"
 
 #define SCAN_CHUNK   256

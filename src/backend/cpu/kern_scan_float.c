@@ -9,7 +9,7 @@
  * values in an array: the loop along the row vectorises and reads whole cache lines. */
 #include "backend/cpu/kern_scan_float.h"
 
-#include "backend/cpu/omp_if.h"
+#include "backend/omp_if.h"
 #include "backend/scan_math.h"
 
 #define SCAN_GROUP   4     /* rows scanned together */

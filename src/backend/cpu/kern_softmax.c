@@ -6,9 +6,9 @@
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_kernels.h"
-#include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
+#include "backend/omp_if.h"
 
 #define SM_PAR_MIN 32768 /* fewer elements than this: one thread */
 /* columns per tile when the softmax dim is not the contiguous one: whole rows per position keep

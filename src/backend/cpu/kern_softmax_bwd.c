@@ -7,9 +7,9 @@
 #include <math.h>
 
 #include "backend/cpu/cpu_kernels.h"
-#include "backend/cpu/omp_if.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kview_rows.h"
+#include "backend/omp_if.h"
 
 #define SMB_PAR_MIN  32768 /* fewer elements than this: one thread */
 #define SMB_LANES    16    /* independent partial sums: the compiler keeps them in vector lanes */

@@ -1,8 +1,8 @@
 /* norm_select.c — the CPU normalisations' choice of kernel and of threads (norm_select.h): the
  * table of thresholds, each row with the measurement behind it, and the functions that read it.
- * The figures come from bench/results/normalization.md, docs/RESNET.md ("Batch norm in training",
- * "The batch-norm kernels alone") and bench/results/threads.md (hosts and load described there);
- * decision 0027 says why the choice is made here. */
+ * The figures come from bench/results/normalization.md, bench/results/resnet.md ("Batch norm in
+ * training", "The batch-norm kernels alone") and bench/results/threads.md (hosts and load
+ * described there); decision 0027 says why the choice is made here. */
 #include "backend/cpu/norm_select.h"
 
 #include "backend/cpu/kern_norm_common.h"
@@ -27,9 +27,9 @@ static const tsi_norm_limits limits = {
     /* NCHW batch norm: a task takes consecutive channels enough for 512 contiguous elements of
      * each sample (4 x 4 channels would otherwise be read in 64-byte pieces 32 KiB apart), at most
      * 64, and there are at least 4 tasks where there are 4 channels. The kernel is measured
-     * (docs/RESNET.md, "Batch norm in training": forward + backward of [64, 64, 32, 32] 1.05 +
-     * 1.42 ms against the composition's 3.54 + 8.70, [64, 256, 8, 8] 0.089 + 0.126 against 0.47 +
-     * 1.11, two threads, Zen 5); the three values are NOT MEASURED (the code's reasoning). A
+     * (bench/results/resnet.md, "Batch norm in training": forward + backward of [64, 64, 32, 32]
+     * 1.05 + 1.42 ms against the composition's 3.54 + 8.70, [64, 256, 8, 8] 0.089 + 0.126 against
+     * 0.47 + 1.11, two threads, Zen 5); the three values are NOT MEASURED (the code's reasoning). A
      * channel's sums never depend on its task: they change no bits. */
     .bn_group_min_elems = 512,
     .bn_max_group = TSI_NORM_BN_MAX_GROUP,
@@ -61,13 +61,13 @@ tsi_norm_path tsi_norm_select_layer(const ts_layer_norm_args *a) {
 }
 
 /* Batch norm in training: the fused kernels for float32, float64 and, read through float chunks,
- * float16 / bfloat16 (docs/AMP.md, "Batch-norm on bf16 activations"), against the composition's
- * several passes (the figures at bn_group_min_elems). At least two values a channel (one has no
- * variance: src/nn/norm.c refuses it before asking). A channels_last tensor runs the NHWC kernels
- * on the data as it lies: they take 0.84x the NCHW kernels' time on [64, 64, 32, 32] float32 and
- * up to 1.18x on [64, 512, 4, 4] (docs/RESNET.md, AVX-512, 2 threads), where the NCHW kernels would
- * add a reorder of x, y, dy and dx (each a read and a write of the tensor, beside the kernels'
- * seven passes). */
+ * float16 / bfloat16 (docs/AMP.md, "Kernels"; bench/results/autocast.md, "Batch-norm on bf16
+ * activations"), against the composition's several passes (the figures at bn_group_min_elems). At
+ * least two values a channel (one has no variance: src/nn/norm.c refuses it before asking). A
+ * channels_last tensor runs the NHWC kernels on the data as it lies: they take 0.84x the NCHW
+ * kernels' time on [64, 64, 32, 32] float32 and up to 1.18x on [64, 512, 4, 4]
+ * (bench/results/resnet.md, AVX-512, 2 threads), where the NCHW kernels would add a reorder of x,
+ * y, dy and dx (each a read and a write of the tensor, beside the kernels' seven passes). */
 tsi_norm_path tsi_norm_select_batch(const ts_batch_norm_args *a) {
     const ts_dtype d = a->x.dtype;
     if (d != TS_F32 && d != TS_F64 && d != TS_F16 && d != TS_BF16) return TSI_NORM_PATH_COMPOSED;

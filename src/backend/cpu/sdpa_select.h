@@ -3,8 +3,9 @@
  * justifies it or marked NOT MEASURED. It picks the path (bf16 on AMX tiles, kern_sdpa_amx.c, or
  * the vector flash kernels, kern_sdpa_impl.h), the thread count and the backward's chunking;
  * kern_sdpa.c's workspace query and kernels and kern_sdpa_amx.c ask it. The ONNX import's fused
- * attention (src/onnx/rewrite_xformer.c) asks tsi_sdpa_keys_copy whether to copy the keys first,
- * and otherwise reaches the same selector through ts_scaled_dot_product_attention.
+ * attention (src/onnx/rewrite_xformer.c) asks tsi_sdpa_keys_copy, through the backend's
+ * hint_keys_copy, whether to copy the keys first, and otherwise reaches the same selector through
+ * ts_scaled_dot_product_attention.
  *
  * Decisions that live elsewhere, being capabilities rather than choices between paths:
  *   - fused kernels or the reference composition: src/nn/attention_fused.c's

@@ -51,6 +51,9 @@ void tsc_install_compute_kernels(ts_backend *be) {
     be->scatter_add = tsc_scatter_add;
     be->cdist = tsc_cdist;
     be->embedding_bag = tsc_embedding_bag;
+    be->nms = tsc_nms;
+    be->roi_align = tsc_roi_align;
+    be->roi_pool = tsc_roi_pool;
     be->gather_dims = tsc_gather_dims;
     be->rnn_cell_forward = tsc_rnn_cell_forward;
     be->rnn_cell_backward = tsc_rnn_cell_backward;

@@ -198,6 +198,11 @@ bool tsc_matmul_dact_bgrad(const ts_backend *be, int index, ts_epi_act act, cons
                            const ts_epi_aux *aux);
 /* cuda_embedding_bag.cu */
 void tsc_embedding_bag(const ts_backend *be, int index, const ts_kview *out, const ts_bag_args *a);
+/* cuda_roi.cu, cuda_nms.cu: torchvision.ops' roi_align, roi_pool and nms */
+void tsc_roi_align(const ts_backend *be, int index, const ts_roi_args *a, bool backward);
+void tsc_roi_pool(const ts_backend *be, int index, const ts_roi_args *a, bool backward);
+bool tsc_nms(const ts_backend *be, int index, const ts_kview *keep, const ts_kview *boxes,
+             const ts_kview *cls, double iou_threshold);
 /* cuda_cdist.cu */
 void tsc_cdist(const ts_backend *be, int index, const ts_kview *out, const ts_kview *x1,
                const ts_kview *x2, double p);

@@ -12,6 +12,7 @@
 
 #include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_nccl.h"
+#include "backend/nccl_dtype.h"
 
 namespace {
 
@@ -56,27 +57,6 @@ CommSet *comms_for(const char *op, const int *devices, int n) {
     return s;
 }
 
-bool nccl_type(ts_dtype dt, ncclDataType_t *out) {
-    switch (dt) {
-    case TS_F32:
-        *out = ncclFloat32;
-        return true;
-    case TS_F64:
-        *out = ncclFloat64;
-        return true;
-    case TS_F16:
-        *out = ncclFloat16;
-        return true;
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
-    case TS_BF16:
-        *out = ncclBfloat16;
-        return true;
-#endif
-    default:
-        return false;
-    }
-}
-
 /* Tensors per NCCL group: every tensor adds one operation per rank, and very large groups only
  * cost memory inside NCCL without making the launch any faster. */
 constexpr int kTensorsPerGroup = 256;
@@ -88,7 +68,7 @@ bool run_groups(const char *op, const int *devices, int n_devices, const int64_t
                 const ts_dtype *dtypes, int n_tensors, const char *what, Launch launch) {
     for (int i = 0; i < n_tensors; i++) {
         ncclDataType_t t = ncclFloat32;
-        if (!nccl_type(dtypes[i], &t))
+        if (!tsi_nccl_dtype(dtypes[i], &t))
             return tsi_error_set(TS_ERR_UNSUPPORTED, "%s: NCCL cannot carry %s tensors", op,
                                  ts_dtype_name(dtypes[i])),
                    false;
@@ -104,7 +84,7 @@ bool run_groups(const char *op, const int *devices, int n_devices, const int64_t
         for (int i = first; i < last && ok; i++) {
             if (counts[i] == 0) continue;
             ncclDataType_t type = ncclFloat32; /* checked above */
-            nccl_type(dtypes[i], &type);
+            tsi_nccl_dtype(dtypes[i], &type);
             for (int r = 0; r < n_devices && ok; r++)
                 ok = nccl_ok(launch(r, i, type, set->comms[(size_t)r], tsc_stream(devices[r])), op,
                              what);
@@ -120,7 +100,8 @@ bool run_groups(const char *op, const int *devices, int n_devices, const int64_t
 
 extern "C" bool tsc_nccl_supports(ts_dtype dt) {
     ncclDataType_t t = ncclFloat32;
-    return nccl_type(dt, &t);
+    /* data parallel sums with ncclSum: bool (uint8 on the wire) would not stay 0 / 1 */
+    return dt != TS_BOOL && tsi_nccl_dtype(dt, &t);
 }
 
 extern "C" bool tsc_nccl_broadcast(const char *op, const int *devices, int n_devices,

@@ -24,7 +24,8 @@
 extern "C" {
 #endif
 
-/* Whether NCCL can carry this dtype (f32, f64, f16; bf16 with NCCL >= 2.10). */
+/* Whether the sums and copies here can carry this dtype: nccl_dtype.h's map (floats, bf16 with
+ * NCCL >= 2.10, the integers), bool excepted (a sum of bools is no bool). */
 bool tsc_nccl_supports(ts_dtype dt);
 
 /* Buffer (0, i) is copied into buffer (r, i) for every r >= 1 (ncclBroadcast from rank 0). */

@@ -101,6 +101,9 @@ static void k_cdist(const ts_backend *be, int i, const ts_kview *o, const ts_kvi
 static void k_bag(const ts_backend *be, int i, const ts_kview *o, const ts_bag_args *a) {
     UNUSED(be), UNUSED(i), UNUSED(o), UNUSED(a);
 }
+static void k_roi(const ts_backend *be, int i, const ts_roi_args *a, bool backward) {
+    UNUSED(be), UNUSED(i), UNUSED(a), UNUSED(backward);
+}
 static void k_gather_dims(const ts_backend *be, int i, const ts_kview *o, const ts_kview *in, int k,
                           const ts_kview *idx) {
     UNUSED(be), UNUSED(i), UNUSED(o), UNUSED(in), UNUSED(k), UNUSED(idx);
@@ -226,6 +229,8 @@ static const ts_backend meta_backend = {
     .scatter_add = k_scatter_add,
     .cdist = k_cdist,
     .embedding_bag = k_bag,
+    .roi_align = k_roi,
+    .roi_pool = k_roi,
     .gather_dims = k_gather_dims,
     .fft = k_fft,
     .linalg = k_linalg,

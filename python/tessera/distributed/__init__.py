@@ -6,6 +6,9 @@ tensors, NCCL for cuda tensors. Start the ranks with a launcher:
 Without a launcher a program is a world of one and everything works (collectives copy nothing).
 Every collective works in place, on the whole world (group=None), synchronously; the GIL is
 released while it waits.
+
+Submodules: tessera.distributed.device_mesh (DeviceMesh, init_device_mesh) and
+tessera.distributed.tensor (DTensor and its placements) for one process (docs/DISTRIBUTED.md).
 """
 import contextlib
 import enum
@@ -15,7 +18,8 @@ from tessera import _C
 __all__ = ["ReduceOp", "is_available", "is_initialized", "init_process_group",
            "destroy_process_group", "get_rank", "get_world_size", "get_local_rank", "barrier",
            "all_reduce", "broadcast", "reduce", "all_gather_into_tensor",
-           "reduce_scatter_tensor", "send", "recv", "DistributedDataParallel", "describe"]
+           "reduce_scatter_tensor", "send", "recv", "DistributedDataParallel", "describe",
+           "all_to_all_single", "get_process_group_ranks", "DeviceMesh", "init_device_mesh"]
 
 
 class ReduceOp(enum.IntEnum):
@@ -90,7 +94,8 @@ def describe():
 
 
 def _no_group(group):
-    if group is not None:
+    # a one-rank DeviceMesh's group (device_mesh._MeshGroup) is the world of one
+    if group is not None and not getattr(group, "_ts_world", False):
         raise NotImplementedError("tessera.distributed: subgroups (group=) are not supported "
                                   "from Python yet; use the world (group=None)")
 
@@ -150,6 +155,34 @@ def recv(tensor, src=None, group=None, tag=0):
     return src
 
 
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
+                      async_op=False):
+    """Block r of input (along dim 0) goes to rank r. In a world of one that is input itself: it is
+    copied into output; more ranks raise NotImplementedError (no all-to-all in the C library)."""
+    _sync(async_op, group)
+    if get_world_size() != 1:
+        raise NotImplementedError("all_to_all_single: tessera.distributed has no all-to-all over "
+                                  "%d ranks (a world of one only)" % get_world_size())
+    n = input.shape[0] if input.dim() else 1
+    for name, sizes in (("output_split_sizes", output_split_sizes),
+                        ("input_split_sizes", input_split_sizes)):
+        if sizes is not None and list(sizes) != [n]:
+            raise ValueError("all_to_all_single: %s=%s, but a world of one has one block of %d "
+                             "rows" % (name, list(sizes), n))
+    if tuple(output.shape) != tuple(input.shape):
+        raise ValueError("all_to_all_single: output has shape %s, input %s (a world of one copies "
+                         "input)" % (tuple(output.shape), tuple(input.shape)))
+    output.copy_(input)
+
+
+def get_process_group_ranks(group=None):
+    """The global ranks in group: the world's (group=None, or a DeviceMesh's group, which is the
+    world)."""
+    if group is not None and not getattr(group, "_ts_world", False):
+        _no_group(group)
+    return list(range(get_world_size()))
+
+
 def _ddp_class():
     from tessera import nn
 
@@ -198,4 +231,7 @@ def __getattr__(name):
         cls = _ddp_class()
         globals()[name] = cls
         return cls
+    if name in ("DeviceMesh", "init_device_mesh"):
+        from . import device_mesh
+        return getattr(device_mesh, name)
     raise AttributeError("module 'tessera.distributed' has no attribute %r" % name)

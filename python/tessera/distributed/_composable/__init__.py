@@ -1,0 +1,1 @@
+"""tessera.distributed._composable — torch.distributed._composable.fsdp (fully_shard)."""

@@ -1,0 +1,320 @@
+"""model_zoo.py — whole model zoos (timm, torchvision.models) on Tessera against PyTorch 2.15
+(issue 75, parts 4 and 6). Any python3 runs it; it starts one subprocess per model and side.
+
+  tools/model_zoo.py timm --sample                 # the fixed sample (SAMPLE_TIMM below)
+  tools/model_zoo.py timm --all                    # every model of timm.list_models()
+  tools/model_zoo.py timm resnet18 vit_tiny_patch16_224 --img-size 64
+  tools/model_zoo.py torchvision --sample          # or --all, or names
+  tools/model_zoo.py page timm                     # re-render the page from the JSON
+
+Options: --img-size N (a smaller square input where the model allows it: timm models that take
+`img_size` are built with it; a model that fails at N falls back to its default size),
+--timeout S per side (default 900), --mem-gib G (RLIMIT_AS of each side, default 6),
+--work DIR (scratch, default /tmp/model_zoo; a model's files are deleted after it unless
+--keep), --json FILE / --page FILE (default bench/results/SUITE-zoo.json / .md; results merge
+into the JSON by model name, the page is rendered from it), --skip-done (models already in the
+JSON are not run again).
+
+Per model:
+ 1. PyTorch side (tools/model_zoo_torch.py under /opt/torch2/bin/torch-python): build with
+    random weights (timm: pretrained=False, drop_rate=0, drop_path_rate=0; torchvision:
+    weights=None; every dropout / drop-path module at p=0), save the initial state dict
+    (torch.save) and a fixed input (batch 2), run the model in float32 and float64
+    (model.double()): eval outputs; on a fresh copy in train mode the outputs and the backward
+    of loss = sum_i (out_i * W_i).sum() (fixed W_i): the input gradient, every parameter
+    gradient and the BatchNorm running statistics after the step. A model that PyTorch itself
+    cannot build and run within the limits is "excluded" (not counted).
+ 2. Tessera side (tools/model_zoo_tessera.py under `python3 -m tessera.compat`, TS_SIM_DEVICES=1):
+    the same model built by the same timm / torchvision code, load_state_dict(strict=True), the
+    same runs on cpu and on sim:0, each tensor judged against the float64 PyTorch value:
+        err(A) = max|A - R64| / max(max|R64|, 1e-3 * (largest parameter gradient) for
+                 parameter gradients, else 0)
+        pass when err(Tessera f32) <= K * max(err(PyTorch f32), C * 2**-23),  K = 4, C = 8
+    (model_zoo_common.py). Verdicts: "pass"; "wrong" = runs, some tensor beyond the bound (the
+    worst one is named); "fail" = an exception (its first line, the stage and the line of the
+    model library that raised are recorded). A model whose train-mode outputs are random even
+    with every dropout at 0 is judged on its eval outputs only (noted).
+torchvision: `import torchvision` under tessera.compat is tessera.vision; a builder that
+tessera.vision.models lacks is recorded as "fail: no builder" without running PyTorch.
+Detection / segmentation / video / optical-flow models (losses in train mode, boxes in eval)
+are judged once tessera.vision.models has such builders: none exists yet.
+"""
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TORCH_PY = os.environ.get("TORCH_PYTHON", "/opt/torch2/bin/torch-python")
+TESS_PY = os.environ.get("TESSERA_PYTHON", "/usr/bin/python3")
+TESS_PATH = os.environ.get("TESSERA_PYTHONPATH",
+                           os.path.join(ROOT, "build", "python") + ":/opt/torch-libs")
+
+# the CI sample (tests/python/test_model_zoo_sample.py) and `--sample`: (name, kwargs, side)
+SAMPLE_TIMM = [
+    ("resnet10t", {}, 64), ("resnet18", {}, 96), ("resnet26d", {}, 64),
+    ("efficientnet_b0", {}, 64), ("mobilenetv3_small_050", {}, 64),
+    ("mobilenetv2_050", {}, 64), ("regnetx_002", {}, 64), ("regnety_002", {}, 64),
+    ("vit_tiny_patch16_224", dict(img_size=32, depth=2), 32),
+    ("deit_tiny_patch16_224", dict(img_size=32, depth=2), 32),
+    ("convnext_atto", {}, 64), ("levit_128s", dict(img_size=128), 128),
+    ("ghostnet_050", {}, 64), ("mixer_s32_224", dict(img_size=64), 64),
+    ("densenet121", {}, 96), ("beit_base_patch16_224", dict(img_size=32, depth=2), 32),
+    ("poolformer_s12", {}, 64), ("mobilevit_xxs", {}, 64), ("tinynet_e", {}, 64),
+    ("lcnet_050", {}, 64), ("dla34", {}, 64), ("cspresnet50", {}, 96), ("dpn68", {}, 64),
+    ("rexnet_100", {}, 64), ("mnasnet_050", {}, 64), ("repvgg_a0", {}, 64),
+    ("edgenext_xx_small", {}, 64), ("resmlp_12_224", dict(img_size=32), 32),
+    ("pit_ti_224", dict(img_size=64), 64), ("coat_lite_tiny", dict(img_size=64), 64),
+    ("xception41", {}, 64), ("hrnet_w18_small", {}, 64),
+]
+SAMPLE_TORCHVISION = [
+    ("resnet18", {}, 96), ("mobilenet_v3_small", {}, 64), ("mobilenet_v2", {}, 64),
+    ("squeezenet1_0", {}, 64), ("squeezenet1_1", {}, 64), ("efficientnet_b0", {}, 64),
+    ("densenet121", {}, 96), ("alexnet", {}, 64), ("vgg11", {}, 32), ("resnext50_32x4d", {}, 64),
+    ("vit_b_16", dict(image_size=64), 64), ("shufflenet_v2_x0_5", {}, 64),
+    ("mnasnet0_5", {}, 64), ("regnet_x_400mf", {}, 64), ("convnext_tiny", {}, 64),
+    ("googlenet", dict(aux_logits=False, init_weights=True), 64), ("swin_t", {}, 64),
+    ("fasterrcnn_mobilenet_v3_large_320_fpn", {}, 320),
+]
+
+
+def _limits(mem_gib):
+    def f():
+        lim = int(mem_gib * (1 << 30))
+        resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+        os.setsid()
+    return f
+
+
+def _run(cmd, env, timeout, mem_gib, log):
+    t = time.time()
+    with open(log, "w") as out:
+        try:
+            p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                 preexec_fn=_limits(mem_gib), cwd=ROOT)
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)
+            p.wait()
+            rc = "timeout"
+    return rc, time.time() - t
+
+
+def _tail(log, n=1):
+    try:
+        lines = [x for x in open(log).read().splitlines() if x.strip()]
+    except OSError:
+        return ""
+    return " | ".join(lines[-n:])[:300]
+
+
+def tessera_builders():
+    """torchvision.models.list_models() as Tessera answers it"""
+    env = dict(os.environ, PYTHONPATH=TESS_PATH)
+    code = "import json, torchvision; print(json.dumps(torchvision.models.list_models()))"
+    out = subprocess.run([TESS_PY, "-m", "tessera.compat", "-c", code], env=env,
+                         capture_output=True, text=True, cwd=ROOT)
+    return set(json.loads(out.stdout.strip().splitlines()[-1])) if out.returncode == 0 else set()
+
+
+def run_model(suite, name, kwargs, img, args):
+    d = os.path.join(args.work, suite, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    rec = dict(name=name, suite=suite, img=img, kwargs=kwargs)
+    cmd = [TORCH_PY, os.path.join(HERE, "model_zoo_torch.py"), "ref", suite, name, d]
+    if img:
+        cmd += ["--img-size", str(img)]
+    if kwargs:
+        cmd += ["--kwargs", json.dumps(kwargs)]
+    rc, t = _run(cmd, dict(os.environ, OMP_NUM_THREADS="1"), args.timeout, args.mem_gib,
+                 os.path.join(d, "torch.log"))
+    rec["time_torch"] = round(t, 1)
+    if rc != 0:
+        rec.update(status="excluded", error="PyTorch side: " + (
+            "timeout after %ds" % args.timeout if rc == "timeout"
+            else _tail(os.path.join(d, "torch.log"))))
+        return rec, d
+    meta = json.load(open(os.path.join(d, "meta.json")))
+    rec.update(family=meta["family"], input_shape=meta["input_shape"], n_params=meta["n_params"],
+               train_random=meta["train_random"], kwargs=meta["kwargs"])
+    env = dict(os.environ, PYTHONPATH=TESS_PATH, TS_SIM_DEVICES="1", OMP_NUM_THREADS="1")
+    cmd = [TESS_PY, "-m", "tessera.compat", os.path.join(HERE, "model_zoo_tessera.py"), d]
+    rc, t = _run(cmd, env, args.timeout, args.mem_gib, os.path.join(d, "tessera.log"))
+    rec["time_tessera"] = round(t, 1)
+    try:
+        res = json.load(open(os.path.join(d, "result.json")))
+    except (OSError, ValueError):
+        res = dict(status="fail", stage="start", error=_tail(os.path.join(d, "tessera.log")))
+    if rc == "timeout":
+        res.update(status="fail", error="timeout after %ds at %s" % (args.timeout, res["stage"]))
+    elif rc != 0 and res.get("status") != "fail":
+        res.update(status="fail", error="exit %s at %s: %s" % (
+            rc, res.get("stage"), _tail(os.path.join(d, "tessera.log"))))
+    rec.update(status=res["status"], stage=res.get("stage"))
+    for k in ("error", "where_lib", "where"):
+        if res.get(k):
+            rec[k] = res[k]
+    rows = res.get("rows", [])
+    if rows:
+        worst = max(rows, key=lambda r: r["ratio"])
+        rec.update(worst_ratio=worst["ratio"], worst_key="%s@%s" % (worst["key"], worst["device"]),
+                   worst_err=worst["err"], worst_err_torch=worst["err_torch"],
+                   n_compared=len(rows), n_bad=sum(1 for r in rows if not r["ok"]))
+    return rec, d
+
+
+def load_json(path):
+    try:
+        return json.load(open(path))
+    except (OSError, ValueError):
+        return {}
+
+
+def _fmt(x):
+    if x is None:
+        return ""
+    if x == float("inf"):
+        return "inf"
+    return "%.2f" % x if x < 100 else "%.3g" % x
+
+
+def render(suite, results, page, command):
+    recs = sorted((v for k, v in results.items() if not k.startswith("_")),
+                  key=lambda r: (r.get("family", "~"), r["name"]))
+    counted = [r for r in recs if r["status"] != "excluded"]
+    fams = {}
+    for r in counted:
+        f = fams.setdefault(r.get("family", "?"), dict(pass_=0, wrong=0, fail=0))
+        f[{"pass": "pass_"}.get(r["status"], r["status"])] += 1
+    n = len(counted)
+    npass = sum(1 for r in counted if r["status"] == "pass")
+    title = {"timm": "timm model zoo", "torchvision": "torchvision.models"}[suite]
+    L = ["# %s on Tessera against PyTorch 2.15 (issue 75)" % title, "",
+         "Generated by `tools/model_zoo.py` (the procedure and the judge are in its docstring;",
+         "this page is rendered from `%s`)." % os.path.basename(page).replace(".md", ".json"), "",
+         "Judge, per tensor (eval outputs, train-mode outputs, input gradient, every parameter",
+         "gradient, BatchNorm running statistics after the train step; on cpu and on sim:0):",
+         "`err = max|A - R64| / max|R64|` against PyTorch's float64 run of the same model and",
+         "weights (parameter gradients: the denominator is at least 1e-3 x the largest parameter",
+         "gradient); **pass** when `err(Tessera f32) <= 4 * max(err(PyTorch f32), 8 * 2^-23)`.",
+         "**wrong** = runs but some tensor exceeds the bound; **fail** = an exception;",
+         "**excluded** = PyTorch itself does not build and run it within the limits (not counted).",
+         "Limits per model and side: RLIMIT_AS %s GiB, timeout %s s, one thread, batch 2."
+         % (results.get("_limits", {}).get("mem_gib", 6), results.get("_limits", {}).get(
+             "timeout", 900)), "",
+         "Command of the last run: `%s`. The models below are the ones run so far (the sample"
+         % command, "list of tools/model_zoo.py, at each model's default input size unless the",
+         "input column says otherwise; kwargs such as depth=2 as listed there); the whole zoo is",
+         "`python3 tools/model_zoo.py %s --all` (add --skip-done to resume)." % suite, "",
+         "## Totals", "",
+         "%d models judged: **%d pass, %d wrong, %d fail** (%.0f%% pass); %d excluded." % (
+             n, npass, sum(1 for r in counted if r["status"] == "wrong"),
+             sum(1 for r in counted if r["status"] == "fail"), 100.0 * npass / max(n, 1),
+             len(recs) - n), "",
+         "| family | pass | wrong | fail |", "|---|---|---|---|"]
+    for f in sorted(fams):
+        c = fams[f]
+        L.append("| %s | %d | %d | %d |" % (f, c["pass_"], c["wrong"], c["fail"]))
+    if results.get("_notes"):  # findings kept in the JSON under "_notes" (a list of lines)
+        L += ["", "## Findings", ""] + list(results["_notes"])
+    L += ["", "## Model by model", "",
+          "ratio = err(Tessera) / max(err(PyTorch f32), 8 * 2^-23) of the worst tensor (pass at"
+          " <= 4); times are wall seconds of each side's whole subprocess (imports included).", "",
+          "| model | family | input | status | worst ratio | worst tensor | PyTorch s | "
+          "Tessera s | cause |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in recs:
+        cause = r.get("error", "")
+        if r.get("where_lib"):
+            cause += " — at " + r["where_lib"]
+        if r.get("train_random"):
+            cause = (cause + "; " if cause else "") + "train mode random: eval judged only"
+        if r["status"] == "wrong":
+            cause = "%d of %d tensors beyond the bound" % (r.get("n_bad", 0),
+                                                           r.get("n_compared", 0))
+        shape = "x".join(str(s) for s in r.get("input_shape", [])[1:])
+        L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["name"], r.get("family", ""), shape, r["status"], _fmt(r.get("worst_ratio")),
+            r.get("worst_key", "").replace("grad:param:", "grad "), r.get("time_torch", ""),
+            r.get("time_tessera", ""), cause.replace("|", "/")))
+    with open(page, "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
+def main(argv):
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("suite", choices=["timm", "torchvision", "page"])
+    ap.add_argument("names", nargs="*")
+    ap.add_argument("--all", action="store_true")
+    ap.add_argument("--sample", action="store_true")
+    ap.add_argument("--pattern")
+    ap.add_argument("--img-size", type=int)
+    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--mem-gib", type=float, default=6.0)
+    ap.add_argument("--work", default="/tmp/model_zoo")
+    ap.add_argument("--json")
+    ap.add_argument("--page")
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--skip-done", action="store_true")
+    args = ap.parse_args(argv)
+    if args.suite == "page":
+        suite = args.names[0]
+        js = args.json or os.path.join(ROOT, "bench", "results", "%s-zoo.json" % suite)
+        results = load_json(js)
+        render(suite, results, args.page or js[:-5] + ".md", results.get("_command", ""))
+        return 0
+    suite = args.suite
+    js = args.json or os.path.join(ROOT, "bench", "results", "%s-zoo.json" % suite)
+    page = args.page or js[:-5] + ".md"
+    sample = SAMPLE_TIMM if suite == "timm" else SAMPLE_TORCHVISION
+    todo = []
+    if args.sample:
+        # the sample's models at their default input size (the side and img_size of the list
+        # are the CI sample's); kwargs such as depth=2 kept
+        todo += [(n, {k: v for k, v in kw.items() if k not in ("img_size", "image_size")},
+                  args.img_size) for n, kw, s in sample]
+    families = {}
+    if args.all or args.pattern or suite == "torchvision":
+        cmd = [TORCH_PY, os.path.join(HERE, "model_zoo_torch.py"), "list", suite]
+        if args.pattern:
+            cmd.append(args.pattern)
+        names = json.loads(subprocess.run(cmd, capture_output=True, text=True,
+                                          check=True).stdout.strip().splitlines()[-1])
+        families = dict(names)
+        if args.all or args.pattern:
+            todo += [(n, {}, args.img_size) for n, _ in names]
+    todo += [(n, {}, args.img_size) for n in args.names]
+    results = load_json(js)
+    results["_limits"] = dict(mem_gib=args.mem_gib, timeout=args.timeout)
+    results["_command"] = "python3 tools/model_zoo.py " + " ".join(argv)
+    have = tessera_builders() if suite == "torchvision" else None
+    for i, (name, kw, img) in enumerate(todo):
+        if args.skip_done and name in results:
+            continue
+        if have is not None and name not in have:
+            rec = dict(name=name, suite=suite, status="fail", img=img, kwargs=kw,
+                       family=families.get(name, "?"),
+                       error="no builder: tessera.vision.models has no %r" % name)
+            d = None
+        else:
+            rec, d = run_model(suite, name, kw, img, args)
+        results[name] = rec
+        print("[%d/%d] %-40s %-8s %s %s" % (i + 1, len(todo), name, rec["status"],
+                                            _fmt(rec.get("worst_ratio")),
+                                            rec.get("error", rec.get("worst_key", ""))),
+              flush=True)
+        with open(js, "w") as f:
+            json.dump(results, f, indent=1, sort_keys=True)
+        render(suite, results, page, results["_command"])
+        if d and not args.keep:
+            shutil.rmtree(d, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
