@@ -413,3 +413,17 @@ def test_leaky_relu_pytorch(device):
     r = t([-1.0, 0.0, 3.0], device, grad=True)
     F.rrelu(r, 0.1, 0.3).sum().backward()
     np.testing.assert_allclose(host(r.grad), [0.2, 0.2, 1.0], rtol=1e-15)
+
+
+def test_relu_inplace_writes_into_input(device):
+    """F.relu(x, inplace=True) and F.relu_(x) write into x and return it (they computed out of
+    place: code that used x afterwards read the values before the ReLU), gradients as PyTorch's"""
+    for f in (lambda x: F.relu(x, inplace=True), F.relu_):
+        x = t([-1.5, 0.0, 2.0], device)
+        assert f(x) is x
+        np.testing.assert_array_equal(host(x), [0.0, 0.0, 2.0])
+        leaf = t([-1.5, 0.5, 2.0], device, grad=True)
+        y = leaf * 2
+        assert f(y) is y
+        y.sum().backward()
+        np.testing.assert_array_equal(host(leaf.grad), [0.0, 2.0, 2.0])

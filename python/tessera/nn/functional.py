@@ -39,12 +39,13 @@ def _reduction(reduction, size_average=None, reduce=None):
 
 # ------------------------------------------------------------------ activations
 def relu(input, inplace=False):
-    # inplace=True computes out of place: the result is the same tensor values (no aliasing)
+    if inplace:  # written into input and returned, as PyTorch (ts_relu_)
+        return input.relu_()
     return _C._nn_act(_RELU, input)
 
 
 def relu_(input):
-    return relu(input)
+    return input.relu_()
 
 
 def gelu(input, approximate="none"):
