@@ -427,3 +427,13 @@ def test_relu_inplace_writes_into_input(device):
         assert f(y) is y
         y.sum().backward()
         np.testing.assert_array_equal(host(leaf.grad), [0.0, 2.0, 2.0])
+
+
+def test_relu_module_inplace(device):
+    """nn.ReLU(inplace=True) writes into its input and returns it; inplace=False does not"""
+    x = t([-1.0, 3.0], device)
+    assert nn.ReLU(inplace=True)(x) is x
+    np.testing.assert_array_equal(host(x), [0.0, 3.0])
+    z = t([-1.0, 3.0], device)
+    assert nn.ReLU()(z) is not z
+    np.testing.assert_array_equal(host(z), [-1.0, 3.0])

@@ -178,6 +178,9 @@ class _Activation(Module):
 class ReLU(_Activation):
     _fn = F.relu
 
+    def forward(self, input):  # inplace=True writes into input, as PyTorch's
+        return F.relu(input, self.inplace)
+
 
 class SiLU(_Activation):
     _fn = F.silu
