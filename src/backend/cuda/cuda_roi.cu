@@ -110,40 +110,27 @@ ROI_CUDA_KERNELS(double, d)
 
 } /* namespace */
 
-void tsc_roi_align(const ts_backend *be, int index, const ts_roi_args *a, bool backward) {
-    (void)be;
+/* One roi kernel of four (forward / backward, float / double) over every output element */
+typedef void (*roi_kernel)(RoiPlan);
+static void roi_launch(int index, const ts_roi_args *a, bool backward, const char *what,
+                       roi_kernel fwd_f, roi_kernel fwd_d, roi_kernel bwd_f, roi_kernel bwd_d) {
     const RoiPlan p = roi_plan(a);
     const int64_t n = p.K * p.C * p.PH * p.PW;
     if (n <= 0 || !tsc_begin(index)) return;
-    const unsigned g = tsc_grid(n, TSC_THREADS);
-    cudaStream_t st = tsc_stream(index);
     const bool f = a->input.dtype == TS_F32;
-    if (backward && f)
-        align_bwd_f<<<g, TSC_THREADS, 0, st>>>(p);
-    else if (backward)
-        align_bwd_d<<<g, TSC_THREADS, 0, st>>>(p);
-    else if (f)
-        align_fwd_f<<<g, TSC_THREADS, 0, st>>>(p);
-    else
-        align_fwd_d<<<g, TSC_THREADS, 0, st>>>(p);
-    tsc_launch_check(backward ? "roi_align_backward" : "roi_align", index);
+    const roi_kernel k = backward ? (f ? bwd_f : bwd_d) : (f ? fwd_f : fwd_d);
+    k<<<tsc_grid(n, TSC_THREADS), TSC_THREADS, 0, tsc_stream(index)>>>(p);
+    tsc_launch_check(what, index);
+}
+
+void tsc_roi_align(const ts_backend *be, int index, const ts_roi_args *a, bool backward) {
+    (void)be;
+    roi_launch(index, a, backward, backward ? "roi_align_backward" : "roi_align", align_fwd_f,
+               align_fwd_d, align_bwd_f, align_bwd_d);
 }
 
 void tsc_roi_pool(const ts_backend *be, int index, const ts_roi_args *a, bool backward) {
     (void)be;
-    const RoiPlan p = roi_plan(a);
-    const int64_t n = p.K * p.C * p.PH * p.PW;
-    if (n <= 0 || !tsc_begin(index)) return;
-    const unsigned g = tsc_grid(n, TSC_THREADS);
-    cudaStream_t st = tsc_stream(index);
-    const bool f = a->input.dtype == TS_F32;
-    if (backward && f)
-        pool_bwd_f<<<g, TSC_THREADS, 0, st>>>(p);
-    else if (backward)
-        pool_bwd_d<<<g, TSC_THREADS, 0, st>>>(p);
-    else if (f)
-        pool_fwd_f<<<g, TSC_THREADS, 0, st>>>(p);
-    else
-        pool_fwd_d<<<g, TSC_THREADS, 0, st>>>(p);
-    tsc_launch_check(backward ? "roi_pool_backward" : "roi_pool", index);
+    roi_launch(index, a, backward, backward ? "roi_pool_backward" : "roi_pool", pool_fwd_f,
+               pool_fwd_d, pool_bwd_f, pool_bwd_d);
 }
