@@ -459,28 +459,19 @@ static int add_type(PyObject *m, const char *name, PyTypeObject *t) {
 }
 
 int tsp_init_tensor(PyObject *m) {
-    PyMethodDef *const methods[] = {tsp_tensor_core_methods,
-                                    tsp_tensor_ops_methods,
-                                    tsp_tensor_shape_methods,
-                                    tsp_tensor_reduce_methods,
-                                    tsp_autograd_methods,
-                                    tsp_tensor_factory_methods,
-                                    tsp_tensor_values_methods,
-                                    tsp_tensor_move_methods,
-                                    tsp_tensor_special_methods,
-                                    tsp_tensor_linalg_methods,
-                                    tsp_tensor_shape_more_methods,
-                                    tsp_tensor_sort_methods,
-                                    tsp_tensor_logic_methods,
-                                    tsp_tensor_special_more_methods,
-                                    tsp_tensor_linalg_decomp_methods,
-                                    tsp_tensor_extra_methods,
-                                    tsp_tensor_inplace_methods,
-                                    tsp_tensor_view_inplace_methods,
-                                    tsp_tensor_storage_methods,
-                                    tsp_tensor_shared_methods,
-                                    tsp_tensor_complex_methods,
-                                    tsp_tensor_sparse_methods};
+    PyMethodDef *const methods[] = {
+        tsp_tensor_core_methods,         tsp_tensor_ops_methods,
+        tsp_tensor_select_methods,       tsp_tensor_shape_methods,
+        tsp_tensor_reduce_methods,       tsp_autograd_methods,
+        tsp_tensor_factory_methods,      tsp_tensor_values_methods,
+        tsp_tensor_move_methods,         tsp_tensor_special_methods,
+        tsp_tensor_linalg_methods,       tsp_tensor_shape_more_methods,
+        tsp_tensor_sort_methods,         tsp_tensor_logic_methods,
+        tsp_tensor_special_more_methods, tsp_tensor_linalg_decomp_methods,
+        tsp_tensor_extra_methods,        tsp_tensor_inplace_methods,
+        tsp_tensor_view_inplace_methods, tsp_tensor_storage_methods,
+        tsp_tensor_shared_methods,       tsp_tensor_complex_methods,
+        tsp_tensor_sparse_methods};
     PyGetSetDef *const getsets[] = {core_getset, tsp_autograd_getset, tsp_tensor_linalg_getset,
                                     tsp_tensor_complex_getset, tsp_tensor_sparse_getset};
     tensor_type.tp_methods = concat_methods(methods, (int)(sizeof methods / sizeof *methods));
@@ -500,13 +491,13 @@ int tsp_init_tensor(PyObject *m) {
     tsp_init_tensor_special(); /* before PyType_Ready: `%` gets __mod__ and __rmod__ too */
     if (add_type(m, "Tensor", &tensor_type) < 0 || add_type(m, "Size", &size_type) < 0) return -1;
     PyMethodDef *const functions[] = {
-        tsp_tensor_core_functions,          tsp_tensor_ops_functions,
-        tsp_tensor_shape_functions,         tsp_tensor_reduce_functions,
-        tsp_tensor_special_functions,       tsp_tensor_linalg_functions,
-        tsp_tensor_shape_more_functions,    tsp_tensor_sort_functions,
-        tsp_tensor_logic_functions,         tsp_tensor_special_more_functions,
-        tsp_tensor_linalg_decomp_functions, tsp_tensor_complex_functions,
-        tsp_tensor_linalg_more_functions};
+        tsp_tensor_core_functions,         tsp_tensor_ops_functions,
+        tsp_tensor_select_functions,       tsp_tensor_shape_functions,
+        tsp_tensor_reduce_functions,       tsp_tensor_special_functions,
+        tsp_tensor_linalg_functions,       tsp_tensor_shape_more_functions,
+        tsp_tensor_sort_functions,         tsp_tensor_logic_functions,
+        tsp_tensor_special_more_functions, tsp_tensor_linalg_decomp_functions,
+        tsp_tensor_complex_functions,      tsp_tensor_linalg_more_functions};
     if (tsp_init_tensor_linalg() < 0 || tsp_init_tensor_sort() < 0) return -1;
     for (int i = 0; i < (int)(sizeof functions / sizeof *functions); i++)
         if (PyModule_AddFunctions(m, functions[i]) < 0) return -1;

@@ -142,6 +142,7 @@ int tsp_tensor_bool(PyObject *self);
 Py_ssize_t tsp_tensor_length(PyObject *self);
 PyObject *tsp_tensor_repr(PyObject *self);
 extern PyMethodDef tsp_tensor_ops_methods[], tsp_tensor_ops_functions[];
+extern PyMethodDef tsp_tensor_select_methods[], tsp_tensor_select_functions[];
 extern PyMethodDef tsp_tensor_shape_methods[], tsp_tensor_shape_functions[];
 extern PyMethodDef tsp_tensor_reduce_methods[], tsp_tensor_reduce_functions[];
 extern PyMethodDef tsp_tensor_special_methods[], tsp_tensor_special_functions[];
