@@ -59,6 +59,11 @@ static const char *operands_str(const ts_tensor *a, const ts_tensor *b) {
     return buf;
 }
 
+_Static_assert(
+    TS_B_COUNT == 55,
+    "a ts_binary_op was added or removed: give it its dtype rule (tsi_ew_check_binary_dtypes; the "
+    "default takes every dtype) here; then update the count");
+
 bool tsi_ew_check_binary_dtypes(const char *op, ts_binary_op bop, const ts_tensor *a,
                                 const ts_tensor *b, ts_dtype r) {
     switch (bop) {

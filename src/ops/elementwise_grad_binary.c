@@ -3,6 +3,9 @@
  */
 #include "ops/elementwise_grad.h"
 
+_Static_assert(TS_B_COUNT == 55, "a ts_binary_op was added or removed: give it its grad_fn name "
+                                 "(tsi_ew_binary_name) and derivative here; then update the count");
+
 const char *tsi_ew_binary_name(ts_binary_op bop) {
     switch (bop) {
     case TS_B_ADD:

@@ -6,6 +6,9 @@
 #include "ops/reduce_grad.h"
 #include "ops/reduce_internal.h"
 
+_Static_assert(TS_R_COUNT == 11, "a ts_reduce_op was added or removed: give it its dtype rule, "
+                                 "identity and backward here; then update the count");
+
 static bool needs_nonempty(ts_reduce_op rop) {
     return rop == TS_R_MAX || rop == TS_R_MIN || rop == TS_R_ARGMAX || rop == TS_R_ARGMIN;
 }

@@ -1,5 +1,5 @@
 """tessera.nn.utils.place on a model from tessera.onnx.load (ts_module_place on an ONNX graph,
-src/onnx/place.c, docs/MEMORY_PLANNING.md): the graph's nodes split over sim:0, sim:1 and the
+src/onnx/place.c, docs/PLACEMENT.md): the graph's nodes split over sim:0, sim:1 and the
 cpu give the unsplit model's outputs and gradients bit for bit (sim runs the cpu kernels), each
 initializer on its run's device; a budget too small raises MemoryError naming each device."""
 import pytest

@@ -1,4 +1,4 @@
-"""tessera.nn.utils.place (ts_module_place, docs/MEMORY_PLANNING.md): a GPT placed over sim:0,
+"""tessera.nn.utils.place (ts_module_place, docs/PLACEMENT.md): a GPT placed over sim:0,
 sim:1 and the cpu gives the unplaced run's logits and gradients bit for bit (sim runs the cpu
 kernels), budgets as dicts or strings, clear errors for a budget too small and bad input."""
 import pytest

@@ -165,7 +165,7 @@ void tcli_usage(FILE *f) {
         "                      live on the host (FSDP's cpu_offload)\n"
         "  --max-memory LIST   place the model across devices by budget, filled in order:\n"
         "                      sim:0=2MiB,cpu=64GiB (B, KB, MB, GB, KiB, MiB, GiB); the\n"
-        "                      batches and the loss stay on --device (docs/MEMORY_PLANNING.md)\n"
+        "                      batches and the loss stay on --device (docs/PLACEMENT.md)\n"
         "  --override-tensor RULES  with --max-memory, pattern=device,... (llama.cpp's\n"
         "                      -ot): a parameter whose dotted name matches a pattern (POSIX\n"
         "                      extended regex, the first match wins) is stored on that\n"

@@ -295,7 +295,7 @@ static int grad_output(const tcli_opts *o, ts_module *m, int n_out, ts_tensor **
 
 /* --max-memory: the model (loaded on the cpu) placed by ts_module_place: its nodes, in execution
  * order, split into runs over the budgeted devices, each node's initializers moved to its run's
- * device (docs/MEMORY_PLANNING.md). -1 with rd (the runs' devices: the inputs are made on the
+ * device (docs/PLACEMENT.md). -1 with rd (the runs' devices: the inputs are made on the
  * first) and *text (the plan, malloc'ed: printed once the run succeeded) set, or the exit status
  * after the error line. */
 static int place(const tcli_opts *o, ts_module *m, run_devs *rd, char **text) {

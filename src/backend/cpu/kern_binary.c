@@ -93,6 +93,10 @@
         }                                                                                          \
     } while (0)
 
+_Static_assert(TS_B_COUNT == 55,
+               "a ts_binary_op was added or removed: give it its CPU kernel (FLOAT_CASES / "
+               "INT_CASES / CMP_CASES or TS_SPECIAL_BINARY) here; then update the count");
+
 /* clang-format off */
 /* The op switches shared by both forms; comparisons and logical ops write bool. */
 #define CMP_CASES(LOOP)                                                                            \

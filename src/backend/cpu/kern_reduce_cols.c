@@ -24,6 +24,9 @@ ACC_ROWS_GENERIC(double)
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
+
+_Static_assert(TS_R_COUNT == 11, "a ts_reduce_op was added or removed: give it its "
+                                 "column-reduction fold here; then update the count");
 #define ACC_AVX2 __attribute__((target(TS_ISA_TARGET_AVX2)))
 ACC_AVX2 static inline __m256d acc_ld_float(const float *x) {
     return _mm256_cvtps_pd(_mm_loadu_ps(x));

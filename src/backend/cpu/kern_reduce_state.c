@@ -9,6 +9,9 @@
 #include "backend/kernel_math.h"
 #include "core/clones.h"
 
+_Static_assert(TS_R_COUNT == 11, "a ts_reduce_op was added or removed: give it its CPU accumulator "
+                                 "(init, fold, merge, store) here; then update the count");
+
 size_t tsi_cpu_red_elem_size(ts_dtype dt) { return ts_cpu_dtype_size(dt); }
 
 /* Drops size-1 dims and merges neighbours that are contiguous with each other; row-major linear

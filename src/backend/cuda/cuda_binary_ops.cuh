@@ -5,6 +5,10 @@
 
 #include "backend/cuda/cuda_dtype.cuh"
 
+static_assert(TS_B_COUNT == 55,
+              "a ts_binary_op was added or removed: give it its CUDA case in tsc_bin_arith (float, "
+              "double, integers) here; then update the count");
+
 /* Comparisons and logical ops write bool; everything else the input dtype. */
 static inline bool tsc_binary_is_bool(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_OR; }
 

@@ -18,6 +18,9 @@
  * against the CPU without a GPU. */
 #include "backend/cuda/cuda_compute.h"
 
+static_assert(TS_R_COUNT == 11, "a ts_reduce_op was added or removed: give it its CUDA fold, merge "
+                                "and store here; then update the count");
+
 namespace {
 
 #define TSC_RHD __host__ __device__ __forceinline__

@@ -2,7 +2,7 @@
 from ... import _C
 from . import rnn  # noqa: F401,E402  (torch.nn.utils.rnn)
 from . import fusion  # noqa: F401,E402  (torch.nn.utils.fusion, issue 75)
-from .placement import place  # noqa: F401,E402  (docs/MEMORY_PLANNING.md)
+from .placement import place  # noqa: F401,E402  (docs/PLACEMENT.md)
 from .weight_stream import stream, stream_stats, unstream  # noqa: F401,E402  (the same)
 from .weight_norm import weight_norm, remove_weight_norm  # noqa: F401,E402  (legacy API)
 

@@ -1,6 +1,6 @@
 """tessera.nn.utils.place: a model spread over devices by memory budget (accelerate's
 device_map="auto" with max_memory), over the C library's ts_module_place
-(include/tessera/placement.h; docs/MEMORY_PLANNING.md)."""
+(include/tessera/placement.h; docs/PLACEMENT.md)."""
 
 
 def _budget_string(max_memory):
