@@ -59,8 +59,11 @@ static void test_paths(void) {
     }
     CHECK_EQ(sel_bn(bn(TS_I32, 2, 3, 5, false)), COMPOSED);
     CHECK_EQ(sel_bn(bn(TS_I64, 2, 3, 5, true)), COMPOSED);
-    /* at least two values a channel: n * hw = 2 either way round, not 1 */
-    CHECK_EQ(sel_bn(bn(TS_F32, 2, 3, 1, false)), TSI_NORM_PATH_CHANNELS);
+    /* at least two values a channel: n * hw = 2 either way round, not 1; hw == 1 ([n, c]: already
+     * channels-last as it lies) takes the NHWC kernels, whose rows are the samples */
+    CHECK_EQ(sel_bn(bn(TS_F32, 2, 3, 1, false)), TSI_NORM_PATH_NHWC);
+    CHECK_EQ(sel_bn(bn(TS_F64, 1568, 384, 1, false)), TSI_NORM_PATH_NHWC);
+    CHECK_EQ(sel_bn(bn(TS_F32, 2, 3, 2, false)), TSI_NORM_PATH_CHANNELS);
     CHECK_EQ(sel_bn(bn(TS_F32, 1, 3, 2, true)), TSI_NORM_PATH_NHWC);
     CHECK_EQ(sel_bn(bn(TS_F32, 1, 3, 1, false)), COMPOSED);
     CHECK_EQ(sel_bn(bn(TS_F32, 1, 3, 1, true)), COMPOSED);

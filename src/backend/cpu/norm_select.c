@@ -72,7 +72,12 @@ tsi_norm_path tsi_norm_select_batch(const ts_batch_norm_args *a) {
     const ts_dtype d = a->x.dtype;
     if (d != TS_F32 && d != TS_F64 && d != TS_F16 && d != TS_BF16) return TSI_NORM_PATH_COMPOSED;
     if (a->n < 1 || a->c < 1 || a->hw < 1 || a->n * a->hw < 2) return TSI_NORM_PATH_COMPOSED;
-    return a->channels_last ? TSI_NORM_PATH_NHWC : TSI_NORM_PATH_CHANNELS;
+    /* hw == 1 ([n, c], BatchNorm1d on a matrix: LeViT's and the MLPs' norms over tokens): the
+     * contiguous tensor is already [n, 1, c] channels-last, and the NCHW kernels' segments would be
+     * one element long (a call and a 16-lane sum per element): 1568 x 384 float32, forward +
+     * backward on one thread, 45 ms by the NCHW kernels (PyTorch 2.15: 4.9), NHWC ones 0.7
+     * (bench/results/normalization.md, "BatchNorm1d on a matrix", Zen 4 under load 5: indicative) */
+    return a->channels_last || a->hw == 1 ? TSI_NORM_PATH_NHWC : TSI_NORM_PATH_CHANNELS;
 }
 
 /* The best variant the CPU has, capped by TS_CPU_ISA (ts_cpu_isa_get); all give the same bits.
