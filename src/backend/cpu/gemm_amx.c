@@ -20,6 +20,7 @@
  * products (tsi_amx_pack_b). */
 #define _DEFAULT_SOURCE /* syscall */
 #include "backend/cpu/gemm_amx.h"
+#include "backend/cpu/matmul_select.h"
 #include "backend/env_config.h"
 
 #include <stdatomic.h>
@@ -86,11 +87,11 @@ static bool tiles_granted(void) {
 #endif
 }
 
-/* On by default for the large products (TS_AMX_GEMM_MIN_MACS): measured on an AMX host against
- * oneDNN 2.6.3's AMX kernel (bench/bench_amx_gemm.c, bench/results/autocast.md), 1.1-1.8x faster
- * there in every layout, and as fast or slower below (small operands, where packing costs more
- * than it saves). TS_AMX_GEMM=off: never; all: every bf16 product (the tests' _amx_all entries);
- * on (or unset): the large ones. */
+/* On by default for the large products (matmul_select.c's amx_min_macs): measured on an AMX host
+ * against oneDNN 2.6.3's AMX kernel (bench/bench_amx_gemm.c, bench/results/autocast.md), 1.1-1.8x
+ * faster there in every layout, and as fast or slower below (small operands, where packing costs
+ * more than it saves). TS_AMX_GEMM=off: never; all: every bf16 product (the tests' _amx_all
+ * entries); on (or unset): the large ones. */
 static void decide(void) {
     if (tsi_env_is(TSI_ENV_AMX_GEMM, "off")) return;
     if (ts_cpu_isa_get() != TS_ISA_AVX512 || dnnl_cap_below_amx()) return;
@@ -104,7 +105,7 @@ bool tsi_amx_gemm_ready(void) {
 }
 
 bool tsi_amx_gemm_takes(double macs) {
-    return tsi_amx_gemm_ready() && (take_all || macs >= TS_AMX_GEMM_MIN_MACS);
+    return tsi_amx_gemm_ready() && (take_all || macs >= tsi_mm_limits_get()->amx_min_macs);
 }
 
 /* ------------------------------------------------------------------ packing */

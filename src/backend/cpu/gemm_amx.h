@@ -13,9 +13,9 @@
 bool tsi_amx_gemm_ready(void);
 
 /* Whether a bf16 product of `macs` multiply-adds goes to this kernel rather than oneDNN's: ready,
- * and from TS_AMX_GEMM_MIN_MACS (below it oneDNN 2.6's kernel, which packs nothing for small
- * operands, is as fast or faster: bench/results/autocast.md); any size with TS_AMX_GEMM=all. */
-#define TS_AMX_GEMM_MIN_MACS 2147483648.0
+ * and from matmul_select.c's amx_min_macs (below it oneDNN 2.6's kernel, which packs nothing for
+ * small operands, is as fast or faster: bench/results/autocast.md); any size with
+ * TS_AMX_GEMM=all. */
 bool tsi_amx_gemm_takes(double macs);
 
 /* bf16 C = A B (+ bias) for each of bsz batches, A [m x k], B [k x n], C [m x n], strides as

@@ -16,6 +16,7 @@
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/matmul_dnnl.h"
+#include "backend/cpu/matmul_select.h"
 #include "backend/env_config.h"
 
 #ifdef TS_HAVE_CBLAS
@@ -27,16 +28,9 @@
 
 typedef enum { PROV_BLOCKED, PROV_OPENBLAS, PROV_DNNL } provider;
 
-/* multiply-adds below which a product is "tiny" (call overhead, not arithmetic, decides) */
-#define TS_GEMM_TINY 32768.0
-/* multiply-adds from which oneDNN's matmul primitive takes a product from its sgemm (below, the
- * primitive's per-call set-up, memory objects and a stream, is a visible share), and from which
- * it beats gemm_small's weight gradients too (2^25: SimpleNN's 128 x 784 x 64 stays with
- * gemm_small, 0.095 ms a step against 0.098-0.121; the MLP's 1024 x 1024 x 256 goes to the
- * primitive, its GEMMs 6.3 ms against 7.2) */
-#define TS_GEMM_PRIM_MACS      1048576.0
-#define TS_GEMM_NEAR_PEAK_MACS 33554432.0
-#define TS_GEMM_THIN           32
+/* The cut-offs below (a tiny product, the primitive's, near peak, thin, A^T B) are
+ * matmul_select.c's table, each with its measurement */
+#define LIM (tsi_mm_limits_get())
 
 static bool blas_present(void) {
 #ifdef TS_HAVE_CBLAS
@@ -135,21 +129,16 @@ const char *tsi_lib_gemm_name(bool f64) {
 bool tsi_lib_sgemm_near_peak(double macs) {
     pthread_once(&once, choose);
     /* gemm_small's products (NT and TN) have a transposed operand */
-    return (prim_all || dnnl_assists) && macs >= TS_GEMM_NEAR_PEAK_MACS;
+    return (prim_all || dnnl_assists) && macs >= LIM->near_peak_macs;
 }
 
 /* Where OpenBLAS is the provider (AVX2 kernels), which products with a transposed operand oneDNN
- * 2.x's primitive (gemm:jit there) runs faster. On two Zen 3 cores, GFLOP/s primitive / OpenBLAS
- * (bench/results/cpu-matmul.md): A^T B only over a short reduction into wide rows (1024 x 1024 x
- * 256 166-180 / 91-168, 4096 x 512 x 256 171 / 151); a long reduction, or 256-wide rows, at half
- * OpenBLAS's speed (a transformer's weight gradients 1024 x 256 x 4096 75 / 151, 256 x 1024 x 4096
- * 85 / 161; 4096 x 256 x 256 79 / 136), and 1024^3 166 / 180. A B^T everywhere at least level
- * (4096 x 1024 x 256 189 / 157, 1024^3 173-180 / 180). */
-#define TS_GEMM_TN_PRIM_MAX_K 256
-#define TS_GEMM_TN_PRIM_MIN_N 512
+ * 2.x's primitive (gemm:jit there) runs faster: A B^T everywhere (4096 x 1024 x 256 189 / 157
+ * GFLOP/s, 1024^3 173-180 / 180, two Zen 3 cores), A^T B over a short reduction into wide rows
+ * only (matmul_select.c's tn_prim_* rows). */
 static bool assisted_layout(bool ta, bool tb, int64_t n, int64_t k) {
     if (tb) return true;
-    return ta && k <= TS_GEMM_TN_PRIM_MAX_K && n >= TS_GEMM_TN_PRIM_MIN_N;
+    return ta && k <= LIM->tn_prim_max_k && n >= LIM->tn_prim_min_n;
 }
 
 bool tsi_lib_sgemm_primitive_provider(void) {
@@ -162,18 +151,18 @@ bool tsi_lib_sgemm_primitive_provider(void) {
 static bool primitive_takes(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
     const double macs = (double)m * (double)n * (double)k;
     return (prim_all || (dnnl_assists && assisted_layout(ta, tb, n, k))) &&
-           macs >= TS_GEMM_PRIM_MACS;
+           macs >= LIM->prim_min_macs;
 }
 
 #ifdef TS_HAVE_DNNL
 /* Whether oneDNN's sgemm runs a product the primitive does not (choose() has run) */
 static bool dnnl_sgemm_takes(int64_t m, int64_t n, int64_t k) {
     /* a oneDNN call costs ~0.3 us more than OpenBLAS's: tiny products stay with the BLAS */
-    const bool tiny = (double)m * (double)n * (double)k < TS_GEMM_TINY;
-    /* a dimension below TS_GEMM_THIN (a 10-class output layer): OpenBLAS's Haswell kernels run
-     * these at 33-66 GFLOP/s on two threads, oneDNN's at 69-110 */
+    const bool tiny = (double)m * (double)n * (double)k < LIM->lib_tiny_macs;
+    /* a dimension below thin (a 10-class output layer): OpenBLAS's Haswell kernels run these at
+     * 33-66 GFLOP/s on two threads, oneDNN's at 69-110 */
     const int64_t least = m < n ? (m < k ? m : k) : (n < k ? n : k);
-    const bool thin = dnnl_assists && least < TS_GEMM_THIN && !tiny;
+    const bool thin = dnnl_assists && least < LIM->thin && !tiny;
     return (f32_provider == PROV_DNNL && !(tiny && blas_present())) || thin;
 }
 #endif

@@ -32,6 +32,7 @@
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/gemm_small_blocks.h"
+#include "backend/cpu/matmul_select.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -161,12 +162,14 @@ bool tsi_gemm_small_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t
                         int64_t csc, bool parallel) {
 #ifdef TS_SMALL_GEMM_BLOCKS
     const small_variant *v = &variants[ts_cpu_isa_get()];
-    if (!small_enabled() || !v->nt || m < 16 || n < 16 || csc != 1 || rsc < n) return false;
-    if (csa == 1 && rsb == 1 && rsa >= k && csb >= k && m <= 128 && k >= 64) {
+    const int64_t sa[2] = {rsa, csa}, sb[2] = {rsb, csb}, sc[2] = {rsc, csc};
+    if (!small_enabled() || !v->nt) return false;
+    /* the layouts and sizes it takes: matmul_select.c's */
+    if (tsi_mm_small_nt(m, n, k, sa, sb, sc)) {
         gemm_nt(v, m, n, k, a, rsa, b, csb, c, rsc, parallel);
         return true;
     }
-    if (rsa == 1 && csb == 1 && csa >= m && rsb >= n && k >= 1 && k <= TS_TN_MAX_K) {
+    if (tsi_mm_small_tn(m, n, k, sa, sb, sc)) {
         gemm_tn(v, m, n, k, a, csa, b, rsb, c, rsc, parallel);
         return true;
     }

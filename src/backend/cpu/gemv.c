@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/matmul_select.h"
 #include "backend/omp_if.h"
 
 #ifdef TS_HAVE_OPENMP
@@ -116,15 +117,11 @@ static bool gemv_enabled(void) {
     return on;
 }
 
-/* The multiply-adds from which threads pay for their start: 2^14, a 64 KB weight (the squeeze-
- * excitation's 240 x 64 and larger), about 2 us on one Zen 4 core against about 1 us to wake the
- * second thread (MobileNetV3-Small at batch 1 ran these on one thread while the other waited) */
-enum { PARALLEL_MIN_MACS = 1 << 14 };
-
 int64_t tsi_gemv_piece_rows(int64_t rows, double macs, bool parallel) {
 #ifdef TS_HAVE_OPENMP
     const int threads = omp_get_max_threads();
-    if (!parallel || macs < PARALLEL_MIN_MACS || threads < 2 || omp_in_parallel() || rows <= 4)
+    if (!parallel || macs < tsi_mm_limits_get()->gemv_parallel_min_macs || threads < 2 ||
+        omp_in_parallel() || rows <= 4)
         return rows > 0 ? rows : 1;
     const int64_t piece = (rows + threads - 1) / threads;
     return (piece + 3) / 4 * 4;

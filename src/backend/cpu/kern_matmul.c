@@ -14,6 +14,7 @@
 #include "backend/cpu/gemv.h"
 #include "backend/cpu/host_scratch.h"
 #include "backend/cpu/matmul_dnnl.h"
+#include "backend/cpu/matmul_select.h"
 #include "backend/cpu/vec_kernels.h"
 #include "backend/kernel_math.h"
 #include "backend/omp_if.h"
@@ -41,7 +42,8 @@ static mm_desc mm_desc_of(const ts_kview *out, const ts_kview *a, const ts_kview
 
 static bool run_in_parallel(double work) {
 #ifdef TS_HAVE_OPENMP
-    return work > 32768 && omp_get_max_threads() > 1 && !omp_in_parallel();
+    return work > tsi_mm_limits_get()->parallel_min_macs && omp_get_max_threads() > 1 &&
+           !omp_in_parallel();
 #else
     (void)work;
     return false;
@@ -124,12 +126,10 @@ static int blas_gemm(bool dbl, int64_t m, int64_t n, int64_t k, const char *a, i
     return ok ? BLAS_DONE : BLAS_CANNOT;
 }
 
-/* Products of at most GEMM_DIRECT_MAX multiply-adds (a linear regression's are 1000): a plain loop
- * over the strided operands, since a library's call, packing and threading cost several times the
- * arithmetic there. Each element sums over k in order, in the operands' type; the loop runs over
+/* Products of at most direct_max_macs multiply-adds (matmul_select.c): a plain loop over the
+ * strided operands. Each element sums over k in order, in the operands' type; the loop runs over
  * rows innermost, so the sums of different rows are independent chains (unit-stride vectors when
  * A's and C's rows are adjacent) instead of one latency-bound chain per element. */
-#define GEMM_DIRECT_MAX 4096
 /* W rows i0.. of column j of C, each summed over k in order in W registers (A's rows adjacent) */
 #define GEMM_DIRECT_ROWS(T, W)                                                                     \
     do {                                                                                           \
@@ -209,32 +209,37 @@ GEMM_DIRECT(float)
 GEMM_DIRECT(double)
 
 /* A row times a matrix (m == 1, B's columns contiguous along k: x @ W^T of a linear layer on one
- * row) or a matrix times a column (n == 1, A's rows contiguous along k), past GEMM_DIRECT_MAX
- * multiply-adds: gemv.c's dot products, + bias[j * sbias] where bias is given. False where
- * neither layout holds or the kernel declines (nothing written). */
+ * row) or a matrix times a column (n == 1, A's rows contiguous along k), where tsi_mm_select chose
+ * TSI_MM_GEMV: gemv.c's dot products, + bias[j * sbias] where bias is given. False where the
+ * selector chose another path or the kernel declines (nothing written). */
 static bool gemv_one(const mm_desc *d, const float *a, const float *b, float *c, const float *bias,
                      int64_t sbias, bool parallel) {
-    if ((double)d->m * (double)d->n * (double)d->k <= GEMM_DIRECT_MAX) return false;
-    const bool a_rows = d->sa[2] == 1 || d->k == 1, b_cols = d->sb[1] == 1 || d->k == 1;
-    if (d->m == 1 && a_rows && b_cols)
+    if (tsi_mm_select(false, d->m, d->n, d->k, d->sa + 1, d->sb + 1, d->sc + 1, true) !=
+        TSI_MM_GEMV)
+        return false;
+    if (d->m == 1)
         return tsi_gemv_f32(d->n, d->k, a, b, d->sb[2], bias, sbias, c, d->sc[2], parallel);
-    if (d->n == 1 && a_rows && b_cols) /* one bias element for every row */
-        return tsi_gemv_f32(d->m, d->k, b, a, d->sa[1], bias, 0, c, d->sc[1], parallel);
-    return false;
+    /* n == 1: one bias element for every row */
+    return tsi_gemv_f32(d->m, d->k, b, a, d->sa[1], bias, 0, c, d->sc[1], parallel);
 }
 
 /* false: no scratch memory (nothing sensible written) */
 static bool gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, char *c,
                      bool parallel) {
     const double macs = (double)d->m * (double)d->n * (double)d->k;
-    if (!dbl && gemv_one(d, (const float *)a, (const float *)b, (float *)c, NULL, 0, parallel))
+    /* matmul_select.c's path; a kernel that declines (no ISA, turned off) leaves the product to
+     * the plain loop where that is sized for it, else to the library */
+    const tsi_mm_path path = tsi_mm_select(dbl, d->m, d->n, d->k, d->sa + 1, d->sb + 1, d->sc + 1,
+                                           !dbl && tsi_lib_sgemm_near_peak(macs));
+    if (path == TSI_MM_GEMV &&
+        gemv_one(d, (const float *)a, (const float *)b, (float *)c, NULL, 0, parallel))
         return true;
-    if (!dbl && !tsi_lib_sgemm_near_peak(macs) &&
+    if (path == TSI_MM_SMALL &&
         tsi_gemm_small_f32(d->m, d->n, d->k, (const float *)a, d->sa[1], d->sa[2], (const float *)b,
                            d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
                            parallel && run_in_parallel(macs)))
         return true;
-    if (macs <= GEMM_DIRECT_MAX) {
+    if (path != TSI_MM_LIB && macs <= tsi_mm_limits_get()->direct_max_macs) {
         if (dbl)
             gemm_direct_double(d, (const double *)a, (const double *)b, (double *)c);
         else
@@ -257,21 +262,13 @@ static bool gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, c
  * the provider (tsi_lib_sgemm_primitive_provider: AVX-512): its brgemm kernels thread over the
  * batch and the blocks of C, where one by one each product paid a call, and attention's Q K^T
  * (k = 64) went to gemm_small's dot-product blocks, whose 24 horizontal sums cost as much as 64
- * steps of k. `bench_bmm sweep`, Zen 4, least CPU time of one thread, one by one / batched
- * (bench/results/cpu-matmul.md, "Batches of small products"): 32 x 128x128x64 Q K^T 1.72x,
- * 32 x 64^3 1.18x, 32 x 16^3 6.3x (the plain loop), 8 x 256^3 1.03x. Not taken:
- *  - under BATCH_PRIM_MIN_MACS multiply-adds in all (the call's fixed cost, 2-3 us: 2 x 16x16x64
- *    0.58x, 2 x 32^3 0.73x; from 2^17 on 0.92-6.3x);
- *  - products of one row or column (m or n 1: decode-time attention), which gemv.c's dot products
- *    and the plain loop run 1.4-2.4x faster (256 x 1x256x64 0.42x, 256 x 64x1x64 0.71x);
- *  - products of (GEMM_DIRECT_MAX, BATCH_PRIM_TINY_MACS) multiply-adds, which OpenBLAS's
- *    small-matrix path runs one by one (8 x 24^3 0.71x, 16 x 7x33x65 0.68x, 32 x 24^3 0.94x). */
-#define BATCH_PRIM_MIN_MACS  131072.0
-#define BATCH_PRIM_TINY_MACS 32768.0
+ * steps of k. Not for products of one row or column (gemv.c's) nor under matmul_select.c's
+ * batch_prim_* cut-offs (the measurements are there). */
 static bool batch_to_primitive(const mm_desc *d) {
+    const tsi_mm_limits *l = tsi_mm_limits_get();
     const double macs = (double)d->m * (double)d->n * (double)d->k;
-    return d->bsz > 1 && d->m > 1 && d->n > 1 && macs * (double)d->bsz >= BATCH_PRIM_MIN_MACS &&
-           (macs <= GEMM_DIRECT_MAX || macs >= BATCH_PRIM_TINY_MACS) &&
+    return d->bsz > 1 && d->m > 1 && d->n > 1 && macs * (double)d->bsz >= l->batch_prim_min_macs &&
+           (macs <= l->direct_max_macs || macs >= l->batch_prim_tiny_macs) &&
            tsi_lib_sgemm_primitive_provider();
 }
 
@@ -298,7 +295,8 @@ static bool matmul_float(bool dbl, const mm_desc *d, const char *a, const char *
     }
     /* Many small matrices: one GEMM per thread beats threading each GEMM. One big GEMM keeps the
      * library's own threads. */
-    if (d->bsz > 1 && flops < 4e6 && run_in_parallel(flops * (double)d->bsz)) {
+    if (d->bsz > 1 && flops < tsi_mm_limits_get()->batch_per_thread_max_macs &&
+        run_in_parallel(flops * (double)d->bsz)) {
 #ifdef TS_HAVE_OPENMP
         tsi_blas_single_begin(); /* one GEMM per thread: OpenBLAS's own threads stay out */
         const int64_t bsz = d->bsz;
