@@ -94,9 +94,33 @@ static void test_clamp_tensor_inplace_backward(void) {
     CHECK_OK();
 }
 
+/* tsi_check_no_self_overlap: an in-place write through a stride-0 dim of more than one element is
+ * refused (several elements are one memory location); a stride-0 dim of one element (or none) is
+ * no overlap: the write goes through, as in PyTorch */
+static void test_self_overlap(void) {
+    const float v[3] = {1, 2, 3};
+    ts_scope_begin();
+    ts_tensor *x = ts_from_data(TS_SHAPE(3), TS_F32, v, (ts_opts){0});
+    const int64_t one[2] = {0, 1}, three[2] = {1, 0};
+    ts_tensor *row = ts_as_strided(x, TS_SHAPE(1, 3), one, 0); /* [1, 3], strides (0, 1) */
+    CHECK(row != NULL && ts_add_scalar_(row, 10) != NULL);
+    CHECK_OK();
+    float got[3];
+    CHECK(ts_copy_to_host(x, got, sizeof got) == TS_OK && got[0] == 11 && got[2] == 13);
+    ts_tensor *empty = ts_as_strided(x, TS_SHAPE(0, 3), one, 0); /* no element at all */
+    CHECK(empty != NULL && ts_add_scalar_(empty, 10) != NULL);
+    CHECK_OK();
+    ts_tensor *rep = ts_as_strided(x, TS_SHAPE(3, 2), three, 0); /* [3, 2], strides (1, 0) */
+    CHECK(rep != NULL && ts_add_scalar_(rep, 10) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "single memory location");
+    CHECK(ts_copy_to_host(x, got, sizeof got) == TS_OK && got[0] == 11);
+    ts_scope_end();
+}
+
 int main(void) {
     int64_t live0 = live_cpu();
     test_refusals();
+    test_self_overlap();
     test_clamp_tensor_inplace_backward();
     CHECK_EQ(live_cpu(), live0);
     return ts_test_finish();
