@@ -562,6 +562,13 @@ static void test_errors(void) {
     const float far[5] = {0, 0, 0, 4e7f, 1};
     CHECK(!ts_roi_align(x, ts_tensor_f32(TS_SHAPE(1, 5), far, (ts_opts){0}), 2, 2, 1, 0, false));
     CHECK_ERR_HAS(TS_ERR_ARG, "beyond 2^24 pixels");
+    /* the row and column named, and the value: a bad entry in a later row (rows of 5 values) */
+    const float rows3[15] = {0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 3e7f, 1};
+    CHECK(!ts_roi_align(x, ts_tensor_f32(TS_SHAPE(3, 5), rows3, (ts_opts){0}), 2, 2, 1, 0, false));
+    CHECK_ERR_HAS(TS_ERR_ARG, "rois[2][3] is 3e+07: beyond 2^24 pixels");
+    const float nan3[15] = {0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1, INFINITY};
+    CHECK(!ts_roi_pool(x, ts_tensor_f32(TS_SHAPE(3, 5), nan3, (ts_opts){0}), 2, 2, 1));
+    CHECK_ERR_HAS(TS_ERR_ARG, "rois[2][4] is inf: rois must be finite");
     CHECK(!ts_roi_align(ts_zeros(TS_SHAPE(2, 3, 8, 8), (ts_opts){.dtype = TS_I64}),
                         ts_zeros(TS_SHAPE(4, 5), (ts_opts){.dtype = TS_I64}), 2, 2, 1, 2, false));
     CHECK_ERR(TS_ERR_DTYPE);
