@@ -604,7 +604,12 @@ static inline TS_HD double ts_logaddexp2_d(double a, double b) {
     const double m = a > b ? a : b;
     return m + log1p(exp2(-fabs(a - b))) * 1.44269504088896340736;
 }
+/* the cheap ones (libm calls or a few operations, which the CPU's loops keep inline), then
+ * kernel_math_special.h's series and recurrences */
 #define TS_SPECIAL_BINARY(X, ...)                                                                  \
+    TS_SPECIAL_BASIC_BINARY(X, __VA_ARGS__)                                                        \
+    TS_SPECIAL_MORE_BINARY(X, __VA_ARGS__)
+#define TS_SPECIAL_BASIC_BINARY(X, ...)                                                            \
     X(TS_B_XLOGY, xlogy, __VA_ARGS__)                                                              \
     X(TS_B_XLOG1PY, xlog1py, __VA_ARGS__)                                                          \
     X(TS_B_HYPOT, hypot, __VA_ARGS__)                                                              \
@@ -612,8 +617,7 @@ static inline TS_HD double ts_logaddexp2_d(double a, double b) {
     X(TS_B_ATAN2, atan2, __VA_ARGS__)                                                              \
     X(TS_B_NEXTAFTER, nextafter, __VA_ARGS__)                                                      \
     X(TS_B_LOGADDEXP, logaddexp, __VA_ARGS__)                                                      \
-    X(TS_B_LOGADDEXP2, logaddexp2, __VA_ARGS__)                                                    \
-    TS_SPECIAL_MORE_BINARY(X, __VA_ARGS__)
+    X(TS_B_LOGADDEXP2, logaddexp2, __VA_ARGS__)
 
 /* ------------------------------------------------------------------ activation backwards
  * g is the incoming gradient; the second operand is what the forward saved (named below). The

@@ -131,15 +131,47 @@ _Static_assert(TS_B_COUNT == 55,
     case TS_B_LSHIFT:                                                                              \
     case TS_B_RSHIFT: LOOP(T, ST, ((void)b, a)); break;                                            \
         BWD_CASES(LOOP, FAM)                                                                       \
-        TS_SPECIAL_BINARY(SPECIAL_CASE, LOOP, FAM)
+        TS_SPECIAL_BASIC_BINARY(SPECIAL_CASE, LOOP, FAM)                                           \
+        TS_SPECIAL_MORE_BINARY(SPECIAL_LABEL, ~)                                                   \
+        LOOP(T, ST, special_##FAM(op_, a, b));                                                     \
+        break;
 
 /* kernel_math.h's special binary ops (issue 52): on floats in the compute type; on integers (off
  * the contract: the front ends promote first) in double, truncated, so that the kernel stays total
  */
 #define SPECIAL_CASE(U, FN, LOOP, FAM)                                                             \
     case U: LOOP(T, ST, TS_SPECIAL_##FAM(FN)(a, b)); break;
-#define SPECIAL_INT_CASE(U, FN, LOOP, CONV)                                                        \
-    case U: LOOP(T, ST, CONV(ts_d2i64(TS_SPECIAL_d(FN)((double)a, (double)b)))); break;
+/* The series and recurrences (TS_SPECIAL_MORE_BINARY: zeta, the incomplete gammas, the
+ * polynomials) are one case of one loop calling special_f / special_d (not inlined), and on
+ * integers every special op is: the functions' code then exists once, not once per dtype, loop
+ * form and ISA variant (inlined everywhere, they took this file 132 s of a 2-core build's
+ * compile). Those loops never vectorised (the functions loop and branch); the cheap ones
+ * (TS_SPECIAL_BASIC_BINARY: hypot, copysign, xlogy, ...) stay inline on floats, where they do. */
+#define SPECIAL_LABEL(U, FN, unused) case U:
+#define SPECIAL_INT_CASES(LOOP, CONV)                                                              \
+    TS_SPECIAL_BINARY(SPECIAL_LABEL, ~)                                                            \
+    LOOP(T, ST, CONV(ts_d2i64(special_d(op_, (double)a, (double)b))));                            \
+    break;
+#define SPECIAL_D_CASE(U, FN, unused)                                                              \
+    case U:                                                                                        \
+        return TS_SPECIAL_d(FN)(a, b);
+#define SPECIAL_F_CASE(U, FN, unused)                                                              \
+    case U:                                                                                        \
+        return TS_SPECIAL_f(FN)(a, b);
+__attribute__((noinline)) static float special_f(ts_binary_op op, float a, float b) {
+    switch (op) {
+        TS_SPECIAL_MORE_BINARY(SPECIAL_F_CASE, ~)
+    default:
+        return a;
+    }
+}
+__attribute__((noinline)) static double special_d(ts_binary_op op, double a, double b) {
+    switch (op) {
+        TS_SPECIAL_BINARY(SPECIAL_D_CASE, ~)
+    default:
+        return a;
+    }
+}
 
 /* Fused activation backwards: a is the gradient, b what the forward saved (kernel_math.h). */
 #define BWD_CASES(LOOP, FAM)                                                                       \
@@ -182,7 +214,7 @@ _Static_assert(TS_B_COUNT == 55,
     case TS_B_RSHIFT: LOOP(T, ST, ISHR(a, b)); break;                                              \
         CMP_CASES(LOOP)                                                                            \
         INT_BWD_CASES(LOOP)                                                                        \
-        TS_SPECIAL_BINARY(SPECIAL_INT_CASE, LOOP, ID)
+        SPECIAL_INT_CASES(LOOP, ID)
 
 /* uint64 computes in uint64_t: unsigned quotient, remainder, power and order */
 #define U64_CASES(LOOP)                                                                            \
@@ -206,7 +238,7 @@ _Static_assert(TS_B_COUNT == 55,
     case TS_B_LSHIFT: LOOP(T, ST, b >= 64 ? 0 : a << b); break;                                    \
     case TS_B_RSHIFT: LOOP(T, ST, b >= 64 ? 0 : a >> b); break;                                    \
         CMP_CASES(LOOP)                                                                            \
-        TS_SPECIAL_BINARY(SPECIAL_INT_CASE, LOOP, (uint64_t))
+        SPECIAL_INT_CASES(LOOP, (uint64_t))
 
 /* ---------------------------------------------------------------- per-dtype runs
  * LD / ST (load into and store from the compute type) are defined around each instantiation. */
@@ -256,7 +288,8 @@ static void binary_vec_bwd(const bin_ctx *ctx, char *const *p, const int64_t *s,
             binary_vec_bwd((const bin_ctx *)vctx, p, s, n);                                        \
             return;                                                                                \
         }                                                                                          \
-        switch (((const bin_ctx *)vctx)->op) {                                                     \
+        const ts_binary_op op_ = ((const bin_ctx *)vctx)->op;                                      \
+        switch (op_) {                                                                             \
         case TS_B_POW: BIN_LOOP(T, ST, M_##FAM##_POW(a, b)); break;                                \
             FLOAT_CASES(BIN_LOOP, FAM)                                                             \
             CMP_CASES(BIN_LOOP)                                                                    \
@@ -278,7 +311,8 @@ static void binary_vec_bwd(const bin_ctx *ctx, char *const *p, const int64_t *s,
             return;                                                                                \
         }                                                                                          \
         const CT bval = is_cmp(ctx->op) ? (CT)ctx->BCMP : (CT)ctx->BVAL;                           \
-        switch (ctx->op) {                                                                         \
+        const ts_binary_op op_ = ctx->op;                                                          \
+        switch (op_) {                                                                             \
         case TS_B_POW:                                                                             \
             switch (ctx->pow_kind) {                                                               \
             case POW_ONE: SCALAR_LOOP(T, ST, a); break;                                            \
@@ -307,7 +341,8 @@ static void binary_vec_bwd(const bin_ctx *ctx, char *const *p, const int64_t *s,
                                          int64_t n) {                                              \
         typedef ts_cpu_t_##TAG T;                                                                  \
         typedef CT_ CT;                                                                            \
-        switch (((const bin_ctx *)vctx)->op) {                                                     \
+        const ts_binary_op op_ = ((const bin_ctx *)vctx)->op;                                      \
+        switch (op_) {                                                                             \
             CASES(BIN_LOOP)                                                                        \
         default:                                                                                   \
             break;                                                                                 \
@@ -319,7 +354,8 @@ static void binary_vec_bwd(const bin_ctx *ctx, char *const *p, const int64_t *s,
         typedef CT_ CT;                                                                            \
         const bin_ctx *ctx = (const bin_ctx *)vctx;                                                \
         const CT bval = (CT)ctx->si;                                                               \
-        switch (ctx->op) {                                                                         \
+        const ts_binary_op op_ = ctx->op;                                                          \
+        switch (op_) {                                                                             \
             CASES(SCALAR_LOOP)                                                                     \
         default:                                                                                   \
             break;                                                                                 \
