@@ -18,6 +18,7 @@
  * this program asks for all. */
 #include "amx_emulated_names.h"
 #include "backend/cpu/gemm_amx.c"
+#include "backend/cpu/matmul_select.h"
 #include "backend/env_config.h"
 #undef tsi_amx_gemm_ready
 #undef tsi_amx_gemm_takes
@@ -387,8 +388,8 @@ int main(void) {
            cap ? ", ONEDNN_MAX_CPU_ISA set" : "");
     const bool expect_ready = asked && !capped;
     CHECK_EQ(tsi_amx_emu_gemm_ready(), expect_ready);
-    CHECK_EQ(tsi_amx_emu_gemm_takes(TS_AMX_GEMM_MIN_MACS), expect_ready);
-    CHECK_EQ(tsi_amx_emu_gemm_takes(TS_AMX_GEMM_MIN_MACS - 1),
+    CHECK_EQ(tsi_amx_emu_gemm_takes(tsi_mm_limits_get()->amx_min_macs), expect_ready);
+    CHECK_EQ(tsi_amx_emu_gemm_takes(tsi_mm_limits_get()->amx_min_macs - 1),
              expect_ready && !strcmp(mode, "all"));
     declines(expect_ready);
     if (!expect_ready) {

@@ -18,9 +18,10 @@
  * product goes to oneDNN; without, none does. And which ISA oneDNN runs: AMX tiles on a host with
  * AMX-BF16, AVX512-BF16's dot products under ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 (the ctest
  * entry _dnnl_avx512_core_bf16), so both kernels are tested on an AMX host. On an AMX host the
- * large products (from TS_AMX_GEMM_MIN_MACS) run on Tessera's own AMX kernel (gemm_amx.c), and
- * with TS_AMX_GEMM=all (the ctest entry _amx_all) every native product does, so each case here,
- * edges, strides, batches and the bias included, tests it; under the caps it never runs. */
+ * large products (from matmul_select.c's amx_min_macs) run on Tessera's own AMX kernel
+ * (gemm_amx.c), and with TS_AMX_GEMM=all (the ctest entry _amx_all) every native product does, so
+ * each case here, edges, strides, batches and the bias included, tests it; under the caps it never
+ * runs. */
 #define _DEFAULT_SOURCE /* syscall */
 #include <math.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@
 
 #include "backend/cpu/gemm_amx.h"
 #include "backend/cpu/matmul_dnnl.h"
+#include "backend/cpu/matmul_select.h"
 #include "bf16_check.h"
 #include "tol_check.h"
 #include "ts_test.h"
@@ -51,7 +53,7 @@ static void check_kernel(uint64_t amx_before, double macs, bool native) {
     if (!native || !tsi_amx_gemm_ready())
         CHECK(!amx);
     else
-        CHECK(amx == (amx_all() || macs >= TS_AMX_GEMM_MIN_MACS));
+        CHECK(amx == (amx_all() || macs >= tsi_mm_limits_get()->amx_min_macs));
 }
 /* On a host with AMX-BF16 whose Linux hands out the tiles' state, with a compiler that has the AMX
  * intrinsics (gemm_amx.c's own condition), the AMX kernel is ready by default: only a cap
@@ -211,7 +213,7 @@ int main(void) {
     check_product("batched, transposed heads",
                   ts_transpose(random_bf16(TS_SHAPE(2, 16, 8), 1), 1, 2),
                   random_bf16(TS_SHAPE(2, 16, 12), 1), native);
-    /* a product past TS_AMX_GEMM_MIN_MACS (2^31: the AMX kernel's on an AMX host), rows of A
+    /* a product past amx_min_macs (2^31: the AMX kernel's on an AMX host), rows of A
      * whose packed stride would be a multiple of 4 KiB */
     check_product("large 1024x1024 @ 1024x2048", random_bf16(TS_SHAPE(1024, 1024), 1),
                   random_bf16(TS_SHAPE(1024, 2048), 1), native);

@@ -16,7 +16,7 @@ bool tsi_lib_dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const doub
                    const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
 
 /* Whether the float32 provider runs a product of this many multiply-adds near the machine's peak
- * (oneDNN's matmul primitive, from TS_GEMM_NEAR_PEAK_MACS): the hand-written small-batch kernels
+ * (oneDNN's matmul primitive, from matmul_select.c's near_peak_macs): the hand-written small-batch kernels
  * leave such products to it. */
 bool tsi_lib_sgemm_near_peak(double macs);
 

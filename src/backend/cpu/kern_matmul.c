@@ -361,7 +361,7 @@ static void widen_operand(float *dst, const char *p, bool bf, int64_t nb, int64_
 }
 
 /* false: out of scratch memory (the caller reports it). bf16 on a CPU that multiplies it natively
- * (AMX, AVX512-BF16): on AMX tiles by gemm_amx.c for the large products (TS_AMX_GEMM_MIN_MACS;
+ * (AMX, AVX512-BF16): on AMX tiles by gemm_amx.c for the large products (matmul_select.c's amx_min_macs;
  * TS_AMX_GEMM=off|all), the others by oneDNN's bf16 matmul on the operands as they are (exact
  * products, float32 sums, one rounding); elsewhere, and for f16, the operands widened to float32,
  * the float32 kernels, and one rounding — the same arithmetic, summed in another order. A bias [n]
