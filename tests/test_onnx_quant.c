@@ -1,4 +1,4 @@
-/* test_onnx_quant.c — ONNX's integer and quantized operators (src/onnx/ops_quant.c), which the
+/* test_onnx_quant.c — ONNX's integer and quantized operators (src/onnx/ops_qoperator.c), which the
  * backend suite covers thinly, on one-node models packed with protobuf-c
  * (tests/onnx_support/onnx_op_util.h), on every test device: MatMulInteger and ConvInteger with
  * per-row / per-column / per-channel zero points and int32 wrap-around, QLinearMatMul and
@@ -209,6 +209,10 @@ static void test_run_errors(ts_device dev) {
     b = model_new("ConvInteger", "", 10, "x w", "y");
     in[0] = ts_zeros(TS_SHAPE(1, 1, 4, 4), u8), in[1] = ts_zeros(TS_SHAPE(1, 1, 2), u8);
     fails(b, dev, 2, in, TS_ERR_SHAPE, "expected x [N, C, D1, ...]");
+    /* a 3-D ConvInteger: the integer path runs 1-D and 2-D convolutions, and says so */
+    b = model_new("ConvInteger", "", 10, "x w", "y");
+    in[0] = ts_zeros(TS_SHAPE(1, 1, 2, 2, 2), u8), in[1] = ts_zeros(TS_SHAPE(1, 1, 1, 1, 1), u8);
+    fails(b, dev, 2, in, TS_ERR_UNSUPPORTED, "kernel_shape: 3 spatial dims");
     ts_scope_end();
 }
 

@@ -144,7 +144,11 @@ static PyObject *m_type(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                                            "UInt32Tensor",
                                                            "UInt64Tensor",
                                                            "ComplexFloatTensor",
-                                                           "ComplexDoubleTensor"};
+                                                           "ComplexDoubleTensor",
+                                                           "QInt8Tensor",
+                                                           "QUInt8Tensor",
+                                                           "QInt32Tensor",
+                                                           "QUInt4x2Tensor"};
         return PyUnicode_FromFormat("tessera.%s", tnames[ts_dtype_of(T(self))]);
     }
     ts_dtype dt = TS_DTYPE_DEFAULT;

@@ -178,6 +178,7 @@ static char *default_dtype_suffix(char *s, ts_dtype dt) {
 /* The C printer's text, with torch's grad_fn=<AddBackward0> for results of recorded ops
  * (requires_grad=True stays for leaves) and tessera's dtype names. */
 PyObject *tsp_tensor_repr(PyObject *self) {
+    if (tsp_tensor_is_quantized(T(self))) return tsp_quant_repr(self);
     char *s;
     TSP_NOGIL(s = ts_to_string(T(self)););
     if (!s) return tsp_raise_pending();

@@ -310,6 +310,33 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, bac
     return _build_tensor(storage, storage_offset, size, stride, name, bool(requires_grad))
 
 
+_QUANT_PLAIN = {"qint8": "int8", "quint8": "uint8", "qint32": "int32"}
+_QUANT_STORAGE = {"qint8": "QInt8Storage", "quint8": "QUInt8Storage", "qint32": "QInt32Storage"}
+
+
+def _rebuild_qtensor(storage, storage_offset, size, stride, quantizer_params, requires_grad=False,
+                     backward_hooks=None):
+    """PyTorch's quantized tensor: its integers (a QInt8 / QUInt8 / QInt32 storage) and
+    quantizer_params (per_tensor_affine, scale, zero_point) or (per_channel_affine, scales,
+    zero_points, axis), made with _C._make_per_tensor / _per_channel_quantized_tensor."""
+    dtype = _storage_dtype(storage)
+    if dtype not in _QUANT_PLAIN:
+        raise _C.UnsupportedError("tessera.load: a quantized tensor of %s storage is not "
+                                  "supported (qint8, quint8, qint32)" % dtype)
+    ints = _build_tensor(storage, storage_offset, size, stride, _QUANT_PLAIN[dtype])
+    if not isinstance(quantizer_params, tuple) or not quantizer_params:
+        raise pickle.UnpicklingError("malformed quantizer_params %r" % (quantizer_params,))
+    scheme = getattr(quantizer_params[0], "name", None)
+    if scheme == "per_tensor_affine" and len(quantizer_params) == 3:
+        return _C._make_per_tensor_quantized_tensor(ints, float(quantizer_params[1]),
+                                                    int(quantizer_params[2]))
+    if scheme in ("per_channel_affine", "per_channel_symmetric") and len(quantizer_params) == 4:
+        return _C._make_per_channel_quantized_tensor(ints, quantizer_params[1],
+                                                     quantizer_params[2], int(quantizer_params[3]))
+    raise _C.UnsupportedError("tessera.load: quantized tensors of scheme %s are not supported "
+                              "(per_tensor_affine, per_channel_affine)" % scheme)
+
+
 def _rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad=False):
     """a meta tensor (no storage in the file: PyTorch writes none for a meta tensor); it stays on
     meta whatever map_location says, as in PyTorch"""
@@ -442,7 +469,7 @@ def _allowed():
         "torch._utils._rebuild_device_tensor_from_cpu_tensor":
             _rebuild_device_tensor_from_cpu_tensor,
         "torch._utils._rebuild_device_tensor_from_numpy": _rebuild_device_tensor_from_numpy,
-        "torch._utils._rebuild_qtensor": _unsupported("quantized tensor"),
+        "torch._utils._rebuild_qtensor": _rebuild_qtensor,
         "torch._utils._rebuild_sparse_tensor": _unsupported("sparse tensor"),
         "torch._utils._rebuild_meta_tensor_no_storage": _rebuild_meta_tensor_no_storage,
         "torch._utils._rebuild_wrapper_subclass": _unsupported("tensor subclass"),
@@ -460,6 +487,8 @@ def _allowed():
         rc["torch." + name] = _Dtype(name)
     for storage, name in _FOREIGN_STORAGES.items():
         rc["torch." + storage] = _StorageType(storage, name)
+    for name in _QUANT_PLAIN:  # Tessera's quantized dtypes (docs/QUANTIZATION.md)
+        rc["torch." + name] = getattr(_C, name)
     for q in ("per_tensor_affine", "per_tensor_symmetric", "per_channel_affine",
               "per_channel_symmetric", "per_channel_affine_float_qparams"):
         rc["torch." + q] = _Dtype(q)
@@ -1075,6 +1104,16 @@ def _plan(tensors):
             continue
         seen.add(id(t))
         dtype = _dtype_name(t.dtype)
+        if dtype in _QUANT_PLAIN and t.qscheme() != "per_group_affine":
+            # a quantized tensor: its integers in a QInt8 / QUInt8 / QInt32 storage of their own
+            c = t.int_repr().contiguous()
+            shape = tuple(t.shape)
+            ptr = _C._data_ptr(c)
+            g = _Group(str(len(groups)), dtype, "cpu", ptr, ptr + c.numel() * _ITEMSIZE[
+                _QUANT_PLAIN[dtype]], c)
+            groups.append(g)
+            where[id(t)] = (g, 0, shape, _contiguous_stride(shape))
+            continue
         if dtype not in _DTYPES:
             raise _C.UnsupportedError("save(): tensors of dtype %s cannot be written" % dtype)
         shape, stride = tuple(t.shape), tuple(t.stride())
@@ -1143,6 +1182,9 @@ class _Writer(pickle._Pickler):
 
     def persistent_id(self, obj):
         if isinstance(obj, _Group):
+            if obj.dtype in _QUANT_PLAIN:  # PyTorch's QInt8Storage & co.
+                return ("storage", _g("torch", _QUANT_STORAGE[obj.dtype]), obj.key,
+                        obj.location, (obj.hi - obj.lo) // _ITEMSIZE[_QUANT_PLAIN[obj.dtype]])
             storage, _ = _DTYPES[obj.dtype]
             itemsize = _ITEMSIZE[obj.dtype]
             nbytes = obj.hi - obj.lo
@@ -1176,6 +1218,14 @@ class _Writer(pickle._Pickler):
             self._where.update(where)
         g, offset, shape, stride = self._where[id(t)]
         rg = bool(t.requires_grad)
+        if g.dtype in _QUANT_PLAIN:  # PyTorch's _rebuild_qtensor with its quantizer_params
+            if t.qscheme() == "per_tensor_affine":
+                qp = (_Dtype("per_tensor_affine"), t.q_scale(), t.q_zero_point())
+            else:
+                qp = (_Dtype("per_channel_affine"), t.q_per_channel_scales(),
+                      t.q_per_channel_zero_points(), t.q_per_channel_axis())
+            return (_g("torch._utils", "_rebuild_qtensor"),
+                    (g, offset, shape, stride, qp, False, _OD()))
         if _DTYPES[g.dtype][0] is None:
             return (_g("torch._utils", "_rebuild_tensor_v3"),
                     (g, offset, shape, stride, rg, _OD(), getattr(_C, g.dtype)))

@@ -6,6 +6,8 @@ const size_t tsi_dtype_sizes[TS_DTYPE_COUNT] = {
     [TS_BF16] = 2,          [TS_I64] = 8, [TS_I32] = 4, [TS_U8] = 1,
     [TS_BOOL] = 1,          [TS_I8] = 1,  [TS_I16] = 2, [TS_U16] = 2,
     [TS_U32] = 4,           [TS_U64] = 8, [TS_C64] = 8, [TS_C128] = 16,
+    /* quantized: PyTorch's element_size (quint4x2: 1, though two share a byte in storage) */
+    [TS_QINT8] = 1,         [TS_QUINT8] = 1, [TS_QINT32] = 4, [TS_QUINT4X2] = 1,
 };
 
 size_t ts_dtype_size(ts_dtype d) { return tsi_dtype_size(d); }
@@ -43,6 +45,14 @@ const char *ts_dtype_name(ts_dtype d) {
         return "complex64";
     case TS_C128:
         return "complex128";
+    case TS_QINT8:
+        return "qint8";
+    case TS_QUINT8:
+        return "quint8";
+    case TS_QINT32:
+        return "qint32";
+    case TS_QUINT4X2:
+        return "quint4x2";
     default:
         return "invalid";
     }
@@ -80,6 +90,14 @@ const char *tsi_torch_scalar_name(ts_dtype d) {
         return "ComplexFloat";
     case TS_C128:
         return "ComplexDouble";
+    case TS_QINT8:
+        return "QInt8";
+    case TS_QUINT8:
+        return "QUInt8";
+    case TS_QINT32:
+        return "QInt32";
+    case TS_QUINT4X2:
+        return "QUInt4x2";
     default:
         return "Undefined";
     }
@@ -124,6 +142,7 @@ ts_dtype ts_promote_types(ts_dtype a, ts_dtype b) {
     b = tsi_resolve_dtype(b);
     if ((unsigned)a >= TS_DTYPE_COUNT || (unsigned)b >= TS_DTYPE_COUNT) return TS_DTYPE_COUNT;
     if (a == b) return a;
+    if (tsi_is_quantized(a) || tsi_is_quantized(b)) return TS_DTYPE_COUNT; /* as PyTorch: none */
     if ((a == TS_BOOL && tsi_is_wide_uint(b)) || (b == TS_BOOL && tsi_is_wide_uint(a)))
         return TS_DTYPE_COUNT;
     if (tsi_is_complex(a) || tsi_is_complex(b)) { /* complex128 when either part is double */

@@ -96,7 +96,7 @@ bool tsi_check_input(const char *op, const ts_tensor *t, const char *what) {
         if (atomic_load_explicit(&tsi_placement_on, memory_order_relaxed)) tsi_prof_input(op, t);
         /* an input still being copied over a simulated link (sim_link.c): the op waits for it */
         TSI_SIM_LINK_USE(t->storage->device, t->storage->uid);
-        return TSI_COMPLEX_GATE(op, t->dtype, t);
+        return TSI_DTYPE_GATE(op, t->dtype, t);
     }
     if (err_code == TS_OK) tsi_error_set(TS_ERR_ARG, "%s: %s is NULL", op, what);
     return false;

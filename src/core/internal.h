@@ -68,6 +68,9 @@ struct ts_tensor {
     int32_t view_multi_nr;
     uint8_t view_creation;
     bool view_writing; /* tsi_check_inplace passed it for a recorded write: its node rebases */
+    /* A quantized tensor's scales and zero points (core/quant_desc.h: refcounted, released with
+     * the tensor); NULL for every other dtype (decision 0042). */
+    struct tsi_quant *quant;
 };
 /* ts_tensor.view_creation: in grad mode, under no_grad, or one of several outputs of one op */
 enum { TSI_VIEW_DEFAULT = 0, TSI_VIEW_NO_GRAD = 1, TSI_VIEW_MULTI = 2 };
@@ -108,6 +111,15 @@ bool tsi_complex_op_ok(const char *op);
 bool tsi_complex_refuse(const char *op, ts_dtype dt, const ts_tensor *t); /* sets it; false */
 #define TSI_COMPLEX_GATE(op, dt, t)                                                                \
     (!tsi_is_complex(dt) || tsi_complex_op_ok(op) || tsi_complex_refuse(op, dt, t))
+/* Quantized tensors (qint8, quint8, qint32, quint4x2) likewise pass only the ops listed in
+ * src/core/quant_gate.c, at the same doors: any other op would read their integers as numbers and
+ * ignore the scale. TS_ERR_DTYPE "<op>: quantized tensors are not supported (input: qint8 [2] on
+ * cpu); take ts_dequantize first". TSI_DTYPE_GATE is both gates, what the doors call. */
+bool tsi_quant_op_ok(const char *op);
+bool tsi_quant_refuse(const char *op, ts_dtype dt, const ts_tensor *t); /* sets it; false */
+#define TSI_QUANT_GATE(op, dt, t)                                                                  \
+    (!tsi_is_quantized(dt) || tsi_quant_op_ok(op) || tsi_quant_refuse(op, dt, t))
+#define TSI_DTYPE_GATE(op, dt, t) (TSI_COMPLEX_GATE(op, dt, t) && TSI_QUANT_GATE(op, dt, t))
 
 /* Thread-local ring of formatting buffers for messages: valid until ~16 more calls. */
 char *tsi_fmt_buf(void);
@@ -151,6 +163,9 @@ static inline bool tsi_is_int(ts_dtype d) {
            d == TS_U32 || d == TS_U64;
 }
 static inline bool tsi_is_complex(ts_dtype d) { return d == TS_C64 || d == TS_C128; }
+static inline bool tsi_is_quantized(ts_dtype d) {
+    return d == TS_QINT8 || d == TS_QUINT8 || d == TS_QINT32 || d == TS_QUINT4X2;
+}
 /* complex64 -> float32, complex128 -> float64 (the dtype of a complex number's parts) */
 static inline ts_dtype tsi_complex_part(ts_dtype d) { return d == TS_C128 ? TS_F64 : TS_F32; }
 /* float64 -> complex128, any other -> complex64 (PyTorch's complex dtype for a real one) */

@@ -174,7 +174,7 @@ ts_tensor *ts_from_shared_fd(int fd, size_t storage_nbytes, ts_dtype dtype, ts_s
     if (!tsi_check_shape(op, shape)) return NULL;
     if ((unsigned)dtype >= TS_DTYPE_COUNT || dtype == TS_DTYPE_DEFAULT)
         return tsi_error_set(TS_ERR_DTYPE, "%s: invalid dtype %d", op, (int)dtype), NULL;
-    if (!TSI_COMPLEX_GATE(op, dtype, NULL)) return NULL;
+    if (!TSI_DTYPE_GATE(op, dtype, NULL)) return NULL;
     if (storage_offset < 0)
         return tsi_error_set(TS_ERR_ARG, "%s: storage_offset %lld is negative", op,
                              (long long)storage_offset),

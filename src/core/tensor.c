@@ -9,6 +9,7 @@
 #include "core/grad_hooks_free.h"
 #include "core/internal.h"
 #include "core/profiler_hooks.h"
+#include "core/quant_desc.h"
 #include "core/sync_debug.h"
 
 void (*tsi_grad_fn_release)(struct ts_node *node);
@@ -260,6 +261,7 @@ static ts_tensor *tensor_alloc(const char *op, ts_storage *st, ts_dtype dt) {
     t->view_multi_nr = 0;
     t->view_creation = TSI_VIEW_DEFAULT;
     t->view_writing = false;
+    t->quant = NULL;
     tsi_live_tensors_add(st->device, 1);
     return t;
 }
@@ -287,7 +289,7 @@ ts_tensor *tsi_new(const char *op, ts_shape s, ts_dtype dt, ts_device dev) {
     if (!tsi_check_shape(op, s)) return NULL;
     if ((unsigned)dt >= TS_DTYPE_COUNT)
         return tsi_error_set(TS_ERR_DTYPE, "%s: invalid dtype %d", op, (int)dt), NULL;
-    if (!TSI_COMPLEX_GATE(op, dt, NULL)) return NULL;
+    if (!TSI_DTYPE_GATE(op, dt, NULL)) return NULL;
     dev = tsi_resolve_device(dev);
     if (dev.type != TS_CPU && !tsi_check_device(op, dev)) return NULL;
     int64_t numel = tsi_numel(s);
@@ -376,6 +378,7 @@ void ts_release(ts_tensor *t) {
     if (t->hooks) tsi_grad_hooks_free(t->hooks); /* set by autograd before any tensor has hooks */
     if (t->grad_fn && tsi_grad_fn_release) tsi_grad_fn_release(t->grad_fn);
     ts_release(t->view_base); /* a root: its own view_base is NULL (one level deep) */
+    tsi_quant_release(t->quant);
     tsi_live_tensors_add(t->storage->device, -1);
     storage_release(t->storage);
     STRUCT_FREE(CACHE_TENSOR, t);

@@ -22,7 +22,7 @@ ts_tensor *tsi_contiguous(const char *op, ts_tensor *t) {
 ts_tensor *tsi_cast(const char *op, ts_tensor *t, ts_dtype dt) {
     dt = tsi_resolve_dtype(dt);
     if (t->dtype == dt) return ts_retain(t);
-    if (!TSI_COMPLEX_GATE(op, t->dtype, t)) return NULL; /* complex -> real drops a part */
+    if (!TSI_DTYPE_GATE(op, t->dtype, t)) return NULL; /* complex -> real drops a part */
     if (tsi_is_complex(t->dtype) && dt == TS_BOOL) /* a nonzero test of both parts: not a copy */
         return tsi_error_set(TS_ERR_DTYPE,
                              "%s: casting complex to bool is not supported; compare with 0 "

@@ -260,17 +260,19 @@ static bool build_node(builder *b, int k, tso_node *n, int *produced_by) {
     }
     const char *domain = np->domain ? np->domain : "";
     bool training = !strcmp(domain, TSO_DOMAIN_TRAINING);
-    if (domain[0] && strcmp(domain, "ai.onnx") && !training)
+    const tso_op_def *ms = !strcmp(domain, TSO_DOMAIN_MS) ? tso_find_ms_op(n->op_type) : NULL;
+    if (domain[0] && strcmp(domain, "ai.onnx") && !training && !ms)
         return tsi_error_set(TS_ERR_UNSUPPORTED,
                              "onnx_load: %s: %s is in the operator domain '%s'; Tessera runs the "
                              "default domain (ai.onnx) and " TSO_DOMAIN_TRAINING " only",
                              b->where, label, domain),
                false;
-    n->opset = training ? domain_version(b, label) : b->model->opset;
+    n->opset = training ? domain_version(b, label) : ms ? 1 : b->model->opset;
     if (n->opset < 0) return false;
     bool any = false;
-    n->def = training ? tso_find_training_op(n->op_type, n->opset, &any)
-                      : tso_find_op(n->op_type, n->opset, &any);
+    n->def = ms         ? ms
+             : training ? tso_find_training_op(n->op_type, n->opset, &any)
+                        : tso_find_op(n->op_type, n->opset, &any);
     if (!n->def)
         return tsi_error_set(TS_ERR_UNSUPPORTED,
                              any ? "onnx_load: %s: %s at opset %d: Tessera implements this "

@@ -43,6 +43,12 @@ ts_tensor *tso_known(const tso_graph *g, int v) {
     return val->kind == TSO_V_PARAM || val->kind == TSO_V_CONST ? val->tensor : NULL;
 }
 
+const tso_op_def *tso_find_ms_op(const char *op_type) {
+    for (const tso_op_def *d = tso_ops_ms; d->op_type; d++)
+        if (!strcmp(d->op_type, op_type)) return d;
+    return NULL;
+}
+
 const tso_op_def *tso_find_training_op(const char *op_type, int version, bool *any) {
     return find_in(training_families, sizeof training_families / sizeof *training_families, op_type,
                    version, any);

@@ -138,6 +138,12 @@ extern const tso_op_def tso_ops_text[];        /* TfIdfVectorizer */
 #define TSO_TRAINING_VERSION_MAX 1 /* the only version ONNX defines */
 extern const tso_op_def tso_ops_train[];
 const tso_op_def *tso_find_training_op(const char *op_type, int version, bool *any);
+/* ONNX Runtime's com.microsoft domain: the quantized operators its quantizer writes (QLinearAdd;
+ * ops_qoperator_ms.c), looked up apart from the default domain; any other operator of that domain is
+ * refused as an unknown domain */
+#define TSO_DOMAIN_MS "com.microsoft"
+extern const tso_op_def tso_ops_ms[];
+const tso_op_def *tso_find_ms_op(const char *op_type);
 /* The row for op_type at opset (the newest row with since <= opset), NULL when none. *any is set
  * when some row exists for the op at another opset. */
 const tso_op_def *tso_find_op(const char *op_type, int opset, bool *any);
@@ -225,6 +231,9 @@ void tso_graph_count_uses(tso_graph *g);
  * (ts_onnx_opts.optimize; optimize.c). Each returns false with the error set on failure. */
 bool tso_rewrite_conv(tso_model *m);    /* rewrite_conv.c */
 bool tso_rewrite_xformer(tso_model *m); /* rewrite_xformer.c */
+/* rewrite_qdq.c: DequantizeLinear -> MatMul / Conv [-> Relu] -> QuantizeLinear as one integer
+ * node (run at every load, not only under optimize: it is how ONNX Runtime runs QDQ models) */
+bool tso_rewrite_qdq(tso_model *m);
 /* Removes the nodes with dead[k] (freeing what they own), renumbers producers, recounts uses. */
 void tso_graph_drop_dead(tso_graph *g, const bool *dead);
 /* rewrite_blocked.c: values kept in oneDNN's channel-blocked layout between convolutions */

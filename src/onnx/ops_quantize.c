@@ -1,6 +1,6 @@
 /* ops_quantize.c — ONNX's QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (per-tensor
  * or per-axis scales and zero points; uint8, int8, uint16 and int16), composed from Tessera's ops
- * so they run on any device. The integer products on quantized operands are ops_quant.c's. */
+ * so they run on any device. The integer products on quantized operands are ops_qoperator.c's. */
 #include "onnx/onnx_internal.h"
 
 /* ------------------------------------------------------------------ quantization */

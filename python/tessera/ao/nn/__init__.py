@@ -1,0 +1,3 @@
+"""tessera.ao.nn — quantized modules (torch.ao.nn)."""
+from . import quantized  # noqa: F401
+from . import intrinsic  # noqa: F401

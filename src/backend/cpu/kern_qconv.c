@@ -1,0 +1,112 @@
+/* kern_qconv.c — the quantized 2-D convolution (backend.h's qconv, quant_args.h's ts_qconv_args).
+ *
+ * Depthwise (one input and one output channel a group): a direct loop per output, the window's
+ * in-bounds taps summed as (x - x_zp)(w - w_zp) in int32 (a padded tap is zero). Otherwise, per
+ * image and group: im2col into bytes [OH * OW, Cg * KH * KW] with padded taps set to x_zp, then the
+ * int8 GEMM of the linear layer (tsi_cpu_qlinear: exact int32 sums, zero points in int64, the
+ * requantizing epilogue) into [OH * OW, Cout_g], transposed into the NCHW output. */
+#include <math.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/host_scratch.h"
+#include "backend/omp_if.h"
+
+static inline int32_t xval(const ts_qconv_args *a, int64_t i) {
+    return a->x_unsigned ? ((const uint8_t *)a->x)[i] : ((const int8_t *)a->x)[i];
+}
+
+static inline void store(const ts_qconv_args *a, int64_t o, int64_t acc, int64_t co) {
+    double v = (double)a->out_zp + nearbyint((double)acc * a->mult[co]);
+    v = v < a->out_min ? a->out_min : v > a->out_max ? a->out_max : v;
+    if (a->x_unsigned)
+        ((uint8_t *)a->out)[o] = (uint8_t)v;
+    else
+        ((int8_t *)a->out)[o] = (int8_t)v;
+}
+
+static void depthwise(const ts_qconv_args *a) {
+    const int64_t planes = a->n * a->c, H = a->h, W = a->w, KH = a->kh, KW = a->kw;
+    TS_PARALLEL_FOR_IF(
+        planes > 1 && planes * a->oh * a->ow * KH * KW >= ((int64_t)1 << 16),
+        for (int64_t p = 0; p < planes; p++) {
+            const int64_t c = p % a->c;
+            const int8_t *w = a->wt + c * KH * KW;
+            const int32_t wz = a->w_zp[c];
+            for (int64_t oy = 0; oy < a->oh; oy++)
+                for (int64_t ox = 0; ox < a->ow; ox++) {
+                    int64_t acc = 0;
+                    for (int64_t i = 0; i < KH; i++) {
+                        const int64_t y = oy * a->stride[0] - a->pad[0] + i * a->dil[0];
+                        if (y < 0 || y >= H) continue;
+                        for (int64_t j = 0; j < KW; j++) {
+                            const int64_t x = ox * a->stride[1] - a->pad[1] + j * a->dil[1];
+                            if (x < 0 || x >= W) continue;
+                            acc += (int64_t)(xval(a, (p * H + y) * W + x) - a->x_zp) *
+                                   ((int32_t)w[i * KW + j] - wz);
+                        }
+                    }
+                    store(a, (p * a->oh + oy) * a->ow + ox, acc + (a->bias ? a->bias[c] : 0), c);
+                }
+        });
+}
+
+bool tsi_cpu_qconv(const ts_backend *be, int index, const ts_qconv_args *a) {
+    const int64_t G = a->groups, cg = a->c / G, cog = a->cout / G;
+    if (cg == 1 && cog == 1) {
+        depthwise(a);
+        return true;
+    }
+    const int64_t KH = a->kh, KW = a->kw, kg = cg * KH * KW, P = a->oh * a->ow;
+    const size_t colb = ((size_t)(P * kg) + 63) & ~(size_t)63;
+    ts_block *blk = NULL;
+    uint8_t *col = tsi_host_scratch_get(colb + (size_t)(P * cog), &blk);
+    if (!col) {
+        tsi_kernel_oom("quantized_conv2d", colb + (size_t)(P * cog));
+        return false;
+    }
+    uint8_t *tmp = col + colb;
+    const uint8_t pad = (uint8_t)a->x_zp; /* the zero point's byte, signed or not */
+    bool ok = true;
+    for (int64_t n = 0; n < a->n && ok; n++)
+        for (int64_t g = 0; g < G && ok; g++) {
+            const uint8_t *x = (const uint8_t *)a->x + ((n * a->c + g * cg) * a->h) * a->w;
+            for (int64_t oy = 0; oy < a->oh; oy++)
+                for (int64_t ox = 0; ox < a->ow; ox++) {
+                    uint8_t *row = col + (oy * a->ow + ox) * kg;
+                    for (int64_t c = 0; c < cg; c++)
+                        for (int64_t i = 0; i < KH; i++) {
+                            const int64_t y = oy * a->stride[0] - a->pad[0] + i * a->dil[0];
+                            for (int64_t j = 0; j < KW; j++) {
+                                const int64_t xx = ox * a->stride[1] - a->pad[1] + j * a->dil[1];
+                                row[(c * KH + i) * KW + j] =
+                                    y < 0 || y >= a->h || xx < 0 || xx >= a->w
+                                        ? pad
+                                        : x[(c * a->h + y) * a->w + xx];
+                            }
+                        }
+                }
+            ts_qlinear_args la = {.m = P,
+                                  .n = cog,
+                                  .k = kg,
+                                  .x = col,
+                                  .x_unsigned = a->x_unsigned,
+                                  .x_zp = a->x_zp,
+                                  .w = a->wt + g * cog * kg,
+                                  .w_zp = a->w_zp + g * cog,
+                                  .bias = a->bias ? a->bias + g * cog : NULL,
+                                  .out_q = tmp,
+                                  .out_unsigned = a->x_unsigned,
+                                  .out_zp = a->out_zp,
+                                  .out_min = a->out_min,
+                                  .out_max = a->out_max,
+                                  .mult = a->mult + g * cog};
+            ok = tsi_cpu_qlinear(be, index, &la);
+            uint8_t *out = (uint8_t *)a->out + (n * a->cout + g * cog) * P;
+            for (int64_t p = 0; ok && p < P; p++)
+                for (int64_t co = 0; co < cog; co++) out[co * P + p] = tmp[p * cog + co];
+        }
+    tsi_host_scratch_put(blk);
+    return ok;
+}

@@ -1,0 +1,119 @@
+/* kern_qlinear.c — the int8 product of a quantized linear layer (backend.h's qlinear,
+ * quant_args.h's ts_qlinear_args): a portable kernel and an AVX512-VNNI one (qgemm_vnni.c), then
+ * the epilogue (int32 accumulators, requantized integers or floats).
+ *
+ * Both compute raw[m][n] = sum_k x[m][k] * w[n][k] exactly in int32 and correct it in int64:
+ * acc = raw - x_zp * wsum[n] - w_zp[n] * xsum[m] + k * x_zp * w_zp[n] + bias[n], which is
+ * sum_k (x - x_zp)(w - w_zp[n]) + bias[n] exactly. VNNI multiplies unsigned by signed bytes, so
+ * signed activations go in as x + 128 with x_zp + 128 (the same differences). |x * w| <= 255 * 128,
+ * so k <= 65536 keeps every partial sum inside int32 (the front end refuses more). */
+#include <math.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_isa.h"
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/host_scratch.h"
+#include "backend/cpu/qgemm_vnni.h"
+#include "backend/omp_if.h"
+
+static inline int32_t x_at(const ts_qlinear_args *a, int64_t i) {
+    return a->x_unsigned ? ((const uint8_t *)a->x)[i] : ((const int8_t *)a->x)[i];
+}
+
+/* the epilogue of one row's block of columns [n0, n0 + nn): raw sums in raw[0..nn) */
+static void epilogue(const ts_qlinear_args *a, int64_t m, int64_t n0, int64_t nn,
+                     const int32_t *raw, int32_t x_zp, int64_t xsum, const int64_t *wsum) {
+    for (int64_t j = 0; j < nn; j++) {
+        const int64_t n = n0 + j, wz = a->w_zp[n];
+        const int64_t acc = (int64_t)raw[j] - (int64_t)x_zp * wsum[n] - wz * xsum +
+                            a->k * (int64_t)x_zp * wz + (a->bias ? a->bias[n] : 0);
+        const int64_t o = m * a->n + n;
+        if (a->out_acc) {
+            a->out_acc[o] = (int32_t)(uint32_t)(uint64_t)acc; /* wraps, as MatMulInteger */
+        } else if (a->out_q) {
+            double v = (double)a->out_zp + nearbyint((double)acc * a->mult[n]);
+            v = v < a->out_min ? a->out_min : v > a->out_max ? a->out_max : v;
+            if (a->out_unsigned)
+                ((uint8_t *)a->out_q)[o] = (uint8_t)v;
+            else
+                ((int8_t *)a->out_q)[o] = (int8_t)v;
+        } else {
+            a->out_f[o] =
+                (float)((double)acc * a->fscale[n] + (a->fbias ? (double)a->fbias[n] : 0));
+        }
+    }
+}
+
+static void wsums(const ts_qlinear_args *a, int64_t *wsum) {
+    for (int64_t n = 0; n < a->n; n++) {
+        int64_t s = 0;
+        for (int64_t k = 0; k < a->k; k++) s += a->w[n * a->k + k];
+        wsum[n] = s;
+    }
+}
+
+/* portable: one row at a time, 64 columns of raw sums per block */
+static void qlinear_generic(const ts_qlinear_args *a, const int64_t *wsum) {
+    const int64_t M = a->m, N = a->n, K = a->k;
+    TS_PARALLEL_FOR_IF(
+        M * N * K >= ((int64_t)1 << 18) && M > 1, for (int64_t m = 0; m < M; m++) {
+            int64_t xsum = 0;
+            for (int64_t k = 0; k < K; k++) xsum += x_at(a, m * K + k);
+            int32_t raw[64];
+            for (int64_t n0 = 0; n0 < N; n0 += 64) {
+                const int64_t nn = N - n0 < 64 ? N - n0 : 64;
+                for (int64_t j = 0; j < nn; j++) {
+                    const int8_t *w = a->w + (n0 + j) * K;
+                    int32_t s = 0;
+                    if (a->x_unsigned) {
+                        const uint8_t *x = (const uint8_t *)a->x + m * K;
+                        for (int64_t k = 0; k < K; k++) s += (int32_t)x[k] * w[k];
+                    } else {
+                        const int8_t *x = (const int8_t *)a->x + m * K;
+                        for (int64_t k = 0; k < K; k++) s += (int32_t)x[k] * w[k];
+                    }
+                    raw[j] = s;
+                }
+                epilogue(a, m, n0, nn, raw, a->x_zp, xsum, wsum);
+            }
+        });
+}
+
+bool tsi_cpu_qlinear(const ts_backend *be, int index, const ts_qlinear_args *a) {
+    const int64_t M = a->m, N = a->n, K = a->k;
+    const bool vnni = tsi_qgemm_vnni_available();
+    const int64_t kp = (K + 3) & ~(int64_t)3, np = (N + 15) & ~(int64_t)15;
+    const size_t sums = ((size_t)(N + M) * sizeof(int64_t) + 63) & ~(size_t)63;
+    size_t bytes = sums;
+    if (vnni) bytes += (((size_t)M * (size_t)kp + 63) & ~(size_t)63) + (size_t)np * (size_t)kp;
+    ts_block *blk = NULL;
+    char *scratch = tsi_host_scratch_get(bytes, &blk);
+    if (!scratch) {
+        tsi_kernel_oom("quantized_linear", bytes);
+        return false;
+    }
+    int64_t *wsum = (int64_t *)scratch;
+    wsums(a, wsum);
+    if (!vnni) {
+        qlinear_generic(a, wsum);
+    } else {
+        int64_t *xsum = wsum + N;
+        uint8_t *xp = (uint8_t *)scratch + sums;
+        int8_t *wp = (int8_t *)xp + (((size_t)M * (size_t)kp + 63) & ~(size_t)63);
+        /* activations as unsigned bytes (signed: + 128, the zero point too), rows of kp */
+        const uint8_t flip = a->x_unsigned ? 0 : 0x80;
+        for (int64_t m = 0; m < M; m++) {
+            const uint8_t *x = (const uint8_t *)a->x + m * K;
+            int64_t sum = 0;
+            for (int64_t k = 0; k < K; k++) sum += xp[m * kp + k] = (uint8_t)(x[k] ^ flip);
+            for (int64_t k = K; k < kp; k++) xp[m * kp + k] = 0;
+            xsum[m] = sum;
+        }
+        tsi_qgemm_vnni_pack_w(a->w, N, K, wp);
+        const int32_t x_zp = a->x_zp + (a->x_unsigned ? 0 : 128);
+        tsi_qgemm_vnni_run(a, xp, wp, kp, x_zp, xsum, wsum, epilogue);
+    }
+    tsi_host_scratch_put(blk);
+    return true;
+}

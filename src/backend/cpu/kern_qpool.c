@@ -1,0 +1,78 @@
+/* kern_qpool.c — max and adaptive average pooling of quantized integers (backend.h's qpool,
+ * quant_args.h's ts_qpool_args), on the integers themselves: the parameters pass through. */
+#include <math.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/omp_if.h"
+
+static inline int64_t load(const ts_qpool_args *a, int64_t i) {
+    switch (a->qdtype) {
+    case TS_QINT8:
+        return ((const int8_t *)a->x)[i];
+    case TS_QUINT8:
+        return ((const uint8_t *)a->x)[i];
+    default: /* TS_QINT32 */
+        return ((const int32_t *)a->x)[i];
+    }
+}
+
+static inline void put(const ts_qpool_args *a, int64_t i, int64_t v) {
+    switch (a->qdtype) {
+    case TS_QINT8:
+        ((int8_t *)a->out)[i] = (int8_t)v;
+        return;
+    case TS_QUINT8:
+        ((uint8_t *)a->out)[i] = (uint8_t)v;
+        return;
+    default:
+        ((int32_t *)a->out)[i] = (int32_t)v;
+        return;
+    }
+}
+
+static void max_plane(const ts_qpool_args *a, int64_t p) {
+    const int64_t H = a->h, W = a->w;
+    for (int64_t oy = 0; oy < a->oh; oy++)
+        for (int64_t ox = 0; ox < a->ow; ox++) {
+            int64_t best = INT64_MIN;
+            for (int64_t i = 0; i < a->kernel[0]; i++) {
+                const int64_t y = oy * a->stride[0] - a->pad[0] + i * a->dil[0];
+                if (y < 0 || y >= H) continue;
+                for (int64_t j = 0; j < a->kernel[1]; j++) {
+                    const int64_t x = ox * a->stride[1] - a->pad[1] + j * a->dil[1];
+                    if (x < 0 || x >= W) continue;
+                    const int64_t v = load(a, (p * H + y) * W + x);
+                    best = v > best ? v : best;
+                }
+            }
+            put(a, (p * a->oh + oy) * a->ow + ox, best);
+        }
+}
+
+static void avg_plane(const ts_qpool_args *a, int64_t p) {
+    const int64_t H = a->h, W = a->w;
+    for (int64_t oy = 0; oy < a->oh; oy++) {
+        const int64_t y0 = oy * H / a->oh, y1 = ((oy + 1) * H + a->oh - 1) / a->oh;
+        for (int64_t ox = 0; ox < a->ow; ox++) {
+            const int64_t x0 = ox * W / a->ow, x1 = ((ox + 1) * W + a->ow - 1) / a->ow;
+            int64_t sum = 0;
+            for (int64_t y = y0; y < y1; y++)
+                for (int64_t x = x0; x < x1; x++) sum += load(a, (p * H + y) * W + x);
+            const float r = (float)(1.0 / (double)((y1 - y0) * (x1 - x0)));
+            put(a, (p * a->oh + oy) * a->ow + ox, (int64_t)nearbyintf((float)sum * r));
+        }
+    }
+}
+
+void tsi_cpu_qpool(const ts_backend *be, int index, const ts_qpool_args *a) {
+    (void)be, (void)index;
+    TS_PARALLEL_FOR_IF(
+        a->planes > 1 && a->planes * a->h * a->w >= ((int64_t)1 << 16),
+        for (int64_t p = 0; p < a->planes; p++) {
+            if (a->adaptive_avg)
+                avg_plane(a, p);
+            else
+                max_plane(a, p);
+        });
+}

@@ -1,0 +1,91 @@
+/* kern_quant.c — quantize, dequantize and unpack (backend.h's quant) with PyTorch's formulas
+ * (include/tessera/quant.h): the same bits as its x86 kernels. */
+#include <math.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/omp_if.h"
+
+/* PyTorch's qvalue: zero_point + nearbyint(x * inv) in float32, clamped in double; NaN gives
+ * nan_to (qmax for 8 and 4 bits, qmin for qint32, as PyTorch's x86 kernels) */
+static inline int64_t quantize_one(float x, float inv, float zp, double qmin, double qmax,
+                                   int64_t nan_to) {
+    const float v = zp + nearbyintf(x * inv);
+    if (isnan(v)) return nan_to;
+    const double d = v;
+    return (int64_t)(d < qmin ? qmin : d > qmax ? qmax : d);
+}
+
+static inline int64_t load_q(const ts_quant_args *a, int64_t e) {
+    switch (a->qdtype) {
+    case TS_QINT8:
+        return ((const int8_t *)a->q)[e];
+    case TS_QUINT8:
+        return ((const uint8_t *)a->q)[e];
+    case TS_QINT32:
+        return ((const int32_t *)a->q)[e];
+    default: /* TS_QUINT4X2 */
+        return (((const uint8_t *)a->q)[e >> 1] >> (4 * (e & 1))) & 15;
+    }
+}
+
+/* one row of inner elements starting at element e0, all of parameter p */
+static void quant_row(const ts_quant_args *a, int64_t e0, int64_t p) {
+    const int64_t n = a->inner;
+    const double scale = a->scales[p];
+    const int64_t zp = a->zero_points[p];
+    if (a->kind == TS_QK_QUANTIZE) {
+        const float inv = 1.0f / (float)scale, zpf = (float)zp;
+        const double lo = (double)a->qmin, hi = (double)a->qmax;
+        const int64_t nan_to = a->qdtype == TS_QINT32 ? a->qmin : a->qmax;
+        const float *x = a->x + e0;
+        switch (a->qdtype) {
+        case TS_QINT8:
+            for (int64_t i = 0; i < n; i++)
+                ((int8_t *)a->q)[e0 + i] = (int8_t)quantize_one(x[i], inv, zpf, lo, hi, nan_to);
+            return;
+        case TS_QUINT8:
+            for (int64_t i = 0; i < n; i++)
+                ((uint8_t *)a->q)[e0 + i] = (uint8_t)quantize_one(x[i], inv, zpf, lo, hi, nan_to);
+            return;
+        case TS_QINT32:
+            for (int64_t i = 0; i < n; i++)
+                ((int32_t *)a->q)[e0 + i] = (int32_t)quantize_one(x[i], inv, zpf, lo, hi, nan_to);
+            return;
+        default: { /* quint4x2: rows start at even elements (the front end's rule), so pairs do */
+            uint8_t *b = (uint8_t *)a->q;
+            for (int64_t i = 0; i < n; i++) {
+                const uint8_t v = (uint8_t)quantize_one(x[i], inv, zpf, lo, hi, nan_to);
+                const int64_t e = e0 + i;
+                b[e >> 1] = (e & 1) ? (uint8_t)((b[e >> 1] & 0x0F) | (v << 4)) : v;
+            }
+            return;
+        }
+        }
+    }
+    if (a->kind == TS_QK_DEQUANTIZE) {
+        float *x = a->x + e0;
+        if (a->per_tensor) { /* fbgemm's Dequantize: float scale * int32 difference */
+            const float s = (float)scale;
+            for (int64_t i = 0; i < n; i++) x[i] = s * (float)(load_q(a, e0 + i) - zp);
+        } else { /* PyTorch's dequantize_val: float difference times the double scale */
+            const float zpf = (float)zp;
+            for (int64_t i = 0; i < n; i++)
+                x[i] = (float)((double)((float)load_q(a, e0 + i) - zpf) * scale);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) a->u[e0 + i] = (uint8_t)load_q(a, e0 + i); /* TS_QK_INT_REPR */
+}
+
+void tsi_cpu_quant(const ts_backend *be, int index, const ts_quant_args *a) {
+    const int64_t rows = a->outer * a->channels;
+    /* quint4x2 rows of odd length would share a byte between two threads: kept serial */
+    const bool par = rows > 1 && rows * a->inner >= ((int64_t)1 << 16) &&
+                     !(a->qdtype == TS_QUINT4X2 && (a->inner & 1));
+    TS_PARALLEL_FOR_IF(
+        par, for (int64_t r = 0; r < rows; r++) {
+            const int64_t p = a->grouped ? r : r % a->channels;
+            quant_row(a, r * a->inner, p);
+        });
+}

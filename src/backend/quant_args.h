@@ -1,0 +1,92 @@
+/* quant_args.h — the operands of the quantization kernels (backend.h's quant and qlinear). */
+#ifndef TS_BACKEND_QUANT_ARGS_H
+#define TS_BACKEND_QUANT_ARGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tessera.h"
+
+typedef enum ts_quant_kind {
+    TS_QK_QUANTIZE,   /* x (float32) -> q */
+    TS_QK_DEQUANTIZE, /* q -> x (float32) */
+    TS_QK_INT_REPR,   /* q (quint4x2) -> u (uint8, one value each) */
+} ts_quant_kind;
+
+/* Contiguous operands seen as [outer, channels, inner] elements. Parameter of element (o, c, i):
+ * index c (per tensor: channels 1; per channel: the axis), or o * channels + c when grouped (per
+ * group: o a row, c its group, inner the group size). quint4x2 data packs element e into byte e / 2
+ * (low nibble for even e). Scales are double as the descriptor keeps them; the kernels use the
+ * formulas of include/tessera/quant.h (per_tensor: float32 dequantize). */
+typedef struct ts_quant_args {
+    ts_quant_kind kind;
+    ts_dtype qdtype;
+    void *q;
+    float *x;
+    uint8_t *u;
+    int64_t outer, channels, inner;
+    bool grouped, per_tensor;
+    const double *scales;
+    const int64_t *zero_points;
+    int64_t qmin, qmax;
+} ts_quant_args;
+
+/* The int8 product of a quantized linear layer: x [m, k] (uint8 when x_unsigned, else int8,
+ * contiguous rows), w [n, k] int8 contiguous; acc = sum_k (x - x_zp)(w - w_zp[n]) + bias[n]
+ * (bias NULL: 0), exact (k <= 65536: int32 partial sums never overflow; the corrections in int64).
+ * Then one of: out_acc (int32 [m, n], the value wrapped to int32); out_q (uint8 / int8 [m, n] as
+ * out_unsigned) = clamp(out_zp + nearbyint((double)acc * mult[n]), out_min, out_max); out_f
+ * (float32 [m, n]) = (float)((double)acc * fscale[n] + fbias[n]) (fbias NULL: 0). w_zp, mult,
+ * fscale: one value per column n. */
+typedef struct ts_qlinear_args {
+    int64_t m, n, k;
+    const void *x;
+    bool x_unsigned;
+    int32_t x_zp;
+    const int8_t *w;
+    const int32_t *w_zp;
+    const int32_t *bias;
+    int32_t *out_acc;
+    void *out_q;
+    bool out_unsigned;
+    int32_t out_zp, out_min, out_max;
+    const double *mult;
+    float *out_f;
+    const double *fscale;
+    const float *fbias;
+} ts_qlinear_args;
+
+/* A quantized 2-D convolution (backend.h's qconv): x [N, C, H, W] contiguous bytes (uint8 when
+ * x_unsigned, else int8), w int8 [Cout, C / groups * KH * KW] contiguous, out [N, Cout, OH, OW]
+ * bytes of the same signedness. acc = bias[co] + sum (x - x_zp)(w - w_zp[co]) over the window, a
+ * padded position counting as x_zp (zero); out = clamp(out_zp + nearbyint((double)acc *
+ * mult[co]), out_min, out_max). C / groups * KH * KW <= 65536 (int32 partial sums). */
+typedef struct ts_qconv_args {
+    int64_t n, c, h, w, cout, kh, kw, oh, ow, groups;
+    int64_t stride[2], pad[2], dil[2];
+    const void *x;
+    bool x_unsigned;
+    int32_t x_zp;
+    const int8_t *wt;
+    const int32_t *w_zp;
+    const int32_t *bias;
+    const double *mult;
+    void *out;
+    int32_t out_zp, out_min, out_max;
+} ts_qconv_args;
+
+/* Pooling over quantized integers (backend.h's qpool), planes [planes, H, W] -> [planes, OH, OW],
+ * contiguous, elements of qdtype (qint8 / quint8 / qint32). max: the largest element of each
+ * window (kernel, stride, pad, dil; padding never chosen; every window holds an element).
+ * adaptive average: rows [floor(o H / OH), ceil((o + 1) H / OH)) and likewise columns, out =
+ * nearbyint((float)sum * (float)(1.0 / count)) (PyTorch's NCHW kernel). */
+typedef struct ts_qpool_args {
+    bool adaptive_avg;
+    ts_dtype qdtype;
+    int64_t planes, h, w, oh, ow;
+    int64_t kernel[2], stride[2], pad[2], dil[2];
+    const void *x;
+    void *out;
+} ts_qpool_args;
+
+#endif /* TS_BACKEND_QUANT_ARGS_H */

@@ -1,0 +1,73 @@
+/* qadd.c — quantized add (ts_quantized_add) and cat (ts_quantized_cat), PyTorch's arithmetic
+ * composed of ops that exist: dequantize, the float op, quantize per tensor (include/tessera/
+ * quant.h says which bits). */
+#include <stdlib.h>
+
+#include "core/internal.h"
+#include "core/quant_desc.h"
+#include "ops/quant_internal.h"
+#include "tessera/elementwise.h"
+#include "tessera/indexing.h"
+#include "tessera/quant.h"
+
+/* t quantized per tensor, qint8 / quint8 / qint32, on a device with the kernels */
+static bool pt_input(const char *op, ts_tensor *t, const char *what) {
+    if (!tsi_check_input(op, t, what)) return false;
+    if (!tsi_is_quantized(t->dtype) || t->dtype == TS_QUINT4X2 || !t->quant ||
+        t->quant->scheme != TS_PER_TENSOR_AFFINE)
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: %s must be qint8, quint8 or qint32 quantized per tensor (got %s)",
+                             op, what, tsi_desc(t)),
+               false;
+    return tsi_meta_refuse(op, t) && tsi_quant_kernel_ok(op, t);
+}
+
+ts_tensor *ts_quantized_add(ts_tensor *a, ts_tensor *b, double out_scale, int64_t out_zero_point,
+                            bool relu) {
+    const char *op = relu ? "quantized_add_relu" : "quantized_add";
+    tsi_init();
+    if (!pt_input(op, a, "input") || !pt_input(op, b, "other")) return NULL;
+    if (a->dtype != b->dtype || !tsi_shape_equal(a->shape, b->shape))
+        return tsi_error_set(TS_ERR_ARG, "%s: input %s and other %s must have one dtype and shape",
+                             op, tsi_desc(a), tsi_desc(b)),
+               NULL;
+    ts_tensor *ts[2] = {a, b};
+    ts_device dev;
+    if (!tsi_same_device(op, ts, 2, false, &dev) ||
+        !tsi_quant_out_params(op, a->dtype, out_scale, out_zero_point))
+        return NULL;
+    ts_tensor *r = NULL;
+    ts_scope_begin();
+    ts_tensor *s = ts_add(ts_dequantize(a), ts_dequantize(b));
+    if (s && relu) s = ts_relu(s);
+    if (s) r = tsi_quantize_per_tensor(op, s, out_scale, out_zero_point, a->dtype);
+    ts_scope_end();
+    return tsi_own(r);
+}
+
+ts_tensor *ts_quantized_cat(ts_tensor *const *ts, int n, int dim, double out_scale,
+                            int64_t out_zero_point) {
+    const char *op = "quantized_cat";
+    tsi_init();
+    if (!ts || n < 1)
+        return tsi_error_set(TS_ERR_ARG, "%s: expected at least one tensor", op), NULL;
+    for (int i = 0; i < n; i++) {
+        if (!pt_input(op, ts[i], "tensors")) return NULL;
+        if (ts[i]->dtype != ts[0]->dtype)
+            return tsi_error_set(TS_ERR_DTYPE, "%s: tensors must have one dtype (%s and %s)", op,
+                                 tsi_desc(ts[0]), tsi_desc(ts[i])),
+                   NULL;
+    }
+    if (!tsi_quant_out_params(op, ts[0]->dtype, out_scale, out_zero_point)) return NULL;
+    ts_tensor *fl[64], **f = n <= 64 ? fl : malloc((size_t)n * sizeof *f);
+    if (!f) return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), NULL;
+    ts_tensor *r = NULL;
+    ts_scope_begin();
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) ok = (f[i] = ts_dequantize(ts[i])) != NULL;
+    ts_tensor *c = ok ? ts_cat(f, n, dim) : NULL;
+    if (c) r = tsi_quantize_per_tensor(op, c, out_scale, out_zero_point, ts[0]->dtype);
+    ts_scope_end();
+    if (f != fl) free(f);
+    return tsi_own(r);
+}

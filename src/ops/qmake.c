@@ -1,0 +1,229 @@
+/* qmake.c — quantized tensors from integers (torch._make_per_tensor_quantized_tensor /
+ * _make_per_channel_quantized_tensor, what the .pt reader needs), reshaping them, and the
+ * observers' qparams (ts_calculate_qparams); include/tessera/quant.h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "core/quant_desc.h"
+#include "ops/quant_internal.h"
+#include "tessera/quant.h"
+
+/* the quantized dtype whose integers r holds (int8 -> qint8, uint8 -> quint8, int32 -> qint32) */
+static bool int_input(const char *op, ts_tensor *r, ts_dtype *qdt) {
+    tsi_init();
+    if (!tsi_check_input(op, r, "input")) return false;
+    switch (r->dtype) {
+    case TS_I8:
+        *qdt = TS_QINT8;
+        break;
+    case TS_U8:
+        *qdt = TS_QUINT8;
+        break;
+    case TS_I32:
+        *qdt = TS_QINT32;
+        break;
+    default:
+        return tsi_error_set(TS_ERR_DTYPE, "%s: input must be int8, uint8 or int32 (got %s)", op,
+                             tsi_desc(r)),
+               false;
+    }
+    return tsi_meta_refuse(op, r) && tsi_quant_kernel_ok(op, r);
+}
+
+/* a new quantized tensor of r's integers and descriptor d (taken) */
+static ts_tensor *from_ints(const char *op, ts_tensor *r, ts_dtype qdt, tsi_quant *d) {
+    ts_tensor *rc = tsi_contiguous(op, r);
+    ts_tensor *q = rc ? tsi_new(op, r->shape, qdt, tsi_device(r)) : NULL;
+    if (!q) {
+        ts_release(rc);
+        tsi_quant_release(d);
+        return NULL;
+    }
+    q->quant = d;
+    if (tsi_numel(r->shape)) {
+        ts_kview dv = tsi_kview(q), sv = tsi_kview(rc);
+        dv.dtype = r->dtype;
+        tsi_be(q)->copy(tsi_be(q), tsi_dev_index(q), &dv, &sv);
+    }
+    ts_release(rc);
+    return q;
+}
+
+static bool param_ok(const char *op, ts_dtype dt, double s, int64_t zp, int64_t c) {
+    int64_t lo, hi;
+    tsi_quant_range(dt, &lo, &hi);
+    if (!(s > 0) || !isfinite(s) || (float)s == 0.0f || !isfinite(1.0f / (float)s))
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: scale %lld must be positive, finite and a normal float32 (got "
+                             "%g)",
+                             op, (long long)c, s),
+               false;
+    if (zp < lo || zp > hi)
+        return tsi_error_set(TS_ERR_ARG, "%s: zero_point %lld (%lld) is outside [%lld, %lld] (%s)",
+                             op, (long long)c, (long long)zp, (long long)lo, (long long)hi,
+                             ts_dtype_name(dt)),
+               false;
+    return true;
+}
+
+ts_tensor *ts_make_per_tensor_quantized_tensor(ts_tensor *r, double scale, int64_t zero_point) {
+    const char *op = "make_per_tensor_quantized_tensor";
+    ts_dtype qdt;
+    if (!int_input(op, r, &qdt) || !param_ok(op, qdt, scale, zero_point, 0)) return NULL;
+    tsi_quant *d = tsi_quant_new(op, TS_PER_TENSOR_AFFINE, 1);
+    if (!d) return NULL;
+    d->scales[0] = scale;
+    d->zero_points[0] = zero_point;
+    return tsi_own(from_ints(op, r, qdt, d));
+}
+
+ts_tensor *ts_make_per_channel_quantized_tensor(ts_tensor *r, ts_tensor *scales,
+                                                ts_tensor *zero_points, int axis) {
+    const char *op = "make_per_channel_quantized_tensor";
+    ts_dtype qdt;
+    if (!int_input(op, r, &qdt) || !tsi_check_input(op, scales, "scales") ||
+        !tsi_check_input(op, zero_points, "zero_points"))
+        return NULL;
+    if (axis < 0 || axis >= r->shape.ndim)
+        return tsi_error_set(TS_ERR_ARG, "%s: axis %d is out of range for input %s", op, axis,
+                             tsi_desc(r)),
+               NULL;
+    const int64_t count = r->shape.dims[axis];
+    if (!tsi_is_float(scales->dtype) || !tsi_is_int(zero_points->dtype) ||
+        scales->shape.ndim != 1 || zero_points->shape.ndim != 1 || scales->shape.dims[0] != count ||
+        zero_points->shape.dims[0] != count || count == 0)
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: scales (floating) and zero_points (integer) must be 1-D of %lld "
+                             "elements, the size of axis %d (got %s, %s)",
+                             op, (long long)count, axis, tsi_desc(scales), tsi_desc(zero_points)),
+               NULL;
+    tsi_quant *d = tsi_quant_new(op, TS_PER_CHANNEL_AFFINE, count);
+    if (!d) return NULL;
+    d->axis = axis;
+    ts_tensor *s64 = tsi_cast(op, scales, TS_F64);
+    ts_tensor *z64 = s64 ? tsi_cast(op, zero_points, TS_I64) : NULL;
+    bool ok = z64 && ts_copy_to_host(s64, d->scales, (size_t)count * sizeof(double)) == TS_OK &&
+              ts_copy_to_host(z64, d->zero_points, (size_t)count * sizeof(int64_t)) == TS_OK;
+    ts_release(s64);
+    ts_release(z64);
+    for (int64_t c = 0; ok && c < count; c++)
+        ok = param_ok(op, qdt, d->scales[c], d->zero_points[c], c);
+    if (!ok) return tsi_quant_release(d), NULL;
+    return tsi_own(from_ints(op, r, qdt, d));
+}
+
+ts_tensor *ts_quantized_reshape(ts_tensor *q, ts_shape shape) {
+    const char *op = "quantized_reshape";
+    tsi_init();
+    if (!tsi_check_input(op, q, "input")) return NULL;
+    if (!tsi_is_quantized(q->dtype) || q->dtype == TS_QUINT4X2 || !q->quant ||
+        q->quant->scheme != TS_PER_TENSOR_AFFINE)
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: input must be qint8, quint8 or qint32 quantized per tensor (got "
+                             "%s)",
+                             op, tsi_desc(q)),
+               NULL;
+    if (shape.ndim < 0 || shape.ndim > TS_MAX_DIMS || tsi_numel(shape) != tsi_numel(q->shape))
+        return tsi_error_set(TS_ERR_SHAPE, "%s: shape %s does not hold the %lld elements of %s", op,
+                             tsi_shape_str(shape), (long long)tsi_numel(q->shape), tsi_desc(q)),
+               NULL;
+    for (int i = 0; i < shape.ndim; i++)
+        if (shape.dims[i] < 0)
+            return tsi_error_set(TS_ERR_SHAPE, "%s: negative size in shape %s", op,
+                                 tsi_shape_str(shape)),
+                   NULL;
+    if (!tsi_meta_refuse(op, q) || !tsi_quant_kernel_ok(op, q)) return NULL;
+    ts_tensor *r = tsi_new(op, shape, q->dtype, tsi_device(q));
+    if (!r) return NULL;
+    atomic_fetch_add_explicit(&q->quant->refs, 1, memory_order_relaxed);
+    r->quant = q->quant;
+    if (tsi_numel(shape)) {
+        ts_kview dv = tsi_kview(r), sv = tsi_kview(q); /* both contiguous: copy as q's shape */
+        dv.ndim = sv.ndim;
+        memcpy(dv.shape, sv.shape, sizeof dv.shape);
+        memcpy(dv.strides, sv.strides, sizeof dv.strides);
+        sv.dtype = dv.dtype = q->dtype == TS_QINT8 ? TS_I8 : q->dtype == TS_QUINT8 ? TS_U8 : TS_I32;
+        tsi_be(q)->copy(tsi_be(q), tsi_dev_index(q), &dv, &sv);
+    }
+    return tsi_own(r);
+}
+
+/* ------------------------------------------------------------------ observers' qparams */
+ts_status ts_calculate_qparams(ts_tensor *min_val, ts_tensor *max_val, int64_t quant_min,
+                               int64_t quant_max, bool symmetric, int64_t symmetric_zero_point,
+                               double eps, ts_tensor **scale, ts_tensor **zero_point) {
+    const char *op = "calculate_qparams";
+    tsi_init();
+    if (!scale || !zero_point)
+        return tsi_error_set(TS_ERR_ARG, "%s: scale or zero_point is NULL", op);
+    *scale = *zero_point = NULL;
+    if (!tsi_check_input(op, min_val, "min_val") || !tsi_check_input(op, max_val, "max_val"))
+        return ts_error();
+    if (min_val->dtype != TS_F32 || max_val->dtype != TS_F32 ||
+        !tsi_shape_equal(min_val->shape, max_val->shape) || min_val->shape.ndim > 1)
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: min_val and max_val must be float32 of one shape, 0-d or 1-D "
+                             "(got %s, %s)",
+                             op, tsi_desc(min_val), tsi_desc(max_val));
+    if (quant_min >= quant_max || quant_min < INT32_MIN || quant_max > INT32_MAX)
+        return tsi_error_set(TS_ERR_ARG, "%s: quant_min %lld must be below quant_max %lld", op,
+                             (long long)quant_min, (long long)quant_max);
+    if (!(eps > 0) || !isfinite(eps))
+        return tsi_error_set(TS_ERR_ARG, "%s: eps must be positive and finite (got %g)", op, eps);
+    const int64_t n = tsi_numel(min_val->shape);
+    if (n == 0) return tsi_error_set(TS_ERR_ARG, "%s: min_val is empty", op);
+    float *mn = malloc((size_t)n * 2 * sizeof(float)), *mx = mn ? mn + n : NULL;
+    float *sc = malloc((size_t)n * sizeof(float));
+    int64_t *zp = malloc((size_t)n * sizeof(int64_t));
+    ts_status st = TS_OK;
+    if (!mn || !sc || !zp) {
+        st = tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
+        goto done;
+    }
+    if ((st = ts_copy_to_host(min_val, mn, (size_t)n * sizeof(float))) != TS_OK ||
+        (st = ts_copy_to_host(max_val, mx, (size_t)n * sizeof(float))) != TS_OK)
+        goto done;
+    const bool scalar = min_val->shape.ndim == 0;
+    if (scalar && mn[0] == INFINITY && mx[0] == -INFINITY) { /* nothing observed: PyTorch's */
+        sc[0] = 1.0f, zp[0] = 0;
+    } else {
+        /* PyTorch's float32 tensor arithmetic: the python-float divisors become float32 */
+        const float epsf = (float)eps, range = (float)(quant_max - quant_min),
+                    half = (float)((double)(quant_max - quant_min) / 2);
+        for (int64_t i = 0; i < n; i++) {
+            if (!(mn[i] <= mx[i])) {
+                st = tsi_error_set(TS_ERR_ARG, "%s: min_val %g is not <= max_val %g (element %lld)",
+                                   op, (double)mn[i], (double)mx[i], (long long)i);
+                goto done;
+            }
+            const float lo = mn[i] < 0.0f ? mn[i] : 0.0f, hi = mx[i] > 0.0f ? mx[i] : 0.0f;
+            if (symmetric) {
+                const float m = -lo > hi ? -lo : hi, s = m / half;
+                sc[i] = s > epsf ? s : epsf;
+                zp[i] = symmetric_zero_point;
+            } else {
+                const float s0 = (hi - lo) / range, s = s0 > epsf ? s0 : epsf;
+                sc[i] = s;
+                const int64_t z = quant_min - (int64_t)nearbyintf(lo / s);
+                zp[i] = z < quant_min ? quant_min : z > quant_max ? quant_max : z;
+            }
+        }
+    }
+    {
+        const ts_shape s = TS_SHAPE(n);
+        *scale = tsi_own(tsi_from_host(op, s, TS_F32, sc, tsi_device(min_val)));
+        *zero_point =
+            *scale ? tsi_own(tsi_from_host(op, s, TS_I64, zp, tsi_device(min_val))) : NULL;
+        if (!*zero_point) {
+            st = ts_error();
+            *scale = NULL;
+        }
+    }
+done:
+    free(mn);
+    free(sc);
+    free(zp);
+    return st;
+}

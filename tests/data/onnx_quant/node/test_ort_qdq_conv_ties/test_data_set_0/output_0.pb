@@ -1,0 +1,1 @@
+	ByJŽ…—‰l‹˜ƒt…€s•‘ˆ…Œ¨x‰|˜‰e•|•v•r†~yx}˜z~‚‰qyr¶°ºÄÉÄ¿ÍÆ­¸²··ÁÙÍ¸»³Ä­›‘ÂÇÍÀÌÚÆ¸ÃÑÃ§¬ŸÔ­´Á³½X[Q]mX]R`jNTa[ZIoJQ^iyS\^]wYe][?VPzjXIXaRTVGgZH>xZAIXq_T\ZHZZ@SCPjEdnd[Xc;&4\KXeJVg^_PLb_\©œ¡©«˜³¨È¸¶À¦¤­«¸ž±¾Á·®¯¸¥žq¿©Ã®£½¶¿Æ®­Â»¢g]^k[\tntlSe|UobyjWl[agfgWqZeRtXtWkonWtqgq‚`l

@@ -1,0 +1,1 @@
+ByJ¦Œ~vtv†ƒvbf\zŽ‹{idg†p†qp€t}s|‡‡kn†€ˆˆkˆbvrs‡s‚pŠfn^hjhfe_rZdfjiXbTb_n_gjZf_fb^gpbl^fgq_kXnmjberZd‡‚um‚t‘`œ—‰]\™ŽˆbzruthŠ=’}„ma€Vy°igqŠŠ†V‰vPOGfNOVZ:\>\VXNR=^RXfXFMQFL^TXHH\ZVTNLVPbpNbRGLf`pvnfdlnnzgjrj`v|pnqo_joh`ulizohfu\bgdjqmd]nhjmfcazoq9}r~c»—kewjS‚…‰uY[gvz‚”ŠGq†S]}ˆtqšrolK[eˆStµP,

@@ -1,0 +1,126 @@
+"""Quantized tensors and dynamic quantization (include/tessera/quant.h, tessera.ao) against
+PyTorch's results stored in tests/data/quant_ref.json (made by tests/data/gen_quant_ref.py with
+torch 2.x's x86 engine): quantize_per_tensor / per_channel and dequantize bit for bit, and
+quantize_dynamic's Linear within one quantum of fbgemm."""
+import json
+import math
+import os
+import struct
+
+import pytest
+
+import tessera
+
+REF = json.load(open(os.path.join(os.path.dirname(__file__), "..", "data", "quant_ref.json")))
+
+
+def f32(v):
+    return tessera.tensor([float("nan") if a is None else a for a in v], dtype=tessera.float32)
+
+
+def bits(v):
+    return struct.unpack("<I", struct.pack("<f", v))[0]
+
+
+def test_dtypes_and_names():
+    assert str(tessera.qint8) == "tessera.qint8"
+    assert tessera.quint8 is not tessera.uint8
+    q = tessera.quantize_per_tensor(tessera.tensor([1.0, 2.0]), 0.5, 1, tessera.quint8)
+    assert q.dtype == tessera.quint8 and q.is_quantized
+    assert not tessera.tensor([1.0]).is_quantized
+    assert q.int_repr().dtype == tessera.uint8
+    assert q.q_scale() == 0.5 and q.q_zero_point() == 1
+    assert q.qscheme() == "per_tensor_affine"
+
+
+@pytest.mark.parametrize("case", range(len(REF["per_tensor"])))
+def test_quantize_per_tensor_bits(case):
+    c = REF["per_tensor"][case]
+    x = f32(REF["x"])
+    q = tessera.quantize_per_tensor(x, c["scale"], c["zero_point"], getattr(tessera, c["dtype"]))
+    # inf and NaN (the last three): PyTorch's answer depends on whether the element falls in its
+    # vector body or scalar tail, so only the finite ones are compared (Tessera saturates)
+    fin = [i for i, v in enumerate(REF["x"]) if v is not None and math.isfinite(v)]
+    got, want = q.int_repr().tolist(), c["int_repr"]
+    assert [got[i] for i in fin] == [want[i] for i in fin]
+    got, want = q.dequantize().tolist(), c["dequantize"]
+    assert [bits(got[i]) for i in fin] == [bits(want[i]) for i in fin]
+    lo, hi = {"qint8": (-128, 127), "quint8": (0, 255), "qint32": (-2**31, 2**31 - 1)}[c["dtype"]]
+    assert q.int_repr().tolist()[-3:] == [hi, lo, lo if c["dtype"] == "qint32" else hi]
+
+
+def test_quantize_per_channel_bits():
+    c = REF["per_channel"]
+    x = tessera.tensor(c["x"], dtype=tessera.float32)
+    q = tessera.quantize_per_channel(x, tessera.tensor(c["scales"], dtype=tessera.float64),
+                                     tessera.tensor(c["zero_points"]), c["axis"], tessera.quint8)
+    assert q.int_repr().tolist() == c["int_repr"]
+    assert q.dequantize().tolist() == c["dequantize"]  # float32 values: equal as doubles
+    assert q.q_per_channel_axis() == 1
+    assert q.q_per_channel_scales().tolist() == c["scales"]
+    assert q.q_per_channel_zero_points().tolist() == c["zero_points"]
+    assert q.qscheme() == "per_channel_affine"
+
+
+def test_refusals_name_the_op():
+    x = tessera.tensor([1.0, 2.0])
+    q = tessera.quantize_per_tensor(x, 0.5, 0, tessera.qint8)
+    with pytest.raises(tessera.TesseraError, match="add: quantized tensors are not supported"):
+        q + q
+    with pytest.raises(tessera.TesseraError, match="scale"):
+        tessera.quantize_per_tensor(x, 0.0, 0, tessera.qint8)
+    with pytest.raises(tessera.TesseraError, match="zero_point 300"):
+        tessera.quantize_per_tensor(x, 1.0, 300, tessera.quint8)
+    with pytest.raises(tessera.TesseraError, match="axis 3"):
+        tessera.quantize_per_channel(x, tessera.tensor([1.0, 1.0]), tessera.tensor([0, 0]), 3,
+                                     tessera.qint8)
+    with pytest.raises(tessera.TesseraError, match="per-tensor"):
+        tessera.quantize_per_channel(x, tessera.tensor([1.0, 1.0]), tessera.tensor([0, 0]), 0,
+                                     tessera.qint8).q_scale()
+
+
+def _model():
+    d = REF["dynamic"]
+    m = tessera.nn.Sequential(tessera.nn.Linear(24, 40), tessera.nn.ReLU(),
+                              tessera.nn.Linear(40, 10))
+    with tessera.no_grad():
+        for i, L in zip((0, 2), d["layers"]):
+            m[i].weight.copy_(tessera.tensor(L["weight"]))
+            m[i].bias.copy_(tessera.tensor(L["bias"]))
+    return m
+
+
+def test_choose_qparams_as_fbgemm():
+    d = REF["dynamic"]
+    s, z = tessera._C._choose_qparams_per_tensor(tessera.tensor(d["x"]), True)
+    assert (s, z) == tuple(d["act_qparams"])
+
+
+def test_quantize_dynamic_linear_within_one_quantum():
+    from tessera.ao.quantization import quantize_dynamic
+    from tessera.ao.nn.quantized.dynamic import Linear as DLinear
+    d = REF["dynamic"]
+    qm = quantize_dynamic(_model(), {tessera.nn.Linear}, dtype=tessera.qint8)
+    assert isinstance(qm[0], DLinear) and isinstance(qm[2], DLinear)
+    for i, L in zip((0, 2), d["layers"]):
+        w = qm[i].weight()
+        assert (w.q_scale(), w.q_zero_point()) == (L["q_scale"], L["q_zero_point"])
+        assert w.int_repr().tolist() == L["int_repr"]
+    x = tessera.tensor(d["x"])
+    # first layer: the same quantized activations and weights, so the same int32 sums; outputs
+    # differ from fbgemm's only by float rounding (fbgemm multiplies in float32, Tessera in float64)
+    h = qm[1](qm[0](x)).tolist()  # the reference is after the ReLU
+    s, _ = tessera._C._choose_qparams_per_tensor(x, True)
+    quantum = s * d["layers"][0]["q_scale"]
+    worst = max(abs(a - b) for ra, rb in zip(h, d["h"]) for a, b in zip(ra, rb))
+    assert worst <= 1e-5 * max(1.0, max(abs(v) for r in d["h"] for v in r)), worst
+    assert worst < quantum
+    # the whole model: the second layer quantizes the first's output, whose few-ulp differences
+    # may move an activation across a rounding boundary: one quantum of the second layer's
+    # input times its weights' largest column sum bounds it
+    y = qm(x).tolist()
+    s2, _ = tessera._C._choose_qparams_per_tensor(qm[1](qm[0](x)), True)
+    w2 = d["layers"][1]
+    bound = s2 * w2["q_scale"] * max(sum(abs(v) for v in row) for row in w2["int_repr"])
+    worst = max(abs(a - b) for ra, rb in zip(y, d["y"]) for a, b in zip(ra, rb))
+    assert worst <= bound, (worst, bound)

@@ -1,0 +1,257 @@
+/* test_quant_ops.c — quantized pooling, add, cat, reshape, tensors made from integers and the
+ * observers' qparams (include/tessera/quant.h) against references written here: max pooling as
+ * an integer max over the in-bounds taps, adaptive average pooling as PyTorch's NCHW formula,
+ * add / cat as dequantize (float32) -> float op -> quantize, calculate_qparams against values
+ * worked by hand (ties included: round half to even). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera/quant.h"
+#include "ts_test.h"
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static int64_t rnd(int64_t lo, int64_t hi) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return lo + (int64_t)(rng % (uint64_t)(hi - lo + 1));
+}
+
+static ts_tensor *qu8(ts_shape s, const uint8_t *v, double scale, int64_t zp) {
+    return ts_make_per_tensor_quantized_tensor(ts_from_data(s, TS_U8, v, (ts_opts){0}), scale, zp);
+}
+
+static void host_u8(ts_tensor *q, uint8_t *out, size_t n) {
+    ts_copy_to_host(ts_int_repr(q), out, n);
+}
+
+static void test_max_pool(void) {
+    ts_scope_begin();
+    enum { P = 6, H = 7, W = 8 };
+    uint8_t x[P * H * W], y[P * H * W];
+    for (int i = 0; i < P * H * W; i++) x[i] = (uint8_t)rnd(0, 255);
+    ts_tensor *q = qu8(TS_SHAPE(2, 3, H, W), x, 0.05, 17);
+    const int64_t cfg[][7] = {/* kh kw sh sw ph pw ceil */
+                              {3, 3, 2, 2, 1, 1, 0},
+                              {3, 3, 2, 2, 1, 1, 1},
+                              {2, 3, 1, 2, 0, 1, 1},
+                              {3, 2, 3, 3, 0, 0, 1},
+                              {2, 2, 2, 2, 1, 1, 1}};
+    int bad = 0;
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        const int64_t *k = cfg[c], dil[2] = {1 + (int64_t)(c == 2), 1};
+        ts_tensor *r = ts_quantized_max_pool2d(q, k, k + 2, k + 4, dil, k[6] != 0);
+        CHECK(r != NULL);
+        if (!r) continue;
+        const int64_t OH = ts_shape_of(r).dims[2], OW = ts_shape_of(r).dims[3];
+        /* PyTorch's output size: floor or ceil, the last window starting inside input + pad */
+        for (int d = 0; d < 2; d++) {
+            const int64_t in = d ? W : H, span = in + 2 * k[4 + d] - dil[d] * (k[d] - 1) - 1;
+            int64_t o = (span + (k[6] ? k[2 + d] - 1 : 0)) / k[2 + d] + 1;
+            if (k[6] && (o - 1) * k[2 + d] >= in + k[4 + d]) o--;
+            bad += o != (d ? OW : OH);
+        }
+        int64_t zp = -1;
+        ts_q_zero_point(r, &zp);
+        bad += zp != 17 || ts_q_scale(r) != 0.05;
+        host_u8(r, y, (size_t)(P * OH * OW));
+        for (int p = 0; p < P; p++)
+            for (int64_t oy = 0; oy < OH; oy++)
+                for (int64_t ox = 0; ox < OW; ox++) {
+                    int m = -1;
+                    for (int64_t i = 0; i < k[0]; i++)
+                        for (int64_t j = 0; j < k[1]; j++) {
+                            const int64_t yy = oy * k[2] - k[4] + i * dil[0],
+                                          xx = ox * k[3] - k[5] + j * dil[1];
+                            if (yy >= 0 && yy < H && xx >= 0 && xx < W &&
+                                x[(p * H + yy) * W + xx] > m)
+                                m = x[(p * H + yy) * W + xx];
+                        }
+                    bad += y[(p * OH + oy) * OW + ox] != m;
+                }
+    }
+    CHECK_EQ(bad, 0);
+    CHECK(!ts_quantized_max_pool2d(q, (int64_t[2]){2, 2}, (int64_t[2]){1, 1}, (int64_t[2]){2, 0},
+                                   (int64_t[2]){1, 1}, false));
+    CHECK_ERR_HAS(TS_ERR_ARG, "quantized_max_pool2d: kernel_size (2)");
+    CHECK_OK();
+    ts_scope_end();
+}
+
+static void test_adaptive_avg(void) {
+    ts_scope_begin();
+    enum { P = 4, H = 7, W = 9 };
+    uint8_t x[P * H * W], y[P * H * W];
+    for (int i = 0; i < P * H * W; i++) x[i] = (uint8_t)rnd(0, 255);
+    /* a plane of ties: sums of 2 and 4 equal values + 1 */
+    for (int i = 0; i < H * W; i++) x[i] = (uint8_t)(10 + (i % 2));
+    ts_tensor *q = qu8(TS_SHAPE(P, H, W), x, 0.02, 3);
+    const int64_t outs[][2] = {{1, 1}, {3, 4}, {2, 2}, {5, 6}, {7, 9}, {4, 8}};
+    int bad = 0;
+    for (size_t c = 0; c < sizeof outs / sizeof outs[0]; c++) {
+        const int64_t OH = outs[c][0], OW = outs[c][1];
+        ts_tensor *r = ts_quantized_adaptive_avg_pool2d(q, OH, OW);
+        CHECK(r != NULL);
+        if (!r) continue;
+        bad += ts_shape_of(r).dims[1] != OH || ts_shape_of(r).dims[2] != OW;
+        host_u8(r, y, (size_t)(P * OH * OW));
+        for (int p = 0; p < P; p++)
+            for (int64_t i = 0; i < OH; i++)
+                for (int64_t j = 0; j < OW; j++) {
+                    const int64_t h0 = i * H / OH, h1 = ((i + 1) * H + OH - 1) / OH,
+                                  w0 = j * W / OW, w1 = ((j + 1) * W + OW - 1) / OW;
+                    int64_t s = 0;
+                    for (int64_t a = h0; a < h1; a++)
+                        for (int64_t b = w0; b < w1; b++) s += x[(p * H + a) * W + b];
+                    const float kr = (float)(1.0 / (double)((h1 - h0) * (w1 - w0)));
+                    bad += y[(p * OH + i) * OW + j] != (uint8_t)nearbyintf((float)s * kr);
+                }
+    }
+    CHECK_EQ(bad, 0);
+    CHECK(!ts_quantized_adaptive_avg_pool2d(q, 0, 2));
+    CHECK_ERR_HAS(TS_ERR_ARG, "output_size (0, 2)");
+    CHECK_OK();
+    ts_scope_end();
+}
+
+static int64_t qref(float v, double s, int64_t zp, int64_t lo, int64_t hi) {
+    const float r = (float)zp + nearbyintf(v * (1.0f / (float)s));
+    return r < lo ? lo : r > hi ? hi : (int64_t)r;
+}
+
+static void test_add_cat(void) {
+    ts_scope_begin();
+    enum { N = 300 };
+    uint8_t a[N], b[N], y[2 * N];
+    for (int i = 0; i < N; i++) a[i] = (uint8_t)rnd(0, 255), b[i] = (uint8_t)rnd(0, 255);
+    const double sa = 0.031, sb = 0.017, so = 0.045;
+    const int64_t za = 120, zb = 7, zo = 60;
+    ts_tensor *qa = qu8(TS_SHAPE(3, 100), a, sa, za), *qb = qu8(TS_SHAPE(3, 100), b, sb, zb);
+    int bad = 0;
+    for (int relu = 0; relu < 2; relu++) {
+        ts_tensor *r = ts_quantized_add(qa, qb, so, zo, relu);
+        CHECK(r != NULL);
+        if (!r) continue;
+        host_u8(r, y, N);
+        for (int i = 0; i < N; i++) {
+            float v = (float)sa * (float)(a[i] - za) + (float)sb * (float)(b[i] - zb);
+            if (relu && v < 0) v = 0;
+            bad += y[i] != qref(v, so, zo, 0, 255);
+        }
+    }
+    ts_tensor *c = ts_quantized_cat((ts_tensor *[]){qa, qb}, 2, 0, so, zo);
+    CHECK(c != NULL);
+    if (c) {
+        CHECK_EQ(ts_shape_of(c).dims[0], 6);
+        host_u8(c, y, 2 * N);
+        for (int i = 0; i < 2 * N; i++) {
+            const float v =
+                i < N ? (float)sa * (float)(a[i] - za) : (float)sb * (float)(b[i - N] - zb);
+            bad += y[i] != qref(v, so, zo, 0, 255);
+        }
+    }
+    CHECK_EQ(bad, 0);
+    ts_tensor *q8 = ts_make_per_tensor_quantized_tensor(
+        ts_zeros(TS_SHAPE(3, 100), (ts_opts){.dtype = TS_I8}), 0.1, 0);
+    CHECK(!ts_quantized_add(qa, q8, 0.1, 0, false));
+    CHECK_ERR_HAS(TS_ERR_ARG, "quantized_add: input");
+    CHECK(!ts_quantized_add(qa, qb, 0.1, 256, true));
+    CHECK_ERR_HAS(TS_ERR_ARG, "quantized_add_relu: output zero_point 256");
+    CHECK(!ts_quantized_cat((ts_tensor *[]){qa, q8}, 2, 0, 0.1, 0));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "quantized_cat: tensors must have one dtype");
+    CHECK_OK();
+    ts_scope_end();
+}
+
+static void test_make_reshape(void) {
+    ts_scope_begin();
+    const uint8_t v[6] = {0, 1, 2, 250, 255, 7};
+    ts_tensor *q = qu8(TS_SHAPE(2, 3), v, 0.5, 4);
+    CHECK(q && ts_dtype_of(q) == TS_QUINT8);
+    ts_tensor *r = ts_quantized_reshape(q, TS_SHAPE(3, 1, 2));
+    CHECK(r && ts_shape_of(r).ndim == 3 && ts_q_scale(r) == 0.5);
+    uint8_t got[6];
+    host_u8(r, got, 6);
+    CHECK(memcmp(got, v, 6) == 0);
+    CHECK(!ts_quantized_reshape(q, TS_SHAPE(4)));
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "quantized_reshape: shape");
+    const int8_t w[4] = {-128, 0, 5, 127};
+    ts_tensor *pc = ts_make_per_channel_quantized_tensor(
+        ts_from_data(TS_SHAPE(2, 2), TS_I8, w, (ts_opts){0}),
+        ts_tensor_f64(TS_SHAPE(2), (double[]){0.5, 0.25}, (ts_opts){0}),
+        ts_tensor_i64(TS_SHAPE(2), (int64_t[]){0, 1}, (ts_opts){0}), 0);
+    CHECK(pc && ts_dtype_of(pc) == TS_QINT8 && ts_q_per_channel_axis(pc) == 0);
+    float f[4];
+    ts_copy_to_host(ts_dequantize(pc), f, sizeof f);
+    CHECK(f[0] == -64.0f && f[1] == 0.0f && f[2] == 1.0f && f[3] == 31.5f);
+    CHECK(!ts_make_per_tensor_quantized_tensor(ts_zeros(TS_SHAPE(2), (ts_opts){0}), 1, 0));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "input must be int8, uint8 or int32");
+    CHECK(!ts_make_per_tensor_quantized_tensor(ts_zeros(TS_SHAPE(2), (ts_opts){.dtype = TS_U8}), 1,
+                                               300));
+    CHECK_ERR_HAS(TS_ERR_ARG, "zero_point 0 (300)");
+    CHECK(!ts_quantized_reshape(pc, TS_SHAPE(4)));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "quantized per tensor");
+    CHECK_OK();
+    ts_scope_end();
+}
+
+/* one (min, max) pair through ts_calculate_qparams */
+static void qp(float mn, float mx, int64_t qmin, int64_t qmax, bool sym, int64_t szp, float *s,
+               int64_t *z) {
+    ts_tensor *sc = NULL, *zp = NULL;
+    ts_tensor *a = ts_full(TS_SHAPE(), mn, (ts_opts){0}),
+              *b = ts_full(TS_SHAPE(), mx, (ts_opts){0});
+    *s = NAN, *z = -999;
+    if (ts_calculate_qparams(a, b, qmin, qmax, sym, szp, 1.1920928955078125e-07, &sc, &zp) ==
+        TS_OK) {
+        ts_copy_to_host(sc, s, sizeof *s);
+        ts_copy_to_host(zp, z, sizeof *z);
+    }
+}
+
+static void test_qparams(void) {
+    ts_scope_begin();
+    float s;
+    int64_t z;
+    qp(-1.0f, 3.0f, 0, 255, false, 0, &s, &z); /* 4 / 255, zp round(63.75) = 64 */
+    CHECK(s == 4.0f / 255.0f && z == 64);
+    qp(-1.25f, 126.25f, 0, 255, false, 0, &s, &z); /* scale 0.5 exactly; 1.25 / 0.5 = 2.5 -> 2 */
+    CHECK(s == 0.5f && z == 2);
+    qp(-3.25f, 124.25f, 0, 255, false, 0, &s, &z); /* 6.5 -> 6 */
+    CHECK(s == 0.5f && z == 6);
+    qp(-2.0f, 1.0f, -128, 127, true, 0, &s, &z); /* 2 / 127.5 */
+    CHECK(s == 2.0f / 127.5f && z == 0);
+    qp(-2.0f, 1.0f, 0, 127, true, 128, &s, &z); /* reduce_range quint8 symmetric: 2 / 63.5 */
+    CHECK(s == 2.0f / 63.5f && z == 128);
+    qp(0.0f, 0.0f, 0, 255, false, 0, &s, &z); /* eps */
+    CHECK(s == 1.1920928955078125e-07f && z == 0);
+    qp(2.0f, 5.0f, -64, 63, false, 0, &s, &z); /* min widened to 0: zp = qmin */
+    CHECK(s == 5.0f / 127.0f && z == -64);
+    qp(INFINITY, -INFINITY, 0, 255, false, 0, &s, &z); /* nothing observed */
+    CHECK(s == 1.0f && z == 0);
+    CHECK_OK();
+    /* per channel */
+    ts_tensor *sc = NULL, *zp = NULL;
+    ts_tensor *mn = ts_tensor_f32(TS_SHAPE(3), (float[]){-1, -0.5f, 0}, (ts_opts){0});
+    ts_tensor *mx = ts_tensor_f32(TS_SHAPE(3), (float[]){1, 2, 0.25f}, (ts_opts){0});
+    CHECK_EQ(ts_calculate_qparams(mn, mx, -128, 127, true, 0, 1.1920928955078125e-07, &sc, &zp),
+             TS_OK);
+    float sv[3];
+    ts_copy_to_host(sc, sv, sizeof sv);
+    CHECK(sv[0] == 1.0f / 127.5f && sv[1] == 2.0f / 127.5f && sv[2] == 0.25f / 127.5f);
+    CHECK(ts_calculate_qparams(mx, mn, 0, 255, false, 0, 1e-7, &sc, &zp) != TS_OK);
+    CHECK_ERR_HAS(TS_ERR_ARG, "calculate_qparams: min_val 1 is not <= max_val -1");
+    CHECK(ts_calculate_qparams(mn, mx, 5, 5, false, 0, 1e-7, &sc, &zp) != TS_OK);
+    CHECK_ERR_HAS(TS_ERR_ARG, "quant_min 5 must be below");
+    CHECK_OK();
+    ts_scope_end();
+}
+
+int main(void) {
+    test_max_pool();
+    test_adaptive_avg();
+    test_add_cat();
+    test_make_reshape();
+    test_qparams();
+    return ts_test_finish();
+}
