@@ -100,6 +100,24 @@ TS_API ts_status ts_dist_recv(ts_tensor *t, int src, int tag, ts_dist_group *g);
 TS_API ts_dist_work *ts_dist_isend(ts_tensor *t, int dst, int tag, ts_dist_group *g);
 TS_API ts_dist_work *ts_dist_irecv(ts_tensor *t, int src, int tag, ts_dist_group *g);
 
+/* ================================================================ SyncBatchNorm */
+/* torch.nn.SyncBatchNorm in training mode: ts_batch_norm (training) over x [N, C, *] (2 or more
+ * dims) whose per-channel statistics span every rank of g (NULL: the world; before ts_dist_init a
+ * world of one). Each rank's mean, biased variance and row count are all-gathered and combined
+ * (Chan's parallel variance, in float64); the ranks may hold different N, also 0 (an empty output;
+ * the rank still takes part). running_mean / running_var (may be NULL) become (1 - momentum)
+ * running + momentum x (the global mean; the global unbiased variance). Differentiable: the weight
+ * and bias gradients are this rank's share (DDP averages them, as PyTorch's), the input's is that
+ * of the global batch's loss (the sum of every rank's): its backward all-reduces sum(dy) and
+ * sum(dy (x - mean)) per channel. Collective, forward and backward: every rank of g calls it in
+ * the same order and needs the same gradients (x, w, b); a rank's failure (a bad argument, out of
+ * memory) fails it on every rank. Double backward is TS_ERR_UNSUPPORTED. f16 / bf16 inputs compute
+ * in float32. eps 0 -> 1e-5; momentum in [0, 1]. Errors as ts_batch_norm's, plus the collectives'
+ * (TS_ERR_SHAPE naming the rank whose C differs). Evaluation needs no collective: ts_batch_norm. */
+TS_API ts_tensor *ts_sync_batch_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *running_var,
+                                     ts_tensor *w, ts_tensor *b, double momentum, double eps,
+                                     ts_dist_group *g);
+
 /* ================================================================ DistributedDataParallel */
 typedef struct ts_ddp_opts {
     ts_dist_group *group;         /* NULL: the world */

@@ -135,6 +135,26 @@ static PyObject *py_gather_scatter(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* _sync_batch_norm(x, running_mean, running_var, weight, bias, momentum, eps): SyncBatchNorm's
+ * training step over the world (ts_sync_batch_norm); None for an absent optional tensor */
+static PyObject *py_sync_batch_norm(PyObject *self, PyObject *args) {
+    (void)self;
+    static const char *const names[] = {"input", "running_mean", "running_var", "weight", "bias"};
+    PyObject *o[5];
+    ts_tensor *t[5] = {0}, *y;
+    double momentum, eps;
+    if (!PyArg_ParseTuple(args, "OOOOOdd:_sync_batch_norm", &o[0], &o[1], &o[2], &o[3], &o[4],
+                          &momentum, &eps))
+        return NULL;
+    for (int i = 0; i < 5; i++)
+        if ((i == 0 || o[i] != Py_None) &&
+            !(t[i] = tsp_tensor_arg(o[i], "sync_batch_norm", names[i])))
+            return NULL;
+    if (tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_sync_batch_norm(t[0], t[1], t[2], t[3], t[4], momentum, eps, NULL));
+    return tsp_wrap(y);
+}
+
 /* ------------------------------------------------------------------ _C._GradSync
  * DDP for modules written in Python: a post-accumulate-grad hook on every parameter counts the
  * gradients of a backward pass; when the last one is in, every gradient is all-reduced and
@@ -275,6 +295,7 @@ static PyMethodDef dist_methods[] = {
     {"_dist_info", py_dist_info, METH_NOARGS, NULL},
     {"_collective", py_collective, METH_VARARGS, NULL},
     {"_gather_scatter", py_gather_scatter, METH_VARARGS, NULL},
+    {"_sync_batch_norm", py_sync_batch_norm, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

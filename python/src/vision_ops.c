@@ -1,8 +1,12 @@
 /* vision_ops.c — tessera.vision.ops' C functions (issue 75): torchvision.ops' nms, batched_nms,
  * the box ops, roi_align and roi_pool over include/tessera/vision_ops.h. The Python side
  * (python/tessera/vision/ops/boxes.py, roi.py) takes torchvision's arguments and calls these. */
+#include <string.h>
+
+#include "tsp.h" /* first: tessera.h, which tessera/nn.h needs */
+
+#include "tessera/nn.h"
 #include "tessera/vision_ops.h"
-#include "tsp.h"
 
 /* a box format name -> ts_box_fmt; -1 with ValueError naming fn and the argument */
 static int fmt_arg(const char *s, const char *fn, const char *arg) {
@@ -96,6 +100,58 @@ static PyObject *py_distance_box_iou(PyObject *self, PyObject *args) {
 static PyObject *py_complete_box_iou(PyObject *self, PyObject *args) {
     (void)self;
     return pair_op(args, "complete_box_iou", 3);
+}
+
+/* torchvision's reduction names -> *out; -1 with ValueError naming fn */
+static int reduction_arg(const char *red, const char *fn, ts_reduction *out) {
+    if (!strcmp(red, "none"))
+        *out = TS_REDUCTION_NONE;
+    else if (!strcmp(red, "mean"))
+        *out = TS_REDUCTION_MEAN;
+    else if (!strcmp(red, "sum"))
+        *out = TS_REDUCTION_SUM;
+    else
+        return PyErr_Format(PyExc_ValueError,
+                            "%s: invalid value for arg 'reduction': '%s'; supported reduction "
+                            "modes: 'none', 'mean', 'sum'",
+                            fn, red),
+               -1;
+    return 0;
+}
+
+/* _vision_generalized_box_iou_loss(boxes1, boxes2, reduction, eps) */
+static PyObject *py_giou_loss(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *fn = "generalized_box_iou_loss";
+    PyObject *o1, *o2;
+    const char *red;
+    double eps;
+    ts_tensor *b1, *b2, *r;
+    if (!PyArg_ParseTuple(args, "OOsd:_vision_generalized_box_iou_loss", &o1, &o2, &red, &eps) ||
+        !(b1 = tsp_tensor_arg(o1, fn, "boxes1")) || !(b2 = tsp_tensor_arg(o2, fn, "boxes2")))
+        return NULL;
+    ts_reduction rd;
+    if (reduction_arg(red, fn, &rd) < 0 || tsp_enter()) return NULL;
+    TSP_NOGIL(r = ts_generalized_box_iou_loss(b1, b2, rd, eps));
+    return tsp_wrap(r);
+}
+
+/* _vision_sigmoid_focal_loss(inputs, targets, alpha, gamma, reduction) */
+static PyObject *py_focal_loss(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *fn = "sigmoid_focal_loss";
+    PyObject *o1, *o2;
+    const char *red;
+    double alpha, gamma;
+    ts_tensor *x, *t, *r;
+    if (!PyArg_ParseTuple(args, "OOdds:_vision_sigmoid_focal_loss", &o1, &o2, &alpha, &gamma,
+                          &red) ||
+        !(x = tsp_tensor_arg(o1, fn, "inputs")) || !(t = tsp_tensor_arg(o2, fn, "targets")))
+        return NULL;
+    ts_reduction rd;
+    if (reduction_arg(red, fn, &rd) < 0 || tsp_enter()) return NULL;
+    TSP_NOGIL(r = ts_sigmoid_focal_loss(x, t, alpha, gamma, rd));
+    return tsp_wrap(r);
 }
 
 static PyObject *py_box_convert(PyObject *self, PyObject *args) {
@@ -208,6 +264,10 @@ static PyMethodDef vision_ops_methods[] = {
      "_vision_distance_box_iou(boxes1, boxes2, eps=1e-7)"},
     {"_vision_complete_box_iou", py_complete_box_iou, METH_VARARGS,
      "_vision_complete_box_iou(boxes1, boxes2, eps=1e-7)"},
+    {"_vision_sigmoid_focal_loss", py_focal_loss, METH_VARARGS,
+     "_vision_sigmoid_focal_loss(inputs, targets, alpha, gamma, reduction)"},
+    {"_vision_generalized_box_iou_loss", py_giou_loss, METH_VARARGS,
+     "_vision_generalized_box_iou_loss(boxes1, boxes2, reduction, eps)"},
     {"_vision_box_convert", py_box_convert, METH_VARARGS,
      "_vision_box_convert(boxes, in_fmt, out_fmt)"},
     {"_vision_clip_boxes_to_image", py_clip_boxes, METH_VARARGS,

@@ -67,23 +67,25 @@ ts_tensor *ts_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
     return tsi_autocast_exit(&ac, l1_loss_op(input, target, o));
 }
 
-static ts_tensor *smooth_l1_loss_op(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
+/* PyTorch's smooth_l1_loss: beta 0 is the L1 loss, a negative beta an error */
+static ts_tensor *smooth_l1_loss_op(ts_tensor *input, ts_tensor *target, ts_reduction r,
+                                    double beta) {
     const char *op = "smooth_l1_loss";
     tsi_init();
-    if (!pointwise_check(op, input, target, o.reduction)) return NULL;
-    if (!(o.beta >= 0))
+    if (!pointwise_check(op, input, target, r)) return NULL;
+    if (!(beta >= 0))
         return tsi_error_set(TS_ERR_ARG,
                              "%s: smooth_l1_loss does not support negative values for "
                              "beta (got %g).",
-                             op, o.beta),
+                             op, beta),
                NULL;
-    const double beta = o.beta == 0 ? 1.0 : o.beta;
+    if (beta == 0) return l1_loss_op(input, target, (ts_loss_opts){.reduction = r});
     ts_scope_begin();
     /* with m = min(z, beta): m * (z - m / 2) / beta is z^2 / (2 beta) below beta and
      * z - beta / 2 above, with the right gradient on both sides, in four passes and no mask */
     ts_tensor *z = abs_diff(input, target);
     ts_tensor *m = ts_clamp_max(z, beta);
-    ts_tensor *y = tsi_loss_reduce(ts_mul(m, ts_add_alpha(z, m, -0.5)), o.reduction);
+    ts_tensor *y = tsi_loss_reduce(ts_mul(m, ts_add_alpha(z, m, -0.5)), r);
     if (beta != 1) y = ts_div_scalar(y, beta);
     y = ts_keep(y);
     ts_scope_end();
@@ -93,7 +95,15 @@ static ts_tensor *smooth_l1_loss_op(ts_tensor *input, ts_tensor *target, ts_loss
 ts_tensor *ts_smooth_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o) {
     tsi_ac_frame ac; /* autocast: float32 */
     TSI_AUTOCAST_ENTER(&ac, "smooth_l1_loss", &input, &target);
-    return tsi_autocast_exit(&ac, smooth_l1_loss_op(input, target, o));
+    return tsi_autocast_exit(
+        &ac, smooth_l1_loss_op(input, target, o.reduction, o.beta == 0 ? 1.0 : o.beta));
+}
+
+ts_tensor *ts_smooth_l1_loss_beta(ts_tensor *input, ts_tensor *target, ts_reduction reduction,
+                                  double beta) {
+    tsi_ac_frame ac; /* autocast: float32 */
+    TSI_AUTOCAST_ENTER(&ac, "smooth_l1_loss", &input, &target);
+    return tsi_autocast_exit(&ac, smooth_l1_loss_op(input, target, reduction, beta));
 }
 
 static bool bce_check(const char *op, ts_tensor *x, ts_tensor *y, ts_loss_opts o) {
@@ -133,15 +143,28 @@ static ts_tensor *bce_with_logits_op(ts_tensor *input, ts_tensor *target, ts_los
     tsi_init();
     if (!bce_check(op, input, target, o)) return NULL;
     ts_scope_begin();
-    /* (1 - y) x + lw log(1 + e^-x), lw = 1 + (pos_weight - 1) y; softplus(-x) is log(1 + e^-x)
-     * without overflow, and unlike PyTorch's max-shifted form it keeps its relative precision
-     * for large positive x */
-    ts_tensor *sp = ts_softplus(ts_neg(input));
-    if (o.pos_weight)
-        sp = ts_mul(ts_add_scalar(ts_mul(ts_sub_scalar(o.pos_weight, 1), target), 1), sp);
-    ts_tensor *loss = ts_add(ts_mul(ts_rsub_scalar(target, 1), input), sp);
-    if (o.weight) loss = ts_mul(loss, o.weight);
-    ts_tensor *y = tsi_loss_reduce(loss, o.reduction);
+    /* The result has the target's dtype, whatever the others' are (PyTorch 2.15: its kernel
+     * writes into (1 - target) in place; float64 logits with a float32 target give float32).
+     * The elements and their reduction are computed in the widest dtype of the operands and
+     * the result rounded once to it: the input's gradient then carries no rounding to the
+     * narrow dtype (PyTorch's backward computes (sigmoid(x) - t) g / n in the input's dtype),
+     * and the reduced value is the wide one rounded. */
+    const ts_dtype out_dt = target->dtype;
+    ts_dtype wide = ts_promote_types(input->dtype, target->dtype);
+    if (o.weight) wide = ts_promote_types(wide, o.weight->dtype);
+    if (o.pos_weight) wide = ts_promote_types(wide, o.pos_weight->dtype);
+    ts_tensor *x = ts_to_dtype(input, wide), *t = ts_to_dtype(target, wide);
+    ts_tensor *w = o.weight ? ts_to_dtype(o.weight, wide) : NULL;
+    ts_tensor *pw = o.pos_weight ? ts_to_dtype(o.pos_weight, wide) : NULL;
+    /* (1 - y) x + lw log(1 + e^-x), lw = 1 + (pos_weight - 1) y; -logsigmoid(x) is
+     * log(1 + e^-x) without overflow and with its relative precision for large |x|, and its
+     * derivative sigmoid(-x) exact there (softplus's threshold 20 made it 1 for x < -20: an
+     * error of e^-20 = 2e-9 in the float64 gradient) */
+    ts_tensor *sp = ts_neg(ts_logsigmoid(x));
+    if (pw) sp = ts_mul(ts_add_scalar(ts_mul(ts_sub_scalar(pw, 1), t), 1), sp);
+    ts_tensor *loss = ts_add(ts_mul(ts_rsub_scalar(t, 1), x), sp);
+    if (w) loss = ts_mul(loss, w);
+    ts_tensor *y = ts_to_dtype(tsi_loss_reduce(loss, o.reduction), out_dt);
     y = ts_keep(y);
     ts_scope_end();
     return y;

@@ -92,9 +92,11 @@ static ts_tensor *huber_body(ts_tensor *in, ts_tensor *tg, ts_reduction r, doubl
                              ts_tensor *w) {
     /* with m = min(z, delta): m (z - m / 2) is z^2 / 2 below delta and delta (z - delta / 2)
      * above, with PyTorch's gradient on both sides */
+    /* the result has the input's dtype, promoted with the weight's (PyTorch 2.15: a float64
+     * target does not widen a float32 input's loss); computed in the wider and rounded once */
     ts_tensor *z = ts_abs(ts_sub(in, tg));
     ts_tensor *m = ts_clamp_max(z, delta);
-    ts_tensor *loss = ts_mul(m, ts_add_alpha(z, m, -0.5));
+    ts_tensor *loss = ts_to_dtype(ts_mul(m, ts_add_alpha(z, m, -0.5)), in->dtype);
     if (w) loss = ts_mul(loss, w);
     return tsi_loss_reduce(loss, r);
 }

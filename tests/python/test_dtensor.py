@@ -1,7 +1,8 @@
 """tessera.distributed.tensor (torch.distributed.tensor) and tessera.distributed.device_mesh in one
 process: placements, DeviceMesh, DTensor, distribute_tensor, compute_local_shape_and_global_offset.
 Expected values were printed by PyTorch 2.15 in a world of one (gloo); what Tessera refuses (meshes
-of several ranks, from_local of a tensor with autograd history) raises an error naming the limit."""
+of several ranks) raises an error naming the limit; gradients flow through from_local,
+redistribute, to_local and full_tensor as PyTorch's."""
 import copy
 import pickle
 
@@ -149,14 +150,26 @@ def test_autograd_through_dtensor():
     assert d.grad.tolist() == [[3.0] * 3] * 2 and leaf.grad is None
     (d.full_tensor() * 2).sum().backward()
     assert d.grad.tolist() == [[5.0] * 3] * 2
-    # PyTorch's from_local keeps the graph to the local tensor; Tessera's cannot, and says so
-    with pytest.raises(NotImplementedError, match="DTensor.from_local: the tensor requires grad"):
-        DTensor.from_local(leaf * 2, m, [Replicate()])
+    # from_local and redistribute keep the graph to the local tensor, as PyTorch's
+    f = DTensor.from_local(leaf * 2, m, [Replicate()])
+    assert type(f) is DTensor and not f.is_leaf and f.requires_grad
+    (f.to_local() * 3).sum().backward()
+    assert leaf.grad.tolist() == [[6.0] * 3] * 2
+    (DTensor.from_local(leaf, m, [Shard(0)]).full_tensor() ** 2).sum().backward()
+    assert leaf.grad.tolist() == [[8.0] * 3] * 2                 # + 2 x leaf
+    r = d.redistribute(m, [Shard(1)])
+    assert type(r) is DTensor and r.placements == (Shard(1),) and not r.is_leaf
+    (r.to_local() * 4).sum().backward()
+    assert d.grad.tolist() == [[9.0] * 3] * 2                    # 5 + 4
+    h = d.redistribute(m, [Replicate()], forward_dtype=tessera.float64)
+    assert h.dtype == tessera.float64
+    (h.full_tensor() * 0.5).sum().backward()
+    assert d.grad.dtype == tessera.float32 and d.grad.tolist() == [[9.5] * 3] * 2
+    with pytest.raises(TypeError, match="subclass of Tensor"):
+        leaf.as_subclass(int)
     with tessera.no_grad():
-        f = DTensor.from_local(leaf * 2, m, [Replicate()])
-    assert type(f) is DTensor and f.tolist() == [[2.0] * 3] * 2
-    with pytest.raises(NotImplementedError, match="redistribute"):
-        d.redistribute(m, [Replicate()])
+        g = DTensor.from_local(leaf * 2, m, [Replicate()])
+    assert type(g) is DTensor and g.tolist() == [[2.0] * 3] * 2 and not g.requires_grad
 
 
 def test_from_local_and_copies():

@@ -7,7 +7,13 @@ float64 eval and train-mode logits, the input gradient of image 0 and, per param
 gradient's norm and a fixed projection, with PyTorch's own float32 error of each. The
 per-parameter numbers are judged as one quantity each, like a tensor in tools/model_zoo.py:
 Tessera's worst parameter against PyTorch's worst.
-Judge (model_zoo_common.judge): Tessera's float32 error <= 4 * max(PyTorch f32 error, 8 * 2^-23).
+Judge: model_zoo_common.judge_tensor (its docstring): Tessera's float32 error <= 4 * max(PyTorch
+f32 error, 8 * 2^-23); where a quantity fails that, Tessera's float64 run must agree with
+PyTorch's (rule 1) and a gradient passes if its float32 value is within the bound of the float64
+run on the float32 run's own ReLU-type branches (rule 3: kink flips, dla34 and hrnet_w18_small;
+for the parameter gradients each whole gradient tensor is judged, the references hold PyTorch's
+error per parameter, gelem_bm); a planted wrong number (one module's output x (1 + 1e-4), in
+the forward or only in the backward, in both precisions or in float32 only) is still caught.
 Skipped when timm is not importable (put it on PYTHONPATH: tools/install_model_libs.sh DIR) or
 the references are missing. The whole zoo is `tools/model_zoo.py timm --all` (needs PyTorch)."""
 import copy
@@ -31,16 +37,6 @@ _spec.loader.exec_module(zc)
 
 META = json.load(open(REF + ".json")) if os.path.exists(REF + ".json") else {"models": {}}
 NAMES = sorted(META["models"])
-# beyond the judge in train-mode gradients (bench/results/timm-zoo.md, Findings): dla34's is one
-# ReLU mask flip at a pre-activation within float32 noise of 0, which this max-per-tensor judge
-# cannot tell from a wrong number; hrnet's likewise (its forward is within 5x of PyTorch's error).
-# Strict, so a kink-aware judge (or a change in the arithmetic) shows up as XPASS.
-KNOWN_WRONG = {
-    "dla34": "one ReLU mask flip in level5.root at a pre-activation of 3e-5 (scale 4.6)",
-    "hrnet_w18_small": "ReLU kinks: 9 pre-activations flip sign against float64 (PyTorch: 7)",
-}
-CASES = [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[n]))
-         if n in KNOWN_WRONG else n for n in NAMES]
 
 
 @pytest.fixture(scope="module")
@@ -62,66 +58,150 @@ def env():
     compat.uninstall()
 
 
-def summarise(model, x32, torch):
-    """what tools/model_zoo_sample_refs.summarise computes, on Tessera in float32"""
-    me = copy.deepcopy(model).eval()
+def summarise(model, x32, torch, dtype, kinks=None, replay=False):
+    """what tools/model_zoo_sample_refs.summarise computes, on Tessera in `dtype` (kinks: a
+    model_zoo_common.KinkMatch that the train run records, or imposes with replay=True)"""
+    me = copy.deepcopy(model).to(dtype).eval()
     with torch.no_grad():
-        ev = me(torch.tensor(x32))
-    mt = copy.deepcopy(model).train()
-    xi = torch.tensor(x32).requires_grad_(True)
+        ev = me(torch.tensor(x32).to(dtype))
+    mt = copy.deepcopy(model).to(dtype).train()
+    if kinks is not None:
+        kinks.replay(mt) if replay else kinks.record(mt)
+    xi = torch.tensor(x32).to(dtype).requires_grad_(True)
     tr = mt(xi)
     w = zc.loss_weights(tuple(tr.shape), 0).astype(np.float32)
-    (tr * torch.tensor(w)).sum().backward()
-    names, norms, projs = [], [], []
+    (tr * torch.tensor(w).to(dtype)).sum().backward()
+    names, norms, projs, grads = [], [], [], []
     for i, (n, p) in enumerate(mt.named_parameters()):
         g = p.grad.double().numpy() if p.grad is not None else np.zeros(tuple(p.shape))
         u = zc.hash_uniform(g.size, 9000 + i)
         names.append(n)
         norms.append(float(np.linalg.norm(g.ravel())))
         projs.append(float(np.dot(g.ravel(), u) / np.linalg.norm(u)))
+        grads.append(g)
     return dict(eval=ev.double().numpy(), train=tr.detach().double().numpy(),
                 gin=xi.grad.double().numpy()[0], gnorm=np.array(norms),
-                gproj=np.array(projs)), names
+                gproj=np.array(projs), grads=grads), names
 
 
-def judge_model(name, torch, refs):
-    """[(quantity, err, err_torch, ok)] for one sample model"""
+def build(name, torch, plant=None):
     info = META["models"][name]
     tessera.manual_seed(0)
     model = zc.build("timm", name, info["kwargs"], torch)
     zc.set_params_by_formula(model, torch)
+    if plant is not None:
+        plant(model)
+    return model
+
+
+def judge_model(name, torch, refs, plant=None):
+    """[(quantity, err, err_torch, verdict)] for one sample model by model_zoo_common's judge:
+    rule 2 on Tessera's float32 run; where a quantity fails it, rule 1 (Tessera's float64 run
+    against PyTorch's) on every quantity and rule 3 (the float64 run on the float32 run's kink
+    branches) on the gradients. plant(model): a bug planted into the model (the tests below)."""
+    info = META["models"][name]
     x32 = zc.input_array(tuple(info["input_shape"])).astype(np.float32)
-    got, names = summarise(model, x32, torch)
+    model = build(name, torch, plant)
+    kinks = zc.KinkMatch(torch)
+    got, names = summarise(model, x32, torch, torch.float32, kinks)
     assert names == info["params"], "%s: parameter names differ from PyTorch's" % name
     et = info["err_torch"]
-    rows = []
-    for q in ("eval", "train", "gin"):
-        err = zc.rel_err(got[q], refs["%s:%s" % (name, q)])
-        rows.append((q, err, et[q], zc.judge(err, et[q])[1]))
     gn = refs[name + ":gnorm"]
     scale = np.maximum(np.maximum(gn, zc.FLOOR * float(np.max(gn, initial=0.0))), 1e-30)
-    for q in ("gnorm", "gproj"):  # one quantity each: the worst parameter on both sides
-        errs = np.abs(got[q] - refs["%s:%s" % (name, q)]) / scale
-        i = int(np.argmax(errs))
-        err, err_t = float(errs[i]), float(max(et[q], default=0.0))
-        rows.append(("%s[worst: %s]" % (q, names[i]), err, err_t, zc.judge(err, err_t)[1]))
+
+    def err(q, a, b):  # per-parameter numbers: each on its own scale, the worst one
+        if q in ("gnorm", "gproj"):
+            e = np.abs(np.asarray(a) - np.asarray(b)) / scale
+            return float(np.max(e, initial=0.0)), int(np.argmax(e)) if e.size else 0
+        return zc.rel_err(a, b), None
+
+    def err_t(key):
+        v = et.get(key)
+        return float(max(v, default=0.0)) if isinstance(v, list) else v
+
+    ref = {q: refs["%s:%s" % (name, q)] for q in ("eval", "train", "gin", "gnorm", "gproj")}
+    errs = {q: err(q, got[q], ref[q]) for q in ref}
+    if all(zc.judge(errs[q][0], err_t(q))[1] for q in ref):
+        got64 = bm = None
+    else:
+        got64, _ = summarise(model, x32, torch, torch.float64)
+        bm, _ = summarise(model, x32, torch, torch.float64, kinks, replay=True)
+        # rule 3 on the parameter gradients: each whole gradient tensor against the
+        # branch-matched float64 one, as tools/model_zoo.py judges it (a norm or a projection
+        # of a rounding error is one random number: its worst over the parameters is a poor
+        # statistic, dla34's 4.4 x PyTorch's while every gradient is within 2.1 x)
+        big = max([float(np.max(np.abs(g), initial=0.0)) for g in bm["grads"]] + [0.0])
+        gel = [zc.rel_err(a, b, zc.FLOOR * big) for a, b in zip(got["grads"], bm["grads"])]
+        ratio = [zc.judge(e, t)[0] for e, t in zip(gel, et["gelem_bm"])]
+        worst_p = int(np.argmax(ratio)) if ratio else 0
+    rows = []
+    for q in ref:
+        e, i = errs[q]
+        args = {}
+        if got64 is not None:
+            # gin is stored float32-rounded (2^-24 relative): rule 1 measures beyond that
+            e64 = err(q, got64[q], ref[q])[0]
+            args = dict(err64=max(e64 - 2.0 ** -24, 0.0) if q == "gin" else e64,
+                        err_bm=err(q, got[q], bm[q])[0], err_torch_bm=err_t(q + "_bm"))
+            if q in ("gnorm", "gproj") and gel:
+                args.update(err_bm=gel[worst_p], err_torch_bm=et["gelem_bm"][worst_p])
+        v = zc.judge_tensor(q, e, err_t(q), **args)
+        rows.append((q if i is None else "%s[worst: %s]" % (q, names[i]), e, err_t(q), v))
     return rows
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", NAMES)
 def test_model_zoo_sample(env, name):
     torch, refs = env
     rows = judge_model(name, torch, refs)
-    bad = [r for r in rows if not r[3]]
-    assert not bad, "%s: %d of %d quantities beyond 4 x PyTorch's float32 error, worst: %s" % (
-        name, len(bad), len(rows), ", ".join("%s err %.2e (PyTorch f32 %.2e)" % r[:3]
-                                             for r in sorted(bad, key=lambda r: -r[1])[:3]))
+    bad = [r for r in rows if not r[3]["ok"]]
+    assert not bad, "%s: %d of %d quantities beyond the judge, worst: %s" % (
+        name, len(bad), len(rows), ", ".join(
+            "%s err %.2e (PyTorch f32 %.2e; failed %s, ratio %.3g)" % (
+                r[0], r[1], r[2], r[3]["why"], r[3]["ratio"])
+            for r in sorted(bad, key=lambda r: -r[3]["ratio"])[:3]))
 
 
-def test_judge_catches_a_wrong_number():
-    """the judge itself: a relative error of 1e-4 where PyTorch's float32 has 1e-7 fails, and
-    one within the bound passes"""
-    ref = np.linspace(-1.0, 1.0, 11)
-    assert not zc.judge(zc.rel_err(ref * (1 + 1e-4), ref), 1e-7)[1]
-    assert zc.judge(zc.rel_err(ref * (1 + 2e-6), ref), 1e-7)[1]
-    assert zc.rel_err(np.array([np.nan, 1.0]), np.array([0.0, 1.0])) == float("inf")
+PLANT_MODEL, PLANT_AT = "dla34", "level3.tree1.tree1.conv1"  # a ReLU network with kink flips
+
+
+def _planter(where, f32_only, torch):
+    """a planted wrong number: the output of module PLANT_AT (a conv in the middle of dla34)
+    times (1 + 1e-4), in the forward (so also in every gradient below) or only in the gradient
+    flowing back through it; in float64 too, or in float32 only (what rule 1 cannot see)"""
+    def scaled(out):
+        return not f32_only or out.dtype == torch.float32
+
+    def fwd(mod, args, out):
+        return out * (1.0 + 1e-4) if scaled(out) else None
+
+    def bwd(mod, args, out):
+        if scaled(out) and out.requires_grad:
+            out.register_hook(lambda g: g * (1.0 + 1e-4))
+
+    def plant(model):
+        dict(model.named_modules())[PLANT_AT].register_forward_hook(
+            fwd if where == "forward" else bwd)
+    return plant
+
+
+@pytest.mark.parametrize("where,f32_only", [("backward", False), ("backward", True),
+                                             ("forward", True)],
+                         ids=["backward-both-precisions", "backward-float32-only",
+                              "forward-float32-only"])
+def test_planted_wrong_number_is_caught(env, where, f32_only):
+    """the judge, kink-aware, still flags a wrong number of 1e-4 in one op of a model whose
+    float32 gradients hold kink flips (dla34 passes unplanted: test_model_zoo_sample). A wrong
+    gradient is where a kink exemption could hide one: in both precisions rule 1 must catch it,
+    in float32 only rule 3; a wrong forward is never exempt (the 4th case, forward in both
+    precisions, is caught like these: 43 s more, left out)"""
+    torch, refs = env
+    if PLANT_MODEL not in META["models"]:
+        pytest.skip("%s not in the sample references" % PLANT_MODEL)
+    rows = judge_model(PLANT_MODEL, torch, refs, _planter(where, f32_only, torch))
+    bad = [r for r in rows if not r[3]["ok"]]
+    assert bad, "a planted x(1 + 1e-4) at %s (%s, %s) passed the judge: %s" % (
+        PLANT_AT, where, "float32 only" if f32_only else "both precisions",
+        [(r[0], r[1], r[3]) for r in rows])
+    if where == "backward":  # the forward is untouched: only gradients can flag it
+        assert all(r[3]["ok"] for r in rows if r[0] in ("eval", "train"))

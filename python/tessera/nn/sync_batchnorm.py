@@ -1,11 +1,14 @@
-"""tessera.nn.SyncBatchNorm — torch.nn.SyncBatchNorm. In one process (no process group, or a world
-of one rank) batch statistics over the whole batch are the local ones, so it computes exactly as
-BatchNorm (the C batch_norm, forward and backward). Across several processes the statistics and
-their gradients must be all-reduced inside the op (PyTorch's batch_norm_gather_stats and
-batch_norm_backward_reduce); Tessera has no such C op yet, so training with world_size > 1 raises
-NotImplementedError instead of normalising by local statistics (a wrong number). Evaluation uses
-the running statistics and works at any world size. convert_sync_batchnorm swaps every BatchNorm
-of a model for a SyncBatchNorm that shares its parameters and buffers."""
+"""tessera.nn.SyncBatchNorm — torch.nn.SyncBatchNorm. In training with a process group of more
+than one rank, the batch statistics span every rank's batch: the C op ts_sync_batch_norm gathers
+each rank's per-channel mean, variance and count, normalises with the combined ones, updates the
+running statistics with the global mean and unbiased variance, and in backward all-reduces the sums
+the input's gradient needs (PyTorch's batch_norm_gather_stats_with_counts and
+batch_norm_backward_reduce), so every rank gets its rows' share of the gradient of BatchNorm over
+the whole batch; ranks may hold different batch sizes. In one process (no process group, or a
+world of one) it is BatchNorm (the C batch_norm), and evaluation uses the running statistics at
+any world size. convert_sync_batchnorm swaps every BatchNorm of a model for a SyncBatchNorm that
+shares its parameters and buffers."""
+from .. import _C
 from .layers import _BatchNorm
 
 
@@ -13,7 +16,7 @@ def _world_size(process_group):
     from .. import distributed as dist
     if not dist.is_initialized():
         return 1
-    return dist.get_world_size(process_group)
+    return dist.get_world_size(process_group)  # a subgroup raises NotImplementedError
 
 
 class SyncBatchNorm(_BatchNorm):
@@ -29,12 +32,17 @@ class SyncBatchNorm(_BatchNorm):
     def forward(self, input):
         if input.dim() < 2:
             raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
-        if self.training and _world_size(self.process_group) > 1:
-            raise NotImplementedError(
-                "SyncBatchNorm: training across %d processes needs batch statistics all-reduced "
-                "inside the op, which Tessera does not have yet; use BatchNorm (local "
-                "statistics) or one process" % _world_size(self.process_group))
-        return super().forward(input)
+        if not (self.training and _world_size(self.process_group) > 1):
+            return super().forward(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None:
+            _C._nn_add_(self.num_batches_tracked, 1)
+            if self.momentum is None:  # cumulative moving average
+                factor = 1.0 / float(self.num_batches_tracked.item())
+        keep = self.track_running_stats
+        return _C._sync_batch_norm(input, self.running_mean if keep else None,
+                                   self.running_var if keep else None, self.weight, self.bias,
+                                   factor, self.eps)
 
     @classmethod
     def convert_sync_batchnorm(cls, module, process_group=None):

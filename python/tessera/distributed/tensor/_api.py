@@ -5,11 +5,10 @@ placement per mesh dim. Tessera runs DTensor in one process: the mesh holds one 
 placement's local tensor is the whole tensor (Shard(d) of one chunk, Replicate, Partial of one
 part) and the values are exactly PyTorch's. Meshes of more ranks are refused by DeviceMesh.
 
-Autograd: a DTensor is made by Tensor._make_subclass, which detaches. distribute_tensor makes a
-leaf, as PyTorch does; from_local / redistribute of a tensor that needs a gradient would cut the
-graph (PyTorch keeps it), so they raise NotImplementedError under grad mode instead of silently
-dropping gradients. Ops on a DTensor return plain Tensors (PyTorch returns DTensors); to_local()
-and full_tensor() are differentiable views of it.
+Autograd: as PyTorch's. distribute_tensor makes a leaf; from_local and redistribute of a tensor
+with history (under grad mode) keep it (Tensor.as_subclass: a differentiable alias), so gradients
+flow back to the local tensor; to_local() and full_tensor() are differentiable views. Ops on a
+DTensor return plain Tensors (PyTorch returns DTensors).
 """
 from tessera import _C
 
@@ -108,16 +107,11 @@ def _to_mesh_device(t, mesh):
     return t
 
 
-def _no_history(op, t):
-    if t.requires_grad and _C.is_grad_enabled():
-        raise NotImplementedError(
-            "%s: the tensor requires grad; tessera's DTensor is a detached alias and would cut "
-            "the autograd graph (PyTorch's keeps it). Call it under torch.no_grad(), or on a "
-            "detached tensor" % op)
-
-
 def _make(local, mesh, placements, shape=None, stride=None, requires_grad=False):
-    d = Tensor._make_subclass(DTensor, local, requires_grad)
+    if local.requires_grad and _C.is_grad_enabled():
+        d = Tensor.as_subclass(local, DTensor)  # keeps the graph: gradients reach local
+    else:
+        d = Tensor._make_subclass(DTensor, local, requires_grad)
     shape = tuple(local.shape) if shape is None else tuple(shape)
     stride = tuple(local.stride()) if stride is None else tuple(stride)
     d._spec = DTensorSpec(mesh, placements, TensorMeta(shape, stride, local.dtype))
@@ -140,7 +134,6 @@ class DTensor(Tensor):
         if isinstance(local_tensor, DTensor):
             raise RuntimeError("the local_tensor argument only accepts torch.Tensor but got %s "
                                "value." % type(local_tensor))
-        _no_history("DTensor.from_local", local_tensor)
         mesh = _mesh_or_default(device_mesh, local_tensor)
         local_tensor = _to_mesh_device(local_tensor, mesh)
         placements = _check_placements("DTensor.from_local", placements, mesh, local_tensor.dim())
@@ -189,7 +182,6 @@ class DTensor(Tensor):
                 raise RuntimeError("redistribute: cannot redistribute %s to %s (a Partial "
                                    "placement cannot be made from a reduced one)"
                                    % (self.placements, placements))
-        _no_history("DTensor.redistribute", self)
         src = self
         if forward_dtype is not None and forward_dtype != self.dtype:
             src = self.to(forward_dtype)

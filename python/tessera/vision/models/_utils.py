@@ -1,5 +1,8 @@
 """Shared pieces of tessera.vision.models: the weights= check, torchvision's _make_divisible,
-Conv2dNormActivation, SqueezeExcitation and StochasticDepth (same module and state-dict names)."""
+Conv2dNormActivation, SqueezeExcitation, StochasticDepth and IntermediateLayerGetter (same
+module and state-dict names)."""
+from collections import OrderedDict
+
 import tessera as ts
 from tessera import nn
 
@@ -88,3 +91,33 @@ class StochasticDepth(nn.Module):
     def extra_repr(self):
         return "p=%s, mode=%s" % (self.p, self.mode)
 
+
+
+class IntermediateLayerGetter(nn.ModuleDict):
+    """torchvision.models._utils.IntermediateLayerGetter: the model's direct children in order, up
+    to the last one named in return_layers; forward returns an OrderedDict
+    {return_layers[name]: that child's output}."""
+
+    def __init__(self, model, return_layers):
+        names = [n for n, _ in model.named_children()]
+        if not set(return_layers).issubset(names):
+            raise ValueError("IntermediateLayerGetter: return_layers %s are not present in model"
+                             % sorted(set(return_layers) - set(names)))
+        orig = {str(k): str(v) for k, v in return_layers.items()}
+        remaining = dict(orig)
+        layers = OrderedDict()
+        for name, module in model.named_children():
+            layers[name] = module
+            remaining.pop(name, None)
+            if not remaining:
+                break
+        super().__init__(layers)
+        self.return_layers = orig
+
+    def forward(self, x):
+        out = OrderedDict()
+        for name, module in self.items():
+            x = module(x)
+            if name in self.return_layers:
+                out[self.return_layers[name]] = x
+        return out

@@ -1,4 +1,5 @@
-"""torchvision.models.efficientnet: EfficientNet B0-B7 (v1)."""
+"""torchvision.models.efficientnet: EfficientNet B0-B7 (v1: MBConv) and V2 S / M / L (FusedMBConv
+stages, then MBConv)."""
 import copy
 import math
 from functools import partial
@@ -9,7 +10,8 @@ from tessera import nn
 from ._utils import (Conv2dNormActivation, SqueezeExcitation, StochasticDepth, _check_weights,
                      _make_divisible)
 
-__all__ = ["EfficientNet"] + ["efficientnet_b%d" % i for i in range(8)]
+__all__ = (["EfficientNet"] + ["efficientnet_b%d" % i for i in range(8)]
+           + ["efficientnet_v2_s", "efficientnet_v2_m", "efficientnet_v2_l"])
 
 
 class MBConvConfig:
@@ -21,6 +23,7 @@ class MBConvConfig:
         self.input_channels = self.adjust_channels(input_channels, width_mult)
         self.out_channels = self.adjust_channels(out_channels, width_mult)
         self.num_layers = int(math.ceil(num_layers * depth_mult))
+        self.block = MBConv
 
     @staticmethod
     def adjust_channels(channels, width_mult, min_value=None):
@@ -57,6 +60,46 @@ class MBConv(nn.Module):
         return result
 
 
+class FusedMBConvConfig(MBConvConfig):
+    """a FusedMBConv stage (EfficientNetV2): no width / depth multipliers"""
+
+    def __init__(self, expand_ratio, kernel, stride, input_channels, out_channels, num_layers,
+                 block=None):
+        super().__init__(expand_ratio, kernel, stride, input_channels, out_channels, num_layers)
+        self.block = block or FusedMBConv
+
+
+class FusedMBConv(nn.Module):
+    """EfficientNetV2's block: a full kxk conv expands (or maps straight to the output), then a
+    1x1 projection; residual with stochastic depth when shapes agree"""
+
+    def __init__(self, cnf, stochastic_depth_prob, norm_layer):
+        super().__init__()
+        if not 1 <= cnf.stride <= 2:
+            raise ValueError("FusedMBConv: illegal stride value %r" % (cnf.stride,))
+        self.use_res_connect = cnf.stride == 1 and cnf.input_channels == cnf.out_channels
+        expanded = cnf.adjust_channels(cnf.input_channels, cnf.expand_ratio)
+        if expanded != cnf.input_channels:
+            layers = [Conv2dNormActivation(cnf.input_channels, expanded, kernel_size=cnf.kernel,
+                                           stride=cnf.stride, norm_layer=norm_layer,
+                                           activation_layer=nn.SiLU),
+                      Conv2dNormActivation(expanded, cnf.out_channels, kernel_size=1,
+                                           norm_layer=norm_layer, activation_layer=None)]
+        else:
+            layers = [Conv2dNormActivation(cnf.input_channels, cnf.out_channels,
+                                           kernel_size=cnf.kernel, stride=cnf.stride,
+                                           norm_layer=norm_layer, activation_layer=nn.SiLU)]
+        self.block = nn.Sequential(*layers)
+        self.stochastic_depth = StochasticDepth(stochastic_depth_prob, "row")
+        self.out_channels = cnf.out_channels
+
+    def forward(self, x):
+        result = self.block(x)
+        if self.use_res_connect:
+            result = self.stochastic_depth(result) + x
+        return result
+
+
 class EfficientNet(nn.Module):
     def __init__(self, inverted_residual_setting, dropout, stochastic_depth_prob=0.2,
                  num_classes=1000, norm_layer=None, last_channel=None):
@@ -77,7 +120,7 @@ class EfficientNet(nn.Module):
                     block_cnf.input_channels = block_cnf.out_channels
                     block_cnf.stride = 1
                 sd_prob = stochastic_depth_prob * float(block_id) / total
-                stage.append(MBConv(block_cnf, sd_prob, norm_layer))
+                stage.append(block_cnf.block(block_cnf, sd_prob, norm_layer))
                 block_id += 1
             layers.append(nn.Sequential(*stage))
         lastconv_in = inverted_residual_setting[-1].out_channels
@@ -125,6 +168,29 @@ def _efficientnet(arch, weights, kwargs):
     return EfficientNet(setting, kwargs.pop("dropout", dropout), **kwargs)
 
 
+_V2 = {  # name: (stage settings (fused?, expand, kernel, stride, in, out, layers), dropout)
+    "efficientnet_v2_s": (((1, 1, 3, 1, 24, 24, 2), (1, 4, 3, 2, 24, 48, 4),
+                           (1, 4, 3, 2, 48, 64, 4), (0, 4, 3, 2, 64, 128, 6),
+                           (0, 6, 3, 1, 128, 160, 9), (0, 6, 3, 2, 160, 256, 15)), 0.2),
+    "efficientnet_v2_m": (((1, 1, 3, 1, 24, 24, 3), (1, 4, 3, 2, 24, 48, 5),
+                           (1, 4, 3, 2, 48, 80, 5), (0, 4, 3, 2, 80, 160, 7),
+                           (0, 6, 3, 1, 160, 176, 14), (0, 6, 3, 2, 176, 304, 18),
+                           (0, 6, 3, 1, 304, 512, 5)), 0.3),
+    "efficientnet_v2_l": (((1, 1, 3, 1, 32, 32, 4), (1, 4, 3, 2, 32, 64, 7),
+                           (1, 4, 3, 2, 64, 96, 7), (0, 4, 3, 2, 96, 192, 10),
+                           (0, 6, 3, 1, 192, 224, 19), (0, 6, 3, 2, 224, 384, 25),
+                           (0, 6, 3, 1, 384, 640, 7)), 0.4),
+}
+
+
+def _efficientnet_v2(arch, weights, kwargs):
+    _check_weights(arch, weights, kwargs)
+    stages, dropout = _V2[arch]
+    setting = [(FusedMBConvConfig if fused else MBConvConfig)(*rest) for fused, *rest in stages]
+    kwargs.setdefault("norm_layer", partial(nn.BatchNorm2d, eps=1e-03))
+    return EfficientNet(setting, kwargs.pop("dropout", dropout), last_channel=1280, **kwargs)
+
+
 def efficientnet_b0(*, weights=None, progress=True, **kwargs):
     return _efficientnet("efficientnet_b0", weights, kwargs)
 
@@ -155,3 +221,15 @@ def efficientnet_b6(*, weights=None, progress=True, **kwargs):
 
 def efficientnet_b7(*, weights=None, progress=True, **kwargs):
     return _efficientnet("efficientnet_b7", weights, kwargs)
+
+
+def efficientnet_v2_s(*, weights=None, progress=True, **kwargs):
+    return _efficientnet_v2("efficientnet_v2_s", weights, kwargs)
+
+
+def efficientnet_v2_m(*, weights=None, progress=True, **kwargs):
+    return _efficientnet_v2("efficientnet_v2_m", weights, kwargs)
+
+
+def efficientnet_v2_l(*, weights=None, progress=True, **kwargs):
+    return _efficientnet_v2("efficientnet_v2_l", weights, kwargs)

@@ -23,3 +23,9 @@ except ImportError as _e:
     if getattr(_e, "name", None) not in (__name__ + ".poolers",
                                          __name__ + ".feature_pyramid_network"):
         raise
+try:  # losses of the detection models (compositions over the C box ops)
+    from .focal_loss import sigmoid_focal_loss  # noqa: F401
+    from .giou_loss import generalized_box_iou_loss  # noqa: F401
+except ImportError as _e:
+    if getattr(_e, "name", None) not in (__name__ + ".focal_loss", __name__ + ".giou_loss"):
+        raise

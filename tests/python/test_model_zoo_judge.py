@@ -1,0 +1,256 @@
+"""The model-zoo judge itself (tools/model_zoo_common.py: judge_tensor, KinkMatch; issue 75), on
+synthetic values, without PyTorch: a one-hidden-layer ReLU network in numpy whose float32 run
+flips one ReLU against float64 (the dla34 / hrnet case), a wrong number in both precisions, a
+wrong number in float32 only, and KinkMatch's record / replay on a small Tessera model."""
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+import tessera
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_spec = importlib.util.spec_from_file_location(
+    "model_zoo_common", os.path.join(ROOT, "tools", "model_zoo_common.py"))
+zc = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(zc)
+
+
+def relu_net(dtype, mask=None, scale=1.0):
+    """y = w2 . relu(W1 x) for 64 inputs, hidden unit 0's pre-activation ~1e-7 of the scale
+    (within float32 noise of the kink); returns (y, dy/dW1, the ReLU mask used). mask: impose
+    that mask (a branch-matched run); scale: a planted wrong factor on the gradient"""
+    rng = np.random.default_rng(5)
+    w1 = rng.standard_normal((16, 8))
+    x = rng.standard_normal((8, 64))
+    w2 = rng.standard_normal(16)
+    h64 = w1 @ x
+    w1[0, 0] -= (h64[0, 3] - 1e-7 * np.abs(h64).max() * np.sign(h64[0, 3])) / x[0, 3]
+    w1, x, w2 = w1.astype(dtype), x.astype(dtype), w2.astype(dtype)
+    h = w1 @ x
+    m = (h > 0) if mask is None else mask
+    y = (w2[:, None] * (h * m)).sum(axis=0)
+    g = ((w2[:, None] * m) @ x.T) * dtype(scale)
+    return y.astype(np.float64), g.astype(np.float64), m
+
+
+def errors(tess32, tess64, tess64bm, torch32, r64, r64bm):
+    return dict(err=zc.rel_err(tess32, r64), err_torch=zc.rel_err(torch32, r64),
+                err64=zc.rel_err(tess64, r64), err_bm=zc.rel_err(tess32, tess64bm),
+                err_torch_bm=zc.rel_err(torch32, r64bm))
+
+
+def flipped_float32_run():
+    """the float32 run as if its rounding put hidden unit 0, column 3, on the other side"""
+    _, _, m64 = relu_net(np.float64)
+    m = m64.copy()
+    m[0, 3] = not m[0, 3]
+    return m
+
+
+def verdict(key, e):
+    return zc.judge_tensor(key, e["err"], e["err_torch"], e["err64"], e["err_bm"],
+                           e["err_torch_bm"])
+
+
+def test_rounding_only_passes_rule_2():
+    y64, g64, m64 = relu_net(np.float64)
+    y32, g32, _ = relu_net(np.float32, mask=m64)  # rounding only: the same branches
+    v = zc.judge_tensor("grad:param:w1", zc.rel_err(g32, g64), zc.rel_err(g32, g64) * 0.5)
+    assert v["ok"] and not v["kink"] and v["ratio"] <= zc.K
+
+
+def test_kink_flip_fails_rule_2_and_passes_rule_3():
+    y64, g64, m64 = relu_net(np.float64)
+    m = flipped_float32_run()
+    _, tess32, _ = relu_net(np.float32, mask=m)
+    _, tess64bm, _ = relu_net(np.float64, mask=m)
+    # PyTorch's float32 run did not flip (by chance): its error is rounding only
+    _, torch32, _ = relu_net(np.float32, mask=m64)
+    e = errors(tess32, g64, tess64bm, torch32, g64, g64)
+    assert e["err"] > 1e3 * zc.bound(e["err_torch"]), "the flip must be far beyond rounding"
+    assert not zc.judge(e["err"], e["err_torch"])[1]  # the old judge: a false alarm
+    v = verdict("grad:param:w1", e)
+    assert v["ok"] and v["kink"] and v["ratio_max"] > zc.K and v["ratio"] <= zc.K, v
+    # the forward is continuous: the flip moves the output by |pre-activation| only
+    y32, _, _ = relu_net(np.float32, mask=m)
+    assert zc.judge(zc.rel_err(y32, y64), zc.rel_err(relu_net(np.float32, mask=m64)[0], y64))[1]
+
+
+def test_forward_is_never_exempt():
+    """a forward tensor beyond rule 2 fails even when the float64 gate and the branch-matched
+    comparison would pass"""
+    v = zc.judge_tensor("train:out", 1e-3, 1e-6, err64=1e-16, err_bm=1e-7, err_torch_bm=1e-6)
+    assert not v["ok"] and v["why"] == "max"
+    v = zc.judge_tensor("eval:out", 1e-3, 1e-6, err64=1e-16, err_bm=1e-7, err_torch_bm=1e-6)
+    assert not v["ok"]
+
+
+@pytest.mark.parametrize("f32_only", [False, True])
+def test_wrong_number_with_a_kink_is_caught(f32_only):
+    """a gradient x (1 + 1e-4) in a run that also flipped a kink: in both precisions the
+    float64 gate (rule 1) fails; in float32 only, the branch-matched comparison (rule 3)"""
+    _, g64, m64 = relu_net(np.float64)
+    m = flipped_float32_run()
+    _, tess32, _ = relu_net(np.float32, mask=m, scale=1 + 1e-4)
+    _, tess64, _ = relu_net(np.float64, scale=1.0 if f32_only else 1 + 1e-4)
+    _, tess64bm, _ = relu_net(np.float64, mask=m, scale=1.0 if f32_only else 1 + 1e-4)
+    _, torch32, _ = relu_net(np.float32, mask=m64)
+    e = errors(tess32, tess64, tess64bm, torch32, g64, g64)
+    v = verdict("grad:param:w1", e)
+    assert not v["ok"], v
+    assert v["why"] == ("max" if f32_only else "float64"), v
+
+
+def test_wrong_number_without_a_kink_is_caught():
+    _, g64, m64 = relu_net(np.float64)
+    _, tess32, _ = relu_net(np.float32, mask=m64, scale=1 + 1e-4)
+    _, torch32, _ = relu_net(np.float32, mask=m64)
+    assert not zc.judge_tensor("grad:input", zc.rel_err(tess32, g64),
+                               zc.rel_err(torch32, g64))["ok"]
+    # the float64 gate alone catches an error far below float32's resolution
+    v = zc.judge_tensor("grad:input", 0.0, 1e-6, err64=1e-9)
+    assert not v["ok"] and v["why"] == "float64"
+    assert zc.judge_tensor("grad:input", 0.0, 1e-6, err64=1e-14)["ok"]
+
+
+def test_without_float64_rule_2_decides():
+    v = zc.judge_tensor("grad:input", 1e-3, 1e-6)
+    assert not v["ok"] and v["why"] == "max"
+    v = zc.judge_tensor("grad:input", 1e-3, 1e-6, err_bm=1e-7, err_torch_bm=1e-6)
+    assert not v["ok"]  # no float64 gate: no exemption
+
+
+def test_rel_err():
+    ref = np.linspace(-1.0, 1.0, 11)
+    assert zc.rel_err(ref * (1 + 1e-4), ref) == pytest.approx(1e-4)
+    assert zc.rel_err(np.array([np.nan, 1.0]), np.array([0.0, 1.0])) == float("inf")
+    assert zc.rel_err(np.zeros(3), np.zeros(2)) == float("inf")
+    assert zc.rel_err(np.array([1e-9]), np.array([0.0]), denom_floor=1e-3) == pytest.approx(1e-6)
+
+
+class Net(tessera.nn.Module):
+    def __init__(self, act):
+        super().__init__()
+        self.fc = tessera.nn.Linear(4, 6)
+        self.act = act
+
+    def forward(self, x):
+        return self.act(self.fc(x)).sum(dim=1)
+
+
+@pytest.mark.parametrize("act", ["ReLU", "ReLU6", "Hardswish", "Hardsigmoid", "LeakyReLU",
+                                 "Hardtanh"])
+def test_kink_match_replays_the_recorded_branches(act):
+    """record on one input, replay on another whose pre-activations cross the breakpoints:
+    the replayed output and gradient are the recorded branch's piece at the new input"""
+    tessera.manual_seed(3)
+    mod = getattr(tessera.nn, act)(inplace=True) if act != "Hardtanh" else \
+        tessera.nn.Hardtanh(-0.5, 0.5, inplace=True)
+    net = Net(mod).double()
+    with tessera.no_grad():
+        net.fc.weight.copy_(tessera.tensor(np.linspace(-4.0, 4.0, 24).reshape(6, 4)))
+        net.fc.bias.zero_()
+    x1 = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+    x2 = -x1 * 1.3  # the other side of most breakpoints
+    km = zc.KinkMatch(tessera)
+    km.record(net)
+    rec = net(tessera.tensor(x1)).detach().numpy()
+    net(tessera.tensor(x1))  # a module called twice: the k-th replay gets the k-th record
+    assert km.n_calls() == 2 and not mod.inplace
+    for h in km.handles:
+        h.remove()
+    km.handles = []
+    km.replay(net)
+    xi = tessera.tensor(x2, requires_grad=True)
+    out = net(xi)
+    out.sum().backward()
+    # the reference: the recorded branch's piece, by hand
+    h1 = x1 @ np.linspace(-4.0, 4.0, 24).reshape(6, 4).T
+    h2 = x2 @ np.linspace(-4.0, 4.0, 24).reshape(6, 4).T
+    bps, pieces = zc.KINKS[act](mod)
+    br = sum((h1 > b).astype(int) for b in bps)
+    val, der = np.zeros_like(h2), np.zeros_like(h2)
+    for r, p in enumerate(pieces):
+        m = br == r
+        if isinstance(p, float):
+            val[m] = p
+        elif p == "x":
+            val[m], der[m] = h2[m], 1.0
+        elif p == "hswish":
+            val[m], der[m] = h2[m] * (h2[m] + 3) / 6, (2 * h2[m] + 3) / 6
+        elif p == "hsig":
+            val[m], der[m] = h2[m] / 6 + 0.5, 1.0 / 6
+        else:
+            val[m], der[m] = h2[m] * p[1], p[1]
+    assert np.allclose(out.detach().numpy(), val.sum(axis=1), rtol=1e-12, atol=1e-12)
+    gx = der @ np.linspace(-4.0, 4.0, 24).reshape(6, 4)
+    assert np.allclose(xi.grad.numpy(), gx, rtol=1e-12, atol=1e-12)
+    own = sum((h2 > b).astype(int) for b in bps)
+    assert km.flips == int(np.count_nonzero(own != br)) > 0
+    # the second record (x1), replayed at x1: the module itself
+    assert np.allclose(net(tessera.tensor(x1)).detach().numpy(), rec, rtol=1e-12)
+    with pytest.raises(RuntimeError, match="more often than recorded"):
+        net(tessera.tensor(x1))
+
+
+def test_kink_match_replays_max_pool_argmax():
+    """a 2-d max-pool: recorded on x1, the replay at x2 takes each window at x1's argmax (and
+    routes the gradient there), counting the windows whose own argmax differs"""
+    pool = tessera.nn.MaxPool2d(2, 2)
+    x1 = np.arange(32, dtype=np.float64).reshape(1, 2, 4, 4)  # argmax: bottom-right
+    x2 = -x1  # argmax: top-left in every window
+    km = zc.KinkMatch(tessera).record(pool)
+    pool(tessera.tensor(x1))
+    for h in km.handles:
+        h.remove()
+    km.handles = []
+    km.replay(pool)
+    xi = tessera.tensor(x2, requires_grad=True)
+    out = pool(xi)
+    out.sum().backward()
+    assert np.array_equal(out.detach().numpy(), x2[:, :, 1::2, 1::2])
+    want = np.zeros_like(x2)
+    want[:, :, 1::2, 1::2] = 1.0
+    assert np.array_equal(xi.grad.numpy(), want)
+    assert km.flips == 8
+
+
+def test_kink_match_functional_relu_and_flip_gap():
+    """torch.nn.functional.relu (the detectors' box heads): recorded at x1 and replayed at x2
+    inside km.functional(...), it takes x1's branch (value and gradient), counts the flips, is
+    restored after the block; with flip_gap a flip far from the breakpoint raises (the runs saw
+    different elements), one within the gap is accepted"""
+    F = tessera.nn.functional
+    orig = F.relu
+    x1 = np.array([[-1.0, 2.0, -3.0, 4.0, 1e-9]])
+    x2 = np.array([[1.0, 2.0, -3.0, -4.0, -1e-9]])  # elements 0, 3 and 4 on the other side
+    km = zc.KinkMatch(tessera)
+    with km.functional("record"):
+        F.relu(tessera.tensor(x1))
+    assert F.relu is orig and km.n_calls() == 1
+    xi = tessera.tensor(x2, requires_grad=True)
+    with km.functional("replay"):
+        out = F.relu(xi)
+    assert F.relu is orig
+    out.sum().backward()
+    mask = (x1 > 0).astype(np.float64)
+    assert np.array_equal(out.detach().numpy(), x2 * mask)
+    assert np.array_equal(xi.grad.numpy(), mask)
+    assert km.flips == 3
+    # flip_gap: the flips at +-1 and -4 lie far from 0 (x max|input| = 4): refused
+    strict = zc.KinkMatch(tessera, flip_gap=2.0 ** -10)
+    with strict.functional("record"):
+        F.relu(tessera.tensor(x1))
+    with pytest.raises(RuntimeError, match="flipped element lies"):
+        with strict.functional("replay"):
+            F.relu(tessera.tensor(x2))
+    assert F.relu is orig
+    # only the element at 1e-9 flips: within the gap
+    near = zc.KinkMatch(tessera, flip_gap=2.0 ** -10)
+    with near.functional("record"):
+        F.relu(tessera.tensor(x1))
+    with near.functional("replay"):
+        F.relu(tessera.tensor(np.array([[-1.0, 2.0, -3.0, 4.0, -1e-9]])))
+    assert near.flips == 1
