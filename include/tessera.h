@@ -130,6 +130,12 @@ typedef enum ts_dtype {
     TS_U64,  /* torch.uint64 (same) */
     TS_C64,  /* torch.complex64: interleaved float32 (real, imaginary) pairs */
     TS_C128, /* torch.complex128: interleaved float64 pairs */
+    /* quantized (tessera/quant.h): integers with an affine scale and zero point the tensor
+     * carries; only the ops quant.h lists take them, every other op refuses them */
+    TS_QINT8,    /* torch.qint8: int8 values */
+    TS_QUINT8,   /* torch.quint8: uint8 values */
+    TS_QINT32,   /* torch.qint32: int32 values */
+    TS_QUINT4X2, /* torch.quint4x2: 4-bit values 0..15, two a byte along the last dim */
     TS_DTYPE_COUNT
 } ts_dtype;
 
@@ -253,6 +259,14 @@ TS_API ts_tensor *ts_bernoulli(ts_tensor *p);             /* each element 1 with
 TS_API ts_tensor *ts_bernoulli_p(ts_tensor *t, double p); /* like t, 1 with probability p */
 TS_API ts_tensor *ts_normal_(ts_tensor *t, double mean, double std);
 TS_API ts_tensor *ts_uniform_(ts_tensor *t, double low, double high);
+/* torch.multinomial: num_samples category indices (int64) per row of t's weights (1-D: one row,
+ * result [num_samples]; 2-D: [rows, num_samples]); finite, non-negative weights, each row's sum >
+ * 0; without replacement at most as many as the row's positive weights (src/ops/sampling.c) */
+TS_API ts_tensor *ts_multinomial(ts_tensor *t, int64_t num_samples, bool replacement);
+/* torch.normal's tensor forms: mean + std * N(0, 1), mean and std each a tensor (broadcast) or,
+ * when NULL, the number mean_s / std_s (at least one a tensor; one device, floating dtype); std
+ * must be >= 0 (a host read); differentiable in the tensor mean and std (src/ops/sampling.c) */
+TS_API ts_tensor *ts_normal(ts_tensor *mean, double mean_s, ts_tensor *std, double std_s);
 
 /* queries */
 TS_API ts_device ts_device_of(ts_tensor *t);
@@ -302,6 +316,8 @@ TS_API ts_status ts_tensor_set_data(ts_tensor *t, ts_tensor *src);
 
 /* reductions, products (mm, bmm, matmul...), norms and moments */
 #include "tessera/reductions.h"
+/* torch.masked: sum, mean, median, cumsum, cumprod, normalize over (input, mask) */
+#include "tessera/masked.h"
 
 /* joining, splitting, indexing, sorting, counting, softmax */
 #include "tessera/indexing.h"

@@ -445,6 +445,16 @@ static void test_group_norm(ts_device dev) {
                          ts_zeros(TS_SHAPE(5), (ts_opts){.dtype = TS_F64, .device = dev}), 1e-5,
                          NULL, NULL));
     CHECK_ERR(TS_ERR_SHAPE);
+    /* native_group_norm: the same statistics; they require grad when the output does */
+    ts_tensor *x0 = leaf(TS_SHAPE(N, C, S), x, TS_F64, dev, false), *nm = NULL, *nr = NULL;
+    ts_tensor *ny = ts_native_group_norm(x0, in[1], NULL, N, C, S, G, 1e-5, &nm, &nr);
+    CHECK_OK();
+    double *hm = host(nm), *hr = host(nr);
+    CHECK(close_all(hm, rm, N * G, 1e-12) && close_all(hr, rr, N * G, 1e-12));
+    CHECK(ny && ts_requires_grad(ny) && ts_requires_grad(nm) && ts_requires_grad(nr));
+    CHECK(!ts_native_group_norm(x0, NULL, NULL, N, C, S + 1, G, 1e-5, &nm, &nr) && !nm && !nr);
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "HxW=6");
+    free(hm), free(hr);
     free(x), free(w), free(b), free(got), free(gm), free(gr);
     ts_scope_end();
 }

@@ -40,7 +40,8 @@ typedef enum {
     SC_LINEAR,
     SC_ONECYCLE,
     SC_ONECYCLE_ADAM,
-    SC_CHAINED
+    SC_CHAINED,
+    SC_WARM_RESTARTS
 } sched_case;
 
 typedef struct row {
@@ -166,6 +167,36 @@ static const row rows[] = {
             0.0062499999999999995, 0.012499999999999999, 0.0062499999999999995,
             0.0062499999999999995, 0.0031249999999999997},
      .mom = {0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9}},
+    /* from /opt/torch2/bin/torch-python (torch 2.x): show(..., lambda o:
+     * [S.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=0.01)], 12) */
+    {"CosineAnnealingWarmRestarts(T_0=3, T_mult=2, eta_min=0.01), 12 steps", SC_WARM_RESTARTS, 12,
+     .lr = {0.1,
+            0.05,
+            0.0775,
+            0.04,
+            0.032500000000000015,
+            0.020000000000000004,
+            0.1,
+            0.05,
+            0.09397114317029975,
+            0.04732050807568878,
+            0.0775,
+            0.04,
+            0.05500000000000001,
+            0.03,
+            0.032500000000000015,
+            0.020000000000000004,
+            0.01602885682970026,
+            0.012679491924311226,
+            0.1,
+            0.05,
+            0.09846666218300808,
+            0.04931851652578137,
+            0.09397114317029975,
+            0.04732050807568878,
+            0.08681980515339464,
+            0.044142135623730955},
+     .mom = {0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9}},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 
@@ -189,6 +220,9 @@ static int make(const row *r, ts_optim *opt, ts_lr_scheduler **s) {
         return 1;
     case SC_ONECYCLE_ADAM:
         s[0] = ts_onecycle_lr_new(opt, 0.5, 7);
+        return 1;
+    case SC_WARM_RESTARTS:
+        s[0] = ts_cosine_warm_restarts_lr_new(opt, 3, 2, 0.01);
         return 1;
     case SC_CHAINED:
         s[0] = ts_linear_lr_new(opt, 0.5, 1.0, 3);
@@ -240,6 +274,65 @@ static void test_rows(void) {
         ts_release(p), ts_release(q);
         CHECK_OK();
     }
+}
+
+/* ts_warm_restarts_step's epoch form (torch's step(epoch), fractional epochs too) and its state,
+ * from /opt/torch2/bin/torch-python:
+ * for tm in (1, 2):
+ *     o = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+ *     s = S.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=tm, eta_min=0.01)
+ *     for ep in (0.5, 2, 3, 4.25, 9.5, 22, 1):
+ *         s.step(ep); print(ep, s.T_i, s.T_cur, s.last_epoch, o.param_groups[0]['lr']) */
+static void test_warm_restarts_epochs(void) {
+    static const double epochs[7] = {0.5, 2, 3, 4.25, 9.5, 22, 1};
+    static const double want[2][7][4] = {{{3, 0.5, 0, 0.09397114317029975},
+                                          {3, 2, 2, 0.032500000000000015},
+                                          {3, 0, 3, 0.1},
+                                          {3, 1.25, 4, 0.06664685702961344},
+                                          {3, 0.5, 9, 0.09397114317029975},
+                                          {3, 1, 22, 0.0775},
+                                          {3, 1, 1, 0.0775}},
+                                         {{3, 0.5, 0, 0.09397114317029975},
+                                          {3, 2, 2, 0.032500000000000015},
+                                          {6, 0, 3, 0.1},
+                                          {6, 1.25, 4, 0.09070090031310558},
+                                          {12, 0.5, 9, 0.09961501876182148},
+                                          {24, 1, 22, 0.09961501876182148},
+                                          {3, 1, 1, 0.0775}}};
+    for (int m = 0; m < 2; m++) {
+        ts_warm_restarts w = {
+            .t_0 = 3, .t_mult = m + 1, .eta_min = 0.01, .t_i = 3, .t_cur = -1, .last_epoch = -1};
+        const double base = 0.1;
+        double lr = 0;
+        CHECK_EQ(ts_warm_restarts_step(&w, NULL, &base, &lr, 1), TS_OK); /* the initial step */
+        CHECK(w.t_cur == 0 && w.last_epoch == 0 && lr == base);
+        int bad = 0;
+        for (int k = 0; k < 7; k++) {
+            CHECK_EQ(ts_warm_restarts_step(&w, &epochs[k], &base, &lr, 1), TS_OK);
+            const double *r = want[m][k];
+            if ((w.t_i != r[0] || w.t_cur != r[1] || (double)w.last_epoch != r[2] ||
+                 !ts_test_near(lr, r[3], 4e-16)) &&
+                bad++ == 0)
+                printf("  warm restarts T_mult=%d epoch %g: T_i %g T_cur %g last %lld lr %.17g\n",
+                       m + 1, epochs[k], w.t_i, w.t_cur, (long long)w.last_epoch, lr);
+        }
+        CHECK_EQ(bad, 0);
+        double again = 0;
+        CHECK_EQ(ts_warm_restarts_lrs(&w, &base, &again, 1), TS_OK);
+        CHECK(again == lr);
+        const double neg = -1;
+        CHECK_EQ(ts_warm_restarts_step(&w, &neg, &base, &lr, 1), TS_ERR_ARG);
+        CHECK_ERR_HAS(TS_ERR_ARG, "non-negative epoch");
+    }
+    ts_warm_restarts bad_t0 = {.t_0 = 0, .t_mult = 1};
+    CHECK_EQ(ts_warm_restarts_step(&bad_t0, NULL, NULL, NULL, 0), TS_ERR_ARG);
+    CHECK_ERR_HAS(TS_ERR_ARG, "T_0");
+    ts_tensor *p = ts_zeros(TS_SHAPE(1), (ts_opts){.requires_grad = true});
+    ts_optim *opt = ts_sgd_new_params(&p, 1, (ts_sgd_opts){.lr = 0.1});
+    CHECK(ts_cosine_warm_restarts_lr_new(opt, 3, 0, 0) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "T_mult");
+    ts_optim_free(opt);
+    ts_release(p);
 }
 
 static void test_errors(void) {
@@ -343,6 +436,7 @@ static void test_onecycle_adam_family(void) {
 int main(void) {
     test_rows();
     test_errors();
+    test_warm_restarts_epochs();
     test_onecycle_adam_family();
     return ts_test_finish();
 }

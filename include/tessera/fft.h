@@ -89,4 +89,23 @@ TS_API ts_tensor *ts_stft(ts_tensor *x, int64_t n_fft, const ts_stft_opts *o);
  * envelope). Differentiable, every device with an fft kernel. */
 TS_API ts_tensor *ts_istft(ts_tensor *x, int64_t n_fft, const ts_stft_opts *o);
 
+/* torch.signal.windows: M points of a window (M = 1: [1]; M = 0: empty), symmetric (sym) or
+ * periodic (the symmetric window of M + 1 points without its last), PyTorch's formulas in float64
+ * converted to o.dtype (floating; TS_DTYPE_DEFAULT: float32) on o.device, o.requires_grad a leaf.
+ * params: GENERAL_COSINE the coefficients a[0..n) (sum_i (-1)^i a_i cos(2 pi i n / N); hann
+ * {0.5, 0.5}, hamming {0.54, 0.46}, blackman {0.42, 0.5, 0.08}); EXPONENTIAL {tau[, center]}
+ * (center NAN or absent: the middle; periodic only); GAUSSIAN {std}; KAISER {beta}; BARTLETT and
+ * COSINE none. Errors: TS_ERR_ARG with PyTorch's messages (M < 0, tau or std <= 0, beta < 0, no
+ * coefficients, a center for a symmetric window, an integer dtype). src/ops/window.c. */
+typedef enum ts_window_kind {
+    TS_WINDOW_GENERAL_COSINE = 0,
+    TS_WINDOW_BARTLETT,
+    TS_WINDOW_COSINE,
+    TS_WINDOW_EXPONENTIAL,
+    TS_WINDOW_GAUSSIAN,
+    TS_WINDOW_KAISER
+} ts_window_kind;
+TS_API ts_tensor *ts_signal_window(ts_window_kind kind, int64_t M, const double *params,
+                                   int nparams, bool sym, ts_opts o);
+
 #endif /* TESSERA_FFT_H */

@@ -75,6 +75,36 @@ TS_API ts_tensor *ts_index_copy(ts_tensor *t, int dim, ts_tensor *index, ts_tens
 TS_API ts_tensor *ts_index_copy_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src);
 TS_API ts_tensor *ts_index_fill(ts_tensor *t, int dim, ts_tensor *index, double value);
 TS_API ts_tensor *ts_index_fill_(ts_tensor *t, int dim, ts_tensor *index, double value);
+/* t with src's slices reduced into the rows index (1-D int32/int64, in [0, size)) names along
+ * dim: reduce "prod", "mean", "amax" or "amin"; include_self false leaves t's own value out of the
+ * rows indexed (torch.index_reduce; src of t's dtype, t's shape apart from dim) */
+TS_API ts_tensor *ts_index_reduce(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
+                                  const char *reduce, bool include_self);
+TS_API ts_tensor *ts_index_reduce_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
+                                   const char *reduce, bool include_self);
+/* t with source's values written (accumulate: added) at its flat (row-major) positions index
+ * (int64, negatives count from the end; source of t's dtype, as many elements as index) */
+TS_API ts_tensor *ts_put(ts_tensor *t, ts_tensor *index, ts_tensor *source, bool accumulate);
+TS_API ts_tensor *ts_put_(ts_tensor *t, ts_tensor *index, ts_tensor *source, bool accumulate);
+/* scatters into a view (src/ops/scatter_views.c): a copy of t whose select(dim, index) /
+ * slice(dim, start, end, step) / diagonal(offset, dim1, dim2) holds src (cast to t's dtype, of
+ * the view's shape); slice's start and end as Python's (negatives count from the end, clamped;
+ * INT64_MAX for the end). Differentiable in t and src. */
+TS_API ts_tensor *ts_select_scatter(ts_tensor *t, ts_tensor *src, int dim, int64_t index);
+TS_API ts_tensor *ts_slice_scatter(ts_tensor *t, ts_tensor *src, int dim, int64_t start,
+                                   int64_t end, int64_t step);
+TS_API ts_tensor *ts_diagonal_scatter(ts_tensor *t, ts_tensor *src, int64_t offset, int dim1,
+                                      int dim2);
+/* coordinate tables (src/ops/coordinates.c): the [2, count] (row, col) pairs of the lower /
+ * upper triangle of a row x col matrix (offset: the diagonal, as tril / triu's), row-major, of
+ * o.dtype (int64 by default, or int32) on o.device */
+TS_API ts_tensor *ts_tril_indices(int64_t row, int64_t col, int64_t offset, ts_opts o);
+TS_API ts_tensor *ts_triu_indices(int64_t row, int64_t col, int64_t offset, ts_opts o);
+/* torch.meshgrid: n 0-/1-D tensors of one dtype and device -> n views of the grid's shape (the
+ * inputs' sizes; indexing "xy" swaps the first two dims, "ij" or NULL does not); writes them into
+ * out when max_out >= n and returns n (-1 on error) */
+TS_API int ts_meshgrid(ts_tensor *const *ts, int n, const char *indexing, ts_tensor **out,
+                       int max_out);
 /* scatter: src's values (or value) written at index along dim; reduce NULL, "add" or "multiply"
  * (a position written twice without reduce keeps the last write, as PyTorch's CPU) */
 TS_API ts_tensor *ts_scatter(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,

@@ -81,12 +81,46 @@ typedef struct ts_interp_opts {
     bool antialias; /* not supported: TS_ERR_UNSUPPORTED */
 } ts_interp_opts;
 TS_API ts_tensor *ts_interpolate(ts_tensor *x, ts_interp_opts o);
+/* torch.nn.functional.grid_sample: input [N, C, H, W] with grid [N, Ho, Wo, 2], or [N, C, D, H, W]
+ * with grid [N, Do, Ho, Wo, 3], of (x, y[, z]) in [-1, 1] -> [N, C, Ho, Wo] / [N, C, Do, Ho, Wo];
+ * PyTorch's arithmetic (GridSampler.h): bilinear (trilinear), nearest (round half to even), bicubic
+ * (A = -0.75, 4 taps per dim); zeros / border / reflection padding. Floating input, grid of its dtype
+ * and device; differentiable in input and grid, every device (src/nn/grid_sample.c). */
+typedef enum ts_grid_mode { TS_GRID_BILINEAR = 0, TS_GRID_NEAREST, TS_GRID_BICUBIC } ts_grid_mode;
+typedef enum ts_grid_padding {
+    TS_GRID_ZEROS = 0,
+    TS_GRID_BORDER,
+    TS_GRID_REFLECTION
+} ts_grid_padding;
+TS_API ts_tensor *ts_grid_sample(ts_tensor *input, ts_tensor *grid, ts_grid_mode mode,
+                                 ts_grid_padding padding_mode, bool align_corners);
+/* torch.nn.functional.affine_grid: the sampling grid [N, H, W, 2] / [N, D, H, W, 3] of affine
+ * matrices theta [N, 2, 3] / [N, 3, 4] for an output of size (N, C, H, W) / (N, C, D, H, W);
+ * differentiable in theta */
+TS_API ts_tensor *ts_affine_grid(ts_tensor *theta, ts_shape size, bool align_corners);
 /* torch.nn.functional.pixel_shuffle: [*, C r^2, H, W] -> [*, C, H r, W r]; pixel_unshuffle the
  * inverse ([*, C, H r, W r] -> [*, C r^2, H, W]). Reshape and permute: any dtype, differentiable.
  */
 TS_API ts_tensor *ts_pixel_shuffle(ts_tensor *x, int64_t upscale_factor);
 TS_API ts_tensor *ts_pixel_unshuffle(ts_tensor *x, int64_t downscale_factor);
+/* torch.nn.functional.channel_shuffle: [N, C, *] (at least 3-D) with its channels regrouped as
+ * [N, groups, C / groups, *] transposed to [N, C / groups, groups, *]; groups > 0 divides C (else
+ * TS_ERR_ARG, PyTorch's messages). Any dtype, differentiable. */
+TS_API ts_tensor *ts_channel_shuffle(ts_tensor *x, int64_t groups);
+/* torch.nn.functional.bilinear: y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j]
+ * + bias[o]; input1 [..., in1] and input2 [..., in2] with the same batch dims, weight [out, in1,
+ * in2], bias NULL or [out]; one floating dtype, one device. Differentiable in all four;
+ * TS_ERR_SHAPE / TS_ERR_DTYPE with PyTorch's messages. */
+TS_API ts_tensor *ts_bilinear(ts_tensor *input1, ts_tensor *input2, ts_tensor *weight,
+                              ts_tensor *bias);
 TS_API ts_tensor *ts_dropout(ts_tensor *x, double p, bool training);
+/* ATen's feature dropout (torch.nn.functional.dropout1d / 2d / 3d): one Bernoulli(1 - p) draw per
+ * channel, mask [N, C, 1, ...] of x [N, C, ...] (unbatched: [C, 1, ...] of x [C, ...]), kept
+ * channels scaled by 1 / (1 - p); p = 1 gives x * 0. Not training, p = 0 or no elements: x itself
+ * (retained). Floating x (TS_ERR_DTYPE), p in [0, 1] (TS_ERR_ARG), at least 2-D when batched
+ * (TS_ERR_SHAPE). The `_` form writes the result into x and returns x. */
+TS_API ts_tensor *ts_feature_dropout(ts_tensor *x, double p, bool training, bool unbatched);
+TS_API ts_tensor *ts_feature_dropout_(ts_tensor *x, double p, bool training, bool unbatched);
 /* x [N, C] or [N, C, L] (1d) or [N, C, H, W] (2d). In training, batch statistics are used and the
  * running statistics (may be NULL) are updated in place with momentum taken literally, as
  * PyTorch's: running = (1 - momentum) running + momentum batch, so 0 leaves them unchanged; in
@@ -122,6 +156,13 @@ TS_API ts_tensor *ts_embedding_bag(ts_tensor *weight, ts_tensor *indices, ts_ten
 TS_API ts_tensor *ts_scaled_dot_product_attention(ts_tensor *q, ts_tensor *k, ts_tensor *v,
                                                   ts_tensor *attn_mask, double dropout_p,
                                                   bool is_causal, double scale);
+/* the same with enable_gqa: k and v may have fewer heads (dim -3, inputs of 3+ dims) than q, a
+ * divisor of q's (else TS_ERR_SHAPE); each of their heads serves hq / hk query heads
+ * (repeat_interleave, PyTorch's). enable_gqa false: ts_scaled_dot_product_attention. */
+TS_API ts_tensor *ts_scaled_dot_product_attention_ex(ts_tensor *q, ts_tensor *k, ts_tensor *v,
+                                                     ts_tensor *attn_mask, double dropout_p,
+                                                     bool is_causal, double scale,
+                                                     bool enable_gqa);
 
 /* ===================================================================== losses */
 typedef enum ts_reduction {
@@ -156,7 +197,19 @@ TS_API ts_tensor *ts_mse_loss(ts_tensor *input, ts_tensor *target); /* mean */
 TS_API ts_tensor *ts_mse_loss_ex(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
 TS_API ts_tensor *ts_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
 TS_API ts_tensor *ts_smooth_l1_loss(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
+/* torch.nn.functional.smooth_l1_loss with PyTorch's beta: 0 is the L1 loss (ts_smooth_l1_loss reads
+ * its opts' beta 0 as 1.0), negative is TS_ERR_ARG */
+TS_API ts_tensor *ts_smooth_l1_loss_beta(ts_tensor *input, ts_tensor *target,
+                                         ts_reduction reduction, double beta);
 TS_API ts_tensor *ts_bce_with_logits(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
+/* torchvision.ops.generalized_box_iou_loss: 1 - GIoU of paired xyxy boxes [..., 4] (one shape),
+ * torchvision's formula with eps in both divisions; reduced by r (mean of none: 0) */
+/* torchvision.ops.sigmoid_focal_loss: bce_with_logits(inputs, targets) (1 - p_t)^gamma, times
+ * alpha t + (1 - alpha)(1 - t) when alpha >= 0; torchvision's order of operations; reduced by r */
+TS_API ts_tensor *ts_sigmoid_focal_loss(ts_tensor *inputs, ts_tensor *targets, double alpha,
+                                        double gamma, ts_reduction r);
+TS_API ts_tensor *ts_generalized_box_iou_loss(ts_tensor *boxes1, ts_tensor *boxes2, ts_reduction r,
+                                              double eps);
 /* binary_cross_entropy on probabilities (src/nn/loss_bce.c): PyTorch's loss (each log clamped at
  * -100) and gradient (x - t) / max(x (1 - x), 1e-12), finite at x = 0 and 1; target the input's
  * shape, o.weight broadcast to it; o.reduction. An input or target outside [0, 1] (NaN too) is
@@ -353,6 +406,20 @@ TS_API ts_tensor *ts_forward_conv_bn(ts_module *conv, ts_module *bn, ts_module *
 /* Turns that fusion on (the default) or off for the whole process, for comparisons and
  * benchmarks; returns the previous setting. */
 TS_API bool ts_set_eval_fusion(bool on);
+/* torch.nn.utils.fusion.fuse_conv_bn_weights / fuse_linear_bn_weights: the weight and bias of a
+ * convolution (w [O, I/g, ...]; transpose: a transposed one, w [I, O/g, ...] with groups 1) or a
+ * linear layer (w [O, I]) with an eval-mode batch norm folded in, the same arithmetic as the eval
+ * fusion above (float64, rounded once): W' = W s, b' = (b - mean) s + beta per output channel,
+ * s = gamma / sqrt(var + eps). b, gamma, beta may be NULL (0, 1, 0); mean, var, gamma, beta are
+ * [O] ([1] for the linear form too: broadcast, as PyTorch's). *w_out has w's dtype, shape and
+ * device, *b_out [O] b's dtype (w's without b), on w's device; new tensors, no graph. */
+TS_API ts_status ts_fuse_conv_bn_weights(ts_tensor *w, ts_tensor *b, ts_tensor *mean,
+                                         ts_tensor *var, double eps, ts_tensor *gamma,
+                                         ts_tensor *beta, bool transpose, ts_tensor **w_out,
+                                         ts_tensor **b_out);
+TS_API ts_status ts_fuse_linear_bn_weights(ts_tensor *w, ts_tensor *b, ts_tensor *mean,
+                                           ts_tensor *var, double eps, ts_tensor *gamma,
+                                           ts_tensor *beta, ts_tensor **w_out, ts_tensor **b_out);
 
 /* init (in place, no graph, from the global generator), PyTorch's formulas; return t (borrowed: no
  * new reference, unlike the in-place ops) or NULL. kaiming_uniform_ is mode fan_in, leaky_relu. */
@@ -366,6 +433,25 @@ TS_API ts_tensor *ts_init_normal_(ts_tensor *t, double mean, double std);
 TS_API ts_tensor *ts_init_xavier_uniform_(ts_tensor *t, double gain);
 TS_API ts_tensor *ts_init_zeros_(ts_tensor *t);
 TS_API ts_tensor *ts_init_ones_(ts_tensor *t);
+/* calculate_gain: 1 for linear, conv*, conv_transpose* and sigmoid, 5/3 tanh, sqrt(2) relu,
+ * sqrt(2 / (1 + slope^2)) leaky_relu (param NAN: PyTorch's None, slope 0.01), 3/4 selu; NAN and
+ * TS_ERR_ARG for any other name */
+TS_API double ts_init_calculate_gain(const char *nonlinearity, double param);
+/* kaiming_uniform_ (normal false) / kaiming_normal_ with any mode and nonlinearity calculate_gain
+ * knows (a: leaky_relu's slope): std = gain / sqrt(fan), U(-sqrt(3) std, sqrt(3) std) or
+ * N(0, std) */
+TS_API ts_tensor *ts_init_kaiming_(ts_tensor *t, double a, ts_fan_mode mode,
+                                   const char *nonlinearity, bool normal);
+TS_API ts_tensor *ts_init_xavier_normal_(ts_tensor *t, double gain);
+/* N(mean, std) truncated to [a, b]: PyTorch's inverse-CDF draws, clamped */
+TS_API ts_tensor *ts_init_trunc_normal_(ts_tensor *t, double mean, double std, double a, double b);
+/* a (semi-)orthogonal [rows, numel / rows] from the QR of normal draws (R's diagonal signs folded
+ * into Q), times gain; at least 2 dims */
+TS_API ts_tensor *ts_init_orthogonal_(ts_tensor *t, double gain);
+/* 2-D: N(0, std) with ceil(sparsity * rows) random rows of each column zeroed */
+TS_API ts_tensor *ts_init_sparse_(ts_tensor *t, double sparsity, double std);
+/* 3- to 5-D convolution weight: the identity (Dirac delta per channel, per group) */
+TS_API ts_tensor *ts_init_dirac_(ts_tensor *t, int64_t groups);
 
 /* ======================================================== more activations (issue 52)
  * torch.nn.functional's, with PyTorch's formulas, NaN propagation and gradients (the kink points
@@ -413,6 +499,14 @@ TS_API ts_tensor *ts_glu(ts_tensor *t, int dim);
  * t has one channel) elements; differentiable in both */
 TS_API ts_tensor *ts_prelu(ts_tensor *t, ts_tensor *w);
 TS_API ts_tensor *ts_softmin(ts_tensor *t, int dim); /* softmax(-x, dim) */
+/* torch.nn.functional.softplus(x, beta, threshold): x where beta x > threshold, else
+ * log(1 + exp(beta x)) / beta, with PyTorch's gradient; floating dtypes (TS_ERR_DTYPE else) */
+TS_API ts_tensor *ts_softplus_ex(ts_tensor *t, double beta, double threshold);
+/* torch.nn.functional.rrelu: training: x where x > 0, else a x with a ~ U(lower, upper) drawn per
+ * element (gradient a there, 1 elsewhere); evaluation: leaky_relu(x, (lower + upper) / 2).
+ * lower <= upper (TS_ERR_ARG), floating x (TS_ERR_DTYPE). The `_` form writes into x, returns x. */
+TS_API ts_tensor *ts_rrelu(ts_tensor *x, double lower, double upper, bool training);
+TS_API ts_tensor *ts_rrelu_(ts_tensor *x, double lower, double upper, bool training);
 
 /* =============================================================== transformers
  * (docs/TRANSFORMER.md) */

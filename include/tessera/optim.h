@@ -144,10 +144,141 @@ TS_API ts_lr_scheduler *ts_warmup_cosine_lr_new(ts_optim *opt, int warmup_steps,
                                                 double min_ratio);
 TS_API double ts_warmup_cosine_factor(int64_t step, int64_t warmup, int64_t total,
                                       double min_ratio);
+/* CosineAnnealingWarmRestarts: eta_min + (base - eta_min) (1 + cos(pi T_cur / T_i)) / 2, T_cur
+ * counting epochs since the last restart, T_i (from T_0) multiplied by T_mult at each restart.
+ * ts_warm_restarts_step is its arithmetic for callers that keep the schedule themselves (Python's
+ * scheduler): it advances *w to the next epoch (epoch NULL) or to *epoch (a fractional epoch
+ * as torch allows) and writes lrs[g] from base_lrs[g]. A new state is {t_0, t_mult, eta_min,
+ * t_i = t_0, t_cur = -1, last_epoch = -1}; its first step goes to epoch 0. ts_warm_restarts_lrs
+ * writes the rates of the state as it is (torch's get_lr). */
+typedef struct ts_warm_restarts {
+    int64_t t_0, t_mult;
+    double eta_min;
+    double t_i, t_cur;
+    int64_t last_epoch;
+} ts_warm_restarts;
+TS_API ts_lr_scheduler *ts_cosine_warm_restarts_lr_new(ts_optim *opt, int t_0, int t_mult,
+                                                       double eta_min);
+TS_API ts_status ts_warm_restarts_step(ts_warm_restarts *w, const double *epoch,
+                                       const double *base_lrs, double *lrs, int n);
+TS_API ts_status ts_warm_restarts_lrs(const ts_warm_restarts *w, const double *base_lrs,
+                                      double *lrs, int n);
+/* The arithmetic of torch.optim.lr_scheduler's epoch schedules, once, for the C schedulers above
+ * and for callers that keep the schedule themselves (tessera.optim.lr_scheduler). A rule names a
+ * schedule and its constants; ts_lr_rule_step is torch's get_lr, the recursive ("chainable")
+ * form: it writes out[g] from the groups' current rates lrs[g] at last_epoch `epoch` (already
+ * advanced; `initial` for the step a scheduler's constructor takes; step_count: the steps taken,
+ * that one included, which COSINE reads), and ts_lr_rule_closed_form is
+ * torch's _get_closed_form_lr from base_lrs at `epoch` (step(epoch)). LAMBDA: base x factors[g];
+ * MULTIPLICATIVE: lr x factors[g] (factors: the user functions' values at epoch). TS_ERR_ARG for a
+ * bad constant (step_size, t_max or a closed form's total_iters <= 0, ...) or array. */
+typedef enum ts_lr_kind {
+    TS_LR_LAMBDA,
+    TS_LR_MULTIPLICATIVE,
+    TS_LR_STEP,        /* step_size, gamma */
+    TS_LR_MULTISTEP,   /* milestones (any order; a repeated one counts twice), gamma */
+    TS_LR_CONSTANT,    /* factor, total_iters */
+    TS_LR_LINEAR,      /* factor (start_factor), end_factor, total_iters */
+    TS_LR_EXPONENTIAL, /* gamma */
+    TS_LR_POLYNOMIAL,  /* total_iters, power */
+    TS_LR_COSINE       /* t_max, eta_min */
+} ts_lr_kind;
+typedef struct ts_lr_rule {
+    ts_lr_kind kind;
+    int64_t step_size, total_iters, t_max;
+    double gamma, factor, end_factor, power, eta_min;
+    const int64_t *milestones;
+    int n_milestones;
+    const double *factors; /* [n] for LAMBDA and MULTIPLICATIVE */
+} ts_lr_rule;
+TS_API ts_status ts_lr_rule_step(const ts_lr_rule *r, int64_t epoch, int64_t step_count,
+                                 bool initial, const double *base_lrs, const double *lrs,
+                                 double *out, int n);
+TS_API ts_status ts_lr_rule_closed_form(const ts_lr_rule *r, int64_t epoch, const double *base_lrs,
+                                        double *out, int n);
+/* OneCycleLR at `step` for one group: phases initial -> max -> min (three_phase: initial -> max
+ * -> initial -> min) ending at pct_start x total_steps - 1 (2 pct_start x total_steps - 2) and
+ * total_steps - 1, annealed by cosine (or linearly: linear), the momentum going max -> base ->
+ * max (three_phase: max -> base -> max -> max) the same way. TS_ERR_ARG past total_steps. */
+typedef struct ts_onecycle {
+    int64_t total_steps;
+    double pct_start;
+    bool three_phase, linear;
+} ts_onecycle;
+TS_API ts_status ts_onecycle_at(const ts_onecycle *c, int64_t step, double initial_lr,
+                                double max_lr, double min_lr, double max_momentum,
+                                double base_momentum, double *lr, double *momentum);
+/* CyclicLR at last_epoch `epoch`: ts_cyclic_cycle is its cycle, floor(1 + epoch / total_size);
+ * ts_cyclic_at writes lrs[g] = base + (max - base) x s x scale and, when base_moms is not NULL,
+ * moms[g] = max_mom - (max_mom - base_mom) x s x scale, s the position's triangle factor and
+ * scale the mode's (1; 1 / 2^(cycle - 1); gamma^epoch), or `scale` itself for TS_CYCLIC_CUSTOM
+ * (a user's scale_fn at the cycle or the epoch). */
+typedef enum ts_cyclic_mode {
+    TS_CYCLIC_TRIANGULAR,
+    TS_CYCLIC_TRIANGULAR2,
+    TS_CYCLIC_EXP_RANGE,
+    TS_CYCLIC_CUSTOM
+} ts_cyclic_mode;
+typedef struct ts_cyclic {
+    double total_size, step_ratio, gamma;
+    ts_cyclic_mode mode;
+} ts_cyclic;
+TS_API double ts_cyclic_cycle(const ts_cyclic *c, int64_t epoch); /* NAN on error */
+/* the mode's scale_fn at x (the cycle, or the epoch for exp_range); NAN on error or for CUSTOM */
+TS_API double ts_cyclic_scale(const ts_cyclic *c, double x);
+TS_API ts_status ts_cyclic_at(const ts_cyclic *c, int64_t epoch, double scale,
+                              const double *base_lrs, const double *max_lrs,
+                              const double *base_moms, const double *max_moms, double *lrs,
+                              double *moms, int n);
+/* ReduceLROnPlateau.step(metric): the state's best, bad-epoch and cooldown counters advance, and
+ * when the metric has not improved for more than patience epochs each lrs[g] becomes
+ * max(lrs[g] x factor, min_lrs[g]) where that lowers it by more than eps. *reduced: whether it
+ * did (NULL: not wanted). A new state has best = +inf (mode min) or -inf (max), counters 0. */
+typedef struct ts_plateau {
+    bool mode_max, threshold_abs;
+    double factor, threshold, eps;
+    int64_t patience, cooldown;
+    double best;
+    int64_t num_bad_epochs, cooldown_counter;
+} ts_plateau;
+TS_API ts_status ts_plateau_step(ts_plateau *p, double metric, const double *min_lrs, double *lrs,
+                                 int n, bool *reduced);
 /* TS_ERR_STATE past a one-cycle schedule's end or while a graph is captured */
 TS_API ts_status ts_scheduler_step(ts_lr_scheduler *s);
 TS_API int ts_scheduler_last_epoch(ts_lr_scheduler *s); /* -1 on error */
 TS_API void ts_scheduler_free(ts_lr_scheduler *s);
+
+/* torch.optim.LBFGS: each ts_lbfgs_step runs up to max_iter iterations of the two-loop recursion
+ * over the last history_size update directions, with strong_wolfe PyTorch's strong-Wolfe line
+ * search (c1 1e-4, c2 0.9), re-evaluating the model through the closure: it computes the loss at
+ * the parameters' current values into *loss with their gradients set (backward), returning TS_OK
+ * or an error status (its error set), which stops the step. max_eval <= 0 means max_iter * 5 / 4.
+ * The parameters share one dtype and device; the flat vectors live there. *loss_out: the first
+ * evaluation's loss (NULL: not wanted). The state (PyTorch's state[0]) can be read and loaded:
+ * ts_lbfgs_get_state fills st with borrowed pointers valid until the next step or load;
+ * ts_lbfgs_set_state copies (retains) them. */
+typedef struct ts_lbfgs ts_lbfgs;
+typedef struct ts_lbfgs_opts {
+    double lr;
+    int max_iter, max_eval;
+    double tolerance_grad, tolerance_change;
+    int history_size;
+    bool strong_wolfe, maximize;
+} ts_lbfgs_opts;
+typedef ts_status (*ts_lbfgs_closure)(void *ctx, double *loss);
+typedef struct ts_lbfgs_state {
+    int64_t n_iter, func_evals;
+    ts_tensor *d, *prev_flat_grad; /* NULL before the first iteration */
+    double t, h_diag, prev_loss;
+    int n_history; /* old_dirs[i], old_stps[i], ro[i], oldest first */
+    ts_tensor *const *old_dirs, *const *old_stps;
+    const double *ro;
+} ts_lbfgs_state;
+TS_API ts_lbfgs *ts_lbfgs_new(ts_tensor *const *params, int n, ts_lbfgs_opts opts);
+TS_API ts_status ts_lbfgs_step(ts_lbfgs *o, ts_lbfgs_closure f, void *ctx, double *loss_out);
+TS_API ts_status ts_lbfgs_get_state(ts_lbfgs *o, ts_lbfgs_state *st);
+TS_API ts_status ts_lbfgs_set_state(ts_lbfgs *o, const ts_lbfgs_state *st);
+TS_API void ts_lbfgs_free(ts_lbfgs *o);
 
 /* torch.nn.utils.clip_grad_norm_: scales gradients in place by min(max_norm / (total + 1e-6), 1),
  * total being their norm before clipping (the norm of each gradient's norm). norm_type 0 -> 2;

@@ -46,6 +46,12 @@ TS_API ts_tensor *ts_max_unpool_nd(ts_tensor *x, ts_tensor *indices, int nd, con
  * not NULL they get native_group_norm's [N, groups] statistics (mean, 1 / sqrt(var + eps)). */
 TS_API ts_tensor *ts_group_norm(ts_tensor *x, int64_t groups, ts_tensor *w, ts_tensor *b,
                                 double eps, ts_tensor **mean, ts_tensor **rstd);
+/* torch.native_group_norm: ts_group_norm with both statistics, after checking x against N, C
+ * and HxW (TS_ERR_SHAPE naming them); like PyTorch's node, which owns all three outputs, the
+ * statistics require grad whenever the output does. */
+TS_API ts_tensor *ts_native_group_norm(ts_tensor *x, ts_tensor *w, ts_tensor *b, int64_t n,
+                                       int64_t c, int64_t hxw, int64_t groups, double eps,
+                                       ts_tensor **mean, ts_tensor **rstd);
 /* instance_norm on [N, C, *] (at least one spatial dim): batch_norm of each (n, c) plane.
  * use_input_stats: normalise with the plane's statistics and, when running_mean / running_var
  * are given ([C]), update them in place as PyTorch (momentum taken literally, 0 leaving them

@@ -86,6 +86,12 @@ TS_API ts_tensor *ts_trace(ts_tensor *t); /* 2-D: the diagonal's sum (integers: 
 /* torch.linalg.multi_dot: n >= 2 tensors, 2-D but the first and last, which may be 1-D; the
  * cheapest order of products (PyTorch's) */
 TS_API ts_tensor *ts_multi_dot(ts_tensor *const *ts, int n);
+/* torch.einsum: n >= 1 operands of one dtype and device labelled by the equation ("ij,jk->ik",
+ * "...ij,...jk", "ii->i"; implicit output: the ellipsis, then the letters used once in ASCII
+ * order); repeated labels in one operand take the diagonal, size-1 dims broadcast; contracted as
+ * batched matmuls (src/ops/einsum.c). Errors name einsum() with PyTorch's messages: the equation
+ * (TS_ERR_ARG), sizes and ranks (TS_ERR_SHAPE), mixed dtypes (TS_ERR_DTYPE). */
+TS_API ts_tensor *ts_einsum(const char *equation, ts_tensor *const *operands, int n);
 
 /* ==================================================================== norms and moments */
 /* (src/ops/reduce_norm.c) torch.linalg.vector_norm: (sum |x|^ord)^(1/ord) over dims (n == 0: all
@@ -109,6 +115,29 @@ TS_API ts_tensor *ts_std_mean(ts_tensor *t, ts_dims dims, bool keepdim, double c
 /* torch.aminmax: returns the min, *max gets the max; over dim, or all elements when !has_dim */
 TS_API ts_tensor *ts_aminmax(ts_tensor *t, bool has_dim, int dim, bool keepdim, ts_tensor **max);
 TS_API ts_tensor *ts_count_nonzero(ts_tensor *t, ts_dims dims); /* int64; n == 0: all dims */
+/* statistics of variables (src/ops/statistics.c). torch.cov: the covariance of t's rows
+ * (variables; a 1-D t is one) over its columns (observations); fweights (integral) and aweights
+ * (floating), each 1-D of one value per observation, none negative, or NULL; degrees of freedom
+ * <= 0 give a factor 0 (inf / nan), as PyTorch's. Integer t computes in float32. */
+TS_API ts_tensor *ts_cov(ts_tensor *t, int64_t correction, ts_tensor *fweights,
+                         ts_tensor *aweights);
+/* torch.corrcoef: Pearson's coefficients of t's rows (cov / the outer product of the standard
+ * deviations), clamped to [-1, 1] */
+TS_API ts_tensor *ts_corrcoef(ts_tensor *t);
+/* torch.cross: the cross product along dim (has_dim false: the first dim of size 3) of a and b
+ * (one dtype, as many dims, broadcast); linalg.cross: along dim (-1 is torch's default) */
+TS_API ts_tensor *ts_cross(ts_tensor *a, ts_tensor *b, bool has_dim, int dim);
+TS_API ts_tensor *ts_linalg_cross(ts_tensor *a, ts_tensor *b, int dim);
+/* (src/ops/norm_forms.c) torch.dist: the p-norm of a - b (broadcast; floating dtypes) */
+TS_API ts_tensor *ts_dist(ts_tensor *a, ts_tensor *b, double p);
+/* torch.renorm: each slice of t along dim (t at least 2-D) whose p-norm (p > 0) exceeds maxnorm
+ * (>= 0) scaled by PyTorch's maxnorm / (norm + 1e-7); differentiable through the norm */
+TS_API ts_tensor *ts_renorm(ts_tensor *t, double p, int dim, double maxnorm);
+/* (src/ops/integration.c) torch.trapezoid: the trapezoidal rule along dim with sample points x
+ * (1-D of y's size along dim, or broadcastable to y) or, x NULL, spacing dx; an empty dim sums
+ * to 0. torch.cumulative_trapezoid: the running sums (one fewer element along dim). */
+TS_API ts_tensor *ts_trapezoid(ts_tensor *y, ts_tensor *x, double dx, int dim);
+TS_API ts_tensor *ts_cumulative_trapezoid(ts_tensor *y, ts_tensor *x, double dx, int dim);
 /* F.cosine_similarity: sum over dim of (a / max(||a||, eps)) * (b / max(||b||, eps)), a and b
  * broadcast; PyTorch's gradient (the clamp does not stop it) */
 TS_API ts_tensor *ts_cosine_similarity(ts_tensor *a, ts_tensor *b, int dim, double eps);

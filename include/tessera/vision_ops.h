@@ -70,6 +70,35 @@ TS_API ts_tensor *ts_roi_align(ts_tensor *input, ts_tensor *rois, int64_t out_h,
 TS_API ts_tensor *ts_roi_pool(ts_tensor *input, ts_tensor *rois, int64_t out_h, int64_t out_w,
                               double spatial_scale);
 
+/* torchvision.transforms.functional's colour and blur kernels (src/ops/vision_color.c) on
+ * images [..., C, H, W], float in [0, 1] or integer in [0, max] (uint8: 255), with torchvision's
+ * formulas and dtype handling; C must be 1 or 3 (any for gaussian_blur). rgb_to_grayscale:
+ * 0.2989 R + 0.587 G + 0.114 B back in the image's dtype (truncated), expanded to 3 channels when
+ * asked. adjust_brightness / contrast / saturation: (f img + (1 - f) other).clamp(0, max) with
+ * other zeros / the grayscale's mean / the grayscale. adjust_hue: the hue rotated by hue_factor
+ * in [-0.5, 0.5] through HSV, in float32. gaussian_blur: a kx by ky Gaussian of sigma_x, sigma_y
+ * over the reflect-padded image, per channel (an integer image rounded back). A 1-channel image
+ * passes saturation and hue unchanged (the same tensor, retained). */
+TS_API ts_tensor *ts_rgb_to_grayscale(ts_tensor *img, int num_output_channels);
+TS_API ts_tensor *ts_adjust_brightness(ts_tensor *img, double factor);
+TS_API ts_tensor *ts_adjust_contrast(ts_tensor *img, double factor);
+TS_API ts_tensor *ts_adjust_saturation(ts_tensor *img, double factor);
+TS_API ts_tensor *ts_adjust_hue(ts_tensor *img, double hue_factor);
+TS_API ts_tensor *ts_gaussian_blur(ts_tensor *img, int64_t kx, int64_t ky, double sigma_x,
+                                   double sigma_y);
+/* convert_image_dtype: float -> float a cast; integer -> float over the integer maximum; float
+ * -> integer x (max + 1 - 1e-3), truncated (float32 -> int32 / int64 and float64 -> int64
+ * refused as torchvision does); integer -> integer by the power-of-two factor between their
+ * maxima. The same dtype: img itself, retained. */
+TS_API ts_tensor *ts_convert_image_dtype(ts_tensor *img, ts_dtype dtype);
+/* normalize: (img - mean[c]) / std[c] over channels, the values taken in img's (float) dtype; a
+ * std that is zero there is TS_ERR_ARG; inplace writes img and returns it (retained). */
+TS_API ts_tensor *ts_image_normalize(ts_tensor *img, const double *mean, int n_mean,
+                                     const double *std, int n_std, bool inplace);
+/* x [..., H, W] (float) resized to oh x ow as interpolate(mode='bilinear', antialias=True,
+ * align_corners=False): PyTorch's antialiasing weights, one matrix per axis */
+TS_API ts_tensor *ts_resize_antialias(ts_tensor *x, int64_t oh, int64_t ow);
+
 #ifdef __cplusplus
 }
 #endif

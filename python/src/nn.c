@@ -203,6 +203,48 @@ static PyObject *nn_embedding(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
+/* _nn_feature_dropout(x, p, training, unbatched, inplace): in place, x itself comes back */
+static PyObject *nn_feature_dropout(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *xo;
+    double p;
+    int training, unbatched, inplace;
+    ts_tensor *y;
+    if (!PyArg_ParseTuple(args, "Odppp:feature_dropout", &xo, &p, &training, &unbatched, &inplace))
+        return NULL;
+    ts_tensor *x = tsp_tensor_arg(xo, "feature_dropout", "input");
+    if (!x || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = inplace ? ts_feature_dropout_(x, p, training, unbatched)
+                          : ts_feature_dropout(x, p, training, unbatched));
+    return tsp_result(xo, y, inplace || (y && y == x)); /* x itself: input itself, as PyTorch */
+}
+
+/* _nn_rrelu(x, lower, upper, training, inplace): in place, x itself comes back */
+static PyObject *nn_rrelu(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *xo;
+    double lo, hi;
+    int training, inplace;
+    ts_tensor *y;
+    if (!PyArg_ParseTuple(args, "Oddpp:rrelu", &xo, &lo, &hi, &training, &inplace)) return NULL;
+    ts_tensor *x = tsp_tensor_arg(xo, "rrelu", "input");
+    if (!x || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = inplace ? ts_rrelu_(x, lo, hi, training) : ts_rrelu(x, lo, hi, training));
+    return tsp_result(xo, y, inplace);
+}
+
+/* _nn_bilinear(input1, input2, weight, bias or None) */
+static PyObject *nn_bilinear(PyObject *self, PyObject *args) {
+    (void)self;
+    static const char *const names[] = {"input1", "input2", "weight", "bias"};
+    PyObject *o[4];
+    ts_tensor *t[4], *y;
+    if (!PyArg_ParseTuple(args, "OOOO:bilinear", &o[0], &o[1], &o[2], &o[3])) return NULL;
+    if (tensor_args(o, t, 4, "bilinear", names, 8u) < 0 || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_bilinear(t[0], t[1], t[2], t[3]));
+    return tsp_wrap(y);
+}
+
 /* _nn_embedding_bag(indices, weight, offsets, mode, per_sample_weights, padding_idx,
  * include_last_offset) */
 static PyObject *nn_embedding_bag(PyObject *self, PyObject *args) {
@@ -220,20 +262,21 @@ static PyObject *nn_embedding_bag(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
-/* _nn_sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale) */
+/* _nn_sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa=False) */
 static PyObject *nn_sdpa(PyObject *self, PyObject *args) {
     (void)self;
     static const char *const names[] = {"query", "key", "value", "attn_mask"};
     PyObject *o[4];
     ts_tensor *t[4], *y;
     double p, scale;
-    int causal;
-    if (!PyArg_ParseTuple(args, "OOOOdpd:scaled_dot_product_attention", &o[0], &o[1], &o[2], &o[3],
-                          &p, &causal, &scale))
+    int causal, gqa = 0;
+    if (!PyArg_ParseTuple(args, "OOOOdpd|p:scaled_dot_product_attention", &o[0], &o[1], &o[2],
+                          &o[3], &p, &causal, &scale, &gqa))
         return NULL;
     if (tensor_args(o, t, 4, "scaled_dot_product_attention", names, 8u) < 0 || tsp_enter() < 0)
         return NULL;
-    TSP_NOGIL(y = ts_scaled_dot_product_attention(t[0], t[1], t[2], t[3], p, causal, scale));
+    TSP_NOGIL(
+        y = ts_scaled_dot_product_attention_ex(t[0], t[1], t[2], t[3], p, causal, scale, gqa));
     return tsp_wrap(y);
 }
 
@@ -262,7 +305,7 @@ static ts_tensor *run_loss(int kind, ts_tensor *x, ts_tensor *y, ts_loss_opts o)
     case L_L1:
         return ts_l1_loss(x, y, o);
     case L_SMOOTH_L1:
-        return ts_smooth_l1_loss(x, y, o);
+        return ts_smooth_l1_loss_beta(x, y, o.reduction, o.beta);
     case L_BCE:
         return ts_binary_cross_entropy(x, y, o);
     default:
@@ -475,6 +518,10 @@ static PyMethodDef nn_functions[] = {
     {"_nn_layer_norm", FN(nn_layer_norm), METH_VARARGS, NULL},
     {"_nn_embedding", FN(nn_embedding), METH_VARARGS,
      "_nn_embedding(indices, weight, padding_idx=-1)"},
+    {"_nn_feature_dropout", FN(nn_feature_dropout), METH_VARARGS,
+     "_nn_feature_dropout(x, p, training, unbatched, inplace)"},
+    {"_nn_rrelu", FN(nn_rrelu), METH_VARARGS, "_nn_rrelu(x, lower, upper, training, inplace)"},
+    {"_nn_bilinear", FN(nn_bilinear), METH_VARARGS, "_nn_bilinear(input1, input2, weight, bias)"},
     {"_nn_embedding_bag", FN(nn_embedding_bag), METH_VARARGS,
      "_nn_embedding_bag(indices, weight, offsets, mode, per_sample_weights, padding_idx, "
      "include_last_offset)"},
@@ -495,7 +542,7 @@ static PyMethodDef nn_functions[] = {
 int tsp_init_nn(PyObject *m) {
     if (PyModule_AddFunctions(m, nn_functions) < 0 || tsp_init_nn_resample(m) < 0 ||
         tsp_init_nn_loss_more(m) < 0 || tsp_init_nn_act_more(m) < 0 || tsp_init_nn_conv(m) < 0 ||
-        tsp_init_nn_pool_norm(m) < 0)
+        tsp_init_nn_pool_norm(m) < 0 || tsp_init_nn_fusion(m) < 0 || tsp_init_nn_init(m) < 0)
         return -1;
     return tsp_init_cmodule(m);
 }

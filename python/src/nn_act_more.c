@@ -22,13 +22,14 @@ enum {
     AM_HARDSIGMOID,
     AM_HARDSWISH,
     AM_LEAKY_RELU,
+    AM_SOFTPLUS,
     AM_COUNT
 };
 
 static const char *const am_names[AM_COUNT] = {
-    "elu",        "celu",       "selu",        "hardtanh",   "relu6",
-    "threshold",  "hardshrink", "softshrink",  "tanhshrink", "softsign",
-    "logsigmoid", "mish",       "hardsigmoid", "hardswish",  "leaky_relu"};
+    "elu",         "celu",       "selu",       "hardtanh", "relu6",      "threshold",
+    "hardshrink",  "softshrink", "tanhshrink", "softsign", "logsigmoid", "mish",
+    "hardsigmoid", "hardswish",  "leaky_relu", "softplus"};
 
 static ts_tensor *run(int k, ts_tensor *x, double a, double b, bool inplace) {
     switch (k) {
@@ -60,6 +61,8 @@ static ts_tensor *run(int k, ts_tensor *x, double a, double b, bool inplace) {
         return inplace ? ts_hardsigmoid_(x) : ts_hardsigmoid(x);
     case AM_LEAKY_RELU:
         return inplace ? ts_leaky_relu_(x, a) : ts_leaky_relu(x, a);
+    case AM_SOFTPLUS:
+        return ts_softplus_ex(x, a, b);
     default:
         return inplace ? ts_hardswish_(x) : ts_hardswish(x);
     }

@@ -19,6 +19,10 @@ int tsp_init_nn_act_more(PyObject *m);
 int tsp_init_nn_pool_norm(PyObject *m);
 /* nn_conv.c: _nn_convnd, _nn_im2col, _nn_col2im (include/tessera/conv.h) */
 int tsp_init_nn_conv(PyObject *m);
+/* nn_fusion.c: _nn_fuse_bn_weights (torch.nn.utils.fusion) */
+int tsp_init_nn_fusion(PyObject *m);
+/* nn_init.c: _nn_calculate_gain, _nn_init_more (torch.nn.init beyond _nn_init) */
+int tsp_init_nn_init(PyObject *m);
 
 /* optim.c: a C tensor list as {name: Tensor} (the list is freed; NULL with an exception, also when
  * a C error is pending), and a {name: Tensor} dict as a list (0; -1 with an exception) */

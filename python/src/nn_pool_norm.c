@@ -101,6 +101,29 @@ static PyObject *nn_max_unpool(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
+/* _nn_native_group_norm(x, weight, bias, N, C, HxW, group, eps) -> (y, mean, rstd) */
+static PyObject *nn_native_group_norm(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *xo, *wo, *bo;
+    long long n, c, hxw, g;
+    double eps;
+    if (!PyArg_ParseTuple(args, "OOOLLLLd:native_group_norm", &xo, &wo, &bo, &n, &c, &hxw, &g,
+                          &eps))
+        return NULL;
+    ts_tensor *x = tsp_tensor_arg(xo, "native_group_norm", "input"), *w, *b, *y, *m, *r;
+    if (!x || tspn_opt_tensor(wo, &w, "native_group_norm", "weight") < 0 ||
+        tspn_opt_tensor(bo, &b, "native_group_norm", "bias") < 0 || tsp_enter() < 0)
+        return NULL;
+    TSP_NOGIL(y = ts_native_group_norm(x, w, b, n, c, hxw, g, eps, &m, &r));
+    PyObject *yo = tsp_wrap(y);
+    if (!yo) return tsp_drop(m), tsp_drop(r), NULL;
+    PyObject *mo = tsp_wrap(m);
+    if (!mo) return Py_DECREF(yo), tsp_drop(r), NULL;
+    PyObject *ro = tsp_wrap(r);
+    if (!ro) return Py_DECREF(yo), Py_DECREF(mo), NULL;
+    return Py_BuildValue("(NNN)", yo, mo, ro);
+}
+
 /* _nn_group_norm(x, groups, weight, bias, eps, stats): stats gives (y, mean, rstd) */
 static PyObject *nn_group_norm(PyObject *self, PyObject *args) {
     (void)self;
@@ -164,6 +187,7 @@ static PyMethodDef pool_norm_functions[] = {
     {"_nn_adaptive_pool", FN(nn_adaptive_pool), METH_VARARGS,
      "_nn_adaptive_pool(max, x, nd, output_size, return_indices)"},
     {"_nn_max_unpool", FN(nn_max_unpool), METH_VARARGS, "_nn_max_unpool(x, indices, nd, size)"},
+    {"_nn_native_group_norm", FN(nn_native_group_norm), METH_VARARGS, NULL},
     {"_nn_group_norm", FN(nn_group_norm), METH_VARARGS,
      "_nn_group_norm(x, groups, weight, bias, eps, stats)"},
     {"_nn_instance_norm", FN(nn_instance_norm), METH_VARARGS,

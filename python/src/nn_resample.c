@@ -1,5 +1,6 @@
 /* nn_resample.c — tessera._C's padding and resampling functions (_nn_pad, _nn_interpolate,
- * _nn_pixel_shuffle), each one C call (src/ops/pad_resample.c); tessera.nn.functional parses
+ * _nn_pixel_shuffle, _nn_grid_sample, _nn_affine_grid), each one C call (src/ops/pad_resample.c,
+ * src/nn/grid_sample.c); tessera.nn.functional parses
  * PyTorch's argument forms and passes plain values here. */
 #include "nn_impl.h"
 
@@ -52,7 +53,8 @@ static PyObject *nn_pad(PyObject *self, PyObject *args) {
 }
 
 /* _nn_interpolate(x, size or None, scale_factor or None, mode, align_corners,
- * recompute_scale_factor, antialias) */
+ * recompute_scale_factor, antialias): size / scale_factor a sequence or one number for every
+ * spatial dim */
 static PyObject *nn_interpolate(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *xo, *so, *fo;
@@ -66,17 +68,30 @@ static PyObject *nn_interpolate(PyObject *self, PyObject *args) {
                         .align_corners = ac,
                         .recompute_scale_factor = recompute,
                         .antialias = aa};
-    if (so != Py_None) {
+    ts_tensor *x = tsp_tensor_arg(xo, "interpolate", "input"), *y;
+    if (!x) return NULL;
+    /* one number (not a sequence) stands for every spatial dim */
+    const int spatial = ts_ndim(x) - 2 < 0 ? 0 : ts_ndim(x) - 2 > 3 ? 3 : ts_ndim(x) - 2;
+    if (so != Py_None && !PySequence_Check(so)) {
+        size[0] = PyLong_AsLongLong(so);
+        if (PyErr_Occurred()) return NULL;
+        for (int k = 1; k < spatial; k++) size[k] = size[0];
+        o.n = spatial, o.size = size;
+    } else if (so != Py_None) {
         if ((o.n = read_numbers(so, size, NULL, 3, "interpolate", "size")) < 0) return NULL;
         o.size = size;
     }
-    if (fo != Py_None) {
+    if (fo != Py_None && !PySequence_Check(fo)) {
+        scale[0] = PyFloat_AsDouble(fo);
+        if (PyErr_Occurred()) return NULL;
+        for (int k = 1; k < spatial; k++) scale[k] = scale[0];
+        o.n = spatial, o.scale_factor = scale;
+    } else if (fo != Py_None) {
         int n = read_numbers(fo, NULL, scale, 3, "interpolate", "scale_factor");
         if (n < 0) return NULL;
         o.n = n, o.scale_factor = scale;
     }
-    ts_tensor *x = tsp_tensor_arg(xo, "interpolate", "input"), *y;
-    if (!x || tsp_enter() < 0) return NULL;
+    if (tsp_enter() < 0) return NULL;
     TSP_NOGIL(y = ts_interpolate(x, o));
     return tsp_wrap(y);
 }
@@ -95,12 +110,58 @@ static PyObject *nn_pixel_shuffle(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
+/* _nn_channel_shuffle(x, groups) */
+static PyObject *nn_channel_shuffle(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *xo;
+    long long g;
+    if (!PyArg_ParseTuple(args, "OL:_nn_channel_shuffle", &xo, &g)) return NULL;
+    ts_tensor *x = tsp_tensor_arg(xo, "channel_shuffle", "input"), *y;
+    if (!x || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_channel_shuffle(x, (int64_t)g));
+    return tsp_wrap(y);
+}
+
+/* _nn_grid_sample(input, grid, mode, padding_mode, align_corners): mode and padding_mode as
+ * ts_grid_mode / ts_grid_padding (tessera.nn.functional_grid names them) */
+static PyObject *nn_grid_sample(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *xo, *go;
+    int mode, pad, ac;
+    if (!PyArg_ParseTuple(args, "OOiip:_nn_grid_sample", &xo, &go, &mode, &pad, &ac)) return NULL;
+    ts_tensor *x = tsp_tensor_arg(xo, "grid_sample", "input");
+    ts_tensor *g = x ? tsp_tensor_arg(go, "grid_sample", "grid") : NULL, *y;
+    if (!g || tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_grid_sample(x, g, (ts_grid_mode)mode, (ts_grid_padding)pad, ac));
+    return tsp_wrap(y);
+}
+
+/* _nn_affine_grid(theta, size, align_corners) */
+static PyObject *nn_affine_grid(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *to, *so;
+    int ac;
+    if (!PyArg_ParseTuple(args, "OOp:_nn_affine_grid", &to, &so, &ac)) return NULL;
+    ts_shape size = {0};
+    int n = read_numbers(so, size.dims, NULL, TS_MAX_DIMS, "affine_grid", "size");
+    ts_tensor *t = n < 0 ? NULL : tsp_tensor_arg(to, "affine_grid", "theta"), *y;
+    if (!t || tsp_enter() < 0) return NULL;
+    size.ndim = n;
+    TSP_NOGIL(y = ts_affine_grid(t, size, ac));
+    return tsp_wrap(y);
+}
+
 static PyMethodDef resample_functions[] = {
     {"_nn_pad", FN(nn_pad), METH_VARARGS, "_nn_pad(x, pad, mode, value)"},
     {"_nn_interpolate", FN(nn_interpolate), METH_VARARGS,
      "_nn_interpolate(x, size, scale_factor, mode, align_corners, recompute, antialias)"},
     {"_nn_pixel_shuffle", FN(nn_pixel_shuffle), METH_VARARGS,
      "_nn_pixel_shuffle(x, factor, inverse)"},
+    {"_nn_channel_shuffle", FN(nn_channel_shuffle), METH_VARARGS, "_nn_channel_shuffle(x, groups)"},
+    {"_nn_grid_sample", FN(nn_grid_sample), METH_VARARGS,
+     "_nn_grid_sample(input, grid, mode, padding_mode, align_corners)"},
+    {"_nn_affine_grid", FN(nn_affine_grid), METH_VARARGS,
+     "_nn_affine_grid(theta, size, align_corners)"},
     {NULL, NULL, 0, NULL},
 };
 

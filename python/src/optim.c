@@ -327,14 +327,76 @@ static PyObject *clip_grad_norm(PyObject *self, PyObject *args) {
     return tsp_wrap(r);
 }
 
+/* base_lrs (a sequence of floats) into a PyMem array of *n (+1) doubles; NULL with an exception */
+static double *float_list(PyObject *seq, Py_ssize_t *n) {
+    PyObject *fast = PySequence_Fast(seq, "base_lrs: a sequence of floats");
+    if (!fast) return NULL;
+    *n = PySequence_Fast_GET_SIZE(fast);
+    double *b = PyMem_Calloc((size_t)*n + 1, sizeof *b);
+    if (!b) PyErr_NoMemory();
+    for (Py_ssize_t i = 0; b && i < *n; i++)
+        if ((b[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(fast, i))) == -1 && PyErr_Occurred())
+            PyMem_Free(b), b = NULL;
+    Py_DECREF(fast);
+    return b;
+}
+
+/* a list of the n doubles v; NULL with an exception */
+static PyObject *list_of(const double *v, Py_ssize_t n) {
+    PyObject *list = PyList_New(n);
+    for (Py_ssize_t i = 0; list && i < n; i++) {
+        PyObject *x = PyFloat_FromDouble(v[i]);
+        if (!x)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, x);
+    }
+    return list;
+}
+
+/* a Python int while integral (torch's T_i and T_cur stay ints unless an epoch is fractional) */
+static PyObject *num(double v) {
+    return v == floor(v) && fabs(v) < 9e15 ? PyLong_FromDouble(v) : PyFloat_FromDouble(v);
+}
+
+/* _lr_warm_restarts(T_0, T_mult, eta_min, T_i, T_cur, last_epoch, epoch, base_lrs, advance) ->
+ * (T_i, T_cur, last_epoch, lrs): CosineAnnealingWarmRestarts's step to epoch (None: the next)
+ * when advance, else the rates of the state as it is (get_lr) */
+static PyObject *lr_warm_restarts(PyObject *self, PyObject *args) {
+    (void)self;
+    ts_warm_restarts w;
+    long long t0, tm, last;
+    PyObject *epoch, *bases;
+    int advance;
+    if (!PyArg_ParseTuple(args, "LLdddLOOp:CosineAnnealingWarmRestarts", &t0, &tm, &w.eta_min,
+                          &w.t_i, &w.t_cur, &last, &epoch, &bases, &advance))
+        return NULL;
+    w.t_0 = t0, w.t_mult = tm, w.last_epoch = last;
+    double e = 0;
+    if (epoch != Py_None && (e = PyFloat_AsDouble(epoch)) == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t n;
+    double *b = float_list(bases, &n), *lrs = b ? PyMem_Calloc((size_t)n + 1, sizeof *lrs) : NULL;
+    if (!lrs) return PyMem_Free(b), PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    ts_status st = advance ? ts_warm_restarts_step(&w, epoch == Py_None ? NULL : &e, b, lrs, (int)n)
+                           : ts_warm_restarts_lrs(&w, b, lrs, (int)n);
+    PyObject *out = st ? tsp_raise_pending()
+                       : Py_BuildValue("NNLN", num(w.t_i), num(w.t_cur), (long long)w.last_epoch,
+                                       list_of(lrs, n));
+    PyMem_Free(b), PyMem_Free(lrs);
+    return out;
+}
+
 static PyMethodDef optim_functions[] = {
     {"_optim_new", FN(optim_new), METH_VARARGS, NULL},
     {"_optim_clip_grad_norm", FN(clip_grad_norm), METH_VARARGS, NULL},
+    {"_lr_warm_restarts", FN(lr_warm_restarts), METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
 int tsp_init_optim(PyObject *m) {
     if (PyType_Ready(&coptim_type) < 0) return -1;
     if (PyModule_AddObjectRef(m, "COptimizer", (PyObject *)&coptim_type) < 0) return -1;
+    if (tsp_init_lbfgs(m) < 0) return -1;
+    if (tsp_init_lr_schedule(m) < 0) return -1;
     return PyModule_AddFunctions(m, optim_functions);
 }

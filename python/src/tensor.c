@@ -319,6 +319,17 @@ static PyObject *m_make_subclass(PyObject *cls, PyObject *const *args, Py_ssize_
     return tsp_wrap_as((PyTypeObject *)a[0], t);
 }
 
+/* t.as_subclass(cls): torch's: a cls instance aliasing t's data that stays attached to the autograd
+ * graph (a differentiable view of the whole tensor; gradients flow back to t) */
+static PyObject *m_as_subclass(PyObject *self, PyObject *cls) {
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &tensor_type)) {
+        PyErr_SetString(PyExc_TypeError, "as_subclass(): cls must be a subclass of Tensor");
+        return NULL;
+    }
+    if (tsp_enter() < 0) return NULL;
+    return tsp_wrap_as((PyTypeObject *)cls, ts_view(T(self), ts_shape_of(T(self))));
+}
+
 PyMethodDef tsp_tensor_core_methods[] = {
     {"size", FN(m_size), FAST, "size(dim=None): the shape, or one dim's size"},
     {"stride", FN(m_stride), FAST, "stride(dim=None)"},
@@ -333,6 +344,7 @@ PyMethodDef tsp_tensor_core_methods[] = {
     {"storage_offset", m_storage_offset, METH_NOARGS, NULL},
     {"get_device", m_get_device, METH_NOARGS, "the device index (-1 on the cpu)"},
     {"_make_subclass", FN(m_make_subclass), FAST | METH_CLASS, NULL},
+    {"as_subclass", m_as_subclass, METH_O, "as_subclass(cls): a cls alias that keeps the graph"},
     {"__dlpack__", FN(tsp_tensor_dlpack), METH_VARARGS | METH_KEYWORDS, NULL},
     {"__dlpack_device__", tsp_tensor_dlpack_device, METH_NOARGS, NULL},
     {"numpy", tsp_tensor_numpy, METH_NOARGS, "a NumPy array (zero-copy on the cpu)"},
@@ -471,9 +483,11 @@ int tsp_init_tensor(PyObject *m) {
         tsp_tensor_extra_methods,        tsp_tensor_inplace_methods,
         tsp_tensor_view_inplace_methods, tsp_tensor_storage_methods,
         tsp_tensor_shared_methods,       tsp_tensor_complex_methods,
-        tsp_tensor_sparse_methods};
+        tsp_tensor_sparse_methods,       tsp_tensor_scatter_methods,
+        tsp_tensor_statistics_methods,   tsp_tensor_quant_methods};
     PyGetSetDef *const getsets[] = {core_getset, tsp_autograd_getset, tsp_tensor_linalg_getset,
-                                    tsp_tensor_complex_getset, tsp_tensor_sparse_getset};
+                                    tsp_tensor_complex_getset, tsp_tensor_sparse_getset,
+                                    tsp_tensor_quant_getset};
     tensor_type.tp_methods = concat_methods(methods, (int)(sizeof methods / sizeof *methods));
     tensor_type.tp_getset = concat_getset(getsets, (int)(sizeof getsets / sizeof *getsets));
     if (!tensor_type.tp_methods || !tensor_type.tp_getset) return -1;
@@ -497,7 +511,9 @@ int tsp_init_tensor(PyObject *m) {
         tsp_tensor_linalg_functions,       tsp_tensor_shape_more_functions,
         tsp_tensor_sort_functions,         tsp_tensor_logic_functions,
         tsp_tensor_special_more_functions, tsp_tensor_linalg_decomp_functions,
-        tsp_tensor_complex_functions,      tsp_tensor_linalg_more_functions};
+        tsp_tensor_complex_functions,      tsp_tensor_linalg_more_functions,
+        tsp_tensor_scatter_functions,      tsp_tensor_statistics_functions,
+        tsp_tensor_quant_functions,        tsp_tensor_qops_functions};
     if (tsp_init_tensor_linalg() < 0 || tsp_init_tensor_sort() < 0) return -1;
     for (int i = 0; i < (int)(sizeof functions / sizeof *functions); i++)
         if (PyModule_AddFunctions(m, functions[i]) < 0) return -1;

@@ -1,6 +1,6 @@
 /* tensor_extra.c — issue 52's remaining Tensor methods whose bodies are exact Python
  * compositions in python/tessera/_ops_extra.py (the random family's cauchy_ / exponential_ /
- * geometric_ / log_normal_, multinomial, index_put, index_reduce, put, as_strided_scatter,
+ * geometric_ / log_normal_, index_put, as_strided_scatter,
  * nonzero_static, new_empty_strided; untyped_storage / storage from _storage.py). The type is
  * immutable from Python, so each method here forwards self and its arguments to the function of the
  * same name there. */
@@ -40,13 +40,8 @@ static PyObject *forward(const char *name, PyObject *self, PyObject *args, PyObj
     X(exponential_, "exponential_(lambd=1): in place, exponential draws")                          \
     X(geometric_, "geometric_(p): in place, geometric draws (k >= 1)")                             \
     X(log_normal_, "log_normal_(mean=1, std=2): in place, exp of normal draws")                    \
-    X(multinomial, "multinomial(num_samples, replacement=False): int64 draws by weight")           \
     X(index_put, "index_put(indices, values, accumulate=False)")                                   \
     X(index_put_, "index_put_(indices, values, accumulate=False): in place")                       \
-    X(index_reduce, "index_reduce(dim, index, source, reduce, *, include_self=True)")              \
-    X(index_reduce_, "index_reduce_(dim, index, source, reduce, *, include_self=True)")            \
-    X(put, "put(index, source, accumulate=False)")                                                 \
-    X(put_, "put_(index, source, accumulate=False): in place")                                     \
     X(as_strided_scatter, "as_strided_scatter(src, size, stride, storage_offset=None)")            \
     X(nonzero_static, "nonzero_static(*, size, fill_value=-1)")                                    \
     X(new_empty_strided, "new_empty_strided(size, stride, *, dtype=None, device=None)")            \

@@ -322,6 +322,41 @@ static PyObject *f_eye(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, P
     return tsp_wrap(t);
 }
 
+/* _signal_window(kind, M, params, sym, dtype=None, device=None, requires_grad=False): kind a
+ * ts_window_kind, params a sequence of floats (tessera.signal.windows names them) */
+static PyObject *f_signal_window(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kw) {
+    (void)mod;
+    static const char *const names[] = {"kind",  "M",      "params",       "sym",
+                                        "dtype", "device", "requires_grad"};
+    const char *fn = "signal_window";
+    PyObject *a[7];
+    int64_t kind, m;
+    ts_opts o = {0};
+    double params[8];
+    if (tsp_parse(args, nargs, kw, fn, names, 7, 4, a) < 0 ||
+        tsp_int_arg(a[0], &kind, fn, "kind") < 0 || tsp_int_arg(a[1], &m, fn, "M") < 0 ||
+        tsp_opts_args(a[4], a[5], a[6], NULL, &o, fn) < 0)
+        return NULL;
+    PyObject *seq = PySequence_Fast(a[2], "signal_window(): argument 'params' must be a sequence");
+    if (!seq) return NULL;
+    Py_ssize_t np = PySequence_Fast_GET_SIZE(seq);
+    if (np > 8) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "%s(): at most 8 parameters, got %zd", fn, np);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < np; i++)
+        params[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i));
+    Py_DECREF(seq);
+    int sym = PyObject_IsTrue(a[3]);
+    if (PyErr_Occurred() || sym < 0 || tsp_enter()) return NULL;
+    if (!o.dtype) o.dtype = tsp_default_float;
+    ts_tensor *t;
+    TSP_NOGIL(t = ts_signal_window((ts_window_kind)kind, m, params, (int)np, sym, o););
+    return tsp_wrap(t);
+}
+
 /* ------------------------------------------------------------------ *_like */
 /* f_like(input, [fill_value,] dtype=None, device=None, requires_grad=False): input's shape, and
  * its dtype and device unless given */
@@ -624,6 +659,8 @@ PyMethodDef tsp_tensor_core_functions[] = {
     {"linspace", FN(f_linspace), FAST, "linspace(start, end, steps, dtype=None, device=None)"},
     {"logspace", FN(f_logspace), FAST, "logspace(start, end, steps, base=10.0, dtype=None)"},
     {"eye", FN(f_eye), FAST, "eye(n, m=None, dtype=None, device=None)"},
+    {"_signal_window", FN(f_signal_window), FAST,
+     "_signal_window(kind, M, params, sym, dtype=None, device=None, requires_grad=False)"},
     {"zeros_like", FN(f_zeros_like), FAST, NULL},
     {"ones_like", FN(f_ones_like), FAST, NULL},
     {"empty_like", FN(f_empty_like), FAST, NULL},

@@ -148,6 +148,14 @@ extern PyMethodDef tsp_tensor_reduce_methods[], tsp_tensor_reduce_functions[];
 extern PyMethodDef tsp_tensor_special_methods[], tsp_tensor_special_functions[];
 /* tensor_special_more.c: ndtr ... the polynomials, igamma, mvlgamma (issue 52) */
 extern PyMethodDef tsp_tensor_special_more_methods[], tsp_tensor_special_more_functions[];
+/* tensor_quant.c: quantized tensors (tessera/quant.h) */
+extern PyMethodDef tsp_tensor_quant_methods[], tsp_tensor_quant_functions[];
+extern PyMethodDef tsp_tensor_qops_functions[]; /* tensor_qops.c */
+extern PyGetSetDef tsp_tensor_quant_getset[];
+/* whether t is quantized; PyTorch's repr of one (its dequantized values, then size, dtype,
+ * quantization_scheme, scale and zero_point or the per-channel ones) */
+int tsp_tensor_is_quantized(ts_tensor *t);
+PyObject *tsp_quant_repr(PyObject *self);
 /* tensor_complex.c: complex tensors and torch.fft */
 extern PyMethodDef tsp_tensor_complex_methods[], tsp_tensor_complex_functions[];
 extern PyGetSetDef tsp_tensor_complex_getset[];
@@ -169,6 +177,10 @@ extern PyMethodDef tsp_tensor_linalg_decomp_functions[], tsp_tensor_linalg_decom
 extern PyMethodDef tsp_tensor_linalg_more_functions[];
 /* tensor_shape_more.c: flip, roll, tril, diagonal, scatter... (issue 52) */
 extern PyMethodDef tsp_tensor_shape_more_methods[], tsp_tensor_shape_more_functions[];
+/* tensor_scatter.c: select / slice / diagonal_scatter, index_reduce, put (issue 76) */
+extern PyMethodDef tsp_tensor_scatter_methods[], tsp_tensor_scatter_functions[];
+/* tensor_statistics.c: cov, corrcoef, cross, tril / triu_indices, meshgrid (issue 76) */
+extern PyMethodDef tsp_tensor_statistics_methods[], tsp_tensor_statistics_functions[];
 /* tensor_logic.c: isnan, any / all, isclose, cumsum..., addcmul, lerp, repeat (issue 52) */
 extern PyMethodDef tsp_tensor_logic_methods[], tsp_tensor_logic_functions[];
 /* tensor_sort.c: sort, topk, median, quantile, unique... (issue 52) */

@@ -3,6 +3,7 @@
  * vdot, outer / ger, inner, kron, trace, tensordot, norm, aminmax, count_nonzero, var_mean,
  * std_mean, cdist, pairwise_distance, cosine_similarity, the mT / mH / H properties, and the
  * _linalg_* / _normalize functions behind tessera.linalg and F.normalize. One C call each. */
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -307,6 +308,31 @@ static PyObject *f__linalg_multi_dot(PyObject *mod, PyObject *arg) {
     return res;
 }
 
+/* _einsum(equation, tensors): torch.einsum after python/tessera/_einsum.py's forms */
+static PyObject *f__einsum(PyObject *mod, PyObject *args) {
+    (void)mod;
+    const char *fn = "einsum", *eq;
+    PyObject *arg;
+    if (!PyArg_ParseTuple(args, "sO:_einsum", &eq, &arg)) return NULL;
+    PyObject *seq = PySequence_Fast(arg, "einsum(): argument 'operands' must be a sequence");
+    if (!seq) return NULL;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    ts_tensor **ts = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *ts), *r = NULL;
+    PyObject *res = NULL;
+    bool ok = ts != NULL;
+    if (!ts) PyErr_NoMemory();
+    for (Py_ssize_t i = 0; ok && i < n; i++)
+        ok = (ts[i] = tsp_tensor_arg(PySequence_Fast_GET_ITEM(seq, i), fn, "operands")) != NULL;
+    if (ok && n > INT_MAX) ok = (PyErr_SetString(PyExc_ValueError, "einsum(): too many operands"), false);
+    if (ok && !tsp_enter()) {
+        TSP_NOGIL(r = ts_einsum(eq, ts, (int)n));
+        res = tsp_wrap(r);
+    }
+    PyMem_Free(ts);
+    Py_DECREF(seq);
+    return res;
+}
+
 /* _normalize(input, p=2.0, dim=1, eps=1e-12) */
 static PyObject *f__normalize(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kw) {
@@ -551,6 +577,7 @@ PyMethodDef tsp_tensor_linalg_functions[] = {
     {"_linalg_vector_norm", FN(f__linalg_vector_norm), FAST, NULL},
     {"_linalg_matrix_norm", FN(f__linalg_matrix_norm), FAST, NULL},
     {"_linalg_multi_dot", (PyCFunction)f__linalg_multi_dot, METH_O, NULL},
+    {"_einsum", (PyCFunction)f__einsum, METH_VARARGS, "_einsum(equation, operands)"},
     {"_normalize", FN(f__normalize), FAST, NULL},
     {NULL, NULL, 0, NULL},
 };

@@ -108,6 +108,9 @@ int tsp_init_index(PyObject *m);    /* tensor_index.c: indexing and slicing */
 int tsp_init_dlpack(PyObject *m);   /* dlpack.c: __dlpack__, from_dlpack, numpy */
 int tsp_init_nn(PyObject *m);       /* nn.c: the C library's modules, functional ops, losses */
 int tsp_init_optim(PyObject *m);    /* optim.c: optimizers, schedulers, clipping */
+int tsp_init_lbfgs(PyObject *m);    /* optim_lbfgs.c: LBFGS (called by optim.c) */
+/* lr_schedule.c: the schedulers' arithmetic (called by optim.c) */
+int tsp_init_lr_schedule(PyObject *m);
 int tsp_init_amp(PyObject *m);      /* amp.c: autocast, GradScaler */
 int tsp_init_data(PyObject *m);     /* data.c: data sets and the loader */
 int tsp_init_io(PyObject *m);       /* io.c: save / load, memory statistics, device scopes */
@@ -118,7 +121,10 @@ int tsp_init_profiler(PyObject *m); /* profiler.c: tessera.profiler's primitives
 int tsp_init_sync_debug(PyObject *m);
 int tsp_init_image(PyObject *m);      /* image.c: PNG writing, image decoding (vision) */
 int tsp_init_vision_ops(PyObject *m); /* vision_ops.c: torchvision.ops (tessera.vision.ops) */
+int tsp_init_masked(PyObject *m);     /* masked.c: tessera.masked's C functions */
 int tsp_init_tfevents(PyObject *m);   /* tfevents.c: event files (utils.tensorboard) */
+/* vision_color.c: the transforms' colour, blur, dtype and resize kernels */
+int tsp_init_vision_color(PyObject *m);
 /* saved_hooks.c: saved-tensor hooks, save_on_cpu, the sim link (tessera.sim) */
 int tsp_init_saved_hooks(PyObject *m);
 

@@ -5,6 +5,7 @@ Tensors live on a device ("cpu", "cuda:N", or the host-simulated "sim:N"); movin
 """
 from . import _C
 from ._C import *  # noqa: F401,F403  (Tensor, factories, dtypes, devices, errors)
+from ._C import _make_per_channel_quantized_tensor, _make_per_tensor_quantized_tensor  # noqa
 
 from . import autograd, nn, optim, amp, utils, cuda  # noqa: E402,F401
 

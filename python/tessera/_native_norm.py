@@ -30,13 +30,6 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
 
 
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
-    if (input.dim() < 2 or input.shape[0] != N or input.shape[1] != C
-            or input.numel() != N * C * HxW):
-        raise RuntimeError(f"native_group_norm: expected input of N={N}, C={C} and HxW={HxW}, got "
-                           f"{tuple(input.shape)}")
-    out, mean, rstd = _C._nn_group_norm(input, int(group), weight, bias, float(eps), True)
-    if out.requires_grad and not mean.requires_grad:
-        # PyTorch's node owns all three outputs: the statistics require grad (with zero
-        # gradient to weight and bias) whenever the output does
-        mean.requires_grad_(), rstd.requires_grad_()
-    return out, mean, rstd
+    """the output and the [N, group] mean and rstd (ts_native_group_norm)"""
+    return _C._nn_native_group_norm(input, weight, bias, int(N), int(C), int(HxW), int(group),
+                                    float(eps))

@@ -1,17 +1,15 @@
 """Issue 52's remaining operators as exact compositions over Tessera's C ops (they run on every
 device and differentiate where the pieces do): the random family on the seeded Philox generator
-(normal, multinomial, Tensor.cauchy_ / exponential_ / geometric_ / log_normal_), index_put,
-index_reduce, put, as_strided_copy / as_strided_scatter, empty_strided / empty_permuted,
+(normal, Tensor.cauchy_ / exponential_ / geometric_ / log_normal_), index_put,
+as_strided_copy / as_strided_scatter, empty_strided / empty_permuted,
 nonzero_static, hash_tensor. Tensor methods reach these through python/src/tensor_extra.c."""
 import math
 
 from . import _C
-from ._shape_more import broadcast_shapes as _broadcast_shapes
 from ._shape_more import broadcast_tensors as _broadcast_tensors
 from ._storage import storage, untyped_storage  # noqa: F401  (Tensor methods, tensor_extra.c)
 
-__all__ = ["normal", "multinomial", "index_put", "index_put_", "index_reduce", "put",
-           "as_strided_copy", "as_strided_scatter", "empty_strided", "empty_permuted",
+__all__ = ["normal", "index_put", "index_put_", "as_strided_copy", "as_strided_scatter", "empty_strided", "empty_permuted",
            "nonzero_static", "hash_tensor", "resize_as_"]
 
 # ---- Tensor.retain_grad -------------------------------------------------------------------------
@@ -109,91 +107,15 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     return _fill_(self, _C.randn_like(self).mul(std).add(mean).exp())
 
 
-@_drawing("normal")
-def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
-           device=None, pin_memory=False, requires_grad=False):
-    """torch.normal: mean + std * N(0, 1) (tensor/tensor, tensor/float, float/tensor,
-    float/float with size); differentiable in the tensor mean and std as torch's"""
-    if out is not None:
-        raise TypeError("normal(): out= is not supported")
-    T = _C.Tensor
-    if not isinstance(mean, T) and not isinstance(std, T):
-        if size is None:
-            raise TypeError("normal(): with a float mean and std, size is required")
-        if not std >= 0:
-            raise RuntimeError("normal expects std >= 0.0, but found std %s" % std)
-        kw = {"dtype": dtype} if dtype is not None else {}
-        if device is not None:
-            kw["device"] = device
-        r = _C.randn(*size, **kw).mul(std).add(mean)
-        return r.requires_grad_(True) if requires_grad else r
-    if size is not None:
-        raise TypeError("normal(): size is only for a float mean and std")
-    ref = mean if isinstance(mean, T) else std
-    if not ref.dtype.is_floating_point:
-        raise TypeError("normal(): expected a floating-point mean/std, got %s" % ref.dtype)
-    if isinstance(std, T):
-        with _C_no_grad():
-            if bool((std < 0).any()):
-                raise RuntimeError("normal expects all elements of std >= 0.0")
-    elif not std >= 0:
-        raise RuntimeError("normal expects std >= 0.0, but found std %s" % std)
-    shape = ref.shape
-    if isinstance(mean, T) and isinstance(std, T):
-        if mean.device != std.device:
-            raise _C.DeviceError("normal(): mean on %s, std on %s" % (mean.device, std.device))
-        shape = _broadcast_shapes(tuple(mean.shape), tuple(std.shape))
-    z = _C.randn(*shape, dtype=ref.dtype, device=ref.device)
-    return z * std + mean
+# normal: C's (ts_normal, src/ops/sampling.c; python/src/tensor_statistics.c)
+from ._C import normal  # noqa: E402,F401
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     return self.normal_(mean, std, generator=generator)
 
 
-@_drawing("multinomial")
-def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
-    """torch.multinomial: indices drawn by the rows' weights (int64)"""
-    if out is not None:
-        raise TypeError("multinomial(): out= is not supported")
-    if input.ndim not in (1, 2):
-        raise RuntimeError("multinomial(): prob_dist must be 1 or 2 dim, got %d" % input.ndim)
-    if not input.dtype.is_floating_point:
-        raise TypeError("multinomial(): expected a floating-point input, got %s" % input.dtype)
-    n = input.shape[-1]
-    if num_samples <= 0:
-        raise RuntimeError("multinomial(): cannot sample n_sample <= 0 samples")
-    if not replacement and num_samples > n:
-        raise RuntimeError("multinomial(): cannot sample n_sample > prob_dist.size(-1) samples "
-                           "without replacement")
-    with _C_no_grad():
-        p = input.detach().reshape(-1, n).to(_C.float64)
-        if bool((p < 0).any()) or not bool(p.isfinite().all()):
-            raise RuntimeError("multinomial(): probability tensor contains either inf, nan or "
-                               "element < 0")
-        tot = p.sum(-1, keepdim=True)
-        if bool((tot <= 0).any()):
-            raise RuntimeError("multinomial(): invalid multinomial distribution (sum of "
-                               "probabilities <= 0)")
-        rows = p.shape[0]
-        if replacement:
-            c = (p / tot).cumsum(-1)
-            u = _C.rand(rows, num_samples, dtype=_C.float64, device=p.device)
-            idx = _C.searchsorted(c.contiguous(), u, right=True).clamp(max=n - 1)
-        else:
-            if num_samples > int((p > 0).sum(-1).min()):
-                raise RuntimeError("multinomial(): invalid multinomial distribution (with "
-                                   "replacement=False, not enough non-negative category to "
-                                   "sample)")
-            # exponential races: the k smallest E_i / p_i are a draw without replacement
-            u = _C.rand(rows, n, dtype=_C.float64, device=p.device)
-            key = (-u).log1p().neg() / p
-            idx = key.topk(num_samples, dim=-1, largest=False).indices
-        idx = idx.to(_C.int64)
-        return idx.reshape(num_samples) if input.ndim == 1 else idx
-
-
-# ---- index_put / put / index_reduce -----------------------------------------------------------
+# ---- index_put -----------------------------------------------------------------------------
 
 def _lin_index(input, indices, fn):
     """(flat row index over the first k dims, k) for a tuple of index tensors (bool masks expand)"""
@@ -260,72 +182,6 @@ def index_put_(input, indices, values, accumulate=False):
     return input.copy_(r)
 
 
-def put(input, index, source, accumulate=False):
-    """torch.put: input.flatten()[index] = source (accumulate: +=), out of place"""
-    if index.dtype != _C.int64:
-        raise IndexError("put(): Expected a long tensor for index, but got %s" % index.dtype)
-    if index.numel() != source.numel():
-        raise RuntimeError("put(): Expected source and index to have the same number of "
-                           "elements, but got source.numel() = %d, index.numel() = %d"
-                           % (source.numel(), index.numel()))
-    flat = input.reshape(-1)
-    if index.numel() == 0:
-        return input.clone()
-    return _index_put(flat, (index.reshape(-1),), source.reshape(-1), accumulate,
-                      "put").reshape(tuple(input.shape))
-
-
-def put_(input, index, source, accumulate=False):
-    return input.copy_(put(input, index, source, accumulate))
-
-
-_REDUCES = ("prod", "mean", "amax", "amin")
-
-
-def index_reduce(input, dim, index, source, reduce, *, include_self=True):
-    """torch.index_reduce: source's slices reduced (prod, mean, amax, amin) into input's rows
-    index along dim; include_self=False leaves the input's own value out of indexed rows"""
-    if reduce not in _REDUCES:
-        raise RuntimeError("index_reduce(): reduce argument must be one of prod, mean, amax, "
-                           "amin, got %r" % (reduce,))
-    nd = max(input.ndim, 1)
-    d = dim + nd if dim < 0 else dim
-    if not 0 <= d < nd:
-        raise IndexError("index_reduce(): dim %d out of range for a %d-d tensor" % (dim, nd))
-    if index.ndim > 1 or index.dtype not in (_C.int64, _C.int32):
-        raise IndexError("index_reduce(): index must be a 1-d int64/int32 tensor")
-    if source.dtype != input.dtype:
-        raise RuntimeError("index_reduce(): self (%s) and source (%s) must have the same dtype"
-                           % (input.dtype, source.dtype))
-    if input.ndim == 0:
-        x, s = input.reshape(1), source.reshape(-1)
-        return index_reduce(x, 0, index.reshape(-1), s, reduce,
-                            include_self=include_self).reshape(())
-    n = index.numel()
-    ssh = tuple(source.shape) if source.ndim else (1,)
-    if source.ndim != input.ndim and not (source.ndim == 0 and input.ndim == 1):
-        raise RuntimeError("index_reduce(): source and input must have the same dimensions")
-    if ssh[d] != n:
-        raise RuntimeError("index_reduce(): number of indices (%d) should equal source.size(dim)"
-                           " (%d)" % (n, ssh[d]))
-    for j in range(input.ndim):
-        if j != d and ssh[j] != input.shape[j]:
-            raise RuntimeError("index_reduce(): source.size(%d) = %d, self.size(%d) = %d"
-                               % (j, ssh[j], j, input.shape[j]))
-    size = input.shape[d]
-    idx = index.to(_C.int64).reshape(-1)
-    if n and (bool((idx >= size).any()) or bool((idx < -size).any())):
-        raise IndexError("index_reduce(): index out of range in self")
-    idx = _C.where(idx < 0, idx + size, idx)
-    view = [1] * input.ndim
-    view[d] = n
-    full = idx.reshape(view).expand(ssh)
-    return _C.scatter_reduce(input, d, full, source.reshape(ssh), reduce,
-                             include_self=include_self)
-
-
-def index_reduce_(input, dim, index, source, reduce, *, include_self=True):
-    return input.copy_(index_reduce(input, dim, index, source, reduce, include_self=include_self))
 
 
 # ---- strided storage: as_strided_copy / as_strided_scatter ------------------------------------

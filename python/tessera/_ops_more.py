@@ -1,10 +1,11 @@
 """PyTorch's remaining small operators (issue 52), composed from Tessera's differentiable ops so
-they run on every device: trapezoid / trapz / cumulative_trapezoid, cov / corrcoef, cross,
-tril_indices / triu_indices, combinations, unravel_index, diagonal_scatter / select_scatter /
-slice_scatter, the *_copy forms of the views, unsafe_chunk / unsafe_split, renorm, dist, pdist,
-real / conj, scalar_tensor, constant_pad_nd, gradient and frexp.
+they run on every device: trapezoid / trapz / cumulative_trapezoid, combinations, unravel_index,
+the *_copy forms of the views, unsafe_chunk / unsafe_split, renorm, dist, pdist, real / conj,
+scalar_tensor, constant_pad_nd, gradient and frexp. (cov / corrcoef / cross, tril_indices /
+triu_indices and the scatters into views moved into C, issue 76: python/src/tensor_statistics.c,
+tensor_scatter.c.)
 
-Index tables (tril_indices, combinations) are made on the host, as PyTorch's CPU kernels make them.
+Index tables (combinations) are made on the host, as PyTorch's CPU kernels make them.
 """
 import itertools
 import math
@@ -13,9 +14,8 @@ import warnings
 from . import _C
 
 __all__ = [
-    "trapezoid", "trapz", "cumulative_trapezoid", "cov", "corrcoef", "cross", "tril_indices",
-    "triu_indices", "combinations", "unravel_index", "diagonal_scatter", "select_scatter",
-    "slice_scatter", "alias_copy", "diagonal_copy", "expand_copy", "permute_copy", "squeeze_copy",
+    "trapezoid", "trapz", "cumulative_trapezoid", "combinations", "unravel_index", "alias_copy",
+    "diagonal_copy", "expand_copy", "permute_copy", "squeeze_copy",
     "t_copy", "transpose_copy", "unbind_copy", "unfold_copy", "unsqueeze_copy", "view_copy",
     "narrow_copy", "split_with_sizes_copy", "unsafe_chunk", "unsafe_split", "renorm", "dist",
     "real", "conj", "conj_physical", "resolve_conj", "resolve_neg", "scalar_tensor",
@@ -39,33 +39,8 @@ def _contig(t):
 
 
 # ------------------------------------------------------------------ integration
-def _trapz_x(y, x, dim):
-    """the spacing along dim as a tensor that broadcasts with y's slices"""
-    if x.ndim == 1:
-        if x.shape[0] != y.shape[dim]:
-            raise RuntimeError("trapezoid: There must be one `x` value for each sample point")
-        dx = _C.diff(x)
-        shape = [1] * y.ndim
-        shape[dim] = dx.shape[0]
-        return dx.reshape(shape)
-    return _C.diff(x, dim=dim)
-
-
-def trapezoid(y, x=None, *, dx=None, dim=-1):
-    """torch.trapezoid: the trapezoidal rule along dim, with sample points x or spacing dx (1)"""
-    if not isinstance(y, _C.Tensor):
-        raise TypeError("trapezoid(): argument 'y' must be Tensor, not %s" % type(y).__name__)
-    d = _dim("trapezoid", dim, y.ndim)
-    n = y.shape[d] if y.ndim else 1
-    if x is not None and dx is not None:
-        raise TypeError("trapezoid(): pass x or dx, not both")
-    if n == 0:
-        return _C.sum(y, dim=d) * 0
-    left, right = y.narrow(d, 0, n - 1), y.narrow(d, 1, n - 1)
-    if isinstance(x, _C.Tensor):
-        return _C.sum(_trapz_x(y, x, d) * (left + right), dim=d) / 2
-    step = 1 if dx is None else (x if x is not None else dx)
-    return (_C.sum(y, dim=d) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * step
+# (trapezoid / cumulative_trapezoid: C's, src/ops/integration.c)
+from ._C import trapezoid, cumulative_trapezoid  # noqa: E402,F401
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
@@ -73,152 +48,18 @@ def trapz(y, x=None, *, dx=None, dim=-1):
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
-def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
-    """torch.cumulative_trapezoid: the running trapezoidal sums along dim (one fewer element)"""
-    d = _dim("cumulative_trapezoid", dim, y.ndim)
-    n = y.shape[d]
-    if n == 0:
-        return y.narrow(d, 0, 0) * 1
-    avg = (y.narrow(d, 0, n - 1) + y.narrow(d, 1, n - 1)) / 2
-    if isinstance(x, _C.Tensor):
-        avg = avg * _trapz_x(y, x, d)
-    else:
-        step = 1 if dx is None else dx
-        if x is not None:
-            step = x
-        avg = avg * step
-    return _C.cumsum(avg, d)
-
-
 # ------------------------------------------------------------------ statistics
-def cov(input, *, correction=1, fweights=None, aweights=None):
-    """torch.cov: the covariance of the rows (variables) over the columns (observations)"""
-    if input.ndim > 2:
-        raise RuntimeError("cov(): expected input to have two or fewer dimensions but got an "
-                           "input with %d dimensions" % input.ndim)
-    x = input.reshape(1, -1) if input.ndim < 2 else input
-    if not x.dtype.is_floating_point:
-        x = x.to(_C.float32)
-    n_obs = x.shape[1]
-    w = None
-    for name, wt in (("fweights", fweights), ("aweights", aweights)):
-        if wt is None:
-            continue
-        if wt.ndim > 1 or (wt.ndim == 1 and wt.shape[0] != n_obs):
-            raise RuntimeError("cov(): expected %s to have one dimension of size %d" % (name, n_obs))
-        if name == "fweights" and wt.dtype.is_floating_point:
-            raise RuntimeError("cov(): expected fweights to have integral dtype")
-        w = wt if w is None else w * wt
-    if w is None:
-        avg = x.mean(dim=1)
-        w_sum = float(n_obs)
-    else:
-        w_sum = w.sum()
-        avg = (x * w).sum(dim=1) / w_sum
-    if w is not None and correction != 0 and aweights is not None:
-        norm = w_sum - correction * (w * aweights).sum() / w_sum
-    else:
-        norm = w_sum - correction
-    if not isinstance(norm, _C.Tensor):
-        if norm <= 0:
-            warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
-                          "than the number of observations.")
-            norm = 0.0
-    else:
-        norm = _C.clamp(norm, min=0)
-    xc = x - avg.unsqueeze(1)
-    c = _C.matmul(xc, (xc if w is None else xc * w).t())
-    return (c / norm).squeeze()
+# (cov / corrcoef / cross: C's, src/ops/statistics.c; _C.cross stays importable from here for
+# linalg.cross)
+from ._C import cross  # noqa: E402,F401
 
 
-def corrcoef(input):
-    """torch.corrcoef: Pearson's correlation coefficients of the rows, clipped to [-1, 1]"""
-    c = cov(input)
-    if c.ndim == 0:
-        return c / c
-    sd = _C.sqrt(_C.diagonal(c))
-    c = c / sd.unsqueeze(1)
-    c = c / sd.unsqueeze(0)
-    return _C.clamp(c, -1, 1)
-
-
-def cross(input, other, dim=None):
-    """torch.cross: the cross product along dim (None: the first dim of size 3), broadcast"""
-    from ._shape_more import broadcast_tensors
-    a, b = broadcast_tensors(input, other) if input.shape != other.shape else (input, other)
-    if dim is None:
-        dims = [i for i, s in enumerate(a.shape) if s == 3]
-        if not dims:
-            raise RuntimeError("cross(): no dimension of size 3 in input")
-        d = dims[0]
-    else:
-        d = _dim("cross", dim, a.ndim)
-    if a.shape[d] != 3:
-        raise RuntimeError("linalg.cross: inputs dimension %d must have length 3. Got %d and %d"
-                           % (dim if dim is not None else d, input.shape[d] if input.ndim > d
-                              else 1, other.shape[d] if other.ndim > d else 1))
-    a1, a2 = _C.roll(a, -1, d), _C.roll(a, -2, d)
-    b1, b2 = _C.roll(b, -1, d), _C.roll(b, -2, d)
-    return a1 * b2 - a2 * b1
-
-
-def dist(input, other, p=2):
-    """torch.dist: the p-norm of input - other (broadcast)"""
-    return _C.norm((input - other).flatten(), p)
-
-
-def renorm(input, p, dim, maxnorm):
-    """torch.renorm: each slice along dim whose p-norm exceeds maxnorm scaled down to it (PyTorch's
-    factor maxnorm / (norm + 1e-7))"""
-    d = _dim("renorm", dim, input.ndim)
-    if p <= 0:
-        raise RuntimeError("renorm: non-positive-norm not supported")
-    if maxnorm < 0:
-        raise RuntimeError("renorm: expected maxnorm to be >= 0 but got %s" % maxnorm)
-    others = [i for i in range(input.ndim) if i != d]
-    from . import linalg
-    norms = linalg.vector_norm(input, p, dim=others, keepdim=True) if others else \
-        _C.abs(input)
-    factor = _C.where(norms > maxnorm, maxnorm / (norms + 1e-7), _C.ones_like(norms))
-    return input * factor
+# (dist / renorm: C's, src/ops/norm_forms.c)
+from ._C import dist, renorm  # noqa: E402,F401
 
 
 # ------------------------------------------------------------------ index tables
-def _index_table(fn, rows, dtype, device):
-    dt = _C.int64 if dtype is None else dtype
-    if dt not in (_C.int64, _C.int32):
-        raise RuntimeError("%s(): \"%s\" not implemented for '%s'" % (fn, fn, dt))
-    if not rows[0]:
-        return _C.zeros(2, 0, dtype=dt, device=device)
-    return _C.tensor(rows, dtype=dt, device=device)
-
-
-def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    """torch.tril_indices: the (row, col) coordinates of the lower triangle, row-major"""
-    if row < 0 or col < 0:
-        raise RuntimeError("tril_indices: row and col must be non-negative (row=%d, col=%d)"
-                           % (row, col))
-    rs, cs = [], []
-    for i in range(row):
-        for j in range(min(col, max(i + offset + 1, 0))):
-            rs.append(i)
-            cs.append(j)
-    return _index_table("tril_indices", [rs, cs], dtype, device)
-
-
-def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    """torch.triu_indices: the (row, col) coordinates of the upper triangle, row-major"""
-    if row < 0 or col < 0:
-        raise RuntimeError("triu_indices: row and col must be non-negative (row=%d, col=%d)"
-                           % (row, col))
-    rs, cs = [], []
-    for i in range(row):
-        for j in range(max(i + offset, 0), col):
-            rs.append(i)
-            cs.append(j)
-    return _index_table("triu_indices", [rs, cs], dtype, device)
-
-
+# (tril_indices / triu_indices: C's, src/ops/coordinates.c)
 def combinations(input, r=2, with_replacement=False):
     """torch.combinations: the r-element combinations of a 1-D tensor's elements, as rows"""
     if input.ndim != 1:
@@ -258,78 +99,6 @@ def unravel_index(indices, shape):
         out.append(_C.remainder(idx, st) if s else idx * 0)
         idx = _C.floor_divide(idx, st) if s else idx
     return tuple(reversed(out))
-
-
-# ------------------------------------------------------------------ scatters into views
-def _place(input, src, dim, positions):
-    """input with the entries at `positions` (a list of ints along dim) taken from src's slices,
-    in order; differentiable in both"""
-    n = input.shape[dim]
-    m = [0] * n
-    mask = [False] * n
-    for k, p in enumerate(positions):
-        m[p] = k
-        mask[p] = True
-    shape = [1] * input.ndim
-    shape[dim] = n
-    gathered = _C.index_select(src, dim, _C.tensor(m, dtype=_C.int64, device=src.device))
-    sel = _C.tensor(mask, device=input.device).reshape(shape)
-    return _C.where(sel, gathered, input)
-
-
-def select_scatter(input, src, dim, index):
-    """torch.select_scatter: input with its slice `index` along dim replaced by src"""
-    d = _dim("select_scatter", dim, input.ndim)
-    n = input.shape[d]
-    if index < -n or index >= n:
-        raise IndexError("select_scatter(): index %d out of range for tensor of size %s at "
-                         "dimension %d" % (index, list(input.shape), dim))
-    want = list(input.shape[:d]) + list(input.shape[d + 1:])
-    if list(src.shape) != want:
-        raise RuntimeError("expected src to have a size equal to the slice of self. src size = "
-                           "%s, slice size = %s" % (list(src.shape), want))
-    return _place(input, src.unsqueeze(d), d, [index % n])
-
-
-def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
-    """torch.slice_scatter: input with input[start:end:step] along dim replaced by src"""
-    d = _dim("slice_scatter", dim, input.ndim)
-    if step <= 0:
-        raise RuntimeError("slice step must be positive")
-    positions = list(range(input.shape[d]))[slice(start, end, step)]
-    want = list(input.shape)
-    want[d] = len(positions)
-    if list(src.shape) != want:
-        raise RuntimeError("expected src to have a size equal to the slice of self. src size = "
-                           "%s, slice size = %s" % (list(src.shape), want))
-    if not positions:
-        return input * 1
-    return _place(input, src, d, positions)
-
-
-def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
-    """torch.diagonal_scatter: input with its diagonal (offset, dim1, dim2) replaced by src"""
-    diag = _C.diagonal(input, offset, dim1, dim2)
-    if list(src.shape) != list(diag.shape):
-        raise RuntimeError("expected src to have a size equal to the diagonal of self. src size ="
-                           " %s, diagonal size = %s" % (list(src.shape), list(diag.shape)))
-    nd = input.ndim
-    d1, d2 = dim1 % nd, dim2 % nd
-    if diag.shape[-1] == 0:
-        return input * 1
-    # dim1, dim2 last; element k of the diagonal sits at (k, k + offset) or (k - offset, k)
-    x = _C.movedim(input, (d1, d2), (nd - 2, nd - 1))
-    n1, n2 = x.shape[-2], x.shape[-1]
-    idx, mask = [], []
-    for i in range(n1):
-        for j in range(n2):
-            on = j - i == offset
-            mask.append(on)
-            idx.append((i if offset >= 0 else j) if on else 0)
-    emb = _C.index_select(src, src.ndim - 1, _C.tensor(idx, dtype=_C.int64, device=src.device))
-    emb = emb.reshape(tuple(src.shape[:-1]) + (n1, n2))
-    sel = _C.tensor(mask, device=input.device).reshape(n1, n2)
-    return _C.movedim(_C.where(sel, emb, x), (nd - 2, nd - 1), (d1, d2))
 
 
 # ------------------------------------------------------------------ the views' copying forms
@@ -586,7 +355,7 @@ def pdist(input, p=2):
     n = input.shape[0]
     if n < 2:  # still on input's graph, as PyTorch's
         return input.flatten().narrow(0, 0, 0) * 1
-    ij = triu_indices(n, n, 1, device=input.device)
+    ij = _C.triu_indices(n, n, 1, device=input.device)
     d = _C.index_select(input, 0, ij[0]) - _C.index_select(input, 0, ij[1])
     from . import linalg
     return linalg.vector_norm(d, p, dim=1)

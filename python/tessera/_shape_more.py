@@ -2,6 +2,7 @@
 expand, so they differentiate and run on every device: atleast_1d/2d/3d, hstack, vstack,
 row_stack, dstack, column_stack, broadcast_shapes, broadcast_tensors, meshgrid, cartesian_prod."""
 from . import _C
+from ._C import meshgrid  # noqa: F401  (C's, src/ops/coordinates.c; issue 76)
 
 __all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack", "dstack",
            "column_stack", "broadcast_shapes", "broadcast_tensors", "meshgrid", "cartesian_prod"]
@@ -116,33 +117,6 @@ def broadcast_tensors(*tensors):
     ts = _tensors("broadcast_tensors", tensors)
     shape = broadcast_shapes(*[tuple(t.shape) for t in ts])
     return tuple(t.expand(shape) for t in ts)
-
-
-def meshgrid(*tensors, indexing=None):
-    """torch.meshgrid: indexing='ij' (the default) or 'xy' (the first two inputs' dims swapped)"""
-    ts = _tensors("meshgrid", tensors)
-    if indexing is None:
-        indexing = "ij"
-    if indexing not in ("ij", "xy"):
-        raise RuntimeError("torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
-                           "received: %s" % indexing)
-    for t in ts:
-        if t.ndim > 1:
-            raise RuntimeError("torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
-                               "got: %d" % t.ndim)
-    if len(ts) == 0:
-        return ()
-    ts = [t.reshape(-1) for t in ts]
-    swap = indexing == "xy" and len(ts) >= 2
-    if swap:
-        ts[0], ts[1] = ts[1], ts[0]
-    shape = tuple(t.shape[0] for t in ts)
-    n = len(ts)
-    grids = [t.reshape((1,) * i + (-1,) + (1,) * (n - i - 1)).expand(shape)
-             for i, t in enumerate(ts)]
-    if swap:
-        grids[0], grids[1] = grids[1], grids[0]
-    return tuple(grids)
 
 
 def cartesian_prod(*tensors):

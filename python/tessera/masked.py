@@ -3,8 +3,9 @@
 Each masked-out element (mask False; the mask broadcasts to the input) is replaced by the
 operation's identity (0 for sum/norm, 1 for prod, -inf for amax/argmax/logsumexp/softmax, +inf for
 amin/argmin/softmin, nan for median) and the plain op runs; mean/var/std divide by the count of
-masked-in elements (fully masked-out: nan). Compositions over where and the plain ops: they run
-on every device and differentiate as those do. MaskedTensor is not provided."""
+masked-in elements (fully masked-out: nan). sum, mean, median, cumsum, cumprod and normalize are
+one C function each (ts_masked_*, tessera/masked.h); the others compose where and the plain ops.
+They run on every device and differentiate as those ops do. MaskedTensor is not provided."""
 import math
 
 from . import _C
@@ -128,14 +129,20 @@ def _int_promote(input, dtype):
     return dtype
 
 
+def _checked(input, dim, mask):
+    """torch's IndexErrors (a dim out of range or repeated, a mask of more dims); the C function
+    checks the rest"""
+    if dim is not None:
+        _canonical_dim(dim, input.ndim)
+    if mask is not None and mask.ndim > input.ndim:
+        raise IndexError("_input_mask expected broadcastable mask (got mask dimensionality "
+                         "higher than of the input)")
+    return mask
+
+
 def sum(input, dim=None, *, keepdim=False, dtype=None, mask=None):
-    """torch.masked.sum: masked-out elements count as 0"""
-    dtype = _int_promote(input, dtype)
-    dims = _canonical_dim(dim, input.ndim)
-    x = _combine("sum", input, mask).to(dtype)
-    if not dims:
-        return x.clone()
-    return x.sum(dims, keepdim=bool(keepdim))
+    """torch.masked.sum: masked-out elements count as 0 (ts_masked_sum)"""
+    return _C._masked_sum(input, dim, bool(keepdim), dtype, _checked(input, dim, mask))
 
 
 def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):
@@ -147,15 +154,13 @@ def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):
 
 
 def cumsum(input, dim, *, dtype=None, mask=None):
-    dtype = dtype or input.dtype
-    d = _canonical_dim(dim, input.ndim)[0]
-    return _combine("sum", input, mask).cumsum(d, dtype=dtype).to(dtype)
+    """torch.masked.cumsum: masked-out elements count as 0 (ts_masked_cumsum)"""
+    return _C._masked_cumsum(input, dim, dtype, _checked(input, dim, mask))
 
 
 def cumprod(input, dim, *, dtype=None, mask=None):
-    dtype = dtype or input.dtype
-    d = _canonical_dim(dim, input.ndim)[0]
-    return _combine("prod", input, mask).cumprod(d, dtype=dtype).to(dtype)
+    """torch.masked.cumprod: masked-out elements count as 1 (ts_masked_cumprod)"""
+    return _C._masked_cumprod(input, dim, dtype, _checked(input, dim, mask))
 
 
 def _amaxmin(op, input, dim, keepdim, dtype, mask):
@@ -195,32 +200,13 @@ def _count(input, dim, keepdim, mask):
 
 
 def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):
-    """torch.masked.mean: the mean of the masked-in elements (none: nan)"""
-    src = "Optional"
-    if dtype is None:
-        dtype, src = input.dtype, "Input"
-    if not dtype.is_floating_point:
-        raise ValueError("mean(): Could not infer output dtype. %s dtype must be either a "
-                         "floating point or complex dtype. Got: %s" % (src, dtype))
-    count, inmask = _count(input, dim, keepdim, mask)
-    total = sum(input, dim, keepdim=keepdim, dtype=dtype, mask=inmask)
-    return total / count
+    """torch.masked.mean: the mean of the masked-in elements (none: nan; ts_masked_mean)"""
+    return _C._masked_mean(input, dim, bool(keepdim), dtype, _checked(input, dim, mask))
 
 
 def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):
-    """torch.masked.median: nanmedian over the masked-in elements (none: nan)"""
-    dtype = dtype or input.dtype
-    d = _canonical_dim(dim, input.ndim)[0]
-    is_float = input.dtype.is_floating_point
-    if not is_float:
-        input = input.to(_C.float32)
-    out = _combine("median", input, mask).nanmedian(d, keepdim=keepdim).values
-    if is_float:
-        return out
-    if bool(out.isnan().any()):
-        raise ValueError("masked median expects no fully masked out rows if dtype is not "
-                         "floating point")
-    return out.to(dtype)
+    """torch.masked.median: nanmedian over the masked-in elements (none: nan; ts_masked_median)"""
+    return _C._masked_median(input, dim, bool(keepdim), dtype, _checked(input, dim, mask))
 
 
 def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):
@@ -298,10 +284,9 @@ def softmin(input, dim, *, dtype=None, mask=None):
 
 
 def normalize(input, ord, dim, *, eps=1e-12, dtype=None, mask=None):
-    """torch.masked.normalize: the masked input over its masked norm (at least eps)"""
-    dtype = dtype or input.dtype
-    x = _combine("sum", input, mask)
-    nrm = norm(input, ord, dim, keepdim=True, dtype=dtype, mask=mask)
-    return x / nrm.clamp(min=eps)
+    """torch.masked.normalize: the masked input over its masked norm, at least eps
+    (ts_masked_normalize)"""
+    return _C._masked_normalize(input, float(ord), dim, float(eps), dtype,
+                                _checked(input, dim, mask))
 
 

@@ -7,6 +7,7 @@
 
 /* the kernels' operands: views, op enumerations, argument structs */
 #include "backend/kernel_args.h"
+#include "backend/quant_args.h"
 
 struct ts_optim_step_args; /* src/backend/optim_step.h */
 
@@ -352,6 +353,18 @@ struct ts_backend {
     void (*roi_align)(const ts_backend *be, int index, const ts_roi_args *a, bool backward);
     /* roi_pool's forward or backward (ts_roi_args) */
     void (*roi_pool)(const ts_backend *be, int index, const ts_roi_args *a, bool backward);
+
+    /* ---- quantization (optional; NULL: the quantized ops refuse on this device,
+     * TS_ERR_UNSUPPORTED). quant: quantize, dequantize or unpack contiguous data as quant_args.h
+     * says; qlinear: the int8 product of a quantized linear layer with its epilogue. Host-side
+     * parameters (scales, zero points) in the argument structs. qlinear returns false, having
+     * written nothing, only when its scratch memory cannot be had (tsi_kernel_oom called). */
+    void (*quant)(const ts_backend *be, int index, const ts_quant_args *a);
+    bool (*qlinear)(const ts_backend *be, int index, const ts_qlinear_args *a);
+    /* qconv: a quantized 2-D convolution (ts_qconv_args; false as qlinear's); qpool: max or
+     * adaptive average pooling of quantized integers (ts_qpool_args) */
+    bool (*qconv)(const ts_backend *be, int index, const ts_qconv_args *a);
+    void (*qpool)(const ts_backend *be, int index, const ts_qpool_args *a);
 };
 
 /* The registry: one backend per device type; NULL when the type is not built or not present. */

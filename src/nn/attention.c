@@ -120,3 +120,32 @@ ts_tensor *ts_scaled_dot_product_attention(ts_tensor *q, ts_tensor *k, ts_tensor
     ts_tensor *y = tsi_autocast_exit(&ac, sdpa_op(q, k, v, attn_mask, dropout_p, is_causal, scale));
     return tsi_trace(OP, ins, 4, y, (int64_t[]){is_causal}, 1, (double[]){scale, dropout_p}, 2);
 }
+
+/* enable_gqa: key and value with fewer heads (dim -3) than the query, each head repeated
+ * (repeat_interleave) for its group of query heads, as PyTorch's math path */
+ts_tensor *ts_scaled_dot_product_attention_ex(ts_tensor *q, ts_tensor *k, ts_tensor *v,
+                                              ts_tensor *attn_mask, double dropout_p,
+                                              bool is_causal, double scale, bool enable_gqa) {
+    tsi_init();
+    if (!enable_gqa || !q || !k || !v || q->shape.ndim < 3 || k->shape.ndim < 3 ||
+        v->shape.ndim < 3)
+        return ts_scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale);
+    const int64_t hq = q->shape.dims[q->shape.ndim - 3], hk = k->shape.dims[k->shape.ndim - 3],
+                  hv = v->shape.dims[v->shape.ndim - 3];
+    if (hk == hq && hv == hq)
+        return ts_scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale);
+    if (hk == 0 || hv == 0 || hq % hk || hq % hv)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s(enable_gqa=True): the query's heads (%lld) must be a multiple of "
+                             "the key's (%lld) and value's (%lld)",
+                             OP, (long long)hq, (long long)hk, (long long)hv),
+               NULL;
+    ts_scope_begin();
+    ts_tensor *k2 = hk == hq ? k : ts_repeat_interleave(k, hq / hk, true, -3);
+    ts_tensor *v2 = hv == hq ? v : ts_repeat_interleave(v, hq / hv, true, -3);
+    ts_tensor *y =
+        ts_scaled_dot_product_attention(q, k2, v2, attn_mask, dropout_p, is_causal, scale);
+    y = ts_error() == TS_OK && y ? ts_keep(y) : NULL;
+    ts_scope_end();
+    return y;
+}

@@ -122,6 +122,31 @@ ts_tensor *ts_group_norm(ts_tensor *x, int64_t groups, ts_tensor *w, ts_tensor *
     return tsi_autocast_exit(&ac, group_norm_body(x, groups, w, b, eps, NULL, NULL));
 }
 
+ts_tensor *ts_native_group_norm(ts_tensor *x, ts_tensor *w, ts_tensor *b, int64_t n, int64_t c,
+                                int64_t hxw, int64_t groups, double eps, ts_tensor **mean,
+                                ts_tensor **rstd) {
+    const char *op = "native_group_norm";
+    tsi_init();
+    if (mean) *mean = NULL;
+    if (rstd) *rstd = NULL;
+    if (!mean || !rstd) return tsi_error_set(TS_ERR_ARG, "%s: mean and rstd are NULL", op), NULL;
+    if (!tsi_check_input(op, x, "input")) return NULL;
+    const ts_shape s = x->shape;
+    if (s.ndim < 2 || s.dims[0] != n || s.dims[1] != c || tsi_numel(s) != n * c * hxw)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: expected input of N=%lld, C=%lld and HxW=%lld, got %s", op,
+                             (long long)n, (long long)c, (long long)hxw, tsi_shape_str(s)),
+               NULL;
+    ts_tensor *y = ts_group_norm(x, groups, w, b, eps, mean, rstd);
+    if (y && ts_requires_grad(y) && !ts_requires_grad(*mean) &&
+        (ts_set_requires_grad(*mean, true) || ts_set_requires_grad(*rstd, true))) {
+        ts_release(y), ts_release(*mean), ts_release(*rstd);
+        *mean = *rstd = NULL;
+        return NULL;
+    }
+    return y;
+}
+
 ts_tensor *ts_instance_norm(ts_tensor *x, ts_tensor *running_mean, ts_tensor *running_var,
                             ts_tensor *w, ts_tensor *b, bool use_input_stats, double momentum,
                             double eps) {

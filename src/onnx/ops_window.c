@@ -1,11 +1,10 @@
-/* ops_window.c — ONNX's signal windows (HannWindow, HammingWindow, BlackmanWindow) and
- * MelWeightMatrix, computed in float64 on the context's device and cast to output_datatype. */
+/* ops_window.c — ONNX's signal windows (HannWindow, HammingWindow, BlackmanWindow:
+ * ts_signal_window's general cosine windows) and MelWeightMatrix, computed in float64 on the
+ * context's device and cast to output_datatype. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "onnx/onnx_internal.h"
-
-static const double PI = 3.14159265358979323846;
 
 /* ------------------------------------------------------------------ windows */
 typedef enum window_kind { WIN_HANN, WIN_HAMMING, WIN_BLACKMAN } window_kind;
@@ -18,37 +17,27 @@ static bool check_window(const tso_node *n) {
     return true;
 }
 
-/* scale * cos(f * ni) */
-static ts_tensor *cos_term(ts_tensor *ni, double f, double scale) {
-    return ts_mul_scalar(ts_cos(ts_mul_scalar(ni, f)), scale);
-}
-
-/* The window is computed in float64 (as the reference does) and cast to output_datatype. */
+/* ts_signal_window's general cosine window in float64, cast to output_datatype. ONNX's size 1
+ * is the formula at n = 0 (the reference's): periodic sum_i (-1)^i a_i, symmetric 0 / 0 (NaN). */
 static bool run_window(tso_ctx *c, const tso_node *n, ts_tensor *const *in, ts_tensor **out,
                        window_kind kind) {
+    static const double hann[2] = {0.5, 0.5}, hamming[2] = {25.0 / 46.0, 21.0 / 46.0},
+                        blackman[3] = {0.42, 0.5, 0.08};
+    const double *a = kind == WIN_HANN ? hann : kind == WIN_HAMMING ? hamming : blackman;
+    const int na = kind == WIN_BLACKMAN ? 3 : 2;
     int64_t size;
     if (!tso_read_int(n, in[0], &size, "size")) return false;
     if (size < 0) return tso_fail(n, TS_ERR_ARG, "size must be non-negative");
-    /* a periodic window is the first size points of a symmetric window of size + 1 */
-    double denom = tso_attr_int(n, "periodic", 1) ? (double)size : (double)size - 1;
-    ts_tensor *ni = ts_arange(0, (double)size, 1, (ts_opts){.dtype = TS_F64, .device = c->device});
-    ts_tensor *w = NULL;
-    switch (kind) {
-    case WIN_HANN:
-        w = ts_square(ts_sin(ts_mul_scalar(ni, PI / denom)));
-        break;
-    case WIN_HAMMING: {
-        double alpha = 25.0 / 46.0;
-        w = ts_add_scalar(cos_term(ni, 2 * PI / denom, -(1 - alpha)), alpha);
-        break;
-    }
-    case WIN_BLACKMAN:
-        w = ts_add_scalar(
-            ts_add(cos_term(ni, 2 * PI / denom, -0.5), cos_term(ni, 4 * PI / denom, 0.08)), 0.42);
-        break;
-    }
+    bool periodic = tso_attr_int(n, "periodic", 1) != 0;
     ts_dtype dt = tso_dtype_from_onnx((int32_t)tso_attr_int(n, "output_datatype", 1));
-    TSO_DONE(ts_to_dtype(w, dt));
+    ts_opts o = {.dtype = TS_F64, .device = c->device};
+    if (size == 1) {
+        double v = periodic ? 0 : NAN;
+        for (int i = 0; periodic && i < na; i++) v += i % 2 ? -a[i] : a[i];
+        TSO_DONE(ts_to_dtype(ts_full(TS_SHAPE(1), v, o), dt));
+    }
+    TSO_DONE(
+        ts_to_dtype(ts_signal_window(TS_WINDOW_GENERAL_COSINE, size, a, na, !periodic, o), dt));
 }
 
 TSO_RUN(run_hann) { return run_window(c, n, in, out, WIN_HANN); }

@@ -1,9 +1,9 @@
 /* index_more.c — PyTorch's indexing forms (issue 52) composed from the differentiable ops
  * (index_select, gather, masked_fill, sum / prod / amax / amin along a dim...), so that they run
  * and differentiate on every device: take / take_along_dim, index_add / index_copy / index_fill,
- * scatter / scatter_reduce, nonzero, masked_select / masked_scatter. Index plans that depend on
- * the values of an index or mask are built on the host (one read of the index), then gathered on
- * the tensor's device. */
+ * scatter / scatter_reduce, index_reduce, put, nonzero, masked_select / masked_scatter. Index
+ * plans that depend on the values of an index or mask are built on the host (one read of the
+ * index), then gathered on the tensor's device. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,6 +377,94 @@ ts_tensor *ts_index_copy_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *sr
     ts_scope_begin();
     ts_tensor *y = ts_index_copy(t, dim, index, src);
     return finish(y ? in_place_result(t, y) : NULL);
+}
+
+/* index_reduce: src's slices reduced into t's rows index along dim (prod, mean, amax, amin;
+ * include_self false leaves t's own value out of the rows indexed): scatter_reduce's plan with the
+ * 1-D index spread over src's shape */
+static ts_tensor *index_reduce_run(const char *op, ts_tensor *t, int dim, ts_tensor *index,
+                                   ts_tensor *src, const char *reduce, bool include_self,
+                                   bool in_place) {
+    const int d = index_check(op, t, dim, index, src);
+    if (d < 0) return NULL;
+    const bool sum = reduce && !strcmp(reduce, "sum");
+    const int mode = sum ? -1 : reduce_mode(op, reduce, false);
+    if (sum)
+        tsi_error_set(TS_ERR_ARG,
+                      "%s: Expected reduce to be one of prod, mean, amax or amin but got sum", op);
+    if (mode < 0) return NULL;
+    ts_scope_begin();
+    ts_tensor *i = index_spread(index, d, src);
+    ts_tensor *y = i ? scatter_core(op, t, d, i, src, mode, include_self) : NULL;
+    return finish(y && in_place ? in_place_result(t, y) : y);
+}
+
+ts_tensor *ts_index_reduce(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
+                           const char *reduce, bool include_self) {
+    return index_reduce_run("index_reduce", t, dim, index, src, reduce, include_self, false);
+}
+
+ts_tensor *ts_index_reduce_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src,
+                            const char *reduce, bool include_self) {
+    return index_reduce_run("index_reduce_", t, dim, index, src, reduce, include_self, true);
+}
+
+/* ------------------------------------------------------------------ put */
+/* put: source's values written (accumulate: added) at t's flat positions index (negatives count
+ * from the end); index_copy / index_add over t flattened */
+static ts_tensor *put_run(const char *op, ts_tensor *t, ts_tensor *index, ts_tensor *source,
+                          bool accumulate, bool in_place) {
+    tsi_init();
+    if (!check_two(op, t, "input", index, "index") || !check_two(op, t, "input", source, "source"))
+        return NULL;
+    if (index->dtype != TS_I64)
+        return tsi_error_set(TS_ERR_DTYPE, "%s: Expected a long tensor for index, but got %s", op,
+                             ts_dtype_name(index->dtype)),
+               NULL;
+    if (source->dtype != t->dtype)
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: self and source expected to have the same dtype, but got "
+                             "self.dtype = %s and source.dtype = %s",
+                             op, ts_dtype_name(t->dtype), ts_dtype_name(source->dtype)),
+               NULL;
+    const int64_t n = ts_numel(t), e = ts_numel(index);
+    if (ts_numel(source) != e)
+        return tsi_error_set(TS_ERR_SHAPE,
+                             "%s: Expected source and index to have the same number of elements, "
+                             "but got source.numel() = %lld, index.numel() = %lld",
+                             op, (long long)ts_numel(source), (long long)e),
+               NULL;
+    const bool meta = tsi_device(t).type == TS_META;
+    ts_scope_begin();
+    int64_t *v = meta ? NULL : host_i64(op, index);
+    for (int64_t i = 0; v && i < e; i++) {
+        if (v[i] < -n || v[i] >= n) {
+            tsi_error_set(TS_ERR_ARG,
+                          "%s: out of range: tried to access index %lld on a tensor of %lld "
+                          "elements",
+                          op, (long long)v[i], (long long)n);
+            break;
+        }
+        if (v[i] < 0) v[i] += n;
+    }
+    ts_tensor *idx = meta                       ? ts_empty(TS_SHAPE(e), opts_on(t, TS_I64))
+                     : v && ts_error() == TS_OK ? index_on(t, v, e)
+                                                : NULL;
+    free(v);
+    ts_tensor *flat = idx ? ts_reshape(t, TS_SHAPE(n)) : NULL;
+    ts_tensor *sv = flat ? ts_reshape(source, TS_SHAPE(e)) : NULL;
+    ts_tensor *y = NULL;
+    if (sv) y = accumulate ? ts_index_add(flat, 0, idx, sv, 1.0) : ts_index_copy(flat, 0, idx, sv);
+    y = y ? ts_reshape(y, t->shape) : NULL;
+    return finish(y && in_place ? in_place_result(t, y) : y);
+}
+
+ts_tensor *ts_put(ts_tensor *t, ts_tensor *index, ts_tensor *source, bool accumulate) {
+    return put_run("put", t, index, source, accumulate, false);
+}
+
+ts_tensor *ts_put_(ts_tensor *t, ts_tensor *index, ts_tensor *source, bool accumulate) {
+    return put_run("put_", t, index, source, accumulate, true);
 }
 
 static ts_tensor *index_fill_run(const char *op, ts_tensor *t, int dim, ts_tensor *index,

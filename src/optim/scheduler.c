@@ -1,4 +1,6 @@
-/* scheduler.c — torch.optim.lr_scheduler: step, multistep, cosine, linear and one-cycle. */
+/* scheduler.c — torch.optim.lr_scheduler: step, multistep, cosine, linear, one-cycle and cosine
+ * with warm restarts over a C optimizer's groups. The rates come from lr_rule.c's arithmetic (and
+ * the warm restarts' below), which tessera.optim.lr_scheduler also calls. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +13,8 @@ typedef enum sched_kind {
     S_COSINE,
     S_LINEAR,
     S_ONECYCLE,
-    S_WARMUP_COSINE
+    S_WARMUP_COSINE,
+    S_WARM_RESTARTS
 } sched_kind;
 
 struct ts_lr_scheduler {
@@ -20,32 +23,82 @@ struct ts_lr_scheduler {
     int last_epoch;
     int n_groups;
     double *base_lrs; /* [n_groups] */
-    /* StepLR, MultiStepLR */
-    int step_size;
-    double gamma;
-    int *milestones;
-    int n_milestones;
-    /* CosineAnnealingLR */
-    int t_max;
-    double eta_min;
-    /* LinearLR */
-    double start_factor, end_factor;
-    int total_iters;
+    /* StepLR, MultiStepLR, CosineAnnealingLR, LinearLR */
+    ts_lr_rule rule;
+    int64_t *milestones;
     /* OneCycleLR (per group, as torch keeps them on the groups) */
     int total_steps;
     double *initial_lr, *max_lr, *min_lr;
-    double phase1_end; /* float(pct_start * total_steps) - 1 */
     /* warm-up + cosine (LambdaLR): warmup steps, total_steps, min_ratio */
     int warmup;
     double min_ratio;
+    /* CosineAnnealingWarmRestarts */
+    ts_warm_restarts wr;
 };
 
 static const double PI = 3.14159265358979323846;
 
-/* OneCycleLR's cos annealing from start to end as pct goes from 0 to 1 */
-static double anneal_cos(double start, double end, double pct) {
-    double cos_out = cos(PI * pct) + 1;
-    return end + (start - end) / 2.0 * cos_out;
+/* CosineAnnealingWarmRestarts.get_lr for one base lr */
+static double warm_restarts_lr(const ts_warm_restarts *w, double base) {
+    return w->eta_min + (base - w->eta_min) * (1 + cos(PI * w->t_cur / w->t_i)) / 2;
+}
+
+/* CosineAnnealingWarmRestarts.step(epoch): T_cur, T_i and last_epoch for the next epoch (epoch
+ * NULL) or for *epoch, as torch computes them */
+ts_status ts_warm_restarts_step(ts_warm_restarts *w, const double *epoch, const double *base_lrs,
+                                double *lrs, int n) {
+    static const char op[] = "warm_restarts_step";
+    if (!w) return tsi_error_set(TS_ERR_ARG, "%s: state is NULL", op);
+    if (w->t_0 <= 0)
+        return tsi_error_set(TS_ERR_ARG, "%s: expected positive T_0, got %lld", op,
+                             (long long)w->t_0);
+    if (w->t_mult < 1)
+        return tsi_error_set(TS_ERR_ARG, "%s: expected T_mult >= 1, got %lld", op,
+                             (long long)w->t_mult);
+    if (n < 0 || (n > 0 && (!base_lrs || !lrs)))
+        return tsi_error_set(TS_ERR_ARG, "%s: invalid learning-rate arrays (%d)", op, n);
+    double e;
+    if (!epoch && w->last_epoch < 0) {
+        e = 0; /* the first step: epoch 0 (T_cur from -1 to 0 by the epoch form) */
+        w->t_i = (double)w->t_0;
+        w->t_cur = 0;
+    } else if (!epoch) {
+        e = (double)(w->last_epoch + 1);
+        w->t_cur += 1;
+        if (w->t_cur >= w->t_i) {
+            w->t_cur = fmod(w->t_cur, w->t_i);
+            w->t_i *= (double)w->t_mult;
+        }
+    } else {
+        e = *epoch;
+        if (!(e >= 0))
+            return tsi_error_set(TS_ERR_ARG, "%s: expected non-negative epoch, got %g", op, e);
+        const double t0 = (double)w->t_0, tm = (double)w->t_mult;
+        if (e >= t0) {
+            if (w->t_mult == 1) {
+                w->t_cur = fmod(e, t0);
+            } else {
+                /* int(math.log(epoch / T_0 * (T_mult - 1) + 1, T_mult)) */
+                double k = floor(log(e / t0 * (tm - 1) + 1) / log(tm));
+                w->t_cur = e - t0 * (pow(tm, k) - 1) / (tm - 1);
+                w->t_i = t0 * pow(tm, k);
+            }
+        } else {
+            w->t_i = t0;
+            w->t_cur = e;
+        }
+    }
+    w->last_epoch = (int64_t)floor(e);
+    return ts_warm_restarts_lrs(w, base_lrs, lrs, n);
+}
+
+ts_status ts_warm_restarts_lrs(const ts_warm_restarts *w, const double *base_lrs, double *lrs,
+                               int n) {
+    if (!w) return tsi_error_set(TS_ERR_ARG, "warm_restarts_lrs: state is NULL");
+    if (n < 0 || (n > 0 && (!base_lrs || !lrs)))
+        return tsi_error_set(TS_ERR_ARG, "warm_restarts_lrs: invalid learning-rate arrays (%d)", n);
+    for (int g = 0; g < n; g++) lrs[g] = warm_restarts_lr(w, base_lrs[g]);
+    return TS_OK;
 }
 
 /* get_lr() of torch's scheduler for group g, with last_epoch already advanced */
@@ -55,41 +108,23 @@ static double sched_lr(ts_lr_scheduler *s, int g) {
     const int e = s->last_epoch;
     switch (s->kind) {
     case S_STEP:
-        return e == 0 || e % s->step_size != 0 ? lr : lr * s->gamma;
-    case S_MULTISTEP: {
-        int hits = 0;
-        for (int i = 0; i < s->n_milestones; i++) hits += s->milestones[i] == e;
-        return hits == 0 ? lr : lr * pow(s->gamma, hits);
-    }
-    case S_COSINE: {
-        const int t = s->t_max;
-        const double eta = s->eta_min;
-        if (e == 0) return lr;
-        if ((e - 1 - t) % (2 * t) == 0) return lr + (base - eta) * (1 - cos(PI / t)) / 2;
-        return (1 + cos(PI * e / t)) / (1 + cos(PI * (e - 1) / t)) * (lr - eta) + eta;
-    }
+    case S_MULTISTEP:
+    case S_COSINE:
     case S_LINEAR: {
-        const double sf = s->start_factor, ef = s->end_factor;
-        if (e == 0) return lr * sf;
-        if (e > s->total_iters) return lr;
-        return lr * (1. + (ef - sf) / (s->total_iters * sf + (e - 1) * (ef - sf)));
+        /* the constructor's step is torch's initial one (epoch 0, step count 1) */
+        double out = lr;
+        ts_lr_rule_step(&s->rule, e, (int64_t)e + 1, e == 0, &base, &lr, &out, 1);
+        return out;
     }
     case S_WARMUP_COSINE:
         return base * ts_warmup_cosine_factor(e, s->warmup, s->total_steps, s->min_ratio);
+    case S_WARM_RESTARTS:
+        return warm_restarts_lr(&s->wr, base);
     case S_ONECYCLE: {
-        /* phases: initial -> max until phase1_end, then max -> min until total_steps - 1 */
-        const double end1 = s->phase1_end, end2 = s->total_steps - 1;
-        double pct, lr_out, mom_out;
-        const bool first = e <= end1;
-        if (first) {
-            pct = e / end1;
-            lr_out = anneal_cos(s->initial_lr[g], s->max_lr[g], pct);
-            mom_out = anneal_cos(0.95, 0.85, pct);
-        } else {
-            pct = (e - end1) / (end2 - end1);
-            lr_out = anneal_cos(s->max_lr[g], s->min_lr[g], pct);
-            mom_out = anneal_cos(0.85, 0.95, pct);
-        }
+        const ts_onecycle c = {.total_steps = s->total_steps, .pct_start = 0.3};
+        double lr_out = lr, mom_out = 0;
+        ts_onecycle_at(&c, e, s->initial_lr[g], s->max_lr[g], s->min_lr[g], 0.95, 0.85, &lr_out,
+                       &mom_out);
         /* cycle_momentum (torch's default): beta1 for the Adam family, momentum otherwise */
         if (grp->h.kind == TS_OPTIM_ADAM || grp->h.kind == TS_OPTIM_ADAMW ||
             grp->h.kind == TS_OPTIM_ADAMAX || grp->h.kind == TS_OPTIM_NADAM ||
@@ -130,7 +165,14 @@ ts_status ts_scheduler_step(ts_lr_scheduler *s) {
                                    "a learning-rate schedule step (step it between replays: the "
                                    "replays read the rate from the device)"))
         return ts_error();
-    s->last_epoch++;
+    if (s->kind == S_WARM_RESTARTS) {
+        /* its own epoch arithmetic; the lrs are formed per group by sched_lr */
+        double unused;
+        if (ts_warm_restarts_step(&s->wr, NULL, &unused, &unused, 0)) return ts_error();
+        s->last_epoch = (int)s->wr.last_epoch;
+    } else {
+        s->last_epoch++;
+    }
     sched_apply(s);
     return ts_error(); /* sched_apply's out of memory (decision 0025: TS_OK only without one) */
 }
@@ -198,8 +240,7 @@ ts_lr_scheduler *ts_step_lr(ts_optim *opt, int step_size, double gamma) {
                NULL;
     ts_lr_scheduler *s = sched_new(op, opt, S_STEP);
     if (!s) return NULL;
-    s->step_size = step_size;
-    s->gamma = gamma;
+    s->rule = (ts_lr_rule){.kind = TS_LR_STEP, .step_size = step_size, .gamma = gamma};
     return sched_start(s);
 }
 
@@ -216,9 +257,9 @@ ts_lr_scheduler *ts_multistep_lr(ts_optim *opt, const int *milestones, int n, do
         ts_scheduler_free(s);
         return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), NULL;
     }
-    if (n > 0) memcpy(s->milestones, milestones, (size_t)n * sizeof *milestones);
-    s->n_milestones = n;
-    s->gamma = gamma;
+    for (int i = 0; i < n; i++) s->milestones[i] = milestones[i];
+    s->rule = (ts_lr_rule){
+        .kind = TS_LR_MULTISTEP, .milestones = s->milestones, .n_milestones = n, .gamma = gamma};
     return sched_start(s);
 }
 
@@ -228,8 +269,7 @@ ts_lr_scheduler *ts_cosine_lr(ts_optim *opt, int t_max, double eta_min) {
         return tsi_error_set(TS_ERR_ARG, "%s: T_max must be positive, got %d", op, t_max), NULL;
     ts_lr_scheduler *s = sched_new(op, opt, S_COSINE);
     if (!s) return NULL;
-    s->t_max = t_max;
-    s->eta_min = eta_min;
+    s->rule = (ts_lr_rule){.kind = TS_LR_COSINE, .t_max = t_max, .eta_min = eta_min};
     return sched_start(s);
 }
 
@@ -254,9 +294,10 @@ ts_lr_scheduler *ts_linear_lr(ts_optim *opt, double start_factor, double end_fac
                NULL;
     ts_lr_scheduler *s = sched_new(op, opt, S_LINEAR);
     if (!s) return NULL;
-    s->start_factor = start_factor;
-    s->end_factor = end_factor;
-    s->total_iters = total_iters;
+    s->rule = (ts_lr_rule){.kind = TS_LR_LINEAR,
+                           .factor = start_factor,
+                           .end_factor = end_factor,
+                           .total_iters = total_iters};
     return sched_start(s);
 }
 
@@ -286,7 +327,6 @@ ts_lr_scheduler *ts_onecycle_lr(ts_optim *opt, double max_lr, int total_steps) {
         return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), NULL;
     }
     s->total_steps = total_steps;
-    s->phase1_end = (double)(0.3 * total_steps) - 1;
     for (int g = 0; g < n; g++) {
         tsi_optim_group *grp = &opt->groups[g];
         s->initial_lr[g] = max_lr / 25.;
@@ -315,5 +355,23 @@ ts_lr_scheduler *ts_warmup_cosine_lr(ts_optim *opt, int warmup_steps, int total_
     s->warmup = warmup_steps;
     s->total_steps = total_steps;
     s->min_ratio = min_ratio;
+    return sched_start(s);
+}
+
+ts_lr_scheduler *ts_cosine_warm_restarts_lr_new(ts_optim *opt, int t_0, int t_mult,
+                                                double eta_min) {
+    static const char op[] = "cosine_warm_restarts_lr";
+    if (t_0 <= 0)
+        return tsi_error_set(TS_ERR_ARG, "%s: expected positive T_0, got %d", op, t_0), NULL;
+    if (t_mult < 1)
+        return tsi_error_set(TS_ERR_ARG, "%s: expected T_mult >= 1, got %d", op, t_mult), NULL;
+    ts_lr_scheduler *s = sched_new(op, opt, S_WARM_RESTARTS);
+    if (!s) return NULL;
+    s->wr = (ts_warm_restarts){.t_0 = t_0,
+                               .t_mult = t_mult,
+                               .eta_min = eta_min,
+                               .t_i = t_0,
+                               .t_cur = -1,
+                               .last_epoch = -1};
     return sched_start(s);
 }

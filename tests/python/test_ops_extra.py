@@ -201,7 +201,7 @@ def _index_reduce_ref(x, dim, idx, src, reduce, include_self):
 def test_index_reduce(device, reduce, include_self):
     x = RNG.standard_normal((3, 5))
     src = RNG.standard_normal((3, 4))
-    idx = np.array([4, 0, 4, -2])
+    idx = np.array([4, 0, 4, 3])
     ref = _index_reduce_ref(x, 1, idx, src, reduce, include_self)
     xt, st = _t(x, device, rg=True), _t(src, device, rg=True)
     out = xt.index_reduce(1, _t(idx, device, dtype=torch.int64), st, reduce,
@@ -213,6 +213,8 @@ def test_index_reduce(device, reduce, include_self):
     assert np.allclose(_np(st.grad), _fd_grad(f, [x, src], 1), atol=1e-7)
     with pytest.raises(IndexError):
         xt.index_reduce(1, _t([5, 0, 0, 0], device, dtype=torch.int64), st, reduce)
+    with pytest.raises(IndexError):  # PyTorch's: no negative indices (index out of range in self)
+        xt.index_reduce(1, _t([-1, 0, 0, 0], device, dtype=torch.int64), st, reduce)
     with pytest.raises(RuntimeError):
         xt.index_reduce(1, _t(idx, device, dtype=torch.int64), st, "sum")
 

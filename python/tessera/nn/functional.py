@@ -67,17 +67,10 @@ def silu(input, inplace=False):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    # the C op is beta 1, threshold 20; softplus_beta(x) = softplus_1(beta x) / beta with the
-    # linear region where beta x > threshold. Another threshold: the C op where beta x is at most
-    # it (past 20 the C op's linear region differs from log1p(exp(z)) by < exp(-20) relative)
-    # and x itself past it, as PyTorch
-    if beta == 1.0:
-        y = _C._nn_act(_SOFTPLUS, input)
-    else:
-        y = _C._nn_act(_SOFTPLUS, input * beta) / beta
-    if threshold == 20.0:
-        return y
-    return _C.where(input * beta > threshold, input, y)
+    """x where beta x > threshold, else log1p(exp(beta x)) / beta, with PyTorch's gradient
+    (ts_softplus_ex, src/nn/softplus.c)"""
+    from .functional_act import _act, _SOFTPLUS as _SOFTPLUS_EX
+    return _act(_SOFTPLUS_EX, input, beta, threshold)
 
 
 def _unsupported(what):
@@ -143,6 +136,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                return_indices=False):
     k = _pair(kernel_size, "kernel_size", "max_pool2d")
     s = k if _no_stride(stride) else _pair(stride, "stride", "max_pool2d")
+    if getattr(input, "is_quantized", False) and not return_indices:  # ts_quantized_max_pool2d
+        return _C._quantized_max_pool2d(input, k, s, _pair(padding, "padding", "max_pool2d"),
+                                        _pair(dilation, "dilation", "max_pool2d"), bool(ceil_mode))
     return _C._nn_pool2d(False, input, k, s, _pair(padding, "padding", "max_pool2d"),
                          _pair(dilation, "dilation", "max_pool2d"), bool(ceil_mode), False, 0,
                          bool(return_indices))
@@ -173,6 +169,8 @@ def adaptive_avg_pool2d(input, output_size):
     oh, ow = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
     oh = input.shape[-2] if oh is None else oh
     ow = input.shape[-1] if ow is None else ow
+    if getattr(input, "is_quantized", False):  # ts_quantized_adaptive_avg_pool2d
+        return _C._quantized_adaptive_avg_pool2d(input, (oh, ow))
     return _C._nn_adaptive_avg_pool2d(input, (oh, ow))
 
 
@@ -249,9 +247,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
-    if beta <= 0:
-        # the C op reads beta 0 as its default 1.0; PyTorch's beta=0 is the L1 loss
-        return l1_loss(input, target, reduction=reduction)
+    # ts_smooth_l1_loss_beta: beta 0 is the L1 loss, a negative beta an error, as PyTorch
     return _loss(_SMOOTH_L1, input, target, _reduction(reduction, size_average, reduce),
                  beta=beta)
 

@@ -6,7 +6,7 @@ from .. import _C
 
 # kinds of _C._nn_act_more (python/src/nn_act_more.c)
 (_ELU, _CELU, _SELU, _HARDTANH, _RELU6, _THRESHOLD, _HARDSHRINK, _SOFTSHRINK, _TANHSHRINK,
- _SOFTSIGN, _LOGSIGMOID, _MISH, _HARDSIGMOID, _HARDSWISH, _LEAKY_RELU) = range(15)
+ _SOFTSIGN, _LOGSIGMOID, _MISH, _HARDSIGMOID, _HARDSWISH, _LEAKY_RELU, _SOFTPLUS) = range(16)
 
 
 def _act(kind, input, a=0.0, b=0.0, inplace=False):

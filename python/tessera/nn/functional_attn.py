@@ -1,5 +1,6 @@
-"""tessera.nn.functional.multi_head_attention_forward and scaled_dot_product_attention's
-enable_gqa: PyTorch's algorithm composed from tensor ops (linear, bmm, softmax, the C SDPA).
+"""tessera.nn.functional.scaled_dot_product_attention (one C call, enable_gqa included) and
+multi_head_attention_forward: PyTorch's algorithm composed from tensor ops (linear, bmm, softmax,
+the C SDPA).
 
 MultiheadAttention runs the C module (src/nn/mha.c) when it can; this form serves what the C
 module lacks (add_bias_kv, add_zero_attn, kdim/vdim, per-head weights) and the functional API."""
@@ -17,16 +18,10 @@ def _sdpa_c(q, k, v, attn_mask, dropout_p, is_causal, scale):
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
-    if enable_gqa and key.ndim >= 3 and query.ndim >= 3:
-        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
-        if hk != hq or hv != hq:
-            if hk == 0 or hv == 0 or hq % hk or hq % hv:
-                raise RuntimeError("scaled_dot_product_attention(enable_gqa=True): the query's "
-                                   f"heads ({hq}) must be a multiple of the key's ({hk}) and "
-                                   f"value's ({hv})")
-            key = key.repeat_interleave(hq // hk, dim=-3)
-            value = value.repeat_interleave(hq // hv, dim=-3)
-    return _sdpa_c(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    """F.scaled_dot_product_attention (ts_scaled_dot_product_attention_ex: enable_gqa's grouped
+    key / value heads included)"""
+    return _C._nn_sdpa(query, key, value, attn_mask, float(dropout_p), bool(is_causal),
+                       0.0 if scale is None else float(scale), bool(enable_gqa))
 
 
 def _canonical_mask(mask, name, target_type):

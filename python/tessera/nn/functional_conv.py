@@ -107,17 +107,6 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def channel_shuffle(input, groups):
-    """[N, C, *] -> channels regrouped: view [N, g, C/g, *], swap the two, flatten back"""
-    groups = int(groups)
-    if groups <= 0:
-        raise ValueError(f"Number of groups to divide channels in must be positive. Value of "
-                         f"groups:{groups}")
-    if input.dim() < 3:
-        raise ValueError(f"channel_shuffle expects input to have at least 3 dimensions, but got "
-                         f"input with sizes {list(input.shape)}")
-    n, c = input.shape[0], input.shape[1]
-    if c % groups:
-        raise ValueError(f"Number of channels must be divisible by groups. Got {c} channels and "
-                         f"{groups} groups.")
-    rest = tuple(input.shape[2:])
-    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
+    """[N, C, *] -> channels regrouped: view [N, g, C/g, *], swap the two, flatten back
+    (ts_channel_shuffle, src/nn/channel_shuffle.c)"""
+    return _C._nn_channel_shuffle(input, int(groups))

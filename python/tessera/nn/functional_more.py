@@ -10,34 +10,9 @@ _SELU_ALPHA = 1.7580993408473766  # -selu's alpha * scale: the value alpha dropo
 
 
 def bilinear(input1, input2, weight, bias=None):
-    """y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o]"""
-    if input1.ndim != input2.ndim:
-        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "
-                           f"{input2.ndim}")
-    if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
-        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
-                           f"{tuple(input1.shape)} and {tuple(input2.shape)}")
-    if weight.ndim != 3:
-        raise RuntimeError(f"bilinear(): weight must be 3-D [out, in1, in2], got {weight.ndim}-D")
-    out, in1, in2 = weight.shape
-    if input1.shape[-1] != in1:
-        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
-                           f"{input1.shape[-1]} but expected {in1}")
-    if input2.shape[-1] != in2:
-        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
-                           f"{input2.shape[-1]} but expected {in2}")
-    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out):
-        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
-                           f"{tuple(bias.shape)} but expected ({out},)")
-    batch = tuple(input1.shape[:-1])
-    a = input1.reshape(-1, in1)
-    b = input2.reshape(-1, 1, in2)
-    # [n, in1] @ [in1, out * in2] -> [n, out, in2], then the dot with input2 over in2
-    t = _C.matmul(a, weight.permute(1, 0, 2).reshape(in1, out * in2)).reshape(-1, out, in2)
-    y = (t * b).sum(dim=-1)
-    if bias is not None:
-        y = y + bias
-    return y.reshape(*batch, out)
+    """y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o]
+    (ts_bilinear, src/nn/bilinear.c)"""
+    return _C._nn_bilinear(input1, input2, weight, bias)
 
 
 _BAG_MODES = {"sum": 0, "mean": 1, "max": 2}
@@ -218,18 +193,9 @@ def _renorm_rows(weight, rows, max_norm, norm_type):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
-    """x >= 0: x; x < 0: a * x with a ~ U(lower, upper) per element in training, (lower + upper)
-    / 2 in evaluation"""
-    if not training:  # PyTorch's rrelu in eval is leaky_relu with the mean slope
-        from .functional_act import leaky_relu
-        return leaky_relu(input, (lower + upper) / 2, inplace)
-    else:
-        a = _C.rand_like(input) * (upper - lower) + lower
-        y = _C.where(input >= 0, input, input * a)
-    if inplace:
-        input.copy_(y)
-        return input
-    return y
+    """x > 0: x; else a * x with a ~ U(lower, upper) per element in training, (lower + upper) / 2
+    in evaluation (ts_rrelu, src/nn/rrelu.c)"""
+    return _C._nn_rrelu(input, float(lower), float(upper), bool(training), bool(inplace))
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
@@ -283,15 +249,8 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
                            "input. Note that dropout1d exists to provide channel-wise dropout on "
                            "inputs with 1 spatial dimension, a channel dimension, and an optional "
                            "batch dimension (i.e. 2D or 3D inputs).")
-    unbatched = input.ndim == 2
-    x = input.unsqueeze(0) if unbatched else input
-    y = _dropout_impl(x, p, training, False, True, False)
-    if unbatched:
-        y = y.squeeze(0)
-    if inplace and y is not input:
-        input.copy_(y)
-        return input
-    return y
+    # ts_feature_dropout (src/nn/feature_dropout.c): the unbatched [C, L] draws one mask of [C, 1]
+    return _C._nn_feature_dropout(input, float(p), bool(training), input.ndim == 2, bool(inplace))
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
@@ -322,12 +281,5 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
                       "that dropout3d exists to provide channel-wise dropout on inputs with 3 "
                       "spatial dimensions, a channel dimension, and an optional batch dimension "
                       "(i.e. 4D or 5D inputs).")
-    unbatched = input.ndim != 5
-    x = input.unsqueeze(0) if unbatched else input
-    y = _dropout_impl(x, p, training, False, True, False)
-    if unbatched:
-        y = y.squeeze(0)
-    if inplace and y is not input:
-        input.copy_(y)
-        return input
-    return y
+    # ts_feature_dropout (src/nn/feature_dropout.c): all but a 5-D input are unbatched, as PyTorch
+    return _C._nn_feature_dropout(input, float(p), bool(training), input.ndim != 5, bool(inplace))

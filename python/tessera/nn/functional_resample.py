@@ -1,7 +1,6 @@
 """tessera.nn.functional's padding and resampling (issue 52): pad, interpolate, upsample*,
 pixel_shuffle, pixel_unshuffle under PyTorch's names and argument forms; each is one C call
 (src/ops/pad_resample.c: ts_pad, ts_interpolate, ts_pixel_shuffle / ts_pixel_unshuffle)."""
-import math
 import numbers
 import warnings
 
@@ -30,7 +29,8 @@ def _is_integer(x):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """torch.nn.functional.interpolate with PyTorch's index arithmetic (ts_interpolate)"""
+    """torch.nn.functional.interpolate with PyTorch's index arithmetic (ts_interpolate, which also
+    computes the output size from scale_factor, recomputed or not)"""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
@@ -52,10 +52,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, int] "
                                 "or Tuple[int, int, int], but got size with types "
                                 f"{[type(x) for x in size]}")
-            output_size = [int(s) for s in size]
+            size = tuple(int(s) for s in size)
         else:
-            output_size = [int(size)] * max(dim, 0)
-        scale_factors = None
+            size = int(size)  # one size for every spatial dim
     elif scale_factor is not None:
         if isinstance(scale_factor, (list, tuple)):
             if len(scale_factor) != dim:
@@ -64,20 +63,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                     f"got input with spatial dimensions of {list(input.shape[2:])} and "
                     f"scale_factor of shape {scale_factor}. Please provide input tensor in (N, C, "
                     "d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) format.")
-            scale_factors = [float(s) for s in scale_factor]
+            scale_factor = tuple(float(s) for s in scale_factor)
         else:
-            scale_factors = [float(scale_factor)] * max(dim, 0)
-        output_size = None
+            scale_factor = float(scale_factor)
     else:
         raise ValueError("either size or scale_factor should be defined")
     if recompute_scale_factor and size is not None:
         raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
-    if mode == "area" and output_size is None:
-        recompute_scale_factor = True
-    if recompute_scale_factor:
-        output_size = [math.floor(float(input.size(i + 2)) * scale_factors[i])
-                       for i in range(dim)]
-        scale_factors = None
     if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
         raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes "
                          "and requires a 4-D tensor as input")
@@ -89,10 +81,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in _NEEDS and input.dim() != _NEEDS[mode]:
         raise NotImplementedError(
             f"Got {input.dim()}D input, but {mode} mode needs {_NEEDS[mode]}D input")
-    return _C._nn_interpolate(input, None if output_size is None else tuple(output_size),
-                              None if scale_factors is None else tuple(scale_factors),
-                              _INTERP_MODES[mode], bool(align_corners),
-                              False, bool(antialias))  # recomputed above
+    return _C._nn_interpolate(input, size, scale_factor, _INTERP_MODES[mode], bool(align_corners),
+                              bool(recompute_scale_factor), bool(antialias))
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

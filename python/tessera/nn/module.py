@@ -298,9 +298,15 @@ class Module:
         if not hasattr(state_dict, "keys"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         own = OrderedDict()
+        custom = []  # modules that load keys of their own (tessera.ao.nn.quantized's)
         for prefix_name, m in self.named_modules(remove_duplicate=False):
             for k, v in m._local_state().items():
                 own[prefix_name + ("." if prefix_name else "") + k] = v
+            keys = getattr(m, "_custom_state_keys", None)
+            if keys is not None:
+                pre = prefix_name + ("." if prefix_name else "")
+                custom.append((m, pre))
+                own.update((pre + k, None) for k in keys())
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         errors = []
@@ -309,6 +315,8 @@ class Module:
             if k not in state_dict:
                 continue
             src = state_dict[k]
+            if dst is None:  # a custom key: its module's _load_custom_state reads it
+                continue
             if not isinstance(src, Tensor):
                 errors.append(f'While copying the parameter named "{k}", expected torch.Tensor or '
                               f"Tensor-like object from checkpoint but received {type(src)}")
@@ -339,6 +347,9 @@ class Module:
                               "their corresponding key in the module instead of copying them in "
                               "place?)")
             _C._nn_assign_(dst, src)
+        for m, pre in custom:
+            if all(pre + k in state_dict for k in m._custom_state_keys()):
+                m._load_custom_state(state_dict, pre)
         return _IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------ modes, grads, moves

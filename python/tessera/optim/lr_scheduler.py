@@ -3,15 +3,21 @@ chainable recursive forms, as torch.optim.lr_scheduler computes them): LambdaLR,
 StepLR, MultiStepLR, ConstantLR, LinearLR, ExponentialLR, PolynomialLR, CosineAnnealingLR,
 CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR, SequentialLR, ChainedScheduler,
 ReduceLROnPlateau. OneCycleLR and CyclicLR also cycle a group's "momentum" or betas[0]; the
-optimizer hands both to its C step (Optimizer._sync_lr)."""
+optimizer hands both to its C step (Optimizer._sync_lr). The rates come from the C library's
+arithmetic (ts_lr_rule_step / _closed_form, ts_onecycle_at, ts_cyclic_at, ts_plateau_step,
+ts_warm_restarts_step): these classes keep only the state (last_epoch, param_groups, state_dict)."""
 import math
 import types
 from bisect import bisect_right
 
+from .. import _C
 from .optimizer import Optimizer
 
 
 class LRScheduler:
+    _kind = None  # the C rule (ts_lr_rule's kind) of the schedulers that have one
+    _closed = False  # whether it has torch's closed form (_get_closed_form_lr)
+
     def __init__(self, optimizer, last_epoch=-1):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
@@ -36,8 +42,21 @@ class LRScheduler:
         finally:
             self._is_initial = False
 
+    def _consts(self):
+        """the rule's constants (keywords of _C._lr_rule)"""
+        return {}
+
+    def _rule(self, closed, factors=None):
+        return _C._lr_rule(self._kind, self.last_epoch, self._step_count, self._is_initial, closed,
+                           self.base_lrs, self._lrs(), factors=factors, **self._consts())
+
     def get_lr(self):
-        raise NotImplementedError
+        if self._kind is None:
+            raise NotImplementedError
+        return self._rule(False)
+
+    def _closed_form(self):
+        return self._rule(True)
 
     def get_last_lr(self):
         return self._last_lr
@@ -52,7 +71,9 @@ class LRScheduler:
             values = self.get_lr()
         else:
             self.last_epoch = epoch
-            values = self._closed_form() if hasattr(self, "_closed_form") else self.get_lr()
+            closed = self._closed or (type(self)._get_closed_form_lr is not
+                                      LRScheduler._get_closed_form_lr)
+            values = self._get_closed_form_lr() if closed else self.get_lr()
         for g, lr in zip(self.optimizer.param_groups, values):
             g["lr"] = lr
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
@@ -82,8 +103,10 @@ class LambdaLR(LRScheduler):
             raise ValueError(f"Expected {n} lr_lambdas, but got {len(self.lr_lambdas)}")
         super().__init__(optimizer, last_epoch)
 
+    _kind = "lambda"
+
     def get_lr(self):
-        return [base * f(self.last_epoch) for f, base in zip(self.lr_lambdas, self.base_lrs)]
+        return self._rule(False, [f(self.last_epoch) for f in self.lr_lambdas])
 
     def state_dict(self):
         """PyTorch's: a plain function is not saved (None); a callable object's __dict__ is"""
@@ -108,10 +131,12 @@ class MultiplicativeLR(LambdaLR):
                 raise TypeError(f"lr_lambda should be a function, but got {type(f).__name__}")
         super().__init__(optimizer, lr_lambda, last_epoch)
 
+    _kind = "multiplicative"
+
     def get_lr(self):
-        if not self._is_initial:
-            return [lr * f(self.last_epoch) for f, lr in zip(self.lr_lambdas, self._lrs())]
-        return self._lrs()
+        if self._is_initial:  # torch does not call the functions then
+            return self._lrs()
+        return self._rule(False, [f(self.last_epoch) for f in self.lr_lambdas])
 
 
 class StepLR(LRScheduler):
@@ -119,13 +144,10 @@ class StepLR(LRScheduler):
         self.step_size, self.gamma = step_size, gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
-        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
-            return self._lrs()
-        return [lr * self.gamma for lr in self._lrs()]
+    _kind, _closed = "step", True
 
-    def _closed_form(self):
-        return [b * self.gamma ** (self.last_epoch // self.step_size) for b in self.base_lrs]
+    def _consts(self):
+        return dict(step_size=self.step_size, gamma=self.gamma)
 
 
 class MultiStepLR(LRScheduler):
@@ -134,13 +156,10 @@ class MultiStepLR(LRScheduler):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
-        k = self.milestones.count(self.last_epoch)
-        return [lr * self.gamma ** k for lr in self._lrs()] if k else self._lrs()
+    _kind, _closed = "multistep", True
 
-    def _closed_form(self):
-        k = sum(1 for m in self.milestones if m <= self.last_epoch)
-        return [b * self.gamma ** k for b in self.base_lrs]
+    def _consts(self):
+        return dict(milestones=self.milestones, gamma=self.gamma)
 
 
 class ExponentialLR(LRScheduler):
@@ -148,13 +167,10 @@ class ExponentialLR(LRScheduler):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
-        if self._is_initial:
-            return self._lrs()
-        return [lr * self.gamma for lr in self._lrs()]
+    _kind, _closed = "exponential", True
 
-    def _closed_form(self):
-        return [b * self.gamma ** self.last_epoch for b in self.base_lrs]
+    def _consts(self):
+        return dict(gamma=self.gamma)
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -162,22 +178,10 @@ class CosineAnnealingLR(LRScheduler):
         self.T_max, self.eta_min = T_max, eta_min
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
-        e, t, lo = self.last_epoch, self.T_max, self.eta_min
-        if self._is_initial:
-            return self._lrs()
-        if self._step_count == 1 and e > 0:
-            return self._closed_form()
-        if (e - 1 - t) % (2 * t) == 0:
-            return [lr + (b - lo) * (1 - math.cos(math.pi / t)) / 2
-                    for lr, b in zip(self._lrs(), self.base_lrs)]
-        return [(1 + math.cos(math.pi * e / t)) / (1 + math.cos(math.pi * (e - 1) / t)) *
-                (lr - lo) + lo for lr in self._lrs()]
+    _kind, _closed = "cosine", True
 
-    def _closed_form(self):
-        return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch /
-                                                                   self.T_max)) / 2
-                for b in self.base_lrs]
+    def _consts(self):
+        return dict(t_max=self.T_max, eta_min=float(self.eta_min))
 
 
 class LinearLR(LRScheduler):
@@ -189,17 +193,11 @@ class LinearLR(LRScheduler):
         self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
-        e, s, f, n = self.last_epoch, self.start_factor, self.end_factor, self.total_iters
-        if e == 0:
-            return [lr * s for lr in self._lrs()]
-        if self._is_initial or e > n:
-            return self._lrs()
-        return [lr * (1.0 + (f - s) / (n * s + (e - 1) * (f - s))) for lr in self._lrs()]
+    _kind, _closed = "linear", True
 
-    def _closed_form(self):
-        e, s, f, n = self.last_epoch, self.start_factor, self.end_factor, self.total_iters
-        return [b * (s + (f - s) * min(n, e) / n) for b in self.base_lrs]
+    def _consts(self):
+        return dict(factor=self.start_factor, end_factor=self.end_factor,
+                    total_iters=self.total_iters)
 
 
 class ConstantLR(LRScheduler):
@@ -209,16 +207,10 @@ class ConstantLR(LRScheduler):
         self.factor, self.total_iters = factor, total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
-        if self.last_epoch == 0:
-            return [lr * self.factor for lr in self._lrs()]
-        if self.last_epoch != self.total_iters:
-            return self._lrs()
-        return [lr * (1.0 / self.factor) for lr in self._lrs()]
+    _kind, _closed = "constant", True
 
-    def _closed_form(self):
-        return [b * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
-                for b in self.base_lrs]
+    def _consts(self):
+        return dict(factor=self.factor, total_iters=self.total_iters)
 
 
 class PolynomialLR(LRScheduler):
@@ -226,16 +218,10 @@ class PolynomialLR(LRScheduler):
         self.total_iters, self.power = total_iters, power
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
-        e, n = self.last_epoch, self.total_iters
-        if self._is_initial or e > n:
-            return self._lrs()
-        f = ((1.0 - e / n) / (1.0 - (e - 1) / n)) ** self.power
-        return [lr * f for lr in self._lrs()]
+    _kind, _closed = "polynomial", True
 
-    def _closed_form(self):
-        n = self.total_iters
-        return [b * (1.0 - min(n, self.last_epoch) / n) ** self.power for b in self.base_lrs]
+    def _consts(self):
+        return dict(total_iters=self.total_iters, power=float(self.power))
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
@@ -252,34 +238,19 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i))
-                / 2 for b in self.base_lrs]
+        return self._c(None, False)[3]
+
+    def _c(self, epoch, advance):
+        """C's arithmetic (ts_warm_restarts_step / _lrs): (T_i, T_cur, last_epoch, lrs)"""
+        return _C._lr_warm_restarts(self.T_0, self.T_mult, float(self.eta_min), float(self.T_i),
+                                    float(self.T_cur), self.last_epoch, epoch, self.base_lrs,
+                                    advance)
 
     def step(self, epoch=None):
+        """PyTorch's: the next epoch, or epoch (a float allowed); restarts every T_i epochs"""
         self._step_count = getattr(self, "_step_count", 0) + 1
-        if epoch is None and self.last_epoch < 0:
-            epoch = 0
-        if epoch is None:
-            epoch = self.last_epoch + 1
-            self.T_cur = self.T_cur + 1
-            if self.T_cur >= self.T_i:
-                self.T_cur = self.T_cur % self.T_i
-                self.T_i = self.T_i * self.T_mult
-        else:
-            if epoch < 0:
-                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
-            if epoch >= self.T_0:
-                if self.T_mult == 1:
-                    self.T_cur = epoch % self.T_0
-                else:
-                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
-                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
-                    self.T_i = self.T_0 * self.T_mult ** n
-            else:
-                self.T_i = self.T_0
-                self.T_cur = epoch
-        self.last_epoch = math.floor(epoch)
-        for g, lr in zip(self.optimizer.param_groups, self.get_lr()):
+        self.T_i, self.T_cur, self.last_epoch, lrs = self._c(epoch, True)
+        for g, lr in zip(self.optimizer.param_groups, lrs):
             g["lr"] = lr
         self._last_lr = self._lrs()
 
@@ -343,41 +314,38 @@ class CyclicLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
         self.base_lrs = base_lrs
 
+    _MODES = {"triangular": 0, "triangular2": 1, "exp_range": 2}  # ts_cyclic_mode
+
     def _init_scale_fn(self):
-        if self._scale_fn_custom is not None:
-            return
-        if self.mode == "triangular":
-            self._scale_fn_ref, self.scale_mode = (lambda x: 1.0), "cycle"
-        elif self.mode == "triangular2":
-            self._scale_fn_ref, self.scale_mode = (lambda x: 1 / (2.0 ** (x - 1))), "cycle"
-        elif self.mode == "exp_range":
-            gamma = self.gamma
-            self._scale_fn_ref, self.scale_mode = (lambda x: gamma ** x), "iterations"
+        if self._scale_fn_custom is None:
+            self.scale_mode = "iterations" if self.mode == "exp_range" else "cycle"
+
+    def _c_mode(self):
+        """ts_cyclic's fields: total_size, step_ratio, gamma, mode (3: the user's scale_fn)"""
+        mode = 3 if self._scale_fn_custom is not None else self._MODES[self.mode]
+        return float(self.total_size), float(self.step_ratio), float(self.gamma), mode
 
     def scale_fn(self, x):
         if self._scale_fn_custom is not None:
             return self._scale_fn_custom(x)
-        return self._scale_fn_ref(x)
+        return _C._lr_cyclic_scale(*self._c_mode(), float(x))
 
     def get_lr(self):
-        cycle = math.floor(1 + self.last_epoch / self.total_size)
-        x = 1.0 + self.last_epoch / self.total_size - cycle
-        if x <= self.step_ratio:
-            scale_factor = x / self.step_ratio
-        else:
-            scale_factor = (x - 1) / (self.step_ratio - 1)
-        at = cycle if self.scale_mode == "cycle" else self.last_epoch
-        lrs = [b + (m - b) * scale_factor * self.scale_fn(at)
-               for b, m in zip(self.base_lrs, self.max_lrs)]
+        c = self._c_mode()
+        scale = 1.0
+        if self._scale_fn_custom is not None:
+            at = (int(_C._lr_cyclic_cycle(*c, self.last_epoch)) if self.scale_mode == "cycle"
+                  else self.last_epoch)
+            scale = float(self._scale_fn_custom(at))
+        moms = (self.base_momentums, self.max_momentums) if self.cycle_momentum else (None, None)
+        lrs, ms = _C._lr_cyclic(*c, self.last_epoch, scale, self.base_lrs, self.max_lrs, *moms)
         if self.cycle_momentum:
-            for g, bm, mm in zip(self.optimizer.param_groups, self.base_momentums,
-                                 self.max_momentums):
-                _set_momentum(g, self.use_beta1, mm - (mm - bm) * scale_factor * self.scale_fn(at))
+            for g, m in zip(self.optimizer.param_groups, ms):
+                _set_momentum(g, self.use_beta1, m)
         return lrs
 
     def state_dict(self):
         d = super().state_dict()
-        d.pop("_scale_fn_ref", None)
         fn = d.pop("_scale_fn_custom")
         d["_scale_fn_custom"] = (fn.__dict__.copy() if fn is not None and
                                  not isinstance(fn, types.FunctionType) else None)
@@ -435,6 +403,7 @@ class OneCycleLR(LRScheduler):
             raise ValueError("anneal_strategy must be one of 'cos' or 'linear', instead got "
                              f"{anneal_strategy}")
         self._anneal_func_type = anneal_strategy
+        self._pct_start, self._three_phase = float(pct_start), bool(three_phase)
         max_lrs = _format_param("max_lr", optimizer, max_lr)
         if last_epoch == -1:
             for m, g in zip(max_lrs, optimizer.param_groups):
@@ -452,29 +421,15 @@ class OneCycleLR(LRScheduler):
                     g["max_momentum"], g["base_momentum"] = mm, bm
         super().__init__(optimizer, last_epoch)
 
-    def _anneal_func(self, start, end, pct):
-        if self._anneal_func_type == "cos":
-            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
-        return (end - start) * pct + start
-
     def get_lr(self):
-        step = self.last_epoch
-        if step > self.total_steps:
-            raise ValueError(f"Tried to step {step} times. The specified number of total steps "
-                             f"is {self.total_steps}")
         lrs = []
+        linear = self._anneal_func_type == "linear"
         for g in self.optimizer.param_groups:
-            start = 0.0
-            for i, ph in enumerate(self._schedule_phases):
-                end = ph["end_step"]
-                if step <= end or i == len(self._schedule_phases) - 1:
-                    pct = (step - start) / (end - start)
-                    lr = self._anneal_func(g[ph["start_lr"]], g[ph["end_lr"]], pct)
-                    if self.cycle_momentum:
-                        mom = self._anneal_func(g[ph["start_momentum"]], g[ph["end_momentum"]],
-                                                pct)
-                    break
-                start = ph["end_step"]
+            moms = ((g["max_momentum"], g["base_momentum"]) if self.cycle_momentum else
+                    (0.0, 0.0))
+            lr, mom = _C._lr_onecycle(self.total_steps, self._pct_start, self._three_phase,
+                                      linear, self.last_epoch, g["initial_lr"], g["max_lr"],
+                                      g["min_lr"], *moms)
             lrs.append(lr)
             if self.cycle_momentum:
                 _set_momentum(g, self.use_beta1, mom)
@@ -602,19 +557,6 @@ class ReduceLROnPlateau(LRScheduler):
     def step(self, metrics, epoch=None):
         current = float(metrics)
         self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
-        if self._is_better(current, self.best):
-            self.best, self.num_bad_epochs = current, 0
-        else:
-            self.num_bad_epochs += 1
-        if self.in_cooldown:
-            self.cooldown_counter -= 1
-            self.num_bad_epochs = 0
-        if self.num_bad_epochs > self.patience:
-            self._reduce_lr(self.last_epoch)
-            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
-        self._last_lr = self._lrs()
-
-    def _reduce_lr(self, epoch):
         groups = self.optimizer.param_groups
         if len(groups) != len(self.min_lrs):
             if self.default_min_lr is None:
@@ -624,24 +566,20 @@ class ReduceLROnPlateau(LRScheduler):
                     "to a new param group being added to the optimizer. Please modify the "
                     "`min_lrs` field to match the length of the `optimizer` param groups.")
             self.min_lrs = [self.default_min_lr] * len(groups)
-        for g, lo in zip(groups, self.min_lrs):
-            old = float(g["lr"])
-            new = max(old * self.factor, lo)
-            if old - new > self.eps:
-                g["lr"] = new
+        old = [float(g["lr"]) for g in groups]
+        self.best, self.num_bad_epochs, self.cooldown_counter, lrs, reduced = _C._lr_plateau(
+            self.mode == "max", self.threshold_mode == "abs", self.factor, self.threshold,
+            self.eps, self.patience, self.cooldown, self.best, self.num_bad_epochs,
+            self.cooldown_counter, current, self.min_lrs, old)
+        if reduced:
+            for g, lr, o in zip(groups, lrs, old):
+                if lr != o:
+                    g["lr"] = lr
+        self._last_lr = self._lrs()
 
     @property
     def in_cooldown(self):
         return self.cooldown_counter > 0
-
-    def _is_better(self, a, best):
-        if self.mode == "min" and self.threshold_mode == "rel":
-            return a < best * (1.0 - self.threshold)
-        if self.mode == "min":
-            return a < best - self.threshold
-        if self.threshold_mode == "rel":
-            return a > best * (self.threshold + 1.0)
-        return a > best + self.threshold
 
     def _init_is_better(self, mode, threshold, threshold_mode):
         if mode not in ("min", "max"):

@@ -135,25 +135,15 @@ class RandomVerticalFlip:
 
 
 class ConvertImageDtype:
-    """uint8 <-> float images as torchvision: int -> float divides by 255; float -> uint8 is
-    x * (256 - 1e-3) truncated."""
+    """torchvision's convert_image_dtype (ts_convert_image_dtype): int -> float over the integer
+    maximum, float -> int x (max + 1 - 1e-3) truncated, int -> int by a power-of-two factor."""
 
     def __init__(self, dtype):
         self.dtype = dtype
 
     def __call__(self, img):
-        src, dst = img.dtype, self.dtype
-        if src == dst:
-            return img
-        if src.is_floating_point and dst.is_floating_point:
-            return img.to(dst)
-        if not src.is_floating_point and dst.is_floating_point:
-            if src != ts.uint8:
-                raise ValueError("ConvertImageDtype: only uint8 integer images are supported")
-            return img.to(dst) / 255.0
-        if dst == ts.uint8:
-            return (img * (255 + 1.0 - 1e-3)).to(ts.uint8)
-        raise ValueError("ConvertImageDtype: %s -> %s is not supported" % (src, dst))
+        from .transforms_functional import convert_image_dtype
+        return convert_image_dtype(img, self.dtype)
 
     def __repr__(self):
         return "ConvertImageDtype(%s)" % (self.dtype,)

@@ -32,114 +32,37 @@ def _check(img, fn, channels=None):
                         f"but found {img.shape[-3]}")
 
 
-def _blend(img1, img2, ratio):
-    ratio = float(ratio)
-    bound = _bound(img1)
-    out = (ratio * img1 + (1.0 - ratio) * img2).clamp(0, bound)
-    return out.to(img1.dtype)
-
-
 def rgb_to_grayscale(img, num_output_channels=1):
-    """0.2989 R + 0.587 G + 0.114 B (an integer image truncated back to its dtype)"""
+    """0.2989 R + 0.587 G + 0.114 B (an integer image truncated back to its dtype;
+    ts_rgb_to_grayscale)"""
     _check(img, "rgb_to_grayscale", (1, 3))
     if num_output_channels not in (1, 3):
         raise ValueError("num_output_channels should be either 1 or 3")
-    if img.shape[-3] == 3:
-        r, g, b = img.unbind(dim=-3)
-        gray = (0.2989 * r + 0.587 * g + 0.114 * b).to(img.dtype).unsqueeze(dim=-3)
-    else:
-        gray = img.clone()
-    if num_output_channels == 3:
-        return gray.expand(img.shape)
-    return gray
+    return ts._C._vision_rgb_to_grayscale(img, num_output_channels)
 
 
 def adjust_brightness(img, brightness_factor):
-    if brightness_factor < 0:
-        raise ValueError(f"brightness_factor ({brightness_factor}) is not non-negative.")
     _check(img, "adjust_brightness", (1, 3))
-    return _blend(img, ts.zeros_like(img), brightness_factor)
+    return ts._C._vision_adjust("brightness", img, float(brightness_factor))
 
 
 def adjust_contrast(img, contrast_factor):
-    if contrast_factor < 0:
-        raise ValueError(f"contrast_factor ({contrast_factor}) is not non-negative.")
     _check(img, "adjust_contrast", (1, 3))
-    dtype = img.dtype if not _is_int(img) else ts.float32
-    gray = rgb_to_grayscale(img) if img.shape[-3] == 3 else img
-    mean = gray.to(dtype).mean(dim=(-3, -2, -1), keepdim=True)
-    return _blend(img, mean, contrast_factor)
+    return ts._C._vision_adjust("contrast", img, float(contrast_factor))
 
 
 def adjust_saturation(img, saturation_factor):
-    if saturation_factor < 0:
-        raise ValueError(f"saturation_factor ({saturation_factor}) is not non-negative.")
     _check(img, "adjust_saturation", (1, 3))
-    if img.shape[-3] == 1:
-        return img
-    return _blend(img, rgb_to_grayscale(img), saturation_factor)
-
-
-def _rgb2hsv(img):
-    r, g, b = img.unbind(dim=-3)
-    maxc = img.max(dim=-3).values
-    minc = img.min(dim=-3).values
-    eqc = maxc == minc
-    cr = maxc - minc
-    ones = ts.ones_like(maxc)
-    s = cr / ts.where(eqc, ones, maxc)
-    cr_divisor = ts.where(eqc, ones, cr)
-    rc, gc, bc = (maxc - r) / cr_divisor, (maxc - g) / cr_divisor, (maxc - b) / cr_divisor
-    hr = (maxc == r).to(img.dtype) * (bc - gc)
-    hg = ((maxc == g) & (maxc != r)).to(img.dtype) * (2.0 + rc - bc)
-    hb = ((maxc != g) & (maxc != r)).to(img.dtype) * (4.0 + gc - rc)
-    h = ts.fmod((hr + hg + hb) / 6.0 + 1.0, 1.0)
-    return ts.stack((h, s, maxc), dim=-3)
-
-
-def _hsv2rgb(img):
-    h, s, v = img.unbind(dim=-3)
-    i = ts.floor(h * 6.0)
-    f = h * 6.0 - i
-    i = i.to(ts.int64) % 6
-    p = (v * (1.0 - s)).clamp(0.0, 1.0)
-    q = (v * (1.0 - s * f)).clamp(0.0, 1.0)
-    t = (v * (1.0 - s * (1.0 - f))).clamp(0.0, 1.0)
-    choices = ((v, q, p, p, t, v), (t, v, v, q, p, p), (p, p, t, v, v, q))
-    out = [ts.zeros_like(v) for _ in range(3)]
-    for k in range(6):
-        m = (i == k).to(img.dtype)
-        for c in range(3):
-            out[c] = out[c] + m * choices[c][k]
-    return ts.stack(out, dim=-3)
+    return ts._C._vision_adjust("saturation", img, float(saturation_factor))
 
 
 def adjust_hue(img, hue_factor):
-    if not -0.5 <= hue_factor <= 0.5:
-        raise ValueError(f"hue_factor ({hue_factor}) is not in [-0.5, 0.5].")
     _check(img, "adjust_hue", (1, 3))
-    if img.shape[-3] == 1:
-        return img
-    orig = img.dtype
-    x = img.to(ts.float32) / 255.0 if _is_int(img) else img
-    hsv = _rgb2hsv(x)
-    h, s, v = hsv.unbind(dim=-3)
-    h = ts.fmod(ts.fmod(h + hue_factor, 1.0) + 1.0, 1.0)  # Python's % (a result in [0, 1))
-    out = _hsv2rgb(ts.stack((h, s, v), dim=-3))
-    if orig == ts.uint8:
-        return (out * (255 + 1.0 - 1e-3)).to(orig)
-    return out
+    return ts._C._vision_adjust("hue", img, float(hue_factor))
 
 
-def _gaussian_kernel1d(k, sigma, dtype):
-    half = (k - 1) * 0.5
-    x = ts.linspace(-half, half, steps=k, dtype=dtype)
-    pdf = ts.exp(-0.5 * (x / sigma).pow(2))
-    return pdf / pdf.sum()
-
-
-def gaussian_blur(img, kernel_size, sigma=None):
-    """a separable Gaussian (torchvision's kernel), reflect padding, per channel"""
+def _blur_args(kernel_size, sigma):
+    """torchvision's kernel_size and sigma forms, as two pairs"""
     if isinstance(kernel_size, int):
         kernel_size = [kernel_size, kernel_size]
     kernel_size = list(kernel_size)
@@ -159,21 +82,15 @@ def gaussian_blur(img, kernel_size, sigma=None):
         sigma = [sigma[0], sigma[0]]
     if any(s <= 0 for s in sigma):
         raise ValueError(f"sigma should have positive values. Got {sigma}")
+    return kernel_size, sigma
+
+
+def gaussian_blur(img, kernel_size, sigma=None):
+    """a separable Gaussian (torchvision's kernel), reflect padding, per channel
+    (ts_gaussian_blur)"""
+    (kx, ky), (sx, sy) = _blur_args(kernel_size, sigma)
     _check(img, "gaussian_blur")
-    dtype = img.dtype if not _is_int(img) else ts.float32
-    kx = _gaussian_kernel1d(kernel_size[0], sigma[0], dtype)
-    ky = _gaussian_kernel1d(kernel_size[1], sigma[1], dtype)
-    kernel = ky.unsqueeze(1) * kx.unsqueeze(0)
-    c = img.shape[-3]
-    kernel = kernel.expand(c, 1, kernel_size[1], kernel_size[0]).contiguous()
-    lead = tuple(img.shape[:-3])
-    x = img.reshape(-1, *img.shape[-3:]).to(dtype)
-    px, py = kernel_size[0] // 2, kernel_size[1] // 2
-    x = F.pad(x, [px, px, py, py], mode="reflect")
-    y = F.conv2d(x, kernel.to(x.device), groups=c)
-    if _is_int(img):
-        y = y.round().to(img.dtype)
-    return y.reshape(*lead, *y.shape[-3:])
+    return ts._C._vision_gaussian_blur(img, kx, ky, float(sx), float(sy))
 
 
 def _get_inverse_affine_matrix(center, angle, translate, scale, shear):
@@ -299,31 +216,10 @@ def crop(img, top, left, height, width):
     return img[..., top:bottom, left:right]
 
 
-def _aa_weights(n_in, n_out):
-    """PyTorch's antialiased bilinear weights along one axis ([n_out, n_in], float64): a
-    triangle filter widened by the downscale factor, renormalised at the edges"""
-    import numpy as np
-    scale = n_in / n_out
-    support = scale if scale >= 1.0 else 1.0
-    invscale = 1.0 / scale if scale >= 1.0 else 1.0
-    w = np.zeros((n_out, n_in))
-    for i in range(n_out):
-        center = scale * (i + 0.5)
-        lo = max(int(center - support + 0.5), 0)
-        hi = min(int(center + support + 0.5), n_in)
-        j = np.arange(lo, hi)
-        f = np.maximum(0.0, 1.0 - np.abs((j - center + 0.5) * invscale))
-        if f.sum() > 0:
-            w[i, lo:hi] = f / f.sum()
-    return w
-
-
 def resize_antialias(x, oh, ow):
     """x [..., H, W] (floating) resized as interpolate(mode='bilinear', antialias=True,
-    align_corners=False): one weight matrix per axis"""
-    wy = ts.tensor(_aa_weights(x.shape[-2], oh), dtype=x.dtype).to(x.device)
-    wx = ts.tensor(_aa_weights(x.shape[-1], ow), dtype=x.dtype).to(x.device)
-    return ts.matmul(wy, ts.matmul(x, wx.t()))
+    align_corners=False): one weight matrix per axis (ts_resize_antialias)"""
+    return ts._C._vision_resize_antialias(x, int(oh), int(ow))
 
 
 def resize(img, size, interpolation="bilinear", max_size=None, antialias=True):
@@ -356,12 +252,18 @@ def erase(img, i, j, h, w, v, inplace=False):
 
 
 def normalize(tensor, mean, std, inplace=False):
-    m = ts.tensor([float(x) for x in mean], dtype=tensor.dtype).view(-1, 1, 1)
-    s = ts.tensor([float(x) for x in std], dtype=tensor.dtype).view(-1, 1, 1)
-    if (s == 0).any():
-        raise ValueError(f"std evaluated to zero after conversion to {tensor.dtype}, leading "
-                         "to division by zero.")
-    return (tensor - m.to(tensor.device)) / s.to(tensor.device)
+    """(tensor - mean) / std per channel (ts_image_normalize)"""
+    if isinstance(mean, (int, float)):
+        mean = [mean]
+    if isinstance(std, (int, float)):
+        std = [std]
+    return ts._C._vision_normalize(tensor, [float(x) for x in mean], [float(x) for x in std],
+                                   bool(inplace))
+
+
+def convert_image_dtype(image, dtype=ts.float32):
+    """torchvision's convert_image_dtype (ts_convert_image_dtype)"""
+    return ts._C._vision_convert_image_dtype(image, dtype)
 
 
 def pad(img, padding, fill=0, padding_mode="constant"):

@@ -85,6 +85,10 @@ void tsi_cpu_kernels_install(ts_backend *be) {
     be->nms = tsi_cpu_nms;
     be->roi_align = tsi_cpu_roi_align;
     be->roi_pool = tsi_cpu_roi_pool;
+    be->quant = tsi_cpu_quant;
+    be->qlinear = tsi_cpu_qlinear;
+    be->qconv = tsi_cpu_qconv;
+    be->qpool = tsi_cpu_qpool;
     be->gather_dims = tsi_cpu_gather_dims;
     be->rnn_cell_forward = tsi_cpu_rnn_cell_forward;
     be->rnn_cell_backward = tsi_cpu_rnn_cell_backward;

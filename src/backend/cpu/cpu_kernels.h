@@ -51,6 +51,12 @@ void tsi_cpu_scatter_add(const ts_backend *be, int index, const ts_kview *dst, i
 /* kern_embedding_bag.c */
 void tsi_cpu_embedding_bag(const ts_backend *be, int index, const ts_kview *out,
                            const ts_bag_args *a);
+/* kern_quant.c, kern_qlinear.c: backend.h's quant and qlinear (tessera/quant.h) */
+void tsi_cpu_quant(const ts_backend *be, int index, const ts_quant_args *a);
+bool tsi_cpu_qlinear(const ts_backend *be, int index, const ts_qlinear_args *a);
+/* kern_qconv.c, kern_qpool.c: backend.h's qconv and qpool */
+bool tsi_cpu_qconv(const ts_backend *be, int index, const ts_qconv_args *a);
+void tsi_cpu_qpool(const ts_backend *be, int index, const ts_qpool_args *a);
 /* kern_roi.c, kern_nms.c: backend.h's roi_align, roi_pool and nms (torchvision.ops) */
 void tsi_cpu_roi_align(const ts_backend *be, int index, const ts_roi_args *a, bool backward);
 void tsi_cpu_roi_pool(const ts_backend *be, int index, const ts_roi_args *a, bool backward);

@@ -1,7 +1,8 @@
 """tessera.nn.utils.fusion — torch.nn.utils.fusion: fold an eval-mode BatchNorm into the
 convolution or linear layer before it (new modules / parameters; the originals are untouched).
-The same arithmetic, in the same order, as PyTorch's: w' = w * (gamma * rsqrt(var + eps)) per
-output channel, b' = (b - mean) * rsqrt(var + eps) * gamma + beta, cast back to the layer's dtypes.
+PyTorch's arithmetic, in C (ts_fuse_conv_bn_weights, the eval path's fold): w' = w * s per output
+channel, b' = (b - mean) * s + beta, s = gamma / sqrt(var + eps), in float64 rounded once to the
+layer's dtypes.
 (At eval time Tessera's Sequential folds conv + bn by itself, docs/decisions/0005; these are for
 code that rewrites its model explicitly, as timm's and torch.ao's fusers do.)"""
 import copy
@@ -26,22 +27,12 @@ def fuse_conv_bn_eval(conv, bn, transpose=False):
 
 
 def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose=False):
-    """(weight, bias) Parameters of the convolution with the batch norm folded in"""
-    w_dtype = conv_w.dtype
-    b_dtype = conv_b.dtype if conv_b is not None else w_dtype
-    if conv_b is None:
-        conv_b = _t.zeros_like(bn_rm)
-    if bn_w is None:
-        bn_w = _t.ones_like(bn_rm)
-    if bn_b is None:
-        bn_b = _t.zeros_like(bn_rm)
-    with _t.no_grad():
-        rs = _t.rsqrt(bn_rv + bn_eps)
-        tail = [1] * (len(conv_w.shape) - 2)
-        shape = [1, -1] + tail if transpose else [-1, 1] + tail
-        w = (conv_w * (bn_w * rs).reshape(shape)).to(dtype=w_dtype)
-        b = ((conv_b - bn_rm) * rs * bn_w + bn_b).to(dtype=b_dtype)
-    return (_t.nn.Parameter(w, conv_w.requires_grad), _t.nn.Parameter(b, conv_b.requires_grad))
+    """(weight, bias) Parameters of the convolution with the batch norm folded in
+    (ts_fuse_conv_bn_weights)"""
+    w, b = _t._C._nn_fuse_bn_weights(0, conv_w, conv_b, bn_rm, bn_rv, float(bn_eps), bn_w, bn_b,
+                                     transpose)
+    b_grad = conv_b is not None and conv_b.requires_grad  # torch: zeros_like(bn_rm)
+    return _t.nn.Parameter(w, conv_w.requires_grad), _t.nn.Parameter(b, b_grad)
 
 
 def fuse_linear_bn_eval(linear, bn):
@@ -63,14 +54,9 @@ def fuse_linear_bn_eval(linear, bn):
 
 
 def fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b):
-    """(weight, bias) Parameters of the linear layer with the batch norm folded in"""
-    w_dtype = linear_w.dtype
-    b_dtype = linear_b.dtype if linear_b is not None else w_dtype
-    if linear_b is None:
-        linear_b = _t.zeros_like(bn_rm)
-    with _t.no_grad():
-        scale = bn_w * _t.rsqrt(bn_rv + bn_eps)
-        w = linear_w * scale.unsqueeze(-1).to(dtype=w_dtype)
-        b = ((linear_b - bn_rm) * scale + bn_b).to(dtype=b_dtype)
-    return (_t.nn.Parameter(w, linear_w.requires_grad),
-            _t.nn.Parameter(b, linear_b.requires_grad))
+    """(weight, bias) Parameters of the linear layer with the batch norm folded in
+    (ts_fuse_linear_bn_weights)"""
+    w, b = _t._C._nn_fuse_bn_weights(1, linear_w, linear_b, bn_rm, bn_rv, float(bn_eps), bn_w,
+                                     bn_b, False)
+    b_grad = linear_b is not None and linear_b.requires_grad
+    return _t.nn.Parameter(w, linear_w.requires_grad), _t.nn.Parameter(b, b_grad)
