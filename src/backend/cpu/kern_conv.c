@@ -340,34 +340,12 @@ static bool group_parallel(const cgeom *g, int nt, bool bp) {
 
 /* Returns false when scratch memory is missing (the caller falls back to the naive loops). wid:
  * the weight's identity for the caches of rearranged weights (NULL: none). */
-/* y += b per output channel, then g's activation (after a forward run without them); planes
- * among the threads (the library's grain: 32768 elements) */
-static void add_bias_act_f32(const cgeom *g, const float *b, float *y) {
-    const int64_t planes = g->n * g->o;
-    TS_PARALLEL_FOR_IF(
-        planes > 1 && planes * g->p > 32768 && tsi_conv_max_threads() > 1,
-        for (int64_t i = 0; i < planes; i++) {
-            float *yr = y + i * g->p;
-            const float bo = b[i % g->o];
-            for (int64_t q = 0; q < g->p; q++) yr[q] += bo;
-            tsi_conv_act_f32(g, yr, g->p);
-        });
-}
-
 static bool run_forward(const conv_fns *f, const cgeom *g, const char *x, const char *w,
                         const tsi_conv_weight_id *wid, const char *b, char *y) {
-    if (conv_use_dnnl(f, g, TSI_CONV_PASS_FORWARD)) {
-        /* The bias after the sum, as fwd_image and PyTorch do: oneDNN starts its accumulators at
-         * the bias, so a bias large against the products rounds every partial sum at its scale
-         * (starnet_s1's g.conv, bias 20x the products: 6x PyTorch's error, which the BatchNorm
-         * after it amplifies; tests/test_conv_bias_precision.c). One more pass over y. */
-        cgeom g0 = *g;
-        if (b) g0.act = TS_CONV_ACT_NONE;
-        if (tsi_dnnl_conv_forward(&g0, (const float *)x, (const float *)w, wid, NULL, (float *)y)) {
-            if (b) add_bias_act_f32(g, (const float *)b, (float *)y);
-            return true;
-        }
-    }
+    if (conv_use_dnnl(f, g, TSI_CONV_PASS_FORWARD) &&
+        tsi_dnnl_conv_forward(g, (const float *)x, (const float *)w, wid, (const float *)b,
+                              (float *)y))
+        return true;
     const int nt = tsi_conv_max_threads();
     const bool bp = batch_parallel(g, nt);
     const ts_conv_direct *d = f == &fns_f32 ? tsi_conv_direct_for(g, false) : NULL;
