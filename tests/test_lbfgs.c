@@ -217,7 +217,7 @@ static void test_state_round_trip(ts_device dev) {
     CHECK(st.n_history > 0 && st.d && st.prev_flat_grad);
     CHECK_EQ(ts_lbfgs_set_state(o2, &st), TS_OK);
     ts_no_grad_begin();
-    ts_copy_(q.x, p.x);
+    ts_release(ts_copy_(q.x, p.x)); /* outside a scope the caller owns what it returns */
     ts_no_grad_end();
     for (int s = 1; s < c->steps; s++) {
         ts_lbfgs_step(o, closure, &p, NULL);

@@ -82,7 +82,6 @@ static void test_scaled_draws(ts_device dev) {
     ts_tensor *m = ts_empty(TS_SHAPE(4, 4), (ts_opts){.device = dev});
     CHECK(ts_init_kaiming_(m, 0, TS_FAN_IN, "swish", true) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "Unsupported nonlinearity");
-    ts_release(v), ts_release(m);
 }
 
 /* trunc_normal_: every value in [a, b], and erf((x - mean) / (std sqrt 2)) is the uniform draw of
@@ -110,7 +109,6 @@ static void test_trunc_normal(ts_device dev) {
     CHECK_EQ(bad, 0);
     CHECK(ts_init_trunc_normal_(t, 0, 0, -1, 1) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "std > 0");
-    ts_release(t), ts_release(u);
 }
 
 /* orthogonal_: rows < cols gives orthonormal rows, rows > cols orthonormal columns, times gain;
@@ -154,7 +152,6 @@ static void test_orthogonal(ts_device dev) {
     ts_tensor *v = ts_empty(TS_SHAPE(4), o);
     CHECK(ts_init_orthogonal_(v, 1) == NULL);
     CHECK_ERR_HAS(TS_ERR_SHAPE, "2 or more dimensions");
-    ts_release(v);
 }
 
 /* sparse_: N(0, std) draws of the same seed where not zeroed, exactly ceil(sparsity * rows)
@@ -184,7 +181,6 @@ static void test_sparse(ts_device dev) {
     CHECK_EQ(bad, 0);
     CHECK(ts_init_sparse_(t, 1.5, 0.01) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "sparsity");
-    ts_release(t), ts_release(ref);
 }
 
 /* dirac_: one at (g * out/groups + d, d, centre) for d < min(out/groups, in), zero elsewhere */
@@ -207,7 +203,6 @@ static void test_dirac(ts_device dev) {
     ts_tensor *two = ts_empty(TS_SHAPE(2, 2), (ts_opts){.device = dev});
     CHECK(ts_init_dirac_(two, 1) == NULL);
     CHECK_ERR_HAS(TS_ERR_SHAPE, "3, 4, or 5 dimensions");
-    ts_release(t), ts_release(two);
 }
 
 int main(void) {
@@ -215,11 +210,15 @@ int main(void) {
     int nd = ts_test_devices(devs, TS_TEST_MAX_DEVICES);
     test_gain();
     for (int i = 0; i < nd; i++) {
+        /* every tensor the cases make or get back (the in-place inits return theirs) belongs to
+         * this scope (USAGE.md's rule 2) */
+        ts_scope_begin();
         test_scaled_draws(devs[i]);
         test_trunc_normal(devs[i]);
         test_orthogonal(devs[i]);
         test_sparse(devs[i]);
         test_dirac(devs[i]);
+        ts_scope_end();
     }
     return ts_test_finish();
 }
