@@ -91,11 +91,13 @@ static bool bias_fits(const tso_graph *g, const tso_node *b, ts_tensor *xs, ts_t
     int32_t *zv = malloc((size_t)m * sizeof *zv);
     float xv = 0;
     int64_t ns = ts_numel(s), nw = ts_numel(ws);
+    ts_scope_begin(); /* ts_to's results (a new reference even on the cpu) go with the scope */
     bool ok = sv && wv && zv &&
               ts_copy_to_host(ts_to(s, ts_cpu()), sv, (size_t)ns * sizeof *sv) == TS_OK &&
               ts_copy_to_host(ts_to(z, ts_cpu()), zv, (size_t)ns * sizeof *zv) == TS_OK &&
               ts_copy_to_host(ts_to(ws, ts_cpu()), wv, (size_t)nw * sizeof *wv) == TS_OK &&
               ts_copy_to_host(ts_to(xs, ts_cpu()), &xv, sizeof xv) == TS_OK;
+    ts_scope_end();
     for (int64_t i = 0; ok && i < ns; i++) ok = zv[i] == 0 && sv[i] == xv * wv[nw == 1 ? 0 : i];
     free(sv), free(wv), free(zv);
     ts_error_clear();
