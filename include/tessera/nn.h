@@ -84,8 +84,8 @@ TS_API ts_tensor *ts_interpolate(ts_tensor *x, ts_interp_opts o);
 /* torch.nn.functional.grid_sample: input [N, C, H, W] with grid [N, Ho, Wo, 2], or [N, C, D, H, W]
  * with grid [N, Do, Ho, Wo, 3], of (x, y[, z]) in [-1, 1] -> [N, C, Ho, Wo] / [N, C, Do, Ho, Wo];
  * PyTorch's arithmetic (GridSampler.h): bilinear (trilinear), nearest (round half to even), bicubic
- * (A = -0.75, 4 taps per dim); zeros / border / reflection padding. Floating input, grid of its dtype
- * and device; differentiable in input and grid, every device (src/nn/grid_sample.c). */
+ * (A = -0.75, 4 taps per dim); zeros / border / reflection padding. Floating input, grid of its
+ * dtype and device; differentiable in input and grid, every device (src/nn/grid_sample.c). */
 typedef enum ts_grid_mode { TS_GRID_BILINEAR = 0, TS_GRID_NEAREST, TS_GRID_BICUBIC } ts_grid_mode;
 typedef enum ts_grid_padding {
     TS_GRID_ZEROS = 0,
@@ -161,8 +161,7 @@ TS_API ts_tensor *ts_scaled_dot_product_attention(ts_tensor *q, ts_tensor *k, ts
  * (repeat_interleave, PyTorch's). enable_gqa false: ts_scaled_dot_product_attention. */
 TS_API ts_tensor *ts_scaled_dot_product_attention_ex(ts_tensor *q, ts_tensor *k, ts_tensor *v,
                                                      ts_tensor *attn_mask, double dropout_p,
-                                                     bool is_causal, double scale,
-                                                     bool enable_gqa);
+                                                     bool is_causal, double scale, bool enable_gqa);
 
 /* ===================================================================== losses */
 typedef enum ts_reduction {

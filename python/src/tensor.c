@@ -485,8 +485,11 @@ int tsp_init_tensor(PyObject *m) {
         tsp_tensor_shared_methods,       tsp_tensor_complex_methods,
         tsp_tensor_sparse_methods,       tsp_tensor_scatter_methods,
         tsp_tensor_statistics_methods,   tsp_tensor_quant_methods};
-    PyGetSetDef *const getsets[] = {core_getset, tsp_autograd_getset, tsp_tensor_linalg_getset,
-                                    tsp_tensor_complex_getset, tsp_tensor_sparse_getset,
+    PyGetSetDef *const getsets[] = {core_getset,
+                                    tsp_autograd_getset,
+                                    tsp_tensor_linalg_getset,
+                                    tsp_tensor_complex_getset,
+                                    tsp_tensor_sparse_getset,
                                     tsp_tensor_quant_getset};
     tensor_type.tp_methods = concat_methods(methods, (int)(sizeof methods / sizeof *methods));
     tensor_type.tp_getset = concat_getset(getsets, (int)(sizeof getsets / sizeof *getsets));

@@ -323,7 +323,8 @@ static PyObject *f__einsum(PyObject *mod, PyObject *args) {
     if (!ts) PyErr_NoMemory();
     for (Py_ssize_t i = 0; ok && i < n; i++)
         ok = (ts[i] = tsp_tensor_arg(PySequence_Fast_GET_ITEM(seq, i), fn, "operands")) != NULL;
-    if (ok && n > INT_MAX) ok = (PyErr_SetString(PyExc_ValueError, "einsum(): too many operands"), false);
+    if (ok && n > INT_MAX)
+        ok = (PyErr_SetString(PyExc_ValueError, "einsum(): too many operands"), false);
     if (ok && !tsp_enter()) {
         TSP_NOGIL(r = ts_einsum(eq, ts, (int)n));
         res = tsp_wrap(r);

@@ -243,8 +243,8 @@ static PyObject *call_dist(PyObject *self, PyObject *const *args, Py_ssize_t nar
     double p = 2;
     ts_tensor *other, *r;
     if (tsp_parse_input(self, args, nargs, kw, fn, names, 3, 1, a) < 0 ||
-        !(other = tsp_tensor_arg(a[1], fn, "other")) ||
-        tsp_scalar_arg(a[2], 2, &p, fn, "p") < 0 || tsp_enter())
+        !(other = tsp_tensor_arg(a[1], fn, "other")) || tsp_scalar_arg(a[2], 2, &p, fn, "p") < 0 ||
+        tsp_enter())
         return NULL;
     ts_tensor *t = input_of(self, a[0]);
     TSP_NOGIL(r = ts_dist(t, other, p));

@@ -2,12 +2,27 @@
 #include "core/internal.h"
 
 const size_t tsi_dtype_sizes[TS_DTYPE_COUNT] = {
-    [TS_DTYPE_DEFAULT] = 4, [TS_F32] = 4, [TS_F64] = 8, [TS_F16] = 2,
-    [TS_BF16] = 2,          [TS_I64] = 8, [TS_I32] = 4, [TS_U8] = 1,
-    [TS_BOOL] = 1,          [TS_I8] = 1,  [TS_I16] = 2, [TS_U16] = 2,
-    [TS_U32] = 4,           [TS_U64] = 8, [TS_C64] = 8, [TS_C128] = 16,
+    [TS_DTYPE_DEFAULT] = 4,
+    [TS_F32] = 4,
+    [TS_F64] = 8,
+    [TS_F16] = 2,
+    [TS_BF16] = 2,
+    [TS_I64] = 8,
+    [TS_I32] = 4,
+    [TS_U8] = 1,
+    [TS_BOOL] = 1,
+    [TS_I8] = 1,
+    [TS_I16] = 2,
+    [TS_U16] = 2,
+    [TS_U32] = 4,
+    [TS_U64] = 8,
+    [TS_C64] = 8,
+    [TS_C128] = 16,
     /* quantized: PyTorch's element_size (quint4x2: 1, though two share a byte in storage) */
-    [TS_QINT8] = 1,         [TS_QUINT8] = 1, [TS_QINT32] = 4, [TS_QUINT4X2] = 1,
+    [TS_QINT8] = 1,
+    [TS_QUINT8] = 1,
+    [TS_QINT32] = 4,
+    [TS_QUINT4X2] = 1,
 };
 
 size_t ts_dtype_size(ts_dtype d) { return tsi_dtype_size(d); }

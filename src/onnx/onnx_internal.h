@@ -139,8 +139,8 @@ extern const tso_op_def tso_ops_text[];        /* TfIdfVectorizer */
 extern const tso_op_def tso_ops_train[];
 const tso_op_def *tso_find_training_op(const char *op_type, int version, bool *any);
 /* ONNX Runtime's com.microsoft domain: the quantized operators its quantizer writes (QLinearAdd;
- * ops_qoperator_ms.c), looked up apart from the default domain; any other operator of that domain is
- * refused as an unknown domain */
+ * ops_qoperator_ms.c), looked up apart from the default domain; any other operator of that domain
+ * is refused as an unknown domain */
 #define TSO_DOMAIN_MS "com.microsoft"
 extern const tso_op_def tso_ops_ms[];
 const tso_op_def *tso_find_ms_op(const char *op_type);

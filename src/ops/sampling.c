@@ -129,9 +129,9 @@ ts_tensor *ts_normal(ts_tensor *mean, double mean_s, ts_tensor *std, double std_
         return NULL;
     ts_tensor *ref = mean ? mean : std;
     if (!tsi_is_float(ref->dtype) || (mean && std && !tsi_is_float(std->dtype)))
-        return tsi_error_set(TS_ERR_DTYPE, "%s: expected a floating-point mean and std, got %s", op,
-                             ts_dtype_name(mean && tsi_is_float(ref->dtype) ? std->dtype
-                                                                              : ref->dtype)),
+        return tsi_error_set(
+                   TS_ERR_DTYPE, "%s: expected a floating-point mean and std, got %s", op,
+                   ts_dtype_name(mean && tsi_is_float(ref->dtype) ? std->dtype : ref->dtype)),
                NULL;
     ts_shape s = ref->shape;
     if (mean && std && !tsi_broadcast_shapes(op, mean->shape, std->shape, &s)) return NULL;

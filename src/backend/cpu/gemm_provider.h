@@ -16,8 +16,8 @@ bool tsi_lib_dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const doub
                    const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
 
 /* Whether the float32 provider runs a product of this many multiply-adds near the machine's peak
- * (oneDNN's matmul primitive, from matmul_select.c's near_peak_macs): the hand-written small-batch kernels
- * leave such products to it. */
+ * (oneDNN's matmul primitive, from matmul_select.c's near_peak_macs): the hand-written small-batch
+ * kernels leave such products to it. */
 bool tsi_lib_sgemm_near_peak(double macs);
 
 /* Whether oneDNN's matmul primitive runs a float32 product C[m x n] = op(A) op(B) (k the

@@ -361,12 +361,12 @@ static void widen_operand(float *dst, const char *p, bool bf, int64_t nb, int64_
 }
 
 /* false: out of scratch memory (the caller reports it). bf16 on a CPU that multiplies it natively
- * (AMX, AVX512-BF16): on AMX tiles by gemm_amx.c for the large products (matmul_select.c's amx_min_macs;
- * TS_AMX_GEMM=off|all), the others by oneDNN's bf16 matmul on the operands as they are (exact
- * products, float32 sums, one rounding); elsewhere, and for f16, the operands widened to float32,
- * the float32 kernels, and one rounding — the same arithmetic, summed in another order. A bias [n]
- * (halves at element stride sbias; NULL: none) joins the float32 sums before that one rounding, on
- * both paths (PyTorch's addmm: oneDNN's bias argument). */
+ * (AMX, AVX512-BF16): on AMX tiles by gemm_amx.c for the large products (matmul_select.c's
+ * amx_min_macs; TS_AMX_GEMM=off|all), the others by oneDNN's bf16 matmul on the operands as they
+ * are (exact products, float32 sums, one rounding); elsewhere, and for f16, the operands widened to
+ * float32, the float32 kernels, and one rounding — the same arithmetic, summed in another order. A
+ * bias [n] (halves at element stride sbias; NULL: none) joins the float32 sums before that one
+ * rounding, on both paths (PyTorch's addmm: oneDNN's bias argument). */
 static bool matmul_half(bool bf, const mm_desc *d, const char *a, const char *b, char *c,
                         const char *bias, int64_t sbias) {
     if (d->bsz == 0 || d->m == 0 || d->n == 0) return true;

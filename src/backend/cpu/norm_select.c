@@ -76,7 +76,8 @@ tsi_norm_path tsi_norm_select_batch(const ts_batch_norm_args *a) {
      * contiguous tensor is already [n, 1, c] channels-last, and the NCHW kernels' segments would be
      * one element long (a call and a 16-lane sum per element): 1568 x 384 float32, forward +
      * backward on one thread, 45 ms by the NCHW kernels (PyTorch 2.15: 4.9), NHWC ones 0.7
-     * (bench/results/normalization.md, "BatchNorm1d on a matrix", Zen 4 under load 5: indicative) */
+     * (bench/results/normalization.md, "BatchNorm1d on a matrix", Zen 4 under load 5: indicative)
+     */
     return a->channels_last || a->hw == 1 ? TSI_NORM_PATH_NHWC : TSI_NORM_PATH_CHANNELS;
 }
 
