@@ -7,7 +7,7 @@
 #include <string.h>
 
 /* a sequence of floats into a PyMem array of *n (+1) doubles; NULL with an exception */
-static double *doubles(PyObject *seq, Py_ssize_t *n, const char *what) {
+double *tsp_doubles(PyObject *seq, Py_ssize_t *n, const char *what) {
     PyObject *fast = PySequence_Fast(seq, what);
     if (!fast) return NULL;
     *n = PySequence_Fast_GET_SIZE(fast);
@@ -20,7 +20,7 @@ static double *doubles(PyObject *seq, Py_ssize_t *n, const char *what) {
     return b;
 }
 
-static PyObject *doubles_list(const double *v, Py_ssize_t n) {
+PyObject *tsp_doubles_list(const double *v, Py_ssize_t n) {
     PyObject *list = PyList_New(n);
     for (Py_ssize_t i = 0; list && i < n; i++) {
         PyObject *x = PyFloat_FromDouble(v[i]);
@@ -71,13 +71,14 @@ static PyObject *lr_rule(PyObject *self, PyObject *args, PyObject *kw) {
     r.kind = kinds[k].kind;
     r.step_size = step_size, r.total_iters = total_iters, r.t_max = t_max;
     Py_ssize_t n = 0, nl = 0, nm = 0, nf = 0;
-    double *b = doubles(bases, &n, "base_lrs: a sequence of floats");
-    double *l = b ? doubles(lrs_in, &nl, "lrs: a sequence of floats") : NULL;
+    double *b = tsp_doubles(bases, &n, "base_lrs: a sequence of floats");
+    double *l = b ? tsp_doubles(lrs_in, &nl, "lrs: a sequence of floats") : NULL;
     double *m =
-        l ? doubles(milestones ? milestones : bases, &nm, "milestones: a sequence of ints") : NULL;
+        l ? tsp_doubles(milestones ? milestones : bases, &nm, "milestones: a sequence of ints")
+          : NULL;
     if (!milestones) nm = 0;
     double *f =
-        m && factors != Py_None ? doubles(factors, &nf, "factors: a sequence of floats") : NULL;
+        m && factors != Py_None ? tsp_doubles(factors, &nf, "factors: a sequence of floats") : NULL;
     const bool ok = m && (factors == Py_None || f);
     int64_t *mi = ok ? PyMem_Calloc((size_t)nm + 1, sizeof *mi) : NULL;
     double *out = mi ? PyMem_Calloc((size_t)n + 1, sizeof *out) : NULL;
@@ -92,7 +93,7 @@ static PyObject *lr_rule(PyObject *self, PyObject *args, PyObject *kw) {
         r.milestones = mi, r.n_milestones = (int)nm, r.factors = f;
         ts_status st = closed ? ts_lr_rule_closed_form(&r, epoch, b, out, (int)n)
                               : ts_lr_rule_step(&r, epoch, step_count, initial, b, l, out, (int)n);
-        res = st ? tsp_raise_pending() : doubles_list(out, n);
+        res = st ? tsp_raise_pending() : tsp_doubles_list(out, n);
     }
     PyMem_Free(b), PyMem_Free(l), PyMem_Free(m), PyMem_Free(f), PyMem_Free(mi), PyMem_Free(out);
     return res;
@@ -159,10 +160,10 @@ static PyObject *lr_cyclic(PyObject *self, PyObject *args) {
     c.mode = (ts_cyclic_mode)mode;
     Py_ssize_t n = 0, n2 = 0, n3 = 0, n4 = 0;
     const bool moms = bm != Py_None;
-    double *b = doubles(bl, &n, "base_lrs: a sequence of floats");
-    double *m = b ? doubles(ml, &n2, "max_lrs: a sequence of floats") : NULL;
-    double *b2 = m && moms ? doubles(bm, &n3, "base_momentum: a sequence of floats") : NULL;
-    double *m2 = b2 ? doubles(mm, &n4, "max_momentum: a sequence of floats") : NULL;
+    double *b = tsp_doubles(bl, &n, "base_lrs: a sequence of floats");
+    double *m = b ? tsp_doubles(ml, &n2, "max_lrs: a sequence of floats") : NULL;
+    double *b2 = m && moms ? tsp_doubles(bm, &n3, "base_momentum: a sequence of floats") : NULL;
+    double *m2 = b2 ? tsp_doubles(mm, &n4, "max_momentum: a sequence of floats") : NULL;
     double *lrs = m ? PyMem_Calloc((size_t)n + 1, sizeof *lrs) : NULL;
     double *ms = lrs ? PyMem_Calloc((size_t)n + 1, sizeof *ms) : NULL;
     PyObject *res = NULL;
@@ -173,8 +174,8 @@ static PyObject *lr_cyclic(PyObject *self, PyObject *args) {
     } else if (ts_cyclic_at(&c, epoch, scale, b, m, moms ? b2 : NULL, m2, lrs, ms, (int)n)) {
         tsp_raise_pending();
     } else {
-        res = moms ? Py_BuildValue("NN", doubles_list(lrs, n), doubles_list(ms, n))
-                   : Py_BuildValue("NO", doubles_list(lrs, n), Py_None);
+        res = moms ? Py_BuildValue("NN", tsp_doubles_list(lrs, n), tsp_doubles_list(ms, n))
+                   : Py_BuildValue("NO", tsp_doubles_list(lrs, n), Py_None);
     }
     PyMem_Free(b), PyMem_Free(m), PyMem_Free(b2), PyMem_Free(m2), PyMem_Free(lrs), PyMem_Free(ms);
     return res;
@@ -197,8 +198,8 @@ static PyObject *lr_plateau(PyObject *self, PyObject *args) {
     p.mode_max = mode_max, p.threshold_abs = thr_abs, p.patience = patience;
     p.cooldown = cooldown, p.num_bad_epochs = bad, p.cooldown_counter = cc;
     Py_ssize_t n = 0, n2 = 0;
-    double *mn = doubles(minl, &n, "min_lrs: a sequence of floats");
-    double *l = mn ? doubles(lrl, &n2, "lrs: a sequence of floats") : NULL;
+    double *mn = tsp_doubles(minl, &n, "min_lrs: a sequence of floats");
+    double *l = mn ? tsp_doubles(lrl, &n2, "lrs: a sequence of floats") : NULL;
     PyObject *res = NULL;
     bool reduced = false;
     if (!l) {
@@ -209,7 +210,7 @@ static PyObject *lr_plateau(PyObject *self, PyObject *args) {
         tsp_raise_pending();
     } else {
         res = Py_BuildValue("dLLNO", p.best, (long long)p.num_bad_epochs,
-                            (long long)p.cooldown_counter, doubles_list(l, n),
+                            (long long)p.cooldown_counter, tsp_doubles_list(l, n),
                             reduced ? Py_True : Py_False);
     }
     PyMem_Free(mn), PyMem_Free(l);

@@ -327,33 +327,6 @@ static PyObject *clip_grad_norm(PyObject *self, PyObject *args) {
     return tsp_wrap(r);
 }
 
-/* base_lrs (a sequence of floats) into a PyMem array of *n (+1) doubles; NULL with an exception */
-static double *float_list(PyObject *seq, Py_ssize_t *n) {
-    PyObject *fast = PySequence_Fast(seq, "base_lrs: a sequence of floats");
-    if (!fast) return NULL;
-    *n = PySequence_Fast_GET_SIZE(fast);
-    double *b = PyMem_Calloc((size_t)*n + 1, sizeof *b);
-    if (!b) PyErr_NoMemory();
-    for (Py_ssize_t i = 0; b && i < *n; i++)
-        if ((b[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(fast, i))) == -1 && PyErr_Occurred())
-            PyMem_Free(b), b = NULL;
-    Py_DECREF(fast);
-    return b;
-}
-
-/* a list of the n doubles v; NULL with an exception */
-static PyObject *list_of(const double *v, Py_ssize_t n) {
-    PyObject *list = PyList_New(n);
-    for (Py_ssize_t i = 0; list && i < n; i++) {
-        PyObject *x = PyFloat_FromDouble(v[i]);
-        if (!x)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, i, x);
-    }
-    return list;
-}
-
 /* a Python int while integral (torch's T_i and T_cur stay ints unless an epoch is fractional) */
 static PyObject *num(double v) {
     return v == floor(v) && fabs(v) < 9e15 ? PyLong_FromDouble(v) : PyFloat_FromDouble(v);
@@ -375,13 +348,14 @@ static PyObject *lr_warm_restarts(PyObject *self, PyObject *args) {
     double e = 0;
     if (epoch != Py_None && (e = PyFloat_AsDouble(epoch)) == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t n;
-    double *b = float_list(bases, &n), *lrs = b ? PyMem_Calloc((size_t)n + 1, sizeof *lrs) : NULL;
+    double *b = tsp_doubles(bases, &n, "base_lrs: a sequence of floats"),
+           *lrs = b ? PyMem_Calloc((size_t)n + 1, sizeof *lrs) : NULL;
     if (!lrs) return PyMem_Free(b), PyErr_Occurred() ? NULL : PyErr_NoMemory();
     ts_status st = advance ? ts_warm_restarts_step(&w, epoch == Py_None ? NULL : &e, b, lrs, (int)n)
                            : ts_warm_restarts_lrs(&w, b, lrs, (int)n);
     PyObject *out = st ? tsp_raise_pending()
                        : Py_BuildValue("NNLN", num(w.t_i), num(w.t_cur), (long long)w.last_epoch,
-                                       list_of(lrs, n));
+                                       tsp_doubles_list(lrs, n));
     PyMem_Free(b), PyMem_Free(lrs);
     return out;
 }

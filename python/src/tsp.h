@@ -153,4 +153,10 @@ int tsp_init_onnx(PyObject *m); /* onnx.c: tessera.onnx's load and export (calle
 void tsp_drop(ts_tensor *t);
 ts_tensor *tsp_own(ts_tensor *t);
 
+/* a sequence of floats as a PyMem array of *n (+1) doubles (PyMem_Free it); NULL with an
+ * exception naming `what` (lr_schedule.c) */
+double *tsp_doubles(PyObject *seq, Py_ssize_t *n, const char *what);
+/* a list of the n doubles v; NULL with an exception (lr_schedule.c) */
+PyObject *tsp_doubles_list(const double *v, Py_ssize_t n);
+
 #endif /* TSP_H */
