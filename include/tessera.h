@@ -333,6 +333,7 @@ TS_API ts_status ts_tensor_set_data(ts_tensor *t, ts_tensor *src);
 #include "tessera/cuda.h"
 
 #include "tessera/nn.h"
+#include "tessera/gpt2.h"
 
 #include "tessera/parallel.h"
 
@@ -359,6 +360,12 @@ TS_API ts_status ts_tensor_set_data(ts_tensor *t, ts_tensor *src);
 #include "tessera/fft.h"
 #include "tessera/linalg.h"
 #include "tessera/special_more.h"
+/* CTC loss, histograms, pdist, numerical gradients, frexp, index arithmetic (issue 76) */
+#include "tessera/numeric.h"
+/* copying forms of views, fill, range, rsub, in-place samplers (issue 76) */
+#include "tessera/torch_forms.h"
+/* sparse COO tensors: indices + values (decision 0047) */
+#include "tessera/sparse.h"
 /* convolutions beyond conv2d, pools and norms beyond 2-d, the transformer decoder */
 #include "tessera/conv.h"
 #include "tessera/pool_norm.h"

@@ -6,7 +6,8 @@
  * widths crossing the AVX2 path's 64- and 8-column blocks with enough bags to run threaded,
  * float32 / float64 / float16 / bfloat16, a column-broadcast (stride 0) weight; the gradients by
  * ts_gradcheck (EmbeddingBagBackward0) and against the reference's; a captured step's replay; the
- * refusals; an allocation-failure sweep (fault_sweep.h).
+ * refusals; an allocation-failure sweep (fault_sweep.h); mode max (values, ties, padding, empty
+ * bags, its gradient).
  *
  * Tolerances: float64 sums rounded in double; float32 ones accumulate in float32 (as PyTorch's),
  * each of a bag's L adds (and products) rounding by at most eps32 / 2 relative to the running
@@ -368,14 +369,60 @@ static void test_capture(void) {
     }
 }
 
+/* mode max (issue 76): bags [0, 3), [3, 3) (empty: zeros), [3, 7) with padding row 4 left out,
+ * [7, 8) padding only (zeros); against max loops over the float64 rows, and the gradient: each
+ * output element's incoming value on the first maximal row of its bag (PyTorch's max_indices) */
+static void test_max(void) {
+    static double w[6 * 3];
+    fill(w, 18, 3);
+    w[1 * 3 + 2] = w[5 * 3 + 2] = 9.0; /* a tie in bag 2, column 2: the first (row 1) gets it */
+    static const int64_t idx[] = {0, 2, 5, 1, 4, 5, 3, 4}, off[] = {0, 3, 3, 7};
+    const int64_t bags = 4, pad = 4;
+    for (int di = 0; di < ndev; di++) {
+        const ts_device d = devs[di];
+        ts_scope_begin();
+        ts_tensor *W = mk(TS_SHAPE(6, 3), w, TS_F64, d);
+        ts_set_requires_grad(W, true);
+        ts_tensor *Y = ts_embedding_bag(W, mki(TS_SHAPE(8), idx, TS_I64, d),
+                                        mki(TS_SHAPE(4), off, TS_I64, d), 2, NULL, pad, false);
+        double ref[4 * 3], gref[6 * 3] = {0}, g[4 * 3];
+        for (int64_t i = 0; i < 12; i++) g[i] = 0.5 + (double)i;
+        for (int64_t b = 0; b < bags; b++)
+            for (int64_t c = 0; c < 3; c++) {
+                const int64_t s = off[b], e = b + 1 < bags ? off[b + 1] : 8;
+                int64_t at = -1;
+                for (int64_t p = s; p < e; p++)
+                    if (idx[p] != pad && (at < 0 || w[idx[p] * 3 + c] > w[at * 3 + c])) at = idx[p];
+                ref[b * 3 + c] = at < 0 ? 0.0 : w[at * 3 + c];
+                if (at >= 0) gref[at * 3 + c] += g[b * 3 + c];
+            }
+        CHECK(Y && near_all(Y, ref, 12, 0));
+        CHECK(ts_backward_with(Y, mk(TS_SHAPE(4, 3), g, TS_F64, d)) == TS_OK);
+        CHECK(near_all(ts_grad(W), gref, 18, 0));
+        /* the 2-D form and float32 */
+        ts_tensor *Y2 = ts_embedding_bag(
+            ts_to_dtype(W, TS_F32), mki(TS_SHAPE(2, 3), idx, TS_I64, d), NULL, 2, NULL, -1, false);
+        double r2[6];
+        for (int64_t b = 0; b < 2; b++)
+            for (int64_t c = 0; c < 3; c++) {
+                double m = -INFINITY;
+                for (int64_t p = b * 3; p < b * 3 + 3; p++) m = fmax(m, (float)w[idx[p] * 3 + c]);
+                r2[b * 3 + c] = m;
+            }
+        CHECK(Y2 && ts_dtype_of(Y2) == TS_F32 && near_all(Y2, r2, 6, 0));
+        CHECK_OK();
+        ts_scope_end();
+    }
+}
+
 static void test_errors(void) {
     ts_scope_begin();
     ts_tensor *w = ts_ones(TS_SHAPE(5, 3), (ts_opts){.dtype = TS_F64});
     ts_tensor *i2 = ts_tensor_i64(TS_SHAPE(2, 2), (const int64_t[]){0, 1, 2, 3}, (ts_opts){0});
     ts_tensor *i1 = ts_tensor_i64(TS_SHAPE(4), (const int64_t[]){0, 1, 2, 3}, (ts_opts){0});
     ts_tensor *o = ts_tensor_i64(TS_SHAPE(2), (const int64_t[]){0, 2}, (ts_opts){0});
-    CHECK(ts_embedding_bag(w, i2, NULL, 2, NULL, -1, false) == NULL);
-    CHECK_ERR_HAS(TS_ERR_UNSUPPORTED, "mode max");
+    CHECK(ts_embedding_bag(w, i2, NULL, 3, NULL, -1, false) == NULL);
+    CHECK_ERR_HAS(TS_ERR_ARG, "mode has to be 0 (sum), 1 (mean) or 2 (max)");
     CHECK(ts_embedding_bag(w, ts_tensor_i64(TS_SHAPE(1, 2), (const int64_t[]){0, 5}, (ts_opts){0}),
                            NULL, 0, NULL, -1, false) == NULL);
     CHECK_ERR_HAS(TS_ERR_ARG, "out of range");
@@ -508,6 +555,7 @@ int main(void) {
     test_grads();
     test_grads_empty();
     test_capture();
+    test_max();
     test_errors();
     test_fault_sweep();
     CHECK_OK();

@@ -115,8 +115,12 @@ static double ref_reduce(ts_reduce_op op, const double *x, int64_t n, double cor
     }
 }
 
-static const char *op_name[] = {"sum", "prod", "mean",   "max",    "min",  "var",
-                                "std", "lse",  "argmax", "argmin", "norm2"};
+/* reduce_ops.def's names, one per op */
+static const char *op_name[] = {
+#define X(ID, name, ...) #name,
+#include "backend/reduce_ops.def"
+#undef X
+};
 _Static_assert(sizeof op_name / sizeof *op_name == TS_R_COUNT, "a name for every reduce op");
 
 /* Reduces the last nred dims of a permuted view of a contiguous buffer of physical shape ps:

@@ -313,7 +313,9 @@ static int lin_case(int64_t M, int64_t N, int64_t K, bool xu, bool pc, bool extr
     const double os = 0.37;
     const int64_t ozp = xu ? 100 : -20;
     ts_tensor *acc[2], *y[2], *yr[2];
-    for (int isa = 0; isa < 2; isa++) { /* portable, then the best the host has */
+    /* portable, then the best the host has; there one weight's third call (yr) takes its VNNI
+     * packing from the weight cache, which keeps it at the second (kern_qlinear.c) */
+    for (int isa = 0; isa < 2; isa++) {
         atomic_store(&tsi_cpu_isa_chosen, isa == 0 ? TS_ISA_GENERIC : (int)tsi_cpu_isa_host());
         acc[isa] = ts_quantized_linear_acc(x, w, b);
         y[isa] = ts_quantized_linear(x, w, b, os, ozp, false);

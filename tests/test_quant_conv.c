@@ -4,12 +4,17 @@
  * what padding with x_zp must give) plus the bias, requantized by the float64 formula of quant.h.
  * Strides, padding, dilation, groups (depthwise: the direct kernel; grouped with several channels
  * a group: im2col and the GEMM), per-tensor and per-channel weights, quint8 and qint8, ReLU, the
- * extreme sums; then the refusals. */
+ * extreme sums; then the refusals. ts_qlinear_conv2d (ONNX's QLinearConv) on the same cases against
+ * ONNX Runtime's formula: the sum wrapped to int32, times the float32 multiplier, half to even,
+ * into an output dtype that may differ from x's. Each function runs on the portable kernels and
+ * on the host's best (the AVX512-VNNI ones, qconv_vnni.c: direct and im2col routes, depthwise). */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_isa.h"
 #include "tessera/elementwise.h"
 #include "tessera/quant.h"
 #include "ts_test.h"
@@ -71,28 +76,46 @@ static int run_case(const conv_case *k) {
                                ts_tensor_i64(TS_SHAPE(CO), wz, (ts_opts){0}), 0)
                          : ts_make_per_tensor_quantized_tensor(wr, ws[0], 0);
     int32_t *bias = malloc((size_t)CO * sizeof *bias);
-    for (int64_t c = 0; c < CO; c++) bias[c] = k->bias ? (int32_t)rnd(-50000, 50000) : 0;
+    /* extreme with a bias: near INT32_MIN, so that ONNX's int32 sum wraps */
+    for (int64_t c = 0; c < CO; c++)
+        bias[c] = !k->bias ? 0 : k->extreme ? -2147483000 : (int32_t)rnd(-50000, 50000);
     ts_tensor *b = k->bias ? ts_tensor_i32(TS_SHAPE(CO), bias, (ts_opts){0}) : NULL;
     const double os = k->extreme ? 4096.0 : k->ties ? 0.25 : 0.093;
     const int64_t ozp = k->xu ? 77 : -9;
     const int64_t st[2] = {k->sh, k->sw}, pd[2] = {k->ph, k->pw}, dl[2] = {k->dh, k->dw};
-    ts_tensor *y = ts_quantized_conv2d(x, w, b, st, pd, dl, G, os, ozp, k->relu);
+    /* float32 multipliers for ts_qlinear_conv2d (ONNX Runtime's: x_scale * w_scale / y_scale) */
+    float *fm = malloc((size_t)CO * sizeof *fm);
+    for (int64_t c = 0; c < CO; c++) fm[c] = (float)xs * (float)ws[k->pc ? c : 0] / (float)os;
+    ts_tensor *fmt = ts_tensor_f32(TS_SHAPE(CO), fm, (ts_opts){0});
+    /* the ONNX output's dtype differs from x's in some cases */
+    const bool yu8 = k->xu != k->relu;
+    const int64_t yzp = yu8 ? 77 : -9, ylo = yu8 ? 0 : -128, yhi = yu8 ? 255 : 127;
     int bad = 0, shape_bad = 0;
-    if (!y) {
-        printf("  error: %s\n", ts_error_message());
-        fails++;
-        goto out;
-    }
-    shape_bad = ts_shape_of(y).ndim != 4 || ts_shape_of(y).dims[2] != OH ||
-                ts_shape_of(y).dims[3] != OW || ts_dtype_of(y) != ts_dtype_of(x);
-    int64_t yz = -1;
-    ts_q_zero_point(y, &yz);
-    shape_bad += yz != ozp || ts_q_scale(y) != os;
-    {
-        ts_tensor *yi = ts_int_repr(y);
-        const int64_t ny = N * CO * OH * OW;
-        unsigned char *yb = malloc((size_t)ny);
-        ts_copy_to_host(yi, yb, (size_t)ny);
+    const int64_t ny = N * CO * OH * OW;
+    unsigned char *yb = malloc((size_t)ny);
+    /* each function on the portable kernels, then on the best the host has (AVX512-VNNI) */
+    for (int run = 0; run < 4; run++) {
+        const bool ort = run >= 2;
+        atomic_store(&tsi_cpu_isa_chosen, run % 2 == 0 ? TS_ISA_GENERIC : (int)tsi_cpu_isa_host());
+        ts_tensor *y =
+            ort ? ts_qlinear_conv2d(x, w, b, st, pd, dl, G, fmt, yzp, yu8 ? TS_U8 : TS_I8, k->relu)
+                : ts_quantized_conv2d(x, w, b, st, pd, dl, G, os, ozp, k->relu);
+        atomic_store(&tsi_cpu_isa_chosen, -1);
+        if (!y) {
+            printf("  error: %s\n", ts_error_message());
+            fails++;
+            goto out;
+        }
+        shape_bad += ts_shape_of(y).ndim != 4 || ts_shape_of(y).dims[2] != OH ||
+                     ts_shape_of(y).dims[3] != OW;
+        if (ort) {
+            shape_bad += ts_dtype_of(y) != (yu8 ? TS_U8 : TS_I8);
+        } else {
+            int64_t yz = -1;
+            ts_q_zero_point(y, &yz);
+            shape_bad += yz != ozp || ts_q_scale(y) != os || ts_dtype_of(y) != ts_dtype_of(x);
+        }
+        ts_copy_to_host(ort ? y : ts_int_repr(y), yb, (size_t)ny);
         for (int64_t n = 0; n < N; n++)
             for (int64_t co = 0; co < CO; co++) {
                 const int64_t g = co / COG;
@@ -110,15 +133,22 @@ static int run_case(const conv_case *k) {
                                            (wv[((co * CG + ci) * KH + i) * KW + j] -
                                             wz[k->pc ? co : 0]);
                                 }
-                        double r = (double)ozp + nearbyint((double)acc * mult);
-                        const double lo = k->relu ? (double)ozp : (double)xlo;
-                        r = r < lo ? lo : r > xhi ? (double)xhi : r;
+                        double r, lo, hi;
+                        if (ort) { /* int32 wrap, float32 product, half to even */
+                            const int32_t a32 = (int32_t)(uint32_t)(uint64_t)acc;
+                            r = (double)yzp + (double)nearbyintf((float)a32 * fm[co]);
+                            lo = k->relu ? (double)yzp : (double)ylo, hi = (double)yhi;
+                        } else {
+                            r = (double)ozp + nearbyint((double)acc * mult);
+                            lo = k->relu ? (double)ozp : (double)xlo, hi = (double)xhi;
+                        }
+                        r = r < lo ? lo : r > hi ? hi : r;
                         const int64_t o = ((n * CO + co) * OH + oy) * OW + ox;
-                        const int64_t got = k->xu ? (int64_t)yb[o] : (int64_t)(int8_t)yb[o];
+                        const bool u = ort ? yu8 : k->xu;
+                        const int64_t got = u ? (int64_t)yb[o] : (int64_t)(int8_t)yb[o];
                         bad += got != (int64_t)r;
                     }
             }
-        free(yb);
     }
 out:
     if (bad || shape_bad) {
@@ -131,7 +161,7 @@ out:
                k->relu ? " relu" : "", bad, shape_bad ? ", shape or params wrong" : "");
         fails++;
     }
-    free(xv), free(wv), free(ws), free(wz), free(wb), free(bias);
+    free(xv), free(wv), free(ws), free(wz), free(wb), free(bias), free(fm), free(yb);
     ts_scope_end();
     return fails;
 }
@@ -159,6 +189,24 @@ static void test_cases(void) {
         /* ties at every other output: half to even, GEMM and direct */
         {1, 2, 5, 5, 4, 2, 2, 1, 1, 0, 0, 1, 1, 1, true, true, false, false, false, true},
         {1, 4, 5, 5, 4, 2, 2, 1, 1, 1, 1, 1, 1, 4, false, true, false, false, false, true},
+        /* the int32 wrap of ONNX's sums: a bias near INT32_MIN */
+        {1, 809, 3, 3, 2, 3, 3, 1, 1, 0, 0, 1, 1, 1, true, false, false, true, true, false},
+        /* the VNNI kernels' tails: 3 channels (a partial group of 4), 7x7 stride 2 (phases),
+         * rows wider than 16 positions, channels past a tile of 8, dilation with stride, and
+         * depthwise at stride 2 with rows past 16 */
+        {2, 3, 13, 12, 5, 7, 7, 2, 2, 3, 3, 1, 1, 1, true, false, true, true, false, false},
+        {1, 8, 5, 37, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, false, true, false, false},
+        {1, 5, 9, 9, 11, 3, 3, 2, 1, 2, 1, 2, 1, 1, false, false, false, true, false, false},
+        {1, 4, 6, 35, 4, 3, 3, 2, 2, 1, 1, 1, 1, 4, true, true, true, true, false, false},
+        {2, 12, 7, 7, 20, 1, 1, 2, 2, 0, 0, 1, 1, 1, true, false, true, true, false, false},
+        {1, 16, 6, 6, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, false, true, false, true},
+        /* direct: a dilation of 36 drops 36 of each row's 40 columns, so a whole panel of 16
+         * positions is dropped and the next one starts in the dropped columns */
+        {1, 4, 3, 40, 8, 1, 2, 1, 1, 0, 0, 1, 36, 1, true, false, false, true, false, false},
+        /* depthwise: dilation with stride 2 (the taps' offsets), int8; 81 taps (past the table of
+         * 64 tap offsets: the other loop) */
+        {1, 3, 9, 11, 3, 3, 3, 2, 2, 2, 2, 2, 2, 3, false, true, false, true, false, false},
+        {1, 2, 10, 10, 2, 9, 9, 1, 1, 4, 4, 1, 1, 2, true, true, true, true, false, false},
     };
     int fails = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) fails += run_case(&cases[i]);

@@ -25,18 +25,21 @@ static void host_u8(ts_tensor *q, uint8_t *out, size_t n) {
     ts_copy_to_host(ts_int_repr(q), out, n);
 }
 
-static void test_max_pool(void) {
+/* uint8 and int8 (the byte kernel compares int8 with the top bit flipped); W = 37: the byte
+ * kernel's vector loops with tails */
+static void test_max_pool_dtype(bool sgn) {
     ts_scope_begin();
-    enum { P = 6, H = 7, W = 8 };
+    enum { P = 6, H = 7, W = 37 };
     uint8_t x[P * H * W], y[P * H * W];
     for (int i = 0; i < P * H * W; i++) x[i] = (uint8_t)rnd(0, 255);
-    ts_tensor *q = qu8(TS_SHAPE(2, 3, H, W), x, 0.05, 17);
+    x[3] = x[4] = 0x80, x[5] = 0x7f, x[6] = 0; /* int8's extremes, ties */
+    ts_tensor *q = sgn ? ts_make_per_tensor_quantized_tensor(
+                             ts_from_data(TS_SHAPE(2, 3, H, W), TS_I8, x, (ts_opts){0}), 0.05, 17)
+                       : qu8(TS_SHAPE(2, 3, H, W), x, 0.05, 17);
     const int64_t cfg[][7] = {/* kh kw sh sw ph pw ceil */
-                              {3, 3, 2, 2, 1, 1, 0},
-                              {3, 3, 2, 2, 1, 1, 1},
-                              {2, 3, 1, 2, 0, 1, 1},
-                              {3, 2, 3, 3, 0, 0, 1},
-                              {2, 2, 2, 2, 1, 1, 1}};
+                              {3, 3, 2, 2, 1, 1, 0}, {3, 3, 2, 2, 1, 1, 1}, {2, 3, 1, 2, 0, 1, 1},
+                              {3, 2, 3, 3, 0, 0, 1}, {2, 2, 2, 2, 1, 1, 1}, {3, 3, 1, 1, 1, 1, 0},
+                              {1, 4, 1, 3, 0, 2, 1}};
     int bad = 0;
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
         const int64_t *k = cfg[c], dil[2] = {1 + (int64_t)(c == 2), 1};
@@ -58,16 +61,18 @@ static void test_max_pool(void) {
         for (int p = 0; p < P; p++)
             for (int64_t oy = 0; oy < OH; oy++)
                 for (int64_t ox = 0; ox < OW; ox++) {
-                    int m = -1;
+                    int m = -1000;
                     for (int64_t i = 0; i < k[0]; i++)
                         for (int64_t j = 0; j < k[1]; j++) {
                             const int64_t yy = oy * k[2] - k[4] + i * dil[0],
                                           xx = ox * k[3] - k[5] + j * dil[1];
-                            if (yy >= 0 && yy < H && xx >= 0 && xx < W &&
-                                x[(p * H + yy) * W + xx] > m)
-                                m = x[(p * H + yy) * W + xx];
+                            if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
+                            const uint8_t b = x[(p * H + yy) * W + xx];
+                            const int v = sgn ? (int8_t)b : b;
+                            m = v > m ? v : m;
                         }
-                    bad += y[(p * OH + oy) * OW + ox] != m;
+                    const uint8_t b = y[(p * OH + oy) * OW + ox];
+                    bad += (sgn ? (int8_t)b : b) != m;
                 }
     }
     CHECK_EQ(bad, 0);
@@ -76,6 +81,11 @@ static void test_max_pool(void) {
     CHECK_ERR_HAS(TS_ERR_ARG, "quantized_max_pool2d: kernel_size (2)");
     CHECK_OK();
     ts_scope_end();
+}
+
+static void test_max_pool(void) {
+    test_max_pool_dtype(false);
+    test_max_pool_dtype(true);
 }
 
 static void test_adaptive_avg(void) {
@@ -247,7 +257,53 @@ static void test_qparams(void) {
     ts_scope_end();
 }
 
+/* ts_qlinear_add (ONNX Runtime's QLinearAdd) against C's fmaf, the single rounding the definition
+ * asks for: ties (rates that put v on halves), saturation at both ends, int8 and uint8, a
+ * one-value b; then the refusals */
+static void test_qlinear_add(void) {
+    ts_scope_begin();
+    const float rates[][3] = {{0.5f, 0.25f, 0.125f}, {1.3f, 0.77f, -3.1f}, {3.0f, 2.5f, 100.5f}};
+    int bad = 0;
+    for (int sgn = 0; sgn < 2; sgn++)
+        for (int r = 0; r < 3; r++)
+            for (int bs = 0; bs < 2; bs++) {
+                enum { N = 606 }; /* 8-lane vectors and a tail of 6 */
+                unsigned char av[N], bv[N], got[N];
+                for (int i = 0; i < N; i++)
+                    av[i] = (unsigned char)(i * 7), bv[i] = (unsigned char)(i * 13 + 5);
+                const ts_dtype dt = sgn ? TS_I8 : TS_U8;
+                ts_tensor *a = ts_from_data(TS_SHAPE(2, 3, N / 6), dt, av, (ts_opts){0});
+                ts_tensor *b = bs ? ts_from_data(TS_SHAPE(1), dt, bv + 9, (ts_opts){0})
+                                  : ts_from_data(TS_SHAPE(2, 3, N / 6), dt, bv, (ts_opts){0});
+                ts_tensor *y = ts_qlinear_add(a, b, rates[r][0], rates[r][1], rates[r][2]);
+                CHECK(y && ts_dtype_of(y) == dt && ts_numel(y) == N);
+                if (!y) continue;
+                ts_copy_to_host(y, got, N);
+                for (int i = 0; i < N; i++) {
+                    const float x = sgn ? (float)(int8_t)av[i] : (float)av[i];
+                    const unsigned char bb = bv[bs ? 9 : i];
+                    const float z = sgn ? (float)(int8_t)bb : (float)bb;
+                    float v = nearbyintf(fmaf(x, rates[r][0], fmaf(z, rates[r][1], rates[r][2])));
+                    const float lo = sgn ? -128.0f : 0.0f, hi = sgn ? 127.0f : 255.0f;
+                    v = v < lo ? lo : v > hi ? hi : v;
+                    const int g = sgn ? (int)(int8_t)got[i] : (int)got[i];
+                    bad += g != (int)v;
+                }
+            }
+    CHECK_EQ(bad, 0);
+    ts_tensor *u = ts_zeros(TS_SHAPE(4), (ts_opts){.dtype = TS_U8});
+    CHECK(!ts_qlinear_add(u, ts_zeros(TS_SHAPE(4), (ts_opts){.dtype = TS_I8}), 1, 1, 0));
+    CHECK_ERR_HAS(TS_ERR_DTYPE, "qlinear_add: a and b must be both uint8 or both int8");
+    CHECK(!ts_qlinear_add(u, ts_zeros(TS_SHAPE(3), (ts_opts){.dtype = TS_U8}), 1, 1, 0));
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "must have a's shape");
+    CHECK(!ts_qlinear_add(u, u, NAN, 1, 0));
+    CHECK_ERR_HAS(TS_ERR_ARG, "finite");
+    CHECK_OK();
+    ts_scope_end();
+}
+
 int main(void) {
+    test_qlinear_add();
     test_max_pool();
     test_adaptive_avg();
     test_add_cat();

@@ -61,8 +61,8 @@ static void test_help_and_errors(void) {
         {{"eval", "--epochs", "3", "--checkpoint", "x"},
          "--epochs: not an option of 'tessera eval' (see tessera --help)"},
         {{"fly"},
-         "unknown command 'fly': expected train, eval, generate, run, info, export, convert or "
-         "devices (see tessera --help)"},
+         "unknown command 'fly': expected train, eval, generate, run, info, export, quantize, "
+         "convert or devices (see tessera --help)"},
         {{"convert", "model.pt"},
          "convert: needs a checkpoint and the file to write (tessera convert model.pt "
          "out.safetensors)"},
@@ -78,8 +78,8 @@ static void test_help_and_errors(void) {
     {
         const char *const none[] = {NULL};
         check_usage_error(run_env(NULL, none), "tessera: missing command: train, eval, generate, "
-                                               "run, info, export, convert or devices (see "
-                                               "tessera --help)\n");
+                                               "run, info, export, quantize, convert or devices "
+                                               "(see tessera --help)\n");
     }
     /* missing data: a folder that is not there, a folder without the files, mnist's default */
     check_usage_error(RUN("train", "--data-dir", path_in("nowhere", NULL)),

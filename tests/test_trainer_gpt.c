@@ -42,6 +42,41 @@ static void test_text_gpt(void) {
     CHECK(r.out && !strcmp(r.out, "abcdefghabcdefgh\n"));
     if (r.out && strcmp(r.out, "abcdefghabcdefgh\n")) fprintf(stderr, "  generated: %s", r.out);
     result_free(&r);
+    /* --quantize: the linears weight-only int8 / int4 at load (16 + 16 + 32 + 32 + 64 KiB of float
+     * weights: in_proj [96, 32], out_proj [32, 32], linear1 [128, 32], linear2 [32, 128], the
+     * head [256, 32]); the same greedy text, the logits' margins on this cycle being wide */
+    for (int bits = 8; bits >= 4; bits -= 4) {
+        r = bits == 8
+                ? RUN("generate", "--checkpoint", path_in("gpt", NULL), "--prompt", "abc",
+                      "--tokens", "13", "--greedy", "--quantize", "int8")
+                : RUN("generate", "--checkpoint", path_in("gpt", NULL), "--prompt", "abc",
+                      "--tokens", "13", "--greedy", "--quantize", "int4", "--group-size", "32");
+        CHECK(exit_code(&r) == 0 && r.out && !strcmp(r.out, "abcdefghabcdefgh\n"));
+        if (r.out && strcmp(r.out, "abcdefghabcdefgh\n"))
+            fprintf(stderr, "  int%d generated: %s", bits, r.out);
+        char want[160];
+        snprintf(want, sizeof want, "quantized blocks.0.linear1.weight: 16384 -> %d bytes\n",
+                 bits == 8 ? 4096 : 2048);
+        CHECK(r.err && strstr(r.err, want));
+        CHECK(r.err && strstr(r.err, "quantized head (tied to tok_emb.weight): 32768 -> "));
+        snprintf(want, sizeof want,
+                 "--quantize int%d%s: 5 linears; weight bytes read per token 81920 -> %d (%s "
+                 "smaller, %d saved;",
+                 bits, bits == 4 ? " (group size 32)" : "", bits == 8 ? 20480 : 10240,
+                 bits == 8 ? "4.00x" : "8.00x", bits == 8 ? 61440 : 71680);
+        CHECK(r.err && strstr(r.err, want));
+        if (r.err && !strstr(r.err, want)) fprintf(stderr, "  stderr: %s", r.err);
+        result_free(&r);
+    }
+    /* the group must divide every linear's in_features (32 here), and --group-size go with int4 */
+    check_usage_prefix(RUN("generate", "--checkpoint", path_in("gpt", NULL), "--quantize", "int4"),
+                       "tessera: --quantize: quantize_int4_weight_only: group_size 128 does not "
+                       "divide in_features");
+    check_usage_error(RUN("generate", "--checkpoint", path_in("gpt", NULL), "--group-size", "32"),
+                      "tessera: --group-size: only with --quantize int4\n");
+    check_usage_error(RUN("generate", "--checkpoint", path_in("gpt", NULL), "--quantize", "int4",
+                          "--group-size", "48"),
+                      "tessera: --group-size 48: must be 32, 64, 128 or 256\n");
     /* sampled with a seed: the same text twice, 20 bytes after the prompt */
     r = RUN("generate", "--checkpoint", path_in("gpt", NULL), "--prompt", "h", "--tokens", "20",
             "--top-k", "3", "--temperature", "0.8", "--seed", "4");
@@ -192,7 +227,13 @@ static void test_text_gpt(void) {
     check_usage_error(RUN("train", "--data", "text", "--dim", "30"),
                       "tessera: --dim 30: must be a multiple of --heads (4)\n");
     check_usage_error(RUN("generate"),
-                      "tessera: generate: needs --checkpoint DIR (a gpt trained by tessera)\n");
+                      "tessera: generate: needs --checkpoint DIR (a gpt trained by tessera) or "
+                      "--hf DIR (a Hugging Face GPT-2)\n");
+    check_usage_error(RUN("generate", "--hf", "x", "--greedy"),
+                      "tessera: --hf: needs --greedy and --prompt-ids ID,ID,... (no tokenizer is "
+                      "read)\n");
+    check_usage_error(RUN("generate", "--checkpoint", "x", "--prompt-ids", "1"),
+                      "tessera: --prompt-ids: only with --hf\n");
     check_usage_error(RUN("generate", "--checkpoint", path_in("nothing", NULL)),
                       "tessera: --checkpoint: no model at '%s' (train with --model gpt "
                       "--checkpoint DIR first)\n",

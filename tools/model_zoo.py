@@ -56,8 +56,14 @@ model_zoo_detection.py: two 3x160x200 images, fixed targets, score thresholds 0)
 their fixed-shape eval tensors (features, RPN / dense head outputs), their detections matched as
 sets (near-tied scores may swap a box: counted as tie swaps), the train-mode loss dict and every
 parameter gradient, by rules 1-3 (rule 3 also matching F.relu and the RPN's proposals), on cpu
-only. Video / optical-flow models are judged once
-tessera.vision.models has such builders.
+only. Video models (models.video) take a [2, 3, T, S, S] clip, T = 8 frames (s3d and mvit: 16,
+their least) of --img-size S (falling back to the default 224 where the model needs it); MViT
+at batch 1 (model_zoo_torch.BATCH_OF: batch 2's float64 backward exceeds the memory limits).
+Optical-flow models (RAFT) take an [2, 2, 3, 128, 128] input, the image pair x[:, 0], x[:, 1]
+(model_zoo_common.call_model), default 12 updates: the loss runs over every flow prediction,
+the final flow alone is judged as an output (with the input and parameter gradients and the
+statistics, as for the others); PyTorch's float64 reference makes torchvision's float32
+coordinate grid in float64 (model_zoo_torch.flow_dtype).
 """
 import json
 import os
@@ -297,6 +303,8 @@ def render(suite, results, page, command):
                 "rule 1 at rule 2's bound" % ", ".join(r["low64"][:4])
         if r.get("float64_error"):
             cause = (cause + "; " if cause else "") + "no float64 run: " + r["float64_error"]
+        if r.get("note"):  # a cause found by hand (kept in the JSON row, not rerun)
+            cause = (cause + "; " if cause else "") + r["note"]
         shape = "x".join(str(s) for s in r.get("input_shape", [])[1:])
         f64 = _fmt(r.get("worst_ratio64")) if "worst_ratio64" in r else ""
         kink = str(r.get("n_kink", "")) if "n_kink" in r else ""

@@ -121,6 +121,22 @@ def flatten_outputs(out, prefix="out"):
     return items
 
 
+def call_model(model, x, family):
+    """the model's forward on the zoo input: optical-flow models (RAFT) take the pair
+    x[:, 0], x[:, 1] of an [N, 2, 3, H, W] input; every other model x itself"""
+    if (family or "").startswith("optical_flow"):
+        return model(x[:, 0], x[:, 1])
+    return model(x)
+
+
+def judged_output(name, flat_names, family):
+    """whether an output is judged: an optical-flow model's list of flow predictions (all of them
+    in the loss) is judged on the final flow only; every output of any other model"""
+    if (family or "").startswith("optical_flow"):
+        return name == flat_names[-1]
+    return True
+
+
 def zero_dropout(model):
     """every dropout / drop-path / stochastic-depth module to probability 0 (on both sides: the
     random streams of PyTorch and Tessera differ)"""
@@ -302,9 +318,9 @@ KINKS = {
 }
 
 
-# max-pools (2-d): a near-tie in a window is a kink of the gradient's route; matched by the
+# max-pools (2-d and 3-d): a near-tie in a window is a kink of the gradient's route; matched by the
 # recorded argmax
-POOLS = ("MaxPool2d",)
+POOLS = ("MaxPool2d", "MaxPool3d")  # max-pool argmax branches (MViT's pool_skip: 3-D)
 
 
 class KinkMatch:
@@ -314,7 +330,7 @@ class KinkMatch:
     on a fresh float64 copy `other` of the same model: each call there returns the piece of
     the recorded branch, applied to its own input (differentiable; the k-th call of a module
     gets the k-th record). In-place kinks are made out-of-place (same values) so that the
-    hooks see the input. A 2-d max-pool (POOLS) records each window's argmax and the replay
+    hooks see the input. A max-pool (POOLS: 2-d, 3-d) records each window's argmax and the replay
     gathers its input there. km.flips after a replay: the elements whose branch differed."""
 
     def __init__(self, torch, flip_gap=None):
@@ -404,10 +420,12 @@ class KinkMatch:
                 yield name, mod
 
     def _argmax(self, mod, x):
-        """the flat index (in H x W) of each max-pool window's maximum: the branch of a max-pool"""
+        """the flat index (in H x W, or T x H x W) of each max-pool window's maximum: the branch
+        of a max-pool"""
         F = self.torch.nn.functional
-        _, idx = F.max_pool2d(x.detach(), mod.kernel_size, mod.stride, mod.padding,
-                              mod.dilation, mod.ceil_mode, return_indices=True)
+        pool = F.max_pool3d if type(mod).__name__ == "MaxPool3d" else F.max_pool2d
+        _, idx = pool(x.detach(), mod.kernel_size, mod.stride, mod.padding, mod.dilation,
+                      mod.ceil_mode, return_indices=True)
         return idx
 
     def record(self, model):

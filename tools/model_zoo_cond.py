@@ -157,6 +157,8 @@ def summands(key, z):
         mu = x.mean(axis=axes, keepdims=True)
         xh = (x - mu) / np.sqrt(x.var(axis=axes, keepdims=True) + info.get("eps", 1e-5))
         return (gy * xh).sum(axis=axes), np.abs(gy * xh).sum(axis=axes), x.size // x.shape[1]
+    if "Norm" in cls and leaf == "bias" and x.ndim == 4:  # BatchNorm bias: t = gy, per channel
+        return gy.sum(axis=(0, 2, 3)), np.abs(gy).sum(axis=(0, 2, 3)), x.size // x.shape[1]
     if cls == "LearnableAffineBlock" and leaf == "scale":  # y = scale x + bias
         return (gy * x).sum().reshape(val.shape), np.abs(gy * x).sum().reshape(val.shape), x.size
     if cls == "Linear" and leaf == "weight":

@@ -100,19 +100,23 @@ class Run:
             self.stage("eval@" + tag)
             me = copy.deepcopy(model).to(dev).to(dtype).eval()
             with torch.no_grad():
-                out = me(torch.tensor(x).to(dtype).to(dev))
-            for n, t in zc.flatten_outputs(out):
-                got["eval:" + n] = t.detach().cpu().double().numpy()
+                out = zc.call_model(me, torch.tensor(x).to(dtype).to(dev), m["family"])
+            flat = zc.flatten_outputs(out)
+            for n, t in flat:
+                if zc.judged_output(n, [k for k, _ in flat], m["family"]):
+                    got["eval:" + n] = t.detach().cpu().double().numpy()
             del me, out
         self.stage("train@" + tag)
         mt = copy.deepcopy(model).to(dev).to(dtype).train()
         if kinks is not None:
             kinks.replay(mt) if replay else kinks.record(mt)
         xi = torch.tensor(x).to(dtype).to(dev).requires_grad_(True)
-        out = mt(xi)
+        out = zc.call_model(mt, xi, m["family"])
         loss = 0
-        for i, (n, t) in enumerate(zc.flatten_outputs(out)):
-            got["train:" + n] = t.detach().cpu().double().numpy()
+        flat = zc.flatten_outputs(out)
+        for i, (n, t) in enumerate(flat):
+            if zc.judged_output(n, [k for k, _ in flat], m["family"]):
+                got["train:" + n] = t.detach().cpu().double().numpy()
             w = zc.loss_weights(tuple(t.shape), i).astype(np.float32)
             loss = loss + (t * torch.tensor(w).to(dtype).to(dev)).sum()
         self.stage("backward@" + tag)

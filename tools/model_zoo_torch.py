@@ -64,7 +64,9 @@ def _try_build(suite, name, kwargs, torch):
     raise last
 
 
-def default_size(suite, model):
+def default_size(suite, model, fam=""):
+    if fam.startswith("optical_flow"):
+        return (3, 128, 128)  # RAFT's least (its correlation pyramid: 8 * 16)
     if suite == "timm":
         cfg = getattr(model, "pretrained_cfg", None) or {}
         s = cfg.get("input_size", (3, 224, 224))
@@ -72,36 +74,92 @@ def default_size(suite, model):
     return (3, 224, 224)
 
 
+# frames of a video model's clip: 8, or the model's least (s3d's fixed (2, 7, 7) avgpool and
+# mvit's fixed position embeddings need 16)
+FRAMES = {"s3d": 16, "mvit_v1_b": 16, "mvit_v2_s": 16}
+# batch 1 where batch 2 does not fit the address-space limit (MViT's float64 backward at its fixed
+# 16 x 224 x 224 clip; it has no BatchNorm, so the batch size changes nothing else)
+BATCH_OF = {"mvit_v1_b": 1, "mvit_v2_s": 1}
+
+
 def input_shape(suite, name, fam, size):
     if fam.startswith("video"):
-        return (BATCH, 3, 8, size[-2], size[-1])
+        return (BATCH_OF.get(name, BATCH), 3, FRAMES.get(name, 8), size[-2], size[-1])
+    if fam.startswith("optical_flow"):  # the image pair: x[:, 0], x[:, 1]
+        return (BATCH, 2) + tuple(size)
     return (BATCH,) + tuple(size)
 
 
-def run_dtype(model, x32, dtype, torch, kinks=None, replay=False, watch=None):
+class flow_dtype:
+    """torchvision's RAFT makes its coordinate grid and lookup offsets in float32 whatever the
+    model's dtype (make_coords_grid's .float(), torch.linspace), so its float64 run fails in
+    grid_sample; for optical-flow models the runs make them in the run's dtype instead (the
+    default dtype set to it, make_coords_grid following it): PyTorch's float64 reference.
+    MViT's relative-position indices (torch.arange(q)[:, None] * ratio ...) are float32 in the
+    default dtype: exact integers either way, but float32 ops inside the float64 run would mark
+    it "low64" (model_zoo_common.low_precision_ops); its runs get the run's default dtype too"""
+
+    def __init__(self, torch, dtype, fam):
+        self.torch, self.dtype = torch, dtype
+        self.flow = fam.startswith("optical_flow")
+        self.on = self.flow or fam == "video.mvit"
+
+    def __enter__(self):
+        torch = self.torch
+        if self.on:
+            self.old = torch.get_default_dtype()
+            torch.set_default_dtype(self.dtype)
+        if self.flow:
+            from torchvision.models.optical_flow import raft
+            self.raft, self.orig = raft, raft.make_coords_grid
+
+            def make_coords_grid(batch_size, h, w, device="cpu"):  # torchvision's, dtype aside
+                ys, xs = torch.meshgrid(torch.arange(h, device=device),
+                                        torch.arange(w, device=device), indexing="ij")
+                coords = torch.stack([xs, ys], dim=0).to(torch.get_default_dtype())
+                return coords[None].repeat(batch_size, 1, 1, 1)
+            raft.make_coords_grid = make_coords_grid
+        return self
+
+    def __exit__(self, *exc):
+        if self.flow:
+            self.raft.make_coords_grid = self.orig
+        if self.on:
+            self.torch.set_default_dtype(self.old)
+
+
+def run_dtype(model, x32, dtype, torch, kinks=None, replay=False, watch=None, fam=""):
     """eval outputs; train outputs, input gradient, parameter gradients, running statistics.
     kinks (a model_zoo_common.KinkMatch): the train run records its kink branches, or with
     replay=True takes the recorded ones (then the eval run is skipped); watch: a dispatch mode
     (model_zoo_common.low_precision_ops) entered around the forwards and the backward only"""
+    with flow_dtype(torch, dtype, fam):
+        return _run_dtype(model, x32, dtype, torch, kinks, replay, watch, fam)
+
+
+def _run_dtype(model, x32, dtype, torch, kinks, replay, watch, fam):
     res = {}
     watch = watch if watch is not None else contextlib.nullcontext()
     if not replay:
         me = copy.deepcopy(model).to(dtype).eval()
         xe = torch.tensor(x32, dtype=dtype)
         with torch.no_grad(), watch:
-            out = me(xe)
-        for n, t in zc.flatten_outputs(out):
-            res["eval:" + n] = t.detach().double().numpy()
+            out = zc.call_model(me, xe, fam)
+        flat = zc.flatten_outputs(out)
+        for n, t in flat:
+            if zc.judged_output(n, [k for k, _ in flat], fam):
+                res["eval:" + n] = t.detach().double().numpy()
     mt = copy.deepcopy(model).to(dtype).train()
     if kinks is not None:
         kinks.replay(mt) if replay else kinks.record(mt)
     xi = torch.tensor(x32, dtype=dtype).requires_grad_(True)
     with watch:
-        out = mt(xi)
+        out = zc.call_model(mt, xi, fam)
     flat = zc.flatten_outputs(out)
     loss = 0
     for i, (n, t) in enumerate(flat):
-        res["train:" + n] = t.detach().double().numpy()
+        if zc.judged_output(n, [k for k, _ in flat], fam):
+            res["train:" + n] = t.detach().double().numpy()
         w = torch.tensor(zc.loss_weights(tuple(t.shape), i).astype(np.float32), dtype=dtype)
         loss = loss + (t * w).sum()
     with watch:
@@ -147,14 +205,14 @@ def ref(suite, name, out_dir, img_size=None, kwargs=None):
         try:
             x32 = zc.input_array(input_shape(suite, name, fam, size)).astype(np.float32)
             with torch.no_grad():
-                copy.deepcopy(model).eval()(torch.tensor(x32))
+                zc.call_model(copy.deepcopy(model).eval(), torch.tensor(x32), fam)
         except Exception:  # the model needs its own size: fall back to it
             model, used = _try_build(suite, name, kwargs, torch)
             size = None
     if model is None:
         model, used = _try_build(suite, name, kwargs, torch)
     if size is None:
-        size = default_size(suite, model)
+        size = default_size(suite, model, fam)
     shape = input_shape(suite, name, fam, size)
     x32 = zc.input_array(shape).astype(np.float32)
     os.makedirs(out_dir, exist_ok=True)
@@ -168,22 +226,23 @@ def ref(suite, name, out_dir, img_size=None, kwargs=None):
     t1 = time.time()
     low = zc.low_precision_ops(torch)
     with zc.exact_float64(torch):
-        r64, nograd = run_dtype(model, x32, torch.float64, torch, watch=low)
+        r64, nograd = run_dtype(model, x32, torch.float64, torch, watch=low, fam=fam)
     t2 = time.time()
     kinks = zc.KinkMatch(torch)
-    r32, _ = run_dtype(model, x32, torch.float32, torch, kinks)
+    r32, _ = run_dtype(model, x32, torch.float32, torch, kinks, fam=fam)
     t3 = time.time()
     # PyTorch's float64 run on its own float32 run's kink branches (the judge's rule 3)
     with zc.exact_float64(torch):
-        r64bm, _ = run_dtype(model, x32, torch.float64, torch, kinks, replay=True)
+        r64bm, _ = run_dtype(model, x32, torch.float64, torch, kinks, replay=True,
+                             fam=fam)
     # train mode random? (a dropout left on, a random augmentation): a second float64 train
     # forward under another seed must give the same outputs
     torch.manual_seed(12345)
     mt = copy.deepcopy(model).double().train()
-    with torch.no_grad():
-        again = {"train:" + n: t.double().numpy()
-                 for n, t in zc.flatten_outputs(mt(torch.tensor(x32, dtype=torch.float64)))}
-    train_random = any(zc.rel_err(again[k], r64[k]) > 1e-12 for k in again)
+    with torch.no_grad(), flow_dtype(torch, torch.float64, fam):
+        again = {"train:" + n: t.double().numpy() for n, t in zc.flatten_outputs(
+            zc.call_model(mt, torch.tensor(x32, dtype=torch.float64), fam))}
+    train_random = any(zc.rel_err(again[k], r64[k]) > 1e-12 for k in again if k in r64)
     gscale = max([float(np.max(np.abs(v))) for k, v in r64.items()
                   if k.startswith("grad:param:") and v.size] + [0.0])
     err_torch, err_torch_bm = {}, {}

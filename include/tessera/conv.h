@@ -26,6 +26,16 @@ TS_API ts_tensor *ts_conv1d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convnd_
  * sum over the kernel's depth of conv2d over depth slices (autograd, every device). */
 TS_API ts_tensor *ts_conv3d(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convnd_opts o);
 
+/* A convolution (k = w's dims - 2: conv1d, conv2d or conv3d; x, w, b as those) with its own zero
+ * padding on each side: pad[2 i] before and pad[2 i + 1] after spatial dim i (the first spatial
+ * dim first; o.padding must be 0). pad NULL: o.padding on both sides. o.padding_same (pad NULL,
+ * o.padding 0, stride 1): PyTorch's padding='same', a total of dilation * (kernel - 1) with its odd
+ * element after (right / bottom). The padding both sides share is the convolution's own; the rest
+ * pads x first (ts_pad), so autograd and every device are the convolution's. padding_mode and
+ * no_bias are the modules' (refused). */
+TS_API ts_tensor *ts_conv_padded(ts_tensor *x, ts_tensor *w, ts_tensor *b, ts_convnd_opts o,
+                                 const int pad[6]);
+
 /* The transposed convolutions (the input gradient of the convolution): x [N, Cin, *in] (or
  * unbatched), w [Cin, Cout/groups, *kernel], b [Cout] or NULL; out [N, Cout, *out] with out =
  * (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1. 2d runs the

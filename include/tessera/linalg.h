@@ -142,4 +142,35 @@ TS_API ts_tensor *ts_svd_lowrank(ts_tensor *A, int64_t q, int64_t niter, ts_tens
 TS_API ts_tensor *ts_pca_lowrank(ts_tensor *A, int64_t q, bool center, int64_t niter, ts_tensor **S,
                                  ts_tensor **V);
 
+/* ---------------------------------------------------------------- forms over the above (issue 76)
+ * Composed of the differentiable ops and decompositions, so autograd and every device come with
+ * them; errors name the op and the argument. */
+/* torch.linalg.norm: ord NULL (None), "fro", "nuc" or a number's text ("2", "-inf", "0.5"); dim
+ * NULL (None) or a list of dims. PyTorch's dispatch: a string ord, two dims, or (dim NULL) a 2-D A
+ * with an ord is ts_matrix_norm; otherwise ts_vector_norm (ord NULL: 2 over the dims, all when
+ * NULL); an ord without dim needs a 1-D or 2-D A (src/ops/linalg_norm.c). */
+TS_API ts_tensor *ts_linalg_norm(ts_tensor *A, const char *ord, const ts_dims *dim, bool keepdim,
+                                 ts_dtype dtype);
+/* torch.linalg.vecdot: sum(conj(x) * y, dim) with broadcasting (complex operands too) */
+TS_API ts_tensor *ts_linalg_vecdot(ts_tensor *x, ts_tensor *y, int dim);
+/* torch.linalg.vander: [..., n, N] of x[..., i] ** j, j < N (N < 0: x.size(-1)); 0-dim x as 1-D */
+TS_API ts_tensor *ts_linalg_vander(ts_tensor *x, int64_t N);
+/* torch.linalg.tensorinv: inv of A reshaped to prod(shape[:ind]) x prod(shape[ind:]), given the
+ * shape shape[ind:] + shape[:ind] (src/ops/linalg_tensor.c) */
+TS_API ts_tensor *ts_linalg_tensorinv(ts_tensor *A, int64_t ind);
+/* torch.linalg.tensorsolve: X with tensordot(A, X, X.ndim) = B; dims (NULL: none) are A's dims
+ * moved to the end first */
+TS_API ts_tensor *ts_linalg_tensorsolve(ts_tensor *A, ts_tensor *B, const ts_dims *dims);
+/* torch.linalg.householder_product: the first n columns of H_1 ... H_k from A [..., m, n]
+ * (m >= n) and tau [..., k] (k <= n) (src/ops/linalg_householder.c) */
+TS_API ts_tensor *ts_linalg_householder_product(ts_tensor *A, ts_tensor *tau);
+/* torch.svd: U, *S, *V (V = Vh^T); some: reduced; !compute_uv: U and V zero-filled m x m and n x n
+ * (src/ops/linalg_rank_svd.c) */
+TS_API ts_tensor *ts_svd(ts_tensor *A, bool some, bool compute_uv, ts_tensor **S, ts_tensor **V);
+/* linalg.matrix_rank with tolerance tensors (NULL: None) broadcast against the batch:
+ * count of singular values > max(atol, rtol * largest); rtol NULL: 0 with atol, else
+ * eps * max(m, n) (int64) */
+TS_API ts_tensor *ts_linalg_matrix_rank_tol(ts_tensor *A, ts_tensor *atol, ts_tensor *rtol,
+                                            bool hermitian);
+
 #endif /* TESSERA_LINALG_H */

@@ -60,8 +60,9 @@ TS_API ts_tensor *ts_pad(ts_tensor *x, const int64_t *pad, int npad, ts_pad_mode
  * recompute_scale_factor (the sizes' ratio then). PyTorch's index arithmetic exactly (UpSample.h:
  * nearest floor(i * scale) in float, nearest-exact floor((i + 0.5) * scale), linear half-pixel or
  * align_corners, bicubic A = -0.75 with clamped taps, AREA = adaptive average pooling). Floating
- * dtypes (NEAREST* also uint8); differentiable, every device. antialias is refused
- * (TS_ERR_UNSUPPORTED). */
+ * dtypes (NEAREST* also uint8); differentiable, every device. antialias: BILINEAR / BICUBIC on
+ * 4-D input (PyTorch's _aa kernels: the filter widened by the downscale factor, bicubic a = -0.5),
+ * else TS_ERR_ARG. */
 typedef enum ts_interp_mode {
     TS_INTERP_NEAREST = 0,
     TS_INTERP_NEAREST_EXACT,
@@ -78,7 +79,7 @@ typedef struct ts_interp_opts {
     int n;
     bool align_corners; /* LINEAR, BILINEAR, BICUBIC, TRILINEAR only */
     bool recompute_scale_factor;
-    bool antialias; /* not supported: TS_ERR_UNSUPPORTED */
+    bool antialias; /* BILINEAR / BICUBIC on 4-D input only (PyTorch's _aa kernels) */
 } ts_interp_opts;
 TS_API ts_tensor *ts_interpolate(ts_tensor *x, ts_interp_opts o);
 /* torch.nn.functional.grid_sample: input [N, C, H, W] with grid [N, Ho, Wo, 2], or [N, C, D, H, W]
@@ -137,14 +138,37 @@ TS_API ts_tensor *ts_embedding(ts_tensor *weight, ts_tensor *indices);
 /* embedding with PyTorch's padding_idx: that row of weight (in [0, num_embeddings)) gets no
  * gradient from its uses, -1 for none (ts_embedding); TS_ERR_ARG outside that range */
 TS_API ts_tensor *ts_embedding_padded(ts_tensor *weight, ts_tensor *indices, int64_t padding_idx);
-/* torch.nn.functional.embedding_bag, modes sum (0) and mean (1): out [bags, dim] = each bag's
+/* PyTorch's embedding_renorm_ (F.embedding's and F.embedding_bag's max_norm): each row of weight
+ * [num, dim] (floating) that indices (int64 / int32, any shape, each in [0, num)) name and whose
+ * norm_type-norm (ts_vector_norm's ord, in weight's dtype) exceeds max_norm is scaled in place by
+ * max_norm / (norm + 1e-7); outside autograd (no graph, as PyTorch's no_grad). Returns weight. */
+TS_API ts_tensor *ts_embedding_renorm_(ts_tensor *weight, ts_tensor *indices, double max_norm,
+                                       double norm_type);
+/* F.embedding's arguments: has_padding_idx: padding_idx in [-num, num) (a negative one counts
+ * from the end), that row gets no gradient (ts_embedding_padded); has_max_norm: the rows used are
+ * ts_embedding_renorm_'d (max_norm, norm_type used as given: PyTorch's default norm_type is 2)
+ * before the lookup. Zero-initialised: ts_embedding. */
+typedef struct ts_embedding_opts {
+    bool has_padding_idx;
+    int64_t padding_idx;
+    bool has_max_norm;
+    double max_norm, norm_type;
+} ts_embedding_opts;
+TS_API ts_tensor *ts_embedding_ex(ts_tensor *weight, ts_tensor *indices, ts_embedding_opts o);
+/* F.embedding_bag's arguments: ts_embedding_bag with o's padding_idx (negative from the end) and
+ * max_norm (ts_embedding_renorm_ of the rows indices name, first) as ts_embedding_ex's. */
+TS_API ts_tensor *ts_embedding_bag_ex(ts_tensor *weight, ts_tensor *indices, ts_tensor *offsets,
+                                      int mode, ts_tensor *per_sample_weights,
+                                      bool include_last_offset, ts_embedding_opts o);
+/* torch.nn.functional.embedding_bag, modes sum (0), mean (1) and max (2): out [bags, dim] = each bag's
  * rows of weight [num, dim] summed or averaged (over the kept entries; an empty bag gives zeros).
  * indices int64 / int32: 2-D [bags, L] with offsets NULL, or 1-D with 1-D integer offsets (bag b =
  * indices[offsets[b] : offsets[b + 1]], the last bag running to the end, or ending at the last
  * offset with include_last_offset). per_sample_weights (NULL: none; mode sum only) of indices'
  * shape and weight's dtype scale each row. Entries equal to padding_idx (-1: none) are left out.
- * Differentiable in weight and per_sample_weights. Mode max (2) is TS_ERR_UNSUPPORTED; an index
- * outside [0, num) or bad offsets TS_ERR_ARG. */
+ * Differentiable in weight and per_sample_weights. Mode max (2): each bag's elementwise maximum
+ * over its kept rows (an empty bag zeros; the gradient to the first maximal row, PyTorch's); not
+ * in a captured step. An index outside [0, num) or bad offsets TS_ERR_ARG. */
 TS_API ts_tensor *ts_embedding_bag(ts_tensor *weight, ts_tensor *indices, ts_tensor *offsets,
                                    int mode, ts_tensor *per_sample_weights, int64_t padding_idx,
                                    bool include_last_offset);
@@ -232,6 +256,12 @@ TS_API ts_tensor *ts_cosine_embedding_loss(ts_tensor *input1, ts_tensor *input2,
 TS_API ts_tensor *ts_triplet_margin_loss(ts_tensor *anchor, ts_tensor *positive,
                                          ts_tensor *negative, double margin, double p, double eps,
                                          bool swap, ts_reduction r);
+/* triplet_margin_with_distance_loss from the distances a distance function gave (one shape):
+ * max(margin + dist_pos - dist_neg, 0), dist_neg replaced by min(dist_neg, dist_swap) when
+ * dist_swap (the positive-negative distances) is not NULL; margin > 0 (src/nn/loss_triplet_distance.c) */
+TS_API ts_tensor *ts_triplet_margin_distance_loss(ts_tensor *dist_pos, ts_tensor *dist_neg,
+                                                  ts_tensor *dist_swap, double margin,
+                                                  ts_reduction r);
 TS_API ts_tensor *ts_poisson_nll_loss(ts_tensor *input, ts_tensor *target, bool log_input,
                                       bool full, double eps, ts_reduction r);
 /* var: input's shape, or it without the last dim, or with last dim 1; clamped at eps without a
@@ -559,6 +589,36 @@ TS_API ts_tensor *ts_multihead_attention(ts_module *mha, ts_tensor *query, ts_te
                                          ts_tensor *attn_mask, bool is_causal, bool need_weights,
                                          ts_tensor **attn_weights_out);
 
+/* torch.nn.functional.multi_head_attention_forward's arguments (beyond query, key, value). Zero
+ * initialisation is not PyTorch's defaults: set training, need_weights and average_attn_weights
+ * (PyTorch's True). Tensors NULL: None. */
+typedef struct ts_mha_forward_args {
+    int64_t embed_dim_to_check, num_heads;
+    ts_tensor *in_proj_weight, *in_proj_bias; /* [3E, E], [3E] (bias split in 3 either way) */
+    ts_tensor *bias_k, *bias_v;               /* [1, 1, E] each, appended to the keys / values */
+    bool add_zero_attn;                       /* a zero key and value appended per head */
+    double dropout_p;                         /* on the attention weights, when training */
+    ts_tensor *out_proj_weight, *out_proj_bias; /* [E, E] (required), [E] */
+    bool training;
+    ts_tensor *key_padding_mask; /* [N, S] ([S] unbatched): bool true = ignored, or float added */
+    bool need_weights;
+    ts_tensor *attn_mask; /* [L, S] or [N * num_heads, L, S]: bool true = not allowed, or float */
+    bool use_separate_proj_weight; /* q / k / v_proj_weight [E, E], [E, kdim], [E, vdim] */
+    ts_tensor *q_proj_weight, *k_proj_weight, *v_proj_weight;
+    ts_tensor *static_k, *static_v; /* [N * num_heads, S', E / num_heads]: replace the projections */
+    bool average_attn_weights;
+    bool is_causal; /* a hint that attn_mask (required) is causal, as PyTorch's */
+} ts_mha_forward_args;
+/* F.multi_head_attention_forward: query [L, N, E] (or unbatched [L, E]), key and value [S, N, *]
+ * ([S, *]) sequence-first; returns attn_output [L, N, E] ([L, E]). need_weights: the attention
+ * weights go to *attn_weights_out (may be NULL; caller's scope): [N, L, S'] averaged over the
+ * heads or [N, num_heads, L, S'] (unbatched without N); otherwise the attention runs through
+ * ts_scaled_dot_product_attention and *attn_weights_out is NULL. Differentiable in every float
+ * tensor, on every device. PyTorch's checks and messages (TS_ERR_SHAPE / TS_ERR_ARG). */
+TS_API ts_tensor *ts_multi_head_attention_forward(ts_tensor *query, ts_tensor *key,
+                                                  ts_tensor *value, const ts_mha_forward_args *a,
+                                                  ts_tensor **attn_weights_out);
+
 typedef enum ts_activation {
     TS_ACT_RELU = 0, /* PyTorch's default */
     TS_ACT_GELU,     /* activation="gelu": exact (erf) form */
@@ -630,6 +690,21 @@ TS_API ts_status ts_gpt_checkpoint_blocks(ts_module *gpt, int every);
  * other's setting (ts_gpt_checkpoint_blocks(gpt, 0) switches both off). Errors as
  * ts_gpt_checkpoint_blocks'. */
 TS_API ts_status ts_gpt_checkpoint_sublayers(ts_module *gpt, int every);
+/* Weight-only quantization of a GPT for decoding (torchao's int8_weight_only / int4_weight_only,
+ * include/tessera/quant.h): every block's linears (self_attn.in_proj, self_attn.out_proj, linear1,
+ * linear2) and the tied head get quantized copies (ts_quantize_int8_weight_only, or
+ * ts_quantize_int4_weight_only with group_size) and the forward runs them through
+ * ts_weight_only_linear from then on, in eval mode only (training or a graph: TS_ERR_STATE). The
+ * float parameters stay (the embedding shares the head's); on_layer (NULL: none) is told each
+ * layer's name, its float32 and its quantized weight bytes. Again on a quantized GPT:
+ * TS_ERR_STATE. */
+typedef struct ts_gpt_quant_opts {
+    int bits;           /* 8 or 4 */
+    int64_t group_size; /* int4: 32, 64, 128 or 256 (0: 128) */
+    void (*on_layer)(void *ctx, const char *name, int64_t float_bytes, int64_t quant_bytes);
+    void *ctx;
+} ts_gpt_quant_opts;
+TS_API ts_status ts_gpt_quantize_weight_only(ts_module *gpt, ts_gpt_quant_opts o);
 
 /* ======================================================== residual networks (docs/RESNET.md) */
 /* torchvision's blocks (ResNet v1.5: a block's stride is on its 3x3 conv), convs without bias.

@@ -112,4 +112,52 @@ typedef struct ts_onnx_export_opts {
 TS_API ts_status ts_onnx_export(ts_module *m, int n_inputs, ts_tensor *const *example_inputs,
                                 const char *path, ts_onnx_export_opts o);
 
+/* ------------------------------------------------------------------ quantization
+ * ts_onnx_quantize writes a float32 ONNX model (opset 13+) as the quantized model ONNX Runtime's
+ * quantizer writes, which Tessera's importer (and ORT) run in integers (docs/QUANTIZATION.md,
+ * "tessera quantize"). Static (ORT's quantize_static, QDQ format, CalibrationMethod.MinMax): the
+ * float model runs on the calibration batches; each Conv / MatMul / Gemm (with a float32 weight
+ * initializer) and Add gets QuantizeLinear -> DequantizeLinear pairs on its activation inputs and
+ * its output (per-tensor uint8, or int8 with int8_activations, from the min / max over all
+ * batches), int8 symmetric weights per output channel and int32 biases of scale x_scale * w_scale.
+ * Dynamic (ORT's quantize_dynamic): each MatMul / Gemm with a weight initializer becomes
+ * DynamicQuantizeLinear + MatMulInteger over a per-tensor symmetric int8 weight. int4 is refused
+ * (TS_ERR_UNSUPPORTED). A model with nothing to quantize, or already quantized, is TS_ERR_ARG. */
+typedef enum ts_onnx_quant_mode {
+    TS_ONNX_QUANT_STATIC = 0,
+    TS_ONNX_QUANT_DYNAMIC,
+    TS_ONNX_QUANT_INT4 /* not supported yet */
+} ts_onnx_quant_mode;
+/* One calibration batch: sets inputs[0..n_inputs-1] (the graph's inputs in order; new references,
+ * released by the quantizer) and returns 1; 0 when there are no more; -1 on error (error set). */
+typedef int (*ts_onnx_calib_fn)(void *user, int n_inputs, ts_tensor **inputs);
+/* Zero means default. */
+typedef struct ts_onnx_quantize_opts {
+    ts_onnx_quant_mode mode;
+    /* static: the calibration batches, either n_calib x (the graph's inputs) tensors, batch-major
+     * (borrowed), or calib_fn called until it returns 0 */
+    int n_calib;
+    ts_tensor *const *calib;
+    ts_onnx_calib_fn calib_fn;
+    void *calib_user;
+    void (*progress)(void *user, int batches_done); /* after each calibration batch (may be NULL) */
+    bool int8_activations;   /* static: int8 activations (ORT's QInt8) instead of uint8 */
+    bool per_tensor_weights; /* static: one weight scale per tensor instead of per channel */
+    ts_device device;        /* where calibration runs (the default device when zero) */
+    const char *producer;    /* the written model's producer_name (NULL: the input's) */
+} ts_onnx_quantize_opts;
+typedef struct ts_onnx_quantize_report {
+    int nodes_quantized;    /* Conv / MatMul / Gemm / Add nodes given integer forms */
+    int tensors_calibrated; /* activations with a QuantizeLinear / DequantizeLinear pair */
+    int calib_batches;
+    size_t bytes_before, bytes_after; /* the serialized models */
+} ts_onnx_quantize_report;
+/* Reads in_path, writes out_path atomically; report (may be NULL) gets what was done. */
+TS_API ts_status ts_onnx_quantize(const char *in_path, const char *out_path,
+                                  ts_onnx_quantize_opts o, ts_onnx_quantize_report *report);
+/* The same from a serialized model in memory (external data looked up in base_dir). */
+TS_API ts_status ts_onnx_quantize_buffer(const void *data, size_t size, const char *base_dir,
+                                         const char *out_path, ts_onnx_quantize_opts o,
+                                         ts_onnx_quantize_report *report);
+
 #endif /* TESSERA_ONNX_H */

@@ -138,8 +138,26 @@ TS_API ts_tensor *ts_quantized_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *bia
                                       const int64_t stride[2], const int64_t padding[2],
                                       const int64_t dilation[2], int64_t groups, double out_scale,
                                       int64_t out_zero_point, bool relu);
+/* ONNX's QLinearConv (2-D) in ONNX Runtime's arithmetic, on ts_quantized_conv2d's kernels: x, w,
+ * bias and the geometry as there (only the zero points of x and w are read, not their scales);
+ * acc = bias[co] + sum (x - x_zp)(w - w_zp[co]) wrapped to int32, then y = clamp(y_zero_point +
+ * round_half_even((float)acc * multiplier[co])) in float32 (MLAS's MlasRequantizeOutput; relu:
+ * the lower bound raised to y_zero_point) as a plain y_dtype (TS_U8 / TS_I8) tensor [N, Cout, OH,
+ * OW]. multiplier: float32, one value or one per output channel (x_scale * w_scale / y_scale). */
+TS_API ts_tensor *ts_qlinear_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *bias,
+                                    const int64_t stride[2], const int64_t padding[2],
+                                    const int64_t dilation[2], int64_t groups,
+                                    ts_tensor *multiplier, int64_t y_zero_point, ts_dtype y_dtype,
+                                    bool relu);
 
 /* ------------------------------------------------------------------ add, cat, pooling */
+/* ONNX Runtime's QLinearAdd (com.microsoft) given its float32 rates: a and b plain uint8 or int8
+ * tensors of one dtype, b of a's shape or one value; out (a's shape and dtype) = saturate(
+ * round_half_even(fma(a, a_rate, fma(b, b_rate, fixed)))), each fma rounded once to float32 (MLAS's
+ * AVX2 kernel: a_rate = A_scale / C_scale, b_rate = B_scale / C_scale, fixed = (float)C_zp -
+ * (a_rate * A_zp + b_rate * B_zp), all float32). */
+TS_API ts_tensor *ts_qlinear_add(ts_tensor *a, ts_tensor *b, float a_rate, float b_rate,
+                                 float fixed);
 /* torch.ops.quantized.add / add_relu: a and b quantized per tensor, of one dtype (quint8 / qint8 /
  * qint32) and shape; y = quantize(relu?(dequantize(a) + dequantize(b)), out_scale, out_zp) with
  * ts_dequantize / ts_quantize_per_tensor's float32 formulas (PyTorch's scalar path; its vector body
@@ -163,5 +181,150 @@ TS_API ts_tensor *ts_quantized_max_pool2d(ts_tensor *x, const int64_t kernel[2],
  * kernel, which its quantized conv outputs feed, subtracts the zero point first and rounds
  * acc * (1 / (1 / multiplier)): it can differ by one at ties.) */
 TS_API ts_tensor *ts_quantized_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w);
+
+/* ------------------------------------------------------------------ fake quantization (QAT) */
+/* torch.fake_quantize_per_tensor_affine(x, scale, zero_point, quant_min, quant_max): x float32,
+ * y = (clamp(qval, quant_min, quant_max) - zero_point) * sc with sc = (float)scale and qval =
+ * zero_point + nearbyint(x * (1.0f / sc)) (the sum in float32, ties to even; the product in
+ * float64 rounded once), PyTorch's CPU kernel to the bit. Autograd: the straight-through
+ * estimator, dx = dy * mask with mask = quant_min <= qval <= quant_max
+ * (FakeQuantizePerTensorAffineCachemaskBackward0). NaN gives NaN with mask 0; +-inf saturate to
+ * the ends with mask 0 (PyTorch's x86 cast of those is undefined). Checks, naming the op and the
+ * argument: quant_min <= quant_max within int32, scale positive, finite and a normal float32,
+ * quant_min <= zero_point <= quant_max. cpu and sim (the quant slot); TS_ERR_UNSUPPORTED
+ * elsewhere. */
+TS_API ts_tensor *ts_fake_quantize_per_tensor_affine(ts_tensor *x, double scale, int64_t zero_point,
+                                                     int64_t quant_min, int64_t quant_max);
+/* torch.fake_quantize_per_tensor_affine_cachemask: y as above and the mask (bool), both owned by
+ * the scope */
+TS_API ts_status ts_fake_quantize_per_tensor_affine_cachemask(ts_tensor *x, double scale,
+                                                              int64_t zero_point, int64_t quant_min,
+                                                              int64_t quant_max, ts_tensor **y,
+                                                              ts_tensor **mask);
+/* torch.fake_quantize_per_channel_affine(x, scale, zero_point, axis, quant_min, quant_max): one
+ * (scale, zero point) per index along axis; scales a 1-D floating tensor (used as float32) and
+ * zero_points a 1-D integer tensor of x.size(axis) elements, each checked as above naming the
+ * channel (float zero points, the learnable variant's, are refused) */
+TS_API ts_tensor *ts_fake_quantize_per_channel_affine(ts_tensor *x, ts_tensor *scales,
+                                                      ts_tensor *zero_points, int axis,
+                                                      int64_t quant_min, int64_t quant_max);
+TS_API ts_status ts_fake_quantize_per_channel_affine_cachemask(ts_tensor *x, ts_tensor *scales,
+                                                               ts_tensor *zero_points, int axis,
+                                                               int64_t quant_min, int64_t quant_max,
+                                                               ts_tensor **y, ts_tensor **mask);
+
+/* ------------------------------------------------------------------ weight-only linear */
+/* torchao's int8_weight_only / int4_weight_only linear layer: y = x @ dequant(w)^T + bias in
+ * float32, x float32 (or bfloat16: computed in float32, the output bfloat16) [.., K]; w either
+ * qint8 [N, K] per channel along axis 0 (or per tensor), or quint4x2 [N, K] per group along K with
+ * a group size of 32, 64, 128 or 256; bias NULL or [N] of x's dtype. The kernels unpack the
+ * integers in registers (the weight is never dequantized in memory): per group (int8: per row)
+ * sum_k x * (float)(q - zp) in float32, then scale * that sum into the row's float32 accumulator
+ * (int4 on AVX-512: sum_k x * ((float)(q - zp) * scale), the dequantized values from a table).
+ * Autograd: gradients reach x (g @ dequant(w)) and bias; the weight is frozen (quantized tensors
+ * take no gradient). cpu and sim; other devices refuse with TS_ERR_UNSUPPORTED. */
+TS_API ts_tensor *ts_weight_only_linear(ts_tensor *x, ts_tensor *w, ts_tensor *bias);
+/* torchao's int8_weight_only recipe: w float32 [N, K] quantized to qint8 per output feature,
+ * symmetric: scale[n] = max(max_k |w[n][k]|, 0) / 127.5 in float32 (at least float32's eps, as
+ * torchao's), zero point 0 (ts_quantize_per_channel's rounding). NaN or inf weights are refused. */
+TS_API ts_tensor *ts_quantize_int8_weight_only(ts_tensor *w);
+/* int4 weight-only, asymmetric per group of group_size (32, 64, 128, 256; dividing K) along K:
+ * lo = min(min(group), 0), hi = max(max(group), 0), scale = max((hi - lo) / 15, 1e-6) in float32,
+ * zero_point = clamp(-round_half_even(lo / scale), 0, 15) (an integer, Tessera's quint4x2 format:
+ * torchao's int4_weight_only keeps a float zero point and does not widen the range to 0; see
+ * docs/QUANTIZATION.md); ts_quantize_per_group's rounding. */
+TS_API ts_tensor *ts_quantize_int4_weight_only(ts_tensor *w, int64_t group_size);
+
+/* ------------------------------------------------------------------ observers' statistics */
+/* PyTorch 2.15's observers (torch.ao.quantization.observer) in its CPU float32 arithmetic and
+ * order; the Python modules keep the state as buffers with PyTorch's state-dict keys. */
+/* HistogramObserver.forward: histogram float32 [bins], min_val / max_val float32 0-d, updated in
+ * place by x (any floating dtype, read as float32). The first batch (min_val +inf or max_val -inf):
+ * torch.histc over [min(x), max(x)]; later ones: histc over the grown range, added as is when the
+ * range did not grow, else the old histogram upscaled (16 sub-bins at their mid-points, bucketized
+ * into the new bins) or, when it held one value, histc of that value times its count. inf values
+ * are dropped (PyTorch drops them with a warning); NaN is refused (PyTorch's histc raises). */
+TS_API ts_status ts_histogram_observer_update(ts_tensor *histogram, ts_tensor *min_val,
+                                              ts_tensor *max_val, ts_tensor *x);
+/* HistogramObserver._non_linear_param_search: the L2-error search over bin ranges (dst_nbins:
+ * 2^bits of the target dtype, 256 for quint8 / qint8), giving *new_min / *new_max (float32 0-d) to
+ * pass to ts_calculate_qparams. min_val / max_val must be a finite range. */
+TS_API ts_status ts_histogram_observer_search(ts_tensor *histogram, ts_tensor *min_val,
+                                              ts_tensor *max_val, int64_t dst_nbins,
+                                              ts_tensor **new_min, ts_tensor **new_max);
+/* HistogramObserver.calculate_qparams: the search, then ts_calculate_qparams on its range (same
+ * arguments); an observer that has seen nothing (min_val +inf, max_val -inf) gives scale 1, zero
+ * point 0 as PyTorch's (which also warns). */
+TS_API ts_status ts_histogram_observer_qparams(ts_tensor *histogram, ts_tensor *min_val,
+                                               ts_tensor *max_val, int64_t dst_nbins,
+                                               int64_t quant_min, int64_t quant_max, bool symmetric,
+                                               int64_t symmetric_zero_point, double eps,
+                                               ts_tensor **scale, ts_tensor **zero_point);
+/* MovingAverageMinMaxObserver.forward: min_val / max_val float32 0-d in place; the first batch sets
+ * them to aminmax(x), later ones min + c * (batch min - min) in float32 (NaN propagates). */
+TS_API ts_status ts_moving_average_minmax_update(ts_tensor *min_val, ts_tensor *max_val,
+                                                 ts_tensor *x, double averaging_constant);
+/* PerChannelMinMaxObserver.forward: the min / max of x per index along ch_axis, combined with
+ * min_val / max_val (float32 [C], or [0] before the first batch) into new *new_min / *new_max
+ * (NaN propagates, as torch.aminmax / torch.min) */
+TS_API ts_status ts_per_channel_minmax_update(ts_tensor *min_val, ts_tensor *max_val, ts_tensor *x,
+                                              int64_t ch_axis, ts_tensor **new_min,
+                                              ts_tensor **new_max);
+/* MovingAveragePerChannelMinMaxObserver.forward: as above, the first batch (min_val / max_val [0])
+ * taken as it is, later ones min + c * (batch min - min) per channel in float32 (NaN propagates).
+ * A channel still at (+inf, -inf) (how ts_qat_prepare's observers start) takes the batch's values,
+ * where PyTorch's arithmetic would give NaN. */
+TS_API ts_status ts_moving_average_per_channel_minmax_update(ts_tensor *min_val, ts_tensor *max_val,
+                                                             ts_tensor *x, int64_t ch_axis,
+                                                             double averaging_constant,
+                                                             ts_tensor **new_min,
+                                                             ts_tensor **new_max);
+
+/* ------------------------------------------------------------------ QAT of C modules */
+/* torch.ao.quantization.prepare_qat with PyTorch's x86 QAT qconfig on a C module tree
+ * (src/nn/qat.c, decision 0049): every built-in Linear and Conv2d fake-quantizes its weight
+ * (per-channel symmetric qint8 along the output channels, -128..127, a moving-average per-channel
+ * observer) and its output (per-tensor affine quint8, 0..127 with x86's reduce_range, a
+ * moving-average observer), with the fake-quant ops' straight-through gradient. Each forward:
+ * observe (training mode and observer enabled only), the qparams, then fake quantize (when
+ * enabled). The state is buffers under PyTorch's QAT state-dict names ("conv1.weight_fake_quant.
+ * scale", ".zero_point", ".fake_quant_enabled", ".observer_enabled", ".activation_post_process.
+ * {eps,min_val,max_val}", "conv1.activation_post_process.*"); per-channel ones have one value a
+ * channel from the start (PyTorch's grow from [1] / [0] on the first batch). Float32 weights on
+ * cpu or sim. Errors: a module other than Linear / Conv2d owning a parameter of 2+ dims
+ * (TS_ERR_UNSUPPORTED: it would stay float), a model already prepared (TS_ERR_STATE), no layer to
+ * prepare (TS_ERR_ARG); the model is checked whole before anything changes. */
+typedef struct ts_qat_opts {
+    double averaging_constant; /* the observers' moving average; 0: PyTorch's 0.01 */
+    bool no_reduce_range;      /* activations over 0..255 (the qnnpack qconfig's); else 0..127 */
+} ts_qat_opts;
+TS_API ts_status ts_qat_prepare(ts_module *model, ts_qat_opts opts);
+/* torch.ao.quantization.disable_observer / enable_observer over the whole tree: frozen observers
+ * keep their statistics and the qparams stay as they are */
+TS_API ts_status ts_qat_freeze_observers(ts_module *model, bool frozen);
+/* enable_fake_quant / disable_fake_quant: off, the layers compute in float (observers still run) */
+TS_API ts_status ts_qat_enable_fake_quant(ts_module *model, bool on);
+
+/* ------------------------------------------------------------------ dynamic int8 LSTM */
+/* torch.ao.nn.quantized.dynamic.LSTM's forward (aten's quantized_lstm on plain tensors): per layer
+ * and direction, the input projection W_ih x + b_ih is one ts_dynamic_quantized_linear over the
+ * whole sequence [T*B, in] (x quantized once, from the layer input's min and max), the recurrent
+ * one W_hh h + b_hh one per step over h [B, H]; the gates (i, f, g, o) and the cell in float32.
+ * params: per layer l and direction (forward, then reverse) w_ih qint8 [4H, in], w_hh qint8
+ * [4H, H] (per tensor or per channel along dim 0), then with o.bias b_ih, b_hh float32 [4H]:
+ * 4 (2 without bias) tensors a layer-direction. input float32 on cpu [T, B, I] ([B, T, I]
+ * batch_first) or unbatched [T, I]; h0 / c0 [L*D, B, H] ([L*D, H] unbatched) or NULL (zeros).
+ * Returns the output [T, B, D*H] (input's layout); *h_n, *c_n [L*D, B, H] when not NULL.
+ * proj_size, sequence lengths and packed sequences are not supported. */
+typedef struct ts_dqlstm_opts {
+    int64_t num_layers; /* 0 -> 1 */
+    bool bidirectional;
+    bool batch_first;
+    bool bias;
+    bool reduce_range; /* the activations' range halved: PyTorch's x86 / fbgemm (its default) */
+} ts_dqlstm_opts;
+TS_API ts_tensor *ts_dynamic_quantized_lstm(ts_tensor *input, ts_tensor *h0, ts_tensor *c0,
+                                            ts_tensor *const *params, int64_t n_params,
+                                            ts_dqlstm_opts o, ts_tensor **h_n, ts_tensor **c_n);
 
 #endif /* TESSERA_QUANT_H */

@@ -69,22 +69,6 @@ static PyObject *nn_linear(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
-/* _nn_conv2d(x, w, b, (sh, sw), (ph, pw), (dh, dw), groups) */
-static PyObject *nn_conv2d(PyObject *self, PyObject *args) {
-    (void)self;
-    static const char *const names[] = {"input", "weight", "bias"};
-    PyObject *o[3];
-    ts_tensor *t[3], *y;
-    ts_conv2d_opts c = {0};
-    if (!PyArg_ParseTuple(args, "OOO(ii)(ii)(ii)i:conv2d", &o[0], &o[1], &o[2], &c.stride[0],
-                          &c.stride[1], &c.padding[0], &c.padding[1], &c.dilation[0],
-                          &c.dilation[1], &c.groups))
-        return NULL;
-    if (tensor_args(o, t, 3, "conv2d", names, 4u) < 0 || tsp_enter() < 0) return NULL;
-    TSP_NOGIL(y = ts_conv2d(t[0], t[1], t[2], c));
-    return tsp_wrap(y);
-}
-
 /* _nn_pool2d(avg, x, (kh, kw), (sh, sw), (ph, pw), (dh, dw), ceil_mode, exclude_pad,
  * divisor_override=0, return_indices=False): max pooling with return_indices gives the pair
  * (output, indices) */
@@ -190,16 +174,29 @@ static PyObject *nn_layer_norm(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
-/* _nn_embedding(indices, weight, padding_idx=-1): -1 none, else a row in [0, num_embeddings) */
+/* _nn_embedding(indices, weight, padding_idx=None, max_norm=None, norm_type=2.0):
+ * ts_embedding_ex (a negative padding_idx counts from the end; max_norm renorms the rows used of
+ * weight in place first) */
 static PyObject *nn_embedding(PyObject *self, PyObject *args) {
     (void)self;
     static const char *const names[] = {"input", "weight"};
-    PyObject *o[2];
+    PyObject *o[2], *po = Py_None, *mo = Py_None;
     ts_tensor *t[2], *y;
-    long long pad = -1;
-    if (!PyArg_ParseTuple(args, "OO|L:embedding", &o[0], &o[1], &pad)) return NULL;
+    ts_embedding_opts e = {.norm_type = 2.0};
+    if (!PyArg_ParseTuple(args, "OO|OOd:embedding", &o[0], &o[1], &po, &mo, &e.norm_type))
+        return NULL;
+    if (po != Py_None) {
+        e.has_padding_idx = true;
+        e.padding_idx = PyLong_AsLongLong(po);
+        if (e.padding_idx == -1 && PyErr_Occurred()) return NULL;
+    }
+    if (mo != Py_None) {
+        e.has_max_norm = true;
+        e.max_norm = PyFloat_AsDouble(mo);
+        if (e.max_norm == -1.0 && PyErr_Occurred()) return NULL;
+    }
     if (tensor_args(o, t, 2, "embedding", names, 0u) < 0 || tsp_enter() < 0) return NULL;
-    TSP_NOGIL(y = ts_embedding_padded(t[1], t[0], (int64_t)pad));
+    TSP_NOGIL(y = ts_embedding_ex(t[1], t[0], e));
     return tsp_wrap(y);
 }
 
@@ -246,19 +243,30 @@ static PyObject *nn_bilinear(PyObject *self, PyObject *args) {
 }
 
 /* _nn_embedding_bag(indices, weight, offsets, mode, per_sample_weights, padding_idx,
- * include_last_offset) */
+ * include_last_offset, max_norm=None, norm_type=2.0): ts_embedding_bag_ex, padding_idx None or
+ * a row (negative from the end) */
 static PyObject *nn_embedding_bag(PyObject *self, PyObject *args) {
     (void)self;
     static const char *const names[] = {"input", "weight", "offsets", "per_sample_weights"};
-    PyObject *o[4];
+    PyObject *o[4], *po, *mo = Py_None;
     ts_tensor *t[4], *y;
     int mode, last;
-    long long pad;
-    if (!PyArg_ParseTuple(args, "OOOiOLp:embedding_bag", &o[0], &o[1], &o[2], &mode, &o[3], &pad,
-                          &last))
+    ts_embedding_opts e = {.norm_type = 2.0};
+    if (!PyArg_ParseTuple(args, "OOOiOOp|Od:embedding_bag", &o[0], &o[1], &o[2], &mode, &o[3], &po,
+                          &last, &mo, &e.norm_type))
         return NULL;
+    if (po != Py_None) {
+        e.has_padding_idx = true;
+        e.padding_idx = PyLong_AsLongLong(po);
+        if (e.padding_idx == -1 && PyErr_Occurred()) return NULL;
+    }
+    if (mo != Py_None) {
+        e.has_max_norm = true;
+        e.max_norm = PyFloat_AsDouble(mo);
+        if (e.max_norm == -1.0 && PyErr_Occurred()) return NULL;
+    }
     if (tensor_args(o, t, 4, "embedding_bag", names, 12u) < 0 || tsp_enter() < 0) return NULL;
-    TSP_NOGIL(y = ts_embedding_bag(t[1], t[0], t[2], mode, t[3], (int64_t)pad, last));
+    TSP_NOGIL(y = ts_embedding_bag_ex(t[1], t[0], t[2], mode, t[3], last, e));
     return tsp_wrap(y);
 }
 
@@ -278,6 +286,46 @@ static PyObject *nn_sdpa(PyObject *self, PyObject *args) {
     TSP_NOGIL(
         y = ts_scaled_dot_product_attention_ex(t[0], t[1], t[2], t[3], p, causal, scale, gqa));
     return tsp_wrap(y);
+}
+
+/* _nn_mha_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+ * bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training,
+ * key_padding_mask, need_weights, attn_mask, use_separate_proj_weight, q_proj_weight,
+ * k_proj_weight, v_proj_weight, static_k, static_v, average_attn_weights, is_causal): F.
+ * multi_head_attention_forward's order -> (attn_output, attn_weights or None)
+ * (ts_multi_head_attention_forward) */
+static PyObject *nn_mha_forward(PyObject *self, PyObject *args) {
+    (void)self;
+    static const char *const names[] = {
+        "query",     "key",           "value",           "in_proj_weight", "in_proj_bias",
+        "bias_k",    "bias_v",        "out_proj_weight", "out_proj_bias",  "key_padding_mask",
+        "attn_mask", "q_proj_weight", "k_proj_weight",   "v_proj_weight",  "static_k",
+        "static_v"};
+    PyObject *o[16];
+    ts_tensor *t[16], *y, *w = NULL;
+    ts_mha_forward_args a = {0};
+    int zero_attn, training, need, separate, average, causal;
+    long long edim, heads;
+    if (!PyArg_ParseTuple(args, "OOOLLOOOOpdOOpOpOpOOOOOpp:multi_head_attention_forward", &o[0],
+                          &o[1], &o[2], &edim, &heads, &o[3], &o[4], &o[5], &o[6], &zero_attn,
+                          &a.dropout_p, &o[7], &o[8], &training, &o[9], &need, &o[10], &separate,
+                          &o[11], &o[12], &o[13], &o[14], &o[15], &average, &causal))
+        return NULL;
+    if (tensor_args(o, t, 16, "multi_head_attention_forward", names, 0xFFF8u) < 0 ||
+        tsp_enter() < 0)
+        return NULL;
+    a.embed_dim_to_check = edim, a.num_heads = heads;
+    a.in_proj_weight = t[3], a.in_proj_bias = t[4], a.bias_k = t[5], a.bias_v = t[6];
+    a.add_zero_attn = zero_attn, a.out_proj_weight = t[7], a.out_proj_bias = t[8];
+    a.training = training, a.key_padding_mask = t[9], a.need_weights = need, a.attn_mask = t[10];
+    a.use_separate_proj_weight = separate, a.q_proj_weight = t[11], a.k_proj_weight = t[12];
+    a.v_proj_weight = t[13], a.static_k = t[14], a.static_v = t[15];
+    a.average_attn_weights = average, a.is_causal = causal;
+    TSP_NOGIL(y = ts_multi_head_attention_forward(t[0], t[1], t[2], &a, need ? &w : NULL));
+    PyObject *yo = tsp_wrap(y);
+    if (!yo) return ts_release(w), NULL;
+    PyObject *wo = w ? tsp_wrap(w) : Py_NewRef(Py_None);
+    return wo ? Py_BuildValue("(NN)", yo, wo) : (Py_DECREF(yo), NULL);
 }
 
 static PyObject *nn_one_hot(PyObject *self, PyObject *args) {
@@ -508,7 +556,6 @@ static PyMethodDef nn_functions[] = {
     {"_nn_act", FN(nn_act), METH_VARARGS, "_nn_act(kind, x): an activation"},
     {"_nn_softmax", FN(nn_softmax), METH_VARARGS, "_nn_softmax(log, x, dim)"},
     {"_nn_linear", FN(nn_linear), METH_VARARGS, "_nn_linear(x, w, b)"},
-    {"_nn_conv2d", FN(nn_conv2d), METH_VARARGS, "_nn_conv2d(x, w, b, stride, padding, dil, g)"},
     {"_nn_pool2d", FN(nn_pool2d), METH_VARARGS, "_nn_pool2d(avg, x, k, s, p, d, ceil, excl)"},
     {"_nn_adaptive_avg_pool2d", FN(nn_adaptive_avg_pool2d), METH_VARARGS, NULL},
     {"_nn_max_pool2d_backward", FN(nn_max_pool2d_backward), METH_VARARGS,
@@ -517,15 +564,16 @@ static PyMethodDef nn_functions[] = {
     {"_nn_batch_norm", FN(nn_batch_norm), METH_VARARGS, NULL},
     {"_nn_layer_norm", FN(nn_layer_norm), METH_VARARGS, NULL},
     {"_nn_embedding", FN(nn_embedding), METH_VARARGS,
-     "_nn_embedding(indices, weight, padding_idx=-1)"},
+     "_nn_embedding(indices, weight, padding_idx=None, max_norm=None, norm_type=2.0)"},
     {"_nn_feature_dropout", FN(nn_feature_dropout), METH_VARARGS,
      "_nn_feature_dropout(x, p, training, unbatched, inplace)"},
     {"_nn_rrelu", FN(nn_rrelu), METH_VARARGS, "_nn_rrelu(x, lower, upper, training, inplace)"},
     {"_nn_bilinear", FN(nn_bilinear), METH_VARARGS, "_nn_bilinear(input1, input2, weight, bias)"},
     {"_nn_embedding_bag", FN(nn_embedding_bag), METH_VARARGS,
      "_nn_embedding_bag(indices, weight, offsets, mode, per_sample_weights, padding_idx, "
-     "include_last_offset)"},
+     "include_last_offset, max_norm=None, norm_type=2.0)"},
     {"_nn_sdpa", FN(nn_sdpa), METH_VARARGS, NULL},
+    {"_nn_mha_forward", FN(nn_mha_forward), METH_VARARGS, NULL},
     {"_nn_one_hot", FN(nn_one_hot), METH_VARARGS, NULL},
     {"_nn_loss", FN(nn_loss), METH_VARARGS, NULL},
     {"_nn_linear_cross_entropy", FN(nn_linear_cross_entropy), METH_VARARGS,

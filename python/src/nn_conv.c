@@ -42,6 +42,40 @@ static PyObject *nn_convnd(PyObject *self, PyObject *args) {
     return tsp_wrap(y);
 }
 
+/* _nn_conv_padded(k, x, w, b, stride, padding, dilation, groups, pad, same): conv1d / 2d / 3d
+ * (ts_conv_padded); pad None or 6 ints (before / after per spatial dim, first dim first; o.padding
+ * then 0); same: PyTorch's padding='same' */
+static PyObject *nn_conv_padded(PyObject *self, PyObject *args) {
+    (void)self;
+    int k, same, pad[6] = {0, 0, 0, 0, 0, 0};
+    PyObject *xo, *wo, *bo, *po;
+    ts_convnd_opts c = {0};
+    if (!PyArg_ParseTuple(args, "iOOO(iii)(iii)(iii)iOp:_nn_conv_padded", &k, &xo, &wo, &bo,
+                          &c.stride[0], &c.stride[1], &c.stride[2], &c.padding[0], &c.padding[1],
+                          &c.padding[2], &c.dilation[0], &c.dilation[1], &c.dilation[2], &c.groups,
+                          &po, &same))
+        return NULL;
+    if (po != Py_None && !PyArg_ParseTuple(po, "iiiiii:_nn_conv_padded", &pad[0], &pad[1], &pad[2],
+                                           &pad[3], &pad[4], &pad[5]))
+        return NULL;
+    static const char *const names[3] = {"conv1d", "conv2d", "conv3d"};
+    if (k < 1 || k > 3)
+        return PyErr_Format(PyExc_ValueError, "_nn_conv_padded: k must be 1, 2 or 3");
+    const char *fn = names[k - 1];
+    c.padding_same = same;
+    ts_tensor *x = tsp_tensor_arg(xo, fn, "input"), *w, *b = NULL, *y;
+    if (!x || !(w = tsp_tensor_arg(wo, fn, "weight")) || tspn_opt_tensor(bo, &b, fn, "bias") < 0)
+        return NULL;
+    if (ts_ndim(w) != k + 2)
+        return PyErr_Format(PyExc_RuntimeError,
+                            "%s: expected a %d-D weight [out_channels, in_channels/groups, "
+                            "*kernel], but got weight of %d dims",
+                            fn, k + 2, ts_ndim(w));
+    if (tsp_enter() < 0) return NULL;
+    TSP_NOGIL(y = ts_conv_padded(x, w, b, c, po == Py_None ? NULL : pad));
+    return tsp_wrap(y);
+}
+
 /* _nn_im2col(x, (kh, kw), (dh, dw), (ph, pw), (sh, sw)) */
 static PyObject *nn_im2col(PyObject *self, PyObject *args) {
     (void)self;
@@ -79,6 +113,8 @@ static PyObject *nn_col2im(PyObject *self, PyObject *args) {
 static PyMethodDef conv_functions[] = {
     {"_nn_convnd", FN(nn_convnd), METH_VARARGS,
      "_nn_convnd(transposed, k, x, w, b, stride, padding, dilation, output_padding, groups)"},
+    {"_nn_conv_padded", FN(nn_conv_padded), METH_VARARGS,
+     "_nn_conv_padded(k, x, w, b, stride, padding, dilation, groups, pad, same)"},
     {"_nn_im2col", FN(nn_im2col), METH_VARARGS, "_nn_im2col(x, kernel, dilation, padding, stride)"},
     {"_nn_col2im", FN(nn_col2im), METH_VARARGS,
      "_nn_col2im(x, output_size, kernel, dilation, padding, stride)"},

@@ -15,6 +15,7 @@ enum {
     LM_MULTILABEL_MARGIN,
     LM_MULTILABEL_SOFT_MARGIN,
     LM_MULTI_MARGIN,
+    LM_TRIPLET_DISTANCES, /* triplet_margin_with_distance_loss's distances */
     LM_COUNT
 };
 
@@ -29,12 +30,13 @@ static const char *const lm_names[LM_COUNT] = {"kl_div",
                                                "gaussian_nll_loss",
                                                "multilabel_margin_loss",
                                                "multilabel_soft_margin_loss",
-                                               "multi_margin_loss"};
+                                               "multi_margin_loss",
+                                               "triplet_margin_with_distance_loss"};
 
 /* the third tensor each kind takes (NULL: none) */
-static const char *const lm_third[LM_COUNT] = {NULL,  "weight", NULL,       "target",
-                                               NULL,  "target", "negative", NULL,
-                                               "var", NULL,     "weight",   "weight"};
+static const char *const lm_third[LM_COUNT] = {NULL,     "weight",   NULL,       "target", NULL,
+                                               "target", "negative", NULL,       "var",    NULL,
+                                               "weight", "weight",   "dist_swap"};
 
 static ts_tensor *run(int k, ts_tensor **t, ts_reduction r, double a, double b, double c, int f1,
                       int f2) {
@@ -61,6 +63,8 @@ static ts_tensor *run(int k, ts_tensor **t, ts_reduction r, double a, double b, 
         return ts_multilabel_margin_loss(t[0], t[1], r);
     case LM_MULTILABEL_SOFT_MARGIN:
         return ts_multilabel_soft_margin_loss(t[0], t[1], t[2], r);
+    case LM_TRIPLET_DISTANCES:
+        return ts_triplet_margin_distance_loss(t[0], t[1], t[2], a, r);
     default:
         return ts_multi_margin_loss(t[0], t[1], (int)b, a, t[2], r);
     }
@@ -84,9 +88,10 @@ static PyObject *nn_loss_more(PyObject *self, PyObject *args) {
     static const char *const first[2] = {"input", "target"};
     static const char *const pairs[2] = {"input1", "input2"};
     bool two_inputs = kind == LM_MARGIN_RANKING || kind == LM_COSINE_EMBEDDING;
-    const char *const *names = kind == LM_TRIPLET_MARGIN
-                                   ? (const char *const[]){"anchor", "positive"}
-                                   : (two_inputs ? pairs : first);
+    const char *const *names =
+        kind == LM_TRIPLET_MARGIN      ? (const char *const[]){"anchor", "positive"}
+        : kind == LM_TRIPLET_DISTANCES ? (const char *const[]){"dist_pos", "dist_neg"}
+                                       : (two_inputs ? pairs : first);
     for (int i = 0; i < 2; i++)
         if (!(t[i] = tsp_tensor_arg(o[i], fn, names[i]))) return NULL;
     if (lm_third[kind]) {

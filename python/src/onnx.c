@@ -5,6 +5,8 @@
  * forward calls the Python forward. */
 #include "tsp.h"
 
+#include "tessera/quant.h"
+
 /* ------------------------------------------------------------------ _C._OnnxModel */
 
 typedef struct {
@@ -200,7 +202,13 @@ static ts_tensor *mirror_forward(ts_module *self, ts_tensor *x) {
     Py_XDECREF(xo);
     Py_XDECREF(yo);
     ts_scope_resume(outer);
-    ts_tensor *out = y ? ts_contiguous(y) : NULL;
+    /* quantized tensors are contiguous, and ts_contiguous does not take them: a same-shape
+     * ts_quantized_reshape puts the result in the export's scope (the exporter writes no node) */
+    const ts_dtype dt = y ? ts_dtype_of(y) : TS_F32;
+    ts_tensor *out = !y ? NULL
+                     : dt == TS_QUINT8 || dt == TS_QINT8 || dt == TS_QINT32
+                         ? ts_quantized_reshape(y, ts_shape_of(y))
+                         : ts_contiguous(y);
     ts_release(y);
     if (!out && !ts_error()) /* the Python exception stays set: tsp_check raises it */
         ts_error_set(TS_ERR_ARG, "onnx.export: the model's forward raised an exception");

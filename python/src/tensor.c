@@ -516,7 +516,10 @@ int tsp_init_tensor(PyObject *m) {
         tsp_tensor_special_more_functions, tsp_tensor_linalg_decomp_functions,
         tsp_tensor_complex_functions,      tsp_tensor_linalg_more_functions,
         tsp_tensor_scatter_functions,      tsp_tensor_statistics_functions,
-        tsp_tensor_quant_functions,        tsp_tensor_qops_functions};
+        tsp_tensor_quant_functions,        tsp_tensor_qops_functions,
+        tsp_tensor_numeric_functions,      tsp_tensor_linalg_forms_functions,
+        tsp_tensor_qobserver_functions,    tsp_tensor_torch_forms_functions,
+        tsp_tensor_sparse_coo_functions};
     if (tsp_init_tensor_linalg() < 0 || tsp_init_tensor_sort() < 0) return -1;
     for (int i = 0; i < (int)(sizeof functions / sizeof *functions); i++)
         if (PyModule_AddFunctions(m, functions[i]) < 0) return -1;

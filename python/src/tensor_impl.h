@@ -151,6 +151,7 @@ extern PyMethodDef tsp_tensor_special_more_methods[], tsp_tensor_special_more_fu
 /* tensor_quant.c: quantized tensors (tessera/quant.h) */
 extern PyMethodDef tsp_tensor_quant_methods[], tsp_tensor_quant_functions[];
 extern PyMethodDef tsp_tensor_qops_functions[]; /* tensor_qops.c */
+extern PyMethodDef tsp_tensor_qobserver_functions[]; /* tensor_qobserver.c */
 extern PyGetSetDef tsp_tensor_quant_getset[];
 /* whether t is quantized; PyTorch's repr of one (its dequantized values, then size, dtype,
  * quantization_scheme, scale and zero_point or the per-channel ones) */
@@ -175,12 +176,22 @@ int tsp_init_tensor_linalg(void); /* the aminmax (min, max) type */
 extern PyMethodDef tsp_tensor_linalg_decomp_functions[], tsp_tensor_linalg_decomp_methods[];
 /* tensor_linalg_more.c: eig, ldl, polar, matrix_sqrth, ormqr as _C._linalg_* / _ormqr */
 extern PyMethodDef tsp_tensor_linalg_more_functions[];
+/* tensor_linalg_forms.c: linalg.norm, vecdot, vander, tensorinv / tensorsolve, householder_product,
+ * torch.svd, matrix_rank with tolerance tensors (issue 76) */
+extern PyMethodDef tsp_tensor_linalg_forms_functions[];
+/* tensor_torch_forms.c: *_copy forms, fill, nonzero_static, range, rsub, cauchy_ / geometric_ /
+ * log_normal_ (issue 76) */
+extern PyMethodDef tsp_tensor_torch_forms_functions[];
+/* tensor_sparse_coo.c: sparse COO construction, coalesce, to_sparse, transpose, mul, sum, addmm */
+extern PyMethodDef tsp_tensor_sparse_coo_functions[];
 /* tensor_shape_more.c: flip, roll, tril, diagonal, scatter... (issue 52) */
 extern PyMethodDef tsp_tensor_shape_more_methods[], tsp_tensor_shape_more_functions[];
 /* tensor_scatter.c: select / slice / diagonal_scatter, index_reduce, put (issue 76) */
 extern PyMethodDef tsp_tensor_scatter_methods[], tsp_tensor_scatter_functions[];
 /* tensor_statistics.c: cov, corrcoef, cross, tril / triu_indices, meshgrid (issue 76) */
 extern PyMethodDef tsp_tensor_statistics_methods[], tsp_tensor_statistics_functions[];
+/* tensor_numeric.c: ctc_loss, histogram(dd), pdist, gradient, frexp, unravel_index, combinations */
+extern PyMethodDef tsp_tensor_numeric_functions[];
 /* tensor_logic.c: isnan, any / all, isclose, cumsum..., addcmul, lerp, repeat (issue 52) */
 extern PyMethodDef tsp_tensor_logic_methods[], tsp_tensor_logic_functions[];
 /* tensor_sort.c: sort, topk, median, quantile, unique... (issue 52) */

@@ -62,6 +62,12 @@ ts_tensor *tsp_scalar_beside(ts_tensor *t, PyObject *num, double v) {
     return ts_scalar(v, (ts_opts){.dtype = dt, .device = ts_device_of(t)});
 }
 
+/* a Python float beside an integer or bool tensor (torch: the result is the default float dtype) */
+static bool float_beside_integer(ts_tensor *x, PyObject *num) {
+    const ts_dtype dt = ts_dtype_of(x);
+    return PyFloat_Check(num) && !ts_dtype_is_floating(dt) && !ts_dtype_is_complex(dt);
+}
+
 /* r = op(x, num) or op(num, x) (scalar_left) through a 0-dim tensor */
 static ts_tensor *with_scalar_tensor(ts_tensor *(*tt)(ts_tensor *, ts_tensor *), ts_tensor *x,
                                      PyObject *num, double v, bool scalar_left) {
@@ -103,11 +109,11 @@ static PyObject *binary(PyObject *a, PyObject *b, const binop *op) {
     ts_tensor *(*f)(ts_tensor *, double) = ta ? op->ts : op->st;
     /* a Python bool beside a bool tensor stays bool (torch: tensor([True]) + True is bool), where
      * the C core's scalar ops take every number as wider than bool */
-    /* the C core's scalar ops promote an int tensor beside a float to float32: under another
-     * default dtype (set_default_dtype) the 0-dim tensor of that dtype takes their place */
-    bool default_float =
-        tsp_default_float != TS_F32 && PyFloat_Check(num) && !ts_dtype_is_floating(ts_dtype_of(x));
-    if (f && !default_float && !(PyBool_Check(num) && ts_dtype_of(x) == TS_BOOL))
+    /* the C core's scalar ops take an integral double for a Python int (a * 1.0 would stay
+     * int64): a Python float beside an integer or bool tensor is a 0-dim tensor of the default
+     * float dtype instead, as torch promotes it */
+    const bool float_beside_int = float_beside_integer(x, num);
+    if (f && !float_beside_int && !(PyBool_Check(num) && ts_dtype_of(x) == TS_BOOL))
         TSP_NOGIL(r = f(x, v));
     else
         TSP_NOGIL(r = with_scalar_tensor(op->tt, x, num, v, !ta));
@@ -138,7 +144,7 @@ static PyObject *inplace(PyObject *self, PyObject *other, const binop *op) {
     if (tsp_enter()) return NULL;
     if (o)
         TSP_NOGIL(r = op->tt_(t, o));
-    else if (op->ts_)
+    else if (op->ts_ && !float_beside_integer(t, other))
         TSP_NOGIL(r = op->ts_(t, v));
     else {
         ts_tensor *s = tsp_scalar_beside(t, other, v);

@@ -197,6 +197,59 @@ static PyObject *f__calculate_qparams SIG {
     return tsp_results(fn, r, 2);
 }
 
+/* fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_max, cachemask=False)
+ * -> y, or (y, mask) */
+static PyObject *f__fake_quantize_per_tensor_affine SIG {
+    (void)mod;
+    const char *fn = "fake_quantize_per_tensor_affine";
+    PARSE("fake_quantize_per_tensor_affine", 5, "input", "scale", "zero_point", "quant_min",
+          "quant_max", "cachemask");
+    ts_tensor *x = TARG(0, fn);
+    double s;
+    int64_t zp, qmin, qmax;
+    bool cm = false;
+    if (!x || tsp_double_arg(a[1], 0, &s, fn, "scale") < 0 ||
+        tsp_int_arg(a[2], &zp, fn, "zero_point") < 0 ||
+        tsp_int_arg(a[3], &qmin, fn, "quant_min") < 0 ||
+        tsp_int_arg(a[4], &qmax, fn, "quant_max") < 0 ||
+        tsp_bool_arg(a[5], false, &cm, fn, "cachemask") < 0 || tsp_enter())
+        return NULL;
+    ts_tensor *r[2] = {NULL, NULL};
+    ts_status st;
+    TSP_NOGIL(st =
+                  ts_fake_quantize_per_tensor_affine_cachemask(x, s, zp, qmin, qmax, &r[0], &r[1]));
+    if (st != TS_OK) return tsp_raise_pending();
+    if (cm) return tsp_results(fn, r, 2);
+    ts_release(r[1]); /* the caller owns it outside a scope */
+    return tsp_wrap(r[0]);
+}
+
+/* fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min, quant_max,
+ * cachemask=False) -> y, or (y, mask) */
+static PyObject *f__fake_quantize_per_channel_affine SIG {
+    (void)mod;
+    const char *fn = "fake_quantize_per_channel_affine";
+    PARSE("fake_quantize_per_channel_affine", 6, "input", "scale", "zero_point", "axis",
+          "quant_min", "quant_max", "cachemask");
+    ts_tensor *x = TARG(0, fn), *s = x ? TARG(1, fn) : NULL, *z = s ? TARG(2, fn) : NULL;
+    int64_t axis, qmin, qmax;
+    bool cm = false;
+    if (!z || tsp_int_arg(a[3], &axis, fn, "axis") < 0 ||
+        tsp_int_arg(a[4], &qmin, fn, "quant_min") < 0 ||
+        tsp_int_arg(a[5], &qmax, fn, "quant_max") < 0 ||
+        tsp_bool_arg(a[6], false, &cm, fn, "cachemask") < 0 || tsp_enter())
+        return NULL;
+    if (axis < 0) axis += ts_shape_of(x).ndim; /* PyTorch's maybe_wrap_dim */
+    ts_tensor *r[2] = {NULL, NULL};
+    ts_status st;
+    TSP_NOGIL(st = ts_fake_quantize_per_channel_affine_cachemask(x, s, z, (int)axis, qmin, qmax,
+                                                                 &r[0], &r[1]));
+    if (st != TS_OK) return tsp_raise_pending();
+    if (cm) return tsp_results(fn, r, 2);
+    ts_release(r[1]); /* the caller owns it outside a scope */
+    return tsp_wrap(r[0]);
+}
+
 #define QFN(name)                                                                                  \
     { #name, (PyCFunction)(void (*)(void))f_##name, METH_FASTCALL | METH_KEYWORDS, NULL }
 PyMethodDef tsp_tensor_qops_functions[] = {
@@ -209,5 +262,7 @@ PyMethodDef tsp_tensor_qops_functions[] = {
     QFN(_make_per_tensor_quantized_tensor),
     QFN(_make_per_channel_quantized_tensor),
     QFN(_calculate_qparams),
+    QFN(_fake_quantize_per_tensor_affine),
+    QFN(_fake_quantize_per_channel_affine),
     {NULL, NULL, 0, NULL},
 };

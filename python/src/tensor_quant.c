@@ -155,6 +155,53 @@ static PyObject *f__dynamic_quantized_linear SIG {
     return tsp_wrap(r);
 }
 
+/* _dynamic_quantized_lstm(input, h0, c0, params, num_layers, bidirectional, batch_first, bias,
+ * reduce_range=True) -> (output, h_n, c_n); h0 / c0 None: zeros; params a sequence of tensors
+ * (ts_dynamic_quantized_lstm's order) */
+static PyObject *f__dynamic_quantized_lstm SIG {
+    (void)mod;
+    static const char *fn = "dynamic_quantized_lstm";
+    PARSE("dynamic_quantized_lstm", 8, "input", "h0", "c0", "params", "num_layers", "bidirectional",
+          "batch_first", "bias", "reduce_range");
+    ts_tensor *x = TARG(0, fn), *h0 = NULL, *c0 = NULL;
+    if (!x) return NULL;
+    if (a[1] != Py_None && !(h0 = TARG(1, fn))) return NULL;
+    if (a[2] != Py_None && !(c0 = TARG(2, fn))) return NULL;
+    int64_t layers;
+    ts_dqlstm_opts o = {0};
+    if (tsp_int_arg(a[4], &layers, fn, "num_layers") < 0 ||
+        tsp_bool_arg(a[5], false, &o.bidirectional, fn, "bidirectional") < 0 ||
+        tsp_bool_arg(a[6], false, &o.batch_first, fn, "batch_first") < 0 ||
+        tsp_bool_arg(a[7], true, &o.bias, fn, "bias") < 0 ||
+        tsp_bool_arg(a[8], true, &o.reduce_range, fn, "reduce_range") < 0)
+        return NULL;
+    if (layers < 1) {
+        PyErr_Format(PyExc_ValueError, "%s: num_layers must be positive (got %lld)", fn,
+                     (long long)layers);
+        return NULL;
+    }
+    o.num_layers = layers;
+    PyObject *seq = PySequence_Fast(a[3], "dynamic_quantized_lstm: params must be a sequence");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    ts_tensor **ps = PyMem_Calloc((size_t)n + 1, sizeof *ps);
+    PyObject *r = NULL;
+    if (!ps) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!(ps[i] = tsp_tensor_arg(PySequence_Fast_GET_ITEM(seq, i), fn, "params"))) goto done;
+    if (tsp_enter()) goto done;
+    ts_tensor *out[3] = {NULL, NULL, NULL};
+    TSP_NOGIL(out[0] = ts_dynamic_quantized_lstm(x, h0, c0, ps, (int64_t)n, o, &out[1], &out[2]));
+    r = tsp_results(fn, out, 3);
+done:
+    PyMem_Free(ps);
+    Py_DECREF(seq);
+    return r;
+}
+
 /* _quantized_linear(input, weight, bias, scale, zero_point, relu=False): bias int32 or None */
 static PyObject *f__quantized_linear SIG {
     (void)mod;
@@ -172,6 +219,43 @@ static PyObject *f__quantized_linear SIG {
         return NULL;
     ts_tensor *r;
     TSP_NOGIL(r = ts_quantized_linear(x, w, b, s, z, relu));
+    return tsp_wrap(r);
+}
+
+/* _weight_only_linear(input, weight, bias=None): torchao's int8 / int4 weight-only linear */
+static PyObject *f__weight_only_linear SIG {
+    (void)mod;
+    PARSE("weight_only_linear", 2, "input", "weight", "bias");
+    ts_tensor *x = TARG(0, "weight_only_linear"), *w = x ? TARG(1, "weight_only_linear") : NULL,
+              *b = NULL;
+    if (!w) return NULL;
+    if (a[2] && a[2] != Py_None && !(b = TARG(2, "weight_only_linear"))) return NULL;
+    if (tsp_enter()) return NULL;
+    ts_tensor *r;
+    TSP_NOGIL(r = ts_weight_only_linear(x, w, b));
+    return tsp_wrap(r);
+}
+
+/* _quantize_int8_weight_only(weight) / _quantize_int4_weight_only(weight, group_size) */
+static PyObject *f__quantize_int8_weight_only SIG {
+    (void)mod;
+    PARSE("quantize_int8_weight_only", 1, "weight");
+    ts_tensor *w = TARG(0, "quantize_int8_weight_only");
+    if (!w || tsp_enter()) return NULL;
+    ts_tensor *r;
+    TSP_NOGIL(r = ts_quantize_int8_weight_only(w));
+    return tsp_wrap(r);
+}
+
+static PyObject *f__quantize_int4_weight_only SIG {
+    (void)mod;
+    PARSE("quantize_int4_weight_only", 2, "weight", "group_size");
+    ts_tensor *w = TARG(0, "quantize_int4_weight_only");
+    int64_t gs;
+    if (!w || tsp_int_arg(a[1], &gs, "quantize_int4_weight_only", "group_size") < 0 || tsp_enter())
+        return NULL;
+    ts_tensor *r;
+    TSP_NOGIL(r = ts_quantize_int4_weight_only(w, gs));
     return tsp_wrap(r);
 }
 
@@ -216,8 +300,12 @@ PyMethodDef tsp_tensor_quant_functions[] = {
     {"q_per_channel_scales", f_q_per_channel_scales, METH_O, NULL},
     {"q_per_channel_zero_points", f_q_per_channel_zero_points, METH_O, NULL},
     QFN(_dynamic_quantized_linear),
+    QFN(_dynamic_quantized_lstm),
     QFN(_quantized_linear),
     QFN(_choose_qparams_per_tensor),
+    QFN(_weight_only_linear),
+    QFN(_quantize_int8_weight_only),
+    QFN(_quantize_int4_weight_only),
     {NULL, NULL, 0, NULL},
 };
 PyGetSetDef tsp_tensor_quant_getset[] = {

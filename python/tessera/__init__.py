@@ -22,8 +22,11 @@ from . import linalg  # noqa: E402,F401  (torch.linalg's norms and products, iss
 from ._linalg_torch import *  # noqa: E402,F401,F403  (torch.det, svd, qr, lu... issue 52)
 from . import profiler  # noqa: E402,F401  (torch.profiler, issue 56)
 from ._shape_more import *  # noqa: E402,F401,F403  (hstack, meshgrid... issue 52)
-from ._logic_more import *  # noqa: E402,F401,F403  (clamp_min, clone, rsub... issue 52)
-from ._ops_more import *  # noqa: E402,F401,F403  (trapezoid, cov, cross, *_copy... issue 52)
+from ._method_functions import *  # noqa: E402,F401,F403  (clamp_min, clone, rsub... issue 52)
+from ._numeric_forms import *  # noqa: E402,F401,F403  (trapezoid, pdist, histogram... issue 76)
+from ._view_copies import *  # noqa: E402,F401,F403  (the views' *_copy forms, issue 52)
+from ._real_forms import *  # noqa: E402,F401,F403  (real / conj on real tensors, scalar_tensor...)
+from ._windows import *  # noqa: E402,F401,F403  (torch.hann_window ...)
 from ._ops_extra import *  # noqa: E402,F401,F403  (normal, index_put, put... issue 52)
 from ._storage import TypedStorage, UntypedStorage  # noqa: E402,F401  (issue 53)
 from ._generator import Generator, default_generator  # noqa: E402,F401  (torch.Generator)
@@ -31,6 +34,7 @@ from . import masked  # noqa: E402,F401  (torch.masked's reductions, issue 52)
 from . import signal  # noqa: E402,F401  (torch.signal.windows, issue 52)
 from . import ops  # noqa: E402,F401  (torch.ops.aten's overloads Tessera answers)
 from . import library  # noqa: E402,F401  (torch.library.custom_op: torch.ops.<ns>.<name>)
+from ._fake_quantize import *  # noqa: E402,F401,F403  (QAT's fake quantization, issue 78)
 
 
 def is_floating_point(input):
@@ -86,6 +90,9 @@ class memory_format:
 contiguous_format = memory_format("contiguous_format", 0)
 channels_last = memory_format("channels_last", 1)
 preserve_format = memory_format("preserve_format", -1)
+# torch.pi / e / inf / nan / newaxis: Python's constants (timm's csatv2 multiplies by torch.pi)
+import math as _math  # noqa: E402 (float is tessera.float here)
+pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
 
 if "get_num_threads" not in globals():
     get_num_threads, set_num_threads = _C._get_num_threads, _C._set_num_threads

@@ -2,7 +2,6 @@
 tessera.__version__ (and tessera.vision.__version__), torch.multiply (mul's alias),
 torch.range (deprecated, end included), manual_seed(seed=...) as a keyword, the module
 tessera.random (torch.random) and tessera.seed."""
-import math
 import warnings
 
 from . import _C
@@ -22,22 +21,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
     if out is not None:
         raise TypeError("range(): out= is not supported")
     dt = _C.get_default_dtype() if dtype is None else dtype
-    conv = float if _C.empty(0, dtype=dt).is_floating_point() else int  # PyTorch's accscalar_t
-    start, end, step = conv(start), conv(end), conv(step)
-    if step == 0:
-        raise RuntimeError("range(): step must be nonzero")
-    if not ((step > 0 and end >= start) or (step < 0 and end <= start)):
-        raise RuntimeError("range(): upper bound and larger bound inconsistent with step sign")
-    if conv is float:
-        n = math.floor((end - start) / step) + 1
-        vals = _C.arange(n, dtype=_C.float64) * step + start  # in double, cast once
-    else:
-        n = (end - start) // step + 1
-        vals = _C.arange(n, dtype=_C.int64) * step + start
-    r = vals.to(dtype=dt)
-    if device is not None:
-        r = r.to(device)
-    return r.requires_grad_(True) if requires_grad else r
+    return _C._range(start, end, step, dt, device, requires_grad)
 
 
 def install(g):

@@ -71,14 +71,7 @@ def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
 def svd(input, some=True, compute_uv=True, *, out=None):
     """U, S, V (V, not Vh); compute_uv=False: U and V zero-filled (m x m, n x n), as PyTorch"""
     _no_out("svd", out)
-    if not compute_uv:
-        S = _C._linalg_svd(input, False, False)
-        m, n = input.shape[-2], input.shape[-1]
-        batch = tuple(input.shape[:-2])
-        z = dict(dtype=input.dtype, device=input.device)
-        return _rt.svd(_C.zeros(batch + (m, m), **z), S, _C.zeros(batch + (n, n), **z))
-    U, S, Vh = _C._linalg_svd(input, not some)
-    return _rt.svd(U, S, Vh.mT)
+    return _rt.svd(*_C._svd(input, some, compute_uv))
 
 
 def pinverse(input, rcond=1e-15):

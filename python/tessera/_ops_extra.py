@@ -73,11 +73,7 @@ def _check_float(self, fn):
 
 @_drawing("cauchy_")
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
-    _check_float(self, "cauchy_")
-    if not sigma > 0:
-        raise RuntimeError("cauchy_(): expects sigma > 0.0, but found sigma=%s" % sigma)
-    u = _uniform(self)
-    return _fill_(self, (u - 0.5).mul(math.pi).tan().mul(sigma).add(median))
+    return _C._cauchy_(self, median, sigma)
 
 
 @_drawing("exponential_")
@@ -91,20 +87,12 @@ def exponential_(self, lambd=1.0, *, generator=None):
 
 @_drawing("geometric_")
 def geometric_(self, p, *, generator=None):
-    if not 0 < p < 1:
-        raise RuntimeError("geometric_(): expects p to be in (0, 1), but got p=%s" % p)
-    u = _uniform(self.to(_C.float64) if not self.dtype.is_floating_point else self)
-    # P(X = k) = (1-p)^(k-1) p, k >= 1: ceil(log(1-u) / log(1-p)), u in [0, 1)
-    k = (-u).log1p().div(math.log1p(-p)).ceil().clamp(min=1.0)
-    return _fill_(self, k.to(self.dtype))
+    return _C._geometric_(self, p)
 
 
 @_drawing("log_normal_")
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
-    _check_float(self, "log_normal_")
-    if not std > 0:
-        raise RuntimeError("log_normal_(): expects std > 0.0, but found std=%s" % std)
-    return _fill_(self, _C.randn_like(self).mul(std).add(mean).exp())
+    return _C._log_normal_(self, mean, std)
 
 
 # normal: C's (ts_normal, src/ops/sampling.c; python/src/tensor_statistics.c)
@@ -186,89 +174,15 @@ def index_put_(input, indices, values, accumulate=False):
 
 # ---- strided storage: as_strided_copy / as_strided_scatter ------------------------------------
 
-def _positions(shape, stride, offset, device):
-    """storage position of every element of a (shape, stride, offset) view, int64 of shape"""
-    pos = _C.full(tuple(shape), offset, dtype=_C.int64, device=device)
-    nd = len(shape)
-    for j, (n, s) in enumerate(zip(shape, stride)):
-        view = [1] * nd
-        view[j] = n
-        pos = pos + _C.arange(n, dtype=_C.int64, device=device).mul(s).reshape(view)
-    return pos
-
-
-def _storage(input, fn):
-    """(positions of input's own elements, storage size seen): what as_strided may read"""
-    pos = _positions(input.shape, input.stride(), input.storage_offset(), input.device)
-    top = int(pos.max()) + 1 if pos.numel() else 0
-    return pos, top
-
-
-def _strided_args(input, size, stride, storage_offset, fn):
-    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
-    if len(size) != len(stride):
-        raise RuntimeError("%s(): mismatch in length of strides (%d) and shape (%d)"
-                           % (fn, len(stride), len(size)))
-    if any(s < 0 for s in size) or any(s < 0 for s in stride):
-        raise RuntimeError("%s(): negative sizes or strides are not supported" % fn)
-    off = input.storage_offset() if storage_offset is None else int(storage_offset)
-    if off < 0:
-        raise RuntimeError("%s(): storage_offset must be >= 0, got %d" % (fn, off))
-    return size, stride, off
-
-
-def _known(input, fn):
-    pos, top = _storage(input, fn)
-    flat = pos.reshape(-1)
-    known = _C.zeros(top, dtype=_C.bool, device=input.device)
-    if flat.numel():
-        known = known.index_fill(0, flat, True)
-    return pos, flat, top, known
-
-
-def _check_inside(tpos, top, known, fn):
-    if tpos.numel() == 0:
-        return
-    hi, lo = int(tpos.max()), int(tpos.min())
-    if hi >= top or lo < 0 or not bool(known.take(tpos.reshape(-1)).all()):
-        raise RuntimeError("%s(): the view reads storage element %d, outside the %d elements the "
-                           "input covers (only its own elements can be read)"
-                           % (fn, hi if hi >= top else lo, top))
-
-
 def as_strided_copy(input, size, stride, storage_offset=None):
     """torch.as_strided_copy: the elements of an as_strided view over input's storage, as a new
     tensor; every element read must be one of input's own (else a RuntimeError)"""
-    fn = "as_strided_copy"
-    size, stride, off = _strided_args(input, size, stride, storage_offset, fn)
-    pos, flat, top, known = _known(input, fn)
-    tpos = _positions(size, stride, off, input.device)
-    _check_inside(tpos, top, known, fn)
-    if tpos.numel() == 0:
-        return _C.zeros(size, dtype=input.dtype, device=input.device)
-    buf = _C.zeros(top, dtype=input.dtype, device=input.device)
-    buf = buf.index_copy(0, flat, input.reshape(-1))
-    return buf.take(tpos.reshape(-1)).reshape(size)
+    return _C._as_strided_copy(input, size, stride, storage_offset)
 
 
 def as_strided_scatter(input, src, size, stride, storage_offset=None):
     """torch.as_strided_scatter: input with the elements of its as_strided view replaced by src"""
-    fn = "as_strided_scatter"
-    size, stride, off = _strided_args(input, size, stride, storage_offset, fn)
-    if tuple(src.shape) != size:
-        raise RuntimeError("%s(): src has shape %s, the view %s" % (fn, list(src.shape),
-                                                                    list(size)))
-    if src.dtype != input.dtype or src.device != input.device:
-        raise RuntimeError("%s(): src must have input's dtype and device" % fn)
-    pos, flat, top, known = _known(input, fn)
-    tpos = _positions(size, stride, off, input.device)
-    _check_inside(tpos, top, known, fn)
-    if tpos.numel() == 0 or flat.numel() == 0:
-        return input.clone()
-    buf = _C.zeros(top, dtype=input.dtype, device=input.device)
-    buf = buf.index_copy(0, flat, input.reshape(-1))
-    buf = buf.index_copy(0, tpos.reshape(-1), src.reshape(-1))
-    return buf.take(flat).reshape(tuple(input.shape))
+    return _C._as_strided_scatter(input, src, size, stride, storage_offset)
 
 
 # ---- uninitialised factories, nonzero_static --------------------------------------------------
@@ -311,16 +225,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 
 def nonzero_static(input, *, size, fill_value=-1):
     """torch.nonzero_static: nonzero()'s rows, cut or padded with fill_value to size rows"""
-    if size < 0:
-        raise RuntimeError("nonzero_static(): 'size' must be an non-negative integer")
-    if input.is_meta:  # a static size: the shape needs no values
-        return _C.empty((size, input.ndim), dtype=_C.int64, device=input.device)
-    nz = input.nonzero()
-    n, nd = nz.shape[0], input.ndim
-    if n >= size:
-        return nz[:size].contiguous()
-    pad = _C.full((size - n, nd), fill_value, dtype=_C.int64, device=input.device)
-    return _C.cat([nz, pad], 0)
+    return _C._nonzero_static(input, size, fill_value)
 
 
 def scatter_add(input, dim, index, src):
@@ -377,77 +282,7 @@ def affine_grid_generator(theta, size, align_corners):
 __all__ += ["grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator"]
 
 
-def histogramdd(input, bins, *, range=None, weight=None, density=False):
-    """torch.histogramdd: (hist, [bin_edges per dim]) of the rows of input (..., D): bins an int,
-    a list of D ints, or a list of D increasing edge tensors; range [lo0, hi0, lo1, hi1, ...];
-    the last bin of each dim includes its right edge. Counted on the host (no gradient)."""
-    import bisect
-    if not input.dtype.is_floating_point:
-        raise RuntimeError("\"histogramdd\" not implemented for '%s'" % input.dtype)
-    if input.ndim < 1:
-        raise RuntimeError("torch.histogramdd: input tensor should have at least 1 dimension")
-    D = input.shape[-1]
-    meta = input.is_meta  # no values: the shapes (each dim's edges over its range or [0, 1])
-    rows = input.detach().reshape(-1, D).tolist() if D and not meta else []
-    wts = weight.detach().flatten().tolist() if weight is not None and not meta else None
-    if wts is not None and len(wts) != len(rows):
-        raise RuntimeError("torch.histogramdd: weight should have shape input.shape[:-1]")
-    if isinstance(bins, int):
-        bins = [bins] * D
-    bins = list(bins)
-    if len(bins) != D:
-        raise RuntimeError("torch.histogramdd: expected %d sequences of bin edges for each "
-                           "dimension of input, but got %d" % (D, len(bins)))
-    if range is not None and len(range) != 2 * D:
-        raise RuntimeError("torch.histogramdd: for a %d-dimensional histogram range should "
-                           "have %d elements, but got %d" % (D, 2 * D, len(range)))
-    edges_t = []
-    for d, b in enumerate(bins):
-        if isinstance(b, _C.Tensor):
-            if b.ndim != 1 or b.shape[0] < 1:
-                raise RuntimeError("torch.histogramdd: bins tensor should have one dimension "
-                                   "and at least 1 element")
-            edges_t.append(b.detach().to(input.dtype))
-            continue
-        if b <= 0:
-            raise RuntimeError("torch.histogramdd(): bins must be > 0, but got %d for dimension "
-                               "%d" % (b, d))
-        if range is not None:
-            lo, hi = float(range[2 * d]), float(range[2 * d + 1])
-            if lo > hi:
-                raise RuntimeError("torch.histogramdd: min should not exceed max")
-        else:
-            col = [r[d] for r in rows if r[d] == r[d]]
-            lo, hi = (min(col), max(col)) if col else (0.0, 1.0)
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        edges_t.append(_C.linspace(lo, hi, b + 1, dtype=input.dtype, device=input.device))
-    if meta:
-        nbs = [max(e.shape[0] - 1, 0) for e in edges_t]
-        return _C.empty(nbs, dtype=input.dtype, device=input.device), edges_t
-    edges = [e.tolist() for e in edges_t]
-    nbs = [max(len(e) - 1, 0) for e in edges]
-    total = math.prod(nbs)
-    counts = [0.0] * total
-    for i, r in enumerate(rows):
-        lin = 0
-        for d, v in enumerate(r):
-            e, nb = edges[d], nbs[d]
-            if nb == 0 or not (e[0] <= v <= e[-1]):
-                lin = None
-                break
-            lin = lin * nb + min(bisect.bisect_right(e, v) - 1, nb - 1)
-        if lin is not None and total:
-            counts[lin] += wts[i] if wts is not None else 1.0
-    hist = _C.tensor(counts, dtype=input.dtype, device=input.device).reshape(nbs)
-    if density and total:
-        s = hist.sum()
-        for d, e in enumerate(edges_t):
-            view = [1] * D
-            view[d] = nbs[d]
-            hist = hist / _C.diff(e).reshape(view)
-        hist = hist / s
-    return hist, edges_t
+from ._C import histogramdd  # noqa: E402,F401  (C: include/tessera/numeric.h)
 
 
 __all__ += ["histogramdd"]
@@ -497,49 +332,10 @@ __all__ += ["angle"]
 
 # ---- hash_tensor ------------------------------------------------------------------------------
 
-def _xor_fold(b, d):
-    """b (int64) xor-reduced along dim d, kept as size 1: halves xor-ed until one is left"""
-    n = b.shape[d]
-    if n == 0:
-        shape = list(b.shape)
-        shape[d] = 1
-        return _C.zeros(tuple(shape), dtype=_C.int64, device=b.device)
-    while n > 1:
-        h = n // 2
-        r = _C.bitwise_xor(b.narrow(d, 0, h), b.narrow(d, h, h))
-        b = _C.cat([r, b.narrow(d, 2 * h, 1)], d) if n % 2 else r
-        n = b.shape[d]
-    return b
-
-
 def hash_tensor(input, dim=None, *, keepdim=False, mode=0):
     """torch.hash_tensor (mode 0): the xor of the elements' 64-bit patterns — floats as float64,
     integers and bool as int64 — over dim (None or (): every dim), as uint64"""
-    if mode != 0:
-        raise RuntimeError("hash_tensor(): only mode=0 (the xor reduction) is supported, got %r"
-                           % (mode,))
-    nd = input.dim()
-    dims = list(range(nd)) if dim is None or dim == () else \
-        [dim] if isinstance(dim, int) else list(dim)
-    rank = max(nd, 1)  # a 0-dim tensor takes dim 0 and -1, as PyTorch
-    dims = sorted({d + rank if d < 0 else d for d in dims})
-    if any(d < 0 or d >= rank for d in dims):
-        raise IndexError("hash_tensor(): dim %r out of range for a %d-dim tensor" % (dim, nd))
-    x = input.detach()
-    if x.is_floating_point():
-        bits = x.to(_C.float64).contiguous().view(_C.int64)
-    elif x.dtype == _C.uint64:
-        bits = x.contiguous().view(_C.int64)
-    else:
-        bits = x.to(_C.int64)
-    if nd == 0:
-        return bits.view(_C.uint64).clone()
-    for d in dims:
-        bits = _xor_fold(bits, d)
-    if not keepdim:
-        for d in reversed(dims):
-            bits = bits.squeeze(d)
-    return bits.contiguous().view(_C.uint64)
+    return _C._hash_tensor(input, dim, keepdim, mode)
 
 
 def resize_as_(input, the_template, *, memory_format=None):

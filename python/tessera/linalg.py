@@ -77,22 +77,11 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     """PyTorch's rule: a string ord, a dim of two dims, or (no dim) a 2-D input with an ord is a
-    matrix norm; anything else a vector norm (ord None: the 2-norm of the flattened input)."""
+    matrix norm; anything else a vector norm (ord None: the 2-norm of the flattened input)
+    (C: ts_linalg_norm)."""
     if out is not None:
         raise TypeError("linalg.norm(): out= is not supported")
-    if isinstance(dim, int):
-        dim = (dim,)
-    if ord is not None:
-        if isinstance(ord, str) or (dim is not None and len(dim) == 2) or \
-                (dim is None and A.ndim == 2):
-            return matrix_norm(A, ord, dim if dim is not None else (-2, -1), keepdim, dtype=dtype)
-        if dim is None and A.ndim != 1:
-            raise RuntimeError("linalg.norm: If dim is not specified but ord is, the input must "
-                               "be 1D or 2D. Got %dD." % A.ndim)
-        return vector_norm(A, ord, dim, keepdim, dtype=dtype)
-    if dim is not None and len(dim) == 2:
-        return matrix_norm(A, "fro", dim, keepdim, dtype=dtype)
-    return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    return _C._linalg_norm(A, ord, dim, keepdim, dtype=dtype)
 
 
 def multi_dot(tensors, *, out=None):
@@ -103,12 +92,12 @@ def multi_dot(tensors, *, out=None):
 
 def vecdot(x, y, *, dim=-1):
     """sum(conj(x) * y, dim) (broadcasting; conj of a real tensor is itself)"""
-    return (x.conj() * y).sum(dim)
+    return _C._linalg_vecdot(x, y, dim)
 
 
 def cross(input, other, *, dim=-1, out=None):
     _no_out("cross", out)
-    from ._ops_more import cross as _cross
+    from ._numeric_forms import cross as _cross
     return _cross(input, other, dim)
 
 
@@ -118,17 +107,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 def vander(x, *, N=None):
     """x[..., i] ** j for j < N (N None: x.size(-1)): [..., n, N]"""
-    if x.ndim < 1:
-        x = x.reshape(1)
-    n = x.shape[-1] if N is None else N
-    if n <= 1:
-        if n < 1:
-            raise RuntimeError("N must be greater than 1.")
-        return x.unsqueeze(-1) ** 0
-    cols = [x.unsqueeze(-1) ** 0, x.unsqueeze(-1)]
-    for _ in range(2, n):
-        cols.append(cols[-1] * x.unsqueeze(-1))
-    return _C.cat(cols, -1)
+    return _C._linalg_vander(x, N)
 
 
 # ---------------------------------------------------------------- decompositions and solvers
@@ -241,19 +220,10 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None)
     _no_out("matrix_rank", out)
     if tol is not None:
         atol, rtol = tol, 0.0
-    per_matrix = [isinstance(t, _C.Tensor) and t.numel() != 1 for t in (atol, rtol)]
-    if not any(per_matrix):
-        return _C._linalg_pinv(A, _tol(atol, A), _tol(rtol, A), hermitian, True)
-    # tolerances per matrix (tensors broadcast against the batch): compare the singular values
-    S = eigvalsh(A).abs() if hermitian else svdvals(A)
-    smax = S.amax(-1) if S.shape[-1] else _C.zeros(tuple(S.shape[:-1]), dtype=S.dtype,
-                                                     device=S.device)
-    if rtol is None:
-        eps = 1.1920928955078125e-07 if A.dtype == _C.float32 else 2.220446049250313e-16
-        rtol = 0.0 if atol is not None else eps * max(A.shape[-2], A.shape[-1])
-    a = atol if atol is not None else 0.0
-    tol = _C.maximum(smax * 0 + a, smax * rtol)
-    return (S > tol.unsqueeze(-1)).sum(-1)
+    if any(isinstance(t, _C.Tensor) and t.numel() != 1 for t in (atol, rtol)):
+        # tolerances per matrix (tensors broadcast against the batch)
+        return _C._linalg_matrix_rank_tol(A, atol, rtol, hermitian)
+    return _C._linalg_pinv(A, _tol(atol, A), _tol(rtol, A), hermitian, True)
 
 
 def matrix_power(A, n, *, out=None):
@@ -309,53 +279,19 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
 
 def householder_product(A, tau, *, out=None):
     """the first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i the i-th column of A
-    below the diagonal with a 1 on it (composed: differentiable)"""
+    below the diagonal with a 1 on it (composed in C: differentiable)"""
     _no_out("householder_product", out)
-    m, n = A.shape[-2], A.shape[-1]
-    k = tau.shape[-1]
-    if n > m or k > n:
-        raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater "
-                           "than or equal to input.shape[-1] and input.shape[-1] must be greater "
-                           "than or equal to tau.shape[-1]")
-    eye = _C.eye(m, dtype=A.dtype, device=A.device)
-    below = A.tril(-1) + _C.eye(m, n, dtype=A.dtype, device=A.device)
-    Q = eye.expand(tuple(A.shape[:-2]) + (m, m))
-    if k == 0:  # the identity, still attached to A and tau (zero gradient), as PyTorch's
-        Q = Q + A.sum() * 0 + tau.sum() * 0
-    for i in range(k):
-        v = below[..., :, i:i + 1]
-        Q = Q - (Q @ v) * tau[..., i:i + 1].unsqueeze(-1) @ v.mT
-    return Q[..., :, :n]
-
-
-def _prod(xs):
-    r = 1
-    for x in xs:
-        r *= x
-    return r
+    return _C._linalg_householder_product(A, tau)
 
 
 def tensorinv(A, ind=2, *, out=None):
     _no_out("tensorinv", out)
-    if ind <= 0:
-        raise RuntimeError("Expected a strictly positive integer for 'ind', but got %d" % ind)
-    rows, cols = tuple(A.shape[:ind]), tuple(A.shape[ind:])
-    if _prod(rows) != _prod(cols):
-        raise RuntimeError("Expected self to satisfy the requirement "
-                           "prod(self.shape[ind:]) == prod(self.shape[:ind]), but got %d != %d"
-                           % (_prod(cols), _prod(rows)))
-    return inv(A.reshape(_prod(rows), _prod(cols))).reshape(cols + rows)
+    return _C._linalg_tensorinv(A, ind)
 
 
 def tensorsolve(A, B, dims=None, *, out=None):
     _no_out("tensorsolve", out)
-    if dims is not None:
-        nd = A.ndim
-        dims = [d % nd for d in dims]
-        rest = [d for d in range(nd) if d not in dims]
-        A = A.permute(rest + dims)
-    rhs = tuple(A.shape[B.ndim:])
-    return solve(A.reshape(B.numel(), _prod(rhs)), B.reshape(B.numel())).reshape(rhs)
+    return _C._linalg_tensorsolve(A, B, dims)
 
 
 def eig(A, *, out=None):

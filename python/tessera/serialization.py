@@ -613,6 +613,9 @@ class _Unpickler(pickle._Unpickler):
                 "`tessera.serialization.add_safe_globals([%s])` or the "
                 "`tessera.serialization.safe_globals([%s])` context manager to allowlist this "
                 "global if you trust this class/function." % ((_display(full),) * 3))
+        if full == "torch.ScriptObject":  # TorchScript custom classes' objects (packed params)
+            from ._script_object import ScriptObject
+            return ScriptObject
         if module == "torch" or module.startswith("torch."):
             return _torch_class(module, name)
         if module.startswith("numpy._core") and not _has_module(module):

@@ -38,38 +38,6 @@ def _prod(xs):
     return math.prod(xs)
 
 
-def _lin(indices, sizes):
-    """the row-major linear position of each column of indices [len(sizes), nnz] (int64)"""
-    if _prod(sizes) >= 2 ** 63:
-        raise RuntimeError("sparse: the sparse sizes %s have more than 2**63 positions (the "
-                           "linear index would overflow int64)" % (tuple(sizes),))
-    nnz = indices.shape[1]
-    if len(sizes) == 0:
-        return _C.zeros(nnz, dtype=_C.int64, device=indices.device)
-    lin = indices[0]
-    for k in range(1, len(sizes)):
-        lin = lin * sizes[k] + indices[k]
-    return lin
-
-
-def _unravel(lin, sizes):
-    rows = []
-    for s in reversed(sizes):
-        rows.append(lin % s)
-        lin = lin // s
-    if not rows:
-        return _C.zeros((0, lin.shape[0]), dtype=_C.int64, device=lin.device)
-    return _C.stack(rows[::-1])
-
-
-def _accumulate(n, dense_sizes, index, values):
-    """zeros [n, *dense_sizes] with values[j] added at row index[j] (bool: logical or)"""
-    if values.dtype == _C.bool:
-        return _accumulate(n, dense_sizes, index, values.to(_C.int64)) != 0
-    out = _C.zeros((n,) + tuple(dense_sizes), dtype=values.dtype, device=values.device)
-    return out.index_add(0, index, values)
-
-
 def _result_dtype(a, b):
     return (_C.zeros(1, dtype=a) + _C.zeros(1, dtype=b)).dtype
 
@@ -212,23 +180,13 @@ class SparseTensor:
 
     # ---------------------------------------------------------------- conversions
     def coalesce(self):
-        """duplicates summed, indices sorted (row-major) and unique"""
+        """duplicates summed, indices sorted (row-major) and unique (C: ts_sparse_coalesce)"""
         if self._coalesced:
             return self
-        sd = self.sparse_dim()
-        ss, ds = self._size[:sd], self._size[sd:]
-        if self._nnz() == 0:
-            return self._like(coalesced=True)
-        lin = _lin(self._i, ss)
-        uniq, inverse = _C.unique(lin, sorted=True, return_inverse=True)
-        values = _accumulate(uniq.shape[0], ds, inverse, self._v)
-        return SparseTensor(_unravel(uniq, ss), values, self._size, True)
+        return SparseTensor(*_C._sparse_coalesce(self._i, self._v, self._size, False))
 
     def to_dense(self, dtype=None, *, masked_grad=None):
-        sd = self.sparse_dim()
-        ss, ds = self._size[:sd], self._size[sd:]
-        flat = _accumulate(_prod(ss), ds, _lin(self._i, ss), self._v)
-        out = flat.reshape(self._size)
+        out = _C._sparse_to_dense(self._i, self._v, self._size, self._coalesced)
         return out if dtype is None else out.to(dtype)
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
@@ -279,20 +237,9 @@ class SparseTensor:
 
     # ---------------------------------------------------------------- shape
     def transpose(self, dim0, dim1):
-        d0, d1 = self._dim(dim0, "transpose"), self._dim(dim1, "transpose")
-        sd = self.sparse_dim()
-        size = list(self._size)
-        size[d0], size[d1] = size[d1], size[d0]
-        if d0 == d1:
-            return self._like()
-        if d0 < sd and d1 < sd:
-            perm = list(range(sd))
-            perm[d0], perm[d1] = d1, d0
-            return SparseTensor(self._i[perm], self._v, size, False)
-        if d0 >= sd and d1 >= sd:
-            return self._like(values=self._v.transpose(d0 - sd + 1, d1 - sd + 1), size=size)
-        raise RuntimeError("transpose: cannot transpose a sparse dimension with a dense "
-                           "dimension (sparse_dim %d)" % sd)
+        """two sparse dims (indices rows swapped) or two dense dims (C: ts_sparse_transpose)"""
+        return SparseTensor(*_C._sparse_transpose(self._i, self._v, self._size, self._coalesced,
+                                                  dim0, dim1))
 
     def t(self):
         if self.dim() > 2:
@@ -304,25 +251,16 @@ class SparseTensor:
 
     # ---------------------------------------------------------------- reductions
     def sum(self, dim=None, keepdim=False, dtype=None):
-        values = self._v if dtype is None else self._v.to(dtype)
-        if dim is None:
-            if keepdim:
-                raise _unsupported("sum(keepdim=True)")
-            return values.sum()
+        """all dims: a dense 0-dim tensor; some: sparse (dense once every sparse dim is summed)
+        (C: ts_sparse_sum)"""
         if keepdim:
-            raise _unsupported("sum(dim, keepdim=True)")
-        dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        dims = sorted({self._dim(d, "sum") for d in dims})
-        sd = self.sparse_dim()
-        dense_sum = [d - sd + 1 for d in dims if d >= sd]
-        if dense_sum:
-            values = values.sum(dim=dense_sum)
-        keep = [d for d in range(sd) if d not in dims]
-        if not keep:
-            return values.sum(0)
-        size = [self._size[d] for d in keep] + [s for d, s in enumerate(self._size)
-                                                if d >= sd and d not in dims]
-        return SparseTensor(self._i[keep], values, size, False).coalesce()
+            raise _unsupported("sum(keepdim=True)" if dim is None else "sum(dim, keepdim=True)")
+        if dim is not None:
+            dim = (dim,) if isinstance(dim, int) else tuple(dim)
+            for d in dim:
+                self._dim(d, "sum")
+        r = _C._sparse_sum(self._i, self._v, self._size, self._coalesced, dim, dtype)
+        return r if isinstance(r, Tensor) else SparseTensor(*r)
 
     # ---------------------------------------------------------------- arithmetic
     def neg(self):
@@ -331,14 +269,15 @@ class SparseTensor:
     __neg__ = negative = neg
 
     def mul(self, other):
-        if isinstance(other, (int, float, bool)):
-            return self._like(values=self._v * other)
-        if isinstance(other, Tensor) and other.dim() == 0:
-            return self._like(values=self._v * other.to(self.device))
-        if isinstance(other, Tensor):
-            return _mul_dense(self, other, "mul")
-        raise _unsupported("mul(sparse, %s)" % ("sparse" if _is_sparse(other)
-                                                  else type(other).__name__))
+        """by a number, a 0-dim tensor or a dense tensor of one shape (C: ts_sparse_mul)"""
+        if not isinstance(other, (int, float, bool, Tensor)):
+            raise _unsupported("mul(sparse, %s)" % ("sparse" if _is_sparse(other)
+                                                      else type(other).__name__))
+        if isinstance(other, Tensor) and other.dim() != 0 and (
+                tuple(other.shape) != tuple(self.shape) or self.dense_dim() != 0):
+            raise _unsupported("mul(sparse, dense) other than of one shape without dense dims "
+                               "(sizes %s and %s)" % (list(self.shape), list(other.shape)))
+        return SparseTensor(*_C._sparse_mul(self._i, self._v, self._size, self._coalesced, other))
 
     __mul__ = __rmul__ = multiply = mul
 
@@ -488,95 +427,23 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
                       requires_grad=False, check_invariants=None, is_coalesced=None):
     """torch.sparse_coo_tensor: indices [sparse_dim, nnz] (integers), values [nnz, *dense_sizes];
     size inferred when None (the largest index + 1 per sparse dim). The indices are always checked
-    against the size (check_invariants=False does not skip that)."""
+    against the size (check_invariants=False does not skip that). C: ts_sparse_coo_tensor."""
     if _is_sparse(indices) or _is_sparse(values):
         raise TypeError("sparse_coo_tensor(): indices and values must be dense tensors")
     values = _as_tensor(values, dtype=dtype, device=device)
     indices = _as_tensor(indices, device=device if device is not None else values.device)
-    if dtype is not None and values.dtype != dtype:
-        values = values.to(dtype)
-    if device is not None:
-        values, indices = values.to(device), indices.to(device)
-    if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype == _C.bool:
-        if indices.dtype == _C.bool or indices.dtype.is_complex:
-            raise RuntimeError("sparse_coo_tensor(): indices must be an int64 tensor")
-    indices = indices.to(_C.int64)
-    if indices.device != values.device:
-        raise RuntimeError("device of indices (%s) must match device of values (%s)"
-                           % (indices.device, values.device))
-    if indices.dim() != 2:
-        raise RuntimeError("indices must be sparse_dim x nnz, but got: %s"
-                           % list(indices.shape))
-    if values.dim() == 0:
-        raise RuntimeError("values must have at least one dimension (nnz), got a 0-dim tensor")
-    sd, nnz = indices.shape[0], indices.shape[1]
-    if values.shape[0] != nnz:
-        raise RuntimeError("indices and values must have same nnz, but got nnz from indices: "
-                           "%d, nnz from values: %d" % (nnz, values.shape[0]))
-    dense = tuple(values.shape[1:])
-    if size is None:
-        if nnz:
-            sparse_sizes = tuple(int(m) + 1 for m in indices.amax(dim=1).tolist())
-        else:
-            sparse_sizes = (0,) * sd
-        size = sparse_sizes + dense
-    else:
-        size = tuple(int(s) for s in size)
-        for s in size:
-            if s < 0:
-                raise RuntimeError("sparse_coo_tensor(): size must be non-negative, got %s"
-                                   % (size,))
-        if len(size) != sd + len(dense):
-            raise RuntimeError("'len(size) == sparse_dim + dense_dim' is not satisfied: len(size)"
-                               " = %d, sparse_dim = %d, dense_dim = %d"
-                               % (len(size), sd, len(dense)))
-        if tuple(size[sd:]) != dense:
-            raise RuntimeError("values has incorrect size, expected %s, got %s"
-                               % ([nnz] + list(size[sd:]), list(values.shape)))
-    if nnz:
-        _check_bounds(indices, size[:sd])
-    if requires_grad:
-        values = values.detach().clone().requires_grad_(True)
-    s = SparseTensor(indices, values, size, nnz <= 1 if is_coalesced is None
-                     else bool(is_coalesced))
-    if is_coalesced and check_invariants:
-        c = SparseTensor(indices, values, size, False).coalesce()
-        if c._nnz() != nnz or not bool((c._i == indices).all()):
-            raise RuntimeError("sparse_coo_tensor(): is_coalesced=True but the indices are not "
-                               "sorted and unique")
-    return s
-
-
-def _check_bounds(indices, sizes):
-    lo = indices.amin(dim=1).tolist()
-    hi = indices.amax(dim=1).tolist()
-    for d, (a, b, s) in enumerate(zip(lo, hi, sizes)):
-        if a < 0:
-            raise RuntimeError("found negative index %d for dim %d" % (a, d))
-        if b >= s:
-            raise RuntimeError("size is inconsistent with indices: for dim %d, size is %d but "
-                               "found index %d" % (d, s, b))
+    return SparseTensor(*_C._sparse_coo_tensor(indices, values, size, dtype, device,
+                                               requires_grad, is_coalesced,
+                                               bool(check_invariants)))
 
 
 def dense_to_sparse(x, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
     """Tensor.to_sparse(sparse_dim=None): the nonzero entries (a NaN counts as nonzero), coalesced;
-    with sparse_dim < x.dim(), the sub-tensors of the last dims that have a nonzero"""
+    with sparse_dim < x.dim(), the sub-tensors of the last dims that have a nonzero
+    (C: ts_dense_to_sparse)"""
     if layout not in (None, sparse_coo) or blocksize is not None or dense_dim is not None:
         raise _unsupported("to_sparse(layout=%r)" % (layout,))
-    n = x.dim()
-    sd = n if sparse_dim is None else sparse_dim
-    if not 0 <= sd <= n:
-        raise RuntimeError("dense_to_sparse: sparse_dim argument must be in [0,%d] range, but %d "
-                           "is given" % (n, sd))
-    if sd == 0:
-        indices = _C.zeros((0, 1), dtype=_C.int64, device=x.device)
-        return SparseTensor(indices, x.unsqueeze(0), tuple(x.shape), True)
-    mask = x != 0
-    if sd < n:
-        mask = mask.reshape(tuple(x.shape[:sd]) + (-1,)).any(-1)
-    indices = mask.nonzero().t().contiguous()
-    values = x[tuple(indices[k] for k in range(sd))]
-    return SparseTensor(indices, values, tuple(x.shape), True)
+    return SparseTensor(*_C._dense_to_sparse(x, sparse_dim))
 
 
 def dense_to_dense(x, dtype=None, *, masked_grad=None):
@@ -616,17 +483,6 @@ def _add_sparse(a, b, alpha):
     return s.coalesce()
 
 
-def _mul_dense(sp, dense, op):
-    if tuple(dense.shape) != tuple(sp.shape) or sp.dense_dim() != 0:
-        raise _unsupported("%s(sparse, dense) other than of one shape without dense dims "
-                           "(sizes %s and %s)" % (op, list(sp.shape), list(dense.shape)))
-    if dense.device != sp.device:
-        raise _C.DeviceError("%s: sparse operand on %s, dense on %s"
-                             % (op, sp.device, dense.device))
-    picked = dense[tuple(sp._i[k] for k in range(sp.sparse_dim()))]
-    return sp._like(values=sp._v * picked)
-
-
 def _check_mm(sp, other, op):
     if not isinstance(other, Tensor):
         if _is_sparse(other):
@@ -652,12 +508,9 @@ def _check_mm(sp, other, op):
 
 def _mm(sp, dense, op):
     """sparse [n, m] @ dense [m, k] (or [m]): out[r] += v * dense[c] for each entry (r, c, v),
-    through index_select and index_add (differentiable in dense and in the values)"""
+    through index_select and index_add (differentiable in dense and in the values; C: ts_sparse_mm)"""
     _check_mm(sp, dense, op)
-    rows, cols = sp._i[0], sp._i[1]
-    gathered = dense.index_select(0, cols)
-    gathered = gathered * (sp._v if dense.dim() == 1 else sp._v.unsqueeze(1))
-    return _accumulate(sp.shape[0], tuple(dense.shape[1:]), rows, gathered)
+    return _C._sparse_mm(sp._i, sp._v, sp._size, sp._coalesced, dense)
 
 
 def _dense_mm_sparse(dense, sp, op):
@@ -688,9 +541,11 @@ def mm(mat1, mat2, reduce=None):
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
-    """torch.sparse.addmm: beta * mat + alpha * (mat1 @ mat2), mat1 sparse"""
-    prod_ = mm(mat1, mat2)
-    return mat * beta + prod_ * alpha if beta != 0 else prod_ * alpha
+    """torch.sparse.addmm: beta * mat + alpha * (mat1 @ mat2), mat1 sparse (C: ts_sparse_addmm)"""
+    if not _is_sparse(mat1):
+        raise RuntimeError("sparse.addmm: expected mat1 to be a sparse tensor")
+    _check_mm(mat1, mat2, "addmm")
+    return _C._sparse_addmm(mat, mat1._i, mat1._v, mat1._size, mat1._coalesced, mat2, beta, alpha)
 
 
 def smm(input, mat):
@@ -709,7 +564,7 @@ def sum(input, dim=None, dtype=None):
     """torch.sparse.sum: all dims -> a dense 0-dim tensor; some dims -> sparse (dense once
     every sparse dim is summed)"""
     if not _is_sparse(input):
-        return input.sum() if dim is None else input.sum(dim)
+        return _C.sum(input) if dim is None else _C.sum(input, dim)
     return input.sum(dim, dtype=dtype)
 
 

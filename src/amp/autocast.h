@@ -49,6 +49,9 @@ typedef enum tsi_ac_policy {
                      * dtype with f32 parameters: PyTorch's unlisted native batch_norm) */
 } tsi_ac_policy;
 tsi_ac_policy tsi_autocast_policy(const char *op);
+/* Test hook: names listed twice over the policy table and the families' rows (unary_ops.def,
+ * binary_ops.def): 0 when sound. */
+int tsi_autocast_policy_duplicates(void);
 /* Whether the products on device d multiply the half dtype dt in its own instructions (the
  * backend's half_products_native; absent: they do): LOWER_PRODUCT is LOWER there. */
 bool tsi_autocast_products_native(ts_device d, ts_dtype dt);

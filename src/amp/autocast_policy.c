@@ -2,6 +2,7 @@
  * (aten/src/ATen/autocast_mode.cpp: CUDA's on cuda and sim, the CPU's on the cpu, decision 0033)
  * for the ops Tessera has, and the casting of an op's arguments that the front ends call
  * (tsi_autocast_enter/exit). docs/AMP.md explains each choice. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,18 +29,18 @@ typedef struct policy_entry {
 #define LOWP  TSI_AC_LOWER_PRODUCT
 #define PROMO TSI_AC_PROMOTE
 
-/* Sorted by name (bsearch). Not listed (NONE): everything else, e.g. mean, var, sqrt, relu, the
- * pools, add/mul (which promote by type promotion anyway) and every in-place op, as in PyTorch.
- * The CPU's fp32 list holds the losses and prod but none of CUDA's pointwise functions,
- * reductions, softmaxes or norms: there those run in the dtype they are given. */
+/* Sorted by name. The op families' ops (exp, log, rsqrt, pow, sum...) are not here: their
+ * columns are unary_ops.def's, binary_ops.def's and reduce_ops.def's, merged in below. Not listed
+ * (NONE): everything else, e.g. mean, var, sqrt, relu, the pools, add/mul (which promote by type
+ * promotion anyway) and every in-place op, as in PyTorch. The CPU's fp32 list holds the losses and
+ * prod but none of CUDA's pointwise functions, reductions, softmaxes or norms: there those run in
+ * the dtype they are given. */
 static const policy_entry table[] = {
     /* fp32: CUDA's list is binary_cross_entropy_with_logits, l1/smooth_l1/mse/nll loss ... */
-    {"acos", FP32, NONE},
     {"addbmm", LOWP, LOWP},
     {"addmm", LOWP, LOWP},
     {"addmv", LOWP, TSI_AC_KEEP}, /* on CUDA's list only: the CPU's kernel, no cast */
     {"addr", LOWP, TSI_AC_KEEP},  /* as addmv */
-    {"asin", FP32, NONE},
     {"baddbmm", LOWP, LOWP},
     /* batch_norm is on neither CPU's nor CUDA's list: their kernels take a half input with float32
      * parameters and compute in float32 (Tessera's fused kernels and composition too), so a bf16
@@ -52,16 +53,12 @@ static const policy_entry table[] = {
     {"cat", PROMO, PROMO},
     {"cdist", FP32, FP32},
     {"conv2d", TSI_AC_LOWER, TSI_AC_LOWER},
-    {"cosh", FP32, NONE},
     /* cross_entropy is log_softmax + nll_loss in PyTorch, both fp32; the CPU list names it */
     {"cosine_embedding_loss", FP32, FP32},
     {"cross_entropy", FP32, FP32},
     {"cumprod", FP32, NONE},     /* fp32_set_opt_dtype */
     {"cumsum", FP32, NONE},      /* fp32_set_opt_dtype */
     {"dot", PROMO, TSI_AC_KEEP}, /* CUDA's promote list; the CPU's kernel, no cast */
-    {"erfinv", FP32, NONE},
-    {"exp", FP32, NONE},
-    {"expm1", FP32, NONE},
     {"group_norm", FP32, AC_IN_DTYPE},
     {"hinge_embedding_loss", FP32, FP32},
     {"huber_loss", FP32, FP32},
@@ -71,12 +68,7 @@ static const policy_entry table[] = {
     {"linalg.matrix_norm", FP32, NONE}, /* fp32_set_opt_dtype */
     {"linalg.vector_norm", FP32, NONE}, /* fp32_set_opt_dtype */
     {"linear", LOWP, LOWP},
-    {"log", FP32, NONE},
-    {"log10", FP32, NONE},
-    {"log1p", FP32, NONE},
-    {"log2", FP32, NONE},
     {"log_softmax", FP32, NONE}, /* fp32_set_opt_dtype */
-    {"logsumexp", FP32, NONE},
     {"margin_ranking_loss", FP32, FP32},
     {"matmul", LOWP, LOWP},
     {"mm", LOWP, LOWP},
@@ -86,42 +78,85 @@ static const policy_entry table[] = {
     {"mv", LOWP, TSI_AC_KEEP}, /* as addmv */
     {"nll_loss", FP32, FP32},
     {"poisson_nll_loss", FP32, FP32},
-    {"pow", FP32, NONE},        /* pow.Tensor_Tensor */
     {"pow_scalar", FP32, NONE}, /* pow.Tensor_Scalar */
     {"prelu", TSI_AC_LOWER, TSI_AC_LOWER},
-    {"prod", FP32, FP32}, /* fp32_set_opt_dtype, all overloads; the CPU's fp32 list */
-    {"reciprocal", FP32, NONE},
     {"rms_norm", FP32, AC_IN_DTYPE},
     {"rpow_scalar", FP32, NONE}, /* pow.Scalar: a number to a tensor's powers */
-    {"rsqrt", FP32, NONE},
     {"scaled_dot_product_attention", TSI_AC_LOWER, TSI_AC_LOWER},
     /* CUDA's promote list; not the CPU's, where mixed dtypes are the op's error */
     {"scatter_add", PROMO, NONE},
-    {"sinh", FP32, NONE},
     {"smooth_l1_loss", FP32, FP32},
     {"soft_margin_loss", FP32, FP32},
     {"softmax", FP32, NONE}, /* fp32_set_opt_dtype */
-    {"softplus", FP32, NONE},
     {"stack", PROMO, PROMO},
-    {"sum", FP32, NONE}, /* fp32_set_opt_dtype, all overloads */
-    {"tan", FP32, NONE},
     {"tensordot", PROMO, NONE}, /* CUDA's promote list; the CPU composes mm */
     {"triplet_margin_loss", FP32, FP32},
     /* where promotes natively in PyTorch; listing it gives the same dtypes */
     {"where", PROMO, PROMO},
 };
 #define N_TABLE (sizeof table / sizeof table[0])
+
+static int cmp_entry(const void *key, const void *e) {
+    return strcmp((const char *)key, ((const policy_entry *)e)->op);
+}
+static int cmp_entries(const void *a, const void *b) {
+    return strcmp(((const policy_entry *)a)->op, ((const policy_entry *)b)->op);
+}
+
+/* the op families' autocast columns (unary_ops.def, binary_ops.def, reduce_ops.def) */
+static const policy_entry family_rows[] = {
+#define X(ID, name, front, dtype, grad_fn, autocast, autocast_cpu, ...)                            \
+    {#name, autocast, autocast_cpu},
+#include "backend/unary_ops.def"
+/* (a comment between the two keeps clang-format from sorting them) */
+#include "backend/binary_ops.def"
+#undef X
+/* the reductions: both names (sum, and amax beside max) */
+#define X(ID, name, name_dim, dtype, grad_fn, grad_fn_dim, autocast, autocast_cpu, ...)            \
+    {#name, autocast, autocast_cpu}, {#name_dim, autocast, autocast_cpu},
+#include "backend/reduce_ops.def"
+#undef X
+};
+#define N_FAMILY (sizeof family_rows / sizeof family_rows[0])
 #undef NONE
 #undef FP32
 #undef LOWP
 #undef PROMO
 
-static int cmp_entry(const void *key, const void *e) {
-    return strcmp((const char *)key, ((const policy_entry *)e)->op);
+/* table and the family rows that cast, sorted once for bsearch (a name in both would be a
+ * mistake: tests/test_op_tables.c checks that none is) */
+static policy_entry merged[N_TABLE + N_FAMILY];
+static size_t n_merged;
+static pthread_once_t merged_once = PTHREAD_ONCE_INIT;
+static int row_conflicts; /* a name on two family rows with different columns */
+static void merge(void) {
+    memcpy(merged, table, sizeof table);
+    n_merged = N_TABLE;
+    const size_t first_row = n_merged;
+    for (size_t i = 0; i < N_FAMILY; i++) {
+        const policy_entry *r = &family_rows[i];
+        if (r->policy == TSI_AC_NONE && r->cpu == TSI_AC_NONE) continue;
+        bool seen = false; /* a reduction's two names can be one (sum) */
+        for (size_t k = first_row; k < n_merged && !seen; k++)
+            if (strcmp(merged[k].op, r->op) == 0) {
+                seen = true;
+                row_conflicts += merged[k].policy != r->policy || merged[k].cpu != r->cpu;
+            }
+        if (!seen) merged[n_merged++] = *r;
+    }
+    qsort(merged, n_merged, sizeof merged[0], cmp_entries);
 }
 
 static const policy_entry *find(const char *op) {
-    return bsearch(op, table, N_TABLE, sizeof table[0], cmp_entry);
+    pthread_once(&merged_once, merge);
+    return bsearch(op, merged, n_merged, sizeof merged[0], cmp_entry);
+}
+
+int tsi_autocast_policy_duplicates(void) {
+    pthread_once(&merged_once, merge);
+    int n = row_conflicts;
+    for (size_t i = 1; i < n_merged; i++) n += strcmp(merged[i - 1].op, merged[i].op) == 0;
+    return n;
 }
 
 /* CUDA's column (autocast.h) */

@@ -87,7 +87,10 @@ static int new_value(tsi_tracer *tr, ts_tensor *t, int producer) {
         /* a constant is copied now: an in-place op may change the tensor later in the forward */
         if (v.named < 0) {
             if (t->grad_fn) v.untraced = t->grad_fn->op;
-            if (!(v.t = tsi_ew_clone("onnx_export", t))) return fail(tr), -1;
+            /* a quantized tensor is kept itself: no op writes one in place (the quantized gate,
+             * core/quant_gate.c, lists none), and a copy would have to pass that gate */
+            if (!tsi_is_quantized(t->dtype) && !(v.t = tsi_ew_clone("onnx_export", t)))
+                return fail(tr), -1;
         }
     }
     if (!map_put(tr, t, tr->n_vals)) {

@@ -365,6 +365,10 @@ struct ts_backend {
      * adaptive average pooling of quantized integers (ts_qpool_args) */
     bool (*qconv)(const ts_backend *be, int index, const ts_qconv_args *a);
     void (*qpool)(const ts_backend *be, int index, const ts_qpool_args *a);
+    /* qlinear_add: ONNX Runtime's QLinearAdd on uint8 / int8 bytes (ts_qlinear_add_args) */
+    void (*qlinear_add)(const ts_backend *be, int index, const ts_qlinear_add_args *a);
+    /* wo_linear: a weight-only quantized linear layer (ts_wo_args; false as qlinear's) */
+    bool (*wo_linear)(const ts_backend *be, int index, const ts_wo_args *a);
 };
 
 /* The registry: one backend per device type; NULL when the type is not built or not present. */

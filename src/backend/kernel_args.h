@@ -61,92 +61,11 @@ typedef struct ts_linalg_args {
     int32_t *info;           /* on the host: batch entries, as the op says (NULL: not wanted) */
 } ts_linalg_args;
 
+/* The unary elementwise ops: unary_ops.def's rows, in its order (what each p0 / p1 means there) */
 typedef enum ts_unary_op {
-    TS_U_NEG,
-    TS_U_ABS,
-    TS_U_EXP,
-    TS_U_LOG,
-    TS_U_LOG1P,
-    TS_U_SQRT,
-    TS_U_RSQRT,
-    TS_U_SIN,
-    TS_U_COS,
-    TS_U_TAN,
-    TS_U_ASIN,
-    TS_U_ACOS,
-    TS_U_ATAN,
-    TS_U_SINH,
-    TS_U_COSH,
-    TS_U_ASINH,
-    TS_U_ACOSH,
-    TS_U_ATANH,
-    TS_U_ERF,
-    TS_U_TANH,
-    TS_U_SIGMOID,
-    TS_U_RELU,
-    TS_U_GELU,
-    TS_U_SILU,
-    TS_U_SOFTPLUS,
-    TS_U_SIGN,
-    TS_U_FLOOR,
-    TS_U_CEIL,
-    TS_U_ROUND,
-    TS_U_RECIPROCAL,
-    TS_U_SQUARE,
-    TS_U_LOGICAL_NOT,
-    TS_U_CLAMP, /* p0 = min, p1 = max; NAN = unbounded side */
-    /* issue 52's special functions (kernel_math.h); float dtypes (the front ends promote) */
-    TS_U_EXPM1,
-    TS_U_EXP2,
-    TS_U_LOG2,
-    TS_U_LOG10,
-    TS_U_ERFC,
-    TS_U_LGAMMA,
-    TS_U_TRUNC,
-    TS_U_DIGAMMA,
-    TS_U_ERFINV,
-    TS_U_I0,
-    TS_U_I0E,
-    TS_U_I1,
-    TS_U_I1E,
-    TS_U_SINC,
-    TS_U_FRAC,
-    TS_U_DEG2RAD,
-    TS_U_RAD2DEG,
-    TS_U_POLYGAMMA,      /* p0 = n (an integer >= 0) */
-    TS_U_LOGIT,          /* p0 = eps: x clamped to [eps, 1 - eps] first; NAN or < 0: not clamped */
-    TS_U_NAN_TO_NUM,     /* NaN -> p0, +inf -> p1 */
-    TS_U_NEGINF_TO,      /* -inf -> p0 (nan_to_num's second pass) */
-    TS_U_NAN_TO_NUM_SYM, /* NaN -> p0, +inf -> p1, -inf -> -p1 (nan_to_num in one pass) */
-    /* issue 52's activations (kernel_math_act.h); float dtypes (the front ends refuse others) */
-    TS_U_ELU,        /* p0 = alpha, p1 = the input's scale (elu 1, celu 1 / alpha) */
-    TS_U_SELU,       /* no numbers */
-    TS_U_HARDTANH,   /* p0 = min_val, p1 = max_val */
-    TS_U_HARDSHRINK, /* p0 = lambd */
-    TS_U_SOFTSHRINK, /* p0 = lambd */
-    TS_U_THRESHOLD,  /* p0 = threshold, p1 = value */
-    TS_U_LOGSIGMOID, /* no numbers (nor the ones below) */
-    TS_U_MISH,
-    TS_U_HARDSIGMOID,
-    TS_U_HARDSWISH,
-    TS_U_LEAKY_RELU, /* p0 = negative_slope */
-    /* torch.special's remaining functions (kernel_math_special.h); float dtypes (the front ends
-     * promote) */
-    TS_U_NDTR,
-    TS_U_NDTRI,
-    TS_U_LOG_NDTR,
-    TS_U_ERFCX,
-    TS_U_ENTR,
-    TS_U_BESSEL_J0,
-    TS_U_BESSEL_J1,
-    TS_U_BESSEL_Y0,
-    TS_U_BESSEL_Y1,
-    TS_U_BESSEL_K0,
-    TS_U_BESSEL_K1,
-    TS_U_BESSEL_K0E, /* e^x K0(x) */
-    TS_U_BESSEL_K1E,
-    TS_U_SPH_BESSEL_J0,
-    TS_U_AIRY_AI,
+#define X(ID, ...) TS_U_##ID,
+#include "backend/unary_ops.def"
+#undef X
     /* The count. Every switch or table over the ops asserts it (_Static_assert(TS_U_COUNT == N,
      * ...), ggml's way): adding an op fails the compile at each place that must take it, until
      * that place has the op and its count is raised. */
@@ -215,90 +134,20 @@ typedef struct ts_epi_aux {
     int64_t ld;
 } ts_epi_aux;
 
+/* The binary elementwise ops: binary_ops.def's rows, in its order */
 typedef enum ts_binary_op {
-    TS_B_ADD,
-    TS_B_SUB,
-    TS_B_MUL,
-    TS_B_DIV,
-    TS_B_POW,
-    TS_B_MAX,
-    TS_B_MIN,
-    TS_B_FMOD,
-    TS_B_EQ,
-    TS_B_NE,
-    TS_B_LT,
-    TS_B_LE,
-    TS_B_GT,
-    TS_B_GE, /* out dtype TS_BOOL */
-    TS_B_AND,
-    TS_B_OR, /* out dtype TS_BOOL */
-    TS_B_RSUB,
-    TS_B_RDIV,
-    TS_B_RPOW, /* reversed: s - a, s / a, s ** a (scalar forms) */
-    /* fused activation backwards, float dtypes (kernel_math.h): a = the incoming gradient,
-     * b = relu output, sigmoid output, tanh output, gelu input, silu input */
-    TS_B_RELU_BWD,
-    TS_B_SIGMOID_BWD,
-    TS_B_TANH_BWD,
-    TS_B_GELU_BWD,
-    TS_B_SILU_BWD,
-    /* torch.floor_divide and torch.remainder (the divisor's sign); integers: x // 0 and x % 0
-     * give 0 (a kernel must not trap) */
-    TS_B_FLOORDIV,
-    TS_B_REM,
-    /* issue 52 (kernel_math.h's TS_SPECIAL_BINARY); float dtypes (the front ends promote) */
-    TS_B_XLOGY,
-    TS_B_XLOG1PY,
-    TS_B_HYPOT,
-    TS_B_COPYSIGN,
-    TS_B_ATAN2,
-    TS_B_NEXTAFTER,
-    TS_B_LOGADDEXP,
-    TS_B_LOGADDEXP2,
-    /* issue 52: bitwise ops on integers and bool (shifts: integers; PyTorch's out-of-range
-     * shifts: << gives 0, >> the sign), and torch.div(rounding_mode='trunc') (integers: x / 0
-     * gives 0, the front end refuses it) */
-    TS_B_BITAND,
-    TS_B_BITOR,
-    TS_B_BITXOR,
-    TS_B_LSHIFT,
-    TS_B_RSHIFT,
-    TS_B_DIVTRUNC,
-    /* torch.special's remaining functions of two arguments (kernel_math_special.h's
-     * TS_SPECIAL_MORE_BINARY); float dtypes (the front ends promote); the polynomials take
-     * b = n, truncated to an integer */
-    TS_B_ZETA,
-    TS_B_IGAMMA,
-    TS_B_IGAMMAC,
-    TS_B_CHEB_T,
-    TS_B_CHEB_U,
-    TS_B_CHEB_V,
-    TS_B_CHEB_W,
-    TS_B_SCHEB_T,
-    TS_B_SCHEB_U,
-    TS_B_SCHEB_V,
-    TS_B_SCHEB_W,
-    TS_B_HERMITE_H,
-    TS_B_HERMITE_HE,
-    TS_B_LAGUERRE_L,
-    TS_B_LEGENDRE_P,
-    TS_B_COUNT
+#define X(ID, ...) TS_B_##ID,
+#include "backend/binary_ops.def"
+#undef X
+    TS_B_COUNT /* asserted by every switch or table over the ops, as TS_U_COUNT */
 } ts_binary_op;
 
+/* The reductions: reduce_ops.def's rows, in its order */
 typedef enum ts_reduce_op {
-    TS_R_SUM,
-    TS_R_PROD,
-    TS_R_MEAN,
-    TS_R_MAX,
-    TS_R_MIN,
-    TS_R_VAR, /* param = correction (Bessel: 1) */
-    TS_R_STD, /* param = correction */
-    TS_R_LOGSUMEXP,
-    TS_R_ARGMAX,
-    TS_R_ARGMIN, /* out dtype TS_I64; index within the flattened reduced dims; first
-                    occurrence; NaN counts as the maximum/minimum like PyTorch */
-    TS_R_NORM2,  /* sqrt of the sum of squares (linalg.vector_norm's 2-norm), float inputs only */
-    TS_R_COUNT
+#define X(ID, ...) TS_R_##ID,
+#include "backend/reduce_ops.def"
+#undef X
+    TS_R_COUNT /* asserted by every switch or table over the ops, as TS_U_COUNT */
 } ts_reduce_op;
 
 typedef enum ts_scan_op {

@@ -70,6 +70,10 @@ static inline TS_HD double ts_leaky_relu_d(double x, double slope) {
     return x > 0.0 ? x : x * slope;
 }
 
+/* softsign: x / (1 + |x|), PyTorch's composition's operations in the compute type */
+static inline TS_HD float ts_softsign_f(float x) { return x / (fabsf(x) + 1.0f); }
+static inline TS_HD double ts_softsign_d(double x) { return x / (fabs(x) + 1.0); }
+
 /* The activations as (op, expression, trailing arguments) over `a` (of the compute type CT) and
  * the doubles p0, p1 (the backend's unary numbers; backend.h says which is which), FAM f or d. */
 #define TS_ACT_PARAM_UNARY(X, FAM, CT, ...)                                                        \
@@ -84,6 +88,7 @@ static inline TS_HD double ts_leaky_relu_d(double x, double slope) {
     X(TS_U_MISH, ts_mish_##FAM(a), __VA_ARGS__)                                                    \
     X(TS_U_HARDSIGMOID, ts_hardsigmoid_##FAM(a), __VA_ARGS__)                                      \
     X(TS_U_HARDSWISH, ts_hardswish_##FAM(a), __VA_ARGS__)                                          \
-    X(TS_U_LEAKY_RELU, ts_leaky_relu_##FAM(a, (CT)p0), __VA_ARGS__)
+    X(TS_U_LEAKY_RELU, ts_leaky_relu_##FAM(a, (CT)p0), __VA_ARGS__)                                \
+    X(TS_U_SOFTSIGN, ts_softsign_##FAM(a), __VA_ARGS__)
 
 #endif /* TS_KERNEL_MATH_ACT_H */

@@ -11,6 +11,8 @@ typedef enum ts_quant_kind {
     TS_QK_QUANTIZE,   /* x (float32) -> q */
     TS_QK_DEQUANTIZE, /* q -> x (float32) */
     TS_QK_INT_REPR,   /* q (quint4x2) -> u (uint8, one value each) */
+    TS_QK_FAKE,       /* x (float32) -> y (float32) and u (the gradient's mask, 0 / 1): fake
+                       * quantize with qmin / qmax given (src/ops/fake_quantize.c) */
 } ts_quant_kind;
 
 /* Contiguous operands seen as [outer, channels, inner] elements. Parameter of element (o, c, i):
@@ -24,6 +26,7 @@ typedef struct ts_quant_args {
     void *q;
     float *x;
     uint8_t *u;
+    float *y; /* TS_QK_FAKE's output */
     int64_t outer, channels, inner;
     bool grouped, per_tensor;
     const double *scales;
@@ -54,13 +57,18 @@ typedef struct ts_qlinear_args {
     float *out_f;
     const double *fscale;
     const float *fbias;
+    /* the weight's identity for the cache of packed weights (as ts_qconv_args'); w_uid 0: none */
+    uint64_t w_uid, w_version;
+    int64_t w_offset;
 } ts_qlinear_args;
 
 /* A quantized 2-D convolution (backend.h's qconv): x [N, C, H, W] contiguous bytes (uint8 when
  * x_unsigned, else int8), w int8 [Cout, C / groups * KH * KW] contiguous, out [N, Cout, OH, OW]
- * bytes of the same signedness. acc = bias[co] + sum (x - x_zp)(w - w_zp[co]) over the window, a
- * padded position counting as x_zp (zero); out = clamp(out_zp + nearbyint((double)acc *
- * mult[co]), out_min, out_max). C / groups * KH * KW <= 65536 (int32 partial sums). */
+ * bytes (uint8 when out_unsigned, else int8). acc = bias[co] + sum (x - x_zp)(w - w_zp[co]) over
+ * the window, a padded position counting as x_zp (zero); out = clamp(out_zp + nearbyint((double)acc
+ * * mult[co]), out_min, out_max). With fmult (ONNX Runtime's QLinearConv): acc wrapped to int32
+ * first, out = clamp(out_zp + nearbyintf((float)acc * fmult[co]), out_min, out_max) in float32
+ * (mult unused). C / groups * KH * KW <= 65536 (int32 partial sums). */
 typedef struct ts_qconv_args {
     int64_t n, c, h, w, cout, kh, kw, oh, ow, groups;
     int64_t stride[2], pad[2], dil[2];
@@ -71,9 +79,26 @@ typedef struct ts_qconv_args {
     const int32_t *w_zp;
     const int32_t *bias;
     const double *mult;
+    const float *fmult;
     void *out;
+    bool out_unsigned;
     int32_t out_zp, out_min, out_max;
+    /* the weight's identity for the cache of packed weights (backend/cpu/conv_dnnl.h's
+     * tsi_conv_weight_id: its storage's uid, version and offset); w_uid 0: none */
+    uint64_t w_uid, w_version;
+    int64_t w_offset;
 } ts_qconv_args;
+
+/* ONNX Runtime's QLinearAdd (com.microsoft) on n bytes: a [n] and b [n] (or one value when
+ * b_scalar), uint8 or int8 (is_signed) alike, out [n] of that type: out = saturate(
+ * round_half_even(fma(a, ra, fma(b, rb, fixed)))), each fma rounded once to float32. */
+typedef struct ts_qlinear_add_args {
+    int64_t n;
+    const void *a, *b;
+    void *out;
+    bool is_signed, b_scalar;
+    float ra, rb, fixed;
+} ts_qlinear_add_args;
 
 /* Pooling over quantized integers (backend.h's qpool), planes [planes, H, W] -> [planes, OH, OW],
  * contiguous, elements of qdtype (qint8 / quint8 / qint32). max: the largest element of each
@@ -88,5 +113,24 @@ typedef struct ts_qpool_args {
     const void *x;
     void *out;
 } ts_qpool_args;
+
+/* A weight-only quantized linear layer (backend.h's wo_linear): y[m][n] = sum_k x[m][k] *
+ * (w[n][k] - zp) * scale + bias[n] in float32, x [m, k] float32 contiguous rows, y [m, n]. int4:
+ * w quint4x2 [n, k / 2] bytes (element k in byte k / 2, the low nibble for even k), one (scale,
+ * zp) per group of group_size elements of a row: index n * (k / group_size) + k / group_size;
+ * group_size a multiple of 32 that divides k. int8: w int8 [n, k], one (scale, zp) per row n.
+ * For each group (int8: the row) the kernels sum x * (float)(q - zp) in float32 and add scale *
+ * that sum to the row's float32 accumulator; the weight is never dequantized in memory. */
+typedef struct ts_wo_args {
+    int64_t m, n, k;
+    bool int4;
+    int64_t group_size; /* int4 */
+    const float *x;
+    const uint8_t *w;
+    const float *scales;
+    const int32_t *zero_points;
+    const float *bias; /* NULL: none */
+    float *y;
+} ts_wo_args;
 
 #endif /* TS_BACKEND_QUANT_ARGS_H */

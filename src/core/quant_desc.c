@@ -26,14 +26,39 @@ tsi_quant *tsi_quant_new(const char *op, ts_qscheme scheme, int64_t count) {
     q->axis = -1;
     q->group_size = 0;
     q->count = count;
+    atomic_init(&q->kparams, NULL);
     return q;
 }
 
 void tsi_quant_release(tsi_quant *q) {
     if (!q || atomic_fetch_sub_explicit(&q->refs, 1, memory_order_acq_rel) != 1) return;
+    tsi_quant_kparams *k = atomic_load(&q->kparams);
+    if (k) free(k->scales), free(k);
     free(q->scales);
     free(q->zero_points);
     free(q);
+}
+
+const tsi_quant_kparams *tsi_quant_kparams_get(const char *op, tsi_quant *q) {
+    tsi_quant_kparams *k = atomic_load_explicit(&q->kparams, memory_order_acquire);
+    if (k) return k;
+    k = malloc(sizeof *k);
+    /* one block: count floats, then count int32 */
+    if (k) k->scales = malloc((size_t)q->count * (sizeof(float) + sizeof(int32_t)));
+    if (!k || !k->scales) {
+        free(k);
+        return tsi_error_set(TS_ERR_OOM, "%s: out of host memory for quantization parameters", op),
+               NULL;
+    }
+    k->zero_points = (int32_t *)(void *)(k->scales + q->count);
+    for (int64_t i = 0; i < q->count; i++) {
+        k->scales[i] = (float)q->scales[i];
+        k->zero_points[i] = (int32_t)q->zero_points[i];
+    }
+    tsi_quant_kparams *none = NULL;
+    if (atomic_compare_exchange_strong(&q->kparams, &none, k)) return k;
+    free(k->scales), free(k); /* another thread made it first */
+    return none;
 }
 
 void tsi_quant_range(ts_dtype dt, int64_t *qmin, int64_t *qmax) {

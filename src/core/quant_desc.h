@@ -22,7 +22,19 @@ typedef struct tsi_quant {
     int64_t count;
     double *scales;       /* [count] */
     int64_t *zero_points; /* [count] */
+    /* the weight-only kernels' copy of the parameters (float scales, int32 zero points), made at
+     * their first use (tsi_quant_kparams) and freed with the descriptor */
+    _Atomic(struct tsi_quant_kparams *) kparams;
 } tsi_quant;
+
+typedef struct tsi_quant_kparams {
+    float *scales;        /* [count]: (float)scales[i] */
+    int32_t *zero_points; /* [count] */
+} tsi_quant_kparams;
+
+/* q's parameters as the kernels read them (made once, then shared; thread-safe); NULL + TS_ERR_OOM
+ * naming op */
+const tsi_quant_kparams *tsi_quant_kparams_get(const char *op, tsi_quant *q);
 
 /* New descriptor of count parameters, refs 1, arrays uninitialised; NULL + TS_ERR_OOM naming op */
 tsi_quant *tsi_quant_new(const char *op, ts_qscheme scheme, int64_t count);

@@ -34,6 +34,7 @@ static const char *const quant_ops[] = {
     "q_per_channel_zero_points",
     "q_scale",
     "q_zero_point",
+    "qlinear_conv2d",
     "qscheme",
     "quantize_per_channel",
     "quantize_per_group",
@@ -51,6 +52,7 @@ static const char *const quant_ops[] = {
     "size",
     "storage_offset",
     "stride",
+    "weight_only_linear",
 };
 
 static int cmp_name(const void *key, const void *elem) {

@@ -4,12 +4,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "models/gpt_internal.h"
 #include "tessera.h"
 
 typedef struct gpt {
     ts_module base;
     ts_gpt_config c; /* defaults resolved */
     ts_module *tok_emb, *pos_emb, *drop, *blocks, *ln_f;
+    tsi_gpt_wo *wo; /* weight-only quantized linears (gpt_weight_only.c); NULL: float */
 } gpt;
 
 static ts_tensor *gpt_forward(ts_module *self, ts_tensor *idx);
@@ -38,6 +40,10 @@ static ts_tensor *gpt_forward(ts_module *self, ts_tensor *idx) {
                             "dims",
                             ts_dtype_name(ts_dtype_of(idx)), ts_ndim(idx)),
                NULL;
+    if (g->wo && self->training)
+        return ts_error_set(TS_ERR_STATE, "GPT: a weight-only quantized GPT runs in eval mode "
+                                          "only (ts_module_eval)"),
+               NULL;
     const int64_t T = ts_size(idx, 1);
     if (T < 1 || T > g->c.context)
         return ts_error_set(TS_ERR_SHAPE,
@@ -53,7 +59,9 @@ static ts_tensor *gpt_forward(ts_module *self, ts_tensor *idx) {
         char name[32];
         snprintf(name, sizeof name, "%lld", (long long)i);
         ts_module *blk = ts_module_child(g->blocks, name);
-        if (ts_module_checkpointed(blk) && ts_grad_enabled()) {
+        if (g->wo) {
+            x = tsi_gpt_wo_block(g->wo, i, blk, x, g->c.n_head);
+        } else if (ts_module_checkpointed(blk) && ts_grad_enabled()) {
             ts_tensor *y = NULL;
             x = ts_checkpoint(block_forward, blk, NULL, &x, 1, &y, 1) == TS_OK ? y : NULL;
         } else {
@@ -62,7 +70,24 @@ static ts_tensor *gpt_forward(ts_module *self, ts_tensor *idx) {
     }
     x = ts_forward(g->ln_f, x);
     /* the head shares the token embedding: logits = x @ tok_emb.weight^T */
+    if (g->wo) return tsi_gpt_wo_head(g->wo, x);
     return ts_linear(x, ts_module_get(g->tok_emb, "weight"), NULL);
+}
+
+static void gpt_destroy(ts_module *self) { tsi_gpt_wo_free(((gpt *)self)->wo); }
+
+ts_status ts_gpt_quantize_weight_only(ts_module *m, ts_gpt_quant_opts o) {
+    const char *op = "gpt_quantize_weight_only";
+    gpt *g = as_gpt(m, op);
+    if (!g) return ts_error();
+    if (g->wo) return ts_error_set(TS_ERR_STATE, "%s: the GPT is quantized already", op);
+    if (o.bits != 8 && o.bits != 4)
+        return ts_error_set(TS_ERR_ARG, "%s: bits must be 8 or 4, got %d", op, o.bits);
+    if (!o.group_size) o.group_size = 128;
+    ts_no_grad_begin();
+    g->wo = tsi_gpt_wo_make(g->blocks, ts_module_get(g->tok_emb, "weight"), g->c.n_layer, &o);
+    ts_no_grad_end();
+    return g->wo ? TS_OK : ts_error();
 }
 
 static ts_tensor *module_list_forward(ts_module *self, ts_tensor *x) {
@@ -115,6 +140,7 @@ ts_module *ts_gpt_new(ts_gpt_config c) {
     if (!g) return NULL;
     g->c = r;
     ts_module *b = &g->base;
+    b->destroy = gpt_destroy;
     g->tok_emb = ts_module_add(b, "tok_emb", ts_embedding_new(r.vocab_size, r.n_embd));
     g->pos_emb = ts_module_add(b, "pos_emb", ts_embedding_new(r.context, r.n_embd));
     g->drop = ts_module_add(b, "drop", ts_dropout_new(r.dropout));

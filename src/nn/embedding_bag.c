@@ -1,4 +1,5 @@
-/* embedding_bag.c — torch.nn.functional.embedding_bag's sum and mean modes (issue 52): each bag's
+/* embedding_bag.c — torch.nn.functional.embedding_bag (issue 52; mode max: issue 76, bag_max). Sum
+ * and mean (issue 52): each bag's
  * rows of weight reduced in one backend call (the embedding_bag slot: no [bags, width, D] gather
  * and no second pass; src/backend/cpu/kern_embedding_bag.c). The front end reads the indices and
  * offsets on the host to check them (PyTorch's checks), as embedding does; a captured step reads
@@ -11,6 +12,7 @@
  * into the weight's rows with index_add; the per-sample weights' gradient is each row's dot with
  * its weight row. The bag of each position and the coefficients are built on the host at forward
  * time, from the indices and offsets read there anyway. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "autograd/trace.h"
@@ -150,6 +152,49 @@ static ts_tensor *bag_kernel(const char *op, ts_tensor *w, ts_tensor *idx, ts_te
     return y;
 }
 
+/* mode max, composed of differentiable ops from the host plan: each bag's rows gathered into
+ * [bags, width, D] (width: the longest bag), absent and padding entries -inf, the max over the bag
+ * (its gradient to the first maximal row, as PyTorch's max_indices), an empty bag zeros */
+static ts_tensor *bag_max(const char *op, ts_tensor *w, ts_tensor *idx, const bag_plan *pl,
+                          int64_t pad) {
+    const int64_t nb = pl->bags, D = w->shape.dims[1];
+    int64_t width = pl->width;
+    for (int64_t b = 0; pl->off && b < nb; b++)
+        width = pl->off[b + 1] - pl->off[b] > width ? pl->off[b + 1] - pl->off[b] : width;
+    const ts_opts wo = {.dtype = w->dtype, .device = tsi_device(w)};
+    if (nb == 0 || width == 0 || D == 0) return ts_zeros(TS_SHAPE(nb, D), wo);
+    int64_t *pos = malloc((size_t)(nb * width) * sizeof *pos);
+    bool *drop = malloc((size_t)(nb * width) * sizeof *drop), *empty = malloc((size_t)nb);
+    if (!pos || !drop || !empty) {
+        free(pos), free(drop), free(empty);
+        return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op), NULL;
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t s = pl->off ? pl->off[b] : b * pl->width;
+        const int64_t e = pl->off ? pl->off[b + 1] : s + pl->width;
+        empty[b] = true;
+        for (int64_t k = 0; k < width; k++) {
+            const bool in = s + k < e;
+            pos[b * width + k] = in ? s + k : 0;
+            drop[b * width + k] = !in || pl->iv[s + k] == pad;
+            empty[b] &= drop[b * width + k];
+        }
+    }
+    const ts_device dev = tsi_device(w);
+    ts_tensor *pos_t =
+        ts_from_data(TS_SHAPE(nb * width), TS_I64, pos, (ts_opts){.dtype = TS_I64, .device = dev});
+    ts_tensor *drop_t = ts_from_data(TS_SHAPE(nb, width, 1), TS_BOOL, drop,
+                                     (ts_opts){.dtype = TS_BOOL, .device = dev});
+    ts_tensor *empty_t =
+        ts_from_data(TS_SHAPE(nb, 1), TS_BOOL, empty, (ts_opts){.dtype = TS_BOOL, .device = dev});
+    free(pos), free(drop), free(empty);
+    ts_tensor *rows = ts_index_select(ts_to_dtype(idx, TS_I64), 0, pos_t);
+    ts_tensor *emb = ts_reshape(ts_index_select(w, 0, rows), TS_SHAPE(nb, width, D));
+    ts_tensor *at = NULL;
+    ts_tensor *vals = ts_max_dim(ts_masked_fill(emb, drop_t, -INFINITY), 1, false, &at);
+    return ts_masked_fill(vals, empty_t, 0.0);
+}
+
 static ts_tensor *finish(ts_tensor *y, bag_plan *pl) {
     free(pl->off), free(pl->iv);
     y = ts_error() == TS_OK && y ? ts_keep(y) : NULL;
@@ -171,14 +216,9 @@ static bool check_args(const char *op, ts_tensor *w, ts_tensor *ind, ts_tensor *
         return tsi_error_set(TS_ERR_DTYPE, "%s: expected indices of dtype int64 or int32, got %s",
                              op, tsi_desc(ind)),
                false;
-    if (mode == 2)
-        return tsi_error_set(TS_ERR_UNSUPPORTED,
-                             "%s: mode max is not implemented by the C op (mode 0 sum, 1 mean)",
-                             op),
-               false;
-    if (mode != 0 && mode != 1)
-        return tsi_error_set(TS_ERR_ARG, "%s: mode has to be 0 (sum) or 1 (mean), got %d", op,
-                             mode),
+    if (mode != 0 && mode != 1 && mode != 2)
+        return tsi_error_set(TS_ERR_ARG, "%s: mode has to be 0 (sum), 1 (mean) or 2 (max), got %d",
+                             op, mode),
                false;
     if (ind->shape.ndim == 2 && off)
         return tsi_error_set(TS_ERR_ARG,
@@ -277,8 +317,14 @@ ts_tensor *ts_embedding_bag(ts_tensor *weight, ts_tensor *indices, ts_tensor *of
     ts_tensor *idx = ts_contiguous(ts_reshape(indices, TS_SHAPE(pl.n)));
     if (p) p = ts_contiguous(ts_reshape(p, TS_SHAPE(pl.n)));
     if (!w || !idx || (psw && !p)) return finish(NULL, &pl);
-    ts_tensor *y = bag_kernel(op, w, idx, p, &pl, mode, padding_idx);
-    if (y && ts_error() == TS_OK && graph) {
+    if (mode == 2 && capturing)
+        return tsi_error_set(TS_ERR_UNSUPPORTED,
+                             "%s: mode max reads the indices on the host: not in a captured step",
+                             op),
+               finish(NULL, &pl);
+    ts_tensor *y = mode == 2 ? bag_max(op, w, idx, &pl, padding_idx)
+                             : bag_kernel(op, w, idx, p, &pl, mode, padding_idx);
+    if (y && ts_error() == TS_OK && graph && mode != 2) {
         ts_tensor *bag = NULL, *coef = NULL, *idx64 = ts_to_dtype(idx, TS_I64);
         if (!idx64 || !backward_tables(op, &pl, mode, padding_idx, w, &bag, &coef))
             return finish(NULL, &pl);

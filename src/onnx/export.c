@@ -8,6 +8,7 @@
 
 #include "io/atomic_file.h"
 #include "onnx/export_internal.h"
+#include "tessera/quant.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "initializers are written in the host's byte order, and ONNX's raw_data is little-endian"
@@ -171,7 +172,17 @@ const char *tse_cast(tse *e, const char *x, ts_dtype from, ts_dtype to) {
 }
 
 /* ------------------------------------------------------------------ initializers */
+ts_dtype tse_storage_dtype(ts_dtype d) {
+    return d == TS_QINT8 ? TS_I8 : d == TS_QUINT8 ? TS_U8 : d == TS_QINT32 ? TS_I32 : d;
+}
+
+/* A quantized tensor's initializer holds its integers (export_ops_quant.c writes the scales and
+ * zero points next to the nodes that read it). */
 static const char *add_init(tse *e, const char *name, ts_tensor *t) {
+    if (tsi_is_quantized(t->dtype) && t->dtype != TS_QUINT4X2) {
+        ts_tensor *ints = ts_int_repr(t); /* owned by the export's scope */
+        return ints ? add_init(e, name, ints) : NULL;
+    }
     const int32_t type = tso_dtype_to_onnx(t->dtype);
     if (!type)
         return tsi_error_set(TS_ERR_UNSUPPORTED, "%s: %s has dtype %s, which ONNX lacks", OP, name,
@@ -284,6 +295,50 @@ static const char *value_name(tse *e, int v) {
     return e->vname[v] = name;
 }
 
+/* Value v is computed (through traced ops) from the graph's input, or from a tensor an untraced op
+ * made (*untraced: its name). */
+static bool reads_input(const tse *e, int v, const char **untraced) {
+    bool *seen = calloc((size_t)e->tr.n_vals + 1, sizeof *seen);
+    int *stack = malloc(((size_t)e->tr.n_vals + 1) * sizeof *stack);
+    bool found = !seen || !stack; /* out of memory: refuse rather than guess */
+    int n = 0;
+    if (!found) stack[n++] = v, seen[v] = true;
+    while (!found && n > 0) {
+        const tsi_trace_value *tv = &e->tr.vals[stack[--n]];
+        if (tv->named == 0 || tv->untraced) {
+            found = true;
+            *untraced = tv->untraced;
+            break;
+        }
+        if (tv->producer < 0) continue;
+        const tsi_trace_rec *r = &e->tr.recs[tv->producer];
+        for (int k = 0; k < r->n_in; k++)
+            if (r->in[k] >= 0 && !seen[r->in[k]]) seen[r->in[k]] = true, stack[n++] = r->in[k];
+    }
+    free(seen);
+    free(stack);
+    return found;
+}
+
+const char *tse_const_in(tse *e, const tsi_trace_rec *r, int k) {
+    const int v = k < r->n_in ? r->in[k] : -1;
+    if (v < 0) return NULL;
+    if (e->vname[v]) return e->vname[v];
+    const tsi_trace_value *tv = &e->tr.vals[v];
+    if (tv->producer < 0) return value_name(e, v);
+    const char *untraced = NULL;
+    if (reads_input(e, v, &untraced))
+        return untraced ? tse_refuse(e, r,
+                                     "input %d depends on op '%s', which the trace does not "
+                                     "record",
+                                     k, untraced)
+                        : tse_refuse(e, r,
+                                     "input %d (a weight or bias) is computed from the model's "
+                                     "input; it must be a constant",
+                                     k);
+    return e->vname[v] = tse_const_tensor(e, tv->t, NULL); /* computed from constants: its value */
+}
+
 static int cmp_ptr(const void *a, const void *b) {
     const uintptr_t x = (uintptr_t) * (const char *const *)a,
                     y = (uintptr_t) * (const char *const *)b;
@@ -336,13 +391,15 @@ static bool write_inits(tse *e) {
 
 /* ------------------------------------------------------------------ the op table */
 static const tse_op *find_op(const char *op) {
-    static const tse_op *const tables[] = {tse_ops_elementwise, tse_ops_nn};
+    static const tse_op *const tables[] = {tse_ops_elementwise, tse_ops_nn, tse_ops_quant};
     char base[64];
     snprintf(base, sizeof base, "%s", op);
     for (int pass = 0; pass < 2; pass++) {
         for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
             for (const tse_op *o = tables[t]; o->op; o++)
                 if (!strcmp(o->op, base)) return o;
+        const tse_op *u = tse_family_op(base);
+        if (u) return u;
         size_t n = strlen(base); /* an in-place form: "relu_" is relu written back */
         if (n < 2 || base[n - 1] != '_') break;
         base[n - 1] = 0;
@@ -350,7 +407,20 @@ static const tse_op *find_op(const char *op) {
     return NULL;
 }
 
-/* Records whose result the output reads, walking back from it. */
+const char *tse_emit_as(tse *e, const char *op, const tsi_trace_rec *r, const char *const *in,
+                        const char *out) {
+    const tse_op *row = find_op(op);
+    if (!row) return tsi_error_set(TS_ERR_STATE, "%s: no emitter '%s'", OP, op), NULL;
+    const char *saved = e->onnx_op;
+    e->onnx_op = row->onnx;
+    const char *res = row->emit(e, r, in, out);
+    e->onnx_op = saved;
+    return res;
+}
+
+/* Records whose result the output reads, walking back from it; an input an emitter writes as a
+ * constant (tse_const_inputs: a quantized layer's weight and bias) does not make its producer
+ * live. */
 static bool *live_records(tse *e) {
     bool *live = calloc((size_t)e->tr.n_recs + 1, sizeof *live);
     bool *val = calloc((size_t)e->tr.n_vals + 1, sizeof *val);
@@ -365,8 +435,9 @@ static bool *live_records(tse *e) {
         const tsi_trace_rec *r = &e->tr.recs[i];
         if (!val[r->out]) continue;
         live[i] = true;
+        const unsigned consts = tse_const_inputs(r->op);
         for (int k = 0; k < r->n_in; k++)
-            if (r->in[k] >= 0) val[r->in[k]] = true;
+            if (r->in[k] >= 0 && !(k < 32 && (consts >> k) & 1)) val[r->in[k]] = true;
     }
     free(val);
     return live;
@@ -386,8 +457,10 @@ static bool convert_record(tse *e, const tsi_trace_rec *r) {
                false;
     const char **in = tse_alloc(e, (size_t)(r->n_in ? r->n_in : 1) * sizeof *in);
     if (!in) return false;
+    const unsigned consts = tse_const_inputs(r->op); /* named by the emitter (tse_const_in) */
     for (int k = 0; k < r->n_in; k++)
-        if (r->in[k] >= 0 && !(in[k] = value_name(e, r->in[k]))) return false;
+        if (r->in[k] >= 0 && !(k < 32 && (consts >> k) & 1) && !(in[k] = value_name(e, r->in[k])))
+            return false;
     const char *out = r->out == e->out_val ? output_name(e, 0) : tse_fresh(e, r->op);
     e->onnx_op = row->onnx;
     const char *res = out ? row->emit(e, r, in, out) : NULL;
@@ -421,7 +494,7 @@ static Onnx__ValueInfoProto *value_info(tse *e, const char *name, ts_tensor *t) 
     sh->dim = dims;
     *tt = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
     tt->has_elem_type = true;
-    tt->elem_type = tso_dtype_to_onnx(t->dtype);
+    tt->elem_type = tso_dtype_to_onnx(tse_storage_dtype(t->dtype));
     tt->shape = sh;
     *tp = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
     tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;

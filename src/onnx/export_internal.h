@@ -40,6 +40,22 @@ typedef struct tse_op {
 } tse_op;
 extern const tse_op tse_ops_elementwise[]; /* export_ops_ew.c; tables end with {NULL} */
 extern const tse_op tse_ops_nn[];          /* export_ops_nn.c */
+extern const tse_op tse_ops_quant[];       /* export_ops_quant.c */
+/* The inputs of trace op `op` (bit k: input k) that its emitter writes as constants through
+ * tse_const_in (a quantized layer's weight and bias): their producers are not exported. */
+unsigned tse_const_inputs(const char *op);
+/* The name of constant input k: a parameter's or constant's own, or, for a value the trace
+ * computed from constants alone (Python's int32 bias), an initializer of its value; NULL (error
+ * naming the op) when it depends on the model's input. */
+const char *tse_const_in(tse *e, const tsi_trace_rec *r, int k);
+/* Runs the emitter of trace op `op` (another row's) on r. */
+const char *tse_emit_as(tse *e, const char *op, const tsi_trace_rec *r, const char *const *in,
+                        const char *out);
+/* The integer dtype that holds a quantized dtype in ONNX (qint8: int8, quint8: uint8, qint32:
+ * int32); other dtypes are themselves. */
+ts_dtype tse_storage_dtype(ts_dtype d);
+/* the op families' one-node rows (the onnx column of their .def files): op's, or NULL */
+const tse_op *tse_family_op(const char *op);
 
 /* ------------------------------------------------------------------ the driver's helpers */
 void *tse_alloc(tse *e, size_t n); /* zeroed, owned by the export; NULL + TS_ERR_OOM */

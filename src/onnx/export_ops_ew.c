@@ -391,34 +391,34 @@ static const char *emit_arg(tse *e, const tsi_trace_rec *r, const char *const *i
                : NULL;
 }
 
+/* The op families' rows that export as one ONNX node of their own (the onnx column of
+ * unary_ops.def, binary_ops.def and reduce_ops.def; OWN rows have their emitter in the table
+ * below, NO rows none) */
+#define OWN NULL
+#define NO  NULL
+static const tse_op family_rows[] = {
+#define X(ID, name, front, dtype, grad_fn, autocast, autocast_cpu, onnx) {#name, emit_unary, onnx},
+#include "backend/unary_ops.def"
+#undef X
+#define X(ID, name, front, dtype, grad_fn, autocast, autocast_cpu, onnx) {#name, emit_binary, onnx},
+#include "backend/binary_ops.def"
+#undef X
+#define X(ID, name, name_dim, dtype, grad_fn, grad_fn_dim, autocast, autocast_cpu, onnx)           \
+    {#name, emit_reduce, onnx}, {#name_dim, emit_reduce, onnx},
+#include "backend/reduce_ops.def"
+#undef X
+};
+#undef OWN
+#undef NO
+
+const tse_op *tse_family_op(const char *op) {
+    for (size_t i = 0; i < sizeof family_rows / sizeof *family_rows; i++)
+        if (family_rows[i].onnx && !strcmp(family_rows[i].op, op)) return &family_rows[i];
+    return NULL;
+}
+
+/* the other elementwise ops, the scalar forms, and the family rows with an emitter of their own */
 const tse_op tse_ops_elementwise[] = {
-    {"neg", emit_unary, "Neg"},
-    {"abs", emit_unary, "Abs"},
-    {"exp", emit_unary, "Exp"},
-    {"log", emit_unary, "Log"},
-    {"sqrt", emit_unary, "Sqrt"},
-    {"sin", emit_unary, "Sin"},
-    {"cos", emit_unary, "Cos"},
-    {"tan", emit_unary, "Tan"},
-    {"asin", emit_unary, "Asin"},
-    {"acos", emit_unary, "Acos"},
-    {"atan", emit_unary, "Atan"},
-    {"sinh", emit_unary, "Sinh"},
-    {"cosh", emit_unary, "Cosh"},
-    {"asinh", emit_unary, "Asinh"},
-    {"acosh", emit_unary, "Acosh"},
-    {"atanh", emit_unary, "Atanh"},
-    {"erf", emit_unary, "Erf"},
-    {"tanh", emit_unary, "Tanh"},
-    {"sigmoid", emit_unary, "Sigmoid"},
-    {"relu", emit_unary, "Relu"},
-    {"sign", emit_unary, "Sign"},
-    {"floor", emit_unary, "Floor"},
-    {"ceil", emit_unary, "Ceil"},
-    {"round", emit_unary, "Round"},
-    {"reciprocal", emit_unary, "Reciprocal"},
-    {"logical_not", emit_unary, "Not"},
-    {"softplus", emit_unary, "Softplus"},
     {"rsqrt", emit_rsqrt, NULL},
     {"log1p", emit_log1p, NULL},
     {"square", emit_square, NULL},
@@ -428,21 +428,6 @@ const tse_op tse_ops_elementwise[] = {
     {"clamp", emit_clamp, NULL},
     {"clamp_min", emit_clamp, NULL},
     {"clamp_max", emit_clamp, NULL},
-    {"add", emit_binary, "Add"},
-    {"sub", emit_binary, "Sub"},
-    {"mul", emit_binary, "Mul"},
-    {"div", emit_binary, "Div"},
-    {"pow", emit_binary, "Pow"},
-    {"maximum", emit_binary, "Max"},
-    {"minimum", emit_binary, "Min"},
-    {"eq", emit_binary, "Equal"},
-    {"ne", emit_binary, "Equal"},
-    {"lt", emit_binary, "Less"},
-    {"le", emit_binary, "LessOrEqual"},
-    {"gt", emit_binary, "Greater"},
-    {"ge", emit_binary, "GreaterOrEqual"},
-    {"logical_and", emit_binary, "And"},
-    {"logical_or", emit_binary, "Or"},
     {"fmod", emit_fmod, NULL},
     {"add_alpha", emit_add_alpha, NULL},
     {"add_scalar", emit_scalar, "Add"},
@@ -482,15 +467,6 @@ const tse_op tse_ops_elementwise[] = {
     {"expand", emit_expand, NULL},
     {"cat", emit_cat, NULL},
     {"stack", emit_stack, NULL},
-    {"sum", emit_reduce, "ReduceSum"},
-    {"mean", emit_reduce, "ReduceMean"},
-    {"norm2", emit_reduce, "ReduceL2"}, /* linalg.vector_norm(ord=2)'s one-pass reduction */
-    {"prod", emit_reduce, "ReduceProd"},
-    {"amax", emit_reduce, "ReduceMax"},
-    {"amin", emit_reduce, "ReduceMin"},
-    {"max", emit_reduce, "ReduceMax"},
-    {"min", emit_reduce, "ReduceMin"},
-    {"logsumexp", emit_reduce, "ReduceLogSumExp"},
     {"var", emit_reduce, NULL},
     {"std", emit_reduce, NULL},
     {"argmax", emit_arg, "ArgMax"},

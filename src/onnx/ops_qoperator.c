@@ -12,6 +12,7 @@
  * Requantization is ONNX Runtime's (MLAS's MlasRequantizeOutput): the multiplier a_scale *
  * b_scale[n] / y_scale in float32, y = saturate(round_half_even((float)acc * multiplier) + y_zp);
  * a QLinearConv bias (int32) is added to acc in int32 first. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,6 +216,9 @@ bool tso_q_run_linear_matmul(const tso_node *n, ts_tensor *const *in, ts_tensor 
     return out[0] || tso_fail_pending(n);
 }
 
+static ts_tensor *node_qweight(const tso_node *n, ts_tensor *w_in, ts_tensor *zp_in, ts_tensor *ws,
+                               ts_tensor *wzp);
+
 bool tso_q_run_gemm(const tso_node *n, ts_tensor *const *in, ts_tensor **out) {
     if (!check_u8(n, in[0], "a") || !check_scale(n, in[1], "a_scale") ||
         !check_u8(n, in[2], "a_zero_point") || !check_u8(n, in[3], "b") ||
@@ -240,8 +244,11 @@ bool tso_q_run_gemm(const tso_node *n, ts_tensor *const *in, ts_tensor **out) {
     ts_tensor *bzp = sb ? flat_param(n, in[5], cols, "b_zero_point", "column of B") : NULL;
     if (!bzp) return false;
     ts_tensor *w = tb ? b : ts_transpose(b, 0, 1);
-    ts_tensor *acc = ts_quantized_linear_acc(qact(n, a, in[2]), qweight(n, ts_contiguous(w), bzp),
-                                             bias ? ts_reshape(bias, TS_SHAPE(cols)) : NULL);
+    ts_tensor *qw = node_qweight(n, b, in[5], w, bzp); /* kept across runs: packed once */
+    ts_tensor *acc = qw ? ts_quantized_linear_acc(qact(n, a, in[2]), qw,
+                                                  bias ? ts_reshape(bias, TS_SHAPE(cols)) : NULL)
+                        : NULL;
+    ts_release(qw);
     ts_tensor *mult = ts_div(
         ts_mul(ts_reshape(in[1], TS_SHAPE()), ts_numel(sb) == 1 ? ts_reshape(sb, TS_SHAPE()) : sb),
         ts_reshape(in[6], TS_SHAPE()));
@@ -325,6 +332,88 @@ TSO_RUN(run_conv_integer) {
     return out[0] != NULL;
 }
 
+/* The node's weight as qweight makes it, kept in the node's state while the inputs it came from
+ * stay the same tensors (held) with the same data and version: the same storage at every run, so
+ * that the kernels' cache of packed weights (keyed by storage) hits. Returned retained. */
+typedef struct qconv_state {
+    ts_tensor *w, *zp, *qw;
+    uint64_t wv, zv;
+    uintptr_t wd, zd;
+} qconv_state;
+
+static void qconv_state_free(void *p) {
+    qconv_state *s = p;
+    if (!s) return;
+    ts_release(s->w), ts_release(s->zp), ts_release(s->qw);
+    free(s);
+}
+
+static pthread_mutex_t qconv_state_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ts_tensor *node_qweight(const tso_node *n, ts_tensor *w_in, ts_tensor *zp_in, ts_tensor *ws,
+                               ts_tensor *wzp) {
+    tso_node *nm = (tso_node *)n; /* the state is the node's own cache */
+    ts_tensor *q = NULL;
+    pthread_mutex_lock(&qconv_state_lock);
+    qconv_state *s = nm->free_state == qconv_state_free ? nm->state : NULL;
+    if (s && s->w == w_in && s->zp == zp_in && s->wv == ts_version(w_in) &&
+        s->zv == ts_version(zp_in) && s->wd == ts_data_ptr(w_in) && s->zd == ts_data_ptr(zp_in))
+        q = ts_retain(s->qw);
+    pthread_mutex_unlock(&qconv_state_lock);
+    if (q) return q;
+    q = qweight(n, ts_contiguous(ws), wzp); /* the scope's */
+    if (!q || (nm->state && nm->free_state != qconv_state_free)) return ts_retain(q);
+    qconv_state *f = malloc(sizeof *f);
+    if (!f) return ts_retain(q);
+    *f = (qconv_state){ts_retain(w_in),   ts_retain(zp_in),  ts_retain(q),      ts_version(w_in),
+                       ts_version(zp_in), ts_data_ptr(w_in), ts_data_ptr(zp_in)};
+    pthread_mutex_lock(&qconv_state_lock);
+    qconv_state *old = nm->free_state == qconv_state_free ? nm->state : NULL;
+    nm->state = f;
+    nm->free_state = qconv_state_free;
+    pthread_mutex_unlock(&qconv_state_lock);
+    qconv_state_free(old);
+    return ts_retain(q);
+}
+
+/* QLinearConv in one call of ts_qlinear_conv2d (the int8 kernels, ORT's float32 requantization),
+ * when the pads are symmetric (ONNX's asymmetric pads would pad x with 0, not x_zp: those take
+ * int_conv's route, *done left false). sw: w_scale flat. */
+static bool direct_qconv(const tso_node *n, ts_tensor *const *in, ts_tensor *b, ts_tensor *sw,
+                         bool relu, ts_tensor **out, bool *done) {
+    ts_tensor *x = in[0], *w = in[3];
+    if (ts_ndim(x) < 3 || ts_ndim(w) != ts_ndim(x) || ts_ndim(x) > 4)
+        return true; /* int_conv's errors */
+    int64_t mo = ts_size(w, 0), z = 0, yz = 0;
+    if (!check_one(n, in[2], "x_zero_point")) return false;
+    ts_tensor *wzp = flat_param(n, in[5], mo, "w_zero_point", "output channel");
+    if (!wzp || !read_zp(n, in[2], &z, "x_zero_point") || !read_zp(n, in[7], &yz, "y_zero_point"))
+        return false;
+    ts_tensor *xs = x, *ws = w;
+    ts_conv2d_opts o;
+    bool one_d;
+    if (!tso_nn_conv2d_setup(n, &xs, &ws, &o, &one_d)) return false;
+    if (ts_size(xs, ts_ndim(xs) - 1) != ts_size(x, ts_ndim(x) - 1) ||
+        (!one_d && ts_size(xs, 2) != ts_size(x, 2)))
+        return true; /* padded here with 0: not x_zp */
+    ts_tensor *mult = ts_div(
+        ts_mul(ts_reshape(in[1], TS_SHAPE()), ts_numel(sw) == 1 ? ts_reshape(sw, TS_SHAPE()) : sw),
+        ts_reshape(in[6], TS_SHAPE()));
+    ts_tensor *qx = ts_make_per_tensor_quantized_tensor(ts_contiguous(xs), 1.0, z);
+    ts_tensor *qw = node_qweight(n, w, in[5], ws, wzp);
+    if (!mult || !qx || !qw) return ts_release(qw), tso_fail_pending(n);
+    const int64_t st[2] = {o.stride[0], o.stride[1]}, pd[2] = {o.padding[0], o.padding[1]},
+                  dl[2] = {o.dilation[0], o.dilation[1]};
+    ts_tensor *y = ts_qlinear_conv2d(qx, qw, b, st, pd, dl, o.groups, mult, yz,
+                                     ts_dtype_of(in[7]) == TS_I8 ? TS_I8 : TS_U8, relu);
+    ts_release(qw);
+    if (y && one_d) y = ts_squeeze_dim(y, 2);
+    if (!y) return tso_fail_pending(n);
+    out[0] = y;
+    *done = true;
+    return true;
+}
+
 bool tso_q_run_linear_conv(const tso_node *n, ts_tensor *const *in, ts_tensor **out, bool relu) {
     if (!check_u8(n, in[0], "x") || !check_scale(n, in[1], "x_scale") ||
         !check_u8(n, in[2], "x_zero_point") || !check_u8(n, in[3], "w") ||
@@ -340,6 +429,9 @@ bool tso_q_run_linear_conv(const tso_node *n, ts_tensor *const *in, ts_tensor **
                         tsi_desc(b));
     ts_tensor *sw = flat_param(n, in[4], mo, "w_scale", "output channel");
     if (!sw) return false;
+    bool done = false;
+    if (!direct_qconv(n, in, b, sw, relu, out, &done)) return false;
+    if (done) return true;
     ts_tensor *acc = int_conv(n, in[0], in[2], in[3], in[5]);
     if (!acc) return false;
     ts_shape col = tso_nn_along(ts_ndim(acc), 1, mo);

@@ -10,6 +10,8 @@
 
 #include "onnx/ops_nn.h"
 #include "onnx/qoperator.h"
+#include "onnx/qoperator_ms.h"
+#include "tessera/quant.h"
 
 static bool check_q(const tso_node *n, ts_tensor *t, const char *what, bool one) {
     if (!t) return tso_fail(n, TS_ERR_ARG, "the input %s is required", what);
@@ -43,6 +45,13 @@ static bool read_z(const tso_node *n, ts_tensor *t, int64_t *v, const char *what
     return t64 ? tso_read_int(n, t64, v, what) : tso_fail_pending(n);
 }
 
+static bool same_shape(ts_tensor *a, ts_tensor *b) {
+    if (ts_ndim(a) != ts_ndim(b)) return false;
+    for (int d = 0; d < ts_ndim(a); d++)
+        if (ts_size(a, d) != ts_size(b, d)) return false;
+    return true;
+}
+
 bool tso_q_run_linear_add(const tso_node *n, ts_tensor *const *in, ts_tensor **out) {
     ts_tensor *az = tso_nn_opt(n, in, 2), *bz = tso_nn_opt(n, in, 5), *cz = tso_nn_opt(n, in, 7);
     if (!check_q(n, in[0], "A", false) || !check_s(n, in[1], "A_scale") ||
@@ -73,6 +82,12 @@ bool tso_q_run_linear_add(const tso_node *n, ts_tensor *const *in, ts_tensor **o
     /* v = fma(A, rAC, fma(B, rBC, fixed)) in float32: each fma as float32(double(x) * y + z), exact
      * here (x an 8-bit integer, y and z float32 in MLAS's ratio range [2^-14, 256): the double sum
      * spans < 53 bits), so rounded once, as the AVX2 kernel's vfmadd */
+    /* one pass in C (ts_qlinear_add) on the host's kernels; broadcasting and other devices: the
+     * same arithmetic in tensor ops */
+    const ts_device_type dt = ts_device_of(a).type;
+    if ((dt == TS_CPU || dt == TS_SIM) &&
+        (ts_numel(b) == 1 ? ts_ndim(b) <= ts_ndim(a) : same_shape(a, b)))
+        TSO_DONE(ts_qlinear_add(a, b, ra, rb, fixed));
     ts_tensor *t = ts_to_dtype(
         ts_add_scalar(ts_mul_scalar(ts_to_dtype(b, TS_F64), (double)rb), (double)fixed), TS_F32);
     ts_tensor *v = ts_to_dtype(
@@ -88,5 +103,13 @@ TSO_RUN(run_qlinear_add) {
 
 const tso_op_def tso_ops_ms[] = {
     {"QLinearAdd", 1, run_qlinear_add, NULL, false},
+    /* ops_qoperator_ms_mul.c, _pool.c, _avgpool.c, _lut.c */
+    {"QLinearMul", 1, tso_qms_run_mul, NULL, false},
+    {"QGemm", 1, tso_qms_run_gemm, NULL, false},
+    {"QLinearGlobalAveragePool", 1, tso_qms_run_global_average_pool, NULL, false},
+    {"QLinearAveragePool", 1, tso_qms_run_average_pool, NULL, false},
+    {"QLinearSigmoid", 1, tso_qms_run_sigmoid, NULL, false},
+    {"QLinearLeakyRelu", 1, tso_qms_run_leaky_relu, NULL, false},
+    {"QLinearConcat", 1, tso_qms_run_concat, NULL, false},
     {NULL, 0, NULL, NULL, false},
 };

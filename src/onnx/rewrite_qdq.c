@@ -11,13 +11,15 @@
  * output read by the QuantizeLinear alone. A Relu between the op and the QuantizeLinear stops the
  * rewrite, as it stops ORT's (ORT 1.32 runs DQ -> Conv -> Relu -> Q as a float FusedConv, and
  * DQ -> MatMul -> Relu -> Q in float). Anything else keeps the float QDQ arithmetic, within one
- * quantum of ORT's. The DequantizeLinear nodes die when nothing else reads them. */
+ * quantum of ORT's. DQ -> MaxPool -> Q of one scale and zero point pools the bytes (ORT drops
+ * that pair too). The DequantizeLinear nodes die when nothing else reads them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "onnx/ops_nn.h"
 #include "onnx/qoperator.h"
+#include "tessera/quant.h"
 
 static TSO_NN_RUN(run_qdq_matmul) {
     (void)c;
@@ -174,6 +176,90 @@ static bool try_fuse(tso_graph *g, int k, bool *dead) {
     return true;
 }
 
+/* ---- DequantizeLinear -> MaxPool -> QuantizeLinear with one scale and zero point on both sides:
+ * ORT drops the pair and pools the bytes; so does this (exact: max commutes with the increasing
+ * dequantization, and Q(DQ(q)) = q). The fused node keeps the MaxPool's attributes and reads the
+ * bytes; ts_quantized_max_pool2d pools them when it takes the geometry (4-D, no Indices output,
+ * floor mode, symmetric pads at most half the kernel), MaxPool's own run (on the bytes) else. */
+static TSO_NN_RUN(run_qdq_max_pool) {
+    ts_tensor *x = in[0];
+    const int64_t *ks = NULL, *st = NULL, *pd = NULL, *dl = NULL;
+    const int nk = tso_attr_ints(n, "kernel_shape", &ks), ns = tso_attr_ints(n, "strides", &st),
+              np = tso_attr_ints(n, "pads", &pd), nd = tso_attr_ints(n, "dilations", &dl);
+    char ap[16];
+    bool fast = ts_ndim(x) == 4 && nk == 2 && ns <= 2 && ns != 1 && np <= 4 &&
+                (np == 4 || np < 1) && nd <= 2 && nd != 1 && !tso_attr_int(n, "ceil_mode", 0) &&
+                !strcmp(tso_attr_string(n, "auto_pad", "NOTSET", ap, sizeof ap), "NOTSET");
+    int64_t k[2], s[2], p[2], d[2];
+    for (int i = 0; fast && i < 2; i++) {
+        k[i] = ks[i], s[i] = ns == 2 ? st[i] : 1, p[i] = np == 4 ? pd[i] : 0;
+        d[i] = nd == 2 ? dl[i] : 1;
+        fast = (np != 4 || pd[i] == pd[i + 2]) && k[i] >= 1 && s[i] >= 1 && d[i] >= 1 &&
+               p[i] >= 0 && 2 * p[i] <= k[i];
+    }
+    if (!fast) return tso_nn_run_max_pool(c, n, in, out);
+    ts_tensor *q = ts_make_per_tensor_quantized_tensor(x, 1.0, 0);
+    ts_tensor *y = q ? ts_quantized_max_pool2d(q, k, s, p, d, false) : NULL;
+    TSO_DONE(y ? ts_int_repr(y) : NULL);
+}
+static const tso_op_def qdq_max_pool_def = {"QDQMaxPool", 1, run_qdq_max_pool,
+                                            tso_nn_check_max_pool, false};
+
+/* values a and b: known scalars of one dtype and the same bytes */
+static bool same_scalar(const tso_graph *g, int a, int b) {
+    ts_tensor *ta = tso_known(g, a), *tb = tso_known(g, b);
+    if (!ta || !tb || ts_numel(ta) != 1 || ts_numel(tb) != 1 || ts_dtype_of(ta) != ts_dtype_of(tb))
+        return false;
+    const ts_dtype dt = ts_dtype_of(ta);
+    if (dt != TS_F32 && dt != TS_U8 && dt != TS_I8) return false;
+    int64_t va = 0, vb = 0;
+    const size_t sz = dt == TS_F32 ? 4 : 1;
+    ts_scope_begin();
+    bool ok = ts_copy_to_host(ts_to(ta, ts_cpu()), &va, sz) == TS_OK &&
+              ts_copy_to_host(ts_to(tb, ts_cpu()), &vb, sz) == TS_OK;
+    ts_scope_end();
+    ts_error_clear();
+    return ok && va == vb;
+}
+
+/* Q node k over MaxPool over a DequantizeLinear of the same parameters: the MaxPool node reads the
+ * DequantizeLinear's input and makes the Q node's output */
+static void try_fuse_max_pool(tso_graph *g, int k, bool *dead) {
+    const tso_node *q = &g->nodes[k];
+    if (q->n_in < 3 || q->in[1] < 0 || q->in[2] < 0) return;
+    const int p = producer(g, q->in[0]);
+    if (p < 0 || !sole_use(g, q->in[0])) return;
+    tso_node *op = &g->nodes[p];
+    if (!tso_is_op(op, "MaxPool") || op->n_in != 1 || op->n_out != 1 || op->state) return;
+    const int d = dq_node(g, op->in[0], 1, 0, 0, false);
+    if (d < 0) return;
+    const tso_node *dq = &g->nodes[d];
+    if (!same_scalar(g, dq->in[1], q->in[1]) || !same_scalar(g, dq->in[2], q->in[2])) return;
+    g->values[op->out[0]].producer = -1;
+    op->in[0] = dq->in[0];
+    op->out[0] = q->out[0];
+    op->def = &qdq_max_pool_def;
+    op->op_type = op->def->op_type;
+    g->values[q->out[0]].producer = p;
+    dead[k] = true;
+    if (sole_use(g, dq->out[0])) dead[d] = true;
+}
+
+/* A DequantizeLinear read by several fused nodes (a residual block's input: its Conv and its Add)
+ * is left with no reader only once all of them are fused: drop those (uses are recounted by
+ * tso_graph_drop_dead; a graph output or a sub-graph's input counts or pins) */
+static void drop_unread_dq(tso_graph *g, bool *dead) {
+    bool any = false;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const tso_node *d = &g->nodes[k];
+        const int v = d->n_out == 1 ? d->out[0] : -1;
+        dead[k] = tso_is_op(d, "DequantizeLinear") && v >= 0 && g->values[v].uses == 0 &&
+                  !g->values[v].pinned;
+        any |= dead[k];
+    }
+    if (any) tso_graph_drop_dead(g, dead);
+}
+
 bool tso_rewrite_qdq(tso_model *m) {
     tso_graph *g = m->graph;
     bool any = false;
@@ -184,8 +270,12 @@ bool tso_rewrite_qdq(tso_model *m) {
         return tsi_error_set(TS_ERR_OOM, "onnx_load: out of host memory (QDQ rewrite)"), false;
     bool ok = true;
     for (int k = 0; ok && k < g->n_nodes; k++)
-        if (!dead[k] && tso_is_op(&g->nodes[k], "QuantizeLinear")) ok = try_fuse(g, k, dead);
+        if (!dead[k] && tso_is_op(&g->nodes[k], "QuantizeLinear")) {
+            ok = try_fuse(g, k, dead);
+            if (ok && !dead[k]) try_fuse_max_pool(g, k, dead);
+        }
     tso_graph_drop_dead(g, dead);
+    if (ok) drop_unread_dq(g, dead);
     free(dead);
     return ok;
 }

@@ -182,7 +182,7 @@ ts_tensor *ts_hardswish_(ts_tensor *t) {
 }
 
 /* ------------------------------------------------------------------ compositions */
-/* x - tanh(x) and x / (1 + |x|): PyTorch's own compositions (integers give float32) */
+/* x - tanh(x): PyTorch's own composition (integers give float32) */
 ts_tensor *ts_tanhshrink(ts_tensor *t) {
     tsi_init();
     if (!tsi_check_input("tanhshrink", t, "input") || !not_bool("tanhshrink", "sub", t))
@@ -193,14 +193,12 @@ ts_tensor *ts_tanhshrink(ts_tensor *t) {
     return y;
 }
 
+/* softsign: one kernel (TS_U_SOFTSIGN); integers give float32, bool is refused as abs refuses it */
 ts_tensor *ts_softsign(ts_tensor *t) {
     tsi_init();
     if (!tsi_check_input("softsign", t, "input") || !not_bool("softsign", "abs_cpu", t))
         return NULL;
-    ts_scope_begin();
-    ts_tensor *y = ts_keep(ts_div(t, ts_add_scalar(ts_abs(t), 1)));
-    ts_scope_end();
-    return y;
+    return act("softsign", TS_U_SOFTSIGN, t, 0, 0, false, NULL, 0);
 }
 
 static bool float_input(const char *op, const char *torch_name, ts_tensor *t) {

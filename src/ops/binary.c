@@ -232,32 +232,18 @@ static ts_tensor *binary_op(const char *op, ts_binary_op bop, ts_tensor *a, ts_t
 
 #define BINARY(NAME, BOP)                                                                          \
     ts_tensor *ts_##NAME(ts_tensor *a, ts_tensor *b) { return binary_op(#NAME, BOP, a, b, false); }
-BINARY(add, TS_B_ADD)
-BINARY(sub, TS_B_SUB)
-BINARY(mul, TS_B_MUL)
-BINARY(div, TS_B_DIV)
-BINARY(pow, TS_B_POW)
-BINARY(maximum, TS_B_MAX)
-BINARY(minimum, TS_B_MIN)
-BINARY(fmod, TS_B_FMOD)
-BINARY(eq, TS_B_EQ)
-BINARY(ne, TS_B_NE)
-BINARY(lt, TS_B_LT)
-BINARY(le, TS_B_LE)
-BINARY(gt, TS_B_GT)
-BINARY(ge, TS_B_GE)
-BINARY(logical_and, TS_B_AND)
-BINARY(logical_or, TS_B_OR)
-/* issue 52 */
-BINARY(xlogy, TS_B_XLOGY)
-BINARY(xlog1py, TS_B_XLOG1PY)
-BINARY(hypot, TS_B_HYPOT)
-BINARY(copysign, TS_B_COPYSIGN)
-BINARY(atan2, TS_B_ATAN2)
-BINARY(logaddexp, TS_B_LOGADDEXP)
-BINARY(logaddexp2, TS_B_LOGADDEXP2)
-BINARY(remainder, TS_B_REM)
-BINARY(nextafter, TS_B_NEXTAFTER) /* PyTorch 2's gradient: g for a, zero for b */
+/* binary_ops.def's PLAIN and PLAIN_INPLACE rows */
+#define FRONT_PLAIN(NAME, BOP)         BINARY(NAME, BOP)
+#define FRONT_PLAIN_INPLACE(NAME, BOP) BINARY(NAME, BOP)
+#define FRONT_BITWISE(NAME, BOP)
+#define FRONT_OWN(NAME, BOP)
+#define FRONT_SCALAR(NAME, BOP)
+#define FRONT_KERNEL(NAME, BOP)
+#define X(ID, name, front, ...) FRONT_##front(name, TS_B_##ID)
+#include "backend/binary_ops.def"
+#undef X
+#undef FRONT_PLAIN
+#undef FRONT_PLAIN_INPLACE
 #undef BINARY
 
 /* floor_divide has no gradient (PyTorch's is not differentiable) */
@@ -345,11 +331,16 @@ static ts_tensor *bitwise_op(const char *op, ts_binary_op bop, ts_tensor *a, ts_
     ts_tensor *ts_##NAME##_(ts_tensor *a, ts_tensor *b) {                                          \
         return bitwise_op(#NAME "_", BOP, a, b, true);                                             \
     }
-BITWISE(bitwise_and, TS_B_BITAND)
-BITWISE(bitwise_or, TS_B_BITOR)
-BITWISE(bitwise_xor, TS_B_BITXOR)
-BITWISE(bitwise_left_shift, TS_B_LSHIFT)
-BITWISE(bitwise_right_shift, TS_B_RSHIFT)
+/* binary_ops.def's BITWISE rows */
+#undef FRONT_BITWISE
+#define FRONT_BITWISE(NAME, BOP) BITWISE(NAME, BOP)
+#define FRONT_PLAIN(NAME, BOP)
+#define FRONT_PLAIN_INPLACE(NAME, BOP)
+#define X(ID, name, front, ...) FRONT_##front(name, TS_B_##ID)
+#include "backend/binary_ops.def"
+#undef X
+#undef FRONT_BITWISE
+#define FRONT_BITWISE(NAME, BOP)
 #undef BITWISE
 
 /* ~t: logical not on bool, -1 - t (two's complement, wrapping) on integers */
@@ -421,11 +412,18 @@ ts_tensor *ts_div_rounding(ts_tensor *a, ts_tensor *b, ts_rounding_mode mode) {
     ts_tensor *ts_##NAME##_(ts_tensor *a, ts_tensor *b) {                                          \
         return binary_op(#NAME "_", BOP, a, b, true);                                              \
     }
-BINARY_INPLACE(add, TS_B_ADD)
-BINARY_INPLACE(sub, TS_B_SUB)
-BINARY_INPLACE(mul, TS_B_MUL)
-BINARY_INPLACE(div, TS_B_DIV)
-BINARY_INPLACE(pow, TS_B_POW)
+/* binary_ops.def's PLAIN_INPLACE rows */
+#undef FRONT_PLAIN_INPLACE
+#define FRONT_PLAIN_INPLACE(NAME, BOP) BINARY_INPLACE(NAME, BOP)
+#define X(ID, name, front, ...)        FRONT_##front(name, TS_B_##ID)
+#include "backend/binary_ops.def"
+#undef X
+#undef FRONT_PLAIN
+#undef FRONT_PLAIN_INPLACE
+#undef FRONT_BITWISE
+#undef FRONT_OWN
+#undef FRONT_SCALAR
+#undef FRONT_KERNEL
 #undef BINARY_INPLACE
 
 ts_tensor *ts_add_alpha(ts_tensor *a, ts_tensor *b, double alpha) {

@@ -59,16 +59,16 @@ static const char *operands_str(const ts_tensor *a, const ts_tensor *b) {
     return buf;
 }
 
-_Static_assert(
-    TS_B_COUNT == 55,
-    "a ts_binary_op was added or removed: give it its dtype rule (tsi_ew_check_binary_dtypes; the "
-    "default takes every dtype) here; then update the count");
+const unsigned char tsi_ew_binary_rules[TS_B_COUNT] = {
+#define X(ID, name, front, dtype, ...) TSI_BR_##dtype,
+#include "backend/binary_ops.def"
+#undef X
+};
 
 bool tsi_ew_check_binary_dtypes(const char *op, ts_binary_op bop, const ts_tensor *a,
                                 const ts_tensor *b, ts_dtype r) {
-    switch (bop) {
-    case TS_B_SUB:
-    case TS_B_RSUB:
+    switch ((tsi_ew_binary_rule)tsi_ew_binary_rules[bop]) {
+    case TSI_BR_SUB:
         if (a->dtype == TS_BOOL && b && b->dtype == TS_BOOL)
             return tsi_error_set(TS_ERR_DTYPE,
                                  "%s: Subtraction, the `-` operator, with two bool tensors is not "
@@ -83,20 +83,13 @@ bool tsi_ew_check_binary_dtypes(const char *op, ts_binary_op bop, const ts_tenso
                                  op, operands_str(a, b)),
                    false;
         return true;
-    case TS_B_POW:
-    case TS_B_RPOW:
-    case TS_B_FMOD:
-    case TS_B_FLOORDIV:
-    case TS_B_REM:
+    case TSI_BR_NO_BOOL:
         if (r == TS_BOOL)
             return tsi_error_set(TS_ERR_DTYPE, "%s: not implemented for 'Bool' %s", op,
                                  operands_str(a, b)),
                    false;
         return true;
-    case TS_B_HYPOT: /* PyTorch has these for floating types only */
-    case TS_B_NEXTAFTER:
-    case TS_B_LOGADDEXP:
-    case TS_B_LOGADDEXP2:
+    case TSI_BR_FLOAT_ONLY: /* hypot, nextafter, logaddexp: PyTorch has them for floats only */
         if (!tsi_is_float(r))
             return tsi_error_set(TS_ERR_DTYPE, "%s: not implemented for '%s' %s", op,
                                  tsi_torch_scalar_name(r), operands_str(a, b)),

@@ -59,7 +59,20 @@ static inline bool tsi_ew_can_cast(ts_dtype from, ts_dtype to) {
     return true;
 }
 
-static inline bool tsi_ew_bool_out(ts_binary_op op) { return op >= TS_B_EQ && op <= TS_B_OR; }
+/* binary_ops.def's dtype column (elementwise.c's table) */
+typedef enum tsi_ew_binary_rule {
+    TSI_BR_ANY,
+    TSI_BR_TO_FLOAT,
+    TSI_BR_BOOL_OUT,
+    TSI_BR_SUB,
+    TSI_BR_NO_BOOL,
+    TSI_BR_FLOAT_ONLY
+} tsi_ew_binary_rule;
+extern const unsigned char tsi_ew_binary_rules[TS_B_COUNT];
+
+static inline bool tsi_ew_bool_out(ts_binary_op op) {
+    return tsi_ew_binary_rules[op] == TSI_BR_BOOL_OUT;
+}
 
 static inline bool tsi_ew_shape_eq(const ts_shape *a, const ts_shape *b) {
     return tsi_shape_equal(*a, *b);
@@ -98,9 +111,7 @@ bool tsi_ew_check_binary_dtypes(const char *op, ts_binary_op bop, const ts_tenso
 
 /* The dtype a binary op computes in for result type r (true division makes integers float). */
 static inline ts_dtype tsi_ew_compute_dtype(ts_binary_op op, ts_dtype r) {
-    const bool to_float = op == TS_B_DIV || op == TS_B_RDIV || op == TS_B_XLOGY ||
-                          op == TS_B_XLOG1PY || op == TS_B_ATAN2 || op == TS_B_COPYSIGN;
-    return to_float && !tsi_is_float(r) ? TS_F32 : r;
+    return tsi_ew_binary_rules[op] == TSI_BR_TO_FLOAT && !tsi_is_float(r) ? TS_F32 : r;
 }
 
 /* ------------------------------------------------------------------ cores */

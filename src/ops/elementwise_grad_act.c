@@ -8,10 +8,10 @@
 #include "ops/elementwise_grad.h"
 
 /* every activation of kernel_math_act.h has its name and backward here (backend.h's TS_U_COUNT) */
-_Static_assert(TS_U_COUNT == 81, "a ts_unary_op was added or removed: an activation needs its "
+_Static_assert(TS_U_COUNT == 82, "a ts_unary_op was added or removed: an activation needs its "
                                  "case in both switches here; then update the count");
 
-bool tsi_ew_act_is(ts_unary_op u) { return u >= TS_U_ELU && u <= TS_U_LEAKY_RELU; }
+bool tsi_ew_act_is(ts_unary_op u) { return u >= TS_U_ELU && u <= TS_U_SOFTSIGN; }
 
 const char *tsi_ew_act_name(const char *op, ts_unary_op u) {
     const size_t len = strlen(op);
@@ -108,6 +108,10 @@ ts_tensor *tsi_ew_act_backward(ts_unary_op u, ts_tensor *g, ts_tensor *x, double
          * through the branch that only a number x takes */
         ts_tensor *gp = tsi_create_graph_active() ? ts_add(g, kink_zero(g, x)) : g;
         return ts_where(pos, gp, ts_mul_scalar(g, p0));
+    }
+    case TS_U_SOFTSIGN: { /* 1 / (1 + |x|)^2 (PyTorch's composition gives the same function) */
+        ts_tensor *d = ts_add_scalar(ts_abs(x), 1);
+        return ts_div(g, ts_mul(d, d));
     }
     default:
         return NULL;

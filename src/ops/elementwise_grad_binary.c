@@ -3,48 +3,20 @@
  */
 #include "ops/elementwise_grad.h"
 
-_Static_assert(TS_B_COUNT == 55, "a ts_binary_op was added or removed: give it its grad_fn name "
-                                 "(tsi_ew_binary_name) and derivative here; then update the count");
+_Static_assert(TS_B_COUNT == 55,
+               "a ts_binary_op was added or removed: give it what it saves and its "
+               "derivative here; then update the count");
+
+/* binary_ops.def's grad_fn column */
+static const char *const grad_names[] = {
+#define X(ID, name, front, dtype, grad_fn, ...) grad_fn,
+#include "backend/binary_ops.def"
+#undef X
+};
+_Static_assert(sizeof grad_names / sizeof *grad_names == TS_B_COUNT, "one grad_fn per binary op");
 
 const char *tsi_ew_binary_name(ts_binary_op bop) {
-    switch (bop) {
-    case TS_B_ADD:
-        return "AddBackward0";
-    case TS_B_SUB:
-        return "SubBackward0";
-    case TS_B_MUL:
-        return "MulBackward0";
-    case TS_B_DIV:
-        return "DivBackward0";
-    case TS_B_POW:
-        return "PowBackward1";
-    case TS_B_MAX:
-        return "MaximumBackward0";
-    case TS_B_MIN:
-        return "MinimumBackward0";
-    case TS_B_FMOD:
-        return "FmodBackward1";
-    case TS_B_REM:
-        return "RemainderBackward1";
-    case TS_B_XLOGY:
-        return "XlogyBackward0";
-    case TS_B_XLOG1PY:
-        return "SpecialXlog1PyBackward0";
-    case TS_B_HYPOT:
-        return "HypotBackward0";
-    case TS_B_COPYSIGN:
-        return "CopysignBackward0";
-    case TS_B_ATAN2:
-        return "Atan2Backward0";
-    case TS_B_LOGADDEXP:
-        return "LogaddexpBackward0";
-    case TS_B_LOGADDEXP2:
-        return "Logaddexp2Backward0";
-    case TS_B_NEXTAFTER:
-        return "NextafterBackward0";
-    default:
-        return NULL;
-    }
+    return (unsigned)bop < TS_B_COUNT ? grad_names[bop] : NULL;
 }
 
 /* Like PyTorch, an operand is saved only when the other one's gradient needs it. */

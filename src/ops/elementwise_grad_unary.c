@@ -4,123 +4,27 @@
 
 #include "ops/elementwise_grad.h"
 
-_Static_assert(TS_U_COUNT == 81, "a ts_unary_op was added or removed: give it its grad_fn name, "
-                                 "what it saves and its backward in the three switches here (an "
-                                 "activation: elementwise_grad_act.c); then update the count");
+_Static_assert(TS_U_COUNT == 82,
+               "a ts_unary_op was added or removed: give it what it saves and its "
+               "backward in the two switches here (an activation: "
+               "elementwise_grad_act.c); then update the count");
+
+/* unary_ops.def's grad_fn column */
+static const char *const grad_names[] = {
+#define X(ID, name, front, dtype, grad_fn, ...) grad_fn,
+#include "backend/unary_ops.def"
+#undef X
+};
+_Static_assert(sizeof grad_names / sizeof *grad_names == TS_U_COUNT, "one grad_fn per unary op");
 
 const char *tsi_ew_unary_name(const char *op, ts_unary_op u) {
-    switch (u) {
-    case TS_U_NEG:
-        return "NegBackward0";
-    case TS_U_ABS:
-        return "AbsBackward0";
-    case TS_U_EXP:
-        return "ExpBackward0";
-    case TS_U_LOG:
-        return "LogBackward0";
-    case TS_U_LOG1P:
-        return "Log1PBackward0";
-    case TS_U_SQRT:
-        return "SqrtBackward0";
-    case TS_U_RSQRT:
-        return "RsqrtBackward0";
-    case TS_U_SIN:
-        return "SinBackward0";
-    case TS_U_COS:
-        return "CosBackward0";
-    case TS_U_TAN:
-        return "TanBackward0";
-    case TS_U_ASIN:
-        return "AsinBackward0";
-    case TS_U_ACOS:
-        return "AcosBackward0";
-    case TS_U_ATAN:
-        return "AtanBackward0";
-    case TS_U_SINH:
-        return "SinhBackward0";
-    case TS_U_COSH:
-        return "CoshBackward0";
-    case TS_U_ASINH:
-        return "AsinhBackward0";
-    case TS_U_ACOSH:
-        return "AcoshBackward0";
-    case TS_U_ATANH:
-        return "AtanhBackward0";
-    case TS_U_ERF:
-        return "ErfBackward0";
-    case TS_U_TANH:
-        return "TanhBackward0";
-    case TS_U_SIGMOID:
-        return "SigmoidBackward0";
-    case TS_U_RELU:
-        return "ReluBackward0";
-    case TS_U_GELU:
-        return "GeluBackward0";
-    case TS_U_SILU:
-        return "SiluBackward0";
-    case TS_U_SOFTPLUS:
-        return "SoftplusBackward0";
-    case TS_U_SIGN:
-        return "SignBackward0";
-    case TS_U_FLOOR:
-        return "FloorBackward0";
-    case TS_U_CEIL:
-        return "CeilBackward0";
-    case TS_U_ROUND:
-        return "RoundBackward0";
-    case TS_U_RECIPROCAL:
-        return "ReciprocalBackward0";
-    case TS_U_SQUARE: /* torch.square is pow(x, 2) */
-        return "PowBackward0";
-    case TS_U_CLAMP: /* torch.clamp (either bound optional) is ClampBackward1 */
+    if (u == TS_U_CLAMP) { /* torch.clamp (either bound optional) is ClampBackward1 */
         if (strcmp(op, "clamp_min") == 0) return "ClampMinBackward0";
         if (strcmp(op, "clamp_max") == 0) return "ClampMaxBackward0";
         return "ClampBackward1";
-    case TS_U_EXPM1:
-        return "Expm1Backward0";
-    case TS_U_EXP2:
-        return "Exp2Backward0";
-    case TS_U_LOG2:
-        return "Log2Backward0";
-    case TS_U_LOG10:
-        return "Log10Backward0";
-    case TS_U_ERFC:
-        return "ErfcBackward0";
-    case TS_U_LGAMMA:
-        return "LgammaBackward0";
-    case TS_U_TRUNC:
-        return "TruncBackward0";
-    case TS_U_DIGAMMA:
-        return "DigammaBackward0";
-    case TS_U_POLYGAMMA:
-        return "PolygammaBackward0";
-    case TS_U_ERFINV:
-        return "ErfinvBackward0";
-    case TS_U_I0:
-        return "I0Backward0";
-    case TS_U_I0E:
-        return "SpecialI0EBackward0";
-    case TS_U_I1:
-        return "SpecialI1Backward0";
-    case TS_U_I1E:
-        return "SpecialI1EBackward0";
-    case TS_U_SINC:
-        return "SincBackward0";
-    case TS_U_FRAC:
-        return "FracBackward0";
-    case TS_U_DEG2RAD:
-        return "Deg2RadBackward0";
-    case TS_U_RAD2DEG:
-        return "Rad2DegBackward0";
-    case TS_U_LOGIT:
-        return "LogitBackward0";
-    case TS_U_NAN_TO_NUM:
-    case TS_U_NEGINF_TO:
-    case TS_U_NAN_TO_NUM_SYM:
-        return "NanToNumBackward0";
-    default:
-        return tsi_ew_act_name(op, u);
     }
+    if ((unsigned)u < TS_U_COUNT && grad_names[u]) return grad_names[u];
+    return tsi_ew_act_name(op, u);
 }
 
 /* Where the formula can use the output (PyTorch's choice), it does: no extra memory for the input

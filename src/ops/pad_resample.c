@@ -433,11 +433,60 @@ NEAREST_TAPS(double, d)
 LINEAR_TAPS(float, f)
 LINEAR_TAPS(double, d)
 
+/* antialias=True (_upsample_bilinear2d_aa / _upsample_bicubic2d_aa, UpSampleKernel.cpp's
+ * _compute_weights_aa): output j takes inputs [xmin, xmin + xsize) around center = scale (j + 0.5)
+ * within support = taps / 2 * max(scale, 1), weighted by the filter (triangle; Keys' cubic with
+ * a = -0.5, PIL's) at (i - center + 0.5) / max(scale, 1), renormalised to sum 1; weights in double
+ * (PyTorch's float32 kernel computes them in float: a rounding apart). Taps tap-major, padded
+ * with weight 0; returns the taps per output, 0 when out of memory. */
+static double aa_filter(double x, bool cubic) {
+    x = fabs(x);
+    if (!cubic) return x < 1.0 ? 1.0 - x : 0.0;
+    return x < 1.0 ? cubic1_d(x, -0.5) : x < 2.0 ? cubic2_d(x, -0.5) : 0.0;
+}
+
+static int aa_taps(const char *op, const resize_dim *r, bool cubic, int64_t **idx, double **w) {
+    const double scale = pixel_scale_d(r->in, r->out, r->align_corners, r->has_scale, r->scale);
+    const double support = (cubic ? 2.0 : 1.0) * (scale >= 1.0 ? scale : 1.0);
+    const double invscale = scale >= 1.0 ? 1.0 / scale : 1.0;
+    const int k = (int)ceil(support) * 2 + 1;
+    const int64_t n = r->out;
+    *idx = host_alloc(op, (size_t)k * (size_t)n, sizeof **idx);
+    *w = host_alloc(op, (size_t)k * (size_t)n, sizeof **w);
+    if (!*idx || !*w) return 0;
+    for (int64_t j = 0; j < n; j++) {
+        const double center = scale * ((double)j + 0.5);
+        int64_t lo = (int64_t)(center - support + 0.5), hi = (int64_t)(center + support + 0.5);
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > r->in ? r->in : hi;
+        double total = 0.0;
+        for (int t = 0; t < k; t++) {
+            const int64_t i = lo + t;
+            const double f = i < hi ? aa_filter(((double)i - center + 0.5) * invscale, cubic) : 0;
+            (*idx)[(size_t)t * (size_t)n + (size_t)j] = i < hi ? i : lo;
+            (*w)[(size_t)t * (size_t)n + (size_t)j] = f;
+            total += f;
+        }
+        if (total != 0.0)
+            for (int t = 0; t < k; t++) (*w)[(size_t)t * (size_t)n + (size_t)j] /= total;
+    }
+    return k;
+}
+
 static ts_tensor *resize_one_dim(const char *op, ts_tensor *x, int dim, ts_interp_mode mode,
-                                 const resize_dim *r) {
+                                 const resize_dim *r, bool antialias) {
     const bool dbl = ts_dtype_of(x) == TS_F64;
     const bool linear =
         mode == TS_INTERP_LINEAR || mode == TS_INTERP_BILINEAR || mode == TS_INTERP_TRILINEAR;
+    if (antialias) {
+        int64_t *idx = NULL;
+        double *w = NULL;
+        const int k = aa_taps(op, r, mode == TS_INTERP_BICUBIC, &idx, &w);
+        ts_tensor *y = k ? gather_taps(x, dim, k, idx, w, r->out) : NULL;
+        free(idx);
+        free(w);
+        return y;
+    }
     /* an unchanged size: linear is the identity in PyTorch's kernel (compute_source_index_and_
      * lambda) and nearest in nearest_idx, whatever the scale; the others only without a scale */
     if (r->out == r->in &&
@@ -509,10 +558,12 @@ static bool interp_check(const char *op, ts_tensor *x, const ts_interp_opts *o, 
         return tsi_error_set(TS_ERR_SHAPE, "%s: Got %dD input, but %s mode needs %dD input", op, nd,
                              mname, need[o->mode] + 2),
                false;
-    if (o->antialias)
-        return tsi_error_set(TS_ERR_UNSUPPORTED,
-                             "%s: antialias=True is not supported by Tessera yet (mode '%s')", op,
-                             mname),
+    if (o->antialias &&
+        !((o->mode == TS_INTERP_BILINEAR || o->mode == TS_INTERP_BICUBIC) && k == 2))
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: Anti-alias option is restricted to bilinear and bicubic modes "
+                             "and requires a 4-D tensor as input (mode '%s', %dD input)",
+                             op, mname, nd),
                false;
     const bool nearest_like = o->mode == TS_INTERP_NEAREST || o->mode == TS_INTERP_NEAREST_EXACT ||
                               o->mode == TS_INTERP_AREA;
@@ -624,7 +675,8 @@ ts_tensor *ts_interpolate(ts_tensor *x, ts_interp_opts o) {
         const bool up = o.mode != TS_INTERP_NEAREST && o.mode != TS_INTERP_NEAREST_EXACT &&
                         (dt == TS_F16 || dt == TS_BF16);
         y = up ? ts_to_dtype(x, TS_F32) : x;
-        for (int i = 0; i < k && y; i++) y = resize_one_dim(op, y, 2 + i, o.mode, &rd[i]);
+        for (int i = 0; i < k && y; i++)
+            y = resize_one_dim(op, y, 2 + i, o.mode, &rd[i], o.antialias);
         if (y == x)
             y = ts_clone(x); /* every size unchanged: a copy, as PyTorch */
         else if (up)

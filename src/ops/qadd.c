@@ -3,6 +3,7 @@
  * quant.h says which bits). */
 #include <stdlib.h>
 
+#include "autograd/trace.h"
 #include "core/internal.h"
 #include "core/quant_desc.h"
 #include "ops/quant_internal.h"
@@ -42,7 +43,8 @@ ts_tensor *ts_quantized_add(ts_tensor *a, ts_tensor *b, double out_scale, int64_
     if (s && relu) s = ts_relu(s);
     if (s) r = tsi_quantize_per_tensor(op, s, out_scale, out_zero_point, a->dtype);
     ts_scope_end();
-    return tsi_own(r);
+    /* traced for ONNX export (QDQ Add): the records of the ops above are not read */
+    return tsi_trace(op, ts, 2, tsi_own(r), NULL, 0, NULL, 0);
 }
 
 ts_tensor *ts_quantized_cat(ts_tensor *const *ts, int n, int dim, double out_scale,
@@ -69,5 +71,6 @@ ts_tensor *ts_quantized_cat(ts_tensor *const *ts, int n, int dim, double out_sca
     if (c) r = tsi_quantize_per_tensor(op, c, out_scale, out_zero_point, ts[0]->dtype);
     ts_scope_end();
     if (f != fl) free(f);
-    return tsi_own(r);
+    const int64_t ip[1] = {dim}; /* traced for ONNX export (QDQ Concat) */
+    return tsi_trace(op, ts, n, tsi_own(r), ip, 1, NULL, 0);
 }

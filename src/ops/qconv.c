@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "autograd/trace.h"
 #include "core/internal.h"
 #include "core/quant_desc.h"
 #include "ops/quant_internal.h"
@@ -65,10 +66,13 @@ static bool check_geometry(const char *op, const int64_t *stride, const int64_t 
     return true;
 }
 
-ts_tensor *ts_quantized_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *bias, const int64_t stride[2],
-                               const int64_t padding[2], const int64_t dilation[2], int64_t groups,
-                               double out_scale, int64_t out_zero_point, bool relu) {
-    const char *op = "quantized_conv2d";
+/* both functions: fmult NULL (ts_quantized_conv2d: a quantized output of x's dtype, float64
+ * requantization) or the float32 multipliers of ts_qlinear_conv2d (a plain out_dtype output).
+ * long: each argument's check with its own message, then the kernel's one argument block */
+static ts_tensor *qconv(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *bias,
+                        const int64_t stride[2], const int64_t padding[2],
+                        const int64_t dilation[2], int64_t groups, double out_scale,
+                        int64_t out_zero_point, bool relu, ts_tensor *fmult, ts_dtype out_dtype) {
     tsi_init();
     if (!tsi_check_input(op, x, "input") || !tsi_check_input(op, w, "weight") ||
         (bias && !tsi_check_input(op, bias, "bias")) || !per_tensor_q(op, x, "input") ||
@@ -120,11 +124,34 @@ ts_tensor *ts_quantized_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *bias, cons
                    op, (long long)KH, (long long)KW, (long long)dilation[0], (long long)dilation[1],
                    tsi_desc(x)),
                NULL;
-    if (!tsi_quant_out_params(op, x->dtype, out_scale, out_zero_point)) return NULL;
-    ts_tensor *ts[3] = {x, w, bias};
+    int64_t lo, hi;
+    if (fmult) {
+        if (out_dtype != TS_U8 && out_dtype != TS_I8)
+            return tsi_error_set(TS_ERR_DTYPE,
+                                 "%s: the output dtype must be uint8 or int8 (got %s)", op,
+                                 ts_dtype_name(out_dtype)),
+                   NULL;
+        lo = out_dtype == TS_U8 ? 0 : -128, hi = out_dtype == TS_U8 ? 255 : 127;
+        if (out_zero_point < lo || out_zero_point > hi)
+            return tsi_error_set(TS_ERR_ARG, "%s: y_zero_point %lld is outside [%lld, %lld] (%s)",
+                                 op, (long long)out_zero_point, (long long)lo, (long long)hi,
+                                 ts_dtype_name(out_dtype)),
+                   NULL;
+        if (!tsi_check_input(op, fmult, "multiplier") || fmult->dtype != TS_F32 ||
+            (fmult->shape.ndim != 0 && fmult->shape.ndim != 1) ||
+            (ts_numel(fmult) != 1 && ts_numel(fmult) != CO))
+            return tsi_error_set(TS_ERR_ARG,
+                                 "%s: multiplier must be float32 of one value or %lld (got %s)", op,
+                                 (long long)CO, tsi_desc(fmult)),
+                   NULL;
+    } else {
+        if (!tsi_quant_out_params(op, x->dtype, out_scale, out_zero_point)) return NULL;
+        tsi_quant_range(x->dtype, &lo, &hi);
+    }
+    ts_tensor *ts[4] = {x, w, bias ? bias : fmult, fmult};
     ts_device dev;
-    if (!tsi_same_device(op, ts, bias ? 3 : 2, false, &dev) || !tsi_meta_refuse(op, x) ||
-        !tsi_quant_kernel_ok(op, x))
+    if (!tsi_same_device(op, ts, 2 + (bias != NULL) + (fmult != NULL), false, &dev) ||
+        !tsi_meta_refuse(op, x) || !tsi_quant_kernel_ok(op, x))
         return NULL;
     if (!tsi_be(x)->qconv)
         return tsi_error_set(TS_ERR_UNSUPPORTED, "%s: no quantized convolution kernel on %s", op,
@@ -132,22 +159,27 @@ ts_tensor *ts_quantized_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *bias, cons
                NULL;
     double *mult = malloc((size_t)CO * sizeof *mult);
     int32_t *wzp = malloc((size_t)CO * sizeof *wzp);
-    ts_tensor *out = NULL, *bc = NULL;
-    if (!mult || !wzp) {
+    float *fm = fmult ? malloc((size_t)CO * sizeof *fm) : NULL;
+    ts_tensor *out = NULL, *bc = NULL, *fc = NULL;
+    if (!mult || !wzp || (fmult && !fm)) {
         tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
         goto done;
     }
     for (int64_t c = 0; c < CO; c++) {
         const int64_t p = wd->scheme == TS_PER_TENSOR_AFFINE ? 0 : c;
-        mult[c] = x->quant->scales[0] * wd->scales[p] / out_scale;
+        mult[c] = fmult ? 0 : x->quant->scales[0] * wd->scales[p] / out_scale;
         wzp[c] = (int32_t)wd->zero_points[p];
     }
-    out =
-        tsi_new_quantized_pt(op, TS_SHAPE(N, CO, OH, OW), x->dtype, dev, out_scale, out_zero_point);
+    out = fmult ? tsi_new(op, TS_SHAPE(N, CO, OH, OW), out_dtype, dev)
+                : tsi_new_quantized_pt(op, TS_SHAPE(N, CO, OH, OW), x->dtype, dev, out_scale,
+                                       out_zero_point);
     if (!out || N == 0 || CO == 0) goto done;
     if (bias && !(bc = tsi_contiguous(op, bias))) goto fail;
-    int64_t lo, hi;
-    tsi_quant_range(x->dtype, &lo, &hi);
+    if (fmult) {
+        if (!(fc = tsi_contiguous(op, fmult))) goto fail;
+        const float *f = (const float *)tsi_kview(fc).data;
+        for (int64_t c = 0; c < CO; c++) fm[c] = f[ts_numel(fc) == 1 ? 0 : c];
+    }
     ts_qconv_args a = {.n = N,
                        .c = C,
                        .h = H,
@@ -168,10 +200,21 @@ ts_tensor *ts_quantized_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *bias, cons
                        .w_zp = wzp,
                        .bias = bc ? (const int32_t *)(void *)tsi_kview(bc).data : NULL,
                        .mult = mult,
+                       .fmult = fm,
                        .out = out->storage->data,
+                       .out_unsigned = fmult ? out_dtype == TS_U8 : x->dtype == TS_QUINT8,
                        .out_zp = (int32_t)out_zero_point,
                        .out_min = (int32_t)(relu && out_zero_point > lo ? out_zero_point : lo),
                        .out_max = (int32_t)hi};
+    {
+        /* a weight that is its own storage's, not exported: its packing may be cached */
+        const ts_storage *ws = w->storage;
+        if (ws->alloc && !ws->release && !atomic_load(&ws->exported) && tsi_is_contiguous(w)) {
+            a.w_uid = ws->uid;
+            a.w_version = (uint64_t)atomic_load(&ws->version);
+            a.w_offset = w->offset;
+        }
+    }
     if (tsi_be(x)->qconv(tsi_be(x), tsi_dev_index(x), &a)) goto done;
 fail:
     ts_release(out);
@@ -179,6 +222,33 @@ fail:
 done:
     free(mult);
     free(wzp);
+    free(fm);
     ts_release(bc);
+    ts_release(fc);
     return tsi_own(out);
+}
+
+ts_tensor *ts_quantized_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *bias, const int64_t stride[2],
+                               const int64_t padding[2], const int64_t dilation[2], int64_t groups,
+                               double out_scale, int64_t out_zero_point, bool relu) {
+    ts_tensor *y = qconv("quantized_conv2d", x, w, bias, stride, padding, dilation, groups,
+                         out_scale, out_zero_point, relu, NULL, TS_QUINT8);
+    if (!y) return NULL;
+    /* traced for ONNX export (QDQ Conv): the geometry as conv2d records it, then relu */
+    const int64_t ip[8] = {stride[0],   stride[1],   padding[0], padding[1],
+                           dilation[0], dilation[1], groups,     relu};
+    ts_tensor *ins[3] = {x, w, bias};
+    return tsi_trace("quantized_conv2d", ins, 3, y, ip, 8, NULL, 0);
+}
+
+ts_tensor *ts_qlinear_conv2d(ts_tensor *x, ts_tensor *w, ts_tensor *bias, const int64_t stride[2],
+                             const int64_t padding[2], const int64_t dilation[2], int64_t groups,
+                             ts_tensor *multiplier, int64_t y_zero_point, ts_dtype y_dtype,
+                             bool relu) {
+    if (!multiplier) return tsi_error_set(TS_ERR_ARG, "qlinear_conv2d: multiplier is NULL"), NULL;
+    ts_tensor *ins[4] = {x, w, bias, multiplier}; /* traced so that ONNX export names it */
+    return tsi_trace("qlinear_conv2d", ins, 4,
+                     qconv("qlinear_conv2d", x, w, bias, stride, padding, dilation, groups, 1.0,
+                           y_zero_point, relu, multiplier, y_dtype),
+                     NULL, 0, NULL, 0);
 }

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "autograd/trace.h"
 #include "core/internal.h"
 #include "core/quant_desc.h"
 #include "ops/quant_internal.h"
@@ -139,6 +140,15 @@ static bool qlin_setup(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *bi
     L->a.n = N;
     L->a.k = K;
     L->a.w = (const int8_t *)(void *)tsi_kview(w).data;
+    {
+        /* a weight that is its own storage's, not exported: its packing may be cached */
+        const ts_storage *ws = w->storage;
+        if (ws->alloc && !ws->release && !atomic_load(&ws->exported) && tsi_is_contiguous(w)) {
+            L->a.w_uid = ws->uid;
+            L->a.w_version = (uint64_t)atomic_load(&ws->version);
+            L->a.w_offset = w->offset;
+        }
+    }
     L->a.w_zp = L->w_zp;
     return true;
 }
@@ -215,13 +225,20 @@ done:
 }
 
 ts_tensor *ts_quantized_linear_acc(ts_tensor *x, ts_tensor *w, ts_tensor *bias) {
-    return quantized_linear_impl("quantized_linear_acc", x, w, bias, true, 0, 0, false);
+    ts_tensor *ins[3] = {x, w, bias}; /* traced so that ONNX export names it */
+    return tsi_trace("quantized_linear_acc", ins, 3,
+                     quantized_linear_impl("quantized_linear_acc", x, w, bias, true, 0, 0, false),
+                     NULL, 0, NULL, 0);
 }
 
 ts_tensor *ts_quantized_linear(ts_tensor *x, ts_tensor *w, ts_tensor *bias, double out_scale,
                                int64_t out_zero_point, bool relu) {
-    return quantized_linear_impl("quantized_linear", x, w, bias, false, out_scale, out_zero_point,
-                                 relu);
+    ts_tensor *ins[3] = {x, w, bias}; /* traced for ONNX export (QDQ Gemm) */
+    const int64_t ip[1] = {relu};
+    return tsi_trace("quantized_linear", ins, 3,
+                     quantized_linear_impl("quantized_linear", x, w, bias, false, out_scale,
+                                           out_zero_point, relu),
+                     ip, 1, NULL, 0);
 }
 
 ts_tensor *ts_dynamic_quantized_linear(ts_tensor *x, ts_tensor *w, ts_tensor *bias,
@@ -252,5 +269,6 @@ done:
     qlin_free(&L);
     ts_release(xq);
     ts_release(bc);
-    return tsi_own(out);
+    ts_tensor *ins[3] = {x, w, bias}; /* traced so that ONNX export names it */
+    return tsi_trace(op, ins, 3, tsi_own(out), NULL, 0, NULL, 0);
 }

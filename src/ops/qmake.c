@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/trace.h"
 #include "core/internal.h"
 #include "core/quant_desc.h"
 #include "ops/quant_internal.h"
@@ -76,7 +77,8 @@ ts_tensor *ts_make_per_tensor_quantized_tensor(ts_tensor *r, double scale, int64
     if (!d) return NULL;
     d->scales[0] = scale;
     d->zero_points[0] = zero_point;
-    return tsi_own(from_ints(op, r, qdt, d));
+    /* traced for ONNX export: the integers are the quantized value's ONNX form */
+    return tsi_trace(op, &r, 1, tsi_own(from_ints(op, r, qdt, d)), NULL, 0, NULL, 0);
 }
 
 ts_tensor *ts_make_per_channel_quantized_tensor(ts_tensor *r, ts_tensor *scales,
@@ -111,7 +113,8 @@ ts_tensor *ts_make_per_channel_quantized_tensor(ts_tensor *r, ts_tensor *scales,
     for (int64_t c = 0; ok && c < count; c++)
         ok = param_ok(op, qdt, d->scales[c], d->zero_points[c], c);
     if (!ok) return tsi_quant_release(d), NULL;
-    return tsi_own(from_ints(op, r, qdt, d));
+    /* traced for ONNX export: the integers are the quantized value's ONNX form */
+    return tsi_trace(op, &r, 1, tsi_own(from_ints(op, r, qdt, d)), NULL, 0, NULL, 0);
 }
 
 ts_tensor *ts_quantized_reshape(ts_tensor *q, ts_shape shape) {
@@ -147,7 +150,8 @@ ts_tensor *ts_quantized_reshape(ts_tensor *q, ts_shape shape) {
         sv.dtype = dv.dtype = q->dtype == TS_QINT8 ? TS_I8 : q->dtype == TS_QUINT8 ? TS_U8 : TS_I32;
         tsi_be(q)->copy(tsi_be(q), tsi_dev_index(q), &dv, &sv);
     }
-    return tsi_own(r);
+    /* traced for ONNX export (Reshape of the integers): reshape's record layout */
+    return tsi_trace(op, &q, 1, tsi_own(r), shape.dims, shape.ndim, NULL, 0);
 }
 
 /* ------------------------------------------------------------------ observers' qparams */

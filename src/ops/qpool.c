@@ -1,5 +1,6 @@
 /* qpool.c — max_pool2d and adaptive_avg_pool2d of quantized tensors (include/tessera/quant.h)
  * over the backend's qpool kernel (cpu: kern_qpool.c). Both keep the input's parameters. */
+#include "autograd/trace.h"
 #include "core/internal.h"
 #include "core/quant_desc.h"
 #include "ops/quant_internal.h"
@@ -85,7 +86,10 @@ ts_tensor *ts_quantized_max_pool2d(ts_tensor *x, const int64_t kernel[2], const 
         return tsi_error_set(TS_ERR_SHAPE, "%s: the output of input %s would be empty", op,
                              tsi_desc(x)),
                NULL;
-    return run_pool(op, x, &a);
+    /* traced for ONNX export (QDQ MaxPool): max_pool2d's record layout */
+    const int64_t ip[9] = {kernel[0],  kernel[1],   stride[0],   stride[1], padding[0],
+                           padding[1], dilation[0], dilation[1], ceil_mode};
+    return tsi_trace(op, &x, 1, run_pool(op, x, &a), ip, 9, NULL, 0);
 }
 
 ts_tensor *ts_quantized_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t out_w) {
@@ -101,5 +105,6 @@ ts_tensor *ts_quantized_adaptive_avg_pool2d(ts_tensor *x, int64_t out_h, int64_t
                NULL;
     ts_qpool_args a = {
         .adaptive_avg = true, .planes = planes, .h = h, .w = w, .oh = out_h, .ow = out_w};
-    return run_pool(op, x, &a);
+    const int64_t ip[2] = {out_h, out_w}; /* traced for ONNX export (QDQ average pool) */
+    return tsi_trace(op, &x, 1, run_pool(op, x, &a), ip, 2, NULL, 0);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/trace.h"
 #include "core/capture.h"
 #include "core/internal.h"
 #include "core/quant_desc.h"
@@ -145,7 +146,9 @@ ts_tensor *tsi_quantize_per_tensor(const char *op, ts_tensor *x, double scale, i
 ts_tensor *ts_quantize_per_tensor(ts_tensor *x, double scale, int64_t zero_point, ts_dtype dtype) {
     const char *op = "quantize_per_tensor";
     if (!quant_input(op, x, dtype)) return NULL;
-    return tsi_own(tsi_quantize_per_tensor(op, x, scale, zero_point, dtype));
+    /* traced for ONNX export (QuantizeLinear); the output carries the parameters */
+    return tsi_trace(op, &x, 1, tsi_own(tsi_quantize_per_tensor(op, x, scale, zero_point, dtype)),
+                     NULL, 0, NULL, 0);
 }
 
 /* scales (floating) and zero points (integer) of count elements read to the host into d */
@@ -213,7 +216,7 @@ ts_tensor *ts_quantize_per_channel(ts_tensor *x, ts_tensor *scales, ts_tensor *z
     d->axis = axis;
     if (!read_params(op, scales, zero_points, count, d) || !check_params(op, dtype, d))
         return tsi_quant_release(d), NULL;
-    return tsi_own(quantize_into(op, x, dtype, d));
+    return tsi_trace(op, &x, 1, tsi_own(quantize_into(op, x, dtype, d)), NULL, 0, NULL, 0);
 }
 
 ts_tensor *ts_quantize_per_group(ts_tensor *x, ts_tensor *scales, ts_tensor *zero_points,
@@ -249,7 +252,7 @@ ts_tensor *ts_quantize_per_group(ts_tensor *x, ts_tensor *scales, ts_tensor *zer
     d->axis = nd - 1;
     if (!read_params(op, scales, zero_points, d->count, d) || !check_params(op, dtype, d))
         return tsi_quant_release(d), NULL;
-    return tsi_own(quantize_into(op, x, dtype, d));
+    return tsi_trace(op, &x, 1, tsi_own(quantize_into(op, x, dtype, d)), NULL, 0, NULL, 0);
 }
 
 /* q checked: a quantized tensor (TS_ERR_DTYPE otherwise) */
@@ -269,7 +272,7 @@ ts_tensor *ts_dequantize(ts_tensor *q) {
         return NULL;
     ts_tensor *x = tsi_new(op, q->shape, TS_F32, tsi_device(q));
     if (x) run_quant(q, TS_QK_DEQUANTIZE, (float *)(void *)x->storage->data, NULL);
-    return tsi_own(x);
+    return tsi_trace(op, &q, 1, tsi_own(x), NULL, 0, NULL, 0);
 }
 
 ts_tensor *ts_int_repr(ts_tensor *q) {
@@ -279,7 +282,7 @@ ts_tensor *ts_int_repr(ts_tensor *q) {
     static const ts_dtype plain[] = {
         [TS_QINT8] = TS_I8, [TS_QUINT8] = TS_U8, [TS_QINT32] = TS_I32, [TS_QUINT4X2] = TS_U8};
     ts_tensor *r = tsi_new(op, q->shape, plain[q->dtype], tsi_device(q));
-    if (!r || tsi_numel(q->shape) == 0) return tsi_own(r);
+    if (!r || tsi_numel(q->shape) == 0) return tsi_trace(op, &q, 1, tsi_own(r), NULL, 0, NULL, 0);
     if (q->dtype == TS_QUINT4X2) {
         run_quant(q, TS_QK_INT_REPR, NULL, (uint8_t *)r->storage->data);
     } else { /* the same bytes: a copy between views of one dtype */
@@ -287,7 +290,7 @@ ts_tensor *ts_int_repr(ts_tensor *q) {
         sv.dtype = r->dtype;
         tsi_be(q)->copy(tsi_be(q), tsi_dev_index(q), &dv, &sv);
     }
-    return tsi_own(r);
+    return tsi_trace(op, &q, 1, tsi_own(r), NULL, 0, NULL, 0);
 }
 
 ts_qscheme ts_qscheme_of(ts_tensor *q) {

@@ -9,8 +9,18 @@
 _Static_assert(TS_R_COUNT == 11, "a ts_reduce_op was added or removed: give it its dtype rule, "
                                  "identity and backward here; then update the count");
 
+/* reduce_ops.def's dtype column */
+typedef enum reduce_rule { R_SUM, R_MEAN, R_VAR, R_TO_FLOAT, R_ORDER, R_INDEX } reduce_rule;
+static const unsigned char reduce_rules[] = {
+#define X(ID, name, name_dim, dtype, ...) R_##dtype,
+#include "backend/reduce_ops.def"
+#undef X
+};
+_Static_assert(sizeof reduce_rules == TS_R_COUNT, "one dtype rule per reduction");
+
+/* max, min and the arg forms have no identity: an empty reduction is an error */
 static bool needs_nonempty(ts_reduce_op rop) {
-    return rop == TS_R_MAX || rop == TS_R_MIN || rop == TS_R_ARGMAX || rop == TS_R_ARGMIN;
+    return reduce_rules[rop] == R_ORDER || reduce_rules[rop] == R_INDEX;
 }
 
 /* Result dtype of a reduction over `in`, or TS_DTYPE_DEFAULT after recording a dtype error.
@@ -18,40 +28,35 @@ static bool needs_nonempty(ts_reduce_op rop) {
 static ts_dtype result_dtype(const char *op, ts_reduce_op rop, ts_dtype in, ts_dtype *compute) {
     bool fl = tsi_is_float(in);
     *compute = in;
-    switch (rop) {
-    case TS_R_SUM:
-    case TS_R_PROD:
+    switch ((reduce_rule)reduce_rules[rop]) {
+    case R_SUM:
         return fl ? in : TS_I64;
-    case TS_R_MEAN:
+    case R_MEAN:
         if (fl) return in;
         tsi_error_set(TS_ERR_DTYPE,
                       "%s(): could not infer output dtype. Input dtype must be either a floating "
                       "point or complex dtype. Got: %s",
                       op, tsi_torch_scalar_name(in));
         return TS_DTYPE_DEFAULT;
-    case TS_R_VAR:
-    case TS_R_STD:
-    case TS_R_NORM2:
+    case R_VAR:
         if (fl) return in;
         tsi_error_set(TS_ERR_DTYPE,
                       "%s: std and var only support floating point and complex dtypes, got %s", op,
                       ts_dtype_name(in));
         return TS_DTYPE_DEFAULT;
-    case TS_R_LOGSUMEXP:
+    case R_TO_FLOAT:
         /* torch 2.x computes logsumexp of integer (and bool) input in the default float dtype */
         if (!fl) *compute = TS_F32;
         return *compute;
-    case TS_R_MAX:
-    case TS_R_MIN:
-    case TS_R_ARGMAX:
-    case TS_R_ARGMIN:
+    case R_ORDER:
+    case R_INDEX:
         /* the integer kernels order in int64, which holds every value but uint64's upper half
          * (PyTorch 2 has no max/min/argmax for uint64 either) */
         if (in == TS_U64) {
             tsi_error_set(TS_ERR_UNSUPPORTED, "%s: not implemented for 'UInt64'", op);
             return TS_DTYPE_DEFAULT;
         }
-        return rop == TS_R_MAX || rop == TS_R_MIN ? in : TS_I64;
+        return reduce_rules[rop] == R_ORDER ? in : TS_I64;
     default:
         break;
     }
@@ -168,6 +173,14 @@ static ts_tensor *reduce_op(const char *op, ts_reduce_op rop, ts_tensor *t, cons
 /* Records the backward of a reduction (input t, result out) when the graph needs it. Names are
  * PyTorch's: the whole-tensor overloads of sum/mean/prod are Backward0, the dim ones Backward1;
  * max()/min() over everything are Backward1 (their dim overloads, with indices, Backward0). */
+/* reduce_ops.def's grad_fn columns: over the whole tensor, over chosen dims */
+static const char *const grad_names[][2] = {
+#define X(ID, name, name_dim, dtype, grad_fn, grad_fn_dim, ...) {grad_fn, grad_fn_dim},
+#include "backend/reduce_ops.def"
+#undef X
+};
+_Static_assert(sizeof grad_names / sizeof *grad_names == TS_R_COUNT, "grad_fn names per reduction");
+
 static void record(ts_reduce_op rop, bool all, ts_tensor *t, ts_tensor *out, unsigned mask,
                    bool keepdim, double param, const char *op) {
     if (!out || !tsi_is_float(out->dtype) || !tsi_needs_graph(&t, 1)) return;
@@ -177,35 +190,31 @@ static void record(ts_reduce_op rop, bool all, ts_tensor *t, ts_tensor *out, uns
     bool save_out = false;
     switch (rop) {
     case TS_R_SUM:
-        name = all ? "SumBackward0" : "SumBackward1", fn = tsi_sum_backward;
+        fn = tsi_sum_backward;
         break;
     case TS_R_MEAN:
-        name = all ? "MeanBackward0" : "MeanBackward1", fn = tsi_mean_backward;
+        fn = tsi_mean_backward;
         break;
     case TS_R_PROD:
-        name = all ? "ProdBackward0" : "ProdBackward1", fn = tsi_prod_backward;
-        x = t, save_out = true;
+        fn = tsi_prod_backward, x = t, save_out = true;
         break;
     case TS_R_MAX:
     case TS_R_MIN:
-        if (all)
-            name = rop == TS_R_MAX ? "MaxBackward1" : "MinBackward1";
-        else
-            name = rop == TS_R_MAX ? "AmaxBackward0" : "AminBackward0";
         fn = tsi_amax_backward, x = t, save_out = true;
         break;
     case TS_R_VAR:
-        name = "VarBackward0", fn = tsi_var_backward, x = t;
+        fn = tsi_var_backward, x = t;
         break;
     case TS_R_STD:
-        name = "StdBackward0", fn = tsi_std_backward, x = t, save_out = true;
+        fn = tsi_std_backward, x = t, save_out = true;
         break;
     case TS_R_LOGSUMEXP:
-        name = "LogsumexpBackward0", fn = tsi_logsumexp_backward, x = t, save_out = true;
+        fn = tsi_logsumexp_backward, x = t, save_out = true;
         break;
     default:
         return; /* argmax/argmin: not differentiable */
     }
+    name = grad_names[rop][all ? 0 : 1];
     ts_tensor *saves[2] = {x, NULL};
     ts_node *n = tsi_record(name, op, fn, &t, 1, out, saves, 2);
     if (!n) return;

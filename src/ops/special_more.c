@@ -82,24 +82,19 @@ static ts_tensor *special_unary(const char *op, ts_unary_op u, ts_tensor *t, con
     return y; /* ts_keep put it in the caller's scope */
 }
 
-#define UNARY(NAME, U, GNAME)                                                                      \
+#define FRONT_SPECIAL(NAME, U, GNAME)                                                              \
     ts_tensor *ts_##NAME(ts_tensor *t) { return special_unary(#NAME, U, t, GNAME); }
-UNARY(ndtr, TS_U_NDTR, "SpecialNdtrBackward0")
-UNARY(ndtri, TS_U_NDTRI, "SpecialNdtriBackward0")
-UNARY(log_ndtr, TS_U_LOG_NDTR, "SpecialLogNdtrBackward0")
-UNARY(erfcx, TS_U_ERFCX, "SpecialErfcxBackward0")
-UNARY(entr, TS_U_ENTR, "SpecialEntrBackward0")
-UNARY(bessel_j0, TS_U_BESSEL_J0, "SpecialBesselJ0Backward0")
-UNARY(bessel_j1, TS_U_BESSEL_J1, "SpecialBesselJ1Backward0")
-UNARY(bessel_y0, TS_U_BESSEL_Y0, "SpecialBesselY0Backward0")
-UNARY(bessel_y1, TS_U_BESSEL_Y1, "SpecialBesselY1Backward0")
-UNARY(modified_bessel_k0, TS_U_BESSEL_K0, "SpecialModifiedBesselK0Backward0")
-UNARY(modified_bessel_k1, TS_U_BESSEL_K1, "SpecialModifiedBesselK1Backward0")
-UNARY(scaled_modified_bessel_k0, TS_U_BESSEL_K0E, NULL)
-UNARY(scaled_modified_bessel_k1, TS_U_BESSEL_K1E, NULL)
-UNARY(spherical_bessel_j0, TS_U_SPH_BESSEL_J0, NULL)
-UNARY(airy_ai, TS_U_AIRY_AI, NULL)
-#undef UNARY
+#define FRONT_PLAIN(NAME, U, GNAME)
+#define FRONT_PLAIN_INPLACE(NAME, U, GNAME)
+#define FRONT_OWN(NAME, U, GNAME)
+/* unary_ops.def's SPECIAL rows, with their grad_fn names (NULL: no derivative) */
+#define X(ID, name, front, dtype, grad_fn, ...) FRONT_##front(name, TS_U_##ID, grad_fn)
+#include "backend/unary_ops.def"
+#undef X
+#undef FRONT_SPECIAL
+#undef FRONT_PLAIN
+#undef FRONT_PLAIN_INPLACE
+#undef FRONT_OWN
 
 /* ------------------------------------------------------------------ two arguments */
 /* zeta and the incomplete gammas: the gradient of the second argument alone */

@@ -5,10 +5,25 @@
 #include "ops/complex.h"
 #include "ops/elementwise.h"
 
-/* each op's dtype rule is a case below or the default (the input's dtype, any dtype) */
-_Static_assert(TS_U_COUNT == 81, "a ts_unary_op was added or removed: give it its dtype rule in "
-                                 "unary_dtype (the default takes every dtype); then update the "
-                                 "count");
+/* unary_ops.def's dtype column, one rule per op */
+typedef enum unary_rule {
+    R_ANY,
+    R_TO_FLOAT,
+    R_FLOAT_ONLY,
+    R_NO_BOOL,
+    R_NEG,
+    R_ROUNDING,
+    R_SIGN,
+    R_SQUARE,
+    R_BOOL,
+    R_NONFINITE
+} unary_rule;
+static const unsigned char unary_rules[] = {
+#define X(ID, name, front, dtype, ...) R_##dtype,
+#include "backend/unary_ops.def"
+#undef X
+};
+_Static_assert(sizeof unary_rules == TS_U_COUNT, "one dtype rule per unary op");
 
 /* The result dtype of u on t (PyTorch's): float functions make integers f32, rounding is the
  * identity on integers. *copy_only: the result is t converted, no kernel to run. */
@@ -17,77 +32,24 @@ static bool unary_dtype(const char *op, ts_unary_op u, const ts_tensor *t, ts_dt
     const ts_dtype d = t->dtype;
     *r = d;
     *copy_only = false;
-    switch (u) {
-    case TS_U_LOGICAL_NOT:
+    switch ((unary_rule)unary_rules[u]) {
+    case R_BOOL:
         *r = TS_BOOL;
         return true;
-    case TS_U_EXP:
-    case TS_U_LOG:
-    case TS_U_LOG1P:
-    case TS_U_SQRT:
-    case TS_U_RSQRT:
-    case TS_U_SIN:
-    case TS_U_COS:
-    case TS_U_TAN:
-    case TS_U_ASIN:
-    case TS_U_ACOS:
-    case TS_U_ATAN:
-    case TS_U_SINH:
-    case TS_U_COSH:
-    case TS_U_ASINH:
-    case TS_U_ACOSH:
-    case TS_U_ATANH:
-    case TS_U_ERF:
-    case TS_U_TANH:
-    case TS_U_SIGMOID:
-    case TS_U_RECIPROCAL:
-    case TS_U_EXPM1:
-    case TS_U_EXP2:
-    case TS_U_LOG2:
-    case TS_U_LOG10:
-    case TS_U_ERFC:
-    case TS_U_LGAMMA:
-    case TS_U_DIGAMMA:
-    case TS_U_POLYGAMMA:
-    case TS_U_ERFINV:
-    case TS_U_I0:
-    case TS_U_I0E:
-    case TS_U_I1:
-    case TS_U_I1E:
-    case TS_U_SINC:
-    case TS_U_DEG2RAD:
-    case TS_U_RAD2DEG:
-    case TS_U_LOGIT:
+    case R_TO_FLOAT:
         if (!tsi_is_float(d)) *r = TS_F32;
         return true;
-    case TS_U_NAN_TO_NUM: /* integers and bool have no NaN or inf: a copy */
-    case TS_U_NEGINF_TO:
-    case TS_U_NAN_TO_NUM_SYM:
+    case R_NONFINITE: /* integers and bool have no NaN or inf: a copy */
         *copy_only = !tsi_is_float(d);
         return true;
-    case TS_U_FRAC:
-    /* issue 52's activations (activation.c takes hardtanh's and threshold's integers elsewhere) */
-    case TS_U_ELU:
-    case TS_U_SELU:
-    case TS_U_HARDTANH:
-    case TS_U_HARDSHRINK:
-    case TS_U_SOFTSHRINK:
-    case TS_U_THRESHOLD:
-    case TS_U_LOGSIGMOID:
-    case TS_U_MISH:
-    case TS_U_HARDSIGMOID:
-    case TS_U_HARDSWISH:
-    case TS_U_LEAKY_RELU:
-    case TS_U_GELU:
-    case TS_U_SILU:
-    case TS_U_SOFTPLUS:
+    case R_FLOAT_ONLY:
         if (tsi_is_float(d)) return true;
         return tsi_error_set(TS_ERR_DTYPE,
                              "%s: not implemented for '%s': expected a floating point tensor "
                              "(input: %s)",
                              op, tsi_torch_scalar_name(d), tsi_desc(t)),
                false;
-    case TS_U_NEG:
+    case R_NEG:
         if (d != TS_BOOL) return true;
         return tsi_error_set(
                    TS_ERR_DTYPE,
@@ -96,23 +58,20 @@ static bool unary_dtype(const char *op, ts_unary_op u, const ts_tensor *t, ts_dt
                    "operator instead. (input: %s)",
                    op, tsi_desc(t)),
                false;
-    case TS_U_FLOOR:
-    case TS_U_CEIL:
-    case TS_U_ROUND:
-    case TS_U_TRUNC:
+    case R_ROUNDING:
         *copy_only = tsi_is_int(d); /* fall through */
-    case TS_U_ABS:
-    case TS_U_RELU:
+    case R_NO_BOOL:
         if (d != TS_BOOL) return true;
         return tsi_error_set(TS_ERR_DTYPE, "%s: not implemented for 'Bool' (input: %s)", op,
                              tsi_desc(t)),
                false;
-    case TS_U_SIGN:
+    case R_SIGN:
         *copy_only = d == TS_BOOL;
         return true;
-    case TS_U_SQUARE: /* pow(t, 2): bool with a Python int is int64 */
+    case R_SQUARE: /* pow(t, 2): bool with a Python int is int64 */
         if (d == TS_BOOL) *r = TS_I64;
         return true;
+    case R_ANY:
     default:
         return true;
     }
@@ -197,56 +156,13 @@ static ts_tensor *unary_op(const char *op, ts_unary_op u, ts_tensor *t, bool inp
 
 #define UNARY(NAME, U)                                                                             \
     ts_tensor *ts_##NAME(ts_tensor *t) { return unary_op(#NAME, U, t, false); }
-UNARY(neg, TS_U_NEG)
-UNARY(abs, TS_U_ABS)
-UNARY(exp, TS_U_EXP)
-UNARY(log, TS_U_LOG)
-UNARY(log1p, TS_U_LOG1P)
-UNARY(sqrt, TS_U_SQRT)
-UNARY(rsqrt, TS_U_RSQRT)
-UNARY(sin, TS_U_SIN)
-UNARY(cos, TS_U_COS)
-UNARY(tan, TS_U_TAN)
-UNARY(asin, TS_U_ASIN)
-UNARY(acos, TS_U_ACOS)
-UNARY(atan, TS_U_ATAN)
-UNARY(sinh, TS_U_SINH)
-UNARY(cosh, TS_U_COSH)
-UNARY(asinh, TS_U_ASINH)
-UNARY(acosh, TS_U_ACOSH)
-UNARY(atanh, TS_U_ATANH)
-UNARY(erf, TS_U_ERF)
-UNARY(tanh, TS_U_TANH)
-UNARY(sigmoid, TS_U_SIGMOID)
-UNARY(relu, TS_U_RELU)
-UNARY(gelu, TS_U_GELU)
-UNARY(silu, TS_U_SILU)
-UNARY(softplus, TS_U_SOFTPLUS)
-UNARY(sign, TS_U_SIGN)
-UNARY(floor, TS_U_FLOOR)
-UNARY(ceil, TS_U_CEIL)
-UNARY(round, TS_U_ROUND)
-UNARY(reciprocal, TS_U_RECIPROCAL)
-UNARY(square, TS_U_SQUARE)
-UNARY(logical_not, TS_U_LOGICAL_NOT)
-/* issue 52 */
-UNARY(expm1, TS_U_EXPM1)
-UNARY(exp2, TS_U_EXP2)
-UNARY(log2, TS_U_LOG2)
-UNARY(log10, TS_U_LOG10)
-UNARY(erfc, TS_U_ERFC)
-UNARY(lgamma, TS_U_LGAMMA)
-UNARY(trunc, TS_U_TRUNC)
-UNARY(digamma, TS_U_DIGAMMA)
-UNARY(erfinv, TS_U_ERFINV)
-UNARY(i0, TS_U_I0)
-UNARY(i0e, TS_U_I0E)
-UNARY(i1, TS_U_I1)
-UNARY(i1e, TS_U_I1E)
-UNARY(sinc, TS_U_SINC)
-UNARY(frac, TS_U_FRAC)
-UNARY(deg2rad, TS_U_DEG2RAD)
-UNARY(rad2deg, TS_U_RAD2DEG)
+#define FRONT_PLAIN(NAME, U)         UNARY(NAME, U)
+#define FRONT_PLAIN_INPLACE(NAME, U) UNARY(NAME, U)
+#define FRONT_SPECIAL(NAME, U)
+#define FRONT_OWN(NAME, U)
+#define X(ID, name, front, ...) FRONT_##front(name, TS_U_##ID)
+#include "backend/unary_ops.def"
+#undef X
 #undef UNARY
 ts_tensor *ts_fix(ts_tensor *t) { return unary_op("fix", TS_U_TRUNC, t, false); }
 /* sgn is sign on real tensors */
@@ -254,14 +170,17 @@ ts_tensor *ts_sgn(ts_tensor *t) { return unary_op("sgn", TS_U_SIGN, t, false); }
 
 #define UNARY_INPLACE(NAME, U)                                                                     \
     ts_tensor *ts_##NAME##_(ts_tensor *t) { return unary_op(#NAME "_", U, t, true); }
-UNARY_INPLACE(neg, TS_U_NEG)
-UNARY_INPLACE(abs, TS_U_ABS)
-UNARY_INPLACE(exp, TS_U_EXP)
-UNARY_INPLACE(log, TS_U_LOG)
-UNARY_INPLACE(sqrt, TS_U_SQRT)
-UNARY_INPLACE(sigmoid, TS_U_SIGMOID)
-UNARY_INPLACE(relu, TS_U_RELU)
-UNARY_INPLACE(tanh, TS_U_TANH)
+#undef FRONT_PLAIN_INPLACE
+#define FRONT_PLAIN_INPLACE(NAME, U) UNARY_INPLACE(NAME, U)
+#undef FRONT_PLAIN
+#define FRONT_PLAIN(NAME, U)
+#define X(ID, name, front, ...) FRONT_##front(name, TS_U_##ID)
+#include "backend/unary_ops.def"
+#undef X
+#undef FRONT_PLAIN
+#undef FRONT_PLAIN_INPLACE
+#undef FRONT_SPECIAL
+#undef FRONT_OWN
 #undef UNARY_INPLACE
 
 /* ------------------------------------------------------------------ clamp */

@@ -42,13 +42,13 @@ static void check_reported(void) {
 }
 
 static void check_options(const tcli_opts *o) {
-    static const char *const cmds[] = {"train", "eval", "generate", "devices",
-                                       "run",   "info", "export",   "convert"},
+    static const char *const cmds[] = {"train", "eval",   "generate", "devices", "run",
+                                       "info",  "export", "convert",  "quantize"},
                              *models[] = {"mlp", "lenet", "simplecnn", "gpt"},
                              *datas[] = {"fashion-mnist", "mnist", "cifar10", "csv", "text"},
                              *optims[] = {"sgd", "adam", "adamw"},
                              *scheds[] = {"cosine", "constant"};
-    if (!one_of(o->command, cmds, 8) || !one_of(o->model, models, 4) ||
+    if (!one_of(o->command, cmds, 9) || !one_of(o->model, models, 4) ||
         !one_of(o->data, datas, 5) || !one_of(o->optimizer, optims, 3) ||
         !one_of(o->schedule, scheds, 2))
         abort();
@@ -63,7 +63,13 @@ static void check_options(const tcli_opts *o) {
         abort();
     if (o->heads < 1 || o->dim < 1 || o->dim % o->heads || o->context < 1 || o->layers < 1) abort();
     if ((o->resume || o->checkpoint_every) && !o->checkpoint) abort();
-    if ((!strcmp(o->command, "eval") || !strcmp(o->command, "generate")) && !o->checkpoint) abort();
+    if (!strcmp(o->command, "generate") && !o->checkpoint) abort();
+    /* eval: a checkpoint or an ONNX file, not both; quantize: the file to write, and an ONNX
+     * file or a checkpoint to export, not both */
+    if (!strcmp(o->command, "eval") && !o->checkpoint == !o->onnx) abort();
+    if (!strcmp(o->command, "quantize") && (!o->output || !o->checkpoint == !o->onnx)) abort();
+    if (!strcmp(o->command, "quantize") && strcmp(o->quant_mode, "static") && o->calib_batches)
+        abort();
     /* run, info and convert take the model file as their positional argument; convert and export
      * the file they write */
     if ((!strcmp(o->command, "run") || !strcmp(o->command, "info") ||

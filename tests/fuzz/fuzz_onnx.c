@@ -2,11 +2,14 @@
  * folder for external data) must load a model or refuse it with a status and a message, releasing
  * everything; a model that loads answers its queries and, when every input has a fixed shape of at
  * most 4096 elements, runs once on zeros: outputs on success, none and a message on failure
- * (tools/fuzz.sh builds and runs it; ctest replays tests/fuzz/corpus/onnx). */
+ * (tools/fuzz.sh builds and runs it; ctest replays tests/fuzz/corpus/onnx). ts_onnx_quantize reads
+ * the same bytes first (dynamic, and static without batches). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tessera.h"
 
@@ -85,7 +88,28 @@ static void run_zeros(ts_module *m, int n_in, int n_out, const ts_onnx_value_inf
     ts_error_clear();
 }
 
+static int no_batches(void *user, int n, ts_tensor **in) {
+    (void)user, (void)n, (void)in;
+    return 0;
+}
+
+/* ts_onnx_quantize on the same bytes: a written model or a failure with its message; dynamic
+ * (no run), and static with no calibration batch (the graph walked and augmented, then refused) */
+static void quantize(const uint8_t *data, size_t size) {
+    static char out[64];
+    if (!out[0]) snprintf(out, sizeof out, "/tmp/fuzz_onnx_quantize_%d.onnx", (int)getpid());
+    ts_status st = ts_onnx_quantize_buffer(
+        data, size, NULL, out, (ts_onnx_quantize_opts){.mode = TS_ONNX_QUANT_DYNAMIC}, NULL);
+    if (st) check_failure(st);
+    st = ts_onnx_quantize_buffer(data, size, NULL, out,
+                                 (ts_onnx_quantize_opts){.calib_fn = no_batches}, NULL);
+    if (st == TS_OK) abort(); /* no batch: never a calibrated model */
+    check_failure(st);
+    unlink(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    quantize(data, size);
     ts_module *m = ts_onnx_load_buffer(data, size, NULL, (ts_onnx_opts){0});
     if (!m) {
         check_failure(ts_error());

@@ -1,5 +1,5 @@
 """Issue 52's predicates, truth reductions, cumulative ops and pointwise forms
-(python/src/tensor_logic.c, tessera/_logic_more.py) against NumPy float64 on cpu and sim:0:
+(python/src/tensor_logic.c, tessera/_method_functions.py) against NumPy float64 on cpu and sim:0:
 values, dtypes, PyTorch's NaN / tie / promotion rules, 0-dim and empty tensors, gradients by
 central finite differences, and the refusals."""
 import math

@@ -1,6 +1,6 @@
 """test_special_more.py — torch.special's remaining functions (ndtr ... the polynomials, igamma,
 mvlgamma), torch.signal.windows and the *_window factories, and the small operators of
-tessera/_ops_more.py (trapezoid, cov, corrcoef, cross, tril/triu_indices, combinations,
+tessera/_numeric_forms.py (trapezoid, cov, corrcoef, cross, tril/triu_indices, combinations,
 unravel_index, the *_scatter ops, the *_copy views, gradient, frexp, pdist, renorm, dist) on cpu
 and sim:0, against float64 references: the standard library, NumPy, closed forms and 80-digit
 series values (tests/gen_special_more.py); refusals; gradients by central differences."""

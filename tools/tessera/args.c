@@ -35,6 +35,8 @@ void tcli_usage(FILE *f) {
         "  run       run an ONNX model: tessera run model.onnx [options]\n"
         "  info      describe an ONNX model (inputs, outputs, opsets, operators, parameters)\n"
         "  export    write a model as an ONNX file: tessera export --model M -o model.onnx\n"
+        "  quantize  an ONNX model as int8 (ONNX Runtime's QDQ / dynamic format): tessera\n"
+        "            quantize --onnx in.onnx --out q.onnx --mode static --data fashion-mnist\n"
         "  convert   a PyTorch checkpoint as safetensors: tessera convert a.pt b.safetensors\n"
         "            (tessera info model.pt lists its tensors)\n"
         "  profile-view  a Chrome trace as a self-contained HTML page: tessera profile-view\n"
@@ -115,6 +117,11 @@ void tcli_usage(FILE *f) {
         "  --grad-accum N      gradient accumulation: an optimizer step every N batches (1)\n"
         "  --label-smoothing X cross-entropy's label smoothing in [0, 1) (0)\n"
         "  --clip-grad X       clip the gradients' total norm to X before each step\n"
+        "  --qat               quantization-aware training: each Linear and Conv2d fake-\n"
+        "                      quantizes its weight (per channel, qint8) and output (quint8),\n"
+        "                      PyTorch's x86 QAT qconfig; test figures and eval are the fake-\n"
+        "                      quantized model's\n"
+        "  --qat-from CKPT     with --qat: fine-tune from this checkpoint (a folder or file)\n"
         "  --profile DIR       a Chrome trace of --profile-steps A:B (default 1:1) in "
         "DIR/trace.json\n"
         "  --profile-steps A:B the steps to profile (1-based, the loader wait before each "
@@ -182,6 +189,13 @@ void tcli_usage(FILE *f) {
         "  --tokens N          bytes to write (200)\n"
         "  --temperature X     sampling temperature (1); --top-k K keeps the K likeliest bytes;\n"
         "                      --greedy takes the likeliest byte each time\n"
+        "  --quantize int8|int4  the linears weight-only quantized at load (torchao's\n"
+        "                      int8_weight_only / int4_weight_only); --group-size N: int4's\n"
+        "                      group along in_features (32, 64, 128 or 256; 128, with --hf 32)\n"
+        "  --hf DIR            a Hugging Face GPT-2 folder (config.json, model.safetensors),\n"
+        "                      decoded one token at a time over a key/value cache; needs --greedy\n"
+        "                      and --prompt-ids 1,2,3 (token ids: no tokenizer is read); prints\n"
+        "                      the new ids and the tokens/s of the prompt and of the decode\n"
         "\n"
         "options of run (tessera run model.onnx):\n"
         "  --input NAME=FILE   feed the input NAME from a NumPy .npy file (repeatable); inputs\n"
@@ -210,6 +224,18 @@ void tcli_usage(FILE *f) {
         "  --dynamic-batch     dim 0 of the input and output is symbolic ('batch')\n"
         "  --save-io DIR       also write the example input and Tessera's output as\n"
         "                      DIR/input.npy and DIR/output.npy\n"
+        "\n"
+        "options of quantize (ONNX Runtime's quantizer's format, docs/QUANTIZATION.md):\n"
+        "  --onnx FILE         the float model; or --model M --checkpoint DIR (exported first)\n"
+        "  --out, -o FILE      the quantized model to write\n"
+        "  --mode MODE         static (default: QDQ, int8 weights per channel, uint8\n"
+        "                      activations calibrated by min / max), dynamic (MatMul / Gemm\n"
+        "                      weights int8, DynamicQuantizeLinear + MatMulInteger) or int4\n"
+        "                      (refused: not supported yet)\n"
+        "  --data NAME         static: the calibration samples (training split)\n"
+        "  --calib-batches N   static: batches of --batch-size samples to calibrate on (10)\n"
+        "options of eval --onnx FILE: an ONNX model (one input, logits out) on --data's test\n"
+        "  split instead of a checkpoint\n"
         "\n"
         "  -h, --help          this help\n"
         "\n"
@@ -243,7 +269,7 @@ void tcli_usage(FILE *f) {
 }
 
 /* the commands, for the messages that list them */
-#define COMMANDS "train, eval, generate, run, info, export, convert or devices"
+#define COMMANDS "train, eval, generate, run, info, export, quantize, convert or devices"
 
 enum kind {
     K_POS_INT,
@@ -266,9 +292,11 @@ enum {
     FOR_RUN = 8,
     FOR_INFO = 16,
     FOR_EXPORT = 32,
-    FOR_CONVERT = 64
+    FOR_CONVERT = 64,
+    FOR_QUANT = 128
 };
-#define FOR_MODEL (FOR_TRAIN | FOR_EVAL | FOR_EXPORT) /* the options that build a model */
+/* the options that build a model */
+#define FOR_MODEL (FOR_TRAIN | FOR_EVAL | FOR_EXPORT | FOR_QUANT)
 
 typedef struct opt_spec {
     const char *name;
@@ -285,14 +313,16 @@ static const opt_spec specs[] = {
     {"--data-dir", K_STRING, FOR_MODEL, OFF(data_dir), NULL},
     {"--csv-target", K_STRING, FOR_MODEL, OFF(csv_target), NULL},
     {"--test-fraction", K_FRACTION, FOR_MODEL, OFF(test_fraction), NULL},
-    {"--device", K_STRING, FOR_TRAIN | FOR_EVAL | FOR_GEN | FOR_RUN | FOR_EXPORT, OFF(device),
-     NULL},
-    {"--batch-size", K_POS_INT, FOR_TRAIN | FOR_EVAL, OFF(batch_size), NULL},
+    {"--device", K_STRING, FOR_TRAIN | FOR_EVAL | FOR_GEN | FOR_RUN | FOR_EXPORT | FOR_QUANT,
+     OFF(device), NULL},
+    {"--batch-size", K_POS_INT, FOR_TRAIN | FOR_EVAL | FOR_QUANT, OFF(batch_size), NULL},
     {"--workers", K_NONNEG_INT, FOR_TRAIN | FOR_EVAL, OFF(workers), NULL},
-    {"--threads", K_POS_INT, FOR_TRAIN | FOR_EVAL | FOR_GEN | FOR_RUN | FOR_EXPORT, OFF(threads),
+    {"--threads", K_POS_INT, FOR_TRAIN | FOR_EVAL | FOR_GEN | FOR_RUN | FOR_EXPORT | FOR_QUANT,
+     OFF(threads), NULL},
+    {"--checkpoint", K_STRING, FOR_TRAIN | FOR_EVAL | FOR_GEN | FOR_EXPORT | FOR_QUANT,
+     OFF(checkpoint), NULL},
+    {"--seed", K_SEED, FOR_TRAIN | FOR_EVAL | FOR_GEN | FOR_RUN | FOR_EXPORT | FOR_QUANT, OFF(seed),
      NULL},
-    {"--checkpoint", K_STRING, FOR_TRAIN | FOR_EVAL | FOR_GEN | FOR_EXPORT, OFF(checkpoint), NULL},
-    {"--seed", K_SEED, FOR_TRAIN | FOR_EVAL | FOR_GEN | FOR_RUN | FOR_EXPORT, OFF(seed), NULL},
     {"--context", K_POS_INT, FOR_MODEL, OFF(context), NULL},
     {"--layers", K_POS_INT, FOR_MODEL, OFF(layers), NULL},
     {"--heads", K_POS_INT, FOR_TRAIN | FOR_EVAL | FOR_GEN | FOR_EXPORT, OFF(heads), NULL},
@@ -304,12 +334,18 @@ static const opt_spec specs[] = {
     {"--grad-accum", K_POS_INT, FOR_TRAIN, OFF(grad_accum), NULL},
     {"--label-smoothing", K_UNIT_REAL, FOR_TRAIN, OFF(label_smoothing), NULL},
     {"--clip-grad", K_POS_REAL, FOR_TRAIN, OFF(clip_grad), NULL},
+    {"--qat", K_FLAG, FOR_TRAIN, OFF(qat), NULL},
+    {"--qat-from", K_STRING, FOR_TRAIN, OFF(qat_from), NULL},
     {"--time-limit", K_POS_REAL, FOR_TRAIN, OFF(time_limit), NULL},
     {"--prompt", K_STRING, FOR_GEN, OFF(prompt), NULL},
     {"--tokens", K_POS_INT, FOR_GEN, OFF(tokens), NULL},
     {"--temperature", K_POS_REAL, FOR_GEN, OFF(temperature), NULL},
     {"--top-k", K_POS_INT, FOR_GEN, OFF(top_k), NULL},
     {"--greedy", K_FLAG, FOR_GEN, OFF(greedy), NULL},
+    {"--quantize", K_CHOICE, FOR_GEN, OFF(wo_quantize), "int8|int4"},
+    {"--group-size", K_POS_INT, FOR_GEN, OFF(group_size), NULL},
+    {"--hf", K_STRING, FOR_GEN, OFF(hf), NULL},
+    {"--prompt-ids", K_STRING, FOR_GEN, OFF(prompt_ids), NULL},
     {"--epochs", K_POS_INT, FOR_TRAIN, OFF(epochs), NULL},
     {"--max-steps", K_POS_INT, FOR_TRAIN, OFF(max_steps), NULL},
     {"--checkpoint-every", K_POS_INT, FOR_TRAIN, OFF(checkpoint_every), NULL},
@@ -340,7 +376,11 @@ static const opt_spec specs[] = {
     {"--grad-output", K_STRING, FOR_RUN, OFF(grad_output), NULL},
     {"--no-optimize", K_FLAG, FOR_RUN, OFF(no_optimize), NULL},
     {"--batch", K_POS_INT, FOR_RUN | FOR_EXPORT, OFF(batch), NULL},
-    {"--output", K_STRING, FOR_EXPORT, OFF(output), NULL},
+    {"--output", K_STRING, FOR_EXPORT | FOR_QUANT, OFF(output), NULL},
+    {"--out", K_STRING, FOR_QUANT, OFF(output), NULL},
+    {"--onnx", K_STRING, FOR_EVAL | FOR_QUANT, OFF(onnx), NULL},
+    {"--mode", K_CHOICE, FOR_QUANT, OFF(quant_mode), "static|dynamic|int4"},
+    {"--calib-batches", K_POS_INT, FOR_QUANT, OFF(calib_batches), NULL},
     {"--dynamic-batch", K_FLAG, FOR_EXPORT, OFF(dynamic_batch), NULL},
     {"--save-io", K_STRING, FOR_EXPORT, OFF(save_io), NULL},
     {"--profile", K_STRING, FOR_TRAIN, OFF(profile_dir), NULL},
@@ -492,10 +532,22 @@ static int finish_options(tcli_opts *o, int mask, const char *cmd, bool data_giv
     if (o->warmup < 0) o->warmup = gpt ? 100 : 0;
     if (o->dim % o->heads)
         return usage_fail("--dim %d: must be a multiple of --heads (%d)", o->dim, o->heads);
-    if (mask == FOR_GEN && !o->checkpoint)
-        return usage_fail("generate: needs --checkpoint DIR (a gpt trained by tessera)");
+    if (mask == FOR_GEN && !o->checkpoint && !o->hf)
+        return usage_fail("generate: needs --checkpoint DIR (a gpt trained by tessera) or --hf DIR "
+                          "(a Hugging Face GPT-2)");
+    if (o->hf && o->checkpoint)
+        return usage_fail("--hf: give either --hf or --checkpoint, not both");
+    if (o->hf && (!o->greedy || !o->prompt_ids))
+        return usage_fail("--hf: needs --greedy and --prompt-ids ID,ID,... (no tokenizer is read)");
+    if (o->prompt_ids && !o->hf) return usage_fail("--prompt-ids: only with --hf");
+    if (o->hf && o->prompt) return usage_fail("--prompt: not with --hf (give --prompt-ids)");
     if (o->greedy && o->top_k)
         return usage_fail("--greedy: give either --greedy or --top-k, not both");
+    if (o->group_size && (!o->wo_quantize || strcmp(o->wo_quantize, "int4")))
+        return usage_fail("--group-size: only with --quantize int4");
+    if (o->group_size && o->group_size != 32 && o->group_size != 64 && o->group_size != 128 &&
+        o->group_size != 256)
+        return usage_fail("--group-size %d: must be 32, 64, 128 or 256", o->group_size);
     if (o->time_limit && !o->max_steps && o->epochs == 0) o->epochs = INT_MAX;
     if (o->epochs == 0) o->epochs = o->max_steps ? INT_MAX : 2;
     if (o->checkpoint_every && !o->checkpoint)
@@ -508,11 +560,27 @@ static int finish_options(tcli_opts *o, int mask, const char *cmd, bool data_giv
             "--checkpoint-sublayers: for --model gpt with --checkpoint-activations N");
     if (o->resume && !o->checkpoint)
         return usage_fail("--resume: needs --checkpoint DIR (the folder to resume from)");
-    if (mask == FOR_EVAL && !o->checkpoint)
+    if (mask == FOR_EVAL && !o->checkpoint && !o->onnx)
         return usage_fail("eval: needs --checkpoint DIR (or a .safetensors file)");
     if (o->devices && o->device)
         return usage_fail("--devices: give either --device or --devices, not both");
     if (o->amp_dtype && !o->amp) return usage_fail("--amp-dtype: only with --amp");
+    if (o->qat_from && !o->qat) return usage_fail("--qat-from: only with --qat");
+    if (o->qat && gpt)
+        return usage_fail("--qat: for mlp, lenet, simplecnn and the resnets, not gpt");
+    if (o->qat && (o->amp || o->devices || o->fsdp || o->fsdp_stage || o->graph ||
+                   o->stream_weights >= 0 || o->max_memory))
+        return usage_fail("--qat: not with %s (fake quantization runs in float32 on one device, "
+                          "eagerly)",
+                          o->amp                     ? "--amp"
+                          : o->devices               ? "--devices"
+                          : o->fsdp || o->fsdp_stage ? "--fsdp"
+                          : o->graph                 ? "--graph"
+                          : o->stream_weights >= 0   ? "--stream-weights"
+                                                     : "--max-memory");
+    if (o->qat_from && o->resume)
+        return usage_fail("--qat-from: not with --resume (a resumed run continues from its own "
+                          "checkpoint)");
     /* a captured step is one batch with its optimizer step, the same for every batch */
     if (o->graph && o->grad_accum > 1)
         return usage_fail("--graph: not with --grad-accum (a captured step is one whole batch with "
@@ -556,6 +624,23 @@ static int finish_options(tcli_opts *o, int mask, const char *cmd, bool data_giv
                           "on the host, where the optimizer steps already)");
     if (strcmp(o->data, "csv") && (o->csv_target))
         return usage_fail("--csv-target: only for --data csv");
+    if (mask == FOR_EVAL && o->checkpoint && o->onnx)
+        return usage_fail("eval: give either --checkpoint or --onnx, not both");
+    if (mask == FOR_QUANT) {
+        if (!o->output) return usage_fail("quantize: needs --out FILE.onnx (the file to write)");
+        if (o->onnx && o->checkpoint)
+            return usage_fail("quantize: give either --onnx FILE or --model with --checkpoint, "
+                              "not both");
+        if (!o->onnx && !o->checkpoint)
+            return usage_fail("quantize: needs --onnx FILE, or --model M --checkpoint DIR (a "
+                              "trained model, exported first)");
+        if (o->onnx && !strcmp(o->quant_mode, "static") && !data_given)
+            return usage_fail("quantize: --mode static needs calibration data: --data NAME (the "
+                              "model's input samples; --mode dynamic needs none)");
+        if (o->calib_batches && strcmp(o->quant_mode, "static"))
+            return usage_fail("--calib-batches: only with --mode static");
+        if (!o->calib_batches && !strcmp(o->quant_mode, "static")) o->calib_batches = 10;
+    }
     if (mask == FOR_EXPORT && !o->output)
         return usage_fail("export: needs -o FILE.onnx (the file to write)");
     if (mask == FOR_CONVERT && !o->output)
@@ -597,6 +682,7 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
                      .warmup = -1,
                      .grad_accum = 1,
                      .tokens = 200,
+                     .quant_mode = "static",
                      .temperature = 1};
     if (argc < 2) return usage_fail("missing command: " COMMANDS " (see tessera --help)");
     const char *cmd = argv[1];
@@ -611,6 +697,7 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
                : !strcmp(cmd, "info")     ? FOR_INFO
                : !strcmp(cmd, "export")   ? FOR_EXPORT
                : !strcmp(cmd, "convert")  ? FOR_CONVERT
+               : !strcmp(cmd, "quantize") ? FOR_QUANT
                                           : 0;
     if (!mask && strcmp(cmd, "devices"))
         return usage_fail("unknown command '%s': expected " COMMANDS " (see tessera --help)", cmd);
@@ -622,7 +709,7 @@ int tcli_parse(int argc, char **argv, tcli_opts *o) {
             tcli_usage(stdout);
             return TCLI_OK;
         }
-        if (mask == FOR_EXPORT && !strcmp(a, "-o")) a = "--output";
+        if ((mask == FOR_EXPORT || mask == FOR_QUANT) && !strcmp(a, "-o")) a = "--output";
         if (strncmp(a, "--", 2) && (mask & (FOR_RUN | FOR_INFO | FOR_CONVERT)) && !o->onnx) {
             o->onnx = a; /* the model file */
             continue;

@@ -66,6 +66,12 @@ typedef struct tcli_opts {
     int tokens, top_k;
     double temperature;
     bool greedy;
+    bool qat;                /* train: --qat, quantization-aware training (qat.c) */
+    const char *qat_from;    /* train: --qat-from CHECKPOINT, the weights to fine-tune */
+    const char *wo_quantize; /* --quantize int8|int4: weight-only linears (NULL: float) */
+    int group_size;          /* --group-size N: int4's group (0: 128) */
+    const char *hf;          /* --hf DIR: a Hugging Face GPT-2 folder (gpt2.h), cached decoding */
+    const char *prompt_ids;  /* --prompt-ids 1,2,3: the prompt as token ids (with --hf) */
     /* run and info: the ONNX model file (the positional argument); info and convert: a PyTorch
      * checkpoint */
     const char *onnx;
@@ -82,6 +88,10 @@ typedef struct tcli_opts {
     const char *output;  /* -o / --output FILE.onnx; convert: the .safetensors to write */
     bool dynamic_batch;  /* --dynamic-batch: dim 0 of input and output symbolic */
     const char *save_io; /* --save-io DIR: the example input and Tessera's output as .npy */
+    /* quantize (the model: --onnx FILE, or --model with --checkpoint; the file: --out) and
+     * eval --onnx FILE */
+    const char *quant_mode; /* --mode static|dynamic|int4 (static) */
+    int calib_batches;      /* --calib-batches N (10) */
     /* train --profile DIR --profile-steps A:B: a Chrome trace of steps A..B (profile.c) */
     const char *profile_dir, *profile_steps;
     int64_t profile_first, profile_last;
@@ -181,9 +191,22 @@ int tcli_train(const tcli_opts *o);
 int tcli_eval(const tcli_opts *o);
 int tcli_devices(const tcli_opts *o);
 int tcli_generate(const tcli_opts *o);
-int tcli_run(const tcli_opts *o);     /* onnx_cmds.c */
-int tcli_info(const tcli_opts *o);    /* onnx_cmds.c */
-int tcli_export(const tcli_opts *o);  /* export.c */
+int tcli_generate_hf(const tcli_opts *o); /* generate_hf.c: --hf */
+int tcli_run(const tcli_opts *o);         /* onnx_cmds.c */
+int tcli_info(const tcli_opts *o);        /* onnx_cmds.c */
+int tcli_export(const tcli_opts *o);      /* export.c */
+/* export.c: --model (with --checkpoint's weights) as a float ONNX file at path, batch dim dynamic;
+ * -1 or an exit status */
+int tcli_export_float(const tcli_opts *o, const tcli_data *d, ts_device dev, const char *path);
+int tcli_quantize(const tcli_opts *o); /* quantize.c */
+/* qat.c: --qat. The checkpoint file of a folder (its latest.safetensors) or a file (malloc'ed);
+ * whether a checkpoint holds QAT state (-1, or the exit status when unreadable); the model
+ * prepared; --qat-from loaded and the model prepared, with the banner line; the observed ranges */
+char *tcli_checkpoint_file(const char *arg);
+int tcli_checkpoint_is_qat(const char *path, bool *qat);
+int tcli_qat_prepare(ts_module *model);
+int tcli_qat_setup(const tcli_opts *o, ts_module *model);
+void tcli_qat_report(ts_module *model);
 int tcli_convert(const tcli_opts *o); /* pt_cmds.c: a .pt checkpoint as .safetensors */
 int tcli_pt_info(const tcli_opts *o); /* pt_cmds.c: `tessera info model.pt` */
 bool tcli_is_pt(const char *path);    /* pt_cmds.c: .pt / .pth / .bin, or a zip */

@@ -48,11 +48,50 @@ ts_status tcli_evaluate(ts_module *net, ts_loader *l, double *loss, double *acc,
     return TS_OK;
 }
 
+/* eval --onnx FILE: an ONNX model of one input (logits out) on --data's test split */
+static int eval_onnx(const tcli_opts *o, ts_device dev) {
+    tcli_data d;
+    int rc = tcli_data_open(o, !strcmp(o->data, "csv"), &d);
+    if (rc >= 0) return rc;
+    ts_loader *tl = NULL;
+    ts_module *net = ts_onnx_load(o->onnx, (ts_onnx_opts){.device = dev, .optimize = true});
+    if (!net) {
+        rc = tcli_fail_ts(ts_error() == TS_ERR_IO ? TCLI_USAGE : TCLI_FAIL, "--onnx");
+        goto done;
+    }
+    if (ts_onnx_num_inputs(net) != 1) {
+        rc = tcli_fail(TCLI_USAGE, "--onnx: '%s' has %d inputs; eval feeds one (the samples)",
+                       o->onnx, ts_onnx_num_inputs(net));
+        goto done;
+    }
+    if (!(tl = tcli_test_loader(o, &d, dev))) {
+        rc = tcli_fail_ts(TCLI_FAIL, "loader");
+        goto done;
+    }
+    double loss, acc;
+    int64_t n;
+    if (tcli_evaluate(net, tl, &loss, &acc, &n)) {
+        rc = tcli_fail_ts(TCLI_FAIL, "eval");
+        goto done;
+    }
+    printf("%s on %s (%lld test samples) on %s\n", o->onnx, d.title, (long long)n,
+           ts_device_str(dev));
+    printf("test loss %.4f  test accuracy %.4f\n", loss, acc);
+    fflush(stdout);
+    rc = TCLI_OK;
+done:
+    ts_loader_free(tl);
+    ts_module_free(net);
+    tcli_data_close(&d);
+    return rc;
+}
+
 int tcli_eval(const tcli_opts *o) {
     ts_device dev;
     int rc = tcli_resolve_device(o, &dev);
     if (rc >= 0) return rc;
     if (o->threads) ts_set_num_threads(o->threads);
+    if (o->onnx) return eval_onnx(o, dev);
     /* a folder holds latest.safetensors; a file is taken as it is */
     struct stat sb;
     char *path = NULL;
@@ -83,6 +122,12 @@ int tcli_eval(const tcli_opts *o) {
         goto done;
     }
     net = ts_module_to(net, dev);
+    /* a QAT checkpoint (tessera train --qat): the model prepared as it was trained, so the
+     * figures are the fake-quantized model's */
+    bool qat = false;
+    if ((rc = tcli_checkpoint_is_qat(path, &qat)) >= 0 ||
+        (qat && (rc = tcli_qat_prepare(net)) >= 0))
+        goto done;
     int64_t step = 0;
     if (ts_error() || ts_checkpoint_load(path, net, NULL, &step)) {
         /* a shape mismatch means another model or data set: the user's mistake */
@@ -99,9 +144,9 @@ int tcli_eval(const tcli_opts *o) {
         rc = tcli_fail_ts(TCLI_FAIL, "eval");
         goto done;
     }
-    printf("%s on %s (%lld test samples) on %s, checkpoint %s (step %lld)\n",
+    printf("%s on %s (%lld test samples) on %s, checkpoint %s (step %lld)%s\n",
            tcli_model_title(o->model), d.title, (long long)n, ts_device_str(dev), path,
-           (long long)step);
+           (long long)step, qat ? ", fake-quantized (QAT)" : "");
     if (d.text) /* bits per byte: the loss in nats / ln 2 */
         printf("val loss %.4f (%.3f bpb)  val accuracy %.4f\n", loss, loss / log(2.0), acc);
     else

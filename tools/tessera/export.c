@@ -60,6 +60,27 @@ static int save_io(const tcli_opts *o, ts_module *net, ts_tensor *x) {
     return ts_error() ? tcli_fail_ts(TCLI_FAIL, "--save-io") : -1;
 }
 
+int tcli_export_float(const tcli_opts *o, const tcli_data *d, ts_device dev, const char *path) {
+    ts_manual_seed(o->seed);
+    ts_module *net = tcli_model_new(o, d);
+    if (!net) return ts_error() ? tcli_fail_ts(TCLI_FAIL, "model") : TCLI_USAGE;
+    int rc = -1;
+    net = ts_module_to(net, dev);
+    if (ts_error()) rc = tcli_fail_ts(TCLI_FAIL, "model");
+    if (rc < 0 && o->checkpoint) rc = load_weights(o, net);
+    ts_tensor *x = rc < 0 ? ts_retain(example_input(o, d, 2, dev)) : NULL;
+    const char *in_name[] = {d->text ? "tokens" : "input"}, *out_name[] = {"logits"};
+    ts_onnx_export_opts eo = {.dynamic_batch = true,
+                              .input_names = in_name,
+                              .output_names = out_name,
+                              .producer = "tessera quantize"};
+    if (rc < 0 && (!x || ts_onnx_export(net, 1, &x, path, eo)))
+        rc = tcli_fail_ts(ts_error() == TS_ERR_IO ? TCLI_FAIL : TCLI_USAGE, "export");
+    ts_release(x);
+    ts_module_free(net);
+    return rc;
+}
+
 int tcli_export(const tcli_opts *o) {
     ts_device dev;
     int rc = tcli_resolve_device(o, &dev);

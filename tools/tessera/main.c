@@ -118,5 +118,6 @@ int main(int argc, char **argv) {
     if (!strcmp(o.command, "info")) return tcli_info(&o);
     if (!strcmp(o.command, "export")) return tcli_export(&o);
     if (!strcmp(o.command, "convert")) return tcli_convert(&o);
+    if (!strcmp(o.command, "quantize")) return tcli_quantize(&o);
     return tcli_devices(&o);
 }

@@ -177,7 +177,41 @@ static int load_gpt(const tcli_opts *o, ts_device dev, ts_module **out) {
     return -1;
 }
 
+/* --quantize: each quantized linear on stderr, then the totals */
+typedef struct wo_tally {
+    int64_t layers, float_bytes, quant_bytes;
+} wo_tally;
+
+static void wo_layer(void *ctx, const char *name, int64_t float_bytes, int64_t quant_bytes) {
+    wo_tally *t = ctx;
+    t->layers++, t->float_bytes += float_bytes, t->quant_bytes += quant_bytes;
+    fprintf(stderr, "quantized %s: %lld -> %lld bytes\n", name, (long long)float_bytes,
+            (long long)quant_bytes);
+}
+
+static int quantize_gpt(const tcli_opts *o, ts_module *m) {
+    wo_tally t = {0};
+    const int bits = strcmp(o->wo_quantize, "int8") ? 4 : 8;
+    ts_gpt_quant_opts qo = {
+        .bits = bits, .group_size = o->group_size, .on_layer = wo_layer, .ctx = &t};
+    if (ts_gpt_quantize_weight_only(m, qo)) return tcli_fail_ts(TCLI_USAGE, "--quantize");
+    char how[48] = "";
+    if (bits == 4)
+        snprintf(how, sizeof how, " (group size %d)", o->group_size ? o->group_size : 128);
+    fprintf(
+        stderr,
+        "--quantize %s%s: %lld linears; weight bytes read per token %lld -> %lld (%.2fx smaller, "
+        "%lld saved; plus a float32 scale and an int32 zero point per %s); the float weights "
+        "stay loaded\n",
+        o->wo_quantize, how, (long long)t.layers, (long long)t.float_bytes,
+        (long long)t.quant_bytes,
+        t.quant_bytes ? (double)t.float_bytes / (double)t.quant_bytes : 0.0,
+        (long long)(t.float_bytes - t.quant_bytes), bits == 4 ? "group" : "row");
+    return -1;
+}
+
 int tcli_generate(const tcli_opts *o) {
+    if (o->hf) return tcli_generate_hf(o);
     ts_device dev;
     int rc = tcli_resolve_device(o, &dev);
     if (rc >= 0) return rc;
@@ -185,6 +219,10 @@ int tcli_generate(const tcli_opts *o) {
     ts_module *m = NULL;
     if ((rc = load_gpt(o, dev, &m)) >= 0) return rc;
     ts_module_eval(m);
+    if (o->wo_quantize && (rc = quantize_gpt(o, m)) >= 0) {
+        ts_module_free(m);
+        return rc;
+    }
     ts_manual_seed(o->seed);
     const char *prompt = o->prompt ? o->prompt : "\n";
     int64_t n = (int64_t)strlen(prompt);

@@ -383,6 +383,10 @@ static int train_setup(trainer *t, int64_t *start, int64_t *start_batch) {
     } else if ((rc = place_model(t)) >= 0) {
         return rc;
     }
+    if (o->qat && t->world > 1)
+        return tcli_fail(TCLI_USAGE, "--qat: not with several processes (each rank's observers "
+                                     "would see its own batches)");
+    if (o->qat && (rc = tcli_qat_setup(o, t->model)) >= 0) return rc;
     const int every = o->checkpoint_activations;
     if (every && (strcmp(o->model, "gpt")   ? ts_resnet_checkpoint_blocks(t->model, every)
                   : o->checkpoint_sublayers ? ts_gpt_checkpoint_sublayers(t->model, every)
@@ -565,6 +569,7 @@ static int train_run(trainer *t) {
         tcli_amp_end(t);
         if (st) return tcli_fail_ts(TCLI_FAIL, "test");
     }
+    if (o->qat && t->is_main) tcli_qat_report(t->model);
     if ((rc = write_checkpoint(t)) >= 0) return rc;
     if (t->is_main) printf("%s accuracy: %.4f\n", t->data.text ? "val" : "test", acc);
     fflush(stdout);

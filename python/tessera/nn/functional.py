@@ -98,35 +98,6 @@ def linear(input, weight, bias=None):
     return _C._nn_linear(input, weight, bias)
 
 
-def _conv_padding(padding, weight, stride, dilation):
-    """(padding pair, dims whose 'same' padding is uneven)"""
-    if isinstance(padding, str):
-        if padding == "valid":
-            return (0, 0), ()
-        if padding != "same":
-            raise ValueError(f"Invalid padding string '{padding}', should be one of "
-                             "{'valid', 'same'}")
-        if stride != (1, 1):
-            raise ValueError("padding='same' is not supported for strided convolutions")
-        ks = weight.shape[-2:]
-        total = [d * (k - 1) for d, k in zip(dilation, ks)]
-        # uneven: PyTorch pads the extra row / column on the bottom / right; the convolution
-        # padded (total + 1) // 2 on both sides, less its first output row / column, is that
-        return tuple((t + 1) // 2 for t in total), tuple(i for i, t in enumerate(total) if t % 2)
-    return _pair(padding, "padding", "conv2d"), ()
-
-
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    stride = _pair(stride, "stride", "conv2d")
-    dilation = _pair(dilation, "dilation", "conv2d")
-    padding, uneven = _conv_padding(padding, weight, stride, dilation)
-    out = _C._nn_conv2d(input, weight, bias, stride, padding, dilation, int(groups))
-    for i in uneven:
-        dim = out.dim() - 2 + i
-        out = out.narrow(dim, 1, out.shape[dim] - 1)
-    return out
-
-
 def _no_stride(stride):
     """None or an empty sequence: the kernel size (PyTorch's default)"""
     return stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0)
@@ -202,17 +173,17 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        _unsupported("embedding(max_norm / scale_grad_by_freq / sparse)")
-    if padding_idx is None:
-        return _C._nn_embedding(input, weight)
-    rows = weight.shape[0]
-    if padding_idx >= 0:  # PyTorch's messages and normalisation
-        assert padding_idx < rows, "Padding_idx must be within num_embeddings"
-    else:
-        assert padding_idx >= -rows, "Padding_idx must be within num_embeddings"
-        padding_idx += rows
-    return _C._nn_embedding(input, weight, int(padding_idx))
+    """one C call (ts_embedding_ex): a negative padding_idx counts from the end; max_norm renorms
+    the rows used of weight in place first (ts_embedding_renorm_, outside autograd)"""
+    if scale_grad_by_freq or sparse:
+        _unsupported("embedding(scale_grad_by_freq / sparse)")
+    try:
+        return _C._nn_embedding(input, weight, None if padding_idx is None else int(padding_idx),
+                                None if max_norm is None else float(max_norm), float(norm_type))
+    except ValueError as e:  # PyTorch's exception type for this message
+        if "Padding_idx must be within num_embeddings" in str(e):
+            raise AssertionError("Padding_idx must be within num_embeddings") from None
+        raise
 
 
 def one_hot(tensor, num_classes=-1):
@@ -296,19 +267,21 @@ from .functional_act import (elu, elu_, celu, celu_, selu, selu_, hardtanh,  # n
                              tanhshrink, softsign, logsigmoid, mish, hardsigmoid, hardswish, glu,
                              prelu, softmin, leaky_relu, leaky_relu_)
 
-# --- issue 52: attention (functional_attn.py), bilinear, embedding_bag, rrelu, the alpha and
-# feature dropouts (functional_more.py), ctc_loss (functional_ctc.py)
+# --- issue 52: attention (functional_attn.py), bilinear (functional_bilinear.py), embedding_bag
+# (functional_embedding_bag.py), rrelu and the alpha and feature dropouts (functional_dropout.py),
+# ctc_loss (functional_ctc.py)
 from .functional_attn import (scaled_dot_product_attention,  # noqa: E402,F401
                               multi_head_attention_forward)
-from .functional_more import (bilinear, embedding_bag, rrelu, rrelu_,  # noqa: E402,F401
-                              alpha_dropout, feature_alpha_dropout, dropout1d, dropout2d,
-                              dropout3d)
+from .functional_bilinear import bilinear  # noqa: E402,F401
+from .functional_embedding_bag import embedding_bag  # noqa: E402,F401
+from .functional_dropout import (rrelu, rrelu_, alpha_dropout,  # noqa: E402,F401
+                                 feature_alpha_dropout, dropout1d, dropout2d, dropout3d)
 from .functional_ctc import ctc_loss  # noqa: E402,F401
-from .._ops_more import pdist  # noqa: E402,F401  (issue 52)
+from .._numeric_forms import pdist  # noqa: E402,F401  (ts_pdist, issue 76)
 
 # --- issue 52: conv1d / conv3d, the transposed convolutions, unfold / fold, channel_shuffle
 # (functional_conv.py over include/tessera/conv.h)
-from .functional_conv import (conv1d, conv3d, conv_transpose1d,  # noqa: E402,F401
+from .functional_conv import (conv1d, conv2d, conv3d, conv_transpose1d,  # noqa: E402,F401
                               conv_transpose2d, conv_transpose3d, unfold, fold, channel_shuffle)
 
 # --- issue 52: 1-d / 3-d / adaptive / power-average pooling, unpooling, group / instance / local

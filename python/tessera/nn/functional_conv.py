@@ -25,38 +25,30 @@ def _three(t):
     return tuple(t) + (0,) * (3 - len(t))
 
 
-def _same_padding(input, weight, k, stride, dilation, fn):
-    """padding='same': (symmetric padding, input padded on the right where the total is odd)"""
-    if any(s != 1 for s in stride):
-        raise ValueError("padding='same' is not supported for strided convolutions")
-    total = [d * (kk - 1) for d, kk in zip(dilation, weight.shape[-k:])]
-    if all(t % 2 == 0 for t in total):
-        return tuple(t // 2 for t in total), input
-    pad = []
-    for t in reversed(total):  # F.pad's order: the last dim first
-        pad += [t // 2, t - t // 2]
-    return (0,) * k, _C._nn_pad(input, tuple(pad), 0, 0.0)
-
-
 def _convnd(k, input, weight, bias, stride, padding, dilation, groups, fn):
+    """conv1d / conv2d / conv3d in one C call (ts_conv_padded): padding='same' resolved there,
+    the extra element of an uneven total after (bottom / right), as PyTorch"""
     stride = _ntuple(stride, k, "stride", fn)
     dilation = _ntuple(dilation, k, "dilation", fn)
+    same = False
     if isinstance(padding, str):
-        if padding == "valid":
-            padding = (0,) * k
-        elif padding == "same":
-            padding, input = _same_padding(input, weight, k, stride, dilation, fn)
-        else:
+        if padding not in ("valid", "same"):
             raise ValueError(f"Invalid padding string '{padding}', should be one of "
                              "{'valid', 'same'}")
+        same = padding == "same"
+        padding = (0,) * k
     else:
         padding = _ntuple(padding, k, "padding", fn)
-    return _C._nn_convnd(False, k, input, weight, bias, _three(stride), _three(padding),
-                         _three(dilation), (0, 0, 0), int(groups))
+    return _C._nn_conv_padded(k, input, weight, bias, _three(stride), _three(padding),
+                              _three(dilation), int(groups), None, same)
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _convnd(1, input, weight, bias, stride, padding, dilation, groups, "conv1d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _convnd(2, input, weight, bias, stride, padding, dilation, groups, "conv2d")
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):

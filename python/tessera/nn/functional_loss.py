@@ -1,13 +1,14 @@
 """tessera.nn.functional's other losses (kl_div, huber_loss, the margin and embedding losses,
 poisson/gaussian NLL): PyTorch's signatures, each one call of src/nn/loss_more.c through
 _C._nn_loss_more (python/src/nn_loss_more.c); triplet_margin_with_distance_loss with a
-distance_function is composed here from tensor ops, as PyTorch does."""
+distance_function calls that function here and hands its distances to
+ts_triplet_margin_distance_loss (src/nn/loss_triplet_distance.c)."""
 from .. import _C
 
 # kinds of _C._nn_loss_more (nn_loss_more.c's enum)
 (_KL_DIV, _HUBER, _SOFT_MARGIN, _MARGIN_RANKING, _HINGE_EMBEDDING, _COSINE_EMBEDDING,
  _TRIPLET_MARGIN, _POISSON_NLL, _GAUSSIAN_NLL, _MULTILABEL_MARGIN, _MULTILABEL_SOFT_MARGIN,
- _MULTI_MARGIN) = range(12)
+ _MULTI_MARGIN, _TRIPLET_DISTANCES) = range(13)
 
 
 def _red(reduction, size_average=None, reduce=None):
@@ -78,10 +79,8 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
                            f"{p_dim}D, and negative {n_dim}D inputs")
     dist_pos = distance_function(anchor, positive)
     dist_neg = distance_function(anchor, negative)
-    if swap:
-        dist_neg = _C.minimum(dist_neg, distance_function(positive, negative))
-    loss = (margin + dist_pos - dist_neg).clamp_min(0)
-    return loss if red == 2 else (loss.sum() if red == 1 else loss.mean())
+    dist_swap = distance_function(positive, negative) if swap else None
+    return _lm(_TRIPLET_DISTANCES, dist_pos, dist_neg, dist_swap, red, a=margin)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,

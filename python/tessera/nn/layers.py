@@ -266,8 +266,9 @@ class Dropout(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
-class _BatchNorm(Module):
-    _dims = ()
+class _NormBase(Module):
+    """the state of BatchNorm and InstanceNorm (PyTorch's _NormBase): InstanceNorm is no
+    _BatchNorm, as in PyTorch (isinstance checks that fuse or convert BatchNorms skip it)"""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None, bias=True):
@@ -308,6 +309,15 @@ class _BatchNorm(Module):
             if self.bias is not None:
                 init.zeros_(self.bias)
 
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, " + ("" if self._bias else "bias=False, ") +
+                f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    _dims = ()
+
     def forward(self, input):
         if input.dim() not in self._dims:
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._dims)} input "
@@ -322,11 +332,6 @@ class _BatchNorm(Module):
         return F.batch_norm(input, self.running_mean if keep else None,
                             self.running_var if keep else None, self.weight, self.bias,
                             use_batch, factor, self.eps)
-
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, " + ("" if self._bias else "bias=False, ") +
-                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
@@ -354,6 +359,12 @@ class LayerNorm(Module):
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
 
+    def reset_parameters(self):  # PyTorch's: weight 1, bias 0 (timm's _init_weights calls it)
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
@@ -372,6 +383,10 @@ class RMSNorm(Module):
             self.weight = Parameter(_C.ones(*self.normalized_shape, device=device, dtype=dtype))
         else:
             self.register_parameter("weight", None)
+
+    def reset_parameters(self):  # PyTorch's: weight 1
+        if self.elementwise_affine:
+            init.ones_(self.weight)
 
     def forward(self, input):
         return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)

@@ -1,11 +1,14 @@
 """tessera.nn's Bilinear, EmbeddingBag, RReLU, the alpha and feature dropouts and CTCLoss:
-Python Modules owning their Parameters (decision 0011) over functional_more.py / functional_ctc.py,
+Python Modules owning their Parameters (decision 0011) over functional_bilinear.py,
+functional_embedding_bag.py, functional_dropout.py and functional_ctc.py,
 with PyTorch's parameter names, initialisation and reprs."""
 import math
 
 from .. import _C
 from . import functional_ctc as FC
-from . import functional_more as FM
+from . import functional_bilinear as FB
+from . import functional_dropout as FD
+from . import functional_embedding_bag as FE
 from . import init
 from .layers import Dropout
 from .module import Module
@@ -36,7 +39,7 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1, input2):
-        return FM.bilinear(input1, input2, self.weight, self.bias)
+        return FB.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self):
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
@@ -73,7 +76,7 @@ class EmbeddingBag(Module):
             init.zeros_(self.weight.data[self.padding_idx])
 
     def forward(self, input, offsets=None, per_sample_weights=None):
-        return FM.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+        return FE.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
                                 self.scale_grad_by_freq, self.mode, self.sparse,
                                 per_sample_weights, self.include_last_offset, self.padding_idx)
 
@@ -107,7 +110,7 @@ class RReLU(Module):
         self.lower, self.upper, self.inplace = lower, upper, inplace
 
     def forward(self, input):
-        return FM.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+        return FD.rrelu(input, self.lower, self.upper, self.training, self.inplace)
 
     def extra_repr(self):
         return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace
@@ -122,23 +125,23 @@ class _DropoutNd(Dropout):
 
 
 class AlphaDropout(_DropoutNd):
-    _fn = staticmethod(FM.alpha_dropout)
+    _fn = staticmethod(FD.alpha_dropout)
 
 
 class FeatureAlphaDropout(_DropoutNd):
-    _fn = staticmethod(FM.feature_alpha_dropout)
+    _fn = staticmethod(FD.feature_alpha_dropout)
 
 
 class Dropout1d(_DropoutNd):
-    _fn = staticmethod(FM.dropout1d)
+    _fn = staticmethod(FD.dropout1d)
 
 
 class Dropout2d(_DropoutNd):
-    _fn = staticmethod(FM.dropout2d)
+    _fn = staticmethod(FD.dropout2d)
 
 
 class Dropout3d(_DropoutNd):
-    _fn = staticmethod(FM.dropout3d)
+    _fn = staticmethod(FD.dropout3d)
 
 
 class CTCLoss(Module):

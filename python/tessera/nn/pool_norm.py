@@ -5,7 +5,7 @@ import warnings
 
 from . import functional_pool_norm as F
 from . import init
-from .layers import _BatchNorm, _Options, _empty
+from .layers import _BatchNorm, _NormBase, _Options, _empty
 from .module import Module
 from .parameter import Parameter
 
@@ -198,7 +198,7 @@ class GroupNorm(Module):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
 
 
-class _InstanceNorm(_BatchNorm):
+class _InstanceNorm(_NormBase):
     _no_batch = 2
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,

@@ -52,7 +52,10 @@ static bool build(c3_entry *e) {
     const int64_t w_d[5] = {g->o, g->c, g->k[0], g->k[1], g->k[2]};
     const int64_t wg_d[6] = {g->groups, g->o / g->groups, g->c / g->groups,
                              g->k[0],   g->k[1],          g->k[2]};
-    const int64_t b_d[1] = {g->o};
+    /* the bias is the first post-op (a per-channel binary add after the sum, as conv_dnnl.c's
+     * forward: the primitive's own bias starts the accumulators, rounding every partial sum at
+     * its scale), read where it is: src1 [1, O, 1, 1, 1] */
+    const int64_t b_d[5] = {1, g->o, 1, 1, 1};
     /* oneDNN's dilation counts the gaps (PyTorch's - 1); the right padding is what makes the
      * output size PyTorch's floor rule gave */
     dnnl_dims_t strides = {0}, dil = {0}, pl = {0}, pr = {0};
@@ -63,10 +66,10 @@ static bool build(c3_entry *e) {
     dnnl_memory_desc_t any[NARGS];
     tsi_dnnl_plain_md(&e->user[A_SRC], 5, src_d, dnnl_ncdhw, dnnl_f32);
     tsi_dnnl_plain_md(&e->user[A_DST], 5, dst_d, dnnl_ncdhw, dnnl_f32);
-    tsi_dnnl_plain_md(&e->user[A_B], 1, b_d, dnnl_x, dnnl_f32);
+    tsi_dnnl_plain_md(&e->user[A_B], 5, b_d, dnnl_ncdhw, dnnl_f32);
+    e->prim_md[A_B] = e->user[A_B];
     tsi_dnnl_plain_md(&any[A_SRC], 5, src_d, dnnl_format_tag_any, dnnl_f32);
     tsi_dnnl_plain_md(&any[A_DST], 5, dst_d, dnnl_format_tag_any, dnnl_f32);
-    tsi_dnnl_plain_md(&any[A_B], 1, b_d, dnnl_format_tag_any, dnnl_f32);
     if (g->groups > 1) {
         tsi_dnnl_plain_md(&e->user[A_W], 6, wg_d, dnnl_goidhw, dnnl_f32);
         tsi_dnnl_plain_md(&any[A_W], 6, wg_d, dnnl_format_tag_any, dnnl_f32);
@@ -77,22 +80,26 @@ static bool build(c3_entry *e) {
     const bool bias = e->key.has_bias != 0;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
+    dnnl_post_ops_t ops = NULL;
     dnnl_convolution_desc_t cd;
     bool ok =
         dnnl_primitive_attr_create(&attr) == dnnl_success &&
         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
+        (!bias ||
+         (dnnl_post_ops_create(&ops) == dnnl_success &&
+          dnnl_post_ops_append_binary(ops, dnnl_binary_add, &e->user[A_B]) == dnnl_success &&
+          dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success)) &&
         dnnl_dilated_convolution_forward_desc_init(
-            &cd, dnnl_forward_inference, dnnl_convolution_direct, &any[A_SRC], &any[A_W],
-            bias ? &any[A_B] : NULL, &any[A_DST], strides, dil, pl, pr) == dnnl_success &&
+            &cd, dnnl_forward_inference, dnnl_convolution_direct, &any[A_SRC], &any[A_W], NULL,
+            &any[A_DST], strides, dil, pl, pr) == dnnl_success &&
         dnnl_primitive_desc_create(&pd, &cd, attr, tsi_dnnl_engine(), NULL) == dnnl_success;
+    if (ops) dnnl_post_ops_destroy(ops);
     if (ok) {
         e->prim_md[A_SRC] = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
         e->prim_md[A_W] = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         e->prim_md[A_DST] = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-        if (bias) e->prim_md[A_B] = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
         ok = tsi_dnnl_make_reorder(&e->user[A_SRC], &e->prim_md[A_SRC], &e->reorder[A_SRC]) &&
              tsi_dnnl_make_reorder(&e->user[A_W], &e->prim_md[A_W], &e->reorder[A_W]) &&
-             (!bias || tsi_dnnl_make_reorder(&e->user[A_B], &e->prim_md[A_B], &e->reorder[A_B])) &&
              tsi_dnnl_make_reorder(&e->prim_md[A_DST], &e->user[A_DST], &e->reorder[A_DST]);
         e->scratch = dnnl_memory_desc_get_size(
             dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
@@ -155,7 +162,8 @@ static void run_free(c3_run *r) {
 
 static bool run(const c3_entry *e, void *const ptrs[NARGS]) {
     const dnnl_engine_t engine = tsi_dnnl_engine();
-    static const int dnnl_arg[NARGS] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS,
+    static const int dnnl_arg[NARGS] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
+                                        DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
                                         DNNL_ARG_DST};
     c3_run r = {0};
     dnnl_exec_arg_t args[NARGS + 1];

@@ -9,12 +9,12 @@
  * constant (inference), whose reordered copy conv_dnnl_wcache.c keeps, and the forward's x and y
  * where the caller keeps them in the blocked layout itself (tsi_dnnl_conv_forward_blocked: the
  * ONNX path's blocked values, conv_dnnl_blocked.c), which the key records. The forward's activation
- * is a post-op of the primitive (set_activation). Primitives (and their reorders) are
- * built once per shape and kept in a small cache; a primitive runs concurrently from several
- * threads, each call bringing its own scratchpad and temporary buffers (from host_scratch.c's
- * cache: fresh pages at every call cost ResNet-18 a fifth of its step in page faults). Any failure
- * (oneDNN absent, a shape it declines, no memory) returns false and the caller runs the built-in
- * kernels.
+ * is a post-op of the primitive, after the float32 bias's (set_post_ops). Primitives (and their
+ * reorders) are built once per shape and kept in a small cache; a primitive runs concurrently from
+ * several threads, each call bringing its own scratchpad and temporary buffers (from
+ * host_scratch.c's cache: fresh pages at every call cost ResNet-18 a fifth of its step in page
+ * faults). Any failure (oneDNN absent, a shape it declines, no memory) returns false and the caller
+ * runs the built-in kernels.
  */
 #include "backend/cpu/conv_dnnl.h"
 #include "backend/cpu/conv_select.h"
@@ -120,12 +120,40 @@ static bool append_activation(dnnl_post_ops_t ops, const conv_key *k) {
                                         relu ? INFINITY : (float)k->hi) == dnnl_success;
 }
 
-static bool set_activation(dnnl_primitive_attr_t attr, const conv_key *k) {
-    if (k->act == TS_CONV_ACT_NONE) return true;
+/* Whether the forward's bias is the first post-op (a per-channel binary add, src1 [1, O, 1, 1]),
+ * not the primitive's bias: oneDNN's kernels start their accumulators at the bias, which rounds
+ * every partial sum at the bias's scale (a bias 20x the products, starnet_s1's: 6x PyTorch's
+ * error), where post-ops apply to the finished sum (dnnl.h: dst <- binary_op(dst, src1)), the
+ * built-in kernels' and PyTorch's order; then the activation. Every float32 forward (plain,
+ * blocked, NHWC) builds it so: one order for all layouts (decision 0047). bf16 keeps the bias in
+ * the primitive (float32 sums rounded once to bf16: the bias's scale is below that rounding). */
+static bool bias_post_op(const conv_key *k) {
+    /* Not depthwise (one input and one output channel a group): oneDNN 2.6's depthwise kernel
+     * (jit_dw) with a binary post-op took 1.3x its time on MobileNetV3-Small's layers
+     * (bench_conv_blocked under TS_CONV=dnnl, 130 -> 168 us a pass), so it keeps the bias in the
+     * primitive: K <= 49 products, each partial sum rounded at the bias's scale (decision 0047,
+     * what is left). */
+    const bool depthwise = k->c == k->g && k->o == k->g;
+    return k->kind == K_FWD && k->has_bias && k->dt == dnnl_f32 && !depthwise;
+}
+
+/* the bias as the binary post-op's src1: [1, O, 1, 1], the user's [O] floats as they are */
+static void bias_src1_md(dnnl_memory_desc_t *md, const conv_key *k) {
+    const int64_t d[4] = {1, k->o, 1, 1};
+    tsi_dnnl_plain_md(md, 4, d, dnnl_nchw, dnnl_f32);
+}
+
+static bool set_post_ops(dnnl_primitive_attr_t attr, const conv_key *k) {
+    const bool bias = bias_post_op(k);
+    if (k->act == TS_CONV_ACT_NONE && !bias) return true;
     dnnl_post_ops_t ops;
     if (dnnl_post_ops_create(&ops) != dnnl_success) return false;
+    dnnl_memory_desc_t b1;
+    if (bias) bias_src1_md(&b1, k);
     const bool ok =
-        append_activation(ops, k) && dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
+        (!bias || dnnl_post_ops_append_binary(ops, dnnl_binary_add, &b1) == dnnl_success) &&
+        (k->act == TS_CONV_ACT_NONE || append_activation(ops, k)) &&
+        dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
     dnnl_post_ops_destroy(ops);
     return ok;
 }
@@ -244,20 +272,29 @@ static bool build(conv_entry *e) {
     bool ok =
         dnnl_primitive_attr_create(&attr) == dnnl_success &&
         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
-        (k->kind != K_FWD || set_activation(attr, k));
+        (k->kind != K_FWD || set_post_ops(attr, k));
+    const bool bias_post = bias_post_op(k);
     dnnl_convolution_desc_t fd;
-    ok = ok && dnnl_dilated_convolution_forward_desc_init(
-                   &fd, dnnl_forward_training, dnnl_convolution_direct, &src_a, &w_a,
-                   k->has_bias ? &b_a : NULL, &dst_a, strides, dil, pl, pr) == dnnl_success;
+    ok = ok &&
+         dnnl_dilated_convolution_forward_desc_init(
+             &fd, dnnl_forward_training, dnnl_convolution_direct, &src_a, &w_a,
+             k->has_bias && !bias_post ? &b_a : NULL, &dst_a, strides, dil, pl, pr) == dnnl_success;
     ok = ok && dnnl_primitive_desc_create(&fwd_pd, &fd, attr, engine, NULL) == dnnl_success;
     if (ok && k->kind == K_FWD) {
         pd = fwd_pd, fwd_pd = NULL;
         e->nargs = k->has_bias ? 4 : 3;
         ok = arg_of(&e->args[0], &src_u, pd, dnnl_query_src_md, 0, DNNL_ARG_SRC, false) &&
              arg_of(&e->args[1], &w_u, pd, dnnl_query_weights_md, 0, DNNL_ARG_WEIGHTS, false) &&
-             (!k->has_bias || /* the bias is the weights query's second descriptor */
+             (!k->has_bias || bias_post ||
+              /* the bias is the weights query's second descriptor */
               arg_of(&e->args[2], &b_u, pd, dnnl_query_weights_md, 1, DNNL_ARG_BIAS, false)) &&
              arg_of(&e->args[e->nargs - 1], &dst_u, pd, dnnl_query_dst_md, 0, DNNL_ARG_DST, true);
+        if (ok && bias_post) { /* post-op 0's src1, read where it is (set_post_ops) */
+            conv_arg *a = &e->args[2];
+            bias_src1_md(&a->user, k);
+            a->prim = a->user, a->reorder = NULL;
+            a->dnnl_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1;
+        }
     } else if (ok && k->kind == K_BWD_DATA) {
         dnnl_convolution_desc_t bd;
         ok = dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &src_a,
@@ -486,10 +523,24 @@ static bool forward(bool bf16, const ts_cgeom *g, const void *x, const void *w,
 #ifdef TS_HAVE_OPENMP
     if (one) omp_set_num_threads(1); /* this thread's setting: the key and the run see it */
 #endif
-    conv_key k = key_of(K_FWD, g, b != NULL, bf16);
+    /* One output pixel (N = OH = OW = 1: a squeeze-excitation's FCs): the bias [1, O, 1, 1] has
+     * the output's shape, which oneDNN takes for no broadcast, read only in the output's own
+     * layout: its 1x1 kernel declines and a GEMM on plain layouts runs, with two reorders. There
+     * the primitive runs bare and the bias, then the activation as the composed ops round it
+     * (tsi_conv_act_f32, as conv_fc_blocked.c), follow here on the O outputs, which lie at
+     * index o in NCHW, NHWC and the blocked layout alike. */
+    const bool bias_here = !bf16 && b && g->n * g->oh * g->ow == 1;
+    ts_cgeom g0 = *g;
+    if (bias_here) g0.act = TS_CONV_ACT_NONE;
+    conv_key k = key_of(K_FWD, &g0, b != NULL && !bias_here, bf16);
     k.x_blk = x_blk, k.y_blk = y_blk, k.nhwc = nhwc;
-    void *ptrs[4] = {(void *)x, (void *)w, b ? (void *)b : y, y};
+    void *ptrs[4] = {(void *)x, (void *)w, b && !bias_here ? (void *)b : y, y};
     const bool ok = run(&k, ptrs, wid && wid->uid ? wid : NULL);
+    if (ok && bias_here) {
+        float *yf = y;
+        for (int64_t o = 0; o < g->o; o++) yf[o] += ((const float *)b)[o];
+        tsi_conv_act_f32(g, yf, g->o);
+    }
 #ifdef TS_HAVE_OPENMP
     if (one) omp_set_num_threads(threads);
 #endif

@@ -88,7 +88,9 @@ void tsi_cpu_kernels_install(ts_backend *be) {
     be->quant = tsi_cpu_quant;
     be->qlinear = tsi_cpu_qlinear;
     be->qconv = tsi_cpu_qconv;
+    be->qlinear_add = tsi_cpu_qlinear_add;
     be->qpool = tsi_cpu_qpool;
+    be->wo_linear = tsi_cpu_wo_linear;
     be->gather_dims = tsi_cpu_gather_dims;
     be->rnn_cell_forward = tsi_cpu_rnn_cell_forward;
     be->rnn_cell_backward = tsi_cpu_rnn_cell_backward;

@@ -56,6 +56,10 @@ void tsi_cpu_quant(const ts_backend *be, int index, const ts_quant_args *a);
 bool tsi_cpu_qlinear(const ts_backend *be, int index, const ts_qlinear_args *a);
 /* kern_qconv.c, kern_qpool.c: backend.h's qconv and qpool */
 bool tsi_cpu_qconv(const ts_backend *be, int index, const ts_qconv_args *a);
+/* kern_qlinear_add.c: backend.h's qlinear_add */
+void tsi_cpu_qlinear_add(const ts_backend *be, int index, const ts_qlinear_add_args *a);
+/* kern_qweight_only.c: backend.h's wo_linear */
+bool tsi_cpu_wo_linear(const ts_backend *be, int index, const ts_wo_args *a);
 void tsi_cpu_qpool(const ts_backend *be, int index, const ts_qpool_args *a);
 /* kern_roi.c, kern_nms.c: backend.h's roi_align, roi_pool and nms (torchvision.ops) */
 void tsi_cpu_roi_align(const ts_backend *be, int index, const ts_roi_args *a, bool backward);

@@ -67,7 +67,7 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
                                            const int64_t *len, const int NOB, const int NV) {      \
         V acc[OB][2];                                                                              \
         for (int ob = 0; ob < NOB; ob++)                                                           \
-            for (int v = 0; v < NV; v++) acc[ob][v] = (V){0} + bias[ob];                           \
+            for (int v = 0; v < NV; v++) acc[ob][v] = (V){0};                                      \
         const float *wr = wb;                                                                      \
         for (int64_t c = 0; c < g->cg; c++)                                                        \
             for (int64_t i = 0; i < g->kh; i++) {                                                  \
@@ -80,6 +80,8 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
                         for (int v = 0; v < NV; v++) acc[ob][v] += wr[ob] * xv[v];                 \
                 }                                                                                  \
             }                                                                                      \
+        for (int ob = 0; ob < NOB; ob++) /* the bias after the sum (decision 0047) */              \
+            for (int v = 0; v < NV; v++) acc[ob][v] += bias[ob];                                   \
         if (g->act != TS_CONV_ACT_NONE)                                                            \
             for (int ob = 0; ob < NOB; ob++)                                                       \
                 for (int v = 0; v < NV; v++) acc[ob][v] = NAME##_act(g, acc[ob][v]);               \

@@ -4,13 +4,16 @@
  * in-bounds taps summed as (x - x_zp)(w - w_zp) in int32 (a padded tap is zero). Otherwise, per
  * image and group: im2col into bytes [OH * OW, Cg * KH * KW] with padded taps set to x_zp, then the
  * int8 GEMM of the linear layer (tsi_cpu_qlinear: exact int32 sums, zero points in int64, the
- * requantizing epilogue) into [OH * OW, Cout_g], transposed into the NCHW output. */
+ * requantizing epilogue) into [OH * OW, Cout_g], transposed into the NCHW output. With AVX512-VNNI
+ * both run in qconv_vnni.c instead (straight in NCHW). fmult: ONNX Runtime's float32
+ * requantization of the int32-wrapped sums (quant_args.h). */
 #include <math.h>
 #include <string.h>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/host_scratch.h"
+#include "backend/cpu/qconv_vnni.h"
 #include "backend/omp_if.h"
 
 static inline int32_t xval(const ts_qconv_args *a, int64_t i) {
@@ -18,9 +21,17 @@ static inline int32_t xval(const ts_qconv_args *a, int64_t i) {
 }
 
 static inline void store(const ts_qconv_args *a, int64_t o, int64_t acc, int64_t co) {
-    double v = (double)a->out_zp + nearbyint((double)acc * a->mult[co]);
-    v = v < a->out_min ? a->out_min : v > a->out_max ? a->out_max : v;
-    if (a->x_unsigned)
+    double v;
+    if (a->fmult) { /* ONNX Runtime's: int32 sums, float32 product, clamped, rounded */
+        float f = (float)(int32_t)(uint32_t)(uint64_t)acc * a->fmult[co];
+        const float lo = (float)(a->out_min - a->out_zp), hi = (float)(a->out_max - a->out_zp);
+        f = !(f >= lo) ? lo : f > hi ? hi : f;
+        v = (double)a->out_zp + (double)nearbyintf(f);
+    } else {
+        v = (double)a->out_zp + nearbyint((double)acc * a->mult[co]);
+        v = v < a->out_min ? a->out_min : v > a->out_max ? a->out_max : v;
+    }
+    if (a->out_unsigned)
         ((uint8_t *)a->out)[o] = (uint8_t)v;
     else
         ((int8_t *)a->out)[o] = (int8_t)v;
@@ -54,19 +65,21 @@ static void depthwise(const ts_qconv_args *a) {
 
 bool tsi_cpu_qconv(const ts_backend *be, int index, const ts_qconv_args *a) {
     const int64_t G = a->groups, cg = a->c / G, cog = a->cout / G;
+    if (tsi_qconv_vnni_fits(a)) return tsi_qconv_vnni(a);
     if (cg == 1 && cog == 1) {
         depthwise(a);
         return true;
     }
     const int64_t KH = a->kh, KW = a->kw, kg = cg * KH * KW, P = a->oh * a->ow;
-    const size_t colb = ((size_t)(P * kg) + 63) & ~(size_t)63;
+    const size_t colb = ((size_t)(P * kg) + 63) & ~(size_t)63,
+                 tmpb = (size_t)(P * cog) * (a->fmult ? sizeof(int32_t) : 1);
     ts_block *blk = NULL;
-    uint8_t *col = tsi_host_scratch_get(colb + (size_t)(P * cog), &blk);
+    uint8_t *col = tsi_host_scratch_get(colb + tmpb, &blk);
     if (!col) {
-        tsi_kernel_oom("quantized_conv2d", colb + (size_t)(P * cog));
+        tsi_kernel_oom("quantized_conv2d", colb + tmpb);
         return false;
     }
-    uint8_t *tmp = col + colb;
+    uint8_t *tmp = col + colb;            /* fmult: the int32 sums, then requantized here */
     const uint8_t pad = (uint8_t)a->x_zp; /* the zero point's byte, signed or not */
     bool ok = true;
     for (int64_t n = 0; n < a->n && ok; n++)
@@ -96,16 +109,25 @@ bool tsi_cpu_qconv(const ts_backend *be, int index, const ts_qconv_args *a) {
                                   .w = a->wt + g * cog * kg,
                                   .w_zp = a->w_zp + g * cog,
                                   .bias = a->bias ? a->bias + g * cog : NULL,
-                                  .out_q = tmp,
-                                  .out_unsigned = a->x_unsigned,
+                                  .out_q = a->fmult ? NULL : tmp,
+                                  .out_acc = a->fmult ? (int32_t *)(void *)tmp : NULL,
+                                  .out_unsigned = a->out_unsigned,
                                   .out_zp = a->out_zp,
                                   .out_min = a->out_min,
                                   .out_max = a->out_max,
                                   .mult = a->mult + g * cog};
             ok = tsi_cpu_qlinear(be, index, &la);
             uint8_t *out = (uint8_t *)a->out + (n * a->cout + g * cog) * P;
-            for (int64_t p = 0; ok && p < P; p++)
-                for (int64_t co = 0; co < cog; co++) out[co * P + p] = tmp[p * cog + co];
+            if (a->fmult) {
+                const int32_t *acc = (const int32_t *)(void *)tmp;
+                const int64_t o0 = (n * a->cout + g * cog) * P;
+                for (int64_t p = 0; ok && p < P; p++)
+                    for (int64_t co = 0; co < cog; co++)
+                        store(a, o0 + co * P + p, acc[p * cog + co], g * cog + co);
+            } else {
+                for (int64_t p = 0; ok && p < P; p++)
+                    for (int64_t co = 0; co < cog; co++) out[co * P + p] = tmp[p * cog + co];
+            }
         }
     tsi_host_scratch_put(blk);
     return ok;

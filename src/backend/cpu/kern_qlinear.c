@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/conv_dnnl_wcache.h"
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/host_scratch.h"
@@ -80,27 +81,58 @@ static void qlinear_generic(const ts_qlinear_args *a, const int64_t *wsum) {
         });
 }
 
+/* the VNNI panels of w then its row sums ([np * kp] bytes, [n] int64), kept across calls in
+ * conv_dnnl_wcache.c's cache for a weight with an identity */
+typedef struct qlin_layout {
+    char tag[8];
+    int64_t n, k;
+} qlin_layout;
+
+static bool fill_packed(void *ctx, void *buf) {
+    const ts_qlinear_args *a = ctx;
+    const int64_t kp = (a->k + 3) & ~(int64_t)3, np = (a->n + 15) & ~(int64_t)15;
+    tsi_qgemm_vnni_pack_w(a->w, a->n, a->k, (int8_t *)buf);
+    wsums(a, (int64_t *)(void *)((char *)buf + (size_t)np * (size_t)kp));
+    return true;
+}
+
 bool tsi_cpu_qlinear(const ts_backend *be, int index, const ts_qlinear_args *a) {
     const int64_t M = a->m, N = a->n, K = a->k;
     const bool vnni = tsi_qgemm_vnni_available();
     const int64_t kp = (K + 3) & ~(int64_t)3, np = (N + 15) & ~(int64_t)15;
+    /* VNNI: the packed weight and its sums from the cache when it holds them */
+    const size_t b_wp = (size_t)np * (size_t)kp, b_cached = b_wp + (size_t)N * sizeof(int64_t);
+    const qlin_layout key = {"qlin1", N, K};
+    const tsi_conv_weight_id wid = {a->w_uid, a->w_version, a->w_offset};
+    tsi_wcache_entry *wref = NULL;
+    const char *cached =
+        vnni ? tsi_wcache_get(&wid, &key, sizeof key, b_cached, fill_packed, (void *)a, &wref)
+             : NULL;
     const size_t sums = ((size_t)(N + M) * sizeof(int64_t) + 63) & ~(size_t)63;
     size_t bytes = sums;
-    if (vnni) bytes += (((size_t)M * (size_t)kp + 63) & ~(size_t)63) + (size_t)np * (size_t)kp;
+    if (vnni) bytes += (((size_t)M * (size_t)kp + 63) & ~(size_t)63) + (cached ? 0 : b_wp);
     ts_block *blk = NULL;
     char *scratch = tsi_host_scratch_get(bytes, &blk);
     if (!scratch) {
+        tsi_wcache_release(wref);
         tsi_kernel_oom("quantized_linear", bytes);
         return false;
     }
     int64_t *wsum = (int64_t *)scratch;
-    wsums(a, wsum);
+    if (!cached) wsums(a, wsum);
     if (!vnni) {
         qlinear_generic(a, wsum);
     } else {
         int64_t *xsum = wsum + N;
         uint8_t *xp = (uint8_t *)scratch + sums;
-        int8_t *wp = (int8_t *)xp + (((size_t)M * (size_t)kp + 63) & ~(size_t)63);
+        const int8_t *wp = (const int8_t *)cached;
+        if (cached) {
+            wsum = (int64_t *)(void *)(cached + b_wp);
+        } else {
+            int8_t *own = (int8_t *)xp + (((size_t)M * (size_t)kp + 63) & ~(size_t)63);
+            tsi_qgemm_vnni_pack_w(a->w, N, K, own);
+            wp = own;
+        }
         /* activations as unsigned bytes (signed: + 128, the zero point too), rows of kp */
         const uint8_t flip = a->x_unsigned ? 0 : 0x80;
         for (int64_t m = 0; m < M; m++) {
@@ -110,10 +142,10 @@ bool tsi_cpu_qlinear(const ts_backend *be, int index, const ts_qlinear_args *a) 
             for (int64_t k = K; k < kp; k++) xp[m * kp + k] = 0;
             xsum[m] = sum;
         }
-        tsi_qgemm_vnni_pack_w(a->w, N, K, wp);
         const int32_t x_zp = a->x_zp + (a->x_unsigned ? 0 : 128);
         tsi_qgemm_vnni_run(a, xp, wp, kp, x_zp, xsum, wsum, epilogue);
     }
     tsi_host_scratch_put(blk);
+    tsi_wcache_release(wref);
     return true;
 }

@@ -1,6 +1,7 @@
 /* kern_qpool.c — max and adaptive average pooling of quantized integers (backend.h's qpool,
  * quant_args.h's ts_qpool_args), on the integers themselves: the parameters pass through. */
 #include <math.h>
+#include <string.h>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_kernels.h"
@@ -50,6 +51,35 @@ static void max_plane(const ts_qpool_args *a, int64_t p) {
         }
 }
 
+/* the same for bytes without dilation (every window then holds an in-bounds tap): each output
+ * row the running maximum of whole row segments, one per tap, over the columns where that tap is
+ * in bounds (a loop the compiler vectorizes); int8 compared as uint8 with the top bit flipped */
+static void max_plane_bytes(const ts_qpool_args *a, int64_t p, uint8_t flip) {
+    const int64_t H = a->h, W = a->w, OW = a->ow, sx = a->stride[1];
+    const uint8_t *x = (const uint8_t *)a->x + p * H * W;
+    for (int64_t oy = 0; oy < a->oh; oy++) {
+        uint8_t *o = (uint8_t *)a->out + (p * a->oh + oy) * OW;
+        memset(o, 0, (size_t)OW);
+        for (int64_t i = 0; i < a->kernel[0]; i++) {
+            const int64_t y = oy * a->stride[0] - a->pad[0] + i;
+            if (y < 0 || y >= H) continue;
+            const uint8_t *row = x + y * W;
+            for (int64_t j = 0; j < a->kernel[1]; j++) {
+                const int64_t off = j - a->pad[1]; /* column ox * sx + off */
+                const int64_t lo = off < 0 ? (-off + sx - 1) / sx : 0;
+                int64_t hi = W - 1 - off < 0 ? -1 : (W - 1 - off) / sx;
+                hi = hi < OW - 1 ? hi : OW - 1;
+                for (int64_t ox = lo; ox <= hi; ox++) {
+                    const uint8_t v = (uint8_t)(row[ox * sx + off] ^ flip);
+                    o[ox] = v > o[ox] ? v : o[ox];
+                }
+            }
+        }
+        if (flip)
+            for (int64_t ox = 0; ox < OW; ox++) o[ox] ^= flip;
+    }
+}
+
 static void avg_plane(const ts_qpool_args *a, int64_t p) {
     const int64_t H = a->h, W = a->w;
     for (int64_t oy = 0; oy < a->oh; oy++) {
@@ -72,6 +102,8 @@ void tsi_cpu_qpool(const ts_backend *be, int index, const ts_qpool_args *a) {
         for (int64_t p = 0; p < a->planes; p++) {
             if (a->adaptive_avg)
                 avg_plane(a, p);
+            else if (a->qdtype != TS_QINT32 && a->dil[0] == 1 && a->dil[1] == 1)
+                max_plane_bytes(a, p, a->qdtype == TS_QINT8 ? 0x80 : 0);
             else
                 max_plane(a, p);
         });

@@ -29,11 +29,39 @@ static inline int64_t load_q(const ts_quant_args *a, int64_t e) {
     }
 }
 
+/* PyTorch's fake_quantize_*_cachemask CPU kernels: sc = (float)scale, inv = 1.0f / sc,
+ * qval = (int64)(zp + nearbyint(x * inv)) (the sum in float32), y = (clamp(qval, qmin, qmax) - zp)
+ * * sc (in double, rounded to float32 once), mask = qmin <= qval <= qmax. Where the float32 sum
+ * is outside int64 (+-inf, huge x) PyTorch's cast is undefined: here it saturates (y the range's
+ * end, mask 0); NaN gives y NaN and mask 0 (PyTorch's x86 gives (qmin - zp) * scale). */
+static void fake_row(const ts_quant_args *a, int64_t e0, double scale, int64_t zp) {
+    const float sc = (float)scale, inv = 1.0f / sc, zpf = (float)zp;
+    const double lo = (double)a->qmin, hi = (double)a->qmax;
+    const float *x = a->x + e0;
+    float *y = a->y + e0;
+    uint8_t *m = a->u + e0;
+    for (int64_t i = 0; i < a->inner; i++) {
+        const float v = zpf + nearbyintf(x[i] * inv);
+        if (isnan(v)) {
+            y[i] = NAN, m[i] = 0;
+            continue;
+        }
+        const double d = v; /* an integer (or +-inf): exact in double */
+        m[i] = (uint8_t)(d >= lo && d <= hi);
+        const double c = d < lo ? lo : d > hi ? hi : d;
+        y[i] = (float)((c - (double)zp) * (double)sc);
+    }
+}
+
 /* one row of inner elements starting at element e0, all of parameter p */
 static void quant_row(const ts_quant_args *a, int64_t e0, int64_t p) {
     const int64_t n = a->inner;
     const double scale = a->scales[p];
     const int64_t zp = a->zero_points[p];
+    if (a->kind == TS_QK_FAKE) {
+        fake_row(a, e0, scale, zp);
+        return;
+    }
     if (a->kind == TS_QK_QUANTIZE) {
         const float inv = 1.0f / (float)scale, zpf = (float)zp;
         const double lo = (double)a->qmin, hi = (double)a->qmax;

@@ -7,7 +7,7 @@
 #include "backend/cpu/cpu_loops.h"
 #include "backend/cpu/vec_kernels.h"
 
-_Static_assert(TS_U_COUNT == 81,
+_Static_assert(TS_U_COUNT == 82,
                "a ts_unary_op was added or removed: give it its float kernel (a row "
                "of kernel_math.h's lists or a case of UNARY_FLOAT), its case in "
                "unary_fallback_d and the integer loops; then update the count");

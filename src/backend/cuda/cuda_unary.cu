@@ -5,7 +5,7 @@
 #include "backend/cuda/cuda_elementwise.h"
 #include "backend/cuda/cuda_iter.cuh"
 
-static_assert(TS_U_COUNT == 81, "a ts_unary_op was added or removed: give it its float and double "
+static_assert(TS_U_COUNT == 82, "a ts_unary_op was added or removed: give it its float and double "
                                 "kernel (a row of kernel_math.h's lists or a case below) and its "
                                 "integer case; then update the count");
 

@@ -1,8 +1,9 @@
 """tessera.ao.quantization.observer — PyTorch's observers (torch.ao.quantization.observer):
-MinMaxObserver, MovingAverageMinMaxObserver, PerChannelMinMaxObserver. The running min / max are
-C reductions (aminmax, minimum / maximum, float32 tensor ops) and the qparams one C function
-(_C._calculate_qparams: PyTorch's _calculate_qparams in its float32 arithmetic). HistogramObserver
-(x86's default activation observer) is not implemented: it raises, naming itself."""
+MinMaxObserver, MovingAverageMinMaxObserver, PerChannelMinMaxObserver, HistogramObserver. Each
+forward is one C function (aminmax / minimum / maximum for MinMax; _C._moving_average_minmax_update,
+_per_channel_minmax_update, _histogram_observer_update: PyTorch 2.15's arithmetic) and the qparams
+one C function (_C._calculate_qparams, _C._histogram_observer_qparams: the L2 search then
+_calculate_qparams, in PyTorch's float32 arithmetic); docs/QUANTIZATION.md."""
 import functools
 
 import tessera
@@ -72,7 +73,8 @@ def _qmin_qmax(quant_min, quant_max, dtype, reduce_range):
 
 
 class _ObserverBase(Module):
-    """UniformQuantizationObserverBase: dtype, qscheme, reduce_range, the range and eps"""
+    """UniformQuantizationObserverBase: dtype, qscheme, reduce_range, the range and eps (a float32
+    [1] buffer, as PyTorch's: its state-dict key `eps`)"""
 
     def __init__(self, dtype=None, qscheme="per_tensor_affine", reduce_range=False,
                  quant_min=None, quant_max=None, factory_kwargs=None, eps=_EPS,
@@ -85,7 +87,7 @@ class _ObserverBase(Module):
         self.reduce_range = bool(reduce_range)
         if self.reduce_range and self.qscheme in _SYMMETRIC and self.dtype == tessera.quint8:
             raise NotImplementedError("Cannot reduce range for symmetric quantization for quint8")
-        self.eps = float(tessera.tensor([float(eps)], dtype=tessera.float32)[0])
+        self.register_buffer("eps", tessera.tensor([float(eps)], dtype=tessera.float32))
         self.quant_min, self.quant_max, self.has_customized_qrange = _qmin_qmax(
             quant_min, quant_max, self.dtype, self.reduce_range)
 
@@ -99,7 +101,7 @@ class _ObserverBase(Module):
     def _calculate_qparams(self, min_val, max_val):
         return _C._calculate_qparams(min_val, max_val, self.quant_min, self.quant_max,
                                      self.qscheme in _SYMMETRIC, self._symmetric_zero_point(),
-                                     self.eps)
+                                     float(self.eps))
 
     def calculate_qparams(self):
         return self._calculate_qparams(self.min_val, self.max_val)
@@ -148,17 +150,8 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
                          is_dynamic=is_dynamic, **kwargs)
 
     def forward(self, x_orig):
-        if x_orig.numel() == 0:
-            return x_orig
-        x = x_orig.detach().float()
-        lo, hi = tessera.aminmax(x)
-        if float(self.min_val) == float("inf") and float(self.max_val) == float("-inf"):
-            self.min_val.copy_(lo)
-            self.max_val.copy_(hi)
-        else:
-            c = self.averaging_constant
-            self.min_val.copy_(self.min_val + c * (lo - self.min_val))
-            self.max_val.copy_(self.max_val + c * (hi - self.max_val))
+        _C._moving_average_minmax_update(self.min_val, self.max_val, x_orig.detach(),
+                                         self.averaging_constant)
         return x_orig
 
 
@@ -179,30 +172,49 @@ class PerChannelMinMaxObserver(_ObserverBase):
         self.register_buffer("max_val", tessera.tensor([]))
 
     def forward(self, x_orig):
-        if x_orig.numel() == 0:
-            return x_orig
-        x = x_orig.detach().float()
-        axes = list(range(x.dim()))
-        axes[self.ch_axis], axes[0] = 0, self.ch_axis
-        y = tessera.flatten(x.permute(*axes), 1)
-        lo, hi = tessera.aminmax(y, dim=1)
-        if self.min_val.numel() == 0:
-            self.min_val, self.max_val = lo.contiguous(), hi.contiguous()
-        else:
-            self.min_val = tessera.minimum(lo, self.min_val)
-            self.max_val = tessera.maximum(hi, self.max_val)
+        self.min_val, self.max_val = _C._per_channel_minmax_update(
+            self.min_val, self.max_val, x_orig.detach(), self.ch_axis)
         return x_orig
 
 
 class HistogramObserver(_ObserverBase):
-    """torch.ao.quantization.HistogramObserver: not implemented in Tessera (its L2 search over a
-    histogram); get_default_qconfig('x86') names it. Use MinMaxObserver (docs/QUANTIZATION.md)."""
+    """torch.ao.quantization.HistogramObserver: a running histogram of `bins` bins over the running
+    [min_val, max_val] (buffers `histogram`, `min_val`, `max_val`: PyTorch's state-dict keys), the
+    qparams from the range the L2-error search over its bins picks (PyTorch 2.15's arithmetic, in
+    C). inf values are dropped (PyTorch warns); NaN raises (PyTorch's histc raises too)."""
 
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(
-            "tessera: HistogramObserver is not implemented (x86's default activation observer); "
-            "use QConfig(activation=MinMaxObserver.with_args(reduce_range=True), "
-            "weight=default_per_channel_weight_observer)")
+    def __init__(self, bins=2048, dtype=None, qscheme="per_tensor_affine", reduce_range=False,
+                 quant_min=None, quant_max=None, factory_kwargs=None, eps=_EPS,
+                 is_dynamic=False, **kwargs):
+        if _scheme_name(qscheme) not in ("per_tensor_affine", "per_tensor_symmetric"):
+            raise NotImplementedError("HistogramObserver's qscheme only support "
+                                      "torch.per_tensor_symmetric and torch.per_tensor_affine.")
+        if is_dynamic:
+            raise NotImplementedError("HistogramObserver doesn't support dynamic quantization")
+        super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, factory_kwargs, eps,
+                         is_dynamic, **kwargs)
+        if not isinstance(bins, int) or bins < 1:
+            raise ValueError(f"HistogramObserver: bins must be a positive int (got {bins!r})")
+        self.bins = bins
+        self.register_buffer("histogram", tessera.zeros(bins))
+        self.register_buffer("min_val", tessera.tensor(float("inf")))
+        self.register_buffer("max_val", tessera.tensor(float("-inf")))
+        self.dst_nbins = 2 ** (32 if self.dtype == tessera.qint32 else 8)
+        self.upsample_rate = 16  # PyTorch's constant (used by the C update)
+
+    def forward(self, x_orig):
+        _C._histogram_observer_update(self.histogram, self.min_val, self.max_val,
+                                      x_orig.detach())
+        return x_orig
+
+    def calculate_qparams(self):
+        if self.histogram.numel() != self.bins:
+            raise AssertionError("The number of bins in histogram should be equal to the number "
+                                 "of bins supplied while making this observer")
+        return _C._histogram_observer_qparams(
+            self.histogram, self.min_val, self.max_val, self.dst_nbins, self.quant_min,
+            self.quant_max, self.qscheme in _SYMMETRIC, self._symmetric_zero_point(),
+            float(self.eps))
 
 
 default_observer = MinMaxObserver.with_args(quant_min=0, quant_max=127)

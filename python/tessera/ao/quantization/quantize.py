@@ -8,6 +8,8 @@ from tessera import nn
 
 from ..nn import intrinsic as nni
 from ..nn import quantized as nnq
+from ..nn import qat as nnqat
+from ..nn.intrinsic import qat as nniqat
 from ..nn.intrinsic import quantized as nniq
 from .stubs import DeQuantStub, QuantStub
 
@@ -17,11 +19,17 @@ __all__ = ["propagate_qconfig_", "prepare", "convert", "get_default_static_quant
 def get_default_static_quant_module_mappings():
     return {QuantStub: nnq.Quantize, DeQuantStub: nnq.DeQuantize, nn.Conv2d: nnq.Conv2d,
             nn.Linear: nnq.Linear, nni.ConvReLU2d: nniq.ConvReLU2d,
-            nni.LinearReLU: nniq.LinearReLU, nnq.FloatFunctional: nnq.QFunctional}
+            nni.LinearReLU: nniq.LinearReLU, nnq.FloatFunctional: nnq.QFunctional,
+            # QAT modules (prepare_qat's): converted by nnqat._quantized_from_qat
+            nnqat.Linear: nnq.Linear, nnqat.Conv2d: nnq.Conv2d, nniqat.ConvBn2d: nnq.Conv2d,
+            nniqat.ConvBnReLU2d: nniq.ConvReLU2d, nniqat.ConvReLU2d: nniq.ConvReLU2d,
+            nniqat.LinearReLU: nniq.LinearReLU}
 
 
 # observed at their output by a forward hook (DeQuantStub's output is float: not observed)
-_OBSERVED = (QuantStub, nn.Conv2d, nn.Linear, nni.ConvReLU2d, nni.LinearReLU)
+_OBSERVED = (QuantStub, nn.Conv2d, nn.Linear, nni.ConvReLU2d, nni.LinearReLU, nnqat.Linear,
+             nnqat.Conv2d, nniqat.ConvBn2d, nniqat.ConvBnReLU2d, nniqat.ConvReLU2d,
+             nniqat.LinearReLU)
 
 
 def propagate_qconfig_(module, qconfig_dict=None, prepare_custom_config_dict=None):
@@ -87,7 +95,10 @@ def _convert(module, mapping):
                 raise RuntimeError(f"convert: module '{name}' ({type(child).__name__}) has a "
                                    "qconfig but no observer: call prepare and run calibration "
                                    "data through the model first")
-            setattr(module, name, target.from_float(child))
+            if hasattr(child, "weight_fake_quant"):  # a QAT module
+                setattr(module, name, nnqat._quantized_from_qat(target, child))
+            else:
+                setattr(module, name, target.from_float(child))
         elif target is None or type(child) is nnq.FloatFunctional:
             _convert(child, mapping)
 

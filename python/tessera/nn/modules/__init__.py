@@ -18,10 +18,18 @@ class NonDynamicallyQuantizableLinear(_Linear):
     """PyTorch's Linear subclass MultiheadAttention's out_proj is (a plain Linear here)"""
 
 
+# PyTorch's private base classes that libraries test with isinstance (timm's efficientvim and
+# norm_act: nn.modules.batchnorm._BatchNorm); only those whose subclasses here match PyTorch's
+# (_ConvNd is not: Conv2d is no _ConvNd here), the others stay an AttributeError
+_PRIVATE = {"_NormBase": "layers", "_BatchNorm": "layers", "_InstanceNorm": "pool_norm"}
+
+
 def _nn_getattr(name):
     from ... import nn
     if name == "NonDynamicallyQuantizableLinear":
         return NonDynamicallyQuantizableLinear
+    if name in _PRIVATE:
+        return getattr(getattr(nn, _PRIVATE[name]), name)
     try:
         return getattr(nn, name)
     except AttributeError:

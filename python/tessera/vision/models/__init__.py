@@ -1,7 +1,8 @@
 """tessera.vision.models — torchvision.models' classification networks (and, in .segmentation /
-.detection, its segmentation and detection models) as tessera.nn module trees
-with torchvision's module and state-dict names: a torchvision state_dict (tessera.load of a .pt)
-loads with strict=True. Only weights=None: tessera downloads nothing."""
+.detection / .video / .optical_flow, its segmentation, detection, video and optical-flow models)
+as tessera.nn module trees with torchvision's module and state-dict names: a torchvision
+state_dict (tessera.load of a .pt) loads with strict=True. Only weights=None: tessera downloads
+nothing."""
 from . import (alexnet as _alexnet_mod, convnext, densenet,  # noqa: F401 (submodules)
                efficientnet, googlenet as _googlenet_mod, inception, maxvit, mnasnet, mobilenetv2,
                mobilenetv3, regnet, resnet, shufflenetv2, squeezenet, swin_transformer, vgg,
@@ -38,12 +39,16 @@ from . import detection  # noqa: F401,E402 (torchvision.models.detection)
 
 from . import segmentation  # noqa: E402 (torchvision.models.segmentation)
 
+from . import optical_flow, video  # noqa: E402 (torchvision.models.video / .optical_flow)
+
 _BUILDERS = {name: obj for name, obj in dict(globals()).items()
              if callable(obj) and name[:1].islower() and not name.startswith("_")}
 _BUILDERS.update({name: getattr(segmentation, name) for name in segmentation.__all__
                   if name[:1].islower()})  # registered, as torchvision's, not attributes here
 _BUILDERS.update({name: getattr(detection, name) for name in detection.__all__
                   if name[:1].islower()})
+_BUILDERS.update({name: getattr(mod, name) for mod in (video, optical_flow)
+                  for name in mod.__all__ if name[:1].islower()})
 
 
 def list_models():

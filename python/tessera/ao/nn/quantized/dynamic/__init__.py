@@ -1,10 +1,11 @@
-"""tessera.ao.nn.quantized.dynamic — torch.ao.nn.quantized.dynamic: Linear with qint8 weights,
-float activations quantized per tensor at each call (the C function ts_dynamic_quantized_linear)."""
+"""tessera.ao.nn.quantized.dynamic — torch.ao.nn.quantized.dynamic: Linear and LSTM with qint8
+weights, float activations quantized per tensor at each call (the C functions
+ts_dynamic_quantized_linear, ts_dynamic_quantized_lstm)."""
 import tessera
 from tessera import _C
 from tessera.nn.module import Module
 
-__all__ = ["Linear"]
+__all__ = ["Linear", "LSTM"]
 
 
 class Linear(Module):
@@ -78,3 +79,6 @@ def _symmetric_qparams(w):
     # the observer holds its scale as a float32 tensor
     scale = float(tessera.tensor([scale], dtype=tessera.float32)[0])
     return scale, 0
+
+
+from .rnn import LSTM  # noqa: E402  (rnn.py imports _symmetric_qparams from here)

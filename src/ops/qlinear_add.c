@@ -1,0 +1,48 @@
+/* qlinear_add.c — ONNX Runtime's QLinearAdd (ts_qlinear_add, include/tessera/quant.h) over the
+ * backend's qlinear_add kernel (cpu: kern_qlinear_add.c). */
+#include <math.h>
+
+#include "core/internal.h"
+#include "tessera/quant.h"
+
+ts_tensor *ts_qlinear_add(ts_tensor *a, ts_tensor *b, float a_rate, float b_rate, float fixed) {
+    const char *op = "qlinear_add";
+    tsi_init();
+    if (!tsi_check_input(op, a, "a") || !tsi_check_input(op, b, "b")) return NULL;
+    if ((a->dtype != TS_U8 && a->dtype != TS_I8) || b->dtype != a->dtype)
+        return tsi_error_set(TS_ERR_DTYPE,
+                             "%s: a and b must be both uint8 or both int8 (got %s, %s)", op,
+                             tsi_desc(a), tsi_desc(b)),
+               NULL;
+    const int64_t n = tsi_numel(a->shape), nb = tsi_numel(b->shape);
+    if (nb != 1 && !tsi_shape_equal(a->shape, b->shape))
+        return tsi_error_set(TS_ERR_SHAPE, "%s: b %s must have a's shape %s or one value", op,
+                             tsi_desc(b), tsi_desc(a)),
+               NULL;
+    if (!isfinite(a_rate) || !isfinite(b_rate) || !isfinite(fixed))
+        return tsi_error_set(TS_ERR_ARG, "%s: the rates and the fixed term must be finite", op),
+               NULL;
+    ts_tensor *ts[2] = {a, b};
+    ts_device dev;
+    if (!tsi_same_device(op, ts, 2, false, &dev) || !tsi_meta_refuse(op, a)) return NULL;
+    if (!tsi_be(a)->qlinear_add)
+        return tsi_error_set(TS_ERR_UNSUPPORTED, "%s: no kernel on %s", op, ts_device_str(dev)),
+               NULL;
+    ts_tensor *ac = tsi_contiguous(op, a), *bc = ac ? tsi_contiguous(op, b) : NULL;
+    ts_tensor *out = bc ? tsi_new(op, a->shape, a->dtype, dev) : NULL;
+    if (out && n) {
+        const ts_qlinear_add_args args = {.n = n,
+                                          .a = tsi_kview(ac).data,
+                                          .b = tsi_kview(bc).data,
+                                          .out = out->storage->data,
+                                          .is_signed = a->dtype == TS_I8,
+                                          .b_scalar = nb == 1 && n != 1,
+                                          .ra = a_rate,
+                                          .rb = b_rate,
+                                          .fixed = fixed};
+        tsi_be(a)->qlinear_add(tsi_be(a), tsi_dev_index(a), &args);
+    }
+    ts_release(ac);
+    ts_release(bc);
+    return tsi_own(out);
+}

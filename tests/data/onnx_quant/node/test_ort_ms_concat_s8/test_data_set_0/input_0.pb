@@ -1,0 +1,1 @@
+BxJ0e]QZ‘OqÂ«“LrI€Vi¡|YÉúPf•(ðØQ0èaZhPÿÐ¿ÇFãzá	
