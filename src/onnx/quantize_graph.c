@@ -131,8 +131,8 @@ static const char *add_init(qz *q, const char *name, int32_t type, int ndim, con
     uint8_t *raw = qz_alloc(q, bytes);
     if (!t || !d || !raw || !name) return NULL;
     *t = (Onnx__TensorProto)ONNX__TENSOR_PROTO__INIT;
-    memcpy(d, dims, sizeof *d * (size_t)ndim);
-    memcpy(raw, data, bytes);
+    if (ndim) memcpy(d, dims, sizeof *d * (size_t)ndim); /* a scalar's dims may be NULL */
+    if (bytes) memcpy(raw, data, bytes);
     t->n_dims = (size_t)ndim, t->dims = d;
     t->has_data_type = true, t->data_type = type;
     t->name = (char *)name;

@@ -68,7 +68,9 @@ int tcli_export_float(const tcli_opts *o, const tcli_data *d, ts_device dev, con
     net = ts_module_to(net, dev);
     if (ts_error()) rc = tcli_fail_ts(TCLI_FAIL, "model");
     if (rc < 0 && o->checkpoint) rc = load_weights(o, net);
-    ts_tensor *x = rc < 0 ? ts_retain(example_input(o, d, 2, dev)) : NULL;
+    /* the example in a scope of its own: whether or not the caller has one open, it is freed */
+    ts_scope_begin();
+    ts_tensor *x = rc < 0 ? example_input(o, d, 2, dev) : NULL;
     const char *in_name[] = {d->text ? "tokens" : "input"}, *out_name[] = {"logits"};
     ts_onnx_export_opts eo = {.dynamic_batch = true,
                               .input_names = in_name,
@@ -76,7 +78,7 @@ int tcli_export_float(const tcli_opts *o, const tcli_data *d, ts_device dev, con
                               .producer = "tessera quantize"};
     if (rc < 0 && (!x || ts_onnx_export(net, 1, &x, path, eo)))
         rc = tcli_fail_ts(ts_error() == TS_ERR_IO ? TCLI_FAIL : TCLI_USAGE, "export");
-    ts_release(x);
+    ts_scope_end();
     ts_module_free(net);
     return rc;
 }
@@ -102,7 +104,9 @@ int tcli_export(const tcli_opts *o) {
         goto done;
     }
     if (o->checkpoint && (rc = load_weights(o, net)) >= 0) goto done;
-    x = ts_retain(example_input(o, &d, o->batch ? o->batch : 1, dev));
+    /* ours whether or not a scope is open (outside one, the result is already the caller's) */
+    x = example_input(o, &d, o->batch ? o->batch : 1, dev);
+    if (ts_scope_depth() > 0) x = ts_retain(x);
     if (!x) {
         rc = tcli_fail_ts(TCLI_FAIL, "input");
         goto done;
