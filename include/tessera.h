@@ -332,8 +332,8 @@ TS_API ts_status ts_tensor_set_data(ts_tensor *t, ts_tensor *src);
 
 #include "tessera/cuda.h"
 
-#include "tessera/nn.h"
 #include "tessera/gpt2.h"
+#include "tessera/nn.h"
 
 #include "tessera/parallel.h"
 

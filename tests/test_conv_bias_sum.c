@@ -213,7 +213,8 @@ static void check_case(const bcase *t, bool dnnl) {
     const int blk = tsi_conv_block(ts_cpu());
     if (blk) {
         /* the blocked depthwise kernel starts at the bias as oneDNN's (bit equality) */
-        if (blocked(t, &d, NULL, blk, y, &ran)) judge(t, "blocked, selector's", &d, y, t->act, true);
+        if (blocked(t, &d, NULL, blk, y, &ran))
+            judge(t, "blocked, selector's", &d, y, t->act, true);
         CHECK(blocked(t, &d, "dnnl", blk, y, &ran));
         judge(t, "blocked, oneDNN", &d, y, t->act, true);
         /* the plain oneDNN forward's bits, its activation applied here (ReLU is exact) */

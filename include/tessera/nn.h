@@ -160,11 +160,11 @@ TS_API ts_tensor *ts_embedding_ex(ts_tensor *weight, ts_tensor *indices, ts_embe
 TS_API ts_tensor *ts_embedding_bag_ex(ts_tensor *weight, ts_tensor *indices, ts_tensor *offsets,
                                       int mode, ts_tensor *per_sample_weights,
                                       bool include_last_offset, ts_embedding_opts o);
-/* torch.nn.functional.embedding_bag, modes sum (0), mean (1) and max (2): out [bags, dim] = each bag's
- * rows of weight [num, dim] summed or averaged (over the kept entries; an empty bag gives zeros).
- * indices int64 / int32: 2-D [bags, L] with offsets NULL, or 1-D with 1-D integer offsets (bag b =
- * indices[offsets[b] : offsets[b + 1]], the last bag running to the end, or ending at the last
- * offset with include_last_offset). per_sample_weights (NULL: none; mode sum only) of indices'
+/* torch.nn.functional.embedding_bag, modes sum (0), mean (1) and max (2): out [bags, dim] = each
+ * bag's rows of weight [num, dim] summed or averaged (over the kept entries; an empty bag gives
+ * zeros). indices int64 / int32: 2-D [bags, L] with offsets NULL, or 1-D with 1-D integer offsets
+ * (bag b = indices[offsets[b] : offsets[b + 1]], the last bag running to the end, or ending at the
+ * last offset with include_last_offset). per_sample_weights (NULL: none; mode sum only) of indices'
  * shape and weight's dtype scale each row. Entries equal to padding_idx (-1: none) are left out.
  * Differentiable in weight and per_sample_weights. Mode max (2): each bag's elementwise maximum
  * over its kept rows (an empty bag zeros; the gradient to the first maximal row, PyTorch's); not
@@ -258,7 +258,8 @@ TS_API ts_tensor *ts_triplet_margin_loss(ts_tensor *anchor, ts_tensor *positive,
                                          bool swap, ts_reduction r);
 /* triplet_margin_with_distance_loss from the distances a distance function gave (one shape):
  * max(margin + dist_pos - dist_neg, 0), dist_neg replaced by min(dist_neg, dist_swap) when
- * dist_swap (the positive-negative distances) is not NULL; margin > 0 (src/nn/loss_triplet_distance.c) */
+ * dist_swap (the positive-negative distances) is not NULL; margin > 0
+ * (src/nn/loss_triplet_distance.c) */
 TS_API ts_tensor *ts_triplet_margin_distance_loss(ts_tensor *dist_pos, ts_tensor *dist_neg,
                                                   ts_tensor *dist_swap, double margin,
                                                   ts_reduction r);
@@ -594,10 +595,10 @@ TS_API ts_tensor *ts_multihead_attention(ts_module *mha, ts_tensor *query, ts_te
  * (PyTorch's True). Tensors NULL: None. */
 typedef struct ts_mha_forward_args {
     int64_t embed_dim_to_check, num_heads;
-    ts_tensor *in_proj_weight, *in_proj_bias; /* [3E, E], [3E] (bias split in 3 either way) */
-    ts_tensor *bias_k, *bias_v;               /* [1, 1, E] each, appended to the keys / values */
-    bool add_zero_attn;                       /* a zero key and value appended per head */
-    double dropout_p;                         /* on the attention weights, when training */
+    ts_tensor *in_proj_weight, *in_proj_bias;   /* [3E, E], [3E] (bias split in 3 either way) */
+    ts_tensor *bias_k, *bias_v;                 /* [1, 1, E] each, appended to the keys / values */
+    bool add_zero_attn;                         /* a zero key and value appended per head */
+    double dropout_p;                           /* on the attention weights, when training */
     ts_tensor *out_proj_weight, *out_proj_bias; /* [E, E] (required), [E] */
     bool training;
     ts_tensor *key_padding_mask; /* [N, S] ([S] unbatched): bool true = ignored, or float added */
@@ -605,7 +606,8 @@ typedef struct ts_mha_forward_args {
     ts_tensor *attn_mask; /* [L, S] or [N * num_heads, L, S]: bool true = not allowed, or float */
     bool use_separate_proj_weight; /* q / k / v_proj_weight [E, E], [E, kdim], [E, vdim] */
     ts_tensor *q_proj_weight, *k_proj_weight, *v_proj_weight;
-    ts_tensor *static_k, *static_v; /* [N * num_heads, S', E / num_heads]: replace the projections */
+    ts_tensor *static_k,
+        *static_v; /* [N * num_heads, S', E / num_heads]: replace the projections */
     bool average_attn_weights;
     bool is_causal; /* a hint that attn_mask (required) is causal, as PyTorch's */
 } ts_mha_forward_args;

@@ -150,7 +150,7 @@ extern PyMethodDef tsp_tensor_special_methods[], tsp_tensor_special_functions[];
 extern PyMethodDef tsp_tensor_special_more_methods[], tsp_tensor_special_more_functions[];
 /* tensor_quant.c: quantized tensors (tessera/quant.h) */
 extern PyMethodDef tsp_tensor_quant_methods[], tsp_tensor_quant_functions[];
-extern PyMethodDef tsp_tensor_qops_functions[]; /* tensor_qops.c */
+extern PyMethodDef tsp_tensor_qops_functions[];      /* tensor_qops.c */
 extern PyMethodDef tsp_tensor_qobserver_functions[]; /* tensor_qobserver.c */
 extern PyGetSetDef tsp_tensor_quant_getset[];
 /* whether t is quantized; PyTorch's repr of one (its dequantized values, then size, dtype,

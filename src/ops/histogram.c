@@ -94,7 +94,8 @@ static ts_tensor *histogram_body(const char *op, ts_tensor *input, int D, const 
         for (int d = 0; d < D; d++) {
             const int64_t nb = edges && edges[d] ? edges[d]->shape.dims[0] - 1 : bins[d];
             hs.dims[d] = nb > 0 ? nb : 0;
-            et[d] = ts_empty(TS_SHAPE(hs.dims[d] + 1), (ts_opts){.dtype = input->dtype, .device = dev});
+            et[d] =
+                ts_empty(TS_SHAPE(hs.dims[d] + 1), (ts_opts){.dtype = input->dtype, .device = dev});
             if (!et[d]) goto done;
         }
         y = ts_empty(hs, (ts_opts){.dtype = input->dtype, .device = dev});

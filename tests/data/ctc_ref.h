@@ -1,4 +1,5 @@
 /* ctc_ref.h — written by tests/data/gen_ctc_ref.py with PyTorch 2.15.0+cu132: do not edit */
+/* clang-format off */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -72,3 +73,4 @@ static const ctc_case ctc_cases[] = {
     {4, 2, 3, 2, 0, false, ctc3_log_probs, ctc3_weights, {ctc3_loss_none, ctc3_loss_sum, ctc3_loss_mean}, {ctc3_grad_none, ctc3_grad_sum, ctc3_grad_mean}, ctc3_targets, ctc3_input_lengths, ctc3_target_lengths},
     {3, 2, 3, 1, 0, false, ctc4_log_probs, ctc4_weights, {ctc4_loss_none, ctc4_loss_sum, ctc4_loss_mean}, {ctc4_grad_none, ctc4_grad_sum, ctc4_grad_mean}, ctc4_targets, ctc4_input_lengths, ctc4_target_lengths},
 };
+/* clang-format on */

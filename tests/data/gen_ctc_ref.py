@@ -53,7 +53,8 @@ def main():
             case["grad_" + red] = x.grad.flatten().tolist()
         out.append(case)
     lines = ["/* ctc_ref.h — written by tests/data/gen_ctc_ref.py with PyTorch %s: do not edit */"
-             % torch.__version__, "#include <math.h>", "#include <stdbool.h>", "#include <stdint.h>", ""]
+             % torch.__version__, "/* clang-format off */", "#include <math.h>", "#include <stdbool.h>", "#include <stdint.h>",
+             ""]
     for i, c in enumerate(out):
         for k in ("log_probs", "weights", "loss_none", "loss_sum", "loss_mean", "grad_none",
                   "grad_sum", "grad_mean"):
@@ -76,6 +77,7 @@ def main():
                      % (c["T"], c["N"], c["C"], c["S"], c["blank"],
                         "true" if c["zero_infinity"] else "false", *([p] * 11)))
     lines.append("};")
+    lines.append("/* clang-format on */")
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ctc_ref.h")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
