@@ -332,8 +332,10 @@ TS_API ts_status ts_tensor_set_data(ts_tensor *t, ts_tensor *src);
 
 #include "tessera/cuda.h"
 
-#include "tessera/gpt2.h"
 #include "tessera/nn.h"
+
+/* after nn.h: it takes nn.h's ts_gpt_quant_opts */
+#include "tessera/gpt2.h"
 
 #include "tessera/parallel.h"
 

@@ -18,44 +18,15 @@
 #include <string.h>
 
 #include "io/atomic_file.h"
-#include "onnx/onnx_internal.h"
+#include "onnx/quantize_graph.h"
 
 #define OP "onnx_quantize"
 
 bool tso_read_file(const char *op, const char *path, uint8_t **data,
                    size_t *size); /* tensor_proto.c */
 
-enum { K_NONE = 0, K_CONV, K_MATMUL, K_GEMM, K_ADD };
-
-typedef struct qz_range {
-    const char *name;
-    float lo, hi; /* calibrated over every batch */
-    float scale;  /* ORT's compute_scale_zp */
-    int zp;
-    bool graph_out; /* a graph output: its producer writes name_QuantizeLinear_Input */
-} qz_range;
-
-typedef struct qz {
-    Onnx__ModelProto *m;
-    Onnx__GraphProto *g;
-    const char *base_dir;
-    ts_onnx_quantize_opts o;
-    void **mem; /* the arena: every allocation of the rewrite */
-    int n_mem, cap_mem;
-    Onnx__NodeProto **nodes; /* the new graph's nodes and initializers */
-    int n_nodes, cap_nodes;
-    Onnx__TensorProto **inits;
-    int n_inits, cap_inits;
-    int *kind; /* per original node: K_* when it is quantized */
-    qz_range *r;
-    int n_r;
-    const char **done_w; /* weights already quantized (their DequantizeLinear output name) */
-    const char **done_wout;
-    int n_done;
-} qz;
-
 /* ------------------------------------------------------------------ arena and protobuf building */
-static void *qz_alloc(qz *q, size_t n) {
+void *qz_alloc(qz *q, size_t n) {
     if (q->n_mem == q->cap_mem) {
         int cap = q->cap_mem ? 2 * q->cap_mem : 256;
         void **p = realloc(q->mem, sizeof *p * (size_t)cap);
@@ -67,7 +38,7 @@ static void *qz_alloc(qz *q, size_t n) {
     return q->mem[q->n_mem++] = p;
 }
 
-static char *__attribute__((format(printf, 2, 3))) qz_str(qz *q, const char *fmt, ...) {
+char *qz_str(qz *q, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
@@ -80,7 +51,7 @@ static char *__attribute__((format(printf, 2, 3))) qz_str(qz *q, const char *fmt
     return s;
 }
 
-static bool push(qz *q, void ***a, int *n, int *cap, void *item) {
+bool qz_push(qz *q, void ***a, int *n, int *cap, void *item) {
     if (!item) return false;
     if (*n == *cap) {
         int c = *cap ? 2 * *cap : 64;
@@ -94,8 +65,8 @@ static bool push(qz *q, void ***a, int *n, int *cap, void *item) {
 }
 
 /* A node op_type(in...) -> out..., appended to the new graph */
-static Onnx__NodeProto *add_node(qz *q, const char *op, int n_in, const char *const *in, int n_out,
-                                 const char *const *out) {
+Onnx__NodeProto *qz_add_node(qz *q, const char *op, int n_in, const char *const *in, int n_out,
+                             const char *const *out) {
     Onnx__NodeProto *n = qz_alloc(q, sizeof *n);
     char **iv = qz_alloc(q, sizeof *iv * (size_t)n_in),
          **ov = qz_alloc(q, sizeof *ov * (size_t)n_out);
@@ -108,10 +79,10 @@ static Onnx__NodeProto *add_node(qz *q, const char *op, int n_in, const char *co
     n->n_input = (size_t)n_in, n->input = iv;
     n->n_output = (size_t)n_out, n->output = ov;
     n->name = qz_str(q, "%s_%d", op, q->n_nodes);
-    return push(q, (void ***)&q->nodes, &q->n_nodes, &q->cap_nodes, n) ? n : NULL;
+    return qz_push(q, (void ***)&q->nodes, &q->n_nodes, &q->cap_nodes, n) ? n : NULL;
 }
 
-static bool node_attr_int(qz *q, Onnx__NodeProto *n, const char *name, int64_t v) {
+bool qz_node_attr_int(qz *q, Onnx__NodeProto *n, const char *name, int64_t v) {
     Onnx__AttributeProto *a = qz_alloc(q, sizeof *a), **list = qz_alloc(q, sizeof *list);
     if (!a || !list) return false;
     *a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
@@ -124,8 +95,8 @@ static bool node_attr_int(qz *q, Onnx__NodeProto *n, const char *name, int64_t v
 }
 
 /* An initializer from host data (raw little-endian bytes, as ORT writes them) */
-static const char *add_init(qz *q, const char *name, int32_t type, int ndim, const int64_t *dims,
-                            const void *data, size_t bytes) {
+const char *qz_add_init(qz *q, const char *name, int32_t type, int ndim, const int64_t *dims,
+                        const void *data, size_t bytes) {
     Onnx__TensorProto *t = qz_alloc(q, sizeof *t);
     int64_t *d = qz_alloc(q, sizeof *d * (size_t)(ndim ? ndim : 1));
     uint8_t *raw = qz_alloc(q, bytes);
@@ -137,15 +108,15 @@ static const char *add_init(qz *q, const char *name, int32_t type, int ndim, con
     t->has_data_type = true, t->data_type = type;
     t->name = (char *)name;
     t->has_raw_data = true, t->raw_data = (ProtobufCBinaryData){bytes, raw};
-    return push(q, (void ***)&q->inits, &q->n_inits, &q->cap_inits, t) ? name : NULL;
+    return qz_push(q, (void ***)&q->inits, &q->n_inits, &q->cap_inits, t) ? name : NULL;
 }
 
-static const char *add_scalar(qz *q, const char *name, int32_t type, const void *v, size_t bytes) {
-    return add_init(q, name, type, 0, NULL, v, bytes);
+const char *qz_add_scalar(qz *q, const char *name, int32_t type, const void *v, size_t bytes) {
+    return qz_add_init(q, name, type, 0, NULL, v, bytes);
 }
 
 /* ------------------------------------------------------------------ reading the model */
-static Onnx__TensorProto *find_init(const qz *q, const char *name) {
+Onnx__TensorProto *qz_find_init(const qz *q, const char *name) {
     for (size_t i = 0; name && i < q->g->n_initializer; i++)
         if (q->g->initializer[i]->name && !strcmp(q->g->initializer[i]->name, name))
             return q->g->initializer[i];
@@ -165,7 +136,7 @@ static const Onnx__AttributeProto *attr(const Onnx__NodeProto *n, const char *na
         if (n->attribute[i]->name && !strcmp(n->attribute[i]->name, name)) return n->attribute[i];
     return NULL;
 }
-static int64_t attr_i(const Onnx__NodeProto *n, const char *name, int64_t def) {
+int64_t qz_attr_i(const Onnx__NodeProto *n, const char *name, int64_t def) {
     const Onnx__AttributeProto *a = attr(n, name);
     return a ? a->i : def;
 }
@@ -175,7 +146,7 @@ static float attr_f(const Onnx__NodeProto *n, const char *name, float def) {
 }
 
 /* the weight's elements as float32 on the host (malloc'ed; NULL with the error set) */
-static float *init_floats(const qz *q, const Onnx__TensorProto *t, int64_t *count) {
+float *qz_init_floats(const qz *q, const Onnx__TensorProto *t, int64_t *count) {
     ts_tensor *x = tso_tensor_from_proto(t, q->base_dir, ts_cpu(), t->name);
     if (!x) return NULL;
     *count = ts_numel(x);
@@ -196,17 +167,18 @@ static int node_kind(const qz *q, const Onnx__NodeProto *n, bool dynamic) {
         !*n->input[1] || !*n->output[0])
         return K_NONE;
     const char *op = n->op_type ? n->op_type : "";
-    if (find_init(q, n->input[0])) return K_NONE;
-    const Onnx__TensorProto *w = find_init(q, n->input[1]);
-    const Onnx__TensorProto *b = n->n_input > 2 && *n->input[2] ? find_init(q, n->input[2]) : NULL;
+    if (qz_find_init(q, n->input[0])) return K_NONE;
+    const Onnx__TensorProto *w = qz_find_init(q, n->input[1]);
+    const Onnx__TensorProto *b =
+        n->n_input > 2 && *n->input[2] ? qz_find_init(q, n->input[2]) : NULL;
     bool has_b = n->n_input > 2 && *n->input[2];
     if (!strcmp(op, "Conv") && !dynamic && (is_float_init(w, 4) || is_float_init(w, 3)) &&
         (!has_b || (is_float_init(b, 1) && b->dims[0] == w->dims[0])))
         return K_CONV;
     if (!strcmp(op, "MatMul") && is_float_init(w, 2)) return K_MATMUL;
-    if (!strcmp(op, "Gemm") && is_float_init(w, 2) && !attr_i(n, "transA", 0) &&
+    if (!strcmp(op, "Gemm") && is_float_init(w, 2) && !qz_attr_i(n, "transA", 0) &&
         attr_f(n, "alpha", 1) == 1 && attr_f(n, "beta", 1) == 1) {
-        int64_t m = w->dims[attr_i(n, "transB", 0) ? 0 : 1];
+        int64_t m = w->dims[qz_attr_i(n, "transB", 0) ? 0 : 1];
         if (!has_b || (is_float_init(b, 1) && b->dims[0] == m)) return K_GEMM;
     }
     if (!strcmp(op, "Add") && !dynamic && n->n_input == 2 && !w) return K_ADD;
@@ -214,22 +186,21 @@ static int node_kind(const qz *q, const Onnx__NodeProto *n, bool dynamic) {
 }
 
 /* a name that may be absent from the file */
-static const char *nm(const char *s) { return s ? s : ""; }
 
 static bool is_graph_output(const qz *q, const char *name) {
     for (size_t i = 0; i < q->g->n_output; i++)
-        if (!strcmp(nm(q->g->output[i]->name), name)) return true;
+        if (!strcmp(qz_nm(q->g->output[i]->name), name)) return true;
     return false;
 }
 
-static qz_range *range_of(qz *q, const char *name) {
+qz_range *qz_range_of(qz *q, const char *name) {
     for (int i = 0; i < q->n_r; i++)
         if (!strcmp(q->r[i].name, name)) return &q->r[i];
     return NULL;
 }
 
 static bool add_range(qz *q, const char *name) {
-    if (range_of(q, name)) return true;
+    if (qz_range_of(q, name)) return true;
     q->r[q->n_r++] = (qz_range){.name = name, .lo = INFINITY, .hi = -INFINITY};
     return true;
 }
@@ -239,8 +210,8 @@ static bool add_range(qz *q, const char *name) {
  * scale (rmax - rmin) / (qmax - qmin) in float64 then stored as float32, the zero point
  * round_half_even(qmin - rmin / scale) with the float64 scale (symmetric: the middle of the range);
  * a scale under float32's smallest normal is 1 with zero point 0. */
-static void quant_params(float rmin, float rmax, int qmin, int qmax, bool symmetric, float *scale,
-                         int *zp) {
+void qz_quant_params(float rmin, float rmax, int qmin, int qmax, bool symmetric, float *scale,
+                     int *zp) {
     rmin = fminf(rmin, 0.0f);
     rmax = fmaxf(rmax, 0.0f);
     if (symmetric) {
@@ -257,7 +228,7 @@ static void quant_params(float rmin, float rmax, int qmin, int qmax, bool symmet
 }
 
 /* quant_utils.quantize_nparray: clip(round_half_even(float32(x / scale)) + zp, qmin, qmax) */
-static int quantize_value(float x, float scale, int zp, int qmin, int qmax) {
+int qz_quantize_value(float x, float scale, int zp, int qmin, int qmax) {
     float v = nearbyintf(x / scale) + (float)zp;
     return v < (float)qmin ? qmin : v > (float)qmax ? qmax : (int)v;
 }
@@ -277,7 +248,7 @@ static bool calibrate(qz *q, int *batches) {
     for (int i = 0; i < q->n_r; i++) {
         if (q->r[i].graph_out) {
             for (size_t j = 0; j < g->n_output; j++)
-                if (!strcmp(nm(g->output[j]->name), q->r[i].name)) slot[i] = (int)j;
+                if (!strcmp(qz_nm(g->output[j]->name), q->r[i].name)) slot[i] = (int)j;
             continue;
         }
         Onnx__ValueInfoProto *v = qz_alloc(q, sizeof *v);
@@ -358,290 +329,12 @@ static bool calibrate(qz *q, int *batches) {
     return ok;
 }
 
-/* ------------------------------------------------------------------ the static (QDQ) rewrite */
-/* the name consumers read for activation `name` */
-static const char *read_name(qz *q, const char *name) {
-    qz_range *r = range_of(q, name);
-    if (!r || r->graph_out) return name;
-    return qz_str(q, "%s_DequantizeLinear_Output", name);
-}
-
-/* Q -> DQ after the activation */
-static bool emit_qdq(qz *q, qz_range *r) {
-    bool i8 = q->o.int8_activations;
-    int32_t zt = i8 ? ONNX__TENSOR_PROTO__DATA_TYPE__INT8 : ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
-    int8_t z8 = (int8_t)r->zp;
-    uint8_t zu = (uint8_t)r->zp;
-    const char *s = add_scalar(q, qz_str(q, "%s_scale", r->name),
-                               ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, &r->scale, 4);
-    const char *z = add_scalar(q, qz_str(q, "%s_zero_point", r->name), zt,
-                               i8 ? (const void *)&z8 : (const void *)&zu, 1);
-    const char *x = r->graph_out ? qz_str(q, "%s_QuantizeLinear_Input", r->name) : r->name;
-    const char *qo = qz_str(q, "%s_QuantizeLinear_Output", r->name);
-    const char *dqo = r->graph_out ? r->name : qz_str(q, "%s_DequantizeLinear_Output", r->name);
-    if (!s || !z || !x || !qo || !dqo) return false;
-    const char *qin[] = {x, s, z}, *dqin[] = {qo, s, z};
-    return add_node(q, "QuantizeLinear", 3, qin, 1, &qo) &&
-           add_node(q, "DequantizeLinear", 3, dqin, 1, &dqo);
-}
-
-/* The weight as int8 (per output channel along `axis`, or per tensor), symmetric [-127, 127],
- * with its DequantizeLinear; the DQ output's name, NULL on failure. wscale gets the scales. */
-static const char *emit_weight(qz *q, const Onnx__TensorProto *w, const char *base, int axis,
-                               bool per_channel, float **wscale, int64_t *nch) {
-    int64_t n;
-    float *v = init_floats(q, w, &n);
-    if (!v) return NULL;
-    int64_t c = per_channel ? w->dims[axis] : 1, inner = 1;
-    for (int d = axis + 1; d < (int)w->n_dims; d++) inner *= w->dims[d];
-    if (!per_channel) inner = n;
-    float *sc = qz_alloc(q, sizeof *sc * (size_t)c);
-    int8_t *qv = qz_alloc(q, (size_t)n), *zv = qz_alloc(q, (size_t)c);
-    const char *out = NULL;
-    if (sc && qv && zv) {
-        float *lo = malloc(sizeof *lo * (size_t)c), *hi = malloc(sizeof *hi * (size_t)c);
-        if (!lo || !hi) {
-            free(lo), free(hi), free(v);
-            return tsi_error_set(TS_ERR_OOM, "%s: out of host memory", OP), NULL;
-        }
-        for (int64_t ch = 0; ch < c; ch++) lo[ch] = INFINITY, hi[ch] = -INFINITY;
-        for (int64_t i = 0; i < n; i++) {
-            int64_t ch = per_channel ? (i / inner) % c : 0;
-            lo[ch] = fminf(lo[ch], v[i]), hi[ch] = fmaxf(hi[ch], v[i]);
-        }
-        for (int64_t ch = 0; ch < c; ch++) {
-            int zp;
-            quant_params(lo[ch], hi[ch], -127, 127, true, &sc[ch], &zp);
-            zv[ch] = (int8_t)zp;
-        }
-        free(lo), free(hi);
-        for (int64_t i = 0; i < n; i++) {
-            int64_t ch = per_channel ? (i / inner) % c : 0;
-            qv[i] = (int8_t)quantize_value(v[i], sc[ch], zv[ch], -128, 127);
-        }
-        int64_t cd[1] = {c};
-        const char *qn =
-            add_init(q, qz_str(q, "%s_quantized", base), ONNX__TENSOR_PROTO__DATA_TYPE__INT8,
-                     (int)w->n_dims, w->dims, qv, (size_t)n);
-        const char *sn =
-            add_init(q, qz_str(q, "%s_scale", base), ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT,
-                     per_channel, cd, sc, sizeof *sc * (size_t)c);
-        const char *zn =
-            add_init(q, qz_str(q, "%s_zero_point", base), ONNX__TENSOR_PROTO__DATA_TYPE__INT8,
-                     per_channel, cd, zv, (size_t)c);
-        const char *o = qz_str(q, "%s_DequantizeLinear_Output", base);
-        const char *in[] = {qn, sn, zn};
-        Onnx__NodeProto *dq =
-            qn && sn && zn && o ? add_node(q, "DequantizeLinear", 3, in, 1, &o) : NULL;
-        if (dq && (!per_channel || node_attr_int(q, dq, "axis", axis))) out = o;
-    }
-    free(v);
-    *wscale = sc, *nch = c;
-    return out;
-}
-
-/* the int32 bias: round_half_even(float64(b) / float64(x_scale * w_scale[c])), clipped */
-static const char *emit_bias(qz *q, const Onnx__TensorProto *b, const char *base, float x_scale,
-                             const float *ws, int64_t nws) {
-    int64_t n;
-    float *v = init_floats(q, b, &n);
-    if (!v) return NULL;
-    float *sc = qz_alloc(q, sizeof *sc * (size_t)n);
-    int32_t *qv = qz_alloc(q, sizeof *qv * (size_t)n), *zv = qz_alloc(q, sizeof *zv * (size_t)n);
-    const char *out = NULL;
-    if (sc && qv && zv) {
-        for (int64_t i = 0; i < n; i++) {
-            sc[i] = x_scale * ws[nws == 1 ? 0 : i]; /* float32, as numpy multiplies float32 */
-            double r = nearbyint((double)v[i] / (double)sc[i]);
-            qv[i] = r < INT32_MIN ? INT32_MIN : r > INT32_MAX ? INT32_MAX : (int32_t)r;
-        }
-        int64_t d[1] = {n};
-        const char *qn = add_init(q, qz_str(q, "%s_quantized", base),
-                                  ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 1, d, qv, 4 * (size_t)n);
-        const char *sn = add_init(q, qz_str(q, "%s_quantized_scale", base),
-                                  ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d, sc, 4 * (size_t)n);
-        const char *zn = add_init(q, qz_str(q, "%s_quantized_zero_point", base),
-                                  ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 1, d, zv, 4 * (size_t)n);
-        const char *o = qz_str(q, "%s_DequantizeLinear_Output", base);
-        const char *in[] = {qn, sn, zn};
-        Onnx__NodeProto *dq =
-            qn && sn && zn && o ? add_node(q, "DequantizeLinear", 3, in, 1, &o) : NULL;
-        if (dq && node_attr_int(q, dq, "axis", 0)) out = o;
-    }
-    free(v);
-    return out;
-}
-
-/* a copy of node n with inputs renamed (the original node is left as it was) */
-static Onnx__NodeProto *copy_node(qz *q, const Onnx__NodeProto *n) {
-    Onnx__NodeProto *c = qz_alloc(q, sizeof *c);
-    char **iv = qz_alloc(q, sizeof *iv * (n->n_input + 1)),
-         **ov = qz_alloc(q, sizeof *ov * (n->n_output + 1));
-    if (!c || !iv || !ov) return NULL;
-    *c = *n;
-    memcpy(iv, n->input, sizeof *iv * n->n_input);
-    memcpy(ov, n->output, sizeof *ov * n->n_output);
-    c->input = iv, c->output = ov;
-    for (size_t i = 0; i < n->n_input; i++)
-        if (*iv[i] && !(iv[i] = (char *)read_name(q, iv[i]))) return NULL;
-    for (size_t i = 0; i < n->n_output; i++) {
-        qz_range *r = range_of(q, ov[i]);
-        if (r && r->graph_out && !(ov[i] = qz_str(q, "%s_QuantizeLinear_Input", ov[i])))
-            return NULL;
-    }
-    return push(q, (void ***)&q->nodes, &q->n_nodes, &q->cap_nodes, c) ? c : NULL;
-}
-
-static bool build_static(qz *q) {
-    Onnx__GraphProto *g = q->g;
-    const bool per_channel = !q->o.per_tensor_weights;
-    /* ORT writes the weights' and biases' DequantizeLinear nodes first */
-    const char **win = qz_alloc(q, sizeof *win * g->n_node),
-               **bin = qz_alloc(q, sizeof *bin * g->n_node);
-    float **wsc = qz_alloc(q, sizeof *wsc * g->n_node);
-    int64_t *nwsc = qz_alloc(q, sizeof *nwsc * g->n_node);
-    int *axes = qz_alloc(q, sizeof *axes * g->n_node);
-    if (!win || !bin || !wsc || !nwsc || !axes) return false;
-    for (size_t k = 0; k < g->n_node; k++) {
-        const Onnx__NodeProto *n = g->node[k];
-        if (q->kind[k] == K_NONE || q->kind[k] == K_ADD) continue;
-        const Onnx__TensorProto *w = find_init(q, n->input[1]);
-        int axis = q->kind[k] == K_MATMUL ? 1
-                   : q->kind[k] == K_GEMM ? (attr_i(n, "transB", 0) ? 0 : 1)
-                                          : 0;
-        /* a weight (bias) shared by several nodes is quantized once when they agree (same axis;
-         * for a bias also the same input and weight), else once per node under its own names */
-        const char *wbase = w->name, *bbase = NULL;
-        bool has_b = n->n_input > 2 && *n->input[2];
-        if (has_b) bbase = n->input[2];
-        for (size_t j = 0; j < k && (wbase || bbase); j++) {
-            const Onnx__NodeProto *p = g->node[j];
-            if (!win[j]) continue;
-            if (wbase && !strcmp(p->input[1], n->input[1])) {
-                if (axes[j] == axis) {
-                    win[k] = win[j], wsc[k] = wsc[j], nwsc[k] = nwsc[j];
-                } else if (!(wbase = qz_str(q, "%s_%zu", w->name, k))) {
-                    return false;
-                }
-            }
-            if (bbase && bin[j] && !strcmp(p->input[2], n->input[2])) {
-                if (win[k] == win[j] && !strcmp(p->input[0], n->input[0]))
-                    bin[k] = bin[j], bbase = NULL;
-                else if (!(bbase = qz_str(q, "%s_%zu", n->input[2], k)))
-                    return false;
-            }
-        }
-        axes[k] = axis;
-        if (!win[k] && !(win[k] = emit_weight(q, w, wbase, axis, per_channel, &wsc[k], &nwsc[k])))
-            return false;
-        if (has_b && !bin[k]) {
-            qz_range *x = range_of(q, n->input[0]);
-            if (!(bin[k] =
-                      emit_bias(q, find_init(q, n->input[2]), bbase, x->scale, wsc[k], nwsc[k])))
-                return false;
-        }
-    }
-    for (size_t i = 0; i < g->n_input; i++) {
-        qz_range *r = range_of(q, nm(g->input[i]->name));
-        if (r && !find_init(q, r->name) && !emit_qdq(q, r)) return false;
-    }
-    for (size_t k = 0; k < g->n_node; k++) {
-        Onnx__NodeProto *c = copy_node(q, g->node[k]);
-        if (!c) return false;
-        if (win[k]) c->input[1] = (char *)win[k];
-        if (bin[k]) c->input[2] = (char *)bin[k];
-        for (size_t i = 0; i < g->node[k]->n_output; i++) {
-            qz_range *r = range_of(q, g->node[k]->output[i]);
-            if (r && !emit_qdq(q, r)) return false;
-        }
-    }
-    return true;
-}
-
-/* ------------------------------------------------------------------ the dynamic rewrite */
-static bool build_dynamic(qz *q) {
-    Onnx__GraphProto *g = q->g;
-    const char **dql = qz_alloc(q, sizeof *dql * g->n_node); /* inputs already quantized */
-    int n_dql = 0;
-    if (!dql) return false;
-    for (size_t k = 0; k < g->n_node; k++) {
-        const Onnx__NodeProto *n = g->node[k];
-        if (q->kind[k] == K_NONE) {
-            if (!copy_node(q, n)) return false;
-            continue;
-        }
-        const char *x = n->input[0], *y = n->output[0];
-        bool seen = false;
-        for (int i = 0; i < n_dql; i++) seen = seen || !strcmp(dql[i], x);
-        const char *xq = qz_str(q, "%s_quantized", x), *xs = qz_str(q, "%s_scale", x),
-                   *xz = qz_str(q, "%s_zero_point", x);
-        if (!xq || !xs || !xz) return false;
-        if (!seen) {
-            const char *outs[] = {xq, xs, xz};
-            if (!add_node(q, "DynamicQuantizeLinear", 1, &x, 3, outs)) return false;
-            dql[n_dql++] = x;
-        }
-        /* the weight [K, N] (a transB Gemm's transposed), per tensor symmetric int8 */
-        const Onnx__TensorProto *w = find_init(q, n->input[1]);
-        bool tb = q->kind[k] == K_GEMM && attr_i(n, "transB", 0);
-        const char *wname = tb ? qz_str(q, "%s_Transposed", w->name) : w->name;
-        const char *wq = qz_str(q, "%s_quantized", wname), *wsn = qz_str(q, "%s_scale", wname),
-                   *wzn = qz_str(q, "%s_zero_point", wname);
-        if (!wq || !wsn || !wzn) return false;
-        bool done = false;
-        for (int i = 0; i < q->n_done; i++) done = done || !strcmp(q->done_w[i], wq);
-        if (!done) {
-            int64_t count;
-            float *v = init_floats(q, w, &count);
-            if (!v) return false;
-            int64_t r = w->dims[0], c = w->dims[1];
-            int8_t *qv = qz_alloc(q, (size_t)count);
-            float lo = INFINITY, hi = -INFINITY, sc;
-            int zp;
-            for (int64_t i = 0; i < count; i++) lo = fminf(lo, v[i]), hi = fmaxf(hi, v[i]);
-            quant_params(lo, hi, -127, 127, true, &sc, &zp);
-            for (int64_t i = 0; qv && i < r; i++)
-                for (int64_t j = 0; j < c; j++)
-                    qv[tb ? j * r + i : i * c + j] =
-                        (int8_t)quantize_value(v[i * c + j], sc, zp, -128, 127);
-            free(v);
-            int8_t z8 = (int8_t)zp;
-            int64_t dims[2] = {tb ? c : r, tb ? r : c};
-            if (!qv ||
-                !add_init(q, wq, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, 2, dims, qv, (size_t)count) ||
-                !add_scalar(q, wsn, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, &sc, 4) ||
-                !add_scalar(q, wzn, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, &z8, 1))
-                return false;
-            q->done_w[q->n_done++] = wq;
-        }
-        bool bias = n->n_input > 2 && *n->input[2];
-        const char *mul = qz_str(q, "%s_quant_scales_mul", y),
-                   *acc = qz_str(q, "%s_MatMul_output_quantized", y),
-                   *cst = qz_str(q, "%s_MatMul_output_quantized_cast_output", y),
-                   *mm = bias ? qz_str(q, "%s_MatMul", y) : y;
-        if (!mul || !acc || !cst || !mm) return false;
-        const char *min[] = {xs, wsn}, *iin[] = {xq, wq, xz, wzn}, *mo[] = {cst, mul};
-        Onnx__NodeProto *cast;
-        if (!add_node(q, "Mul", 2, min, 1, &mul) ||
-            !add_node(q, "MatMulInteger", 4, iin, 1, &acc) ||
-            !(cast = add_node(q, "Cast", 1, &acc, 1, &cst)) ||
-            !node_attr_int(q, cast, "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) ||
-            !add_node(q, "Mul", 2, mo, 1, &mm))
-            return false;
-        if (bias) {
-            const char *ain[] = {mm, n->input[2]};
-            if (!add_node(q, "Add", 2, ain, 1, &y)) return false;
-        }
-    }
-    return true;
-}
-
 /* ------------------------------------------------------------------ driver */
 /* name is read by a node of the graph (or a sub-graph) or is a graph output */
 static bool name_used(const Onnx__GraphProto *g, Onnx__NodeProto *const *nodes, size_t n_nodes,
                       const char *name) {
     for (size_t i = 0; i < g->n_output; i++)
-        if (!strcmp(nm(g->output[i]->name), name)) return true;
+        if (!strcmp(qz_nm(g->output[i]->name), name)) return true;
     for (size_t k = 0; k < n_nodes; k++) {
         const Onnx__NodeProto *n = nodes[k];
         for (size_t i = 0; i < n->n_input; i++)
@@ -722,14 +415,14 @@ static bool quantize(qz *q, size_t in_size, const char *out_path, ts_onnx_quanti
         for (int i = 0; i < q->n_r; i++) {
             qz_range *r = &q->r[i];
             if (r->lo > r->hi) r->lo = r->hi = 0; /* only empty tensors seen */
-            quant_params(r->lo, r->hi, i8 ? -128 : 0, i8 ? 127 : 255, false, &r->scale, &r->zp);
+            qz_quant_params(r->lo, r->hi, i8 ? -128 : 0, i8 ? 127 : 255, false, &r->scale, &r->zp);
         }
     }
-    if (!(dynamic ? build_dynamic(q) : build_static(q))) return false;
+    if (!(dynamic ? qz_build_dynamic(q) : qz_build_static(q))) return false;
     /* the original initializers still read (float weights read by unquantized nodes too) */
     for (size_t i = 0; i < g->n_initializer; i++)
-        if (name_used(g, q->nodes, (size_t)q->n_nodes, nm(g->initializer[i]->name)) &&
-            !push(q, (void ***)&q->inits, &q->n_inits, &q->cap_inits, g->initializer[i]))
+        if (name_used(g, q->nodes, (size_t)q->n_nodes, qz_nm(g->initializer[i]->name)) &&
+            !qz_push(q, (void ***)&q->inits, &q->n_inits, &q->cap_inits, g->initializer[i]))
             return false;
     Onnx__NodeProto **old_nodes = g->node;
     Onnx__TensorProto **old_inits = g->initializer;
