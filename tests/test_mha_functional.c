@@ -164,7 +164,9 @@ static mtensors make_tensors(const mcase *c, const mvals *m, ts_dtype dt, ts_dev
     if (c->bias)
         a->in_proj_bias = TT(TS_SHAPE(3 * E), m->b), a->out_proj_bias = TT(TS_SHAPE(E), m->bo);
     a->out_proj_weight = TT(TS_SHAPE(E, E), m->wo);
-    if (c->bias_kv)
+    if (c->bias_kv && c->zero_attn) /* PyTorch's repeat(1, bsz, 1) also takes them 1-D */
+        a->bias_k = TT(TS_SHAPE(E), m->bk), a->bias_v = TT(TS_SHAPE(E), m->bv);
+    else if (c->bias_kv)
         a->bias_k = TT(TS_SHAPE(1, 1, E), m->bk), a->bias_v = TT(TS_SHAPE(1, 1, E), m->bv);
     a->add_zero_attn = c->zero_attn;
     a->training = true, a->need_weights = c->need_weights, a->average_attn_weights = c->average;

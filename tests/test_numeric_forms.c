@@ -3,7 +3,8 @@
  * edges, range, weights, density, the right edge, values outside and NaN, equal ends, the NaN
  * refusal), ts_pdist (p = 2, 1, inf, 0.5; its gradient by ts_gradcheck and 0 at equal rows),
  * ts_gradient (uniform and coordinate spacing, edge_order 1 and 2, against a polynomial whose
- * differences are exact; gradcheck), ts_frexp (powers of two, subnormals, 0, inf, NaN),
+ * differences are exact; gradcheck), ts_frexp (powers of two, subnormals, 0, inf, NaN; the
+ * mantissa's gradient),
  * ts_unravel_index (negative indices, range refusal) and ts_combinations (with and without
  * replacement, r = 0, r > n; gradcheck).
  *
@@ -230,6 +231,14 @@ static void test_frexp_unravel(void) {
             re[i] = isfinite(v[i]) ? k : 0;
         }
         CHECK(exact(m, rm, NV) && exact(e, re, NV));
+        /* the mantissa's gradient, PyTorch's grad / 2^exponent: exact powers of two (0, inf and
+         * NaN have exponent 0: the gradient passes) */
+        ts_tensor *xg = f64(TS_SHAPE(NV), v, devs[d]);
+        ts_set_requires_grad(xg, true);
+        CHECK(ts_frexp(xg, &m, &e) == TS_OK && ts_backward(ts_sum(m)) == TS_OK);
+        double rg[NV];
+        for (int i = 0; i < NV; i++) rg[i] = ldexp(1.0, -(int)re[i]);
+        CHECK(ts_grad(xg) && exact(ts_grad(xg), rg, NV));
         CHECK(ts_frexp(ts_to_dtype(x, TS_I64), &m, &e) == TS_ERR_DTYPE);
         ts_error_clear();
         ts_tensor *idx = ts_tensor_i64(TS_SHAPE(4), (int64_t[]){5, -1, 0, 7},

@@ -26,6 +26,17 @@ static bool shape_is(ts_tensor *t, ts_shape want, const char *name) {
     return false;
 }
 
+/* bias_k / bias_v: [E] with up to two leading 1s ([1, 1, E] as the module keeps it), as PyTorch's
+ * bias.repeat(1, bsz, 1) reads them */
+static bool bias_kv_ok(ts_tensor *t, int64_t E, const char *name) {
+    bool ok = t->shape.ndim >= 1 && t->shape.ndim <= 3 && t->shape.dims[t->shape.ndim - 1] == E;
+    for (int i = 0; ok && i < t->shape.ndim - 1; i++) ok = t->shape.dims[i] == 1;
+    if (ok) return true;
+    tsi_error_set(TS_ERR_SHAPE, "%s: expected %s of shape [1, 1, %lld] (or [%lld]), but got %s", OP,
+                  name, (long long)E, (long long)E, tsi_shape_str(t->shape));
+    return false;
+}
+
 static bool mask_dtype_ok(ts_tensor *mask, const char *name) {
     if (!mask || mask->dtype == TS_BOOL || tsi_is_float(mask->dtype)) return true;
     tsi_error_set(TS_ERR_DTYPE, "%s: only bool and floating types of %s are supported, got %s", OP,
@@ -156,8 +167,7 @@ static bool check_args(ts_tensor *q, ts_tensor *k, ts_tensor *v, const ts_mha_fo
     if (a->bias_k && (a->static_k || a->static_v))
         return tsi_error_set(TS_ERR_ARG, "%s: bias cannot be added to static key or value.", OP),
                false;
-    if (a->bias_k && (!shape_is(a->bias_k, TS_SHAPE(1, 1, E), "bias_k") ||
-                      !shape_is(a->bias_v, TS_SHAPE(1, 1, E), "bias_v")))
+    if (a->bias_k && (!bias_kv_ok(a->bias_k, E, "bias_k") || !bias_kv_ok(a->bias_v, E, "bias_v")))
         return false;
     int64_t src = S + (a->bias_k ? 1 : 0);
     ts_tensor *st[2] = {a->static_k, a->static_v};
@@ -261,8 +271,9 @@ ts_tensor *ts_multi_head_attention_forward(ts_tensor *query, ts_tensor *key, ts_
     if (am && am->shape.ndim == 2) am = ts_unsqueeze(am, 0);
     if (a->bias_k) {
         const int64_t reps[3] = {1, N, 1};
-        ts_tensor *kk[2] = {k, ts_repeat(a->bias_k, reps, 3)},
-                  *vv[2] = {v, ts_repeat(a->bias_v, reps, 3)};
+        const ts_shape bkv = TS_SHAPE(1, 1, a->bias_k->shape.dims[a->bias_k->shape.ndim - 1]);
+        ts_tensor *kk[2] = {k, ts_repeat(ts_reshape(a->bias_k, bkv), reps, 3)},
+                  *vv[2] = {v, ts_repeat(ts_reshape(a->bias_v, bkv), reps, 3)};
         k = ts_cat(kk, 2, 0), v = ts_cat(vv, 2, 0);
         if (am) am = pad_last(am);
         if (kpm) kpm = pad_last(kpm);

@@ -7,6 +7,14 @@
 #include "autograd/autograd.h"
 #include "host_values.h"
 
+/* PyTorch's derivative of the mantissa: grad / 2^exponent (the exponent recomputed from x) */
+static void frexp_backward(ts_node *n, ts_tensor *const *grad_out, ts_tensor **grad_in) {
+    if (!grad_out[0] || !tsi_node_needs(n, 0)) return;
+    ts_tensor *x = tsi_node_saved(n, 0), *m = NULL, *e = NULL;
+    if (!x || ts_frexp(x, &m, &e) != TS_OK) return;
+    grad_in[0] = ts_div(grad_out[0], ts_exp2(ts_to_dtype(e, grad_out[0]->dtype)));
+}
+
 ts_status ts_frexp(ts_tensor *input, ts_tensor **mantissa, ts_tensor **exponent) {
     const char *op = "torch.frexp";
     tsi_init();
@@ -35,7 +43,11 @@ ts_status ts_frexp(ts_tensor *input, ts_tensor **mantissa, ts_tensor **exponent)
     ts_tensor *mant = ts_where(ok, ts_to_dtype(ts_copysign(m, x), input->dtype), ts_detach(input));
     ts_tensor *ex = ts_to_dtype(ts_where(ok, e, ts_zeros_like(e)), TS_I32);
     ts_no_grad_end();
-    const ts_status st = mant && ex ? ts_error() : (ts_error() ? ts_error() : TS_ERR_OOM);
+    ts_status st = mant && ex ? ts_error() : (ts_error() ? ts_error() : TS_ERR_OOM);
+    ts_tensor *const ins[1] = {input};
+    if (st == TS_OK && tsi_needs_graph(ins, 1) &&
+        !tsi_record("FrexpBackward0", op, frexp_backward, ins, 1, mant, ins, 1))
+        st = ts_error() ? ts_error() : TS_ERR_OOM;
     *mantissa = st == TS_OK ? ts_keep(mant) : NULL;
     *exponent = st == TS_OK ? ts_keep(ex) : NULL;
     ts_scope_end();
