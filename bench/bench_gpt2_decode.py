@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """GPT-2 124M greedy decoding: Tessera (`tessera generate --hf`, a key/value cache, float32 /
-weight-only int8 / int4 group 32) against llama.cpp (`llama-bench -p 0 -n 128`, f32 / q8_0 /
+weight-only int8 / int4 group 32, and the same with int8 dynamic activations, --act-quant int8:
+rows "int8 a8" / "int4 a8 g32") against llama.cpp (`llama-bench -p 0 -n 128`, f32 / q8_0 /
 q4_0 GGUF made by llama.cpp's convert_hf_to_gguf.py and llama-quantize from the same weights).
 
 Tokens/s of decoding 128 tokens (Tessera: the 128 one-token steps after a 4-id prompt; llama-bench:
@@ -11,6 +12,7 @@ as a fraction of this host's read bandwidth (bench_weight_only stream: a stream-
 
   python3 bench/bench_gpt2_decode.py --hf /work/llama/gpt2-random --gguf-dir /work/llama \\
       --llama-bin /work/llama/build/bin [--threads 1,2] [--repeats 3] [--tokens 128]
+      [--rows "int8 a8,int4 a8 g32"]
 The GGUF files are DIR/gpt2-f32.gguf, gpt2-q8_0.gguf, gpt2-q4_0.gguf (bench/results/gpt2-decode.md
 says how they were made).
 """
@@ -18,7 +20,10 @@ import argparse, json, os, re, subprocess, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROMPT = "464,2068,7586,21831"
-PAIRS = [("float32", None, "f32"), ("int8", "int8", "q8_0"), ("int4 g32", "int4", "q4_0")]
+# (row name, --quantize, llama.cpp's GGUF type, --act-quant)
+PAIRS = [("float32", None, "f32", None), ("int8", "int8", "q8_0", None),
+         ("int4 g32", "int4", "q4_0", None), ("int8 a8", "int8", "q8_0", "int8"),
+         ("int4 a8 g32", "int4", "q4_0", "int8")]
 
 
 def sh(cmd, env=None):
@@ -32,11 +37,13 @@ def loadavg():
     return open("/proc/loadavg").read().split()[0]
 
 
-def tessera_run(a, quant, threads):
+def tessera_run(a, quant, threads, act=None):
     cmd = [a.tessera, "generate", "--hf", a.hf, "--greedy", "--tokens", str(a.tokens + 1),
            "--prompt-ids", PROMPT, "--threads", str(threads)]
     if quant:
         cmd += ["--quantize", quant]
+    if act:
+        cmd += ["--act-quant", act]
     out = sh(cmd)
     m = re.search(r"decode: (\d+) tokens in ([0-9.]+) s \(([0-9.]+) tokens/s\)", out)
     return float(m.group(3))
@@ -81,7 +88,10 @@ def main():
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--tokens", type=int, default=128)
     p.add_argument("--parse", help="no runs: the table from the run lines of an earlier output")
+    p.add_argument("--rows", help="the rows to run, comma separated (default all: %s)" %
+                   ", ".join(r[0] for r in PAIRS))
     a = p.parse_args()
+    pairs = [r for r in PAIRS if not a.rows or r[0] in a.rows.split(",")]
     cfg = json.load(open(os.path.join(a.hf, "config.json")))
     s = sh([a.stream, "stream"])
     m = re.search(r"([0-9.]+) GB/s on 1 thread, ([0-9.]+) GB/s on 2", s)
@@ -92,7 +102,7 @@ def main():
            if re.search(r"\b%s\b" % f, flags)]
     print("host: %s, %d cpus, %s; stream read %.1f GB/s (1 thread), %.1f GB/s (2); load %s" %
           (cpu, os.cpu_count(), " ".join(isa), bw[1], bw[2], loadavg()))
-    sizes = {kind: llama_size(a, kind, cfg) for _, _, kind in PAIRS}
+    sizes = {kind: llama_size(a, kind, cfg) for _, _, kind, _ in pairs}
     best = {}
     if a.parse:
         pat = re.compile(r"threads (\d+) run \d+: tessera (.+?)\s+([0-9.]+) tok/s \| llama.cpp "
@@ -106,8 +116,8 @@ def main():
                 best[("llama", kind, t)] = max(best.get(("llama", kind, t), 0), float(m.group(5)))
     for t in [] if a.parse else [int(x) for x in a.threads.split(",")]:
         for r in range(a.repeats):
-            for name, quant, kind in PAIRS:  # alternate: Tessera, llama.cpp, pair by pair
-                v = tessera_run(a, quant, t)
+            for name, quant, kind, act in pairs:  # alternate: Tessera, llama.cpp, pair by pair
+                v = tessera_run(a, quant, t, act)
                 best[("tessera", name, t)] = max(best.get(("tessera", name, t), 0), v)
                 j = llama_run(a, kind, t)
                 best[("llama", kind, t)] = max(best.get(("llama", kind, t), 0), j["avg_ts"])
@@ -118,7 +128,9 @@ def main():
           " weight MB/token | GB/s | of read | Tessera / llama.cpp |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for t in sorted({k[2] for k in best}):
-        for name, quant, kind in PAIRS:
+        for name, quant, kind, _ in pairs:
+            if ("tessera", name, t) not in best:
+                continue
             tb = tessera_bytes(cfg, quant)
             lb, ltype = sizes[kind]
             tv, lv = best[("tessera", name, t)], best[("llama", kind, t)]

@@ -361,7 +361,7 @@ TS_API ts_status ts_tensor_set_data(ts_tensor *t, ts_tensor *src);
 #include "tessera/complex.h"
 #include "tessera/fft.h"
 #include "tessera/linalg.h"
-#include "tessera/special_more.h"
+#include "tessera/special.h"
 /* CTC loss, histograms, pdist, numerical gradients, frexp, index arithmetic (issue 76) */
 #include "tessera/numeric.h"
 /* copying forms of views, fill, range, rsub, in-place samplers (issue 76) */

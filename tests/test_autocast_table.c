@@ -135,7 +135,7 @@ static ts_tensor *a_smooth_l1(ts_tensor **in) {
 static ts_tensor *a_bce(ts_tensor **in) {
     return ts_bce_with_logits(in[0], in[1], (ts_loss_opts){0});
 }
-/* loss_more.c's losses on the fp32 list (mean reduction) */
+/* the composed losses on the fp32 list (mean reduction) */
 static ts_tensor *a_kl_div(ts_tensor **in) {
     return ts_kl_div(in[0], in[1], TS_REDUCTION_MEAN, false, false);
 }

@@ -2,7 +2,7 @@
  * after session 43: the sort family (sort, msort, topk, kthvalue, median), max / min along a dim,
  * div with rounding (zeros), diagonal (and diag_embed over it: DiagonalBackwardBackward0), cdist,
  * the scans (cumsum, cumprod, cummax, logcumsumexp with its linear-map node), the n-d pools and
- * max_unpool, embedding_bag, the FFTs, as_strided, the special functions of special_more.c,
+ * max_unpool, embedding_bag, the FFTs, as_strided, the special functions of special.c,
  * lu_factor and linalg.eig / eigvals. For each, with p every input and v a direction: the
  * gradients recorded under create_graph equal the first-order ones, and H v by double backward
  * equals (grad f(p + e v) - grad f(p - e v)) / 2e of first-order gradients, in float64, on cpu and
@@ -21,7 +21,7 @@
 #include "tessera/linalg.h"
 #include "tessera/nn.h"
 #include "tessera/pool_norm.h"
-#include "tessera/special_more.h"
+#include "tessera/special.h"
 #include "ts_test.h"
 
 typedef ts_hv_case hv_case;
@@ -202,7 +202,7 @@ static ts_tensor *f_as_strided(ts_tensor *const *in) {
     return head(ts_as_strided(ts_mul(in[0], in[0]), TS_SHAPE(3, 3), st, 1));
 }
 
-/* ---------------------------------------------------------------- special_more */
+/* ---------------------------------------------------------------- special.h (src/ops/special.c) */
 /* x mapped into (lo, lo + w) */
 static ts_tensor *into(ts_tensor *x, double lo, double w) {
     return ts_add_scalar(ts_mul_scalar(ts_add_scalar(x, 1), w / 2), lo);

@@ -163,7 +163,7 @@ static void test_errors(void) {
     ts_test_read_f64(wt, before, ROWS * DIM);
     const int64_t bad[2] = {1, ROWS};
     CHECK(!ts_embedding_renorm_(wt, ts_tensor_i64(TS_SHAPE(2), bad, (ts_opts){0}), 1.0, 2.0));
-    CHECK_ERR_HAS(TS_ERR_ARG, "out of range");
+    CHECK_ERR_HAS(TS_ERR_ARG, "embedding_renorm_: index 6 is out of range"); /* its own message */
     ts_test_read_f64(wt, after, ROWS * DIM); /* nothing written */
     CHECK(memcmp(before, after, sizeof before) == 0);
     ts_tensor *idx = ts_tensor_i64(TS_SHAPE(N), IDX, (ts_opts){0});
@@ -171,6 +171,16 @@ static void test_errors(void) {
     CHECK_ERR_HAS(TS_ERR_SHAPE, "2-D");
     CHECK(!ts_embedding_renorm_(wt, ts_zeros(TS_SHAPE(2), (ts_opts){0}), 1.0, 2.0));
     CHECK_ERR_HAS(TS_ERR_DTYPE, "int64 or int32");
+    ts_device devs[TS_TEST_MAX_DEVICES]; /* indices on another device than the weight */
+    if (ts_test_devices(devs, TS_TEST_MAX_DEVICES) > 1 && devs[1].type != TS_CPU) {
+        CHECK(!ts_embedding_renorm_(wt, ts_to(idx, devs[1]), 1.0, 2.0));
+        CHECK(ts_error() == TS_ERR_DEVICE);
+        ts_error_clear();
+    }
+    /* a 1-D weight: PyTorch's message, not a padding_idx range of 0 rows */
+    CHECK(!ts_embedding_ex(ts_zeros(TS_SHAPE(ROWS), (ts_opts){0}), idx,
+                           (ts_embedding_opts){.has_padding_idx = true, .padding_idx = -1}));
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "embedding: 'weight' must be 2-D");
     CHECK(!ts_embedding_ex(wt, idx,
                            (ts_embedding_opts){.has_padding_idx = true, .padding_idx = ROWS}));
     CHECK_ERR_HAS(TS_ERR_ARG, "Padding_idx must be within num_embeddings");

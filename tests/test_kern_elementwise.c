@@ -369,7 +369,7 @@ static void run_scalar_case(ts_binary_op op, ts_dtype dt, const double *av, doub
 }
 
 /* the special functions (xlogy ... logaddexp2, zeta ... legendre_p) have references and edge
- * tables of their own in test_ops_special.c and test_special_more.c */
+ * tables of their own in test_ops_special.c and test_special_functions.c */
 static bool special_binary(int op) {
     return (op >= TS_B_XLOGY && op <= TS_B_LOGADDEXP2) || op >= TS_B_ZETA;
 }

@@ -1,10 +1,11 @@
 /* test_matmul_select.c — the CPU matrix products' one selector (src/backend/cpu/matmul_select.c):
  * each cut-off of its table at its edge (the value on one side, the next on the other), so a
  * changed threshold or a changed rule fails here: gemv for one row or column past the plain loop's
- * size in the layouts it reads, gemm_small's NT and TN layouts and sizes (and never near the
- * library's peak), the plain loop up to its size, the library for the rest and for every float64
- * product but the plain loop's; then products through ts_matmul on each side of each edge against
- * a float64 reference, so a path taken wrongly still computes the right numbers. */
+ * size in the layouts it reads, gemm_small's NT layout and sizes (and never near the library's
+ * peak; its retired TN layout goes to the library), the plain loop up to its size, the library for
+ * the rest and for every float64 product but the plain loop's; then products through ts_matmul on
+ * each side of each edge against a float64 reference, so a path taken wrongly still computes the
+ * right numbers. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +27,8 @@ static tsi_mm_path sel_nt(bool dbl, int64_t m, int64_t n, int64_t k, bool near_p
 }
 
 /* A stored as At [k, m] (A's columns along m: dY^T @ x), B row-major [k, n], C [m, n] */
-static tsi_mm_path sel_tn(int64_t m, int64_t n, int64_t k) {
-    return sel(false, m, n, k, 1, m, n, 1, n, 1, false);
+static tsi_mm_path sel_tn(bool dbl, int64_t m, int64_t n, int64_t k) {
+    return sel(dbl, m, n, k, 1, m, n, 1, n, 1, false);
 }
 
 /* row-major A and B: the plain loop or the library, never gemv / gemm_small's layouts */
@@ -76,13 +77,17 @@ static void test_edges(const tsi_mm_limits *l) {
     CHECK_EQ(sel(false, 64, 256, kk, kk, 1, 1, kk, 1, 64, false), TSI_MM_LIB);
     CHECK_EQ(sel(false, 64, 256, kk, kk, 1, 1, kk, 255, 1, false), TSI_MM_LIB);
 
-    /* gemm_small TN: k from 1 to the kernels' panel limit */
-#ifdef TS_SMALL_GEMM_BLOCKS
-    CHECK_EQ(sel_tn(256, 512, 1), TSI_MM_SMALL);
-    CHECK_EQ(sel_tn(256, 512, TS_TN_MAX_K), TSI_MM_SMALL);
-    CHECK_EQ(sel_tn(256, 512, TS_TN_MAX_K + 1), TSI_MM_LIB);
-#endif
-    CHECK_EQ(sel_tn(mn - 1, 512, 64), TSI_MM_LIB);
+    /* A^T B (a weight gradient): gemm_small's TN kernels were retired (decision 0044), so the
+     * library whatever k, within the plain loop's size too from small_min_mn rows and columns,
+     * float32 and float64 */
+    CHECK_EQ(sel_tn(false, 256, 512, 1), TSI_MM_LIB);
+    CHECK_EQ(sel_tn(false, 256, 512, 64), TSI_MM_LIB);
+    CHECK_EQ(sel_tn(false, 256, 512, 256), TSI_MM_LIB);
+    CHECK_EQ(sel_tn(false, mn, mn, dm / (mn * mn)), TSI_MM_LIB);
+    CHECK_EQ(sel_tn(true, mn, mn, dm / (mn * mn)), TSI_MM_LIB);
+    CHECK_EQ(sel_tn(false, mn - 1, mn, dm / (mn * mn)), TSI_MM_DIRECT);
+    CHECK_EQ(sel_tn(false, mn, mn - 1, dm / (mn * mn)), TSI_MM_DIRECT);
+    CHECK_EQ(sel_tn(true, mn - 1, mn, dm / (mn * mn)), TSI_MM_DIRECT);
     /* the small products that are neither NT nor TN */
     CHECK_EQ(sel_nn(false, 16, 16, 16), TSI_MM_DIRECT);
     CHECK_EQ(sel_nn(false, 16, 16, 17), TSI_MM_LIB);
@@ -94,16 +99,20 @@ static void test_edges(const tsi_mm_limits *l) {
 }
 
 /* C = A B through ts_matmul against a float64 sum, float32: |err| <= k 2^-24 sum|a||b| (each of
- * the k additions and products rounds once, in any order) */
-static void check_product(int64_t m, int64_t n, int64_t k, bool b_transposed) {
+ * the k additions and products rounds once, in any order). A given as the transpose of a stored
+ * [k, m] when a_transposed (a weight gradient's dY^T), B of a stored [n, k] when b_transposed. */
+static void check_product_at(int64_t m, int64_t n, int64_t k, bool a_transposed,
+                             bool b_transposed) {
     ts_scope_begin();
     ts_manual_seed(7);
-    ts_tensor *a = ts_randn(TS_SHAPE(m, k), (ts_opts){0});
+    ts_tensor *a = a_transposed ? ts_transpose(ts_randn(TS_SHAPE(k, m), (ts_opts){0}), 0, 1)
+                                : ts_randn(TS_SHAPE(m, k), (ts_opts){0});
     ts_tensor *w = b_transposed ? ts_randn(TS_SHAPE(n, k), (ts_opts){0})
                                 : ts_randn(TS_SHAPE(k, n), (ts_opts){0});
     ts_tensor *b = b_transposed ? ts_transpose(w, 0, 1) : w;
     ts_tensor *c = ts_matmul(a, b);
     CHECK(c != NULL);
+    a = ts_contiguous(a); /* [m, k] rows for the reference */
     float *pa = malloc(sizeof(float) * (size_t)(m * k)),
           *pw = malloc(sizeof(float) * (size_t)(n * k)),
           *pc = malloc(sizeof(float) * (size_t)(m * n));
@@ -134,6 +143,10 @@ static void check_product(int64_t m, int64_t n, int64_t k, bool b_transposed) {
     ts_scope_end();
 }
 
+static void check_product(int64_t m, int64_t n, int64_t k, bool b_transposed) {
+    check_product_at(m, n, k, false, b_transposed);
+}
+
 static void test_products(const tsi_mm_limits *l) {
     const int64_t dm = (int64_t)l->direct_max_macs;
     check_product(1, 1, dm, true);      /* the plain loop */
@@ -147,6 +160,12 @@ static void test_products(const tsi_mm_limits *l) {
     check_product(16, 16, 16, false);
     check_product(16, 16, 17, false);
     check_product(96, 80, 300, false); /* the library */
+    /* A^T B, the retired TN kernels' shapes: the plain loop below small_min_mn, the library */
+    const int64_t mn = l->small_min_mn;
+    check_product_at(mn - 1, mn, dm / (mn * mn), true, false);
+    check_product_at(mn, mn, dm / (mn * mn), true, false);
+    check_product_at(128, 784, 64, true, false);
+    check_product_at(37, 300, 256, true, false);
 }
 
 int main(void) {

@@ -321,6 +321,12 @@ static void test_errors(void) {
     a.is_causal = true, a.attn_mask = NULL;
     CHECK(!ts_multi_head_attention_forward(t.q, t.k, t.v, &a, NULL));
     CHECK_ERR_HAS(TS_ERR_ARG, "Need attn_mask");
+    a = t.a; /* a batched query with an unbatched key: PyTorch's message names the query's kind */
+    if (ts_shape_of(t.q).ndim == 3) {
+        CHECK(!ts_multi_head_attention_forward(t.q, ts_select(t.k, 1, 0), t.v, &a, NULL));
+        CHECK_ERR_HAS(TS_ERR_SHAPE, "for batched (3-D) query, expected key and value to be 3-D "
+                                    "but found 2-D and 3-D");
+    }
     a = t.a, a.embed_dim_to_check = E + 1;
     CHECK(!ts_multi_head_attention_forward(t.q, t.k, t.v, &a, NULL));
     CHECK_ERR_HAS(TS_ERR_SHAPE, "was expecting embedding dimension");
@@ -348,6 +354,14 @@ static void test_errors(void) {
     a = t.a, a.static_k = ts_zeros(TS_SHAPE(NB * H, 3, HD + 1), (ts_opts){.dtype = TS_F64});
     CHECK(!ts_multi_head_attention_forward(t.q, t.k, t.v, &a, NULL));
     CHECK_ERR_HAS(TS_ERR_SHAPE, "static_k");
+    /* static keys fewer than the mask's columns (S - 1 against S) */
+    const int64_t nh = (ts_shape_of(t.q).ndim == 3 ? NB : 1) * H;
+    a = t.a, a.static_k = ts_zeros(TS_SHAPE(nh, S - 1, HD), (ts_opts){.dtype = TS_F64});
+    a.static_v = ts_zeros(TS_SHAPE(nh, S - 1, HD), (ts_opts){.dtype = TS_F64});
+    a.attn_mask = ts_zeros(TS_SHAPE(L, S), (ts_opts){.dtype = TS_F64});
+    a.key_padding_mask = NULL, a.bias_k = a.bias_v = NULL, a.add_zero_attn = false;
+    CHECK(!ts_multi_head_attention_forward(t.q, t.k, t.v, &a, NULL));
+    CHECK_ERR_HAS(TS_ERR_SHAPE, "attn_mask covers 4 keys but static_k holds 3");
     CHECK(!ts_multi_head_attention_forward(t.q, t.k, t.v, NULL, NULL));
     CHECK_ERR(TS_ERR_ARG);
     ts_scope_end();

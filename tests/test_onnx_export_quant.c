@@ -22,63 +22,6 @@
 #include "ts_test.h"
 
 #ifndef TS_HAVE_ONNX
-/* a cat whose inputs have its parameters, exact, with no DequantizeLinear but the last */
-static void test_cat_same_params(void) {
-    ts_tensor *x = values(TS_SHAPE(2, 8), 5.0, 15);
-    one_op *m = ts_module_alloc(sizeof *m, "OneOp", one_op_forward);
-    m->which = 4;
-    ts_scope_begin();
-    ts_tensor *want = ts_forward(&m->base, x);
-    CHECK(ts_onnx_export(&m->base, 1, &x, path, (ts_onnx_export_opts){0}) == TS_OK);
-    ts_module *back = ts_onnx_load(path, (ts_onnx_opts){0});
-    ts_tensor *got = NULL;
-    CHECK(back && ts_onnx_run(back, 1, &x, 1, &got) == TS_OK);
-    CHECK_OK();
-    if (got && want) {
-        int64_t n1, n2;
-        double *a = host_values(got, &n1), *b = host_values(want, &n2);
-        CHECK(n1 == n2 && !memcmp(a, b, (size_t)n1 * sizeof *a));
-        free(a), free(b);
-    }
-    if (back) {
-        CHECK_EQ(count_graph_op(back, "DequantizeLinear"), 1);
-        CHECK_EQ(count_graph_op(back, "Concat"), 1);
-        ts_module_free(back);
-    }
-    ts_scope_end();
-    ts_module_free(&m->base);
-    ts_release(x);
-}
-
-/* a dynamic batch: the 4-D linear's reshapes and the flatten follow the batch size */
-static void test_dynamic_batch(void) {
-    qnet *m = qnet_new(true);
-    ts_tensor *x2 = values(TS_SHAPE(2, 3, 8, 8), 3.0, 16),
-              *x3 = values(TS_SHAPE(3, 3, 8, 8), 3.0, 17);
-    const int stages[2] = {S_FC1, S_OUT};
-    for (int k = 0; k < 2; k++) {
-        m->stop = stages[k];
-        ts_scope_begin();
-        CHECK(ts_onnx_export(&m->base, 1, &x2, path,
-                             (ts_onnx_export_opts){.dynamic_batch = true}) == TS_OK);
-        CHECK_OK();
-        ts_module *back = ts_onnx_load(path, (ts_onnx_opts){0});
-        ts_tensor *want = ts_forward(&m->base, x3), *got = NULL;
-        CHECK(back && ts_onnx_run(back, 1, &x3, 1, &got) == TS_OK);
-        CHECK_OK();
-        if (got && want) {
-            int64_t n1, n2;
-            double *a = host_values(got, &n1), *b = host_values(want, &n2);
-            CHECK(n1 == n2 && !memcmp(a, b, (size_t)n1 * sizeof *a));
-            free(a), free(b);
-        }
-        if (back) ts_module_free(back);
-        ts_scope_end();
-    }
-    ts_release(x2), ts_release(x3);
-    qnet_free(m);
-}
-
 int main(void) { return ts_test_skip("this build has no ONNX support (protobuf-c not found)"); }
 #else
 #include "onnx/onnx_internal.h"
@@ -395,6 +338,10 @@ static ts_tensor *one_op_forward(ts_module *self, ts_tensor *x) {
         ts_tensor *q = ts_quantize_per_tensor(x, 0.1, 128, TS_QUINT8);
         return ts_dequantize(ts_quantized_cat((ts_tensor *[]){q, q}, 2, -1, 0.1, 128));
     }
+    case 5: /* quint4x2 per tensor: two integers a byte have no ONNX type at opset 13 */
+        return ts_dequantize(ts_quantize_per_tensor(x, 0.1, 0, TS_QUINT4X2));
+    case 6: /* int_repr: the integers themselves, as the graph's uint8 output */
+        return ts_int_repr(ts_quantize_per_tensor(x, 0.1, 128, TS_QUINT8));
     default: { /* a weight computed from the input */
         ts_tensor *q = ts_quantize_per_tensor(x, 0.1, 128, TS_QUINT8);
         ts_tensor *w = ts_quantize_per_tensor(ts_mul_scalar(x, 0.5), 0.1, 0, TS_QINT8);
@@ -405,11 +352,12 @@ static ts_tensor *one_op_forward(ts_module *self, ts_tensor *x) {
 
 static void test_refusals(void) {
     static const char *const want[] = {"'quantize_per_group'", "qint32", "'quantized_linear_acc'",
-                                       "computed from the model's input"};
+                                       "computed from the model's input", "quint4x2"};
+    static const int which[] = {0, 1, 2, 3, 5};
     ts_tensor *x = values(TS_SHAPE(2, 8), 1.0, 13);
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         one_op *m = ts_module_alloc(sizeof *m, "OneOp", one_op_forward);
-        m->which = k;
+        m->which = which[k];
         m->w = qweight(TS_SHAPE(3, 8), false, true, 14);
         ts_scope_begin();
         CHECK(ts_onnx_export(&m->base, 1, &x, path, (ts_onnx_export_opts){0}) != TS_OK);
@@ -421,11 +369,13 @@ static void test_refusals(void) {
     ts_release(x);
 }
 
-/* a cat whose inputs have its parameters, exact, with no DequantizeLinear but the last */
-static void test_cat_same_params(void) {
+/* one op exported, re-imported and run: the eager values bit for bit, with n_dq DequantizeLinear
+ * nodes and one node `op`. Cases: 4, a cat whose inputs have its parameters (no DequantizeLinear
+ * but the last); 6, int_repr (the quantize's integers pass as they are: no DequantizeLinear) */
+static void test_exact_one_op(int which, int n_dq, const char *op) {
     ts_tensor *x = values(TS_SHAPE(2, 8), 5.0, 15);
     one_op *m = ts_module_alloc(sizeof *m, "OneOp", one_op_forward);
-    m->which = 4;
+    m->which = which;
     ts_scope_begin();
     ts_tensor *want = ts_forward(&m->base, x);
     CHECK(ts_onnx_export(&m->base, 1, &x, path, (ts_onnx_export_opts){0}) == TS_OK);
@@ -440,8 +390,8 @@ static void test_cat_same_params(void) {
         free(a), free(b);
     }
     if (back) {
-        CHECK_EQ(count_graph_op(back, "DequantizeLinear"), 1);
-        CHECK_EQ(count_graph_op(back, "Concat"), 1);
+        CHECK_EQ(count_graph_op(back, "DequantizeLinear"), n_dq);
+        CHECK_EQ(count_graph_op(back, op), 1);
         ts_module_free(back);
     }
     ts_scope_end();
@@ -485,7 +435,8 @@ int main(void) {
     test_exact();
     test_within_a_quantum();
     test_refusals();
-    test_cat_same_params();
+    test_exact_one_op(4, 1, "Concat");
+    test_exact_one_op(6, 0, "QuantizeLinear");
     test_dynamic_batch();
     unlink(path);
     rmdir(dir);

@@ -275,7 +275,7 @@ static void test_front_and_grad_fn(void) {
 static void test_dtype_rules(void) {
     for (size_t i = 0; i < N_ROWS; i++) {
         const row *r = &rows[i];
-        if (!r->fn || strcmp(r->front, "SPECIAL") == 0) continue; /* special_more promotes */
+        if (!r->fn || strcmp(r->front, "SPECIAL") == 0) continue; /* special.c promotes */
         const char *d = r->dtype;
         ts_scope_begin();
         const int32_t iv[3] = {1, 2, 3};

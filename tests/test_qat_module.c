@@ -579,6 +579,9 @@ static void test_errors(void) {
     lin = ts_linear_new(3, 2);
     CHECK(ts_qat_prepare(lin, (ts_qat_opts){.averaging_constant = 2}) == TS_ERR_ARG);
     CHECK_ERR_HAS(TS_ERR_ARG, "averaging_constant must be in (0, 1]");
+    ts_module *lin1 = ts_linear_new(3, 2); /* 1, the interval's closed end: the newest batch only */
+    CHECK(ts_qat_prepare(lin1, (ts_qat_opts){.averaging_constant = 1}) == TS_OK);
+    ts_module_free(lin1);
     /* float64 weights */
     ts_module_to_dtype(lin, TS_F64);
     CHECK(ts_qat_prepare(lin, (ts_qat_opts){0}) == TS_ERR_DTYPE);

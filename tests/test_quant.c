@@ -362,8 +362,11 @@ static int lin_case(int64_t M, int64_t N, int64_t K, bool xu, bool pc, bool extr
 static void test_linear(void) {
     printf("vector ISA %s, VNNI kernel %s\n", tsi_cpu_isa_name(ts_cpu_isa_get()),
            tsi_qgemm_vnni_available() ? "available" : "absent (portable kernel only)");
-    const int64_t shapes[][3] = {{1, 1, 1},   {3, 5, 7},     {4, 16, 4},   {5, 17, 9},
-                                 {9, 33, 65}, {13, 48, 128}, {2, 70, 300}, {64, 40, 96}};
+    /* the last four: qgemm_vnni.c's 8 x 48 blocks (M >= 8): exact blocks, row and panel
+     * remainders, k not a multiple of 4, threaded (M N K >= 2^18) */
+    const int64_t shapes[][3] = {{1, 1, 1},   {3, 5, 7},     {4, 16, 4},    {5, 17, 9},
+                                 {9, 33, 65}, {13, 48, 128}, {2, 70, 300},  {64, 40, 96},
+                                 {8, 48, 4},  {17, 100, 37}, {23, 145, 61}, {40, 112, 200}};
     int fails = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int v = 0; v < 4; v++)
@@ -449,6 +452,46 @@ static void test_dynamic(void) {
     ts_scope_end();
 }
 
+/* the dynamic layer bit for bit against its formula (quant_args.h's out_f): acc the exact int64
+ * sum of (xq - x_zp)(wq - w_zp[n]), y = (float)((double)acc * (w_scale[n] * (double)(float)x_scale)
+ * + (double)bias[n]); per-channel weights with zero points, M past 8 (qgemm_vnni.c's wide
+ * blocks) and a row block of one */
+static void test_dynamic_exact(void) {
+    ts_scope_begin();
+    enum { M = 9, N = 50, K = 37 };
+    ts_manual_seed(12);
+    ts_tensor *x = ts_mul_scalar(ts_randn(TS_SHAPE(M, K), (ts_opts){0}), 3.0);
+    double ws[N];
+    int64_t wz[N];
+    for (int n = 0; n < N; n++) ws[n] = 0.004 + 0.0003 * n, wz[n] = n % 7 - 3;
+    ts_tensor *w =
+        ts_quantize_per_channel(ts_mul_scalar(ts_randn(TS_SHAPE(N, K), (ts_opts){0}), 0.2),
+                                ts_tensor_f64(TS_SHAPE(N), ws, (ts_opts){0}),
+                                ts_tensor_i64(TS_SHAPE(N), wz, (ts_opts){0}), 0, TS_QINT8);
+    ts_tensor *b = ts_randn(TS_SHAPE(N), (ts_opts){0});
+    ts_tensor *y = ts_dynamic_quantized_linear(x, w, b, true);
+    double s;
+    int64_t z;
+    CHECK_EQ(ts_choose_qparams_per_tensor(x, TS_QUINT8, true, &s, &z), TS_OK);
+    static int64_t xq[M * K], wq[N * K];
+    memcpy(xq, ints(ts_quantize_per_tensor(x, s, z, TS_QUINT8)), sizeof xq);
+    memcpy(wq, ints(w), sizeof wq);
+    float bd[N], yd[M * N];
+    memcpy(bd, floats(b), sizeof bd);
+    memcpy(yd, floats(y), sizeof yd);
+    int bad = 0;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            int64_t acc = 0;
+            for (int64_t k = 0; k < K; k++) acc += (xq[m * K + k] - z) * (wq[n * K + k] - wz[n]);
+            const float want = (float)((double)acc * (ws[n] * (double)(float)s) + (double)bd[n]);
+            bad += memcmp(&want, &yd[m * N + n], sizeof want) != 0;
+        }
+    CHECK_EQ(bad, 0);
+    CHECK_OK();
+    ts_scope_end();
+}
+
 /* sim runs the cpu kernels under its own accounting; meta has no data: refused */
 static void test_devices(void) {
     ts_sim_configure(1, 0);
@@ -477,5 +520,6 @@ int main(void) {
     test_refusals();
     test_linear();
     test_dynamic();
+    test_dynamic_exact();
     return ts_test_finish();
 }

@@ -1,7 +1,7 @@
 /* test_scatter_statistics.c — issue 76's C forms of PyTorch ops that were Python compositions, on
  * every device against float64 loops: select_scatter / slice_scatter / diagonal_scatter
  * (src/ops/scatter_views.c), index_reduce (every reduction, include_self both ways) and put
- * (accumulate both ways, negative indices, in place) (src/ops/index_more.c), cov (plain,
+ * (accumulate both ways, negative indices, in place) (src/ops/scatter.c), cov (plain,
  * correction, fweights and aweights) / corrcoef / cross (src/ops/statistics.c), tril_indices /
  * triu_indices / meshgrid (src/ops/coordinates.c), multinomial's frequencies (src/ops/sampling.c);
  * ts_gradcheck of each differentiable one; the

@@ -12,7 +12,7 @@
 
 #include "host_read_util.h"
 #include "tessera.h"
-#include "tessera/special_more.h"
+#include "tessera/special.h"
 #include "ts_test.h"
 
 static ts_device devs[TS_TEST_MAX_DEVICES];

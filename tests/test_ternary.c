@@ -1,5 +1,5 @@
 /* test_ternary.c — addcmul, addcdiv and lerp through the backend's one-pass ternary kernel
- * (src/backend/cpu/kern_ternary.c; the front ends in src/ops/pointwise_more.c) on every device:
+ * (src/backend/cpu/kern_ternary.c; the front ends in src/ops/ternary.c) on every device:
  * float32 / float64 / float16 / bfloat16 against float64 loops written here (the inputs rounded
  * to the dtype first; tolerances from the arithmetic: the float computation's few roundings
  * relative to the terms' sizes, then the result's own rounding to the dtype), broadcast and

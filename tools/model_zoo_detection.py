@@ -437,8 +437,5 @@ def judge_tessera(run_obj, torch, devices):
         run_obj.res.setdefault("kink_calls", {})[dev] = kinks.n_calls()
         run_obj.res.setdefault("det_counts", {})[dev] = counts
         run_obj.res["times"][dev] = time.time() - t1
-    rows = run_obj.res["rows"]
-    run_obj.res["stage"] = "done"
-    run_obj.res["status"] = "pass" if all(r["ok"] for r in rows) else "wrong"
-    run_obj.res["n_kink"] = sum(1 for r in rows if r.get("kink"))
+    zc.finish(run_obj.res)  # rule 4 (pooled scalars), then the verdict
     run_obj.save()

@@ -26,7 +26,9 @@ TS_API ts_gpt2_config ts_gpt2_get_config(const ts_gpt2 *m);
  * mlp.c_proj) and of the tied head: o.bits 8 (ts_quantize_int8_weight_only, per row) or 4
  * (ts_quantize_int4_weight_only, o.group_size 32, 64, 128 or 256; 0: 32, q4_0's block). The float
  * copies of those weights are dropped (wte stays for the embedding lookup). on_layer as
- * ts_gpt_quantize_weight_only's. Again on a quantized model: TS_ERR_STATE. */
+ * ts_gpt_quantize_weight_only's. o.act_bits 8: the linears run ts_int8_dynamic_activation_linear
+ * (torchao's 8da8w / 8da4w; int4 weights symmetric, ts_quantize_int4_symmetric_weight); 0:
+ * weight-only (ts_weight_only_linear). Again on a quantized model: TS_ERR_STATE. */
 TS_API ts_status ts_gpt2_quantize(ts_gpt2 *m, ts_gpt_quant_opts o);
 /* Empties the key/value cache (the next token is at position 0). */
 TS_API void ts_gpt2_reset(ts_gpt2 *m);

@@ -25,9 +25,10 @@ TS_API ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index);
 TS_API ts_tensor *ts_scatter_add(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src);
 TS_API ts_tensor *ts_scatter_add_(ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src);
 
-/* PyTorch's shape and indexing forms (issue 52, src/ops/shape_more.c), composed from the
- * differentiable ops above (gradients follow; results are copies, not views). Errors name the op
- * and the argument (TS_ERR_ARG, TS_ERR_SHAPE, TS_ERR_DTYPE, TS_ERR_DEVICE). */
+/* PyTorch's shape and indexing forms (issue 52; src/ops/rearrange.c, diagonal.c, repeat.c,
+ * join.c's splits, take.c, nonzero.c, scatter.c), composed from the differentiable ops above
+ * (gradients follow; results are copies, not views). Errors name the op and the argument
+ * (TS_ERR_ARG, TS_ERR_SHAPE, TS_ERR_DTYPE, TS_ERR_DEVICE). */
 TS_API ts_tensor *ts_flip(ts_tensor *t, ts_dims dims); /* reverse the order along each of dims */
 TS_API ts_tensor *ts_fliplr(ts_tensor *t);             /* flip dim 1 (ndim >= 2) */
 TS_API ts_tensor *ts_flipud(ts_tensor *t);             /* flip dim 0 (ndim >= 1) */

@@ -1,5 +1,6 @@
 /* tessera/logic.h — predicates, logical and bitwise forms, cumulative ops and PyTorch's other
- * pointwise forms (src/ops/logic.c, cumulative.c, pointwise_more.c). Included by tessera.h. */
+ * pointwise forms (src/ops/logic.c, cumulative.c, ternary.c, nan_forms.c, diff.c, repeat.c,
+ * gcd.c). Included by tessera.h. */
 #ifndef TESSERA_LOGIC_H
 #define TESSERA_LOGIC_H
 
@@ -44,7 +45,8 @@ TS_API ts_tensor *ts_cummax(ts_tensor *t, int dim, ts_tensor **indices);
 TS_API ts_tensor *ts_cummin(ts_tensor *t, int dim, ts_tensor **indices);
 TS_API ts_tensor *ts_logcumsumexp(ts_tensor *t,
                                   int dim); /* floats; log(cumsum(exp(t))) computed stably */
-/* Pointwise forms (src/ops/pointwise_more.c), broadcasting and promoting as PyTorch */
+/* Pointwise forms (src/ops/ternary.c, nan_forms.c, diff.c, repeat.c, gcd.c), broadcasting and
+ * promoting as PyTorch */
 TS_API ts_tensor *ts_addcmul(ts_tensor *t, ts_tensor *a, ts_tensor *b,
                              double value); /* t + v*a*b */
 TS_API ts_tensor *ts_addcdiv(ts_tensor *t, ts_tensor *a, ts_tensor *b,

@@ -53,9 +53,9 @@ TS_API ts_tensor *ts_generalized_box_iou_loss(ts_tensor *boxes1, ts_tensor *boxe
  * shape, o.weight broadcast to it; o.reduction. An input or target outside [0, 1] (NaN too) is
  * refused with TS_ERR_ARG on cpu / sim (PyTorch's message); CUDA does not test it (NaN). */
 TS_API ts_tensor *ts_binary_cross_entropy(ts_tensor *input, ts_tensor *target, ts_loss_opts o);
-/* The other PyTorch losses (src/nn/loss_more.c), composed from differentiable ops: every device,
- * autograd. r is the reduction; errors name the op and the argument (TS_ERR_SHAPE, TS_ERR_DTYPE,
- * TS_ERR_ARG, TS_ERR_DEVICE), with PyTorch's messages. */
+/* The other PyTorch losses (src/nn/loss_pointwise.c, loss_margin.c), composed from differentiable
+ * ops: every device, autograd. r is the reduction; errors name the op and the argument
+ * (TS_ERR_SHAPE, TS_ERR_DTYPE, TS_ERR_ARG, TS_ERR_DEVICE), with PyTorch's messages. */
 /* batchmean: the sum divided by input's size(0) (r is then ignored) */
 TS_API ts_tensor *ts_kl_div(ts_tensor *input, ts_tensor *target, ts_reduction r, bool batchmean,
                             bool log_target);

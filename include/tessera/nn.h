@@ -617,6 +617,10 @@ typedef struct ts_gpt_quant_opts {
     int64_t group_size; /* int4: 32, 64, 128 or 256 (0: 128) */
     void (*on_layer)(void *ctx, const char *name, int64_t float_bytes, int64_t quant_bytes);
     void *ctx;
+    /* 0: weight-only (float activations); 8: int8 dynamic activations per token (torchao's 8da8w
+     * / 8da4w, ts_int8_dynamic_activation_linear; int4 weights from
+     * ts_quantize_int4_symmetric_weight). ts_gpt2_quantize only (the nanoGPT path refuses 8). */
+    int act_bits;
 } ts_gpt_quant_opts;
 TS_API ts_status ts_gpt_quantize_weight_only(ts_module *gpt, ts_gpt_quant_opts o);
 

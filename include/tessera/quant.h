@@ -95,6 +95,14 @@ TS_API ts_tensor *ts_quantized_linear(ts_tensor *x, ts_tensor *w, ts_tensor *bia
 TS_API ts_tensor *ts_dynamic_quantized_linear(ts_tensor *x, ts_tensor *w, ts_tensor *bias,
                                               bool reduce_range);
 
+/* ONNX's DynamicQuantizeLinear (opset 11): x float32 (any shape) -> uint8 y of x's shape, with
+ * *scale (float32, 0-dim) = (max(0, max x) - min(0, min x)) / 255 (1 when that range is 0) and
+ * *zero_point (uint8, 0-dim) = round_half_even(clamp(-min(0, min x) / scale, 0, 255)); y =
+ * saturate(round_half_even(x / scale) + zero_point). Each step one float32 operation. Any device
+ * (the cpu: two passes over x); NaN and infinities as ts_max / ts_div / ts_clamp take them. */
+TS_API ts_tensor *ts_dynamic_quantize_linear(ts_tensor *x, ts_tensor **scale,
+                                             ts_tensor **zero_point);
+
 /* ------------------------------------------------------------------ making and reading params */
 /* torch._make_per_tensor_quantized_tensor(int_repr, scale, zero_point): a quantized tensor of
  * the integers r (int8 -> qint8, uint8 -> quint8, int32 -> qint32), copied; the parameters
@@ -234,6 +242,24 @@ TS_API ts_tensor *ts_quantize_int8_weight_only(ts_tensor *w);
  * torchao's int4_weight_only keeps a float zero point and does not widen the range to 0; see
  * docs/QUANTIZATION.md); ts_quantize_per_group's rounding. */
 TS_API ts_tensor *ts_quantize_int4_weight_only(ts_tensor *w, int64_t group_size);
+/* torchao's int8_dynamic_activation_int8_weight / int8_dynamic_activation_int4_weight linear
+ * layer ("8da8w" / "8da4w"): x float32 [.., K] quantized per token (each row of the last dim),
+ * symmetric, to int8 as torchao's _int8_symm_per_token_reduced_range_quant: sx = max(max_k |x_k| /
+ * 127, 1e-5), xq = clamp(round_half_even(x * (1 / sx)), -127, 127), all in float32; w as
+ * ts_weight_only_linear's (qint8 [N, K] per channel along axis 0 or per tensor, or quint4x2 [N, K]
+ * per group of 32, 64, 128 or 256); the exact int32 sums acc = sum_k xq (q - zp) per row (int8) or
+ * per group (int4), then y = ((float)acc * sx) * scale[n] + bias[n] (int8; torchao's order) or
+ * (sum_g scale[n][g] (float)acc_g) * sx + bias[n] (int4, float32 in any order), float32 of shape
+ * x.shape[:-1] + [N]; bias NULL or float32 [N]. A row of x holding NaN or inf gives NaN outputs. K
+ * at most 65536. AVX512-VNNI (vpdpbusd) where the CPU has it, else portable C: the same integers.
+ * No autograd (the rounding has no gradient): an input or bias that requires grad is refused
+ * (TS_ERR_UNSUPPORTED). torchao's 8da4w quantizes activations asymmetrically by default
+ * (act_mapping_type=ASYMMETRIC); this is its act_mapping_type=SYMMETRIC. cpu and sim. */
+TS_API ts_tensor *ts_int8_dynamic_activation_linear(ts_tensor *x, ts_tensor *w, ts_tensor *bias);
+/* torchao's 8da4w weight recipe: w float32 [N, K] quantized per group of group_size (32, 64, 128,
+ * 256; dividing K) along K, symmetric to [-8, 7]: scale = max(max|group| / 7.5, float32 eps) in
+ * float32, stored as quint4x2 with zero point 8 (ts_quantize_per_group's rounding). */
+TS_API ts_tensor *ts_quantize_int4_symmetric_weight(ts_tensor *w, int64_t group_size);
 
 /* ------------------------------------------------------------------ observers' statistics */
 /* PyTorch 2.15's observers (torch.ao.quantization.observer) in its CPU float32 arithmetic and

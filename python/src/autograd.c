@@ -56,10 +56,10 @@ static PyObject *get_version(PyObject *self, void *unused) {
     return PyLong_FromUnsignedLongLong(ts_version(T(self)));
 }
 /* retains_grad: True on a non-leaf after retain_grad() (the hooks are kept by
- * tessera._ops_extra, which answers) */
+ * tessera._retain_grad, which answers) */
 static PyObject *get_retains_grad(PyObject *self, void *unused) {
     (void)unused;
-    PyObject *mod = PyImport_ImportModule("tessera._ops_extra");
+    PyObject *mod = PyImport_ImportModule("tessera._retain_grad");
     if (!mod) return NULL;
     PyObject *r = PyObject_CallMethod(mod, "_retains_grad", "O", self);
     Py_DECREF(mod);

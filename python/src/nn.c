@@ -589,7 +589,7 @@ static PyMethodDef nn_functions[] = {
 
 int tsp_init_nn(PyObject *m) {
     if (PyModule_AddFunctions(m, nn_functions) < 0 || tsp_init_nn_resample(m) < 0 ||
-        tsp_init_nn_loss_more(m) < 0 || tsp_init_nn_act_more(m) < 0 || tsp_init_nn_conv(m) < 0 ||
+        tsp_init_nn_loss_kinds(m) < 0 || tsp_init_nn_activation(m) < 0 || tsp_init_nn_conv(m) < 0 ||
         tsp_init_nn_pool_norm(m) < 0 || tsp_init_nn_fusion(m) < 0 || tsp_init_nn_init(m) < 0)
         return -1;
     return tsp_init_cmodule(m);

@@ -10,10 +10,10 @@ int tspn_opt_tensor(PyObject *o, ts_tensor **out, const char *fn, const char *ar
 int tsp_init_cmodule(PyObject *m);
 /* nn_resample.c: _nn_pad, _nn_interpolate, _nn_pixel_shuffle */
 int tsp_init_nn_resample(PyObject *m);
-/* nn_loss_more.c: _nn_loss_more (src/nn/loss_more.c's losses) */
-int tsp_init_nn_loss_more(PyObject *m);
-/* nn_act_more.c: _nn_act_more, _nn_glu, _nn_prelu, _nn_softmin (src/ops/activation.c) */
-int tsp_init_nn_act_more(PyObject *m);
+/* nn_loss_kinds.c: _nn_loss_kind (src/nn/loss_pointwise.c, loss_margin.c) */
+int tsp_init_nn_loss_kinds(PyObject *m);
+/* nn_activation.c: _nn_act_kind, _nn_glu, _nn_prelu, _nn_softmin (src/ops/activation.c) */
+int tsp_init_nn_activation(PyObject *m);
 /* nn_pool_norm.c: _nn_pool_nd, _nn_adaptive_pool, _nn_max_unpool and the group / instance /
  * local response norms (src/nn/pool_nd.c, src/nn/group_norm.c) */
 int tsp_init_nn_pool_norm(PyObject *m);

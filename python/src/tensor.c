@@ -435,7 +435,7 @@ static PyObject *tensor_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 }
 
 /* all tables of the pieces, concatenated into one (the type wants one array) */
-extern PyMethodDef tsp_tensor_extra_methods[];        /* tensor_extra.c (issue 52) */
+extern PyMethodDef tsp_tensor_python_methods[];       /* tensor_python_methods.c (issue 52) */
 extern PyMethodDef tsp_tensor_inplace_methods[];      /* tensor_inplace.c (issue 53) */
 extern PyMethodDef tsp_tensor_view_inplace_methods[]; /* tensor_view_inplace.c (issue 53) */
 extern PyMethodDef tsp_tensor_storage_methods[];      /* tensor_storage.c (issue 53) */
@@ -472,19 +472,15 @@ static int add_type(PyObject *m, const char *name, PyTypeObject *t) {
 
 int tsp_init_tensor(PyObject *m) {
     PyMethodDef *const methods[] = {
-        tsp_tensor_core_methods,         tsp_tensor_ops_methods,
-        tsp_tensor_select_methods,       tsp_tensor_shape_methods,
-        tsp_tensor_reduce_methods,       tsp_autograd_methods,
-        tsp_tensor_factory_methods,      tsp_tensor_values_methods,
-        tsp_tensor_move_methods,         tsp_tensor_special_methods,
-        tsp_tensor_linalg_methods,       tsp_tensor_shape_more_methods,
-        tsp_tensor_sort_methods,         tsp_tensor_logic_methods,
-        tsp_tensor_special_more_methods, tsp_tensor_linalg_decomp_methods,
-        tsp_tensor_extra_methods,        tsp_tensor_inplace_methods,
-        tsp_tensor_view_inplace_methods, tsp_tensor_storage_methods,
-        tsp_tensor_shared_methods,       tsp_tensor_complex_methods,
-        tsp_tensor_sparse_methods,       tsp_tensor_scatter_methods,
-        tsp_tensor_statistics_methods,   tsp_tensor_quant_methods};
+        tsp_tensor_core_methods,          tsp_tensor_ops_methods,     tsp_tensor_select_methods,
+        tsp_tensor_shape_methods,         tsp_tensor_reduce_methods,  tsp_autograd_methods,
+        tsp_tensor_factory_methods,       tsp_tensor_values_methods,  tsp_tensor_move_methods,
+        tsp_tensor_special_methods,       tsp_tensor_linalg_methods,  tsp_tensor_rearrange_methods,
+        tsp_tensor_index_forms_methods,   tsp_tensor_sort_methods,    tsp_tensor_logic_methods,
+        tsp_tensor_linalg_decomp_methods, tsp_tensor_python_methods,  tsp_tensor_inplace_methods,
+        tsp_tensor_view_inplace_methods,  tsp_tensor_storage_methods, tsp_tensor_shared_methods,
+        tsp_tensor_complex_methods,       tsp_tensor_sparse_methods,  tsp_tensor_scatter_methods,
+        tsp_tensor_statistics_methods,    tsp_tensor_quant_methods};
     PyGetSetDef *const getsets[] = {core_getset,
                                     tsp_autograd_getset,
                                     tsp_tensor_linalg_getset,
@@ -511,15 +507,14 @@ int tsp_init_tensor(PyObject *m) {
         tsp_tensor_core_functions,         tsp_tensor_ops_functions,
         tsp_tensor_select_functions,       tsp_tensor_shape_functions,
         tsp_tensor_reduce_functions,       tsp_tensor_special_functions,
-        tsp_tensor_linalg_functions,       tsp_tensor_shape_more_functions,
-        tsp_tensor_sort_functions,         tsp_tensor_logic_functions,
-        tsp_tensor_special_more_functions, tsp_tensor_linalg_decomp_functions,
-        tsp_tensor_complex_functions,      tsp_tensor_linalg_more_functions,
-        tsp_tensor_scatter_functions,      tsp_tensor_statistics_functions,
-        tsp_tensor_quant_functions,        tsp_tensor_qops_functions,
-        tsp_tensor_numeric_functions,      tsp_tensor_linalg_forms_functions,
-        tsp_tensor_qobserver_functions,    tsp_tensor_torch_forms_functions,
-        tsp_tensor_sparse_coo_functions};
+        tsp_tensor_linalg_functions,       tsp_tensor_rearrange_functions,
+        tsp_tensor_index_forms_functions,  tsp_tensor_sort_functions,
+        tsp_tensor_logic_functions,        tsp_tensor_linalg_decomp_functions,
+        tsp_tensor_complex_functions,      tsp_tensor_scatter_functions,
+        tsp_tensor_statistics_functions,   tsp_tensor_quant_functions,
+        tsp_tensor_qops_functions,         tsp_tensor_numeric_functions,
+        tsp_tensor_linalg_forms_functions, tsp_tensor_qobserver_functions,
+        tsp_tensor_torch_forms_functions,  tsp_tensor_sparse_coo_functions};
     if (tsp_init_tensor_linalg() < 0 || tsp_init_tensor_sort() < 0) return -1;
     for (int i = 0; i < (int)(sizeof functions / sizeof *functions); i++)
         if (PyModule_AddFunctions(m, functions[i]) < 0) return -1;

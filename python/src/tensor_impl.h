@@ -146,8 +146,6 @@ extern PyMethodDef tsp_tensor_select_methods[], tsp_tensor_select_functions[];
 extern PyMethodDef tsp_tensor_shape_methods[], tsp_tensor_shape_functions[];
 extern PyMethodDef tsp_tensor_reduce_methods[], tsp_tensor_reduce_functions[];
 extern PyMethodDef tsp_tensor_special_methods[], tsp_tensor_special_functions[];
-/* tensor_special_more.c: ndtr ... the polynomials, igamma, mvlgamma (issue 52) */
-extern PyMethodDef tsp_tensor_special_more_methods[], tsp_tensor_special_more_functions[];
 /* tensor_quant.c: quantized tensors (tessera/quant.h) */
 extern PyMethodDef tsp_tensor_quant_methods[], tsp_tensor_quant_functions[];
 extern PyMethodDef tsp_tensor_qops_functions[];      /* tensor_qops.c */
@@ -174,8 +172,6 @@ extern PyGetSetDef tsp_tensor_linalg_getset[];
 int tsp_init_tensor_linalg(void); /* the aminmax (min, max) type */
 /* tensor_linalg_decomp.c: torch.linalg's decompositions as _C._linalg_* (issue 52) */
 extern PyMethodDef tsp_tensor_linalg_decomp_functions[], tsp_tensor_linalg_decomp_methods[];
-/* tensor_linalg_more.c: eig, ldl, polar, matrix_sqrth, ormqr as _C._linalg_* / _ormqr */
-extern PyMethodDef tsp_tensor_linalg_more_functions[];
 /* tensor_linalg_forms.c: linalg.norm, vecdot, vander, tensorinv / tensorsolve, householder_product,
  * torch.svd, matrix_rank with tolerance tensors (issue 76) */
 extern PyMethodDef tsp_tensor_linalg_forms_functions[];
@@ -184,8 +180,10 @@ extern PyMethodDef tsp_tensor_linalg_forms_functions[];
 extern PyMethodDef tsp_tensor_torch_forms_functions[];
 /* tensor_sparse_coo.c: sparse COO construction, coalesce, to_sparse, transpose, mul, sum, addmm */
 extern PyMethodDef tsp_tensor_sparse_coo_functions[];
-/* tensor_shape_more.c: flip, roll, tril, diagonal, scatter... (issue 52) */
-extern PyMethodDef tsp_tensor_shape_more_methods[], tsp_tensor_shape_more_functions[];
+/* tensor_rearrange.c: flip, roll, tril, diagonal, splits... (issue 52) */
+extern PyMethodDef tsp_tensor_rearrange_methods[], tsp_tensor_rearrange_functions[];
+/* tensor_index_forms.c: take, index_add, scatter, nonzero, masked_select... (issue 52) */
+extern PyMethodDef tsp_tensor_index_forms_methods[], tsp_tensor_index_forms_functions[];
 /* tensor_scatter.c: select / slice / diagonal_scatter, index_reduce, put (issue 76) */
 extern PyMethodDef tsp_tensor_scatter_methods[], tsp_tensor_scatter_functions[];
 /* tensor_statistics.c: cov, corrcoef, cross, tril / triu_indices, meshgrid (issue 76) */

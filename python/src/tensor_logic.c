@@ -1,5 +1,6 @@
 /* tensor_logic.c — issue 52's predicates, truth reductions, cumulative ops and pointwise forms as
- * Tensor methods and tessera.* functions (src/ops/logic.c, cumulative.c, pointwise_more.c):
+ * Tensor methods and tessera.* functions (src/ops/logic.c, cumulative.c, ternary.c, nan_forms.c,
+ * diff.c, repeat.c, gcd.c):
  * isnan / isinf / isfinite / isposinf / isneginf / isreal, logical_xor, heaviside, any / all,
  * isclose / allclose / equal, cumsum / cumprod / cummax / cummin / logcumsumexp, addcmul /
  * addcdiv, lerp, fmax / fmin, nansum / nanmean, diff, gcd / lcm, repeat / tile, and the aliases

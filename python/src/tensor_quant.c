@@ -236,6 +236,34 @@ static PyObject *f__weight_only_linear SIG {
     return tsp_wrap(r);
 }
 
+/* _int8_dynamic_activation_linear(input, weight, bias=None): torchao's 8da8w / 8da4w linear */
+static PyObject *f__int8_dynamic_activation_linear SIG {
+    (void)mod;
+    PARSE("int8_dynamic_activation_linear", 2, "input", "weight", "bias");
+    ts_tensor *x = TARG(0, "int8_dynamic_activation_linear"),
+              *w = x ? TARG(1, "int8_dynamic_activation_linear") : NULL, *b = NULL;
+    if (!w) return NULL;
+    if (a[2] && a[2] != Py_None && !(b = TARG(2, "int8_dynamic_activation_linear"))) return NULL;
+    if (tsp_enter()) return NULL;
+    ts_tensor *r;
+    TSP_NOGIL(r = ts_int8_dynamic_activation_linear(x, w, b));
+    return tsp_wrap(r);
+}
+
+/* _quantize_int4_symmetric_weight(weight, group_size): 8da4w's int4 weights */
+static PyObject *f__quantize_int4_symmetric_weight SIG {
+    (void)mod;
+    PARSE("quantize_int4_symmetric_weight", 2, "weight", "group_size");
+    ts_tensor *w = TARG(0, "quantize_int4_symmetric_weight");
+    int64_t gs;
+    if (!w || tsp_int_arg(a[1], &gs, "quantize_int4_symmetric_weight", "group_size") < 0 ||
+        tsp_enter())
+        return NULL;
+    ts_tensor *r;
+    TSP_NOGIL(r = ts_quantize_int4_symmetric_weight(w, gs));
+    return tsp_wrap(r);
+}
+
 /* _quantize_int8_weight_only(weight) / _quantize_int4_weight_only(weight, group_size) */
 static PyObject *f__quantize_int8_weight_only SIG {
     (void)mod;
@@ -306,6 +334,8 @@ PyMethodDef tsp_tensor_quant_functions[] = {
     QFN(_weight_only_linear),
     QFN(_quantize_int8_weight_only),
     QFN(_quantize_int4_weight_only),
+    QFN(_int8_dynamic_activation_linear),
+    QFN(_quantize_int4_symmetric_weight),
     {NULL, NULL, 0, NULL},
 };
 PyGetSetDef tsp_tensor_quant_getset[] = {

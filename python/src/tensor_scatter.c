@@ -1,6 +1,6 @@
 /* tensor_scatter.c — the scatters into views and by index as Tensor methods and tessera.*
  * functions (issue 76): select_scatter / slice_scatter / diagonal_scatter
- * (src/ops/scatter_views.c), index_reduce / put (+ in place, src/ops/index_more.c). One C call
+ * (src/ops/scatter_views.c), index_reduce / put (+ in place, src/ops/scatter.c). One C call
  * each; an index out of range is PyTorch's IndexError. */
 #include <stdint.h>
 #include <string.h>

@@ -70,7 +70,7 @@ int tsp_sparse_arg_error(PyObject *o, const char *fn, const char *arg) {
 
 int tsp_layout_arg(PyObject *o, const char *fn) {
     if (!o || o == Py_None) return 0;
-    PyObject *mod = PyImport_ImportModule("tessera._ops_extra");
+    PyObject *mod = PyImport_ImportModule("tessera._strided");
     PyObject *strided = mod ? PyObject_GetAttrString(mod, "strided") : NULL;
     Py_XDECREF(mod);
     if (!strided) return -1;

@@ -21,7 +21,7 @@ import re
 
 from . import _C
 from ._C import Tensor
-from ._ops_extra import layout, strided
+from ._strided import layout, strided
 
 __all__ = ["SparseTensor", "sparse_coo_tensor", "sparse_coo", "mm", "sum", "addmm", "smm", "spmm"]
 

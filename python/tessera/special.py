@@ -22,7 +22,7 @@ round = _C.round
 xlogy = _C.xlogy
 xlog1py = _C._special_xlog1py
 logsumexp = _C.logsumexp
-# the remaining functions (include/tessera/special_more.h)
+# the remaining functions (include/tessera/special.h)
 ndtr = _C._special_ndtr
 ndtri = _C._special_ndtri
 log_ndtr = _C._special_log_ndtr

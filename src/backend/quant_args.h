@@ -131,6 +131,14 @@ typedef struct ts_wo_args {
     const int32_t *zero_points;
     const float *bias; /* NULL: none */
     float *y;
+    /* int8 dynamic activations (torchao's 8da8w / 8da4w; kern_qdynamic_act.c): each row of x
+     * quantized to int8 per token, symmetric (sx = max(max|x| / 127, 1e-5), q = clamp(
+     * round_half_even(x * (1 / sx)), -127, 127) in float32), the exact int32 sums acc = sum_k q
+     * (w - zp) per group (int8: per row, k at most 65536), then y = ((float)acc * sx) * scale +
+     * bias (int4: y = (sum_g scale_g (float)acc_g) * sx + bias); a row of x holding NaN or inf
+     * gives NaN. */
+    bool act_int8;
+    bool uniform_zp; /* every zero point is zero_points[0] (the act_int8 kernel reads one) */
 } ts_wo_args;
 
 #endif /* TS_BACKEND_QUANT_ARGS_H */

@@ -51,9 +51,11 @@ const tsi_quant_kparams *tsi_quant_kparams_get(const char *op, tsi_quant *q) {
                NULL;
     }
     k->zero_points = (int32_t *)(void *)(k->scales + q->count);
+    k->uniform_zp = true;
     for (int64_t i = 0; i < q->count; i++) {
         k->scales[i] = (float)q->scales[i];
         k->zero_points[i] = (int32_t)q->zero_points[i];
+        k->uniform_zp = k->uniform_zp && k->zero_points[i] == k->zero_points[0];
     }
     tsi_quant_kparams *none = NULL;
     if (atomic_compare_exchange_strong(&q->kparams, &none, k)) return k;

@@ -30,6 +30,7 @@ typedef struct tsi_quant {
 typedef struct tsi_quant_kparams {
     float *scales;        /* [count]: (float)scales[i] */
     int32_t *zero_points; /* [count] */
+    bool uniform_zp;      /* every zero point is zero_points[0] */
 } tsi_quant_kparams;
 
 /* q's parameters as the kernels read them (made once, then shared; thread-safe); NULL + TS_ERR_OOM

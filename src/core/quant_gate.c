@@ -22,6 +22,7 @@ static const char *const quant_ops[] = {
     "dtype_of",
     "dynamic_quantized_linear",
     "element_size",
+    "int8_dynamic_activation_linear",
     "int_repr",
     "is_contiguous",
     "make_per_channel_quantized_tensor",

@@ -83,6 +83,11 @@ ts_status ts_gpt_quantize_weight_only(ts_module *m, ts_gpt_quant_opts o) {
     if (g->wo) return ts_error_set(TS_ERR_STATE, "%s: the GPT is quantized already", op);
     if (o.bits != 8 && o.bits != 4)
         return ts_error_set(TS_ERR_ARG, "%s: bits must be 8 or 4, got %d", op, o.bits);
+    if (o.act_bits)
+        return ts_error_set(TS_ERR_UNSUPPORTED,
+                            "%s: act_bits %d: int8 dynamic activations are ts_gpt2_quantize's "
+                            "only (weight-only here: act_bits 0)",
+                            op, o.act_bits);
     if (!o.group_size) o.group_size = 128;
     ts_no_grad_begin();
     g->wo = tsi_gpt_wo_make(g->blocks, ts_module_get(g->tok_emb, "weight"), g->c.n_layer, &o);

@@ -27,6 +27,7 @@ typedef struct gpt2_layer {
 struct ts_gpt2 {
     ts_gpt2_config c;
     ts_tensor *wte, *wpe, *lnf_w, *lnf_b, *qhead;
+    bool act8; /* quantized linears with int8 dynamic activations */
     gpt2_layer *layers;
     float *kcache, *vcache; /* [n_layer][n_ctx][n_embd] */
     float *x, *att;         /* the residual [n_embd]; attention weights [n_ctx] */
@@ -229,8 +230,9 @@ static int64_t wbytes(ts_tensor *w, int64_t group_size) {
 
 static ts_tensor *quantize_one(ts_tensor *w, ts_gpt_quant_opts o, const char *name) {
     ts_scope_begin();
-    ts_tensor *q = ts_retain(o.bits == 8 ? ts_quantize_int8_weight_only(w)
-                                         : ts_quantize_int4_weight_only(w, o.group_size));
+    ts_tensor *q = ts_retain(o.bits == 8       ? ts_quantize_int8_weight_only(w)
+                             : o.act_bits == 8 ? ts_quantize_int4_symmetric_weight(w, o.group_size)
+                                               : ts_quantize_int4_weight_only(w, o.group_size));
     ts_scope_end();
     if (q && o.on_layer) o.on_layer(o.ctx, name, wbytes(w, 0), wbytes(q, o.group_size));
     return q;
@@ -242,6 +244,11 @@ ts_status ts_gpt2_quantize(ts_gpt2 *m, ts_gpt_quant_opts o) {
     if (m->qhead) return ts_error_set(TS_ERR_STATE, "%s: the model is quantized already", op);
     if (o.bits != 8 && o.bits != 4)
         return ts_error_set(TS_ERR_ARG, "%s: bits must be 8 or 4 (got %d)", op, o.bits);
+    if (o.act_bits != 0 && o.act_bits != 8)
+        return ts_error_set(TS_ERR_ARG,
+                            "%s: act_bits must be 0 (weight-only) or 8 (int8 dynamic activations) "
+                            "(got %d)",
+                            op, o.act_bits);
     if (o.bits == 4 && !o.group_size) o.group_size = 32;
     if (o.bits == 4 && o.group_size != 32 && o.group_size != 64 && o.group_size != 128 &&
         o.group_size != 256)
@@ -276,6 +283,7 @@ ts_status ts_gpt2_quantize(ts_gpt2 *m, ts_gpt_quant_opts o) {
             L->w[j] = NULL;
         }
     m->qhead = q[nq];
+    m->act8 = o.act_bits == 8;
     free(q);
     return TS_OK;
 }
@@ -298,8 +306,11 @@ static void layer_norm(const float *x, int64_t n, const float *w, const float *b
 }
 
 /* y = in @ w^T + b through the float or the quantized weight; the output belongs to the scope */
-static const float *linear(ts_tensor *in, ts_tensor *w, ts_tensor *q, ts_tensor *b) {
-    ts_tensor *y = q ? ts_weight_only_linear(in, q, b) : ts_linear(in, w, b);
+static const float *linear(const ts_gpt2 *m, ts_tensor *in, ts_tensor *w, ts_tensor *q,
+                           ts_tensor *b) {
+    ts_tensor *y = !q        ? ts_linear(in, w, b)
+                   : m->act8 ? ts_int8_dynamic_activation_linear(in, q, b)
+                             : ts_weight_only_linear(in, q, b);
     return y ? fptr(y) : NULL;
 }
 
@@ -343,23 +354,23 @@ static bool step_layer(ts_gpt2 *m, int64_t li) {
     float *x = m->x, *ic = fptr(m->in_c), *iff = fptr(m->in_f);
     float *kc = m->kcache + li * m->c.n_ctx * C, *vc = m->vcache + li * m->c.n_ctx * C;
     layer_norm(x, C, fptr(L->ln1_w), fptr(L->ln1_b), m->c.eps, ic);
-    const float *qkv = linear(m->in_c, L->w[L_QKV], L->q[L_QKV], L->b[L_QKV]);
+    const float *qkv = linear(m, m->in_c, L->w[L_QKV], L->q[L_QKV], L->b[L_QKV]);
     if (!qkv) return false;
     memcpy(kc + t * C, qkv + C, (size_t)C * sizeof(float));
     memcpy(vc + t * C, qkv + 2 * C, (size_t)C * sizeof(float));
     for (int64_t h = 0; h < m->c.n_head; h++) attend(m, qkv, kc, vc, t, h, ic);
-    const float *a = linear(m->in_c, L->w[L_PROJ], L->q[L_PROJ], L->b[L_PROJ]);
+    const float *a = linear(m, m->in_c, L->w[L_PROJ], L->q[L_PROJ], L->b[L_PROJ]);
     if (!a) return false;
     for (int64_t i = 0; i < C; i++) x[i] += a[i];
     layer_norm(x, C, fptr(L->ln2_w), fptr(L->ln2_b), m->c.eps, ic);
-    const float *f = linear(m->in_c, L->w[L_FC], L->q[L_FC], L->b[L_FC]);
+    const float *f = linear(m, m->in_c, L->w[L_FC], L->q[L_FC], L->b[L_FC]);
     if (!f) return false;
     const float k0 = 0.7978845608028654f; /* sqrt(2 / pi): gelu_new */
     for (int64_t i = 0; i < F; i++) {
         const float v = f[i];
         iff[i] = 0.5f * v * (1.0f + tanhf(k0 * (v + 0.044715f * v * v * v)));
     }
-    const float *y = linear(m->in_f, L->w[L_FC2], L->q[L_FC2], L->b[L_FC2]);
+    const float *y = linear(m, m->in_f, L->w[L_FC2], L->q[L_FC2], L->b[L_FC2]);
     if (!y) return false;
     for (int64_t i = 0; i < C; i++) x[i] += y[i];
     return true;
@@ -389,7 +400,7 @@ ts_status ts_gpt2_step(ts_gpt2 *m, int64_t id, float *logits, int64_t *next) {
     if (ok) {
         ts_scope_begin();
         layer_norm(m->x, C, fptr(m->lnf_w), fptr(m->lnf_b), m->c.eps, fptr(m->in_c));
-        const float *lg = linear(m->in_c, m->wte, m->qhead, NULL);
+        const float *lg = linear(m, m->in_c, m->wte, m->qhead, NULL);
         if ((ok = lg != NULL)) {
             if (logits) memcpy(logits, lg, (size_t)V * sizeof(float));
             if (next) {

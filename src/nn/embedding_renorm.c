@@ -69,12 +69,17 @@ ts_tensor *ts_embedding_renorm_(ts_tensor *weight, ts_tensor *indices, double ma
     return ok ? weight : NULL;
 }
 
-/* padding_idx in [-rows, rows) to a row, or -1 (none); false with op's message */
+/* padding_idx in [-rows, rows) to a row, or -1 (none); false with op's message (also for a weight
+ * that is not 2-D) */
 static bool padding_row(const char *op, const char *msg, ts_tensor *weight, ts_embedding_opts o,
                         int64_t *pad) {
     *pad = -1;
+    if (weight->shape.ndim != 2)
+        return tsi_error_set(TS_ERR_SHAPE, "%s: 'weight' must be 2-D, got %s", op,
+                             tsi_desc(weight)),
+               false;
     if (!o.has_padding_idx) return true;
-    const int64_t rows = weight->shape.ndim == 2 ? weight->shape.dims[0] : 0;
+    const int64_t rows = weight->shape.dims[0];
     if (o.padding_idx >= rows || o.padding_idx < -rows)
         return tsi_error_set(TS_ERR_ARG, "%s: %s (%lld rows), got %lld", op, msg, (long long)rows,
                              (long long)o.padding_idx),

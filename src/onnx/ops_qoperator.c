@@ -93,8 +93,12 @@ static ts_tensor *wrap32(ts_tensor *acc) { return ts_to_dtype(acc, TS_I32); }
 /* ------------------------------------------------------------------ A @ B in integers */
 /* sum_k (a[.., m, k] - a_zp) (b[.., k, n] - b_zp[n]) as int32 [.., M, N] (numpy's matmul shapes);
  * a_zp: NULL, one value or one per row (M); b_zp: NULL, one value or one per column (N) */
+static ts_tensor *node_qweight(const tso_node *n, ts_tensor *w_in, ts_tensor *zp_in, ts_tensor *ws,
+                               ts_tensor *wzp);
+
 static ts_tensor *int_matmul(const tso_node *n, ts_tensor *a, ts_tensor *azp, ts_tensor *b,
                              ts_tensor *bzp) {
+    ts_tensor *const b_in = b, *const bzp_in = bzp; /* the node's inputs: node_qweight's key */
     const bool a1 = ts_ndim(a) == 1, b1 = ts_ndim(b) == 1;
     if (ts_ndim(a) < 1 || ts_ndim(b) < 1)
         return tso_fail(n, TS_ERR_SHAPE, "A %s and B %s must have a dim at least", tsi_desc(a),
@@ -113,8 +117,10 @@ static ts_tensor *int_matmul(const tso_node *n, ts_tensor *a, ts_tensor *azp, ts
     ts_tensor *xzp = per_row ? NULL : azp;
     ts_tensor *acc;
     if (rb == 2) {
-        acc =
-            ts_quantized_linear_acc(qact(n, a, xzp), qweight(n, ts_transpose(b, 0, 1), bzp), NULL);
+        /* a weight (the same B at every run) transposed and packed once: node_qweight's cache */
+        ts_tensor *qw = node_qweight(n, b_in, bzp_in, ts_transpose(b, 0, 1), bzp);
+        acc = qw ? ts_quantized_linear_acc(qact(n, a, xzp), qw, NULL) : NULL;
+        ts_release(qw);
     } else {
         /* batched B: numpy's broadcast of the batch dims, one product per batch */
         ts_shape sa = ts_shape_of(a), sb = ts_shape_of(b), bs = {0};
@@ -215,9 +221,6 @@ bool tso_q_run_linear_matmul(const tso_node *n, ts_tensor *const *in, ts_tensor 
     out[0] = mult ? requantize(n, acc, mult, ts_reshape(in[7], TS_SHAPE()), relu) : NULL;
     return out[0] || tso_fail_pending(n);
 }
-
-static ts_tensor *node_qweight(const tso_node *n, ts_tensor *w_in, ts_tensor *zp_in, ts_tensor *ws,
-                               ts_tensor *wzp);
 
 bool tso_q_run_gemm(const tso_node *n, ts_tensor *const *in, ts_tensor **out) {
     if (!check_u8(n, in[0], "a") || !check_scale(n, in[1], "a_scale") ||
@@ -356,8 +359,9 @@ static ts_tensor *node_qweight(const tso_node *n, ts_tensor *w_in, ts_tensor *zp
     ts_tensor *q = NULL;
     pthread_mutex_lock(&qconv_state_lock);
     qconv_state *s = nm->free_state == qconv_state_free ? nm->state : NULL;
+    const uintptr_t zd = zp_in ? ts_data_ptr(zp_in) : 0; /* no zero point: none */
     if (s && s->w == w_in && s->zp == zp_in && s->wv == ts_version(w_in) &&
-        s->zv == ts_version(zp_in) && s->wd == ts_data_ptr(w_in) && s->zd == ts_data_ptr(zp_in))
+        s->zv == ts_version(zp_in) && s->wd == ts_data_ptr(w_in) && s->zd == zd)
         q = ts_retain(s->qw);
     pthread_mutex_unlock(&qconv_state_lock);
     if (q) return q;
@@ -365,8 +369,8 @@ static ts_tensor *node_qweight(const tso_node *n, ts_tensor *w_in, ts_tensor *zp
     if (!q || (nm->state && nm->free_state != qconv_state_free)) return ts_retain(q);
     qconv_state *f = malloc(sizeof *f);
     if (!f) return ts_retain(q);
-    *f = (qconv_state){ts_retain(w_in),   ts_retain(zp_in),  ts_retain(q),      ts_version(w_in),
-                       ts_version(zp_in), ts_data_ptr(w_in), ts_data_ptr(zp_in)};
+    *f = (qconv_state){.w = ts_retain(w_in), .zp = ts_retain(zp_in), .qw = ts_retain(q)};
+    f->wv = ts_version(w_in), f->zv = ts_version(zp_in), f->wd = ts_data_ptr(w_in), f->zd = zd;
     pthread_mutex_lock(&qconv_state_lock);
     qconv_state *old = nm->free_state == qconv_state_free ? nm->state : NULL;
     nm->state = f;

@@ -2,6 +2,7 @@
  * or per-axis scales and zero points; uint8, int8, uint16 and int16), composed from Tessera's ops
  * so they run on any device. The integer products on quantized operands are ops_qoperator.c's. */
 #include "onnx/onnx_internal.h"
+#include "tessera/quant.h"
 
 /* ------------------------------------------------------------------ quantization */
 /* QuantizeLinear to uint8, int8, uint16 or int16 (the zero point's type; uint8 without one). */
@@ -85,18 +86,12 @@ TSO_RUN(run_dequantize) {
     TSO_DONE(ts_to_dtype(ts_mul(dx, ts_to_dtype(scale, TS_F32)), ts_dtype_of(in[1])));
 }
 
-/* the scale from x's range including 0 (1 when it is empty), the zero point that maps 0 exactly */
+/* the scale from x's range including 0 (1 when it is empty), the zero point that maps 0 exactly:
+ * ts_dynamic_quantize_linear (src/ops/dynamic_quantize_linear.c) */
 TSO_RUN(run_dynamic_quantize) {
     (void)c;
-    ts_tensor *x = ts_to_dtype(in[0], TS_F32);
-    ts_tensor *hi = ts_maximum_scalar(ts_max(x), 0), *lo = ts_minimum_scalar(ts_min(x), 0);
-    ts_tensor *range = ts_sub(hi, lo);
-    range = ts_where(ts_eq(hi, lo), ts_ones_like(range), range);
-    ts_tensor *scale = ts_div_scalar(range, 255);
-    ts_tensor *zp = ts_round(ts_clamp(ts_neg(ts_div(lo, scale)), 0, 255));
-    out[2] = ts_to_dtype(zp, TS_U8);
-    out[0] = quantize(x, scale, out[2]);
-    out[1] = ts_to_dtype(scale, ts_dtype_of(in[0]));
+    out[0] = ts_dynamic_quantize_linear(ts_to_dtype(in[0], TS_F32), &out[1], &out[2]);
+    if (out[1]) out[1] = ts_to_dtype(out[1], ts_dtype_of(in[0]));
     return (out[0] && out[1] && out[2]) || tso_fail_pending(n);
 }
 

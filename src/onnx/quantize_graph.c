@@ -241,7 +241,7 @@ static bool calibrate(qz *q, int *batches) {
     size_t n_out = g->n_output + (size_t)n_extra;
     Onnx__ValueInfoProto **outs = qz_alloc(q, sizeof *outs * n_out);
     if (!outs) return false;
-    memcpy(outs, g->output, sizeof *outs * g->n_output);
+    if (g->n_output) memcpy(outs, g->output, sizeof *outs * g->n_output);
     int *slot = qz_alloc(q, sizeof *slot * (size_t)q->n_r);
     if (!slot) return false;
     size_t k = g->n_output;

@@ -132,8 +132,8 @@ static Onnx__NodeProto *copy_node(qz *q, const Onnx__NodeProto *n) {
          **ov = qz_alloc(q, sizeof *ov * (n->n_output + 1));
     if (!c || !iv || !ov) return NULL;
     *c = *n;
-    memcpy(iv, n->input, sizeof *iv * n->n_input);
-    memcpy(ov, n->output, sizeof *ov * n->n_output);
+    if (n->n_input) memcpy(iv, n->input, sizeof *iv * n->n_input); /* NULL when empty */
+    if (n->n_output) memcpy(ov, n->output, sizeof *ov * n->n_output);
     c->input = iv, c->output = ov;
     for (size_t i = 0; i < n->n_input; i++)
         if (*iv[i] && !(iv[i] = (char *)read_name(q, iv[i]))) return NULL;

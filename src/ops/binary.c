@@ -252,7 +252,7 @@ static ts_tensor *binary_nograd(const char *op, ts_binary_op bop, ts_tensor *a, 
     ts_tensor *y = tsi_own(binary_run(op, bop, a, b, false));
     return tsi_trace(op, ins, 2, y, NULL, 0, NULL, 0);
 }
-/* special_more.c's functions of two arguments: validated, promoted, run and traced without a
+/* special.c's functions of two arguments: validated, promoted, run and traced without a
  * graph (the caller records its own node) */
 ts_tensor *tsi_binary_plain(const char *op, ts_binary_op bop, ts_tensor *a, ts_tensor *b) {
     ts_tensor *const ins[2] = {a, b};

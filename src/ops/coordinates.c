@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
-#include "ops/shape_more_internal.h"
+#include "ops/compose.h"
 
 /* ------------------------------------------------------------------ tril / triu indices */
 static ts_tensor *tri_indices(const char *op, int64_t row, int64_t col, int64_t offset, ts_opts o,

@@ -242,7 +242,7 @@ ts_tensor *ts_gather(ts_tensor *t, int dim, ts_tensor *index) {
     return tsi_own(tsi_trace(op, (ts_tensor *[]){t, index}, 2, out, (int64_t[]){d}, 1, NULL, 0));
 }
 
-/* Checks for scatter_add(_) (and scatter, scatter_reduce in shape_more.c): returns the wrapped
+/* Checks for scatter_add(_) (and scatter, scatter_reduce in scatter.c): returns the wrapped
  * dim or -1. */
 int tsi_scatter_check(const char *op, ts_tensor *t, int dim, ts_tensor *index, ts_tensor *src) {
     tsi_init();

@@ -1,5 +1,5 @@
 /* index_check.h — the argument checks the scatter family shares (index.c's scatter_add, and
- * shape_more.c's scatter and scatter_reduce): PyTorch's rules and messages in one place. */
+ * scatter.c's scatter and scatter_reduce): PyTorch's rules and messages in one place. */
 #ifndef TS_OPS_INDEX_CHECK_H
 #define TS_OPS_INDEX_CHECK_H
 

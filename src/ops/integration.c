@@ -3,7 +3,7 @@
  * then composes the differentiable ops (narrow, diff, add, mul, sum, cumsum), so autograd and
  * every device come with them; the formulas are ATen's (Integration.cpp). */
 #include "autograd/autograd.h"
-#include "ops/shape_more_internal.h"
+#include "ops/compose.h"
 
 /* the spacing along dim d as a tensor that broadcasts with y's slices: a 1-D x of y's size along
  * d, diffed and viewed along d; any other x diffed along d (broadcast by the caller's mul) */

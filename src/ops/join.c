@@ -1,4 +1,5 @@
-/* join.c — joining and splitting front ends: cat, stack, split, chunk. */
+/* join.c — joining and splitting front ends: cat, stack, split, chunk, unbind,
+ * split_with_sizes, tensor_split. */
 #include <limits.h>
 #include <stdio.h>
 
@@ -6,6 +7,7 @@
 #include "autograd/autograd.h"
 #include "autograd/copy_slices.h"
 #include "autograd/trace.h"
+#include "ops/compose.h"
 #include "ops/shape_grad.h"
 
 /* NULL checks for a list of operands, naming the offending entry */
@@ -281,4 +283,113 @@ int ts_chunk(ts_tensor *t, int chunks, int dim, ts_tensor **out, int max_out) {
      * chunks), which may be fewer than asked for */
     int64_t count = len == 0 ? chunks : (size + len - 1) / len;
     return emit_pieces(op, t, d, count, len, out, max_out);
+}
+
+/* ------------------------------------------------------------------ splits */
+static int split_check(const char *op, ts_tensor *t, int dim, ts_tensor **out, int max_out) {
+    tsi_init();
+    if (!tsi_check_input(op, t, "input")) return -1;
+    if (max_out < 0 || (max_out > 0 && !out))
+        return tsi_error_set(TS_ERR_ARG, "%s: out is NULL or max_out (%d) is negative", op,
+                             max_out),
+               -1;
+    if (t->shape.ndim == 0)
+        return tsi_error_set(
+                   TS_ERR_SHAPE,
+                   "%s: expected at least a 1-dimensional tensor, but got a tensor with 0 "
+                   "dims",
+                   op),
+               -1;
+    return tsi_wrap_dim(op, dim, t->shape.ndim);
+}
+
+/* the pieces [start[i], start[i] + len[i]) along d; multi: PyTorch's name of the op when its
+ * pieces are the outputs of one multi-output view op (not modifiable in place when recorded),
+ * NULL when they are separate slices (tensor_split) */
+static int emit(ts_tensor *t, int d, const int64_t *start, const int64_t *len, int64_t count,
+                ts_tensor **out, int max_out, const char *multi) {
+    if (count > 1 << 20)
+        return tsi_error_set(TS_ERR_ARG, "split: %lld pieces are too many", (long long)count), -1;
+    for (int64_t i = 0; i < count && i < max_out; i++) {
+        out[i] = ts_narrow(t, d, start[i], len[i]);
+        if (!out[i]) return -1; /* as ts_split: the pieces written belong to the caller */
+        if (multi) tsi_view_mark_multi(out[i], multi, (int)i);
+    }
+    return (int)count;
+}
+
+int ts_split_with_sizes(ts_tensor *t, const int64_t *sizes, int n, int dim, ts_tensor **out,
+                        int max_out) {
+    const char *op = "split_with_sizes";
+    const int d = split_check(op, t, dim, out, max_out);
+    if (d < 0) return -1;
+    if (n < 0 || (n > 0 && !sizes))
+        return tsi_error_set(TS_ERR_ARG, "%s: split_sizes is NULL or n (%d) is negative", op, n),
+               -1;
+    const int64_t size = t->shape.dims[d];
+    int64_t sum = 0;
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] < 0)
+            return tsi_error_set(TS_ERR_ARG,
+                                 "%s: split_sizes must be non-negative, but got split_sizes[%d] = "
+                                 "%lld",
+                                 op, i, (long long)sizes[i]),
+                   -1;
+        sum += sizes[i];
+    }
+    if (sum != size)
+        return tsi_error_set(TS_ERR_ARG,
+                             "%s: split_with_sizes expects split_sizes to sum exactly to %lld "
+                             "(input tensor's size at dimension %d), but got a sum of %lld",
+                             op, (long long)size, d, (long long)sum),
+               -1;
+    int64_t *start = host_alloc(op, n, sizeof *start);
+    if (!start) return -1;
+    if (n > 0) start[0] = 0;
+    for (int i = 1; i < n; i++) start[i] = start[i - 1] + sizes[i - 1];
+    const int r = emit(t, d, start, sizes, n, out, max_out, "SplitWithSizes");
+    free(start);
+    return r;
+}
+
+int ts_tensor_split_indices(ts_tensor *t, const int64_t *indices, int n, int dim, ts_tensor **out,
+                            int max_out) {
+    const char *op = "tensor_split";
+    const int d = split_check(op, t, dim, out, max_out);
+    if (d < 0) return -1;
+    if (n < 0 || (n > 0 && !indices))
+        return tsi_error_set(TS_ERR_ARG, "%s: indices is NULL or n (%d) is negative", op, n), -1;
+    const int64_t size = t->shape.dims[d];
+    int64_t *start = host_alloc(op, 2 * ((int64_t)n + 1), sizeof *start), *len = start + n + 1;
+    if (!start) return -1;
+    for (int i = 0; i <= n; i++) {
+        int64_t a = i == 0 ? 0 : indices[i - 1], b = i == n ? size : indices[i];
+        a = a < 0 ? (a + size < 0 ? 0 : a + size) : (a > size ? size : a);
+        b = b < 0 ? (b + size < 0 ? 0 : b + size) : (b > size ? size : b);
+        start[i] = a, len[i] = b > a ? b - a : 0;
+    }
+    const int r = emit(t, d, start, len, (int64_t)n + 1, out, max_out, NULL);
+    free(start);
+    return r;
+}
+
+int ts_tensor_split_sections(ts_tensor *t, int64_t sections, int dim, ts_tensor **out,
+                             int max_out) {
+    const char *op = "tensor_split";
+    const int d = split_check(op, t, dim, out, max_out);
+    if (d < 0) return -1;
+    if (sections <= 0 || sections > 1 << 20)
+        return tsi_error_set(TS_ERR_ARG, "%s: number of sections must be larger than 0, got %lld",
+                             op, (long long)sections),
+               -1;
+    const int64_t size = t->shape.dims[d], base = size / sections, extra = size % sections;
+    int64_t *start = host_alloc(op, 2 * sections, sizeof *start), *len = start + sections;
+    if (!start) return -1;
+    for (int64_t i = 0, s = 0; i < sections; i++) {
+        len[i] = base + (i < extra ? 1 : 0);
+        start[i] = s, s += len[i];
+    }
+    const int r = emit(t, d, start, len, sections, out, max_out, NULL);
+    free(start);
+    return r;
 }

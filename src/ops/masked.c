@@ -5,7 +5,7 @@
 #include <math.h>
 
 #include "autograd/autograd.h"
-#include "ops/shape_more_internal.h"
+#include "ops/compose.h"
 
 /* input checked, and mask (NULL: none) against it: same device, broadcastable to its shape */
 static bool check_args(const char *op, ts_tensor *input, ts_tensor *mask) {

@@ -3,7 +3,7 @@
  * under its own name, then composes the differentiable ops (sub, vector_norm, where, mul), so
  * autograd and every device come with them; the formulas are ATen's (ReduceOps.cpp). */
 #include "autograd/autograd.h"
-#include "ops/shape_more_internal.h"
+#include "ops/compose.h"
 
 static bool check_float(const char *op, ts_tensor *t, const char *name) {
     if (tsi_is_float(t->dtype)) return true;

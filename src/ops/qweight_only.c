@@ -60,7 +60,8 @@ static bool check_wo_weight(const char *op, ts_tensor *w, int64_t K) {
     return true;
 }
 
-static ts_tensor *wo_float(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *bias) {
+/* act8: the int8 dynamic-activation kernel (no autograd: the caller refused a graph) */
+static ts_tensor *wo_float(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor *bias, bool act8) {
     const int64_t K = x->shape.dims[x->shape.ndim - 1];
     if (!check_wo_weight(op, w, K)) return NULL;
     const int64_t N = w->shape.dims[0];
@@ -103,7 +104,9 @@ static ts_tensor *wo_float(const char *op, ts_tensor *x, ts_tensor *w, ts_tensor
                     .w = (const uint8_t *)tsi_kview(w).data,
                     .scales = kp->scales,
                     .zero_points = kp->zero_points,
-                    .y = (float *)(void *)out->storage->data};
+                    .y = (float *)(void *)out->storage->data,
+                    .act_int8 = act8,
+                    .uniform_zp = kp->uniform_zp};
     if (w->quant->scheme == TS_PER_TENSOR_AFFINE) { /* one parameter for every row */
         sc = malloc((size_t)N * sizeof *sc), zc = malloc((size_t)N * sizeof *zc);
         if (!sc || !zc) {
@@ -147,7 +150,7 @@ ts_tensor *ts_weight_only_linear(ts_tensor *x, ts_tensor *w, ts_tensor *bias) {
         return tsi_error_set(TS_ERR_SHAPE, "%s: input must have at least one dim (got %s)", op,
                              tsi_desc(x)),
                NULL;
-    if (x->dtype == TS_F32) return wo_float(op, x, w, bias);
+    if (x->dtype == TS_F32) return wo_float(op, x, w, bias, false);
     /* bfloat16: the float32 product of the widened input, rounded to bfloat16 once */
     if (bias && !tsi_check_input(op, bias, "bias")) return NULL;
     if (bias && bias->dtype != TS_BF16)
@@ -156,10 +159,37 @@ ts_tensor *ts_weight_only_linear(ts_tensor *x, ts_tensor *w, ts_tensor *bias) {
                NULL;
     ts_scope_begin();
     ts_tensor *y = ts_to_dtype(x, TS_F32), *b = bias ? ts_to_dtype(bias, TS_F32) : NULL;
-    y = y && (b || !bias) ? wo_float(op, y, w, b) : NULL;
+    y = y && (b || !bias) ? wo_float(op, y, w, b, false) : NULL;
     y = ts_keep(y ? ts_to_dtype(y, TS_BF16) : NULL);
     ts_scope_end();
     return y;
+}
+
+ts_tensor *ts_int8_dynamic_activation_linear(ts_tensor *x, ts_tensor *w, ts_tensor *bias) {
+    const char *op = "int8_dynamic_activation_linear";
+    tsi_init();
+    if (!tsi_check_input(op, x, "input")) return NULL;
+    if (x->dtype != TS_F32)
+        return tsi_error_set(TS_ERR_DTYPE, "%s: input must be float32 (got %s)", op, tsi_desc(x)),
+               NULL;
+    if (x->shape.ndim < 1)
+        return tsi_error_set(TS_ERR_SHAPE, "%s: input must have at least one dim (got %s)", op,
+                             tsi_desc(x)),
+               NULL;
+    const int64_t K = x->shape.dims[x->shape.ndim - 1];
+    if (K > 65536)
+        return tsi_error_set(TS_ERR_UNSUPPORTED,
+                             "%s: in_features %lld is over 65536 (an int32 sum could overflow)", op,
+                             (long long)K),
+               NULL;
+    ts_tensor *ts[3] = {x, w, bias};
+    if (tsi_needs_graph(ts, 3))
+        return tsi_error_set(TS_ERR_UNSUPPORTED,
+                             "%s: no gradient through the activations' rounding (input or bias "
+                             "requires grad; use ts_weight_only_linear to train, or no_grad)",
+                             op),
+               NULL;
+    return wo_float(op, x, w, bias, true);
 }
 
 /* ------------------------------------------------------------------ the recipes */
@@ -233,8 +263,8 @@ ts_tensor *ts_quantize_int8_weight_only(ts_tensor *w) {
     return q; /* already owned by the caller's scope (ts_keep) */
 }
 
-ts_tensor *ts_quantize_int4_weight_only(ts_tensor *w, int64_t group_size) {
-    const char *op = "quantize_int4_weight_only";
+/* int4 per group of w: asymmetric (int4_weight_only) or symmetric (8da4w's) */
+static ts_tensor *quantize_int4(const char *op, ts_tensor *w, int64_t group_size, bool symmetric) {
     tsi_init();
     if (group_size != 32 && group_size != 64 && group_size != 128 && group_size != 256)
         return tsi_error_set(TS_ERR_ARG, "%s: group_size must be 32, 64, 128 or 256 (got %lld)", op,
@@ -256,7 +286,15 @@ ts_tensor *ts_quantize_int4_weight_only(ts_tensor *w, int64_t group_size) {
     if (!scale || !zp) {
         tsi_error_set(TS_ERR_OOM, "%s: out of host memory", op);
     } else {
-        for (int64_t i = 0; i < N * G; i++) {
+        for (int64_t i = 0; i < N * G && symmetric; i++) { /* [-8, 7] stored as q + 8 */
+            const float *v = h + i * group_size;
+            float amax = 0;
+            for (int64_t k = 0; k < group_size; k++) amax = fmaxf(amax, fabsf(v[k]));
+            const float s = amax / 7.5f; /* (quant_max - quant_min) / 2, in float32 */
+            scale[i] = s > FLT_EPSILON ? s : FLT_EPSILON;
+            zp[i] = 8;
+        }
+        for (int64_t i = 0; i < N * G && !symmetric; i++) {
             const float *v = h + i * group_size;
             float lo = 0, hi = 0; /* the range widened to contain 0: an integer zero point */
             for (int64_t k = 0; k < group_size; k++) lo = fminf(lo, v[k]), hi = fmaxf(hi, v[k]);
@@ -270,4 +308,12 @@ ts_tensor *ts_quantize_int4_weight_only(ts_tensor *w, int64_t group_size) {
     }
     free(h), free(scale), free(zp);
     return q;
+}
+
+ts_tensor *ts_quantize_int4_weight_only(ts_tensor *w, int64_t group_size) {
+    return quantize_int4("quantize_int4_weight_only", w, group_size, false);
+}
+
+ts_tensor *ts_quantize_int4_symmetric_weight(ts_tensor *w, int64_t group_size) {
+    return quantize_int4("quantize_int4_symmetric_weight", w, group_size, true);
 }

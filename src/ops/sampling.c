@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "autograd/autograd.h"
-#include "ops/shape_more_internal.h"
+#include "ops/compose.h"
 
 /* float64 p's e values on the host (inside a scope) */
 static bool rd_host(ts_tensor *p, double *v, int64_t e) {

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "autograd/autograd.h"
-#include "ops/shape_more_internal.h"
+#include "ops/compose.h"
 
 /* the input and src checked (same device); false with the error set */
 static bool scatter_args(const char *op, ts_tensor *t, ts_tensor *src) {

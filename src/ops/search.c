@@ -8,7 +8,7 @@
 
 #include "autograd/autograd.h"
 #include "core/sync_debug.h"
-#include "ops/shape_more_internal.h"
+#include "ops/compose.h"
 #include "ops/sort_host.h"
 
 static ts_tensor *ints_on(ts_tensor *t, ts_shape s, const int64_t *v, ts_dtype dt) {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "autograd/autograd.h"
-#include "ops/shape_more_internal.h"
+#include "ops/compose.h"
 #include "ops/sort_host.h"
 #include "ops/sort_keys.h"
 

@@ -5,7 +5,7 @@
 #include <math.h>
 
 #include "autograd/autograd.h"
-#include "ops/shape_more_internal.h"
+#include "ops/compose.h"
 
 /* ------------------------------------------------------------------ cov, corrcoef */
 /* a weight vector of cov: NULL or 0-/1-D on x's device with one value per observation, integral

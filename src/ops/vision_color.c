@@ -7,7 +7,7 @@
 #include <math.h>
 
 #include "autograd/autograd.h"
-#include "ops/shape_more_internal.h"
+#include "ops/compose.h"
 
 /* torchvision's _max_value: the largest value of an integer dtype, 1 for a float one */
 static double max_value(ts_dtype dt) {

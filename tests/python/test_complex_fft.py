@@ -223,7 +223,7 @@ TAKES_COMPLEX = {
     "new_tensor", "cfloat", "cdouble", "numpy", "tolist", "item", "type_as", "clone", "cuda",
     "sim", "pin_memory", "share_memory_", "requires_grad_", "retain_grad", "register_hook",
     "is_shared",  # test_multiprocessing.py: shared memory holds any dtype's bytes
-    # test_complex_more.py: the matmul family, the functions, comparisons, in place
+    # test_complex_linalg_math.py: the matmul family, the functions, comparisons, in place
     "matmul", "mm", "bmm", "mv", "dot", "vdot", "exp", "log", "log2", "log10", "sqrt", "rsqrt",
     "reciprocal", "sin", "cos", "tan", "sinh", "cosh", "tanh", "sigmoid", "sgn", "square", "pow",
     "eq", "ne", "not_equal", "isnan", "isinf", "isfinite", "isreal", "isclose", "allclose",
@@ -231,7 +231,7 @@ TAKES_COMPLEX = {
     "neg_", "negative_", "exp_", "log_", "sqrt_", "sigmoid_", "tanh_",
     # test_storage_set.py: storage identity holds for any dtype
     "is_set_to",
-    # test_complex_more.py: the in-place forms composed from an out-of-place op with a complex
+    # test_complex_linalg_math.py: the in-place forms composed from an out-of-place op with a complex
     # path (and eq_ / ne_, whose results 0 / 1 are complex numbers too, as PyTorch's)
     "sgn_", "sin_", "cos_", "tan_", "sinh_", "cosh_", "log2_", "log10_", "reciprocal_", "rsqrt_",
     "square_", "eq_", "ne_", "not_equal_",

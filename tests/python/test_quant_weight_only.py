@@ -9,7 +9,7 @@ import pytest
 
 import tessera
 from tessera import nn
-from tessera.ao.nn.quantized.dynamic import Linear as DynamicLinear
+from tessera.ao.nn.quantized.dynamic_activation import Int8DynamicActivationLinear
 from tessera.ao.nn.quantized.weight_only import WeightOnlyLinear
 from tessera.ao.quantization import (int4_weight_only, int8_dynamic_activation_int8_weight,
                                      int8_weight_only, quantize_)
@@ -99,7 +99,8 @@ def test_dynamic_route_and_filter():
     x = tessera.randn(3, 64)
     y0 = m(x)
     quantize_(m, int8_dynamic_activation_int8_weight())
-    assert isinstance(m[0], DynamicLinear) and m[0].weight().qscheme() == "per_channel_affine"
+    assert isinstance(m[0], Int8DynamicActivationLinear)
+    assert m[0].weight.qscheme() == "per_channel_affine"
     assert float((m(x) - y0).abs().max()) <= 0.02 * float(y0.abs().max())
 
 

@@ -1,4 +1,4 @@
-/* hv_check.h — the double-backward tests' check of one case (test_double_backward_more.c,
+/* hv_check.h — the double-backward tests' check of one case (test_double_backward_norm_pool.c,
  * test_double_backward2.c): with p every input and v a direction, in float64 on a device, the
  * gradients recorded under create_graph equal the first-order ones (1e-12 relative), and the
  * Hessian-vector product by double backward equals the central differences

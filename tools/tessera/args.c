@@ -98,6 +98,7 @@ static const opt_spec specs[] = {
     {"--greedy", K_FLAG, FOR_GEN, OFF(greedy), NULL},
     {"--quantize", K_CHOICE, FOR_GEN, OFF(wo_quantize), "int8|int4"},
     {"--group-size", K_POS_INT, FOR_GEN, OFF(group_size), NULL},
+    {"--act-quant", K_CHOICE, FOR_GEN, OFF(act_quant), "int8"},
     {"--hf", K_STRING, FOR_GEN, OFF(hf), NULL},
     {"--prompt-ids", K_STRING, FOR_GEN, OFF(prompt_ids), NULL},
     {"--epochs", K_POS_INT, FOR_TRAIN, OFF(epochs), NULL},
@@ -264,6 +265,30 @@ static bool is_help(const char *a) {
     return !strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "help");
 }
 
+/* generate's sources (a tessera checkpoint or a Hugging Face GPT-2) and its quantization: -1, or
+ * the exit status */
+static int finish_generate(const tcli_opts *o, int mask) {
+    if (mask == FOR_GEN && !o->checkpoint && !o->hf)
+        return usage_fail("generate: needs --checkpoint DIR (a gpt trained by tessera) or --hf DIR "
+                          "(a Hugging Face GPT-2)");
+    if (o->hf && o->checkpoint)
+        return usage_fail("--hf: give either --hf or --checkpoint, not both");
+    if (o->hf && (!o->greedy || !o->prompt_ids))
+        return usage_fail("--hf: needs --greedy and --prompt-ids ID,ID,... (no tokenizer is read)");
+    if (o->prompt_ids && !o->hf) return usage_fail("--prompt-ids: only with --hf");
+    if (o->hf && o->prompt) return usage_fail("--prompt: not with --hf (give --prompt-ids)");
+    if (o->greedy && o->top_k)
+        return usage_fail("--greedy: give either --greedy or --top-k, not both");
+    if (o->act_quant && (!o->wo_quantize || !o->hf))
+        return usage_fail("--act-quant: only with --hf and --quantize int8|int4");
+    if (o->group_size && (!o->wo_quantize || strcmp(o->wo_quantize, "int4")))
+        return usage_fail("--group-size: only with --quantize int4");
+    if (o->group_size && o->group_size != 32 && o->group_size != 64 && o->group_size != 128 &&
+        o->group_size != 256)
+        return usage_fail("--group-size %d: must be 32, 64, 128 or 256", o->group_size);
+    return -1;
+}
+
 /* The defaults that follow from other options, and the combinations refused, once every option
  * is read. -1, or the exit status. */
 static int finish_options(tcli_opts *o, int mask, const char *cmd, bool data_given) {
@@ -286,22 +311,8 @@ static int finish_options(tcli_opts *o, int mask, const char *cmd, bool data_giv
     if (o->warmup < 0) o->warmup = gpt ? 100 : 0;
     if (o->dim % o->heads)
         return usage_fail("--dim %d: must be a multiple of --heads (%d)", o->dim, o->heads);
-    if (mask == FOR_GEN && !o->checkpoint && !o->hf)
-        return usage_fail("generate: needs --checkpoint DIR (a gpt trained by tessera) or --hf DIR "
-                          "(a Hugging Face GPT-2)");
-    if (o->hf && o->checkpoint)
-        return usage_fail("--hf: give either --hf or --checkpoint, not both");
-    if (o->hf && (!o->greedy || !o->prompt_ids))
-        return usage_fail("--hf: needs --greedy and --prompt-ids ID,ID,... (no tokenizer is read)");
-    if (o->prompt_ids && !o->hf) return usage_fail("--prompt-ids: only with --hf");
-    if (o->hf && o->prompt) return usage_fail("--prompt: not with --hf (give --prompt-ids)");
-    if (o->greedy && o->top_k)
-        return usage_fail("--greedy: give either --greedy or --top-k, not both");
-    if (o->group_size && (!o->wo_quantize || strcmp(o->wo_quantize, "int4")))
-        return usage_fail("--group-size: only with --quantize int4");
-    if (o->group_size && o->group_size != 32 && o->group_size != 64 && o->group_size != 128 &&
-        o->group_size != 256)
-        return usage_fail("--group-size %d: must be 32, 64, 128 or 256", o->group_size);
+    const int gen = finish_generate(o, mask);
+    if (gen >= 0) return gen;
     if (o->time_limit && !o->max_steps && o->epochs == 0) o->epochs = INT_MAX;
     if (o->epochs == 0) o->epochs = o->max_steps ? INT_MAX : 2;
     if (o->checkpoint_every && !o->checkpoint)

@@ -70,6 +70,7 @@ typedef struct tcli_opts {
     const char *qat_from;    /* train: --qat-from CHECKPOINT, the weights to fine-tune */
     const char *wo_quantize; /* --quantize int8|int4: weight-only linears (NULL: float) */
     int group_size;          /* --group-size N: int4's group (0: 128) */
+    const char *act_quant;   /* --act-quant int8: int8 dynamic activations (--hf; NULL: float) */
     const char *hf;          /* --hf DIR: a Hugging Face GPT-2 folder (gpt2.h), cached decoding */
     const char *prompt_ids;  /* --prompt-ids 1,2,3: the prompt as token ids (with --hf) */
     /* run and info: the ONNX model file (the positional argument); info and convert: a PyTorch

@@ -55,15 +55,19 @@ int tcli_generate_hf(const tcli_opts *o) {
     if (o->wo_quantize) {
         int64_t t[2] = {0, 0};
         const int bits = strcmp(o->wo_quantize, "int8") ? 4 : 8;
-        ts_gpt_quant_opts qo = {
-            .bits = bits, .group_size = o->group_size, .on_layer = wo_layer, .ctx = t};
+        ts_gpt_quant_opts qo = {.bits = bits,
+                                .group_size = o->group_size,
+                                .on_layer = wo_layer,
+                                .ctx = t,
+                                .act_bits = o->act_quant ? 8 : 0};
         if (ts_gpt2_quantize(m, qo)) {
             free(ids);
             ts_gpt2_free(m);
             return tcli_fail_ts(TCLI_USAGE, "--quantize");
         }
-        fprintf(stderr, "--quantize %s: weight bytes read per token %lld -> %lld\n", o->wo_quantize,
-                (long long)t[0], (long long)t[1]);
+        fprintf(stderr, "--quantize %s%s: weight bytes read per token %lld -> %lld\n",
+                o->wo_quantize, o->act_quant ? " --act-quant int8" : "", (long long)t[0],
+                (long long)t[1]);
     }
     const int64_t want = o->tokens;
     int64_t *out = malloc((size_t)(want ? want : 1) * sizeof *out);

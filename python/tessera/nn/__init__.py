@@ -25,9 +25,10 @@ from .activation import (ELU, CELU, SELU, Hardtanh, ReLU6, Hardshrink, Softshrin
                          Softsign, Threshold, LogSigmoid, Mish, Hardsigmoid, Hardswish, GLU, PReLU,
                          Softmin, Softmax2d)
 from .activation import __all__ as _activation_all
-from .layers_more import (Bilinear, EmbeddingBag, RReLU, AlphaDropout, FeatureAlphaDropout,
-                          Dropout1d, Dropout2d, Dropout3d, CTCLoss)
-from .layers_more import __all__ as _layers_more_all
+from .layers import (Bilinear, EmbeddingBag, AlphaDropout, FeatureAlphaDropout, Dropout1d,
+                     Dropout2d, Dropout3d)
+from .activation import RReLU  # noqa: F401
+from .loss import CTCLoss
 from .conv import (Conv1d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, LazyConv1d,
                    LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
                    LazyConvTranspose3d, Unfold, Fold, ChannelShuffle)
@@ -64,7 +65,8 @@ __all__ += ["KLDivLoss", "HuberLoss", "SoftMarginLoss", "MarginRankingLoss", "Hi
             "MultiMarginLoss"]
 __all__ += ["TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
 __all__ += ["LinearCrossEntropyLoss", "LinearCrossEntropyOptions"]
-__all__ += _layers_more_all
+__all__ += ["Bilinear", "EmbeddingBag", "AlphaDropout", "FeatureAlphaDropout", "Dropout1d",
+            "Dropout2d", "Dropout3d", "CTCLoss"]
 __all__ += _conv_all
 __all__ += _pool_norm_all
 __all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]

@@ -1,18 +1,19 @@
 """tessera.nn's activation modules of issue 52, as PyTorch's (constructor arguments, attributes,
 extra_repr): ELU, CELU, SELU, Hardtanh, ReLU6, Hardshrink, Softshrink, Tanhshrink, Softsign,
-Threshold, LogSigmoid, Mish, Hardsigmoid, Hardswish, GLU, PReLU, Softmin, Softmax2d. Each forward
-is one functional call (functional_act.py)."""
+Threshold, LogSigmoid, Mish, Hardsigmoid, Hardswish, GLU, PReLU, Softmin, Softmax2d, RReLU. Each
+forward is one functional call (functional_act.py; RReLU: functional_dropout.py)."""
 import warnings
 
 from .. import _C
 from . import functional as F
+from . import functional_dropout as FD
 from . import init
 from .module import Module
 from .parameter import Parameter
 
 __all__ = ["ELU", "CELU", "SELU", "Hardtanh", "ReLU6", "Hardshrink", "Softshrink", "Tanhshrink",
            "Softsign", "Threshold", "LogSigmoid", "Mish", "Hardsigmoid", "Hardswish", "GLU",
-           "PReLU", "Softmin", "Softmax2d"]
+           "PReLU", "Softmin", "Softmax2d", "RReLU"]
 
 
 def _inplace_str(inplace, first=False):
@@ -201,3 +202,16 @@ class Softmax2d(Module):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
                              "instead")
         return F.softmax(input, -3, _stacklevel=5)
+
+
+class RReLU(Module):
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return FD.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace
+                                                            else "")

@@ -254,7 +254,7 @@ pairwise_distance = _C.pairwise_distance
 from .functional_resample import (pad, interpolate, upsample, upsample_nearest,  # noqa: E402,F401
                                   upsample_bilinear, pixel_shuffle, pixel_unshuffle)
 
-# --- issue 52: the other losses (src/nn/loss_more.c)
+# --- issue 52: the other losses (src/nn/loss_pointwise.c, loss_margin.c)
 from .functional_loss import (kl_div, huber_loss, soft_margin_loss,  # noqa: E402,F401
                               margin_ranking_loss, hinge_embedding_loss, cosine_embedding_loss,
                               triplet_margin_loss, triplet_margin_with_distance_loss,

@@ -4,13 +4,13 @@ hardsigmoid, hardswish, leaky_relu, glu, prelu, softmin and the in-place forms, 
 signatures; each is one C call. `inplace=True` writes into input and returns it, as PyTorch."""
 from .. import _C
 
-# kinds of _C._nn_act_more (python/src/nn_act_more.c)
+# kinds of _C._nn_act_kind (python/src/nn_activation.c)
 (_ELU, _CELU, _SELU, _HARDTANH, _RELU6, _THRESHOLD, _HARDSHRINK, _SOFTSHRINK, _TANHSHRINK,
  _SOFTSIGN, _LOGSIGMOID, _MISH, _HARDSIGMOID, _HARDSWISH, _LEAKY_RELU, _SOFTPLUS) = range(16)
 
 
 def _act(kind, input, a=0.0, b=0.0, inplace=False):
-    return _C._nn_act_more(kind, input, float(a), float(b), bool(inplace))
+    return _C._nn_act_kind(kind, input, float(a), float(b), bool(inplace))
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):

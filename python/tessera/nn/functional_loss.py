@@ -1,11 +1,12 @@
 """tessera.nn.functional's other losses (kl_div, huber_loss, the margin and embedding losses,
-poisson/gaussian NLL): PyTorch's signatures, each one call of src/nn/loss_more.c through
-_C._nn_loss_more (python/src/nn_loss_more.c); triplet_margin_with_distance_loss with a
+poisson/gaussian NLL): PyTorch's signatures, each one call of src/nn/loss_pointwise.c or
+loss_margin.c through _C._nn_loss_kind (python/src/nn_loss_kinds.c);
+triplet_margin_with_distance_loss with a
 distance_function calls that function here and hands its distances to
 ts_triplet_margin_distance_loss (src/nn/loss_triplet_distance.c)."""
 from .. import _C
 
-# kinds of _C._nn_loss_more (nn_loss_more.c's enum)
+# kinds of _C._nn_loss_kind (nn_loss_kinds.c's enum)
 (_KL_DIV, _HUBER, _SOFT_MARGIN, _MARGIN_RANKING, _HINGE_EMBEDDING, _COSINE_EMBEDDING,
  _TRIPLET_MARGIN, _POISSON_NLL, _GAUSSIAN_NLL, _MULTILABEL_MARGIN, _MULTILABEL_SOFT_MARGIN,
  _MULTI_MARGIN, _TRIPLET_DISTANCES) = range(13)
@@ -17,7 +18,7 @@ def _red(reduction, size_average=None, reduce=None):
 
 
 def _lm(kind, t0, t1, t2, red, a=0.0, b=0.0, c=0.0, f1=False, f2=False):
-    return _C._nn_loss_more(kind, t0, t1, t2, red, float(a), float(b), float(c), bool(f1),
+    return _C._nn_loss_kind(kind, t0, t1, t2, red, float(a), float(b), float(c), bool(f1),
                             bool(f2))
 
 

@@ -1,5 +1,6 @@
 """tessera.nn's loss modules (PyTorch's names, reduction=)."""
 from . import functional as F
+from . import functional_ctc as FC
 from .module import Module
 
 
@@ -140,7 +141,7 @@ class BCEWithLogitsLoss(_Loss):
                                                   pos_weight=self.pos_weight)
 
 
-# --- issue 52: the other losses (F's functional_loss.py, src/nn/loss_more.c)
+# --- issue 52: the other losses (F's functional_loss.py, src/nn/loss_pointwise.c, loss_margin.c)
 class KLDivLoss(_Loss):
     def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
         if size_average is not None or reduce is not None or reduction != "batchmean":
@@ -273,3 +274,13 @@ class MultiMarginLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.multi_margin_loss(input, target, p=self.p, margin=self.margin,
                                    weight=self.weight, reduction=self.reduction)
+
+
+class CTCLoss(Module):
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__()
+        self.blank, self.reduction, self.zero_infinity = blank, reduction, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return FC.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                           self.reduction, self.zero_infinity)

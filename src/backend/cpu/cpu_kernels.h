@@ -60,6 +60,8 @@ bool tsi_cpu_qconv(const ts_backend *be, int index, const ts_qconv_args *a);
 void tsi_cpu_qlinear_add(const ts_backend *be, int index, const ts_qlinear_add_args *a);
 /* kern_qweight_only.c: backend.h's wo_linear */
 bool tsi_cpu_wo_linear(const ts_backend *be, int index, const ts_wo_args *a);
+/* kern_qdynamic_act.c: wo_linear with act_int8 set (called by tsi_cpu_wo_linear) */
+bool tsi_cpu_da8_linear(const ts_wo_args *a);
 void tsi_cpu_qpool(const ts_backend *be, int index, const ts_qpool_args *a);
 /* kern_roi.c, kern_nms.c: backend.h's roi_align, roi_pool and nms (torchvision.ops) */
 void tsi_cpu_roi_align(const ts_backend *be, int index, const ts_roi_args *a, bool backward);

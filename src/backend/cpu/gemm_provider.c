@@ -128,7 +128,7 @@ const char *tsi_lib_gemm_name(bool f64) {
 
 bool tsi_lib_sgemm_near_peak(double macs) {
     pthread_once(&once, choose);
-    /* gemm_small's products (NT and TN) have a transposed operand */
+    /* gemm_small's products (NT) have a transposed operand */
     return (prim_all || dnnl_assists) && macs >= LIM->near_peak_macs;
 }
 

@@ -1,5 +1,5 @@
-/* gemm_small.h — hand-written f32 GEMMs for a linear layer's forward and weight gradient on small
- * batches, where BLAS libraries lose much of the machine to packing and zeroing. */
+/* gemm_small.h — a hand-written f32 GEMM for a linear layer's forward on small batches, where BLAS
+ * libraries lose much of the machine to packing and zeroing. */
 #ifndef TS_GEMM_SMALL_H
 #define TS_GEMM_SMALL_H
 
@@ -7,12 +7,10 @@
 #include <stdint.h>
 
 /* C[m,n] = A[m,k] @ B[k,n] (strides in elements, as tsi_gemm_blocked_f32) when the operands have
- * one of the two layouts it is written for and ts_cpu_isa_get() is AVX-512 or AVX2 (the portable
- * path declines: BLAS does these products there); returns false, touching nothing, otherwise:
+ * the layout it is written for and ts_cpu_isa_get() is AVX-512 or AVX2 (the portable path
+ * declines: BLAS does these products there); returns false, touching nothing, otherwise:
  *   NT: A row-major (csa == 1), B the transpose of a row-major matrix (rsb == 1), m <= 128,
- *       k >= 64 (x @ W^T of a linear layer on a batch of m rows);
- *   TN: A the transpose of a row-major matrix (rsa == 1), B row-major (csb == 1), k <= 256
- *       (dY^T @ x: the weight gradient over a batch of k rows).
+ *       k >= 64 (x @ W^T of a linear layer on a batch of m rows).
  * C must be row-major (csc == 1) and overlap neither operand; m and n at least 16. Each element's
  * summation order is fixed by the shapes alone, so the result does not depend on the thread
  * count. `parallel` lets it use OpenMP threads. */

@@ -1,9 +1,8 @@
 /* gemm_small_avx2.c — the register-blocked AVX2 + FMA kernels of gemm_small.c (which see).
  *
  * AVX2 has 16 vector registers of 8 floats, so the blocks are smaller than AVX-512's: NT keeps
- * 3 x 4 dot products (12 accumulators, 3 rows of A, B streamed through the FMA's memory operand),
- * TN a 6 x 16 block of C (12 accumulators, two vectors of B's row, one broadcast). The
- * accumulators are named variables spelled out by macros, for the reason gemm_small_avx512.c
+ * 3 x 4 dot products (12 accumulators, 3 rows of A, B streamed through the FMA's memory operand).
+ * The accumulators are named variables spelled out by macros, for the reason gemm_small_avx512.c
  * gives. */
 #include "backend/cpu/gemm_small_blocks.h"
 
@@ -74,41 +73,4 @@ TS_AVX2 void tsi_nt_block_avx2(int64_t k, const float *a, int64_t lda, const flo
     NT_ALL(NT_OUT)
 }
 
-/* ------------------------------------------------------------------ TN: broadcast blocks */
-/* acc t<i>_0, t<i>_1: C[i][0..7] and C[i][8..15], i < 6 */
-#define TN_ALL(X)  X(0) X(1) X(2) X(3) X(4) X(5)
-#define TN_DECL(i) ts_v8 t##i##_0 = {0}, t##i##_1 = {0};
-#define TN_STEP(i)                                                                                 \
-    {                                                                                              \
-        const ts_v8 av = (ts_v8)_mm256_broadcast_ss(ap + i);                                       \
-        t##i##_0 = FMA(av, v0, t##i##_0);                                                          \
-        t##i##_1 = FMA(av, v1, t##i##_1);                                                          \
-    }
-#define TN_OUT(i)                                                                                  \
-    if (i < mr) {                                                                                  \
-        STORE(m0, c + i * ldc, t##i##_0);                                                          \
-        STORE(m1, c + i * ldc + 8, t##i##_1);                                                      \
-    }
-
-/* Partial blocks (the last columns) load and store through masks. */
-TS_AVX2 void tsi_tn_block_avx2(int64_t k, const float *at, int64_t lda, const float *b, int64_t ldb,
-                               float *c, int64_t ldc, int mr, int cols) {
-    const __m256i m0 = lanes(cols), m1 = lanes(cols - 8);
-    TN_ALL(TN_DECL)
-    if (cols == TS_TN256_NR) { /* whole vectors: plain loads keep the loop lean */
-        for (int64_t p = 0; p < k; p++) {
-            const ts_v8 v0 = (ts_v8)_mm256_loadu_ps(b + p * ldb);
-            const ts_v8 v1 = (ts_v8)_mm256_loadu_ps(b + p * ldb + 8);
-            const float *ap = at + p * lda;
-            TN_ALL(TN_STEP)
-        }
-    } else {
-        for (int64_t p = 0; p < k; p++) {
-            const ts_v8 v0 = LOAD(m0, b + p * ldb), v1 = LOAD(m1, b + p * ldb + 8);
-            const float *ap = at + p * lda;
-            TN_ALL(TN_STEP)
-        }
-    }
-    TN_ALL(TN_OUT)
-}
 #endif /* TS_SMALL_GEMM_BLOCKS */

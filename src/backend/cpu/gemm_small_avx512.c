@@ -1,8 +1,8 @@
 /* gemm_small_avx512.c — the register-blocked AVX-512 kernels of gemm_small.c (which see).
  *
  * The accumulators are named variables spelled out by macros, not arrays: with arrays gcc kept
- * them in registers but also stored all 24 to the stack on every step (in the TN kernel that made
- * 128 x 784 x 64 take 72 us instead of 65, and up to 170 us in some variants of the code). */
+ * them in registers but also stored all 24 to the stack on every step (in the retired TN kernel
+ * that made 128 x 784 x 64 take 72 us instead of 65, and up to 170 us in some variants). */
 #include "backend/cpu/gemm_small_blocks.h"
 
 #include "backend/cpu/cpu_isa.h"
@@ -63,41 +63,4 @@ TS_AVX512 void tsi_nt_block_avx512(int64_t k, const float *a, int64_t lda, const
     NT_ALL(NT_OUT)
 }
 
-/* ------------------------------------------------------------------ TN: broadcast blocks */
-/* acc t<i>_0, t<i>_1: C[i][0..15] and C[i][16..31], i < 12 */
-#define TN_ALL(X)  X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define TN_DECL(i) ts_v16 t##i##_0 = {0}, t##i##_1 = {0};
-#define TN_STEP(i)                                                                                 \
-    {                                                                                              \
-        const ts_v16 av = (ts_v16)_mm512_set1_ps(ap[i]);                                           \
-        t##i##_0 = FMA(av, v0, t##i##_0);                                                          \
-        t##i##_1 = FMA(av, v1, t##i##_1);                                                          \
-    }
-#define TN_OUT(i)                                                                                  \
-    if (i < mr) {                                                                                  \
-        STORE(m0, c + i * ldc, t##i##_0);                                                          \
-        STORE(m1, c + i * ldc + 16, t##i##_1);                                                     \
-    }
-
-/* Partial blocks (the last columns) load through masks. */
-TS_AVX512 void tsi_tn_block_avx512(int64_t k, const float *at, int64_t lda, const float *b,
-                                   int64_t ldb, float *c, int64_t ldc, int mr, int cols) {
-    const __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
-    TN_ALL(TN_DECL)
-    if (cols == TS_TN512_NR) { /* whole vectors: plain loads keep the loop lean */
-        for (int64_t p = 0; p < k; p++) {
-            const ts_v16 v0 = (ts_v16)_mm512_loadu_ps(b + p * ldb);
-            const ts_v16 v1 = (ts_v16)_mm512_loadu_ps(b + p * ldb + 16);
-            const float *ap = at + p * lda;
-            TN_ALL(TN_STEP)
-        }
-    } else {
-        for (int64_t p = 0; p < k; p++) {
-            const ts_v16 v0 = LOAD(m0, b + p * ldb), v1 = LOAD(m1, b + p * ldb + 16);
-            const float *ap = at + p * lda;
-            TN_ALL(TN_STEP)
-        }
-    }
-    TN_ALL(TN_OUT)
-}
 #endif /* TS_SMALL_GEMM_BLOCKS */

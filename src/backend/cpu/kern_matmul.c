@@ -239,7 +239,8 @@ static bool gemm_one(bool dbl, const mm_desc *d, const char *a, const char *b, c
                            d->sb[1], d->sb[2], (float *)c, d->sc[1], d->sc[2],
                            parallel && run_in_parallel(macs)))
         return true;
-    if (path != TSI_MM_LIB && macs <= tsi_mm_limits_get()->direct_max_macs) {
+    if (path == TSI_MM_DIRECT ||
+        (path != TSI_MM_LIB && macs <= tsi_mm_limits_get()->direct_max_macs)) {
         if (dbl)
             gemm_direct_double(d, (const double *)a, (const double *)b, (double *)c);
         else

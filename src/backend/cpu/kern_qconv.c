@@ -5,15 +5,18 @@
  * image and group: im2col into bytes [OH * OW, Cg * KH * KW] with padded taps set to x_zp, then the
  * int8 GEMM of the linear layer (tsi_cpu_qlinear: exact int32 sums, zero points in int64, the
  * requantizing epilogue) into [OH * OW, Cout_g], transposed into the NCHW output. With AVX512-VNNI
- * both run in qconv_vnni.c instead (straight in NCHW). fmult: ONNX Runtime's float32
- * requantization of the int32-wrapped sums (quant_args.h). */
+ * both run in qconv_vnni.c instead (straight in NCHW), or, where route_dnnl's measured table says
+ * so, in oneDNN's int8 primitive (qconv_dnnl.c). fmult: ONNX Runtime's float32 requantization of
+ * the int32-wrapped sums (quant_args.h). */
 #include <math.h>
 #include <string.h>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/host_scratch.h"
+#include "backend/cpu/qconv_dnnl.h"
 #include "backend/cpu/qconv_vnni.h"
+#include "backend/env_config.h"
 #include "backend/omp_if.h"
 
 static inline int32_t xval(const ts_qconv_args *a, int64_t i) {
@@ -63,8 +66,38 @@ static void depthwise(const ts_qconv_args *a) {
         });
 }
 
+/* The route of each shape: oneDNN's int8 primitive (qconv_dnnl.c: where it fits, the own
+ * kernels' integers bit for bit) or the own kernels (qconv_vnni.c). TS_QCONV=dnnl|own forces one.
+ * Measured per shape by bench/bench_qconv_route.c (every convolution of ResNet-18, ResNet-50 and
+ * MobileNetV2 at 224, batch 1 and 32, one thread, process CPU time; bench/results/
+ * quantization-speed.md "Route per shape"): oneDNN is faster on 48 of the 58 shapes at batch 1
+ * and 41 at batch 32 (up to 3-4x on strided and 7x7 depthwise, 1.3-1.6x on 7x7 and 14x14 layers),
+ * level (0.9-1.1x) on the 3x3 layers at 56x56, the stems and the stride-1 depthwise layers at 56x56
+ * and 112x112. The own kernels win the 1x1 stride-1 reductions at 14x14 and larger (C >= 2 CO:
+ * oneDNN's route first copies the C input planes to NHWC and writes 4-byte sums, the own kernel
+ * reads the planes as they are): 144 -> 24 at 56x56 1.4-1.7x, 512 -> 128 at 28x28 1.0-1.5x,
+ * 384 -> 64 at 14x14 1.1x; at 7x7 oneDNN wins them again (960 -> 160: 1.4x). */
+static const struct {
+    int64_t own_1x1_min_positions; /* 1x1 stride 1 with C >= ratio * CO from this OH * OW */
+    int64_t own_1x1_min_ratio, own_1x1_min_c;
+} qroute = {.own_1x1_min_positions = 196, .own_1x1_min_ratio = 2, .own_1x1_min_c = 64};
+
+static bool route_dnnl(const ts_qconv_args *a) {
+    if (tsi_env_is(TSI_ENV_QCONV, "own") || !tsi_qconv_dnnl_fits(a)) return false;
+    if (tsi_env_is(TSI_ENV_QCONV, "dnnl")) return true;
+    const bool reduce_1x1 = a->kh == 1 && a->kw == 1 && a->stride[0] == 1 && a->stride[1] == 1 &&
+                            a->groups == 1 && a->c >= qroute.own_1x1_min_c &&
+                            a->c >= qroute.own_1x1_min_ratio * a->cout &&
+                            a->oh * a->ow >= qroute.own_1x1_min_positions;
+    return !reduce_1x1;
+}
+
 bool tsi_cpu_qconv(const ts_backend *be, int index, const ts_qconv_args *a) {
     const int64_t G = a->groups, cg = a->c / G, cog = a->cout / G;
+    if (route_dnnl(a)) {
+        const tsi_qdnnl_status st = tsi_qconv_dnnl(a);
+        if (st != TSI_QDNNL_DECLINED) return st == TSI_QDNNL_DONE;
+    }
     if (tsi_qconv_vnni_fits(a)) return tsi_qconv_vnni(a);
     if (cg == 1 && cog == 1) {
         depthwise(a);

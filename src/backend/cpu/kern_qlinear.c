@@ -17,14 +17,64 @@
 #include "backend/cpu/host_scratch.h"
 #include "backend/cpu/qgemm_vnni.h"
 #include "backend/omp_if.h"
+#include "core/clones.h"
 
 static inline int32_t x_at(const ts_qlinear_args *a, int64_t i) {
     return a->x_unsigned ? ((const uint8_t *)a->x)[i] : ((const int8_t *)a->x)[i];
 }
 
+/* out_acc's row: the sum wrapped to int32 anyway, so the same value modulo 2^32 in uint32 (no
+ * branch per element; the AVX2 variant vectorizes it) */
+TS_CPU_BODY void acc_row_body(uint32_t *o, const int32_t *raw, const int64_t *ws, const int32_t *wz,
+                              const int32_t *bias, uint32_t xz, uint32_t xs, uint32_t kx,
+                              int64_t nn) {
+    if (bias)
+        for (int64_t j = 0; j < nn; j++)
+            o[j] = (uint32_t)raw[j] - xz * (uint32_t)ws[j] + (uint32_t)wz[j] * (kx - xs) +
+                   (uint32_t)bias[j];
+    else
+        for (int64_t j = 0; j < nn; j++)
+            o[j] = (uint32_t)raw[j] - xz * (uint32_t)ws[j] + (uint32_t)wz[j] * (kx - xs);
+}
+TS_CPU_VARIANTS(acc_row,
+                (uint32_t * o, const int32_t *raw, const int64_t *ws, const int32_t *wz,
+                 const int32_t *bias, uint32_t xz, uint32_t xs, uint32_t kx, int64_t nn),
+                (o, raw, ws, wz, bias, xz, xs, kx, nn))
+
+/* out_f's row: (float)((double)acc * fscale + fbias). acc summed in double is exact (every term an
+ * integer: |raw| < 2^31, |wsum| <= 128 * 65536 fits int32, the partial sums stay under 2^40), so
+ * the same value as the int64 sum converted; no branch per element (the AVX2 variant vectorizes) */
+TS_CPU_BODY void f_row_body(float *o, const int32_t *raw, const int64_t *ws, const int32_t *wz,
+                            const int32_t *bias, const double *fs, const float *fb, double xz,
+                            double xs, double kx, int64_t nn) {
+    for (int64_t j = 0; j < nn; j++) {
+        const double w = (double)wz[j];
+        double acc = (double)raw[j] - xz * (double)(int32_t)ws[j] + w * (kx - xs);
+        if (bias) acc += (double)bias[j];
+        o[j] = (float)(acc * fs[j] + (fb ? (double)fb[j] : 0.0));
+    }
+}
+TS_CPU_VARIANTS(f_row,
+                (float *o, const int32_t *raw, const int64_t *ws, const int32_t *wz,
+                 const int32_t *bias, const double *fs, const float *fb, double xz, double xs,
+                 double kx, int64_t nn),
+                (o, raw, ws, wz, bias, fs, fb, xz, xs, kx, nn))
+
 /* the epilogue of one row's block of columns [n0, n0 + nn): raw sums in raw[0..nn) */
 static void epilogue(const ts_qlinear_args *a, int64_t m, int64_t n0, int64_t nn,
                      const int32_t *raw, int32_t x_zp, int64_t xsum, const int64_t *wsum) {
+    if (a->out_acc) {
+        const uint32_t xz = (uint32_t)x_zp;
+        acc_row((uint32_t *)(void *)(a->out_acc + m * a->n + n0), raw, wsum + n0, a->w_zp + n0,
+                a->bias ? a->bias + n0 : NULL, xz, (uint32_t)xsum, (uint32_t)a->k * xz, nn);
+        return;
+    }
+    if (!a->out_q) {
+        f_row(a->out_f + m * a->n + n0, raw, wsum + n0, a->w_zp + n0, a->bias ? a->bias + n0 : NULL,
+              a->fscale + n0, a->fbias ? a->fbias + n0 : NULL, (double)x_zp, (double)xsum,
+              (double)a->k * (double)x_zp, nn);
+        return;
+    }
     for (int64_t j = 0; j < nn; j++) {
         const int64_t n = n0 + j, wz = a->w_zp[n];
         const int64_t acc = (int64_t)raw[j] - (int64_t)x_zp * wsum[n] - wz * xsum +
@@ -133,9 +183,18 @@ bool tsi_cpu_qlinear(const ts_backend *be, int index, const ts_qlinear_args *a) 
             tsi_qgemm_vnni_pack_w(a->w, N, K, own);
             wp = own;
         }
-        /* activations as unsigned bytes (signed: + 128, the zero point too), rows of kp */
+        /* activations as unsigned bytes (signed: + 128, the zero point too), rows of kp; unsigned
+         * rows already of kp bytes are read where they lie (only their sums made) */
         const uint8_t flip = a->x_unsigned ? 0 : 0x80;
-        for (int64_t m = 0; m < M; m++) {
+        if (!flip && kp == K) {
+            xp = (uint8_t *)a->x; /* only read */
+            for (int64_t m = 0; m < M; m++) {
+                uint32_t sum = 0; /* K <= 65536: under 2^24 */
+                for (int64_t k = 0; k < K; k++) sum += xp[m * K + k];
+                xsum[m] = sum;
+            }
+        }
+        for (int64_t m = 0; (flip || kp != K) && m < M; m++) {
             const uint8_t *x = (const uint8_t *)a->x + m * K;
             int64_t sum = 0;
             for (int64_t k = 0; k < K; k++) sum += xp[m * kp + k] = (uint8_t)(x[k] ^ flip);

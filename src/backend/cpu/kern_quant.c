@@ -5,6 +5,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/omp_if.h"
+#include "core/clones.h"
 
 /* PyTorch's qvalue: zero_point + nearbyint(x * inv) in float32, clamped in double; NaN gives
  * nan_to (qmax for 8 and 4 bits, qmin for qint32, as PyTorch's x86 kernels) */
@@ -53,6 +54,28 @@ static void fake_row(const ts_quant_args *a, int64_t e0, double scale, int64_t z
     }
 }
 
+/* quantize_one for 8-bit outputs, branch-free so that it vectorizes (the AVX2 variant): the
+ * clamp in float32 is the same as in double (v an integer or +-inf, the ends 8-bit integers) */
+TS_CPU_BODY void q8_body(const float *x, int64_t n, float inv, float zp, float lo, float hi,
+                         float nan_to, bool is_signed, void *out) {
+    if (is_signed)
+        for (int64_t i = 0; i < n; i++) {
+            float v = zp + nearbyintf(x[i] * inv);
+            v = v != v ? nan_to : v < lo ? lo : v > hi ? hi : v;
+            ((int8_t *)out)[i] = (int8_t)(int32_t)v;
+        }
+    else
+        for (int64_t i = 0; i < n; i++) {
+            float v = zp + nearbyintf(x[i] * inv);
+            v = v != v ? nan_to : v < lo ? lo : v > hi ? hi : v;
+            ((uint8_t *)out)[i] = (uint8_t)(int32_t)v;
+        }
+}
+TS_CPU_VARIANTS(q8,
+                (const float *x, int64_t n, float inv, float zp, float lo, float hi, float nan_to,
+                 bool is_signed, void *out),
+                (x, n, inv, zp, lo, hi, nan_to, is_signed, out))
+
 /* one row of inner elements starting at element e0, all of parameter p */
 static void quant_row(const ts_quant_args *a, int64_t e0, int64_t p) {
     const int64_t n = a->inner;
@@ -69,13 +92,12 @@ static void quant_row(const ts_quant_args *a, int64_t e0, int64_t p) {
         const float *x = a->x + e0;
         switch (a->qdtype) {
         case TS_QINT8:
-            for (int64_t i = 0; i < n; i++)
-                ((int8_t *)a->q)[e0 + i] = (int8_t)quantize_one(x[i], inv, zpf, lo, hi, nan_to);
+        case TS_QUINT8: {
+            const bool sg = a->qdtype == TS_QINT8;
+            q8(x, n, inv, zpf, (float)lo, (float)hi, (float)nan_to, sg,
+               sg ? (void *)((int8_t *)a->q + e0) : (void *)((uint8_t *)a->q + e0));
             return;
-        case TS_QUINT8:
-            for (int64_t i = 0; i < n; i++)
-                ((uint8_t *)a->q)[e0 + i] = (uint8_t)quantize_one(x[i], inv, zpf, lo, hi, nan_to);
-            return;
+        }
         case TS_QINT32:
             for (int64_t i = 0; i < n; i++)
                 ((int32_t *)a->q)[e0 + i] = (int32_t)quantize_one(x[i], inv, zpf, lo, hi, nan_to);

@@ -182,6 +182,7 @@ TS_WO_AVX512 static void wo_avx512(const ts_wo_args *a, const float *xs, int64_t
 
 bool tsi_cpu_wo_linear(const ts_backend *be, int index, const ts_wo_args *a) {
     (void)be, (void)index;
+    if (a->act_int8) return tsi_cpu_da8_linear(a);
     const int64_t M = a->m, N = a->n, K = a->k;
     bool vec = false;
 #ifdef TS_HAVE_WO_AVX512

@@ -4,7 +4,7 @@
  * products' paths:
  *   kern_matmul.c   the plain loop (gemm_direct) and the batch loops; the f16 / bf16 products
  *   gemv.c          a row times a matrix, a matrix times a column
- *   gemm_small.c    a linear layer's forward (NT) and weight gradient (TN) on small batches
+ *   gemm_small.c    a linear layer's forward (NT) on small batches
  *   gemm_provider.c the library's GEMM: oneDNN's matmul primitive, its sgemm, OpenBLAS
  *   matmul_dnnl.c   oneDNN's primitive, also batched (a batch of products in one call)
  *   gemm_amx.c      bf16 on AMX tiles
@@ -30,7 +30,7 @@ typedef struct tsi_mm_limits {
     double batch_prim_min_macs, batch_prim_tiny_macs;
     /* gemm_provider.c: under lib_tiny_macs a product stays with the BLAS (oneDNN's call costs
      * more); from prim_min_macs oneDNN's matmul primitive takes it from its sgemm; from
-     * near_peak_macs the primitive beats gemm_small too */
+     * near_peak_macs the primitive takes gemm_small's products too */
     double lib_tiny_macs, prim_min_macs, near_peak_macs;
     /* gemm_provider.c with OpenBLAS the provider (AVX2): oneDNN's sgemm takes products with a
      * dimension under thin; its primitive takes A^T B over k <= tn_prim_max_k into n >=
@@ -50,7 +50,7 @@ const tsi_mm_limits *tsi_mm_limits_get(void);
 /* The paths of one float32 / float64 product, in the order they are tried */
 typedef enum {
     TSI_MM_GEMV,   /* gemv.c (float32, m or n 1, the layouts it reads) */
-    TSI_MM_SMALL,  /* gemm_small.c (float32, NT or TN layouts, small batches) */
+    TSI_MM_SMALL,  /* gemm_small.c (float32, the NT layout, small batches) */
     TSI_MM_DIRECT, /* the plain loop */
     TSI_MM_LIB,    /* the library's GEMM (gemm_provider.c routes it), else the blocked GEMM */
 } tsi_mm_path;
@@ -61,11 +61,14 @@ typedef enum {
 tsi_mm_path tsi_mm_select(bool dbl, int64_t m, int64_t n, int64_t k, const int64_t sa[2],
                           const int64_t sb[2], const int64_t sc[2], bool near_peak);
 
-/* The layouts gemm_small.c's kernels read (strides as above): NT (A's rows and B's columns along
- * k) and TN (A's columns and B's rows along their dims), C's rows contiguous */
+/* Benchmarks (bench/bench_mm_paths.c): every product takes TSI_MM_DIRECT (the plain loop, any
+ * size) or TSI_MM_LIB first; any other value restores the table's choice. gemv.c and gemm_small.c
+ * have their own switches (tsi_gemv_enable, tsi_gemm_small_enable). */
+void tsi_mm_select_force(int path);
+
+/* The layout and sizes gemm_small.c's kernels take (strides as above): NT (A's rows and B's
+ * columns along k), C's rows contiguous */
 bool tsi_mm_small_nt(int64_t m, int64_t n, int64_t k, const int64_t sa[2], const int64_t sb[2],
-                     const int64_t sc[2]);
-bool tsi_mm_small_tn(int64_t m, int64_t n, int64_t k, const int64_t sa[2], const int64_t sb[2],
                      const int64_t sc[2]);
 
 #endif

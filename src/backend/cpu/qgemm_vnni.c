@@ -1,5 +1,6 @@
 /* qgemm_vnni.c — the AVX512-VNNI int8 GEMM (qgemm_vnni.h): blocks of 4 rows by 32 columns, eight
- * zmm accumulators, one vpdpbusd per row and panel for each 4 bytes of k. */
+ * zmm accumulators, one vpdpbusd per row and panel for each 4 bytes of k; from 8 rows on, blocks
+ * of 8 rows by 48 columns (24 accumulators). */
 #include "backend/cpu/qgemm_vnni.h"
 
 #include <string.h>
@@ -77,11 +78,83 @@ TS_VNNI static void block(const ts_qlinear_args *a, const uint8_t *xp, const int
 }
 #endif
 
+#ifdef TS_HAVE_VNNI_KERNEL
+/* The wide block for M >= 8: rows r0 .. r0 + mr (mr <= 8) by panels p0 .. p0 + np3 (np3 <= 3),
+ * 24 accumulators kept in registers (named: an array of them spills), per 4 bytes of k three
+ * weight loads and eight broadcasts for 24 vpdpbusd (the 4 x 32 block: two and four for eight).
+ * Rows past mr read row r0 and panels past np3 panel p0 (computed, never handed on). */
+#define TS_QB_ROW(r)                                                                               \
+    do {                                                                                           \
+        int32_t v;                                                                                 \
+        memcpy(&v, x0 + off[r] + 4 * s, 4);                                                        \
+        const __m512i av = _mm512_set1_epi32(v);                                                   \
+        c##r##0 = _mm512_dpbusd_epi32(c##r##0, av, w0);                                            \
+        c##r##1 = _mm512_dpbusd_epi32(c##r##1, av, w1);                                            \
+        c##r##2 = _mm512_dpbusd_epi32(c##r##2, av, w2);                                            \
+    } while (0)
+#define TS_QB_STORE(r)                                                                             \
+    do {                                                                                           \
+        _mm512_storeu_si512(raw[r], c##r##0);                                                      \
+        _mm512_storeu_si512(raw[r] + 16, c##r##1);                                                 \
+        _mm512_storeu_si512(raw[r] + 32, c##r##2);                                                 \
+    } while (0)
+TS_VNNI static void block8x48(const ts_qlinear_args *a, const uint8_t *xp, const int8_t *wp,
+                              int64_t kp, int64_t r0, int64_t mr, int64_t p0, int np3, int32_t x_zp,
+                              const int64_t *xsum, const int64_t *wsum, tsi_qgemm_epilogue epi) {
+    const uint8_t *x0 = xp + r0 * kp;
+    int64_t off[8];
+    for (int r = 0; r < 8; r++) off[r] = r < mr ? r * kp : 0;
+    const int8_t *b0 = wp + p0 * kp * 16, *b1 = np3 > 1 ? b0 + kp * 16 : b0,
+                 *b2 = np3 > 2 ? b0 + 2 * kp * 16 : b0;
+    const __m512i z = _mm512_setzero_si512();
+    __m512i c00 = z, c01 = z, c02 = z, c10 = z, c11 = z, c12 = z, c20 = z, c21 = z, c22 = z,
+            c30 = z, c31 = z, c32 = z, c40 = z, c41 = z, c42 = z, c50 = z, c51 = z, c52 = z,
+            c60 = z, c61 = z, c62 = z, c70 = z, c71 = z, c72 = z;
+    for (int64_t s = 0; s < kp / 4; s++) {
+        const __m512i w0 = _mm512_loadu_si512(b0 + s * 64), w1 = _mm512_loadu_si512(b1 + s * 64),
+                      w2 = _mm512_loadu_si512(b2 + s * 64);
+        TS_QB_ROW(0);
+        TS_QB_ROW(1);
+        TS_QB_ROW(2);
+        TS_QB_ROW(3);
+        TS_QB_ROW(4);
+        TS_QB_ROW(5);
+        TS_QB_ROW(6);
+        TS_QB_ROW(7);
+    }
+    int32_t raw[8][48];
+    TS_QB_STORE(0);
+    TS_QB_STORE(1);
+    TS_QB_STORE(2);
+    TS_QB_STORE(3);
+    TS_QB_STORE(4);
+    TS_QB_STORE(5);
+    TS_QB_STORE(6);
+    TS_QB_STORE(7);
+    const int64_t n0 = p0 * 16, nn0 = a->n - n0, nn = nn0 < 16 * np3 ? nn0 : 16 * np3;
+    for (int64_t r = 0; r < mr; r++) epi(a, r0 + r, n0, nn, raw[r], x_zp, xsum[r], wsum);
+}
+#undef TS_QB_ROW
+#undef TS_QB_STORE
+#endif
+
 void tsi_qgemm_vnni_run(const ts_qlinear_args *a, const uint8_t *xp, const int8_t *wp, int64_t kp,
                         int32_t x_zp, const int64_t *xsum, const int64_t *wsum,
                         tsi_qgemm_epilogue epi) {
 #ifdef TS_HAVE_VNNI_KERNEL
     const int64_t M = a->m, panels = (a->n + 15) / 16;
+    if (M >= 8) { /* 8 x 48 blocks, a column block's weights reused down the rows */
+        const int64_t mb8 = (M + 7) / 8, nb3 = (panels + 2) / 3;
+        TS_PARALLEL_FOR_IF(
+            M * a->n * a->k >= ((int64_t)1 << 18) && mb8 * nb3 > 1,
+            for (int64_t t = 0; t < mb8 * nb3; t++) {
+                const int64_t j = t / mb8, i = t % mb8, r0 = i * 8;
+                const int64_t mr = M - r0 < 8 ? M - r0 : 8, left = panels - 3 * j;
+                block8x48(a, xp, wp, kp, r0, mr, 3 * j, left >= 3 ? 3 : (int)left, x_zp, xsum + r0,
+                          wsum, epi);
+            });
+        return;
+    }
     const int64_t mb = (M + 3) / 4, nb = (panels + 1) / 2;
     TS_PARALLEL_FOR_IF(
         M * a->n * a->k >= ((int64_t)1 << 18) && mb * nb > 1,

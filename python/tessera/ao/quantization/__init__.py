@@ -21,8 +21,8 @@ from .fake_quantize import (FakeQuantize, FusedMovingAvgObsFakeQuantize,  # noqa
 from .quantize import (convert, get_default_static_quant_module_mappings,  # noqa: F401
                        prepare, propagate_qconfig_)
 from .stubs import DeQuantStub, QuantStub  # noqa: F401
-from .quant_api import (int4_weight_only, int8_dynamic_activation_int8_weight,  # noqa: F401
-                        int8_weight_only, quantize_)
+from .quant_api import (int4_weight_only, int8_dynamic_activation_int4_weight,  # noqa: F401
+                        int8_dynamic_activation_int8_weight, int8_weight_only, quantize_)
 from .quantize_qat import (fuse_modules_qat, get_default_qat_module_mappings,  # noqa: F401
                            prepare_qat)
 

@@ -1,18 +1,19 @@
 """tessera.ao.quantization.quant_api — torchao's quantize_ API: quantize_(model, config,
 filter_fn) swaps each nn.Linear that filter_fn accepts (by default every nn.Linear) for its
 quantized form: int8_weight_only() / int4_weight_only(group_size) make a
-tessera.ao.nn.quantized.weight_only.WeightOnlyLinear, int8_dynamic_activation_int8_weight() a
-dynamic Linear (tessera.ao.nn.quantized.dynamic.Linear, per-channel int8 weights as torchao's).
-In place, as torchao's (it returns the model too)."""
+tessera.ao.nn.quantized.weight_only.WeightOnlyLinear, int8_dynamic_activation_int8_weight() /
+int8_dynamic_activation_int4_weight(group_size) a
+tessera.ao.nn.quantized.dynamic_activation.Int8DynamicActivationLinear (activations int8 per
+token, symmetric, as torchao's). In place, as torchao's (it returns the model too)."""
 import tessera
-from tessera import _C
 from tessera import nn as _nn
-from ..nn.quantized import dynamic as _dynamic
+from ..nn.quantized.dynamic_activation import Int8DynamicActivationLinear
 from ..nn.quantized.weight_only import WeightOnlyLinear
 
 __all__ = ["quantize_", "int8_weight_only", "int4_weight_only",
-           "int8_dynamic_activation_int8_weight", "Int8WeightOnlyConfig", "Int4WeightOnlyConfig",
-           "Int8DynamicActivationInt8WeightConfig"]
+           "int8_dynamic_activation_int8_weight", "int8_dynamic_activation_int4_weight",
+           "Int8WeightOnlyConfig", "Int4WeightOnlyConfig", "Int8DynamicActivationInt8WeightConfig",
+           "Int8DynamicActivationInt4WeightConfig"]
 
 
 class Int8WeightOnlyConfig:
@@ -36,10 +37,31 @@ class Int4WeightOnlyConfig:
 
 
 class Int8DynamicActivationInt8WeightConfig:
-    """int8 symmetric per-channel weights, activations quantized per tensor at each call"""
+    """int8 symmetric per-channel weights, activations quantized to int8 per token (symmetric,
+    scale max|x| / 127, torchao's _int8_symm_per_token_reduced_range_quant) at each call"""
 
     def __repr__(self):
         return "Int8DynamicActivationInt8WeightConfig()"
+
+
+class Int8DynamicActivationInt4WeightConfig:
+    """int4 symmetric per-group weights ([-8, 7], scale max|w| / 7.5), activations int8 per token.
+    torchao's default act_mapping_type is ASYMMETRIC; Tessera runs SYMMETRIC only (torchao's
+    act_mapping_type=MappingType.SYMMETRIC): any other value is refused."""
+
+    def __init__(self, group_size=32, act_mapping_type="symmetric"):
+        if group_size not in (32, 64, 128, 256):
+            raise ValueError(f"int8_dynamic_activation_int4_weight: group_size must be 32, 64, "
+                             f"128 or 256 (got {group_size})")
+        name = str(getattr(act_mapping_type, "name", act_mapping_type)).lower()
+        if name != "symmetric":
+            raise NotImplementedError(f"tessera: int8_dynamic_activation_int4_weight("
+                                      f"act_mapping_type={act_mapping_type!r}): only symmetric "
+                                      f"activations")
+        self.group_size = group_size
+
+    def __repr__(self):
+        return f"Int8DynamicActivationInt4WeightConfig(group_size={self.group_size})"
 
 
 def int8_weight_only():
@@ -54,6 +76,10 @@ def int8_dynamic_activation_int8_weight():
     return Int8DynamicActivationInt8WeightConfig()
 
 
+def int8_dynamic_activation_int4_weight(group_size=32, act_mapping_type="symmetric"):
+    return Int8DynamicActivationInt4WeightConfig(group_size, act_mapping_type)
+
+
 def _is_linear(mod, fqn):
     return type(mod) is _nn.Linear
 
@@ -64,15 +90,12 @@ def _swap(mod, config):
     if isinstance(config, Int4WeightOnlyConfig):
         return WeightOnlyLinear.from_float(mod, bits=4, group_size=config.group_size)
     if isinstance(config, Int8DynamicActivationInt8WeightConfig):
-        # torchao's weights: int8 symmetric per channel (its int8_weight_only recipe); the
-        # activations: per tensor, as the dynamic Linear quantizes them
-        q = _dynamic.Linear(mod.in_features, mod.out_features, bias_=mod.bias is not None)
-        q.reduce_range = False
-        wq = _C._quantize_int8_weight_only(mod.weight.detach().float().contiguous())
-        q.set_weight_bias(wq, mod.bias)
-        return q
+        return Int8DynamicActivationLinear.from_float(mod, bits=8)
+    if isinstance(config, Int8DynamicActivationInt4WeightConfig):
+        return Int8DynamicActivationLinear.from_float(mod, bits=4, group_size=config.group_size)
     raise TypeError(f"quantize_: unknown config {config!r} (int8_weight_only(), "
-                    "int4_weight_only(group_size), int8_dynamic_activation_int8_weight())")
+                    "int4_weight_only(group_size), int8_dynamic_activation_int8_weight(), "
+                    "int8_dynamic_activation_int4_weight(group_size))")
 
 
 def quantize_(model, config, filter_fn=None, device=None):
@@ -82,7 +105,8 @@ def quantize_(model, config, filter_fn=None, device=None):
     if device is not None:
         raise NotImplementedError("tessera: quantize_(device=...) (move the model first)")
     if not isinstance(config, (Int8WeightOnlyConfig, Int4WeightOnlyConfig,
-                               Int8DynamicActivationInt8WeightConfig)):
+                               Int8DynamicActivationInt8WeightConfig,
+                               Int8DynamicActivationInt4WeightConfig)):
         raise TypeError(f"quantize_: unknown config {config!r}")
     fn = _is_linear if filter_fn is None else filter_fn
     if fn(model, ""):

@@ -14,10 +14,12 @@ class WeightOnlyLinear(Module):
     (group size 32, 64, 128 or 256); bias a float Parameter or None. The weight is frozen (it is
     no Parameter and gets no gradient); x and bias get theirs."""
 
+    _act = ""  # extra_repr's word on the activations (float here)
+
     def __init__(self, weight, bias=None):
         super().__init__()
         if not getattr(weight, "is_quantized", False):
-            raise TypeError("WeightOnlyLinear: weight must be a quantized tensor "
+            raise TypeError(f"{type(self).__name__}: weight must be a quantized tensor "
                             "(tessera.ao.quantization.quantize_ makes one)")
         self.out_features, self.in_features = (int(d) for d in weight.shape)
         self._weight_q = weight
@@ -51,4 +53,4 @@ class WeightOnlyLinear(Module):
         w = self._weight_q
         extra = f", group_size={w._q_group_size()}" if w.dtype == tessera.quint4x2 else ""
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"weight={w.dtype}{extra}, bias={self.bias is not None}")
+                f"{self._act}weight={w.dtype}{extra}, bias={self.bias is not None}")
