@@ -1,7 +1,8 @@
 /* test_conv_select.c — the CPU convolution's one selector (src/backend/cpu/conv_select.c): each
  * row of its table at its edge (the value on one side and the next on the other), so a changed
  * threshold fails here, and the rules around them: float64 built in, channels_last to oneDNN,
- * the depthwise row float32 forwards only, TS_CONV forcing either provider, Tessera's own blocked
+ * the depthwise row float32 forwards only, the depthwise weight gradients the direct kernels do not
+ * take to conv_dw_weight.c (float32, NCHW), TS_CONV forcing either provider, Tessera's own blocked
  * kernels only with both sides blocked and not under TS_CONV=dnnl, TS_CONV_OWN picking them. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -47,7 +48,17 @@ int main(void) {
     /* the depthwise row is float32 forwards only: bf16 and the gradients keep the general rule */
     CHECK_EQ(sel(geom(1, 16, 28, 28, 16, 3, 1, 16), FWD, TS_BF16, 0), direct ? BUILTIN : DNNL);
     CHECK_EQ(sel(geom(1, 16, 28, 28, 16, 3, 1, 16), TSI_CONV_PASS_WEIGHT, TS_F32, 0),
-             direct ? BUILTIN : DNNL);
+             direct ? BUILTIN : TSI_CONV_PATH_DW_WEIGHT);
+    /* float32 depthwise weight gradients the direct kernels do not take (1x1, stride 2): the own
+     * accurate kernel (conv_dw_weight.c), any group count; bf16 and depthwise-multiplier
+     * (2 outputs a group) ones keep oneDNN */
+    CHECK_EQ(sel(geom(2, 8, 7, 7, 8, 1, 1, 8), TSI_CONV_PASS_WEIGHT, TS_F32, 0),
+             TSI_CONV_PATH_DW_WEIGHT);
+    CHECK_EQ(sel(geom(2, 32, 28, 28, 32, 3, 2, 32), TSI_CONV_PASS_WEIGHT, TS_F32, 0),
+             TSI_CONV_PATH_DW_WEIGHT);
+    CHECK_EQ(sel(geom(2, 32, 28, 28, 32, 3, 2, 32), TSI_CONV_PASS_WEIGHT, TS_BF16, 0), DNNL);
+    CHECK_EQ(sel(geom(2, 32, 28, 28, 64, 3, 2, 32), TSI_CONV_PASS_WEIGHT, TS_F32, 0), DNNL);
+    CHECK_EQ(sel(geom(2, 32, 28, 28, 32, 3, 2, 32), FWD, TS_F32, 0), DNNL);
 
     /* the direct kernels: at most 16 outputs a group, rows at least 4 wide, unit stride along W */
     CHECK_EQ(lim->direct_max_outputs_per_group, 16);
@@ -65,8 +76,12 @@ int main(void) {
     CHECK_EQ(sel(nh, FWD, TS_F32, 0), DNNL);
     CHECK_EQ(sel(nh, TSI_CONV_PASS_DATA, TS_F16, 0), DNNL);
     CHECK_EQ(sel(nh, FWD, TS_F64, 0), BUILTIN);
+    ts_cgeom nhdw = geom(2, 8, 12, 12, 8, 3, 2, 8); /* depthwise, channels_last: oneDNN */
+    nhdw.nhwc = true;
+    CHECK_EQ(sel(nhdw, TSI_CONV_PASS_WEIGHT, TS_F32, 0), DNNL);
     tsi_conv_force_provider("dnnl");
     CHECK_EQ(sel(geom(2, 8, 12, 12, 8, 3, 1, 1), FWD, TS_F32, 0), DNNL);
+    CHECK_EQ(sel(geom(2, 8, 12, 12, 8, 3, 2, 8), TSI_CONV_PASS_WEIGHT, TS_F32, 0), DNNL);
     CHECK_EQ(sel(geom(2, 8, 12, 12, 8, 3, 1, 1), FWD, TS_F64, 0), BUILTIN);
     tsi_conv_force_provider("builtin");
     CHECK_EQ(sel(geom(2, 64, 12, 12, 64, 3, 1, 1), FWD, TS_F32, 0), BUILTIN);

@@ -10,7 +10,8 @@ device what the PyTorch side ran (eval outputs; a fresh copy in train mode: outp
 of the same loss, the input and parameter gradients, the running statistics), first in float64 on
 cpu (model.double(): the judge's float64 gate; a model Tessera cannot run in float64 is judged
 without it, the reason kept as float64_error), then in float32 on each device (its kink branches
-recorded; where a gradient fails rule 2, a float64 rerun on those branches for rule 3), and writes
+recorded; where a gradient fails rule 2, a float64 rerun on those branches for rule 3; then rule 4
+on the scalar parameter gradients, model_zoo_common.finish), and writes
 DIR/result.json: every compared tensor with Tessera's error, PyTorch's float32 error, the float64
 gate's ratio, the branch-matched errors where rule 3 ran and the verdict
 (model_zoo_common.judge_tensor), or the stage and the first line of the error that stopped it.
@@ -64,7 +65,7 @@ class Run:
         err64 = self.err64.get(key) if self.err64 is not None else None
         v = zc.judge_tensor(key, err, err_torch, err64, low64=bool(self.meta.get("low64")))
         row = dict(device=device, key=key, err=err, err_torch=err_torch, ratio=v["ratio"],
-                   ok=bool(v["ok"]), why=v["why"])
+                   ok=bool(v["ok"]), why=v["why"], numel=int(np.size(ref)))
         if "ratio64" in v:
             row["ratio64"] = v["ratio64"]
         self.res["rows"].append(row)
@@ -208,10 +209,7 @@ class Run:
             self.res.setdefault("kink_calls", {})[dev] = kinks.n_calls()
             del got
             self.res["times"][dev] = time.time() - t1
-        rows = self.res["rows"]
-        self.res["stage"] = "done"
-        self.res["status"] = "pass" if all(r["ok"] for r in rows) else "wrong"
-        self.res["n_kink"] = sum(1 for r in rows if r.get("kink"))
+        zc.finish(self.res)  # rule 4 (pooled scalars), then the verdict
         self.save()
 
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/cpu/conv_dw_blocked.h"
+#include "backend/cpu/conv_dw_weight.h"
 #include "backend/cpu/conv_fc_blocked.h"
 #include "backend/cpu/kern_conv_drivers.h"
 #include "backend/env_config.h"
@@ -36,10 +37,11 @@ static const tsi_conv_limits limits = {
      * images take microseconds, less than a parallel region's start and join (onnx-blocked.md,
      * "Small oneDNN forwards on one thread"). */
     .dnnl_one_thread_flops = 1e6,
-    /* conv_dw_blocked.c: one thread below 2^18 multiply-adds, about what a parallel region's
-     * start and join cost (a microsecond, 16k vector FMAs on one core). The kernel itself is
-     * measured (docs/decisions/0034-onnx-own-blocked-kernels.md: with it and the FC
-     * kernel 8-16% less CPU than oneDNN's on MobileNetV3-Small); this cut-off is NOT MEASURED. */
+    /* conv_dw_blocked.c and conv_dw_weight.c: one thread below 2^18 multiply-adds, about what a
+     * parallel region's start and join cost (a microsecond, 16k vector FMAs on one core). The
+     * blocked kernel itself is measured (docs/decisions/0034-onnx-own-blocked-kernels.md: with it
+     * and the FC kernel 8-16% less CPU than oneDNN's on MobileNetV3-Small); this cut-off is NOT
+     * MEASURED. */
     .dw_blocked_parallel_min_macs = 262144.0,
     /* channels_last below AVX-512 (AVX2 kernels read NHWC 20% slower than nChw8c, Zen 3): NHWC
      * kept under 512 multiply-adds per output element (ResNet-20's 16- and 32-channel 3x3 layers:
@@ -85,8 +87,17 @@ static tsi_conv_path default_path(const ts_cgeom *g, tsi_conv_pass pass, ts_dtyp
      * keeps the general rule) */
     if (pass == TSI_CONV_PASS_FORWARD && dt == TS_F32 && depthwise_wide(g))
         return TSI_CONV_PATH_DNNL;
+    if (builtin_direct(g, pass)) return TSI_CONV_PATH_BUILTIN;
+    /* float32 depthwise weight gradients the direct kernels do not take (1x1, strided, narrow
+     * rows): conv_dw_weight.c, not oneDNN, whose primitive sums each weight's N x OH x OW products
+     * in one float (issue 75, 1x1 over 32 x 28 x 28 products: error 8.5e-8 of the sum of
+     * |products|, PyTorch's the same, the own kernel 2.3e-9). Speed, one thread, loaded Zen 4:
+     * 1x1 level with oneDNN, 5x5 stride 2 faster, 3x3 stride 2 and 7x7 images 2-3x slower (a
+     * weight gradient's share of a step; NOT in bench/results). */
+    if (pass == TSI_CONV_PASS_WEIGHT && dt == TS_F32 && tsi_conv_dw_weight_takes(g))
+        return TSI_CONV_PATH_DW_WEIGHT;
     /* oneDNN's JIT kernels take what the direct kernels do not: above them im2col + GEMM loses */
-    return builtin_direct(g, pass) ? TSI_CONV_PATH_BUILTIN : TSI_CONV_PATH_DNNL;
+    return TSI_CONV_PATH_DNNL;
 }
 
 tsi_conv_path tsi_conv_select(const ts_cgeom *g, tsi_conv_pass pass, ts_dtype dt, int blk) {

@@ -22,6 +22,7 @@ typedef enum {
     TSI_CONV_PATH_BUILTIN, /* the direct kernels where tsi_conv_direct_for takes g, else im2col */
     TSI_CONV_PATH_DW_BLOCKED, /* conv_dw_blocked.c's depthwise kernel (blocked in and out) */
     TSI_CONV_PATH_FC_BLOCKED, /* conv_fc_blocked.c's 1x1-image kernel (blocked in and out) */
+    TSI_CONV_PATH_DW_WEIGHT,  /* conv_dw_weight.c's depthwise weight gradient (float32, NCHW) */
 } tsi_conv_path;
 
 /* The thresholds (conv_select.c's one instance, tsi_conv_limits_get) */

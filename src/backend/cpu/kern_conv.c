@@ -9,6 +9,7 @@
 #include "backend/cpu/blas_threads.h"
 #include "backend/cpu/conv_dnnl.h"
 #include "backend/cpu/conv_dnnl_wcache.h"
+#include "backend/cpu/conv_dw_weight.h"
 #include "backend/cpu/conv_select.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/gemm_blocked.h"
@@ -514,7 +515,12 @@ static bool run_backward_weight(const conv_fns *f, const cgeom *g, const char *g
         memset(gw, 0, (size_t)wlen * f->es);
         return true;
     }
-    if (conv_use_dnnl(f, g, TSI_CONV_PASS_WEIGHT) &&
+    const tsi_conv_path path =
+        f == &fns_f32 ? tsi_conv_select(g, TSI_CONV_PASS_WEIGHT, TS_F32, 0) : TSI_CONV_PATH_BUILTIN;
+    if (path == TSI_CONV_PATH_DW_WEIGHT &&
+        tsi_conv_dw_weight(g, (const float *)gy, (const float *)x, (float *)gw))
+        return true;
+    if (path == TSI_CONV_PATH_DNNL &&
         tsi_dnnl_conv_backward_weight(g, (const float *)gy, (const float *)x, (float *)gw))
         return true;
     const int nt = tsi_conv_max_threads();
