@@ -48,14 +48,13 @@ int main(void) {
     /* the depthwise row is float32 forwards only: bf16 and the gradients keep the general rule */
     CHECK_EQ(sel(geom(1, 16, 28, 28, 16, 3, 1, 16), FWD, TS_BF16, 0), direct ? BUILTIN : DNNL);
     CHECK_EQ(sel(geom(1, 16, 28, 28, 16, 3, 1, 16), TSI_CONV_PASS_WEIGHT, TS_F32, 0),
-             direct ? BUILTIN : TSI_CONV_PATH_DW_WEIGHT);
-    /* float32 depthwise weight gradients the direct kernels do not take (1x1, stride 2): the own
-     * accurate kernel (conv_dw_weight.c), any group count; bf16 and depthwise-multiplier
-     * (2 outputs a group) ones keep oneDNN */
+             direct ? BUILTIN : DNNL);
+    /* float32 1x1 depthwise weight gradients: the own accurate kernel (conv_dw_weight.c), any
+     * group count; strided 3x3 ones (slower there), bf16 and depthwise-multiplier (2 outputs a
+     * group) ones keep oneDNN */
     CHECK_EQ(sel(geom(2, 8, 7, 7, 8, 1, 1, 8), TSI_CONV_PASS_WEIGHT, TS_F32, 0),
              TSI_CONV_PATH_DW_WEIGHT);
-    CHECK_EQ(sel(geom(2, 32, 28, 28, 32, 3, 2, 32), TSI_CONV_PASS_WEIGHT, TS_F32, 0),
-             TSI_CONV_PATH_DW_WEIGHT);
+    CHECK_EQ(sel(geom(2, 32, 28, 28, 32, 3, 2, 32), TSI_CONV_PASS_WEIGHT, TS_F32, 0), DNNL);
     CHECK_EQ(sel(geom(2, 32, 28, 28, 32, 3, 2, 32), TSI_CONV_PASS_WEIGHT, TS_BF16, 0), DNNL);
     CHECK_EQ(sel(geom(2, 32, 28, 28, 64, 3, 2, 32), TSI_CONV_PASS_WEIGHT, TS_F32, 0), DNNL);
     CHECK_EQ(sel(geom(2, 32, 28, 28, 32, 3, 2, 32), FWD, TS_F32, 0), DNNL);

@@ -91,10 +91,11 @@ static tsi_conv_path default_path(const ts_cgeom *g, tsi_conv_pass pass, ts_dtyp
     /* float32 depthwise weight gradients the direct kernels do not take (1x1, strided, narrow
      * rows): conv_dw_weight.c, not oneDNN, whose primitive sums each weight's N x OH x OW products
      * in one float (issue 75, 1x1 over 32 x 28 x 28 products: error 8.5e-8 of the sum of
-     * |products|, PyTorch's the same, the own kernel 2.3e-9). Speed, one thread, loaded Zen 4:
-     * 1x1 level with oneDNN, 5x5 stride 2 faster, 3x3 stride 2 and 7x7 images 2-3x slower (a
-     * weight gradient's share of a step; NOT in bench/results). */
-    if (pass == TSI_CONV_PASS_WEIGHT && dt == TS_F32 && tsi_conv_dw_weight_takes(g))
+     * |products|, PyTorch's the same, the own kernel 2.3e-9). Speed, one thread, loaded Zen 5:
+     * 1x1 level with oneDNN, 3x3 stride 2 at 56x56 and 3x3 on 7x7 images 2-4x slower: 1x1 only
+     * (the rep modules' scale branches), the rest stays oneDNN's until the kernel is as fast. */
+    if (pass == TSI_CONV_PASS_WEIGHT && dt == TS_F32 && g->kh == 1 && g->kw == 1 &&
+        tsi_conv_dw_weight_takes(g))
         return TSI_CONV_PATH_DW_WEIGHT;
     /* oneDNN's JIT kernels take what the direct kernels do not: above them im2col + GEMM loses */
     return TSI_CONV_PATH_DNNL;
