@@ -1,5 +1,5 @@
 /* layers_internal.h — what the eval path's conv + batch-norm fusion (conv_bn.c) reads of the
- * built-in Conv2d, BatchNorm2d and ReLU modules (layers.c, layers2.c). Not public. */
+ * built-in Conv2d, BatchNorm2d and ReLU modules (layers.c, norm_embedding_layers.c). Not public. */
 #ifndef TS_NN_LAYERS_INTERNAL_H
 #define TS_NN_LAYERS_INTERNAL_H
 

@@ -10,9 +10,9 @@
 
 /* ------------------------------------------------------------------ the operator table */
 static const tso_op_def *const families[] = {
-    tso_ops_elementwise, tso_ops_shape,  tso_ops_nn,     tso_ops_reduce,      tso_ops_index,
-    tso_ops_misc,        tso_ops_extra,  tso_ops_window, tso_ops_grid_sample, tso_ops_detect,
-    tso_ops_quantize,    tso_ops_signal, tso_ops_quant,  tso_ops_seq,         tso_ops_text};
+    tso_ops_elementwise, tso_ops_shape,      tso_ops_nn,     tso_ops_reduce,      tso_ops_index,
+    tso_ops_misc,        tso_ops_unpool_det, tso_ops_window, tso_ops_grid_sample, tso_ops_detect,
+    tso_ops_quantize,    tso_ops_signal,     tso_ops_quant,  tso_ops_seq,         tso_ops_text};
 static const tso_op_def *const training_families[] = {tso_ops_train};
 
 /* the newest row for op_type with since <= version among count families */

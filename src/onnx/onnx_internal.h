@@ -123,7 +123,7 @@ extern const tso_op_def tso_ops_nn[];
 extern const tso_op_def tso_ops_reduce[];
 extern const tso_op_def tso_ops_index[];
 extern const tso_op_def tso_ops_misc[];
-extern const tso_op_def tso_ops_extra[];       /* MaxUnpool, Det */
+extern const tso_op_def tso_ops_unpool_det[];  /* MaxUnpool, Det */
 extern const tso_op_def tso_ops_window[];      /* Hann/Hamming/BlackmanWindow, MelWeightMatrix */
 extern const tso_op_def tso_ops_grid_sample[]; /* GridSample */
 extern const tso_op_def tso_ops_detect[];      /* NonMaxSuppression, RoiAlign */

@@ -1,5 +1,5 @@
 /* adagrad.c — torch.optim.Adagrad (lr_decay, initial_accumulator_value) and Adadelta: the
- * accumulating optimizers. The per-element math is backend/optim_math_more.h. */
+ * accumulating optimizers. The per-element math is backend/optim_math_adaptive.h. */
 #include "optim/optim_check.h"
 
 /* ------------------------------------------------------------------ Adagrad */

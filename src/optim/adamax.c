@@ -1,6 +1,6 @@
 /* adamax.c — torch.optim.Adamax, NAdam (momentum_decay, decoupled_weight_decay) and RAdam
  * (decoupled_weight_decay): Adam's relatives. The per-tensor scalars torch computes in Python are
- * computed here (coefs); the per-element math is backend/optim_math_more.h. */
+ * computed here (coefs); the per-element math is backend/optim_math_adaptive.h. */
 #include <math.h>
 
 #include "optim/optim_check.h"

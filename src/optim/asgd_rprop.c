@@ -1,5 +1,5 @@
 /* asgd_rprop.c — torch.optim.ASGD (averaged SGD: eta, mu, ax) and Rprop (etas, step_sizes). The
- * per-element math is backend/optim_math_more.h. */
+ * per-element math is backend/optim_math_adaptive.h. */
 #include <math.h>
 
 #include "optim/optim_check.h"

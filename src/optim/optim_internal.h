@@ -42,7 +42,7 @@ typedef struct tsi_optim_kind_info {
     bool has_step;                          /* "step" in the state */
     /* the slot is used with these options (and must exist before a step) */
     bool (*slot_used)(const ts_optim_hparams *h, int slot);
-    /* ---- the kinds of optim_math_more.h (NULL / false for the others) */
+    /* ---- the kinds of optim_math_adaptive.h (NULL / false for the others) */
     const char *aux_names[TS_OPTIM_AUX]; /* state dict names of aux; NULL: unused */
     bool f32_scalars; /* step and aux as f32 0-dim tensors (PyTorch's _get_scalar_dtype) */
     /* the aux of a parameter without state (before its first step) */

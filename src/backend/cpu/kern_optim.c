@@ -6,7 +6,7 @@
 #include "backend/cpu/cpu_loops.h"
 #include "backend/kernel_math.h"
 #include "backend/optim_math.h"
-#include "backend/optim_math_more.h"
+#include "backend/optim_math_adaptive.h"
 #include "backend/optim_step.h"
 
 /* The per-element updates live in optim_math.h (shared with the CUDA kernel): each follows
@@ -137,7 +137,7 @@
         else                                                                                       \
             rmsprop_loop_##SUF(h, p, mw, g, sa, ba, ga, b, e, 0, 0, 0);                            \
     }                                                                                              \
-    /* Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop (optim_math_more.h). KIND < 0: the     \
+    /* Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop (optim_math_adaptive.h). KIND < 0: the \
      * kind read from h per element; a literal kind with both state slots: the switch folds and    \
      * the loop vectorizes (the same operations element by element, so the same bits) */           \
     INLINE void more_loop_##SUF(const ts_optim_hparams *h, const double *coef, T *restrict p,      \

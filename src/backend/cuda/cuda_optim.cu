@@ -13,7 +13,7 @@
 
 #include "backend/cuda/cuda_compute.h"
 #include "backend/optim_math.h"
-#include "backend/optim_math_more.h"
+#include "backend/optim_math_adaptive.h"
 
 namespace {
 
@@ -33,7 +33,7 @@ struct OTensor {
     /* a capturable optimizer's scalars (f64 [TS_OPTIM_SCALARS], optim_step.h), NULL otherwise:
      * lr, momentum and beta1 from there, the step count advanced there (count_kernel) */
     double *sc;
-    /* Adagrad .. Rprop: the host's per-tensor coefficients (optim_math_more.h) */
+    /* Adagrad .. Rprop: the host's per-tensor coefficients (optim_math_adaptive.h) */
     double coef[TS_OPTIM_COEFS];
 };
 
@@ -169,7 +169,7 @@ __global__ void optim_kernel(OArgs a, const OTensor *tab, int n, int64_t nchunks
         S *s0 = (S *)t.s[0], *s1 = (S *)t.s[1], *s2 = (S *)t.s[2];
         const int64_t b = (c - t.chunk0) * OPT_CHUNK;
         const int64_t e = b + OPT_CHUNK < t.numel ? b + OPT_CHUNK : t.numel;
-        if (a.kind >= TS_OPTIM_ADAGRAD) { /* optim_math_more.h: slots 0 and 1 */
+        if (a.kind >= TS_OPTIM_ADAGRAD) { /* optim_math_adaptive.h: slots 0 and 1 */
             const typename M::X x = M::xconsts(&a.h, t.coef);
             for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) {
                 CT v0 = s0 ? tsc_load_acc(s0[i]) : (CT)0, v1 = s1 ? tsc_load_acc(s1[i]) : (CT)0;

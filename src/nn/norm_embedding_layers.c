@@ -1,4 +1,5 @@
-/* layers2.c — built-in normalisation and lookup modules: batch_norm1d/2d, layer_norm, embedding. */
+/* norm_embedding_layers.c — built-in normalisation and lookup modules: batch_norm1d/2d, layer_norm,
+ * embedding. */
 #include <math.h>
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
-/* optim_math_more.h — the per-element updates of Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD and
- * Rprop, shared by the CPU loops (cpu/kern_optim.c) and the CUDA kernel (cuda/cuda_optim.cu).
+/* optim_math_adaptive.h — the per-element updates of Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD
+ * and Rprop, shared by the CPU loops (cpu/kern_optim.c) and the CUDA kernel (cuda/cuda_optim.cu).
  *
  * Each follows torch.optim's _single_tensor_* function op by op (PyTorch 2.x), rounding to the
  * compute type CT where ATen rounds (optim_math.h's conventions: addcmul is self + (value * t1) *
@@ -7,8 +7,8 @@
  * torch computes in Python (Adagrad's decayed lr, NAdam's momentum products, RAdam's
  * rectification, ASGD's eta and mu) come in coef (ts_optim_step_args.coef), computed on the host by
  * src/optim/optim_more.c. */
-#ifndef TS_OPTIM_MATH_MORE_H
-#define TS_OPTIM_MATH_MORE_H
+#ifndef TS_OPTIM_MATH_ADAPTIVE_H
+#define TS_OPTIM_MATH_ADAPTIVE_H
 
 #include "backend/optim_math.h"
 
@@ -16,7 +16,7 @@
  * bias_correction2}; RAdam {bias_correction1, rect, sqrt(bias_correction2), rectified (0/1)};
  * ASGD {eta, 1 - lambd eta, mu}; Adadelta, Rprop none. */
 
-#define TS_OPTIM_MATH_MORE_DEFINE(SUF, CT, MAXIMUM)                                                \
+#define TS_OPTIM_MATH_ADAPTIVE_DEFINE(SUF, CT, MAXIMUM)                                            \
     /* one tensor's constants in the compute type; a..g by kind (ts_om_x_consts) */                \
     typedef struct ts_om_x_##SUF {                                                                 \
         int kind;                                                                                  \
@@ -154,7 +154,7 @@
         }                                                                                          \
     }
 
-TS_OPTIM_MATH_MORE_DEFINE(f, float, ts_maximum_f)
-TS_OPTIM_MATH_MORE_DEFINE(d, double, ts_maximum_d)
+TS_OPTIM_MATH_ADAPTIVE_DEFINE(f, float, ts_maximum_f)
+TS_OPTIM_MATH_ADAPTIVE_DEFINE(d, double, ts_maximum_d)
 
-#endif /* TS_OPTIM_MATH_MORE_H */
+#endif /* TS_OPTIM_MATH_ADAPTIVE_H */

@@ -1,4 +1,4 @@
-/* ops_extra.c — ONNX operators outside the families of the other ops_*.c files: MaxUnpool and
+/* ops_unpool_det.c — ONNX operators outside the families of the other ops_*.c files: MaxUnpool and
  * Det, composed from Tessera's differentiable ops so they run on any device. */
 #include "onnx/onnx_internal.h"
 
@@ -109,7 +109,7 @@ TSO_RUN(run_det) {
     TSO_DONE(a ? ts_reshape(det, bs) : NULL);
 }
 
-const tso_op_def tso_ops_extra[] = {
+const tso_op_def tso_ops_unpool_det[] = {
     {"MaxUnpool", 9, run_max_unpool, check_max_unpool, false},
     {"Det", 11, run_det, NULL, false},
     {NULL, 0, NULL, NULL, false},
