@@ -536,7 +536,7 @@ static inline TS_HD double ts_neginf_to_d(double x, double v) { return x == -INF
     X(TS_U_FRAC, frac, __VA_ARGS__)                                                                \
     X(TS_U_DEG2RAD, deg2rad, __VA_ARGS__)                                                          \
     X(TS_U_RAD2DEG, rad2deg, __VA_ARGS__)                                                          \
-    TS_SPECIAL_MORE_UNARY(X, __VA_ARGS__)
+    TS_KMS_UNARY_OPS(X, __VA_ARGS__)
 /* the function of a TS_SPECIAL_UNARY / TS_SPECIAL_BINARY name for a compute type (f or d) */
 #define TS_SPECIAL_f(name) ts_##name##_f
 #define TS_SPECIAL_d(name) ts_##name##_d
@@ -608,7 +608,7 @@ static inline TS_HD double ts_logaddexp2_d(double a, double b) {
  * kernel_math_special.h's series and recurrences */
 #define TS_SPECIAL_BINARY(X, ...)                                                                  \
     TS_SPECIAL_BASIC_BINARY(X, __VA_ARGS__)                                                        \
-    TS_SPECIAL_MORE_BINARY(X, __VA_ARGS__)
+    TS_KMS_BINARY_OPS(X, __VA_ARGS__)
 #define TS_SPECIAL_BASIC_BINARY(X, ...)                                                            \
     X(TS_B_XLOGY, xlogy, __VA_ARGS__)                                                              \
     X(TS_B_XLOG1PY, xlog1py, __VA_ARGS__)                                                          \

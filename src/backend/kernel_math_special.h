@@ -666,7 +666,7 @@ TS_KMS_F2(legendre_p)
 #undef TS_KMS_F2
 
 /* The ops, as kernel_math.h's TS_SPECIAL_UNARY / TS_SPECIAL_BINARY expand them */
-#define TS_SPECIAL_MORE_UNARY(X, ...)                                                              \
+#define TS_KMS_UNARY_OPS(X, ...)                                                                   \
     X(TS_U_NDTR, ndtr, __VA_ARGS__)                                                                \
     X(TS_U_NDTRI, ndtri, __VA_ARGS__)                                                              \
     X(TS_U_LOG_NDTR, log_ndtr, __VA_ARGS__)                                                        \
@@ -682,7 +682,7 @@ TS_KMS_F2(legendre_p)
     X(TS_U_BESSEL_K1E, bessel_k1e, __VA_ARGS__)                                                    \
     X(TS_U_SPH_BESSEL_J0, sph_bessel_j0, __VA_ARGS__)                                              \
     X(TS_U_AIRY_AI, airy_ai, __VA_ARGS__)
-#define TS_SPECIAL_MORE_BINARY(X, ...)                                                             \
+#define TS_KMS_BINARY_OPS(X, ...)                                                                  \
     X(TS_B_ZETA, zeta2, __VA_ARGS__)                                                               \
     X(TS_B_IGAMMA, igamma, __VA_ARGS__)                                                            \
     X(TS_B_IGAMMAC, igammac, __VA_ARGS__)                                                          \

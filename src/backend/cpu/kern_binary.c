@@ -132,7 +132,7 @@ _Static_assert(TS_B_COUNT == 55,
     case TS_B_RSHIFT: LOOP(T, ST, ((void)b, a)); break;                                            \
         BWD_CASES(LOOP, FAM)                                                                       \
         TS_SPECIAL_BASIC_BINARY(SPECIAL_CASE, LOOP, FAM)                                           \
-        TS_SPECIAL_MORE_BINARY(SPECIAL_LABEL, ~)                                                   \
+        TS_KMS_BINARY_OPS(SPECIAL_LABEL, ~)                                                   \
         LOOP(T, ST, special_##FAM(op_, a, b));                                                     \
         break;
 
@@ -141,7 +141,7 @@ _Static_assert(TS_B_COUNT == 55,
  */
 #define SPECIAL_CASE(U, FN, LOOP, FAM)                                                             \
     case U: LOOP(T, ST, TS_SPECIAL_##FAM(FN)(a, b)); break;
-/* The series and recurrences (TS_SPECIAL_MORE_BINARY: zeta, the incomplete gammas, the
+/* The series and recurrences (TS_KMS_BINARY_OPS: zeta, the incomplete gammas, the
  * polynomials) are one case of one loop calling special_f / special_d (not inlined), and on
  * integers every special op is: the functions' code then exists once, not once per dtype, loop
  * form and ISA variant (inlined everywhere, they took this file 132 s of a 2-core build's
@@ -160,7 +160,7 @@ _Static_assert(TS_B_COUNT == 55,
         return TS_SPECIAL_f(FN)(a, b);
 __attribute__((noinline)) static float special_f(ts_binary_op op, float a, float b) {
     switch (op) {
-        TS_SPECIAL_MORE_BINARY(SPECIAL_F_CASE, ~)
+        TS_KMS_BINARY_OPS(SPECIAL_F_CASE, ~)
     default:
         return a;
     }
