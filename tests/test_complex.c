@@ -367,7 +367,8 @@ static void test_refusals(void) {
     CHECK_ERR_HAS(TS_ERR_DTYPE, "casting complex to bool");
     CHECK(ts_to_dtype(z, TS_I64) == NULL);
     CHECK_ERR(TS_ERR_DTYPE);
-    CHECK(ts_outer(z, z) == NULL); /* complex matmul is taken (test_complex_linalg_math.c), outer not */
+    CHECK(ts_outer(z, z) ==
+          NULL); /* complex matmul is taken (test_complex_linalg_math.c), outer not */
     CHECK_ERR(TS_ERR_DTYPE);
     CHECK(ts_clamp_(z, 0, 1) == NULL); /* in place without a complex path */
     CHECK_ERR(TS_ERR_DTYPE);

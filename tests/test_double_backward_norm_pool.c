@@ -1,14 +1,14 @@
-/* test_double_backward_norm_pool.c — create_graph through the ops issue 53 made twice differentiable:
- * batch norm (training with batch statistics through the fused kernels' node, evaluation with
- * running statistics; affine or not; a non-contiguous input), average pooling (1-d, 2-d, 3-d;
- * count_include_pad, ceil_mode, divisor_override; adaptive), the transposed convolutions (1-d,
- * 2-d, 3-d; stride, padding, output_padding, dilation, groups, bias, unbatched) and the kinked
- * activations (hardtanh, relu6, threshold, hardshrink, softshrink, leaky_relu). For each, with p
- * every input and v a direction: the gradients recorded under create_graph equal the first-order
- * ones, and H v by double backward equals (grad f(p + e v) - grad f(p - e v)) / 2e of first-order
- * gradients, in float64, on cpu and sim. And PyTorch's links: the gradient of hardtanh & co. (and
- * of the average poolings) depends on x with derivative zero (a second-order gradient of zeros, not
- * None), clamp's does not depend on x at all. */
+/* test_double_backward_norm_pool.c — create_graph through the ops issue 53 made twice
+ * differentiable: batch norm (training with batch statistics through the fused kernels' node,
+ * evaluation with running statistics; affine or not; a non-contiguous input), average pooling (1-d,
+ * 2-d, 3-d; count_include_pad, ceil_mode, divisor_override; adaptive), the transposed convolutions
+ * (1-d, 2-d, 3-d; stride, padding, output_padding, dilation, groups, bias, unbatched) and the
+ * kinked activations (hardtanh, relu6, threshold, hardshrink, softshrink, leaky_relu). For each,
+ * with p every input and v a direction: the gradients recorded under create_graph equal the
+ * first-order ones, and H v by double backward equals (grad f(p + e v) - grad f(p - e v)) / 2e of
+ * first-order gradients, in float64, on cpu and sim. And PyTorch's links: the gradient of hardtanh
+ * & co. (and of the average poolings) depends on x with derivative zero (a second-order gradient of
+ * zeros, not None), clamp's does not depend on x at all. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

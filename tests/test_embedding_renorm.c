@@ -164,7 +164,7 @@ static void test_errors(void) {
     const int64_t bad[2] = {1, ROWS};
     CHECK(!ts_embedding_renorm_(wt, ts_tensor_i64(TS_SHAPE(2), bad, (ts_opts){0}), 1.0, 2.0));
     CHECK_ERR_HAS(TS_ERR_ARG, "embedding_renorm_: index 6 is out of range"); /* its own message */
-    ts_test_read_f64(wt, after, ROWS * DIM); /* nothing written */
+    ts_test_read_f64(wt, after, ROWS * DIM);                                 /* nothing written */
     CHECK(memcmp(before, after, sizeof before) == 0);
     ts_tensor *idx = ts_tensor_i64(TS_SHAPE(N), IDX, (ts_opts){0});
     CHECK(!ts_embedding_renorm_(ts_zeros(TS_SHAPE(ROWS), (ts_opts){0}), idx, 1.0, 2.0));

@@ -1,6 +1,6 @@
-/* test_optim_adaptive.c — Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD and Rprop against PyTorch 2.x
- * on cpu and sim:0 (f64 to 1e-12, f32 to 1e-5), their state dicts (PyTorch's names, f32 scalars,
- * a resumed run continuing bit for bit), ts_optim_set_momentum, and the option errors.
+/* test_optim_adaptive.c — Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD and Rprop against
+ * PyTorch 2.x on cpu and sim:0 (f64 to 1e-12, f32 to 1e-5), their state dicts (PyTorch's names, f32
+ * scalars, a resumed run continuing bit for bit), ts_optim_set_momentum, and the option errors.
  *
  * The reference values come from /opt/torch2 (PyTorch 2.x), 7 steps (RAdam rectifies from step 6):
  *

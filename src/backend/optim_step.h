@@ -11,7 +11,8 @@ typedef enum ts_optim_kind {
     TS_OPTIM_ADAM,
     TS_OPTIM_ADAMW,
     TS_OPTIM_RMSPROP,
-    /* the kinds stepped by ts_om_more (optim_math_adaptive.h), with per-tensor coefficients (coef) */
+    /* the kinds stepped by ts_om_more (optim_math_adaptive.h), with per-tensor coefficients (coef)
+     */
     TS_OPTIM_ADAGRAD,
     TS_OPTIM_ADADELTA,
     TS_OPTIM_ADAMAX,
